@@ -1,0 +1,72 @@
+//! Raw setting values and where each came from, before they are parsed into types.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A setting's value as given, not yet parsed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Raw {
+    Scalar(String),
+    List(Vec<String>),
+    Map(Vec<(String, String)>),
+}
+
+impl Raw {
+    /// The value as one line of text, for error messages.
+    pub fn display(&self) -> String {
+        match self {
+            Raw::Scalar(s) => s.clone(),
+            Raw::List(v) => v.join(","),
+            Raw::Map(m) => m
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        }
+    }
+
+    /// Splits a comma-separated list as config.ps1 writes them (`"10.96.0.10,10.96.0.11"`).
+    pub fn list_from_text(text: &str) -> Raw {
+        Raw::List(
+            text.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        )
+    }
+}
+
+/// Where a setting's value came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// `--set KEY=VALUE` on the command line.
+    Flag,
+    /// An environment variable with the config.ps1 name.
+    Env(&'static str),
+    /// The config file, at this line.
+    File(u64),
+    /// The built-in default.
+    Default,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Flag => f.write_str("flag"),
+            Source::Env(name) => write!(f, "env {name}"),
+            Source::File(line) => write!(f, "file:{line}"),
+            Source::Default => f.write_str("default"),
+        }
+    }
+}
+
+/// A raw value with its source.
+#[derive(Clone, Debug)]
+pub struct Sourced {
+    pub raw: Raw,
+    pub source: Source,
+}
+
+/// The settings one source gave, by dotted key.
+pub type Layer = BTreeMap<&'static str, Sourced>;

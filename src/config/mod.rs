@@ -1,0 +1,365 @@
+//! The typed configuration: defaults, precedence (flag > env > file > default), validation.
+
+mod file;
+pub mod import_ps1;
+mod layer;
+mod problem;
+mod resolve;
+pub mod spec;
+pub mod types;
+mod validate;
+
+pub use layer::{Raw, Source};
+pub use problem::Problem;
+pub use resolve::Shown;
+
+use layer::{Layer, Sourced};
+use resolve::Resolver;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use types::*;
+
+/// The configuration file looked for when `--config` is not given (on the node only).
+pub const DEFAULT_CONFIG_PATH: Option<&str> =
+    if cfg!(windows) { Some("C:\\CalicoWindows\\calico-windows.yaml") } else { None };
+
+/// Everything the effective configuration is computed from.
+#[derive(Debug, Default)]
+pub struct Inputs {
+    /// The config file: its path and its text.
+    pub file: Option<(PathBuf, String)>,
+    /// The process environment, captured once at start-up.
+    pub env: BTreeMap<String, String>,
+    /// `--set KEY=VALUE` flags, in order.
+    pub sets: Vec<String>,
+    /// This host's name, for the default node name.
+    pub hostname: Option<String>,
+}
+
+/// The configuration could not be used; nothing was changed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{}", invalid_summary(.file, .problems))]
+    Invalid { file: Option<PathBuf>, problems: Vec<Problem> },
+    #[error("cannot read config file {}", .path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+}
+
+fn invalid_summary(file: &Option<PathBuf>, problems: &[Problem]) -> String {
+    let n = problems.len();
+    let what = if n == 1 { "1 problem".to_owned() } else { format!("{n} problems") };
+    match file {
+        Some(f) => format!("the configuration ({}) has {what}", f.display()),
+        None => format!("the configuration has {what}"),
+    }
+}
+
+/// The effective configuration with the source of every value.
+#[derive(Debug)]
+pub struct Loaded {
+    pub config: Config,
+    pub shown: BTreeMap<&'static str, Shown>,
+    pub file: Option<PathBuf>,
+}
+
+/// Calico for Windows settings, parsed and validated.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub backend: Backend,
+    pub datastore: Datastore,
+    pub kubeconfig: Option<WinPath>,
+    pub etcd: Etcd,
+    pub service_cidrs: Vec<Cidr>,
+    pub dns: Dns,
+    pub container_runtime: ContainerRuntime,
+    pub cni: Cni,
+    pub vxlan: Vxlan,
+    pub kube_network: NetworkPattern,
+    pub node: Node,
+    pub install_root: WinPath,
+    pub logs: Logs,
+    pub windows_use_single_network: bool,
+    pub extra_env: ExtraEnv,
+}
+
+/// etcd datastore settings.
+#[derive(Clone, Debug)]
+pub struct Etcd {
+    pub endpoints: Vec<EtcdEndpoint>,
+    pub tls: Option<EtcdTls>,
+}
+
+/// The three etcd TLS files, always given together.
+#[derive(Clone, Debug)]
+pub struct EtcdTls {
+    pub key_file: WinPath,
+    pub cert_file: WinPath,
+    pub ca_cert_file: WinPath,
+}
+
+/// DNS given to pods.
+#[derive(Clone, Debug)]
+pub struct Dns {
+    pub servers: Vec<Ip>,
+    pub search: Vec<Domain>,
+}
+
+/// CNI plugin settings.
+#[derive(Clone, Debug)]
+pub struct Cni {
+    pub bin_dir: WinPath,
+    pub conf_dir: WinPath,
+    pub conf_filename: Text,
+    pub ipam_type: IpamType,
+    /// A template file of the user's, on the machine running the tool.
+    pub template: Option<PathBuf>,
+}
+
+/// VXLAN settings.
+#[derive(Clone, Debug)]
+pub struct Vxlan {
+    pub vni: Vni,
+    pub mac_prefix: MacPrefix,
+    pub adapter: Option<Text>,
+}
+
+/// This node's identity.
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub name: NodeName,
+    pub k8s_node_ref: NodeName,
+    pub ip: NodeIp,
+    pub ip_autodetection_method: Option<Text>,
+    pub startup_valid_ip_timeout: Timeout,
+}
+
+/// Logging.
+#[derive(Clone, Debug)]
+pub struct Logs {
+    pub dir: WinPath,
+    pub felix_file_severity: LogSeverity,
+    pub felix_screen_severity: Option<LogSeverity>,
+    pub felix_sys_severity: LogSeverity,
+    pub bgp_screen_severity: Option<LogSeverity>,
+}
+
+/// Extra environment per service, in the order given.
+#[derive(Clone, Debug, Default)]
+pub struct ExtraEnv {
+    pub node: Vec<(String, String)>,
+    pub felix: Vec<(String, String)>,
+    pub confd: Vec<(String, String)>,
+}
+
+/// Reads the config file at `path`, or returns `None` text when no file is used.
+pub fn read_file(path: Option<&Path>) -> Result<Option<(PathBuf, String)>, ConfigError> {
+    let path = match path {
+        Some(p) => p.to_path_buf(),
+        None => match DEFAULT_CONFIG_PATH.map(PathBuf::from) {
+            Some(p) if p.exists() => p,
+            _ => return Ok(None),
+        },
+    };
+    std::fs::read_to_string(&path)
+        .map(|text| Some((path.clone(), text)))
+        .map_err(|source| ConfigError::Read { path, source })
+}
+
+/// Computes the effective configuration from its inputs, reporting every problem at once.
+pub fn load(inputs: &Inputs) -> Result<Loaded, ConfigError> {
+    let file_path = inputs.file.as_ref().map(|(p, _)| p.clone());
+    let invalid = |problems| ConfigError::Invalid { file: file_path.clone(), problems };
+
+    let mut problems = Vec::new();
+    let flags = flag_layer(&inputs.sets, &mut problems);
+    let env = env_layer(&inputs.env);
+    let file = match &inputs.file {
+        Some((_, text)) => file::parse(text).unwrap_or_else(|p| {
+            problems.extend(p);
+            Layer::new()
+        }),
+        None => Layer::new(),
+    };
+    if !problems.is_empty() {
+        return Err(invalid(problems));
+    }
+
+    let mut r = Resolver::new(vec![flags, env, file]);
+    let config = build(&mut r, inputs.hostname.as_deref());
+    validate::cross_check(&config, &mut r);
+    if r.problems.is_empty() {
+        Ok(Loaded { config, shown: r.shown, file: file_path })
+    } else {
+        Err(invalid(r.problems))
+    }
+}
+
+fn build(r: &mut Resolver, hostname: Option<&str>) -> Config {
+    let install_root = r.one::<WinPath>("install_root", || unreachable_default("install_root"));
+    let container_runtime = r.one::<ContainerRuntime>("container_runtime", || ContainerRuntime::Containerd);
+    let (bin_default, conf_default) = match container_runtime {
+        ContainerRuntime::Containerd => ("C:\\Program Files\\containerd\\cni\\bin", "C:\\Program Files\\containerd\\cni\\conf"),
+        ContainerRuntime::Docker => ("c:\\k\\cni", "c:\\k\\cni\\config"),
+    };
+    let host_default = host_node_name(hostname);
+    if r.source("node.name").is_none() {
+        if let Err(problem) = &host_default {
+            r.problems.push(problem.clone());
+        }
+    }
+    let node_name = r.one::<NodeName>("node.name", || host_default.unwrap_or_else(|_| placeholder_node_name()));
+    let etcd_tls = (
+        r.opt::<WinPath>("etcd.key_file"),
+        r.opt::<WinPath>("etcd.cert_file"),
+        r.opt::<WinPath>("etcd.ca_cert_file"),
+    );
+    Config {
+        backend: r.one("backend", || Backend::Vxlan),
+        datastore: r.one("datastore", || Datastore::Kubernetes),
+        kubeconfig: r.opt_or("kubeconfig", || install_root.join("calico-kube-config")),
+        etcd: Etcd {
+            endpoints: r.list("etcd.endpoints"),
+            tls: match etcd_tls {
+                (Some(key_file), Some(cert_file), Some(ca_cert_file)) => Some(EtcdTls { key_file, cert_file, ca_cert_file }),
+                _ => None,
+            },
+        },
+        service_cidrs: r.list("service_cidrs"),
+        dns: Dns { servers: r.list("dns.servers"), search: r.list("dns.search") },
+        container_runtime,
+        cni: Cni {
+            bin_dir: r.one("cni.bin_dir", || fixed_path(bin_default)),
+            conf_dir: r.one("cni.conf_dir", || fixed_path(conf_default)),
+            conf_filename: r.one("cni.conf_filename", || unreachable_default("cni.conf_filename")),
+            ipam_type: r.one("cni.ipam_type", || IpamType::CalicoIpam),
+            template: r.opt::<Text>("cni.template").map(|t| PathBuf::from(t.as_str())),
+        },
+        vxlan: Vxlan {
+            vni: r.one("vxlan.vni", || unreachable_default("vxlan.vni")),
+            mac_prefix: r.one("vxlan.mac_prefix", || unreachable_default("vxlan.mac_prefix")),
+            adapter: r.opt("vxlan.adapter"),
+        },
+        kube_network: r.one("kube_network", || unreachable_default("kube_network")),
+        node: Node {
+            k8s_node_ref: r.one("node.k8s_node_ref", || node_name.clone()),
+            name: node_name,
+            ip: r.one("node.ip", || NodeIp::Autodetect),
+            ip_autodetection_method: r.opt("node.ip_autodetection_method"),
+            startup_valid_ip_timeout: r.one("node.startup_valid_ip_timeout", || unreachable_default("node.startup_valid_ip_timeout")),
+        },
+        logs: Logs {
+            dir: r.one("logs.dir", || install_root.join("logs")),
+            felix_file_severity: r.one("logs.felix_file_severity", || unreachable_default("logs.felix_file_severity")),
+            felix_screen_severity: r.opt("logs.felix_screen_severity"),
+            felix_sys_severity: r.one("logs.felix_sys_severity", || unreachable_default("logs.felix_sys_severity")),
+            bgp_screen_severity: r.opt("logs.bgp_screen_severity"),
+        },
+        install_root,
+        windows_use_single_network: r.one("windows_use_single_network", || true),
+        extra_env: ExtraEnv {
+            node: r.map("extra_env.node"),
+            felix: r.map("extra_env.felix"),
+            confd: r.map("extra_env.confd"),
+        },
+    }
+}
+
+/// The built-in default of a key whose table entry is a `Value`; `Resolver::one` parses that
+/// default before calling this, and a unit test proves every such default parses.
+fn unreachable_default<T: Setting>(key: &str) -> T {
+    let text = match spec::find(key).map(|s| s.default) {
+        Some(spec::DefaultValue::Value(v)) => v,
+        _ => "",
+    };
+    // The default table is static and covered by `every_builtin_default_parses`.
+    T::parse(text).unwrap_or_else(|e| panic!("built-in default of {key} does not parse: {e}"))
+}
+
+fn fixed_path(p: &str) -> WinPath {
+    // These literals are absolute drive paths, which `WinPath::parse` accepts.
+    WinPath::parse(p).unwrap_or_else(|e| panic!("built-in path {p} does not parse: {e}"))
+}
+
+/// The default node name: the host name in lower case, as config.ps1's `$(hostname).ToLower()`.
+fn host_node_name(hostname: Option<&str>) -> Result<NodeName, Problem> {
+    let Some(host) = hostname.map(str::trim).filter(|h| !h.is_empty()) else {
+        return Err(Problem::new("node.name", None, Some(Source::Default),
+            "this host's name could not be read; set node.name to kubelet's node name"));
+    };
+    NodeName::parse(&host.to_ascii_lowercase()).map_err(|why| {
+        Problem::new("node.name", Some(host.to_owned()), Some(Source::Default),
+            format!("unset, and this host's name is not a valid node name ({why}); set node.name to kubelet's node name"))
+    })
+}
+
+/// Stands in for an unusable default node name while the remaining settings are checked;
+/// the problem is already recorded, so this value never leaves `load`.
+fn placeholder_node_name() -> NodeName {
+    // "unset-node-name" is a valid DNS-1123 label.
+    NodeName::parse("unset-node-name").unwrap_or_else(|e| panic!("literal node name: {e}"))
+}
+
+fn flag_layer(sets: &[String], problems: &mut Vec<Problem>) -> Layer {
+    let mut layer = Layer::new();
+    for set in sets {
+        let Some((key, value)) = set.split_once('=') else {
+            problems.push(Problem {
+                key: None,
+                value: Some(set.clone()),
+                source: Some(Source::Flag),
+                message: "--set takes KEY=VALUE, like --set vxlan.vni=4097".into(),
+            });
+            continue;
+        };
+        let key = key.trim();
+        if let Some(spec) = spec::find(key) {
+            let raw = match spec.kind {
+                spec::Kind::List => Raw::list_from_text(value),
+                spec::Kind::Scalar => Raw::Scalar(value.to_owned()),
+                spec::Kind::Map => {
+                    problems.push(Problem::new(key, Some(value.into()), Some(Source::Flag),
+                        format!("set one variable at a time: --set {key}.NAME=VALUE")));
+                    continue;
+                }
+            };
+            layer.insert(spec.key, Sourced { raw, source: Source::Flag });
+            continue;
+        }
+        // `extra_env.felix.NAME=VALUE` adds one variable to a map setting.
+        let map_key = key.rsplit_once('.').and_then(|(m, name)| {
+            spec::find(m).filter(|s| s.kind == spec::Kind::Map).map(|s| (s.key, name))
+        });
+        match map_key {
+            Some((m, name)) => {
+                let entry = layer.entry(m).or_insert(Sourced { raw: Raw::Map(Vec::new()), source: Source::Flag });
+                if let Raw::Map(vars) = &mut entry.raw {
+                    vars.push((name.to_owned(), value.to_owned()));
+                }
+            }
+            None => {
+                let hint = spec::closest(key).map(|k| format!("; did you mean `{k}`?")).unwrap_or_default();
+                problems.push(Problem::new(key, Some(value.into()), Some(Source::Flag), format!("unknown key{hint}")));
+            }
+        }
+    }
+    layer
+}
+
+fn env_layer(env: &BTreeMap<String, String>) -> Layer {
+    spec::SETTINGS
+        .iter()
+        .filter(|s| s.from_env)
+        .filter_map(|s| {
+            let name = s.ps1?;
+            let value = env.get(name).filter(|v| !v.trim().is_empty())?;
+            let raw = match s.kind {
+                spec::Kind::List => Raw::list_from_text(value),
+                _ => Raw::Scalar(value.trim().to_owned()),
+            };
+            Some((s.key, Sourced { raw, source: Source::Env(name) }))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

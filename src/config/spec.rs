@@ -1,0 +1,158 @@
+//! The table of every setting: its YAML key, its config.ps1 variable and its built-in default.
+//! One table feeds the YAML key check, the environment layer, `config import-ps1` and the docs.
+
+/// The shape of a setting's raw value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Scalar,
+    /// A YAML sequence; from the environment or `--set`, a comma-separated list.
+    List,
+    /// A YAML mapping of names to values (extra environment); only from the file.
+    Map,
+}
+
+/// A built-in default, as text, or a description of how it is derived.
+#[derive(Clone, Copy, Debug)]
+pub enum DefaultValue {
+    /// Unset unless given.
+    Unset,
+    Value(&'static str),
+    List(&'static [&'static str]),
+    /// Computed from other settings or host facts; the text says how.
+    Derived(&'static str),
+}
+
+/// One setting.
+#[derive(Debug)]
+pub struct Spec {
+    /// Dotted path of the key in `calico-windows.yaml`.
+    pub key: &'static str,
+    pub kind: Kind,
+    /// The config.ps1 variable, which `config import-ps1` maps to this key.
+    pub ps1: Option<&'static str>,
+    /// Whether the environment variable `ps1` names is read as a layer above the file.
+    pub from_env: bool,
+    pub default: DefaultValue,
+    pub doc: &'static str,
+}
+
+const fn s(key: &'static str, ps1: &'static str, default: DefaultValue, doc: &'static str) -> Spec {
+    Spec { key, kind: Kind::Scalar, ps1: Some(ps1), from_env: true, default, doc }
+}
+
+const fn l(key: &'static str, ps1: &'static str, default: DefaultValue, doc: &'static str) -> Spec {
+    Spec { key, kind: Kind::List, ps1: Some(ps1), from_env: true, default, doc }
+}
+
+const fn own(key: &'static str, kind: Kind, default: DefaultValue, doc: &'static str) -> Spec {
+    Spec { key, kind, ps1: None, from_env: false, default, doc }
+}
+
+use DefaultValue::{Derived, List, Unset, Value};
+
+pub static SETTINGS: &[Spec] = &[
+    s("backend", "CALICO_NETWORKING_BACKEND", Value("vxlan"),
+      "Networking backend: vxlan, windows-bgp (alias bgp) or none (a third-party CNI; policy only)."),
+    s("datastore", "CALICO_DATASTORE_TYPE", Value("kubernetes"), "Calico datastore: kubernetes or etcdv3."),
+    Spec { key: "kubeconfig", kind: Kind::Scalar, ps1: Some("KUBECONFIG"), from_env: false,
+      default: Derived("<install_root>\\calico-kube-config"),
+      doc: "kubeconfig used by calico-node, felix, confd and the CNI plugin. The KUBECONFIG environment variable is deliberately not read: a machine-wide KUBECONFIG for kubectl once broke Calico." },
+    l("etcd.endpoints", "ETCD_ENDPOINTS", Unset, "etcd URLs (etcdv3 only), like https://10.0.0.5:2379."),
+    s("etcd.key_file", "ETCD_KEY_FILE", Unset, "etcd client key file (give all three TLS files or none)."),
+    s("etcd.cert_file", "ETCD_CERT_FILE", Unset, "etcd client certificate file."),
+    s("etcd.ca_cert_file", "ETCD_CA_CERT_FILE", Unset, "etcd CA certificate file."),
+    l("service_cidrs", "K8S_SERVICE_CIDR", List(&["10.96.0.0/12"]),
+      "Kubernetes service CIDRs: excluded from outbound NAT and routed through the overlay."),
+    l("dns.servers", "DNS_NAME_SERVERS", List(&["10.96.0.10"]), "Cluster DNS server IPs given to pods."),
+    l("dns.search", "DNS_SEARCH", List(&["svc.cluster.local"]), "DNS search domains given to pods."),
+    own("container_runtime", Kind::Scalar, Value("containerd"),
+      "Container runtime: containerd or docker. Decides the default CNI directories and the route policy type."),
+    s("cni.bin_dir", "CNI_BIN_DIR", Derived("containerd: C:\\Program Files\\containerd\\cni\\bin; docker: c:\\k\\cni"),
+      "Where the CNI plugin binaries go (kubelet/containerd's CNI bin dir)."),
+    s("cni.conf_dir", "CNI_CONF_DIR", Derived("containerd: C:\\Program Files\\containerd\\cni\\conf; docker: c:\\k\\cni\\config"),
+      "Where the CNI config file goes (kubelet/containerd's CNI conf dir)."),
+    s("cni.conf_filename", "CNI_CONF_FILENAME", Value("10-calico.conf"), "CNI config file name."),
+    s("cni.ipam_type", "CNI_IPAM_TYPE", Value("calico-ipam"), "IPAM plugin: calico-ipam or host-local (BGP only)."),
+    own("cni.template", Kind::Scalar, Unset,
+      "A CNI config template of your own (for example cni.conf.template from the Calico zip); the built-in one when unset."),
+    s("vxlan.vni", "VXLAN_VNI", Value("4096"), "VXLAN VNI; must equal FelixConfiguration vxlanVNI. At least 4096."),
+    s("vxlan.mac_prefix", "VXLAN_MAC_PREFIX", Value("0E-2A"), "Prefix of pod MAC addresses, xx-xx in hex."),
+    s("vxlan.adapter", "VXLAN_ADAPTER", Unset, "Network adapter for the External overlay network; the primary NIC when unset."),
+    s("kube_network", "KUBE_NETWORK", Value("Calico.*"), "Regular expression matching the HNS network(s) that hold pods."),
+    s("node.name", "NODENAME", Derived("this host's name in lower case"), "Node name; must equal kubelet's."),
+    s("node.k8s_node_ref", "CALICO_K8S_NODE_REF", Derived("node.name"), "Kubernetes Node this Calico node belongs to."),
+    s("node.ip", "IP", Value("autodetect"), "Node IPv4 address, or autodetect."),
+    s("node.ip_autodetection_method", "IP_AUTODETECTION_METHOD", Unset,
+      "calico-node IP autodetection method, like interface=Ethernet.* (calico-node's default when unset)."),
+    s("node.startup_valid_ip_timeout", "STARTUP_VALID_IP_TIMEOUT", Value("90s"),
+      "How long CalicoNode waits after a reboot for a usable IPv4 address."),
+    own("install_root", Kind::Scalar, Value("C:\\CalicoWindows"), "Where Calico for Windows is installed."),
+    s("logs.dir", "CALICO_LOG_DIR", Derived("<install_root>\\logs"), "Directory for the service logs."),
+    s("logs.felix_file_severity", "FELIX_LOGSEVERITYFILE", Value("none"),
+      "Felix file log level (none: the service host captures felix's output)."),
+    s("logs.felix_screen_severity", "FELIX_LOGSEVERITYSCREEN", Unset,
+      "Felix screen log level (FelixConfiguration decides when unset)."),
+    s("logs.felix_sys_severity", "FELIX_LOGSEVERITYSYS", Value("none"), "Felix syslog level (no syslog on Windows)."),
+    s("logs.bgp_screen_severity", "BGP_LOGSEVERITYSCREEN", Unset, "confd log level (windows-bgp only)."),
+    own("windows_use_single_network", Kind::Scalar, Value("true"),
+      "One HNS network for all pod blocks (true), or one network per IPAM block (false)."),
+    own("extra_env.node", Kind::Map, Unset, "Extra environment for calico-node (the CalicoNode service)."),
+    own("extra_env.felix", Kind::Map, Unset, "Extra environment for felix (the CalicoFelix service)."),
+    own("extra_env.confd", Kind::Map, Unset, "Extra environment for confd (the CalicoConfd service)."),
+];
+
+/// The setting with this dotted key.
+pub fn find(key: &str) -> Option<&'static Spec> {
+    SETTINGS.iter().find(|s| s.key == key)
+}
+
+/// Whether some setting lives under this YAML section (`vxlan`, `etcd`, ...).
+pub fn is_section(name: &str) -> bool {
+    SETTINGS
+        .iter()
+        .any(|s| s.key.split_once('.').is_some_and(|(sec, _)| sec == name))
+}
+
+/// The known key closest to an unknown one, for "did you mean" hints.
+pub fn closest(unknown: &str) -> Option<&'static str> {
+    SETTINGS
+        .iter()
+        .map(|s| (edit_distance(unknown, s.key), s.key))
+        .filter(|(d, k)| *d <= 3.max(k.len() / 4))
+        .min()
+        .map(|(_, k)| k)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_unique_and_at_most_two_levels_deep() {
+        let mut keys: Vec<_> = SETTINGS.iter().map(|s| s.key).collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), SETTINGS.len());
+        assert!(keys.iter().all(|k| k.matches('.').count() <= 1));
+    }
+
+    #[test]
+    fn a_near_miss_suggests_the_known_key() {
+        assert_eq!(closest("vxlan.vnii"), Some("vxlan.vni"));
+        assert_eq!(closest("completely.different.thing"), None);
+    }
+}

@@ -1,0 +1,125 @@
+use super::*;
+
+fn inputs(yaml: Option<&str>, env: &[(&str, &str)], sets: &[&str]) -> Inputs {
+    Inputs {
+        file: yaml.map(|y| (PathBuf::from("calico-windows.yaml"), y.to_owned())),
+        env: env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+        sets: sets.iter().map(|s| (*s).to_owned()).collect(),
+        hostname: Some("WIN-NODE-1".into()),
+    }
+}
+
+fn problems(i: &Inputs) -> Vec<Problem> {
+    match load(i) {
+        Err(ConfigError::Invalid { problems, .. }) => problems,
+        other => panic!("expected problems, got {other:?}"),
+    }
+}
+
+#[test]
+fn built_in_defaults_follow_the_quickstart() {
+    let l = load(&inputs(None, &[], &[])).expect("defaults are valid");
+    let c = &l.config;
+    assert_eq!(c.backend, Backend::Vxlan);
+    assert_eq!(c.datastore, Datastore::Kubernetes);
+    assert_eq!(c.vxlan.vni.get(), 4096);
+    assert_eq!(c.vxlan.mac_prefix.to_string(), "0E-2A");
+    assert_eq!(c.service_cidrs[0].to_string(), "10.96.0.0/12");
+    assert_eq!(c.dns.servers[0].to_string(), "10.96.0.10");
+    assert_eq!(c.node.name.as_str(), "win-node-1");
+    assert_eq!(c.cni.bin_dir.as_str(), "C:\\Program Files\\containerd\\cni\\bin");
+    assert_eq!(c.kubeconfig.as_ref().map(WinPath::as_str), Some("C:\\CalicoWindows\\calico-kube-config"));
+    assert!(l.shown.values().all(|s| s.source == Source::Default));
+    assert_eq!(l.shown.len(), spec::SETTINGS.len(), "every setting is read and shown");
+}
+
+#[test]
+fn every_builtin_default_parses() {
+    // `unreachable_default` relies on this.
+    let l = load(&inputs(None, &[], &[])).expect("defaults load");
+    for s in spec::SETTINGS {
+        if let spec::DefaultValue::Value(v) = s.default {
+            let shown = &l.shown[s.key];
+            assert!(!shown.value.is_null(), "{} = {v}", s.key);
+            assert_eq!(shown.source, Source::Default);
+        }
+    }
+}
+
+#[test]
+fn flag_beats_env_beats_file_beats_default() {
+    let yaml = "vxlan:\n  vni: 4097\n  mac_prefix: 0E-2B\ndns:\n  servers: [10.96.0.53]\n";
+    let i = inputs(Some(yaml), &[("VXLAN_VNI", "4098"), ("VXLAN_MAC_PREFIX", "0E-2C")], &["vxlan.vni=4099"]);
+    let l = load(&i).expect("valid");
+    assert_eq!(l.config.vxlan.vni.get(), 4099);
+    assert_eq!(l.shown["vxlan.vni"].source, Source::Flag);
+    assert_eq!(l.config.vxlan.mac_prefix.to_string(), "0E-2C");
+    assert_eq!(l.shown["vxlan.mac_prefix"].source, Source::Env("VXLAN_MAC_PREFIX"));
+    assert_eq!(l.shown["dns.servers"].source, Source::File(5));
+    assert_eq!(l.shown["backend"].source, Source::Default);
+}
+
+#[test]
+fn kubeconfig_environment_variable_is_not_read() {
+    let l = load(&inputs(None, &[("KUBECONFIG", "c:\\k\\config")], &[])).expect("valid");
+    assert_eq!(l.config.kubeconfig.map(|k| k.to_string()), Some("C:\\CalicoWindows\\calico-kube-config".into()));
+}
+
+#[test]
+fn env_lists_are_comma_separated() {
+    let l = load(&inputs(None, &[("K8S_SERVICE_CIDR", "10.96.0.0/12, 10.100.0.0/16")], &[])).expect("valid");
+    assert_eq!(l.config.service_cidrs.len(), 2);
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let yaml = "backend: vxlan\nvxlan:\n  vni: 100\n  mac_prefix: zz\nservice_cidrs: ['<your service cidr>']\n";
+    let p = problems(&inputs(Some(yaml), &[], &["cni.ipam_type=host-local"]));
+    let keys: Vec<_> = p.iter().filter_map(|p| p.key.as_deref()).collect();
+    assert!(keys.contains(&"vxlan.vni"), "{p:?}");
+    assert!(keys.contains(&"vxlan.mac_prefix"), "{p:?}");
+    assert!(keys.contains(&"service_cidrs"), "{p:?}");
+    assert!(keys.contains(&"cni.ipam_type"), "{p:?}");
+    let vni = p.iter().find(|p| p.key.as_deref() == Some("vxlan.vni")).expect("vni problem");
+    assert_eq!(vni.source, Some(Source::File(3)));
+    assert_eq!(vni.value.as_deref(), Some("100"));
+}
+
+#[test]
+fn a_float_looking_mac_prefix_keeps_its_text() {
+    let l = load(&inputs(Some("vxlan:\n  mac_prefix: 0E-20\n"), &[], &[])).expect("valid");
+    assert_eq!(l.config.vxlan.mac_prefix.to_string(), "0E-20");
+}
+
+#[test]
+fn unknown_key_is_named_with_its_line_and_a_suggestion() {
+    let p = problems(&inputs(Some("backend: vxlan\nvxlan:\n  vnii: 4096\n"), &[], &[]));
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].key.as_deref(), Some("vxlan.vnii"));
+    assert_eq!(p[0].source, Some(Source::File(3)));
+    assert!(p[0].message.contains("vxlan.vni"), "{}", p[0].message);
+}
+
+#[test]
+fn an_invalid_hostname_without_node_name_is_a_problem() {
+    let mut i = inputs(None, &[], &[]);
+    i.hostname = Some("WIN_NODE".into());
+    let p = problems(&i);
+    assert_eq!(p[0].key.as_deref(), Some("node.name"));
+    i.sets.push("node.name=win-node".into());
+    assert!(load(&i).is_ok());
+}
+
+#[test]
+fn extra_env_cannot_override_managed_variables() {
+    let yaml = "extra_env:\n  felix:\n    FELIX_VXLANVNI: '5000'\n    FELIX_HEALTHENABLED: 'true'\n";
+    let p = problems(&inputs(Some(yaml), &[], &[]));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(p[0].message.contains("vxlan.vni"));
+}
+
+#[test]
+fn set_adds_single_extra_env_variables() {
+    let l = load(&inputs(None, &[], &["extra_env.felix.FELIX_HEALTHENABLED=true"])).expect("valid");
+    assert_eq!(l.config.extra_env.felix, vec![("FELIX_HEALTHENABLED".to_owned(), "true".to_owned())]);
+}

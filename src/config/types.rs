@@ -1,0 +1,617 @@
+//! Newtypes that settings are parsed into at the edge, so the core never re-validates strings.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Why a raw value was rejected: a sentence saying what is allowed.
+pub type Rejection = String;
+
+/// A value parsed from its raw text, with a canonical form for display.
+pub trait Setting: Sized {
+    /// Parses the raw text of one value.
+    fn parse(raw: &str) -> Result<Self, Rejection>;
+    /// The canonical value as shown by `config show` and written to rendered files.
+    fn shown(&self) -> serde_json::Value;
+}
+
+macro_rules! string_shown {
+    ($t:ty) => {
+        fn shown(&self) -> serde_json::Value {
+            serde_json::Value::String(self.to_string())
+        }
+    };
+}
+
+/// Calico's networking backend (`CALICO_NETWORKING_BACKEND`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Vxlan,
+    WindowsBgp,
+    /// A third-party CNI plugin; Calico enforces policy only.
+    None,
+}
+
+impl Setting for Backend {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        match raw.to_ascii_lowercase().as_str() {
+            "vxlan" => Ok(Self::Vxlan),
+            "windows-bgp" | "bgp" => Ok(Self::WindowsBgp),
+            "none" => Ok(Self::None),
+            _ => Err("allowed: vxlan, windows-bgp (alias bgp), none".into()),
+        }
+    }
+    string_shown!(Backend);
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Vxlan => "vxlan",
+            Self::WindowsBgp => "windows-bgp",
+            Self::None => "none",
+        })
+    }
+}
+
+/// Where Calico keeps its data (`CALICO_DATASTORE_TYPE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Datastore {
+    Kubernetes,
+    Etcdv3,
+}
+
+impl Setting for Datastore {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        match raw.to_ascii_lowercase().as_str() {
+            "kubernetes" => Ok(Self::Kubernetes),
+            "etcdv3" => Ok(Self::Etcdv3),
+            _ => Err("allowed: kubernetes, etcdv3".into()),
+        }
+    }
+    string_shown!(Datastore);
+}
+
+impl fmt::Display for Datastore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Kubernetes => "kubernetes",
+            Self::Etcdv3 => "etcdv3",
+        })
+    }
+}
+
+/// The CNI IPAM plugin (`CNI_IPAM_TYPE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IpamType {
+    CalicoIpam,
+    HostLocal,
+}
+
+impl Setting for IpamType {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        match raw.to_ascii_lowercase().as_str() {
+            "calico-ipam" => Ok(Self::CalicoIpam),
+            "host-local" => Ok(Self::HostLocal),
+            _ => Err("allowed: calico-ipam, host-local".into()),
+        }
+    }
+    string_shown!(IpamType);
+}
+
+impl fmt::Display for IpamType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::CalicoIpam => "calico-ipam",
+            Self::HostLocal => "host-local",
+        })
+    }
+}
+
+/// The container runtime kubelet uses on this node; it decides the CNI directories and route policy type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContainerRuntime {
+    Containerd,
+    Docker,
+}
+
+impl Setting for ContainerRuntime {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        match raw.to_ascii_lowercase().as_str() {
+            "containerd" => Ok(Self::Containerd),
+            "docker" => Ok(Self::Docker),
+            _ => Err("allowed: containerd, docker".into()),
+        }
+    }
+    string_shown!(ContainerRuntime);
+}
+
+impl fmt::Display for ContainerRuntime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Containerd => "containerd",
+            Self::Docker => "docker",
+        })
+    }
+}
+
+/// A VXLAN network identifier usable on Windows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Vni(u32);
+
+impl Vni {
+    /// Windows rejects VSIDs below this value.
+    pub const MIN: u32 = 4096;
+    /// VXLAN VNIs are 24 bits wide.
+    pub const MAX: u32 = (1 << 24) - 1;
+
+    pub fn get(self) -> u32 {
+        self.0
+    }
+}
+
+impl Setting for Vni {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        let allowed = || {
+            format!(
+                "allowed: a whole number from {} to {} (Windows rejects VNIs below {})",
+                Vni::MIN,
+                Vni::MAX,
+                Vni::MIN
+            )
+        };
+        let n: u32 = raw.parse().map_err(|_| allowed())?;
+        if (Self::MIN..=Self::MAX).contains(&n) {
+            Ok(Self(n))
+        } else {
+            Err(allowed())
+        }
+    }
+    fn shown(&self) -> serde_json::Value {
+        self.0.into()
+    }
+}
+
+impl fmt::Display for Vni {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The two-byte prefix of pod MAC addresses in VXLAN mode, `xx-xx` in hex, kept upper case.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MacPrefix(String);
+
+impl Setting for MacPrefix {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        let b = raw.as_bytes();
+        let ok = b.len() == 5
+            && b[2] == b'-'
+            && [0, 1, 3, 4].iter().all(|&i| b[i].is_ascii_hexdigit());
+        if ok {
+            Ok(Self(raw.to_ascii_uppercase()))
+        } else {
+            Err("allowed: two hex bytes joined by a dash, like 0E-2A".into())
+        }
+    }
+    string_shown!(MacPrefix);
+}
+
+impl fmt::Display for MacPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// An IP network in CIDR notation with no host bits set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cidr {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+impl Setting for Cidr {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        let allowed = "allowed: an IP network in CIDR notation, like 10.96.0.0/12";
+        let (a, p) = raw.split_once('/').ok_or(allowed)?;
+        let addr = IpAddr::from_str(a).map_err(|_| allowed)?;
+        let prefix: u8 = p.parse().map_err(|_| allowed)?;
+        let bits = if addr.is_ipv4() { 32 } else { 128 };
+        if prefix > bits {
+            return Err(format!("{allowed}; the prefix length is at most {bits}"));
+        }
+        let network = mask(addr, prefix);
+        if network != addr {
+            return Err(format!(
+                "host bits are set; the network is {network}/{prefix}"
+            ));
+        }
+        Ok(Self { addr, prefix })
+    }
+    string_shown!(Cidr);
+}
+
+fn mask(addr: IpAddr, prefix: u8) -> IpAddr {
+    match addr {
+        IpAddr::V4(a) => {
+            let m = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
+            IpAddr::V4(Ipv4Addr::from(u32::from(a) & m))
+        }
+        IpAddr::V6(a) => {
+            let m = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
+            IpAddr::V6((u128::from(a) & m).into())
+        }
+    }
+}
+
+impl fmt::Display for Cidr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
+}
+
+/// An IP address (a DNS server).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ip(pub IpAddr);
+
+impl Setting for Ip {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        IpAddr::from_str(raw)
+            .map(Self)
+            .map_err(|_| "allowed: an IPv4 or IPv6 address, like 10.96.0.10".into())
+    }
+    string_shown!(Ip);
+}
+
+impl fmt::Display for Ip {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// How calico-node finds this node's IPv4 address (`IP`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeIp {
+    Autodetect,
+    Fixed(Ipv4Addr),
+}
+
+impl Setting for NodeIp {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        if raw.eq_ignore_ascii_case("autodetect") {
+            return Ok(Self::Autodetect);
+        }
+        Ipv4Addr::from_str(raw)
+            .map(Self::Fixed)
+            .map_err(|_| "allowed: autodetect, or this node's IPv4 address".into())
+    }
+    string_shown!(NodeIp);
+}
+
+impl fmt::Display for NodeIp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Autodetect => f.write_str("autodetect"),
+            Self::Fixed(ip) => ip.fmt(f),
+        }
+    }
+}
+
+/// A Kubernetes node name: a lower-case DNS-1123 subdomain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeName(String);
+
+impl NodeName {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Setting for NodeName {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        let label_ok = |l: &str| {
+            let b = l.as_bytes();
+            !b.is_empty()
+                && b.len() <= 63
+                && b.iter()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+                && b[0] != b'-'
+                && b[b.len() - 1] != b'-'
+        };
+        if raw.len() <= 253 && raw.split('.').all(label_ok) {
+            Ok(Self(raw.to_owned()))
+        } else {
+            Err("allowed: a lower-case DNS-1123 name (a-z, 0-9, '-' and '.', at most 253 characters), equal to kubelet's node name".into())
+        }
+    }
+    string_shown!(NodeName);
+}
+
+impl fmt::Display for NodeName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A duration written as `90s`, `2m`, `1h` or a bare number of seconds (as config.ps1 writes it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeout(pub Duration);
+
+impl Setting for Timeout {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        let allowed = || "allowed: a duration like 90s, 2m or 1h (a bare number means seconds), from 1s to 24h".to_string();
+        let (num, unit) = match raw.find(|c: char| !c.is_ascii_digit()) {
+            Some(i) => raw.split_at(i),
+            None => (raw, "s"),
+        };
+        let n: u64 = num.parse().map_err(|_| allowed())?;
+        let secs = match unit {
+            "s" => n,
+            "m" => n.saturating_mul(60),
+            "h" => n.saturating_mul(3600),
+            _ => return Err(allowed()),
+        };
+        if (1..=86_400).contains(&secs) {
+            Ok(Self(Duration::from_secs(secs)))
+        } else {
+            Err(allowed())
+        }
+    }
+    string_shown!(Timeout);
+}
+
+impl fmt::Display for Timeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}s", self.0.as_secs())
+    }
+}
+
+impl Timeout {
+    pub fn as_secs(self) -> u64 {
+        self.0.as_secs()
+    }
+}
+
+/// An absolute Windows path (`C:\...` or `\\server\share\...`), kept as written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WinPath(String);
+
+impl WinPath {
+    /// Appends one component with a backslash.
+    pub fn join(&self, part: &str) -> WinPath {
+        WinPath(format!("{}\\{}", self.0.trim_end_matches(['\\', '/']), part))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Setting for WinPath {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        let b = raw.as_bytes();
+        let drive = b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'\\' | b'/');
+        let unc = raw.starts_with("\\\\") && raw.len() > 2;
+        if (drive || unc) && !raw.contains(['"', '\n', '\r', '\0', '*', '?', '<', '>', '|']) {
+            Ok(Self(raw.to_owned()))
+        } else {
+            Err("allowed: an absolute Windows path, like C:\\CalicoWindows".into())
+        }
+    }
+    string_shown!(WinPath);
+}
+
+impl fmt::Display for WinPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// An etcd endpoint URL: `http(s)://host:port`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdEndpoint(String);
+
+impl Setting for EtcdEndpoint {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        let allowed = || "allowed: an etcd URL like https://10.0.0.5:2379 (not a service ClusterIP: the host cannot reach services)".to_string();
+        let rest = raw
+            .strip_prefix("https://")
+            .or_else(|| raw.strip_prefix("http://"))
+            .ok_or_else(allowed)?;
+        let hostport = rest.trim_end_matches('/');
+        let (host, port) = hostport.rsplit_once(':').ok_or_else(allowed)?;
+        if host.is_empty() || hostport.contains('/') || port.parse::<u16>().is_err() {
+            return Err(allowed());
+        }
+        Ok(Self(raw.trim_end_matches('/').to_owned()))
+    }
+    string_shown!(EtcdEndpoint);
+}
+
+impl fmt::Display for EtcdEndpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A log level for felix or confd.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogSeverity(&'static str);
+
+impl Setting for LogSeverity {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        const LEVELS: [&str; 7] = ["none", "debug", "info", "warning", "error", "fatal", "panic"];
+        LEVELS
+            .iter()
+            .find(|l| l.eq_ignore_ascii_case(raw))
+            .map(|l| Self(l))
+            .ok_or_else(|| format!("allowed: {}", LEVELS.join(", ")))
+    }
+    string_shown!(LogSeverity);
+}
+
+impl fmt::Display for LogSeverity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+/// A regular expression matching the HNS network(s) that hold pods (`KUBE_NETWORK`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NetworkPattern(String);
+
+impl Setting for NetworkPattern {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        if raw.is_empty() {
+            return Err("allowed: a non-empty regular expression, like Calico.*".into());
+        }
+        regex::Regex::new(raw)
+            .map(|_| Self(raw.to_owned()))
+            .map_err(|e| format!("not a valid regular expression: {}", first_line(&e.to_string())))
+    }
+    string_shown!(NetworkPattern);
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().last().unwrap_or(s).trim()
+}
+
+impl fmt::Display for NetworkPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A free-form text value that must stay on one line (it ends up in environment blocks and JSON).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Text(String);
+
+impl Text {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Setting for Text {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        if raw.contains(['\n', '\r', '\0']) {
+            Err("allowed: text on a single line".into())
+        } else {
+            Ok(Self(raw.to_owned()))
+        }
+    }
+    string_shown!(Text);
+}
+
+impl fmt::Display for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A DNS search domain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Domain(String);
+
+impl Setting for Domain {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        let ok = !raw.is_empty()
+            && raw.len() <= 253
+            && raw.split('.').all(|l| {
+                !l.is_empty()
+                    && l.len() <= 63
+                    && l.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
+            });
+        if ok {
+            Ok(Self(raw.to_ascii_lowercase()))
+        } else {
+            Err("allowed: a DNS domain, like svc.cluster.local".into())
+        }
+    }
+    string_shown!(Domain);
+}
+
+impl fmt::Display for Domain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A plain true/false switch.
+impl Setting for bool {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        match raw.to_ascii_lowercase().as_str() {
+            "true" | "yes" | "1" => Ok(true),
+            "false" | "no" | "0" => Ok(false),
+            _ => Err("allowed: true or false".into()),
+        }
+    }
+    fn shown(&self) -> serde_json::Value {
+        (*self).into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vni_below_4096_is_rejected_and_4096_accepted() {
+        assert!(Vni::parse("4095").is_err());
+        assert!(Vni::parse("16777216").is_err());
+        assert_eq!(Vni::parse("4096").map(Vni::get), Ok(4096));
+    }
+
+    #[test]
+    fn mac_prefix_is_normalised_to_upper_case() {
+        assert_eq!(MacPrefix::parse("0e-2a").map(|m| m.to_string()), Ok("0E-2A".into()));
+        for bad in ["0E2A", "0E-2G", "0E-2A-", "0E:2A"] {
+            assert!(MacPrefix::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn cidr_with_host_bits_names_the_network() {
+        let err = Cidr::parse("10.96.0.1/12").unwrap_err();
+        assert!(err.contains("10.96.0.0/12"), "{err}");
+        assert!(Cidr::parse("10.96.0.0/33").is_err());
+        assert!(Cidr::parse("fd00::/108").is_ok());
+        assert_eq!(Cidr::parse("0.0.0.0/0").map(|c| c.to_string()), Ok("0.0.0.0/0".into()));
+    }
+
+    #[test]
+    fn node_name_must_be_lower_case_dns_1123() {
+        assert!(NodeName::parse("win-node-1.example.internal").is_ok());
+        for bad in ["WIN-NODE", "-a", "a-", "a..b", "a_b", ""] {
+            assert!(NodeName::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn timeouts_accept_units_and_bare_seconds() {
+        assert_eq!(Timeout::parse("90").map(Timeout::as_secs), Ok(90));
+        assert_eq!(Timeout::parse("2m").map(Timeout::as_secs), Ok(120));
+        assert!(Timeout::parse("0s").is_err());
+        assert!(Timeout::parse("5d").is_err());
+    }
+
+    #[test]
+    fn windows_paths_must_be_absolute() {
+        assert!(WinPath::parse("C:\\CalicoWindows").is_ok());
+        assert!(WinPath::parse("\\\\srv\\share").is_ok());
+        assert!(WinPath::parse("CalicoWindows").is_err());
+        assert_eq!(
+            WinPath::parse("C:\\k\\").map(|p| p.join("cni").to_string()),
+            Ok("C:\\k\\cni".into())
+        );
+    }
+
+    #[test]
+    fn etcd_endpoints_need_scheme_host_and_port() {
+        assert!(EtcdEndpoint::parse("https://10.0.0.5:2379").is_ok());
+        assert!(EtcdEndpoint::parse("10.0.0.5:2379").is_err());
+        assert!(EtcdEndpoint::parse("https://:2379").is_err());
+        assert!(EtcdEndpoint::parse("https://etcd:port").is_err());
+    }
+}

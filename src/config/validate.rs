@@ -1,0 +1,95 @@
+//! Checks that involve more than one setting.
+
+use super::resolve::Resolver;
+use super::types::*;
+use super::{Config, Problem};
+
+/// Environment variables the tool derives from settings: extra_env may not set them.
+const MANAGED_ENV: &[(&str, &str)] = &[
+    ("FELIX_FELIXHOSTNAME", "node.name"),
+    ("FELIX_VXLANVNI", "vxlan.vni"),
+    ("FELIX_METADATAADDR", "(always none on Windows)"),
+    ("USE_POD_CIDR", "cni.ipam_type"),
+    ("CALICO_NODENAME_FILE", "install_root"),
+];
+
+/// Adds a problem for every rule that involves more than one setting and is broken.
+pub fn cross_check(c: &Config, r: &mut Resolver) {
+    let involved_ok = |r: &Resolver, keys: &[&str]| keys.iter().all(|k| !r.failed.contains(k));
+    let add = |r: &mut Resolver, key: &'static str, value: Option<String>, message: String| {
+        let source = r.source(key);
+        r.problems.push(Problem::new(key, value, source, message));
+    };
+
+    if c.backend == Backend::Vxlan
+        && c.cni.ipam_type == IpamType::HostLocal
+        && involved_ok(r, &["backend", "cni.ipam_type"])
+    {
+        add(r, "cni.ipam_type", Some("host-local".into()),
+            "Calico VXLAN requires calico-ipam; host-local works only with windows-bgp".into());
+    }
+
+    if c.datastore == Datastore::Etcdv3 && c.etcd.endpoints.is_empty() && involved_ok(r, &["datastore", "etcd.endpoints"]) {
+        add(r, "etcd.endpoints", None, "the etcdv3 datastore needs at least one etcd endpoint".into());
+    }
+
+    if c.datastore == Datastore::Kubernetes && c.kubeconfig.is_none() && involved_ok(r, &["datastore", "kubeconfig"]) {
+        add(r, "kubeconfig", Some(String::new()),
+            "the kubernetes datastore needs a kubeconfig path (calico-node, felix and the CNI plugin read it)".into());
+    }
+
+    let tls_keys = ["etcd.key_file", "etcd.cert_file", "etcd.ca_cert_file"];
+    let given: Vec<&str> = tls_keys.iter().copied().filter(|k| r.shown.get(k).is_some_and(|s| !s.value.is_null())).collect();
+    if !given.is_empty() && given.len() < tls_keys.len() && involved_ok(r, &tls_keys) {
+        for missing in tls_keys.iter().copied().filter(|k| !given.contains(k)) {
+            add(r, missing, None, format!(
+                "etcd TLS is partly configured ({} given): give all three TLS files or none",
+                given.join(", ")));
+        }
+    }
+
+    if c.service_cidrs.is_empty() && involved_ok(r, &["service_cidrs"]) {
+        add(r, "service_cidrs", None, "give at least one Kubernetes service CIDR, like 10.96.0.0/12".into());
+    }
+    if c.dns.servers.is_empty() && involved_ok(r, &["dns.servers"]) {
+        add(r, "dns.servers", None, "give at least one DNS server IP, like 10.96.0.10".into());
+    }
+
+    let name = c.cni.conf_filename.as_str();
+    let ext_ok = [".conf", ".conflist", ".json"].iter().any(|e| name.len() > e.len() && name.ends_with(e));
+    if (!ext_ok || name.contains(['\\', '/', ':'])) && involved_ok(r, &["cni.conf_filename"]) {
+        add(r, "cni.conf_filename", Some(name.into()),
+            "allowed: a file name (no directory) ending in .conf, .conflist or .json".into());
+    }
+
+    for (key, vars) in [
+        ("extra_env.node", &c.extra_env.node),
+        ("extra_env.felix", &c.extra_env.felix),
+        ("extra_env.confd", &c.extra_env.confd),
+    ] {
+        for (name, value) in vars {
+            if let Some(problem) = env_var_problem(name, value) {
+                add(r, key, Some(format!("{name}={value}")), problem);
+            }
+        }
+    }
+}
+
+fn env_var_problem(name: &str, value: &str) -> Option<String> {
+    let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return Some("allowed: variable names of letters, digits and '_', not starting with a digit".into());
+    }
+    if value.contains(['\n', '\r', '\0']) {
+        return Some("allowed: values on a single line".into());
+    }
+    let upper = name.to_ascii_uppercase();
+    if let Some((_, key)) = MANAGED_ENV.iter().find(|(n, _)| *n == upper) {
+        return Some(format!("{name} is set by calicoctl-win from {key}; change that setting instead"));
+    }
+    super::spec::SETTINGS
+        .iter()
+        .find(|s| s.ps1 == Some(upper.as_str()))
+        .map(|s| format!("{name} is set by calicoctl-win from {}; change that setting instead", s.key))
+}

@@ -1,0 +1,2 @@
+mod config;
+fn main() {}
