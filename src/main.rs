@@ -1,2 +1,3 @@
 mod config;
+mod render;
 fn main() {}

@@ -1,1 +1,422 @@
-//! placeholder
+//! Converts a legacy `config.ps1` into `calico-windows.yaml` by reading its text. Nothing in
+//! the file is executed: values that only PowerShell could compute are reported, not guessed.
+
+use super::layer::Raw;
+use super::resolve::is_placeholder;
+use super::spec::{self, Kind};
+
+/// What `$PSScriptRoot` means in config.ps1: the directory it sits in, the install root.
+const PS_SCRIPT_ROOT: &str = "C:\\CalicoWindows";
+
+/// One value taken from the file.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Imported {
+    /// The config.ps1 variable.
+    pub variable: String,
+    /// The YAML key it becomes (for extra environment: `extra_env.felix.NAME`).
+    pub key: String,
+    pub value: String,
+    pub line: usize,
+}
+
+/// A line that was read but not turned into a setting, and why.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Skipped {
+    pub line: usize,
+    pub text: String,
+    pub reason: String,
+}
+
+/// The result of reading a config.ps1.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Import {
+    pub imported: Vec<Imported>,
+    /// Understood, and deliberately left to the tool's default (placeholders, `$(hostname)`, ...).
+    pub left_default: Vec<Skipped>,
+    /// Not understood: listed so nothing is silently lost.
+    pub not_understood: Vec<Skipped>,
+}
+
+/// A block opened by `if (...) {` or `else {`: whether it is the containerd check, and which branch.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Block {
+    Containerd { running: bool },
+    Other,
+}
+
+/// Reads config.ps1 text.
+pub fn import(text: &str) -> Import {
+    let mut out = Import::default();
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut in_block_comment = false;
+    // Values by variable, in PowerShell's order of effect: `$env:X =` always sets,
+    // `Set-EnvVarIfNotSet` only when nothing set X before.
+    let mut values: Vec<Imported> = Vec::new();
+
+    for (i, raw_line) in text.lines().enumerate() {
+        let n = i + 1;
+        let line = raw_line.trim();
+        if in_block_comment {
+            in_block_comment = !line.contains("#>");
+            continue;
+        }
+        if line.starts_with("<#") {
+            in_block_comment = !line.contains("#>");
+            continue;
+        }
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let skip = |reason: &str| Skipped { line: n, text: line.to_owned(), reason: reason.to_owned() };
+
+        if let Some(block) = control_line(line, &mut blocks) {
+            if block == Some(Block::Other) {
+                out.not_understood.push(skip("a condition; not evaluated, and the lines inside it are not imported"));
+            }
+            continue;
+        }
+
+        let Some((forced, name, value_src)) = assignment(line) else {
+            out.not_understood.push(skip("not a setting; ignored (nothing in config.ps1 is executed)"));
+            continue;
+        };
+        let block = blocks.last().copied();
+        if block == Some(Block::Other) {
+            out.not_understood.push(skip("inside a condition; set this value by hand if it applies to this node"));
+            continue;
+        }
+
+        let value = match evaluate(&value_src, &values) {
+            Value::Literal(v) => v,
+            Value::Dynamic(why) => {
+                match default_for_dynamic(&name, &value_src, block) {
+                    Some(note) => out.left_default.push(skip(&note)),
+                    None => out.not_understood.push(skip(&why)),
+                }
+                continue;
+            }
+        };
+        if let Some(Block::Containerd { running }) = block {
+            let runtime_default = match (name.as_str(), running) {
+                ("CNI_BIN_DIR", false) => Some("c:\\k\\cni"),
+                ("CNI_CONF_DIR", false) => Some("c:\\k\\cni\\config"),
+                _ => None,
+            };
+            if runtime_default.is_some_and(|d| d.eq_ignore_ascii_case(&value)) {
+                out.left_default.push(skip("docker's CNI directory: calicoctl-win derives it from container_runtime: docker"));
+            } else {
+                out.not_understood.push(skip("depends on whether containerd runs; set this value by hand if it applies to this node"));
+            }
+            continue;
+        }
+        if is_placeholder(&value) {
+            out.left_default.push(skip("a placeholder, left unset: the built-in default or the cluster applies"));
+            continue;
+        }
+        if value.is_empty() {
+            out.left_default.push(skip("empty, left unset"));
+            continue;
+        }
+        let already = values.iter().position(|v| v.variable == name);
+        match (already, forced) {
+            (Some(_), false) => out.left_default.push(skip("already set above; Set-EnvVarIfNotSet keeps the earlier value")),
+            (Some(at), true) => {
+                values.remove(at);
+                values.push(Imported { variable: name.clone(), key: key_for(&name), value, line: n });
+            }
+            (None, _) => values.push(Imported { variable: name.clone(), key: key_for(&name), value, line: n }),
+        }
+    }
+    out.imported = values;
+    out
+}
+
+/// The YAML key for a config.ps1 variable; unknown variables become extra environment.
+fn key_for(variable: &str) -> String {
+    if let Some(s) = spec::SETTINGS.iter().find(|s| s.ps1 == Some(variable)) {
+        return s.key.to_owned();
+    }
+    let role = if variable.starts_with("FELIX_") {
+        "felix"
+    } else if variable.starts_with("BGP_") || variable.starts_with("CONFD_") {
+        "confd"
+    } else {
+        "node"
+    };
+    format!("extra_env.{role}.{variable}")
+}
+
+/// Handles `if (...) {`, `} else {`, `else {`, `{` and `}`. Returns `Some(new block)` for an
+/// opening line, `Some(None)` for another control line, `None` for anything else.
+fn control_line(line: &str, blocks: &mut Vec<Block>) -> Option<Option<Block>> {
+    let lower = line.to_ascii_lowercase();
+    let squashed: String = lower.chars().filter(|c| !c.is_whitespace()).collect();
+    if squashed == "{" {
+        return Some(None);
+    }
+    if squashed == "}" {
+        blocks.pop();
+        return Some(None);
+    }
+    if squashed == "}else{" || squashed == "else{" || squashed == "}else" || squashed == "else" {
+        let flipped = match blocks.pop() {
+            Some(Block::Containerd { running }) => Block::Containerd { running: !running },
+            _ => Block::Other,
+        };
+        blocks.push(flipped);
+        return Some(None);
+    }
+    if squashed.starts_with("if(") {
+        let block = if squashed.starts_with("if(get-iscontainerdrunning)") {
+            Block::Containerd { running: true }
+        } else {
+            Block::Other
+        };
+        blocks.push(block);
+        return Some(Some(block));
+    }
+    None
+}
+
+/// `$env:X = value` (forced) or `Set-EnvVarIfNotSet -var "X" -defaultValue value`.
+fn assignment(line: &str) -> Option<(bool, String, String)> {
+    let code = strip_comment(line);
+    if let Some(rest) = strip_prefix_ci(code, "$env:") {
+        let (name, value) = rest.split_once('=')?;
+        let name = name.trim();
+        return is_var_name(name).then(|| (true, name.to_owned(), value.trim().to_owned()));
+    }
+    let rest = strip_prefix_ci(code, "Set-EnvVarIfNotSet")?;
+    let tokens = tokens(rest);
+    let mut name = None;
+    let mut value = None;
+    let mut it = tokens.into_iter();
+    while let Some(t) = it.next() {
+        match t.to_ascii_lowercase().as_str() {
+            "-var" => name = it.next(),
+            "-defaultvalue" => value = Some(it.by_ref().collect::<Vec<_>>().join(" ")),
+            _ => return None,
+        }
+    }
+    let name = unquote(&name?)?;
+    is_var_name(&name).then(|| (false, name, value.unwrap_or_default()))
+}
+
+fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = s.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix).then(|| &s[prefix.len()..])
+}
+
+fn is_var_name(s: &str) -> bool {
+    s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The line without a trailing `# comment` outside quotes.
+fn strip_comment(line: &str) -> &str {
+    let mut quote = None;
+    for (i, c) in line.char_indices() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            (None, '#') => return line[..i].trim_end(),
+            _ => {}
+        }
+    }
+    line.trim_end()
+}
+
+/// Splits arguments on whitespace outside quotes and parentheses, keeping quotes.
+fn tokens(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quote = None;
+    let mut depth = 0i32;
+    for c in s.chars() {
+        match (quote, c) {
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                cur.push(c);
+            }
+            (Some(q), _) if c == q => {
+                quote = None;
+                cur.push(c);
+            }
+            (None, '(') => {
+                depth += 1;
+                cur.push(c);
+            }
+            (None, ')') => {
+                depth -= 1;
+                cur.push(c);
+            }
+            (None, c) if c.is_whitespace() && depth == 0 => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            _ => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// A quoted or bare word without its quotes; `None` for an expression.
+fn unquote(token: &str) -> Option<String> {
+    let t = token.trim();
+    if let Some(inner) = t.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
+        return Some(inner.replace("''", "'"));
+    }
+    if let Some(inner) = t.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+        return Some(inner.to_owned());
+    }
+    (!t.contains(['$', '(', ')', '"', '\'', ' '])).then(|| t.to_owned())
+}
+
+enum Value {
+    Literal(String),
+    /// Only PowerShell could compute it; the text says why it was not imported.
+    Dynamic(String),
+}
+
+/// The value of a right-hand side, without running anything.
+fn evaluate(src: &str, earlier: &[Imported]) -> Value {
+    let src = src.trim();
+    let dynamic = || Value::Dynamic("a PowerShell expression; not evaluated (nothing in config.ps1 is executed)".into());
+    if let Some(inner) = src.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
+        return Value::Literal(inner.replace("''", "'"));
+    }
+    let Some(inner) = src.strip_prefix('"').and_then(|r| r.strip_suffix('"')) else {
+        return match unquote(src) {
+            Some(word) => Value::Literal(word),
+            None => match src.strip_prefix("$env:").filter(|n| is_var_name(n)) {
+                Some(var) => match earlier.iter().find(|v| v.variable.eq_ignore_ascii_case(var)) {
+                    Some(v) => Value::Literal(v.value.clone()),
+                    None => Value::Dynamic(format!("refers to ${var}, which this file does not set to a value")),
+                },
+                None => dynamic(),
+            },
+        };
+    };
+    // A double-quoted string: `$PSScriptRoot` expands to the install root; backticks escape.
+    let expanded = inner.replace("${PSScriptRoot}", PS_SCRIPT_ROOT).replace("$PSScriptRoot", PS_SCRIPT_ROOT);
+    if expanded.contains('$') {
+        return dynamic();
+    }
+    let mut out = String::with_capacity(expanded.len());
+    let mut chars = expanded.chars();
+    while let Some(c) = chars.next() {
+        if c == '`' {
+            if let Some(next) = chars.next() {
+                out.push(next);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Value::Literal(out)
+}
+
+/// Dynamic values whose meaning matches a built-in default, with the note to show.
+fn default_for_dynamic(name: &str, src: &str, block: Option<Block>) -> Option<String> {
+    let squashed: String = src.to_ascii_lowercase().chars().filter(|c| !c.is_whitespace()).collect();
+    match name {
+        "NODENAME" if squashed == "$(hostname).tolower()" => {
+            Some("this host's name in lower case: the same as calicoctl-win's default for node.name".into())
+        }
+        "CALICO_K8S_NODE_REF" if squashed == "$env:nodename" => {
+            Some("the node name: the same as calicoctl-win's default for node.k8s_node_ref".into())
+        }
+        "CNI_BIN_DIR" | "CNI_CONF_DIR"
+            if squashed.starts_with("(get-containerdcni") && block == Some(Block::Containerd { running: true }) =>
+        {
+            Some("containerd's CNI directory: calicoctl-win derives it from container_runtime: containerd".into())
+        }
+        _ => None,
+    }
+}
+
+/// The YAML file for an import, grouped by section in the settings table's order, each value
+/// annotated with the config.ps1 line it came from.
+pub fn to_yaml(import: &Import, source_name: &str) -> String {
+    let mut out = format!(
+        "# calico-windows.yaml imported from {source_name} by calicoctl-win config import-ps1.\n\
+         # Settings not listed here take calicoctl-win's defaults; see docs/configuration.md.\n"
+    );
+    let mut section = "";
+    for s in spec::SETTINGS {
+        let (sec, leaf) = s.key.split_once('.').unwrap_or(("", s.key));
+        let entries: Vec<&Imported> = match s.kind {
+            Kind::Map => import.imported.iter().filter(|i| i.key.starts_with(&format!("{}.", s.key))).collect(),
+            _ => import.imported.iter().filter(|i| i.key == s.key).collect(),
+        };
+        if entries.is_empty() {
+            continue;
+        }
+        if sec != section && !sec.is_empty() {
+            out.push_str(&format!("{sec}:\n"));
+        }
+        section = sec;
+        let indent = if sec.is_empty() { "" } else { "  " };
+        match s.kind {
+            Kind::Map => {
+                out.push_str(&format!("{indent}{leaf}:\n"));
+                for e in entries {
+                    let name = &e.key[s.key.len() + 1..];
+                    out.push_str(&format!("{indent}  {name}: {}  # line {}\n", quoted(&e.value), e.line));
+                }
+            }
+            Kind::List => {
+                let e = entries[0];
+                let Raw::List(items) = Raw::list_from_text(&e.value) else { continue };
+                let items: Vec<String> = items.iter().map(|i| quoted(i)).collect();
+                out.push_str(&format!("{indent}{leaf}: [{}]  # {} line {}\n", items.join(", "), e.variable, e.line));
+            }
+            Kind::Scalar => {
+                let e = entries[0];
+                let value = if s.key == "node.startup_valid_ip_timeout" && e.value.bytes().all(|b| b.is_ascii_digit()) {
+                    format!("{}s", e.value)
+                } else {
+                    e.value.clone()
+                };
+                out.push_str(&format!("{indent}{leaf}: {}  # {} line {}\n", quoted(&value), e.variable, e.line));
+            }
+        }
+    }
+    out
+}
+
+/// A YAML double-quoted scalar (JSON string syntax is valid YAML).
+fn quoted(s: &str) -> String {
+    serde_json::Value::String(s.to_owned()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_assignment_forms_are_read_and_env_assignment_wins() {
+        let text = "$env:VXLAN_MAC_PREFIX = \"0E-2A\"\nSet-EnvVarIfNotSet -var \"VXLAN_MAC_PREFIX\" -defaultValue \"0E-FF\"\n$env:VXLAN_VNI = 4097\n";
+        let i = import(text);
+        let keys: Vec<_> = i.imported.iter().map(|e| (e.key.as_str(), e.value.as_str())).collect();
+        assert_eq!(keys, vec![("vxlan.mac_prefix", "0E-2A"), ("vxlan.vni", "4097")]);
+        assert_eq!(i.left_default.len(), 1);
+    }
+
+    #[test]
+    fn expressions_are_listed_not_evaluated() {
+        let i = import("Set-EnvVarIfNotSet -var \"IP\" -defaultValue (Get-NodeIp)\n$env:NODENAME = $(Invoke-RestMethod http://x)\n");
+        assert!(i.imported.is_empty());
+        assert_eq!(i.not_understood.len(), 2);
+    }
+
+    #[test]
+    fn single_quoted_values_are_literal() {
+        let i = import("$env:KUBE_NETWORK = 'azure.*'  # AKS\n");
+        assert_eq!(i.imported[0].value, "azure.*");
+    }
+}

@@ -1,0 +1,121 @@
+//! The environment of each Calico service, as config.ps1 plus the service scripts set it.
+
+use crate::config::types::{Backend, IpamType, NodeIp};
+use crate::config::Config;
+use std::collections::BTreeMap;
+
+/// A Calico Windows service whose environment is rendered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Node,
+    Felix,
+    Confd,
+}
+
+impl Role {
+    /// The roles a backend runs: confd only for windows-bgp.
+    pub fn for_backend(backend: Backend) -> &'static [Role] {
+        match backend {
+            Backend::WindowsBgp => &[Role::Node, Role::Felix, Role::Confd],
+            Backend::Vxlan | Backend::None => &[Role::Node, Role::Felix],
+        }
+    }
+
+    /// File name of the rendered environment.
+    pub fn env_file(self) -> &'static str {
+        match self {
+            Role::Node => "calico-node.env",
+            Role::Felix => "calico-felix.env",
+            Role::Confd => "calico-confd.env",
+        }
+    }
+}
+
+/// The variables every service sees: what config.ps1 sets (each service script dot-sources it).
+fn common(c: &Config) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    let mut set = |k: &str, v: String| {
+        env.insert(k.to_owned(), v);
+    };
+    let join = |items: Vec<String>| items.join(",");
+    set("KUBE_NETWORK", c.kube_network.to_string());
+    set("CALICO_NETWORKING_BACKEND", c.backend.to_string());
+    set("K8S_SERVICE_CIDR", join(c.service_cidrs.iter().map(ToString::to_string).collect()));
+    set("DNS_NAME_SERVERS", join(c.dns.servers.iter().map(ToString::to_string).collect()));
+    set("DNS_SEARCH", join(c.dns.search.iter().map(ToString::to_string).collect()));
+    set("CALICO_DATASTORE_TYPE", c.datastore.to_string());
+    if let Some(k) = &c.kubeconfig {
+        set("KUBECONFIG", k.to_string());
+    }
+    if !c.etcd.endpoints.is_empty() {
+        set("ETCD_ENDPOINTS", join(c.etcd.endpoints.iter().map(ToString::to_string).collect()));
+    }
+    if let Some(tls) = &c.etcd.tls {
+        set("ETCD_KEY_FILE", tls.key_file.to_string());
+        set("ETCD_CERT_FILE", tls.cert_file.to_string());
+        set("ETCD_CA_CERT_FILE", tls.ca_cert_file.to_string());
+    }
+    set("CNI_BIN_DIR", c.cni.bin_dir.to_string());
+    set("CNI_CONF_DIR", c.cni.conf_dir.to_string());
+    set("CNI_CONF_FILENAME", c.cni.conf_filename.to_string());
+    set("CNI_IPAM_TYPE", c.cni.ipam_type.to_string());
+    set("VXLAN_VNI", c.vxlan.vni.to_string());
+    set("VXLAN_MAC_PREFIX", c.vxlan.mac_prefix.to_string());
+    if let Some(a) = &c.vxlan.adapter {
+        set("VXLAN_ADAPTER", a.to_string());
+    }
+    set("NODENAME", c.node.name.to_string());
+    set("CALICO_K8S_NODE_REF", c.node.k8s_node_ref.to_string());
+    set("STARTUP_VALID_IP_TIMEOUT", c.node.startup_valid_ip_timeout.as_secs().to_string());
+    set("IP", match c.node.ip {
+        NodeIp::Autodetect => "autodetect".to_owned(),
+        NodeIp::Fixed(ip) => ip.to_string(),
+    });
+    if let Some(m) = &c.node.ip_autodetection_method {
+        set("IP_AUTODETECTION_METHOD", m.to_string());
+    }
+    set("CALICO_LOG_DIR", c.logs.dir.to_string());
+    set("FELIX_LOGSEVERITYFILE", c.logs.felix_file_severity.to_string());
+    set("FELIX_LOGSEVERITYSYS", c.logs.felix_sys_severity.to_string());
+    if let Some(s) = &c.logs.felix_screen_severity {
+        set("FELIX_LOGSEVERITYSCREEN", s.to_string());
+    }
+    if let Some(s) = &c.logs.bgp_screen_severity {
+        set("BGP_LOGSEVERITYSCREEN", s.to_string());
+    }
+    set("USE_POD_CIDR", (c.cni.ipam_type == IpamType::HostLocal).to_string());
+    env
+}
+
+/// The full environment of one service: common variables, the ones its script derives, and
+/// the user's extra variables for it.
+pub fn environment(c: &Config, role: Role) -> BTreeMap<String, String> {
+    let mut env = common(c);
+    let extra = match role {
+        Role::Node => {
+            env.insert("CALICO_NODENAME_FILE".into(), c.install_root.join("nodename").to_string());
+            &c.extra_env.node
+        }
+        Role::Felix => {
+            env.insert("FELIX_FELIXHOSTNAME".into(), c.node.name.to_string());
+            env.insert("FELIX_METADATAADDR".into(), "none".into());
+            env.insert("FELIX_VXLANVNI".into(), c.vxlan.vni.to_string());
+            &c.extra_env.felix
+        }
+        Role::Confd => &c.extra_env.confd,
+    };
+    env.extend(extra.iter().cloned());
+    env
+}
+
+/// The environment file: a header comment, then `NAME=VALUE` lines sorted by name.
+pub fn render(c: &Config, role: Role) -> String {
+    let mut out = String::from("# Environment of this Calico service, rendered by calicoctl-win. Do not edit: change calico-windows.yaml.\n");
+    for (k, v) in environment(c, role) {
+        out.push_str(&k);
+        out.push('=');
+        out.push_str(&v);
+        out.push('\n');
+    }
+    out
+}

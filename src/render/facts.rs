@@ -1,0 +1,66 @@
+//! The facts about the host that rendering depends on.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A Windows build number with its update revision (UBR), like `17763.1432`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct OsBuild {
+    pub build: u32,
+    pub ubr: u32,
+}
+
+impl OsBuild {
+    /// Windows Server 2022 (LTSC), assumed when the node's own build is not known.
+    pub const SERVER_2022: OsBuild = OsBuild { build: 20348, ubr: 0 };
+
+    /// Whether kube-proxy and the CNI can use loopback DSR: Server 2019 from build
+    /// 17763.1432, and every release from 1903 (18317) on (Calico's `Get-IsDSRSupported`).
+    pub fn supports_dsr(self) -> bool {
+        (self.build == 17763 && self.ubr >= 1432) || self.build >= 18317
+    }
+}
+
+impl FromStr for OsBuild {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("{s:?} is not a Windows build: write BUILD or BUILD.UBR, like 17763.1432 or 20348");
+        let (build, ubr) = s.split_once('.').unwrap_or((s, "0"));
+        Ok(Self { build: build.parse().map_err(|_| bad())?, ubr: ubr.parse().map_err(|_| bad())? })
+    }
+}
+
+impl fmt::Display for OsBuild {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.build, self.ubr)
+    }
+}
+
+/// Host facts that rendering needs.
+#[derive(Clone, Copy, Debug)]
+pub struct HostFacts {
+    pub os_build: OsBuild,
+}
+
+impl HostFacts {
+    pub fn dsr_supported(&self) -> bool {
+        self.os_build.supports_dsr()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dsr_follows_calicos_build_gate() {
+        let b = |s: &str| s.parse::<OsBuild>().expect("build");
+        assert!(!b("17763.1431").supports_dsr());
+        assert!(b("17763.1432").supports_dsr());
+        assert!(!b("17134.1").supports_dsr());
+        assert!(b("18362").supports_dsr());
+        assert!(b("20348.169").supports_dsr());
+        assert!("2022".parse::<OsBuild>().is_ok_and(|o| !o.supports_dsr()));
+        assert!("x.1".parse::<OsBuild>().is_err());
+    }
+}

@@ -1,0 +1,62 @@
+//! Pure rendering: config + host facts -> the contents of every file the install writes.
+//! No I/O here: the caller reads the template and writes the results.
+
+pub mod cni;
+pub mod env;
+pub mod facts;
+pub mod hns;
+pub mod template;
+
+use crate::config::types::Backend;
+use crate::config::Config;
+pub use facts::{HostFacts, OsBuild};
+
+/// A rendering failure; nothing is written when one occurs.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("cannot fill the CNI template {template}")]
+    Template {
+        template: String,
+        #[source]
+        source: template::TemplateError,
+    },
+    #[error("the CNI config rendered from {template} is not valid JSON: {message}")]
+    NotJson { template: String, message: String },
+}
+
+/// One rendered file: its name within the output and its contents.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RenderedFile {
+    pub name: String,
+    pub contents: String,
+}
+
+/// The CNI template to use and the name to show for it.
+pub struct CniTemplate<'a> {
+    pub name: &'a str,
+    pub text: &'a str,
+}
+
+/// Renders every file, or fails without producing any.
+pub fn render_all(c: &Config, facts: &HostFacts, template: &CniTemplate<'_>) -> Result<Vec<RenderedFile>, RenderError> {
+    let mut files = Vec::new();
+    // With the none backend a third-party CNI owns pod networking: no CNI config, no vSwitch.
+    if c.backend != Backend::None {
+        files.push(RenderedFile {
+            name: c.cni.conf_filename.to_string(),
+            contents: cni::render(c, facts, template.text, template.name)?,
+        });
+    }
+    for role in env::Role::for_backend(c.backend) {
+        files.push(RenderedFile { name: role.env_file().to_owned(), contents: env::render(c, *role) });
+    }
+    if let Some(network) = hns::external_network(c) {
+        let mut text = serde_json::to_string_pretty(&network).map_err(|e| RenderError::NotJson {
+            template: "external-network.json".into(),
+            message: e.to_string(),
+        })?;
+        text.push('\n');
+        files.push(RenderedFile { name: "external-network.json".into(), contents: text });
+    }
+    Ok(files)
+}
