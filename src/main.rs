@@ -1,3 +1,56 @@
+//! calicoctl-win: installs, runs and maintains Calico networking on Windows Kubernetes nodes.
+
+mod cli;
+mod commands;
 mod config;
+mod context;
+mod error;
+mod files;
+mod output;
 mod render;
-fn main() {}
+
+use clap::Parser;
+use context::{Context, Options};
+use error::{CliError, Exit};
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let g = &cli.global;
+    let env: std::collections::BTreeMap<String, String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let colour = std::io::stderr().is_terminal() && !env.contains_key("NO_COLOR");
+    let printer = output::Printer::new(g.output, Box::new(std::io::stdout()), Box::new(std::io::stderr()), colour, g.verbose);
+    let hostname = gethostname::gethostname().into_string().ok();
+    let options = Options {
+        config: g.config.clone(),
+        kubeconfig: g.kubeconfig.clone(),
+        dry_run: g.dry_run,
+        yes: g.yes,
+        sets: g.sets.clone(),
+    };
+    let log = match &g.log_file {
+        Some(path) => match fs_err::OpenOptions::new().create(true).append(true).open(path) {
+            Ok(f) => Some(Box::new(f) as Box<dyn std::io::Write>),
+            Err(e) => {
+                let mut printer = printer;
+                printer.error(&CliError { exit: Exit::Usage, error: e.into(), hint: Some("pass a writable --log-file path".into()) });
+                return ExitCode::from(Exit::Usage as u8);
+            }
+        },
+        None => None,
+    };
+    let mut ctx = Context::new(printer, options, env, hostname, log);
+    let code = match commands::run(&cli.command, &mut ctx) {
+        Ok(()) => Exit::Ok,
+        Err(e) => {
+            ctx.log(&format!("failed: {:#}", e.error));
+            ctx.printer.error(&e);
+            e.exit
+        }
+    };
+    ctx.printer.flush();
+    ExitCode::from(code as u8)
+}

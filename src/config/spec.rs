@@ -101,6 +101,18 @@ pub static SETTINGS: &[Spec] = &[
     own("extra_env.confd", Kind::Map, Unset, "Extra environment for confd (the CalicoConfd service)."),
 ];
 
+impl Spec {
+    /// The built-in default as text for people (`(unset)` when there is none).
+    pub fn default_text(&self) -> String {
+        match self.default {
+            DefaultValue::Unset => "(unset)".into(),
+            DefaultValue::Value(v) => v.into(),
+            DefaultValue::List(v) => v.join(","),
+            DefaultValue::Derived(how) => how.into(),
+        }
+    }
+}
+
 /// The setting with this dotted key.
 pub fn find(key: &str) -> Option<&'static Spec> {
     SETTINGS.iter().find(|s| s.key == key)

@@ -26,7 +26,7 @@ fn built_in_defaults_follow_the_quickstart() {
     assert_eq!(c.vxlan.mac_prefix.to_string(), "0E-2A");
     assert_eq!(c.service_cidrs[0].to_string(), "10.96.0.0/12");
     assert_eq!(c.dns.servers[0].to_string(), "10.96.0.10");
-    assert_eq!(c.node.name.as_str(), "win-node-1");
+    assert_eq!(c.node.name.to_string(), "win-node-1");
     assert_eq!(c.cni.bin_dir.as_str(), "C:\\Program Files\\containerd\\cni\\bin");
     assert_eq!(c.kubeconfig.as_ref().map(WinPath::as_str), Some("C:\\CalicoWindows\\calico-kube-config"));
     assert!(l.shown.values().all(|s| s.source == Source::Default));

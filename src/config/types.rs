@@ -302,12 +302,6 @@ impl fmt::Display for NodeIp {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeName(String);
 
-impl NodeName {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
 impl Setting for NodeName {
     fn parse(raw: &str) -> Result<Self, Rejection> {
         let label_ok = |l: &str| {

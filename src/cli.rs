@@ -1,0 +1,102 @@
+//! Command-line definitions (clap derive) only.
+
+use crate::output::Format;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Installs, runs and maintains Calico networking on Windows Kubernetes nodes.
+#[derive(Debug, Parser)]
+#[command(name = "calicoctl-win", version, max_term_width = 100)]
+#[command(long_about = "Installs, runs and maintains Calico networking on Windows Kubernetes nodes.\n\n\
+Settings come from calico-windows.yaml (--config), environment variables with config.ps1's names \
+(VXLAN_VNI, K8S_SERVICE_CIDR, ...), and --set KEY=VALUE, in the order flag > env > file > default. \
+'calicoctl-win config show' prints every setting and where it came from.\n\n\
+Exit codes: 0 success, 1 failed, 2 bad usage or config (nothing changed), 3 preflight blocked, 4 timed out.")]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every command accepts.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Configuration file (calico-windows.yaml). Default on a node: C:\CalicoWindows\calico-windows.yaml if present
+    #[arg(long, global = true, value_name = "FILE", env = "CALICOCTL_WIN_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Admin kubeconfig for talking to the cluster (default: $KUBECONFIG, then ~/.kube/config)
+    #[arg(long, global = true, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Override one setting, like --set vxlan.vni=4097 (repeatable; lists comma-separated;
+    /// extra environment as --set extra_env.felix.NAME=VALUE)
+    #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Output format: text for people, json for scripts (stdout then holds one JSON document)
+    #[arg(short = 'o', long = "output-format", global = true, value_enum, default_value_t = Format::Text)]
+    pub output: Format,
+    /// Show what would change and change nothing
+    #[arg(long, global = true)]
+    pub dry_run: bool,
+    /// Answer yes to confirmations (required without a terminal)
+    #[arg(long, global = true)]
+    pub yes: bool,
+    /// Append a log of what this run does to FILE
+    #[arg(long, global = true, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
+    /// Show more detail on stderr
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Render every file the install would write into a directory, touching nothing else
+    #[command(long_about = "Renders the CNI config (10-calico.conf), the environment of each Calico service \
+(calico-node.env, calico-felix.env, calico-confd.env for windows-bgp) and the External HNS network \
+(external-network.json) into --output-dir, and prints their paths.\n\n\
+Changes on the host: writes only those files, atomically, and only when their content changed. \
+With --dry-run nothing is written. With the none backend there is no CNI config and no External network.")]
+    Render(RenderArgs),
+    /// Show the effective configuration or convert a legacy config.ps1
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// Directory to write the files into (created if missing)
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: PathBuf,
+    /// Windows build of the node, BUILD or BUILD.UBR, like 17763.1432; decides loopback DSR
+    /// (default: 20348, Windows Server 2022)
+    #[arg(long, value_name = "BUILD")]
+    pub os_build: Option<crate::render::OsBuild>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print every setting, its effective value and where it came from
+    #[command(long_about = "Prints every setting with its effective value and its source: flag (--set), \
+env NAME (a config.ps1-named environment variable), file:LINE, or default. Reports every problem at once \
+and exits 2 if the configuration is invalid.\n\nChanges on the host: nothing.")]
+    Show,
+    /// Convert a legacy config.ps1 into calico-windows.yaml
+    #[command(name = "import-ps1", long_about = "Reads a config.ps1 from Calico for Windows (both the \
+Set-EnvVarIfNotSet form of v3.23+ and the older $env:X = \"Y\" form) and writes the equivalent \
+calico-windows.yaml. Placeholders such as <your service cidr> are left unset; every line that was not \
+understood is listed. Nothing in the file is executed.\n\n\
+Changes on the host: writes --output FILE if given (refusing to overwrite an existing file without --yes); \
+otherwise prints the YAML.")]
+    ImportPs1(ImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The config.ps1 to read
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Where to write the YAML (default: print it)
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}

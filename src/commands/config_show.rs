@@ -1,0 +1,52 @@
+//! `config show`: the effective configuration and where each value came from.
+
+use crate::config::spec;
+use crate::context::Context;
+use serde_json::{Value, json};
+
+pub fn run(ctx: &mut Context) -> anyhow::Result<()> {
+    let loaded = ctx.load_config()?;
+    let (kubeconfig, kubeconfig_source) = ctx.cluster_kubeconfig();
+    let file = loaded.file.as_ref().map(|f| f.display().to_string());
+
+    let settings: serde_json::Map<String, Value> = spec::SETTINGS
+        .iter()
+        .filter_map(|s| {
+            let v = loaded.shown.get(s.key)?;
+            let entry = json!({ "value": v.value, "source": v.source.to_string(), "default": s.default_text(), "description": s.doc });
+            Some((s.key.to_owned(), entry))
+        })
+        .collect();
+    ctx.printer.json(&json!({
+        "config_file": file,
+        "settings": settings,
+        "cluster_kubeconfig": { "path": kubeconfig.as_ref().map(|p| p.display().to_string()), "source": kubeconfig_source },
+    }));
+
+    let rows: Vec<(String, String, String)> = spec::SETTINGS
+        .iter()
+        .filter_map(|s| loaded.shown.get(s.key).map(|v| (s.key.to_owned(), text_value(&v.value), v.source.to_string())))
+        .collect();
+    let key_w = rows.iter().map(|r| r.0.len()).max().unwrap_or(3).max(3);
+    let val_w = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(5).clamp(5, 60);
+    ctx.printer.text(&format!("config file: {}", file.as_deref().unwrap_or("none (built-in defaults)")));
+    ctx.printer.text(&format!("{:key_w$}  {:val_w$}  SOURCE", "KEY", "VALUE"));
+    for (k, v, s) in rows {
+        ctx.printer.text(&format!("{k:key_w$}  {v:val_w$}  {s}"));
+    }
+    let kubeconfig = kubeconfig.map_or("none".to_owned(), |p| p.display().to_string());
+    ctx.printer.text(&format!("\ncluster access: kubeconfig {kubeconfig} ({kubeconfig_source})"));
+    Ok(())
+}
+
+/// A value as one cell of the table.
+fn text_value(v: &Value) -> String {
+    match v {
+        Value::Null => "(unset)".into(),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(text_value).collect::<Vec<_>>().join(","),
+        Value::Object(map) if map.is_empty() => "(none)".into(),
+        Value::Object(map) => map.iter().map(|(k, v)| format!("{k}={}", text_value(v))).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
+}

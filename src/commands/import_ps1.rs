@@ -1,0 +1,73 @@
+//! `config import-ps1`: a legacy config.ps1 into calico-windows.yaml.
+
+use crate::cli::ImportArgs;
+use crate::config::{self, ConfigError, Inputs, import_ps1};
+use crate::context::Context;
+use crate::error::UsageError;
+use crate::files;
+use anyhow::Context as _;
+use serde_json::json;
+
+pub fn run(args: &ImportArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let text = fs_err::read_to_string(&args.file).map_err(|e| UsageError::new(e.to_string(), "pass the path of an existing config.ps1"))?;
+    let import = import_ps1::import(&text);
+    let name = args.file.file_name().map_or("config.ps1".into(), |n| n.to_string_lossy().into_owned());
+    let yaml = import_ps1::to_yaml(&import, &name);
+
+    // The result must load: problems are shown so they can be fixed before it is used.
+    let check = config::load(&Inputs {
+        file: Some((args.output.clone().unwrap_or_else(|| "calico-windows.yaml".into()), yaml.clone())),
+        hostname: ctx.hostname.clone(),
+        ..Inputs::default()
+    });
+    let problems = match check {
+        Ok(_) => Vec::new(),
+        Err(ConfigError::Invalid { problems, .. }) => problems,
+        Err(e) => return Err(e.into()),
+    };
+
+    let mut written = false;
+    if let Some(out) = &args.output {
+        if out.exists() && !ctx.options.yes && !files::unchanged(out, yaml.as_bytes()) {
+            return Err(UsageError::new(
+                format!("{} already exists", out.display()),
+                "pass --yes to overwrite it, or choose another --output",
+            )
+            .into());
+        }
+        if ctx.options.dry_run {
+            ctx.log(&format!("would write {}", out.display()));
+        } else {
+            written = files::write_atomic(out, yaml.as_bytes()).with_context(|| format!("cannot write {}", out.display()))?;
+            ctx.log(&format!("wrote {}", out.display()));
+        }
+    }
+
+    for s in &import.not_understood {
+        ctx.printer.warn(&format!("line {} not imported: {} ({})", s.line, s.text, s.reason));
+    }
+    for p in &problems {
+        ctx.printer.warn(&format!("the imported configuration does not validate yet: {p}"));
+    }
+    match &args.output {
+        Some(out) => ctx.printer.text(&format!(
+            "{} {} ({} settings imported, {} left to defaults, {} lines not understood)",
+            if written { "wrote" } else if ctx.options.dry_run { "would write" } else { "unchanged" },
+            out.display(),
+            import.imported.len(),
+            import.left_default.len(),
+            import.not_understood.len()
+        )),
+        None => ctx.printer.text(yaml.trim_end()),
+    }
+    ctx.printer.json(&json!({
+        "output": args.output.as_ref().map(|p| p.display().to_string()),
+        "written": written,
+        "yaml": yaml,
+        "imported": import.imported,
+        "left_default": import.left_default,
+        "not_understood": import.not_understood,
+        "problems": problems,
+    }));
+    Ok(())
+}

@@ -1,0 +1,19 @@
+//! One file per command; each reads like the recipe of that command.
+
+mod config_show;
+mod import_ps1;
+mod render;
+
+use crate::cli::{Command, ConfigCommand};
+use crate::context::Context;
+use crate::error::CliError;
+
+/// Runs the chosen command.
+pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
+    match command {
+        Command::Render(args) => render::run(args, ctx),
+        Command::Config(ConfigCommand::Show) => config_show::run(ctx),
+        Command::Config(ConfigCommand::ImportPs1(args)) => import_ps1::run(args, ctx),
+    }
+    .map_err(CliError::from)
+}

@@ -1,0 +1,56 @@
+//! `render`: every file the install would write, into a directory.
+
+use crate::cli::RenderArgs;
+use crate::context::Context;
+use crate::files;
+use crate::render::{self, CniTemplate, HostFacts, OsBuild};
+use anyhow::Context as _;
+use serde_json::json;
+
+pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let loaded = ctx.load_config()?;
+    let config = &loaded.config;
+    let os_build = args.os_build.unwrap_or_else(|| {
+        ctx.printer.detail(&format!("assuming Windows build {} (Windows Server 2022); pass --os-build for another", OsBuild::SERVER_2022));
+        OsBuild::SERVER_2022
+    });
+    let facts = HostFacts { os_build };
+
+    let user_template = match &config.cni.template {
+        Some(path) => Some((
+            path.display().to_string(),
+            fs_err::read_to_string(path).with_context(|| "cannot read the CNI template given in cni.template")?,
+        )),
+        None => None,
+    };
+    let template = match &user_template {
+        Some((name, text)) => CniTemplate { name, text },
+        None => CniTemplate { name: "the built-in template", text: render::cni::BUILT_IN_TEMPLATE },
+    };
+    // Render everything before writing anything.
+    let rendered = render::render_all(config, &facts, &template)?;
+
+    if !ctx.options.dry_run {
+        fs_err::create_dir_all(&args.output_dir)?;
+    }
+    let mut listed = Vec::new();
+    for file in &rendered {
+        let path = args.output_dir.join(&file.name);
+        let bytes = file.contents.as_bytes();
+        let changed = if ctx.options.dry_run {
+            !files::unchanged(&path, bytes)
+        } else {
+            files::write_atomic(&path, bytes)?
+        };
+        let verb = match (ctx.options.dry_run, changed) {
+            (true, true) => "would write",
+            (true, false) | (false, false) => "unchanged",
+            (false, true) => "wrote",
+        };
+        ctx.log(&format!("{verb} {}", path.display()));
+        ctx.printer.text(&path.display().to_string());
+        listed.push(json!({ "path": path.display().to_string(), "sha256": files::sha256_hex(bytes) }));
+    }
+    ctx.printer.json(&serde_json::Value::Array(listed));
+    Ok(())
+}

@@ -1,0 +1,93 @@
+//! Exit codes and the error a command returns: what failed, why, and what to do about it.
+
+use crate::config::{ConfigError, Problem};
+use crate::render::RenderError;
+use std::fmt;
+
+/// The process exit codes (README "Exit codes").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    Ok = 0,
+    /// The operation failed.
+    Failed = 1,
+    /// Bad usage or bad configuration; nothing was changed.
+    Usage = 2,
+    // 3 (preflight found a blocking problem) and 4 (a wait timed out) are reserved for the
+    // commands that check and wait on the host; the README documents all five.
+}
+
+/// Bad input detected by a command itself (exit code 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct UsageError {
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl UsageError {
+    pub fn new(message: impl Into<String>, hint: impl Into<String>) -> Self {
+        Self { message: message.into(), hint: Some(hint.into()) }
+    }
+}
+
+/// A failed command, ready to be shown to the user.
+pub struct CliError {
+    pub exit: Exit,
+    pub error: anyhow::Error,
+    pub hint: Option<String>,
+}
+
+impl fmt::Debug for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} ({:?})", self.error, self.exit)
+    }
+}
+
+impl From<anyhow::Error> for CliError {
+    fn from(error: anyhow::Error) -> Self {
+        let (exit, hint) = classify(&error);
+        Self { exit, error, hint }
+    }
+}
+
+/// Finds the exit code and hint for an error from the typed errors in its chain.
+fn classify(error: &anyhow::Error) -> (Exit, Option<String>) {
+    for cause in error.chain() {
+        if let Some(e) = cause.downcast_ref::<ConfigError>() {
+            let hint = match e {
+                ConfigError::Invalid { file: Some(f), .. } => format!(
+                    "fix these settings in {} or override them with --set KEY=VALUE; 'calicoctl-win config show' lists every setting and its source",
+                    f.display()
+                ),
+                ConfigError::Invalid { file: None, .. } => "override settings with --set KEY=VALUE, or write them in a file passed with --config; docs/configuration.md lists every key".into(),
+                ConfigError::Read { .. } => "pass an existing file with --config, or leave --config out to use the built-in defaults".into(),
+            };
+            return (Exit::Usage, Some(hint));
+        }
+        if let Some(e) = cause.downcast_ref::<RenderError>() {
+            let hint = match e {
+                RenderError::Template { .. } | RenderError::NotJson { .. } => {
+                    "check the template given in cni.template, or unset it to use the built-in template"
+                }
+            };
+            return (Exit::Usage, Some(hint.into()));
+        }
+        if let Some(e) = cause.downcast_ref::<UsageError>() {
+            return (Exit::Usage, e.hint.clone());
+        }
+    }
+    (Exit::Failed, None)
+}
+
+impl CliError {
+    /// The configuration problems carried by this error, if any.
+    pub fn problems(&self) -> &[Problem] {
+        self.error
+            .chain()
+            .find_map(|c| match c.downcast_ref::<ConfigError>() {
+                Some(ConfigError::Invalid { problems, .. }) => Some(problems.as_slice()),
+                _ => None,
+            })
+            .unwrap_or(&[])
+    }
+}

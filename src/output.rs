@@ -1,0 +1,96 @@
+//! The Printer: results to stdout (text or one JSON document), everything else to stderr.
+//! Colour only when the stream is a terminal and NO_COLOR is unset.
+
+use crate::error::CliError;
+use std::io::Write;
+
+/// How results are printed (`-o`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// Where output goes and how it looks.
+pub struct Printer {
+    pub format: Format,
+    out: Box<dyn Write>,
+    err: Box<dyn Write>,
+    colour: bool,
+    verbose: u8,
+}
+
+impl Printer {
+    pub fn new(format: Format, out: Box<dyn Write>, err: Box<dyn Write>, colour: bool, verbose: u8) -> Self {
+        Self { format, out, err, colour, verbose }
+    }
+
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.colour { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() }
+    }
+
+    /// A text result (ignored in JSON mode, where the command prints a document instead).
+    pub fn text(&mut self, s: &str) {
+        if self.format == Format::Text {
+            let _ = writeln!(self.out, "{s}");
+        }
+    }
+
+    /// The JSON result document (ignored in text mode).
+    pub fn json(&mut self, v: &serde_json::Value) {
+        if self.format == Format::Json {
+            let text = serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+            let _ = writeln!(self.out, "{text}");
+        }
+    }
+
+    /// A warning on stderr.
+    pub fn warn(&mut self, s: &str) {
+        let label = self.paint("1;33", "warning:");
+        let _ = writeln!(self.err, "{label} {s}");
+    }
+
+    /// A progress or detail line on stderr, shown with `-v`.
+    pub fn detail(&mut self, s: &str) {
+        if self.verbose > 0 {
+            let _ = writeln!(self.err, "{s}");
+        }
+    }
+
+    /// Renders a failed command: `error:`, the problems, `Caused by:`, `hint:`. In JSON mode
+    /// stdout also gets one document describing the error, for scripts.
+    pub fn error(&mut self, e: &CliError) {
+        let mut text = format!("{} {}\n", self.paint("1;31", "error:"), e.error);
+        for p in e.problems() {
+            text.push_str(&format!("  - {p}\n"));
+        }
+        let causes: Vec<String> = e.error.chain().skip(1).map(ToString::to_string).collect();
+        if !causes.is_empty() {
+            text.push_str("Caused by:\n");
+            for c in &causes {
+                text.push_str(&format!("  {c}\n"));
+            }
+        }
+        if let Some(h) = &e.hint {
+            text.push_str(&format!("{} {h}\n", self.paint("1;36", "hint:")));
+        }
+        let _ = self.err.write_all(text.as_bytes());
+        if self.format == Format::Json {
+            let doc = serde_json::json!({
+                "error": {
+                    "message": e.error.to_string(),
+                    "causes": causes,
+                    "problems": e.problems(),
+                    "hint": e.hint,
+                },
+                "exit_code": e.exit as i32,
+            });
+            self.json(&doc);
+        }
+    }
+
+    pub fn flush(&mut self) {
+        let _ = self.out.flush();
+        let _ = self.err.flush();
+    }
+}
