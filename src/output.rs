@@ -62,7 +62,7 @@ impl Printer {
     pub fn error(&mut self, e: &CliError) {
         let mut text = format!("{} {}\n", self.paint("1;31", "error:"), e.error);
         for p in e.problems() {
-            text.push_str(&format!("  - {p}\n"));
+            text.push_str(&format!("  - {}\n", p.to_string().trim_end().replace('\n', "\n    ")));
         }
         let causes: Vec<String> = e.error.chain().skip(1).map(ToString::to_string).collect();
         if !causes.is_empty() {

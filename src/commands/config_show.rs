@@ -44,6 +44,7 @@ fn text_value(v: &Value) -> String {
     match v {
         Value::Null => "(unset)".into(),
         Value::String(s) => s.clone(),
+        Value::Array(items) if items.is_empty() => "(none)".into(),
         Value::Array(items) => items.iter().map(text_value).collect::<Vec<_>>().join(","),
         Value::Object(map) if map.is_empty() => "(none)".into(),
         Value::Object(map) => map.iter().map(|(k, v)| format!("{k}={}", text_value(v))).collect::<Vec<_>>().join(","),

@@ -66,13 +66,14 @@ impl<'de> Deserialize<'de> for Node {
     }
 }
 
-/// Parses the file's text. Returns the layer, or every problem found in it.
-pub fn parse(text: &str) -> Result<Layer, Vec<Problem>> {
+/// Parses the file's text into the settings it gives and the problems found in it; a setting
+/// with a problem is left out of the layer.
+pub fn parse(text: &str) -> (Layer, Vec<Problem>) {
     let root: Spanned<Node> = match serde_saphyr::from_str(text) {
         Ok(root) => root,
         Err(e) => {
             let line = e.location().map(|l| l.line());
-            return Err(vec![Problem::syntax(line, e.to_string())]);
+            return (Layer::new(), vec![Problem::syntax(line, e.to_string())]);
         }
     };
     let mut reader = Reader { text, layer: Layer::new(), problems: Vec::new() };
@@ -84,7 +85,7 @@ pub fn parse(text: &str) -> Result<Layer, Vec<Problem>> {
             "the file must be a mapping of settings, like `backend: vxlan`".into(),
         )),
     }
-    if reader.problems.is_empty() { Ok(reader.layer) } else { Err(reader.problems) }
+    (reader.layer, reader.problems)
 }
 
 struct Reader<'a> {
@@ -101,6 +102,10 @@ impl Reader<'_> {
             match (spec::find(&path), node.value) {
                 (None, Node::Map(inner)) if prefix.is_empty() && spec::is_section(&path) => {
                     self.section(&path, inner)
+                }
+                (None, Node::Null) if prefix.is_empty() && spec::is_section(&path) => {}
+                (None, _) if prefix.is_empty() && spec::is_section(&path) => {
+                    self.problems.push(Problem::shape(&path, line, "a mapping of settings; see docs/configuration.md"))
                 }
                 (None, _) => self.problems.push(Problem::unknown_key(&path, line)),
                 (Some(_), Node::Null) => {}

@@ -174,17 +174,16 @@ pub fn load(inputs: &Inputs) -> Result<Loaded, ConfigError> {
     let flags = flag_layer(&inputs.sets, &mut problems);
     let env = env_layer(&inputs.env);
     let file = match &inputs.file {
-        Some((_, text)) => file::parse(text).unwrap_or_else(|p| {
+        Some((_, text)) => {
+            let (layer, p) = file::parse(text);
             problems.extend(p);
-            Layer::new()
-        }),
+            layer
+        }
         None => Layer::new(),
     };
-    if !problems.is_empty() {
-        return Err(invalid(problems));
-    }
-
+    // Key and syntax problems do not stop the value checks: every problem is reported at once.
     let mut r = Resolver::new(vec![flags, env, file]);
+    r.problems = problems;
     let config = build(&mut r, inputs.hostname.as_deref());
     validate::cross_check(&config, &mut r);
     if r.problems.is_empty() {
