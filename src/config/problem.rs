@@ -30,7 +30,8 @@ impl Problem {
     }
 
     pub fn syntax(line: Option<u64>, message: String) -> Self {
-        Self { key: None, value: None, source: line.map(Source::File), message }
+        let message = message.strip_prefix("error: ").map(str::to_owned).unwrap_or(message);
+        Self { key: None, value: None, source: line.map(Source::File), message: format!("not valid YAML: {message}") }
     }
 
     pub fn unknown_key(path: &str, line: u64) -> Self {
