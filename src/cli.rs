@@ -34,7 +34,7 @@ pub struct Global {
     pub sets: Vec<String>,
     /// Output format: text for people, json for scripts (stdout then holds one JSON document)
     #[arg(short = 'o', long = "output-format", global = true, value_enum, default_value_t = Format::Text)]
-    pub output: Format,
+    pub output_format: Format,
     /// Show what would change and change nothing
     #[arg(long, global = true)]
     pub dry_run: bool,
@@ -99,4 +99,14 @@ pub struct ImportArgs {
     /// Where to write the YAML (default: print it)
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
 }

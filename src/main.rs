@@ -22,7 +22,7 @@ fn main() -> ExitCode {
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
     let colour = std::io::stderr().is_terminal() && !env.contains_key("NO_COLOR");
-    let printer = output::Printer::new(g.output, Box::new(std::io::stdout()), Box::new(std::io::stderr()), colour, g.verbose);
+    let printer = output::Printer::new(g.output_format, Box::new(std::io::stdout()), Box::new(std::io::stderr()), colour, g.verbose);
     let hostname = gethostname::gethostname().into_string().ok();
     let options = Options {
         config: g.config.clone(),

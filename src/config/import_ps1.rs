@@ -77,7 +77,7 @@ pub fn import(text: &str) -> Import {
         }
 
         let Some((forced, name, value_src)) = assignment(line) else {
-            out.not_understood.push(skip("not a setting; ignored (nothing in config.ps1 is executed)"));
+            out.not_understood.push(skip("not a setting; ignored, as nothing in config.ps1 is executed"));
             continue;
         };
         let block = blocks.last().copied();
@@ -285,7 +285,7 @@ enum Value {
 /// The value of a right-hand side, without running anything.
 fn evaluate(src: &str, earlier: &[Imported]) -> Value {
     let src = src.trim();
-    let dynamic = || Value::Dynamic("a PowerShell expression; not evaluated (nothing in config.ps1 is executed)".into());
+    let dynamic = || Value::Dynamic("a PowerShell expression; not evaluated, as nothing in config.ps1 is executed".into());
     if let Some(inner) = src.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
         return Value::Literal(inner.replace("''", "'"));
     }
