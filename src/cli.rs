@@ -7,11 +7,13 @@ use std::path::PathBuf;
 /// Installs, runs and maintains Calico networking on Windows Kubernetes nodes.
 #[derive(Debug, Parser)]
 #[command(name = "calicoctl-win", version, max_term_width = 100)]
-#[command(long_about = "Installs, runs and maintains Calico networking on Windows Kubernetes nodes.\n\n\
+#[command(
+    long_about = "Installs, runs and maintains Calico networking on Windows Kubernetes nodes.\n\n\
 Settings come from calico-windows.yaml (--config), environment variables with config.ps1's names \
 (VXLAN_VNI, K8S_SERVICE_CIDR, ...), and --set KEY=VALUE, in the order flag > env > file > default. \
 'calicoctl-win config show' prints every setting and where it came from.\n\n\
-Exit codes: 0 success, 1 failed, 2 bad usage or config (nothing changed), 3 preflight blocked, 4 timed out.")]
+Exit codes: 0 success, 1 failed, 2 bad usage or config (nothing changed), 3 preflight blocked, 4 timed out."
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,
@@ -52,11 +54,13 @@ pub struct Global {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Render every file the install would write into a directory, touching nothing else
-    #[command(long_about = "Renders the CNI config (10-calico.conf), the environment of each Calico service \
+    #[command(
+        long_about = "Renders the CNI config (10-calico.conf), the environment of each Calico service \
 (calico-node.env, calico-felix.env, calico-confd.env for windows-bgp) and the External HNS network \
 (external-network.json) into --output-dir, and prints their paths.\n\n\
 Changes on the host: writes only those files, atomically, and only when their content changed. \
-With --dry-run nothing is written. With the none backend there is no CNI config and no External network.")]
+With --dry-run nothing is written. With the none backend there is no CNI config and no External network."
+    )]
     Render(RenderArgs),
     /// Show the effective configuration or convert a legacy config.ps1
     #[command(subcommand)]
@@ -77,17 +81,22 @@ pub struct RenderArgs {
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
     /// Print every setting, its effective value and where it came from
-    #[command(long_about = "Prints every setting with its effective value and its source: flag (--set), \
+    #[command(
+        long_about = "Prints every setting with its effective value and its source: flag (--set), \
 env NAME (a config.ps1-named environment variable), file:LINE, or default. Reports every problem at once \
-and exits 2 if the configuration is invalid.\n\nChanges on the host: nothing.")]
+and exits 2 if the configuration is invalid.\n\nChanges on the host: nothing."
+    )]
     Show,
     /// Convert a legacy config.ps1 into calico-windows.yaml
-    #[command(name = "import-ps1", long_about = "Reads a config.ps1 from Calico for Windows (both the \
+    #[command(
+        name = "import-ps1",
+        long_about = "Reads a config.ps1 from Calico for Windows (both the \
 Set-EnvVarIfNotSet form of v3.23+ and the older $env:X = \"Y\" form) and writes the equivalent \
 calico-windows.yaml. Placeholders such as <your service cidr> are left unset; every line that was not \
 understood is listed. Nothing in the file is executed.\n\n\
 Changes on the host: writes --output FILE if given (refusing to overwrite an existing file without --yes); \
-otherwise prints the YAML.")]
+otherwise prints the YAML."
+    )]
     ImportPs1(ImportArgs),
 }
 

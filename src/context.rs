@@ -28,8 +28,20 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn new(printer: Printer, options: Options, env: BTreeMap<String, String>, hostname: Option<String>, log: Option<Box<dyn Write>>) -> Self {
-        Self { printer, options, env, hostname, log }
+    pub fn new(
+        printer: Printer,
+        options: Options,
+        env: BTreeMap<String, String>,
+        hostname: Option<String>,
+        log: Option<Box<dyn Write>>,
+    ) -> Self {
+        Self {
+            printer,
+            options,
+            env,
+            hostname,
+            log,
+        }
     }
 
     /// Appends a line to the `--log-file`, if one was given, and shows it with `-v`.
@@ -69,6 +81,9 @@ impl Context {
             return (Some(PathBuf::from(k)), "env KUBECONFIG");
         }
         let home = self.env.get("USERPROFILE").or_else(|| self.env.get("HOME"));
-        (home.map(|h| PathBuf::from(h).join(".kube").join("config")), "default")
+        (
+            home.map(|h| PathBuf::from(h).join(".kube").join("config")),
+            "default",
+        )
     }
 }

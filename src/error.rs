@@ -26,7 +26,10 @@ pub struct UsageError {
 
 impl UsageError {
     pub fn new(message: impl Into<String>, hint: impl Into<String>) -> Self {
-        Self { message: message.into(), hint: Some(hint.into()) }
+        Self {
+            message: message.into(),
+            hint: Some(hint.into()),
+        }
     }
 }
 

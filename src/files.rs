@@ -6,7 +6,10 @@ use std::path::Path;
 
 /// Hex SHA-256 of some bytes.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Whether `path` already holds exactly `contents`.
@@ -20,12 +23,20 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<bool> {
     if unchanged(path, contents) {
         return Ok(false);
     }
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.calicoctl-win.tmp"));
     fs_err::write(&tmp, contents)?;
-    fs_err::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    }).with_context(|| format!("cannot replace {}", path.display()))?;
+    fs_err::rename(&tmp, path)
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+        .with_context(|| format!("cannot replace {}", path.display()))?;
     Ok(true)
 }

@@ -22,7 +22,13 @@ fn main() -> ExitCode {
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
     let colour = std::io::stderr().is_terminal() && !env.contains_key("NO_COLOR");
-    let printer = output::Printer::new(g.output_format, Box::new(std::io::stdout()), Box::new(std::io::stderr()), colour, g.verbose);
+    let printer = output::Printer::new(
+        g.output_format,
+        Box::new(std::io::stdout()),
+        Box::new(std::io::stderr()),
+        colour,
+        g.verbose,
+    );
     let hostname = gethostname::gethostname().into_string().ok();
     let options = Options {
         config: g.config.clone(),
@@ -32,11 +38,19 @@ fn main() -> ExitCode {
         sets: g.sets.clone(),
     };
     let log = match &g.log_file {
-        Some(path) => match fs_err::OpenOptions::new().create(true).append(true).open(path) {
+        Some(path) => match fs_err::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
             Ok(f) => Some(Box::new(f) as Box<dyn std::io::Write>),
             Err(e) => {
                 let mut printer = printer;
-                printer.error(&CliError { exit: Exit::Usage, error: e.into(), hint: Some("pass a writable --log-file path".into()) });
+                printer.error(&CliError {
+                    exit: Exit::Usage,
+                    error: e.into(),
+                    hint: Some("pass a writable --log-file path".into()),
+                });
                 return ExitCode::from(Exit::Usage as u8);
             }
         },

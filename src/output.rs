@@ -21,12 +21,28 @@ pub struct Printer {
 }
 
 impl Printer {
-    pub fn new(format: Format, out: Box<dyn Write>, err: Box<dyn Write>, colour: bool, verbose: u8) -> Self {
-        Self { format, out, err, colour, verbose }
+    pub fn new(
+        format: Format,
+        out: Box<dyn Write>,
+        err: Box<dyn Write>,
+        colour: bool,
+        verbose: u8,
+    ) -> Self {
+        Self {
+            format,
+            out,
+            err,
+            colour,
+            verbose,
+        }
     }
 
     fn paint(&self, code: &str, text: &str) -> String {
-        if self.colour { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() }
+        if self.colour {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
     }
 
     /// A text result (ignored in JSON mode, where the command prints a document instead).
@@ -39,7 +55,8 @@ impl Printer {
     /// The JSON result document (ignored in text mode).
     pub fn json(&mut self, v: &serde_json::Value) {
         if self.format == Format::Json {
-            let text = serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+            let text = serde_json::to_string_pretty(v)
+                .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
             let _ = writeln!(self.out, "{text}");
         }
     }
@@ -62,7 +79,10 @@ impl Printer {
     pub fn error(&mut self, e: &CliError) {
         let mut text = format!("{} {}\n", self.paint("1;31", "error:"), e.error);
         for p in e.problems() {
-            text.push_str(&format!("  - {}\n", p.to_string().trim_end().replace('\n', "\n    ")));
+            text.push_str(&format!(
+                "  - {}\n",
+                p.to_string().trim_end().replace('\n', "\n    ")
+            ));
         }
         let causes: Vec<String> = e.error.chain().skip(1).map(ToString::to_string).collect();
         if !causes.is_empty() {

@@ -29,8 +29,14 @@ fn cases() -> Vec<Case> {
                     .collect()
             };
             Case {
-                name: path.file_name().expect("name").to_string_lossy().into_owned(),
-                key: header("key").pop().unwrap_or_else(|| panic!("{} has no '# key:' line", path.display())),
+                name: path
+                    .file_name()
+                    .expect("name")
+                    .to_string_lossy()
+                    .into_owned(),
+                key: header("key")
+                    .pop()
+                    .unwrap_or_else(|| panic!("{} has no '# key:' line", path.display())),
                 env: header("env")
                     .iter()
                     .map(|e| {
@@ -63,15 +69,37 @@ fn every_bad_config_exits_2_and_names_its_key() {
         }
         c.envs(case.env.iter().map(|(k, v)| (k, v)));
         let out = c.args(["config", "show"]).output().expect("runs");
-        assert_eq!(out.status.code(), Some(2), "{}: exit code; stderr: {}", case.name, String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{}: exit code; stderr: {}",
+            case.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
 
         let doc = json(&out.stdout);
-        let problems = doc["error"]["problems"].as_array().unwrap_or_else(|| panic!("{}: no problems in {doc}", case.name));
+        let problems = doc["error"]["problems"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}: no problems in {doc}", case.name));
         let want_key = (case.key != "-").then_some(case.key.as_str());
-        let matching: Vec<_> = problems.iter().filter(|p| p["key"].as_str() == want_key).collect();
-        assert!(!matching.is_empty(), "{}: no problem names {:?}: {doc}", case.name, case.key);
+        let matching: Vec<_> = problems
+            .iter()
+            .filter(|p| p["key"].as_str() == want_key)
+            .collect();
+        assert!(
+            !matching.is_empty(),
+            "{}: no problem names {:?}: {doc}",
+            case.name,
+            case.key
+        );
         if let Some(line) = &case.line {
-            assert!(matching.iter().any(|p| p["source"] == format!("file:{line}")), "{}: line {line}: {doc}", case.name);
+            assert!(
+                matching
+                    .iter()
+                    .any(|p| p["source"] == format!("file:{line}")),
+                "{}: line {line}: {doc}",
+                case.name
+            );
         }
 
         // The text rendering names the key too, with the error/hint layout.

@@ -6,15 +6,33 @@ use sha2::{Digest, Sha256};
 use support::{cmd, json, root};
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[test]
 fn render_with_no_config_file_writes_the_default_files_and_lists_their_hashes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out_dir = dir.path().join("out");
-    let out = cmd().args(["--set", "node.name=win-1", "-o", "json", "render", "--output-dir"]).arg(&out_dir).output().expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = cmd()
+        .args([
+            "--set",
+            "node.name=win-1",
+            "-o",
+            "json",
+            "render",
+            "--output-dir",
+        ])
+        .arg(&out_dir)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let listed = json(&out.stdout);
     let names: Vec<String> = listed
         .as_array()
@@ -23,21 +41,44 @@ fn render_with_no_config_file_writes_the_default_files_and_lists_their_hashes() 
         .map(|f| {
             let path = std::path::PathBuf::from(f["path"].as_str().expect("path"));
             let bytes = std::fs::read(&path).expect("listed file exists");
-            assert_eq!(f["sha256"], sha256_hex(&bytes), "hash of {}", path.display());
-            path.file_name().expect("name").to_string_lossy().into_owned()
+            assert_eq!(
+                f["sha256"],
+                sha256_hex(&bytes),
+                "hash of {}",
+                path.display()
+            );
+            path.file_name()
+                .expect("name")
+                .to_string_lossy()
+                .into_owned()
         })
         .collect();
-    assert_eq!(names, ["10-calico.conf", "calico-node.env", "calico-felix.env", "external-network.json"]);
+    assert_eq!(
+        names,
+        [
+            "10-calico.conf",
+            "calico-node.env",
+            "calico-felix.env",
+            "external-network.json"
+        ]
+    );
 }
 
 #[test]
 fn render_in_text_mode_prints_one_path_per_line() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = cmd().args(["--set", "node.name=win-1", "render", "--output-dir"]).arg(dir.path()).output().expect("runs");
+    let out = cmd()
+        .args(["--set", "node.name=win-1", "render", "--output-dir"])
+        .arg(dir.path())
+        .output()
+        .expect("runs");
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(stdout.lines().count(), 4, "{stdout}");
-    assert!(stdout.lines().all(|l| std::path::Path::new(l).is_file()), "{stdout}");
+    assert!(
+        stdout.lines().all(|l| std::path::Path::new(l).is_file()),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -46,13 +87,23 @@ fn render_rewrites_only_changed_files_and_logs_what_it_did() {
     let log = dir.path().join("run.log");
     let run = |vni: &str| {
         let out = cmd()
-            .args(["--set", "node.name=win-1", "--set", &format!("vxlan.vni={vni}"), "--log-file"])
+            .args([
+                "--set",
+                "node.name=win-1",
+                "--set",
+                &format!("vxlan.vni={vni}"),
+                "--log-file",
+            ])
             .arg(&log)
             .args(["render", "--output-dir"])
             .arg(dir.path().join("out"))
             .output()
             .expect("runs");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     };
     run("4096");
     run("4096");
@@ -61,9 +112,21 @@ fn render_rewrites_only_changed_files_and_logs_what_it_did() {
     let lines: Vec<&str> = log.lines().collect();
     assert_eq!(lines.len(), 12, "{log}");
     assert!(lines[..4].iter().all(|l| l.contains(" wrote ")), "{log}");
-    assert!(lines[4..8].iter().all(|l| l.contains(" unchanged ")), "{log}");
+    assert!(
+        lines[4..8].iter().all(|l| l.contains(" unchanged ")),
+        "{log}"
+    );
     // A new VNI changes the CNI config and felix's and calico-node's environment, not the External network.
-    let third: Vec<&str> = lines[8..].iter().map(|l| if l.contains(" wrote ") { "wrote" } else { "unchanged" }).collect();
+    let third: Vec<&str> = lines[8..]
+        .iter()
+        .map(|l| {
+            if l.contains(" wrote ") {
+                "wrote"
+            } else {
+                "unchanged"
+            }
+        })
+        .collect();
     assert_eq!(third, ["wrote", "wrote", "wrote", "unchanged"], "{log}");
 }
 
@@ -71,7 +134,17 @@ fn render_rewrites_only_changed_files_and_logs_what_it_did() {
 fn render_dry_run_writes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out_dir = dir.path().join("out");
-    let out = cmd().args(["--dry-run", "--set", "node.name=win-1", "render", "--output-dir"]).arg(&out_dir).output().expect("runs");
+    let out = cmd()
+        .args([
+            "--dry-run",
+            "--set",
+            "node.name=win-1",
+            "render",
+            "--output-dir",
+        ])
+        .arg(&out_dir)
+        .output()
+        .expect("runs");
     assert!(out.status.success());
     assert!(!out_dir.exists());
 }
@@ -80,7 +153,11 @@ fn render_dry_run_writes_nothing() {
 fn a_template_with_an_unknown_placeholder_fails_before_anything_is_written() {
     let dir = tempfile::tempdir().expect("tempdir");
     let template = dir.path().join("cni.conf.template");
-    std::fs::write(&template, "{\"name\": \"Calico\", \"x\": \"__NOT_A_PLACEHOLDER__\"}").expect("write");
+    std::fs::write(
+        &template,
+        "{\"name\": \"Calico\", \"x\": \"__NOT_A_PLACEHOLDER__\"}",
+    )
+    .expect("write");
     let out_dir = dir.path().join("out");
     let out = cmd()
         .args(["--set", "node.name=win-1", "--set"])
@@ -114,38 +191,75 @@ fn a_template_that_is_not_json_after_filling_is_rejected() {
 
 #[test]
 fn config_show_with_no_config_file_reports_defaults_as_one_json_document() {
-    let out = cmd().args(["--set", "node.name=win-1", "-o", "json", "config", "show"]).output().expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = cmd()
+        .args(["--set", "node.name=win-1", "-o", "json", "config", "show"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc = json(&out.stdout);
     assert_eq!(doc["config_file"], serde_json::Value::Null);
     let settings = doc["settings"].as_object().expect("settings");
     assert!(settings.len() >= 30);
     for (key, s) in settings {
-        let expected = if key == "node.name" { "flag" } else { "default" };
+        let expected = if key == "node.name" {
+            "flag"
+        } else {
+            "default"
+        };
         assert_eq!(s["source"], expected, "{key}");
     }
     assert_eq!(settings["vxlan.vni"]["value"], 4096);
-    assert_eq!(settings["service_cidrs"]["value"], serde_json::json!(["10.96.0.0/12"]));
+    assert_eq!(
+        settings["service_cidrs"]["value"],
+        serde_json::json!(["10.96.0.0/12"])
+    );
 }
 
 #[test]
 fn config_show_names_flag_env_and_file_line_sources() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("calico-windows.yaml");
-    std::fs::write(&file, "backend: vxlan\nvxlan:\n  vni: 4100\n  mac_prefix: 0E-2B\n").expect("write");
+    std::fs::write(
+        &file,
+        "backend: vxlan\nvxlan:\n  vni: 4100\n  mac_prefix: 0E-2B\n",
+    )
+    .expect("write");
     let out = cmd()
         .arg("--config")
         .arg(&file)
-        .args(["--set", "node.name=win-1", "--set", "vxlan.vni=4200", "config", "show"])
+        .args([
+            "--set",
+            "node.name=win-1",
+            "--set",
+            "vxlan.vni=4200",
+            "config",
+            "show",
+        ])
         .env("VXLAN_MAC_PREFIX", "0e-2c")
         .env("K8S_SERVICE_CIDR", "10.96.0.0/12,10.112.0.0/16")
         .output()
         .expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
-    let row = |key: &str| text.lines().find(|l| l.starts_with(&format!("{key} "))).unwrap_or_else(|| panic!("no row {key}: {text}")).to_owned();
+    let row = |key: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{key} ")))
+            .unwrap_or_else(|| panic!("no row {key}: {text}"))
+            .to_owned()
+    };
     assert!(row("vxlan.vni").contains("4200") && row("vxlan.vni").ends_with("flag"));
-    assert!(row("vxlan.mac_prefix").contains("0E-2C") && row("vxlan.mac_prefix").ends_with("env VXLAN_MAC_PREFIX"));
+    assert!(
+        row("vxlan.mac_prefix").contains("0E-2C")
+            && row("vxlan.mac_prefix").ends_with("env VXLAN_MAC_PREFIX")
+    );
     assert!(row("backend").ends_with("file:1"));
     assert!(row("service_cidrs").contains("10.96.0.0/12,10.112.0.0/16"));
     assert!(row("datastore").ends_with("default"));
@@ -153,41 +267,86 @@ fn config_show_names_flag_env_and_file_line_sources() {
 
 #[test]
 fn the_kubeconfig_variable_chooses_cluster_access_not_calicos_kubeconfig() {
-    let out = cmd().args(["--set", "node.name=win-1", "-o", "json", "config", "show"]).env("KUBECONFIG", "/tmp/admin.conf").output().expect("runs");
+    let out = cmd()
+        .args(["--set", "node.name=win-1", "-o", "json", "config", "show"])
+        .env("KUBECONFIG", "/tmp/admin.conf")
+        .output()
+        .expect("runs");
     let doc = json(&out.stdout);
-    assert_eq!(doc["settings"]["kubeconfig"]["value"], "C:\\CalicoWindows\\calico-kube-config");
+    assert_eq!(
+        doc["settings"]["kubeconfig"]["value"],
+        "C:\\CalicoWindows\\calico-kube-config"
+    );
     assert_eq!(doc["cluster_kubeconfig"]["path"], "/tmp/admin.conf");
     assert_eq!(doc["cluster_kubeconfig"]["source"], "env KUBECONFIG");
-    let out = cmd().args(["--kubeconfig", "/tmp/other.conf", "--set", "node.name=win-1", "-o", "json", "config", "show"]).output().expect("runs");
-    assert_eq!(json(&out.stdout)["cluster_kubeconfig"]["source"], "flag --kubeconfig");
+    let out = cmd()
+        .args([
+            "--kubeconfig",
+            "/tmp/other.conf",
+            "--set",
+            "node.name=win-1",
+            "-o",
+            "json",
+            "config",
+            "show",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        json(&out.stdout)["cluster_kubeconfig"]["source"],
+        "flag --kubeconfig"
+    );
 }
 
 #[test]
 fn a_missing_config_file_is_a_usage_error() {
-    let out = cmd().args(["--config", "no-such-file.yaml", "config", "show"]).output().expect("runs");
+    let out = cmd()
+        .args(["--config", "no-such-file.yaml", "config", "show"])
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("no-such-file.yaml") && stderr.contains("Caused by:"), "{stderr}");
+    assert!(
+        stderr.contains("no-such-file.yaml") && stderr.contains("Caused by:"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn bad_usage_exits_2() {
-    let out = cmd().args(["render", "--no-such-flag"]).output().expect("runs");
+    let out = cmd()
+        .args(["render", "--no-such-flag"])
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(2));
-    let out = cmd().args(["render", "--output-dir", "x", "--os-build", "latest"]).output().expect("runs");
+    let out = cmd()
+        .args(["render", "--output-dir", "x", "--os-build", "latest"])
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
 fn no_colour_without_a_terminal() {
-    let out = cmd().args(["--set", "vxlan.vni=1", "config", "show"]).output().expect("runs");
+    let out = cmd()
+        .args(["--set", "vxlan.vni=1", "config", "show"])
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(2));
-    assert!(!out.stderr.contains(&0x1b), "ANSI escape in {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        !out.stderr.contains(&0x1b),
+        "ANSI escape in {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
 fn help_says_what_each_command_changes_on_the_host() {
-    for args in [&["render", "--help"][..], &["config", "show", "--help"], &["config", "import-ps1", "--help"]] {
+    for args in [
+        &["render", "--help"][..],
+        &["config", "show", "--help"],
+        &["config", "import-ps1", "--help"],
+    ] {
         let out = cmd().args(args).output().expect("runs");
         assert!(out.status.success());
         let text = String::from_utf8_lossy(&out.stdout);
@@ -198,6 +357,45 @@ fn help_says_what_each_command_changes_on_the_host() {
 #[test]
 fn the_documented_commands_have_docs_pages() {
     for page in ["render.md", "config-show.md", "config-import-ps1.md"] {
-        assert!(root().join("docs/commands").join(page).is_file(), "docs/commands/{page}");
+        assert!(
+            root().join("docs/commands").join(page).is_file(),
+            "docs/commands/{page}"
+        );
     }
+}
+
+#[test]
+fn the_shipped_example_config_equals_the_built_in_defaults() {
+    let show = |config: Option<&str>| {
+        let mut c = cmd();
+        if let Some(f) = config {
+            c.args(["--config", f]);
+        }
+        let out = c
+            .args(["--set", "node.name=win-1", "-o", "json", "config", "show"])
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json(&out.stdout)["settings"].clone()
+    };
+    let from_file = show(Some("templates/calico-windows.yaml"));
+    let defaults = show(None);
+    let mut from_file_count = 0;
+    for (key, s) in from_file.as_object().expect("settings") {
+        assert_eq!(s["value"], defaults[key]["value"], "{key}");
+        if s["source"]
+            .as_str()
+            .is_some_and(|src| src.starts_with("file:"))
+        {
+            from_file_count += 1;
+        }
+    }
+    assert!(
+        from_file_count >= 20,
+        "the example sets most keys explicitly ({from_file_count})"
+    );
 }

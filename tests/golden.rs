@@ -17,7 +17,11 @@ fn render_case(case: &str) {
         .args(args.split_whitespace())
         .output()
         .expect("runs");
-    assert!(output.status.success(), "{case}: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{case}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 
     // The JSON lists exactly the files in the directory, each with its hash.
     let listed = json(&output.stdout);

@@ -17,20 +17,45 @@ fn import_case(name: &str, not_understood: &[u64]) -> serde_json::Value {
         .arg(&out)
         .output()
         .expect("runs");
-    assert!(output.status.success(), "{name}: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{name}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let doc = json(&output.stdout);
     assert_eq!(doc["written"], true);
 
     let yaml = std::fs::read_to_string(&out).expect("written");
     assert_eq!(doc["yaml"], yaml.as_str());
-    assert_golden(&root().join("tests/import-ps1").join(format!("{name}.yaml")), &yaml);
+    assert_golden(
+        &root().join("tests/import-ps1").join(format!("{name}.yaml")),
+        &yaml,
+    );
 
-    let lines: Vec<u64> = doc["not_understood"].as_array().expect("list").iter().map(|s| s["line"].as_u64().expect("line")).collect();
+    let lines: Vec<u64> = doc["not_understood"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|s| s["line"].as_u64().expect("line"))
+        .collect();
     assert_eq!(lines, not_understood, "{name}: lines not understood");
-    assert_eq!(doc["problems"], serde_json::json!([]), "{name}: the import validates");
+    assert_eq!(
+        doc["problems"],
+        serde_json::json!([]),
+        "{name}: the import validates"
+    );
 
-    let show = cmd().arg("--config").arg(&out).args(["-o", "json", "--set", "node.name=win-1", "config", "show"]).output().expect("runs");
-    assert!(show.status.success(), "{name}: imported YAML does not load: {}", String::from_utf8_lossy(&show.stderr));
+    let show = cmd()
+        .arg("--config")
+        .arg(&out)
+        .args(["-o", "json", "--set", "node.name=win-1", "config", "show"])
+        .output()
+        .expect("runs");
+    assert!(
+        show.status.success(),
+        "{name}: imported YAML does not load: {}",
+        String::from_utf8_lossy(&show.stderr)
+    );
     json(&show.stdout)
 }
 
@@ -42,7 +67,10 @@ fn v3_23_as_shipped_leaves_placeholders_to_the_defaults() {
     assert_eq!(s["service_cidrs"]["source"], "default");
     assert_eq!(s["datastore"]["source"], "default");
     // containerd's CNI dirs come from container_runtime, not from the file.
-    assert_eq!(s["cni.bin_dir"]["value"], "C:\\Program Files\\containerd\\cni\\bin");
+    assert_eq!(
+        s["cni.bin_dir"]["value"],
+        "C:\\Program Files\\containerd\\cni\\bin"
+    );
     assert_eq!(s["vxlan.vni"]["value"], 4096);
 }
 
@@ -51,11 +79,18 @@ fn an_edited_file_keeps_every_value_and_lists_what_it_cannot_import() {
     let shown = import_case("v3.26-quickstart-edited", &[2, 3, 36, 37, 38]);
     let s = &shown["settings"];
     assert_eq!(s["backend"]["value"], "windows-bgp");
-    assert_eq!(s["dns.servers"]["value"], serde_json::json!(["10.96.0.10", "10.96.0.11"]));
+    assert_eq!(
+        s["dns.servers"]["value"],
+        serde_json::json!(["10.96.0.10", "10.96.0.11"])
+    );
     assert_eq!(s["node.startup_valid_ip_timeout"]["value"], "120s");
     assert_eq!(s["extra_env.felix"]["value"]["FELIX_HEALTHENABLED"], "true");
     assert_eq!(s["logs.felix_screen_severity"]["value"], "warning");
-    assert!(s["node.name"]["source"].as_str().is_some_and(|src| src == "flag"));
+    assert!(
+        s["node.name"]["source"]
+            .as_str()
+            .is_some_and(|src| src == "flag")
+    );
 }
 
 #[test]
@@ -63,7 +98,10 @@ fn legacy_env_assignments_are_imported() {
     let shown = import_case("v3.16-legacy", &[2]);
     let s = &shown["settings"];
     assert_eq!(s["datastore"]["value"], "etcdv3");
-    assert_eq!(s["etcd.endpoints"]["value"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        s["etcd.endpoints"]["value"].as_array().map(Vec::len),
+        Some(2)
+    );
     assert_eq!(s["cni.bin_dir"]["value"], "c:\\k\\cni");
     assert_eq!(s["logs.dir"]["value"], "C:\\CalicoWindows\\logs");
 }
@@ -74,23 +112,55 @@ fn an_existing_output_is_not_overwritten_without_yes() {
     let out = dir.path().join("calico-windows.yaml");
     std::fs::write(&out, "backend: none\n").expect("seed");
     let ps1 = root().join("tests/import-ps1/v3.16-legacy.ps1");
-    let refused = cmd().args(["config", "import-ps1"]).arg(&ps1).arg("--output").arg(&out).output().expect("runs");
+    let refused = cmd()
+        .args(["config", "import-ps1"])
+        .arg(&ps1)
+        .arg("--output")
+        .arg(&out)
+        .output()
+        .expect("runs");
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--yes"));
-    assert_eq!(std::fs::read_to_string(&out).expect("read"), "backend: none\n");
+    assert_eq!(
+        std::fs::read_to_string(&out).expect("read"),
+        "backend: none\n"
+    );
 
-    let dry = cmd().args(["--dry-run", "--yes", "config", "import-ps1"]).arg(&ps1).arg("--output").arg(&out).output().expect("runs");
+    let dry = cmd()
+        .args(["--dry-run", "--yes", "config", "import-ps1"])
+        .arg(&ps1)
+        .arg("--output")
+        .arg(&out)
+        .output()
+        .expect("runs");
     assert!(dry.status.success());
-    assert_eq!(std::fs::read_to_string(&out).expect("read"), "backend: none\n", "--dry-run writes nothing");
+    assert_eq!(
+        std::fs::read_to_string(&out).expect("read"),
+        "backend: none\n",
+        "--dry-run writes nothing"
+    );
 
-    let forced = cmd().args(["--yes", "config", "import-ps1"]).arg(&ps1).arg("--output").arg(&out).output().expect("runs");
+    let forced = cmd()
+        .args(["--yes", "config", "import-ps1"])
+        .arg(&ps1)
+        .arg("--output")
+        .arg(&out)
+        .output()
+        .expect("runs");
     assert!(forced.status.success());
-    assert!(std::fs::read_to_string(&out).expect("read").contains("etcdv3"));
+    assert!(
+        std::fs::read_to_string(&out)
+            .expect("read")
+            .contains("etcdv3")
+    );
 }
 
 #[test]
 fn a_missing_ps1_is_a_usage_error() {
-    let out = cmd().args(["config", "import-ps1", "does-not-exist.ps1"]).output().expect("runs");
+    let out = cmd()
+        .args(["config", "import-ps1", "does-not-exist.ps1"])
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does-not-exist.ps1"));
 }

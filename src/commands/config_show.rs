@@ -25,17 +25,33 @@ pub fn run(ctx: &mut Context) -> anyhow::Result<()> {
 
     let rows: Vec<(String, String, String)> = spec::SETTINGS
         .iter()
-        .filter_map(|s| loaded.shown.get(s.key).map(|v| (s.key.to_owned(), text_value(&v.value), v.source.to_string())))
+        .filter_map(|s| {
+            loaded
+                .shown
+                .get(s.key)
+                .map(|v| (s.key.to_owned(), text_value(&v.value), v.source.to_string()))
+        })
         .collect();
     let key_w = rows.iter().map(|r| r.0.len()).max().unwrap_or(3).max(3);
-    let val_w = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(5).clamp(5, 60);
-    ctx.printer.text(&format!("config file: {}", file.as_deref().unwrap_or("none (built-in defaults)")));
-    ctx.printer.text(&format!("{:key_w$}  {:val_w$}  SOURCE", "KEY", "VALUE"));
+    let val_w = rows
+        .iter()
+        .map(|r| r.1.chars().count())
+        .max()
+        .unwrap_or(5)
+        .clamp(5, 60);
+    ctx.printer.text(&format!(
+        "config file: {}",
+        file.as_deref().unwrap_or("none (built-in defaults)")
+    ));
+    ctx.printer
+        .text(&format!("{:key_w$}  {:val_w$}  SOURCE", "KEY", "VALUE"));
     for (k, v, s) in rows {
         ctx.printer.text(&format!("{k:key_w$}  {v:val_w$}  {s}"));
     }
     let kubeconfig = kubeconfig.map_or("none".to_owned(), |p| p.display().to_string());
-    ctx.printer.text(&format!("\ncluster access: kubeconfig {kubeconfig} ({kubeconfig_source})"));
+    ctx.printer.text(&format!(
+        "\ncluster access: kubeconfig {kubeconfig} ({kubeconfig_source})"
+    ));
     Ok(())
 }
 
@@ -47,7 +63,11 @@ fn text_value(v: &Value) -> String {
         Value::Array(items) if items.is_empty() => "(none)".into(),
         Value::Array(items) => items.iter().map(text_value).collect::<Vec<_>>().join(","),
         Value::Object(map) if map.is_empty() => "(none)".into(),
-        Value::Object(map) => map.iter().map(|(k, v)| format!("{k}={}", text_value(v))).collect::<Vec<_>>().join(","),
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| format!("{k}={}", text_value(v)))
+            .collect::<Vec<_>>()
+            .join(","),
         other => other.to_string(),
     }
 }

@@ -9,14 +9,23 @@ use anyhow::Context as _;
 use serde_json::json;
 
 pub fn run(args: &ImportArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let text = fs_err::read_to_string(&args.file).map_err(|e| UsageError::new(e.to_string(), "pass the path of an existing config.ps1"))?;
+    let text = fs_err::read_to_string(&args.file)
+        .map_err(|e| UsageError::new(e.to_string(), "pass the path of an existing config.ps1"))?;
     let import = import_ps1::import(&text);
-    let name = args.file.file_name().map_or("config.ps1".into(), |n| n.to_string_lossy().into_owned());
+    let name = args
+        .file
+        .file_name()
+        .map_or("config.ps1".into(), |n| n.to_string_lossy().into_owned());
     let yaml = import_ps1::to_yaml(&import, &name);
 
     // The result must load: problems are shown so they can be fixed before it is used.
     let check = config::load(&Inputs {
-        file: Some((args.output.clone().unwrap_or_else(|| "calico-windows.yaml".into()), yaml.clone())),
+        file: Some((
+            args.output
+                .clone()
+                .unwrap_or_else(|| "calico-windows.yaml".into()),
+            yaml.clone(),
+        )),
         hostname: ctx.hostname.clone(),
         ..Inputs::default()
     });
@@ -38,21 +47,33 @@ pub fn run(args: &ImportArgs, ctx: &mut Context) -> anyhow::Result<()> {
         if ctx.options.dry_run {
             ctx.log(&format!("would write {}", out.display()));
         } else {
-            written = files::write_atomic(out, yaml.as_bytes()).with_context(|| format!("cannot write {}", out.display()))?;
+            written = files::write_atomic(out, yaml.as_bytes())
+                .with_context(|| format!("cannot write {}", out.display()))?;
             ctx.log(&format!("wrote {}", out.display()));
         }
     }
 
     for s in &import.not_understood {
-        ctx.printer.warn(&format!("line {} not imported: {} ({})", s.line, s.text, s.reason));
+        ctx.printer.warn(&format!(
+            "line {} not imported: {} ({})",
+            s.line, s.text, s.reason
+        ));
     }
     for p in &problems {
-        ctx.printer.warn(&format!("the imported configuration does not validate yet: {p}"));
+        ctx.printer.warn(&format!(
+            "the imported configuration does not validate yet: {p}"
+        ));
     }
     match &args.output {
         Some(out) => ctx.printer.text(&format!(
             "{} {} ({} settings imported, {} left to defaults, {} lines not understood)",
-            if written { "wrote" } else if ctx.options.dry_run { "would write" } else { "unchanged" },
+            if written {
+                "wrote"
+            } else if ctx.options.dry_run {
+                "would write"
+            } else {
+                "unchanged"
+            },
             out.display(),
             import.imported.len(),
             import.left_default.len(),

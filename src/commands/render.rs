@@ -11,7 +11,10 @@ pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let loaded = ctx.load_config()?;
     let config = &loaded.config;
     let os_build = args.os_build.unwrap_or_else(|| {
-        ctx.printer.detail(&format!("assuming Windows build {} (Windows Server 2022); pass --os-build for another", OsBuild::SERVER_2022));
+        ctx.printer.detail(&format!(
+            "assuming Windows build {} (Windows Server 2022); pass --os-build for another",
+            OsBuild::SERVER_2022
+        ));
         OsBuild::SERVER_2022
     });
     let facts = HostFacts { os_build };
@@ -19,13 +22,17 @@ pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let user_template = match &config.cni.template {
         Some(path) => Some((
             path.display().to_string(),
-            fs_err::read_to_string(path).with_context(|| "cannot read the CNI template given in cni.template")?,
+            fs_err::read_to_string(path)
+                .with_context(|| "cannot read the CNI template given in cni.template")?,
         )),
         None => None,
     };
     let template = match &user_template {
         Some((name, text)) => CniTemplate { name, text },
-        None => CniTemplate { name: "the built-in template", text: render::cni::BUILT_IN_TEMPLATE },
+        None => CniTemplate {
+            name: "the built-in template",
+            text: render::cni::BUILT_IN_TEMPLATE,
+        },
     };
     // Render everything before writing anything.
     let rendered = render::render_all(config, &facts, &template)?;
@@ -49,7 +56,9 @@ pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
         };
         ctx.log(&format!("{verb} {}", path.display()));
         ctx.printer.text(&path.display().to_string());
-        listed.push(json!({ "path": path.display().to_string(), "sha256": files::sha256_hex(bytes) }));
+        listed.push(
+            json!({ "path": path.display().to_string(), "sha256": files::sha256_hex(bytes) }),
+        );
     }
     ctx.printer.json(&serde_json::Value::Array(listed));
     Ok(())

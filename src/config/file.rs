@@ -1,9 +1,9 @@
 //! Reads `calico-windows.yaml` into a layer of raw values with their line numbers.
 //! Keys are checked against the settings table here, so an unknown key is named with its line.
 
+use super::Problem;
 use super::layer::{Layer, Raw, Source, Sourced};
 use super::spec::{self, Kind};
-use super::Problem;
 use serde::Deserialize;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
@@ -76,7 +76,11 @@ pub fn parse(text: &str) -> (Layer, Vec<Problem>) {
             return (Layer::new(), vec![Problem::syntax(line, e.to_string())]);
         }
     };
-    let mut reader = Reader { text, layer: Layer::new(), problems: Vec::new() };
+    let mut reader = Reader {
+        text,
+        layer: Layer::new(),
+        problems: Vec::new(),
+    };
     match root.value {
         Node::Null => {}
         Node::Map(entries) => reader.section("", entries),
@@ -98,24 +102,45 @@ impl Reader<'_> {
     fn section(&mut self, prefix: &str, entries: Vec<(Spanned<String>, Spanned<Node>)>) {
         for (key, node) in entries {
             let line = key.referenced.line();
-            let path = if prefix.is_empty() { key.value.clone() } else { format!("{prefix}.{}", key.value) };
+            let path = if prefix.is_empty() {
+                key.value.clone()
+            } else {
+                format!("{prefix}.{}", key.value)
+            };
             match (spec::find(&path), node.value) {
                 (None, Node::Map(inner)) if prefix.is_empty() && spec::is_section(&path) => {
                     self.section(&path, inner)
                 }
                 (None, Node::Null) if prefix.is_empty() && spec::is_section(&path) => {}
                 (None, _) if prefix.is_empty() && spec::is_section(&path) => {
-                    self.problems.push(Problem::shape(&path, line, "a mapping of settings; see docs/configuration.md"))
+                    self.problems.push(Problem::shape(
+                        &path,
+                        line,
+                        "a mapping of settings; see docs/configuration.md",
+                    ))
                 }
                 (None, _) => self.problems.push(Problem::unknown_key(&path, line)),
                 (Some(_), Node::Null) => {}
                 (Some(setting), value) => {
-                    let span = Spanned { value, referenced: node.referenced, defined: node.defined };
+                    let span = Spanned {
+                        value,
+                        referenced: node.referenced,
+                        defined: node.defined,
+                    };
                     match self.raw(setting.kind, span) {
                         Ok(raw) => {
-                            self.layer.insert(setting.key, Sourced { raw, source: Source::File(line) });
+                            self.layer.insert(
+                                setting.key,
+                                Sourced {
+                                    raw,
+                                    source: Source::File(line),
+                                },
+                            );
                         }
-                        Err(expected) => self.problems.push(Problem::shape(setting.key, line, expected)),
+                        Err(expected) => {
+                            self.problems
+                                .push(Problem::shape(setting.key, line, expected))
+                        }
                     }
                 }
             }
@@ -124,8 +149,12 @@ impl Reader<'_> {
 
     fn raw(&self, kind: Kind, node: Spanned<Node>) -> Result<Raw, &'static str> {
         match (kind, &node.value) {
-            (Kind::Scalar, Node::Text(_) | Node::Float) => Ok(Raw::Scalar(self.scalar_text(&node_ref(&node))?)),
-            (Kind::List, Node::Text(_) | Node::Float) => Ok(Raw::list_from_text(&self.scalar_text(&node_ref(&node))?)),
+            (Kind::Scalar, Node::Text(_) | Node::Float) => {
+                Ok(Raw::Scalar(self.scalar_text(&node_ref(&node))?))
+            }
+            (Kind::List, Node::Text(_) | Node::Float) => {
+                Ok(Raw::list_from_text(&self.scalar_text(&node_ref(&node))?))
+            }
             (Kind::List, Node::Seq(items)) => items
                 .iter()
                 .map(|item| self.scalar_text(&node_ref(item)))
@@ -168,5 +197,8 @@ struct NodeRef<'n> {
 }
 
 fn node_ref(n: &Spanned<Node>) -> NodeRef<'_> {
-    NodeRef { node: &n.value, location: n.referenced }
+    NodeRef {
+        node: &n.value,
+        location: n.referenced,
+    }
 }

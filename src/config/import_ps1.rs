@@ -67,22 +67,32 @@ pub fn import(text: &str) -> Import {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let skip = |reason: &str| Skipped { line: n, text: line.to_owned(), reason: reason.to_owned() };
+        let skip = |reason: &str| Skipped {
+            line: n,
+            text: line.to_owned(),
+            reason: reason.to_owned(),
+        };
 
         if let Some(block) = control_line(line, &mut blocks) {
             if block == Some(Block::Other) {
-                out.not_understood.push(skip("a condition; not evaluated, and the lines inside it are not imported"));
+                out.not_understood.push(skip(
+                    "a condition; not evaluated, and the lines inside it are not imported",
+                ));
             }
             continue;
         }
 
         let Some((forced, name, value_src)) = assignment(line) else {
-            out.not_understood.push(skip("not a setting; ignored, as nothing in config.ps1 is executed"));
+            out.not_understood.push(skip(
+                "not a setting; ignored, as nothing in config.ps1 is executed",
+            ));
             continue;
         };
         let block = blocks.last().copied();
         if block == Some(Block::Other) {
-            out.not_understood.push(skip("inside a condition; set this value by hand if it applies to this node"));
+            out.not_understood.push(skip(
+                "inside a condition; set this value by hand if it applies to this node",
+            ));
             continue;
         }
 
@@ -110,7 +120,9 @@ pub fn import(text: &str) -> Import {
             continue;
         }
         if is_placeholder(&value) {
-            out.left_default.push(skip("a placeholder, left unset: the built-in default or the cluster applies"));
+            out.left_default.push(skip(
+                "a placeholder, left unset: the built-in default or the cluster applies",
+            ));
             continue;
         }
         if value.is_empty() {
@@ -119,12 +131,24 @@ pub fn import(text: &str) -> Import {
         }
         let already = values.iter().position(|v| v.variable == name);
         match (already, forced) {
-            (Some(_), false) => out.left_default.push(skip("already set above; Set-EnvVarIfNotSet keeps the earlier value")),
+            (Some(_), false) => out.left_default.push(skip(
+                "already set above; Set-EnvVarIfNotSet keeps the earlier value",
+            )),
             (Some(at), true) => {
                 values.remove(at);
-                values.push(Imported { variable: name.clone(), key: key_for(&name), value, line: n });
+                values.push(Imported {
+                    variable: name.clone(),
+                    key: key_for(&name),
+                    value,
+                    line: n,
+                });
             }
-            (None, _) => values.push(Imported { variable: name.clone(), key: key_for(&name), value, line: n }),
+            (None, _) => values.push(Imported {
+                variable: name.clone(),
+                key: key_for(&name),
+                value,
+                line: n,
+            }),
         }
     }
     out.imported = values;
@@ -204,11 +228,14 @@ fn assignment(line: &str) -> Option<(bool, String, String)> {
 
 fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
     let head = s.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix).then(|| &s[prefix.len()..])
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &s[prefix.len()..])
 }
 
 fn is_var_name(s: &str) -> bool {
-    s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    s.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
@@ -285,7 +312,11 @@ enum Value {
 /// The value of a right-hand side, without running anything.
 fn evaluate(src: &str, earlier: &[Imported]) -> Value {
     let src = src.trim();
-    let dynamic = || Value::Dynamic("a PowerShell expression; not evaluated, as nothing in config.ps1 is executed".into());
+    let dynamic = || {
+        Value::Dynamic(
+            "a PowerShell expression; not evaluated, as nothing in config.ps1 is executed".into(),
+        )
+    };
     if let Some(inner) = src.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
         return Value::Literal(inner.replace("''", "'"));
     }
@@ -293,16 +324,23 @@ fn evaluate(src: &str, earlier: &[Imported]) -> Value {
         return match unquote(src) {
             Some(word) => Value::Literal(word),
             None => match src.strip_prefix("$env:").filter(|n| is_var_name(n)) {
-                Some(var) => match earlier.iter().find(|v| v.variable.eq_ignore_ascii_case(var)) {
+                Some(var) => match earlier
+                    .iter()
+                    .find(|v| v.variable.eq_ignore_ascii_case(var))
+                {
                     Some(v) => Value::Literal(v.value.clone()),
-                    None => Value::Dynamic(format!("refers to ${var}, which this file does not set to a value")),
+                    None => Value::Dynamic(format!(
+                        "refers to ${var}, which this file does not set to a value"
+                    )),
                 },
                 None => dynamic(),
             },
         };
     };
     // A double-quoted string: `$PSScriptRoot` expands to the install root; backticks escape.
-    let expanded = inner.replace("${PSScriptRoot}", PS_SCRIPT_ROOT).replace("$PSScriptRoot", PS_SCRIPT_ROOT);
+    let expanded = inner
+        .replace("${PSScriptRoot}", PS_SCRIPT_ROOT)
+        .replace("$PSScriptRoot", PS_SCRIPT_ROOT);
     if expanded.contains('$') {
         return dynamic();
     }
@@ -322,7 +360,11 @@ fn evaluate(src: &str, earlier: &[Imported]) -> Value {
 
 /// Dynamic values whose meaning matches a built-in default, with the note to show.
 fn default_for_dynamic(name: &str, src: &str, block: Option<Block>) -> Option<String> {
-    let squashed: String = src.to_ascii_lowercase().chars().filter(|c| !c.is_whitespace()).collect();
+    let squashed: String = src
+        .to_ascii_lowercase()
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
     match name {
         "NODENAME" if squashed == "$(hostname).tolower()" => {
             Some("this host's name in lower case: the same as calicoctl-win's default for node.name".into())
@@ -350,7 +392,11 @@ pub fn to_yaml(import: &Import, source_name: &str) -> String {
     for s in spec::SETTINGS {
         let (sec, leaf) = s.key.split_once('.').unwrap_or(("", s.key));
         let entries: Vec<&Imported> = match s.kind {
-            Kind::Map => import.imported.iter().filter(|i| i.key.starts_with(&format!("{}.", s.key))).collect(),
+            Kind::Map => import
+                .imported
+                .iter()
+                .filter(|i| i.key.starts_with(&format!("{}.", s.key)))
+                .collect(),
             _ => import.imported.iter().filter(|i| i.key == s.key).collect(),
         };
         if entries.is_empty() {
@@ -366,23 +412,41 @@ pub fn to_yaml(import: &Import, source_name: &str) -> String {
                 out.push_str(&format!("{indent}{leaf}:\n"));
                 for e in entries {
                     let name = &e.key[s.key.len() + 1..];
-                    out.push_str(&format!("{indent}  {name}: {}  # line {}\n", quoted(&e.value), e.line));
+                    out.push_str(&format!(
+                        "{indent}  {name}: {}  # line {}\n",
+                        quoted(&e.value),
+                        e.line
+                    ));
                 }
             }
             Kind::List => {
                 let e = entries[0];
-                let Raw::List(items) = Raw::list_from_text(&e.value) else { continue };
+                let Raw::List(items) = Raw::list_from_text(&e.value) else {
+                    continue;
+                };
                 let items: Vec<String> = items.iter().map(|i| quoted(i)).collect();
-                out.push_str(&format!("{indent}{leaf}: [{}]  # {} line {}\n", items.join(", "), e.variable, e.line));
+                out.push_str(&format!(
+                    "{indent}{leaf}: [{}]  # {} line {}\n",
+                    items.join(", "),
+                    e.variable,
+                    e.line
+                ));
             }
             Kind::Scalar => {
                 let e = entries[0];
-                let value = if s.key == "node.startup_valid_ip_timeout" && e.value.bytes().all(|b| b.is_ascii_digit()) {
+                let value = if s.key == "node.startup_valid_ip_timeout"
+                    && e.value.bytes().all(|b| b.is_ascii_digit())
+                {
                     format!("{}s", e.value)
                 } else {
                     e.value.clone()
                 };
-                out.push_str(&format!("{indent}{leaf}: {}  # {} line {}\n", quoted(&value), e.variable, e.line));
+                out.push_str(&format!(
+                    "{indent}{leaf}: {}  # {} line {}\n",
+                    quoted(&value),
+                    e.variable,
+                    e.line
+                ));
             }
         }
     }
@@ -402,14 +466,23 @@ mod tests {
     fn both_assignment_forms_are_read_and_env_assignment_wins() {
         let text = "$env:VXLAN_MAC_PREFIX = \"0E-2A\"\nSet-EnvVarIfNotSet -var \"VXLAN_MAC_PREFIX\" -defaultValue \"0E-FF\"\n$env:VXLAN_VNI = 4097\n";
         let i = import(text);
-        let keys: Vec<_> = i.imported.iter().map(|e| (e.key.as_str(), e.value.as_str())).collect();
-        assert_eq!(keys, vec![("vxlan.mac_prefix", "0E-2A"), ("vxlan.vni", "4097")]);
+        let keys: Vec<_> = i
+            .imported
+            .iter()
+            .map(|e| (e.key.as_str(), e.value.as_str()))
+            .collect();
+        assert_eq!(
+            keys,
+            vec![("vxlan.mac_prefix", "0E-2A"), ("vxlan.vni", "4097")]
+        );
         assert_eq!(i.left_default.len(), 1);
     }
 
     #[test]
     fn expressions_are_listed_not_evaluated() {
-        let i = import("Set-EnvVarIfNotSet -var \"IP\" -defaultValue (Get-NodeIp)\n$env:NODENAME = $(Invoke-RestMethod http://x)\n");
+        let i = import(
+            "Set-EnvVarIfNotSet -var \"IP\" -defaultValue (Get-NodeIp)\n$env:NODENAME = $(Invoke-RestMethod http://x)\n",
+        );
         assert!(i.imported.is_empty());
         assert_eq!(i.not_understood.len(), 2);
     }

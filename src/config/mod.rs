@@ -20,8 +20,11 @@ use std::path::{Path, PathBuf};
 use types::*;
 
 /// The configuration file looked for when `--config` is not given (on the node only).
-pub const DEFAULT_CONFIG_PATH: Option<&str> =
-    if cfg!(windows) { Some("C:\\CalicoWindows\\calico-windows.yaml") } else { None };
+pub const DEFAULT_CONFIG_PATH: Option<&str> = if cfg!(windows) {
+    Some("C:\\CalicoWindows\\calico-windows.yaml")
+} else {
+    None
+};
 
 /// Everything the effective configuration is computed from.
 #[derive(Debug, Default)]
@@ -40,14 +43,24 @@ pub struct Inputs {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{}", invalid_summary(.file, .problems))]
-    Invalid { file: Option<PathBuf>, problems: Vec<Problem> },
+    Invalid {
+        file: Option<PathBuf>,
+        problems: Vec<Problem>,
+    },
     #[error("cannot read config file {}", .path.display())]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 fn invalid_summary(file: &Option<PathBuf>, problems: &[Problem]) -> String {
     let n = problems.len();
-    let what = if n == 1 { "1 problem".to_owned() } else { format!("{n} problems") };
+    let what = if n == 1 {
+        "1 problem".to_owned()
+    } else {
+        format!("{n} problems")
+    };
     match file {
         Some(f) => format!("the configuration ({}) has {what}", f.display()),
         None => format!("the configuration has {what}"),
@@ -168,7 +181,10 @@ pub fn read_file(path: Option<&Path>) -> Result<Option<(PathBuf, String)>, Confi
 /// Computes the effective configuration from its inputs, reporting every problem at once.
 pub fn load(inputs: &Inputs) -> Result<Loaded, ConfigError> {
     let file_path = inputs.file.as_ref().map(|(p, _)| p.clone());
-    let invalid = |problems| ConfigError::Invalid { file: file_path.clone(), problems };
+    let invalid = |problems| ConfigError::Invalid {
+        file: file_path.clone(),
+        problems,
+    };
 
     let mut problems = Vec::new();
     let flags = flag_layer(&inputs.sets, &mut problems);
@@ -187,7 +203,11 @@ pub fn load(inputs: &Inputs) -> Result<Loaded, ConfigError> {
     let config = build(&mut r, inputs.hostname.as_deref());
     validate::cross_check(&config, &mut r);
     if r.problems.is_empty() {
-        Ok(Loaded { config, shown: r.shown, file: file_path })
+        Ok(Loaded {
+            config,
+            shown: r.shown,
+            file: file_path,
+        })
     } else {
         Err(invalid(r.problems))
     }
@@ -195,18 +215,22 @@ pub fn load(inputs: &Inputs) -> Result<Loaded, ConfigError> {
 
 fn build(r: &mut Resolver, hostname: Option<&str>) -> Config {
     let install_root = r.one::<WinPath>("install_root", || unreachable_default("install_root"));
-    let container_runtime = r.one::<ContainerRuntime>("container_runtime", || ContainerRuntime::Containerd);
+    let container_runtime =
+        r.one::<ContainerRuntime>("container_runtime", || ContainerRuntime::Containerd);
     let (bin_default, conf_default) = match container_runtime {
-        ContainerRuntime::Containerd => ("C:\\Program Files\\containerd\\cni\\bin", "C:\\Program Files\\containerd\\cni\\conf"),
+        ContainerRuntime::Containerd => (
+            "C:\\Program Files\\containerd\\cni\\bin",
+            "C:\\Program Files\\containerd\\cni\\conf",
+        ),
         ContainerRuntime::Docker => ("c:\\k\\cni", "c:\\k\\cni\\config"),
     };
     let host_default = host_node_name(hostname);
-    if r.source("node.name").is_none() {
-        if let Err(problem) = &host_default {
-            r.problems.push(problem.clone());
-        }
+    if let (None, Err(problem)) = (r.source("node.name"), &host_default) {
+        r.problems.push(problem.clone());
     }
-    let node_name = r.one::<NodeName>("node.name", || host_default.unwrap_or_else(|_| placeholder_node_name()));
+    let node_name = r.one::<NodeName>("node.name", || {
+        host_default.unwrap_or_else(|_| placeholder_node_name())
+    });
     let etcd_tls = (
         r.opt::<WinPath>("etcd.key_file"),
         r.opt::<WinPath>("etcd.cert_file"),
@@ -219,23 +243,36 @@ fn build(r: &mut Resolver, hostname: Option<&str>) -> Config {
         etcd: Etcd {
             endpoints: r.list("etcd.endpoints"),
             tls: match etcd_tls {
-                (Some(key_file), Some(cert_file), Some(ca_cert_file)) => Some(EtcdTls { key_file, cert_file, ca_cert_file }),
+                (Some(key_file), Some(cert_file), Some(ca_cert_file)) => Some(EtcdTls {
+                    key_file,
+                    cert_file,
+                    ca_cert_file,
+                }),
                 _ => None,
             },
         },
         service_cidrs: r.list("service_cidrs"),
-        dns: Dns { servers: r.list("dns.servers"), search: r.list("dns.search") },
+        dns: Dns {
+            servers: r.list("dns.servers"),
+            search: r.list("dns.search"),
+        },
         container_runtime,
         cni: Cni {
             bin_dir: r.one("cni.bin_dir", || fixed_path(bin_default)),
             conf_dir: r.one("cni.conf_dir", || fixed_path(conf_default)),
-            conf_filename: r.one("cni.conf_filename", || unreachable_default("cni.conf_filename")),
+            conf_filename: r.one("cni.conf_filename", || {
+                unreachable_default("cni.conf_filename")
+            }),
             ipam_type: r.one("cni.ipam_type", || IpamType::CalicoIpam),
-            template: r.opt::<Text>("cni.template").map(|t| PathBuf::from(t.as_str())),
+            template: r
+                .opt::<Text>("cni.template")
+                .map(|t| PathBuf::from(t.as_str())),
         },
         vxlan: Vxlan {
             vni: r.one("vxlan.vni", || unreachable_default("vxlan.vni")),
-            mac_prefix: r.one("vxlan.mac_prefix", || unreachable_default("vxlan.mac_prefix")),
+            mac_prefix: r.one("vxlan.mac_prefix", || {
+                unreachable_default("vxlan.mac_prefix")
+            }),
             adapter: r.opt("vxlan.adapter"),
         },
         kube_network: r.one("kube_network", || unreachable_default("kube_network")),
@@ -244,13 +281,19 @@ fn build(r: &mut Resolver, hostname: Option<&str>) -> Config {
             name: node_name,
             ip: r.one("node.ip", || NodeIp::Autodetect),
             ip_autodetection_method: r.opt("node.ip_autodetection_method"),
-            startup_valid_ip_timeout: r.one("node.startup_valid_ip_timeout", || unreachable_default("node.startup_valid_ip_timeout")),
+            startup_valid_ip_timeout: r.one("node.startup_valid_ip_timeout", || {
+                unreachable_default("node.startup_valid_ip_timeout")
+            }),
         },
         logs: Logs {
             dir: r.one("logs.dir", || install_root.join("logs")),
-            felix_file_severity: r.one("logs.felix_file_severity", || unreachable_default("logs.felix_file_severity")),
+            felix_file_severity: r.one("logs.felix_file_severity", || {
+                unreachable_default("logs.felix_file_severity")
+            }),
             felix_screen_severity: r.opt("logs.felix_screen_severity"),
-            felix_sys_severity: r.one("logs.felix_sys_severity", || unreachable_default("logs.felix_sys_severity")),
+            felix_sys_severity: r.one("logs.felix_sys_severity", || {
+                unreachable_default("logs.felix_sys_severity")
+            }),
             bgp_screen_severity: r.opt("logs.bgp_screen_severity"),
         },
         install_root,
@@ -282,8 +325,12 @@ fn fixed_path(p: &str) -> WinPath {
 /// The default node name: the host name in lower case, as config.ps1's `$(hostname).ToLower()`.
 fn host_node_name(hostname: Option<&str>) -> Result<NodeName, Problem> {
     let Some(host) = hostname.map(str::trim).filter(|h| !h.is_empty()) else {
-        return Err(Problem::new("node.name", None, Some(Source::Default),
-            "this host's name could not be read; set node.name to kubelet's node name"));
+        return Err(Problem::new(
+            "node.name",
+            None,
+            Some(Source::Default),
+            "this host's name could not be read; set node.name to kubelet's node name",
+        ));
     };
     NodeName::parse(&host.to_ascii_lowercase()).map_err(|why| {
         Problem::new("node.name", Some(host.to_owned()), Some(Source::Default),
@@ -316,28 +363,50 @@ fn flag_layer(sets: &[String], problems: &mut Vec<Problem>) -> Layer {
                 spec::Kind::List => Raw::list_from_text(value),
                 spec::Kind::Scalar => Raw::Scalar(value.to_owned()),
                 spec::Kind::Map => {
-                    problems.push(Problem::new(key, Some(value.into()), Some(Source::Flag),
-                        format!("set one variable at a time: --set {key}.NAME=VALUE")));
+                    problems.push(Problem::new(
+                        key,
+                        Some(value.into()),
+                        Some(Source::Flag),
+                        format!("set one variable at a time: --set {key}.NAME=VALUE"),
+                    ));
                     continue;
                 }
             };
-            layer.insert(spec.key, Sourced { raw, source: Source::Flag });
+            layer.insert(
+                spec.key,
+                Sourced {
+                    raw,
+                    source: Source::Flag,
+                },
+            );
             continue;
         }
         // `extra_env.felix.NAME=VALUE` adds one variable to a map setting.
         let map_key = key.rsplit_once('.').and_then(|(m, name)| {
-            spec::find(m).filter(|s| s.kind == spec::Kind::Map).map(|s| (s.key, name))
+            spec::find(m)
+                .filter(|s| s.kind == spec::Kind::Map)
+                .map(|s| (s.key, name))
         });
         match map_key {
             Some((m, name)) => {
-                let entry = layer.entry(m).or_insert(Sourced { raw: Raw::Map(Vec::new()), source: Source::Flag });
+                let entry = layer.entry(m).or_insert(Sourced {
+                    raw: Raw::Map(Vec::new()),
+                    source: Source::Flag,
+                });
                 if let Raw::Map(vars) = &mut entry.raw {
                     vars.push((name.to_owned(), value.to_owned()));
                 }
             }
             None => {
-                let hint = spec::closest(key).map(|k| format!("; did you mean `{k}`?")).unwrap_or_default();
-                problems.push(Problem::new(key, Some(value.into()), Some(Source::Flag), format!("unknown key{hint}")));
+                let hint = spec::closest(key)
+                    .map(|k| format!("; did you mean `{k}`?"))
+                    .unwrap_or_default();
+                problems.push(Problem::new(
+                    key,
+                    Some(value.into()),
+                    Some(Source::Flag),
+                    format!("unknown key{hint}"),
+                ));
             }
         }
     }
@@ -355,7 +424,13 @@ fn env_layer(env: &BTreeMap<String, String>) -> Layer {
                 spec::Kind::List => Raw::list_from_text(value),
                 _ => Raw::Scalar(value.trim().to_owned()),
             };
-            Some((s.key, Sourced { raw, source: Source::Env(name) }))
+            Some((
+                s.key,
+                Sourced {
+                    raw,
+                    source: Source::Env(name),
+                },
+            ))
         })
         .collect()
 }

@@ -25,13 +25,31 @@ fn display<S: serde::Serializer>(s: &Option<Source>, ser: S) -> Result<S::Ok, S:
 }
 
 impl Problem {
-    pub fn new(key: &str, value: Option<String>, source: Option<Source>, message: impl Into<String>) -> Self {
-        Self { key: Some(key.to_owned()), value, source, message: message.into() }
+    pub fn new(
+        key: &str,
+        value: Option<String>,
+        source: Option<Source>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            key: Some(key.to_owned()),
+            value,
+            source,
+            message: message.into(),
+        }
     }
 
     pub fn syntax(line: Option<u64>, message: String) -> Self {
-        let message = message.strip_prefix("error: ").map(str::to_owned).unwrap_or(message);
-        Self { key: None, value: None, source: line.map(Source::File), message: format!("not valid YAML: {message}") }
+        let message = message
+            .strip_prefix("error: ")
+            .map(str::to_owned)
+            .unwrap_or(message);
+        Self {
+            key: None,
+            value: None,
+            source: line.map(Source::File),
+            message: format!("not valid YAML: {message}"),
+        }
     }
 
     pub fn unknown_key(path: &str, line: u64) -> Self {
@@ -43,7 +61,12 @@ impl Problem {
     }
 
     pub fn shape(key: &str, line: u64, expected: &str) -> Self {
-        Self::new(key, None, Some(Source::File(line)), format!("expected {expected}"))
+        Self::new(
+            key,
+            None,
+            Some(Source::File(line)),
+            format!("expected {expected}"),
+        )
     }
 }
 

@@ -48,9 +48,17 @@ impl Resolver {
                 DefaultValue::List(v) => Raw::List(v.iter().map(|s| (*s).to_owned()).collect()),
                 DefaultValue::Unset | DefaultValue::Derived(_) => continue,
             };
-            merged.entry(s.key).or_insert(Sourced { raw, source: Source::Default });
+            merged.entry(s.key).or_insert(Sourced {
+                raw,
+                source: Source::Default,
+            });
         }
-        Self { merged, shown: BTreeMap::new(), problems: Vec::new(), failed: BTreeSet::new() }
+        Self {
+            merged,
+            shown: BTreeMap::new(),
+            problems: Vec::new(),
+            failed: BTreeSet::new(),
+        }
     }
 
     /// The source of a key's value, if it has one.
@@ -60,12 +68,27 @@ impl Resolver {
 
     fn reject(&mut self, key: &'static str, value: &str, source: &Source, message: String) {
         self.failed.insert(key);
-        self.problems.push(Problem::new(key, Some(value.to_owned()), Some(source.clone()), message));
+        self.problems.push(Problem::new(
+            key,
+            Some(value.to_owned()),
+            Some(source.clone()),
+            message,
+        ));
     }
 
-    fn parse_text<T: Setting>(&mut self, key: &'static str, text: &str, source: &Source) -> Option<T> {
+    fn parse_text<T: Setting>(
+        &mut self,
+        key: &'static str,
+        text: &str,
+        source: &Source,
+    ) -> Option<T> {
         if is_placeholder(text) {
-            self.reject(key, text, source, "is a config.ps1 placeholder, not a value; set the real value".into());
+            self.reject(
+                key,
+                text,
+                source,
+                "is a config.ps1 placeholder, not a value; set the real value".into(),
+            );
             return None;
         }
         match T::parse(text) {
@@ -80,7 +103,13 @@ impl Resolver {
     /// A single value; empty or unset is `None`.
     pub fn opt<T: Setting>(&mut self, key: &'static str) -> Option<T> {
         let Some(Sourced { raw, source }) = self.merged.get(key).cloned() else {
-            self.shown.insert(key, Shown { value: serde_json::Value::Null, source: Source::Default });
+            self.shown.insert(
+                key,
+                Shown {
+                    value: serde_json::Value::Null,
+                    source: Source::Default,
+                },
+            );
             return None;
         };
         let value = match &raw {
@@ -93,7 +122,13 @@ impl Resolver {
             }
         };
         let shown = value.as_ref().map_or(serde_json::Value::Null, T::shown);
-        self.shown.insert(key, Shown { value: shown, source });
+        self.shown.insert(
+            key,
+            Shown {
+                value: shown,
+                source,
+            },
+        );
         value
     }
 
@@ -111,7 +146,13 @@ impl Resolver {
                 }
                 let fallback = self.fallback::<T>(key).unwrap_or_else(derived);
                 if !given {
-                    self.shown.insert(key, Shown { value: fallback.shown(), source: Source::Default });
+                    self.shown.insert(
+                        key,
+                        Shown {
+                            value: fallback.shown(),
+                            source: Source::Default,
+                        },
+                    );
                 }
                 fallback
             }
@@ -128,7 +169,13 @@ impl Resolver {
     /// A list; each bad item is a problem of its own.
     pub fn list<T: Setting>(&mut self, key: &'static str) -> Vec<T> {
         let Some(Sourced { raw, source }) = self.merged.get(key).cloned() else {
-            self.shown.insert(key, Shown { value: serde_json::json!([]), source: Source::Default });
+            self.shown.insert(
+                key,
+                Shown {
+                    value: serde_json::json!([]),
+                    source: Source::Default,
+                },
+            );
             return Vec::new();
         };
         let items = match raw {
@@ -138,31 +185,62 @@ impl Resolver {
                 _ => Vec::new(),
             },
             Raw::Map(_) => {
-                self.reject(key, &raw.display(), &source, "expected a list of values".into());
+                self.reject(
+                    key,
+                    &raw.display(),
+                    &source,
+                    "expected a list of values".into(),
+                );
                 Vec::new()
             }
         };
-        let values: Vec<T> = items.iter().filter_map(|t| self.parse_text::<T>(key, t, &source)).collect();
+        let values: Vec<T> = items
+            .iter()
+            .filter_map(|t| self.parse_text::<T>(key, t, &source))
+            .collect();
         let shown = values.iter().map(T::shown).collect();
-        self.shown.insert(key, Shown { value: serde_json::Value::Array(shown), source });
+        self.shown.insert(
+            key,
+            Shown {
+                value: serde_json::Value::Array(shown),
+                source,
+            },
+        );
         values
     }
 
     /// A mapping of names to values (extra environment).
     pub fn map(&mut self, key: &'static str) -> Vec<(String, String)> {
         let Some(Sourced { raw, source }) = self.merged.get(key).cloned() else {
-            self.shown.insert(key, Shown { value: serde_json::json!({}), source: Source::Default });
+            self.shown.insert(
+                key,
+                Shown {
+                    value: serde_json::json!({}),
+                    source: Source::Default,
+                },
+            );
             return Vec::new();
         };
         let Raw::Map(entries) = raw else {
-            self.reject(key, &raw.display(), &source, "expected a mapping of NAME: value".into());
+            self.reject(
+                key,
+                &raw.display(),
+                &source,
+                "expected a mapping of NAME: value".into(),
+            );
             return Vec::new();
         };
         let shown = entries
             .iter()
             .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
             .collect();
-        self.shown.insert(key, Shown { value: serde_json::Value::Object(shown), source });
+        self.shown.insert(
+            key,
+            Shown {
+                value: serde_json::Value::Object(shown),
+                source,
+            },
+        );
         entries
     }
 }
@@ -170,12 +248,22 @@ impl Resolver {
 impl Resolver {
     /// Like `opt`, but a key that was never given takes the derived default; an explicit
     /// empty value stays `None` so a check can say why it is needed.
-    pub fn opt_or<T: Setting>(&mut self, key: &'static str, derived: impl FnOnce() -> T) -> Option<T> {
+    pub fn opt_or<T: Setting>(
+        &mut self,
+        key: &'static str,
+        derived: impl FnOnce() -> T,
+    ) -> Option<T> {
         if self.merged.contains_key(key) {
             return self.opt(key);
         }
         let v = derived();
-        self.shown.insert(key, Shown { value: v.shown(), source: Source::Default });
+        self.shown.insert(
+            key,
+            Shown {
+                value: v.shown(),
+                source: Source::Default,
+            },
+        );
         Some(v)
     }
 }

@@ -37,68 +37,253 @@ pub struct Spec {
 }
 
 const fn s(key: &'static str, ps1: &'static str, default: DefaultValue, doc: &'static str) -> Spec {
-    Spec { key, kind: Kind::Scalar, ps1: Some(ps1), from_env: true, default, doc }
+    Spec {
+        key,
+        kind: Kind::Scalar,
+        ps1: Some(ps1),
+        from_env: true,
+        default,
+        doc,
+    }
 }
 
 const fn l(key: &'static str, ps1: &'static str, default: DefaultValue, doc: &'static str) -> Spec {
-    Spec { key, kind: Kind::List, ps1: Some(ps1), from_env: true, default, doc }
+    Spec {
+        key,
+        kind: Kind::List,
+        ps1: Some(ps1),
+        from_env: true,
+        default,
+        doc,
+    }
 }
 
 const fn own(key: &'static str, kind: Kind, default: DefaultValue, doc: &'static str) -> Spec {
-    Spec { key, kind, ps1: None, from_env: false, default, doc }
+    Spec {
+        key,
+        kind,
+        ps1: None,
+        from_env: false,
+        default,
+        doc,
+    }
 }
 
 use DefaultValue::{Derived, List, Unset, Value};
 
 pub static SETTINGS: &[Spec] = &[
-    s("backend", "CALICO_NETWORKING_BACKEND", Value("vxlan"),
-      "Networking backend: vxlan, windows-bgp (alias bgp) or none (a third-party CNI; policy only)."),
-    s("datastore", "CALICO_DATASTORE_TYPE", Value("kubernetes"), "Calico datastore: kubernetes or etcdv3."),
-    Spec { key: "kubeconfig", kind: Kind::Scalar, ps1: Some("KUBECONFIG"), from_env: false,
-      default: Derived("<install_root>\\calico-kube-config"),
-      doc: "kubeconfig used by calico-node, felix, confd and the CNI plugin. The KUBECONFIG environment variable is deliberately not read: a machine-wide KUBECONFIG for kubectl once broke Calico." },
-    l("etcd.endpoints", "ETCD_ENDPOINTS", Unset, "etcd URLs (etcdv3 only), like https://10.0.0.5:2379."),
-    s("etcd.key_file", "ETCD_KEY_FILE", Unset, "etcd client key file (give all three TLS files or none)."),
-    s("etcd.cert_file", "ETCD_CERT_FILE", Unset, "etcd client certificate file."),
-    s("etcd.ca_cert_file", "ETCD_CA_CERT_FILE", Unset, "etcd CA certificate file."),
-    l("service_cidrs", "K8S_SERVICE_CIDR", List(&["10.96.0.0/12"]),
-      "Kubernetes service CIDRs: excluded from outbound NAT and routed through the overlay."),
-    l("dns.servers", "DNS_NAME_SERVERS", List(&["10.96.0.10"]), "Cluster DNS server IPs given to pods."),
-    l("dns.search", "DNS_SEARCH", List(&["svc.cluster.local"]), "DNS search domains given to pods."),
-    own("container_runtime", Kind::Scalar, Value("containerd"),
-      "Container runtime: containerd or docker. Decides the default CNI directories and the route policy type."),
-    s("cni.bin_dir", "CNI_BIN_DIR", Derived("containerd: C:\\Program Files\\containerd\\cni\\bin; docker: c:\\k\\cni"),
-      "Where the CNI plugin binaries go (kubelet/containerd's CNI bin dir)."),
-    s("cni.conf_dir", "CNI_CONF_DIR", Derived("containerd: C:\\Program Files\\containerd\\cni\\conf; docker: c:\\k\\cni\\config"),
-      "Where the CNI config file goes (kubelet/containerd's CNI conf dir)."),
-    s("cni.conf_filename", "CNI_CONF_FILENAME", Value("10-calico.conf"), "CNI config file name."),
-    s("cni.ipam_type", "CNI_IPAM_TYPE", Value("calico-ipam"), "IPAM plugin: calico-ipam or host-local (BGP only)."),
-    own("cni.template", Kind::Scalar, Unset,
-      "A CNI config template of your own (for example cni.conf.template from the Calico zip); the built-in one when unset."),
-    s("vxlan.vni", "VXLAN_VNI", Value("4096"), "VXLAN VNI; must equal FelixConfiguration vxlanVNI. At least 4096."),
-    s("vxlan.mac_prefix", "VXLAN_MAC_PREFIX", Value("0E-2A"), "Prefix of pod MAC addresses, xx-xx in hex."),
-    s("vxlan.adapter", "VXLAN_ADAPTER", Unset, "Network adapter for the External overlay network; the primary NIC when unset."),
-    s("kube_network", "KUBE_NETWORK", Value("Calico.*"), "Regular expression matching the HNS network(s) that hold pods."),
-    s("node.name", "NODENAME", Derived("this host's name in lower case"), "Node name; must equal kubelet's."),
-    s("node.k8s_node_ref", "CALICO_K8S_NODE_REF", Derived("node.name"), "Kubernetes Node this Calico node belongs to."),
-    s("node.ip", "IP", Value("autodetect"), "Node IPv4 address, or autodetect."),
-    s("node.ip_autodetection_method", "IP_AUTODETECTION_METHOD", Unset,
-      "calico-node IP autodetection method, like interface=Ethernet.* (calico-node's default when unset)."),
-    s("node.startup_valid_ip_timeout", "STARTUP_VALID_IP_TIMEOUT", Value("90s"),
-      "How long CalicoNode waits after a reboot for a usable IPv4 address."),
-    own("install_root", Kind::Scalar, Value("C:\\CalicoWindows"), "Where Calico for Windows is installed."),
-    s("logs.dir", "CALICO_LOG_DIR", Derived("<install_root>\\logs"), "Directory for the service logs."),
-    s("logs.felix_file_severity", "FELIX_LOGSEVERITYFILE", Value("none"),
-      "Felix file log level (none: the service host captures felix's output)."),
-    s("logs.felix_screen_severity", "FELIX_LOGSEVERITYSCREEN", Unset,
-      "Felix screen log level (FelixConfiguration decides when unset)."),
-    s("logs.felix_sys_severity", "FELIX_LOGSEVERITYSYS", Value("none"), "Felix syslog level (no syslog on Windows)."),
-    s("logs.bgp_screen_severity", "BGP_LOGSEVERITYSCREEN", Unset, "confd log level (windows-bgp only)."),
-    own("windows_use_single_network", Kind::Scalar, Value("true"),
-      "One HNS network for all pod blocks (true), or one network per IPAM block (false)."),
-    own("extra_env.node", Kind::Map, Unset, "Extra environment for calico-node (the CalicoNode service)."),
-    own("extra_env.felix", Kind::Map, Unset, "Extra environment for felix (the CalicoFelix service)."),
-    own("extra_env.confd", Kind::Map, Unset, "Extra environment for confd (the CalicoConfd service)."),
+    s(
+        "backend",
+        "CALICO_NETWORKING_BACKEND",
+        Value("vxlan"),
+        "Networking backend: vxlan, windows-bgp (alias bgp) or none (a third-party CNI; policy only).",
+    ),
+    s(
+        "datastore",
+        "CALICO_DATASTORE_TYPE",
+        Value("kubernetes"),
+        "Calico datastore: kubernetes or etcdv3.",
+    ),
+    Spec {
+        key: "kubeconfig",
+        kind: Kind::Scalar,
+        ps1: Some("KUBECONFIG"),
+        from_env: false,
+        default: Derived("<install_root>\\calico-kube-config"),
+        doc: "kubeconfig used by calico-node, felix, confd and the CNI plugin. The KUBECONFIG environment variable is deliberately not read: a machine-wide KUBECONFIG for kubectl once broke Calico.",
+    },
+    l(
+        "etcd.endpoints",
+        "ETCD_ENDPOINTS",
+        Unset,
+        "etcd URLs (etcdv3 only), like https://10.0.0.5:2379.",
+    ),
+    s(
+        "etcd.key_file",
+        "ETCD_KEY_FILE",
+        Unset,
+        "etcd client key file (give all three TLS files or none).",
+    ),
+    s(
+        "etcd.cert_file",
+        "ETCD_CERT_FILE",
+        Unset,
+        "etcd client certificate file.",
+    ),
+    s(
+        "etcd.ca_cert_file",
+        "ETCD_CA_CERT_FILE",
+        Unset,
+        "etcd CA certificate file.",
+    ),
+    l(
+        "service_cidrs",
+        "K8S_SERVICE_CIDR",
+        List(&["10.96.0.0/12"]),
+        "Kubernetes service CIDRs: excluded from outbound NAT and routed through the overlay.",
+    ),
+    l(
+        "dns.servers",
+        "DNS_NAME_SERVERS",
+        List(&["10.96.0.10"]),
+        "Cluster DNS server IPs given to pods.",
+    ),
+    l(
+        "dns.search",
+        "DNS_SEARCH",
+        List(&["svc.cluster.local"]),
+        "DNS search domains given to pods.",
+    ),
+    own(
+        "container_runtime",
+        Kind::Scalar,
+        Value("containerd"),
+        "Container runtime: containerd or docker. Decides the default CNI directories and the route policy type.",
+    ),
+    s(
+        "cni.bin_dir",
+        "CNI_BIN_DIR",
+        Derived("containerd: C:\\Program Files\\containerd\\cni\\bin; docker: c:\\k\\cni"),
+        "Where the CNI plugin binaries go (kubelet/containerd's CNI bin dir).",
+    ),
+    s(
+        "cni.conf_dir",
+        "CNI_CONF_DIR",
+        Derived("containerd: C:\\Program Files\\containerd\\cni\\conf; docker: c:\\k\\cni\\config"),
+        "Where the CNI config file goes (kubelet/containerd's CNI conf dir).",
+    ),
+    s(
+        "cni.conf_filename",
+        "CNI_CONF_FILENAME",
+        Value("10-calico.conf"),
+        "CNI config file name.",
+    ),
+    s(
+        "cni.ipam_type",
+        "CNI_IPAM_TYPE",
+        Value("calico-ipam"),
+        "IPAM plugin: calico-ipam or host-local (BGP only).",
+    ),
+    own(
+        "cni.template",
+        Kind::Scalar,
+        Unset,
+        "A CNI config template of your own (for example cni.conf.template from the Calico zip); the built-in one when unset.",
+    ),
+    s(
+        "vxlan.vni",
+        "VXLAN_VNI",
+        Value("4096"),
+        "VXLAN VNI; must equal FelixConfiguration vxlanVNI. At least 4096.",
+    ),
+    s(
+        "vxlan.mac_prefix",
+        "VXLAN_MAC_PREFIX",
+        Value("0E-2A"),
+        "Prefix of pod MAC addresses, xx-xx in hex.",
+    ),
+    s(
+        "vxlan.adapter",
+        "VXLAN_ADAPTER",
+        Unset,
+        "Network adapter for the External overlay network; the primary NIC when unset.",
+    ),
+    s(
+        "kube_network",
+        "KUBE_NETWORK",
+        Value("Calico.*"),
+        "Regular expression matching the HNS network(s) that hold pods.",
+    ),
+    s(
+        "node.name",
+        "NODENAME",
+        Derived("this host's name in lower case"),
+        "Node name; must equal kubelet's.",
+    ),
+    s(
+        "node.k8s_node_ref",
+        "CALICO_K8S_NODE_REF",
+        Derived("node.name"),
+        "Kubernetes Node this Calico node belongs to.",
+    ),
+    s(
+        "node.ip",
+        "IP",
+        Value("autodetect"),
+        "Node IPv4 address, or autodetect.",
+    ),
+    s(
+        "node.ip_autodetection_method",
+        "IP_AUTODETECTION_METHOD",
+        Unset,
+        "calico-node IP autodetection method, like interface=Ethernet.* (calico-node's default when unset).",
+    ),
+    s(
+        "node.startup_valid_ip_timeout",
+        "STARTUP_VALID_IP_TIMEOUT",
+        Value("90s"),
+        "How long CalicoNode waits after a reboot for a usable IPv4 address.",
+    ),
+    own(
+        "install_root",
+        Kind::Scalar,
+        Value("C:\\CalicoWindows"),
+        "Where Calico for Windows is installed.",
+    ),
+    s(
+        "logs.dir",
+        "CALICO_LOG_DIR",
+        Derived("<install_root>\\logs"),
+        "Directory for the service logs.",
+    ),
+    s(
+        "logs.felix_file_severity",
+        "FELIX_LOGSEVERITYFILE",
+        Value("none"),
+        "Felix file log level (none: the service host captures felix's output).",
+    ),
+    s(
+        "logs.felix_screen_severity",
+        "FELIX_LOGSEVERITYSCREEN",
+        Unset,
+        "Felix screen log level (FelixConfiguration decides when unset).",
+    ),
+    s(
+        "logs.felix_sys_severity",
+        "FELIX_LOGSEVERITYSYS",
+        Value("none"),
+        "Felix syslog level (no syslog on Windows).",
+    ),
+    s(
+        "logs.bgp_screen_severity",
+        "BGP_LOGSEVERITYSCREEN",
+        Unset,
+        "confd log level (windows-bgp only).",
+    ),
+    own(
+        "windows_use_single_network",
+        Kind::Scalar,
+        Value("true"),
+        "One HNS network for all pod blocks (true), or one network per IPAM block (false).",
+    ),
+    own(
+        "extra_env.node",
+        Kind::Map,
+        Unset,
+        "Extra environment for calico-node (the CalicoNode service).",
+    ),
+    own(
+        "extra_env.felix",
+        Kind::Map,
+        Unset,
+        "Extra environment for felix (the CalicoFelix service).",
+    ),
+    own(
+        "extra_env.confd",
+        Kind::Map,
+        Unset,
+        "Extra environment for confd (the CalicoConfd service).",
+    ),
 ];
 
 impl Spec {
@@ -166,5 +351,48 @@ mod tests {
     fn a_near_miss_suggests_the_known_key() {
         assert_eq!(closest("vxlan.vnii"), Some("vxlan.vni"));
         assert_eq!(closest("completely.different.thing"), None);
+    }
+}
+
+#[cfg(test)]
+mod docs_tests {
+    use super::*;
+
+    /// The settings table of docs/configuration.md, generated from `SETTINGS`.
+    fn markdown_table() -> String {
+        let mut t = String::from(
+            "| YAML key | config.ps1 variable | read from the environment | default | meaning |\n|---|---|---|---|---|\n",
+        );
+        for s in SETTINGS {
+            let ps1 = s.ps1.map_or("—".to_owned(), |v| format!("`{v}`"));
+            let env = if s.from_env { "yes" } else { "no" };
+            let default = s.default_text().replace('|', "\\|");
+            t.push_str(&format!(
+                "| `{}` | {ps1} | {env} | `{default}` | {} |\n",
+                s.key,
+                s.doc.replace('|', "\\|")
+            ));
+        }
+        t
+    }
+
+    #[test]
+    fn configuration_doc_lists_every_setting() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md");
+        let doc = std::fs::read_to_string(&path).expect("docs/configuration.md exists");
+        let (begin, end) = ("<!-- settings:begin -->\n", "<!-- settings:end -->");
+        let start = doc.find(begin).expect("begin marker") + begin.len();
+        let stop = doc.find(end).expect("end marker");
+        let table = markdown_table();
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            let updated = format!("{}{table}{}", &doc[..start], &doc[stop..]);
+            std::fs::write(&path, updated).expect("update doc");
+            return;
+        }
+        assert_eq!(
+            &doc[start..stop],
+            table,
+            "docs/configuration.md is out of date: run UPDATE_GOLDEN=1 cargo test"
+        );
     }
 }

@@ -3,7 +3,10 @@ use super::*;
 fn inputs(yaml: Option<&str>, env: &[(&str, &str)], sets: &[&str]) -> Inputs {
     Inputs {
         file: yaml.map(|y| (PathBuf::from("calico-windows.yaml"), y.to_owned())),
-        env: env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+        env: env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
         sets: sets.iter().map(|s| (*s).to_owned()).collect(),
         hostname: Some("WIN-NODE-1".into()),
     }
@@ -27,10 +30,20 @@ fn built_in_defaults_follow_the_quickstart() {
     assert_eq!(c.service_cidrs[0].to_string(), "10.96.0.0/12");
     assert_eq!(c.dns.servers[0].to_string(), "10.96.0.10");
     assert_eq!(c.node.name.to_string(), "win-node-1");
-    assert_eq!(c.cni.bin_dir.as_str(), "C:\\Program Files\\containerd\\cni\\bin");
-    assert_eq!(c.kubeconfig.as_ref().map(WinPath::as_str), Some("C:\\CalicoWindows\\calico-kube-config"));
+    assert_eq!(
+        c.cni.bin_dir.as_str(),
+        "C:\\Program Files\\containerd\\cni\\bin"
+    );
+    assert_eq!(
+        c.kubeconfig.as_ref().map(WinPath::as_str),
+        Some("C:\\CalicoWindows\\calico-kube-config")
+    );
     assert!(l.shown.values().all(|s| s.source == Source::Default));
-    assert_eq!(l.shown.len(), spec::SETTINGS.len(), "every setting is read and shown");
+    assert_eq!(
+        l.shown.len(),
+        spec::SETTINGS.len(),
+        "every setting is read and shown"
+    );
 }
 
 #[test]
@@ -49,12 +62,19 @@ fn every_builtin_default_parses() {
 #[test]
 fn flag_beats_env_beats_file_beats_default() {
     let yaml = "vxlan:\n  vni: 4097\n  mac_prefix: 0E-2B\ndns:\n  servers: [10.96.0.53]\n";
-    let i = inputs(Some(yaml), &[("VXLAN_VNI", "4098"), ("VXLAN_MAC_PREFIX", "0E-2C")], &["vxlan.vni=4099"]);
+    let i = inputs(
+        Some(yaml),
+        &[("VXLAN_VNI", "4098"), ("VXLAN_MAC_PREFIX", "0E-2C")],
+        &["vxlan.vni=4099"],
+    );
     let l = load(&i).expect("valid");
     assert_eq!(l.config.vxlan.vni.get(), 4099);
     assert_eq!(l.shown["vxlan.vni"].source, Source::Flag);
     assert_eq!(l.config.vxlan.mac_prefix.to_string(), "0E-2C");
-    assert_eq!(l.shown["vxlan.mac_prefix"].source, Source::Env("VXLAN_MAC_PREFIX"));
+    assert_eq!(
+        l.shown["vxlan.mac_prefix"].source,
+        Source::Env("VXLAN_MAC_PREFIX")
+    );
     assert_eq!(l.shown["dns.servers"].source, Source::File(5));
     assert_eq!(l.shown["backend"].source, Source::Default);
 }
@@ -62,12 +82,20 @@ fn flag_beats_env_beats_file_beats_default() {
 #[test]
 fn kubeconfig_environment_variable_is_not_read() {
     let l = load(&inputs(None, &[("KUBECONFIG", "c:\\k\\config")], &[])).expect("valid");
-    assert_eq!(l.config.kubeconfig.map(|k| k.to_string()), Some("C:\\CalicoWindows\\calico-kube-config".into()));
+    assert_eq!(
+        l.config.kubeconfig.map(|k| k.to_string()),
+        Some("C:\\CalicoWindows\\calico-kube-config".into())
+    );
 }
 
 #[test]
 fn env_lists_are_comma_separated() {
-    let l = load(&inputs(None, &[("K8S_SERVICE_CIDR", "10.96.0.0/12, 10.100.0.0/16")], &[])).expect("valid");
+    let l = load(&inputs(
+        None,
+        &[("K8S_SERVICE_CIDR", "10.96.0.0/12, 10.100.0.0/16")],
+        &[],
+    ))
+    .expect("valid");
     assert_eq!(l.config.service_cidrs.len(), 2);
 }
 
@@ -80,7 +108,10 @@ fn every_problem_is_reported_at_once() {
     assert!(keys.contains(&"vxlan.mac_prefix"), "{p:?}");
     assert!(keys.contains(&"service_cidrs"), "{p:?}");
     assert!(keys.contains(&"cni.ipam_type"), "{p:?}");
-    let vni = p.iter().find(|p| p.key.as_deref() == Some("vxlan.vni")).expect("vni problem");
+    let vni = p
+        .iter()
+        .find(|p| p.key.as_deref() == Some("vxlan.vni"))
+        .expect("vni problem");
     assert_eq!(vni.source, Some(Source::File(3)));
     assert_eq!(vni.value.as_deref(), Some("100"));
 }
@@ -93,7 +124,11 @@ fn a_float_looking_mac_prefix_keeps_its_text() {
 
 #[test]
 fn unknown_key_is_named_with_its_line_and_a_suggestion() {
-    let p = problems(&inputs(Some("backend: vxlan\nvxlan:\n  vnii: 4096\n"), &[], &[]));
+    let p = problems(&inputs(
+        Some("backend: vxlan\nvxlan:\n  vnii: 4096\n"),
+        &[],
+        &[],
+    ));
     assert_eq!(p.len(), 1);
     assert_eq!(p[0].key.as_deref(), Some("vxlan.vnii"));
     assert_eq!(p[0].source, Some(Source::File(3)));
@@ -112,7 +147,8 @@ fn an_invalid_hostname_without_node_name_is_a_problem() {
 
 #[test]
 fn extra_env_cannot_override_managed_variables() {
-    let yaml = "extra_env:\n  felix:\n    FELIX_VXLANVNI: '5000'\n    FELIX_HEALTHENABLED: 'true'\n";
+    let yaml =
+        "extra_env:\n  felix:\n    FELIX_VXLANVNI: '5000'\n    FELIX_HEALTHENABLED: 'true'\n";
     let p = problems(&inputs(Some(yaml), &[], &[]));
     assert_eq!(p.len(), 1, "{p:?}");
     assert!(p[0].message.contains("vxlan.vni"));
@@ -120,6 +156,14 @@ fn extra_env_cannot_override_managed_variables() {
 
 #[test]
 fn set_adds_single_extra_env_variables() {
-    let l = load(&inputs(None, &[], &["extra_env.felix.FELIX_HEALTHENABLED=true"])).expect("valid");
-    assert_eq!(l.config.extra_env.felix, vec![("FELIX_HEALTHENABLED".to_owned(), "true".to_owned())]);
+    let l = load(&inputs(
+        None,
+        &[],
+        &["extra_env.felix.FELIX_HEALTHENABLED=true"],
+    ))
+    .expect("valid");
+    assert_eq!(
+        l.config.extra_env.felix,
+        vec![("FELIX_HEALTHENABLED".to_owned(), "true".to_owned())]
+    );
 }

@@ -186,9 +186,8 @@ pub struct MacPrefix(String);
 impl Setting for MacPrefix {
     fn parse(raw: &str) -> Result<Self, Rejection> {
         let b = raw.as_bytes();
-        let ok = b.len() == 5
-            && b[2] == b'-'
-            && [0, 1, 3, 4].iter().all(|&i| b[i].is_ascii_hexdigit());
+        let ok =
+            b.len() == 5 && b[2] == b'-' && [0, 1, 3, 4].iter().all(|&i| b[i].is_ascii_hexdigit());
         if ok {
             Ok(Self(raw.to_ascii_uppercase()))
         } else {
@@ -334,7 +333,10 @@ pub struct Timeout(pub Duration);
 
 impl Setting for Timeout {
     fn parse(raw: &str) -> Result<Self, Rejection> {
-        let allowed = || "allowed: a duration like 90s, 2m or 1h (a bare number means seconds), from 1s to 24h".to_string();
+        let allowed = || {
+            "allowed: a duration like 90s, 2m or 1h (a bare number means seconds), from 1s to 24h"
+                .to_string()
+        };
         let (num, unit) = match raw.find(|c: char| !c.is_ascii_digit()) {
             Some(i) => raw.split_at(i),
             None => (raw, "s"),
@@ -374,7 +376,11 @@ pub struct WinPath(String);
 impl WinPath {
     /// Appends one component with a backslash.
     pub fn join(&self, part: &str) -> WinPath {
-        WinPath(format!("{}\\{}", self.0.trim_end_matches(['\\', '/']), part))
+        WinPath(format!(
+            "{}\\{}",
+            self.0.trim_end_matches(['\\', '/']),
+            part
+        ))
     }
 
     pub fn as_str(&self) -> &str {
@@ -385,7 +391,10 @@ impl WinPath {
 impl Setting for WinPath {
     fn parse(raw: &str) -> Result<Self, Rejection> {
         let b = raw.as_bytes();
-        let drive = b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'\\' | b'/');
+        let drive = b.len() >= 3
+            && b[0].is_ascii_alphabetic()
+            && b[1] == b':'
+            && matches!(b[2], b'\\' | b'/');
         let unc = raw.starts_with("\\\\") && raw.len() > 2;
         if (drive || unc) && !raw.contains(['"', '\n', '\r', '\0', '*', '?', '<', '>', '|']) {
             Ok(Self(raw.to_owned()))
@@ -408,7 +417,9 @@ pub struct EtcdEndpoint(String);
 
 impl Setting for EtcdEndpoint {
     fn parse(raw: &str) -> Result<Self, Rejection> {
-        let allowed = || "allowed: an etcd URL like https://10.0.0.5:2379 (not a service ClusterIP: the host cannot reach services)".to_string();
+        let allowed = || {
+            "allowed: an etcd URL like https://10.0.0.5:2379 (not a service ClusterIP: the host cannot reach services)".to_string()
+        };
         let rest = raw
             .strip_prefix("https://")
             .or_else(|| raw.strip_prefix("http://"))
@@ -435,7 +446,9 @@ pub struct LogSeverity(&'static str);
 
 impl Setting for LogSeverity {
     fn parse(raw: &str) -> Result<Self, Rejection> {
-        const LEVELS: [&str; 7] = ["none", "debug", "info", "warning", "error", "fatal", "panic"];
+        const LEVELS: [&str; 7] = [
+            "none", "debug", "info", "warning", "error", "fatal", "panic",
+        ];
         LEVELS
             .iter()
             .find(|l| l.eq_ignore_ascii_case(raw))
@@ -462,7 +475,12 @@ impl Setting for NetworkPattern {
         }
         regex::Regex::new(raw)
             .map(|_| Self(raw.to_owned()))
-            .map_err(|e| format!("not a valid regular expression: {}", first_line(&e.to_string())))
+            .map_err(|e| {
+                format!(
+                    "not a valid regular expression: {}",
+                    first_line(&e.to_string())
+                )
+            })
     }
     string_shown!(NetworkPattern);
 }
@@ -559,7 +577,10 @@ mod tests {
 
     #[test]
     fn mac_prefix_is_normalised_to_upper_case() {
-        assert_eq!(MacPrefix::parse("0e-2a").map(|m| m.to_string()), Ok("0E-2A".into()));
+        assert_eq!(
+            MacPrefix::parse("0e-2a").map(|m| m.to_string()),
+            Ok("0E-2A".into())
+        );
         for bad in ["0E2A", "0E-2G", "0E-2A-", "0E:2A"] {
             assert!(MacPrefix::parse(bad).is_err(), "{bad}");
         }
@@ -571,7 +592,10 @@ mod tests {
         assert!(err.contains("10.96.0.0/12"), "{err}");
         assert!(Cidr::parse("10.96.0.0/33").is_err());
         assert!(Cidr::parse("fd00::/108").is_ok());
-        assert_eq!(Cidr::parse("0.0.0.0/0").map(|c| c.to_string()), Ok("0.0.0.0/0".into()));
+        assert_eq!(
+            Cidr::parse("0.0.0.0/0").map(|c| c.to_string()),
+            Ok("0.0.0.0/0".into())
+        );
     }
 
     #[test]

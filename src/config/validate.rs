@@ -25,41 +25,82 @@ pub fn cross_check(c: &Config, r: &mut Resolver) {
         && c.cni.ipam_type == IpamType::HostLocal
         && involved_ok(r, &["backend", "cni.ipam_type"])
     {
-        add(r, "cni.ipam_type", Some("host-local".into()),
-            "Calico VXLAN requires calico-ipam; host-local works only with windows-bgp".into());
+        add(
+            r,
+            "cni.ipam_type",
+            Some("host-local".into()),
+            "Calico VXLAN requires calico-ipam; host-local works only with windows-bgp".into(),
+        );
     }
 
-    if c.datastore == Datastore::Etcdv3 && c.etcd.endpoints.is_empty() && involved_ok(r, &["datastore", "etcd.endpoints"]) {
-        add(r, "etcd.endpoints", None, "the etcdv3 datastore needs at least one etcd endpoint".into());
+    if c.datastore == Datastore::Etcdv3
+        && c.etcd.endpoints.is_empty()
+        && involved_ok(r, &["datastore", "etcd.endpoints"])
+    {
+        add(
+            r,
+            "etcd.endpoints",
+            None,
+            "the etcdv3 datastore needs at least one etcd endpoint".into(),
+        );
     }
 
-    if c.datastore == Datastore::Kubernetes && c.kubeconfig.is_none() && involved_ok(r, &["datastore", "kubeconfig"]) {
+    if c.datastore == Datastore::Kubernetes
+        && c.kubeconfig.is_none()
+        && involved_ok(r, &["datastore", "kubeconfig"])
+    {
         add(r, "kubeconfig", Some(String::new()),
             "the kubernetes datastore needs a kubeconfig path (calico-node, felix and the CNI plugin read it)".into());
     }
 
     let tls_keys = ["etcd.key_file", "etcd.cert_file", "etcd.ca_cert_file"];
-    let given: Vec<&str> = tls_keys.iter().copied().filter(|k| r.shown.get(k).is_some_and(|s| !s.value.is_null())).collect();
+    let given: Vec<&str> = tls_keys
+        .iter()
+        .copied()
+        .filter(|k| r.shown.get(k).is_some_and(|s| !s.value.is_null()))
+        .collect();
     if !given.is_empty() && given.len() < tls_keys.len() && involved_ok(r, &tls_keys) {
         for missing in tls_keys.iter().copied().filter(|k| !given.contains(k)) {
-            add(r, missing, None, format!(
-                "etcd TLS is partly configured ({} given): give all three TLS files or none",
-                given.join(", ")));
+            add(
+                r,
+                missing,
+                None,
+                format!(
+                    "etcd TLS is partly configured ({} given): give all three TLS files or none",
+                    given.join(", ")
+                ),
+            );
         }
     }
 
     if c.service_cidrs.is_empty() && involved_ok(r, &["service_cidrs"]) {
-        add(r, "service_cidrs", None, "give at least one Kubernetes service CIDR, like 10.96.0.0/12".into());
+        add(
+            r,
+            "service_cidrs",
+            None,
+            "give at least one Kubernetes service CIDR, like 10.96.0.0/12".into(),
+        );
     }
     if c.dns.servers.is_empty() && involved_ok(r, &["dns.servers"]) {
-        add(r, "dns.servers", None, "give at least one DNS server IP, like 10.96.0.10".into());
+        add(
+            r,
+            "dns.servers",
+            None,
+            "give at least one DNS server IP, like 10.96.0.10".into(),
+        );
     }
 
     let name = c.cni.conf_filename.as_str();
-    let ext_ok = [".conf", ".conflist", ".json"].iter().any(|e| name.len() > e.len() && name.ends_with(e));
+    let ext_ok = [".conf", ".conflist", ".json"]
+        .iter()
+        .any(|e| name.len() > e.len() && name.ends_with(e));
     if (!ext_ok || name.contains(['\\', '/', ':'])) && involved_ok(r, &["cni.conf_filename"]) {
-        add(r, "cni.conf_filename", Some(name.into()),
-            "allowed: a file name (no directory) ending in .conf, .conflist or .json".into());
+        add(
+            r,
+            "cni.conf_filename",
+            Some(name.into()),
+            "allowed: a file name (no directory) ending in .conf, .conflist or .json".into(),
+        );
     }
 
     for (key, vars) in [
@@ -76,20 +117,32 @@ pub fn cross_check(c: &Config, r: &mut Resolver) {
 }
 
 fn env_var_problem(name: &str, value: &str) -> Option<String> {
-    let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    let valid = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !valid {
-        return Some("allowed: variable names of letters, digits and '_', not starting with a digit".into());
+        return Some(
+            "allowed: variable names of letters, digits and '_', not starting with a digit".into(),
+        );
     }
     if value.contains(['\n', '\r', '\0']) {
         return Some("allowed: values on a single line".into());
     }
     let upper = name.to_ascii_uppercase();
     if let Some((_, key)) = MANAGED_ENV.iter().find(|(n, _)| *n == upper) {
-        return Some(format!("{name} is set by calicoctl-win from {key}; change that setting instead"));
+        return Some(format!(
+            "{name} is set by calicoctl-win from {key}; change that setting instead"
+        ));
     }
     super::spec::SETTINGS
         .iter()
         .find(|s| s.ps1 == Some(upper.as_str()))
-        .map(|s| format!("{name} is set by calicoctl-win from {}; change that setting instead", s.key))
+        .map(|s| {
+            format!(
+                "{name} is set by calicoctl-win from {}; change that setting instead",
+                s.key
+            )
+        })
 }

@@ -1,10 +1,10 @@
 //! The CNI config (`10-calico.conf`) from a template with Calico's placeholder names.
 
+use super::RenderError;
 use super::facts::HostFacts;
 use super::template::{self, Fill};
-use super::RenderError;
-use crate::config::types::{Backend, ContainerRuntime};
 use crate::config::Config;
+use crate::config::types::{Backend, ContainerRuntime};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -17,53 +17,116 @@ fn placeholders(c: &Config, facts: &HostFacts) -> BTreeMap<&'static str, Fill> {
     let opt = |v: Option<String>| Fill::Text(v.unwrap_or_default());
     let tls = c.etcd.tls.as_ref();
     BTreeMap::from([
-        ("NODENAME_FILE", text(c.install_root.join("nodename").as_str())),
-        ("KUBECONFIG", match &c.kubeconfig {
-            Some(k) => text(k.as_str()),
-            None => Fill::Missing("a kubeconfig path: set kubeconfig"),
-        }),
+        (
+            "NODENAME_FILE",
+            text(c.install_root.join("nodename").as_str()),
+        ),
+        (
+            "KUBECONFIG",
+            match &c.kubeconfig {
+                Some(k) => text(k.as_str()),
+                None => Fill::Missing("a kubeconfig path: set kubeconfig"),
+            },
+        ),
         // The first CIDR fills the template; `expand_service_cidrs` adds the others.
-        ("K8S_SERVICE_CIDR", match c.service_cidrs.first() {
-            Some(cidr) => text(&cidr.to_string()),
-            None => Fill::Missing("a service CIDR: set service_cidrs"),
-        }),
-        ("DNS_NAME_SERVERS", Fill::List(c.dns.servers.iter().map(ToString::to_string).collect())),
+        (
+            "K8S_SERVICE_CIDR",
+            match c.service_cidrs.first() {
+                Some(cidr) => text(&cidr.to_string()),
+                None => Fill::Missing("a service CIDR: set service_cidrs"),
+            },
+        ),
+        (
+            "DNS_NAME_SERVERS",
+            Fill::List(c.dns.servers.iter().map(ToString::to_string).collect()),
+        ),
         ("DATASTORE_TYPE", text(&c.datastore.to_string())),
         ("DSR_SUPPORT", Fill::Bool(facts.dsr_supported())),
-        ("ETCD_ENDPOINTS", text(&c.etcd.endpoints.iter().map(ToString::to_string).collect::<Vec<_>>().join(","))),
+        (
+            "ETCD_ENDPOINTS",
+            text(
+                &c.etcd
+                    .endpoints
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+        ),
         ("ETCD_KEY_FILE", opt(tls.map(|t| t.key_file.to_string()))),
         ("ETCD_CERT_FILE", opt(tls.map(|t| t.cert_file.to_string()))),
-        ("ETCD_CA_CERT_FILE", opt(tls.map(|t| t.ca_cert_file.to_string()))),
+        (
+            "ETCD_CA_CERT_FILE",
+            opt(tls.map(|t| t.ca_cert_file.to_string())),
+        ),
         ("IPAM_TYPE", text(&c.cni.ipam_type.to_string())),
         // An empty mode means L2Bridge (windows-bgp) to the Calico CNI plugin.
-        ("MODE", text(if c.backend == Backend::Vxlan { "vxlan" } else { "" })),
+        (
+            "MODE",
+            text(if c.backend == Backend::Vxlan {
+                "vxlan"
+            } else {
+                ""
+            }),
+        ),
         ("VNI", Fill::Number(u64::from(c.vxlan.vni.get()))),
         ("MAC_PREFIX", text(&c.vxlan.mac_prefix.to_string())),
-        ("ROUTE_TYPE", text(match c.container_runtime {
-            ContainerRuntime::Containerd => "SDNROUTE",
-            ContainerRuntime::Docker => "ROUTE",
-        })),
+        (
+            "ROUTE_TYPE",
+            text(match c.container_runtime {
+                ContainerRuntime::Containerd => "SDNROUTE",
+                ContainerRuntime::Docker => "ROUTE",
+            }),
+        ),
     ])
 }
 
 /// Renders the CNI config. `template_name` names the template in errors.
-pub fn render(c: &Config, facts: &HostFacts, template: &str, template_name: &str) -> Result<String, RenderError> {
-    let filled = template::fill(template, &placeholders(c, facts))
-        .map_err(|source| RenderError::Template { template: template_name.to_owned(), source })?;
+pub fn render(
+    c: &Config,
+    facts: &HostFacts,
+    template: &str,
+    template_name: &str,
+) -> Result<String, RenderError> {
+    let filled = template::fill(template, &placeholders(c, facts)).map_err(|source| {
+        RenderError::Template {
+            template: template_name.to_owned(),
+            source,
+        }
+    })?;
     let mut doc: Value = serde_json::from_str(&filled).map_err(|e| RenderError::NotJson {
         template: template_name.to_owned(),
         message: e.to_string(),
     })?;
     let Some(obj) = doc.as_object_mut() else {
-        return Err(RenderError::NotJson { template: template_name.to_owned(), message: "the top level is not an object".into() });
+        return Err(RenderError::NotJson {
+            template: template_name.to_owned(),
+            message: "the top level is not an object".into(),
+        });
     };
     // Settings Calico's template hard-codes are applied to the parsed document, so they take
     // effect with the user's own template too.
-    obj.insert("windows_use_single_network".into(), Value::Bool(c.windows_use_single_network));
+    obj.insert(
+        "windows_use_single_network".into(),
+        Value::Bool(c.windows_use_single_network),
+    );
     if let Some(dns) = obj.get_mut("DNS").and_then(Value::as_object_mut) {
-        dns.insert("Search".into(), c.dns.search.iter().map(|d| Value::String(d.to_string())).collect());
+        dns.insert(
+            "Search".into(),
+            c.dns
+                .search
+                .iter()
+                .map(|d| Value::String(d.to_string()))
+                .collect(),
+        );
     }
-    expand_service_cidrs(obj, &c.service_cidrs.iter().map(ToString::to_string).collect::<Vec<_>>());
+    expand_service_cidrs(
+        obj,
+        &c.service_cidrs
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+    );
     let mut out = serde_json::to_string_pretty(&doc).map_err(|e| RenderError::NotJson {
         template: template_name.to_owned(),
         message: e.to_string(),
@@ -74,13 +137,17 @@ pub fn render(c: &Config, facts: &HostFacts, template: &str, template_name: &str
 
 /// Puts every service CIDR in the OutBoundNAT exceptions and gives each its own route policy.
 fn expand_service_cidrs(obj: &mut serde_json::Map<String, Value>, cidrs: &[String]) {
-    let (Some(first), Some(Value::Array(policies))) = (cidrs.first(), obj.get_mut("policies")) else {
+    let (Some(first), Some(Value::Array(policies))) = (cidrs.first(), obj.get_mut("policies"))
+    else {
         return;
     };
     let mut expanded = Vec::with_capacity(policies.len() + cidrs.len());
     for policy in policies.drain(..) {
         let value = policy.get("Value");
-        let is_route = value.and_then(|v| v.get("DestinationPrefix")).and_then(Value::as_str) == Some(first);
+        let is_route = value
+            .and_then(|v| v.get("DestinationPrefix"))
+            .and_then(Value::as_str)
+            == Some(first);
         if is_route {
             for cidr in cidrs {
                 let mut copy = policy.clone();
@@ -91,11 +158,11 @@ fn expand_service_cidrs(obj: &mut serde_json::Map<String, Value>, cidrs: &[Strin
         }
         let mut policy = policy;
         for list in ["ExceptionList", "Exceptions"] {
-            if let Some(Value::Array(items)) = policy.get_mut("Value").and_then(|v| v.get_mut(list)) {
-                if items.iter().any(|i| i.as_str() == Some(first)) {
-                    items.retain(|i| !i.as_str().is_some_and(|s| cidrs.iter().any(|c| c == s)));
-                    items.extend(cidrs.iter().cloned().map(Value::String));
-                }
+            if let Some(Value::Array(items)) = policy.get_mut("Value").and_then(|v| v.get_mut(list))
+                && items.iter().any(|i| i.as_str() == Some(first))
+            {
+                items.retain(|i| !i.as_str().is_some_and(|s| cidrs.iter().any(|c| c == s)));
+                items.extend(cidrs.iter().cloned().map(Value::String));
             }
         }
         expanded.push(policy);

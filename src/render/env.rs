@@ -1,7 +1,7 @@
 //! The environment of each Calico service, as config.ps1 plus the service scripts set it.
 
-use crate::config::types::{Backend, IpamType, NodeIp};
 use crate::config::Config;
+use crate::config::types::{Backend, IpamType, NodeIp};
 use std::collections::BTreeMap;
 
 /// A Calico Windows service whose environment is rendered.
@@ -40,15 +40,27 @@ fn common(c: &Config) -> BTreeMap<String, String> {
     let join = |items: Vec<String>| items.join(",");
     set("KUBE_NETWORK", c.kube_network.to_string());
     set("CALICO_NETWORKING_BACKEND", c.backend.to_string());
-    set("K8S_SERVICE_CIDR", join(c.service_cidrs.iter().map(ToString::to_string).collect()));
-    set("DNS_NAME_SERVERS", join(c.dns.servers.iter().map(ToString::to_string).collect()));
-    set("DNS_SEARCH", join(c.dns.search.iter().map(ToString::to_string).collect()));
+    set(
+        "K8S_SERVICE_CIDR",
+        join(c.service_cidrs.iter().map(ToString::to_string).collect()),
+    );
+    set(
+        "DNS_NAME_SERVERS",
+        join(c.dns.servers.iter().map(ToString::to_string).collect()),
+    );
+    set(
+        "DNS_SEARCH",
+        join(c.dns.search.iter().map(ToString::to_string).collect()),
+    );
     set("CALICO_DATASTORE_TYPE", c.datastore.to_string());
     if let Some(k) = &c.kubeconfig {
         set("KUBECONFIG", k.to_string());
     }
     if !c.etcd.endpoints.is_empty() {
-        set("ETCD_ENDPOINTS", join(c.etcd.endpoints.iter().map(ToString::to_string).collect()));
+        set(
+            "ETCD_ENDPOINTS",
+            join(c.etcd.endpoints.iter().map(ToString::to_string).collect()),
+        );
     }
     if let Some(tls) = &c.etcd.tls {
         set("ETCD_KEY_FILE", tls.key_file.to_string());
@@ -66,24 +78,39 @@ fn common(c: &Config) -> BTreeMap<String, String> {
     }
     set("NODENAME", c.node.name.to_string());
     set("CALICO_K8S_NODE_REF", c.node.k8s_node_ref.to_string());
-    set("STARTUP_VALID_IP_TIMEOUT", c.node.startup_valid_ip_timeout.as_secs().to_string());
-    set("IP", match c.node.ip {
-        NodeIp::Autodetect => "autodetect".to_owned(),
-        NodeIp::Fixed(ip) => ip.to_string(),
-    });
+    set(
+        "STARTUP_VALID_IP_TIMEOUT",
+        c.node.startup_valid_ip_timeout.as_secs().to_string(),
+    );
+    set(
+        "IP",
+        match c.node.ip {
+            NodeIp::Autodetect => "autodetect".to_owned(),
+            NodeIp::Fixed(ip) => ip.to_string(),
+        },
+    );
     if let Some(m) = &c.node.ip_autodetection_method {
         set("IP_AUTODETECTION_METHOD", m.to_string());
     }
     set("CALICO_LOG_DIR", c.logs.dir.to_string());
-    set("FELIX_LOGSEVERITYFILE", c.logs.felix_file_severity.to_string());
-    set("FELIX_LOGSEVERITYSYS", c.logs.felix_sys_severity.to_string());
+    set(
+        "FELIX_LOGSEVERITYFILE",
+        c.logs.felix_file_severity.to_string(),
+    );
+    set(
+        "FELIX_LOGSEVERITYSYS",
+        c.logs.felix_sys_severity.to_string(),
+    );
     if let Some(s) = &c.logs.felix_screen_severity {
         set("FELIX_LOGSEVERITYSCREEN", s.to_string());
     }
     if let Some(s) = &c.logs.bgp_screen_severity {
         set("BGP_LOGSEVERITYSCREEN", s.to_string());
     }
-    set("USE_POD_CIDR", (c.cni.ipam_type == IpamType::HostLocal).to_string());
+    set(
+        "USE_POD_CIDR",
+        (c.cni.ipam_type == IpamType::HostLocal).to_string(),
+    );
     env
 }
 
@@ -93,7 +120,10 @@ pub fn environment(c: &Config, role: Role) -> BTreeMap<String, String> {
     let mut env = common(c);
     let extra = match role {
         Role::Node => {
-            env.insert("CALICO_NODENAME_FILE".into(), c.install_root.join("nodename").to_string());
+            env.insert(
+                "CALICO_NODENAME_FILE".into(),
+                c.install_root.join("nodename").to_string(),
+            );
             &c.extra_env.node
         }
         Role::Felix => {
@@ -110,7 +140,9 @@ pub fn environment(c: &Config, role: Role) -> BTreeMap<String, String> {
 
 /// The environment file: a header comment, then `NAME=VALUE` lines sorted by name.
 pub fn render(c: &Config, role: Role) -> String {
-    let mut out = String::from("# Environment of this Calico service, rendered by calicoctl-win. Do not edit: change calico-windows.yaml.\n");
+    let mut out = String::from(
+        "# Environment of this Calico service, rendered by calicoctl-win. Do not edit: change calico-windows.yaml.\n",
+    );
     for (k, v) in environment(c, role) {
         out.push_str(&k);
         out.push('=');

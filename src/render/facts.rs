@@ -12,7 +12,10 @@ pub struct OsBuild {
 
 impl OsBuild {
     /// Windows Server 2022 (LTSC), assumed when the node's own build is not known.
-    pub const SERVER_2022: OsBuild = OsBuild { build: 20348, ubr: 0 };
+    pub const SERVER_2022: OsBuild = OsBuild {
+        build: 20348,
+        ubr: 0,
+    };
 
     /// Whether kube-proxy and the CNI can use loopback DSR: Server 2019 from build
     /// 17763.1432, and every release from 1903 (18317) on (Calico's `Get-IsDSRSupported`).
@@ -24,9 +27,16 @@ impl OsBuild {
 impl FromStr for OsBuild {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("{s:?} is not a Windows build: write BUILD or BUILD.UBR, like 17763.1432 or 20348");
+        let bad = || {
+            format!(
+                "{s:?} is not a Windows build: write BUILD or BUILD.UBR, like 17763.1432 or 20348"
+            )
+        };
         let (build, ubr) = s.split_once('.').unwrap_or((s, "0"));
-        Ok(Self { build: build.parse().map_err(|_| bad())?, ubr: ubr.parse().map_err(|_| bad())? })
+        Ok(Self {
+            build: build.parse().map_err(|_| bad())?,
+            ubr: ubr.parse().map_err(|_| bad())?,
+        })
     }
 }
 

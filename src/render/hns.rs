@@ -1,7 +1,7 @@
 //! The `External` bootstrap HNS network as a schema-2.0 HCN document.
 
-use crate::config::types::Backend;
 use crate::config::Config;
+use crate::config::types::Backend;
 use serde_json::{Value, json};
 
 /// Name of the bootstrap network whose creation makes the vSwitch.
@@ -31,7 +31,11 @@ pub fn external_network(c: &Config) -> Option<Value> {
                 .collect();
             ("Overlay", subnet, policies)
         }
-        Backend::WindowsBgp => ("L2Bridge", json!({ "IpAddressPrefix": PREFIX, "Routes": route }), Vec::new()),
+        Backend::WindowsBgp => (
+            "L2Bridge",
+            json!({ "IpAddressPrefix": PREFIX, "Routes": route }),
+            Vec::new(),
+        ),
     };
     Some(json!({
         "SchemaVersion": { "Major": 2, "Minor": 0 },

@@ -7,8 +7,8 @@ pub mod facts;
 pub mod hns;
 pub mod template;
 
-use crate::config::types::Backend;
 use crate::config::Config;
+use crate::config::types::Backend;
 pub use facts::{HostFacts, OsBuild};
 
 /// A rendering failure; nothing is written when one occurs.
@@ -38,7 +38,11 @@ pub struct CniTemplate<'a> {
 }
 
 /// Renders every file, or fails without producing any.
-pub fn render_all(c: &Config, facts: &HostFacts, template: &CniTemplate<'_>) -> Result<Vec<RenderedFile>, RenderError> {
+pub fn render_all(
+    c: &Config,
+    facts: &HostFacts,
+    template: &CniTemplate<'_>,
+) -> Result<Vec<RenderedFile>, RenderError> {
     let mut files = Vec::new();
     // With the none backend a third-party CNI owns pod networking: no CNI config, no vSwitch.
     if c.backend != Backend::None {
@@ -48,15 +52,22 @@ pub fn render_all(c: &Config, facts: &HostFacts, template: &CniTemplate<'_>) -> 
         });
     }
     for role in env::Role::for_backend(c.backend) {
-        files.push(RenderedFile { name: role.env_file().to_owned(), contents: env::render(c, *role) });
+        files.push(RenderedFile {
+            name: role.env_file().to_owned(),
+            contents: env::render(c, *role),
+        });
     }
     if let Some(network) = hns::external_network(c) {
-        let mut text = serde_json::to_string_pretty(&network).map_err(|e| RenderError::NotJson {
-            template: "external-network.json".into(),
-            message: e.to_string(),
-        })?;
+        let mut text =
+            serde_json::to_string_pretty(&network).map_err(|e| RenderError::NotJson {
+                template: "external-network.json".into(),
+                message: e.to_string(),
+            })?;
         text.push('\n');
-        files.push(RenderedFile { name: "external-network.json".into(), contents: text });
+        files.push(RenderedFile {
+            name: "external-network.json".into(),
+            contents: text,
+        });
     }
     Ok(files)
 }

@@ -20,7 +20,10 @@ pub enum Fill {
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum TemplateError {
     #[error("unknown placeholder(s) {}; known: {}", .unknown.join(", "), .known.join(", "))]
-    Unknown { unknown: Vec<String>, known: Vec<String> },
+    Unknown {
+        unknown: Vec<String>,
+        known: Vec<String>,
+    },
     #[error("placeholder __{name}__ needs {why}")]
     Missing { name: String, why: &'static str },
 }
@@ -50,7 +53,11 @@ impl Fill {
             Fill::Text(s) => json_string(s),
             Fill::Number(n) => n.to_string(),
             Fill::Bool(b) => b.to_string(),
-            Fill::List(items) => items.iter().map(|s| json_string(s)).collect::<Vec<_>>().join(","),
+            Fill::List(items) => items
+                .iter()
+                .map(|s| json_string(s))
+                .collect::<Vec<_>>()
+                .join(","),
             Fill::Missing(_) => String::new(),
         }
     }
@@ -123,7 +130,11 @@ fn placeholder_len(b: &[u8]) -> Option<usize> {
     }
     let mut j = 2;
     while j < b.len() {
-        if b[j..].starts_with(b"__") && !b.get(j + 2).is_some_and(|c| c.is_ascii_uppercase() || c.is_ascii_digit()) {
+        if b[j..].starts_with(b"__")
+            && !b
+                .get(j + 2)
+                .is_some_and(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+        {
             return Some(j + 2);
         }
         if !(b[j].is_ascii_uppercase() || b[j].is_ascii_digit() || b[j] == b'_') {
@@ -135,7 +146,10 @@ fn placeholder_len(b: &[u8]) -> Option<usize> {
 }
 
 /// Fills every placeholder. Unknown placeholders and placeholders without a value are errors.
-pub fn fill(template: &str, values: &BTreeMap<&'static str, Fill>) -> Result<String, TemplateError> {
+pub fn fill(
+    template: &str,
+    values: &BTreeMap<&'static str, Fill>,
+) -> Result<String, TemplateError> {
     let occurrences = scan(template);
     let mut unknown: Vec<String> = occurrences
         .iter()
@@ -152,7 +166,10 @@ pub fn fill(template: &str, values: &BTreeMap<&'static str, Fill>) -> Result<Str
     for o in &occurrences {
         let value = &values[o.name.as_str()];
         if let Fill::Missing(why) = value {
-            return Err(TemplateError::Missing { name: o.name.clone(), why });
+            return Err(TemplateError::Missing {
+                name: o.name.clone(),
+                why,
+            });
         }
         out.push_str(&template[at..o.start]);
         out.push_str(&match (o.whole, o.in_string) {
@@ -175,7 +192,10 @@ mod tests {
             ("PATH", Fill::Text("C:\\Calico \"W\"".into())),
             ("VNI", Fill::Number(4096)),
             ("DSR", Fill::Bool(true)),
-            ("DNS", Fill::List(vec!["10.96.0.10".into(), "10.96.0.11".into()])),
+            (
+                "DNS",
+                Fill::List(vec!["10.96.0.10".into(), "10.96.0.11".into()]),
+            ),
             ("KUBECONFIG", Fill::Missing("a kubeconfig path")),
         ])
     }
@@ -196,13 +216,21 @@ mod tests {
     #[test]
     fn unknown_placeholders_are_named() {
         let err = fill(r#"{"a": "__NOPE__", "b": "__VNI__"}"#, &values()).unwrap_err();
-        assert!(matches!(&err, TemplateError::Unknown { unknown, .. } if unknown == &vec!["__NOPE__".to_string()]));
+        assert!(
+            matches!(&err, TemplateError::Unknown { unknown, .. } if unknown == &vec!["__NOPE__".to_string()])
+        );
     }
 
     #[test]
     fn a_placeholder_without_a_value_is_an_error_not_an_empty_string() {
         let err = fill(r#"{"k": "__KUBECONFIG__"}"#, &values()).unwrap_err();
-        assert_eq!(err, TemplateError::Missing { name: "KUBECONFIG".into(), why: "a kubeconfig path" });
+        assert_eq!(
+            err,
+            TemplateError::Missing {
+                name: "KUBECONFIG".into(),
+                why: "a kubeconfig path"
+            }
+        );
     }
 
     #[test]

@@ -19,17 +19,32 @@ pub fn cmd() -> Command {
 
 /// Parses stdout as one JSON document.
 pub fn json(stdout: &[u8]) -> serde_json::Value {
-    serde_json::from_slice(stdout).unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {}", String::from_utf8_lossy(stdout)))
+    serde_json::from_slice(stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}): {}",
+            String::from_utf8_lossy(stdout)
+        )
+    })
 }
 
 /// Compares `actual` with the golden file, or rewrites the golden file when UPDATE_GOLDEN=1.
 pub fn assert_golden(golden: &Path, actual: &str) {
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::create_dir_all(golden.parent().expect("golden file has a parent")).expect("create golden dir");
+        std::fs::create_dir_all(golden.parent().expect("golden file has a parent"))
+            .expect("create golden dir");
         std::fs::write(golden, actual).expect("write golden");
         return;
     }
-    let expected = std::fs::read_to_string(golden)
-        .unwrap_or_else(|e| panic!("missing golden file {} ({e}); run with UPDATE_GOLDEN=1 and review it", golden.display()));
-    assert_eq!(actual, expected, "{} differs; if the change is intended, run with UPDATE_GOLDEN=1 and review the diff", golden.display());
+    let expected = std::fs::read_to_string(golden).unwrap_or_else(|e| {
+        panic!(
+            "missing golden file {} ({e}); run with UPDATE_GOLDEN=1 and review it",
+            golden.display()
+        )
+    });
+    assert_eq!(
+        actual,
+        expected,
+        "{} differs; if the change is intended, run with UPDATE_GOLDEN=1 and review the diff",
+        golden.display()
+    );
 }
