@@ -72,6 +72,9 @@ fn classify(error: &anyhow::Error) -> (Exit, Option<String>) {
                 RenderError::Template { .. } | RenderError::NotJson { .. } => {
                     "check the template given in cni.template, or unset it to use the built-in template"
                 }
+                RenderError::NameClash(_) => {
+                    "set cni.conf_filename to another name, like 10-calico.conf"
+                }
             };
             return (Exit::Usage, Some(hint.into()));
         }

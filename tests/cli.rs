@@ -399,3 +399,24 @@ fn the_shipped_example_config_equals_the_built_in_defaults() {
         "the example sets most keys explicitly ({from_file_count})"
     );
 }
+
+#[test]
+fn a_cni_file_name_that_clashes_with_another_rendered_file_is_rejected() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_dir = dir.path().join("out");
+    let out = cmd()
+        .args([
+            "--set",
+            "node.name=win-1",
+            "--set",
+            "cni.conf_filename=external-network.json",
+            "render",
+            "--output-dir",
+        ])
+        .arg(&out_dir)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cni.conf_filename"));
+    assert!(!out_dir.exists());
+}

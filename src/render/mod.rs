@@ -22,6 +22,8 @@ pub enum RenderError {
     },
     #[error("the CNI config rendered from {template} is not valid JSON: {message}")]
     NotJson { template: String, message: String },
+    #[error("cni.conf_filename {0:?} is the name of another rendered file")]
+    NameClash(String),
 }
 
 /// One rendered file: its name within the output and its contents.
@@ -68,6 +70,12 @@ pub fn render_all(
             name: "external-network.json".into(),
             contents: text,
         });
+    }
+    if let Some(cni) = files
+        .first()
+        .filter(|f| files[1..].iter().any(|o| o.name == f.name))
+    {
+        return Err(RenderError::NameClash(cni.name.clone()));
     }
     Ok(files)
 }
