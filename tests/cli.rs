@@ -3,7 +3,7 @@
 mod support;
 
 use sha2::{Digest, Sha256};
-use support::{cmd, json, root};
+use support::{cmd, json, on_node, root};
 
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
@@ -16,15 +16,8 @@ fn sha256_hex(bytes: &[u8]) -> String {
 fn render_with_no_config_file_writes_the_default_files_and_lists_their_hashes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out_dir = dir.path().join("out");
-    let out = cmd()
-        .args([
-            "--set",
-            "node.name=win-1",
-            "-o",
-            "json",
-            "render",
-            "--output-dir",
-        ])
+    let out = on_node()
+        .args(["-o", "json", "render", "--output-dir"])
         .arg(&out_dir)
         .output()
         .expect("runs");
@@ -67,8 +60,8 @@ fn render_with_no_config_file_writes_the_default_files_and_lists_their_hashes() 
 #[test]
 fn render_in_text_mode_prints_one_path_per_line() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = cmd()
-        .args(["--set", "node.name=win-1", "render", "--output-dir"])
+    let out = on_node()
+        .args(["render", "--output-dir"])
         .arg(dir.path())
         .output()
         .expect("runs");
@@ -86,14 +79,8 @@ fn render_rewrites_only_changed_files_and_logs_what_it_did() {
     let dir = tempfile::tempdir().expect("tempdir");
     let log = dir.path().join("run.log");
     let run = |vni: &str| {
-        let out = cmd()
-            .args([
-                "--set",
-                "node.name=win-1",
-                "--set",
-                &format!("vxlan.vni={vni}"),
-                "--log-file",
-            ])
+        let out = on_node()
+            .args(["--set", &format!("vxlan.vni={vni}"), "--log-file"])
             .arg(&log)
             .args(["render", "--output-dir"])
             .arg(dir.path().join("out"))
@@ -134,14 +121,8 @@ fn render_rewrites_only_changed_files_and_logs_what_it_did() {
 fn render_dry_run_writes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out_dir = dir.path().join("out");
-    let out = cmd()
-        .args([
-            "--dry-run",
-            "--set",
-            "node.name=win-1",
-            "render",
-            "--output-dir",
-        ])
+    let out = on_node()
+        .args(["--dry-run", "render", "--output-dir"])
         .arg(&out_dir)
         .output()
         .expect("runs");
@@ -159,8 +140,8 @@ fn a_template_with_an_unknown_placeholder_fails_before_anything_is_written() {
     )
     .expect("write");
     let out_dir = dir.path().join("out");
-    let out = cmd()
-        .args(["--set", "node.name=win-1", "--set"])
+    let out = on_node()
+        .args(["--set"])
         .arg(format!("cni.template={}", template.display()))
         .args(["render", "--output-dir"])
         .arg(&out_dir)
@@ -178,8 +159,8 @@ fn a_template_that_is_not_json_after_filling_is_rejected() {
     let dir = tempfile::tempdir().expect("tempdir");
     let template = dir.path().join("cni.conf.template");
     std::fs::write(&template, "{\"vni\": __VNI__,}").expect("write");
-    let out = cmd()
-        .args(["--set", "node.name=win-1", "--set"])
+    let out = on_node()
+        .args(["--set"])
         .arg(format!("cni.template={}", template.display()))
         .args(["render", "--output-dir"])
         .arg(dir.path().join("out"))
@@ -191,8 +172,8 @@ fn a_template_that_is_not_json_after_filling_is_rejected() {
 
 #[test]
 fn config_show_with_no_config_file_reports_defaults_as_one_json_document() {
-    let out = cmd()
-        .args(["--set", "node.name=win-1", "-o", "json", "config", "show"])
+    let out = on_node()
+        .args(["-o", "json", "config", "show"])
         .output()
         .expect("runs");
     assert!(
@@ -228,17 +209,10 @@ fn config_show_names_flag_env_and_file_line_sources() {
         "backend: vxlan\nvxlan:\n  vni: 4100\n  mac_prefix: 0E-2B\n",
     )
     .expect("write");
-    let out = cmd()
+    let out = on_node()
         .arg("--config")
         .arg(&file)
-        .args([
-            "--set",
-            "node.name=win-1",
-            "--set",
-            "vxlan.vni=4200",
-            "config",
-            "show",
-        ])
+        .args(["--set", "vxlan.vni=4200", "config", "show"])
         .env("VXLAN_MAC_PREFIX", "0e-2c")
         .env("K8S_SERVICE_CIDR", "10.96.0.0/12,10.112.0.0/16")
         .output()
@@ -267,8 +241,8 @@ fn config_show_names_flag_env_and_file_line_sources() {
 
 #[test]
 fn the_kubeconfig_variable_chooses_cluster_access_not_calicos_kubeconfig() {
-    let out = cmd()
-        .args(["--set", "node.name=win-1", "-o", "json", "config", "show"])
+    let out = on_node()
+        .args(["-o", "json", "config", "show"])
         .env("KUBECONFIG", "/tmp/admin.conf")
         .output()
         .expect("runs");
@@ -279,12 +253,10 @@ fn the_kubeconfig_variable_chooses_cluster_access_not_calicos_kubeconfig() {
     );
     assert_eq!(doc["cluster_kubeconfig"]["path"], "/tmp/admin.conf");
     assert_eq!(doc["cluster_kubeconfig"]["source"], "env KUBECONFIG");
-    let out = cmd()
+    let out = on_node()
         .args([
             "--kubeconfig",
             "/tmp/other.conf",
-            "--set",
-            "node.name=win-1",
             "-o",
             "json",
             "config",
@@ -367,12 +339,12 @@ fn the_documented_commands_have_docs_pages() {
 #[test]
 fn the_shipped_example_config_equals_the_built_in_defaults() {
     let show = |config: Option<&str>| {
-        let mut c = cmd();
+        let mut c = on_node();
         if let Some(f) = config {
             c.args(["--config", f]);
         }
         let out = c
-            .args(["--set", "node.name=win-1", "-o", "json", "config", "show"])
+            .args(["-o", "json", "config", "show"])
             .output()
             .expect("runs");
         assert!(
@@ -404,10 +376,8 @@ fn the_shipped_example_config_equals_the_built_in_defaults() {
 fn a_cni_file_name_that_clashes_with_another_rendered_file_is_rejected() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out_dir = dir.path().join("out");
-    let out = cmd()
+    let out = on_node()
         .args([
-            "--set",
-            "node.name=win-1",
             "--set",
             "cni.conf_filename=external-network.json",
             "render",
@@ -419,4 +389,24 @@ fn a_cni_file_name_that_clashes_with_another_rendered_file_is_rejected() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cni.conf_filename"));
     assert!(!out_dir.exists());
+}
+
+#[test]
+fn verbose_shows_details_on_stderr_only_when_asked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |verbose: bool| {
+        let mut c = on_node();
+        if verbose {
+            c.arg("-v");
+        }
+        let out = c
+            .args(["render", "--output-dir"])
+            .arg(dir.path())
+            .output()
+            .expect("runs");
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert!(run(true).contains("assuming Windows build 20348.0"));
+    assert!(!run(false).contains("assuming"));
 }

@@ -2,7 +2,21 @@
 
 mod support;
 
+use std::path::Path;
+use std::process::Output;
 use support::{assert_golden, cmd, json, root};
+
+/// Runs `config import-ps1 PS1 --output OUT` with the given global flags.
+fn import_ps1(ps1: &Path, out: &Path, flags: &[&str]) -> Output {
+    cmd()
+        .args(flags)
+        .args(["config", "import-ps1"])
+        .arg(ps1)
+        .arg("--output")
+        .arg(out)
+        .output()
+        .expect("runs")
+}
 
 /// Imports one fixture; checks the YAML against its golden file, the lines reported as not
 /// understood, and that the YAML loads as a valid configuration.
@@ -10,13 +24,7 @@ fn import_case(name: &str, not_understood: &[u64]) -> serde_json::Value {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("calico-windows.yaml");
     let ps1 = root().join("tests/import-ps1").join(format!("{name}.ps1"));
-    let output = cmd()
-        .args(["-o", "json", "config", "import-ps1"])
-        .arg(&ps1)
-        .arg("--output")
-        .arg(&out)
-        .output()
-        .expect("runs");
+    let output = import_ps1(&ps1, &out, &["-o", "json"]);
     assert!(
         output.status.success(),
         "{name}: {}",
@@ -112,13 +120,7 @@ fn an_existing_output_is_not_overwritten_without_yes() {
     let out = dir.path().join("calico-windows.yaml");
     std::fs::write(&out, "backend: none\n").expect("seed");
     let ps1 = root().join("tests/import-ps1/v3.16-legacy.ps1");
-    let refused = cmd()
-        .args(["config", "import-ps1"])
-        .arg(&ps1)
-        .arg("--output")
-        .arg(&out)
-        .output()
-        .expect("runs");
+    let refused = import_ps1(&ps1, &out, &[]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--yes"));
     assert_eq!(
@@ -126,13 +128,7 @@ fn an_existing_output_is_not_overwritten_without_yes() {
         "backend: none\n"
     );
 
-    let dry = cmd()
-        .args(["--dry-run", "--yes", "config", "import-ps1"])
-        .arg(&ps1)
-        .arg("--output")
-        .arg(&out)
-        .output()
-        .expect("runs");
+    let dry = import_ps1(&ps1, &out, &["--dry-run", "--yes"]);
     assert!(dry.status.success());
     assert_eq!(
         std::fs::read_to_string(&out).expect("read"),
@@ -140,13 +136,7 @@ fn an_existing_output_is_not_overwritten_without_yes() {
         "--dry-run writes nothing"
     );
 
-    let forced = cmd()
-        .args(["--yes", "config", "import-ps1"])
-        .arg(&ps1)
-        .arg("--output")
-        .arg(&out)
-        .output()
-        .expect("runs");
+    let forced = import_ps1(&ps1, &out, &["--yes"]);
     assert!(forced.status.success());
     assert!(
         std::fs::read_to_string(&out)

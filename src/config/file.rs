@@ -83,7 +83,7 @@ pub fn parse(text: &str) -> (Layer, Vec<Problem>) {
     };
     match root.value {
         Node::Null => {}
-        Node::Map(entries) => reader.section("", entries),
+        Node::Map(entries) => reader.section("", &entries),
         _ => reader.problems.push(Problem::syntax(
             Some(root.referenced.line()),
             "the file must be a mapping of settings, like `backend: vxlan`".into(),
@@ -99,7 +99,7 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    fn section(&mut self, prefix: &str, entries: Vec<(Spanned<String>, Spanned<Node>)>) {
+    fn section(&mut self, prefix: &str, entries: &[(Spanned<String>, Spanned<Node>)]) {
         for (key, node) in entries {
             let line = key.referenced.line();
             let path = if prefix.is_empty() {
@@ -107,7 +107,7 @@ impl Reader<'_> {
             } else {
                 format!("{prefix}.{}", key.value)
             };
-            match (spec::find(&path), node.value) {
+            match (spec::find(&path), &node.value) {
                 (None, Node::Map(inner)) if prefix.is_empty() && spec::is_section(&path) => {
                     self.section(&path, inner)
                 }
@@ -121,48 +121,39 @@ impl Reader<'_> {
                 }
                 (None, _) => self.problems.push(Problem::unknown_key(&path, line)),
                 (Some(_), Node::Null) => {}
-                (Some(setting), value) => {
-                    let span = Spanned {
-                        value,
-                        referenced: node.referenced,
-                        defined: node.defined,
-                    };
-                    match self.raw(setting.kind, span) {
-                        Ok(raw) => {
-                            self.layer.insert(
-                                setting.key,
-                                Sourced {
-                                    raw,
-                                    source: Source::File(line),
-                                },
-                            );
-                        }
-                        Err(expected) => {
-                            self.problems
-                                .push(Problem::shape(setting.key, line, expected))
-                        }
+                (Some(setting), _) => match self.raw(setting.kind, node) {
+                    Ok(raw) => {
+                        self.layer.insert(
+                            setting.key,
+                            Sourced {
+                                raw,
+                                source: Source::File(line),
+                            },
+                        );
                     }
-                }
+                    Err(expected) => {
+                        self.problems
+                            .push(Problem::shape(setting.key, line, expected))
+                    }
+                },
             }
         }
     }
 
-    fn raw(&self, kind: Kind, node: Spanned<Node>) -> Result<Raw, &'static str> {
+    fn raw(&self, kind: Kind, node: &Spanned<Node>) -> Result<Raw, &'static str> {
         match (kind, &node.value) {
-            (Kind::Scalar, Node::Text(_) | Node::Float) => {
-                Ok(Raw::Scalar(self.scalar_text(&node_ref(&node))?))
-            }
+            (Kind::Scalar, Node::Text(_) | Node::Float) => Ok(Raw::Scalar(self.scalar_text(node)?)),
             (Kind::List, Node::Text(_) | Node::Float) => {
-                Ok(Raw::list_from_text(&self.scalar_text(&node_ref(&node))?))
+                Ok(Raw::list_from_text(&self.scalar_text(node)?))
             }
             (Kind::List, Node::Seq(items)) => items
                 .iter()
-                .map(|item| self.scalar_text(&node_ref(item)))
+                .map(|item| self.scalar_text(item))
                 .collect::<Result<_, _>>()
                 .map(Raw::List),
             (Kind::Map, Node::Map(entries)) => entries
                 .iter()
-                .map(|(k, v)| Ok((k.value.clone(), self.scalar_text(&node_ref(v))?)))
+                .map(|(k, v)| Ok((k.value.clone(), self.scalar_text(v)?)))
                 .collect::<Result<_, _>>()
                 .map(Raw::Map),
             (Kind::Scalar, _) => Err("a single value"),
@@ -173,12 +164,12 @@ impl Reader<'_> {
 
     /// The text of a scalar. A plain scalar YAML reads as a float (`0E-20`) is taken verbatim
     /// from the source, so a MAC prefix or version never turns into a number.
-    fn scalar_text(&self, node: &NodeRef<'_>) -> Result<String, &'static str> {
-        match node.node {
+    fn scalar_text(&self, node: &Spanned<Node>) -> Result<String, &'static str> {
+        match &node.value {
             Node::Text(s) => Ok(s.clone()),
             Node::Null => Ok(String::new()),
             Node::Float => {
-                let span = node.location.span();
+                let span = node.referenced.span();
                 let start = span.byte_offset().ok_or("a value written as text")? as usize;
                 let len = span.byte_len().ok_or("a value written as text")? as usize;
                 self.text
@@ -188,17 +179,5 @@ impl Reader<'_> {
             }
             Node::Seq(_) | Node::Map(_) => Err("a single value"),
         }
-    }
-}
-
-struct NodeRef<'n> {
-    node: &'n Node,
-    location: serde_saphyr::Location,
-}
-
-fn node_ref(n: &Spanned<Node>) -> NodeRef<'_> {
-    NodeRef {
-        node: &n.value,
-        location: n.referenced,
     }
 }

@@ -1,7 +1,7 @@
 //! Converts a legacy `config.ps1` into `calico-windows.yaml` by reading its text. Nothing in
 //! the file is executed: values that only PowerShell could compute are reported, not guessed.
 
-use super::layer::Raw;
+use super::layer::split_list;
 use super::resolve::is_placeholder;
 use super::spec::{self, Kind};
 
@@ -421,10 +421,7 @@ pub fn to_yaml(import: &Import, source_name: &str) -> String {
             }
             Kind::List => {
                 let e = entries[0];
-                let Raw::List(items) = Raw::list_from_text(&e.value) else {
-                    continue;
-                };
-                let items: Vec<String> = items.iter().map(|i| quoted(i)).collect();
+                let items: Vec<String> = split_list(&e.value).iter().map(|i| quoted(i)).collect();
                 out.push_str(&format!(
                     "{indent}{leaf}: [{}]  # {} line {}\n",
                     items.join(", "),

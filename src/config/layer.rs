@@ -25,16 +25,19 @@ impl Raw {
         }
     }
 
-    /// Splits a comma-separated list as config.ps1 writes them (`"10.96.0.10,10.96.0.11"`).
+    /// A list from comma-separated text, as config.ps1 writes them (`"10.96.0.10,10.96.0.11"`).
     pub fn list_from_text(text: &str) -> Raw {
-        Raw::List(
-            text.split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect(),
-        )
+        Raw::List(split_list(text))
     }
+}
+
+/// The items of comma-separated text, trimmed, empty items dropped.
+pub fn split_list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Where a setting's value came from.

@@ -214,7 +214,7 @@ pub fn load(inputs: &Inputs) -> Result<Loaded, ConfigError> {
 }
 
 fn build(r: &mut Resolver, hostname: Option<&str>) -> Config {
-    let install_root = r.one::<WinPath>("install_root", || unreachable_default("install_root"));
+    let install_root = r.one::<WinPath>("install_root", || builtin_default("install_root"));
     let container_runtime =
         r.one::<ContainerRuntime>("container_runtime", || ContainerRuntime::Containerd);
     let (bin_default, conf_default) = match container_runtime {
@@ -260,39 +260,35 @@ fn build(r: &mut Resolver, hostname: Option<&str>) -> Config {
         cni: Cni {
             bin_dir: r.one("cni.bin_dir", || fixed_path(bin_default)),
             conf_dir: r.one("cni.conf_dir", || fixed_path(conf_default)),
-            conf_filename: r.one("cni.conf_filename", || {
-                unreachable_default("cni.conf_filename")
-            }),
+            conf_filename: r.one("cni.conf_filename", || builtin_default("cni.conf_filename")),
             ipam_type: r.one("cni.ipam_type", || IpamType::CalicoIpam),
             template: r
                 .opt::<Text>("cni.template")
                 .map(|t| PathBuf::from(t.as_str())),
         },
         vxlan: Vxlan {
-            vni: r.one("vxlan.vni", || unreachable_default("vxlan.vni")),
-            mac_prefix: r.one("vxlan.mac_prefix", || {
-                unreachable_default("vxlan.mac_prefix")
-            }),
+            vni: r.one("vxlan.vni", || builtin_default("vxlan.vni")),
+            mac_prefix: r.one("vxlan.mac_prefix", || builtin_default("vxlan.mac_prefix")),
             adapter: r.opt("vxlan.adapter"),
         },
-        kube_network: r.one("kube_network", || unreachable_default("kube_network")),
+        kube_network: r.one("kube_network", || builtin_default("kube_network")),
         node: Node {
             k8s_node_ref: r.one("node.k8s_node_ref", || node_name.clone()),
             name: node_name,
             ip: r.one("node.ip", || NodeIp::Autodetect),
             ip_autodetection_method: r.opt("node.ip_autodetection_method"),
             startup_valid_ip_timeout: r.one("node.startup_valid_ip_timeout", || {
-                unreachable_default("node.startup_valid_ip_timeout")
+                builtin_default("node.startup_valid_ip_timeout")
             }),
         },
         logs: Logs {
             dir: r.one("logs.dir", || install_root.join("logs")),
             felix_file_severity: r.one("logs.felix_file_severity", || {
-                unreachable_default("logs.felix_file_severity")
+                builtin_default("logs.felix_file_severity")
             }),
             felix_screen_severity: r.opt("logs.felix_screen_severity"),
             felix_sys_severity: r.one("logs.felix_sys_severity", || {
-                unreachable_default("logs.felix_sys_severity")
+                builtin_default("logs.felix_sys_severity")
             }),
             bgp_screen_severity: r.opt("logs.bgp_screen_severity"),
         },
@@ -308,7 +304,7 @@ fn build(r: &mut Resolver, hostname: Option<&str>) -> Config {
 
 /// The built-in default of a key whose table entry is a `Value`; `Resolver::one` parses that
 /// default before calling this, and a unit test proves every such default parses.
-fn unreachable_default<T: Setting>(key: &str) -> T {
+fn builtin_default<T: Setting>(key: &str) -> T {
     let text = match spec::find(key).map(|s| s.default) {
         Some(spec::DefaultValue::Value(v)) => v,
         _ => "",

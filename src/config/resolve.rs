@@ -1,7 +1,7 @@
 //! Merges the layers (flag > env > file > default) and parses each setting into its type,
 //! collecting every problem instead of stopping at the first.
 
-use super::layer::{Layer, Raw, Source, Sourced};
+use super::layer::{Layer, Raw, Source, Sourced, split_list};
 use super::problem::Problem;
 use super::spec::{self, DefaultValue};
 use super::types::Setting;
@@ -180,10 +180,7 @@ impl Resolver {
         };
         let items = match raw {
             Raw::List(items) => items,
-            Raw::Scalar(t) => match Raw::list_from_text(&t) {
-                Raw::List(items) => items,
-                _ => Vec::new(),
-            },
+            Raw::Scalar(t) => split_list(&t),
             Raw::Map(_) => {
                 self.reject(
                     key,

@@ -17,6 +17,13 @@ pub fn cmd() -> Command {
     c
 }
 
+/// The binary as on a node named `win-1`, so results do not depend on this machine's host name.
+pub fn on_node() -> Command {
+    let mut c = cmd();
+    c.args(["--set", "node.name=win-1"]);
+    c
+}
+
 /// Parses stdout as one JSON document.
 pub fn json(stdout: &[u8]) -> serde_json::Value {
     serde_json::from_slice(stdout).unwrap_or_else(|e| {
