@@ -6,6 +6,7 @@ mod config;
 mod context;
 mod error;
 mod files;
+mod host;
 mod output;
 mod render;
 

@@ -1,0 +1,353 @@
+//! The host contract: one suite run against SimHost (`cargo test`) and against the Windows
+//! implementation under Wine (`cargo test --target x86_64-pc-windows-gnu`), so that the
+//! simulated host behaves like the real one where it matters.
+
+use super::*;
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{prefix}{}x{nanos:08x}", std::process::id())
+}
+
+/// Values of each type round-trip; keys are case-insensitive; deletes are idempotent.
+pub fn registry(h: &dyn Host) {
+    let key = format!(r"HKLM\Software\calicoctl-win-contract\{}", unique("k"));
+    let sub = format!(r"{key}\Sub");
+    assert_eq!(h.reg_get(&key, "Missing").expect("get"), None);
+    assert!(!h.reg_key_exists(&key).expect("exists"));
+    let values = [
+        ("Text", RegValue::Sz("C:\\CalicoWindows".into())),
+        ("Count", RegValue::Dword(1432)),
+        ("List", RegValue::MultiSz(vec!["A=1".into(), "B=2".into()])),
+    ];
+    for (name, v) in &values {
+        h.reg_set(&sub, name, v).expect("set");
+    }
+    for (name, v) in &values {
+        assert_eq!(h.reg_get(&sub, name).expect("get").as_ref(), Some(v));
+    }
+    assert!(h.reg_key_exists(&key.to_uppercase()).expect("exists"));
+    assert_eq!(
+        h.reg_get(&sub.to_lowercase(), "count").expect("get"),
+        Some(RegValue::Dword(1432))
+    );
+    h.reg_delete_value(&sub, "Count").expect("delete value");
+    h.reg_delete_value(&sub, "Count").expect("delete a missing value");
+    assert_eq!(h.reg_get(&sub, "Count").expect("get"), None);
+    h.reg_delete_key(&key).expect("delete tree");
+    assert!(!h.reg_key_exists(&sub).expect("exists"));
+    assert!(!h.reg_key_exists(&key).expect("exists"));
+    h.reg_delete_key(&key).expect("delete a missing key");
+}
+
+/// Create, query, start, refuse to delete while running, stop (twice), delete.
+pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Recovery>) {
+    let name = unique("CwTest");
+    let spec = ServiceSpec {
+        name: name.clone(),
+        display_name: "calicoctl-win contract test".into(),
+        description: "Created and deleted by calicoctl-win's contract tests.".into(),
+        program: program.into(),
+        args: args.iter().map(|a| (*a).to_owned()).collect(),
+        dependencies: Vec::new(),
+        start: StartType::Manual,
+        recovery,
+    };
+    assert_eq!(h.service_query(&name).expect("query"), None);
+    assert!(matches!(
+        h.service_start(&name, WAIT),
+        Err(HostError::NotFound { .. })
+    ));
+    h.service_create(&spec).expect("create");
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        assert!(matches!(
+            h.service_create(&spec),
+            Err(HostError::Exists { .. })
+        ));
+        let q = h.service_query(&name).expect("query").expect("registered");
+        assert_eq!(q.state, ServiceState::Stopped);
+        assert_eq!(q.display_name, spec.display_name);
+        assert_eq!(q.start, StartType::Manual);
+        let (prog, got_args) = split_command_line(&q.command_line);
+        assert!(prog.eq_ignore_ascii_case(program), "{}", q.command_line);
+        assert_eq!(got_args, spec.args);
+        assert_eq!(q.account, "LocalSystem");
+
+        let auto = ServiceSpec {
+            start: StartType::Auto,
+            ..spec.clone()
+        };
+        h.service_update(&auto).expect("update");
+        assert_eq!(
+            h.service_query(&name).expect("query").map(|q| q.start),
+            Some(StartType::Auto)
+        );
+
+        h.service_start(&name, WAIT).expect("start");
+        let q = h.service_query(&name).expect("query").expect("registered");
+        assert_eq!(q.state, ServiceState::Running);
+        assert!(q.pid.is_some());
+        h.service_start(&name, WAIT).expect("starting a running service");
+        assert!(matches!(
+            h.service_delete(&name),
+            Err(HostError::Refused { .. })
+        ));
+        h.service_stop(&name, WAIT).expect("stop");
+        assert_eq!(
+            h.service_query(&name).expect("query").map(|q| q.state),
+            Some(ServiceState::Stopped)
+        );
+        h.service_stop(&name, WAIT).expect("stopping a stopped service");
+    }));
+    let _ = h.service_stop(&name, WAIT);
+    h.service_delete(&name).expect("delete");
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+    assert_eq!(h.service_query(&name).expect("query"), None);
+}
+
+/// A build, a stable boot identity, 64-bit.
+pub fn system(h: &dyn Host) {
+    let a = h.system_facts().expect("facts");
+    let b = h.system_facts().expect("facts");
+    assert!(a.build >= 7601, "build {}", a.build);
+    assert!(!a.boot_id.is_empty());
+    assert_eq!(a.boot_id, b.boot_id, "the boot identity must be stable");
+    assert!(a.is_64bit);
+}
+
+/// Atomic writes that report change, secrets, removal.
+pub fn files(h: &dyn Host, root: &str) {
+    let path = format!("{root}\\{}\\calico-kube-config", unique("d"));
+    assert_eq!(h.read_file(&path).expect("read"), None);
+    assert!(h.write_file(&path, b"one", Access::Normal).expect("write"));
+    assert!(!h.write_file(&path, b"one", Access::Normal).expect("rewrite"));
+    assert!(h.write_file(&path, b"two", Access::Secret).expect("write"));
+    assert_eq!(h.read_file(&path).expect("read").as_deref(), Some(&b"two"[..]));
+    assert_eq!(h.file_access(&path).expect("access"), Some(Access::Secret));
+    assert!(h.remove_file(&path).expect("remove"));
+    assert!(!h.remove_file(&path).expect("remove again"));
+    let dir = path.rsplit_once('\\').map(|(d, _)| d.to_owned()).unwrap_or_default();
+    assert!(h.dir_exists(&dir).expect("dir"));
+    assert!(h.remove_empty_dir(&dir).expect("rmdir"));
+    assert!(!h.dir_exists(&dir).expect("dir"));
+}
+
+#[cfg(test)]
+mod on_simhost {
+    use super::*;
+    use crate::host::sim::{Fault, FaultKind, SimHost};
+    use serde_json::json;
+
+    fn host() -> SimHost {
+        SimHost::in_memory("ws2022").expect("sim host")
+    }
+
+    #[test]
+    fn registry_contract() {
+        registry(&host());
+    }
+
+    #[test]
+    fn services_contract() {
+        let h = host();
+        let program = r"C:\CalicoWindows\calicoctl-win.exe";
+        h.write_file(program, b"exe", Access::Normal).expect("seed");
+        services(&h, program, &["service", "run", "node"], None);
+    }
+
+    #[test]
+    fn system_contract() {
+        system(&host());
+    }
+
+    #[test]
+    fn files_contract() {
+        files(&host(), r"C:\CalicoWindows");
+    }
+
+    #[test]
+    fn a_service_whose_dependents_run_cannot_be_stopped_and_dependencies_start_first() {
+        let h = host();
+        let program = r"C:\CalicoWindows\calicoctl-win.exe";
+        h.write_file(program, b"exe", Access::Normal).expect("seed");
+        let spec = |name: &str, deps: &[&str]| ServiceSpec {
+            name: name.into(),
+            display_name: name.into(),
+            description: String::new(),
+            program: program.into(),
+            args: vec![],
+            dependencies: deps.iter().map(|d| (*d).to_owned()).collect(),
+            start: StartType::Auto,
+            recovery: None,
+        };
+        h.service_create(&spec("CalicoNode", &[])).expect("create");
+        h.service_create(&spec("CalicoFelix", &["CalicoNode"])).expect("create");
+        h.service_start("CalicoFelix", WAIT).expect("start");
+        let node = h.service_query("caliconode");
+        assert_eq!(
+            node.expect("query").map(|q| q.state),
+            Some(ServiceState::Running)
+        );
+        assert!(matches!(
+            h.service_stop("CalicoNode", WAIT),
+            Err(HostError::Refused { .. })
+        ));
+        h.service_stop("CalicoFelix", WAIT).expect("stop");
+        h.service_stop("CalicoNode", WAIT).expect("stop");
+    }
+
+    #[test]
+    fn a_service_whose_program_is_missing_does_not_start() {
+        let h = host();
+        let mut spec = ServiceSpec {
+            name: "CalicoNode".into(),
+            display_name: "x".into(),
+            description: String::new(),
+            program: r"C:\CalicoWindows\calicoctl-win.exe".into(),
+            args: vec![],
+            dependencies: vec![],
+            start: StartType::Auto,
+            recovery: None,
+        };
+        h.service_create(&spec).expect("create");
+        let err = h.service_start("CalicoNode", WAIT).unwrap_err();
+        assert!(err.to_string().contains("cannot find the file"), "{err}");
+        spec.start = StartType::Disabled;
+        h.service_update(&spec).expect("update");
+        assert!(matches!(
+            h.service_start("CalicoNode", WAIT),
+            Err(HostError::Refused { .. })
+        ));
+    }
+
+    fn network(name: &str) -> String {
+        json!({"SchemaVersion": {"Major": 2, "Minor": 0}, "Name": name, "Type": "Overlay",
+            "Ipams": [{"Type": "Static", "Subnets": [{"IpAddressPrefix": "192.168.255.0/30",
+            "Routes": [{"NextHop": "192.168.255.1", "DestinationPrefix": "0.0.0.0/0"}],
+            "Policies": [{"Type": "VSID", "Settings": {"IsolationId": 9999}}]}]}]})
+        .to_string()
+    }
+
+    #[test]
+    fn a_network_name_cannot_be_taken_twice_and_deleting_removes_endpoints() {
+        let h = SimHost::in_memory("ws2022-flannel").expect("sim");
+        let flannel = h.hns_networks().expect("list");
+        assert_eq!(flannel.len(), 1);
+        let n = h.hns_create_network(&network("External")).expect("create");
+        assert_eq!(n.vsid(), Some(9999));
+        assert_eq!(n.management_ip.as_deref(), Some("10.0.0.5"));
+        assert!(matches!(
+            h.hns_create_network(&network("External")),
+            Err(HostError::Exists { .. })
+        ));
+        h.add_endpoint(&n.id, "pod1_Calico", "10.244.1.5").expect("seed");
+        assert_eq!(h.hns_endpoints(&n.id).expect("endpoints").len(), 1);
+        h.hns_delete_network(&n.id).expect("delete");
+        assert!(h.hns_endpoints(&n.id).expect("endpoints").is_empty());
+        assert!(matches!(
+            h.hns_delete_network(&n.id),
+            Err(HostError::NotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn creating_the_first_network_drops_the_metadata_route() {
+        let h = host();
+        let has_metadata = |h: &SimHost| {
+            h.routes()
+                .expect("routes")
+                .iter()
+                .any(|r| r.destination == std::net::Ipv4Addr::new(169, 254, 169, 254))
+        };
+        assert!(has_metadata(&h));
+        h.hns_create_network(&network("External")).expect("create");
+        assert!(!has_metadata(&h));
+    }
+
+    #[test]
+    fn without_the_containers_feature_hns_is_unavailable() {
+        let h = SimHost::in_memory("ws2022-no-hns").expect("sim");
+        assert!(matches!(
+            h.hns_networks(),
+            Err(HostError::Unavailable { .. })
+        ));
+        assert!(h.hns_create_network(&network("External")).is_err());
+    }
+
+    #[test]
+    fn calico_node_startup_creates_the_network_and_reuses_it_without_comparing_the_vni() {
+        let h = host();
+        let exe = r"C:\CalicoWindows\calico-node.exe";
+        h.write_file(exe, b"exe", Access::Normal).expect("seed");
+        let startup = |vni: &str| {
+            let spec = ProcessSpec {
+                program: exe.into(),
+                args: vec!["-startup".into()],
+                env: [("VXLAN_VNI".to_owned(), vni.to_owned())].into(),
+                cwd: None,
+                output: Output::Null,
+            };
+            h.spawn(&spec)
+                .expect("spawn")
+                .wait_timeout(WAIT)
+                .expect("wait")
+        };
+        assert_eq!(startup("4096"), Some(0));
+        let calico = |h: &SimHost| {
+            h.hns_networks()
+                .expect("list")
+                .into_iter()
+                .find(|n| n.name == "Calico")
+                .expect("Calico network")
+        };
+        assert_eq!(calico(&h).vsid(), Some(4096));
+        assert_eq!(calico(&h).subnets[0].gateway.as_deref(), Some("10.244.1.1"));
+        // A new VNI in the environment is silently ignored while the network exists.
+        assert_eq!(startup("4097"), Some(0));
+        assert_eq!(calico(&h).vsid(), Some(4096));
+        h.hns_delete_network(&calico(&h).id).expect("delete");
+        assert_eq!(startup("4097"), Some(0));
+        assert_eq!(calico(&h).vsid(), Some(4097));
+        assert_eq!(startup("100"), Some(1));
+    }
+
+    #[test]
+    fn an_injected_failure_changes_nothing_and_is_counted_per_mutating_call() {
+        let h = host().with_fault(Some(Fault {
+            kind: FaultKind::Fail,
+            at: 2,
+        }));
+        let key = r"HKLM\Software\Tigera\Calico";
+        h.reg_set(key, "A", &RegValue::Dword(1)).expect("first call");
+        let err = h.reg_set(key, "B", &RegValue::Dword(2)).unwrap_err();
+        assert!(matches!(err, HostError::Injected { n: 2, .. }), "{err}");
+        assert_eq!(h.reg_get(key, "B").expect("get"), None);
+        h.reg_set(key, "B", &RegValue::Dword(2)).expect("third call");
+        assert_eq!(h.mutations(), 3);
+    }
+
+    #[test]
+    fn state_persists_in_the_directory_and_a_different_profile_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let h = SimHost::open_or_create(dir.path(), Some("ws2019")).expect("create");
+        h.reg_set(r"HKLM\Software\Tigera\Calico", "X", &RegValue::Sz("y".into()))
+            .expect("set");
+        drop(h);
+        let h = SimHost::open_or_create(dir.path(), None).expect("open");
+        assert_eq!(h.profile(), "ws2019");
+        assert_eq!(
+            h.reg_get(r"hklm\software\tigera\calico", "x").expect("get"),
+            Some(RegValue::Sz("y".into()))
+        );
+        assert!(SimHost::open_or_create(dir.path(), Some("ws2022")).is_err());
+        assert!(SimHost::in_memory("ws2016").is_err());
+    }
+}

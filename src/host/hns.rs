@@ -1,0 +1,239 @@
+//! HNS networks and endpoints as the tool sees them, read from the JSON documents HCN returns.
+//!
+//! HCN answers in schema 2.0 (`Ipams[].Subnets[].Policies[Type=VSID].Settings.IsolationId`,
+//! the gateway as the default route's `NextHop`, the management IP as the `ProviderAddress`
+//! policy); HNS v1 documents (`Subnets[].AddressPrefix`, `GatewayAddress`, `Policies[].VSID`,
+//! `ManagementIP`) are read too, since both appear in the field.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// One subnet of an HNS network.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HnsSubnet {
+    pub prefix: String,
+    pub gateway: Option<String>,
+    /// The VXLAN network identifier (VSID policy); for Calico's network, the VNI.
+    pub vsid: Option<u32>,
+}
+
+/// An HNS network.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HnsNetwork {
+    pub id: String,
+    pub name: String,
+    /// `Overlay`, `L2Bridge`, `NAT` ...; HCN omits the type of NAT networks.
+    #[serde(rename = "type")]
+    pub network_type: String,
+    pub subnets: Vec<HnsSubnet>,
+    pub management_ip: Option<String>,
+    pub dr_mac: Option<String>,
+    pub adapter: Option<String>,
+}
+
+impl HnsNetwork {
+    /// The VSID of the first subnet that has one.
+    pub fn vsid(&self) -> Option<u32> {
+        self.subnets.iter().find_map(|s| s.vsid)
+    }
+}
+
+/// An HNS endpoint (a pod's or the host's interface on a network).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HnsEndpoint {
+    pub id: String,
+    pub name: String,
+    pub network_id: String,
+    pub ip: Option<String>,
+}
+
+/// Reads a network from an HCN (or HNS v1) JSON document; `None` without an id or a name.
+pub fn parse_network(doc: &Value) -> Option<HnsNetwork> {
+    let id = str_field(doc, &["ID", "Id", "id"])?;
+    let name = str_field(doc, &["Name"])?;
+    let network_type = str_field(doc, &["Type"]).unwrap_or_else(|| "NAT".to_owned());
+    let policies = doc.get("Policies").and_then(Value::as_array);
+    let policy = |ty: &str, key: &str| {
+        policies?
+            .iter()
+            .find(|p| p.get("Type").and_then(Value::as_str) == Some(ty))
+            .and_then(|p| p.pointer(&format!("/Settings/{key}")))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let mut subnets: Vec<HnsSubnet> = doc
+        .get("Ipams")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|ipam| ipam.get("Subnets").and_then(Value::as_array))
+        .flatten()
+        .filter_map(parse_v2_subnet)
+        .collect();
+    if subnets.is_empty() {
+        subnets = doc
+            .get("Subnets")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(parse_v1_subnet)
+            .collect();
+    }
+    Some(HnsNetwork {
+        id,
+        name,
+        network_type,
+        subnets,
+        management_ip: policy("ProviderAddress", "ProviderAddress")
+            .or_else(|| str_field(doc, &["ManagementIP", "ManagementIp"])),
+        dr_mac: policy("DrMacAddress", "Address").or_else(|| str_field(doc, &["DRMACAddress"])),
+        adapter: policy("NetAdapterName", "NetworkAdapterName")
+            .or_else(|| str_field(doc, &["NetworkAdapterName"])),
+    })
+}
+
+fn parse_v2_subnet(s: &Value) -> Option<HnsSubnet> {
+    let gateway = s
+        .get("Routes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|r| r.get("DestinationPrefix").and_then(Value::as_str) == Some("0.0.0.0/0"))
+        .and_then(|r| str_field(r, &["NextHop"]));
+    let vsid = s
+        .get("Policies")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|p| p.get("Type").and_then(Value::as_str) == Some("VSID"))
+        .and_then(|p| p.pointer("/Settings/IsolationId"))
+        .and_then(Value::as_u64)
+        .and_then(|v| u32::try_from(v).ok());
+    Some(HnsSubnet {
+        prefix: str_field(s, &["IpAddressPrefix"])?,
+        gateway,
+        vsid,
+    })
+}
+
+fn parse_v1_subnet(s: &Value) -> Option<HnsSubnet> {
+    let vsid = s
+        .get("Policies")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find_map(|p| p.get("VSID").and_then(Value::as_u64))
+        .and_then(|v| u32::try_from(v).ok());
+    Some(HnsSubnet {
+        prefix: str_field(s, &["AddressPrefix"])?,
+        gateway: str_field(s, &["GatewayAddress"]),
+        vsid,
+    })
+}
+
+/// Reads an endpoint from an HCN (or v1) JSON document.
+pub fn parse_endpoint(doc: &Value) -> Option<HnsEndpoint> {
+    let ip = doc
+        .get("IpConfigurations")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first())
+        .and_then(|c| str_field(c, &["IpAddress"]))
+        .or_else(|| str_field(doc, &["IPAddress"]));
+    Some(HnsEndpoint {
+        id: str_field(doc, &["ID", "Id"])?,
+        name: str_field(doc, &["Name"]).unwrap_or_default(),
+        network_id: str_field(doc, &["HostComputeNetwork", "VirtualNetwork"])?,
+        ip,
+    })
+}
+
+fn str_field(v: &Value, keys: &[&str]) -> Option<String> {
+    keys.iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_str))
+        .map(str::to_owned)
+}
+
+/// Checks a network document before creation the way hnslib's `Create()` does: a name, and for
+/// every subnet a prefix with a default route that has a next hop.
+pub fn validate_spec(doc: &Value) -> Result<String, String> {
+    let name = str_field(doc, &["Name"]).ok_or("the network document has no Name")?;
+    for ipam in doc
+        .get("Ipams")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        for s in ipam
+            .get("Subnets")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let prefix =
+                str_field(s, &["IpAddressPrefix"]).ok_or("a subnet has no IpAddressPrefix")?;
+            let routes = s.get("Routes").and_then(Value::as_array);
+            let default = routes.into_iter().flatten().any(|r| {
+                r.get("DestinationPrefix").and_then(Value::as_str) == Some("0.0.0.0/0")
+                    && str_field(r, &["NextHop"]).is_some_and(|h| !h.is_empty())
+            });
+            if !default {
+                return Err(format!(
+                    "subnet {prefix} needs a 0.0.0.0/0 route with a NextHop"
+                ));
+            }
+        }
+    }
+    Ok(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_a_schema_2_overlay_network() {
+        let doc = json!({
+            "ID": "5c2a8a6e-0000-4000-8000-000000000001", "Name": "Calico", "Type": "Overlay",
+            "Ipams": [{"Type": "Static", "Subnets": [{
+                "IpAddressPrefix": "10.244.1.0/26",
+                "Routes": [{"NextHop": "10.244.1.1", "DestinationPrefix": "0.0.0.0/0"}],
+                "Policies": [{"Type": "VSID", "Settings": {"IsolationId": 4097}}]}]}],
+            "Policies": [
+                {"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.0.0.5"}},
+                {"Type": "DrMacAddress", "Settings": {"Address": "0E-2A-0A-F4-01-01"}},
+                {"Type": "NetAdapterName", "Settings": {"NetworkAdapterName": "Ethernet"}}]
+        });
+        let n = parse_network(&doc).expect("network");
+        assert_eq!(n.vsid(), Some(4097));
+        assert_eq!(n.subnets[0].gateway.as_deref(), Some("10.244.1.1"));
+        assert_eq!(n.management_ip.as_deref(), Some("10.0.0.5"));
+        assert_eq!(n.dr_mac.as_deref(), Some("0E-2A-0A-F4-01-01"));
+        assert_eq!(n.adapter.as_deref(), Some("Ethernet"));
+    }
+
+    #[test]
+    fn reads_a_v1_network_and_defaults_a_missing_type_to_nat() {
+        let doc = json!({
+            "ID": "abc", "Name": "Calico", "Type": "Overlay", "ManagementIP": "10.0.0.5",
+            "Subnets": [{"AddressPrefix": "10.244.1.0/26", "GatewayAddress": "10.244.1.1",
+                         "Policies": [{"Type": "VSID", "VSID": 4096}]}]
+        });
+        let n = parse_network(&doc).expect("network");
+        assert_eq!(n.vsid(), Some(4096));
+        assert_eq!(n.management_ip.as_deref(), Some("10.0.0.5"));
+        let nat = parse_network(&json!({"ID": "x", "Name": "nat"})).expect("nat");
+        assert_eq!(nat.network_type, "NAT");
+        assert!(parse_network(&json!({"Name": "no id"})).is_none());
+    }
+
+    #[test]
+    fn a_subnet_without_a_default_route_is_refused_as_hnslib_does() {
+        let bad = json!({"Name": "X", "Ipams": [{"Subnets": [{"IpAddressPrefix": "10.0.0.0/30", "Routes": []}]}]});
+        assert!(validate_spec(&bad).unwrap_err().contains("10.0.0.0/30"));
+        let good = json!({"Name": "X", "Ipams": [{"Subnets": [{"IpAddressPrefix": "10.0.0.0/30",
+            "Routes": [{"NextHop": "10.0.0.1", "DestinationPrefix": "0.0.0.0/0"}]}]}]});
+        assert_eq!(validate_spec(&good).as_deref(), Ok("X"));
+        assert!(validate_spec(&json!({})).is_err());
+    }
+}

@@ -1,0 +1,374 @@
+//! Everything calicoctl-win touches on a Windows node, as small traits with two
+//! implementations: the real host (`windows/`, Windows only) and SimHost (`sim.rs`), a
+//! directory-backed simulated Windows host with the same contracts.
+//!
+//! Paths on the host are Windows paths (`C:\CalicoWindows\...`) given as strings; registry keys
+//! are written with their root (`HKLM\Software\Tigera\Calico`).
+
+pub mod hns;
+pub mod process;
+pub mod runtime;
+pub mod select;
+pub mod sim;
+#[cfg(windows)]
+pub mod windows;
+
+#[cfg(test)]
+mod contract;
+
+pub use hns::{HnsEndpoint, HnsNetwork};
+pub use process::{Child, Output, ProcessSpec};
+
+use serde::{Deserialize, Serialize};
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::time::Duration;
+
+/// What a host call can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("{what} does not exist")]
+    NotFound { what: String },
+    #[error("{what} already exists")]
+    Exists { what: String },
+    /// The host refused the call in its current state (a running service cannot be deleted).
+    #[error("{what}: {reason}")]
+    Refused { what: String, reason: String },
+    /// A whole subsystem is missing, like HNS without the Containers feature.
+    #[error("{what} is not available on this host: {reason}")]
+    Unavailable { what: String, reason: String },
+    #[error("timed out after {}s waiting for {what}", .after.as_secs())]
+    Timeout { what: String, after: Duration },
+    #[error("{op} failed")]
+    Io {
+        op: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A Windows API returned an error code.
+    #[error("{op} failed: {message} (code {code:#x})")]
+    Api { op: String, code: u32, message: String },
+    /// SimHost's fault injection (tests only).
+    #[error("simulated failure injected at mutating call {n} ({op})")]
+    Injected { n: u64, op: String },
+}
+
+impl HostError {
+    pub fn io(op: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io {
+            op: op.into(),
+            source,
+        }
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Self::NotFound { .. })
+    }
+}
+
+pub type HostResult<T> = Result<T, HostError>;
+
+/// A registry value of one of the three types the tool reads and writes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data")]
+pub enum RegValue {
+    #[serde(rename = "REG_SZ")]
+    Sz(String),
+    #[serde(rename = "REG_DWORD")]
+    Dword(u32),
+    #[serde(rename = "REG_MULTI_SZ")]
+    MultiSz(Vec<String>),
+}
+
+/// The registry. Keys are case-insensitive, as on Windows.
+pub trait Registry {
+    /// A value, or `None` when the key or the value is missing.
+    fn reg_get(&self, key: &str, name: &str) -> HostResult<Option<RegValue>>;
+    /// Writes a value, creating the key and its parents.
+    fn reg_set(&self, key: &str, name: &str, value: &RegValue) -> HostResult<()>;
+    /// Deletes a value; a missing value or key is not an error.
+    fn reg_delete_value(&self, key: &str, name: &str) -> HostResult<()>;
+    fn reg_key_exists(&self, key: &str) -> HostResult<bool>;
+    /// Deletes a key with everything under it; a missing key is not an error.
+    fn reg_delete_key(&self, key: &str) -> HostResult<()>;
+}
+
+/// How a service starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StartType {
+    Auto,
+    DelayedAuto,
+    Manual,
+    Disabled,
+}
+
+/// What the service control manager does when a service fails.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recovery {
+    /// Restart after these delays, for the first, second, subsequent failures.
+    pub restart_after: Vec<Duration>,
+    /// The failure count resets after this long without a failure.
+    pub reset_after: Duration,
+    /// Also apply the actions when the service stops itself with an error exit code.
+    pub on_non_crash_failures: bool,
+}
+
+/// A service to register. Services always run as LocalSystem.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceSpec {
+    pub name: String,
+    pub display_name: String,
+    pub description: String,
+    /// The program, a Windows path.
+    pub program: String,
+    pub args: Vec<String>,
+    /// Services this one depends on.
+    pub dependencies: Vec<String>,
+    pub start: StartType,
+    pub recovery: Option<Recovery>,
+}
+
+impl ServiceSpec {
+    /// The command line the SCM stores: the quoted program, then the arguments, quoted when
+    /// they hold a space.
+    pub fn command_line(&self) -> String {
+        std::iter::once(format!("\"{}\"", self.program))
+            .chain(self.args.iter().map(|a| quote_arg(a)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn quote_arg(a: &str) -> String {
+    if a.is_empty() || a.contains([' ', '\t', '"']) {
+        format!("\"{}\"", a.replace('"', "\\\""))
+    } else {
+        a.to_owned()
+    }
+}
+
+/// Splits a service command line into the program and its arguments (quotes removed), the way
+/// the SCM and Calico's `getContainerdPath` read `ImagePath`.
+pub fn split_command_line(line: &str) -> (String, Vec<String>) {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut any = false;
+    for c in line.chars() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                any = true;
+            }
+            ' ' | '\t' if !quoted => {
+                if any {
+                    words.push(std::mem::take(&mut cur));
+                    any = false;
+                }
+            }
+            _ => {
+                cur.push(c);
+                any = true;
+            }
+        }
+    }
+    if any {
+        words.push(cur);
+    }
+    let mut words = words.into_iter();
+    (words.next().unwrap_or_default(), words.collect())
+}
+
+/// A service's current state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServiceState {
+    Stopped,
+    StartPending,
+    StopPending,
+    Running,
+    /// Paused or continuing: not a state the tool puts a service in.
+    Other,
+}
+
+/// A registered service: its state and configuration as the SCM reports them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstalledService {
+    pub name: String,
+    pub state: ServiceState,
+    pub pid: Option<u32>,
+    pub display_name: String,
+    /// The whole command line, program and arguments (the SCM's `ImagePath`).
+    pub command_line: String,
+    pub start: StartType,
+    pub dependencies: Vec<String>,
+    pub account: String,
+}
+
+impl InstalledService {
+    /// The program file name, lower case (`nssm.exe`, `containerd.exe`).
+    pub fn program_file_name(&self) -> String {
+        let (program, _) = split_command_line(&self.command_line);
+        program
+            .rsplit(['\\', '/'])
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase()
+    }
+}
+
+/// The service control manager.
+pub trait Services {
+    /// A service's state and configuration, or `None` when it is not registered.
+    fn service_query(&self, name: &str) -> HostResult<Option<InstalledService>>;
+    /// Registers a service; fails with `Exists` when the name is taken.
+    fn service_create(&self, spec: &ServiceSpec) -> HostResult<()>;
+    /// Rewrites the configuration of a registered service.
+    fn service_update(&self, spec: &ServiceSpec) -> HostResult<()>;
+    /// Starts a service and waits until it runs; starting a running service is not an error.
+    fn service_start(&self, name: &str, timeout: Duration) -> HostResult<()>;
+    /// Stops a service and waits until it stopped; stopping a stopped service is not an error.
+    fn service_stop(&self, name: &str, timeout: Duration) -> HostResult<()>;
+    /// Deletes a stopped service; a running one is refused.
+    fn service_delete(&self, name: &str) -> HostResult<()>;
+}
+
+/// The Host Network Service.
+pub trait Hns {
+    /// Every HNS network; `Unavailable` when HNS is missing.
+    fn hns_networks(&self) -> HostResult<Vec<HnsNetwork>>;
+    fn hns_endpoints(&self, network_id: &str) -> HostResult<Vec<HnsEndpoint>>;
+    /// Creates a network from an HCN schema-2.0 JSON document; a taken name is refused.
+    fn hns_create_network(&self, spec_json: &str) -> HostResult<HnsNetwork>;
+    /// Deletes a network and its endpoints.
+    fn hns_delete_network(&self, id: &str) -> HostResult<()>;
+}
+
+/// Who may read a written file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Access {
+    /// The directory's defaults.
+    Normal,
+    /// SYSTEM and Administrators only (0600 on the simulated host): tokens and keys.
+    Secret,
+}
+
+/// The host's file system.
+pub trait Files {
+    fn read_file(&self, path: &str) -> HostResult<Option<Vec<u8>>>;
+    /// Writes atomically (temporary file, then rename), creating parent directories, and only
+    /// when the content or access differs; returns whether it wrote.
+    fn write_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<bool>;
+    /// The access a file was written with, `None` if it does not exist.
+    fn file_access(&self, path: &str) -> HostResult<Option<Access>>;
+    /// Copies a file from this machine's file system (an extracted release) onto the host.
+    fn copy_in(&self, from: &Path, to: &str) -> HostResult<()>;
+    /// Removes a file; returns whether it existed.
+    fn remove_file(&self, path: &str) -> HostResult<bool>;
+    /// Removes a directory if it is empty; returns whether it was removed.
+    fn remove_empty_dir(&self, path: &str) -> HostResult<bool>;
+    fn dir_exists(&self, path: &str) -> HostResult<bool>;
+}
+
+/// An IPv4 address on an interface.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterfaceAddress {
+    pub interface: String,
+    pub index: u32,
+    pub ip: Ipv4Addr,
+    pub prefix_len: u8,
+}
+
+/// An IPv4 route.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Route {
+    pub destination: Ipv4Addr,
+    pub prefix_len: u8,
+    pub next_hop: Ipv4Addr,
+    pub interface_index: u32,
+    pub metric: u32,
+}
+
+/// IP configuration.
+pub trait Network {
+    fn ipv4_addresses(&self) -> HostResult<Vec<InterfaceAddress>>;
+    fn routes(&self) -> HostResult<Vec<Route>>;
+    /// Adds a route; an identical existing route is refused with `Exists`.
+    fn add_route(&self, route: &Route) -> HostResult<()>;
+}
+
+/// Facts about the operating system.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SystemFacts {
+    pub build: u32,
+    /// The update build revision; `None` when the registry does not hold it.
+    pub ubr: Option<u32>,
+    pub product_name: Option<String>,
+    pub edition: Option<String>,
+    /// `Server`, `Server Core` or `Client`.
+    pub installation_type: Option<String>,
+    pub is_64bit: bool,
+    pub elevated: bool,
+    /// Identifies the current boot, the same string in any culture (the boot time in seconds
+    /// since the Unix epoch on Windows).
+    pub boot_id: String,
+}
+
+pub trait SystemInfo {
+    fn system_facts(&self) -> HostResult<SystemFacts>;
+}
+
+/// Running programs.
+pub trait Processes {
+    /// Starts a program. The child is stopped (gracefully, then killed) when dropped.
+    fn spawn(&self, spec: &ProcessSpec) -> HostResult<Box<dyn Child>>;
+    /// The pid of a running process with this image name (`kubelet.exe`), if any.
+    fn process_pid(&self, image_name: &str) -> HostResult<Option<u32>>;
+}
+
+/// An inbound firewall rule.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FirewallRule {
+    pub name: String,
+    pub display_name: String,
+    pub protocol: Protocol,
+    pub local_port: u16,
+    pub allow: bool,
+    pub enabled: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Tcp,
+    Udp,
+}
+
+/// Windows Firewall rules, by name.
+pub trait Firewall {
+    fn firewall_rule(&self, name: &str) -> HostResult<Option<FirewallRule>>;
+    /// Adds a rule; a taken name is refused with `Exists`.
+    fn firewall_add(&self, rule: &FirewallRule) -> HostResult<()>;
+    /// Removes a rule; returns whether it existed.
+    fn firewall_remove(&self, name: &str) -> HostResult<bool>;
+}
+
+/// Which implementation a host is, for output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum HostKind {
+    Windows,
+    /// A simulated host in a state directory.
+    Simulated { dir: String, profile: String },
+    /// A throw-away simulated host, for read-only commands off Windows.
+    InMemory { profile: String },
+}
+
+/// A Windows node: everything above.
+pub trait Host:
+    Registry + Services + Hns + Files + Network + SystemInfo + Processes + Firewall
+{
+    fn kind(&self) -> HostKind;
+}

@@ -1,0 +1,101 @@
+//! Which host a command works on: the real Windows host, a simulated host in a directory
+//! (`--sim-host DIR`), or, off Windows, a throw-away simulated host for read-only commands.
+
+use super::Host;
+use super::sim::{DEFAULT_PROFILE, Fault, PROFILES, SimError, SimHost};
+use crate::error::UsageError;
+use std::path::PathBuf;
+
+/// The host flags.
+#[derive(Clone, Debug, Default)]
+pub struct HostChoice {
+    pub sim_dir: Option<PathBuf>,
+    pub sim_profile: Option<String>,
+    pub sim_fault: Option<Fault>,
+}
+
+/// Whether the command may change the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Intent {
+    /// Reads only (also every `--dry-run`).
+    Read,
+    Change,
+}
+
+/// A simulated host, unopened, or the real one.
+pub enum Opened {
+    Sim(SimHost),
+    #[cfg(windows)]
+    Windows(super::windows::WindowsHost),
+}
+
+impl Opened {
+    pub fn into_host(self) -> Box<dyn Host> {
+        match self {
+            Opened::Sim(h) => Box::new(h),
+            #[cfg(windows)]
+            Opened::Windows(h) => Box::new(h),
+        }
+    }
+}
+
+/// Opens the host the flags choose.
+pub fn open(choice: &HostChoice, intent: Intent) -> anyhow::Result<Opened> {
+    if let Some(dir) = &choice.sim_dir {
+        let host = SimHost::open_or_create(dir, choice.sim_profile.as_deref())
+            .map_err(sim_error)?
+            .with_fault(choice.sim_fault);
+        return Ok(Opened::Sim(host));
+    }
+    if choice.sim_fault.is_some() {
+        return Err(UsageError::new(
+            "--sim-fault needs a simulated host",
+            "add --sim-host DIR",
+        )
+        .into());
+    }
+    #[cfg(windows)]
+    {
+        if choice.sim_profile.is_some() {
+            return Err(UsageError::new(
+                "--sim-profile needs --sim-host DIR on Windows",
+                "add --sim-host DIR to work on a simulated host, or drop --sim-profile to use this machine",
+            )
+            .into());
+        }
+        let _ = intent;
+        Ok(Opened::Windows(super::windows::WindowsHost::new()))
+    }
+    #[cfg(not(windows))]
+    match intent {
+        Intent::Read => {
+            let profile = choice.sim_profile.as_deref().unwrap_or(DEFAULT_PROFILE);
+            Ok(Opened::Sim(SimHost::in_memory(profile).map_err(sim_error)?))
+        }
+        Intent::Change => Err(UsageError::new(
+            "this command changes a Windows host, and this machine is not Windows",
+            "run it on the Windows node; to rehearse here, add --sim-host DIR (and --sim-profile NAME for a new DIR), or --dry-run to see the plan",
+        )
+        .into()),
+    }
+}
+
+fn sim_error(e: SimError) -> anyhow::Error {
+    let names = PROFILES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
+    match e {
+        SimError::UnknownProfile { .. } => {
+            UsageError::new(e.to_string(), format!("profiles: {names}")).into()
+        }
+        SimError::ProfileMismatch { .. } => UsageError::new(
+            e.to_string(),
+            "drop --sim-profile to use the existing host, or pass a new --sim-host DIR",
+        )
+        .into(),
+        SimError::Corrupt { .. } => UsageError::new(
+            format!("{e}"),
+            "pass an empty or new directory to --sim-host to create a simulated host",
+        )
+        .into(),
+        SimError::Host(h) => anyhow::Error::new(h).context("cannot open the simulated host"),
+    }
+}

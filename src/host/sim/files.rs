@@ -1,0 +1,146 @@
+//! The simulated host's file system: `C:\Program Files\x` lives at `<dir>/fs/c/program files/x`
+//! (lower case, since Windows paths are case-insensitive).
+
+use super::SimHost;
+use crate::host::{Access, Files, HostError, HostResult};
+use std::path::{Path, PathBuf};
+
+/// Whether `p` is an absolute Windows path (`C:\...` or `\\server\share`).
+pub fn is_windows_path(p: &str) -> bool {
+    let b = p.as_bytes();
+    (b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'\\' | b'/'))
+        || p.starts_with("\\\\")
+}
+
+impl SimHost {
+    fn local_path(&self, path: &str) -> HostResult<PathBuf> {
+        if !is_windows_path(path) {
+            return Err(HostError::Refused {
+                what: format!("path {path}"),
+                reason: "not an absolute Windows path".into(),
+            });
+        }
+        let lower = path.to_ascii_lowercase().replace('/', "\\");
+        let (root, rest) = match lower.strip_prefix("\\\\") {
+            Some(unc) => ("unc".to_owned(), unc.to_owned()),
+            None => (lower[..1].to_owned(), lower[2..].to_owned()),
+        };
+        let mut out = self.dir.join("fs").join(root);
+        for part in rest.split('\\').filter(|p| !p.is_empty() && *p != ".") {
+            if part == ".." {
+                return Err(HostError::Refused {
+                    what: format!("path {path}"),
+                    reason: "'..' is not allowed".into(),
+                });
+            }
+            out.push(part);
+        }
+        Ok(out)
+    }
+
+    /// Writes a file without counting a mutating call (profiles seed files this way).
+    pub(super) fn put_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<()> {
+        let local = self.local_path(path)?;
+        let op = |what: &str| format!("{what} {path} (simulated at {})", local.display());
+        if let Some(parent) = local.parent() {
+            fs_err::create_dir_all(parent).map_err(|e| HostError::io(op("create parent of"), e))?;
+        }
+        let name = local
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = local.with_file_name(format!(".{name}.calicoctl-win.tmp"));
+        fs_err::write(&tmp, contents).map_err(|e| HostError::io(op("write"), e))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = if access == Access::Secret { 0o600 } else { 0o644 };
+            fs_err::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))
+                .map_err(|e| HostError::io(op("restrict"), e))?;
+        }
+        fs_err::rename(&tmp, &local).map_err(|e| HostError::io(op("replace"), e))?;
+        let key = path.to_ascii_lowercase();
+        let mut state = self.lock();
+        if access == Access::Secret {
+            state.secrets.insert(key);
+        } else {
+            state.secrets.remove(&key);
+        }
+        Ok(())
+    }
+}
+
+impl Files for SimHost {
+    fn read_file(&self, path: &str) -> HostResult<Option<Vec<u8>>> {
+        let local = self.local_path(path)?;
+        match std::fs::read(&local) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(HostError::io(format!("read {path}"), e)),
+        }
+    }
+
+    fn write_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<bool> {
+        let unchanged = self.read_file(path)?.as_deref() == Some(contents)
+            && self.file_access(path)? == Some(access);
+        self.mutate(&format!("write {path}"), |_| Ok(()))?;
+        if unchanged {
+            return Ok(false);
+        }
+        self.put_file(path, contents, access)?;
+        // `put_file` changed the secrets list in memory; persist it.
+        self.save(&self.lock())?;
+        Ok(true)
+    }
+
+    fn file_access(&self, path: &str) -> HostResult<Option<Access>> {
+        if !self.local_path(path)?.is_file() {
+            return Ok(None);
+        }
+        let secret = self.read(|s| s.secrets.contains(&path.to_ascii_lowercase()));
+        Ok(Some(if secret {
+            Access::Secret
+        } else {
+            Access::Normal
+        }))
+    }
+
+    fn copy_in(&self, from: &Path, to: &str) -> HostResult<()> {
+        let bytes = fs_err::read(from).map_err(|e| HostError::io(format!("copy to {to}"), e))?;
+        self.write_file(to, &bytes, Access::Normal).map(|_| ())
+    }
+
+    fn remove_file(&self, path: &str) -> HostResult<bool> {
+        let local = self.local_path(path)?;
+        self.mutate(&format!("remove {path}"), |s| {
+            s.secrets.remove(&path.to_ascii_lowercase());
+            match std::fs::remove_file(&local) {
+                Ok(()) => Ok(true),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+                Err(e) => Err(HostError::io(format!("remove {path}"), e)),
+            }
+        })
+    }
+
+    fn remove_empty_dir(&self, path: &str) -> HostResult<bool> {
+        let local = self.local_path(path)?;
+        self.mutate(&format!("remove directory {path}"), |_| {
+            match std::fs::read_dir(&local) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+                Err(e) => Err(HostError::io(format!("list {path}"), e)),
+                Ok(mut entries) => {
+                    if entries.next().is_some() {
+                        return Ok(false);
+                    }
+                    std::fs::remove_dir(&local)
+                        .map(|()| true)
+                        .map_err(|e| HostError::io(format!("remove directory {path}"), e))
+                }
+            }
+        })
+    }
+
+    fn dir_exists(&self, path: &str) -> HostResult<bool> {
+        Ok(self.local_path(path)?.is_dir())
+    }
+}

@@ -1,0 +1,493 @@
+//! SimHost: a simulated Windows host in a directory (`state.json` plus the files under `fs/`),
+//! with the same contracts as the real one, and fault injection for reliability tests.
+//!
+//! It is not a mock: a running service cannot be deleted, a service whose dependents run cannot
+//! be stopped, a network name cannot be taken twice, deleting a network deletes its endpoints,
+//! and creating the first network on the adapter drops the cloud metadata route, as creating a
+//! vSwitch does on Windows.
+
+mod calico_node;
+mod files;
+mod profiles;
+mod services;
+mod state;
+
+pub use profiles::{DEFAULT_PROFILE, PROFILES};
+
+use super::process::{LocalChild, SimulatedChild};
+use super::*;
+use state::State;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The exit code of a process stopped by an injected crash.
+pub const SIM_CRASH_EXIT: i32 = 86;
+
+/// A fault to inject at the Nth mutating call of this process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault {
+    pub kind: FaultKind,
+    pub at: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// The call fails with `HostError::Injected` and changes nothing.
+    Fail,
+    /// The process exits at once (code 86), as if the machine lost power mid-run.
+    Crash,
+}
+
+impl std::str::FromStr for Fault {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("{s:?}: write fail:N or crash:N, N counting mutating calls from 1");
+        let (kind, n) = s.split_once(':').ok_or_else(bad)?;
+        let kind = match kind {
+            "fail" => FaultKind::Fail,
+            "crash" => FaultKind::Crash,
+            _ => return Err(bad()),
+        };
+        let at = n.parse().ok().filter(|n| *n > 0).ok_or_else(bad)?;
+        Ok(Self { kind, at })
+    }
+}
+
+/// What a calicoctl-win service runs at start-up on the simulated host (the service-host role
+/// code, wired in where the program is assembled so that `host` does not depend on it).
+pub type StartHook = Arc<dyn Fn(&SimHost, &ServiceStart) -> anyhow::Result<()> + Send + Sync>;
+
+/// A calicoctl-win service being started: its name and its `service run` arguments.
+#[derive(Clone, Debug)]
+pub struct ServiceStart {
+    pub name: String,
+    pub args: Vec<String>,
+}
+
+/// Why a simulated host could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("there is no simulated host profile {name:?}")]
+    UnknownProfile { name: String },
+    #[error("{} holds a simulated host with profile {existing}, not {asked}", .dir.display())]
+    ProfileMismatch {
+        dir: PathBuf,
+        existing: String,
+        asked: String,
+    },
+    #[error("{} is not a simulated host state (state.json is unreadable)", .path.display())]
+    Corrupt {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error(transparent)]
+    Host(#[from] HostError),
+}
+
+/// A simulated Windows host.
+pub struct SimHost {
+    dir: PathBuf,
+    /// Keeps an in-memory host's directory alive; removed on drop.
+    _temp: Option<tempfile::TempDir>,
+    state: Mutex<State>,
+    fault: Option<Fault>,
+    mutations: AtomicU64,
+    start_hook: Option<StartHook>,
+    in_memory: bool,
+}
+
+impl SimHost {
+    /// Opens the host in `dir`, creating it from `profile` (default `ws2022`) when `dir` holds
+    /// none yet. A profile that differs from an existing host's is refused.
+    pub fn open_or_create(dir: &Path, profile: Option<&str>) -> Result<Self, SimError> {
+        let state_file = dir.join("state.json");
+        if state_file.exists() {
+            let text = fs_err::read_to_string(&state_file)
+                .map_err(|e| HostError::io("read simulated host state", e))?;
+            let state: State = serde_json::from_str(&text).map_err(|source| SimError::Corrupt {
+                path: state_file.clone(),
+                source,
+            })?;
+            if let Some(asked) = profile.filter(|p| *p != state.profile) {
+                return Err(SimError::ProfileMismatch {
+                    dir: dir.to_owned(),
+                    existing: state.profile,
+                    asked: asked.to_owned(),
+                });
+            }
+            return Ok(Self::new(dir.to_owned(), None, state));
+        }
+        Self::create(dir.to_owned(), None, profile.unwrap_or(DEFAULT_PROFILE))
+    }
+
+    /// A throw-away host for read-only commands, removed when dropped.
+    pub fn in_memory(profile: &str) -> Result<Self, SimError> {
+        let temp = tempfile::Builder::new()
+            .prefix("calicoctl-win-sim-")
+            .tempdir()
+            .map_err(|e| HostError::io("create a temporary directory", e))?;
+        let dir = temp.path().to_owned();
+        let mut host = Self::create(dir, Some(temp), profile)?;
+        host.in_memory = true;
+        Ok(host)
+    }
+
+    fn create(
+        dir: PathBuf,
+        temp: Option<tempfile::TempDir>,
+        profile: &str,
+    ) -> Result<Self, SimError> {
+        let (state, seed) = profiles::build(profile).ok_or_else(|| SimError::UnknownProfile {
+            name: profile.to_owned(),
+        })?;
+        fs_err::create_dir_all(&dir).map_err(|e| HostError::io("create the state directory", e))?;
+        let host = Self::new(dir, temp, state);
+        for (path, contents) in seed {
+            host.put_file(&path, &contents, Access::Normal)?;
+        }
+        host.save(&host.lock())?;
+        Ok(host)
+    }
+
+    fn new(dir: PathBuf, temp: Option<tempfile::TempDir>, state: State) -> Self {
+        Self {
+            dir,
+            _temp: temp,
+            state: Mutex::new(state),
+            fault: None,
+            mutations: AtomicU64::new(0),
+            start_hook: None,
+            in_memory: false,
+        }
+    }
+
+    pub fn with_fault(mut self, fault: Option<Fault>) -> Self {
+        self.fault = fault;
+        self
+    }
+
+    pub fn set_start_hook(&mut self, hook: StartHook) {
+        self.start_hook = Some(hook);
+    }
+
+    pub fn profile(&self) -> String {
+        self.lock().profile.clone()
+    }
+
+    /// The number of mutating calls made so far by this process.
+    pub fn mutations(&self) -> u64 {
+        self.mutations.load(Ordering::SeqCst)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves a consistent state (changes are applied to a
+        // copy first), so a poisoned lock is safe to reuse.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&State) -> T) -> T {
+        f(&self.lock())
+    }
+
+    /// Runs one mutating call: counts it, injects the configured fault, applies `f` to a copy
+    /// of the state and persists it only if `f` succeeds.
+    fn mutate<T>(&self, op: &str, f: impl FnOnce(&mut State) -> HostResult<T>) -> HostResult<T> {
+        self.count(op)?;
+        let mut guard = self.lock();
+        let mut next = guard.clone();
+        let out = f(&mut next)?;
+        self.save(&next)?;
+        *guard = next;
+        Ok(out)
+    }
+
+    fn count(&self, op: &str) -> HostResult<()> {
+        let n = self.mutations.fetch_add(1, Ordering::SeqCst) + 1;
+        match self.fault {
+            Some(Fault {
+                kind: FaultKind::Fail,
+                at,
+            }) if at == n => Err(HostError::Injected {
+                n,
+                op: op.to_owned(),
+            }),
+            Some(Fault {
+                kind: FaultKind::Crash,
+                at,
+            }) if at == n => {
+                eprintln!("simulated crash at mutating call {n} ({op})");
+                std::process::exit(SIM_CRASH_EXIT)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn save(&self, state: &State) -> HostResult<()> {
+        let text = serde_json::to_string_pretty(state).map_err(|e| HostError::Refused {
+            what: "save simulated host state".into(),
+            reason: e.to_string(),
+        })?;
+        crate::files::write_atomic(&self.dir.join("state.json"), text.as_bytes())
+            .map(|_| ())
+            .map_err(|e| {
+                HostError::io(
+                    "save simulated host state",
+                    std::io::Error::other(format!("{e:#}")),
+                )
+            })
+    }
+}
+
+impl Registry for SimHost {
+    fn reg_get(&self, key: &str, name: &str) -> HostResult<Option<RegValue>> {
+        Ok(self.read(|s| {
+            s.registry
+                .get(&state::key_of(key))
+                .and_then(|k| k.get(&name.to_ascii_lowercase()))
+                .cloned()
+        }))
+    }
+
+    fn reg_set(&self, key: &str, name: &str, value: &RegValue) -> HostResult<()> {
+        self.mutate(&format!("set registry value {key}\\{name}"), |s| {
+            s.reg_set(key, name, value.clone());
+            Ok(())
+        })
+    }
+
+    fn reg_delete_value(&self, key: &str, name: &str) -> HostResult<()> {
+        self.mutate(&format!("delete registry value {key}\\{name}"), |s| {
+            if let Some(k) = s.registry.get_mut(&state::key_of(key)) {
+                k.remove(&name.to_ascii_lowercase());
+            }
+            Ok(())
+        })
+    }
+
+    fn reg_key_exists(&self, key: &str) -> HostResult<bool> {
+        Ok(self.read(|s| s.registry.contains_key(&state::key_of(key))))
+    }
+
+    fn reg_delete_key(&self, key: &str) -> HostResult<()> {
+        self.mutate(&format!("delete registry key {key}"), |s| {
+            let k = state::key_of(key);
+            let under = format!("{k}\\");
+            s.registry.retain(|name, _| *name != k && !name.starts_with(&under));
+            Ok(())
+        })
+    }
+}
+
+impl Hns for SimHost {
+    fn hns_networks(&self) -> HostResult<Vec<HnsNetwork>> {
+        self.hns_available()?;
+        Ok(self.read(|s| s.networks.iter().filter_map(hns::parse_network).collect()))
+    }
+
+    fn hns_endpoints(&self, network_id: &str) -> HostResult<Vec<HnsEndpoint>> {
+        self.hns_available()?;
+        Ok(self.read(|s| {
+            s.endpoints
+                .iter()
+                .filter(|e| e.network_id.eq_ignore_ascii_case(network_id))
+                .map(|e| HnsEndpoint {
+                    id: e.id.clone(),
+                    name: e.name.clone(),
+                    network_id: e.network_id.clone(),
+                    ip: e.ip.clone(),
+                })
+                .collect()
+        }))
+    }
+
+    fn hns_create_network(&self, spec_json: &str) -> HostResult<HnsNetwork> {
+        self.hns_available()?;
+        let refused = |reason: String| HostError::Refused {
+            what: "create HNS network".into(),
+            reason,
+        };
+        let mut doc: serde_json::Value =
+            serde_json::from_str(spec_json).map_err(|e| refused(format!("invalid JSON: {e}")))?;
+        let name = hns::validate_spec(&doc).map_err(refused)?;
+        self.mutate(&format!("create HNS network {name}"), |s| {
+            if s.network_named(&name).is_some() {
+                return Err(HostError::Exists {
+                    what: format!("HNS network {name}"),
+                });
+            }
+            doc["ID"] = s.settings.next_guid().into();
+            if let Some(ip) = s.primary_ip() {
+                let policies = doc
+                    .as_object_mut()
+                    .map(|o| o.entry("Policies").or_insert_with(|| serde_json::json!([])));
+                if let Some(serde_json::Value::Array(p)) = policies {
+                    p.push(serde_json::json!({"Type": "ProviderAddress", "Settings": {"ProviderAddress": ip}}));
+                }
+            }
+            // The first network on the adapter creates the vSwitch, which drops persistent
+            // routes such as the cloud metadata route (node-service.ps1 restores it).
+            if s.networks.is_empty() {
+                s.routes
+                    .retain(|r| !(r.destination.is_link_local() && r.prefix_len == 32));
+            }
+            s.networks.push(doc.clone());
+            hns::parse_network(&doc).ok_or_else(|| refused("the document has no name".into()))
+        })
+    }
+
+    fn hns_delete_network(&self, id: &str) -> HostResult<()> {
+        self.hns_available()?;
+        self.mutate(&format!("delete HNS network {id}"), |s| {
+            let i = s.network_index(id).ok_or_else(|| HostError::NotFound {
+                what: format!("HNS network {id}"),
+            })?;
+            s.networks.remove(i);
+            s.endpoints.retain(|e| !e.network_id.eq_ignore_ascii_case(id));
+            Ok(())
+        })
+    }
+}
+
+impl SimHost {
+    fn hns_available(&self) -> HostResult<()> {
+        if self.read(|s| s.settings.hns_available) {
+            Ok(())
+        } else {
+            Err(HostError::Unavailable {
+                what: "the Host Network Service".into(),
+                reason: "the Containers feature is not installed (computenetwork.dll is missing)"
+                    .into(),
+            })
+        }
+    }
+}
+
+impl SimHost {
+    /// Attaches an endpoint to a network, as the CNI plugin does for a pod.
+    pub fn add_endpoint(&self, network_id: &str, name: &str, ip: &str) -> HostResult<()> {
+        self.mutate(&format!("add endpoint {name}"), |s| {
+            s.network_index(network_id).ok_or_else(|| HostError::NotFound {
+                what: format!("HNS network {network_id}"),
+            })?;
+            let id = s.settings.next_guid();
+            s.endpoints.push(state::SimEndpoint {
+                id,
+                name: name.to_owned(),
+                network_id: network_id.to_owned(),
+                ip: Some(ip.to_owned()),
+            });
+            Ok(())
+        })
+    }
+}
+
+impl Network for SimHost {
+    fn ipv4_addresses(&self) -> HostResult<Vec<InterfaceAddress>> {
+        Ok(self.read(|s| s.interfaces.clone()))
+    }
+
+    fn routes(&self) -> HostResult<Vec<Route>> {
+        Ok(self.read(|s| s.routes.clone()))
+    }
+
+    fn add_route(&self, route: &Route) -> HostResult<()> {
+        let what = format!("route {}/{}", route.destination, route.prefix_len);
+        self.mutate(&format!("add {what}"), |s| {
+            if s.routes.iter().any(|r| {
+                r.destination == route.destination
+                    && r.prefix_len == route.prefix_len
+                    && r.next_hop == route.next_hop
+            }) {
+                return Err(HostError::Exists { what });
+            }
+            s.routes.push(route.clone());
+            Ok(())
+        })
+    }
+}
+
+impl SystemInfo for SimHost {
+    fn system_facts(&self) -> HostResult<SystemFacts> {
+        Ok(self.read(|s| s.system.clone()))
+    }
+}
+
+impl Processes for SimHost {
+    fn spawn(&self, spec: &ProcessSpec) -> HostResult<Box<dyn Child>> {
+        // A program on this machine (a test's fake child) runs for real.
+        if !files::is_windows_path(&spec.program) {
+            return Ok(Box::new(LocalChild::spawn(spec)?));
+        }
+        if self.read_file(&spec.program)?.is_none() {
+            return Err(HostError::NotFound {
+                what: format!("program {}", spec.program),
+            });
+        }
+        let pid = self.mutate(&format!("start {}", spec.program), |s| {
+            Ok(s.settings.next_pid())
+        })?;
+        let exited = match calico_node::component(spec) {
+            Some(calico_node::Component::Startup) => {
+                let (code, log) = calico_node::startup(self, spec)?;
+                if let Output::AppendTo(path) = &spec.output {
+                    use std::io::Write as _;
+                    let mut f = fs_err::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(path)
+                        .map_err(|e| HostError::io("write the child's log", e))?;
+                    f.write_all(log.as_bytes())
+                        .map_err(|e| HostError::io("write the child's log", e))?;
+                }
+                Some(code)
+            }
+            // felix, confd and other programs run until stopped.
+            _ => None,
+        };
+        Ok(Box::new(SimulatedChild { pid, exited }))
+    }
+
+    fn process_pid(&self, image_name: &str) -> HostResult<Option<u32>> {
+        Ok(self.read(|s| s.processes.get(&image_name.to_ascii_lowercase()).copied()))
+    }
+}
+
+impl Firewall for SimHost {
+    fn firewall_rule(&self, name: &str) -> HostResult<Option<FirewallRule>> {
+        Ok(self.read(|s| s.firewall.get(&name.to_ascii_lowercase()).cloned()))
+    }
+
+    fn firewall_add(&self, rule: &FirewallRule) -> HostResult<()> {
+        self.mutate(&format!("add firewall rule {}", rule.name), |s| {
+            let key = rule.name.to_ascii_lowercase();
+            if s.firewall.contains_key(&key) {
+                return Err(HostError::Exists {
+                    what: format!("firewall rule {}", rule.name),
+                });
+            }
+            s.firewall.insert(key, rule.clone());
+            Ok(())
+        })
+    }
+
+    fn firewall_remove(&self, name: &str) -> HostResult<bool> {
+        self.mutate(&format!("remove firewall rule {name}"), |s| {
+            Ok(s.firewall.remove(&name.to_ascii_lowercase()).is_some())
+        })
+    }
+}
+
+impl Host for SimHost {
+    fn kind(&self) -> HostKind {
+        let profile = self.profile();
+        if self.in_memory {
+            HostKind::InMemory { profile }
+        } else {
+            HostKind::Simulated {
+                dir: self.dir.display().to_string(),
+                profile,
+            }
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! The built-in simulated hosts, each a Windows Server node in a state worth testing.
+
+use super::state::{SimService, SimSettings, State};
+use crate::host::{
+    FirewallRule, InterfaceAddress, Protocol, RegValue, Route, ServiceState, StartType,
+    SystemFacts,
+};
+use serde_json::json;
+use std::net::Ipv4Addr;
+
+/// Profile names with one line each, for help and errors.
+pub const PROFILES: &[(&str, &str)] = &[
+    ("ws2019", "Windows Server 2019, 17763.1432, containerd"),
+    (
+        "ws2019-unpatched",
+        "Windows Server 2019, 17763.1000 (before the DSR update), containerd",
+    ),
+    ("ws20h2", "Windows Server 20H2, 19042, containerd"),
+    ("ws2022", "Windows Server 2022, 20348.2227, containerd"),
+    ("ws2022-docker", "Windows Server 2022 with docker, no containerd"),
+    (
+        "ws2022-no-hns",
+        "Windows Server 2022 without the Containers feature (no HNS)",
+    ),
+    (
+        "ws2022-flannel",
+        "Windows Server 2022 with flannel's HNS network and flanneld service left over",
+    ),
+    (
+        "ws2022-legacy-calico",
+        "Windows Server 2022 with an NSSM-based Calico install in C:\\CalicoWindows",
+    ),
+];
+
+pub const DEFAULT_PROFILE: &str = "ws2022";
+
+/// A file the profile places on the host: path and contents.
+pub type SeedFile = (String, Vec<u8>);
+
+/// The state and files of a profile, or `None` for an unknown name.
+pub fn build(name: &str) -> Option<(State, Vec<SeedFile>)> {
+    PROFILES.iter().find(|(n, _)| *n == name)?;
+    let (build, ubr, product) = match name {
+        "ws2019" => (17763, 1432, "Windows Server 2019 Datacenter"),
+        "ws2019-unpatched" => (17763, 1000, "Windows Server 2019 Datacenter"),
+        "ws20h2" => (19042, 1415, "Windows Server Datacenter"),
+        _ => (20348, 2227, "Windows Server 2022 Datacenter"),
+    };
+    let mut state = base(name, build, ubr, product);
+    let mut files: Vec<SeedFile> = Vec::new();
+    let program = |files: &mut Vec<SeedFile>, path: &str| {
+        files.push((path.to_owned(), b"simulated program\n".to_vec()));
+    };
+
+    if name == "ws2022-docker" {
+        let exe = r"C:\Program Files\docker\dockerd.exe";
+        program(&mut files, exe);
+        add_service(
+            &mut state,
+            "docker",
+            "Docker Engine",
+            &format!("\"{exe}\" --run-service"),
+        );
+    } else {
+        let exe = r"C:\Program Files\containerd\containerd.exe";
+        program(&mut files, exe);
+        add_service(
+            &mut state,
+            "containerd",
+            "containerd",
+            &format!("\"{exe}\" --register-service"),
+        );
+        files.push((
+            r"C:\Program Files\containerd\config.toml".into(),
+            CONTAINERD_CONFIG.as_bytes().to_vec(),
+        ));
+    }
+    if name == "ws2022-no-hns" {
+        state.settings.hns_available = false;
+    } else {
+        add_service(
+            &mut state,
+            "hns",
+            "Host Network Service",
+            r"C:\Windows\system32\svchost.exe -k NetSvcs -p",
+        );
+        add_service(
+            &mut state,
+            "vmcompute",
+            "Hyper-V Host Compute Service",
+            r"C:\Windows\system32\vmcompute.exe",
+        );
+    }
+    let kubelet = r"C:\k\kubelet.exe";
+    program(&mut files, kubelet);
+    add_service(
+        &mut state,
+        "kubelet",
+        "kubelet",
+        &format!("{kubelet} --hostname-override=win-1 --config=C:\\var\\lib\\kubelet\\config.yaml"),
+    );
+    state.processes.insert("kubelet.exe".into(), 3120);
+
+    match name {
+        "ws2022-flannel" => flannel(&mut state, &mut files),
+        "ws2022-legacy-calico" => legacy_calico(&mut state, &mut files),
+        _ => {}
+    }
+    Some((state, files))
+}
+
+const CONTAINERD_CONFIG: &str = r#"version = 2
+root = 'C:\ProgramData\containerd\root'
+state = 'C:\ProgramData\containerd\state'
+
+[plugins."io.containerd.grpc.v1.cri".cni]
+  bin_dir = 'C:\Program Files\containerd\cni\bin'
+  conf_dir = 'C:\Program Files\containerd\cni\conf'
+"#;
+
+fn base(profile: &str, build: u32, ubr: u32, product: &str) -> State {
+    let mut state = State {
+        profile: profile.to_owned(),
+        system: SystemFacts {
+            build,
+            ubr: Some(ubr),
+            product_name: Some(product.to_owned()),
+            edition: Some("ServerDatacenter".into()),
+            installation_type: Some("Server Core".into()),
+            is_64bit: true,
+            elevated: true,
+            boot_id: "1763712000".into(),
+        },
+        settings: SimSettings {
+            hns_available: true,
+            pod_block: "10.244.1.0/26".into(),
+            next_pid: 4000,
+            next_id: 1,
+        },
+        ..State::default()
+    };
+    let cv = r"HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion";
+    for (k, v) in [
+        ("CurrentBuild", RegValue::Sz(build.to_string())),
+        ("CurrentBuildNumber", RegValue::Sz(build.to_string())),
+        ("UBR", RegValue::Dword(ubr)),
+        ("ProductName", RegValue::Sz(product.to_owned())),
+        ("EditionID", RegValue::Sz("ServerDatacenter".into())),
+        ("InstallationType", RegValue::Sz("Server Core".into())),
+    ] {
+        state.reg_set(cv, k, v);
+    }
+    state.interfaces.push(InterfaceAddress {
+        interface: "Ethernet".into(),
+        index: 4,
+        ip: Ipv4Addr::new(10, 0, 0, 5),
+        prefix_len: 24,
+    });
+    state.interfaces.push(InterfaceAddress {
+        interface: "Loopback Pseudo-Interface 1".into(),
+        index: 1,
+        ip: Ipv4Addr::LOCALHOST,
+        prefix_len: 8,
+    });
+    let route = |d: [u8; 4], len, hop: [u8; 4], metric| Route {
+        destination: Ipv4Addr::from(d),
+        prefix_len: len,
+        next_hop: Ipv4Addr::from(hop),
+        interface_index: 4,
+        metric,
+    };
+    state.routes = vec![
+        route([0, 0, 0, 0], 0, [10, 0, 0, 1], 15),
+        route([10, 0, 0, 0], 24, [0, 0, 0, 0], 271),
+        // The cloud metadata route that creating the vSwitch drops (see `Hns` in sim).
+        route([169, 254, 169, 254], 32, [10, 0, 0, 1], 15),
+    ];
+    state
+}
+
+fn add_service(state: &mut State, name: &str, display: &str, command_line: &str) {
+    state.services.insert(
+        name.to_ascii_lowercase(),
+        SimService {
+            name: name.to_owned(),
+            display_name: display.to_owned(),
+            description: String::new(),
+            command_line: command_line.to_owned(),
+            start: StartType::Auto,
+            dependencies: Vec::new(),
+            recovery: None,
+            state: ServiceState::Running,
+            pid: Some(state.settings.next_pid()),
+        },
+    );
+}
+
+fn flannel(state: &mut State, files: &mut Vec<SeedFile>) {
+    let exe = r"C:\flannel\flanneld.exe";
+    files.push((exe.into(), b"simulated program\n".to_vec()));
+    add_service(
+        state,
+        "flanneld",
+        "flanneld",
+        &format!("{exe} --kube-subnet-mgr --iface=10.0.0.5"),
+    );
+    let id = state.settings.next_guid();
+    state.networks.push(json!({
+        "ID": id, "Name": "flannel.4096", "Type": "Overlay",
+        "Ipams": [{"Type": "Static", "Subnets": [{
+            "IpAddressPrefix": "10.244.3.0/24",
+            "Routes": [{"NextHop": "10.244.3.1", "DestinationPrefix": "0.0.0.0/0"}],
+            "Policies": [{"Type": "VSID", "Settings": {"IsolationId": 4096}}]}]}],
+        "Policies": [{"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.0.0.5"}}]
+    }));
+    files.push((
+        r"C:\etc\cni\net.d\10-flannel.conf".into(),
+        br#"{"name":"flannel.4096","type":"flannel"}"#.to_vec(),
+    ));
+}
+
+fn legacy_calico(state: &mut State, files: &mut Vec<SeedFile>) {
+    let root = r"C:\CalicoWindows";
+    for f in ["nssm.exe", "calico-node.exe"] {
+        files.push((format!("{root}\\{f}"), b"simulated program\n".to_vec()));
+    }
+    files.push((
+        format!("{root}\\config.ps1"),
+        b"$env:CALICO_NETWORKING_BACKEND=\"vxlan\"\n".to_vec(),
+    ));
+    files.push((
+        r"C:\Program Files\containerd\cni\conf\10-calico.conf".into(),
+        br#"{"name":"Calico","cniVersion":"0.3.1","type":"calico"}"#.to_vec(),
+    ));
+    for (name, display, dep) in [
+        ("CalicoNode", "Calico Windows Startup", None),
+        ("CalicoFelix", "Calico Windows Agent", Some("CalicoNode")),
+    ] {
+        add_service(state, name, display, &format!("{root}\\nssm.exe"));
+        if let Some(svc) = state.services.get_mut(&name.to_ascii_lowercase()) {
+            svc.dependencies = dep.into_iter().map(str::to_owned).collect();
+        }
+    }
+    state.firewall.insert(
+        "overlaytraffic4789udp".into(),
+        FirewallRule {
+            name: "OverlayTraffic4789UDP".into(),
+            display_name: "Overlay Traffic 4789 UDP".into(),
+            protocol: Protocol::Udp,
+            local_port: 4789,
+            allow: true,
+            enabled: true,
+        },
+    );
+}

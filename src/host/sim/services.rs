@@ -1,0 +1,180 @@
+//! The simulated service control manager.
+
+use super::state::SimService;
+use super::{ServiceStart, SimHost};
+use crate::host::{
+    Files, HostError, HostResult, InstalledService, ServiceSpec, ServiceState, Services,
+    StartType, split_command_line,
+};
+use std::time::Duration;
+
+fn not_found(name: &str) -> HostError {
+    HostError::NotFound {
+        what: format!("service {name}"),
+    }
+}
+
+impl SimService {
+    fn from_spec(spec: &ServiceSpec, state: ServiceState) -> Self {
+        Self {
+            name: spec.name.clone(),
+            display_name: spec.display_name.clone(),
+            description: spec.description.clone(),
+            command_line: spec.command_line(),
+            start: spec.start,
+            dependencies: spec.dependencies.clone(),
+            recovery: spec.recovery.clone(),
+            state,
+            pid: None,
+        }
+    }
+}
+
+/// What starting a service runs: `calicoctl-win.exe service run ROLE` runs the role's start-up.
+fn own_service_args(command_line: &str) -> Option<Vec<String>> {
+    let (program, args) = split_command_line(command_line);
+    let file = program.rsplit(['\\', '/']).next()?.to_ascii_lowercase();
+    let ours = file == "calicoctl-win.exe" || file == "calicoctl-win";
+    (ours && args.first().map(String::as_str) == Some("service")).then_some(args)
+}
+
+impl Services for SimHost {
+    fn service_query(&self, name: &str) -> HostResult<Option<InstalledService>> {
+        Ok(self.read(|s| {
+            s.services
+                .get(&name.to_ascii_lowercase())
+                .map(|svc| InstalledService {
+                    name: svc.name.clone(),
+                    state: svc.state,
+                    pid: svc.pid,
+                    display_name: svc.display_name.clone(),
+                    command_line: svc.command_line.clone(),
+                    start: svc.start,
+                    dependencies: svc.dependencies.clone(),
+                    account: "LocalSystem".into(),
+                })
+        }))
+    }
+
+    fn service_create(&self, spec: &ServiceSpec) -> HostResult<()> {
+        self.mutate(&format!("create service {}", spec.name), |s| {
+            let key = spec.name.to_ascii_lowercase();
+            if s.services.contains_key(&key) {
+                return Err(HostError::Exists {
+                    what: format!("service {}", spec.name),
+                });
+            }
+            s.services
+                .insert(key, SimService::from_spec(spec, ServiceState::Stopped));
+            Ok(())
+        })
+    }
+
+    fn service_update(&self, spec: &ServiceSpec) -> HostResult<()> {
+        self.mutate(&format!("configure service {}", spec.name), |s| {
+            let svc = s
+                .services
+                .get_mut(&spec.name.to_ascii_lowercase())
+                .ok_or_else(|| not_found(&spec.name))?;
+            let (state, pid) = (svc.state, svc.pid);
+            *svc = SimService::from_spec(spec, state);
+            svc.pid = pid;
+            Ok(())
+        })
+    }
+
+    fn service_start(&self, name: &str, timeout: Duration) -> HostResult<()> {
+        let Some(svc) = self.read(|s| s.services.get(&name.to_ascii_lowercase()).cloned()) else {
+            return Err(not_found(name));
+        };
+        if svc.state == ServiceState::Running {
+            return Ok(());
+        }
+        if svc.start == StartType::Disabled {
+            return Err(HostError::Refused {
+                what: format!("start service {name}"),
+                reason: "the service is disabled".into(),
+            });
+        }
+        // The SCM starts the services a service depends on first.
+        for dep in &svc.dependencies {
+            self.service_start(dep, timeout)?;
+        }
+        let (program, _) = split_command_line(&svc.command_line);
+        if super::files::is_windows_path(&program) && self.read_file(&program)?.is_none() {
+            return Err(HostError::Api {
+                op: format!("start service {name}"),
+                code: 2,
+                message: format!("the system cannot find the file specified ({program})"),
+            });
+        }
+        let key = name.to_ascii_lowercase();
+        self.mutate(&format!("start service {name}"), |s| {
+            let pid = s.settings.next_pid();
+            let svc = s.services.get_mut(&key).ok_or_else(|| not_found(name))?;
+            svc.state = ServiceState::StartPending;
+            svc.pid = Some(pid);
+            Ok(())
+        })?;
+        let started = match (&self.start_hook, own_service_args(&svc.command_line)) {
+            (Some(hook), Some(args)) => hook(
+                self,
+                &ServiceStart {
+                    name: svc.name.clone(),
+                    args,
+                },
+            ),
+            _ => Ok(()),
+        };
+        let mut guard = self.lock();
+        if let Some(s) = guard.services.get_mut(&key) {
+            match &started {
+                Ok(()) => s.state = ServiceState::Running,
+                Err(_) => {
+                    s.state = ServiceState::Stopped;
+                    s.pid = None;
+                }
+            }
+        }
+        self.save(&guard)?;
+        started.map_err(|e| HostError::Refused {
+            what: format!("start service {name}"),
+            reason: format!("it stopped during start-up: {e:#}"),
+        })
+    }
+
+    fn service_stop(&self, name: &str, _timeout: Duration) -> HostResult<()> {
+        self.mutate(&format!("stop service {name}"), |s| {
+            let key = name.to_ascii_lowercase();
+            let running_dependent = s.services.values().find(|d| {
+                d.state != ServiceState::Stopped
+                    && d.dependencies.iter().any(|x| x.eq_ignore_ascii_case(name))
+            });
+            if let Some(d) = running_dependent {
+                return Err(HostError::Refused {
+                    what: format!("stop service {name}"),
+                    reason: format!("{} depends on it and is running", d.name),
+                });
+            }
+            let svc = s.services.get_mut(&key).ok_or_else(|| not_found(name))?;
+            svc.state = ServiceState::Stopped;
+            svc.pid = None;
+            Ok(())
+        })
+    }
+
+    fn service_delete(&self, name: &str) -> HostResult<()> {
+        self.mutate(&format!("delete service {name}"), |s| {
+            let key = name.to_ascii_lowercase();
+            let svc = s.services.get(&key).ok_or_else(|| not_found(name))?;
+            if svc.state != ServiceState::Stopped {
+                return Err(HostError::Refused {
+                    what: format!("delete service {name}"),
+                    reason: "the service is running; stop it first".into(),
+                });
+            }
+            s.services.remove(&key);
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,133 @@
+//! The simulated host's state, kept as JSON in `<dir>/state.json` (file contents live under
+//! `<dir>/fs/`).
+
+use crate::host::{
+    FirewallRule, InterfaceAddress, Recovery, RegValue, Route, ServiceState, StartType,
+    SystemFacts,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct State {
+    pub profile: String,
+    pub system: SystemFacts,
+    /// Registry keys (lower case) → value names (lower case) → values.
+    pub registry: BTreeMap<String, BTreeMap<String, RegValue>>,
+    /// Services by lower-case name.
+    pub services: BTreeMap<String, SimService>,
+    /// HNS networks as HCN documents (with their `ID`).
+    pub networks: Vec<serde_json::Value>,
+    pub endpoints: Vec<SimEndpoint>,
+    /// Lower-case paths of files written as secrets.
+    pub secrets: BTreeSet<String>,
+    pub interfaces: Vec<InterfaceAddress>,
+    pub routes: Vec<Route>,
+    /// Running processes by lower-case image name.
+    pub processes: BTreeMap<String, u32>,
+    /// Firewall rules by lower-case name.
+    pub firewall: BTreeMap<String, FirewallRule>,
+    pub settings: SimSettings,
+}
+
+impl Default for SystemFacts {
+    fn default() -> Self {
+        Self {
+            build: 0,
+            ubr: None,
+            product_name: None,
+            edition: None,
+            installation_type: None,
+            is_64bit: true,
+            elevated: true,
+            boot_id: String::new(),
+        }
+    }
+}
+
+/// How the simulation behaves, and its counters.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SimSettings {
+    /// False without the Containers feature: every HNS call fails.
+    pub hns_available: bool,
+    /// The IPAM block calico-node startup gets for this node.
+    pub pod_block: String,
+    pub next_pid: u32,
+    pub next_id: u64,
+}
+
+impl SimSettings {
+    pub fn next_pid(&mut self) -> u32 {
+        self.next_pid += 4;
+        self.next_pid
+    }
+
+    /// A GUID-shaped id, deterministic so that test output is stable.
+    pub fn next_guid(&mut self) -> String {
+        self.next_id += 1;
+        format!("5eb1a7e0-0000-4000-8000-{:012x}", self.next_id)
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SimService {
+    pub name: String,
+    pub display_name: String,
+    pub description: String,
+    pub command_line: String,
+    pub start: StartType,
+    pub dependencies: Vec<String>,
+    pub recovery: Option<Recovery>,
+    pub state: ServiceState,
+    pub pid: Option<u32>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SimEndpoint {
+    pub id: String,
+    pub name: String,
+    pub network_id: String,
+    pub ip: Option<String>,
+}
+
+pub fn key_of(key: &str) -> String {
+    key.trim_end_matches('\\').to_ascii_lowercase()
+}
+
+impl State {
+    pub fn reg_set(&mut self, key: &str, name: &str, value: RegValue) {
+        let key = key_of(key);
+        // Creating a key creates its parents, as RegCreateKeyEx does.
+        let mut parent = key.as_str();
+        while let Some((p, _)) = parent.rsplit_once('\\') {
+            self.registry.entry(p.to_owned()).or_default();
+            parent = p;
+        }
+        self.registry
+            .entry(key)
+            .or_default()
+            .insert(name.to_ascii_lowercase(), value);
+    }
+
+    pub fn network_index(&self, id: &str) -> Option<usize> {
+        self.networks.iter().position(|n| {
+            n.get("ID")
+                .and_then(|v| v.as_str())
+                .is_some_and(|v| v.eq_ignore_ascii_case(id))
+        })
+    }
+
+    pub fn network_named(&self, name: &str) -> Option<&serde_json::Value> {
+        self.networks
+            .iter()
+            .find(|n| n.get("Name").and_then(|v| v.as_str()) == Some(name))
+    }
+
+    /// The host's address on the vSwitch: the first non-loopback IPv4 address.
+    pub fn primary_ip(&self) -> Option<String> {
+        self.interfaces
+            .iter()
+            .find(|i| !i.ip.is_loopback() && !i.ip.is_link_local())
+            .map(|i| i.ip.to_string())
+    }
+}
