@@ -49,6 +49,17 @@ pub struct Global {
     /// Show more detail on stderr
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Work on a simulated Windows host kept in DIR (created when new) instead of this machine:
+    /// for rehearsals and tests on any OS
+    #[arg(long, global = true, value_name = "DIR")]
+    pub sim_host: Option<PathBuf>,
+    /// Profile of a new simulated host: ws2019, ws2019-unpatched, ws20h2, ws2022 (default),
+    /// ws2022-docker, ws2022-no-hns, ws2022-flannel, ws2022-legacy-calico
+    #[arg(long, global = true, value_name = "NAME")]
+    pub sim_profile: Option<String>,
+    /// Make the simulated host fail (fail:N) or crash (crash:N) at its Nth mutating call
+    #[arg(long, global = true, hide = true, value_name = "fail:N|crash:N")]
+    pub sim_fault: Option<crate::host::sim::Fault>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -62,6 +73,19 @@ Changes on the host: writes only those files, atomically, and only when their co
 With --dry-run nothing is written. With the none backend there is no CNI config and no External network."
     )]
     Render(RenderArgs),
+    /// Check that this node can run Calico, before changing anything
+    #[command(
+        long_about = "Checks the Windows host: supported Windows Server build and update (os-build), 64-bit \
+(arch), administrator rights (elevation), TLS 1.2 in Schannel (tls12), the Host Network Service (hns), the \
+container runtime and its CNI directories (container-runtime, cni-dirs), RemoteAccess for windows-bgp \
+(remote-access), the VXLAN firewall port (firewall-vxlan), flannel or an old NSSM-based Calico \
+(foreign-cni), and the node name kubelet uses (node-name). Each check prints a verdict (pass, warn, FAIL, \
+skip) and, when something is wrong, the command that fixes it.\n\n\
+Exits 3 when a check fails; --skip ID accepts a known failure. Off Windows, without --sim-host, the \
+checks run against a simulated Windows Server 2022 host and say so.\n\n\
+Changes on the host: nothing."
+    )]
+    Preflight(PreflightArgs),
     /// Show the effective configuration or convert a legacy config.ps1
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -76,6 +100,13 @@ pub struct RenderArgs {
     /// (default: 20348, Windows Server 2022)
     #[arg(long, value_name = "BUILD")]
     pub os_build: Option<crate::render::OsBuild>,
+}
+
+#[derive(Debug, Args)]
+pub struct PreflightArgs {
+    /// Accept a known failure of check ID (repeatable), like --skip os-build
+    #[arg(long, value_name = "ID")]
+    pub skip: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -2,6 +2,8 @@
 //! the printer, the run log, and the global flags.
 
 use crate::config::{self, ConfigError, Inputs, Loaded};
+use crate::host::select::{self, HostChoice, Intent};
+use crate::host::{Host, HostKind};
 use crate::output::Printer;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -15,6 +17,7 @@ pub struct Options {
     pub dry_run: bool,
     pub yes: bool,
     pub sets: Vec<String>,
+    pub host: HostChoice,
 }
 
 /// Everything a command may touch of the outside world.
@@ -70,6 +73,27 @@ impl Context {
             sets: self.options.sets.clone(),
             hostname: self.hostname.clone(),
         })
+    }
+
+    /// The host the command works on (see `host::select`); `--dry-run` only reads it. Says so
+    /// when it is a throw-away simulated host.
+    pub fn open_host(&mut self, intent: Intent) -> anyhow::Result<Box<dyn Host>> {
+        let intent = if self.options.dry_run {
+            Intent::Read
+        } else {
+            intent
+        };
+        let host = select::open(&self.options.host, intent)?.into_host();
+        match host.kind() {
+            HostKind::InMemory { profile } => self.printer.note(&format!(
+                "this machine is not Windows: using a simulated {profile} host (--sim-host DIR keeps one, --sim-profile NAME picks another)"
+            )),
+            HostKind::Simulated { dir, profile } => {
+                self.log(&format!("simulated host {profile} in {dir}"))
+            }
+            HostKind::Windows => {}
+        }
+        Ok(host)
     }
 
     /// The admin kubeconfig that cluster commands use, and where that choice came from.

@@ -12,8 +12,10 @@ pub enum Exit {
     Failed = 1,
     /// Bad usage or bad configuration; nothing was changed.
     Usage = 2,
-    // 3 (preflight found a blocking problem) and 4 (a wait timed out) are reserved for the
-    // commands that check and wait on the host; the README documents all five.
+    /// A preflight check found a blocking problem; nothing was changed.
+    Preflight = 3,
+    // 4 (a wait timed out) is reserved for the commands that wait on the host; the README
+    // documents all five.
 }
 
 /// Bad input detected by a command itself (exit code 2).
@@ -77,6 +79,12 @@ fn classify(error: &anyhow::Error) -> (Exit, Option<String>) {
                 }
             };
             return (Exit::Usage, Some(hint.into()));
+        }
+        if cause.downcast_ref::<crate::checks::Blocked>().is_some() {
+            return (
+                Exit::Preflight,
+                Some("fix the failed checks with the commands shown, or accept a known failure with --skip ID".into()),
+            );
         }
         if let Some(e) = cause.downcast_ref::<UsageError>() {
             return (Exit::Usage, e.hint.clone());

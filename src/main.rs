@@ -1,15 +1,6 @@
 //! calicoctl-win: installs, runs and maintains Calico networking on Windows Kubernetes nodes.
 
-mod cli;
-mod commands;
-mod config;
-mod context;
-mod error;
-mod files;
-mod host;
-mod output;
-mod render;
-
+use calicoctl_win::{cli, commands, context, error, host, output};
 use clap::Parser;
 use context::{Context, Options};
 use error::{CliError, Exit};
@@ -37,6 +28,11 @@ fn main() -> ExitCode {
         dry_run: g.dry_run,
         yes: g.yes,
         sets: g.sets.clone(),
+        host: host::select::HostChoice {
+            sim_dir: g.sim_host.clone(),
+            sim_profile: g.sim_profile.clone(),
+            sim_fault: g.sim_fault,
+        },
     };
     let log = match &g.log_file {
         Some(path) => match fs_err::OpenOptions::new()

@@ -18,6 +18,8 @@ pub struct Printer {
     err: Box<dyn Write>,
     colour: bool,
     verbose: u8,
+    /// Whether the one JSON document has been printed (a failure then adds no second one).
+    json_printed: bool,
 }
 
 impl Printer {
@@ -34,6 +36,7 @@ impl Printer {
             err,
             colour,
             verbose,
+            json_printed: false,
         }
     }
 
@@ -58,7 +61,14 @@ impl Printer {
             let text = serde_json::to_string_pretty(v)
                 .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
             let _ = writeln!(self.out, "{text}");
+            self.json_printed = true;
         }
+    }
+
+    /// A note on stderr about how the command ran (not a problem).
+    pub fn note(&mut self, s: &str) {
+        let label = self.paint("1;36", "note:");
+        let _ = writeln!(self.err, "{label} {s}");
     }
 
     /// A warning on stderr.
@@ -75,7 +85,8 @@ impl Printer {
     }
 
     /// Renders a failed command: `error:`, the problems, `Caused by:`, `hint:`. In JSON mode
-    /// stdout also gets one document describing the error, for scripts.
+    /// stdout also gets one document describing the error, for scripts, unless the command
+    /// already printed its document (preflight's checks carry the failure themselves).
     pub fn error(&mut self, e: &CliError) {
         let mut text = format!("{} {}\n", self.paint("1;31", "error:"), e.error);
         for p in e.problems() {
@@ -95,7 +106,7 @@ impl Printer {
             text.push_str(&format!("{} {h}\n", self.paint("1;36", "hint:")));
         }
         let _ = self.err.write_all(text.as_bytes());
-        if self.format == Format::Json {
+        if self.format == Format::Json && !self.json_printed {
             let doc = serde_json::json!({
                 "error": {
                     "message": e.error.to_string(),

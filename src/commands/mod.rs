@@ -2,6 +2,7 @@
 
 mod config_show;
 mod import_ps1;
+mod preflight;
 mod render;
 
 use crate::cli::{Command, ConfigCommand};
@@ -12,6 +13,7 @@ use crate::error::CliError;
 pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
     match command {
         Command::Render(args) => render::run(args, ctx),
+        Command::Preflight(args) => preflight::run(args, ctx),
         Command::Config(ConfigCommand::Show) => config_show::run(ctx),
         Command::Config(ConfigCommand::ImportPs1(args)) => import_ps1::run(args, ctx),
     }

@@ -31,10 +31,9 @@ pub fn detect<H: Services + Files + ?Sized>(host: &H) -> HostResult<Option<Runti
             .position(|a| a == "--config" || a == "-c")
             .and_then(|i| args.get(i + 1).cloned())
             .unwrap_or_else(|| format!("{install_dir}\\config.toml"));
-        let dirs = match host.read_file(&config_file)? {
-            Some(bytes) => Some(cni_dirs(&String::from_utf8_lossy(&bytes))),
-            None => None,
-        };
+        let dirs = host
+            .read_file(&config_file)?
+            .map(|bytes| cni_dirs(&String::from_utf8_lossy(&bytes)));
         let (bin, conf) = dirs.clone().unwrap_or((None, None));
         return Ok(Some(RuntimeFacts {
             name: "containerd",

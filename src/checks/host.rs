@@ -1,0 +1,388 @@
+//! Host checks: what the Windows node must offer before Calico is installed.
+
+use super::Check;
+use crate::config::Config;
+use crate::config::types::{Backend, ContainerRuntime};
+use crate::host::runtime::{RuntimeFacts, same_dir};
+use crate::host::{
+    FirewallRule, HnsNetwork, Host, HostError, InstalledService, Protocol, RegValue, ServiceState,
+    StartType, SystemFacts, split_command_line,
+};
+use serde::Serialize;
+
+/// The firewall rule install creates for VXLAN, and the one Calico's scripts create.
+pub const VXLAN_RULE: &str = "CalicoWindowsVxlan4789Udp";
+pub const CALICO_SCRIPT_VXLAN_RULE: &str = "OverlayTraffic4789UDP";
+
+const SCHANNEL_TLS12_CLIENT: &str = r"HKLM\SYSTEM\CurrentControlSet\Control\SecurityProviders\SCHANNEL\Protocols\TLS 1.2\Client";
+const DOTNET_4: &str = r"HKLM\SOFTWARE\Microsoft\.NETFramework\v4.0.30319";
+
+/// Everything the host checks look at, read once.
+#[derive(Debug, Serialize)]
+pub struct HostSnapshot {
+    pub system: Result<SystemFacts, String>,
+    pub tls12_client_enabled: Option<u32>,
+    pub tls12_client_disabled_by_default: Option<u32>,
+    pub dotnet_strong_crypto: Option<u32>,
+    /// HNS networks; `Err` with the reason when HNS cannot be used.
+    pub hns: Result<Vec<HnsNetwork>, String>,
+    pub runtime: Result<Option<RuntimeFacts>, String>,
+    pub remote_access: Option<InstalledService>,
+    pub vxlan_rules: Vec<FirewallRule>,
+    pub flanneld: Option<InstalledService>,
+    /// CalicoNode and CalicoFelix as registered now.
+    pub calico_services: Vec<InstalledService>,
+    pub kubelet_service: Option<InstalledService>,
+    pub kubelet_pid: Option<u32>,
+    /// This machine's host name, for kubelet's default node name.
+    pub hostname: Option<String>,
+}
+
+fn dword(h: &dyn Host, key: &str, name: &str) -> Option<u32> {
+    match h.reg_get(key, name) {
+        Ok(Some(RegValue::Dword(v))) => Some(v),
+        _ => None,
+    }
+}
+
+/// Reads the facts. Reading never fails as a whole: what cannot be read is recorded.
+pub fn snapshot(h: &dyn Host, hostname: Option<String>) -> HostSnapshot {
+    let text = |e: HostError| e.to_string();
+    let service = |name: &str| h.service_query(name).ok().flatten();
+    let mut vxlan_rules = Vec::new();
+    for name in [VXLAN_RULE, CALICO_SCRIPT_VXLAN_RULE] {
+        if let Ok(Some(rule)) = h.firewall_rule(name) {
+            vxlan_rules.push(rule);
+        }
+    }
+    HostSnapshot {
+        system: h.system_facts().map_err(text),
+        tls12_client_enabled: dword(h, SCHANNEL_TLS12_CLIENT, "Enabled"),
+        tls12_client_disabled_by_default: dword(h, SCHANNEL_TLS12_CLIENT, "DisabledByDefault"),
+        dotnet_strong_crypto: dword(h, DOTNET_4, "SchUseStrongCrypto"),
+        hns: h.hns_networks().map_err(text),
+        runtime: crate::host::runtime::detect(h).map_err(text),
+        remote_access: service("RemoteAccess"),
+        vxlan_rules,
+        flanneld: service("flanneld"),
+        calico_services: ["CalicoNode", "CalicoFelix"]
+            .into_iter()
+            .filter_map(service)
+            .collect(),
+        kubelet_service: service("kubelet"),
+        kubelet_pid: h.process_pid("kubelet.exe").ok().flatten(),
+        hostname,
+    }
+}
+
+/// The ids of the host checks, in the order they are shown.
+pub const IDS: &[&str] = &[
+    "os-build",
+    "arch",
+    "elevation",
+    "tls12",
+    "hns",
+    "container-runtime",
+    "cni-dirs",
+    "remote-access",
+    "firewall-vxlan",
+    "foreign-cni",
+    "node-name",
+];
+
+/// Every host check, in the order of `IDS`.
+pub fn evaluate(s: &HostSnapshot, c: &Config) -> Vec<Check> {
+    vec![
+        os_build(s),
+        arch(s),
+        elevation(s),
+        tls12(s),
+        hns(s),
+        container_runtime(s, c),
+        cni_dirs(s, c),
+        remote_access(s, c),
+        firewall_vxlan(s, c),
+        foreign_cni(s),
+        node_name(s, c),
+    ]
+}
+
+/// The supported Windows Server builds (docs/preflight.md has the same table).
+pub const SUPPORTED_BUILDS: &[(u32, &str, Option<u32>)] = &[
+    (17763, "Windows Server 2019 (1809)", Some(1432)),
+    (18362, "Windows Server 1903", None),
+    (18363, "Windows Server 1909", None),
+    (19041, "Windows Server 2004", None),
+    (19042, "Windows Server 20H2", None),
+    (20348, "Windows Server 2022", Some(169)),
+    (26100, "Windows Server 2025", None),
+];
+
+fn os_build(s: &HostSnapshot) -> Check {
+    const ID: &str = "os-build";
+    let sys = match &s.system {
+        Ok(sys) => sys,
+        Err(e) => return Check::fail(ID, format!("cannot read the Windows version: {e}"), "run on a Windows Server node"),
+    };
+    if sys.installation_type.as_deref() == Some("Client") {
+        return Check::fail(
+            ID,
+            format!("build {} is a Windows client, not Windows Server", sys.build),
+            "install Calico on Windows Server 2019, 2022 or 2025",
+        );
+    }
+    let Some((_, release, min_ubr)) = SUPPORTED_BUILDS.iter().find(|(b, _, _)| *b == sys.build)
+    else {
+        return Check::fail(
+            ID,
+            format!("Windows build {} is not supported by Calico for Windows", sys.build),
+            "use Windows Server 2019 (17763.1432+), 2022 (20348.169+) or 2025; see docs/preflight.md",
+        );
+    };
+    match (min_ubr, sys.ubr) {
+        (Some(min), Some(ubr)) if ubr < *min => Check::fail(
+            ID,
+            format!("{release} build {}.{ubr} is older than {}.{min}, the first with the fixes Calico needs (DSR)", sys.build, sys.build),
+            format!("install the latest cumulative update (at least {}.{min}) and reboot", sys.build),
+        ),
+        (Some(min), None) => Check::warn(
+            ID,
+            format!("{release} build {}: the update revision (UBR) is unknown, so {}.{min} or later cannot be confirmed", sys.build, sys.build),
+            format!("confirm with 'Get-ItemProperty \"HKLM:\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\" UBR' that UBR >= {min}"),
+        ),
+        (_, ubr) => Check::pass(
+            ID,
+            format!("{release}, build {}{}", sys.build, ubr.map(|u| format!(".{u}")).unwrap_or_default()),
+        ),
+    }
+}
+
+fn arch(s: &HostSnapshot) -> Check {
+    match &s.system {
+        Ok(sys) if sys.is_64bit => Check::pass("arch", "64-bit Windows"),
+        Ok(_) => Check::fail("arch", "32-bit Windows", "Calico for Windows needs 64-bit Windows Server"),
+        Err(e) => Check::fail("arch", format!("cannot read the architecture: {e}"), "run on a Windows Server node"),
+    }
+}
+
+fn elevation(s: &HostSnapshot) -> Check {
+    match &s.system {
+        Ok(sys) if sys.elevated => Check::pass("elevation", "running elevated (as administrator)"),
+        _ => Check::fail(
+            "elevation",
+            "not running elevated: installing services, HNS networks and firewall rules needs administrator rights",
+            "start PowerShell with 'Run as administrator' and run the command again",
+        ),
+    }
+}
+
+fn tls12(s: &HostSnapshot) -> Check {
+    const ID: &str = "tls12";
+    let advisory = match s.dotnet_strong_crypto {
+        Some(1) => "",
+        _ => "; advisory: .NET SchUseStrongCrypto is not set, so old PowerShell scripts may fall back to TLS 1.0",
+    };
+    if s.tls12_client_enabled == Some(0) || s.tls12_client_disabled_by_default == Some(1) {
+        return Check::fail(
+            ID,
+            "TLS 1.2 is disabled for Schannel clients (SCHANNEL\\Protocols\\TLS 1.2\\Client)",
+            format!("reg add \"{SCHANNEL_TLS12_CLIENT}\" /v Enabled /t REG_DWORD /d 1 /f; reg add \"{SCHANNEL_TLS12_CLIENT}\" /v DisabledByDefault /t REG_DWORD /d 0 /f; then reboot"),
+        );
+    }
+    let how = if s.tls12_client_enabled.is_some() { "enabled in SCHANNEL" } else { "enabled (OS default)" };
+    Check::pass(ID, format!("TLS 1.2 {how}{advisory}"))
+}
+
+fn hns(s: &HostSnapshot) -> Check {
+    match &s.hns {
+        Ok(n) => Check::pass("hns", format!("the Host Network Service answers ({} networks)", n.len())),
+        Err(e) => Check::fail(
+            "hns",
+            format!("the Host Network Service cannot be used: {e}"),
+            "Install-WindowsFeature -Name Containers; Restart-Computer",
+        ),
+    }
+}
+
+fn container_runtime(s: &HostSnapshot, c: &Config) -> Check {
+    const ID: &str = "container-runtime";
+    let want = c.container_runtime;
+    let found = match &s.runtime {
+        Ok(f) => f,
+        Err(e) => return Check::fail(ID, format!("cannot query the container runtime: {e}"), "check that the service control manager answers (sc.exe query containerd)"),
+    };
+    match (want, found) {
+        (_, None) => Check::fail(
+            ID,
+            format!("no container runtime: the {want} service is not installed"),
+            "install containerd and register it as a service (containerd.exe --register-service), then set container_runtime",
+        ),
+        (ContainerRuntime::Containerd, Some(f)) if f.name != "containerd" => Check::fail(
+            ID,
+            format!("{} is installed but container_runtime is containerd", f.name),
+            format!("set container_runtime: {} in calico-windows.yaml (or --set container_runtime={})", f.name, f.name),
+        ),
+        (ContainerRuntime::Docker, Some(f)) if f.name != "docker" => Check::fail(
+            ID,
+            format!("{} is installed but container_runtime is docker", f.name),
+            format!("set container_runtime: {} in calico-windows.yaml (or --set container_runtime={})", f.name, f.name),
+        ),
+        (_, Some(f)) if !f.running => Check::fail(
+            ID,
+            format!("{} is installed in {} but not running", f.name, f.install_dir),
+            format!("Start-Service {}", f.name),
+        ),
+        (_, Some(f)) => Check::pass(ID, format!("{} is running ({})", f.name, f.install_dir)),
+    }
+}
+
+fn cni_dirs(s: &HostSnapshot, c: &Config) -> Check {
+    const ID: &str = "cni-dirs";
+    let Ok(Some(f)) = &s.runtime else {
+        return Check::skip(ID, "no container runtime found");
+    };
+    let (Some(bin), Some(conf)) = (&f.cni_bin_dir, &f.cni_conf_dir) else {
+        return Check::skip(ID, format!("{} keeps no CNI directories of its own (kubelet's flags decide)", f.name));
+    };
+    let source = f.config_file.as_deref().map_or("its defaults".to_owned(), |p| p.to_owned());
+    let mut wrong = Vec::new();
+    let mut fix = Vec::new();
+    for (key, ours, theirs) in [("cni.bin_dir", c.cni.bin_dir.as_str(), bin), ("cni.conf_dir", c.cni.conf_dir.as_str(), conf)] {
+        if !same_dir(ours, theirs) {
+            wrong.push(format!("{key} is {ours} but containerd uses {theirs}"));
+            fix.push(format!("--set {key}=\"{theirs}\""));
+        }
+    }
+    if wrong.is_empty() {
+        Check::pass(ID, format!("CNI dirs match containerd's ({source})"))
+    } else {
+        Check::fail(
+            ID,
+            format!("{} (from {source})", wrong.join("; ")),
+            format!("set them in calico-windows.yaml, or pass {}", fix.join(" ")),
+        )
+    }
+}
+
+fn remote_access(s: &HostSnapshot, c: &Config) -> Check {
+    const ID: &str = "remote-access";
+    if c.backend != Backend::WindowsBgp {
+        return Check::skip(ID, format!("only needed for the windows-bgp backend (backend is {})", c.backend));
+    }
+    match &s.remote_access {
+        None => Check::fail(
+            ID,
+            "the RemoteAccess service (Routing) is not installed; windows-bgp needs it",
+            "Install-WindowsFeature RemoteAccess, RSAT-RemoteAccess-PowerShell, Routing; Restart-Computer; Install-RemoteAccess -VpnType RoutingOnly",
+        ),
+        Some(svc) if svc.start == StartType::Disabled => Check::fail(
+            ID,
+            "the RemoteAccess service is disabled",
+            "Set-Service RemoteAccess -StartupType Automatic; Start-Service RemoteAccess",
+        ),
+        Some(svc) if svc.state != ServiceState::Running => Check::fail(
+            ID,
+            "the RemoteAccess service is installed but not running",
+            "Install-RemoteAccess -VpnType RoutingOnly; Start-Service RemoteAccess",
+        ),
+        Some(_) => Check::pass(ID, "RemoteAccess is running"),
+    }
+}
+
+fn firewall_vxlan(s: &HostSnapshot, c: &Config) -> Check {
+    const ID: &str = "firewall-vxlan";
+    if c.backend != Backend::Vxlan {
+        return Check::skip(ID, format!("only needed for the vxlan backend (backend is {})", c.backend));
+    }
+    let good = |r: &&FirewallRule| r.enabled && r.allow && r.protocol == Protocol::Udp && r.local_port == 4789;
+    if let Some(r) = s.vxlan_rules.iter().find(good) {
+        return Check::pass(ID, format!("firewall rule {} allows UDP 4789", r.name));
+    }
+    if let Some(r) = s.vxlan_rules.first() {
+        return Check::fail(
+            ID,
+            format!("firewall rule {} exists but does not allow inbound UDP 4789 (enabled: {}, allow: {})", r.name, r.enabled, r.allow),
+            format!("Remove-NetFirewallRule -Name {}; install creates the rule again", r.name),
+        );
+    }
+    Check::pass(ID, format!("UDP 4789 is not open yet; install opens it (rule {VXLAN_RULE})"))
+}
+
+fn foreign_cni(s: &HostSnapshot) -> Check {
+    const ID: &str = "foreign-cni";
+    let mut found = Vec::new();
+    let mut fix = Vec::new();
+    let flannel_nets: Vec<&HnsNetwork> = s.hns.as_ref().map_or(Vec::new(), |n| {
+        n.iter()
+            .filter(|n| n.name.starts_with("flannel") || n.name == "vxlan0" || n.name == "cbr0")
+            .collect()
+    });
+    if s.flanneld.is_some() || !flannel_nets.is_empty() {
+        let names: Vec<&str> = flannel_nets.iter().map(|n| n.name.as_str()).collect();
+        found.push(format!(
+            "flannel leftovers (service flanneld: {}; HNS networks: {})",
+            if s.flanneld.is_some() { "yes" } else { "no" },
+            if names.is_empty() { "none".into() } else { names.join(", ") }
+        ));
+        let mut cmd = vec!["Stop-Service flanneld; sc.exe delete flanneld".to_owned()];
+        for n in &names {
+            cmd.push(format!("Get-HnsNetwork | ? Name -eq '{n}' | Remove-HnsNetwork"));
+        }
+        fix.push(cmd.join("; "));
+    }
+    let legacy: Vec<&InstalledService> = s
+        .calico_services
+        .iter()
+        .filter(|svc| matches!(svc.program_file_name().as_str(), "nssm.exe" | "powershell.exe"))
+        .collect();
+    if !legacy.is_empty() {
+        let (program, _) = split_command_line(&legacy[0].command_line);
+        let root = program.rsplit_once('\\').map_or("C:\\CalicoWindows", |(d, _)| d);
+        found.push(format!(
+            "a legacy NSSM-based Calico install ({} in {root})",
+            legacy.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+        ));
+        fix.push(format!("powershell -ExecutionPolicy Bypass -File {root}\\uninstall-calico.ps1"));
+    }
+    if found.is_empty() {
+        Check::pass(ID, "no other CNI or older Calico install found")
+    } else {
+        Check::fail(ID, format!("found {}", found.join(" and ")), fix.join("; then "))
+    }
+}
+
+fn node_name(s: &HostSnapshot, c: &Config) -> Check {
+    const ID: &str = "node-name";
+    let Some(kubelet) = &s.kubelet_service else {
+        let msg = match s.kubelet_pid {
+            Some(pid) => format!("kubelet runs (pid {pid}) but not as a service, so its node name is unknown"),
+            None => "kubelet is not installed yet".to_owned(),
+        };
+        return Check::skip(ID, msg);
+    };
+    let (_, args) = split_command_line(&kubelet.command_line);
+    let over = args.iter().enumerate().find_map(|(i, a)| {
+        a.strip_prefix("--hostname-override=")
+            .map(str::to_owned)
+            .or_else(|| (a == "--hostname-override").then(|| args.get(i + 1).cloned()).flatten())
+    });
+    let (kubelets, from) = match (over, &s.hostname) {
+        (Some(o), _) => (o.to_ascii_lowercase(), "--hostname-override"),
+        (None, Some(h)) => (h.to_ascii_lowercase(), "the host name"),
+        (None, None) => return Check::skip(ID, "kubelet's node name is unknown (no --hostname-override, no host name)"),
+    };
+    let ours = c.node.name.to_string();
+    if ours == kubelets {
+        Check::pass(ID, format!("node.name {ours} matches kubelet's ({from})"))
+    } else {
+        Check::fail(
+            ID,
+            format!("node.name is {ours} but kubelet registers the node as {kubelets} ({from})"),
+            format!("set node.name: {kubelets} in calico-windows.yaml (or --set node.name={kubelets})"),
+        )
+    }
+}
+
+#[cfg(test)]
+#[path = "host_tests.rs"]
+mod tests;

@@ -1,0 +1,192 @@
+//! Each host check passes on a healthy simulated host and fails on a broken one.
+
+use super::*;
+use crate::checks::Verdict;
+use crate::config::{self, Inputs};
+use crate::host::sim::SimHost;
+
+fn config(sets: &[&str]) -> Config {
+    let mut all = vec!["node.name=win-1".to_owned()];
+    all.extend(sets.iter().map(|s| (*s).to_owned()));
+    config::load(&Inputs {
+        sets: all,
+        ..Inputs::default()
+    })
+    .expect("config")
+    .config
+}
+
+fn snap(profile: &str) -> HostSnapshot {
+    let h = SimHost::in_memory(profile).expect("sim host");
+    snapshot(&h, Some("WIN-1".into()))
+}
+
+fn verdict(id: &str, s: &HostSnapshot, c: &Config) -> (Verdict, String) {
+    let check = evaluate(s, c)
+        .into_iter()
+        .find(|k| k.id == id)
+        .expect("check exists");
+    (
+        check.verdict,
+        format!("{} | {}", check.message, check.remedy.unwrap_or_default()),
+    )
+}
+
+fn assert_verdict(id: &str, s: &HostSnapshot, c: &Config, want: Verdict) -> String {
+    let (got, text) = verdict(id, s, c);
+    assert_eq!(got, want, "{id}: {text}");
+    text
+}
+
+#[test]
+fn a_healthy_ws2022_node_passes_every_check_that_applies() {
+    let s = snap("ws2022");
+    let checks = evaluate(&s, &config(&[]));
+    for c in &checks {
+        assert!(matches!(c.verdict, Verdict::Pass | Verdict::Skip), "{c:?}");
+    }
+    let ids: Vec<&str> = checks.iter().map(|c| c.id).collect();
+    assert_eq!(ids, IDS);
+}
+
+#[test]
+fn os_build_needs_the_dsr_update_on_2019_and_warns_when_ubr_is_unknown() {
+    let c = config(&[]);
+    assert_verdict("os-build", &snap("ws2019"), &c, Verdict::Pass);
+    let t = assert_verdict("os-build", &snap("ws2019-unpatched"), &c, Verdict::Fail);
+    assert!(t.contains("17763.1000") && t.contains("17763.1432"), "{t}");
+    assert_verdict("os-build", &snap("ws20h2"), &c, Verdict::Pass);
+    let mut s = snap("ws2022");
+    if let Ok(sys) = &mut s.system {
+        sys.ubr = None;
+    }
+    assert_verdict("os-build", &s, &c, Verdict::Warn);
+    if let Ok(sys) = &mut s.system {
+        sys.build = 14393;
+    }
+    assert_verdict("os-build", &s, &c, Verdict::Fail);
+    if let Ok(sys) = &mut s.system {
+        sys.build = 26100;
+        sys.installation_type = Some("Client".into());
+    }
+    assert_verdict("os-build", &s, &c, Verdict::Fail);
+}
+
+#[test]
+fn arch_and_elevation_fail_when_the_facts_say_so() {
+    let c = config(&[]);
+    let mut s = snap("ws2022");
+    assert_verdict("arch", &s, &c, Verdict::Pass);
+    assert_verdict("elevation", &s, &c, Verdict::Pass);
+    if let Ok(sys) = &mut s.system {
+        sys.is_64bit = false;
+        sys.elevated = false;
+    }
+    assert_verdict("arch", &s, &c, Verdict::Fail);
+    let t = assert_verdict("elevation", &s, &c, Verdict::Fail);
+    assert!(t.contains("Run as administrator"), "{t}");
+}
+
+#[test]
+fn tls12_fails_when_schannel_disables_it_for_clients() {
+    let c = config(&[]);
+    let mut s = snap("ws2022");
+    let t = assert_verdict("tls12", &s, &c, Verdict::Pass);
+    assert!(t.contains("OS default") && t.contains("advisory"), "{t}");
+    s.tls12_client_enabled = Some(0);
+    let t = assert_verdict("tls12", &s, &c, Verdict::Fail);
+    assert!(t.contains("reg add"), "{t}");
+    s.tls12_client_enabled = Some(1);
+    s.tls12_client_disabled_by_default = Some(1);
+    assert_verdict("tls12", &s, &c, Verdict::Fail);
+}
+
+#[test]
+fn hns_fails_without_the_containers_feature() {
+    let c = config(&[]);
+    assert_verdict("hns", &snap("ws2022"), &c, Verdict::Pass);
+    let t = assert_verdict("hns", &snap("ws2022-no-hns"), &c, Verdict::Fail);
+    assert!(t.contains("Install-WindowsFeature -Name Containers"), "{t}");
+}
+
+#[test]
+fn container_runtime_must_match_the_config_and_run() {
+    let c = config(&[]);
+    assert_verdict("container-runtime", &snap("ws2022"), &c, Verdict::Pass);
+    let t = assert_verdict("container-runtime", &snap("ws2022-docker"), &c, Verdict::Fail);
+    assert!(t.contains("container_runtime=docker"), "{t}");
+    let docker = config(&["container_runtime=docker"]);
+    assert_verdict("container-runtime", &snap("ws2022-docker"), &docker, Verdict::Pass);
+    let mut s = snap("ws2022");
+    if let Ok(Some(f)) = &mut s.runtime {
+        f.running = false;
+    }
+    let t = assert_verdict("container-runtime", &s, &c, Verdict::Fail);
+    assert!(t.contains("Start-Service containerd"), "{t}");
+    s.runtime = Ok(None);
+    assert_verdict("container-runtime", &s, &c, Verdict::Fail);
+}
+
+#[test]
+fn cni_dirs_must_be_containerds() {
+    let c = config(&[]);
+    assert_verdict("cni-dirs", &snap("ws2022"), &c, Verdict::Pass);
+    let other = config(&[r"cni.bin_dir=C:\opt\cni\bin"]);
+    let t = assert_verdict("cni-dirs", &snap("ws2022"), &other, Verdict::Fail);
+    assert!(t.contains(r#"--set cni.bin_dir="C:\Program Files\containerd\cni\bin""#), "{t}");
+    assert_verdict("cni-dirs", &snap("ws2022-docker"), &config(&["container_runtime=docker"]), Verdict::Skip);
+}
+
+#[test]
+fn remote_access_is_needed_and_running_only_for_windows_bgp() {
+    let vxlan = config(&[]);
+    let bgp = config(&["backend=windows-bgp"]);
+    let mut s = snap("ws2022");
+    assert_verdict("remote-access", &s, &vxlan, Verdict::Skip);
+    assert_verdict("remote-access", &s, &bgp, Verdict::Fail);
+    let mut svc = s.kubelet_service.clone().expect("a service to copy");
+    svc.name = "RemoteAccess".into();
+    svc.state = ServiceState::Stopped;
+    s.remote_access = Some(svc.clone());
+    assert_verdict("remote-access", &s, &bgp, Verdict::Fail);
+    svc.state = ServiceState::Running;
+    s.remote_access = Some(svc.clone());
+    assert_verdict("remote-access", &s, &bgp, Verdict::Pass);
+    svc.start = StartType::Disabled;
+    s.remote_access = Some(svc);
+    assert_verdict("remote-access", &s, &bgp, Verdict::Fail);
+}
+
+#[test]
+fn firewall_vxlan_passes_when_open_or_to_be_opened_and_fails_on_a_blocking_rule() {
+    let c = config(&[]);
+    let t = assert_verdict("firewall-vxlan", &snap("ws2022"), &c, Verdict::Pass);
+    assert!(t.contains("install opens it"), "{t}");
+    let mut s = snap("ws2022-legacy-calico");
+    let t = assert_verdict("firewall-vxlan", &s, &c, Verdict::Pass);
+    assert!(t.contains("OverlayTraffic4789UDP"), "{t}");
+    s.vxlan_rules[0].enabled = false;
+    assert_verdict("firewall-vxlan", &s, &c, Verdict::Fail);
+    assert_verdict("firewall-vxlan", &s, &config(&["backend=none"]), Verdict::Skip);
+}
+
+#[test]
+fn foreign_cni_finds_flannel_and_a_legacy_calico_install() {
+    let c = config(&[]);
+    assert_verdict("foreign-cni", &snap("ws2022"), &c, Verdict::Pass);
+    let t = assert_verdict("foreign-cni", &snap("ws2022-flannel"), &c, Verdict::Fail);
+    assert!(t.contains("flannel.4096") && t.contains("sc.exe delete flanneld"), "{t}");
+    let t = assert_verdict("foreign-cni", &snap("ws2022-legacy-calico"), &c, Verdict::Fail);
+    assert!(t.contains(r"C:\CalicoWindows\uninstall-calico.ps1"), "{t}");
+}
+
+#[test]
+fn node_name_must_match_kubelets() {
+    let s = snap("ws2022");
+    assert_verdict("node-name", &s, &config(&[]), Verdict::Pass);
+    let t = assert_verdict("node-name", &s, &config(&["node.name=win-2"]), Verdict::Fail);
+    assert!(t.contains("--set node.name=win-1"), "{t}");
+    let mut s = s;
+    s.kubelet_service = None;
+    assert_verdict("node-name", &s, &config(&[]), Verdict::Skip);
+}

@@ -1,0 +1,138 @@
+//! Preflight checks: each has a stable id, a verdict, a message and a remedy. Verdicts are pure
+//! functions of facts gathered beforehand, so every check is tested on Linux.
+
+pub mod host;
+
+use serde::Serialize;
+
+/// The outcome of one check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Warn,
+    Fail,
+    Skip,
+}
+
+impl Verdict {
+    fn label(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Warn => "warn",
+            Verdict::Fail => "FAIL",
+            Verdict::Skip => "skip",
+        }
+    }
+}
+
+/// One check's result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Check {
+    pub id: &'static str,
+    pub verdict: Verdict,
+    pub message: String,
+    /// What to run or change to fix it; `None` when there is nothing to do.
+    pub remedy: Option<String>,
+}
+
+impl Check {
+    pub fn pass(id: &'static str, message: impl Into<String>) -> Self {
+        Self::new(id, Verdict::Pass, message, None::<String>)
+    }
+
+    pub fn skip(id: &'static str, message: impl Into<String>) -> Self {
+        Self::new(id, Verdict::Skip, message, None::<String>)
+    }
+
+    pub fn warn(id: &'static str, message: impl Into<String>, remedy: impl Into<String>) -> Self {
+        Self::new(id, Verdict::Warn, message, Some(remedy))
+    }
+
+    pub fn fail(id: &'static str, message: impl Into<String>, remedy: impl Into<String>) -> Self {
+        Self::new(id, Verdict::Fail, message, Some(remedy))
+    }
+
+    fn new(
+        id: &'static str,
+        verdict: Verdict,
+        message: impl Into<String>,
+        remedy: Option<impl Into<String>>,
+    ) -> Self {
+        Self {
+            id,
+            verdict,
+            message: message.into(),
+            remedy: remedy.map(Into::into),
+        }
+    }
+}
+
+/// Turns the failures the user accepted with `--skip ID` into skips that say so.
+pub fn accept_skipped(checks: &mut [Check], skip: &[String]) {
+    for c in checks.iter_mut() {
+        if skip.iter().any(|s| s == c.id) && c.verdict != Verdict::Skip {
+            c.message = format!(
+                "accepted with --skip {} (was {}): {}",
+                c.id,
+                c.verdict.label().to_ascii_lowercase(),
+                c.message
+            );
+            c.verdict = Verdict::Skip;
+        }
+    }
+}
+
+/// Preflight found problems that block the command.
+#[derive(Debug, thiserror::Error)]
+#[error("preflight failed: {}", .ids.join(", "))]
+pub struct Blocked {
+    pub ids: Vec<&'static str>,
+}
+
+/// The ids of failed checks.
+pub fn blocking(checks: &[Check]) -> Vec<&'static str> {
+    checks
+        .iter()
+        .filter(|c| c.verdict == Verdict::Fail)
+        .map(|c| c.id)
+        .collect()
+}
+
+/// The checks as a table for people: verdict, id, message, and the remedy under it.
+pub fn table(checks: &[Check]) -> String {
+    let width = checks.iter().map(|c| c.id.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for c in checks {
+        out.push_str(&format!(
+            "{:<4}  {:<width$}  {}\n",
+            c.verdict.label(),
+            c.id,
+            c.message
+        ));
+        if let Some(r) = c.remedy.as_ref().filter(|_| c.verdict != Verdict::Pass) {
+            out.push_str(&format!("{:<4}  {:<width$}  fix: {r}\n", "", ""));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_skipped_failure_stops_blocking_and_says_it_was_accepted() {
+        let mut checks = vec![
+            Check::fail("hns", "HNS is missing", "Install-WindowsFeature Containers"),
+            Check::fail("elevation", "not elevated", "run as administrator"),
+        ];
+        accept_skipped(&mut checks, &["hns".to_owned()]);
+        assert_eq!(blocking(&checks), vec!["elevation"]);
+        assert_eq!(checks[0].verdict, Verdict::Skip);
+        assert!(checks[0].message.starts_with("accepted with --skip hns (was fail)"));
+        let t = table(&checks);
+        assert!(t.contains("FAIL  elevation  not elevated\n"), "{t}");
+        assert!(t.contains("fix: run as administrator"), "{t}");
+    }
+}

@@ -1,0 +1,16 @@
+//! calicoctl-win: installs, runs and maintains Calico networking on Windows Kubernetes nodes.
+//!
+//! The binary (`main.rs`) parses the command line and runs a command; everything else lives
+//! here, in layers: `config` and `render` (pure), `host` (the Windows node, real or simulated),
+//! `checks` (preflight verdicts), `commands` (one recipe per command).
+
+pub mod checks;
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod context;
+pub mod error;
+pub mod files;
+pub mod host;
+pub mod output;
+pub mod render;
