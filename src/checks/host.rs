@@ -10,11 +10,13 @@ use crate::host::{
 };
 use serde::Serialize;
 
-/// The firewall rule install creates for VXLAN, and the one Calico's scripts create.
-pub const VXLAN_RULE: &str = "CalicoWindowsVxlan4789Udp";
-pub const CALICO_SCRIPT_VXLAN_RULE: &str = "OverlayTraffic4789UDP";
+/// The firewall rule install creates for VXLAN, and the one Calico's scripts create (their
+/// `-DisplayName`, the name the firewall API knows it by).
+pub const VXLAN_RULE: &str = "Calico VXLAN UDP 4789";
+pub const CALICO_SCRIPT_VXLAN_RULE: &str = "Overlay Traffic 4789 UDP";
 
-const SCHANNEL_TLS12_CLIENT: &str = r"HKLM\SYSTEM\CurrentControlSet\Control\SecurityProviders\SCHANNEL\Protocols\TLS 1.2\Client";
+const SCHANNEL_TLS12_CLIENT: &str =
+    r"HKLM\SYSTEM\CurrentControlSet\Control\SecurityProviders\SCHANNEL\Protocols\TLS 1.2\Client";
 const DOTNET_4: &str = r"HKLM\SOFTWARE\Microsoft\.NETFramework\v4.0.30319";
 
 /// Everything the host checks look at, read once.
@@ -122,12 +124,21 @@ fn os_build(s: &HostSnapshot) -> Check {
     const ID: &str = "os-build";
     let sys = match &s.system {
         Ok(sys) => sys,
-        Err(e) => return Check::fail(ID, format!("cannot read the Windows version: {e}"), "run on a Windows Server node"),
+        Err(e) => {
+            return Check::fail(
+                ID,
+                format!("cannot read the Windows version: {e}"),
+                "run on a Windows Server node",
+            );
+        }
     };
     if sys.installation_type.as_deref() == Some("Client") {
         return Check::fail(
             ID,
-            format!("build {} is a Windows client, not Windows Server", sys.build),
+            format!(
+                "build {} is a Windows client, not Windows Server",
+                sys.build
+            ),
             "install Calico on Windows Server 2019, 2022 or 2025",
         );
     }
@@ -135,24 +146,42 @@ fn os_build(s: &HostSnapshot) -> Check {
     else {
         return Check::fail(
             ID,
-            format!("Windows build {} is not supported by Calico for Windows", sys.build),
+            format!(
+                "Windows build {} is not supported by Calico for Windows",
+                sys.build
+            ),
             "use Windows Server 2019 (17763.1432+), 2022 (20348.169+) or 2025; see docs/preflight.md",
         );
     };
     match (min_ubr, sys.ubr) {
         (Some(min), Some(ubr)) if ubr < *min => Check::fail(
             ID,
-            format!("{release} build {}.{ubr} is older than {}.{min}, the first with the fixes Calico needs (DSR)", sys.build, sys.build),
-            format!("install the latest cumulative update (at least {}.{min}) and reboot", sys.build),
+            format!(
+                "{release} build {}.{ubr} is older than {}.{min}, the first with the fixes Calico needs (DSR)",
+                sys.build, sys.build
+            ),
+            format!(
+                "install the latest cumulative update (at least {}.{min}) and reboot",
+                sys.build
+            ),
         ),
         (Some(min), None) => Check::warn(
             ID,
-            format!("{release} build {}: the update revision (UBR) is unknown, so {}.{min} or later cannot be confirmed", sys.build, sys.build),
-            format!("confirm with 'Get-ItemProperty \"HKLM:\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\" UBR' that UBR >= {min}"),
+            format!(
+                "{release} build {}: the update revision (UBR) is unknown, so {}.{min} or later cannot be confirmed",
+                sys.build, sys.build
+            ),
+            format!(
+                "confirm with 'Get-ItemProperty \"HKLM:\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\" UBR' that UBR >= {min}"
+            ),
         ),
         (_, ubr) => Check::pass(
             ID,
-            format!("{release}, build {}{}", sys.build, ubr.map(|u| format!(".{u}")).unwrap_or_default()),
+            format!(
+                "{release}, build {}{}",
+                sys.build,
+                ubr.map(|u| format!(".{u}")).unwrap_or_default()
+            ),
         ),
     }
 }
@@ -160,8 +189,16 @@ fn os_build(s: &HostSnapshot) -> Check {
 fn arch(s: &HostSnapshot) -> Check {
     match &s.system {
         Ok(sys) if sys.is_64bit => Check::pass("arch", "64-bit Windows"),
-        Ok(_) => Check::fail("arch", "32-bit Windows", "Calico for Windows needs 64-bit Windows Server"),
-        Err(e) => Check::fail("arch", format!("cannot read the architecture: {e}"), "run on a Windows Server node"),
+        Ok(_) => Check::fail(
+            "arch",
+            "32-bit Windows",
+            "Calico for Windows needs 64-bit Windows Server",
+        ),
+        Err(e) => Check::fail(
+            "arch",
+            format!("cannot read the architecture: {e}"),
+            "run on a Windows Server node",
+        ),
     }
 }
 
@@ -180,22 +217,33 @@ fn tls12(s: &HostSnapshot) -> Check {
     const ID: &str = "tls12";
     let advisory = match s.dotnet_strong_crypto {
         Some(1) => "",
-        _ => "; advisory: .NET SchUseStrongCrypto is not set, so old PowerShell scripts may fall back to TLS 1.0",
+        _ => {
+            "; advisory: .NET SchUseStrongCrypto is not set, so old PowerShell scripts may fall back to TLS 1.0"
+        }
     };
     if s.tls12_client_enabled == Some(0) || s.tls12_client_disabled_by_default == Some(1) {
         return Check::fail(
             ID,
             "TLS 1.2 is disabled for Schannel clients (SCHANNEL\\Protocols\\TLS 1.2\\Client)",
-            format!("reg add \"{SCHANNEL_TLS12_CLIENT}\" /v Enabled /t REG_DWORD /d 1 /f; reg add \"{SCHANNEL_TLS12_CLIENT}\" /v DisabledByDefault /t REG_DWORD /d 0 /f; then reboot"),
+            format!(
+                "reg add \"{SCHANNEL_TLS12_CLIENT}\" /v Enabled /t REG_DWORD /d 1 /f; reg add \"{SCHANNEL_TLS12_CLIENT}\" /v DisabledByDefault /t REG_DWORD /d 0 /f; then reboot"
+            ),
         );
     }
-    let how = if s.tls12_client_enabled.is_some() { "enabled in SCHANNEL" } else { "enabled (OS default)" };
+    let how = if s.tls12_client_enabled.is_some() {
+        "enabled in SCHANNEL"
+    } else {
+        "enabled (OS default)"
+    };
     Check::pass(ID, format!("TLS 1.2 {how}{advisory}"))
 }
 
 fn hns(s: &HostSnapshot) -> Check {
     match &s.hns {
-        Ok(n) => Check::pass("hns", format!("the Host Network Service answers ({} networks)", n.len())),
+        Ok(n) => Check::pass(
+            "hns",
+            format!("the Host Network Service answers ({} networks)", n.len()),
+        ),
         Err(e) => Check::fail(
             "hns",
             format!("the Host Network Service cannot be used: {e}"),
@@ -209,7 +257,13 @@ fn container_runtime(s: &HostSnapshot, c: &Config) -> Check {
     let want = c.container_runtime;
     let found = match &s.runtime {
         Ok(f) => f,
-        Err(e) => return Check::fail(ID, format!("cannot query the container runtime: {e}"), "check that the service control manager answers (sc.exe query containerd)"),
+        Err(e) => {
+            return Check::fail(
+                ID,
+                format!("cannot query the container runtime: {e}"),
+                "check that the service control manager answers (sc.exe query containerd)",
+            );
+        }
     };
     match (want, found) {
         (_, None) => Check::fail(
@@ -219,17 +273,29 @@ fn container_runtime(s: &HostSnapshot, c: &Config) -> Check {
         ),
         (ContainerRuntime::Containerd, Some(f)) if f.name != "containerd" => Check::fail(
             ID,
-            format!("{} is installed but container_runtime is containerd", f.name),
-            format!("set container_runtime: {} in calico-windows.yaml (or --set container_runtime={})", f.name, f.name),
+            format!(
+                "{} is installed but container_runtime is containerd",
+                f.name
+            ),
+            format!(
+                "set container_runtime: {} in calico-windows.yaml (or --set container_runtime={})",
+                f.name, f.name
+            ),
         ),
         (ContainerRuntime::Docker, Some(f)) if f.name != "docker" => Check::fail(
             ID,
             format!("{} is installed but container_runtime is docker", f.name),
-            format!("set container_runtime: {} in calico-windows.yaml (or --set container_runtime={})", f.name, f.name),
+            format!(
+                "set container_runtime: {} in calico-windows.yaml (or --set container_runtime={})",
+                f.name, f.name
+            ),
         ),
         (_, Some(f)) if !f.running => Check::fail(
             ID,
-            format!("{} is installed in {} but not running", f.name, f.install_dir),
+            format!(
+                "{} is installed in {} but not running",
+                f.name, f.install_dir
+            ),
             format!("Start-Service {}", f.name),
         ),
         (_, Some(f)) => Check::pass(ID, format!("{} is running ({})", f.name, f.install_dir)),
@@ -242,12 +308,24 @@ fn cni_dirs(s: &HostSnapshot, c: &Config) -> Check {
         return Check::skip(ID, "no container runtime found");
     };
     let (Some(bin), Some(conf)) = (&f.cni_bin_dir, &f.cni_conf_dir) else {
-        return Check::skip(ID, format!("{} keeps no CNI directories of its own (kubelet's flags decide)", f.name));
+        return Check::skip(
+            ID,
+            format!(
+                "{} keeps no CNI directories of its own (kubelet's flags decide)",
+                f.name
+            ),
+        );
     };
-    let source = f.config_file.as_deref().map_or("its defaults".to_owned(), |p| p.to_owned());
+    let source = f
+        .config_file
+        .as_deref()
+        .map_or("its defaults".to_owned(), |p| p.to_owned());
     let mut wrong = Vec::new();
     let mut fix = Vec::new();
-    for (key, ours, theirs) in [("cni.bin_dir", c.cni.bin_dir.as_str(), bin), ("cni.conf_dir", c.cni.conf_dir.as_str(), conf)] {
+    for (key, ours, theirs) in [
+        ("cni.bin_dir", c.cni.bin_dir.as_str(), bin),
+        ("cni.conf_dir", c.cni.conf_dir.as_str(), conf),
+    ] {
         if !same_dir(ours, theirs) {
             wrong.push(format!("{key} is {ours} but containerd uses {theirs}"));
             fix.push(format!("--set {key}=\"{theirs}\""));
@@ -267,7 +345,13 @@ fn cni_dirs(s: &HostSnapshot, c: &Config) -> Check {
 fn remote_access(s: &HostSnapshot, c: &Config) -> Check {
     const ID: &str = "remote-access";
     if c.backend != Backend::WindowsBgp {
-        return Check::skip(ID, format!("only needed for the windows-bgp backend (backend is {})", c.backend));
+        return Check::skip(
+            ID,
+            format!(
+                "only needed for the windows-bgp backend (backend is {})",
+                c.backend
+            ),
+        );
     }
     match &s.remote_access {
         None => Check::fail(
@@ -292,20 +376,37 @@ fn remote_access(s: &HostSnapshot, c: &Config) -> Check {
 fn firewall_vxlan(s: &HostSnapshot, c: &Config) -> Check {
     const ID: &str = "firewall-vxlan";
     if c.backend != Backend::Vxlan {
-        return Check::skip(ID, format!("only needed for the vxlan backend (backend is {})", c.backend));
+        return Check::skip(
+            ID,
+            format!(
+                "only needed for the vxlan backend (backend is {})",
+                c.backend
+            ),
+        );
     }
-    let good = |r: &&FirewallRule| r.enabled && r.allow && r.protocol == Protocol::Udp && r.local_port == 4789;
+    let good = |r: &&FirewallRule| {
+        r.enabled && r.allow && r.protocol == Protocol::Udp && r.local_port == 4789
+    };
     if let Some(r) = s.vxlan_rules.iter().find(good) {
         return Check::pass(ID, format!("firewall rule {} allows UDP 4789", r.name));
     }
     if let Some(r) = s.vxlan_rules.first() {
         return Check::fail(
             ID,
-            format!("firewall rule {} exists but does not allow inbound UDP 4789 (enabled: {}, allow: {})", r.name, r.enabled, r.allow),
-            format!("Remove-NetFirewallRule -Name {}; install creates the rule again", r.name),
+            format!(
+                "firewall rule {} exists but does not allow inbound UDP 4789 (enabled: {}, allow: {})",
+                r.name, r.enabled, r.allow
+            ),
+            format!(
+                "Remove-NetFirewallRule -DisplayName '{}'; install creates the rule again",
+                r.name
+            ),
         );
     }
-    Check::pass(ID, format!("UDP 4789 is not open yet; install opens it (rule {VXLAN_RULE})"))
+    Check::pass(
+        ID,
+        format!("UDP 4789 is not open yet; install opens it (rule {VXLAN_RULE})"),
+    )
 }
 
 fn foreign_cni(s: &HostSnapshot) -> Check {
@@ -322,32 +423,55 @@ fn foreign_cni(s: &HostSnapshot) -> Check {
         found.push(format!(
             "flannel leftovers (service flanneld: {}; HNS networks: {})",
             if s.flanneld.is_some() { "yes" } else { "no" },
-            if names.is_empty() { "none".into() } else { names.join(", ") }
+            if names.is_empty() {
+                "none".into()
+            } else {
+                names.join(", ")
+            }
         ));
         let mut cmd = vec!["Stop-Service flanneld; sc.exe delete flanneld".to_owned()];
         for n in &names {
-            cmd.push(format!("Get-HnsNetwork | ? Name -eq '{n}' | Remove-HnsNetwork"));
+            cmd.push(format!(
+                "Get-HnsNetwork | ? Name -eq '{n}' | Remove-HnsNetwork"
+            ));
         }
         fix.push(cmd.join("; "));
     }
     let legacy: Vec<&InstalledService> = s
         .calico_services
         .iter()
-        .filter(|svc| matches!(svc.program_file_name().as_str(), "nssm.exe" | "powershell.exe"))
+        .filter(|svc| {
+            matches!(
+                svc.program_file_name().as_str(),
+                "nssm.exe" | "powershell.exe"
+            )
+        })
         .collect();
     if !legacy.is_empty() {
         let (program, _) = split_command_line(&legacy[0].command_line);
-        let root = program.rsplit_once('\\').map_or("C:\\CalicoWindows", |(d, _)| d);
+        let root = program
+            .rsplit_once('\\')
+            .map_or("C:\\CalicoWindows", |(d, _)| d);
         found.push(format!(
             "a legacy NSSM-based Calico install ({} in {root})",
-            legacy.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+            legacy
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
-        fix.push(format!("powershell -ExecutionPolicy Bypass -File {root}\\uninstall-calico.ps1"));
+        fix.push(format!(
+            "powershell -ExecutionPolicy Bypass -File {root}\\uninstall-calico.ps1"
+        ));
     }
     if found.is_empty() {
         Check::pass(ID, "no other CNI or older Calico install found")
     } else {
-        Check::fail(ID, format!("found {}", found.join(" and ")), fix.join("; then "))
+        Check::fail(
+            ID,
+            format!("found {}", found.join(" and ")),
+            fix.join("; then "),
+        )
     }
 }
 
@@ -355,7 +479,9 @@ fn node_name(s: &HostSnapshot, c: &Config) -> Check {
     const ID: &str = "node-name";
     let Some(kubelet) = &s.kubelet_service else {
         let msg = match s.kubelet_pid {
-            Some(pid) => format!("kubelet runs (pid {pid}) but not as a service, so its node name is unknown"),
+            Some(pid) => format!(
+                "kubelet runs (pid {pid}) but not as a service, so its node name is unknown"
+            ),
             None => "kubelet is not installed yet".to_owned(),
         };
         return Check::skip(ID, msg);
@@ -364,12 +490,21 @@ fn node_name(s: &HostSnapshot, c: &Config) -> Check {
     let over = args.iter().enumerate().find_map(|(i, a)| {
         a.strip_prefix("--hostname-override=")
             .map(str::to_owned)
-            .or_else(|| (a == "--hostname-override").then(|| args.get(i + 1).cloned()).flatten())
+            .or_else(|| {
+                (a == "--hostname-override")
+                    .then(|| args.get(i + 1).cloned())
+                    .flatten()
+            })
     });
     let (kubelets, from) = match (over, &s.hostname) {
         (Some(o), _) => (o.to_ascii_lowercase(), "--hostname-override"),
         (None, Some(h)) => (h.to_ascii_lowercase(), "the host name"),
-        (None, None) => return Check::skip(ID, "kubelet's node name is unknown (no --hostname-override, no host name)"),
+        (None, None) => {
+            return Check::skip(
+                ID,
+                "kubelet's node name is unknown (no --hostname-override, no host name)",
+            );
+        }
     };
     let ours = c.node.name.to_string();
     if ours == kubelets {
@@ -378,7 +513,9 @@ fn node_name(s: &HostSnapshot, c: &Config) -> Check {
         Check::fail(
             ID,
             format!("node.name is {ours} but kubelet registers the node as {kubelets} ({from})"),
-            format!("set node.name: {kubelets} in calico-windows.yaml (or --set node.name={kubelets})"),
+            format!(
+                "set node.name: {kubelets} in calico-windows.yaml (or --set node.name={kubelets})"
+            ),
         )
     }
 }

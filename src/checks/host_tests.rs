@@ -113,10 +113,20 @@ fn hns_fails_without_the_containers_feature() {
 fn container_runtime_must_match_the_config_and_run() {
     let c = config(&[]);
     assert_verdict("container-runtime", &snap("ws2022"), &c, Verdict::Pass);
-    let t = assert_verdict("container-runtime", &snap("ws2022-docker"), &c, Verdict::Fail);
+    let t = assert_verdict(
+        "container-runtime",
+        &snap("ws2022-docker"),
+        &c,
+        Verdict::Fail,
+    );
     assert!(t.contains("container_runtime=docker"), "{t}");
     let docker = config(&["container_runtime=docker"]);
-    assert_verdict("container-runtime", &snap("ws2022-docker"), &docker, Verdict::Pass);
+    assert_verdict(
+        "container-runtime",
+        &snap("ws2022-docker"),
+        &docker,
+        Verdict::Pass,
+    );
     let mut s = snap("ws2022");
     if let Ok(Some(f)) = &mut s.runtime {
         f.running = false;
@@ -133,8 +143,16 @@ fn cni_dirs_must_be_containerds() {
     assert_verdict("cni-dirs", &snap("ws2022"), &c, Verdict::Pass);
     let other = config(&[r"cni.bin_dir=C:\opt\cni\bin"]);
     let t = assert_verdict("cni-dirs", &snap("ws2022"), &other, Verdict::Fail);
-    assert!(t.contains(r#"--set cni.bin_dir="C:\Program Files\containerd\cni\bin""#), "{t}");
-    assert_verdict("cni-dirs", &snap("ws2022-docker"), &config(&["container_runtime=docker"]), Verdict::Skip);
+    assert!(
+        t.contains(r#"--set cni.bin_dir="C:\Program Files\containerd\cni\bin""#),
+        "{t}"
+    );
+    assert_verdict(
+        "cni-dirs",
+        &snap("ws2022-docker"),
+        &config(&["container_runtime=docker"]),
+        Verdict::Skip,
+    );
 }
 
 #[test]
@@ -164,10 +182,15 @@ fn firewall_vxlan_passes_when_open_or_to_be_opened_and_fails_on_a_blocking_rule(
     assert!(t.contains("install opens it"), "{t}");
     let mut s = snap("ws2022-legacy-calico");
     let t = assert_verdict("firewall-vxlan", &s, &c, Verdict::Pass);
-    assert!(t.contains("OverlayTraffic4789UDP"), "{t}");
+    assert!(t.contains("Overlay Traffic 4789 UDP"), "{t}");
     s.vxlan_rules[0].enabled = false;
     assert_verdict("firewall-vxlan", &s, &c, Verdict::Fail);
-    assert_verdict("firewall-vxlan", &s, &config(&["backend=none"]), Verdict::Skip);
+    assert_verdict(
+        "firewall-vxlan",
+        &s,
+        &config(&["backend=none"]),
+        Verdict::Skip,
+    );
 }
 
 #[test]
@@ -175,8 +198,16 @@ fn foreign_cni_finds_flannel_and_a_legacy_calico_install() {
     let c = config(&[]);
     assert_verdict("foreign-cni", &snap("ws2022"), &c, Verdict::Pass);
     let t = assert_verdict("foreign-cni", &snap("ws2022-flannel"), &c, Verdict::Fail);
-    assert!(t.contains("flannel.4096") && t.contains("sc.exe delete flanneld"), "{t}");
-    let t = assert_verdict("foreign-cni", &snap("ws2022-legacy-calico"), &c, Verdict::Fail);
+    assert!(
+        t.contains("flannel.4096") && t.contains("sc.exe delete flanneld"),
+        "{t}"
+    );
+    let t = assert_verdict(
+        "foreign-cni",
+        &snap("ws2022-legacy-calico"),
+        &c,
+        Verdict::Fail,
+    );
     assert!(t.contains(r"C:\CalicoWindows\uninstall-calico.ps1"), "{t}");
 }
 
@@ -184,7 +215,12 @@ fn foreign_cni_finds_flannel_and_a_legacy_calico_install() {
 fn node_name_must_match_kubelets() {
     let s = snap("ws2022");
     assert_verdict("node-name", &s, &config(&[]), Verdict::Pass);
-    let t = assert_verdict("node-name", &s, &config(&["node.name=win-2"]), Verdict::Fail);
+    let t = assert_verdict(
+        "node-name",
+        &s,
+        &config(&["node.name=win-2"]),
+        Verdict::Fail,
+    );
     assert!(t.contains("--set node.name=win-1"), "{t}");
     let mut s = s;
     s.kubelet_service = None;

@@ -130,7 +130,11 @@ mod tests {
         accept_skipped(&mut checks, &["hns".to_owned()]);
         assert_eq!(blocking(&checks), vec!["elevation"]);
         assert_eq!(checks[0].verdict, Verdict::Skip);
-        assert!(checks[0].message.starts_with("accepted with --skip hns (was fail)"));
+        assert!(
+            checks[0]
+                .message
+                .starts_with("accepted with --skip hns (was fail)")
+        );
         let t = table(&checks);
         assert!(t.contains("FAIL  elevation  not elevated\n"), "{t}");
         assert!(t.contains("fix: run as administrator"), "{t}");

@@ -8,7 +8,11 @@ use crate::host::select::Intent;
 use serde_json::json;
 
 pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    if let Some(bad) = args.skip.iter().find(|s| !checks::host::IDS.contains(&s.as_str())) {
+    if let Some(bad) = args
+        .skip
+        .iter()
+        .find(|s| !checks::host::IDS.contains(&s.as_str()))
+    {
         return Err(UsageError::new(
             format!("--skip {bad}: there is no check with that id"),
             format!("check ids: {}", checks::host::IDS.join(", ")),

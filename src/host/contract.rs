@@ -38,7 +38,8 @@ pub fn registry(h: &dyn Host) {
         Some(RegValue::Dword(1432))
     );
     h.reg_delete_value(&sub, "Count").expect("delete value");
-    h.reg_delete_value(&sub, "Count").expect("delete a missing value");
+    h.reg_delete_value(&sub, "Count")
+        .expect("delete a missing value");
     assert_eq!(h.reg_get(&sub, "Count").expect("get"), None);
     h.reg_delete_key(&key).expect("delete tree");
     assert!(!h.reg_key_exists(&sub).expect("exists"));
@@ -93,7 +94,8 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
         let q = h.service_query(&name).expect("query").expect("registered");
         assert_eq!(q.state, ServiceState::Running);
         assert!(q.pid.is_some());
-        h.service_start(&name, WAIT).expect("starting a running service");
+        h.service_start(&name, WAIT)
+            .expect("starting a running service");
         assert!(matches!(
             h.service_delete(&name),
             Err(HostError::Refused { .. })
@@ -103,7 +105,8 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
             h.service_query(&name).expect("query").map(|q| q.state),
             Some(ServiceState::Stopped)
         );
-        h.service_stop(&name, WAIT).expect("stopping a stopped service");
+        h.service_stop(&name, WAIT)
+            .expect("stopping a stopped service");
     }));
     let _ = h.service_stop(&name, WAIT);
     h.service_delete(&name).expect("delete");
@@ -128,13 +131,22 @@ pub fn files(h: &dyn Host, root: &str) {
     let path = format!("{root}\\{}\\calico-kube-config", unique("d"));
     assert_eq!(h.read_file(&path).expect("read"), None);
     assert!(h.write_file(&path, b"one", Access::Normal).expect("write"));
-    assert!(!h.write_file(&path, b"one", Access::Normal).expect("rewrite"));
+    assert!(
+        !h.write_file(&path, b"one", Access::Normal)
+            .expect("rewrite")
+    );
     assert!(h.write_file(&path, b"two", Access::Secret).expect("write"));
-    assert_eq!(h.read_file(&path).expect("read").as_deref(), Some(&b"two"[..]));
+    assert_eq!(
+        h.read_file(&path).expect("read").as_deref(),
+        Some(&b"two"[..])
+    );
     assert_eq!(h.file_access(&path).expect("access"), Some(Access::Secret));
     assert!(h.remove_file(&path).expect("remove"));
     assert!(!h.remove_file(&path).expect("remove again"));
-    let dir = path.rsplit_once('\\').map(|(d, _)| d.to_owned()).unwrap_or_default();
+    let dir = path
+        .rsplit_once('\\')
+        .map(|(d, _)| d.to_owned())
+        .unwrap_or_default();
     assert!(h.dir_exists(&dir).expect("dir"));
     assert!(h.remove_empty_dir(&dir).expect("rmdir"));
     assert!(!h.dir_exists(&dir).expect("dir"));
@@ -189,7 +201,8 @@ mod on_simhost {
             recovery: None,
         };
         h.service_create(&spec("CalicoNode", &[])).expect("create");
-        h.service_create(&spec("CalicoFelix", &["CalicoNode"])).expect("create");
+        h.service_create(&spec("CalicoFelix", &["CalicoNode"]))
+            .expect("create");
         h.service_start("CalicoFelix", WAIT).expect("start");
         let node = h.service_query("caliconode");
         assert_eq!(
@@ -248,7 +261,8 @@ mod on_simhost {
             h.hns_create_network(&network("External")),
             Err(HostError::Exists { .. })
         ));
-        h.add_endpoint(&n.id, "pod1_Calico", "10.244.1.5").expect("seed");
+        h.add_endpoint(&n.id, "pod1_Calico", "10.244.1.5")
+            .expect("seed");
         assert_eq!(h.hns_endpoints(&n.id).expect("endpoints").len(), 1);
         h.hns_delete_network(&n.id).expect("delete");
         assert!(h.hns_endpoints(&n.id).expect("endpoints").is_empty());
@@ -326,11 +340,13 @@ mod on_simhost {
             at: 2,
         }));
         let key = r"HKLM\Software\Tigera\Calico";
-        h.reg_set(key, "A", &RegValue::Dword(1)).expect("first call");
+        h.reg_set(key, "A", &RegValue::Dword(1))
+            .expect("first call");
         let err = h.reg_set(key, "B", &RegValue::Dword(2)).unwrap_err();
         assert!(matches!(err, HostError::Injected { n: 2, .. }), "{err}");
         assert_eq!(h.reg_get(key, "B").expect("get"), None);
-        h.reg_set(key, "B", &RegValue::Dword(2)).expect("third call");
+        h.reg_set(key, "B", &RegValue::Dword(2))
+            .expect("third call");
         assert_eq!(h.mutations(), 3);
     }
 
@@ -338,8 +354,12 @@ mod on_simhost {
     fn state_persists_in_the_directory_and_a_different_profile_is_refused() {
         let dir = tempfile::tempdir().expect("tempdir");
         let h = SimHost::open_or_create(dir.path(), Some("ws2019")).expect("create");
-        h.reg_set(r"HKLM\Software\Tigera\Calico", "X", &RegValue::Sz("y".into()))
-            .expect("set");
+        h.reg_set(
+            r"HKLM\Software\Tigera\Calico",
+            "X",
+            &RegValue::Sz("y".into()),
+        )
+        .expect("set");
         drop(h);
         let h = SimHost::open_or_create(dir.path(), None).expect("open");
         assert_eq!(h.profile(), "ws2019");
@@ -349,5 +369,86 @@ mod on_simhost {
         );
         assert!(SimHost::open_or_create(dir.path(), Some("ws2022")).is_err());
         assert!(SimHost::in_memory("ws2016").is_err());
+    }
+}
+
+#[cfg(all(test, windows))]
+mod on_windows {
+    //! Run under Wine in CI (`cargo test --target x86_64-pc-windows-gnu`); on a real node they
+    //! need an elevated prompt.
+    use super::*;
+    use crate::host::windows::WindowsHost;
+
+    fn under_wine() -> bool {
+        WindowsHost::new()
+            .reg_key_exists(r"HKLM\Software\Wine")
+            .unwrap_or(false)
+    }
+
+    /// The example `contract-test-service`, which cargo builds next to the test binaries.
+    fn test_service_exe() -> String {
+        let exe = std::env::current_exe().expect("current exe");
+        let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+        let path = dir.join("examples").join("contract-test-service.exe");
+        assert!(
+            path.is_file(),
+            "{} is missing: build it with cargo test",
+            path.display()
+        );
+        path.display().to_string()
+    }
+
+    #[test]
+    fn registry_contract() {
+        registry(&WindowsHost::new());
+    }
+
+    #[test]
+    fn services_contract() {
+        // Wine's SCM lacks SERVICE_CONFIG_FAILURE_ACTIONS_FLAG (error 124); Windows has it.
+        let recovery = Recovery {
+            restart_after: vec![Duration::from_secs(10), Duration::from_secs(30)],
+            reset_after: Duration::from_secs(86400),
+            on_non_crash_failures: !under_wine(),
+        };
+        services(
+            &WindowsHost::new(),
+            &test_service_exe(),
+            &["--role", "contract test"],
+            Some(recovery),
+        );
+    }
+
+    #[test]
+    fn system_contract() {
+        system(&WindowsHost::new());
+    }
+
+    #[test]
+    fn files_contract() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        files(&WindowsHost::new(), &dir.path().display().to_string());
+    }
+
+    #[test]
+    fn the_exe_starts_without_hns_and_reports_it_unavailable() {
+        if !under_wine() {
+            return;
+        }
+        let err = WindowsHost::new().hns_networks().unwrap_err();
+        assert!(matches!(err, HostError::Unavailable { .. }), "{err}");
+        assert!(err.to_string().contains("computenetwork.dll"), "{err}");
+    }
+
+    #[test]
+    fn kubelet_is_not_running_and_processes_can_be_listed() {
+        let h = WindowsHost::new();
+        assert_eq!(h.process_pid("kubelet.exe").expect("list"), None);
+        let me = std::env::current_exe().expect("exe");
+        let name = me.file_name().expect("name").to_string_lossy().into_owned();
+        assert_eq!(
+            h.process_pid(&name).expect("list"),
+            Some(std::process::id())
+        );
     }
 }

@@ -47,7 +47,11 @@ pub enum HostError {
     },
     /// A Windows API returned an error code.
     #[error("{op} failed: {message} (code {code:#x})")]
-    Api { op: String, code: u32, message: String },
+    Api {
+        op: String,
+        code: u32,
+        message: String,
+    },
     /// SimHost's fault injection (tests only).
     #[error("simulated failure injected at mutating call {n} ({op})")]
     Injected { n: u64, op: String },
@@ -331,8 +335,8 @@ pub trait Processes {
 /// An inbound firewall rule.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FirewallRule {
+    /// The name the firewall shows (PowerShell's DisplayName; INetFwRule's Name).
     pub name: String,
-    pub display_name: String,
     pub protocol: Protocol,
     pub local_port: u16,
     pub allow: bool,
@@ -361,9 +365,14 @@ pub trait Firewall {
 pub enum HostKind {
     Windows,
     /// A simulated host in a state directory.
-    Simulated { dir: String, profile: String },
+    Simulated {
+        dir: String,
+        profile: String,
+    },
     /// A throw-away simulated host, for read-only commands off Windows.
-    InMemory { profile: String },
+    InMemory {
+        profile: String,
+    },
 }
 
 /// A Windows node: everything above.

@@ -49,10 +49,10 @@ impl LocalChild {
         cmd.args(&spec.args).env_clear().envs(&spec.env);
         // Windows needs SystemRoot for Winsock and most DLLs to load.
         #[cfg(windows)]
-        if !spec.env.contains_key("SystemRoot") {
-            if let Some(root) = std::env::var_os("SystemRoot") {
-                cmd.env("SystemRoot", root);
-            }
+        if !spec.env.contains_key("SystemRoot")
+            && let Some(root) = std::env::var_os("SystemRoot")
+        {
+            cmd.env("SystemRoot", root);
         }
         if let Some(cwd) = &spec.cwd {
             cmd.current_dir(cwd);
@@ -200,23 +200,29 @@ mod tests {
 
     #[test]
     fn a_child_sees_only_the_given_environment() {
-        let mut c = LocalChild::spawn(&sh("test \"$ONLY\" = this && test -z \"$HOME\""))
-            .expect("spawn");
-        assert_eq!(c.wait_timeout(Duration::from_secs(10)).expect("wait"), Some(0));
+        let mut c =
+            LocalChild::spawn(&sh("test \"$ONLY\" = this && test -z \"$HOME\"")).expect("spawn");
+        assert_eq!(
+            c.wait_timeout(Duration::from_secs(10)).expect("wait"),
+            Some(0)
+        );
     }
 
     #[test]
     fn wait_times_out_and_stop_is_graceful_first() {
         let mut c = LocalChild::spawn(&sh("trap 'exit 7' TERM; while :; do sleep 0.05; done"))
             .expect("spawn");
-        assert_eq!(c.wait_timeout(Duration::from_millis(100)).expect("wait"), None);
+        assert_eq!(
+            c.wait_timeout(Duration::from_millis(100)).expect("wait"),
+            None
+        );
         assert_eq!(c.stop(Duration::from_secs(10)).expect("stop"), 7);
     }
 
     #[test]
     fn a_child_that_ignores_the_request_is_killed() {
-        let mut c = LocalChild::spawn(&sh("trap '' TERM; while :; do sleep 0.05; done"))
-            .expect("spawn");
+        let mut c =
+            LocalChild::spawn(&sh("trap '' TERM; while :; do sleep 0.05; done")).expect("spawn");
         std::thread::sleep(Duration::from_millis(100));
         assert_eq!(c.stop(Duration::from_millis(200)).expect("stop"), -1);
     }

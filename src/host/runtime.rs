@@ -74,7 +74,10 @@ fn cni_dirs(text: &str) -> (Option<String>, Option<String>) {
     };
     let plugins = doc.get("plugins");
     for plugin in ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime"] {
-        let Some(cni) = plugins.and_then(|p| p.get(plugin)).and_then(|p| p.get("cni")) else {
+        let Some(cni) = plugins
+            .and_then(|p| p.get(plugin))
+            .and_then(|p| p.get("cni"))
+        else {
             continue;
         };
         let bin = cni
@@ -88,7 +91,10 @@ fn cni_dirs(text: &str) -> (Option<String>, Option<String>) {
                     .and_then(|v| v.as_str())
                     .map(str::to_owned)
             });
-        let conf = cni.get("conf_dir").and_then(|v| v.as_str()).map(str::to_owned);
+        let conf = cni
+            .get("conf_dir")
+            .and_then(|v| v.as_str())
+            .map(str::to_owned);
         return (bin, conf);
     }
     (None, None)
@@ -119,7 +125,10 @@ version = 2
 "#;
         assert_eq!(
             cni_dirs(v1),
-            (Some("c:/opt/cni/bin".into()), Some("c:/etc/cni/net.d".into()))
+            (
+                Some("c:/opt/cni/bin".into()),
+                Some("c:/etc/cni/net.d".into())
+            )
         );
         let v2 = r#"
 version = 3

@@ -2,7 +2,9 @@
 //! (`--sim-host DIR`), or, off Windows, a throw-away simulated host for read-only commands.
 
 use super::Host;
-use super::sim::{DEFAULT_PROFILE, Fault, PROFILES, SimError, SimHost};
+#[cfg(not(windows))]
+use super::sim::DEFAULT_PROFILE;
+use super::sim::{Fault, PROFILES, SimError, SimHost};
 use crate::error::UsageError;
 use std::path::PathBuf;
 
@@ -24,7 +26,7 @@ pub enum Intent {
 
 /// A simulated host, unopened, or the real one.
 pub enum Opened {
-    Sim(SimHost),
+    Sim(Box<SimHost>),
     #[cfg(windows)]
     Windows(super::windows::WindowsHost),
 }
@@ -32,7 +34,7 @@ pub enum Opened {
 impl Opened {
     pub fn into_host(self) -> Box<dyn Host> {
         match self {
-            Opened::Sim(h) => Box::new(h),
+            Opened::Sim(h) => h,
             #[cfg(windows)]
             Opened::Windows(h) => Box::new(h),
         }
@@ -45,14 +47,12 @@ pub fn open(choice: &HostChoice, intent: Intent) -> anyhow::Result<Opened> {
         let host = SimHost::open_or_create(dir, choice.sim_profile.as_deref())
             .map_err(sim_error)?
             .with_fault(choice.sim_fault);
-        return Ok(Opened::Sim(host));
+        return Ok(Opened::Sim(Box::new(host)));
     }
     if choice.sim_fault.is_some() {
-        return Err(UsageError::new(
-            "--sim-fault needs a simulated host",
-            "add --sim-host DIR",
-        )
-        .into());
+        return Err(
+            UsageError::new("--sim-fault needs a simulated host", "add --sim-host DIR").into(),
+        );
     }
     #[cfg(windows)]
     {
@@ -70,7 +70,9 @@ pub fn open(choice: &HostChoice, intent: Intent) -> anyhow::Result<Opened> {
     match intent {
         Intent::Read => {
             let profile = choice.sim_profile.as_deref().unwrap_or(DEFAULT_PROFILE);
-            Ok(Opened::Sim(SimHost::in_memory(profile).map_err(sim_error)?))
+            Ok(Opened::Sim(Box::new(
+                SimHost::in_memory(profile).map_err(sim_error)?,
+            )))
         }
         Intent::Change => Err(UsageError::new(
             "this command changes a Windows host, and this machine is not Windows",
@@ -81,7 +83,11 @@ pub fn open(choice: &HostChoice, intent: Intent) -> anyhow::Result<Opened> {
 }
 
 fn sim_error(e: SimError) -> anyhow::Error {
-    let names = PROFILES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
+    let names = PROFILES
+        .iter()
+        .map(|(n, _)| *n)
+        .collect::<Vec<_>>()
+        .join(", ");
     match e {
         SimError::UnknownProfile { .. } => {
             UsageError::new(e.to_string(), format!("profiles: {names}")).into()

@@ -54,7 +54,11 @@ impl SimHost {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = if access == Access::Secret { 0o600 } else { 0o644 };
+            let mode = if access == Access::Secret {
+                0o600
+            } else {
+                0o644
+            };
             fs_err::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))
                 .map_err(|e| HostError::io(op("restrict"), e))?;
         }
@@ -124,8 +128,9 @@ impl Files for SimHost {
 
     fn remove_empty_dir(&self, path: &str) -> HostResult<bool> {
         let local = self.local_path(path)?;
-        self.mutate(&format!("remove directory {path}"), |_| {
-            match std::fs::read_dir(&local) {
+        self.mutate(
+            &format!("remove directory {path}"),
+            |_| match std::fs::read_dir(&local) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
                 Err(e) => Err(HostError::io(format!("list {path}"), e)),
                 Ok(mut entries) => {
@@ -136,8 +141,8 @@ impl Files for SimHost {
                         .map(|()| true)
                         .map_err(|e| HostError::io(format!("remove directory {path}"), e))
                 }
-            }
-        })
+            },
+        )
     }
 
     fn dir_exists(&self, path: &str) -> HostResult<bool> {

@@ -273,7 +273,8 @@ impl Registry for SimHost {
         self.mutate(&format!("delete registry key {key}"), |s| {
             let k = state::key_of(key);
             let under = format!("{k}\\");
-            s.registry.retain(|name, _| *name != k && !name.starts_with(&under));
+            s.registry
+                .retain(|name, _| *name != k && !name.starts_with(&under));
             Ok(())
         })
     }
@@ -343,7 +344,8 @@ impl Hns for SimHost {
                 what: format!("HNS network {id}"),
             })?;
             s.networks.remove(i);
-            s.endpoints.retain(|e| !e.network_id.eq_ignore_ascii_case(id));
+            s.endpoints
+                .retain(|e| !e.network_id.eq_ignore_ascii_case(id));
             Ok(())
         })
     }
@@ -367,9 +369,10 @@ impl SimHost {
     /// Attaches an endpoint to a network, as the CNI plugin does for a pod.
     pub fn add_endpoint(&self, network_id: &str, name: &str, ip: &str) -> HostResult<()> {
         self.mutate(&format!("add endpoint {name}"), |s| {
-            s.network_index(network_id).ok_or_else(|| HostError::NotFound {
-                what: format!("HNS network {network_id}"),
-            })?;
+            s.network_index(network_id)
+                .ok_or_else(|| HostError::NotFound {
+                    what: format!("HNS network {network_id}"),
+                })?;
             let id = s.settings.next_guid();
             s.endpoints.push(state::SimEndpoint {
                 id,

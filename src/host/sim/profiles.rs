@@ -2,8 +2,7 @@
 
 use super::state::{SimService, SimSettings, State};
 use crate::host::{
-    FirewallRule, InterfaceAddress, Protocol, RegValue, Route, ServiceState, StartType,
-    SystemFacts,
+    FirewallRule, InterfaceAddress, Protocol, RegValue, Route, ServiceState, StartType, SystemFacts,
 };
 use serde_json::json;
 use std::net::Ipv4Addr;
@@ -17,7 +16,10 @@ pub const PROFILES: &[(&str, &str)] = &[
     ),
     ("ws20h2", "Windows Server 20H2, 19042, containerd"),
     ("ws2022", "Windows Server 2022, 20348.2227, containerd"),
-    ("ws2022-docker", "Windows Server 2022 with docker, no containerd"),
+    (
+        "ws2022-docker",
+        "Windows Server 2022 with docker, no containerd",
+    ),
     (
         "ws2022-no-hns",
         "Windows Server 2022 without the Containers feature (no HNS)",
@@ -242,10 +244,9 @@ fn legacy_calico(state: &mut State, files: &mut Vec<SeedFile>) {
         }
     }
     state.firewall.insert(
-        "overlaytraffic4789udp".into(),
+        "overlay traffic 4789 udp".into(),
         FirewallRule {
-            name: "OverlayTraffic4789UDP".into(),
-            display_name: "Overlay Traffic 4789 UDP".into(),
+            name: "Overlay Traffic 4789 UDP".into(),
             protocol: Protocol::Udp,
             local_port: 4789,
             allow: true,

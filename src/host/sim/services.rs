@@ -3,8 +3,8 @@
 use super::state::SimService;
 use super::{ServiceStart, SimHost};
 use crate::host::{
-    Files, HostError, HostResult, InstalledService, ServiceSpec, ServiceState, Services,
-    StartType, split_command_line,
+    Files, HostError, HostResult, InstalledService, ServiceSpec, ServiceState, Services, StartType,
+    split_command_line,
 };
 use std::time::Duration;
 

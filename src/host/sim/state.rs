@@ -2,8 +2,7 @@
 //! `<dir>/fs/`).
 
 use crate::host::{
-    FirewallRule, InterfaceAddress, Recovery, RegValue, Route, ServiceState, StartType,
-    SystemFacts,
+    FirewallRule, InterfaceAddress, Recovery, RegValue, Route, ServiceState, StartType, SystemFacts,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,0 +1,187 @@
+//! Files: atomic writes, and an access list of SYSTEM and Administrators for secrets.
+
+use super::wide;
+use crate::host::{Access, HostError, HostResult};
+use std::path::Path;
+use windows_sys::Win32::Foundation::LocalFree;
+use windows_sys::Win32::Security::Authorization::{
+    ConvertSecurityDescriptorToStringSecurityDescriptorW,
+    ConvertStringSecurityDescriptorToSecurityDescriptorW, GetNamedSecurityInfoW, SDDL_REVISION_1,
+    SE_FILE_OBJECT, SetNamedSecurityInfoW,
+};
+use windows_sys::Win32::Security::{
+    ACL, DACL_SECURITY_INFORMATION, GetSecurityDescriptorDacl, PROTECTED_DACL_SECURITY_INFORMATION,
+    PSECURITY_DESCRIPTOR,
+};
+
+/// Full access for SYSTEM and Administrators only, inheritance cut.
+const SECRET_DACL: &str = "D:P(A;;FA;;;SY)(A;;FA;;;BA)";
+
+fn io(op: String) -> impl FnOnce(std::io::Error) -> HostError {
+    move |e| HostError::io(op, e)
+}
+
+pub fn read(path: &str) -> HostResult<Option<Vec<u8>>> {
+    match std::fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(HostError::io(format!("read {path}"), e)),
+    }
+}
+
+pub fn write(path: &str, contents: &[u8], access: Access) -> HostResult<bool> {
+    if read(path)?.as_deref() == Some(contents) && self::access(path)? == Some(access) {
+        return Ok(false);
+    }
+    let p = Path::new(path);
+    if let Some(parent) = p.parent() {
+        std::fs::create_dir_all(parent).map_err(io(format!("create {}", parent.display())))?;
+    }
+    let name = p
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = p.with_file_name(format!(".{name}.calicoctl-win.tmp"));
+    let tmp_s = tmp.to_string_lossy().into_owned();
+    std::fs::write(&tmp, contents).map_err(io(format!("write {tmp_s}")))?;
+    // Restrict the temporary file before it gets its name, so the secret is never readable.
+    if access == Access::Secret
+        && let Err(e) = restrict(&tmp_s)
+    {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    std::fs::rename(&tmp, p).map_err(io(format!("replace {path}")))?;
+    Ok(true)
+}
+
+fn restrict(path: &str) -> HostResult<()> {
+    let sddl = wide(SECRET_DACL);
+    let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+    // SAFETY: sddl is NUL-terminated; sd is freed with LocalFree below.
+    if unsafe {
+        ConvertStringSecurityDescriptorToSecurityDescriptorW(
+            sddl.as_ptr(),
+            SDDL_REVISION_1,
+            &mut sd,
+            std::ptr::null_mut(),
+        )
+    } == 0
+    {
+        return Err(HostError::io(
+            "build the secret access list",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    let (mut present, mut defaulted) = (0, 0);
+    let mut dacl: *mut ACL = std::ptr::null_mut();
+    // SAFETY: sd is a valid security descriptor; dacl points into it.
+    unsafe { GetSecurityDescriptorDacl(sd, &mut present, &mut dacl, &mut defaulted) };
+    let wpath = wide(path);
+    // SAFETY: wpath is NUL-terminated; dacl stays valid until sd is freed after the call.
+    let rc = unsafe {
+        SetNamedSecurityInfoW(
+            wpath.as_ptr(),
+            SE_FILE_OBJECT,
+            DACL_SECURITY_INFORMATION | PROTECTED_DACL_SECURITY_INFORMATION,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            dacl,
+            std::ptr::null(),
+        )
+    };
+    // SAFETY: sd came from ConvertStringSecurityDescriptorToSecurityDescriptorW.
+    unsafe { LocalFree(sd) };
+    if rc != 0 {
+        return Err(HostError::io(
+            format!("restrict {path} to SYSTEM and Administrators"),
+            std::io::Error::from_raw_os_error(rc as i32),
+        ));
+    }
+    Ok(())
+}
+
+pub fn access(path: &str) -> HostResult<Option<Access>> {
+    if !Path::new(path).is_file() {
+        return Ok(None);
+    }
+    let wpath = wide(path);
+    let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+    // SAFETY: wpath is NUL-terminated; sd is freed with LocalFree below.
+    let rc = unsafe {
+        GetNamedSecurityInfoW(
+            wpath.as_ptr(),
+            SE_FILE_OBJECT,
+            DACL_SECURITY_INFORMATION,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            &mut sd,
+        )
+    };
+    if rc != 0 {
+        return Err(HostError::io(
+            format!("read the access list of {path}"),
+            std::io::Error::from_raw_os_error(rc as i32),
+        ));
+    }
+    let mut text: *mut u16 = std::ptr::null_mut();
+    // SAFETY: sd is valid; text is freed with LocalFree below.
+    let ok = unsafe {
+        ConvertSecurityDescriptorToStringSecurityDescriptorW(
+            sd,
+            SDDL_REVISION_1,
+            DACL_SECURITY_INFORMATION,
+            &mut text,
+            std::ptr::null_mut(),
+        )
+    };
+    let sddl = if ok != 0 {
+        super::take_wide(text)
+    } else {
+        String::new()
+    };
+    // SAFETY: both came from the calls above and are not used after this.
+    unsafe {
+        LocalFree(sd);
+        LocalFree(text.cast());
+    }
+    Ok(Some(if sddl == SECRET_DACL {
+        Access::Secret
+    } else {
+        Access::Normal
+    }))
+}
+
+pub fn copy_in(from: &Path, to: &str) -> HostResult<()> {
+    if let Some(parent) = Path::new(to).parent() {
+        std::fs::create_dir_all(parent).map_err(io(format!("create {}", parent.display())))?;
+    }
+    std::fs::copy(from, to)
+        .map(|_| ())
+        .map_err(io(format!("copy {} to {to}", from.display())))
+}
+
+pub fn remove(path: &str) -> HostResult<bool> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(HostError::io(format!("remove {path}"), e)),
+    }
+}
+
+pub fn remove_empty_dir(path: &str) -> HostResult<bool> {
+    match std::fs::read_dir(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(HostError::io(format!("list {path}"), e)),
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Ok(false);
+            }
+            std::fs::remove_dir(path)
+                .map(|()| true)
+                .map_err(io(format!("remove directory {path}")))
+        }
+    }
+}

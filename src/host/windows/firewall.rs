@@ -1,0 +1,116 @@
+//! Windows Firewall rules through the INetFwPolicy2 COM API. A rule's name here is the name
+//! the firewall shows (PowerShell's DisplayName).
+
+use crate::host::{FirewallRule, HostError, HostResult, Protocol};
+use windows::Win32::Foundation::{VARIANT_FALSE, VARIANT_TRUE};
+use windows::Win32::NetworkManagement::WindowsFirewall::{
+    INetFwPolicy2, INetFwRule, NET_FW_ACTION_ALLOW, NET_FW_ACTION_BLOCK, NET_FW_PROFILE2_ALL,
+    NET_FW_RULE_DIR_IN, NetFwPolicy2, NetFwRule,
+};
+use windows::Win32::System::Com::{
+    CLSCTX_INPROC_SERVER, COINIT_MULTITHREADED, CoCreateInstance, CoInitializeEx,
+};
+use windows::core::BSTR;
+
+/// HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND): no rule with that name.
+const NOT_FOUND: i32 = 0x8007_0002_u32 as i32;
+
+fn api(op: String) -> impl FnOnce(windows::core::Error) -> HostError {
+    move |e| HostError::Api {
+        op,
+        code: e.code().0 as u32,
+        message: e.message(),
+    }
+}
+
+fn policy() -> HostResult<INetFwPolicy2> {
+    // SAFETY: COM initialisation for this thread; S_FALSE (already initialised) and a
+    // different apartment mode both leave COM usable, so the result is ignored.
+    let _ = unsafe { CoInitializeEx(None, COINIT_MULTITHREADED) };
+    // SAFETY: creating the documented firewall policy object.
+    unsafe { CoCreateInstance(&NetFwPolicy2, None, CLSCTX_INPROC_SERVER) }
+        .map_err(api("open the Windows Firewall policy".into()))
+}
+
+pub fn get(name: &str) -> HostResult<Option<FirewallRule>> {
+    let op = || format!("read firewall rule {name}");
+    // SAFETY: COM calls on interfaces obtained above; BSTRs are owned by this frame.
+    unsafe {
+        let rules = policy()?.Rules().map_err(api(op()))?;
+        let rule = match rules.Item(&BSTR::from(name)) {
+            Ok(r) => r,
+            Err(e) if e.code().0 == NOT_FOUND => return Ok(None),
+            Err(e) => return Err(api(op())(e)),
+        };
+        let protocol = match rule.Protocol().map_err(api(op()))? {
+            6 => Protocol::Tcp,
+            _ => Protocol::Udp,
+        };
+        let ports = rule.LocalPorts().map_err(api(op()))?.to_string();
+        Ok(Some(FirewallRule {
+            name: rule.Name().map_err(api(op()))?.to_string(),
+            protocol,
+            local_port: ports.trim().parse().unwrap_or(0),
+            allow: rule.Action().map_err(api(op()))? == NET_FW_ACTION_ALLOW,
+            enabled: rule.Enabled().map_err(api(op()))? != VARIANT_FALSE,
+        }))
+    }
+}
+
+pub fn add(r: &FirewallRule) -> HostResult<()> {
+    if get(&r.name)?.is_some() {
+        return Err(HostError::Exists {
+            what: format!("firewall rule {}", r.name),
+        });
+    }
+    let op = || format!("add firewall rule {}", r.name);
+    // SAFETY: COM calls on freshly created objects; BSTRs are owned by this frame.
+    unsafe {
+        let rule: INetFwRule =
+            CoCreateInstance(&NetFwRule, None, CLSCTX_INPROC_SERVER).map_err(api(op()))?;
+        rule.SetName(&BSTR::from(r.name.as_str()))
+            .map_err(api(op()))?;
+        rule.SetDescription(&BSTR::from("Created by calicoctl-win"))
+            .map_err(api(op()))?;
+        rule.SetProtocol(match r.protocol {
+            Protocol::Tcp => 6,
+            Protocol::Udp => 17,
+        })
+        .map_err(api(op()))?;
+        rule.SetLocalPorts(&BSTR::from(r.local_port.to_string()))
+            .map_err(api(op()))?;
+        rule.SetDirection(NET_FW_RULE_DIR_IN).map_err(api(op()))?;
+        rule.SetAction(if r.allow {
+            NET_FW_ACTION_ALLOW
+        } else {
+            NET_FW_ACTION_BLOCK
+        })
+        .map_err(api(op()))?;
+        rule.SetProfiles(NET_FW_PROFILE2_ALL.0).map_err(api(op()))?;
+        rule.SetEnabled(if r.enabled {
+            VARIANT_TRUE
+        } else {
+            VARIANT_FALSE
+        })
+        .map_err(api(op()))?;
+        policy()?
+            .Rules()
+            .map_err(api(op()))?
+            .Add(&rule)
+            .map_err(api(op()))
+    }
+}
+
+pub fn remove(name: &str) -> HostResult<bool> {
+    if get(name)?.is_none() {
+        return Ok(false);
+    }
+    // SAFETY: COM calls on the policy's rule collection.
+    unsafe {
+        policy()?
+            .Rules()
+            .and_then(|rules| rules.Remove(&BSTR::from(name)))
+            .map_err(api(format!("remove firewall rule {name}")))?;
+    }
+    Ok(true)
+}

@@ -1,0 +1,239 @@
+//! HNS through the HCN API of `computenetwork.dll`, loaded at run time: a static import would
+//! stop the exe from starting on a host without the Containers feature (and under Wine).
+
+use super::wide;
+use crate::host::hns::{self, HnsEndpoint, HnsNetwork};
+use crate::host::{HostError, HostResult};
+use libloading::os::windows::{Library, Symbol};
+use std::ffi::c_void;
+use windows_sys::Win32::System::Com::CoTaskMemFree;
+use windows_sys::Win32::System::LibraryLoader::LOAD_LIBRARY_SEARCH_SYSTEM32;
+use windows_sys::core::{GUID, HRESULT, PCWSTR, PWSTR};
+
+type Enumerate = unsafe extern "system" fn(PCWSTR, *mut PWSTR, *mut PWSTR) -> HRESULT;
+type Open = unsafe extern "system" fn(*const GUID, *mut *mut c_void, *mut PWSTR) -> HRESULT;
+type Query = unsafe extern "system" fn(*const c_void, PCWSTR, *mut PWSTR, *mut PWSTR) -> HRESULT;
+type Create =
+    unsafe extern "system" fn(*const GUID, PCWSTR, *mut *mut c_void, *mut PWSTR) -> HRESULT;
+type Delete = unsafe extern "system" fn(*const GUID, *mut PWSTR) -> HRESULT;
+type Close = unsafe extern "system" fn(*const c_void) -> HRESULT;
+
+const QUERY: &str = r#"{"SchemaVersion":{"Major":2,"Minor":0},"Flags":0}"#;
+
+/// The loaded HCN library.
+pub struct Hcn {
+    lib: Library,
+}
+
+impl Hcn {
+    pub fn load() -> HostResult<Self> {
+        // SAFETY: computenetwork.dll is a system DLL whose initialisation has no preconditions;
+        // the search is restricted to System32 so no planted DLL is loaded.
+        let lib = unsafe {
+            Library::load_with_flags("computenetwork.dll", LOAD_LIBRARY_SEARCH_SYSTEM32)
+        }
+        .map_err(|e| HostError::Unavailable {
+            what: "the Host Network Service".into(),
+            reason: format!(
+                "computenetwork.dll cannot be loaded ({e}); the Containers feature is not installed"
+            ),
+        })?;
+        Ok(Self { lib })
+    }
+
+    fn sym<T>(&self, name: &[u8]) -> HostResult<Symbol<T>> {
+        // SAFETY: each name is paired with the signature documented for it in computenetwork.h.
+        unsafe { self.lib.get::<T>(name) }.map_err(|e| HostError::Unavailable {
+            what: "the Host Network Service".into(),
+            reason: format!(
+                "{} is missing from computenetwork.dll: {e}",
+                String::from_utf8_lossy(name)
+            ),
+        })
+    }
+
+    pub fn networks(&self) -> HostResult<Vec<HnsNetwork>> {
+        let ids = self.enumerate(b"HcnEnumerateNetworks\0", "list HNS networks")?;
+        let mut out = Vec::new();
+        for id in ids {
+            let doc = self.properties(
+                b"HcnOpenNetwork\0",
+                b"HcnQueryNetworkProperties\0",
+                b"HcnCloseNetwork\0",
+                &id,
+            )?;
+            if let Some(n) = hns::parse_network(&doc) {
+                out.push(n);
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn endpoints(&self, network_id: &str) -> HostResult<Vec<HnsEndpoint>> {
+        let ids = self.enumerate(b"HcnEnumerateEndpoints\0", "list HNS endpoints")?;
+        let mut out = Vec::new();
+        for id in ids {
+            let doc = self.properties(
+                b"HcnOpenEndpoint\0",
+                b"HcnQueryEndpointProperties\0",
+                b"HcnCloseEndpoint\0",
+                &id,
+            )?;
+            if let Some(e) = hns::parse_endpoint(&doc)
+                && e.network_id.eq_ignore_ascii_case(network_id)
+            {
+                out.push(e);
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn create_network(&self, spec_json: &str) -> HostResult<HnsNetwork> {
+        let create: Symbol<Create> = self.sym(b"HcnCreateNetwork\0")?;
+        let query: Symbol<Query> = self.sym(b"HcnQueryNetworkProperties\0")?;
+        let close: Symbol<Close> = self.sym(b"HcnCloseNetwork\0")?;
+        let settings = wide(spec_json);
+        let zero = GUID::from_u128(0);
+        let mut handle: *mut c_void = std::ptr::null_mut();
+        let mut record: PWSTR = std::ptr::null_mut();
+        // SAFETY: settings is NUL-terminated; a zero GUID lets HNS choose the id; the handle
+        // and error record are out-pointers owned by this frame.
+        let hr = unsafe { create(&zero, settings.as_ptr(), &mut handle, &mut record) };
+        check(hr, record, "create HNS network")?;
+        let q = wide(QUERY);
+        let mut props: PWSTR = std::ptr::null_mut();
+        let mut record: PWSTR = std::ptr::null_mut();
+        // SAFETY: handle came from HcnCreateNetwork and is closed right after.
+        let hr = unsafe { query(handle, q.as_ptr(), &mut props, &mut record) };
+        // SAFETY: closing the handle does not delete the network.
+        unsafe { close(handle) };
+        check(hr, record, "query the new HNS network")?;
+        let doc = take_json(props)?;
+        hns::parse_network(&doc).ok_or_else(|| HostError::Refused {
+            what: "create HNS network".into(),
+            reason: "HNS returned a network without an id or name".into(),
+        })
+    }
+
+    pub fn delete_network(&self, id: &str) -> HostResult<()> {
+        let delete: Symbol<Delete> = self.sym(b"HcnDeleteNetwork\0")?;
+        let guid = parse_guid(id)?;
+        let mut record: PWSTR = std::ptr::null_mut();
+        // SAFETY: guid lives across the call; record is an out-pointer.
+        let hr = unsafe { delete(&guid, &mut record) };
+        if hr as u32 == HCN_E_NETWORK_NOT_FOUND {
+            free(record);
+            return Err(HostError::NotFound {
+                what: format!("HNS network {id}"),
+            });
+        }
+        check(hr, record, &format!("delete HNS network {id}"))
+    }
+
+    fn enumerate(&self, name: &[u8], op: &str) -> HostResult<Vec<String>> {
+        let enumerate: Symbol<Enumerate> = self.sym(name)?;
+        let q = wide(QUERY);
+        let mut list: PWSTR = std::ptr::null_mut();
+        let mut record: PWSTR = std::ptr::null_mut();
+        // SAFETY: q is NUL-terminated; list and record are out-pointers freed below.
+        let hr = unsafe { enumerate(q.as_ptr(), &mut list, &mut record) };
+        check(hr, record, op)?;
+        let doc = take_json(list)?;
+        Ok(doc
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect())
+    }
+
+    fn properties(
+        &self,
+        open: &[u8],
+        query: &[u8],
+        close: &[u8],
+        id: &str,
+    ) -> HostResult<serde_json::Value> {
+        let open: Symbol<Open> = self.sym(open)?;
+        let query: Symbol<Query> = self.sym(query)?;
+        let close: Symbol<Close> = self.sym(close)?;
+        let guid = parse_guid(id)?;
+        let mut handle: *mut c_void = std::ptr::null_mut();
+        let mut record: PWSTR = std::ptr::null_mut();
+        // SAFETY: guid lives across the call; handle and record are out-pointers.
+        let hr = unsafe { open(&guid, &mut handle, &mut record) };
+        check(hr, record, &format!("open HNS object {id}"))?;
+        let q = wide(QUERY);
+        let mut props: PWSTR = std::ptr::null_mut();
+        let mut record: PWSTR = std::ptr::null_mut();
+        // SAFETY: handle is open until the close below.
+        let hr = unsafe { query(handle, q.as_ptr(), &mut props, &mut record) };
+        // SAFETY: handle came from the open above.
+        unsafe { close(handle) };
+        check(hr, record, &format!("query HNS object {id}"))?;
+        take_json(props)
+    }
+}
+
+const HCN_E_NETWORK_NOT_FOUND: u32 = 0x803B_0001;
+
+/// Frees a string HCN allocated (CoTaskMem, per Microsoft's HCN reference).
+fn free(p: PWSTR) {
+    if !p.is_null() {
+        // SAFETY: p was allocated by HCN with CoTaskMemAlloc and is not used after this.
+        unsafe { CoTaskMemFree(p as *const c_void) };
+    }
+}
+
+/// Reads and frees an HCN string.
+fn take_string(p: PWSTR) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: HCN returns NUL-terminated UTF-16 strings.
+    let len = (0..).take_while(|&i| unsafe { *p.add(i) } != 0).count();
+    // SAFETY: len u16s were just read from p.
+    let s = String::from_utf16_lossy(unsafe { std::slice::from_raw_parts(p, len) });
+    free(p);
+    s
+}
+
+fn take_json(p: PWSTR) -> HostResult<serde_json::Value> {
+    let text = take_string(p);
+    serde_json::from_str(&text).map_err(|e| HostError::Refused {
+        what: "read an HNS answer".into(),
+        reason: format!("not JSON ({e}): {text}"),
+    })
+}
+
+/// Turns a failed HRESULT into an error with HCN's error record; frees the record either way.
+fn check(hr: HRESULT, record: PWSTR, op: &str) -> HostResult<()> {
+    let record = take_string(record);
+    if hr >= 0 {
+        return Ok(());
+    }
+    Err(HostError::Api {
+        op: op.to_owned(),
+        code: hr as u32,
+        message: if record.is_empty() {
+            "HNS reported an error".into()
+        } else {
+            record
+        },
+    })
+}
+
+/// Parses `5c2a8a6e-0000-4000-8000-000000000001` (braces allowed) into a GUID.
+fn parse_guid(id: &str) -> HostResult<GUID> {
+    let hex: String = id.chars().filter(|c| c.is_ascii_hexdigit()).collect();
+    let bad = || HostError::Refused {
+        what: format!("HNS id {id}"),
+        reason: "not a GUID".into(),
+    };
+    if hex.len() != 32 || id.trim_matches(['{', '}']).len() != 36 {
+        return Err(bad());
+    }
+    u128::from_str_radix(&hex, 16)
+        .map(GUID::from_u128)
+        .map_err(|_| bad())
+}

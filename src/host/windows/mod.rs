@@ -1,0 +1,179 @@
+//! The real Windows host: API calls and conversions only (windows-registry, windows-service,
+//! windows-sys, HCN loaded at run time, the firewall's COM API). Logic lives in the
+//! cross-platform modules above.
+
+mod files;
+mod firewall;
+mod hcn;
+mod network;
+pub mod process;
+mod registry;
+mod services;
+mod system;
+
+use super::process::LocalChild;
+use super::*;
+
+/// This machine.
+#[derive(Default)]
+pub struct WindowsHost;
+
+impl WindowsHost {
+    pub fn new() -> Self {
+        Self
+    }
+}
+
+/// A NUL-terminated UTF-16 copy of `s`.
+fn wide(s: &str) -> Vec<u16> {
+    s.encode_utf16().chain(std::iter::once(0)).collect()
+}
+
+/// Reads a NUL-terminated UTF-16 string (the caller frees it).
+fn take_wide(p: *const u16) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: p is a NUL-terminated UTF-16 string from a Windows API.
+    let len = (0..).take_while(|&i| unsafe { *p.add(i) } != 0).count();
+    // SAFETY: len u16s were just read from p.
+    String::from_utf16_lossy(unsafe { std::slice::from_raw_parts(p, len) })
+}
+
+impl Registry for WindowsHost {
+    fn reg_get(&self, key: &str, name: &str) -> HostResult<Option<RegValue>> {
+        registry::get(key, name)
+    }
+    fn reg_set(&self, key: &str, name: &str, value: &RegValue) -> HostResult<()> {
+        registry::set(key, name, value)
+    }
+    fn reg_delete_value(&self, key: &str, name: &str) -> HostResult<()> {
+        registry::delete_value(key, name)
+    }
+    fn reg_key_exists(&self, key: &str) -> HostResult<bool> {
+        registry::key_exists(key)
+    }
+    fn reg_delete_key(&self, key: &str) -> HostResult<()> {
+        registry::delete_key(key)
+    }
+}
+
+impl Services for WindowsHost {
+    fn service_query(&self, name: &str) -> HostResult<Option<InstalledService>> {
+        services::query(name)
+    }
+    fn service_create(&self, spec: &ServiceSpec) -> HostResult<()> {
+        services::create(spec)
+    }
+    fn service_update(&self, spec: &ServiceSpec) -> HostResult<()> {
+        services::update(spec)
+    }
+    fn service_start(&self, name: &str, timeout: Duration) -> HostResult<()> {
+        services::start(name, timeout)
+    }
+    fn service_stop(&self, name: &str, timeout: Duration) -> HostResult<()> {
+        services::stop(name, timeout)
+    }
+    fn service_delete(&self, name: &str) -> HostResult<()> {
+        services::delete(name)
+    }
+}
+
+impl Hns for WindowsHost {
+    fn hns_networks(&self) -> HostResult<Vec<HnsNetwork>> {
+        hcn::Hcn::load()?.networks()
+    }
+    fn hns_endpoints(&self, network_id: &str) -> HostResult<Vec<HnsEndpoint>> {
+        hcn::Hcn::load()?.endpoints(network_id)
+    }
+    fn hns_create_network(&self, spec_json: &str) -> HostResult<HnsNetwork> {
+        let doc: serde_json::Value =
+            serde_json::from_str(spec_json).map_err(|e| HostError::Refused {
+                what: "create HNS network".into(),
+                reason: format!("invalid JSON: {e}"),
+            })?;
+        let name = hns::validate_spec(&doc).map_err(|reason| HostError::Refused {
+            what: "create HNS network".into(),
+            reason,
+        })?;
+        let hcn = hcn::Hcn::load()?;
+        if hcn.networks()?.iter().any(|n| n.name == name) {
+            return Err(HostError::Exists {
+                what: format!("HNS network {name}"),
+            });
+        }
+        hcn.create_network(spec_json)
+    }
+    fn hns_delete_network(&self, id: &str) -> HostResult<()> {
+        hcn::Hcn::load()?.delete_network(id)
+    }
+}
+
+impl Files for WindowsHost {
+    fn read_file(&self, path: &str) -> HostResult<Option<Vec<u8>>> {
+        files::read(path)
+    }
+    fn write_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<bool> {
+        files::write(path, contents, access)
+    }
+    fn file_access(&self, path: &str) -> HostResult<Option<Access>> {
+        files::access(path)
+    }
+    fn copy_in(&self, from: &Path, to: &str) -> HostResult<()> {
+        files::copy_in(from, to)
+    }
+    fn remove_file(&self, path: &str) -> HostResult<bool> {
+        files::remove(path)
+    }
+    fn remove_empty_dir(&self, path: &str) -> HostResult<bool> {
+        files::remove_empty_dir(path)
+    }
+    fn dir_exists(&self, path: &str) -> HostResult<bool> {
+        Ok(Path::new(path).is_dir())
+    }
+}
+
+impl Network for WindowsHost {
+    fn ipv4_addresses(&self) -> HostResult<Vec<InterfaceAddress>> {
+        network::addresses()
+    }
+    fn routes(&self) -> HostResult<Vec<Route>> {
+        network::routes()
+    }
+    fn add_route(&self, route: &Route) -> HostResult<()> {
+        network::add_route(route)
+    }
+}
+
+impl SystemInfo for WindowsHost {
+    fn system_facts(&self) -> HostResult<SystemFacts> {
+        system::facts()
+    }
+}
+
+impl Processes for WindowsHost {
+    fn spawn(&self, spec: &ProcessSpec) -> HostResult<Box<dyn Child>> {
+        Ok(Box::new(LocalChild::spawn(spec)?))
+    }
+    fn process_pid(&self, image_name: &str) -> HostResult<Option<u32>> {
+        process::pid_of(image_name)
+    }
+}
+
+impl Firewall for WindowsHost {
+    fn firewall_rule(&self, name: &str) -> HostResult<Option<FirewallRule>> {
+        firewall::get(name)
+    }
+    fn firewall_add(&self, rule: &FirewallRule) -> HostResult<()> {
+        firewall::add(rule)
+    }
+    fn firewall_remove(&self, name: &str) -> HostResult<bool> {
+        firewall::remove(name)
+    }
+}
+
+impl Host for WindowsHost {
+    fn kind(&self) -> HostKind {
+        HostKind::Windows
+    }
+}

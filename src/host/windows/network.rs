@@ -1,0 +1,147 @@
+//! IPv4 addresses and routes through the IP helper API.
+
+use crate::host::{HostError, HostResult, InterfaceAddress, Route};
+use std::net::Ipv4Addr;
+use windows_sys::Win32::Foundation::{ERROR_BUFFER_OVERFLOW, ERROR_OBJECT_ALREADY_EXISTS};
+use windows_sys::Win32::NetworkManagement::IpHelper::{
+    CreateIpForwardEntry2, FreeMibTable, GAA_FLAG_SKIP_ANYCAST, GAA_FLAG_SKIP_DNS_SERVER,
+    GAA_FLAG_SKIP_MULTICAST, GetAdaptersAddresses, GetIpForwardTable2, IP_ADAPTER_ADDRESSES_LH,
+    InitializeIpForwardEntry, MIB_IPFORWARD_ROW2, MIB_IPFORWARD_TABLE2,
+};
+use windows_sys::Win32::Networking::WinSock::{
+    AF_INET, IN_ADDR, IN_ADDR_0, MIB_IPPROTO_NETMGMT, SOCKADDR_IN, SOCKADDR_INET,
+};
+
+fn win32(op: &str, code: u32) -> HostError {
+    HostError::io(op, std::io::Error::from_raw_os_error(code as i32))
+}
+
+fn ipv4(a: &IN_ADDR) -> Ipv4Addr {
+    // SAFETY: every variant of IN_ADDR's union is the same four bytes.
+    Ipv4Addr::from(unsafe { a.S_un.S_addr }.to_ne_bytes())
+}
+
+fn sockaddr(ip: Ipv4Addr) -> SOCKADDR_INET {
+    SOCKADDR_INET {
+        Ipv4: SOCKADDR_IN {
+            sin_family: AF_INET,
+            sin_port: 0,
+            sin_addr: IN_ADDR {
+                S_un: IN_ADDR_0 {
+                    S_addr: u32::from_ne_bytes(ip.octets()),
+                },
+            },
+            sin_zero: [0; 8],
+        },
+    }
+}
+
+pub fn addresses() -> HostResult<Vec<InterfaceAddress>> {
+    let flags = GAA_FLAG_SKIP_ANYCAST | GAA_FLAG_SKIP_MULTICAST | GAA_FLAG_SKIP_DNS_SERVER;
+    let mut size = 16 * 1024u32;
+    let mut buf: Vec<u64> = Vec::new();
+    for _ in 0..4 {
+        buf = vec![0u64; (size as usize).div_ceil(8)];
+        // SAFETY: buf holds `size` bytes, 8-aligned as IP_ADAPTER_ADDRESSES requires.
+        let rc = unsafe {
+            GetAdaptersAddresses(
+                u32::from(AF_INET),
+                flags,
+                std::ptr::null(),
+                buf.as_mut_ptr().cast(),
+                &mut size,
+            )
+        };
+        match rc {
+            0 => break,
+            ERROR_BUFFER_OVERFLOW => continue,
+            other => return Err(win32("list network adapters", other)),
+        }
+    }
+    let mut out = Vec::new();
+    let mut adapter = buf.as_ptr() as *const IP_ADAPTER_ADDRESSES_LH;
+    while !adapter.is_null() {
+        // SAFETY: the list was filled by GetAdaptersAddresses inside buf, which is alive.
+        let a = unsafe { &*adapter };
+        let name = wide_to_string(a.FriendlyName);
+        // SAFETY: the Length/IfIndex variant is the one GetAdaptersAddresses fills.
+        let index = unsafe { a.Anonymous1.Anonymous.IfIndex };
+        let mut unicast = a.FirstUnicastAddress;
+        while !unicast.is_null() {
+            // SAFETY: as above; each address points to a SOCKADDR of the adapter's family.
+            let u = unsafe { &*unicast };
+            let sa = u.Address.lpSockaddr as *const SOCKADDR_IN;
+            if !sa.is_null() && unsafe { (*sa).sin_family } == AF_INET {
+                out.push(InterfaceAddress {
+                    interface: name.clone(),
+                    index,
+                    // SAFETY: checked to be an AF_INET address above.
+                    ip: ipv4(unsafe { &(*sa).sin_addr }),
+                    prefix_len: u.OnLinkPrefixLength,
+                });
+            }
+            unicast = u.Next;
+        }
+        adapter = a.Next;
+    }
+    Ok(out)
+}
+
+pub fn routes() -> HostResult<Vec<Route>> {
+    let mut table: *mut MIB_IPFORWARD_TABLE2 = std::ptr::null_mut();
+    // SAFETY: table is an out-pointer freed with FreeMibTable below.
+    let rc = unsafe { GetIpForwardTable2(AF_INET, &mut table) };
+    if rc != 0 {
+        return Err(win32("read the routing table", rc));
+    }
+    // SAFETY: the table holds NumEntries rows starting at Table.
+    let rows = unsafe {
+        std::slice::from_raw_parts((*table).Table.as_ptr(), (*table).NumEntries as usize)
+    };
+    let out = rows
+        .iter()
+        .map(|r| Route {
+            // SAFETY: an AF_INET table holds IPv4 addresses.
+            destination: ipv4(unsafe { &r.DestinationPrefix.Prefix.Ipv4.sin_addr }),
+            prefix_len: r.DestinationPrefix.PrefixLength,
+            // SAFETY: as above.
+            next_hop: ipv4(unsafe { &r.NextHop.Ipv4.sin_addr }),
+            interface_index: r.InterfaceIndex,
+            metric: r.Metric,
+        })
+        .collect();
+    // SAFETY: table came from GetIpForwardTable2 and is not used after this.
+    unsafe { FreeMibTable(table.cast()) };
+    Ok(out)
+}
+
+pub fn add_route(route: &Route) -> HostResult<()> {
+    // SAFETY: MIB_IPFORWARD_ROW2 is plain data; InitializeIpForwardEntry sets its defaults.
+    let mut row: MIB_IPFORWARD_ROW2 = unsafe { std::mem::zeroed() };
+    // SAFETY: row is a writable MIB_IPFORWARD_ROW2.
+    unsafe { InitializeIpForwardEntry(&mut row) };
+    row.InterfaceIndex = route.interface_index;
+    row.DestinationPrefix.Prefix = sockaddr(route.destination);
+    row.DestinationPrefix.PrefixLength = route.prefix_len;
+    row.NextHop = sockaddr(route.next_hop);
+    row.Metric = route.metric;
+    row.Protocol = MIB_IPPROTO_NETMGMT;
+    // SAFETY: row is fully initialised.
+    match unsafe { CreateIpForwardEntry2(&row) } {
+        0 => Ok(()),
+        ERROR_OBJECT_ALREADY_EXISTS => Err(HostError::Exists {
+            what: format!("route {}/{}", route.destination, route.prefix_len),
+        }),
+        other => Err(win32("add a route", other)),
+    }
+}
+
+fn wide_to_string(p: *const u16) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: p is a NUL-terminated UTF-16 string owned by the adapter list.
+    let len = (0..).take_while(|&i| unsafe { *p.add(i) } != 0).count();
+    // SAFETY: len u16s were just read from p.
+    String::from_utf16_lossy(unsafe { std::slice::from_raw_parts(p, len) })
+}

@@ -1,0 +1,104 @@
+//! The registry through windows-registry.
+
+use crate::host::{HostError, HostResult, RegValue};
+use windows_registry::{CURRENT_USER, Key, LOCAL_MACHINE, Type};
+
+/// `HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND)`: the key or value does not exist.
+const NOT_FOUND: i32 = 0x8007_0002_u32 as i32;
+
+fn root(path: &str) -> HostResult<(&'static Key, &str)> {
+    let (root, sub) = path.split_once('\\').unwrap_or((path, ""));
+    let key = match root.to_ascii_uppercase().as_str() {
+        "HKLM" | "HKEY_LOCAL_MACHINE" => LOCAL_MACHINE,
+        "HKCU" | "HKEY_CURRENT_USER" => CURRENT_USER,
+        _ => {
+            return Err(HostError::Refused {
+                what: format!("registry key {path}"),
+                reason: "it must start with HKLM\\ or HKCU\\".into(),
+            });
+        }
+    };
+    Ok((key, sub))
+}
+
+fn api(op: String, e: windows_result::Error) -> HostError {
+    HostError::Api {
+        op,
+        code: e.code().0 as u32,
+        message: e.message(),
+    }
+}
+
+fn is_missing(e: &windows_result::Error) -> bool {
+    e.code().0 == NOT_FOUND
+}
+
+pub fn get(path: &str, name: &str) -> HostResult<Option<RegValue>> {
+    let (root, sub) = root(path)?;
+    let op = || format!("read registry value {path}\\{name}");
+    let key = match root.open(sub) {
+        Ok(k) => k,
+        Err(e) if is_missing(&e) => return Ok(None),
+        Err(e) => return Err(api(op(), e)),
+    };
+    let ty = match key.get_type(name) {
+        Ok(t) => t,
+        Err(e) if is_missing(&e) => return Ok(None),
+        Err(e) => return Err(api(op(), e)),
+    };
+    let value = match ty {
+        Type::String | Type::ExpandString => key.get_string(name).map(RegValue::Sz),
+        Type::U32 => key.get_u32(name).map(RegValue::Dword),
+        Type::MultiString => key.get_multi_string(name).map(RegValue::MultiSz),
+        other => {
+            return Err(HostError::Refused {
+                what: op(),
+                reason: format!("unexpected value type {other:?}"),
+            });
+        }
+    };
+    value.map(Some).map_err(|e| api(op(), e))
+}
+
+pub fn set(path: &str, name: &str, value: &RegValue) -> HostResult<()> {
+    let (root, sub) = root(path)?;
+    let op = || format!("write registry value {path}\\{name}");
+    let key = root.create(sub).map_err(|e| api(op(), e))?;
+    match value {
+        RegValue::Sz(s) => key.set_string(name, s),
+        RegValue::Dword(d) => key.set_u32(name, *d),
+        RegValue::MultiSz(items) => key.set_multi_string(name.to_owned(), items),
+    }
+    .map_err(|e| api(op(), e))
+}
+
+pub fn delete_value(path: &str, name: &str) -> HostResult<()> {
+    let (root, sub) = root(path)?;
+    let op = || format!("delete registry value {path}\\{name}");
+    let key = match root.options().read().write().open(sub) {
+        Ok(k) => k,
+        Err(e) if is_missing(&e) => return Ok(()),
+        Err(e) => return Err(api(op(), e)),
+    };
+    match key.remove_value(name) {
+        Err(e) if !is_missing(&e) => Err(api(op(), e)),
+        _ => Ok(()),
+    }
+}
+
+pub fn key_exists(path: &str) -> HostResult<bool> {
+    let (root, sub) = root(path)?;
+    match root.open(sub) {
+        Ok(_) => Ok(true),
+        Err(e) if is_missing(&e) => Ok(false),
+        Err(e) => Err(api(format!("open registry key {path}"), e)),
+    }
+}
+
+pub fn delete_key(path: &str) -> HostResult<()> {
+    let (root, sub) = root(path)?;
+    match root.remove_tree(sub) {
+        Err(e) if !is_missing(&e) => Err(api(format!("delete registry key {path}"), e)),
+        _ => Ok(()),
+    }
+}

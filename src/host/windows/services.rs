@@ -1,0 +1,274 @@
+//! The service control manager through windows-service.
+
+use crate::host::{HostError, HostResult, InstalledService, ServiceSpec, ServiceState, StartType};
+use std::ffi::OsString;
+use std::time::{Duration, Instant};
+use windows_service::service::{
+    Service, ServiceAccess, ServiceAction, ServiceActionType, ServiceDependency,
+    ServiceErrorControl, ServiceFailureActions, ServiceFailureResetPeriod, ServiceInfo,
+    ServiceStartType, ServiceState as WinState, ServiceType,
+};
+use windows_service::service_manager::{ServiceManager, ServiceManagerAccess};
+
+const ERROR_DEPENDENT_SERVICES_RUNNING: i32 = 1051;
+const ERROR_SERVICE_ALREADY_RUNNING: i32 = 1056;
+const ERROR_SERVICE_DOES_NOT_EXIST: i32 = 1060;
+const ERROR_SERVICE_NOT_ACTIVE: i32 = 1062;
+const ERROR_SERVICE_EXISTS: i32 = 1073;
+
+fn os_code(e: &windows_service::Error) -> Option<i32> {
+    match e {
+        windows_service::Error::Winapi(io) => io.raw_os_error(),
+        _ => None,
+    }
+}
+
+fn api(op: String, e: windows_service::Error) -> HostError {
+    match e {
+        windows_service::Error::Winapi(io) => HostError::Api {
+            op,
+            code: io.raw_os_error().unwrap_or(0) as u32,
+            message: io.to_string(),
+        },
+        other => HostError::Refused {
+            what: op,
+            reason: other.to_string(),
+        },
+    }
+}
+
+fn manager(access: ServiceManagerAccess) -> HostResult<ServiceManager> {
+    ServiceManager::local_computer(None::<&str>, access)
+        .map_err(|e| api("connect to the service control manager".into(), e))
+}
+
+/// Opens a service; `None` when it does not exist.
+fn open(name: &str, access: ServiceAccess) -> HostResult<Option<Service>> {
+    match manager(ServiceManagerAccess::CONNECT)?.open_service(name, access) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if os_code(&e) == Some(ERROR_SERVICE_DOES_NOT_EXIST) => Ok(None),
+        Err(e) => Err(api(format!("open service {name}"), e)),
+    }
+}
+
+fn open_existing(name: &str, access: ServiceAccess) -> HostResult<Service> {
+    open(name, access)?.ok_or_else(|| HostError::NotFound {
+        what: format!("service {name}"),
+    })
+}
+
+fn state(s: WinState) -> ServiceState {
+    match s {
+        WinState::Stopped => ServiceState::Stopped,
+        WinState::StartPending => ServiceState::StartPending,
+        WinState::StopPending => ServiceState::StopPending,
+        WinState::Running => ServiceState::Running,
+        _ => ServiceState::Other,
+    }
+}
+
+fn info(spec: &ServiceSpec) -> ServiceInfo {
+    ServiceInfo {
+        name: OsString::from(&spec.name),
+        display_name: OsString::from(&spec.display_name),
+        service_type: ServiceType::OWN_PROCESS,
+        start_type: match spec.start {
+            StartType::Auto | StartType::DelayedAuto => ServiceStartType::AutoStart,
+            StartType::Manual => ServiceStartType::OnDemand,
+            StartType::Disabled => ServiceStartType::Disabled,
+        },
+        error_control: ServiceErrorControl::Normal,
+        executable_path: spec.program.clone().into(),
+        launch_arguments: spec.args.iter().map(OsString::from).collect(),
+        dependencies: spec
+            .dependencies
+            .iter()
+            .map(|d| ServiceDependency::Service(OsString::from(d)))
+            .collect(),
+        // None is LocalSystem.
+        account_name: None,
+        account_password: None,
+    }
+}
+
+/// The settings `ServiceInfo` does not carry: description, delayed start, recovery.
+fn configure_extras(svc: &Service, spec: &ServiceSpec) -> HostResult<()> {
+    let op = |what: &str| format!("set the {what} of service {}", spec.name);
+    svc.set_description(&spec.description)
+        .map_err(|e| api(op("description"), e))?;
+    if spec.start == StartType::DelayedAuto {
+        svc.set_delayed_auto_start(true)
+            .map_err(|e| api(op("delayed start"), e))?;
+    }
+    if let Some(r) = &spec.recovery {
+        let actions = r
+            .restart_after
+            .iter()
+            .map(|d| ServiceAction {
+                action_type: ServiceActionType::Restart,
+                delay: *d,
+            })
+            .collect();
+        svc.update_failure_actions(ServiceFailureActions {
+            reset_period: ServiceFailureResetPeriod::After(r.reset_after),
+            reboot_msg: None,
+            command: None,
+            actions: Some(actions),
+        })
+        .map_err(|e| api(op("recovery actions"), e))?;
+        if r.on_non_crash_failures {
+            svc.set_failure_actions_on_non_crash_failures(true)
+                .map_err(|e| api(op("failure actions flag"), e))?;
+        }
+    }
+    Ok(())
+}
+
+pub fn query(name: &str) -> HostResult<Option<InstalledService>> {
+    let Some(svc) = open(
+        name,
+        ServiceAccess::QUERY_STATUS | ServiceAccess::QUERY_CONFIG,
+    )?
+    else {
+        return Ok(None);
+    };
+    let op = || format!("query service {name}");
+    let status = svc.query_status().map_err(|e| api(op(), e))?;
+    let config = svc.query_config().map_err(|e| api(op(), e))?;
+    Ok(Some(InstalledService {
+        name: name.to_owned(),
+        state: state(status.current_state),
+        pid: status.process_id,
+        display_name: config.display_name.to_string_lossy().into_owned(),
+        command_line: config.executable_path.to_string_lossy().into_owned(),
+        start: match config.start_type {
+            ServiceStartType::AutoStart => StartType::Auto,
+            ServiceStartType::Disabled => StartType::Disabled,
+            _ => StartType::Manual,
+        },
+        dependencies: config
+            .dependencies
+            .iter()
+            .map(|d| match d {
+                ServiceDependency::Service(s) | ServiceDependency::Group(s) => {
+                    s.to_string_lossy().into_owned()
+                }
+            })
+            .collect(),
+        account: match config.account_name {
+            None => "LocalSystem".into(),
+            Some(a) => a.to_string_lossy().into_owned(),
+        },
+    }))
+}
+
+const CONFIGURE: ServiceAccess = ServiceAccess::QUERY_CONFIG
+    .union(ServiceAccess::CHANGE_CONFIG)
+    .union(ServiceAccess::START)
+    .union(ServiceAccess::QUERY_STATUS);
+
+pub fn create(spec: &ServiceSpec) -> HostResult<()> {
+    let scm = manager(ServiceManagerAccess::CONNECT | ServiceManagerAccess::CREATE_SERVICE)?;
+    let svc = match scm.create_service(&info(spec), CONFIGURE) {
+        Ok(s) => s,
+        Err(e) if os_code(&e) == Some(ERROR_SERVICE_EXISTS) => {
+            return Err(HostError::Exists {
+                what: format!("service {}", spec.name),
+            });
+        }
+        Err(e) => return Err(api(format!("create service {}", spec.name), e)),
+    };
+    configure_extras(&svc, spec)
+}
+
+pub fn update(spec: &ServiceSpec) -> HostResult<()> {
+    let svc = open_existing(&spec.name, CONFIGURE)?;
+    svc.change_config(&info(spec))
+        .map_err(|e| api(format!("configure service {}", spec.name), e))?;
+    configure_extras(&svc, spec)
+}
+
+/// Polls the service until it reaches `want`, fails if it stops on the way to running.
+fn wait_for(svc: &Service, name: &str, want: WinState, timeout: Duration) -> HostResult<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let status = svc
+            .query_status()
+            .map_err(|e| api(format!("query service {name}"), e))?;
+        if status.current_state == want {
+            return Ok(());
+        }
+        if want == WinState::Running && status.current_state == WinState::Stopped {
+            return Err(HostError::Refused {
+                what: format!("start service {name}"),
+                reason: format!(
+                    "it stopped during start-up (exit code {:?})",
+                    status.exit_code
+                ),
+            });
+        }
+        if Instant::now() >= deadline {
+            return Err(HostError::Timeout {
+                what: format!("service {name} to reach {want:?}"),
+                after: timeout,
+            });
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+pub fn start(name: &str, timeout: Duration) -> HostResult<()> {
+    let svc = open_existing(name, ServiceAccess::START | ServiceAccess::QUERY_STATUS)?;
+    match svc.start::<&str>(&[]) {
+        Err(e) if os_code(&e) != Some(ERROR_SERVICE_ALREADY_RUNNING) => {
+            return Err(api(format!("start service {name}"), e));
+        }
+        _ => {}
+    }
+    wait_for(&svc, name, WinState::Running, timeout)
+}
+
+pub fn stop(name: &str, timeout: Duration) -> HostResult<()> {
+    let svc = open_existing(name, ServiceAccess::STOP | ServiceAccess::QUERY_STATUS)?;
+    match svc.stop() {
+        Err(e) if os_code(&e) == Some(ERROR_SERVICE_NOT_ACTIVE) => return Ok(()),
+        Err(e) if os_code(&e) == Some(ERROR_DEPENDENT_SERVICES_RUNNING) => {
+            return Err(HostError::Refused {
+                what: format!("stop service {name}"),
+                reason: "a service that depends on it is running".into(),
+            });
+        }
+        Err(e) => return Err(api(format!("stop service {name}"), e)),
+        Ok(_) => {}
+    }
+    wait_for(&svc, name, WinState::Stopped, timeout)
+}
+
+pub fn delete(name: &str) -> HostResult<()> {
+    {
+        let svc = open_existing(name, ServiceAccess::DELETE | ServiceAccess::QUERY_STATUS)?;
+        let status = svc
+            .query_status()
+            .map_err(|e| api(format!("query service {name}"), e))?;
+        if status.current_state != WinState::Stopped {
+            return Err(HostError::Refused {
+                what: format!("delete service {name}"),
+                reason: "the service is running; stop it first".into(),
+            });
+        }
+        svc.delete()
+            .map_err(|e| api(format!("delete service {name}"), e))?;
+        // The handle closes here: the SCM removes a service only when no handle is open.
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while open(name, ServiceAccess::QUERY_STATUS)?.is_some() {
+        if Instant::now() >= deadline {
+            return Err(HostError::Timeout {
+                what: format!("service {name} to be removed (a handle to it is still open)"),
+                after: Duration::from_secs(10),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
+}

@@ -1,0 +1,137 @@
+//! System facts: the build from RtlGetVersion and the registry, the UBR, elevation from the
+//! process token, the boot time from the kernel.
+
+use super::registry;
+use crate::host::{HostError, HostResult, RegValue, SystemFacts};
+use windows_sys::Wdk::System::SystemInformation::{
+    NtQuerySystemInformation, SystemTimeOfDayInformation,
+};
+use windows_sys::Wdk::System::SystemServices::RtlGetVersion;
+use windows_sys::Win32::Foundation::{CloseHandle, HANDLE};
+use windows_sys::Win32::Security::{
+    GetTokenInformation, TOKEN_ELEVATION, TOKEN_QUERY, TokenElevation,
+};
+use windows_sys::Win32::System::SystemInformation::{
+    GetNativeSystemInfo, OSVERSIONINFOW, PROCESSOR_ARCHITECTURE_AMD64,
+    PROCESSOR_ARCHITECTURE_ARM64, SYSTEM_INFO,
+};
+use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
+
+const CURRENT_VERSION: &str = r"HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion";
+
+pub fn facts() -> HostResult<SystemFacts> {
+    let text = |name: &str| match registry::get(CURRENT_VERSION, name) {
+        Ok(Some(RegValue::Sz(s))) => Some(s),
+        _ => None,
+    };
+    let build = rtl_build()
+        .or_else(|| text("CurrentBuild")?.parse().ok())
+        .ok_or_else(|| HostError::Refused {
+            what: "read the Windows build".into(),
+            reason: "neither RtlGetVersion nor CurrentBuild answered".into(),
+        })?;
+    let ubr = match registry::get(CURRENT_VERSION, "UBR") {
+        Ok(Some(RegValue::Dword(v))) => Some(v),
+        _ => None,
+    };
+    Ok(SystemFacts {
+        build,
+        ubr,
+        product_name: text("ProductName"),
+        edition: text("EditionID"),
+        installation_type: text("InstallationType"),
+        is_64bit: is_64bit(),
+        elevated: elevated()?,
+        boot_id: boot_time().map(|t| t.to_string()).unwrap_or_default(),
+    })
+}
+
+fn rtl_build() -> Option<u32> {
+    let mut v: OSVERSIONINFOW = unsafe_zeroed();
+    v.dwOSVersionInfoSize = std::mem::size_of::<OSVERSIONINFOW>() as u32;
+    // SAFETY: v is a properly sized OSVERSIONINFOW with its size field set.
+    let status = unsafe { RtlGetVersion(&mut v) };
+    (status >= 0).then_some(v.dwBuildNumber)
+}
+
+fn is_64bit() -> bool {
+    let mut info: SYSTEM_INFO = unsafe_zeroed();
+    // SAFETY: info is a writable SYSTEM_INFO.
+    unsafe { GetNativeSystemInfo(&mut info) };
+    // SAFETY: GetNativeSystemInfo fills the processor-architecture variant of the union.
+    let arch = unsafe { info.Anonymous.Anonymous.wProcessorArchitecture };
+    arch == PROCESSOR_ARCHITECTURE_AMD64 || arch == PROCESSOR_ARCHITECTURE_ARM64
+}
+
+fn elevated() -> HostResult<bool> {
+    let mut token: HANDLE = std::ptr::null_mut();
+    // SAFETY: the pseudo-handle of the current process needs no closing; token is an
+    // out-pointer closed below.
+    if unsafe { OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &mut token) } == 0 {
+        return Err(HostError::io(
+            "open the process token",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    let mut elevation = TOKEN_ELEVATION { TokenIsElevated: 0 };
+    let mut len = 0u32;
+    // SAFETY: the buffer is a TOKEN_ELEVATION of the size given.
+    let ok = unsafe {
+        GetTokenInformation(
+            token,
+            TokenElevation,
+            (&mut elevation as *mut TOKEN_ELEVATION).cast(),
+            std::mem::size_of::<TOKEN_ELEVATION>() as u32,
+            &mut len,
+        )
+    };
+    let err = std::io::Error::last_os_error();
+    // SAFETY: token was opened above and is not used after this.
+    unsafe { CloseHandle(token) };
+    if ok == 0 {
+        return Err(HostError::io("read the token elevation", err));
+    }
+    Ok(elevation.TokenIsElevated != 0)
+}
+
+/// SYSTEM_TIMEOFDAY_INFORMATION (winternl.h); not in the metadata windows-sys is built from.
+#[repr(C)]
+struct TimeOfDay {
+    boot_time: i64,
+    current_time: i64,
+    time_zone_bias: i64,
+    time_zone_id: u32,
+    reserved: u32,
+    boot_time_bias: u64,
+    sleep_time_bias: u64,
+}
+
+/// The boot time in seconds since the Unix epoch: the same in every culture and time zone.
+fn boot_time() -> Option<i64> {
+    let mut t = TimeOfDay {
+        boot_time: 0,
+        current_time: 0,
+        time_zone_bias: 0,
+        time_zone_id: 0,
+        reserved: 0,
+        boot_time_bias: 0,
+        sleep_time_bias: 0,
+    };
+    let mut len = 0u32;
+    // SAFETY: the buffer is a TimeOfDay of the size given; the class fills that layout.
+    let status = unsafe {
+        NtQuerySystemInformation(
+            SystemTimeOfDayInformation,
+            (&mut t as *mut TimeOfDay).cast(),
+            std::mem::size_of::<TimeOfDay>() as u32,
+            &mut len,
+        )
+    };
+    // FILETIME ticks (100 ns since 1601) to Unix seconds.
+    (status >= 0 && t.boot_time > 0).then(|| t.boot_time / 10_000_000 - 11_644_473_600)
+}
+
+fn unsafe_zeroed<T>() -> T {
+    // SAFETY: only used for plain C structs of integers, for which all-zero is valid.
+    unsafe { std::mem::zeroed() }
+}
