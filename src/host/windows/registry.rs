@@ -49,7 +49,10 @@ pub fn get(path: &str, name: &str) -> HostResult<Option<RegValue>> {
     let value = match ty {
         Type::String | Type::ExpandString => key.get_string(name).map(RegValue::Sz),
         Type::U32 => key.get_u32(name).map(RegValue::Dword),
-        Type::MultiString => key.get_multi_string(name).map(RegValue::MultiSz),
+        // An empty string ends a REG_MULTI_SZ; some readers return the terminators as items.
+        Type::MultiString => key
+            .get_multi_string(name)
+            .map(|v| RegValue::MultiSz(v.into_iter().take_while(|s| !s.is_empty()).collect())),
         other => {
             return Err(HostError::Refused {
                 what: op(),
