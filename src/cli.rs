@@ -141,9 +141,49 @@ pub struct ImportArgs {
     pub output: Option<PathBuf>,
 }
 
+/// Every `--set` value in order, wherever it appears. clap keeps only the occurrences of a
+/// global flag at the deepest subcommand level (`--set a=1 preflight --set b=2` would lose
+/// `a=1`), so `main` takes them from the arguments clap has already validated.
+pub fn all_sets(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut args = args.into_iter().skip(1);
+    while let Some(a) = args.next() {
+        let a = a.to_string_lossy();
+        if a == "--" {
+            break;
+        }
+        if a == "--set" {
+            if let Some(v) = args.next() {
+                out.push(v.to_string_lossy().into_owned());
+            }
+        } else if let Some(v) = a.strip_prefix("--set=") {
+            out.push(v.to_owned());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;
+
+    #[test]
+    fn sets_before_and_after_the_command_all_count() {
+        let args = [
+            "calicoctl-win",
+            "--set",
+            "a=1",
+            "preflight",
+            "--set=b=2",
+            "--set",
+            "c=3",
+            "--",
+            "--set",
+            "d",
+        ];
+        let sets = super::all_sets(args.iter().map(std::ffi::OsString::from));
+        assert_eq!(sets, ["a=1", "b=2", "c=3"]);
+    }
 
     #[test]
     fn the_command_line_definition_is_consistent() {

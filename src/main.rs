@@ -27,7 +27,7 @@ fn main() -> ExitCode {
         kubeconfig: g.kubeconfig.clone(),
         dry_run: g.dry_run,
         yes: g.yes,
-        sets: g.sets.clone(),
+        sets: cli::all_sets(std::env::args_os()),
         host: host::select::HostChoice {
             sim_dir: g.sim_host.clone(),
             sim_profile: g.sim_profile.clone(),

@@ -1,0 +1,210 @@
+//! `preflight` through the binary, on every simulated host profile.
+
+mod support;
+
+use std::collections::BTreeMap;
+use support::{json, on_node};
+
+/// Runs preflight on a fresh simulated host of `profile`; returns the exit code, each check's
+/// verdict, and the document.
+fn preflight(profile: &str, extra: &[&str]) -> (i32, BTreeMap<String, String>, serde_json::Value) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sim = dir.path().join("host");
+    let out = on_node()
+        .args([
+            "preflight",
+            "-o",
+            "json",
+            "--sim-profile",
+            profile,
+            "--sim-host",
+        ])
+        .arg(&sim)
+        .args(extra)
+        .output()
+        .expect("run");
+    let doc = json(&out.stdout);
+    let verdicts = doc["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .map(|c| {
+            for key in ["id", "verdict", "message", "remedy"] {
+                assert!(c.get(key).is_some(), "check without {key}: {c}");
+            }
+            (
+                c["id"].as_str().expect("id").to_owned(),
+                c["verdict"].as_str().expect("verdict").to_owned(),
+            )
+        })
+        .collect();
+    (out.status.code().expect("exit code"), verdicts, doc)
+}
+
+fn failed(verdicts: &BTreeMap<String, String>) -> Vec<&str> {
+    verdicts
+        .iter()
+        .filter(|(_, v)| *v == "fail")
+        .map(|(k, _)| k.as_str())
+        .collect()
+}
+
+#[test]
+fn every_profile_gets_the_right_verdicts() {
+    let cases: &[(&str, &[&str])] = &[
+        ("ws2019", &[]),
+        ("ws2019-unpatched", &["os-build"]),
+        ("ws20h2", &[]),
+        ("ws2022", &[]),
+        ("ws2022-docker", &["container-runtime"]),
+        ("ws2022-no-hns", &["hns"]),
+        ("ws2022-flannel", &["foreign-cni"]),
+        ("ws2022-legacy-calico", &["foreign-cni"]),
+    ];
+    for (profile, fails) in cases {
+        let (code, verdicts, doc) = preflight(profile, &[]);
+        assert_eq!(failed(&verdicts), *fails, "{profile}: {doc}");
+        assert_eq!(code, if fails.is_empty() { 0 } else { 3 }, "{profile}");
+        assert_eq!(verdicts.len(), 11, "{profile}");
+        assert_eq!(doc["host"]["kind"]["profile"], *profile);
+        assert_eq!(doc["blocking"].as_array().map(Vec::len), Some(fails.len()));
+    }
+}
+
+#[test]
+fn docker_hosts_pass_when_the_config_says_docker() {
+    let (code, verdicts, _) = preflight("ws2022-docker", &["--set", "container_runtime=docker"]);
+    assert_eq!(code, 0);
+    assert_eq!(verdicts["container-runtime"], "pass");
+    assert_eq!(verdicts["cni-dirs"], "skip");
+}
+
+#[test]
+fn a_known_failure_can_be_accepted_with_skip() {
+    let (code, verdicts, doc) = preflight("ws2022-no-hns", &["--skip", "hns"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(verdicts["hns"], "skip");
+    let hns = doc["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["id"] == "hns"))
+        .expect("hns");
+    assert!(
+        hns["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("accepted with --skip hns")),
+        "{hns}"
+    );
+}
+
+#[test]
+fn an_unknown_skip_id_is_bad_usage() {
+    let out = on_node()
+        .args(["preflight", "--skip", "hsn"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--skip hsn") && err.contains("os-build"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_failure_prints_the_table_with_remedies_and_exits_3() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = on_node()
+        .args(["preflight", "--sim-profile", "ws2022-flannel", "--sim-host"])
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(3));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("FAIL  foreign-cni"), "{stdout}");
+    assert!(stdout.contains("fix: Stop-Service flanneld"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("error: preflight failed: foreign-cni"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint:") && stderr.contains("--skip ID"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn in_json_mode_a_failure_still_prints_exactly_one_document() {
+    let (code, _, doc) = preflight("ws2019-unpatched", &[]);
+    assert_eq!(code, 3);
+    assert!(doc.get("error").is_none(), "{doc}");
+}
+
+#[cfg(not(windows))]
+#[test]
+fn off_windows_without_sim_host_a_throw_away_ws2022_host_is_used_and_named() {
+    let out = on_node()
+        .args(["preflight", "-o", "json"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let doc = json(&out.stdout);
+    assert_eq!(doc["host"]["kind"]["kind"], "in-memory");
+    assert_eq!(doc["host"]["kind"]["profile"], "ws2022");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("note: this machine is not Windows"), "{err}");
+}
+
+#[test]
+fn a_simulated_host_keeps_its_profile_and_refuses_another() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |profile: Option<&str>| {
+        let mut c = on_node();
+        c.args(["preflight", "-o", "json", "--sim-host"])
+            .arg(dir.path());
+        if let Some(p) = profile {
+            c.args(["--sim-profile", p]);
+        }
+        c.output().expect("run")
+    };
+    assert_eq!(run(Some("ws2019-unpatched")).status.code(), Some(3));
+    // Reopened without a profile: still the unpatched host.
+    assert_eq!(run(None).status.code(), Some(3));
+    let other = run(Some("ws2022"));
+    assert_eq!(other.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&other.stderr);
+    assert!(
+        err.contains("ws2019-unpatched") && err.contains("hint:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unknown_profile_is_bad_usage_and_lists_the_profiles() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = on_node()
+        .args(["preflight", "--sim-profile", "ws2016", "--sim-host"])
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("ws2016") && err.contains("ws2022-legacy-calico"),
+        "{err}"
+    );
+}
+
+#[test]
+fn fault_injection_needs_a_simulated_host() {
+    let out = on_node()
+        .args(["preflight", "--sim-fault", "fail:1"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let bad = on_node()
+        .args(["preflight", "--sim-fault", "sometimes"])
+        .output()
+        .expect("run");
+    assert_eq!(bad.status.code(), Some(2));
+}
