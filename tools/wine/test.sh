@@ -47,7 +47,7 @@ cargo test --locked --target $target --lib "$@"
 # The exe itself starts on a host without HNS and reports it as a failed check (exit 3).
 out="$work/preflight.json"
 set +e
-"$wine" "$target_dir/$target/debug/calicoctl-win.exe" preflight -o json --set node.name=wine >"$out"
+"$wine" "$target_dir/$target/debug/calicoctl-win.exe" preflight -o json --set node.name=wine >"$out" 2>"$work/preflight.err"
 code=$?
 set -e
 if [ "$code" != 3 ] || ! grep -q '"id": "hns"' "$out" || ! grep -q 'computenetwork.dll' "$out"; then
