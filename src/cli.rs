@@ -79,8 +79,14 @@ With --dry-run nothing is written. With the none backend there is no CNI config 
 (arch), administrator rights (elevation), TLS 1.2 in Schannel (tls12), the Host Network Service (hns), the \
 container runtime and its CNI directories (container-runtime, cni-dirs), RemoteAccess for windows-bgp \
 (remote-access), the VXLAN firewall port (firewall-vxlan), flannel or an old NSSM-based Calico \
-(foreign-cni), and the node name kubelet uses (node-name). Each check prints a verdict (pass, warn, FAIL, \
-skip) and, when something is wrong, the command that fixes it.\n\n\
+(foreign-cni), and the node name kubelet uses (node-name).\n\n\
+Then the cluster, through the admin kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config): Calico \
+3.12 or newer (calico-version), IPIP off (ipip-disabled), IPAM strictAffinity (strict-affinity), one IPv4 \
+pool type matching the backend (ip-pools), the VXLAN VNI and port (vxlan-vni, vxlan-port), WireGuard off \
+(wireguard), the datastore (datastore), the identity's rights (rbac) and pods per block \
+(block-capacity). Without a kubeconfig, or with --offline, they are skipped and say so.\n\n\
+Each check prints a verdict (pass, warn, FAIL, skip) and, when something is wrong, the command that \
+fixes it.\n\n\
 Exits 3 when a check fails; --skip ID accepts a known failure. Off Windows, without --sim-host, the \
 checks run against a simulated Windows Server 2022 host and say so.\n\n\
 Changes on the host: nothing."
@@ -107,6 +113,9 @@ pub struct PreflightArgs {
     /// Accept a known failure of check ID (repeatable), like --skip os-build
     #[arg(long, value_name = "ID")]
     pub skip: Vec<String>,
+    /// Check only the host; skip the cluster checks
+    #[arg(long)]
+    pub offline: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -6,6 +6,7 @@
 
 pub mod checks;
 pub mod cli;
+pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod context;

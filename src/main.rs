@@ -9,6 +9,8 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    // One TLS crypto provider for the whole process (kube's client uses rustls with ring).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let g = &cli.global;
     let env: std::collections::BTreeMap<String, String> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))

@@ -1,0 +1,335 @@
+//! Cluster checks: what Calico on the cluster must look like for a Windows node to join.
+
+use super::Check;
+use crate::cluster::facts::{ClusterFacts, IpPool};
+use crate::config::Config;
+use crate::config::types::Backend;
+
+/// The ids of the cluster checks, in the order they are shown.
+pub const IDS: &[&str] = &[
+    "calico-version",
+    "ipip-disabled",
+    "strict-affinity",
+    "ip-pools",
+    "vxlan-vni",
+    "vxlan-port",
+    "wireguard",
+    "datastore",
+    "rbac",
+    "block-capacity",
+];
+
+/// What the checks need from the configuration besides `Config`.
+pub struct Asked {
+    /// Whether the user set vxlan.vni (rather than taking the default).
+    pub vni_explicit: bool,
+}
+
+/// Every cluster check, in the order of `IDS`.
+pub fn evaluate(f: &ClusterFacts, c: &Config, asked: &Asked) -> Vec<Check> {
+    vec![
+        calico_version(f),
+        ipip(f),
+        strict_affinity(f),
+        ip_pools(f, c),
+        vxlan_vni(f, c, asked),
+        vxlan_port(f, c),
+        wireguard(f),
+        datastore(f, c),
+        rbac(f),
+        block_capacity(f),
+    ]
+}
+
+/// Every cluster check with the same verdict and message: skipped (`--offline`, no
+/// kubeconfig) or failed (the cluster could not be read).
+pub fn all(verdict: super::Verdict, message: &str, remedy: Option<&str>) -> Vec<Check> {
+    IDS.iter()
+        .map(|id| Check {
+            id,
+            verdict,
+            message: message.to_owned(),
+            remedy: remedy.map(str::to_owned),
+        })
+        .collect()
+}
+
+fn version(v: &str) -> Option<(u32, u32)> {
+    let mut parts = v.trim_start_matches('v').split('.');
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+fn calico_version(f: &ClusterFacts) -> Check {
+    const ID: &str = "calico-version";
+    match f.calico_version.as_deref() {
+        None => Check::fail(
+            ID,
+            format!(
+                "Calico is not installed on the cluster at {} (no ClusterInformation)",
+                f.server
+            ),
+            "install Calico on the Linux control plane first (operator or manifest), then add Windows nodes",
+        ),
+        Some(v) if version(v).is_some_and(|x| x >= (3, 12)) => {
+            Check::pass(ID, format!("Calico {v}"))
+        }
+        Some(v) => Check::fail(
+            ID,
+            format!("Calico {v} is older than 3.12, the first release that supports Windows nodes"),
+            "upgrade Calico on the cluster",
+        ),
+    }
+}
+
+fn on(mode: &str) -> bool {
+    mode == "Always" || mode == "CrossSubnet"
+}
+
+fn ipip(f: &ClusterFacts) -> Check {
+    const ID: &str = "ipip-disabled";
+    let pools: Vec<&IpPool> = f.ip_pools.iter().filter(|p| on(&p.ipip_mode)).collect();
+    let mut fixes = Vec::new();
+    if f.felix.ipip_enabled == Some(true) {
+        fixes.push(
+            r#"calicoctl patch felixconfiguration default -p '{"spec":{"ipipEnabled":false}}'"#
+                .to_owned(),
+        );
+    }
+    for p in &pools {
+        fixes.push(format!(
+            r#"calicoctl patch ippool {} -p '{{"spec":{{"ipipMode":"Never"}}}}'"#,
+            p.name
+        ));
+    }
+    if fixes.is_empty() {
+        return Check::pass(ID, "IPIP is off (Windows has no IPIP)");
+    }
+    let names: Vec<&str> = pools.iter().map(|p| p.name.as_str()).collect();
+    Check::fail(
+        ID,
+        format!(
+            "IPIP is on (FelixConfiguration ipipEnabled: {}; IP pools with ipipMode: {}); Windows nodes cannot use IPIP",
+            f.felix
+                .ipip_enabled
+                .map_or("unset".into(), |b| b.to_string()),
+            if names.is_empty() {
+                "none".into()
+            } else {
+                names.join(", ")
+            }
+        ),
+        fixes.join("; "),
+    )
+}
+
+fn strict_affinity(f: &ClusterFacts) -> Check {
+    const ID: &str = "strict-affinity";
+    if f.strict_affinity == Some(true) {
+        return Check::pass(ID, "IPAM strictAffinity is true");
+    }
+    Check::fail(
+        ID,
+        format!(
+            "IPAM strictAffinity is {}; Windows nodes need their own IP blocks",
+            f.strict_affinity.map_or("unset".into(), |b| b.to_string())
+        ),
+        r#"kubectl patch ipamconfigurations default --type merge --patch='{"spec": {"strictAffinity": true}}'"#,
+    )
+}
+
+fn encapsulation(p: &IpPool) -> &'static str {
+    if on(&p.vxlan_mode) {
+        "vxlan"
+    } else if on(&p.ipip_mode) {
+        "ipip"
+    } else {
+        "none"
+    }
+}
+
+fn ip_pools(f: &ClusterFacts, c: &Config) -> Check {
+    const ID: &str = "ip-pools";
+    let v6: Vec<&str> = f
+        .ip_pools
+        .iter()
+        .filter(|p| p.ipv6)
+        .map(|p| p.name.as_str())
+        .collect();
+    if !v6.is_empty() {
+        return Check::fail(
+            ID,
+            format!(
+                "IPv6 pools ({}) are not supported for Windows nodes (no IPv6 or dual-stack on Windows)",
+                v6.join(", ")
+            ),
+            "use an IPv4-only cluster for Windows nodes, or disable the IPv6 pools",
+        );
+    }
+    let v4: Vec<&IpPool> = f.ip_pools.iter().filter(|p| !p.ipv6).collect();
+    if v4.is_empty() {
+        return Check::fail(
+            ID,
+            "there is no IPv4 pool",
+            "create an IPv4 IPPool (VXLAN for the vxlan backend)",
+        );
+    }
+    let mut kinds: Vec<&str> = v4.iter().map(|p| encapsulation(p)).collect();
+    kinds.dedup();
+    if kinds.len() > 1 {
+        let list: Vec<String> = v4
+            .iter()
+            .map(|p| format!("{} ({})", p.name, encapsulation(p)))
+            .collect();
+        return Check::fail(
+            ID,
+            format!(
+                "IP pools mix encapsulations: {}; Windows needs one type",
+                list.join(", ")
+            ),
+            "give every IPv4 pool the same encapsulation",
+        );
+    }
+    let want = match c.backend {
+        Backend::Vxlan => "vxlan",
+        Backend::WindowsBgp => "none",
+        Backend::None => {
+            return Check::pass(
+                ID,
+                format!(
+                    "{} IPv4 pool(s); backend none uses them as they are",
+                    v4.len()
+                ),
+            );
+        }
+    };
+    if kinds[0] == want {
+        Check::pass(
+            ID,
+            format!(
+                "{} IPv4 pool(s), encapsulation {want}, matching backend {}",
+                v4.len(),
+                c.backend
+            ),
+        )
+    } else {
+        Check::fail(
+            ID,
+            format!(
+                "the IP pools use encapsulation {} but backend {} needs {want}",
+                kinds[0], c.backend
+            ),
+            "set backend to match the pools (vxlan for VXLAN pools, windows-bgp for unencapsulated pools)",
+        )
+    }
+}
+
+fn vxlan_vni(f: &ClusterFacts, c: &Config, asked: &Asked) -> Check {
+    const ID: &str = "vxlan-vni";
+    if c.backend != Backend::Vxlan {
+        return Check::skip(ID, format!("backend is {}", c.backend));
+    }
+    let cluster = f.felix.vxlan_vni.unwrap_or(4096);
+    let ours = c.vxlan.vni.get();
+    if !asked.vni_explicit || ours == cluster {
+        Check::pass(ID, format!("VNI {cluster} (FelixConfiguration vxlanVNI)"))
+    } else {
+        Check::fail(
+            ID,
+            format!(
+                "vxlan.vni is {ours} but the cluster's FelixConfiguration vxlanVNI is {cluster}; cross-node traffic would break"
+            ),
+            format!(
+                "remove vxlan.vni from the config (the cluster's {cluster} is used), or --set vxlan.vni={cluster}"
+            ),
+        )
+    }
+}
+
+fn vxlan_port(f: &ClusterFacts, c: &Config) -> Check {
+    const ID: &str = "vxlan-port";
+    if c.backend != Backend::Vxlan {
+        return Check::skip(ID, format!("backend is {}", c.backend));
+    }
+    match f.felix.vxlan_port {
+        None | Some(4789) => Check::pass(ID, "VXLAN port 4789"),
+        Some(p) => Check::fail(
+            ID,
+            format!("FelixConfiguration vxlanPort is {p}; Windows supports only 4789"),
+            r#"calicoctl patch felixconfiguration default -p '{"spec":{"vxlanPort":4789}}'"#,
+        ),
+    }
+}
+
+fn wireguard(f: &ClusterFacts) -> Check {
+    if f.felix.wireguard_enabled == Some(true) {
+        Check::fail(
+            "wireguard",
+            "WireGuard is enabled; Calico does not support it on Windows nodes",
+            r#"calicoctl patch felixconfiguration default -p '{"spec":{"wireguardEnabled":false}}'"#,
+        )
+    } else {
+        Check::pass("wireguard", "WireGuard is off")
+    }
+}
+
+fn datastore(f: &ClusterFacts, c: &Config) -> Check {
+    const ID: &str = "datastore";
+    let ours = c.datastore.to_string();
+    match f.datastore.as_deref() {
+        None => Check::skip(ID, "Calico not found on the cluster"),
+        Some(d) if d == ours => Check::pass(ID, format!("datastore {d}")),
+        Some(d) => Check::fail(
+            ID,
+            format!("datastore is {ours} in the config but the cluster uses {d}"),
+            format!("--set datastore={d} (or remove datastore from the config)"),
+        ),
+    }
+}
+
+fn rbac(f: &ClusterFacts) -> Check {
+    const ID: &str = "rbac";
+    let denied: Vec<String> = f
+        .permissions
+        .iter()
+        .filter(|p| !p.allowed)
+        .map(|p| match &p.namespace {
+            Some(ns) => format!("{} {} in {ns}", p.verb, p.resource),
+            None => format!("{} {}", p.verb, p.resource),
+        })
+        .collect();
+    if denied.is_empty() {
+        Check::pass(
+            ID,
+            format!(
+                "the kubeconfig may get namespaces and secrets in {}",
+                f.namespace
+            ),
+        )
+    } else {
+        Check::fail(
+            ID,
+            format!("the kubeconfig's identity may not {}", denied.join(", ")),
+            "use an admin kubeconfig, or bind a ClusterRole granting these verbs (kubectl auth can-i ... shows them)",
+        )
+    }
+}
+
+fn block_capacity(f: &ClusterFacts) -> Check {
+    const ID: &str = "block-capacity";
+    match f.ip_pools.iter().find(|p| !p.ipv6) {
+        None => Check::skip(ID, "no IPv4 pool"),
+        Some(p) => {
+            let size = 1u64 << (32 - u32::from(p.block_size.min(32)));
+            Check::pass(
+                ID,
+                format!(
+                    "pool {} has /{} blocks: {} pod addresses per Windows node block ({} minus the 4 Windows reserves); kubelet --max-pods should not exceed it",
+                    p.name,
+                    p.block_size,
+                    size.saturating_sub(4),
+                    size
+                ),
+            )
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! What the cluster says about Calico: namespace, datastore, version, IP pools, IPAM, Felix,
+//! the backend, kube-dns, the service CIDR, this node, and what the identity may do.
+
+use super::{Cluster, ClusterError};
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Service};
+use kube::Api;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use serde::Serialize;
+use serde_json::Value;
+
+/// One Calico IP pool.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct IpPool {
+    pub name: String,
+    pub cidr: String,
+    pub block_size: u8,
+    pub ipip_mode: String,
+    pub vxlan_mode: String,
+    pub nat_outgoing: bool,
+    pub ipv6: bool,
+}
+
+/// The default FelixConfiguration's settings that matter on Windows (unset when absent).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Felix {
+    pub vxlan_enabled: Option<bool>,
+    pub vxlan_vni: Option<u32>,
+    pub vxlan_port: Option<u16>,
+    pub ipip_enabled: Option<bool>,
+    pub wireguard_enabled: Option<bool>,
+}
+
+/// A permission the identity was asked about.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Permission {
+    pub verb: String,
+    pub resource: String,
+    pub namespace: Option<String>,
+    pub allowed: bool,
+}
+
+/// Everything the cluster checks look at.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClusterFacts {
+    pub server: String,
+    /// `calico-system` for operator installs, else `kube-system`.
+    pub namespace: String,
+    /// `kubernetes` or `etcdv3`; `None` when Calico is not found.
+    pub datastore: Option<String>,
+    pub calico_version: Option<String>,
+    pub ip_pools: Vec<IpPool>,
+    pub strict_affinity: Option<bool>,
+    pub felix: Felix,
+    /// `vxlan` or `windows-bgp` as Calico's quickstart detects it; `None` when IPIP makes it
+    /// undecidable or Calico is not found.
+    pub backend: Option<String>,
+    pub service_cidrs: Vec<String>,
+    pub dns_ip: Option<String>,
+    /// Whether this node's Node object exists.
+    pub node_exists: Option<bool>,
+    pub permissions: Vec<Permission>,
+}
+
+fn calico(kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("crd.projectcalico.org", "v1", kind),
+        plural,
+    )
+}
+
+fn spec<'a>(o: &'a DynamicObject, key: &str) -> Option<&'a Value> {
+    o.data.get("spec").and_then(|s| s.get(key))
+}
+
+/// Reads the facts; `node` is this node's name.
+pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
+    let client = &c.client;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let namespace = match c.call_opt(
+        "get",
+        "namespaces/calico-system",
+        namespaces.get_opt("calico-system"),
+    )? {
+        Some(Some(_)) => "calico-system",
+        _ => "kube-system",
+    }
+    .to_owned();
+
+    let info_api: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &calico("ClusterInformation", "clusterinformations"),
+    );
+    let info = c
+        .call_opt(
+            "get",
+            "clusterinformations/default",
+            info_api.get_opt("default"),
+        )?
+        .flatten();
+    let calico_config: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+    let config_map = c
+        .call_opt(
+            "get",
+            &format!("configmaps/calico-config in {namespace}"),
+            calico_config.get_opt("calico-config"),
+        )?
+        .flatten();
+    let etcd = config_map
+        .as_ref()
+        .and_then(|m| m.data.as_ref())
+        .and_then(|d| d.get("etcd_endpoints"))
+        .is_some_and(|e| !e.trim().is_empty());
+    let datastore = match (&info, etcd) {
+        (_, true) => Some("etcdv3".to_owned()),
+        (Some(i), false) => Some(
+            spec(i, "datastoreType")
+                .and_then(Value::as_str)
+                .unwrap_or("kubernetes")
+                .to_owned(),
+        ),
+        (None, false) => None,
+    };
+    let calico_version = info
+        .as_ref()
+        .and_then(|i| spec(i, "calicoVersion"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+
+    let pools_api: Api<DynamicObject> = Api::all_with(client.clone(), &calico("IPPool", "ippools"));
+    let ip_pools = c
+        .call_opt("list", "ippools", pools_api.list(&ListParams::default()))?
+        .map(|l| l.items.iter().map(ip_pool).collect::<Vec<_>>())
+        .unwrap_or_default();
+
+    let ipam_api: Api<DynamicObject> =
+        Api::all_with(client.clone(), &calico("IPAMConfig", "ipamconfigs"));
+    let strict_affinity = c
+        .call_opt("get", "ipamconfigs/default", ipam_api.get_opt("default"))?
+        .flatten()
+        .and_then(|o| spec(&o, "strictAffinity").and_then(Value::as_bool));
+
+    let felix_api: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &calico("FelixConfiguration", "felixconfigurations"),
+    );
+    let felix = c
+        .call_opt(
+            "get",
+            "felixconfigurations/default",
+            felix_api.get_opt("default"),
+        )?
+        .flatten()
+        .map(|o| Felix {
+            vxlan_enabled: spec(&o, "vxlanEnabled").and_then(Value::as_bool),
+            vxlan_vni: spec(&o, "vxlanVNI")
+                .and_then(Value::as_u64)
+                .and_then(|v| u32::try_from(v).ok()),
+            vxlan_port: spec(&o, "vxlanPort")
+                .and_then(Value::as_u64)
+                .and_then(|v| u16::try_from(v).ok()),
+            ipip_enabled: spec(&o, "ipipEnabled").and_then(Value::as_bool),
+            wireguard_enabled: spec(&o, "wireguardEnabled").and_then(Value::as_bool),
+        })
+        .unwrap_or_default();
+    let backend = detect_backend(&felix, &ip_pools, info.is_some());
+
+    let services: Api<Service> = Api::namespaced(client.clone(), "kube-system");
+    let dns_ip = c
+        .call_opt(
+            "get",
+            "services/kube-dns in kube-system",
+            services.get_opt("kube-dns"),
+        )?
+        .flatten()
+        .and_then(|s| s.spec.and_then(|s| s.cluster_ip));
+    let cidr_api: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("networking.k8s.io", "v1", "ServiceCIDR"),
+            "servicecidrs",
+        ),
+    );
+    let service_cidrs = c
+        .call_opt(
+            "get",
+            "servicecidrs/kubernetes",
+            cidr_api.get_opt("kubernetes"),
+        )?
+        .flatten()
+        .and_then(|o| spec(&o, "cidrs").cloned())
+        .and_then(|v| serde_json::from_value::<Vec<String>>(v).ok())
+        .unwrap_or_default();
+    let nodes: Api<Node> = Api::all(client.clone());
+    let node_exists = c
+        .call_opt("get", &format!("nodes/{node}"), nodes.get_opt(node))?
+        .map(|n| n.is_some());
+
+    let mut permissions = Vec::new();
+    for (verb, resource, ns) in [
+        ("get", "namespaces", None),
+        ("get", "secrets", Some(namespace.clone())),
+    ] {
+        permissions.push(Permission {
+            allowed: can_i(c, verb, resource, ns.as_deref())?,
+            verb: verb.into(),
+            resource: resource.into(),
+            namespace: ns,
+        });
+    }
+
+    Ok(ClusterFacts {
+        server: c.server.clone(),
+        namespace,
+        datastore,
+        calico_version,
+        ip_pools,
+        strict_affinity,
+        felix,
+        backend,
+        service_cidrs,
+        dns_ip,
+        node_exists,
+        permissions,
+    })
+}
+
+fn ip_pool(o: &DynamicObject) -> IpPool {
+    let text = |k: &str, default: &str| {
+        spec(o, k)
+            .and_then(Value::as_str)
+            .unwrap_or(default)
+            .to_owned()
+    };
+    let cidr = text("cidr", "");
+    let ipv6 = cidr.contains(':');
+    IpPool {
+        name: o.metadata.name.clone().unwrap_or_default(),
+        block_size: spec(o, "blockSize")
+            .and_then(Value::as_u64)
+            .and_then(|b| u8::try_from(b).ok())
+            .unwrap_or(if ipv6 { 122 } else { 26 }),
+        ipip_mode: text("ipipMode", "Never"),
+        vxlan_mode: text("vxlanMode", "Never"),
+        nat_outgoing: spec(o, "natOutgoing")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        ipv6,
+        cidr,
+    }
+}
+
+/// Calico's quickstart detection (`GetBackendType`): FelixConfiguration's vxlanEnabled, else
+/// the IPv4 pools' vxlanMode. IPIP anywhere leaves it undecided (Windows has no IPIP).
+pub fn detect_backend(felix: &Felix, pools: &[IpPool], calico_found: bool) -> Option<String> {
+    if !calico_found || felix.ipip_enabled == Some(true) {
+        return None;
+    }
+    let on = |m: &str| m == "Always" || m == "CrossSubnet";
+    match felix.vxlan_enabled {
+        Some(true) => Some("vxlan".into()),
+        Some(false) => Some("windows-bgp".into()),
+        None if pools.iter().any(|p| on(&p.ipip_mode)) => None,
+        None if pools.iter().any(|p| on(&p.vxlan_mode)) => Some("vxlan".into()),
+        None => Some("windows-bgp".into()),
+    }
+}
+
+fn can_i(c: &Cluster, verb: &str, resource: &str, ns: Option<&str>) -> Result<bool, ClusterError> {
+    let api: Api<SelfSubjectAccessReview> = Api::all(c.client.clone());
+    let review = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                verb: Some(verb.into()),
+                resource: Some(resource.into()),
+                namespace: ns.map(str::to_owned),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let answer = c.call(
+        "create",
+        "selfsubjectaccessreviews",
+        api.create(&PostParams::default(), &review),
+    )?;
+    Ok(answer.status.is_some_and(|s| s.allowed))
+}

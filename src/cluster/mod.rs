@@ -1,0 +1,173 @@
+//! The cluster: a kube client built from the admin kubeconfig, with every call bounded in time
+//! and every error naming the server and, for 401/403/404, what to do.
+
+pub mod facts;
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long one API call may take.
+const CALL_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Why the cluster could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("the kubeconfig {} does not exist", .path.display())]
+    NoKubeconfig { path: PathBuf },
+    #[error("cannot use the kubeconfig {}", .path.display())]
+    Kubeconfig {
+        path: PathBuf,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("cannot reach the Kubernetes API server {server}")]
+    Unreachable {
+        server: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("the API server {server} did not answer within {}s ({what})", .after.as_secs())]
+    Timeout {
+        server: String,
+        what: String,
+        after: Duration,
+    },
+    #[error("the API server {server} refused to {verb} {resource}: {code} {message}")]
+    Api {
+        server: String,
+        verb: String,
+        resource: String,
+        code: u16,
+        message: String,
+    },
+}
+
+impl ClusterError {
+    /// What the user can do about it.
+    pub fn hint(&self) -> String {
+        match self {
+            ClusterError::NoKubeconfig { .. } => "pass an admin kubeconfig with --kubeconfig, or set KUBECONFIG; --offline skips the cluster".into(),
+            ClusterError::Kubeconfig { .. } => "check the file with 'kubectl --kubeconfig FILE cluster-info'".into(),
+            ClusterError::Unreachable { .. } | ClusterError::Timeout { .. } => {
+                "check the server address in the kubeconfig, the network path to it, and HTTPS_PROXY/NO_PROXY; the CA in the kubeconfig must sign the server's certificate".into()
+            }
+            ClusterError::Api { code: 401, .. } => {
+                "the kubeconfig's credentials were rejected: renew the token or pass another kubeconfig with --kubeconfig".into()
+            }
+            ClusterError::Api { code: 403, verb, resource, .. } => format!(
+                "the identity in the kubeconfig may not {verb} {resource}; grant it in a ClusterRole (check with 'kubectl auth can-i {verb} {resource}')"
+            ),
+            ClusterError::Api { code: 404, resource, .. } => {
+                format!("{resource} does not exist: is Calico installed in this cluster, and is this the right cluster?")
+            }
+            ClusterError::Api { .. } => "see the API server's message above".into(),
+        }
+    }
+
+    /// Whether the object simply is not there.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ClusterError::Api { code: 404, .. })
+    }
+}
+
+/// A connected cluster.
+pub struct Cluster {
+    pub client: kube::Client,
+    pub server: String,
+    rt: tokio::runtime::Runtime,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the client: its config holds the credentials.
+        f.debug_struct("Cluster")
+            .field("server", &self.server)
+            .finish()
+    }
+}
+
+impl Cluster {
+    /// Connects with the admin kubeconfig at `path`.
+    pub fn connect(path: &Path) -> Result<Self, ClusterError> {
+        if !path.is_file() {
+            return Err(ClusterError::NoKubeconfig {
+                path: path.to_owned(),
+            });
+        }
+        let bad = |source: Box<dyn std::error::Error + Send + Sync>| ClusterError::Kubeconfig {
+            path: path.to_owned(),
+            source,
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| bad(Box::new(e)))?;
+        let kubeconfig = Kubeconfig::read_from(path).map_err(|e| bad(Box::new(e)))?;
+        let mut config = rt
+            .block_on(kube::Config::from_custom_kubeconfig(
+                kubeconfig,
+                &KubeConfigOptions::default(),
+            ))
+            .map_err(|e| bad(Box::new(e)))?;
+        config.connect_timeout = Some(Duration::from_secs(10));
+        config.read_timeout = Some(CALL_TIMEOUT);
+        config.write_timeout = Some(CALL_TIMEOUT);
+        let server = config
+            .cluster_url
+            .to_string()
+            .trim_end_matches('/')
+            .to_owned();
+        let client = {
+            let _guard = rt.enter();
+            kube::Client::try_from(config).map_err(|e| bad(Box::new(e)))?
+        };
+        Ok(Self { client, server, rt })
+    }
+
+    /// Runs one API call, bounded in time; `verb` and `resource` name it in errors.
+    pub fn call<T>(
+        &self,
+        verb: &str,
+        resource: &str,
+        fut: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, ClusterError> {
+        let result = self
+            .rt
+            .block_on(async { tokio::time::timeout(CALL_TIMEOUT, fut).await });
+        match result {
+            Err(_) => Err(ClusterError::Timeout {
+                server: self.server.clone(),
+                what: format!("{verb} {resource}"),
+                after: CALL_TIMEOUT,
+            }),
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(kube::Error::Api(status))) => Err(ClusterError::Api {
+                server: self.server.clone(),
+                verb: verb.to_owned(),
+                resource: resource.to_owned(),
+                code: status.code,
+                message: status.message.clone(),
+            }),
+            Ok(Err(e)) => Err(ClusterError::Unreachable {
+                server: self.server.clone(),
+                source: Box::new(e),
+            }),
+        }
+    }
+
+    /// Like `call`, with 404 as `None`.
+    pub fn call_opt<T>(
+        &self,
+        verb: &str,
+        resource: &str,
+        fut: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<Option<T>, ClusterError> {
+        match self.call(verb, resource, fut) {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! `preflight`'s cluster checks through the binary, against the fake API server.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use support::fake_api::{FakeApi, calico};
+use support::{json as parse, on_node};
+
+struct Run {
+    code: i32,
+    verdicts: BTreeMap<String, String>,
+    doc: Value,
+}
+
+impl Run {
+    fn check(&self, id: &str) -> &Value {
+        self.doc["checks"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["id"] == id))
+            .unwrap_or_else(|| panic!("no check {id}: {}", self.doc))
+    }
+
+    fn text(&self, id: &str) -> String {
+        let c = self.check(id);
+        format!(
+            "{} | {}",
+            c["message"].as_str().unwrap_or_default(),
+            c["remedy"].as_str().unwrap_or_default()
+        )
+    }
+}
+
+fn preflight(api: &FakeApi, token: Option<&str>, extra: &[&str]) -> Run {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = api.kubeconfig(dir.path(), token);
+    let out = on_node()
+        .args(["preflight", "-o", "json", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .args(extra)
+        .output()
+        .expect("run");
+    let doc = parse(&out.stdout);
+    let verdicts = doc["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap_or_default().to_owned(),
+                c["verdict"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    Run {
+        code: out.status.code().expect("code"),
+        verdicts,
+        doc,
+    }
+}
+
+const CRD: &str = "/apis/crd.projectcalico.org/v1";
+
+#[test]
+fn a_healthy_calico_cluster_passes_every_cluster_check() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let run = preflight(&api, None, &[]);
+    assert_eq!(run.code, 0, "{}", run.doc);
+    for id in [
+        "calico-version",
+        "ipip-disabled",
+        "strict-affinity",
+        "ip-pools",
+        "vxlan-vni",
+        "vxlan-port",
+        "wireguard",
+        "datastore",
+        "rbac",
+        "block-capacity",
+    ] {
+        assert_eq!(run.verdicts[id], "pass", "{id}: {}", run.text(id));
+    }
+    assert!(
+        run.text("block-capacity").contains("60 pod addresses"),
+        "{}",
+        run.text("block-capacity")
+    );
+    let facts = &run.doc["cluster"];
+    assert_eq!(facts["namespace"], "calico-system");
+    assert_eq!(facts["backend"], "vxlan");
+    assert_eq!(facts["dns_ip"], "10.96.0.10");
+    assert_eq!(facts["service_cidrs"], json!(["10.96.0.0/12"]));
+    assert_eq!(facts["node_exists"], true);
+    // Every request carried the token and went to the API (no request was left unrecorded).
+    assert!(
+        api.requests().iter().any(|(m, p)| m == "GET"
+            && p == "/apis/crd.projectcalico.org/v1/felixconfigurations/default")
+    );
+}
+
+#[test]
+fn ipip_and_strict_affinity_fail_with_the_documented_patches() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    api.put(
+        &format!("{CRD}/felixconfigurations/default"),
+        calico(
+            "FelixConfiguration",
+            "default",
+            json!({"ipipEnabled": true}),
+        ),
+    );
+    api.put(
+        &format!("{CRD}/ippools/default-ipv4-ippool"),
+        calico(
+            "IPPool",
+            "default-ipv4-ippool",
+            json!({"cidr": "10.244.0.0/16", "ipipMode": "Always", "vxlanMode": "Never"}),
+        ),
+    );
+    api.put(
+        &format!("{CRD}/ipamconfigs/default"),
+        calico("IPAMConfig", "default", json!({"strictAffinity": false})),
+    );
+    let run = preflight(&api, None, &[]);
+    assert_eq!(run.code, 3);
+    assert_eq!(run.verdicts["ipip-disabled"], "fail");
+    let t = run.text("ipip-disabled");
+    assert!(
+        t.contains(
+            r#"calicoctl patch felixconfiguration default -p '{"spec":{"ipipEnabled":false}}'"#
+        ),
+        "{t}"
+    );
+    assert!(
+        t.contains("calicoctl patch ippool default-ipv4-ippool"),
+        "{t}"
+    );
+    let t = run.text("strict-affinity");
+    assert!(t.contains(r#"kubectl patch ipamconfigurations default --type merge --patch='{"spec": {"strictAffinity": true}}'"#), "{t}");
+    assert_eq!(run.verdicts["ip-pools"], "fail", "{}", run.text("ip-pools"));
+    assert_eq!(run.doc["cluster"]["backend"], Value::Null);
+}
+
+#[test]
+fn an_explicit_vni_must_equal_felixs_and_the_port_must_be_4789() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let run = preflight(&api, None, &["--set", "vxlan.vni=4097"]);
+    assert_eq!(run.verdicts["vxlan-vni"], "fail");
+    assert!(
+        run.text("vxlan-vni").contains("--set vxlan.vni=4096"),
+        "{}",
+        run.text("vxlan-vni")
+    );
+    api.put(&format!("{CRD}/felixconfigurations/default"), calico("FelixConfiguration", "default", json!({"vxlanEnabled": true, "vxlanVNI": 4097, "vxlanPort": 8472, "wireguardEnabled": true})));
+    let run = preflight(&api, None, &["--set", "vxlan.vni=4097"]);
+    assert_eq!(run.verdicts["vxlan-vni"], "pass");
+    assert_eq!(run.verdicts["vxlan-port"], "fail");
+    assert_eq!(run.verdicts["wireguard"], "fail");
+}
+
+#[test]
+fn pools_must_be_ipv4_of_one_type_matching_the_backend() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let run = preflight(&api, None, &["--set", "backend=windows-bgp"]);
+    assert_eq!(run.verdicts["ip-pools"], "fail", "{}", run.text("ip-pools"));
+    api.put(
+        &format!("{CRD}/ippools/v6"),
+        calico(
+            "IPPool",
+            "v6",
+            json!({"cidr": "fd00::/48", "vxlanMode": "Always"}),
+        ),
+    );
+    let run = preflight(&api, None, &[]);
+    assert!(
+        run.text("ip-pools").contains("IPv6"),
+        "{}",
+        run.text("ip-pools")
+    );
+}
+
+#[test]
+fn the_datastore_must_match_and_calico_must_be_installed() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let run = preflight(
+        &api,
+        None,
+        &[
+            "--set",
+            "datastore=etcdv3",
+            "--set",
+            "etcd.endpoints=https://127.0.0.1:2379",
+        ],
+    );
+    assert_eq!(
+        run.verdicts["datastore"],
+        "fail",
+        "{}",
+        run.text("datastore")
+    );
+    let bare = FakeApi::start();
+    let run = preflight(&bare, None, &[]);
+    assert_eq!(run.verdicts["calico-version"], "fail");
+    assert!(
+        run.text("calico-version").contains("not installed"),
+        "{}",
+        run.text("calico-version")
+    );
+}
+
+#[test]
+fn a_rejected_token_fails_the_cluster_checks_with_a_hint() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let run = preflight(&api, Some("wrong-token"), &[]);
+    assert_eq!(run.code, 3);
+    assert_eq!(run.verdicts["calico-version"], "fail");
+    let t = run.text("calico-version");
+    assert!(
+        t.contains(&api.url) && t.contains("401") && t.contains("renew the token"),
+        "{t}"
+    );
+    assert!(
+        !run.doc.to_string().contains("wrong-token"),
+        "the token leaked: {}",
+        run.doc
+    );
+}
+
+#[test]
+fn forbidden_secrets_fail_rbac() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    api.forbid("get", "secrets");
+    let run = preflight(&api, None, &[]);
+    assert_eq!(run.verdicts["rbac"], "fail");
+    assert!(
+        run.text("rbac").contains("get secrets in calico-system"),
+        "{}",
+        run.text("rbac")
+    );
+}
+
+#[test]
+fn a_forbidden_read_names_the_verb_and_resource() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    api.forbid("list", "ippools");
+    let run = preflight(&api, None, &[]);
+    let t = run.text("calico-version");
+    assert!(
+        t.contains("403") && t.contains("kubectl auth can-i list ippools"),
+        "{t}"
+    );
+}
+
+#[test]
+fn without_a_kubeconfig_or_with_offline_the_cluster_checks_are_skipped() {
+    let out = on_node()
+        .args(["preflight", "-o", "json"])
+        .output()
+        .expect("run");
+    let doc = parse(&out.stdout);
+    let c = doc["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["id"] == "strict-affinity"))
+        .cloned()
+        .expect("check");
+    assert_eq!(c["verdict"], "skip");
+    assert!(
+        c["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no admin kubeconfig")),
+        "{c}"
+    );
+    let api = FakeApi::start();
+    let run = preflight(&api, None, &["--offline"]);
+    assert_eq!(run.code, 0);
+    assert_eq!(run.verdicts["strict-affinity"], "skip");
+    assert!(
+        api.requests().is_empty(),
+        "--offline must not contact the cluster"
+    );
+}
+
+#[test]
+fn an_unreachable_server_fails_in_bounded_time() {
+    let api = FakeApi::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    // A loopback port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let text = std::fs::read_to_string(&kubeconfig)
+        .expect("read")
+        .replace(&api.url, &format!("https://127.0.0.1:{port}"));
+    std::fs::write(&kubeconfig, text).expect("write");
+    let started = std::time::Instant::now();
+    let out = on_node()
+        .args(["preflight", "-o", "json", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .output()
+        .expect("run");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(3));
+    let doc = parse(&out.stdout);
+    let msg = doc["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["id"] == "rbac"))
+        .map(|c| c["message"].to_string())
+        .unwrap_or_default();
+    assert!(
+        msg.contains("cannot reach") && msg.contains(&port.to_string()),
+        "{msg}"
+    );
+}
