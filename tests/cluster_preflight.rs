@@ -67,19 +67,8 @@ fn a_healthy_calico_cluster_passes_every_cluster_check() {
     api.healthy_calico();
     let run = preflight(&api, None, &[]);
     assert_eq!(run.code, 0, "{}", run.doc);
-    for id in [
-        "calico-version",
-        "ipip-disabled",
-        "strict-affinity",
-        "ip-pools",
-        "vxlan-vni",
-        "vxlan-port",
-        "wireguard",
-        "datastore",
-        "rbac",
-        "block-capacity",
-    ] {
-        assert_eq!(run.verdicts[id], "pass", "{id}: {}", run.text(id));
+    for id in calicoctl_win::checks::cluster::IDS {
+        assert_eq!(run.verdicts[*id], "pass", "{id}: {}", run.text(id));
     }
     assert!(
         run.text("block-capacity").contains("60 pod addresses"),
