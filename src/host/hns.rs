@@ -153,6 +153,18 @@ fn str_field(v: &Value, keys: &[&str]) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// Parses and checks a network document before creation; returns it and the network's name.
+pub fn checked_spec(spec_json: &str) -> Result<(Value, String), crate::host::HostError> {
+    let refused = |reason: String| crate::host::HostError::Refused {
+        what: "create HNS network".into(),
+        reason,
+    };
+    let doc: Value =
+        serde_json::from_str(spec_json).map_err(|e| refused(format!("invalid JSON: {e}")))?;
+    let name = validate_spec(&doc).map_err(refused)?;
+    Ok((doc, name))
+}
+
 /// Checks a network document before creation the way hnslib's `Create()` does: a name, and for
 /// every subnet a prefix with a default route that has a next hop.
 pub fn validate_spec(doc: &Value) -> Result<String, String> {

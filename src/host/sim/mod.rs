@@ -304,13 +304,7 @@ impl Hns for SimHost {
 
     fn hns_create_network(&self, spec_json: &str) -> HostResult<HnsNetwork> {
         self.hns_available()?;
-        let refused = |reason: String| HostError::Refused {
-            what: "create HNS network".into(),
-            reason,
-        };
-        let mut doc: serde_json::Value =
-            serde_json::from_str(spec_json).map_err(|e| refused(format!("invalid JSON: {e}")))?;
-        let name = hns::validate_spec(&doc).map_err(refused)?;
+        let (mut doc, name) = hns::checked_spec(spec_json)?;
         self.mutate(&format!("create HNS network {name}"), |s| {
             if s.network_named(&name).is_some() {
                 return Err(HostError::Exists {
@@ -333,7 +327,10 @@ impl Hns for SimHost {
                     .retain(|r| !(r.destination.is_link_local() && r.prefix_len == 32));
             }
             s.networks.push(doc.clone());
-            hns::parse_network(&doc).ok_or_else(|| refused("the document has no name".into()))
+            hns::parse_network(&doc).ok_or_else(|| HostError::Refused {
+                what: "create HNS network".into(),
+                reason: "the document has no name".into(),
+            })
         })
     }
 

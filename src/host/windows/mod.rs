@@ -87,16 +87,9 @@ impl Hns for WindowsHost {
         hcn::Hcn::load()?.endpoints(network_id)
     }
     fn hns_create_network(&self, spec_json: &str) -> HostResult<HnsNetwork> {
-        let doc: serde_json::Value =
-            serde_json::from_str(spec_json).map_err(|e| HostError::Refused {
-                what: "create HNS network".into(),
-                reason: format!("invalid JSON: {e}"),
-            })?;
-        let name = hns::validate_spec(&doc).map_err(|reason| HostError::Refused {
-            what: "create HNS network".into(),
-            reason,
-        })?;
+        let (_, name) = hns::checked_spec(spec_json)?;
         let hcn = hcn::Hcn::load()?;
+        // HNS itself allows two networks of one name; the contract does not.
         if hcn.networks()?.iter().any(|n| n.name == name) {
             return Err(HostError::Exists {
                 what: format!("HNS network {name}"),
