@@ -310,3 +310,34 @@ fn an_unreachable_server_fails_in_bounded_time() {
         "{msg}"
     );
 }
+
+#[test]
+fn a_server_certificate_from_another_ca_is_refused() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let other = FakeApi::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    // The kubeconfig trusts another CA than the one that signed the server's certificate.
+    std::fs::write(dir.path().join("fake-api-ca.pem"), &other.ca_pem).expect("write");
+    let out = on_node()
+        .args(["preflight", "-o", "json", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(3));
+    let doc = parse(&out.stdout);
+    let c = doc["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["id"] == "calico-version"))
+        .cloned()
+        .expect("check");
+    assert_eq!(c["verdict"], "fail");
+    let text = c.to_string();
+    assert!(
+        text.contains("cannot reach") && text.contains("CA in the kubeconfig"),
+        "{text}"
+    );
+    // Nothing reached the API: the TLS handshake failed first.
+    assert!(api.requests().is_empty());
+}
