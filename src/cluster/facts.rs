@@ -60,7 +60,7 @@ pub struct ClusterFacts {
     pub service_cidrs: Vec<String>,
     pub dns_ip: Option<String>,
     /// Whether this node's Node object exists.
-    pub node_exists: Option<bool>,
+    pub node_exists: bool,
     pub permissions: Vec<Permission>,
 }
 
@@ -82,9 +82,9 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
     let namespace = match c.call_opt(
         "get",
         "namespaces/calico-system",
-        namespaces.get_opt("calico-system"),
+        namespaces.get("calico-system"),
     )? {
-        Some(Some(_)) => "calico-system",
+        Some(_) => "calico-system",
         _ => "kube-system",
     }
     .to_owned();
@@ -93,21 +93,17 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
         client.clone(),
         &calico("ClusterInformation", "clusterinformations"),
     );
-    let info = c
-        .call_opt(
-            "get",
-            "clusterinformations/default",
-            info_api.get_opt("default"),
-        )?
-        .flatten();
+    let info = c.call_opt(
+        "get",
+        "clusterinformations/default",
+        info_api.get("default"),
+    )?;
     let calico_config: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
-    let config_map = c
-        .call_opt(
-            "get",
-            &format!("configmaps/calico-config in {namespace}"),
-            calico_config.get_opt("calico-config"),
-        )?
-        .flatten();
+    let config_map = c.call_opt(
+        "get",
+        &format!("configmaps/calico-config in {namespace}"),
+        calico_config.get("calico-config"),
+    )?;
     let etcd = config_map
         .as_ref()
         .and_then(|m| m.data.as_ref())
@@ -138,8 +134,7 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
     let ipam_api: Api<DynamicObject> =
         Api::all_with(client.clone(), &calico("IPAMConfig", "ipamconfigs"));
     let strict_affinity = c
-        .call_opt("get", "ipamconfigs/default", ipam_api.get_opt("default"))?
-        .flatten()
+        .call_opt("get", "ipamconfigs/default", ipam_api.get("default"))?
         .and_then(|o| spec(&o, "strictAffinity").and_then(Value::as_bool));
 
     let felix_api: Api<DynamicObject> = Api::all_with(
@@ -150,9 +145,8 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
         .call_opt(
             "get",
             "felixconfigurations/default",
-            felix_api.get_opt("default"),
+            felix_api.get("default"),
         )?
-        .flatten()
         .map(|o| Felix {
             vxlan_enabled: spec(&o, "vxlanEnabled").and_then(Value::as_bool),
             vxlan_vni: spec(&o, "vxlanVNI")
@@ -172,9 +166,8 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
         .call_opt(
             "get",
             "services/kube-dns in kube-system",
-            services.get_opt("kube-dns"),
+            services.get("kube-dns"),
         )?
-        .flatten()
         .and_then(|s| s.spec.and_then(|s| s.cluster_ip));
     let cidr_api: Api<DynamicObject> = Api::all_with(
         client.clone(),
@@ -184,19 +177,14 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
         ),
     );
     let service_cidrs = c
-        .call_opt(
-            "get",
-            "servicecidrs/kubernetes",
-            cidr_api.get_opt("kubernetes"),
-        )?
-        .flatten()
+        .call_opt("get", "servicecidrs/kubernetes", cidr_api.get("kubernetes"))?
         .and_then(|o| spec(&o, "cidrs").cloned())
         .and_then(|v| serde_json::from_value::<Vec<String>>(v).ok())
         .unwrap_or_default();
     let nodes: Api<Node> = Api::all(client.clone());
     let node_exists = c
-        .call_opt("get", &format!("nodes/{node}"), nodes.get_opt(node))?
-        .map(|n| n.is_some());
+        .call_opt("get", &format!("nodes/{node}"), nodes.get(node))?
+        .is_some();
 
     let mut permissions = Vec::new();
     for (verb, resource, ns) in [

@@ -105,12 +105,25 @@ impl Cluster {
             .build()
             .map_err(|e| bad(Box::new(e)))?;
         let kubeconfig = Kubeconfig::read_from(path).map_err(|e| bad(Box::new(e)))?;
-        let mut config = rt
-            .block_on(kube::Config::from_custom_kubeconfig(
-                kubeconfig,
-                &KubeConfigOptions::default(),
-            ))
-            .map_err(|e| bad(Box::new(e)))?;
+        // Loading may run an exec credential plugin, so it is bounded like every call.
+        // The timer must be made inside the runtime, hence the async block.
+        let loading = rt.block_on(async {
+            tokio::time::timeout(
+                CALL_TIMEOUT,
+                kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()),
+            )
+            .await
+        });
+        let mut config = match loading {
+            Err(_) => {
+                return Err(bad(format!(
+                    "loading it took longer than {}s (a credential plugin that does not return?)",
+                    CALL_TIMEOUT.as_secs()
+                )
+                .into()));
+            }
+            Ok(r) => r.map_err(|e| bad(Box::new(e)))?,
+        };
         config.connect_timeout = Some(Duration::from_secs(10));
         config.read_timeout = Some(CALL_TIMEOUT);
         config.write_timeout = Some(CALL_TIMEOUT);

@@ -382,10 +382,16 @@ mod on_windows {
     use super::*;
     use crate::host::windows::WindowsHost;
 
+    /// Whether this runs under Wine. `tools/wine/test.sh` sets CALICOCTL_WIN_TEST_UNDER_WINE so
+    /// that the Wine-only assertions cannot be skipped there by a failed detection.
     fn under_wine() -> bool {
-        WindowsHost::new()
+        let wine = WindowsHost::new()
             .reg_key_exists(r"HKLM\Software\Wine")
-            .unwrap_or(false)
+            .unwrap_or(false);
+        if std::env::var_os("CALICOCTL_WIN_TEST_UNDER_WINE").is_some() {
+            assert!(wine, "the Wine runner is set but Wine was not detected");
+        }
+        wine
     }
 
     /// The example `contract-test-service`, which cargo builds next to the test binaries.

@@ -24,7 +24,8 @@ pub enum Intent {
     Change,
 }
 
-/// A simulated host, unopened, or the real one.
+/// The opened host, still concrete, so that where the program is assembled it can give a
+/// simulated host its service start hook before the host is used behind `dyn Host`.
 pub enum Opened {
     Sim(Box<SimHost>),
     #[cfg(windows)]

@@ -35,7 +35,7 @@ wineserver=$(dirname "$wine")/wineserver
 "$wineserver" -w
 cp "$work/bcryptprimitives.dll" "$WINEPREFIX/drive_c/windows/system32/"
 
-export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$wine"
+export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$wine" CALICOCTL_WIN_TEST_UNDER_WINE=1
 target=x86_64-pc-windows-gnu
 cleanup() { "$wineserver" -k 2>/dev/null || true; }
 trap cleanup EXIT

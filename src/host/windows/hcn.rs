@@ -187,13 +187,7 @@ fn free(p: PWSTR) {
 
 /// Reads and frees an HCN string.
 fn take_string(p: PWSTR) -> String {
-    if p.is_null() {
-        return String::new();
-    }
-    // SAFETY: HCN returns NUL-terminated UTF-16 strings.
-    let len = (0..).take_while(|&i| unsafe { *p.add(i) } != 0).count();
-    // SAFETY: len u16s were just read from p.
-    let s = String::from_utf16_lossy(unsafe { std::slice::from_raw_parts(p, len) });
+    let s = super::take_wide(p);
     free(p);
     s
 }

@@ -63,7 +63,7 @@ pub fn addresses() -> HostResult<Vec<InterfaceAddress>> {
     while !adapter.is_null() {
         // SAFETY: the list was filled by GetAdaptersAddresses inside buf, which is alive.
         let a = unsafe { &*adapter };
-        let name = wide_to_string(a.FriendlyName);
+        let name = super::take_wide(a.FriendlyName);
         // SAFETY: the Length/IfIndex variant is the one GetAdaptersAddresses fills.
         let index = unsafe { a.Anonymous1.Anonymous.IfIndex };
         let mut unicast = a.FirstUnicastAddress;
@@ -134,14 +134,4 @@ pub fn add_route(route: &Route) -> HostResult<()> {
         }),
         other => Err(win32("add a route", other)),
     }
-}
-
-fn wide_to_string(p: *const u16) -> String {
-    if p.is_null() {
-        return String::new();
-    }
-    // SAFETY: p is a NUL-terminated UTF-16 string owned by the adapter list.
-    let len = (0..).take_while(|&i| unsafe { *p.add(i) } != 0).count();
-    // SAFETY: len u16s were just read from p.
-    String::from_utf16_lossy(unsafe { std::slice::from_raw_parts(p, len) })
 }
