@@ -262,9 +262,19 @@ pub enum Access {
 /// The host's file system.
 pub trait Files {
     fn read_file(&self, path: &str) -> HostResult<Option<Vec<u8>>>;
-    /// Writes atomically (temporary file, then rename), creating parent directories, and only
-    /// when the content or access differs; returns whether it wrote.
-    fn write_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<bool>;
+    /// Writes only when the content or access differs; returns whether it wrote.
+    fn write_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<bool> {
+        if self.read_file(path)?.as_deref() == Some(contents)
+            && self.file_access(path)? == Some(access)
+        {
+            return Ok(false);
+        }
+        self.replace_file(path, contents, access)?;
+        Ok(true)
+    }
+    /// Writes atomically (temporary file, then rename), creating parent directories; a secret
+    /// is restricted before it gets its name.
+    fn replace_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<()>;
     /// The access a file was written with, `None` if it does not exist.
     fn file_access(&self, path: &str) -> HostResult<Option<Access>>;
     /// Copies a file from this machine's file system (an extracted release) onto the host.

@@ -84,17 +84,11 @@ impl Files for SimHost {
         }
     }
 
-    fn write_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<bool> {
-        let unchanged = self.read_file(path)?.as_deref() == Some(contents)
-            && self.file_access(path)? == Some(access);
+    fn replace_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<()> {
         self.mutate(&format!("write {path}"), |_| Ok(()))?;
-        if unchanged {
-            return Ok(false);
-        }
         self.put_file(path, contents, access)?;
         // `put_file` changed the secrets list in memory; persist it.
-        self.save(&self.lock())?;
-        Ok(true)
+        self.save(&self.lock())
     }
 
     fn file_access(&self, path: &str) -> HostResult<Option<Access>> {
@@ -111,7 +105,7 @@ impl Files for SimHost {
 
     fn copy_in(&self, from: &Path, to: &str) -> HostResult<()> {
         let bytes = fs_err::read(from).map_err(|e| HostError::io(format!("copy to {to}"), e))?;
-        self.write_file(to, &bytes, Access::Normal).map(|_| ())
+        self.replace_file(to, &bytes, Access::Normal)
     }
 
     fn remove_file(&self, path: &str) -> HostResult<bool> {

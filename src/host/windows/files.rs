@@ -29,10 +29,7 @@ pub fn read(path: &str) -> HostResult<Option<Vec<u8>>> {
     }
 }
 
-pub fn write(path: &str, contents: &[u8], access: Access) -> HostResult<bool> {
-    if read(path)?.as_deref() == Some(contents) && self::access(path)? == Some(access) {
-        return Ok(false);
-    }
+pub fn replace(path: &str, contents: &[u8], access: Access) -> HostResult<()> {
     let p = Path::new(path);
     if let Some(parent) = p.parent() {
         std::fs::create_dir_all(parent).map_err(io(format!("create {}", parent.display())))?;
@@ -51,8 +48,7 @@ pub fn write(path: &str, contents: &[u8], access: Access) -> HostResult<bool> {
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
-    std::fs::rename(&tmp, p).map_err(io(format!("replace {path}")))?;
-    Ok(true)
+    std::fs::rename(&tmp, p).map_err(io(format!("replace {path}")))
 }
 
 fn restrict(path: &str) -> HostResult<()> {

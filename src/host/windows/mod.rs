@@ -106,8 +106,8 @@ impl Files for WindowsHost {
     fn read_file(&self, path: &str) -> HostResult<Option<Vec<u8>>> {
         files::read(path)
     }
-    fn write_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<bool> {
-        files::write(path, contents, access)
+    fn replace_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<()> {
+        files::replace(path, contents, access)
     }
     fn file_access(&self, path: &str) -> HostResult<Option<Access>> {
         files::access(path)
