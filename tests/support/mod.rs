@@ -57,3 +57,22 @@ pub fn assert_golden(golden: &Path, actual: &str) {
         golden.display()
     );
 }
+
+/// A program from Debian's packages that some tests run (`kubectl`, `etcd`). On a machine
+/// without it those tests say so and pass; CI sets `CALICOCTL_WIN_REQUIRE_TOOLS=1`, which
+/// makes a missing program a failure, so the tests cannot silently stop running there.
+pub fn tool(name: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CALICOCTL_WIN_REQUIRE_TOOLS").is_none(),
+            "{name} is required (CALICOCTL_WIN_REQUIRE_TOOLS is set) but not on PATH"
+        );
+        eprintln!("skipped: {name} is not installed (apt-get install -y {name}); CI requires it");
+    }
+    found
+}

@@ -1,0 +1,150 @@
+//! Debian's `kubectl` against the fake API server: an independent client shows that the
+//! double's answers are well-formed Kubernetes (discovery, lists, objects, TokenRequest).
+
+mod support;
+
+use std::path::Path;
+use support::fake_api::{FakeApi, claims};
+use support::tool;
+
+fn kubectl(bin: &Path, home: &Path, kubeconfig: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(bin)
+        .env_clear()
+        .env("HOME", home)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--request-timeout", "10s"])
+        .args(args)
+        .output()
+        .expect("run kubectl");
+    assert!(
+        out.status.success(),
+        "kubectl {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+#[test]
+fn kubectl_reads_nodes_and_calico_crds_and_creates_a_token() {
+    let Some(bin) = tool("kubectl") else { return };
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let admin = api.kubeconfig(dir.path(), None);
+    let home = dir.path();
+
+    let nodes = kubectl(&bin, home, &admin, &["get", "nodes", "-o", "name"]);
+    assert_eq!(nodes.trim(), "node/win-1");
+    // The human table (kubectl prints the list itself when the server sends no Table).
+    let table = kubectl(&bin, home, &admin, &["get", "nodes"]);
+    assert!(table.contains("win-1"), "{table}");
+
+    let vni = kubectl(
+        &bin,
+        home,
+        &admin,
+        &[
+            "get",
+            "felixconfigurations.crd.projectcalico.org",
+            "default",
+            "-o",
+            "jsonpath={.spec.vxlanVNI}",
+        ],
+    );
+    assert_eq!(vni, "4096");
+    let pools = kubectl(&bin, home, &admin, &["get", "ippools", "-o", "name"]);
+    assert_eq!(
+        pools.trim(),
+        "ippool.crd.projectcalico.org/default-ipv4-ippool"
+    );
+
+    let token = kubectl(
+        &bin,
+        home,
+        &admin,
+        &[
+            "create",
+            "token",
+            "calico-node",
+            "-n",
+            "calico-system",
+            "--duration",
+            "2h",
+        ],
+    );
+    let token = token.trim();
+    let c = claims(token);
+    assert_eq!(c["sub"], "system:serviceaccount:calico-system:calico-node");
+    let lifetime = c["exp"].as_i64().expect("exp") - c["iat"].as_i64().expect("iat");
+    assert_eq!(lifetime, 7200);
+    // The new token is accepted by the server, and a wrong one is not.
+    let as_node = kubectl(
+        &bin,
+        home,
+        &admin,
+        &["--token", token, "get", "nodes", "-o", "name"],
+    );
+    assert_eq!(as_node.trim(), "node/win-1");
+    let refused = std::process::Command::new(&bin)
+        .env_clear()
+        .env("HOME", home)
+        .arg("--kubeconfig")
+        .arg(&admin)
+        .args(["--token", "not-a-token", "get", "nodes"])
+        .output()
+        .expect("run kubectl");
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("Unauthorized"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}
+
+#[test]
+fn kubectl_sees_conflicts_and_missing_objects() {
+    let Some(bin) = tool("kubectl") else { return };
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let admin = api.kubeconfig(dir.path(), None);
+    let home = dir.path();
+    let created = kubectl(
+        &bin,
+        home,
+        &admin,
+        &["create", "namespace", "demo", "-o", "name"],
+    );
+    assert_eq!(created.trim(), "namespace/demo");
+    let again = std::process::Command::new(&bin)
+        .env_clear()
+        .env("HOME", home)
+        .arg("--kubeconfig")
+        .arg(&admin)
+        .args(["create", "namespace", "demo"])
+        .output()
+        .expect("run kubectl");
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        !again.status.success() && err.contains("AlreadyExists"),
+        "{err}"
+    );
+    let patched = kubectl(
+        &bin,
+        home,
+        &admin,
+        &[
+            "patch",
+            "ipamconfigs.crd.projectcalico.org",
+            "default",
+            "--type",
+            "merge",
+            "--patch",
+            r#"{"spec": {"strictAffinity": false}}"#,
+            "-o",
+            "jsonpath={.spec.strictAffinity}",
+        ],
+    );
+    assert_eq!(patched, "false");
+}

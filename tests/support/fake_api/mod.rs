@@ -1,0 +1,278 @@
+//! A fake Kubernetes API server: a test double, not a cluster. It serves real Kubernetes JSON
+//! over HTTPS (its own CA, made with rcgen) on loopback, checks bearer tokens, keeps objects
+//! by their API path (create, get, list with field selectors, merge patch, delete), issues
+//! service-account tokens (TokenRequest, and the token controller for legacy token secrets),
+//! evicts pods (429 while a PodDisruptionBudget forbids it), answers 401/403/404/409/429 where
+//! a real server would, serves discovery for `kubectl`, and records requests.
+
+mod proto;
+mod serve;
+
+use base64::Engine;
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// The objects and rules the server answers from.
+pub struct State {
+    /// Objects by path, like `/api/v1/namespaces/calico-system`.
+    pub objects: BTreeMap<String, Value>,
+    /// `(verb, resource)` pairs the identity may not do: requests get 403, access reviews
+    /// `allowed: false`. A subresource is named `serviceaccounts/token`.
+    pub forbidden: Vec<(String, String)>,
+    /// Every request: method and path.
+    pub requests: Vec<(String, String)>,
+    /// Bearer tokens the server accepts: the admin's and every token it issued.
+    pub tokens: BTreeSet<String>,
+    /// The longest token lifetime it grants (`--service-account-max-token-expiration`).
+    pub max_token_seconds: Option<i64>,
+    /// Whether the token controller fills new service-account token secrets.
+    pub token_controller: bool,
+    /// Pods whose eviction a PodDisruptionBudget refuses (429), by `namespace/name`.
+    pub eviction_blocked: BTreeSet<String>,
+    /// The CA certificate, as the token controller puts it into `ca.crt`.
+    ca_pem: String,
+    /// Counts issued tokens, so each is different.
+    issued: u64,
+}
+
+/// A running fake API server; it stops when dropped.
+pub struct FakeApi {
+    pub url: String,
+    pub token: String,
+    pub ca_pem: String,
+    pub state: Arc<Mutex<State>>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+/// A certificate authority made for one test.
+pub struct TestCa {
+    pub issuer: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
+}
+
+impl TestCa {
+    pub fn new(name: &str) -> Self {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        Self {
+            issuer: rcgen::CertifiedIssuer::self_signed(params, key).expect("ca"),
+        }
+    }
+
+    pub fn pem(&self) -> String {
+        self.issuer.pem()
+    }
+
+    /// A certificate for `names` (DNS names or IPs) signed by this CA, and its key, as PEM.
+    pub fn issue(&self, cn: &str, names: &[&str]) -> (String, String) {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params = rcgen::CertificateParams::new(
+            names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>(),
+        )
+        .expect("params");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
+        let cert = params.signed_by(&key, &self.issuer).expect("cert");
+        (cert.pem(), key.serialize_pem())
+    }
+}
+
+impl FakeApi {
+    pub fn start() -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let ca = TestCa::new("fake-api-ca");
+        let (cert_pem, key_pem) = ca.issue("fake-api", &["localhost", "127.0.0.1"]);
+        let certs = rustls::pki_types::pem::PemObject::pem_slice_iter(cert_pem.as_bytes())
+            .collect::<Result<Vec<rustls::pki_types::CertificateDer>, _>>()
+            .expect("cert pem");
+        let key = <rustls::pki_types::PrivateKeyDer as rustls::pki_types::pem::PemObject>::from_pem_slice(key_pem.as_bytes())
+            .expect("key pem");
+        let config = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .expect("tls config");
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind loopback");
+        let port = listener.local_addr().expect("addr").port();
+        let token = "fake-admin-token-0123456789".to_owned();
+        let state = Arc::new(Mutex::new(State {
+            objects: BTreeMap::new(),
+            forbidden: Vec::new(),
+            requests: Vec::new(),
+            tokens: BTreeSet::from([token.clone()]),
+            max_token_seconds: None,
+            token_controller: true,
+            eviction_blocked: BTreeSet::new(),
+            ca_pem: ca.pem(),
+            issued: 0,
+        }));
+        let st = state.clone();
+        runtime.spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    continue;
+                };
+                let (acceptor, st) = (acceptor.clone(), st.clone());
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let service = hyper::service::service_fn(move |req| {
+                        let st = st.clone();
+                        async move { Ok::<_, hyper::Error>(serve::handle(req, &st).await) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tls), service)
+                        .await;
+                });
+            }
+        });
+        Self {
+            url: format!("https://127.0.0.1:{port}"),
+            token,
+            ca_pem: ca.pem(),
+            state,
+            _runtime: runtime,
+        }
+    }
+
+    /// Stores an object at its API path.
+    pub fn put(&self, path: &str, object: Value) {
+        self.lock().objects.insert(path.to_owned(), object);
+    }
+
+    /// The object at an API path.
+    pub fn get(&self, path: &str) -> Option<Value> {
+        self.lock().objects.get(path).cloned()
+    }
+
+    pub fn remove(&self, path: &str) {
+        self.lock().objects.remove(path);
+    }
+
+    pub fn forbid(&self, verb: &str, resource: &str) {
+        self.lock().forbidden.push((verb.into(), resource.into()));
+    }
+
+    pub fn requests(&self) -> Vec<(String, String)> {
+        self.lock().requests.clone()
+    }
+
+    /// Requests other than reads: what the client changed or tried to change.
+    pub fn writes(&self) -> Vec<(String, String)> {
+        self.requests()
+            .into_iter()
+            .filter(|(m, p)| m != "GET" && !p.ends_with("/selfsubjectaccessreviews"))
+            .collect()
+    }
+
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().expect("fake api state")
+    }
+
+    /// Writes an admin kubeconfig for this server into `dir` (the CA as a file beside it) and
+    /// returns its path. `token` overrides the valid token.
+    pub fn kubeconfig(&self, dir: &Path, token: Option<&str>) -> PathBuf {
+        let ca = dir.join("fake-api-ca.pem");
+        std::fs::write(&ca, &self.ca_pem).expect("write ca");
+        let path = dir.join("admin.kubeconfig");
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: admin\n  user:\n    token: {}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: admin\ncurrent-context: fake\n",
+            self.url,
+            ca.display(),
+            token.unwrap_or(&self.token)
+        );
+        std::fs::write(&path, text).expect("write kubeconfig");
+        path
+    }
+
+    /// A cluster with Calico installed by the operator the way Windows nodes want it: VXLAN
+    /// pool, strictAffinity, FelixConfiguration with VNI 4096, kube-dns, node `win-1`, the
+    /// `calico-node` service account.
+    pub fn healthy_calico(&self) {
+        let crd = "/apis/crd.projectcalico.org/v1";
+        self.put(
+            "/api/v1/namespaces/calico-system",
+            meta("v1", "Namespace", "calico-system", None),
+        );
+        self.put(
+            "/api/v1/namespaces/calico-system/serviceaccounts/calico-node",
+            meta("v1", "ServiceAccount", "calico-node", Some("calico-system")),
+        );
+        self.put(&format!("{crd}/clusterinformations/default"), calico("ClusterInformation", "default", json!({"calicoVersion": "v3.30.2", "datastoreType": "kubernetes", "clusterType": "k8s,operator"})));
+        self.put(&format!("{crd}/ippools/default-ipv4-ippool"), calico("IPPool", "default-ipv4-ippool", json!({"cidr": "10.244.0.0/16", "blockSize": 26, "ipipMode": "Never", "vxlanMode": "Always", "natOutgoing": true})));
+        self.put(
+            &format!("{crd}/ipamconfigs/default"),
+            calico(
+                "IPAMConfig",
+                "default",
+                json!({"strictAffinity": true, "autoAllocateBlocks": true}),
+            ),
+        );
+        self.put(&format!("{crd}/felixconfigurations/default"), calico("FelixConfiguration", "default", json!({"vxlanEnabled": true, "vxlanVNI": 4096, "vxlanPort": 4789, "ipipEnabled": false})));
+        let mut dns = meta("v1", "Service", "kube-dns", Some("kube-system"));
+        dns["spec"] = json!({"clusterIP": "10.96.0.10", "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}]});
+        self.put("/api/v1/namespaces/kube-system/services/kube-dns", dns);
+        let mut cidr = meta("networking.k8s.io/v1", "ServiceCIDR", "kubernetes", None);
+        cidr["spec"] = json!({"cidrs": ["10.96.0.0/12"]});
+        self.put("/apis/networking.k8s.io/v1/servicecidrs/kubernetes", cidr);
+        let mut node = meta("v1", "Node", "win-1", None);
+        node["metadata"]["labels"] = json!({"kubernetes.io/os": "windows"});
+        self.put("/api/v1/nodes/win-1", node);
+    }
+
+    /// Stores a secret with `data` (values given as plain text, stored base64 as the API does).
+    pub fn put_secret(&self, namespace: &str, name: &str, data: &[(&str, &[u8])]) {
+        let mut s = meta("v1", "Secret", name, Some(namespace));
+        s["type"] = json!("Opaque");
+        s["data"] = data
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), json!(b64(v))))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+        self.put(&format!("/api/v1/namespaces/{namespace}/secrets/{name}"), s);
+    }
+}
+
+/// Standard base64, as the API encodes secret data.
+pub fn b64(data: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(data)
+}
+
+/// The claims of a token this server issued (it is a JWT whose signature nobody checks).
+pub fn claims(token: &str) -> Value {
+    let payload = token.split('.').nth(1).expect("a JWT has three parts");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .expect("base64url payload");
+    serde_json::from_slice(&bytes).expect("JSON claims")
+}
+
+/// An object's envelope.
+pub fn meta(api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> Value {
+    let mut m = json!({"name": name, "uid": format!("uid-{name}"), "resourceVersion": "1", "creationTimestamp": "2026-01-01T00:00:00Z"});
+    if let Some(ns) = namespace {
+        m["namespace"] = json!(ns);
+    }
+    json!({"apiVersion": api_version, "kind": kind, "metadata": m})
+}
+
+pub fn calico(kind: &str, name: &str, spec: Value) -> Value {
+    let mut o = meta("crd.projectcalico.org/v1", kind, name, None);
+    o["spec"] = spec;
+    o
+}

@@ -1,0 +1,616 @@
+//! How the fake API server answers one request.
+
+use super::{State, b64};
+use base64::Engine;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response, StatusCode};
+use serde_json::{Value, json};
+use std::sync::Mutex;
+
+type Reply = Response<Full<Bytes>>;
+
+/// A resource the server serves: group/version, plural, kind, namespaced.
+struct Resource {
+    gv: &'static str,
+    plural: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    verbs: &'static [&'static str],
+}
+
+const RW: &[&str] = &["create", "delete", "get", "list", "patch", "update"];
+
+const fn r(gv: &'static str, plural: &'static str, kind: &'static str, ns: bool) -> Resource {
+    Resource {
+        gv,
+        plural,
+        kind,
+        namespaced: ns,
+        verbs: RW,
+    }
+}
+
+static RESOURCES: &[Resource] = &[
+    r("v1", "namespaces", "Namespace", false),
+    r("v1", "nodes", "Node", false),
+    r("v1", "pods", "Pod", true),
+    r("v1", "secrets", "Secret", true),
+    r("v1", "services", "Service", true),
+    r("v1", "configmaps", "ConfigMap", true),
+    r("v1", "serviceaccounts", "ServiceAccount", true),
+    r("apps/v1", "daemonsets", "DaemonSet", true),
+    r(
+        "policy/v1",
+        "poddisruptionbudgets",
+        "PodDisruptionBudget",
+        true,
+    ),
+    r("networking.k8s.io/v1", "servicecidrs", "ServiceCIDR", false),
+    r("crd.projectcalico.org/v1", "ippools", "IPPool", false),
+    r(
+        "crd.projectcalico.org/v1",
+        "ipamconfigs",
+        "IPAMConfig",
+        false,
+    ),
+    r(
+        "crd.projectcalico.org/v1",
+        "felixconfigurations",
+        "FelixConfiguration",
+        false,
+    ),
+    r(
+        "crd.projectcalico.org/v1",
+        "clusterinformations",
+        "ClusterInformation",
+        false,
+    ),
+    Resource {
+        gv: "authorization.k8s.io/v1",
+        plural: "selfsubjectaccessreviews",
+        kind: "SelfSubjectAccessReview",
+        namespaced: false,
+        verbs: &["create"],
+    },
+];
+
+/// What a request path names.
+struct Target {
+    resource: &'static Resource,
+    namespace: Option<String>,
+    name: Option<String>,
+    sub: Option<String>,
+    /// The collection's path, like `/api/v1/namespaces/x/pods`.
+    collection: String,
+}
+
+impl Target {
+    fn object_path(&self) -> Option<String> {
+        self.name
+            .as_ref()
+            .map(|n| format!("{}/{n}", self.collection))
+    }
+}
+
+fn parse_target(path: &str) -> Option<Target> {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (gv, rest) = match parts.as_slice() {
+        ["api", v, rest @ ..] => ((*v).to_owned(), rest),
+        ["apis", g, v, rest @ ..] => (format!("{g}/{v}"), rest),
+        _ => return None,
+    };
+    let prefix = parts[..parts.len() - rest.len()].join("/");
+    let (namespace, rest) = match rest {
+        ["namespaces", ns, plural, tail @ ..] => (Some((*ns).to_owned()), {
+            let mut v = vec![*plural];
+            v.extend_from_slice(tail);
+            v
+        }),
+        other => (None, other.to_vec()),
+    };
+    let (plural, name, sub) = match rest.as_slice() {
+        [p] => (*p, None, None),
+        [p, n] => (*p, Some((*n).to_owned()), None),
+        [p, n, s] => (*p, Some((*n).to_owned()), Some((*s).to_owned())),
+        _ => return None,
+    };
+    let resource = RESOURCES
+        .iter()
+        .find(|r| r.gv == gv && r.plural == plural)?;
+    let collection = match &namespace {
+        Some(ns) => format!("/{prefix}/namespaces/{ns}/{plural}"),
+        None => format!("/{prefix}/{plural}"),
+    };
+    Some(Target {
+        resource,
+        namespace,
+        name,
+        sub,
+        collection,
+    })
+}
+
+pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
+    let method = req.method().as_str().to_owned();
+    let path = req.uri().path().to_owned();
+    let query = req.uri().query().unwrap_or_default().to_owned();
+    let content_type = req
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let bearer = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_owned);
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let mut st = state.lock().expect("fake api state");
+    st.requests.push((method.clone(), path.clone()));
+    if !bearer.is_some_and(|t| st.tokens.contains(&t)) {
+        return status(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized");
+    }
+    if method == "GET"
+        && let Some(doc) = discovery(&path)
+    {
+        return respond(StatusCode::OK, &doc);
+    }
+    let Some(target) = parse_target(&path) else {
+        return not_found_resource();
+    };
+    let resource = match &target.sub {
+        Some(s) => format!("{}/{s}", target.resource.plural),
+        None => target.resource.plural.to_owned(),
+    };
+    let verb = match (method.as_str(), &target.name) {
+        ("GET", Some(_)) => "get",
+        ("GET", None) => "list",
+        ("POST", _) => "create",
+        ("DELETE", _) => "delete",
+        ("PUT", _) => "update",
+        _ => "patch",
+    };
+    if st
+        .forbidden
+        .iter()
+        .any(|(v, r)| v == verb && *r == resource)
+    {
+        let msg = format!(
+            "{resource} is forbidden: User \"admin\" cannot {verb} resource \"{resource}\""
+        );
+        return status(StatusCode::FORBIDDEN, "Forbidden", &msg);
+    }
+    let decoded = if content_type.contains("protobuf") {
+        super::proto::decode(&body)
+    } else {
+        None
+    };
+    if content_type.contains("protobuf") && decoded.is_none() {
+        return status(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            &format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/merge-patch+json ({content_type})"
+            ),
+        );
+    }
+    let body: Value = if let Some(d) = decoded {
+        d
+    } else if body.is_empty() {
+        Value::Null
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(v) => v,
+            Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string()),
+        }
+    };
+    match (
+        method.as_str(),
+        target.name.is_some(),
+        target.sub.as_deref(),
+    ) {
+        ("POST", false, None) if target.resource.plural == "selfsubjectaccessreviews" => {
+            access_review(&st, body)
+        }
+        ("GET", true, None) => get(&st, &target),
+        ("GET", false, None) => list(&st, &target, &query),
+        ("POST", false, None) => create(&mut st, &target, body),
+        ("POST", true, Some("token")) if target.resource.plural == "serviceaccounts" => {
+            token_request(&mut st, &target, &body)
+        }
+        ("POST", true, Some("eviction")) if target.resource.plural == "pods" => {
+            evict(&mut st, &target)
+        }
+        ("PATCH", true, None) => patch(&mut st, &target, &body),
+        ("PUT", true, None) => replace(&mut st, &target, body),
+        ("DELETE", true, None) => delete(&mut st, &target),
+        _ => status(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        ),
+    }
+}
+
+fn access_review(st: &State, mut review: Value) -> Reply {
+    let attrs = &review["spec"]["resourceAttributes"];
+    let verb = attrs["verb"].as_str().unwrap_or_default().to_owned();
+    let resource = attrs["resource"].as_str().unwrap_or_default().to_owned();
+    let allowed = !st
+        .forbidden
+        .iter()
+        .any(|(v, r)| *v == verb && *r == resource);
+    review["status"] = json!({"allowed": allowed});
+    review["apiVersion"] = json!("authorization.k8s.io/v1");
+    review["kind"] = json!("SelfSubjectAccessReview");
+    respond(StatusCode::CREATED, &review)
+}
+
+fn not_found(t: &Target) -> Reply {
+    let name = t.name.as_deref().unwrap_or_default();
+    status(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        &format!("{} \"{name}\" not found", t.resource.plural),
+    )
+}
+
+fn not_found_resource() -> Reply {
+    status(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        "the server could not find the requested resource",
+    )
+}
+
+fn get(st: &State, t: &Target) -> Reply {
+    match t.object_path().and_then(|p| st.objects.get(&p)) {
+        Some(o) => respond(StatusCode::OK, o),
+        None => not_found(t),
+    }
+}
+
+fn list(st: &State, t: &Target, query: &str) -> Reply {
+    let selectors: Vec<(String, String)> = query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .filter(|(k, _)| *k == "fieldSelector")
+        .flat_map(|(_, v)| {
+            percent_decode(v)
+                .split(',')
+                .filter_map(|s| s.split_once('=').map(|(a, b)| (a.to_owned(), b.to_owned())))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let items: Vec<&Value> = st
+        .objects
+        .iter()
+        .filter(|(p, _)| {
+            parse_target(p).is_some_and(|o| {
+                std::ptr::eq(o.resource, t.resource)
+                    && o.name.is_some()
+                    && (t.namespace.is_none() || o.namespace == t.namespace)
+            })
+        })
+        .map(|(_, o)| o)
+        .filter(|o| {
+            selectors.iter().all(|(field, want)| {
+                let got = field.split('.').fold(*o, |v, k| &v[k]);
+                got.as_str().unwrap_or_default() == want
+            })
+        })
+        .collect();
+    respond(
+        StatusCode::OK,
+        &json!({"apiVersion": t.resource.gv, "kind": format!("{}List", t.resource.kind),
+            "metadata": {"resourceVersion": "1"}, "items": items}),
+    )
+}
+
+fn create(st: &mut State, t: &Target, mut body: Value) -> Reply {
+    let Some(name) = body["metadata"]["name"].as_str().map(str::to_owned) else {
+        return status(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            "metadata.name: Required value",
+        );
+    };
+    let path = format!("{}/{name}", t.collection);
+    if st.objects.contains_key(&path) {
+        return status(
+            StatusCode::CONFLICT,
+            "AlreadyExists",
+            &format!("{} \"{name}\" already exists", t.resource.plural),
+        );
+    }
+    body["apiVersion"] = json!(t.resource.gv);
+    body["kind"] = json!(t.resource.kind);
+    let m = &mut body["metadata"];
+    if let Some(ns) = &t.namespace {
+        m["namespace"] = json!(ns);
+    }
+    m["uid"] = json!(format!("uid-{name}"));
+    m["resourceVersion"] = json!("1");
+    m["creationTimestamp"] = json!(now_text(0));
+    if t.resource.plural == "secrets" && body["type"] == "kubernetes.io/service-account-token" {
+        token_controller(st, t, &mut body);
+    }
+    st.objects.insert(path, body.clone());
+    respond(StatusCode::CREATED, &body)
+}
+
+/// What Kubernetes' token controller does to a new service-account token secret, at once:
+/// fills `token`, `ca.crt` and `namespace` when the service account exists.
+fn token_controller(st: &mut State, t: &Target, secret: &mut Value) {
+    let Some(ns) = &t.namespace else { return };
+    let Some(sa) = secret["metadata"]["annotations"]["kubernetes.io/service-account.name"]
+        .as_str()
+        .map(str::to_owned)
+    else {
+        return;
+    };
+    let sa_path = format!("/api/v1/namespaces/{ns}/serviceaccounts/{sa}");
+    if !st.token_controller || !st.objects.contains_key(&sa_path) {
+        return;
+    }
+    let token = issue(st, ns, &sa, None);
+    secret["data"] = json!({"token": b64(token.as_bytes()), "ca.crt": b64(st.ca_pem.as_bytes()),
+        "namespace": b64(ns.as_bytes())});
+}
+
+fn token_request(st: &mut State, t: &Target, body: &Value) -> Reply {
+    if !t.object_path().is_some_and(|p| st.objects.contains_key(&p)) {
+        return not_found(t);
+    }
+    let asked = body["spec"]["expirationSeconds"].as_i64().unwrap_or(3600);
+    if asked < 600 {
+        return status(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            "spec.expirationSeconds: Invalid value: may not specify a duration less than 10 minutes",
+        );
+    }
+    let seconds = st.max_token_seconds.map_or(asked, |m| asked.min(m));
+    let (ns, sa) = (
+        t.namespace.clone().unwrap_or_default(),
+        t.name.clone().unwrap_or_default(),
+    );
+    let token = issue(st, &ns, &sa, Some(seconds));
+    let audiences = body["spec"]["audiences"].clone();
+    respond(
+        StatusCode::CREATED,
+        &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+            "metadata": {"name": sa, "namespace": ns, "creationTimestamp": null},
+            "spec": {"audiences": if audiences.is_null() { json!(["https://kubernetes.default.svc"]) } else { audiences },
+                "expirationSeconds": seconds, "boundObjectRef": null},
+            "status": {"token": token, "expirationTimestamp": now_text(seconds)}}),
+    )
+}
+
+/// A JWT for the service account, accepted by this server from now on; `None` never expires
+/// (a legacy token secret's).
+fn issue(st: &mut State, ns: &str, sa: &str, seconds: Option<i64>) -> String {
+    st.issued += 1;
+    let now = now_secs();
+    let mut claims = json!({"iss": "https://kubernetes.default.svc", "sub": format!("system:serviceaccount:{ns}:{sa}"),
+        "iat": now, "jti": format!("fake-{}", st.issued)});
+    if let Some(s) = seconds {
+        claims["exp"] = json!(now + s);
+        claims["aud"] = json!(["https://kubernetes.default.svc"]);
+    }
+    let enc = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+    let token = format!(
+        "{}.{}.fake-signature",
+        enc(&json!({"alg": "RS256", "kid": "fake"})),
+        enc(&claims)
+    );
+    st.tokens.insert(token.clone());
+    token
+}
+
+fn evict(st: &mut State, t: &Target) -> Reply {
+    let Some(path) = t.object_path().filter(|p| st.objects.contains_key(p)) else {
+        return not_found(t);
+    };
+    let key = format!(
+        "{}/{}",
+        t.namespace.as_deref().unwrap_or_default(),
+        t.name.as_deref().unwrap_or_default()
+    );
+    if st.eviction_blocked.contains(&key) {
+        let mut r = status(
+            StatusCode::TOO_MANY_REQUESTS,
+            "TooManyRequests",
+            "Cannot evict pod as it would violate the pod's disruption budget.",
+        );
+        r.headers_mut()
+            .insert("retry-after", "1".parse().expect("header"));
+        return r;
+    }
+    st.objects.remove(&path);
+    respond(
+        StatusCode::CREATED,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+    )
+}
+
+fn patch(st: &mut State, t: &Target, body: &Value) -> Reply {
+    let Some(path) = t.object_path() else {
+        return not_found(t);
+    };
+    let Some(object) = st.objects.get_mut(&path) else {
+        return not_found(t);
+    };
+    merge_patch(object, body);
+    bump(object);
+    let object = object.clone();
+    respond(StatusCode::OK, &object)
+}
+
+fn replace(st: &mut State, t: &Target, mut body: Value) -> Reply {
+    let Some(path) = t.object_path().filter(|p| st.objects.contains_key(p)) else {
+        return not_found(t);
+    };
+    let current = &st.objects[&path];
+    let rv = &body["metadata"]["resourceVersion"];
+    if !rv.is_null() && *rv != current["metadata"]["resourceVersion"] {
+        return status(
+            StatusCode::CONFLICT,
+            "Conflict",
+            "Operation cannot be fulfilled: the object has been modified; please apply your changes to the latest version and try again",
+        );
+    }
+    body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+    bump(&mut body);
+    st.objects.insert(path, body.clone());
+    respond(StatusCode::OK, &body)
+}
+
+fn delete(st: &mut State, t: &Target) -> Reply {
+    match t.object_path().and_then(|p| st.objects.remove(&p)) {
+        Some(o) => respond(StatusCode::OK, &o),
+        None => not_found(t),
+    }
+}
+
+fn bump(object: &mut Value) {
+    let rv: u64 = object["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    object["metadata"]["resourceVersion"] = json!((rv + 1).to_string());
+}
+
+/// RFC 7386 JSON merge patch (strategic merge patches of plain fields behave the same).
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(p) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = json!({});
+    }
+    for (k, v) in p {
+        if v.is_null() {
+            if let Some(m) = target.as_object_mut() {
+                m.remove(k);
+            }
+        } else {
+            merge_patch(&mut target[k], v);
+        }
+    }
+}
+
+/// The discovery documents `kubectl` reads before it sends a request.
+fn discovery(path: &str) -> Option<Value> {
+    let groups = || {
+        let mut gvs: Vec<&str> = RESOURCES
+            .iter()
+            .map(|r| r.gv)
+            .filter(|gv| gv.contains('/'))
+            .collect();
+        gvs.dedup();
+        gvs
+    };
+    match path.trim_end_matches('/') {
+        "/version" => Some(
+            json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0", "platform": "linux/amd64"}),
+        ),
+        "/api" => Some(json!({"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]})),
+        "/apis" => Some(
+            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups().iter().map(|gv| {
+            let (g, v) = gv.split_once('/').unwrap_or_default();
+            json!({"name": g, "versions": [{"groupVersion": gv, "version": v}], "preferredVersion": {"groupVersion": gv, "version": v}})
+        }).collect::<Vec<_>>()}),
+        ),
+        p => {
+            let gv = p
+                .strip_prefix("/api/")
+                .or_else(|| p.strip_prefix("/apis/"))?;
+            let mut resources: Vec<Value> = RESOURCES
+                .iter()
+                .filter(|r| r.gv == gv)
+                .map(|r| {
+                    json!({"name": r.plural, "singularName": r.kind.to_lowercase(), "namespaced": r.namespaced,
+                        "kind": r.kind, "verbs": r.verbs})
+                })
+                .collect();
+            if resources.is_empty() {
+                return None;
+            }
+            if gv == "v1" {
+                resources.push(json!({"name": "serviceaccounts/token", "singularName": "", "namespaced": true,
+                    "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]}));
+                resources.push(
+                    json!({"name": "pods/eviction", "singularName": "", "namespaced": true,
+                    "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]}),
+                );
+            }
+            Some(
+                json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
+            )
+        }
+    }
+}
+
+fn status(code: StatusCode, reason: &str, message: &str) -> Reply {
+    let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": message, "reason": reason, "code": code.as_u16()});
+    respond(code, &body)
+}
+
+fn respond(code: StatusCode, body: &Value) -> Reply {
+    let mut r = Response::new(Full::new(Bytes::from(body.to_string())));
+    *r.status_mut() = code;
+    r.headers_mut()
+        .insert("content-type", "application/json".parse().expect("header"));
+    r
+}
+
+fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// RFC 3339 time `offset` seconds from now.
+fn now_text(offset: i64) -> String {
+    jiff::Timestamp::from_second(now_secs() + offset)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+                match u8::from_str_radix(hex, 16) {
+                    Ok(b) => {
+                        out.push(b);
+                        i += 3;
+                        continue;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
