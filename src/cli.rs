@@ -89,7 +89,11 @@ Each check prints a verdict (pass, warn, FAIL, skip) and, when something is wron
 fixes it.\n\n\
 Exits 3 when a check fails; --skip ID accepts a known failure. Off Windows, without --sim-host, the \
 checks run against a simulated Windows Server 2022 host and say so.\n\n\
-Changes on the host: nothing."
+Settings left unset are filled from the cluster where it knows them (backend, datastore, VXLAN VNI, \
+service CIDR, DNS server, etcd endpoints), as 'config show' reports.\n\n\
+Changes on the host: nothing. With --fix, on the cluster: turns IPIP off in FelixConfiguration default \
+and in IPv4 pools (making them VXLAN pools for the vxlan backend) and sets IPAMConfig strictAffinity, \
+after showing each patch; then checks again."
     )]
     Preflight(PreflightArgs),
     /// Show the effective configuration or convert a legacy config.ps1
@@ -116,6 +120,10 @@ pub struct PreflightArgs {
     /// Check only the host; skip the cluster checks
     #[arg(long)]
     pub offline: bool,
+    /// Apply the documented cluster patches for failed ipip-disabled and strict-affinity
+    /// checks (shown first; asks on a terminal, needs --yes otherwise; --dry-run only shows them)
+    #[arg(long, conflicts_with = "offline")]
+    pub fix: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -124,9 +132,14 @@ pub enum ConfigCommand {
     #[command(
         long_about = "Prints every setting with its effective value and its source: flag (--set), \
 env NAME (a config.ps1-named environment variable), file:LINE, or default. Reports every problem at once \
-and exits 2 if the configuration is invalid.\n\nChanges on the host: nothing."
+and exits 2 if the configuration is invalid.\n\n\
+Settings left unset are filled from the cluster when an admin kubeconfig is available (--kubeconfig, \
+$KUBECONFIG or ~/.kube/config): backend, datastore, vxlan.vni (FelixConfiguration), service_cidrs \
+(ServiceCIDR), dns.servers (the kube-dns Service) and etcd.endpoints (calico-config); their source is \
+'cluster'. If the cluster cannot be read, a warning says why and the defaults stand. --offline does not \
+contact the cluster.\n\nChanges on the host: nothing."
     )]
-    Show,
+    Show(ShowArgs),
     /// Convert a legacy config.ps1 into calico-windows.yaml
     #[command(
         name = "import-ps1",
@@ -138,6 +151,13 @@ Changes on the host: writes --output FILE if given (refusing to overwrite an exi
 otherwise prints the YAML."
     )]
     ImportPs1(ImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Do not read the cluster: show only flags, environment, file and defaults
+    #[arg(long)]
+    pub offline: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,7 @@
 //! The one context value passed to every command: the environment captured at start-up,
 //! the printer, the run log, and the global flags.
 
+use crate::cluster::{Cluster, ClusterError};
 use crate::config::{self, ConfigError, Inputs, Loaded};
 use crate::host::select::{self, HostChoice, Intent};
 use crate::host::{Host, HostKind};
@@ -18,6 +19,8 @@ pub struct Options {
     pub yes: bool,
     pub sets: Vec<String>,
     pub host: HostChoice,
+    /// Whether a person can answer a question: stdin and stderr are terminals.
+    pub interactive: bool,
 }
 
 /// Everything a command may touch of the outside world.
@@ -59,9 +62,35 @@ impl Context {
         self.printer.detail(line);
     }
 
+    /// Asks a yes/no question on the terminal. `--yes` answers yes; without a terminal and
+    /// without `--yes` nothing is asked and the answer is an error that says to pass `--yes`.
+    pub fn confirm(&mut self, question: &str) -> Result<bool, crate::error::UsageError> {
+        if self.options.yes {
+            return Ok(true);
+        }
+        if !self.options.interactive {
+            return Err(crate::error::UsageError::new(
+                format!("{question} needs confirmation, and there is no terminal to ask on"),
+                "pass --yes to confirm, or --dry-run to only show the changes",
+            ));
+        }
+        self.printer.prompt(&format!("{question} [y/N] "));
+        let mut answer = String::new();
+        let _ = std::io::stdin().read_line(&mut answer);
+        Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES"))
+    }
+
     /// The effective configuration from `--config` (or the default file), the environment
     /// and `--set`.
     pub fn load_config(&mut self) -> Result<Loaded, ConfigError> {
+        self.load_config_with(BTreeMap::new())
+    }
+
+    /// Like `load_config`, with values read from the cluster filling unset settings.
+    pub fn load_config_with(
+        &mut self,
+        cluster: BTreeMap<&'static str, config::Raw>,
+    ) -> Result<Loaded, ConfigError> {
         let file = config::read_file(self.options.config.as_deref())?;
         if let Some((path, _)) = &file {
             let line = format!("reading config file {}", path.display());
@@ -72,6 +101,7 @@ impl Context {
             env: self.env.clone(),
             sets: self.options.sets.clone(),
             hostname: self.hostname.clone(),
+            cluster,
         })
     }
 
@@ -94,6 +124,28 @@ impl Context {
             HostKind::Windows => {}
         }
         Ok(host)
+    }
+
+    /// Connects to the cluster with the admin kubeconfig; `None` when there is none (no flag,
+    /// no `$KUBECONFIG` and no default file).
+    pub fn connect_cluster(&mut self) -> Result<Option<Cluster>, ClusterError> {
+        let (path, source) = self.cluster_kubeconfig();
+        let Some(path) = path.filter(|p| source != "default" || p.is_file()) else {
+            return Ok(None);
+        };
+        self.log(&format!(
+            "reading the cluster through {} ({source})",
+            path.display()
+        ));
+        Cluster::connect(&path).map(Some)
+    }
+
+    /// Like `connect_cluster`, for commands that cannot work without the cluster.
+    pub fn require_cluster(&mut self) -> Result<Cluster, ClusterError> {
+        let (path, _) = self.cluster_kubeconfig();
+        self.connect_cluster()?.ok_or(ClusterError::NoKubeconfig {
+            path: path.unwrap_or_else(|| PathBuf::from("~/.kube/config")),
+        })
     }
 
     /// The admin kubeconfig that cluster commands use, and where that choice came from.

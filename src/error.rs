@@ -14,8 +14,8 @@ pub enum Exit {
     Usage = 2,
     /// A preflight check found a blocking problem; nothing was changed.
     Preflight = 3,
-    // 4 (a wait timed out) is reserved for the commands that wait on the host; the README
-    // documents all five.
+    /// A wait or a call timed out.
+    Timeout = 4,
 }
 
 /// Bad input detected by a command itself (exit code 2).
@@ -85,6 +85,13 @@ fn classify(error: &anyhow::Error) -> (Exit, Option<String>) {
                 Exit::Preflight,
                 Some("fix the failed checks with the commands shown, or accept a known failure with --skip ID".into()),
             );
+        }
+        if let Some(e) = cause.downcast_ref::<crate::cluster::ClusterError>() {
+            let exit = match e {
+                crate::cluster::ClusterError::Timeout { .. } => Exit::Timeout,
+                _ => Exit::Failed,
+            };
+            return (exit, Some(e.hint()));
         }
         if let Some(e) = cause.downcast_ref::<UsageError>() {
             return (Exit::Usage, e.hint.clone());

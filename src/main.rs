@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         dry_run: g.dry_run,
         yes: g.yes,
         sets: cli::all_sets(std::env::args_os()),
+        interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
         host: host::select::HostChoice {
             sim_dir: g.sim_host.clone(),
             sim_profile: g.sim_profile.clone(),

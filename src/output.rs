@@ -77,6 +77,12 @@ impl Printer {
         let _ = writeln!(self.err, "{label} {s}");
     }
 
+    /// A question on stderr, without a line break, for the answer to follow.
+    pub fn prompt(&mut self, s: &str) {
+        let _ = write!(self.err, "{s}");
+        let _ = self.err.flush();
+    }
+
     /// A progress or detail line on stderr, shown with `-v`.
     pub fn detail(&mut self, s: &str) {
         if self.verbose > 0 {

@@ -341,3 +341,198 @@ fn a_server_certificate_from_another_ca_is_refused() {
     // Nothing reached the API: the TLS handshake failed first.
     assert!(api.requests().is_empty());
 }
+
+/// Sets IPIP on in Felix and the pool and strictAffinity off: the state `--fix` repairs.
+fn break_ipip_and_affinity(api: &FakeApi) {
+    api.put(
+        &format!("{CRD}/felixconfigurations/default"),
+        calico(
+            "FelixConfiguration",
+            "default",
+            json!({"ipipEnabled": true, "vxlanVNI": 4096}),
+        ),
+    );
+    api.put(
+        &format!("{CRD}/ippools/default-ipv4-ippool"),
+        calico(
+            "IPPool",
+            "default-ipv4-ippool",
+            json!({"cidr": "10.244.0.0/16", "ipipMode": "Always", "vxlanMode": "Never"}),
+        ),
+    );
+    api.put(
+        &format!("{CRD}/ipamconfigs/default"),
+        calico("IPAMConfig", "default", json!({"strictAffinity": false})),
+    );
+}
+
+#[test]
+fn fix_without_a_terminal_needs_yes_and_changes_nothing() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    break_ipip_and_affinity(&api);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    let out = on_node()
+        .args(["preflight", "--fix", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--yes"), "{stderr}");
+    // The patches were shown before the question.
+    assert!(
+        stdout.contains(r#"kubectl patch felixconfigurations.crd.projectcalico.org default --type merge -p '{"spec":{"ipipEnabled":false}}'"#),
+        "{stdout}"
+    );
+    assert!(api.writes().is_empty(), "{:?}", api.writes());
+}
+
+#[test]
+fn fix_with_dry_run_only_shows_the_patches() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    break_ipip_and_affinity(&api);
+    let run = preflight(&api, None, &["--fix", "--dry-run"]);
+    assert_eq!(run.code, 3);
+    let fixes = run.doc["fixes"].as_array().expect("fixes");
+    assert_eq!(fixes.len(), 3, "{}", run.doc["fixes"]);
+    assert_eq!(run.verdicts["strict-affinity"], "fail");
+    assert!(api.writes().is_empty(), "{:?}", api.writes());
+}
+
+#[test]
+fn fix_with_yes_applies_the_patches_and_checks_again() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    break_ipip_and_affinity(&api);
+    let run = preflight(&api, None, &["--fix", "--yes"]);
+    assert_eq!(run.code, 0, "{}", run.doc);
+    for id in ["ipip-disabled", "strict-affinity", "ip-pools"] {
+        assert_eq!(run.verdicts[id], "pass", "{id}: {}", run.text(id));
+    }
+    let felix = api
+        .get(&format!("{CRD}/felixconfigurations/default"))
+        .expect("felix");
+    assert_eq!(felix["spec"]["ipipEnabled"], false);
+    assert_eq!(
+        felix["spec"]["vxlanVNI"], 4096,
+        "a merge patch keeps other fields"
+    );
+    let pool = api
+        .get(&format!("{CRD}/ippools/default-ipv4-ippool"))
+        .expect("pool");
+    assert_eq!(pool["spec"]["ipipMode"], "Never");
+    assert_eq!(pool["spec"]["vxlanMode"], "Always");
+    let ipam = api
+        .get(&format!("{CRD}/ipamconfigs/default"))
+        .expect("ipam");
+    assert_eq!(ipam["spec"]["strictAffinity"], true);
+    assert_eq!(api.writes().len(), 3, "{:?}", api.writes());
+}
+
+#[test]
+fn fix_creates_a_missing_ipamconfig_and_reports_a_refused_patch() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    api.remove(&format!("{CRD}/ipamconfigs/default"));
+    let run = preflight(&api, None, &["--fix", "--yes"]);
+    assert_eq!(run.code, 0, "{}", run.doc);
+    let ipam = api
+        .get(&format!("{CRD}/ipamconfigs/default"))
+        .expect("created");
+    assert_eq!(ipam["spec"]["strictAffinity"], true);
+    assert_eq!(ipam["spec"]["autoAllocateBlocks"], true);
+
+    let api = FakeApi::start();
+    api.healthy_calico();
+    break_ipip_and_affinity(&api);
+    api.forbid("patch", "felixconfigurations");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    let out = on_node()
+        .args(["preflight", "--fix", "--yes", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("refused to patch felixconfigurations/default: 403")
+            && stderr.contains("kubectl auth can-i patch felixconfigurations"),
+        "{stderr}"
+    );
+}
+
+fn config_show(api: &FakeApi, extra: &[&str]) -> Value {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    let out = on_node()
+        .args(["config", "show", "-o", "json", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .args(extra)
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse(&out.stdout)["settings"].clone()
+}
+
+#[test]
+fn config_show_fills_unset_settings_from_the_cluster() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    api.put(
+        &format!("{CRD}/felixconfigurations/default"),
+        calico(
+            "FelixConfiguration",
+            "default",
+            json!({"vxlanEnabled": false, "vxlanVNI": 4097}),
+        ),
+    );
+    let mut dns = support::fake_api::meta("v1", "Service", "kube-dns", Some("kube-system"));
+    dns["spec"] = json!({"clusterIP": "10.100.0.10"});
+    api.put("/api/v1/namespaces/kube-system/services/kube-dns", dns);
+    let s = config_show(&api, &["--set", "service_cidrs=10.0.0.0/16"]);
+    let at = |k: &str| (s[k]["value"].clone(), s[k]["source"].clone());
+    assert_eq!(at("backend"), (json!("windows-bgp"), json!("cluster")));
+    assert_eq!(at("datastore"), (json!("kubernetes"), json!("cluster")));
+    assert_eq!(at("vxlan.vni"), (json!(4097), json!("cluster")));
+    assert_eq!(
+        at("dns.servers"),
+        (json!(["10.100.0.10"]), json!("cluster"))
+    );
+    assert_eq!(at("service_cidrs"), (json!(["10.0.0.0/16"]), json!("flag")));
+
+    // --offline reads nothing and shows the defaults.
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let s = config_show(&api, &["--offline"]);
+    assert_eq!(s["dns.servers"]["source"], "default");
+    assert!(api.requests().is_empty());
+}
+
+#[test]
+fn config_show_warns_when_the_cluster_cannot_be_read() {
+    let api = FakeApi::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = api.kubeconfig(dir.path(), Some("expired-token"));
+    let out = on_node()
+        .args(["config", "show", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the cluster was not read") && stderr.contains("401"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("expired-token"), "{stderr}");
+}

@@ -81,7 +81,7 @@ fn calico_version(f: &ClusterFacts) -> Check {
     }
 }
 
-fn on(mode: &str) -> bool {
+pub(crate) fn on(mode: &str) -> bool {
     mode == "Always" || mode == "CrossSubnet"
 }
 
@@ -118,7 +118,7 @@ fn ipip(f: &ClusterFacts) -> Check {
                 names.join(", ")
             }
         ),
-        fixes.join("; "),
+        format!("{} (or: calicoctl-win preflight --fix)", fixes.join("; ")),
     )
 }
 
@@ -133,7 +133,7 @@ fn strict_affinity(f: &ClusterFacts) -> Check {
             "IPAM strictAffinity is {}; Windows nodes need their own IP blocks",
             f.strict_affinity.map_or("unset".into(), |b| b.to_string())
         ),
-        r#"kubectl patch ipamconfigurations default --type merge --patch='{"spec": {"strictAffinity": true}}'"#,
+        r#"kubectl patch ipamconfigurations default --type merge --patch='{"spec": {"strictAffinity": true}}' (or: calicoctl-win preflight --fix)"#,
     )
 }
 

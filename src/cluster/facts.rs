@@ -2,6 +2,7 @@
 //! the backend, kube-dns, the service CIDR, this node, and what the identity may do.
 
 use super::{Cluster, ClusterError};
+use crate::config::Raw;
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
@@ -10,6 +11,7 @@ use kube::Api;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use serde::Serialize;
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// One Calico IP pool.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -50,6 +52,8 @@ pub struct ClusterFacts {
     pub namespace: String,
     /// `kubernetes` or `etcdv3`; `None` when Calico is not found.
     pub datastore: Option<String>,
+    /// The etcd endpoints in the `calico-config` ConfigMap (etcd datastore only).
+    pub etcd_endpoints: Vec<String>,
     pub calico_version: Option<String>,
     pub ip_pools: Vec<IpPool>,
     pub strict_affinity: Option<bool>,
@@ -64,7 +68,7 @@ pub struct ClusterFacts {
     pub permissions: Vec<Permission>,
 }
 
-fn calico(kind: &str, plural: &str) -> ApiResource {
+pub(crate) fn calico(kind: &str, plural: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("crd.projectcalico.org", "v1", kind),
         plural,
@@ -104,11 +108,13 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
         &format!("configmaps/calico-config in {namespace}"),
         calico_config.get("calico-config"),
     )?;
-    let etcd = config_map
+    let etcd_endpoints: Vec<String> = config_map
         .as_ref()
         .and_then(|m| m.data.as_ref())
         .and_then(|d| d.get("etcd_endpoints"))
-        .is_some_and(|e| !e.trim().is_empty());
+        .map(|e| crate::config::split_list(e))
+        .unwrap_or_default();
+    let etcd = !etcd_endpoints.is_empty();
     let datastore = match (&info, etcd) {
         (_, true) => Some("etcdv3".to_owned()),
         (Some(i), false) => Some(
@@ -203,6 +209,7 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
         server: c.server.clone(),
         namespace,
         datastore,
+        etcd_endpoints,
         calico_version,
         ip_pools,
         strict_affinity,
@@ -213,6 +220,46 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
         node_exists,
         permissions,
     })
+}
+
+impl ClusterFacts {
+    /// The settings these facts fill when the user left them unset, by config key: backend,
+    /// datastore, the VXLAN VNI, the IPv4 service CIDRs, the DNS IP and the etcd endpoints.
+    pub fn settings(&self) -> BTreeMap<&'static str, Raw> {
+        let mut out = BTreeMap::new();
+        let ipv4 = |s: &&String| !s.contains(':');
+        let scalars = [
+            ("backend", self.backend.clone()),
+            ("datastore", self.datastore.clone()),
+            ("vxlan.vni", self.felix.vxlan_vni.map(|v| v.to_string())),
+        ];
+        for (key, value) in scalars {
+            if let Some(v) = value {
+                out.insert(key, Raw::Scalar(v));
+            }
+        }
+        let lists = [
+            (
+                "service_cidrs",
+                self.service_cidrs
+                    .iter()
+                    .filter(ipv4)
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            ),
+            (
+                "dns.servers",
+                self.dns_ip.iter().filter(ipv4).cloned().collect(),
+            ),
+            ("etcd.endpoints", self.etcd_endpoints.clone()),
+        ];
+        for (key, items) in lists {
+            if !items.is_empty() {
+                out.insert(key, Raw::List(items));
+            }
+        }
+        out
+    }
 }
 
 fn ip_pool(o: &DynamicObject) -> IpPool {

@@ -2,6 +2,7 @@
 //! and every error naming the server and, for 401/403/404, what to do.
 
 pub mod facts;
+pub mod fix;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use std::future::Future;

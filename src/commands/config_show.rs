@@ -1,12 +1,38 @@
 //! `config show`: the effective configuration and where each value came from.
 
+use crate::cli::ShowArgs;
+use crate::cluster::facts;
 use crate::config::spec;
 use crate::context::Context;
 use serde_json::{Value, json};
 
-pub fn run(ctx: &mut Context) -> anyhow::Result<()> {
-    let loaded = ctx.load_config()?;
+pub fn run(args: &ShowArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let base = ctx.load_config()?;
     let (kubeconfig, kubeconfig_source) = ctx.cluster_kubeconfig();
+    let (loaded, cluster) = if args.offline {
+        (base, json!({"read": false, "reason": "--offline"}))
+    } else {
+        let node = base.config.node.name.to_string();
+        let read = ctx
+            .connect_cluster()
+            .and_then(|c| c.map(|c| facts::gather(&c, &node)).transpose());
+        match read {
+            Ok(Some(f)) => (
+                ctx.load_config_with(f.settings())?,
+                json!({"read": true, "server": f.server}),
+            ),
+            Ok(None) => (
+                base,
+                json!({"read": false, "reason": "no admin kubeconfig"}),
+            ),
+            Err(e) => {
+                ctx.printer.warn(&format!(
+                    "the cluster was not read, so settings it would fill show their defaults: {e}"
+                ));
+                (base, json!({"read": false, "reason": e.to_string()}))
+            }
+        }
+    };
     let file = loaded.file.as_ref().map(|f| f.display().to_string());
 
     let settings: serde_json::Map<String, Value> = spec::SETTINGS
@@ -21,6 +47,7 @@ pub fn run(ctx: &mut Context) -> anyhow::Result<()> {
         "config_file": file,
         "settings": settings,
         "cluster_kubeconfig": { "path": kubeconfig.as_ref().map(|p| p.display().to_string()), "source": kubeconfig_source },
+        "cluster": cluster,
     }));
 
     let rows: Vec<(String, String, String)> = spec::SETTINGS
@@ -52,6 +79,13 @@ pub fn run(ctx: &mut Context) -> anyhow::Result<()> {
     ctx.printer.text(&format!(
         "\ncluster access: kubeconfig {kubeconfig} ({kubeconfig_source})"
     ));
+    ctx.printer
+        .text(&match (&cluster["server"], &cluster["reason"]) {
+            (serde_json::Value::String(s), _) => {
+                format!("cluster: read from {s}; settings it filled show source 'cluster'")
+            }
+            (_, r) => format!("cluster: not read ({})", r.as_str().unwrap_or("unknown")),
+        });
     Ok(())
 }
 

@@ -14,7 +14,7 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
     match command {
         Command::Render(args) => render::run(args, ctx),
         Command::Preflight(args) => preflight::run(args, ctx),
-        Command::Config(ConfigCommand::Show) => config_show::run(ctx),
+        Command::Config(ConfigCommand::Show(args)) => config_show::run(args, ctx),
         Command::Config(ConfigCommand::ImportPs1(args)) => import_ps1::run(args, ctx),
     }
     .map_err(CliError::from)

@@ -1,13 +1,22 @@
-//! `preflight`: check that this node and its cluster can run Calico, before changing anything.
+//! `preflight`: check that this node and its cluster can run Calico, before changing anything;
+//! with `--fix`, apply the documented cluster patches first.
 
 use crate::checks::{self, Blocked, Check, Verdict};
 use crate::cli::PreflightArgs;
-use crate::cluster::{Cluster, facts};
+use crate::cluster::fix::{self, Fix};
+use crate::cluster::{Cluster, ClusterError, facts};
 use crate::config::{Loaded, Source};
 use crate::context::Context;
 use crate::error::UsageError;
 use crate::host::select::Intent;
 use serde_json::json;
+
+/// What became of reading the cluster.
+enum ClusterRead {
+    Skipped(&'static str),
+    Failed(ClusterError),
+    Read(Cluster, Box<facts::ClusterFacts>),
+}
 
 pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let known = |id: &str| checks::host::IDS.contains(&id) || checks::cluster::IDS.contains(&id);
@@ -22,16 +31,34 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
         )
         .into());
     }
-    let loaded = ctx.load_config()?;
+    let base = ctx.load_config()?;
     let host = ctx.open_host(Intent::Read)?;
     let snapshot = checks::host::snapshot(host.as_ref(), ctx.hostname.clone());
+    let node = base.config.node.name.to_string();
+    let mut cluster = read_cluster(args, ctx, &node);
+    let mut loaded = with_cluster(ctx, &cluster, base)?;
+
+    let mut fixes = Vec::new();
+    if args.fix
+        && let ClusterRead::Read(c, f) = &mut cluster
+    {
+        fixes = fix::plan(f, loaded.config.backend);
+        if apply_fixes(ctx, c, &fixes)? {
+            **f = facts::gather(c, &node)?;
+            loaded = with_cluster(ctx, &cluster, loaded)?;
+        }
+    }
+
     let mut results = checks::host::evaluate(&snapshot, &loaded.config);
-    let (cluster_checks, cluster_facts) = cluster(args, ctx, &loaded);
-    results.extend(cluster_checks);
+    results.extend(cluster_checks(&cluster, &loaded));
     checks::accept_skipped(&mut results, &args.skip);
     let blocking = checks::blocking(&results);
 
     ctx.printer.text(checks::table(&results).trim_end());
+    let cluster_facts = match &cluster {
+        ClusterRead::Read(_, f) => Some(f.as_ref()),
+        _ => None,
+    };
     ctx.printer.json(&json!({
         "checks": results,
         "host": {
@@ -41,6 +68,7 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
             "hns_networks": snapshot.hns.as_ref().map(|n| n.iter().map(|n| n.name.clone()).collect::<Vec<_>>()).ok(),
         },
         "cluster": cluster_facts,
+        "fixes": args.fix.then_some(&fixes),
         "blocking": blocking,
     }));
     if blocking.is_empty() {
@@ -50,51 +78,87 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
 }
 
-/// The cluster checks, skipped without a kubeconfig or with `--offline`, failed (with the
-/// reason and its hint) when the cluster cannot be read.
-fn cluster(
-    args: &PreflightArgs,
-    ctx: &mut Context,
-    loaded: &Loaded,
-) -> (Vec<Check>, Option<facts::ClusterFacts>) {
+/// The cluster, unless `--offline` or there is no admin kubeconfig.
+fn read_cluster(args: &PreflightArgs, ctx: &mut Context, node: &str) -> ClusterRead {
     if args.offline {
-        return (
-            checks::cluster::all(Verdict::Skip, "skipped with --offline", None),
-            None,
-        );
+        return ClusterRead::Skipped("skipped with --offline");
     }
-    let (path, source) = ctx.cluster_kubeconfig();
-    let Some(path) = path.filter(|p| source != "default" || p.is_file()) else {
-        let msg = "no admin kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config): cluster checks skipped";
-        return (checks::cluster::all(Verdict::Skip, msg, None), None);
-    };
-    ctx.log(&format!(
-        "reading the cluster through {} ({source})",
-        path.display()
-    ));
-    let node = loaded.config.node.name.to_string();
-    let gathered = Cluster::connect(&path).and_then(|c| facts::gather(&c, &node));
-    match gathered {
-        Ok(f) => {
+    match ctx.connect_cluster() {
+        Ok(None) => ClusterRead::Skipped(
+            "no admin kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config): cluster checks skipped",
+        ),
+        Ok(Some(c)) => match facts::gather(&c, node) {
+            Ok(f) => ClusterRead::Read(c, Box::new(f)),
+            Err(e) => ClusterRead::Failed(e),
+        },
+        Err(e) => ClusterRead::Failed(e),
+    }
+}
+
+/// The configuration with what the cluster says filling unset settings.
+fn with_cluster(ctx: &mut Context, cluster: &ClusterRead, base: Loaded) -> anyhow::Result<Loaded> {
+    match cluster {
+        ClusterRead::Read(_, f) => Ok(ctx.load_config_with(f.settings())?),
+        _ => Ok(base),
+    }
+}
+
+/// The cluster checks: evaluated, skipped (with why), or failed with the reason and its hint.
+fn cluster_checks(cluster: &ClusterRead, loaded: &Loaded) -> Vec<Check> {
+    match cluster {
+        ClusterRead::Skipped(why) => checks::cluster::all(Verdict::Skip, why, None),
+        ClusterRead::Failed(e) => {
+            let msg = format!("cannot read the cluster: {e}{}", causes(e));
+            checks::cluster::all(Verdict::Fail, &msg, Some(&e.hint()))
+        }
+        ClusterRead::Read(_, f) => {
             let asked = checks::cluster::Asked {
                 vni_explicit: loaded
                     .shown
                     .get("vxlan.vni")
-                    .is_some_and(|s| s.source != Source::Default),
+                    .is_some_and(|s| !matches!(s.source, Source::Default | Source::Cluster)),
             };
-            (
-                checks::cluster::evaluate(&f, &loaded.config, &asked),
-                Some(f),
-            )
-        }
-        Err(e) => {
-            let msg = format!("cannot read the cluster: {e}{}", causes(&e));
-            (
-                checks::cluster::all(Verdict::Fail, &msg, Some(&e.hint())),
-                None,
-            )
+            checks::cluster::evaluate(f, &loaded.config, &asked)
         }
     }
+}
+
+/// Shows the fixes and applies them once confirmed; returns whether anything was applied.
+fn apply_fixes(ctx: &mut Context, c: &Cluster, fixes: &[Fix]) -> anyhow::Result<bool> {
+    if fixes.is_empty() {
+        ctx.printer
+            .note("--fix: ipip-disabled and strict-affinity need no cluster change");
+        return Ok(false);
+    }
+    ctx.printer
+        .text(&format!("Cluster patches for {}:", c.server));
+    for f in fixes {
+        ctx.printer.text(&format!("  [{}] {}", f.check, f.command));
+    }
+    ctx.printer.text("");
+    if ctx.options.dry_run {
+        ctx.printer
+            .note("--dry-run: the patches above were not applied");
+        return Ok(false);
+    }
+    let question = format!(
+        "Apply {} patch(es) to the cluster at {}?",
+        fixes.len(),
+        c.server
+    );
+    if !ctx.confirm(&question)? {
+        ctx.printer.note("not applied");
+        return Ok(false);
+    }
+    for f in fixes {
+        ctx.log(&format!("applying {}", f.command));
+    }
+    fix::apply(c, fixes)?;
+    ctx.printer.note(&format!(
+        "applied {} patch(es); checking again",
+        fixes.len()
+    ));
+    Ok(true)
 }
 
 fn causes(e: &dyn std::error::Error) -> String {

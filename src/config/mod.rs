@@ -9,7 +9,7 @@ pub mod spec;
 pub mod types;
 mod validate;
 
-pub use layer::{Raw, Source};
+pub use layer::{Raw, Source, split_list};
 pub use problem::Problem;
 pub use resolve::Shown;
 
@@ -37,6 +37,9 @@ pub struct Inputs {
     pub sets: Vec<String>,
     /// This host's name, for the default node name.
     pub hostname: Option<String>,
+    /// Values read from the cluster, by setting key; they fill what the other inputs leave
+    /// unset (flag > env > file > cluster > default).
+    pub cluster: BTreeMap<&'static str, Raw>,
 }
 
 /// The configuration could not be used; nothing was changed.
@@ -198,7 +201,20 @@ pub fn load(inputs: &Inputs) -> Result<Loaded, ConfigError> {
         None => Layer::new(),
     };
     // Key and syntax problems do not stop the value checks: every problem is reported at once.
-    let mut r = Resolver::new(vec![flags, env, file]);
+    let cluster = inputs
+        .cluster
+        .iter()
+        .map(|(k, raw)| {
+            (
+                *k,
+                Sourced {
+                    raw: raw.clone(),
+                    source: Source::Cluster,
+                },
+            )
+        })
+        .collect();
+    let mut r = Resolver::new(vec![flags, env, file, cluster]);
     r.problems = problems;
     let config = build(&mut r, inputs.hostname.as_deref());
     validate::cross_check(&config, &mut r);

@@ -9,6 +9,7 @@ fn inputs(yaml: Option<&str>, env: &[(&str, &str)], sets: &[&str]) -> Inputs {
             .collect(),
         sets: sets.iter().map(|s| (*s).to_owned()).collect(),
         hostname: Some("WIN-NODE-1".into()),
+        cluster: Default::default(),
     }
 }
 
@@ -166,4 +167,46 @@ fn set_adds_single_extra_env_variables() {
         l.config.extra_env.felix,
         vec![("FELIX_HEALTHENABLED".to_owned(), "true".to_owned())]
     );
+}
+
+#[test]
+fn cluster_values_fill_only_what_flags_env_and_file_leave_unset() {
+    let mut i = inputs(
+        Some("vxlan:\n  vni: 4100\n"),
+        &[("K8S_SERVICE_CIDR", "10.0.0.0/16")],
+        &[],
+    );
+    i.cluster = [
+        ("vxlan.vni", Raw::Scalar("4097".into())),
+        ("service_cidrs", Raw::List(vec!["10.96.0.0/12".into()])),
+        ("dns.servers", Raw::List(vec!["10.96.0.11".into()])),
+        ("backend", Raw::Scalar("windows-bgp".into())),
+    ]
+    .into_iter()
+    .collect();
+    let loaded = load(&i).expect("valid");
+    let src = |k: &str| loaded.shown[k].source.to_string();
+    assert_eq!(loaded.config.vxlan.vni.to_string(), "4100");
+    assert_eq!(src("vxlan.vni"), "file:2");
+    assert_eq!(src("service_cidrs"), "env K8S_SERVICE_CIDR");
+    assert_eq!(
+        loaded.shown["dns.servers"].value,
+        serde_json::json!(["10.96.0.11"])
+    );
+    assert_eq!(src("dns.servers"), "cluster");
+    assert_eq!(src("backend"), "cluster");
+    assert_eq!(src("datastore"), "default");
+}
+
+#[test]
+fn a_bad_value_from_the_cluster_is_a_problem_that_names_the_cluster() {
+    let mut i = inputs(None, &[], &[]);
+    i.cluster = [("vxlan.vni", Raw::Scalar("99999999".into()))]
+        .into_iter()
+        .collect();
+    let Err(ConfigError::Invalid { problems, .. }) = load(&i) else {
+        panic!("a VNI out of range must be refused")
+    };
+    assert_eq!(problems.len(), 1);
+    assert_eq!(problems[0].source, Some(Source::Cluster));
 }
