@@ -96,9 +96,81 @@ and in IPv4 pools (making them VXLAN pools for the vxlan backend) and sets IPAMC
 after showing each patch; then checks again."
     )]
     Preflight(PreflightArgs),
+    /// Fetch calico-node's credentials from the cluster: a kubeconfig or the etcd TLS files
+    #[command(subcommand)]
+    Fetch(FetchCommand),
     /// Show the effective configuration or convert a legacy config.ps1
     #[command(subcommand)]
     Config(ConfigCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FetchCommand {
+    /// Write the kubeconfig calico-node uses, with a token for its service account
+    #[command(
+        long_about = "Requests a token for the calico-node service account through the TokenRequest API \
+(lifetime --lifetime, default one year; the API server may grant less, up to its \
+--service-account-max-token-expiration) and writes a kubeconfig with it, the API server and the CA \
+of the admin kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config; or the cluster's \
+kube-root-ca.crt), never insecure-skip-tls-verify. The file goes to the config's kubeconfig setting, \
+default <install_root>\\calico-kube-config, written atomically and readable only by SYSTEM and \
+Administrators.\n\n\
+--legacy-secret uses a long-lived kubernetes.io/service-account-token secret instead (an existing one \
+for the service account, else calico-node-token, created and waited for), as Calico's quickstart did.\n\n\
+--refresh-if-expiring-within DURATION does nothing while the current file's token is valid for longer \
+than DURATION, so it can run from a scheduled task, like: fetch kubeconfig --refresh-if-expiring-within 720h.\n\n\
+Changes on the host: writes the kubeconfig file (only when its content changes). On the cluster: with \
+--legacy-secret, may create the secret. --dry-run changes nothing and requests no token."
+    )]
+    Kubeconfig(FetchKubeconfigArgs),
+    /// Write the etcd client TLS files from Calico's secret, after checking them against etcd
+    #[command(
+        name = "etcd-certs",
+        long_about = "Reads the secret (--secret, default calico-etcd-secrets, in Calico's namespace) with \
+the keys etcd-key, etcd-cert and etcd-ca; checks that each is PEM, that key and certificate belong \
+together, and that every etcd endpoint (etcd.endpoints, else the calico-config ConfigMap) answers \
+GET /health over mutual TLS within --timeout. Only then writes <install_root>\\etcd-tls\\server.key, \
+server.crt and ca.crt (readable only by SYSTEM and Administrators) and prints the etcd settings that \
+point at them.\n\n\
+Changes on the host: those three files (only when their content changes). --dry-run checks everything \
+and writes nothing."
+    )]
+    EtcdCerts(FetchEtcdArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FetchKubeconfigArgs {
+    /// The service account whose token calico-node uses
+    #[arg(long, value_name = "NAME", default_value = "calico-node")]
+    pub service_account: String,
+    /// Its namespace (default: calico-system if it exists, else kube-system)
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// How long the token should live, like 8760h or 30d (the server may cap it)
+    #[arg(long, value_name = "DURATION", default_value = "1y", value_parser = crate::duration::parse)]
+    pub lifetime: std::time::Duration,
+    /// Use a long-lived service-account token secret instead of the TokenRequest API
+    #[arg(long)]
+    pub legacy_secret: bool,
+    /// Do nothing while the current kubeconfig's token is valid for longer than DURATION
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    pub refresh_if_expiring_within: Option<std::time::Duration>,
+    /// How long to wait for the token controller to fill a new legacy token secret
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::duration::parse)]
+    pub timeout: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct FetchEtcdArgs {
+    /// The secret with the keys etcd-key, etcd-cert and etcd-ca
+    #[arg(long, value_name = "NAME", default_value = "calico-etcd-secrets")]
+    pub secret: String,
+    /// Its namespace (default: calico-system if it exists, else kube-system)
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// How long each etcd endpoint may take to answer GET /health
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::duration::parse)]
+    pub timeout: std::time::Duration,
 }
 
 #[derive(Debug, Args)]

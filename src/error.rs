@@ -93,6 +93,22 @@ fn classify(error: &anyhow::Error) -> (Exit, Option<String>) {
             };
             return (exit, Some(e.hint()));
         }
+        if let Some(e) = cause.downcast_ref::<crate::cluster::credentials::CredentialError>() {
+            let exit = match e {
+                crate::cluster::credentials::CredentialError::TokenNotFilled { .. } => {
+                    Exit::Timeout
+                }
+                _ => Exit::Failed,
+            };
+            return (exit, Some(e.hint()));
+        }
+        if let Some(e) = cause.downcast_ref::<crate::cluster::etcd::EtcdError>() {
+            let exit = match e {
+                crate::cluster::etcd::EtcdError::Timeout { .. } => Exit::Timeout,
+                _ => Exit::Failed,
+            };
+            return (exit, Some(e.hint().into()));
+        }
         if let Some(e) = cause.downcast_ref::<UsageError>() {
             return (Exit::Usage, e.hint.clone());
         }

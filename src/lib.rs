@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod context;
+pub mod duration;
 pub mod error;
 pub mod files;
 pub mod host;

@@ -79,19 +79,44 @@ fn spec<'a>(o: &'a DynamicObject, key: &str) -> Option<&'a Value> {
     o.data.get("spec").and_then(|s| s.get(key))
 }
 
-/// Reads the facts; `node` is this node's name.
-pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
-    let client = &c.client;
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let namespace = match c.call_opt(
+/// Calico's namespace: `calico-system` for operator installs (it exists), else `kube-system`.
+pub fn calico_namespace(c: &Cluster) -> Result<String, ClusterError> {
+    let namespaces: Api<Namespace> = Api::all(c.client.clone());
+    let found = c.call_opt(
         "get",
         "namespaces/calico-system",
         namespaces.get("calico-system"),
-    )? {
-        Some(_) => "calico-system",
-        _ => "kube-system",
+    )?;
+    Ok(if found.is_some() {
+        "calico-system"
+    } else {
+        "kube-system"
     }
-    .to_owned();
+    .to_owned())
+}
+
+/// The etcd endpoints in Calico's `calico-config` ConfigMap (empty for the Kubernetes
+/// datastore).
+pub fn etcd_endpoints(c: &Cluster, namespace: &str) -> Result<Vec<String>, ClusterError> {
+    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), namespace);
+    let config_map = c.call_opt(
+        "get",
+        &format!("configmaps/calico-config in {namespace}"),
+        api.get("calico-config"),
+    )?;
+    Ok(config_map
+        .and_then(|m| m.data)
+        .and_then(|d| {
+            d.get("etcd_endpoints")
+                .map(|e| crate::config::split_list(e))
+        })
+        .unwrap_or_default())
+}
+
+/// Reads the facts; `node` is this node's name.
+pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
+    let client = &c.client;
+    let namespace = calico_namespace(c)?;
 
     let info_api: Api<DynamicObject> = Api::all_with(
         client.clone(),
@@ -102,18 +127,7 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
         "clusterinformations/default",
         info_api.get("default"),
     )?;
-    let calico_config: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
-    let config_map = c.call_opt(
-        "get",
-        &format!("configmaps/calico-config in {namespace}"),
-        calico_config.get("calico-config"),
-    )?;
-    let etcd_endpoints: Vec<String> = config_map
-        .as_ref()
-        .and_then(|m| m.data.as_ref())
-        .and_then(|d| d.get("etcd_endpoints"))
-        .map(|e| crate::config::split_list(e))
-        .unwrap_or_default();
+    let etcd_endpoints = etcd_endpoints(c, &namespace)?;
     let etcd = !etcd_endpoints.is_empty();
     let datastore = match (&info, etcd) {
         (_, true) => Some("etcdv3".to_owned()),

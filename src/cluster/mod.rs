@@ -1,10 +1,13 @@
 //! The cluster: a kube client built from the admin kubeconfig, with every call bounded in time
 //! and every error naming the server and, for 401/403/404, what to do.
 
+pub mod credentials;
+pub mod etcd;
 pub mod facts;
 pub mod fix;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use rustls::pki_types::pem::PemObject;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -73,10 +76,25 @@ impl ClusterError {
     }
 }
 
+/// DER bytes as one PEM block.
+pub fn pem(label: &str, der: &[u8]) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = format!("-----BEGIN {label}-----\n");
+    for line in b64.as_bytes().chunks(64) {
+        out.push_str(&String::from_utf8_lossy(line));
+        out.push('\n');
+    }
+    out.push_str(&format!("-----END {label}-----\n"));
+    out
+}
+
 /// A connected cluster.
 pub struct Cluster {
     pub client: kube::Client,
     pub server: String,
+    /// The CA certificates the admin kubeconfig trusts, as PEM (`None` when it has none).
+    pub ca_pem: Option<String>,
     rt: tokio::runtime::Runtime,
 }
 
@@ -128,6 +146,19 @@ impl Cluster {
         config.connect_timeout = Some(Duration::from_secs(10));
         config.read_timeout = Some(CALL_TIMEOUT);
         config.write_timeout = Some(CALL_TIMEOUT);
+        let ca_der = match (&config.root_cert, &config.root_cert_file) {
+            (Some(certs), _) => certs.clone(),
+            (None, Some(file)) => {
+                let text = fs_err::read(file).map_err(|e| bad(Box::new(e)))?;
+                rustls::pki_types::CertificateDer::pem_slice_iter(&text)
+                    .filter_map(Result::ok)
+                    .map(|c| c.to_vec())
+                    .collect()
+            }
+            (None, None) => Vec::new(),
+        };
+        let ca_pem =
+            (!ca_der.is_empty()).then(|| ca_der.iter().map(|d| pem("CERTIFICATE", d)).collect());
         let server = config
             .cluster_url
             .to_string()
@@ -137,7 +168,12 @@ impl Cluster {
             let _guard = rt.enter();
             kube::Client::try_from(config).map_err(|e| bad(Box::new(e)))?
         };
-        Ok(Self { client, server, rt })
+        Ok(Self {
+            client,
+            server,
+            ca_pem,
+            rt,
+        })
     }
 
     /// Runs one API call, bounded in time; `verb` and `resource` name it in errors.

@@ -1,11 +1,12 @@
 //! One file per command; each reads like the recipe of that command.
 
 mod config_show;
+mod fetch;
 mod import_ps1;
 mod preflight;
 mod render;
 
-use crate::cli::{Command, ConfigCommand};
+use crate::cli::{Command, ConfigCommand, FetchCommand};
 use crate::context::Context;
 use crate::error::CliError;
 
@@ -14,6 +15,8 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
     match command {
         Command::Render(args) => render::run(args, ctx),
         Command::Preflight(args) => preflight::run(args, ctx),
+        Command::Fetch(FetchCommand::Kubeconfig(args)) => fetch::kubeconfig(args, ctx),
+        Command::Fetch(FetchCommand::EtcdCerts(args)) => fetch::etcd_certs(args, ctx),
         Command::Config(ConfigCommand::Show(args)) => config_show::run(args, ctx),
         Command::Config(ConfigCommand::ImportPs1(args)) => import_ps1::run(args, ctx),
     }

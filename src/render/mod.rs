@@ -5,6 +5,7 @@ pub mod cni;
 pub mod env;
 pub mod facts;
 pub mod hns;
+pub mod kubeconfig;
 pub mod template;
 
 use crate::config::Config;

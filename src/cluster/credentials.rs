@@ -1,0 +1,317 @@
+//! Credentials for calico-node: a service-account token (TokenRequest, or a legacy token
+//! secret) made into a kubeconfig, and the etcd TLS files from their secret. Secrets are
+//! kept in types whose `Debug` never shows them.
+
+use super::{Cluster, ClusterError};
+use base64::Engine;
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+use kube::Api;
+use kube::api::{ListParams, ObjectMeta, PostParams};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// A bearer token; shown nowhere.
+#[derive(Clone)]
+pub struct Token(String);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+impl Token {
+    pub fn new(text: impl Into<String>) -> Self {
+        Self(text.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// The expiry (Unix seconds) in a JWT's `exp` claim; `None` for a token that does not
+    /// expire (a legacy secret's) or is not a JWT.
+    pub fn expiry(&self) -> Option<i64> {
+        let payload = self.0.split('.').nth(1)?;
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload.trim_end_matches('='))
+            .ok()?;
+        let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        claims.get("exp")?.as_i64()
+    }
+}
+
+/// Why credentials could not be made; nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialError {
+    #[error("the service account {namespace}/{name} does not exist on {server}")]
+    NoServiceAccount {
+        server: String,
+        namespace: String,
+        name: String,
+    },
+    #[error(
+        "the token secret {namespace}/{name} was not filled by the token controller within {}s",
+        .after.as_secs()
+    )]
+    TokenNotFilled {
+        namespace: String,
+        name: String,
+        after: Duration,
+    },
+    #[error(
+        "no CA certificate for {server}: the admin kubeconfig has none and the cluster has no kube-root-ca.crt ConfigMap"
+    )]
+    NoCa { server: String },
+    #[error("the secret {namespace}/{name} does not exist on {server}")]
+    NoSecret {
+        server: String,
+        namespace: String,
+        name: String,
+    },
+    #[error("the secret {namespace}/{name} has no key {key}")]
+    MissingKey {
+        namespace: String,
+        name: String,
+        key: String,
+    },
+}
+
+impl CredentialError {
+    pub fn hint(&self) -> String {
+        match self {
+            CredentialError::NoServiceAccount { .. } => "install Calico first (its calico-node service account must exist), or name the right one with --namespace and --service-account".into(),
+            CredentialError::TokenNotFilled { .. } => "check that kube-controller-manager runs its token controller (legacy token secrets need it), or drop --legacy-secret to use the TokenRequest API".into(),
+            CredentialError::NoCa { .. } => "use an admin kubeconfig with certificate-authority-data (insecure-skip-tls-verify is never copied to the node)".into(),
+            CredentialError::NoSecret { .. } => "create the secret with the etcd client key, certificate and CA (keys etcd-key, etcd-cert, etcd-ca), or name it with --secret".into(),
+            CredentialError::MissingKey { .. } => "the secret needs the keys etcd-key, etcd-cert and etcd-ca".into(),
+        }
+    }
+}
+
+/// A token and what it is for.
+#[derive(Debug)]
+pub struct Issued {
+    pub token: Token,
+    /// Unix seconds; `None` never expires.
+    pub expires: Option<i64>,
+    /// The CA a legacy token secret carries.
+    pub ca_pem: Option<String>,
+}
+
+/// The service account, or a clear error when it does not exist.
+pub fn service_account(c: &Cluster, namespace: &str, name: &str) -> Result<(), anyhow::Error> {
+    let api: Api<ServiceAccount> = Api::namespaced(c.client.clone(), namespace);
+    let what = format!("serviceaccounts/{name} in {namespace}");
+    match c.call_opt("get", &what, api.get(name))? {
+        Some(_) => Ok(()),
+        None => Err(CredentialError::NoServiceAccount {
+            server: c.server.clone(),
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+        .into()),
+    }
+}
+
+/// A token from the TokenRequest API, asked to live `lifetime` (the server may shorten it).
+pub fn token_request(
+    c: &Cluster,
+    namespace: &str,
+    name: &str,
+    lifetime: Duration,
+) -> Result<Issued, anyhow::Error> {
+    let api: Api<ServiceAccount> = Api::namespaced(c.client.clone(), namespace);
+    let request = TokenRequest {
+        metadata: ObjectMeta::default(),
+        spec: TokenRequestSpec {
+            audiences: Vec::new(),
+            expiration_seconds: Some(i64::try_from(lifetime.as_secs()).unwrap_or(i64::MAX)),
+            bound_object_ref: None,
+        },
+        status: None,
+    };
+    let what = format!("serviceaccounts/{name}/token in {namespace}");
+    let answer = match c.call(
+        "create",
+        &what,
+        api.create_token_request(name, &PostParams::default(), &request),
+    ) {
+        Err(e) if e.is_not_found() => {
+            return Err(CredentialError::NoServiceAccount {
+                server: c.server.clone(),
+                namespace: namespace.into(),
+                name: name.into(),
+            }
+            .into());
+        }
+        other => other?,
+    };
+    let status = answer.status.ok_or_else(|| ClusterError::Api {
+        server: c.server.clone(),
+        verb: "create".into(),
+        resource: what,
+        code: 200,
+        message: "the answer has no status".into(),
+    })?;
+    let token = Token::new(status.token);
+    let expires = token
+        .expiry()
+        .or_else(|| Some(status.expiration_timestamp.0.as_second()));
+    Ok(Issued {
+        token,
+        expires,
+        ca_pem: None,
+    })
+}
+
+const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
+const SA_ANNOTATION: &str = "kubernetes.io/service-account.name";
+
+/// A long-lived token from a `kubernetes.io/service-account-token` secret of the service
+/// account: an existing one, else `<name>-token`, created and waited for until the token
+/// controller fills it (at most `timeout`).
+pub fn legacy_secret(
+    c: &Cluster,
+    namespace: &str,
+    name: &str,
+    timeout: Duration,
+) -> Result<Issued, anyhow::Error> {
+    let api: Api<Secret> = Api::namespaced(c.client.clone(), namespace);
+    let listed = c.call(
+        "list",
+        &format!("secrets in {namespace}"),
+        api.list(&ListParams::default().fields(&format!("type={TOKEN_SECRET_TYPE}"))),
+    )?;
+    let existing = listed
+        .items
+        .into_iter()
+        .filter(|s| {
+            s.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(SA_ANNOTATION))
+                .is_some_and(|a| a == name)
+        })
+        .min_by_key(|s| s.metadata.name.clone());
+    let secret_name = match existing.and_then(|s| s.metadata.name) {
+        Some(n) => n,
+        None => {
+            service_account(c, namespace, name)?;
+            let secret_name = format!("{name}-token");
+            let secret = Secret {
+                metadata: ObjectMeta {
+                    name: Some(secret_name.clone()),
+                    namespace: Some(namespace.into()),
+                    annotations: Some(BTreeMap::from([(SA_ANNOTATION.into(), name.into())])),
+                    ..ObjectMeta::default()
+                },
+                type_: Some(TOKEN_SECRET_TYPE.into()),
+                ..Secret::default()
+            };
+            let what = format!("secrets/{secret_name} in {namespace}");
+            match c.call("create", &what, api.create(&PostParams::default(), &secret)) {
+                // Someone made it meanwhile: use theirs.
+                Err(ClusterError::Api { code: 409, .. }) => {}
+                other => {
+                    other?;
+                }
+            }
+            secret_name
+        }
+    };
+    let started = Instant::now();
+    loop {
+        let what = format!("secrets/{secret_name} in {namespace}");
+        let data = c
+            .call("get", &what, api.get(&secret_name))?
+            .data
+            .unwrap_or_default();
+        if let Some(token) = data.get("token").filter(|t| !t.0.is_empty()) {
+            return Ok(Issued {
+                token: Token::new(String::from_utf8_lossy(&token.0).trim().to_owned()),
+                expires: None,
+                ca_pem: data
+                    .get("ca.crt")
+                    .map(|c| String::from_utf8_lossy(&c.0).into_owned()),
+            });
+        }
+        if started.elapsed() >= timeout {
+            return Err(CredentialError::TokenNotFilled {
+                namespace: namespace.into(),
+                name: secret_name,
+                after: timeout,
+            }
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// The cluster's CA from the `kube-root-ca.crt` ConfigMap every namespace has.
+pub fn root_ca(c: &Cluster, namespace: &str) -> Result<Option<String>, ClusterError> {
+    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), namespace);
+    Ok(c.call_opt(
+        "get",
+        &format!("configmaps/kube-root-ca.crt in {namespace}"),
+        api.get("kube-root-ca.crt"),
+    )?
+    .and_then(|m| m.data)
+    .and_then(|d| d.get("ca.crt").cloned()))
+}
+
+/// The data of a secret, by key; a missing secret is a clear error.
+pub fn secret_data(
+    c: &Cluster,
+    namespace: &str,
+    name: &str,
+) -> Result<BTreeMap<String, Vec<u8>>, anyhow::Error> {
+    let api: Api<Secret> = Api::namespaced(c.client.clone(), namespace);
+    let what = format!("secrets/{name} in {namespace}");
+    let secret =
+        c.call_opt("get", &what, api.get(name))?
+            .ok_or_else(|| CredentialError::NoSecret {
+                server: c.server.clone(),
+                namespace: namespace.into(),
+                name: name.into(),
+            })?;
+    Ok(secret
+        .data
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, v.0))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jwt(claims: &str) -> String {
+        let enc = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        format!("{}.{}.sig", enc(r#"{"alg":"RS256"}"#), enc(claims))
+    }
+
+    #[test]
+    fn expiry_comes_from_the_exp_claim() {
+        assert_eq!(
+            Token::new(jwt(r#"{"exp":1800000000,"sub":"x"}"#)).expiry(),
+            Some(1_800_000_000)
+        );
+        assert_eq!(Token::new(jwt(r#"{"sub":"x"}"#)).expiry(), None);
+        assert_eq!(Token::new("not-a-jwt").expiry(), None);
+    }
+
+    #[test]
+    fn debug_never_shows_the_token() {
+        let t = Token::new("secret-value");
+        assert!(!format!("{t:?}").contains("secret-value"));
+        let issued = Issued {
+            token: t,
+            expires: None,
+            ca_pem: None,
+        };
+        assert!(!format!("{issued:?}").contains("secret-value"));
+    }
+}

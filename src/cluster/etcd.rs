@@ -1,0 +1,265 @@
+//! The etcd client TLS files: checked as PEM, the key against the certificate, and against
+//! etcd itself (`GET /health` over mutual TLS, bounded in time).
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The three files, as PEM text.
+pub struct EtcdTlsFiles {
+    pub key: Vec<u8>,
+    pub cert: Vec<u8>,
+    pub ca: Vec<u8>,
+}
+
+impl std::fmt::Debug for EtcdTlsFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EtcdTlsFiles { key: <redacted>, .. }")
+    }
+}
+
+/// What is wrong with the files or with etcd's answer.
+#[derive(Debug, thiserror::Error)]
+pub enum EtcdError {
+    #[error("{what} is not PEM ({why})")]
+    NotPem { what: String, why: String },
+    #[error("the client key does not belong to the client certificate ({0})")]
+    KeyMismatch(String),
+    #[error("{endpoint} is not an etcd URL like https://10.0.0.5:2379")]
+    BadEndpoint { endpoint: String },
+    #[error("etcd at {endpoint} refused the client certificate ({why})")]
+    ClientCertRefused { endpoint: String, why: String },
+    #[error("etcd at {endpoint} has a certificate that etcd-ca does not sign ({why})")]
+    ServerCertUntrusted { endpoint: String, why: String },
+    #[error("etcd at {endpoint} did not answer within {}s", .after.as_secs())]
+    Timeout { endpoint: String, after: Duration },
+    #[error("cannot reach etcd at {endpoint}: {why}")]
+    Unreachable { endpoint: String, why: String },
+    #[error("etcd at {endpoint} is not healthy: {answer}")]
+    Unhealthy { endpoint: String, answer: String },
+}
+
+impl EtcdError {
+    pub fn hint(&self) -> &'static str {
+        match self {
+            EtcdError::NotPem { .. } | EtcdError::KeyMismatch(_) => {
+                "put the client key (etcd-key), its certificate (etcd-cert) and the etcd CA (etcd-ca) into the secret as PEM"
+            }
+            EtcdError::BadEndpoint { .. } => "set etcd.endpoints to https://HOST:PORT URLs",
+            EtcdError::ClientCertRefused { .. } => {
+                "the client certificate must be signed by a CA that etcd trusts (its --trusted-ca-file)"
+            }
+            EtcdError::ServerCertUntrusted { .. } => {
+                "etcd-ca must be the CA that signed etcd's server certificate, and the certificate must name the endpoint's host"
+            }
+            EtcdError::Timeout { .. } | EtcdError::Unreachable { .. } => {
+                "check etcd.endpoints and that this node can reach etcd's client port"
+            }
+            EtcdError::Unhealthy { .. } => "check etcd's own logs and 'etcdctl endpoint health'",
+        }
+    }
+}
+
+fn certs(what: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, EtcdError> {
+    let not_pem = |why: String| EtcdError::NotPem {
+        what: what.into(),
+        why,
+    };
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| not_pem(e.to_string()))?;
+    if certs.is_empty() {
+        return Err(not_pem("no CERTIFICATE block".into()));
+    }
+    Ok(certs)
+}
+
+fn key(pem: &[u8]) -> Result<PrivateKeyDer<'static>, EtcdError> {
+    PrivateKeyDer::from_pem_slice(pem).map_err(|e| EtcdError::NotPem {
+        what: "etcd-key".into(),
+        why: e.to_string(),
+    })
+}
+
+/// Checks that each file is PEM of the right kind and that key and certificate match.
+pub fn check_files(files: &EtcdTlsFiles) -> Result<(), EtcdError> {
+    let chain = certs("etcd-cert", &files.cert)?;
+    certs("etcd-ca", &files.ca)?;
+    let key = key(&files.key)?;
+    let provider = rustls::crypto::ring::default_provider();
+    let signer = provider
+        .key_provider
+        .load_private_key(key)
+        .map_err(|e| EtcdError::NotPem {
+            what: "etcd-key".into(),
+            why: e.to_string(),
+        })?;
+    match rustls::sign::CertifiedKey::new(chain, signer).keys_match() {
+        Ok(()) | Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => Ok(()),
+        Err(e @ rustls::Error::InconsistentKeys(_)) => Err(EtcdError::KeyMismatch(e.to_string())),
+        Err(e) => Err(EtcdError::NotPem {
+            what: "etcd-cert".into(),
+            why: format!("not a valid certificate: {e}"),
+        }),
+    }
+}
+
+/// `GET /health` on one endpoint over mutual TLS, within `timeout` in all.
+pub fn health(endpoint: &str, files: &EtcdTlsFiles, timeout: Duration) -> Result<(), EtcdError> {
+    let bad = || EtcdError::BadEndpoint {
+        endpoint: endpoint.into(),
+    };
+    let rest = endpoint.strip_prefix("https://").ok_or_else(bad)?;
+    let authority = rest.split('/').next().unwrap_or_default();
+    let (host, port) = authority.rsplit_once(':').ok_or_else(bad)?;
+    let port: u16 = port.parse().map_err(|_| bad())?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let unreachable = |why: String| EtcdError::Unreachable {
+        endpoint: endpoint.into(),
+        why,
+    };
+
+    let mut roots = rustls::RootCertStore::empty();
+    for c in certs("etcd-ca", &files.ca)? {
+        roots.add(c).map_err(|e| EtcdError::NotPem {
+            what: "etcd-ca".into(),
+            why: e.to_string(),
+        })?;
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| unreachable(e.to_string()))?
+    .with_root_certificates(roots)
+    .with_client_auth_cert(certs("etcd-cert", &files.cert)?, key(&files.key)?)
+    .map_err(|e| EtcdError::KeyMismatch(e.to_string()))?;
+    let name = ServerName::try_from(host.to_owned()).map_err(|_| bad())?;
+    let tls = rustls::ClientConnection::new(Arc::new(config), name)
+        .map_err(|e| unreachable(e.to_string()))?;
+
+    let addr = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| unreachable(e.to_string()))?
+        .next()
+        .ok_or_else(|| unreachable("the name has no address".into()))?;
+    let timed_out = || EtcdError::Timeout {
+        endpoint: endpoint.into(),
+        after: timeout,
+    };
+    let tcp = TcpStream::connect_timeout(&addr, timeout).map_err(|e| match e.kind() {
+        std::io::ErrorKind::TimedOut => timed_out(),
+        _ => unreachable(e.to_string()),
+    })?;
+    let _ = tcp.set_read_timeout(Some(timeout));
+    let _ = tcp.set_write_timeout(Some(timeout));
+    let mut stream = rustls::StreamOwned::new(tls, tcp);
+    let request = format!(
+        "GET /health HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: calicoctl-win\r\nConnection: close\r\n\r\n"
+    );
+    let mut answer = Vec::new();
+    let io = stream
+        .write_all(request.as_bytes())
+        .and_then(|()| stream.read_to_end(&mut answer));
+    if let Err(e) = io {
+        // A clean close after the body is how `Connection: close` ends.
+        let closed = e.kind() == std::io::ErrorKind::UnexpectedEof && !answer.is_empty();
+        if !closed {
+            return Err(classify(endpoint, e, timed_out));
+        }
+    }
+    let text = String::from_utf8_lossy(&answer);
+    let ok_status = text.starts_with("HTTP/1.1 200") || text.starts_with("HTTP/1.0 200");
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or_default();
+    let healthy = body.replace(' ', "").contains("\"health\":\"true\"");
+    if ok_status && healthy {
+        Ok(())
+    } else {
+        Err(EtcdError::Unhealthy {
+            endpoint: endpoint.into(),
+            answer: text.lines().next().unwrap_or("no answer").to_owned()
+                + if body.is_empty() { "" } else { ": " }
+                + body.trim(),
+        })
+    }
+}
+
+/// Names the TLS failure: a refused client certificate, an untrusted server, a timeout.
+fn classify(endpoint: &str, e: std::io::Error, timed_out: impl Fn() -> EtcdError) -> EtcdError {
+    use rustls::AlertDescription as A;
+    if matches!(
+        e.kind(),
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+    ) {
+        return timed_out();
+    }
+    let why = e.to_string();
+    let tls = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+    match tls {
+        Some(rustls::Error::AlertReceived(
+            A::BadCertificate
+            | A::UnknownCA
+            | A::CertificateRequired
+            | A::UnsupportedCertificate
+            | A::CertificateUnknown
+            | A::AccessDenied
+            | A::DecryptError,
+        )) => EtcdError::ClientCertRefused {
+            endpoint: endpoint.into(),
+            why,
+        },
+        Some(rustls::Error::InvalidCertificate(_)) => EtcdError::ServerCertUntrusted {
+            endpoint: endpoint.into(),
+            why,
+        },
+        // A server that drops the connection during the handshake, without an alert, also
+        // refused the certificate as far as the client can tell.
+        _ if e.kind() == std::io::ErrorKind::ConnectionReset => EtcdError::ClientCertRefused {
+            endpoint: endpoint.into(),
+            why,
+        },
+        _ => EtcdError::Unreachable {
+            endpoint: endpoint.into(),
+            why,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_that_are_not_pem_are_named() {
+        let files = EtcdTlsFiles {
+            key: b"not a key".to_vec(),
+            cert: b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".to_vec(),
+            ca: b"garbage".to_vec(),
+        };
+        let e = check_files(&files).expect_err("garbage must be refused");
+        assert!(e.to_string().contains("etcd-ca is not PEM"), "{e}");
+        assert!(!format!("{files:?}").contains("not a key"));
+    }
+
+    #[test]
+    fn endpoints_must_be_https_urls_with_a_port() {
+        let files = EtcdTlsFiles {
+            key: Vec::new(),
+            cert: Vec::new(),
+            ca: Vec::new(),
+        };
+        for bad in [
+            "http://127.0.0.1:2379",
+            "https://127.0.0.1",
+            "https://h:port",
+        ] {
+            let e = health(bad, &files, Duration::from_secs(1)).expect_err(bad);
+            assert!(matches!(e, EtcdError::BadEndpoint { .. }), "{bad}: {e}");
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! `fetch kubeconfig` and `fetch etcd-certs`: calico-node's credentials from the cluster,
+//! checked before anything is written, written atomically as secret files.
+
+use crate::cli::{FetchEtcdArgs, FetchKubeconfigArgs};
+use crate::cluster::credentials::{self, Issued, Token};
+use crate::cluster::etcd::{self, EtcdTlsFiles};
+use crate::cluster::{Cluster, facts};
+use crate::context::Context;
+use crate::duration;
+use crate::error::UsageError;
+use crate::host::select::Intent;
+use crate::host::{Access, Host};
+use crate::render::kubeconfig;
+use serde_json::json;
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+fn time_text(unix: i64) -> String {
+    jiff::Timestamp::from_second(unix).map_or_else(|_| unix.to_string(), |t| t.to_string())
+}
+
+fn namespace(ctx: &mut Context, c: &Cluster, given: &Option<String>) -> anyhow::Result<String> {
+    Ok(match given {
+        Some(ns) => ns.clone(),
+        None => {
+            let ns = facts::calico_namespace(c)?;
+            ctx.log(&format!("Calico's namespace is {ns}"));
+            ns
+        }
+    })
+}
+
+pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let loaded = ctx.load_config()?;
+    let Some(path) = loaded.config.kubeconfig.clone() else {
+        return Err(UsageError::new(
+            "the kubeconfig setting is empty: there is nowhere to write calico-node's kubeconfig",
+            "leave kubeconfig unset for <install_root>\\calico-kube-config, or set a path",
+        )
+        .into());
+    };
+    let path = path.as_str().to_owned();
+    let host = ctx.open_host(Intent::Change)?;
+
+    if let Some(within) = args.refresh_if_expiring_within
+        && let Some(valid_until) = current_token_outlives(host.as_ref(), &path, within)?
+    {
+        let until = valid_until.map_or_else(
+            || "it does not expire".to_owned(),
+            |t| format!("valid until {}", time_text(t)),
+        );
+        ctx.printer.text(&format!(
+            "{path}: the token is {until}, more than {} from now; nothing to do",
+            duration::show(within)
+        ));
+        ctx.printer
+            .json(&json!({"path": path, "changed": false, "refreshed": false,
+            "expires": valid_until.map(time_text)}));
+        return Ok(());
+    }
+
+    let c = ctx.require_cluster()?;
+    let ns = namespace(ctx, &c, &args.namespace)?;
+    let sa = &args.service_account;
+    let method = if args.legacy_secret {
+        "legacy-secret"
+    } else {
+        "token-request"
+    };
+    if ctx.options.dry_run {
+        credentials::service_account(&c, &ns, sa)?;
+        let how = if args.legacy_secret {
+            "read (or create) a service-account token secret".to_owned()
+        } else {
+            format!("request a token lasting {}", duration::show(args.lifetime))
+        };
+        ctx.printer.text(&format!(
+            "would {how} for {ns}/{sa} on {} and write {path}",
+            c.server
+        ));
+        ctx.printer
+            .json(&json!({"path": path, "changed": false, "dry_run": true,
+            "method": method, "namespace": ns, "service_account": sa, "server": c.server}));
+        return Ok(());
+    }
+
+    let issued: Issued = if args.legacy_secret {
+        credentials::legacy_secret(&c, &ns, sa, args.timeout)?
+    } else {
+        credentials::token_request(&c, &ns, sa, args.lifetime)?
+    };
+    let ca = match (&c.ca_pem, &issued.ca_pem) {
+        (Some(ca), _) | (None, Some(ca)) => ca.clone(),
+        (None, None) => {
+            credentials::root_ca(&c, &ns)?.ok_or_else(|| credentials::CredentialError::NoCa {
+                server: c.server.clone(),
+            })?
+        }
+    };
+    let text = kubeconfig::kubeconfig(&c.server, &ca, issued.token.expose(), &ns);
+    let changed = host.write_file(&path, text.as_bytes(), Access::Secret)?;
+    ctx.log(&format!("wrote {path} ({method})"));
+
+    let expires = issued.expires.map(time_text);
+    let validity = match (&expires, issued.expires) {
+        (Some(t), Some(secs)) => {
+            let granted = std::time::Duration::from_secs(u64::try_from(secs - now()).unwrap_or(0));
+            if !args.legacy_secret && granted + std::time::Duration::from_secs(60) < args.lifetime {
+                ctx.printer.warn(&format!(
+                    "the API server granted {} of the {} asked for (its --service-account-max-token-expiration); refresh it with a scheduled 'fetch kubeconfig --refresh-if-expiring-within ...'",
+                    duration::show(granted),
+                    duration::show(args.lifetime)
+                ));
+            }
+            format!("valid until {t}")
+        }
+        _ => "does not expire (legacy token secret)".to_owned(),
+    };
+    ctx.printer.text(&format!(
+        "wrote {path}: token for {ns}/{sa} from {}, {validity}",
+        c.server
+    ));
+    ctx.printer.json(
+        &json!({"path": path, "changed": changed, "refreshed": true, "method": method,
+        "namespace": ns, "service_account": sa, "server": c.server, "expires": expires}),
+    );
+    Ok(())
+}
+
+/// `Some(expiry)` when the kubeconfig at `path` holds a token valid for longer than
+/// `within` (`Some(None)`: a token that never expires); `None` when it must be fetched.
+fn current_token_outlives(
+    host: &dyn Host,
+    path: &str,
+    within: std::time::Duration,
+) -> anyhow::Result<Option<Option<i64>>> {
+    let Some(bytes) = host.read_file(path)? else {
+        return Ok(None);
+    };
+    let Some(token) = kubeconfig::token_of(&String::from_utf8_lossy(&bytes)).map(Token::new) else {
+        return Ok(None);
+    };
+    let deadline = now().saturating_add(i64::try_from(within.as_secs()).unwrap_or(i64::MAX));
+    Ok(match token.expiry() {
+        None => Some(None),
+        Some(exp) if exp > deadline => Some(Some(exp)),
+        Some(_) => None,
+    })
+}
+
+/// The etcd files' names under `<install_root>\etcd-tls`, as Calico's quickstart wrote them.
+const ETCD_FILES: [(&str, &str, &str); 3] = [
+    ("etcd-key", "server.key", "etcd.key_file"),
+    ("etcd-cert", "server.crt", "etcd.cert_file"),
+    ("etcd-ca", "ca.crt", "etcd.ca_cert_file"),
+];
+
+pub fn etcd_certs(args: &FetchEtcdArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let loaded = ctx.load_config()?;
+    let host = ctx.open_host(Intent::Change)?;
+    let c = ctx.require_cluster()?;
+    let ns = namespace(ctx, &c, &args.namespace)?;
+    let mut data = credentials::secret_data(&c, &ns, &args.secret)?;
+    let mut take = |key: &str| {
+        data.remove(key)
+            .ok_or_else(|| credentials::CredentialError::MissingKey {
+                namespace: ns.clone(),
+                name: args.secret.clone(),
+                key: key.into(),
+            })
+    };
+    let files = EtcdTlsFiles {
+        key: take("etcd-key")?,
+        cert: take("etcd-cert")?,
+        ca: take("etcd-ca")?,
+    };
+    etcd::check_files(&files)?;
+
+    let mut endpoints: Vec<String> = loaded
+        .config
+        .etcd
+        .endpoints
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if endpoints.is_empty() {
+        endpoints = facts::etcd_endpoints(&c, &ns)?;
+    }
+    if endpoints.is_empty() {
+        return Err(UsageError::new(
+            "there are no etcd endpoints to check the certificates against",
+            "set etcd.endpoints (like --set etcd.endpoints=https://10.0.0.5:2379), or etcd_endpoints in the calico-config ConfigMap",
+        )
+        .into());
+    }
+    for e in &endpoints {
+        etcd::health(e, &files, args.timeout)?;
+        ctx.log(&format!("etcd at {e} is healthy with these certificates"));
+    }
+
+    let dir = loaded.config.install_root.join("etcd-tls");
+    let contents = [&files.key, &files.cert, &files.ca];
+    let mut written = Vec::new();
+    for ((_, name, setting), bytes) in ETCD_FILES.iter().zip(contents) {
+        let path = dir.join(name).as_str().to_owned();
+        let changed = if ctx.options.dry_run {
+            false
+        } else {
+            host.write_file(&path, bytes, Access::Secret)?
+        };
+        written.push((*setting, path, changed));
+    }
+    let verb = if ctx.options.dry_run {
+        "would write"
+    } else {
+        "wrote"
+    };
+    ctx.printer.text(&format!(
+        "etcd answered GET /health with these certificates at {}",
+        endpoints.join(", ")
+    ));
+    for (setting, path, _) in &written {
+        ctx.printer
+            .text(&format!("{verb} {path}  (--set {setting}={path})"));
+    }
+    ctx.printer.json(&json!({
+        "secret": format!("{ns}/{}", args.secret),
+        "endpoints": endpoints,
+        "dry_run": ctx.options.dry_run,
+        "files": written.iter().map(|(s, p, changed)| json!({"setting": s, "path": p, "changed": changed})).collect::<Vec<_>>(),
+    }));
+    Ok(())
+}

@@ -1,0 +1,69 @@
+//! Durations on the command line: `90s`, `15m`, `12h`, `30d`, `1y` (365 days), or sums like
+//! `1h30m`.
+
+use std::time::Duration;
+
+/// Parses a duration; the error says what is accepted.
+pub fn parse(text: &str) -> Result<Duration, String> {
+    let bad = || {
+        format!(
+            "{text:?} is not a duration: use a number with a unit s, m, h, d or y, like 90s, 12h, 30d or 1h30m"
+        )
+    };
+    let mut total: u64 = 0;
+    let mut number = String::new();
+    for c in text.trim().chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let n: u64 = number.parse().map_err(|_| bad())?;
+        number.clear();
+        let unit = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86_400,
+            'y' => 365 * 86_400,
+            _ => return Err(bad()),
+        };
+        total = total
+            .checked_add(n.checked_mul(unit).ok_or_else(bad)?)
+            .ok_or_else(bad)?;
+    }
+    if !number.is_empty() || total == 0 {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs(total))
+}
+
+/// A duration as people write it: the largest units first, like `8760h` → `365d`.
+pub fn show(d: Duration) -> String {
+    let mut s = d.as_secs();
+    let mut out = String::new();
+    for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)] {
+        if s >= size {
+            out.push_str(&format!("{}{unit}", s / size));
+            s %= size;
+        }
+    }
+    if out.is_empty() { "0s".into() } else { out }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_and_sums() {
+        assert_eq!(parse("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse("1y"), Ok(Duration::from_secs(31_536_000)));
+        assert_eq!(parse("30d"), Ok(Duration::from_secs(2_592_000)));
+        for bad in ["", "10", "h", "5w", "0s", "99999999999999999999y", "-1h"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(show(Duration::from_secs(31_536_000)), "365d");
+        assert_eq!(show(Duration::from_secs(5400)), "1h30m");
+    }
+}
