@@ -25,6 +25,20 @@ fn kubectl(bin: &Path, home: &Path, kubeconfig: &Path, args: &[&str]) -> String 
     String::from_utf8(out.stdout).expect("utf-8")
 }
 
+/// The client's minor version, like 32 for v1.32.4.
+fn minor_version(bin: &Path) -> u32 {
+    let out = std::process::Command::new(bin)
+        .env_clear()
+        .args(["version", "--client", "-o", "json"])
+        .output()
+        .expect("kubectl version");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("version JSON");
+    v["clientVersion"]["minor"]
+        .as_str()
+        .and_then(|m| m.trim_end_matches('+').parse().ok())
+        .expect("minor version")
+}
+
 #[test]
 fn kubectl_reads_nodes_and_calico_crds_and_creates_a_token() {
     let Some(bin) = tool("kubectl") else { return };
@@ -59,20 +73,46 @@ fn kubectl_reads_nodes_and_calico_crds_and_creates_a_token() {
         "ippool.crd.projectcalico.org/default-ipv4-ippool"
     );
 
-    let token = kubectl(
-        &bin,
-        home,
-        &admin,
-        &[
-            "create",
-            "token",
-            "calico-node",
-            "-n",
-            "calico-system",
-            "--duration",
-            "2h",
-        ],
-    );
+    // `kubectl create token` arrived in 1.24; Debian bookworm's kubernetes-client is 1.20, so
+    // older clients post the same TokenRequest with `create --raw`.
+    let token = if minor_version(&bin) >= 24 {
+        kubectl(
+            &bin,
+            home,
+            &admin,
+            &[
+                "create",
+                "token",
+                "calico-node",
+                "-n",
+                "calico-system",
+                "--duration",
+                "2h",
+            ],
+        )
+    } else {
+        let request = dir.path().join("token-request.json");
+        std::fs::write(
+            &request,
+            r#"{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":7200}}"#,
+        )
+        .expect("write request");
+        let answer = kubectl(
+            &bin,
+            home,
+            &admin,
+            &[
+                "create",
+                "--raw",
+                "/api/v1/namespaces/calico-system/serviceaccounts/calico-node/token",
+                "-f",
+                request.to_str().expect("utf-8 path"),
+            ],
+        );
+        let answer: serde_json::Value = serde_json::from_str(&answer).expect("TokenRequest JSON");
+        assert_eq!(answer["kind"], "TokenRequest");
+        answer["status"]["token"].as_str().expect("token").to_owned()
+    };
     let token = token.trim();
     let c = claims(token);
     assert_eq!(c["sub"], "system:serviceaccount:calico-system:calico-node");
