@@ -137,7 +137,7 @@ impl Context {
             "reading the cluster through {} ({source})",
             path.display()
         ));
-        Cluster::connect(&path).map(Some)
+        Cluster::connect(&path, &self.env).map(Some)
     }
 
     /// Like `connect_cluster`, for commands that cannot work without the cluster.

@@ -15,6 +15,13 @@ fn main() -> ExitCode {
     let env: std::collections::BTreeMap<String, String> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
+    // The proxy variables are read from `env` only (`cluster::proxy`). kube 5 would read them
+    // from the process, match NO_PROXY against the proxy instead of the API server, and refuse
+    // a NO_PROXY with an empty item (`a,,b` or a trailing comma).
+    for name in ["HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"] {
+        // SAFETY: nothing has started a thread yet, so no other code reads the environment.
+        unsafe { std::env::remove_var(name) };
+    }
     let colour = std::io::stderr().is_terminal() && !env.contains_key("NO_COLOR");
     let printer = output::Printer::new(
         g.output_format,

@@ -536,3 +536,44 @@ fn config_show_warns_when_the_cluster_cannot_be_read() {
     );
     assert!(!stderr.contains("expired-token"), "{stderr}");
 }
+
+#[test]
+fn https_proxy_is_used_unless_no_proxy_names_the_server() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let proxy = support::proxy::Proxy::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The server by name, the proxy by IP: NO_PROXY must be matched against the server.
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    let port = api.url.rsplit(':').next().expect("port").to_owned();
+    let text = std::fs::read_to_string(&kubeconfig)
+        .expect("read")
+        .replace(&api.url, &format!("https://localhost:{port}"));
+    std::fs::write(&kubeconfig, text).expect("write");
+    let run = |env: &[(&str, &str)]| {
+        let mut cmd = on_node();
+        cmd.args(["preflight", "-o", "json", "--kubeconfig"])
+            .arg(&kubeconfig);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("run");
+        let doc = parse(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{doc}");
+    };
+    run(&[("HTTPS_PROXY", &proxy.url), ("NO_PROXY", "10.0.0.0/8,,")]);
+    let through = proxy.targets();
+    assert!(
+        !through.is_empty() && through.iter().all(|t| *t == format!("localhost:{port}")),
+        "{through:?}"
+    );
+    run(&[
+        ("HTTPS_PROXY", &proxy.url),
+        ("NO_PROXY", "example.com,localhost"),
+    ]);
+    assert_eq!(
+        proxy.targets().len(),
+        through.len(),
+        "NO_PROXY must bypass the proxy"
+    );
+}

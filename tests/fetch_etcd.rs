@@ -73,15 +73,27 @@ fn the_files_are_written_after_etcd_accepts_them() {
     // The endpoints come from calico-config when etcd.endpoints is unset.
     let mut cm = support::fake_api::meta("v1", "ConfigMap", "calico-config", Some("kube-system"));
     cm["data"] = serde_json::json!({"etcd_endpoints": etcd.url});
-    api.put("/api/v1/namespaces/kube-system/configmaps/calico-config", cm);
+    api.put(
+        "/api/v1/namespaces/kube-system/configmaps/calico-config",
+        cm,
+    );
     let node = Node::new(&api);
     let (code, doc, stderr) = node.fetch(&[]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(doc["endpoints"], serde_json::json!([etcd.url]));
     let dir = node.tls_dir();
-    assert_eq!(std::fs::read_to_string(dir.join("server.key")).expect("key"), key);
-    assert_eq!(std::fs::read_to_string(dir.join("server.crt")).expect("cert"), cert);
-    assert_eq!(std::fs::read_to_string(dir.join("ca.crt")).expect("ca"), ca.pem());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("server.key")).expect("key"),
+        key
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("server.crt")).expect("cert"),
+        cert
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("ca.crt")).expect("ca"),
+        ca.pem()
+    );
     let files = doc["files"].as_array().expect("files");
     assert_eq!(files[0]["setting"], "etcd.key_file");
     assert_eq!(files[0]["path"], "C:\\CalicoWindows\\etcd-tls\\server.key");
@@ -91,7 +103,11 @@ fn the_files_are_written_after_etcd_accepts_them() {
     let api = FakeApi::start();
     etcd_cluster(&api, &key, &cert, &ca.pem());
     let node = Node::new(&api);
-    let (code, doc, stderr) = node.fetch(&["--dry-run", "--set", &format!("etcd.endpoints={}", etcd.url)]);
+    let (code, doc, stderr) = node.fetch(&[
+        "--dry-run",
+        "--set",
+        &format!("etcd.endpoints={}", etcd.url),
+    ]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(doc["dry_run"], true);
     assert!(!node.tls_dir().exists());
@@ -136,7 +152,12 @@ fn an_unreachable_endpoint_fails_in_bounded_time() {
         .port();
     let started = std::time::Instant::now();
     node.assert_fails_writing_nothing(
-        &["--set", &format!("etcd.endpoints=https://127.0.0.1:{port}"), "--timeout", "3s"],
+        &[
+            "--set",
+            &format!("etcd.endpoints=https://127.0.0.1:{port}"),
+            "--timeout",
+            "3s",
+        ],
         &["cannot reach etcd", &port.to_string()],
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
@@ -156,7 +177,10 @@ fn bad_secrets_fail_before_etcd_is_contacted() {
     let node = Node::new(&api);
     node.assert_fails_writing_nothing(
         &endpoints,
-        &["secret kube-system/calico-etcd-secrets does not exist", "--secret"],
+        &[
+            "secret kube-system/calico-etcd-secrets does not exist",
+            "--secret",
+        ],
     );
 
     api.put_secret(
@@ -169,7 +193,12 @@ fn bad_secrets_fail_before_etcd_is_contacted() {
     etcd_cluster(&api, "this is not a key", &cert, &ca.pem());
     node.assert_fails_writing_nothing(&endpoints, &["etcd-key is not PEM"]);
 
-    etcd_cluster(&api, &key, "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n", &ca.pem());
+    etcd_cluster(
+        &api,
+        &key,
+        "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n",
+        &ca.pem(),
+    );
     node.assert_fails_writing_nothing(&endpoints, &["etcd-cert"]);
 
     let (_, other_key) = ca.issue("other", &["other"]);

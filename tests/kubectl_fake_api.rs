@@ -111,7 +111,10 @@ fn kubectl_reads_nodes_and_calico_crds_and_creates_a_token() {
         );
         let answer: serde_json::Value = serde_json::from_str(&answer).expect("TokenRequest JSON");
         assert_eq!(answer["kind"], "TokenRequest");
-        answer["status"]["token"].as_str().expect("token").to_owned()
+        answer["status"]["token"]
+            .as_str()
+            .expect("token")
+            .to_owned()
     };
     let token = token.trim();
     let c = claims(token);

@@ -5,6 +5,7 @@ pub mod credentials;
 pub mod etcd;
 pub mod facts;
 pub mod fix;
+pub mod proxy;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use rustls::pki_types::pem::PemObject;
@@ -76,6 +77,24 @@ impl ClusterError {
     }
 }
 
+/// The cluster of the kubeconfig's current context.
+fn current_cluster(k: &Kubeconfig) -> Option<&kube::config::Cluster> {
+    let context = k.current_context.as_deref()?;
+    let cluster = k
+        .contexts
+        .iter()
+        .find(|c| c.name == context)?
+        .context
+        .as_ref()?
+        .cluster
+        .clone();
+    k.clusters
+        .iter()
+        .find(|c| c.name == cluster)?
+        .cluster
+        .as_ref()
+}
+
 /// DER bytes as one PEM block.
 pub fn pem(label: &str, der: &[u8]) -> String {
     use base64::Engine;
@@ -108,8 +127,12 @@ impl std::fmt::Debug for Cluster {
 }
 
 impl Cluster {
-    /// Connects with the admin kubeconfig at `path`.
-    pub fn connect(path: &Path) -> Result<Self, ClusterError> {
+    /// Connects with the admin kubeconfig at `path`; `env` is the process environment, for
+    /// the proxy variables.
+    pub fn connect(
+        path: &Path,
+        env: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Self, ClusterError> {
         if !path.is_file() {
             return Err(ClusterError::NoKubeconfig {
                 path: path.to_owned(),
@@ -124,6 +147,7 @@ impl Cluster {
             .build()
             .map_err(|e| bad(Box::new(e)))?;
         let kubeconfig = Kubeconfig::read_from(path).map_err(|e| bad(Box::new(e)))?;
+        let kubeconfig_proxy = current_cluster(&kubeconfig).and_then(|c| c.proxy_url.clone());
         // Loading may run an exec credential plugin, so it is bounded like every call.
         // The timer must be made inside the runtime, hence the async block.
         let loading = rt.block_on(async {
@@ -143,6 +167,8 @@ impl Cluster {
             }
             Ok(r) => r.map_err(|e| bad(Box::new(e)))?,
         };
+        config.proxy_url = proxy::choose(&config.cluster_url, kubeconfig_proxy.as_deref(), env)
+            .map_err(|e| bad(e.into()))?;
         config.connect_timeout = Some(Duration::from_secs(10));
         config.read_timeout = Some(CALL_TIMEOUT);
         config.write_timeout = Some(CALL_TIMEOUT);

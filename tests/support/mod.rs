@@ -3,6 +3,7 @@
 
 pub mod etcd;
 pub mod fake_api;
+pub mod proxy;
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
