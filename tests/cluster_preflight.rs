@@ -81,6 +81,7 @@ fn a_healthy_calico_cluster_passes_every_cluster_check() {
     assert_eq!(facts["dns_ip"], "10.96.0.10");
     assert_eq!(facts["service_cidrs"], json!(["10.96.0.0/12"]));
     assert_eq!(facts["node_exists"], true);
+    assert_eq!(facts["node"], "win-1");
     // Every request carried the token and went to the API (no request was left unrecorded).
     assert!(
         api.requests().iter().any(|(m, p)| m == "GET"

@@ -191,3 +191,61 @@ fn kubectl_sees_conflicts_and_missing_objects() {
     );
     assert_eq!(patched, "false");
 }
+
+/// A pod of a ReplicaSet on node `win-1`.
+fn pod(api: &FakeApi, name: &str) {
+    let mut p = support::fake_api::meta("v1", "Pod", name, Some("default"));
+    p["metadata"]["ownerReferences"] = serde_json::json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "name": "web", "uid": "uid-web", "controller": true}]);
+    p["spec"] =
+        serde_json::json!({"nodeName": "win-1", "containers": [{"name": "c", "image": "i"}]});
+    p["status"] = serde_json::json!({"phase": "Running"});
+    api.put(&format!("/api/v1/namespaces/default/pods/{name}"), p);
+}
+
+#[test]
+fn kubectl_drain_evicts_through_the_eviction_api_and_sees_429() {
+    let Some(bin) = tool("kubectl") else { return };
+    let api = FakeApi::start();
+    api.healthy_calico();
+    pod(&api, "web-1");
+    pod(&api, "web-2");
+    api.lock()
+        .eviction_blocked
+        .insert("default/web-2".to_owned());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let admin = api.kubeconfig(dir.path(), None);
+    let drain = |timeout: &str| {
+        std::process::Command::new(&bin)
+            .env_clear()
+            .env("HOME", dir.path())
+            .arg("--kubeconfig")
+            .arg(&admin)
+            .args([
+                "drain",
+                "win-1",
+                "--ignore-daemonsets",
+                "--timeout",
+                timeout,
+            ])
+            .output()
+            .expect("kubectl drain")
+    };
+    let blocked = drain("3s");
+    let err = String::from_utf8_lossy(&blocked.stderr);
+    assert!(!blocked.status.success(), "{err}");
+    assert!(err.contains("disruption budget"), "{err}");
+    assert!(api.get("/api/v1/namespaces/default/pods/web-1").is_none());
+    assert!(api.get("/api/v1/namespaces/default/pods/web-2").is_some());
+    let node = api.get("/api/v1/nodes/win-1").expect("node");
+    assert_eq!(node["spec"]["unschedulable"], true, "drain cordons first");
+
+    api.lock().eviction_blocked.clear();
+    let done = drain("10s");
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert!(api.get("/api/v1/namespaces/default/pods/web-2").is_none());
+}

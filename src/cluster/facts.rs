@@ -63,7 +63,8 @@ pub struct ClusterFacts {
     pub backend: Option<String>,
     pub service_cidrs: Vec<String>,
     pub dns_ip: Option<String>,
-    /// Whether this node's Node object exists.
+    /// This node's name (the config's `node.name`) and whether its Node object exists.
+    pub node: String,
     pub node_exists: bool,
     pub permissions: Vec<Permission>,
 }
@@ -231,6 +232,7 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
         backend,
         service_cidrs,
         dns_ip,
+        node: node.to_owned(),
         node_exists,
         permissions,
     })
