@@ -578,3 +578,59 @@ fn https_proxy_is_used_unless_no_proxy_names_the_server() {
         "NO_PROXY must bypass the proxy"
     );
 }
+
+#[test]
+fn fix_asks_on_a_terminal_and_no_applies_nothing() {
+    // `script` (util-linux) gives the command a terminal; the answer is typed into it.
+    let Some(script) = support::tool("script") else {
+        return;
+    };
+    let api = FakeApi::start();
+    api.healthy_calico();
+    break_ipip_and_affinity(&api);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    let bin = assert_cmd::cargo::cargo_bin("calicoctl-win");
+    let line = format!(
+        "{} --set node.name=win-1 preflight --fix --kubeconfig {}",
+        bin.display(),
+        kubeconfig.display()
+    );
+    let answer = |typed: &str| {
+        let mut child = std::process::Command::new(&script)
+            .env_clear()
+            .env("SHELL", "/bin/sh")
+            .env("NO_COLOR", "1")
+            .args(["-qec", &line, "/dev/null"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("script");
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(typed.as_bytes())
+            .expect("type");
+        let out = child.wait_with_output().expect("wait");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, screen) = answer("n\n");
+    assert!(
+        screen.contains("Apply 3 patch(es) to the cluster at"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("[y/N]") && screen.contains("not applied"),
+        "{screen}"
+    );
+    assert_eq!(code, Some(3), "{screen}");
+    assert!(api.writes().is_empty(), "{:?}", api.writes());
+    let (code, screen) = answer("y\n");
+    assert_eq!(code, Some(0), "{screen}");
+    assert_eq!(api.writes().len(), 3, "{:?}", api.writes());
+}
