@@ -93,26 +93,7 @@ fn a_healthy_calico_cluster_passes_every_cluster_check() {
 fn ipip_and_strict_affinity_fail_with_the_documented_patches() {
     let api = FakeApi::start();
     api.healthy_calico();
-    api.put(
-        &format!("{CRD}/felixconfigurations/default"),
-        calico(
-            "FelixConfiguration",
-            "default",
-            json!({"ipipEnabled": true}),
-        ),
-    );
-    api.put(
-        &format!("{CRD}/ippools/default-ipv4-ippool"),
-        calico(
-            "IPPool",
-            "default-ipv4-ippool",
-            json!({"cidr": "10.244.0.0/16", "ipipMode": "Always", "vxlanMode": "Never"}),
-        ),
-    );
-    api.put(
-        &format!("{CRD}/ipamconfigs/default"),
-        calico("IPAMConfig", "default", json!({"strictAffinity": false})),
-    );
+    break_ipip_and_affinity(&api);
     let run = preflight(&api, None, &[]);
     assert_eq!(run.code, 3);
     assert_eq!(run.verdicts["ipip-disabled"], "fail");

@@ -7,35 +7,21 @@ use serde_json::Value;
 use std::path::PathBuf;
 use support::etcd::Etcd;
 use support::fake_api::{FakeApi, TestCa};
-use support::{json as parse, on_node, tool};
+use support::{SimNode, tool};
 
-struct Node {
-    dir: tempfile::TempDir,
-    admin: PathBuf,
-}
+struct Node(SimNode);
 
 impl Node {
     fn new(api: &FakeApi) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let admin = api.kubeconfig(dir.path(), None);
-        Self { dir, admin }
+        Self(SimNode::new(api))
     }
 
     fn tls_dir(&self) -> PathBuf {
-        self.dir.path().join("host/fs/c/calicowindows/etcd-tls")
+        self.0.c_drive("calicowindows/etcd-tls")
     }
 
     fn fetch(&self, extra: &[&str]) -> (i32, Value, String) {
-        let out = on_node()
-            .args(["fetch", "etcd-certs", "-o", "json", "--sim-host"])
-            .arg(self.dir.path().join("host"))
-            .arg("--kubeconfig")
-            .arg(&self.admin)
-            .args(extra)
-            .output()
-            .expect("run");
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        (out.status.code().expect("code"), parse(&out.stdout), stderr)
+        self.0.run(&[&["fetch", "etcd-certs"], extra].concat())
     }
 
     fn assert_fails_writing_nothing(&self, extra: &[&str], needles: &[&str]) {

@@ -3,44 +3,32 @@
 mod support;
 
 use serde_json::Value;
-use std::path::PathBuf;
 use support::fake_api::{FakeApi, claims};
-use support::{json as parse, on_node, tool};
+use support::{SimNode, on_node, tool};
 
 const SA_TOKEN: &str = "/api/v1/namespaces/calico-system/serviceaccounts/calico-node/token";
 
-struct Node {
-    dir: tempfile::TempDir,
-    admin: PathBuf,
+struct Node(SimNode);
+
+impl std::ops::Deref for Node {
+    type Target = SimNode;
+    fn deref(&self) -> &SimNode {
+        &self.0
+    }
 }
 
 impl Node {
     fn new(api: &FakeApi) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let admin = api.kubeconfig(dir.path(), None);
-        Self { dir, admin }
-    }
-
-    fn sim(&self) -> PathBuf {
-        self.dir.path().join("host")
+        Self(SimNode::new(api))
     }
 
     /// The kubeconfig as the simulated host holds it at C:\CalicoWindows\calico-kube-config.
     fn written(&self) -> Option<String> {
-        std::fs::read_to_string(self.sim().join("fs/c/calicowindows/calico-kube-config")).ok()
+        std::fs::read_to_string(self.c_drive("calicowindows/calico-kube-config")).ok()
     }
 
     fn fetch(&self, extra: &[&str]) -> (i32, Value, String) {
-        let out = on_node()
-            .args(["fetch", "kubeconfig", "-o", "json", "--sim-host"])
-            .arg(self.sim())
-            .arg("--kubeconfig")
-            .arg(&self.admin)
-            .args(extra)
-            .output()
-            .expect("run");
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        (out.status.code().expect("code"), parse(&out.stdout), stderr)
+        self.run(&[&["fetch", "kubeconfig"], extra].concat())
     }
 }
 

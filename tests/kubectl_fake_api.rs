@@ -7,16 +7,26 @@ use std::path::Path;
 use support::fake_api::{FakeApi, claims};
 use support::tool;
 
-fn kubectl(bin: &Path, home: &Path, kubeconfig: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new(bin)
+/// Runs kubectl with a clean environment (its cache in `home`) and the admin kubeconfig.
+fn run(bin: &Path, home: &Path, kubeconfig: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(bin)
         .env_clear()
         .env("HOME", home)
         .arg("--kubeconfig")
         .arg(kubeconfig)
-        .args(["--request-timeout", "10s"])
         .args(args)
         .output()
-        .expect("run kubectl");
+        .expect("run kubectl")
+}
+
+/// Like `run`, for a command that must succeed; returns its stdout.
+fn kubectl(bin: &Path, home: &Path, kubeconfig: &Path, args: &[&str]) -> String {
+    let out = run(
+        bin,
+        home,
+        kubeconfig,
+        &[&["--request-timeout", "10s"], args].concat(),
+    );
     assert!(
         out.status.success(),
         "kubectl {args:?} failed: {}",
@@ -129,14 +139,12 @@ fn kubectl_reads_nodes_and_calico_crds_and_creates_a_token() {
         &["--token", token, "get", "nodes", "-o", "name"],
     );
     assert_eq!(as_node.trim(), "node/win-1");
-    let refused = std::process::Command::new(&bin)
-        .env_clear()
-        .env("HOME", home)
-        .arg("--kubeconfig")
-        .arg(&admin)
-        .args(["--token", "not-a-token", "get", "nodes"])
-        .output()
-        .expect("run kubectl");
+    let refused = run(
+        &bin,
+        home,
+        &admin,
+        &["--token", "not-a-token", "get", "nodes"],
+    );
     assert!(!refused.status.success());
     assert!(
         String::from_utf8_lossy(&refused.stderr).contains("Unauthorized"),
@@ -160,14 +168,7 @@ fn kubectl_sees_conflicts_and_missing_objects() {
         &["create", "namespace", "demo", "-o", "name"],
     );
     assert_eq!(created.trim(), "namespace/demo");
-    let again = std::process::Command::new(&bin)
-        .env_clear()
-        .env("HOME", home)
-        .arg("--kubeconfig")
-        .arg(&admin)
-        .args(["create", "namespace", "demo"])
-        .output()
-        .expect("run kubectl");
+    let again = run(&bin, home, &admin, &["create", "namespace", "demo"]);
     let err = String::from_utf8_lossy(&again.stderr);
     assert!(
         !again.status.success() && err.contains("AlreadyExists"),
@@ -216,20 +217,18 @@ fn kubectl_drain_evicts_through_the_eviction_api_and_sees_429() {
     let dir = tempfile::tempdir().expect("tempdir");
     let admin = api.kubeconfig(dir.path(), None);
     let drain = |timeout: &str| {
-        std::process::Command::new(&bin)
-            .env_clear()
-            .env("HOME", dir.path())
-            .arg("--kubeconfig")
-            .arg(&admin)
-            .args([
+        run(
+            &bin,
+            dir.path(),
+            &admin,
+            &[
                 "drain",
                 "win-1",
                 "--ignore-daemonsets",
                 "--timeout",
                 timeout,
-            ])
-            .output()
-            .expect("kubectl drain")
+            ],
+        )
     };
     let blocked = drain("3s");
     let err = String::from_utf8_lossy(&blocked.stderr);
