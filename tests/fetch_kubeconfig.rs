@@ -295,3 +295,52 @@ fn off_windows_it_needs_a_simulated_host() {
     assert_eq!(out.status.code(), Some(2));
     assert!(api.requests().is_empty());
 }
+
+#[test]
+fn an_admin_kubeconfig_without_a_ca_takes_the_clusters_and_never_copies_insecure() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = Node::new(&api);
+    let text = std::fs::read_to_string(&node.admin).expect("read");
+    let insecure: String = text
+        .lines()
+        .map(|l| {
+            if l.trim_start().starts_with("certificate-authority:") {
+                "    insecure-skip-tls-verify: true".to_owned()
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(insecure.contains("insecure-skip-tls-verify"));
+    std::fs::write(&node.admin, insecure).expect("write");
+    assert_fails_writing_nothing(
+        &node,
+        &[],
+        1,
+        &["no CA certificate for", "certificate-authority-data"],
+    );
+
+    let mut root_ca =
+        support::fake_api::meta("v1", "ConfigMap", "kube-root-ca.crt", Some("calico-system"));
+    root_ca["data"] = serde_json::json!({"ca.crt": api.ca_pem});
+    api.put(
+        "/api/v1/namespaces/calico-system/configmaps/kube-root-ca.crt",
+        root_ca,
+    );
+    let (code, _, stderr) = node.fetch(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    let written = node.written().expect("written");
+    assert!(!written.contains("insecure"), "{written}");
+    let k: Value = serde_json::from_str(&written).expect("JSON");
+    use base64::Engine;
+    let ca = base64::engine::general_purpose::STANDARD
+        .decode(
+            k["clusters"][0]["cluster"]["certificate-authority-data"]
+                .as_str()
+                .expect("ca"),
+        )
+        .expect("base64");
+    assert_eq!(String::from_utf8(ca).expect("pem"), api.ca_pem);
+}

@@ -35,6 +35,22 @@ fn kubectl(bin: &Path, home: &Path, kubeconfig: &Path, args: &[&str]) -> String 
     String::from_utf8(out.stdout).expect("utf-8")
 }
 
+/// kubectl (or `None`: skipped), a fake API server with Calico, a temp dir (kubectl's home) and
+/// an admin kubeconfig in it.
+fn setup() -> Option<(
+    std::path::PathBuf,
+    FakeApi,
+    tempfile::TempDir,
+    std::path::PathBuf,
+)> {
+    let bin = tool("kubectl")?;
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let admin = api.kubeconfig(dir.path(), None);
+    Some((bin, api, dir, admin))
+}
+
 /// The client's minor version, like 32 for v1.32.4.
 fn minor_version(bin: &Path) -> u32 {
     let out = std::process::Command::new(bin)
@@ -51,11 +67,9 @@ fn minor_version(bin: &Path) -> u32 {
 
 #[test]
 fn kubectl_reads_nodes_and_calico_crds_and_creates_a_token() {
-    let Some(bin) = tool("kubectl") else { return };
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let admin = api.kubeconfig(dir.path(), None);
+    let Some((bin, _api, dir, admin)) = setup() else {
+        return;
+    };
     let home = dir.path();
 
     let nodes = kubectl(&bin, home, &admin, &["get", "nodes", "-o", "name"]);
@@ -155,11 +169,9 @@ fn kubectl_reads_nodes_and_calico_crds_and_creates_a_token() {
 
 #[test]
 fn kubectl_sees_conflicts_and_missing_objects() {
-    let Some(bin) = tool("kubectl") else { return };
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let admin = api.kubeconfig(dir.path(), None);
+    let Some((bin, _api, dir, admin)) = setup() else {
+        return;
+    };
     let home = dir.path();
     let created = kubectl(
         &bin,
@@ -206,16 +218,14 @@ fn pod(api: &FakeApi, name: &str) {
 
 #[test]
 fn kubectl_drain_evicts_through_the_eviction_api_and_sees_429() {
-    let Some(bin) = tool("kubectl") else { return };
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let Some((bin, api, dir, admin)) = setup() else {
+        return;
+    };
     pod(&api, "web-1");
     pod(&api, "web-2");
     api.lock()
         .eviction_blocked
         .insert("default/web-2".to_owned());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let admin = api.kubeconfig(dir.path(), None);
     let drain = |timeout: &str| {
         run(
             &bin,

@@ -40,6 +40,16 @@ impl Token {
         let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
         claims.get("exp")?.as_i64()
     }
+
+    /// `Some(expiry)` when the token is valid after `deadline` (Unix seconds), `Some(None)`
+    /// when it never expires, `None` when it expires by then.
+    pub fn outlives(&self, deadline: i64) -> Option<Option<i64>> {
+        match self.expiry() {
+            None => Some(None),
+            Some(exp) if exp > deadline => Some(Some(exp)),
+            Some(_) => None,
+        }
+    }
 }
 
 /// Why credentials could not be made; nothing was written.
@@ -249,8 +259,19 @@ pub fn legacy_secret(
     }
 }
 
+/// The CA calico-node's kubeconfig trusts: the admin kubeconfig's, else the one a legacy
+/// token secret carries, else the cluster's `kube-root-ca.crt` ConfigMap.
+pub fn ca_for(c: &Cluster, namespace: &str, issued: &Issued) -> Result<String, anyhow::Error> {
+    if let Some(ca) = c.ca_pem.as_ref().or(issued.ca_pem.as_ref()) {
+        return Ok(ca.clone());
+    }
+    Ok(root_ca(c, namespace)?.ok_or_else(|| CredentialError::NoCa {
+        server: c.server.clone(),
+    })?)
+}
+
 /// The cluster's CA from the `kube-root-ca.crt` ConfigMap every namespace has.
-pub fn root_ca(c: &Cluster, namespace: &str) -> Result<Option<String>, ClusterError> {
+fn root_ca(c: &Cluster, namespace: &str) -> Result<Option<String>, ClusterError> {
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), namespace);
     Ok(c.call_opt(
         "get",
@@ -301,6 +322,10 @@ mod tests {
         );
         assert_eq!(Token::new(jwt(r#"{"sub":"x"}"#)).expiry(), None);
         assert_eq!(Token::new("not-a-jwt").expiry(), None);
+        let t = Token::new(jwt(r#"{"exp":1000}"#));
+        assert_eq!(t.outlives(999), Some(Some(1000)));
+        assert_eq!(t.outlives(1000), None);
+        assert_eq!(Token::new(jwt("{}")).outlives(i64::MAX), Some(None));
     }
 
     #[test]

@@ -141,15 +141,14 @@ pub fn health(endpoint: &str, files: &EtcdTlsFiles, timeout: Duration) -> Result
     let tls = rustls::ClientConnection::new(Arc::new(config), name)
         .map_err(|e| unreachable(e.to_string()))?;
 
-    let addr = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| unreachable(e.to_string()))?
-        .next()
-        .ok_or_else(|| unreachable("the name has no address".into()))?;
     let timed_out = || EtcdError::Timeout {
         endpoint: endpoint.into(),
         after: timeout,
     };
+    let addr = resolve(host, port, timeout)
+        .ok_or_else(timed_out)?
+        .map_err(|e| unreachable(e.to_string()))?
+        .ok_or_else(|| unreachable("the name has no address".into()))?;
     let tcp = TcpStream::connect_timeout(&addr, timeout).map_err(|e| match e.kind() {
         std::io::ErrorKind::TimedOut => timed_out(),
         _ => unreachable(e.to_string()),
@@ -185,6 +184,25 @@ pub fn health(endpoint: &str, files: &EtcdTlsFiles, timeout: Duration) -> Result
                 + body.trim(),
         })
     }
+}
+
+/// The first address of `host`, looked up within `timeout` (`None`: the lookup took longer; the
+/// resolver cannot be cancelled, so its thread is left to finish on its own).
+fn resolve(
+    host: &str,
+    port: u16,
+    timeout: Duration,
+) -> Option<std::io::Result<Option<std::net::SocketAddr>>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let host = host.to_owned();
+    std::thread::spawn(move || {
+        let _ = tx.send(
+            (host.as_str(), port)
+                .to_socket_addrs()
+                .map(|mut a| a.next()),
+        );
+    });
+    rx.recv_timeout(timeout).ok()
 }
 
 /// Names the TLS failure: a refused client certificate, an untrusted server, a timeout.

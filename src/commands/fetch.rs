@@ -94,14 +94,7 @@ pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Resu
     } else {
         credentials::token_request(&c, &ns, sa, args.lifetime)?
     };
-    let ca = match (&c.ca_pem, &issued.ca_pem) {
-        (Some(ca), _) | (None, Some(ca)) => ca.clone(),
-        (None, None) => {
-            credentials::root_ca(&c, &ns)?.ok_or_else(|| credentials::CredentialError::NoCa {
-                server: c.server.clone(),
-            })?
-        }
-    };
+    let ca = credentials::ca_for(&c, &ns, &issued)?;
     let text = kubeconfig::kubeconfig(&c.server, &ca, issued.token.expose(), &ns);
     let changed = host.write_file(&path, text.as_bytes(), Access::Secret)?;
     ctx.log(&format!("wrote {path} ({method})"));
@@ -146,11 +139,7 @@ fn current_token_outlives(
         return Ok(None);
     };
     let deadline = now().saturating_add(i64::try_from(within.as_secs()).unwrap_or(i64::MAX));
-    Ok(match token.expiry() {
-        None => Some(None),
-        Some(exp) if exp > deadline => Some(Some(exp)),
-        Some(_) => None,
-    })
+    Ok(token.outlives(deadline))
 }
 
 /// The etcd files' names under `<install_root>\etcd-tls`, as Calico's quickstart wrote them.
