@@ -96,6 +96,9 @@ and in IPv4 pools (making them VXLAN pools for the vxlan backend) and sets IPAMC
 after showing each patch; then checks again."
     )]
     Preflight(PreflightArgs),
+    /// Run a Calico service body: what the CalicoNode, CalicoFelix and CalicoConfd services run
+    #[command(subcommand)]
+    Service(ServiceCommand),
     /// Fetch calico-node's credentials from the cluster: a kubeconfig or the etcd TLS files
     #[command(subcommand)]
     Fetch(FetchCommand),
@@ -290,4 +293,82 @@ mod tests {
     fn the_command_line_definition_is_consistent() {
         super::Cli::command().debug_assert();
     }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServiceCommand {
+    /// Run one Calico service: under the service control manager, or in the foreground with --console
+    #[command(
+        long_about = "The body of a Calico Windows service; install registers CalicoNode, CalicoFelix and \
+CalicoConfd as 'calicoctl-win.exe service run ROLE --install-root DIR'. It replaces NSSM and Calico's \
+node-service.ps1, felix-service.ps1 and confd-service.ps1.\n\n\
+node: after a boot deletes Calico's HNS networks (Calico, Calico-*, External), waits for a usable IPv4 \
+address, creates the External network (the vSwitch) from external-network.json, waits for its management \
+IP, restores the routes the vSwitch dropped (and the metadata route on EC2 and GCE), restarts RemoteAccess \
+for windows-bgp, writes the init-done marker (HKLM\\Software\\Tigera\\Calico BootId), then runs \
+calico-node startup whenever kubelet's process changes, retrying with backoff.\n\
+felix: waits for the marker, runs felix, restarts it at once on exit code 129 (config reload), with a \
+growing delay on other exits.\n\
+confd: the same for confd with windows-bgp; idles with other backends.\n\n\
+The child's environment is exactly <install root>\\calico-<role>.env. Its output and this service's own \
+lines go to <logs dir>\\calico-<role>.log, rotated by size and age. On stop the child is asked to stop, \
+then killed after --stop-timeout."
+    )]
+    Run(ServiceRunArgs),
+}
+
+/// Which service body to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ServiceRole {
+    /// CalicoNode: node start-up and calico-node startup
+    Node,
+    /// CalicoFelix: the policy agent
+    Felix,
+    /// CalicoConfd: BGP configuration (windows-bgp)
+    Confd,
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceRunArgs {
+    #[arg(value_enum)]
+    pub role: ServiceRole,
+    /// Run in the foreground, the log also on stderr, until Ctrl-C; without it the service control manager must have started the process
+    #[arg(long)]
+    pub console: bool,
+    /// Where Calico is installed: the Calico binary, calico-<role>.env, external-network.json
+    #[arg(long, value_name = "DIR", default_value = r"C:\CalicoWindows")]
+    pub install_root: String,
+    /// Rotate the log when it would grow past this size (like 10MB, 512KB)
+    #[arg(long, value_name = "SIZE", default_value = "10MB", value_parser = crate::supervise::parse_size)]
+    pub log_max_size: u64,
+    /// Rotate the log when it is this old
+    #[arg(long, value_name = "DURATION", default_value = "1d", value_parser = crate::duration::parse)]
+    pub log_rotate_every: std::time::Duration,
+    /// How many rotated logs to keep
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub log_keep: usize,
+    /// How long a stopping child gets before it is killed
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::duration::parse)]
+    pub stop_timeout: std::time::Duration,
+    /// felix and confd: warn when CalicoNode has not initialised after this long (they keep waiting)
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::duration::parse)]
+    pub init_timeout: std::time::Duration,
+    /// node: give up on HNS (old networks gone, External created, its management IP) after this long
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::duration::parse)]
+    pub network_timeout: std::time::Duration,
+    /// node: stop one calico-node startup run that takes longer than this, and try again
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::duration::parse)]
+    pub startup_timeout: std::time::Duration,
+    /// node: after a boot delete every non-NAT HNS network, as Calico's scripts did, not only Calico's own
+    #[arg(long)]
+    pub delete_all_non_nat_networks: bool,
+    /// EC2 metadata service base URL (tests point it at loopback)
+    #[arg(long, hide = true, default_value = "http://169.254.169.254")]
+    pub ec2_metadata_url: String,
+    /// GCE metadata server base URL
+    #[arg(long, hide = true, default_value = "http://metadata.google.internal")]
+    pub gce_metadata_url: String,
+    /// Run this program instead of the installed Calico binary (tests)
+    #[arg(long, hide = true, value_name = "PATH")]
+    pub program: Option<String>,
 }

@@ -113,7 +113,11 @@ impl Context {
         } else {
             intent
         };
-        let host = select::open(&self.options.host, intent)?.into_host();
+        let mut opened = select::open(&self.options.host, intent)?;
+        if let Some(sim) = opened.as_sim_mut() {
+            sim.set_start_hook(crate::commands::service::sim_start_hook());
+        }
+        let host = opened.into_host();
         match host.kind() {
             HostKind::InMemory { profile } => self.printer.note(&format!(
                 "this machine is not Windows: using a simulated {profile} host (--sim-host DIR keeps one, --sim-profile NAME picks another)"

@@ -109,11 +109,31 @@ fn classify(error: &anyhow::Error) -> (Exit, Option<String>) {
             };
             return (exit, Some(e.hint().into()));
         }
+        if let Some(e) = cause.downcast_ref::<crate::supervise::SuperviseError>() {
+            let exit = if e.is_timeout() {
+                Exit::Timeout
+            } else {
+                Exit::Failed
+            };
+            return (exit, e.hint().map(str::to_owned));
+        }
         if let Some(e) = cause.downcast_ref::<UsageError>() {
             return (Exit::Usage, e.hint.clone());
         }
     }
     (Exit::Failed, None)
+}
+
+/// An error and its causes on one line, `outer: inner: root`.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cause = c.source();
+    }
+    out
 }
 
 impl CliError {

@@ -14,5 +14,7 @@ pub mod duration;
 pub mod error;
 pub mod files;
 pub mod host;
+pub mod net;
 pub mod output;
 pub mod render;
+pub mod supervise;

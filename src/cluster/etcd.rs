@@ -1,10 +1,11 @@
 //! The etcd client TLS files: checked as PEM, the key against the certificate, and against
 //! etcd itself (`GET /health` over mutual TLS, bounded in time).
 
+use crate::net::resolve;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -184,25 +185,6 @@ pub fn health(endpoint: &str, files: &EtcdTlsFiles, timeout: Duration) -> Result
                 + body.trim(),
         })
     }
-}
-
-/// The first address of `host`, looked up within `timeout` (`None`: the lookup took longer; the
-/// resolver cannot be cancelled, so its thread is left to finish on its own).
-fn resolve(
-    host: &str,
-    port: u16,
-    timeout: Duration,
-) -> Option<std::io::Result<Option<std::net::SocketAddr>>> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let host = host.to_owned();
-    std::thread::spawn(move || {
-        let _ = tx.send(
-            (host.as_str(), port)
-                .to_socket_addrs()
-                .map(|mut a| a.next()),
-        );
-    });
-    rx.recv_timeout(timeout).ok()
 }
 
 /// Names the TLS failure: a refused client certificate, an untrusted server, a timeout.

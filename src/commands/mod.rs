@@ -5,8 +5,9 @@ mod fetch;
 mod import_ps1;
 mod preflight;
 mod render;
+pub mod service;
 
-use crate::cli::{Command, ConfigCommand, FetchCommand};
+use crate::cli::{Command, ConfigCommand, FetchCommand, ServiceCommand};
 use crate::context::Context;
 use crate::error::CliError;
 
@@ -15,6 +16,7 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
     match command {
         Command::Render(args) => render::run(args, ctx),
         Command::Preflight(args) => preflight::run(args, ctx),
+        Command::Service(ServiceCommand::Run(args)) => service::run(args, ctx),
         Command::Fetch(FetchCommand::Kubeconfig(args)) => fetch::kubeconfig(args, ctx),
         Command::Fetch(FetchCommand::EtcdCerts(args)) => fetch::etcd_certs(args, ctx),
         Command::Config(ConfigCommand::Show(args)) => config_show::run(args, ctx),

@@ -17,7 +17,7 @@ pub mod windows;
 mod contract;
 
 pub use hns::{HnsEndpoint, HnsNetwork};
-pub use process::{Child, Output, ProcessSpec};
+pub use process::{Child, LineSink, Output, ProcessSpec};
 
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
@@ -284,6 +284,10 @@ pub trait Files {
     /// Removes a directory if it is empty; returns whether it was removed.
     fn remove_empty_dir(&self, path: &str) -> HostResult<bool>;
     fn dir_exists(&self, path: &str) -> HostResult<bool>;
+    /// Where a host path lives in this machine's file system, for files a process keeps open
+    /// and appends to (service logs): the path itself on Windows, a file under the state
+    /// directory on SimHost.
+    fn local_path(&self, path: &str) -> HostResult<std::path::PathBuf>;
 }
 
 /// An IPv4 address on an interface.
@@ -328,6 +332,10 @@ pub struct SystemFacts {
     /// Identifies the current boot, the same string in any culture (the boot time in seconds
     /// since the Unix epoch on Windows).
     pub boot_id: String,
+    /// The boot time on the local wall clock, in seconds since 1970-01-01T00:00 local time:
+    /// what Calico's scripts formatted into the legacy `LastBootTime` registry value.
+    #[serde(default)]
+    pub boot_local_seconds: Option<i64>,
 }
 
 pub trait SystemInfo {

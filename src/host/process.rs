@@ -2,16 +2,63 @@
 
 use super::{HostError, HostResult};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::io::BufRead as _;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Where a child's stdout and stderr go.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Output {
     Null,
-    /// Appended to a file on this machine (a service log).
-    AppendTo(PathBuf),
+    /// Line by line to a sink (a service log, which rotates between lines).
+    Lines(LineSink),
+}
+
+/// Receives a child's output one line at a time, from the threads that read its pipes.
+#[derive(Clone)]
+pub struct LineSink(Arc<WriteLine>);
+
+type WriteLine = dyn Fn(&[u8]) + Send + Sync;
+
+impl LineSink {
+    pub fn new(f: impl Fn(&[u8]) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    pub fn write(&self, line: &[u8]) {
+        (self.0)(line)
+    }
+}
+
+impl std::fmt::Debug for LineSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LineSink")
+    }
+}
+
+impl PartialEq for LineSink {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for LineSink {}
+
+/// Copies a pipe into the sink line by line until the pipe closes (the child and anything
+/// it started have ended). The thread is not joined: a grandchild may hold the pipe open.
+fn forward(pipe: impl std::io::Read + Send + 'static, sink: LineSink) {
+    std::thread::spawn(move || {
+        let mut reader = std::io::BufReader::new(pipe);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => sink.write(&line),
+            }
+        }
+    });
 }
 
 /// A program to run. The environment is exactly `env`: nothing is inherited, so a
@@ -62,16 +109,8 @@ impl LocalChild {
             Output::Null => {
                 cmd.stdout(Stdio::null()).stderr(Stdio::null());
             }
-            Output::AppendTo(path) => {
-                let open = || {
-                    fs_err::OpenOptions::new()
-                        .create(true)
-                        .append(true)
-                        .open(path)
-                        .map_err(|e| HostError::io(format!("open log {}", path.display()), e))
-                };
-                cmd.stdout(open()?.into_parts().0)
-                    .stderr(open()?.into_parts().0);
+            Output::Lines(_) => {
+                cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
             }
         }
         #[cfg(windows)]
@@ -79,9 +118,17 @@ impl LocalChild {
             use std::os::windows::process::CommandExt;
             cmd.creation_flags(super::windows::process::CREATE_NEW_PROCESS_GROUP);
         }
-        let child = cmd
+        let mut child = cmd
             .spawn()
             .map_err(|e| HostError::io(format!("start {}", spec.program), e))?;
+        if let Output::Lines(sink) = &spec.output {
+            if let Some(out) = child.stdout.take() {
+                forward(out, sink.clone());
+            }
+            if let Some(err) = child.stderr.take() {
+                forward(err, sink.clone());
+            }
+        }
         Ok(Self {
             child,
             program: spec.program.clone(),
@@ -217,6 +264,30 @@ mod tests {
             None
         );
         assert_eq!(c.stop(Duration::from_secs(10)).expect("stop"), 7);
+    }
+
+    #[test]
+    fn output_reaches_the_sink_line_by_line_from_both_pipes() {
+        let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = lines.clone();
+        let mut spec = sh("echo one; echo two >&2; printf 'three'");
+        spec.output = Output::Lines(LineSink::new(move |l| {
+            seen.lock()
+                .expect("lock")
+                .push(String::from_utf8_lossy(l).into_owned())
+        }));
+        let mut c = LocalChild::spawn(&spec).expect("spawn");
+        assert_eq!(
+            c.wait_timeout(Duration::from_secs(10)).expect("wait"),
+            Some(0)
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while lines.lock().expect("lock").len() < 3 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let mut got = lines.lock().expect("lock").clone();
+        got.sort();
+        assert_eq!(got, ["one\n", "three", "two\n"]);
     }
 
     #[test]

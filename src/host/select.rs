@@ -33,6 +33,14 @@ pub enum Opened {
 }
 
 impl Opened {
+    pub fn as_sim_mut(&mut self) -> Option<&mut SimHost> {
+        match self {
+            Opened::Sim(h) => Some(h),
+            #[cfg(windows)]
+            Opened::Windows(_) => None,
+        }
+    }
+
     pub fn into_host(self) -> Box<dyn Host> {
         match self {
             Opened::Sim(h) => h,

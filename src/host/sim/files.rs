@@ -13,7 +13,7 @@ pub fn is_windows_path(p: &str) -> bool {
 }
 
 impl SimHost {
-    fn local_path(&self, path: &str) -> HostResult<PathBuf> {
+    fn sim_path(&self, path: &str) -> HostResult<PathBuf> {
         if !is_windows_path(path) {
             return Err(HostError::Refused {
                 what: format!("path {path}"),
@@ -40,7 +40,7 @@ impl SimHost {
 
     /// Writes a file without counting a mutating call (profiles seed files this way).
     pub(super) fn put_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<()> {
-        let local = self.local_path(path)?;
+        let local = self.sim_path(path)?;
         let op = |what: &str| format!("{what} {path} (simulated at {})", local.display());
         if let Some(parent) = local.parent() {
             fs_err::create_dir_all(parent).map_err(|e| HostError::io(op("create parent of"), e))?;
@@ -76,7 +76,7 @@ impl SimHost {
 
 impl Files for SimHost {
     fn read_file(&self, path: &str) -> HostResult<Option<Vec<u8>>> {
-        let local = self.local_path(path)?;
+        let local = self.sim_path(path)?;
         match std::fs::read(&local) {
             Ok(b) => Ok(Some(b)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -92,7 +92,7 @@ impl Files for SimHost {
     }
 
     fn file_access(&self, path: &str) -> HostResult<Option<Access>> {
-        if !self.local_path(path)?.is_file() {
+        if !self.sim_path(path)?.is_file() {
             return Ok(None);
         }
         let secret = self.read(|s| s.secrets.contains(&path.to_ascii_lowercase()));
@@ -109,7 +109,7 @@ impl Files for SimHost {
     }
 
     fn remove_file(&self, path: &str) -> HostResult<bool> {
-        let local = self.local_path(path)?;
+        let local = self.sim_path(path)?;
         self.mutate(&format!("remove {path}"), |s| {
             s.secrets.remove(&path.to_ascii_lowercase());
             match std::fs::remove_file(&local) {
@@ -121,7 +121,7 @@ impl Files for SimHost {
     }
 
     fn remove_empty_dir(&self, path: &str) -> HostResult<bool> {
-        let local = self.local_path(path)?;
+        let local = self.sim_path(path)?;
         self.mutate(
             &format!("remove directory {path}"),
             |_| match std::fs::read_dir(&local) {
@@ -140,6 +140,10 @@ impl Files for SimHost {
     }
 
     fn dir_exists(&self, path: &str) -> HostResult<bool> {
-        Ok(self.local_path(path)?.is_dir())
+        Ok(self.sim_path(path)?.is_dir())
+    }
+
+    fn local_path(&self, path: &str) -> HostResult<PathBuf> {
+        self.sim_path(path)
     }
 }

@@ -171,6 +171,11 @@ impl SimHost {
         self.start_hook = Some(hook);
     }
 
+    /// The directory holding `state.json` and the simulated files.
+    pub fn state_dir(&self) -> &Path {
+        &self.dir
+    }
+
     pub fn profile(&self) -> String {
         self.lock().profile.clone()
     }
@@ -283,7 +288,14 @@ impl Registry for SimHost {
 impl Hns for SimHost {
     fn hns_networks(&self) -> HostResult<Vec<HnsNetwork>> {
         self.hns_available()?;
-        Ok(self.read(|s| s.networks.iter().filter_map(hns::parse_network).collect()))
+        let mut networks: Vec<HnsNetwork> =
+            self.read(|s| s.networks.iter().filter_map(hns::parse_network).collect());
+        if self.read(|s| s.settings.management_ip_pending) {
+            for n in &mut networks {
+                n.management_ip = None;
+            }
+        }
+        Ok(networks)
     }
 
     fn hns_endpoints(&self, network_id: &str) -> HostResult<Vec<HnsEndpoint>> {
@@ -320,11 +332,8 @@ impl Hns for SimHost {
                     p.push(serde_json::json!({"Type": "ProviderAddress", "Settings": {"ProviderAddress": ip}}));
                 }
             }
-            // The first network on the adapter creates the vSwitch, which drops persistent
-            // routes such as the cloud metadata route (node-service.ps1 restores it).
             if s.networks.is_empty() {
-                s.routes
-                    .retain(|r| !(r.destination.is_link_local() && r.prefix_len == 32));
+                s.create_vswitch();
             }
             s.networks.push(doc.clone());
             hns::parse_network(&doc).ok_or_else(|| HostError::Refused {
@@ -343,6 +352,9 @@ impl Hns for SimHost {
             s.networks.remove(i);
             s.endpoints
                 .retain(|e| !e.network_id.eq_ignore_ascii_case(id));
+            if s.networks.is_empty() {
+                s.remove_vswitch();
+            }
             Ok(())
         })
     }
@@ -362,7 +374,68 @@ impl SimHost {
     }
 }
 
+/// Events of the simulated machine's world, not calls the tool makes: they are not counted as
+/// mutating calls and never fail by injection.
 impl SimHost {
+    fn world<T>(&self, f: impl FnOnce(&mut State) -> T) -> HostResult<T> {
+        let mut guard = self.lock();
+        let out = f(&mut guard);
+        self.save(&guard)?;
+        Ok(out)
+    }
+
+    /// Reboots the machine: a new boot identity, kubelet and the other automatic services
+    /// running again with new pids, calicoctl-win's own services stopped (a test starts them
+    /// as the SCM would). HNS networks survive, as they do on Windows.
+    pub fn reboot(&self) -> HostResult<()> {
+        self.world(|s| {
+            let next = s.system.boot_id.parse::<i64>().unwrap_or(0) + 3600;
+            s.system.boot_id = next.to_string();
+            s.system.boot_local_seconds = s.system.boot_local_seconds.map(|l| l + 3600);
+            let pids: Vec<String> = s.processes.keys().cloned().collect();
+            for image in pids {
+                let pid = s.settings.next_pid();
+                s.processes.insert(image, pid);
+            }
+            let names: Vec<String> = s.services.keys().cloned().collect();
+            for name in names {
+                let pid = s.settings.next_pid();
+                if let Some(svc) = s.services.get_mut(&name) {
+                    let auto = svc.start == StartType::Auto;
+                    let ours = services::own_service_args(&svc.command_line).is_some();
+                    let running = auto && !ours;
+                    svc.state = if running {
+                        ServiceState::Running
+                    } else {
+                        ServiceState::Stopped
+                    };
+                    svc.pid = running.then_some(pid);
+                }
+            }
+        })
+    }
+
+    /// Starts (`Some(pid)`) or ends (`None`) a process with this image name, like kubelet.
+    pub fn set_process(&self, image: &str, pid: Option<u32>) -> HostResult<()> {
+        self.world(|s| {
+            let key = image.to_ascii_lowercase();
+            match pid {
+                Some(pid) => s.processes.insert(key, pid),
+                None => s.processes.remove(&key),
+            };
+        })
+    }
+
+    /// Replaces the host's IPv4 addresses (a NIC still waiting for DHCP has only 169.254/16).
+    pub fn set_ipv4_addresses(&self, addresses: Vec<InterfaceAddress>) -> HostResult<()> {
+        self.world(|s| s.interfaces = addresses)
+    }
+
+    /// While pending, HNS reports no management IP on any network.
+    pub fn set_management_ip_pending(&self, pending: bool) -> HostResult<()> {
+        self.world(|s| s.settings.management_ip_pending = pending)
+    }
+
     /// Attaches an endpoint to a network, as the CNI plugin does for a pod.
     pub fn add_endpoint(&self, network_id: &str, name: &str, ip: &str) -> HostResult<()> {
         self.mutate(&format!("add endpoint {name}"), |s| {
@@ -430,15 +503,10 @@ impl Processes for SimHost {
         let exited = match calico_node::component(spec) {
             Some(calico_node::Component::Startup) => {
                 let (code, log) = calico_node::startup(self, spec)?;
-                if let Output::AppendTo(path) = &spec.output {
-                    use std::io::Write as _;
-                    let mut f = fs_err::OpenOptions::new()
-                        .create(true)
-                        .append(true)
-                        .open(path)
-                        .map_err(|e| HostError::io("write the child's log", e))?;
-                    f.write_all(log.as_bytes())
-                        .map_err(|e| HostError::io("write the child's log", e))?;
+                if let Output::Lines(sink) = &spec.output {
+                    for line in log.lines() {
+                        sink.write(format!("{line}\n").as_bytes());
+                    }
                 }
                 Some(code)
             }

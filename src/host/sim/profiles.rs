@@ -132,12 +132,15 @@ fn base(profile: &str, build: u32, ubr: u32, product: &str) -> State {
             is_64bit: true,
             elevated: true,
             boot_id: "1763712000".into(),
+            // The same boot on a wall clock one hour ahead of UTC.
+            boot_local_seconds: Some(1_763_715_600),
         },
         settings: SimSettings {
             hns_available: true,
             pod_block: "10.244.1.0/26".into(),
             next_pid: 4000,
             next_id: 1,
+            management_ip_pending: false,
         },
         ..State::default()
     };

@@ -31,7 +31,7 @@ impl SimService {
 }
 
 /// What starting a service runs: `calicoctl-win.exe service run ROLE` runs the role's start-up.
-fn own_service_args(command_line: &str) -> Option<Vec<String>> {
+pub(super) fn own_service_args(command_line: &str) -> Option<Vec<String>> {
     let (program, args) = split_command_line(command_line);
     let file = program.rsplit(['\\', '/']).next()?.to_ascii_lowercase();
     let ours = file == "calicoctl-win.exe" || file == "calicoctl-win";

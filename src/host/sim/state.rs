@@ -40,6 +40,7 @@ impl Default for SystemFacts {
             is_64bit: true,
             elevated: true,
             boot_id: String::new(),
+            boot_local_seconds: None,
         }
     }
 }
@@ -53,6 +54,10 @@ pub struct SimSettings {
     pub pod_block: String,
     pub next_pid: u32,
     pub next_id: u64,
+    /// While true, HNS reports no management IP on any network (the vSwitch has not got the
+    /// host's address yet).
+    #[serde(default)]
+    pub management_ip_pending: bool,
 }
 
 impl SimSettings {
@@ -120,6 +125,46 @@ impl State {
         self.networks
             .iter()
             .find(|n| n.get("Name").and_then(|v| v.as_str()) == Some(name))
+    }
+
+    /// Creating the first non-NAT network creates the vSwitch: the host's address moves to a
+    /// new `vEthernet (NIC)` interface, its routes follow, and persistent /32 link-local routes
+    /// such as the cloud metadata route are lost (node-service.ps1 restores that one).
+    pub fn create_vswitch(&mut self) {
+        let Some(i) = self.primary_interface() else {
+            return;
+        };
+        let old = self.interfaces[i].index;
+        let new = self.interfaces.iter().map(|a| a.index).max().unwrap_or(0) + 1;
+        let nic = &mut self.interfaces[i];
+        nic.interface = format!("vEthernet ({})", nic.interface);
+        nic.index = new;
+        self.routes
+            .retain(|r| !(r.destination.is_link_local() && r.prefix_len == 32));
+        for r in &mut self.routes {
+            if r.interface_index == old {
+                r.interface_index = new;
+            }
+        }
+    }
+
+    /// Deleting the last network removes the vSwitch: the address returns to the NIC's name.
+    pub fn remove_vswitch(&mut self) {
+        for a in &mut self.interfaces {
+            if let Some(nic) = a
+                .interface
+                .strip_prefix("vEthernet (")
+                .and_then(|n| n.strip_suffix(')'))
+            {
+                a.interface = nic.to_owned();
+            }
+        }
+    }
+
+    fn primary_interface(&self) -> Option<usize> {
+        self.interfaces
+            .iter()
+            .position(|i| !i.ip.is_loopback() && !i.ip.is_link_local())
     }
 
     /// The host's address on the vSwitch: the first non-loopback IPv4 address.

@@ -124,6 +124,10 @@ impl Files for WindowsHost {
     fn dir_exists(&self, path: &str) -> HostResult<bool> {
         Ok(Path::new(path).is_dir())
     }
+
+    fn local_path(&self, path: &str) -> HostResult<std::path::PathBuf> {
+        Ok(std::path::PathBuf::from(path))
+    }
 }
 
 impl Network for WindowsHost {

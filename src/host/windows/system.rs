@@ -34,6 +34,7 @@ pub fn facts() -> HostResult<SystemFacts> {
         Ok(Some(RegValue::Dword(v))) => Some(v),
         _ => None,
     };
+    let boot = boot_time();
     Ok(SystemFacts {
         build,
         ubr,
@@ -42,7 +43,8 @@ pub fn facts() -> HostResult<SystemFacts> {
         installation_type: text("InstallationType"),
         is_64bit: is_64bit(),
         elevated: elevated()?,
-        boot_id: boot_time().map(|t| t.to_string()).unwrap_or_default(),
+        boot_id: boot.map(|(utc, _)| utc.to_string()).unwrap_or_default(),
+        boot_local_seconds: boot.map(|(_, local)| local),
     })
 }
 
@@ -106,8 +108,9 @@ struct TimeOfDay {
     sleep_time_bias: u64,
 }
 
-/// The boot time in seconds since the Unix epoch: the same in every culture and time zone.
-fn boot_time() -> Option<i64> {
+/// The boot time in seconds since the Unix epoch (the same in every culture and time zone),
+/// and the same instant on the local wall clock.
+fn boot_time() -> Option<(i64, i64)> {
     let mut t = TimeOfDay {
         boot_time: 0,
         current_time: 0,
@@ -127,8 +130,10 @@ fn boot_time() -> Option<i64> {
             &mut len,
         )
     };
-    // FILETIME ticks (100 ns since 1601) to Unix seconds.
-    (status >= 0 && t.boot_time > 0).then(|| t.boot_time / 10_000_000 - 11_644_473_600)
+    // FILETIME ticks (100 ns since 1601) to Unix seconds; local = UTC - bias.
+    let unix = |ticks: i64| ticks / 10_000_000 - 11_644_473_600;
+    (status >= 0 && t.boot_time > 0)
+        .then(|| (unix(t.boot_time), unix(t.boot_time - t.time_zone_bias)))
 }
 
 fn unsafe_zeroed<T>() -> T {

@@ -1,0 +1,162 @@
+//! CalicoFelix and CalicoConfd: wait for CalicoNode's initialisation, then run the component
+//! and restart it when it exits (`felix-service.ps1`, `confd-service.ps1`).
+
+use super::{
+    Backoff, ChildEnd, Component, Log, Result, Settings, Stop, SuperviseError, environment,
+    init_done, program, run_child,
+};
+use crate::host::Host;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Felix exits with 129 to reload its configuration: run it again at once.
+const FELIX_RELOAD_EXIT: i32 = 129;
+/// confd's generated files, deleted before it starts so that it always reconfigures BGP.
+const CONFD_GENERATED: [&str; 2] = ["peerings.ps1", "blocks.ps1"];
+
+pub fn felix(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
+    let env = environment(host, s)?;
+    let felix = program(host, s, Component::Felix)?;
+    wait_for_init(host, s, stop, log)?;
+    supervise(host, s, &felix, &env, Some(FELIX_RELOAD_EXIT), stop, log)
+}
+
+pub fn confd(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
+    let env = environment(host, s)?;
+    let backend = backend(&env);
+    if backend != "windows-bgp" {
+        log.info(&format!(
+            "confd runs only with the windows-bgp backend (this node: {backend}); idle until stopped"
+        ));
+        while !stop.wait(Duration::from_secs(3600)) {}
+        return Err(SuperviseError::Stopped);
+    }
+    let confd = program(host, s, Component::Confd)?;
+    wait_for_init(host, s, stop, log)?;
+    clear_generated(host, s, log)?;
+    supervise(host, s, &confd, &env, None, stop, log)
+}
+
+/// The checks felix and confd make before they would run, for the simulated service start.
+pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {
+    let env = environment(host, s)?;
+    let component = match s.role {
+        super::Role::Confd => Component::Confd,
+        _ => Component::Felix,
+    };
+    if component == Component::Confd && backend(&env) != "windows-bgp" {
+        return Ok(());
+    }
+    program(host, s, component)?;
+    if !init_done(host)? {
+        return Err(SuperviseError::NotInitialised);
+    }
+    if component == Component::Confd {
+        clear_generated(host, s, log)?;
+    }
+    log.info("CalicoNode has initialised; the component runs");
+    Ok(())
+}
+
+fn backend(env: &BTreeMap<String, String>) -> &str {
+    env.get("CALICO_NETWORKING_BACKEND")
+        .map_or("vxlan", String::as_str)
+}
+
+fn clear_generated(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {
+    for name in CONFD_GENERATED {
+        let path = format!("{}\\confd\\{name}", s.install_root);
+        if host.remove_file(&path)? {
+            log.info(&format!(
+                "removed the stale {path} so that confd reconfigures BGP"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Waits until CalicoNode has initialised in this boot; after `init_timeout` it warns (and
+/// again every `init_timeout`) but keeps waiting: running felix on networks about to be
+/// deleted would be worse.
+fn wait_for_init(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
+    let started = Instant::now();
+    let mut warned_at = Duration::ZERO;
+    let mut said = false;
+    loop {
+        if init_done(host)? {
+            if said {
+                log.info("CalicoNode finished initialising");
+            }
+            return Ok(());
+        }
+        if !said {
+            let boot = host.system_facts()?.boot_id;
+            log.info(&format!(
+                "waiting for CalicoNode to finish initialising in this boot ({boot}): \
+                 {}\\{} does not hold it yet",
+                super::CALICO_KEY,
+                super::BOOT_ID_VALUE
+            ));
+            said = true;
+        }
+        let waited = started.elapsed();
+        if waited >= warned_at + s.init_timeout {
+            log.warn(&format!(
+                "CalicoNode has not finished initialising after {:?}; still waiting (see calico-node.log)",
+                Duration::from_secs(waited.as_secs())
+            ));
+            warned_at = waited;
+        }
+        if stop.wait(s.timing.poll) {
+            return Err(SuperviseError::Stopped);
+        }
+    }
+}
+
+/// Runs the component until a stop is requested: again at once after `reload_exit`, else
+/// after a doubling delay (reset when it had run longer than the longest delay).
+fn supervise(
+    host: &dyn Host,
+    s: &Settings,
+    program: &super::Launch,
+    env: &BTreeMap<String, String>,
+    reload_exit: Option<i32>,
+    stop: &Stop,
+    log: &Log,
+) -> Result<()> {
+    let mut backoff = Backoff::new(&s.timing);
+    loop {
+        let started = Instant::now();
+        let delay = match run_child(host, s, program, env, None, stop, log) {
+            Err(SuperviseError::Stopped) => return Err(SuperviseError::Stopped),
+            Ok(ChildEnd::Exited(code)) if Some(code) == reload_exit => {
+                log.info(&format!(
+                    "exited with {code} to reload its configuration; restarting now"
+                ));
+                backoff.reset();
+                Duration::ZERO
+            }
+            Ok(ChildEnd::Exited(code)) => {
+                if started.elapsed() > s.timing.backoff_max {
+                    backoff.reset();
+                }
+                let d = backoff.next();
+                log.warn(&format!("exited with code {code}; restarting in {d:?}"));
+                d
+            }
+            Ok(ChildEnd::TimedOut) => Duration::ZERO,
+            Err(e) => {
+                let d = backoff.next();
+                log.warn(&format!(
+                    "could not run {}: {}; retrying in {d:?}",
+                    program.program,
+                    crate::error::chain(&e)
+                ));
+                d
+            }
+        };
+        if stop.wait(delay) {
+            return Err(SuperviseError::Stopped);
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! The service log, `<logs dir>\calico-<role>.log`: the service host's own lines and the
+//! child's output, rotated by size and by age as NSSM did (10 MB or one day by default).
+//!
+//! A rotated file is renamed `calico-<role>-<UTC time>.log`; the newest `keep` of those stay.
+
+use crate::host::LineSink;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+/// When the log rotates and how many old files stay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogSettings {
+    pub max_size: u64,
+    pub rotate_every: Duration,
+    pub keep: usize,
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        Self {
+            max_size: 10 * 1024 * 1024,
+            rotate_every: Duration::from_secs(86_400),
+            keep: 10,
+        }
+    }
+}
+
+/// Parses a size: bytes, or a number with KB, MB or GB (powers of 1024), like `10MB`.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let bad =
+        || format!("{text:?} is not a size: use bytes or a number with KB, MB or GB, like 10MB");
+    let upper = t.to_ascii_uppercase();
+    let (digits, unit) = match upper.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => upper.split_at(i),
+        None => (upper.as_str(), ""),
+    };
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    let unit: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KB" | "K" => 1024,
+        "MB" | "M" => 1024 * 1024,
+        "GB" | "G" => 1024 * 1024 * 1024,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(unit).filter(|v| *v > 0).ok_or_else(bad)
+}
+
+/// The wall clock; tests pass a controlled one to rotate by day.
+pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
+
+/// A log file that rotates between writes.
+struct RotatingFile {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+    size: u64,
+    opened: SystemTime,
+    settings: LogSettings,
+    clock: Clock,
+}
+
+impl RotatingFile {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        let now = (self.clock)();
+        if self.file.is_none() {
+            self.open(now)?;
+        }
+        let too_big = self.size > 0 && self.size + bytes.len() as u64 > self.settings.max_size;
+        let too_old = self.size > 0
+            && now
+                .duration_since(self.opened)
+                .is_ok_and(|age| age >= self.settings.rotate_every);
+        if too_big || too_old {
+            self.rotate(now)?;
+        }
+        if let Some(f) = &mut self.file {
+            f.write_all(bytes)?;
+            self.size += bytes.len() as u64;
+        }
+        Ok(())
+    }
+
+    fn open(&mut self, now: SystemTime) -> std::io::Result<()> {
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        let meta = f.metadata()?;
+        self.size = meta.len();
+        // An existing log keeps its age across service restarts.
+        self.opened = if self.size > 0 {
+            meta.created().or_else(|_| meta.modified()).unwrap_or(now)
+        } else {
+            now
+        };
+        self.file = Some(f);
+        Ok(())
+    }
+
+    fn rotate(&mut self, now: SystemTime) -> std::io::Result<()> {
+        self.file = None;
+        let (stem, dir) = stem_and_dir(&self.path);
+        let stamp = utc_stamp(now, "%Y%m%dT%H%M%SZ");
+        let mut target = dir.join(format!("{stem}-{stamp}.log"));
+        let mut n = 1;
+        while target.exists() {
+            target = dir.join(format!("{stem}-{stamp}.{n}.log"));
+            n += 1;
+        }
+        std::fs::rename(&self.path, &target)?;
+        prune(&dir, &stem, self.settings.keep)?;
+        self.open(now)
+    }
+}
+
+fn stem_and_dir(path: &Path) -> (String, PathBuf) {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let dir = path.parent().map(Path::to_owned).unwrap_or_default();
+    (stem, dir)
+}
+
+/// Removes the oldest rotated files beyond `keep` (their names sort by time).
+fn prune(dir: &Path, stem: &str, keep: usize) -> std::io::Result<()> {
+    let prefix = format!("{stem}-");
+    let mut old: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".log"))
+        })
+        .collect();
+    old.sort();
+    let excess = old.len().saturating_sub(keep);
+    for p in &old[..excess] {
+        std::fs::remove_file(p)?;
+    }
+    Ok(())
+}
+
+/// `now` in UTC with a strftime format.
+pub fn utc_stamp(now: SystemTime, format: &str) -> String {
+    jiff::Timestamp::try_from(now)
+        .map(|t| t.strftime(format).to_string())
+        .unwrap_or_else(|_| "unknown-time".into())
+}
+
+/// The service log: cheap to clone, shared by the body and the threads that copy the child's
+/// output. With `echo` (`--console`) every line also goes to stderr.
+#[derive(Clone)]
+pub struct Log {
+    file: Arc<Mutex<RotatingFile>>,
+    echo: bool,
+}
+
+impl Log {
+    pub fn open(path: PathBuf, settings: LogSettings, echo: bool) -> Self {
+        Self::with_clock(path, settings, echo, Arc::new(SystemTime::now))
+    }
+
+    pub fn with_clock(path: PathBuf, settings: LogSettings, echo: bool, clock: Clock) -> Self {
+        Self {
+            file: Arc::new(Mutex::new(RotatingFile {
+                path,
+                file: None,
+                size: 0,
+                opened: SystemTime::UNIX_EPOCH,
+                settings,
+                clock,
+            })),
+            echo,
+        }
+    }
+
+    pub fn info(&self, message: &str) {
+        self.line("info", message);
+    }
+
+    pub fn warn(&self, message: &str) {
+        self.line("warning", message);
+    }
+
+    fn line(&self, level: &str, message: &str) {
+        let now = {
+            let f = self.file.lock().unwrap_or_else(|p| p.into_inner());
+            (f.clock)()
+        };
+        let stamp = utc_stamp(now, "%Y-%m-%dT%H:%M:%SZ");
+        self.raw(format!("{stamp} [calicoctl-win] {level}: {message}\n").as_bytes());
+    }
+
+    /// Writes bytes as they are (a line of the child's output).
+    pub fn raw(&self, bytes: &[u8]) {
+        if self.echo {
+            let _ = std::io::stderr().write_all(bytes);
+        }
+        let mut f = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = f.write(bytes) {
+            // Nowhere else to report it: a service has no terminal. Keep running.
+            let _ = writeln!(
+                std::io::stderr(),
+                "cannot write the log {}: {e}",
+                f.path.display()
+            );
+        }
+    }
+
+    /// Where a child's stdout and stderr go: this log, line by line.
+    pub fn sink(&self) -> LineSink {
+        let log = self.clone();
+        LineSink::new(move |line| log.raw(line))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut n: Vec<String> = std::fs::read_dir(dir)
+            .expect("list")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    }
+
+    #[test]
+    fn sizes_parse_with_binary_units() {
+        assert_eq!(parse_size("10MB"), Ok(10 * 1024 * 1024));
+        assert_eq!(parse_size("512kb"), Ok(512 * 1024));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        for bad in ["", "0", "ten", "10TB", "-1MB"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn rotates_by_size_between_lines_and_keeps_the_newest() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("logs").join("calico-felix.log");
+        let secs = Arc::new(AtomicU64::new(1_763_712_000));
+        let clock_secs = secs.clone();
+        let clock: Clock = Arc::new(move || {
+            SystemTime::UNIX_EPOCH + Duration::from_secs(clock_secs.load(Ordering::SeqCst))
+        });
+        let settings = LogSettings {
+            max_size: 100,
+            rotate_every: Duration::from_secs(86_400),
+            keep: 2,
+        };
+        let log = Log::with_clock(path.clone(), settings, false, clock);
+        for i in 0..5 {
+            // Each write is 60 bytes, so every write after the first rotates.
+            log.raw(format!("{i:059}\n").as_bytes());
+            secs.fetch_add(1, Ordering::SeqCst);
+        }
+        let got = names(path.parent().expect("dir"));
+        assert_eq!(
+            got,
+            [
+                "calico-felix-20251121T080003Z.log",
+                "calico-felix-20251121T080004Z.log",
+                "calico-felix.log"
+            ]
+        );
+        let current = std::fs::read_to_string(&path).expect("read");
+        assert_eq!(current, format!("{:059}\n", 4));
+        let newest_old =
+            std::fs::read_to_string(path.with_file_name("calico-felix-20251121T080004Z.log"))
+                .expect("read");
+        assert_eq!(newest_old, format!("{:059}\n", 3), "lines are never split");
+    }
+
+    #[test]
+    fn rotates_by_day_and_a_restart_keeps_the_file_age() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("calico-node.log");
+        let now = SystemTime::now();
+        let offset = Arc::new(AtomicU64::new(0));
+        let o = offset.clone();
+        let clock: Clock = Arc::new(move || now + Duration::from_secs(o.load(Ordering::SeqCst)));
+        let log = Log::with_clock(path.clone(), LogSettings::default(), false, clock.clone());
+        log.info("first day");
+        offset.store(3600, Ordering::SeqCst);
+        log.info("an hour later");
+        assert_eq!(names(dir.path()), ["calico-node.log"]);
+        // A service restart opens the same file: its age counts from its creation.
+        drop(log);
+        let log = Log::with_clock(path.clone(), LogSettings::default(), false, clock);
+        offset.store(86_400 + 60, Ordering::SeqCst);
+        log.info("next day");
+        let got = names(dir.path());
+        assert_eq!(got.len(), 2, "{got:?}");
+        let old = dir.path().join(&got[0]);
+        let old = std::fs::read_to_string(old).expect("read");
+        assert!(
+            old.contains("first day") && old.contains("an hour later"),
+            "{old}"
+        );
+        let current = std::fs::read_to_string(&path).expect("read");
+        assert!(current.contains("next day") && !current.contains("first day"));
+        assert!(
+            current.contains("[calicoctl-win] info: next day"),
+            "{current}"
+        );
+    }
+}

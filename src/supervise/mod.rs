@@ -1,0 +1,494 @@
+//! The body of the Calico Windows services, replacing NSSM and Calico's `node-service.ps1`,
+//! `felix-service.ps1` and `confd-service.ps1` (reference §3.2):
+//!
+//! - CalicoNode (`node`): the start-up after a boot (HNS clean-up, the `External` vSwitch
+//!   network, routes, the init-done marker), then `calico-node startup` whenever kubelet's
+//!   process changes;
+//! - CalicoFelix (`felix`): waits for the marker, runs felix, restarts it;
+//! - CalicoConfd (`confd`): the same for confd, windows-bgp only.
+//!
+//! Everything here is plain logic against the host traits, so it runs on SimHost in tests; the
+//! Windows service dispatcher glue is `scm.rs`. Every wait is bounded or watches the stop
+//! request; a child's environment is exactly the rendered `calico-<role>.env`.
+
+mod agent;
+mod log;
+mod node;
+pub mod platform;
+#[cfg(windows)]
+pub mod scm;
+mod stop;
+
+pub use crate::render::env::Role;
+pub use log::{Clock, Log, LogSettings, parse_size};
+pub use node::{StartPhase, init_done};
+pub use stop::Stop;
+
+use crate::host::{Host, HostError, Output, ProcessSpec, Recovery, ServiceSpec, StartType};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Calico's registry key: the init-done marker lives here.
+pub const CALICO_KEY: &str = r"HKLM\Software\Tigera\Calico";
+/// The marker: the boot identity of the boot CalicoNode last finished initialising in.
+pub const BOOT_ID_VALUE: &str = "BootId";
+/// What Calico's scripts compared (a culture-formatted boot time), still written for them.
+pub const LEGACY_BOOT_VALUE: &str = "LastBootTime";
+
+/// Why a service body stopped with an error. Stopping on request is not an error.
+#[derive(Debug, thiserror::Error)]
+pub enum SuperviseError {
+    #[error("the service environment {path} is missing")]
+    NoEnvironment { path: String },
+    #[error("neither calico.exe nor calico-node.exe is in {root}")]
+    NoCalicoBinary { root: String },
+    #[error("the External network document {path} is missing")]
+    NoExternalSpec { path: String },
+    #[error(
+        "no usable IPv4 address after {}s (addresses seen: {})",
+        .waited.as_secs(), if .seen.is_empty() { "none".to_owned() } else { .seen.join(", ") }
+    )]
+    NoUsableIp { waited: Duration, seen: Vec<String> },
+    #[error("could not create the External HNS network within {}s: {last}", .after.as_secs())]
+    ExternalNetwork { after: Duration, last: String },
+    #[error("the External HNS network got no management IP within {}s", .after.as_secs())]
+    ManagementIp { after: Duration },
+    #[error("HNS networks {names} are still there {}s after deleting them", .after.as_secs())]
+    NetworksRemain { names: String, after: Duration },
+    #[error("could not restart RemoteAccess for BGP")]
+    RemoteAccess(#[source] HostError),
+    #[error("calico-node startup did not succeed after {attempts} attempts (last: {last})")]
+    Startup { attempts: u32, last: String },
+    #[error("CalicoNode has not finished initialising in this boot")]
+    NotInitialised,
+    #[error(transparent)]
+    Host(#[from] HostError),
+    /// A stop was requested; the body returns without error.
+    #[error("stopped")]
+    Stopped,
+}
+
+impl SuperviseError {
+    pub fn hint(&self) -> Option<&'static str> {
+        Some(match self {
+            Self::NoEnvironment { .. } | Self::NoExternalSpec { .. } => {
+                "run 'calicoctl-win install' (it renders the service files), or check --install-root"
+            }
+            Self::NoCalicoBinary { .. } => {
+                "run 'calicoctl-win install' to unpack the Calico release, or check --install-root"
+            }
+            Self::NoUsableIp { .. } => {
+                "the NIC has no address yet (DHCP?); raise node.startup_valid_ip_timeout if it is only slow"
+            }
+            Self::ExternalNetwork { .. }
+            | Self::ManagementIp { .. }
+            | Self::NetworksRemain { .. } => {
+                "check the hns and vmcompute services and 'Get-HnsNetwork'; the service restarts and tries again"
+            }
+            Self::RemoteAccess(_) => {
+                "check 'Get-Service RemoteAccess' (windows-bgp needs the RemoteAccess feature)"
+            }
+            Self::NotInitialised => "start CalicoNode first and read its log, calico-node.log",
+            _ => return None,
+        })
+    }
+
+    /// Whether it gave up waiting (exit code 4).
+    pub fn is_timeout(&self) -> bool {
+        matches!(
+            self,
+            Self::NoUsableIp { .. }
+                | Self::ExternalNetwork { .. }
+                | Self::ManagementIp { .. }
+                | Self::NetworksRemain { .. }
+        )
+    }
+}
+
+pub type Result<T, E = SuperviseError> = std::result::Result<T, E>;
+
+/// Intervals of the loops; tests shorten them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Timing {
+    /// How often a wait looks again (HNS, the marker, a running child).
+    pub poll: Duration,
+    /// How often CalicoNode looks for a new kubelet process (the scripts: 10 s).
+    pub kubelet_poll: Duration,
+    /// How often the address wait looks (the scripts: 5 s).
+    pub ip_poll: Duration,
+    /// Restart delays: doubling from `backoff_min` up to `backoff_max`.
+    pub backoff_min: Duration,
+    pub backoff_max: Duration,
+    /// The networking stack's grace period after the vSwitch appears (the scripts: 10 s).
+    pub settle: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Self {
+            poll: Duration::from_secs(1),
+            kubelet_poll: Duration::from_secs(10),
+            ip_poll: Duration::from_secs(5),
+            backoff_min: Duration::from_secs(1),
+            backoff_max: Duration::from_secs(60),
+            settle: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What one service body needs, from its command line (`service run ROLE ...`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    pub role: Role,
+    /// The install root on the host (`C:\CalicoWindows`).
+    pub install_root: String,
+    pub log: LogSettings,
+    /// How long a stopping child gets before it is killed.
+    pub stop_timeout: Duration,
+    /// How long felix and confd wait for CalicoNode before warning (then they keep waiting).
+    pub init_timeout: Duration,
+    /// Bound on HNS work: deleting old networks, creating External, its management IP.
+    pub network_timeout: Duration,
+    /// Bound on one calico-node startup run.
+    pub startup_timeout: Duration,
+    /// After a boot, delete every non-NAT HNS network as Calico's scripts do, instead of only
+    /// Calico's own (`Calico`, `Calico-*`, `External`).
+    pub delete_all_non_nat_networks: bool,
+    pub probes: platform::Probes,
+    pub timing: Timing,
+    /// Runs this program (on this machine) instead of the installed Calico binary, with the
+    /// same arguments: for tests and for trying a build by hand.
+    pub program: Option<String>,
+}
+
+impl Settings {
+    pub fn new(role: Role, install_root: &str) -> Self {
+        Self {
+            role,
+            install_root: install_root.trim_end_matches('\\').to_owned(),
+            log: LogSettings::default(),
+            stop_timeout: Duration::from_secs(10),
+            init_timeout: Duration::from_secs(300),
+            network_timeout: Duration::from_secs(300),
+            startup_timeout: Duration::from_secs(300),
+            delete_all_non_nat_networks: false,
+            probes: platform::Probes::default(),
+            timing: Timing::default(),
+            program: None,
+        }
+    }
+
+    fn path(&self, name: &str) -> String {
+        format!("{}\\{name}", self.install_root)
+    }
+}
+
+/// The service's rendered environment, `<install root>\calico-<role>.env`.
+pub fn environment(host: &dyn Host, s: &Settings) -> Result<BTreeMap<String, String>> {
+    let path = s.path(s.role.env_file());
+    let bytes = host
+        .read_file(&path)?
+        .ok_or(SuperviseError::NoEnvironment { path })?;
+    Ok(parse_env(&String::from_utf8_lossy(&bytes)))
+}
+
+/// `NAME=VALUE` lines; blank lines and `#` comments are skipped.
+pub fn parse_env(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// The log of a role: `<CALICO_LOG_DIR or install root\logs>\calico-<role>.log`, on this
+/// machine's file system.
+pub fn open_log(
+    host: &dyn Host,
+    s: &Settings,
+    env: Option<&BTreeMap<String, String>>,
+    echo: bool,
+) -> Result<Log> {
+    let dir = env
+        .and_then(|e| e.get("CALICO_LOG_DIR"))
+        .filter(|d| !d.is_empty())
+        .cloned()
+        .unwrap_or_else(|| s.path("logs"));
+    let file = format!(
+        "{}\\calico-{}.log",
+        dir.trim_end_matches('\\'),
+        role_name(s.role)
+    );
+    Ok(Log::open(host.local_path(&file)?, s.log, echo))
+}
+
+pub fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Node => "node",
+        Role::Felix => "felix",
+        Role::Confd => "confd",
+    }
+}
+
+/// The Windows service name of a role.
+pub fn service_name(role: Role) -> &'static str {
+    match role {
+        Role::Node => "CalicoNode",
+        Role::Felix => "CalicoFelix",
+        Role::Confd => "CalicoConfd",
+    }
+}
+
+/// Which Calico binary the installed release has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// `calico-node.exe -startup|-felix|-confd` (v3.2x–3.33).
+    CalicoNode,
+    /// `calico.exe component node startup|felix|confd` (3.34+).
+    Calico,
+}
+
+/// What a role runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Component {
+    Startup,
+    Felix,
+    Confd,
+}
+
+impl Layout {
+    /// Reads the layout from the files in the install root.
+    pub fn detect(host: &dyn Host, s: &Settings) -> Result<Self> {
+        if host.read_file(&s.path("calico.exe"))?.is_some() {
+            Ok(Layout::Calico)
+        } else if host.read_file(&s.path("calico-node.exe"))?.is_some() {
+            Ok(Layout::CalicoNode)
+        } else {
+            Err(SuperviseError::NoCalicoBinary {
+                root: s.install_root.clone(),
+            })
+        }
+    }
+
+    /// The program and arguments of a component.
+    pub fn command(self, s: &Settings, c: Component) -> (String, Vec<String>) {
+        let confdir = s.path("confd");
+        let (exe, args): (&str, Vec<String>) = match (self, c) {
+            (Layout::CalicoNode, Component::Startup) => {
+                ("calico-node.exe", vec!["-startup".into()])
+            }
+            (Layout::CalicoNode, Component::Felix) => ("calico-node.exe", vec!["-felix".into()]),
+            (Layout::CalicoNode, Component::Confd) => (
+                "calico-node.exe",
+                vec!["-confd".into(), format!("-confd-confdir={confdir}")],
+            ),
+            (Layout::Calico, Component::Startup) => (
+                "calico.exe",
+                ["component", "node", "startup"].map(String::from).to_vec(),
+            ),
+            (Layout::Calico, Component::Felix) => (
+                "calico.exe",
+                ["component", "felix"].map(String::from).to_vec(),
+            ),
+            (Layout::Calico, Component::Confd) => (
+                "calico.exe",
+                vec![
+                    "component".into(),
+                    "confd".into(),
+                    format!("--confdir={confdir}"),
+                ],
+            ),
+        };
+        (s.path(exe), args)
+    }
+}
+
+/// A component to run: the program, its arguments, its working directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Launch {
+    program: String,
+    args: Vec<String>,
+    cwd: Option<String>,
+}
+
+/// How to run a component: the installed binary, in the install root (confd in its confdir),
+/// unless `Settings::program` overrides the program (then in the current directory).
+fn program(host: &dyn Host, s: &Settings, c: Component) -> Result<Launch> {
+    let layout = match &s.program {
+        Some(_) => Layout::CalicoNode,
+        None => Layout::detect(host, s)?,
+    };
+    let (exe, args) = layout.command(s, c);
+    Ok(match &s.program {
+        Some(p) => Launch {
+            program: p.clone(),
+            args,
+            cwd: None,
+        },
+        None => Launch {
+            program: exe,
+            args,
+            cwd: Some(match c {
+                Component::Confd => s.path("confd"),
+                Component::Startup | Component::Felix => s.install_root.clone(),
+            }),
+        },
+    })
+}
+
+/// How a supervised child ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ChildEnd {
+    Exited(i32),
+    /// It ran past its time limit and was stopped.
+    TimedOut,
+}
+
+/// Runs a child with exactly `env`, its output in the log, until it exits, runs past `limit`
+/// (stopped, `TimedOut`), or a stop is requested (stopped gracefully, then killed; `Stopped`).
+fn run_child(
+    host: &dyn Host,
+    s: &Settings,
+    launch: &Launch,
+    env: &BTreeMap<String, String>,
+    limit: Option<Duration>,
+    stop: &Stop,
+    log: &Log,
+) -> Result<ChildEnd> {
+    let spec = ProcessSpec {
+        program: launch.program.clone(),
+        args: launch.args.clone(),
+        env: env.clone(),
+        cwd: launch.cwd.clone(),
+        output: Output::Lines(log.sink()),
+    };
+    let mut child = host.spawn(&spec)?;
+    log.info(&format!(
+        "started {} {} (pid {})",
+        launch.program,
+        launch.args.join(" "),
+        child.pid()
+    ));
+    let started = Instant::now();
+    loop {
+        if let Some(code) = child.wait_timeout(s.timing.poll.min(Duration::from_millis(200)))? {
+            return Ok(ChildEnd::Exited(code));
+        }
+        if stop.requested() {
+            log.info(&format!(
+                "stopping pid {} (killed if still running after {:?})",
+                child.pid(),
+                s.stop_timeout
+            ));
+            let code = child.stop(s.stop_timeout)?;
+            log.info(&format!("pid {} ended with exit code {code}", child.pid()));
+            return Err(SuperviseError::Stopped);
+        }
+        if limit.is_some_and(|l| started.elapsed() >= l) {
+            child.stop(s.stop_timeout)?;
+            return Ok(ChildEnd::TimedOut);
+        }
+    }
+}
+
+/// A doubling restart delay.
+struct Backoff {
+    next: Duration,
+    min: Duration,
+    max: Duration,
+}
+
+impl Backoff {
+    fn new(t: &Timing) -> Self {
+        Self {
+            next: t.backoff_min,
+            min: t.backoff_min,
+            max: t.backoff_max,
+        }
+    }
+
+    fn next(&mut self) -> Duration {
+        let d = self.next;
+        self.next = (self.next * 2).min(self.max);
+        d
+    }
+
+    fn reset(&mut self) {
+        self.next = self.min;
+    }
+}
+
+/// Runs a role until a stop is requested (then `Ok`) or it fails.
+pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
+    let out = match s.role {
+        Role::Node => node::run(host, s, stop, log),
+        Role::Felix => agent::felix(host, s, stop, log),
+        Role::Confd => agent::confd(host, s, stop, log),
+    };
+    match out {
+        Err(SuperviseError::Stopped) => {
+            log.info("stopped");
+            Ok(())
+        }
+        Err(e) => {
+            log.warn(&format!("failed: {}", crate::error::chain(&e)));
+            Err(e)
+        }
+        Ok(()) => Ok(()),
+    }
+}
+
+/// What starting the service does on a simulated host, where no process keeps running: the
+/// role's start-up phase, for real (CalicoNode: the whole initialisation and one successful
+/// calico-node startup; felix and confd: their checks before they would run).
+pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {
+    match s.role {
+        Role::Node => node::start_phase(host, s, log).map(|_| ()),
+        Role::Felix | Role::Confd => agent::start_phase(host, s, log),
+    }
+}
+
+/// The service registration of a role: calicoctl-win itself (`service run ROLE`), LocalSystem,
+/// automatic start, felix and confd after CalicoNode, restarts on failure.
+pub fn service_spec(role: Role, exe: &str, args: Vec<String>) -> ServiceSpec {
+    let (display, description) = match role {
+        Role::Node => (
+            "Calico Windows Startup",
+            "Calico Windows Startup, configures Calico datamodel resources for this node (run by calicoctl-win).",
+        ),
+        Role::Felix => (
+            "Calico Windows Agent",
+            "Calico Windows Per-host Agent, Felix, provides network policy enforcement for Kubernetes (run by calicoctl-win).",
+        ),
+        Role::Confd => (
+            "Calico BGP Agent",
+            "Calico BGP Agent, confd, configures BGP routing (run by calicoctl-win).",
+        ),
+    };
+    ServiceSpec {
+        name: service_name(role).into(),
+        display_name: display.into(),
+        description: description.into(),
+        program: exe.into(),
+        args,
+        dependencies: match role {
+            Role::Node => vec![],
+            Role::Felix | Role::Confd => vec!["CalicoNode".into()],
+        },
+        start: StartType::Auto,
+        recovery: Some(Recovery {
+            restart_after: vec![
+                Duration::from_secs(5),
+                Duration::from_secs(15),
+                Duration::from_secs(60),
+            ],
+            reset_after: Duration::from_secs(86_400),
+            on_non_crash_failures: true,
+        }),
+    }
+}
+
+// SimHost with shell scripts as fake Calico components.
+#[cfg(all(test, unix))]
+mod tests;

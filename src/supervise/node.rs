@@ -1,0 +1,508 @@
+//! CalicoNode: the start-up after a boot, then calico-node startup whenever kubelet restarts
+//! (`node-service.ps1`, reference §3.2 and §3.6–3.7, with every wait bounded).
+
+use super::platform::{self, Platform};
+use super::{
+    BOOT_ID_VALUE, Backoff, CALICO_KEY, ChildEnd, Component, LEGACY_BOOT_VALUE, Log, Result,
+    Settings, Stop, SuperviseError, environment, run_child,
+};
+use crate::host::{HnsNetwork, Host, HostError, HostResult, RegValue, Route, SystemFacts};
+use crate::render::hns::EXTERNAL_NETWORK;
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::time::{Duration, Instant};
+
+/// The cloud metadata service's address; the vSwitch drops its route.
+const METADATA: Ipv4Addr = Ipv4Addr::new(169, 254, 169, 254);
+/// How many startup attempts the simulated service start makes before it reports failure.
+const START_PHASE_ATTEMPTS: u32 = 3;
+
+/// What the start-up found and did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StartPhase {
+    pub first_run_since_boot: bool,
+    pub deleted_networks: Vec<String>,
+    pub created_external: bool,
+    pub restored_routes: Vec<String>,
+    pub platform: Option<Platform>,
+}
+
+/// Whether CalicoNode has finished initialising in the current boot.
+pub fn init_done(host: &dyn Host) -> HostResult<bool> {
+    let boot = host.system_facts()?.boot_id;
+    Ok(stored_boot(host)?.as_deref() == Some(boot.as_str()))
+}
+
+fn stored_boot(host: &dyn Host) -> HostResult<Option<String>> {
+    Ok(match host.reg_get(CALICO_KEY, BOOT_ID_VALUE)? {
+        Some(RegValue::Sz(s)) => Some(s),
+        _ => None,
+    })
+}
+
+/// The CalicoNode service body: start-up, then startup runs until stopped.
+pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
+    let env = environment(host, s)?;
+    let program = super::program(host, s, Component::Startup)?;
+    init(host, s, &env, stop, log)?;
+    let mut last: Option<u32> = None;
+    let mut said_waiting = false;
+    loop {
+        match host.process_pid("kubelet.exe") {
+            Ok(Some(pid)) if last != Some(pid) => {
+                let again = if last.is_some() { " again" } else { "" };
+                log.info(&format!(
+                    "kubelet is running{again} (pid {pid}): running calico-node startup"
+                ));
+                startup(host, s, &env, &program, None, stop, log)?;
+                last = Some(pid);
+                said_waiting = false;
+            }
+            Ok(None) if !said_waiting => {
+                log.info("kubelet is not running; waiting for it to start");
+                said_waiting = true;
+            }
+            Err(e) => log.warn(&format!("cannot list processes: {e}")),
+            _ => {}
+        }
+        if stop.wait(s.timing.kubelet_poll) {
+            return Err(SuperviseError::Stopped);
+        }
+    }
+}
+
+/// The start-up and, when kubelet runs, one successful calico-node startup (a few attempts):
+/// what starting CalicoNode does on a simulated host.
+pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<StartPhase> {
+    let env = environment(host, s)?;
+    let program = super::program(host, s, Component::Startup)?;
+    let stop = Stop::new();
+    let phase = init(host, s, &env, &stop, log)?;
+    if host.process_pid("kubelet.exe")?.is_some() {
+        startup(
+            host,
+            s,
+            &env,
+            &program,
+            Some(START_PHASE_ATTEMPTS),
+            &stop,
+            log,
+        )?;
+    } else {
+        log.info("kubelet is not running; calico-node startup runs when it starts");
+    }
+    Ok(phase)
+}
+
+/// Steps 1–6: boot detection, HNS clean-up after a boot, a usable address, the External
+/// network and its management IP, routes, RemoteAccess, and the init-done marker.
+pub fn init(
+    host: &dyn Host,
+    s: &Settings,
+    env: &BTreeMap<String, String>,
+    stop: &Stop,
+    log: &Log,
+) -> Result<StartPhase> {
+    let facts = host.system_facts()?;
+    let stored = stored_boot(host)?;
+    let mut phase = StartPhase {
+        first_run_since_boot: stored.as_deref() != Some(facts.boot_id.as_str()),
+        ..StartPhase::default()
+    };
+    log.info(&format!(
+        "boot {} (last initialised in boot {}): {}",
+        facts.boot_id,
+        stored.as_deref().unwrap_or("none"),
+        if phase.first_run_since_boot {
+            "first run since boot"
+        } else {
+            "restarted in the same boot"
+        }
+    ));
+    let backend = env
+        .get("CALICO_NETWORKING_BACKEND")
+        .map_or("vxlan", String::as_str);
+    if matches!(backend, "vxlan" | "windows-bgp") {
+        // Probe before the vSwitch exists: creating it drops the metadata route.
+        let platform = platform::detect(&host.hns_networks()?, &s.probes);
+        log.info(&format!("platform: {platform}"));
+        phase.platform = Some(platform);
+        if phase.first_run_since_boot {
+            phase.deleted_networks = delete_stale_networks(host, s, stop, log)?;
+            wait_for_usable_ip(host, s, env, stop, log)?;
+        }
+        let snapshot = host.routes()?;
+        phase.created_external = ensure_external(host, s, stop, log)?;
+        let mgmt = wait_for_management_ip(host, s, stop, log)?;
+        if phase.created_external {
+            log.info(&format!(
+                "giving the networking stack {:?} to settle",
+                s.timing.settle
+            ));
+            if stop.wait(s.timing.settle) {
+                return Err(SuperviseError::Stopped);
+            }
+            phase.restored_routes = restore_routes(host, &snapshot, mgmt, log)?;
+        }
+        if platform.needs_metadata_route() {
+            ensure_metadata_route(host, mgmt, log)?;
+        }
+        if backend == "windows-bgp" {
+            restart_remote_access(host, s, log)?;
+        }
+    } else {
+        log.info(&format!("backend {backend}: no HNS networks to prepare"));
+    }
+    write_marker(host, &facts)?;
+    log.info("initialisation done; felix and confd may start");
+    Ok(phase)
+}
+
+fn is_ours(n: &HnsNetwork, all_non_nat: bool) -> bool {
+    if all_non_nat {
+        return !n.network_type.eq_ignore_ascii_case("nat");
+    }
+    n.name == "Calico" || n.name.starts_with("Calico-") || n.name == EXTERNAL_NETWORK
+}
+
+/// After a boot the networks are in an unknown state: delete Calico's own (or every non-NAT
+/// network with `delete_all_non_nat_networks`) and check that they are gone.
+fn delete_stale_networks(
+    host: &dyn Host,
+    s: &Settings,
+    stop: &Stop,
+    log: &Log,
+) -> Result<Vec<String>> {
+    let started = Instant::now();
+    let mut deleted = Vec::new();
+    loop {
+        let stale: Vec<HnsNetwork> = host
+            .hns_networks()?
+            .into_iter()
+            .filter(|n| is_ours(n, s.delete_all_non_nat_networks))
+            .collect();
+        if stale.is_empty() {
+            return Ok(deleted);
+        }
+        if started.elapsed() >= s.network_timeout {
+            return Err(SuperviseError::NetworksRemain {
+                names: stale
+                    .iter()
+                    .map(|n| n.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                after: s.network_timeout,
+            });
+        }
+        let mut failed = false;
+        for n in &stale {
+            match host.hns_delete_network(&n.id) {
+                Ok(()) | Err(HostError::NotFound { .. }) => {
+                    log.info(&format!(
+                        "first run since boot: deleted HNS network {} ({})",
+                        n.name, n.id
+                    ));
+                    deleted.push(n.name.clone());
+                }
+                Err(e) => {
+                    log.warn(&format!("could not delete HNS network {}: {e}", n.name));
+                    failed = true;
+                }
+            }
+        }
+        if failed && stop.wait(s.timing.poll) {
+            return Err(SuperviseError::Stopped);
+        }
+    }
+}
+
+fn wait_for_usable_ip(
+    host: &dyn Host,
+    s: &Settings,
+    env: &BTreeMap<String, String>,
+    stop: &Stop,
+    log: &Log,
+) -> Result<()> {
+    let limit = env
+        .get("STARTUP_VALID_IP_TIMEOUT")
+        .and_then(|v| v.parse().ok())
+        .map_or(Duration::from_secs(90), Duration::from_secs);
+    let started = Instant::now();
+    let mut said = false;
+    loop {
+        let addrs = host.ipv4_addresses()?;
+        if let Some(a) = addrs
+            .iter()
+            .find(|a| !a.ip.is_loopback() && !a.ip.is_link_local() && !a.ip.is_unspecified())
+        {
+            log.info(&format!("usable IPv4 address {} on {}", a.ip, a.interface));
+            return Ok(());
+        }
+        if started.elapsed() >= limit {
+            return Err(SuperviseError::NoUsableIp {
+                waited: limit,
+                seen: addrs
+                    .iter()
+                    .map(|a| format!("{} on {}", a.ip, a.interface))
+                    .collect(),
+            });
+        }
+        if !said {
+            log.info(&format!(
+                "waiting up to {limit:?} for a usable IPv4 address (not 127/8 or 169.254/16)"
+            ));
+            said = true;
+        }
+        if stop.wait(s.timing.ip_poll) {
+            return Err(SuperviseError::Stopped);
+        }
+    }
+}
+
+/// Creates the External network from the rendered document unless it exists; retries with
+/// backoff up to the network timeout. Returns whether it created it.
+fn ensure_external(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<bool> {
+    if host
+        .hns_networks()?
+        .iter()
+        .any(|n| n.name == EXTERNAL_NETWORK)
+    {
+        return Ok(false);
+    }
+    let path = s.path("external-network.json");
+    let spec = host
+        .read_file(&path)?
+        .ok_or(SuperviseError::NoExternalSpec { path })?;
+    let spec = String::from_utf8_lossy(&spec);
+    log.info("creating the External HNS network: this creates the vSwitch, and remote desktop may drop for a few seconds");
+    let started = Instant::now();
+    let mut backoff = Backoff::new(&s.timing);
+    loop {
+        match host.hns_create_network(&spec) {
+            Ok(n) => {
+                log.info(&format!("created HNS network External ({})", n.id));
+                return Ok(true);
+            }
+            Err(HostError::Exists { .. }) => return Ok(false),
+            Err(e) => {
+                let left = s.network_timeout.saturating_sub(started.elapsed());
+                if left.is_zero() {
+                    return Err(SuperviseError::ExternalNetwork {
+                        after: s.network_timeout,
+                        last: crate::error::chain(&e),
+                    });
+                }
+                let d = backoff.next().min(left);
+                log.warn(&format!(
+                    "could not create the External network: {}; retrying in {d:?}",
+                    crate::error::chain(&e)
+                ));
+                if stop.wait(d) {
+                    return Err(SuperviseError::Stopped);
+                }
+            }
+        }
+    }
+}
+
+fn wait_for_management_ip(
+    host: &dyn Host,
+    s: &Settings,
+    stop: &Stop,
+    log: &Log,
+) -> Result<Ipv4Addr> {
+    let started = Instant::now();
+    let mut said = false;
+    loop {
+        let ip = host
+            .hns_networks()?
+            .into_iter()
+            .find(|n| n.name == EXTERNAL_NETWORK)
+            .and_then(|n| n.management_ip)
+            .and_then(|ip| ip.parse::<Ipv4Addr>().ok());
+        if let Some(ip) = ip {
+            log.info(&format!("management IP on the vSwitch: {ip}"));
+            return Ok(ip);
+        }
+        if started.elapsed() >= s.network_timeout {
+            return Err(SuperviseError::ManagementIp {
+                after: s.network_timeout,
+            });
+        }
+        if !said {
+            log.info(&format!(
+                "waiting up to {:?} for the vSwitch's management IP",
+                s.network_timeout
+            ));
+            said = true;
+        }
+        if stop.wait(s.timing.poll) {
+            return Err(SuperviseError::Stopped);
+        }
+    }
+}
+
+/// Adds back the routes of the snapshot that creating the vSwitch dropped; a route whose
+/// interface went away moves to the vSwitch's interface (the one holding the management IP).
+fn restore_routes(
+    host: &dyn Host,
+    snapshot: &[Route],
+    mgmt: Ipv4Addr,
+    log: &Log,
+) -> Result<Vec<String>> {
+    let now = host.routes()?;
+    let addrs = host.ipv4_addresses()?;
+    let vswitch = addrs.iter().find(|a| a.ip == mgmt).map(|a| a.index);
+    let mut restored = Vec::new();
+    for r in snapshot {
+        let present = now
+            .iter()
+            .any(|x| x.destination == r.destination && x.prefix_len == r.prefix_len);
+        if present {
+            continue;
+        }
+        let what = format!("{}/{} via {}", r.destination, r.prefix_len, r.next_hop);
+        let index = if addrs.iter().any(|a| a.index == r.interface_index) {
+            r.interface_index
+        } else if let Some(i) = vswitch {
+            i
+        } else {
+            log.warn(&format!(
+                "cannot restore route {what}: no interface holds the management IP {mgmt}"
+            ));
+            continue;
+        };
+        let route = Route {
+            interface_index: index,
+            ..r.clone()
+        };
+        match host.add_route(&route) {
+            Ok(()) | Err(HostError::Exists { .. }) => {
+                log.info(&format!("restored route {what} that the vSwitch dropped"));
+                restored.push(what);
+            }
+            Err(e) => log.warn(&format!("could not restore route {what}: {e}")),
+        }
+    }
+    Ok(restored)
+}
+
+/// EC2 and GCE: the metadata service must stay reachable through the vSwitch.
+fn ensure_metadata_route(host: &dyn Host, mgmt: Ipv4Addr, log: &Log) -> Result<()> {
+    let present = host
+        .routes()?
+        .iter()
+        .any(|r| r.destination == METADATA && r.prefix_len == 32);
+    if present {
+        return Ok(());
+    }
+    let Some(index) = host
+        .ipv4_addresses()?
+        .iter()
+        .find(|a| a.ip == mgmt)
+        .map(|a| a.index)
+    else {
+        log.warn(&format!(
+            "cannot add the metadata route: no interface holds the management IP {mgmt}"
+        ));
+        return Ok(());
+    };
+    let route = Route {
+        destination: METADATA,
+        prefix_len: 32,
+        next_hop: Ipv4Addr::UNSPECIFIED,
+        interface_index: index,
+        metric: 256,
+    };
+    match host.add_route(&route) {
+        Ok(()) | Err(HostError::Exists { .. }) => log.info(&format!(
+            "added the metadata route {METADATA}/32 on interface {index}"
+        )),
+        Err(e) => log.warn(&format!(
+            "could not add the metadata route {METADATA}/32: {e}"
+        )),
+    }
+    Ok(())
+}
+
+/// windows-bgp: RemoteAccess picks up the renumbered interfaces only when restarted.
+fn restart_remote_access(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {
+    let name = "RemoteAccess";
+    if host.service_query(name)?.is_none() {
+        return Err(SuperviseError::RemoteAccess(HostError::NotFound {
+            what: format!("service {name}"),
+        }));
+    }
+    log.info("restarting RemoteAccess so that BGP picks up the renumbered interfaces");
+    host.service_stop(name, s.network_timeout)
+        .and_then(|()| host.service_start(name, s.network_timeout))
+        .map_err(SuperviseError::RemoteAccess)
+}
+
+fn write_marker(host: &dyn Host, facts: &SystemFacts) -> Result<()> {
+    host.reg_set(
+        CALICO_KEY,
+        BOOT_ID_VALUE,
+        &RegValue::Sz(facts.boot_id.clone()),
+    )?;
+    if let Some(local) = facts.boot_local_seconds {
+        host.reg_set(
+            CALICO_KEY,
+            LEGACY_BOOT_VALUE,
+            &RegValue::Sz(legacy_boot_time(local)),
+        )?;
+    }
+    Ok(())
+}
+
+/// The boot time as Calico's scripts stored it: `DateTime.ToString("G")` of the local time,
+/// here in the en-US culture (`11/21/2025 9:00:00 AM`). The scripts' comparison only ever
+/// worked within one culture; calicoctl-win itself compares `BootId`.
+pub fn legacy_boot_time(local_seconds: i64) -> String {
+    jiff::Timestamp::from_second(local_seconds)
+        .map(|t| {
+            t.to_zoned(jiff::tz::TimeZone::UTC)
+                .strftime("%-m/%-d/%Y %-I:%M:%S %p")
+                .to_string()
+        })
+        .unwrap_or_default()
+}
+
+/// Runs calico-node startup until it succeeds (or `max_attempts`), with backoff.
+fn startup(
+    host: &dyn Host,
+    s: &Settings,
+    env: &BTreeMap<String, String>,
+    program: &super::Launch,
+    max_attempts: Option<u32>,
+    stop: &Stop,
+    log: &Log,
+) -> Result<()> {
+    let mut backoff = Backoff::new(&s.timing);
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let last = match run_child(host, s, program, env, Some(s.startup_timeout), stop, log) {
+            Ok(ChildEnd::Exited(0)) => {
+                log.info("calico-node startup finished");
+                return Ok(());
+            }
+            Ok(ChildEnd::Exited(code)) => format!("exit code {code}"),
+            Ok(ChildEnd::TimedOut) => {
+                format!("still running after {:?}, stopped", s.startup_timeout)
+            }
+            Err(SuperviseError::Stopped) => return Err(SuperviseError::Stopped),
+            Err(e) => crate::error::chain(&e),
+        };
+        if max_attempts.is_some_and(|m| attempts >= m) {
+            return Err(SuperviseError::Startup { attempts, last });
+        }
+        let d = backoff.next();
+        log.warn(&format!(
+            "calico-node startup failed ({last}); retrying in {d:?}"
+        ));
+        if stop.wait(d) {
+            return Err(SuperviseError::Stopped);
+        }
+    }
+}

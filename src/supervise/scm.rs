@@ -1,0 +1,83 @@
+//! The Windows service dispatcher glue: registers the control handler, reports the states,
+//! turns Stop and Shutdown into the stop request, and runs the body. No logic here.
+
+use super::Stop;
+use std::sync::Mutex;
+use std::time::Duration;
+use windows_service::service::{
+    ServiceControl, ServiceControlAccept, ServiceExitCode, ServiceState, ServiceStatus, ServiceType,
+};
+use windows_service::service_control_handler::{self, ServiceControlHandlerResult};
+use windows_service::{define_windows_service, service_dispatcher};
+
+/// The body the dispatcher's thread runs: gets the stop request, returns the exit code.
+pub type Body = Box<dyn FnOnce(&Stop) -> u32 + Send>;
+
+/// The body handed from `run` to `service_main`: the dispatcher calls a plain function, so
+/// this is the one place a value crosses through a static.
+static BODY: Mutex<Option<(String, Duration, Body)>> = Mutex::new(None);
+
+define_windows_service!(ffi_service_main, service_main);
+
+/// Connects to the SCM and runs `body` as the service `name` until it returns. Fails with OS
+/// error 1063 when the process was not started by the SCM.
+pub fn run(name: &str, stop_wait_hint: Duration, body: Body) -> windows_service::Result<()> {
+    *BODY.lock().unwrap_or_else(|p| p.into_inner()) = Some((name.to_owned(), stop_wait_hint, body));
+    service_dispatcher::start(name, ffi_service_main)
+}
+
+fn status(state: ServiceState, exit: u32, wait_hint: Duration) -> ServiceStatus {
+    ServiceStatus {
+        service_type: ServiceType::OWN_PROCESS,
+        current_state: state,
+        controls_accepted: if state == ServiceState::Running {
+            ServiceControlAccept::STOP | ServiceControlAccept::SHUTDOWN
+        } else {
+            ServiceControlAccept::empty()
+        },
+        exit_code: if exit == 0 {
+            ServiceExitCode::Win32(0)
+        } else {
+            ServiceExitCode::ServiceSpecific(exit)
+        },
+        checkpoint: 0,
+        wait_hint,
+        process_id: None,
+    }
+}
+
+fn service_main(_args: Vec<std::ffi::OsString>) {
+    let Some((name, hint, body)) = BODY.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+        return;
+    };
+    let stop = Stop::new();
+    let requested = stop.clone();
+    let handler = move |control| match control {
+        ServiceControl::Stop | ServiceControl::Shutdown => {
+            requested.request();
+            ServiceControlHandlerResult::NoError
+        }
+        ServiceControl::Interrogate => ServiceControlHandlerResult::NoError,
+        _ => ServiceControlHandlerResult::NotImplemented,
+    };
+    let Ok(handle) = service_control_handler::register(&name, handler) else {
+        return;
+    };
+    // A console of its own, so that a child started in a new process group can be sent
+    // Ctrl-Break: the graceful stop before the kill.
+    // SAFETY: no arguments; failing (a console already exists) changes nothing.
+    unsafe { windows_sys::Win32::System::Console::AllocConsole() };
+    let _ = handle.set_service_status(status(ServiceState::Running, 0, Duration::ZERO));
+    let watcher = stop.clone();
+    let reporter = std::thread::spawn(move || {
+        // Reports StopPending as soon as the stop is requested, while the child stops.
+        while !watcher.wait(Duration::from_secs(3600)) {}
+        let _ = handle.set_service_status(status(ServiceState::StopPending, 0, hint));
+        handle
+    });
+    let code = body(&stop);
+    stop.request();
+    if let Ok(handle) = reporter.join() {
+        let _ = handle.set_service_status(status(ServiceState::Stopped, code, Duration::ZERO));
+    }
+}

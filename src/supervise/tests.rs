@@ -1,0 +1,762 @@
+//! State-machine tests of the service bodies on SimHost, with real fake children (shell
+//! scripts) where a component's exit codes matter.
+
+use super::platform::tests::{closed, http, serve};
+use super::*;
+use crate::config::{Inputs, load};
+use crate::host::sim::{Fault, FaultKind, SimHost};
+use crate::host::{Files, Hns, InterfaceAddress, Network, Registry, Services, SystemInfo};
+use std::path::PathBuf;
+
+const ROOT: &str = r"C:\CalicoWindows";
+
+/// Writes what install leaves for the services: the Calico binary, the rendered environments
+/// and the External network document, from the config with these `--set`s.
+fn install(host: &SimHost, sets: &[&str]) {
+    let inputs = Inputs {
+        file: None,
+        env: Default::default(),
+        sets: sets.iter().map(|s| (*s).to_owned()).collect(),
+        hostname: Some("win-1".into()),
+        cluster: Default::default(),
+    };
+    let c = load(&inputs).expect("config").config;
+    let put = |name: &str, text: &[u8]| {
+        host.write_file(
+            &format!("{ROOT}\\{name}"),
+            text,
+            crate::host::Access::Normal,
+        )
+        .expect("write");
+    };
+    put("calico-node.exe", b"simulated program\n");
+    for role in Role::for_backend(c.backend) {
+        put(
+            role.env_file(),
+            crate::render::env::render(&c, *role).as_bytes(),
+        );
+    }
+    if let Some(doc) = crate::render::hns::external_network(&c) {
+        put("external-network.json", doc.to_string().as_bytes());
+    }
+}
+
+fn settings(role: Role) -> Settings {
+    let mut s = Settings::new(role, ROOT);
+    s.timing = Timing {
+        poll: Duration::from_millis(10),
+        kubelet_poll: Duration::from_millis(20),
+        ip_poll: Duration::from_millis(20),
+        backoff_min: Duration::from_millis(10),
+        backoff_max: Duration::from_millis(40),
+        settle: Duration::ZERO,
+    };
+    s.network_timeout = Duration::from_millis(500);
+    s.init_timeout = Duration::from_millis(100);
+    s.stop_timeout = Duration::from_secs(2);
+    s.probes = platform::Probes {
+        ec2: closed(),
+        gce: closed(),
+        timeout: Duration::from_millis(200),
+    };
+    s
+}
+
+/// The role's log, and where it is on this machine.
+fn log_for(host: &SimHost, s: &Settings) -> (Log, PathBuf) {
+    let log = open_log(host, s, None, false).expect("log");
+    let path = host
+        .local_path(&format!(r"{ROOT}\logs\calico-{}.log", role_name(s.role)))
+        .expect("path");
+    (log, path)
+}
+
+fn read(path: &PathBuf) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+fn network_ids(host: &SimHost) -> Vec<(String, String)> {
+    host.hns_networks()
+        .expect("networks")
+        .into_iter()
+        .map(|n| (n.name, n.id))
+        .collect()
+}
+
+fn marker(host: &SimHost) -> Option<RegValue> {
+    host.reg_get(CALICO_KEY, BOOT_ID_VALUE).expect("read")
+}
+
+use crate::host::RegValue;
+
+#[test]
+fn the_first_start_creates_the_networks_restores_the_metadata_route_and_marks_init_done() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    assert!(!init_done(&host).expect("read"));
+
+    let phase = node::start_phase(&host, &s, &log).expect("start phase");
+    assert!(phase.first_run_since_boot);
+    assert!(phase.created_external);
+    assert_eq!(phase.platform, Some(platform::Platform::BareMetal));
+    assert_eq!(phase.restored_routes, ["169.254.169.254/32 via 10.0.0.1"]);
+
+    let names: Vec<String> = network_ids(&host).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["External", "Calico"]);
+    // The vSwitch moved the address to a new interface; the route follows it there.
+    let vswitch = host
+        .ipv4_addresses()
+        .expect("addresses")
+        .into_iter()
+        .find(|a| a.interface == "vEthernet (Ethernet)")
+        .expect("vEthernet");
+    let metadata = host
+        .routes()
+        .expect("routes")
+        .into_iter()
+        .find(|r| r.destination == Ipv4Addr::new(169, 254, 169, 254))
+        .expect("metadata route restored");
+    assert_eq!(metadata.interface_index, vswitch.index);
+
+    let boot = host.system_facts().expect("facts").boot_id;
+    assert_eq!(marker(&host), Some(RegValue::Sz(boot)));
+    assert_eq!(
+        host.reg_get(CALICO_KEY, LEGACY_BOOT_VALUE).expect("read"),
+        Some(RegValue::Sz("11/21/2025 9:00:00 AM".into()))
+    );
+    assert!(init_done(&host).expect("read"));
+    let text = read(&path);
+    assert!(text.contains("first run since boot"), "{text}");
+    assert!(
+        text.contains("created HNS network Calico"),
+        "the child's output: {text}"
+    );
+    assert!(text.contains("calico-node startup finished"), "{text}");
+}
+
+use std::net::Ipv4Addr;
+
+#[test]
+fn a_service_restart_keeps_the_networks_and_a_reboot_recreates_only_calicos() {
+    let host = SimHost::in_memory("ws2022-flannel").expect("host");
+    install(&host, &[]);
+    let s = settings(Role::Node);
+    let (log, _) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("first start");
+    let before = network_ids(&host);
+
+    let again = node::start_phase(&host, &s, &log).expect("restart");
+    assert!(!again.first_run_since_boot);
+    assert!(again.deleted_networks.is_empty() && !again.created_external);
+    assert_eq!(
+        network_ids(&host),
+        before,
+        "a plain restart changes nothing"
+    );
+
+    host.reboot().expect("reboot");
+    assert!(
+        !init_done(&host).expect("read"),
+        "the marker is for the old boot"
+    );
+    let after = node::start_phase(&host, &s, &log).expect("after reboot");
+    assert!(after.first_run_since_boot);
+    assert_eq!(after.deleted_networks, ["External", "Calico"]);
+    let now = network_ids(&host);
+    let flannel = |ids: &[(String, String)]| ids.iter().find(|(n, _)| n == "flannel.4096").cloned();
+    assert_eq!(
+        flannel(&now),
+        flannel(&before),
+        "another CNI's network is left alone"
+    );
+    let id = |ids: &[(String, String)], name: &str| {
+        ids.iter().find(|(n, _)| n == name).map(|(_, i)| i.clone())
+    };
+    assert_ne!(id(&now, "External"), id(&before, "External"));
+    assert_ne!(id(&now, "Calico"), id(&before, "Calico"));
+    assert!(init_done(&host).expect("read"));
+
+    // The upstream behaviour, opted into, deletes every non-NAT network.
+    host.reboot().expect("reboot");
+    let mut all = settings(Role::Node);
+    all.delete_all_non_nat_networks = true;
+    let phase = node::start_phase(&host, &all, &log).expect("after reboot");
+    assert!(phase.deleted_networks.contains(&"flannel.4096".to_owned()));
+}
+
+#[test]
+fn no_usable_address_is_a_bounded_wait_then_a_clear_error() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &["node.startup_valid_ip_timeout=1s"]);
+    host.set_ipv4_addresses(vec![
+        InterfaceAddress {
+            interface: "Ethernet".into(),
+            index: 4,
+            ip: Ipv4Addr::new(169, 254, 10, 20),
+            prefix_len: 16,
+        },
+        InterfaceAddress {
+            interface: "Loopback Pseudo-Interface 1".into(),
+            index: 1,
+            ip: Ipv4Addr::LOCALHOST,
+            prefix_len: 8,
+        },
+    ])
+    .expect("addresses");
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    let err = node::start_phase(&host, &s, &log).unwrap_err();
+    assert!(matches!(err, SuperviseError::NoUsableIp { .. }), "{err}");
+    assert!(err.is_timeout());
+    let msg = err.to_string();
+    assert!(
+        msg.contains("after 1s") && msg.contains("169.254.10.20 on Ethernet"),
+        "{msg}"
+    );
+    assert!(
+        err.hint()
+            .is_some_and(|h| h.contains("startup_valid_ip_timeout"))
+    );
+    assert!(
+        !init_done(&host).expect("read"),
+        "no marker after a failed start-up"
+    );
+    assert!(read(&path).contains("waiting up to 1s for a usable IPv4 address"));
+}
+
+#[test]
+fn creating_external_is_retried_until_it_succeeds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    install(
+        &SimHost::open_or_create(dir.path(), None).expect("host"),
+        &[],
+    );
+    // The first mutating call of a fresh start is the creation of External: it fails once.
+    let host = SimHost::open_or_create(dir.path(), None)
+        .expect("host")
+        .with_fault(Some(Fault {
+            kind: FaultKind::Fail,
+            at: 1,
+        }));
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    let phase = node::start_phase(&host, &s, &log).expect("start phase");
+    assert!(phase.created_external);
+    let text = read(&path);
+    assert!(
+        text.contains("could not create the External network: simulated failure injected"),
+        "{text}"
+    );
+    assert!(text.contains("retrying in 10ms"), "{text}");
+}
+
+#[test]
+fn creating_external_gives_up_after_the_network_timeout() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    // A document HNS refuses every time: a subnet without a default route.
+    host.write_file(
+        &format!(r"{ROOT}\external-network.json"),
+        br#"{"Name":"External","Type":"Overlay","Ipams":[{"Subnets":[{"IpAddressPrefix":"192.168.255.0/30","Routes":[]}]}]}"#,
+        crate::host::Access::Normal,
+    )
+    .expect("write");
+    let s = settings(Role::Node);
+    let (log, _) = log_for(&host, &s);
+    let err = node::start_phase(&host, &s, &log).unwrap_err();
+    assert!(
+        matches!(err, SuperviseError::ExternalNetwork { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("needs a 0.0.0.0/0 route"), "{err}");
+    assert!(err.is_timeout());
+    assert!(!init_done(&host).expect("read"));
+}
+
+#[test]
+fn a_management_ip_that_never_appears_is_bounded_and_one_that_comes_late_is_waited_for() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    host.set_management_ip_pending(true).expect("pending");
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    let err = node::start_phase(&host, &s, &log).unwrap_err();
+    assert!(matches!(err, SuperviseError::ManagementIp { .. }), "{err}");
+    assert!(read(&path).contains("waiting up to 500ms for the vSwitch's management IP"));
+    assert!(!init_done(&host).expect("read"));
+
+    // The service restarts (SCM recovery); this time the address comes after a while.
+    let mut patient = settings(Role::Node);
+    patient.network_timeout = Duration::from_secs(30);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            std::thread::sleep(Duration::from_millis(200));
+            host.set_management_ip_pending(false).expect("ready");
+        });
+        let phase = node::start_phase(&host, &patient, &log).expect("start phase");
+        // The first attempt never finished, so this is still the first run since boot: its
+        // half-made External network is deleted and made again.
+        assert!(phase.first_run_since_boot);
+        assert_eq!(phase.deleted_networks, ["External"]);
+    });
+    assert!(init_done(&host).expect("read"));
+}
+
+#[test]
+fn on_ec2_the_metadata_route_is_ensured_on_every_start() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    let mut s = settings(Role::Node);
+    s.probes.ec2 = serve(|req| {
+        Some(if req.starts_with("GET /latest/meta-data/local-hostname") {
+            http("200 OK", "", "ip-10-0-0-5")
+        } else {
+            http("404 Not Found", "", "")
+        })
+    });
+    let (log, path) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("first start");
+    // Something removes the route later (another vSwitch change); a restart puts it back even
+    // though External already exists.
+    let dir = host.state_dir().to_owned();
+    let state = dir.join("state.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state).expect("read")).expect("json");
+    doc["routes"]
+        .as_array_mut()
+        .expect("routes")
+        .retain(|r| r["destination"] != "169.254.169.254");
+    std::fs::write(&state, doc.to_string()).expect("write");
+    let host = SimHost::open_or_create(&dir, None).expect("reopen");
+    let phase = node::start_phase(&host, &s, &log).expect("restart");
+    assert_eq!(phase.platform, Some(platform::Platform::Ec2));
+    assert!(!phase.created_external);
+    assert!(
+        host.routes()
+            .expect("routes")
+            .iter()
+            .any(|r| r.destination == Ipv4Addr::new(169, 254, 169, 254)
+                && r.next_hop.is_unspecified())
+    );
+    assert!(read(&path).contains("added the metadata route 169.254.169.254/32"));
+}
+
+#[test]
+fn windows_bgp_restarts_remote_access_and_fails_clearly_without_it() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &["backend=windows-bgp", "cni.ipam_type=host-local"]);
+    let s = settings(Role::Node);
+    let (log, _) = log_for(&host, &s);
+    let err = node::start_phase(&host, &s, &log).unwrap_err();
+    assert!(matches!(err, SuperviseError::RemoteAccess(_)), "{err}");
+    assert!(err.hint().is_some_and(|h| h.contains("RemoteAccess")));
+
+    let svchost = r"C:\Windows\system32\svchost.exe";
+    host.write_file(svchost, b"simulated program\n", crate::host::Access::Normal)
+        .expect("write");
+    host.service_create(&crate::host::ServiceSpec {
+        name: "RemoteAccess".into(),
+        display_name: "Routing and Remote Access".into(),
+        description: String::new(),
+        program: svchost.into(),
+        args: vec!["-k".into(), "netsvcs".into()],
+        dependencies: vec![],
+        start: StartType::Auto,
+        recovery: None,
+    })
+    .expect("create");
+    let (log, path) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase");
+    assert!(read(&path).contains("restarting RemoteAccess"));
+    let ra = host
+        .service_query("RemoteAccess")
+        .expect("query")
+        .expect("there");
+    assert_eq!(ra.state, crate::host::ServiceState::Running);
+    let external = host
+        .hns_networks()
+        .expect("networks")
+        .into_iter()
+        .find(|n| n.name == "External")
+        .expect("External");
+    assert_eq!(external.network_type, "L2Bridge");
+}
+
+/// A fake Calico component: a shell script on this machine.
+fn script(dir: &std::path::Path, name: &str, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path.display().to_string()
+}
+
+fn mark_init_done(host: &SimHost) {
+    let boot = host.system_facts().expect("facts").boot_id;
+    host.reg_set(CALICO_KEY, BOOT_ID_VALUE, &RegValue::Sz(boot))
+        .expect("marker");
+}
+
+/// Waits (bounded) until the log holds `needle` at least `times` times.
+fn wait_for_log(path: &PathBuf, needle: &str, times: usize) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = read(path);
+        if text.matches(needle).count() >= times || Instant::now() > deadline {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn kubelet_starting_and_restarting_runs_calico_node_startup_again() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    host.set_process("kubelet.exe", None).expect("no kubelet");
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    let stop = Stop::new();
+    std::thread::scope(|scope| {
+        let body = scope.spawn(|| run(&host, &s, &stop, &log));
+        let text = wait_for_log(&path, "kubelet is not running; waiting for it", 1);
+        assert!(!text.contains("calico-node startup finished"), "{text}");
+        host.set_process("kubelet.exe", Some(7001))
+            .expect("kubelet");
+        let text = wait_for_log(&path, "calico-node startup finished", 1);
+        assert!(text.contains("kubelet is running (pid 7001)"), "{text}");
+        host.set_process("kubelet.exe", Some(7002))
+            .expect("kubelet restarted");
+        let text = wait_for_log(&path, "calico-node startup finished", 2);
+        assert!(
+            text.contains("kubelet is running again (pid 7002)"),
+            "{text}"
+        );
+        stop.request();
+        body.join().expect("join").expect("stops cleanly");
+    });
+    assert!(read(&path).contains("[calicoctl-win] info: stopped"));
+}
+
+#[test]
+fn a_failing_startup_is_retried_with_backoff_until_it_succeeds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let count = dir.path().join("count");
+    // Fails twice, then succeeds.
+    let fake = script(
+        dir.path(),
+        "calico-node",
+        &format!(
+            "echo run >> {c}\nn=0\nwhile read l; do n=$((n+1)); done < {c}\necho \"startup attempt $n\"\n[ $n -ge 3 ]",
+            c = count.display()
+        ),
+    );
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    let mut s = settings(Role::Node);
+    s.program = Some(fake);
+    let (log, path) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("third attempt succeeds");
+    let text = read(&path);
+    assert!(
+        text.contains("calico-node startup failed (exit code 1); retrying in 10ms"),
+        "{text}"
+    );
+    assert!(
+        text.contains("calico-node startup failed (exit code 1); retrying in 20ms"),
+        "{text}"
+    );
+    assert!(text.contains("startup attempt 3"), "{text}");
+}
+
+#[test]
+fn felix_restarts_at_once_after_129_and_with_growing_delays_after_a_crash() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let count = dir.path().join("count");
+    let fake = script(
+        dir.path(),
+        "felix",
+        &format!(
+            "echo run >> {c}\nn=0\nwhile read l; do n=$((n+1)); done < {c}\necho \"felix run $n\"\n[ $n -le 2 ] && exit 129\nexit 3",
+            c = count.display()
+        ),
+    );
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    mark_init_done(&host);
+    let mut s = settings(Role::Felix);
+    s.program = Some(fake);
+    let (log, path) = log_for(&host, &s);
+    let stop = Stop::new();
+    std::thread::scope(|scope| {
+        let body = scope.spawn(|| run(&host, &s, &stop, &log));
+        let text = wait_for_log(&path, "felix run 6", 1);
+        stop.request();
+        body.join().expect("join").expect("stops cleanly");
+        assert_eq!(
+            text.matches("exited with 129 to reload its configuration; restarting now")
+                .count(),
+            2,
+            "{text}"
+        );
+        let crash = |d: &str| format!("exited with code 3; restarting in {d}");
+        for d in ["10ms", "20ms", "40ms"] {
+            assert!(text.contains(&crash(d)), "{d}: {text}");
+        }
+        assert!(
+            text.contains("-felix"),
+            "felix is started with -felix: {text}"
+        );
+    });
+}
+
+#[test]
+fn felix_waits_for_calico_node_warns_after_the_timeout_and_then_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fake = script(
+        dir.path(),
+        "felix",
+        "echo felix up\nwhile :; do read x < /dev/null; done",
+    );
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    let mut s = settings(Role::Felix);
+    s.program = Some(fake);
+    let (log, path) = log_for(&host, &s);
+    let stop = Stop::new();
+    std::thread::scope(|scope| {
+        let body = scope.spawn(|| run(&host, &s, &stop, &log));
+        let text = wait_for_log(&path, "has not finished initialising after", 1);
+        assert!(
+            text.contains("waiting for CalicoNode to finish initialising"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("felix up"),
+            "felix must not run before init: {text}"
+        );
+        mark_init_done(&host);
+        let text = wait_for_log(&path, "felix up", 1);
+        assert!(text.contains("CalicoNode finished initialising"), "{text}");
+        stop.request();
+        body.join().expect("join").expect("stops cleanly");
+    });
+}
+
+#[test]
+fn stop_is_graceful_first_and_kills_a_child_that_hangs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let polite = script(
+        dir.path(),
+        "polite",
+        "trap 'echo bye; exit 0' TERM\necho ready\nwhile :; do read x < /dev/null; done",
+    );
+    let stubborn = script(
+        dir.path(),
+        "stubborn",
+        "trap '' TERM\necho ready\nwhile :; do read x < /dev/null; done",
+    );
+    for (fake, code) in [(polite, 0), (stubborn, -1)] {
+        let host = SimHost::in_memory("ws2022").expect("host");
+        install(&host, &[]);
+        mark_init_done(&host);
+        let mut s = settings(Role::Felix);
+        s.program = Some(fake);
+        s.stop_timeout = Duration::from_millis(300);
+        let (log, path) = log_for(&host, &s);
+        let stop = Stop::new();
+        std::thread::scope(|scope| {
+            let body = scope.spawn(|| run(&host, &s, &stop, &log));
+            wait_for_log(&path, "ready", 1);
+            stop.request();
+            body.join().expect("join").expect("stops cleanly");
+        });
+        let text = read(&path);
+        assert!(
+            text.contains(&format!("ended with exit code {code}")),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_child_gets_exactly_the_rendered_environment() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fake = script(dir.path(), "felix", "/usr/bin/env\nexit 0");
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &["vxlan.vni=4097"]);
+    mark_init_done(&host);
+    let mut s = settings(Role::Felix);
+    s.program = Some(fake);
+    let (log, path) = log_for(&host, &s);
+    let stop = Stop::new();
+    std::thread::scope(|scope| {
+        let body = scope.spawn(|| run(&host, &s, &stop, &log));
+        wait_for_log(&path, "FELIX_VXLANVNI=4097", 1);
+        stop.request();
+        body.join().expect("join").expect("stops cleanly");
+    });
+    let text = read(&path);
+    assert!(text.contains("FELIX_FELIXHOSTNAME=win-1"), "{text}");
+    for leaked in ["\nHOME=", "\nPATH=", "\nUSER="] {
+        assert!(
+            !text.contains(leaked),
+            "{leaked} leaked into the child: {text}"
+        );
+    }
+}
+
+#[test]
+fn confd_idles_without_bgp_and_clears_stale_files_with_it() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    host.write_file(
+        &format!(r"{ROOT}\calico-confd.env"),
+        b"CALICO_NETWORKING_BACKEND=vxlan\n",
+        crate::host::Access::Normal,
+    )
+    .expect("write");
+    let s = settings(Role::Confd);
+    let (log, path) = log_for(&host, &s);
+    let stop = Stop::new();
+    std::thread::scope(|scope| {
+        let body = scope.spawn(|| run(&host, &s, &stop, &log));
+        wait_for_log(&path, "idle until stopped", 1);
+        stop.request();
+        body.join().expect("join").expect("stops cleanly");
+    });
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fake = script(
+        dir.path(),
+        "confd",
+        "echo \"confd $*\"\nwhile :; do read x < /dev/null; done",
+    );
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &["backend=windows-bgp", "cni.ipam_type=host-local"]);
+    mark_init_done(&host);
+    let stale = format!(r"{ROOT}\confd\peerings.ps1");
+    host.write_file(&stale, b"# old peers\n", crate::host::Access::Normal)
+        .expect("write");
+    let mut s = settings(Role::Confd);
+    s.program = Some(fake);
+    let (log, path) = log_for(&host, &s);
+    let stop = Stop::new();
+    std::thread::scope(|scope| {
+        let body = scope.spawn(|| run(&host, &s, &stop, &log));
+        let text = wait_for_log(
+            &path,
+            "confd -confd -confd-confdir=C:\\CalicoWindows\\confd",
+            1,
+        );
+        assert!(text.contains("removed the stale"), "{text}");
+        stop.request();
+        body.join().expect("join").expect("stops cleanly");
+    });
+    assert_eq!(host.read_file(&stale).expect("read"), None);
+}
+
+#[test]
+fn the_layout_decides_the_command_and_a_missing_binary_is_named() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    let s = Settings::new(Role::Felix, ROOT);
+    let err = Layout::detect(&host, &s).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains(r"neither calico.exe nor calico-node.exe is in C:\CalicoWindows")
+    );
+    host.write_file(
+        &format!(r"{ROOT}\calico-node.exe"),
+        b"x",
+        crate::host::Access::Normal,
+    )
+    .expect("write");
+    assert_eq!(
+        Layout::detect(&host, &s).expect("layout"),
+        Layout::CalicoNode
+    );
+    host.write_file(
+        &format!(r"{ROOT}\calico.exe"),
+        b"x",
+        crate::host::Access::Normal,
+    )
+    .expect("write");
+    let layout = Layout::detect(&host, &s).expect("layout");
+    assert_eq!(layout, Layout::Calico);
+    assert_eq!(
+        layout.command(&s, Component::Startup),
+        (
+            format!(r"{ROOT}\calico.exe"),
+            vec!["component".to_owned(), "node".into(), "startup".into()]
+        )
+    );
+    assert_eq!(
+        layout.command(&s, Component::Confd).1,
+        ["component", "confd", r"--confdir=C:\CalicoWindows\confd"]
+    );
+    assert_eq!(
+        Layout::CalicoNode.command(&s, Component::Felix),
+        (
+            format!(r"{ROOT}\calico-node.exe"),
+            vec!["-felix".to_owned()]
+        )
+    );
+}
+
+#[test]
+fn a_missing_environment_file_is_named_with_a_hint() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    let s = settings(Role::Felix);
+    let (log, _) = log_for(&host, &s);
+    let err = run(&host, &s, &Stop::new(), &log).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        r"the service environment C:\CalicoWindows\calico-felix.env is missing"
+    );
+    assert!(
+        err.hint()
+            .is_some_and(|h| h.contains("calicoctl-win install"))
+    );
+}
+
+#[test]
+fn the_service_registration_runs_calicoctl_win_with_recovery() {
+    let spec = service_spec(
+        Role::Felix,
+        r"C:\CalicoWindows\calicoctl-win.exe",
+        vec![
+            "service".into(),
+            "run".into(),
+            "felix".into(),
+            "--install-root".into(),
+            ROOT.into(),
+        ],
+    );
+    assert_eq!(spec.name, "CalicoFelix");
+    assert_eq!(spec.dependencies, ["CalicoNode"]);
+    assert_eq!(spec.start, StartType::Auto);
+    assert!(
+        spec.recovery
+            .as_ref()
+            .is_some_and(|r| r.on_non_crash_failures)
+    );
+    assert_eq!(
+        spec.command_line(),
+        r#""C:\CalicoWindows\calicoctl-win.exe" service run felix --install-root C:\CalicoWindows"#
+    );
+    assert!(
+        service_spec(Role::Node, "x", vec![])
+            .dependencies
+            .is_empty()
+    );
+}
+
+#[test]
+fn environment_files_parse_like_the_renderer_writes_them() {
+    let env = parse_env("# header\r\nA=1\r\n\nB=x=y\n  # indented comment\nbad line\n");
+    assert_eq!(env.get("A").map(String::as_str), Some("1"));
+    assert_eq!(env.get("B").map(String::as_str), Some("x=y"));
+    assert_eq!(env.len(), 2);
+}
