@@ -16,6 +16,7 @@ pub fn run(args: &ServiceRunArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return under_scm(settings, ctx);
     }
     let host = ctx.open_host(Intent::Change)?;
+    let settings = for_host(settings, &*host);
     let stop = Stop::new();
     let handler = stop.clone();
     ctrlc::set_handler(move || handler.request())
@@ -52,6 +53,21 @@ pub fn settings(args: &ServiceRunArgs) -> Settings {
     s.probes.ec2 = args.ec2_metadata_url.clone();
     s.probes.gce = args.gce_metadata_url.clone();
     s.program = args.program.clone();
+    s
+}
+
+/// A simulated host is not on a cloud: its platform probes stay on loopback (a test's
+/// metadata server) or are off, never reaching the real 169.254.169.254. Nor has it a
+/// networking stack that needs time to settle after the vSwitch appears.
+fn for_host(mut s: Settings, host: &dyn Host) -> Settings {
+    if host.kind() != crate::host::HostKind::Windows {
+        s.timing.settle = std::time::Duration::ZERO;
+        for url in [&mut s.probes.ec2, &mut s.probes.gce] {
+            if !(url.starts_with("http://127.") || url.starts_with("http://localhost")) {
+                url.clear();
+            }
+        }
+    }
     s
 }
 
@@ -111,8 +127,8 @@ pub fn sim_start_hook() -> StartHook {
         else {
             anyhow::bail!("{}: not a 'service run' command line", start.name);
         };
-        let settings = settings(&args);
         let host: &dyn Host = host;
+        let settings = for_host(settings(&args), host);
         let env = supervise::environment(host, &settings).ok();
         let log = supervise::open_log(host, &settings, env.as_ref(), false)?;
         log.info(&format!("{} started on the simulated host", start.name));

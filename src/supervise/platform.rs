@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-/// Where the metadata services are, and how long a probe may take.
+/// Where the metadata services are (an empty URL is not probed), and how long a probe may take.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Probes {
     /// EC2's instance metadata service (IMDSv1 and IMDSv2).

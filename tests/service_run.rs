@@ -1,0 +1,216 @@
+//! `service run ROLE` through the binary on a simulated host, and the simulated SCM running a
+//! role's start-up phase when one of calicoctl-win's services starts.
+
+mod support;
+
+use calicoctl_win::config::{Inputs, load};
+use calicoctl_win::host::sim::SimHost;
+use calicoctl_win::host::{Access, Files, Hns, Registry, ServiceState, Services, SystemInfo};
+use calicoctl_win::supervise::{self, Role};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::cmd;
+
+const ROOT: &str = r"C:\CalicoWindows";
+
+/// A simulated host in `dir` with what install leaves for the services.
+fn installed_host(dir: &Path) -> SimHost {
+    let host = SimHost::open_or_create(dir, Some("ws2022")).expect("host");
+    let inputs = Inputs {
+        file: None,
+        env: Default::default(),
+        sets: vec![],
+        hostname: Some("win-1".into()),
+        cluster: Default::default(),
+    };
+    let c = load(&inputs).expect("config").config;
+    let put = |name: &str, text: &[u8]| {
+        host.write_file(&format!("{ROOT}\\{name}"), text, Access::Normal)
+            .expect("write");
+    };
+    put("calico-node.exe", b"simulated program\n");
+    put("calicoctl-win.exe", b"simulated program\n");
+    for role in Role::for_backend(c.backend) {
+        put(
+            role.env_file(),
+            calicoctl_win::render::env::render(&c, *role).as_bytes(),
+        );
+    }
+    let external = calicoctl_win::render::hns::external_network(&c).expect("vxlan");
+    put("external-network.json", external.to_string().as_bytes());
+    host
+}
+
+fn closed_port_url() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    format!("http://{}", l.local_addr().expect("addr"))
+}
+
+fn network_names(host: &SimHost) -> Vec<String> {
+    host.hns_networks()
+        .expect("networks")
+        .into_iter()
+        .map(|n| n.name)
+        .collect()
+}
+
+fn init_done(host: &SimHost) -> bool {
+    let boot = host.system_facts().expect("facts").boot_id;
+    host.reg_get(supervise::CALICO_KEY, supervise::BOOT_ID_VALUE)
+        .expect("read")
+        == Some(calicoctl_win::host::RegValue::Sz(boot))
+}
+
+#[cfg(unix)]
+#[test]
+fn node_in_the_console_initialises_runs_startup_and_stops_cleanly_on_sigterm() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(installed_host(dir.path()));
+    let log = dir.path().join("fs/c/calicowindows/logs/calico-node.log");
+    let closed = closed_port_url();
+    let bin = assert_cmd::cargo::cargo_bin("calicoctl-win");
+    let mut child = Command::new(bin)
+        .env_clear()
+        .args(["service", "run", "node", "--console", "--sim-host"])
+        .arg(dir.path())
+        .args(["--ec2-metadata-url", &closed, "--gce-metadata-url", &closed])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("calico-node startup finished")
+    {
+        assert!(Instant::now() < deadline, "no startup in the log");
+        assert!(child.try_wait().expect("poll").is_none(), "exited early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("signal");
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // The console shows what the log holds.
+    assert!(
+        stderr.contains("runs CalicoNode in the console"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("created HNS network External"), "{stderr}");
+    assert!(stderr.contains("platform: bare-metal"), "{stderr}");
+    assert!(stderr.contains("[calicoctl-win] info: stopped"), "{stderr}");
+    let host = SimHost::open_or_create(dir.path(), None).expect("reopen");
+    assert!(init_done(&host));
+    assert_eq!(network_names(&host), ["External", "Calico"]);
+}
+
+#[test]
+fn without_console_it_must_be_started_by_the_scm() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = cmd()
+        .args(["service", "run", "felix", "--sim-host"])
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("must be started by the Windows service control manager"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--console"), "{stderr}");
+}
+
+#[test]
+fn a_missing_environment_is_a_clear_failure() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = cmd()
+        .args(["service", "run", "felix", "--console", "--sim-host"])
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(r"the service environment C:\CalicoWindows\calico-felix.env is missing"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("calicoctl-win install"), "{stderr}");
+}
+
+#[test]
+fn bad_service_options_are_usage_errors() {
+    let out = cmd()
+        .args([
+            "service",
+            "run",
+            "node",
+            "--console",
+            "--log-max-size",
+            "ten",
+        ])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a size"));
+}
+
+#[test]
+fn starting_the_registered_services_on_simhost_runs_their_start_up_for_real() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut host = installed_host(dir.path());
+    host.set_start_hook(calicoctl_win::commands::service::sim_start_hook());
+    let exe = format!(r"{ROOT}\calicoctl-win.exe");
+    for role in [Role::Node, Role::Felix] {
+        let name = supervise::role_name(role);
+        let spec = supervise::service_spec(
+            role,
+            &exe,
+            ["service", "run", name, "--install-root", ROOT]
+                .map(String::from)
+                .to_vec(),
+        );
+        host.service_create(&spec).expect("register");
+    }
+    // Felix depends on CalicoNode: the SCM starts CalicoNode first.
+    host.service_start("CalicoFelix", Duration::from_secs(30))
+        .expect("start");
+    assert!(init_done(&host), "CalicoNode wrote the init-done marker");
+    assert_eq!(network_names(&host), ["External", "Calico"]);
+    for name in ["CalicoNode", "CalicoFelix"] {
+        let q = host
+            .service_query(name)
+            .expect("query")
+            .expect("registered");
+        assert_eq!(q.state, ServiceState::Running, "{name}");
+    }
+    let log = dir.path().join("fs/c/calicowindows/logs/calico-felix.log");
+    let text = std::fs::read_to_string(log).expect("felix log");
+    assert!(text.contains("CalicoNode has initialised"), "{text}");
+
+    // Without its environment CalicoNode's start fails, and says why.
+    host.service_stop("CalicoFelix", Duration::from_secs(5))
+        .expect("stop");
+    host.service_stop("CalicoNode", Duration::from_secs(5))
+        .expect("stop");
+    host.remove_file(&format!(r"{ROOT}\calico-node.env"))
+        .expect("remove");
+    let err = host
+        .service_start("CalicoNode", Duration::from_secs(5))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("calico-node.env is missing"),
+        "{err}"
+    );
+    let q = host
+        .service_query("CalicoNode")
+        .expect("query")
+        .expect("registered");
+    assert_eq!(q.state, ServiceState::Stopped);
+}
