@@ -8,8 +8,7 @@ use calicoctl_win::host::sim::SimHost;
 use calicoctl_win::host::{Access, Files, Hns, Registry, ServiceState, Services, SystemInfo};
 use calicoctl_win::supervise::{self, Role};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use support::cmd;
 
 const ROOT: &str = r"C:\CalicoWindows";
@@ -42,11 +41,6 @@ fn installed_host(dir: &Path) -> SimHost {
     host
 }
 
-fn closed_port_url() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    format!("http://{}", l.local_addr().expect("addr"))
-}
-
 fn network_names(host: &SimHost) -> Vec<String> {
     host.hns_networks()
         .expect("networks")
@@ -65,10 +59,16 @@ fn init_done(host: &SimHost) -> bool {
 #[cfg(unix)]
 #[test]
 fn node_in_the_console_initialises_runs_startup_and_stops_cleanly_on_sigterm() {
+    use std::process::{Command, Stdio};
+    use std::time::Instant;
+    // A loopback port where nothing listens: the platform probes find bare metal at once.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        format!("http://{}", l.local_addr().expect("addr"))
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     drop(installed_host(dir.path()));
     let log = dir.path().join("fs/c/calicowindows/logs/calico-node.log");
-    let closed = closed_port_url();
     let bin = assert_cmd::cargo::cargo_bin("calicoctl-win");
     let mut child = Command::new(bin)
         .env_clear()

@@ -412,6 +412,99 @@ mod on_windows {
         registry(&WindowsHost::new());
     }
 
+    /// A program cargo builds next to the test binaries: `deps/../NAME` or an example.
+    fn built(rel: &str) -> std::path::PathBuf {
+        let exe = std::env::current_exe().expect("current exe");
+        let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+        let path = dir.join(rel);
+        assert!(
+            path.is_file(),
+            "{} is missing: build it first",
+            path.display()
+        );
+        path
+    }
+
+    /// calicoctl-win.exe as a real service of the SCM: `service run felix` starts, waits for
+    /// the init-done marker, runs a child (a fake calico-node.exe) with the rendered
+    /// environment and its output in the log, stops it on Stop, and the service is deleted.
+    /// Only under Wine: it writes Calico's own registry key.
+    #[test]
+    fn calicoctl_win_runs_as_a_service_with_a_child() {
+        use crate::supervise::{BOOT_ID_VALUE, CALICO_KEY};
+        if !under_wine() {
+            return;
+        }
+        let h = WindowsHost::new();
+        let root = tempfile::tempdir().expect("tempdir");
+        let root_s = root.path().display().to_string();
+        std::fs::copy(
+            built("examples/fake-calico-node.exe"),
+            root.path().join("calico-node.exe"),
+        )
+        .expect("copy the fake calico-node");
+        std::fs::write(
+            root.path().join("calico-felix.env"),
+            format!("# rendered\r\nCALICO_LOG_DIR={root_s}\\logs\r\nFELIX_VXLANVNI=4097\r\n"),
+        )
+        .expect("env");
+        let boot = h.system_facts().expect("facts").boot_id;
+        h.reg_set(CALICO_KEY, BOOT_ID_VALUE, &RegValue::Sz(boot))
+            .expect("marker");
+
+        let name = "CalicoctlWinTestFelix";
+        let _ = h.service_stop(name, WAIT);
+        let _ = h.service_delete(name);
+        let exe = built("calicoctl-win.exe").display().to_string();
+        let mut spec = crate::supervise::service_spec(
+            crate::supervise::Role::Felix,
+            &exe,
+            [
+                "service",
+                "run",
+                "felix",
+                "--install-root",
+                &root_s,
+                "--stop-timeout",
+                "2s",
+            ]
+            .map(String::from)
+            .to_vec(),
+        );
+        spec.name = name.into();
+        spec.recovery = None;
+        h.service_create(&spec).expect("create");
+        h.service_start(name, WAIT).expect("start");
+        let log = root.path().join("logs").join("calico-felix.log");
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let mut text = String::new();
+        while !text.contains("fake calico-node -felix FELIX_VXLANVNI=4097") {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the child never wrote to the log: {text}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+            text = std::fs::read_to_string(&log).unwrap_or_default();
+        }
+        let q = h.service_query(name).expect("query").expect("registered");
+        assert_eq!(q.state, ServiceState::Running);
+        assert!(h.process_pid("calico-node.exe").expect("list").is_some());
+
+        h.service_stop(name, WAIT).expect("stop");
+        let q = h.service_query(name).expect("query").expect("registered");
+        assert_eq!(q.state, ServiceState::Stopped);
+        let text = std::fs::read_to_string(&log).expect("log");
+        assert!(text.contains("[calicoctl-win] info: stopped"), "{text}");
+        assert_eq!(
+            h.process_pid("calico-node.exe").expect("list"),
+            None,
+            "{text}"
+        );
+        h.service_delete(name).expect("delete");
+        assert_eq!(h.service_query(name).expect("query"), None);
+        h.reg_delete_key(CALICO_KEY).expect("clean up the marker");
+    }
+
     #[test]
     fn services_contract() {
         // Wine's SCM lacks SERVICE_CONFIG_FAILURE_ACTIONS_FLAG (error 124); Windows has it.

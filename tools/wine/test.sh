@@ -41,7 +41,7 @@ cleanup() { "$wineserver" -k 2>/dev/null || true; }
 trap cleanup EXIT
 
 # The unit tests and the host contract suite, against the real Windows implementation.
-cargo build --locked --target $target --bin calicoctl-win --example contract-test-service
+cargo build --locked --target $target --bin calicoctl-win --example contract-test-service --example fake-calico-node
 cargo test --locked --target $target --lib "$@"
 
 # The exe itself starts on a host without HNS and reports it as a failed check (exit 3).
