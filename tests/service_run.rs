@@ -110,37 +110,39 @@ fn node_in_the_console_initialises_runs_startup_and_stops_cleanly_on_sigterm() {
     assert_eq!(network_names(&host), ["External", "Calico"]);
 }
 
-#[test]
-fn without_console_it_must_be_started_by_the_scm() {
+/// `calicoctl-win service run ARGS --sim-host <new host>`: exit code and stderr.
+fn service_run(args: &[&str]) -> (Option<i32>, String) {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = cmd()
-        .args(["service", "run", "felix", "--sim-host"])
+        .args(["service", "run"])
+        .args(args)
+        .arg("--sim-host")
         .arg(dir.path())
         .output()
         .expect("run");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn without_console_it_must_be_started_by_the_scm() {
+    let (code, stderr) = service_run(&["felix"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    let scm = "must be started by the Windows service control manager";
     assert!(
-        stderr.contains("must be started by the Windows service control manager"),
+        stderr.contains(scm) && stderr.contains("--console"),
         "{stderr}"
     );
-    assert!(stderr.contains("--console"), "{stderr}");
 }
 
 #[test]
 fn a_missing_environment_is_a_clear_failure() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let out = cmd()
-        .args(["service", "run", "felix", "--console", "--sim-host"])
-        .arg(dir.path())
-        .output()
-        .expect("run");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains(r"the service environment C:\CalicoWindows\calico-felix.env is missing"),
-        "{stderr}"
-    );
+    let (code, stderr) = service_run(&["felix", "--console"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let missing = r"the service environment C:\CalicoWindows\calico-felix.env is missing";
+    assert!(stderr.contains(missing), "{stderr}");
     assert!(stderr.contains("calicoctl-win install"), "{stderr}");
 }
 

@@ -393,10 +393,38 @@ fn script(dir: &std::path::Path, name: &str, body: &str) -> String {
     path.display().to_string()
 }
 
+/// A fake component that counts its runs in `$n` (1, 2, ...), says `NAME run $n`, then runs
+/// `then` (shell, with builtins only: the child has no PATH).
+fn counting(dir: &std::path::Path, name: &str, then: &str) -> String {
+    let count = dir.join(format!("{name}.count"));
+    script(
+        dir,
+        name,
+        &format!(
+            "echo run >> {c}\nn=0\nwhile read l; do n=$((n+1)); done < {c}\necho \"{name} run $n\"\n{then}",
+            c = count.display()
+        ),
+    )
+}
+
+/// Loops forever with builtins only.
+const FOREVER: &str = "while :; do read x < /dev/null; done";
+
 fn mark_init_done(host: &SimHost) {
     let boot = host.system_facts().expect("facts").boot_id;
     host.reg_set(CALICO_KEY, BOOT_ID_VALUE, &RegValue::Sz(boot))
         .expect("marker");
+}
+
+/// A host where install ran (with `sets`) and CalicoNode has initialised, and the settings of
+/// `role` with `program` as the Calico binary.
+fn initialised(role: Role, sets: &[&str], program: String) -> (SimHost, Settings) {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, sets);
+    mark_init_done(&host);
+    let mut s = settings(role);
+    s.program = Some(program);
+    (host, s)
 }
 
 /// Waits (bounded) until the log holds `needle` at least `times` times.
@@ -411,48 +439,55 @@ fn wait_for_log(path: &PathBuf, needle: &str, times: usize) -> String {
     }
 }
 
+/// Runs the role's body on a thread, calls `during` with its log, then requests the stop and
+/// checks that the body ends cleanly; returns the whole log.
+fn while_running(host: &SimHost, s: &Settings, during: impl FnOnce(&PathBuf)) -> String {
+    let (log, path) = log_for(host, s);
+    let stop = Stop::new();
+    std::thread::scope(|scope| {
+        let body = scope.spawn(|| run(host, s, &stop, &log));
+        during(&path);
+        stop.request();
+        body.join().expect("join").expect("stops cleanly");
+    });
+    read(&path)
+}
+
+/// Runs the role's body until its log holds `needle`, then stops it; returns the log.
+fn run_until(host: &SimHost, s: &Settings, needle: &str) -> String {
+    while_running(host, s, |path| {
+        wait_for_log(path, needle, 1);
+    })
+}
+
 #[test]
 fn kubelet_starting_and_restarting_runs_calico_node_startup_again() {
     let host = SimHost::in_memory("ws2022").expect("host");
     install(&host, &[]);
     host.set_process("kubelet.exe", None).expect("no kubelet");
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
-    let stop = Stop::new();
-    std::thread::scope(|scope| {
-        let body = scope.spawn(|| run(&host, &s, &stop, &log));
-        let text = wait_for_log(&path, "kubelet is not running; waiting for it", 1);
+    let text = while_running(&host, &settings(Role::Node), |path| {
+        let text = wait_for_log(path, "kubelet is not running; waiting for it", 1);
         assert!(!text.contains("calico-node startup finished"), "{text}");
         host.set_process("kubelet.exe", Some(7001))
             .expect("kubelet");
-        let text = wait_for_log(&path, "calico-node startup finished", 1);
+        let text = wait_for_log(path, "calico-node startup finished", 1);
         assert!(text.contains("kubelet is running (pid 7001)"), "{text}");
         host.set_process("kubelet.exe", Some(7002))
             .expect("kubelet restarted");
-        let text = wait_for_log(&path, "calico-node startup finished", 2);
-        assert!(
-            text.contains("kubelet is running again (pid 7002)"),
-            "{text}"
-        );
-        stop.request();
-        body.join().expect("join").expect("stops cleanly");
+        wait_for_log(path, "calico-node startup finished", 2);
     });
-    assert!(read(&path).contains("[calicoctl-win] info: stopped"));
+    assert!(
+        text.contains("kubelet is running again (pid 7002)"),
+        "{text}"
+    );
+    assert!(text.contains("[calicoctl-win] info: stopped"), "{text}");
 }
 
 #[test]
 fn a_failing_startup_is_retried_with_backoff_until_it_succeeds() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let count = dir.path().join("count");
     // Fails twice, then succeeds.
-    let fake = script(
-        dir.path(),
-        "calico-node",
-        &format!(
-            "echo run >> {c}\nn=0\nwhile read l; do n=$((n+1)); done < {c}\necho \"startup attempt $n\"\n[ $n -ge 3 ]",
-            c = count.display()
-        ),
-    );
+    let fake = counting(dir.path(), "calico-node", "[ $n -ge 3 ]");
     let host = SimHost::in_memory("ws2022").expect("host");
     install(&host, &[]);
     let mut s = settings(Role::Node);
@@ -460,75 +495,41 @@ fn a_failing_startup_is_retried_with_backoff_until_it_succeeds() {
     let (log, path) = log_for(&host, &s);
     node::start_phase(&host, &s, &log).expect("third attempt succeeds");
     let text = read(&path);
-    assert!(
-        text.contains("calico-node startup failed (exit code 1); retrying in 10ms"),
-        "{text}"
-    );
-    assert!(
-        text.contains("calico-node startup failed (exit code 1); retrying in 20ms"),
-        "{text}"
-    );
-    assert!(text.contains("startup attempt 3"), "{text}");
+    for d in ["10ms", "20ms"] {
+        let failed = format!("calico-node startup failed (exit code 1); retrying in {d}");
+        assert!(text.contains(&failed), "{d}: {text}");
+    }
+    assert!(text.contains("calico-node run 3"), "{text}");
 }
 
 #[test]
 fn felix_restarts_at_once_after_129_and_with_growing_delays_after_a_crash() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let count = dir.path().join("count");
-    let fake = script(
-        dir.path(),
-        "felix",
-        &format!(
-            "echo run >> {c}\nn=0\nwhile read l; do n=$((n+1)); done < {c}\necho \"felix run $n\"\n[ $n -le 2 ] && exit 129\nexit 3",
-            c = count.display()
-        ),
+    let fake = counting(dir.path(), "felix", "[ $n -le 2 ] && exit 129\nexit 3");
+    let (host, s) = initialised(Role::Felix, &[], fake);
+    let text = run_until(&host, &s, "felix run 6");
+    let reload = "exited with 129 to reload its configuration; restarting now";
+    assert_eq!(text.matches(reload).count(), 2, "{text}");
+    for d in ["10ms", "20ms", "40ms"] {
+        let crash = format!("exited with code 3; restarting in {d}");
+        assert!(text.contains(&crash), "{d}: {text}");
+    }
+    assert!(
+        text.contains("-felix"),
+        "felix is started with -felix: {text}"
     );
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
-    mark_init_done(&host);
-    let mut s = settings(Role::Felix);
-    s.program = Some(fake);
-    let (log, path) = log_for(&host, &s);
-    let stop = Stop::new();
-    std::thread::scope(|scope| {
-        let body = scope.spawn(|| run(&host, &s, &stop, &log));
-        let text = wait_for_log(&path, "felix run 6", 1);
-        stop.request();
-        body.join().expect("join").expect("stops cleanly");
-        assert_eq!(
-            text.matches("exited with 129 to reload its configuration; restarting now")
-                .count(),
-            2,
-            "{text}"
-        );
-        let crash = |d: &str| format!("exited with code 3; restarting in {d}");
-        for d in ["10ms", "20ms", "40ms"] {
-            assert!(text.contains(&crash(d)), "{d}: {text}");
-        }
-        assert!(
-            text.contains("-felix"),
-            "felix is started with -felix: {text}"
-        );
-    });
 }
 
 #[test]
 fn felix_waits_for_calico_node_warns_after_the_timeout_and_then_runs() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let fake = script(
-        dir.path(),
-        "felix",
-        "echo felix up\nwhile :; do read x < /dev/null; done",
-    );
+    let fake = script(dir.path(), "felix", &format!("echo felix up\n{FOREVER}"));
     let host = SimHost::in_memory("ws2022").expect("host");
     install(&host, &[]);
     let mut s = settings(Role::Felix);
     s.program = Some(fake);
-    let (log, path) = log_for(&host, &s);
-    let stop = Stop::new();
-    std::thread::scope(|scope| {
-        let body = scope.spawn(|| run(&host, &s, &stop, &log));
-        let text = wait_for_log(&path, "has not finished initialising after", 1);
+    let text = while_running(&host, &s, |path| {
+        let text = wait_for_log(path, "has not finished initialising after", 1);
         assert!(
             text.contains("waiting for CalicoNode to finish initialising"),
             "{text}"
@@ -538,11 +539,10 @@ fn felix_waits_for_calico_node_warns_after_the_timeout_and_then_runs() {
             "felix must not run before init: {text}"
         );
         mark_init_done(&host);
-        let text = wait_for_log(&path, "felix up", 1);
-        assert!(text.contains("CalicoNode finished initialising"), "{text}");
-        stop.request();
-        body.join().expect("join").expect("stops cleanly");
+        wait_for_log(path, "felix up", 1);
     });
+    assert!(text.contains("CalicoNode finished initialising"), "{text}");
+    assert!(text.contains("felix up"), "{text}");
 }
 
 #[test]
@@ -551,29 +551,17 @@ fn stop_is_graceful_first_and_kills_a_child_that_hangs() {
     let polite = script(
         dir.path(),
         "polite",
-        "trap 'echo bye; exit 0' TERM\necho ready\nwhile :; do read x < /dev/null; done",
+        &format!("trap 'exit 0' TERM\necho ready\n{FOREVER}"),
     );
     let stubborn = script(
         dir.path(),
         "stubborn",
-        "trap '' TERM\necho ready\nwhile :; do read x < /dev/null; done",
+        &format!("trap '' TERM\necho ready\n{FOREVER}"),
     );
     for (fake, code) in [(polite, 0), (stubborn, -1)] {
-        let host = SimHost::in_memory("ws2022").expect("host");
-        install(&host, &[]);
-        mark_init_done(&host);
-        let mut s = settings(Role::Felix);
-        s.program = Some(fake);
+        let (host, mut s) = initialised(Role::Felix, &[], fake);
         s.stop_timeout = Duration::from_millis(300);
-        let (log, path) = log_for(&host, &s);
-        let stop = Stop::new();
-        std::thread::scope(|scope| {
-            let body = scope.spawn(|| run(&host, &s, &stop, &log));
-            wait_for_log(&path, "ready", 1);
-            stop.request();
-            body.join().expect("join").expect("stops cleanly");
-        });
-        let text = read(&path);
+        let text = run_until(&host, &s, "ready");
         assert!(
             text.contains(&format!("ended with exit code {code}")),
             "{text}"
@@ -585,20 +573,8 @@ fn stop_is_graceful_first_and_kills_a_child_that_hangs() {
 fn a_child_gets_exactly_the_rendered_environment() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fake = script(dir.path(), "felix", "/usr/bin/env\nexit 0");
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &["vxlan.vni=4097"]);
-    mark_init_done(&host);
-    let mut s = settings(Role::Felix);
-    s.program = Some(fake);
-    let (log, path) = log_for(&host, &s);
-    let stop = Stop::new();
-    std::thread::scope(|scope| {
-        let body = scope.spawn(|| run(&host, &s, &stop, &log));
-        wait_for_log(&path, "FELIX_VXLANVNI=4097", 1);
-        stop.request();
-        body.join().expect("join").expect("stops cleanly");
-    });
-    let text = read(&path);
+    let (host, s) = initialised(Role::Felix, &["vxlan.vni=4097"], fake);
+    let text = run_until(&host, &s, "FELIX_VXLANVNI=4097");
     assert!(text.contains("FELIX_FELIXHOSTNAME=win-1"), "{text}");
     for leaked in ["\nHOME=", "\nPATH=", "\nUSER="] {
         assert!(
@@ -610,51 +586,36 @@ fn a_child_gets_exactly_the_rendered_environment() {
 
 #[test]
 fn confd_idles_without_bgp_and_clears_stale_files_with_it() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fake = script(
+        dir.path(),
+        "confd",
+        &format!("echo \"confd $*\"\n{FOREVER}"),
+    );
+    let (host, s) = initialised(Role::Confd, &[], fake.clone());
     host.write_file(
         &format!(r"{ROOT}\calico-confd.env"),
         b"CALICO_NETWORKING_BACKEND=vxlan\n",
         crate::host::Access::Normal,
     )
     .expect("write");
-    let s = settings(Role::Confd);
-    let (log, path) = log_for(&host, &s);
-    let stop = Stop::new();
-    std::thread::scope(|scope| {
-        let body = scope.spawn(|| run(&host, &s, &stop, &log));
-        wait_for_log(&path, "idle until stopped", 1);
-        stop.request();
-        body.join().expect("join").expect("stops cleanly");
-    });
+    let text = run_until(&host, &s, "idle until stopped");
+    assert!(!text.contains("confd -confd"), "{text}");
 
-    let dir = tempfile::tempdir().expect("tempdir");
-    let fake = script(
-        dir.path(),
-        "confd",
-        "echo \"confd $*\"\nwhile :; do read x < /dev/null; done",
+    let (host, s) = initialised(
+        Role::Confd,
+        &["backend=windows-bgp", "cni.ipam_type=host-local"],
+        fake,
     );
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &["backend=windows-bgp", "cni.ipam_type=host-local"]);
-    mark_init_done(&host);
     let stale = format!(r"{ROOT}\confd\peerings.ps1");
     host.write_file(&stale, b"# old peers\n", crate::host::Access::Normal)
         .expect("write");
-    let mut s = settings(Role::Confd);
-    s.program = Some(fake);
-    let (log, path) = log_for(&host, &s);
-    let stop = Stop::new();
-    std::thread::scope(|scope| {
-        let body = scope.spawn(|| run(&host, &s, &stop, &log));
-        let text = wait_for_log(
-            &path,
-            "confd -confd -confd-confdir=C:\\CalicoWindows\\confd",
-            1,
-        );
-        assert!(text.contains("removed the stale"), "{text}");
-        stop.request();
-        body.join().expect("join").expect("stops cleanly");
-    });
+    let text = run_until(
+        &host,
+        &s,
+        r"confd -confd -confd-confdir=C:\CalicoWindows\confd",
+    );
+    assert!(text.contains("removed the stale"), "{text}");
     assert_eq!(host.read_file(&stale).expect("read"), None);
 }
 
