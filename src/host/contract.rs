@@ -435,6 +435,7 @@ mod on_windows {
         if !under_wine() {
             return;
         }
+        let _turn = SCM.lock().unwrap_or_else(|p| p.into_inner());
         let h = WindowsHost::new();
         let root = tempfile::tempdir().expect("tempdir");
         let root_s = root.path().display().to_string();
@@ -505,8 +506,13 @@ mod on_windows {
         h.reg_delete_key(CALICO_KEY).expect("clean up the marker");
     }
 
+    /// The tests that start and stop real services take turns: Wine's SCM has lost track of
+    /// handles when services came and went at the same moment.
+    static SCM: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn services_contract() {
+        let _turn = SCM.lock().unwrap_or_else(|p| p.into_inner());
         // Wine's SCM lacks SERVICE_CONFIG_FAILURE_ACTIONS_FLAG (error 124); Windows has it.
         let recovery = Recovery {
             restart_after: vec![Duration::from_secs(10), Duration::from_secs(30)],

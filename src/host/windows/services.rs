@@ -14,6 +14,7 @@ const ERROR_DEPENDENT_SERVICES_RUNNING: i32 = 1051;
 const ERROR_SERVICE_ALREADY_RUNNING: i32 = 1056;
 const ERROR_SERVICE_DOES_NOT_EXIST: i32 = 1060;
 const ERROR_SERVICE_NOT_ACTIVE: i32 = 1062;
+const ERROR_INVALID_HANDLE: i32 = 6;
 const ERROR_SERVICE_EXISTS: i32 = 1073;
 
 fn os_code(e: &windows_service::Error) -> Option<i32> {
@@ -191,10 +192,19 @@ pub fn update(spec: &ServiceSpec) -> HostResult<()> {
 /// Polls the service until it reaches `want`, fails if it stops on the way to running.
 fn wait_for(svc: &Service, name: &str, want: WinState, timeout: Duration) -> HostResult<()> {
     let deadline = Instant::now() + timeout;
+    let mut fresh: Option<Service> = None;
     loop {
-        let status = svc
-            .query_status()
-            .map_err(|e| api(format!("query service {name}"), e))?;
+        let status = match fresh.as_ref().unwrap_or(svc).query_status() {
+            Ok(s) => s,
+            // Wine's SCM has answered ERROR_INVALID_HANDLE for a valid handle while another
+            // service was being deleted; a new handle reads the state.
+            Err(e) if os_code(&e) == Some(ERROR_INVALID_HANDLE) && Instant::now() < deadline => {
+                fresh = Some(open_existing(name, ServiceAccess::QUERY_STATUS)?);
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+            Err(e) => return Err(api(format!("query service {name}"), e)),
+        };
         if status.current_state == want {
             return Ok(());
         }
