@@ -136,3 +136,62 @@ pub fn sim_start_hook() -> StartHook {
         Ok(())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command, ServiceCommand};
+    use std::time::Duration;
+
+    fn parsed(args: &[&str]) -> Settings {
+        let argv = ["calicoctl-win", "service", "run"].iter().chain(args);
+        match Cli::try_parse_from(argv).expect("parses").command {
+            Command::Service(ServiceCommand::Run(a)) => settings(&a),
+            other => panic!("not service run: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_command_line_sets_every_service_setting() {
+        let s = parsed(&[
+            "confd",
+            "--install-root",
+            r"D:\Calico\",
+            "--log-max-size",
+            "1MB",
+            "--log-rotate-every",
+            "12h",
+            "--log-keep",
+            "3",
+            "--stop-timeout",
+            "30s",
+            "--delete-all-non-nat-networks",
+        ]);
+        assert_eq!(s.role, Role::Confd);
+        assert_eq!(s.install_root, r"D:\Calico");
+        assert_eq!(
+            s.log,
+            LogSettings {
+                max_size: 1024 * 1024,
+                rotate_every: Duration::from_secs(12 * 3600),
+                keep: 3
+            }
+        );
+        assert_eq!(s.stop_timeout, Duration::from_secs(30));
+        assert!(s.delete_all_non_nat_networks);
+        let d = parsed(&["node"]);
+        assert_eq!(d.log, LogSettings::default());
+        assert_eq!(d.install_root, r"C:\CalicoWindows");
+        assert!(!d.delete_all_non_nat_networks);
+    }
+
+    #[test]
+    fn a_simulated_host_never_probes_the_real_metadata_service() {
+        let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+        let mut s = parsed(&["node", "--gce-metadata-url", "http://127.0.0.1:9"]);
+        s = for_host(s, &host);
+        assert_eq!(s.probes.ec2, "", "169.254.169.254 is not probed");
+        assert_eq!(s.probes.gce, "http://127.0.0.1:9", "loopback stays");
+        assert_eq!(s.timing.settle, Duration::ZERO);
+    }
+}

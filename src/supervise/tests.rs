@@ -5,7 +5,10 @@ use super::platform::tests::{closed, http, serve};
 use super::*;
 use crate::config::{Inputs, load};
 use crate::host::sim::{Fault, FaultKind, SimHost};
-use crate::host::{Files, Hns, InterfaceAddress, Network, Registry, Services, SystemInfo};
+use crate::host::{
+    Files, Hns, InterfaceAddress, Network, RegValue, Registry, Services, SystemInfo,
+};
+use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
 const ROOT: &str = r"C:\CalicoWindows";
@@ -87,8 +90,6 @@ fn marker(host: &SimHost) -> Option<RegValue> {
     host.reg_get(CALICO_KEY, BOOT_ID_VALUE).expect("read")
 }
 
-use crate::host::RegValue;
-
 #[test]
 fn the_first_start_creates_the_networks_restores_the_metadata_route_and_marks_init_done() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -135,8 +136,6 @@ fn the_first_start_creates_the_networks_restores_the_metadata_route_and_marks_in
     );
     assert!(text.contains("calico-node startup finished"), "{text}");
 }
-
-use std::net::Ipv4Addr;
 
 #[test]
 fn a_service_restart_keeps_the_networks_and_a_reboot_recreates_only_calicos() {
