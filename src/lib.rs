@@ -16,5 +16,6 @@ pub mod files;
 pub mod host;
 pub mod net;
 pub mod output;
+pub mod release;
 pub mod render;
 pub mod supervise;

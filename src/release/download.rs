@@ -1,0 +1,203 @@
+//! The download: streamed to `<dest>.part` while hashed, never held in memory; a `.part` left by
+//! an interrupted run is resumed with a Range request; the finished file gets its name only
+//! when its checksum is right.
+
+use super::{ReleaseError, Want, hex};
+use crate::cluster::proxy;
+use sha2::Digest;
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Reports how a download advances (a bar on a terminal, periodic lines otherwise).
+pub trait Progress {
+    fn begin(&mut self, what: &str, total: Option<u64>, done: u64);
+    fn advance(&mut self, done: u64);
+    fn end(&mut self);
+}
+
+/// No progress reporting.
+impl Progress for () {
+    fn begin(&mut self, _: &str, _: Option<u64>, _: u64) {}
+    fn advance(&mut self, _: u64) {}
+    fn end(&mut self) {}
+}
+
+fn part_path(dest: &Path) -> PathBuf {
+    let mut name = dest.file_name().unwrap_or_default().to_owned();
+    name.push(".part");
+    dest.with_file_name(name)
+}
+
+/// The proxy for `url` from the environment captured at start-up: `HTTPS_PROXY` (or
+/// `HTTP_PROXY` for an http URL) unless `NO_PROXY` names the host.
+fn proxy_for(url: &reqwest::Url, env: &BTreeMap<String, String>) -> Option<String> {
+    let names: &[&str] = if url.scheme() == "https" {
+        &["HTTPS_PROXY", "https_proxy"]
+    } else {
+        &["HTTP_PROXY", "http_proxy"]
+    };
+    let get = |names: &[&str]| {
+        names
+            .iter()
+            .find_map(|n| env.get(*n))
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let chosen = get(names)?;
+    let host = url.host_str().unwrap_or_default();
+    if get(&["NO_PROXY", "no_proxy"]).is_some_and(|np| proxy::bypass(&np, host)) {
+        return None;
+    }
+    Some(chosen)
+}
+
+fn client(
+    url: &str,
+    want: &Want,
+    env: &BTreeMap<String, String>,
+) -> Result<reqwest::blocking::Client, ReleaseError> {
+    let fail = |source| ReleaseError::Download {
+        url: url.into(),
+        source,
+    };
+    let parsed = reqwest::Url::parse(url).map_err(|e| ReleaseError::Layout {
+        what: url.into(),
+        why: format!("it is not a valid URL: {e}"),
+    })?;
+    let mut b = reqwest::blocking::Client::builder()
+        .no_proxy()
+        .connect_timeout(Duration::from_secs(30).min(want.timeout))
+        .timeout(want.timeout)
+        .user_agent(concat!("calicoctl-win/", env!("CARGO_PKG_VERSION")));
+    if let Some(p) = proxy_for(&parsed, env) {
+        b = b.proxy(reqwest::Proxy::all(&p).map_err(fail)?);
+    }
+    if let Some(pem) = &want.ca_pem {
+        b = b.tls_certs_merge(reqwest::Certificate::from_pem_bundle(pem).map_err(fail)?);
+    }
+    b.build().map_err(fail)
+}
+
+/// Downloads `url` to `dest`, returning its SHA-256. The checksum asked for is checked before
+/// `dest` gets its name; a wrong one removes the partial file.
+pub fn download(
+    url: &str,
+    dest: &Path,
+    want: &Want,
+    env: &BTreeMap<String, String>,
+    progress: &mut dyn Progress,
+) -> Result<String, ReleaseError> {
+    let part = part_path(dest);
+    let io = |op: &str| {
+        let op = format!("{op} {}", part.display());
+        move |e| ReleaseError::io(op, e)
+    };
+    let client = client(url, want, env)?;
+    let deadline = Instant::now() + want.timeout;
+
+    // What an interrupted run left: hashed again, then resumed.
+    let mut hasher = sha2::Sha256::new();
+    let mut have = 0u64;
+    if part.is_file() {
+        let mut f = std::fs::File::open(&part).map_err(io("cannot read"))?;
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = f.read(&mut buf).map_err(io("cannot read"))?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            have += n as u64;
+        }
+    }
+    let mut req = client.get(url);
+    if have > 0 {
+        req = req.header(reqwest::header::RANGE, format!("bytes={have}-"));
+    }
+    let failed = |source: reqwest::Error| {
+        if source.is_timeout() {
+            ReleaseError::Timeout {
+                url: url.into(),
+                after: want.timeout,
+            }
+        } else {
+            ReleaseError::Download {
+                url: url.into(),
+                source,
+            }
+        }
+    };
+    let mut resp = req.send().map_err(failed)?;
+    let status = resp.status().as_u16();
+    let resumed = status == 206 && have > 0;
+    let complete_already = status == 416 && have > 0;
+    let mut file = if resumed || complete_already {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&part)
+            .map_err(io("cannot open"))?
+    } else if (200..300).contains(&status) {
+        hasher = sha2::Sha256::new();
+        have = 0;
+        std::fs::File::create(&part).map_err(io("cannot create"))?
+    } else {
+        return Err(ReleaseError::Status {
+            url: url.into(),
+            status,
+        });
+    };
+    if !complete_already {
+        let total = resp.content_length().map(|l| l + have);
+        progress.begin(url, total, have);
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = resp.read(&mut buf).map_err(|e| {
+                if Instant::now() >= deadline {
+                    ReleaseError::Timeout {
+                        url: url.into(),
+                        after: want.timeout,
+                    }
+                } else {
+                    ReleaseError::io(
+                        format!(
+                            "the download of {url} broke off (the partial file {} is resumed by the next run)",
+                            part.display()
+                        ),
+                        e,
+                    )
+                }
+            })?;
+            if n == 0 {
+                break;
+            }
+            file.write_all(&buf[..n]).map_err(io("cannot write"))?;
+            hasher.update(&buf[..n]);
+            have += n as u64;
+            progress.advance(have);
+            if Instant::now() >= deadline {
+                return Err(ReleaseError::Timeout {
+                    url: url.into(),
+                    after: want.timeout,
+                });
+            }
+        }
+        progress.end();
+    }
+    file.sync_all().map_err(io("cannot write"))?;
+    drop(file);
+    let actual = hex(&hasher.finalize());
+    if let Some(expected) = &want.sha256
+        && *expected != actual
+    {
+        let _ = std::fs::remove_file(&part);
+        return Err(ReleaseError::Checksum {
+            what: url.into(),
+            expected: expected.clone(),
+            actual,
+        });
+    }
+    std::fs::rename(&part, dest).map_err(io("cannot rename"))?;
+    Ok(actual)
+}

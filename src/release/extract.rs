@@ -1,0 +1,205 @@
+//! Safe extraction: every entry is checked before anything is written (no path escaping the
+//! target, no symlinks, a cap on the expanded size), then the layout is recognised.
+
+use super::ReleaseError;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// Which Calico binary the release ships.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Binary {
+    /// `calico-node.exe` (v3.2x to v3.33).
+    CalicoNode,
+    /// `calico.exe` (v3.34 and later).
+    Calico,
+}
+
+impl Binary {
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Self::CalicoNode => "calico-node.exe",
+            Self::Calico => "calico.exe",
+        }
+    }
+}
+
+/// An extracted release.
+#[derive(Clone, Debug)]
+pub struct Extracted {
+    /// The `CalicoWindows` directory.
+    pub root: PathBuf,
+    pub binary: Binary,
+    /// Without a leading `v`; `None` when neither a VERSION file nor the zip's name tell.
+    pub version: Option<String>,
+    /// The CNI plugins under `cni/`: file name and local path.
+    pub cni: Vec<(String, PathBuf)>,
+    /// confd's files (`confd/conf.d/*`, `confd/templates/*`): path relative to the root
+    /// (backslash-separated) and local path.
+    pub confd: Vec<(String, PathBuf)>,
+}
+
+/// Path components of an entry name, or why it is refused.
+fn components(name: &str) -> Result<Vec<&str>, &'static str> {
+    if name.starts_with(['/', '\\']) || name.contains(':') {
+        return Err("is an absolute path or names a drive or stream");
+    }
+    let parts: Vec<&str> = name
+        .split(['/', '\\'])
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    if parts.contains(&"..") {
+        return Err("escapes the target directory");
+    }
+    if parts.is_empty() {
+        return Err("has an empty name");
+    }
+    Ok(parts)
+}
+
+/// Extracts `zip` into the new directory `into` and recognises the layout. On any error the
+/// caller removes `into` (a temporary directory).
+pub fn extract(zip: &Path, into: &Path, cap: u64) -> Result<Extracted, ReleaseError> {
+    let what = zip.display().to_string();
+    let zerr = |source| ReleaseError::Zip {
+        what: what.clone(),
+        source,
+    };
+    let file = std::fs::File::open(zip)
+        .map_err(|e| ReleaseError::io(format!("cannot read {what}"), e))?;
+    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(zerr)?;
+
+    // Check every entry before writing anything.
+    let mut declared = 0u64;
+    for i in 0..archive.len() {
+        let entry = archive.by_index_raw(i).map_err(zerr)?;
+        let name = entry.name().map_err(zerr)?.into_owned();
+        let unsafe_entry = |why| ReleaseError::Unsafe {
+            what: what.clone(),
+            entry: name.clone(),
+            why,
+        };
+        components(&name).map_err(unsafe_entry)?;
+        if entry.is_symlink() {
+            return Err(unsafe_entry("is a symbolic link"));
+        }
+        declared = declared.saturating_add(entry.size());
+        if declared > cap {
+            return Err(ReleaseError::TooLarge { what, cap });
+        }
+    }
+
+    let mut written = 0u64;
+    let mut buf = vec![0u8; 1 << 16];
+    for i in 0..archive.len() {
+        let mut entry = archive.by_index(i).map_err(zerr)?;
+        let name = entry.name().map_err(zerr)?.into_owned();
+        let parts = components(&name).map_err(|why| ReleaseError::Unsafe {
+            what: what.clone(),
+            entry: name.clone(),
+            why,
+        })?;
+        let target = parts.iter().fold(into.to_path_buf(), |p, c| p.join(c));
+        let io = |e| ReleaseError::io(format!("cannot extract {name} from {what}"), e);
+        if entry.is_dir() {
+            std::fs::create_dir_all(&target).map_err(io)?;
+            continue;
+        }
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(io)?;
+        }
+        let mut out = std::fs::File::create(&target).map_err(io)?;
+        loop {
+            // The declared sizes can lie: count what really comes out.
+            let n = entry.read(&mut buf).map_err(io)?;
+            if n == 0 {
+                break;
+            }
+            written += n as u64;
+            if written > cap {
+                return Err(ReleaseError::TooLarge { what, cap });
+            }
+            out.write_all(&buf[..n]).map_err(io)?;
+        }
+    }
+    layout(into, zip)
+}
+
+fn layout(into: &Path, zip: &Path) -> Result<Extracted, ReleaseError> {
+    let what = zip.display().to_string();
+    let bad = |why: String| ReleaseError::Layout {
+        what: what.clone(),
+        why,
+    };
+    let root = into.join("CalicoWindows");
+    if !root.is_dir() {
+        return Err(bad("there is no CalicoWindows folder at its top".into()));
+    }
+    let binary = if root.join("calico.exe").is_file() {
+        Binary::Calico
+    } else if root.join("calico-node.exe").is_file() {
+        Binary::CalicoNode
+    } else {
+        return Err(bad(
+            "CalicoWindows holds neither calico.exe (v3.34+) nor calico-node.exe".into(),
+        ));
+    };
+    if !root.join("cni").join("calico.exe").is_file() {
+        return Err(bad("CalicoWindows\\cni\\calico.exe is missing".into()));
+    }
+    if !root.join("cni.conf.template").is_file() {
+        return Err(bad("CalicoWindows\\cni.conf.template is missing".into()));
+    }
+    let mut cni = Vec::new();
+    for name in ["calico.exe", "calico-ipam.exe"] {
+        let p = root.join("cni").join(name);
+        if p.is_file() {
+            cni.push((name.to_owned(), p));
+        }
+    }
+    let mut confd = Vec::new();
+    for sub in ["conf.d", "templates"] {
+        let dir = root.join("confd").join(sub);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.path().is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        for n in names {
+            confd.push((format!("confd\\{sub}\\{n}"), dir.join(&n)));
+        }
+    }
+    let version = read_version(&root, zip);
+    Ok(Extracted {
+        root,
+        binary,
+        version,
+        cni,
+        confd,
+    })
+}
+
+/// The version from `CalicoWindows\VERSION`, else from a name like `calico-windows-v3.30.0.zip`.
+fn read_version(root: &Path, zip: &Path) -> Option<String> {
+    if let Ok(text) = std::fs::read_to_string(root.join("VERSION")) {
+        let v = text.trim().trim_start_matches('v');
+        if !v.is_empty() && v.len() < 64 {
+            return Some(v.to_owned());
+        }
+    }
+    let name = zip.file_name()?.to_string_lossy().into_owned();
+    let v = name
+        .strip_prefix("calico-windows-v")?
+        .strip_suffix(".zip")?;
+    let looks = v.split('.').take(3).all(|p| {
+        p.chars()
+            .take_while(char::is_ascii_digit)
+            .next()
+            .is_some()
+    });
+    looks.then(|| v.to_owned())
+}

@@ -1,0 +1,313 @@
+//! The Calico for Windows release: where the zip comes from (a file or a URL), its download
+//! (streamed to disk while hashed, resumable, through the configured proxy), its checksum, and
+//! its safe extraction into a recognised layout.
+
+mod download;
+mod extract;
+
+pub use download::{Progress, download};
+pub use extract::{Binary, Extracted, extract};
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The Calico version install uses when none is given.
+pub const DEFAULT_CALICO_VERSION: &str = "3.31.0";
+
+/// The largest total size an archive may expand to (the real zip expands to about 300 MB).
+pub const EXTRACT_CAP: u64 = 2 << 30;
+
+/// The official release asset for a version (`3.30.0` or `v3.30.0`).
+pub fn official_url(version: &str) -> String {
+    let v = version.trim_start_matches('v');
+    format!(
+        "https://github.com/projectcalico/calico/releases/download/v{v}/calico-windows-v{v}.zip"
+    )
+}
+
+/// Where the zip comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    Path(PathBuf),
+    Url(String),
+}
+
+impl Source {
+    /// `--release-zip` as given: `http(s)://` is a URL, anything else a file.
+    pub fn parse(s: &str) -> Self {
+        let lower = s.to_ascii_lowercase();
+        if lower.starts_with("https://") || lower.starts_with("http://") {
+            Self::Url(s.to_owned())
+        } else {
+            Self::Path(PathBuf::from(s))
+        }
+    }
+
+    pub fn show(&self) -> String {
+        match self {
+            Self::Path(p) => p.display().to_string(),
+            Self::Url(u) => u.clone(),
+        }
+    }
+
+    /// The zip's file name (`calico-windows-v3.30.0.zip`), for the cache.
+    pub fn file_name(&self) -> String {
+        let name = match self {
+            Self::Path(p) => p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            Self::Url(u) => u
+                .split(['?', '#'])
+                .next()
+                .unwrap_or_default()
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+        };
+        if name.is_empty() || name.contains(['\\', ':']) || name == ".." {
+            "calico-windows.zip".into()
+        } else {
+            name
+        }
+    }
+}
+
+/// What the user asked for.
+#[derive(Clone, Debug)]
+pub struct Want {
+    pub source: Source,
+    /// Expected SHA-256, lower-case hex.
+    pub sha256: Option<String>,
+    /// The version asked for, without a leading `v`.
+    pub version: Option<String>,
+    pub allow_http: bool,
+    pub skip_checksum: bool,
+    /// Extra trusted CA certificates (PEM) for the download.
+    pub ca_pem: Option<Vec<u8>>,
+    pub timeout: Duration,
+}
+
+/// Why a release could not be used. Nothing is left behind when one occurs.
+#[derive(Debug, thiserror::Error)]
+pub enum ReleaseError {
+    #[error("--sha256 {0:?} is not a SHA-256 checksum (64 hexadecimal digits)")]
+    BadChecksumArg(String),
+    #[error("downloading {url} needs the release's SHA-256 checksum")]
+    NeedChecksum { url: String },
+    #[error("{url} is plain HTTP: the release could be altered on the way")]
+    PlainHttp { url: String },
+    #[error("cannot download {url}")]
+    Download {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("{url} answered {status}")]
+    Status { url: String, status: u16 },
+    #[error("timed out after {}s downloading {url}", .after.as_secs())]
+    Timeout { url: String, after: Duration },
+    #[error("{what} has SHA-256 {actual}, not {expected} as asked")]
+    Checksum {
+        what: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("{what} is Calico {found}, not {asked} as asked")]
+    Version {
+        what: String,
+        found: String,
+        asked: String,
+    },
+    #[error("{what} is not a readable zip archive")]
+    Zip {
+        what: String,
+        #[source]
+        source: zip::result::ZipError,
+    },
+    #[error("{what}: entry {entry:?} {why}")]
+    Unsafe {
+        what: String,
+        entry: String,
+        why: &'static str,
+    },
+    #[error("{what} expands to more than {} MB", .cap >> 20)]
+    TooLarge { what: String, cap: u64 },
+    #[error("{what} is not a Calico for Windows release: {why}")]
+    Layout { what: String, why: String },
+    #[error("{op}")]
+    Io {
+        op: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl ReleaseError {
+    pub fn io(op: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io {
+            op: op.into(),
+            source,
+        }
+    }
+
+    pub fn hint(&self) -> Option<&'static str> {
+        Some(match self {
+            Self::BadChecksumArg(_) => "copy the checksum from the release's SHA256SUMS",
+            Self::NeedChecksum { .. } => {
+                "pass --sha256 HEX from the release page, or --insecure-skip-checksum to trust the download as it is"
+            }
+            Self::PlainHttp { .. } => {
+                "use an https:// URL, or pass --allow-http for a mirror you trust on your own network"
+            }
+            Self::Download { .. } | Self::Status { .. } | Self::Timeout { .. } => {
+                "check the URL, the proxy (HTTPS_PROXY, NO_PROXY) and --release-ca-cert; or download the zip yourself and pass --release-zip FILE"
+            }
+            Self::Checksum { .. } => {
+                "the file is not the release you named: download it again, or check --sha256"
+            }
+            Self::Version { .. } => "pass the zip of that version, or the matching --calico-version",
+            Self::Zip { .. } | Self::Unsafe { .. } | Self::TooLarge { .. } | Self::Layout { .. } => {
+                "use the calico-windows-vX.Y.Z.zip asset of a Calico release"
+            }
+            Self::Io { .. } => return None,
+        })
+    }
+}
+
+/// A checked `--sha256` value, lower case.
+pub fn parse_sha256(s: &str) -> Result<String, ReleaseError> {
+    let s = s.trim().to_ascii_lowercase();
+    if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(s)
+    } else {
+        Err(ReleaseError::BadChecksumArg(s))
+    }
+}
+
+/// Refuses what must not be downloaded: plain HTTP without `--allow-http`, a URL without a
+/// checksum unless `--insecure-skip-checksum`.
+pub fn check_url(want: &Want, url: &str) -> Result<(), ReleaseError> {
+    if url.to_ascii_lowercase().starts_with("http://") && !want.allow_http {
+        return Err(ReleaseError::PlainHttp { url: url.into() });
+    }
+    if want.sha256.is_none() && !want.skip_checksum {
+        return Err(ReleaseError::NeedChecksum { url: url.into() });
+    }
+    Ok(())
+}
+
+/// The SHA-256 of a file on this machine, read in blocks.
+pub fn sha256_file(path: &Path) -> Result<String, ReleaseError> {
+    use sha2::Digest;
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)
+        .map_err(|e| ReleaseError::io(format!("cannot read {}", path.display()), e))?;
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f
+            .read(&mut buf)
+            .map_err(|e| ReleaseError::io(format!("cannot read {}", path.display()), e))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(hex(&h.finalize()))
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The zip to use: the given file (checked against `--sha256`), or the download, kept as
+/// `cache_dir/<name>` (a cached copy is reused only when it has the asked checksum).
+pub fn obtain(
+    want: &Want,
+    cache_dir: &Path,
+    env: &BTreeMap<String, String>,
+    progress: &mut dyn Progress,
+) -> Result<Obtained, ReleaseError> {
+    match &want.source {
+        Source::Path(p) => {
+            let sha256 = sha256_file(p)?;
+            if let Some(expected) = &want.sha256
+                && *expected != sha256
+            {
+                return Err(ReleaseError::Checksum {
+                    what: p.display().to_string(),
+                    expected: expected.clone(),
+                    actual: sha256,
+                });
+            }
+            Ok(Obtained {
+                path: p.clone(),
+                sha256,
+                downloaded: false,
+                cached: None,
+            })
+        }
+        Source::Url(url) => {
+            check_url(want, url)?;
+            let dest = cache_dir.join(want.source.file_name());
+            if let Some(expected) = &want.sha256
+                && dest.is_file()
+                && sha256_file(&dest)? == *expected
+            {
+                return Ok(Obtained {
+                    path: dest.clone(),
+                    sha256: expected.clone(),
+                    downloaded: false,
+                    cached: Some(dest),
+                });
+            }
+            std::fs::create_dir_all(cache_dir).map_err(|e| {
+                ReleaseError::io(format!("cannot create {}", cache_dir.display()), e)
+            })?;
+            let sha256 = download(url, &dest, want, env, progress)?;
+            Ok(Obtained {
+                path: dest.clone(),
+                sha256,
+                downloaded: true,
+                cached: Some(dest),
+            })
+        }
+    }
+}
+
+/// The zip on this machine.
+#[derive(Clone, Debug)]
+pub struct Obtained {
+    pub path: PathBuf,
+    pub sha256: String,
+    pub downloaded: bool,
+    /// Set when the zip lives in the cache (the install owns that file).
+    pub cached: Option<PathBuf>,
+}
+
+/// Checks the extracted release's version against `--calico-version`.
+pub fn check_version(want: &Want, x: &Extracted, what: &str) -> Result<(), ReleaseError> {
+    match (&want.version, &x.version) {
+        (Some(asked), Some(found)) if asked.trim_start_matches('v') != found => {
+            Err(ReleaseError::Version {
+                what: what.into(),
+                found: found.clone(),
+                asked: asked.clone(),
+            })
+        }
+        // A zip whose version cannot be read is accepted only when its checksum was checked.
+        (Some(asked), None) if want.sha256.is_none() => Err(ReleaseError::Layout {
+            what: what.into(),
+            why: format!(
+                "its version cannot be read (no VERSION file, no version in its name), so it cannot be checked against {asked}; pass --sha256"
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,179 @@
+use super::*;
+use std::io::Write;
+
+/// Writes a zip with these (name, contents) entries; a name ending in `@link` is a symlink.
+fn zip_of(path: &Path, entries: &[(&str, &[u8])]) {
+    let f = std::fs::File::create(path).expect("create zip");
+    let mut z = zip::ZipWriter::new(f);
+    let opts = zip::write::SimpleFileOptions::default();
+    for (name, data) in entries {
+        if let Some(link) = name.strip_suffix("@link") {
+            z.add_symlink(link, "../../etc/passwd", opts).expect("symlink");
+        } else {
+            z.start_file(*name, opts).expect("start");
+            z.write_all(data).expect("write");
+        }
+    }
+    z.finish().expect("finish");
+}
+
+fn release(binary: &str) -> Vec<(String, Vec<u8>)> {
+    vec![
+        (format!("CalicoWindows/{binary}"), b"exe".to_vec()),
+        ("CalicoWindows/cni/calico.exe".into(), b"cni".to_vec()),
+        ("CalicoWindows/cni.conf.template".into(), b"{}".to_vec()),
+        (
+            "CalicoWindows/confd/conf.d/blocks.toml".into(),
+            b"toml".to_vec(),
+        ),
+    ]
+}
+
+fn extract_entries(name: &str, entries: &[(&str, &[u8])]) -> Result<Extracted, ReleaseError> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let zip = dir.path().join(name);
+    zip_of(&zip, entries);
+    let out = dir.path().join("out");
+    let r = extract(&zip, &out, 1 << 20);
+    // Keep the directory alive only for the assertions on the result.
+    std::mem::forget(dir);
+    r
+}
+
+fn borrowed(v: &[(String, Vec<u8>)]) -> Vec<(&str, &[u8])> {
+    v.iter().map(|(n, d)| (n.as_str(), d.as_slice())).collect()
+}
+
+#[test]
+fn both_binary_namings_are_recognised_with_their_version() {
+    let old = extract_entries(
+        "calico-windows-v3.30.0.zip",
+        &borrowed(&release("calico-node.exe")),
+    )
+    .expect("v3.30 layout");
+    assert_eq!(old.binary, Binary::CalicoNode);
+    assert_eq!(old.version.as_deref(), Some("3.30.0"));
+    assert_eq!(old.cni.len(), 1);
+    assert_eq!(old.confd[0].0, r"confd\conf.d\blocks.toml");
+
+    let mut new = release("calico.exe");
+    new.push(("CalicoWindows/VERSION".into(), b"v3.34.1\n".to_vec()));
+    let new = extract_entries("anything.zip", &borrowed(&new)).expect("v3.34 layout");
+    assert_eq!(new.binary, Binary::Calico);
+    assert_eq!(new.version.as_deref(), Some("3.34.1"));
+}
+
+#[test]
+fn entries_escaping_the_target_are_refused_before_anything_is_written() {
+    for evil in [
+        "CalicoWindows/../../evil.txt",
+        "../evil.txt",
+        "/abs/evil.txt",
+        "C:/evil.txt",
+        r"CalicoWindows\..\..\evil.txt",
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let zip = dir.path().join("r.zip");
+        let mut entries = release("calico.exe");
+        entries.push((evil.into(), b"x".to_vec()));
+        zip_of(&zip, &borrowed(&entries));
+        let out = dir.path().join("out");
+        let err = extract(&zip, &out, 1 << 20).expect_err(evil);
+        assert!(matches!(err, ReleaseError::Unsafe { .. }), "{evil}: {err}");
+        assert!(!out.exists(), "{evil}: nothing written");
+        assert!(!dir.path().join("evil.txt").exists());
+    }
+}
+
+#[test]
+fn symlinks_and_oversized_archives_are_refused() {
+    let mut entries = release("calico.exe");
+    entries.push(("CalicoWindows/passwd@link".into(), Vec::new()));
+    let err = extract_entries("r.zip", &borrowed(&entries)).expect_err("symlink");
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+
+    let mut entries = release("calico.exe");
+    entries.push(("CalicoWindows/big.bin".into(), vec![0u8; 2 << 20]));
+    let err = extract_entries("r.zip", &borrowed(&entries)).expect_err("too big");
+    assert!(matches!(err, ReleaseError::TooLarge { .. }), "{err}");
+}
+
+#[test]
+fn an_unknown_layout_says_what_is_missing() {
+    let err = extract_entries("r.zip", &[("README.txt", b"hi")]).expect_err("no root");
+    assert!(err.to_string().contains("no CalicoWindows folder"), "{err}");
+    let err = extract_entries("r.zip", &[("CalicoWindows/cni/calico.exe", b"x")])
+        .expect_err("no binary");
+    assert!(err.to_string().contains("neither calico.exe"), "{err}");
+}
+
+#[test]
+fn a_truncated_zip_is_not_readable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let zip = dir.path().join("r.zip");
+    zip_of(&zip, &borrowed(&release("calico.exe")));
+    let bytes = std::fs::read(&zip).expect("read");
+    std::fs::write(&zip, &bytes[..bytes.len() / 2]).expect("truncate");
+    let err = extract(&zip, &dir.path().join("out"), 1 << 20).expect_err("truncated");
+    assert!(matches!(err, ReleaseError::Zip { .. }), "{err}");
+}
+
+#[test]
+fn urls_need_https_and_a_checksum_unless_told_otherwise() {
+    let mut want = Want {
+        source: Source::parse("http://mirror/calico-windows-v3.30.0.zip"),
+        sha256: None,
+        version: None,
+        allow_http: false,
+        skip_checksum: false,
+        ca_pem: None,
+        timeout: Duration::from_secs(1),
+    };
+    let url = "http://mirror/calico-windows-v3.30.0.zip";
+    assert!(matches!(
+        check_url(&want, url),
+        Err(ReleaseError::PlainHttp { .. })
+    ));
+    want.allow_http = true;
+    assert!(matches!(
+        check_url(&want, url),
+        Err(ReleaseError::NeedChecksum { .. })
+    ));
+    want.skip_checksum = true;
+    assert!(check_url(&want, url).is_ok());
+    assert_eq!(want.source.file_name(), "calico-windows-v3.30.0.zip");
+    assert!(parse_sha256("abc").is_err());
+    assert_eq!(parse_sha256(&"AB".repeat(32)).expect("hex"), "ab".repeat(32));
+    assert_eq!(
+        official_url("v3.30.0"),
+        "https://github.com/projectcalico/calico/releases/download/v3.30.0/calico-windows-v3.30.0.zip"
+    );
+}
+
+#[test]
+fn a_version_mismatch_is_refused_and_an_unknown_version_needs_a_checksum() {
+    let x = extract_entries(
+        "calico-windows-v3.30.0.zip",
+        &borrowed(&release("calico-node.exe")),
+    )
+    .expect("layout");
+    let mut want = Want {
+        source: Source::Path("x.zip".into()),
+        sha256: None,
+        version: Some("3.29.0".into()),
+        allow_http: false,
+        skip_checksum: false,
+        ca_pem: None,
+        timeout: Duration::from_secs(1),
+    };
+    assert!(matches!(
+        check_version(&want, &x, "x.zip"),
+        Err(ReleaseError::Version { .. })
+    ));
+    want.version = Some("v3.30.0".into());
+    assert!(check_version(&want, &x, "x.zip").is_ok());
+    let unknown = Extracted { version: None, ..x };
+    assert!(check_version(&want, &unknown, "x.zip").is_err());
+    want.sha256 = Some("0".repeat(64));
+    assert!(check_version(&want, &unknown, "x.zip").is_ok());
+}
