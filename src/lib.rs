@@ -16,6 +16,7 @@ pub mod files;
 pub mod host;
 pub mod net;
 pub mod output;
+pub mod plan;
 pub mod release;
 pub mod render;
 pub mod supervise;

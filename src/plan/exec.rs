@@ -1,0 +1,477 @@
+//! The executor. Before an action runs, the journal on the host records it with what undoes
+//! it (a replaced file is backed up first); after it runs, the journal marks it done. When an
+//! action fails, install rolls back every journaled action in reverse; uninstall stops and
+//! keeps its record so that running it again finishes the job. A run that was cut off (power
+//! loss, a killed process) leaves the journal behind: the next run plans again from what the
+//! host is now, and keeps the old entries so that a later rollback still undoes them.
+
+use super::Action;
+use super::Content;
+use super::record::missing_parents;
+use crate::host::{Access, FirewallRule, Host, HostError, RegValue, Route, ServiceSpec};
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+/// What undoes one action.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "undo", rename_all = "kebab-case")]
+pub enum Undo {
+    Nothing,
+    RemoveFile {
+        path: String,
+        /// Directories the write created, outermost first.
+        new_dirs: Vec<String>,
+    },
+    RestoreFile {
+        path: String,
+        backup: String,
+        secret: bool,
+    },
+    DeleteService {
+        name: String,
+    },
+    RegisterService {
+        spec: ServiceSpec,
+    },
+    RestoreServiceConfig {
+        spec: ServiceSpec,
+    },
+    StartService {
+        name: String,
+    },
+    StopService {
+        name: String,
+    },
+    RestoreRegistryValue {
+        key: String,
+        name: String,
+        previous: Option<RegValue>,
+        key_existed: bool,
+    },
+    RemoveFirewallRule {
+        name: String,
+    },
+    AddFirewallRule {
+        rule: FirewallRule,
+    },
+}
+
+/// The journal kept on the host while a plan runs.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Journal {
+    pub command: String,
+    /// Unix seconds when the first run of this plan started.
+    pub started: i64,
+    /// Directories the journal itself needed, outermost first.
+    pub new_dirs: Vec<String>,
+    /// The host's routes when the first run started.
+    pub routes_before: Vec<Route>,
+    pub entries: Vec<Entry>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Entry {
+    pub action: String,
+    pub undo: Undo,
+    pub done: bool,
+}
+
+impl Journal {
+    /// The journal an interrupted run left, if any.
+    pub fn load(host: &dyn Host, path: &str) -> anyhow::Result<Option<Journal>> {
+        let Some(bytes) = host.read_file(path)? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .with_context(|| format!("the journal {path} is not readable; delete it to start afresh"))
+    }
+
+    /// Directories created by the journaled actions, and by the journal.
+    pub fn created_dirs(&self) -> Vec<String> {
+        let mut dirs = self.new_dirs.clone();
+        for e in &self.entries {
+            if let Undo::RemoveFile { new_dirs, .. } = &e.undo {
+                dirs.extend(new_dirs.iter().cloned());
+            }
+        }
+        dirs
+    }
+}
+
+/// How to run a plan.
+pub struct Options {
+    pub command: &'static str,
+    pub journal_path: String,
+    /// Roll back on failure (install) or stop and keep what is done (uninstall).
+    pub rollback: bool,
+    pub stop_timeout: Duration,
+    pub start_timeout: Duration,
+    /// The journal of an interrupted run, continued by this one.
+    pub previous: Option<Journal>,
+    pub routes_before: Vec<Route>,
+    pub now: i64,
+}
+
+/// What a successful run did.
+#[derive(Debug)]
+pub struct Outcome {
+    pub done: usize,
+}
+
+/// A failed run.
+#[derive(Debug, thiserror::Error)]
+#[error("step {index} of {total} failed: {action}")]
+pub struct ExecError {
+    pub index: usize,
+    pub total: usize,
+    pub action: String,
+    #[source]
+    pub source: anyhow::Error,
+    /// `Some` when a rollback ran: the undo steps that failed (empty when all went well).
+    pub rollback_failures: Option<Vec<String>>,
+}
+
+/// Runs the plan; `report` is called before each action.
+pub fn execute(
+    host: &dyn Host,
+    actions: &[Action],
+    opts: Options,
+    report: &mut dyn FnMut(usize, usize, &Action),
+) -> Result<Outcome, ExecError> {
+    let (journaled, final_dirs): (Vec<&Action>, Vec<&Action>) = actions
+        .iter()
+        .partition(|a| !matches!(a, Action::RemoveDir { .. }));
+    let total = actions.len();
+    let mut journal = match opts.previous.clone() {
+        Some(j) => j,
+        None => Journal {
+            command: opts.command.into(),
+            started: opts.now,
+            new_dirs: Vec::new(),
+            routes_before: opts.routes_before.clone(),
+            entries: Vec::new(),
+        },
+    };
+    if !journaled.is_empty() && opts.previous.is_none() {
+        journal.new_dirs = missing_parents(host, &opts.journal_path).unwrap_or_default();
+    }
+
+    for (i, action) in journaled.iter().enumerate() {
+        report(i + 1, total, action);
+        let step = (|| -> anyhow::Result<()> {
+            let undo = if opts.rollback {
+                prepare_undo(host, action)?
+            } else {
+                Undo::Nothing
+            };
+            journal.entries.push(Entry {
+                action: action.describe(),
+                undo,
+                done: false,
+            });
+            save(host, &opts.journal_path, &journal)?;
+            run(host, action, &opts)?;
+            if let Some(e) = journal.entries.last_mut() {
+                e.done = true;
+            }
+            save(host, &opts.journal_path, &journal)
+        })();
+        if let Err(source) = step {
+            let rollback_failures = opts.rollback.then(|| rollback(host, &journal, &opts));
+            return Err(ExecError {
+                index: i + 1,
+                total,
+                action: action.describe(),
+                source,
+                rollback_failures,
+            });
+        }
+    }
+
+    // Success: the backups and the journal go, then the directories the plan empties.
+    let fail = |i: usize, action: String, source: anyhow::Error| ExecError {
+        index: i,
+        total,
+        action,
+        source,
+        rollback_failures: None,
+    };
+    for e in &journal.entries {
+        if let Undo::RestoreFile { backup, .. } = &e.undo {
+            host.remove_file(backup)
+                .map_err(|err| fail(total, format!("remove the backup {backup}"), err.into()))?;
+        }
+    }
+    if !journaled.is_empty() || opts.previous.is_some() {
+        host.remove_file(&opts.journal_path).map_err(|err| {
+            fail(
+                total,
+                format!("remove the journal {}", opts.journal_path),
+                err.into(),
+            )
+        })?;
+    }
+    for (i, action) in final_dirs.iter().enumerate() {
+        let n = journaled.len() + i + 1;
+        report(n, total, action);
+        run(host, action, &opts).map_err(|err| fail(n, action.describe(), err))?;
+    }
+    Ok(Outcome { done: total })
+}
+
+fn save(host: &dyn Host, path: &str, journal: &Journal) -> anyhow::Result<()> {
+    let text = serde_json::to_vec_pretty(journal)?;
+    host.write_file(path, &text, Access::Normal)
+        .with_context(|| format!("cannot write the journal {path}"))?;
+    Ok(())
+}
+
+fn ignore_not_found(r: Result<(), HostError>) -> Result<(), HostError> {
+    match r {
+        Err(e) if e.is_not_found() => Ok(()),
+        other => other,
+    }
+}
+
+/// Runs one action.
+fn run(host: &dyn Host, action: &Action, opts: &Options) -> anyhow::Result<()> {
+    match action {
+        Action::StopService { name } => host.service_stop(name, opts.stop_timeout)?,
+        Action::StartService { name } => host.service_start(name, opts.start_timeout)?,
+        Action::DeleteService { name, .. } => ignore_not_found(host.service_delete(name))?,
+        Action::CreateService { spec } => host.service_create(spec)?,
+        Action::UpdateService { spec, .. } => host.service_update(spec)?,
+        Action::WriteFile {
+            path,
+            content,
+            secret,
+            ..
+        } => {
+            let access = if *secret {
+                Access::Secret
+            } else {
+                Access::Normal
+            };
+            match content {
+                Content::Bytes(b) => {
+                    host.write_file(path, b, access)?;
+                }
+                Content::Local(p) => host.copy_in(p, path)?,
+                Content::Pending => anyhow::bail!("the contents of {path} are not known yet"),
+            }
+        }
+        Action::RemoveFile { path } => {
+            host.remove_file(path)?;
+        }
+        Action::SetRegistryValue { key, name, value } => host.reg_set(key, name, value)?,
+        Action::DeleteRegistryKey { key } => host.reg_delete_key(key)?,
+        Action::DeleteRegistryValue { key, name } => host.reg_delete_value(key, name)?,
+        Action::AddFirewallRule { rule } => host.firewall_add(rule)?,
+        Action::RemoveFirewallRule { name } => {
+            host.firewall_remove(name)?;
+        }
+        Action::DeleteNetwork { id, .. } => ignore_not_found(host.hns_delete_network(id))?,
+        Action::RestoreRoutes { routes } => {
+            let now = host.routes()?;
+            for r in routes.iter().filter(|r| !now.contains(r)) {
+                match host.add_route(r) {
+                    Err(HostError::Exists { .. }) | Ok(()) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        Action::WaitReady { networks, timeout } => wait_ready(host, networks, *timeout)?,
+        Action::RemoveDir { path } => {
+            host.remove_empty_dir(path)?;
+        }
+    }
+    Ok(())
+}
+
+/// Waits until CalicoNode's init marker is set for this boot and the networks exist.
+fn wait_ready(host: &dyn Host, networks: &[String], timeout: Duration) -> Result<(), HostError> {
+    let deadline = Instant::now() + timeout;
+    let mut pause = Duration::from_millis(100);
+    loop {
+        let init = crate::supervise::init_done(host)?;
+        let present: Vec<String> = host.hns_networks()?.into_iter().map(|n| n.name).collect();
+        let missing: Vec<&String> = networks.iter().filter(|n| !present.contains(n)).collect();
+        if init && missing.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            let mut what = Vec::new();
+            if !init {
+                what.push("CalicoNode to finish initialising".to_owned());
+            }
+            if !missing.is_empty() {
+                what.push(format!(
+                    "HNS network {}",
+                    missing
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            return Err(HostError::Timeout {
+                what: what.join(" and "),
+                after: timeout,
+            });
+        }
+        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
+        pause = (pause * 2).min(Duration::from_secs(2));
+    }
+}
+
+/// Finds what undoes `action` in the host's current state; backs up a file about to be replaced.
+fn prepare_undo(host: &dyn Host, action: &Action) -> anyhow::Result<Undo> {
+    Ok(match action {
+        Action::StopService { name } => match host.service_query(name)? {
+            Some(s) if s.state != crate::host::ServiceState::Stopped => {
+                Undo::StartService { name: name.clone() }
+            }
+            _ => Undo::Nothing,
+        },
+        Action::StartService { name } => Undo::StopService { name: name.clone() },
+        Action::DeleteService { restore, .. } => match restore {
+            Some(spec) => Undo::RegisterService { spec: spec.clone() },
+            None => Undo::Nothing,
+        },
+        Action::CreateService { spec } => Undo::DeleteService {
+            name: spec.name.clone(),
+        },
+        Action::UpdateService { old, .. } => match old {
+            Some(spec) => Undo::RestoreServiceConfig { spec: spec.clone() },
+            None => Undo::Nothing,
+        },
+        Action::WriteFile { path, .. } => match host.read_file(path)? {
+            Some(old) => {
+                let secret = host.file_access(path)? == Some(Access::Secret);
+                let backup = format!("{path}.calicoctl-win.bak");
+                let access = if secret {
+                    Access::Secret
+                } else {
+                    Access::Normal
+                };
+                host.write_file(&backup, &old, access)
+                    .with_context(|| format!("cannot back up {path}"))?;
+                Undo::RestoreFile {
+                    path: path.clone(),
+                    backup,
+                    secret,
+                }
+            }
+            None => Undo::RemoveFile {
+                path: path.clone(),
+                new_dirs: missing_parents(host, path)?,
+            },
+        },
+        Action::SetRegistryValue { key, name, .. } => Undo::RestoreRegistryValue {
+            key: key.clone(),
+            name: name.clone(),
+            previous: host.reg_get(key, name)?,
+            key_existed: host.reg_key_exists(key)?,
+        },
+        Action::AddFirewallRule { rule } => Undo::RemoveFirewallRule {
+            name: rule.name.clone(),
+        },
+        Action::RemoveFirewallRule { name } => match host.firewall_rule(name)? {
+            Some(rule) => Undo::AddFirewallRule { rule },
+            None => Undo::Nothing,
+        },
+        Action::RemoveFile { .. }
+        | Action::DeleteRegistryKey { .. }
+        | Action::DeleteRegistryValue { .. }
+        | Action::DeleteNetwork { .. }
+        | Action::RestoreRoutes { .. }
+        | Action::WaitReady { .. }
+        | Action::RemoveDir { .. } => Undo::Nothing,
+    })
+}
+
+/// Undoes every journaled action in reverse, then removes the journal and the directories
+/// the run created. Returns the undo steps that failed.
+fn rollback(host: &dyn Host, journal: &Journal, opts: &Options) -> Vec<String> {
+    let mut failures = Vec::new();
+    for e in journal.entries.iter().rev() {
+        if let Err(err) = undo(host, &e.undo, opts) {
+            failures.push(format!("undo '{}': {}", e.action, crate::error::chain(err.as_ref())));
+        }
+    }
+    if failures.is_empty() {
+        if let Err(err) = host.remove_file(&opts.journal_path) {
+            failures.push(format!("remove the journal: {err}"));
+        }
+        let mut dirs = journal.created_dirs();
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.len()));
+        dirs.dedup();
+        for d in dirs {
+            if let Err(err) = host.remove_empty_dir(&d) {
+                failures.push(format!("remove {d}: {err}"));
+            }
+        }
+    }
+    failures
+}
+
+fn undo(host: &dyn Host, undo: &Undo, opts: &Options) -> anyhow::Result<()> {
+    match undo {
+        Undo::Nothing => {}
+        Undo::RemoveFile { path, .. } => {
+            host.remove_file(path)?;
+        }
+        Undo::RestoreFile {
+            path,
+            backup,
+            secret,
+        } => {
+            if let Some(bytes) = host.read_file(backup)? {
+                let access = if *secret {
+                    Access::Secret
+                } else {
+                    Access::Normal
+                };
+                host.write_file(path, &bytes, access)?;
+                host.remove_file(backup)?;
+            }
+        }
+        Undo::DeleteService { name } => {
+            if host.service_query(name)?.is_some() {
+                host.service_stop(name, opts.stop_timeout)?;
+                ignore_not_found(host.service_delete(name))?;
+            }
+        }
+        Undo::RegisterService { spec } => match host.service_create(spec) {
+            Err(HostError::Exists { .. }) | Ok(()) => {}
+            Err(e) => return Err(e.into()),
+        },
+        Undo::RestoreServiceConfig { spec } => host.service_update(spec)?,
+        Undo::StartService { name } => host.service_start(name, opts.start_timeout)?,
+        Undo::StopService { name } => {
+            if host.service_query(name)?.is_some() {
+                host.service_stop(name, opts.stop_timeout)?;
+            }
+        }
+        Undo::RestoreRegistryValue {
+            key,
+            name,
+            previous,
+            key_existed,
+        } => match previous {
+            Some(v) => host.reg_set(key, name, v)?,
+            None if !key_existed => host.reg_delete_key(key)?,
+            None => host.reg_delete_value(key, name)?,
+        },
+        Undo::RemoveFirewallRule { name } => {
+            host.firewall_remove(name)?;
+        }
+        Undo::AddFirewallRule { rule } => match host.firewall_add(rule) {
+            Err(HostError::Exists { .. }) | Ok(()) => {}
+            Err(e) => return Err(e.into()),
+        },
+    }
+    Ok(())
+}

@@ -1,0 +1,420 @@
+//! Install's desired state (files with their checksums, services, registry value, firewall
+//! rule, install record) and its diff against the host: the ordered actions.
+
+use super::record::{self, InstallRecord, RecordedFile, join, missing_parents};
+use super::{Action, Content};
+use crate::checks::host::{CALICO_SCRIPT_VXLAN_RULE, VXLAN_RULE};
+use crate::config::Config;
+use crate::config::types::Backend;
+use crate::host::{
+    FirewallRule, Host, HostResult, InstalledService, Protocol, RegValue, ServiceSpec,
+    ServiceState, split_command_line,
+};
+use crate::supervise::{self, CALICO_KEY, Role};
+use std::time::Duration;
+
+/// The registry value install sets under `HKLM\Software\Tigera\Calico`.
+pub const INSTALL_ROOT_VALUE: &str = "InstallRoot";
+
+/// A file install puts on the host.
+#[derive(Clone, Debug)]
+pub struct DesiredFile {
+    pub path: String,
+    pub from: String,
+    pub content: Content,
+    pub sha256: Option<String>,
+    pub secret: bool,
+}
+
+impl DesiredFile {
+    pub fn new(path: String, from: impl Into<String>, content: Content, secret: bool) -> Self {
+        let sha256 = match &content {
+            Content::Bytes(b) => Some(crate::files::sha256_hex(b)),
+            Content::Local(p) => crate::release::sha256_file(p).ok(),
+            Content::Pending => None,
+        };
+        Self {
+            path,
+            from: from.into(),
+            content,
+            sha256,
+            secret,
+        }
+    }
+}
+
+/// Everything the install plan is made from.
+pub struct Inputs<'a> {
+    pub config: &'a Config,
+    /// Every file but the install record.
+    pub files: Vec<DesiredFile>,
+    /// Files install owns that it does not write through the plan (the cached zip).
+    pub extra_owned: Vec<RecordedFile>,
+    pub calico_version: Option<String>,
+    /// Services of a legacy NSSM install to remove first (`--migrate-legacy`).
+    pub legacy: Vec<InstalledService>,
+    pub start: bool,
+    pub wait_timeout: Duration,
+    pub previous: Option<InstallRecord>,
+    /// The journal of an interrupted run, whose directories and routes still count.
+    pub journal: Option<&'a super::exec::Journal>,
+}
+
+/// The roles a backend runs, in start order.
+pub fn roles(backend: Backend) -> Vec<Role> {
+    match backend {
+        Backend::WindowsBgp => vec![Role::Node, Role::Felix, Role::Confd],
+        _ => vec![Role::Node, Role::Felix],
+    }
+}
+
+/// The path of calicoctl-win itself under the install root: what the services run.
+pub fn self_path(c: &Config) -> String {
+    c.install_root.join("calicoctl-win.exe").as_str().to_owned()
+}
+
+/// The service registrations.
+pub fn services(c: &Config) -> Vec<ServiceSpec> {
+    let root = c.install_root.as_str().trim_end_matches('\\').to_owned();
+    roles(c.backend)
+        .into_iter()
+        .map(|role| {
+            supervise::service_spec(
+                role,
+                &self_path(c),
+                vec![
+                    "service".into(),
+                    "run".into(),
+                    supervise::role_name(role).into(),
+                    "--install-root".into(),
+                    root.clone(),
+                ],
+            )
+        })
+        .collect()
+}
+
+/// The firewall rule for VXLAN, unless the backend needs none.
+pub fn vxlan_rule(c: &Config) -> Option<FirewallRule> {
+    (c.backend == Backend::Vxlan).then(|| FirewallRule {
+        name: VXLAN_RULE.into(),
+        protocol: Protocol::Udp,
+        local_port: 4789,
+        allow: true,
+        enabled: true,
+    })
+}
+
+/// The networks Calico creates with this backend.
+pub fn networks(c: &Config) -> Vec<String> {
+    match c.backend {
+        Backend::None => Vec::new(),
+        _ => vec!["External".into(), "Calico".into()],
+    }
+}
+
+/// A legacy service, as a registration that puts it back on rollback.
+pub fn legacy_spec(s: &InstalledService) -> ServiceSpec {
+    let (program, args) = split_command_line(&s.command_line);
+    ServiceSpec {
+        name: s.name.clone(),
+        display_name: s.display_name.clone(),
+        description: String::new(),
+        program,
+        args,
+        dependencies: s.dependencies.clone(),
+        start: s.start,
+        recovery: None,
+    }
+}
+
+/// What differs between a registered service and the registration install wants.
+fn service_changes(
+    now: &InstalledService,
+    want: &ServiceSpec,
+    recorded: Option<&ServiceSpec>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if now.command_line != want.command_line() {
+        out.push("command line".to_owned());
+    }
+    if now.display_name != want.display_name {
+        out.push("display name".into());
+    }
+    if now.start != want.start {
+        out.push("start type".into());
+    }
+    let lower = |v: &[String]| {
+        let mut v: Vec<String> = v.iter().map(|s| s.to_ascii_lowercase()).collect();
+        v.sort();
+        v
+    };
+    if lower(&now.dependencies) != lower(&want.dependencies) {
+        out.push("dependencies".into());
+    }
+    // The SCM does not report the description and recovery actions; the record knows them.
+    if out.is_empty() && recorded.is_some_and(|r| r != want) {
+        out.push("description or recovery".into());
+    }
+    out
+}
+
+/// The SHA-256 of a file on the host, streamed; `None` when it does not exist.
+fn host_sha256(host: &dyn Host, path: &str) -> HostResult<Option<String>> {
+    let local = host.local_path(path)?;
+    if !local.is_file() {
+        return Ok(None);
+    }
+    Ok(crate::release::sha256_file(&local).ok())
+}
+
+/// The plan and the record it writes.
+pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<(Vec<Action>, InstallRecord)> {
+    let c = i.config;
+    let root = c.install_root.as_str().trim_end_matches('\\').to_owned();
+    let mut actions = Vec::new();
+
+    // 1. The legacy NSSM install goes first (its services have our services' names).
+    for s in &i.legacy {
+        if s.state != ServiceState::Stopped {
+            actions.push(Action::StopService {
+                name: s.name.clone(),
+            });
+        }
+        actions.push(Action::DeleteService {
+            name: s.name.clone(),
+            restore: Some(legacy_spec(s)),
+        });
+    }
+    let legacy_names: Vec<String> = i.legacy.iter().map(|s| s.name.to_ascii_lowercase()).collect();
+
+    // 2. Files whose contents or access differ.
+    let mut writes = Vec::new();
+    for f in &i.files {
+        let now = host_sha256(host, &f.path)?;
+        let access_now = host.file_access(&f.path)?;
+        let want_access = if f.secret {
+            crate::host::Access::Secret
+        } else {
+            crate::host::Access::Normal
+        };
+        let same = now.is_some() && now == f.sha256 && access_now == Some(want_access);
+        if !same {
+            writes.push(Action::WriteFile {
+                path: f.path.clone(),
+                from: f.from.clone(),
+                sha256: f.sha256.clone(),
+                secret: f.secret,
+                replaces: now.is_some(),
+                content: f.content.clone(),
+            });
+        }
+    }
+    // Files an earlier install wrote that this one does not (confd's after leaving windows-bgp).
+    let mut removals = Vec::new();
+    if let Some(prev) = &i.previous {
+        for old in &prev.files {
+            let kept = i.files.iter().any(|f| f.path.eq_ignore_ascii_case(&old.path))
+                || i.extra_owned.iter().any(|f| f.path.eq_ignore_ascii_case(&old.path));
+            if !kept && host.read_file(&old.path)?.is_some() {
+                removals.push(Action::RemoveFile {
+                    path: old.path.clone(),
+                });
+            }
+        }
+    }
+
+    // 3. Services to register or reconfigure, and ours that are no longer wanted.
+    let wanted = services(c);
+    let mut service_actions = Vec::new();
+    let mut running = Vec::new();
+    for spec in &wanted {
+        let now = host.service_query(&spec.name)?;
+        let now = now.filter(|_| !legacy_names.contains(&spec.name.to_ascii_lowercase()));
+        match now {
+            None => service_actions.push(Action::CreateService { spec: spec.clone() }),
+            Some(now) => {
+                if now.state != ServiceState::Stopped {
+                    running.push(spec.name.clone());
+                }
+                let recorded = i
+                    .previous
+                    .as_ref()
+                    .and_then(|p| p.services.iter().find(|s| s.name == spec.name));
+                let changes = service_changes(&now, spec, recorded);
+                if !changes.is_empty() {
+                    service_actions.push(Action::UpdateService {
+                        spec: spec.clone(),
+                        changes,
+                        old: recorded.cloned(),
+                    });
+                }
+            }
+        }
+    }
+    let mut retired = Vec::new();
+    if let Some(prev) = &i.previous {
+        for old in prev.services.iter().rev() {
+            if wanted.iter().any(|w| w.name == old.name) {
+                continue;
+            }
+            if let Some(now) = host.service_query(&old.name)? {
+                if now.state != ServiceState::Stopped {
+                    retired.push(Action::StopService {
+                        name: old.name.clone(),
+                    });
+                }
+                retired.push(Action::DeleteService {
+                    name: old.name.clone(),
+                    restore: Some(old.clone()),
+                });
+            }
+        }
+    }
+
+    // Running services stop before their files or registration change, and start again after.
+    let changing = !writes.is_empty()
+        || !removals.is_empty()
+        || !service_actions.is_empty()
+        || !retired.is_empty();
+    let mut stopped = Vec::new();
+    if changing {
+        for spec in wanted.iter().rev() {
+            if running.contains(&spec.name) {
+                actions.push(Action::StopService {
+                    name: spec.name.clone(),
+                });
+                stopped.push(spec.name.clone());
+            }
+        }
+    }
+    actions.extend(retired);
+    actions.extend(writes);
+    actions.extend(removals);
+    actions.extend(service_actions);
+
+    // 4. The registry key and the firewall rule.
+    let reg_value = RegValue::Sz(root.clone());
+    let key_existed = host.reg_key_exists(CALICO_KEY)?;
+    if host.reg_get(CALICO_KEY, INSTALL_ROOT_VALUE)? != Some(reg_value.clone()) {
+        actions.push(Action::SetRegistryValue {
+            key: CALICO_KEY.into(),
+            name: INSTALL_ROOT_VALUE.into(),
+            value: reg_value,
+        });
+    }
+    let mut firewall_owned = i.previous.as_ref().and_then(|p| p.firewall_rule.clone());
+    if let Some(rule) = vxlan_rule(c) {
+        let good = |r: &FirewallRule| {
+            r.enabled && r.allow && r.protocol == Protocol::Udp && r.local_port == rule.local_port
+        };
+        let mut present = false;
+        for name in [VXLAN_RULE, CALICO_SCRIPT_VXLAN_RULE] {
+            present |= host.firewall_rule(name)?.is_some_and(|r| good(&r));
+        }
+        if !present {
+            actions.push(Action::AddFirewallRule { rule: rule.clone() });
+            firewall_owned = Some(rule);
+        }
+    }
+    if let Some(j) = i.journal {
+        for e in &j.entries {
+            if let super::exec::Undo::RemoveFirewallRule { name } = &e.undo
+                && let Some(rule) = vxlan_rule(c).filter(|r| r.name == *name)
+            {
+                firewall_owned = Some(rule);
+            }
+        }
+    }
+
+    // 5. The record: what this install owns, merged with what earlier runs created.
+    let mut dirs: Vec<String> = i.previous.as_ref().map(|p| p.dirs.clone()).unwrap_or_default();
+    if let Some(j) = i.journal {
+        dirs.extend(j.created_dirs());
+    }
+    let record_path = join(&root, record::RECORD_FILE);
+    for path in i.files.iter().map(|f| f.path.as_str()).chain([record_path.as_str()]) {
+        dirs.extend(missing_parents(host, path)?);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    dirs.retain(|d| seen.insert(d.to_ascii_lowercase()));
+    dirs.sort_by_key(|d| d.matches('\\').count());
+
+    let journal_key_created = i.journal.is_some_and(|j| {
+        j.entries.iter().any(|e| {
+            matches!(&e.undo, super::exec::Undo::RestoreRegistryValue { key_existed: false, .. })
+        })
+    });
+    let routes_before = match (&i.previous, i.journal) {
+        (Some(p), _) => p.routes_before.clone(),
+        (None, Some(j)) => j.routes_before.clone(),
+        (None, None) => host.routes()?,
+    };
+    let mut files: Vec<RecordedFile> = i
+        .files
+        .iter()
+        .map(|f| RecordedFile {
+            path: f.path.clone(),
+            sha256: f.sha256.clone().unwrap_or_default(),
+        })
+        .collect();
+    files.extend(i.extra_owned.iter().cloned());
+    let record = InstallRecord {
+        format: record::FORMAT,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        calico_version: i.calico_version.clone(),
+        install_root: root.clone(),
+        logs_dir: c.logs.dir.as_str().to_owned(),
+        backend: c.backend.to_string(),
+        files,
+        dirs,
+        services: wanted.clone(),
+        registry_key: CALICO_KEY.into(),
+        registry_key_created: i.previous.as_ref().is_some_and(|p| p.registry_key_created)
+            || journal_key_created
+            || !key_existed,
+        firewall_rule: firewall_owned,
+        routes_before,
+        networks: networks(c),
+    };
+    let bytes = record.to_bytes();
+    if host.read_file(&record_path)?.as_deref() != Some(bytes.as_slice()) {
+        actions.push(Action::WriteFile {
+            path: record_path,
+            from: "install record".into(),
+            sha256: Some(crate::files::sha256_hex(&bytes)),
+            secret: false,
+            replaces: i.previous.is_some(),
+            content: Content::Bytes(bytes),
+        });
+    }
+
+    // 6. Start what is stopped (or was stopped above), in order, and wait for the node.
+    if i.start || !stopped.is_empty() {
+        let mut started = false;
+        for spec in &wanted {
+            let was_stopped = stopped.contains(&spec.name);
+            let running_now = running.contains(&spec.name) && !was_stopped;
+            if was_stopped || (i.start && !running_now) {
+                actions.push(Action::StartService {
+                    name: spec.name.clone(),
+                });
+                started = true;
+            }
+        }
+        let ready = crate::supervise::init_done(host).unwrap_or(false) && {
+            let names: Vec<String> = host
+                .hns_networks()
+                .map(|n| n.into_iter().map(|n| n.name).collect())
+                .unwrap_or_default();
+            networks(c).iter().all(|n| names.contains(n))
+        };
+        if started || !ready {
+            actions.push(Action::WaitReady {
+                networks: networks(c),
+                timeout: i.wait_timeout,
+            });
+        }
+    }
+    Ok((actions, record))
+}

@@ -1,0 +1,211 @@
+//! Plans: the actions that take the host from what it is to what it should be, shown by
+//! `--dry-run` and run by the executor, which journals every action on the host before and
+//! after it runs and, for install, rolls back what it did when an action fails.
+
+mod exec;
+pub mod install;
+pub mod record;
+pub mod uninstall;
+
+pub use exec::{ExecError, Outcome, execute};
+
+use crate::host::{FirewallRule, RegValue, Route, ServiceSpec};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where a file's bytes come from.
+#[derive(Clone, Debug, Default)]
+pub enum Content {
+    /// Rendered in memory.
+    Bytes(Vec<u8>),
+    /// A file on this machine (an extracted release).
+    Local(PathBuf),
+    /// Known only once the release is downloaded (a dry run without the zip).
+    #[default]
+    Pending,
+}
+
+/// One change to the host.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "action", rename_all = "kebab-case")]
+pub enum Action {
+    StopService {
+        name: String,
+    },
+    StartService {
+        name: String,
+    },
+    /// Deletes a registered service; `restore` re-registers it if the plan is rolled back.
+    DeleteService {
+        name: String,
+        #[serde(skip)]
+        restore: Option<ServiceSpec>,
+    },
+    CreateService {
+        spec: ServiceSpec,
+    },
+    UpdateService {
+        spec: ServiceSpec,
+        changes: Vec<String>,
+        #[serde(skip)]
+        old: Option<ServiceSpec>,
+    },
+    WriteFile {
+        path: String,
+        /// What the file is: `rendered`, `credentials`, `release CalicoWindows\cni\calico.exe` ...
+        from: String,
+        /// `None` until the release is downloaded.
+        sha256: Option<String>,
+        secret: bool,
+        /// Whether a file is there already (with other contents or access).
+        replaces: bool,
+        #[serde(skip)]
+        content: Content,
+    },
+    RemoveFile {
+        path: String,
+    },
+    SetRegistryValue {
+        key: String,
+        name: String,
+        value: RegValue,
+    },
+    DeleteRegistryKey {
+        key: String,
+    },
+    DeleteRegistryValue {
+        key: String,
+        name: String,
+    },
+    AddFirewallRule {
+        rule: FirewallRule,
+    },
+    RemoveFirewallRule {
+        name: String,
+    },
+    DeleteNetwork {
+        id: String,
+        name: String,
+    },
+    /// Adds the routes of this list that are missing (the vSwitch took them).
+    RestoreRoutes {
+        routes: Vec<Route>,
+    },
+    /// Waits until CalicoNode reports initialisation done and these HNS networks exist.
+    WaitReady {
+        networks: Vec<String>,
+        #[serde(serialize_with = "secs")]
+        timeout: Duration,
+    },
+    /// Removes a directory if it is empty; runs after the journal is gone.
+    RemoveDir {
+        path: String,
+    },
+}
+
+fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&crate::duration::show(*d))
+}
+
+impl Action {
+    /// One line for people.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::StopService { name } => format!("stop service {name}"),
+            Self::StartService { name } => format!("start service {name}"),
+            Self::DeleteService { name, .. } => format!("delete service {name}"),
+            Self::CreateService { spec } => format!(
+                "register service {} ({}): {}{}",
+                spec.name,
+                spec.display_name,
+                spec.command_line(),
+                if spec.dependencies.is_empty() {
+                    String::new()
+                } else {
+                    format!(", after {}", spec.dependencies.join(", "))
+                }
+            ),
+            Self::UpdateService { spec, changes, .. } => {
+                format!("reconfigure service {} ({})", spec.name, changes.join(", "))
+            }
+            Self::WriteFile {
+                path,
+                from,
+                sha256,
+                secret,
+                replaces,
+                ..
+            } => {
+                let verb = if *replaces { "replace" } else { "write" };
+                let hash = sha256
+                    .as_deref()
+                    .map_or("checksum known after the download".to_owned(), |h| {
+                        format!("sha256 {}", &h[..12.min(h.len())])
+                    });
+                let secret = if *secret {
+                    ", SYSTEM and Administrators only"
+                } else {
+                    ""
+                };
+                format!("{verb} {path} ({from}, {hash}{secret})")
+            }
+            Self::RemoveFile { path } => format!("remove {path}"),
+            Self::SetRegistryValue { key, name, value } => {
+                format!("set {key}\\{name} = {}", show_reg(value))
+            }
+            Self::DeleteRegistryKey { key } => format!("delete registry key {key}"),
+            Self::DeleteRegistryValue { key, name } => format!("delete registry value {key}\\{name}"),
+            Self::AddFirewallRule { rule } => format!(
+                "add firewall rule \"{}\" allowing inbound {:?} {}",
+                rule.name, rule.protocol, rule.local_port
+            )
+            .replace("Udp", "UDP")
+            .replace("Tcp", "TCP"),
+            Self::RemoveFirewallRule { name } => format!("remove firewall rule \"{name}\""),
+            Self::DeleteNetwork { id, name } => format!("delete HNS network {name} ({id})"),
+            Self::RestoreRoutes { routes } => format!(
+                "restore the routes the vSwitch took: {}",
+                routes
+                    .iter()
+                    .map(|r| format!("{}/{} via {}", r.destination, r.prefix_len, r.next_hop))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Self::WaitReady { networks, timeout } => format!(
+                "wait up to {} for CalicoNode to initialise and HNS network{} {} to exist",
+                crate::duration::show(*timeout),
+                if networks.len() == 1 { "" } else { "s" },
+                networks.join(", ")
+            ),
+            Self::RemoveDir { path } => format!("remove {path} if empty"),
+        }
+    }
+}
+
+fn show_reg(v: &RegValue) -> String {
+    match v {
+        RegValue::Sz(s) => format!("\"{s}\""),
+        RegValue::Dword(d) => d.to_string(),
+        RegValue::MultiSz(v) => format!("{v:?}"),
+    }
+}
+
+/// The plan as printed: one JSON object per action.
+pub fn to_json(actions: &[Action]) -> Vec<serde_json::Value> {
+    actions
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let mut v = serde_json::to_value(a).unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("index".into(), (i + 1).into());
+                o.insert("description".into(), a.describe().into());
+            }
+            v
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,102 @@
+//! The install record: what install created, kept under the install root so that uninstall
+//! works from it alone, without the config or the cluster.
+
+use crate::host::{FirewallRule, Files, HostResult, Route, ServiceSpec};
+use serde::{Deserialize, Serialize};
+
+pub const RECORD_FILE: &str = "calicoctl-win-install.json";
+pub const JOURNAL_FILE: &str = "calicoctl-win.journal.json";
+
+/// The record's format version.
+pub const FORMAT: u32 = 1;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstallRecord {
+    pub format: u32,
+    pub tool_version: String,
+    /// The Calico release, when its version is known.
+    pub calico_version: Option<String>,
+    pub install_root: String,
+    pub logs_dir: String,
+    pub backend: String,
+    /// Every file install wrote, with the checksum it had then.
+    pub files: Vec<RecordedFile>,
+    /// Directories install created, parents first.
+    pub dirs: Vec<String>,
+    /// The services, in start order.
+    pub services: Vec<ServiceSpec>,
+    pub registry_key: String,
+    /// Whether install created the key (then `--purge` deletes it).
+    pub registry_key_created: bool,
+    /// The firewall rule install added; `None` when one was there already.
+    pub firewall_rule: Option<FirewallRule>,
+    /// The routes before Calico's vSwitch existed, which `--purge` puts back.
+    pub routes_before: Vec<Route>,
+    /// The HNS networks Calico creates, by name, which `--purge` deletes.
+    pub networks: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedFile {
+    pub path: String,
+    pub sha256: String,
+}
+
+/// Why the record cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("the install record {path} is not readable: {message}")]
+    Corrupt { path: String, message: String },
+    #[error(transparent)]
+    Host(#[from] crate::host::HostError),
+}
+
+/// The record under `install_root`, if there is one.
+pub fn read(host: &dyn Files, install_root: &str) -> Result<Option<InstallRecord>, RecordError> {
+    let path = format!("{}\\{RECORD_FILE}", install_root.trim_end_matches('\\'));
+    let Some(bytes) = host.read_file(&path)? else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| RecordError::Corrupt {
+            path,
+            message: e.to_string(),
+        })
+}
+
+impl InstallRecord {
+    pub fn path(&self) -> String {
+        format!("{}\\{RECORD_FILE}", self.install_root.trim_end_matches('\\'))
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
+        text.push('\n');
+        text.into_bytes()
+    }
+}
+
+/// The host path of a file under a directory.
+pub fn join(dir: &str, name: &str) -> String {
+    format!("{}\\{name}", dir.trim_end_matches('\\'))
+}
+
+/// The parent directories of `path` that do not exist yet, outermost first.
+pub fn missing_parents(host: &dyn Files, path: &str) -> HostResult<Vec<String>> {
+    let mut out = Vec::new();
+    let mut cur = path;
+    while let Some((parent, _)) = cur.rsplit_once('\\') {
+        // Stop at the drive (`C:`) or a UNC share's root.
+        if parent.len() <= 2 || parent.ends_with(':') || parent.starts_with("\\\\") && parent.matches('\\').count() <= 3 {
+            break;
+        }
+        if host.dir_exists(parent)? {
+            break;
+        }
+        out.push(parent.to_owned());
+        cur = parent;
+    }
+    out.reverse();
+    Ok(out)
+}

@@ -1,0 +1,123 @@
+//! Uninstall's plan, from the install record alone: the services, exactly the recorded files,
+//! and with `--purge` Calico's HNS networks, the routes they took, the registry key, the
+//! firewall rule, the logs (`--remove-logs`) and the directories install created.
+
+use super::Action;
+use super::install::INSTALL_ROOT_VALUE;
+use super::record::InstallRecord;
+use crate::host::{Host, ServiceState};
+
+pub struct Options {
+    pub purge: bool,
+    pub remove_logs: bool,
+}
+
+/// Whether a file in the logs directory is one of the services' logs: `calico-<role>.log` or
+/// a rotated `calico-<role>-<UTC time>.log`.
+pub fn is_service_log(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    ["node", "felix", "confd"].iter().any(|role| {
+        let Some(rest) = lower
+            .strip_prefix("calico-")
+            .and_then(|r| r.strip_prefix(role))
+            .and_then(|r| r.strip_suffix(".log"))
+        else {
+            return false;
+        };
+        rest.is_empty()
+            || rest
+                .strip_prefix('-')
+                .is_some_and(|t| !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric()))
+    })
+}
+
+pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<Vec<Action>> {
+    let mut actions = Vec::new();
+    // Services: felix and confd stop before the node they depend on.
+    for spec in r.services.iter().rev() {
+        if let Some(now) = host.service_query(&spec.name)?
+            && now.state != ServiceState::Stopped
+        {
+            actions.push(Action::StopService {
+                name: spec.name.clone(),
+            });
+        }
+    }
+    for spec in r.services.iter().rev() {
+        if host.service_query(&spec.name)?.is_some() {
+            actions.push(Action::DeleteService {
+                name: spec.name.clone(),
+                restore: Some(spec.clone()),
+            });
+        }
+    }
+    for f in &r.files {
+        if host.read_file(&f.path)?.is_some() {
+            actions.push(Action::RemoveFile {
+                path: f.path.clone(),
+            });
+        }
+    }
+    if o.purge {
+        for n in host.hns_networks().unwrap_or_default() {
+            if r.networks.contains(&n.name) {
+                actions.push(Action::DeleteNetwork {
+                    id: n.id.clone(),
+                    name: n.name.clone(),
+                });
+            }
+        }
+        if !r.routes_before.is_empty() {
+            actions.push(Action::RestoreRoutes {
+                routes: r.routes_before.clone(),
+            });
+        }
+        if r.registry_key_created {
+            if host.reg_key_exists(&r.registry_key)? {
+                actions.push(Action::DeleteRegistryKey {
+                    key: r.registry_key.clone(),
+                });
+            }
+        } else if host.reg_get(&r.registry_key, INSTALL_ROOT_VALUE)?.is_some() {
+            actions.push(Action::DeleteRegistryValue {
+                key: r.registry_key.clone(),
+                name: INSTALL_ROOT_VALUE.into(),
+            });
+        }
+        if let Some(rule) = &r.firewall_rule
+            && host.firewall_rule(&rule.name)?.is_some()
+        {
+            actions.push(Action::RemoveFirewallRule {
+                name: rule.name.clone(),
+            });
+        }
+    }
+    if o.remove_logs {
+        let dir = host.local_path(&r.logs_dir)?;
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| is_service_log(n))
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        for n in names {
+            actions.push(Action::RemoveFile {
+                path: super::record::join(&r.logs_dir, &n),
+            });
+        }
+    }
+    actions.push(Action::RemoveFile { path: r.path() });
+    let mut dirs = r.dirs.clone();
+    if o.remove_logs {
+        dirs.push(r.logs_dir.clone());
+    }
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.matches('\\').count()));
+    dirs.dedup();
+    for d in dirs {
+        actions.push(Action::RemoveDir { path: d });
+    }
+    Ok(actions)
+}
