@@ -96,6 +96,38 @@ and in IPv4 pools (making them VXLAN pools for the vxlan backend) and sets IPAMC
 after showing each patch; then checks again."
     )]
     Preflight(PreflightArgs),
+    /// Install Calico on this node: release, checks, credentials, files, services, running node
+    #[command(
+        long_about = "Installs Calico for Windows on this node, in order: preflight checks (a blocking failure \
+stops it before any change; --skip ID accepts a known one), the release zip (--release-zip FILE or URL, by \
+default the official asset of --calico-version; downloads are checked against --sha256), calico-node's \
+credentials (a TokenRequest kubeconfig, or the etcd TLS files from the cluster), the rendered files (CNI \
+config, service environments, the External network), the CNI plugins in the CNI bin dir, the services \
+CalicoNode, CalicoFelix (and CalicoConfd for windows-bgp) running calicoctl-win.exe service run ROLE as \
+LocalSystem with automatic start and restart on failure, HKLM\\Software\\Tigera\\Calico, the firewall rule \
+for VXLAN (UDP 4789), and the install record. Then it starts the services and waits until CalicoNode has \
+initialised and the Calico HNS network exists (--wait-timeout).\n\n\
+Every change is journaled under the install root before and after it runs. When a step fails, the steps \
+done are undone in reverse; a run that was cut off is continued by the next install. Installing again with \
+the same inputs changes nothing.\n\n\
+--dry-run prints the plan (with -o json, one object per action) and changes nothing; it needs no network, \
+no zip and no cluster, and shows the download and the credentials as what they would do.\n\n\
+A node with Calico's legacy NSSM-based install is refused unless --migrate-legacy, which stops and \
+deletes the legacy services first."
+    )]
+    Install(InstallArgs),
+    /// Remove what install created, from its install record (works without a valid config)
+    #[command(
+        long_about = "Reads the install record (<install root>\\calicoctl-win-install.json), so it works when the \
+config or the kubeconfig is broken or gone. Stops and deletes the Calico services and removes exactly the \
+files install wrote, never by wildcard.\n\n\
+HNS networks stay (pods keep their addresses until the node is drained) unless --purge, which also deletes \
+the Calico and External networks, puts back the routes the vSwitch took, and removes the registry key and \
+the firewall rule install created and the directories it created once empty. The services' logs stay \
+unless --remove-logs.\n\n\
+If a step fails, uninstall stops and keeps the record: run it again to finish. --dry-run prints the plan."
+    )]
+    Uninstall(UninstallArgs),
     /// Run a Calico service body: what the CalicoNode, CalicoFelix and CalicoConfd services run
     #[command(subcommand)]
     Service(ServiceCommand),
@@ -199,6 +231,78 @@ pub struct PreflightArgs {
     /// checks (shown first; asks on a terminal, needs --yes otherwise; --dry-run only shows them)
     #[arg(long, conflicts_with = "offline")]
     pub fix: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    /// The release zip: a file, or an https:// URL (default: the official asset of --calico-version)
+    #[arg(long, value_name = "PATH|URL")]
+    pub release_zip: Option<String>,
+    /// The Calico version (default 3.31.0 for the official asset); a given zip must be this version
+    #[arg(long, value_name = "X.Y.Z")]
+    pub calico_version: Option<String>,
+    /// The zip's SHA-256 checksum; required for a URL
+    #[arg(long, value_name = "HEX")]
+    pub sha256: Option<String>,
+    /// Download without a checksum (the zip is then trusted as it arrives)
+    #[arg(long)]
+    pub insecure_skip_checksum: bool,
+    /// Allow a plain http:// URL (a mirror on your own network)
+    #[arg(long)]
+    pub allow_http: bool,
+    /// Also trust these CA certificates (PEM) for the download, like a TLS-inspecting proxy's
+    #[arg(long, value_name = "FILE")]
+    pub release_ca_cert: Option<PathBuf>,
+    /// Give up a download after this long
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = crate::duration::parse)]
+    pub download_timeout: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    #[command(flatten)]
+    pub release: ReleaseArgs,
+    /// Accept a known failure of preflight check ID (repeatable)
+    #[arg(long, value_name = "ID")]
+    pub skip: Vec<String>,
+    /// Register the services without starting them
+    #[arg(long)]
+    pub no_start: bool,
+    /// Remove a legacy NSSM-based Calico install (its services) first
+    #[arg(long)]
+    pub migrate_legacy: bool,
+    /// Taint the node os=windows:NoSchedule, so that only pods tolerating it land here
+    #[arg(long)]
+    pub taint_windows: bool,
+    /// How long to wait for CalicoNode to initialise and the Calico network to appear
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::duration::parse)]
+    pub wait_timeout: std::time::Duration,
+    /// How long to wait for a service to stop or start
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = crate::duration::parse)]
+    pub service_timeout: std::time::Duration,
+    /// Lifetime asked for calico-node's token (the API server may cap it)
+    #[arg(long, value_name = "DURATION", default_value = "1y", value_parser = crate::duration::parse)]
+    pub token_lifetime: std::time::Duration,
+    /// Keep an existing calico-node kubeconfig whose token is valid for longer than this
+    #[arg(long, value_name = "DURATION", default_value = "30d", value_parser = crate::duration::parse)]
+    pub token_keep_if_valid_for: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct UninstallArgs {
+    /// Also delete the Calico and External HNS networks, restore the routes the vSwitch took,
+    /// remove the registry key, the firewall rule and the directories install created
+    #[arg(long)]
+    pub purge: bool,
+    /// Also remove the services' logs (calico-node.log, calico-felix.log, their rotations)
+    #[arg(long)]
+    pub remove_logs: bool,
+    /// Where Calico is installed (default: the config's install_root, else C:\CalicoWindows)
+    #[arg(long, value_name = "DIR")]
+    pub install_root: Option<String>,
+    /// How long to wait for a service to stop
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = crate::duration::parse)]
+    pub service_timeout: std::time::Duration,
 }
 
 #[derive(Debug, Subcommand)]

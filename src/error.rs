@@ -120,6 +120,21 @@ fn classify(error: &anyhow::Error) -> (Exit, Option<String>) {
         if let Some(e) = cause.downcast_ref::<UsageError>() {
             return (Exit::Usage, e.hint.clone());
         }
+        if let Some(e) = cause.downcast_ref::<crate::release::ReleaseError>() {
+            use crate::release::ReleaseError as R;
+            let exit = match e {
+                R::Timeout { .. } => Exit::Timeout,
+                R::BadChecksumArg(_) | R::NeedChecksum { .. } | R::PlainHttp { .. } => Exit::Usage,
+                _ => Exit::Failed,
+            };
+            return (exit, e.hint().map(str::to_owned));
+        }
+        if let Some(crate::host::HostError::Timeout { .. }) = cause.downcast_ref() {
+            return (
+                Exit::Timeout,
+                Some("the service logs under the logs directory (calico-node.log) say what it is waiting for; a longer --wait-timeout gives it more time".into()),
+            );
+        }
     }
     (Exit::Failed, None)
 }

@@ -131,3 +131,80 @@ impl Printer {
         let _ = self.err.flush();
     }
 }
+
+/// Download progress on stderr: a bar on a terminal, otherwise a line every few seconds (so a
+/// provisioning log shows that the download advances without filling up).
+pub struct DownloadProgress {
+    bar: Option<indicatif::ProgressBar>,
+    quiet: bool,
+    total: Option<u64>,
+    last: std::time::Instant,
+    every: std::time::Duration,
+}
+
+impl DownloadProgress {
+    /// `terminal`: stderr is a terminal; `quiet`: print nothing (JSON output to a script still
+    /// gets the lines on stderr, so only tests turn this on).
+    pub fn new(terminal: bool, quiet: bool) -> Self {
+        let bar = (terminal && !quiet).then(indicatif::ProgressBar::hidden);
+        Self {
+            bar,
+            quiet,
+            total: None,
+            last: std::time::Instant::now(),
+            every: std::time::Duration::from_secs(5),
+        }
+    }
+
+    fn mb(n: u64) -> String {
+        format!("{:.1} MB", n as f64 / 1_048_576.0)
+    }
+}
+
+impl crate::release::Progress for DownloadProgress {
+    fn begin(&mut self, what: &str, total: Option<u64>, done: u64) {
+        self.total = total;
+        self.last = std::time::Instant::now();
+        if let Some(bar) = &self.bar {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            bar.set_length(total.unwrap_or(0));
+            bar.set_position(done);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+            ) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.set_message("downloading");
+        } else if !self.quiet {
+            let resumed = if done > 0 {
+                format!(", resuming at {}", Self::mb(done))
+            } else {
+                String::new()
+            };
+            eprintln!("downloading {what}{resumed}");
+        }
+    }
+
+    fn advance(&mut self, done: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(done);
+        } else if !self.quiet && self.last.elapsed() >= self.every {
+            self.last = std::time::Instant::now();
+            match self.total.filter(|t| *t > 0) {
+                Some(t) => eprintln!(
+                    "downloaded {} of {} ({}%)",
+                    Self::mb(done),
+                    Self::mb(t),
+                    done * 100 / t
+                ),
+                None => eprintln!("downloaded {}", Self::mb(done)),
+            }
+        }
+    }
+
+    fn end(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

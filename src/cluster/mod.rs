@@ -5,6 +5,7 @@ pub mod credentials;
 pub mod etcd;
 pub mod facts;
 pub mod fix;
+pub mod node;
 pub mod proxy;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};

@@ -13,14 +13,14 @@ use crate::host::{Access, Host};
 use crate::render::kubeconfig;
 use serde_json::json;
 
-fn now() -> i64 {
+pub(crate) fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
         .unwrap_or(0)
 }
 
-fn time_text(unix: i64) -> String {
+pub(crate) fn time_text(unix: i64) -> String {
     jiff::Timestamp::from_second(unix).map_or_else(|_| unix.to_string(), |t| t.to_string())
 }
 
@@ -127,7 +127,7 @@ pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Resu
 
 /// `Some(expiry)` when the kubeconfig at `path` holds a token valid for longer than
 /// `within` (`Some(None)`: a token that never expires); `None` when it must be fetched.
-fn current_token_outlives(
+pub(crate) fn current_token_outlives(
     host: &dyn Host,
     path: &str,
     within: std::time::Duration,

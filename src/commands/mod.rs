@@ -3,6 +3,8 @@
 mod config_show;
 mod fetch;
 mod import_ps1;
+mod install;
+mod uninstall;
 mod preflight;
 mod render;
 pub mod service;
@@ -16,6 +18,8 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
     match command {
         Command::Render(args) => render::run(args, ctx),
         Command::Preflight(args) => preflight::run(args, ctx),
+        Command::Install(args) => install::run(args, ctx),
+        Command::Uninstall(args) => uninstall::run(args, ctx),
         Command::Service(ServiceCommand::Run(args)) => service::run(args, ctx),
         Command::Fetch(FetchCommand::Kubeconfig(args)) => fetch::kubeconfig(args, ctx),
         Command::Fetch(FetchCommand::EtcdCerts(args)) => fetch::etcd_certs(args, ctx),

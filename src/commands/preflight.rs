@@ -12,7 +12,7 @@ use crate::host::select::Intent;
 use serde_json::json;
 
 /// What became of reading the cluster.
-enum ClusterRead {
+pub(crate) enum ClusterRead {
     Skipped(&'static str),
     Failed(ClusterError),
     Read(Cluster, Box<facts::ClusterFacts>),
@@ -35,7 +35,7 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host(Intent::Read)?;
     let snapshot = checks::host::snapshot(host.as_ref(), ctx.hostname.clone());
     let node = base.config.node.name.to_string();
-    let mut cluster = read_cluster(args, ctx, &node);
+    let mut cluster = read_cluster(args.offline, ctx, &node);
     let mut loaded = with_cluster(ctx, &cluster, base)?;
 
     let mut fixes = Vec::new();
@@ -79,8 +79,8 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
 }
 
 /// The cluster, unless `--offline` or there is no admin kubeconfig.
-fn read_cluster(args: &PreflightArgs, ctx: &mut Context, node: &str) -> ClusterRead {
-    if args.offline {
+pub(crate) fn read_cluster(offline: bool, ctx: &mut Context, node: &str) -> ClusterRead {
+    if offline {
         return ClusterRead::Skipped("skipped with --offline");
     }
     match ctx.connect_cluster() {
@@ -96,7 +96,7 @@ fn read_cluster(args: &PreflightArgs, ctx: &mut Context, node: &str) -> ClusterR
 }
 
 /// The configuration with what the cluster says filling unset settings.
-fn with_cluster(ctx: &mut Context, cluster: &ClusterRead, base: Loaded) -> anyhow::Result<Loaded> {
+pub(crate) fn with_cluster(ctx: &mut Context, cluster: &ClusterRead, base: Loaded) -> anyhow::Result<Loaded> {
     match cluster {
         ClusterRead::Read(_, f) => Ok(ctx.load_config_with(f.settings())?),
         _ => Ok(base),
@@ -104,7 +104,7 @@ fn with_cluster(ctx: &mut Context, cluster: &ClusterRead, base: Loaded) -> anyho
 }
 
 /// The cluster checks: evaluated, skipped (with why), or failed with the reason and its hint.
-fn cluster_checks(cluster: &ClusterRead, loaded: &Loaded) -> Vec<Check> {
+pub(crate) fn cluster_checks(cluster: &ClusterRead, loaded: &Loaded) -> Vec<Check> {
     match cluster {
         ClusterRead::Skipped(why) => checks::cluster::all(Verdict::Skip, why, None),
         ClusterRead::Failed(e) => {

@@ -2,7 +2,7 @@
 //! `--dry-run` and run by the executor, which journals every action on the host before and
 //! after it runs and, for install, rolls back what it did when an action fails.
 
-mod exec;
+pub mod exec;
 pub mod install;
 pub mod record;
 pub mod uninstall;
@@ -140,7 +140,7 @@ impl Action {
                 let verb = if *replaces { "replace" } else { "write" };
                 let hash = sha256
                     .as_deref()
-                    .map_or("checksum known after the download".to_owned(), |h| {
+                    .map_or("contents known once fetched".to_owned(), |h| {
                         format!("sha256 {}", &h[..12.min(h.len())])
                     });
                 let secret = if *secret {

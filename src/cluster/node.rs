@@ -1,0 +1,41 @@
+//! The node object: tainting it for Windows workloads only.
+
+use super::{Cluster, ClusterError};
+use k8s_openapi::api::core::v1::{Node, Taint};
+use kube::api::{Api, Patch, PatchParams};
+
+/// The taint `--taint-windows` puts on the node.
+pub fn windows_taint() -> Taint {
+    Taint {
+        key: "os".into(),
+        value: Some("windows".into()),
+        effect: "NoSchedule".into(),
+        time_added: None,
+    }
+}
+
+/// Adds `taint` to the node unless a taint with its key and effect is there; returns whether
+/// it changed the node.
+pub fn ensure_taint(c: &Cluster, node: &str, taint: &Taint) -> Result<bool, ClusterError> {
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let current = c.call("get", "nodes", nodes.get(node))?;
+    let mut taints = current
+        .spec
+        .and_then(|s| s.taints)
+        .unwrap_or_default();
+    if taints
+        .iter()
+        .any(|t| t.key == taint.key && t.effect == taint.effect && t.value == taint.value)
+    {
+        return Ok(false);
+    }
+    taints.retain(|t| !(t.key == taint.key && t.effect == taint.effect));
+    taints.push(taint.clone());
+    let patch = serde_json::json!({ "spec": { "taints": taints } });
+    c.call(
+        "patch",
+        "nodes",
+        nodes.patch(node, &PatchParams::default(), &Patch::Merge(&patch)),
+    )?;
+    Ok(true)
+}

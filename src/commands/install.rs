@@ -1,0 +1,721 @@
+//! `install`: checks, release, credentials, rendered files, services, a running node; every
+//! change planned first, journaled while it runs and undone if a step fails.
+
+use super::fetch::{current_token_outlives, now, time_text};
+use super::preflight::{ClusterRead, cluster_checks, read_cluster};
+use crate::checks::{self, Blocked};
+use crate::cli::{InstallArgs, ReleaseArgs};
+use crate::cluster::{credentials, etcd, facts, node};
+use crate::config::types::{Backend, Datastore};
+use crate::config::{Config, Raw};
+use crate::context::Context;
+use crate::error::UsageError;
+use crate::host::select::Intent;
+use crate::host::{Host, HostKind, InstalledService};
+use crate::output::DownloadProgress;
+use crate::plan::install::{DesiredFile, Inputs};
+use crate::plan::record::{self, RecordedFile, join};
+use crate::plan::{self, Content, exec::Journal};
+use crate::release::{self, Binary, Extracted, Source, Want};
+use crate::render::{self, CniTemplate, HostFacts, OsBuild};
+use anyhow::Context as _;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+
+/// Services a legacy install registered, by the names it used.
+const LEGACY_SERVICES: [&str; 4] = ["CalicoNode", "CalicoFelix", "CalicoConfd", "CalicoUpgrade"];
+
+/// The etcd files under `<install_root>\etcd-tls`: secret key, file name, setting.
+const ETCD_FILES: [(&str, &str, &str); 3] = [
+    ("etcd-key", "server.key", "etcd.key_file"),
+    ("etcd-cert", "server.crt", "etcd.cert_file"),
+    ("etcd-ca", "ca.crt", "etcd.ca_cert_file"),
+];
+
+pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let want = release_want(&args.release)?;
+    check_skips(&args.skip)?;
+    let dry_run = ctx.options.dry_run;
+    let base = ctx.load_config()?;
+    let host = ctx.open_host(Intent::Change)?;
+
+    // The legacy NSSM install is replaced only when asked.
+    let legacy = legacy_services(host.as_ref())?;
+    if !legacy.is_empty() && !args.migrate_legacy {
+        return Err(legacy_error(&legacy).into());
+    }
+
+    // Checks: host, then cluster; nothing changes when one blocks.
+    let node_name = base.config.node.name.to_string();
+    let cluster = read_cluster(false, ctx, &node_name);
+    let mut etcd_files = None;
+    let mut settings = match &cluster {
+        ClusterRead::Read(_, f) => f.settings(),
+        _ => BTreeMap::new(),
+    };
+    if let ClusterRead::Read(c, _) = &cluster
+        && base.config.datastore == Datastore::Etcdv3
+        && base.config.etcd.tls.is_none()
+    {
+        let files = etcd_credentials(c, &base.config)?;
+        for (_, name, setting) in ETCD_FILES {
+            let path = base.config.install_root.join("etcd-tls").join(name);
+            settings.insert(setting, Raw::Scalar(path.as_str().to_owned()));
+        }
+        etcd_files = Some(files);
+    }
+    let loaded = if settings.is_empty() {
+        base
+    } else {
+        ctx.load_config_with(settings)?
+    };
+    let config = &loaded.config;
+    let mut snapshot = checks::host::snapshot(host.as_ref(), ctx.hostname.clone());
+    snapshot
+        .calico_services
+        .retain(|s| !legacy.iter().any(|l| l.name == s.name));
+    let mut results = checks::host::evaluate(&snapshot, config);
+    results.extend(cluster_checks(&cluster, &loaded));
+    checks::accept_skipped(&mut results, &args.skip);
+    let blocking = checks::blocking(&results);
+    ctx.printer.text(checks::table(&results).trim_end());
+    ctx.printer.text("");
+    if !blocking.is_empty() && !dry_run {
+        ctx.printer.json(&json!({"checks": results, "blocking": blocking, "changed": false}));
+        return Err(Blocked { ids: blocking }.into());
+    }
+
+    // The release: downloaded and extracted on this machine, or (dry run) what would be.
+    let root = config.install_root.as_str().trim_end_matches('\\').to_owned();
+    let cache_dir = join(&root, "cache");
+    let staging = tempfile::Builder::new()
+        .prefix("calicoctl-win-release-")
+        .tempdir()
+        .context("cannot create a temporary directory for the release")?;
+    let got = obtain_release(ctx, host.as_ref(), &want, &cache_dir, staging.path())?;
+
+    // Credentials, rendered files, CNI plugins, calicoctl-win itself.
+    let mut prepare: Vec<String> = Vec::new();
+    let mut files = Vec::new();
+    files.extend(release_files(config, &got, &want, &mut prepare));
+    files.push(self_file(host.as_ref(), config)?);
+    files.extend(credential_files(ctx, args, host.as_ref(), config, &cluster, etcd_files, &mut prepare)?);
+    files.extend(rendered_files(host.as_ref(), config)?);
+    let extra_owned = match &got {
+        Got::Release { cached: Some((path, sha)), .. } => vec![RecordedFile {
+            path: path.clone(),
+            sha256: sha.clone(),
+        }],
+        _ => Vec::new(),
+    };
+
+    // The plan.
+    let journal_path = join(&root, record::JOURNAL_FILE);
+    let journal = Journal::load(host.as_ref(), &journal_path)?;
+    if let Some(j) = &journal {
+        ctx.printer.note(&format!(
+            "an earlier {} started at {} did not finish ({} step(s) journaled): this run continues it",
+            j.command,
+            time_text(j.started),
+            j.entries.len()
+        ));
+    }
+    let previous = record::read(host.as_ref(), &root)?;
+    let inputs = Inputs {
+        config,
+        files,
+        extra_owned,
+        calico_version: got.version(),
+        legacy: legacy.clone(),
+        start: !args.no_start,
+        wait_timeout: args.wait_timeout,
+        previous,
+        journal: journal.as_ref(),
+    };
+    let (actions, _record) = plan::install::plan(host.as_ref(), &inputs)?;
+
+    let version = got.version();
+    let header = format!(
+        "Install Calico {} ({} backend, {} datastore) into {root} on {}",
+        version.as_deref().unwrap_or("(version unknown)"),
+        config.backend,
+        config.datastore,
+        host_name(host.as_ref()),
+    );
+    ctx.printer.text(&header);
+    for p in &prepare {
+        ctx.printer.text(&format!("  - {p}"));
+    }
+    if actions.is_empty() {
+        ctx.printer
+            .text("Nothing to change: the node already matches this install.");
+    } else if dry_run {
+        ctx.printer.text("Plan:");
+        for (i, a) in actions.iter().enumerate() {
+            ctx.printer.text(&format!("  {:>2}. {}", i + 1, a.describe()));
+        }
+    }
+    let taint = args.taint_windows.then(node::windows_taint);
+    if let Some(t) = &taint {
+        let verb = if dry_run { "would taint" } else { "then taints" };
+        ctx.printer.text(&format!(
+            "  {verb} node {node_name} {}={}:{}",
+            t.key,
+            t.value.as_deref().unwrap_or_default(),
+            t.effect
+        ));
+    }
+    let doc = |done: bool| {
+        json!({
+            "dry_run": dry_run,
+            "calico_version": version,
+            "install_root": root,
+            "checks": results,
+            "blocking": blocking,
+            "prepare": prepare,
+            "actions": plan::to_json(&actions),
+            "changed": done && !actions.is_empty(),
+        })
+    };
+    if dry_run {
+        if !blocking.is_empty() {
+            ctx.printer.warn(&format!(
+                "install would stop at the checks: {} (pass --skip ID to accept one)",
+                blocking.join(", ")
+            ));
+        }
+        ctx.printer.note("--dry-run: nothing was changed");
+        ctx.printer.json(&doc(false));
+        return Ok(());
+    }
+
+    // Run it.
+    let opts = plan::exec::Options {
+        command: "install",
+        journal_path,
+        rollback: true,
+        stop_timeout: args.service_timeout,
+        start_timeout: args.service_timeout,
+        previous: journal,
+        routes_before: host.routes().unwrap_or_default(),
+        now: now(),
+    };
+    let mut lines = Vec::new();
+    let result = plan::execute(host.as_ref(), &actions, opts, &mut |i, n, a| {
+        lines.push(format!("[{i}/{n}] {}", a.describe()));
+    });
+    for l in &lines {
+        ctx.printer.text(l);
+        ctx.log(l);
+    }
+    if let Err(e) = result {
+        return Err(install_failed(e).into());
+    }
+    if let (Some(t), ClusterRead::Read(c, _)) = (&taint, &cluster) {
+        let changed = node::ensure_taint(c, &node_name, t)?;
+        ctx.printer.text(&format!(
+            "node {node_name}: taint os=windows:NoSchedule {}",
+            if changed { "added" } else { "already there" }
+        ));
+    } else if taint.is_some() {
+        ctx.printer
+            .warn("--taint-windows: no admin kubeconfig, so the node was not tainted");
+    }
+    if !actions.is_empty() {
+        ctx.printer.text(&format!(
+            "Installed: {} change(s); uninstall with 'calicoctl-win uninstall'",
+            actions.len()
+        ));
+    }
+    ctx.printer.json(&doc(true));
+    Ok(())
+}
+
+/// The error of a failed run, with what the rollback did.
+fn install_failed(e: plan::ExecError) -> anyhow::Error {
+    let after = match &e.rollback_failures {
+        Some(f) if f.is_empty() => {
+            "every step done before it was undone; the node is as it was (HNS networks CalicoNode created stay)".to_owned()
+        }
+        Some(f) => format!(
+            "undoing the steps done before it failed partly: {}; the journal is kept and the next install continues from it",
+            f.join("; ")
+        ),
+        None => String::new(),
+    };
+    anyhow::Error::new(e).context(format!("install failed; {after}"))
+}
+
+fn host_name(host: &dyn Host) -> String {
+    match host.kind() {
+        HostKind::Windows => "this node".into(),
+        HostKind::Simulated { dir, profile } => format!("the simulated {profile} host in {dir}"),
+        HostKind::InMemory { profile } => format!("a throw-away simulated {profile} host"),
+    }
+}
+
+fn check_skips(skip: &[String]) -> Result<(), UsageError> {
+    let known = |id: &str| checks::host::IDS.contains(&id) || checks::cluster::IDS.contains(&id);
+    match skip.iter().find(|s| !known(s)) {
+        Some(bad) => Err(UsageError::new(
+            format!("--skip {bad}: there is no check with that id"),
+            format!(
+                "check ids: {}, {}",
+                checks::host::IDS.join(", "),
+                checks::cluster::IDS.join(", ")
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The release options, checked.
+pub(crate) fn release_want(a: &ReleaseArgs) -> anyhow::Result<Want> {
+    let version = a
+        .calico_version
+        .as_deref()
+        .map(|v| v.trim_start_matches('v').to_owned());
+    if let Some(v) = &version
+        && !v
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
+    {
+        return Err(UsageError::new(
+            format!("--calico-version {v:?} is not a version"),
+            "write it like 3.30.0",
+        )
+        .into());
+    }
+    let source = match &a.release_zip {
+        Some(s) => Source::parse(s),
+        None => Source::Url(release::official_url(
+            version.as_deref().unwrap_or(release::DEFAULT_CALICO_VERSION),
+        )),
+    };
+    let sha256 = a
+        .sha256
+        .as_deref()
+        .map(release::parse_sha256)
+        .transpose()
+        .map_err(|e| UsageError::new(e.to_string(), "copy the checksum from the release page"))?;
+    let ca_pem = match &a.release_ca_cert {
+        Some(p) => Some(fs_err::read(p).context("cannot read --release-ca-cert")?),
+        None => None,
+    };
+    let version = version.or_else(|| {
+        a.release_zip
+            .is_none()
+            .then(|| release::DEFAULT_CALICO_VERSION.to_owned())
+    });
+    Ok(Want {
+        source,
+        sha256,
+        version,
+        allow_http: a.allow_http,
+        skip_checksum: a.insecure_skip_checksum,
+        ca_pem,
+        timeout: a.download_timeout,
+    })
+}
+
+/// The release as far as this run knows it.
+pub(crate) enum Got {
+    Release {
+        x: Extracted,
+        sha256: String,
+        /// The cached zip on the host: path and checksum.
+        cached: Option<(String, String)>,
+    },
+    /// A dry run that would download it.
+    Pending { url: String, version: Option<String> },
+}
+
+impl Got {
+    fn version(&self) -> Option<String> {
+        match self {
+            Self::Release { x, .. } => x.version.clone(),
+            Self::Pending { version, .. } => version.clone(),
+        }
+    }
+}
+
+/// Downloads (or takes) and extracts the release into `staging`. In a dry run a URL is only
+/// checked: its download is part of the plan. A zip that fails a check is removed.
+pub(crate) fn obtain_release(
+    ctx: &mut Context,
+    host: &dyn Host,
+    want: &Want,
+    cache_dir: &str,
+    staging: &std::path::Path,
+) -> anyhow::Result<Got> {
+    let cache_local = host.local_path(cache_dir)?;
+    let cached_name = want.source.file_name();
+    if ctx.options.dry_run
+        && let Source::Url(url) = &want.source
+    {
+        let cached = cache_local.join(&cached_name);
+        let usable = want.sha256.as_ref().is_some_and(|s| {
+            cached.is_file() && release::sha256_file(&cached).ok().as_ref() == Some(s)
+        });
+        if !usable {
+            if let Err(e) = release::check_url(want, url) {
+                ctx.printer.warn(&format!(
+                    "{e}: the install itself would stop here ({})",
+                    e.hint().unwrap_or_default()
+                ));
+            }
+            return Ok(Got::Pending {
+                url: url.clone(),
+                version: want.version.clone(),
+            });
+        }
+    }
+    let created_cache = !cache_local.exists();
+    let mut progress = DownloadProgress::new(std::io::stderr().is_terminal(), false);
+    let result = (|| -> Result<Got, release::ReleaseError> {
+        let obtained = release::obtain(want, &cache_local, &ctx.env, &mut progress)?;
+        let what = want.source.show();
+        let cleanup = |e| {
+            if obtained.cached.is_some() {
+                let _ = std::fs::remove_file(&obtained.path);
+            }
+            e
+        };
+        let x = release::extract(&obtained.path, staging, release::EXTRACT_CAP).map_err(cleanup)?;
+        release::check_version(want, &x, &what).map_err(cleanup)?;
+        let cached = obtained
+            .cached
+            .as_ref()
+            .map(|_| (join(cache_dir, &cached_name), obtained.sha256.clone()));
+        Ok(Got::Release {
+            x,
+            sha256: obtained.sha256,
+            cached,
+        })
+    })();
+    if result.is_err() && created_cache {
+        // Nothing stays behind from a refused release: the cache directory and the install
+        // root, when this run created them, go again once empty.
+        let _ = std::fs::remove_dir(&cache_local);
+        if let Some(parent) = cache_local.parent() {
+            let _ = std::fs::remove_dir(parent);
+        }
+    }
+    let got = result?;
+    if let Got::Release { x, sha256, .. } = &got {
+        ctx.log(&format!(
+            "release {} (sha256 {sha256}): Calico {}, {}",
+            want.source.show(),
+            x.version.as_deref().unwrap_or("of unknown version"),
+            x.binary.file_name()
+        ));
+    }
+    Ok(got)
+}
+
+/// The Calico binary, confd's files (windows-bgp) and the CNI plugins.
+fn release_files(
+    c: &Config,
+    got: &Got,
+    want: &Want,
+    prepare: &mut Vec<String>,
+) -> Vec<DesiredFile> {
+    let root = &c.install_root;
+    let mut out = Vec::new();
+    let cni = c.backend != Backend::None;
+    match got {
+        Got::Release { x, sha256, .. } => {
+            prepare.push(format!(
+                "release {} (sha256 {sha256}): Calico {} with {}",
+                want.source.show(),
+                x.version.as_deref().unwrap_or("of unknown version"),
+                x.binary.file_name()
+            ));
+            let bin = x.binary.file_name();
+            out.push(DesiredFile::new(
+                root.join(bin).as_str().to_owned(),
+                format!("release CalicoWindows\\{bin}"),
+                Content::Local(x.root.join(bin)),
+                false,
+            ));
+            if c.backend == Backend::WindowsBgp {
+                for (rel, local) in &x.confd {
+                    out.push(DesiredFile::new(
+                        root.join(rel).as_str().to_owned(),
+                        format!("release CalicoWindows\\{rel}"),
+                        Content::Local(local.clone()),
+                        false,
+                    ));
+                }
+            }
+            if cni {
+                let plugin = x.cni.iter().find(|(n, _)| n == "calico.exe");
+                let ipam = x.cni.iter().find(|(n, _)| n == "calico-ipam.exe").or(plugin);
+                for (name, src) in [("calico.exe", plugin), ("calico-ipam.exe", ipam)] {
+                    if let Some((from, local)) = src {
+                        out.push(DesiredFile::new(
+                            c.cni.bin_dir.join(name).as_str().to_owned(),
+                            format!("release CalicoWindows\\cni\\{from}"),
+                            Content::Local(local.clone()),
+                            false,
+                        ));
+                    }
+                }
+            }
+        }
+        Got::Pending { url, version } => {
+            let sha = want
+                .sha256
+                .as_deref()
+                .map_or("--sha256 not given".to_owned(), |s| format!("sha256 {s}"));
+            prepare.push(format!(
+                "would download {url} ({sha}) into {}, check it and extract it",
+                root.join("cache").as_str()
+            ));
+            let bin = match version.as_deref().map(new_layout) {
+                Some(true) => Binary::Calico,
+                _ => Binary::CalicoNode,
+            }
+            .file_name();
+            out.push(DesiredFile::new(
+                root.join(bin).as_str().to_owned(),
+                format!("release CalicoWindows\\{bin}"),
+                Content::Pending,
+                false,
+            ));
+            if cni {
+                for name in ["calico.exe", "calico-ipam.exe"] {
+                    out.push(DesiredFile::new(
+                        c.cni.bin_dir.join(name).as_str().to_owned(),
+                        "release CalicoWindows\\cni\\calico.exe",
+                        Content::Pending,
+                        false,
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether a version ships `calico.exe` instead of `calico-node.exe` (v3.34 and later).
+fn new_layout(version: &str) -> bool {
+    let mut parts = version.split('.').map(|p| {
+        p.chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse::<u32>()
+            .unwrap_or(0)
+    });
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) >= (3, 34)
+}
+
+/// calicoctl-win itself, which the services run. A simulated host cannot run this machine's
+/// executable (its services run in-process), so it gets a stand-in with the version.
+fn self_file(host: &dyn Host, c: &Config) -> anyhow::Result<DesiredFile> {
+    let content = match host.kind() {
+        HostKind::Windows => Content::Local(
+            std::env::current_exe().context("cannot find calicoctl-win's own executable")?,
+        ),
+        _ => Content::Bytes(
+            format!(
+                "calicoctl-win {} (stand-in on a simulated host)\n",
+                env!("CARGO_PKG_VERSION")
+            )
+            .into_bytes(),
+        ),
+    };
+    Ok(DesiredFile::new(
+        crate::plan::install::self_path(c),
+        "calicoctl-win itself",
+        content,
+        false,
+    ))
+}
+
+/// The etcd TLS files from Calico's secret, checked (and against etcd when its endpoints
+/// are known).
+fn etcd_credentials(c: &crate::cluster::Cluster, config: &Config) -> anyhow::Result<etcd::EtcdTlsFiles> {
+    let ns = facts::calico_namespace(c)?;
+    let secret = "calico-etcd-secrets";
+    let mut data = credentials::secret_data(c, &ns, secret)?;
+    let mut take = |key: &str| {
+        data.remove(key)
+            .ok_or_else(|| credentials::CredentialError::MissingKey {
+                namespace: ns.clone(),
+                name: secret.into(),
+                key: key.into(),
+            })
+    };
+    let files = etcd::EtcdTlsFiles {
+        key: take("etcd-key")?,
+        cert: take("etcd-cert")?,
+        ca: take("etcd-ca")?,
+    };
+    etcd::check_files(&files)?;
+    for e in &config.etcd.endpoints {
+        etcd::health(&e.to_string(), &files, std::time::Duration::from_secs(10))?;
+    }
+    Ok(files)
+}
+
+/// calico-node's credentials: the kubeconfig (a valid one on the node is kept), or the etcd
+/// files read from the cluster.
+fn credential_files(
+    ctx: &mut Context,
+    args: &InstallArgs,
+    host: &dyn Host,
+    c: &Config,
+    cluster: &ClusterRead,
+    etcd_files: Option<etcd::EtcdTlsFiles>,
+    prepare: &mut Vec<String>,
+) -> anyhow::Result<Vec<DesiredFile>> {
+    if c.datastore == Datastore::Etcdv3 {
+        let Some(files) = etcd_files else {
+            if c.etcd.tls.is_none() && !ctx.options.dry_run {
+                prepare.push("etcd without TLS files (etcd.key_file and friends are unset, and no cluster to read calico-etcd-secrets from)".into());
+            }
+            return Ok(Vec::new());
+        };
+        let dir = c.install_root.join("etcd-tls");
+        let out = ETCD_FILES
+            .iter()
+            .zip([files.key, files.cert, files.ca])
+            .map(|((_, name, _), bytes)| {
+                DesiredFile::new(
+                    dir.join(name).as_str().to_owned(),
+                    "credentials: etcd TLS from calico-etcd-secrets",
+                    Content::Bytes(bytes),
+                    true,
+                )
+            })
+            .collect();
+        prepare.push("etcd TLS files from the calico-etcd-secrets secret, checked".into());
+        return Ok(out);
+    }
+    let Some(path) = c.kubeconfig.as_ref().map(|p| p.as_str().to_owned()) else {
+        return Ok(Vec::new());
+    };
+    let from = "credentials: calico-node's kubeconfig";
+    let kept = current_token_outlives(host, &path, args.token_keep_if_valid_for)?;
+    if kept.is_some() {
+        let bytes = host.read_file(&path)?.unwrap_or_default();
+        prepare.push(format!(
+            "keeps {path}: its token is valid for more than {}",
+            crate::duration::show(args.token_keep_if_valid_for)
+        ));
+        return Ok(vec![DesiredFile::new(path, from, Content::Bytes(bytes), true)]);
+    }
+    let ClusterRead::Read(cl, _) = cluster else {
+        if ctx.options.dry_run {
+            prepare.push(format!(
+                "would request a token for calico-node through the TokenRequest API and write {path} (needs the admin kubeconfig: --kubeconfig, $KUBECONFIG or ~/.kube/config)"
+            ));
+            return Ok(vec![DesiredFile::new(path, from, Content::Pending, true)]);
+        }
+        let why = match cluster {
+            ClusterRead::Failed(e) => format!("the cluster cannot be read: {e}"),
+            _ => "there is no admin kubeconfig".to_owned(),
+        };
+        return Err(UsageError::new(
+            format!("install needs the cluster to get calico-node's kubeconfig ({path}), and {why}"),
+            "pass --kubeconfig FILE (or set KUBECONFIG), or write the file first with 'calicoctl-win fetch kubeconfig'",
+        )
+        .into());
+    };
+    let ns = facts::calico_namespace(cl)?;
+    if ctx.options.dry_run {
+        prepare.push(format!(
+            "would request a token for {ns}/calico-node lasting {} from {} and write {path}",
+            crate::duration::show(args.token_lifetime),
+            cl.server
+        ));
+        return Ok(vec![DesiredFile::new(path, from, Content::Pending, true)]);
+    }
+    let issued = credentials::token_request(cl, &ns, "calico-node", args.token_lifetime)?;
+    let ca = credentials::ca_for(cl, &ns, &issued)?;
+    let text = render::kubeconfig::kubeconfig(&cl.server, &ca, issued.token.expose(), &ns);
+    prepare.push(format!(
+        "a token for {ns}/calico-node from {}, {}",
+        cl.server,
+        issued
+            .expires
+            .map_or("without expiry".to_owned(), |t| format!("valid until {}", time_text(t)))
+    ));
+    Ok(vec![DesiredFile::new(path, from, Content::Bytes(text.into_bytes()), true)])
+}
+
+/// The CNI config, the services' environment files and the External network.
+fn rendered_files(host: &dyn Host, c: &Config) -> anyhow::Result<Vec<DesiredFile>> {
+    let os_build = host
+        .system_facts()
+        .map(|f| OsBuild {
+            build: f.build,
+            ubr: f.ubr.unwrap_or(0),
+        })
+        .unwrap_or(OsBuild::SERVER_2022);
+    let user_template = match &c.cni.template {
+        Some(path) => Some((
+            path.display().to_string(),
+            fs_err::read_to_string(path)
+                .context("cannot read the CNI template given in cni.template")?,
+        )),
+        None => None,
+    };
+    let template = match &user_template {
+        Some((name, text)) => CniTemplate { name, text },
+        None => CniTemplate {
+            name: "the built-in template",
+            text: render::cni::BUILT_IN_TEMPLATE,
+        },
+    };
+    let rendered = render::render_all(c, &HostFacts { os_build }, &template)?;
+    Ok(rendered
+        .into_iter()
+        .map(|f| {
+            let dir = if f.name == c.cni.conf_filename.to_string() {
+                &c.cni.conf_dir
+            } else {
+                &c.install_root
+            };
+            DesiredFile::new(
+                dir.join(&f.name).as_str().to_owned(),
+                "rendered",
+                Content::Bytes(f.contents.into_bytes()),
+                false,
+            )
+        })
+        .collect())
+}
+
+/// The services of a legacy NSSM-based install (or one driven by PowerShell directly).
+pub(crate) fn legacy_services(host: &dyn Host) -> anyhow::Result<Vec<InstalledService>> {
+    let mut out = Vec::new();
+    for name in LEGACY_SERVICES {
+        if let Some(s) = host.service_query(name)?
+            && matches!(
+                s.program_file_name().as_str(),
+                "nssm.exe" | "powershell.exe" | "pwsh.exe"
+            )
+        {
+            out.push(s);
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) fn legacy_error(legacy: &[InstalledService]) -> UsageError {
+    UsageError::new(
+        format!(
+            "this node has Calico's legacy NSSM-based install (services {})",
+            legacy
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        "pass --migrate-legacy to stop and delete its services before installing (its files in the install root stay), or remove it with its own uninstall-calico.ps1",
+    )
+}

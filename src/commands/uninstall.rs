@@ -1,0 +1,123 @@
+//! `uninstall`: removes what install created, read from its install record.
+
+use super::fetch::now;
+use super::install::{legacy_error, legacy_services};
+use crate::cli::UninstallArgs;
+use crate::context::Context;
+use crate::host::select::Intent;
+use crate::plan::exec::{Journal, Options};
+use crate::plan::record::{self, join};
+use crate::plan::{self, uninstall};
+use serde_json::json;
+
+/// Where Calico is installed when neither the flag nor a readable config says.
+const DEFAULT_ROOT: &str = r"C:\CalicoWindows";
+
+pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    // The config is only a hint for where the record is: a broken one does not stop uninstall.
+    let root = match &args.install_root {
+        Some(r) => r.trim_end_matches('\\').to_owned(),
+        None => match ctx.load_config() {
+            Ok(l) => l.config.install_root.as_str().trim_end_matches('\\').to_owned(),
+            Err(e) => {
+                ctx.printer.warn(&format!(
+                    "the config cannot be read ({e}); looking for the install record in {DEFAULT_ROOT} (--install-root DIR for another)"
+                ));
+                DEFAULT_ROOT.to_owned()
+            }
+        },
+    };
+    let host = ctx.open_host(Intent::Change)?;
+    let dry_run = ctx.options.dry_run;
+    let Some(rec) = record::read(host.as_ref(), &root)? else {
+        let legacy = legacy_services(host.as_ref())?;
+        if !legacy.is_empty() {
+            let e = legacy_error(&legacy);
+            return Err(crate::error::UsageError::new(
+                format!(
+                    "{}, which calicoctl-win did not install and does not remove",
+                    e.message
+                ),
+                "remove it with its own uninstall-calico.ps1, or replace it with 'calicoctl-win install --migrate-legacy'",
+            )
+            .into());
+        }
+        ctx.printer.text(&format!(
+            "Nothing to uninstall: there is no install record in {root}"
+        ));
+        ctx.printer
+            .json(&json!({"dry_run": dry_run, "install_root": root, "actions": [], "changed": false}));
+        return Ok(());
+    };
+    let journal_path = join(&root, record::JOURNAL_FILE);
+    let journal = Journal::load(host.as_ref(), &journal_path)?;
+    let actions = uninstall::plan(
+        host.as_ref(),
+        &rec,
+        &uninstall::Options {
+            purge: args.purge,
+            remove_logs: args.remove_logs,
+        },
+    )?;
+    ctx.printer.text(&format!(
+        "Uninstall Calico {} from {root}{}",
+        rec.calico_version.as_deref().unwrap_or("(version unknown)"),
+        if args.purge { ", purging" } else { "" }
+    ));
+    let doc = |changed: bool| {
+        json!({
+            "dry_run": dry_run,
+            "install_root": root,
+            "purge": args.purge,
+            "actions": plan::to_json(&actions),
+            "changed": changed,
+        })
+    };
+    if dry_run {
+        ctx.printer.text("Plan:");
+        for (i, a) in actions.iter().enumerate() {
+            ctx.printer.text(&format!("  {:>2}. {}", i + 1, a.describe()));
+        }
+        if !args.purge {
+            ctx.printer.text(
+                "HNS networks, the registry key and the firewall rule stay (--purge removes them).",
+            );
+        }
+        ctx.printer.note("--dry-run: nothing was changed");
+        ctx.printer.json(&doc(false));
+        return Ok(());
+    }
+    let opts = Options {
+        command: "uninstall",
+        journal_path,
+        rollback: false,
+        stop_timeout: args.service_timeout,
+        start_timeout: args.service_timeout,
+        previous: journal.filter(|j| j.command == "uninstall"),
+        routes_before: Vec::new(),
+        now: now(),
+    };
+    let mut lines = Vec::new();
+    let result = plan::execute(host.as_ref(), &actions, opts, &mut |i, n, a| {
+        lines.push(format!("[{i}/{n}] {}", a.describe()));
+    });
+    for l in &lines {
+        ctx.printer.text(l);
+        ctx.log(l);
+    }
+    if let Err(e) = result {
+        let done = e.index - 1;
+        return Err(anyhow::Error::new(e).context(format!(
+            "uninstall stopped after {done} step(s); the install record is kept, so running uninstall again finishes it"
+        )));
+    }
+    if !args.purge {
+        ctx.printer.text(
+            "Uninstalled. HNS networks Calico created stay until the node is drained; 'uninstall --purge' removes them.",
+        );
+    } else {
+        ctx.printer.text("Uninstalled and purged.");
+    }
+    ctx.printer.json(&doc(true));
+    Ok(())
+}
