@@ -93,6 +93,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         .prefix("calicoctl-win-release-")
         .tempdir()
         .context("cannot create a temporary directory for the release")?;
+    let cache_dirs = record::missing_parents(host.as_ref(), &join(&cache_dir, "x"))?;
     let got = obtain_release(ctx, host.as_ref(), &want, &cache_dir, staging.path())?;
 
     // Credentials, rendered files, CNI plugins, calicoctl-win itself.
@@ -102,12 +103,15 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     files.push(self_file(host.as_ref(), config)?);
     files.extend(credential_files(ctx, args, host.as_ref(), config, &cluster, etcd_files, &mut prepare)?);
     files.extend(rendered_files(host.as_ref(), config)?);
-    let extra_owned = match &got {
-        Got::Release { cached: Some((path, sha)), .. } => vec![RecordedFile {
-            path: path.clone(),
-            sha256: sha.clone(),
-        }],
-        _ => Vec::new(),
+    let (extra_owned, extra_dirs) = match &got {
+        Got::Release { cached: Some((path, sha)), .. } => (
+            vec![RecordedFile {
+                path: path.clone(),
+                sha256: sha.clone(),
+            }],
+            cache_dirs,
+        ),
+        _ => (Vec::new(), Vec::new()),
     };
 
     // The plan.
@@ -126,6 +130,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         config,
         files,
         extra_owned,
+        extra_dirs,
         calico_version: got.version(),
         legacy: legacy.clone(),
         start: !args.no_start,

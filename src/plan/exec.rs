@@ -47,7 +47,8 @@ pub enum Undo {
         key: String,
         name: String,
         previous: Option<RegValue>,
-        key_existed: bool,
+        /// The key and parents the write creates, outermost first.
+        new_keys: Vec<String>,
     },
     RemoveFirewallRule {
         name: String,
@@ -373,7 +374,7 @@ fn prepare_undo(host: &dyn Host, action: &Action) -> anyhow::Result<Undo> {
             key: key.clone(),
             name: name.clone(),
             previous: host.reg_get(key, name)?,
-            key_existed: host.reg_key_exists(key)?,
+            new_keys: missing_keys(host, key)?,
         },
         Action::AddFirewallRule { rule } => Undo::RemoveFirewallRule {
             name: rule.name.clone(),
@@ -390,6 +391,22 @@ fn prepare_undo(host: &dyn Host, action: &Action) -> anyhow::Result<Undo> {
         | Action::WaitReady { .. }
         | Action::RemoveDir { .. } => Undo::Nothing,
     })
+}
+
+/// The registry key and those of its parents that do not exist, outermost first (never a
+/// root or `HKLM\Software` itself).
+pub fn missing_keys(host: &dyn Host, key: &str) -> Result<Vec<String>, HostError> {
+    let mut out = Vec::new();
+    let mut cur = key.trim_end_matches('\\').to_owned();
+    while cur.matches('\\').count() >= 2 && !host.reg_key_exists(&cur)? {
+        out.push(cur.clone());
+        match cur.rsplit_once('\\') {
+            Some((parent, _)) => cur = parent.to_owned(),
+            None => break,
+        }
+    }
+    out.reverse();
+    Ok(out)
 }
 
 /// Undoes every journaled action in reverse, then removes the journal and the directories
@@ -459,11 +476,11 @@ fn undo(host: &dyn Host, undo: &Undo, opts: &Options) -> anyhow::Result<()> {
             key,
             name,
             previous,
-            key_existed,
-        } => match previous {
-            Some(v) => host.reg_set(key, name, v)?,
-            None if !key_existed => host.reg_delete_key(key)?,
-            None => host.reg_delete_value(key, name)?,
+            new_keys,
+        } => match (previous, new_keys.first()) {
+            (Some(v), _) => host.reg_set(key, name, v)?,
+            (None, Some(outermost)) => host.reg_delete_key(outermost)?,
+            (None, None) => host.reg_delete_value(key, name)?,
         },
         Undo::RemoveFirewallRule { name } => {
             host.firewall_remove(name)?;

@@ -50,6 +50,8 @@ pub struct Inputs<'a> {
     pub files: Vec<DesiredFile>,
     /// Files install owns that it does not write through the plan (the cached zip).
     pub extra_owned: Vec<RecordedFile>,
+    /// Directories this run created before the plan (the download cache's).
+    pub extra_dirs: Vec<String>,
     pub calico_version: Option<String>,
     /// Services of a legacy NSSM install to remove first (`--migrate-legacy`).
     pub legacy: Vec<InstalledService>,
@@ -295,7 +297,7 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<(Vec<Action>, Ins
 
     // 4. The registry key and the firewall rule.
     let reg_value = RegValue::Sz(root.clone());
-    let key_existed = host.reg_key_exists(CALICO_KEY)?;
+    let new_keys = super::exec::missing_keys(host, CALICO_KEY)?;
     if host.reg_get(CALICO_KEY, INSTALL_ROOT_VALUE)? != Some(reg_value.clone()) {
         actions.push(Action::SetRegistryValue {
             key: CALICO_KEY.into(),
@@ -332,6 +334,7 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<(Vec<Action>, Ins
     if let Some(j) = i.journal {
         dirs.extend(j.created_dirs());
     }
+    dirs.extend(i.extra_dirs.iter().cloned());
     let record_path = join(&root, record::RECORD_FILE);
     for path in i.files.iter().map(|f| f.path.as_str()).chain([record_path.as_str()]) {
         dirs.extend(missing_parents(host, path)?);
@@ -340,11 +343,22 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<(Vec<Action>, Ins
     dirs.retain(|d| seen.insert(d.to_ascii_lowercase()));
     dirs.sort_by_key(|d| d.matches('\\').count());
 
-    let journal_key_created = i.journal.is_some_and(|j| {
-        j.entries.iter().any(|e| {
-            matches!(&e.undo, super::exec::Undo::RestoreRegistryValue { key_existed: false, .. })
-        })
-    });
+    // The keys created by this install: recorded earlier, by an interrupted run, or now.
+    let mut keys_created = i
+        .previous
+        .as_ref()
+        .map(|p| p.registry_keys_created.clone())
+        .unwrap_or_default();
+    for e in i.journal.iter().flat_map(|j| &j.entries) {
+        if let super::exec::Undo::RestoreRegistryValue { new_keys, .. } = &e.undo
+            && keys_created.is_empty()
+        {
+            keys_created = new_keys.clone();
+        }
+    }
+    if keys_created.is_empty() {
+        keys_created = new_keys;
+    }
     let routes_before = match (&i.previous, i.journal) {
         (Some(p), _) => p.routes_before.clone(),
         (None, Some(j)) => j.routes_before.clone(),
@@ -370,9 +384,7 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<(Vec<Action>, Ins
         dirs,
         services: wanted.clone(),
         registry_key: CALICO_KEY.into(),
-        registry_key_created: i.previous.as_ref().is_some_and(|p| p.registry_key_created)
-            || journal_key_created
-            || !key_existed,
+        registry_keys_created: keys_created,
         firewall_rule: firewall_owned,
         routes_before,
         networks: networks(c),

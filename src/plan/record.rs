@@ -26,8 +26,9 @@ pub struct InstallRecord {
     /// The services, in start order.
     pub services: Vec<ServiceSpec>,
     pub registry_key: String,
-    /// Whether install created the key (then `--purge` deletes it).
-    pub registry_key_created: bool,
+    /// The keys install created, outermost first (`--purge` deletes the first, with what is
+    /// under it).
+    pub registry_keys_created: Vec<String>,
     /// The firewall rule install added; `None` when one was there already.
     pub firewall_rule: Option<FirewallRule>,
     /// The routes before Calico's vSwitch existed, which `--purge` puts back.

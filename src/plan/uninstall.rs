@@ -72,10 +72,10 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
                 routes: r.routes_before.clone(),
             });
         }
-        if r.registry_key_created {
-            if host.reg_key_exists(&r.registry_key)? {
+        if let Some(outermost) = r.registry_keys_created.first() {
+            if host.reg_key_exists(outermost)? {
                 actions.push(Action::DeleteRegistryKey {
-                    key: r.registry_key.clone(),
+                    key: outermost.clone(),
                 });
             }
         } else if host.reg_get(&r.registry_key, INSTALL_ROOT_VALUE)?.is_some() {

@@ -4,6 +4,7 @@
 pub mod etcd;
 pub mod fake_api;
 pub mod proxy;
+pub mod release;
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};

@@ -27,6 +27,9 @@ pub struct State {
     /// Firewall rules by lower-case name.
     pub firewall: BTreeMap<String, FirewallRule>,
     pub settings: SimSettings,
+    /// While the vSwitch exists: the NIC's own interface index and the vEthernet's.
+    #[serde(default)]
+    pub vswitch: Option<(u32, u32)>,
 }
 
 impl Default for SystemFacts {
@@ -139,6 +142,7 @@ impl State {
         let nic = &mut self.interfaces[i];
         nic.interface = format!("vEthernet ({})", nic.interface);
         nic.index = new;
+        self.vswitch = Some((old, new));
         self.routes
             .retain(|r| !(r.destination.is_link_local() && r.prefix_len == 32));
         for r in &mut self.routes {
@@ -148,8 +152,11 @@ impl State {
         }
     }
 
-    /// Deleting the last network removes the vSwitch: the address returns to the NIC's name.
+    /// Deleting the last network removes the vSwitch: the address returns to the NIC, with
+    /// its own name and index; the vEthernet's routes go with it, but for those of the NIC's
+    /// configuration (the /32 link-local routes added on the vEthernet are lost).
     pub fn remove_vswitch(&mut self) {
+        let vswitch = self.vswitch.take();
         for a in &mut self.interfaces {
             if let Some(nic) = a
                 .interface
@@ -157,6 +164,19 @@ impl State {
                 .and_then(|n| n.strip_suffix(')'))
             {
                 a.interface = nic.to_owned();
+                if let Some((old, _)) = vswitch {
+                    a.index = old;
+                }
+            }
+        }
+        if let Some((old, new)) = vswitch {
+            self.routes.retain(|r| {
+                !(r.interface_index == new && r.destination.is_link_local() && r.prefix_len == 32)
+            });
+            for r in &mut self.routes {
+                if r.interface_index == new {
+                    r.interface_index = old;
+                }
             }
         }
     }

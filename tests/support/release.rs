@@ -1,0 +1,188 @@
+//! Synthetic Calico for Windows release zips with the real layout, and a local HTTPS server
+//! that serves them (with Range requests, and on demand a response cut off halfway).
+
+use super::fake_api::TestCa;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// The entries of a release: `calico-node.exe` (v3.2x–3.33) or `calico.exe` (3.34+).
+pub fn entries(binary: &str) -> Vec<(String, Vec<u8>)> {
+    let mut v = vec![
+        (format!("CalicoWindows/{binary}"), format!("fake {binary}\n").into_bytes()),
+        ("CalicoWindows/cni/calico.exe".into(), b"fake cni plugin\n".to_vec()),
+        ("CalicoWindows/cni.conf.template".into(), b"{}\n".to_vec()),
+        ("CalicoWindows/config.ps1".into(), b"# legacy\n".to_vec()),
+        ("CalicoWindows/confd/conf.d/blocks.toml".into(), b"[template]\n".to_vec()),
+        ("CalicoWindows/confd/templates/blocks.ps1.template".into(), b"#\n".to_vec()),
+    ];
+    if binary == "calico-node.exe" {
+        v.push(("CalicoWindows/cni/calico-ipam.exe".into(), b"fake ipam\n".to_vec()));
+    }
+    v
+}
+
+/// Writes a zip of `entries` to `path`.
+pub fn write_zip(path: &Path, entries: &[(String, Vec<u8>)]) {
+    let f = std::fs::File::create(path).expect("create zip");
+    let mut z = zip::ZipWriter::new(f);
+    let opts = zip::write::SimpleFileOptions::default();
+    for (name, data) in entries {
+        z.start_file(name.as_str(), opts).expect("start entry");
+        z.write_all(data).expect("write entry");
+    }
+    z.finish().expect("finish zip");
+}
+
+/// A release zip named like the official asset, in `dir`.
+pub fn release_zip(dir: &Path, version: &str, binary: &str) -> PathBuf {
+    let path = dir.join(format!("calico-windows-v{version}.zip"));
+    write_zip(&path, &entries(binary));
+    path
+}
+
+pub fn sha256(path: &Path) -> String {
+    use sha2::Digest;
+    let bytes = std::fs::read(path).expect("read");
+    sha2::Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A local HTTPS server for release files.
+pub struct ReleaseServer {
+    pub url: String,
+    pub ca_pem: String,
+    files: Arc<Mutex<BTreeMap<String, Vec<u8>>>>,
+    /// Requests seen: path and Range header.
+    pub requests: Arc<Mutex<Vec<(String, Option<String>)>>>,
+    /// While above zero, full responses are cut off halfway (and this counts down).
+    pub cut: Arc<AtomicUsize>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl ReleaseServer {
+    pub fn start() -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let ca = TestCa::new("release-ca");
+        let (cert_pem, key_pem) = ca.issue("releases", &["localhost", "127.0.0.1"]);
+        let certs = rustls::pki_types::pem::PemObject::pem_slice_iter(cert_pem.as_bytes())
+            .collect::<Result<Vec<rustls::pki_types::CertificateDer>, _>>()
+            .expect("cert pem");
+        let key = <rustls::pki_types::PrivateKeyDer as rustls::pki_types::pem::PemObject>::from_pem_slice(key_pem.as_bytes())
+            .expect("key pem");
+        let config = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .expect("tls config");
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind loopback");
+        let port = listener.local_addr().expect("addr").port();
+        let files: Arc<Mutex<BTreeMap<String, Vec<u8>>>> = Arc::default();
+        let requests: Arc<Mutex<Vec<(String, Option<String>)>>> = Arc::default();
+        let cut = Arc::new(AtomicUsize::new(0));
+        let (f, r, c) = (files.clone(), requests.clone(), cut.clone());
+        runtime.spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    continue;
+                };
+                let (acceptor, f, r, c) = (acceptor.clone(), f.clone(), r.clone(), c.clone());
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match tls.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let text = String::from_utf8_lossy(&head).into_owned();
+                    let path = text.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                    let range = text.lines().find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("range").then(|| v.trim().to_owned())
+                    });
+                    r.lock().expect("lock").push((path.clone(), range.clone()));
+                    let body = f.lock().expect("lock").get(&path).cloned();
+                    let Some(body) = body else {
+                        let _ = tls
+                            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                            .await;
+                        let _ = tls.shutdown().await;
+                        return;
+                    };
+                    let from = range
+                        .as_deref()
+                        .and_then(|r| r.strip_prefix("bytes="))
+                        .and_then(|r| r.strip_suffix('-'))
+                        .and_then(|n| n.parse::<usize>().ok());
+                    let (status, start) = match from {
+                        Some(n) if n < body.len() => ("206 Partial Content", n),
+                        Some(_) => {
+                            let _ = tls
+                                .write_all(b"HTTP/1.1 416 Range Not Satisfiable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                                .await;
+                            let _ = tls.shutdown().await;
+                            return;
+                        }
+                        None => ("200 OK", 0),
+                    };
+                    let rest = &body[start..];
+                    let header = format!(
+                        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nContent-Type: application/zip\r\nConnection: close\r\n\r\n",
+                        rest.len()
+                    );
+                    let _ = tls.write_all(header.as_bytes()).await;
+                    let cut_now = from.is_none()
+                        && c
+                            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                            .is_ok();
+                    let send = if cut_now { &rest[..rest.len() / 2] } else { rest };
+                    let _ = tls.write_all(send).await;
+                    let _ = tls.flush().await;
+                    if cut_now {
+                        // Drop the connection without a TLS close: the download breaks off.
+                        return;
+                    }
+                    let _ = tls.shutdown().await;
+                });
+            }
+        });
+        Self {
+            url: format!("https://127.0.0.1:{port}"),
+            ca_pem: ca.pem(),
+            files,
+            requests,
+            cut,
+            _runtime: runtime,
+        }
+    }
+
+    /// Serves `bytes` at `/path`; returns the full URL.
+    pub fn serve(&self, path: &str, bytes: Vec<u8>) -> String {
+        self.files.lock().expect("lock").insert(path.to_owned(), bytes);
+        format!("{}{path}", self.url)
+    }
+
+    /// Writes the CA into `dir` for `--release-ca-cert`.
+    pub fn ca_file(&self, dir: &Path) -> PathBuf {
+        let p = dir.join("release-ca.pem");
+        std::fs::write(&p, &self.ca_pem).expect("write ca");
+        p
+    }
+}
