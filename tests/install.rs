@@ -45,16 +45,24 @@ fn walk(base: &Path, dir: &Path, out: &mut serde_json::Map<String, Value>) {
     };
     for e in entries.flatten() {
         let p = e.path();
-        let rel = p.strip_prefix(base).expect("under base").display().to_string();
+        let rel = p
+            .strip_prefix(base)
+            .expect("under base")
+            .display()
+            .to_string();
         if p.is_dir() {
             out.insert(rel.clone(), json!("dir"));
             walk(base, &p, out);
         } else if rel.ends_with("calico-kube-config") || rel.contains("/logs/") {
             out.insert(rel, json!("present"));
         } else if rel.ends_with("calicoctl-win-install.json") {
-            let mut rec: Value = serde_json::from_slice(&std::fs::read(&p).expect("read")).expect("record");
+            let mut rec: Value =
+                serde_json::from_slice(&std::fs::read(&p).expect("read")).expect("record");
             for f in rec["files"].as_array_mut().into_iter().flatten() {
-                if f["path"].as_str().is_some_and(|p| p.ends_with("calico-kube-config")) {
+                if f["path"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with("calico-kube-config"))
+                {
                     f["sha256"] = json!("token");
                 }
             }
@@ -84,7 +92,11 @@ impl Setup {
         let api = FakeApi::start();
         api.healthy_calico();
         let node = SimNode::new(&api);
-        let version = if binary == "calico.exe" { "3.34.0" } else { "3.30.2" };
+        let version = if binary == "calico.exe" {
+            "3.34.0"
+        } else {
+            "3.30.2"
+        };
         let zip = release_zip(node.dir.path(), version, binary);
         let server = ReleaseServer::start();
         let url = server.serve(
@@ -94,7 +106,8 @@ impl Setup {
         let ca = server.ca_file(node.dir.path());
         // Create the host now, with its profile, so that the initial state can be read.
         let mut c = on_node();
-        c.args(["preflight", "--offline", "--sim-host"]).arg(node.sim());
+        c.args(["preflight", "--offline", "--sim-host"])
+            .arg(node.sim());
         if let Some(p) = profile {
             c.args(["--sim-profile", p]);
         }
@@ -114,7 +127,15 @@ impl Setup {
         let sha = sha256(&self.zip);
         let ca = self.ca.display().to_string();
         let args = [
-            &["install", "--release-zip", &self.url, "--sha256", &sha, "--release-ca-cert", &ca][..],
+            &[
+                "install",
+                "--release-zip",
+                &self.url,
+                "--sha256",
+                &sha,
+                "--release-ca-cert",
+                &ca,
+            ][..],
             extra,
         ]
         .concat();
@@ -124,7 +145,8 @@ impl Setup {
     /// `install` from the zip file (no download cache).
     fn install_local(&self, extra: &[&str]) -> (i32, Value, String) {
         let zip = self.zip.display().to_string();
-        self.node.run(&[&["install", "--release-zip", &zip][..], extra].concat())
+        self.node
+            .run(&[&["install", "--release-zip", &zip][..], extra].concat())
     }
 
     fn uninstall(&self, extra: &[&str]) -> (i32, Value, String) {
@@ -136,7 +158,10 @@ impl Setup {
     }
 
     fn state(&self) -> Value {
-        serde_json::from_str(&std::fs::read_to_string(self.node.sim().join("state.json")).expect("state")).expect("json")
+        serde_json::from_str(
+            &std::fs::read_to_string(self.node.sim().join("state.json")).expect("state"),
+        )
+        .expect("json")
     }
 }
 
@@ -174,7 +199,10 @@ fn install_round_trip(binary: &str) {
                 .starts_with(r#""C:\CalicoWindows\calicoctl-win.exe" service run"#)
         );
     }
-    assert_eq!(state["services"]["calicofelix"]["dependencies"], json!(["CalicoNode"]));
+    assert_eq!(
+        state["services"]["calicofelix"]["dependencies"],
+        json!(["CalicoNode"])
+    );
     assert!(state["services"]["calicofelix"]["recovery"]["on_non_crash_failures"] == true);
     let nets: Vec<&str> = state["networks"]
         .as_array()
@@ -182,19 +210,40 @@ fn install_round_trip(binary: &str) {
         .iter()
         .filter_map(|n| n["Name"].as_str())
         .collect();
-    assert!(nets.contains(&"Calico") && nets.contains(&"External"), "{nets:?}");
-    assert_eq!(state["firewall"]["calico vxlan udp 4789"]["local_port"], 4789);
+    assert!(
+        nets.contains(&"Calico") && nets.contains(&"External"),
+        "{nets:?}"
+    );
+    assert_eq!(
+        state["firewall"]["calico vxlan udp 4789"]["local_port"],
+        4789
+    );
     assert!(s.node.c_drive(&format!("calicowindows/{binary}")).is_file());
-    assert!(s.node.c_drive("program files/containerd/cni/bin/calico-ipam.exe").is_file());
+    assert!(
+        s.node
+            .c_drive("program files/containerd/cni/bin/calico-ipam.exe")
+            .is_file()
+    );
     assert!(s.node.c_drive("calicowindows/calico-kube-config").is_file());
-    assert!(!s.node.c_drive("calicowindows/calicoctl-win.journal.json").exists());
+    assert!(
+        !s.node
+            .c_drive("calicowindows/calicoctl-win.journal.json")
+            .exists()
+    );
     let record: Value = serde_json::from_slice(
         &std::fs::read(s.node.c_drive("calicowindows/calicoctl-win-install.json")).expect("record"),
     )
     .expect("record json");
-    let version = if binary == "calico.exe" { "3.34.0" } else { "3.30.2" };
+    let version = if binary == "calico.exe" {
+        "3.34.0"
+    } else {
+        "3.30.2"
+    };
     assert_eq!(record["calico_version"], version);
-    assert!(stderr.is_empty() || !stderr.contains("fake-admin-token"), "no secrets in stderr");
+    assert!(
+        stderr.is_empty() || !stderr.contains("fake-admin-token"),
+        "no secrets in stderr"
+    );
     let installed = s.snapshot();
 
     // The same inputs again: nothing to change, and nothing changed.
@@ -207,7 +256,11 @@ fn install_round_trip(binary: &str) {
     // Uninstall --purge --remove-logs: back to exactly the initial host.
     let (code, _, stderr) = s.uninstall(&["--purge", "--remove-logs"]);
     assert_eq!(code, 0, "{stderr}");
-    assert_same(&s.snapshot(), &initial, "after uninstall --purge --remove-logs");
+    assert_same(
+        &s.snapshot(),
+        &initial,
+        "after uninstall --purge --remove-logs",
+    );
 }
 
 #[test]
@@ -229,8 +282,16 @@ fn dry_runs_change_nothing_and_list_every_action() {
     assert_same(&s.snapshot(), &before, "install --dry-run");
     let actions = doc["actions"].as_array().expect("actions");
     assert!(actions.len() > 10, "{doc}");
-    assert!(actions.iter().all(|a| a["action"].is_string() && a["description"].is_string()));
-    assert!(actions.iter().any(|a| a["action"] == "create-service" && a["spec"]["name"] == "CalicoFelix"));
+    assert!(
+        actions
+            .iter()
+            .all(|a| a["action"].is_string() && a["description"].is_string())
+    );
+    assert!(
+        actions
+            .iter()
+            .any(|a| a["action"] == "create-service" && a["spec"]["name"] == "CalicoFelix")
+    );
     assert!(!doc.to_string().contains("fake-admin-token"));
 
     let (code, _, stderr) = s.install(&[]);
@@ -238,7 +299,13 @@ fn dry_runs_change_nothing_and_list_every_action() {
     let installed = s.snapshot();
     let (code, doc, stderr) = s.uninstall(&["--purge", "--dry-run"]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(doc["actions"].as_array().expect("actions").iter().any(|a| a["action"] == "delete-network"));
+    assert!(
+        doc["actions"]
+            .as_array()
+            .expect("actions")
+            .iter()
+            .any(|a| a["action"] == "delete-network")
+    );
     assert_same(&s.snapshot(), &installed, "uninstall --dry-run");
 }
 
@@ -261,10 +328,23 @@ fn uninstall_without_purge_keeps_networks_and_works_without_config() {
     assert!(stderr.contains("config cannot be read"), "{stderr}");
     let state = s.state();
     assert!(state["services"]["caliconode"].is_null());
-    assert_eq!(state["networks"].as_array().expect("networks").len(), 2, "networks stay");
+    assert_eq!(
+        state["networks"].as_array().expect("networks").len(),
+        2,
+        "networks stay"
+    );
     assert!(!s.node.c_drive("calicowindows/calico-node.exe").exists());
-    assert!(!s.node.c_drive("program files/containerd/cni/bin/calico.exe").exists());
-    assert!(s.node.c_drive("program files/containerd/cni/bin").is_dir(), "containerd's dir stays");
+    assert!(
+        !s.node
+            .c_drive("program files/containerd/cni/bin/calico.exe")
+            .exists()
+    );
+    assert!(
+        s.node
+            .c_drive("program files/containerd/containerd.exe")
+            .is_file(),
+        "containerd stays"
+    );
     assert!(s.node.c_drive("calicowindows/logs").is_dir(), "logs stay");
 
     let (code, doc, _) = s.uninstall(&[]);
@@ -326,12 +406,20 @@ fn a_failure_at_every_install_step_rolls_back_or_a_rerun_converges() {
     let mut converged = 0;
     for n in 1.. {
         let fault = format!("fail:{n}");
-        let (code, stderr) = run_on(&s, &pristine, &host, &[&install[..], &["--sim-fault", &fault]].concat());
+        let (code, stderr) = run_on(
+            &s,
+            &pristine,
+            &host,
+            &[&install[..], &["--sim-fault", &fault]].concat(),
+        );
         if code == 0 {
             assert!(n > 10, "the install made only {n} mutating calls");
             break;
         }
-        assert!(stderr.contains("simulated failure injected"), "{fault}: {stderr}");
+        assert!(
+            stderr.contains("simulated failure injected"),
+            "{fault}: {stderr}"
+        );
         assert!(stderr.contains("install failed"), "{fault}: {stderr}");
         if snapshot(&host) == initial {
             rolled_back += 1;
@@ -339,10 +427,17 @@ fn a_failure_at_every_install_step_rolls_back_or_a_rerun_converges() {
         }
         let (code, stderr) = run_at(&s, &host, &install);
         assert_eq!(code, 0, "{fault}, rerun: {stderr}");
-        assert_same(&snapshot(&host), &installed, &format!("{fault}, then a rerun"));
+        assert_same(
+            &snapshot(&host),
+            &installed,
+            &format!("{fault}, then a rerun"),
+        );
         converged += 1;
     }
-    assert!(rolled_back > 10, "most failures roll back to the initial host ({rolled_back})");
+    assert!(
+        rolled_back > 10,
+        "most failures roll back to the initial host ({rolled_back})"
+    );
     eprintln!("{rolled_back} rolled back, {converged} converged on a rerun");
 }
 
@@ -361,17 +456,30 @@ fn a_crash_at_every_install_step_is_continued_by_the_next_install() {
     let host = s.node.dir.path().join("crashy");
     for n in 1.. {
         let fault = format!("crash:{n}");
-        let (code, stderr) = run_on(&s, &pristine, &host, &[&install[..], &["--sim-fault", &fault]].concat());
+        let (code, stderr) = run_on(
+            &s,
+            &pristine,
+            &host,
+            &[&install[..], &["--sim-fault", &fault]].concat(),
+        );
         if code == 0 {
             break;
         }
         assert_eq!(code, 86, "{fault}: {stderr}");
+        let crashed_at = stderr.lines().last().unwrap_or_default().to_owned();
         let (code, stderr) = run_at(&s, &host, &install);
         assert_eq!(code, 0, "{fault}, rerun: {stderr}");
         if n > 1 {
-            assert!(stderr.contains("did not finish"), "{fault}: the rerun says it continues: {stderr}");
+            assert!(
+                stderr.contains("did not finish"),
+                "{fault}: the rerun says it continues: {stderr}"
+            );
         }
-        assert_same(&snapshot(&host), &installed, &format!("{fault}, then a rerun"));
+        assert_same(
+            &snapshot(&host),
+            &installed,
+            &format!("{fault} ({crashed_at}), then a rerun"),
+        );
     }
 }
 
@@ -383,21 +491,38 @@ fn a_failure_at_every_uninstall_step_is_finished_by_a_rerun() {
     let initial = snapshot(&pristine);
     let zip = s.zip.display().to_string();
     let installed = s.node.dir.path().join("installed");
-    let (code, stderr) = run_on(&s, &pristine, &installed, &["install", "--release-zip", &zip]);
+    let (code, stderr) = run_on(
+        &s,
+        &pristine,
+        &installed,
+        &["install", "--release-zip", &zip],
+    );
     assert_eq!(code, 0, "{stderr}");
     let uninstall = ["uninstall", "--purge", "--remove-logs"];
     let host = s.node.dir.path().join("faulty");
     for n in 1.. {
         let fault = format!("fail:{n}");
-        let (code, stderr) = run_on(&s, &installed, &host, &[&uninstall[..], &["--sim-fault", &fault]].concat());
+        let (code, stderr) = run_on(
+            &s,
+            &installed,
+            &host,
+            &[&uninstall[..], &["--sim-fault", &fault]].concat(),
+        );
         if code == 0 {
             assert!(n > 10, "the uninstall made only {n} mutating calls");
             break;
         }
-        assert!(stderr.contains("running uninstall again finishes it"), "{fault}: {stderr}");
+        assert!(
+            stderr.contains("running uninstall again finishes it"),
+            "{fault}: {stderr}"
+        );
         let (code, stderr) = run_at(&s, &host, &uninstall);
         assert_eq!(code, 0, "{fault}, rerun: {stderr}");
-        assert_same(&snapshot(&host), &initial, &format!("{fault}, then a rerun"));
+        assert_same(
+            &snapshot(&host),
+            &initial,
+            &format!("{fault}, then a rerun"),
+        );
     }
 }
 
@@ -413,7 +538,9 @@ fn bad_releases_are_refused_and_leave_nothing_behind() {
     let mut entries = support::release::entries("calico-node.exe");
     entries.push(("CalicoWindows/../../evil.txt".into(), b"x".to_vec()));
     write_zip(&evil, &entries);
-    let (code, _, stderr) = s.node.run(&["install", "--release-zip", &evil.display().to_string()]);
+    let (code, _, stderr) = s
+        .node
+        .run(&["install", "--release-zip", &evil.display().to_string()]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("escapes the target directory"), "{stderr}");
     assert_same(&s.snapshot(), &initial, "path escape");
@@ -421,14 +548,25 @@ fn bad_releases_are_refused_and_leave_nothing_behind() {
     // An unknown layout.
     let odd = dir.join("odd.zip");
     write_zip(&odd, &[("Calico/calico-node.exe".into(), b"x".to_vec())]);
-    let (code, _, stderr) = s.node.run(&["install", "--release-zip", &odd.display().to_string()]);
+    let (code, _, stderr) = s
+        .node
+        .run(&["install", "--release-zip", &odd.display().to_string()]);
     assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.contains("not a Calico for Windows release"), "{stderr}");
+    assert!(
+        stderr.contains("not a Calico for Windows release"),
+        "{stderr}"
+    );
     assert_same(&s.snapshot(), &initial, "unknown layout");
 
     // A wrong checksum for the download: the partial file and the cache go.
     let (code, _, stderr) = s.node.run(&[
-        "install", "--release-zip", &s.url, "--sha256", &"0".repeat(64), "--release-ca-cert", &ca,
+        "install",
+        "--release-zip",
+        &s.url,
+        "--sha256",
+        &"0".repeat(64),
+        "--release-ca-cert",
+        &ca,
     ]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("has SHA-256"), "{stderr}");
@@ -436,30 +574,56 @@ fn bad_releases_are_refused_and_leave_nothing_behind() {
 
     // Truncated data: a download cut short has the wrong checksum; a truncated file is no zip.
     let bytes = std::fs::read(&s.zip).expect("zip");
-    let short_url = s.server.serve("/short/calico-windows-v3.30.2.zip", bytes[..bytes.len() / 2].to_vec());
+    let short_url = s.server.serve(
+        "/short/calico-windows-v3.30.2.zip",
+        bytes[..bytes.len() / 2].to_vec(),
+    );
     let (code, _, stderr) = s.node.run(&[
-        "install", "--release-zip", &short_url, "--sha256", &sha256(&s.zip), "--release-ca-cert", &ca,
+        "install",
+        "--release-zip",
+        &short_url,
+        "--sha256",
+        &sha256(&s.zip),
+        "--release-ca-cert",
+        &ca,
     ]);
     assert_eq!(code, 1, "{stderr}");
     assert_same(&s.snapshot(), &initial, "truncated download");
     let (code, _, stderr) = s.node.run(&[
-        "install", "--release-zip", &short_url, "--insecure-skip-checksum", "--release-ca-cert", &ca,
+        "install",
+        "--release-zip",
+        &short_url,
+        "--insecure-skip-checksum",
+        "--release-ca-cert",
+        &ca,
     ]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("not a readable zip"), "{stderr}");
     assert_same(&s.snapshot(), &initial, "truncated zip without a checksum");
 
     // A URL needs a checksum; plain HTTP needs --allow-http (refused before any connection).
-    let (code, _, stderr) = s.node.run(&["install", "--release-zip", &s.url, "--release-ca-cert", &ca]);
+    let (code, _, stderr) =
+        s.node
+            .run(&["install", "--release-zip", &s.url, "--release-ca-cert", &ca]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--sha256"), "{stderr}");
     let http = s.url.replace("https://", "http://");
-    let (code, _, stderr) = s.node.run(&["install", "--release-zip", &http, "--sha256", &sha256(&s.zip)]);
+    let (code, _, stderr) = s.node.run(&[
+        "install",
+        "--release-zip",
+        &http,
+        "--sha256",
+        &sha256(&s.zip),
+    ]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--allow-http"), "{stderr}");
     // A version other than the one asked for.
     let (code, _, stderr) = s.node.run(&[
-        "install", "--release-zip", &s.zip.display().to_string(), "--calico-version", "3.29.0",
+        "install",
+        "--release-zip",
+        &s.zip.display().to_string(),
+        "--calico-version",
+        "3.29.0",
     ]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("not 3.29.0"), "{stderr}");
@@ -473,22 +637,44 @@ fn a_broken_download_is_resumed_by_the_next_install() {
     let (code, _, stderr) = s.install(&["--no-start"]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("broke off"), "{stderr}");
-    let part = s.node.c_drive("calicowindows/cache/calico-windows-v3.30.2.zip.part");
+    let part = s
+        .node
+        .c_drive("calicowindows/cache/calico-windows-v3.30.2.zip.part");
     assert!(part.is_file(), "the partial download is kept");
     let (code, _, stderr) = s.install(&["--no-start"]);
     assert_eq!(code, 0, "{stderr}");
-    let ranges: Vec<_> = s.server.requests.lock().expect("lock").iter().filter_map(|(_, r)| r.clone()).collect();
+    let ranges: Vec<_> = s
+        .server
+        .requests
+        .lock()
+        .expect("lock")
+        .iter()
+        .filter_map(|(_, r)| r.clone())
+        .collect();
     assert_eq!(ranges.len(), 1, "one resumed request: {ranges:?}");
     assert!(!part.exists());
     let state = s.state();
-    assert_eq!(state["services"]["caliconode"]["state"], "stopped", "--no-start");
+    assert_eq!(
+        state["services"]["caliconode"]["state"], "stopped",
+        "--no-start"
+    );
 
     // A second install reuses the cached zip without downloading.
     let before = s.server.requests.lock().expect("lock").len();
     let (code, doc, stderr) = s.install(&[]);
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(s.server.requests.lock().expect("lock").len(), before, "cache used");
-    let started: Vec<&str> = doc["actions"].as_array().expect("actions").iter().filter(|a| a["action"] == "start-service").filter_map(|a| a["name"].as_str()).collect();
+    assert_eq!(
+        s.server.requests.lock().expect("lock").len(),
+        before,
+        "cache used"
+    );
+    let started: Vec<&str> = doc["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .filter(|a| a["action"] == "start-service")
+        .filter_map(|a| a["name"].as_str())
+        .collect();
     assert_eq!(started, ["CalicoNode", "CalicoFelix"]);
 }
 
@@ -503,11 +689,23 @@ fn a_legacy_install_needs_migrate_legacy_and_uninstall_explains_it() {
     assert!(stderr.contains("--migrate-legacy"), "{stderr}");
     let (code, doc, stderr) = s.install_local(&["--migrate-legacy", "--skip", "firewall-vxlan"]);
     assert_eq!(code, 0, "{stderr}");
-    let first: Vec<&str> = doc["actions"].as_array().expect("actions").iter().take(3).filter_map(|a| a["action"].as_str()).collect();
-    assert!(first.contains(&"delete-service"), "legacy services go first: {first:?}");
+    let first: Vec<&str> = doc["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .take(3)
+        .filter_map(|a| a["action"].as_str())
+        .collect();
+    assert!(
+        first.contains(&"delete-service"),
+        "legacy services go first: {first:?}"
+    );
     let state = s.state();
     assert!(
-        state["services"]["caliconode"]["command_line"].as_str().expect("cmd").contains("calicoctl-win.exe"),
+        state["services"]["caliconode"]["command_line"]
+            .as_str()
+            .expect("cmd")
+            .contains("calicoctl-win.exe"),
         "CalicoNode is ours now"
     );
 }
@@ -518,7 +716,10 @@ fn taint_windows_taints_the_node_once() {
     let (code, _, stderr) = s.install_local(&["--taint-windows"]);
     assert_eq!(code, 0, "{stderr}");
     let node = s.api.get("/api/v1/nodes/win-1").expect("node");
-    assert_eq!(node["spec"]["taints"], json!([{"key": "os", "value": "windows", "effect": "NoSchedule"}]));
+    assert_eq!(
+        node["spec"]["taints"],
+        json!([{"key": "os", "value": "windows", "effect": "NoSchedule"}])
+    );
     let (code, _, stderr) = s.install_local(&["--taint-windows"]);
     assert_eq!(code, 0, "{stderr}");
     let node = s.api.get("/api/v1/nodes/win-1").expect("node");

@@ -19,10 +19,7 @@ pub fn windows_taint() -> Taint {
 pub fn ensure_taint(c: &Cluster, node: &str, taint: &Taint) -> Result<bool, ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
     let current = c.call("get", "nodes", nodes.get(node))?;
-    let mut taints = current
-        .spec
-        .and_then(|s| s.taints)
-        .unwrap_or_default();
+    let mut taints = current.spec.and_then(|s| s.taints).unwrap_or_default();
     if taints
         .iter()
         .any(|t| t.key == taint.key && t.effect == taint.effect && t.value == taint.value)

@@ -82,12 +82,17 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     ctx.printer.text(checks::table(&results).trim_end());
     ctx.printer.text("");
     if !blocking.is_empty() && !dry_run {
-        ctx.printer.json(&json!({"checks": results, "blocking": blocking, "changed": false}));
+        ctx.printer
+            .json(&json!({"checks": results, "blocking": blocking, "changed": false}));
         return Err(Blocked { ids: blocking }.into());
     }
 
     // The release: downloaded and extracted on this machine, or (dry run) what would be.
-    let root = config.install_root.as_str().trim_end_matches('\\').to_owned();
+    let root = config
+        .install_root
+        .as_str()
+        .trim_end_matches('\\')
+        .to_owned();
     let cache_dir = join(&root, "cache");
     let staging = tempfile::Builder::new()
         .prefix("calicoctl-win-release-")
@@ -101,10 +106,21 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let mut files = Vec::new();
     files.extend(release_files(config, &got, &want, &mut prepare));
     files.push(self_file(host.as_ref(), config)?);
-    files.extend(credential_files(ctx, args, host.as_ref(), config, &cluster, etcd_files, &mut prepare)?);
+    files.extend(credential_files(
+        ctx,
+        args,
+        host.as_ref(),
+        config,
+        &cluster,
+        etcd_files,
+        &mut prepare,
+    )?);
     files.extend(rendered_files(host.as_ref(), config)?);
     let (extra_owned, extra_dirs) = match &got {
-        Got::Release { cached: Some((path, sha)), .. } => (
+        Got::Release {
+            cached: Some((path, sha)),
+            ..
+        } => (
             vec![RecordedFile {
                 path: path.clone(),
                 sha256: sha.clone(),
@@ -158,12 +174,17 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     } else if dry_run {
         ctx.printer.text("Plan:");
         for (i, a) in actions.iter().enumerate() {
-            ctx.printer.text(&format!("  {:>2}. {}", i + 1, a.describe()));
+            ctx.printer
+                .text(&format!("  {:>2}. {}", i + 1, a.describe()));
         }
     }
     let taint = args.taint_windows.then(node::windows_taint);
     if let Some(t) = &taint {
-        let verb = if dry_run { "would taint" } else { "then taints" };
+        let verb = if dry_run {
+            "would taint"
+        } else {
+            "then taints"
+        };
         ctx.printer.text(&format!(
             "  {verb} node {node_name} {}={}:{}",
             t.key,
@@ -204,6 +225,8 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         start_timeout: args.service_timeout,
         previous: journal,
         routes_before: host.routes().unwrap_or_default(),
+        record: None,
+        logs_dir: Some(config.logs.dir.as_str().to_owned()),
         now: now(),
     };
     let mut lines = Vec::new();
@@ -295,7 +318,9 @@ pub(crate) fn release_want(a: &ReleaseArgs) -> anyhow::Result<Want> {
     let source = match &a.release_zip {
         Some(s) => Source::parse(s),
         None => Source::Url(release::official_url(
-            version.as_deref().unwrap_or(release::DEFAULT_CALICO_VERSION),
+            version
+                .as_deref()
+                .unwrap_or(release::DEFAULT_CALICO_VERSION),
         )),
     };
     let sha256 = a
@@ -333,7 +358,10 @@ pub(crate) enum Got {
         cached: Option<(String, String)>,
     },
     /// A dry run that would download it.
-    Pending { url: String, version: Option<String> },
+    Pending {
+        url: String,
+        version: Option<String>,
+    },
 }
 
 impl Got {
@@ -456,7 +484,11 @@ fn release_files(
             }
             if cni {
                 let plugin = x.cni.iter().find(|(n, _)| n == "calico.exe");
-                let ipam = x.cni.iter().find(|(n, _)| n == "calico-ipam.exe").or(plugin);
+                let ipam = x
+                    .cni
+                    .iter()
+                    .find(|(n, _)| n == "calico-ipam.exe")
+                    .or(plugin);
                 for (name, src) in [("calico.exe", plugin), ("calico-ipam.exe", ipam)] {
                     if let Some((from, local)) = src {
                         out.push(DesiredFile::new(
@@ -542,7 +574,10 @@ fn self_file(host: &dyn Host, c: &Config) -> anyhow::Result<DesiredFile> {
 
 /// The etcd TLS files from Calico's secret, checked (and against etcd when its endpoints
 /// are known).
-fn etcd_credentials(c: &crate::cluster::Cluster, config: &Config) -> anyhow::Result<etcd::EtcdTlsFiles> {
+fn etcd_credentials(
+    c: &crate::cluster::Cluster,
+    config: &Config,
+) -> anyhow::Result<etcd::EtcdTlsFiles> {
     let ns = facts::calico_namespace(c)?;
     let secret = "calico-etcd-secrets";
     let mut data = credentials::secret_data(c, &ns, secret)?;
@@ -611,7 +646,12 @@ fn credential_files(
             "keeps {path}: its token is valid for more than {}",
             crate::duration::show(args.token_keep_if_valid_for)
         ));
-        return Ok(vec![DesiredFile::new(path, from, Content::Bytes(bytes), true)]);
+        return Ok(vec![DesiredFile::new(
+            path,
+            from,
+            Content::Bytes(bytes),
+            true,
+        )]);
     }
     let ClusterRead::Read(cl, _) = cluster else {
         if ctx.options.dry_run {
@@ -647,9 +687,17 @@ fn credential_files(
         cl.server,
         issued
             .expires
-            .map_or("without expiry".to_owned(), |t| format!("valid until {}", time_text(t)))
+            .map_or("without expiry".to_owned(), |t| format!(
+                "valid until {}",
+                time_text(t)
+            ))
     ));
-    Ok(vec![DesiredFile::new(path, from, Content::Bytes(text.into_bytes()), true)])
+    Ok(vec![DesiredFile::new(
+        path,
+        from,
+        Content::Bytes(text.into_bytes()),
+        true,
+    )])
 }
 
 /// The CNI config, the services' environment files and the External network.

@@ -4,10 +4,10 @@ mod config_show;
 mod fetch;
 mod import_ps1;
 mod install;
-mod uninstall;
 mod preflight;
 mod render;
 pub mod service;
+mod uninstall;
 
 use crate::cli::{Command, ConfigCommand, FetchCommand, ServiceCommand};
 use crate::context::Context;

@@ -96,7 +96,11 @@ pub(crate) fn read_cluster(offline: bool, ctx: &mut Context, node: &str) -> Clus
 }
 
 /// The configuration with what the cluster says filling unset settings.
-pub(crate) fn with_cluster(ctx: &mut Context, cluster: &ClusterRead, base: Loaded) -> anyhow::Result<Loaded> {
+pub(crate) fn with_cluster(
+    ctx: &mut Context,
+    cluster: &ClusterRead,
+    base: Loaded,
+) -> anyhow::Result<Loaded> {
     match cluster {
         ClusterRead::Read(_, f) => Ok(ctx.load_config_with(f.settings())?),
         _ => Ok(base),

@@ -6,7 +6,7 @@ use crate::cli::UninstallArgs;
 use crate::context::Context;
 use crate::host::select::Intent;
 use crate::plan::exec::{Journal, Options};
-use crate::plan::record::{self, join};
+use crate::plan::record;
 use crate::plan::{self, uninstall};
 use serde_json::json;
 
@@ -18,7 +18,12 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let root = match &args.install_root {
         Some(r) => r.trim_end_matches('\\').to_owned(),
         None => match ctx.load_config() {
-            Ok(l) => l.config.install_root.as_str().trim_end_matches('\\').to_owned(),
+            Ok(l) => l
+                .config
+                .install_root
+                .as_str()
+                .trim_end_matches('\\')
+                .to_owned(),
             Err(e) => {
                 ctx.printer.warn(&format!(
                     "the config cannot be read ({e}); looking for the install record in {DEFAULT_ROOT} (--install-root DIR for another)"
@@ -29,7 +34,20 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     };
     let host = ctx.open_host(Intent::Change)?;
     let dry_run = ctx.options.dry_run;
-    let Some(rec) = record::read(host.as_ref(), &root)? else {
+    let journal_path = uninstall::journal_path(&root);
+    let journal = Journal::load(host.as_ref(), &journal_path)?;
+    let record = match (record::read(host.as_ref(), &root)?, &journal) {
+        (Some(r), _) => Some(r),
+        (None, Some(j)) => {
+            ctx.printer.note(&format!(
+                "an uninstall started at {} did not finish: this run finishes it",
+                super::fetch::time_text(j.started)
+            ));
+            j.record.clone()
+        }
+        (None, None) => None,
+    };
+    let Some(rec) = record else {
         let legacy = legacy_services(host.as_ref())?;
         if !legacy.is_empty() {
             let e = legacy_error(&legacy);
@@ -45,12 +63,11 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ctx.printer.text(&format!(
             "Nothing to uninstall: there is no install record in {root}"
         ));
-        ctx.printer
-            .json(&json!({"dry_run": dry_run, "install_root": root, "actions": [], "changed": false}));
+        ctx.printer.json(
+            &json!({"dry_run": dry_run, "install_root": root, "actions": [], "changed": false}),
+        );
         return Ok(());
     };
-    let journal_path = join(&root, record::JOURNAL_FILE);
-    let journal = Journal::load(host.as_ref(), &journal_path)?;
     let actions = uninstall::plan(
         host.as_ref(),
         &rec,
@@ -76,7 +93,8 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     if dry_run {
         ctx.printer.text("Plan:");
         for (i, a) in actions.iter().enumerate() {
-            ctx.printer.text(&format!("  {:>2}. {}", i + 1, a.describe()));
+            ctx.printer
+                .text(&format!("  {:>2}. {}", i + 1, a.describe()));
         }
         if !args.purge {
             ctx.printer.text(
@@ -93,8 +111,10 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         rollback: false,
         stop_timeout: args.service_timeout,
         start_timeout: args.service_timeout,
-        previous: journal.filter(|j| j.command == "uninstall"),
+        previous: journal,
         routes_before: Vec::new(),
+        record: Some(rec.clone()),
+        logs_dir: None,
         now: now(),
     };
     let mut lines = Vec::new();

@@ -68,6 +68,10 @@ pub struct Journal {
     pub new_dirs: Vec<String>,
     /// The host's routes when the first run started.
     pub routes_before: Vec<Route>,
+    /// Uninstall: the record it works from, so that a run cut off after the record file is
+    /// gone can be finished.
+    #[serde(default)]
+    pub record: Option<super::record::InstallRecord>,
     pub entries: Vec<Entry>,
 }
 
@@ -84,9 +88,9 @@ impl Journal {
         let Some(bytes) = host.read_file(path)? else {
             return Ok(None);
         };
-        serde_json::from_slice(&bytes)
-            .map(Some)
-            .with_context(|| format!("the journal {path} is not readable; delete it to start afresh"))
+        serde_json::from_slice(&bytes).map(Some).with_context(|| {
+            format!("the journal {path} is not readable; delete it to start afresh")
+        })
     }
 
     /// Directories created by the journaled actions, and by the journal.
@@ -112,6 +116,10 @@ pub struct Options {
     /// The journal of an interrupted run, continued by this one.
     pub previous: Option<Journal>,
     pub routes_before: Vec<Route>,
+    pub record: Option<super::record::InstallRecord>,
+    /// The services' logs directory: a rollback that removes the directory holding it also
+    /// removes the logs the started services wrote there.
+    pub logs_dir: Option<String>,
     pub now: i64,
 }
 
@@ -141,9 +149,7 @@ pub fn execute(
     opts: Options,
     report: &mut dyn FnMut(usize, usize, &Action),
 ) -> Result<Outcome, ExecError> {
-    let (journaled, final_dirs): (Vec<&Action>, Vec<&Action>) = actions
-        .iter()
-        .partition(|a| !matches!(a, Action::RemoveDir { .. }));
+    let journaled: Vec<&Action> = actions.iter().collect();
     let total = actions.len();
     let mut journal = match opts.previous.clone() {
         Some(j) => j,
@@ -152,6 +158,7 @@ pub fn execute(
             started: opts.now,
             new_dirs: Vec::new(),
             routes_before: opts.routes_before.clone(),
+            record: opts.record.clone(),
             entries: Vec::new(),
         },
     };
@@ -191,7 +198,7 @@ pub fn execute(
         }
     }
 
-    // Success: the backups and the journal go, then the directories the plan empties.
+    // Success: the backups and the journal go.
     let fail = |i: usize, action: String, source: anyhow::Error| ExecError {
         index: i,
         total,
@@ -213,11 +220,6 @@ pub fn execute(
                 err.into(),
             )
         })?;
-    }
-    for (i, action) in final_dirs.iter().enumerate() {
-        let n = journaled.len() + i + 1;
-        report(n, total, action);
-        run(host, action, &opts).map_err(|err| fail(n, action.describe(), err))?;
     }
     Ok(Outcome { done: total })
 }
@@ -415,7 +417,11 @@ fn rollback(host: &dyn Host, journal: &Journal, opts: &Options) -> Vec<String> {
     let mut failures = Vec::new();
     for e in journal.entries.iter().rev() {
         if let Err(err) = undo(host, &e.undo, opts) {
-            failures.push(format!("undo '{}': {}", e.action, crate::error::chain(err.as_ref())));
+            failures.push(format!(
+                "undo '{}': {}",
+                e.action,
+                crate::error::chain(err.as_ref())
+            ));
         }
     }
     if failures.is_empty() {
@@ -423,6 +429,17 @@ fn rollback(host: &dyn Host, journal: &Journal, opts: &Options) -> Vec<String> {
             failures.push(format!("remove the journal: {err}"));
         }
         let mut dirs = journal.created_dirs();
+        if let Some(logs) = &opts.logs_dir {
+            let lower = logs.to_ascii_lowercase();
+            let created = dirs.iter().any(|d| {
+                let d = d.to_ascii_lowercase();
+                lower == d || lower.starts_with(&format!("{d}\\"))
+            });
+            if created {
+                failures.extend(remove_service_logs(host, logs));
+                dirs.push(logs.clone());
+            }
+        }
         dirs.sort_by_key(|d| std::cmp::Reverse(d.len()));
         dirs.dedup();
         for d in dirs {
@@ -432,6 +449,19 @@ fn rollback(host: &dyn Host, journal: &Journal, opts: &Options) -> Vec<String> {
         }
     }
     failures
+}
+
+/// Removes the services' log files in `dir`; returns what could not be removed.
+fn remove_service_logs(host: &dyn Host, dir: &str) -> Vec<String> {
+    let paths = super::uninstall::service_logs(host, dir).unwrap_or_default();
+    paths
+        .into_iter()
+        .filter_map(|path| {
+            host.remove_file(&path)
+                .err()
+                .map(|e| format!("remove {path}: {e}"))
+        })
+        .collect()
 }
 
 fn undo(host: &dyn Host, undo: &Undo, opts: &Options) -> anyhow::Result<()> {

@@ -177,18 +177,25 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<(Vec<Action>, Ins
     let mut actions = Vec::new();
 
     // 1. The legacy NSSM install goes first (its services have our services' names).
-    for s in &i.legacy {
+    // Dependents (felix, confd, the upgrade service) stop before CalicoNode.
+    for s in i.legacy.iter().rev() {
         if s.state != ServiceState::Stopped {
             actions.push(Action::StopService {
                 name: s.name.clone(),
             });
         }
+    }
+    for s in i.legacy.iter().rev() {
         actions.push(Action::DeleteService {
             name: s.name.clone(),
             restore: Some(legacy_spec(s)),
         });
     }
-    let legacy_names: Vec<String> = i.legacy.iter().map(|s| s.name.to_ascii_lowercase()).collect();
+    let legacy_names: Vec<String> = i
+        .legacy
+        .iter()
+        .map(|s| s.name.to_ascii_lowercase())
+        .collect();
 
     // 2. Files whose contents or access differ.
     let mut writes = Vec::new();
@@ -216,8 +223,13 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<(Vec<Action>, Ins
     let mut removals = Vec::new();
     if let Some(prev) = &i.previous {
         for old in &prev.files {
-            let kept = i.files.iter().any(|f| f.path.eq_ignore_ascii_case(&old.path))
-                || i.extra_owned.iter().any(|f| f.path.eq_ignore_ascii_case(&old.path));
+            let kept = i
+                .files
+                .iter()
+                .any(|f| f.path.eq_ignore_ascii_case(&old.path))
+                || i.extra_owned
+                    .iter()
+                    .any(|f| f.path.eq_ignore_ascii_case(&old.path));
             if !kept && host.read_file(&old.path)?.is_some() {
                 removals.push(Action::RemoveFile {
                     path: old.path.clone(),
@@ -330,13 +342,22 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<(Vec<Action>, Ins
     }
 
     // 5. The record: what this install owns, merged with what earlier runs created.
-    let mut dirs: Vec<String> = i.previous.as_ref().map(|p| p.dirs.clone()).unwrap_or_default();
+    let mut dirs: Vec<String> = i
+        .previous
+        .as_ref()
+        .map(|p| p.dirs.clone())
+        .unwrap_or_default();
     if let Some(j) = i.journal {
         dirs.extend(j.created_dirs());
     }
     dirs.extend(i.extra_dirs.iter().cloned());
     let record_path = join(&root, record::RECORD_FILE);
-    for path in i.files.iter().map(|f| f.path.as_str()).chain([record_path.as_str()]) {
+    for path in i
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .chain([record_path.as_str()])
+    {
         dirs.extend(missing_parents(host, path)?);
     }
     let mut seen = std::collections::BTreeSet::new();

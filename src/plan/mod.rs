@@ -98,7 +98,7 @@ pub enum Action {
         #[serde(serialize_with = "secs")]
         timeout: Duration,
     },
-    /// Removes a directory if it is empty; runs after the journal is gone.
+    /// Removes a directory if it is empty.
     RemoveDir {
         path: String,
     },
@@ -155,7 +155,9 @@ impl Action {
                 format!("set {key}\\{name} = {}", show_reg(value))
             }
             Self::DeleteRegistryKey { key } => format!("delete registry key {key}"),
-            Self::DeleteRegistryValue { key, name } => format!("delete registry value {key}\\{name}"),
+            Self::DeleteRegistryValue { key, name } => {
+                format!("delete registry value {key}\\{name}")
+            }
             Self::AddFirewallRule { rule } => format!(
                 "add firewall rule \"{}\" allowing inbound {:?} {}",
                 rule.name, rule.protocol, rule.local_port

@@ -1,7 +1,7 @@
 //! The install record: what install created, kept under the install root so that uninstall
 //! works from it alone, without the config or the cluster.
 
-use crate::host::{FirewallRule, Files, HostResult, Route, ServiceSpec};
+use crate::host::{Files, FirewallRule, HostResult, Route, ServiceSpec};
 use serde::{Deserialize, Serialize};
 
 pub const RECORD_FILE: &str = "calicoctl-win-install.json";
@@ -68,7 +68,10 @@ pub fn read(host: &dyn Files, install_root: &str) -> Result<Option<InstallRecord
 
 impl InstallRecord {
     pub fn path(&self) -> String {
-        format!("{}\\{RECORD_FILE}", self.install_root.trim_end_matches('\\'))
+        format!(
+            "{}\\{RECORD_FILE}",
+            self.install_root.trim_end_matches('\\')
+        )
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -89,7 +92,10 @@ pub fn missing_parents(host: &dyn Files, path: &str) -> HostResult<Vec<String>> 
     let mut cur = path;
     while let Some((parent, _)) = cur.rsplit_once('\\') {
         // Stop at the drive (`C:`) or a UNC share's root.
-        if parent.len() <= 2 || parent.ends_with(':') || parent.starts_with("\\\\") && parent.matches('\\').count() <= 3 {
+        if parent.len() <= 2
+            || parent.ends_with(':')
+            || parent.starts_with("\\\\") && parent.matches('\\').count() <= 3
+        {
             break;
         }
         if host.dir_exists(parent)? {

@@ -12,6 +12,13 @@ pub struct Options {
     pub remove_logs: bool,
 }
 
+/// Where uninstall keeps its journal: beside the install root, which it removes.
+pub fn journal_path(install_root: &str) -> String {
+    let root = install_root.trim_end_matches('\\');
+    let parent = root.rsplit_once('\\').map_or(root, |(p, _)| p);
+    format!("{parent}\\calicoctl-win-uninstall.journal.json")
+}
+
 /// Whether a file in the logs directory is one of the services' logs: `calico-<role>.log` or
 /// a rotated `calico-<role>-<UTC time>.log`.
 pub fn is_service_log(name: &str) -> bool {
@@ -29,6 +36,24 @@ pub fn is_service_log(name: &str) -> bool {
                 .strip_prefix('-')
                 .is_some_and(|t| !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric()))
     })
+}
+
+/// The services' log files in `dir`, as host paths.
+pub fn service_logs(host: &dyn Host, dir: &str) -> anyhow::Result<Vec<String>> {
+    let local = host.local_path(dir)?;
+    let mut names: Vec<String> = std::fs::read_dir(&local)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| is_service_log(n))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    Ok(names
+        .into_iter()
+        .map(|n| super::record::join(dir, &n))
+        .collect())
 }
 
 pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<Vec<Action>> {
@@ -93,23 +118,13 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
         }
     }
     if o.remove_logs {
-        let dir = host.local_path(&r.logs_dir)?;
-        let mut names: Vec<String> = std::fs::read_dir(&dir)
-            .map(|d| {
-                d.filter_map(Result::ok)
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| is_service_log(n))
-                    .collect()
-            })
-            .unwrap_or_default();
-        names.sort();
-        for n in names {
-            actions.push(Action::RemoveFile {
-                path: super::record::join(&r.logs_dir, &n),
-            });
+        for path in service_logs(host, &r.logs_dir)? {
+            actions.push(Action::RemoveFile { path });
         }
     }
-    actions.push(Action::RemoveFile { path: r.path() });
+    if host.read_file(&r.path())?.is_some() {
+        actions.push(Action::RemoveFile { path: r.path() });
+    }
     let mut dirs = r.dirs.clone();
     if o.remove_logs {
         dirs.push(r.logs_dir.clone());
@@ -117,7 +132,9 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
     dirs.sort_by_key(|d| std::cmp::Reverse(d.matches('\\').count()));
     dirs.dedup();
     for d in dirs {
-        actions.push(Action::RemoveDir { path: d });
+        if host.dir_exists(&d)? {
+            actions.push(Action::RemoveDir { path: d });
+        }
     }
     Ok(actions)
 }

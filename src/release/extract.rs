@@ -65,8 +65,8 @@ pub fn extract(zip: &Path, into: &Path, cap: u64) -> Result<Extracted, ReleaseEr
         what: what.clone(),
         source,
     };
-    let file = std::fs::File::open(zip)
-        .map_err(|e| ReleaseError::io(format!("cannot read {what}"), e))?;
+    let file =
+        std::fs::File::open(zip).map_err(|e| ReleaseError::io(format!("cannot read {what}"), e))?;
     let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(zerr)?;
 
     // Check every entry before writing anything.
@@ -195,11 +195,9 @@ fn read_version(root: &Path, zip: &Path) -> Option<String> {
     let v = name
         .strip_prefix("calico-windows-v")?
         .strip_suffix(".zip")?;
-    let looks = v.split('.').take(3).all(|p| {
-        p.chars()
-            .take_while(char::is_ascii_digit)
-            .next()
-            .is_some()
-    });
+    let looks = v
+        .split('.')
+        .take(3)
+        .all(|p| p.chars().take_while(char::is_ascii_digit).next().is_some());
     looks.then(|| v.to_owned())
 }

@@ -168,10 +168,13 @@ impl ReleaseError {
             Self::Checksum { .. } => {
                 "the file is not the release you named: download it again, or check --sha256"
             }
-            Self::Version { .. } => "pass the zip of that version, or the matching --calico-version",
-            Self::Zip { .. } | Self::Unsafe { .. } | Self::TooLarge { .. } | Self::Layout { .. } => {
-                "use the calico-windows-vX.Y.Z.zip asset of a Calico release"
+            Self::Version { .. } => {
+                "pass the zip of that version, or the matching --calico-version"
             }
+            Self::Zip { .. }
+            | Self::Unsafe { .. }
+            | Self::TooLarge { .. }
+            | Self::Layout { .. } => "use the calico-windows-vX.Y.Z.zip asset of a Calico release",
             Self::Io { .. } => return None,
         })
     }

@@ -8,7 +8,8 @@ fn zip_of(path: &Path, entries: &[(&str, &[u8])]) {
     let opts = zip::write::SimpleFileOptions::default();
     for (name, data) in entries {
         if let Some(link) = name.strip_suffix("@link") {
-            z.add_symlink(link, "../../etc/passwd", opts).expect("symlink");
+            z.add_symlink(link, "../../etc/passwd", opts)
+                .expect("symlink");
         } else {
             z.start_file(*name, opts).expect("start");
             z.write_all(data).expect("write");
@@ -102,8 +103,8 @@ fn symlinks_and_oversized_archives_are_refused() {
 fn an_unknown_layout_says_what_is_missing() {
     let err = extract_entries("r.zip", &[("README.txt", b"hi")]).expect_err("no root");
     assert!(err.to_string().contains("no CalicoWindows folder"), "{err}");
-    let err = extract_entries("r.zip", &[("CalicoWindows/cni/calico.exe", b"x")])
-        .expect_err("no binary");
+    let err =
+        extract_entries("r.zip", &[("CalicoWindows/cni/calico.exe", b"x")]).expect_err("no binary");
     assert!(err.to_string().contains("neither calico.exe"), "{err}");
 }
 
@@ -143,7 +144,10 @@ fn urls_need_https_and_a_checksum_unless_told_otherwise() {
     assert!(check_url(&want, url).is_ok());
     assert_eq!(want.source.file_name(), "calico-windows-v3.30.0.zip");
     assert!(parse_sha256("abc").is_err());
-    assert_eq!(parse_sha256(&"AB".repeat(32)).expect("hex"), "ab".repeat(32));
+    assert_eq!(
+        parse_sha256(&"AB".repeat(32)).expect("hex"),
+        "ab".repeat(32)
+    );
     assert_eq!(
         official_url("v3.30.0"),
         "https://github.com/projectcalico/calico/releases/download/v3.30.0/calico-windows-v3.30.0.zip"

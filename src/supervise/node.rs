@@ -27,6 +27,9 @@ pub struct StartPhase {
     pub platform: Option<Platform>,
 }
 
+/// The registry value holding the routes from before the vSwitch until they are restored.
+pub const ROUTES_VALUE: &str = "RoutesBeforeVswitch";
+
 /// Whether CalicoNode has finished initialising in the current boot.
 pub fn init_done(host: &dyn Host) -> HostResult<bool> {
     let boot = host.system_facts()?.boot_id;
@@ -127,11 +130,32 @@ pub fn init(
         let platform = platform::detect(&host.hns_networks()?, &s.probes);
         log.info(&format!("platform: {platform}"));
         phase.platform = Some(platform);
+        // The routes before the vSwitch, kept in the registry until they are restored, so
+        // that a start cut off between creating the vSwitch and restoring them still knows.
+        let kept = match host.reg_get(CALICO_KEY, ROUTES_VALUE)? {
+            Some(RegValue::Sz(json)) => serde_json::from_str::<Vec<Route>>(&json).ok(),
+            _ => None,
+        };
+        let snapshot = match kept {
+            Some(routes) => routes,
+            None => {
+                let routes = host.routes()?;
+                let external = host
+                    .hns_networks()?
+                    .iter()
+                    .any(|n| n.name == EXTERNAL_NETWORK);
+                // After a boot the networks are deleted and the vSwitch made again.
+                if !external || phase.first_run_since_boot {
+                    let json = serde_json::to_string(&routes).unwrap_or_default();
+                    host.reg_set(CALICO_KEY, ROUTES_VALUE, &RegValue::Sz(json))?;
+                }
+                routes
+            }
+        };
         if phase.first_run_since_boot {
             phase.deleted_networks = delete_stale_networks(host, s, stop, log)?;
             wait_for_usable_ip(host, s, env, stop, log)?;
         }
-        let snapshot = host.routes()?;
         phase.created_external = ensure_external(host, s, stop, log)?;
         let mgmt = wait_for_management_ip(host, s, stop, log)?;
         if phase.created_external {
@@ -143,7 +167,11 @@ pub fn init(
                 return Err(SuperviseError::Stopped);
             }
             phase.restored_routes = restore_routes(host, &snapshot, mgmt, log)?;
+        } else if host.reg_get(CALICO_KEY, ROUTES_VALUE)?.is_some() {
+            // A start before this one created the vSwitch and stopped before restoring.
+            phase.restored_routes = restore_routes(host, &snapshot, mgmt, log)?;
         }
+        host.reg_delete_value(CALICO_KEY, ROUTES_VALUE)?;
         if platform.needs_metadata_route() {
             ensure_metadata_route(host, mgmt, log)?;
         }

@@ -232,12 +232,13 @@ fn creating_external_is_retried_until_it_succeeds() {
         &SimHost::open_or_create(dir.path(), None).expect("host"),
         &[],
     );
-    // The first mutating call of a fresh start is the creation of External: it fails once.
+    // The mutating calls of a fresh start: keeping the route snapshot, then creating
+    // External, which fails once.
     let host = SimHost::open_or_create(dir.path(), None)
         .expect("host")
         .with_fault(Some(Fault {
             kind: FaultKind::Fail,
-            at: 1,
+            at: 2,
         }));
     let s = settings(Role::Node);
     let (log, path) = log_for(&host, &s);

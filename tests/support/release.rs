@@ -12,15 +12,30 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// The entries of a release: `calico-node.exe` (v3.2x–3.33) or `calico.exe` (3.34+).
 pub fn entries(binary: &str) -> Vec<(String, Vec<u8>)> {
     let mut v = vec![
-        (format!("CalicoWindows/{binary}"), format!("fake {binary}\n").into_bytes()),
-        ("CalicoWindows/cni/calico.exe".into(), b"fake cni plugin\n".to_vec()),
+        (
+            format!("CalicoWindows/{binary}"),
+            format!("fake {binary}\n").into_bytes(),
+        ),
+        (
+            "CalicoWindows/cni/calico.exe".into(),
+            b"fake cni plugin\n".to_vec(),
+        ),
         ("CalicoWindows/cni.conf.template".into(), b"{}\n".to_vec()),
         ("CalicoWindows/config.ps1".into(), b"# legacy\n".to_vec()),
-        ("CalicoWindows/confd/conf.d/blocks.toml".into(), b"[template]\n".to_vec()),
-        ("CalicoWindows/confd/templates/blocks.ps1.template".into(), b"#\n".to_vec()),
+        (
+            "CalicoWindows/confd/conf.d/blocks.toml".into(),
+            b"[template]\n".to_vec(),
+        ),
+        (
+            "CalicoWindows/confd/templates/blocks.ps1.template".into(),
+            b"#\n".to_vec(),
+        ),
     ];
     if binary == "calico-node.exe" {
-        v.push(("CalicoWindows/cni/calico-ipam.exe".into(), b"fake ipam\n".to_vec()));
+        v.push((
+            "CalicoWindows/cni/calico-ipam.exe".into(),
+            b"fake ipam\n".to_vec(),
+        ));
     }
     v
 }
@@ -175,7 +190,10 @@ impl ReleaseServer {
 
     /// Serves `bytes` at `/path`; returns the full URL.
     pub fn serve(&self, path: &str, bytes: Vec<u8>) -> String {
-        self.files.lock().expect("lock").insert(path.to_owned(), bytes);
+        self.files
+            .lock()
+            .expect("lock")
+            .insert(path.to_owned(), bytes);
         format!("{}{path}", self.url)
     }
 
