@@ -171,6 +171,26 @@ Changes on the host: those three files (only when their content changes). --dry-
 and writes nothing."
     )]
     EtcdCerts(FetchEtcdArgs),
+    /// Download, verify and extract a Calico for Windows release zip, nothing else
+    #[command(
+        long_about = "Obtains the release zip as install does (--release-zip FILE or URL, by default the official \
+asset of --calico-version; a URL needs --sha256 unless --insecure-skip-checksum, and https unless \
+--allow-http), streaming the download to disk while hashing it and resuming a partial one, then \
+extracts it safely into --output-dir (entries escaping it, symlinks and archives past 2 GB are \
+refused) and reports its layout and version. For preparing an offline node, and for benchmarks.\n\n\
+Changes on this machine: --output-dir (created) gets the zip and a CalicoWindows folder. Nothing on \
+the node."
+    )]
+    Release(FetchReleaseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FetchReleaseArgs {
+    #[command(flatten)]
+    pub release: ReleaseArgs,
+    /// Where the zip and the extracted CalicoWindows folder go
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: PathBuf,
 }
 
 #[derive(Debug, Args)]

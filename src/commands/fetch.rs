@@ -225,3 +225,54 @@ pub fn etcd_certs(args: &FetchEtcdArgs, ctx: &mut Context) -> anyhow::Result<()>
     }));
     Ok(())
 }
+
+pub fn release(args: &crate::cli::FetchReleaseArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    let want = super::install::release_want(&args.release)?;
+    let out = &args.output_dir;
+    if ctx.options.dry_run {
+        ctx.printer.text(&format!(
+            "would obtain {} into {} and extract it there",
+            want.source.show(),
+            out.display()
+        ));
+        ctx.printer
+            .json(&json!({"dry_run": true, "source": want.source.show(), "output_dir": out}));
+        return Ok(());
+    }
+    let extracted = out.join("CalicoWindows");
+    if extracted.exists() {
+        return Err(UsageError::new(
+            format!("{} exists already", extracted.display()),
+            "pass an empty --output-dir, or remove the old CalicoWindows folder",
+        )
+        .into());
+    }
+    fs_err::create_dir_all(out)?;
+    let mut progress = crate::output::DownloadProgress::new(std::io::stderr().is_terminal(), false);
+    let obtained = crate::release::obtain(&want, out, &ctx.env, &mut progress)?;
+    let staging = tempfile::Builder::new()
+        .prefix(".calicoctl-win-extract-")
+        .tempdir_in(out)?;
+    let x = crate::release::extract(&obtained.path, staging.path(), crate::release::EXTRACT_CAP)?;
+    crate::release::check_version(&want, &x, &want.source.show())?;
+    fs_err::rename(&x.root, &extracted)?;
+    let version = x.version.clone();
+    ctx.printer.text(&format!(
+        "{} (sha256 {}): Calico {} with {}, extracted into {}",
+        obtained.path.display(),
+        obtained.sha256,
+        version.as_deref().unwrap_or("of unknown version"),
+        x.binary.file_name(),
+        extracted.display()
+    ));
+    ctx.printer.json(&json!({
+        "zip": obtained.path,
+        "sha256": obtained.sha256,
+        "downloaded": obtained.downloaded,
+        "version": version,
+        "binary": x.binary,
+        "extracted": extracted,
+    }));
+    Ok(())
+}

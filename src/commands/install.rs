@@ -238,7 +238,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ctx.log(l);
     }
     if let Err(e) = result {
-        return Err(install_failed(e).into());
+        return Err(install_failed(e));
     }
     if let (Some(t), ClusterRead::Read(c, _)) = (&taint, &cluster) {
         let changed = node::ensure_taint(c, &node_name, t)?;

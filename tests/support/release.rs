@@ -68,13 +68,16 @@ pub fn sha256(path: &Path) -> String {
         .collect()
 }
 
+/// Requests seen: path and Range header.
+pub type Requests = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
 /// A local HTTPS server for release files.
 pub struct ReleaseServer {
     pub url: String,
     pub ca_pem: String,
     files: Arc<Mutex<BTreeMap<String, Vec<u8>>>>,
     /// Requests seen: path and Range header.
-    pub requests: Arc<Mutex<Vec<(String, Option<String>)>>>,
+    pub requests: Requests,
     /// While above zero, full responses are cut off halfway (and this counts down).
     pub cut: Arc<AtomicUsize>,
     _runtime: tokio::runtime::Runtime,
@@ -105,7 +108,7 @@ impl ReleaseServer {
             .expect("bind loopback");
         let port = listener.local_addr().expect("addr").port();
         let files: Arc<Mutex<BTreeMap<String, Vec<u8>>>> = Arc::default();
-        let requests: Arc<Mutex<Vec<(String, Option<String>)>>> = Arc::default();
+        let requests: Requests = Arc::default();
         let cut = Arc::new(AtomicUsize::new(0));
         let (f, r, c) = (files.clone(), requests.clone(), cut.clone());
         runtime.spawn(async move {
