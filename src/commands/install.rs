@@ -17,7 +17,7 @@ use crate::plan::install::{DesiredFile, Inputs};
 use crate::plan::record::{self, RecordedFile, join};
 use crate::plan::{self, Content, exec::Journal};
 use crate::release::{self, Binary, Extracted, Source, Want};
-use crate::render::{self, CniTemplate, HostFacts, OsBuild};
+use crate::render::{self, HostFacts, OsBuild};
 use anyhow::Context as _;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -229,14 +229,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         logs_dir: Some(config.logs.dir.as_str().to_owned()),
         now: now(),
     };
-    let mut lines = Vec::new();
-    let result = plan::execute(host.as_ref(), &actions, opts, &mut |i, n, a| {
-        lines.push(format!("[{i}/{n}] {}", a.describe()));
-    });
-    for l in &lines {
-        ctx.printer.text(l);
-        ctx.log(l);
-    }
+    let result = super::execute_plan(ctx, host.as_ref(), &actions, opts);
     if let Err(e) = result {
         return Err(install_failed(e));
     }
@@ -709,22 +702,7 @@ fn rendered_files(host: &dyn Host, c: &Config) -> anyhow::Result<Vec<DesiredFile
             ubr: f.ubr.unwrap_or(0),
         })
         .unwrap_or(OsBuild::SERVER_2022);
-    let user_template = match &c.cni.template {
-        Some(path) => Some((
-            path.display().to_string(),
-            fs_err::read_to_string(path)
-                .context("cannot read the CNI template given in cni.template")?,
-        )),
-        None => None,
-    };
-    let template = match &user_template {
-        Some((name, text)) => CniTemplate { name, text },
-        None => CniTemplate {
-            name: "the built-in template",
-            text: render::cni::BUILT_IN_TEMPLATE,
-        },
-    };
-    let rendered = render::render_all(c, &HostFacts { os_build }, &template)?;
+    let rendered = super::render::render_files(c, &HostFacts { os_build })?;
     Ok(rendered
         .into_iter()
         .map(|f| {

@@ -29,3 +29,17 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
     }
     .map_err(CliError::from)
 }
+
+/// Runs a plan, printing and logging each step as it starts.
+pub(crate) fn execute_plan(
+    ctx: &mut Context,
+    host: &dyn crate::host::Host,
+    actions: &[crate::plan::Action],
+    opts: crate::plan::exec::Options,
+) -> Result<crate::plan::Outcome, crate::plan::ExecError> {
+    crate::plan::execute(host, actions, opts, &mut |i, n, a| {
+        let line = format!("[{i}/{n}] {}", a.describe());
+        ctx.printer.text(&line);
+        ctx.log(&line);
+    })
+}

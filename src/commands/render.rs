@@ -7,18 +7,11 @@ use crate::render::{self, CniTemplate, HostFacts, OsBuild};
 use anyhow::Context as _;
 use serde_json::json;
 
-pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let loaded = ctx.load_config()?;
-    let config = &loaded.config;
-    let os_build = args.os_build.unwrap_or_else(|| {
-        ctx.printer.detail(&format!(
-            "assuming Windows build {} (Windows Server 2022); pass --os-build for another",
-            OsBuild::SERVER_2022
-        ));
-        OsBuild::SERVER_2022
-    });
-    let facts = HostFacts { os_build };
-
+/// Every file, from the CNI template in `cni.template` or the built-in one.
+pub(crate) fn render_files(
+    config: &crate::config::Config,
+    facts: &HostFacts,
+) -> anyhow::Result<Vec<render::RenderedFile>> {
     let user_template = match &config.cni.template {
         Some(path) => Some((
             path.display().to_string(),
@@ -34,8 +27,23 @@ pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
             text: render::cni::BUILT_IN_TEMPLATE,
         },
     };
+    Ok(render::render_all(config, facts, &template)?)
+}
+
+pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let loaded = ctx.load_config()?;
+    let config = &loaded.config;
+    let os_build = args.os_build.unwrap_or_else(|| {
+        ctx.printer.detail(&format!(
+            "assuming Windows build {} (Windows Server 2022); pass --os-build for another",
+            OsBuild::SERVER_2022
+        ));
+        OsBuild::SERVER_2022
+    });
+    let facts = HostFacts { os_build };
+
     // Render everything before writing anything.
-    let rendered = render::render_all(config, &facts, &template)?;
+    let rendered = render_files(config, &facts)?;
 
     if !ctx.options.dry_run {
         fs_err::create_dir_all(&args.output_dir)?;

@@ -117,14 +117,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         logs_dir: None,
         now: now(),
     };
-    let mut lines = Vec::new();
-    let result = plan::execute(host.as_ref(), &actions, opts, &mut |i, n, a| {
-        lines.push(format!("[{i}/{n}] {}", a.describe()));
-    });
-    for l in &lines {
-        ctx.printer.text(l);
-        ctx.log(l);
-    }
+    let result = super::execute_plan(ctx, host.as_ref(), &actions, opts);
     if let Err(e) = result {
         let done = e.index - 1;
         return Err(anyhow::Error::new(e).context(format!(
