@@ -124,7 +124,10 @@ fn classify(error: &anyhow::Error) -> (Exit, Option<String>) {
             use crate::release::ReleaseError as R;
             let exit = match e {
                 R::Timeout { .. } => Exit::Timeout,
-                R::BadChecksumArg(_) | R::NeedChecksum { .. } | R::PlainHttp { .. } => Exit::Usage,
+                R::BadChecksumArg(_)
+                | R::BadUrl { .. }
+                | R::NeedChecksum { .. }
+                | R::PlainHttp { .. } => Exit::Usage,
                 _ => Exit::Failed,
             };
             return (exit, e.hint().map(str::to_owned));

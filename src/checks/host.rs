@@ -409,6 +409,15 @@ fn firewall_vxlan(s: &HostSnapshot, c: &Config) -> Check {
     )
 }
 
+/// Whether a Calico service is run by Calico's scripts (NSSM, or PowerShell directly) rather
+/// than by calicoctl-win.
+pub fn is_legacy_service(s: &InstalledService) -> bool {
+    matches!(
+        s.program_file_name().as_str(),
+        "nssm.exe" | "powershell.exe" | "pwsh.exe"
+    )
+}
+
 fn foreign_cni(s: &HostSnapshot) -> Check {
     const ID: &str = "foreign-cni";
     let mut found = Vec::new();
@@ -440,12 +449,7 @@ fn foreign_cni(s: &HostSnapshot) -> Check {
     let legacy: Vec<&InstalledService> = s
         .calico_services
         .iter()
-        .filter(|svc| {
-            matches!(
-                svc.program_file_name().as_str(),
-                "nssm.exe" | "powershell.exe"
-            )
-        })
+        .filter(|svc| is_legacy_service(svc))
         .collect();
     if !legacy.is_empty() {
         let (program, _) = split_command_line(&legacy[0].command_line);

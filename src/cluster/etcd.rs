@@ -9,11 +9,49 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The files under `<install_root>\\etcd-tls`, as Calico's quickstart wrote them: the secret's
+/// key, the file name, and the setting that points at it.
+pub const TLS_FILES: [(&str, &str, &str); 3] = [
+    ("etcd-key", "server.key", "etcd.key_file"),
+    ("etcd-cert", "server.crt", "etcd.cert_file"),
+    ("etcd-ca", "ca.crt", "etcd.ca_cert_file"),
+];
+
+/// The three files from a secret (like `calico-etcd-secrets`), not yet checked.
+pub fn files_from_secret(
+    c: &crate::cluster::Cluster,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<EtcdTlsFiles> {
+    let mut data = crate::cluster::credentials::secret_data(c, namespace, name)?;
+    let mut take = |key: &str| {
+        data.remove(key).ok_or_else(
+            || crate::cluster::credentials::CredentialError::MissingKey {
+                namespace: namespace.into(),
+                name: name.into(),
+                key: key.into(),
+            },
+        )
+    };
+    Ok(EtcdTlsFiles {
+        key: take("etcd-key")?,
+        cert: take("etcd-cert")?,
+        ca: take("etcd-ca")?,
+    })
+}
+
 /// The three files, as PEM text.
 pub struct EtcdTlsFiles {
     pub key: Vec<u8>,
     pub cert: Vec<u8>,
     pub ca: Vec<u8>,
+}
+
+impl EtcdTlsFiles {
+    /// The contents in the order of `TLS_FILES`.
+    pub fn in_order(&self) -> [&[u8]; 3] {
+        [&self.key, &self.cert, &self.ca]
+    }
 }
 
 impl std::fmt::Debug for EtcdTlsFiles {

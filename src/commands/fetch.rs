@@ -3,7 +3,7 @@
 
 use crate::cli::{FetchEtcdArgs, FetchKubeconfigArgs};
 use crate::cluster::credentials::{self, Issued, Token};
-use crate::cluster::etcd::{self, EtcdTlsFiles};
+use crate::cluster::etcd;
 use crate::cluster::{Cluster, facts};
 use crate::context::Context;
 use crate::duration;
@@ -142,32 +142,12 @@ pub(crate) fn current_token_outlives(
     Ok(token.outlives(deadline))
 }
 
-/// The etcd files' names under `<install_root>\etcd-tls`, as Calico's quickstart wrote them.
-const ETCD_FILES: [(&str, &str, &str); 3] = [
-    ("etcd-key", "server.key", "etcd.key_file"),
-    ("etcd-cert", "server.crt", "etcd.cert_file"),
-    ("etcd-ca", "ca.crt", "etcd.ca_cert_file"),
-];
-
 pub fn etcd_certs(args: &FetchEtcdArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let loaded = ctx.load_config()?;
     let host = ctx.open_host(Intent::Change)?;
     let c = ctx.require_cluster()?;
     let ns = namespace(ctx, &c, &args.namespace)?;
-    let mut data = credentials::secret_data(&c, &ns, &args.secret)?;
-    let mut take = |key: &str| {
-        data.remove(key)
-            .ok_or_else(|| credentials::CredentialError::MissingKey {
-                namespace: ns.clone(),
-                name: args.secret.clone(),
-                key: key.into(),
-            })
-    };
-    let files = EtcdTlsFiles {
-        key: take("etcd-key")?,
-        cert: take("etcd-cert")?,
-        ca: take("etcd-ca")?,
-    };
+    let files = etcd::files_from_secret(&c, &ns, &args.secret)?;
     etcd::check_files(&files)?;
 
     let mut endpoints: Vec<String> = loaded
@@ -193,9 +173,8 @@ pub fn etcd_certs(args: &FetchEtcdArgs, ctx: &mut Context) -> anyhow::Result<()>
     }
 
     let dir = loaded.config.install_root.join("etcd-tls");
-    let contents = [&files.key, &files.cert, &files.ca];
     let mut written = Vec::new();
-    for ((_, name, setting), bytes) in ETCD_FILES.iter().zip(contents) {
+    for ((_, name, setting), bytes) in etcd::TLS_FILES.iter().zip(files.in_order()) {
         let path = dir.join(name).as_str().to_owned();
         let changed = if ctx.options.dry_run {
             false

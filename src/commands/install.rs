@@ -2,21 +2,21 @@
 //! change planned first, journaled while it runs and undone if a step fails.
 
 use super::fetch::{current_token_outlives, now, time_text};
-use super::preflight::{ClusterRead, cluster_checks, read_cluster};
+use super::preflight::{ClusterRead, check_skips, cluster_checks, read_cluster};
 use crate::checks::{self, Blocked};
 use crate::cli::{InstallArgs, ReleaseArgs};
 use crate::cluster::{credentials, etcd, facts, node};
-use crate::config::types::{Backend, Datastore};
+use crate::config::types::Datastore;
 use crate::config::{Config, Raw};
 use crate::context::Context;
 use crate::error::UsageError;
 use crate::host::select::Intent;
 use crate::host::{Host, HostKind, InstalledService};
 use crate::output::DownloadProgress;
-use crate::plan::install::{DesiredFile, Inputs};
+use crate::plan::install::{DesiredFile, Got, Inputs, release_files};
 use crate::plan::record::{self, RecordedFile, join};
 use crate::plan::{self, Content, exec::Journal};
-use crate::release::{self, Binary, Extracted, Source, Want};
+use crate::release::{self, Source, Want};
 use crate::render::{self, HostFacts, OsBuild};
 use anyhow::Context as _;
 use serde_json::json;
@@ -25,13 +25,6 @@ use std::io::IsTerminal;
 
 /// Services a legacy install registered, by the names it used.
 const LEGACY_SERVICES: [&str; 4] = ["CalicoNode", "CalicoFelix", "CalicoConfd", "CalicoUpgrade"];
-
-/// The etcd files under `<install_root>\etcd-tls`: secret key, file name, setting.
-const ETCD_FILES: [(&str, &str, &str); 3] = [
-    ("etcd-key", "server.key", "etcd.key_file"),
-    ("etcd-cert", "server.crt", "etcd.cert_file"),
-    ("etcd-ca", "ca.crt", "etcd.ca_cert_file"),
-];
 
 pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let want = release_want(&args.release)?;
@@ -59,7 +52,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         && base.config.etcd.tls.is_none()
     {
         let files = etcd_credentials(c, &base.config)?;
-        for (_, name, setting) in ETCD_FILES {
+        for (_, name, setting) in etcd::TLS_FILES {
             let path = base.config.install_root.join("etcd-tls").join(name);
             settings.insert(setting, Raw::Scalar(path.as_str().to_owned()));
         }
@@ -104,7 +97,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     // Credentials, rendered files, CNI plugins, calicoctl-win itself.
     let mut prepare: Vec<String> = Vec::new();
     let mut files = Vec::new();
-    files.extend(release_files(config, &got, &want, &mut prepare));
+    files.extend(release_files(config, &got, &want, &mut prepare)?);
     files.push(self_file(host.as_ref(), config)?);
     files.extend(credential_files(
         ctx,
@@ -148,13 +141,13 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         extra_owned,
         extra_dirs,
         calico_version: got.version(),
-        legacy: legacy.clone(),
+        legacy,
         start: !args.no_start,
         wait_timeout: args.wait_timeout,
         previous,
         journal: journal.as_ref(),
     };
-    let (actions, _record) = plan::install::plan(host.as_ref(), &inputs)?;
+    let actions = plan::install::plan(host.as_ref(), &inputs)?;
 
     let version = got.version();
     let header = format!(
@@ -192,6 +185,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
             t.effect
         ));
     }
+    let actions_json = plan::to_json(&actions).context("cannot show the plan as JSON")?;
     let doc = |done: bool| {
         json!({
             "dry_run": dry_run,
@@ -200,7 +194,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
             "checks": results,
             "blocking": blocking,
             "prepare": prepare,
-            "actions": plan::to_json(&actions),
+            "actions": actions_json,
             "changed": done && !actions.is_empty(),
         })
     };
@@ -224,7 +218,9 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         stop_timeout: args.service_timeout,
         start_timeout: args.service_timeout,
         previous: journal,
-        routes_before: host.routes().unwrap_or_default(),
+        routes_before: host
+            .routes()
+            .context("cannot read the routes before the install")?,
         record: None,
         logs_dir: Some(config.logs.dir.as_str().to_owned()),
         now: now(),
@@ -273,21 +269,6 @@ fn host_name(host: &dyn Host) -> String {
         HostKind::Windows => "this node".into(),
         HostKind::Simulated { dir, profile } => format!("the simulated {profile} host in {dir}"),
         HostKind::InMemory { profile } => format!("a throw-away simulated {profile} host"),
-    }
-}
-
-fn check_skips(skip: &[String]) -> Result<(), UsageError> {
-    let known = |id: &str| checks::host::IDS.contains(&id) || checks::cluster::IDS.contains(&id);
-    match skip.iter().find(|s| !known(s)) {
-        Some(bad) => Err(UsageError::new(
-            format!("--skip {bad}: there is no check with that id"),
-            format!(
-                "check ids: {}, {}",
-                checks::host::IDS.join(", "),
-                checks::cluster::IDS.join(", ")
-            ),
-        )),
-        None => Ok(()),
     }
 }
 
@@ -340,30 +321,6 @@ pub(crate) fn release_want(a: &ReleaseArgs) -> anyhow::Result<Want> {
         ca_pem,
         timeout: a.download_timeout,
     })
-}
-
-/// The release as far as this run knows it.
-pub(crate) enum Got {
-    Release {
-        x: Extracted,
-        sha256: String,
-        /// The cached zip on the host: path and checksum.
-        cached: Option<(String, String)>,
-    },
-    /// A dry run that would download it.
-    Pending {
-        url: String,
-        version: Option<String>,
-    },
-}
-
-impl Got {
-    fn version(&self) -> Option<String> {
-        match self {
-            Self::Release { x, .. } => x.version.clone(),
-            Self::Pending { version, .. } => version.clone(),
-        }
-    }
 }
 
 /// Downloads (or takes) and extracts the release into `staging`. In a dry run a URL is only
@@ -440,108 +397,6 @@ pub(crate) fn obtain_release(
     Ok(got)
 }
 
-/// The Calico binary, confd's files (windows-bgp) and the CNI plugins.
-fn release_files(
-    c: &Config,
-    got: &Got,
-    want: &Want,
-    prepare: &mut Vec<String>,
-) -> Vec<DesiredFile> {
-    let root = &c.install_root;
-    let mut out = Vec::new();
-    let cni = c.backend != Backend::None;
-    match got {
-        Got::Release { x, sha256, .. } => {
-            prepare.push(format!(
-                "release {} (sha256 {sha256}): Calico {} with {}",
-                want.source.show(),
-                x.version.as_deref().unwrap_or("of unknown version"),
-                x.binary.file_name()
-            ));
-            let bin = x.binary.file_name();
-            out.push(DesiredFile::new(
-                root.join(bin).as_str().to_owned(),
-                format!("release CalicoWindows\\{bin}"),
-                Content::Local(x.root.join(bin)),
-                false,
-            ));
-            if c.backend == Backend::WindowsBgp {
-                for (rel, local) in &x.confd {
-                    out.push(DesiredFile::new(
-                        root.join(rel).as_str().to_owned(),
-                        format!("release CalicoWindows\\{rel}"),
-                        Content::Local(local.clone()),
-                        false,
-                    ));
-                }
-            }
-            if cni {
-                let plugin = x.cni.iter().find(|(n, _)| n == "calico.exe");
-                let ipam = x
-                    .cni
-                    .iter()
-                    .find(|(n, _)| n == "calico-ipam.exe")
-                    .or(plugin);
-                for (name, src) in [("calico.exe", plugin), ("calico-ipam.exe", ipam)] {
-                    if let Some((from, local)) = src {
-                        out.push(DesiredFile::new(
-                            c.cni.bin_dir.join(name).as_str().to_owned(),
-                            format!("release CalicoWindows\\cni\\{from}"),
-                            Content::Local(local.clone()),
-                            false,
-                        ));
-                    }
-                }
-            }
-        }
-        Got::Pending { url, version } => {
-            let sha = want
-                .sha256
-                .as_deref()
-                .map_or("--sha256 not given".to_owned(), |s| format!("sha256 {s}"));
-            prepare.push(format!(
-                "would download {url} ({sha}) into {}, check it and extract it",
-                root.join("cache").as_str()
-            ));
-            let bin = match version.as_deref().map(new_layout) {
-                Some(true) => Binary::Calico,
-                _ => Binary::CalicoNode,
-            }
-            .file_name();
-            out.push(DesiredFile::new(
-                root.join(bin).as_str().to_owned(),
-                format!("release CalicoWindows\\{bin}"),
-                Content::Pending,
-                false,
-            ));
-            if cni {
-                for name in ["calico.exe", "calico-ipam.exe"] {
-                    out.push(DesiredFile::new(
-                        c.cni.bin_dir.join(name).as_str().to_owned(),
-                        "release CalicoWindows\\cni\\calico.exe",
-                        Content::Pending,
-                        false,
-                    ));
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Whether a version ships `calico.exe` instead of `calico-node.exe` (v3.34 and later).
-fn new_layout(version: &str) -> bool {
-    let mut parts = version.split('.').map(|p| {
-        p.chars()
-            .take_while(char::is_ascii_digit)
-            .collect::<String>()
-            .parse::<u32>()
-            .unwrap_or(0)
-    });
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    (major, minor) >= (3, 34)
-}
-
 /// calicoctl-win itself, which the services run. A simulated host cannot run this machine's
 /// executable (its services run in-process), so it gets a stand-in with the version.
 fn self_file(host: &dyn Host, c: &Config) -> anyhow::Result<DesiredFile> {
@@ -562,7 +417,7 @@ fn self_file(host: &dyn Host, c: &Config) -> anyhow::Result<DesiredFile> {
         "calicoctl-win itself",
         content,
         false,
-    ))
+    )?)
 }
 
 /// The etcd TLS files from Calico's secret, checked (and against etcd when its endpoints
@@ -572,21 +427,7 @@ fn etcd_credentials(
     config: &Config,
 ) -> anyhow::Result<etcd::EtcdTlsFiles> {
     let ns = facts::calico_namespace(c)?;
-    let secret = "calico-etcd-secrets";
-    let mut data = credentials::secret_data(c, &ns, secret)?;
-    let mut take = |key: &str| {
-        data.remove(key)
-            .ok_or_else(|| credentials::CredentialError::MissingKey {
-                namespace: ns.clone(),
-                name: secret.into(),
-                key: key.into(),
-            })
-    };
-    let files = etcd::EtcdTlsFiles {
-        key: take("etcd-key")?,
-        cert: take("etcd-cert")?,
-        ca: take("etcd-ca")?,
-    };
+    let files = etcd::files_from_secret(c, &ns, "calico-etcd-secrets")?;
     etcd::check_files(&files)?;
     for e in &config.etcd.endpoints {
         etcd::health(&e.to_string(), &files, std::time::Duration::from_secs(10))?;
@@ -613,18 +454,18 @@ fn credential_files(
             return Ok(Vec::new());
         };
         let dir = c.install_root.join("etcd-tls");
-        let out = ETCD_FILES
+        let out = etcd::TLS_FILES
             .iter()
-            .zip([files.key, files.cert, files.ca])
+            .zip(files.in_order())
             .map(|((_, name, _), bytes)| {
                 DesiredFile::new(
                     dir.join(name).as_str().to_owned(),
                     "credentials: etcd TLS from calico-etcd-secrets",
-                    Content::Bytes(bytes),
+                    Content::Bytes(bytes.to_vec()),
                     true,
                 )
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
         prepare.push("etcd TLS files from the calico-etcd-secrets secret, checked".into());
         return Ok(out);
     }
@@ -634,7 +475,9 @@ fn credential_files(
     let from = "credentials: calico-node's kubeconfig";
     let kept = current_token_outlives(host, &path, args.token_keep_if_valid_for)?;
     if kept.is_some() {
-        let bytes = host.read_file(&path)?.unwrap_or_default();
+        let bytes = host
+            .read_file(&path)?
+            .with_context(|| format!("{path} disappeared while it was read"))?;
         prepare.push(format!(
             "keeps {path}: its token is valid for more than {}",
             crate::duration::show(args.token_keep_if_valid_for)
@@ -644,14 +487,14 @@ fn credential_files(
             from,
             Content::Bytes(bytes),
             true,
-        )]);
+        )?]);
     }
     let ClusterRead::Read(cl, _) = cluster else {
         if ctx.options.dry_run {
             prepare.push(format!(
                 "would request a token for calico-node through the TokenRequest API and write {path} (needs the admin kubeconfig: --kubeconfig, $KUBECONFIG or ~/.kube/config)"
             ));
-            return Ok(vec![DesiredFile::new(path, from, Content::Pending, true)]);
+            return Ok(vec![DesiredFile::new(path, from, Content::Pending, true)?]);
         }
         let why = match cluster {
             ClusterRead::Failed(e) => format!("the cluster cannot be read: {e}"),
@@ -670,7 +513,7 @@ fn credential_files(
             crate::duration::show(args.token_lifetime),
             cl.server
         ));
-        return Ok(vec![DesiredFile::new(path, from, Content::Pending, true)]);
+        return Ok(vec![DesiredFile::new(path, from, Content::Pending, true)?]);
     }
     let issued = credentials::token_request(cl, &ns, "calico-node", args.token_lifetime)?;
     let ca = credentials::ca_for(cl, &ns, &issued)?;
@@ -690,18 +533,18 @@ fn credential_files(
         from,
         Content::Bytes(text.into_bytes()),
         true,
-    )])
+    )?])
 }
 
 /// The CNI config, the services' environment files and the External network.
 fn rendered_files(host: &dyn Host, c: &Config) -> anyhow::Result<Vec<DesiredFile>> {
-    let os_build = host
+    let f = host
         .system_facts()
-        .map(|f| OsBuild {
-            build: f.build,
-            ubr: f.ubr.unwrap_or(0),
-        })
-        .unwrap_or(OsBuild::SERVER_2022);
+        .context("cannot read the Windows build, which decides loopback DSR in the CNI config")?;
+    let os_build = OsBuild {
+        build: f.build,
+        ubr: f.ubr.unwrap_or(0),
+    };
     let rendered = super::render::render_files(c, &HostFacts { os_build })?;
     Ok(rendered
         .into_iter()
@@ -718,7 +561,7 @@ fn rendered_files(host: &dyn Host, c: &Config) -> anyhow::Result<Vec<DesiredFile
                 false,
             )
         })
-        .collect())
+        .collect::<Result<_, _>>()?)
 }
 
 /// The services of a legacy NSSM-based install (or one driven by PowerShell directly).
@@ -726,10 +569,7 @@ pub(crate) fn legacy_services(host: &dyn Host) -> anyhow::Result<Vec<InstalledSe
     let mut out = Vec::new();
     for name in LEGACY_SERVICES {
         if let Some(s) = host.service_query(name)?
-            && matches!(
-                s.program_file_name().as_str(),
-                "nssm.exe" | "powershell.exe" | "pwsh.exe"
-            )
+            && checks::host::is_legacy_service(&s)
         {
             out.push(s);
         }

@@ -36,7 +36,7 @@ pub(crate) fn execute_plan(
     host: &dyn crate::host::Host,
     actions: &[crate::plan::Action],
     opts: crate::plan::exec::Options,
-) -> Result<crate::plan::Outcome, crate::plan::ExecError> {
+) -> Result<(), crate::plan::ExecError> {
     crate::plan::execute(host, actions, opts, &mut |i, n, a| {
         let line = format!("[{i}/{n}] {}", a.describe());
         ctx.printer.text(&line);

@@ -11,6 +11,22 @@ use crate::error::UsageError;
 use crate::host::select::Intent;
 use serde_json::json;
 
+/// Refuses a `--skip` that names no check.
+pub(crate) fn check_skips(skip: &[String]) -> Result<(), UsageError> {
+    let known = |id: &str| checks::host::IDS.contains(&id) || checks::cluster::IDS.contains(&id);
+    match skip.iter().find(|s| !known(s)) {
+        Some(bad) => Err(UsageError::new(
+            format!("--skip {bad}: there is no check with that id"),
+            format!(
+                "check ids: {}, {}",
+                checks::host::IDS.join(", "),
+                checks::cluster::IDS.join(", ")
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// What became of reading the cluster.
 pub(crate) enum ClusterRead {
     Skipped(&'static str),
@@ -19,18 +35,7 @@ pub(crate) enum ClusterRead {
 }
 
 pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let known = |id: &str| checks::host::IDS.contains(&id) || checks::cluster::IDS.contains(&id);
-    if let Some(bad) = args.skip.iter().find(|s| !known(s)) {
-        return Err(UsageError::new(
-            format!("--skip {bad}: there is no check with that id"),
-            format!(
-                "check ids: {}, {}",
-                checks::host::IDS.join(", "),
-                checks::cluster::IDS.join(", ")
-            ),
-        )
-        .into());
-    }
+    check_skips(&args.skip)?;
     let base = ctx.load_config()?;
     let host = ctx.open_host(Intent::Read)?;
     let snapshot = checks::host::snapshot(host.as_ref(), ctx.hostname.clone());

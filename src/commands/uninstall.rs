@@ -8,6 +8,7 @@ use crate::host::select::Intent;
 use crate::plan::exec::{Journal, Options};
 use crate::plan::record;
 use crate::plan::{self, uninstall};
+use anyhow::Context as _;
 use serde_json::json;
 
 /// Where Calico is installed when neither the flag nor a readable config says.
@@ -81,12 +82,13 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         rec.calico_version.as_deref().unwrap_or("(version unknown)"),
         if args.purge { ", purging" } else { "" }
     ));
+    let actions_json = plan::to_json(&actions).context("cannot show the plan as JSON")?;
     let doc = |changed: bool| {
         json!({
             "dry_run": dry_run,
             "install_root": root,
             "purge": args.purge,
-            "actions": plan::to_json(&actions),
+            "actions": actions_json,
             "changed": changed,
         })
     };

@@ -123,12 +123,6 @@ pub struct Options {
     pub now: i64,
 }
 
-/// What a successful run did.
-#[derive(Debug)]
-pub struct Outcome {
-    pub done: usize,
-}
-
 /// A failed run.
 #[derive(Debug, thiserror::Error)]
 #[error("step {index} of {total} failed: {action}")]
@@ -148,7 +142,7 @@ pub fn execute(
     actions: &[Action],
     opts: Options,
     report: &mut dyn FnMut(usize, usize, &Action),
-) -> Result<Outcome, ExecError> {
+) -> Result<(), ExecError> {
     let journaled: Vec<&Action> = actions.iter().collect();
     let total = actions.len();
     let mut journal = match opts.previous.clone() {
@@ -163,7 +157,13 @@ pub fn execute(
         },
     };
     if !journaled.is_empty() && opts.previous.is_none() {
-        journal.new_dirs = missing_parents(host, &opts.journal_path).unwrap_or_default();
+        journal.new_dirs = missing_parents(host, &opts.journal_path).map_err(|err| ExecError {
+            index: 0,
+            total,
+            action: format!("prepare the journal {}", opts.journal_path),
+            source: err.into(),
+            rollback_failures: None,
+        })?;
     }
 
     for (i, action) in journaled.iter().enumerate() {
@@ -221,7 +221,7 @@ pub fn execute(
             )
         })?;
     }
-    Ok(Outcome { done: total })
+    Ok(())
 }
 
 fn save(host: &dyn Host, path: &str, journal: &Journal) -> anyhow::Result<()> {
@@ -453,7 +453,10 @@ fn rollback(host: &dyn Host, journal: &Journal, opts: &Options) -> Vec<String> {
 
 /// Removes the services' log files in `dir`; returns what could not be removed.
 fn remove_service_logs(host: &dyn Host, dir: &str) -> Vec<String> {
-    let paths = super::uninstall::service_logs(host, dir).unwrap_or_default();
+    let paths = match super::uninstall::service_logs(host, dir) {
+        Ok(p) => p,
+        Err(e) => return vec![format!("list the logs in {dir}: {e:#}")],
+    };
     paths
         .into_iter()
         .filter_map(|path| {

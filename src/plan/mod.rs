@@ -7,15 +7,16 @@ pub mod install;
 pub mod record;
 pub mod uninstall;
 
-pub use exec::{ExecError, Outcome, execute};
+pub use exec::{ExecError, execute};
 
 use crate::host::{FirewallRule, RegValue, Route, ServiceSpec};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Where a file's bytes come from.
-#[derive(Clone, Debug, Default)]
+/// Where a file's bytes come from. `Debug` shows the size of rendered bytes, never the bytes:
+/// they can be a kubeconfig with its token.
+#[derive(Clone, Default)]
 pub enum Content {
     /// Rendered in memory.
     Bytes(Vec<u8>),
@@ -102,6 +103,16 @@ pub enum Action {
     RemoveDir {
         path: String,
     },
+}
+
+impl std::fmt::Debug for Content {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Bytes(b) => write!(f, "Bytes({} bytes)", b.len()),
+            Self::Local(p) => f.debug_tuple("Local").field(p).finish(),
+            Self::Pending => f.write_str("Pending"),
+        }
+    }
 }
 
 fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -194,17 +205,17 @@ fn show_reg(v: &RegValue) -> String {
 }
 
 /// The plan as printed: one JSON object per action.
-pub fn to_json(actions: &[Action]) -> Vec<serde_json::Value> {
+pub fn to_json(actions: &[Action]) -> serde_json::Result<Vec<serde_json::Value>> {
     actions
         .iter()
         .enumerate()
         .map(|(i, a)| {
-            let mut v = serde_json::to_value(a).unwrap_or_default();
+            let mut v = serde_json::to_value(a)?;
             if let Some(o) = v.as_object_mut() {
                 o.insert("index".into(), (i + 1).into());
                 o.insert("description".into(), a.describe().into());
             }
-            v
+            Ok(v)
         })
         .collect()
 }

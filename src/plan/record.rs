@@ -74,10 +74,10 @@ impl InstallRecord {
         )
     }
 
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
+    pub fn to_bytes(&self) -> serde_json::Result<Vec<u8>> {
+        let mut text = serde_json::to_string_pretty(self)?;
         text.push('\n');
-        text.into_bytes()
+        Ok(text.into_bytes())
     }
 }
 

@@ -19,3 +19,20 @@ fn only_the_services_logs_count_as_logs() {
         assert!(!is_service_log(no), "{no}");
     }
 }
+
+#[test]
+fn debug_output_of_a_planned_file_never_holds_its_contents() {
+    let action = super::Action::WriteFile {
+        path: r"C:\CalicoWindows\calico-kube-config".into(),
+        from: "credentials".into(),
+        sha256: None,
+        secret: true,
+        replaces: false,
+        content: super::Content::Bytes(b"token: eyJhbGciOi.secret".to_vec()),
+    };
+    let shown = format!("{action:?}");
+    assert!(!shown.contains("eyJhbGciOi"), "{shown}");
+    assert!(shown.contains("Bytes(24 bytes)"), "{shown}");
+    let json = serde_json::to_string(&super::to_json(&[action]).expect("json")).expect("text");
+    assert!(!json.contains("eyJhbGciOi"), "{json}");
+}

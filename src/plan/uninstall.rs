@@ -6,6 +6,7 @@ use super::Action;
 use super::install::INSTALL_ROOT_VALUE;
 use super::record::InstallRecord;
 use crate::host::{Host, ServiceState};
+use anyhow::Context as _;
 
 pub struct Options {
     pub purge: bool,
@@ -41,14 +42,18 @@ pub fn is_service_log(name: &str) -> bool {
 /// The services' log files in `dir`, as host paths.
 pub fn service_logs(host: &dyn Host, dir: &str) -> anyhow::Result<Vec<String>> {
     let local = host.local_path(dir)?;
-    let mut names: Vec<String> = std::fs::read_dir(&local)
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| is_service_log(n))
-                .collect()
-        })
-        .unwrap_or_default();
+    let entries = match std::fs::read_dir(&local) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(format!("cannot list the logs in {dir}")));
+        }
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| is_service_log(n))
+        .collect();
     names.sort();
     Ok(names
         .into_iter()
@@ -84,7 +89,10 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
         }
     }
     if o.purge {
-        for n in host.hns_networks().unwrap_or_default() {
+        let networks = host
+            .hns_networks()
+            .context("cannot list the HNS networks to purge")?;
+        for n in networks {
             if r.networks.contains(&n.name) {
                 actions.push(Action::DeleteNetwork {
                     id: n.id.clone(),

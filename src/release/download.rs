@@ -62,9 +62,9 @@ fn client(
         url: url.into(),
         source,
     };
-    let parsed = reqwest::Url::parse(url).map_err(|e| ReleaseError::Layout {
-        what: url.into(),
-        why: format!("it is not a valid URL: {e}"),
+    let parsed = reqwest::Url::parse(url).map_err(|e| ReleaseError::BadUrl {
+        url: url.into(),
+        message: e.to_string(),
     })?;
     let mut b = reqwest::blocking::Client::builder()
         .no_proxy()

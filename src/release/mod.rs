@@ -97,6 +97,8 @@ pub enum ReleaseError {
     BadChecksumArg(String),
     #[error("downloading {url} needs the release's SHA-256 checksum")]
     NeedChecksum { url: String },
+    #[error("{url:?} is not a valid URL: {message}")]
+    BadUrl { url: String, message: String },
     #[error("{url} is plain HTTP: the release could be altered on the way")]
     PlainHttp { url: String },
     #[error("cannot download {url}")]
@@ -159,6 +161,7 @@ impl ReleaseError {
             Self::NeedChecksum { .. } => {
                 "pass --sha256 HEX from the release page, or --insecure-skip-checksum to trust the download as it is"
             }
+            Self::BadUrl { .. } => "write it like https://host/path/calico-windows-v3.30.2.zip",
             Self::PlainHttp { .. } => {
                 "use an https:// URL, or pass --allow-http for a mirror you trust on your own network"
             }

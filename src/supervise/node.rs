@@ -146,8 +146,12 @@ pub fn init(
                     .any(|n| n.name == EXTERNAL_NETWORK);
                 // After a boot the networks are deleted and the vSwitch made again.
                 if !external || phase.first_run_since_boot {
-                    let json = serde_json::to_string(&routes).unwrap_or_default();
-                    host.reg_set(CALICO_KEY, ROUTES_VALUE, &RegValue::Sz(json))?;
+                    match serde_json::to_string(&routes) {
+                        Ok(json) => host.reg_set(CALICO_KEY, ROUTES_VALUE, &RegValue::Sz(json))?,
+                        Err(e) => log.warn(&format!(
+                            "cannot keep the routes before the vSwitch in the registry ({e}); they are restored only if this start finishes"
+                        )),
+                    }
                 }
                 routes
             }

@@ -85,19 +85,8 @@ pub struct ReleaseServer {
 
 impl ReleaseServer {
     pub fn start() -> Self {
-        let _ = rustls::crypto::ring::default_provider().install_default();
         let ca = TestCa::new("release-ca");
-        let (cert_pem, key_pem) = ca.issue("releases", &["localhost", "127.0.0.1"]);
-        let certs = rustls::pki_types::pem::PemObject::pem_slice_iter(cert_pem.as_bytes())
-            .collect::<Result<Vec<rustls::pki_types::CertificateDer>, _>>()
-            .expect("cert pem");
-        let key = <rustls::pki_types::PrivateKeyDer as rustls::pki_types::pem::PemObject>::from_pem_slice(key_pem.as_bytes())
-            .expect("key pem");
-        let config = rustls::ServerConfig::builder()
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .expect("tls config");
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let acceptor = ca.loopback_acceptor("releases");
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()

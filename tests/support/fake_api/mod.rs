@@ -69,6 +69,23 @@ impl TestCa {
         self.issuer.pem()
     }
 
+    /// A TLS acceptor for a loopback server (`localhost`, `127.0.0.1`) with a certificate of
+    /// this CA; installs the one crypto provider the binary also uses.
+    pub fn loopback_acceptor(&self, cn: &str) -> tokio_rustls::TlsAcceptor {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let (cert_pem, key_pem) = self.issue(cn, &["localhost", "127.0.0.1"]);
+        let certs = rustls::pki_types::pem::PemObject::pem_slice_iter(cert_pem.as_bytes())
+            .collect::<Result<Vec<rustls::pki_types::CertificateDer>, _>>()
+            .expect("cert pem");
+        let key = <rustls::pki_types::PrivateKeyDer as rustls::pki_types::pem::PemObject>::from_pem_slice(key_pem.as_bytes())
+            .expect("key pem");
+        let config = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .expect("tls config");
+        tokio_rustls::TlsAcceptor::from(Arc::new(config))
+    }
+
     /// A certificate for `names` (DNS names or IPs) signed by this CA, and its key, as PEM.
     pub fn issue(&self, cn: &str, names: &[&str]) -> (String, String) {
         let key = rcgen::KeyPair::generate().expect("key");
@@ -86,19 +103,8 @@ impl TestCa {
 
 impl FakeApi {
     pub fn start() -> Self {
-        let _ = rustls::crypto::ring::default_provider().install_default();
         let ca = TestCa::new("fake-api-ca");
-        let (cert_pem, key_pem) = ca.issue("fake-api", &["localhost", "127.0.0.1"]);
-        let certs = rustls::pki_types::pem::PemObject::pem_slice_iter(cert_pem.as_bytes())
-            .collect::<Result<Vec<rustls::pki_types::CertificateDer>, _>>()
-            .expect("cert pem");
-        let key = <rustls::pki_types::PrivateKeyDer as rustls::pki_types::pem::PemObject>::from_pem_slice(key_pem.as_bytes())
-            .expect("key pem");
-        let config = rustls::ServerConfig::builder()
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .expect("tls config");
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let acceptor = ca.loopback_acceptor("fake-api");
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
