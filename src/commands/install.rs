@@ -253,7 +253,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
 fn install_failed(e: plan::ExecError) -> anyhow::Error {
     let after = match &e.rollback_failures {
         Some(f) if f.is_empty() => {
-            "every step done before it was undone; the node is as it was (HNS networks CalicoNode created stay)".to_owned()
+            "every step done before it was undone; the node is as it was (an HNS network CalicoNode created while it ran stays)".to_owned()
         }
         Some(f) => format!(
             "undoing the steps done before it failed partly: {}; the journal is kept and the next install continues from it",

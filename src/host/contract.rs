@@ -376,7 +376,7 @@ mod on_simhost {
 }
 
 #[cfg(all(test, windows))]
-mod on_windows {
+pub(crate) mod on_windows {
     //! Run under Wine in CI (`cargo test --target x86_64-pc-windows-gnu`); on a real node they
     //! need an elevated prompt.
     use super::*;
@@ -384,7 +384,7 @@ mod on_windows {
 
     /// Whether this runs under Wine. `tools/wine/test.sh` sets CALICOCTL_WIN_TEST_UNDER_WINE so
     /// that the Wine-only assertions cannot be skipped there by a failed detection.
-    fn under_wine() -> bool {
+    pub(crate) fn under_wine() -> bool {
         let wine = WindowsHost::new()
             .reg_key_exists(r"HKLM\Software\Wine")
             .unwrap_or(false);
@@ -413,7 +413,7 @@ mod on_windows {
     }
 
     /// A program cargo builds next to the test binaries: `deps/../NAME` or an example.
-    fn built(rel: &str) -> std::path::PathBuf {
+    pub(crate) fn built(rel: &str) -> std::path::PathBuf {
         let exe = std::env::current_exe().expect("current exe");
         let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
         let path = dir.join(rel);
@@ -508,7 +508,7 @@ mod on_windows {
 
     /// The tests that start and stop real services take turns: Wine's SCM has lost track of
     /// handles when services came and went at the same moment.
-    static SCM: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    pub(crate) static SCM: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
     #[test]
     fn services_contract() {

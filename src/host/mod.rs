@@ -14,7 +14,7 @@ pub mod sim;
 pub mod windows;
 
 #[cfg(test)]
-mod contract;
+pub(crate) mod contract;
 
 pub use hns::{HnsEndpoint, HnsNetwork};
 pub use process::{Child, LineSink, Output, ProcessSpec};

@@ -222,3 +222,5 @@ pub fn to_json(actions: &[Action]) -> serde_json::Result<Vec<serde_json::Value>>
 
 #[cfg(test)]
 mod tests;
+#[cfg(all(test, windows))]
+mod wine_tests;

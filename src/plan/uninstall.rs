@@ -89,9 +89,13 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
         }
     }
     if o.purge {
-        let networks = host
-            .hns_networks()
-            .context("cannot list the HNS networks to purge")?;
+        // A backend without networks (none) never asks HNS, which such a host may lack.
+        let networks = if r.networks.is_empty() {
+            Vec::new()
+        } else {
+            host.hns_networks()
+                .context("cannot list the HNS networks to purge")?
+        };
         for n in networks {
             if r.networks.contains(&n.name) {
                 actions.push(Action::DeleteNetwork {

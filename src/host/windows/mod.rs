@@ -14,6 +14,18 @@ mod system;
 use super::process::LocalChild;
 use super::*;
 
+/// Whether this is Wine rather than Windows: Wine's ntdll exports `wine_get_version`.
+pub fn is_wine() -> bool {
+    use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleW, GetProcAddress};
+    let ntdll: Vec<u16> = "ntdll.dll\0".encode_utf16().collect();
+    // SAFETY: ntdll is mapped into every process; both names are NUL-terminated and outlive
+    // the calls.
+    unsafe {
+        let module = GetModuleHandleW(ntdll.as_ptr());
+        !module.is_null() && GetProcAddress(module, c"wine_get_version".as_ptr().cast()).is_some()
+    }
+}
+
 /// This machine.
 #[derive(Default)]
 pub struct WindowsHost;

@@ -1,0 +1,141 @@
+//! install and uninstall through calicoctl-win.exe against the real SCM and registry (under
+//! Wine in CI). Wine has no HNS and no firewall rules, so the install uses the `none` backend
+//! (no networks, no VXLAN rule) and does not start the services.
+
+use crate::host::contract::on_windows::{SCM, built, under_wine};
+use crate::host::windows::WindowsHost;
+use crate::host::{Registry, Services, StartType};
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+
+/// A release zip with the real layout (calico-node.exe naming) for `version`.
+fn release_zip(dir: &Path, version: &str) -> std::path::PathBuf {
+    let path = dir.join(format!("calico-windows-v{version}.zip"));
+    let mut z = zip::ZipWriter::new(std::fs::File::create(&path).expect("zip"));
+    let opts = zip::write::SimpleFileOptions::default();
+    for (name, data) in [
+        ("CalicoWindows/calico-node.exe", "fake calico-node"),
+        ("CalicoWindows/cni/calico.exe", "fake cni"),
+        ("CalicoWindows/cni/calico-ipam.exe", "fake ipam"),
+        ("CalicoWindows/cni.conf.template", "{}"),
+    ] {
+        z.start_file(name, opts).expect("entry");
+        z.write_all(data.as_bytes()).expect("write");
+    }
+    z.finish().expect("finish");
+    path
+}
+
+fn run(exe: &Path, args: &[&str]) -> (i32, String) {
+    let out = Command::new(exe).args(args).output().expect("run the exe");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn install_registers_services_running_calicoctl_win_and_uninstall_deletes_them() {
+    if !under_wine() {
+        return;
+    }
+    let _turn = SCM.lock().unwrap_or_else(|p| p.into_inner());
+    let h = WindowsHost::new();
+    for name in ["CalicoNode", "CalicoFelix"] {
+        assert_eq!(h.service_query(name).expect("query"), None, "{name} exists");
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().display().to_string();
+    let zip = release_zip(tmp.path(), "3.31.0").display().to_string();
+    let tls = tmp.path().join("tls");
+    std::fs::create_dir(&tls).expect("tls dir");
+    for f in ["k.pem", "c.pem", "a.pem"] {
+        std::fs::write(tls.join(f), "pem").expect("tls file");
+    }
+    let root = format!("{dir}\\CalicoWindows");
+    let settings = [
+        "node.name=wine".to_owned(),
+        "backend=none".into(),
+        format!("install_root={root}"),
+        format!("cni.bin_dir={dir}\\cni\\bin"),
+        format!("cni.conf_dir={dir}\\cni\\conf"),
+        "datastore=etcdv3".into(),
+        "etcd.endpoints=https://127.0.0.1:2379".into(),
+        format!("etcd.key_file={dir}\\tls\\k.pem"),
+        format!("etcd.cert_file={dir}\\tls\\c.pem"),
+        format!("etcd.ca_cert_file={dir}\\tls\\a.pem"),
+    ];
+    let mut args: Vec<&str> = vec!["install", "--release-zip", &zip, "--no-start"];
+    // Wine is no Windows Server and has neither HNS nor a container runtime.
+    for id in ["os-build", "hns", "container-runtime"] {
+        args.extend(["--skip", id]);
+    }
+    for s in &settings {
+        args.extend(["--set", s]);
+    }
+    let exe = built("calicoctl-win.exe");
+    let (code, text) = run(&exe, &args);
+    assert_eq!(code, 0, "install: {text}");
+
+    // The SCM keeps the program quoted only when its path has a space.
+    let ours = format!("{root}\\calicoctl-win.exe");
+    let node = h
+        .service_query("CalicoNode")
+        .expect("query")
+        .expect("CalicoNode");
+    assert!(
+        node.command_line
+            .replace('"', "")
+            .starts_with(&format!("{ours} service run node --install-root")),
+        "{}",
+        node.command_line
+    );
+    assert_eq!(node.start, StartType::Auto);
+    assert!(
+        node.account.eq_ignore_ascii_case("LocalSystem"),
+        "{}",
+        node.account
+    );
+    let felix = h
+        .service_query("CalicoFelix")
+        .expect("query")
+        .expect("CalicoFelix");
+    assert!(
+        felix.command_line.starts_with(&ours),
+        "{}",
+        felix.command_line
+    );
+    // Wine's QueryServiceConfigW reports no dependencies; the SCM's own store has them.
+    assert_eq!(
+        h.reg_get(
+            r"HKLM\System\CurrentControlSet\Services\CalicoFelix",
+            "DependOnService"
+        )
+        .expect("reg"),
+        Some(crate::host::RegValue::MultiSz(vec!["CalicoNode".into()]))
+    );
+    assert!(Path::new(&format!("{root}\\calicoctl-win.exe")).is_file());
+    assert_eq!(
+        h.reg_get(crate::supervise::CALICO_KEY, "InstallRoot")
+            .expect("reg"),
+        Some(crate::host::RegValue::Sz(root.clone()))
+    );
+
+    let (code, text) = run(&exe, &["uninstall", "--purge", "--install-root", &root]);
+    assert_eq!(code, 0, "uninstall: {text}");
+    for name in ["CalicoNode", "CalicoFelix"] {
+        assert_eq!(
+            h.service_query(name).expect("query"),
+            None,
+            "{name} is left"
+        );
+    }
+    assert!(!Path::new(&root).exists(), "{root} is left");
+    assert!(
+        !h.reg_key_exists(crate::supervise::CALICO_KEY).expect("reg"),
+        "the registry key is left"
+    );
+}
