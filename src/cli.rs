@@ -128,6 +128,38 @@ unless --remove-logs.\n\n\
 If a step fails, uninstall stops and keeps the record: run it again to finish. --dry-run prints the plan."
     )]
     Uninstall(UninstallArgs),
+    /// Converge an installed node to a changed config; drains it and makes the Calico HNS network again when needed
+    #[command(
+        long_about = "Compares what is installed (the install record, the services, the HNS networks) with the \
+config (--config NEW, --set ...) and applies the difference.\n\n\
+A change to files only (the CNI config, a service's environment) rewrites them and restarts just the services \
+concerned. A change HNS cannot make on an existing network (the VXLAN VNI, the VXLAN MAC prefix or adapter, \
+the backend, windows_use_single_network; or a Calico network whose VSID is not the config's VNI) needs the \
+Calico network deleted and made again, which disconnects every pod on the node, so it is refused unless \
+--drain. It is also refused when the new VNI differs from the cluster's FelixConfiguration vxlanVNI (traffic \
+between nodes would break) unless --force.\n\n\
+With --drain: cordon the node; evict its pods through the Eviction API (DaemonSet and mirror pods stay; \
+evictions a PodDisruptionBudget refuses are retried until --drain-timeout; pods without a controller only \
+with --force); wait until they are gone; stop the Calico services; delete the Calico network (and External \
+when the adapter or backend changes); write the new files and service configuration; start the services; \
+wait until the Calico network exists with the new VSID and the node is Ready; uncordon.\n\n\
+Every step is journaled. A failure before the network is deleted undoes what was done (services started \
+again, node uncordoned); after it, the run stops and running reconfigure again finishes it. A run that was \
+cut off is continued by the next one.\n\n\
+--dry-run prints the plan, with the pods that would be evicted. Needs the admin kubeconfig for a network \
+change."
+    )]
+    Reconfigure(ReconfigureArgs),
+    /// Show the services, HNS networks, drift from the config, the node and the token; exit 1 when degraded
+    #[command(
+        long_about = "Reports, from the install record and the host: each Calico service (state, pid) and whether \
+its registration matches the config; the Calico and External HNS networks (id, type, subnets, VSID, management \
+IP); drift (installed files changed or missing since install, rendered files that differ from what the config \
+renders now, the VXLAN VNI in HNS vs the config vs the cluster's FelixConfiguration); the node (Ready, \
+cordoned, pods on it) when the admin kubeconfig is available; and the expiry of calico-node's token.\n\n\
+Exits 0 when healthy, 1 when degraded, with every reason listed (-o json: \"problems\"). Changes nothing."
+    )]
+    Status(StatusArgs),
     /// Run a Calico service body: what the CalicoNode, CalicoFelix and CalicoConfd services run
     #[command(subcommand)]
     Service(ServiceCommand),
@@ -306,6 +338,35 @@ pub struct InstallArgs {
     /// Keep an existing calico-node kubeconfig whose token is valid for longer than this
     #[arg(long, value_name = "DURATION", default_value = "30d", value_parser = crate::duration::parse)]
     pub token_keep_if_valid_for: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Do not read the cluster (node, FelixConfiguration)
+    #[arg(long)]
+    pub offline: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReconfigureArgs {
+    /// Allow a network-immutable change: cordon and drain the node, make the Calico network again
+    #[arg(long)]
+    pub drain: bool,
+    /// Evict pods without a controller too, and accept a VNI other than the cluster's
+    #[arg(long)]
+    pub force: bool,
+    /// How long evictions may be refused (PodDisruptionBudget) and pods take to go
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::duration::parse)]
+    pub drain_timeout: std::time::Duration,
+    /// Seconds each evicted pod gets to stop (default: the pod's own grace period)
+    #[arg(long, value_name = "SECONDS")]
+    pub grace_period: Option<u32>,
+    /// How long to wait for CalicoNode, the new Calico network and the node to be Ready
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::duration::parse)]
+    pub wait_timeout: std::time::Duration,
+    /// How long to wait for a service to stop or start
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = crate::duration::parse)]
+    pub service_timeout: std::time::Duration,
 }
 
 #[derive(Debug, Args)]

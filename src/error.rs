@@ -93,6 +93,14 @@ fn classify(error: &anyhow::Error) -> (Exit, Option<String>) {
             };
             return (exit, Some(e.hint()));
         }
+        if let Some(e) = cause.downcast_ref::<crate::cluster::drain::DrainError>() {
+            let exit = if e.is_timeout() {
+                Exit::Timeout
+            } else {
+                Exit::Failed
+            };
+            return (exit, Some(e.hint()));
+        }
         if let Some(e) = cause.downcast_ref::<crate::cluster::credentials::CredentialError>() {
             let exit = match e {
                 crate::cluster::credentials::CredentialError::TokenNotFilled { .. } => {

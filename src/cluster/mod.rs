@@ -2,6 +2,7 @@
 //! and every error naming the server and, for 401/403/404, what to do.
 
 pub mod credentials;
+pub mod drain;
 pub mod etcd;
 pub mod facts;
 pub mod fix;
@@ -112,6 +113,9 @@ pub fn pem(label: &str, der: &[u8]) -> String {
 /// A connected cluster.
 pub struct Cluster {
     pub client: kube::Client,
+    /// The same client without kube's own retries, for calls whose 429 the caller answers
+    /// itself (an eviction a PodDisruptionBudget refuses).
+    pub client_without_retries: kube::Client,
     pub server: String,
     /// The CA certificates the admin kubeconfig trusts, as PEM (`None` when it has none).
     pub ca_pem: Option<String>,
@@ -191,12 +195,18 @@ impl Cluster {
             .to_string()
             .trim_end_matches('/')
             .to_owned();
-        let client = {
+        let (client, client_without_retries) = {
             let _guard = rt.enter();
-            kube::Client::try_from(config).map_err(|e| bad(Box::new(e)))?
+            let mut bare = config.clone();
+            bare.default_retry = false;
+            (
+                kube::Client::try_from(config).map_err(|e| bad(Box::new(e)))?,
+                kube::Client::try_from(bare).map_err(|e| bad(Box::new(e)))?,
+            )
         };
         Ok(Self {
             client,
+            client_without_retries,
             server,
             ca_pem,
             rt,

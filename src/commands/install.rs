@@ -117,6 +117,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
             vec![RecordedFile {
                 path: path.clone(),
                 sha256: sha.clone(),
+                rendered: false,
             }],
             cache_dirs,
         ),
@@ -146,6 +147,8 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         wait_timeout: args.wait_timeout,
         previous,
         journal: journal.as_ref(),
+        restart: plan::install::Restart::All,
+        expect_vsid: None,
     };
     let actions = plan::install::plan(host.as_ref(), &inputs)?;
 
@@ -224,6 +227,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         record: None,
         logs_dir: Some(config.logs.dir.as_str().to_owned()),
         now: now(),
+        cluster: None,
     };
     let result = super::execute_plan(ctx, host.as_ref(), &actions, opts);
     if let Err(e) = result {
@@ -537,7 +541,7 @@ fn credential_files(
 }
 
 /// The CNI config, the services' environment files and the External network.
-fn rendered_files(host: &dyn Host, c: &Config) -> anyhow::Result<Vec<DesiredFile>> {
+pub(crate) fn rendered_files(host: &dyn Host, c: &Config) -> anyhow::Result<Vec<DesiredFile>> {
     let f = host
         .system_facts()
         .context("cannot read the Windows build, which decides loopback DSR in the CNI config")?;
@@ -556,7 +560,7 @@ fn rendered_files(host: &dyn Host, c: &Config) -> anyhow::Result<Vec<DesiredFile
             };
             DesiredFile::new(
                 dir.join(&f.name).as_str().to_owned(),
-                "rendered",
+                plan::install::RENDERED,
                 Content::Bytes(f.contents.into_bytes()),
                 false,
             )

@@ -5,8 +5,10 @@ mod fetch;
 mod import_ps1;
 mod install;
 mod preflight;
+mod reconfigure;
 mod render;
 pub mod service;
+mod status;
 mod uninstall;
 
 use crate::cli::{Command, ConfigCommand, FetchCommand, ServiceCommand};
@@ -20,6 +22,8 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
         Command::Preflight(args) => preflight::run(args, ctx),
         Command::Install(args) => install::run(args, ctx),
         Command::Uninstall(args) => uninstall::run(args, ctx),
+        Command::Reconfigure(args) => reconfigure::run(args, ctx),
+        Command::Status(args) => status::run(args, ctx),
         Command::Service(ServiceCommand::Run(args)) => service::run(args, ctx),
         Command::Fetch(FetchCommand::Kubeconfig(args)) => fetch::kubeconfig(args, ctx),
         Command::Fetch(FetchCommand::EtcdCerts(args)) => fetch::etcd_certs(args, ctx),

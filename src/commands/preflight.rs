@@ -31,7 +31,7 @@ pub(crate) fn check_skips(skip: &[String]) -> Result<(), UsageError> {
 pub(crate) enum ClusterRead {
     Skipped(&'static str),
     Failed(ClusterError),
-    Read(Cluster, Box<facts::ClusterFacts>),
+    Read(Box<Cluster>, Box<facts::ClusterFacts>),
 }
 
 pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
@@ -93,7 +93,7 @@ pub(crate) fn read_cluster(offline: bool, ctx: &mut Context, node: &str) -> Clus
             "no admin kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config): cluster checks skipped",
         ),
         Ok(Some(c)) => match facts::gather(&c, node) {
-            Ok(f) => ClusterRead::Read(c, Box::new(f)),
+            Ok(f) => ClusterRead::Read(Box::new(c), Box::new(f)),
             Err(e) => ClusterRead::Failed(e),
         },
         Err(e) => ClusterRead::Failed(e),

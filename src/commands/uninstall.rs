@@ -118,6 +118,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         record: Some(rec.clone()),
         logs_dir: None,
         now: now(),
+        cluster: None,
     };
     let result = super::execute_plan(ctx, host.as_ref(), &actions, opts);
     if let Err(e) = result {

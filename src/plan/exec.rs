@@ -56,6 +56,18 @@ pub enum Undo {
     AddFirewallRule {
         rule: FirewallRule,
     },
+    Uncordon {
+        node: String,
+    },
+}
+
+/// The cluster side of a plan: the node object and the pods on it.
+pub trait NodeControl {
+    fn is_cordoned(&self, node: &str) -> anyhow::Result<bool>;
+    fn set_cordoned(&self, node: &str, on: bool) -> anyhow::Result<()>;
+    /// Evicts the node's pods and waits until they are gone.
+    fn drain(&self, node: &str, opts: &crate::cluster::drain::DrainOptions) -> anyhow::Result<()>;
+    fn wait_ready(&self, node: &str, timeout: Duration) -> anyhow::Result<()>;
 }
 
 /// The journal kept on the host while a plan runs.
@@ -80,6 +92,10 @@ pub struct Entry {
     pub action: String,
     pub undo: Undo,
     pub done: bool,
+    /// Once such an action has started, a failure no longer rolls back: the run is finished
+    /// by running the command again (deleting an HNS network cannot be undone).
+    #[serde(default)]
+    pub irreversible: bool,
 }
 
 impl Journal {
@@ -106,7 +122,7 @@ impl Journal {
 }
 
 /// How to run a plan.
-pub struct Options {
+pub struct Options<'a> {
     pub command: &'static str,
     pub journal_path: String,
     /// Roll back on failure (install) or stop and keep what is done (uninstall).
@@ -121,6 +137,8 @@ pub struct Options {
     /// removes the logs the started services wrote there.
     pub logs_dir: Option<String>,
     pub now: i64,
+    /// The cluster, for plans that cordon, drain or wait for the node.
+    pub cluster: Option<&'a dyn NodeControl>,
 }
 
 /// A failed run.
@@ -134,13 +152,16 @@ pub struct ExecError {
     pub source: anyhow::Error,
     /// `Some` when a rollback ran: the undo steps that failed (empty when all went well).
     pub rollback_failures: Option<Vec<String>>,
+    /// The run had passed an irreversible step: nothing was rolled back and the journal is
+    /// kept, so that running the command again finishes it.
+    pub past_no_return: bool,
 }
 
 /// Runs the plan; `report` is called before each action.
 pub fn execute(
     host: &dyn Host,
     actions: &[Action],
-    opts: Options,
+    opts: Options<'_>,
     report: &mut dyn FnMut(usize, usize, &Action),
 ) -> Result<(), ExecError> {
     let journaled: Vec<&Action> = actions.iter().collect();
@@ -163,14 +184,17 @@ pub fn execute(
             action: format!("prepare the journal {}", opts.journal_path),
             source: err.into(),
             rollback_failures: None,
+            past_no_return: false,
         })?;
     }
 
+    let mut past_no_return = journal.entries.iter().any(|e| e.irreversible);
     for (i, action) in journaled.iter().enumerate() {
         report(i + 1, total, action);
+        let irreversible = matches!(action, Action::DeleteNetwork { .. });
         let step = (|| -> anyhow::Result<()> {
             let undo = if opts.rollback {
-                prepare_undo(host, action)?
+                prepare_undo(host, action, &opts)?
             } else {
                 Undo::Nothing
             };
@@ -178,7 +202,9 @@ pub fn execute(
                 action: action.describe(),
                 undo,
                 done: false,
+                irreversible,
             });
+            past_no_return |= irreversible;
             save(host, &opts.journal_path, &journal)?;
             run(host, action, &opts)?;
             if let Some(e) = journal.entries.last_mut() {
@@ -187,13 +213,15 @@ pub fn execute(
             save(host, &opts.journal_path, &journal)
         })();
         if let Err(source) = step {
-            let rollback_failures = opts.rollback.then(|| rollback(host, &journal, &opts));
+            let rollback_failures =
+                (opts.rollback && !past_no_return).then(|| rollback(host, &journal, &opts));
             return Err(ExecError {
                 index: i + 1,
                 total,
                 action: action.describe(),
                 source,
                 rollback_failures,
+                past_no_return: opts.rollback && past_no_return,
             });
         }
     }
@@ -205,6 +233,7 @@ pub fn execute(
         action,
         source,
         rollback_failures: None,
+        past_no_return: false,
     };
     for e in &journal.entries {
         if let Undo::RestoreFile { backup, .. } = &e.undo {
@@ -239,7 +268,7 @@ fn ignore_not_found(r: Result<(), HostError>) -> Result<(), HostError> {
 }
 
 /// Runs one action.
-fn run(host: &dyn Host, action: &Action, opts: &Options) -> anyhow::Result<()> {
+fn run(host: &dyn Host, action: &Action, opts: &Options<'_>) -> anyhow::Result<()> {
     match action {
         Action::StopService { name } => host.service_stop(name, opts.stop_timeout)?,
         Action::StartService { name } => host.service_start(name, opts.start_timeout)?,
@@ -285,7 +314,28 @@ fn run(host: &dyn Host, action: &Action, opts: &Options) -> anyhow::Result<()> {
                 }
             }
         }
-        Action::WaitReady { networks, timeout } => wait_ready(host, networks, *timeout)?,
+        Action::WaitReady {
+            networks,
+            vsid,
+            timeout,
+        } => wait_ready(host, networks, *vsid, *timeout)?,
+        Action::Cordon { node } => cluster(opts)?.set_cordoned(node, true)?,
+        Action::Uncordon { node } => cluster(opts)?.set_cordoned(node, false)?,
+        Action::Drain {
+            node,
+            timeout,
+            grace_period,
+            force,
+            ..
+        } => cluster(opts)?.drain(
+            node,
+            &crate::cluster::drain::DrainOptions {
+                timeout: *timeout,
+                grace_period: *grace_period,
+                force: *force,
+            },
+        )?,
+        Action::WaitNodeReady { node, timeout } => cluster(opts)?.wait_ready(node, *timeout)?,
         Action::RemoveDir { path } => {
             host.remove_empty_dir(path)?;
         }
@@ -293,14 +343,41 @@ fn run(host: &dyn Host, action: &Action, opts: &Options) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Waits until CalicoNode's init marker is set for this boot and the networks exist.
-fn wait_ready(host: &dyn Host, networks: &[String], timeout: Duration) -> Result<(), HostError> {
+fn cluster<'a>(opts: &Options<'a>) -> anyhow::Result<&'a dyn NodeControl> {
+    opts.cluster.ok_or_else(|| {
+        anyhow::anyhow!("this step needs the cluster, and no admin kubeconfig was given")
+    })
+}
+
+/// Waits until CalicoNode's init marker is set for this boot and the networks exist, the
+/// Calico network with `vsid` when one is given.
+fn wait_ready(
+    host: &dyn Host,
+    networks: &[String],
+    vsid: Option<u32>,
+    timeout: Duration,
+) -> Result<(), HostError> {
     let deadline = Instant::now() + timeout;
     let mut pause = Duration::from_millis(100);
     loop {
         let init = crate::supervise::init_done(host)?;
-        let present: Vec<String> = host.hns_networks()?.into_iter().map(|n| n.name).collect();
-        let missing: Vec<&String> = networks.iter().filter(|n| !present.contains(n)).collect();
+        let present = host.hns_networks()?;
+        let missing: Vec<String> = networks
+            .iter()
+            .filter(|n| !present.iter().any(|p| &p.name == *n))
+            .cloned()
+            .chain(vsid.and_then(|v| {
+                let calico = present
+                    .iter()
+                    .find(|p| p.name == crate::render::hns::CALICO_NETWORK)?;
+                (calico.vsid() != Some(v)).then(|| {
+                    format!(
+                        "Calico with VSID {v} (it has {})",
+                        calico.vsid().map_or("none".into(), |x| x.to_string())
+                    )
+                })
+            }))
+            .collect();
         if init && missing.is_empty() {
             return Ok(());
         }
@@ -330,7 +407,7 @@ fn wait_ready(host: &dyn Host, networks: &[String], timeout: Duration) -> Result
 }
 
 /// Finds what undoes `action` in the host's current state; backs up a file about to be replaced.
-fn prepare_undo(host: &dyn Host, action: &Action) -> anyhow::Result<Undo> {
+fn prepare_undo(host: &dyn Host, action: &Action, opts: &Options<'_>) -> anyhow::Result<Undo> {
     Ok(match action {
         Action::StopService { name } => match host.service_query(name)? {
             Some(s) if s.state != crate::host::ServiceState::Stopped => {
@@ -385,7 +462,17 @@ fn prepare_undo(host: &dyn Host, action: &Action) -> anyhow::Result<Undo> {
             Some(rule) => Undo::AddFirewallRule { rule },
             None => Undo::Nothing,
         },
+        Action::Cordon { node } => {
+            if cluster(opts)?.is_cordoned(node)? {
+                Undo::Nothing
+            } else {
+                Undo::Uncordon { node: node.clone() }
+            }
+        }
         Action::RemoveFile { .. }
+        | Action::Drain { .. }
+        | Action::WaitNodeReady { .. }
+        | Action::Uncordon { .. }
         | Action::DeleteRegistryKey { .. }
         | Action::DeleteRegistryValue { .. }
         | Action::DeleteNetwork { .. }
@@ -413,7 +500,7 @@ pub fn missing_keys(host: &dyn Host, key: &str) -> Result<Vec<String>, HostError
 
 /// Undoes every journaled action in reverse, then removes the journal and the directories
 /// the run created. Returns the undo steps that failed.
-fn rollback(host: &dyn Host, journal: &Journal, opts: &Options) -> Vec<String> {
+fn rollback(host: &dyn Host, journal: &Journal, opts: &Options<'_>) -> Vec<String> {
     let mut failures = Vec::new();
     for e in journal.entries.iter().rev() {
         if let Err(err) = undo(host, &e.undo, opts) {
@@ -467,7 +554,7 @@ fn remove_service_logs(host: &dyn Host, dir: &str) -> Vec<String> {
         .collect()
 }
 
-fn undo(host: &dyn Host, undo: &Undo, opts: &Options) -> anyhow::Result<()> {
+fn undo(host: &dyn Host, undo: &Undo, opts: &Options<'_>) -> anyhow::Result<()> {
     match undo {
         Undo::Nothing => {}
         Undo::RemoveFile { path, .. } => {
@@ -522,6 +609,7 @@ fn undo(host: &dyn Host, undo: &Undo, opts: &Options) -> anyhow::Result<()> {
             Err(HostError::Exists { .. }) | Ok(()) => {}
             Err(e) => return Err(e.into()),
         },
+        Undo::Uncordon { node } => cluster(opts)?.set_cordoned(node, false)?,
     }
     Ok(())
 }

@@ -15,6 +15,9 @@ use crate::supervise::{self, CALICO_KEY, Role};
 use anyhow::Context as _;
 use std::time::Duration;
 
+/// What a rendered file's `from` says.
+pub const RENDERED: &str = "rendered";
+
 /// The registry value install sets under `HKLM\Software\Tigera\Calico`.
 pub const INSTALL_ROOT_VALUE: &str = "InstallRoot";
 
@@ -194,6 +197,23 @@ pub struct Inputs<'a> {
     pub previous: Option<InstallRecord>,
     /// The journal of an interrupted run, whose directories and routes still count.
     pub journal: Option<&'a super::exec::Journal>,
+    /// Which running services stop while files change.
+    pub restart: Restart,
+    /// The VSID the Calico network must have before the node counts as ready.
+    pub expect_vsid: Option<u32>,
+}
+
+/// Which running services a change stops and starts again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Restart {
+    /// Every running service, when anything changes (install).
+    All,
+    /// Only those whose environment file or registration changes, and CalicoNode's
+    /// dependents when it is one of them (reconfigure, files only).
+    Affected,
+    /// The services are stopped by steps before this plan (reconfigure with a new network):
+    /// every service starts at the end.
+    AlreadyStopped,
 }
 
 /// The roles a backend runs, in start order.
@@ -265,7 +285,7 @@ pub fn legacy_spec(s: &InstalledService) -> ServiceSpec {
 }
 
 /// What differs between a registered service and the registration install wants.
-fn service_changes(
+pub(crate) fn service_changes(
     now: &InstalledService,
     want: &ServiceSpec,
     recorded: Option<&ServiceSpec>,
@@ -291,6 +311,36 @@ fn service_changes(
     // The SCM does not report the description and recovery actions; the record knows them.
     if out.is_empty() && recorded.is_some_and(|r| r != want) {
         out.push("description or recovery".into());
+    }
+    out
+}
+
+/// The services whose environment file (or, for CalicoNode, the External network it makes)
+/// is written, or whose registration changes; with CalicoNode, its dependents too.
+fn affected_services(c: &Config, writes: &[Action], service_actions: &[Action]) -> Vec<String> {
+    let written = |name: &str| {
+        let path = c.install_root.join(name);
+        writes.iter().any(|w| {
+            matches!(w, Action::WriteFile { path: p, .. } if p.eq_ignore_ascii_case(path.as_str()))
+        })
+    };
+    let mut out: Vec<String> = roles(c.backend)
+        .into_iter()
+        .filter(|&role| {
+            let name = supervise::service_name(role);
+            written(role.env_file())
+                || (role == Role::Node && written(crate::render::hns::EXTERNAL_FILE))
+                || service_actions
+                    .iter()
+                    .any(|a| matches!(a, Action::UpdateService { spec, .. } if spec.name == name))
+        })
+        .map(|role| supervise::service_name(role).to_owned())
+        .collect();
+    if out.iter().any(|n| n == supervise::service_name(Role::Node)) {
+        out = roles(c.backend)
+            .into_iter()
+            .map(|r| supervise::service_name(r).to_owned())
+            .collect();
     }
     out
 }
@@ -402,6 +452,9 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
             }
         }
     }
+    if i.restart == Restart::AlreadyStopped {
+        running.clear();
+    }
     let mut retired = Vec::new();
     if let Some(prev) = &i.previous {
         for old in prev.services.iter().rev() {
@@ -427,10 +480,12 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
         || !removals.is_empty()
         || !service_actions.is_empty()
         || !retired.is_empty();
+    let affected = affected_services(c, &writes, &service_actions);
     let mut stopped = Vec::new();
     if changing {
         for spec in wanted.iter().rev() {
-            if running.contains(&spec.name) {
+            let restarts = i.restart == Restart::All || affected.contains(&spec.name);
+            if restarts && running.contains(&spec.name) {
                 actions.push(Action::StopService {
                     name: spec.name.clone(),
                 });
@@ -527,6 +582,7 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
         .map(|f| RecordedFile {
             path: f.path.clone(),
             sha256: f.sha256.clone().unwrap_or_default(),
+            rendered: f.from == RENDERED,
         })
         .collect();
     files.extend(i.extra_owned.iter().cloned());
@@ -545,6 +601,7 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
         firewall_rule: firewall_owned,
         routes_before,
         networks: networks(c),
+        network: Some(record::NetworkSettings::of(c)),
     };
     let bytes = record
         .to_bytes()
@@ -574,12 +631,20 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
             }
         }
         let ready = crate::supervise::init_done(host)? && {
-            let names: Vec<String> = host.hns_networks()?.into_iter().map(|n| n.name).collect();
-            networks(c).iter().all(|n| names.contains(n))
+            let present = host.hns_networks()?;
+            networks(c)
+                .iter()
+                .all(|n| present.iter().any(|p| &p.name == n))
+                && i.expect_vsid.is_none_or(|v| {
+                    present.iter().any(|p| {
+                        p.name == crate::render::hns::CALICO_NETWORK && p.vsid() == Some(v)
+                    })
+                })
         };
         if started || !ready {
             actions.push(Action::WaitReady {
                 networks: networks(c),
+                vsid: i.expect_vsid,
                 timeout: i.wait_timeout,
             });
         }

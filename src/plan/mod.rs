@@ -4,6 +4,7 @@
 
 pub mod exec;
 pub mod install;
+pub mod reconfigure;
 pub mod record;
 pub mod uninstall;
 
@@ -93,11 +94,41 @@ pub enum Action {
     RestoreRoutes {
         routes: Vec<Route>,
     },
-    /// Waits until CalicoNode reports initialisation done and these HNS networks exist.
+    /// Waits until CalicoNode reports initialisation done and these HNS networks exist (the
+    /// Calico network with this VSID, when one is given).
     WaitReady {
         networks: Vec<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        vsid: Option<u32>,
         #[serde(serialize_with = "secs")]
         timeout: Duration,
+    },
+    /// Marks the node unschedulable.
+    Cordon {
+        node: String,
+    },
+    /// Evicts the node's pods (not DaemonSet or mirror pods) and waits until they are gone.
+    Drain {
+        node: String,
+        /// The pods that would be evicted when the plan was made.
+        evict: Vec<String>,
+        /// DaemonSet and mirror pods, which stay.
+        skipped: Vec<String>,
+        #[serde(serialize_with = "secs")]
+        timeout: Duration,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        grace_period: Option<u32>,
+        force: bool,
+    },
+    /// Waits until the node reports Ready.
+    WaitNodeReady {
+        node: String,
+        #[serde(serialize_with = "secs")]
+        timeout: Duration,
+    },
+    /// Marks the node schedulable again.
+    Uncordon {
+        node: String,
     },
     /// Removes a directory if it is empty.
     RemoveDir {
@@ -185,12 +216,46 @@ impl Action {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-            Self::WaitReady { networks, timeout } => format!(
-                "wait up to {} for CalicoNode to initialise and HNS network{} {} to exist",
+            Self::WaitReady {
+                networks,
+                vsid,
+                timeout,
+            } => format!(
+                "wait up to {} for CalicoNode to initialise and HNS network{} {} to exist{}",
                 crate::duration::show(*timeout),
                 if networks.len() == 1 { "" } else { "s" },
-                networks.join(", ")
+                networks.join(", "),
+                vsid.map(|v| format!(" (Calico with VSID {v})"))
+                    .unwrap_or_default()
             ),
+            Self::Cordon { node } => format!("cordon node {node}"),
+            Self::Drain {
+                node,
+                evict,
+                skipped,
+                timeout,
+                ..
+            } => {
+                let what = if evict.is_empty() {
+                    "no pods to evict now".to_owned()
+                } else {
+                    format!("evict {} pod(s): {}", evict.len(), evict.join(", "))
+                };
+                let kept = if skipped.is_empty() {
+                    String::new()
+                } else {
+                    format!("; DaemonSet and mirror pods stay: {}", skipped.join(", "))
+                };
+                format!(
+                    "drain node {node} ({what}{kept}); wait up to {} for them to go",
+                    crate::duration::show(*timeout)
+                )
+            }
+            Self::WaitNodeReady { node, timeout } => format!(
+                "wait up to {} for node {node} to be Ready",
+                crate::duration::show(*timeout)
+            ),
+            Self::Uncordon { node } => format!("uncordon node {node}"),
             Self::RemoveDir { path } => format!("remove {path} if empty"),
         }
     }

@@ -35,12 +35,43 @@ pub struct InstallRecord {
     pub routes_before: Vec<Route>,
     /// The HNS networks Calico creates, by name, which `--purge` deletes.
     pub networks: Vec<String>,
+    /// The settings the Calico network was made with, which cannot change without recreating
+    /// it (absent in records of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkSettings>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordedFile {
     pub path: String,
     pub sha256: String,
+    /// Rendered from the config (CNI config, service environment, External network), rather
+    /// than taken from the release or the cluster.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rendered: bool,
+}
+
+/// The settings HNS cannot change on an existing network: a change means deleting the
+/// Calico network (and External, for the adapter) so that CalicoNode makes it again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetworkSettings {
+    pub backend: String,
+    pub vni: u32,
+    pub mac_prefix: String,
+    pub adapter: Option<String>,
+    pub single_network: bool,
+}
+
+impl NetworkSettings {
+    pub fn of(c: &crate::config::Config) -> Self {
+        Self {
+            backend: c.backend.to_string(),
+            vni: c.vxlan.vni.get(),
+            mac_prefix: c.vxlan.mac_prefix.to_string(),
+            adapter: c.vxlan.adapter.as_ref().map(|a| a.to_string()),
+            single_network: c.windows_use_single_network,
+        }
+    }
 }
 
 /// Why the record cannot be read.

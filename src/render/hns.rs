@@ -6,6 +6,10 @@ use serde_json::{Value, json};
 
 /// Name of the bootstrap network whose creation makes the vSwitch.
 pub const EXTERNAL_NETWORK: &str = "External";
+/// The pod network calico-node creates.
+pub const CALICO_NETWORK: &str = "Calico";
+/// The file under the install root that holds the External network's document.
+pub const EXTERNAL_FILE: &str = "external-network.json";
 /// Its address prefix and gateway: a tiny range no pod uses.
 const PREFIX: &str = "192.168.255.0/30";
 const GATEWAY: &str = "192.168.255.1";

@@ -68,7 +68,7 @@ pub fn render_all(
             })?;
         text.push('\n');
         files.push(RenderedFile {
-            name: "external-network.json".into(),
+            name: hns::EXTERNAL_FILE.into(),
             contents: text,
         });
     }

@@ -301,7 +301,7 @@ fn ensure_external(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Res
     {
         return Ok(false);
     }
-    let path = s.path("external-network.json");
+    let path = s.path(crate::render::hns::EXTERNAL_FILE);
     let spec = host
         .read_file(&path)?
         .ok_or(SuperviseError::NoExternalSpec { path })?;

@@ -5,6 +5,7 @@ pub mod etcd;
 pub mod fake_api;
 pub mod proxy;
 pub mod release;
+pub mod snapshot;
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,319 @@
+//! `reconfigure`: converges an installed node to a changed config, draining it and making the
+//! Calico HNS network again when the change is one HNS cannot make in place.
+
+use super::fetch::{now, time_text};
+use super::preflight::{ClusterRead, read_cluster, with_cluster};
+use crate::cli::ReconfigureArgs;
+use crate::cluster::drain;
+use crate::config::types::Backend;
+use crate::context::Context;
+use crate::error::UsageError;
+use crate::host::select::Intent;
+use crate::plan::exec::{Journal, Undo};
+use crate::plan::install::{Inputs, Restart};
+use crate::plan::reconfigure::{self, NodeSteps, network_changes};
+use crate::plan::record::{self, NetworkSettings, RecordedFile, join};
+use crate::plan::{self, Action};
+use crate::render::hns::{CALICO_NETWORK, EXTERNAL_NETWORK};
+use anyhow::Context as _;
+use serde_json::json;
+
+pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let dry_run = ctx.options.dry_run;
+    let base = ctx.load_config()?;
+    let host = ctx.open_host(Intent::Change)?;
+    let node_name = base.config.node.name.to_string();
+    let cluster = read_cluster(false, ctx, &node_name);
+    let loaded = with_cluster(ctx, &cluster, base)?;
+    let config = &loaded.config;
+    let root = config
+        .install_root
+        .as_str()
+        .trim_end_matches('\\')
+        .to_owned();
+
+    // What is installed.
+    let Some(rec) = record::read(host.as_ref(), &root)? else {
+        return Err(UsageError::new(
+            format!("Calico is not installed in {root} (there is no install record)"),
+            "install it with 'calicoctl-win install', or point install_root at where it is",
+        )
+        .into());
+    };
+    let journal_path = join(&root, record::JOURNAL_FILE);
+    let journal = Journal::load(host.as_ref(), &journal_path)?;
+    if let Some(j) = &journal {
+        if j.command != "reconfigure" {
+            return Err(UsageError::new(
+                format!(
+                    "an earlier {} did not finish (its journal is {journal_path})",
+                    j.command
+                ),
+                format!("run 'calicoctl-win {}' again to finish it first", j.command),
+            )
+            .into());
+        }
+        ctx.printer.note(&format!(
+            "an earlier reconfigure started at {} did not finish ({} step(s) journaled): this run continues it",
+            time_text(j.started),
+            j.entries.len()
+        ));
+    }
+    if config.backend == Backend::WindowsBgp && rec.backend != Backend::WindowsBgp.to_string() {
+        return Err(UsageError::new(
+            format!(
+                "the backend changes from {} to windows-bgp, which needs confd's files from the Calico release",
+                rec.backend
+            ),
+            "run 'calicoctl-win uninstall', then 'calicoctl-win install' with the new config",
+        )
+        .into());
+    }
+
+    // Files: the new rendered ones; the release's and the credentials stay as they are.
+    let rendered = super::install::rendered_files(host.as_ref(), config)?;
+    let record_path = rec.path();
+    let kept: Vec<RecordedFile> = rec
+        .files
+        .iter()
+        .filter(|f| !is_rendered(f) && !f.path.eq_ignore_ascii_case(&record_path))
+        .filter(|f| {
+            !rendered
+                .iter()
+                .any(|r| r.path.eq_ignore_ascii_case(&f.path))
+        })
+        .cloned()
+        .collect();
+
+    // Networks: what HNS cannot change in place.
+    let new_net = NetworkSettings::of(config);
+    let networks = if config.backend == Backend::None && rec.networks.is_empty() {
+        Vec::new()
+    } else {
+        host.hns_networks()
+            .context("cannot read the HNS networks to compare them with the config")?
+    };
+    let calico = networks.iter().find(|n| n.name == CALICO_NETWORK).cloned();
+    let changes = network_changes(rec.network.as_ref(), &new_net, calico.as_ref());
+    let recreate = !changes.is_empty();
+    let we_cordoned = journal.iter().flat_map(|j| &j.entries).any(
+        |e| matches!(&e.undo, Undo::Uncordon { node } if node.eq_ignore_ascii_case(&node_name)),
+    );
+    let mut delete = Vec::new();
+    if recreate {
+        delete.extend(calico.clone());
+        let external_changes = rec
+            .network
+            .as_ref()
+            .is_some_and(|old| old.adapter != new_net.adapter || old.backend != new_net.backend);
+        if external_changes {
+            delete.extend(
+                networks
+                    .iter()
+                    .find(|n| n.name == EXTERNAL_NETWORK)
+                    .cloned(),
+            );
+        }
+    }
+
+    // The cluster: needed to drain, and to compare the VNI with Felix's.
+    let mut evicted_preview = json!(null);
+    let node_steps = if recreate || we_cordoned {
+        if recreate && !args.drain {
+            return Err(UsageError::new(
+                format!(
+                    "this change needs the Calico HNS network made again ({}), which disconnects every pod on node {node_name}",
+                    changes.join("; ")
+                ),
+                "pass --drain to cordon and drain the node around it (--dry-run shows the pods it would evict)",
+            )
+            .into());
+        }
+        let c = match &cluster {
+            ClusterRead::Read(c, _) => c,
+            ClusterRead::Failed(e) => {
+                return Err(anyhow::anyhow!("{e}").context(format!(
+                    "draining node {node_name} needs the cluster, which cannot be read"
+                )));
+            }
+            ClusterRead::Skipped(why) => {
+                return Err(UsageError::new(
+                    format!("draining node {node_name} needs the cluster: {why}"),
+                    "pass the admin kubeconfig with --kubeconfig, or set KUBECONFIG",
+                )
+                .into());
+            }
+        };
+        if let ClusterRead::Read(_, facts) = &cluster
+            && config.backend == Backend::Vxlan
+            && recreate
+            && let Some(cluster_vni) = facts.felix.vxlan_vni
+            && cluster_vni != new_net.vni
+            && !args.force
+        {
+            return Err(UsageError::new(
+                format!(
+                    "VNI {} differs from the cluster's FelixConfiguration vxlanVNI {cluster_vni}: this node could not reach pods on the other nodes",
+                    new_net.vni
+                ),
+                format!(
+                    "change the cluster first ('kubectl patch felixconfiguration default --type merge -p '{{\"spec\":{{\"vxlanVNI\":{}}}}}''), or pass --force if that is what you mean",
+                    new_net.vni
+                ),
+            )
+            .into());
+        }
+        let cordoned = drain::is_cordoned(c, &node_name)?;
+        let drain_action = if recreate {
+            let s = drain::select(&drain::pods_on(c, &node_name)?);
+            if !s.unmanaged.is_empty() && !args.force {
+                return Err(anyhow::Error::new(drain::DrainError::Unmanaged {
+                    node: node_name.clone(),
+                    pods: s.unmanaged,
+                })
+                .context("nothing was changed"));
+            }
+            evicted_preview =
+                json!({"evict": &s.evict, "unmanaged": &s.unmanaged, "skipped": &s.skipped});
+            let show = |v: &[drain::PodRef]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
+            let mut evict = show(&s.evict);
+            evict.extend(show(&s.unmanaged));
+            Some(Action::Drain {
+                node: node_name.clone(),
+                evict,
+                skipped: show(&s.skipped),
+                timeout: args.drain_timeout,
+                grace_period: args.grace_period,
+                force: args.force,
+            })
+        } else {
+            None
+        };
+        Some(NodeSteps {
+            node: node_name.clone(),
+            cordon: recreate && !cordoned,
+            uncordon: (recreate && !cordoned) || we_cordoned,
+            drain: drain_action,
+            ready_timeout: args.wait_timeout,
+        })
+    } else {
+        None
+    };
+
+    let restart = if recreate {
+        Restart::AlreadyStopped
+    } else {
+        Restart::Affected
+    };
+    let inputs = reconfigure::Inputs {
+        install: Inputs {
+            config,
+            files: rendered,
+            extra_owned: kept,
+            extra_dirs: Vec::new(),
+            calico_version: rec.calico_version.clone(),
+            legacy: Vec::new(),
+            start: true,
+            wait_timeout: args.wait_timeout,
+            previous: Some(rec.clone()),
+            journal: journal.as_ref(),
+            restart,
+            expect_vsid: (config.backend == Backend::Vxlan).then_some(new_net.vni),
+        },
+        installed_services: rec.services.iter().map(|s| s.name.clone()).collect(),
+        delete,
+        node: node_steps,
+    };
+    let actions = reconfigure::plan(host.as_ref(), &inputs)?;
+
+    ctx.printer.text(&format!(
+        "Reconfigure Calico in {root} on node {node_name} ({} backend)",
+        config.backend
+    ));
+    let kind = if recreate {
+        ctx.printer.text(&format!(
+            "  - network-immutable: {}; the Calico HNS network is made again",
+            changes.join("; ")
+        ));
+        "network"
+    } else if actions.is_empty() {
+        "none"
+    } else {
+        "files"
+    };
+    let actions_json = plan::to_json(&actions).context("cannot show the plan as JSON")?;
+    let doc = |changed: bool| {
+        json!({
+            "dry_run": dry_run,
+            "install_root": root,
+            "change": kind,
+            "network_changes": changes,
+            "pods": evicted_preview,
+            "actions": actions_json,
+            "changed": changed,
+        })
+    };
+    if actions.is_empty() {
+        ctx.printer
+            .text("Nothing to do: the node already matches this config.");
+        ctx.printer.json(&doc(false));
+        return Ok(());
+    }
+    if dry_run {
+        ctx.printer.text("Plan:");
+        for (i, a) in actions.iter().enumerate() {
+            ctx.printer
+                .text(&format!("  {:>2}. {}", i + 1, a.describe()));
+        }
+        ctx.printer.note("--dry-run: nothing was changed");
+        ctx.printer.json(&doc(false));
+        return Ok(());
+    }
+
+    let node_control = match &cluster {
+        ClusterRead::Read(c, _) => Some(c.as_ref() as &dyn plan::exec::NodeControl),
+        _ => None,
+    };
+    let opts = plan::exec::Options {
+        command: "reconfigure",
+        journal_path,
+        rollback: true,
+        stop_timeout: args.service_timeout,
+        start_timeout: args.service_timeout,
+        previous: journal,
+        routes_before: Vec::new(),
+        record: None,
+        logs_dir: None,
+        now: now(),
+        cluster: node_control,
+    };
+    if let Err(e) = super::execute_plan(ctx, host.as_ref(), &actions, opts) {
+        let after = if e.past_no_return {
+            format!(
+                "it failed after the Calico network was deleted, so nothing was undone; run 'calicoctl-win reconfigure' again with the same config to finish (node {node_name} stays cordoned until then)"
+            )
+        } else {
+            match &e.rollback_failures {
+                Some(f) if f.is_empty() => "everything done before it was undone: the services run as before and the node is uncordoned".to_owned(),
+                Some(f) => format!(
+                    "undoing the steps done before it failed partly: {}; the journal is kept and the next reconfigure continues from it",
+                    f.join("; ")
+                ),
+                None => String::new(),
+            }
+        };
+        return Err(anyhow::Error::new(e).context(format!("reconfigure failed; {after}")));
+    }
+    ctx.printer
+        .text(&format!("Reconfigured: {} step(s).", actions.len()));
+    ctx.printer.json(&doc(true));
+    Ok(())
+}
+
+/// Whether install rendered the file (records before the flag: by its name).
+fn is_rendered(f: &RecordedFile) -> bool {
+    let name = f.path.rsplit('\\').next().unwrap_or_default();
+    f.rendered
+        || name.eq_ignore_ascii_case(crate::render::hns::EXTERNAL_FILE)
+        || (name.starts_with("calico-") && name.ends_with(".env"))
+}

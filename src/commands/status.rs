@@ -1,0 +1,300 @@
+//! `status`: the services, the HNS networks, drift between the config and the host, the node
+//! and the kubeconfig's token; exit 1 with the reasons when anything is degraded.
+
+use super::fetch::{now, time_text};
+use super::preflight::{ClusterRead, read_cluster, with_cluster};
+use crate::cli::StatusArgs;
+use crate::cluster::credentials::Token;
+use crate::cluster::drain;
+use crate::config::types::Backend;
+use crate::context::Context;
+use crate::host::select::Intent;
+use crate::host::{HnsNetwork, ServiceState};
+use crate::plan::record;
+use crate::render::hns::{CALICO_NETWORK, EXTERNAL_NETWORK};
+use anyhow::Context as _;
+use serde_json::{Value, json};
+
+/// A token closer to its expiry than this is a problem worth reporting.
+const TOKEN_WARN_SECS: i64 = 7 * 24 * 3600;
+
+#[derive(Debug, thiserror::Error)]
+#[error("Calico on this node is degraded: {}", .0.join("; "))]
+pub struct Degraded(pub Vec<String>);
+
+pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let base = ctx.load_config()?;
+    let host = ctx.open_host(Intent::Read)?;
+    let node_name = base.config.node.name.to_string();
+    let cluster = if args.offline {
+        ClusterRead::Skipped("skipped with --offline")
+    } else {
+        read_cluster(false, ctx, &node_name)
+    };
+    let loaded = with_cluster(ctx, &cluster, base)?;
+    let config = &loaded.config;
+    let root = config
+        .install_root
+        .as_str()
+        .trim_end_matches('\\')
+        .to_owned();
+    let mut problems: Vec<String> = Vec::new();
+    let mut text: Vec<String> = Vec::new();
+
+    let Some(rec) = record::read(host.as_ref(), &root)? else {
+        ctx.printer.text(&format!(
+            "Calico is not installed in {root} (no install record)."
+        ));
+        ctx.printer
+            .json(&json!({"installed": false, "install_root": root, "healthy": false}));
+        return Err(Degraded(vec![format!("not installed in {root}")]).into());
+    };
+    text.push(format!(
+        "Calico {} in {root} ({} backend), node {node_name}",
+        rec.calico_version.as_deref().unwrap_or("(version unknown)"),
+        rec.backend
+    ));
+
+    // Services.
+    let wanted = crate::plan::install::services(config);
+    let mut services = Vec::new();
+    text.push("Services:".into());
+    for spec in &rec.services {
+        let q = host.service_query(&spec.name)?;
+        let (state, pid) = match &q {
+            Some(s) => (format!("{:?}", s.state).to_ascii_lowercase(), s.pid),
+            None => ("not registered".into(), None),
+        };
+        if q.as_ref().is_none_or(|s| s.state != ServiceState::Running) {
+            problems.push(format!("service {} is {state}", spec.name));
+        }
+        let config_drift = match (&q, wanted.iter().find(|w| w.name == spec.name)) {
+            (Some(now), Some(want)) => crate::plan::install::service_changes(now, want, Some(spec)),
+            (_, None) => vec!["not wanted by the config".into()],
+            (None, _) => Vec::new(),
+        };
+        if !config_drift.is_empty() {
+            problems.push(format!(
+                "service {} differs from the config: {}",
+                spec.name,
+                config_drift.join(", ")
+            ));
+        }
+        text.push(format!(
+            "  {:<12} {state}{}",
+            spec.name,
+            pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+        ));
+        services
+            .push(json!({"name": spec.name, "state": state, "pid": pid, "drift": config_drift}));
+    }
+
+    // Networks.
+    let networks: Vec<HnsNetwork> = if rec.networks.is_empty() {
+        Vec::new()
+    } else {
+        host.hns_networks()
+            .context("cannot read the HNS networks")?
+            .into_iter()
+            .filter(|n| n.name == CALICO_NETWORK || n.name == EXTERNAL_NETWORK)
+            .collect()
+    };
+    text.push("HNS networks:".into());
+    for name in &rec.networks {
+        match networks.iter().find(|n| &n.name == name) {
+            Some(n) => text.push(format!(
+                "  {:<12} {} {} subnets {} VSID {} management IP {}",
+                n.name,
+                n.id,
+                n.network_type,
+                n.subnets
+                    .iter()
+                    .map(|s| s.prefix.as_str())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                n.vsid().map_or("-".into(), |v| v.to_string()),
+                n.management_ip.as_deref().unwrap_or("-")
+            )),
+            None => {
+                problems.push(format!("HNS network {name} does not exist"));
+                text.push(format!("  {name:<12} missing"));
+            }
+        }
+    }
+
+    // Drift: files, and the VNI in HNS, the config and the cluster.
+    let mut files = Vec::new();
+    for f in &rec.files {
+        let local = host.local_path(&f.path)?;
+        let state = if !local.is_file() {
+            "missing"
+        } else if f.sha256.is_empty()
+            || crate::release::sha256_file(&local)
+                .with_context(|| format!("cannot read {}", f.path))?
+                == f.sha256
+        {
+            continue;
+        } else {
+            "changed since install"
+        };
+        problems.push(format!("{} is {state}", f.path));
+        files.push(json!({"path": f.path, "state": state}));
+    }
+    let rendered = super::install::rendered_files(host.as_ref(), config)?;
+    for r in &rendered {
+        let recorded = rec
+            .files
+            .iter()
+            .find(|f| f.path.eq_ignore_ascii_case(&r.path));
+        if recorded.is_some_and(|f| Some(&f.sha256) != r.sha256.as_ref()) {
+            problems.push(format!(
+                "{} differs from what the config renders: run 'calicoctl-win reconfigure'",
+                r.path
+            ));
+            files.push(json!({"path": r.path, "state": "differs from the config"}));
+        }
+    }
+    let hns_vni = networks
+        .iter()
+        .find(|n| n.name == CALICO_NETWORK)
+        .and_then(HnsNetwork::vsid);
+    let cluster_vni = match &cluster {
+        ClusterRead::Read(_, f) => f.felix.vxlan_vni,
+        _ => None,
+    };
+    let config_vni = config.vxlan.vni.get();
+    if config.backend == Backend::Vxlan {
+        if let Some(v) = hns_vni.filter(|v| *v != config_vni) {
+            problems.push(format!(
+                "the Calico network has VSID {v}, the config says VNI {config_vni}: 'calicoctl-win reconfigure --drain' makes the network again"
+            ));
+        }
+        if let Some(v) = cluster_vni.filter(|v| *v != config_vni) {
+            problems.push(format!(
+                "the cluster's FelixConfiguration vxlanVNI is {v}, the config says {config_vni}"
+            ));
+        }
+    }
+    let show = |v: Option<u32>| v.map_or("-".into(), |v| v.to_string());
+    text.push(format!(
+        "VXLAN VNI: config {config_vni}, HNS {}, cluster {}",
+        show(hns_vni),
+        show(cluster_vni)
+    ));
+
+    // The node.
+    let node = match &cluster {
+        ClusterRead::Read(c, _) => {
+            let ready = drain::readiness(c, &node_name)?;
+            let cordoned = drain::is_cordoned(c, &node_name)?;
+            let pods: Vec<String> = drain::pods_on(c, &node_name)?
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{}/{}",
+                        p.metadata.namespace.as_deref().unwrap_or_default(),
+                        p.metadata.name.as_deref().unwrap_or_default()
+                    )
+                })
+                .collect();
+            if let Err(why) = &ready {
+                problems.push(format!("node {node_name} is not Ready: {why}"));
+            }
+            if cordoned {
+                problems.push(format!("node {node_name} is cordoned"));
+            }
+            text.push(format!(
+                "Node {node_name}: {}{}, {} pod(s)",
+                if ready.is_ok() { "Ready" } else { "not Ready" },
+                if cordoned { ", cordoned" } else { "" },
+                pods.len()
+            ));
+            json!({"name": node_name, "ready": ready.is_ok(), "cordoned": cordoned, "pods": pods})
+        }
+        ClusterRead::Skipped(why) => {
+            text.push(format!("Node {node_name}: not read ({why})"));
+            json!(null)
+        }
+        ClusterRead::Failed(e) => {
+            problems.push(format!("the cluster cannot be read: {e}"));
+            json!(null)
+        }
+    };
+
+    // calico-node's token.
+    let token = match config.kubeconfig.as_ref().map(|p| p.as_str().to_owned()) {
+        Some(path) if config.datastore == crate::config::types::Datastore::Kubernetes => match host
+            .read_file(&path)?
+        {
+            None => {
+                problems.push(format!("calico-node's kubeconfig {path} is missing"));
+                json!({"path": path, "present": false})
+            }
+            Some(bytes) => {
+                let expiry = crate::render::kubeconfig::token_of(&String::from_utf8_lossy(&bytes))
+                    .map(Token::new)
+                    .and_then(|t| t.expiry());
+                let left = expiry.map(|t| t - now());
+                match left {
+                        Some(l) if l <= 0 => problems.push(format!("calico-node's token in {path} has expired")),
+                        Some(l) if l < TOKEN_WARN_SECS => problems.push(format!(
+                            "calico-node's token in {path} expires within a week: 'calicoctl-win fetch kubeconfig' renews it"
+                        )),
+                        _ => {}
+                    }
+                text.push(format!(
+                    "Token: {}",
+                    expiry.map_or("does not expire".into(), |t| format!(
+                        "valid until {}",
+                        time_text(t)
+                    ))
+                ));
+                json!({"path": path, "present": true, "expires": expiry.map(time_text)})
+            }
+        },
+        _ => json!(null),
+    };
+
+    let healthy = problems.is_empty();
+    for line in &text {
+        ctx.printer.text(line);
+    }
+    if !files.is_empty() {
+        ctx.printer.text("Drift:");
+        for f in &files {
+            ctx.printer.text(&format!(
+                "  {} {}",
+                f["path"].as_str().unwrap_or_default(),
+                f["state"].as_str().unwrap_or_default()
+            ));
+        }
+    }
+    ctx.printer
+        .text(if healthy { "Healthy." } else { "Degraded:" });
+    for p in &problems {
+        ctx.printer.text(&format!("  - {p}"));
+    }
+    let nets: Vec<Value> = networks
+        .iter()
+        .map(|n| serde_json::to_value(n).unwrap_or(Value::Null))
+        .collect();
+    ctx.printer.json(&json!({
+        "installed": true,
+        "install_root": root,
+        "calico_version": rec.calico_version,
+        "backend": rec.backend,
+        "services": services,
+        "networks": nets,
+        "vni": {"config": config_vni, "hns": hns_vni, "cluster": cluster_vni},
+        "drift": files,
+        "node": node,
+        "token": token,
+        "healthy": healthy,
+        "problems": problems,
+    }));
+    if healthy {
+        Ok(())
+    } else {
+        Err(Degraded(problems).into())
+    }
+}

@@ -1,0 +1,205 @@
+//! Reconfigure: what changes between the installed node and a new config, classified as files
+//! only (rewrite, restart the services concerned) or as network-immutable (the Calico HNS
+//! network must be made again, with the node drained around it), and the plan that does it.
+
+use super::Action;
+use super::record::NetworkSettings;
+use crate::host::{HnsNetwork, Host, ServiceState};
+use std::time::Duration;
+
+/// Why the existing networks cannot carry the new config; empty when they can.
+pub fn network_changes(
+    old: Option<&NetworkSettings>,
+    new: &NetworkSettings,
+    calico: Option<&HnsNetwork>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(old) = old {
+        if old.backend != new.backend {
+            out.push(format!("backend {} -> {}", old.backend, new.backend));
+        }
+        if old.vni != new.vni && new.backend == "vxlan" {
+            out.push(format!("VXLAN VNI {} -> {}", old.vni, new.vni));
+        }
+        if old.mac_prefix != new.mac_prefix {
+            out.push(format!(
+                "VXLAN MAC prefix {} -> {}",
+                old.mac_prefix, new.mac_prefix
+            ));
+        }
+        if old.adapter != new.adapter {
+            let show = |a: &Option<String>| a.clone().unwrap_or_else(|| "(auto)".into());
+            out.push(format!(
+                "VXLAN adapter {} -> {}",
+                show(&old.adapter),
+                show(&new.adapter)
+            ));
+        }
+        if old.single_network != new.single_network {
+            out.push(format!(
+                "windows_use_single_network {} -> {}",
+                old.single_network, new.single_network
+            ));
+        }
+    }
+    // What HNS has, whatever the record says: calico-node reuses a network without comparing
+    // its VSID, so a VNI changed by an earlier install is still the old one here.
+    if let Some(n) = calico {
+        let want_type = match new.backend.as_str() {
+            "vxlan" => Some("Overlay"),
+            "windows-bgp" => Some("L2Bridge"),
+            _ => None,
+        };
+        if let Some(t) = want_type
+            && !n.network_type.eq_ignore_ascii_case(t)
+            && out.iter().all(|c| !c.starts_with("backend"))
+        {
+            out.push(format!(
+                "the Calico network is {}, the {} backend needs {t}",
+                n.network_type, new.backend
+            ));
+        }
+        if new.backend == "vxlan"
+            && n.vsid() != Some(new.vni)
+            && out.iter().all(|c| !c.starts_with("VXLAN VNI"))
+        {
+            out.push(format!(
+                "the Calico network has VSID {}, the config says VNI {}",
+                n.vsid().map_or("none".into(), |v| v.to_string()),
+                new.vni
+            ));
+        }
+    }
+    out
+}
+
+/// The cluster steps around a network change.
+pub struct NodeSteps {
+    pub node: String,
+    /// Cordon first (the node is not cordoned yet).
+    pub cordon: bool,
+    /// Uncordon at the end (this run or an interrupted one cordoned it).
+    pub uncordon: bool,
+    /// `None` when resuming after the pods are gone and the network made again.
+    pub drain: Option<Action>,
+    pub ready_timeout: Duration,
+}
+
+/// Everything the reconfigure plan is made from.
+pub struct Inputs<'a> {
+    /// The files and services, planned like an install with the new config.
+    pub install: super::install::Inputs<'a>,
+    /// The services as installed, in start order (they stop in reverse).
+    pub installed_services: Vec<String>,
+    /// The networks to delete (the Calico network; External too when its adapter or type
+    /// changes).
+    pub delete: Vec<HnsNetwork>,
+    pub node: Option<NodeSteps>,
+}
+
+/// The plan: cordon, drain, stop the services, delete the networks, then the install plan of
+/// the new config (files, registrations, start, wait for the network), the node Ready,
+/// uncordon. Without networks to delete, only the install plan with its restarts.
+pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
+    let mut actions = Vec::new();
+    if let Some(n) = &i.node {
+        if n.cordon {
+            actions.push(Action::Cordon {
+                node: n.node.clone(),
+            });
+        }
+        actions.extend(n.drain.clone());
+    }
+    if !i.delete.is_empty() {
+        for name in i.installed_services.iter().rev() {
+            if host
+                .service_query(name)?
+                .is_some_and(|s| s.state != ServiceState::Stopped)
+            {
+                actions.push(Action::StopService { name: name.clone() });
+            }
+        }
+        for n in &i.delete {
+            actions.push(Action::DeleteNetwork {
+                id: n.id.clone(),
+                name: n.name.clone(),
+            });
+        }
+    }
+    actions.extend(super::install::plan(host, &i.install)?);
+    if let Some(n) = &i.node {
+        if !actions.is_empty() || n.uncordon {
+            actions.push(Action::WaitNodeReady {
+                node: n.node.clone(),
+                timeout: n.ready_timeout,
+            });
+        }
+        if n.uncordon {
+            actions.push(Action::Uncordon {
+                node: n.node.clone(),
+            });
+        }
+    }
+    Ok(actions)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(vni: u32) -> NetworkSettings {
+        NetworkSettings {
+            backend: "vxlan".into(),
+            vni,
+            mac_prefix: "0E-2A".into(),
+            adapter: None,
+            single_network: false,
+        }
+    }
+
+    fn calico(vsid: u32) -> HnsNetwork {
+        HnsNetwork {
+            id: "n1".into(),
+            name: "Calico".into(),
+            network_type: "Overlay".into(),
+            subnets: vec![crate::host::hns::HnsSubnet {
+                prefix: "10.244.1.0/26".into(),
+                gateway: Some("10.244.1.1".into()),
+                vsid: Some(vsid),
+            }],
+            management_ip: None,
+            dr_mac: None,
+            adapter: None,
+        }
+    }
+
+    #[test]
+    fn a_vni_change_is_network_immutable_and_named_once() {
+        let c = network_changes(Some(&settings(4096)), &settings(4097), Some(&calico(4096)));
+        assert_eq!(c, ["VXLAN VNI 4096 -> 4097"]);
+    }
+
+    #[test]
+    fn the_vsid_in_hns_counts_even_when_the_record_agrees_with_the_config() {
+        let c = network_changes(Some(&settings(4097)), &settings(4097), Some(&calico(4096)));
+        assert_eq!(
+            c,
+            ["the Calico network has VSID 4096, the config says VNI 4097"]
+        );
+        assert!(network_changes(None, &settings(4097), Some(&calico(4097))).is_empty());
+    }
+
+    #[test]
+    fn mac_prefix_adapter_backend_and_single_network_are_network_immutable() {
+        let mut new = settings(4096);
+        new.mac_prefix = "0E-2B".into();
+        new.adapter = Some("Ethernet 2".into());
+        new.single_network = true;
+        let c = network_changes(Some(&settings(4096)), &new, None);
+        assert_eq!(c.len(), 3, "{c:?}");
+        new = settings(4096);
+        new.backend = "windows-bgp".into();
+        let c = network_changes(Some(&settings(4096)), &new, Some(&calico(4096)));
+        assert_eq!(c, ["backend vxlan -> windows-bgp"]);
+    }
+}

@@ -1,0 +1,361 @@
+//! `reconfigure` through the binary: an installed simulated node on the fake API server, with
+//! pods on it, taken from VXLAN VNI 4096 to 4097 (drain, new Calico network, uncordon), and
+//! the refusals, the PodDisruptionBudget timeout, interruptions and files-only changes.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::fake_api::{FakeApi, meta};
+use support::release::release_zip;
+use support::snapshot::{assert_same, snapshot};
+use support::{SimNode, on_node};
+
+struct Node {
+    api: FakeApi,
+    node: SimNode,
+}
+
+const VNI_4097: &[&str] = &["--set", "vxlan.vni=4097"];
+
+fn pod(ns: &str, name: &str, node: &str, owner: Option<&str>) -> Value {
+    let mut p = meta("v1", "Pod", name, Some(ns));
+    p["spec"] = json!({"nodeName": node, "containers": [{"name": "c", "image": "i"}]});
+    if let Some(kind) = owner {
+        p["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": kind,
+            "name": "owner", "uid": "owner-uid", "controller": true}]);
+    }
+    p
+}
+
+impl Node {
+    /// Calico installed (VNI 4096, the cluster's) on win-1, which is Ready and runs two
+    /// ReplicaSet pods and a DaemonSet pod; another node runs one pod.
+    fn installed() -> Self {
+        let api = FakeApi::start();
+        api.healthy_calico();
+        let mut n = api.get("/api/v1/nodes/win-1").expect("node");
+        n["status"] = json!({"conditions": [{"type": "Ready", "status": "True"}]});
+        api.put("/api/v1/nodes/win-1", n);
+        for (ns, name, node, owner) in [
+            ("default", "web-1", "win-1", "ReplicaSet"),
+            ("default", "web-2", "win-1", "ReplicaSet"),
+            ("kube-system", "calico-node-win", "win-1", "DaemonSet"),
+            ("default", "web-3", "linux-1", "ReplicaSet"),
+        ] {
+            api.put(
+                &format!("/api/v1/namespaces/{ns}/pods/{name}"),
+                pod(ns, name, node, Some(owner)),
+            );
+        }
+        let node = SimNode::new(&api);
+        let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+        let (code, _, err) = node.run(&["install", "--release-zip", &zip.display().to_string()]);
+        assert_eq!(code, 0, "install: {err}");
+        Self { api, node }
+    }
+
+    fn reconfigure(&self, extra: &[&str]) -> (i32, Value, String) {
+        self.node.run(&[&["reconfigure"][..], extra].concat())
+    }
+
+    fn calico_vsid(&self) -> Option<u64> {
+        let state: Value = serde_json::from_str(
+            &std::fs::read_to_string(self.node.sim().join("state.json")).expect("state"),
+        )
+        .expect("json");
+        state["networks"]
+            .as_array()?
+            .iter()
+            .find(|n| n["Name"] == "Calico")?
+            .pointer("/Ipams/0/Subnets/0/Policies/0/Settings/IsolationId")?
+            .as_u64()
+    }
+
+    fn pods(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .api
+            .lock()
+            .objects
+            .iter()
+            .filter(|(k, _)| k.contains("/pods/"))
+            .map(|(_, o)| {
+                o["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn cordoned(&self) -> bool {
+        self.api.get("/api/v1/nodes/win-1").expect("node")["spec"]["unschedulable"] == true
+    }
+
+    fn set_felix_vni(&self, vni: u32) {
+        let path = "/apis/crd.projectcalico.org/v1/felixconfigurations/default";
+        let mut f = self.api.get(path).expect("felix");
+        f["spec"]["vxlanVNI"] = json!(vni);
+        self.api.put(path, f);
+    }
+}
+
+fn actions(doc: &Value) -> Vec<String> {
+    doc["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .map(|a| a["action"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn vni_change_recreates_the_network_after_a_drain_and_uncordons() {
+    let n = Node::installed();
+    assert_eq!(n.calico_vsid(), Some(4096));
+    n.set_felix_vni(4097);
+
+    // Without --drain: refused, nothing changed.
+    let before = snapshot(&n.node.sim());
+    let (code, _, err) = n.reconfigure(VNI_4097);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--drain"), "{err}");
+    assert_same(&snapshot(&n.node.sim()), &before, "refused without --drain");
+
+    // The dry run lists the pods it would evict and changes nothing.
+    let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain", "--dry-run"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(doc["change"], "network");
+    let evict: Vec<&str> = doc["pods"]["evict"]
+        .as_array()
+        .expect("evict")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(evict, ["web-1", "web-2"]);
+    assert_eq!(doc["pods"]["skipped"][0]["name"], "calico-node-win");
+    assert_same(&snapshot(&n.node.sim()), &before, "dry run");
+    assert!(!n.cordoned());
+
+    let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let steps = actions(&doc);
+    assert_eq!(
+        steps.first().map(String::as_str),
+        Some("cordon"),
+        "{steps:?}"
+    );
+    assert_eq!(
+        steps.last().map(String::as_str),
+        Some("uncordon"),
+        "{steps:?}"
+    );
+    let delete = steps
+        .iter()
+        .position(|s| s == "delete-network")
+        .expect("delete");
+    let drain = steps.iter().position(|s| s == "drain").expect("drain");
+    assert!(drain < delete, "{steps:?}");
+    assert_eq!(
+        n.calico_vsid(),
+        Some(4097),
+        "the Calico network has the new VSID"
+    );
+    assert_eq!(
+        n.pods(),
+        ["calico-node-win", "web-3"],
+        "evicted, DaemonSet pod left"
+    );
+    assert!(!n.cordoned(), "uncordoned");
+    let env =
+        std::fs::read_to_string(n.node.c_drive("calicowindows/calico-node.env")).expect("env");
+    assert!(env.contains("4097"), "{env}");
+
+    // Again: nothing to do.
+    let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(doc["change"], "none");
+    assert_eq!(doc["actions"], json!([]));
+}
+
+#[test]
+fn a_vni_other_than_the_clusters_is_refused_unless_forced() {
+    let n = Node::installed();
+    let before = snapshot(&n.node.sim());
+    let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("vxlanVNI 4096"), "{err}");
+    assert!(err.contains("kubectl patch felixconfiguration"), "{err}");
+    assert_same(&snapshot(&n.node.sim()), &before, "refused");
+    assert!(!n.cordoned());
+
+    let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain", "--force"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(n.calico_vsid(), Some(4097));
+}
+
+#[test]
+fn a_disruption_budget_that_never_allows_eviction_times_out_and_undoes_the_cordon() {
+    let n = Node::installed();
+    n.set_felix_vni(4097);
+    n.api.lock().eviction_blocked.insert("default/web-2".into());
+    let before = snapshot(&n.node.sim());
+    let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain", "--drain-timeout", "2s"]].concat());
+    assert_eq!(code, 4, "{err}");
+    assert!(err.contains("disruption budget"), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+    assert!(!n.cordoned(), "uncordoned after the failure");
+    assert_eq!(n.calico_vsid(), Some(4096), "the network was not deleted");
+    assert_same(
+        &snapshot(&n.node.sim()),
+        &before,
+        "nothing on the host changed",
+    );
+    assert!(n.pods().contains(&"web-2".to_owned()));
+}
+
+#[test]
+fn an_interruption_at_every_step_is_finished_by_a_rerun() {
+    // A clean run, for the state to converge to.
+    let clean = Node::installed();
+    clean.set_felix_vni(4097);
+    let (code, doc, err) = clean.reconfigure(&[VNI_4097, &["--drain"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let mutating = doc["actions"].as_array().expect("actions").len();
+    let want = snapshot(&clean.node.sim());
+
+    let mut n = 1;
+    loop {
+        let node = Node::installed();
+        node.set_felix_vni(4097);
+        let fault = format!("crash:{n}");
+        let args = [VNI_4097, &["--drain", "--sim-fault", &fault]].concat();
+        let out = on_node()
+            .arg("reconfigure")
+            .args(&args)
+            .args(["-o", "json", "--sim-host"])
+            .arg(node.node.sim())
+            .arg("--kubeconfig")
+            .arg(&node.node.admin)
+            .output()
+            .expect("run");
+        let (code, err) = (
+            out.status.code().expect("code"),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        if code == 0 {
+            // The fault came after the last mutating call: the walk is over.
+            assert!(n > mutating, "only {n} calls for {mutating} steps");
+            break;
+        }
+        assert_eq!(code, 86, "{fault}: {err}");
+        let (code, _, err) = node.reconfigure(&[VNI_4097, &["--drain"]].concat());
+        assert_eq!(code, 0, "{fault}: the rerun failed: {err}");
+        assert_eq!(node.calico_vsid(), Some(4097), "{fault}");
+        assert!(!node.cordoned(), "{fault}: left cordoned");
+        assert_same(&snapshot(&node.node.sim()), &want, &fault);
+        n += 1;
+    }
+}
+
+#[test]
+fn a_files_only_change_restarts_only_the_services_concerned() {
+    let n = Node::installed();
+    // Extra environment for felix is in calico-felix.env only.
+    let config = n.node.dir.path().join("calico-windows.yaml");
+    std::fs::write(
+        &config,
+        "extra_env:\n  felix:\n    FELIX_PROMETHEUSMETRICSENABLED: \"true\"\n",
+    )
+    .expect("config");
+    let config = config.display().to_string();
+    let (code, doc, err) = n.reconfigure(&["--config", &config]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(doc["change"], "files");
+    let described: Vec<&str> = doc["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .filter_map(|a| a["description"].as_str())
+        .collect();
+    let text = described.join("\n");
+    assert!(text.contains("stop service CalicoFelix"), "{text}");
+    assert!(text.contains("start service CalicoFelix"), "{text}");
+    assert!(
+        !text.contains("stop service CalicoNode") && !text.contains("start service CalicoNode"),
+        "CalicoNode keeps running: {text}"
+    );
+    assert!(
+        !text.contains("cordon") && !text.contains("HNS network Calico ("),
+        "{text}"
+    );
+    assert_eq!(n.calico_vsid(), Some(4096));
+
+    // The same config again: nothing to do, nothing restarted.
+    let (code, doc, err) = n.reconfigure(&["--config", &config]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(doc["change"], "none");
+    assert_eq!(doc["actions"], json!([]));
+}
+
+#[test]
+fn no_install_means_nothing_to_reconfigure() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = SimNode::new(&api);
+    let out = on_node()
+        .args(["reconfigure", "--sim-host"])
+        .arg(node.sim())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not installed"), "{err}");
+}
+
+#[test]
+fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
+    let n = Node::installed();
+    let (code, doc, err) = n.node.run(&["status"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(doc["healthy"], true, "{doc}");
+    assert_eq!(doc["services"][0]["state"], "running");
+    assert_eq!(
+        doc["vni"],
+        json!({"config": 4096, "hns": 4096, "cluster": 4096})
+    );
+    assert_eq!(doc["node"]["ready"], true);
+    assert_eq!(doc["node"]["pods"].as_array().expect("pods").len(), 3);
+    let calico = doc["networks"]
+        .as_array()
+        .expect("networks")
+        .iter()
+        .find(|n| n["name"] == "Calico")
+        .expect("Calico network");
+    assert_eq!(calico["subnets"][0]["vsid"], 4096);
+    assert!(doc["token"]["expires"].is_string(), "{doc}");
+
+    // A config with another VNI, a cordoned node and a stopped felix: exit 1, every reason.
+    let mut node = n.api.get("/api/v1/nodes/win-1").expect("node");
+    node["spec"] = json!({"unschedulable": true});
+    n.api.put("/api/v1/nodes/win-1", node);
+    let (code, doc, err) = n.node.run(&["status", "--set", "vxlan.vni=4097"]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(doc["healthy"], false);
+    let problems = doc["problems"].to_string();
+    assert!(
+        problems.contains("VSID 4096, the config says VNI 4097"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains("FelixConfiguration vxlanVNI is 4096"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains("calico-node.env differs from what the config renders"),
+        "{problems}"
+    );
+    assert!(problems.contains("cordoned"), "{problems}");
+    assert!(err.contains("degraded"), "{err}");
+}

@@ -1,0 +1,86 @@
+//! The simulated host's whole state as one value, for tests that compare hosts.
+
+use super::release::sha256;
+use serde_json::{Value, json};
+use std::path::Path;
+
+/// The simulated host's state as a value to compare: `state.json` without counters, pids and
+/// generated ids, and every file with its checksum (a kubeconfig's token, the logs' lines and
+/// the record's checksum of the kubeconfig vary from run to run, so only their presence counts).
+pub fn snapshot(sim: &Path) -> Value {
+    let text = std::fs::read_to_string(sim.join("state.json")).expect("state.json");
+    let mut state: Value = serde_json::from_str(&text).expect("state");
+    state["settings"]["next_pid"] = json!(0);
+    state["settings"]["next_id"] = json!(0);
+    if let Some(procs) = state["processes"].as_object_mut() {
+        for v in procs.values_mut() {
+            *v = json!("pid");
+        }
+    }
+    if let Some(svcs) = state["services"].as_object_mut() {
+        for s in svcs.values_mut() {
+            if !s["pid"].is_null() {
+                s["pid"] = json!("pid");
+            }
+        }
+    }
+    if let Some(nets) = state["networks"].as_array_mut() {
+        for n in nets {
+            n["ID"] = json!("id");
+        }
+    }
+    let mut files = serde_json::Map::new();
+    walk(&sim.join("fs"), &sim.join("fs"), &mut files);
+    json!({"state": state, "files": files})
+}
+
+fn walk(base: &Path, dir: &Path, out: &mut serde_json::Map<String, Value>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let rel = p
+            .strip_prefix(base)
+            .expect("under base")
+            .display()
+            .to_string();
+        if p.is_dir() {
+            out.insert(rel.clone(), json!("dir"));
+            walk(base, &p, out);
+        } else if rel.ends_with("calico-kube-config") || rel.contains("/logs/") {
+            out.insert(rel, json!("present"));
+        } else if rel.ends_with("calicoctl-win-install.json") {
+            let mut rec: Value =
+                serde_json::from_slice(&std::fs::read(&p).expect("read")).expect("record");
+            for f in rec["files"].as_array_mut().into_iter().flatten() {
+                if f["path"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with("calico-kube-config"))
+                {
+                    f["sha256"] = json!("token");
+                }
+            }
+            out.insert(rel, rec);
+        } else {
+            out.insert(rel, json!(sha256(&p)));
+        }
+    }
+}
+
+pub fn assert_same(a: &Value, b: &Value, what: &str) {
+    if a != b {
+        let (sa, sb) = (
+            serde_json::to_string_pretty(a).expect("json"),
+            serde_json::to_string_pretty(b).expect("json"),
+        );
+        let diff: Vec<String> = sa
+            .lines()
+            .zip(sb.lines())
+            .filter(|(x, y)| x != y)
+            .take(12)
+            .map(|(x, y)| format!("- {x}\n+ {y}"))
+            .collect();
+        panic!("{what}: states differ\n{}", diff.join("\n"));
+    }
+}
