@@ -29,6 +29,14 @@ fn put_pods(api: &FakeApi) {
     }
 }
 
+fn pods_left(api: &FakeApi) -> usize {
+    api.lock()
+        .objects
+        .keys()
+        .filter(|k| k.contains("/pods/"))
+        .count()
+}
+
 fn cluster() -> FakeApi {
     let api = FakeApi::start();
     api.healthy_calico();
@@ -70,7 +78,7 @@ fn ours() -> Duration {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(api.lock().objects.keys().filter(|k| k.contains("/pods/")).count(), 0);
+    assert_eq!(pods_left(&api), 0);
     took
 }
 
@@ -96,7 +104,7 @@ fn kubectl(bin: &std::path::Path) -> Duration {
     run(&["drain", "win-1", "--ignore-daemonsets", "--timeout", "5m"]);
     run(&["uncordon", "win-1"]);
     let took = started.elapsed();
-    assert_eq!(api.lock().objects.keys().filter(|k| k.contains("/pods/")).count(), 0);
+    assert_eq!(pods_left(&api), 0);
     took
 }
 
@@ -123,7 +131,12 @@ fn main() {
     for i in 0..runs {
         a.push(ours());
         b.push(kubectl(&bin));
-        eprintln!("run {}: calicoctl-win {:?}, kubectl {:?}", i + 1, a[i], b[i]);
+        eprintln!(
+            "run {}: calicoctl-win {:?}, kubectl {:?}",
+            i + 1,
+            a[i],
+            b[i]
+        );
     }
     let (ma, mb) = (median(a), median(b));
     println!("drain of {PODS} pods on the fake API server, {runs} runs");
