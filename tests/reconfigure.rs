@@ -359,3 +359,36 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
     assert!(problems.contains("cordoned"), "{problems}");
     assert!(err.contains("degraded"), "{err}");
 }
+
+#[test]
+fn a_node_that_is_not_ready_times_out_after_the_network_and_a_rerun_finishes() {
+    let n = Node::installed();
+    n.set_felix_vni(4097);
+    let set_ready = |status: &str| {
+        let mut node = n.api.get("/api/v1/nodes/win-1").expect("node");
+        node["status"] = json!({"conditions": [{"type": "Ready", "status": status,
+            "message": "kubelet stopped posting node status"}]});
+        n.api.put("/api/v1/nodes/win-1", node);
+    };
+    set_ready("False");
+    let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain", "--wait-timeout", "1s"]].concat());
+    assert_eq!(code, 4, "{err}");
+    assert!(err.contains("kubelet stopped posting"), "{err}");
+    assert!(
+        err.contains("run 'calicoctl-win reconfigure' again"),
+        "{err}"
+    );
+    assert_eq!(
+        n.calico_vsid(),
+        Some(4097),
+        "rolled forward: the new network stays"
+    );
+    assert!(n.cordoned(), "the node stays cordoned until it is Ready");
+
+    set_ready("True");
+    let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("continues it"), "{err}");
+    assert_eq!(actions(&doc), ["wait-node-ready", "uncordon"]);
+    assert!(!n.cordoned());
+}
