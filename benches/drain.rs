@@ -9,10 +9,9 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use serde_json::json;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use support::fake_api::{FakeApi, meta};
+use support::fake_api::FakeApi;
 use support::release::release_zip;
 use support::{SimNode, tool};
 
@@ -20,38 +19,15 @@ const PODS: usize = 110;
 
 fn put_pods(api: &FakeApi) {
     for i in 0..PODS {
-        let name = format!("web-{i}");
-        let mut p = meta("v1", "Pod", &name, Some("default"));
-        p["spec"] = json!({"nodeName": "win-1", "containers": [{"name": "c", "image": "i"}]});
-        p["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-            "name": "web", "uid": "rs-uid", "controller": true}]);
-        api.put(&format!("/api/v1/namespaces/default/pods/{name}"), p);
+        api.put_pod("default", &format!("web-{i}"), "win-1", Some("ReplicaSet"));
     }
-}
-
-fn pods_left(api: &FakeApi) -> usize {
-    api.lock()
-        .objects
-        .keys()
-        .filter(|k| k.contains("/pods/"))
-        .count()
 }
 
 fn cluster() -> FakeApi {
     let api = FakeApi::start();
     api.healthy_calico();
-    let mut n = api.get("/api/v1/nodes/win-1").expect("node");
-    n["status"] = json!({"conditions": [{"type": "Ready", "status": "True"}]});
-    api.put("/api/v1/nodes/win-1", n);
+    api.set_node_ready("win-1", "True", "kubelet is posting ready status");
     api
-}
-
-/// The cluster moves to VNI 4097 (after the node was installed with 4096).
-fn new_vni(api: &FakeApi) {
-    let path = "/apis/crd.projectcalico.org/v1/felixconfigurations/default";
-    let mut f = api.get(path).expect("felix");
-    f["spec"]["vxlanVNI"] = json!(4097);
-    api.put(path, f);
 }
 
 fn ours() -> Duration {
@@ -60,7 +36,8 @@ fn ours() -> Duration {
     let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let (code, _, err) = node.run(&["install", "--release-zip", &zip.display().to_string()]);
     assert_eq!(code, 0, "install: {err}");
-    new_vni(&api);
+    // The cluster moves to VNI 4097 after the node was installed with 4096.
+    api.set_felix_vni(4097);
     put_pods(&api);
     let started = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_calicoctl-win"))
@@ -78,7 +55,7 @@ fn ours() -> Duration {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(pods_left(&api), 0);
+    assert_eq!(api.pod_count(), 0);
     took
 }
 
@@ -104,7 +81,7 @@ fn kubectl(bin: &std::path::Path) -> Duration {
     run(&["drain", "win-1", "--ignore-daemonsets", "--timeout", "5m"]);
     run(&["uncordon", "win-1"]);
     let took = started.elapsed();
-    assert_eq!(pods_left(&api), 0);
+    assert_eq!(api.pod_count(), 0);
     took
 }
 

@@ -205,24 +205,13 @@ fn kubectl_sees_conflicts_and_missing_objects() {
     assert_eq!(patched, "false");
 }
 
-/// A pod of a ReplicaSet on node `win-1`.
-fn pod(api: &FakeApi, name: &str) {
-    let mut p = support::fake_api::meta("v1", "Pod", name, Some("default"));
-    p["metadata"]["ownerReferences"] = serde_json::json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-        "name": "web", "uid": "uid-web", "controller": true}]);
-    p["spec"] =
-        serde_json::json!({"nodeName": "win-1", "containers": [{"name": "c", "image": "i"}]});
-    p["status"] = serde_json::json!({"phase": "Running"});
-    api.put(&format!("/api/v1/namespaces/default/pods/{name}"), p);
-}
-
 #[test]
 fn kubectl_drain_evicts_through_the_eviction_api_and_sees_429() {
     let Some((bin, api, dir, admin)) = setup() else {
         return;
     };
-    pod(&api, "web-1");
-    pod(&api, "web-2");
+    api.put_pod("default", "web-1", "win-1", Some("ReplicaSet"));
+    api.put_pod("default", "web-2", "win-1", Some("ReplicaSet"));
     api.lock()
         .eviction_blocked
         .insert("default/web-2".to_owned());

@@ -5,7 +5,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::fake_api::{FakeApi, meta};
+use support::fake_api::FakeApi;
 use support::release::release_zip;
 use support::snapshot::{assert_same, snapshot};
 use support::{SimNode, on_node};
@@ -17,35 +17,20 @@ struct Node {
 
 const VNI_4097: &[&str] = &["--set", "vxlan.vni=4097"];
 
-fn pod(ns: &str, name: &str, node: &str, owner: Option<&str>) -> Value {
-    let mut p = meta("v1", "Pod", name, Some(ns));
-    p["spec"] = json!({"nodeName": node, "containers": [{"name": "c", "image": "i"}]});
-    if let Some(kind) = owner {
-        p["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": kind,
-            "name": "owner", "uid": "owner-uid", "controller": true}]);
-    }
-    p
-}
-
 impl Node {
     /// Calico installed (VNI 4096, the cluster's) on win-1, which is Ready and runs two
     /// ReplicaSet pods and a DaemonSet pod; another node runs one pod.
     fn installed() -> Self {
         let api = FakeApi::start();
         api.healthy_calico();
-        let mut n = api.get("/api/v1/nodes/win-1").expect("node");
-        n["status"] = json!({"conditions": [{"type": "Ready", "status": "True"}]});
-        api.put("/api/v1/nodes/win-1", n);
+        api.set_node_ready("win-1", "True", "kubelet is posting ready status");
         for (ns, name, node, owner) in [
             ("default", "web-1", "win-1", "ReplicaSet"),
             ("default", "web-2", "win-1", "ReplicaSet"),
             ("kube-system", "calico-node-win", "win-1", "DaemonSet"),
             ("default", "web-3", "linux-1", "ReplicaSet"),
         ] {
-            api.put(
-                &format!("/api/v1/namespaces/{ns}/pods/{name}"),
-                pod(ns, name, node, Some(owner)),
-            );
+            api.put_pod(ns, name, node, Some(owner));
         }
         let node = SimNode::new(&api);
         let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
@@ -92,13 +77,6 @@ impl Node {
     fn cordoned(&self) -> bool {
         self.api.get("/api/v1/nodes/win-1").expect("node")["spec"]["unschedulable"] == true
     }
-
-    fn set_felix_vni(&self, vni: u32) {
-        let path = "/apis/crd.projectcalico.org/v1/felixconfigurations/default";
-        let mut f = self.api.get(path).expect("felix");
-        f["spec"]["vxlanVNI"] = json!(vni);
-        self.api.put(path, f);
-    }
 }
 
 fn actions(doc: &Value) -> Vec<String> {
@@ -114,7 +92,7 @@ fn actions(doc: &Value) -> Vec<String> {
 fn vni_change_recreates_the_network_after_a_drain_and_uncordons() {
     let n = Node::installed();
     assert_eq!(n.calico_vsid(), Some(4096));
-    n.set_felix_vni(4097);
+    n.api.set_felix_vni(4097);
 
     // Without --drain: refused, nothing changed.
     let before = snapshot(&n.node.sim());
@@ -138,8 +116,14 @@ fn vni_change_recreates_the_network_after_a_drain_and_uncordons() {
     assert_same(&snapshot(&n.node.sim()), &before, "dry run");
     assert!(!n.cordoned());
 
-    let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
+    let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain", "--grace-period", "7"]].concat());
     assert_eq!(code, 0, "{err}");
+    let evictions = n.api.lock().evictions.clone();
+    assert_eq!(evictions.len(), 2, "{evictions:?}");
+    for e in &evictions {
+        assert_eq!(e["kind"], "Eviction", "{e}");
+        assert_eq!(e["deleteOptions"]["gracePeriodSeconds"], 7, "{e}");
+    }
     let steps = actions(&doc);
     assert_eq!(
         steps.first().map(String::as_str),
@@ -198,7 +182,7 @@ fn a_vni_other_than_the_clusters_is_refused_unless_forced() {
 #[test]
 fn a_disruption_budget_that_never_allows_eviction_times_out_and_undoes_the_cordon() {
     let n = Node::installed();
-    n.set_felix_vni(4097);
+    n.api.set_felix_vni(4097);
     n.api.lock().eviction_blocked.insert("default/web-2".into());
     let before = snapshot(&n.node.sim());
     let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain", "--drain-timeout", "2s"]].concat());
@@ -219,7 +203,7 @@ fn a_disruption_budget_that_never_allows_eviction_times_out_and_undoes_the_cordo
 fn an_interruption_at_every_step_is_finished_by_a_rerun() {
     // A clean run, for the state to converge to.
     let clean = Node::installed();
-    clean.set_felix_vni(4097);
+    clean.api.set_felix_vni(4097);
     let (code, doc, err) = clean.reconfigure(&[VNI_4097, &["--drain"]].concat());
     assert_eq!(code, 0, "{err}");
     let mutating = doc["actions"].as_array().expect("actions").len();
@@ -228,7 +212,7 @@ fn an_interruption_at_every_step_is_finished_by_a_rerun() {
     let mut n = 1;
     loop {
         let node = Node::installed();
-        node.set_felix_vni(4097);
+        node.api.set_felix_vni(4097);
         let fault = format!("crash:{n}");
         let args = [VNI_4097, &["--drain", "--sim-fault", &fault]].concat();
         let out = on_node()
@@ -300,6 +284,25 @@ fn a_files_only_change_restarts_only_the_services_concerned() {
 }
 
 #[test]
+fn a_pod_without_a_controller_is_evicted_only_with_force() {
+    let n = Node::installed();
+    n.api.set_felix_vni(4097);
+    n.api.put_pod("default", "bare", "win-1", None);
+    let before = snapshot(&n.node.sim());
+    let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("default/bare"), "{err}");
+    assert!(err.contains("--force"), "{err}");
+    assert_same(&snapshot(&n.node.sim()), &before, "refused");
+    assert!(!n.cordoned());
+    assert_eq!(n.api.pod_count(), 5);
+
+    let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain", "--force"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(n.pods(), ["calico-node-win", "web-3"]);
+}
+
+#[test]
 fn no_install_means_nothing_to_reconfigure() {
     let api = FakeApi::start();
     api.healthy_calico();
@@ -363,14 +366,9 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
 #[test]
 fn a_node_that_is_not_ready_times_out_after_the_network_and_a_rerun_finishes() {
     let n = Node::installed();
-    n.set_felix_vni(4097);
-    let set_ready = |status: &str| {
-        let mut node = n.api.get("/api/v1/nodes/win-1").expect("node");
-        node["status"] = json!({"conditions": [{"type": "Ready", "status": status,
-            "message": "kubelet stopped posting node status"}]});
-        n.api.put("/api/v1/nodes/win-1", node);
-    };
-    set_ready("False");
+    n.api.set_felix_vni(4097);
+    n.api
+        .set_node_ready("win-1", "False", "kubelet stopped posting node status");
     let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain", "--wait-timeout", "1s"]].concat());
     assert_eq!(code, 4, "{err}");
     assert!(err.contains("kubelet stopped posting"), "{err}");
@@ -385,7 +383,8 @@ fn a_node_that_is_not_ready_times_out_after_the_network_and_a_rerun_finishes() {
     );
     assert!(n.cordoned(), "the node stays cordoned until it is Ready");
 
-    set_ready("True");
+    n.api
+        .set_node_ready("win-1", "True", "kubelet is posting ready status");
     let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("continues it"), "{err}");

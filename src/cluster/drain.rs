@@ -56,6 +56,8 @@ pub enum DrainError {
         after: Duration,
         detail: String,
     },
+    #[error("an eviction request ended without an answer: {0}")]
+    Task(String),
     #[error("node {node} was not Ready within {} ({reason})", crate::duration::show(*.after))]
     NotReady {
         node: String,
@@ -68,6 +70,7 @@ impl DrainError {
     pub fn hint(&self) -> String {
         match self {
             Self::Cluster(e) => e.hint(),
+            Self::Task(_) => "run the command again: evictions already made are not repeated".into(),
             Self::Unmanaged { .. } => "delete those pods yourself, or pass --force to evict them too (they are not recreated)".into(),
             Self::Timeout { .. } => "a PodDisruptionBudget may allow no disruption now ('kubectl get pdb -A'); scale the workload up, or give it longer with --drain-timeout".into(),
             Self::NotReady { node, .. } => format!(
@@ -80,7 +83,7 @@ impl DrainError {
         match self {
             Self::Cluster(e) => matches!(e, ClusterError::Timeout { .. }),
             Self::Timeout { .. } | Self::NotReady { .. } => true,
-            Self::Unmanaged { .. } => false,
+            Self::Unmanaged { .. } | Self::Task(_) => false,
         }
     }
 }
@@ -187,12 +190,16 @@ async fn evict_one(
         "/api/v1/namespaces/{}/pods/{}/eviction",
         pod.namespace, pod.name
     );
-    let body = serde_json::to_vec(&eviction_body(&pod, grace)).unwrap_or_default();
-    let req = http::Request::post(path)
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .body(body);
+    let req = serde_json::to_vec(&eviction_body(&pod, grace))
+        .map_err(kube::Error::SerdeError)
+        .and_then(|body| {
+            http::Request::post(path)
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .body(body)
+                .map_err(kube::Error::HttpError)
+        });
     let result = match req {
-        Err(e) => Err(kube::Error::HttpError(e)),
+        Err(e) => Err(e),
         Ok(req) => match client
             .request::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>(req)
             .await
@@ -233,14 +240,14 @@ pub fn evict_and_wait(
             }
             let mut out = Vec::new();
             while let Some(r) = set.join_next().await {
-                if let Ok(r) = r {
-                    out.push(r);
-                }
+                out.push(r);
             }
             Ok::<_, kube::Error>(out)
         })?;
         let mut refused = Vec::new();
-        for (pod, r) in results {
+        for joined in results {
+            // A task that did not finish would leave its pod unaccounted for: stop instead.
+            let (pod, r) = joined.map_err(|e| DrainError::Task(e.to_string()))?;
             match r {
                 Ok(Evicted::Accepted) => evicted.push(pod),
                 Ok(Evicted::Gone) => {}
@@ -276,7 +283,9 @@ pub fn evict_and_wait(
                 refused.join("; ")
             )));
         }
-        std::thread::sleep(Duration::from_secs(1).min(deadline - Instant::now()));
+        std::thread::sleep(
+            Duration::from_secs(1).min(deadline.saturating_duration_since(Instant::now())),
+        );
     }
 
     // Evicted pods terminate in their own time; a pod of the same name with another uid is a
@@ -300,7 +309,7 @@ pub fn evict_and_wait(
                     .join(", ")
             )));
         }
-        std::thread::sleep(pause.min(deadline - Instant::now()));
+        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
         pause = (pause * 2).min(Duration::from_secs(1));
     }
 }
@@ -352,7 +361,7 @@ pub fn wait_ready(c: &Cluster, node: &str, timeout: Duration) -> Result<(), Drai
                 reason,
             });
         }
-        std::thread::sleep(pause.min(deadline - Instant::now()));
+        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
         pause = (pause * 2).min(Duration::from_secs(2));
     }
 }

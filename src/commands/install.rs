@@ -81,11 +81,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
 
     // The release: downloaded and extracted on this machine, or (dry run) what would be.
-    let root = config
-        .install_root
-        .as_str()
-        .trim_end_matches('\\')
-        .to_owned();
+    let root = crate::plan::install::install_root(config);
     let cache_dir = join(&root, "cache");
     let staging = tempfile::Builder::new()
         .prefix("calicoctl-win-release-")
@@ -168,11 +164,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ctx.printer
             .text("Nothing to change: the node already matches this install.");
     } else if dry_run {
-        ctx.printer.text("Plan:");
-        for (i, a) in actions.iter().enumerate() {
-            ctx.printer
-                .text(&format!("  {:>2}. {}", i + 1, a.describe()));
-        }
+        super::print_plan(ctx, &actions);
     }
     let taint = args.taint_windows.then(node::windows_taint);
     if let Some(t) = &taint {

@@ -34,6 +34,15 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
     .map_err(CliError::from)
 }
 
+/// Prints a plan for people, one numbered line per action (a dry run's output).
+pub(crate) fn print_plan(ctx: &mut Context, actions: &[crate::plan::Action]) {
+    ctx.printer.text("Plan:");
+    for (i, a) in actions.iter().enumerate() {
+        ctx.printer
+            .text(&format!("  {:>2}. {}", i + 1, a.describe()));
+    }
+}
+
 /// Runs a plan, printing and logging each step as it starts.
 pub(crate) fn execute_plan(
     ctx: &mut Context,

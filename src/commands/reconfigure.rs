@@ -9,12 +9,12 @@ use crate::config::types::Backend;
 use crate::context::Context;
 use crate::error::UsageError;
 use crate::host::select::Intent;
-use crate::plan::exec::{Journal, Undo};
+use crate::plan::exec::Journal;
 use crate::plan::install::{Inputs, Restart};
 use crate::plan::reconfigure::{self, NodeSteps, network_changes};
-use crate::plan::record::{self, NetworkSettings, RecordedFile, join};
+use crate::plan::record::{self, NetworkSettings, join};
 use crate::plan::{self, Action};
-use crate::render::hns::{CALICO_NETWORK, EXTERNAL_NETWORK};
+use crate::render::hns::CALICO_NETWORK;
 use anyhow::Context as _;
 use serde_json::json;
 
@@ -26,11 +26,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let cluster = read_cluster(false, ctx, &node_name);
     let loaded = with_cluster(ctx, &cluster, base)?;
     let config = &loaded.config;
-    let root = config
-        .install_root
-        .as_str()
-        .trim_end_matches('\\')
-        .to_owned();
+    let root = crate::plan::install::install_root(config);
 
     // What is installed.
     let Some(rec) = record::read(host.as_ref(), &root)? else {
@@ -72,18 +68,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
 
     // Files: the new rendered ones; the release's and the credentials stay as they are.
     let rendered = super::install::rendered_files(host.as_ref(), config)?;
-    let record_path = rec.path();
-    let kept: Vec<RecordedFile> = rec
-        .files
-        .iter()
-        .filter(|f| !is_rendered(f) && !f.path.eq_ignore_ascii_case(&record_path))
-        .filter(|f| {
-            !rendered
-                .iter()
-                .any(|r| r.path.eq_ignore_ascii_case(&f.path))
-        })
-        .cloned()
-        .collect();
+    let kept = reconfigure::kept_files(&rec, &rendered);
 
     // Networks: what HNS cannot change in place.
     let new_net = NetworkSettings::of(config);
@@ -96,28 +81,16 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let calico = networks.iter().find(|n| n.name == CALICO_NETWORK).cloned();
     let changes = network_changes(rec.network.as_ref(), &new_net, calico.as_ref());
     let recreate = !changes.is_empty();
-    let we_cordoned = journal.iter().flat_map(|j| &j.entries).any(
-        |e| matches!(&e.undo, Undo::Uncordon { node } if node.eq_ignore_ascii_case(&node_name)),
-    );
-    let mut delete = Vec::new();
-    if recreate {
-        delete.extend(calico.clone());
-        let external_changes = rec
-            .network
-            .as_ref()
-            .is_some_and(|old| old.adapter != new_net.adapter || old.backend != new_net.backend);
-        if external_changes {
-            delete.extend(
-                networks
-                    .iter()
-                    .find(|n| n.name == EXTERNAL_NETWORK)
-                    .cloned(),
-            );
-        }
-    }
+    let we_cordoned = reconfigure::cordoned_by(journal.as_ref(), &node_name);
+    let delete = if recreate {
+        reconfigure::networks_to_delete(rec.network.as_ref(), &new_net, &networks)
+    } else {
+        Vec::new()
+    };
 
     // The cluster: needed to drain, and to compare the VNI with Felix's.
     let mut evicted_preview = json!(null);
+    let mut connected = None;
     let node_steps = if recreate || we_cordoned {
         if recreate && !args.drain {
             return Err(UsageError::new(
@@ -129,10 +102,10 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
             )
             .into());
         }
-        let c = match &cluster {
-            ClusterRead::Read(c, _) => c,
+        let (c, facts) = match cluster {
+            ClusterRead::Read(c, facts) => (c, facts),
             ClusterRead::Failed(e) => {
-                return Err(anyhow::anyhow!("{e}").context(format!(
+                return Err(anyhow::Error::new(e).context(format!(
                     "draining node {node_name} needs the cluster, which cannot be read"
                 )));
             }
@@ -144,8 +117,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
                 .into());
             }
         };
-        if let ClusterRead::Read(_, facts) = &cluster
-            && config.backend == Backend::Vxlan
+        if config.backend == Backend::Vxlan
             && recreate
             && let Some(cluster_vni) = facts.felix.vxlan_vni
             && cluster_vni != new_net.vni
@@ -163,15 +135,18 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
             )
             .into());
         }
-        let cordoned = drain::is_cordoned(c, &node_name)?;
+        let cordoned = drain::is_cordoned(&c, &node_name)?;
         let drain_action = if recreate {
-            let s = drain::select(&drain::pods_on(c, &node_name)?);
+            let s = drain::select(&drain::pods_on(&c, &node_name)?);
             if !s.unmanaged.is_empty() && !args.force {
-                return Err(anyhow::Error::new(drain::DrainError::Unmanaged {
+                let refused = drain::DrainError::Unmanaged {
                     node: node_name.clone(),
                     pods: s.unmanaged,
-                })
-                .context("nothing was changed"));
+                };
+                let hint = refused.hint();
+                return Err(
+                    UsageError::new(format!("{refused}; nothing was changed"), hint).into(),
+                );
             }
             evicted_preview =
                 json!({"evict": &s.evict, "unmanaged": &s.unmanaged, "skipped": &s.skipped});
@@ -189,6 +164,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         } else {
             None
         };
+        connected = Some(c);
         Some(NodeSteps {
             node: node_name.clone(),
             cordon: recreate && !cordoned,
@@ -260,20 +236,15 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Ok(());
     }
     if dry_run {
-        ctx.printer.text("Plan:");
-        for (i, a) in actions.iter().enumerate() {
-            ctx.printer
-                .text(&format!("  {:>2}. {}", i + 1, a.describe()));
-        }
+        super::print_plan(ctx, &actions);
         ctx.printer.note("--dry-run: nothing was changed");
         ctx.printer.json(&doc(false));
         return Ok(());
     }
 
-    let node_control = match &cluster {
-        ClusterRead::Read(c, _) => Some(c.as_ref() as &dyn plan::exec::NodeControl),
-        _ => None,
-    };
+    let node_control = connected
+        .as_deref()
+        .map(|c| c as &dyn plan::exec::NodeControl);
     let opts = plan::exec::Options {
         command: "reconfigure",
         journal_path,
@@ -308,12 +279,4 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         .text(&format!("Reconfigured: {} step(s).", actions.len()));
     ctx.printer.json(&doc(true));
     Ok(())
-}
-
-/// Whether install rendered the file (records before the flag: by its name).
-fn is_rendered(f: &RecordedFile) -> bool {
-    let name = f.path.rsplit('\\').next().unwrap_or_default();
-    f.rendered
-        || name.eq_ignore_ascii_case(crate::render::hns::EXTERNAL_FILE)
-        || (name.starts_with("calico-") && name.ends_with(".env"))
 }

@@ -6,14 +6,13 @@ use super::preflight::{ClusterRead, read_cluster, with_cluster};
 use crate::cli::StatusArgs;
 use crate::cluster::credentials::Token;
 use crate::cluster::drain;
-use crate::config::types::Backend;
 use crate::context::Context;
 use crate::host::select::Intent;
 use crate::host::{HnsNetwork, ServiceState};
-use crate::plan::record;
+use crate::plan::{drift, record};
 use crate::render::hns::{CALICO_NETWORK, EXTERNAL_NETWORK};
 use anyhow::Context as _;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// A token closer to its expiry than this is a problem worth reporting.
 const TOKEN_WARN_SECS: i64 = 7 * 24 * 3600;
@@ -33,11 +32,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     };
     let loaded = with_cluster(ctx, &cluster, base)?;
     let config = &loaded.config;
-    let root = config
-        .install_root
-        .as_str()
-        .trim_end_matches('\\')
-        .to_owned();
+    let root = crate::plan::install::install_root(config);
     let mut problems: Vec<String> = Vec::new();
     let mut text: Vec<String> = Vec::new();
 
@@ -123,37 +118,9 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
 
     // Drift: files, and the VNI in HNS, the config and the cluster.
-    let mut files = Vec::new();
-    for f in &rec.files {
-        let local = host.local_path(&f.path)?;
-        let state = if !local.is_file() {
-            "missing"
-        } else if f.sha256.is_empty()
-            || crate::release::sha256_file(&local)
-                .with_context(|| format!("cannot read {}", f.path))?
-                == f.sha256
-        {
-            continue;
-        } else {
-            "changed since install"
-        };
-        problems.push(format!("{} is {state}", f.path));
-        files.push(json!({"path": f.path, "state": state}));
-    }
     let rendered = super::install::rendered_files(host.as_ref(), config)?;
-    for r in &rendered {
-        let recorded = rec
-            .files
-            .iter()
-            .find(|f| f.path.eq_ignore_ascii_case(&r.path));
-        if recorded.is_some_and(|f| Some(&f.sha256) != r.sha256.as_ref()) {
-            problems.push(format!(
-                "{} differs from what the config renders: run 'calicoctl-win reconfigure'",
-                r.path
-            ));
-            files.push(json!({"path": r.path, "state": "differs from the config"}));
-        }
-    }
+    let files = drift::files(host.as_ref(), &rec, &rendered)?;
+    problems.extend(files.iter().map(drift::FileDrift::describe));
     let hns_vni = networks
         .iter()
         .find(|n| n.name == CALICO_NETWORK)
@@ -163,18 +130,12 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
         _ => None,
     };
     let config_vni = config.vxlan.vni.get();
-    if config.backend == Backend::Vxlan {
-        if let Some(v) = hns_vni.filter(|v| *v != config_vni) {
-            problems.push(format!(
-                "the Calico network has VSID {v}, the config says VNI {config_vni}: 'calicoctl-win reconfigure --drain' makes the network again"
-            ));
-        }
-        if let Some(v) = cluster_vni.filter(|v| *v != config_vni) {
-            problems.push(format!(
-                "the cluster's FelixConfiguration vxlanVNI is {v}, the config says {config_vni}"
-            ));
-        }
-    }
+    problems.extend(drift::vni_problems(
+        config.backend,
+        config_vni,
+        hns_vni,
+        cluster_vni,
+    ));
     let show = |v: Option<u32>| v.map_or("-".into(), |v| v.to_string());
     text.push(format!(
         "VXLAN VNI: config {config_vni}, HNS {}, cluster {}",
@@ -259,32 +220,18 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     for line in &text {
         ctx.printer.text(line);
     }
-    if !files.is_empty() {
-        ctx.printer.text("Drift:");
-        for f in &files {
-            ctx.printer.text(&format!(
-                "  {} {}",
-                f["path"].as_str().unwrap_or_default(),
-                f["state"].as_str().unwrap_or_default()
-            ));
-        }
-    }
     ctx.printer
         .text(if healthy { "Healthy." } else { "Degraded:" });
     for p in &problems {
         ctx.printer.text(&format!("  - {p}"));
     }
-    let nets: Vec<Value> = networks
-        .iter()
-        .map(|n| serde_json::to_value(n).unwrap_or(Value::Null))
-        .collect();
     ctx.printer.json(&json!({
         "installed": true,
         "install_root": root,
         "calico_version": rec.calico_version,
         "backend": rec.backend,
         "services": services,
-        "networks": nets,
+        "networks": networks,
         "vni": {"config": config_vni, "hns": hns_vni, "cluster": cluster_vni},
         "drift": files,
         "node": node,

@@ -19,12 +19,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let root = match &args.install_root {
         Some(r) => r.trim_end_matches('\\').to_owned(),
         None => match ctx.load_config() {
-            Ok(l) => l
-                .config
-                .install_root
-                .as_str()
-                .trim_end_matches('\\')
-                .to_owned(),
+            Ok(l) => crate::plan::install::install_root(&l.config),
             Err(e) => {
                 ctx.printer.warn(&format!(
                     "the config cannot be read ({e}); looking for the install record in {DEFAULT_ROOT} (--install-root DIR for another)"
@@ -93,11 +88,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         })
     };
     if dry_run {
-        ctx.printer.text("Plan:");
-        for (i, a) in actions.iter().enumerate() {
-            ctx.printer
-                .text(&format!("  {:>2}. {}", i + 1, a.describe()));
-        }
+        super::print_plan(ctx, &actions);
         if !args.purge {
             ctx.printer.text(
                 "HNS networks, the registry key and the firewall rule stay (--purge removes them).",

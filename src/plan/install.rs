@@ -224,6 +224,11 @@ pub fn roles(backend: Backend) -> Vec<Role> {
     }
 }
 
+/// The install root as the record and the journal name it, without a trailing backslash.
+pub fn install_root(c: &Config) -> String {
+    c.install_root.as_str().trim_end_matches('\\').to_owned()
+}
+
 /// The path of calicoctl-win itself under the install root: what the services run.
 pub fn self_path(c: &Config) -> String {
     c.install_root.join("calicoctl-win.exe").as_str().to_owned()
@@ -231,7 +236,7 @@ pub fn self_path(c: &Config) -> String {
 
 /// The service registrations.
 pub fn services(c: &Config) -> Vec<ServiceSpec> {
-    let root = c.install_root.as_str().trim_end_matches('\\').to_owned();
+    let root = install_root(c);
     roles(c.backend)
         .into_iter()
         .map(|role| {
@@ -346,7 +351,7 @@ fn affected_services(c: &Config, writes: &[Action], service_actions: &[Action]) 
 }
 
 /// The SHA-256 of a file on the host, streamed; `None` when it does not exist.
-fn host_sha256(host: &dyn Host, path: &str) -> anyhow::Result<Option<String>> {
+pub(super) fn host_sha256(host: &dyn Host, path: &str) -> anyhow::Result<Option<String>> {
     let local = host.local_path(path)?;
     if !local.is_file() {
         return Ok(None);
@@ -359,7 +364,7 @@ fn host_sha256(host: &dyn Host, path: &str) -> anyhow::Result<Option<String>> {
 /// The plan; its last file action writes the install record.
 pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     let c = i.config;
-    let root = c.install_root.as_str().trim_end_matches('\\').to_owned();
+    let root = install_root(c);
     let mut actions = Vec::new();
 
     // 1. The legacy NSSM install goes first (its services have our services' names).

@@ -3,8 +3,11 @@
 //! network must be made again, with the node drained around it), and the plan that does it.
 
 use super::Action;
-use super::record::NetworkSettings;
+use super::exec::{Journal, Undo};
+use super::install::DesiredFile;
+use super::record::{InstallRecord, NetworkSettings, RecordedFile};
 use crate::host::{HnsNetwork, Host, ServiceState};
+use crate::render::hns::{CALICO_NETWORK, EXTERNAL_FILE, EXTERNAL_NETWORK};
 use std::time::Duration;
 
 /// Why the existing networks cannot carry the new config; empty when they can.
@@ -71,6 +74,53 @@ pub fn network_changes(
         }
     }
     out
+}
+
+/// Whether install rendered the file (records from before the flag: by its name).
+pub fn is_rendered(f: &RecordedFile) -> bool {
+    let name = f.path.rsplit('\\').next().unwrap_or_default();
+    f.rendered
+        || name.eq_ignore_ascii_case(EXTERNAL_FILE)
+        || (name.starts_with("calico-") && name.ends_with(".env"))
+}
+
+/// The installed files reconfigure keeps as they are (the release's, the credentials): every
+/// recorded file that is neither rendered nor the record itself.
+pub fn kept_files(rec: &InstallRecord, rendered: &[DesiredFile]) -> Vec<RecordedFile> {
+    let record_path = rec.path();
+    rec.files
+        .iter()
+        .filter(|f| !is_rendered(f) && !f.path.eq_ignore_ascii_case(&record_path))
+        .filter(|f| {
+            !rendered
+                .iter()
+                .any(|r| r.path.eq_ignore_ascii_case(&f.path))
+        })
+        .cloned()
+        .collect()
+}
+
+/// The networks a network-immutable change deletes: Calico, and External too when its
+/// adapter or type (the backend) changes.
+pub fn networks_to_delete(
+    old: Option<&NetworkSettings>,
+    new: &NetworkSettings,
+    networks: &[HnsNetwork],
+) -> Vec<HnsNetwork> {
+    let external = old.is_some_and(|o| o.adapter != new.adapter || o.backend != new.backend);
+    networks
+        .iter()
+        .filter(|n| n.name == CALICO_NETWORK || (external && n.name == EXTERNAL_NETWORK))
+        .cloned()
+        .collect()
+}
+
+/// Whether an interrupted run cordoned `node`: its journal holds the undo that uncordons it.
+pub fn cordoned_by(journal: Option<&Journal>, node: &str) -> bool {
+    journal
+        .iter()
+        .flat_map(|j| &j.entries)
+        .any(|e| matches!(&e.undo, Undo::Uncordon { node: n } if n.eq_ignore_ascii_case(node)))
 }
 
 /// The cluster steps around a network change.

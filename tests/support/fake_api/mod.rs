@@ -32,6 +32,8 @@ pub struct State {
     pub token_controller: bool,
     /// Pods whose eviction a PodDisruptionBudget refuses (429), by `namespace/name`.
     pub eviction_blocked: BTreeSet<String>,
+    /// The body of every eviction request, in order.
+    pub evictions: Vec<Value>,
     /// The CA certificate, as the token controller puts it into `ca.crt`.
     ca_pem: String,
     /// Counts issued tokens, so each is different.
@@ -123,6 +125,7 @@ impl FakeApi {
             max_token_seconds: None,
             token_controller: true,
             eviction_blocked: BTreeSet::new(),
+            evictions: Vec::new(),
             ca_pem: ca.pem(),
             issued: 0,
         }));
@@ -239,6 +242,45 @@ impl FakeApi {
         let mut node = meta("v1", "Node", "win-1", None);
         node["metadata"]["labels"] = json!({"kubernetes.io/os": "windows"});
         self.put("/api/v1/nodes/win-1", node);
+    }
+
+    /// Sets the node's Ready condition (`status` True or False) with a message.
+    pub fn set_node_ready(&self, node: &str, status: &str, message: &str) {
+        let path = format!("/api/v1/nodes/{node}");
+        let mut n = self.get(&path).expect("node");
+        n["status"] =
+            json!({"conditions": [{"type": "Ready", "status": status, "message": message}]});
+        self.put(&path, n);
+    }
+
+    /// Sets the default FelixConfiguration's vxlanVNI.
+    pub fn set_felix_vni(&self, vni: u32) {
+        let path = "/apis/crd.projectcalico.org/v1/felixconfigurations/default";
+        let mut f = self.get(path).expect("felix");
+        f["spec"]["vxlanVNI"] = json!(vni);
+        self.put(path, f);
+    }
+
+    /// Stores a pod scheduled on `node`, owned by a controller of `owner` kind (`None`: a bare
+    /// pod).
+    pub fn put_pod(&self, namespace: &str, name: &str, node: &str, owner: Option<&str>) {
+        let mut p = meta("v1", "Pod", name, Some(namespace));
+        p["spec"] = json!({"nodeName": node, "containers": [{"name": "c", "image": "i"}]});
+        p["status"] = json!({"phase": "Running"});
+        if let Some(kind) = owner {
+            p["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": kind,
+                "name": "owner", "uid": "owner-uid", "controller": true}]);
+        }
+        self.put(&format!("/api/v1/namespaces/{namespace}/pods/{name}"), p);
+    }
+
+    /// How many pods the server holds.
+    pub fn pod_count(&self) -> usize {
+        self.lock()
+            .objects
+            .keys()
+            .filter(|k| k.contains("/pods/"))
+            .count()
     }
 
     /// Stores a secret with `data` (values given as plain text, stored base64 as the API does).

@@ -227,7 +227,7 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
             token_request(&mut st, &target, &body)
         }
         ("POST", true, Some("eviction")) if target.resource.plural == "pods" => {
-            evict(&mut st, &target)
+            evict(&mut st, &target, body)
         }
         ("PATCH", true, None) => patch(&mut st, &target, &body),
         ("PUT", true, None) => replace(&mut st, &target, body),
@@ -416,7 +416,8 @@ fn issue(st: &mut State, ns: &str, sa: &str, seconds: Option<i64>) -> String {
     token
 }
 
-fn evict(st: &mut State, t: &Target) -> Reply {
+fn evict(st: &mut State, t: &Target, body: Value) -> Reply {
+    st.evictions.push(body);
     let Some(path) = t.object_path().filter(|p| st.objects.contains_key(p)) else {
         return not_found(t);
     };
