@@ -43,6 +43,23 @@ impl Node {
         self.node.run(&[&["reconfigure"][..], extra].concat())
     }
 
+    /// `reconfigure` whose stdout may be empty (a simulated crash): exit code and stderr.
+    fn reconfigure_raw(&self, args: &[&str]) -> (i32, String) {
+        let out = on_node()
+            .arg("reconfigure")
+            .args(args)
+            .args(["-o", "json", "--sim-host"])
+            .arg(self.node.sim())
+            .arg("--kubeconfig")
+            .arg(&self.node.admin)
+            .output()
+            .expect("run");
+        (
+            out.status.code().expect("code"),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
     fn calico_vsid(&self) -> Option<u64> {
         let state: Value = serde_json::from_str(
             &std::fs::read_to_string(self.node.sim().join("state.json")).expect("state"),
@@ -215,19 +232,7 @@ fn an_interruption_at_every_step_is_finished_by_a_rerun() {
         node.api.set_felix_vni(4097);
         let fault = format!("crash:{n}");
         let args = [VNI_4097, &["--drain", "--sim-fault", &fault]].concat();
-        let out = on_node()
-            .arg("reconfigure")
-            .args(&args)
-            .args(["-o", "json", "--sim-host"])
-            .arg(node.node.sim())
-            .arg("--kubeconfig")
-            .arg(&node.node.admin)
-            .output()
-            .expect("run");
-        let (code, err) = (
-            out.status.code().expect("code"),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        );
+        let (code, err) = node.reconfigure_raw(&args);
         if code == 0 {
             // The fault came after the last mutating call: the walk is over.
             assert!(n > mutating, "only {n} calls for {mutating} steps");
@@ -241,6 +246,55 @@ fn an_interruption_at_every_step_is_finished_by_a_rerun() {
         assert_same(&snapshot(&node.node.sim()), &want, &fault);
         n += 1;
     }
+}
+
+#[test]
+fn a_failure_at_every_step_is_undone_before_the_network_goes_and_finished_by_a_rerun_after() {
+    let clean = Node::installed();
+    clean.api.set_felix_vni(4097);
+    let (code, _, err) = clean.reconfigure(&[VNI_4097, &["--drain"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let want = snapshot(&clean.node.sim());
+
+    let (mut before_deletion, mut after_deletion) = (0, 0);
+    for n in 1.. {
+        let node = Node::installed();
+        node.api.set_felix_vni(4097);
+        let initial = snapshot(&node.node.sim());
+        let fault = format!("fail:{n}");
+        let (code, err) =
+            node.reconfigure_raw(&[VNI_4097, &["--drain", "--sim-fault", &fault]].concat());
+        if code == 0 {
+            break;
+        }
+        assert_eq!(code, 1, "{fault}: {err}");
+        if node.calico_vsid() == Some(4096) {
+            // Before the network was deleted: everything undone.
+            before_deletion += 1;
+            assert!(
+                err.contains("everything done before it was undone"),
+                "{fault}: {err}"
+            );
+            assert!(!node.cordoned(), "{fault}: left cordoned");
+            assert_same(&snapshot(&node.node.sim()), &initial, &fault);
+        } else {
+            // After: nothing undone, the node stays cordoned, a rerun finishes.
+            after_deletion += 1;
+            assert!(
+                err.contains("run 'calicoctl-win reconfigure' again"),
+                "{fault}: {err}"
+            );
+            assert!(node.cordoned(), "{fault}: uncordoned without a network");
+            let (code, _, err) = node.reconfigure(&[VNI_4097, &["--drain"]].concat());
+            assert_eq!(code, 0, "{fault}: the rerun failed: {err}");
+            assert!(!node.cordoned(), "{fault}: left cordoned");
+            assert_same(&snapshot(&node.node.sim()), &want, &fault);
+        }
+    }
+    assert!(
+        before_deletion > 0 && after_deletion > 0,
+        "{before_deletion} {after_deletion}"
+    );
 }
 
 #[test]
@@ -324,6 +378,13 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(doc["healthy"], true, "{doc}");
     assert_eq!(doc["services"][0]["state"], "running");
+    assert!(doc["services"][0]["pid"].is_u64(), "{doc}");
+    assert!(
+        doc["services"][0]["since"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("20")),
+        "{doc}"
+    );
     assert_eq!(
         doc["vni"],
         json!({"config": 4096, "hns": 4096, "cluster": 4096})

@@ -56,9 +56,13 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     text.push("Services:".into());
     for spec in &rec.services {
         let q = host.service_query(&spec.name)?;
-        let (state, pid) = match &q {
-            Some(s) => (format!("{:?}", s.state).to_ascii_lowercase(), s.pid),
-            None => ("not registered".into(), None),
+        let (state, pid, since) = match &q {
+            Some(s) => (
+                format!("{:?}", s.state).to_ascii_lowercase(),
+                s.pid,
+                s.since.map(time_text),
+            ),
+            None => ("not registered".into(), None, None),
         };
         if q.as_ref().is_none_or(|s| s.state != ServiceState::Running) {
             problems.push(format!("service {} is {state}", spec.name));
@@ -75,13 +79,16 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
                 config_drift.join(", ")
             ));
         }
-        text.push(format!(
-            "  {:<12} {state}{}",
-            spec.name,
-            pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
-        ));
-        services
-            .push(json!({"name": spec.name, "state": state, "pid": pid, "drift": config_drift}));
+        let detail = match (pid, &since) {
+            (Some(p), Some(t)) => format!(" (pid {p}, since {t})"),
+            (Some(p), None) => format!(" (pid {p})"),
+            _ => String::new(),
+        };
+        text.push(format!("  {:<12} {state}{detail}", spec.name));
+        services.push(
+            json!({"name": spec.name, "state": state, "pid": pid, "since": since,
+            "drift": config_drift}),
+        );
     }
 
     // Networks.

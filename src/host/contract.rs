@@ -73,6 +73,7 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
         ));
         let q = h.service_query(&name).expect("query").expect("registered");
         assert_eq!(q.state, ServiceState::Stopped);
+        assert_eq!(q.since, None, "a stopped service has no start time");
         assert_eq!(q.display_name, spec.display_name);
         assert_eq!(q.start, StartType::Manual);
         let (prog, got_args) = split_command_line(&q.command_line);
@@ -94,6 +95,15 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
         let q = h.service_query(&name).expect("query").expect("registered");
         assert_eq!(q.state, ServiceState::Running);
         assert!(q.pid.is_some());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock after 1970")
+            .as_secs() as i64;
+        let since = q.since.expect("a running service has a start time");
+        assert!(
+            (now - 120..=now + 5).contains(&since),
+            "started at {since}, now {now}"
+        );
         h.service_start(&name, WAIT)
             .expect("starting a running service");
         assert!(matches!(

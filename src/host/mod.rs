@@ -202,6 +202,10 @@ pub struct InstalledService {
     pub name: String,
     pub state: ServiceState,
     pub pid: Option<u32>,
+    /// Unix seconds when the service's process started; `None` when it is not running or
+    /// the time cannot be read (the process ended while it was asked).
+    #[serde(default)]
+    pub since: Option<i64>,
     pub display_name: String,
     /// The whole command line, program and arguments (the SCM's `ImagePath`).
     pub command_line: String,

@@ -192,6 +192,7 @@ pub fn execute(
     for (i, action) in journaled.iter().enumerate() {
         report(i + 1, total, action);
         let irreversible = matches!(action, Action::DeleteNetwork { .. });
+        let committed_before = past_no_return;
         let step = (|| -> anyhow::Result<()> {
             let undo = if opts.rollback {
                 prepare_undo(host, action, &opts)?
@@ -204,8 +205,9 @@ pub fn execute(
                 done: false,
                 irreversible,
             });
-            past_no_return |= irreversible;
             save(host, &opts.journal_path, &journal)?;
+            // From here the step may have happened, even if it reports a failure.
+            past_no_return |= irreversible;
             run(host, action, &opts)?;
             if let Some(e) = journal.entries.last_mut() {
                 e.done = true;
@@ -213,6 +215,10 @@ pub fn execute(
             save(host, &opts.journal_path, &journal)
         })();
         if let Err(source) = step {
+            // An irreversible step that failed without taking effect still allows a rollback.
+            if irreversible && !committed_before && !took_effect(host, action) {
+                past_no_return = false;
+            }
             let rollback_failures =
                 (opts.rollback && !past_no_return).then(|| rollback(host, &journal, &opts));
             return Err(ExecError {
@@ -341,6 +347,17 @@ fn run(host: &dyn Host, action: &Action, opts: &Options<'_>) -> anyhow::Result<(
         }
     }
     Ok(())
+}
+
+/// Whether a failed irreversible action changed the host anyway; when that cannot be told,
+/// it counts as done.
+fn took_effect(host: &dyn Host, action: &Action) -> bool {
+    match action {
+        Action::DeleteNetwork { id, .. } => host.hns_networks().map_or(true, |nets| {
+            !nets.iter().any(|n| n.id.eq_ignore_ascii_case(id))
+        }),
+        _ => true,
+    }
 }
 
 fn cluster<'a>(opts: &Options<'a>) -> anyhow::Result<&'a dyn NodeControl> {

@@ -22,6 +22,9 @@ pub fn snapshot(sim: &Path) -> Value {
             if !s["pid"].is_null() {
                 s["pid"] = json!("pid");
             }
+            if !s["since"].is_null() {
+                s["since"] = json!("since");
+            }
         }
     }
     if let Some(nets) = state["networks"].as_array_mut() {

@@ -410,6 +410,7 @@ impl SimHost {
                         ServiceState::Stopped
                     };
                     svc.pid = running.then_some(pid);
+                    svc.since = running.then_some(next);
                 }
             }
         })

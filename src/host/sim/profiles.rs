@@ -196,6 +196,8 @@ fn add_service(state: &mut State, name: &str, display: &str, command_line: &str)
             recovery: None,
             state: ServiceState::Running,
             pid: Some(state.settings.next_pid()),
+            // Started at boot.
+            since: state.system.boot_id.parse().ok(),
         },
     );
 }

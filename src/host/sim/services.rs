@@ -26,6 +26,7 @@ impl SimService {
             recovery: spec.recovery.clone(),
             state,
             pid: None,
+            since: None,
         }
     }
 }
@@ -47,6 +48,7 @@ impl Services for SimHost {
                     name: svc.name.clone(),
                     state: svc.state,
                     pid: svc.pid,
+                    since: svc.since,
                     display_name: svc.display_name.clone(),
                     command_line: svc.command_line.clone(),
                     start: svc.start,
@@ -76,9 +78,10 @@ impl Services for SimHost {
                 .services
                 .get_mut(&spec.name.to_ascii_lowercase())
                 .ok_or_else(|| not_found(&spec.name))?;
-            let (state, pid) = (svc.state, svc.pid);
+            let (state, pid, since) = (svc.state, svc.pid, svc.since);
             *svc = SimService::from_spec(spec, state);
             svc.pid = pid;
+            svc.since = since;
             Ok(())
         })
     }
@@ -116,6 +119,7 @@ impl Services for SimHost {
             let svc = s.services.get_mut(&key).ok_or_else(|| not_found(name))?;
             svc.state = ServiceState::StartPending;
             svc.pid = Some(pid);
+            svc.since = Some(super::state::unix_now());
             Ok(())
         })?;
         let started = match (&self.start_hook, own_service_args(&svc.command_line)) {
@@ -135,6 +139,7 @@ impl Services for SimHost {
                 Err(_) => {
                     s.state = ServiceState::Stopped;
                     s.pid = None;
+                    s.since = None;
                 }
             }
         }
@@ -161,6 +166,7 @@ impl Services for SimHost {
             let svc = s.services.get_mut(&key).ok_or_else(|| not_found(name))?;
             svc.state = ServiceState::Stopped;
             svc.pid = None;
+            svc.since = None;
             Ok(())
         })
     }

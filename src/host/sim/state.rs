@@ -87,6 +87,16 @@ pub struct SimService {
     pub recovery: Option<Recovery>,
     pub state: ServiceState,
     pub pid: Option<u32>,
+    /// Unix seconds when it started (the machine's clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<i64>,
+}
+
+/// The machine's clock in Unix seconds, for start times.
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -17,6 +17,41 @@ pub fn ctrl_break(pid: u32) {
     unsafe { GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, pid) };
 }
 
+/// Unix seconds when the process `pid` started; `None` when it is gone.
+pub fn started_at(pid: u32) -> HostResult<Option<i64>> {
+    use windows_sys::Win32::Foundation::FILETIME;
+    use windows_sys::Win32::System::Threading::{
+        GetProcessTimes, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
+    };
+    // SAFETY: no pointers; a null handle means the process is gone (or not ours to ask).
+    let handle = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };
+    if handle.is_null() {
+        return Ok(None);
+    }
+    let zero = FILETIME {
+        dwLowDateTime: 0,
+        dwHighDateTime: 0,
+    };
+    let (mut created, mut exited, mut kernel, mut user) = (zero, zero, zero, zero);
+    // SAFETY: four FILETIMEs owned by this frame; the handle is valid until closed below.
+    let ok = unsafe { GetProcessTimes(handle, &mut created, &mut exited, &mut kernel, &mut user) };
+    let err = std::io::Error::last_os_error();
+    // SAFETY: the handle came from OpenProcess above and is closed once.
+    unsafe { CloseHandle(handle) };
+    if ok == 0 {
+        return Err(HostError::io(
+            format!("read the start time of process {pid}"),
+            err,
+        ));
+    }
+    // FILETIME counts 100 ns intervals since 1601-01-01.
+    let ticks = (u64::from(created.dwHighDateTime) << 32) | u64::from(created.dwLowDateTime);
+    const UNIX_EPOCH_TICKS: u64 = 116_444_736_000_000_000;
+    Ok(Some(
+        (ticks.saturating_sub(UNIX_EPOCH_TICKS) / 10_000_000) as i64,
+    ))
+}
+
 /// The pid of a running process whose image name is `image` (case-insensitive).
 pub fn pid_of(image: &str) -> HostResult<Option<u32>> {
     // SAFETY: a process snapshot, closed below.

@@ -146,6 +146,11 @@ pub fn query(name: &str) -> HostResult<Option<InstalledService>> {
         name: name.to_owned(),
         state: state(status.current_state),
         pid: status.process_id,
+        // A process that ends between the two questions has no start time to report.
+        since: match status.process_id {
+            Some(pid) => super::process::started_at(pid).ok().flatten(),
+            None => None,
+        },
         display_name: config.display_name.to_string_lossy().into_owned(),
         command_line: config.executable_path.to_string_lossy().into_owned(),
         start: match config.start_type {
