@@ -1,6 +1,7 @@
 //! Install's desired state (files with their checksums, services, registry value, firewall
 //! rule, install record) and its diff against the host: the ordered actions.
 
+pub use super::desired::{DesiredFile, Got, RENDERED, release_files};
 use super::record::{self, InstallRecord, RecordedFile, join, missing_parents};
 use super::{Action, Content};
 use crate::checks::host::{CALICO_SCRIPT_VXLAN_RULE, VXLAN_RULE};
@@ -10,175 +11,12 @@ use crate::host::{
     FirewallRule, Host, InstalledService, Protocol, RegValue, ServiceSpec, ServiceState,
     split_command_line,
 };
-use crate::release::{Binary, Extracted, Want};
 use crate::supervise::{self, CALICO_KEY, Role};
 use anyhow::Context as _;
 use std::time::Duration;
 
-/// What a rendered file's `from` says.
-pub const RENDERED: &str = "rendered";
-
 /// The registry value install sets under `HKLM\Software\Tigera\Calico`.
 pub const INSTALL_ROOT_VALUE: &str = "InstallRoot";
-
-/// A file install puts on the host.
-#[derive(Clone, Debug)]
-pub struct DesiredFile {
-    pub path: String,
-    pub from: String,
-    pub content: Content,
-    pub sha256: Option<String>,
-    pub secret: bool,
-}
-
-impl DesiredFile {
-    /// A file to write at `path`; a local source is hashed now (an unreadable one is an error).
-    pub fn new(
-        path: String,
-        from: impl Into<String>,
-        content: Content,
-        secret: bool,
-    ) -> Result<Self, crate::release::ReleaseError> {
-        let sha256 = match &content {
-            Content::Bytes(b) => Some(crate::files::sha256_hex(b)),
-            Content::Local(p) => Some(crate::release::sha256_file(p)?),
-            Content::Pending => None,
-        };
-        Ok(Self {
-            path,
-            from: from.into(),
-            content,
-            sha256,
-            secret,
-        })
-    }
-}
-
-/// The release as far as this run knows it.
-pub enum Got {
-    Release {
-        x: Extracted,
-        sha256: String,
-        /// The cached zip on the host: path and checksum.
-        cached: Option<(String, String)>,
-    },
-    /// A dry run that would download it.
-    Pending {
-        url: String,
-        version: Option<String>,
-    },
-}
-
-impl Got {
-    pub fn version(&self) -> Option<String> {
-        match self {
-            Self::Release { x, .. } => x.version.clone(),
-            Self::Pending { version, .. } => version.clone(),
-        }
-    }
-}
-
-/// The Calico binary, confd's files (windows-bgp) and the CNI plugins.
-pub fn release_files(
-    c: &Config,
-    got: &Got,
-    want: &Want,
-    prepare: &mut Vec<String>,
-) -> anyhow::Result<Vec<DesiredFile>> {
-    let root = &c.install_root;
-    let mut out = Vec::new();
-    let cni = c.backend != Backend::None;
-    match got {
-        Got::Release { x, sha256, .. } => {
-            prepare.push(format!(
-                "release {} (sha256 {sha256}): Calico {} with {}",
-                want.source.show(),
-                x.version.as_deref().unwrap_or("of unknown version"),
-                x.binary.file_name()
-            ));
-            let bin = x.binary.file_name();
-            out.push(DesiredFile::new(
-                root.join(bin).as_str().to_owned(),
-                format!("release CalicoWindows\\{bin}"),
-                Content::Local(x.root.join(bin)),
-                false,
-            )?);
-            if c.backend == Backend::WindowsBgp {
-                for (rel, local) in &x.confd {
-                    out.push(DesiredFile::new(
-                        root.join(rel).as_str().to_owned(),
-                        format!("release CalicoWindows\\{rel}"),
-                        Content::Local(local.clone()),
-                        false,
-                    )?);
-                }
-            }
-            if cni {
-                let plugin = x.cni.iter().find(|(n, _)| n == "calico.exe");
-                let ipam = x
-                    .cni
-                    .iter()
-                    .find(|(n, _)| n == "calico-ipam.exe")
-                    .or(plugin);
-                for (name, src) in [("calico.exe", plugin), ("calico-ipam.exe", ipam)] {
-                    if let Some((from, local)) = src {
-                        out.push(DesiredFile::new(
-                            c.cni.bin_dir.join(name).as_str().to_owned(),
-                            format!("release CalicoWindows\\cni\\{from}"),
-                            Content::Local(local.clone()),
-                            false,
-                        )?);
-                    }
-                }
-            }
-        }
-        Got::Pending { url, version } => {
-            let sha = want
-                .sha256
-                .as_deref()
-                .map_or("--sha256 not given".to_owned(), |s| format!("sha256 {s}"));
-            prepare.push(format!(
-                "would download {url} ({sha}) into {}, check it and extract it",
-                root.join("cache").as_str()
-            ));
-            let bin = match version.as_deref().map(new_layout) {
-                Some(true) => Binary::Calico,
-                _ => Binary::CalicoNode,
-            }
-            .file_name();
-            out.push(DesiredFile::new(
-                root.join(bin).as_str().to_owned(),
-                format!("release CalicoWindows\\{bin}"),
-                Content::Pending,
-                false,
-            )?);
-            if cni {
-                for name in ["calico.exe", "calico-ipam.exe"] {
-                    out.push(DesiredFile::new(
-                        c.cni.bin_dir.join(name).as_str().to_owned(),
-                        "release CalicoWindows\\cni\\calico.exe",
-                        Content::Pending,
-                        false,
-                    )?);
-                }
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Whether a version ships `calico.exe` instead of `calico-node.exe` (v3.34 and later).
-fn new_layout(version: &str) -> bool {
-    let mut parts = version.split('.').map(|p| {
-        p.chars()
-            .take_while(char::is_ascii_digit)
-            .collect::<String>()
-            .parse::<u32>()
-            .unwrap_or(0)
-    });
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    (major, minor) >= (3, 34)
-}
 
 /// Everything the install plan is made from.
 pub struct Inputs<'a> {

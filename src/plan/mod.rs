@@ -2,6 +2,7 @@
 //! `--dry-run` and run by the executor, which journals every action on the host before and
 //! after it runs and, for install, rolls back what it did when an action fails.
 
+pub mod desired;
 pub mod drift;
 pub mod exec;
 pub mod install;
