@@ -452,3 +452,26 @@ fn a_node_that_is_not_ready_times_out_after_the_network_and_a_rerun_finishes() {
     assert_eq!(actions(&doc), ["wait-node-ready", "uncordon"]);
     assert!(!n.cordoned());
 }
+
+#[test]
+fn an_install_does_not_continue_an_interrupted_reconfigure() {
+    let n = Node::installed();
+    n.api.set_felix_vni(4097);
+    let (code, err) =
+        n.reconfigure_raw(&[VNI_4097, &["--drain", "--sim-fault", "crash:6"]].concat());
+    assert_eq!(code, 86, "{err}");
+    let zip = release_zip(n.node.dir.path(), "3.30.2", "calico-node.exe");
+    let (code, _, err) = n
+        .node
+        .run(&["install", "--release-zip", &zip.display().to_string()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("an earlier reconfigure did not finish"),
+        "{err}"
+    );
+    assert!(err.contains("calicoctl-win reconfigure' again"), "{err}");
+    let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(n.calico_vsid(), Some(4097));
+    assert!(!n.cordoned());
+}

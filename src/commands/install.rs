@@ -15,7 +15,7 @@ use crate::host::{Host, HostKind, InstalledService};
 use crate::output::DownloadProgress;
 use crate::plan::install::{DesiredFile, Got, Inputs, release_files};
 use crate::plan::record::{self, RecordedFile, join};
-use crate::plan::{self, Content, exec::Journal};
+use crate::plan::{self, Content};
 use crate::release::{self, Source, Want};
 use crate::render::{self, HostFacts, OsBuild};
 use anyhow::Context as _;
@@ -122,15 +122,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
 
     // The plan.
     let journal_path = join(&root, record::JOURNAL_FILE);
-    let journal = Journal::load(host.as_ref(), &journal_path)?;
-    if let Some(j) = &journal {
-        ctx.printer.note(&format!(
-            "an earlier {} started at {} did not finish ({} step(s) journaled): this run continues it",
-            j.command,
-            time_text(j.started),
-            j.entries.len()
-        ));
-    }
+    let journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "install")?;
     let previous = record::read(host.as_ref(), &root)?;
     let inputs = Inputs {
         config,

@@ -34,6 +34,35 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
     .map_err(CliError::from)
 }
 
+/// The journal an interrupted run of `command` left under the install root, after saying
+/// that this run continues it; another command's unfinished journal is refused.
+pub(crate) fn continue_journal(
+    ctx: &mut Context,
+    host: &dyn crate::host::Host,
+    path: &str,
+    command: &str,
+) -> anyhow::Result<Option<crate::plan::exec::Journal>> {
+    let Some(j) = crate::plan::exec::Journal::load(host, path)? else {
+        return Ok(None);
+    };
+    if j.command != command {
+        return Err(crate::error::UsageError::new(
+            format!(
+                "an earlier {} did not finish (its journal is {path})",
+                j.command
+            ),
+            format!("run 'calicoctl-win {}' again to finish it first", j.command),
+        )
+        .into());
+    }
+    ctx.printer.note(&format!(
+        "an earlier {command} started at {} did not finish ({} step(s) journaled): this run continues it",
+        fetch::time_text(j.started),
+        j.entries.len()
+    ));
+    Ok(Some(j))
+}
+
 /// Prints a plan for people, one numbered line per action (a dry run's output).
 pub(crate) fn print_plan(ctx: &mut Context, actions: &[crate::plan::Action]) {
     ctx.printer.text("Plan:");

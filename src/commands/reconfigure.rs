@@ -1,7 +1,7 @@
 //! `reconfigure`: converges an installed node to a changed config, draining it and making the
 //! Calico HNS network again when the change is one HNS cannot make in place.
 
-use super::fetch::{now, time_text};
+use super::fetch::now;
 use super::preflight::{ClusterRead, read_cluster, with_cluster};
 use crate::cli::ReconfigureArgs;
 use crate::cluster::drain;
@@ -9,7 +9,6 @@ use crate::config::types::Backend;
 use crate::context::Context;
 use crate::error::UsageError;
 use crate::host::select::Intent;
-use crate::plan::exec::Journal;
 use crate::plan::install::{Inputs, Restart};
 use crate::plan::reconfigure::{self, NodeSteps, network_changes};
 use crate::plan::record::{self, NetworkSettings, join};
@@ -37,24 +36,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         .into());
     };
     let journal_path = join(&root, record::JOURNAL_FILE);
-    let journal = Journal::load(host.as_ref(), &journal_path)?;
-    if let Some(j) = &journal {
-        if j.command != "reconfigure" {
-            return Err(UsageError::new(
-                format!(
-                    "an earlier {} did not finish (its journal is {journal_path})",
-                    j.command
-                ),
-                format!("run 'calicoctl-win {}' again to finish it first", j.command),
-            )
-            .into());
-        }
-        ctx.printer.note(&format!(
-            "an earlier reconfigure started at {} did not finish ({} step(s) journaled): this run continues it",
-            time_text(j.started),
-            j.entries.len()
-        ));
-    }
+    let journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "reconfigure")?;
     if config.backend == Backend::WindowsBgp && rec.backend != Backend::WindowsBgp.to_string() {
         return Err(UsageError::new(
             format!(
@@ -78,8 +60,8 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         host.hns_networks()
             .context("cannot read the HNS networks to compare them with the config")?
     };
-    let calico = networks.iter().find(|n| n.name == CALICO_NETWORK).cloned();
-    let changes = network_changes(rec.network.as_ref(), &new_net, calico.as_ref());
+    let calico = networks.iter().find(|n| n.name == CALICO_NETWORK);
+    let changes = network_changes(rec.network.as_ref(), &new_net, calico);
     let recreate = !changes.is_empty();
     let we_cordoned = reconfigure::cordoned_by(journal.as_ref(), &node_name);
     let delete = if recreate {
