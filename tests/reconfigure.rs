@@ -181,6 +181,30 @@ fn vni_change_recreates_the_network_after_a_drain_and_uncordons() {
 }
 
 #[test]
+fn an_eviction_refused_for_a_while_is_retried_until_the_budget_allows_it() {
+    let n = Node::installed();
+    n.api.set_felix_vni(4097);
+    n.api.lock().eviction_blocked.insert("default/web-2".into());
+    let (code, err) = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            n.api.lock().eviction_blocked.clear();
+        });
+        n.reconfigure_raw(&[VNI_4097, &["--drain", "--drain-timeout", "30s"]].concat())
+    });
+    assert_eq!(code, 0, "{err}");
+    let refused = n
+        .api
+        .requests()
+        .iter()
+        .filter(|(m, p)| m == "POST" && p.ends_with("/web-2/eviction"))
+        .count();
+    assert!(refused >= 2, "web-2's eviction was asked {refused} time(s)");
+    assert_eq!(n.pods(), ["calico-node-win", "web-3"]);
+    assert_eq!(n.calico_vsid(), Some(4097));
+}
+
+#[test]
 fn a_vni_other_than_the_clusters_is_refused_unless_forced() {
     let n = Node::installed();
     let before = snapshot(&n.node.sim());
@@ -400,7 +424,13 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
     assert_eq!(calico["subnets"][0]["vsid"], 4096);
     assert!(doc["token"]["expires"].is_string(), "{doc}");
 
-    // A config with another VNI, a cordoned node and a stopped felix: exit 1, every reason.
+    // A config with another VNI, a cordoned node and felix set to start by hand: exit 1,
+    // every reason.
+    let state_path = n.node.sim().join("state.json");
+    let mut state: Value =
+        serde_json::from_str(&std::fs::read_to_string(&state_path).expect("state")).expect("json");
+    state["services"]["calicofelix"]["start"] = json!("manual");
+    std::fs::write(&state_path, state.to_string()).expect("write state");
     let mut node = n.api.get("/api/v1/nodes/win-1").expect("node");
     node["spec"] = json!({"unschedulable": true});
     n.api.put("/api/v1/nodes/win-1", node);
@@ -421,6 +451,10 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
         "{problems}"
     );
     assert!(problems.contains("cordoned"), "{problems}");
+    assert!(
+        problems.contains("service CalicoFelix differs from the config: start type"),
+        "{problems}"
+    );
     assert!(err.contains("degraded"), "{err}");
 }
 

@@ -240,6 +240,31 @@ mod tests {
     }
 
     #[test]
+    fn external_goes_too_only_when_its_adapter_or_type_changes() {
+        let mut external = calico(9999);
+        external.name = "External".into();
+        let nets = [calico(4096), external];
+        let names = |v: Vec<HnsNetwork>| v.into_iter().map(|n| n.name).collect::<Vec<_>>();
+        let old = settings(4096);
+        assert_eq!(
+            names(networks_to_delete(Some(&old), &settings(4097), &nets)),
+            ["Calico"]
+        );
+        let mut new = settings(4096);
+        new.adapter = Some("Ethernet 2".into());
+        assert_eq!(
+            names(networks_to_delete(Some(&old), &new, &nets)),
+            ["Calico", "External"]
+        );
+        new = settings(4096);
+        new.backend = "windows-bgp".into();
+        assert_eq!(
+            names(networks_to_delete(Some(&old), &new, &nets)),
+            ["Calico", "External"]
+        );
+    }
+
+    #[test]
     fn mac_prefix_adapter_backend_and_single_network_are_network_immutable() {
         let mut new = settings(4096);
         new.mac_prefix = "0E-2B".into();
