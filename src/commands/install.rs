@@ -47,22 +47,25 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ClusterRead::Read(_, f) => f.settings(),
         _ => BTreeMap::new(),
     };
+    let mut loaded = if settings.is_empty() {
+        base
+    } else {
+        ctx.load_config_with(settings.clone())?
+    };
+    // The datastore and etcd's endpoints may come from the cluster, so this is decided on
+    // the merged configuration.
     if let ClusterRead::Read(c, _) = &cluster
-        && base.config.datastore == Datastore::Etcdv3
-        && base.config.etcd.tls.is_none()
+        && loaded.config.datastore == Datastore::Etcdv3
+        && loaded.config.etcd.tls.is_none()
     {
-        let files = etcd_credentials(c, &base.config)?;
+        let files = etcd_credentials(c, &loaded.config)?;
         for (_, name, setting) in etcd::TLS_FILES {
-            let path = base.config.install_root.join("etcd-tls").join(name);
+            let path = loaded.config.install_root.join("etcd-tls").join(name);
             settings.insert(setting, Raw::Scalar(path.as_str().to_owned()));
         }
         etcd_files = Some(files);
+        loaded = ctx.load_config_with(settings)?;
     }
-    let loaded = if settings.is_empty() {
-        base
-    } else {
-        ctx.load_config_with(settings)?
-    };
     let config = &loaded.config;
     let mut snapshot = checks::host::snapshot(host.as_ref(), ctx.hostname.clone());
     snapshot

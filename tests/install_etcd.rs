@@ -1,0 +1,92 @@
+//! `install` with the etcd datastore through the binary: the TLS files come from the cluster's
+//! `calico-etcd-secrets`, are checked against a real etcd (mutual TLS), written for SYSTEM and
+//! Administrators only, named in the services' environment, and removed by uninstall.
+
+mod support;
+
+use serde_json::json;
+use support::etcd::Etcd;
+use support::fake_api::{FakeApi, TestCa, meta};
+use support::release::release_zip;
+use support::snapshot::{assert_same, snapshot};
+use support::{SimNode, tool};
+
+#[test]
+fn install_fetches_the_etcd_files_checks_them_and_uninstall_removes_them() {
+    let Some(bin) = tool("etcd") else { return };
+    let ca = TestCa::new("etcd-ca");
+    let work = tempfile::tempdir().expect("tempdir");
+    let etcd = Etcd::start(&bin, work.path(), &ca);
+    let (cert, key) = ca.issue("calico-node", &["calico-node"]);
+
+    // An operator install whose datastore is etcd: calico-config names the endpoints.
+    let api = FakeApi::start();
+    api.healthy_calico();
+    api.put_secret(
+        "calico-system",
+        "calico-etcd-secrets",
+        &[
+            ("etcd-key", key.as_bytes()),
+            ("etcd-cert", cert.as_bytes()),
+            ("etcd-ca", ca.pem().as_bytes()),
+        ],
+    );
+    let mut cm = meta("v1", "ConfigMap", "calico-config", Some("calico-system"));
+    cm["data"] = json!({"etcd_endpoints": etcd.url});
+    api.put(
+        "/api/v1/namespaces/calico-system/configmaps/calico-config",
+        cm,
+    );
+    let node = SimNode::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    node.run(&["preflight", "--offline"]);
+    let initial = snapshot(&node.sim());
+
+    let (code, doc, err) = node.run(&["install", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{err}");
+    let dir = node.c_drive("calicowindows/etcd-tls");
+    for (file, want) in [
+        ("server.key", &key),
+        ("server.crt", &cert),
+        ("ca.crt", &ca.pem()),
+    ] {
+        assert_eq!(
+            &std::fs::read_to_string(dir.join(file)).expect(file),
+            want,
+            "{file}"
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.join(file))
+                .expect("meta")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "{file} is a secret");
+        }
+    }
+    assert!(
+        !node.c_drive("calicowindows/calico-kube-config").exists(),
+        "no kubeconfig for the etcd datastore"
+    );
+    let env = std::fs::read_to_string(node.c_drive("calicowindows/calico-node.env")).expect("env");
+    assert!(env.contains(&etcd.url), "{env}");
+    assert!(
+        env.contains(r"C:\CalicoWindows\etcd-tls\server.key"),
+        "{env}"
+    );
+    assert!(
+        !doc.to_string().contains("PRIVATE KEY"),
+        "no key in the output"
+    );
+    assert!(!err.contains("PRIVATE KEY"), "no key in the log");
+
+    // Again: nothing changes; then uninstall --purge gives back the initial host.
+    let (code, doc, err) = node.run(&["install", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(doc["changed"], false, "{doc}");
+    let (code, _, err) = node.run(&["uninstall", "--purge", "--remove-logs"]);
+    assert_eq!(code, 0, "{err}");
+    assert_same(&snapshot(&node.sim()), &initial, "after uninstall --purge");
+}
