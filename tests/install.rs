@@ -571,6 +571,12 @@ fn a_broken_download_is_resumed_by_the_next_install() {
     assert!(part.is_file(), "the partial download is kept");
     let (code, _, stderr) = s.install(&["--no-start"]);
     assert_eq!(code, 0, "{stderr}");
+    // No terminal: progress is plain lines on stderr, and says where it resumes.
+    assert!(
+        stderr.contains("downloading https://127.0.0.1:"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(", resuming at "), "{stderr}");
     let ranges: Vec<_> = s
         .server
         .requests
