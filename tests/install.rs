@@ -124,6 +124,27 @@ fn install_round_trip(binary: &str) {
         json!(["CalicoNode"])
     );
     assert!(state["services"]["calicofelix"]["recovery"]["on_non_crash_failures"] == true);
+    for svc in ["caliconode", "calicofelix"] {
+        assert_eq!(state["services"][svc]["start"], "auto", "{svc}");
+        assert!(
+            !state["services"][svc]["recovery"]["restart_after"]
+                .as_array()
+                .expect("restart_after")
+                .is_empty(),
+            "{svc} restarts on failure"
+        );
+    }
+    let calico_key = state["registry"]
+        .as_object()
+        .expect("registry")
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(r"HKLM\Software\Tigera\Calico"))
+        .map(|(_, v)| v.clone())
+        .expect("the Calico registry key");
+    assert_eq!(
+        calico_key["installroot"],
+        json!({"type": "REG_SZ", "data": r"C:\CalicoWindows"})
+    );
     let nets: Vec<&str> = state["networks"]
         .as_array()
         .expect("networks")
