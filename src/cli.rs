@@ -269,6 +269,10 @@ pub struct RenderArgs {
     /// (default: 20348, Windows Server 2022)
     #[arg(long, value_name = "BUILD")]
     pub os_build: Option<crate::render::OsBuild>,
+    /// The Calico release the files are for: from 3.28 the CNI config names the kubeconfig
+    /// Calico's token refresher keeps fresh
+    #[arg(long, value_name = "VERSION", default_value = crate::release::DEFAULT_CALICO_VERSION, value_parser = crate::release::CalicoVersion::parse)]
+    pub calico_version: crate::release::CalicoVersion,
 }
 
 #[derive(Debug, Args)]
@@ -290,7 +294,8 @@ pub struct ReleaseArgs {
     /// The release zip: a file, or an https:// URL (default: the official asset of --calico-version)
     #[arg(long, value_name = "PATH|URL")]
     pub release_zip: Option<String>,
-    /// The Calico version (default 3.31.0 for the official asset); a given zip must be this version
+    /// The Calico version (default: the cluster's, from ClusterInformation; else 3.31.0); a given
+    /// zip must be this version
     #[arg(long, value_name = "X.Y.Z")]
     pub calico_version: Option<String>,
     /// The zip's SHA-256 checksum; required for a URL
@@ -320,6 +325,9 @@ pub struct InstallArgs {
     /// Register the services without starting them
     #[arg(long)]
     pub no_start: bool,
+    /// Install a Calico release older than the cluster's (refused without it)
+    #[arg(long)]
+    pub allow_downgrade: bool,
     /// Remove a legacy NSSM-based Calico install (its services) first
     #[arg(long)]
     pub migrate_legacy: bool,
@@ -556,4 +564,9 @@ pub struct ServiceRunArgs {
     /// Run this program instead of the installed Calico binary (tests)
     #[arg(long, hide = true, value_name = "PATH")]
     pub program: Option<String>,
+    /// The installed Calico release, which decides how its binary is started (-complete-startup
+    /// from 3.31, the token refresher from 3.28, calico.exe from 3.33); install sets it. Without
+    /// it calico-node.exe gets only the flags every release knows
+    #[arg(long, value_name = "VERSION", value_parser = crate::release::CalicoVersion::parse)]
+    pub calico_version: Option<crate::release::CalicoVersion>,
 }

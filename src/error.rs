@@ -135,7 +135,8 @@ fn classify(error: &anyhow::Error) -> (Exit, Option<String>) {
                 R::BadChecksumArg(_)
                 | R::BadUrl { .. }
                 | R::NeedChecksum { .. }
-                | R::PlainHttp { .. } => Exit::Usage,
+                | R::PlainHttp { .. }
+                | R::Downgrade { .. } => Exit::Usage,
                 _ => Exit::Failed,
             };
             return (exit, e.hint().map(str::to_owned));

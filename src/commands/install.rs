@@ -27,7 +27,7 @@ use std::io::IsTerminal;
 const LEGACY_SERVICES: [&str; 4] = ["CalicoNode", "CalicoFelix", "CalicoConfd", "CalicoUpgrade"];
 
 pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let want = release_want(&args.release)?;
+    let mut want = release_want(&args.release)?;
     check_skips(&args.skip)?;
     let dry_run = ctx.options.dry_run;
     let base = ctx.load_config()?;
@@ -67,6 +67,25 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         loaded = ctx.load_config_with(settings)?;
     }
     let config = &loaded.config;
+
+    // The version: the cluster's unless one was chosen; never older than it unless allowed.
+    let cluster_version = match &cluster {
+        ClusterRead::Read(_, f) => f.calico_version.clone(),
+        _ => None,
+    };
+    want.follow_cluster(cluster_version.as_deref());
+    if let (true, Some(asked), None) = (want.chosen, &want.version, &args.release.release_zip) {
+        let what = format!("--calico-version {asked}");
+        if let Some(w) = release::against_cluster(
+            &what,
+            asked,
+            cluster_version.as_deref(),
+            args.allow_downgrade,
+        )? {
+            ctx.printer.warn(&w);
+        }
+    }
+
     let mut snapshot = checks::host::snapshot(host.as_ref(), ctx.hostname.clone());
     snapshot
         .calico_services
@@ -92,6 +111,16 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         .context("cannot create a temporary directory for the release")?;
     let cache_dirs = record::missing_parents(host.as_ref(), &join(&cache_dir, "x"))?;
     let got = obtain_release(ctx, host.as_ref(), &want, &cache_dir, staging.path())?;
+    if let (Some(_), Some(found)) = (&args.release.release_zip, got.version())
+        && let Some(w) = release::against_cluster(
+            &want.source.show(),
+            &found,
+            cluster_version.as_deref(),
+            args.allow_downgrade,
+        )?
+    {
+        ctx.printer.warn(&w);
+    }
 
     // Credentials, rendered files, CNI plugins, calicoctl-win itself.
     let mut prepare: Vec<String> = Vec::new();
@@ -107,7 +136,11 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         etcd_files,
         &mut prepare,
     )?);
-    files.extend(rendered_files(host.as_ref(), config)?);
+    files.extend(rendered_files(
+        host.as_ref(),
+        config,
+        got.version().as_deref(),
+    )?);
     let (extra_owned, extra_dirs) = match &got {
         Got::Release {
             cached: Some((path, sha)),
@@ -298,6 +331,7 @@ pub(crate) fn release_want(a: &ReleaseArgs) -> anyhow::Result<Want> {
         Some(p) => Some(fs_err::read(p).context("cannot read --release-ca-cert")?),
         None => None,
     };
+    let chosen = version.is_some() || a.release_zip.is_some();
     let version = version.or_else(|| {
         a.release_zip
             .is_none()
@@ -305,6 +339,7 @@ pub(crate) fn release_want(a: &ReleaseArgs) -> anyhow::Result<Want> {
     });
     Ok(Want {
         source,
+        chosen,
         sha256,
         version,
         allow_http: a.allow_http,
@@ -527,8 +562,13 @@ fn credential_files(
     )?])
 }
 
-/// The CNI config, the services' environment files and the External network.
-pub(crate) fn rendered_files(host: &dyn Host, c: &Config) -> anyhow::Result<Vec<DesiredFile>> {
+/// The CNI config, the services' environment files and the External network, for the Calico
+/// release being installed (its token refresher decides the CNI plugin's kubeconfig).
+pub(crate) fn rendered_files(
+    host: &dyn Host,
+    c: &Config,
+    calico_version: Option<&str>,
+) -> anyhow::Result<Vec<DesiredFile>> {
     let f = host
         .system_facts()
         .context("cannot read the Windows build, which decides loopback DSR in the CNI config")?;
@@ -536,7 +576,11 @@ pub(crate) fn rendered_files(host: &dyn Host, c: &Config) -> anyhow::Result<Vec<
         build: f.build,
         ubr: f.ubr.unwrap_or(0),
     };
-    let rendered = super::render::render_files(c, &HostFacts { os_build })?;
+    let facts = HostFacts {
+        os_build,
+        token_refresher: render::token_refresher(calico_version),
+    };
+    let rendered = super::render::render_files(c, &facts)?;
     Ok(rendered
         .into_iter()
         .map(|f| {

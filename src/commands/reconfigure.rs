@@ -49,7 +49,8 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
 
     // Files: the new rendered ones; the release's and the credentials stay as they are.
-    let rendered = super::install::rendered_files(host.as_ref(), config)?;
+    let rendered =
+        super::install::rendered_files(host.as_ref(), config, rec.calico_version.as_deref())?;
     let kept = reconfigure::kept_files(&rec, &rendered);
 
     // Networks: what HNS cannot change in place.

@@ -40,7 +40,10 @@ pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ));
         OsBuild::SERVER_2022
     });
-    let facts = HostFacts { os_build };
+    let facts = HostFacts {
+        os_build,
+        token_refresher: args.calico_version.features().token_refresher,
+    };
 
     // Render everything before writing anything.
     let rendered = render_files(config, &facts)?;

@@ -53,6 +53,7 @@ pub fn settings(args: &ServiceRunArgs) -> Settings {
     s.probes.ec2 = args.ec2_metadata_url.clone();
     s.probes.gce = args.gce_metadata_url.clone();
     s.program = args.program.clone();
+    s.calico_version = args.calico_version.clone();
     s
 }
 

@@ -51,7 +51,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     ));
 
     // Services.
-    let wanted = crate::plan::install::services(config);
+    let wanted = crate::plan::install::services(config, rec.calico_version.as_deref());
     let mut services = Vec::new();
     text.push("Services:".into());
     for spec in &rec.services {
@@ -125,7 +125,8 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
 
     // Drift: files, and the VNI in HNS, the config and the cluster.
-    let rendered = super::install::rendered_files(host.as_ref(), config)?;
+    let rendered =
+        super::install::rendered_files(host.as_ref(), config, rec.calico_version.as_deref())?;
     let files = drift::files(host.as_ref(), &rec, &rendered)?;
     problems.extend(files.iter().map(drift::FileDrift::describe));
     let hns_vni = networks

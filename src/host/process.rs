@@ -47,7 +47,10 @@ impl Eq for LineSink {}
 
 /// Copies a pipe into the sink line by line until the pipe closes (the child and anything
 /// it started have ended). The thread is not joined: a grandchild may hold the pipe open.
-fn forward(pipe: impl std::io::Read + Send + 'static, sink: LineSink) {
+fn forward(
+    pipe: impl std::io::Read + Send + 'static,
+    sink: LineSink,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut reader = std::io::BufReader::new(pipe);
         let mut line = Vec::new();
@@ -58,7 +61,7 @@ fn forward(pipe: impl std::io::Read + Send + 'static, sink: LineSink) {
                 Ok(_) => sink.write(&line),
             }
         }
-    });
+    })
 }
 
 /// A program to run. The environment is exactly `env`: nothing is inherited, so a
@@ -86,6 +89,8 @@ pub struct LocalChild {
     child: std::process::Child,
     program: String,
     exited: Option<i32>,
+    /// The threads copying its output into the log.
+    forwarders: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl LocalChild {
@@ -121,19 +126,31 @@ impl LocalChild {
         let mut child = cmd
             .spawn()
             .map_err(|e| HostError::io(format!("start {}", spec.program), e))?;
+        let mut forwarders = Vec::new();
         if let Output::Lines(sink) = &spec.output {
             if let Some(out) = child.stdout.take() {
-                forward(out, sink.clone());
+                forwarders.push(forward(out, sink.clone()));
             }
             if let Some(err) = child.stderr.take() {
-                forward(err, sink.clone());
+                forwarders.push(forward(err, sink.clone()));
             }
         }
         Ok(Self {
             child,
             program: spec.program.clone(),
             exited: None,
+            forwarders,
         })
+    }
+
+    /// Once it has exited, lets its last output reach the log before the exit is reported
+    /// (a bounded wait: a grandchild may hold the pipes open).
+    fn drain_output(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < deadline && self.forwarders.iter().any(|f| !f.is_finished()) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        self.forwarders.retain(|f| !f.is_finished());
     }
 
     fn poll(&mut self) -> HostResult<Option<i32>> {
@@ -144,6 +161,9 @@ impl LocalChild {
                 .map_err(|e| HostError::io(format!("wait for {}", self.program), e))?;
             // A process killed by a signal has no code; report it as -1.
             self.exited = status.map(|s| s.code().unwrap_or(-1));
+            if self.exited.is_some() {
+                self.drain_output();
+            }
         }
         Ok(self.exited)
     }
@@ -183,6 +203,7 @@ impl Child for LocalChild {
             .map_err(|e| HostError::io(format!("wait for {}", self.program), e))?;
         let code = status.code().unwrap_or(-1);
         self.exited = Some(code);
+        self.drain_output();
         Ok(code)
     }
 }

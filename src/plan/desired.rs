@@ -4,7 +4,7 @@
 use super::Content;
 use crate::config::Config;
 use crate::config::types::Backend;
-use crate::release::{Binary, Extracted, Want};
+use crate::release::{Binary, CalicoVersion, Extracted, Want};
 
 /// What a rendered file's `from` says.
 pub const RENDERED: &str = "rendered";
@@ -129,11 +129,11 @@ pub fn release_files(
                 "would download {url} ({sha}) into {}, check it and extract it",
                 root.join("cache").as_str()
             ));
-            let bin = match version.as_deref().map(new_layout) {
-                Some(true) => Binary::Calico,
-                _ => Binary::CalicoNode,
-            }
-            .file_name();
+            let bin = version
+                .as_deref()
+                .and_then(|v| CalicoVersion::parse(v).ok())
+                .map_or(Binary::CalicoNode, |v| v.features().binary)
+                .file_name();
             out.push(DesiredFile::new(
                 root.join(bin).as_str().to_owned(),
                 format!("release CalicoWindows\\{bin}"),
@@ -153,17 +153,4 @@ pub fn release_files(
         }
     }
     Ok(out)
-}
-
-/// Whether a version ships `calico.exe` instead of `calico-node.exe` (v3.34 and later).
-fn new_layout(version: &str) -> bool {
-    let mut parts = version.split('.').map(|p| {
-        p.chars()
-            .take_while(char::is_ascii_digit)
-            .collect::<String>()
-            .parse::<u32>()
-            .unwrap_or(0)
-    });
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    (major, minor) >= (3, 34)
 }

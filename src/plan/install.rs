@@ -72,23 +72,25 @@ pub fn self_path(c: &Config) -> String {
     c.install_root.join("calicoctl-win.exe").as_str().to_owned()
 }
 
-/// The service registrations.
-pub fn services(c: &Config) -> Vec<ServiceSpec> {
+/// The service registrations; the Calico version, when known, decides how the services
+/// start its binary.
+pub fn services(c: &Config, calico_version: Option<&str>) -> Vec<ServiceSpec> {
     let root = install_root(c);
+    let version = calico_version.and_then(|v| crate::release::CalicoVersion::parse(v).ok());
     roles(c.backend)
         .into_iter()
         .map(|role| {
-            supervise::service_spec(
-                role,
-                &self_path(c),
-                vec![
-                    "service".into(),
-                    "run".into(),
-                    supervise::role_name(role).into(),
-                    "--install-root".into(),
-                    root.clone(),
-                ],
-            )
+            let mut args = vec![
+                "service".into(),
+                "run".into(),
+                supervise::role_name(role).into(),
+                "--install-root".into(),
+                root.clone(),
+            ];
+            if let Some(v) = &version {
+                args.extend(["--calico-version".into(), v.to_string()]);
+            }
+            supervise::service_spec(role, &self_path(c), args)
         })
         .collect()
 }
@@ -268,7 +270,7 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     }
 
     // 3. Services to register or reconfigure, and ours that are no longer wanted.
-    let wanted = services(c);
+    let wanted = services(c, i.calico_version.as_deref());
     let mut service_actions = Vec::new();
     let mut running = Vec::new();
     for spec in &wanted {

@@ -82,10 +82,17 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
         }
     }
     for f in &r.files {
-        if host.read_file(&f.path)?.is_some() {
+        if host.file_access(&f.path)?.is_some() {
             actions.push(Action::RemoveFile {
                 path: f.path.clone(),
             });
+        }
+    }
+    // What the services and Calico wrote while they ran (nodename, the token refresher's).
+    let (runtime_files, runtime_dirs) = crate::supervise::refresher::owned_paths(&r.install_root);
+    for path in runtime_files {
+        if host.file_access(&path)?.is_some() {
+            actions.push(Action::RemoveFile { path });
         }
     }
     if o.purge {
@@ -138,6 +145,7 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
         actions.push(Action::RemoveFile { path: r.path() });
     }
     let mut dirs = r.dirs.clone();
+    dirs.extend(runtime_dirs);
     if o.remove_logs {
         dirs.push(r.logs_dir.clone());
     }

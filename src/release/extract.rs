@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Binary {
-    /// `calico-node.exe` (v3.2x to v3.33).
+    /// `calico-node.exe` (v3.2x to v3.32).
     CalicoNode,
-    /// `calico.exe` (v3.34 and later).
+    /// `calico.exe` (v3.33 and later).
     Calico,
 }
 
@@ -30,7 +30,8 @@ pub struct Extracted {
     /// The `CalicoWindows` directory.
     pub root: PathBuf,
     pub binary: Binary,
-    /// Without a leading `v`; `None` when neither a VERSION file nor the zip's name tell.
+    /// Without a leading `v`; `None` when neither the binary, a VERSION file nor the zip's
+    /// name tell.
     pub version: Option<String>,
     /// The CNI plugins under `cni/`: file name and local path.
     pub cni: Vec<(String, PathBuf)>,
@@ -141,7 +142,7 @@ fn layout(into: &Path, zip: &Path) -> Result<Extracted, ReleaseError> {
         Binary::CalicoNode
     } else {
         return Err(bad(
-            "CalicoWindows holds neither calico.exe (v3.34+) nor calico-node.exe".into(),
+            "CalicoWindows holds neither calico.exe (v3.33+) nor calico-node.exe".into(),
         ));
     };
     if !root.join("cni").join("calico.exe").is_file() {
@@ -173,7 +174,7 @@ fn layout(into: &Path, zip: &Path) -> Result<Extracted, ReleaseError> {
             confd.push((format!("confd\\{sub}\\{n}"), dir.join(&n)));
         }
     }
-    let version = read_version(&root, zip);
+    let version = read_version(&root, binary, zip)?;
     Ok(Extracted {
         root,
         binary,
@@ -183,14 +184,26 @@ fn layout(into: &Path, zip: &Path) -> Result<Extracted, ReleaseError> {
     })
 }
 
-/// The version from `CalicoWindows\VERSION`, else from a name like `calico-windows-v3.30.0.zip`.
-fn read_version(root: &Path, zip: &Path) -> Option<String> {
+/// The version where the release records it: the Go build information of its Calico binary
+/// (`buildinfo.Version=vX.Y.Z`); else a `CalicoWindows\VERSION` file; else a name like
+/// `calico-windows-v3.30.0.zip`.
+fn read_version(root: &Path, binary: Binary, zip: &Path) -> Result<Option<String>, ReleaseError> {
+    let exe = root.join(binary.file_name());
+    let recorded = super::version::read_binary_version(&exe)
+        .map_err(|e| ReleaseError::io(format!("cannot read {}", exe.display()), e))?;
+    if let Some(v) = recorded {
+        return Ok(Some(v.to_string()));
+    }
     if let Ok(text) = std::fs::read_to_string(root.join("VERSION")) {
         let v = text.trim().trim_start_matches('v');
         if !v.is_empty() && v.len() < 64 {
-            return Some(v.to_owned());
+            return Ok(Some(v.to_owned()));
         }
     }
+    Ok(version_in_name(zip))
+}
+
+fn version_in_name(zip: &Path) -> Option<String> {
     let name = zip.file_name()?.to_string_lossy().into_owned();
     let v = name
         .strip_prefix("calico-windows-v")?

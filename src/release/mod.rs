@@ -4,9 +4,11 @@
 
 mod download;
 mod extract;
+pub mod version;
 
 pub use download::{Progress, download};
 pub use extract::{Binary, Extracted, extract};
+pub use version::{CalicoVersion, Features};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -79,6 +81,9 @@ impl Source {
 #[derive(Clone, Debug)]
 pub struct Want {
     pub source: Source,
+    /// Whether the version was chosen (`--calico-version` or `--release-zip`); if not, the
+    /// cluster's version replaces the built-in default.
+    pub chosen: bool,
     /// Expected SHA-256, lower-case hex.
     pub sha256: Option<String>,
     /// The version asked for, without a leading `v`.
@@ -122,6 +127,12 @@ pub enum ReleaseError {
         what: String,
         found: String,
         asked: String,
+    },
+    #[error("{what} is Calico {found}, older than the cluster's Calico {cluster}: a downgrade")]
+    Downgrade {
+        what: String,
+        found: String,
+        cluster: String,
     },
     #[error("{what} is not a readable zip archive")]
     Zip {
@@ -173,6 +184,9 @@ impl ReleaseError {
             }
             Self::Version { .. } => {
                 "pass the zip of that version, or the matching --calico-version"
+            }
+            Self::Downgrade { .. } => {
+                "install the cluster's version (leave out --calico-version to get it), or pass --allow-downgrade if an older release on this node is what you want"
             }
             Self::Zip { .. }
             | Self::Unsafe { .. }
@@ -292,6 +306,51 @@ pub struct Obtained {
     pub downloaded: bool,
     /// Set when the zip lives in the cache (the install owns that file).
     pub cached: Option<PathBuf>,
+}
+
+impl Want {
+    /// Without a chosen version, installs the cluster's Calico (ClusterInformation's
+    /// `calicoVersion`) instead of the built-in default.
+    pub fn follow_cluster(&mut self, cluster: Option<&str>) {
+        if self.chosen {
+            return;
+        }
+        if let Some(v) = cluster.and_then(|c| CalicoVersion::parse(c).ok()) {
+            let v = v.to_string();
+            self.source = Source::Url(official_url(&v));
+            self.version = Some(v);
+        }
+    }
+}
+
+/// Compares a release's version with the cluster's: a different one is a warning (returned),
+/// an older one a refused downgrade unless allowed. Unreadable versions are not compared.
+pub fn against_cluster(
+    what: &str,
+    found: &str,
+    cluster: Option<&str>,
+    allow_downgrade: bool,
+) -> Result<Option<String>, ReleaseError> {
+    let (Ok(f), Some(Ok(c))) = (
+        CalicoVersion::parse(found),
+        cluster.map(CalicoVersion::parse),
+    ) else {
+        return Ok(None);
+    };
+    if (f.major, f.minor, f.patch) == (c.major, c.minor, c.patch) {
+        return Ok(None);
+    }
+    if f < c && !allow_downgrade {
+        return Err(ReleaseError::Downgrade {
+            what: what.into(),
+            found: f.to_string(),
+            cluster: c.to_string(),
+        });
+    }
+    let how = if f < c { "older" } else { "newer" };
+    Ok(Some(format!(
+        "{what} is Calico {f}, {how} than the cluster's Calico {c}: Windows nodes should run the cluster's version"
+    )))
 }
 
 /// Checks the extracted release's version against `--calico-version`.

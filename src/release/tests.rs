@@ -122,6 +122,7 @@ fn a_truncated_zip_is_not_readable() {
 #[test]
 fn urls_need_https_and_a_checksum_unless_told_otherwise() {
     let mut want = Want {
+        chosen: true,
         source: Source::parse("http://mirror/calico-windows-v3.30.0.zip"),
         sha256: None,
         version: None,
@@ -162,6 +163,7 @@ fn a_version_mismatch_is_refused_and_an_unknown_version_needs_a_checksum() {
     )
     .expect("layout");
     let mut want = Want {
+        chosen: true,
         source: Source::Path("x.zip".into()),
         sha256: None,
         version: Some("3.29.0".into()),

@@ -27,16 +27,49 @@ pub fn kubeconfig(server: &str, ca_pem: &str, token: &str, namespace: &str) -> S
     text
 }
 
-/// The token of the current context's user in a kubeconfig's text, if it has one.
-pub fn token_of(text: &str) -> Option<String> {
+/// The directory under the install root that Calico's token refresher (v3.28 and later) gets
+/// as its `CONTAINER_SANDBOX_MOUNT_POINT`, so the paths it hard-codes land inside it.
+pub const REFRESHER_DIR: &str = "token-refresher";
+/// What the refresher writes, under its sandbox: the CNI plugin's kubeconfig
+/// (`node/pkg/cni/token_watch.go`: `/host/etc/cni/net.d/calico-kubeconfig`).
+pub const REFRESHED_KUBECONFIG: &str = r"host\etc\cni\net.d\calico-kubeconfig";
+/// What the refresher reads, under its sandbox: the namespace of the service account it asks
+/// tokens for (`/var/run/secrets/kubernetes.io/serviceaccount/namespace`; fatal when missing).
+pub const REFRESHER_NAMESPACE: &str = r"var\run\secrets\kubernetes.io\serviceaccount\namespace";
+
+/// The CNI plugin's kubeconfig that the refresher keeps fresh, for an install root.
+pub fn refreshed_kubeconfig(install_root: &str) -> String {
+    format!(
+        "{}\\{REFRESHER_DIR}\\{REFRESHED_KUBECONFIG}",
+        install_root.trim_end_matches('\\')
+    )
+}
+
+/// The current context of a kubeconfig's text.
+fn current_context(text: &str) -> Option<(serde_json::Value, serde_json::Value)> {
     let doc: serde_json::Value = serde_saphyr::from_str(text).ok()?;
-    let context = doc["current-context"].as_str()?;
-    let user = doc["contexts"]
+    let name = doc["current-context"].as_str()?;
+    let context = doc["contexts"]
         .as_array()?
         .iter()
-        .find(|c| c["name"] == context)?["context"]["user"]
-        .as_str()?
-        .to_owned();
+        .find(|c| c["name"] == name)?["context"]
+        .clone();
+    Some((doc, context))
+}
+
+/// The namespace of the current context, if it names one.
+pub fn namespace_of(text: &str) -> Option<String> {
+    let (_, context) = current_context(text)?;
+    context["namespace"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+}
+
+/// The token of the current context's user in a kubeconfig's text, if it has one.
+pub fn token_of(text: &str) -> Option<String> {
+    let (doc, context) = current_context(text)?;
+    let user = context["user"].as_str()?.to_owned();
     doc["users"]
         .as_array()?
         .iter()
@@ -58,6 +91,7 @@ mod tests {
             "calico-system",
         );
         assert!(!text.contains("insecure"));
+        assert_eq!(namespace_of(&text).as_deref(), Some("calico-system"));
         assert!(text.contains("certificate-authority-data"));
         assert_eq!(token_of(&text).as_deref(), Some("tok.en.x"));
         // A YAML kubeconfig as kubectl writes it reads the same.

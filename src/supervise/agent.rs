@@ -3,7 +3,7 @@
 
 use super::{
     Backoff, ChildEnd, Component, Log, Result, Settings, Stop, SuperviseError, environment,
-    init_done, program, run_child,
+    init_done, required, run_child,
 };
 use crate::host::Host;
 use std::collections::BTreeMap;
@@ -16,7 +16,7 @@ const CONFD_GENERATED: [&str; 2] = ["peerings.ps1", "blocks.ps1"];
 
 pub fn felix(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
     let env = environment(host, s)?;
-    let felix = program(host, s, Component::Felix)?;
+    let felix = required(host, s, Component::Felix)?;
     wait_for_init(host, s, stop, log)?;
     supervise(host, s, &felix, &env, Some(FELIX_RELOAD_EXIT), stop, log)
 }
@@ -31,7 +31,7 @@ pub fn confd(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()
         while !stop.wait(Duration::from_secs(3600)) {}
         return Err(SuperviseError::Stopped);
     }
-    let confd = program(host, s, Component::Confd)?;
+    let confd = required(host, s, Component::Confd)?;
     wait_for_init(host, s, stop, log)?;
     clear_generated(host, s, log)?;
     supervise(host, s, &confd, &env, None, stop, log)
@@ -47,7 +47,7 @@ pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {
     if component == Component::Confd && backend(&env) != "windows-bgp" {
         return Ok(());
     }
-    program(host, s, component)?;
+    required(host, s, component)?;
     if !init_done(host)? {
         return Err(SuperviseError::NotInitialised);
     }

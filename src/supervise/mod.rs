@@ -15,6 +15,7 @@ mod agent;
 mod log;
 mod node;
 pub mod platform;
+pub mod refresher;
 #[cfg(windows)]
 pub mod scm;
 mod stop;
@@ -25,6 +26,7 @@ pub use node::{StartPhase, init_done};
 pub use stop::Stop;
 
 use crate::host::{Host, HostError, Output, ProcessSpec, Recovery, ServiceSpec, StartType};
+use crate::release::{Binary, CalicoVersion, Features};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -159,6 +161,9 @@ pub struct Settings {
     /// Runs this program (on this machine) instead of the installed Calico binary, with the
     /// same arguments: for tests and for trying a build by hand.
     pub program: Option<String>,
+    /// The installed Calico release, which decides the start-up flags; unknown, only the
+    /// flags every release of the binary knows are used.
+    pub calico_version: Option<CalicoVersion>,
 }
 
 impl Settings {
@@ -175,6 +180,7 @@ impl Settings {
             probes: platform::Probes::default(),
             timing: Timing::default(),
             program: None,
+            calico_version: None,
         }
     }
 
@@ -240,14 +246,10 @@ pub fn service_name(role: Role) -> &'static str {
     }
 }
 
-/// Which Calico binary the installed release has.
+/// How the installed release is run: its binary and the start-up flags that release knows
+/// (`release::version` has the facts, from Calico's service scripts at each tag).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Layout {
-    /// `calico-node.exe -startup|-felix|-confd` (v3.2x–3.33).
-    CalicoNode,
-    /// `calico.exe component node startup|felix|confd` (3.34+).
-    Calico,
-}
+pub struct Layout(pub Features);
 
 /// What a role runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -255,53 +257,73 @@ pub enum Component {
     Startup,
     Felix,
     Confd,
+    /// The token refresher CalicoNode keeps running (v3.28 and later).
+    MonitorToken,
 }
 
 impl Layout {
-    /// Reads the layout from the files in the install root.
+    /// Reads the binary from the files in the install root (checking that it exists, never
+    /// reading it), and the flags from the installed version when it is known and matches.
     pub fn detect(host: &dyn Host, s: &Settings) -> Result<Self> {
-        if host.read_file(&s.path("calico.exe"))?.is_some() {
-            Ok(Layout::Calico)
-        } else if host.read_file(&s.path("calico-node.exe"))?.is_some() {
-            Ok(Layout::CalicoNode)
+        let binary = if host.file_access(&s.path("calico.exe"))?.is_some() {
+            Binary::Calico
+        } else if host.file_access(&s.path("calico-node.exe"))?.is_some() {
+            Binary::CalicoNode
         } else {
-            Err(SuperviseError::NoCalicoBinary {
+            return Err(SuperviseError::NoCalicoBinary {
                 root: s.install_root.clone(),
-            })
+            });
+        };
+        Ok(Self::of(binary, s.calico_version.as_ref()))
+    }
+
+    /// The layout of `binary` in release `version`; a version whose binary is another one is
+    /// not this release's, so only the binary's name counts then.
+    pub fn of(binary: Binary, version: Option<&CalicoVersion>) -> Self {
+        match version.map(CalicoVersion::features) {
+            Some(f) if f.binary == binary => Self(f),
+            _ => Self(Features::of_binary(binary)),
         }
     }
 
-    /// The program and arguments of a component.
-    pub fn command(self, s: &Settings, c: Component) -> (String, Vec<String>) {
+    /// The program and arguments of a component; `None` for a refresher the release lacks.
+    pub fn command(self, s: &Settings, c: Component) -> Option<(String, Vec<String>)> {
+        let f = self.0;
         let confdir = s.path("confd");
-        let (exe, args): (&str, Vec<String>) = match (self, c) {
-            (Layout::CalicoNode, Component::Startup) => {
-                ("calico-node.exe", vec!["-startup".into()])
+        let args: Vec<String> = match (f.binary, c) {
+            (_, Component::MonitorToken) if !f.token_refresher => return None,
+            (Binary::CalicoNode, Component::Startup) if f.complete_startup => {
+                vec!["-startup".into(), "-complete-startup".into()]
             }
-            (Layout::CalicoNode, Component::Felix) => ("calico-node.exe", vec!["-felix".into()]),
-            (Layout::CalicoNode, Component::Confd) => (
-                "calico-node.exe",
-                vec!["-confd".into(), format!("-confd-confdir={confdir}")],
-            ),
-            (Layout::Calico, Component::Startup) => (
-                "calico.exe",
-                ["component", "node", "startup"].map(String::from).to_vec(),
-            ),
-            (Layout::Calico, Component::Felix) => (
-                "calico.exe",
-                ["component", "felix"].map(String::from).to_vec(),
-            ),
-            (Layout::Calico, Component::Confd) => (
-                "calico.exe",
-                vec![
-                    "component".into(),
-                    "confd".into(),
-                    format!("--confdir={confdir}"),
-                ],
-            ),
+            (Binary::CalicoNode, Component::Startup) => vec!["-startup".into()],
+            (Binary::CalicoNode, Component::Felix) => vec!["-felix".into()],
+            (Binary::CalicoNode, Component::Confd) => {
+                vec!["-confd".into(), format!("-confd-confdir={confdir}")]
+            }
+            (Binary::CalicoNode, Component::MonitorToken) => vec!["-monitor-token".into()],
+            (Binary::Calico, Component::Startup) => {
+                let mut a = words(&["component", "node", "startup"]);
+                if f.complete_startup {
+                    a.push("--complete-startup".into());
+                }
+                a
+            }
+            (Binary::Calico, Component::Felix) => words(&["component", "felix"]),
+            (Binary::Calico, Component::Confd) => {
+                let mut a = words(&["component", "confd"]);
+                a.push(format!("--confdir={confdir}"));
+                a
+            }
+            (Binary::Calico, Component::MonitorToken) => {
+                words(&["component", "node", "monitor-token"])
+            }
         };
-        (s.path(exe), args)
+        Some((s.path(f.binary.file_name()), args))
     }
+}
+
+fn words(w: &[&str]) -> Vec<String> {
+    w.iter().map(|s| (*s).to_owned()).collect()
 }
 
 /// A component to run: the program, its arguments, its working directory.
@@ -314,13 +336,15 @@ struct Launch {
 
 /// How to run a component: the installed binary, in the install root (confd in its confdir),
 /// unless `Settings::program` overrides the program (then in the current directory).
-fn program(host: &dyn Host, s: &Settings, c: Component) -> Result<Launch> {
+fn program(host: &dyn Host, s: &Settings, c: Component) -> Result<Option<Launch>> {
     let layout = match &s.program {
-        Some(_) => Layout::CalicoNode,
+        Some(_) => Layout::of(Binary::CalicoNode, s.calico_version.as_ref()),
         None => Layout::detect(host, s)?,
     };
-    let (exe, args) = layout.command(s, c);
-    Ok(match &s.program {
+    let Some((exe, args)) = layout.command(s, c) else {
+        return Ok(None);
+    };
+    Ok(Some(match &s.program {
         Some(p) => Launch {
             program: p.clone(),
             args,
@@ -331,9 +355,16 @@ fn program(host: &dyn Host, s: &Settings, c: Component) -> Result<Launch> {
             args,
             cwd: Some(match c {
                 Component::Confd => s.path("confd"),
-                Component::Startup | Component::Felix => s.install_root.clone(),
+                _ => s.install_root.clone(),
             }),
         },
+    }))
+}
+
+/// The launch of a component every release has.
+fn required(host: &dyn Host, s: &Settings, c: Component) -> Result<Launch> {
+    program(host, s, c)?.ok_or(SuperviseError::NoCalicoBinary {
+        root: s.install_root.clone(),
     })
 }
 

@@ -2,6 +2,7 @@
 //! (`node-service.ps1`, reference §3.2 and §3.6–3.7, with every wait bounded).
 
 use super::platform::{self, Platform};
+use super::refresher::Refresher;
 use super::{
     BOOT_ID_VALUE, Backoff, CALICO_KEY, ChildEnd, Component, LEGACY_BOOT_VALUE, Log, Result,
     Settings, Stop, SuperviseError, environment, run_child,
@@ -43,11 +44,45 @@ fn stored_boot(host: &dyn Host) -> HostResult<Option<String>> {
     })
 }
 
-/// The CalicoNode service body: start-up, then startup runs until stopped.
+/// The CalicoNode service body: start-up, then startup runs until stopped, with the token
+/// refresher beside them on releases that have one.
 pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
     let env = environment(host, s)?;
-    let program = super::program(host, s, Component::Startup)?;
+    let program = super::required(host, s, Component::Startup)?;
     init(host, s, &env, stop, log)?;
+    let mut refresher = refresher(host, s, &env, log)?;
+    let out = watch_kubelet(host, s, &env, &program, refresher.as_mut(), stop, log);
+    if let Some(r) = &mut refresher {
+        r.stop(s, log);
+    }
+    out
+}
+
+/// The refresher of this release, its sandbox prepared; `None` when it has none or it
+/// cannot work here (the log says why).
+fn refresher(
+    host: &dyn Host,
+    s: &Settings,
+    env: &BTreeMap<String, String>,
+    log: &Log,
+) -> Result<Option<Refresher>> {
+    match super::program(host, s, Component::MonitorToken)? {
+        Some(launch) => Refresher::prepare(host, s, launch, env, log),
+        None => Ok(None),
+    }
+}
+
+/// Runs calico-node startup whenever kubelet's process changes (node-service.ps1's loop),
+/// restarting the refresher after each success and keeping it running.
+fn watch_kubelet(
+    host: &dyn Host,
+    s: &Settings,
+    env: &BTreeMap<String, String>,
+    program: &super::Launch,
+    mut refresher: Option<&mut Refresher>,
+    stop: &Stop,
+    log: &Log,
+) -> Result<()> {
     let mut last: Option<u32> = None;
     let mut said_waiting = false;
     loop {
@@ -57,7 +92,10 @@ pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> 
                 log.info(&format!(
                     "kubelet is running{again} (pid {pid}): running calico-node startup"
                 ));
-                startup(host, s, &env, &program, None, stop, log)?;
+                startup(host, s, env, program, None, stop, log)?;
+                if let Some(r) = refresher.as_deref_mut() {
+                    r.restart(host, s, log);
+                }
                 last = Some(pid);
                 said_waiting = false;
             }
@@ -68,17 +106,20 @@ pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> 
             Err(e) => log.warn(&format!("cannot list processes: {e}")),
             _ => {}
         }
+        if let Some(r) = refresher.as_deref_mut() {
+            r.keep(host, s, log);
+        }
         if stop.wait(s.timing.kubelet_poll) {
             return Err(SuperviseError::Stopped);
         }
     }
 }
 
-/// The start-up and, when kubelet runs, one successful calico-node startup (a few attempts):
-/// what starting CalicoNode does on a simulated host.
+/// The start-up and, when kubelet runs, one successful calico-node startup (a few attempts)
+/// and the token refresher started: what starting CalicoNode does on a simulated host.
 pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<StartPhase> {
     let env = environment(host, s)?;
-    let program = super::program(host, s, Component::Startup)?;
+    let program = super::required(host, s, Component::Startup)?;
     let stop = Stop::new();
     let phase = init(host, s, &env, &stop, log)?;
     if host.process_pid("kubelet.exe")?.is_some() {
@@ -91,6 +132,9 @@ pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<StartPhas
             &stop,
             log,
         )?;
+        if let Some(mut r) = refresher(host, s, &env, log)? {
+            r.restart(host, s, log);
+        }
     } else {
         log.info("kubelet is not running; calico-node startup runs when it starts");
     }

@@ -8,6 +8,7 @@ use crate::host::sim::{Fault, FaultKind, SimHost};
 use crate::host::{
     Files, Hns, InterfaceAddress, Network, RegValue, Registry, Services, SystemInfo,
 };
+use crate::release::{Binary, CalicoVersion};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
@@ -620,50 +621,130 @@ fn confd_idles_without_bgp_and_clears_stale_files_with_it() {
 }
 
 #[test]
-fn the_layout_decides_the_command_and_a_missing_binary_is_named() {
+fn the_binary_is_found_without_reading_it_and_a_missing_one_is_named() {
     let host = SimHost::in_memory("ws2022").expect("host");
-    let s = Settings::new(Role::Felix, ROOT);
+    let mut s = Settings::new(Role::Felix, ROOT);
     let err = Layout::detect(&host, &s).unwrap_err();
     assert!(
         err.to_string()
             .contains(r"neither calico.exe nor calico-node.exe is in C:\CalicoWindows")
     );
-    host.write_file(
-        &format!(r"{ROOT}\calico-node.exe"),
-        b"x",
-        crate::host::Access::Normal,
-    )
-    .expect("write");
+    let put = |name: &str| {
+        host.write_file(
+            &format!(r"{ROOT}\{name}"),
+            b"x",
+            crate::host::Access::Normal,
+        )
+        .expect("write");
+    };
+    put("calico-node.exe");
+    // Unknown version: only what every calico-node.exe knows.
     assert_eq!(
         Layout::detect(&host, &s).expect("layout"),
-        Layout::CalicoNode
+        Layout::of(Binary::CalicoNode, None)
     );
-    host.write_file(
-        &format!(r"{ROOT}\calico.exe"),
-        b"x",
-        crate::host::Access::Normal,
-    )
-    .expect("write");
-    let layout = Layout::detect(&host, &s).expect("layout");
-    assert_eq!(layout, Layout::Calico);
+    s.calico_version = Some(CalicoVersion::new(3, 31, 0));
+    assert!(
+        Layout::detect(&host, &s)
+            .expect("layout")
+            .0
+            .complete_startup
+    );
+    // A version of the other binary is not this release's: the name decides.
+    s.calico_version = Some(CalicoVersion::new(3, 33, 0));
     assert_eq!(
-        layout.command(&s, Component::Startup),
+        Layout::detect(&host, &s).expect("layout"),
+        Layout::of(Binary::CalicoNode, None)
+    );
+    put("calico.exe");
+    assert_eq!(
+        Layout::detect(&host, &s).expect("layout").0.binary,
+        Binary::Calico
+    );
+}
+
+/// The command lines of node-service.ps1, felix-service.ps1 and confd-service.ps1 at each
+/// release tag (projectcalico/calico, node/windows-packaging/CalicoWindows).
+#[test]
+fn each_release_starts_its_components_as_its_own_service_scripts_do() {
+    let s = Settings::new(Role::Node, ROOT);
+    let line = |version: &str, c: Component| {
+        let v = CalicoVersion::parse(version).expect("version");
+        let layout = Layout::of(v.features().binary, Some(&v));
+        layout
+            .command(&s, c)
+            .map(|(exe, args)| format!("{exe} {}", args.join(" ")))
+    };
+    let cases: &[(&str, Component, Option<&str>)] = &[
+        // v3.27.0: `.\calico-node.exe -startup`, no refresher.
         (
-            format!(r"{ROOT}\calico.exe"),
-            vec!["component".to_owned(), "node".into(), "startup".into()]
-        )
-    );
-    assert_eq!(
-        layout.command(&s, Component::Confd).1,
-        ["component", "confd", r"--confdir=C:\CalicoWindows\confd"]
-    );
-    assert_eq!(
-        Layout::CalicoNode.command(&s, Component::Felix),
+            "3.27.0",
+            Component::Startup,
+            Some(r"C:\CalicoWindows\calico-node.exe -startup"),
+        ),
+        ("3.27.0", Component::MonitorToken, None),
         (
-            format!(r"{ROOT}\calico-node.exe"),
-            vec!["-felix".to_owned()]
-        )
-    );
+            "3.27.0",
+            Component::Felix,
+            Some(r"C:\CalicoWindows\calico-node.exe -felix"),
+        ),
+        (
+            "3.27.0",
+            Component::Confd,
+            Some(r"C:\CalicoWindows\calico-node.exe -confd -confd-confdir=C:\CalicoWindows\confd"),
+        ),
+        // v3.28.0 to v3.30: the refresher, plain startup.
+        (
+            "3.28.0",
+            Component::Startup,
+            Some(r"C:\CalicoWindows\calico-node.exe -startup"),
+        ),
+        (
+            "3.28.0",
+            Component::MonitorToken,
+            Some(r"C:\CalicoWindows\calico-node.exe -monitor-token"),
+        ),
+        (
+            "3.30.4",
+            Component::Startup,
+            Some(r"C:\CalicoWindows\calico-node.exe -startup"),
+        ),
+        // v3.31.0 and v3.32: `-startup -complete-startup`.
+        (
+            "3.31.0",
+            Component::Startup,
+            Some(r"C:\CalicoWindows\calico-node.exe -startup -complete-startup"),
+        ),
+        (
+            "3.32.1",
+            Component::Startup,
+            Some(r"C:\CalicoWindows\calico-node.exe -startup -complete-startup"),
+        ),
+        // release-v3.33: calico.exe with subcommands.
+        (
+            "3.33.0",
+            Component::Startup,
+            Some(r"C:\CalicoWindows\calico.exe component node startup --complete-startup"),
+        ),
+        (
+            "3.33.0",
+            Component::Felix,
+            Some(r"C:\CalicoWindows\calico.exe component felix"),
+        ),
+        (
+            "3.33.0",
+            Component::Confd,
+            Some(r"C:\CalicoWindows\calico.exe component confd --confdir=C:\CalicoWindows\confd"),
+        ),
+        (
+            "3.33.0",
+            Component::MonitorToken,
+            Some(r"C:\CalicoWindows\calico.exe component node monitor-token"),
+        ),
+    ];
+    for (version, c, want) in cases {
+        assert_eq!(line(version, *c).as_deref(), *want, "{version} {c:?}");
+    }
 }
 
 #[test]

@@ -9,13 +9,29 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// The entries of a release: `calico-node.exe` (v3.2x–3.33) or `calico.exe` (3.34+).
+/// The entries of a release: `calico-node.exe` (v3.2x–3.32) or `calico.exe` (3.33+), the
+/// binary without a recorded version.
 pub fn entries(binary: &str) -> Vec<(String, Vec<u8>)> {
+    entries_of(binary, None)
+}
+
+/// The Go build information line Calico's build leaves in its binary (`lib.Makefile`'s
+/// `-X .../pkg/buildinfo.Version=`, recorded by Go with the other `-ldflags`).
+pub fn buildinfo(version: &str) -> String {
+    format!(
+        "\tbuild\t-ldflags=\"-X github.com/projectcalico/calico/pkg/buildinfo.Version=v{version} -X github.com/projectcalico/calico/pkg/buildinfo.GitRevision=0123abcd\"\n"
+    )
+}
+
+/// The entries of release `version`, whose binary records it as Calico's builds do.
+pub fn entries_of(binary: &str, version: Option<&str>) -> Vec<(String, Vec<u8>)> {
+    let mut exe = format!("fake {binary}\n").into_bytes();
+    if let Some(v) = version {
+        exe.extend_from_slice(&[0u8; 64]);
+        exe.extend_from_slice(buildinfo(v).as_bytes());
+    }
     let mut v = vec![
-        (
-            format!("CalicoWindows/{binary}"),
-            format!("fake {binary}\n").into_bytes(),
-        ),
+        (format!("CalicoWindows/{binary}"), exe),
         (
             "CalicoWindows/cni/calico.exe".into(),
             b"fake cni plugin\n".to_vec(),
@@ -52,10 +68,10 @@ pub fn write_zip(path: &Path, entries: &[(String, Vec<u8>)]) {
     z.finish().expect("finish zip");
 }
 
-/// A release zip named like the official asset, in `dir`.
+/// A release zip named like the official asset, in `dir`, its binary recording the version.
 pub fn release_zip(dir: &Path, version: &str, binary: &str) -> PathBuf {
     let path = dir.join(format!("calico-windows-v{version}.zip"));
-    write_zip(&path, &entries(binary));
+    write_zip(&path, &entries_of(binary, Some(version)));
     path
 }
 

@@ -12,6 +12,8 @@ pub fn snapshot(sim: &Path) -> Value {
     let mut state: Value = serde_json::from_str(&text).expect("state");
     state["settings"]["next_pid"] = json!(0);
     state["settings"]["next_id"] = json!(0);
+    // What ran is history, not state.
+    state["started"] = json!(null);
     if let Some(procs) = state["processes"].as_object_mut() {
         for v in procs.values_mut() {
             *v = json!("pid");
@@ -51,7 +53,10 @@ fn walk(base: &Path, dir: &Path, out: &mut serde_json::Map<String, Value>) {
         if p.is_dir() {
             out.insert(rel.clone(), json!("dir"));
             walk(base, &p, out);
-        } else if rel.ends_with("calico-kube-config") || rel.contains("/logs/") {
+        } else if rel.ends_with("calico-kube-config")
+            || rel.ends_with("calico-kubeconfig")
+            || rel.contains("/logs/")
+        {
             out.insert(rel, json!("present"));
         } else if rel.ends_with("calicoctl-win-install.json") {
             let mut rec: Value =

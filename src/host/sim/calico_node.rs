@@ -7,7 +7,8 @@
 //! exactly the silent VNI problem that `reconfigure` solves, reproduced on the simulated host.
 
 use super::SimHost;
-use crate::host::{Hns, HostResult, ProcessSpec};
+use crate::host::{Files, Hns, HostResult, ProcessSpec};
+use crate::release::CalicoVersion;
 use serde_json::json;
 use std::fmt::Write as _;
 
@@ -17,40 +18,146 @@ pub enum Component {
     Startup,
     Felix,
     Confd,
+    MonitorToken,
     Other,
 }
 
-/// Reads the component from `calico-node.exe -startup|-felix|-confd` (v3.2x–3.33) or
-/// `calico.exe component node startup|felix|confd` (3.34+); `None` for other programs.
-pub fn component(spec: &ProcessSpec) -> Option<Component> {
+/// What a Calico binary does with a command line: a component to run, or a refusal (its exit
+/// code and message) as the release's own argument parser gives it.
+pub type Parsed = Result<Component, (i32, String)>;
+
+/// Reads the component from `calico-node.exe -startup|-felix|-confd|-monitor-token` or
+/// `calico.exe component node startup|monitor-token`, `component felix|confd`; `None` for
+/// other programs. `release` is the version the simulated binary records (`None`: every flag
+/// is known). Like the real binaries: calico-node.exe parses with Go's `flag` package (an
+/// unknown flag exits 2 with "flag provided but not defined"; `-complete-startup` exists from
+/// v3.31, `-monitor-token` from v3.28); calico.exe with cobra (an unknown command or flag
+/// exits 1).
+pub fn component(spec: &ProcessSpec, release: Option<&CalicoVersion>) -> Option<Parsed> {
     let file = spec
         .program
         .rsplit(['\\', '/'])
         .next()
         .unwrap_or_default()
         .to_ascii_lowercase();
-    let has = |a: &str| spec.args.iter().any(|x| x == a);
     match file.as_str() {
-        "calico-node.exe" => Some(if has("-startup") {
-            Component::Startup
-        } else if has("-felix") {
-            Component::Felix
-        } else if has("-confd") {
-            Component::Confd
-        } else {
-            Component::Other
-        }),
-        "calico.exe" if has("component") => Some(if has("node") && has("startup") {
-            Component::Startup
-        } else if has("felix") {
-            Component::Felix
-        } else if has("confd") {
-            Component::Confd
-        } else {
-            Component::Other
-        }),
+        "calico-node.exe" => Some(calico_node_flags(&spec.args, release)),
+        "calico.exe" if spec.args.first().is_some_and(|a| a == "component") => {
+            Some(calico_subcommands(&spec.args[1..]))
+        }
         _ => None,
     }
+}
+
+fn calico_node_flags(args: &[String], release: Option<&CalicoVersion>) -> Parsed {
+    let at_least = |major, minor| release.is_none_or(|v| *v >= CalicoVersion::new(major, minor, 0));
+    let mut component = Component::Other;
+    for a in args {
+        let name = a.trim_start_matches('-');
+        let name = name.split_once('=').map_or(name, |(n, _)| n);
+        let known = match name {
+            "startup" | "felix" | "confd" | "confd-confdir" => true,
+            "monitor-token" => at_least(3, 28),
+            "complete-startup" => at_least(3, 31),
+            _ => false,
+        };
+        if !a.starts_with('-') || !known {
+            return Err((2, format!("flag provided but not defined: {a}")));
+        }
+        component = match (component, name) {
+            (Component::Other, "startup") => Component::Startup,
+            (Component::Other, "felix") => Component::Felix,
+            (Component::Other, "confd") => Component::Confd,
+            (Component::Other, "monitor-token") => Component::MonitorToken,
+            (c, _) => c,
+        };
+    }
+    Ok(component)
+}
+
+fn calico_subcommands(args: &[String]) -> Parsed {
+    let words: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let flags: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| a.starts_with("--"))
+        .map(|a| a.split_once('=').map_or(a, |(n, _)| n))
+        .collect();
+    let (component, allowed): (Component, &[&str]) = match words.as_slice() {
+        ["node", "startup"] => (Component::Startup, &["--complete-startup"]),
+        ["node", "monitor-token"] => (Component::MonitorToken, &[]),
+        ["felix"] => (Component::Felix, &[]),
+        ["confd"] => (Component::Confd, &["--confdir"]),
+        _ => {
+            return Err((
+                1,
+                format!(
+                    "Error: unknown command \"{}\" for \"calico component\"",
+                    words.join(" ")
+                ),
+            ));
+        }
+    };
+    match flags.iter().find(|f| !allowed.contains(f)) {
+        Some(f) => Err((1, format!("Error: unknown flag: {f}"))),
+        None => Ok(component),
+    }
+}
+
+/// The token refresher: reads the namespace file and writes the CNI plugin's kubeconfig under
+/// `CONTAINER_SANDBOX_MOUNT_POINT` (or at the drive's root without it), as token_watch.go does;
+/// a missing namespace file is fatal. Returns `Some(exit code)` when it ends at once.
+pub fn monitor_token(host: &SimHost, spec: &ProcessSpec) -> HostResult<(Option<i32>, String)> {
+    let base = spec
+        .env
+        .get("CONTAINER_SANDBOX_MOUNT_POINT")
+        .map_or_else(|| "C:".to_owned(), |s| s.trim_end_matches('\\').to_owned());
+    let ns_path = format!("{base}\\{}", crate::render::kubeconfig::REFRESHER_NAMESPACE);
+    let Some(namespace) = host.read_file(&ns_path)? else {
+        return Ok((
+            Some(1),
+            format!(
+                "[FATAL] cni-config-monitor/token_watch.go 59: Failed to read service account namespace file error=open {ns_path}: The system cannot find the path specified.\n"
+            ),
+        ));
+    };
+    let server = spec
+        .env
+        .get("KUBECONFIG")
+        .and_then(|k| host.read_file(k).ok().flatten())
+        .and_then(|t| {
+            let doc: serde_json::Value =
+                serde_saphyr::from_str(&String::from_utf8_lossy(&t)).ok()?;
+            doc["clusters"][0]["cluster"]["server"]
+                .as_str()
+                .map(str::to_owned)
+        });
+    let Some(server) = server else {
+        return Ok((
+            Some(1),
+            "[FATAL] Failed to create in cluster client set\n".into(),
+        ));
+    };
+    let n = host.read(|s| s.settings.next_id);
+    let out = format!(
+        "{base}\\{}",
+        crate::render::kubeconfig::REFRESHED_KUBECONFIG
+    );
+    let text = format!(
+        "# Kubeconfig file for Calico CNI plugin. Installed by calico/node.\napiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: {server}\nusers:\n- name: calico\n  user:\n    token: sim-cni-token-{n}\n"
+    );
+    host.replace_file(&out, text.as_bytes(), crate::host::Access::Secret)?;
+    Ok((
+        None,
+        format!(
+            "Update of CNI kubeconfig triggered based on elapsed time. (service account calico-cni-plugin in {})\nWrote updated CNI kubeconfig file. path={out}\n",
+            String::from_utf8_lossy(&namespace).trim()
+        ),
+    ))
 }
 
 /// Runs the simulated startup; returns the exit code and what it did, for the child's log.
@@ -134,5 +241,80 @@ fn gateway_of(block: &str) -> String {
     match base.parse::<std::net::Ipv4Addr>() {
         Ok(ip) => std::net::Ipv4Addr::from(u32::from(ip) + 1).to_string(),
         Err(_) => base.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::Output;
+
+    fn spec(program: &str, args: &[&str]) -> ProcessSpec {
+        ProcessSpec {
+            program: program.into(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            env: Default::default(),
+            cwd: None,
+            output: Output::Null,
+        }
+    }
+
+    fn v(s: &str) -> CalicoVersion {
+        CalicoVersion::parse(s).expect("version")
+    }
+
+    #[test]
+    fn each_simulated_binary_refuses_the_flags_its_release_lacks() {
+        let node = r"C:\CalicoWindows\calico-node.exe";
+        let complete = spec(node, &["-startup", "-complete-startup"]);
+        // Go's flag package: exit 2 and the flag named.
+        assert_eq!(
+            component(&complete, Some(&v("3.30.2"))),
+            Some(Err((
+                2,
+                "flag provided but not defined: -complete-startup".into()
+            )))
+        );
+        assert_eq!(
+            component(&complete, Some(&v("3.31.0"))),
+            Some(Ok(Component::Startup))
+        );
+        let token = spec(node, &["-monitor-token"]);
+        assert!(matches!(
+            component(&token, Some(&v("3.27.3"))),
+            Some(Err((2, _)))
+        ));
+        assert_eq!(
+            component(&token, Some(&v("3.28.0"))),
+            Some(Ok(Component::MonitorToken))
+        );
+        // calico.exe (cobra): its subcommands, and nothing else.
+        let calico = r"C:\CalicoWindows\calico.exe";
+        for (args, want) in [
+            (
+                &["component", "node", "startup", "--complete-startup"][..],
+                Component::Startup,
+            ),
+            (
+                &["component", "node", "monitor-token"],
+                Component::MonitorToken,
+            ),
+            (&["component", "felix"], Component::Felix),
+            (&["component", "confd", r"--confdir=C:\x"], Component::Confd),
+        ] {
+            assert_eq!(component(&spec(calico, args), None), Some(Ok(want)));
+        }
+        assert!(matches!(
+            component(&spec(calico, &["component", "node", "-startup"]), None),
+            Some(Err((1, _)))
+        ));
+        assert!(matches!(
+            component(
+                &spec(calico, &["component", "felix", "--complete-startup"]),
+                None
+            ),
+            Some(Err((1, _)))
+        ));
+        assert_eq!(component(&spec(r"C:\k\kubelet.exe", &[]), None), None);
     }
 }

@@ -498,22 +498,34 @@ impl Processes for SimHost {
                 what: format!("program {}", spec.program),
             });
         }
+        let command = std::iter::once(spec.program.as_str())
+            .chain(spec.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
         let pid = self.mutate(&format!("start {}", spec.program), |s| {
+            s.started.push(command.clone());
             Ok(s.settings.next_pid())
         })?;
-        let exited = match calico_node::component(spec) {
-            Some(calico_node::Component::Startup) => {
+        let release = self
+            .read_file(&spec.program)?
+            .and_then(|b| crate::release::version::version_in(&b));
+        let (exited, log) = match calico_node::component(spec, release.as_ref()) {
+            Some(Err((code, message))) => (Some(code), format!("{message}\n")),
+            Some(Ok(calico_node::Component::Startup)) => {
                 let (code, log) = calico_node::startup(self, spec)?;
-                if let Output::Lines(sink) = &spec.output {
-                    for line in log.lines() {
-                        sink.write(format!("{line}\n").as_bytes());
-                    }
-                }
-                Some(code)
+                (Some(code), log)
+            }
+            Some(Ok(calico_node::Component::MonitorToken)) => {
+                calico_node::monitor_token(self, spec)?
             }
             // felix, confd and other programs run until stopped.
-            _ => None,
+            _ => (None, String::new()),
         };
+        if let Output::Lines(sink) = &spec.output {
+            for line in log.lines() {
+                sink.write(format!("{line}\n").as_bytes());
+            }
+        }
         Ok(Box::new(SimulatedChild { pid, exited }))
     }
 

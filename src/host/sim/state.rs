@@ -30,6 +30,10 @@ pub struct State {
     /// While the vSwitch exists: the NIC's own interface index and the vEthernet's.
     #[serde(default)]
     pub vswitch: Option<(u32, u32)>,
+    /// The command line of every program started on the host, in order (for tests: what a
+    /// release's binary was asked to do).
+    #[serde(default)]
+    pub started: Vec<String>,
 }
 
 impl Default for SystemFacts {

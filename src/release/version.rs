@@ -1,0 +1,292 @@
+//! Calico release versions, what each release's Windows binary expects on its command line,
+//! and where a release records its own version.
+//!
+//! The facts come from Calico's service scripts at the release tags (projectcalico/calico,
+//! `node/windows-packaging/CalicoWindows/{node,felix,confd}/*-service.ps1`):
+//! - v3.28.0 (84b0ac9789): node-service.ps1 starts a token refresher, `calico-node.exe
+//!   -monitor-token`, and restarts it when it is gone;
+//! - v3.31.0 (e6599598ec, PR #10866): `calico-node.exe -startup -complete-startup`; without the
+//!   flag the node keeps the NetworkUnavailable condition;
+//! - release-v3.33 (#12225, #12909): one `calico.exe` driven by subcommands: `component node
+//!   startup --complete-startup`, `component felix`, `component confd --confdir=DIR`,
+//!   `component node monitor-token`.
+
+use super::Binary;
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+
+/// A Calico release version, `MAJOR.MINOR.PATCH`; a pre-release suffix (`-0.dev`, `-rc1`) is
+/// kept for display and sorts before the release itself.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CalicoVersion {
+    pub major: u32,
+    pub minor: u32,
+    pub patch: u32,
+    /// `None` for a release; sorts after every pre-release of the same number.
+    pre: Option<PreRelease>,
+}
+
+/// A pre-release suffix (`0.dev`); `CalicoVersion`'s order puts it before the release.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct PreRelease(String);
+
+impl CalicoVersion {
+    pub const fn new(major: u32, minor: u32, patch: u32) -> Self {
+        Self {
+            major,
+            minor,
+            patch,
+            pre: None,
+        }
+    }
+
+    /// `3.31.0`, `v3.31.0`, `3.33.0-0.dev`; two parts (`3.31`) mean `.0`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let t = text.trim();
+        let t = t.strip_prefix(['v', 'V']).unwrap_or(t);
+        let (num, pre) = match t.split_once(['-', '+']) {
+            Some((n, p)) => (n, Some(p)),
+            None => (t, None),
+        };
+        let bad = || format!("{text:?} is not a Calico version: write it like 3.31.0");
+        let parts: Vec<&str> = num.split('.').collect();
+        if !(2..=3).contains(&parts.len()) {
+            return Err(bad());
+        }
+        let n = |s: &str| -> Result<u32, String> {
+            if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || s.len() > 6 {
+                return Err(bad());
+            }
+            s.parse().map_err(|_| bad())
+        };
+        let pre = match pre {
+            Some(p)
+                if !p.is_empty()
+                    && p.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-') =>
+            {
+                Some(PreRelease(p.to_owned()))
+            }
+            Some(_) => return Err(bad()),
+            None => None,
+        };
+        Ok(Self {
+            major: n(parts[0])?,
+            minor: n(parts[1])?,
+            patch: parts.get(2).map_or(Ok(0), |p| n(p))?,
+            pre,
+        })
+    }
+
+    fn at_least(&self, major: u32, minor: u32) -> bool {
+        (self.major, self.minor) >= (major, minor)
+    }
+
+    /// What this release's binary is called and which start-up flags it knows.
+    pub fn features(&self) -> Features {
+        Features {
+            binary: if self.at_least(3, 33) {
+                Binary::Calico
+            } else {
+                Binary::CalicoNode
+            },
+            complete_startup: self.at_least(3, 31),
+            token_refresher: self.at_least(3, 28),
+        }
+    }
+}
+
+impl PartialOrd for CalicoVersion {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for CalicoVersion {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.major, self.minor, self.patch)
+            .cmp(&(other.major, other.minor, other.patch))
+            .then_with(|| match (&self.pre, &other.pre) {
+                (None, None) => std::cmp::Ordering::Equal,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (Some(a), Some(b)) => a.cmp(b),
+            })
+    }
+}
+
+impl fmt::Display for CalicoVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)?;
+        if let Some(p) = &self.pre {
+            write!(f, "-{}", p.0)?;
+        }
+        Ok(())
+    }
+}
+
+/// How a release's binary is run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Features {
+    pub binary: Binary,
+    /// `-complete-startup` / `--complete-startup` after startup (v3.31 and later).
+    pub complete_startup: bool,
+    /// A token refresher, `-monitor-token` / `component node monitor-token` (v3.28 and later).
+    pub token_refresher: bool,
+}
+
+impl Features {
+    /// What is known from the binary's name alone, for an install of unknown version: only
+    /// `calico.exe` (v3.33 and later) tells; `calico-node.exe` is run with the flags every
+    /// release knows, because a flag a release lacks makes it exit with "flag provided but
+    /// not defined".
+    pub fn of_binary(binary: Binary) -> Self {
+        match binary {
+            Binary::Calico => CalicoVersion::new(3, 33, 0).features(),
+            Binary::CalicoNode => Features {
+                binary,
+                complete_startup: false,
+                token_refresher: false,
+            },
+        }
+    }
+}
+
+/// What Calico's build links into every binary (`lib.Makefile`: `LDFLAGS=-X
+/// github.com/projectcalico/calico/pkg/buildinfo.Version=$(GIT_DESCRIPTION) ...`); Go (1.18
+/// and later) records the `-ldflags` in the binary's build information, so the version is in
+/// the file as this marker followed by `vX.Y.Z`.
+const BUILDINFO_MARKER: &[u8] = b"buildinfo.Version=";
+
+/// The version recorded in a Calico binary's Go build information, read in blocks (the
+/// binary is about 70 MB and is never held whole); `None` when it records none.
+pub fn read_binary_version(path: &Path) -> std::io::Result<Option<CalicoVersion>> {
+    const BLOCK: usize = 1 << 16;
+    // Enough after the marker for any version text.
+    const TAIL: usize = 40;
+    let mut f = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; BLOCK + BUILDINFO_MARKER.len() + TAIL];
+    let mut kept = 0;
+    loop {
+        let n = f.read(&mut buf[kept..])?;
+        let len = kept + n;
+        if let Some(v) = find_version(&buf[..len], n == 0) {
+            return Ok(v);
+        }
+        if n == 0 {
+            return Ok(None);
+        }
+        // Keep the end of this window: a marker may straddle two reads.
+        let keep = (BUILDINFO_MARKER.len() + TAIL).min(len);
+        buf.copy_within(len - keep..len, 0);
+        kept = keep;
+    }
+}
+
+/// The version a binary's bytes record, for a binary already in memory (a simulated one).
+pub fn version_in(bytes: &[u8]) -> Option<CalicoVersion> {
+    find_version(bytes, true).flatten()
+}
+
+/// `Some(Some(v))` for a marker with a version after it; `Some(None)` for a marker with no
+/// version; `None` when there is no complete marker yet in the window.
+fn find_version(window: &[u8], at_end: bool) -> Option<Option<CalicoVersion>> {
+    let at = window
+        .windows(BUILDINFO_MARKER.len())
+        .position(|w| w == BUILDINFO_MARKER)?;
+    let rest = &window[at + BUILDINFO_MARKER.len()..];
+    let end = rest
+        .iter()
+        .position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'+')));
+    let text = match end {
+        Some(e) => &rest[..e],
+        // The version runs to the end of the window: wait for more unless there is none.
+        None if !at_end => return None,
+        None => rest,
+    };
+    Some(
+        std::str::from_utf8(text)
+            .ok()
+            .and_then(|t| CalicoVersion::parse(t).ok()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> CalicoVersion {
+        CalicoVersion::parse(s).expect("version")
+    }
+
+    #[test]
+    fn versions_parse_with_or_without_v_and_order_pre_releases_first() {
+        assert_eq!(v("v3.31.0"), CalicoVersion::new(3, 31, 0));
+        assert_eq!(v("3.31"), CalicoVersion::new(3, 31, 0));
+        assert_eq!(v("3.33.0-0.dev").to_string(), "3.33.0-0.dev");
+        assert!(v("3.33.0-0.dev") < v("3.33.0"));
+        assert!(v("3.30.9") < v("3.31.0"));
+        assert!(v("3.9.0") < v("3.10.0"));
+        for bad in [
+            "",
+            "3",
+            "three.1",
+            "3.31.0.1",
+            "3..1",
+            "3.31.0-",
+            "3.31.x",
+            "3.31.0-a b",
+        ] {
+            assert!(CalicoVersion::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn each_release_gets_the_flags_its_service_scripts_use() {
+        let f = |s: &str| v(s).features();
+        // v3.27: plain startup, no refresher.
+        assert_eq!(
+            f("3.27.3"),
+            Features {
+                binary: Binary::CalicoNode,
+                complete_startup: false,
+                token_refresher: false
+            }
+        );
+        // v3.28 to v3.30: the refresher, still plain startup.
+        assert!(f("3.28.0").token_refresher && !f("3.30.4").complete_startup);
+        // v3.31 and v3.32: -complete-startup.
+        assert!(f("3.31.0").complete_startup && f("3.32.1").binary == Binary::CalicoNode);
+        // v3.33: calico.exe.
+        assert_eq!(f("3.33.0").binary, Binary::Calico);
+        assert_eq!(f("3.34.0-0.dev").binary, Binary::Calico);
+        // Unknown version: only the flags every calico-node.exe knows.
+        assert!(!Features::of_binary(Binary::CalicoNode).complete_startup);
+        assert!(Features::of_binary(Binary::Calico).complete_startup);
+    }
+
+    #[test]
+    fn the_version_is_read_from_the_go_build_information_across_block_boundaries() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let line = b"\tbuild\t-ldflags=\"-X github.com/projectcalico/calico/pkg/buildinfo.Version=v3.31.2 -X github.com/projectcalico/calico/pkg/buildinfo.GitRevision=abc\"\n";
+        // Put the marker across the 64 KiB block boundary, and at the very end.
+        for offset in [0usize, (1 << 16) - 30, (1 << 16) * 3 - 5] {
+            let mut bytes = vec![0u8; offset];
+            bytes.extend_from_slice(line);
+            let p = dir.path().join(format!("calico-node-{offset}.exe"));
+            std::fs::write(&p, &bytes).expect("write");
+            assert_eq!(
+                read_binary_version(&p).expect("read"),
+                Some(v("3.31.2")),
+                "{offset}"
+            );
+        }
+        let end = dir.path().join("end.exe");
+        std::fs::write(&end, b"xxbuildinfo.Version=v3.28.1").expect("write");
+        assert_eq!(read_binary_version(&end).expect("read"), Some(v("3.28.1")));
+        let none = dir.path().join("none.exe");
+        std::fs::write(&none, vec![7u8; 200_000]).expect("write");
+        assert_eq!(read_binary_version(&none).expect("read"), None);
+    }
+}
