@@ -80,7 +80,7 @@ With --dry-run nothing is written. With the none backend there is no CNI config 
 container runtime and its CNI directories (container-runtime, cni-dirs), RemoteAccess for windows-bgp \
 (remote-access), the VXLAN firewall port (firewall-vxlan), flannel or an old NSSM-based Calico \
 (foreign-cni), and the node name kubelet uses (node-name).\n\n\
-Then the cluster, through the admin kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config): Calico \
+Then the cluster, through the admin kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config or C:\\k\\config): Calico \
 3.12 or newer (calico-version), IPIP off (ipip-disabled), IPAM strictAffinity (strict-affinity), one IPv4 \
 pool type matching the backend (ip-pools), the VXLAN VNI and port (vxlan-vni, vxlan-port), WireGuard off \
 (wireguard), the datastore (datastore), the identity's rights (rbac) and pods per block \
@@ -178,7 +178,7 @@ pub enum FetchCommand {
         long_about = "Requests a token for the calico-node service account through the TokenRequest API \
 (lifetime --lifetime, default one year; the API server may grant less, up to its \
 --service-account-max-token-expiration) and writes a kubeconfig with it, the API server and the CA \
-of the admin kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config; or the cluster's \
+of the admin kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config or C:\\k\\config; or the cluster's \
 kube-root-ca.crt), never insecure-skip-tls-verify. The file goes to the config's kubeconfig setting, \
 default <install_root>\\calico-kube-config, written atomically and readable only by SYSTEM and \
 Administrators.\n\n\
@@ -266,7 +266,7 @@ pub struct RenderArgs {
     #[arg(long, value_name = "DIR")]
     pub output_dir: PathBuf,
     /// Windows build of the node, BUILD or BUILD.UBR, like 17763.1432; decides loopback DSR
-    /// (default: 20348, Windows Server 2022)
+    /// (default: the host's)
     #[arg(long, value_name = "BUILD")]
     pub os_build: Option<crate::render::OsBuild>,
     /// The Calico release the files are for: from 3.28 the CNI config names the kubeconfig
@@ -402,7 +402,7 @@ pub enum ConfigCommand {
 env NAME (a config.ps1-named environment variable), file:LINE, or default. Reports every problem at once \
 and exits 2 if the configuration is invalid.\n\n\
 Settings left unset are filled from the cluster when an admin kubeconfig is available (--kubeconfig, \
-$KUBECONFIG or ~/.kube/config): backend, datastore, vxlan.vni (FelixConfiguration), service_cidrs \
+$KUBECONFIG, ~/.kube/config or C:\\k\\config): backend, datastore, vxlan.vni (FelixConfiguration), service_cidrs \
 (ServiceCIDR), dns.servers (the kube-dns Service) and etcd.endpoints (calico-config); their source is \
 'cluster'. If the cluster cannot be read, a warning says why and the defaults stand. --offline does not \
 contact the cluster.\n\nChanges on the host: nothing."

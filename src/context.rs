@@ -10,6 +10,9 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 
+/// Where Calico's quickstart and most join scripts leave the admin kubeconfig on a node.
+pub const HOST_KUBECONFIG: &str = r"C:\k\config";
+
 /// Global options that commands read.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -29,7 +32,11 @@ pub struct Context {
     pub options: Options,
     /// The process environment, read once in `main`; nothing else reads it.
     pub env: BTreeMap<String, String>,
-    pub hostname: Option<String>,
+    /// The `host` configuration layer, read when the host is opened.
+    host_layer: BTreeMap<&'static str, config::Raw>,
+    /// `C:\k\config` on the host, where join scripts put the admin kubeconfig, as a path on
+    /// this machine; known once the host is opened.
+    host_kubeconfig: Option<PathBuf>,
     log: Option<Box<dyn Write>>,
 }
 
@@ -38,14 +45,14 @@ impl Context {
         printer: Printer,
         options: Options,
         env: BTreeMap<String, String>,
-        hostname: Option<String>,
         log: Option<Box<dyn Write>>,
     ) -> Self {
         Self {
             printer,
             options,
             env,
-            hostname,
+            host_layer: BTreeMap::new(),
+            host_kubeconfig: None,
             log,
         }
     }
@@ -80,8 +87,8 @@ impl Context {
         Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES"))
     }
 
-    /// The effective configuration from `--config` (or the default file), the environment
-    /// and `--set`.
+    /// The effective configuration from `--config` (or the default file), the environment,
+    /// `--set` and, once the host is opened, the host's defaults.
     pub fn load_config(&mut self) -> Result<Loaded, ConfigError> {
         self.load_config_with(BTreeMap::new())
     }
@@ -100,7 +107,7 @@ impl Context {
             file,
             env: self.env.clone(),
             sets: self.options.sets.clone(),
-            hostname: self.hostname.clone(),
+            host: self.host_layer.clone(),
             cluster,
         })
     }
@@ -118,6 +125,8 @@ impl Context {
             sim.set_start_hook(crate::commands::service::sim_start_hook());
         }
         let host = opened.into_host();
+        self.host_layer = config::host::HostDefaults::read(host.as_ref()).layer();
+        self.host_kubeconfig = host.local_path(HOST_KUBECONFIG).ok();
         match host.kind() {
             HostKind::InMemory { profile } => self.printer.note(&format!(
                 "this machine is not Windows: using a simulated {profile} host (--sim-host DIR keeps one, --sim-profile NAME picks another)"
@@ -152,7 +161,10 @@ impl Context {
         })
     }
 
-    /// The admin kubeconfig that cluster commands use, and where that choice came from.
+    /// The admin kubeconfig that cluster commands use, and where that choice came from:
+    /// `--kubeconfig`, `$KUBECONFIG`, `~/.kube/config`, then the host's `C:\k\config` (where
+    /// Calico's quickstart and most join scripts put it). The last two count only when the
+    /// file exists ("default").
     pub fn cluster_kubeconfig(&self) -> (Option<PathBuf>, &'static str) {
         if let Some(k) = &self.options.kubeconfig {
             return (Some(k.clone()), "flag --kubeconfig");
@@ -160,10 +172,16 @@ impl Context {
         if let Some(k) = self.env.get("KUBECONFIG").filter(|k| !k.is_empty()) {
             return (Some(PathBuf::from(k)), "env KUBECONFIG");
         }
-        let home = self.env.get("USERPROFILE").or_else(|| self.env.get("HOME"));
-        (
-            home.map(|h| PathBuf::from(h).join(".kube").join("config")),
-            "default",
-        )
+        let home = self
+            .env
+            .get("USERPROFILE")
+            .or_else(|| self.env.get("HOME"))
+            .map(|h| PathBuf::from(h).join(".kube").join("config"));
+        let found = home
+            .iter()
+            .chain(self.host_kubeconfig.iter())
+            .find(|p| p.is_file())
+            .cloned();
+        (found.or(home), "default")
     }
 }

@@ -30,7 +30,6 @@ fn main() -> ExitCode {
         colour,
         g.verbose,
     );
-    let hostname = gethostname::gethostname().into_string().ok();
     let options = Options {
         config: g.config.clone(),
         kubeconfig: g.kubeconfig.clone(),
@@ -63,7 +62,7 @@ fn main() -> ExitCode {
         },
         None => None,
     };
-    let mut ctx = Context::new(printer, options, env, hostname, log);
+    let mut ctx = Context::new(printer, options, env, log);
     let code = match commands::run(&cli.command, &mut ctx) {
         Ok(()) => Exit::Ok,
         Err(e) => {

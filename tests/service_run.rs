@@ -20,7 +20,11 @@ fn installed_host(dir: &Path) -> SimHost {
         file: None,
         env: Default::default(),
         sets: vec![],
-        hostname: Some("win-1".into()),
+        host: [(
+            "node.name",
+            calicoctl_win::config::Raw::Scalar("win-1".into()),
+        )]
+        .into(),
         cluster: Default::default(),
     };
     let c = load(&inputs).expect("config").config;

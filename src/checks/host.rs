@@ -36,7 +36,7 @@ pub struct HostSnapshot {
     pub calico_services: Vec<InstalledService>,
     pub kubelet_service: Option<InstalledService>,
     pub kubelet_pid: Option<u32>,
-    /// This machine's host name, for kubelet's default node name.
+    /// The host's name, for kubelet's default node name.
     pub hostname: Option<String>,
 }
 
@@ -48,7 +48,7 @@ fn dword(h: &dyn Host, key: &str, name: &str) -> Option<u32> {
 }
 
 /// Reads the facts. Reading never fails as a whole: what cannot be read is recorded.
-pub fn snapshot(h: &dyn Host, hostname: Option<String>) -> HostSnapshot {
+pub fn snapshot(h: &dyn Host) -> HostSnapshot {
     let text = |e: HostError| e.to_string();
     let service = |name: &str| h.service_query(name).ok().flatten();
     let mut vxlan_rules = Vec::new();
@@ -73,7 +73,7 @@ pub fn snapshot(h: &dyn Host, hostname: Option<String>) -> HostSnapshot {
             .collect(),
         kubelet_service: service("kubelet"),
         kubelet_pid: h.process_pid("kubelet.exe").ok().flatten(),
-        hostname,
+        hostname: h.system_facts().ok().and_then(|f| f.hostname),
     }
 }
 
@@ -490,25 +490,16 @@ fn node_name(s: &HostSnapshot, c: &Config) -> Check {
         };
         return Check::skip(ID, msg);
     };
-    let (_, args) = split_command_line(&kubelet.command_line);
-    let over = args.iter().enumerate().find_map(|(i, a)| {
-        a.strip_prefix("--hostname-override=")
-            .map(str::to_owned)
-            .or_else(|| {
-                (a == "--hostname-override")
-                    .then(|| args.get(i + 1).cloned())
-                    .flatten()
-            })
-    });
-    let (kubelets, from) = match (over, &s.hostname) {
-        (Some(o), _) => (o.to_ascii_lowercase(), "--hostname-override"),
-        (None, Some(h)) => (h.to_ascii_lowercase(), "the host name"),
-        (None, None) => {
-            return Check::skip(
-                ID,
-                "kubelet's node name is unknown (no --hostname-override, no host name)",
-            );
-        }
+    let kubelet_says = crate::config::host::HostDefaults {
+        hostname: s.hostname.clone(),
+        kubelet: Some(kubelet.command_line.clone()),
+        runtime: None,
+    };
+    let Some((kubelets, from)) = kubelet_says.node_name() else {
+        return Check::skip(
+            ID,
+            "kubelet's node name is unknown (no --hostname-override, no host name)",
+        );
     };
     let ours = c.node.name.to_string();
     if ours == kubelets {

@@ -18,7 +18,7 @@ fn config(sets: &[&str]) -> Config {
 
 fn snap(profile: &str) -> HostSnapshot {
     let h = SimHost::in_memory(profile).expect("sim host");
-    snapshot(&h, Some("WIN-1".into()))
+    snapshot(&h)
 }
 
 fn verdict(id: &str, s: &HostSnapshot, c: &Config) -> (Verdict, String) {

@@ -7,6 +7,7 @@ use crate::context::Context;
 use serde_json::{Value, json};
 
 pub fn run(args: &ShowArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    ctx.open_host(crate::host::select::Intent::Read)?;
     let base = ctx.load_config()?;
     let (kubeconfig, kubeconfig_source) = ctx.cluster_kubeconfig();
     let (loaded, cluster) = if args.offline {

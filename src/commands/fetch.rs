@@ -36,6 +36,7 @@ fn namespace(ctx: &mut Context, c: &Cluster, given: &Option<String>) -> anyhow::
 }
 
 pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let host = ctx.open_host(Intent::Change)?;
     let loaded = ctx.load_config()?;
     let Some(path) = loaded.config.kubeconfig.clone() else {
         return Err(UsageError::new(
@@ -45,7 +46,6 @@ pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Resu
         .into());
     };
     let path = path.as_str().to_owned();
-    let host = ctx.open_host(Intent::Change)?;
 
     if let Some(within) = args.refresh_if_expiring_within
         && let Some(valid_until) = current_token_outlives(host.as_ref(), &path, within)?
@@ -143,8 +143,8 @@ pub(crate) fn current_token_outlives(
 }
 
 pub fn etcd_certs(args: &FetchEtcdArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let loaded = ctx.load_config()?;
     let host = ctx.open_host(Intent::Change)?;
+    let loaded = ctx.load_config()?;
     let c = ctx.require_cluster()?;
     let ns = namespace(ctx, &c, &args.namespace)?;
     let files = etcd::files_from_secret(&c, &ns, &args.secret)?;

@@ -26,7 +26,12 @@ pub fn run(args: &ImportArgs, ctx: &mut Context) -> anyhow::Result<()> {
                 .unwrap_or_else(|| "calico-windows.yaml".into()),
             yaml.clone(),
         )),
-        hostname: ctx.hostname.clone(),
+        // The node name comes from the host where the file is used; here only whether the
+        // file's own settings load is checked.
+        host: std::collections::BTreeMap::from([(
+            "node.name",
+            crate::config::Raw::Scalar("node-name-from-the-host".into()),
+        )]),
         ..Inputs::default()
     });
     let problems = match check {

@@ -30,8 +30,8 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let mut want = release_want(&args.release)?;
     check_skips(&args.skip)?;
     let dry_run = ctx.options.dry_run;
-    let base = ctx.load_config()?;
     let host = ctx.open_host(Intent::Change)?;
+    let base = ctx.load_config()?;
 
     // The legacy NSSM install is replaced only when asked.
     let legacy = legacy_services(host.as_ref())?;
@@ -86,7 +86,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         }
     }
 
-    let mut snapshot = checks::host::snapshot(host.as_ref(), ctx.hostname.clone());
+    let mut snapshot = checks::host::snapshot(host.as_ref());
     snapshot
         .calico_services
         .retain(|s| !legacy.iter().any(|l| l.name == s.name));
@@ -518,7 +518,7 @@ fn credential_files(
     let ClusterRead::Read(cl, _) = cluster else {
         if ctx.options.dry_run {
             prepare.push(format!(
-                "would request a token for calico-node through the TokenRequest API and write {path} (needs the admin kubeconfig: --kubeconfig, $KUBECONFIG or ~/.kube/config)"
+                "would request a token for calico-node through the TokenRequest API and write {path} (needs the admin kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config or C:\\k\\config)"
             ));
             return Ok(vec![DesiredFile::new(path, from, Content::Pending, true)?]);
         }

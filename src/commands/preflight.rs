@@ -36,9 +36,9 @@ pub(crate) enum ClusterRead {
 
 pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
     check_skips(&args.skip)?;
-    let base = ctx.load_config()?;
     let host = ctx.open_host(Intent::Read)?;
-    let snapshot = checks::host::snapshot(host.as_ref(), ctx.hostname.clone());
+    let base = ctx.load_config()?;
+    let snapshot = checks::host::snapshot(host.as_ref());
     let node = base.config.node.name.to_string();
     let mut cluster = read_cluster(args.offline, ctx, &node);
     let mut loaded = with_cluster(ctx, &cluster, base)?;
@@ -90,7 +90,7 @@ pub(crate) fn read_cluster(offline: bool, ctx: &mut Context, node: &str) -> Clus
     }
     match ctx.connect_cluster() {
         Ok(None) => ClusterRead::Skipped(
-            "no admin kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config): cluster checks skipped",
+            "no admin kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config or C:\\k\\config): cluster checks skipped",
         ),
         Ok(Some(c)) => match facts::gather(&c, node) {
             Ok(f) => ClusterRead::Read(Box::new(c), Box::new(f)),

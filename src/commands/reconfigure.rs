@@ -19,8 +19,8 @@ use serde_json::json;
 
 pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let dry_run = ctx.options.dry_run;
-    let base = ctx.load_config()?;
     let host = ctx.open_host(Intent::Change)?;
+    let base = ctx.load_config()?;
     let node_name = base.config.node.name.to_string();
     let cluster = read_cluster(false, ctx, &node_name);
     let loaded = with_cluster(ctx, &cluster, base)?;

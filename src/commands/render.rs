@@ -31,15 +31,30 @@ pub(crate) fn render_files(
 }
 
 pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    // The host gives its defaults (node name, runtime, CNI dirs) and its Windows build.
+    let host = ctx.open_host(crate::host::select::Intent::Read)?;
     let loaded = ctx.load_config()?;
     let config = &loaded.config;
-    let os_build = args.os_build.unwrap_or_else(|| {
-        ctx.printer.detail(&format!(
-            "assuming Windows build {} (Windows Server 2022); pass --os-build for another",
+    let os_build = match (args.os_build, host.system_facts()) {
+        (Some(b), _) => b,
+        (None, Ok(f)) => {
+            let b = OsBuild {
+                build: f.build,
+                ubr: f.ubr.unwrap_or(0),
+            };
+            ctx.printer.detail(&format!(
+                "Windows build {b} from the host (pass --os-build for another)"
+            ));
+            b
+        }
+        (None, Err(e)) => {
+            ctx.printer.warn(&format!(
+                "cannot read the host's Windows build ({e}): assuming {} (Windows Server 2022); pass --os-build for another",
+                OsBuild::SERVER_2022
+            ));
             OsBuild::SERVER_2022
-        ));
-        OsBuild::SERVER_2022
-    });
+        }
+    };
     let facts = HostFacts {
         os_build,
         token_refresher: args.calico_version.features().token_refresher,

@@ -22,8 +22,8 @@ const TOKEN_WARN_SECS: i64 = 7 * 24 * 3600;
 pub struct Degraded(pub Vec<String>);
 
 pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let base = ctx.load_config()?;
     let host = ctx.open_host(Intent::Read)?;
+    let base = ctx.load_config()?;
     let node_name = base.config.node.name.to_string();
     let cluster = if args.offline {
         ClusterRead::Skipped("skipped with --offline")

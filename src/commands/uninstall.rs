@@ -15,6 +15,7 @@ use serde_json::json;
 const DEFAULT_ROOT: &str = r"C:\CalicoWindows";
 
 pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let host = ctx.open_host(Intent::Change)?;
     // The config is only a hint for where the record is: a broken one does not stop uninstall.
     let root = match &args.install_root {
         Some(r) => r.trim_end_matches('\\').to_owned(),
@@ -28,7 +29,6 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
             }
         },
     };
-    let host = ctx.open_host(Intent::Change)?;
     let dry_run = ctx.options.dry_run;
     let journal_path = uninstall::journal_path(&root);
     let journal = Journal::load(host.as_ref(), &journal_path)?;

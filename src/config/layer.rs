@@ -49,6 +49,8 @@ pub enum Source {
     Env(&'static str),
     /// The config file, at this line.
     File(u64),
+    /// Read from the Windows host (node name, container runtime, CNI directories).
+    Host,
     /// Read from the cluster (backend, datastore, VNI, service CIDR, DNS, etcd endpoints).
     Cluster,
     /// The built-in default.
@@ -61,6 +63,7 @@ impl fmt::Display for Source {
             Source::Flag => f.write_str("flag"),
             Source::Env(name) => write!(f, "env {name}"),
             Source::File(line) => write!(f, "file:{line}"),
+            Source::Host => f.write_str("host"),
             Source::Cluster => f.write_str("cluster"),
             Source::Default => f.write_str("default"),
         }

@@ -1,6 +1,8 @@
-//! The typed configuration: defaults, precedence (flag > env > file > default), validation.
+//! The typed configuration: defaults, precedence (flag > env > file > host > cluster >
+//! default), validation.
 
 mod file;
+pub mod host;
 pub mod import_ps1;
 mod layer;
 mod problem;
@@ -35,10 +37,10 @@ pub struct Inputs {
     pub env: BTreeMap<String, String>,
     /// `--set KEY=VALUE` flags, in order.
     pub sets: Vec<String>,
-    /// This host's name, for the default node name.
-    pub hostname: Option<String>,
+    /// Values read from the Windows host (`host::HostDefaults`), by setting key.
+    pub host: BTreeMap<&'static str, Raw>,
     /// Values read from the cluster, by setting key; they fill what the other inputs leave
-    /// unset (flag > env > file > cluster > default).
+    /// unset (flag > env > file > host > cluster > default).
     pub cluster: BTreeMap<&'static str, Raw>,
 }
 
@@ -201,22 +203,35 @@ pub fn load(inputs: &Inputs) -> Result<Loaded, ConfigError> {
         None => Layer::new(),
     };
     // Key and syntax problems do not stop the value checks: every problem is reported at once.
-    let cluster = inputs
-        .cluster
+    let sourced = |values: &BTreeMap<&'static str, Raw>, source: Source| -> Layer {
+        values
+            .iter()
+            .map(|(k, raw)| {
+                (
+                    *k,
+                    Sourced {
+                        raw: raw.clone(),
+                        source: source.clone(),
+                    },
+                )
+            })
+            .collect()
+    };
+    let mut host = sourced(&inputs.host, Source::Host);
+    // The host's CNI directories are containerd's: they do not count when a higher layer
+    // chose another runtime (docker's directories are then derived from that choice).
+    let chosen_runtime = [&flags, &env, &file]
         .iter()
-        .map(|(k, raw)| {
-            (
-                *k,
-                Sourced {
-                    raw: raw.clone(),
-                    source: Source::Cluster,
-                },
-            )
-        })
-        .collect();
-    let mut r = Resolver::new(vec![flags, env, file, cluster]);
+        .find_map(|l| l.get("container_runtime"))
+        .map(|s| s.raw.display());
+    if chosen_runtime.is_some_and(|r| !r.eq_ignore_ascii_case("containerd")) {
+        host.remove("cni.bin_dir");
+        host.remove("cni.conf_dir");
+    }
+    let cluster = sourced(&inputs.cluster, Source::Cluster);
+    let mut r = Resolver::new(vec![flags, env, file, host, cluster]);
     r.problems = problems;
-    let config = build(&mut r, inputs.hostname.as_deref());
+    let config = build(&mut r);
     validate::cross_check(&config, &mut r);
     if r.problems.is_empty() {
         Ok(Loaded {
@@ -229,7 +244,7 @@ pub fn load(inputs: &Inputs) -> Result<Loaded, ConfigError> {
     }
 }
 
-fn build(r: &mut Resolver, hostname: Option<&str>) -> Config {
+fn build(r: &mut Resolver) -> Config {
     let install_root = r.one::<WinPath>("install_root", || builtin_default("install_root"));
     let container_runtime =
         r.one::<ContainerRuntime>("container_runtime", || ContainerRuntime::Containerd);
@@ -240,13 +255,15 @@ fn build(r: &mut Resolver, hostname: Option<&str>) -> Config {
         ),
         ContainerRuntime::Docker => ("c:\\k\\cni", "c:\\k\\cni\\config"),
     };
-    let host_default = host_node_name(hostname);
-    if let (None, Err(problem)) = (r.source("node.name"), &host_default) {
-        r.problems.push(problem.clone());
+    if r.source("node.name").is_none() {
+        r.problems.push(Problem::new(
+            "node.name",
+            None,
+            Some(Source::Default),
+            "neither kubelet's --hostname-override nor the host's name could be read; set node.name to kubelet's node name",
+        ));
     }
-    let node_name = r.one::<NodeName>("node.name", || {
-        host_default.unwrap_or_else(|_| placeholder_node_name())
-    });
+    let node_name = r.one::<NodeName>("node.name", placeholder_node_name);
     let etcd_tls = (
         r.opt::<WinPath>("etcd.key_file"),
         r.opt::<WinPath>("etcd.cert_file"),
@@ -332,22 +349,6 @@ fn builtin_default<T: Setting>(key: &str) -> T {
 fn fixed_path(p: &str) -> WinPath {
     // These literals are absolute drive paths, which `WinPath::parse` accepts.
     WinPath::parse(p).unwrap_or_else(|e| panic!("built-in path {p} does not parse: {e}"))
-}
-
-/// The default node name: the host name in lower case, as config.ps1's `$(hostname).ToLower()`.
-fn host_node_name(hostname: Option<&str>) -> Result<NodeName, Problem> {
-    let Some(host) = hostname.map(str::trim).filter(|h| !h.is_empty()) else {
-        return Err(Problem::new(
-            "node.name",
-            None,
-            Some(Source::Default),
-            "this host's name could not be read; set node.name to kubelet's node name",
-        ));
-    };
-    NodeName::parse(&host.to_ascii_lowercase()).map_err(|why| {
-        Problem::new("node.name", Some(host.to_owned()), Some(Source::Default),
-            format!("unset, and this host's name is not a valid node name ({why}); set node.name to kubelet's node name"))
-    })
 }
 
 /// Stands in for an unusable default node name while the remaining settings are checked;

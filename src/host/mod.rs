@@ -340,6 +340,9 @@ pub struct SystemFacts {
     /// what Calico's scripts formatted into the legacy `LastBootTime` registry value.
     #[serde(default)]
     pub boot_local_seconds: Option<i64>,
+    /// The host's name as `hostname` prints it; kubelet's node name unless it is overridden.
+    #[serde(default)]
+    pub hostname: Option<String>,
 }
 
 pub trait SystemInfo {

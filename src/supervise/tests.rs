@@ -21,7 +21,7 @@ fn install(host: &SimHost, sets: &[&str]) {
         file: None,
         env: Default::default(),
         sets: sets.iter().map(|s| (*s).to_owned()).collect(),
-        hostname: Some("win-1".into()),
+        host: [("node.name", crate::config::Raw::Scalar("win-1".into()))].into(),
         cluster: Default::default(),
     };
     let c = load(&inputs).expect("config").config;

@@ -8,7 +8,11 @@ fn inputs(yaml: Option<&str>, env: &[(&str, &str)], sets: &[&str]) -> Inputs {
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect(),
         sets: sets.iter().map(|s| (*s).to_owned()).collect(),
-        hostname: Some("WIN-NODE-1".into()),
+        host: host::HostDefaults {
+            hostname: Some("WIN-NODE-1".into()),
+            ..Default::default()
+        }
+        .layer(),
         cluster: Default::default(),
     }
 }
@@ -39,7 +43,12 @@ fn built_in_defaults_follow_the_quickstart() {
         c.kubeconfig.as_ref().map(WinPath::as_str),
         Some("C:\\CalicoWindows\\calico-kube-config")
     );
-    assert!(l.shown.values().all(|s| s.source == Source::Default));
+    assert!(l.shown.iter().all(|(k, s)| s.source
+        == if *k == "node.name" {
+            Source::Host
+        } else {
+            Source::Default
+        }));
     assert_eq!(
         l.shown.len(),
         spec::SETTINGS.len(),
@@ -139,11 +148,44 @@ fn unknown_key_is_named_with_its_line_and_a_suggestion() {
 #[test]
 fn an_invalid_hostname_without_node_name_is_a_problem() {
     let mut i = inputs(None, &[], &[]);
-    i.hostname = Some("WIN_NODE".into());
+    i.host = host::HostDefaults {
+        hostname: Some("WIN_NODE".into()),
+        ..Default::default()
+    }
+    .layer();
     let p = problems(&i);
     assert_eq!(p[0].key.as_deref(), Some("node.name"));
+    assert_eq!(p[0].source, Some(Source::Host));
     i.sets.push("node.name=win-node".into());
     assert!(load(&i).is_ok());
+    // Without any host name the problem says what to set.
+    i.sets.clear();
+    i.host.clear();
+    let p = problems(&i);
+    assert!(p[0].message.contains("set node.name"), "{}", p[0].message);
+}
+
+#[test]
+fn host_values_come_below_the_file_and_above_the_cluster() {
+    let mut i = inputs(Some("cni:\n  bin_dir: D:\\cni\\bin\n"), &[], &[]);
+    i.host = host::HostDefaults {
+        hostname: Some("WIN-NODE-1".into()),
+        kubelet: Some(r"C:\k\kubelet.exe --hostname-override=Win-Node-7".into()),
+        runtime: None,
+    }
+    .layer();
+    i.host
+        .insert("cni.bin_dir", Raw::Scalar(r"C:\host\bin".into()));
+    i.host
+        .insert("cni.conf_dir", Raw::Scalar(r"C:\host\conf".into()));
+    i.cluster
+        .insert("cni.conf_dir", Raw::Scalar(r"C:\cluster\conf".into()));
+    let l = load(&i).expect("loads");
+    assert_eq!(l.config.node.name.to_string(), "win-node-7");
+    assert_eq!(l.shown["node.name"].source, Source::Host);
+    assert_eq!(l.config.cni.bin_dir.as_str(), r"D:\cni\bin");
+    assert_eq!(l.config.cni.conf_dir.as_str(), r"C:\host\conf");
+    assert_eq!(l.shown["cni.conf_dir"].source.to_string(), "host");
 }
 
 #[test]

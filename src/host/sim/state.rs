@@ -48,6 +48,7 @@ impl Default for SystemFacts {
             elevated: true,
             boot_id: String::new(),
             boot_local_seconds: None,
+            hostname: None,
         }
     }
 }

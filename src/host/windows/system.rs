@@ -45,6 +45,8 @@ pub fn facts() -> HostResult<SystemFacts> {
         elevated: elevated()?,
         boot_id: boot.map(|(utc, _)| utc.to_string()).unwrap_or_default(),
         boot_local_seconds: boot.map(|(_, local)| local),
+        // What hostname.exe prints (config.ps1's `$(hostname)`): the DNS host name.
+        hostname: gethostname::gethostname().into_string().ok(),
     })
 }
 

@@ -1,0 +1,146 @@
+//! The `host` layer: defaults read from the Windows node the tool works on, never from the
+//! machine running it (on Linux that is a simulated host). It sits below the file and above
+//! the cluster and the built-in defaults:
+//! - `node.name`: kubelet's `--hostname-override` when kubelet's service has one, else the
+//!   host's own name in lower case (config.ps1's `$(hostname).ToLower()`);
+//! - `container_runtime`: containerd when its service runs, else docker (Calico's
+//!   `Get-IsContainerdRunning`), when either is registered;
+//! - `cni.bin_dir` / `cni.conf_dir`: containerd's, from its `config.toml` (else Calico's
+//!   derivation from the service's directory).
+
+use super::layer::Raw;
+use crate::host::runtime::{self, RuntimeFacts};
+use crate::host::{Host, split_command_line};
+use std::collections::BTreeMap;
+
+/// What the host says about the settings it decides; what cannot be read stays `None`.
+#[derive(Clone, Debug, Default)]
+pub struct HostDefaults {
+    pub hostname: Option<String>,
+    /// The kubelet service's command line.
+    pub kubelet: Option<String>,
+    pub runtime: Option<RuntimeFacts>,
+}
+
+impl HostDefaults {
+    /// Reads them; a fact the host cannot give is left out (the setting then needs a value).
+    pub fn read(h: &dyn Host) -> Self {
+        Self {
+            hostname: h.system_facts().ok().and_then(|f| f.hostname),
+            kubelet: h
+                .service_query("kubelet")
+                .ok()
+                .flatten()
+                .map(|s| s.command_line),
+            runtime: runtime::detect(h).ok().flatten(),
+        }
+    }
+
+    /// The node name kubelet registers, and where that came from.
+    pub fn node_name(&self) -> Option<(String, &'static str)> {
+        if let Some(o) = self.kubelet.as_deref().and_then(hostname_override) {
+            return Some((o.to_ascii_lowercase(), "--hostname-override"));
+        }
+        let h = self
+            .hostname
+            .as_deref()
+            .map(str::trim)
+            .filter(|h| !h.is_empty())?;
+        Some((h.to_ascii_lowercase(), "the host name"))
+    }
+
+    /// The layer's values, by setting key.
+    pub fn layer(&self) -> BTreeMap<&'static str, Raw> {
+        let mut out = BTreeMap::new();
+        if let Some((name, _)) = self.node_name() {
+            out.insert("node.name", Raw::Scalar(name));
+        }
+        if let Some(rt) = &self.runtime {
+            let containerd = rt.name == "containerd" && rt.running;
+            let name = if containerd { "containerd" } else { "docker" };
+            out.insert("container_runtime", Raw::Scalar(name.into()));
+            if containerd {
+                let win = |p: &String| Raw::Scalar(p.replace('/', "\\"));
+                if let Some(bin) = &rt.cni_bin_dir {
+                    out.insert("cni.bin_dir", win(bin));
+                }
+                if let Some(conf) = &rt.cni_conf_dir {
+                    out.insert("cni.conf_dir", win(conf));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// kubelet's `--hostname-override`, written `--hostname-override=NAME` or
+/// `--hostname-override NAME`.
+pub fn hostname_override(command_line: &str) -> Option<String> {
+    let (_, args) = split_command_line(command_line);
+    args.iter().enumerate().find_map(|(i, a)| {
+        a.strip_prefix("--hostname-override=")
+            .map(str::to_owned)
+            .or_else(|| {
+                (a == "--hostname-override")
+                    .then(|| args.get(i + 1).cloned())
+                    .flatten()
+            })
+            .filter(|n| !n.is_empty())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rt(name: &'static str, running: bool) -> RuntimeFacts {
+        RuntimeFacts {
+            name,
+            running,
+            install_dir: r"C:\Program Files\containerd".into(),
+            config_file: None,
+            cni_bin_dir: (name == "containerd").then(|| "c:/opt/cni/bin".into()),
+            cni_conf_dir: (name == "containerd").then(|| r"C:\etc\cni\net.d".into()),
+        }
+    }
+
+    #[test]
+    fn kubelets_override_wins_over_the_host_name_and_both_are_lower_cased() {
+        let mut d = HostDefaults {
+            hostname: Some("WIN-ABC".into()),
+            kubelet: Some(r"C:\k\kubelet.exe --v=2".into()),
+            runtime: None,
+        };
+        assert_eq!(d.node_name(), Some(("win-abc".into(), "the host name")));
+        d.kubelet = Some(r#""C:\k\kubelet.exe" --hostname-override Node-7 --v=2"#.into());
+        assert_eq!(
+            d.node_name(),
+            Some(("node-7".into(), "--hostname-override"))
+        );
+        d.kubelet = Some(r"C:\k\kubelet.exe --hostname-override=ip-10-0-0-5.ec2.internal".into());
+        assert_eq!(
+            d.layer().get("node.name"),
+            Some(&Raw::Scalar("ip-10-0-0-5.ec2.internal".into()))
+        );
+        assert_eq!(HostDefaults::default().node_name(), None);
+    }
+
+    #[test]
+    fn containerd_only_when_it_runs_with_its_cni_dirs() {
+        let d = |runtime| HostDefaults {
+            runtime: Some(runtime),
+            ..HostDefaults::default()
+        };
+        let l = d(rt("containerd", true)).layer();
+        assert_eq!(l["container_runtime"], Raw::Scalar("containerd".into()));
+        assert_eq!(l["cni.bin_dir"], Raw::Scalar(r"c:\opt\cni\bin".into()));
+        assert_eq!(l["cni.conf_dir"], Raw::Scalar(r"C:\etc\cni\net.d".into()));
+        // Installed but stopped: Calico's scripts fall back to docker's paths.
+        let l = d(rt("containerd", false)).layer();
+        assert_eq!(l["container_runtime"], Raw::Scalar("docker".into()));
+        assert!(!l.contains_key("cni.bin_dir"));
+        let l = d(rt("docker", true)).layer();
+        assert_eq!(l["container_runtime"], Raw::Scalar("docker".into()));
+        assert!(HostDefaults::default().layer().is_empty());
+    }
+}

@@ -1,0 +1,191 @@
+//! Defaults from the Windows host the tool works on, never from the machine running it: the
+//! node name (kubelet's --hostname-override, else the host's name), the container runtime and
+//! containerd's CNI directories, and the admin kubeconfig at C:\k\config.
+
+mod support;
+
+use serde_json::Value;
+use std::path::Path;
+use support::fake_api::FakeApi;
+use support::{cmd, json};
+
+/// `calicoctl-win ARGS -o json --sim-host DIR`, with no flags that set a value.
+fn run(sim: &Path, args: &[&str]) -> (i32, Value, String) {
+    let out = cmd()
+        .args(args)
+        .args(["-o", "json", "--sim-host"])
+        .arg(sim)
+        .output()
+        .expect("run");
+    (
+        out.status.code().expect("code"),
+        json(&out.stdout),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Edits the simulated host's state.
+fn edit(sim: &Path, f: impl FnOnce(&mut Value)) {
+    let p = sim.join("state.json");
+    let mut state: Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).expect("state")).expect("json");
+    f(&mut state);
+    std::fs::write(&p, state.to_string()).expect("write state");
+}
+
+fn setting<'a>(doc: &'a Value, key: &str) -> (&'a Value, &'a str) {
+    let s = &doc["settings"][key];
+    (&s["value"], s["source"].as_str().expect("source"))
+}
+
+#[test]
+fn a_fresh_dry_run_install_passes_every_host_check_with_the_hosts_own_node_name() {
+    // No --set node.name: the name comes from the simulated host, not from this machine.
+    let out = cmd()
+        .args(["install", "--dry-run", "-o", "json"])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let doc = json(&out.stdout);
+    let checks = doc["checks"].as_array().expect("checks");
+    assert!(
+        checks.iter().all(|c| c["verdict"] != "fail"),
+        "{}",
+        doc["checks"]
+    );
+    let node = checks
+        .iter()
+        .find(|c| c["id"] == "node-name")
+        .expect("node-name check");
+    assert_eq!(node["verdict"], "pass", "{node}");
+}
+
+#[test]
+fn the_node_name_is_kubelets_override_else_the_hosts_name_in_lower_case() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let sim = dir.path().join("host");
+    let (code, doc, stderr) = run(&sim, &["config", "show", "--offline"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(setting(&doc, "node.name"), (&Value::from("win-1"), "host"));
+
+    // kubelet without --hostname-override: the host's own name, lower-cased.
+    edit(&sim, |s| {
+        s["services"]["kubelet"]["command_line"] =
+            Value::from(r"C:\k\kubelet.exe --config=C:\var\lib\kubelet\config.yaml");
+        s["system"]["hostname"] = Value::from("WIN-ABC123");
+    });
+    let (code, doc, stderr) = run(&sim, &["config", "show", "--offline"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        setting(&doc, "node.name"),
+        (&Value::from("win-abc123"), "host")
+    );
+    // The file (and flags, env) still win over the host.
+    let (_, doc, _) = run(
+        &sim,
+        &["config", "show", "--offline", "--set", "node.name=other"],
+    );
+    assert_eq!(setting(&doc, "node.name"), (&Value::from("other"), "flag"));
+
+    // A host whose name cannot be read and whose kubelet has no override: a clear problem.
+    edit(&sim, |s| s["system"]["hostname"] = Value::Null);
+    let (code, doc, _) = run(&sim, &["config", "show", "--offline"]);
+    assert_eq!(code, 2);
+    assert!(
+        doc["error"].to_string().contains("set node.name"),
+        "{}",
+        doc["error"]
+    );
+}
+
+#[test]
+fn the_runtime_and_cni_dirs_come_from_the_hosts_services_and_containerds_config() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let docker = dir.path().join("docker");
+    let out = cmd()
+        .args([
+            "config",
+            "show",
+            "--offline",
+            "-o",
+            "json",
+            "--sim-profile",
+            "ws2022-docker",
+            "--sim-host",
+        ])
+        .arg(&docker)
+        .output()
+        .expect("run");
+    let doc = json(&out.stdout);
+    assert_eq!(
+        setting(&doc, "container_runtime"),
+        (&Value::from("docker"), "host")
+    );
+    assert_eq!(
+        setting(&doc, "cni.bin_dir"),
+        (&Value::from(r"c:\k\cni"), "default")
+    );
+
+    // containerd with its own CNI dirs in config.toml (forward slashes, as often written).
+    let sim = dir.path().join("containerd");
+    run(&sim, &["config", "show", "--offline"]);
+    std::fs::write(
+        sim.join("fs/c/program files/containerd/config.toml"),
+        "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".cni]\n  bin_dir = \"c:/opt/cni/bin\"\n  conf_dir = \"c:/etc/cni/net.d\"\n",
+    )
+    .expect("write config.toml");
+    let (code, doc, stderr) = run(&sim, &["config", "show", "--offline"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        setting(&doc, "cni.bin_dir"),
+        (&Value::from(r"c:\opt\cni\bin"), "host")
+    );
+    assert_eq!(
+        setting(&doc, "cni.conf_dir"),
+        (&Value::from(r"c:\etc\cni\net.d"), "host")
+    );
+    // Choosing docker in the config drops containerd's dirs for docker's.
+    let (_, doc, _) = run(
+        &sim,
+        &[
+            "config",
+            "show",
+            "--offline",
+            "--set",
+            "container_runtime=docker",
+        ],
+    );
+    assert_eq!(
+        setting(&doc, "cni.conf_dir"),
+        (&Value::from(r"c:\k\cni\config"), "default")
+    );
+
+    // containerd installed but stopped: docker, as Calico's scripts decide.
+    edit(&sim, |s| {
+        s["services"]["containerd"]["state"] = Value::from("stopped");
+    });
+    let (_, doc, _) = run(&sim, &["config", "show", "--offline"]);
+    assert_eq!(
+        setting(&doc, "container_runtime"),
+        (&Value::from("docker"), "host")
+    );
+}
+
+#[test]
+fn the_admin_kubeconfig_is_found_at_c_k_config_after_the_usual_places() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let dir = tempfile::tempdir().expect("tmp");
+    let sim = dir.path().join("host");
+    let (_, doc, _) = run(&sim, &["config", "show"]);
+    assert_eq!(doc["cluster"]["read"], false, "{doc}");
+    let admin = api.kubeconfig(dir.path(), None);
+    std::fs::create_dir_all(sim.join("fs/c/k")).expect("mkdir");
+    std::fs::copy(&admin, sim.join("fs/c/k/config")).expect("copy");
+    let (code, doc, stderr) = run(&sim, &["config", "show"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(doc["cluster"]["read"], true, "{doc}");
+    // The cluster's VNI and the host's node name, each named by its source.
+    assert_eq!(setting(&doc, "node.name").1, "host");
+}
