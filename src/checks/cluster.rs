@@ -8,6 +8,7 @@ use crate::config::types::Backend;
 /// The ids of the cluster checks, in the order they are shown.
 pub const IDS: &[&str] = &[
     "calico-version",
+    "operator-windows",
     "ipip-disabled",
     "strict-affinity",
     "ip-pools",
@@ -29,6 +30,7 @@ pub struct Asked {
 pub fn evaluate(f: &ClusterFacts, c: &Config, asked: &Asked) -> Vec<Check> {
     vec![
         calico_version(f),
+        operator_windows(f),
         ipip(f),
         strict_affinity(f),
         ip_pools(f, c),
@@ -78,6 +80,26 @@ fn calico_version(f: &ClusterFacts) -> Check {
             format!("Calico {v} is older than 3.12, the first release that supports Windows nodes"),
             "upgrade Calico on the cluster",
         ),
+    }
+}
+
+/// The operator installs Calico on Windows nodes itself when its Installation says
+/// `windowsDataplane: HNS` (the calico-node-windows HostProcess DaemonSet), and that
+/// DaemonSet's uninstall init container removes script-installed services: the two must not
+/// meet on one node.
+fn operator_windows(f: &ClusterFacts) -> Check {
+    const ID: &str = "operator-windows";
+    match f.windows_dataplane.as_deref() {
+        Some(d) if d.eq_ignore_ascii_case("HNS") => Check::fail(
+            ID,
+            "the operator's Installation has calicoNetwork.windowsDataplane: HNS, so the operator deploys calico-node-windows to this node, and its init container removes services installed outside it",
+            "choose one path: keep the operator's HostProcess install (do not run calicoctl-win install on this node), or set windowsDataplane: Disabled (kubectl patch installation default --type merge -p '{\"spec\":{\"calicoNetwork\":{\"windowsDataplane\":\"Disabled\"}}}') and install with calicoctl-win",
+        ),
+        Some(d) => Check::pass(
+            ID,
+            format!("the operator does not install Calico on Windows (windowsDataplane: {d})"),
+        ),
+        None => Check::pass(ID, "no operator Installation manages Windows nodes"),
     }
 }
 

@@ -109,6 +109,9 @@ pub fn evaluate(s: &HostSnapshot, c: &Config) -> Vec<Check> {
     ]
 }
 
+/// Windows Server 2025's build: known, but not yet supported by Calico upstream.
+const WINDOWS_SERVER_2025: u32 = 26100;
+
 /// The supported Windows Server builds (docs/preflight.md has the same table).
 pub const SUPPORTED_BUILDS: &[(u32, &str, Option<u32>)] = &[
     (17763, "Windows Server 2019 (1809)", Some(1432)),
@@ -174,6 +177,16 @@ fn os_build(s: &HostSnapshot) -> Check {
             format!(
                 "confirm with 'Get-ItemProperty \"HKLM:\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\" UBR' that UBR >= {min}"
             ),
+        ),
+        // Calico upstream does not support Server 2025 yet (projectcalico/calico#11691).
+        (_, ubr) if sys.build == WINDOWS_SERVER_2025 => Check::warn(
+            ID,
+            format!(
+                "{release}, build {}{}: Calico does not support Windows Server 2025 yet (projectcalico/calico#11691)",
+                sys.build,
+                ubr.map(|u| format!(".{u}")).unwrap_or_default()
+            ),
+            "use Windows Server 2022 for production nodes until Calico supports 2025; this node may work, untested upstream",
         ),
         (_, ubr) => Check::pass(
             ID,

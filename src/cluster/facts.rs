@@ -55,6 +55,9 @@ pub struct ClusterFacts {
     /// The etcd endpoints in the `calico-config` ConfigMap (etcd datastore only).
     pub etcd_endpoints: Vec<String>,
     pub calico_version: Option<String>,
+    /// The operator's Installation `spec.calicoNetwork.windowsDataplane` (`HNS` or
+    /// `Disabled`); `None` without an operator Installation.
+    pub windows_dataplane: Option<String>,
     pub ip_pools: Vec<IpPool>,
     pub strict_affinity: Option<bool>,
     pub felix: Felix,
@@ -146,6 +149,26 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
         .and_then(Value::as_str)
         .map(str::to_owned);
 
+    let install_api: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("operator.tigera.io", "v1", "Installation"),
+            "installations",
+        ),
+    );
+    let windows_dataplane = c
+        .call_opt(
+            "get",
+            "installations.operator.tigera.io/default",
+            install_api.get("default"),
+        )?
+        .and_then(|i| {
+            spec(&i, "calicoNetwork")
+                .and_then(|n| n.get("windowsDataplane"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        });
+
     let pools_api: Api<DynamicObject> = Api::all_with(client.clone(), &calico("IPPool", "ippools"));
     let ip_pools = c
         .call_opt("list", "ippools", pools_api.list(&ListParams::default()))?
@@ -226,6 +249,7 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
         datastore,
         etcd_endpoints,
         calico_version,
+        windows_dataplane,
         ip_pools,
         strict_affinity,
         felix,

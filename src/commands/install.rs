@@ -579,6 +579,7 @@ pub(crate) fn rendered_files(
     let facts = HostFacts {
         os_build,
         token_refresher: render::token_refresher(calico_version),
+        aks: on_aks(host, c)?,
     };
     let rendered = super::render::render_files(c, &facts)?;
     Ok(rendered
@@ -597,6 +598,20 @@ pub(crate) fn rendered_files(
             )
         })
         .collect::<Result<_, _>>()?)
+}
+
+/// Whether a policy-only node is on AKS, which gets Calico's static rules; only asked of
+/// HNS with the none backend.
+pub(crate) fn on_aks(host: &dyn Host, c: &Config) -> anyhow::Result<bool> {
+    if c.backend != crate::config::types::Backend::None {
+        return Ok(false);
+    }
+    let networks = host
+        .hns_networks()
+        .context("cannot list the HNS networks to tell whether this is an AKS node")?;
+    Ok(networks
+        .iter()
+        .any(|n| n.name.eq_ignore_ascii_case("azure")))
 }
 
 /// The services of a legacy NSSM-based install (or one driven by PowerShell directly).

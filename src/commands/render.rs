@@ -58,6 +58,7 @@ pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let facts = HostFacts {
         os_build,
         token_refresher: args.calico_version.features().token_refresher,
+        aks: super::install::on_aks(host.as_ref(), config)?,
     };
 
     // Render everything before writing anything.

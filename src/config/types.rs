@@ -273,7 +273,9 @@ impl fmt::Display for Ip {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NodeIp {
     Autodetect,
-    Fixed(Ipv4Addr),
+    /// An address, with the prefix length of its subnet when given (`10.0.0.5/24`), as
+    /// calico-node's `IP` takes it (`parseIPEnvironment` reads a CIDR or an IP).
+    Fixed(Ipv4Addr, Option<u8>),
 }
 
 impl Setting for NodeIp {
@@ -281,9 +283,25 @@ impl Setting for NodeIp {
         if raw.eq_ignore_ascii_case("autodetect") {
             return Ok(Self::Autodetect);
         }
-        Ipv4Addr::from_str(raw)
-            .map(Self::Fixed)
-            .map_err(|_| "allowed: autodetect, or this node's IPv4 address".into())
+        let bad = || -> Rejection {
+            "allowed: autodetect, or this node's IPv4 address, alone or as ADDRESS/PREFIX like 10.0.0.5/24".into()
+        };
+        let (addr, prefix) = match raw.split_once('/') {
+            Some((a, p)) => {
+                let p: u8 = p
+                    .parse()
+                    .ok()
+                    .filter(|p| (1..=32).contains(p) && !raw.contains('+'))
+                    .ok_or_else(bad)?;
+                (a, Some(p))
+            }
+            None => (raw, None),
+        };
+        let ip = Ipv4Addr::from_str(addr).map_err(|_| bad())?;
+        if ip.is_unspecified() || ip.is_loopback() || ip.is_multicast() || ip.is_broadcast() {
+            return Err(format!("{ip} cannot be a node's address; {}", bad()).into());
+        }
+        Ok(Self::Fixed(ip, prefix))
     }
     string_shown!(NodeIp);
 }
@@ -292,7 +310,8 @@ impl fmt::Display for NodeIp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Autodetect => f.write_str("autodetect"),
-            Self::Fixed(ip) => ip.fmt(f),
+            Self::Fixed(ip, None) => ip.fmt(f),
+            Self::Fixed(ip, Some(p)) => write!(f, "{ip}/{p}"),
         }
     }
 }

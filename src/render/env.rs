@@ -86,7 +86,7 @@ fn common(c: &Config) -> BTreeMap<String, String> {
         "IP",
         match c.node.ip {
             NodeIp::Autodetect => "autodetect".to_owned(),
-            NodeIp::Fixed(ip) => ip.to_string(),
+            fixed @ NodeIp::Fixed(..) => fixed.to_string(),
         },
     );
     if let Some(m) = &c.node.ip_autodetection_method {

@@ -53,6 +53,8 @@ pub struct HostFacts {
     /// The release runs Calico's token refresher (v3.28 and later), which keeps the CNI
     /// plugin's kubeconfig fresh; the CNI config then names that file.
     pub token_refresher: bool,
+    /// The node is on AKS (an HNS network named `azure`, as Calico's `GetPlatformType` tells).
+    pub aks: bool,
 }
 
 impl HostFacts {

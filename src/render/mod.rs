@@ -12,6 +12,35 @@ use crate::config::Config;
 use crate::config::types::Backend;
 pub use facts::{HostFacts, OsBuild};
 
+/// Felix reads extra HNS ACL rules from this file beside its binary
+/// (`felix/dataplane/windows/policysets/static_rules.go`).
+pub const STATIC_RULES_FILE: &str = "static-rules.json";
+
+/// What Calico's quickstart writes for policy-only installs on AKS (`SetAKSCalicoStaticRules`
+/// in install-calico-windows.ps1, v3.31.0): pods may not reach the Azure wireserver
+/// 168.63.129.16 on TCP 80.
+pub const AKS_STATIC_RULES: &str = r#"{
+    "Provider": "AKS",
+    "Rules": [
+        {
+            "Name": "EndpointPolicy",
+            "Rule": {
+                "Action": "Block",
+                "Direction": "Out",
+                "Id": "block-wireserver",
+                "Priority": 200,
+                "Protocol": 6,
+                "RemoteAddresses": "168.63.129.16/32",
+                "RemotePorts": "80",
+                "RuleType": "Switch",
+                "Type": "ACL"
+            }
+        }
+    ],
+    "version": "0.1.0"
+}
+"#;
+
 /// Whether a Calico release (`None`: unknown) runs the token refresher.
 pub fn token_refresher(calico_version: Option<&str>) -> bool {
     calico_version
@@ -77,6 +106,12 @@ pub fn render_all(
         files.push(RenderedFile {
             name: hns::EXTERNAL_FILE.into(),
             contents: text,
+        });
+    }
+    if c.backend == Backend::None && facts.aks {
+        files.push(RenderedFile {
+            name: STATIC_RULES_FILE.into(),
+            contents: AKS_STATIC_RULES.into(),
         });
     }
     if let Some(cni) = files

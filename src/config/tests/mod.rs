@@ -252,3 +252,27 @@ fn a_bad_value_from_the_cluster_is_a_problem_that_names_the_cluster() {
     assert_eq!(problems.len(), 1);
     assert_eq!(problems[0].source, Some(Source::Cluster));
 }
+
+#[test]
+fn node_ip_takes_an_address_alone_or_with_its_prefix_as_calico_node_does() {
+    for (raw, shown) in [
+        ("autodetect", "autodetect"),
+        ("10.0.0.5", "10.0.0.5"),
+        ("10.0.0.5/24", "10.0.0.5/24"),
+    ] {
+        let l = load(&inputs(None, &[], &[&format!("node.ip={raw}")])).expect(raw);
+        assert_eq!(l.config.node.ip.to_string(), shown);
+    }
+    for bad in [
+        "10.0.0.5/33",
+        "10.0.0.5/",
+        "10.0.0.5/+8",
+        "10.0.0/24",
+        "127.0.0.1",
+        "0.0.0.0/0",
+        "fe80::1",
+    ] {
+        let p = problems(&inputs(None, &[], &[&format!("node.ip={bad}")]));
+        assert_eq!(p[0].key.as_deref(), Some("node.ip"), "{bad}");
+    }
+}

@@ -17,6 +17,10 @@ pub const PROFILES: &[(&str, &str)] = &[
     ("ws20h2", "Windows Server 20H2, 19042, containerd"),
     ("ws2022", "Windows Server 2022, 20348.2227, containerd"),
     (
+        "ws2025",
+        "Windows Server 2025, 26100.1742, containerd (not yet supported by Calico)",
+    ),
+    (
         "ws2022-docker",
         "Windows Server 2022 with docker, no containerd",
     ),
@@ -27,6 +31,10 @@ pub const PROFILES: &[(&str, &str)] = &[
     (
         "ws2022-flannel",
         "Windows Server 2022 with flannel's HNS network and flanneld service left over",
+    ),
+    (
+        "ws2022-aks",
+        "Windows Server 2022 on AKS: Azure CNI's L2Bridge network azure (policy-only Calico)",
     ),
     (
         "ws2022-legacy-calico",
@@ -46,6 +54,7 @@ pub fn build(name: &str) -> Option<(State, Vec<SeedFile>)> {
         "ws2019" => (17763, 1432, "Windows Server 2019 Datacenter"),
         "ws2019-unpatched" => (17763, 1000, "Windows Server 2019 Datacenter"),
         "ws20h2" => (19042, 1415, "Windows Server Datacenter"),
+        "ws2025" => (26100, 1742, "Windows Server 2025 Datacenter"),
         _ => (20348, 2227, "Windows Server 2022 Datacenter"),
     };
     let mut state = base(name, build, ubr, product);
@@ -105,6 +114,7 @@ pub fn build(name: &str) -> Option<(State, Vec<SeedFile>)> {
 
     match name {
         "ws2022-flannel" => flannel(&mut state, &mut files),
+        "ws2022-aks" => aks(&mut state),
         "ws2022-legacy-calico" => legacy_calico(&mut state, &mut files),
         _ => {}
     }
@@ -226,6 +236,18 @@ fn flannel(state: &mut State, files: &mut Vec<SeedFile>) {
         r"C:\etc\cni\net.d\10-flannel.conf".into(),
         br#"{"name":"flannel.4096","type":"flannel"}"#.to_vec(),
     ));
+}
+
+/// Azure CNI's network, by which Calico's `GetPlatformType` knows AKS.
+fn aks(state: &mut State) {
+    let id = state.settings.next_guid();
+    state.networks.push(json!({
+        "ID": id, "Name": "azure", "Type": "L2Bridge",
+        "Ipams": [{"Type": "Static", "Subnets": [{
+            "IpAddressPrefix": "10.240.0.0/16",
+            "Routes": [{"NextHop": "10.240.0.1", "DestinationPrefix": "0.0.0.0/0"}]}]}],
+        "ManagementIP": "10.240.0.4"
+    }));
 }
 
 fn legacy_calico(state: &mut State, files: &mut Vec<SeedFile>) {

@@ -223,6 +223,12 @@ impl FakeApi {
             meta("v1", "ServiceAccount", "calico-node", Some("calico-system")),
         );
         self.put(&format!("{crd}/clusterinformations/default"), calico("ClusterInformation", "default", json!({"calicoVersion": "v3.30.2", "datastoreType": "kubernetes", "clusterType": "k8s,operator"})));
+        self.put(
+            "/apis/operator.tigera.io/v1/installations/default",
+            json!({"apiVersion": "operator.tigera.io/v1", "kind": "Installation",
+                "metadata": {"name": "default"},
+                "spec": {"calicoNetwork": {"bgp": "Disabled", "windowsDataplane": "Disabled"}}}),
+        );
         self.put(&format!("{crd}/ippools/default-ipv4-ippool"), calico("IPPool", "default-ipv4-ippool", json!({"cidr": "10.244.0.0/16", "blockSize": 26, "ipipMode": "Never", "vxlanMode": "Always", "natOutgoing": true})));
         self.put(
             &format!("{crd}/ipamconfigs/default"),

@@ -66,6 +66,12 @@ static RESOURCES: &[Resource] = &[
         "ClusterInformation",
         false,
     ),
+    r(
+        "operator.tigera.io/v1",
+        "installations",
+        "Installation",
+        false,
+    ),
     Resource {
         gv: "authorization.k8s.io/v1",
         plural: "selfsubjectaccessreviews",

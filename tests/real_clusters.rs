@@ -1,0 +1,165 @@
+//! Checks and files that real clusters and nodes need: the operator's own Windows install,
+//! Windows Server 2025, a node IP with its prefix, AKS's static rules for policy-only Calico.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::fake_api::FakeApi;
+use support::release::release_zip;
+use support::snapshot::{assert_same, snapshot};
+use support::{SimNode, on_node};
+
+fn verdict<'a>(doc: &'a Value, id: &str) -> &'a Value {
+    doc["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id}: {doc}"))
+}
+
+#[test]
+fn an_operator_that_installs_windows_itself_stops_the_install_with_a_choice() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = SimNode::new(&api);
+    let (code, doc, stderr) = node.run(&["preflight"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(verdict(&doc, "operator-windows")["verdict"], "pass");
+
+    let path = "/apis/operator.tigera.io/v1/installations/default";
+    let mut inst = api.get(path).expect("installation");
+    inst["spec"]["calicoNetwork"]["windowsDataplane"] = json!("HNS");
+    api.put(path, inst);
+    let (code, doc, _) = node.run(&["preflight"]);
+    assert_eq!(code, 3);
+    let c = verdict(&doc, "operator-windows");
+    assert_eq!(c["verdict"], "fail", "{c}");
+    assert!(
+        c["remedy"].as_str().is_some_and(
+            |r| r.contains("choose one path") && r.contains("windowsDataplane\":\"Disabled")
+        ),
+        "{c}"
+    );
+    let before = snapshot(&node.sim());
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let (code, doc, _) = node.run(&["install", "--release-zip", &zip.display().to_string()]);
+    assert_eq!(code, 3, "{doc}");
+    assert_eq!(doc["blocking"], json!(["operator-windows"]), "{doc}");
+    assert_same(&snapshot(&node.sim()), &before, "refused install");
+
+    // A manifest-based cluster has no Installation at all: nothing to fear.
+    api.remove(path);
+    let (code, doc, _) = node.run(&["preflight"]);
+    assert_eq!(code, 0);
+    assert_eq!(verdict(&doc, "operator-windows")["verdict"], "pass");
+}
+
+#[test]
+fn windows_server_2025_is_a_warning_not_a_pass() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = on_node()
+        .args([
+            "preflight",
+            "--offline",
+            "-o",
+            "json",
+            "--sim-profile",
+            "ws2025",
+            "--sim-host",
+        ])
+        .arg(dir.path().join("host"))
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let doc = support::json(&out.stdout);
+    let c = verdict(&doc, "os-build");
+    assert_eq!(c["verdict"], "warn", "{c}");
+    assert!(
+        c["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("calico#11691")),
+        "{c}"
+    );
+}
+
+#[test]
+fn a_node_ip_with_its_prefix_reaches_calico_node_as_given() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = on_node()
+        .args(["--set", "node.ip=10.0.0.5/24", "render", "--output-dir"])
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let env = std::fs::read_to_string(dir.path().join("calico-node.env")).expect("env");
+    assert!(env.lines().any(|l| l == "IP=10.0.0.5/24"), "{env}");
+    let out = on_node()
+        .args(["--set", "node.ip=10.0.0.5/40", "render", "--output-dir"])
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ADDRESS/PREFIX"));
+}
+
+#[test]
+fn policy_only_on_aks_writes_calicos_static_rules_and_uninstall_removes_them() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = SimNode::new(&api);
+    let out = on_node()
+        .args([
+            "preflight",
+            "--offline",
+            "--sim-profile",
+            "ws2022-aks",
+            "--sim-host",
+        ])
+        .arg(node.sim())
+        .output()
+        .expect("create host");
+    assert!(out.status.code().is_some());
+    let initial = snapshot(&node.sim());
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let (code, _, stderr) = node.run(&[
+        "install",
+        "--release-zip",
+        &zip.display().to_string(),
+        "--set",
+        "backend=none",
+        "--set",
+        "kube_network=azure.*",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let rules = node.c_drive("calicowindows/static-rules.json");
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&rules).expect("rules")).expect("json");
+    // What felix's static_rules.go reads: a provider and ACL rules with id and priority.
+    assert_eq!(doc["Provider"], "AKS");
+    let rule = &doc["Rules"][0]["Rule"];
+    assert_eq!(rule["RemoteAddresses"], "168.63.129.16/32");
+    assert_eq!(rule["RemotePorts"], "80");
+    assert_eq!(rule["Action"], "Block");
+    assert_eq!(rule["Type"], "ACL");
+    assert_eq!(rule["RuleType"], "Switch");
+    assert_ne!(rule["Priority"], 0);
+    let (code, _, stderr) = node.run(&["uninstall", "--purge", "--remove-logs"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!rules.exists());
+    assert_same(&snapshot(&node.sim()), &initial, "after uninstall");
+
+    // Not on AKS (no azure network), no static rules.
+    let other = tempfile::tempdir().expect("tmp");
+    let out = on_node()
+        .args(["--set", "backend=none", "render", "--output-dir"])
+        .arg(other.path())
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    assert!(!other.path().join("static-rules.json").exists());
+}
