@@ -299,7 +299,7 @@ impl Setting for NodeIp {
         };
         let ip = Ipv4Addr::from_str(addr).map_err(|_| bad())?;
         if ip.is_unspecified() || ip.is_loopback() || ip.is_multicast() || ip.is_broadcast() {
-            return Err(format!("{ip} cannot be a node's address; {}", bad()).into());
+            return Err(format!("{ip} cannot be a node's address; {}", bad()));
         }
         Ok(Self::Fixed(ip, prefix))
     }
