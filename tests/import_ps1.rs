@@ -154,3 +154,81 @@ fn a_missing_ps1_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does-not-exist.ps1"));
 }
+
+#[test]
+fn v3_22_imports_what_calico_uses_not_its_docker_lines() {
+    // v3.19–v3.22 set docker's CNI dirs, then containerd's when containerd runs: the
+    // directories follow the runtime, so none is imported and the runtime's default applies.
+    let shown = import_case("v3.22-quickstart-edited", &[1, 2]);
+    let s = &shown["settings"];
+    assert_eq!(s["cni.bin_dir"]["source"], "host");
+    assert_eq!(
+        s["cni.bin_dir"]["value"],
+        "C:\\Program Files\\containerd\\cni\\bin"
+    );
+    assert_eq!(
+        s["service_cidrs"]["value"],
+        serde_json::json!(["10.96.0.0/12"])
+    );
+}
+
+#[test]
+fn v3_31_with_a_doubled_quote_argument_reads_as_powershell_does() {
+    // `-defaultValue ""win-node-7""` is "", win-node-7, "" in PowerShell's argument mode.
+    let shown = import_case("v3.31-quickstart-edited", &[15, 16, 18]);
+    let s = &shown["settings"];
+    assert_eq!(s["node.k8s_node_ref"]["value"], "win-node-7");
+    assert_eq!(s["cni.conf_dir"]["source"], "host");
+}
+
+/// The YAML an import writes for `bytes` saved as `name`.
+fn yaml_of(bytes: &[u8], name: &str) -> (String, serde_json::Value) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ps1 = dir.path().join(name);
+    std::fs::write(&ps1, bytes).expect("write");
+    let out = cmd()
+        .args(["-o", "json", "config", "import-ps1"])
+        .arg(&ps1)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json(&out.stdout);
+    (doc["yaml"].as_str().expect("yaml").to_owned(), doc)
+}
+
+#[test]
+fn utf16_and_utf8_files_with_a_byte_order_mark_import_alike() {
+    let text = std::fs::read_to_string(root().join("tests/import-ps1/v3.31-quickstart-edited.ps1"))
+        .expect("fixture");
+    let (plain, _) = yaml_of(text.as_bytes(), "config.ps1");
+    // What Windows PowerShell 5.1's Out-File and `>` write: UTF-16LE with a BOM, CRLF.
+    let crlf = text.replace('\n', "\r\n");
+    let mut utf16 = vec![0xFF, 0xFE];
+    utf16.extend(crlf.encode_utf16().flat_map(u16::to_le_bytes));
+    let (from_utf16, _) = yaml_of(&utf16, "config.ps1");
+    assert_eq!(from_utf16, plain);
+    let mut bom = vec![0xEF, 0xBB, 0xBF];
+    bom.extend_from_slice(text.as_bytes());
+    let (from_bom, _) = yaml_of(&bom, "config.ps1");
+    assert_eq!(from_bom, plain);
+    assert!(plain.contains("win-node-7"));
+}
+
+#[test]
+fn an_unclosed_block_comment_is_reported_with_its_line() {
+    let text = "Set-EnvVarIfNotSet -var \"VXLAN_VNI\" -defaultValue 4097\n<# notes\nSet-EnvVarIfNotSet -var \"KUBE_NETWORK\" -defaultValue \"azure.*\"\n";
+    let (yaml, doc) = yaml_of(text.as_bytes(), "config.ps1");
+    assert!(yaml.contains("4097") && !yaml.contains("azure"), "{yaml}");
+    let nu = &doc["not_understood"][0];
+    assert_eq!(nu["line"], 2, "{doc}");
+    assert!(
+        nu["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("never closed")),
+        "{nu}"
+    );
+}

@@ -9,9 +9,9 @@ use anyhow::Context as _;
 use serde_json::json;
 
 pub fn run(args: &ImportArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let text = fs_err::read_to_string(&args.file)
+    let bytes = fs_err::read(&args.file)
         .map_err(|e| UsageError::new(e.to_string(), "pass the path of an existing config.ps1"))?;
-    let import = import_ps1::import(&text);
+    let import = import_ps1::import(&import_ps1::decode(&bytes));
     let name = args
         .file
         .file_name()

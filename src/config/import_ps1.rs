@@ -44,24 +44,62 @@ enum Block {
     Other,
 }
 
-/// Reads config.ps1 text.
+/// The text of a config.ps1 as PowerShell reads it: UTF-16LE or UTF-16BE with a byte-order
+/// mark (what Windows PowerShell 5.1's `Out-File` and `>` write), UTF-8 with or without one;
+/// without a mark, bytes that are not UTF-8 are read as Windows-1252's Latin range, as
+/// PowerShell 5.1 reads a BOM-less file in the ANSI code page.
+pub fn decode(bytes: &[u8]) -> String {
+    let utf16 = |rest: &[u8], le: bool| {
+        let units: Vec<u16> = rest
+            .chunks(2)
+            .map(|c| {
+                let pair = [c[0], c.get(1).copied().unwrap_or(0)];
+                if le {
+                    u16::from_le_bytes(pair)
+                } else {
+                    u16::from_be_bytes(pair)
+                }
+            })
+            .collect();
+        String::from_utf16_lossy(&units)
+    };
+    match bytes {
+        [0xFF, 0xFE, rest @ ..] => utf16(rest, true),
+        [0xFE, 0xFF, rest @ ..] => utf16(rest, false),
+        [0xEF, 0xBB, 0xBF, rest @ ..] => String::from_utf8_lossy(rest).into_owned(),
+        _ => match std::str::from_utf8(bytes) {
+            Ok(s) => s.to_owned(),
+            Err(_) => bytes.iter().map(|&b| char::from(b)).collect(),
+        },
+    }
+}
+
+/// Reads config.ps1 text, in time linear in its length.
 pub fn import(text: &str) -> Import {
     let mut out = Import::default();
     let mut blocks: Vec<Block> = Vec::new();
-    let mut in_block_comment = false;
-    // Values by variable, in PowerShell's order of effect: `$env:X =` always sets,
-    // `Set-EnvVarIfNotSet` only when nothing set X before.
-    let mut values: Vec<Imported> = Vec::new();
+    // The line a `<#` comment was opened on, while it is open.
+    let mut block_comment: Option<(usize, String)> = None;
+    // Values by variable (PowerShell's environment is case-insensitive), in PowerShell's
+    // order of effect: `$env:X =` always sets, `Set-EnvVarIfNotSet` only when nothing set X
+    // before. The order number puts a forced reassignment last.
+    let mut values = Values::default();
+    // Variables Calico overrides with containerd's directory when containerd runs.
+    let mut containerd_overrides: Vec<String> = Vec::new();
 
     for (i, raw_line) in text.lines().enumerate() {
         let n = i + 1;
         let line = raw_line.trim();
-        if in_block_comment {
-            in_block_comment = !line.contains("#>");
+        if block_comment.is_some() {
+            if line.contains("#>") {
+                block_comment = None;
+            }
             continue;
         }
         if line.starts_with("<#") {
-            in_block_comment = !line.contains("#>");
+            if !line.contains("#>") {
+                block_comment = Some((n, line.to_owned()));
+            }
             continue;
         }
         if line.is_empty() || line.starts_with('#') {
@@ -96,11 +134,21 @@ pub fn import(text: &str) -> Import {
             continue;
         }
 
-        let value = match evaluate(&value_src, &values) {
+        let evaluated = if forced {
+            evaluate(&value_src, &values)
+        } else {
+            argument(&value_src, &values)
+        };
+        let value = match evaluated {
             Value::Literal(v) => v,
             Value::Dynamic(why) => {
                 match default_for_dynamic(&name, &value_src, block) {
-                    Some(note) => out.left_default.push(skip(&note)),
+                    Some(note) => {
+                        if matches!(block, Some(Block::Containerd { running: true })) {
+                            containerd_overrides.push(name.to_ascii_uppercase());
+                        }
+                        out.left_default.push(skip(&note))
+                    }
                     None => out.not_understood.push(skip(&why)),
                 }
                 continue;
@@ -129,30 +177,82 @@ pub fn import(text: &str) -> Import {
             out.left_default.push(skip("empty, left unset"));
             continue;
         }
-        let already = values.iter().position(|v| v.variable == name);
-        match (already, forced) {
-            (Some(_), false) => out.left_default.push(skip(
+        if values.get(&name).is_some() && !forced {
+            out.left_default.push(skip(
                 "already set above; Set-EnvVarIfNotSet keeps the earlier value",
-            )),
-            (Some(at), true) => {
-                values.remove(at);
-                values.push(Imported {
-                    variable: name.clone(),
-                    key: key_for(&name),
-                    value,
-                    line: n,
-                });
-            }
-            (None, _) => values.push(Imported {
+            ));
+        } else {
+            values.set(Imported {
                 variable: name.clone(),
                 key: key_for(&name),
                 value,
                 line: n,
-            }),
+            });
         }
     }
-    out.imported = values;
+    if let Some((line, text)) = block_comment {
+        out.not_understood.push(Skipped {
+            line,
+            text,
+            reason: "a <# block comment that is never closed: PowerShell refuses the whole file, and nothing after this line was imported".into(),
+        });
+    }
+    // v3.19–v3.22 set docker's directories, then containerd's when containerd runs: what
+    // Calico effectively uses follows the runtime, which is calicoctl-win's own default.
+    for var in containerd_overrides {
+        let Some(v) = values.take(&var) else { continue };
+        let docker = match var.as_str() {
+            "CNI_BIN_DIR" => "c:\\k\\cni",
+            _ => "c:\\k\\cni\\config",
+        };
+        let skipped = Skipped {
+            line: v.line,
+            text: format!("{} = {}", v.variable, v.value),
+            reason: String::new(),
+        };
+        if v.value.eq_ignore_ascii_case(docker) {
+            out.left_default.push(Skipped {
+                reason: "docker's CNI directory, which Calico replaces with containerd's when containerd runs: calicoctl-win derives both from container_runtime".into(),
+                ..skipped
+            });
+        } else {
+            out.not_understood.push(Skipped {
+                reason: "Calico uses this only where containerd does not run (containerd's directory otherwise); set it by hand if this node runs docker".into(),
+                ..skipped
+            });
+        }
+    }
+    out.imported = values.into_ordered();
     out
+}
+
+/// The imported values by upper-case variable name, with the order they take effect in.
+#[derive(Default)]
+struct Values {
+    by_name: std::collections::HashMap<String, (u64, Imported)>,
+    next: u64,
+}
+
+impl Values {
+    fn get(&self, name: &str) -> Option<&Imported> {
+        self.by_name.get(&name.to_ascii_uppercase()).map(|(_, v)| v)
+    }
+
+    fn set(&mut self, v: Imported) {
+        self.next += 1;
+        self.by_name
+            .insert(v.variable.to_ascii_uppercase(), (self.next, v));
+    }
+
+    fn take(&mut self, name: &str) -> Option<Imported> {
+        self.by_name.remove(name).map(|(_, v)| v)
+    }
+
+    fn into_ordered(self) -> Vec<Imported> {
+        let mut all: Vec<(u64, Imported)> = self.by_name.into_values().collect();
+        all.sort_by_key(|(order, _)| *order);
+        all.into_iter().map(|(_, v)| v).collect()
+    }
 }
 
 /// The YAML key for a config.ps1 variable; unknown variables become extra environment.
@@ -310,7 +410,7 @@ enum Value {
 }
 
 /// The value of a right-hand side, without running anything.
-fn evaluate(src: &str, earlier: &[Imported]) -> Value {
+fn evaluate(src: &str, earlier: &Values) -> Value {
     let src = src.trim();
     let dynamic = || {
         Value::Dynamic(
@@ -322,12 +422,13 @@ fn evaluate(src: &str, earlier: &[Imported]) -> Value {
     }
     let Some(inner) = src.strip_prefix('"').and_then(|r| r.strip_suffix('"')) else {
         return match unquote(src) {
-            Some(word) => Value::Literal(word),
-            None => match src.strip_prefix("$env:").filter(|n| is_var_name(n)) {
-                Some(var) => match earlier
-                    .iter()
-                    .find(|v| v.variable.eq_ignore_ascii_case(var))
-                {
+            // After `=` a bare number is a value; any other bare word runs a command.
+            Some(word) if word.parse::<f64>().is_ok() => Value::Literal(word),
+            Some(_) => Value::Dynamic(
+                "a command (a bare word after '=' runs it); not run, as nothing in config.ps1 is executed".into(),
+            ),
+            None => match strip_prefix_ci(src, "$env:").filter(|n| is_var_name(n)) {
+                Some(var) => match earlier.get(var) {
                     Some(v) => Value::Literal(v.value.clone()),
                     None => Value::Dynamic(format!(
                         "refers to ${var}, which this file does not set to a value"
@@ -337,22 +438,104 @@ fn evaluate(src: &str, earlier: &[Imported]) -> Value {
             },
         };
     };
-    // A double-quoted string: `$PSScriptRoot` expands to the install root; backticks escape.
+    match expand_double_quoted(inner) {
+        Some(s) => Value::Literal(s),
+        None => dynamic(),
+    }
+}
+
+/// The inside of a double-quoted string: `$PSScriptRoot` expands to the install root, a
+/// backtick escapes the next character, `""` is one quote; any other `$` is an expression.
+fn expand_double_quoted(inner: &str) -> Option<String> {
     let expanded = inner
         .replace("${PSScriptRoot}", PS_SCRIPT_ROOT)
         .replace("$PSScriptRoot", PS_SCRIPT_ROOT);
     if expanded.contains('$') {
-        return dynamic();
+        return None;
     }
     let mut out = String::with_capacity(expanded.len());
-    let mut chars = expanded.chars();
+    let mut chars = expanded.chars().peekable();
     while let Some(c) = chars.next() {
-        if c == '`' {
-            if let Some(next) = chars.next() {
-                out.push(next);
+        match c {
+            '`' => {
+                if let Some(next) = chars.next() {
+                    out.push(next);
+                }
             }
-        } else {
-            out.push(c);
+            '"' if chars.peek() == Some(&'"') => {
+                chars.next();
+                out.push('"');
+            }
+            _ => out.push(c),
+        }
+    }
+    Some(out)
+}
+
+/// A command argument as PowerShell's argument mode reads it: quoted and bare parts next to
+/// each other make one string (`""name""` is `name`: an empty string, `name`, an empty
+/// string; `"a""b"` is `a"b`); a `$env:X` of its own is X's value.
+fn argument(src: &str, earlier: &Values) -> Value {
+    let src = src.trim();
+    let dynamic = || {
+        Value::Dynamic(
+            "a PowerShell expression; not evaluated, as nothing in config.ps1 is executed".into(),
+        )
+    };
+    if src.starts_with('(') || src.starts_with("$(") {
+        return dynamic();
+    }
+    if strip_prefix_ci(src, "$env:").is_some() {
+        return evaluate(src, earlier);
+    }
+    let chars: Vec<char> = src.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            q @ ('"' | '\'') => {
+                // Find the closing quote; a doubled quote inside is one quote.
+                let mut j = i + 1;
+                let mut inner = String::new();
+                loop {
+                    match chars.get(j) {
+                        None => return dynamic(),
+                        Some(&c) if c == q && chars.get(j + 1) == Some(&q) && j > i + 1 => {
+                            inner.push(q);
+                            inner.push(q);
+                            j += 2;
+                        }
+                        Some(&c) if c == q => break,
+                        Some(&'`') if q == '"' => {
+                            inner.push('`');
+                            if let Some(&n) = chars.get(j + 1) {
+                                inner.push(n);
+                            }
+                            j += 2;
+                        }
+                        Some(&c) => {
+                            inner.push(c);
+                            j += 1;
+                        }
+                    }
+                }
+                let part = if q == '\'' {
+                    Some(inner.replace("''", "'"))
+                } else {
+                    expand_double_quoted(&inner)
+                };
+                match part {
+                    Some(p) => out.push_str(&p),
+                    None => return dynamic(),
+                }
+                i = j + 1;
+            }
+            '$' | '(' | ')' | '@' | '{' | '}' => return dynamic(),
+            c if c.is_whitespace() => return dynamic(),
+            c => {
+                out.push(c);
+                i += 1;
+            }
         }
     }
     Value::Literal(out)
@@ -373,7 +556,8 @@ fn default_for_dynamic(name: &str, src: &str, block: Option<Block>) -> Option<St
             Some("the node name: the same as calicoctl-win's default for node.k8s_node_ref".into())
         }
         "CNI_BIN_DIR" | "CNI_CONF_DIR"
-            if squashed.starts_with("(get-containerdcni") && block == Some(Block::Containerd { running: true }) =>
+            if squashed.trim_start_matches('(').starts_with("get-containerdcni")
+                && block == Some(Block::Containerd { running: true }) =>
         {
             Some("containerd's CNI directory: calicoctl-win derives it from container_runtime: containerd".into())
         }
