@@ -116,7 +116,7 @@ fn install_round_trip(binary: &str) {
             state["services"][svc]["command_line"]
                 .as_str()
                 .expect("command line")
-                .starts_with(r#""C:\CalicoWindows\calicoctl-win.exe" service run"#)
+                .starts_with(r"C:\CalicoWindows\calicoctl-win.exe service run")
         );
     }
     assert_eq!(
@@ -778,4 +778,33 @@ fn a_failed_migration_puts_the_legacy_services_back() {
             &format!("{fault}: the legacy install is back"),
         );
     }
+}
+
+#[test]
+fn a_registration_quoted_differently_is_the_same_command_no_drift_no_restart() {
+    // The SCM keeps the ImagePath as it was written; an earlier calicoctl-win (and hand-made
+    // registrations) quote the program even without a space. Windows reads both alike.
+    let s = Setup::new("calico-node.exe");
+    s.api
+        .set_node_ready("win-1", "True", "kubelet is posting ready status");
+    let (code, _, stderr) = s.install(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    let state_path = s.node.sim().join("state.json");
+    let mut state = s.state();
+    for svc in ["caliconode", "calicofelix"] {
+        let line = state["services"][svc]["command_line"]
+            .as_str()
+            .expect("command line")
+            .to_owned();
+        let (program, rest) = line.split_once(' ').expect("arguments");
+        state["services"][svc]["command_line"] = json!(format!("\"{program}\" {rest}"));
+    }
+    std::fs::write(&state_path, state.to_string()).expect("write state");
+    let (code, doc, stderr) = s.node.run(&["status"]);
+    assert_eq!(code, 0, "status: {stderr} {doc}");
+    assert_eq!(doc["services"][0]["drift"], json!([]), "{doc}");
+    let (code, doc, stderr) = s.install(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(doc["changed"], false, "{doc}");
+    assert_eq!(doc["actions"], json!([]), "{doc}");
 }

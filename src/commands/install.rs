@@ -606,12 +606,15 @@ pub(crate) fn on_aks(host: &dyn Host, c: &Config) -> anyhow::Result<bool> {
     if c.backend != crate::config::types::Backend::None {
         return Ok(false);
     }
-    let networks = host
-        .hns_networks()
-        .context("cannot list the HNS networks to tell whether this is an AKS node")?;
-    Ok(networks
-        .iter()
-        .any(|n| n.name.eq_ignore_ascii_case("azure")))
+    match host.hns_networks() {
+        Ok(networks) => Ok(networks
+            .iter()
+            .any(|n| n.name.eq_ignore_ascii_case("azure"))),
+        // A node without HNS has no Azure CNI network either.
+        Err(crate::host::HostError::Unavailable { .. }) => Ok(false),
+        Err(e) => Err(anyhow::Error::new(e)
+            .context("cannot list the HNS networks to tell whether this is an AKS node")),
+    }
 }
 
 /// The services of a legacy NSSM-based install (or one driven by PowerShell directly).

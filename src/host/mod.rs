@@ -134,54 +134,125 @@ pub struct ServiceSpec {
 }
 
 impl ServiceSpec {
-    /// The command line the SCM stores: the quoted program, then the arguments, quoted when
-    /// they hold a space.
+    /// The command line the SCM stores when the service is registered through
+    /// windows-service: the program and each argument escaped by its `shell_escape::escape`
+    /// (quoted only when they hold a space, tab, newline or quote, or are empty).
     pub fn command_line(&self) -> String {
-        std::iter::once(format!("\"{}\"", self.program))
+        std::iter::once(quote_arg(&self.program))
             .chain(self.args.iter().map(|a| quote_arg(a)))
             .collect::<Vec<_>>()
             .join(" ")
     }
-}
 
-fn quote_arg(a: &str) -> String {
-    if a.is_empty() || a.contains([' ', '\t', '"']) {
-        format!("\"{}\"", a.replace('"', "\\\""))
-    } else {
-        a.to_owned()
+    /// Whether a stored command line runs this program with these arguments, compared as
+    /// Windows parses it (CommandLineToArgvW), never as text: `"C:\x.exe" a` and `C:\x.exe a`
+    /// are the same command, and so are paths differing only in case.
+    pub fn same_command(&self, stored: &str) -> bool {
+        let (program, args) = split_command_line(stored);
+        program.eq_ignore_ascii_case(&self.program) && args == self.args
     }
 }
 
-/// Splits a service command line into the program and its arguments (quotes removed), the way
-/// the SCM and Calico's `getContainerdPath` read `ImagePath`.
-pub fn split_command_line(line: &str) -> (String, Vec<String>) {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut any = false;
-    for c in line.chars() {
+/// One argument escaped as windows-service 0.8 escapes it (its `shell_escape.rs`, after
+/// "Everyone quotes command line arguments the wrong way"): backslashes are doubled only
+/// before a quote or the closing quote.
+fn quote_arg(a: &str) -> String {
+    if !a.is_empty() && !a.contains([' ', '\t', '\n', '\u{b}', '"']) {
+        return a.to_owned();
+    }
+    let mut out = String::with_capacity(a.len() + 2);
+    out.push('"');
+    let mut slashes = 0usize;
+    for c in a.chars() {
         match c {
+            '\\' => slashes += 1,
             '"' => {
-                quoted = !quoted;
-                any = true;
+                out.extend(std::iter::repeat_n('\\', slashes * 2 + 1));
+                out.push('"');
+                slashes = 0;
             }
-            ' ' | '\t' if !quoted => {
-                if any {
-                    words.push(std::mem::take(&mut cur));
-                    any = false;
-                }
-            }
-            _ => {
-                cur.push(c);
-                any = true;
+            c => {
+                out.extend(std::iter::repeat_n('\\', slashes));
+                out.push(c);
+                slashes = 0;
             }
         }
     }
-    if any {
-        words.push(cur);
+    out.extend(std::iter::repeat_n('\\', slashes * 2));
+    out.push('"');
+    out
+}
+
+/// Splits a command line into the program and its arguments as Windows does
+/// (CommandLineToArgvW, as documented and as Wine implements it): the program runs to the
+/// first space or tab, or between quotes with no escapes; in the arguments, 2n backslashes
+/// and a quote are n backslashes and a quote that opens or closes, 2n+1 backslashes and a
+/// quote are n backslashes and a literal quote, other backslashes are literal, and `""`
+/// inside quotes is a literal quote that also ends the quoted part. Under Wine a test
+/// compares this with the real CommandLineToArgvW (`host::windows::cmdline_tests`).
+pub fn split_command_line(line: &str) -> (String, Vec<String>) {
+    let chars: Vec<char> = line.chars().collect();
+    let mut i = 0;
+    let mut program = String::new();
+    if chars.first() == Some(&'"') {
+        i = 1;
+        while i < chars.len() && chars[i] != '"' {
+            program.push(chars[i]);
+            i += 1;
+        }
+        i += 1;
+    } else {
+        while i < chars.len() && !matches!(chars[i], ' ' | '\t') {
+            program.push(chars[i]);
+            i += 1;
+        }
     }
-    let mut words = words.into_iter();
-    (words.next().unwrap_or_default(), words.collect())
+    let mut args = Vec::new();
+    loop {
+        while i < chars.len() && matches!(chars[i], ' ' | '\t') {
+            i += 1;
+        }
+        if i >= chars.len() {
+            break;
+        }
+        let mut arg = String::new();
+        let mut quoted = false;
+        while i < chars.len() {
+            match chars[i] {
+                ' ' | '\t' if !quoted => break,
+                '\\' => {
+                    let run = chars[i..].iter().take_while(|c| **c == '\\').count();
+                    i += run;
+                    if chars.get(i) == Some(&'"') {
+                        arg.extend(std::iter::repeat_n('\\', run / 2));
+                        if run % 2 == 1 {
+                            arg.push('"');
+                            i += 1;
+                        }
+                    } else {
+                        arg.extend(std::iter::repeat_n('\\', run));
+                    }
+                }
+                // Wine's CommandLineToArgvW: a third quote in a row emits one and ends the
+                // quoted part.
+                '"' if quoted && chars.get(i + 1) == Some(&'"') => {
+                    arg.push('"');
+                    quoted = false;
+                    i += 2;
+                }
+                '"' => {
+                    quoted = !quoted;
+                    i += 1;
+                }
+                c => {
+                    arg.push(c);
+                    i += 1;
+                }
+            }
+        }
+        args.push(arg);
+    }
+    (program, args)
 }
 
 /// A service's current state.
@@ -405,4 +476,98 @@ pub trait Host:
     Registry + Services + Hns + Files + Network + SystemInfo + Processes + Firewall
 {
     fn kind(&self) -> HostKind;
+}
+
+#[cfg(test)]
+mod command_line_tests {
+    use super::*;
+
+    fn spec(program: &str, args: &[&str]) -> ServiceSpec {
+        ServiceSpec {
+            name: "CalicoNode".into(),
+            display_name: String::new(),
+            description: String::new(),
+            program: program.into(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            dependencies: vec![],
+            start: StartType::Auto,
+            recovery: None,
+        }
+    }
+
+    #[test]
+    fn arguments_split_as_command_line_to_argv_w_splits_them() {
+        // Microsoft's documented examples ("Parsing C++ command-line arguments"), after a program.
+        let cases: &[(&str, &[&str])] = &[
+            (r#""abc" d e"#, &["abc", "d", "e"]),
+            (r#"a\\\b d"e f"g h"#, &[r"a\\\b", "de fg", "h"]),
+            (r#"a\\\"b c d"#, &[r#"a\"b"#, "c", "d"]),
+            (r#"a\\\\"b c" d e"#, &[r"a\\b c", "d", "e"]),
+            (r#"a"b"" c d"#, &[r#"ab""#, "c", "d"]),
+        ];
+        for (line, want) in cases {
+            let (program, args) =
+                split_command_line(&format!(r#""C:\Program Files\x.exe" {line}"#));
+            assert_eq!(program, r"C:\Program Files\x.exe");
+            assert_eq!(args, *want, "{line}");
+        }
+        // The program is read without escapes, quoted or not.
+        assert_eq!(
+            split_command_line(r"C:\k\kubelet.exe --v=2").0,
+            r"C:\k\kubelet.exe"
+        );
+    }
+
+    #[test]
+    fn the_stored_command_line_is_windows_services_and_compares_by_meaning() {
+        let s = spec(
+            r"C:\CalicoWindows\calicoctl-win.exe",
+            &[
+                "service",
+                "run",
+                "node",
+                "--install-root",
+                r"C:\CalicoWindows",
+            ],
+        );
+        // windows-service quotes the program only when it needs it.
+        assert_eq!(
+            s.command_line(),
+            r"C:\CalicoWindows\calicoctl-win.exe service run node --install-root C:\CalicoWindows"
+        );
+        // What an earlier calicoctl-win, or a hand-made registration, stored: the same command.
+        assert!(s.same_command(
+            r#""C:\CalicoWindows\calicoctl-win.exe" service run node --install-root "C:\CalicoWindows""#
+        ));
+        assert!(s.same_command(
+            r"c:\calicowindows\CALICOCTL-WIN.EXE service run node --install-root C:\CalicoWindows"
+        ));
+        assert!(!s.same_command(
+            r"C:\CalicoWindows\calicoctl-win.exe service run felix --install-root C:\CalicoWindows"
+        ));
+        // Any argument survives the round trip, spaces, quotes and trailing backslashes too.
+        let odd = spec(
+            r"C:\Program Files\Calico\calicoctl-win.exe",
+            &[
+                "",
+                "a b",
+                r#"say "hi""#,
+                r"C:\dir\",
+                r#"x\"y"#,
+                "tab\there",
+                r"\\server\share\",
+            ],
+        );
+        assert!(
+            odd.same_command(&odd.command_line()),
+            "{}",
+            odd.command_line()
+        );
+        assert_eq!(
+            split_command_line(&odd.command_line()).1,
+            odd.args,
+            "{}",
+            odd.command_line()
+        );
+    }
 }

@@ -136,7 +136,7 @@ pub(crate) fn service_changes(
     recorded: Option<&ServiceSpec>,
 ) -> Vec<String> {
     let mut out = Vec::new();
-    if now.command_line != want.command_line() {
+    if !want.same_command(&now.command_line) {
         out.push("command line".to_owned());
     }
     if now.display_name != want.display_name {

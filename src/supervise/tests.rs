@@ -786,7 +786,7 @@ fn the_service_registration_runs_calicoctl_win_with_recovery() {
     );
     assert_eq!(
         spec.command_line(),
-        r#""C:\CalicoWindows\calicoctl-win.exe" service run felix --install-root C:\CalicoWindows"#
+        r"C:\CalicoWindows\calicoctl-win.exe service run felix --install-root C:\CalicoWindows"
     );
     assert!(
         service_spec(Role::Node, "x", vec![])

@@ -2,6 +2,8 @@
 //! windows-sys, HCN loaded at run time, the firewall's COM API). Logic lives in the
 //! cross-platform modules above.
 
+#[cfg(test)]
+mod cmdline_tests;
 mod files;
 mod firewall;
 mod hcn;
