@@ -189,3 +189,30 @@ fn the_admin_kubeconfig_is_found_at_c_k_config_after_the_usual_places() {
     // The cluster's VNI and the host's node name, each named by its source.
     assert_eq!(setting(&doc, "node.name").1, "host");
 }
+
+#[test]
+fn an_unreadable_firewall_fails_its_check_with_the_error_instead_of_passing() {
+    // Under Wine the firewall COM API answers E_NOTIMPL; preflight once took that for "no
+    // rule yet" and passed, and install then failed on the same read.
+    let dir = tempfile::tempdir().expect("tmp");
+    let sim = dir.path().join("host");
+    run(&sim, &["preflight", "--offline"]);
+    edit(&sim, |s| {
+        s["settings"]["firewall_unreadable"] = Value::from(true)
+    });
+    let (code, doc, _) = run(&sim, &["preflight", "--offline"]);
+    assert_eq!(code, 3, "{doc}");
+    let c = doc["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["id"] == "firewall-vxlan")
+        .expect("check");
+    assert_eq!(c["verdict"], "fail", "{c}");
+    assert!(
+        c["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("0x80004001")),
+        "{c}"
+    );
+}

@@ -423,6 +423,19 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
         .expect("Calico network");
     assert_eq!(calico["subnets"][0]["vsid"], 4096);
     assert!(doc["token"]["expires"].is_string(), "{doc}");
+    assert_eq!(doc["endpoints"]["Calico"], json!([]), "{doc}");
+
+    // A pod's endpoint on the Calico network is listed with it (HNS's endpoint calls).
+    let state_path = n.node.sim().join("state.json");
+    let mut state: Value =
+        serde_json::from_str(&std::fs::read_to_string(&state_path).expect("state")).expect("json");
+    let calico_id = calico["id"].as_str().expect("id").to_owned();
+    state["endpoints"] = json!([{"id": "5eb1a7e0-0000-4000-8000-0000000000ee",
+        "name": "web-0_default", "network_id": calico_id, "ip": "10.244.1.7"}]);
+    std::fs::write(&state_path, state.to_string()).expect("write state");
+    let (code, doc, err) = n.node.run(&["status"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(doc["endpoints"]["Calico"][0]["ip"], "10.244.1.7", "{doc}");
 
     // A config with another VNI, a cordoned node and felix set to start by hand: exit 1,
     // every reason.

@@ -30,7 +30,8 @@ pub struct HostSnapshot {
     pub hns: Result<Vec<HnsNetwork>, String>,
     pub runtime: Result<Option<RuntimeFacts>, String>,
     pub remote_access: Option<InstalledService>,
-    pub vxlan_rules: Vec<FirewallRule>,
+    /// The VXLAN rules found; `Err` with the reason when the firewall cannot be read.
+    pub vxlan_rules: Result<Vec<FirewallRule>, String>,
     pub flanneld: Option<InstalledService>,
     /// CalicoNode and CalicoFelix as registered now.
     pub calico_services: Vec<InstalledService>,
@@ -51,12 +52,12 @@ fn dword(h: &dyn Host, key: &str, name: &str) -> Option<u32> {
 pub fn snapshot(h: &dyn Host) -> HostSnapshot {
     let text = |e: HostError| e.to_string();
     let service = |name: &str| h.service_query(name).ok().flatten();
-    let mut vxlan_rules = Vec::new();
-    for name in [VXLAN_RULE, CALICO_SCRIPT_VXLAN_RULE] {
-        if let Ok(Some(rule)) = h.firewall_rule(name) {
-            vxlan_rules.push(rule);
-        }
-    }
+    // A rule that cannot be read is not a rule that is missing: the error is kept.
+    let vxlan_rules = [VXLAN_RULE, CALICO_SCRIPT_VXLAN_RULE]
+        .into_iter()
+        .filter_map(|name| h.firewall_rule(name).transpose())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(text);
     HostSnapshot {
         system: h.system_facts().map_err(text),
         tls12_client_enabled: dword(h, SCHANNEL_TLS12_CLIENT, "Enabled"),
@@ -397,13 +398,23 @@ fn firewall_vxlan(s: &HostSnapshot, c: &Config) -> Check {
             ),
         );
     }
+    let rules = match &s.vxlan_rules {
+        Ok(rules) => rules,
+        Err(e) => {
+            return Check::fail(
+                ID,
+                format!("the firewall rules cannot be read: {e}"),
+                "check the Windows Firewall service ('Get-Service mpssvc') and 'Get-NetFirewallRule'; install needs to read and add the UDP 4789 rule",
+            );
+        }
+    };
     let good = |r: &&FirewallRule| {
         r.enabled && r.allow && r.protocol == Protocol::Udp && r.local_port == 4789
     };
-    if let Some(r) = s.vxlan_rules.iter().find(good) {
+    if let Some(r) = rules.iter().find(good) {
         return Check::pass(ID, format!("firewall rule {} allows UDP 4789", r.name));
     }
-    if let Some(r) = s.vxlan_rules.first() {
+    if let Some(r) = rules.first() {
         return Check::fail(
             ID,
             format!(

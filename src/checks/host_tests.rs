@@ -185,8 +185,12 @@ fn firewall_vxlan_passes_when_open_or_to_be_opened_and_fails_on_a_blocking_rule(
     let mut s = snap("ws2022-legacy-calico");
     let t = assert_verdict("firewall-vxlan", &s, &c, Verdict::Pass);
     assert!(t.contains("Overlay Traffic 4789 UDP"), "{t}");
-    s.vxlan_rules[0].enabled = false;
+    s.vxlan_rules.as_mut().expect("rules")[0].enabled = false;
     assert_verdict("firewall-vxlan", &s, &c, Verdict::Fail);
+    // Unreadable is not "not open yet": the error is the check's.
+    s.vxlan_rules = Err("INetFwPolicy2::Rules failed (code 0x80004001)".into());
+    let t = assert_verdict("firewall-vxlan", &s, &c, Verdict::Fail);
+    assert!(t.contains("0x80004001"), "{t}");
     assert_verdict(
         "firewall-vxlan",
         &s,

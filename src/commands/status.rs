@@ -101,11 +101,25 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
             .filter(|n| n.name == CALICO_NETWORK || n.name == EXTERNAL_NETWORK)
             .collect()
     };
+    // The pods' endpoints on each network: how many a network recreation would cut off.
+    let mut endpoints = serde_json::Map::new();
+    for n in &networks {
+        let list = host
+            .hns_endpoints(&n.id)
+            .with_context(|| format!("cannot read the endpoints of HNS network {}", n.name))?;
+        endpoints.insert(n.name.clone(), json!(list));
+    }
+    let count = |name: &str| {
+        endpoints
+            .get(name)
+            .and_then(|e| e.as_array())
+            .map_or(0, Vec::len)
+    };
     text.push("HNS networks:".into());
     for name in &rec.networks {
         match networks.iter().find(|n| &n.name == name) {
             Some(n) => text.push(format!(
-                "  {:<12} {} {} subnets {} VSID {} management IP {}",
+                "  {:<12} {} {} subnets {} VSID {} management IP {}, {} endpoint(s)",
                 n.name,
                 n.id,
                 n.network_type,
@@ -115,7 +129,8 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
                     .collect::<Vec<_>>()
                     .join(","),
                 n.vsid().map_or("-".into(), |v| v.to_string()),
-                n.management_ip.as_deref().unwrap_or("-")
+                n.management_ip.as_deref().unwrap_or("-"),
+                count(&n.name)
             )),
             None => {
                 problems.push(format!("HNS network {name} does not exist"));
@@ -240,6 +255,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
         "backend": rec.backend,
         "services": services,
         "networks": networks,
+        "endpoints": endpoints,
         "vni": {"config": config_vni, "hns": hns_vni, "cluster": cluster_vni},
         "drift": files,
         "node": node,

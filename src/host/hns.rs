@@ -47,6 +47,37 @@ pub struct HnsEndpoint {
     pub ip: Option<String>,
 }
 
+/// HCN's "network not found" (`HCN_E_NETWORK_NOT_FOUND`, winerror.h).
+pub const HCN_E_NETWORK_NOT_FOUND: u32 = 0x803B_0001;
+/// HCN's "endpoint not found" (`HCN_E_ENDPOINT_NOT_FOUND`).
+pub const HCN_E_ENDPOINT_NOT_FOUND: u32 = 0x803B_0002;
+
+/// The outcome of an HCN call from its HRESULT and its error record, as hcsshim's
+/// `checkForErrors` reads them: a failed HRESULT, or a non-empty error record even with a
+/// successful one, is an error; a missing network or endpoint is `NotFound`.
+pub fn hcn_outcome(hr: i32, record: &str, op: &str) -> Result<(), crate::host::HostError> {
+    use crate::host::HostError;
+    if hr >= 0 && record.is_empty() {
+        return Ok(());
+    }
+    // HRESULTs are compared as the bit patterns winerror.h writes.
+    let code = hr as u32;
+    if matches!(code, HCN_E_NETWORK_NOT_FOUND | HCN_E_ENDPOINT_NOT_FOUND) {
+        return Err(HostError::NotFound {
+            what: format!("{op}: the HNS object"),
+        });
+    }
+    Err(HostError::Api {
+        op: op.to_owned(),
+        code,
+        message: if record.is_empty() {
+            "HNS reported an error".into()
+        } else {
+            record.to_owned()
+        },
+    })
+}
+
 /// Reads a network from an HCN (or HNS v1) JSON document; `None` without an id or a name.
 pub fn parse_network(doc: &Value) -> Option<HnsNetwork> {
     let id = str_field(doc, &["ID", "Id", "id"])?;
@@ -247,5 +278,40 @@ mod tests {
             "Routes": [{"NextHop": "10.0.0.1", "DestinationPrefix": "0.0.0.0/0"}]}]}]});
         assert_eq!(validate_spec(&good).as_deref(), Ok("X"));
         assert!(validate_spec(&json!({})).is_err());
+    }
+}
+
+#[cfg(test)]
+mod outcome_tests {
+    use super::*;
+    use crate::host::HostError;
+
+    #[test]
+    fn an_error_record_is_an_error_even_with_a_successful_hresult() {
+        assert!(hcn_outcome(0, "", "open").is_ok());
+        let e = hcn_outcome(0, r#"{"Error":"bad settings"}"#, "create").unwrap_err();
+        assert!(
+            matches!(&e, HostError::Api { message, .. } if message.contains("bad settings")),
+            "{e}"
+        );
+        let e = hcn_outcome(0x8007_0057_u32 as i32, "", "create").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                HostError::Api {
+                    code: 0x8007_0057,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn missing_networks_and_endpoints_are_not_found() {
+        for code in [HCN_E_NETWORK_NOT_FOUND, HCN_E_ENDPOINT_NOT_FOUND] {
+            let e = hcn_outcome(code as i32, "Network not found", "open HNS object x").unwrap_err();
+            assert!(e.is_not_found(), "{e}");
+        }
     }
 }

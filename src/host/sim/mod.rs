@@ -536,6 +536,13 @@ impl Processes for SimHost {
 
 impl Firewall for SimHost {
     fn firewall_rule(&self, name: &str) -> HostResult<Option<FirewallRule>> {
+        if self.read(|s| s.settings.firewall_unreadable) {
+            return Err(HostError::Api {
+                op: format!("read firewall rule {name}"),
+                message: "Not implemented".into(),
+                code: 0x8000_4001,
+            });
+        }
         Ok(self.read(|s| s.firewall.get(&name.to_ascii_lowercase()).cloned()))
     }
 

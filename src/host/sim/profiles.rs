@@ -153,6 +153,7 @@ fn base(profile: &str, build: u32, ubr: u32, product: &str) -> State {
             next_pid: 4000,
             next_id: 1,
             management_ip_pending: false,
+            firewall_unreadable: false,
         },
         ..State::default()
     };

@@ -66,6 +66,10 @@ pub struct SimSettings {
     /// host's address yet).
     #[serde(default)]
     pub management_ip_pending: bool,
+    /// While true, reading a firewall rule fails as the firewall COM API does under Wine
+    /// (E_NOTIMPL).
+    #[serde(default)]
+    pub firewall_unreadable: bool,
 }
 
 impl SimSettings {

@@ -56,12 +56,16 @@ impl Hcn {
         let ids = self.enumerate(b"HcnEnumerateNetworks\0", "list HNS networks")?;
         let mut out = Vec::new();
         for id in ids {
-            let doc = self.properties(
+            // A network deleted between the enumeration and the open is skipped.
+            let doc = match self.properties(
                 b"HcnOpenNetwork\0",
                 b"HcnQueryNetworkProperties\0",
                 b"HcnCloseNetwork\0",
                 &id,
-            )?;
+            ) {
+                Err(HostError::NotFound { .. }) => continue,
+                other => other?,
+            };
             if let Some(n) = hns::parse_network(&doc) {
                 out.push(n);
             }
@@ -73,12 +77,15 @@ impl Hcn {
         let ids = self.enumerate(b"HcnEnumerateEndpoints\0", "list HNS endpoints")?;
         let mut out = Vec::new();
         for id in ids {
-            let doc = self.properties(
+            let doc = match self.properties(
                 b"HcnOpenEndpoint\0",
                 b"HcnQueryEndpointProperties\0",
                 b"HcnCloseEndpoint\0",
                 &id,
-            )?;
+            ) {
+                Err(HostError::NotFound { .. }) => continue,
+                other => other?,
+            };
             if let Some(e) = hns::parse_endpoint(&doc)
                 && e.network_id.eq_ignore_ascii_case(network_id)
             {
@@ -121,12 +128,6 @@ impl Hcn {
         let mut record: PWSTR = std::ptr::null_mut();
         // SAFETY: guid lives across the call; record is an out-pointer.
         let hr = unsafe { delete(&guid, &mut record) };
-        if hr as u32 == HCN_E_NETWORK_NOT_FOUND {
-            free(record);
-            return Err(HostError::NotFound {
-                what: format!("HNS network {id}"),
-            });
-        }
         check(hr, record, &format!("delete HNS network {id}"))
     }
 
@@ -175,8 +176,6 @@ impl Hcn {
     }
 }
 
-const HCN_E_NETWORK_NOT_FOUND: u32 = 0x803B_0001;
-
 /// Frees a string HCN allocated (CoTaskMem, per Microsoft's HCN reference).
 fn free(p: PWSTR) {
     if !p.is_null() {
@@ -200,21 +199,9 @@ fn take_json(p: PWSTR) -> HostResult<serde_json::Value> {
     })
 }
 
-/// Turns a failed HRESULT into an error with HCN's error record; frees the record either way.
+/// The call's outcome (`hns::hcn_outcome`); frees the error record either way.
 fn check(hr: HRESULT, record: PWSTR, op: &str) -> HostResult<()> {
-    let record = take_string(record);
-    if hr >= 0 {
-        return Ok(());
-    }
-    Err(HostError::Api {
-        op: op.to_owned(),
-        code: hr as u32,
-        message: if record.is_empty() {
-            "HNS reported an error".into()
-        } else {
-            record
-        },
-    })
+    hns::hcn_outcome(hr, &take_string(record), op)
 }
 
 /// Parses `5c2a8a6e-0000-4000-8000-000000000001` (braces allowed) into a GUID.

@@ -1,16 +1,18 @@
 //! IPv4 addresses and routes through the IP helper API.
 
 use crate::host::{HostError, HostResult, InterfaceAddress, Route};
+use libloading::os::windows::{Library, Symbol};
 use std::net::Ipv4Addr;
 use windows_sys::Win32::Foundation::{ERROR_BUFFER_OVERFLOW, ERROR_OBJECT_ALREADY_EXISTS};
 use windows_sys::Win32::NetworkManagement::IpHelper::{
-    CreateIpForwardEntry2, FreeMibTable, GAA_FLAG_SKIP_ANYCAST, GAA_FLAG_SKIP_DNS_SERVER,
-    GAA_FLAG_SKIP_MULTICAST, GetAdaptersAddresses, GetIpForwardTable2, IP_ADAPTER_ADDRESSES_LH,
-    InitializeIpForwardEntry, MIB_IPFORWARD_ROW2, MIB_IPFORWARD_TABLE2,
+    FreeMibTable, GAA_FLAG_SKIP_ANYCAST, GAA_FLAG_SKIP_DNS_SERVER, GAA_FLAG_SKIP_MULTICAST,
+    GetAdaptersAddresses, GetIpForwardTable2, IP_ADAPTER_ADDRESSES_LH, MIB_IPFORWARD_ROW2,
+    MIB_IPFORWARD_TABLE2,
 };
 use windows_sys::Win32::Networking::WinSock::{
     AF_INET, IN_ADDR, IN_ADDR_0, MIB_IPPROTO_NETMGMT, SOCKADDR_IN, SOCKADDR_INET,
 };
+use windows_sys::Win32::System::LibraryLoader::LOAD_LIBRARY_SEARCH_SYSTEM32;
 
 fn win32(op: &str, code: u32) -> HostError {
     HostError::io(op, std::io::Error::from_raw_os_error(code as i32))
@@ -115,11 +117,43 @@ pub fn routes() -> HostResult<Vec<Route>> {
     Ok(out)
 }
 
+type InitializeRow = unsafe extern "system" fn(*mut MIB_IPFORWARD_ROW2);
+type CreateRow = unsafe extern "system" fn(*const MIB_IPFORWARD_ROW2) -> u32;
+
+/// iphlpapi.dll, for the functions some hosts lack (Wine 8 has neither
+/// `InitializeIpForwardEntry` nor `CreateIpForwardEntry2`): resolved when called, so a
+/// missing one is an error, never a process that cannot start or aborts.
+fn iphlpapi() -> HostResult<Library> {
+    // SAFETY: iphlpapi.dll is a system DLL whose initialisation has no preconditions; the
+    // search is restricted to System32.
+    unsafe { Library::load_with_flags("iphlpapi.dll", LOAD_LIBRARY_SEARCH_SYSTEM32) }.map_err(|e| {
+        HostError::Unavailable {
+            what: "the IP helper API".into(),
+            reason: format!("iphlpapi.dll cannot be loaded: {e}"),
+        }
+    })
+}
+
+fn resolve<T>(lib: &Library, name: &[u8]) -> HostResult<Symbol<T>> {
+    // SAFETY: each name is paired with the signature documented for it in netioapi.h; the
+    // caller keeps `lib` loaded while it uses the symbol.
+    unsafe { lib.get::<T>(name) }.map_err(|e| HostError::Unavailable {
+        what: "adding routes".into(),
+        reason: format!(
+            "{} is missing from iphlpapi.dll: {e}",
+            String::from_utf8_lossy(&name[..name.len().saturating_sub(1)])
+        ),
+    })
+}
+
 pub fn add_route(route: &Route) -> HostResult<()> {
+    let lib = iphlpapi()?;
+    let initialize: Symbol<InitializeRow> = resolve(&lib, b"InitializeIpForwardEntry\0")?;
+    let create: Symbol<CreateRow> = resolve(&lib, b"CreateIpForwardEntry2\0")?;
     // SAFETY: MIB_IPFORWARD_ROW2 is plain data; InitializeIpForwardEntry sets its defaults.
     let mut row: MIB_IPFORWARD_ROW2 = unsafe { std::mem::zeroed() };
     // SAFETY: row is a writable MIB_IPFORWARD_ROW2.
-    unsafe { InitializeIpForwardEntry(&mut row) };
+    unsafe { initialize(&mut row) };
     row.InterfaceIndex = route.interface_index;
     row.DestinationPrefix.Prefix = sockaddr(route.destination);
     row.DestinationPrefix.PrefixLength = route.prefix_len;
@@ -127,11 +161,41 @@ pub fn add_route(route: &Route) -> HostResult<()> {
     row.Metric = route.metric;
     row.Protocol = MIB_IPPROTO_NETMGMT;
     // SAFETY: row is fully initialised.
-    match unsafe { CreateIpForwardEntry2(&row) } {
+    match unsafe { create(&row) } {
         0 => Ok(()),
         ERROR_OBJECT_ALREADY_EXISTS => Err(HostError::Exists {
             what: format!("route {}/{}", route.destination, route.prefix_len),
         }),
         other => Err(win32("add a route", other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Wine 8's iphlpapi lacks both functions: adding a route is then an error that names
+    /// the missing function, where a static import used to abort the process. Where the
+    /// functions exist nothing is called: a route added here would change the machine.
+    #[test]
+    fn a_missing_route_function_is_an_error_not_an_abort() {
+        let lib = iphlpapi().expect("iphlpapi.dll loads");
+        if resolve::<CreateRow>(&lib, b"CreateIpForwardEntry2\0").is_ok()
+            && resolve::<InitializeRow>(&lib, b"InitializeIpForwardEntry\0").is_ok()
+        {
+            return;
+        }
+        let err = add_route(&Route {
+            destination: Ipv4Addr::new(169, 254, 169, 254),
+            prefix_len: 32,
+            next_hop: Ipv4Addr::new(127, 0, 0, 1),
+            interface_index: 1,
+            metric: 0,
+        })
+        .expect_err("no route function");
+        assert!(
+            matches!(&err, HostError::Unavailable { reason, .. } if reason.contains("is missing from iphlpapi.dll")),
+            "{err}"
+        );
     }
 }
