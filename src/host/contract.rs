@@ -3,6 +3,7 @@
 //! simulated host behaves like the real one where it matters.
 
 use super::*;
+use serde_json::json;
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -127,6 +128,47 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
 }
 
 /// A build, a stable boot identity, 64-bit.
+/// A schema-2.0 Overlay network document like Calico's External network.
+pub fn network(name: &str) -> String {
+    json!({"SchemaVersion": {"Major": 2, "Minor": 0}, "Name": name, "Type": "Overlay",
+        "Ipams": [{"Type": "Static", "Subnets": [{"IpAddressPrefix": "192.168.255.0/30",
+        "Routes": [{"NextHop": "192.168.255.1", "DestinationPrefix": "0.0.0.0/0"}],
+        "Policies": [{"Type": "VSID", "Settings": {"IsolationId": 9999}}]}]}]})
+    .to_string()
+}
+
+/// HNS: a created network is listed with its VSID and a management IP; its name cannot be
+/// taken twice; its endpoints are listed with it and deleted with it; a second deletion is
+/// NotFound. `attach` puts an endpoint on a network as the CNI plugin would. Returns the
+/// network as created (now deleted).
+pub fn hns(h: &dyn Host, name: &str, attach: &dyn Fn(&str, &str, &str)) -> HnsNetwork {
+    let n = h.hns_create_network(&network(name)).expect("create");
+    assert_eq!(n.name, name);
+    assert_eq!(n.vsid(), Some(9999));
+    assert!(n.management_ip.is_some(), "{n:?}");
+    let listed = h.hns_networks().expect("list");
+    assert!(
+        listed.iter().any(|l| l.id == n.id && l.name == name),
+        "{listed:?}"
+    );
+    assert!(matches!(
+        h.hns_create_network(&network(name)),
+        Err(HostError::Exists { .. })
+    ));
+    attach(&n.id, "pod1_Calico", "10.244.1.5");
+    let eps = h.hns_endpoints(&n.id).expect("endpoints");
+    assert_eq!(eps.len(), 1, "{eps:?}");
+    assert_eq!(eps[0].ip.as_deref(), Some("10.244.1.5"));
+    h.hns_delete_network(&n.id).expect("delete");
+    assert!(h.hns_endpoints(&n.id).expect("endpoints").is_empty());
+    assert!(!h.hns_networks().expect("list").iter().any(|l| l.id == n.id));
+    assert!(matches!(
+        h.hns_delete_network(&n.id),
+        Err(HostError::NotFound { .. })
+    ));
+    n
+}
+
 pub fn system(h: &dyn Host) {
     let a = h.system_facts().expect("facts");
     let b = h.system_facts().expect("facts");
@@ -169,7 +211,6 @@ pub fn files(h: &dyn Host, root: &str, acls: bool) {
 mod on_simhost {
     use super::*;
     use crate::host::sim::{Fault, FaultKind, SimHost};
-    use serde_json::json;
 
     fn host() -> SimHost {
         SimHost::in_memory("ws2022").expect("sim host")
@@ -254,35 +295,15 @@ mod on_simhost {
         ));
     }
 
-    fn network(name: &str) -> String {
-        json!({"SchemaVersion": {"Major": 2, "Minor": 0}, "Name": name, "Type": "Overlay",
-            "Ipams": [{"Type": "Static", "Subnets": [{"IpAddressPrefix": "192.168.255.0/30",
-            "Routes": [{"NextHop": "192.168.255.1", "DestinationPrefix": "0.0.0.0/0"}],
-            "Policies": [{"Type": "VSID", "Settings": {"IsolationId": 9999}}]}]}]})
-        .to_string()
-    }
-
     #[test]
     fn a_network_name_cannot_be_taken_twice_and_deleting_removes_endpoints() {
         let h = SimHost::in_memory("ws2022-flannel").expect("sim");
         let flannel = h.hns_networks().expect("list");
         assert_eq!(flannel.len(), 1);
-        let n = h.hns_create_network(&network("External")).expect("create");
-        assert_eq!(n.vsid(), Some(9999));
+        let n = hns(&h, "External", &|id, name, ip| {
+            h.add_endpoint(id, name, ip).expect("seed")
+        });
         assert_eq!(n.management_ip.as_deref(), Some("10.0.0.5"));
-        assert!(matches!(
-            h.hns_create_network(&network("External")),
-            Err(HostError::Exists { .. })
-        ));
-        h.add_endpoint(&n.id, "pod1_Calico", "10.244.1.5")
-            .expect("seed");
-        assert_eq!(h.hns_endpoints(&n.id).expect("endpoints").len(), 1);
-        h.hns_delete_network(&n.id).expect("delete");
-        assert!(h.hns_endpoints(&n.id).expect("endpoints").is_empty());
-        assert!(matches!(
-            h.hns_delete_network(&n.id),
-            Err(HostError::NotFound { .. })
-        ));
     }
 
     #[test]

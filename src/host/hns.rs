@@ -51,6 +51,8 @@ pub struct HnsEndpoint {
 pub const HCN_E_NETWORK_NOT_FOUND: u32 = 0x803B_0001;
 /// HCN's "endpoint not found" (`HCN_E_ENDPOINT_NOT_FOUND`).
 pub const HCN_E_ENDPOINT_NOT_FOUND: u32 = 0x803B_0002;
+/// HCN's "a network with this name already exists" (`HCN_E_NETWORK_ALREADY_EXISTS`).
+pub const HCN_E_NETWORK_ALREADY_EXISTS: u32 = 0x803B_0010;
 
 /// The outcome of an HCN call from its HRESULT and its error record, as hcsshim's
 /// `checkForErrors` reads them: a failed HRESULT, or a non-empty error record even with a
@@ -65,6 +67,11 @@ pub fn hcn_outcome(hr: i32, record: &str, op: &str) -> Result<(), crate::host::H
     if matches!(code, HCN_E_NETWORK_NOT_FOUND | HCN_E_ENDPOINT_NOT_FOUND) {
         return Err(HostError::NotFound {
             what: format!("{op}: the HNS object"),
+        });
+    }
+    if code == HCN_E_NETWORK_ALREADY_EXISTS {
+        return Err(HostError::Exists {
+            what: format!("{op}: a network of that name"),
         });
     }
     Err(HostError::Api {
@@ -309,6 +316,8 @@ mod outcome_tests {
 
     #[test]
     fn missing_networks_and_endpoints_are_not_found() {
+        let e = hcn_outcome(HCN_E_NETWORK_ALREADY_EXISTS as i32, "", "create").unwrap_err();
+        assert!(matches!(e, HostError::Exists { .. }), "{e}");
         for code in [HCN_E_NETWORK_NOT_FOUND, HCN_E_ENDPOINT_NOT_FOUND] {
             let e = hcn_outcome(code as i32, "Network not found", "open HNS object x").unwrap_err();
             assert!(e.is_not_found(), "{e}");

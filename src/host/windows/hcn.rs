@@ -114,8 +114,9 @@ impl Hcn {
         let hr = unsafe { query(handle, q.as_ptr(), &mut props, &mut record) };
         // SAFETY: closing the handle does not delete the network.
         unsafe { close(handle) };
+        let props = take_string(props);
         check(hr, record, "query the new HNS network")?;
-        let doc = take_json(props)?;
+        let doc = parse_json(props)?;
         hns::parse_network(&doc).ok_or_else(|| HostError::Refused {
             what: "create HNS network".into(),
             reason: "HNS returned a network without an id or name".into(),
@@ -138,8 +139,10 @@ impl Hcn {
         let mut record: PWSTR = std::ptr::null_mut();
         // SAFETY: q is NUL-terminated; list and record are out-pointers freed below.
         let hr = unsafe { enumerate(q.as_ptr(), &mut list, &mut record) };
+        // Every string HCN handed out is freed, whatever the outcome.
+        let list = take_string(list);
         check(hr, record, op)?;
-        let doc = take_json(list)?;
+        let doc = parse_json(list)?;
         Ok(doc
             .as_array()
             .into_iter()
@@ -171,8 +174,9 @@ impl Hcn {
         let hr = unsafe { query(handle, q.as_ptr(), &mut props, &mut record) };
         // SAFETY: handle came from the open above.
         unsafe { close(handle) };
+        let props = take_string(props);
         check(hr, record, &format!("query HNS object {id}"))?;
-        take_json(props)
+        parse_json(props)
     }
 }
 
@@ -191,8 +195,7 @@ fn take_string(p: PWSTR) -> String {
     s
 }
 
-fn take_json(p: PWSTR) -> HostResult<serde_json::Value> {
-    let text = take_string(p);
+fn parse_json(text: String) -> HostResult<serde_json::Value> {
     serde_json::from_str(&text).map_err(|e| HostError::Refused {
         what: "read an HNS answer".into(),
         reason: format!("not JSON ({e}): {text}"),

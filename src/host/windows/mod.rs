@@ -7,6 +7,8 @@ mod cmdline_tests;
 mod files;
 mod firewall;
 mod hcn;
+#[cfg(test)]
+mod hcn_tests;
 mod network;
 pub mod process;
 mod registry;

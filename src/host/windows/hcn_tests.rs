@@ -1,0 +1,122 @@
+//! The HNS part of the host contract against the real Windows implementation (hcn.rs), run
+//! under Wine through the project's stand-in `computenetwork.dll` (tools/wine/computenetwork),
+//! which `tools/wine/test.sh` builds into the prefix's System32 and announces with
+//! CALICOCTL_WIN_HCN_STANDIN. Every HCN string must be freed and every handle closed.
+
+use super::WindowsHost;
+use crate::host::contract;
+use crate::host::{Hns, HostError};
+use libloading::os::windows::{Library, Symbol};
+use std::sync::Mutex;
+use windows_sys::Win32::System::LibraryLoader::LOAD_LIBRARY_SEARCH_SYSTEM32;
+use windows_sys::core::{HRESULT, PCWSTR};
+
+/// The stand-in's counters are per process: its tests take turns.
+static TURN: Mutex<()> = Mutex::new(());
+
+fn standin() -> Option<Library> {
+    std::env::var_os("CALICOCTL_WIN_HCN_STANDIN")?;
+    // SAFETY: the stand-in's initialisation has no preconditions; it is the DLL hcn.rs loads.
+    Some(
+        unsafe { Library::load_with_flags("computenetwork.dll", LOAD_LIBRARY_SEARCH_SYSTEM32) }
+            .expect(
+                "CALICOCTL_WIN_HCN_STANDIN is set but the stand-in computenetwork.dll is missing",
+            ),
+    )
+}
+
+fn wide(s: &str) -> Vec<u16> {
+    s.encode_utf16().chain(std::iter::once(0)).collect()
+}
+
+/// Strings handed out and not freed, handles open.
+fn stats(lib: &Library) -> (i64, i64) {
+    type Stats = unsafe extern "system" fn(*mut i64, *mut i64) -> HRESULT;
+    // SAFETY: the export has this signature (tools/wine/computenetwork/src/lib.rs).
+    let f: Symbol<Stats> = unsafe { lib.get(b"HcnStandinStats\0") }.expect("stats export");
+    let (mut live, mut open) = (0, 0);
+    // SAFETY: both are valid out-pointers.
+    assert_eq!(unsafe { f(&mut live, &mut open) }, 0);
+    (live, open)
+}
+
+fn switch(lib: &Library, name: &[u8]) {
+    // SAFETY: the test switches take no arguments.
+    let f: Symbol<unsafe extern "system" fn()> = unsafe { lib.get(name) }.expect("switch export");
+    // SAFETY: as above.
+    unsafe { f() };
+}
+
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{prefix}-{}-{nanos:08x}", std::process::id())
+}
+
+#[test]
+fn the_hns_contract_holds_through_hcn_with_nothing_leaked() {
+    let Some(lib) = standin() else { return };
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let h = WindowsHost::new();
+    type Add = unsafe extern "system" fn(PCWSTR, PCWSTR, PCWSTR) -> HRESULT;
+    // SAFETY: the export has this signature.
+    let add: Symbol<Add> = unsafe { lib.get(b"HcnStandinAddEndpoint\0") }.expect("export");
+    let before = stats(&lib);
+    contract::hns(&h, &unique("External"), &|id, name, ip| {
+        let (id, name, ip) = (wide(id), wide(name), wide(ip));
+        // SAFETY: three NUL-terminated strings that outlive the call.
+        assert_eq!(unsafe { add(id.as_ptr(), name.as_ptr(), ip.as_ptr()) }, 0);
+    });
+    assert_eq!(
+        stats(&lib),
+        before,
+        "HCN strings not freed or handles not closed"
+    );
+}
+
+#[test]
+fn a_network_gone_between_listing_and_opening_is_skipped() {
+    let Some(lib) = standin() else { return };
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let before = stats(&lib);
+    switch(&lib, b"HcnStandinGhost\0");
+    WindowsHost::new()
+        .hns_networks()
+        .expect("a vanished network does not fail the list");
+    assert_eq!(
+        stats(&lib),
+        before,
+        "strings not freed or handles not closed"
+    );
+}
+
+#[test]
+fn an_error_record_with_a_successful_result_is_an_error() {
+    let Some(lib) = standin() else { return };
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let before = stats(&lib);
+    switch(&lib, b"HcnStandinRecordOnSuccess\0");
+    let err = WindowsHost::new()
+        .hns_networks()
+        .expect_err("the record counts");
+    assert!(
+        matches!(&err, HostError::Api { message, .. } if message.contains("warning HCN wrote")),
+        "{err}"
+    );
+    // HNS refuses what it cannot take, with its code and record.
+    let bad = r#"{"SchemaVersion":{"Major":2,"Minor":0},"Name":"bad","Type":"Bogus"}"#;
+    let err = WindowsHost::new()
+        .hns_create_network(bad)
+        .expect_err("unknown type");
+    assert!(
+        matches!(&err, HostError::Api { code: 0x803B_000B, message, .. } if message.contains("Invalid network type")),
+        "{err}"
+    );
+    assert_eq!(
+        stats(&lib),
+        before,
+        "strings not freed or handles not closed"
+    );
+}

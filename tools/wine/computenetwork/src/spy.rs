@@ -1,0 +1,142 @@
+//! A COM malloc spy (`IMallocSpy`, registered with `CoRegisterMallocSpy`): every
+//! `CoTaskMemFree` of the process passes through `PreFree`, which is how the stand-in learns
+//! that a string it handed out was freed. The vtable follows objidl.h's order.
+
+use std::ffi::c_void;
+use std::sync::Once;
+use windows_sys::Win32::System::Com::CoRegisterMallocSpy;
+use windows_sys::core::{GUID, HRESULT};
+
+const S_OK: HRESULT = 0;
+const E_NOINTERFACE: HRESULT = 0x8000_4002_u32 as HRESULT;
+const IID_IUNKNOWN: GUID = GUID::from_u128(0x00000000_0000_0000_c000_000000000046);
+const IID_IMALLOCSPY: GUID = GUID::from_u128(0x0000001d_0000_0000_c000_000000000046);
+
+#[repr(C)]
+struct Vtbl {
+    query_interface: unsafe extern "system" fn(*mut Spy, *const GUID, *mut *mut c_void) -> HRESULT,
+    add_ref: unsafe extern "system" fn(*mut Spy) -> u32,
+    release: unsafe extern "system" fn(*mut Spy) -> u32,
+    pre_alloc: unsafe extern "system" fn(*mut Spy, usize) -> usize,
+    post_alloc: unsafe extern "system" fn(*mut Spy, *mut c_void) -> *mut c_void,
+    pre_free: unsafe extern "system" fn(*mut Spy, *mut c_void, i32) -> *mut c_void,
+    post_free: unsafe extern "system" fn(*mut Spy, i32),
+    pre_realloc:
+        unsafe extern "system" fn(*mut Spy, *mut c_void, usize, *mut *mut c_void, i32) -> usize,
+    post_realloc: unsafe extern "system" fn(*mut Spy, *mut c_void, i32) -> *mut c_void,
+    pre_get_size: unsafe extern "system" fn(*mut Spy, *mut c_void, i32) -> *mut c_void,
+    post_get_size: unsafe extern "system" fn(*mut Spy, usize, i32) -> usize,
+    pre_did_alloc: unsafe extern "system" fn(*mut Spy, *mut c_void, i32) -> *mut c_void,
+    post_did_alloc: unsafe extern "system" fn(*mut Spy, *mut c_void, i32, i32) -> i32,
+    pre_heap_minimize: unsafe extern "system" fn(*mut Spy),
+    post_heap_minimize: unsafe extern "system" fn(*mut Spy),
+}
+
+#[repr(C)]
+struct Spy {
+    vtbl: *const Vtbl,
+}
+
+// SAFETY: the spy has no state of its own; its vtable is immutable.
+unsafe impl Sync for Spy {}
+
+unsafe extern "system" fn query_interface(
+    this: *mut Spy,
+    iid: *const GUID,
+    out: *mut *mut c_void,
+) -> HRESULT {
+    if out.is_null() || iid.is_null() {
+        return E_NOINTERFACE;
+    }
+    // SAFETY: iid points to a GUID; out is an out-pointer.
+    let iid = unsafe { &*iid };
+    let same = |g: &GUID| {
+        g.data1 == iid.data1 && g.data2 == iid.data2 && g.data3 == iid.data3 && g.data4 == iid.data4
+    };
+    if same(&IID_IUNKNOWN) || same(&IID_IMALLOCSPY) {
+        unsafe { *out = this.cast() };
+        S_OK
+    } else {
+        unsafe { *out = std::ptr::null_mut() };
+        E_NOINTERFACE
+    }
+}
+unsafe extern "system" fn add_ref(_: *mut Spy) -> u32 {
+    2
+}
+unsafe extern "system" fn release(_: *mut Spy) -> u32 {
+    1
+}
+unsafe extern "system" fn pre_alloc(_: *mut Spy, n: usize) -> usize {
+    n
+}
+unsafe extern "system" fn post_alloc(_: *mut Spy, p: *mut c_void) -> *mut c_void {
+    p
+}
+unsafe extern "system" fn pre_free(_: *mut Spy, p: *mut c_void, _: i32) -> *mut c_void {
+    super::freed(p as usize);
+    p
+}
+unsafe extern "system" fn post_free(_: *mut Spy, _: i32) {}
+unsafe extern "system" fn pre_realloc(
+    _: *mut Spy,
+    p: *mut c_void,
+    n: usize,
+    out: *mut *mut c_void,
+    _: i32,
+) -> usize {
+    if !out.is_null() {
+        unsafe { *out = p };
+    }
+    n
+}
+unsafe extern "system" fn post_realloc(_: *mut Spy, p: *mut c_void, _: i32) -> *mut c_void {
+    p
+}
+unsafe extern "system" fn pre_get_size(_: *mut Spy, p: *mut c_void, _: i32) -> *mut c_void {
+    p
+}
+unsafe extern "system" fn post_get_size(_: *mut Spy, n: usize, _: i32) -> usize {
+    n
+}
+unsafe extern "system" fn pre_did_alloc(_: *mut Spy, p: *mut c_void, _: i32) -> *mut c_void {
+    p
+}
+unsafe extern "system" fn post_did_alloc(_: *mut Spy, _: *mut c_void, _: i32, actual: i32) -> i32 {
+    actual
+}
+unsafe extern "system" fn heap_minimize(_: *mut Spy) {}
+
+static VTBL: Vtbl = Vtbl {
+    query_interface,
+    add_ref,
+    release,
+    pre_alloc,
+    post_alloc,
+    pre_free,
+    post_free,
+    pre_realloc,
+    post_realloc,
+    pre_get_size,
+    post_get_size,
+    pre_did_alloc,
+    post_did_alloc,
+    pre_heap_minimize: heap_minimize,
+    post_heap_minimize: heap_minimize,
+};
+
+static SPY: Spy = Spy { vtbl: &VTBL };
+static REGISTER: Once = Once::new();
+
+/// Registers the spy once, before the first string is handed out.
+pub fn ensure() {
+    REGISTER.call_once(|| {
+        // SAFETY: SPY is a static IMallocSpy whose methods never fail; COM keeps the pointer.
+        let hr = unsafe { CoRegisterMallocSpy(std::ptr::addr_of!(SPY) as *mut c_void) };
+        if hr < 0 {
+            // Without the spy frees cannot be seen: every string would count as leaked, so
+            // the stats would say so rather than hide it.
+            eprintln!("computenetwork stand-in: CoRegisterMallocSpy failed ({hr:#x})");
+        }
+    });
+}
