@@ -220,3 +220,107 @@ fn starting_the_registered_services_on_simhost_runs_their_start_up_for_real() {
         .expect("registered");
     assert_eq!(q.state, ServiceState::Stopped);
 }
+
+/// From v3.28 CalicoNode keeps Calico's token refresher running beside it, as felix is kept:
+/// started after a successful startup, started again when it dies, stopped with the service.
+#[cfg(unix)]
+#[test]
+fn node_keeps_the_token_refresher_running_and_stops_it_with_the_service() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::process::{Command, Stdio};
+    use std::time::Instant;
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        format!("http://{}", l.local_addr().expect("addr"))
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let host = installed_host(dir.path());
+    host.write_file(
+        &format!(r"{ROOT}\calico-kube-config"),
+        br#"{"apiVersion":"v1","kind":"Config","clusters":[{"name":"c","cluster":{"server":"https://127.0.0.1:1"}}],"users":[{"name":"u","user":{"token":"t"}}],"contexts":[{"name":"x","context":{"cluster":"c","user":"u","namespace":"calico-system"}}],"current-context":"x"}"#,
+        Access::Secret,
+    )
+    .expect("kubeconfig");
+    drop(host);
+    // The fake Calico binary: startup succeeds; the refresher dies on its first run, then runs
+    // until it is asked to stop, and says so.
+    let marks = dir.path().join("marks");
+    let fake = dir.path().join("calico-node");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\ncase \"$*\" in\n*-monitor-token*)\n  echo run >> {m}/refresher\n  printf 'sandbox=%s\\n' \"$CONTAINER_SANDBOX_MOUNT_POINT\" >> {m}/refresher\n  [ $(grep -c run {m}/refresher) -eq 1 ] && exit 1\n  trap 'echo stopped >> {m}/refresher; exit 0' TERM\n  while true; do sleep 0.05; done ;;\n*) exit 0 ;;\nesac\n",
+            m = marks.display()
+        ),
+    )
+    .expect("fake");
+    std::fs::create_dir(&marks).expect("marks");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let log = dir.path().join("fs/c/calicowindows/logs/calico-node.log");
+    let bin = assert_cmd::cargo::cargo_bin("calicoctl-win");
+    let mut child = Command::new(bin)
+        .env_clear()
+        .args([
+            "service",
+            "run",
+            "node",
+            "--console",
+            "--calico-version",
+            "3.31.0",
+        ])
+        .arg("--program")
+        .arg(&fake)
+        .arg("--sim-host")
+        .arg(dir.path())
+        .args(["--ec2-metadata-url", &closed, "--gce-metadata-url", &closed])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let refresher = marks.join("refresher");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(&refresher)
+        .unwrap_or_default()
+        .matches("run")
+        .count()
+        < 2
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the refresher was not started again: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        assert!(child.try_wait().expect("poll").is_none(), "exited early");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("signal");
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let text = std::fs::read_to_string(&log).expect("log");
+    assert!(text.contains("-startup -complete-startup"), "{text}");
+    assert!(
+        text.contains("exited with code 1; starting it again in"),
+        "{text}"
+    );
+    assert!(text.contains("token refresher (pid"), "{text}");
+    let marks_text = std::fs::read_to_string(&refresher).expect("marks");
+    assert!(marks_text.ends_with("stopped\n"), "{marks_text}");
+    // Its fixed paths land under the install root, where the namespace file was written.
+    assert!(
+        marks_text.contains(r"sandbox=C:\CalicoWindows\token-refresher"),
+        "{marks_text}"
+    );
+    let ns = dir.path().join(
+        "fs/c/calicowindows/token-refresher/var/run/secrets/kubernetes.io/serviceaccount/namespace",
+    );
+    assert_eq!(
+        std::fs::read_to_string(ns).expect("namespace"),
+        "calico-system"
+    );
+}
