@@ -64,7 +64,14 @@ echo "wine: calicoctl-win.exe starts without HNS and preflight reports it (exit 
 CARGO_TARGET_DIR="$work/standin" cargo build --locked \
     --manifest-path tools/wine/computenetwork/Cargo.toml --target x86_64-pc-windows-gnu
 cp "$work/standin/x86_64-pc-windows-gnu/debug/computenetwork.dll" "$WINEPREFIX/drive_c/windows/system32/"
-CALICOCTL_WIN_HCN_STANDIN=1 cargo test --locked --target $target --lib hcn_tests "$@"
+# The firewall objects through the project's stand-in hnetcfg.dll (Wine's own answers
+# E_NOTIMPL for rules), loaded instead of Wine's.
+CARGO_TARGET_DIR="$work/standin" cargo build --locked \
+    --manifest-path tools/wine/hnetcfg/Cargo.toml --target x86_64-pc-windows-gnu
+cp "$work/standin/x86_64-pc-windows-gnu/debug/hnetcfg.dll" "$WINEPREFIX/drive_c/windows/system32/"
+export WINEDLLOVERRIDES="$WINEDLLOVERRIDES;hnetcfg=n"
+CALICOCTL_WIN_HCN_STANDIN=1 CALICOCTL_WIN_FW_STANDIN=1 \
+    cargo test --locked --target $target --lib -- hcn_tests firewall_contract "$@"
 set +e
 "$wine" "$target_dir/$target/debug/calicoctl-win.exe" preflight --offline -o json --set node.name=wine >"$out" 2>"$work/preflight.err"
 set -e

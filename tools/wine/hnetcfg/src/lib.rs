@@ -1,0 +1,212 @@
+//! A stand-in for the firewall objects of `hnetcfg.dll` under Wine, whose own
+//! `INetFwRules` answers E_NOTIMPL. It serves `HNetCfg.FwPolicy2` (`INetFwPolicy2::Rules`)
+//! and `HNetCfg.FWRule` (`INetFwRule`'s name, description, protocol, local ports,
+//! direction, action, profiles, enabled) with the semantics of Microsoft's reference for
+//! INetFwRules: `Item` of an unknown name fails with HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND);
+//! `Add` does not check names (Windows keeps rules of one name side by side); `Remove` of a
+//! name removes the rules of that name (a guess: the reference says "removes a rule"), and of
+//! an unknown name succeeds. Rules live in the prefix's `C:\calicoctl-win-firewall\rules.json`.
+//! Every other method answers E_NOTIMPL (`generated.rs`).
+
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+mod generated;
+
+use serde_json::{Value, json};
+use std::ffi::c_void;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use windows::Win32::Foundation::{
+    CLASS_E_CLASSNOTAVAILABLE, CLASS_E_NOAGGREGATION, E_NOTIMPL, E_POINTER, S_FALSE, VARIANT_FALSE,
+    VARIANT_TRUE,
+};
+use windows::Win32::NetworkManagement::WindowsFirewall::*;
+use windows::Win32::System::Com::*;
+use windows::core::{BSTR, GUID, HRESULT, IUnknown, Interface, implement};
+
+/// HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND): what `INetFwRules::Item` answers for no rule.
+const NOT_FOUND: HRESULT = HRESULT(0x8007_0002_u32 as i32);
+/// CLSID_NetFwPolicy2 and CLSID_NetFwRule (netfw.h).
+const CLSID_POLICY: GUID = GUID::from_u128(0xe2b3c97f_6ae1_41ac_817a_f6f92166d7dd);
+const CLSID_RULE: GUID = GUID::from_u128(0x2c5bc43e_3369_4c33_ab0c_be9469677af4);
+
+static FILE_LOCK: Mutex<()> = Mutex::new(());
+
+/// A rule's fields.
+#[derive(Clone, Debug, Default)]
+pub struct Fields {
+    name: String,
+    description: String,
+    protocol: i32,
+    local_ports: String,
+    direction: i32,
+    action: i32,
+    profiles: i32,
+    enabled: bool,
+}
+
+impl Fields {
+    fn to_json(&self) -> Value {
+        json!({"Name": self.name, "Description": self.description, "Protocol": self.protocol,
+            "LocalPorts": self.local_ports, "Direction": self.direction, "Action": self.action,
+            "Profiles": self.profiles, "Enabled": self.enabled})
+    }
+
+    fn from_json(v: &Value) -> Self {
+        let s = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+        let n = |k: &str| {
+            v[k].as_i64()
+                .and_then(|n| i32::try_from(n).ok())
+                .unwrap_or(0)
+        };
+        Self {
+            name: s("Name"),
+            description: s("Description"),
+            protocol: n("Protocol"),
+            local_ports: s("LocalPorts"),
+            direction: n("Direction"),
+            action: n("Action"),
+            profiles: n("Profiles"),
+            enabled: v["Enabled"].as_bool().unwrap_or(false),
+        }
+    }
+}
+
+fn file() -> PathBuf {
+    PathBuf::from(r"C:\calicoctl-win-firewall\rules.json")
+}
+
+fn load() -> Vec<Fields> {
+    let text = std::fs::read_to_string(file()).unwrap_or_else(|_| "[]".into());
+    serde_json::from_str::<Vec<Value>>(&text)
+        .unwrap_or_default()
+        .iter()
+        .map(Fields::from_json)
+        .collect()
+}
+
+fn save(rules: &[Fields]) -> windows::core::Result<()> {
+    let doc = Value::Array(rules.iter().map(Fields::to_json).collect());
+    let path = file();
+    let io = |_| windows::core::Error::from(HRESULT(0x8007_001F_u32 as i32));
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    std::fs::write(&path, doc.to_string()).map_err(io)
+}
+
+fn add(rule: &INetFwRule) -> windows::core::Result<()> {
+    // SAFETY: reading the properties of a live rule object.
+    let fields = unsafe {
+        Fields {
+            name: rule.Name()?.to_string(),
+            description: rule.Description()?.to_string(),
+            protocol: rule.Protocol()?,
+            local_ports: rule.LocalPorts()?.to_string(),
+            direction: rule.Direction()?.0,
+            action: rule.Action()?.0,
+            profiles: rule.Profiles()?,
+            enabled: rule.Enabled()? != VARIANT_FALSE,
+        }
+    };
+    let _g = FILE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let mut rules = load();
+    rules.push(fields);
+    save(&rules)
+}
+
+fn remove(name: &str) -> windows::core::Result<()> {
+    let _g = FILE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let mut rules = load();
+    rules.retain(|r| !r.name.eq_ignore_ascii_case(name));
+    save(&rules)
+}
+
+fn item(name: &str) -> windows::core::Result<INetFwRule> {
+    let _g = FILE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    match load()
+        .into_iter()
+        .find(|r| r.name.eq_ignore_ascii_case(name))
+    {
+        Some(f) => Ok(Rule(Mutex::new(f)).into()),
+        None => Err(NOT_FOUND.into()),
+    }
+}
+
+#[implement(INetFwRule)]
+pub struct Rule(Mutex<Fields>);
+
+impl Rule_Impl {
+    fn get(&self) -> Fields {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn set(&self, f: impl FnOnce(&mut Fields)) -> windows::core::Result<()> {
+        f(&mut self.0.lock().unwrap_or_else(|p| p.into_inner()));
+        Ok(())
+    }
+}
+
+#[implement(INetFwRules)]
+pub struct Rules;
+
+#[implement(INetFwPolicy2)]
+pub struct Policy;
+
+#[implement(IClassFactory)]
+struct Factory(GUID);
+
+impl IClassFactory_Impl for Factory_Impl {
+    fn CreateInstance(
+        &self,
+        outer: windows::core::Ref<IUnknown>,
+        riid: *const GUID,
+        ppv: *mut *mut c_void,
+    ) -> windows::core::Result<()> {
+        if ppv.is_null() || riid.is_null() {
+            return Err(E_POINTER.into());
+        }
+        if outer.is_some() {
+            return Err(CLASS_E_NOAGGREGATION.into());
+        }
+        let unknown: IUnknown = if self.0 == CLSID_POLICY {
+            Policy.into()
+        } else {
+            Rule(Mutex::new(Fields::default())).into()
+        };
+        // SAFETY: riid and ppv were checked above; query sets *ppv or null.
+        unsafe { unknown.query(riid, ppv).ok() }
+    }
+
+    fn LockServer(&self, _lock: windows::core::BOOL) -> windows::core::Result<()> {
+        Ok(())
+    }
+}
+
+/// COM's entry: the class factory of the policy or of a rule.
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn DllGetClassObject(
+    clsid: *const GUID,
+    riid: *const GUID,
+    ppv: *mut *mut c_void,
+) -> HRESULT {
+    if clsid.is_null() || riid.is_null() || ppv.is_null() {
+        return E_POINTER;
+    }
+    // SAFETY: checked non-null above.
+    let clsid = unsafe { *clsid };
+    if clsid != CLSID_POLICY && clsid != CLSID_RULE {
+        return CLASS_E_CLASSNOTAVAILABLE;
+    }
+    let factory: IClassFactory = Factory(clsid).into();
+    // SAFETY: riid and ppv are valid; query sets *ppv or null.
+    unsafe { factory.query(riid, ppv) }
+}
+
+#[unsafe(no_mangle)]
+pub extern "system" fn DllCanUnloadNow() -> HRESULT {
+    S_FALSE
+}
+
+// Used by the generated E_NOTIMPL answers and the rule getters.
+const _: (HRESULT, windows::Win32::Foundation::VARIANT_BOOL) = (E_NOTIMPL, VARIANT_TRUE);
