@@ -3,6 +3,10 @@
 
 use std::time::Duration;
 
+/// The longest duration accepted: 100 years. Any longer one is a typo, and a bound keeps
+/// every `Instant + Duration` and every timestamp computed from a flag from overflowing.
+pub const MAX: Duration = Duration::from_secs(100 * 365 * 86_400);
+
 /// Parses a duration; the error says what is accepted.
 pub fn parse(text: &str) -> Result<Duration, String> {
     let bad = || {
@@ -34,7 +38,13 @@ pub fn parse(text: &str) -> Result<Duration, String> {
     if !number.is_empty() || total == 0 {
         return Err(bad());
     }
-    Ok(Duration::from_secs(total))
+    let d = Duration::from_secs(total);
+    if d > MAX {
+        return Err(format!(
+            "{text:?} is longer than the longest duration accepted, 100y"
+        ));
+    }
+    Ok(d)
 }
 
 /// A duration as people write it: the largest units first, like `8760h` → `365d`.
@@ -62,6 +72,10 @@ mod tests {
         assert_eq!(parse("30d"), Ok(Duration::from_secs(2_592_000)));
         for bad in ["", "10", "h", "5w", "0s", "99999999999999999999y", "-1h"] {
             assert!(parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse("100y"), Ok(MAX));
+        for huge in ["101y", "18446744073709551615s", "3650001d"] {
+            assert!(parse(huge).is_err_and(|e| e.contains("100y")), "{huge}");
         }
         assert_eq!(show(Duration::from_secs(31_536_000)), "365d");
         assert_eq!(show(Duration::from_secs(5400)), "1h30m");

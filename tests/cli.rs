@@ -412,3 +412,70 @@ fn verbose_shows_details_on_stderr_only_when_asked() {
     assert!(run(true).contains("Windows build 20348.2227 from the host"));
     assert!(!run(false).contains("Windows build"));
 }
+
+#[test]
+fn every_duration_flag_refuses_an_overflowing_value_before_doing_anything() {
+    let huge = "18446744073709551615s";
+    let cases: &[&[&str]] = &[
+        &["install", "--dry-run", "--wait-timeout"],
+        &["install", "--dry-run", "--service-timeout"],
+        &["install", "--dry-run", "--download-timeout"],
+        &["install", "--dry-run", "--token-lifetime"],
+        &["install", "--dry-run", "--token-keep-if-valid-for"],
+        &["reconfigure", "--dry-run", "--drain-timeout"],
+        &["reconfigure", "--dry-run", "--wait-timeout"],
+        &["uninstall", "--dry-run", "--service-timeout"],
+        &["fetch", "kubeconfig", "--lifetime"],
+        &["fetch", "kubeconfig", "--refresh-if-expiring-within"],
+        &["service", "run", "node", "--console", "--stop-timeout"],
+        &["service", "run", "node", "--console", "--startup-timeout"],
+    ];
+    for args in cases {
+        let out = on_node().args(*args).arg(huge).output().expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("longer than the longest duration accepted, 100y"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_control_character_in_the_admin_token_is_a_clear_error_not_a_panic() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for (i, bad) in ["\\r", "\\n", "\\u007f"].iter().enumerate() {
+        let path = dir.path().join(format!("admin-{i}.kubeconfig"));
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\nusers:\n- name: u\n  user:\n    token: \"secret-abc{bad}def\"\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n"
+            ),
+        )
+        .expect("write");
+        for args in [
+            &["preflight", "--sim-host"][..],
+            &["fetch", "kubeconfig", "--sim-host"],
+            &["install", "--dry-run", "--sim-host"],
+        ] {
+            let out = on_node()
+                .arg("--kubeconfig")
+                .arg(&path)
+                .args(args)
+                .arg(dir.path().join("host"))
+                .output()
+                .expect("runs");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert_ne!(out.status.code(), Some(101), "{args:?}: {stderr}");
+            assert!(
+                stderr.contains("control character") || stdout.contains("control character"),
+                "{args:?} {bad}: {stderr}{stdout}"
+            );
+            assert!(
+                !stderr.contains("secret-abc") && !stdout.contains("secret-abc"),
+                "{stderr}"
+            );
+        }
+    }
+}

@@ -152,6 +152,21 @@ impl Cluster {
             .build()
             .map_err(|e| bad(Box::new(e)))?;
         let kubeconfig = Kubeconfig::read_from(path).map_err(|e| bad(Box::new(e)))?;
+        // kube hands a static token to tower-http's bearer layer, which panics on a byte no
+        // HTTP header may hold (CR, LF, DEL, other controls): refuse it here, without the token.
+        let text = fs_err::read_to_string(path).map_err(|e| bad(Box::new(e)))?;
+        if let Some(token) = crate::render::kubeconfig::token_of(&text)
+            && let Some(at) = token
+                .bytes()
+                .position(|b| b != b'\t' && (b < 0x20 || b == 0x7f))
+        {
+            return Err(bad(format!(
+                "the current user's token holds a control character (byte {at} of {}, code {:#04x}), which no HTTP header may carry; copy the token again without line breaks",
+                token.len(),
+                token.as_bytes()[at]
+            )
+            .into()));
+        }
         let kubeconfig_proxy = current_cluster(&kubeconfig).and_then(|c| c.proxy_url.clone());
         // Loading may run an exec credential plugin, so it is bounded like every call.
         // The timer must be made inside the runtime, hence the async block.
