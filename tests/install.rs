@@ -808,3 +808,20 @@ fn a_registration_quoted_differently_is_the_same_command_no_drift_no_restart() {
     assert_eq!(doc["changed"], false, "{doc}");
     assert_eq!(doc["actions"], json!([]), "{doc}");
 }
+
+#[test]
+fn a_service_left_start_pending_is_started_by_the_next_install() {
+    let s = Setup::new("calico-node.exe");
+    let (code, _, stderr) = s.install(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    // A start cut off halfway (the machine lost power, the SCM gave up): start-pending.
+    let state_path = s.node.sim().join("state.json");
+    let mut state = s.state();
+    state["services"]["calicofelix"]["state"] = json!("start-pending");
+    std::fs::write(&state_path, state.to_string()).expect("write state");
+    let (code, doc, stderr) = s.install(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    let actions = doc["actions"].to_string();
+    assert!(actions.contains("start service CalicoFelix"), "{actions}");
+    assert_eq!(s.state()["services"]["calicofelix"]["state"], "running");
+}

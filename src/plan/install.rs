@@ -273,6 +273,9 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     let wanted = services(c, i.calico_version.as_deref());
     let mut service_actions = Vec::new();
     let mut running = Vec::new();
+    // Only a service that has reached Running needs no start: one left start-pending (its
+    // start hung or was cut off) is started again, which waits for it within the timeout.
+    let mut up = Vec::new();
     for spec in &wanted {
         let now = host.service_query(&spec.name)?;
         let now = now.filter(|_| !legacy_names.contains(&spec.name.to_ascii_lowercase()));
@@ -281,6 +284,9 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
             Some(now) => {
                 if now.state != ServiceState::Stopped {
                     running.push(spec.name.clone());
+                }
+                if now.state == ServiceState::Running {
+                    up.push(spec.name.clone());
                 }
                 let recorded = i
                     .previous
@@ -299,6 +305,7 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     }
     if i.restart == Restart::AlreadyStopped {
         running.clear();
+        up.clear();
     }
     let mut retired = Vec::new();
     if let Some(prev) = &i.previous {
@@ -467,7 +474,7 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
         let mut started = false;
         for spec in &wanted {
             let was_stopped = stopped.contains(&spec.name);
-            let running_now = running.contains(&spec.name) && !was_stopped;
+            let running_now = up.contains(&spec.name) && !was_stopped;
             if was_stopped || (i.start && !running_now) {
                 actions.push(Action::StartService {
                     name: spec.name.clone(),

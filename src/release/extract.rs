@@ -58,6 +58,53 @@ fn components(name: &str) -> Result<Vec<&str>, &'static str> {
     Ok(parts)
 }
 
+/// The entry count the archive's end-of-central-directory record states (`None` for a zip64
+/// archive, whose record says 0xFFFF, or when the record cannot be found).
+fn listed_entries(zip: &Path) -> std::io::Result<Option<u64>> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = std::fs::File::open(zip)?;
+    let len = f.metadata()?.len();
+    // The record (22 bytes) ends the file, after a comment of at most 65535 bytes.
+    let tail = len.min(22 + 65_535);
+    f.seek(SeekFrom::Start(len - tail))?;
+    let mut buf = Vec::with_capacity(tail as usize);
+    f.take(tail).read_to_end(&mut buf)?;
+    let Some(at) = buf.windows(4).rposition(|w| w == [0x50, 0x4b, 0x05, 0x06]) else {
+        return Ok(None);
+    };
+    let Some(count) = buf.get(at + 10..at + 12) else {
+        return Ok(None);
+    };
+    let n = u16::from_le_bytes([count[0], count[1]]);
+    Ok((n != 0xFFFF).then_some(u64::from(n)))
+}
+
+/// The path as Windows resolves it: components compared without case, with the trailing dots
+/// and spaces Windows strips removed; a NUL, a component Windows reduces to nothing, or a
+/// device name (CON, NUL, COM1, ...) is refused.
+fn windows_key(parts: &[&str]) -> Result<String, &'static str> {
+    const DEVICES: &[&str] = &[
+        "con", "prn", "aux", "nul", "com1", "com2", "com3", "com4", "com5", "com6", "com7", "com8",
+        "com9", "lpt1", "lpt2", "lpt3", "lpt4", "lpt5", "lpt6", "lpt7", "lpt8", "lpt9",
+    ];
+    let mut key = Vec::with_capacity(parts.len());
+    for p in parts {
+        if p.contains('\0') {
+            return Err("holds a NUL character");
+        }
+        let stripped = p.trim_end_matches(['.', ' ']).to_lowercase();
+        if stripped.is_empty() {
+            return Err("has a name Windows reduces to nothing (only dots and spaces)");
+        }
+        let stem = stripped.split('.').next().unwrap_or_default();
+        if DEVICES.contains(&stem) {
+            return Err("names a Windows device (CON, NUL, COM1 ...)");
+        }
+        key.push(stripped);
+    }
+    Ok(key.join("\\"))
+}
+
 /// Extracts `zip` into the new directory `into` and recognises the layout. On any error the
 /// caller removes `into` (a temporary directory).
 pub fn extract(zip: &Path, into: &Path, cap: u64) -> Result<Extracted, ReleaseError> {
@@ -69,9 +116,22 @@ pub fn extract(zip: &Path, into: &Path, cap: u64) -> Result<Extracted, ReleaseEr
     let file =
         std::fs::File::open(zip).map_err(|e| ReleaseError::io(format!("cannot read {what}"), e))?;
     let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(zerr)?;
+    // The zip crate keeps one entry per name; an archive that lists more entries than names
+    // holds duplicates, and which one would count is the reader's choice.
+    if let Some(listed) =
+        listed_entries(zip).map_err(|e| ReleaseError::io(format!("cannot read {what}"), e))?
+        && listed != archive.len() as u64
+    {
+        return Err(ReleaseError::Unsafe {
+            what: what.clone(),
+            entry: format!("{listed} entries, {} distinct names", archive.len()),
+            why: "lists entries of one name more than once",
+        });
+    }
 
     // Check every entry before writing anything.
     let mut declared = 0u64;
+    let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     for i in 0..archive.len() {
         let entry = archive.by_index_raw(i).map_err(zerr)?;
         let name = entry.name().map_err(zerr)?.into_owned();
@@ -80,9 +140,25 @@ pub fn extract(zip: &Path, into: &Path, cap: u64) -> Result<Extracted, ReleaseEr
             entry: name.clone(),
             why,
         };
-        components(&name).map_err(unsafe_entry)?;
+        let parts = components(&name).map_err(unsafe_entry)?;
         if entry.is_symlink() {
             return Err(unsafe_entry("is a symbolic link"));
+        }
+        // Two entries that are one file on Windows would let the second replace the first
+        // after it was checked.
+        let key = windows_key(&parts).map_err(unsafe_entry)?;
+        if !entry.is_dir()
+            && let Some(first) = seen.insert(key, name.clone())
+        {
+            return Err(ReleaseError::Unsafe {
+                what: what.clone(),
+                entry: name.clone(),
+                why: if first == name {
+                    "appears twice in the archive"
+                } else {
+                    "names the same file on Windows as another entry (case, or trailing dots and spaces, which Windows ignores)"
+                },
+            });
         }
         declared = declared.saturating_add(entry.size());
         if declared > cap {

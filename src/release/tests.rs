@@ -183,3 +183,63 @@ fn a_version_mismatch_is_refused_and_an_unknown_version_needs_a_checksum() {
     want.sha256 = Some("0".repeat(64));
     assert!(check_version(&want, &unknown, "x.zip").is_ok());
 }
+
+#[test]
+fn entries_that_are_one_file_on_windows_are_refused_before_anything_is_written() {
+    let cases: &[(&str, &str)] = &[
+        ("CalicoWindows/config.ps1", "CalicoWindows/CONFIG.PS1"),
+        ("CalicoWindows/config.ps1", "CalicoWindows/config.ps1. "),
+        ("CalicoWindows/cni/x.exe", "calicowindows/CNI/x.exe"),
+    ];
+    for (a, b) in cases {
+        let mut entries = release("calico.exe");
+        entries.push(((*a).into(), b"first".to_vec()));
+        entries.push(((*b).into(), b"second".to_vec()));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let zip = dir.path().join("r.zip");
+        zip_of(&zip, &borrowed(&entries));
+        let out = dir.path().join("out");
+        let err = extract(&zip, &out, 1 << 20).expect_err(b);
+        assert!(
+            matches!(&err, ReleaseError::Unsafe { why, .. } if why.contains("same file on Windows")),
+            "{b}: {err}"
+        );
+        assert!(!out.exists(), "{b}: nothing written");
+    }
+    for (bad, why) in [
+        ("CalicoWindows/a\0b.exe", "NUL"),
+        ("CalicoWindows/.. ./x", "reduces to nothing"),
+        ("CalicoWindows/nul.txt", "device"),
+        ("CalicoWindows/COM1", "device"),
+    ] {
+        let mut entries = release("calico.exe");
+        entries.push((bad.into(), b"x".to_vec()));
+        let err = extract_entries("r.zip", &borrowed(&entries)).expect_err(bad);
+        assert!(
+            matches!(&err, ReleaseError::Unsafe { why: w, .. } if w.contains(why)),
+            "{bad:?}: {err}"
+        );
+    }
+    // The same name twice: written as two names of one length, then made equal in the bytes.
+    let mut entries = release("calico.exe");
+    entries.push(("CalicoWindows/aaaa.txt".into(), b"first".to_vec()));
+    entries.push(("CalicoWindows/bbbb.txt".into(), b"second".to_vec()));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let zip = dir.path().join("r.zip");
+    zip_of(&zip, &borrowed(&entries));
+    let mut bytes = std::fs::read(&zip).expect("read");
+    let (from, to) = (b"CalicoWindows/bbbb.txt", b"CalicoWindows/aaaa.txt");
+    let mut i = 0;
+    while let Some(at) = bytes[i..].windows(from.len()).position(|w| w == from) {
+        bytes[i + at..i + at + to.len()].copy_from_slice(to);
+        i += at + to.len();
+    }
+    std::fs::write(&zip, bytes).expect("write");
+    let out = dir.path().join("out");
+    let err = extract(&zip, &out, 1 << 20).expect_err("duplicate");
+    assert!(
+        matches!(&err, ReleaseError::Unsafe { why, .. } if why.contains("more than once")),
+        "{err}"
+    );
+    assert!(!out.exists(), "{err}");
+}
