@@ -12,6 +12,51 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// The most a small input file (a config, a kubeconfig, a config.ps1, a CA bundle, a CNI
+/// template) may hold: far more than any real one.
+pub const SMALL_FILE_CAP: u64 = 16 << 20;
+
+/// Reads a file given on the command line or in the config, which must be a regular file (a
+/// FIFO or a device would block or never end) of at most `cap` bytes. The error names the
+/// path and what is wrong with it.
+pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let what = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
+    let meta = std::fs::metadata(path).map_err(|e| {
+        std::io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
+    })?;
+    if !meta.is_file() {
+        return Err(what(format!(
+            "{} is not a regular file (a directory, a pipe or a device)",
+            path.display()
+        )));
+    }
+    let mut out = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(cap + 1).read_to_end(&mut out))
+        .map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
+        })?;
+    if out.len() as u64 > cap {
+        return Err(what(format!(
+            "{} is larger than {} MB, more than such a file ever holds",
+            path.display(),
+            cap >> 20
+        )));
+    }
+    Ok(out)
+}
+
+/// `read_capped` as UTF-8 text.
+pub fn read_text_capped(path: &Path, cap: u64) -> std::io::Result<String> {
+    String::from_utf8(read_capped(path, cap)?).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{} is not UTF-8 text", path.display()),
+        )
+    })
+}
+
 /// Whether `path` already holds exactly `contents`.
 pub fn unchanged(path: &Path, contents: &[u8]) -> bool {
     std::fs::read(path).is_ok_and(|old| old == contents)

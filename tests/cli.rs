@@ -479,3 +479,47 @@ fn a_control_character_in_the_admin_token_is_a_clear_error_not_a_panic() {
         }
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn a_pipe_given_as_an_input_file_is_refused_at_once_not_read_forever() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let f = fifo.display().to_string();
+    let cases: &[&[&str]] = &[
+        &["--config", &f, "config", "show", "--offline"],
+        &["--kubeconfig", &f, "preflight"],
+        &["install", "--dry-run", "--release-zip", &f],
+        &["config", "import-ps1", &f],
+        &[
+            "--set",
+            &format!("cni.template={f}"),
+            "render",
+            "--output-dir",
+            &format!("{}/out", dir.path().display()),
+        ],
+    ];
+    for args in cases {
+        let out = on_node()
+            .args(*args)
+            .timeout(std::time::Duration::from_secs(30))
+            .output()
+            .expect("runs");
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            matches!(out.status.code(), Some(1..=3)),
+            "{args:?}: {:?} {all}",
+            out.status.code()
+        );
+        assert!(all.contains("not a regular file"), "{args:?}: {all}");
+    }
+}

@@ -138,7 +138,7 @@ impl Cluster {
         path: &Path,
         env: &std::collections::BTreeMap<String, String>,
     ) -> Result<Self, ClusterError> {
-        if !path.is_file() {
+        if !path.exists() {
             return Err(ClusterError::NoKubeconfig {
                 path: path.to_owned(),
             });
@@ -151,10 +151,10 @@ impl Cluster {
             .enable_all()
             .build()
             .map_err(|e| bad(Box::new(e)))?;
-        let kubeconfig = Kubeconfig::read_from(path).map_err(|e| bad(Box::new(e)))?;
         // kube hands a static token to tower-http's bearer layer, which panics on a byte no
         // HTTP header may hold (CR, LF, DEL, other controls): refuse it here, without the token.
-        let text = fs_err::read_to_string(path).map_err(|e| bad(Box::new(e)))?;
+        let text = crate::files::read_text_capped(path, crate::files::SMALL_FILE_CAP)
+            .map_err(|e| bad(Box::new(e)))?;
         if let Some(token) = crate::render::kubeconfig::token_of(&text)
             && let Some(at) = token
                 .bytes()
@@ -167,6 +167,7 @@ impl Cluster {
             )
             .into()));
         }
+        let kubeconfig = Kubeconfig::read_from(path).map_err(|e| bad(Box::new(e)))?;
         let kubeconfig_proxy = current_cluster(&kubeconfig).and_then(|c| c.proxy_url.clone());
         // Loading may run an exec credential plugin, so it is bounded like every call.
         // The timer must be made inside the runtime, hence the async block.

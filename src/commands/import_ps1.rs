@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use serde_json::json;
 
 pub fn run(args: &ImportArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let bytes = fs_err::read(&args.file)
+    let bytes = crate::files::read_capped(&args.file, crate::files::SMALL_FILE_CAP)
         .map_err(|e| UsageError::new(e.to_string(), "pass the path of an existing config.ps1"))?;
     let import = import_ps1::import(&import_ps1::decode(&bytes));
     let name = args

@@ -328,7 +328,10 @@ pub(crate) fn release_want(a: &ReleaseArgs) -> anyhow::Result<Want> {
         .transpose()
         .map_err(|e| UsageError::new(e.to_string(), "copy the checksum from the release page"))?;
     let ca_pem = match &a.release_ca_cert {
-        Some(p) => Some(fs_err::read(p).context("cannot read --release-ca-cert")?),
+        Some(p) => Some(
+            crate::files::read_capped(p, crate::files::SMALL_FILE_CAP)
+                .context("cannot read --release-ca-cert")?,
+        ),
         None => None,
     };
     let chosen = version.is_some() || a.release_zip.is_some();

@@ -15,7 +15,7 @@ pub(crate) fn render_files(
     let user_template = match &config.cni.template {
         Some(path) => Some((
             path.display().to_string(),
-            fs_err::read_to_string(path)
+            crate::files::read_text_capped(path, crate::files::SMALL_FILE_CAP)
                 .with_context(|| "cannot read the CNI template given in cni.template")?,
         )),
         None => None,

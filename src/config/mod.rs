@@ -178,7 +178,7 @@ pub fn read_file(path: Option<&Path>) -> Result<Option<(PathBuf, String)>, Confi
             _ => return Ok(None),
         },
     };
-    std::fs::read_to_string(&path)
+    crate::files::read_text_capped(&path, crate::files::SMALL_FILE_CAP)
         .map(|text| Some((path.clone(), text)))
         .map_err(|source| ConfigError::Read { path, source })
 }

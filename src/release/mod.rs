@@ -253,6 +253,14 @@ pub fn obtain(
 ) -> Result<Obtained, ReleaseError> {
     match &want.source {
         Source::Path(p) => {
+            // A pipe or a device would block or never end.
+            if !p.is_file() {
+                return Err(ReleaseError::Layout {
+                    what: p.display().to_string(),
+                    why: "it is not a regular file (missing, a directory, a pipe or a device)"
+                        .into(),
+                });
+            }
             let sha256 = sha256_file(p)?;
             if let Some(expected) = &want.sha256
                 && *expected != sha256
