@@ -60,37 +60,49 @@ fn init_done(host: &SimHost) -> bool {
         == Some(calicoctl_win::host::RegValue::Sz(boot))
 }
 
+/// A loopback URL where nothing listens: the platform probes find bare metal at once.
 #[cfg(unix)]
-#[test]
-fn node_in_the_console_initialises_runs_startup_and_stops_cleanly_on_sigterm() {
+fn closed_url() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    format!("http://{}", l.local_addr().expect("addr"))
+}
+
+/// `service run node --console ARGS` on the simulated host in `dir`, as a child to watch.
+#[cfg(unix)]
+fn console_node(dir: &Path, args: &[&std::ffi::OsStr]) -> std::process::Child {
     use std::process::{Command, Stdio};
-    use std::time::Instant;
-    // A loopback port where nothing listens: the platform probes find bare metal at once.
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        format!("http://{}", l.local_addr().expect("addr"))
-    };
-    let dir = tempfile::tempdir().expect("tempdir");
-    drop(installed_host(dir.path()));
-    let log = dir.path().join("fs/c/calicowindows/logs/calico-node.log");
-    let bin = assert_cmd::cargo::cargo_bin("calicoctl-win");
-    let mut child = Command::new(bin)
+    let closed = closed_url();
+    Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
         .env_clear()
         .args(["service", "run", "node", "--console", "--sim-host"])
-        .arg(dir.path())
+        .arg(dir)
         .args(["--ec2-metadata-url", &closed, "--gce-metadata-url", &closed])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("calico-node startup finished")
-    {
-        assert!(Instant::now() < deadline, "no startup in the log");
-        assert!(child.try_wait().expect("poll").is_none(), "exited early");
+        .expect("spawn")
+}
+
+/// Waits (bounded) until `done`, failing if the child exits first; then stops it as the SCM
+/// would (SIGTERM here) and returns its output.
+#[cfg(unix)]
+fn run_until(
+    mut child: std::process::Child,
+    what: &str,
+    done: impl Fn() -> bool,
+) -> std::process::Output {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        assert!(
+            child.try_wait().expect("poll").is_none(),
+            "exited early, before {what}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     nix::sys::signal::kill(
@@ -98,7 +110,21 @@ fn node_in_the_console_initialises_runs_startup_and_stops_cleanly_on_sigterm() {
         nix::sys::signal::Signal::SIGTERM,
     )
     .expect("signal");
-    let out = child.wait_with_output().expect("wait");
+    child.wait_with_output().expect("wait")
+}
+
+#[cfg(unix)]
+#[test]
+fn node_in_the_console_initialises_runs_startup_and_stops_cleanly_on_sigterm() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(installed_host(dir.path()));
+    let log = dir.path().join("fs/c/calicowindows/logs/calico-node.log");
+    let child = console_node(dir.path(), &[]);
+    let out = run_until(child, "calico-node startup", || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("calico-node startup finished")
+    });
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     // The console shows what the log holds.
@@ -227,12 +253,6 @@ fn starting_the_registered_services_on_simhost_runs_their_start_up_for_real() {
 #[test]
 fn node_keeps_the_token_refresher_running_and_stops_it_with_the_service() {
     use std::os::unix::fs::PermissionsExt;
-    use std::process::{Command, Stdio};
-    use std::time::Instant;
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        format!("http://{}", l.local_addr().expect("addr"))
-    };
     let dir = tempfile::tempdir().expect("tempdir");
     let host = installed_host(dir.path());
     host.write_file(
@@ -257,49 +277,23 @@ fn node_keeps_the_token_refresher_running_and_stops_it_with_the_service() {
     std::fs::create_dir(&marks).expect("marks");
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let log = dir.path().join("fs/c/calicowindows/logs/calico-node.log");
-    let bin = assert_cmd::cargo::cargo_bin("calicoctl-win");
-    let mut child = Command::new(bin)
-        .env_clear()
-        .args([
-            "service",
-            "run",
-            "node",
-            "--console",
-            "--calico-version",
-            "3.31.0",
-        ])
-        .arg("--program")
-        .arg(&fake)
-        .arg("--sim-host")
-        .arg(dir.path())
-        .args(["--ec2-metadata-url", &closed, "--gce-metadata-url", &closed])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let child = console_node(
+        dir.path(),
+        &[
+            "--calico-version".as_ref(),
+            "3.31.0".as_ref(),
+            "--program".as_ref(),
+            fake.as_os_str(),
+        ],
+    );
     let refresher = marks.join("refresher");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::fs::read_to_string(&refresher)
-        .unwrap_or_default()
-        .matches("run")
-        .count()
-        < 2
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the refresher was not started again: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        assert!(child.try_wait().expect("poll").is_none(), "exited early");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .expect("signal");
-    let out = child.wait_with_output().expect("wait");
+    let out = run_until(child, "the refresher's second start", || {
+        std::fs::read_to_string(&refresher)
+            .unwrap_or_default()
+            .matches("run")
+            .count()
+            >= 2
+    });
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let text = std::fs::read_to_string(&log).expect("log");

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(20);
 
-fn unique(prefix: &str) -> String {
+pub(crate) fn unique(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())

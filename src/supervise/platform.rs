@@ -55,13 +55,18 @@ impl std::fmt::Display for Platform {
     }
 }
 
+/// Whether the HNS networks are an AKS node's: Azure CNI's network is named `azure`
+/// (Calico's `GetPlatformType`).
+pub fn is_aks(networks: &[HnsNetwork]) -> bool {
+    networks
+        .iter()
+        .any(|n| n.name.eq_ignore_ascii_case("azure"))
+}
+
 /// The first match wins, as in the scripts: an `azure` network (AKS), a `vpcbr*` network
 /// (EKS), EC2's metadata service (IMDSv1, or IMDSv2 when v1 answers 401), GCE's.
 pub fn detect(networks: &[HnsNetwork], probes: &Probes) -> Platform {
-    if networks
-        .iter()
-        .any(|n| n.name.eq_ignore_ascii_case("azure"))
-    {
+    if is_aks(networks) {
         return Platform::Aks;
     }
     if networks

@@ -3,8 +3,8 @@
 //! which `tools/wine/test.sh` builds into the prefix's System32 and announces with
 //! CALICOCTL_WIN_HCN_STANDIN. Every HCN string must be freed and every handle closed.
 
-use super::WindowsHost;
-use crate::host::contract;
+use super::{WindowsHost, wide};
+use crate::host::contract::{self, unique};
 use crate::host::{Hns, HostError};
 use libloading::os::windows::{Library, Symbol};
 use std::sync::Mutex;
@@ -25,10 +25,6 @@ fn standin() -> Option<Library> {
     )
 }
 
-fn wide(s: &str) -> Vec<u16> {
-    s.encode_utf16().chain(std::iter::once(0)).collect()
-}
-
 /// Strings handed out and not freed, handles open.
 fn stats(lib: &Library) -> (i64, i64) {
     type Stats = unsafe extern "system" fn(*mut i64, *mut i64) -> HRESULT;
@@ -47,14 +43,6 @@ fn switch(lib: &Library, name: &[u8]) {
     unsafe { f() };
 }
 
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!("{prefix}-{}-{nanos:08x}", std::process::id())
-}
-
 #[test]
 fn the_hns_contract_holds_through_hcn_with_nothing_leaked() {
     let Some(lib) = standin() else { return };
@@ -64,7 +52,7 @@ fn the_hns_contract_holds_through_hcn_with_nothing_leaked() {
     // SAFETY: the export has this signature.
     let add: Symbol<Add> = unsafe { lib.get(b"HcnStandinAddEndpoint\0") }.expect("export");
     let before = stats(&lib);
-    contract::hns(&h, &unique("External"), &|id, name, ip| {
+    contract::hns(&h, &unique("External-"), &|id, name, ip| {
         let (id, name, ip) = (wide(id), wide(name), wide(ip));
         // SAFETY: three NUL-terminated strings that outlive the call.
         assert_eq!(unsafe { add(id.as_ptr(), name.as_ptr(), ip.as_ptr()) }, 0);

@@ -41,7 +41,7 @@ impl WindowsHost {
 }
 
 /// A NUL-terminated UTF-16 copy of `s`.
-fn wide(s: &str) -> Vec<u16> {
+pub(crate) fn wide(s: &str) -> Vec<u16> {
     s.encode_utf16().chain(std::iter::once(0)).collect()
 }
 
