@@ -5,6 +5,9 @@
 use std::ffi::c_void;
 use std::sync::Once;
 use windows_sys::Win32::System::Com::CoRegisterMallocSpy;
+use windows_sys::Win32::System::LibraryLoader::{
+    GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS, GET_MODULE_HANDLE_EX_FLAG_PIN, GetModuleHandleExW,
+};
 use windows_sys::core::{GUID, HRESULT};
 
 const S_OK: HRESULT = 0;
@@ -131,6 +134,23 @@ static REGISTER: Once = Once::new();
 /// Registers the spy once, before the first string is handed out.
 pub fn ensure() {
     REGISTER.call_once(|| {
+        // COM keeps calling the spy after the caller frees the library (hcn.rs loads it per
+        // call): pin this DLL so the spy's code and vtable stay mapped for the process.
+        let mut module = std::ptr::null_mut();
+        // SAFETY: the address is inside this DLL; the handle is only pinned, never freed.
+        let pinned = unsafe {
+            GetModuleHandleExW(
+                GET_MODULE_HANDLE_EX_FLAG_PIN | GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS,
+                std::ptr::addr_of!(SPY) as *const u16,
+                &mut module,
+            )
+        };
+        if pinned == 0 {
+            eprintln!(
+                "computenetwork stand-in: cannot pin itself; the malloc spy is not registered"
+            );
+            return;
+        }
         // SAFETY: SPY is a static IMallocSpy whose methods never fail; COM keeps the pointer.
         let hr = unsafe { CoRegisterMallocSpy(std::ptr::addr_of!(SPY) as *mut c_void) };
         if hr < 0 {
