@@ -35,7 +35,21 @@ mod service {
         }
     }
 
+    /// A line in `<exe>.log` beside the program: what the service did, for a test that fails.
+    fn note(line: &str) {
+        use std::io::Write;
+        if let Ok(exe) = std::env::current_exe()
+            && let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(exe.with_extension("log"))
+        {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+
     fn service_main(_args: Vec<std::ffi::OsString>) {
+        note("started");
         let (tx, rx) = mpsc::channel();
         let handler = move |control| match control {
             ServiceControl::Stop => {
@@ -43,14 +57,18 @@ mod service {
                 ServiceControlHandlerResult::NoError
             }
             ServiceControl::Interrogate => ServiceControlHandlerResult::NoError,
-            _ => ServiceControlHandlerResult::NotImplemented,
+            other => {
+                note(&format!("control {other:?}"));
+                ServiceControlHandlerResult::NotImplemented
+            }
         };
         let Ok(handle) = service_control_handler::register("CalicoctlWinContractTest", handler)
         else {
             return;
         };
         let _ = handle.set_service_status(status(ServiceState::Running));
-        let _ = rx.recv_timeout(Duration::from_secs(120));
+        let why = rx.recv_timeout(Duration::from_secs(1800));
+        note(&format!("stopping: {why:?}"));
         let _ = handle.set_service_status(status(ServiceState::Stopped));
     }
 }

@@ -569,4 +569,8 @@ pub struct ServiceRunArgs {
     /// it calico-node.exe gets only the flags every release knows
     #[arg(long, value_name = "VERSION", value_parser = crate::release::CalicoVersion::parse)]
     pub calico_version: Option<crate::release::CalicoVersion>,
+    /// The cloud (node.platform; install sets it unless it is auto): without it CalicoNode
+    /// probes the EC2 and GCE metadata services
+    #[arg(long, value_name = "PLATFORM", default_value = "auto", value_parser = |s: &str| <crate::config::types::PlatformChoice as crate::config::types::Setting>::parse(s))]
+    pub platform: crate::config::types::PlatformChoice,
 }

@@ -54,6 +54,7 @@ pub fn settings(args: &ServiceRunArgs) -> Settings {
     s.probes.gce = args.gce_metadata_url.clone();
     s.program = args.program.clone();
     s.calico_version = args.calico_version.clone();
+    s.platform = args.platform;
     s
 }
 

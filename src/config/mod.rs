@@ -149,6 +149,7 @@ pub struct Node {
     pub ip: NodeIp,
     pub ip_autodetection_method: Option<Text>,
     pub startup_valid_ip_timeout: Timeout,
+    pub platform: PlatformChoice,
 }
 
 /// Logging.
@@ -313,6 +314,7 @@ fn build(r: &mut Resolver) -> Config {
             startup_valid_ip_timeout: r.one("node.startup_valid_ip_timeout", || {
                 builtin_default("node.startup_valid_ip_timeout")
             }),
+            platform: r.one("node.platform", || builtin_default("node.platform")),
         },
         logs: Logs {
             dir: r.one("logs.dir", || install_root.join("logs")),

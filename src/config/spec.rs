@@ -225,6 +225,12 @@ pub static SETTINGS: &[Spec] = &[
         "How long CalicoNode waits after a reboot for a usable IPv4 address.",
     ),
     own(
+        "node.platform",
+        Kind::Scalar,
+        Value("auto"),
+        "The cloud, for the metadata route the vSwitch drops: auto (probe the EC2 and GCE metadata services at start-up, as Calico's scripts do), bare-metal, ec2, gce, eks or aks.",
+    ),
+    own(
         "install_root",
         Kind::Scalar,
         Value("C:\\CalicoWindows"),

@@ -136,6 +136,46 @@ impl fmt::Display for ContainerRuntime {
     }
 }
 
+/// The cloud the node runs on, which decides whether CalicoNode restores the metadata route
+/// the vSwitch drops: `auto` probes the metadata services at start-up as Calico's scripts do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlatformChoice {
+    Auto,
+    BareMetal,
+    Ec2,
+    Gce,
+    Eks,
+    Aks,
+}
+
+impl Setting for PlatformChoice {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        match raw.to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Auto),
+            "bare-metal" => Ok(Self::BareMetal),
+            "ec2" => Ok(Self::Ec2),
+            "gce" => Ok(Self::Gce),
+            "eks" => Ok(Self::Eks),
+            "aks" => Ok(Self::Aks),
+            _ => Err("allowed: auto, bare-metal, ec2, gce, eks, aks".into()),
+        }
+    }
+    string_shown!(PlatformChoice);
+}
+
+impl fmt::Display for PlatformChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Auto => "auto",
+            Self::BareMetal => "bare-metal",
+            Self::Ec2 => "ec2",
+            Self::Gce => "gce",
+            Self::Eks => "eks",
+            Self::Aks => "aks",
+        })
+    }
+}
+
 /// A VXLAN network identifier usable on Windows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Vni(u32);

@@ -81,6 +81,24 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
         assert!(prog.eq_ignore_ascii_case(program), "{}", q.command_line);
         assert_eq!(got_args, spec.args);
         assert_eq!(q.account, "LocalSystem");
+        assert!(q.dependencies.is_empty(), "{:?}", q.dependencies);
+
+        // A dependent reads back its dependency (Wine's SCM does not report it: the host
+        // reads the service key then).
+        let dependent = ServiceSpec {
+            name: format!("{name}Dep"),
+            dependencies: vec![name.clone()],
+            ..spec.clone()
+        };
+        h.service_create(&dependent).expect("create the dependent");
+        let deps = h
+            .service_query(&dependent.name)
+            .expect("query")
+            .expect("registered")
+            .dependencies;
+        h.service_delete(&dependent.name)
+            .expect("delete the dependent");
+        assert_eq!(deps, [name.clone()]);
 
         let auto = ServiceSpec {
             start: StartType::Auto,
@@ -192,6 +210,47 @@ pub fn firewall(h: &dyn Host) {
     assert_eq!(h.firewall_rule(&name).expect("read"), None);
 }
 
+/// Routes: an added route is listed; the same route again is `Exists`; a route on an
+/// interface no adapter has is `NotFound` (CreateIpForwardEntry2's ERROR_NOT_FOUND).
+pub fn routes(h: &dyn Host) {
+    let addrs = h.ipv4_addresses().expect("addresses");
+    let nic = addrs
+        .iter()
+        .find(|a| !a.ip.is_loopback())
+        .unwrap_or_else(|| panic!("no adapter but the loopback: {addrs:?}"));
+    let before = h.routes().expect("routes");
+    let taken: Vec<_> = before.iter().map(|r| r.destination).collect();
+    let destination = (1..=254u8)
+        .map(|n| std::net::Ipv4Addr::new(192, 0, 2, n))
+        .find(|d| !taken.contains(d))
+        .expect("a free TEST-NET-1 address");
+    let route = Route {
+        destination,
+        prefix_len: 32,
+        next_hop: std::net::Ipv4Addr::UNSPECIFIED,
+        interface_index: nic.index,
+        metric: 256,
+    };
+    h.add_route(&route).expect("add");
+    let after = h.routes().expect("routes");
+    assert!(
+        after.iter().any(|r| r.destination == destination
+            && r.prefix_len == 32
+            && r.interface_index == nic.index),
+        "{after:?}"
+    );
+    assert_eq!(after.len(), before.len() + 1, "{after:?}");
+    assert!(matches!(h.add_route(&route), Err(HostError::Exists { .. })));
+    let nowhere = addrs.iter().map(|a| a.index).max().unwrap_or(0) + 1000;
+    let err = h
+        .add_route(&Route {
+            interface_index: nowhere,
+            ..route
+        })
+        .expect_err("no such interface");
+    assert!(matches!(err, HostError::NotFound { .. }), "{err}");
+}
+
 pub fn system(h: &dyn Host) {
     let a = h.system_facts().expect("facts");
     let b = h.system_facts().expect("facts");
@@ -255,6 +314,11 @@ mod on_simhost {
     #[test]
     fn firewall_contract() {
         firewall(&host());
+    }
+
+    #[test]
+    fn routes_contract() {
+        routes(&host());
     }
 
     #[test]
@@ -479,6 +543,17 @@ pub(crate) mod on_windows {
             return;
         }
         firewall(&WindowsHost::new());
+    }
+
+    /// Through the project's stand-in iphlpapi.dll (tools/wine/iphlpapi), whose adapters and
+    /// routes live in the prefix: Wine 8's lacks the functions that add a route, and its
+    /// table is the Linux machine's. `tools/wine/test.sh` installs it and sets the variable.
+    #[test]
+    fn routes_contract() {
+        if std::env::var_os("CALICOCTL_WIN_IPHLP_STANDIN").is_none() {
+            return;
+        }
+        routes(&WindowsHost::new());
     }
 
     /// A program cargo builds next to the test binaries: `deps/../NAME` or an example.

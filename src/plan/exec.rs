@@ -303,6 +303,12 @@ fn run(host: &dyn Host, action: &Action, opts: &Options<'_>) -> anyhow::Result<(
         Action::RemoveFile { path } => {
             host.remove_file(path)?;
         }
+        Action::RestrictFile { path } => {
+            let bytes = host
+                .read_file(path)?
+                .with_context(|| format!("{path} disappeared before its access was restricted"))?;
+            host.write_file(path, &bytes, Access::Secret)?;
+        }
         Action::SetRegistryValue { key, name, value } => host.reg_set(key, name, value)?,
         Action::DeleteRegistryKey { key } => host.reg_delete_key(key)?,
         Action::DeleteRegistryValue { key, name } => host.reg_delete_value(key, name)?,
@@ -487,6 +493,7 @@ fn prepare_undo(host: &dyn Host, action: &Action, opts: &Options<'_>) -> anyhow:
             }
         }
         Action::RemoveFile { .. }
+        | Action::RestrictFile { .. }
         | Action::Drain { .. }
         | Action::WaitNodeReady { .. }
         | Action::Uncordon { .. }

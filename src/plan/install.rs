@@ -6,7 +6,7 @@ use super::record::{self, InstallRecord, RecordedFile, join, missing_parents};
 use super::{Action, Content};
 use crate::checks::host::{CALICO_SCRIPT_VXLAN_RULE, VXLAN_RULE};
 use crate::config::Config;
-use crate::config::types::Backend;
+use crate::config::types::{Backend, PlatformChoice};
 use crate::host::{
     FirewallRule, Host, InstalledService, Protocol, RegValue, ServiceSpec, ServiceState,
     split_command_line,
@@ -90,6 +90,9 @@ pub fn services(c: &Config, calico_version: Option<&str>) -> Vec<ServiceSpec> {
             if let Some(v) = &version {
                 args.extend(["--calico-version".into(), v.to_string()]);
             }
+            if role == Role::Node && c.node.platform != PlatformChoice::Auto {
+                args.extend(["--platform".into(), c.node.platform.to_string()]);
+            }
             supervise::service_spec(role, &self_path(c), args)
         })
         .collect()
@@ -129,6 +132,14 @@ pub fn legacy_spec(s: &InstalledService) -> ServiceSpec {
     }
 }
 
+fn list(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
 /// What differs between a registered service and the registration install wants.
 pub(crate) fn service_changes(
     now: &InstalledService,
@@ -151,7 +162,11 @@ pub(crate) fn service_changes(
         v
     };
     if lower(&now.dependencies) != lower(&want.dependencies) {
-        out.push("dependencies".into());
+        out.push(format!(
+            "dependencies ({} registered, {} wanted)",
+            list(&now.dependencies),
+            list(&want.dependencies)
+        ));
     }
     // The SCM does not report the description and recovery actions; the record knows them.
     if out.is_empty() && recorded.is_some_and(|r| r != want) {
@@ -238,8 +253,18 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
         } else {
             crate::host::Access::Normal
         };
-        let same = now.is_some() && now == f.sha256 && access_now == Some(want_access);
-        if !same {
+        let same_bytes = now.is_some() && now == f.sha256;
+        if same_bytes && access_now == Some(want_access) {
+            continue;
+        }
+        if same_bytes && f.secret {
+            // Only the access list drifted: restricting it again needs no restart.
+            writes.push(Action::RestrictFile {
+                path: f.path.clone(),
+            });
+            continue;
+        }
+        {
             writes.push(Action::WriteFile {
                 path: f.path.clone(),
                 from: f.from.clone(),
@@ -328,7 +353,10 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     }
 
     // Running services stop before their files or registration change, and start again after.
-    let changing = !writes.is_empty()
+    // Restricting a file's access again changes nothing a service reads.
+    let changing = writes
+        .iter()
+        .any(|w| !matches!(w, Action::RestrictFile { .. }))
         || !removals.is_empty()
         || !service_actions.is_empty()
         || !retired.is_empty();

@@ -70,6 +70,11 @@ pub enum Action {
     RemoveFile {
         path: String,
     },
+    /// A secret file whose contents are right but whose access is not: restricted again,
+    /// with nothing restarted.
+    RestrictFile {
+        path: String,
+    },
     SetRegistryValue {
         key: String,
         name: String,
@@ -195,6 +200,9 @@ impl Action {
                 format!("{verb} {path} ({from}, {hash}{secret})")
             }
             Self::RemoveFile { path } => format!("remove {path}"),
+            Self::RestrictFile { path } => format!(
+                "restrict {path} to SYSTEM and Administrators again (its contents are right)"
+            ),
             Self::SetRegistryValue { key, name, value } => {
                 format!("set {key}\\{name} = {}", show_reg(value))
             }

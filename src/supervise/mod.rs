@@ -157,6 +157,8 @@ pub struct Settings {
     /// Calico's own (`Calico`, `Calico-*`, `External`).
     pub delete_all_non_nat_networks: bool,
     pub probes: platform::Probes,
+    /// The platform as configured; `Auto` probes.
+    pub platform: crate::config::types::PlatformChoice,
     pub timing: Timing,
     /// Runs this program (on this machine) instead of the installed Calico binary, with the
     /// same arguments: for tests and for trying a build by hand.
@@ -178,6 +180,7 @@ impl Settings {
             startup_timeout: Duration::from_secs(300),
             delete_all_non_nat_networks: false,
             probes: platform::Probes::default(),
+            platform: crate::config::types::PlatformChoice::Auto,
             timing: Timing::default(),
             program: None,
             calico_version: None,

@@ -171,8 +171,17 @@ pub fn init(
         .map_or("vxlan", String::as_str);
     if matches!(backend, "vxlan" | "windows-bgp") {
         // Probe before the vSwitch exists: creating it drops the metadata route.
-        let platform = platform::detect(&host.hns_networks()?, &s.probes);
-        log.info(&format!("platform: {platform}"));
+        let platform = match platform::configured(s.platform) {
+            Some(p) => {
+                log.info(&format!("platform: {p} (node.platform)"));
+                p
+            }
+            None => {
+                let p = platform::detect(&host.hns_networks()?, &s.probes);
+                log.info(&format!("platform: {p}"));
+                p
+            }
+        };
         phase.platform = Some(platform);
         // The routes before the vSwitch, kept in the registry until they are restored, so
         // that a start cut off between creating the vSwitch and restoring them still knows.

@@ -55,6 +55,19 @@ impl std::fmt::Display for Platform {
     }
 }
 
+/// The platform the configuration names; `None` for `auto`, which probes.
+pub fn configured(choice: crate::config::types::PlatformChoice) -> Option<Platform> {
+    use crate::config::types::PlatformChoice as C;
+    match choice {
+        C::Auto => None,
+        C::BareMetal => Some(Platform::BareMetal),
+        C::Ec2 => Some(Platform::Ec2),
+        C::Gce => Some(Platform::Gce),
+        C::Eks => Some(Platform::Eks),
+        C::Aks => Some(Platform::Aks),
+    }
+}
+
 /// Whether the HNS networks are an AKS node's: Azure CNI's network is named `azure`
 /// (Calico's `GetPlatformType`).
 pub fn is_aks(networks: &[HnsNetwork]) -> bool {

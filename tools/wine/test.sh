@@ -69,9 +69,16 @@ cp "$work/standin/x86_64-pc-windows-gnu/debug/computenetwork.dll" "$WINEPREFIX/d
 CARGO_TARGET_DIR="$work/standin" cargo build --locked \
     --manifest-path tools/wine/hnetcfg/Cargo.toml --target x86_64-pc-windows-gnu
 cp "$work/standin/x86_64-pc-windows-gnu/debug/hnetcfg.dll" "$WINEPREFIX/drive_c/windows/system32/"
+# The IP helper route functions through the project's stand-in iphlpapi.dll (Wine 8's lacks
+# the ones that add a route, and its table is the Linux machine's): adapters and routes live in
+# the prefix's C:\calicoctl-win-net, where the HCN stand-in moves them as the vSwitch does.
+CARGO_TARGET_DIR="$work/standin" cargo build --locked \
+    --manifest-path tools/wine/iphlpapi/Cargo.toml --target x86_64-pc-windows-gnu
+cp "$work/standin/x86_64-pc-windows-gnu/debug/iphlpapi.dll" "$WINEPREFIX/drive_c/windows/system32/"
 export WINEDLLOVERRIDES="$WINEDLLOVERRIDES;hnetcfg=n"
-CALICOCTL_WIN_HCN_STANDIN=1 CALICOCTL_WIN_FW_STANDIN=1 \
-    cargo test --locked --target $target --lib -- hcn_tests firewall_contract "$@"
+CALICOCTL_WIN_HCN_STANDIN=1 CALICOCTL_WIN_FW_STANDIN=1 CALICOCTL_WIN_IPHLP_STANDIN=1 \
+    WINEDLLOVERRIDES="$WINEDLLOVERRIDES;iphlpapi=n" \
+    cargo test --locked --target $target --lib -- hcn_tests firewall_contract routes_contract "$@"
 set +e
 "$wine" "$target_dir/$target/debug/calicoctl-win.exe" preflight --offline -o json --set node.name=wine >"$out" 2>"$work/preflight.err"
 set -e
@@ -81,3 +88,12 @@ if ! grep -A1 '"id": "hns"' "$out" | grep -q '"verdict": "pass"'; then
     exit 1
 fi
 echo "wine: the HNS contract holds through the stand-in computenetwork.dll, nothing leaked"
+
+# The whole lifecycle: calicoctl-win.exe installs (vxlan, then windows-bgp) through the real
+# SCM and registry and the stand-ins, against the fake API server on loopback; status, a second
+# install, reconfigure --drain to a new VNI, and uninstall --purge back to the prefix as it was.
+# A Linux test drives the Windows programs (tests/wine_lifecycle.rs).
+CALICOCTL_WIN_WINE_LIFECYCLE=1 CALICOCTL_WIN_WINE="$wine" \
+    CALICOCTL_WIN_WINDOWS_BIN="$target_dir/$target/debug" \
+    cargo test --locked --test wine_lifecycle
+echo "wine: the whole lifecycle (vxlan and windows-bgp) returns the prefix to its initial state"

@@ -162,9 +162,19 @@ pub fn monitor_token(host: &SimHost, spec: &ProcessSpec) -> HostResult<(Option<i
 
 /// Runs the simulated startup; returns the exit code and what it did, for the child's log.
 pub fn startup(host: &SimHost, spec: &ProcessSpec) -> HostResult<(i32, String)> {
+    let block = host.read(|s| s.settings.pod_block.clone());
+    startup_on(host, &spec.env, &block)
+}
+
+/// calico-node startup's HNS part on any host: also what the Wine test ring's fake
+/// calico-node.exe does through the real HCN calls, with `block` as the node's IPAM block.
+pub fn startup_on(
+    host: &dyn Hns,
+    env: &std::collections::BTreeMap<String, String>,
+    block: &str,
+) -> HostResult<(i32, String)> {
     let mut log = String::new();
-    let backend = spec
-        .env
+    let backend = env
         .get("CALICO_NETWORKING_BACKEND")
         .map(String::as_str)
         .unwrap_or("vxlan");
@@ -180,7 +190,7 @@ pub fn startup(host: &SimHost, spec: &ProcessSpec) -> HostResult<(i32, String)> 
             return Ok((1, log));
         }
     };
-    let vni: u32 = match spec.env.get("VXLAN_VNI").map(|v| v.parse()) {
+    let vni: u32 = match env.get("VXLAN_VNI").map(|v| v.parse()) {
         None => 4096,
         Some(Ok(v)) if v >= 4096 => v,
         Some(_) => {
@@ -195,8 +205,7 @@ pub fn startup(host: &SimHost, spec: &ProcessSpec) -> HostResult<(i32, String)> 
             return Ok((1, log));
         }
     };
-    let block = host.read(|s| s.settings.pod_block.clone());
-    let gateway = gateway_of(&block);
+    let gateway = gateway_of(block);
     if let Some(existing) = networks.iter().find(|n| n.name == "Calico") {
         let matches = existing.network_type == network_type
             && existing

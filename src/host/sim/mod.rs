@@ -6,7 +6,7 @@
 //! and creating the first network on the adapter drops the cloud metadata route, as creating a
 //! vSwitch does on Windows.
 
-mod calico_node;
+pub mod calico_node;
 mod files;
 mod profiles;
 mod services;
@@ -468,6 +468,17 @@ impl Network for SimHost {
     fn add_route(&self, route: &Route) -> HostResult<()> {
         let what = format!("route {}/{}", route.destination, route.prefix_len);
         self.mutate(&format!("add {what}"), |s| {
+            // CreateIpForwardEntry2 answers ERROR_NOT_FOUND for an interface index that no
+            // interface has (Microsoft's netioapi reference).
+            if !s
+                .interfaces
+                .iter()
+                .any(|i| i.index == route.interface_index)
+            {
+                return Err(HostError::NotFound {
+                    what: format!("interface {} for {what}", route.interface_index),
+                });
+            }
             if s.routes.iter().any(|r| {
                 r.destination == route.destination
                     && r.prefix_len == route.prefix_len

@@ -97,6 +97,20 @@ fn restrict(path: &str) -> HostResult<()> {
     Ok(())
 }
 
+/// Whether a DACL in SDDL is the secret one by meaning: protected, and exactly full access
+/// for SYSTEM and Administrators in any order. Windows reads back the DACL it was given with
+/// control flags of its own (`D:PAI(...)`: SetNamedSecurityInfo marks it auto-inherited), so
+/// the text is not compared.
+fn is_secret_dacl(sddl: &str) -> bool {
+    let Some(rest) = sddl.strip_prefix("D:") else {
+        return false;
+    };
+    let (flags, aces) = rest.split_at(rest.find('(').unwrap_or(rest.len()));
+    let mut got: Vec<&str> = aces.split(['(', ')']).filter(|a| !a.is_empty()).collect();
+    got.sort_unstable();
+    flags.contains('P') && got == ["A;;FA;;;BA", "A;;FA;;;SY"]
+}
+
 pub fn access(path: &str) -> HostResult<Option<Access>> {
     if !Path::new(path).is_file() {
         return Ok(None);
@@ -143,7 +157,7 @@ pub fn access(path: &str) -> HostResult<Option<Access>> {
         LocalFree(sd);
         LocalFree(text.cast());
     }
-    Ok(Some(if sddl == SECRET_DACL {
+    Ok(Some(if is_secret_dacl(&sddl) {
         Access::Secret
     } else {
         Access::Normal
@@ -179,5 +193,28 @@ pub fn remove_empty_dir(path: &str) -> HostResult<bool> {
                 .map(|()| true)
                 .map_err(io(format!("remove directory {path}")))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_secret_dacl_is_recognised_by_meaning() {
+        assert!(is_secret_dacl(SECRET_DACL));
+        assert!(is_secret_dacl("D:PAI(A;;FA;;;BA)(A;;FA;;;SY)"));
+        assert!(
+            !is_secret_dacl("D:AI(A;;FA;;;SY)(A;;FA;;;BA)"),
+            "not protected"
+        );
+        assert!(!is_secret_dacl(
+            "D:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;0x1200a9;;;WD)"
+        ));
+        // What Wine 8 reads back after the secret DACL was set: it keeps only mode bits.
+        assert!(!is_secret_dacl(
+            "D:(A;;FA;;;SY)(A;;FA;;;S-1-5-21-0-0-0-1000)(A;;0x1200a9;;;WD)"
+        ));
+        assert!(!is_secret_dacl(""));
     }
 }

@@ -3,7 +3,9 @@
 use crate::host::{HostError, HostResult, InterfaceAddress, Route};
 use libloading::os::windows::{Library, Symbol};
 use std::net::Ipv4Addr;
-use windows_sys::Win32::Foundation::{ERROR_BUFFER_OVERFLOW, ERROR_OBJECT_ALREADY_EXISTS};
+use windows_sys::Win32::Foundation::{
+    ERROR_BUFFER_OVERFLOW, ERROR_NOT_FOUND, ERROR_OBJECT_ALREADY_EXISTS,
+};
 use windows_sys::Win32::NetworkManagement::IpHelper::{
     FreeMibTable, GAA_FLAG_SKIP_ANYCAST, GAA_FLAG_SKIP_DNS_SERVER, GAA_FLAG_SKIP_MULTICAST,
     GetAdaptersAddresses, GetIpForwardTable2, IP_ADAPTER_ADDRESSES_LH, MIB_IPFORWARD_ROW2,
@@ -165,6 +167,12 @@ pub fn add_route(route: &Route) -> HostResult<()> {
         0 => Ok(()),
         ERROR_OBJECT_ALREADY_EXISTS => Err(HostError::Exists {
             what: format!("route {}/{}", route.destination, route.prefix_len),
+        }),
+        ERROR_NOT_FOUND => Err(HostError::NotFound {
+            what: format!(
+                "interface {} for route {}/{}",
+                route.interface_index, route.destination, route.prefix_len
+            ),
         }),
         other => Err(win32("add a route", other)),
     }

@@ -1,6 +1,8 @@
 //! The service control manager through windows-service.
 
-use crate::host::{HostError, HostResult, InstalledService, ServiceSpec, ServiceState, StartType};
+use crate::host::{
+    HostError, HostResult, InstalledService, RegValue, ServiceSpec, ServiceState, StartType,
+};
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 use windows_service::service::{
@@ -158,20 +160,34 @@ pub fn query(name: &str) -> HostResult<Option<InstalledService>> {
             ServiceStartType::Disabled => StartType::Disabled,
             _ => StartType::Manual,
         },
-        dependencies: config
-            .dependencies
+        dependencies: dependencies(name, &config.dependencies)?,
+        account: match config.account_name {
+            None => "LocalSystem".into(),
+            Some(a) => a.to_string_lossy().into_owned(),
+        },
+    }))
+}
+
+/// The services a service depends on. QueryServiceConfigW reports them on Windows; Wine's
+/// services.exe leaves them out (`lpDependencies = NULL; /* TODO */` in programs/services/rpc.c),
+/// so an empty answer is checked against the SCM's own store, the service key's
+/// `DependOnService` value (Microsoft's "CurrentControlSet\Services registry tree").
+fn dependencies(name: &str, reported: &[ServiceDependency]) -> HostResult<Vec<String>> {
+    if !reported.is_empty() {
+        return Ok(reported
             .iter()
             .map(|d| match d {
                 ServiceDependency::Service(s) | ServiceDependency::Group(s) => {
                     s.to_string_lossy().into_owned()
                 }
             })
-            .collect(),
-        account: match config.account_name {
-            None => "LocalSystem".into(),
-            Some(a) => a.to_string_lossy().into_owned(),
-        },
-    }))
+            .collect());
+    }
+    let key = format!(r"HKLM\SYSTEM\CurrentControlSet\Services\{name}");
+    Ok(match super::registry::get(&key, "DependOnService")? {
+        Some(RegValue::MultiSz(v)) => v.into_iter().filter(|s| !s.is_empty()).collect(),
+        _ => Vec::new(),
+    })
 }
 
 const CONFIGURE: ServiceAccess = ServiceAccess::QUERY_CONFIG

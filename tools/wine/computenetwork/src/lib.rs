@@ -12,8 +12,12 @@
 //! - a failure writes an error record; its shape (`{"Success":false,"Error":..,"ErrorCode":..}`)
 //!   is a guess after hcsshim's reading of HCN results;
 //! - deleting a network deletes its endpoints (as HNS does);
-//! - a network is answered with a `ProviderAddress` policy (its management IP, 127.0.0.1 here)
-//!   as HNS answers for a network bound to a NIC;
+//! - a network that needs the vSwitch (L2Bridge, L2Tunnel, Overlay, Transparent) creates it
+//!   when it is the first: the host's address moves to `vEthernet (Ethernet)` and the routes
+//!   of the physical adapter are dropped (`../netstate.rs`, shared with the iphlpapi stand-in);
+//!   deleting the last one removes it. Such a network is answered with a `ProviderAddress`
+//!   policy, the management IP (the host's address), as HNS answers for a network bound to a
+//!   NIC; other types with 127.0.0.1;
 //! - state lives in `C:\calicoctl-win-hcn\` of the Wine prefix, one JSON file per object;
 //! - every string handed out comes from `CoTaskMemAlloc`, and a malloc spy registered at the
 //!   first call counts which of them the caller frees; handles opened and closed are counted
@@ -25,6 +29,9 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+#[allow(dead_code)] // The routes half is the iphlpapi stand-in's.
+#[path = "../../netstate.rs"]
+mod netstate;
 mod spy;
 
 use serde_json::{Value, json};
@@ -48,6 +55,13 @@ const HCN_E_INVALID_JSON: u32 = 0x803B_001B;
 const HCN_E_INVALID_SUBNET: u32 = 0x803B_0032;
 
 /// Network types of the HCN schema (`NetworkMode`).
+/// The types whose networks sit on the vSwitch.
+const VSWITCH_TYPES: &[&str] = &["L2Bridge", "L2Tunnel", "Overlay", "Transparent"];
+
+fn on_vswitch(doc: &Value) -> bool {
+    doc["Type"].as_str().is_some_and(|t| VSWITCH_TYPES.contains(&t))
+}
+
 const TYPES: &[&str] = &[
     "NAT",
     "ICS",
@@ -358,9 +372,14 @@ fn checked_network(mut doc: Value, id: String) -> Result<Value, (u32, String)> {
         ));
     }
     doc["ID"] = json!(id);
-    let policies = doc["Policies"].as_array().cloned().unwrap_or_default();
-    let mut policies: Vec<Value> = policies;
-    policies.push(json!({"Type": "ProviderAddress", "Settings": {"ProviderAddress": "127.0.0.1"}}));
+    let management = if on_vswitch(&doc) {
+        netstate::create_vswitch()
+            .map_err(|e| (0x8007_0005, format!("cannot create the vSwitch: {e}")))?
+    } else {
+        std::net::Ipv4Addr::LOCALHOST
+    };
+    let mut policies: Vec<Value> = doc["Policies"].as_array().cloned().unwrap_or_default();
+    policies.push(json!({"Type": "ProviderAddress", "Settings": {"ProviderAddress": management.to_string()}}));
     doc["Policies"] = json!(policies);
     Ok(doc)
 }
@@ -489,6 +508,9 @@ pub unsafe extern "system" fn HcnDeleteNetwork(id: *const GUID, record: *mut PWS
         {
             let _ = std::fs::remove_file(dir("endpoints").join(format!("{eid}.json")));
         }
+    }
+    if !all("networks").iter().any(on_vswitch) && netstate::delete_vswitch().is_err() {
+        return unsafe { fail(record, 0x8007_0005, "cannot remove the vSwitch") };
     }
     unsafe { ok(record) }
 }

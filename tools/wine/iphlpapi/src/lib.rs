@@ -1,0 +1,345 @@
+//! A stand-in for the IP helper functions calicoctl-win calls (`host/windows/network.rs`),
+//! under Wine: Wine 8's iphlpapi lacks `InitializeIpForwardEntry` and `CreateIpForwardEntry2`,
+//! and its tables are the Linux machine's, which a test must not change. The adapters and
+//! routes live in the prefix (`../netstate.rs`), where the `computenetwork.dll` stand-in
+//! changes them as creating the vSwitch does.
+//!
+//! Semantics follow Microsoft's netioapi reference:
+//! - `GetAdaptersAddresses`: `ERROR_BUFFER_OVERFLOW` with the size needed when the buffer is
+//!   too small (or null); only IPv4 (`AF_INET`, or `AF_UNSPEC` answered with IPv4) is kept here;
+//! - `GetIpForwardTable2`: a table the caller frees with `FreeMibTable`; the tables handed
+//!   out and not freed are counted (`IphlpStandinStats`), so a test fails on a leak;
+//! - `InitializeIpForwardEntry`: lifetimes infinite; Loopback, AutoconfigureAddress, Publish
+//!   and Immortal TRUE; SitePrefixLength, Metric and Protocol "illegal values" (which values
+//!   is not documented: 255 and `u32::MAX` here, a guess); everything else zero;
+//! - `CreateIpForwardEntry2`: `ERROR_NOT_FOUND` when no interface has the index,
+//!   `ERROR_INVALID_PARAMETER` for a prefix over 32 bits, a non-IPv4 family or a metric or
+//!   protocol left illegal, `ERROR_OBJECT_ALREADY_EXISTS` for a route already there (same
+//!   destination, prefix, next hop and interface);
+//! - `DeleteIpForwardEntry2`: `ERROR_NOT_FOUND` for a route that is not there.
+
+#![allow(clippy::missing_safety_doc, non_snake_case)]
+
+#[allow(dead_code)] // The vSwitch half is the computenetwork stand-in's.
+#[path = "../../netstate.rs"]
+mod netstate;
+
+use serde_json::Value;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::net::Ipv4Addr;
+use std::sync::Mutex;
+use windows_sys::Win32::Foundation::{
+    ERROR_BUFFER_OVERFLOW, ERROR_INVALID_PARAMETER, ERROR_NOT_FOUND, ERROR_NOT_SUPPORTED,
+    ERROR_OBJECT_ALREADY_EXISTS,
+};
+use windows_sys::Win32::NetworkManagement::IpHelper::{
+    IP_ADAPTER_ADDRESSES_LH, IP_ADAPTER_UNICAST_ADDRESS_LH, MIB_IPFORWARD_ROW2,
+    MIB_IPFORWARD_TABLE2,
+};
+use windows_sys::Win32::Networking::WinSock::{
+    AF_INET, AF_UNSPEC, IN_ADDR, IN_ADDR_0, MIB_IPPROTO_NETMGMT, SOCKADDR_IN, SOCKADDR_INET,
+};
+
+const ILLEGAL_SITE_PREFIX: u8 = 255;
+const ILLEGAL_METRIC: u32 = u32::MAX;
+const ILLEGAL_PROTOCOL: i32 = 0;
+const IF_TYPE_ETHERNET_CSMACD: u32 = 6;
+const IF_TYPE_SOFTWARE_LOOPBACK: u32 = 24;
+const IF_OPER_STATUS_UP: i32 = 1;
+
+/// Tables handed out by `GetIpForwardTable2` and not yet freed: address → the allocation.
+static TABLES: Mutex<Option<HashMap<usize, Vec<u64>>>> = Mutex::new(None);
+
+fn ip(v: &Value) -> Ipv4Addr {
+    v.as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(Ipv4Addr::UNSPECIFIED)
+}
+
+fn in_addr(ip: Ipv4Addr) -> IN_ADDR {
+    IN_ADDR {
+        S_un: IN_ADDR_0 {
+            S_addr: u32::from_ne_bytes(ip.octets()),
+        },
+    }
+}
+
+fn sockaddr_in(ip: Ipv4Addr) -> SOCKADDR_IN {
+    SOCKADDR_IN {
+        sin_family: AF_INET,
+        sin_port: 0,
+        sin_addr: in_addr(ip),
+        sin_zero: [0; 8],
+    }
+}
+
+fn from_sockaddr(a: &SOCKADDR_INET) -> Option<Ipv4Addr> {
+    // SAFETY: every variant starts with the family.
+    if unsafe { a.si_family } != AF_INET {
+        return None;
+    }
+    // SAFETY: an AF_INET address is a SOCKADDR_IN.
+    Some(Ipv4Addr::from(
+        unsafe { a.Ipv4.sin_addr.S_un.S_addr }.to_ne_bytes(),
+    ))
+}
+
+fn adapters() -> Vec<Value> {
+    netstate::load()["adapters"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn routes() -> Vec<Value> {
+    netstate::load()["routes"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// One adapter's block in the caller's buffer: the adapter, its one unicast address and
+/// socket address, and its strings.
+#[repr(C)]
+struct Block {
+    adapter: IP_ADAPTER_ADDRESSES_LH,
+    unicast: IP_ADAPTER_UNICAST_ADDRESS_LH,
+    sockaddr: SOCKADDR_IN,
+    friendly: [u16; 64],
+    empty: [u16; 1],
+    name: [u8; 40],
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn GetAdaptersAddresses(
+    family: u32,
+    _flags: u32,
+    _reserved: *const c_void,
+    out: *mut IP_ADAPTER_ADDRESSES_LH,
+    size: *mut u32,
+) -> u32 {
+    if size.is_null() {
+        return ERROR_INVALID_PARAMETER;
+    }
+    if family != u32::from(AF_INET) && family != u32::from(AF_UNSPEC) {
+        return ERROR_NOT_SUPPORTED;
+    }
+    let list = adapters();
+    let need = (list.len() * std::mem::size_of::<Block>()) as u32;
+    // SAFETY: size is a valid pointer (checked above).
+    if out.is_null() || unsafe { *size } < need {
+        unsafe { *size = need };
+        return ERROR_BUFFER_OVERFLOW;
+    }
+    if (out as usize) % std::mem::align_of::<Block>() != 0 {
+        return ERROR_INVALID_PARAMETER;
+    }
+    let blocks = out.cast::<Block>();
+    for (i, a) in list.iter().enumerate() {
+        // SAFETY: the buffer holds list.len() blocks (checked above) and is aligned.
+        let b = unsafe { &mut *blocks.add(i) };
+        // SAFETY: every field is plain data or a pointer, for which zero is valid.
+        *b = unsafe { std::mem::zeroed() };
+        let name = a["name"].as_str().unwrap_or_default();
+        for (d, s) in b.friendly.iter_mut().zip(name.encode_utf16().take(63)) {
+            *d = s;
+        }
+        let index = a["index"].as_u64().unwrap_or(0) as u32;
+        let guid = format!("{{00000000-0000-0000-0000-{index:012}}}");
+        b.name[..guid.len()].copy_from_slice(guid.as_bytes());
+        b.sockaddr = sockaddr_in(ip(&a["ip"]));
+        b.unicast.Anonymous.Anonymous.Length = std::mem::size_of::<IP_ADAPTER_UNICAST_ADDRESS_LH>() as u32;
+        b.unicast.Address.lpSockaddr = (&mut b.sockaddr as *mut SOCKADDR_IN).cast();
+        b.unicast.Address.iSockaddrLength = std::mem::size_of::<SOCKADDR_IN>() as i32;
+        b.unicast.OnLinkPrefixLength = a["prefix_len"].as_u64().unwrap_or(0) as u8;
+        b.unicast.ValidLifetime = u32::MAX;
+        b.unicast.PreferredLifetime = u32::MAX;
+        b.unicast.LeaseLifetime = u32::MAX;
+        let ad = &mut b.adapter;
+        ad.Anonymous1.Anonymous.Length = std::mem::size_of::<IP_ADAPTER_ADDRESSES_LH>() as u32;
+        ad.Anonymous1.Anonymous.IfIndex = index;
+        ad.AdapterName = b.name.as_mut_ptr();
+        ad.FirstUnicastAddress = &mut b.unicast;
+        ad.FriendlyName = b.friendly.as_mut_ptr();
+        ad.Description = b.friendly.as_mut_ptr();
+        ad.DnsSuffix = b.empty.as_mut_ptr();
+        ad.Mtu = 1500;
+        ad.IfType = if index == 1 {
+            IF_TYPE_SOFTWARE_LOOPBACK
+        } else {
+            IF_TYPE_ETHERNET_CSMACD
+        };
+        ad.OperStatus = IF_OPER_STATUS_UP;
+        ad.Ipv4Metric = 25;
+        ad.Next = if i + 1 < list.len() {
+            // SAFETY: the next block is inside the buffer.
+            unsafe { &mut (*blocks.add(i + 1)).adapter }
+        } else {
+            std::ptr::null_mut()
+        };
+    }
+    0
+}
+
+fn row(r: &Value) -> MIB_IPFORWARD_ROW2 {
+    // SAFETY: MIB_IPFORWARD_ROW2 is plain data.
+    let mut row: MIB_IPFORWARD_ROW2 = unsafe { std::mem::zeroed() };
+    row.InterfaceIndex = r["interface_index"].as_u64().unwrap_or(0) as u32;
+    row.DestinationPrefix.Prefix.Ipv4 = sockaddr_in(ip(&r["destination"]));
+    row.DestinationPrefix.PrefixLength = r["prefix_len"].as_u64().unwrap_or(0) as u8;
+    row.NextHop.Ipv4 = sockaddr_in(ip(&r["next_hop"]));
+    row.Metric = r["metric"].as_u64().unwrap_or(0) as u32;
+    row.Protocol = MIB_IPPROTO_NETMGMT;
+    row.ValidLifetime = u32::MAX;
+    row.PreferredLifetime = u32::MAX;
+    row.Immortal = true;
+    row
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn GetIpForwardTable2(
+    family: u16,
+    table: *mut *mut MIB_IPFORWARD_TABLE2,
+) -> u32 {
+    if table.is_null() {
+        return ERROR_INVALID_PARAMETER;
+    }
+    if family != AF_INET && family != AF_UNSPEC {
+        return ERROR_NOT_SUPPORTED;
+    }
+    let rows: Vec<MIB_IPFORWARD_ROW2> = routes().iter().map(row).collect();
+    let header = std::mem::offset_of!(MIB_IPFORWARD_TABLE2, Table);
+    let bytes = header + rows.len().max(1) * std::mem::size_of::<MIB_IPFORWARD_ROW2>();
+    let mut buf = vec![0u64; bytes.div_ceil(8)];
+    let t = buf.as_mut_ptr().cast::<MIB_IPFORWARD_TABLE2>();
+    // SAFETY: buf holds the header and every row, 8-aligned.
+    unsafe {
+        (*t).NumEntries = rows.len() as u32;
+        let first = std::ptr::addr_of_mut!((*t).Table).cast::<MIB_IPFORWARD_ROW2>();
+        std::ptr::copy_nonoverlapping(rows.as_ptr(), first, rows.len());
+        *table = t;
+    }
+    if let Ok(mut live) = TABLES.lock() {
+        live.get_or_insert_with(HashMap::new).insert(t as usize, buf);
+    }
+    0
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn FreeMibTable(memory: *const c_void) {
+    if let Ok(mut live) = TABLES.lock()
+        && let Some(map) = live.as_mut()
+    {
+        map.remove(&(memory as usize));
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn InitializeIpForwardEntry(r: *mut MIB_IPFORWARD_ROW2) {
+    if r.is_null() {
+        return;
+    }
+    // SAFETY: the caller passes a writable row; all-zero is a valid row.
+    unsafe {
+        *r = std::mem::zeroed();
+        let r = &mut *r;
+        r.ValidLifetime = u32::MAX;
+        r.PreferredLifetime = u32::MAX;
+        r.Loopback = true;
+        r.AutoconfigureAddress = true;
+        r.Publish = true;
+        r.Immortal = true;
+        r.SitePrefixLength = ILLEGAL_SITE_PREFIX;
+        r.Metric = ILLEGAL_METRIC;
+        r.Protocol = ILLEGAL_PROTOCOL;
+    }
+}
+
+/// The route a row names, checked as CreateIpForwardEntry2 checks it.
+fn requested(r: &MIB_IPFORWARD_ROW2) -> Result<Value, u32> {
+    let dest = from_sockaddr(&r.DestinationPrefix.Prefix).ok_or(ERROR_INVALID_PARAMETER)?;
+    let hop = from_sockaddr(&r.NextHop).unwrap_or(Ipv4Addr::UNSPECIFIED);
+    if r.DestinationPrefix.PrefixLength > 32 {
+        return Err(ERROR_INVALID_PARAMETER);
+    }
+    if !adapters()
+        .iter()
+        .any(|a| a["index"].as_u64() == Some(u64::from(r.InterfaceIndex)))
+    {
+        return Err(ERROR_NOT_FOUND);
+    }
+    Ok(netstate::route(
+        dest,
+        r.DestinationPrefix.PrefixLength,
+        hop,
+        r.InterfaceIndex,
+        r.Metric,
+    ))
+}
+
+fn same(a: &Value, b: &Value) -> bool {
+    ["destination", "prefix_len", "next_hop", "interface_index"]
+        .iter()
+        .all(|k| a[k] == b[k])
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn CreateIpForwardEntry2(r: *const MIB_IPFORWARD_ROW2) -> u32 {
+    if r.is_null() {
+        return ERROR_INVALID_PARAMETER;
+    }
+    // SAFETY: the caller passes a readable row.
+    let r = unsafe { &*r };
+    if r.Metric == ILLEGAL_METRIC || r.Protocol == ILLEGAL_PROTOCOL {
+        return ERROR_INVALID_PARAMETER;
+    }
+    let new = match requested(r) {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    let mut state = netstate::load();
+    let mut all: Vec<Value> = state["routes"].as_array().cloned().unwrap_or_default();
+    if all.iter().any(|x| same(x, &new)) {
+        return ERROR_OBJECT_ALREADY_EXISTS;
+    }
+    all.push(new);
+    state["routes"] = Value::Array(all);
+    match netstate::store(&state) {
+        Ok(()) => 0,
+        Err(e) => e.raw_os_error().map_or(ERROR_INVALID_PARAMETER, |c| c as u32),
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn DeleteIpForwardEntry2(r: *const MIB_IPFORWARD_ROW2) -> u32 {
+    if r.is_null() {
+        return ERROR_INVALID_PARAMETER;
+    }
+    // SAFETY: the caller passes a readable row.
+    let gone = match requested(unsafe { &*r }) {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    let mut state = netstate::load();
+    let mut all: Vec<Value> = state["routes"].as_array().cloned().unwrap_or_default();
+    let before = all.len();
+    all.retain(|x| !same(x, &gone));
+    if all.len() == before {
+        return ERROR_NOT_FOUND;
+    }
+    state["routes"] = Value::Array(all);
+    match netstate::store(&state) {
+        Ok(()) => 0,
+        Err(e) => e.raw_os_error().map_or(ERROR_INVALID_PARAMETER, |c| c as u32),
+    }
+}
+
+/// Test-only: the routing tables handed out and not freed.
+#[unsafe(no_mangle)]
+pub extern "system" fn IphlpStandinStats() -> i64 {
+    TABLES
+        .lock()
+        .map(|l| l.as_ref().map_or(0, |m| m.len() as i64))
+        .unwrap_or(-1)
+}
