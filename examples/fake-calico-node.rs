@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 /// The node's IPAM block: the fake API server's cluster gives win-1 this block.
+#[cfg(windows)]
 const BLOCK: &str = "10.244.1.0/26";
 
 fn main() {

@@ -98,7 +98,7 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
             .dependencies;
         h.service_delete(&dependent.name)
             .expect("delete the dependent");
-        assert_eq!(deps, [name.clone()]);
+        assert_eq!(deps, std::slice::from_ref(&name));
 
         let auto = ServiceSpec {
             start: StartType::Auto,

@@ -132,7 +132,7 @@ pub unsafe extern "system" fn GetAdaptersAddresses(
         unsafe { *size = need };
         return ERROR_BUFFER_OVERFLOW;
     }
-    if (out as usize) % std::mem::align_of::<Block>() != 0 {
+    if !(out as usize).is_multiple_of(std::mem::align_of::<Block>()) {
         return ERROR_INVALID_PARAMETER;
     }
     let blocks = out.cast::<Block>();
@@ -149,7 +149,8 @@ pub unsafe extern "system" fn GetAdaptersAddresses(
         let guid = format!("{{00000000-0000-0000-0000-{index:012}}}");
         b.name[..guid.len()].copy_from_slice(guid.as_bytes());
         b.sockaddr = sockaddr_in(ip(&a["ip"]));
-        b.unicast.Anonymous.Anonymous.Length = std::mem::size_of::<IP_ADAPTER_UNICAST_ADDRESS_LH>() as u32;
+        b.unicast.Anonymous.Anonymous.Length =
+            std::mem::size_of::<IP_ADAPTER_UNICAST_ADDRESS_LH>() as u32;
         b.unicast.Address.lpSockaddr = (&mut b.sockaddr as *mut SOCKADDR_IN).cast();
         b.unicast.Address.iSockaddrLength = std::mem::size_of::<SOCKADDR_IN>() as i32;
         b.unicast.OnLinkPrefixLength = a["prefix_len"].as_u64().unwrap_or(0) as u8;
@@ -221,7 +222,8 @@ pub unsafe extern "system" fn GetIpForwardTable2(
         *table = t;
     }
     if let Ok(mut live) = TABLES.lock() {
-        live.get_or_insert_with(HashMap::new).insert(t as usize, buf);
+        live.get_or_insert_with(HashMap::new)
+            .insert(t as usize, buf);
     }
     0
 }
@@ -307,7 +309,9 @@ pub unsafe extern "system" fn CreateIpForwardEntry2(r: *const MIB_IPFORWARD_ROW2
     state["routes"] = Value::Array(all);
     match netstate::store(&state) {
         Ok(()) => 0,
-        Err(e) => e.raw_os_error().map_or(ERROR_INVALID_PARAMETER, |c| c as u32),
+        Err(e) => e
+            .raw_os_error()
+            .map_or(ERROR_INVALID_PARAMETER, |c| c as u32),
     }
 }
 
@@ -331,7 +335,9 @@ pub unsafe extern "system" fn DeleteIpForwardEntry2(r: *const MIB_IPFORWARD_ROW2
     state["routes"] = Value::Array(all);
     match netstate::store(&state) {
         Ok(()) => 0,
-        Err(e) => e.raw_os_error().map_or(ERROR_INVALID_PARAMETER, |c| c as u32),
+        Err(e) => e
+            .raw_os_error()
+            .map_or(ERROR_INVALID_PARAMETER, |c| c as u32),
     }
 }
 
