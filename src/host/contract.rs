@@ -85,8 +85,19 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
 
         // A dependent reads back its dependency (Wine's SCM does not report it: the host
         // reads the service key then).
+        // A display name is unique too (CreateService's ERROR_DUPLICATE_SERVICE_NAME).
+        let twin = ServiceSpec {
+            name: format!("{name}Twin"),
+            ..spec.clone()
+        };
+        assert!(matches!(
+            h.service_create(&twin),
+            Err(HostError::Exists { .. })
+        ));
+        assert_eq!(h.service_query(&twin.name).expect("query"), None);
         let dependent = ServiceSpec {
             name: format!("{name}Dep"),
+            display_name: format!("{} (dependent)", spec.display_name),
             dependencies: vec![name.clone()],
             ..spec.clone()
         };

@@ -66,6 +66,16 @@ impl Services for SimHost {
                     what: format!("service {}", spec.name),
                 });
             }
+            // As CreateService: a display name is unique among names and display names.
+            let shown = spec.display_name.to_ascii_lowercase();
+            if s.services
+                .iter()
+                .any(|(name, svc)| *name == shown || svc.display_name.eq_ignore_ascii_case(&shown))
+            {
+                return Err(HostError::Exists {
+                    what: format!("a service named or displayed as {:?}", spec.display_name),
+                });
+            }
             s.services
                 .insert(key, SimService::from_spec(spec, ServiceState::Stopped));
             Ok(())

@@ -18,6 +18,9 @@ const ERROR_SERVICE_DOES_NOT_EXIST: i32 = 1060;
 const ERROR_SERVICE_NOT_ACTIVE: i32 = 1062;
 const ERROR_INVALID_HANDLE: i32 = 6;
 const ERROR_SERVICE_EXISTS: i32 = 1073;
+// CreateService: "The display name already exists in the service control manager database
+// either as a service name or as another display name."
+const ERROR_DUPLICATE_SERVICE_NAME: i32 = 1078;
 const ERROR_INVALID_LEVEL: i32 = 124;
 
 fn os_code(e: &windows_service::Error) -> Option<i32> {
@@ -202,6 +205,11 @@ pub fn create(spec: &ServiceSpec) -> HostResult<()> {
         Err(e) if os_code(&e) == Some(ERROR_SERVICE_EXISTS) => {
             return Err(HostError::Exists {
                 what: format!("service {}", spec.name),
+            });
+        }
+        Err(e) if os_code(&e) == Some(ERROR_DUPLICATE_SERVICE_NAME) => {
+            return Err(HostError::Exists {
+                what: format!("a service named or displayed as {:?}", spec.display_name),
             });
         }
         Err(e) => return Err(api(format!("create service {}", spec.name), e)),
