@@ -57,8 +57,14 @@ pub struct Global {
     /// ws2022-docker, ws2022-no-hns, ws2022-flannel, ws2022-legacy-calico
     #[arg(long, global = true, value_name = "NAME")]
     pub sim_profile: Option<String>,
-    /// Make the simulated host fail (fail:N) or crash (crash:N) at its Nth mutating call
-    #[arg(long, global = true, hide = true, value_name = "fail:N|crash:N")]
+    /// Make the simulated host fail (fail:N), crash (crash:N) or stop to be killed from
+    /// outside (pause:N) at its Nth mutating call
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        value_name = "fail:N|crash:N|pause:N"
+    )]
     pub sim_fault: Option<crate::host::sim::Fault>,
 }
 

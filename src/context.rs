@@ -38,6 +38,8 @@ pub struct Context {
     /// this machine; known once the host is opened.
     host_kubeconfig: Option<PathBuf>,
     log: Option<Box<dyn Write>>,
+    /// The host lock, held from `open_host_to_change` until the command ends.
+    lock: Option<crate::host::lock::HostLock>,
 }
 
 impl Context {
@@ -53,6 +55,7 @@ impl Context {
             env,
             host_layer: BTreeMap::new(),
             host_kubeconfig: None,
+            lock: None,
             log,
         }
     }
@@ -136,6 +139,30 @@ impl Context {
             }
             HostKind::Windows => {}
         }
+        Ok(host)
+    }
+
+    /// Opens the host for `command` to change it, holding the host lock until the command
+    /// ends (`host::lock`); a `--dry-run` only reads and takes no lock. A throw-away in-memory
+    /// host is shared with nobody and needs none.
+    pub fn open_host_to_change(&mut self, command: &str) -> anyhow::Result<Box<dyn Host>> {
+        let host = self.open_host(Intent::Change)?;
+        if self.options.dry_run {
+            return Ok(host);
+        }
+        let dir = match host.kind() {
+            HostKind::Windows => PathBuf::from(
+                self.env
+                    .get("ProgramData")
+                    .map_or(r"C:\ProgramData", String::as_str),
+            )
+            .join("calicoctl-win"),
+            HostKind::Simulated { dir, .. } => PathBuf::from(dir),
+            HostKind::InMemory { .. } => return Ok(host),
+        };
+        let lock = crate::host::lock::acquire(&dir, command)?;
+        self.log(&format!("holding the host lock {}", dir.display()));
+        self.lock = Some(lock);
         Ok(host)
     }
 

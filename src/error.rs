@@ -16,6 +16,8 @@ pub enum Exit {
     Preflight = 3,
     /// A wait or a call timed out.
     Timeout = 4,
+    /// Another calicoctl-win command is changing the host; nothing was changed.
+    Busy = 5,
 }
 
 /// Bad input detected by a command itself (exit code 2).
@@ -79,6 +81,13 @@ fn classify(error: &anyhow::Error) -> (Exit, Option<String>) {
                 }
             };
             return (Exit::Usage, Some(hint.into()));
+        }
+        if let Some(e) = cause.downcast_ref::<crate::host::lock::LockError>() {
+            let exit = match e {
+                crate::host::lock::LockError::Busy { .. } => Exit::Busy,
+                crate::host::lock::LockError::Io { .. } => Exit::Failed,
+            };
+            return (exit, Some(e.hint()));
         }
         if cause.downcast_ref::<crate::checks::Blocked>().is_some() {
             return (

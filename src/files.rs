@@ -85,3 +85,30 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<bool> {
         .with_context(|| format!("cannot replace {}", path.display()))?;
     Ok(true)
 }
+
+/// Whether `name` is a temporary file of an atomic write (`.NAME.calicoctl-win.tmp`), which
+/// only a run killed between writing and renaming leaves behind.
+pub fn is_stale_temporary(name: &str) -> bool {
+    name.starts_with('.') && name.ends_with(".calicoctl-win.tmp")
+}
+
+/// Removes the temporary files killed writes left in `dir`.
+pub fn remove_stale_temporaries(dir: &Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if is_stale_temporary(&e.file_name().to_string_lossy()) && e.path().is_file() {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
+/// The temporary file an atomic write of `path` goes through (`.NAME.calicoctl-win.tmp`
+/// beside it); removing `path` removes it too, as a killed write may have left it.
+pub fn temporary_of(path: &Path) -> std::path::PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.calicoctl-win.tmp"))
+}

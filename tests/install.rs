@@ -390,45 +390,193 @@ fn a_failure_at_every_install_step_rolls_back_or_a_rerun_converges() {
     eprintln!("{rolled_back} rolled back, {converged} converged on a rerun");
 }
 
+/// The outside-in crash test of install. The real binary is stopped at each of its mutating
+/// calls in turn (inside a file write, its temporary file written and not yet renamed; before
+/// any other call) and killed there with SIGKILL from outside. Each killed state, copied, is
+/// then installed again, which must give exactly the host of an uninterrupted install, and
+/// purged instead, which must give exactly the initial host (an interrupted install is undone,
+/// not reported as nothing to uninstall). No killed run leaves anything in the temp dir.
 #[test]
-fn a_crash_at_every_install_step_is_continued_by_the_next_install() {
+fn install_killed_from_outside_at_every_call_is_finished_by_a_rerun_or_undone_by_a_purge() {
     let s = Setup::new("calico.exe");
     let pristine = s.node.dir.path().join("pristine");
     copy_dir(&s.node.sim(), &pristine);
+    let initial = snapshot(&pristine);
     let zip = s.zip.display().to_string();
     let install = ["install", "--release-zip", zip.as_str()];
+    let purge = ["uninstall", "--purge", "--remove-logs"];
     let clean = s.node.dir.path().join("clean");
     let (code, stderr) = run_on(&s, &pristine, &clean, &install);
     assert_eq!(code, 0, "{stderr}");
     let installed = snapshot(&clean);
 
-    let host = s.node.dir.path().join("crashy");
+    let host = s.node.dir.path().join("killed");
+    let purged = s.node.dir.path().join("purged");
+    let tmp = s.node.dir.path().join("tmp");
     for n in 1.. {
-        let fault = format!("crash:{n}");
-        let (code, stderr) = run_on(
-            &s,
-            &pristine,
-            &host,
-            &[&install[..], &["--sim-fault", &fault]].concat(),
+        let _ = std::fs::remove_dir_all(&host);
+        copy_dir(&pristine, &host);
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp).expect("tmp");
+        let at = match support::kill_at(&host, &s.node.admin, &install, n, &tmp) {
+            support::Killed::At(at) => at,
+            support::Killed::Ended(code, stderr) => {
+                assert_eq!(code, 0, "{stderr}");
+                assert!(n > 20, "the install made only {n} mutating calls");
+                break;
+            }
+        };
+        assert_eq!(
+            support::entries(&tmp),
+            Vec::<String>::new(),
+            "{at}: left in the temp dir"
         );
-        if code == 0 {
-            break;
-        }
-        assert_eq!(code, 86, "{fault}: {stderr}");
-        let crashed_at = stderr.lines().last().unwrap_or_default().to_owned();
+        let _ = std::fs::remove_dir_all(&purged);
+        copy_dir(&host, &purged);
+
         let (code, stderr) = run_at(&s, &host, &install);
-        assert_eq!(code, 0, "{fault}, rerun: {stderr}");
-        if n > 1 {
-            assert!(
-                stderr.contains("did not finish"),
-                "{fault}: the rerun says it continues: {stderr}"
-            );
-        }
+        assert_eq!(code, 0, "killed {at}, rerun: {stderr}");
         assert_same(
             &snapshot(&host),
             &installed,
-            &format!("{fault} ({crashed_at}), then a rerun"),
+            &format!("killed {at}, then a rerun"),
         );
+
+        let (code, stderr) = run_at(&s, &purged, &purge);
+        assert_eq!(code, 0, "killed {at}, purge: {stderr}");
+        assert_same(
+            &snapshot(&purged),
+            &initial,
+            &format!("killed {at}, then a purge"),
+        );
+    }
+}
+
+/// The outside-in crash test of `uninstall --purge`: killed from outside at each mutating call
+/// in turn, a rerun finishes it and leaves the initial host.
+#[test]
+fn uninstall_killed_from_outside_at_every_call_is_finished_by_a_rerun() {
+    let s = Setup::new("calico-node.exe");
+    let pristine = s.node.dir.path().join("pristine");
+    copy_dir(&s.node.sim(), &pristine);
+    let initial = snapshot(&pristine);
+    let zip = s.zip.display().to_string();
+    let installed = s.node.dir.path().join("installed");
+    let (code, stderr) = run_on(
+        &s,
+        &pristine,
+        &installed,
+        &["install", "--release-zip", &zip],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let purge = ["uninstall", "--purge", "--remove-logs"];
+    let host = s.node.dir.path().join("killed");
+    let tmp = s.node.dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).expect("tmp");
+    for n in 1.. {
+        let _ = std::fs::remove_dir_all(&host);
+        copy_dir(&installed, &host);
+        let at = match support::kill_at(&host, &s.node.admin, &purge, n, &tmp) {
+            support::Killed::At(at) => at,
+            support::Killed::Ended(code, stderr) => {
+                assert_eq!(code, 0, "{stderr}");
+                assert!(n > 10, "the uninstall made only {n} mutating calls");
+                break;
+            }
+        };
+        let (code, stderr) = run_at(&s, &host, &purge);
+        assert_eq!(code, 0, "killed {at}, rerun: {stderr}");
+        assert_same(
+            &snapshot(&host),
+            &initial,
+            &format!("killed {at}, then a rerun"),
+        );
+    }
+}
+
+/// A download killed from outside: the rerun's record owns the install root and the cache the
+/// killed run created (a purge after it returns the initial host), and a purge straight after
+/// the kill removes them and the partial download.
+#[test]
+fn an_install_killed_in_its_download_is_finished_or_purged_without_leftovers() {
+    let s = Setup::new("calico-node.exe");
+    let initial = s.snapshot();
+    let pristine = s.node.dir.path().join("pristine");
+    copy_dir(&s.node.sim(), &pristine);
+    let sha = sha256(&s.zip);
+    let ca = s.ca.display().to_string();
+    let install = [
+        "install",
+        "--release-zip",
+        s.url.as_str(),
+        "--sha256",
+        &sha,
+        "--release-ca-cert",
+        &ca,
+    ];
+    let tmp = s.node.dir.path().join("tmp");
+    let purged = s.node.dir.path().join("purged");
+    for then_install in [true, false] {
+        let _ = std::fs::remove_dir_all(s.node.sim());
+        copy_dir(&pristine, &s.node.sim());
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp).expect("tmp");
+        s.server
+            .stall
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let before = s.server.requests.lock().expect("requests").len();
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+            .env_clear()
+            .env("TMPDIR", &tmp)
+            .current_dir(support::root())
+            .args(["--set", "node.name=win-1"])
+            .args(install)
+            .arg("--sim-host")
+            .arg(s.node.sim())
+            .arg("--kubeconfig")
+            .arg(&s.node.admin)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start install");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !s.server.requests.lock().expect("requests")[before..]
+            .iter()
+            .any(|(p, _)| p.ends_with(".zip"))
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the install never downloaded"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // Half the zip is sent; let it reach the disk.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        child.kill().expect("SIGKILL the install");
+        child.wait().expect("reap");
+        s.server
+            .stall
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(
+            support::entries(&tmp),
+            Vec::<String>::new(),
+            "left in the temp dir"
+        );
+        if then_install {
+            let (code, doc, stderr) = s.install(&[]);
+            assert_eq!(code, 0, "{doc} {stderr}");
+            assert!(stderr.contains("did not finish"), "{stderr}");
+        }
+        let _ = std::fs::remove_dir_all(&purged);
+        copy_dir(&s.node.sim(), &purged);
+        let (code, stderr) = run_at(&s, &purged, &["uninstall", "--purge", "--remove-logs"]);
+        assert_eq!(code, 0, "{stderr}");
+        let what = if then_install {
+            "a download killed, an install, a purge"
+        } else {
+            "a download killed, a purge"
+        };
+        assert_same(&snapshot(&purged), &initial, what);
     }
 }
 
@@ -824,4 +972,104 @@ fn a_service_left_start_pending_is_started_by_the_next_install() {
     let actions = doc["actions"].to_string();
     assert!(actions.contains("start service CalicoFelix"), "{actions}");
     assert_eq!(s.state()["services"]["calicofelix"]["state"], "running");
+}
+
+/// One command at a time: an install hangs in its download holding the host lock; an
+/// uninstall started meanwhile exits 5 at once naming the install, its pid and start time,
+/// and changes nothing. The install is then killed from outside (SIGKILL): its lock goes with
+/// it, the next install takes over and finishes, and `uninstall --purge` still returns the
+/// initial host (the killed run's root and cache are remembered).
+#[test]
+fn a_second_command_is_refused_while_one_runs_and_a_killed_holder_frees_the_host() {
+    let s = Setup::new("calico-node.exe");
+    let initial = s.snapshot();
+    s.server
+        .stall
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let sha = sha256(&s.zip);
+    let ca = s.ca.display().to_string();
+    let mut install = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"));
+    install
+        .env_clear()
+        .current_dir(support::root())
+        .args([
+            "--set",
+            "node.name=win-1",
+            "install",
+            "--release-zip",
+            &s.url,
+        ])
+        .args(["--sha256", &sha, "--release-ca-cert", &ca, "-o", "json"])
+        .arg("--sim-host")
+        .arg(s.node.sim())
+        .arg("--kubeconfig")
+        .arg(&s.node.admin)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = install.spawn().expect("start install");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let lock = s.node.sim().join("calicoctl-win.lock");
+    while calicoctl_win::host::lock::holder(&lock).is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the install never took the lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Let it reach the download.
+    while !s
+        .server
+        .requests
+        .lock()
+        .expect("requests")
+        .iter()
+        .any(|(p, _)| p.ends_with(".zip"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the install never downloaded"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // ... and the half it was sent reach the disk, so that the install changes nothing more.
+    let part = s
+        .node
+        .c_drive("calicowindows/cache/calico-windows-v3.30.2.zip.part");
+    let mut size = 0;
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let now = std::fs::metadata(&part).map_or(0, |m| m.len());
+        if now > 0 && now == size {
+            break;
+        }
+        size = now;
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the download never settled"
+        );
+    }
+    let busy = s.snapshot();
+    let (code, doc, stderr) = s.uninstall(&["--purge"]);
+    assert_eq!(code, 5, "{doc} {stderr}");
+    let message = doc["error"].to_string();
+    assert!(
+        message.contains(&format!("install (pid {}, started ", child.id())),
+        "{message}"
+    );
+    assert_same(&s.snapshot(), &busy, "a refused uninstall");
+
+    child.kill().expect("SIGKILL the install");
+    child.wait().expect("reap");
+    s.server
+        .stall
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let (code, doc, stderr) = s.install(&[]);
+    assert_eq!(code, 0, "{doc} {stderr}");
+    let (code, doc, stderr) = s.uninstall(&["--purge", "--remove-logs"]);
+    assert_eq!(code, 0, "{doc} {stderr}");
+    assert_same(
+        &s.snapshot(),
+        &initial,
+        "after a killed install, an install and a purge",
+    );
 }

@@ -240,8 +240,12 @@ fn a_disruption_budget_that_never_allows_eviction_times_out_and_undoes_the_cordo
     assert!(n.pods().contains(&"web-2".to_owned()));
 }
 
+/// The outside-in crash test of `reconfigure --drain`: the real binary is stopped at each of
+/// its mutating calls in turn (inside a file write, between its temporary file and the
+/// rename; before any other call) and killed there with SIGKILL from outside; a rerun must
+/// give the host of an uninterrupted run, the new VNI and an uncordoned node.
 #[test]
-fn an_interruption_at_every_step_is_finished_by_a_rerun() {
+fn reconfigure_killed_from_outside_at_every_call_is_finished_by_a_rerun() {
     // A clean run, for the state to converge to.
     let clean = Node::installed();
     clean.api.set_felix_vni(4097);
@@ -250,25 +254,26 @@ fn an_interruption_at_every_step_is_finished_by_a_rerun() {
     let mutating = doc["actions"].as_array().expect("actions").len();
     let want = snapshot(&clean.node.sim());
 
-    let mut n = 1;
-    loop {
+    for n in 1.. {
         let node = Node::installed();
         node.api.set_felix_vni(4097);
-        let fault = format!("crash:{n}");
-        let args = [VNI_4097, &["--drain", "--sim-fault", &fault]].concat();
-        let (code, err) = node.reconfigure_raw(&args);
-        if code == 0 {
-            // The fault came after the last mutating call: the walk is over.
-            assert!(n > mutating, "only {n} calls for {mutating} steps");
-            break;
-        }
-        assert_eq!(code, 86, "{fault}: {err}");
+        let tmp = node.node.dir.path().join("tmp");
+        std::fs::create_dir_all(&tmp).expect("tmp");
+        let args = [&["reconfigure"][..], VNI_4097, &["--drain"]].concat();
+        let at = match support::kill_at(&node.node.sim(), &node.node.admin, &args, n, &tmp) {
+            support::Killed::At(at) => at,
+            support::Killed::Ended(code, err) => {
+                // The pause came after the last mutating call: the walk is over.
+                assert_eq!(code, 0, "{err}");
+                assert!(n > mutating as u64, "only {n} calls for {mutating} steps");
+                break;
+            }
+        };
         let (code, _, err) = node.reconfigure(&[VNI_4097, &["--drain"]].concat());
-        assert_eq!(code, 0, "{fault}: the rerun failed: {err}");
-        assert_eq!(node.calico_vsid(), Some(4097), "{fault}");
-        assert!(!node.cordoned(), "{fault}: left cordoned");
-        assert_same(&snapshot(&node.node.sim()), &want, &fault);
-        n += 1;
+        assert_eq!(code, 0, "killed {at}: the rerun failed: {err}");
+        assert_eq!(node.calico_vsid(), Some(4097), "killed {at}");
+        assert!(!node.cordoned(), "killed {at}: left cordoned");
+        assert_same(&snapshot(&node.node.sim()), &want, &format!("killed {at}"));
     }
 }
 

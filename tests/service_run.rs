@@ -263,13 +263,14 @@ fn node_keeps_the_token_refresher_running_and_stops_it_with_the_service() {
     .expect("kubeconfig");
     drop(host);
     // The fake Calico binary: startup succeeds; the refresher dies on its first run, then runs
-    // until it is asked to stop, and says so.
+    // until it is asked to stop, and says so (its trap is set before it says it runs, so that
+    // a stop straight after cannot come before the trap).
     let marks = dir.path().join("marks");
     let fake = dir.path().join("calico-node");
     std::fs::write(
         &fake,
         format!(
-            "#!/bin/sh\ncase \"$*\" in\n*-monitor-token*)\n  echo run >> {m}/refresher\n  printf 'sandbox=%s\\n' \"$CONTAINER_SANDBOX_MOUNT_POINT\" >> {m}/refresher\n  [ $(grep -c run {m}/refresher) -eq 1 ] && exit 1\n  trap 'echo stopped >> {m}/refresher; exit 0' TERM\n  while true; do sleep 0.05; done ;;\n*) exit 0 ;;\nesac\n",
+            "#!/bin/sh\ncase \"$*\" in\n*-monitor-token*)\n  trap 'echo stopped >> {m}/refresher; exit 0' TERM\n  printf 'sandbox=%s\\n' \"$CONTAINER_SANDBOX_MOUNT_POINT\" >> {m}/refresher\n  echo run >> {m}/refresher\n  [ $(grep -c run {m}/refresher) -eq 1 ] && exit 1\n  while true; do sleep 0.05; done ;;\n*) exit 0 ;;\nesac\n",
             m = marks.display()
         ),
     )

@@ -8,7 +8,6 @@ use crate::cluster::{Cluster, facts};
 use crate::context::Context;
 use crate::duration;
 use crate::error::UsageError;
-use crate::host::select::Intent;
 use crate::host::{Access, Host};
 use crate::render::kubeconfig;
 use serde_json::json;
@@ -36,7 +35,7 @@ fn namespace(ctx: &mut Context, c: &Cluster, given: &Option<String>) -> anyhow::
 }
 
 pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let host = ctx.open_host(Intent::Change)?;
+    let host = ctx.open_host_to_change("fetch kubeconfig")?;
     let loaded = ctx.load_config()?;
     let Some(path) = loaded.config.kubeconfig.clone() else {
         return Err(UsageError::new(
@@ -143,7 +142,7 @@ pub(crate) fn current_token_outlives(
 }
 
 pub fn etcd_certs(args: &FetchEtcdArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let host = ctx.open_host(Intent::Change)?;
+    let host = ctx.open_host_to_change("fetch etcd-certs")?;
     let loaded = ctx.load_config()?;
     let c = ctx.require_cluster()?;
     let ns = namespace(ctx, &c, &args.namespace)?;

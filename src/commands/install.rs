@@ -10,7 +10,6 @@ use crate::config::types::Datastore;
 use crate::config::{Config, Raw};
 use crate::context::Context;
 use crate::error::UsageError;
-use crate::host::select::Intent;
 use crate::host::{Host, HostKind, InstalledService};
 use crate::output::DownloadProgress;
 use crate::plan::install::{DesiredFile, Got, Inputs, release_files};
@@ -30,7 +29,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let mut want = release_want(&args.release)?;
     check_skips(&args.skip)?;
     let dry_run = ctx.options.dry_run;
-    let host = ctx.open_host(Intent::Change)?;
+    let host = ctx.open_host_to_change("install")?;
     let base = ctx.load_config()?;
 
     // The legacy NSSM install is replaced only when asked.
@@ -105,11 +104,24 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     // The release: downloaded and extracted on this machine, or (dry run) what would be.
     let root = crate::plan::install::install_root(config);
     let cache_dir = join(&root, "cache");
-    let staging = tempfile::Builder::new()
-        .prefix("calicoctl-win-release-")
-        .tempdir()
-        .context("cannot create a temporary directory for the release")?;
+    let journal_path = join(&root, record::JOURNAL_FILE);
+    let mut journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "install")?;
+    // Before anything is written under the root, a journal names the directories this run
+    // creates: a run killed in its download leaves them owned, to the next install or to
+    // uninstall. Until the plan runs, a failure undoes this beginning (`Begun`).
     let cache_dirs = record::missing_parents(host.as_ref(), &join(&cache_dir, "x"))?;
+    let mut begun = None;
+    if journal.is_none() && !dry_run {
+        journal = begin_journal(host.as_ref(), &journal_path, &cache_dir, config)?;
+        begun = journal.clone().map(|j| Begun {
+            host: host.as_ref(),
+            journal: j,
+            path: journal_path.clone(),
+            timeout: args.service_timeout,
+            armed: true,
+        });
+    }
+    let staging = staging_dir(host.as_ref(), &cache_dir, dry_run)?;
     let got = obtain_release(ctx, host.as_ref(), &want, &cache_dir, staging.path())?;
     if let (Some(_), Some(found)) = (&args.release.release_zip, got.version())
         && let Some(w) = release::against_cluster(
@@ -157,8 +169,6 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     };
 
     // The plan.
-    let journal_path = join(&root, record::JOURNAL_FILE);
-    let journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "install")?;
     let previous = record::read(host.as_ref(), &root)?;
     let inputs = Inputs {
         config,
@@ -249,7 +259,12 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         now: now(),
         cluster: None,
     };
+    // From here the executor keeps or undoes the journal.
+    if let Some(b) = begun.as_mut() {
+        b.armed = false;
+    }
     let result = super::execute_plan(ctx, host.as_ref(), &actions, opts);
+    drop(staging);
     if let Err(e) = result {
         return Err(install_failed(e));
     }
@@ -271,6 +286,115 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
     ctx.printer.json(&doc(true));
     Ok(())
+}
+
+/// Where an install unpacks the release: under the install root's cache (not the temp
+/// directory, which a killed run would leave it in), after removing what killed runs left
+/// there. A dry run writes nothing under the root and unpacks into the temp directory.
+fn staging_dir(
+    host: &dyn Host,
+    cache_dir: &str,
+    dry_run: bool,
+) -> anyhow::Result<tempfile::TempDir> {
+    if dry_run {
+        return tempfile::Builder::new()
+            .prefix("calicoctl-win-release-")
+            .tempdir()
+            .context("cannot create a temporary directory for the release");
+    }
+    let cache = host.local_path(cache_dir)?;
+    std::fs::create_dir_all(&cache).with_context(|| format!("cannot create {cache_dir}"))?;
+    remove_stale_staging(&cache)?;
+    tempfile::Builder::new()
+        .prefix(STAGING_PREFIX)
+        .tempdir_in(&cache)
+        .with_context(|| format!("cannot create a staging directory in {cache_dir}"))
+}
+
+/// How the directories a release is unpacked into start, in the cache.
+pub(crate) const STAGING_PREFIX: &str = "staging-";
+
+/// Removes the staging directories killed runs left in `cache` (a local path).
+pub(crate) fn remove_stale_staging(cache: &std::path::Path) -> anyhow::Result<()> {
+    let entries = match std::fs::read_dir(cache) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("cannot list {}", cache.display())),
+    };
+    for e in entries {
+        let e = e.with_context(|| format!("cannot list {}", cache.display()))?;
+        if e.file_name().to_string_lossy().starts_with(STAGING_PREFIX) && e.path().is_dir() {
+            std::fs::remove_dir_all(e.path()).with_context(|| {
+                format!("cannot remove the staging directory {}", e.path().display())
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the journal of a new install when the root or its cache does not exist yet, naming
+/// them; `None` when both exist (nothing is created before the plan runs).
+fn begin_journal(
+    host: &dyn Host,
+    path: &str,
+    cache_dir: &str,
+    config: &Config,
+) -> anyhow::Result<Option<plan::exec::Journal>> {
+    let new_dirs = record::vacant_parents(host, &join(cache_dir, "x"))?;
+    if new_dirs.is_empty() {
+        return Ok(None);
+    }
+    let journal = plan::exec::Journal {
+        command: "install".into(),
+        started: now(),
+        owned_cache: new_dirs
+            .iter()
+            .any(|d| d.eq_ignore_ascii_case(cache_dir))
+            .then(|| cache_dir.to_owned()),
+        new_dirs,
+        routes_before: host
+            .routes()
+            .context("cannot read the routes before the install")?,
+        record: None,
+        logs_dir: Some(config.logs.dir.as_str().to_owned()),
+        entries: Vec::new(),
+    };
+    if let Err(e) = journal.save(host, path) {
+        for d in journal.new_dirs.iter().rev() {
+            let _ = host.remove_empty_dir(d);
+        }
+        return Err(e.context("install failed before changing anything"));
+    }
+    Ok(Some(journal))
+}
+
+/// An install's journal begun by this run, undone (with the cache it created) if the run
+/// stops before its plan runs.
+struct Begun<'a> {
+    host: &'a dyn Host,
+    journal: plan::exec::Journal,
+    path: String,
+    timeout: std::time::Duration,
+    armed: bool,
+}
+
+impl Drop for Begun<'_> {
+    fn drop(&mut self) {
+        // A download that broke off keeps its partial file for the next run to resume, and
+        // the journal that owns it with it.
+        let resumable = self.journal.owned_cache.as_ref().is_some_and(|c| {
+            self.host.local_path(c).is_ok_and(|local| {
+                std::fs::read_dir(local).is_ok_and(|mut entries| {
+                    entries.any(|e| {
+                        e.is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".part"))
+                    })
+                })
+            })
+        });
+        if self.armed && !resumable {
+            let _ = plan::exec::undo_journal(self.host, &self.journal, &self.path, self.timeout);
+        }
+    }
 }
 
 /// The error of a failed run, with what the rollback did.
@@ -383,7 +507,6 @@ pub(crate) fn obtain_release(
             });
         }
     }
-    let created_cache = !cache_local.exists();
     let mut progress = DownloadProgress::new(std::io::stderr().is_terminal(), false);
     let result = (|| -> Result<Got, release::ReleaseError> {
         let obtained = release::obtain(want, &cache_local, &ctx.env, &mut progress)?;
@@ -406,14 +529,8 @@ pub(crate) fn obtain_release(
             cached,
         })
     })();
-    if result.is_err() && created_cache {
-        // Nothing stays behind from a refused release: the cache directory and the install
-        // root, when this run created them, go again once empty.
-        let _ = std::fs::remove_dir(&cache_local);
-        if let Some(parent) = cache_local.parent() {
-            let _ = std::fs::remove_dir(parent);
-        }
-    }
+    // A refused release's zip is gone; the cache and root this run created go with the
+    // journal it began (`Begun`).
     let got = result?;
     if let Got::Release { x, sha256, .. } = &got {
         ctx.log(&format!(

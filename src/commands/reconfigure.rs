@@ -8,7 +8,6 @@ use crate::cluster::drain;
 use crate::config::types::Backend;
 use crate::context::Context;
 use crate::error::UsageError;
-use crate::host::select::Intent;
 use crate::plan::install::{Inputs, Restart};
 use crate::plan::reconfigure::{self, NodeSteps, network_changes};
 use crate::plan::record::{self, NetworkSettings, join};
@@ -19,7 +18,7 @@ use serde_json::json;
 
 pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let dry_run = ctx.options.dry_run;
-    let host = ctx.open_host(Intent::Change)?;
+    let host = ctx.open_host_to_change("reconfigure")?;
     let base = ctx.load_config()?;
     let node_name = base.config.node.name.to_string();
     let cluster = read_cluster(false, ctx, &node_name);

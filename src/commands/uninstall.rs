@@ -4,7 +4,6 @@ use super::fetch::now;
 use super::install::{legacy_error, legacy_services};
 use crate::cli::UninstallArgs;
 use crate::context::Context;
-use crate::host::select::Intent;
 use crate::plan::exec::{Journal, Options};
 use crate::plan::record;
 use crate::plan::{self, uninstall};
@@ -15,7 +14,7 @@ use serde_json::json;
 const DEFAULT_ROOT: &str = r"C:\CalicoWindows";
 
 pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let host = ctx.open_host(Intent::Change)?;
+    let host = ctx.open_host_to_change("uninstall")?;
     // The config is only a hint for where the record is: a broken one does not stop uninstall.
     let root = match &args.install_root {
         Some(r) => r.trim_end_matches('\\').to_owned(),
@@ -30,6 +29,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         },
     };
     let dry_run = ctx.options.dry_run;
+    undo_interrupted_install(ctx, host.as_ref(), &root, args.service_timeout)?;
     let journal_path = uninstall::journal_path(&root);
     let journal = Journal::load(host.as_ref(), &journal_path)?;
     let record = match (record::read(host.as_ref(), &root)?, &journal) {
@@ -56,9 +56,20 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
             )
             .into());
         }
-        ctx.printer.text(&format!(
-            "Nothing to uninstall: there is no install record in {root}"
-        ));
+        // A run killed while it created the root leaves it holding at most a temporary file.
+        let vacant = host
+            .local_path(&root)
+            .is_ok_and(|l| l.is_dir() && record::is_vacant(&l));
+        if vacant && !dry_run {
+            record::remove_vacant(host.as_ref(), &root)?;
+            ctx.printer.text(&format!(
+                "Nothing to uninstall: there is no install record in {root}; removed that directory, which held only what a killed run left"
+            ));
+        } else {
+            ctx.printer.text(&format!(
+                "Nothing to uninstall: there is no install record in {root}"
+            ));
+        }
         ctx.printer.json(
             &json!({"dry_run": dry_run, "install_root": root, "actions": [], "changed": false}),
         );
@@ -98,6 +109,9 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ctx.printer.json(&doc(false));
         return Ok(());
     }
+    if let Ok(cache) = host.local_path(&record::join(&root, "cache")) {
+        super::install::remove_stale_staging(&cache)?;
+    }
     let opts = Options {
         command: "uninstall",
         journal_path,
@@ -126,5 +140,64 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ctx.printer.text("Uninstalled and purged.");
     }
     ctx.printer.json(&doc(true));
+    Ok(())
+}
+
+/// An install that was cut off (killed, or its machine lost power) left its journal in the
+/// root: it is seen to first, so that nothing it wrote (services, binaries, calico-node's
+/// credentials, networks) outlives the uninstall. Another command's journal is finished by
+/// that command.
+fn undo_interrupted_install(
+    ctx: &mut Context,
+    host: &dyn crate::host::Host,
+    root: &str,
+    timeout: std::time::Duration,
+) -> anyhow::Result<()> {
+    let path = record::join(root, record::JOURNAL_FILE);
+    let Some(journal) = Journal::load(host, &path)? else {
+        return Ok(());
+    };
+    if journal.command != "install" {
+        return Err(crate::error::UsageError::new(
+            format!(
+                "an earlier {} did not finish (its journal is {path})",
+                journal.command
+            ),
+            format!(
+                "run 'calicoctl-win {}' again to finish it, then uninstall",
+                journal.command
+            ),
+        )
+        .into());
+    }
+    let started = super::fetch::time_text(journal.started);
+    // Once the run wrote its record, the record names all it owns, and the uninstall that
+    // follows removes it: the journal only goes. Before, what it did is undone.
+    let record_path = record::join(root, record::RECORD_FILE);
+    let covered = journal.wrote(&record_path);
+    let what = if covered {
+        "its record covers what it did, so its journal is dropped"
+    } else {
+        "its steps are undone"
+    };
+    if ctx.options.dry_run {
+        ctx.printer.note(&format!(
+            "an install started at {started} did not finish: uninstall would first see to it ({what})"
+        ));
+        return Ok(());
+    }
+    ctx.printer.note(&format!(
+        "an install started at {started} did not finish: {what} first"
+    ));
+    if covered {
+        return plan::exec::discard_journal(host, &journal, &path);
+    }
+    let failures = plan::exec::undo_journal(host, &journal, &path, timeout);
+    if !failures.is_empty() {
+        anyhow::bail!(
+            "cannot undo the interrupted install ({}); its journal {path} is kept, so running uninstall again retries",
+            failures.join("; ")
+        );
+    }
     Ok(())
 }

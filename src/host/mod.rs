@@ -6,6 +6,7 @@
 //! are written with their root (`HKLM\Software\Tigera\Calico`).
 
 pub mod hns;
+pub mod lock;
 pub mod process;
 pub mod runtime;
 pub mod select;

@@ -84,6 +84,14 @@ pub struct Journal {
     /// gone can be finished.
     #[serde(default)]
     pub record: Option<super::record::InstallRecord>,
+    /// The services' logs directory when the run started (a rollback by a later command,
+    /// which may not read the config, still finds it).
+    #[serde(default)]
+    pub logs_dir: Option<String>,
+    /// A download cache this journal's run created: everything in it came from that run (a
+    /// partial or refused download, an unpacked release), so undoing the run removes it whole.
+    #[serde(default)]
+    pub owned_cache: Option<String>,
     pub entries: Vec<Entry>,
 }
 
@@ -107,6 +115,11 @@ impl Journal {
         serde_json::from_slice(&bytes).map(Some).with_context(|| {
             format!("the journal {path} is not readable; delete it to start afresh")
         })
+    }
+
+    /// Writes the journal (atomically, as every host file).
+    pub fn save(&self, host: &dyn Host, path: &str) -> anyhow::Result<()> {
+        save(host, path, self)
     }
 
     /// Directories created by the journaled actions, and by the journal.
@@ -174,6 +187,8 @@ pub fn execute(
             new_dirs: Vec::new(),
             routes_before: opts.routes_before.clone(),
             record: opts.record.clone(),
+            logs_dir: opts.logs_dir.clone(),
+            owned_cache: None,
             entries: Vec::new(),
         },
     };
@@ -524,6 +539,71 @@ pub fn missing_keys(host: &dyn Host, key: &str) -> Result<Vec<String>, HostError
 
 /// Undoes every journaled action in reverse, then removes the journal and the directories
 /// the run created. Returns the undo steps that failed.
+/// Undoes what an interrupted run journaled at `journal_path` (in reverse), then removes the
+/// journal and the directories it created: what a failed install does, for a later command.
+/// Returns what could not be undone (the journal stays then).
+pub fn undo_journal(
+    host: &dyn Host,
+    journal: &Journal,
+    journal_path: &str,
+    timeout: Duration,
+) -> Vec<String> {
+    let opts = Options {
+        command: "rollback",
+        journal_path: journal_path.to_owned(),
+        rollback: true,
+        stop_timeout: timeout,
+        start_timeout: timeout,
+        previous: None,
+        routes_before: Vec::new(),
+        record: None,
+        logs_dir: None,
+        now: 0,
+        cluster: None,
+    };
+    rollback(host, journal, &opts)
+}
+
+impl Journal {
+    /// Whether the run wrote `path` (its install record) before it was cut off: the record
+    /// then names everything the run owns.
+    pub fn wrote(&self, path: &str) -> bool {
+        self.entries.iter().any(|e| {
+            e.done
+                && match &e.undo {
+                    Undo::RemoveFile { path: p, .. } | Undo::RestoreFile { path: p, .. } => {
+                        p.eq_ignore_ascii_case(path)
+                    }
+                    _ => false,
+                }
+        })
+    }
+}
+
+/// Drops an interrupted run's journal without undoing it, for a command that removes what the
+/// run did by other means (uninstall, by the record the run wrote): its backups, the cache it
+/// created and the journal itself go.
+pub fn discard_journal(
+    host: &dyn Host,
+    journal: &Journal,
+    journal_path: &str,
+) -> anyhow::Result<()> {
+    for e in &journal.entries {
+        if let Undo::RestoreFile { backup, .. } = &e.undo {
+            host.remove_file(backup)
+                .with_context(|| format!("cannot remove the backup {backup}"))?;
+        }
+    }
+    if let Some(cache) = &journal.owned_cache
+        && let Some(failure) = remove_tree(host, cache).into_iter().next()
+    {
+        anyhow::bail!("cannot {failure}");
+    }
+    host.remove_file(journal_path)
+        .with_context(|| format!("cannot remove the journal {journal_path}"))?;
+    Ok(())
+}
+
 fn rollback(host: &dyn Host, journal: &Journal, opts: &Options<'_>) -> Vec<String> {
     let mut failures = Vec::new();
     for e in journal.entries.iter().rev() {
@@ -536,11 +616,18 @@ fn rollback(host: &dyn Host, journal: &Journal, opts: &Options<'_>) -> Vec<Strin
         }
     }
     if failures.is_empty() {
+        // The cache before the journal: a run killed in between leaves the journal to retry.
+        if let Some(cache) = &journal.owned_cache {
+            failures.extend(remove_tree(host, cache));
+        }
+        if !failures.is_empty() {
+            return failures;
+        }
         if let Err(err) = host.remove_file(&opts.journal_path) {
             failures.push(format!("remove the journal: {err}"));
         }
         let mut dirs = journal.created_dirs();
-        if let Some(logs) = &opts.logs_dir {
+        if let Some(logs) = opts.logs_dir.as_ref().or(journal.logs_dir.as_ref()) {
             let lower = logs.to_ascii_lowercase();
             let created = dirs.iter().any(|d| {
                 let d = d.to_ascii_lowercase();
@@ -560,6 +647,20 @@ fn rollback(host: &dyn Host, journal: &Journal, opts: &Options<'_>) -> Vec<Strin
         }
     }
     failures
+}
+
+/// Removes `dir` and everything in it (a cache is written beside the host layer, straight to
+/// the disk, so it is removed the same way).
+fn remove_tree(host: &dyn Host, dir: &str) -> Vec<String> {
+    let local = match host.local_path(dir) {
+        Ok(l) => l,
+        Err(e) => return vec![format!("remove {dir}: {e}")],
+    };
+    match std::fs::remove_dir_all(&local) {
+        Ok(()) => Vec::new(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => vec![format!("remove {dir}: {e}")],
+    }
 }
 
 /// Removes the services' log files in `dir`; returns what could not be removed.

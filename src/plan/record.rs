@@ -122,11 +122,7 @@ pub fn missing_parents(host: &dyn Files, path: &str) -> HostResult<Vec<String>> 
     let mut out = Vec::new();
     let mut cur = path;
     while let Some((parent, _)) = cur.rsplit_once('\\') {
-        // Stop at the drive (`C:`) or a UNC share's root.
-        if parent.len() <= 2
-            || parent.ends_with(':')
-            || parent.starts_with("\\\\") && parent.matches('\\').count() <= 3
-        {
+        if is_volume_root(parent) {
             break;
         }
         if host.dir_exists(parent)? {
@@ -137,4 +133,58 @@ pub fn missing_parents(host: &dyn Files, path: &str) -> HostResult<Vec<String>> 
     }
     out.reverse();
     Ok(out)
+}
+
+/// The parent directories of `path` that a new install may call its own, outermost first:
+/// those missing, and those holding nothing but the temporary files of killed writes (and
+/// such directories): what a run killed while it created them leaves.
+pub fn vacant_parents(host: &dyn Files, path: &str) -> HostResult<Vec<String>> {
+    let mut out = missing_parents(host, path)?;
+    let mut cur = out.first().map_or(path, String::as_str).to_owned();
+    while let Some((parent, _)) = cur.rsplit_once('\\') {
+        if is_volume_root(parent) || !is_vacant(&host.local_path(parent)?) {
+            break;
+        }
+        out.insert(0, parent.to_owned());
+        cur = parent.to_owned();
+    }
+    Ok(out)
+}
+
+/// Whether `dir` is a drive (`C:`) or a UNC share's root, where the walks up stop.
+fn is_volume_root(dir: &str) -> bool {
+    dir.len() <= 2
+        || dir.ends_with(':')
+        || dir.starts_with("\\\\") && dir.matches('\\').count() <= 3
+}
+
+/// Whether a local directory holds only temporaries of killed writes and vacant directories.
+pub fn is_vacant(dir: &std::path::Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().all(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => is_vacant(&e.path()),
+                Ok(_) => crate::files::is_stale_temporary(&name),
+                Err(_) => false,
+            }
+        })
+    })
+}
+
+/// Removes `dir` (a host path) when it is vacant (`is_vacant`): its vacant subdirectories
+/// first, then it; whether it is gone.
+pub fn remove_vacant(host: &dyn Files, dir: &str) -> HostResult<bool> {
+    let local = host.local_path(dir)?;
+    if !is_vacant(&local) {
+        return Ok(false);
+    }
+    if let Ok(entries) = std::fs::read_dir(&local) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_vacant(host, &join(dir, &e.file_name().to_string_lossy()))?;
+            }
+        }
+    }
+    host.remove_empty_dir(dir)
 }

@@ -118,3 +118,70 @@ impl SimNode {
         (out.status.code().expect("code"), json(&out.stdout), stderr)
     }
 }
+
+/// How a run stopped at a pause point (`--sim-fault pause:N`) ended.
+#[derive(Debug)]
+pub enum Killed {
+    /// It stopped there (the text says where) and was killed with SIGKILL from outside.
+    At(String),
+    /// It finished before reaching the call: its exit code and stderr.
+    Ended(i32, String),
+}
+
+/// Runs `calicoctl-win ARGS` on node win-1 of the simulated host `host` with `--sim-fault
+/// pause:N` and, once it has stopped at its Nth mutating call, kills it from outside
+/// (SIGKILL: no destructor, no flush, nothing of the process runs again). Its temp directory
+/// is `tmp`, so that a test can see what a killed run leaves there.
+pub fn kill_at(host: &Path, admin: &Path, args: &[&str], n: u64, tmp: &Path) -> Killed {
+    let marker = PathBuf::from(format!("{}.paused", host.display()));
+    let _ = std::fs::remove_file(&marker);
+    let stderr_path = tmp.with_extension("stderr");
+    let stderr = std::fs::File::create(&stderr_path).expect("stderr file");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .env_clear()
+        .env("TMPDIR", tmp)
+        .current_dir(root())
+        .args(["--set", "node.name=win-1"])
+        .args(args)
+        .args(["-o", "json", "--sim-host"])
+        .arg(host)
+        .arg("--kubeconfig")
+        .arg(admin)
+        .args(["--sim-fault", &format!("pause:{n}")])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("start calicoctl-win");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        if let Ok(at) = std::fs::read_to_string(&marker)
+            && !at.is_empty()
+        {
+            child.kill().expect("SIGKILL");
+            child.wait().expect("reap");
+            std::fs::remove_file(&marker).expect("remove the pause marker");
+            return Killed::At(at);
+        }
+        if let Some(status) = child.try_wait().expect("wait") {
+            let err = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+            return Killed::Ended(status.code().unwrap_or(-1), err);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "calicoctl-win {args:?} neither paused at call {n} nor ended in 120 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// The entries of `dir` (a killed run's temp directory), for an assertion that it is empty.
+pub fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -96,6 +96,8 @@ pub struct ReleaseServer {
     pub requests: Requests,
     /// While above zero, full responses are cut off halfway (and this counts down).
     pub cut: Arc<AtomicUsize>,
+    /// While set, responses stop after their first half and wait (a download that hangs).
+    pub stall: Arc<std::sync::atomic::AtomicBool>,
     _runtime: tokio::runtime::Runtime,
 }
 
@@ -115,13 +117,15 @@ impl ReleaseServer {
         let files: Arc<Mutex<BTreeMap<String, Vec<u8>>>> = Arc::default();
         let requests: Requests = Arc::default();
         let cut = Arc::new(AtomicUsize::new(0));
-        let (f, r, c) = (files.clone(), requests.clone(), cut.clone());
+        let stall = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (f, r, c, st) = (files.clone(), requests.clone(), cut.clone(), stall.clone());
         runtime.spawn(async move {
             loop {
                 let Ok((tcp, _)) = listener.accept().await else {
                     continue;
                 };
-                let (acceptor, f, r, c) = (acceptor.clone(), f.clone(), r.clone(), c.clone());
+                let (acceptor, f, r, c, st) =
+                    (acceptor.clone(), f.clone(), r.clone(), c.clone(), st.clone());
                 tokio::spawn(async move {
                     let Ok(mut tls) = acceptor.accept(tcp).await else {
                         return;
@@ -175,9 +179,17 @@ impl ReleaseServer {
                         && c
                             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                             .is_ok();
-                    let send = if cut_now { &rest[..rest.len() / 2] } else { rest };
+                    let stalled = st.load(Ordering::SeqCst);
+                    let send = if cut_now || stalled {
+                        &rest[..rest.len() / 2]
+                    } else {
+                        rest
+                    };
                     let _ = tls.write_all(send).await;
                     let _ = tls.flush().await;
+                    while stalled && st.load(Ordering::SeqCst) {
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    }
                     if cut_now {
                         // Drop the connection without a TLS close: the download breaks off.
                         return;
@@ -192,6 +204,7 @@ impl ReleaseServer {
             files,
             requests,
             cut,
+            stall,
             _runtime: runtime,
         }
     }

@@ -50,18 +50,26 @@ impl SimHost {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let tmp = local.with_file_name(format!(".{name}.calicoctl-win.tmp"));
-        fs_err::write(&tmp, contents).map_err(|e| HostError::io(op("write"), e))?;
+        // As on Windows: a secret's temporary file is restricted before the secret is in it.
+        let _ = std::fs::remove_file(&tmp);
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
         #[cfg(unix)]
         {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = if access == Access::Secret {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(if access == Access::Secret {
                 0o600
             } else {
                 0o644
-            };
-            fs_err::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))
-                .map_err(|e| HostError::io(op("restrict"), e))?;
+            });
         }
+        let mut file = options
+            .open(&tmp)
+            .map_err(|e| HostError::io(op("create the temporary file for"), e))?;
+        std::io::Write::write_all(&mut file, contents)
+            .map_err(|e| HostError::io(op("write"), e))?;
+        drop(file);
+        self.pause_if_due_in_write(path);
         fs_err::rename(&tmp, &local).map_err(|e| HostError::io(op("replace"), e))?;
         let key = path.to_ascii_lowercase();
         let mut state = self.lock();
@@ -112,6 +120,7 @@ impl Files for SimHost {
         let local = self.sim_path(path)?;
         self.mutate(&format!("remove {path}"), |s| {
             s.secrets.remove(&path.to_ascii_lowercase());
+            let _ = std::fs::remove_file(crate::files::temporary_of(&local));
             match std::fs::remove_file(&local) {
                 Ok(()) => Ok(true),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
@@ -122,9 +131,10 @@ impl Files for SimHost {
 
     fn remove_empty_dir(&self, path: &str) -> HostResult<bool> {
         let local = self.sim_path(path)?;
-        self.mutate(
-            &format!("remove directory {path}"),
-            |_| match std::fs::read_dir(&local) {
+        self.mutate(&format!("remove directory {path}"), |_| {
+            // As on Windows: what killed atomic writes left does not keep a directory.
+            crate::files::remove_stale_temporaries(&local);
+            match std::fs::read_dir(&local) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
                 Err(e) => Err(HostError::io(format!("list {path}"), e)),
                 Ok(mut entries) => {
@@ -135,8 +145,8 @@ impl Files for SimHost {
                         .map(|()| true)
                         .map_err(|e| HostError::io(format!("remove directory {path}"), e))
                 }
-            },
-        )
+            }
+        })
     }
 
     fn dir_exists(&self, path: &str) -> HostResult<bool> {

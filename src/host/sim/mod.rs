@@ -37,16 +37,22 @@ pub enum FaultKind {
     Fail,
     /// The process exits at once (code 86), as if the machine lost power mid-run.
     Crash,
+    /// The process stops and waits to be killed from outside: in the middle of a file write
+    /// (its temporary file written, not yet renamed), before any other call. It first creates
+    /// `<host dir>.paused` holding the call, for the killer to wait on.
+    Pause,
 }
 
 impl std::str::FromStr for Fault {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("{s:?}: write fail:N or crash:N, N counting mutating calls from 1");
+        let bad =
+            || format!("{s:?}: write fail:N, crash:N or pause:N, N counting mutating calls from 1");
         let (kind, n) = s.split_once(':').ok_or_else(bad)?;
         let kind = match kind {
             "fail" => FaultKind::Fail,
             "crash" => FaultKind::Crash,
+            "pause" => FaultKind::Pause,
             _ => return Err(bad()),
         };
         let at = n.parse().ok().filter(|n| *n > 0).ok_or_else(bad)?;
@@ -93,6 +99,8 @@ pub struct SimHost {
     state: Mutex<State>,
     fault: Option<Fault>,
     mutations: AtomicU64,
+    /// A pause due inside the file write being made (`FaultKind::Pause`).
+    pause_in_write: std::sync::atomic::AtomicBool,
     start_hook: Option<StartHook>,
     in_memory: bool,
 }
@@ -157,6 +165,7 @@ impl SimHost {
             state: Mutex::new(state),
             fault: None,
             mutations: AtomicU64::new(0),
+            pause_in_write: std::sync::atomic::AtomicBool::new(false),
             start_hook: None,
             in_memory: false,
         }
@@ -207,6 +216,26 @@ impl SimHost {
         Ok(out)
     }
 
+    /// Stops here for good, after saying where (`FaultKind::Pause`).
+    fn pause(&self, at: &str) -> ! {
+        let marker = format!("{}.paused", self.dir.display());
+        let _ = std::fs::write(&marker, at);
+        eprintln!("paused {at}: waiting to be killed");
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+    }
+
+    /// Pauses inside a file write when the pause is due there (`FaultKind::Pause`).
+    pub(super) fn pause_if_due_in_write(&self, path: &str) {
+        if self.pause_in_write.swap(false, Ordering::SeqCst) {
+            self.pause(&format!(
+                "in mutating call {} (write {path}, its temporary file written)",
+                self.mutations()
+            ));
+        }
+    }
+
     fn count(&self, op: &str) -> HostResult<()> {
         let n = self.mutations.fetch_add(1, Ordering::SeqCst) + 1;
         match self.fault {
@@ -223,6 +252,17 @@ impl SimHost {
             }) if at == n => {
                 eprintln!("simulated crash at mutating call {n} ({op})");
                 std::process::exit(SIM_CRASH_EXIT)
+            }
+            Some(Fault {
+                kind: FaultKind::Pause,
+                at,
+            }) if at == n => {
+                if op.starts_with("write ") {
+                    self.pause_in_write.store(true, Ordering::SeqCst);
+                } else {
+                    self.pause(&format!("before mutating call {n} ({op})"));
+                }
+                Ok(())
             }
             _ => Ok(()),
         }

@@ -40,14 +40,16 @@ pub fn replace(path: &str, contents: &[u8], access: Access) -> HostResult<()> {
         .unwrap_or_default();
     let tmp = p.with_file_name(format!(".{name}.calicoctl-win.tmp"));
     let tmp_s = tmp.to_string_lossy().into_owned();
-    std::fs::write(&tmp, contents).map_err(io(format!("write {tmp_s}")))?;
-    // Restrict the temporary file before it gets its name, so the secret is never readable.
+    // A secret's temporary file is restricted while still empty, before the secret is in it:
+    // a run killed at any point leaves no readable copy.
+    std::fs::File::create(&tmp).map_err(io(format!("create {tmp_s}")))?;
     if access == Access::Secret
         && let Err(e) = restrict(&tmp_s)
     {
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
+    std::fs::write(&tmp, contents).map_err(io(format!("write {tmp_s}")))?;
     std::fs::rename(&tmp, p).map_err(io(format!("replace {path}")))
 }
 
@@ -174,6 +176,7 @@ pub fn copy_in(from: &Path, to: &str) -> HostResult<()> {
 }
 
 pub fn remove(path: &str) -> HostResult<bool> {
+    let _ = std::fs::remove_file(crate::files::temporary_of(Path::new(path)));
     match std::fs::remove_file(path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
@@ -182,6 +185,7 @@ pub fn remove(path: &str) -> HostResult<bool> {
 }
 
 pub fn remove_empty_dir(path: &str) -> HostResult<bool> {
+    crate::files::remove_stale_temporaries(Path::new(path));
     match std::fs::read_dir(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(HostError::io(format!("list {path}"), e)),

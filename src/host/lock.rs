@@ -1,0 +1,175 @@
+//! One command at a time changes a host. `install`, `uninstall`, `reconfigure` and the `fetch`
+//! commands that write take an exclusive lock on a file before they read the state they plan
+//! from; a second command finds it held and stops at once, naming the command that holds it.
+//!
+//! The lock is the operating system's (`LockFileEx` on Windows, `flock` elsewhere, through
+//! `File::try_lock`), so it dies with its process: a command killed from outside leaves no
+//! stale lock, and the next command takes it over without guessing whether a pid is alive.
+//! Who holds it is written beside it (`<lock>.json`): Windows locks byte ranges mandatorily, so
+//! the locked file itself cannot be read by the command that finds it busy. The lock file is
+//! never deleted: a command that removed it while another waited could let two hold the lock.
+
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+pub const LOCK_FILE: &str = "calicoctl-win.lock";
+
+/// The command holding the lock.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Holder {
+    pub command: String,
+    pub pid: u32,
+    /// Unix seconds.
+    pub started: i64,
+}
+
+impl std::fmt::Display for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let started = jiff::Timestamp::from_second(self.started)
+            .map_or_else(|_| self.started.to_string(), |t| t.to_string());
+        write!(f, "{} (pid {}, started {started})", self.command, self.pid)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("another calicoctl-win command is changing this host: {}", holder.as_ref().map_or_else(|| "one that has not said which yet".to_owned(), Holder::to_string))]
+    Busy {
+        holder: Option<Holder>,
+        lock: PathBuf,
+    },
+    #[error("cannot lock {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl LockError {
+    pub fn hint(&self) -> String {
+        match self {
+            Self::Busy { lock, .. } => format!(
+                "nothing was changed; wait for that command to finish and run this one again (the lock is {}; it goes with its process, also when that is killed)",
+                lock.display()
+            ),
+            Self::Io { .. } => {
+                "run calicoctl-win from an elevated prompt, or check that the directory is writable"
+                    .into()
+            }
+        }
+    }
+}
+
+/// The held lock; dropping it releases it.
+#[derive(Debug)]
+pub struct HostLock {
+    _file: File,
+    info: PathBuf,
+}
+
+impl Drop for HostLock {
+    fn drop(&mut self) {
+        // Only who held it; the lock file stays (see the module documentation).
+        let _ = std::fs::remove_file(&self.info);
+    }
+}
+
+fn info_path(lock: &Path) -> PathBuf {
+    lock.with_extension("lock.json")
+}
+
+/// Reads who holds the lock; `None` while the holder has not written it yet.
+pub fn holder(lock: &Path) -> Option<Holder> {
+    let text = std::fs::read_to_string(info_path(lock)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Takes the lock in `dir` for `command`, or says who holds it.
+pub fn acquire(dir: &Path, command: &str) -> Result<HostLock, LockError> {
+    let path = dir.join(LOCK_FILE);
+    let io = |source| LockError::Io {
+        path: path.clone(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            // The holder writes who it is just after it takes the lock.
+            let mut found = holder(&path);
+            for _ in 0..20 {
+                if found.is_some() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                found = holder(&path);
+            }
+            return Err(LockError::Busy {
+                holder: found,
+                lock: path,
+            });
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+    }
+    let info = info_path(&path);
+    let me = Holder {
+        command: command.to_owned(),
+        pid: std::process::id(),
+        started: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64),
+    };
+    let tmp = info.with_extension(format!("json.{}.tmp", me.pid));
+    let text = serde_json::to_string(&me).unwrap_or_default();
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, &info))
+        .map_err(|e| LockError::Io {
+            path: info.clone(),
+            source: e,
+        })?;
+    Ok(HostLock { _file: file, info })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_taker_is_refused_with_the_holder_and_takes_it_once_released() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = acquire(dir.path(), "install").expect("first");
+        let err = acquire(dir.path(), "uninstall").expect_err("held");
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("install (pid {}", std::process::id())),
+            "{text}"
+        );
+        assert!(matches!(&err, LockError::Busy { holder: Some(h), .. } if h.command == "install"));
+        drop(first);
+        assert!(!info_path(&dir.path().join(LOCK_FILE)).exists());
+        // Other tests of this process fork children, which hold a copy of the locked file
+        // until they exec: the lock may outlive `first` by that moment.
+        let mut again = acquire(dir.path(), "uninstall");
+        for _ in 0..100 {
+            if again.is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            again = acquire(dir.path(), "uninstall");
+        }
+        let again = again.expect("released");
+        assert_eq!(
+            holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
+            Some("uninstall".into())
+        );
+        drop(again);
+    }
+}
