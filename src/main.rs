@@ -40,7 +40,7 @@ fn main() -> ExitCode {
         host: host::select::HostChoice {
             sim_dir: g.sim_host.clone(),
             sim_profile: g.sim_profile.clone(),
-            sim_fault: g.sim_fault,
+            sim_fault: g.sim_fault.clone(),
         },
     };
     let log = match &g.log_file {

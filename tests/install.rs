@@ -1073,3 +1073,78 @@ fn a_second_command_is_refused_while_one_runs_and_a_killed_holder_frees_the_host
         "after a killed install, an install and a purge",
     );
 }
+
+/// The cloud metadata route the node had before must be back when install finishes: when
+/// CalicoNode cannot restore it, the install times out (exit 4) naming it, and the rollback
+/// puts it back on the vSwitch that stays. After that failed install a good one, then a purge,
+/// return the initial host: the recorded routes go back on the interfaces holding their
+/// addresses then, not on the vEthernet that the purge removed. And status reports a metadata
+/// route that went missing.
+#[test]
+fn the_metadata_route_is_waited_for_restored_after_a_failure_and_put_back_on_the_nic_by_a_purge() {
+    let s = Setup::new("calico-node.exe");
+    let initial = s.snapshot();
+    let has_metadata = |state: &Value| {
+        state["routes"]
+            .as_array()
+            .expect("routes")
+            .iter()
+            .any(|r| r["destination"] == "169.254.169.254")
+    };
+    assert!(
+        has_metadata(&s.state()),
+        "the profile has the metadata route"
+    );
+    let (code, doc, stderr) = s.install_local(&[
+        "--wait-timeout",
+        "2s",
+        "--sim-fault",
+        "fail:~add route 169.254.169.254",
+    ]);
+    assert_eq!(code, 4, "{doc} {stderr}");
+    assert!(
+        stderr.contains("the route to 169.254.169.254/32 that the node had before"),
+        "{stderr}"
+    );
+    let state = s.state();
+    assert!(
+        !state["networks"].as_array().expect("networks").is_empty(),
+        "the network CalicoNode made stays"
+    );
+    assert!(has_metadata(&state), "the rollback restored the route");
+
+    let (code, doc, stderr) = s.install_local(&[]);
+    assert_eq!(code, 0, "{doc} {stderr}");
+    let (code, doc, stderr) = s.node.run(&["status", "--offline"]);
+    assert_eq!(code, 0, "{doc} {stderr}");
+
+    // The route goes missing: status says so.
+    let path = s.node.sim().join("state.json");
+    let mut state = s.state();
+    state["routes"]
+        .as_array_mut()
+        .expect("routes")
+        .retain(|r| r["destination"] != "169.254.169.254");
+    std::fs::write(&path, serde_json::to_vec_pretty(&state).expect("json")).expect("write");
+    let (code, _, stderr) = s.node.run(&["status", "--offline"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("the cloud metadata route 169.254.169.254/32 is missing"),
+        "{stderr}"
+    );
+    let (code, doc, stderr) = s.install_local(&[]);
+    assert_eq!(
+        code, 0,
+        "a rerun waits until CalicoNode puts it back: {doc} {stderr}"
+    );
+    assert!(has_metadata(&s.state()));
+
+    let (code, doc, stderr) = s.uninstall(&["--purge", "--remove-logs"]);
+    assert_eq!(code, 0, "{doc} {stderr}");
+    assert_eq!(doc["warnings"], json!([]), "{doc}");
+    assert_same(
+        &s.snapshot(),
+        &initial,
+        "a failed install, an install, a purge",
+    );
+}

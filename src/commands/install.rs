@@ -355,6 +355,9 @@ fn begin_journal(
         routes_before: host
             .routes()
             .context("cannot read the routes before the install")?,
+        addresses_before: host
+            .ipv4_addresses()
+            .context("cannot read the addresses before the install")?,
         record: None,
         logs_dir: Some(config.logs.dir.as_str().to_owned()),
         entries: Vec::new(),

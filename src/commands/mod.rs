@@ -72,16 +72,22 @@ pub(crate) fn print_plan(ctx: &mut Context, actions: &[crate::plan::Action]) {
     }
 }
 
-/// Runs a plan, printing and logging each step as it starts.
+/// Runs a plan, printing and logging each step as it starts; the warnings of a run that
+/// succeeded (a route with nowhere to go) are printed and returned for the JSON document.
 pub(crate) fn execute_plan(
     ctx: &mut Context,
     host: &dyn crate::host::Host,
     actions: &[crate::plan::Action],
     opts: crate::plan::exec::Options,
-) -> Result<(), crate::plan::ExecError> {
-    crate::plan::execute(host, actions, opts, &mut |i, n, a| {
+) -> Result<Vec<String>, crate::plan::ExecError> {
+    let warnings = crate::plan::execute(host, actions, opts, &mut |i, n, a| {
         let line = format!("[{i}/{n}] {}", a.describe());
         ctx.printer.text(&line);
         ctx.log(&line);
-    })
+    })?;
+    for w in &warnings {
+        ctx.printer.warn(w);
+        ctx.log(&format!("warning: {w}"));
+    }
+    Ok(warnings)
 }

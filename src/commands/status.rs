@@ -91,6 +91,25 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
         );
     }
 
+    // The cloud metadata route the node had before the install (CalicoNode restores it
+    // after the vSwitch takes it; without it pods and the node lose their cloud's metadata).
+    let lost: Vec<&crate::host::Route> = rec
+        .routes_before
+        .iter()
+        .filter(|r| crate::plan::routes::is_metadata(r))
+        .collect();
+    if !lost.is_empty() {
+        let now = host.routes().context("cannot read the routes")?;
+        for r in lost {
+            if !crate::plan::routes::has_destination(&now, r) {
+                problems.push(format!(
+                    "the cloud metadata route {}/{} is missing: the node had it before the install and CalicoNode restores it (its log says why not)",
+                    r.destination, r.prefix_len
+                ));
+            }
+        }
+    }
+
     // Networks.
     let networks: Vec<HnsNetwork> = if rec.networks.is_empty() {
         Vec::new()

@@ -125,13 +125,15 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         now: now(),
         cluster: None,
     };
-    let result = super::execute_plan(ctx, host.as_ref(), &actions, opts);
-    if let Err(e) = result {
-        let done = e.index - 1;
-        return Err(anyhow::Error::new(e).context(format!(
-            "uninstall stopped after {done} step(s); the install record is kept, so running uninstall again finishes it"
-        )));
-    }
+    let warnings = match super::execute_plan(ctx, host.as_ref(), &actions, opts) {
+        Ok(w) => w,
+        Err(e) => {
+            let done = e.index - 1;
+            return Err(anyhow::Error::new(e).context(format!(
+                "uninstall stopped after {done} step(s); the install record is kept, so running uninstall again finishes it"
+            )));
+        }
+    };
     if !args.purge {
         ctx.printer.text(
             "Uninstalled. HNS networks Calico created stay until the node is drained; 'uninstall --purge' removes them.",
@@ -139,7 +141,9 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     } else {
         ctx.printer.text("Uninstalled and purged.");
     }
-    ctx.printer.json(&doc(true));
+    let mut done = doc(true);
+    done["warnings"] = json!(warnings);
+    ctx.printer.json(&done);
     Ok(())
 }
 

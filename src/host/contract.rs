@@ -303,7 +303,7 @@ pub fn files(h: &dyn Host, root: &str, acls: bool) {
 #[cfg(test)]
 mod on_simhost {
     use super::*;
-    use crate::host::sim::{Fault, FaultKind, SimHost};
+    use crate::host::sim::{At, Fault, FaultKind, SimHost};
 
     fn host() -> SimHost {
         SimHost::in_memory("ws2022").expect("sim host")
@@ -474,7 +474,7 @@ mod on_simhost {
     fn an_injected_failure_changes_nothing_and_is_counted_per_mutating_call() {
         let h = host().with_fault(Some(Fault {
             kind: FaultKind::Fail,
-            at: 2,
+            at: At::Call(2),
         }));
         let key = r"HKLM\Software\Tigera\Calico";
         h.reg_set(key, "A", &RegValue::Dword(1))

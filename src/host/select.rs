@@ -55,7 +55,7 @@ pub fn open(choice: &HostChoice, intent: Intent) -> anyhow::Result<Opened> {
     if let Some(dir) = &choice.sim_dir {
         let host = SimHost::open_or_create(dir, choice.sim_profile.as_deref())
             .map_err(sim_error)?
-            .with_fault(choice.sim_fault);
+            .with_fault(choice.sim_fault.clone());
         return Ok(Opened::Sim(Box::new(host)));
     }
     if choice.sim_fault.is_some() {

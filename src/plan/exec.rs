@@ -80,6 +80,9 @@ pub struct Journal {
     pub new_dirs: Vec<String>,
     /// The host's routes when the first run started.
     pub routes_before: Vec<Route>,
+    /// The IPv4 addresses then (`routes::place`).
+    #[serde(default)]
+    pub addresses_before: Vec<crate::host::InterfaceAddress>,
     /// Uninstall: the record it works from, so that a run cut off after the record file is
     /// gone can be finished.
     #[serde(default)]
@@ -176,7 +179,8 @@ pub fn execute(
     actions: &[Action],
     opts: Options<'_>,
     report: &mut dyn FnMut(usize, usize, &Action),
-) -> Result<(), ExecError> {
+) -> Result<Vec<String>, ExecError> {
+    let mut warnings = Vec::new();
     let journaled: Vec<&Action> = actions.iter().collect();
     let total = actions.len();
     let mut journal = match opts.previous.clone() {
@@ -186,6 +190,7 @@ pub fn execute(
             started: opts.now,
             new_dirs: Vec::new(),
             routes_before: opts.routes_before.clone(),
+            addresses_before: host.ipv4_addresses().unwrap_or_default(),
             record: opts.record.clone(),
             logs_dir: opts.logs_dir.clone(),
             owned_cache: None,
@@ -223,7 +228,7 @@ pub fn execute(
             save(host, &opts.journal_path, &journal)?;
             // From here the step may have happened, even if it reports a failure.
             past_no_return |= irreversible;
-            run(host, action, &opts)?;
+            run(host, action, &opts, &mut warnings)?;
             if let Some(e) = journal.entries.last_mut() {
                 e.done = true;
             }
@@ -271,7 +276,7 @@ pub fn execute(
             )
         })?;
     }
-    Ok(())
+    Ok(warnings)
 }
 
 fn save(host: &dyn Host, path: &str, journal: &Journal) -> anyhow::Result<()> {
@@ -289,7 +294,12 @@ fn ignore_not_found(r: Result<(), HostError>) -> Result<(), HostError> {
 }
 
 /// Runs one action.
-fn run(host: &dyn Host, action: &Action, opts: &Options<'_>) -> anyhow::Result<()> {
+fn run(
+    host: &dyn Host,
+    action: &Action,
+    opts: &Options<'_>,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<()> {
     match action {
         Action::StopService { name } => host.service_stop(name, opts.stop_timeout)?,
         Action::StartService { name } => host.service_start(name, opts.start_timeout)?,
@@ -332,20 +342,15 @@ fn run(host: &dyn Host, action: &Action, opts: &Options<'_>) -> anyhow::Result<(
             host.firewall_remove(name)?;
         }
         Action::DeleteNetwork { id, .. } => ignore_not_found(host.hns_delete_network(id))?,
-        Action::RestoreRoutes { routes } => {
-            let now = host.routes()?;
-            for r in routes.iter().filter(|r| !now.contains(r)) {
-                match host.add_route(r) {
-                    Err(HostError::Exists { .. }) | Ok(()) => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
+        Action::RestoreRoutes { routes, addresses } => {
+            warnings.extend(restore_routes(host, routes, addresses)?);
         }
         Action::WaitReady {
             networks,
             vsid,
+            routes,
             timeout,
-        } => wait_ready(host, networks, *vsid, *timeout)?,
+        } => wait_ready(host, networks, *vsid, routes, *timeout)?,
         Action::Cordon { node } => cluster(opts)?.set_cordoned(node, true)?,
         Action::Uncordon { node } => cluster(opts)?.set_cordoned(node, false)?,
         Action::Drain {
@@ -387,12 +392,48 @@ fn cluster<'a>(opts: &Options<'a>) -> anyhow::Result<&'a dyn NodeControl> {
     })
 }
 
-/// Waits until CalicoNode's init marker is set for this boot and the networks exist, the
-/// Calico network with `vsid` when one is given.
+/// Adds back the recorded routes that are missing, each on its interface or where that
+/// interface's address is now (`routes::place`); returns the routes that have nowhere to go,
+/// as warnings (the rest of the run still matters more than one route).
+fn restore_routes(
+    host: &dyn Host,
+    routes: &[Route],
+    addresses: &[crate::host::InterfaceAddress],
+) -> anyhow::Result<Vec<String>> {
+    let now = host.routes()?;
+    let here = host.ipv4_addresses()?;
+    let mut warnings = Vec::new();
+    for r in routes.iter().filter(|r| !now.contains(r)) {
+        let what = format!("{}/{} via {}", r.destination, r.prefix_len, r.next_hop);
+        let Some(index) = super::routes::place(r, &here, addresses) else {
+            warnings.push(format!(
+                "the route {what} was not restored: its interface {} is gone and no interface holds its address or next hop now",
+                r.interface_index
+            ));
+            continue;
+        };
+        let route = Route {
+            interface_index: index,
+            ..r.clone()
+        };
+        if now.contains(&route) {
+            continue;
+        }
+        match host.add_route(&route) {
+            Err(HostError::Exists { .. }) | Ok(()) => {}
+            Err(e) => warnings.push(format!("the route {what} was not restored: {e}")),
+        }
+    }
+    Ok(warnings)
+}
+
+/// Waits until CalicoNode's init marker is set for this boot, the networks exist (the
+/// Calico network with `vsid` when one is given) and the host has `routes` again.
 fn wait_ready(
     host: &dyn Host,
     networks: &[String],
     vsid: Option<u32>,
+    routes: &[Route],
     timeout: Duration,
 ) -> Result<(), HostError> {
     let deadline = Instant::now() + timeout;
@@ -416,7 +457,17 @@ fn wait_ready(
                 })
             }))
             .collect();
-        if init && missing.is_empty() {
+        let now = if routes.is_empty() {
+            Vec::new()
+        } else {
+            host.routes()?
+        };
+        let lost: Vec<String> = routes
+            .iter()
+            .filter(|r| !super::routes::has_destination(&now, r))
+            .map(|r| format!("{}/{}", r.destination, r.prefix_len))
+            .collect();
+        if init && missing.is_empty() && lost.is_empty() {
             return Ok(());
         }
         if Instant::now() >= deadline {
@@ -432,6 +483,12 @@ fn wait_ready(
                         .map(|s| s.as_str())
                         .collect::<Vec<_>>()
                         .join(", ")
+                ));
+            }
+            if !lost.is_empty() {
+                what.push(format!(
+                    "the route to {} that the node had before (CalicoNode restores it; its log says why not)",
+                    lost.join(", ")
                 ));
             }
             return Err(HostError::Timeout {
@@ -615,6 +672,20 @@ fn rollback(host: &dyn Host, journal: &Journal, opts: &Options<'_>) -> Vec<Strin
             ));
         }
     }
+    // The routes a vSwitch took while the run went (CalicoNode may have made it and then
+    // failed to restore them, and the network stays): back on the interfaces that hold their
+    // addresses now. A route with nowhere to go cannot be put back by a retry either.
+    if failures.is_empty() && !journal.routes_before.is_empty() {
+        match restore_routes(host, &journal.routes_before, &journal.addresses_before) {
+            Ok(_) => {}
+            Err(e) => failures.push(format!("restore the routes: {e:#}")),
+        }
+    }
+    // What the services wrote while they ran under the install root (nodename, the token
+    // refresher's sandbox with calico-node's credentials), as uninstall removes it.
+    if failures.is_empty() && journal.command == "install" {
+        failures.extend(remove_runtime_files(host, &opts.journal_path));
+    }
     if failures.is_empty() {
         // The cache before the journal: a run killed in between leaves the journal to retry.
         if let Some(cache) = &journal.owned_cache {
@@ -644,6 +715,28 @@ fn rollback(host: &dyn Host, journal: &Journal, opts: &Options<'_>) -> Vec<Strin
             if let Err(err) = host.remove_empty_dir(&d) {
                 failures.push(format!("remove {d}: {err}"));
             }
+        }
+    }
+    failures
+}
+
+/// Removes what the services write under the install root that holds `journal_path`.
+fn remove_runtime_files(host: &dyn Host, journal_path: &str) -> Vec<String> {
+    let Some((root, _)) = journal_path.rsplit_once('\\') else {
+        return Vec::new();
+    };
+    let (files, dirs) = crate::supervise::refresher::owned_paths(root);
+    let mut failures: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            host.remove_file(f)
+                .err()
+                .map(|e| format!("remove {f}: {e}"))
+        })
+        .collect();
+    for d in dirs {
+        if let Err(e) = host.remove_empty_dir(&d) {
+            failures.push(format!("remove {d}: {e}"));
         }
     }
     failures

@@ -352,6 +352,28 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
         }
     }
 
+    // The routes before the first install, and the cloud metadata route among them that must
+    // be back: CalicoNode restores it after making the vSwitch; one lost later is restored by
+    // this plan (6).
+    let (routes_before, addresses_before) = match (&i.previous, i.journal) {
+        (Some(p), _) => (p.routes_before.clone(), p.addresses_before.clone()),
+        (None, Some(j)) => (j.routes_before.clone(), j.addresses_before.clone()),
+        (None, None) => (host.routes()?, host.ipv4_addresses()?),
+    };
+    let must_have: Vec<crate::host::Route> = routes_before
+        .iter()
+        .filter(|r| super::routes::is_metadata(r))
+        .cloned()
+        .collect();
+    let routes_now = if must_have.is_empty() {
+        Vec::new()
+    } else {
+        host.routes()?
+    };
+    let route_lost = !must_have
+        .iter()
+        .all(|r| super::routes::has_destination(&routes_now, r));
+
     // Running services stop before their files or registration change, and start again after.
     // Restricting a file's access again changes nothing a service reads.
     let changing = writes
@@ -451,11 +473,6 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     if keys_created.is_empty() {
         keys_created = new_keys;
     }
-    let routes_before = match (&i.previous, i.journal) {
-        (Some(p), _) => p.routes_before.clone(),
-        (None, Some(j)) => j.routes_before.clone(),
-        (None, None) => host.routes()?,
-    };
     let mut files: Vec<RecordedFile> = i
         .files
         .iter()
@@ -479,7 +496,8 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
         registry_key: CALICO_KEY.into(),
         registry_keys_created: keys_created,
         firewall_rule: firewall_owned,
-        routes_before,
+        routes_before: routes_before.clone(),
+        addresses_before: addresses_before.clone(),
         networks: networks(c),
         network: Some(record::NetworkSettings::of(c)),
     };
@@ -510,7 +528,7 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
                 started = true;
             }
         }
-        let ready = crate::supervise::init_done(host)? && {
+        let ready = crate::supervise::init_done(host)? && !route_lost && {
             let present = host.hns_networks()?;
             networks(c)
                 .iter()
@@ -521,10 +539,17 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
                     })
                 })
         };
+        if route_lost {
+            actions.push(Action::RestoreRoutes {
+                routes: must_have.clone(),
+                addresses: addresses_before.clone(),
+            });
+        }
         if started || !ready {
             actions.push(Action::WaitReady {
                 networks: networks(c),
                 vsid: i.expect_vsid,
+                routes: must_have,
                 timeout: i.wait_timeout,
             });
         }

@@ -8,6 +8,7 @@ pub mod exec;
 pub mod install;
 pub mod reconfigure;
 pub mod record;
+pub mod routes;
 pub mod uninstall;
 
 pub use exec::{ExecError, execute};
@@ -100,6 +101,10 @@ pub enum Action {
     /// Adds the routes of this list that are missing (the vSwitch took them).
     RestoreRoutes {
         routes: Vec<Route>,
+        /// The addresses when the routes were recorded, to find where a route goes whose
+        /// interface is gone (`routes::place`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        addresses: Vec<crate::host::InterfaceAddress>,
     },
     /// Waits until CalicoNode reports initialisation done and these HNS networks exist (the
     /// Calico network with this VSID, when one is given).
@@ -107,6 +112,9 @@ pub enum Action {
         networks: Vec<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
         vsid: Option<u32>,
+        /// Routes the node must have again (the cloud metadata route it had before).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        routes: Vec<Route>,
         #[serde(serialize_with = "secs")]
         timeout: Duration,
     },
@@ -218,7 +226,7 @@ impl Action {
             .replace("Tcp", "TCP"),
             Self::RemoveFirewallRule { name } => format!("remove firewall rule \"{name}\""),
             Self::DeleteNetwork { id, name } => format!("delete HNS network {name} ({id})"),
-            Self::RestoreRoutes { routes } => format!(
+            Self::RestoreRoutes { routes, .. } => format!(
                 "restore the routes the vSwitch took: {}",
                 routes
                     .iter()
@@ -229,14 +237,28 @@ impl Action {
             Self::WaitReady {
                 networks,
                 vsid,
+                routes,
                 timeout,
             } => format!(
-                "wait up to {} for CalicoNode to initialise and HNS network{} {} to exist{}",
+                "wait up to {} for CalicoNode to initialise and HNS network{} {} to exist{}{}",
                 crate::duration::show(*timeout),
                 if networks.len() == 1 { "" } else { "s" },
                 networks.join(", "),
                 vsid.map(|v| format!(" (Calico with VSID {v})"))
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+                if routes.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", and the route{} to {} again",
+                        if routes.len() == 1 { "" } else { "s" },
+                        routes
+                            .iter()
+                            .map(|r| format!("{}/{}", r.destination, r.prefix_len))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
             ),
             Self::Cordon { node } => format!("cordon node {node}"),
             Self::Drain {

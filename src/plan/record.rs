@@ -33,6 +33,9 @@ pub struct InstallRecord {
     pub firewall_rule: Option<FirewallRule>,
     /// The routes before Calico's vSwitch existed, which `--purge` puts back.
     pub routes_before: Vec<Route>,
+    /// The IPv4 addresses then, to put a route back whose interface is gone.
+    #[serde(default)]
+    pub addresses_before: Vec<crate::host::InterfaceAddress>,
     /// The HNS networks Calico creates, by name, which `--purge` deletes.
     pub networks: Vec<String>,
     /// The settings the Calico network was made with, which cannot change without recreating

@@ -114,6 +114,7 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
         if !r.routes_before.is_empty() {
             actions.push(Action::RestoreRoutes {
                 routes: r.routes_before.clone(),
+                addresses: r.addresses_before.clone(),
             });
         }
         if let Some(outermost) = r.registry_keys_created.first() {

@@ -14,7 +14,7 @@ use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
 /// The cloud metadata service's address; the vSwitch drops its route.
-const METADATA: Ipv4Addr = Ipv4Addr::new(169, 254, 169, 254);
+use crate::plan::routes::METADATA;
 /// How many startup attempts the simulated service start makes before it reports failure.
 const START_PHASE_ATTEMPTS: u32 = 3;
 

@@ -4,7 +4,7 @@
 use super::platform::tests::{closed, http, serve};
 use super::*;
 use crate::config::{Inputs, load};
-use crate::host::sim::{Fault, FaultKind, SimHost};
+use crate::host::sim::{At, Fault, FaultKind, SimHost};
 use crate::host::{
     Files, Hns, InterfaceAddress, Network, RegValue, Registry, Services, SystemInfo,
 };
@@ -239,7 +239,7 @@ fn creating_external_is_retried_until_it_succeeds() {
         .expect("host")
         .with_fault(Some(Fault {
             kind: FaultKind::Fail,
-            at: 2,
+            at: At::Call(2),
         }));
     let s = settings(Role::Node);
     let (log, path) = log_for(&host, &s);

@@ -24,11 +24,20 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// The exit code of a process stopped by an injected crash.
 pub const SIM_CRASH_EXIT: i32 = 86;
 
-/// A fault to inject at the Nth mutating call of this process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A fault to inject at one mutating call of this process.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fault {
     pub kind: FaultKind,
-    pub at: u64,
+    pub at: At,
+}
+
+/// Which mutating call a fault hits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum At {
+    /// The Nth, counting from 1.
+    Call(u64),
+    /// The first whose description contains this text (`add route 169.254.169.254`).
+    Op(String),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,8 +55,11 @@ pub enum FaultKind {
 impl std::str::FromStr for Fault {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad =
-            || format!("{s:?}: write fail:N, crash:N or pause:N, N counting mutating calls from 1");
+        let bad = || {
+            format!(
+                "{s:?}: write fail:N, crash:N or pause:N, N counting mutating calls from 1, or fail:~TEXT for the first call whose description contains TEXT"
+            )
+        };
         let (kind, n) = s.split_once(':').ok_or_else(bad)?;
         let kind = match kind {
             "fail" => FaultKind::Fail,
@@ -55,7 +67,11 @@ impl std::str::FromStr for Fault {
             "pause" => FaultKind::Pause,
             _ => return Err(bad()),
         };
-        let at = n.parse().ok().filter(|n| *n > 0).ok_or_else(bad)?;
+        let at = match n.strip_prefix('~') {
+            Some(text) if !text.is_empty() => At::Op(text.to_owned()),
+            Some(_) => return Err(bad()),
+            None => At::Call(n.parse().ok().filter(|n| *n > 0).ok_or_else(bad)?),
+        };
         Ok(Self { kind, at })
     }
 }
@@ -101,6 +117,8 @@ pub struct SimHost {
     mutations: AtomicU64,
     /// A pause due inside the file write being made (`FaultKind::Pause`).
     pause_in_write: std::sync::atomic::AtomicBool,
+    /// A fault matched by description (`At::Op`) has hit its call.
+    fired: std::sync::atomic::AtomicBool,
     start_hook: Option<StartHook>,
     in_memory: bool,
 }
@@ -166,6 +184,7 @@ impl SimHost {
             fault: None,
             mutations: AtomicU64::new(0),
             pause_in_write: std::sync::atomic::AtomicBool::new(false),
+            fired: std::sync::atomic::AtomicBool::new(false),
             start_hook: None,
             in_memory: false,
         }
@@ -238,25 +257,26 @@ impl SimHost {
 
     fn count(&self, op: &str) -> HostResult<()> {
         let n = self.mutations.fetch_add(1, Ordering::SeqCst) + 1;
-        match self.fault {
-            Some(Fault {
-                kind: FaultKind::Fail,
-                at,
-            }) if at == n => Err(HostError::Injected {
+        let Some(fault) = &self.fault else {
+            return Ok(());
+        };
+        let due = match &fault.at {
+            At::Call(k) => *k == n,
+            At::Op(text) => op.contains(text.as_str()) && !self.fired.swap(true, Ordering::SeqCst),
+        };
+        if !due {
+            return Ok(());
+        }
+        match fault.kind {
+            FaultKind::Fail => Err(HostError::Injected {
                 n,
                 op: op.to_owned(),
             }),
-            Some(Fault {
-                kind: FaultKind::Crash,
-                at,
-            }) if at == n => {
+            FaultKind::Crash => {
                 eprintln!("simulated crash at mutating call {n} ({op})");
                 std::process::exit(SIM_CRASH_EXIT)
             }
-            Some(Fault {
-                kind: FaultKind::Pause,
-                at,
-            }) if at == n => {
+            FaultKind::Pause => {
                 if op.starts_with("write ") {
                     self.pause_in_write.store(true, Ordering::SeqCst);
                 } else {
@@ -264,7 +284,6 @@ impl SimHost {
                 }
                 Ok(())
             }
-            _ => Ok(()),
         }
     }
 
