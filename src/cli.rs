@@ -316,9 +316,13 @@ pub struct ReleaseArgs {
     /// Also trust these CA certificates (PEM) for the download, like a TLS-inspecting proxy's
     #[arg(long, value_name = "FILE")]
     pub release_ca_cert: Option<PathBuf>,
-    /// Give up a download after this long
+    /// Give up a download that has not finished after this long (what it got is resumed by
+    /// the next run)
     #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = crate::duration::parse)]
     pub download_timeout: std::time::Duration,
+    /// Give up a download when nothing arrives for this long (a stalled server or proxy)
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = crate::duration::parse)]
+    pub download_idle_timeout: std::time::Duration,
 }
 
 #[derive(Debug, Args)]

@@ -1148,3 +1148,33 @@ fn the_metadata_route_is_waited_for_restored_after_a_failure_and_put_back_on_the
         "a failed install, an install, a purge",
     );
 }
+
+/// A stalled download is given up by the idle limit, apart from the total one, and each says
+/// which limit fired with its flag; the partial file stays for the next run, which resumes.
+#[test]
+fn a_stalled_download_names_the_limit_that_fired_and_is_resumed() {
+    let s = Setup::new("calico-node.exe");
+    s.server
+        .stall
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let (code, doc, stderr) = s.install(&["--download-idle-timeout", "1s"]);
+    assert_eq!(code, 4, "{doc} {stderr}");
+    assert!(
+        stderr.contains("received nothing for 1s (--download-idle-timeout 1s)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("resumed by the next run"), "{stderr}");
+    let (code, doc, stderr) =
+        s.install(&["--download-timeout", "2s", "--download-idle-timeout", "1m"]);
+    assert_eq!(code, 4, "{doc} {stderr}");
+    assert!(
+        stderr.contains("did not finish within --download-timeout 2s"),
+        "{stderr}"
+    );
+    s.server
+        .stall
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let (code, doc, stderr) = s.install(&["--no-start"]);
+    assert_eq!(code, 0, "{doc} {stderr}");
+    assert!(stderr.contains(", resuming at "), "{stderr}");
+}

@@ -476,6 +476,7 @@ pub(crate) fn release_want(a: &ReleaseArgs) -> anyhow::Result<Want> {
         skip_checksum: a.insecure_skip_checksum,
         ca_pem,
         timeout: a.download_timeout,
+        idle_timeout: a.download_idle_timeout,
     })
 }
 

@@ -69,7 +69,9 @@ fn client(
     let mut b = reqwest::blocking::Client::builder()
         .no_proxy()
         .connect_timeout(Duration::from_secs(30).min(want.timeout))
-        .timeout(want.timeout)
+        // reqwest's blocking timeout bounds the wait for the headers and then each read of
+        // the body: the idle limit. The total one is checked between reads (`download`).
+        .timeout(want.idle_timeout.min(want.timeout))
         .user_agent(concat!("calicoctl-win/", env!("CARGO_PKG_VERSION")));
     if let Some(p) = proxy_for(&parsed, env) {
         b = b.proxy(reqwest::Proxy::all(&p).map_err(fail)?);
@@ -116,12 +118,24 @@ pub fn download(
     if have > 0 {
         req = req.header(reqwest::header::RANGE, format!("bytes={have}-"));
     }
+    // Which limit fired: the idle one when nothing came for that long, else the total one.
+    let timed_out = |last_data: Instant| {
+        let idle = last_data.elapsed() >= want.idle_timeout.min(want.timeout)
+            && want.idle_timeout < want.timeout;
+        ReleaseError::Timeout {
+            url: url.into(),
+            after: if idle {
+                want.idle_timeout
+            } else {
+                want.timeout
+            },
+            idle,
+        }
+    };
+    let asked = Instant::now();
     let failed = |source: reqwest::Error| {
         if source.is_timeout() {
-            ReleaseError::Timeout {
-                url: url.into(),
-                after: want.timeout,
-            }
+            timed_out(asked)
         } else {
             ReleaseError::Download {
                 url: url.into(),
@@ -152,13 +166,12 @@ pub fn download(
         let total = resp.content_length().map(|l| l + have);
         progress.begin(url, total, have);
         let mut buf = vec![0u8; 1 << 16];
+        let mut last_data = Instant::now();
         loop {
             let n = resp.read(&mut buf).map_err(|e| {
-                if Instant::now() >= deadline {
-                    ReleaseError::Timeout {
-                        url: url.into(),
-                        after: want.timeout,
-                    }
+                let stalled = last_data.elapsed() >= want.idle_timeout.min(want.timeout);
+                if stalled || Instant::now() >= deadline {
+                    timed_out(last_data)
                 } else {
                     ReleaseError::io(
                         format!(
@@ -175,12 +188,11 @@ pub fn download(
             file.write_all(&buf[..n]).map_err(io("cannot write"))?;
             hasher.update(&buf[..n]);
             have += n as u64;
+            last_data = Instant::now();
             progress.advance(have);
             if Instant::now() >= deadline {
-                return Err(ReleaseError::Timeout {
-                    url: url.into(),
-                    after: want.timeout,
-                });
+                file.sync_all().map_err(io("cannot write"))?;
+                return Err(timed_out(last_data));
             }
         }
         progress.end();

@@ -92,7 +92,10 @@ pub struct Want {
     pub skip_checksum: bool,
     /// Extra trusted CA certificates (PEM) for the download.
     pub ca_pem: Option<Vec<u8>>,
+    /// The whole download (`--download-timeout`).
     pub timeout: Duration,
+    /// Without a byte received (`--download-idle-timeout`): a stalled server.
+    pub idle_timeout: Duration,
 }
 
 /// Why a release could not be used. Nothing is left behind when one occurs.
@@ -114,8 +117,13 @@ pub enum ReleaseError {
     },
     #[error("{url} answered {status}")]
     Status { url: String, status: u16 },
-    #[error("timed out after {}s downloading {url}", .after.as_secs())]
-    Timeout { url: String, after: Duration },
+    #[error("{}", timeout_text(url, *idle, *after))]
+    Timeout {
+        url: String,
+        after: Duration,
+        /// The idle limit fired (no data for `after`), not the total one.
+        idle: bool,
+    },
     #[error("{what} has SHA-256 {actual}, not {expected} as asked")]
     Checksum {
         what: String,
@@ -176,7 +184,13 @@ impl ReleaseError {
             Self::PlainHttp { .. } => {
                 "use an https:// URL, or pass --allow-http for a mirror you trust on your own network"
             }
-            Self::Download { .. } | Self::Status { .. } | Self::Timeout { .. } => {
+            Self::Timeout { idle: true, .. } => {
+                "the server stopped sending: the partial file is resumed by the next run; on a slow link raise --download-idle-timeout, or download the zip yourself and pass --release-zip FILE"
+            }
+            Self::Timeout { idle: false, .. } => {
+                "the partial file is resumed by the next run; raise --download-timeout for a slow link, or download the zip yourself and pass --release-zip FILE"
+            }
+            Self::Download { .. } | Self::Status { .. } => {
                 "check the URL, the proxy (HTTPS_PROXY, NO_PROXY) and --release-ca-cert; or download the zip yourself and pass --release-zip FILE"
             }
             Self::Checksum { .. } => {
@@ -194,6 +208,18 @@ impl ReleaseError {
             | Self::Layout { .. } => "use the calico-windows-vX.Y.Z.zip asset of a Calico release",
             Self::Io { .. } => return None,
         })
+    }
+}
+
+/// What a download timeout says: which limit fired, with its flag and value.
+fn timeout_text(url: &str, idle: bool, after: Duration) -> String {
+    let after = crate::duration::show(after);
+    if idle {
+        format!(
+            "the download of {url} received nothing for {after} (--download-idle-timeout {after})"
+        )
+    } else {
+        format!("the download of {url} did not finish within --download-timeout {after}")
     }
 }
 

@@ -130,6 +130,7 @@ fn urls_need_https_and_a_checksum_unless_told_otherwise() {
         skip_checksum: false,
         ca_pem: None,
         timeout: Duration::from_secs(1),
+        idle_timeout: Duration::from_secs(1),
     };
     let url = "http://mirror/calico-windows-v3.30.0.zip";
     assert!(matches!(
@@ -171,6 +172,7 @@ fn a_version_mismatch_is_refused_and_an_unknown_version_needs_a_checksum() {
         skip_checksum: false,
         ca_pem: None,
         timeout: Duration::from_secs(1),
+        idle_timeout: Duration::from_secs(1),
     };
     assert!(matches!(
         check_version(&want, &x, "x.zip"),
