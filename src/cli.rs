@@ -12,7 +12,7 @@ use std::path::PathBuf;
 Settings come from calico-windows.yaml (--config), environment variables with config.ps1's names \
 (VXLAN_VNI, K8S_SERVICE_CIDR, ...), and --set KEY=VALUE, in the order flag > env > file > default. \
 'calicoctl-win config show' prints every setting and where it came from.\n\n\
-Exit codes: 0 success, 1 failed, 2 bad usage or config (nothing changed), 3 preflight blocked, 4 timed out."
+Exit codes: 0 success, 1 failed, 2 bad usage or config (nothing changed), 3 preflight blocked, 4 timed out, 5 another calicoctl-win command is changing this host."
 )]
 pub struct Cli {
     #[command(flatten)]

@@ -842,7 +842,8 @@ fn downloads_go_through_the_proxy_unless_no_proxy_names_the_server() {
         .to_owned();
     let sha = sha256(&s.zip);
     let run = |no_proxy: Option<&str>| {
-        let mut c = on_node();
+        // fetch release reads no configuration (so it takes no --set node.name).
+        let mut c = support::cmd();
         c.args([
             "fetch",
             "release",

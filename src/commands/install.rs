@@ -455,10 +455,28 @@ pub(crate) fn release_want(a: &ReleaseArgs) -> anyhow::Result<Want> {
         .transpose()
         .map_err(|e| UsageError::new(e.to_string(), "copy the checksum from the release page"))?;
     let ca_pem = match &a.release_ca_cert {
-        Some(p) => Some(
-            crate::files::read_capped(p, crate::files::SMALL_FILE_CAP)
-                .context("cannot read --release-ca-cert")?,
-        ),
+        Some(p) => {
+            let pem = crate::files::read_capped(p, crate::files::SMALL_FILE_CAP)
+                .context("cannot read --release-ca-cert")?;
+            // Checked now, not only when a download needs it.
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+                UsageError::new(
+                    format!(
+                        "--release-ca-cert {}: not PEM certificates: {e}",
+                        p.display()
+                    ),
+                    "pass the CA certificate(s) in PEM form (-----BEGIN CERTIFICATE-----)",
+                )
+            })?;
+            if certs.is_empty() {
+                return Err(UsageError::new(
+                    format!("--release-ca-cert {} holds no PEM certificate", p.display()),
+                    "pass the CA certificate(s) in PEM form (-----BEGIN CERTIFICATE-----)",
+                )
+                .into());
+            }
+            Some(pem)
+        }
         None => None,
     };
     let chosen = version.is_some() || a.release_zip.is_some();

@@ -17,6 +17,7 @@ use crate::error::CliError;
 
 /// Runs the chosen command.
 pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
+    refuse_unread_settings(command, ctx).map_err(CliError::from)?;
     match command {
         Command::Render(args) => render::run(args, ctx),
         Command::Preflight(args) => preflight::run(args, ctx),
@@ -32,6 +33,46 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
         Command::Config(ConfigCommand::ImportPs1(args)) => import_ps1::run(args, ctx),
     }
     .map_err(CliError::from)
+}
+
+/// A `--set` or `--config` on a command that never reads the configuration would be silently
+/// ignored: the
+/// service body runs from the files install wrote, `fetch release` and `config import-ps1`
+/// work on what they are given.
+fn refuse_unread_settings(command: &Command, ctx: &Context) -> anyhow::Result<()> {
+    let (name, instead) = match command {
+        Command::Service(ServiceCommand::Run(_)) => (
+            "service run",
+            "it runs from the files install wrote under the install root: change the setting in the config and run 'calicoctl-win reconfigure'",
+        ),
+        Command::Fetch(FetchCommand::Release(_)) => (
+            "fetch release",
+            "it takes the release from its own flags (--release-zip, --calico-version, --sha256)",
+        ),
+        Command::Config(ConfigCommand::ImportPs1(_)) => (
+            "config import-ps1",
+            "it converts the config.ps1 it is given; set the value in the YAML it writes",
+        ),
+        _ => return Ok(()),
+    };
+    // A --config flag, not CALICOCTL_WIN_CONFIG, which a machine-wide environment may hand
+    // to the services too.
+    let config_flag = ctx.options.config.as_ref().filter(|c| {
+        ctx.env
+            .get("CALICOCTL_WIN_CONFIG")
+            .map(std::path::PathBuf::from)
+            != Some(c.to_path_buf())
+    });
+    let given = match (ctx.options.sets.first(), config_flag) {
+        (Some(set), _) => format!("--set {set}"),
+        (None, Some(c)) => format!("--config {}", c.display()),
+        (None, None) => return Ok(()),
+    };
+    Err(crate::error::UsageError::new(
+        format!("{given}: '{name}' does not read the configuration"),
+        instead,
+    )
+    .into())
 }
 
 /// The journal an interrupted run of `command` left under the install root, after saying
