@@ -143,10 +143,11 @@ concerned. A change HNS cannot make on an existing network (the VXLAN VNI, the V
 the backend, windows_use_single_network; or a Calico network whose VSID is not the config's VNI) needs the \
 Calico network deleted and made again, which disconnects every pod on the node, so it is refused unless \
 --drain. It is also refused when the new VNI differs from the cluster's FelixConfiguration vxlanVNI (traffic \
-between nodes would break) unless --force.\n\n\
+between nodes would break) unless --allow-vni-mismatch.\n\n\
 With --drain: cordon the node; evict its pods through the Eviction API (DaemonSet and mirror pods stay; \
 evictions a PodDisruptionBudget refuses are retried until --drain-timeout; pods without a controller only \
-with --force); wait until they are gone; stop the Calico services; delete the Calico network (and External \
+with --force, pods with emptyDir data only with --delete-emptydir-data; at most --drain-concurrency requests \
+in flight, waiting as long as an overloaded API server asks); wait until they are gone; stop the Calico services; delete the Calico network (and External \
 when the adapter or backend changes); write the new files and service configuration; start the services; \
 wait until the Calico network exists with the new VSID and the node is Ready; uncordon.\n\n\
 Every step is journaled. A failure before the network is deleted undoes what was done (services started \
@@ -370,9 +371,19 @@ pub struct ReconfigureArgs {
     /// Allow a network-immutable change: cordon and drain the node, make the Calico network again
     #[arg(long)]
     pub drain: bool,
-    /// Evict pods without a controller too, and accept a VNI other than the cluster's
+    /// Evict pods without a controller too (nothing recreates them), as kubectl drain --force
     #[arg(long)]
     pub force: bool,
+    /// Evict pods with emptyDir volumes too (their data is deleted), as kubectl drain does
+    #[arg(long)]
+    pub delete_emptydir_data: bool,
+    /// Accept a VXLAN VNI other than the cluster's FelixConfiguration vxlanVNI (this node then
+    /// cannot reach pods on the other nodes until they change too)
+    #[arg(long)]
+    pub allow_vni_mismatch: bool,
+    /// Eviction requests in flight at once (1 to 256)
+    #[arg(long, value_name = "N", default_value_t = crate::cluster::drain::DEFAULT_CONCURRENCY as u16, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub drain_concurrency: u16,
     /// How long evictions may be refused (PodDisruptionBudget) and pods take to go
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::duration::parse)]
     pub drain_timeout: std::time::Duration,

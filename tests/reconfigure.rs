@@ -215,7 +215,11 @@ fn a_vni_other_than_the_clusters_is_refused_unless_forced() {
     assert_same(&snapshot(&n.node.sim()), &before, "refused");
     assert!(!n.cordoned());
 
+    // --force is about pods without a controller (as kubectl's), not the VNI.
     let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain", "--force"]].concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--allow-vni-mismatch"), "{err}");
+    let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain", "--allow-vni-mismatch"]].concat());
     assert_eq!(code, 0, "{err}");
     assert_eq!(n.calico_vsid(), Some(4097));
 }
@@ -230,6 +234,20 @@ fn a_disruption_budget_that_never_allows_eviction_times_out_and_undoes_the_cordo
     assert_eq!(code, 4, "{err}");
     assert!(err.contains("disruption budget"), "{err}");
     assert!(err.contains("hint:"), "{err}");
+    // What happened, truthfully: web-1 went and stays gone; the cordon was undone.
+    assert!(
+        err.contains("1 pod(s) were evicted and stay evicted (their controllers start them again elsewhere): default/web-1"),
+        "{err}"
+    );
+    assert!(err.contains("the node is uncordoned again"), "{err}");
+    assert!(
+        err.contains("the 1 evicted pod(s) are not brought back"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("everything done before it was undone"),
+        "{err}"
+    );
     assert!(!n.cordoned(), "uncordoned after the failure");
     assert_eq!(n.calico_vsid(), Some(4096), "the network was not deleted");
     assert_same(
@@ -526,4 +544,98 @@ fn an_install_does_not_continue_an_interrupted_reconfigure() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(n.calico_vsid(), Some(4097));
     assert!(!n.cordoned());
+}
+
+#[test]
+fn a_pod_with_emptydir_data_is_evicted_only_with_delete_emptydir_data() {
+    let n = Node::installed();
+    n.api.set_felix_vni(4097);
+    let path = "/api/v1/namespaces/default/pods/web-1";
+    let mut pod = n.api.get(path).expect("web-1");
+    pod["spec"]["volumes"] = json!([{"name": "scratch", "emptyDir": {}}]);
+    n.api.put(path, pod);
+    let before = snapshot(&n.node.sim());
+    // Not even --force evicts it, as in kubectl.
+    let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain", "--force"]].concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("emptyDir data"), "{err}");
+    assert!(err.contains("default/web-1"), "{err}");
+    assert!(err.contains("--delete-emptydir-data"), "{err}");
+    assert_same(&snapshot(&n.node.sim()), &before, "refused");
+    assert!(!n.cordoned());
+    let (code, _, err) =
+        n.reconfigure(&[VNI_4097, &["--drain", "--delete-emptydir-data"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(n.pods(), ["calico-node-win", "web-3"]);
+}
+
+/// An overloaded API server's 429 (Retry-After, no DisruptionBudget cause) stops the sending
+/// until its Retry-After has passed, and is not taken for a PodDisruptionBudget.
+#[test]
+fn an_overloaded_servers_429_is_waited_out_as_it_asks() {
+    let n = Node::installed();
+    n.api.set_felix_vni(4097);
+    n.api.lock().throttle = 1;
+    let (code, _, err) =
+        n.reconfigure(&[VNI_4097, &["--drain", "--drain-timeout", "30s"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(n.pods(), ["calico-node-win", "web-3"]);
+    let times = n.api.lock().eviction_times.clone();
+    assert_eq!(times.len(), 3, "two pods, one asked again");
+    let (first, last) = (times[0], times[2]);
+    let waited = last.duration_since(first);
+    assert!(
+        waited >= std::time::Duration::from_millis(900),
+        "asked again after {waited:?}, before the Retry-After of 1s"
+    );
+    assert!(
+        waited < std::time::Duration::from_secs(5),
+        "waited {waited:?}: the overload's 1s, not a budget's 5s"
+    );
+}
+
+/// At most --drain-concurrency evictions are in flight, over at most that many connections
+/// (the client reuses them), however many pods the node has.
+#[test]
+fn evictions_are_bounded_in_flight_and_reuse_their_connections() {
+    let n = Node::installed();
+    n.api.set_felix_vni(4097);
+    for i in 0..60 {
+        n.api
+            .put_pod("default", &format!("many-{i}"), "win-1", Some("ReplicaSet"));
+    }
+    // Each round changes the VNI, so that each drains: the default limit, then 4.
+    for (limit, vni, flag) in [(16, 4097, None), (4, 4096, Some("4"))] {
+        {
+            let mut st = n.api.lock();
+            st.eviction_delay = std::time::Duration::from_millis(30);
+            st.max_in_flight = 0;
+            st.connections = 0;
+        }
+        n.api.set_felix_vni(vni);
+        let set = format!("vxlan.vni={vni}");
+        let mut args = vec!["--set", set.as_str(), "--drain"];
+        if let Some(f) = flag {
+            args.extend(["--drain-concurrency", f]);
+        }
+        let (code, _, err) = n.reconfigure(&args);
+        assert_eq!(code, 0, "{err}");
+        let st = n.api.lock();
+        assert!(
+            st.max_in_flight <= limit && st.max_in_flight >= limit.min(2),
+            "{} in flight with a limit of {limit}",
+            st.max_in_flight
+        );
+        // The evictions' connections, and one or two for the other requests.
+        assert!(
+            st.connections <= limit + 3,
+            "{} connections for {limit} in flight",
+            st.connections
+        );
+        drop(st);
+        for i in 0..60 {
+            n.api
+                .put_pod("default", &format!("many-{i}"), "win-1", Some("ReplicaSet"));
+        }
+    }
 }

@@ -1,6 +1,9 @@
 //! Draining a node as `kubectl drain` does: cordon it, evict its pods through the Eviction API
-//! (DaemonSet and mirror pods stay; a PodDisruptionBudget's 429 is retried), wait until they
-//! are gone; and waiting for the node to be Ready again.
+//! (DaemonSet and mirror pods stay; pods without a controller need `--force`, pods with
+//! emptyDir data `--delete-emptydir-data`), a bounded number of requests in flight over reused
+//! connections, a PodDisruptionBudget's refusal retried at kubectl's pace and an overloaded
+//! server's 429 after its Retry-After; wait until the pods are gone; and wait for the node to
+//! be Ready again.
 
 use super::{Cluster, ClusterError};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -9,14 +12,49 @@ use serde::Serialize;
 use std::time::{Duration, Instant};
 
 /// How to drain.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct DrainOptions {
     /// How long evictions may be refused and pods take to go.
+    #[serde(with = "secs")]
     pub timeout: Duration,
     /// Overrides each pod's own termination grace period.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub grace_period: Option<u32>,
-    /// Also evict pods that no controller will recreate.
+    /// Also evict pods that no controller will recreate (`--force`).
     pub force: bool,
+    /// Also evict pods whose emptyDir data is lost with them (`--delete-emptydir-data`).
+    #[serde(default)]
+    pub delete_emptydir_data: bool,
+    /// Eviction requests in flight at once (`--drain-concurrency`).
+    #[serde(default = "default_concurrency")]
+    pub concurrency: usize,
+}
+
+/// Eviction requests in flight at once unless told otherwise.
+pub const DEFAULT_CONCURRENCY: usize = 16;
+
+fn default_concurrency() -> usize {
+    DEFAULT_CONCURRENCY
+}
+
+/// How long a PodDisruptionBudget's refusal waits before the pod is asked for again: kubectl
+/// drain's pace (it ignores the Retry-After the API server sets on such refusals).
+const BUDGET_RETRY: Duration = Duration::from_secs(5);
+
+/// The longest Retry-After an overloaded server is obeyed for at once.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+mod secs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_secs())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_secs)
+    }
 }
 
 /// A pod, by namespace and name (and uid, to tell it from a successor of the same name).
@@ -42,6 +80,33 @@ pub struct Selection {
     pub skipped: Vec<PodRef>,
     /// Pods without a controller: evicted only with `--force`, since nothing recreates them.
     pub unmanaged: Vec<PodRef>,
+    /// Pods to evict (managed or not) whose emptyDir volumes would be lost: evicted only with
+    /// `--delete-emptydir-data`.
+    pub local_storage: Vec<PodRef>,
+}
+
+impl Selection {
+    /// Why this drain cannot go ahead with these options, before anything is done.
+    pub fn refusal(&self, node: &str, opts: &DrainOptions) -> Option<DrainError> {
+        if !self.unmanaged.is_empty() && !opts.force {
+            return Some(DrainError::Unmanaged {
+                node: node.to_owned(),
+                pods: self.unmanaged.clone(),
+            });
+        }
+        if !self.local_storage.is_empty() && !opts.delete_emptydir_data {
+            return Some(DrainError::LocalStorage {
+                node: node.to_owned(),
+                pods: self.local_storage.clone(),
+            });
+        }
+        None
+    }
+
+    /// The pods the drain evicts: with a controller, and without one (allowed by `--force`).
+    pub fn to_evict(&self) -> Vec<PodRef> {
+        self.evict.iter().chain(&self.unmanaged).cloned().collect()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -50,11 +115,15 @@ pub enum DrainError {
     Cluster(#[from] ClusterError),
     #[error("pods on node {node} have no controller and would be lost: {}", list(.pods))]
     Unmanaged { node: String, pods: Vec<PodRef> },
-    #[error("the drain of node {node} did not finish within {}: {}", crate::duration::show(*.after), .detail)]
+    #[error("pods on node {node} have emptyDir data that eviction deletes: {}", list(.pods))]
+    LocalStorage { node: String, pods: Vec<PodRef> },
+    #[error("the drain of node {node} did not finish within {}: {}; {}", crate::duration::show(*.after), .detail, evicted_text(.evicted))]
     Timeout {
         node: String,
         after: Duration,
         detail: String,
+        /// The pods this drain evicted before it gave up: they stay evicted.
+        evicted: Vec<PodRef>,
     },
     #[error("an eviction request ended without an answer: {0}")]
     Task(String),
@@ -72,6 +141,7 @@ impl DrainError {
             Self::Cluster(e) => e.hint(),
             Self::Task(_) => "run the command again: evictions already made are not repeated".into(),
             Self::Unmanaged { .. } => "delete those pods yourself, or pass --force to evict them too (they are not recreated)".into(),
+            Self::LocalStorage { .. } => "pass --delete-emptydir-data to evict them anyway (their emptyDir data is deleted), or move them first".into(),
             Self::Timeout { .. } => "a PodDisruptionBudget may allow no disruption now ('kubectl get pdb -A'); scale the workload up, or give it longer with --drain-timeout".into(),
             Self::NotReady { node, .. } => format!(
                 "check kubelet on the node and 'kubectl describe node {node}'; the node stays cordoned until 'kubectl uncordon {node}' or a rerun"
@@ -83,8 +153,20 @@ impl DrainError {
         match self {
             Self::Cluster(e) => matches!(e, ClusterError::Timeout { .. }),
             Self::Timeout { .. } | Self::NotReady { .. } => true,
-            Self::Unmanaged { .. } | Self::Task(_) => false,
+            Self::Unmanaged { .. } | Self::LocalStorage { .. } | Self::Task(_) => false,
         }
+    }
+}
+
+fn evicted_text(evicted: &[PodRef]) -> String {
+    if evicted.is_empty() {
+        "no pod was evicted".into()
+    } else {
+        format!(
+            "{} pod(s) were evicted and stay evicted (their controllers start them again elsewhere): {}",
+            evicted.len(),
+            list(evicted)
+        )
     }
 }
 
@@ -123,7 +205,17 @@ pub fn select(pods: &[Pod]) -> Selection {
         let r = pod_ref(p);
         if mirror || owner.is_some_and(|o| o.kind == "DaemonSet") {
             s.skipped.push(r);
-        } else if owner.is_some() {
+            continue;
+        }
+        let empty_dir = p
+            .spec
+            .as_ref()
+            .and_then(|s| s.volumes.as_ref())
+            .is_some_and(|v| v.iter().any(|v| v.empty_dir.is_some()));
+        if empty_dir {
+            s.local_storage.push(r.clone());
+        }
+        if owner.is_some() {
             s.evict.push(r);
         } else {
             s.unmanaged.push(r);
@@ -174,47 +266,131 @@ pub fn eviction_body(pod: &PodRef, grace_period: Option<u32>) -> serde_json::Val
 }
 
 /// What became of one eviction request.
+#[derive(Debug, PartialEq, Eq)]
 enum Evicted {
     Accepted,
     Gone,
-    /// 429: a PodDisruptionBudget allows no disruption now.
-    Refused(String),
+    /// 429 with a `DisruptionBudget` cause: a PodDisruptionBudget allows no disruption now.
+    Budget(String),
+    /// 429 without one: the API server is overloaded (API Priority and Fairness) and asks to
+    /// come back after this long; or the request was held back because it had asked so.
+    Throttled(Duration),
+    /// Another answer: the status code and the server's message.
+    Failed(u16, String),
+}
+
+/// Reads an eviction answer as the API server sends it: a `Status` whose `details.causes`
+/// name `DisruptionBudget` when a PodDisruptionBudget refused (kube-apiserver's
+/// `createTooManyRequestsError` and `checkAndDecrement`, which also set Retry-After: 10 that
+/// kubectl drain does not wait for), and a `Retry-After` header when it sheds load.
+fn answer(code: u16, retry_after: Option<&str>, body: &[u8]) -> Evicted {
+    let status: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let message = status["message"].as_str().unwrap_or_default().to_owned();
+    match code {
+        200..=299 => Evicted::Accepted,
+        404 => Evicted::Gone,
+        429 => {
+            let causes = status["details"]["causes"].as_array();
+            let budget = causes
+                .into_iter()
+                .flatten()
+                .find(|c| c["reason"] == "DisruptionBudget");
+            match budget {
+                Some(cause) => {
+                    let why = cause["message"].as_str().unwrap_or_default();
+                    Evicted::Budget(if why.is_empty() {
+                        message
+                    } else {
+                        format!("{message} ({why})")
+                    })
+                }
+                None => {
+                    let secs = retry_after
+                        .and_then(|h| h.trim().parse::<u64>().ok())
+                        .or_else(|| status["details"]["retryAfterSeconds"].as_u64())
+                        .unwrap_or(1);
+                    Evicted::Throttled(Duration::from_secs(secs.max(1)).min(MAX_RETRY_AFTER))
+                }
+            }
+        }
+        _ => Evicted::Failed(code, message),
+    }
 }
 
 async fn evict_one(
     client: kube::Client,
     pod: PodRef,
     grace: Option<u32>,
+    hold: std::sync::Arc<std::sync::Mutex<Option<tokio::time::Instant>>>,
 ) -> (PodRef, Result<Evicted, kube::Error>) {
+    // An overloaded server asked to wait: this request is not sent now.
+    let held = hold
+        .lock()
+        .map(|h| h.map(|until| until.saturating_duration_since(tokio::time::Instant::now())))
+        .unwrap_or_default()
+        .filter(|left| !left.is_zero());
+    if let Some(left) = held {
+        return (pod, Ok(Evicted::Throttled(left)));
+    }
     let path = format!(
         "/api/v1/namespaces/{}/pods/{}/eviction",
         pod.namespace, pod.name
     );
-    let req = serde_json::to_vec(&eviction_body(&pod, grace))
-        .map_err(kube::Error::SerdeError)
-        .and_then(|body| {
-            http::Request::post(path)
-                .header(http::header::CONTENT_TYPE, "application/json")
-                .body(body)
-                .map_err(kube::Error::HttpError)
-        });
-    let result = match req {
-        Err(e) => Err(e),
-        Ok(req) => match client
-            .request::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>(req)
-            .await
-        {
-            Ok(_) => Ok(Evicted::Accepted),
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(Evicted::Gone),
-            Err(kube::Error::Api(s)) if s.code == 429 => Ok(Evicted::Refused(s.message)),
-            Err(e) => Err(e),
-        },
-    };
+    let result = async {
+        let body =
+            serde_json::to_vec(&eviction_body(&pod, grace)).map_err(kube::Error::SerdeError)?;
+        let req = http::Request::post(path)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(kube::client::Body::from(body))
+            .map_err(kube::Error::HttpError)?;
+        let resp = client.send(req).await?;
+        let code = resp.status().as_u16();
+        let retry_after = resp
+            .headers()
+            .get(http::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let bytes = resp.into_body().collect_bytes().await?;
+        Ok(answer(code, retry_after.as_deref(), &bytes))
+    }
+    .await;
+    if let Ok(Evicted::Throttled(wait)) = &result
+        && let Ok(mut h) = hold.lock()
+    {
+        let until = tokio::time::Instant::now() + *wait;
+        *h = Some(h.map_or(until, |old| old.max(until)));
+    }
     (pod, result)
 }
 
-/// Evicts `pods` (all at once, retrying refusals) and waits until they are gone, within
-/// `opts.timeout`. Returns how many were evicted.
+/// Sends the evictions of `pods` with at most `limit` in flight (so the client reuses that
+/// many connections), stopping new requests while an overloaded server asked to wait.
+async fn evict_round(
+    client: kube::Client,
+    pods: Vec<PodRef>,
+    grace: Option<u32>,
+    limit: usize,
+) -> Result<Vec<(PodRef, Result<Evicted, kube::Error>)>, kube::Error> {
+    let hold = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let mut queue = pods.into_iter();
+    let mut set = tokio::task::JoinSet::new();
+    let mut out = Vec::new();
+    for pod in queue.by_ref().take(limit.max(1)) {
+        set.spawn(evict_one(client.clone(), pod, grace, hold.clone()));
+    }
+    while let Some(joined) = set.join_next().await {
+        // A task that did not finish would leave its pod unaccounted for: stop instead.
+        let done = joined.map_err(|e| kube::Error::Service(Box::new(e)))?;
+        out.push(done);
+        if let Some(pod) = queue.next() {
+            set.spawn(evict_one(client.clone(), pod, grace, hold.clone()));
+        }
+    }
+    Ok(out)
+}
+
+/// Evicts `pods` (at most `opts.concurrency` requests at once; refusals retried) and waits
+/// until they are gone, within `opts.timeout`. Returns how many were evicted.
 pub fn evict_and_wait(
     c: &Cluster,
     node: &str,
@@ -222,46 +398,43 @@ pub fn evict_and_wait(
     opts: &DrainOptions,
 ) -> Result<usize, DrainError> {
     let deadline = Instant::now() + opts.timeout;
-    let timeout = |detail: String| DrainError::Timeout {
+    let mut evicted: Vec<PodRef> = Vec::new();
+    let timeout = |detail: String, evicted: &[PodRef]| DrainError::Timeout {
         node: node.to_owned(),
         after: opts.timeout,
         detail,
+        evicted: evicted.to_vec(),
     };
     let mut pending = pods;
-    let mut evicted: Vec<PodRef> = Vec::new();
     while !pending.is_empty() {
         let batch = std::mem::take(&mut pending);
         let client = c.client_without_retries.clone();
-        let grace = opts.grace_period;
-        let results = c.call("create", "pods/eviction", async move {
-            let mut set = tokio::task::JoinSet::new();
-            for pod in batch {
-                set.spawn(evict_one(client.clone(), pod, grace));
-            }
-            let mut out = Vec::new();
-            while let Some(r) = set.join_next().await {
-                out.push(r);
-            }
-            Ok::<_, kube::Error>(out)
-        })?;
+        let results = c.call(
+            "create",
+            "pods/eviction",
+            evict_round(client, batch, opts.grace_period, opts.concurrency),
+        )?;
         let mut refused = Vec::new();
-        for joined in results {
-            // A task that did not finish would leave its pod unaccounted for: stop instead.
-            let (pod, r) = joined.map_err(|e| DrainError::Task(e.to_string()))?;
+        let mut throttled: Option<Duration> = None;
+        for (pod, r) in results {
             match r {
                 Ok(Evicted::Accepted) => evicted.push(pod),
                 Ok(Evicted::Gone) => {}
-                Ok(Evicted::Refused(msg)) => {
+                Ok(Evicted::Budget(msg)) => {
                     refused.push(format!("{pod}: {msg}"));
                     pending.push(pod);
                 }
-                Err(kube::Error::Api(s)) => {
+                Ok(Evicted::Throttled(wait)) => {
+                    throttled = Some(throttled.map_or(wait, |t| t.max(wait)));
+                    pending.push(pod);
+                }
+                Ok(Evicted::Failed(code, message)) => {
                     return Err(ClusterError::Api {
                         server: c.server.clone(),
                         verb: "create".into(),
                         resource: "pods/eviction".into(),
-                        code: s.code,
-                        message: format!("{pod}: {}", s.message),
+                        code,
+                        message: format!("{pod}: {message}"),
                     }
                     .into());
                 }
@@ -278,14 +451,25 @@ pub fn evict_and_wait(
             break;
         }
         if Instant::now() >= deadline {
-            return Err(timeout(format!(
-                "evictions still refused: {}",
-                refused.join("; ")
-            )));
+            let mut why = Vec::new();
+            if !refused.is_empty() {
+                why.push(format!(
+                    "evictions still refused by a PodDisruptionBudget: {}",
+                    refused.join("; ")
+                ));
+            }
+            if let Some(t) = throttled {
+                why.push(format!(
+                    "the API server was overloaded (429, Retry-After {}) for {} pod(s)",
+                    crate::duration::show(t),
+                    pending.len() - refused.len()
+                ));
+            }
+            return Err(timeout(why.join("; "), &evicted));
         }
-        std::thread::sleep(
-            Duration::from_secs(1).min(deadline.saturating_duration_since(Instant::now())),
-        );
+        // An overloaded server's wait, else kubectl's pace for budget refusals.
+        let pause = throttled.unwrap_or(BUDGET_RETRY);
+        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
     }
 
     // Evicted pods terminate in their own time; a pod of the same name with another uid is a
@@ -301,13 +485,14 @@ pub fn evict_and_wait(
             return Ok(evicted.len());
         }
         if Instant::now() >= deadline {
-            return Err(timeout(format!(
+            let detail = format!(
                 "pods still terminating: {}",
                 left.iter()
                     .map(|p| p.to_string())
                     .collect::<Vec<_>>()
                     .join(", ")
-            )));
+            );
+            return Err(timeout(detail, &evicted));
         }
         std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
         pause = (pause * 2).min(Duration::from_secs(1));
@@ -377,16 +562,10 @@ impl crate::plan::exec::NodeControl for Cluster {
 
     fn drain(&self, node: &str, opts: &DrainOptions) -> anyhow::Result<()> {
         let s = select(&pods_on(self, node)?);
-        if !s.unmanaged.is_empty() && !opts.force {
-            return Err(DrainError::Unmanaged {
-                node: node.to_owned(),
-                pods: s.unmanaged,
-            }
-            .into());
+        if let Some(refused) = s.refusal(node, opts) {
+            return Err(refused.into());
         }
-        let mut evict = s.evict;
-        evict.extend(s.unmanaged);
-        evict_and_wait(self, node, evict, opts)?;
+        evict_and_wait(self, node, s.to_evict(), opts)?;
         Ok(())
     }
 
@@ -427,6 +606,68 @@ mod tests {
         assert_eq!(names(&s.evict), ["web", "db"]);
         assert_eq!(names(&s.skipped), ["agent", "static"]);
         assert_eq!(names(&s.unmanaged), ["bare"]);
+    }
+
+    #[test]
+    fn a_budget_refusal_is_told_from_an_overloaded_server_by_its_cause() {
+        let budget = br#"{"kind":"Status","message":"Cannot evict pod as it would violate the pod's disruption budget.","reason":"TooManyRequests","details":{"causes":[{"reason":"DisruptionBudget","message":"The disruption budget web needs 2 healthy pods and has 2 currently"}],"retryAfterSeconds":10},"code":429}"#;
+        assert!(matches!(
+            answer(429, Some("10"), budget),
+            Evicted::Budget(m) if m.contains("needs 2 healthy pods")
+        ));
+        let overloaded = br#"{"kind":"Status","message":"Too many requests, please try again later.","reason":"TooManyRequests","details":{"retryAfterSeconds":3},"code":429}"#;
+        assert_eq!(
+            answer(429, Some("2"), overloaded),
+            Evicted::Throttled(Duration::from_secs(2)),
+            "the header first"
+        );
+        assert_eq!(
+            answer(429, None, overloaded),
+            Evicted::Throttled(Duration::from_secs(3))
+        );
+        assert_eq!(
+            answer(429, None, b"not json"),
+            Evicted::Throttled(Duration::from_secs(1))
+        );
+        assert_eq!(
+            answer(429, Some("86400"), b"{}"),
+            Evicted::Throttled(MAX_RETRY_AFTER)
+        );
+        assert_eq!(answer(201, None, b"{}"), Evicted::Accepted);
+        assert_eq!(answer(404, None, b"{}"), Evicted::Gone);
+        assert!(
+            matches!(answer(500, None, br#"{"message":"boom"}"#), Evicted::Failed(500, m) if m == "boom")
+        );
+    }
+
+    #[test]
+    fn pods_with_emptydir_data_need_their_own_flag() {
+        let mut scratch = pod("scratch", Some("ReplicaSet"), false);
+        scratch.spec = Some(
+            serde_json::from_value(serde_json::json!({
+                "containers": [], "volumes": [{"name": "s", "emptyDir": {}}]
+            }))
+            .expect("spec"),
+        );
+        let s = select(&[scratch, pod("web", Some("ReplicaSet"), false)]);
+        assert_eq!(s.local_storage.len(), 1);
+        let opts = DrainOptions {
+            timeout: Duration::from_secs(1),
+            grace_period: None,
+            force: true,
+            delete_emptydir_data: false,
+            concurrency: DEFAULT_CONCURRENCY,
+        };
+        assert!(matches!(
+            s.refusal("n", &opts),
+            Some(DrainError::LocalStorage { .. })
+        ));
+        let allowed = DrainOptions {
+            delete_emptydir_data: true,
+            ..opts
+        };
+        assert!(s.refusal("n", &allowed).is_none());
+        assert_eq!(s.to_evict().len(), 2);
     }
 
     #[test]

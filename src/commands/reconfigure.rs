@@ -103,7 +103,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
             && recreate
             && let Some(cluster_vni) = facts.felix.vxlan_vni
             && cluster_vni != new_net.vni
-            && !args.force
+            && !args.allow_vni_mismatch
         {
             return Err(UsageError::new(
                 format!(
@@ -111,20 +111,23 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
                     new_net.vni
                 ),
                 format!(
-                    "change the cluster first ('kubectl patch felixconfiguration default --type merge -p '{{\"spec\":{{\"vxlanVNI\":{}}}}}''), or pass --force if that is what you mean",
+                    "change the cluster first ('kubectl patch felixconfiguration default --type merge -p '{{\"spec\":{{\"vxlanVNI\":{}}}}}''), or pass --allow-vni-mismatch if that is what you mean",
                     new_net.vni
                 ),
             )
             .into());
         }
         let cordoned = drain::is_cordoned(&c, &node_name)?;
+        let options = drain::DrainOptions {
+            timeout: args.drain_timeout,
+            grace_period: args.grace_period,
+            force: args.force,
+            delete_emptydir_data: args.delete_emptydir_data,
+            concurrency: usize::from(args.drain_concurrency),
+        };
         let drain_action = if recreate {
             let s = drain::select(&drain::pods_on(&c, &node_name)?);
-            if !s.unmanaged.is_empty() && !args.force {
-                let refused = drain::DrainError::Unmanaged {
-                    node: node_name.clone(),
-                    pods: s.unmanaged,
-                };
+            if let Some(refused) = s.refusal(&node_name, &options) {
                 let hint = refused.hint();
                 return Err(
                     UsageError::new(format!("{refused}; nothing was changed"), hint).into(),
@@ -139,9 +142,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
                 node: node_name.clone(),
                 evict,
                 skipped: show(&s.skipped),
-                timeout: args.drain_timeout,
-                grace_period: args.grace_period,
-                force: args.force,
+                options,
             })
         } else {
             None
@@ -246,8 +247,20 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
                 "it failed after the Calico network was deleted, so nothing was undone; run 'calicoctl-win reconfigure' again with the same config to finish (node {node_name} stays cordoned until then)"
             )
         } else {
+            // Evictions cannot be undone: a drain that stopped says what it evicted.
+            let evicted = e
+                .source
+                .downcast_ref::<drain::DrainError>()
+                .and_then(|d| match d {
+                    drain::DrainError::Timeout { evicted, .. } => Some(evicted.len()),
+                    _ => None,
+                });
             match &e.rollback_failures {
-                Some(f) if f.is_empty() => "everything done before it was undone: the services run as before and the node is uncordoned".to_owned(),
+                Some(f) if f.is_empty() => match evicted {
+                    Some(0) => "the node is uncordoned again and the Calico services and network were not touched; no pod was evicted".to_owned(),
+                    Some(n) => format!("the node is uncordoned again and the Calico services and network were not touched; the {n} evicted pod(s) are not brought back (their controllers start them elsewhere)"),
+                    None => "everything done before it was undone: the services run as before and the node is uncordoned".to_owned(),
+                },
                 Some(f) => format!(
                     "undoing the steps done before it failed partly: {}; the journal is kept and the next reconfigure continues from it",
                     f.join("; ")

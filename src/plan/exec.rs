@@ -353,20 +353,7 @@ fn run(
         } => wait_ready(host, networks, *vsid, routes, *timeout)?,
         Action::Cordon { node } => cluster(opts)?.set_cordoned(node, true)?,
         Action::Uncordon { node } => cluster(opts)?.set_cordoned(node, false)?,
-        Action::Drain {
-            node,
-            timeout,
-            grace_period,
-            force,
-            ..
-        } => cluster(opts)?.drain(
-            node,
-            &crate::cluster::drain::DrainOptions {
-                timeout: *timeout,
-                grace_period: *grace_period,
-                force: *force,
-            },
-        )?,
+        Action::Drain { node, options, .. } => cluster(opts)?.drain(node, options)?,
         Action::WaitNodeReady { node, timeout } => cluster(opts)?.wait_ready(node, *timeout)?,
         Action::RemoveDir { path } => {
             host.remove_empty_dir(path)?;

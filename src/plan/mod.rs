@@ -129,11 +129,8 @@ pub enum Action {
         evict: Vec<String>,
         /// DaemonSet and mirror pods, which stay.
         skipped: Vec<String>,
-        #[serde(serialize_with = "secs")]
-        timeout: Duration,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        grace_period: Option<u32>,
-        force: bool,
+        #[serde(flatten)]
+        options: crate::cluster::drain::DrainOptions,
     },
     /// Waits until the node reports Ready.
     WaitNodeReady {
@@ -265,9 +262,9 @@ impl Action {
                 node,
                 evict,
                 skipped,
-                timeout,
-                ..
+                options,
             } => {
+                let timeout = &options.timeout;
                 let what = if evict.is_empty() {
                     "no pods to evict now".to_owned()
                 } else {

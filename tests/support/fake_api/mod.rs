@@ -34,6 +34,18 @@ pub struct State {
     pub eviction_blocked: BTreeSet<String>,
     /// The body of every eviction request, in order.
     pub evictions: Vec<Value>,
+    /// When each eviction request arrived, in order.
+    pub eviction_times: Vec<std::time::Instant>,
+    /// How long the server takes over each eviction (to see how many are in flight at once).
+    pub eviction_delay: std::time::Duration,
+    /// Eviction requests being answered now, and the most there were at once.
+    pub in_flight: usize,
+    pub max_in_flight: usize,
+    /// The next this many eviction requests get an overloaded server's 429 (API Priority and
+    /// Fairness: Retry-After, no DisruptionBudget cause).
+    pub throttle: usize,
+    /// TCP connections accepted.
+    pub connections: usize,
     /// The CA certificate, as the token controller puts it into `ca.crt`.
     ca_pem: String,
     /// Counts issued tokens, so each is different.
@@ -126,6 +138,12 @@ impl FakeApi {
             token_controller: true,
             eviction_blocked: BTreeSet::new(),
             evictions: Vec::new(),
+            eviction_times: Vec::new(),
+            eviction_delay: std::time::Duration::ZERO,
+            in_flight: 0,
+            max_in_flight: 0,
+            throttle: 0,
+            connections: 0,
             ca_pem: ca.pem(),
             issued: 0,
         }));
@@ -135,6 +153,7 @@ impl FakeApi {
                 let Ok((tcp, _)) = listener.accept().await else {
                     continue;
                 };
+                st.lock().expect("fake api state").connections += 1;
                 let (acceptor, st) = (acceptor.clone(), st.clone());
                 tokio::spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else {

@@ -159,6 +159,19 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
         .await
         .map(|b| b.to_bytes())
         .unwrap_or_default();
+    // An eviction takes `eviction_delay`, counted in flight meanwhile.
+    let eviction = method == "POST" && path.ends_with("/eviction");
+    if eviction {
+        let delay = {
+            let mut st = state.lock().expect("fake api state");
+            st.in_flight += 1;
+            st.max_in_flight = st.max_in_flight.max(st.in_flight);
+            st.eviction_times.push(std::time::Instant::now());
+            st.eviction_delay
+        };
+        tokio::time::sleep(delay).await;
+        state.lock().expect("fake api state").in_flight -= 1;
+    }
     let mut st = state.lock().expect("fake api state");
     st.requests.push((method.clone(), path.clone()));
     if !bearer.is_some_and(|t| st.tokens.contains(&t)) {
@@ -432,15 +445,21 @@ fn evict(st: &mut State, t: &Target, body: Value) -> Reply {
         t.namespace.as_deref().unwrap_or_default(),
         t.name.as_deref().unwrap_or_default()
     );
+    if st.throttle > 0 {
+        // An overloaded server (API Priority and Fairness): 429 with Retry-After and the
+        // same in the Status details, and no DisruptionBudget cause.
+        st.throttle -= 1;
+        return too_many_requests("Too many requests, please try again later.", 1, None);
+    }
     if st.eviction_blocked.contains(&key) {
-        let mut r = status(
-            StatusCode::TOO_MANY_REQUESTS,
-            "TooManyRequests",
+        // As kube-apiserver's eviction REST (checkAndDecrement, createTooManyRequestsError):
+        // NewTooManyRequests(..., 10), whose Retry-After the response writer also sends as a
+        // header, with a cause of type DisruptionBudget (serialised as "reason").
+        return too_many_requests(
             "Cannot evict pod as it would violate the pod's disruption budget.",
+            10,
+            Some("The disruption budget web-pdb needs 2 healthy pods and has 2 currently"),
         );
-        r.headers_mut()
-            .insert("retry-after", "1".parse().expect("header"));
-        return r;
     }
     st.objects.remove(&path);
     respond(
@@ -567,6 +586,21 @@ fn discovery(path: &str) -> Option<Value> {
             )
         }
     }
+}
+
+fn too_many_requests(message: &str, retry_after: u64, budget: Option<&str>) -> Reply {
+    let mut details = json!({"retryAfterSeconds": retry_after});
+    if let Some(why) = budget {
+        details["causes"] = json!([{"reason": "DisruptionBudget", "message": why}]);
+    }
+    let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": message, "reason": "TooManyRequests", "details": details, "code": 429});
+    let mut r = respond(StatusCode::TOO_MANY_REQUESTS, &body);
+    r.headers_mut().insert(
+        "retry-after",
+        retry_after.to_string().parse().expect("header"),
+    );
+    r
 }
 
 fn status(code: StatusCode, reason: &str, message: &str) -> Reply {
