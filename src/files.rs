@@ -86,6 +86,24 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<bool> {
     Ok(true)
 }
 
+/// Where an atomic write takes its contents from: bytes in memory, or a file on this machine
+/// copied in a stream (a release binary is never held whole in memory).
+#[derive(Clone, Copy, Debug)]
+pub enum Contents<'a> {
+    Bytes(&'a [u8]),
+    File(&'a Path),
+}
+
+impl Contents<'_> {
+    /// Writes the contents into `to`, an open (new, empty) file.
+    pub fn write_into(self, to: &mut std::fs::File) -> std::io::Result<()> {
+        match self {
+            Self::Bytes(b) => std::io::Write::write_all(to, b),
+            Self::File(p) => std::io::copy(&mut std::fs::File::open(p)?, to).map(|_| ()),
+        }
+    }
+}
+
 /// Whether `name` is a temporary file of an atomic write (`.NAME.calicoctl-win.tmp`), which
 /// only a run killed between writing and renaming leaves behind.
 pub fn is_stale_temporary(name: &str) -> bool {

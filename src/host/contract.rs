@@ -289,6 +289,30 @@ pub fn files(h: &dyn Host, root: &str, acls: bool) {
     if acls {
         assert_eq!(h.file_access(&path).expect("access"), Some(Access::Secret));
     }
+    // A copy on the host (a backup before a replacement), with the access asked for.
+    let backup = format!("{path}.calicoctl-win.bak");
+    assert!(h.copy_file(&path, &backup, Access::Secret).expect("copy"));
+    assert_eq!(
+        h.read_file(&backup).expect("read").as_deref(),
+        Some(&b"two"[..])
+    );
+    if acls {
+        assert_eq!(
+            h.file_access(&backup).expect("access"),
+            Some(Access::Secret)
+        );
+    }
+    assert!(h.remove_file(&backup).expect("remove the copy"));
+    assert!(
+        !h.copy_file(&backup, &path, Access::Normal)
+            .expect("copy a missing file"),
+        "nothing to copy"
+    );
+    assert_eq!(
+        h.read_file(&path).expect("read").as_deref(),
+        Some(&b"two"[..]),
+        "a missing source changes nothing"
+    );
     assert!(h.remove_file(&path).expect("remove"));
     assert!(!h.remove_file(&path).expect("remove again"));
     let dir = path

@@ -509,16 +509,12 @@ fn prepare_undo(host: &dyn Host, action: &Action, opts: &Options<'_>) -> anyhow:
             Some(spec) => Undo::RestoreServiceConfig { spec: spec.clone() },
             None => Undo::Nothing,
         },
-        Action::WriteFile { path, .. } => match host.read_file(path)? {
-            Some(old) => {
-                let secret = host.file_access(path)? == Some(Access::Secret);
+        Action::WriteFile { path, .. } => match host.file_access(path)? {
+            Some(access) => {
+                // Streamed: a replaced release binary is never held whole in memory.
+                let secret = access == Access::Secret;
                 let backup = format!("{path}.calicoctl-win.bak");
-                let access = if secret {
-                    Access::Secret
-                } else {
-                    Access::Normal
-                };
-                host.write_file(&backup, &old, access)
+                host.copy_file(path, &backup, access)
                     .with_context(|| format!("cannot back up {path}"))?;
                 Undo::RestoreFile {
                     path: path.clone(),
@@ -770,13 +766,12 @@ fn undo(host: &dyn Host, undo: &Undo, opts: &Options<'_>) -> anyhow::Result<()> 
             backup,
             secret,
         } => {
-            if let Some(bytes) = host.read_file(backup)? {
-                let access = if *secret {
-                    Access::Secret
-                } else {
-                    Access::Normal
-                };
-                host.write_file(path, &bytes, access)?;
+            let access = if *secret {
+                Access::Secret
+            } else {
+                Access::Normal
+            };
+            if host.copy_file(backup, path, access)? {
                 host.remove_file(backup)?;
             }
         }

@@ -286,7 +286,7 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
                 || i.extra_owned
                     .iter()
                     .any(|f| f.path.eq_ignore_ascii_case(&old.path));
-            if !kept && host.read_file(&old.path)?.is_some() {
+            if !kept && host.file_access(&old.path)?.is_some() {
                 removals.push(Action::RemoveFile {
                     path: old.path.clone(),
                 });

@@ -2,6 +2,7 @@
 //! (lower case, since Windows paths are case-insensitive).
 
 use super::SimHost;
+use crate::files::Contents;
 use crate::host::{Access, Files, HostError, HostResult};
 use std::path::{Path, PathBuf};
 
@@ -40,6 +41,11 @@ impl SimHost {
 
     /// Writes a file without counting a mutating call (profiles seed files this way).
     pub(super) fn put_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<()> {
+        self.put(path, Contents::Bytes(contents), access)
+    }
+
+    /// Writes a file atomically from bytes or, streamed, from a local file.
+    fn put(&self, path: &str, contents: Contents<'_>, access: Access) -> HostResult<()> {
         let local = self.sim_path(path)?;
         let op = |what: &str| format!("{what} {path} (simulated at {})", local.display());
         if let Some(parent) = local.parent() {
@@ -66,7 +72,8 @@ impl SimHost {
         let mut file = options
             .open(&tmp)
             .map_err(|e| HostError::io(op("create the temporary file for"), e))?;
-        std::io::Write::write_all(&mut file, contents)
+        contents
+            .write_into(&mut file)
             .map_err(|e| HostError::io(op("write"), e))?;
         drop(file);
         self.pause_if_due_in_write(path);
@@ -112,8 +119,20 @@ impl Files for SimHost {
     }
 
     fn copy_in(&self, from: &Path, to: &str) -> HostResult<()> {
-        let bytes = fs_err::read(from).map_err(|e| HostError::io(format!("copy to {to}"), e))?;
-        self.replace_file(to, &bytes, Access::Normal)
+        self.mutate(&format!("write {to}"), |_| Ok(()))?;
+        self.put(to, Contents::File(from), Access::Normal)?;
+        self.save(&self.lock())
+    }
+
+    fn copy_file(&self, from: &str, to: &str, access: Access) -> HostResult<bool> {
+        let local = self.sim_path(from)?;
+        if !local.is_file() {
+            return Ok(false);
+        }
+        self.mutate(&format!("write {to}"), |_| Ok(()))?;
+        self.put(to, Contents::File(&local), access)?;
+        self.save(&self.lock())?;
+        Ok(true)
     }
 
     fn remove_file(&self, path: &str) -> HostResult<bool> {

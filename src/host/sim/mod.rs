@@ -563,7 +563,7 @@ impl Processes for SimHost {
         if !files::is_windows_path(&spec.program) {
             return Ok(Box::new(LocalChild::spawn(spec)?));
         }
-        if self.read_file(&spec.program)?.is_none() {
+        if self.file_access(&spec.program)?.is_none() {
             return Err(HostError::NotFound {
                 what: format!("program {}", spec.program),
             });
@@ -576,9 +576,10 @@ impl Processes for SimHost {
             s.started.push(command.clone());
             Ok(s.settings.next_pid())
         })?;
-        let release = self
-            .read_file(&spec.program)?
-            .and_then(|b| crate::release::version::version_in(&b));
+        let release =
+            crate::release::version::read_binary_version(&self.local_path(&spec.program)?)
+                .ok()
+                .flatten();
         let (exited, log) = match calico_node::component(spec, release.as_ref()) {
             Some(Err((code, message))) => (Some(code), format!("{message}\n")),
             Some(Ok(calico_node::Component::Startup)) => {

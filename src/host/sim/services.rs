@@ -116,7 +116,7 @@ impl Services for SimHost {
             self.service_start(dep, timeout)?;
         }
         let (program, _) = split_command_line(&svc.command_line);
-        if super::files::is_windows_path(&program) && self.read_file(&program)?.is_none() {
+        if super::files::is_windows_path(&program) && self.file_access(&program)?.is_none() {
             return Err(HostError::Api {
                 op: format!("start service {name}"),
                 code: 2,

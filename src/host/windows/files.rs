@@ -1,6 +1,7 @@
 //! Files: atomic writes, and an access list of SYSTEM and Administrators for secrets.
 
 use super::wide;
+use crate::files::Contents;
 use crate::host::{Access, HostError, HostResult};
 use std::path::Path;
 use windows_sys::Win32::Foundation::LocalFree;
@@ -30,6 +31,11 @@ pub fn read(path: &str) -> HostResult<Option<Vec<u8>>> {
 }
 
 pub fn replace(path: &str, contents: &[u8], access: Access) -> HostResult<()> {
+    replace_with(path, Contents::Bytes(contents), access)
+}
+
+/// Writes `path` atomically from bytes or, streamed, from a local file.
+pub fn replace_with(path: &str, contents: Contents<'_>, access: Access) -> HostResult<()> {
     let p = Path::new(path);
     if let Some(parent) = p.parent() {
         std::fs::create_dir_all(parent).map_err(io(format!("create {}", parent.display())))?;
@@ -49,7 +55,15 @@ pub fn replace(path: &str, contents: &[u8], access: Access) -> HostResult<()> {
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
-    std::fs::write(&tmp, contents).map_err(io(format!("write {tmp_s}")))?;
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&tmp)
+        .and_then(|mut f| contents.write_into(&mut f));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(HostError::io(format!("write {tmp_s}"), e));
+    }
     std::fs::rename(&tmp, p).map_err(io(format!("replace {path}")))
 }
 
@@ -167,12 +181,15 @@ pub fn access(path: &str) -> HostResult<Option<Access>> {
 }
 
 pub fn copy_in(from: &Path, to: &str) -> HostResult<()> {
-    if let Some(parent) = Path::new(to).parent() {
-        std::fs::create_dir_all(parent).map_err(io(format!("create {}", parent.display())))?;
+    replace_with(to, Contents::File(from), Access::Normal)
+}
+
+pub fn copy_file(from: &str, to: &str, access: Access) -> HostResult<bool> {
+    if !Path::new(from).is_file() {
+        return Ok(false);
     }
-    std::fs::copy(from, to)
-        .map(|_| ())
-        .map_err(io(format!("copy {} to {to}", from.display())))
+    replace_with(to, Contents::File(Path::new(from)), access)?;
+    Ok(true)
 }
 
 pub fn remove(path: &str) -> HostResult<bool> {

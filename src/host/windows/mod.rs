@@ -131,6 +131,9 @@ impl Files for WindowsHost {
     fn copy_in(&self, from: &Path, to: &str) -> HostResult<()> {
         files::copy_in(from, to)
     }
+    fn copy_file(&self, from: &str, to: &str, access: Access) -> HostResult<bool> {
+        files::copy_file(from, to, access)
+    }
     fn remove_file(&self, path: &str) -> HostResult<bool> {
         files::remove(path)
     }
