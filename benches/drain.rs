@@ -1,10 +1,11 @@
-//! Drain benchmark (not a test): 110 pods on node win-1 of the fake API server, drained by
+//! Drain benchmark (not a test): 500 pods on node win-1 of the fake API server, drained by
 //! `calicoctl-win reconfigure --drain` (a VNI change on an installed simulated node: cordon,
 //! evict, wait, stop, new network, start, wait Ready, uncordon) against `kubectl drain` +
-//! `kubectl uncordon` on the same server. Several runs of each; prints both medians and their
-//! ratio (target <= 1.0). calicoctl-win does strictly more work than kubectl here.
+//! `kubectl uncordon` on the same server. Several runs of each; prints both medians, their
+//! ratio (target <= 1.0) and the TCP connections each opened to the API server (target for
+//! calicoctl-win <= 32). calicoctl-win does strictly more work than kubectl here.
 //!
-//! Run with `cargo bench --bench drain` (RUNS=N to change the number of runs).
+//! Run with `cargo bench --bench drain` (RUNS=N to change the number of runs, PODS=N the pods).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -15,10 +16,15 @@ use support::fake_api::FakeApi;
 use support::release::release_zip;
 use support::{SimNode, tool};
 
-const PODS: usize = 110;
+fn pods() -> usize {
+    std::env::var("PODS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(500)
+}
 
 fn put_pods(api: &FakeApi) {
-    for i in 0..PODS {
+    for i in 0..pods() {
         api.put_pod("default", &format!("web-{i}"), "win-1", Some("ReplicaSet"));
     }
 }
@@ -30,7 +36,8 @@ fn cluster() -> FakeApi {
     api
 }
 
-fn ours() -> Duration {
+/// One drain: how long it took and the connections it opened.
+fn ours() -> (Duration, usize) {
     let api = cluster();
     let node = SimNode::new(&api);
     let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
@@ -39,6 +46,7 @@ fn ours() -> Duration {
     // The cluster moves to VNI 4097 after the node was installed with 4096.
     api.set_felix_vni(4097);
     put_pods(&api);
+    api.lock().connections = 0;
     let started = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_calicoctl-win"))
         .env_clear()
@@ -56,10 +64,11 @@ fn ours() -> Duration {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(api.pod_count(), 0);
-    took
+    let connections = api.lock().connections;
+    (took, connections)
 }
 
-fn kubectl(bin: &std::path::Path) -> Duration {
+fn kubectl(bin: &std::path::Path) -> (Duration, usize) {
     let api = cluster();
     let dir = tempfile::tempdir().expect("tempdir");
     let admin = api.kubeconfig(dir.path(), None);
@@ -82,7 +91,8 @@ fn kubectl(bin: &std::path::Path) -> Duration {
     run(&["uncordon", "win-1"]);
     let took = started.elapsed();
     assert_eq!(api.pod_count(), 0);
-    took
+    let connections = api.lock().connections;
+    (took, connections)
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -105,9 +115,14 @@ fn main() {
         .unwrap_or(5);
     let mut a = Vec::new();
     let mut b = Vec::new();
+    let (mut ca, mut cb) = (0, 0);
     for i in 0..runs {
-        a.push(ours());
-        b.push(kubectl(&bin));
+        let (t, c) = ours();
+        a.push(t);
+        ca = ca.max(c);
+        let (t, c) = kubectl(&bin);
+        b.push(t);
+        cb = cb.max(c);
         eprintln!(
             "run {}: calicoctl-win {:?}, kubectl {:?}",
             i + 1,
@@ -116,7 +131,10 @@ fn main() {
         );
     }
     let (ma, mb) = (median(a), median(b));
-    println!("drain of {PODS} pods on the fake API server, {runs} runs");
+    println!(
+        "drain of {} pods on the fake API server, {runs} runs",
+        pods()
+    );
     println!(
         "calicoctl-win reconfigure --drain (whole run): median {:.3} s",
         ma.as_secs_f64()
@@ -128,5 +146,8 @@ fn main() {
     println!(
         "ratio (target <= 1.0): {:.3}",
         ma.as_secs_f64() / mb.as_secs_f64()
+    );
+    println!(
+        "connections to the API server: calicoctl-win at most {ca} (target <= 32), kubectl at most {cb}"
     );
 }
