@@ -228,6 +228,18 @@ pub unsafe extern "system" fn GetIpForwardTable2(
     0
 }
 
+/// The interface table, which Wine's own processes ask for once the stand-in is loaded in
+/// their place (without it such a process aborted on an unimplemented import). The stand-in
+/// keeps adapters and routes only, so it says so, as the documented ERROR_NOT_SUPPORTED.
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn GetIfTable2(table: *mut *mut c_void) -> u32 {
+    if !table.is_null() {
+        // SAFETY: the caller passes where to put the table's address.
+        unsafe { *table = std::ptr::null_mut() };
+    }
+    50 // ERROR_NOT_SUPPORTED
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "system" fn FreeMibTable(memory: *const c_void) {
     if let Ok(mut live) = TABLES.lock()
