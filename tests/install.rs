@@ -641,6 +641,25 @@ fn bad_releases_are_refused_and_leave_nothing_behind() {
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("escapes the target directory"), "{stderr}");
     assert_same(&s.snapshot(), &initial, "path escape");
+    // The same zip downloaded: its extraction as it arrives writes nothing outside staging.
+    let evil_url = s.server.serve(
+        "/evil/calico-windows-v3.30.2.zip",
+        std::fs::read(&evil).expect("zip"),
+    );
+    let (code, _, stderr) = s.node.run(&[
+        "install",
+        "--release-zip",
+        &evil_url,
+        "--insecure-skip-checksum",
+        "--release-ca-cert",
+        &ca,
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("escapes the target directory"), "{stderr}");
+    assert!(
+        !dir.join("evil.txt").exists() && !dir.parent().expect("parent").join("evil.txt").exists()
+    );
+    assert_same(&s.snapshot(), &initial, "path escape downloaded");
 
     // An unknown layout.
     let odd = dir.join("odd.zip");
@@ -738,8 +757,10 @@ fn a_broken_download_is_resumed_by_the_next_install() {
         .node
         .c_drive("calicowindows/cache/calico-windows-v3.30.2.zip.part");
     assert!(part.is_file(), "the partial download is kept");
-    let (code, _, stderr) = s.install(&["--no-start"]);
+    let (code, _, stderr) = s.install(&["--no-start", "-v"]);
     assert_eq!(code, 0, "{stderr}");
+    // Extracted while it arrived, the resumed part read from its start.
+    assert!(!stderr.contains("extracted again"), "{stderr}");
     // No terminal: progress is plain lines on stderr, and says where it resumes.
     assert!(
         stderr.contains("downloading https://127.0.0.1:"),
@@ -779,6 +800,43 @@ fn a_broken_download_is_resumed_by_the_next_install() {
         .filter_map(|a| a["name"].as_str())
         .collect();
     assert_eq!(started, ["CalicoNode", "CalicoFelix"]);
+}
+
+/// A zip written to a pipe gives each entry's sizes after its data: it cannot be extracted as
+/// it arrives, so the finished download is extracted from the start, with the same result.
+#[test]
+fn a_downloaded_zip_with_sizes_after_the_data_is_extracted_again_when_complete() {
+    let s = Setup::new("calico-node.exe");
+    let mut z = zip::ZipWriter::new_stream(Vec::new());
+    for (name, data) in support::release::entries_of("calico-node.exe", Some("3.30.2")) {
+        z.start_file(name, zip::write::SimpleFileOptions::default())
+            .expect("start");
+        std::io::Write::write_all(&mut z, &data).expect("write");
+    }
+    let piped = z.finish().expect("finish").into_inner();
+    let url = s
+        .server
+        .serve("/piped/calico-windows-v3.30.2.zip", piped.clone());
+    let piped_file = s.node.dir.path().join("piped.zip");
+    std::fs::write(&piped_file, &piped).expect("write");
+    let sha = sha256(&piped_file);
+    let ca = s.ca.display().to_string();
+    let (code, _, stderr) = s.node.run(&[
+        "install",
+        "--release-zip",
+        &url,
+        "--sha256",
+        &sha,
+        "--release-ca-cert",
+        &ca,
+        "-v",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("extracted again from the finished zip"),
+        "{stderr}"
+    );
+    assert_eq!(s.state()["services"]["caliconode"]["state"], "running");
 }
 
 #[test]

@@ -228,11 +228,14 @@ pub fn release(args: &crate::cli::FetchReleaseArgs, ctx: &mut Context) -> anyhow
     }
     fs_err::create_dir_all(out)?;
     let mut progress = crate::output::DownloadProgress::new(std::io::stderr().is_terminal(), false);
-    let obtained = crate::release::obtain(&want, out, &ctx.env, &mut progress)?;
     let staging = tempfile::Builder::new()
         .prefix(".calicoctl-win-extract-")
         .tempdir_in(out)?;
-    let x = crate::release::extract(&obtained.path, staging.path(), crate::release::EXTRACT_CAP)?;
+    let (obtained, x) =
+        crate::release::obtain(&want, out, staging.path(), &ctx.env, &mut progress)?;
+    if let Some(why) = &obtained.extracted_again {
+        ctx.log(&format!("extracted again from the finished zip: {why}"));
+    }
     crate::release::check_version(&want, &x, &want.source.show())?;
     fs_err::rename(&x.root, &extracted)?;
     let version = x.version.clone();

@@ -531,7 +531,10 @@ pub(crate) fn obtain_release(
     }
     let mut progress = DownloadProgress::new(std::io::stderr().is_terminal(), false);
     let result = (|| -> Result<Got, release::ReleaseError> {
-        let obtained = release::obtain(want, &cache_local, &ctx.env, &mut progress)?;
+        let (obtained, x) = release::obtain(want, &cache_local, staging, &ctx.env, &mut progress)?;
+        if let Some(why) = &obtained.extracted_again {
+            ctx.log(&format!("extracted again from the finished zip: {why}"));
+        }
         let what = want.source.show();
         let cleanup = |e| {
             if obtained.cached.is_some() {
@@ -539,7 +542,6 @@ pub(crate) fn obtain_release(
             }
             e
         };
-        let x = release::extract(&obtained.path, staging, release::EXTRACT_CAP).map_err(cleanup)?;
         release::check_version(want, &x, &what).map_err(cleanup)?;
         let cached = obtained
             .cached

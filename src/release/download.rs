@@ -2,6 +2,7 @@
 //! an interrupted run is resumed with a Range request; the finished file gets its name only
 //! when its checksum is right.
 
+use super::stream::{FailOnDrop, Growth};
 use super::{ReleaseError, Want, hex};
 use crate::cluster::proxy;
 use sha2::Digest;
@@ -83,14 +84,22 @@ fn client(
 }
 
 /// Downloads `url` to `dest`, returning its SHA-256. The checksum asked for is checked before
-/// `dest` gets its name; a wrong one removes the partial file.
+/// `dest` gets its name; a wrong one removes the partial file. `growth`, when given, is told
+/// how much of the partial file is written, for an extraction that follows it.
 pub fn download(
     url: &str,
     dest: &Path,
     want: &Want,
     env: &BTreeMap<String, String>,
     progress: &mut dyn Progress,
+    growth: Option<&Growth>,
 ) -> Result<String, ReleaseError> {
+    let mut unfinished = FailOnDrop(growth);
+    let grew = |len| {
+        if let Some(g) = growth {
+            g.grew(len);
+        }
+    };
     let part = part_path(dest);
     let io = |op: &str| {
         let op = format!("{op} {}", part.display());
@@ -162,6 +171,9 @@ pub fn download(
             status,
         });
     };
+    if let Some(g) = growth {
+        g.start(std::fs::File::open(&part).map_err(io("cannot read"))?, have);
+    }
     if !complete_already {
         let total = resp.content_length().map(|l| l + have);
         progress.begin(url, total, have);
@@ -188,6 +200,7 @@ pub fn download(
             file.write_all(&buf[..n]).map_err(io("cannot write"))?;
             hasher.update(&buf[..n]);
             have += n as u64;
+            grew(have);
             last_data = Instant::now();
             progress.advance(have);
             if Instant::now() >= deadline {
@@ -197,7 +210,11 @@ pub fn download(
         }
         progress.end();
     }
-    file.sync_all().map_err(io("cannot write"))?;
+    if let Some(g) = unfinished.0.take() {
+        g.complete(have);
+    }
+    // Not synced to disk: a cached zip is hashed again before it is used, and a partial one
+    // when it is resumed, so a copy a power loss damaged is downloaded again, never used.
     drop(file);
     let actual = hex(&hasher.finalize());
     if let Some(expected) = &want.sha256

@@ -41,7 +41,7 @@ pub struct Extracted {
 }
 
 /// Path components of an entry name, or why it is refused.
-fn components(name: &str) -> Result<Vec<&str>, &'static str> {
+pub(super) fn components(name: &str) -> Result<Vec<&str>, &'static str> {
     if name.starts_with(['/', '\\']) || name.contains(':') {
         return Err("is an absolute path or names a drive or stream");
     }
@@ -82,7 +82,7 @@ fn listed_entries(zip: &Path) -> std::io::Result<Option<u64>> {
 /// The path as Windows resolves it: components compared without case, with the trailing dots
 /// and spaces Windows strips removed; a NUL, a component Windows reduces to nothing, or a
 /// device name (CON, NUL, COM1, ...) is refused.
-fn windows_key(parts: &[&str]) -> Result<String, &'static str> {
+pub(super) fn windows_key(parts: &[&str]) -> Result<String, &'static str> {
     const DEVICES: &[&str] = &[
         "con", "prn", "aux", "nul", "com1", "com2", "com3", "com4", "com5", "com6", "com7", "com8",
         "com9", "lpt1", "lpt2", "lpt3", "lpt4", "lpt5", "lpt6", "lpt7", "lpt8", "lpt9",
@@ -105,17 +105,32 @@ fn windows_key(parts: &[&str]) -> Result<String, &'static str> {
     Ok(key.join("\\"))
 }
 
-/// Extracts `zip` into the new directory `into` and recognises the layout. On any error the
-/// caller removes `into` (a temporary directory).
-pub fn extract(zip: &Path, into: &Path, cap: u64) -> Result<Extracted, ReleaseError> {
+type Archive = zip::ZipArchive<std::io::BufReader<std::fs::File>>;
+
+fn open(zip: &Path) -> Result<Archive, ReleaseError> {
+    let what = zip.display().to_string();
+    let file =
+        std::fs::File::open(zip).map_err(|e| ReleaseError::io(format!("cannot read {what}"), e))?;
+    zip::ZipArchive::new(std::io::BufReader::new(file))
+        .map_err(|source| ReleaseError::Zip { what, source })
+}
+
+/// Checks every entry of `zip` without writing anything: the files it holds (name in the
+/// archive, size, CRC-32), or why it is refused.
+pub(super) fn check(zip: &Path, cap: u64) -> Result<super::stream::Streamed, ReleaseError> {
+    check_archive(&mut open(zip)?, zip, cap)
+}
+
+fn check_archive(
+    archive: &mut Archive,
+    zip: &Path,
+    cap: u64,
+) -> Result<super::stream::Streamed, ReleaseError> {
     let what = zip.display().to_string();
     let zerr = |source| ReleaseError::Zip {
         what: what.clone(),
         source,
     };
-    let file =
-        std::fs::File::open(zip).map_err(|e| ReleaseError::io(format!("cannot read {what}"), e))?;
-    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(zerr)?;
     // The zip crate keeps one entry per name; an archive that lists more entries than names
     // holds duplicates, and which one would count is the reader's choice.
     if let Some(listed) =
@@ -129,7 +144,7 @@ pub fn extract(zip: &Path, into: &Path, cap: u64) -> Result<Extracted, ReleaseEr
         });
     }
 
-    // Check every entry before writing anything.
+    let mut files = super::stream::Streamed::new();
     let mut declared = 0u64;
     let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     for i in 0..archive.len() {
@@ -147,24 +162,39 @@ pub fn extract(zip: &Path, into: &Path, cap: u64) -> Result<Extracted, ReleaseEr
         // Two entries that are one file on Windows would let the second replace the first
         // after it was checked.
         let key = windows_key(&parts).map_err(unsafe_entry)?;
-        if !entry.is_dir()
-            && let Some(first) = seen.insert(key, name.clone())
-        {
-            return Err(ReleaseError::Unsafe {
-                what: what.clone(),
-                entry: name.clone(),
-                why: if first == name {
-                    "appears twice in the archive"
-                } else {
-                    "names the same file on Windows as another entry (case, or trailing dots and spaces, which Windows ignores)"
-                },
-            });
+        if !entry.is_dir() {
+            if let Some(first) = seen.insert(key, name.clone()) {
+                return Err(ReleaseError::Unsafe {
+                    what: what.clone(),
+                    entry: name.clone(),
+                    why: if first == name {
+                        "appears twice in the archive"
+                    } else {
+                        "names the same file on Windows as another entry (case, or trailing dots and spaces, which Windows ignores)"
+                    },
+                });
+            }
+            files.insert(name.clone(), (entry.size(), entry.crc32()));
         }
         declared = declared.saturating_add(entry.size());
         if declared > cap {
             return Err(ReleaseError::TooLarge { what, cap });
         }
     }
+    Ok(files)
+}
+
+/// Extracts `zip` into the new directory `into` and recognises the layout. Every entry is
+/// checked before anything is written. On any error the caller removes `into` (a temporary
+/// directory).
+pub fn extract(zip: &Path, into: &Path, cap: u64) -> Result<Extracted, ReleaseError> {
+    let what = zip.display().to_string();
+    let zerr = |source| ReleaseError::Zip {
+        what: what.clone(),
+        source,
+    };
+    let mut archive = open(zip)?;
+    check_archive(&mut archive, zip, cap)?;
 
     let mut written = 0u64;
     let mut buf = vec![0u8; 1 << 16];
@@ -202,7 +232,7 @@ pub fn extract(zip: &Path, into: &Path, cap: u64) -> Result<Extracted, ReleaseEr
     layout(into, zip)
 }
 
-fn layout(into: &Path, zip: &Path) -> Result<Extracted, ReleaseError> {
+pub(super) fn layout(into: &Path, zip: &Path) -> Result<Extracted, ReleaseError> {
     let what = zip.display().to_string();
     let bad = |why: String| ReleaseError::Layout {
         what: what.clone(),

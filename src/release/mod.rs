@@ -4,6 +4,7 @@
 
 mod download;
 mod extract;
+mod stream;
 pub mod version;
 
 pub use download::{Progress, download};
@@ -269,14 +270,19 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The zip to use: the given file (checked against `--sha256`), or the download, kept as
-/// `cache_dir/<name>` (a cached copy is reused only when it has the asked checksum).
+/// The zip to use, extracted into `staging` (an empty directory): the given file (checked
+/// against `--sha256`), or the download, kept as `cache_dir/<name>` (a cached copy is reused
+/// only when it has the asked checksum). The work overlaps: a file is hashed while it is
+/// extracted, and a download extracted while it arrives (see `stream`); what is extracted
+/// stays in `staging`, and counts only once the checksum matched. A cached or downloaded zip
+/// that cannot be extracted is removed.
 pub fn obtain(
     want: &Want,
     cache_dir: &Path,
+    staging: &Path,
     env: &BTreeMap<String, String>,
     progress: &mut dyn Progress,
-) -> Result<Obtained, ReleaseError> {
+) -> Result<(Obtained, Extracted), ReleaseError> {
     match &want.source {
         Source::Path(p) => {
             // A pipe or a device would block or never end.
@@ -287,7 +293,8 @@ pub fn obtain(
                         .into(),
                 });
             }
-            let sha256 = sha256_file(p)?;
+            let (sha256, x) = hash_and_extract(p, staging);
+            let sha256 = sha256?;
             if let Some(expected) = &want.sha256
                 && *expected != sha256
             {
@@ -297,39 +304,86 @@ pub fn obtain(
                     actual: sha256,
                 });
             }
-            Ok(Obtained {
+            let obtained = Obtained {
                 path: p.clone(),
                 sha256,
                 downloaded: false,
                 cached: None,
-            })
+                extracted_again: None,
+            };
+            Ok((obtained, x?))
         }
         Source::Url(url) => {
             check_url(want, url)?;
             let dest = cache_dir.join(want.source.file_name());
+            let refused = |e| {
+                let _ = std::fs::remove_file(&dest);
+                e
+            };
             if let Some(expected) = &want.sha256
                 && dest.is_file()
-                && sha256_file(&dest)? == *expected
             {
-                return Ok(Obtained {
-                    path: dest.clone(),
-                    sha256: expected.clone(),
-                    downloaded: false,
-                    cached: Some(dest),
-                });
+                let (sha256, x) = hash_and_extract(&dest, staging);
+                if sha256.ok().as_ref() == Some(expected) {
+                    let obtained = Obtained {
+                        path: dest.clone(),
+                        sha256: expected.clone(),
+                        downloaded: false,
+                        cached: Some(dest.clone()),
+                        extracted_again: None,
+                    };
+                    return Ok((obtained, x.map_err(refused)?));
+                }
+                // Another zip under that name: downloaded again.
+                stream::clear(staging)?;
             }
             std::fs::create_dir_all(cache_dir).map_err(|e| {
                 ReleaseError::io(format!("cannot create {}", cache_dir.display()), e)
             })?;
-            let sha256 = download(url, &dest, want, env, progress)?;
-            Ok(Obtained {
+            let growth = stream::Growth::default();
+            let (sha256, streamed) = std::thread::scope(|s| {
+                let follower = s.spawn(|| stream::follow(&growth, staging, EXTRACT_CAP));
+                let sha256 = download(url, &dest, want, env, progress, Some(&growth));
+                let streamed = follower
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p));
+                (sha256, streamed)
+            });
+            let sha256 = sha256?;
+            let confirmed = streamed.and_then(|files| stream::confirm(&dest, &files, EXTRACT_CAP));
+            let (x, extracted_again) = match confirmed {
+                Ok(()) => (extract::layout(staging, &dest), None),
+                Err(stream::GaveUp(why)) => {
+                    stream::clear(staging)?;
+                    (extract(&dest, staging, EXTRACT_CAP), Some(why))
+                }
+            };
+            let obtained = Obtained {
                 path: dest.clone(),
                 sha256,
                 downloaded: true,
-                cached: Some(dest),
-            })
+                cached: Some(dest.clone()),
+                extracted_again,
+            };
+            Ok((obtained, x.map_err(refused)?))
         }
     }
+}
+
+/// Hashes `zip` on this thread while another extracts it into `staging`.
+fn hash_and_extract(
+    zip: &Path,
+    staging: &Path,
+) -> (
+    Result<String, ReleaseError>,
+    Result<Extracted, ReleaseError>,
+) {
+    std::thread::scope(|s| {
+        let x = s.spawn(|| extract(zip, staging, EXTRACT_CAP));
+        let sha256 = sha256_file(zip);
+        let x = x.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (sha256, x)
+    })
 }
 
 /// The zip on this machine.
@@ -340,6 +394,9 @@ pub struct Obtained {
     pub downloaded: bool,
     /// Set when the zip lives in the cache (the install owns that file).
     pub cached: Option<PathBuf>,
+    /// Why the extraction that followed the download was not used and the finished zip was
+    /// extracted again (an entry whose sizes follow its data, say).
+    pub extracted_again: Option<String>,
 }
 
 impl Want {

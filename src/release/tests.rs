@@ -245,3 +245,165 @@ fn entries_that_are_one_file_on_windows_are_refused_before_anything_is_written()
     );
     assert!(!out.exists(), "{err}");
 }
+
+/// A zip being "downloaded" into `part`: its bytes appended in steps, `growth` told each time.
+struct Arriving<'a> {
+    part: std::fs::File,
+    growth: &'a stream::Growth,
+    len: u64,
+}
+
+impl<'a> Arriving<'a> {
+    fn new(part: &Path, growth: &'a stream::Growth) -> Self {
+        let file = std::fs::File::create(part).expect("part");
+        growth.start(std::fs::File::open(part).expect("reader"), 0);
+        let part = file;
+        Self {
+            part,
+            growth,
+            len: 0,
+        }
+    }
+
+    fn add(&mut self, bytes: &[u8]) {
+        self.part.write_all(bytes).expect("append");
+        self.len += bytes.len() as u64;
+        self.growth.grew(self.len);
+    }
+}
+
+/// Polls for `path` to hold `want`, for at most 10 s.
+fn appears(path: &Path, want: &[u8]) -> bool {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < until {
+        if std::fs::read(path).ok().as_deref() == Some(want) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    false
+}
+
+#[test]
+fn a_download_is_extracted_while_it_arrives_and_confirmed_against_the_finished_zip() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let zip = dir.path().join("calico-windows-v3.30.0.zip");
+    let mut entries = release("calico-node.exe");
+    let big: Vec<u8> = (0..300_000u32)
+        .flat_map(|i| (i % 251).to_le_bytes())
+        .collect();
+    entries.insert(0, ("CalicoWindows/first.bin".into(), big.clone()));
+    zip_of(&zip, &borrowed(&entries));
+    let bytes = std::fs::read(&zip).expect("zip");
+    // Where the second entry's local header begins: the first is whole before it.
+    let second = zip::ZipArchive::new(std::fs::File::open(&zip).expect("open"))
+        .expect("zip")
+        .by_index(1)
+        .expect("entry")
+        .header_start() as usize;
+
+    let staging = dir.path().join("staging");
+    std::fs::create_dir(&staging).expect("staging");
+    let part = dir.path().join("r.zip.part");
+    let growth = stream::Growth::default();
+    let files = std::thread::scope(|s| {
+        let follower = s.spawn(|| stream::follow(&growth, &staging, 1 << 30));
+        let mut arriving = Arriving::new(&part, &growth);
+        arriving.add(&bytes[..second + 10]);
+        assert!(
+            appears(&staging.join("CalicoWindows/first.bin"), &big),
+            "the first entry is extracted before the rest of the zip arrives"
+        );
+        assert!(!follower.is_finished(), "the follower waits for more");
+        arriving.add(&bytes[second + 10..]);
+        growth.complete(arriving.len);
+        follower.join().expect("follower")
+    })
+    .expect("streamed");
+    assert_eq!(files.len(), entries.len());
+    stream::confirm(&part, &files, 1 << 30).expect("the finished zip lists what was streamed");
+    let x = extract::layout(&staging, &zip).expect("layout");
+    assert_eq!(x.binary, Binary::CalicoNode);
+}
+
+#[test]
+fn a_download_that_fails_or_never_starts_ends_the_follower() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let zip = dir.path().join("r.zip");
+    zip_of(&zip, &borrowed(&release("calico.exe")));
+    let bytes = std::fs::read(&zip).expect("zip");
+    let part = dir.path().join("r.zip.part");
+    let staging = dir.path().join("staging");
+    std::fs::create_dir(&staging).expect("staging");
+
+    // Cut off half-way: the follower ends instead of waiting for bytes that never come.
+    let growth = stream::Growth::default();
+    let gave_up = std::thread::scope(|s| {
+        let follower = s.spawn(|| stream::follow(&growth, &staging, 1 << 30));
+        let mut arriving = Arriving::new(&part, &growth);
+        arriving.add(&bytes[..bytes.len() / 2]);
+        drop(stream::FailOnDrop(Some(&growth)));
+        follower.join().expect("follower")
+    });
+    assert!(gave_up.is_err());
+
+    // Never started (the request failed): the follower does not open anything.
+    let growth = stream::Growth::default();
+    growth.failed();
+    let never = stream::follow(&growth, &staging, 1 << 30);
+    assert!(never.is_err());
+}
+
+#[test]
+fn entries_sized_after_their_data_or_hidden_from_the_central_directory_are_not_confirmed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let staging = dir.path().join("staging");
+    std::fs::create_dir(&staging).expect("staging");
+    let followed = |bytes: &[u8]| {
+        let part = dir.path().join("r.zip.part");
+        std::fs::write(&part, bytes).expect("part");
+        let growth = stream::Growth::default();
+        growth.start(std::fs::File::open(&part).expect("reader"), 0);
+        growth.complete(bytes.len() as u64);
+        stream::clear(&staging).expect("clear");
+        stream::follow(&growth, &staging, 1 << 30).map(|f| (part, f))
+    };
+
+    // A zip written to a pipe (sizes in a data descriptor after each entry's data).
+    let mut z = zip::ZipWriter::new_stream(Vec::new());
+    let opts = zip::write::SimpleFileOptions::default();
+    for (name, data) in release("calico.exe") {
+        z.start_file(name, opts).expect("start");
+        z.write_all(&data).expect("write");
+    }
+    let piped = z.finish().expect("finish").into_inner();
+    assert!(
+        followed(&piped).is_err(),
+        "sizes after the data cannot be streamed"
+    );
+
+    // A local entry the central directory does not list (its name changed there only).
+    let zip = dir.path().join("r.zip");
+    let mut entries = release("calico.exe");
+    entries.push(("CalicoWindows/hidden.exe".into(), b"evil".to_vec()));
+    zip_of(&zip, &borrowed(&entries));
+    let mut bytes = std::fs::read(&zip).expect("zip");
+    let cd = bytes
+        .windows(4)
+        .position(|w| w == [0x50, 0x4b, 0x01, 0x02])
+        .expect("central directory");
+    let at = cd + find(&bytes[cd..], b"hidden.exe");
+    bytes[at..at + 6].copy_from_slice(b"listed");
+    let (part, files) = followed(&bytes).expect("every local entry streams");
+    assert!(files.contains_key("CalicoWindows/hidden.exe"));
+    assert!(
+        stream::confirm(&part, &files, 1 << 30).is_err(),
+        "the stream held a file the archive does not list"
+    );
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> usize {
+    hay.windows(needle.len())
+        .position(|w| w == needle)
+        .expect("needle")
+}

@@ -1,0 +1,232 @@
+//! Extraction that follows a download: while the zip is still arriving, its entries are read
+//! from their local headers and written into the staging directory, so downloading, hashing
+//! and inflating overlap. What this writes is provisional: nothing leaves staging before the
+//! download's checksum matched and the finished archive's central directory, checked as
+//! [`super::extract`] checks it, lists exactly the files that were streamed (name, size and
+//! CRC). Anything else (an entry whose sizes follow its data, an entry the central directory
+//! does not list, a name refused on the way) gives up the streamed copy and the finished zip is
+//! extracted again from the start, the same way a zip file given on the command line is.
+
+use super::ReleaseError;
+use super::extract::{components, windows_key};
+use std::collections::BTreeMap;
+use std::io::{BufReader, Read, Write};
+use std::path::Path;
+use std::sync::{Condvar, Mutex};
+
+/// How far a file being written has got, shared with a reader that follows it.
+#[derive(Debug, Default)]
+pub struct Growth {
+    state: Mutex<Stage>,
+    changed: Condvar,
+    /// The file opened for reading by the writer as it begins: the follower reads it even
+    /// after the writer renamed it.
+    file: Mutex<Option<std::fs::File>>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Stage {
+    /// The file is not there yet (the request is under way).
+    #[default]
+    Waiting,
+    /// This many bytes are written and more may come.
+    Growing(u64),
+    /// All of it: this many bytes.
+    Complete(u64),
+    /// The writer gave up: what is there will never be whole.
+    Failed,
+}
+
+impl Growth {
+    fn set(&self, to: impl FnOnce(Stage) -> Stage) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        // A finished file does not change any more.
+        if !matches!(*s, Stage::Complete(_) | Stage::Failed) {
+            *s = to(*s);
+        }
+        self.changed.notify_all();
+    }
+
+    /// The writer begins with `file` open for reading, holding `len` bytes.
+    pub fn start(&self, file: std::fs::File, len: u64) {
+        *self.file.lock().unwrap_or_else(|p| p.into_inner()) = Some(file);
+        self.grew(len);
+    }
+
+    /// The file holds `len` bytes and grows.
+    pub fn grew(&self, len: u64) {
+        self.set(|_| Stage::Growing(len));
+    }
+
+    /// The file is whole at `len` bytes.
+    pub fn complete(&self, len: u64) {
+        self.set(|_| Stage::Complete(len));
+    }
+
+    /// The file will not be finished (a failed or refused download).
+    pub fn failed(&self) {
+        self.set(|_| Stage::Failed);
+    }
+
+    /// Waits until the file is there: the writer's handle for reading it (`None`: it never
+    /// will be).
+    fn started(&self) -> Option<std::fs::File> {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        while *s == Stage::Waiting {
+            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        drop(s);
+        self.file.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    /// Waits until more than `pos` bytes are written: how many, and whether that is all.
+    /// Every wait ends: the writer always ends in `complete` or `failed` (`FailOnDrop`).
+    fn beyond(&self, pos: u64) -> std::io::Result<(u64, bool)> {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            match *s {
+                Stage::Failed => {
+                    return Err(std::io::Error::other("the download stopped"));
+                }
+                Stage::Complete(len) => return Ok((len, true)),
+                Stage::Growing(len) if len > pos => return Ok((len, false)),
+                _ => s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner()),
+            }
+        }
+    }
+}
+
+/// Marks the growth failed when the writer returns without completing it.
+pub struct FailOnDrop<'a>(pub Option<&'a Growth>);
+
+impl Drop for FailOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(g) = self.0 {
+            g.failed();
+        }
+    }
+}
+
+/// Reads a file as it is written, up to what `Growth` says is there.
+struct Follow<'a> {
+    file: std::fs::File,
+    pos: u64,
+    growth: &'a Growth,
+}
+
+impl Read for Follow<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let (len, whole) = self.growth.beyond(self.pos)?;
+        if self.pos >= len && whole {
+            return Ok(0);
+        }
+        let want = usize::try_from(len - self.pos)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let n = self.file.read(&mut buf[..want])?;
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the file is shorter than its writer said",
+            ));
+        }
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+/// A file the stream wrote: its size and CRC-32, keyed by its name in the archive.
+pub type Streamed = BTreeMap<String, (u64, u32)>;
+
+/// Why streaming gave up: never shown as the outcome, only logged; the finished zip is then
+/// extracted from the start and that extraction's verdict is the one given.
+#[derive(Debug)]
+pub struct GaveUp(pub String);
+
+/// Extracts the zip `growth`'s writer writes into `into` while it is written; returns the files
+/// written, to be confirmed against the finished archive by [`confirm`].
+pub fn follow(growth: &Growth, into: &Path, cap: u64) -> Result<Streamed, GaveUp> {
+    let gave_up = |why: String| GaveUp(why);
+    let Some(file) = growth.started() else {
+        return Err(gave_up("the download did not start".into()));
+    };
+    let mut reader = BufReader::with_capacity(
+        1 << 16,
+        Follow {
+            file,
+            pos: 0,
+            growth,
+        },
+    );
+    let mut streamed = Streamed::new();
+    let mut written = 0u64;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let mut entry = match zip::read::read_zipfile_from_stream(&mut reader) {
+            Ok(Some(e)) => e,
+            // The central directory begins: every file was read.
+            Ok(None) => return Ok(streamed),
+            Err(e) => return Err(gave_up(format!("{e}"))),
+        };
+        let name = entry
+            .name()
+            .map_err(|e| gave_up(format!("{e}")))?
+            .into_owned();
+        let parts = components(&name).map_err(|why| gave_up(format!("{name:?} {why}")))?;
+        windows_key(&parts).map_err(|why| gave_up(format!("{name:?} {why}")))?;
+        let target = parts.iter().fold(into.to_path_buf(), |p, c| p.join(c));
+        let io = |e: std::io::Error| gave_up(format!("{name}: {e}"));
+        if entry.is_dir() {
+            std::fs::create_dir_all(&target).map_err(io)?;
+            continue;
+        }
+        if streamed.contains_key(&name) {
+            return Err(gave_up(format!("{name:?} appears twice")));
+        }
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(io)?;
+        }
+        let mut out = std::fs::File::create(&target).map_err(io)?;
+        let mut size = 0u64;
+        loop {
+            // Reading to the end checks the entry's CRC-32.
+            let n = entry.read(&mut buf).map_err(io)?;
+            if n == 0 {
+                break;
+            }
+            size += n as u64;
+            written += n as u64;
+            if written > cap {
+                return Err(gave_up("larger than the cap".into()));
+            }
+            out.write_all(&buf[..n]).map_err(io)?;
+        }
+        streamed.insert(name, (size, entry.crc32()));
+    }
+}
+
+/// Whether the finished zip, checked whole, holds exactly the files that were streamed.
+pub fn confirm(zip: &Path, streamed: &Streamed, cap: u64) -> Result<(), GaveUp> {
+    let listed = super::extract::check(zip, cap).map_err(|e| GaveUp(e.to_string()))?;
+    if listed != *streamed {
+        return Err(GaveUp(
+            "the central directory does not list the files the stream held".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Empties `dir` for a fresh extraction.
+pub fn clear(dir: &Path) -> Result<(), ReleaseError> {
+    let io = |e| ReleaseError::io(format!("cannot empty {}", dir.display()), e);
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        let path = entry.path();
+        if entry.file_type().map_err(io)?.is_dir() {
+            std::fs::remove_dir_all(&path).map_err(io)?;
+        } else {
+            std::fs::remove_file(&path).map_err(io)?;
+        }
+    }
+    Ok(())
+}
