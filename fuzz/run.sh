@@ -20,7 +20,7 @@ target_dir="$(pwd)/target/fuzz"
 seeds() {
     case "$1" in
         config_yaml) echo templates tests/bad-configs $(ls -d tests/golden/*/) ;;
-        import_ps1) echo tests/import-ps1 ;;
+        import_ps1) echo tests/import-ps1 fuzz/seeds/import_ps1 ;;
         hns_json) echo fuzz/seeds/hns_json $(ls -d tests/golden/*/expected/) ;;
         env_file) echo $(ls -d tests/golden/*/expected/) ;;
         zip_listing) echo fuzz/seeds/zip_listing ;;

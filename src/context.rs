@@ -40,6 +40,8 @@ pub struct Context {
     log: Option<Box<dyn Write>>,
     /// The host lock, held from `open_host_to_change` until the command ends.
     lock: Option<crate::host::lock::HostLock>,
+    /// What starting a calicoctl-win service does on a simulated host (set by `main`).
+    sim_start_hook: Option<crate::host::sim::StartHook>,
 }
 
 impl Context {
@@ -57,7 +59,13 @@ impl Context {
             host_kubeconfig: None,
             lock: None,
             log,
+            sim_start_hook: None,
         }
+    }
+
+    /// Simulated hosts opened from now on run `hook` when a calicoctl-win service starts.
+    pub fn set_sim_start_hook(&mut self, hook: crate::host::sim::StartHook) {
+        self.sim_start_hook = Some(hook);
     }
 
     /// Appends a line to the `--log-file`, if one was given, and shows it with `-v`.
@@ -124,8 +132,8 @@ impl Context {
             intent
         };
         let mut opened = select::open(&self.options.host, intent)?;
-        if let Some(sim) = opened.as_sim_mut() {
-            sim.set_start_hook(crate::commands::service::sim_start_hook());
+        if let (Some(sim), Some(hook)) = (opened.as_sim_mut(), &self.sim_start_hook) {
+            sim.set_start_hook(hook.clone());
         }
         let host = opened.into_host();
         self.host_layer = config::host::HostDefaults::read(host.as_ref()).layer();

@@ -7,6 +7,19 @@ use std::time::Duration;
 /// every `Instant + Duration` and every timestamp computed from a flag from overflowing.
 pub const MAX: Duration = Duration::from_secs(100 * 365 * 86_400);
 
+/// Now, in seconds since the Unix epoch.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// A Unix time as RFC 3339 (`2026-11-22T10:00:00Z`).
+pub fn time_text(unix: i64) -> String {
+    jiff::Timestamp::from_second(unix).map_or_else(|_| unix.to_string(), |t| t.to_string())
+}
+
 /// Parses a duration; the error says what is accepted.
 pub fn parse(text: &str) -> Result<Duration, String> {
     let bad = || {

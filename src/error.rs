@@ -1,7 +1,5 @@
 //! Exit codes and the error a command returns: what failed, why, and what to do about it.
 
-use crate::config::{ConfigError, Problem};
-use crate::render::RenderError;
 use std::fmt;
 
 /// The process exit codes (README "Exit codes").
@@ -50,114 +48,79 @@ impl fmt::Debug for CliError {
     }
 }
 
-impl From<anyhow::Error> for CliError {
-    fn from(error: anyhow::Error) -> Self {
-        let (exit, hint) = classify(&error);
-        Self { exit, error, hint }
+/// What a domain error adds to its message: the exit code and what to do about it. Each error
+/// type implements it beside its definition; this module knows only the trait, and the command
+/// layer lists the types (`commands::KNOWN_ERRORS`).
+pub trait Diagnose: std::error::Error + 'static {
+    /// `None` leaves the decision to a cause further down the chain.
+    fn diagnose(&self) -> Option<Diagnosis>;
+}
+
+/// An exit code and the hint shown under the error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnosis {
+    pub exit: Exit,
+    pub hint: Option<String>,
+}
+
+impl Diagnosis {
+    pub fn new(exit: Exit, hint: impl Into<String>) -> Option<Self> {
+        Some(Self {
+            exit,
+            hint: Some(hint.into()),
+        })
+    }
+
+    /// An exit code without a hint.
+    pub fn bare(exit: Exit) -> Option<Self> {
+        Some(Self { exit, hint: None })
+    }
+
+    /// `Timeout` when `timed_out`, else `Failed`.
+    pub fn failed_or_timeout(timed_out: bool, hint: Option<String>) -> Option<Self> {
+        let exit = if timed_out {
+            Exit::Timeout
+        } else {
+            Exit::Failed
+        };
+        Some(Self { exit, hint })
     }
 }
 
-/// Finds the exit code and hint for an error from the typed errors in its chain.
-fn classify(error: &anyhow::Error) -> (Exit, Option<String>) {
-    for cause in error.chain() {
-        if let Some(e) = cause.downcast_ref::<ConfigError>() {
-            let hint = match e {
-                ConfigError::Invalid { file: Some(f), .. } => format!(
-                    "fix these settings in {} or override them with --set KEY=VALUE; 'calicoctl-win config show' lists every setting and its source",
-                    f.display()
-                ),
-                ConfigError::Invalid { file: None, .. } => "override settings with --set KEY=VALUE, or write them in a file passed with --config; docs/configuration.md lists every key".into(),
-                ConfigError::Read { .. } => "pass an existing file with --config, or leave --config out to use the built-in defaults".into(),
-            };
-            return (Exit::Usage, Some(hint));
-        }
-        if let Some(e) = cause.downcast_ref::<RenderError>() {
-            let hint = match e {
-                RenderError::Template { .. } | RenderError::NotJson { .. } => {
-                    "check the template given in cni.template, or unset it to use the built-in template"
-                }
-                RenderError::NameClash(_) => {
-                    "set cni.conf_filename to another name, like 10-calico.conf"
-                }
-            };
-            return (Exit::Usage, Some(hint.into()));
-        }
-        if let Some(e) = cause.downcast_ref::<crate::host::lock::LockError>() {
-            let exit = match e {
-                crate::host::lock::LockError::Busy { .. } => Exit::Busy,
-                crate::host::lock::LockError::Io { .. } => Exit::Failed,
-            };
-            return (exit, Some(e.hint()));
-        }
-        if cause.downcast_ref::<crate::checks::Blocked>().is_some() {
-            return (
-                Exit::Preflight,
-                Some("fix the failed checks with the commands shown, or accept a known failure with --skip ID".into()),
-            );
-        }
-        if let Some(e) = cause.downcast_ref::<crate::cluster::ClusterError>() {
-            let exit = match e {
-                crate::cluster::ClusterError::Timeout { .. } => Exit::Timeout,
-                _ => Exit::Failed,
-            };
-            return (exit, Some(e.hint()));
-        }
-        if let Some(e) = cause.downcast_ref::<crate::cluster::drain::DrainError>() {
-            let exit = if e.is_timeout() {
-                Exit::Timeout
-            } else {
-                Exit::Failed
-            };
-            return (exit, Some(e.hint()));
-        }
-        if let Some(e) = cause.downcast_ref::<crate::cluster::credentials::CredentialError>() {
-            let exit = match e {
-                crate::cluster::credentials::CredentialError::TokenNotFilled { .. } => {
-                    Exit::Timeout
-                }
-                _ => Exit::Failed,
-            };
-            return (exit, Some(e.hint()));
-        }
-        if let Some(e) = cause.downcast_ref::<crate::cluster::etcd::EtcdError>() {
-            let exit = match e {
-                crate::cluster::etcd::EtcdError::Timeout { .. } => Exit::Timeout,
-                _ => Exit::Failed,
-            };
-            return (exit, Some(e.hint().into()));
-        }
-        if let Some(e) = cause.downcast_ref::<crate::supervise::SuperviseError>() {
-            let exit = if e.is_timeout() {
-                Exit::Timeout
-            } else {
-                Exit::Failed
-            };
-            return (exit, e.hint().map(str::to_owned));
-        }
-        if let Some(e) = cause.downcast_ref::<UsageError>() {
-            return (Exit::Usage, e.hint.clone());
-        }
-        if let Some(e) = cause.downcast_ref::<crate::release::ReleaseError>() {
-            use crate::release::ReleaseError as R;
-            let exit = match e {
-                R::Timeout { .. } => Exit::Timeout,
-                R::BadChecksumArg(_)
-                | R::BadUrl { .. }
-                | R::NeedChecksum { .. }
-                | R::PlainHttp { .. }
-                | R::Downgrade { .. } => Exit::Usage,
-                _ => Exit::Failed,
-            };
-            return (exit, e.hint().map(str::to_owned));
-        }
-        if let Some(crate::host::HostError::Timeout { .. }) = cause.downcast_ref() {
-            return (
-                Exit::Timeout,
-                Some("the service logs under the logs directory (calico-node.log) say what it is waiting for; a longer --wait-timeout gives it more time".into()),
-            );
+/// Finds errors of one type in a chain: `recognise::<T>`.
+pub type Recogniser = fn(&(dyn std::error::Error + 'static)) -> Option<Diagnosis>;
+
+/// The diagnosis of `e` when it is a `T`.
+pub fn recognise<T: Diagnose>(e: &(dyn std::error::Error + 'static)) -> Option<Diagnosis> {
+    e.downcast_ref::<T>().and_then(Diagnose::diagnose)
+}
+
+impl Diagnose for UsageError {
+    fn diagnose(&self) -> Option<Diagnosis> {
+        Some(Diagnosis {
+            exit: Exit::Usage,
+            hint: self.hint.clone(),
+        })
+    }
+}
+
+impl CliError {
+    /// The exit code and hint of the outermost error in `error`'s chain that one of `known`
+    /// diagnoses; a failure without a hint when none does.
+    pub fn new(error: anyhow::Error, known: &[Recogniser]) -> Self {
+        let d = error
+            .chain()
+            .find_map(|cause| known.iter().find_map(|r| r(cause)))
+            .unwrap_or(Diagnosis {
+                exit: Exit::Failed,
+                hint: None,
+            });
+        Self {
+            exit: d.exit,
+            error,
+            hint: d.hint,
         }
     }
-    (Exit::Failed, None)
 }
 
 /// An error and its causes on one line, `outer: inner: root`.
@@ -170,17 +133,4 @@ pub fn chain(e: &dyn std::error::Error) -> String {
         cause = c.source();
     }
     out
-}
-
-impl CliError {
-    /// The configuration problems carried by this error, if any.
-    pub fn problems(&self) -> &[Problem] {
-        self.error
-            .chain()
-            .find_map(|c| match c.downcast_ref::<ConfigError>() {
-                Some(ConfigError::Invalid { problems, .. }) => Some(problems.as_slice()),
-                _ => None,
-            })
-            .unwrap_or(&[])
-    }
 }

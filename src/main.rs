@@ -63,6 +63,7 @@ fn main() -> ExitCode {
         None => None,
     };
     let mut ctx = Context::new(printer, options, env, log);
+    ctx.set_sim_start_hook(commands::service::sim_start_hook());
     let code = match commands::run(&cli.command, &mut ctx) {
         Ok(()) => Exit::Ok,
         Err(e) => {

@@ -95,7 +95,7 @@ impl Printer {
     /// already printed its document (preflight's checks carry the failure themselves).
     pub fn error(&mut self, e: &CliError) {
         let mut text = format!("{} {}\n", self.paint("1;31", "error:"), e.error);
-        for p in e.problems() {
+        for p in crate::config::problems_in(&e.error) {
             text.push_str(&format!(
                 "  - {}\n",
                 p.to_string().trim_end().replace('\n', "\n    ")
@@ -117,7 +117,7 @@ impl Printer {
                 "error": {
                     "message": e.error.to_string(),
                     "causes": causes,
-                    "problems": e.problems(),
+                    "problems": crate::config::problems_in(&e.error),
                     "hint": e.hint,
                 },
                 "exit_code": e.exit as i32,

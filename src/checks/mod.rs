@@ -141,3 +141,12 @@ mod tests {
         assert!(t.contains("fix: run as administrator"), "{t}");
     }
 }
+
+impl crate::error::Diagnose for Blocked {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        crate::error::Diagnosis::new(
+            crate::error::Exit::Preflight,
+            "fix the failed checks with the commands shown, or accept a known failure with --skip ID",
+        )
+    }
+}

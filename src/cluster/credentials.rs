@@ -52,6 +52,17 @@ impl Token {
     }
 }
 
+/// `Some(expiry)` when the kubeconfig `text` holds a token valid for longer than `within` from
+/// now (`Some(None)`: a token that never expires); `None` when a new one is needed.
+pub fn kubeconfig_outlives(text: &[u8], within: std::time::Duration) -> Option<Option<i64>> {
+    let token = Token::new(crate::render::kubeconfig::token_of(
+        &String::from_utf8_lossy(text),
+    )?);
+    let deadline =
+        crate::duration::now().saturating_add(i64::try_from(within.as_secs()).unwrap_or(i64::MAX));
+    token.outlives(deadline)
+}
+
 /// Why credentials could not be made; nothing was written.
 #[derive(Debug, thiserror::Error)]
 pub enum CredentialError {
@@ -338,5 +349,14 @@ mod tests {
             ca_pem: None,
         };
         assert!(!format!("{issued:?}").contains("secret-value"));
+    }
+}
+
+impl crate::error::Diagnose for CredentialError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        crate::error::Diagnosis::failed_or_timeout(
+            matches!(self, Self::TokenNotFilled { .. }),
+            Some(self.hint()),
+        )
     }
 }

@@ -551,7 +551,16 @@ pub fn wait_ready(c: &Cluster, node: &str, timeout: Duration) -> Result<(), Drai
     }
 }
 
-impl crate::plan::exec::NodeControl for Cluster {
+/// The cluster side of a plan: the node object and the pods on it.
+pub trait NodeControl {
+    fn is_cordoned(&self, node: &str) -> anyhow::Result<bool>;
+    fn set_cordoned(&self, node: &str, on: bool) -> anyhow::Result<()>;
+    /// Evicts the node's pods and waits until they are gone.
+    fn drain(&self, node: &str, opts: &DrainOptions) -> anyhow::Result<()>;
+    fn wait_ready(&self, node: &str, timeout: Duration) -> anyhow::Result<()>;
+}
+
+impl NodeControl for Cluster {
     fn is_cordoned(&self, node: &str) -> anyhow::Result<bool> {
         Ok(is_cordoned(self, node)?)
     }
@@ -681,5 +690,11 @@ mod tests {
         assert_eq!(body["deleteOptions"]["gracePeriodSeconds"], 7);
         assert_eq!(body["metadata"]["namespace"], "ns");
         assert!(eviction_body(&p, None).get("deleteOptions").is_none());
+    }
+}
+
+impl crate::error::Diagnose for DrainError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        crate::error::Diagnosis::failed_or_timeout(self.is_timeout(), Some(self.hint()))
     }
 }

@@ -301,3 +301,12 @@ mod tests {
         }
     }
 }
+
+impl crate::error::Diagnose for EtcdError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        crate::error::Diagnosis::failed_or_timeout(
+            matches!(self, Self::Timeout { .. }),
+            Some(self.hint().into()),
+        )
+    }
+}

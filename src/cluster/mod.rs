@@ -274,3 +274,12 @@ impl Cluster {
         }
     }
 }
+
+impl crate::error::Diagnose for ClusterError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        crate::error::Diagnosis::failed_or_timeout(
+            matches!(self, Self::Timeout { .. }),
+            Some(self.hint()),
+        )
+    }
+}

@@ -2,26 +2,15 @@
 //! checked before anything is written, written atomically as secret files.
 
 use crate::cli::{FetchEtcdArgs, FetchKubeconfigArgs};
-use crate::cluster::credentials::{self, Issued, Token};
+use crate::cluster::credentials::{self, Issued};
 use crate::cluster::etcd;
 use crate::cluster::{Cluster, facts};
 use crate::context::Context;
-use crate::duration;
+use crate::duration::{self, now, time_text};
 use crate::error::UsageError;
-use crate::host::{Access, Host};
+use crate::host::Access;
 use crate::render::kubeconfig;
 use serde_json::json;
-
-pub(crate) fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
-
-pub(crate) fn time_text(unix: i64) -> String {
-    jiff::Timestamp::from_second(unix).map_or_else(|_| unix.to_string(), |t| t.to_string())
-}
 
 fn namespace(ctx: &mut Context, c: &Cluster, given: &Option<String>) -> anyhow::Result<String> {
     Ok(match given {
@@ -47,7 +36,9 @@ pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Resu
     let path = path.as_str().to_owned();
 
     if let Some(within) = args.refresh_if_expiring_within
-        && let Some(valid_until) = current_token_outlives(host.as_ref(), &path, within)?
+        && let Some(valid_until) = host
+            .read_file(&path)?
+            .and_then(|k| credentials::kubeconfig_outlives(&k, within))
     {
         let until = valid_until.map_or_else(
             || "it does not expire".to_owned(),
@@ -124,23 +115,6 @@ pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Resu
     Ok(())
 }
 
-/// `Some(expiry)` when the kubeconfig at `path` holds a token valid for longer than
-/// `within` (`Some(None)`: a token that never expires); `None` when it must be fetched.
-pub(crate) fn current_token_outlives(
-    host: &dyn Host,
-    path: &str,
-    within: std::time::Duration,
-) -> anyhow::Result<Option<Option<i64>>> {
-    let Some(bytes) = host.read_file(path)? else {
-        return Ok(None);
-    };
-    let Some(token) = kubeconfig::token_of(&String::from_utf8_lossy(&bytes)).map(Token::new) else {
-        return Ok(None);
-    };
-    let deadline = now().saturating_add(i64::try_from(within.as_secs()).unwrap_or(i64::MAX));
-    Ok(token.outlives(deadline))
-}
-
 pub fn etcd_certs(args: &FetchEtcdArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host_to_change("fetch etcd-certs")?;
     let loaded = ctx.load_config()?;
@@ -206,7 +180,7 @@ pub fn etcd_certs(args: &FetchEtcdArgs, ctx: &mut Context) -> anyhow::Result<()>
 
 pub fn release(args: &crate::cli::FetchReleaseArgs, ctx: &mut Context) -> anyhow::Result<()> {
     use std::io::IsTerminal;
-    let want = super::install::release_want(&args.release)?;
+    let want = super::flags::release_want(&args.release)?;
     let out = &args.output_dir;
     if ctx.options.dry_run {
         ctx.printer.text(&format!(

@@ -1,14 +1,14 @@
 //! `install`: checks, release, credentials, rendered files, services, a running node; every
 //! change planned first, journaled while it runs and undone if a step fails.
 
-use super::fetch::{current_token_outlives, now, time_text};
 use super::preflight::{ClusterRead, check_skips, cluster_checks, read_cluster};
 use crate::checks::{self, Blocked};
-use crate::cli::{InstallArgs, ReleaseArgs};
+use crate::cli::InstallArgs;
 use crate::cluster::{credentials, etcd, facts, node};
 use crate::config::types::Datastore;
 use crate::config::{Config, Raw};
 use crate::context::Context;
+use crate::duration::{now, time_text};
 use crate::error::UsageError;
 use crate::host::{Host, HostKind, InstalledService};
 use crate::output::DownloadProgress;
@@ -16,7 +16,7 @@ use crate::plan::install::{DesiredFile, Got, Inputs, release_files};
 use crate::plan::record::{self, RecordedFile, join};
 use crate::plan::{self, Content};
 use crate::release::{self, Source, Want};
-use crate::render::{self, HostFacts, OsBuild};
+use crate::render;
 use anyhow::Context as _;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -26,7 +26,7 @@ use std::io::IsTerminal;
 const LEGACY_SERVICES: [&str; 4] = ["CalicoNode", "CalicoFelix", "CalicoConfd", "CalicoUpgrade"];
 
 pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let mut want = release_want(&args.release)?;
+    let mut want = super::flags::release_want(&args.release)?;
     check_skips(&args.skip)?;
     let dry_run = ctx.options.dry_run;
     let host = ctx.open_host_to_change("install")?;
@@ -148,7 +148,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         etcd_files,
         &mut prepare,
     )?);
-    files.extend(rendered_files(
+    files.extend(plan::desired::rendered_files(
         host.as_ref(),
         config,
         got.version().as_deref(),
@@ -423,81 +423,6 @@ fn host_name(host: &dyn Host) -> String {
     }
 }
 
-/// The release options, checked.
-pub(crate) fn release_want(a: &ReleaseArgs) -> anyhow::Result<Want> {
-    let version = a
-        .calico_version
-        .as_deref()
-        .map(|v| v.trim_start_matches('v').to_owned());
-    if let Some(v) = &version
-        && !v
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
-    {
-        return Err(UsageError::new(
-            format!("--calico-version {v:?} is not a version"),
-            "write it like 3.30.0",
-        )
-        .into());
-    }
-    let source = match &a.release_zip {
-        Some(s) => Source::parse(s),
-        None => Source::Url(release::official_url(
-            version
-                .as_deref()
-                .unwrap_or(release::DEFAULT_CALICO_VERSION),
-        )),
-    };
-    let sha256 = a
-        .sha256
-        .as_deref()
-        .map(release::parse_sha256)
-        .transpose()
-        .map_err(|e| UsageError::new(e.to_string(), "copy the checksum from the release page"))?;
-    let ca_pem = match &a.release_ca_cert {
-        Some(p) => {
-            let pem = crate::files::read_capped(p, crate::files::SMALL_FILE_CAP)
-                .context("cannot read --release-ca-cert")?;
-            // Checked now, not only when a download needs it.
-            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
-                UsageError::new(
-                    format!(
-                        "--release-ca-cert {}: not PEM certificates: {e}",
-                        p.display()
-                    ),
-                    "pass the CA certificate(s) in PEM form (-----BEGIN CERTIFICATE-----)",
-                )
-            })?;
-            if certs.is_empty() {
-                return Err(UsageError::new(
-                    format!("--release-ca-cert {} holds no PEM certificate", p.display()),
-                    "pass the CA certificate(s) in PEM form (-----BEGIN CERTIFICATE-----)",
-                )
-                .into());
-            }
-            Some(pem)
-        }
-        None => None,
-    };
-    let chosen = version.is_some() || a.release_zip.is_some();
-    let version = version.or_else(|| {
-        a.release_zip
-            .is_none()
-            .then(|| release::DEFAULT_CALICO_VERSION.to_owned())
-    });
-    Ok(Want {
-        source,
-        chosen,
-        sha256,
-        version,
-        allow_http: a.allow_http,
-        skip_checksum: a.insecure_skip_checksum,
-        ca_pem,
-        timeout: a.download_timeout,
-        idle_timeout: a.download_idle_timeout,
-    })
-}
-
 /// Downloads (or takes) and extracts the release into `staging`. In a dry run a URL is only
 /// checked: its download is part of the plan. A zip that fails a check is removed.
 pub(crate) fn obtain_release(
@@ -643,7 +568,9 @@ fn credential_files(
         return Ok(Vec::new());
     };
     let from = "credentials: calico-node's kubeconfig";
-    let kept = current_token_outlives(host, &path, args.token_keep_if_valid_for)?;
+    let kept = host.read_file(&path)?.and_then(|k| {
+        crate::cluster::credentials::kubeconfig_outlives(&k, args.token_keep_if_valid_for)
+    });
     if kept.is_some() {
         let bytes = host
             .read_file(&path)?
@@ -704,59 +631,6 @@ fn credential_files(
         Content::Bytes(text.into_bytes()),
         true,
     )?])
-}
-
-/// The CNI config, the services' environment files and the External network, for the Calico
-/// release being installed (its token refresher decides the CNI plugin's kubeconfig).
-pub(crate) fn rendered_files(
-    host: &dyn Host,
-    c: &Config,
-    calico_version: Option<&str>,
-) -> anyhow::Result<Vec<DesiredFile>> {
-    let f = host
-        .system_facts()
-        .context("cannot read the Windows build, which decides loopback DSR in the CNI config")?;
-    let os_build = OsBuild {
-        build: f.build,
-        ubr: f.ubr.unwrap_or(0),
-    };
-    let facts = HostFacts {
-        os_build,
-        token_refresher: render::token_refresher(calico_version),
-        aks: on_aks(host, c)?,
-    };
-    let rendered = super::render::render_files(c, &facts)?;
-    Ok(rendered
-        .into_iter()
-        .map(|f| {
-            let dir = if f.name == c.cni.conf_filename.to_string() {
-                &c.cni.conf_dir
-            } else {
-                &c.install_root
-            };
-            DesiredFile::new(
-                dir.join(&f.name).as_str().to_owned(),
-                plan::install::RENDERED,
-                Content::Bytes(f.contents.into_bytes()),
-                false,
-            )
-        })
-        .collect::<Result<_, _>>()?)
-}
-
-/// Whether a policy-only node is on AKS, which gets Calico's static rules; only asked of
-/// HNS with the none backend.
-pub(crate) fn on_aks(host: &dyn Host, c: &Config) -> anyhow::Result<bool> {
-    if c.backend != crate::config::types::Backend::None {
-        return Ok(false);
-    }
-    match host.hns_networks() {
-        Ok(networks) => Ok(crate::supervise::platform::is_aks(&networks)),
-        // A node without HNS has no Azure CNI network either.
-        Err(crate::host::HostError::Unavailable { .. }) => Ok(false),
-        Err(e) => Err(anyhow::Error::new(e)
-            .context("cannot list the HNS networks to tell whether this is an AKS node")),
-    }
 }
 
 /// The services of a legacy NSSM-based install (or one driven by PowerShell directly).

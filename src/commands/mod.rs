@@ -2,6 +2,7 @@
 
 mod config_show;
 mod fetch;
+mod flags;
 mod import_ps1;
 mod install;
 mod preflight;
@@ -13,11 +14,32 @@ mod uninstall;
 
 use crate::cli::{Command, ConfigCommand, FetchCommand, ServiceCommand};
 use crate::context::Context;
-use crate::error::CliError;
+use crate::error::{CliError, Recogniser, recognise};
+
+/// Every error type that knows its exit code and hint (`error::Diagnose`).
+const KNOWN_ERRORS: &[Recogniser] = &[
+    recognise::<crate::config::ConfigError>,
+    recognise::<crate::render::RenderError>,
+    recognise::<crate::host::lock::LockError>,
+    recognise::<crate::checks::Blocked>,
+    recognise::<crate::cluster::ClusterError>,
+    recognise::<crate::cluster::drain::DrainError>,
+    recognise::<crate::cluster::credentials::CredentialError>,
+    recognise::<crate::cluster::etcd::EtcdError>,
+    recognise::<crate::supervise::SuperviseError>,
+    recognise::<crate::error::UsageError>,
+    recognise::<crate::release::ReleaseError>,
+    recognise::<crate::host::HostError>,
+];
+
+/// The error a command failed with, with its exit code and hint.
+pub fn failure(error: anyhow::Error) -> CliError {
+    CliError::new(error, KNOWN_ERRORS)
+}
 
 /// Runs the chosen command.
 pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
-    refuse_unread_settings(command, ctx).map_err(CliError::from)?;
+    refuse_unread_settings(command, ctx).map_err(failure)?;
     match command {
         Command::Render(args) => render::run(args, ctx),
         Command::Preflight(args) => preflight::run(args, ctx),
@@ -32,7 +54,7 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
         Command::Config(ConfigCommand::Show(args)) => config_show::run(args, ctx),
         Command::Config(ConfigCommand::ImportPs1(args)) => import_ps1::run(args, ctx),
     }
-    .map_err(CliError::from)
+    .map_err(failure)
 }
 
 /// A `--set` or `--config` on a command that never reads the configuration would be silently
@@ -98,7 +120,7 @@ pub(crate) fn continue_journal(
     }
     ctx.printer.note(&format!(
         "an earlier {command} started at {} did not finish ({} step(s) journaled): this run continues it",
-        fetch::time_text(j.started),
+        crate::duration::time_text(j.started),
         j.entries.len()
     ));
     Ok(Some(j))

@@ -1,12 +1,12 @@
 //! `reconfigure`: converges an installed node to a changed config, draining it and making the
 //! Calico HNS network again when the change is one HNS cannot make in place.
 
-use super::fetch::now;
 use super::preflight::{ClusterRead, read_cluster, with_cluster};
 use crate::cli::ReconfigureArgs;
 use crate::cluster::drain;
 use crate::config::types::Backend;
 use crate::context::Context;
+use crate::duration::now;
 use crate::error::UsageError;
 use crate::plan::install::{Inputs, Restart};
 use crate::plan::reconfigure::{self, NodeSteps, network_changes};
@@ -49,7 +49,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
 
     // Files: the new rendered ones; the release's and the credentials stay as they are.
     let rendered =
-        super::install::rendered_files(host.as_ref(), config, rec.calico_version.as_deref())?;
+        crate::plan::desired::rendered_files(host.as_ref(), config, rec.calico_version.as_deref())?;
     let kept = reconfigure::kept_files(&rec, &rendered);
 
     // Networks: what HNS cannot change in place.
@@ -227,7 +227,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
 
     let node_control = connected
         .as_deref()
-        .map(|c| c as &dyn plan::exec::NodeControl);
+        .map(|c| c as &dyn crate::cluster::drain::NodeControl);
     let opts = plan::exec::Options {
         command: "reconfigure",
         journal_path,

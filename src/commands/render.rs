@@ -3,32 +3,8 @@
 use crate::cli::RenderArgs;
 use crate::context::Context;
 use crate::files;
-use crate::render::{self, CniTemplate, HostFacts, OsBuild};
-use anyhow::Context as _;
+use crate::render::{HostFacts, OsBuild};
 use serde_json::json;
-
-/// Every file, from the CNI template in `cni.template` or the built-in one.
-pub(crate) fn render_files(
-    config: &crate::config::Config,
-    facts: &HostFacts,
-) -> anyhow::Result<Vec<render::RenderedFile>> {
-    let user_template = match &config.cni.template {
-        Some(path) => Some((
-            path.display().to_string(),
-            crate::files::read_text_capped(path, crate::files::SMALL_FILE_CAP)
-                .with_context(|| "cannot read the CNI template given in cni.template")?,
-        )),
-        None => None,
-    };
-    let template = match &user_template {
-        Some((name, text)) => CniTemplate { name, text },
-        None => CniTemplate {
-            name: "the built-in template",
-            text: render::cni::BUILT_IN_TEMPLATE,
-        },
-    };
-    Ok(render::render_all(config, facts, &template)?)
-}
 
 pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
     // The host gives its defaults (node name, runtime, CNI dirs) and its Windows build.
@@ -58,11 +34,11 @@ pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let facts = HostFacts {
         os_build,
         token_refresher: args.calico_version.features().token_refresher,
-        aks: super::install::on_aks(host.as_ref(), config)?,
+        aks: crate::plan::desired::on_aks(host.as_ref(), config)?,
     };
 
     // Render everything before writing anything.
-    let rendered = render_files(config, &facts)?;
+    let rendered = crate::plan::desired::render_files(config, &facts)?;
 
     if !ctx.options.dry_run {
         fs_err::create_dir_all(&args.output_dir)?;

@@ -1,12 +1,12 @@
 //! `status`: the services, the HNS networks, drift between the config and the host, the node
 //! and the kubeconfig's token; exit 1 with the reasons when anything is degraded.
 
-use super::fetch::{now, time_text};
 use super::preflight::{ClusterRead, read_cluster, with_cluster};
 use crate::cli::StatusArgs;
 use crate::cluster::credentials::Token;
 use crate::cluster::drain;
 use crate::context::Context;
+use crate::duration::{now, time_text};
 use crate::host::select::Intent;
 use crate::host::{HnsNetwork, ServiceState};
 use crate::plan::{drift, record};
@@ -160,7 +160,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
 
     // Drift: files, and the VNI in HNS, the config and the cluster.
     let rendered =
-        super::install::rendered_files(host.as_ref(), config, rec.calico_version.as_deref())?;
+        crate::plan::desired::rendered_files(host.as_ref(), config, rec.calico_version.as_deref())?;
     let files = drift::files(host.as_ref(), &rec, &rendered)?;
     problems.extend(files.iter().map(drift::FileDrift::describe));
     let hns_vni = networks

@@ -1,9 +1,9 @@
 //! `uninstall`: removes what install created, read from its install record.
 
-use super::fetch::now;
 use super::install::{legacy_error, legacy_services};
 use crate::cli::UninstallArgs;
 use crate::context::Context;
+use crate::duration::now;
 use crate::plan::exec::{Journal, Options};
 use crate::plan::record;
 use crate::plan::{self, uninstall};
@@ -37,7 +37,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         (None, Some(j)) => {
             ctx.printer.note(&format!(
                 "an uninstall started at {} did not finish: this run finishes it",
-                super::fetch::time_text(j.started)
+                crate::duration::time_text(j.started)
             ));
             j.record.clone()
         }
@@ -174,7 +174,7 @@ fn undo_interrupted_install(
         )
         .into());
     }
-    let started = super::fetch::time_text(journal.started);
+    let started = crate::duration::time_text(journal.started);
     // Once the run wrote its record, the record names all it owns, and the uninstall that
     // follows removes it: the journal only goes. Before, what it did is undone.
     let record_path = record::join(root, record::RECORD_FILE);

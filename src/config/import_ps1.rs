@@ -634,9 +634,34 @@ pub fn to_yaml(import: &Import, source_name: &str) -> String {
     out
 }
 
-/// A YAML double-quoted scalar (JSON string syntax is valid YAML).
+/// A YAML double-quoted scalar. Every character YAML does not allow printed (C0 and C1
+/// controls but NEL, DEL, a byte-order mark, U+FFFE and U+FFFF) is written as an escape: JSON's
+/// string syntax leaves the C1 controls and DEL bare, which a YAML parser refuses.
 fn quoted(s: &str) -> String {
-    serde_json::Value::String(s.to_owned()).to_string()
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if matches!(u32::from(c), 0x20..=0x7E | 0x85 | 0xA0..=0xD7FF | 0xE000..=0xFEFE | 0xFF00..=0xFFFD | 0x10000..) =>
+            {
+                out.push(c);
+            }
+            c if u32::from(c) <= 0xFF => {
+                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            }
+            c => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+        }
+    }
+    out.push('"');
+    out
 }
 
 #[cfg(test)]
@@ -666,6 +691,24 @@ mod tests {
         );
         assert!(i.imported.is_empty());
         assert_eq!(i.not_understood.len(), 2);
+    }
+
+    /// Found by the fuzzer: a C1 control (U+009B) in a value was written bare by JSON's
+    /// string syntax, and the YAML parser refused the imported file.
+    #[test]
+    fn controls_yaml_does_not_print_are_escaped_and_read_back() {
+        for value in [
+            "c:\\Calico\u{9b}-tls",
+            "a\u{7f}b",
+            "\u{feff}x\u{fffe}",
+            "tab\tnew\nline\r\u{1}",
+            "quote\" back\\ nel\u{85} é 😀",
+        ] {
+            let yaml = format!("v: {}\n", quoted(value));
+            let read: std::collections::BTreeMap<String, String> =
+                serde_saphyr::from_str(&yaml).unwrap_or_else(|e| panic!("{yaml}: {e}"));
+            assert_eq!(read["v"], value, "{yaml}");
+        }
     }
 
     #[test]

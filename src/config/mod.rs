@@ -452,3 +452,28 @@ fn env_layer(env: &BTreeMap<String, String>) -> Layer {
 
 #[cfg(test)]
 mod tests;
+
+impl crate::error::Diagnose for ConfigError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        let hint = match self {
+            Self::Invalid { file: Some(f), .. } => format!(
+                "fix these settings in {} or override them with --set KEY=VALUE; 'calicoctl-win config show' lists every setting and its source",
+                f.display()
+            ),
+            Self::Invalid { file: None, .. } => "override settings with --set KEY=VALUE, or write them in a file passed with --config; docs/configuration.md lists every key".into(),
+            Self::Read { .. } => "pass an existing file with --config, or leave --config out to use the built-in defaults".into(),
+        };
+        crate::error::Diagnosis::new(crate::error::Exit::Usage, hint)
+    }
+}
+
+/// The configuration problems an error carries in its chain, if any.
+pub fn problems_in(error: &anyhow::Error) -> &[Problem] {
+    error
+        .chain()
+        .find_map(|c| match c.downcast_ref::<ConfigError>() {
+            Some(ConfigError::Invalid { problems, .. }) => Some(problems.as_slice()),
+            _ => None,
+        })
+        .unwrap_or(&[])
+}

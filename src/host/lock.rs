@@ -173,3 +173,13 @@ mod tests {
         drop(again);
     }
 }
+
+impl crate::error::Diagnose for LockError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        let exit = match self {
+            Self::Busy { .. } => crate::error::Exit::Busy,
+            Self::Io { .. } => crate::error::Exit::Failed,
+        };
+        crate::error::Diagnosis::new(exit, self.hint())
+    }
+}

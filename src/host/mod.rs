@@ -577,3 +577,13 @@ mod command_line_tests {
         );
     }
 }
+
+impl crate::error::Diagnose for HostError {
+    /// Only a timeout is diagnosed here; other host errors leave it to their causes.
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        matches!(self, Self::Timeout { .. }).then(|| crate::error::Diagnosis {
+            exit: crate::error::Exit::Timeout,
+            hint: Some("the service logs under the logs directory (calico-node.log) say what it is waiting for; a longer --wait-timeout gives it more time".into()),
+        })
+    }
+}

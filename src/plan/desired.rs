@@ -4,7 +4,10 @@
 use super::Content;
 use crate::config::Config;
 use crate::config::types::Backend;
+use crate::host::Host;
 use crate::release::{Binary, CalicoVersion, Extracted, Want};
+use crate::render::{self, CniTemplate, HostFacts, OsBuild};
+use anyhow::Context as _;
 
 /// What a rendered file's `from` says.
 pub const RENDERED: &str = "rendered";
@@ -153,4 +156,80 @@ pub fn release_files(
         }
     }
     Ok(out)
+}
+
+/// Every file, from the CNI template in `cni.template` or the built-in one.
+pub fn render_files(
+    config: &crate::config::Config,
+    facts: &HostFacts,
+) -> anyhow::Result<Vec<render::RenderedFile>> {
+    let user_template = match &config.cni.template {
+        Some(path) => Some((
+            path.display().to_string(),
+            crate::files::read_text_capped(path, crate::files::SMALL_FILE_CAP)
+                .with_context(|| "cannot read the CNI template given in cni.template")?,
+        )),
+        None => None,
+    };
+    let template = match &user_template {
+        Some((name, text)) => CniTemplate { name, text },
+        None => CniTemplate {
+            name: "the built-in template",
+            text: render::cni::BUILT_IN_TEMPLATE,
+        },
+    };
+    Ok(render::render_all(config, facts, &template)?)
+}
+
+/// The CNI config, the services' environment files and the External network, for the Calico
+/// release being installed (its token refresher decides the CNI plugin's kubeconfig).
+pub fn rendered_files(
+    host: &dyn Host,
+    c: &Config,
+    calico_version: Option<&str>,
+) -> anyhow::Result<Vec<DesiredFile>> {
+    let f = host
+        .system_facts()
+        .context("cannot read the Windows build, which decides loopback DSR in the CNI config")?;
+    let os_build = OsBuild {
+        build: f.build,
+        ubr: f.ubr.unwrap_or(0),
+    };
+    let facts = HostFacts {
+        os_build,
+        token_refresher: render::token_refresher(calico_version),
+        aks: on_aks(host, c)?,
+    };
+    let rendered = render_files(c, &facts)?;
+    Ok(rendered
+        .into_iter()
+        .map(|f| {
+            let dir = if f.name == c.cni.conf_filename.to_string() {
+                &c.cni.conf_dir
+            } else {
+                &c.install_root
+            };
+            DesiredFile::new(
+                dir.join(&f.name).as_str().to_owned(),
+                RENDERED,
+                Content::Bytes(f.contents.into_bytes()),
+                false,
+            )
+        })
+        .collect::<Result<_, _>>()?)
+}
+
+/// Whether a policy-only node is on AKS, which gets Calico's static rules; only asked of
+/// HNS with the none backend.
+pub fn on_aks(host: &dyn Host, c: &Config) -> anyhow::Result<bool> {
+    if c.backend != crate::config::types::Backend::None {
+        return Ok(false);
+    }
+    match host.hns_networks() {
+        Ok(networks) => Ok(crate::supervise::platform::is_aks(&networks)),
+        // A node without HNS has no Azure CNI network either.
+        Err(crate::host::HostError::Unavailable { .. }) => Ok(false),
+        Err(e) => Err(anyhow::Error::new(e)
+            .context("cannot list the HNS networks to tell whether this is an AKS node")),
+    }
 }

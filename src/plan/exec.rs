@@ -8,6 +8,7 @@
 use super::Action;
 use super::Content;
 use super::record::missing_parents;
+use crate::cluster::drain::NodeControl;
 use crate::host::{Access, FirewallRule, Host, HostError, RegValue, Route, ServiceSpec};
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
@@ -59,15 +60,6 @@ pub enum Undo {
     Uncordon {
         node: String,
     },
-}
-
-/// The cluster side of a plan: the node object and the pods on it.
-pub trait NodeControl {
-    fn is_cordoned(&self, node: &str) -> anyhow::Result<bool>;
-    fn set_cordoned(&self, node: &str, on: bool) -> anyhow::Result<()>;
-    /// Evicts the node's pods and waits until they are gone.
-    fn drain(&self, node: &str, opts: &crate::cluster::drain::DrainOptions) -> anyhow::Result<()>;
-    fn wait_ready(&self, node: &str, timeout: Duration) -> anyhow::Result<()>;
 }
 
 /// The journal kept on the host while a plan runs.
@@ -741,7 +733,7 @@ fn remove_tree(host: &dyn Host, dir: &str) -> Vec<String> {
 
 /// Removes the services' log files in `dir`; returns what could not be removed.
 fn remove_service_logs(host: &dyn Host, dir: &str) -> Vec<String> {
-    let paths = match super::uninstall::service_logs(host, dir) {
+    let paths = match super::record::service_logs(host, dir) {
         Ok(p) => p,
         Err(e) => return vec![format!("list the logs in {dir}: {e:#}")],
     };

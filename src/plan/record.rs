@@ -1,7 +1,7 @@
 //! The install record: what install created, kept under the install root so that uninstall
 //! works from it alone, without the config or the cluster.
 
-use crate::host::{Files, FirewallRule, HostResult, Route, ServiceSpec};
+use crate::host::{Files, FirewallRule, Host, HostResult, Route, ServiceSpec};
 use serde::{Deserialize, Serialize};
 
 pub const RECORD_FILE: &str = "calicoctl-win-install.json";
@@ -190,4 +190,42 @@ pub fn remove_vacant(host: &dyn Files, dir: &str) -> HostResult<bool> {
         }
     }
     host.remove_empty_dir(dir)
+}
+
+/// Whether a file in the logs directory is one of the services' logs: `calico-<role>.log` or
+/// a rotated `calico-<role>-<UTC time>.log`.
+pub fn is_service_log(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    ["node", "felix", "confd"].iter().any(|role| {
+        let Some(rest) = lower
+            .strip_prefix("calico-")
+            .and_then(|r| r.strip_prefix(role))
+            .and_then(|r| r.strip_suffix(".log"))
+        else {
+            return false;
+        };
+        rest.is_empty()
+            || rest
+                .strip_prefix('-')
+                .is_some_and(|t| !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric()))
+    })
+}
+
+/// The services' log files in `dir`, as host paths.
+pub fn service_logs(host: &dyn Host, dir: &str) -> anyhow::Result<Vec<String>> {
+    let local = host.local_path(dir)?;
+    let entries = match std::fs::read_dir(&local) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(format!("cannot list the logs in {dir}")));
+        }
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| is_service_log(n))
+        .collect();
+    names.sort();
+    Ok(names.into_iter().map(|n| join(dir, &n)).collect())
 }

@@ -20,47 +20,6 @@ pub fn journal_path(install_root: &str) -> String {
     format!("{parent}\\calicoctl-win-uninstall.journal.json")
 }
 
-/// Whether a file in the logs directory is one of the services' logs: `calico-<role>.log` or
-/// a rotated `calico-<role>-<UTC time>.log`.
-pub fn is_service_log(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    ["node", "felix", "confd"].iter().any(|role| {
-        let Some(rest) = lower
-            .strip_prefix("calico-")
-            .and_then(|r| r.strip_prefix(role))
-            .and_then(|r| r.strip_suffix(".log"))
-        else {
-            return false;
-        };
-        rest.is_empty()
-            || rest
-                .strip_prefix('-')
-                .is_some_and(|t| !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric()))
-    })
-}
-
-/// The services' log files in `dir`, as host paths.
-pub fn service_logs(host: &dyn Host, dir: &str) -> anyhow::Result<Vec<String>> {
-    let local = host.local_path(dir)?;
-    let entries = match std::fs::read_dir(&local) {
-        Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => {
-            return Err(anyhow::Error::new(e).context(format!("cannot list the logs in {dir}")));
-        }
-    };
-    let mut names: Vec<String> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| is_service_log(n))
-        .collect();
-    names.sort();
-    Ok(names
-        .into_iter()
-        .map(|n| super::record::join(dir, &n))
-        .collect())
-}
-
 pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<Vec<Action>> {
     let mut actions = Vec::new();
     // Services: felix and confd stop before the node they depend on.
@@ -138,7 +97,7 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
         }
     }
     if o.remove_logs {
-        for path in service_logs(host, &r.logs_dir)? {
+        for path in super::record::service_logs(host, &r.logs_dir)? {
             actions.push(Action::RemoveFile { path });
         }
     }

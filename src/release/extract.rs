@@ -105,6 +105,9 @@ pub(super) fn windows_key(parts: &[&str]) -> Result<String, &'static str> {
     Ok(key.join("\\"))
 }
 
+/// The files of an archive: size and CRC-32 by name in the archive.
+pub type Listing = std::collections::BTreeMap<String, (u64, u32)>;
+
 type Archive = zip::ZipArchive<std::io::BufReader<std::fs::File>>;
 
 fn open(zip: &Path) -> Result<Archive, ReleaseError> {
@@ -117,15 +120,11 @@ fn open(zip: &Path) -> Result<Archive, ReleaseError> {
 
 /// Checks every entry of `zip` without writing anything: the files it holds (name in the
 /// archive, size, CRC-32), or why it is refused.
-pub(super) fn check(zip: &Path, cap: u64) -> Result<super::stream::Streamed, ReleaseError> {
+pub(super) fn check(zip: &Path, cap: u64) -> Result<Listing, ReleaseError> {
     check_archive(&mut open(zip)?, zip, cap)
 }
 
-fn check_archive(
-    archive: &mut Archive,
-    zip: &Path,
-    cap: u64,
-) -> Result<super::stream::Streamed, ReleaseError> {
+fn check_archive(archive: &mut Archive, zip: &Path, cap: u64) -> Result<Listing, ReleaseError> {
     let what = zip.display().to_string();
     let zerr = |source| ReleaseError::Zip {
         what: what.clone(),
@@ -144,7 +143,7 @@ fn check_archive(
         });
     }
 
-    let mut files = super::stream::Streamed::new();
+    let mut files = Listing::new();
     let mut declared = 0u64;
     let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     for i in 0..archive.len() {

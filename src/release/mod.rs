@@ -467,3 +467,22 @@ pub fn check_version(want: &Want, x: &Extracted, what: &str) -> Result<(), Relea
 
 #[cfg(test)]
 mod tests;
+
+impl crate::error::Diagnose for ReleaseError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        use crate::error::Exit;
+        let exit = match self {
+            Self::Timeout { .. } => Exit::Timeout,
+            Self::BadChecksumArg(_)
+            | Self::BadUrl { .. }
+            | Self::NeedChecksum { .. }
+            | Self::PlainHttp { .. }
+            | Self::Downgrade { .. } => Exit::Usage,
+            _ => Exit::Failed,
+        };
+        Some(crate::error::Diagnosis {
+            exit,
+            hint: self.hint().map(str::to_owned),
+        })
+    }
+}

@@ -8,8 +8,7 @@
 //! extracted again from the start, the same way a zip file given on the command line is.
 
 use super::ReleaseError;
-use super::extract::{components, windows_key};
-use std::collections::BTreeMap;
+use super::extract::{Listing as Streamed, components, windows_key};
 use std::io::{BufReader, Read, Write};
 use std::path::Path;
 use std::sync::{Condvar, Mutex};
@@ -134,9 +133,6 @@ impl Read for Follow<'_> {
         Ok(n)
     }
 }
-
-/// A file the stream wrote: its size and CRC-32, keyed by its name in the archive.
-pub type Streamed = BTreeMap<String, (u64, u32)>;
 
 /// Why streaming gave up: never shown as the outcome, only logged; the finished zip is then
 /// extracted from the start and that extraction's verdict is the one given.

@@ -122,3 +122,15 @@ pub fn render_all(
     }
     Ok(files)
 }
+
+impl crate::error::Diagnose for RenderError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        let hint = match self {
+            Self::Template { .. } | Self::NotJson { .. } => {
+                "check the template given in cni.template, or unset it to use the built-in template"
+            }
+            Self::NameClash(_) => "set cni.conf_filename to another name, like 10-calico.conf",
+        };
+        crate::error::Diagnosis::new(crate::error::Exit::Usage, hint)
+    }
+}

@@ -526,3 +526,12 @@ pub fn service_spec(role: Role, exe: &str, args: Vec<String>) -> ServiceSpec {
 // SimHost with shell scripts as fake Calico components.
 #[cfg(all(test, unix))]
 mod tests;
+
+impl crate::error::Diagnose for SuperviseError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        crate::error::Diagnosis::failed_or_timeout(
+            self.is_timeout(),
+            self.hint().map(str::to_owned),
+        )
+    }
+}

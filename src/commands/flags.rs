@@ -1,0 +1,82 @@
+//! Flags shared by several commands, turned into the domain's values and checked: a bad
+//! value is a usage error naming the flag.
+
+use crate::cli::ReleaseArgs;
+use crate::error::UsageError;
+use crate::release::{self, Source, Want};
+use anyhow::Context as _;
+
+/// The release flags (`--release-zip`, `--calico-version`, `--sha256` ...), checked.
+pub fn release_want(a: &ReleaseArgs) -> anyhow::Result<Want> {
+    let version = a
+        .calico_version
+        .as_deref()
+        .map(|v| v.trim_start_matches('v').to_owned());
+    if let Some(v) = &version
+        && !v
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
+    {
+        return Err(UsageError::new(
+            format!("--calico-version {v:?} is not a version"),
+            "write it like 3.30.0",
+        )
+        .into());
+    }
+    let source = match &a.release_zip {
+        Some(s) => Source::parse(s),
+        None => Source::Url(release::official_url(
+            version
+                .as_deref()
+                .unwrap_or(release::DEFAULT_CALICO_VERSION),
+        )),
+    };
+    let sha256 = a
+        .sha256
+        .as_deref()
+        .map(release::parse_sha256)
+        .transpose()
+        .map_err(|e| UsageError::new(e.to_string(), "copy the checksum from the release page"))?;
+    let ca_pem = match &a.release_ca_cert {
+        Some(p) => {
+            let pem = crate::files::read_capped(p, crate::files::SMALL_FILE_CAP)
+                .context("cannot read --release-ca-cert")?;
+            // Checked now, not only when a download needs it.
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+                UsageError::new(
+                    format!(
+                        "--release-ca-cert {}: not PEM certificates: {e}",
+                        p.display()
+                    ),
+                    "pass the CA certificate(s) in PEM form (-----BEGIN CERTIFICATE-----)",
+                )
+            })?;
+            if certs.is_empty() {
+                return Err(UsageError::new(
+                    format!("--release-ca-cert {} holds no PEM certificate", p.display()),
+                    "pass the CA certificate(s) in PEM form (-----BEGIN CERTIFICATE-----)",
+                )
+                .into());
+            }
+            Some(pem)
+        }
+        None => None,
+    };
+    let chosen = version.is_some() || a.release_zip.is_some();
+    let version = version.or_else(|| {
+        a.release_zip
+            .is_none()
+            .then(|| release::DEFAULT_CALICO_VERSION.to_owned())
+    });
+    Ok(Want {
+        source,
+        chosen,
+        sha256,
+        version,
+        allow_http: a.allow_http,
+        skip_checksum: a.insecure_skip_checksum,
+        ca_pem,
+        timeout: a.download_timeout,
+        idle_timeout: a.download_idle_timeout,
+    })
+}
