@@ -32,6 +32,9 @@ pub struct State {
     pub token_controller: bool,
     /// Pods whose eviction a PodDisruptionBudget refuses (429), by `namespace/name`.
     pub eviction_blocked: BTreeSet<String>,
+    /// The Retry-After of such a refusal: 10 s as kube-apiserver sends; shorter only where a
+    /// test runs kubectl, whose client-go waits it out ten times before kubectl sees the 429.
+    pub pdb_retry_after: u64,
     /// The body of every eviction request, in order.
     pub evictions: Vec<Value>,
     /// When each eviction request arrived, in order.
@@ -137,6 +140,7 @@ impl FakeApi {
             max_token_seconds: None,
             token_controller: true,
             eviction_blocked: BTreeSet::new(),
+            pdb_retry_after: 10,
             evictions: Vec::new(),
             eviction_times: Vec::new(),
             eviction_delay: std::time::Duration::ZERO,

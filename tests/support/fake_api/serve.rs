@@ -457,7 +457,7 @@ fn evict(st: &mut State, t: &Target, body: Value) -> Reply {
         // header, with a cause of type DisruptionBudget (serialised as "reason").
         return too_many_requests(
             "Cannot evict pod as it would violate the pod's disruption budget.",
-            10,
+            st.pdb_retry_after,
             Some("The disruption budget web-pdb needs 2 healthy pods and has 2 currently"),
         );
     }
