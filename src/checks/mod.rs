@@ -118,6 +118,15 @@ pub fn table(checks: &[Check]) -> String {
     out
 }
 
+impl crate::error::Diagnose for Blocked {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        crate::error::Diagnosis::new(
+            crate::error::Exit::Preflight,
+            "fix the failed checks with the commands shown, or accept a known failure with --skip ID",
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,14 +148,5 @@ mod tests {
         let t = table(&checks);
         assert!(t.contains("FAIL  elevation  not elevated\n"), "{t}");
         assert!(t.contains("fix: run as administrator"), "{t}");
-    }
-}
-
-impl crate::error::Diagnose for Blocked {
-    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
-        crate::error::Diagnosis::new(
-            crate::error::Exit::Preflight,
-            "fix the failed checks with the commands shown, or accept a known failure with --skip ID",
-        )
     }
 }

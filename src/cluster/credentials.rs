@@ -316,6 +316,15 @@ pub fn secret_data(
         .collect())
 }
 
+impl crate::error::Diagnose for CredentialError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        crate::error::Diagnosis::failed_or_timeout(
+            matches!(self, Self::TokenNotFilled { .. }),
+            Some(self.hint()),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,14 +358,5 @@ mod tests {
             ca_pem: None,
         };
         assert!(!format!("{issued:?}").contains("secret-value"));
-    }
-}
-
-impl crate::error::Diagnose for CredentialError {
-    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
-        crate::error::Diagnosis::failed_or_timeout(
-            matches!(self, Self::TokenNotFilled { .. }),
-            Some(self.hint()),
-        )
     }
 }

@@ -583,6 +583,12 @@ impl NodeControl for Cluster {
     }
 }
 
+impl crate::error::Diagnose for DrainError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        crate::error::Diagnosis::failed_or_timeout(self.is_timeout(), Some(self.hint()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -690,11 +696,5 @@ mod tests {
         assert_eq!(body["deleteOptions"]["gracePeriodSeconds"], 7);
         assert_eq!(body["metadata"]["namespace"], "ns");
         assert!(eviction_body(&p, None).get("deleteOptions").is_none());
-    }
-}
-
-impl crate::error::Diagnose for DrainError {
-    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
-        crate::error::Diagnosis::failed_or_timeout(self.is_timeout(), Some(self.hint()))
     }
 }

@@ -268,6 +268,15 @@ fn classify(endpoint: &str, e: std::io::Error, timed_out: impl Fn() -> EtcdError
     }
 }
 
+impl crate::error::Diagnose for EtcdError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        crate::error::Diagnosis::failed_or_timeout(
+            matches!(self, Self::Timeout { .. }),
+            Some(self.hint().into()),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,14 +308,5 @@ mod tests {
             let e = health(bad, &files, Duration::from_secs(1)).expect_err(bad);
             assert!(matches!(e, EtcdError::BadEndpoint { .. }), "{bad}: {e}");
         }
-    }
-}
-
-impl crate::error::Diagnose for EtcdError {
-    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
-        crate::error::Diagnosis::failed_or_timeout(
-            matches!(self, Self::Timeout { .. }),
-            Some(self.hint().into()),
-        )
     }
 }

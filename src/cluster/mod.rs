@@ -99,15 +99,10 @@ fn current_cluster(k: &Kubeconfig) -> Option<&kube::config::Cluster> {
 
 /// DER bytes as one PEM block.
 pub fn pem(label: &str, der: &[u8]) -> String {
-    use base64::Engine;
-    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
-    let mut out = format!("-----BEGIN {label}-----\n");
-    for line in b64.as_bytes().chunks(64) {
-        out.push_str(&String::from_utf8_lossy(line));
-        out.push('\n');
-    }
-    out.push_str(&format!("-----END {label}-----\n"));
-    out
+    pem::encode_config(
+        &pem::Pem::new(label, der),
+        pem::EncodeConfig::new().set_line_ending(pem::LineEnding::LF),
+    )
 }
 
 /// A connected cluster.

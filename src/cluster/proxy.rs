@@ -54,7 +54,10 @@ pub fn bypass(no_proxy: &str, host: &str) -> bool {
             }
             if let Some((net, bits)) = entry.split_once('/') {
                 return match (ip, net.parse::<IpAddr>(), bits.parse::<u32>()) {
-                    (Some(ip), Ok(net), Ok(bits)) => in_cidr(ip, net, bits),
+                    (Some(ip), Ok(net), Ok(bits)) => u8::try_from(bits)
+                        .ok()
+                        .and_then(|b| ipnet::IpNet::new(net, b).ok())
+                        .is_some_and(|n| n.contains(&ip)),
                     _ => false,
                 };
             }
@@ -73,20 +76,6 @@ pub fn bypass(no_proxy: &str, host: &str) -> bool {
                 .to_ascii_lowercase();
             !domain.is_empty() && (host == domain || host.ends_with(&format!(".{domain}")))
         })
-}
-
-fn in_cidr(ip: IpAddr, net: IpAddr, bits: u32) -> bool {
-    match (ip, net) {
-        (IpAddr::V4(a), IpAddr::V4(n)) if bits <= 32 => {
-            let mask = u32::MAX.checked_shl(32 - bits).unwrap_or(0);
-            u32::from(a) & mask == u32::from(n) & mask
-        }
-        (IpAddr::V6(a), IpAddr::V6(n)) if bits <= 128 => {
-            let mask = u128::MAX.checked_shl(128 - bits).unwrap_or(0);
-            u128::from(a) & mask == u128::from(n) & mask
-        }
-        _ => false,
-    }
 }
 
 #[cfg(test)]

@@ -507,12 +507,12 @@ fn self_file(host: &dyn Host, c: &Config) -> anyhow::Result<DesiredFile> {
             .into_bytes(),
         ),
     };
-    Ok(DesiredFile::new(
+    DesiredFile::new(
         crate::plan::install::self_path(c),
         "calicoctl-win itself",
         content,
         false,
-    )?)
+    )
 }
 
 /// The etcd TLS files from Calico's secret, checked (and against etcd when its endpoints

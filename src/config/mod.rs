@@ -450,9 +450,6 @@ fn env_layer(env: &BTreeMap<String, String>) -> Layer {
         .collect()
 }
 
-#[cfg(test)]
-mod tests;
-
 impl crate::error::Diagnose for ConfigError {
     fn diagnose(&self) -> Option<crate::error::Diagnosis> {
         let hint = match self {
@@ -477,3 +474,6 @@ pub fn problems_in(error: &anyhow::Error) -> &[Problem] {
         })
         .unwrap_or(&[])
 }
+
+#[cfg(test)]
+mod tests;

@@ -320,24 +320,10 @@ pub fn is_section(name: &str) -> bool {
 pub fn closest(unknown: &str) -> Option<&'static str> {
     SETTINGS
         .iter()
-        .map(|s| (edit_distance(unknown, s.key), s.key))
+        .map(|s| (strsim::levenshtein(unknown, s.key), s.key))
         .filter(|(d, k)| *d <= 3.max(k.len() / 4))
         .min()
         .map(|(_, k)| k)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]

@@ -271,17 +271,9 @@ impl Setting for Cidr {
     string_shown!(Cidr);
 }
 
+/// The network address of `addr/prefix` (`prefix` already checked against the family).
 fn mask(addr: IpAddr, prefix: u8) -> IpAddr {
-    match addr {
-        IpAddr::V4(a) => {
-            let m = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
-            IpAddr::V4(Ipv4Addr::from(u32::from(a) & m))
-        }
-        IpAddr::V6(a) => {
-            let m = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
-            IpAddr::V6((u128::from(a) & m).into())
-        }
-    }
+    ipnet::IpNet::new(addr, prefix).map_or(addr, |n| n.network())
 }
 
 impl fmt::Display for Cidr {

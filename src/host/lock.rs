@@ -138,6 +138,16 @@ pub fn acquire(dir: &Path, command: &str) -> Result<HostLock, LockError> {
     Ok(HostLock { _file: file, info })
 }
 
+impl crate::error::Diagnose for LockError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        let exit = match self {
+            Self::Busy { .. } => crate::error::Exit::Busy,
+            Self::Io { .. } => crate::error::Exit::Failed,
+        };
+        crate::error::Diagnosis::new(exit, self.hint())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,15 +181,5 @@ mod tests {
             Some("uninstall".into())
         );
         drop(again);
-    }
-}
-
-impl crate::error::Diagnose for LockError {
-    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
-        let exit = match self {
-            Self::Busy { .. } => crate::error::Exit::Busy,
-            Self::Io { .. } => crate::error::Exit::Failed,
-        };
-        crate::error::Diagnosis::new(exit, self.hint())
     }
 }

@@ -484,6 +484,16 @@ pub trait Host:
     fn kind(&self) -> HostKind;
 }
 
+impl crate::error::Diagnose for HostError {
+    /// Only a timeout is diagnosed here; other host errors leave it to their causes.
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        matches!(self, Self::Timeout { .. }).then(|| crate::error::Diagnosis {
+            exit: crate::error::Exit::Timeout,
+            hint: Some("the service logs under the logs directory (calico-node.log) say what it is waiting for; a longer --wait-timeout gives it more time".into()),
+        })
+    }
+}
+
 #[cfg(test)]
 mod command_line_tests {
     use super::*;
@@ -575,15 +585,5 @@ mod command_line_tests {
             "{}",
             odd.command_line()
         );
-    }
-}
-
-impl crate::error::Diagnose for HostError {
-    /// Only a timeout is diagnosed here; other host errors leave it to their causes.
-    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
-        matches!(self, Self::Timeout { .. }).then(|| crate::error::Diagnosis {
-            exit: crate::error::Exit::Timeout,
-            hint: Some("the service logs under the logs directory (calico-node.log) say what it is waiting for; a longer --wait-timeout gives it more time".into()),
-        })
     }
 }

@@ -29,10 +29,13 @@ impl DesiredFile {
         from: impl Into<String>,
         content: Content,
         secret: bool,
-    ) -> Result<Self, crate::release::ReleaseError> {
+    ) -> anyhow::Result<Self> {
         let sha256 = match &content {
             Content::Bytes(b) => Some(crate::files::sha256_hex(b)),
-            Content::Local(p) => Some(crate::release::sha256_file(p)?),
+            Content::Local(p) => Some(
+                crate::files::sha256_file(p)
+                    .with_context(|| format!("cannot read {}", p.display()))?,
+            ),
             Content::Pending => None,
         };
         Ok(Self {
@@ -201,7 +204,7 @@ pub fn rendered_files(
         aks: on_aks(host, c)?,
     };
     let rendered = render_files(c, &facts)?;
-    Ok(rendered
+    rendered
         .into_iter()
         .map(|f| {
             let dir = if f.name == c.cni.conf_filename.to_string() {
@@ -216,7 +219,7 @@ pub fn rendered_files(
                 false,
             )
         })
-        .collect::<Result<_, _>>()?)
+        .collect()
 }
 
 /// Whether a policy-only node is on AKS, which gets Calico's static rules; only asked of

@@ -211,7 +211,7 @@ pub(super) fn host_sha256(host: &dyn Host, path: &str) -> anyhow::Result<Option<
     if !local.is_file() {
         return Ok(None);
     }
-    Ok(Some(crate::release::sha256_file(&local).with_context(
+    Ok(Some(crate::files::sha256_file(&local).with_context(
         || format!("cannot read {path} to compare it with what install writes"),
     )?))
 }

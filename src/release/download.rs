@@ -3,8 +3,8 @@
 //! when its checksum is right.
 
 use super::stream::{FailOnDrop, Growth};
-use super::{ReleaseError, Want, hex};
-use crate::cluster::proxy;
+use super::{ReleaseError, Want};
+use crate::files::hex;
 use sha2::Digest;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -32,8 +32,11 @@ fn part_path(dest: &Path) -> PathBuf {
 }
 
 /// The proxy for `url` from the environment captured at start-up: `HTTPS_PROXY` (or
-/// `HTTP_PROXY` for an http URL) unless `NO_PROXY` names the host.
-fn proxy_for(url: &reqwest::Url, env: &BTreeMap<String, String>) -> Option<String> {
+/// `HTTP_PROXY` for an http URL), with reqwest's own `NO_PROXY` matching.
+fn proxy_for(
+    url: &reqwest::Url,
+    env: &BTreeMap<String, String>,
+) -> Result<Option<reqwest::Proxy>, reqwest::Error> {
     let names: &[&str] = if url.scheme() == "https" {
         &["HTTPS_PROXY", "https_proxy"]
     } else {
@@ -46,12 +49,11 @@ fn proxy_for(url: &reqwest::Url, env: &BTreeMap<String, String>) -> Option<Strin
             .map(|v| v.trim().to_owned())
             .filter(|v| !v.is_empty())
     };
-    let chosen = get(names)?;
-    let host = url.host_str().unwrap_or_default();
-    if get(&["NO_PROXY", "no_proxy"]).is_some_and(|np| proxy::bypass(&np, host)) {
-        return None;
-    }
-    Some(chosen)
+    let Some(chosen) = get(names) else {
+        return Ok(None);
+    };
+    let no_proxy = get(&["NO_PROXY", "no_proxy"]).and_then(|np| reqwest::NoProxy::from_string(&np));
+    Ok(Some(reqwest::Proxy::all(&chosen)?.no_proxy(no_proxy)))
 }
 
 fn client(
@@ -74,8 +76,8 @@ fn client(
         // the body: the idle limit. The total one is checked between reads (`download`).
         .timeout(want.idle_timeout.min(want.timeout))
         .user_agent(concat!("calicoctl-win/", env!("CARGO_PKG_VERSION")));
-    if let Some(p) = proxy_for(&parsed, env) {
-        b = b.proxy(reqwest::Proxy::all(&p).map_err(fail)?);
+    if let Some(p) = proxy_for(&parsed, env).map_err(fail)? {
+        b = b.proxy(p);
     }
     if let Some(pem) = &want.ca_pem {
         b = b.tls_certs_merge(reqwest::Certificate::from_pem_bundle(pem).map_err(fail)?);

@@ -248,26 +248,8 @@ pub fn check_url(want: &Want, url: &str) -> Result<(), ReleaseError> {
 
 /// The SHA-256 of a file on this machine, read in blocks.
 pub fn sha256_file(path: &Path) -> Result<String, ReleaseError> {
-    use sha2::Digest;
-    use std::io::Read;
-    let mut f = std::fs::File::open(path)
-        .map_err(|e| ReleaseError::io(format!("cannot read {}", path.display()), e))?;
-    let mut h = sha2::Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = f
-            .read(&mut buf)
-            .map_err(|e| ReleaseError::io(format!("cannot read {}", path.display()), e))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(hex(&h.finalize()))
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::files::sha256_file(path)
+        .map_err(|e| ReleaseError::io(format!("cannot read {}", path.display()), e))
 }
 
 /// The zip to use, extracted into `staging` (an empty directory): the given file (checked
@@ -379,7 +361,7 @@ fn hash_and_extract(
     Result<Extracted, ReleaseError>,
 ) {
     std::thread::scope(|s| {
-        let x = s.spawn(|| extract(zip, staging, EXTRACT_CAP));
+        let x = s.spawn(|| stream::extract_whole(zip, staging, EXTRACT_CAP));
         let sha256 = sha256_file(zip);
         let x = x.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
         (sha256, x)
@@ -465,9 +447,6 @@ pub fn check_version(want: &Want, x: &Extracted, what: &str) -> Result<(), Relea
     }
 }
 
-#[cfg(test)]
-mod tests;
-
 impl crate::error::Diagnose for ReleaseError {
     fn diagnose(&self) -> Option<crate::error::Diagnosis> {
         use crate::error::Exit;
@@ -486,3 +465,6 @@ impl crate::error::Diagnose for ReleaseError {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,7 @@
 //! Extraction that follows a download: while the zip is still arriving, its entries are read
 //! from their local headers and written into the staging directory, so downloading, hashing
-//! and inflating overlap. What this writes is provisional: nothing leaves staging before the
+//! and inflating overlap, and several entries inflate at once (one thread reads the headers,
+//! workers inflate the entries they find, each reading the file at its own offset). What this writes is provisional: nothing leaves staging before the
 //! download's checksum matched and the finished archive's central directory, checked as
 //! [`super::extract`] checks it, lists exactly the files that were streamed (name, size and
 //! CRC). Anything else (an entry whose sizes follow its data, an entry the central directory
@@ -9,9 +10,11 @@
 
 use super::ReleaseError;
 use super::extract::{Listing as Streamed, components, windows_key};
+use std::fs::File;
 use std::io::{BufReader, Read, Write};
-use std::path::Path;
-use std::sync::{Condvar, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// How far a file being written has got, shared with a reader that follows it.
 #[derive(Debug, Default)]
@@ -20,7 +23,7 @@ pub struct Growth {
     changed: Condvar,
     /// The file opened for reading by the writer as it begins: the follower reads it even
     /// after the writer renamed it.
-    file: Mutex<Option<std::fs::File>>,
+    file: Mutex<Option<Arc<File>>>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -47,8 +50,8 @@ impl Growth {
     }
 
     /// The writer begins with `file` open for reading, holding `len` bytes.
-    pub fn start(&self, file: std::fs::File, len: u64) {
-        *self.file.lock().unwrap_or_else(|p| p.into_inner()) = Some(file);
+    pub fn start(&self, file: File, len: u64) {
+        *self.file.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(file));
         self.grew(len);
     }
 
@@ -69,13 +72,13 @@ impl Growth {
 
     /// Waits until the file is there: the writer's handle for reading it (`None`: it never
     /// will be).
-    fn started(&self) -> Option<std::fs::File> {
+    fn started(&self) -> Option<Arc<File>> {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         while *s == Stage::Waiting {
             s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
         }
         drop(s);
-        self.file.lock().unwrap_or_else(|p| p.into_inner()).take()
+        self.file.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Waits until more than `pos` bytes are written: how many, and whether that is all.
@@ -106,11 +109,30 @@ impl Drop for FailOnDrop<'_> {
     }
 }
 
-/// Reads a file as it is written, up to what `Growth` says is there.
+/// Reads `len` bytes at `offset` without moving a shared file position: readers at several
+/// offsets share one handle.
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(file, buf, offset)
+}
+
+/// Reads a file from an offset as it is written, up to what `Growth` says is there.
 struct Follow<'a> {
-    file: std::fs::File,
+    file: Arc<File>,
     pos: u64,
     growth: &'a Growth,
+}
+
+impl<'a> Follow<'a> {
+    fn at(file: &Arc<File>, pos: u64, growth: &'a Growth) -> BufReader<Self> {
+        let file = Arc::clone(file);
+        BufReader::with_capacity(1 << 16, Self { file, pos, growth })
+    }
 }
 
 impl Read for Follow<'_> {
@@ -122,7 +144,7 @@ impl Read for Follow<'_> {
         let want = usize::try_from(len - self.pos)
             .unwrap_or(usize::MAX)
             .min(buf.len());
-        let n = self.file.read(&mut buf[..want])?;
+        let n = read_at(&self.file, &mut buf[..want], self.pos)?;
         if n == 0 {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
@@ -134,34 +156,99 @@ impl Read for Follow<'_> {
     }
 }
 
+/// Counts the bytes read through it: where the next local header begins.
+struct Counted<R> {
+    inner: R,
+    at: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
 /// Why streaming gave up: never shown as the outcome, only logged; the finished zip is then
 /// extracted from the start and that extraction's verdict is the one given.
 #[derive(Debug)]
 pub struct GaveUp(pub String);
 
+/// An entry found by the header reader, for a worker to inflate.
+struct Job {
+    name: String,
+    target: PathBuf,
+    /// Where its local header begins.
+    at: u64,
+}
+
 /// Extracts the zip `growth`'s writer writes into `into` while it is written; returns the files
 /// written, to be confirmed against the finished archive by [`confirm`].
 pub fn follow(growth: &Growth, into: &Path, cap: u64) -> Result<Streamed, GaveUp> {
-    let gave_up = |why: String| GaveUp(why);
     let Some(file) = growth.started() else {
-        return Err(gave_up("the download did not start".into()));
+        return Err(GaveUp("the download did not start".into()));
     };
-    let mut reader = BufReader::with_capacity(
-        1 << 16,
-        Follow {
-            file,
-            pos: 0,
-            growth,
-        },
-    );
-    let mut streamed = Streamed::new();
-    let mut written = 0u64;
-    let mut buf = vec![0u8; 1 << 16];
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4));
+    let written = AtomicU64::new(0);
+    let (send, receive) = std::sync::mpsc::channel::<Job>();
+    let receive = Mutex::new(receive);
+    std::thread::scope(|s| {
+        let inflating: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let job = receive.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                        let Ok(job) = job else {
+                            return done;
+                        };
+                        done.push(inflate(&file, growth, &job, &written, cap));
+                    }
+                })
+            })
+            .collect();
+        let found = read_headers(&file, growth, into, &send);
+        drop(send);
+        let mut streamed = Streamed::new();
+        let mut failed = found.err();
+        for worker in inflating {
+            for r in worker
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            {
+                match r {
+                    Ok((name, listed)) => {
+                        streamed.insert(name, listed);
+                    }
+                    Err(e) => failed = failed.or(Some(e)),
+                }
+            }
+        }
+        failed.map_or(Ok(streamed), Err)
+    })
+}
+
+/// Reads the local headers one after the other, skipping each entry's data, and hands the
+/// files to the workers.
+fn read_headers(
+    file: &Arc<File>,
+    growth: &Growth,
+    into: &Path,
+    send: &std::sync::mpsc::Sender<Job>,
+) -> Result<(), GaveUp> {
+    let gave_up = |why: String| GaveUp(why);
+    let mut reader = Counted {
+        inner: Follow::at(file, 0, growth),
+        at: 0,
+    };
+    let mut names = std::collections::BTreeSet::new();
     loop {
-        let mut entry = match zip::read::read_zipfile_from_stream(&mut reader) {
+        let at = reader.at;
+        let entry = match zip::read::read_zipfile_from_stream(&mut reader) {
             Ok(Some(e)) => e,
             // The central directory begins: every file was read.
-            Ok(None) => return Ok(streamed),
+            Ok(None) => return Ok(()),
             Err(e) => return Err(gave_up(format!("{e}"))),
         };
         let name = entry
@@ -171,34 +258,54 @@ pub fn follow(growth: &Growth, into: &Path, cap: u64) -> Result<Streamed, GaveUp
         let parts = components(&name).map_err(|why| gave_up(format!("{name:?} {why}")))?;
         windows_key(&parts).map_err(|why| gave_up(format!("{name:?} {why}")))?;
         let target = parts.iter().fold(into.to_path_buf(), |p, c| p.join(c));
-        let io = |e: std::io::Error| gave_up(format!("{name}: {e}"));
         if entry.is_dir() {
-            std::fs::create_dir_all(&target).map_err(io)?;
+            std::fs::create_dir_all(&target).map_err(|e| gave_up(format!("{name}: {e}")))?;
             continue;
         }
-        if streamed.contains_key(&name) {
+        if !names.insert(name.clone()) {
             return Err(gave_up(format!("{name:?} appears twice")));
         }
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(io)?;
-        }
-        let mut out = std::fs::File::create(&target).map_err(io)?;
-        let mut size = 0u64;
-        loop {
-            // Reading to the end checks the entry's CRC-32.
-            let n = entry.read(&mut buf).map_err(io)?;
-            if n == 0 {
-                break;
-            }
-            size += n as u64;
-            written += n as u64;
-            if written > cap {
-                return Err(gave_up("larger than the cap".into()));
-            }
-            out.write_all(&buf[..n]).map_err(io)?;
-        }
-        streamed.insert(name, (size, entry.crc32()));
+        // Dropping the entry skips its data without inflating it.
+        drop(entry);
+        send.send(Job { name, target, at })
+            .map_err(|_| gave_up("the workers stopped".into()))?;
     }
+}
+
+/// Inflates one entry into its file: its name, size and CRC-32 (checked as it is read).
+fn inflate(
+    file: &Arc<File>,
+    growth: &Growth,
+    job: &Job,
+    written: &AtomicU64,
+    cap: u64,
+) -> Result<(String, (u64, u32)), GaveUp> {
+    let io = |e: std::io::Error| GaveUp(format!("{}: {e}", job.name));
+    let mut reader = Follow::at(file, job.at, growth);
+    let mut entry = match zip::read::read_zipfile_from_stream(&mut reader) {
+        Ok(Some(e)) => e,
+        Ok(None) => return Err(GaveUp(format!("{}: no entry at {}", job.name, job.at))),
+        Err(e) => return Err(GaveUp(format!("{}: {e}", job.name))),
+    };
+    if let Some(parent) = job.target.parent() {
+        std::fs::create_dir_all(parent).map_err(io)?;
+    }
+    let mut out = File::create(&job.target).map_err(io)?;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut size = 0u64;
+    loop {
+        // Reading to the end checks the entry's CRC-32.
+        let n = entry.read(&mut buf).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        size += n as u64;
+        if written.fetch_add(n as u64, Ordering::Relaxed) + n as u64 > cap {
+            return Err(GaveUp("larger than the cap".into()));
+        }
+        out.write_all(&buf[..n]).map_err(io)?;
+    }
+    Ok((job.name.clone(), (size, entry.crc32())))
 }
 
 /// Whether the finished zip, checked whole, holds exactly the files that were streamed.
@@ -225,4 +332,27 @@ pub fn clear(dir: &Path) -> Result<(), ReleaseError> {
         }
     }
     Ok(())
+}
+
+/// Extracts a whole zip on this machine the same way: its central directory checked before
+/// anything is written, then its entries inflated at once and confirmed; the one-by-one
+/// extraction from the start when the stream gives up.
+pub fn extract_whole(zip: &Path, into: &Path, cap: u64) -> Result<super::Extracted, ReleaseError> {
+    let listed = super::extract::check(zip, cap)?;
+    let file = File::open(zip)
+        .map_err(|e| ReleaseError::io(format!("cannot read {}", zip.display()), e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| ReleaseError::io(format!("cannot read {}", zip.display()), e))?
+        .len();
+    let growth = Growth::default();
+    growth.start(file, len);
+    growth.complete(len);
+    match follow(&growth, into, cap) {
+        Ok(streamed) if streamed == listed => super::extract::layout(into, zip),
+        _ => {
+            clear(into)?;
+            super::extract(zip, into, cap)
+        }
+    }
 }

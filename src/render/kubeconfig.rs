@@ -1,7 +1,9 @@
 //! The kubeconfig calico-node, felix, confd and the CNI plugin use: one cluster with the CA
 //! embedded (never `insecure-skip-tls-verify`), one service-account token user, one context.
 
-use serde_json::json;
+use kube::config::{
+    AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext,
+};
 
 /// Names in the file, as Calico's `calico-kube-config.template` has them.
 const CLUSTER: &str = "kubernetes";
@@ -12,16 +14,41 @@ const CONTEXT: &str = "calico-windows@kubernetes";
 pub fn kubeconfig(server: &str, ca_pem: &str, token: &str, namespace: &str) -> String {
     use base64::Engine;
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem.as_bytes());
-    let doc = json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": CLUSTER, "cluster": {"server": server, "certificate-authority-data": ca}}],
-        "users": [{"name": USER, "user": {"token": token}}],
-        "contexts": [{"name": CONTEXT, "context": {"cluster": CLUSTER, "user": USER, "namespace": namespace}}],
-        "current-context": CONTEXT,
-    });
-    // A JSON document is a YAML document; kubectl, client-go and kube read it alike, and
-    // serde_json quotes every string, so no token or URL can break the syntax.
+    let doc = Kubeconfig {
+        api_version: Some("v1".into()),
+        kind: Some("Config".into()),
+        clusters: vec![NamedCluster {
+            name: CLUSTER.into(),
+            cluster: Some(Cluster {
+                server: Some(server.into()),
+                certificate_authority_data: Some(ca),
+                ..Cluster::default()
+            }),
+            ..NamedCluster::default()
+        }],
+        auth_infos: vec![NamedAuthInfo {
+            name: USER.into(),
+            auth_info: Some(AuthInfo {
+                token: Some(secrecy::SecretString::from(token.to_owned())),
+                ..AuthInfo::default()
+            }),
+            ..NamedAuthInfo::default()
+        }],
+        contexts: vec![NamedContext {
+            name: CONTEXT.into(),
+            context: Some(Context {
+                cluster: CLUSTER.into(),
+                user: Some(USER.into()),
+                namespace: Some(namespace.into()),
+                ..Context::default()
+            }),
+            ..NamedContext::default()
+        }],
+        current_context: Some(CONTEXT.into()),
+        ..Kubeconfig::default()
+    };
+    // Written as JSON, which is YAML too: kubectl, client-go and kube read it alike, and every
+    // string is quoted, so no token or URL can break the syntax.
     let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
     text.push('\n');
     text

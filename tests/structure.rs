@@ -1,0 +1,153 @@
+//! The layering of docs/architecture.md, checked: no source file imports (through `crate::`
+//! or `super::` paths) a file that imports it back, directly or through others. Test modules
+//! are left out: a test may reach anywhere.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// `src/plan/exec.rs` -> `plan::exec`, `src/plan/mod.rs` -> `plan`.
+fn module_of(rel: &str) -> String {
+    let p = rel.trim_end_matches(".rs");
+    let p = p.strip_suffix("/mod").unwrap_or(p);
+    p.replace('/', "::")
+}
+
+fn sources(dir: &Path, root: &Path, out: &mut BTreeMap<String, String>) {
+    for entry in std::fs::read_dir(dir).expect("read src") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            sources(&path, root, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let rel = path
+                .strip_prefix(root)
+                .expect("under src")
+                .to_string_lossy()
+                .replace('\\', "/");
+            if rel == "lib.rs" || rel == "main.rs" {
+                continue;
+            }
+            let module = module_of(&rel);
+            let is_test = module
+                .split("::")
+                .any(|s| s == "tests" || s.ends_with("_tests"));
+            if !is_test {
+                let text = std::fs::read_to_string(&path).expect("read source");
+                // An inline `mod tests` at the end of a file is test code too.
+                let code = text
+                    .find("#[cfg(test)]\nmod tests {")
+                    .map_or(text.as_str(), |at| &text[..at]);
+                out.insert(module, code.to_owned());
+            }
+        }
+    }
+}
+
+/// The module a path names: its longest prefix that is a module.
+fn resolve(segments: &[&str], modules: &BTreeSet<String>) -> Option<String> {
+    (1..=segments.len())
+        .rev()
+        .map(|n| segments[..n].join("::"))
+        .find(|m| modules.contains(m))
+}
+
+fn graph() -> BTreeMap<String, BTreeSet<String>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = BTreeMap::new();
+    sources(&root, &root, &mut files);
+    let mut modules: BTreeSet<String> = files.keys().cloned().collect();
+    // Modules whose files are left out (test modules) still resolve, to nothing.
+    modules.insert(String::new());
+    let path = regex::Regex::new(r"\b(crate|super)((?:::[a-z_][a-z0-9_]*)+)").expect("regex");
+    let mut edges = BTreeMap::new();
+    for (module, code) in &files {
+        let parent: Vec<&str> = module.split("::").collect();
+        let parent = &parent[..parent.len() - 1];
+        let mut deps = BTreeSet::new();
+        for c in path.captures_iter(code) {
+            let tail: Vec<&str> = c[2].trim_start_matches("::").split("::").collect();
+            let segments: Vec<&str> = if &c[1] == "crate" {
+                tail
+            } else {
+                parent.iter().copied().chain(tail).collect()
+            };
+            if let Some(m) = resolve(&segments, &modules)
+                && m != *module
+                && files.contains_key(&m)
+            {
+                deps.insert(m);
+            }
+        }
+        edges.insert(module.clone(), deps);
+    }
+    edges
+}
+
+/// A path of imports from `from` back to `to`, if there is one.
+fn path_back(
+    edges: &BTreeMap<String, BTreeSet<String>>,
+    from: &str,
+    to: &str,
+) -> Option<Vec<String>> {
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![vec![from.to_owned()]];
+    while let Some(route) = stack.pop() {
+        let last = route.last().expect("non-empty").clone();
+        if last == to {
+            return Some(route);
+        }
+        if !seen.insert(last.clone()) {
+            continue;
+        }
+        for next in edges.get(&last).into_iter().flatten() {
+            let mut longer = route.clone();
+            longer.push(next.clone());
+            stack.push(longer);
+        }
+    }
+    None
+}
+
+#[test]
+fn no_source_file_imports_one_that_imports_it_back() {
+    let edges = graph();
+    assert!(
+        edges.len() > 50,
+        "the source files were not found: {edges:?}"
+    );
+    assert!(
+        edges["commands::install"].contains("plan::install"),
+        "imports are not read: {:?}",
+        edges["commands::install"]
+    );
+    let mut circles = Vec::new();
+    for (module, deps) in &edges {
+        for dep in deps {
+            if let Some(back) = path_back(&edges, dep, module) {
+                circles.push(format!("{module} -> {}", back.join(" -> ")));
+            }
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "import circles:\n{}",
+        circles.join("\n")
+    );
+}
+
+#[test]
+fn a_circle_is_found_when_there_is_one() {
+    let edges: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec!["a"]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.into_iter().map(str::to_owned).collect()))
+    .collect();
+    assert_eq!(
+        path_back(&edges, "b", "a"),
+        Some(vec!["b".into(), "c".into(), "a".into()])
+    );
+    assert_eq!(path_back(&edges, "a", "d"), None);
+}
