@@ -220,30 +220,80 @@ pub(super) fn host_sha256(host: &dyn Host, path: &str) -> anyhow::Result<Option<
 pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     let c = i.config;
     let root = install_root(c);
-    let mut actions = Vec::new();
-
     // 1. The legacy NSSM install goes first (its services have our services' names).
-    // Dependents (felix, confd, the upgrade service) stop before CalicoNode.
-    for s in i.legacy.iter().rev() {
-        if s.state != ServiceState::Stopped {
-            actions.push(Action::StopService {
-                name: s.name.clone(),
-            });
-        }
+    let mut actions = legacy_removal(i);
+    // 2. Files whose contents or access differ, and files no longer wanted.
+    let writes = file_writes(host, i)?;
+    let removals = file_removals(host, i)?;
+    // 3. Services to register or reconfigure, and ours that are no longer wanted.
+    let wanted = services(c, i.calico_version.as_deref());
+    let svc = service_changes_of(host, i, &wanted)?;
+    let routes = KeptRoutes::read(host, i)?;
+    // Running services stop before their files or registration change, and start again after.
+    // Restricting a file's access again changes nothing a service reads.
+    let changing = writes
+        .iter()
+        .any(|w| !matches!(w, Action::RestrictFile { .. }))
+        || !removals.is_empty()
+        || !svc.actions.is_empty()
+        || !svc.retired.is_empty();
+    let stopped = if changing {
+        stops(
+            i,
+            &wanted,
+            &affected_services(c, &writes, &svc.actions),
+            &svc.running,
+        )
+    } else {
+        Vec::new()
+    };
+    actions.extend(
+        stopped
+            .iter()
+            .map(|name| Action::StopService { name: name.clone() }),
+    );
+    actions.extend(svc.retired);
+    actions.extend(writes);
+    actions.extend(removals);
+    actions.extend(svc.actions);
+    // 4. The registry key and the firewall rule.
+    let new_keys = super::exec::missing_keys(host, CALICO_KEY)?;
+    let (host_actions, firewall_owned) = registry_and_firewall(host, i, &root)?;
+    actions.extend(host_actions);
+    // 5. The record: what this install owns, merged with what earlier runs created.
+    let owned = Owned {
+        dirs: owned_dirs(host, i, &root)?,
+        keys_created: keys_created(i, new_keys),
+        firewall_rule: firewall_owned,
+    };
+    actions.extend(record_write(host, i, &root, &wanted, owned, &routes)?);
+    // 6. Start what is stopped (or was stopped above), in order, and wait for the node.
+    if i.start || !stopped.is_empty() {
+        actions.extend(start_and_wait(host, i, &wanted, &svc.up, &stopped, routes)?);
     }
-    for s in i.legacy.iter().rev() {
-        actions.push(Action::DeleteService {
-            name: s.name.clone(),
-            restore: Some(legacy_spec(s)),
-        });
-    }
-    let legacy_names: Vec<String> = i
+    Ok(actions)
+}
+
+/// Stops and deletes the legacy services; dependents (felix, confd, the upgrade service)
+/// stop before CalicoNode.
+fn legacy_removal(i: &Inputs<'_>) -> Vec<Action> {
+    let stops = i
         .legacy
         .iter()
-        .map(|s| s.name.to_ascii_lowercase())
-        .collect();
+        .rev()
+        .filter(|s| s.state != ServiceState::Stopped)
+        .map(|s| Action::StopService {
+            name: s.name.clone(),
+        });
+    let deletes = i.legacy.iter().rev().map(|s| Action::DeleteService {
+        name: s.name.clone(),
+        restore: Some(legacy_spec(s)),
+    });
+    stops.chain(deletes).collect()
+}
 
-    // 2. Files whose contents or access differ.
+/// The files whose contents or access differ from what install writes.
+fn file_writes(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     let mut writes = Vec::new();
     for f in &i.files {
         let now = host_sha256(host, &f.path)?;
@@ -257,152 +307,188 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
         if same_bytes && access_now == Some(want_access) {
             continue;
         }
-        if same_bytes && f.secret {
+        writes.push(if same_bytes && f.secret {
             // Only the access list drifted: restricting it again needs no restart.
-            writes.push(Action::RestrictFile {
+            Action::RestrictFile {
                 path: f.path.clone(),
-            });
-            continue;
-        }
-        {
-            writes.push(Action::WriteFile {
+            }
+        } else {
+            Action::WriteFile {
                 path: f.path.clone(),
                 from: f.from.clone(),
                 sha256: f.sha256.clone(),
                 secret: f.secret,
                 replaces: now.is_some(),
                 content: f.content.clone(),
+            }
+        });
+    }
+    Ok(writes)
+}
+
+/// Files an earlier install wrote that this one does not (confd's after leaving windows-bgp).
+fn file_removals(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
+    let mut removals = Vec::new();
+    for old in i.previous.iter().flat_map(|p| &p.files) {
+        let kept = i
+            .files
+            .iter()
+            .any(|f| f.path.eq_ignore_ascii_case(&old.path))
+            || i.extra_owned
+                .iter()
+                .any(|f| f.path.eq_ignore_ascii_case(&old.path));
+        if !kept && host.file_access(&old.path)?.is_some() {
+            removals.push(Action::RemoveFile {
+                path: old.path.clone(),
             });
         }
     }
-    // Files an earlier install wrote that this one does not (confd's after leaving windows-bgp).
-    let mut removals = Vec::new();
-    if let Some(prev) = &i.previous {
-        for old in &prev.files {
-            let kept = i
-                .files
-                .iter()
-                .any(|f| f.path.eq_ignore_ascii_case(&old.path))
-                || i.extra_owned
-                    .iter()
-                    .any(|f| f.path.eq_ignore_ascii_case(&old.path));
-            if !kept && host.file_access(&old.path)?.is_some() {
-                removals.push(Action::RemoveFile {
-                    path: old.path.clone(),
-                });
-            }
-        }
-    }
+    Ok(removals)
+}
 
-    // 3. Services to register or reconfigure, and ours that are no longer wanted.
-    let wanted = services(c, i.calico_version.as_deref());
-    let mut service_actions = Vec::new();
-    let mut running = Vec::new();
-    // Only a service that has reached Running needs no start: one left start-pending (its
-    // start hung or was cut off) is started again, which waits for it within the timeout.
-    let mut up = Vec::new();
-    for spec in &wanted {
+/// What the services need, and what they are now.
+struct ServicePlan {
+    /// Registrations to create or update.
+    actions: Vec<Action>,
+    /// Ours that are no longer wanted: stopped and deleted.
+    retired: Vec<Action>,
+    /// Wanted services not stopped now.
+    running: Vec<String>,
+    /// Wanted services that have reached Running (one left start-pending is started again,
+    /// which waits for it within the timeout).
+    up: Vec<String>,
+}
+
+fn service_changes_of(
+    host: &dyn Host,
+    i: &Inputs<'_>,
+    wanted: &[ServiceSpec],
+) -> anyhow::Result<ServicePlan> {
+    let legacy: Vec<String> = i
+        .legacy
+        .iter()
+        .map(|s| s.name.to_ascii_lowercase())
+        .collect();
+    let mut p = ServicePlan {
+        actions: Vec::new(),
+        retired: Vec::new(),
+        running: Vec::new(),
+        up: Vec::new(),
+    };
+    for spec in wanted {
         let now = host.service_query(&spec.name)?;
-        let now = now.filter(|_| !legacy_names.contains(&spec.name.to_ascii_lowercase()));
-        match now {
-            None => service_actions.push(Action::CreateService { spec: spec.clone() }),
-            Some(now) => {
-                if now.state != ServiceState::Stopped {
-                    running.push(spec.name.clone());
-                }
-                if now.state == ServiceState::Running {
-                    up.push(spec.name.clone());
-                }
-                let recorded = i
-                    .previous
-                    .as_ref()
-                    .and_then(|p| p.services.iter().find(|s| s.name == spec.name));
-                let changes = service_changes(&now, spec, recorded);
-                if !changes.is_empty() {
-                    service_actions.push(Action::UpdateService {
-                        spec: spec.clone(),
-                        changes,
-                        old: recorded.cloned(),
-                    });
-                }
-            }
+        let Some(now) = now.filter(|_| !legacy.contains(&spec.name.to_ascii_lowercase())) else {
+            p.actions.push(Action::CreateService { spec: spec.clone() });
+            continue;
+        };
+        if now.state != ServiceState::Stopped {
+            p.running.push(spec.name.clone());
+        }
+        if now.state == ServiceState::Running {
+            p.up.push(spec.name.clone());
+        }
+        let recorded = i
+            .previous
+            .as_ref()
+            .and_then(|r| r.services.iter().find(|s| s.name == spec.name));
+        let changes = service_changes(&now, spec, recorded);
+        if !changes.is_empty() {
+            p.actions.push(Action::UpdateService {
+                spec: spec.clone(),
+                changes,
+                old: recorded.cloned(),
+            });
         }
     }
     if i.restart == Restart::AlreadyStopped {
-        running.clear();
-        up.clear();
+        p.running.clear();
+        p.up.clear();
     }
-    let mut retired = Vec::new();
-    if let Some(prev) = &i.previous {
-        for old in prev.services.iter().rev() {
-            if wanted.iter().any(|w| w.name == old.name) {
-                continue;
-            }
-            if let Some(now) = host.service_query(&old.name)? {
-                if now.state != ServiceState::Stopped {
-                    retired.push(Action::StopService {
-                        name: old.name.clone(),
-                    });
-                }
-                retired.push(Action::DeleteService {
+    for old in i.previous.iter().flat_map(|r| r.services.iter().rev()) {
+        if wanted.iter().any(|w| w.name == old.name) {
+            continue;
+        }
+        if let Some(now) = host.service_query(&old.name)? {
+            if now.state != ServiceState::Stopped {
+                p.retired.push(Action::StopService {
                     name: old.name.clone(),
-                    restore: Some(old.clone()),
                 });
             }
+            p.retired.push(Action::DeleteService {
+                name: old.name.clone(),
+                restore: Some(old.clone()),
+            });
         }
     }
+    Ok(p)
+}
 
-    // The routes before the first install, and the cloud metadata route among them that must
-    // be back: CalicoNode restores it after making the vSwitch; one lost later is restored by
-    // this plan (6).
-    let (routes_before, addresses_before) = match (&i.previous, i.journal) {
-        (Some(p), _) => (p.routes_before.clone(), p.addresses_before.clone()),
-        (None, Some(j)) => (j.routes_before.clone(), j.addresses_before.clone()),
-        (None, None) => (host.routes()?, host.ipv4_addresses()?),
-    };
-    let must_have: Vec<crate::host::Route> = routes_before
+/// The running services to stop before a change, dependents first.
+fn stops(
+    i: &Inputs<'_>,
+    wanted: &[ServiceSpec],
+    affected: &[String],
+    running: &[String],
+) -> Vec<String> {
+    wanted
         .iter()
-        .filter(|r| super::routes::is_metadata(r))
-        .cloned()
-        .collect();
-    let routes_now = if must_have.is_empty() {
-        Vec::new()
-    } else {
-        host.routes()?
-    };
-    let route_lost = !must_have
-        .iter()
-        .all(|r| super::routes::has_destination(&routes_now, r));
-
-    // Running services stop before their files or registration change, and start again after.
-    // Restricting a file's access again changes nothing a service reads.
-    let changing = writes
-        .iter()
-        .any(|w| !matches!(w, Action::RestrictFile { .. }))
-        || !removals.is_empty()
-        || !service_actions.is_empty()
-        || !retired.is_empty();
-    let affected = affected_services(c, &writes, &service_actions);
-    let mut stopped = Vec::new();
-    if changing {
-        for spec in wanted.iter().rev() {
+        .rev()
+        .filter(|spec| {
             let restarts = i.restart == Restart::All || affected.contains(&spec.name);
-            if restarts && running.contains(&spec.name) {
-                actions.push(Action::StopService {
-                    name: spec.name.clone(),
-                });
-                stopped.push(spec.name.clone());
-            }
-        }
-    }
-    actions.extend(retired);
-    actions.extend(writes);
-    actions.extend(removals);
-    actions.extend(service_actions);
+            restarts && running.contains(&spec.name)
+        })
+        .map(|spec| spec.name.clone())
+        .collect()
+}
 
-    // 4. The registry key and the firewall rule.
-    let reg_value = RegValue::Sz(root.clone());
-    let new_keys = super::exec::missing_keys(host, CALICO_KEY)?;
+/// The routes before the first install, and the cloud metadata route among them that must be
+/// back: CalicoNode restores it after making the vSwitch; one lost later is restored by the
+/// plan.
+struct KeptRoutes {
+    before: Vec<crate::host::Route>,
+    addresses_before: Vec<crate::host::InterfaceAddress>,
+    must_have: Vec<crate::host::Route>,
+    lost: bool,
+}
+
+impl KeptRoutes {
+    fn read(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Self> {
+        let (before, addresses_before) = match (&i.previous, i.journal) {
+            (Some(p), _) => (p.routes_before.clone(), p.addresses_before.clone()),
+            (None, Some(j)) => (j.routes_before.clone(), j.addresses_before.clone()),
+            (None, None) => (host.routes()?, host.ipv4_addresses()?),
+        };
+        let must_have: Vec<crate::host::Route> = before
+            .iter()
+            .filter(|r| super::routes::is_metadata(r))
+            .cloned()
+            .collect();
+        let now = if must_have.is_empty() {
+            Vec::new()
+        } else {
+            host.routes()?
+        };
+        let lost = !must_have
+            .iter()
+            .all(|r| super::routes::has_destination(&now, r));
+        Ok(Self {
+            before,
+            addresses_before,
+            must_have,
+            lost,
+        })
+    }
+}
+
+/// The registry value and the firewall rule to set; the rule this install owns.
+fn registry_and_firewall(
+    host: &dyn Host,
+    i: &Inputs<'_>,
+    root: &str,
+) -> anyhow::Result<(Vec<Action>, Option<FirewallRule>)> {
+    let c = i.config;
+    let mut actions = Vec::new();
+    let reg_value = RegValue::Sz(root.to_owned());
     if host.reg_get(CALICO_KEY, INSTALL_ROOT_VALUE)? != Some(reg_value.clone()) {
         actions.push(Action::SetRegistryValue {
             key: CALICO_KEY.into(),
@@ -424,17 +510,26 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
             firewall_owned = Some(rule);
         }
     }
-    if let Some(j) = i.journal {
-        for e in &j.entries {
-            if let super::exec::Undo::RemoveFirewallRule { name } = &e.undo
-                && let Some(rule) = vxlan_rule(c).filter(|r| r.name == *name)
-            {
-                firewall_owned = Some(rule);
-            }
+    for e in i.journal.iter().flat_map(|j| &j.entries) {
+        if let super::exec::Undo::RemoveFirewallRule { name } = &e.undo
+            && let Some(rule) = vxlan_rule(c).filter(|r| r.name == *name)
+        {
+            firewall_owned = Some(rule);
         }
     }
+    Ok((actions, firewall_owned))
+}
 
-    // 5. The record: what this install owns, merged with what earlier runs created.
+/// What the record says this install owns beyond its files and services.
+struct Owned {
+    dirs: Vec<String>,
+    keys_created: Vec<String>,
+    firewall_rule: Option<FirewallRule>,
+}
+
+/// The directories this install owns: recorded earlier, created by an interrupted run, given,
+/// or created now for its files; parents first.
+fn owned_dirs(host: &dyn Host, i: &Inputs<'_>, root: &str) -> anyhow::Result<Vec<String>> {
     let mut dirs: Vec<String> = i
         .previous
         .as_ref()
@@ -444,7 +539,7 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
         dirs.extend(j.created_dirs());
     }
     dirs.extend(i.extra_dirs.iter().cloned());
-    let record_path = join(&root, record::RECORD_FILE);
+    let record_path = join(root, record::RECORD_FILE);
     for path in i
         .files
         .iter()
@@ -456,23 +551,41 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     let mut seen = std::collections::BTreeSet::new();
     dirs.retain(|d| seen.insert(d.to_ascii_lowercase()));
     dirs.sort_by_key(|d| d.matches('\\').count());
+    Ok(dirs)
+}
 
-    // The keys created by this install: recorded earlier, by an interrupted run, or now.
-    let mut keys_created = i
+/// The registry keys created by this install: recorded earlier, by an interrupted run, or now.
+fn keys_created(i: &Inputs<'_>, new_now: Vec<String>) -> Vec<String> {
+    let recorded = i
         .previous
         .as_ref()
         .map(|p| p.registry_keys_created.clone())
         .unwrap_or_default();
-    for e in i.journal.iter().flat_map(|j| &j.entries) {
-        if let super::exec::Undo::RestoreRegistryValue { new_keys, .. } = &e.undo
-            && keys_created.is_empty()
-        {
-            keys_created = new_keys.clone();
-        }
+    if !recorded.is_empty() {
+        return recorded;
     }
-    if keys_created.is_empty() {
-        keys_created = new_keys;
-    }
+    i.journal
+        .iter()
+        .flat_map(|j| &j.entries)
+        .find_map(|e| match &e.undo {
+            super::exec::Undo::RestoreRegistryValue { new_keys, .. } if !new_keys.is_empty() => {
+                Some(new_keys.clone())
+            }
+            _ => None,
+        })
+        .unwrap_or(new_now)
+}
+
+/// Writing the install record, unless it is already as it would be written.
+fn record_write(
+    host: &dyn Host,
+    i: &Inputs<'_>,
+    root: &str,
+    wanted: &[ServiceSpec],
+    owned: Owned,
+    routes: &KeptRoutes,
+) -> anyhow::Result<Option<Action>> {
+    let c = i.config;
     let mut files: Vec<RecordedFile> = i
         .files
         .iter()
@@ -487,72 +600,83 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
         format: record::FORMAT,
         tool_version: env!("CARGO_PKG_VERSION").into(),
         calico_version: i.calico_version.clone(),
-        install_root: root.clone(),
+        install_root: root.to_owned(),
         logs_dir: c.logs.dir.as_str().to_owned(),
         backend: c.backend.to_string(),
         files,
-        dirs,
-        services: wanted.clone(),
+        dirs: owned.dirs,
+        services: wanted.to_vec(),
         registry_key: CALICO_KEY.into(),
-        registry_keys_created: keys_created,
-        firewall_rule: firewall_owned,
-        routes_before: routes_before.clone(),
-        addresses_before: addresses_before.clone(),
+        registry_keys_created: owned.keys_created,
+        firewall_rule: owned.firewall_rule,
+        routes_before: routes.before.clone(),
+        addresses_before: routes.addresses_before.clone(),
         networks: networks(c),
         network: Some(record::NetworkSettings::of(c)),
     };
     let bytes = record
         .to_bytes()
         .context("cannot serialise the install record")?;
-    if host.read_file(&record_path)?.as_deref() != Some(bytes.as_slice()) {
-        actions.push(Action::WriteFile {
-            path: record_path,
-            from: "install record".into(),
-            sha256: Some(crate::files::sha256_hex(&bytes)),
-            secret: false,
-            replaces: i.previous.is_some(),
-            content: Content::Bytes(bytes),
+    let record_path = join(root, record::RECORD_FILE);
+    if host.read_file(&record_path)?.as_deref() == Some(bytes.as_slice()) {
+        return Ok(None);
+    }
+    Ok(Some(Action::WriteFile {
+        path: record_path,
+        from: "install record".into(),
+        sha256: Some(crate::files::sha256_hex(&bytes)),
+        secret: false,
+        replaces: i.previous.is_some(),
+        content: Content::Bytes(bytes),
+    }))
+}
+
+/// Starts what is stopped (or was stopped by the plan), in order, restores a lost metadata
+/// route, and waits for the node unless it is ready already.
+fn start_and_wait(
+    host: &dyn Host,
+    i: &Inputs<'_>,
+    wanted: &[ServiceSpec],
+    up: &[String],
+    stopped: &[String],
+    routes: KeptRoutes,
+) -> anyhow::Result<Vec<Action>> {
+    let c = i.config;
+    let mut actions = Vec::new();
+    for spec in wanted {
+        let was_stopped = stopped.contains(&spec.name);
+        let running_now = up.contains(&spec.name) && !was_stopped;
+        if was_stopped || (i.start && !running_now) {
+            actions.push(Action::StartService {
+                name: spec.name.clone(),
+            });
+        }
+    }
+    let started = !actions.is_empty();
+    let ready = crate::supervise::init_done(host)? && !routes.lost && {
+        let present = host.hns_networks()?;
+        networks(c)
+            .iter()
+            .all(|n| present.iter().any(|p| &p.name == n))
+            && i.expect_vsid.is_none_or(|v| {
+                present
+                    .iter()
+                    .any(|p| p.name == crate::render::hns::CALICO_NETWORK && p.vsid() == Some(v))
+            })
+    };
+    if routes.lost {
+        actions.push(Action::RestoreRoutes {
+            routes: routes.must_have.clone(),
+            addresses: routes.addresses_before,
         });
     }
-
-    // 6. Start what is stopped (or was stopped above), in order, and wait for the node.
-    if i.start || !stopped.is_empty() {
-        let mut started = false;
-        for spec in &wanted {
-            let was_stopped = stopped.contains(&spec.name);
-            let running_now = up.contains(&spec.name) && !was_stopped;
-            if was_stopped || (i.start && !running_now) {
-                actions.push(Action::StartService {
-                    name: spec.name.clone(),
-                });
-                started = true;
-            }
-        }
-        let ready = crate::supervise::init_done(host)? && !route_lost && {
-            let present = host.hns_networks()?;
-            networks(c)
-                .iter()
-                .all(|n| present.iter().any(|p| &p.name == n))
-                && i.expect_vsid.is_none_or(|v| {
-                    present.iter().any(|p| {
-                        p.name == crate::render::hns::CALICO_NETWORK && p.vsid() == Some(v)
-                    })
-                })
-        };
-        if route_lost {
-            actions.push(Action::RestoreRoutes {
-                routes: must_have.clone(),
-                addresses: addresses_before.clone(),
-            });
-        }
-        if started || !ready {
-            actions.push(Action::WaitReady {
-                networks: networks(c),
-                vsid: i.expect_vsid,
-                routes: must_have,
-                timeout: i.wait_timeout,
-            });
-        }
+    if started || !ready {
+        actions.push(Action::WaitReady {
+            networks: networks(c),
+            vsid: i.expect_vsid,
+            routes: routes.must_have,
+            timeout: i.wait_timeout,
+        });
     }
     Ok(actions)
 }
