@@ -1,6 +1,6 @@
 //! `uninstall`: removes what install created, read from its install record.
 
-use super::install::{legacy_error, legacy_services};
+use crate::checks::host::{legacy_error, legacy_services};
 use crate::cli::UninstallArgs;
 use crate::context::Context;
 use crate::duration::now;

@@ -1,0 +1,196 @@
+//! Install's release and the beginning that keeps nothing lost: the journal written before
+//! anything under the install root, the staging directory under the root's cache (left by a
+//! killed run, removed by the next), and the release obtained into it.
+
+use crate::config::Config;
+use crate::context::Context;
+use crate::duration::now;
+use crate::host::Host;
+use crate::output::DownloadProgress;
+use crate::plan;
+use crate::plan::install::Got;
+use crate::plan::record::{self, join};
+use crate::release::{self, Source, Want};
+use anyhow::Context as _;
+use std::io::IsTerminal;
+
+/// Where an install unpacks the release: under the install root's cache (not the temp
+/// directory, which a killed run would leave it in), after removing what killed runs left
+/// there. A dry run writes nothing under the root and unpacks into the temp directory.
+pub(super) fn staging_dir(
+    host: &dyn Host,
+    cache_dir: &str,
+    dry_run: bool,
+) -> anyhow::Result<tempfile::TempDir> {
+    if dry_run {
+        return tempfile::Builder::new()
+            .prefix("calicoctl-win-release-")
+            .tempdir()
+            .context("cannot create a temporary directory for the release");
+    }
+    let cache = host.local_path(cache_dir)?;
+    std::fs::create_dir_all(&cache).with_context(|| format!("cannot create {cache_dir}"))?;
+    remove_stale_staging(&cache)?;
+    tempfile::Builder::new()
+        .prefix(STAGING_PREFIX)
+        .tempdir_in(&cache)
+        .with_context(|| format!("cannot create a staging directory in {cache_dir}"))
+}
+
+/// How the directories a release is unpacked into start, in the cache.
+pub(crate) const STAGING_PREFIX: &str = "staging-";
+
+/// Removes the staging directories killed runs left in `cache` (a local path).
+pub(crate) fn remove_stale_staging(cache: &std::path::Path) -> anyhow::Result<()> {
+    let entries = match std::fs::read_dir(cache) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("cannot list {}", cache.display())),
+    };
+    for e in entries {
+        let e = e.with_context(|| format!("cannot list {}", cache.display()))?;
+        if e.file_name().to_string_lossy().starts_with(STAGING_PREFIX) && e.path().is_dir() {
+            std::fs::remove_dir_all(e.path()).with_context(|| {
+                format!("cannot remove the staging directory {}", e.path().display())
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the journal of a new install when the root or its cache does not exist yet, naming
+/// them; `None` when both exist (nothing is created before the plan runs).
+pub(super) fn begin_journal(
+    host: &dyn Host,
+    path: &str,
+    cache_dir: &str,
+    config: &Config,
+) -> anyhow::Result<Option<plan::exec::Journal>> {
+    let new_dirs = record::vacant_parents(host, &join(cache_dir, "x"))?;
+    if new_dirs.is_empty() {
+        return Ok(None);
+    }
+    let journal = plan::exec::Journal {
+        command: "install".into(),
+        started: now(),
+        owned_cache: new_dirs
+            .iter()
+            .any(|d| d.eq_ignore_ascii_case(cache_dir))
+            .then(|| cache_dir.to_owned()),
+        new_dirs,
+        routes_before: host
+            .routes()
+            .context("cannot read the routes before the install")?,
+        addresses_before: host
+            .ipv4_addresses()
+            .context("cannot read the addresses before the install")?,
+        record: None,
+        logs_dir: Some(config.logs.dir.as_str().to_owned()),
+        entries: Vec::new(),
+    };
+    if let Err(e) = journal.save(host, path) {
+        for d in journal.new_dirs.iter().rev() {
+            let _ = host.remove_empty_dir(d);
+        }
+        return Err(e.context("install failed before changing anything"));
+    }
+    Ok(Some(journal))
+}
+
+/// An install's journal begun by this run, undone (with the cache it created) if the run
+/// stops before its plan runs.
+pub(super) struct Begun<'a> {
+    pub host: &'a dyn Host,
+    pub journal: plan::exec::Journal,
+    pub path: String,
+    pub timeout: std::time::Duration,
+    pub armed: bool,
+}
+
+impl Drop for Begun<'_> {
+    fn drop(&mut self) {
+        // A download that broke off keeps its partial file for the next run to resume, and
+        // the journal that owns it with it.
+        let resumable = self.journal.owned_cache.as_ref().is_some_and(|c| {
+            self.host.local_path(c).is_ok_and(|local| {
+                std::fs::read_dir(local).is_ok_and(|mut entries| {
+                    entries.any(|e| {
+                        e.is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".part"))
+                    })
+                })
+            })
+        });
+        if self.armed && !resumable {
+            let _ = plan::exec::undo_journal(self.host, &self.journal, &self.path, self.timeout);
+        }
+    }
+}
+
+/// Downloads (or takes) and extracts the release into `staging`. In a dry run a URL is only
+/// checked: its download is part of the plan. A zip that fails a check is removed.
+pub(crate) fn obtain_release(
+    ctx: &mut Context,
+    host: &dyn Host,
+    want: &Want,
+    cache_dir: &str,
+    staging: &std::path::Path,
+) -> anyhow::Result<Got> {
+    let cache_local = host.local_path(cache_dir)?;
+    let cached_name = want.source.file_name();
+    if ctx.options.dry_run
+        && let Source::Url(url) = &want.source
+    {
+        let cached = cache_local.join(&cached_name);
+        let usable = want.sha256.as_ref().is_some_and(|s| {
+            cached.is_file() && release::sha256_file(&cached).ok().as_ref() == Some(s)
+        });
+        if !usable {
+            if let Err(e) = release::check_url(want, url) {
+                ctx.printer.warn(&format!(
+                    "{e}: the install itself would stop here ({})",
+                    e.hint().unwrap_or_default()
+                ));
+            }
+            return Ok(Got::Pending {
+                url: url.clone(),
+                version: want.version.clone(),
+            });
+        }
+    }
+    let mut progress = DownloadProgress::new(std::io::stderr().is_terminal(), false);
+    let result = (|| -> Result<Got, release::ReleaseError> {
+        let (obtained, x) = release::obtain(want, &cache_local, staging, &ctx.env, &mut progress)?;
+        if let Some(why) = &obtained.extracted_again {
+            ctx.log(&format!("extracted again from the finished zip: {why}"));
+        }
+        let what = want.source.show();
+        let cleanup = |e| {
+            if obtained.cached.is_some() {
+                let _ = std::fs::remove_file(&obtained.path);
+            }
+            e
+        };
+        release::check_version(want, &x, &what).map_err(cleanup)?;
+        let cached = obtained
+            .cached
+            .as_ref()
+            .map(|_| (join(cache_dir, &cached_name), obtained.sha256.clone()));
+        Ok(Got::Release {
+            x,
+            sha256: obtained.sha256,
+            cached,
+        })
+    })();
+    // A refused release's zip is gone; the cache and root this run created go with the
+    // journal it began (`Begun`).
+    let got = result?;
+    if let Got::Release { x, sha256, .. } = &got {
+        ctx.log(&format!(
+            "release {} (sha256 {sha256}): Calico {}, {}",
+            want.source.show(),
+            x.version.as_deref().unwrap_or("of unknown version"),
+            x.binary.file_name()
+        ));
+    }
+    Ok(got)
+}

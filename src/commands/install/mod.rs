@@ -1,0 +1,323 @@
+//! `install`: checks, release, credentials, rendered files, services, a running node; every
+//! change planned first, journaled while it runs and undone if a step fails.
+
+mod beginning;
+mod prepare;
+
+pub(crate) use beginning::remove_stale_staging;
+use beginning::{Begun, begin_journal, obtain_release, staging_dir};
+use prepare::{credential_files, etcd_credentials, self_file};
+
+use super::preflight::{ClusterRead, check_skips, cluster_checks, read_cluster};
+use crate::checks::host::{legacy_error, legacy_services};
+use crate::checks::{self, Blocked};
+use crate::cli::InstallArgs;
+use crate::cluster::{etcd, node};
+use crate::config::Raw;
+use crate::config::types::Datastore;
+use crate::context::Context;
+use crate::duration::now;
+use crate::host::{Host, HostKind};
+use crate::plan::install::{Got, Inputs, release_files};
+use crate::plan::record::{self, RecordedFile, join};
+use crate::plan::{self};
+use crate::release::{self};
+use anyhow::Context as _;
+use serde_json::json;
+use std::collections::BTreeMap;
+
+pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let mut want = super::flags::release_want(&args.release)?;
+    check_skips(&args.skip)?;
+    let dry_run = ctx.options.dry_run;
+    let host = ctx.open_host_to_change("install")?;
+    let base = ctx.load_config()?;
+
+    // The legacy NSSM install is replaced only when asked.
+    let legacy = legacy_services(host.as_ref())?;
+    if !legacy.is_empty() && !args.migrate_legacy {
+        return Err(legacy_error(&legacy).into());
+    }
+
+    // Checks: host, then cluster; nothing changes when one blocks.
+    let node_name = base.config.node.name.to_string();
+    let cluster = read_cluster(false, ctx, &node_name);
+    let (loaded, etcd_files) = merged_config(ctx, &cluster, base)?;
+    let config = &loaded.config;
+
+    // The version: the cluster's unless one was chosen; never older than it unless allowed.
+    let cluster_version = match &cluster {
+        ClusterRead::Read(_, f) => f.calico_version.clone(),
+        _ => None,
+    };
+    want.follow_cluster(cluster_version.as_deref());
+    if let (true, Some(asked), None) = (want.chosen, &want.version, &args.release.release_zip) {
+        let what = format!("--calico-version {asked}");
+        if let Some(w) = release::against_cluster(
+            &what,
+            asked,
+            cluster_version.as_deref(),
+            args.allow_downgrade,
+        )? {
+            ctx.printer.warn(&w);
+        }
+    }
+
+    let mut snapshot = checks::host::snapshot(host.as_ref());
+    snapshot
+        .calico_services
+        .retain(|s| !legacy.iter().any(|l| l.name == s.name));
+    let mut results = checks::host::evaluate(&snapshot, config);
+    results.extend(cluster_checks(&cluster, &loaded));
+    checks::accept_skipped(&mut results, &args.skip);
+    let blocking = checks::blocking(&results);
+    ctx.printer.text(checks::table(&results).trim_end());
+    ctx.printer.text("");
+    if !blocking.is_empty() && !dry_run {
+        ctx.printer
+            .json(&json!({"checks": results, "blocking": blocking, "changed": false}));
+        return Err(Blocked { ids: blocking }.into());
+    }
+
+    // The release: downloaded and extracted on this machine, or (dry run) what would be.
+    let root = crate::plan::install::install_root(config);
+    let cache_dir = join(&root, "cache");
+    let journal_path = join(&root, record::JOURNAL_FILE);
+    let mut journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "install")?;
+    // Before anything is written under the root, a journal names the directories this run
+    // creates: a run killed in its download leaves them owned, to the next install or to
+    // uninstall. Until the plan runs, a failure undoes this beginning (`Begun`).
+    let cache_dirs = record::missing_parents(host.as_ref(), &join(&cache_dir, "x"))?;
+    let mut begun = None;
+    if journal.is_none() && !dry_run {
+        journal = begin_journal(host.as_ref(), &journal_path, &cache_dir, config)?;
+        begun = journal.clone().map(|j| Begun {
+            host: host.as_ref(),
+            journal: j,
+            path: journal_path.clone(),
+            timeout: args.service_timeout,
+            armed: true,
+        });
+    }
+    let staging = staging_dir(host.as_ref(), &cache_dir, dry_run)?;
+    let got = obtain_release(ctx, host.as_ref(), &want, &cache_dir, staging.path())?;
+    if let (Some(_), Some(found)) = (&args.release.release_zip, got.version())
+        && let Some(w) = release::against_cluster(
+            &want.source.show(),
+            &found,
+            cluster_version.as_deref(),
+            args.allow_downgrade,
+        )?
+    {
+        ctx.printer.warn(&w);
+    }
+
+    // Credentials, rendered files, CNI plugins, calicoctl-win itself.
+    let mut prepare: Vec<String> = Vec::new();
+    let mut files = Vec::new();
+    files.extend(release_files(config, &got, &want, &mut prepare)?);
+    files.push(self_file(host.as_ref(), config)?);
+    files.extend(credential_files(
+        ctx,
+        args,
+        host.as_ref(),
+        config,
+        &cluster,
+        etcd_files,
+        &mut prepare,
+    )?);
+    files.extend(plan::desired::rendered_files(
+        host.as_ref(),
+        config,
+        got.version().as_deref(),
+    )?);
+    let (extra_owned, extra_dirs) = match &got {
+        Got::Release {
+            cached: Some((path, sha)),
+            ..
+        } => (
+            vec![RecordedFile {
+                path: path.clone(),
+                sha256: sha.clone(),
+                rendered: false,
+            }],
+            cache_dirs,
+        ),
+        _ => (Vec::new(), Vec::new()),
+    };
+
+    // The plan.
+    let previous = record::read(host.as_ref(), &root)?;
+    let inputs = Inputs {
+        config,
+        files,
+        extra_owned,
+        extra_dirs,
+        calico_version: got.version(),
+        legacy,
+        start: !args.no_start,
+        wait_timeout: args.wait_timeout,
+        previous,
+        journal: journal.as_ref(),
+        restart: plan::install::Restart::All,
+        expect_vsid: None,
+    };
+    let actions = plan::install::plan(host.as_ref(), &inputs)?;
+
+    let version = got.version();
+    let header = format!(
+        "Install Calico {} ({} backend, {} datastore) into {root} on {}",
+        version.as_deref().unwrap_or("(version unknown)"),
+        config.backend,
+        config.datastore,
+        host_name(host.as_ref()),
+    );
+    ctx.printer.text(&header);
+    for p in &prepare {
+        ctx.printer.text(&format!("  - {p}"));
+    }
+    if actions.is_empty() {
+        ctx.printer
+            .text("Nothing to change: the node already matches this install.");
+    } else if dry_run {
+        super::print_plan(ctx, &actions);
+    }
+    let taint = args.taint_windows.then(node::windows_taint);
+    if let Some(t) = &taint {
+        let verb = if dry_run {
+            "would taint"
+        } else {
+            "then taints"
+        };
+        ctx.printer.text(&format!(
+            "  {verb} node {node_name} {}={}:{}",
+            t.key,
+            t.value.as_deref().unwrap_or_default(),
+            t.effect
+        ));
+    }
+    let actions_json = plan::to_json(&actions).context("cannot show the plan as JSON")?;
+    let doc = |done: bool| {
+        json!({
+            "dry_run": dry_run,
+            "calico_version": version,
+            "install_root": root,
+            "checks": results,
+            "blocking": blocking,
+            "prepare": prepare,
+            "actions": actions_json,
+            "changed": done && !actions.is_empty(),
+        })
+    };
+    if dry_run {
+        if !blocking.is_empty() {
+            ctx.printer.warn(&format!(
+                "install would stop at the checks: {} (pass --skip ID to accept one)",
+                blocking.join(", ")
+            ));
+        }
+        ctx.printer.note("--dry-run: nothing was changed");
+        ctx.printer.json(&doc(false));
+        return Ok(());
+    }
+
+    // Run it.
+    let opts = plan::exec::Options {
+        command: "install",
+        journal_path,
+        rollback: true,
+        stop_timeout: args.service_timeout,
+        start_timeout: args.service_timeout,
+        previous: journal,
+        routes_before: host
+            .routes()
+            .context("cannot read the routes before the install")?,
+        record: None,
+        logs_dir: Some(config.logs.dir.as_str().to_owned()),
+        now: now(),
+        cluster: None,
+    };
+    // From here the executor keeps or undoes the journal.
+    if let Some(b) = begun.as_mut() {
+        b.armed = false;
+    }
+    let result = super::execute_plan(ctx, host.as_ref(), &actions, opts);
+    drop(staging);
+    if let Err(e) = result {
+        return Err(install_failed(e));
+    }
+    if let (Some(t), ClusterRead::Read(c, _)) = (&taint, &cluster) {
+        let changed = node::ensure_taint(c, &node_name, t)?;
+        ctx.printer.text(&format!(
+            "node {node_name}: taint os=windows:NoSchedule {}",
+            if changed { "added" } else { "already there" }
+        ));
+    } else if taint.is_some() {
+        ctx.printer
+            .warn("--taint-windows: no admin kubeconfig, so the node was not tainted");
+    }
+    if !actions.is_empty() {
+        ctx.printer.text(&format!(
+            "Installed: {} change(s); uninstall with 'calicoctl-win uninstall'",
+            actions.len()
+        ));
+    }
+    ctx.printer.json(&doc(true));
+    Ok(())
+}
+
+/// The configuration with what the cluster gives (the datastore, etcd's endpoints, the VXLAN
+/// settings); for an etcd datastore without TLS files, the files from Calico's secret, whose
+/// install paths become settings.
+fn merged_config(
+    ctx: &mut Context,
+    cluster: &ClusterRead,
+    base: crate::config::Loaded,
+) -> anyhow::Result<(crate::config::Loaded, Option<etcd::EtcdTlsFiles>)> {
+    let mut settings = match cluster {
+        ClusterRead::Read(_, f) => f.settings(),
+        _ => BTreeMap::new(),
+    };
+    let loaded = if settings.is_empty() {
+        base
+    } else {
+        ctx.load_config_with(settings.clone())?
+    };
+    // The datastore and etcd's endpoints may come from the cluster, so this is decided on
+    // the merged configuration.
+    let ClusterRead::Read(c, _) = cluster else {
+        return Ok((loaded, None));
+    };
+    if loaded.config.datastore != Datastore::Etcdv3 || loaded.config.etcd.tls.is_some() {
+        return Ok((loaded, None));
+    }
+    let files = etcd_credentials(c, &loaded.config)?;
+    for (_, name, setting) in etcd::TLS_FILES {
+        let path = loaded.config.install_root.join("etcd-tls").join(name);
+        settings.insert(setting, Raw::Scalar(path.as_str().to_owned()));
+    }
+    Ok((ctx.load_config_with(settings)?, Some(files)))
+}
+
+/// The error of a failed run, with what the rollback did.
+fn install_failed(e: plan::ExecError) -> anyhow::Error {
+    let after = match &e.rollback_failures {
+        Some(f) if f.is_empty() => {
+            "every step done before it was undone; the node is as it was (an HNS network CalicoNode created while it ran stays)".to_owned()
+        }
+        Some(f) => format!(
+            "undoing the steps done before it failed partly: {}; the journal is kept and the next install continues from it",
+            f.join("; ")
+        ),
+        None => String::new(),
+    };
+    anyhow::Error::new(e).context(format!("install failed; {after}"))
+}
+
+fn host_name(host: &dyn Host) -> String {
+    match host.kind() {
+        HostKind::Windows => "this node".into(),
+        HostKind::Simulated { dir, profile } => format!("the simulated {profile} host in {dir}"),
+        HostKind::InMemory { profile } => format!("a throw-away simulated {profile} host"),
+    }
+}

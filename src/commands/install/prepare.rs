@@ -1,0 +1,158 @@
+//! What install puts on the node besides the release: calico-node's credentials (a
+//! kubeconfig with a requested token, kept while it stays valid, or etcd's TLS files from
+//! Calico's secret) and calicoctl-win itself.
+
+use super::super::preflight::ClusterRead;
+use crate::cli::InstallArgs;
+use crate::cluster::{credentials, etcd, facts};
+use crate::config::Config;
+use crate::config::types::Datastore;
+use crate::context::Context;
+use crate::duration::time_text;
+use crate::error::UsageError;
+use crate::host::{Host, HostKind};
+use crate::plan::Content;
+use crate::plan::install::DesiredFile;
+use crate::render;
+use anyhow::Context as _;
+
+/// calicoctl-win itself, which the services run. A simulated host cannot run this machine's
+/// executable (its services run in-process), so it gets a stand-in with the version.
+pub(super) fn self_file(host: &dyn Host, c: &Config) -> anyhow::Result<DesiredFile> {
+    let content = match host.kind() {
+        HostKind::Windows => Content::Local(
+            std::env::current_exe().context("cannot find calicoctl-win's own executable")?,
+        ),
+        _ => Content::Bytes(
+            format!(
+                "calicoctl-win {} (stand-in on a simulated host)\n",
+                env!("CARGO_PKG_VERSION")
+            )
+            .into_bytes(),
+        ),
+    };
+    DesiredFile::new(
+        crate::plan::install::self_path(c),
+        "calicoctl-win itself",
+        content,
+        false,
+    )
+}
+
+/// The etcd TLS files from Calico's secret, checked (and against etcd when its endpoints
+/// are known).
+pub(super) fn etcd_credentials(
+    c: &crate::cluster::Cluster,
+    config: &Config,
+) -> anyhow::Result<etcd::EtcdTlsFiles> {
+    let ns = facts::calico_namespace(c)?;
+    let files = etcd::files_from_secret(c, &ns, "calico-etcd-secrets")?;
+    etcd::check_files(&files)?;
+    for e in &config.etcd.endpoints {
+        etcd::health(&e.to_string(), &files, std::time::Duration::from_secs(10))?;
+    }
+    Ok(files)
+}
+
+/// calico-node's credentials: the kubeconfig (a valid one on the node is kept), or the etcd
+/// files read from the cluster.
+pub(super) fn credential_files(
+    ctx: &mut Context,
+    args: &InstallArgs,
+    host: &dyn Host,
+    c: &Config,
+    cluster: &ClusterRead,
+    etcd_files: Option<etcd::EtcdTlsFiles>,
+    prepare: &mut Vec<String>,
+) -> anyhow::Result<Vec<DesiredFile>> {
+    if c.datastore == Datastore::Etcdv3 {
+        let Some(files) = etcd_files else {
+            if c.etcd.tls.is_none() && !ctx.options.dry_run {
+                prepare.push("etcd without TLS files (etcd.key_file and friends are unset, and no cluster to read calico-etcd-secrets from)".into());
+            }
+            return Ok(Vec::new());
+        };
+        let dir = c.install_root.join("etcd-tls");
+        let out = etcd::TLS_FILES
+            .iter()
+            .zip(files.in_order())
+            .map(|((_, name, _), bytes)| {
+                DesiredFile::new(
+                    dir.join(name).as_str().to_owned(),
+                    "credentials: etcd TLS from calico-etcd-secrets",
+                    Content::Bytes(bytes.to_vec()),
+                    true,
+                )
+            })
+            .collect::<Result<_, _>>()?;
+        prepare.push("etcd TLS files from the calico-etcd-secrets secret, checked".into());
+        return Ok(out);
+    }
+    let Some(path) = c.kubeconfig.as_ref().map(|p| p.as_str().to_owned()) else {
+        return Ok(Vec::new());
+    };
+    let from = "credentials: calico-node's kubeconfig";
+    let kept = host.read_file(&path)?.and_then(|k| {
+        crate::cluster::credentials::kubeconfig_outlives(&k, args.token_keep_if_valid_for)
+    });
+    if kept.is_some() {
+        let bytes = host
+            .read_file(&path)?
+            .with_context(|| format!("{path} disappeared while it was read"))?;
+        prepare.push(format!(
+            "keeps {path}: its token is valid for more than {}",
+            crate::duration::show(args.token_keep_if_valid_for)
+        ));
+        return Ok(vec![DesiredFile::new(
+            path,
+            from,
+            Content::Bytes(bytes),
+            true,
+        )?]);
+    }
+    let ClusterRead::Read(cl, _) = cluster else {
+        if ctx.options.dry_run {
+            prepare.push(format!(
+                "would request a token for calico-node through the TokenRequest API and write {path} (needs the admin kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config or C:\\k\\config)"
+            ));
+            return Ok(vec![DesiredFile::new(path, from, Content::Pending, true)?]);
+        }
+        let why = match cluster {
+            ClusterRead::Failed(e) => format!("the cluster cannot be read: {e}"),
+            _ => "there is no admin kubeconfig".to_owned(),
+        };
+        return Err(UsageError::new(
+            format!("install needs the cluster to get calico-node's kubeconfig ({path}), and {why}"),
+            "pass --kubeconfig FILE (or set KUBECONFIG), or write the file first with 'calicoctl-win fetch kubeconfig'",
+        )
+        .into());
+    };
+    let ns = facts::calico_namespace(cl)?;
+    if ctx.options.dry_run {
+        prepare.push(format!(
+            "would request a token for {ns}/calico-node lasting {} from {} and write {path}",
+            crate::duration::show(args.token_lifetime),
+            cl.server
+        ));
+        return Ok(vec![DesiredFile::new(path, from, Content::Pending, true)?]);
+    }
+    let issued = credentials::token_request(cl, &ns, "calico-node", args.token_lifetime)?;
+    let ca = credentials::ca_for(cl, &ns, &issued)?;
+    let text = render::kubeconfig::kubeconfig(&cl.server, &ca, issued.token.expose(), &ns);
+    prepare.push(format!(
+        "a token for {ns}/calico-node from {}, {}",
+        cl.server,
+        issued
+            .expires
+            .map_or("without expiry".to_owned(), |t| format!(
+                "valid until {}",
+                time_text(t)
+            ))
+    ));
+    Ok(vec![DesiredFile::new(
+        path,
+        from,
+        Content::Bytes(text.into_bytes()),
+        true,
+    )?])
+}
