@@ -104,8 +104,8 @@ pub(crate) fn continue_journal(
     host: &dyn crate::host::Host,
     path: &str,
     command: &str,
-) -> anyhow::Result<Option<crate::plan::exec::Journal>> {
-    let Some(j) = crate::plan::exec::Journal::load(host, path)? else {
+) -> anyhow::Result<Option<crate::plan::journal::Journal>> {
+    let Some(j) = crate::plan::journal::Journal::load(host, path)? else {
         return Ok(None);
     };
     if j.command != command {
@@ -141,7 +141,7 @@ pub(crate) fn execute_plan(
     ctx: &mut Context,
     host: &dyn crate::host::Host,
     actions: &[crate::plan::Action],
-    opts: crate::plan::exec::Options,
+    opts: crate::plan::Options,
 ) -> Result<Vec<String>, crate::plan::ExecError> {
     let warnings = crate::plan::execute(host, actions, opts, &mut |i, n, a| {
         let line = format!("[{i}/{n}] {}", a.describe());

@@ -228,7 +228,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let node_control = connected
         .as_deref()
         .map(|c| c as &dyn crate::cluster::drain::NodeControl);
-    let opts = plan::exec::Options {
+    let opts = plan::Options {
         command: "reconfigure",
         journal_path,
         rollback: true,

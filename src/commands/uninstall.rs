@@ -4,7 +4,8 @@ use crate::checks::host::{legacy_error, legacy_services};
 use crate::cli::UninstallArgs;
 use crate::context::Context;
 use crate::duration::now;
-use crate::plan::exec::{Journal, Options};
+use crate::plan::Options;
+use crate::plan::journal::Journal;
 use crate::plan::record;
 use crate::plan::{self, uninstall};
 use anyhow::Context as _;
@@ -194,9 +195,9 @@ fn undo_interrupted_install(
         "an install started at {started} did not finish: {what} first"
     ));
     if covered {
-        return plan::exec::discard_journal(host, &journal, &path);
+        return plan::undo::discard_journal(host, &journal, &path);
     }
-    let failures = plan::exec::undo_journal(host, &journal, &path, timeout);
+    let failures = plan::undo::undo_journal(host, &journal, &path, timeout);
     if !failures.is_empty() {
         anyhow::bail!(
             "cannot undo the interrupted install ({}); its journal {path} is kept, so running uninstall again retries",

@@ -34,7 +34,7 @@ pub struct Inputs<'a> {
     pub wait_timeout: Duration,
     pub previous: Option<InstallRecord>,
     /// The journal of an interrupted run, whose directories and routes still count.
-    pub journal: Option<&'a super::exec::Journal>,
+    pub journal: Option<&'a super::journal::Journal>,
     /// Which running services stop while files change.
     pub restart: Restart,
     /// The VSID the Calico network must have before the node counts as ready.
@@ -257,7 +257,7 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     actions.extend(removals);
     actions.extend(svc.actions);
     // 4. The registry key and the firewall rule.
-    let new_keys = super::exec::missing_keys(host, CALICO_KEY)?;
+    let new_keys = super::journal::missing_keys(host, CALICO_KEY)?;
     let (host_actions, firewall_owned) = registry_and_firewall(host, i, &root)?;
     actions.extend(host_actions);
     // 5. The record: what this install owns, merged with what earlier runs created.
@@ -511,7 +511,7 @@ fn registry_and_firewall(
         }
     }
     for e in i.journal.iter().flat_map(|j| &j.entries) {
-        if let super::exec::Undo::RemoveFirewallRule { name } = &e.undo
+        if let super::journal::Undo::RemoveFirewallRule { name } = &e.undo
             && let Some(rule) = vxlan_rule(c).filter(|r| r.name == *name)
         {
             firewall_owned = Some(rule);
@@ -568,7 +568,7 @@ fn keys_created(i: &Inputs<'_>, new_now: Vec<String>) -> Vec<String> {
         .iter()
         .flat_map(|j| &j.entries)
         .find_map(|e| match &e.undo {
-            super::exec::Undo::RestoreRegistryValue { new_keys, .. } if !new_keys.is_empty() => {
+            super::journal::Undo::RestoreRegistryValue { new_keys, .. } if !new_keys.is_empty() => {
                 Some(new_keys.clone())
             }
             _ => None,

@@ -6,12 +6,44 @@ pub mod desired;
 pub mod drift;
 pub mod exec;
 pub mod install;
+pub mod journal;
+mod ready;
 pub mod reconfigure;
 pub mod record;
 pub mod routes;
+pub mod undo;
 pub mod uninstall;
 
 pub use exec::{ExecError, execute};
+
+/// How to run a plan.
+pub struct Options<'a> {
+    pub command: &'static str,
+    pub journal_path: String,
+    /// Roll back on failure (install) or stop and keep what is done (uninstall).
+    pub rollback: bool,
+    pub stop_timeout: std::time::Duration,
+    pub start_timeout: std::time::Duration,
+    /// The journal of an interrupted run, continued by this one.
+    pub previous: Option<journal::Journal>,
+    pub routes_before: Vec<crate::host::Route>,
+    pub record: Option<record::InstallRecord>,
+    /// The services' logs directory: a rollback that removes the directory holding it also
+    /// removes the logs the started services wrote there.
+    pub logs_dir: Option<String>,
+    pub now: i64,
+    /// The cluster, for plans that cordon, drain or wait for the node.
+    pub cluster: Option<&'a dyn crate::cluster::drain::NodeControl>,
+}
+
+impl<'a> Options<'a> {
+    /// The cluster, for a step that needs it.
+    pub fn cluster(&self) -> anyhow::Result<&'a dyn crate::cluster::drain::NodeControl> {
+        self.cluster.ok_or_else(|| {
+            anyhow::anyhow!("this step needs the cluster, and no admin kubeconfig was given")
+        })
+    }
+}
 
 use crate::host::{FirewallRule, RegValue, Route, ServiceSpec};
 use serde::Serialize;

@@ -3,8 +3,8 @@
 //! network must be made again, with the node drained around it), and the plan that does it.
 
 use super::Action;
-use super::exec::{Journal, Undo};
 use super::install::DesiredFile;
+use super::journal::{Journal, Undo};
 use super::record::{InstallRecord, NetworkSettings, RecordedFile};
 use crate::host::{HnsNetwork, Host, ServiceState};
 use crate::render::hns::{CALICO_NETWORK, EXTERNAL_FILE, EXTERNAL_NETWORK};

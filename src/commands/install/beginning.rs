@@ -65,12 +65,12 @@ pub(super) fn begin_journal(
     path: &str,
     cache_dir: &str,
     config: &Config,
-) -> anyhow::Result<Option<plan::exec::Journal>> {
+) -> anyhow::Result<Option<plan::journal::Journal>> {
     let new_dirs = record::vacant_parents(host, &join(cache_dir, "x"))?;
     if new_dirs.is_empty() {
         return Ok(None);
     }
-    let journal = plan::exec::Journal {
+    let journal = plan::journal::Journal {
         command: "install".into(),
         started: now(),
         owned_cache: new_dirs
@@ -101,7 +101,7 @@ pub(super) fn begin_journal(
 /// stops before its plan runs.
 pub(super) struct Begun<'a> {
     pub host: &'a dyn Host,
-    pub journal: plan::exec::Journal,
+    pub journal: plan::journal::Journal,
     pub path: String,
     pub timeout: std::time::Duration,
     pub armed: bool,
@@ -121,7 +121,7 @@ impl Drop for Begun<'_> {
             })
         });
         if self.armed && !resumable {
-            let _ = plan::exec::undo_journal(self.host, &self.journal, &self.path, self.timeout);
+            let _ = plan::undo::undo_journal(self.host, &self.journal, &self.path, self.timeout);
         }
     }
 }

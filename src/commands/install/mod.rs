@@ -222,7 +222,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
 
     // Run it.
-    let opts = plan::exec::Options {
+    let opts = plan::Options {
         command: "install",
         journal_path,
         rollback: true,

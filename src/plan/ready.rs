@@ -1,0 +1,114 @@
+//! The node ready again: the recorded routes put back where their interfaces are now, and the
+//! wait for CalicoNode's start-up, the networks and the routes.
+
+use crate::host::{Host, HostError, Route};
+use std::time::{Duration, Instant};
+
+/// Adds back the recorded routes that are missing, each on its interface or where that
+/// interface's address is now (`routes::place`); returns the routes that have nowhere to go,
+/// as warnings (the rest of the run still matters more than one route).
+pub(super) fn restore_routes(
+    host: &dyn Host,
+    routes: &[Route],
+    addresses: &[crate::host::InterfaceAddress],
+) -> anyhow::Result<Vec<String>> {
+    let now = host.routes()?;
+    let here = host.ipv4_addresses()?;
+    let mut warnings = Vec::new();
+    for r in routes.iter().filter(|r| !now.contains(r)) {
+        let what = format!("{}/{} via {}", r.destination, r.prefix_len, r.next_hop);
+        let Some(index) = super::routes::place(r, &here, addresses) else {
+            warnings.push(format!(
+                "the route {what} was not restored: its interface {} is gone and no interface holds its address or next hop now",
+                r.interface_index
+            ));
+            continue;
+        };
+        let route = Route {
+            interface_index: index,
+            ..r.clone()
+        };
+        if now.contains(&route) {
+            continue;
+        }
+        match host.add_route(&route) {
+            Err(HostError::Exists { .. }) | Ok(()) => {}
+            Err(e) => warnings.push(format!("the route {what} was not restored: {e}")),
+        }
+    }
+    Ok(warnings)
+}
+
+/// Waits until CalicoNode's init marker is set for this boot, the networks exist (the
+/// Calico network with `vsid` when one is given) and the host has `routes` again.
+pub(super) fn wait_ready(
+    host: &dyn Host,
+    networks: &[String],
+    vsid: Option<u32>,
+    routes: &[Route],
+    timeout: Duration,
+) -> Result<(), HostError> {
+    let deadline = Instant::now() + timeout;
+    let mut pause = Duration::from_millis(100);
+    loop {
+        let init = crate::supervise::init_done(host)?;
+        let present = host.hns_networks()?;
+        let missing: Vec<String> = networks
+            .iter()
+            .filter(|n| !present.iter().any(|p| &p.name == *n))
+            .cloned()
+            .chain(vsid.and_then(|v| {
+                let calico = present
+                    .iter()
+                    .find(|p| p.name == crate::render::hns::CALICO_NETWORK)?;
+                (calico.vsid() != Some(v)).then(|| {
+                    format!(
+                        "Calico with VSID {v} (it has {})",
+                        calico.vsid().map_or("none".into(), |x| x.to_string())
+                    )
+                })
+            }))
+            .collect();
+        let now = if routes.is_empty() {
+            Vec::new()
+        } else {
+            host.routes()?
+        };
+        let lost: Vec<String> = routes
+            .iter()
+            .filter(|r| !super::routes::has_destination(&now, r))
+            .map(|r| format!("{}/{}", r.destination, r.prefix_len))
+            .collect();
+        if init && missing.is_empty() && lost.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            let mut what = Vec::new();
+            if !init {
+                what.push("CalicoNode to finish initialising".to_owned());
+            }
+            if !missing.is_empty() {
+                what.push(format!(
+                    "HNS network {}",
+                    missing
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            if !lost.is_empty() {
+                what.push(format!(
+                    "the route to {} that the node had before (CalicoNode restores it; its log says why not)",
+                    lost.join(", ")
+                ));
+            }
+            return Err(HostError::Timeout {
+                what: what.join(" and "),
+                after: timeout,
+            });
+        }
+        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
+        pause = (pause * 2).min(Duration::from_secs(2));
+    }
+}

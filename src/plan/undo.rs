@@ -1,0 +1,317 @@
+//! Undoing a plan: what undoes each action (prepared before it runs: a replaced file is
+//! backed up first), the rollback of a failed install in reverse, and a journal left by an
+//! interrupted run, undone or discarded by a later command.
+
+use super::journal::{Journal, Undo, missing_keys};
+use super::ready::restore_routes;
+use super::record::missing_parents;
+use super::{Action, Options};
+use crate::host::{Access, Host, HostError};
+use anyhow::Context as _;
+use std::time::Duration;
+
+/// Finds what undoes `action` in the host's current state; backs up a file about to be replaced.
+pub(super) fn prepare_undo(
+    host: &dyn Host,
+    action: &Action,
+    opts: &Options<'_>,
+) -> anyhow::Result<Undo> {
+    Ok(match action {
+        Action::StopService { name } => match host.service_query(name)? {
+            Some(s) if s.state != crate::host::ServiceState::Stopped => {
+                Undo::StartService { name: name.clone() }
+            }
+            _ => Undo::Nothing,
+        },
+        Action::StartService { name } => Undo::StopService { name: name.clone() },
+        Action::DeleteService { restore, .. } => match restore {
+            Some(spec) => Undo::RegisterService { spec: spec.clone() },
+            None => Undo::Nothing,
+        },
+        Action::CreateService { spec } => Undo::DeleteService {
+            name: spec.name.clone(),
+        },
+        Action::UpdateService { old, .. } => match old {
+            Some(spec) => Undo::RestoreServiceConfig { spec: spec.clone() },
+            None => Undo::Nothing,
+        },
+        Action::WriteFile { path, .. } => match host.file_access(path)? {
+            Some(access) => {
+                // Streamed: a replaced release binary is never held whole in memory.
+                let secret = access == Access::Secret;
+                let backup = format!("{path}.calicoctl-win.bak");
+                host.copy_file(path, &backup, access)
+                    .with_context(|| format!("cannot back up {path}"))?;
+                Undo::RestoreFile {
+                    path: path.clone(),
+                    backup,
+                    secret,
+                }
+            }
+            None => Undo::RemoveFile {
+                path: path.clone(),
+                new_dirs: missing_parents(host, path)?,
+            },
+        },
+        Action::SetRegistryValue { key, name, .. } => Undo::RestoreRegistryValue {
+            key: key.clone(),
+            name: name.clone(),
+            previous: host.reg_get(key, name)?,
+            new_keys: missing_keys(host, key)?,
+        },
+        Action::AddFirewallRule { rule } => Undo::RemoveFirewallRule {
+            name: rule.name.clone(),
+        },
+        Action::RemoveFirewallRule { name } => match host.firewall_rule(name)? {
+            Some(rule) => Undo::AddFirewallRule { rule },
+            None => Undo::Nothing,
+        },
+        Action::Cordon { node } => {
+            if opts.cluster()?.is_cordoned(node)? {
+                Undo::Nothing
+            } else {
+                Undo::Uncordon { node: node.clone() }
+            }
+        }
+        Action::RemoveFile { .. }
+        | Action::RestrictFile { .. }
+        | Action::Drain { .. }
+        | Action::WaitNodeReady { .. }
+        | Action::Uncordon { .. }
+        | Action::DeleteRegistryKey { .. }
+        | Action::DeleteRegistryValue { .. }
+        | Action::DeleteNetwork { .. }
+        | Action::RestoreRoutes { .. }
+        | Action::WaitReady { .. }
+        | Action::RemoveDir { .. } => Undo::Nothing,
+    })
+}
+
+/// Undoes every journaled action in reverse, then removes the journal and the directories
+/// the run created. Returns the undo steps that failed.
+/// Undoes what an interrupted run journaled at `journal_path` (in reverse), then removes the
+/// journal and the directories it created: what a failed install does, for a later command.
+/// Returns what could not be undone (the journal stays then).
+pub fn undo_journal(
+    host: &dyn Host,
+    journal: &Journal,
+    journal_path: &str,
+    timeout: Duration,
+) -> Vec<String> {
+    let opts = Options {
+        command: "rollback",
+        journal_path: journal_path.to_owned(),
+        rollback: true,
+        stop_timeout: timeout,
+        start_timeout: timeout,
+        previous: None,
+        routes_before: Vec::new(),
+        record: None,
+        logs_dir: None,
+        now: 0,
+        cluster: None,
+    };
+    rollback(host, journal, &opts)
+}
+
+/// Drops an interrupted run's journal without undoing it, for a command that removes what the
+/// run did by other means (uninstall, by the record the run wrote): its backups, the cache it
+/// created and the journal itself go.
+pub fn discard_journal(
+    host: &dyn Host,
+    journal: &Journal,
+    journal_path: &str,
+) -> anyhow::Result<()> {
+    for e in &journal.entries {
+        if let Undo::RestoreFile { backup, .. } = &e.undo {
+            host.remove_file(backup)
+                .with_context(|| format!("cannot remove the backup {backup}"))?;
+        }
+    }
+    if let Some(cache) = &journal.owned_cache
+        && let Some(failure) = remove_tree(host, cache).into_iter().next()
+    {
+        anyhow::bail!("cannot {failure}");
+    }
+    host.remove_file(journal_path)
+        .with_context(|| format!("cannot remove the journal {journal_path}"))?;
+    Ok(())
+}
+
+pub(super) fn rollback(host: &dyn Host, journal: &Journal, opts: &Options<'_>) -> Vec<String> {
+    let mut failures = Vec::new();
+    for e in journal.entries.iter().rev() {
+        if let Err(err) = undo(host, &e.undo, opts) {
+            failures.push(format!(
+                "undo '{}': {}",
+                e.action,
+                crate::error::chain(err.as_ref())
+            ));
+        }
+    }
+    // The routes a vSwitch took while the run went (CalicoNode may have made it and then
+    // failed to restore them, and the network stays): back on the interfaces that hold their
+    // addresses now. A route with nowhere to go cannot be put back by a retry either.
+    if failures.is_empty() && !journal.routes_before.is_empty() {
+        match restore_routes(host, &journal.routes_before, &journal.addresses_before) {
+            Ok(_) => {}
+            Err(e) => failures.push(format!("restore the routes: {e:#}")),
+        }
+    }
+    // What the services wrote while they ran under the install root (nodename, the token
+    // refresher's sandbox with calico-node's credentials), as uninstall removes it.
+    if failures.is_empty() && journal.command == "install" {
+        failures.extend(remove_runtime_files(host, &opts.journal_path));
+    }
+    if failures.is_empty() {
+        // The cache before the journal: a run killed in between leaves the journal to retry.
+        if let Some(cache) = &journal.owned_cache {
+            failures.extend(remove_tree(host, cache));
+        }
+        if !failures.is_empty() {
+            return failures;
+        }
+        if let Err(err) = host.remove_file(&opts.journal_path) {
+            failures.push(format!("remove the journal: {err}"));
+        }
+        let mut dirs = journal.created_dirs();
+        if let Some(logs) = opts.logs_dir.as_ref().or(journal.logs_dir.as_ref()) {
+            let lower = logs.to_ascii_lowercase();
+            let created = dirs.iter().any(|d| {
+                let d = d.to_ascii_lowercase();
+                lower == d || lower.starts_with(&format!("{d}\\"))
+            });
+            if created {
+                failures.extend(remove_service_logs(host, logs));
+                dirs.push(logs.clone());
+            }
+        }
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.len()));
+        dirs.dedup();
+        for d in dirs {
+            if let Err(err) = host.remove_empty_dir(&d) {
+                failures.push(format!("remove {d}: {err}"));
+            }
+        }
+    }
+    failures
+}
+
+/// Removes what the services write under the install root that holds `journal_path`.
+fn remove_runtime_files(host: &dyn Host, journal_path: &str) -> Vec<String> {
+    let Some((root, _)) = journal_path.rsplit_once('\\') else {
+        return Vec::new();
+    };
+    let (files, dirs) = crate::supervise::refresher::owned_paths(root);
+    let mut failures: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            host.remove_file(f)
+                .err()
+                .map(|e| format!("remove {f}: {e}"))
+        })
+        .collect();
+    for d in dirs {
+        if let Err(e) = host.remove_empty_dir(&d) {
+            failures.push(format!("remove {d}: {e}"));
+        }
+    }
+    failures
+}
+
+/// Removes `dir` and everything in it (a cache is written beside the host layer, straight to
+/// the disk, so it is removed the same way).
+fn remove_tree(host: &dyn Host, dir: &str) -> Vec<String> {
+    let local = match host.local_path(dir) {
+        Ok(l) => l,
+        Err(e) => return vec![format!("remove {dir}: {e}")],
+    };
+    match std::fs::remove_dir_all(&local) {
+        Ok(()) => Vec::new(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => vec![format!("remove {dir}: {e}")],
+    }
+}
+
+/// Removes the services' log files in `dir`; returns what could not be removed.
+fn remove_service_logs(host: &dyn Host, dir: &str) -> Vec<String> {
+    let paths = match super::record::service_logs(host, dir) {
+        Ok(p) => p,
+        Err(e) => return vec![format!("list the logs in {dir}: {e:#}")],
+    };
+    paths
+        .into_iter()
+        .filter_map(|path| {
+            host.remove_file(&path)
+                .err()
+                .map(|e| format!("remove {path}: {e}"))
+        })
+        .collect()
+}
+
+fn undo(host: &dyn Host, undo: &Undo, opts: &Options<'_>) -> anyhow::Result<()> {
+    match undo {
+        Undo::Nothing => {}
+        Undo::RemoveFile { path, .. } => {
+            host.remove_file(path)?;
+        }
+        Undo::RestoreFile {
+            path,
+            backup,
+            secret,
+        } => {
+            let access = if *secret {
+                Access::Secret
+            } else {
+                Access::Normal
+            };
+            if host.copy_file(backup, path, access)? {
+                host.remove_file(backup)?;
+            }
+        }
+        Undo::DeleteService { name } => {
+            if host.service_query(name)?.is_some() {
+                host.service_stop(name, opts.stop_timeout)?;
+                ignore_not_found(host.service_delete(name))?;
+            }
+        }
+        Undo::RegisterService { spec } => match host.service_create(spec) {
+            Err(HostError::Exists { .. }) | Ok(()) => {}
+            Err(e) => return Err(e.into()),
+        },
+        Undo::RestoreServiceConfig { spec } => host.service_update(spec)?,
+        Undo::StartService { name } => host.service_start(name, opts.start_timeout)?,
+        Undo::StopService { name } => {
+            if host.service_query(name)?.is_some() {
+                host.service_stop(name, opts.stop_timeout)?;
+            }
+        }
+        Undo::RestoreRegistryValue {
+            key,
+            name,
+            previous,
+            new_keys,
+        } => match (previous, new_keys.first()) {
+            (Some(v), _) => host.reg_set(key, name, v)?,
+            (None, Some(outermost)) => host.reg_delete_key(outermost)?,
+            (None, None) => host.reg_delete_value(key, name)?,
+        },
+        Undo::RemoveFirewallRule { name } => {
+            host.firewall_remove(name)?;
+        }
+        Undo::AddFirewallRule { rule } => match host.firewall_add(rule) {
+            Err(HostError::Exists { .. }) | Ok(()) => {}
+            Err(e) => return Err(e.into()),
+        },
+        Undo::Uncordon { node } => opts.cluster()?.set_cordoned(node, false)?,
+    }
+    Ok(())
+}
+
+/// A missing object counts as removed.
+pub(super) fn ignore_not_found(r: Result<(), HostError>) -> Result<(), HostError> {
+    match r {
+        Err(e) if e.is_not_found() => Ok(()),
+        other => other,
+    }
+}
