@@ -5,10 +5,12 @@ use super::preflight::{ClusterRead, read_cluster, with_cluster};
 use crate::cli::StatusArgs;
 use crate::cluster::credentials::Token;
 use crate::cluster::drain;
+use crate::config::Config;
 use crate::context::Context;
 use crate::duration::{now, time_text};
 use crate::host::select::Intent;
-use crate::host::{HnsNetwork, ServiceState};
+use crate::host::{HnsNetwork, Host, ServiceState};
+use crate::plan::record::InstallRecord;
 use crate::plan::{drift, record};
 use crate::render::hns::{CALICO_NETWORK, EXTERNAL_NETWORK};
 use anyhow::Context as _;
@@ -33,9 +35,6 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let loaded = with_cluster(ctx, &cluster, base)?;
     let config = &loaded.config;
     let root = crate::plan::install::install_root(config);
-    let mut problems: Vec<String> = Vec::new();
-    let mut text: Vec<String> = Vec::new();
-
     let Some(rec) = record::read(host.as_ref(), &root)? else {
         ctx.printer.text(&format!(
             "Calico is not installed in {root} (no install record)."
@@ -44,16 +43,73 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
             .json(&json!({"installed": false, "install_root": root, "healthy": false}));
         return Err(Degraded(vec![format!("not installed in {root}")]).into());
     };
-    text.push(format!(
+    let mut r = Report::default();
+    r.text.push(format!(
         "Calico {} in {root} ({} backend), node {node_name}",
         rec.calico_version.as_deref().unwrap_or("(version unknown)"),
         rec.backend
     ));
+    let h = host.as_ref();
+    let services = services(h, config, &rec, &mut r)?;
+    metadata_route(h, &rec, &mut r)?;
+    let (networks, endpoints) = networks(h, &rec, &mut r)?;
+    // Drift: files, and the VNI in HNS, the config and the cluster.
+    let rendered = crate::plan::desired::rendered_files(h, config, rec.calico_version.as_deref())?;
+    let files = drift::files(h, &rec, &rendered)?;
+    r.problems
+        .extend(files.iter().map(drift::FileDrift::describe));
+    let vni = vni(config, &networks, &cluster, &mut r);
+    let node = node(&cluster, &node_name, &mut r)?;
+    let token = token(h, config, &mut r)?;
 
-    // Services.
+    let healthy = r.problems.is_empty();
+    for line in &r.text {
+        ctx.printer.text(line);
+    }
+    ctx.printer
+        .text(if healthy { "Healthy." } else { "Degraded:" });
+    for p in &r.problems {
+        ctx.printer.text(&format!("  - {p}"));
+    }
+    ctx.printer.json(&json!({
+        "installed": true,
+        "install_root": root,
+        "calico_version": rec.calico_version,
+        "backend": rec.backend,
+        "services": services,
+        "networks": networks,
+        "endpoints": endpoints,
+        "vni": vni,
+        "drift": files,
+        "node": node,
+        "token": token,
+        "healthy": healthy,
+        "problems": r.problems,
+    }));
+    if healthy {
+        Ok(())
+    } else {
+        Err(Degraded(r.problems).into())
+    }
+}
+
+/// What status shows, section by section, and the problems it found.
+#[derive(Default)]
+struct Report {
+    text: Vec<String>,
+    problems: Vec<String>,
+}
+
+/// The recorded services: their state, and how they differ from the config.
+fn services(
+    host: &dyn Host,
+    config: &Config,
+    rec: &InstallRecord,
+    r: &mut Report,
+) -> anyhow::Result<Vec<serde_json::Value>> {
     let wanted = crate::plan::install::services(config, rec.calico_version.as_deref());
     let mut services = Vec::new();
-    text.push("Services:".into());
+    r.text.push("Services:".into());
     for spec in &rec.services {
         let q = host.service_query(&spec.name)?;
         let (state, pid, since) = match &q {
@@ -65,7 +121,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
             None => ("not registered".into(), None, None),
         };
         if q.as_ref().is_none_or(|s| s.state != ServiceState::Running) {
-            problems.push(format!("service {} is {state}", spec.name));
+            r.problems.push(format!("service {} is {state}", spec.name));
         }
         let config_drift = match (&q, wanted.iter().find(|w| w.name == spec.name)) {
             (Some(now), Some(want)) => crate::plan::install::service_changes(now, want, Some(spec)),
@@ -73,7 +129,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
             (None, _) => Vec::new(),
         };
         if !config_drift.is_empty() {
-            problems.push(format!(
+            r.problems.push(format!(
                 "service {} differs from the config: {}",
                 spec.name,
                 config_drift.join(", ")
@@ -84,33 +140,45 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
             (Some(p), None) => format!(" (pid {p})"),
             _ => String::new(),
         };
-        text.push(format!("  {:<12} {state}{detail}", spec.name));
+        r.text.push(format!("  {:<12} {state}{detail}", spec.name));
         services.push(
             json!({"name": spec.name, "state": state, "pid": pid, "since": since,
             "drift": config_drift}),
         );
     }
+    Ok(services)
+}
 
-    // The cloud metadata route the node had before the install (CalicoNode restores it
-    // after the vSwitch takes it; without it pods and the node lose their cloud's metadata).
-    let lost: Vec<&crate::host::Route> = rec
+/// The cloud metadata route the node had before the install (CalicoNode restores it after
+/// the vSwitch takes it; without it pods and the node lose their cloud's metadata).
+fn metadata_route(host: &dyn Host, rec: &InstallRecord, r: &mut Report) -> anyhow::Result<()> {
+    let kept: Vec<&crate::host::Route> = rec
         .routes_before
         .iter()
-        .filter(|r| crate::plan::routes::is_metadata(r))
+        .filter(|route| crate::plan::routes::is_metadata(route))
         .collect();
-    if !lost.is_empty() {
-        let now = host.routes().context("cannot read the routes")?;
-        for r in lost {
-            if !crate::plan::routes::has_destination(&now, r) {
-                problems.push(format!(
-                    "the cloud metadata route {}/{} is missing: the node had it before the install and CalicoNode restores it (its log says why not)",
-                    r.destination, r.prefix_len
-                ));
-            }
+    if kept.is_empty() {
+        return Ok(());
+    }
+    let now = host.routes().context("cannot read the routes")?;
+    for route in kept {
+        if !crate::plan::routes::has_destination(&now, route) {
+            r.problems.push(format!(
+                "the cloud metadata route {}/{} is missing: the node had it before the install and CalicoNode restores it (its log says why not)",
+                route.destination, route.prefix_len
+            ));
         }
     }
+    Ok(())
+}
 
-    // Networks.
+/// Calico's HNS networks, with the pods' endpoints on each (how many a network recreation
+/// would cut off).
+fn networks(
+    host: &dyn Host,
+    rec: &InstallRecord,
+    r: &mut Report,
+) -> anyhow::Result<(Vec<HnsNetwork>, serde_json::Map<String, serde_json::Value>)> {
     let networks: Vec<HnsNetwork> = if rec.networks.is_empty() {
         Vec::new()
     } else {
@@ -120,7 +188,6 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
             .filter(|n| n.name == CALICO_NETWORK || n.name == EXTERNAL_NETWORK)
             .collect()
     };
-    // The pods' endpoints on each network: how many a network recreation would cut off.
     let mut endpoints = serde_json::Map::new();
     for n in &networks {
         let list = host
@@ -134,157 +201,137 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
             .and_then(|e| e.as_array())
             .map_or(0, Vec::len)
     };
-    text.push("HNS networks:".into());
+    r.text.push("HNS networks:".into());
     for name in &rec.networks {
-        match networks.iter().find(|n| &n.name == name) {
-            Some(n) => text.push(format!(
-                "  {:<12} {} {} subnets {} VSID {} management IP {}, {} endpoint(s)",
-                n.name,
-                n.id,
-                n.network_type,
-                n.subnets
-                    .iter()
-                    .map(|s| s.prefix.as_str())
-                    .collect::<Vec<_>>()
-                    .join(","),
-                n.vsid().map_or("-".into(), |v| v.to_string()),
-                n.management_ip.as_deref().unwrap_or("-"),
-                count(&n.name)
-            )),
-            None => {
-                problems.push(format!("HNS network {name} does not exist"));
-                text.push(format!("  {name:<12} missing"));
-            }
-        }
+        let Some(n) = networks.iter().find(|n| &n.name == name) else {
+            r.problems
+                .push(format!("HNS network {name} does not exist"));
+            r.text.push(format!("  {name:<12} missing"));
+            continue;
+        };
+        r.text.push(format!(
+            "  {:<12} {} {} subnets {} VSID {} management IP {}, {} endpoint(s)",
+            n.name,
+            n.id,
+            n.network_type,
+            n.subnets
+                .iter()
+                .map(|s| s.prefix.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            n.vsid().map_or("-".into(), |v| v.to_string()),
+            n.management_ip.as_deref().unwrap_or("-"),
+            count(&n.name)
+        ));
     }
+    Ok((networks, endpoints))
+}
 
-    // Drift: files, and the VNI in HNS, the config and the cluster.
-    let rendered =
-        crate::plan::desired::rendered_files(host.as_ref(), config, rec.calico_version.as_deref())?;
-    let files = drift::files(host.as_ref(), &rec, &rendered)?;
-    problems.extend(files.iter().map(drift::FileDrift::describe));
+/// The VXLAN VNI in the config, in HNS and in the cluster, and how they disagree.
+fn vni(
+    config: &Config,
+    networks: &[HnsNetwork],
+    cluster: &ClusterRead,
+    r: &mut Report,
+) -> serde_json::Value {
     let hns_vni = networks
         .iter()
         .find(|n| n.name == CALICO_NETWORK)
         .and_then(HnsNetwork::vsid);
-    let cluster_vni = match &cluster {
+    let cluster_vni = match cluster {
         ClusterRead::Read(_, f) => f.felix.vxlan_vni,
         _ => None,
     };
     let config_vni = config.vxlan.vni.get();
-    problems.extend(drift::vni_problems(
+    r.problems.extend(drift::vni_problems(
         config.backend,
         config_vni,
         hns_vni,
         cluster_vni,
     ));
     let show = |v: Option<u32>| v.map_or("-".into(), |v| v.to_string());
-    text.push(format!(
+    r.text.push(format!(
         "VXLAN VNI: config {config_vni}, HNS {}, cluster {}",
         show(hns_vni),
         show(cluster_vni)
     ));
+    json!({"config": config_vni, "hns": hns_vni, "cluster": cluster_vni})
+}
 
-    // The node.
-    let node = match &cluster {
-        ClusterRead::Read(c, _) => {
-            let ready = drain::readiness(c, &node_name)?;
-            let cordoned = drain::is_cordoned(c, &node_name)?;
-            let pods: Vec<String> = drain::pods_on(c, &node_name)?
-                .iter()
-                .map(|p| {
-                    format!(
-                        "{}/{}",
-                        p.metadata.namespace.as_deref().unwrap_or_default(),
-                        p.metadata.name.as_deref().unwrap_or_default()
-                    )
-                })
-                .collect();
-            if let Err(why) = &ready {
-                problems.push(format!("node {node_name} is not Ready: {why}"));
-            }
-            if cordoned {
-                problems.push(format!("node {node_name} is cordoned"));
-            }
-            text.push(format!(
-                "Node {node_name}: {}{}, {} pod(s)",
-                if ready.is_ok() { "Ready" } else { "not Ready" },
-                if cordoned { ", cordoned" } else { "" },
-                pods.len()
-            ));
-            json!({"name": node_name, "ready": ready.is_ok(), "cordoned": cordoned, "pods": pods})
-        }
+/// The node in the cluster: Ready, cordoned, its pods.
+fn node(
+    cluster: &ClusterRead,
+    node_name: &str,
+    r: &mut Report,
+) -> anyhow::Result<serde_json::Value> {
+    let c = match cluster {
+        ClusterRead::Read(c, _) => c,
         ClusterRead::Skipped(why) => {
-            text.push(format!("Node {node_name}: not read ({why})"));
-            json!(null)
+            r.text.push(format!("Node {node_name}: not read ({why})"));
+            return Ok(json!(null));
         }
         ClusterRead::Failed(e) => {
-            problems.push(format!("the cluster cannot be read: {e}"));
-            json!(null)
+            r.problems.push(format!("the cluster cannot be read: {e}"));
+            return Ok(json!(null));
         }
     };
+    let ready = drain::readiness(c, node_name)?;
+    let cordoned = drain::is_cordoned(c, node_name)?;
+    let pods: Vec<String> = drain::pods_on(c, node_name)?
+        .iter()
+        .map(|p| {
+            format!(
+                "{}/{}",
+                p.metadata.namespace.as_deref().unwrap_or_default(),
+                p.metadata.name.as_deref().unwrap_or_default()
+            )
+        })
+        .collect();
+    if let Err(why) = &ready {
+        r.problems
+            .push(format!("node {node_name} is not Ready: {why}"));
+    }
+    if cordoned {
+        r.problems.push(format!("node {node_name} is cordoned"));
+    }
+    r.text.push(format!(
+        "Node {node_name}: {}{}, {} pod(s)",
+        if ready.is_ok() { "Ready" } else { "not Ready" },
+        if cordoned { ", cordoned" } else { "" },
+        pods.len()
+    ));
+    Ok(json!({"name": node_name, "ready": ready.is_ok(), "cordoned": cordoned, "pods": pods}))
+}
 
-    // calico-node's token.
-    let token = match config.kubeconfig.as_ref().map(|p| p.as_str().to_owned()) {
-        Some(path) if config.datastore == crate::config::types::Datastore::Kubernetes => match host
-            .read_file(&path)?
-        {
-            None => {
-                problems.push(format!("calico-node's kubeconfig {path} is missing"));
-                json!({"path": path, "present": false})
-            }
-            Some(bytes) => {
-                let expiry = crate::render::kubeconfig::token_of(&String::from_utf8_lossy(&bytes))
-                    .map(Token::new)
-                    .and_then(|t| t.expiry());
-                let left = expiry.map(|t| t - now());
-                match left {
-                        Some(l) if l <= 0 => problems.push(format!("calico-node's token in {path} has expired")),
-                        Some(l) if l < TOKEN_WARN_SECS => problems.push(format!(
-                            "calico-node's token in {path} expires within a week: 'calicoctl-win fetch kubeconfig' renews it"
-                        )),
-                        _ => {}
-                    }
-                text.push(format!(
-                    "Token: {}",
-                    expiry.map_or("does not expire".into(), |t| format!(
-                        "valid until {}",
-                        time_text(t)
-                    ))
-                ));
-                json!({"path": path, "present": true, "expires": expiry.map(time_text)})
-            }
-        },
-        _ => json!(null),
+/// calico-node's token: present, and how long it stays valid.
+fn token(host: &dyn Host, config: &Config, r: &mut Report) -> anyhow::Result<serde_json::Value> {
+    let path = match config.kubeconfig.as_ref().map(|p| p.as_str().to_owned()) {
+        Some(path) if config.datastore == crate::config::types::Datastore::Kubernetes => path,
+        _ => return Ok(json!(null)),
     };
-
-    let healthy = problems.is_empty();
-    for line in &text {
-        ctx.printer.text(line);
+    let Some(bytes) = host.read_file(&path)? else {
+        r.problems
+            .push(format!("calico-node's kubeconfig {path} is missing"));
+        return Ok(json!({"path": path, "present": false}));
+    };
+    let expiry = crate::render::kubeconfig::token_of(&String::from_utf8_lossy(&bytes))
+        .map(Token::new)
+        .and_then(|t| t.expiry());
+    match expiry.map(|t| t - now()) {
+        Some(l) if l <= 0 => r
+            .problems
+            .push(format!("calico-node's token in {path} has expired")),
+        Some(l) if l < TOKEN_WARN_SECS => r.problems.push(format!(
+            "calico-node's token in {path} expires within a week: 'calicoctl-win fetch kubeconfig' renews it"
+        )),
+        _ => {}
     }
-    ctx.printer
-        .text(if healthy { "Healthy." } else { "Degraded:" });
-    for p in &problems {
-        ctx.printer.text(&format!("  - {p}"));
-    }
-    ctx.printer.json(&json!({
-        "installed": true,
-        "install_root": root,
-        "calico_version": rec.calico_version,
-        "backend": rec.backend,
-        "services": services,
-        "networks": networks,
-        "endpoints": endpoints,
-        "vni": {"config": config_vni, "hns": hns_vni, "cluster": cluster_vni},
-        "drift": files,
-        "node": node,
-        "token": token,
-        "healthy": healthy,
-        "problems": problems,
-    }));
-    if healthy {
-        Ok(())
-    } else {
-        Err(Degraded(problems).into())
-    }
+    r.text.push(format!(
+        "Token: {}",
+        expiry.map_or("does not expire".into(), |t| format!(
+            "valid until {}",
+            time_text(t)
+        ))
+    ));
+    Ok(json!({"path": path, "present": true, "expires": expiry.map(time_text)}))
 }
