@@ -71,93 +71,17 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     };
 
     // The cluster: needed to drain, and to compare the VNI with Felix's.
-    let mut evicted_preview = json!(null);
-    let mut connected = None;
-    let node_steps = if recreate || we_cordoned {
-        if recreate && !args.drain {
-            return Err(UsageError::new(
-                format!(
-                    "this change needs the Calico HNS network made again ({}), which disconnects every pod on node {node_name}",
-                    changes.join("; ")
-                ),
-                "pass --drain to cordon and drain the node around it (--dry-run shows the pods it would evict)",
-            )
-            .into());
-        }
-        let (c, facts) = match cluster {
-            ClusterRead::Read(c, facts) => (c, facts),
-            ClusterRead::Failed(e) => {
-                return Err(anyhow::Error::new(e).context(format!(
-                    "draining node {node_name} needs the cluster, which cannot be read"
-                )));
-            }
-            ClusterRead::Skipped(why) => {
-                return Err(UsageError::new(
-                    format!("draining node {node_name} needs the cluster: {why}"),
-                    "pass the admin kubeconfig with --kubeconfig, or set KUBECONFIG",
-                )
-                .into());
-            }
-        };
-        if config.backend == Backend::Vxlan
-            && recreate
-            && let Some(cluster_vni) = facts.felix.vxlan_vni
-            && cluster_vni != new_net.vni
-            && !args.allow_vni_mismatch
-        {
-            return Err(UsageError::new(
-                format!(
-                    "VNI {} differs from the cluster's FelixConfiguration vxlanVNI {cluster_vni}: this node could not reach pods on the other nodes",
-                    new_net.vni
-                ),
-                format!(
-                    "change the cluster first ('kubectl patch felixconfiguration default --type merge -p '{{\"spec\":{{\"vxlanVNI\":{}}}}}''), or pass --allow-vni-mismatch if that is what you mean",
-                    new_net.vni
-                ),
-            )
-            .into());
-        }
-        let cordoned = drain::is_cordoned(&c, &node_name)?;
-        let options = drain::DrainOptions {
-            timeout: args.drain_timeout,
-            grace_period: args.grace_period,
-            force: args.force,
-            delete_emptydir_data: args.delete_emptydir_data,
-            concurrency: usize::from(args.drain_concurrency),
-        };
-        let drain_action = if recreate {
-            let s = drain::select(&drain::pods_on(&c, &node_name)?);
-            if let Some(refused) = s.refusal(&node_name, &options) {
-                let hint = refused.hint();
-                return Err(
-                    UsageError::new(format!("{refused}; nothing was changed"), hint).into(),
-                );
-            }
-            evicted_preview =
-                json!({"evict": &s.evict, "unmanaged": &s.unmanaged, "skipped": &s.skipped});
-            let show = |v: &[drain::PodRef]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
-            let mut evict = show(&s.evict);
-            evict.extend(show(&s.unmanaged));
-            Some(Action::Drain {
-                node: node_name.clone(),
-                evict,
-                skipped: show(&s.skipped),
-                options,
-            })
-        } else {
-            None
-        };
-        connected = Some(c);
-        Some(NodeSteps {
-            node: node_name.clone(),
-            cordon: recreate && !cordoned,
-            uncordon: (recreate && !cordoned) || we_cordoned,
-            drain: drain_action,
-            ready_timeout: args.wait_timeout,
-        })
-    } else {
-        None
+    let need = Need {
+        recreate,
+        we_cordoned,
+        changes: &changes,
+        vni: new_net.vni,
     };
+    let NodePlan {
+        steps: node_steps,
+        preview: evicted_preview,
+        cluster: connected,
+    } = node_plan(args, config, cluster, &node_name, &need)?;
 
     let restart = if recreate {
         Restart::AlreadyStopped
@@ -242,20 +166,149 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         cluster: node_control,
     };
     if let Err(e) = super::execute_plan(ctx, host.as_ref(), &actions, opts) {
-        let after = if e.past_no_return {
+        return Err(failed(e, &node_name));
+    }
+    ctx.printer
+        .text(&format!("Reconfigured: {} step(s).", actions.len()));
+    ctx.printer.json(&doc(true));
+    Ok(())
+}
+
+/// What the node needs from the cluster for this change.
+struct Need<'a> {
+    /// The Calico network is made again: the node is cordoned and drained around it.
+    recreate: bool,
+    /// An interrupted run cordoned the node: this one uncordons it.
+    we_cordoned: bool,
+    changes: &'a [String],
+    vni: u32,
+}
+
+/// The cluster steps of the plan, the pods a drain would evict, and the cluster they use.
+struct NodePlan {
+    steps: Option<NodeSteps>,
+    preview: serde_json::Value,
+    cluster: Option<Box<crate::cluster::Cluster>>,
+}
+
+/// Cordon, drain and uncordon around a network recreation (or only the uncordon an
+/// interrupted run owes), after checking the cluster agrees with the new VNI and the pods can
+/// be evicted; nothing when the cluster is not involved.
+fn node_plan(
+    args: &ReconfigureArgs,
+    config: &crate::config::Config,
+    cluster: ClusterRead,
+    node_name: &str,
+    need: &Need<'_>,
+) -> anyhow::Result<NodePlan> {
+    let none = NodePlan {
+        steps: None,
+        preview: json!(null),
+        cluster: None,
+    };
+    if !need.recreate && !need.we_cordoned {
+        return Ok(none);
+    }
+    if need.recreate && !args.drain {
+        return Err(UsageError::new(
             format!(
-                "it failed after the Calico network was deleted, so nothing was undone; run 'calicoctl-win reconfigure' again with the same config to finish (node {node_name} stays cordoned until then)"
+                "this change needs the Calico HNS network made again ({}), which disconnects every pod on node {node_name}",
+                need.changes.join("; ")
+            ),
+            "pass --drain to cordon and drain the node around it (--dry-run shows the pods it would evict)",
+        )
+        .into());
+    }
+    let (c, facts) = match cluster {
+        ClusterRead::Read(c, facts) => (c, facts),
+        ClusterRead::Failed(e) => {
+            return Err(anyhow::Error::new(e).context(format!(
+                "draining node {node_name} needs the cluster, which cannot be read"
+            )));
+        }
+        ClusterRead::Skipped(why) => {
+            return Err(UsageError::new(
+                format!("draining node {node_name} needs the cluster: {why}"),
+                "pass the admin kubeconfig with --kubeconfig, or set KUBECONFIG",
             )
-        } else {
-            // Evictions cannot be undone: a drain that stopped says what it evicted.
-            let evicted = e
-                .source
-                .downcast_ref::<drain::DrainError>()
-                .and_then(|d| match d {
-                    drain::DrainError::Timeout { evicted, .. } => Some(evicted.len()),
-                    _ => None,
-                });
-            match &e.rollback_failures {
+            .into());
+        }
+    };
+    if config.backend == Backend::Vxlan
+        && need.recreate
+        && let Some(cluster_vni) = facts.felix.vxlan_vni
+        && cluster_vni != need.vni
+        && !args.allow_vni_mismatch
+    {
+        return Err(UsageError::new(
+            format!(
+                "VNI {} differs from the cluster's FelixConfiguration vxlanVNI {cluster_vni}: this node could not reach pods on the other nodes",
+                need.vni
+            ),
+            format!(
+                "change the cluster first ('kubectl patch felixconfiguration default --type merge -p '{{\"spec\":{{\"vxlanVNI\":{}}}}}''), or pass --allow-vni-mismatch if that is what you mean",
+                need.vni
+            ),
+        )
+        .into());
+    }
+    let cordoned = drain::is_cordoned(&c, node_name)?;
+    let options = drain::DrainOptions {
+        timeout: args.drain_timeout,
+        grace_period: args.grace_period,
+        force: args.force,
+        delete_emptydir_data: args.delete_emptydir_data,
+        concurrency: usize::from(args.drain_concurrency),
+    };
+    let mut preview = json!(null);
+    let drain_action = if need.recreate {
+        let s = drain::select(&drain::pods_on(&c, node_name)?);
+        if let Some(refused) = s.refusal(node_name, &options) {
+            let hint = refused.hint();
+            return Err(UsageError::new(format!("{refused}; nothing was changed"), hint).into());
+        }
+        preview = json!({"evict": &s.evict, "unmanaged": &s.unmanaged, "skipped": &s.skipped});
+        let show = |v: &[drain::PodRef]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
+        let mut evict = show(&s.evict);
+        evict.extend(show(&s.unmanaged));
+        Some(Action::Drain {
+            node: node_name.to_owned(),
+            evict,
+            skipped: show(&s.skipped),
+            options,
+        })
+    } else {
+        None
+    };
+    Ok(NodePlan {
+        steps: Some(NodeSteps {
+            node: node_name.to_owned(),
+            cordon: need.recreate && !cordoned,
+            uncordon: (need.recreate && !cordoned) || need.we_cordoned,
+            drain: drain_action,
+            ready_timeout: args.wait_timeout,
+        }),
+        preview,
+        cluster: Some(c),
+    })
+}
+
+/// The error of a failed reconfigure, with what was undone and what a rerun does.
+fn failed(e: plan::ExecError, node_name: &str) -> anyhow::Error {
+    let after = if e.past_no_return {
+        format!(
+            "it failed after the Calico network was deleted, so nothing was undone; run 'calicoctl-win reconfigure' again with the same config to finish (node {node_name} stays cordoned until then)"
+        )
+    } else {
+        // Evictions cannot be undone: a drain that stopped says what it evicted.
+        let evicted = e
+            .source
+            .downcast_ref::<drain::DrainError>()
+            .and_then(|d| match d {
+                drain::DrainError::Timeout { evicted, .. } => Some(evicted.len()),
+                _ => None,
+            });
+        match &e.rollback_failures {
                 Some(f) if f.is_empty() => match evicted {
                     Some(0) => "the node is uncordoned again and the Calico services and network were not touched; no pod was evicted".to_owned(),
                     Some(n) => format!("the node is uncordoned again and the Calico services and network were not touched; the {n} evicted pod(s) are not brought back (their controllers start them elsewhere)"),
@@ -267,11 +320,6 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
                 ),
                 None => String::new(),
             }
-        };
-        return Err(anyhow::Error::new(e).context(format!("reconfigure failed; {after}")));
-    }
-    ctx.printer
-        .text(&format!("Reconfigured: {} step(s).", actions.len()));
-    ctx.printer.json(&doc(true));
-    Ok(())
+    };
+    anyhow::Error::new(e).context(format!("reconfigure failed; {after}"))
 }
