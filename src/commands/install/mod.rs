@@ -63,21 +63,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         }
     }
 
-    let mut snapshot = checks::host::snapshot(host.as_ref());
-    snapshot
-        .calico_services
-        .retain(|s| !legacy.iter().any(|l| l.name == s.name));
-    let mut results = checks::host::evaluate(&snapshot, config);
-    results.extend(cluster_checks(&cluster, &loaded));
-    checks::accept_skipped(&mut results, &args.skip);
-    let blocking = checks::blocking(&results);
-    ctx.printer.text(checks::table(&results).trim_end());
-    ctx.printer.text("");
-    if !blocking.is_empty() && !dry_run {
-        ctx.printer
-            .json(&json!({"checks": results, "blocking": blocking, "changed": false}));
-        return Err(Blocked { ids: blocking }.into());
-    }
+    let (results, blocking) = run_checks(ctx, host.as_ref(), args, &legacy, &cluster, &loaded)?;
 
     // The release: downloaded and extracted on this machine, or (dry run) what would be.
     let root = crate::plan::install::install_root(config);
@@ -165,37 +151,20 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let actions = plan::install::plan(host.as_ref(), &inputs)?;
 
     let version = got.version();
-    let header = format!(
-        "Install Calico {} ({} backend, {} datastore) into {root} on {}",
-        version.as_deref().unwrap_or("(version unknown)"),
-        config.backend,
-        config.datastore,
-        host_name(host.as_ref()),
-    );
-    ctx.printer.text(&header);
-    for p in &prepare {
-        ctx.printer.text(&format!("  - {p}"));
-    }
-    if actions.is_empty() {
-        ctx.printer
-            .text("Nothing to change: the node already matches this install.");
-    } else if dry_run {
-        super::print_plan(ctx, &actions);
-    }
     let taint = args.taint_windows.then(node::windows_taint);
-    if let Some(t) = &taint {
-        let verb = if dry_run {
-            "would taint"
-        } else {
-            "then taints"
-        };
-        ctx.printer.text(&format!(
-            "  {verb} node {node_name} {}={}:{}",
-            t.key,
-            t.value.as_deref().unwrap_or_default(),
-            t.effect
-        ));
-    }
+    show(
+        ctx,
+        host.as_ref(),
+        &Shown {
+            version: version.as_deref(),
+            config,
+            root: &root,
+            prepare: &prepare,
+            actions: &actions,
+            taint: taint.as_ref(),
+            node_name: &node_name,
+        },
+    );
     let actions_json = plan::to_json(&actions).context("cannot show the plan as JSON")?;
     let doc = |done: bool| {
         json!({
@@ -246,16 +215,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     if let Err(e) = result {
         return Err(install_failed(e));
     }
-    if let (Some(t), ClusterRead::Read(c, _)) = (&taint, &cluster) {
-        let changed = node::ensure_taint(c, &node_name, t)?;
-        ctx.printer.text(&format!(
-            "node {node_name}: taint os=windows:NoSchedule {}",
-            if changed { "added" } else { "already there" }
-        ));
-    } else if taint.is_some() {
-        ctx.printer
-            .warn("--taint-windows: no admin kubeconfig, so the node was not tainted");
-    }
+    taint_node(ctx, taint.as_ref(), &cluster, &node_name)?;
     if !actions.is_empty() {
         ctx.printer.text(&format!(
             "Installed: {} change(s); uninstall with 'calicoctl-win uninstall'",
@@ -320,4 +280,100 @@ fn host_name(host: &dyn Host) -> String {
         HostKind::Simulated { dir, profile } => format!("the simulated {profile} host in {dir}"),
         HostKind::InMemory { profile } => format!("a throw-away simulated {profile} host"),
     }
+}
+
+/// The checks, host then cluster, shown as a table; a blocking failure stops a real run
+/// (exit 3) with nothing changed.
+fn run_checks(
+    ctx: &mut Context,
+    host: &dyn Host,
+    args: &InstallArgs,
+    legacy: &[crate::host::InstalledService],
+    cluster: &ClusterRead,
+    loaded: &crate::config::Loaded,
+) -> anyhow::Result<(Vec<checks::Check>, Vec<&'static str>)> {
+    let mut snapshot = checks::host::snapshot(host);
+    snapshot
+        .calico_services
+        .retain(|s| !legacy.iter().any(|l| l.name == s.name));
+    let mut results = checks::host::evaluate(&snapshot, &loaded.config);
+    results.extend(cluster_checks(cluster, loaded));
+    checks::accept_skipped(&mut results, &args.skip);
+    let blocking = checks::blocking(&results);
+    ctx.printer.text(checks::table(&results).trim_end());
+    ctx.printer.text("");
+    if !blocking.is_empty() && !ctx.options.dry_run {
+        ctx.printer
+            .json(&json!({"checks": results, "blocking": blocking, "changed": false}));
+        return Err(Blocked { ids: blocking }.into());
+    }
+    Ok((results, blocking))
+}
+
+/// What the plan shows before it runs.
+struct Shown<'a> {
+    version: Option<&'a str>,
+    config: &'a crate::config::Config,
+    root: &'a str,
+    prepare: &'a [String],
+    actions: &'a [plan::Action],
+    taint: Option<&'a k8s_openapi::api::core::v1::Taint>,
+    node_name: &'a str,
+}
+
+/// The plan's header, what is prepared, the actions (in a dry run) and the taint.
+fn show(ctx: &mut Context, host: &dyn Host, p: &Shown<'_>) {
+    let dry_run = ctx.options.dry_run;
+    ctx.printer.text(&format!(
+        "Install Calico {} ({} backend, {} datastore) into {} on {}",
+        p.version.unwrap_or("(version unknown)"),
+        p.config.backend,
+        p.config.datastore,
+        p.root,
+        host_name(host),
+    ));
+    for line in p.prepare {
+        ctx.printer.text(&format!("  - {line}"));
+    }
+    if p.actions.is_empty() {
+        ctx.printer
+            .text("Nothing to change: the node already matches this install.");
+    } else if dry_run {
+        super::print_plan(ctx, p.actions);
+    }
+    if let Some(t) = p.taint {
+        let verb = if dry_run {
+            "would taint"
+        } else {
+            "then taints"
+        };
+        ctx.printer.text(&format!(
+            "  {verb} node {} {}={}:{}",
+            p.node_name,
+            t.key,
+            t.value.as_deref().unwrap_or_default(),
+            t.effect
+        ));
+    }
+}
+
+/// `--taint-windows` after a successful run: the node tainted (once), or a warning when there
+/// is no cluster to do it with.
+fn taint_node(
+    ctx: &mut Context,
+    taint: Option<&k8s_openapi::api::core::v1::Taint>,
+    cluster: &ClusterRead,
+    node_name: &str,
+) -> anyhow::Result<()> {
+    if let (Some(t), ClusterRead::Read(c, _)) = (taint, cluster) {
+        let changed = node::ensure_taint(c, node_name, t)?;
+        ctx.printer.text(&format!(
+            "node {node_name}: taint os=windows:NoSchedule {}",
+            if changed { "added" } else { "already there" }
+        ));
+    } else if taint.is_some() {
+        ctx.printer
+            .warn("--taint-windows: no admin kubeconfig, so the node was not tainted");
+    }
+    Ok(())
 }
