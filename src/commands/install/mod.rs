@@ -50,18 +50,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ClusterRead::Read(_, f) => f.calico_version.clone(),
         _ => None,
     };
-    want.follow_cluster(cluster_version.as_deref());
-    if let (true, Some(asked), None) = (want.chosen, &want.version, &args.release.release_zip) {
-        let what = format!("--calico-version {asked}");
-        if let Some(w) = release::against_cluster(
-            &what,
-            asked,
-            cluster_version.as_deref(),
-            args.allow_downgrade,
-        )? {
-            ctx.printer.warn(&w);
-        }
-    }
+    choose_version(ctx, &mut want, args, cluster_version.as_deref())?;
 
     let (results, blocking) = run_checks(ctx, host.as_ref(), args, &legacy, &cluster, &loaded)?;
 
@@ -100,23 +89,16 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
 
     // Credentials, rendered files, CNI plugins, calicoctl-win itself.
     let mut prepare: Vec<String> = Vec::new();
-    let mut files = Vec::new();
-    files.extend(release_files(config, &got, &want, &mut prepare)?);
-    files.push(self_file(host.as_ref(), config)?);
-    files.extend(credential_files(
+    let from_cluster = (&cluster, etcd_files);
+    let files = desired_files(
         ctx,
         args,
         host.as_ref(),
         config,
-        &cluster,
-        etcd_files,
+        from_cluster,
+        (&got, &want),
         &mut prepare,
-    )?);
-    files.extend(plan::desired::rendered_files(
-        host.as_ref(),
-        config,
-        got.version().as_deref(),
-    )?);
+    )?;
     let (extra_owned, extra_dirs) = match &got {
         Got::Release {
             cached: Some((path, sha)),
@@ -376,4 +358,48 @@ fn taint_node(
             .warn("--taint-windows: no admin kubeconfig, so the node was not tainted");
     }
     Ok(())
+}
+
+/// The Calico version: the cluster's unless one was chosen; one chosen that is older than the
+/// cluster's is refused unless `--allow-downgrade`, another one is a warning.
+fn choose_version(
+    ctx: &mut Context,
+    want: &mut release::Want,
+    args: &InstallArgs,
+    cluster_version: Option<&str>,
+) -> anyhow::Result<()> {
+    want.follow_cluster(cluster_version);
+    if let (true, Some(asked), None) = (want.chosen, &want.version, &args.release.release_zip) {
+        let what = format!("--calico-version {asked}");
+        if let Some(w) =
+            release::against_cluster(&what, asked, cluster_version, args.allow_downgrade)?
+        {
+            ctx.printer.warn(&w);
+        }
+    }
+    Ok(())
+}
+
+/// Every file install puts on the node: the release's, calicoctl-win itself, calico-node's
+/// credentials and the rendered ones; `prepare` says how the credentials were obtained.
+fn desired_files(
+    ctx: &mut Context,
+    args: &InstallArgs,
+    host: &dyn Host,
+    config: &crate::config::Config,
+    (cluster, etcd_files): (&ClusterRead, Option<etcd::EtcdTlsFiles>),
+    (got, want): (&Got, &release::Want),
+    prepare: &mut Vec<String>,
+) -> anyhow::Result<Vec<crate::plan::install::DesiredFile>> {
+    let mut files = release_files(config, got, want, prepare)?;
+    files.push(self_file(host, config)?);
+    files.extend(credential_files(
+        ctx, args, host, config, cluster, etcd_files, prepare,
+    )?);
+    files.extend(plan::desired::rendered_files(
+        host,
+        config,
+        got.version().as_deref(),
+    )?);
+    Ok(files)
 }
