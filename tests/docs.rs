@@ -96,3 +96,23 @@ fn code_blocks_are_found_with_their_language() {
     assert_eq!(blocks[0].1, "a: 1\n");
     assert_eq!(blocks[1].0, "json");
 }
+
+#[test]
+fn every_check_id_is_in_the_troubleshooting_table() {
+    let text =
+        std::fs::read_to_string(root().join("docs/troubleshooting.md")).expect("troubleshooting");
+    let ids: Vec<&str> = calicoctl_win::checks::host::IDS
+        .iter()
+        .chain(calicoctl_win::checks::cluster::IDS)
+        .copied()
+        .collect();
+    assert!(ids.len() > 15, "{ids:?}");
+    let missing: Vec<&&str> = ids
+        .iter()
+        .filter(|id| !text.contains(&format!("| `{id}` |")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/troubleshooting.md has no row for {missing:?}"
+    );
+}
