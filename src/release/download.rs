@@ -97,64 +97,25 @@ pub fn download(
     growth: Option<&Growth>,
 ) -> Result<String, ReleaseError> {
     let mut unfinished = FailOnDrop(growth);
-    let grew = |len| {
-        if let Some(g) = growth {
-            g.grew(len);
-        }
-    };
     let part = part_path(dest);
-    let io = |op: &str| {
-        let op = format!("{op} {}", part.display());
-        move |e| ReleaseError::io(op, e)
-    };
     let client = client(url, want, env)?;
-    let deadline = Instant::now() + want.timeout;
-
+    let limits = Limits::new(url, want);
     // What an interrupted run left: hashed again, then resumed.
-    let mut hasher = sha2::Sha256::new();
-    let mut have = 0u64;
-    if part.is_file() {
-        let mut f = std::fs::File::open(&part).map_err(io("cannot read"))?;
-        let mut buf = vec![0u8; 1 << 16];
-        loop {
-            let n = f.read(&mut buf).map_err(io("cannot read"))?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-            have += n as u64;
-        }
-    }
+    let (mut hasher, mut have) = hash_part(&part)?;
     let mut req = client.get(url);
     if have > 0 {
         req = req.header(reqwest::header::RANGE, format!("bytes={have}-"));
     }
-    // Which limit fired: the idle one when nothing came for that long, else the total one.
-    let timed_out = |last_data: Instant| {
-        let idle = last_data.elapsed() >= want.idle_timeout.min(want.timeout)
-            && want.idle_timeout < want.timeout;
-        ReleaseError::Timeout {
-            url: url.into(),
-            after: if idle {
-                want.idle_timeout
-            } else {
-                want.timeout
-            },
-            idle,
-        }
-    };
-    let asked = Instant::now();
-    let failed = |source: reqwest::Error| {
+    let mut resp = req.send().map_err(|source| {
         if source.is_timeout() {
-            timed_out(asked)
+            limits.timed_out(limits.asked)
         } else {
             ReleaseError::Download {
                 url: url.into(),
                 source,
             }
         }
-    };
-    let mut resp = req.send().map_err(failed)?;
+    })?;
     let status = resp.status().as_u16();
     let resumed = status == 206 && have > 0;
     let complete_already = status == 416 && have > 0;
@@ -162,11 +123,11 @@ pub fn download(
         std::fs::OpenOptions::new()
             .append(true)
             .open(&part)
-            .map_err(io("cannot open"))?
+            .map_err(part_io(&part, "cannot open"))?
     } else if (200..300).contains(&status) {
         hasher = sha2::Sha256::new();
         have = 0;
-        std::fs::File::create(&part).map_err(io("cannot create"))?
+        std::fs::File::create(&part).map_err(part_io(&part, "cannot create"))?
     } else {
         return Err(ReleaseError::Status {
             url: url.into(),
@@ -174,42 +135,19 @@ pub fn download(
         });
     };
     if let Some(g) = growth {
-        g.start(std::fs::File::open(&part).map_err(io("cannot read"))?, have);
+        let reader = std::fs::File::open(&part).map_err(part_io(&part, "cannot read"))?;
+        g.start(reader, have);
     }
     if !complete_already {
         let total = resp.content_length().map(|l| l + have);
         progress.begin(url, total, have);
-        let mut buf = vec![0u8; 1 << 16];
-        let mut last_data = Instant::now();
-        loop {
-            let n = resp.read(&mut buf).map_err(|e| {
-                let stalled = last_data.elapsed() >= want.idle_timeout.min(want.timeout);
-                if stalled || Instant::now() >= deadline {
-                    timed_out(last_data)
-                } else {
-                    ReleaseError::io(
-                        format!(
-                            "the download of {url} broke off (the partial file {} is resumed by the next run)",
-                            part.display()
-                        ),
-                        e,
-                    )
-                }
-            })?;
-            if n == 0 {
-                break;
-            }
-            file.write_all(&buf[..n]).map_err(io("cannot write"))?;
-            hasher.update(&buf[..n]);
-            have += n as u64;
-            grew(have);
-            last_data = Instant::now();
-            progress.advance(have);
-            if Instant::now() >= deadline {
-                file.sync_all().map_err(io("cannot write"))?;
-                return Err(timed_out(last_data));
-            }
-        }
+        let body = Body {
+            resp: &mut resp,
+            file: &mut file,
+            hasher: &mut hasher,
+            part: &part,
+        };
+        have = receive(body, have, &limits, progress, growth)?;
         progress.end();
     }
     if let Some(g) = unfinished.0.take() {
@@ -229,6 +167,122 @@ pub fn download(
             actual,
         });
     }
-    std::fs::rename(&part, dest).map_err(io("cannot rename"))?;
+    std::fs::rename(&part, dest).map_err(part_io(&part, "cannot rename"))?;
     Ok(actual)
+}
+
+/// An I/O error on the partial file, naming it.
+fn part_io(part: &Path, op: &str) -> impl Fn(std::io::Error) -> ReleaseError {
+    let op = format!("{op} {}", part.display());
+    move |e| ReleaseError::io(op.clone(), e)
+}
+
+/// The SHA-256 state and length of what an interrupted run left in `part` (nothing: empty).
+fn hash_part(part: &Path) -> Result<(sha2::Sha256, u64), ReleaseError> {
+    let mut hasher = sha2::Sha256::new();
+    let mut have = 0u64;
+    if !part.is_file() {
+        return Ok((hasher, have));
+    }
+    let mut f = std::fs::File::open(part).map_err(part_io(part, "cannot read"))?;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf).map_err(part_io(part, "cannot read"))?;
+        if n == 0 {
+            return Ok((hasher, have));
+        }
+        hasher.update(&buf[..n]);
+        have += n as u64;
+    }
+}
+
+/// The download's two time limits and which one fired.
+struct Limits<'a> {
+    url: &'a str,
+    want: &'a Want,
+    asked: Instant,
+    deadline: Instant,
+}
+
+impl<'a> Limits<'a> {
+    fn new(url: &'a str, want: &'a Want) -> Self {
+        let asked = Instant::now();
+        Self {
+            url,
+            want,
+            asked,
+            deadline: asked + want.timeout,
+        }
+    }
+
+    fn idle(&self, last_data: Instant) -> bool {
+        last_data.elapsed() >= self.want.idle_timeout.min(self.want.timeout)
+    }
+
+    /// The idle limit when nothing came for that long, else the total one.
+    fn timed_out(&self, last_data: Instant) -> ReleaseError {
+        let idle = self.idle(last_data) && self.want.idle_timeout < self.want.timeout;
+        ReleaseError::Timeout {
+            url: self.url.into(),
+            after: if idle {
+                self.want.idle_timeout
+            } else {
+                self.want.timeout
+            },
+            idle,
+        }
+    }
+}
+
+/// The response body and where it goes.
+struct Body<'a> {
+    resp: &'a mut reqwest::blocking::Response,
+    file: &'a mut std::fs::File,
+    hasher: &'a mut sha2::Sha256,
+    part: &'a Path,
+}
+
+/// Writes and hashes the body from `have` bytes on; the length at its end.
+fn receive(
+    b: Body<'_>,
+    mut have: u64,
+    limits: &Limits<'_>,
+    progress: &mut dyn Progress,
+    growth: Option<&Growth>,
+) -> Result<u64, ReleaseError> {
+    let mut buf = vec![0u8; 1 << 16];
+    let mut last_data = Instant::now();
+    loop {
+        let n = b.resp.read(&mut buf).map_err(|e| {
+            if limits.idle(last_data) || Instant::now() >= limits.deadline {
+                limits.timed_out(last_data)
+            } else {
+                ReleaseError::io(
+                    format!(
+                        "the download of {} broke off (the partial file {} is resumed by the next run)",
+                        limits.url,
+                        b.part.display()
+                    ),
+                    e,
+                )
+            }
+        })?;
+        if n == 0 {
+            return Ok(have);
+        }
+        b.file
+            .write_all(&buf[..n])
+            .map_err(part_io(b.part, "cannot write"))?;
+        b.hasher.update(&buf[..n]);
+        have += n as u64;
+        if let Some(g) = growth {
+            g.grew(have);
+        }
+        last_data = Instant::now();
+        progress.advance(have);
+        if Instant::now() >= limits.deadline {
+            b.file.sync_all().map_err(part_io(b.part, "cannot write"))?;
+            return Err(limits.timed_out(last_data));
+        }
+    }
 }
