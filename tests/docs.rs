@@ -52,7 +52,10 @@ fn every_config_ps1_variable_is_in_the_migration_table() {
             missing.push(row);
         }
     }
-    assert!(count > 20, "only {count} settings have a config.ps1 variable");
+    assert!(
+        count > 20,
+        "only {count} settings have a config.ps1 variable"
+    );
     assert!(
         missing.is_empty(),
         "docs/migrating.md lacks these rows:\n{}",
@@ -85,7 +88,11 @@ fn every_yaml_and_json_example_in_the_docs_parses() {
         }
     }
     assert!(checked >= 4, "only {checked} examples found");
-    assert!(bad.is_empty(), "examples that do not parse:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "examples that do not parse:\n{}",
+        bad.join("\n")
+    );
 }
 
 #[test]

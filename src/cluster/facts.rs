@@ -119,21 +119,10 @@ pub fn etcd_endpoints(c: &Cluster, namespace: &str) -> Result<Vec<String>, Clust
 
 /// Reads the facts; `node` is this node's name.
 pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
-    let client = &c.client;
     let namespace = calico_namespace(c)?;
-
-    let info_api: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &calico("ClusterInformation", "clusterinformations"),
-    );
-    let info = c.call_opt(
-        "get",
-        "clusterinformations/default",
-        info_api.get("default"),
-    )?;
+    let info = calico_default(c, "ClusterInformation", "clusterinformations")?;
     let etcd_endpoints = etcd_endpoints(c, &namespace)?;
-    let etcd = !etcd_endpoints.is_empty();
-    let datastore = match (&info, etcd) {
+    let datastore = match (&info, !etcd_endpoints.is_empty()) {
         (_, true) => Some("etcdv3".to_owned()),
         (Some(i), false) => Some(
             spec(i, "datastoreType")
@@ -148,92 +137,129 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
         .and_then(|i| spec(i, "calicoVersion"))
         .and_then(Value::as_str)
         .map(str::to_owned);
+    let ip_pools = ip_pools(c)?;
+    let strict_affinity = calico_default(c, "IPAMConfig", "ipamconfigs")?
+        .and_then(|o| spec(&o, "strictAffinity").and_then(Value::as_bool));
+    let felix = felix(c)?;
+    let backend = detect_backend(&felix, &ip_pools, info.is_some());
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let node_exists = c
+        .call_opt("get", &format!("nodes/{node}"), nodes.get(node))?
+        .is_some();
+    let permissions = permissions(c, &namespace)?;
+    Ok(ClusterFacts {
+        server: c.server.clone(),
+        windows_dataplane: windows_dataplane(c)?,
+        service_cidrs: service_cidrs(c)?,
+        dns_ip: dns_ip(c)?,
+        namespace,
+        datastore,
+        etcd_endpoints,
+        calico_version,
+        ip_pools,
+        strict_affinity,
+        felix,
+        backend,
+        node: node.to_owned(),
+        node_exists,
+        permissions,
+    })
+}
 
-    let install_api: Api<DynamicObject> = Api::all_with(
-        client.clone(),
+/// Calico's cluster-wide object `default` of a kind, if it exists.
+fn calico_default(
+    c: &Cluster,
+    kind: &str,
+    plural: &str,
+) -> Result<Option<DynamicObject>, ClusterError> {
+    let api: Api<DynamicObject> = Api::all_with(c.client.clone(), &calico(kind, plural));
+    c.call_opt("get", &format!("{plural}/default"), api.get("default"))
+}
+
+/// The operator Installation's `calicoNetwork.windowsDataplane`, if there is one.
+fn windows_dataplane(c: &Cluster) -> Result<Option<String>, ClusterError> {
+    let api: Api<DynamicObject> = Api::all_with(
+        c.client.clone(),
         &ApiResource::from_gvk_with_plural(
             &GroupVersionKind::gvk("operator.tigera.io", "v1", "Installation"),
             "installations",
         ),
     );
-    let windows_dataplane = c
-        .call_opt(
-            "get",
-            "installations.operator.tigera.io/default",
-            install_api.get("default"),
-        )?
-        .and_then(|i| {
-            spec(&i, "calicoNetwork")
-                .and_then(|n| n.get("windowsDataplane"))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        });
+    Ok(c.call_opt(
+        "get",
+        "installations.operator.tigera.io/default",
+        api.get("default"),
+    )?
+    .and_then(|i| {
+        spec(&i, "calicoNetwork")
+            .and_then(|n| n.get("windowsDataplane"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }))
+}
 
-    let pools_api: Api<DynamicObject> = Api::all_with(client.clone(), &calico("IPPool", "ippools"));
-    let ip_pools = c
-        .call_opt("list", "ippools", pools_api.list(&ListParams::default()))?
-        .map(|l| l.items.iter().map(ip_pool).collect::<Vec<_>>())
-        .unwrap_or_default();
+fn ip_pools(c: &Cluster) -> Result<Vec<IpPool>, ClusterError> {
+    let api: Api<DynamicObject> = Api::all_with(c.client.clone(), &calico("IPPool", "ippools"));
+    Ok(
+        c.call_opt("list", "ippools", api.list(&ListParams::default()))?
+            .map(|l| l.items.iter().map(ip_pool).collect::<Vec<_>>())
+            .unwrap_or_default(),
+    )
+}
 
-    let ipam_api: Api<DynamicObject> =
-        Api::all_with(client.clone(), &calico("IPAMConfig", "ipamconfigs"));
-    let strict_affinity = c
-        .call_opt("get", "ipamconfigs/default", ipam_api.get("default"))?
-        .and_then(|o| spec(&o, "strictAffinity").and_then(Value::as_bool));
+/// FelixConfiguration `default`'s VXLAN, IPIP and WireGuard settings.
+fn felix(c: &Cluster) -> Result<Felix, ClusterError> {
+    Ok(
+        calico_default(c, "FelixConfiguration", "felixconfigurations")?
+            .map(|o| Felix {
+                vxlan_enabled: spec(&o, "vxlanEnabled").and_then(Value::as_bool),
+                vxlan_vni: spec(&o, "vxlanVNI")
+                    .and_then(Value::as_u64)
+                    .and_then(|v| u32::try_from(v).ok()),
+                vxlan_port: spec(&o, "vxlanPort")
+                    .and_then(Value::as_u64)
+                    .and_then(|v| u16::try_from(v).ok()),
+                ipip_enabled: spec(&o, "ipipEnabled").and_then(Value::as_bool),
+                wireguard_enabled: spec(&o, "wireguardEnabled").and_then(Value::as_bool),
+            })
+            .unwrap_or_default(),
+    )
+}
 
-    let felix_api: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &calico("FelixConfiguration", "felixconfigurations"),
-    );
-    let felix = c
-        .call_opt(
-            "get",
-            "felixconfigurations/default",
-            felix_api.get("default"),
-        )?
-        .map(|o| Felix {
-            vxlan_enabled: spec(&o, "vxlanEnabled").and_then(Value::as_bool),
-            vxlan_vni: spec(&o, "vxlanVNI")
-                .and_then(Value::as_u64)
-                .and_then(|v| u32::try_from(v).ok()),
-            vxlan_port: spec(&o, "vxlanPort")
-                .and_then(Value::as_u64)
-                .and_then(|v| u16::try_from(v).ok()),
-            ipip_enabled: spec(&o, "ipipEnabled").and_then(Value::as_bool),
-            wireguard_enabled: spec(&o, "wireguardEnabled").and_then(Value::as_bool),
-        })
-        .unwrap_or_default();
-    let backend = detect_backend(&felix, &ip_pools, info.is_some());
+/// The kube-dns service's cluster IP.
+fn dns_ip(c: &Cluster) -> Result<Option<String>, ClusterError> {
+    let services: Api<Service> = Api::namespaced(c.client.clone(), "kube-system");
+    Ok(c.call_opt(
+        "get",
+        "services/kube-dns in kube-system",
+        services.get("kube-dns"),
+    )?
+    .and_then(|s| s.spec.and_then(|s| s.cluster_ip)))
+}
 
-    let services: Api<Service> = Api::namespaced(client.clone(), "kube-system");
-    let dns_ip = c
-        .call_opt(
-            "get",
-            "services/kube-dns in kube-system",
-            services.get("kube-dns"),
-        )?
-        .and_then(|s| s.spec.and_then(|s| s.cluster_ip));
-    let cidr_api: Api<DynamicObject> = Api::all_with(
-        client.clone(),
+/// The service CIDRs of the `kubernetes` ServiceCIDR (Kubernetes 1.33 and later).
+fn service_cidrs(c: &Cluster) -> Result<Vec<String>, ClusterError> {
+    let api: Api<DynamicObject> = Api::all_with(
+        c.client.clone(),
         &ApiResource::from_gvk_with_plural(
             &GroupVersionKind::gvk("networking.k8s.io", "v1", "ServiceCIDR"),
             "servicecidrs",
         ),
     );
-    let service_cidrs = c
-        .call_opt("get", "servicecidrs/kubernetes", cidr_api.get("kubernetes"))?
-        .and_then(|o| spec(&o, "cidrs").cloned())
-        .and_then(|v| serde_json::from_value::<Vec<String>>(v).ok())
-        .unwrap_or_default();
-    let nodes: Api<Node> = Api::all(client.clone());
-    let node_exists = c
-        .call_opt("get", &format!("nodes/{node}"), nodes.get(node))?
-        .is_some();
+    Ok(
+        c.call_opt("get", "servicecidrs/kubernetes", api.get("kubernetes"))?
+            .and_then(|o| spec(&o, "cidrs").cloned())
+            .and_then(|v| serde_json::from_value::<Vec<String>>(v).ok())
+            .unwrap_or_default(),
+    )
+}
 
+/// What the admin identity may do that install needs: read namespaces and Calico's secrets.
+fn permissions(c: &Cluster, namespace: &str) -> Result<Vec<Permission>, ClusterError> {
     let mut permissions = Vec::new();
     for (verb, resource, ns) in [
         ("get", "namespaces", None),
-        ("get", "secrets", Some(namespace.clone())),
+        ("get", "secrets", Some(namespace.to_owned())),
     ] {
         permissions.push(Permission {
             allowed: can_i(c, verb, resource, ns.as_deref())?,
@@ -242,24 +268,7 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
             namespace: ns,
         });
     }
-
-    Ok(ClusterFacts {
-        server: c.server.clone(),
-        namespace,
-        datastore,
-        etcd_endpoints,
-        calico_version,
-        windows_dataplane,
-        ip_pools,
-        strict_affinity,
-        felix,
-        backend,
-        service_cidrs,
-        dns_ip,
-        node: node.to_owned(),
-        node_exists,
-        permissions,
-    })
+    Ok(permissions)
 }
 
 impl ClusterFacts {
