@@ -18,12 +18,118 @@ pub enum Exit {
     Busy = 5,
 }
 
+/// What kind of failure an error is, for automation: `error.kind` in the JSON document. The
+/// names are stable; docs/errors.md lists each with its exit code (a test keeps it complete).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// A failure no more specific kind describes.
+    Failed,
+    /// Bad flags or arguments.
+    Usage,
+    InvalidConfig,
+    ConfigUnreadable,
+    InvalidTemplate,
+    /// Another calicoctl-win command holds the host lock.
+    Locked,
+    LockFailed,
+    PreflightFailed,
+    NoAdminKubeconfig,
+    BadKubeconfig,
+    ClusterUnreachable,
+    ClusterTimeout,
+    /// The API server refused a request (forbidden, not found, conflict ...).
+    ClusterRefused,
+    /// A change that disconnects the node's pods was asked for without `--drain`.
+    NeedsDrain,
+    /// The VXLAN VNI differs from the cluster's FelixConfiguration.
+    VniMismatch,
+    /// Pods the drain would lose (no controller, emptyDir data) without the flag that allows it.
+    DrainRefused,
+    DrainTimeout,
+    NodeNotReady,
+    NotInstalled,
+    /// Calico's NSSM-based install is on the node and `--migrate-legacy` was not given.
+    LegacyInstall,
+    NoServiceAccount,
+    CredentialsMissing,
+    TokenTimeout,
+    EtcdCertificates,
+    EtcdUnreachable,
+    EtcdTimeout,
+    ChecksumMismatch,
+    ChecksumNeeded,
+    PlainHttp,
+    BadUrl,
+    VersionMismatch,
+    Downgrade,
+    DownloadFailed,
+    DownloadTimeout,
+    BadRelease,
+    /// A Calico service could not start or finish its start-up.
+    ServiceFailed,
+    /// A wait on the host (a service, CalicoNode's start-up, a network) timed out.
+    Timeout,
+}
+
+impl Kind {
+    /// Every kind, for the documentation test.
+    pub const ALL: &[Kind] = &[
+        Kind::Failed,
+        Kind::Usage,
+        Kind::InvalidConfig,
+        Kind::ConfigUnreadable,
+        Kind::InvalidTemplate,
+        Kind::Locked,
+        Kind::LockFailed,
+        Kind::PreflightFailed,
+        Kind::NoAdminKubeconfig,
+        Kind::BadKubeconfig,
+        Kind::ClusterUnreachable,
+        Kind::ClusterTimeout,
+        Kind::ClusterRefused,
+        Kind::NeedsDrain,
+        Kind::VniMismatch,
+        Kind::DrainRefused,
+        Kind::DrainTimeout,
+        Kind::NodeNotReady,
+        Kind::NotInstalled,
+        Kind::LegacyInstall,
+        Kind::NoServiceAccount,
+        Kind::CredentialsMissing,
+        Kind::TokenTimeout,
+        Kind::EtcdCertificates,
+        Kind::EtcdUnreachable,
+        Kind::EtcdTimeout,
+        Kind::ChecksumMismatch,
+        Kind::ChecksumNeeded,
+        Kind::PlainHttp,
+        Kind::BadUrl,
+        Kind::VersionMismatch,
+        Kind::Downgrade,
+        Kind::DownloadFailed,
+        Kind::DownloadTimeout,
+        Kind::BadRelease,
+        Kind::ServiceFailed,
+        Kind::Timeout,
+    ];
+
+    /// The name in JSON (`needs-drain`).
+    pub fn name(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+}
+
 /// Bad input detected by a command itself (exit code 2).
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct UsageError {
     pub message: String,
     pub hint: Option<String>,
+    pub kind: Kind,
 }
 
 impl UsageError {
@@ -31,13 +137,21 @@ impl UsageError {
         Self {
             message: message.into(),
             hint: Some(hint.into()),
+            kind: Kind::Usage,
         }
+    }
+
+    /// The same error, of a more specific kind than `usage`.
+    pub fn of_kind(mut self, kind: Kind) -> Self {
+        self.kind = kind;
+        self
     }
 }
 
 /// A failed command, ready to be shown to the user.
 pub struct CliError {
     pub exit: Exit,
+    pub kind: Kind,
     pub error: anyhow::Error,
     pub hint: Option<String>,
 }
@@ -56,34 +170,31 @@ pub trait Diagnose: std::error::Error + 'static {
     fn diagnose(&self) -> Option<Diagnosis>;
 }
 
-/// An exit code and the hint shown under the error.
+/// An exit code, the kind of failure and the hint shown under the error.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnosis {
     pub exit: Exit,
+    pub kind: Kind,
     pub hint: Option<String>,
 }
 
 impl Diagnosis {
-    pub fn new(exit: Exit, hint: impl Into<String>) -> Option<Self> {
+    pub fn new(exit: Exit, kind: Kind, hint: impl Into<String>) -> Option<Self> {
         Some(Self {
             exit,
+            kind,
             hint: Some(hint.into()),
         })
     }
 
-    /// An exit code without a hint.
-    pub fn bare(exit: Exit) -> Option<Self> {
-        Some(Self { exit, hint: None })
-    }
-
     /// `Timeout` when `timed_out`, else `Failed`.
-    pub fn failed_or_timeout(timed_out: bool, hint: Option<String>) -> Option<Self> {
+    pub fn failed_or_timeout(timed_out: bool, kind: Kind, hint: Option<String>) -> Option<Self> {
         let exit = if timed_out {
             Exit::Timeout
         } else {
             Exit::Failed
         };
-        Some(Self { exit, hint })
+        Some(Self { exit, kind, hint })
     }
 }
 
@@ -99,6 +210,7 @@ impl Diagnose for UsageError {
     fn diagnose(&self) -> Option<Diagnosis> {
         Some(Diagnosis {
             exit: Exit::Usage,
+            kind: self.kind,
             hint: self.hint.clone(),
         })
     }
@@ -113,10 +225,12 @@ impl CliError {
             .find_map(|cause| known.iter().find_map(|r| r(cause)))
             .unwrap_or(Diagnosis {
                 exit: Exit::Failed,
+                kind: Kind::Failed,
                 hint: None,
             });
         Self {
             exit: d.exit,
+            kind: d.kind,
             error,
             hint: d.hint,
         }

@@ -54,6 +54,7 @@ fn main() -> ExitCode {
                 let mut printer = printer;
                 printer.error(&CliError {
                     exit: Exit::Usage,
+                    kind: error::Kind::Usage,
                     error: e.into(),
                     hint: Some("pass a writable --log-file path".into()),
                 });

@@ -115,6 +115,7 @@ impl Printer {
         if self.format == Format::Json && !self.json_printed {
             let doc = serde_json::json!({
                 "error": {
+                    "kind": e.kind,
                     "message": e.error.to_string(),
                     "causes": causes,
                     "problems": crate::config::problems_in(&e.error),

@@ -123,3 +123,18 @@ fn every_check_id_is_in_the_troubleshooting_table() {
         "docs/troubleshooting.md has no row for {missing:?}"
     );
 }
+
+#[test]
+fn every_error_kind_is_in_the_errors_page() {
+    let text = std::fs::read_to_string(root().join("docs/errors.md")).expect("errors.md");
+    let missing: Vec<String> = calicoctl_win::error::Kind::ALL
+        .iter()
+        .map(|k| k.name())
+        .filter(|name| !text.contains(&format!("| `{name}` |")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/errors.md has no row for {missing:?}"
+    );
+    assert_eq!(calicoctl_win::error::Kind::NeedsDrain.name(), "needs-drain");
+}

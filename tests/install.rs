@@ -1110,6 +1110,7 @@ fn a_second_command_is_refused_while_one_runs_and_a_killed_holder_frees_the_host
     let busy = s.snapshot();
     let (code, doc, stderr) = s.uninstall(&["--purge"]);
     assert_eq!(code, 5, "{doc} {stderr}");
+    assert_eq!(doc["error"]["kind"], "locked", "{doc}");
     let message = doc["error"].to_string();
     assert!(
         message.contains(&format!("install (pid {}, started ", child.id())),

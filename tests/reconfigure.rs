@@ -113,9 +113,10 @@ fn vni_change_recreates_the_network_after_a_drain_and_uncordons() {
 
     // Without --drain: refused, nothing changed.
     let before = snapshot(&n.node.sim());
-    let (code, _, err) = n.reconfigure(VNI_4097);
+    let (code, doc, err) = n.reconfigure(VNI_4097);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--drain"), "{err}");
+    assert_eq!(doc["error"]["kind"], "needs-drain", "{doc}");
     assert_same(&snapshot(&n.node.sim()), &before, "refused without --drain");
 
     // The dry run lists the pods it would evict and changes nothing.
@@ -208,9 +209,10 @@ fn an_eviction_refused_for_a_while_is_retried_until_the_budget_allows_it() {
 fn a_vni_other_than_the_clusters_is_refused_unless_forced() {
     let n = Node::installed();
     let before = snapshot(&n.node.sim());
-    let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
+    let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("vxlanVNI 4096"), "{err}");
+    assert_eq!(doc["error"]["kind"], "vni-mismatch", "{doc}");
     assert!(err.contains("kubectl patch felixconfiguration"), "{err}");
     assert_same(&snapshot(&n.node.sim()), &before, "refused");
     assert!(!n.cordoned());

@@ -158,6 +158,7 @@ fn the_version_follows_the_cluster_and_a_downgrade_needs_to_be_asked_for() {
     );
     let (code, doc, stderr) = node.run(&["install", "--calico-version", "3.29.1"]);
     assert_eq!(code, 2, "{stderr}");
+    assert_eq!(doc["error"]["kind"], "downgrade", "{doc}");
     let message = doc["error"].to_string();
     assert!(
         message.contains("older than the cluster's Calico 3.30.2"),

@@ -567,6 +567,7 @@ pub fn legacy_error(legacy: &[crate::host::InstalledService]) -> crate::error::U
         ),
         "pass --migrate-legacy to stop and delete its services before installing (its files in the install root stay), or remove it with its own uninstall-calico.ps1",
     )
+    .of_kind(crate::error::Kind::LegacyInstall)
 }
 
 #[cfg(test)]

@@ -122,6 +122,7 @@ impl crate::error::Diagnose for Blocked {
     fn diagnose(&self) -> Option<crate::error::Diagnosis> {
         crate::error::Diagnosis::new(
             crate::error::Exit::Preflight,
+            crate::error::Kind::PreflightFailed,
             "fix the failed checks with the commands shown, or accept a known failure with --skip ID",
         )
     }

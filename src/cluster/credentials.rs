@@ -318,8 +318,15 @@ pub fn secret_data(
 
 impl crate::error::Diagnose for CredentialError {
     fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        use crate::error::Kind;
+        let kind = match self {
+            Self::NoServiceAccount { .. } => Kind::NoServiceAccount,
+            Self::TokenNotFilled { .. } => Kind::TokenTimeout,
+            _ => Kind::CredentialsMissing,
+        };
         crate::error::Diagnosis::failed_or_timeout(
             matches!(self, Self::TokenNotFilled { .. }),
+            kind,
             Some(self.hint()),
         )
     }

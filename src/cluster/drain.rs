@@ -585,7 +585,15 @@ impl NodeControl for Cluster {
 
 impl crate::error::Diagnose for DrainError {
     fn diagnose(&self) -> Option<crate::error::Diagnosis> {
-        crate::error::Diagnosis::failed_or_timeout(self.is_timeout(), Some(self.hint()))
+        use crate::error::Kind;
+        let kind = match self {
+            Self::Cluster(e) => return e.diagnose(),
+            Self::Unmanaged { .. } | Self::LocalStorage { .. } => Kind::DrainRefused,
+            Self::Timeout { .. } => Kind::DrainTimeout,
+            Self::Task(_) => Kind::Failed,
+            Self::NotReady { .. } => Kind::NodeNotReady,
+        };
+        crate::error::Diagnosis::failed_or_timeout(self.is_timeout(), kind, Some(self.hint()))
     }
 }
 

@@ -270,8 +270,17 @@ fn classify(endpoint: &str, e: std::io::Error, timed_out: impl Fn() -> EtcdError
 
 impl crate::error::Diagnose for EtcdError {
     fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        use crate::error::Kind;
+        let kind = match self {
+            Self::Timeout { .. } => Kind::EtcdTimeout,
+            Self::BadEndpoint { .. } | Self::Unreachable { .. } | Self::Unhealthy { .. } => {
+                Kind::EtcdUnreachable
+            }
+            _ => Kind::EtcdCertificates,
+        };
         crate::error::Diagnosis::failed_or_timeout(
             matches!(self, Self::Timeout { .. }),
+            kind,
             Some(self.hint().into()),
         )
     }

@@ -272,8 +272,17 @@ impl Cluster {
 
 impl crate::error::Diagnose for ClusterError {
     fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        use crate::error::Kind;
+        let kind = match self {
+            Self::NoKubeconfig { .. } => Kind::NoAdminKubeconfig,
+            Self::Kubeconfig { .. } => Kind::BadKubeconfig,
+            Self::Unreachable { .. } => Kind::ClusterUnreachable,
+            Self::Timeout { .. } => Kind::ClusterTimeout,
+            Self::Api { .. } => Kind::ClusterRefused,
+        };
         crate::error::Diagnosis::failed_or_timeout(
             matches!(self, Self::Timeout { .. }),
+            kind,
             Some(self.hint()),
         )
     }

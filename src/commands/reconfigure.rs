@@ -32,6 +32,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
             format!("Calico is not installed in {root} (there is no install record)"),
             "install it with 'calicoctl-win install', or point install_root at where it is",
         )
+        .of_kind(crate::error::Kind::NotInstalled)
         .into());
     };
     let journal_path = join(&root, record::JOURNAL_FILE);
@@ -217,6 +218,7 @@ fn node_plan(
             ),
             "pass --drain to cordon and drain the node around it (--dry-run shows the pods it would evict)",
         )
+        .of_kind(crate::error::Kind::NeedsDrain)
         .into());
     }
     let (c, facts) = match cluster {
@@ -231,6 +233,7 @@ fn node_plan(
                 format!("draining node {node_name} needs the cluster: {why}"),
                 "pass the admin kubeconfig with --kubeconfig, or set KUBECONFIG",
             )
+            .of_kind(crate::error::Kind::NoAdminKubeconfig)
             .into());
         }
     };
@@ -250,6 +253,7 @@ fn node_plan(
                 need.vni
             ),
         )
+        .of_kind(crate::error::Kind::VniMismatch)
         .into());
     }
     let cordoned = drain::is_cordoned(&c, node_name)?;
@@ -265,7 +269,11 @@ fn node_plan(
         let s = drain::select(&drain::pods_on(&c, node_name)?);
         if let Some(refused) = s.refusal(node_name, &options) {
             let hint = refused.hint();
-            return Err(UsageError::new(format!("{refused}; nothing was changed"), hint).into());
+            return Err(
+                UsageError::new(format!("{refused}; nothing was changed"), hint)
+                    .of_kind(crate::error::Kind::DrainRefused)
+                    .into(),
+            );
         }
         preview = json!({"evict": &s.evict, "unmanaged": &s.unmanaged, "skipped": &s.skipped});
         let show = |v: &[drain::PodRef]| v.iter().map(ToString::to_string).collect::<Vec<_>>();

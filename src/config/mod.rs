@@ -460,7 +460,11 @@ impl crate::error::Diagnose for ConfigError {
             Self::Invalid { file: None, .. } => "override settings with --set KEY=VALUE, or write them in a file passed with --config; docs/configuration.md lists every key".into(),
             Self::Read { .. } => "pass an existing file with --config, or leave --config out to use the built-in defaults".into(),
         };
-        crate::error::Diagnosis::new(crate::error::Exit::Usage, hint)
+        let kind = match self {
+            Self::Invalid { .. } => crate::error::Kind::InvalidConfig,
+            Self::Read { .. } => crate::error::Kind::ConfigUnreadable,
+        };
+        crate::error::Diagnosis::new(crate::error::Exit::Usage, kind, hint)
     }
 }
 

@@ -140,11 +140,12 @@ pub fn acquire(dir: &Path, command: &str) -> Result<HostLock, LockError> {
 
 impl crate::error::Diagnose for LockError {
     fn diagnose(&self) -> Option<crate::error::Diagnosis> {
-        let exit = match self {
-            Self::Busy { .. } => crate::error::Exit::Busy,
-            Self::Io { .. } => crate::error::Exit::Failed,
+        use crate::error::{Exit, Kind};
+        let (exit, kind) = match self {
+            Self::Busy { .. } => (Exit::Busy, Kind::Locked),
+            Self::Io { .. } => (Exit::Failed, Kind::LockFailed),
         };
-        crate::error::Diagnosis::new(exit, self.hint())
+        crate::error::Diagnosis::new(exit, kind, self.hint())
     }
 }
 

@@ -489,6 +489,7 @@ impl crate::error::Diagnose for HostError {
     fn diagnose(&self) -> Option<crate::error::Diagnosis> {
         matches!(self, Self::Timeout { .. }).then(|| crate::error::Diagnosis {
             exit: crate::error::Exit::Timeout,
+            kind: crate::error::Kind::Timeout,
             hint: Some("the service logs under the logs directory (calico-node.log) say what it is waiting for; a longer --wait-timeout gives it more time".into()),
         })
     }

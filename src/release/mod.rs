@@ -449,18 +449,26 @@ pub fn check_version(want: &Want, x: &Extracted, what: &str) -> Result<(), Relea
 
 impl crate::error::Diagnose for ReleaseError {
     fn diagnose(&self) -> Option<crate::error::Diagnosis> {
-        use crate::error::Exit;
-        let exit = match self {
-            Self::Timeout { .. } => Exit::Timeout,
-            Self::BadChecksumArg(_)
-            | Self::BadUrl { .. }
-            | Self::NeedChecksum { .. }
-            | Self::PlainHttp { .. }
-            | Self::Downgrade { .. } => Exit::Usage,
-            _ => Exit::Failed,
+        use crate::error::{Exit, Kind};
+        let (exit, kind) = match self {
+            Self::Timeout { .. } => (Exit::Timeout, Kind::DownloadTimeout),
+            Self::BadChecksumArg(_) => (Exit::Usage, Kind::Usage),
+            Self::BadUrl { .. } => (Exit::Usage, Kind::BadUrl),
+            Self::NeedChecksum { .. } => (Exit::Usage, Kind::ChecksumNeeded),
+            Self::PlainHttp { .. } => (Exit::Usage, Kind::PlainHttp),
+            Self::Downgrade { .. } => (Exit::Usage, Kind::Downgrade),
+            Self::Checksum { .. } => (Exit::Failed, Kind::ChecksumMismatch),
+            Self::Version { .. } => (Exit::Failed, Kind::VersionMismatch),
+            Self::Download { .. } | Self::Status { .. } => (Exit::Failed, Kind::DownloadFailed),
+            Self::Zip { .. }
+            | Self::Unsafe { .. }
+            | Self::TooLarge { .. }
+            | Self::Layout { .. } => (Exit::Failed, Kind::BadRelease),
+            Self::Io { .. } => (Exit::Failed, Kind::Failed),
         };
         Some(crate::error::Diagnosis {
             exit,
+            kind,
             hint: self.hint().map(str::to_owned),
         })
     }

@@ -131,6 +131,10 @@ impl crate::error::Diagnose for RenderError {
             }
             Self::NameClash(_) => "set cni.conf_filename to another name, like 10-calico.conf",
         };
-        crate::error::Diagnosis::new(crate::error::Exit::Usage, hint)
+        crate::error::Diagnosis::new(
+            crate::error::Exit::Usage,
+            crate::error::Kind::InvalidTemplate,
+            hint,
+        )
     }
 }

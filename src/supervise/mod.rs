@@ -529,8 +529,14 @@ mod tests;
 
 impl crate::error::Diagnose for SuperviseError {
     fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        let kind = if self.is_timeout() {
+            crate::error::Kind::Timeout
+        } else {
+            crate::error::Kind::ServiceFailed
+        };
         crate::error::Diagnosis::failed_or_timeout(
             self.is_timeout(),
+            kind,
             self.hint().map(str::to_owned),
         )
     }

@@ -117,14 +117,21 @@ pub(super) fn credential_files(
             ));
             return Ok(vec![DesiredFile::new(path, from, Content::Pending, true)?]);
         }
-        let why = match cluster {
-            ClusterRead::Failed(e) => format!("the cluster cannot be read: {e}"),
-            _ => "there is no admin kubeconfig".to_owned(),
+        let (why, kind) = match cluster {
+            ClusterRead::Failed(e) => (
+                format!("the cluster cannot be read: {e}"),
+                crate::error::Kind::ClusterUnreachable,
+            ),
+            _ => (
+                "there is no admin kubeconfig".to_owned(),
+                crate::error::Kind::NoAdminKubeconfig,
+            ),
         };
         return Err(UsageError::new(
             format!("install needs the cluster to get calico-node's kubeconfig ({path}), and {why}"),
             "pass --kubeconfig FILE (or set KUBECONFIG), or write the file first with 'calicoctl-win fetch kubeconfig'",
         )
+        .of_kind(kind)
         .into());
     };
     let ns = facts::calico_namespace(cl)?;
