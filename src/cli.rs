@@ -4,9 +4,19 @@ use crate::output::Format;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+/// `--version`: the version, the commit and the commit's date.
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("CALICOCTL_WIN_COMMIT"),
+    ", ",
+    env!("CALICOCTL_WIN_BUILD_DATE"),
+    ")"
+);
+
 /// Installs, runs and maintains Calico networking on Windows Kubernetes nodes.
 #[derive(Debug, Parser)]
-#[command(name = "calicoctl-win", version, max_term_width = 100)]
+#[command(name = "calicoctl-win", version, long_version = LONG_VERSION, max_term_width = 100)]
 #[command(
     long_about = "Installs, runs and maintains Calico networking on Windows Kubernetes nodes.\n\n\
 Settings come from calico-windows.yaml (--config), environment variables with config.ps1's names \
@@ -35,7 +45,7 @@ pub struct Global {
     #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
     /// Output format: text for people, json for scripts (stdout then holds one JSON document)
-    #[arg(short = 'o', long = "output-format", global = true, value_enum, default_value_t = Format::Text)]
+    #[arg(short = 'o', long = "output", visible_alias = "output-format", global = true, value_enum, default_value_t = Format::Text)]
     pub output_format: Format,
     /// Show what would change and change nothing
     #[arg(long, global = true)]
@@ -456,7 +466,28 @@ pub struct ImportArgs {
     pub file: PathBuf,
     /// Where to write the YAML (default: print it)
     #[arg(long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    pub out_file: Option<PathBuf>,
+}
+
+/// Whether a command line asks for JSON output (`-o json`, `-ojson`, `--output json`,
+/// `--output=json`, `--output-format json`), read before clap parses it: a line clap refuses
+/// still gets its error as JSON.
+pub fn wants_json(args: &[String]) -> bool {
+    let mut it = args.iter().skip(1).take_while(|a| *a != "--");
+    while let Some(a) = it.next() {
+        let value = match a.as_str() {
+            "-o" | "--output" | "--output-format" => it.next().map(String::as_str),
+            other => other
+                .strip_prefix("--output=")
+                .or_else(|| other.strip_prefix("--output-format="))
+                .or_else(|| other.strip_prefix("-o="))
+                .or_else(|| other.strip_prefix("-o")),
+        };
+        if value == Some("json") {
+            return true;
+        }
+    }
+    false
 }
 
 /// Every `--set` value in order, wherever it appears. clap keeps only the occurrences of a
@@ -479,6 +510,41 @@ pub fn all_sets(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<Strin
         }
     }
     out
+}
+
+#[cfg(test)]
+mod json_flag_tests {
+    use super::wants_json;
+
+    fn args(s: &str) -> Vec<String> {
+        std::iter::once("calicoctl-win")
+            .chain(s.split_whitespace())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn json_output_is_recognised_in_every_spelling_and_only_there() {
+        for yes in [
+            "-o json install",
+            "install -ojson",
+            "status --output json",
+            "--output=json status",
+            "--output-format json render",
+            "--output-format=json render",
+        ] {
+            assert!(wants_json(&args(yes)), "{yes}");
+        }
+        for no in [
+            "install",
+            "-o text install",
+            "render --output-dir json",
+            "config import-ps1 x.ps1 --out-file json",
+            "service run node -- -o json",
+        ] {
+            assert!(!wants_json(&args(no)), "{no}");
+        }
+    }
 }
 
 #[cfg(test)]

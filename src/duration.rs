@@ -73,9 +73,87 @@ pub fn show(d: Duration) -> String {
     if out.is_empty() { "0s".into() } else { out }
 }
 
+/// Durations in JSON as text (`"5s"`, `"1d"`), never serde's `{"secs", "nanos"}`; read back
+/// from text, from whole seconds, or from `{"secs", "nanos"}` as records and journals written
+/// by earlier versions hold them. `#[serde(with = "crate::duration::text")]`.
+pub mod text {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Text(String),
+        Secs(u64),
+        Serde { secs: u64, nanos: u32 },
+    }
+
+    impl Written {
+        fn duration<E: serde::de::Error>(self) -> Result<Duration, E> {
+            match self {
+                Self::Text(t) => super::parse(&t).map_err(E::custom),
+                Self::Secs(s) => Ok(Duration::from_secs(s)),
+                Self::Serde { secs, nanos } => Ok(Duration::new(secs, nanos)),
+            }
+        }
+    }
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::show(*d))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Written::deserialize(d)?.duration()
+    }
+
+    /// The same for a list of durations.
+    pub mod list {
+        use super::Written;
+        use serde::{Deserialize, Deserializer, Serializer, ser::SerializeSeq};
+        use std::time::Duration;
+
+        pub fn serialize<S: Serializer>(v: &[Duration], s: S) -> Result<S::Ok, S::Error> {
+            let mut seq = s.serialize_seq(Some(v.len()))?;
+            for d in v {
+                seq.serialize_element(&super::super::show(*d))?;
+            }
+            seq.end()
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Duration>, D::Error> {
+            Vec::<Written>::deserialize(d)?
+                .into_iter()
+                .map(Written::duration)
+                .collect()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+    struct Held {
+        #[serde(with = "text")]
+        one: Duration,
+        #[serde(with = "text::list")]
+        many: Vec<Duration>,
+    }
+
+    #[test]
+    fn durations_are_text_in_json_and_read_back_from_what_earlier_versions_wrote() {
+        let held = Held {
+            one: Duration::from_secs(86_400),
+            many: vec![Duration::from_secs(5), Duration::from_secs(90)],
+        };
+        let json = serde_json::to_string(&held).expect("serialise");
+        assert_eq!(json, r#"{"one":"1d","many":["5s","1m30s"]}"#);
+        assert_eq!(serde_json::from_str::<Held>(&json).expect("read"), held);
+        let old = r#"{"one":{"secs":86400,"nanos":0},"many":[5,{"secs":90,"nanos":0}]}"#;
+        assert_eq!(serde_json::from_str::<Held>(old).expect("read old"), held);
+        assert!(serde_json::from_str::<Held>(r#"{"one":"soon","many":[]}"#).is_err());
+    }
 
     #[test]
     fn units_and_sums() {

@@ -8,7 +8,10 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return parse_failed(&e),
+    };
     // One TLS crypto provider for the whole process (kube's client uses rustls with ring).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let g = &cli.global;
@@ -75,4 +78,51 @@ fn main() -> ExitCode {
     };
     ctx.printer.flush();
     ExitCode::from(code as u8)
+}
+
+/// The command line could not be parsed, or asked for help or the version: as clap shows them,
+/// or, with `-o json`, as one JSON document (help is text only and refused there).
+fn parse_failed(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if !cli::wants_json(&args) {
+        e.exit();
+    }
+    let (doc, exit) = match e.kind() {
+        ErrorKind::DisplayVersion => (
+            serde_json::json!({
+                "schema": output::SCHEMA,
+                "name": "calicoctl-win",
+                "version": env!("CARGO_PKG_VERSION"),
+                "commit": env!("CALICOCTL_WIN_COMMIT"),
+                "build_date": env!("CALICOCTL_WIN_BUILD_DATE"),
+            }),
+            Exit::Ok,
+        ),
+        kind => {
+            let message = match kind {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    "help is text only: run the same command without -o json".to_owned()
+                }
+                _ => e.render().to_string().trim().to_owned(),
+            };
+            let doc = serde_json::json!({
+                "schema": output::SCHEMA,
+                "error": {
+                    "kind": error::Kind::Usage,
+                    "message": message,
+                    "causes": [],
+                    "problems": [],
+                    "hint": "'calicoctl-win help' and 'calicoctl-win COMMAND --help' describe every command and flag",
+                },
+                "exit_code": Exit::Usage as i32,
+            });
+            eprintln!("{message}");
+            (doc, Exit::Usage)
+        }
+    };
+    println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+    ExitCode::from(exit as u8)
 }

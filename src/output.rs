@@ -58,7 +58,8 @@ impl Printer {
     /// The JSON result document (ignored in text mode).
     pub fn json(&mut self, v: &serde_json::Value) {
         if self.format == Format::Json {
-            let text = serde_json::to_string_pretty(v)
+            let v = with_schema(v);
+            let text = serde_json::to_string_pretty(&v)
                 .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
             let _ = writeln!(self.out, "{text}");
             self.json_printed = true;
@@ -130,6 +131,23 @@ impl Printer {
     pub fn flush(&mut self) {
         let _ = self.out.flush();
         let _ = self.err.flush();
+    }
+}
+
+/// The version of the JSON documents' shape: raised when a field changes meaning or goes away
+/// (added fields do not raise it). Every document carries it as `schema`.
+pub const SCHEMA: u32 = 1;
+
+/// A document with `schema` first (a document that has one already is left as it is).
+fn with_schema(v: &serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(map) if !map.contains_key("schema") => {
+            let mut out = serde_json::Map::with_capacity(map.len() + 1);
+            out.insert("schema".into(), SCHEMA.into());
+            out.extend(map.iter().map(|(k, v)| (k.clone(), v.clone())));
+            serde_json::Value::Object(out)
+        }
+        other => other.clone(),
     }
 }
 

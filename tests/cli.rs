@@ -27,7 +27,8 @@ fn render_with_no_config_file_writes_the_default_files_and_lists_their_hashes() 
         String::from_utf8_lossy(&out.stderr)
     );
     let listed = json(&out.stdout);
-    let names: Vec<String> = listed
+    assert_eq!(listed["schema"], 1, "{listed}");
+    let names: Vec<String> = listed["files"]
         .as_array()
         .expect("a list")
         .iter()
@@ -528,4 +529,48 @@ fn a_pipe_given_as_an_input_file_is_refused_at_once_not_read_forever() {
         );
         assert!(all.contains("not a regular file"), "{args:?}: {all}");
     }
+}
+
+/// With `-o json`, stdout is one JSON document whatever happens, clap's own answers included.
+#[test]
+fn with_o_json_the_version_usage_errors_and_help_are_one_json_document() {
+    let run = |args: &[&str]| {
+        let out = cmd().args(args).output().expect("runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let doc: serde_json::Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{args:?}: stdout is not one JSON document ({e}): {text}"));
+        (out.status.code(), doc)
+    };
+    let (code, v) = run(&["--version", "-o", "json"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
+    assert!(
+        v["commit"].is_string() && v["build_date"].is_string(),
+        "{v}"
+    );
+    assert_eq!(v["schema"], 1);
+
+    for args in [
+        &["-o", "json", "install", "--no-such-flag"][..],
+        &["--output=json", "reconfigure", "--drain-timeout", "soon"],
+        &["-ojson", "no-such-command"],
+        &["--output-format", "json", "uninstall", "--help"],
+        &["-o", "json"],
+    ] {
+        let (code, doc) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: {doc}");
+        assert_eq!(doc["error"]["kind"], "usage", "{args:?}: {doc}");
+        assert_eq!(doc["exit_code"], 2, "{args:?}");
+        assert!(
+            doc["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty())
+        );
+    }
+
+    // Without -o json, clap answers as it always does.
+    let out = cmd().arg("--version").output().expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("calicoctl-win "), "{text}");
+    assert!(text.contains("(commit "), "{text}");
 }

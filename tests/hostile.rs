@@ -81,7 +81,7 @@ fn flags(command: &[String]) -> (Vec<String>, Vec<String>) {
         );
         if !global
             && (value.starts_with("<FILE>") || value.starts_with("<PATH|URL>"))
-            && flag != "--output"
+            && flag != "--out-file"
         {
             files.push(flag.to_owned());
         }

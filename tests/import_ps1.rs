@@ -6,13 +6,13 @@ use std::path::Path;
 use std::process::Output;
 use support::{assert_golden, cmd, json, root};
 
-/// Runs `config import-ps1 PS1 --output OUT` with the given global flags.
+/// Runs `config import-ps1 PS1 --out-file OUT` with the given global flags.
 fn import_ps1(ps1: &Path, out: &Path, flags: &[&str]) -> Output {
     cmd()
         .args(flags)
         .args(["config", "import-ps1"])
         .arg(ps1)
-        .arg("--output")
+        .arg("--out-file")
         .arg(out)
         .output()
         .expect("runs")

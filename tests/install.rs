@@ -231,6 +231,12 @@ fn dry_runs_change_nothing_and_list_every_action() {
     assert_same(&s.snapshot(), &before, "install --dry-run");
     let actions = doc["actions"].as_array().expect("actions");
     assert!(actions.len() > 10, "{doc}");
+    // Durations are text ("5s"), as every JSON document has them.
+    assert!(!doc.to_string().contains("\"nanos\""), "{doc}");
+    assert!(
+        doc.to_string().contains("\"restart_after\":[\"5s\""),
+        "{doc}"
+    );
     assert!(
         actions
             .iter()

@@ -641,3 +641,27 @@ fn evictions_are_bounded_in_flight_and_reuse_their_connections() {
         }
     }
 }
+
+/// install cannot change what the Calico network keeps (CalicoNode would reuse the old network
+/// and the new VNI would silently not apply): it refuses and names reconfigure --drain.
+#[test]
+fn install_refuses_a_vni_change_on_an_installed_node_and_names_reconfigure() {
+    let n = Node::installed();
+    assert_eq!(n.calico_vsid(), Some(4096));
+    n.api.set_felix_vni(4097);
+    let before = snapshot(&n.node.sim());
+    let zip = n.node.dir.path().join("calico-windows-v3.30.2.zip");
+    let (code, doc, err) = n.node.run(
+        &[
+            &["install", "--release-zip", &zip.display().to_string()][..],
+            VNI_4097,
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(doc["error"]["kind"], "needs-drain", "{doc}");
+    assert!(err.contains("VXLAN VNI 4096 -> 4097"), "{err}");
+    assert!(err.contains("reconfigure --drain"), "{err}");
+    assert_same(&snapshot(&n.node.sim()), &before, "refused install");
+    assert_eq!(n.calico_vsid(), Some(4096));
+}

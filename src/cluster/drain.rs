@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct DrainOptions {
     /// How long evictions may be refused and pods take to go.
-    #[serde(with = "secs")]
+    #[serde(with = "crate::duration::text")]
     pub timeout: Duration,
     /// Overrides each pod's own termination grace period.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -43,19 +43,6 @@ const BUDGET_RETRY: Duration = Duration::from_secs(5);
 
 /// The longest Retry-After an overloaded server is obeyed for at once.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
-
-mod secs {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(d.as_secs())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        u64::deserialize(d).map(Duration::from_secs)
-    }
-}
 
 /// A pod, by namespace and name (and uid, to tell it from a successor of the same name).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

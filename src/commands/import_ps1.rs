@@ -21,7 +21,7 @@ pub fn run(args: &ImportArgs, ctx: &mut Context) -> anyhow::Result<()> {
     // The result must load: problems are shown so they can be fixed before it is used.
     let check = config::load(&Inputs {
         file: Some((
-            args.output
+            args.out_file
                 .clone()
                 .unwrap_or_else(|| "calico-windows.yaml".into()),
             yaml.clone(),
@@ -41,11 +41,11 @@ pub fn run(args: &ImportArgs, ctx: &mut Context) -> anyhow::Result<()> {
     };
 
     let mut written = false;
-    if let Some(out) = &args.output {
+    if let Some(out) = &args.out_file {
         if out.exists() && !ctx.options.yes && !files::unchanged(out, yaml.as_bytes()) {
             return Err(UsageError::new(
                 format!("{} already exists", out.display()),
-                "pass --yes to overwrite it, or choose another --output",
+                "pass --yes to overwrite it, or choose another --out-file",
             )
             .into());
         }
@@ -69,7 +69,7 @@ pub fn run(args: &ImportArgs, ctx: &mut Context) -> anyhow::Result<()> {
             "the imported configuration does not validate yet: {p}"
         ));
     }
-    match &args.output {
+    match &args.out_file {
         Some(out) => ctx.printer.text(&format!(
             "{} {} ({} settings imported, {} left to defaults, {} lines not understood)",
             if written {
@@ -87,7 +87,7 @@ pub fn run(args: &ImportArgs, ctx: &mut Context) -> anyhow::Result<()> {
         None => ctx.printer.text(yaml.trim_end()),
     }
     ctx.printer.json(&json!({
-        "output": args.output.as_ref().map(|p| p.display().to_string()),
+        "output": args.out_file.as_ref().map(|p| p.display().to_string()),
         "written": written,
         "yaml": yaml,
         "imported": import.imported,

@@ -63,6 +63,6 @@ pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
             json!({ "path": path.display().to_string(), "sha256": files::sha256_hex(bytes) }),
         );
     }
-    ctx.printer.json(&serde_json::Value::Array(listed));
+    ctx.printer.json(&json!({"files": listed}));
     Ok(())
 }

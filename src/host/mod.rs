@@ -112,8 +112,10 @@ pub enum StartType {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Recovery {
     /// Restart after these delays, for the first, second, subsequent failures.
+    #[serde(with = "crate::duration::text::list")]
     pub restart_after: Vec<Duration>,
     /// The failure count resets after this long without a failure.
+    #[serde(with = "crate::duration::text")]
     pub reset_after: Duration,
     /// Also apply the actions when the service stops itself with an error exit code.
     pub on_non_crash_failures: bool,

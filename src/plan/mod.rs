@@ -147,7 +147,7 @@ pub enum Action {
         /// Routes the node must have again (the cloud metadata route it had before).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         routes: Vec<Route>,
-        #[serde(serialize_with = "secs")]
+        #[serde(serialize_with = "crate::duration::text::serialize")]
         timeout: Duration,
     },
     /// Marks the node unschedulable.
@@ -167,7 +167,7 @@ pub enum Action {
     /// Waits until the node reports Ready.
     WaitNodeReady {
         node: String,
-        #[serde(serialize_with = "secs")]
+        #[serde(serialize_with = "crate::duration::text::serialize")]
         timeout: Duration,
     },
     /// Marks the node schedulable again.
@@ -188,10 +188,6 @@ impl std::fmt::Debug for Content {
             Self::Pending => f.write_str("Pending"),
         }
     }
-}
-
-fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&crate::duration::show(*d))
 }
 
 impl Action {

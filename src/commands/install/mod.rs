@@ -53,9 +53,11 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     choose_version(ctx, &mut want, args, cluster_version.as_deref())?;
 
     let (results, blocking) = run_checks(ctx, host.as_ref(), args, &legacy, &cluster, &loaded)?;
+    let root = crate::plan::install::install_root(config);
+    let previous = record::read(host.as_ref(), &root)?;
+    refuse_network_changes(host.as_ref(), previous.as_ref(), config)?;
 
     // The release: downloaded and extracted on this machine, or (dry run) what would be.
-    let root = crate::plan::install::install_root(config);
     let cache_dir = join(&root, "cache");
     let journal_path = join(&root, record::JOURNAL_FILE);
     let mut journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "install")?;
@@ -115,7 +117,6 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     };
 
     // The plan.
-    let previous = record::read(host.as_ref(), &root)?;
     let inputs = Inputs {
         config,
         files,
@@ -402,4 +403,45 @@ fn desired_files(
         got.version().as_deref(),
     )?);
     Ok(files)
+}
+
+/// A network setting HNS cannot change in place (the VNI, the MAC prefix, the adapter, the
+/// backend) that differs from the installed node's while its Calico network exists: CalicoNode
+/// would reuse the old network and the change would silently not happen. That is
+/// `reconfigure --drain`'s work.
+fn refuse_network_changes(
+    host: &dyn Host,
+    previous: Option<&record::InstallRecord>,
+    config: &crate::config::Config,
+) -> anyhow::Result<()> {
+    let Some(old) = previous.and_then(|p| p.network.as_ref()) else {
+        return Ok(());
+    };
+    let changes = crate::plan::reconfigure::network_changes(
+        Some(old),
+        &record::NetworkSettings::of(config),
+        None,
+    );
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let exists = match host.hns_networks() {
+        Ok(networks) => networks
+            .iter()
+            .any(|n| n.name == crate::render::hns::CALICO_NETWORK),
+        Err(crate::host::HostError::Unavailable { .. }) => false,
+        Err(e) => return Err(e.into()),
+    };
+    if !exists {
+        return Ok(());
+    }
+    Err(crate::error::UsageError::new(
+        format!(
+            "the node is installed with other network settings ({}), which the existing Calico HNS network keeps: install cannot change them",
+            changes.join("; ")
+        ),
+        "run 'calicoctl-win reconfigure --drain' with this config: it drains the node and makes the network again",
+    )
+    .of_kind(crate::error::Kind::NeedsDrain)
+    .into())
 }
