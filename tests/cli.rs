@@ -574,3 +574,63 @@ fn with_o_json_the_version_usage_errors_and_help_are_one_json_document() {
     assert!(text.starts_with("calicoctl-win "), "{text}");
     assert!(text.contains("(commit "), "{text}");
 }
+
+/// Exit codes as the README's table says: a file given on the command line that is missing is
+/// bad usage (2), a preflight with an unreadable kubeconfig too, and a dry run exits as the real
+/// run would (3 when it would stop at the checks).
+#[test]
+fn missing_inputs_are_usage_errors_and_a_blocked_dry_run_exits_3() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("missing").display().to_string();
+    let sim = dir.path().join("host").display().to_string();
+    let run = |args: &[&str]| {
+        let out = cmd()
+            .args(["-o", "json", "--sim-host", &sim, "--set", "node.name=win-1"])
+            .args(args)
+            .output()
+            .expect("runs");
+        let doc = json(&out.stdout);
+        (out.status.code(), doc)
+    };
+    for (args, kind) in [
+        (vec!["install", "--release-zip", &missing], "usage"),
+        (
+            vec!["install", "--dry-run", "--release-ca-cert", &missing],
+            "usage",
+        ),
+        (
+            vec!["preflight", "--kubeconfig", &missing],
+            "no-admin-kubeconfig",
+        ),
+        (
+            vec!["status", "--kubeconfig", &missing],
+            "no-admin-kubeconfig",
+        ),
+    ] {
+        let (code, doc) = run(&args);
+        assert_eq!(code, Some(2), "{args:?}: {doc}");
+        assert_eq!(doc["error"]["kind"], kind, "{args:?}: {doc}");
+    }
+
+    // A node without HNS: the real install would stop at the checks, and so does its dry run,
+    // after showing the plan.
+    let out = cmd()
+        .args([
+            "-o",
+            "json",
+            "--sim-profile",
+            "ws2022-no-hns",
+            "--set",
+            "node.name=win-1",
+        ])
+        .args(["install", "--dry-run"])
+        .output()
+        .expect("runs");
+    let doc = json(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{doc}");
+    assert_eq!(doc["blocking"], serde_json::json!(["hns"]), "{doc}");
+    assert!(
+        doc["actions"].as_array().is_some_and(|a| !a.is_empty()),
+        "{doc}"
+    );
+}

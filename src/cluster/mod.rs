@@ -280,10 +280,16 @@ impl crate::error::Diagnose for ClusterError {
             Self::Timeout { .. } => Kind::ClusterTimeout,
             Self::Api { .. } => Kind::ClusterRefused,
         };
-        crate::error::Diagnosis::failed_or_timeout(
-            matches!(self, Self::Timeout { .. }),
+        let exit = match self {
+            Self::Timeout { .. } => crate::error::Exit::Timeout,
+            // A kubeconfig given that cannot be read or used: bad input.
+            Self::NoKubeconfig { .. } | Self::Kubeconfig { .. } => crate::error::Exit::Usage,
+            Self::Unreachable { .. } | Self::Api { .. } => crate::error::Exit::Failed,
+        };
+        Some(crate::error::Diagnosis {
+            exit,
             kind,
-            Some(self.hint()),
-        )
+            hint: Some(self.hint()),
+        })
     }
 }

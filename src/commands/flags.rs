@@ -4,7 +4,6 @@
 use crate::cli::ReleaseArgs;
 use crate::error::UsageError;
 use crate::release::{self, Source, Want};
-use anyhow::Context as _;
 
 /// The release flags (`--release-zip`, `--calico-version`, `--sha256` ...), checked.
 pub fn release_want(a: &ReleaseArgs) -> anyhow::Result<Want> {
@@ -39,8 +38,12 @@ pub fn release_want(a: &ReleaseArgs) -> anyhow::Result<Want> {
         .map_err(|e| UsageError::new(e.to_string(), "copy the checksum from the release page"))?;
     let ca_pem = match &a.release_ca_cert {
         Some(p) => {
-            let pem = crate::files::read_capped(p, crate::files::SMALL_FILE_CAP)
-                .context("cannot read --release-ca-cert")?;
+            let pem = crate::files::read_capped(p, crate::files::SMALL_FILE_CAP).map_err(|e| {
+                UsageError::new(
+                    format!("cannot read --release-ca-cert: {e}"),
+                    "pass the file of the CA certificate(s) in PEM form",
+                )
+            })?;
             // Checked now, not only when a download needs it.
             let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
                 UsageError::new(

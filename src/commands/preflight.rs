@@ -40,7 +40,7 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let base = ctx.load_config()?;
     let snapshot = checks::host::snapshot(host.as_ref());
     let node = base.config.node.name.to_string();
-    let mut cluster = read_cluster(args.offline, ctx, &node);
+    let mut cluster = read_cluster(args.offline, ctx, &node)?;
     let mut loaded = with_cluster(ctx, &cluster, base)?;
 
     let mut fixes = Vec::new();
@@ -84,11 +84,17 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
 }
 
 /// The cluster, unless `--offline` or there is no admin kubeconfig.
-pub(crate) fn read_cluster(offline: bool, ctx: &mut Context, node: &str) -> ClusterRead {
+/// A kubeconfig that was given (a flag, `KUBECONFIG`) but cannot be read or used is bad input
+/// (exit 2), not a cluster that fails every check.
+pub(crate) fn read_cluster(
+    offline: bool,
+    ctx: &mut Context,
+    node: &str,
+) -> Result<ClusterRead, ClusterError> {
     if offline {
-        return ClusterRead::Skipped("skipped with --offline");
+        return Ok(ClusterRead::Skipped("skipped with --offline"));
     }
-    match ctx.connect_cluster() {
+    Ok(match ctx.connect_cluster() {
         Ok(None) => ClusterRead::Skipped(
             "no admin kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config or C:\\k\\config): cluster checks skipped",
         ),
@@ -96,8 +102,11 @@ pub(crate) fn read_cluster(offline: bool, ctx: &mut Context, node: &str) -> Clus
             Ok(f) => ClusterRead::Read(Box::new(c), Box::new(f)),
             Err(e) => ClusterRead::Failed(e),
         },
+        Err(e @ (ClusterError::NoKubeconfig { .. } | ClusterError::Kubeconfig { .. })) => {
+            return Err(e);
+        }
         Err(e) => ClusterRead::Failed(e),
-    }
+    })
 }
 
 /// The configuration with what the cluster says filling unset settings.

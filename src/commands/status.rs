@@ -30,7 +30,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let cluster = if args.offline {
         ClusterRead::Skipped("skipped with --offline")
     } else {
-        read_cluster(false, ctx, &node_name)
+        read_cluster(false, ctx, &node_name)?
     };
     let loaded = with_cluster(ctx, &cluster, base)?;
     let config = &loaded.config;

@@ -159,6 +159,10 @@ pub enum ReleaseError {
     TooLarge { what: String, cap: u64 },
     #[error("{what} is not a Calico for Windows release: {why}")]
     Layout { what: String, why: String },
+    #[error(
+        "--release-zip {what}: it is not a regular file (missing, a directory, a pipe or a device)"
+    )]
+    NotAFile { what: String },
     #[error("{op}")]
     Io {
         op: String,
@@ -207,6 +211,9 @@ impl ReleaseError {
             | Self::Unsafe { .. }
             | Self::TooLarge { .. }
             | Self::Layout { .. } => "use the calico-windows-vX.Y.Z.zip asset of a Calico release",
+            Self::NotAFile { .. } => {
+                "pass the path of the release zip, or an https:// URL with --sha256"
+            }
             Self::Io { .. } => return None,
         })
     }
@@ -269,10 +276,8 @@ pub fn obtain(
         Source::Path(p) => {
             // A pipe or a device would block or never end.
             if !p.is_file() {
-                return Err(ReleaseError::Layout {
+                return Err(ReleaseError::NotAFile {
                     what: p.display().to_string(),
-                    why: "it is not a regular file (missing, a directory, a pipe or a device)"
-                        .into(),
                 });
             }
             let (sha256, x) = hash_and_extract(p, staging);
@@ -452,7 +457,7 @@ impl crate::error::Diagnose for ReleaseError {
         use crate::error::{Exit, Kind};
         let (exit, kind) = match self {
             Self::Timeout { .. } => (Exit::Timeout, Kind::DownloadTimeout),
-            Self::BadChecksumArg(_) => (Exit::Usage, Kind::Usage),
+            Self::BadChecksumArg(_) | Self::NotAFile { .. } => (Exit::Usage, Kind::Usage),
             Self::BadUrl { .. } => (Exit::Usage, Kind::BadUrl),
             Self::NeedChecksum { .. } => (Exit::Usage, Kind::ChecksumNeeded),
             Self::PlainHttp { .. } => (Exit::Usage, Kind::PlainHttp),

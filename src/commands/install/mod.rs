@@ -41,7 +41,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
 
     // Checks: host, then cluster; nothing changes when one blocks.
     let node_name = base.config.node.name.to_string();
-    let cluster = read_cluster(false, ctx, &node_name);
+    let cluster = read_cluster(false, ctx, &node_name)?;
     let (loaded, etcd_files) = merged_config(ctx, &cluster, base)?;
     let config = &loaded.config;
 
@@ -170,6 +170,13 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         }
         ctx.printer.note("--dry-run: nothing was changed");
         ctx.printer.json(&doc(false));
+        // Exit as the real run would: 3 when it would stop at the checks.
+        if !blocking.is_empty() {
+            return Err(Blocked {
+                ids: blocking.clone(),
+            }
+            .into());
+        }
         return Ok(());
     }
 
