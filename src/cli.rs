@@ -57,8 +57,14 @@ pub struct Global {
     #[arg(long, global = true, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
     /// Show more detail on stderr
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
     pub verbose: u8,
+    /// Print only warnings, errors and the JSON document (no results, notes or progress)
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Colour on stderr: auto (on a terminal, unless NO_COLOR is set), always or never
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = crate::output::ColorChoice::Auto)]
+    pub color: crate::output::ColorChoice,
     /// Work on a simulated Windows host kept in DIR (created when new) instead of this machine:
     /// for rehearsals and tests on any OS
     #[arg(long, global = true, value_name = "DIR")]

@@ -25,14 +25,18 @@ fn main() -> ExitCode {
         // SAFETY: nothing has started a thread yet, so no other code reads the environment.
         unsafe { std::env::remove_var(name) };
     }
-    let colour = std::io::stderr().is_terminal() && !env.contains_key("NO_COLOR");
+    let colour = g.color.paint(
+        std::io::stderr().is_terminal(),
+        env.contains_key("NO_COLOR"),
+    );
     let printer = output::Printer::new(
         g.output_format,
         Box::new(std::io::stdout()),
         Box::new(std::io::stderr()),
         colour,
         g.verbose,
-    );
+    )
+    .with_quiet(g.quiet);
     let options = Options {
         config: g.config.clone(),
         kubeconfig: g.kubeconfig.clone(),

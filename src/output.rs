@@ -11,9 +11,31 @@ pub enum Format {
     Json,
 }
 
+/// When stderr gets colour (`--color`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless `NO_COLOR` is set.
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to paint, given whether stderr is a terminal and `NO_COLOR` is set.
+    pub fn paint(self, terminal: bool, no_color: bool) -> bool {
+        match self {
+            Self::Auto => terminal && !no_color,
+            Self::Always => true,
+            Self::Never => false,
+        }
+    }
+}
+
 /// Where output goes and how it looks.
 pub struct Printer {
     pub format: Format,
+    /// `-q`: results and notes are not printed, warnings and errors are.
+    quiet: bool,
     out: Box<dyn Write>,
     err: Box<dyn Write>,
     colour: bool,
@@ -32,12 +54,23 @@ impl Printer {
     ) -> Self {
         Self {
             format,
+            quiet: false,
             out,
             err,
             colour,
             verbose,
             json_printed: false,
         }
+    }
+
+    /// `-q`: only warnings, errors and the JSON document.
+    pub fn with_quiet(mut self, quiet: bool) -> Self {
+        self.quiet = quiet;
+        self
+    }
+
+    pub fn is_quiet(&self) -> bool {
+        self.quiet
     }
 
     fn paint(&self, code: &str, text: &str) -> String {
@@ -50,7 +83,7 @@ impl Printer {
 
     /// A text result (ignored in JSON mode, where the command prints a document instead).
     pub fn text(&mut self, s: &str) {
-        if self.format == Format::Text {
+        if self.format == Format::Text && !self.quiet {
             let _ = writeln!(self.out, "{s}");
         }
     }
@@ -68,6 +101,9 @@ impl Printer {
 
     /// A note on stderr about how the command ran (not a problem).
     pub fn note(&mut self, s: &str) {
+        if self.quiet {
+            return;
+        }
         let label = self.paint("1;36", "note:");
         let _ = writeln!(self.err, "{label} {s}");
     }

@@ -634,3 +634,46 @@ fn missing_inputs_are_usage_errors_and_a_blocked_dry_run_exits_3() {
         "{doc}"
     );
 }
+
+/// `-q` keeps stdout for results to nothing but warnings and errors on stderr; `--color`
+/// decides the colour whatever stderr is; a global flag a command would ignore is refused.
+#[test]
+fn quiet_color_and_a_dry_run_the_service_body_cannot_honour() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = on_node()
+        .args(["-q", "render", "--output-dir"])
+        .arg(dir.path().join("out"))
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(dir.path().join("out/10-calico.conf").is_file());
+
+    let painted = |color: &str| {
+        let out = cmd()
+            .args(["--color", color, "config", "show", "--config"])
+            .arg(dir.path().join("missing.yaml"))
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2));
+        String::from_utf8_lossy(&out.stderr).contains("\x1b[")
+    };
+    assert!(painted("always"));
+    assert!(!painted("never"));
+    assert!(!painted("auto"), "stderr is not a terminal here");
+
+    let out = cmd()
+        .args(["service", "run", "node", "--dry-run"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("service run has no --dry-run"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

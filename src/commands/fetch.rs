@@ -201,7 +201,10 @@ pub fn release(args: &crate::cli::FetchReleaseArgs, ctx: &mut Context) -> anyhow
         .into());
     }
     fs_err::create_dir_all(out)?;
-    let mut progress = crate::output::DownloadProgress::new(std::io::stderr().is_terminal(), false);
+    let mut progress = crate::output::DownloadProgress::new(
+        std::io::stderr().is_terminal(),
+        ctx.printer.is_quiet(),
+    );
     let staging = tempfile::Builder::new()
         .prefix(".calicoctl-win-extract-")
         .tempdir_in(out)?;

@@ -14,7 +14,7 @@ mod uninstall;
 
 use crate::cli::{Command, ConfigCommand, FetchCommand, ServiceCommand};
 use crate::context::Context;
-use crate::error::{CliError, Recogniser, recognise};
+use crate::error::{CliError, Recogniser, UsageError, recognise};
 
 /// Every error type that knows its exit code and hint (`error::Diagnose`).
 const KNOWN_ERRORS: &[Recogniser] = &[
@@ -62,6 +62,14 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
 /// service body runs from the files install wrote, `fetch release` and `config import-ps1`
 /// work on what they are given.
 fn refuse_unread_settings(command: &Command, ctx: &Context) -> anyhow::Result<()> {
+    // The service body has no dry run: it would start calico-node for real.
+    if matches!(command, Command::Service(ServiceCommand::Run(_))) && ctx.options.dry_run {
+        return Err(UsageError::new(
+            "service run has no --dry-run: it is the body of a Windows service and starts Calico for real",
+            "see what install or reconfigure would register with their --dry-run",
+        )
+        .into());
+    }
     let (name, instead) = match command {
         Command::Service(ServiceCommand::Run(_)) => (
             "service run",

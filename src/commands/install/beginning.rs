@@ -157,7 +157,8 @@ pub(crate) fn obtain_release(
             });
         }
     }
-    let mut progress = DownloadProgress::new(std::io::stderr().is_terminal(), false);
+    let mut progress =
+        DownloadProgress::new(std::io::stderr().is_terminal(), ctx.printer.is_quiet());
     let result = (|| -> Result<Got, release::ReleaseError> {
         let (obtained, x) = release::obtain(want, &cache_local, staging, &ctx.env, &mut progress)?;
         if let Some(why) = &obtained.extracted_again {
