@@ -192,6 +192,18 @@ Exits 0 when healthy, 1 when degraded, with every reason listed (-o json: \"prob
     /// Show the effective configuration or convert a legacy config.ps1
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Print the tab-completion script for a shell (powershell, bash, zsh, fish)
+    #[command(
+        long_about = "Print the tab-completion script for a shell.\n\nPowerShell: add this line to your profile ($PROFILE):\n  calicoctl-win completions powershell | Out-String | Invoke-Expression\nbash: source <(calicoctl-win completions bash)\nzsh: calicoctl-win completions zsh > \"${fpath[1]}/_calicoctl-win\"\nfish: calicoctl-win completions fish | source"
+    )]
+    Completions(CompletionsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Subcommand)]

@@ -677,3 +677,39 @@ fn quiet_color_and_a_dry_run_the_service_body_cannot_honour() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The completion scripts come from the command line's definition: bash's parses, and each
+/// names the commands.
+#[test]
+fn completion_scripts_for_every_shell() {
+    let script = |shell: &str| {
+        let out = cmd().args(["completions", shell]).output().expect("runs");
+        assert!(out.status.success(), "{shell}");
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let ps = script("powershell");
+    assert!(ps.contains("Register-ArgumentCompleter"), "{ps}");
+    assert!(
+        ps.contains("'reconfigure'") && ps.contains("--drain"),
+        "powershell"
+    );
+    let bash = script("bash");
+    let file = tempfile::NamedTempFile::new().expect("temp");
+    std::fs::write(file.path(), &bash).expect("write");
+    let check = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(file.path())
+        .output()
+        .expect("bash");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(bash.contains("install") && bash.contains("--release-zip"));
+    for shell in ["zsh", "fish"] {
+        assert!(script(shell).contains("uninstall"), "{shell}");
+    }
+    let out = cmd().args(["completions", "tcsh"]).output().expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -53,8 +53,27 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
         Command::Fetch(FetchCommand::Release(args)) => fetch::release(args, ctx),
         Command::Config(ConfigCommand::Show(args)) => config_show::run(args, ctx),
         Command::Config(ConfigCommand::ImportPs1(args)) => import_ps1::run(args, ctx),
+        Command::Completions(args) => completions(args, ctx),
     }
     .map_err(failure)
+}
+
+/// `completions SHELL`: the shell's tab-completion script, generated from the command line's
+/// own definition (JSON: `{"shell", "script"}`).
+fn completions(args: &crate::cli::CompletionsArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    use clap::CommandFactory;
+    let mut script = Vec::new();
+    clap_complete::generate(
+        args.shell,
+        &mut crate::cli::Cli::command(),
+        "calicoctl-win",
+        &mut script,
+    );
+    let script = String::from_utf8_lossy(&script);
+    ctx.printer.text(script.trim_end());
+    ctx.printer
+        .json(&serde_json::json!({"shell": args.shell.to_string(), "script": script}));
+    Ok(())
 }
 
 /// A `--set` or `--config` on a command that never reads the configuration would be silently
