@@ -333,7 +333,7 @@ pub struct ReleaseArgs {
     /// zip must be this version
     #[arg(long, value_name = "X.Y.Z")]
     pub calico_version: Option<String>,
-    /// The zip's SHA-256 checksum; required for a URL
+    /// The zip's SHA-256 checksum (HEX or sha256:HEX); for a URL, a SHA256SUMS file beside the zip gives it when this is not passed
     #[arg(long, value_name = "HEX")]
     pub sha256: Option<String>,
     /// Download without a checksum (the zip is then trusted as it arrives)

@@ -1244,3 +1244,43 @@ fn a_stalled_download_names_the_limit_that_fired_and_is_resumed() {
     assert_eq!(code, 0, "{doc} {stderr}");
     assert!(stderr.contains(", resuming at "), "{stderr}");
 }
+
+/// Without --sha256, a SHA256SUMS beside the zip names its checksum (sha256sum's format); a
+/// list that names another checksum makes the download fail its check, and nothing is left.
+#[test]
+fn a_sha256sums_beside_the_release_gives_the_checksum() {
+    let s = Setup::new("calico-node.exe");
+    let initial = s.snapshot();
+    let ca = s.ca.display().to_string();
+    let zip_name = "calico-windows-v3.30.2.zip";
+    let bytes = std::fs::read(&s.zip).expect("zip");
+
+    // A wrong list: the download is refused by its checksum.
+    let wrong = s.server.serve(&format!("/wrong/{zip_name}"), bytes.clone());
+    s.server.serve(
+        "/wrong/SHA256SUMS",
+        format!("{}  {zip_name}\n", "0".repeat(64)).into_bytes(),
+    );
+    let (code, doc, stderr) =
+        s.node
+            .run(&["install", "--release-zip", &wrong, "--release-ca-cert", &ca]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(doc["error"]["kind"], "checksum-mismatch", "{doc}");
+    assert_same(&s.snapshot(), &initial, "refused by SHA256SUMS");
+
+    // The right one, among others, in sha256sum's binary-mode form.
+    let good = s.server.serve(&format!("/good/{zip_name}"), bytes);
+    s.server.serve(
+        "/good/SHA256SUMS",
+        format!(
+            "{}  install-calico-windows.ps1\n{} *{zip_name}\n",
+            "1".repeat(64),
+            sha256(&s.zip)
+        )
+        .into_bytes(),
+    );
+    let (code, _, stderr) =
+        s.node
+            .run(&["install", "--release-zip", &good, "--release-ca-cert", &ca]);
+    assert_eq!(code, 0, "{stderr}");
+}

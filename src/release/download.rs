@@ -85,6 +85,38 @@ fn client(
     b.build().map_err(fail)
 }
 
+/// The SHA-256 that a `SHA256SUMS` file beside `url` (same directory, same server, same proxy
+/// and CAs) gives for `name`, if there is one: lines of `HEX  NAME` (or `HEX *NAME`), as
+/// sha256sum writes them. Anything else (no such file, another status, no line for the zip, a
+/// malformed checksum) is `None`, and the download then needs `--sha256` as before.
+pub fn published_checksum(
+    url: &str,
+    name: &str,
+    want: &Want,
+    env: &BTreeMap<String, String>,
+) -> Option<String> {
+    use std::io::Read as _;
+    let sums_url = reqwest::Url::parse(url).ok()?.join("SHA256SUMS").ok()?;
+    let client = client(sums_url.as_str(), want, env).ok()?;
+    let resp = client.get(sums_url).send().ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    let mut text = String::new();
+    // A checksum list is small; a larger answer is not one.
+    resp.take(1 << 20).read_to_string(&mut text).ok()?;
+    text.lines().find_map(|line| {
+        let (hex, file) = line.trim().split_once(char::is_whitespace)?;
+        let file = file
+            .trim_start()
+            .trim_start_matches('*')
+            .trim_start_matches("./");
+        (file == name)
+            .then(|| super::parse_sha256(hex).ok())
+            .flatten()
+    })
+}
+
 /// Downloads `url` to `dest`, returning its SHA-256. The checksum asked for is checked before
 /// `dest` gets its name; a wrong one removes the partial file. `growth`, when given, is told
 /// how much of the partial file is written, for an extraction that follows it.

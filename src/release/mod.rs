@@ -183,7 +183,7 @@ impl ReleaseError {
         Some(match self {
             Self::BadChecksumArg(_) => "copy the checksum from the release's SHA256SUMS",
             Self::NeedChecksum { .. } => {
-                "pass --sha256 HEX from the release page, or --insecure-skip-checksum to trust the download as it is"
+                "no SHA256SUMS beside it names the zip: pass --sha256 HEX from the release page, or --insecure-skip-checksum to trust the download as it is"
             }
             Self::BadUrl { .. } => "write it like https://host/path/calico-windows-v3.30.2.zip",
             Self::PlainHttp { .. } => {
@@ -231,9 +231,10 @@ fn timeout_text(url: &str, idle: bool, after: Duration) -> String {
     }
 }
 
-/// A checked `--sha256` value, lower case.
+/// A checked `--sha256` value (`HEX` or `sha256:HEX`), lower case.
 pub fn parse_sha256(s: &str) -> Result<String, ReleaseError> {
     let s = s.trim().to_ascii_lowercase();
+    let s = s.strip_prefix("sha256:").unwrap_or(&s).to_owned();
     if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
         Ok(s)
     } else {
@@ -301,6 +302,22 @@ pub fn obtain(
             Ok((obtained, x?))
         }
         Source::Url(url) => {
+            // Without --sha256, the checksum a SHA256SUMS beside the zip publishes.
+            let with_sums;
+            let want = if want.sha256.is_none()
+                && !want.skip_checksum
+                && (want.allow_http || !url.to_ascii_lowercase().starts_with("http://"))
+                && let Some(sha256) =
+                    download::published_checksum(url, &want.source.file_name(), want, env)
+            {
+                with_sums = Want {
+                    sha256: Some(sha256),
+                    ..want.clone()
+                };
+                &with_sums
+            } else {
+                want
+            };
             check_url(want, url)?;
             let dest = cache_dir.join(want.source.file_name());
             let refused = |e| {

@@ -150,6 +150,13 @@ fn urls_need_https_and_a_checksum_unless_told_otherwise() {
         parse_sha256(&"AB".repeat(32)).expect("hex"),
         "ab".repeat(32)
     );
+    // The form container tooling prints (`sha256:HEX`).
+    assert_eq!(
+        parse_sha256(&format!("sha256:{}", "Cd".repeat(32))).expect("prefixed"),
+        "cd".repeat(32)
+    );
+    assert!(parse_sha256("sha256:").is_err());
+    assert!(parse_sha256(&format!("md5:{}", "ab".repeat(32))).is_err());
     assert_eq!(
         official_url("v3.30.0"),
         "https://github.com/projectcalico/calico/releases/download/v3.30.0/calico-windows-v3.30.0.zip"
