@@ -25,7 +25,7 @@ fn render_case(case: &str) {
 
     // The JSON lists exactly the files in the directory, each with its hash.
     let listed = json(&output.stdout);
-    let listed = listed.as_array().expect("a list");
+    let listed = listed["files"].as_array().expect("a list");
     let on_disk: BTreeSet<String> = std::fs::read_dir(out.path())
         .expect("read out dir")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())

@@ -159,8 +159,11 @@ pub(super) fn rollback(host: &dyn Host, journal: &Journal, opts: &Options<'_>) -
         }
     }
     // What the services wrote while they ran under the install root (nodename, the token
-    // refresher's sandbox with calico-node's credentials), as uninstall removes it.
-    if failures.is_empty() && journal.command == "install" {
+    // refresher's sandbox with calico-node's credentials), as uninstall removes it, when this
+    // run made the root: on a node installed before, those files belong to the services that
+    // run on after the rollback (removing them cut calico-node's CNI kubeconfig).
+    if failures.is_empty() && journal.command == "install" && made_root(journal, &opts.journal_path)
+    {
         failures.extend(remove_runtime_files(host, &opts.journal_path));
     }
     if failures.is_empty() {
@@ -195,6 +198,16 @@ pub(super) fn rollback(host: &dyn Host, journal: &Journal, opts: &Options<'_>) -
         }
     }
     failures
+}
+
+/// Whether the journaled run created the install root that holds `journal_path`.
+fn made_root(journal: &Journal, journal_path: &str) -> bool {
+    journal_path.rsplit_once('\\').is_some_and(|(root, _)| {
+        journal
+            .created_dirs()
+            .iter()
+            .any(|d| d.eq_ignore_ascii_case(root))
+    })
 }
 
 /// Removes what the services write under the install root that holds `journal_path`.

@@ -55,18 +55,20 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let (results, blocking) = run_checks(ctx, host.as_ref(), args, &legacy, &cluster, &loaded)?;
     let root = crate::plan::install::install_root(config);
     let previous = record::read(host.as_ref(), &root)?;
-    refuse_network_changes(host.as_ref(), previous.as_ref(), config)?;
 
     // The release: downloaded and extracted on this machine, or (dry run) what would be.
     let cache_dir = join(&root, "cache");
     let journal_path = join(&root, record::JOURNAL_FILE);
     let mut journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "install")?;
+    refuse_network_changes(host.as_ref(), previous.as_ref(), config)?;
     // Before anything is written under the root, a journal names the directories this run
     // creates: a run killed in its download leaves them owned, to the next install or to
-    // uninstall. Until the plan runs, a failure undoes this beginning (`Begun`).
+    // uninstall. Until the plan runs, a failure undoes this beginning (`Begun`). On an
+    // installed node (a record exists) the root and what is in it stay the install's: an empty
+    // cache it left is not claimed, so a refused run changes nothing.
     let cache_dirs = record::missing_parents(host.as_ref(), &join(&cache_dir, "x"))?;
     let mut begun = None;
-    if journal.is_none() && !dry_run {
+    if journal.is_none() && !dry_run && previous.is_none() {
         journal = begin_journal(host.as_ref(), &journal_path, &cache_dir, config)?;
         begun = journal.clone().map(|j| Begun {
             host: host.as_ref(),
