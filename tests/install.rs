@@ -1284,3 +1284,37 @@ fn a_sha256sums_beside_the_release_gives_the_checksum() {
             .run(&["install", "--release-zip", &good, "--release-ca-cert", &ca]);
     assert_eq!(code, 0, "{stderr}");
 }
+
+/// A failed upgrade rolls back to the running node it was: what the running services wrote
+/// (the token refresher's sandbox with calico-node's CNI kubeconfig) stays. The rollback
+/// removed it whenever an install failed, as if the run had made the install root.
+#[test]
+fn a_failed_upgrade_keeps_what_the_running_services_wrote() {
+    let s = Setup::new("calico-node.exe");
+    let (code, _, stderr) = s.install_local(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    let refreshed = s
+        .node
+        .c_drive("calicowindows/token-refresher/host/etc/cni/net.d/calico-kubeconfig");
+    assert!(refreshed.is_file(), "the refresher wrote the CNI kubeconfig");
+
+    let next_dir = s.node.dir.path().join("next");
+    std::fs::create_dir_all(&next_dir).expect("dir");
+    let next = support::release::release_zip(&next_dir, "3.30.3", "calico-node.exe");
+    let (code, _, stderr) = s.node.run(&[
+        "install",
+        "--release-zip",
+        &next.display().to_string(),
+        "--calico-version",
+        "3.30.3",
+        "--sim-fault",
+        r"fail:~write C:\CalicoWindows\calicoctl-win-install.json",
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("undone"), "{stderr}");
+    assert!(
+        refreshed.is_file(),
+        "the rollback kept the refresher's CNI kubeconfig"
+    );
+    assert_eq!(s.state()["services"]["caliconode"]["state"], "running");
+}
