@@ -197,6 +197,33 @@ Exits 0 when healthy, 1 when degraded, with every reason listed (-o json: \"prob
         long_about = "Print the tab-completion script for a shell.\n\nPowerShell: add this line to your profile ($PROFILE):\n  calicoctl-win completions powershell | Out-String | Invoke-Expression\nbash: source <(calicoctl-win completions bash)\nzsh: calicoctl-win completions zsh > \"${fpath[1]}/_calicoctl-win\"\nfish: calicoctl-win completions fish | source"
     )]
     Completions(CompletionsArgs),
+    /// Collect one zip for a support case, with every token and key redacted
+    #[command(
+        long_about = "Writes one zip for a support case: what config show, status and preflight answer \
+(config-show.json, status.json, preflight.json, each with its exit code), the service registrations \
+(Calico's, kubelet, kube-proxy, containerd, docker, RemoteAccess), the HNS networks with their endpoints, \
+the IPv4 addresses and routes, the VXLAN firewall rule, the install record and any journal a command left, \
+the tail of every Calico service log, and the versions of the OS build, Calico, calicoctl-win, kubelet and \
+kube-proxy (diags.json lists the files and what could not be collected).\n\n\
+Every file is redacted before it is written: the values of the secret files install wrote (calico-node's \
+kubeconfig token, the etcd key) wherever they appear, and anything shaped like a secret (JWTs, PEM private \
+keys, bearer tokens, token:/password: values). Changes on the host: none; the zip is written atomically to \
+--out-file, by default calicoctl-win-diags-<node>-<UTC time>.zip in the current directory."
+    )]
+    Diags(DiagsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DiagsArgs {
+    /// Where to write the zip (default: calicoctl-win-diags-<node>-<UTC time>.zip here)
+    #[arg(long, value_name = "FILE")]
+    pub out_file: Option<PathBuf>,
+    /// Do not read the cluster (status, preflight, config show and the node's versions)
+    #[arg(long)]
+    pub offline: bool,
+    /// How much of the end of each service log to include, in bytes
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
+    pub log_tail_bytes: u64,
 }
 
 #[derive(Debug, Args)]

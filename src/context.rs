@@ -82,7 +82,13 @@ impl Context {
 
     /// Asks a yes/no question on the terminal. `--yes` answers yes; without a terminal and
     /// without `--yes` nothing is asked and the answer is an error that says to pass `--yes`.
-    pub fn confirm(&mut self, question: &str) -> Result<bool, crate::error::UsageError> {
+    /// `shown` is what the question is about: printed on the terminal it asks on (stderr),
+    /// whatever stdout is (`-o json`, `-q` or a redirect would hide it there).
+    pub fn confirm(
+        &mut self,
+        shown: &[String],
+        question: &str,
+    ) -> Result<bool, crate::error::UsageError> {
         if self.options.yes {
             return Ok(true);
         }
@@ -92,7 +98,12 @@ impl Context {
                 "pass --yes to confirm, or --dry-run to only show the changes",
             ));
         }
-        self.printer.prompt(&format!("{question} [y/N] "));
+        let mut text = String::new();
+        for line in shown {
+            text.push_str(line);
+            text.push('\n');
+        }
+        self.printer.prompt(&format!("{text}{question} [y/N] "));
         let mut answer = String::new();
         let _ = std::io::stdin().read_line(&mut answer);
         Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES"))

@@ -17,6 +17,7 @@ pub mod host;
 pub mod net;
 pub mod output;
 pub mod plan;
+pub mod redact;
 pub mod release;
 pub mod render;
 pub mod supervise;

@@ -577,12 +577,12 @@ fn fix_asks_on_a_terminal_and_no_applies_nothing() {
         bin.display(),
         kubeconfig.display()
     );
-    let answer = |typed: &str| {
+    let answer = |line: &str, typed: &str| {
         let mut child = std::process::Command::new(&script)
             .env_clear()
             .env("SHELL", "/bin/sh")
             .env("NO_COLOR", "1")
-            .args(["-qec", &line, "/dev/null"])
+            .args(["-qec", line, "/dev/null"])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
@@ -600,7 +600,19 @@ fn fix_asks_on_a_terminal_and_no_applies_nothing() {
             String::from_utf8_lossy(&out.stdout).into_owned(),
         )
     };
-    let (code, screen) = answer("n\n");
+    // With `-o json` and stdout sent elsewhere, the patches show on the terminal that asks.
+    let json = dir.path().join("preflight.json");
+    let (code, screen) = answer(&format!("{line} -o json > {}", json.display()), "n\n");
+    assert_eq!(code, Some(3), "{screen}");
+    assert!(
+        screen.contains("Cluster patches for") && screen.contains("[ipip-disabled]"),
+        "the terminal shows what it asks about: {screen}"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("one document");
+    assert_eq!(doc["fixes"].as_array().map(Vec::len), Some(3), "{doc}");
+    assert!(api.writes().is_empty(), "{:?}", api.writes());
+    let (code, screen) = answer(&line, "n\n");
     assert!(
         screen.contains("Apply 3 patch(es) to the cluster at"),
         "{screen}"
@@ -611,7 +623,7 @@ fn fix_asks_on_a_terminal_and_no_applies_nothing() {
     );
     assert_eq!(code, Some(3), "{screen}");
     assert!(api.writes().is_empty(), "{:?}", api.writes());
-    let (code, screen) = answer("y\n");
+    let (code, screen) = answer(&line, "y\n");
     assert_eq!(code, Some(0), "{screen}");
     assert_eq!(api.writes().len(), 3, "{:?}", api.writes());
 }

@@ -42,6 +42,7 @@ fn commands(dir: &Path) -> Vec<Vec<String>> {
             &out,
         ],
         vec!["config", "show"],
+        vec!["diags", "--offline", "--out-file", &format!("{out}.zip")],
         vec!["config", "import-ps1", &ps1.display().to_string()],
     ]
     .into_iter()

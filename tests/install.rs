@@ -4,6 +4,7 @@
 mod support;
 
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use support::fake_api::FakeApi;
 use support::release::{ReleaseServer, release_zip, sha256, write_zip};
@@ -1296,7 +1297,10 @@ fn a_failed_upgrade_keeps_what_the_running_services_wrote() {
     let refreshed = s
         .node
         .c_drive("calicowindows/token-refresher/host/etc/cni/net.d/calico-kubeconfig");
-    assert!(refreshed.is_file(), "the refresher wrote the CNI kubeconfig");
+    assert!(
+        refreshed.is_file(),
+        "the refresher wrote the CNI kubeconfig"
+    );
 
     let next_dir = s.node.dir.path().join("next");
     std::fs::create_dir_all(&next_dir).expect("dir");
@@ -1317,4 +1321,134 @@ fn a_failed_upgrade_keeps_what_the_running_services_wrote() {
         "the rollback kept the refresher's CNI kubeconfig"
     );
     assert_eq!(s.state()["services"]["caliconode"]["state"], "running");
+}
+
+/// `diags` on an installed node: one zip with what a support case needs, and no token or key
+/// in any file of it, though the logs, the kubeconfigs and the record hold them.
+#[test]
+fn diags_collect_the_node_into_one_zip_with_every_secret_redacted() {
+    let s = Setup::new("calico-node.exe");
+    let (code, _, stderr) = s.install_local(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    // The secrets on the node: calico-node's token, the refresher's, the admin's.
+    let mut secrets = Vec::new();
+    for file in [
+        s.node.c_drive("calicowindows/calico-kube-config"),
+        s.node
+            .c_drive("calicowindows/token-refresher/host/etc/cni/net.d/calico-kubeconfig"),
+        s.node.admin.clone(),
+    ] {
+        let text = std::fs::read_to_string(&file).expect("kubeconfig");
+        // JSON (calicoctl-win writes kubeconfigs so) or YAML with `token: X`.
+        let token = text
+            .lines()
+            .find_map(|l| {
+                let l = l.trim().trim_start_matches('"');
+                l.strip_prefix("token\":")
+                    .or_else(|| l.strip_prefix("token:"))
+            })
+            .unwrap_or_else(|| panic!("a token in {}", file.display()))
+            .trim()
+            .trim_matches([',', '"'])
+            .to_owned();
+        assert!(token.len() >= 8, "{token}");
+        secrets.push(token);
+    }
+    // A service that logged its token, as a careless component might, and an etcd key.
+    let log = s.node.c_drive("calicowindows/logs/calico-node.log");
+    let mut text = std::fs::read_to_string(&log).unwrap_or_default();
+    text.push_str(&format!(
+        "using token {}\nAuthorization: Bearer {}\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAsecretkeymaterial\n-----END RSA PRIVATE KEY-----\n",
+        secrets[0], secrets[2]
+    ));
+    std::fs::write(&log, text).expect("log");
+    secrets.push("MIIEowIBAAKCAQEAsecretkeymaterial".into());
+
+    s.api
+        .set_node_ready("win-1", "True", "kubelet is posting ready status");
+    let mut node = s.api.get("/api/v1/nodes/win-1").expect("node");
+    node["status"]["nodeInfo"] = json!({"kubeletVersion": "v1.34.2", "kubeProxyVersion": "v1.34.2",
+        "osImage": "Windows Server 2022 Datacenter", "containerRuntimeVersion": "containerd://1.7.27"});
+    s.api.put("/api/v1/nodes/win-1", node);
+    let before = s.snapshot();
+    let out = s.node.dir.path().join("diags.zip");
+    let (code, doc, stderr) = s
+        .node
+        .run(&["diags", "--out-file", &out.display().to_string()]);
+    assert_eq!(code, 0, "{stderr}");
+    let files: Vec<&str> = doc["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for want in [
+        "config-show.json",
+        "status.json",
+        "preflight.json",
+        "host/services.json",
+        "host/hns.json",
+        "host/network.json",
+        "host/firewall.json",
+        "install/calicoctl-win-install.json",
+        "logs/calico-node.log",
+        "versions.json",
+        "diags.json",
+    ] {
+        assert!(files.contains(&want), "{want} in {files:?}");
+    }
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(&out).expect("zip")).expect("a zip");
+    let mut members = BTreeMap::new();
+    for i in 0..zip.len() {
+        let mut f = zip.by_index(i).expect("member");
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut f, &mut text).expect("text");
+        members.insert(f.name().expect("name").to_string(), text);
+    }
+    assert_eq!(members.len(), files.len());
+    for (name, text) in &members {
+        for secret in &secrets {
+            assert!(
+                !text.contains(secret.as_str()),
+                "a secret survived in {name}"
+            );
+        }
+    }
+    let member = |name: &str| -> Value { serde_json::from_str(&members[name]).expect(name) };
+    assert_eq!(
+        member("status.json")["exit_code"],
+        0,
+        "{}",
+        members["status.json"]
+    );
+    assert_eq!(member("status.json")["document"]["healthy"], true);
+    assert_eq!(
+        member("host/services.json")["CalicoNode"]["state"],
+        "running",
+        "{}",
+        members["host/services.json"]
+    );
+    let hns = member("host/hns.json");
+    assert!(
+        hns.as_array()
+            .expect("networks")
+            .iter()
+            .any(|n| n["network"]["name"] == "Calico"),
+        "{hns}"
+    );
+    let versions = member("versions.json");
+    assert_eq!(versions["calico"], "3.30.2", "{versions}");
+    assert_eq!(
+        versions["node_info"]["kubeletVersion"], "v1.34.2",
+        "{versions}"
+    );
+    assert!(members["logs/calico-node.log"].contains("using token <redacted>"));
+    // Nothing on the host changed, and nothing is left beside the zip.
+    assert_same(&before, &s.snapshot(), "diags changed the host");
+    let leftovers: Vec<_> = std::fs::read_dir(s.node.dir.path())
+        .expect("dir")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }

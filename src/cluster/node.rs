@@ -1,4 +1,4 @@
-//! The node object: tainting it for Windows workloads only.
+//! The node object: tainting it for Windows workloads only, cordoning it, what it runs.
 
 use super::{Cluster, ClusterError};
 use k8s_openapi::api::core::v1::{Node, Taint};
@@ -35,4 +35,15 @@ pub fn ensure_taint(c: &Cluster, node: &str, taint: &Taint) -> Result<bool, Clus
         nodes.patch(node, &PatchParams::default(), &Patch::Merge(&patch)),
     )?;
     Ok(true)
+}
+
+/// What the node reports of the software running it (kubelet, kube-proxy, the container
+/// runtime, the OS image and kernel); `None` when there is no such node.
+pub fn info(
+    c: &Cluster,
+    node: &str,
+) -> Result<Option<k8s_openapi::api::core::v1::NodeSystemInfo>, ClusterError> {
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let n = c.call_opt("get", "nodes", nodes.get(node))?;
+    Ok(n.and_then(|n| n.status).and_then(|s| s.node_info))
 }

@@ -1,6 +1,7 @@
 //! One file per command; each reads like the recipe of that command.
 
 mod config_show;
+mod diags;
 mod fetch;
 mod flags;
 mod import_ps1;
@@ -54,6 +55,7 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
         Command::Config(ConfigCommand::Show(args)) => config_show::run(args, ctx),
         Command::Config(ConfigCommand::ImportPs1(args)) => import_ps1::run(args, ctx),
         Command::Completions(args) => completions(args, ctx),
+        Command::Diags(args) => diags::run(args, ctx),
     }
     .map_err(failure)
 }

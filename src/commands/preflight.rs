@@ -148,23 +148,32 @@ fn apply_fixes(ctx: &mut Context, c: &Cluster, fixes: &[Fix]) -> anyhow::Result<
             .note("--fix: ipip-disabled and strict-affinity need no cluster change");
         return Ok(false);
     }
-    ctx.printer
-        .text(&format!("Cluster patches for {}:", c.server));
-    for f in fixes {
-        ctx.printer.text(&format!("  [{}] {}", f.check, f.command));
-    }
-    ctx.printer.text("");
-    if ctx.options.dry_run {
-        ctx.printer
-            .note("--dry-run: the patches above were not applied");
-        return Ok(false);
-    }
+    let mut shown = vec![format!("Cluster patches for {}:", c.server)];
+    shown.extend(
+        fixes
+            .iter()
+            .map(|f| format!("  [{}] {}", f.check, f.command)),
+    );
+    shown.push(String::new());
     let question = format!(
         "Apply {} patch(es) to the cluster at {}?",
         fixes.len(),
         c.server
     );
-    if !ctx.confirm(&question)? {
+    // Asked on a terminal, the patches show with the question (stderr); otherwise they are
+    // part of the result.
+    let asks = ctx.options.interactive && !ctx.options.yes && !ctx.options.dry_run;
+    if !asks {
+        for line in &shown {
+            ctx.printer.text(line);
+        }
+    }
+    if ctx.options.dry_run {
+        ctx.printer
+            .note("--dry-run: the patches above were not applied");
+        return Ok(false);
+    }
+    if !ctx.confirm(&shown, &question)? {
         ctx.printer.note("not applied");
         return Ok(false);
     }

@@ -1,0 +1,418 @@
+//! `diags`: one zip for a support case. What `config show`, `status` and `preflight` answer
+//! (their JSON documents, run here as they run alone), the service registrations, the HNS
+//! networks and their endpoints, addresses and routes, the VXLAN firewall rule, the install
+//! record and journal, the tail of every service log and the versions of what runs the node.
+//! Every member passes through [`crate::redact`] before it is written: no token or key leaves
+//! the node in it. Nothing on the host changes; the zip is written atomically.
+
+use crate::cli::{DiagsArgs, PreflightArgs, ShowArgs, StatusArgs};
+use crate::context::Context;
+use crate::host::select::Intent;
+use crate::host::{Access, Host};
+use crate::output::{Format, Printer};
+use crate::plan::record::{self, InstallRecord};
+use crate::redact::Redactor;
+use serde_json::{Value, json};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Services whose registration helps a support case, besides the ones install registered.
+const OTHER_SERVICES: &[&str] = &[
+    "kubelet",
+    "kube-proxy",
+    "containerd",
+    "docker",
+    "RemoteAccess",
+    "CalicoNode",
+    "CalicoFelix",
+    "CalicoConfd",
+];
+
+/// The install root when the configuration cannot be read.
+const DEFAULT_ROOT: &str = r"C:\CalicoWindows";
+
+/// The members of the zip, in the order written: name and contents.
+#[derive(Default)]
+struct Bundle {
+    members: Vec<(String, Vec<u8>)>,
+    /// What could not be collected, each with why.
+    problems: Vec<String>,
+}
+
+impl Bundle {
+    fn json(&mut self, name: &str, v: &Value) {
+        let text =
+            serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+        self.members.push((name.to_owned(), text.into_bytes()));
+    }
+
+    /// A section's value, or its error kept as a problem and written in its place.
+    fn section(&mut self, name: &str, v: anyhow::Result<Value>) {
+        match v {
+            Ok(v) => self.json(name, &v),
+            Err(e) => {
+                let message = format!("{e:#}");
+                self.problems.push(format!("{name}: {message}"));
+                self.json(name, &json!({"error": message}));
+            }
+        }
+    }
+}
+
+pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let out = args.out_file.clone().unwrap_or_else(|| default_name(ctx));
+    let host = ctx.open_host(Intent::Read)?;
+    let config = ctx.load_config().map(|l| l.config);
+    let root = config.as_ref().map_or_else(
+        |_| DEFAULT_ROOT.to_owned(),
+        crate::plan::install::install_root,
+    );
+    let mut b = Bundle::default();
+    if let Err(e) = &config {
+        b.problems.push(format!("configuration: {e:#}"));
+    }
+    let rec = record::read(host.as_ref(), &root);
+    let rec = match rec {
+        Ok(r) => r,
+        Err(e) => {
+            b.problems.push(format!("install record: {e}"));
+            None
+        }
+    };
+    let h = host.as_ref();
+
+    commands(args, ctx, &mut b);
+    b.section("host/system.json", system(h));
+    b.section("host/services.json", services(h, rec.as_ref()));
+    b.section("host/hns.json", hns(h));
+    b.section("host/network.json", network(h));
+    b.section("host/firewall.json", firewall(h, rec.as_ref()));
+    install_files(h, &root, &mut b);
+    if let Some(rec) = &rec {
+        logs(h, &rec.logs_dir, args.log_tail_bytes, &mut b);
+    }
+    let versions = versions(h, rec.as_ref(), ctx, args.offline);
+    b.section("versions.json", versions);
+    let index = json!({
+        "tool": "calicoctl-win diags",
+        "install_root": root,
+        "files": b.members.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+        "problems": b.problems,
+        "redacted": "tokens, keys and passwords are replaced by <redacted>",
+    });
+    b.json("diags.json", &index);
+
+    let redactor = redactor(h, rec.as_ref());
+    write_zip(&out, &b, &redactor)?;
+    let files: Vec<&str> = b.members.iter().map(|(n, _)| n.as_str()).collect();
+    ctx.printer.text(&format!(
+        "Wrote {} ({} files; tokens and keys redacted).",
+        out.display(),
+        files.len()
+    ));
+    for p in &b.problems {
+        ctx.printer.warn(&format!("not collected: {p}"));
+    }
+    // A configuration that cannot be read is still an error of the input (exit 2), given once
+    // the zip, which shows the node without it, is written.
+    if let Err(e) = config {
+        return Err(anyhow::Error::from(e).context(format!(
+            "{} was written without the configuration, which cannot be read",
+            out.display()
+        )));
+    }
+    ctx.printer.json(&json!({
+        "path": out.display().to_string(),
+        "files": files,
+        "problems": b.problems,
+    }));
+    Ok(())
+}
+
+/// `calicoctl-win-diags-<node>-<UTC time>.zip` in the current directory.
+fn default_name(ctx: &mut Context) -> PathBuf {
+    let node = ctx
+        .load_config()
+        .map(|l| l.config.node.name.to_string())
+        .unwrap_or_else(|_| "node".into());
+    let node: String = node
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    // 2026-11-23T04:05:06Z -> 20261123T040506Z
+    let time: String = crate::duration::time_text(crate::duration::now())
+        .chars()
+        .filter(|c| !matches!(c, '-' | ':'))
+        .collect();
+    PathBuf::from(format!("calicoctl-win-diags-{node}-{time}.zip"))
+}
+
+/// A buffer a `Printer` writes into, read back once the command ran.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|p| p.into_inner())).into_owned()
+    }
+}
+
+/// Runs `command` as it runs alone with `-o json`: its document, its exit code and what it
+/// said on stderr.
+fn captured(ctx: &mut Context, command: impl FnOnce(&mut Context) -> anyhow::Result<()>) -> Value {
+    let (out, err) = (Captured::default(), Captured::default());
+    let printer = Printer::new(
+        Format::Json,
+        Box::new(out.clone()),
+        Box::new(err.clone()),
+        false,
+        0,
+    );
+    let mine = std::mem::replace(&mut ctx.printer, printer);
+    let code = match command(ctx) {
+        Ok(()) => 0,
+        Err(e) => {
+            let e = super::failure(e);
+            ctx.printer.error(&e);
+            e.exit as i32
+        }
+    };
+    ctx.printer = mine;
+    let text = out.text();
+    let document = serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text));
+    json!({"exit_code": code, "document": document, "stderr": err.text()})
+}
+
+fn commands(args: &DiagsArgs, ctx: &mut Context, b: &mut Bundle) {
+    let offline = args.offline;
+    let show = captured(ctx, |c| super::config_show::run(&ShowArgs { offline }, c));
+    b.json("config-show.json", &show);
+    let status = captured(ctx, |c| super::status::run(&StatusArgs { offline }, c));
+    b.json("status.json", &status);
+    let preflight = PreflightArgs {
+        skip: Vec::new(),
+        offline,
+        fix: false,
+    };
+    let checks = captured(ctx, |c| super::preflight::run(&preflight, c));
+    b.json("preflight.json", &checks);
+}
+
+fn system(h: &dyn Host) -> anyhow::Result<Value> {
+    Ok(serde_json::to_value(h.system_facts()?)?)
+}
+
+fn services(h: &dyn Host, rec: Option<&InstallRecord>) -> anyhow::Result<Value> {
+    let mut names: Vec<String> = rec
+        .map(|r| r.services.iter().map(|s| s.name.clone()).collect())
+        .unwrap_or_default();
+    for n in OTHER_SERVICES {
+        if !names.iter().any(|m| m.eq_ignore_ascii_case(n)) {
+            names.push((*n).to_owned());
+        }
+    }
+    let mut out = serde_json::Map::new();
+    for name in names {
+        let v = match h.service_query(&name)? {
+            Some(s) => serde_json::to_value(s)?,
+            None => Value::Null,
+        };
+        out.insert(name, v);
+    }
+    Ok(Value::Object(out))
+}
+
+fn hns(h: &dyn Host) -> anyhow::Result<Value> {
+    let mut networks = Vec::new();
+    for n in h.hns_networks()? {
+        let endpoints = h.hns_endpoints(&n.id)?;
+        networks.push(json!({"network": n, "endpoints": endpoints}));
+    }
+    Ok(Value::Array(networks))
+}
+
+fn network(h: &dyn Host) -> anyhow::Result<Value> {
+    Ok(json!({"ipv4_addresses": h.ipv4_addresses()?, "routes": h.routes()?}))
+}
+
+fn firewall(h: &dyn Host, rec: Option<&InstallRecord>) -> anyhow::Result<Value> {
+    let mut names = vec![
+        crate::checks::host::VXLAN_RULE.to_owned(),
+        crate::checks::host::CALICO_SCRIPT_VXLAN_RULE.to_owned(),
+    ];
+    if let Some(r) = rec.and_then(|r| r.firewall_rule.as_ref())
+        && !names.contains(&r.name)
+    {
+        names.insert(0, r.name.clone());
+    }
+    let mut out = serde_json::Map::new();
+    for name in names {
+        let rule = h.firewall_rule(&name)?;
+        out.insert(name, serde_json::to_value(rule)?);
+    }
+    Ok(Value::Object(out))
+}
+
+/// The install record and a journal left by an unfinished command, as they are on disk.
+fn install_files(h: &dyn Host, root: &str, b: &mut Bundle) {
+    for name in [record::RECORD_FILE, record::JOURNAL_FILE] {
+        let path = record::join(root, name);
+        match h.read_file(&path) {
+            Ok(Some(bytes)) => b.members.push((format!("install/{name}"), bytes)),
+            Ok(None) => {}
+            Err(e) => b.problems.push(format!("{path}: {e}")),
+        }
+    }
+}
+
+/// The last `tail` bytes of every service log, from the first whole line.
+fn logs(h: &dyn Host, dir: &str, tail: u64, b: &mut Bundle) {
+    let names = match record::service_logs(h, dir) {
+        Ok(n) => n,
+        Err(e) => {
+            b.problems.push(format!("logs: {e:#}"));
+            return;
+        }
+    };
+    for path in names {
+        let name = path.rsplit('\\').next().unwrap_or(&path).to_owned();
+        match h
+            .local_path(&path)
+            .map_err(anyhow::Error::from)
+            .and_then(|p| tail_of(&p, tail))
+        {
+            Ok(bytes) => b.members.push((format!("logs/{name}"), bytes)),
+            Err(e) => b.problems.push(format!("{path}: {e:#}")),
+        }
+    }
+}
+
+/// The end of a file, at most `max` bytes, never reading the rest.
+fn tail_of(path: &Path, max: u64) -> anyhow::Result<Vec<u8>> {
+    let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    let from = len.saturating_sub(max);
+    f.seek(SeekFrom::Start(from))?;
+    let mut bytes = Vec::new();
+    f.take(max).read_to_end(&mut bytes)?;
+    if from > 0 {
+        // Begin at a whole line.
+        if let Some(i) = bytes.iter().position(|&c| c == b'\n') {
+            bytes.drain(..=i);
+        }
+    }
+    Ok(bytes)
+}
+
+/// The versions of what runs the node: the OS build, calicoctl-win, the Calico release in the
+/// record, and kubelet and kube-proxy as the node reports them to the cluster.
+fn versions(
+    h: &dyn Host,
+    rec: Option<&InstallRecord>,
+    ctx: &mut Context,
+    offline: bool,
+) -> anyhow::Result<Value> {
+    let facts = h.system_facts()?;
+    let mut v = json!({
+        "calicoctl_win": {
+            "version": env!("CARGO_PKG_VERSION"),
+            "commit": env!("CALICOCTL_WIN_COMMIT"),
+            "build_date": env!("CALICOCTL_WIN_BUILD_DATE"),
+        },
+        "os_build": match facts.ubr {
+            Some(ubr) => format!("{}.{ubr}", facts.build),
+            None => facts.build.to_string(),
+        },
+        "calico": rec.and_then(|r| r.calico_version.clone()),
+        "calicoctl_win_that_installed": rec.map(|r| r.tool_version.clone()),
+    });
+    if offline {
+        v["node_info"] = json!("not read: --offline");
+        return Ok(v);
+    }
+    let node = ctx.load_config().map(|l| l.config.node.name.to_string());
+    let read = match (node, ctx.connect_cluster()) {
+        (Ok(node), Ok(Some(c))) => crate::cluster::node::info(&c, &node)
+            .map(|i| i.map_or_else(|| json!(format!("node {node} not found")), |i| json!(i)))
+            .map_err(anyhow::Error::from),
+        (_, Ok(None)) => Ok(json!("not read: no admin kubeconfig")),
+        (Err(e), _) => Err(e.into()),
+        (_, Err(e)) => Err(e.into()),
+    };
+    v["node_info"] = read.unwrap_or_else(|e| json!(format!("not read: {e:#}")));
+    Ok(v)
+}
+
+/// Writes the members, redacted, into a zip beside `out`, then renames it into place.
+fn write_zip(out: &Path, b: &Bundle, redactor: &Redactor) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "diags.zip".into());
+    let tmp = out.with_file_name(format!(".{name}.calicoctl-win.tmp"));
+    let write = || -> anyhow::Result<()> {
+        let file = std::fs::File::create(&tmp)?;
+        let mut zip = zip::ZipWriter::new(file);
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        for (member, bytes) in &b.members {
+            zip.start_file(member.as_str(), options)?;
+            zip.write_all(&redactor.redact(bytes))?;
+        }
+        zip.finish()?.sync_all()?;
+        std::fs::rename(&tmp, out)?;
+        Ok(())
+    };
+    write()
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+        .with_context(|| format!("cannot write {}", out.display()))
+}
+
+/// A redactor that knows the secret files install wrote (and the token refresher's CNI
+/// kubeconfig), so their contents are taken out wherever they appear, whatever their shape.
+fn redactor(h: &dyn Host, rec: Option<&InstallRecord>) -> Redactor {
+    let mut secrets = Vec::new();
+    let mut paths: Vec<String> = rec
+        .map(|r| r.files.iter().map(|f| f.path.clone()).collect())
+        .unwrap_or_default();
+    if let Some(r) = rec {
+        paths.push(record::join(
+            &r.install_root,
+            &format!(
+                r"{}\host\etc\cni\net.d\calico-kubeconfig",
+                crate::render::kubeconfig::REFRESHER_DIR
+            ),
+        ));
+    }
+    for path in paths {
+        if matches!(h.file_access(&path), Ok(Some(Access::Secret)))
+            && let Ok(Some(bytes)) = h.read_file(&path)
+        {
+            secrets.push(String::from_utf8_lossy(&bytes).into_owned());
+        }
+    }
+    Redactor::new(&secrets)
+}
