@@ -1452,3 +1452,41 @@ fn diags_collect_the_node_into_one_zip_with_every_secret_redacted() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+/// A mirror whose certificate is its CA's own (CA:TRUE) fails TLS even with that CA trusted;
+/// the hint says so instead of the generic "check the URL, the proxy and the CA".
+#[test]
+fn a_mirror_with_a_ca_as_its_certificate_gets_a_hint_that_says_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let zip = release_zip(dir.path(), "3.30.2", "calico-node.exe");
+    let bytes = std::fs::read(&zip).expect("zip");
+    let check = |server: &ReleaseServer, ca_ok: bool| {
+        let url = server.serve("/v3.30.2/calico-windows-v3.30.2.zip", bytes.clone());
+        let ca = server.ca_file(dir.path());
+        let out = dir.path().join("out");
+        let run = support::cmd()
+            .args(["fetch", "release", "--release-zip", &url, "--sha256"])
+            .arg(sha256(&zip))
+            .arg("--release-ca-cert")
+            .arg(&ca)
+            .arg("--output-dir")
+            .arg(&out)
+            .args(["-o", "json"])
+            .output()
+            .expect("run");
+        let doc = support::json(&run.stdout);
+        let code = run.status.code();
+        if ca_ok {
+            assert_eq!(code, Some(0), "{doc}");
+        } else {
+            assert_eq!(code, Some(1), "{doc}");
+            assert_eq!(doc["error"]["kind"], "download-failed", "{doc}");
+            let hint = doc["error"]["hint"].as_str().unwrap_or_default();
+            assert!(hint.contains("CA certificate"), "{doc}");
+            assert!(hint.contains("CA:FALSE"), "{doc}");
+        }
+    };
+    check(&ReleaseServer::start_with_a_ca_as_its_certificate(), false);
+    // A mirror set up right, for contrast: its certificate issued by the CA given.
+    check(&ReleaseServer::start(), true);
+}

@@ -195,6 +195,9 @@ impl ReleaseError {
             Self::Timeout { idle: false, .. } => {
                 "the partial file is resumed by the next run; raise --download-timeout for a slow link, or download the zip yourself and pass --release-zip FILE"
             }
+            Self::Download { source, .. } if is_ca_as_server_certificate(source) => {
+                "the server presents a CA certificate (basic constraints CA:TRUE) as its own, which TLS refuses even when that CA is trusted: give the server a certificate issued by the CA for its name (a server certificate, CA:FALSE) and pass the CA with --release-ca-cert"
+            }
             Self::Download { .. } | Self::Status { .. } => {
                 "check the URL, the proxy (HTTPS_PROXY, NO_PROXY) and --release-ca-cert; or download the zip yourself and pass --release-zip FILE"
             }
@@ -217,6 +220,33 @@ impl ReleaseError {
             Self::Io { .. } => return None,
         })
     }
+}
+
+/// Whether a download failed because the server's certificate is a CA certificate
+/// (webpki's `CaUsedAsEndEntity`): a mirror set up with its CA as its own certificate.
+fn is_ca_as_server_certificate(e: &reqwest::Error) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        // An io::Error's `source` skips the error it wraps (which may be another io::Error,
+        // as tokio-rustls's is inside hyper's): look inside each one.
+        let mut inner = Some(err);
+        while let Some(e) = inner {
+            if let Some(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other))) =
+                e.downcast_ref::<rustls::Error>()
+            {
+                return matches!(
+                    other.0.downcast_ref::<webpki::Error>(),
+                    Some(webpki::Error::CaUsedAsEndEntity)
+                );
+            }
+            inner = e
+                .downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref())
+                .map(|i| i as &(dyn std::error::Error + 'static));
+        }
+        cur = err.source();
+    }
+    false
 }
 
 /// What a download timeout says: which limit fired, with its flag and value.

@@ -104,7 +104,34 @@ pub struct ReleaseServer {
 impl ReleaseServer {
     pub fn start() -> Self {
         let ca = TestCa::new("release-ca");
-        let acceptor = ca.loopback_acceptor("releases");
+        Self::with_tls(ca.loopback_acceptor("releases"), ca.pem())
+    }
+
+    /// A mirror set up wrongly, as happens: its certificate is a self-signed CA certificate
+    /// (basic constraints CA:TRUE) for 127.0.0.1, which is also the CA clients are given.
+    pub fn start_with_a_ca_as_its_certificate() -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params =
+            rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+                .expect("params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let cert = params.self_signed(&key).expect("cert");
+        let key = <rustls::pki_types::PrivateKeyDer as rustls::pki_types::pem::PemObject>::from_pem_slice(
+            key.serialize_pem().as_bytes(),
+        )
+        .expect("key pem");
+        let config = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.der().clone()], key)
+            .expect("tls config");
+        Self::with_tls(
+            tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+            cert.pem(),
+        )
+    }
+
+    fn with_tls(acceptor: tokio_rustls::TlsAcceptor, ca_pem: String) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -200,7 +227,7 @@ impl ReleaseServer {
         });
         Self {
             url: format!("https://127.0.0.1:{port}"),
-            ca_pem: ca.pem(),
+            ca_pem,
             files,
             requests,
             cut,
