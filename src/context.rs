@@ -147,6 +147,7 @@ impl Context {
             sim.set_start_hook(hook.clone());
         }
         let host = opened.into_host();
+        self.adopt_winhttp_proxy(host.as_ref());
         self.host_layer = config::host::HostDefaults::read(host.as_ref()).layer();
         self.host_kubeconfig = host.local_path(HOST_KUBECONFIG).ok();
         match host.kind() {
@@ -159,6 +160,53 @@ impl Context {
             HostKind::Windows => {}
         }
         Ok(host)
+    }
+
+    /// For a command that reaches the network without changing the host (`fetch release`): the
+    /// WinHTTP proxy of this machine (or of `--sim-host`), as `open_host` takes it.
+    pub fn adopt_machine_proxy(&mut self) {
+        match select::open(&self.options.host, Intent::Read) {
+            Ok(opened) => self.adopt_winhttp_proxy(opened.into_host().as_ref()),
+            Err(e) => self.log(&format!("the WinHTTP proxy was not read: {e:#}")),
+        }
+    }
+
+    /// Without a proxy variable in the environment, the machine's WinHTTP proxy (`netsh winhttp
+    /// set proxy`, what Windows services use) is taken as one: downloads and the API server
+    /// connection then go through it, and its bypass list becomes `NO_PROXY` unless that is set.
+    fn adopt_winhttp_proxy(&mut self, host: &dyn Host) {
+        const SET: &[&str] = &["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"];
+        if SET
+            .iter()
+            .any(|v| self.env.get(*v).is_some_and(|x| !x.trim().is_empty()))
+        {
+            return;
+        }
+        let proxy = match host.system_facts() {
+            Ok(f) => f.winhttp_proxy,
+            Err(e) => {
+                self.log(&format!("the WinHTTP proxy was not read: {e}"));
+                return;
+            }
+        };
+        let Some(proxy) = proxy else { return };
+        let vars = crate::net::winhttp_proxy_env(&proxy);
+        let names: Vec<&str> = vars.iter().map(|(k, _)| *k).collect();
+        for (name, value) in vars {
+            let taken = name == "NO_PROXY"
+                && ["NO_PROXY", "no_proxy"]
+                    .iter()
+                    .any(|v| self.env.contains_key(*v));
+            if !taken {
+                self.env.insert(name.to_owned(), value);
+            }
+        }
+        self.log(&format!(
+            "using the WinHTTP proxy {:?} (bypass {:?}) as {}",
+            proxy.proxy,
+            proxy.bypass.as_deref().unwrap_or(""),
+            names.join(", ")
+        ));
     }
 
     /// Opens the host for `command` to change it, holding the host lock until the command

@@ -1490,3 +1490,119 @@ fn a_mirror_with_a_ca_as_its_certificate_gets_a_hint_that_says_so() {
     // A mirror set up right, for contrast: its certificate issued by the CA given.
     check(&ReleaseServer::start(), true);
 }
+
+/// Windows services and provisioning run without proxy variables; the machine's WinHTTP proxy
+/// (`netsh winhttp set proxy`) is what such a node has. Without a variable, the release
+/// download and the API server connection go through it, and its bypass list is kept.
+#[test]
+fn the_winhttp_proxy_is_used_when_no_proxy_variable_is_set() {
+    let s = Setup::new("calico-node.exe");
+    let proxy = support::proxy::Proxy::start();
+    let api_host = s.api.url.trim_start_matches("https://").to_owned();
+    let release_host = s
+        .url
+        .trim_start_matches("https://")
+        .split('/')
+        .next()
+        .expect("host")
+        .to_owned();
+    let set_winhttp = |bypass: Option<&str>| {
+        let path = s.node.sim().join("state.json");
+        let mut state: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("state")).expect("json");
+        state["system"]["winhttp_proxy"] = json!({
+            "proxy": proxy.url.trim_start_matches("http://"),
+            "bypass": bypass,
+        });
+        std::fs::write(&path, serde_json::to_string(&state).expect("json")).expect("write");
+    };
+    set_winhttp(Some("<local>;*.corp.example"));
+    let ca = s.ca.display().to_string();
+    let (code, _, stderr) = s.node.run(&[
+        "install",
+        "--release-zip",
+        &s.url,
+        "--sha256",
+        &sha256(&s.zip),
+        "--release-ca-cert",
+        &ca,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let through = proxy.targets();
+    assert!(through.contains(&release_host), "the download: {through:?}");
+    assert!(through.contains(&api_host), "the API server: {through:?}");
+
+    // A bypass list that names the servers: straight to them.
+    set_winhttp(Some("127.0.0.*;*.corp.example"));
+    let before = proxy.targets().len();
+    let (code, doc, stderr) = s.node.run(&["config", "show"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(doc["cluster"]["read"], true, "{doc}");
+    assert_eq!(
+        proxy.targets().len(),
+        before,
+        "127.0.0.* bypasses the proxy"
+    );
+
+    // A proxy variable wins over WinHTTP: with HTTPS_PROXY naming a dead proxy, the API
+    // server is unreachable (so WinHTTP's was not used).
+    set_winhttp(None);
+    let out = support::on_node()
+        .args(["config", "show", "-o", "json", "--sim-host"])
+        .arg(s.node.sim())
+        .arg("--kubeconfig")
+        .arg(&s.node.admin)
+        .env("HTTPS_PROXY", "http://127.0.0.1:9")
+        .output()
+        .expect("run");
+    assert_eq!(
+        proxy.targets().len(),
+        before,
+        "the variable was used, not WinHTTP"
+    );
+    let doc = support::json(&out.stdout);
+    assert_eq!(doc["cluster"]["read"], false, "{doc}");
+}
+
+/// Install registers the Application event log source the service bodies write under (its
+/// message file, the event types); uninstall, even without --purge, removes it with the
+/// services; a source that was there before install is left alone.
+#[test]
+fn the_event_log_source_is_registered_by_install_and_removed_by_uninstall() {
+    let s = Setup::new("calico-node.exe");
+    let key = r"hklm\system\currentcontrolset\services\eventlog\application\calicoctl-win";
+    let (code, _, stderr) = s.install_local(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    let reg = &s.state()["registry"][key];
+    assert_eq!(
+        reg["typessupported"],
+        json!({"type": "REG_DWORD", "data": 7}),
+        "{reg}"
+    );
+    assert!(
+        reg["eventmessagefile"]["data"]
+            .as_str()
+            .is_some_and(|f| f.ends_with(r"\EventLogMessages.dll")),
+        "{reg}"
+    );
+    let (code, _, stderr) = s.uninstall(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        s.state()["registry"].get(key).is_none(),
+        "removed by uninstall"
+    );
+
+    // A source registered by someone else before install stays.
+    let path = s.node.sim().join("state.json");
+    let mut state = s.state();
+    state["registry"][key] = json!({"typessupported": {"type": "REG_DWORD", "data": 7}});
+    std::fs::write(&path, serde_json::to_string(&state).expect("json")).expect("write");
+    let (code, _, stderr) = s.install_local(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = s.uninstall(&["--purge"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        s.state()["registry"].get(key).is_some(),
+        "a source install did not create is not removed"
+    );
+}

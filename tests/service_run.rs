@@ -138,6 +138,34 @@ fn node_in_the_console_initialises_runs_startup_and_stops_cleanly_on_sigterm() {
     let host = SimHost::open_or_create(dir.path(), None).expect("reopen");
     assert!(init_done(&host));
     assert_eq!(network_names(&host), ["External", "Calico"]);
+    // The start and the stop in the Application event log, under calicoctl-win's source.
+    let events = events(dir.path());
+    assert_eq!(
+        events
+            .iter()
+            .map(|e| (e["source"].as_str(), e["level"].as_str(), e["id"].as_u64()))
+            .collect::<Vec<_>>(),
+        [
+            (Some("calicoctl-win"), Some("information"), Some(1)),
+            (Some("calicoctl-win"), Some("information"), Some(2)),
+        ],
+        "{events:?}"
+    );
+    assert!(
+        events[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("CalicoNode started")),
+        "{events:?}"
+    );
+    assert_eq!(events[1]["message"], "CalicoNode stopped");
+}
+
+/// The simulated host's Application event log.
+fn events(dir: &Path) -> Vec<serde_json::Value> {
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("state.json")).expect("state"))
+            .expect("json");
+    state["events"].as_array().cloned().unwrap_or_default()
 }
 
 /// `calicoctl-win service run ARGS --sim-host <new host>`: exit code and stderr.
@@ -168,12 +196,28 @@ fn without_console_it_must_be_started_by_the_scm() {
 }
 
 #[test]
-fn a_missing_environment_is_a_clear_failure() {
-    let (code, stderr) = service_run(&["felix", "--console"]);
-    assert_eq!(code, Some(1), "{stderr}");
+fn a_missing_environment_is_a_clear_failure_and_an_error_event() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = cmd()
+        .args(["service", "run", "felix", "--console", "--sim-host"])
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
     let missing = r"the service environment C:\CalicoWindows\calico-felix.env is missing";
     assert!(stderr.contains(missing), "{stderr}");
     assert!(stderr.contains("calicoctl-win install"), "{stderr}");
+    let events = events(dir.path());
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[1]["level"], "error", "{events:?}");
+    assert_eq!(events[1]["id"], 3, "{events:?}");
+    assert!(
+        events[1]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("CalicoFelix failed: ") && m.contains(missing)),
+        "{events:?}"
+    );
 }
 
 #[test]

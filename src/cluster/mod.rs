@@ -58,7 +58,7 @@ impl ClusterError {
             ClusterError::NoKubeconfig { .. } => "pass an admin kubeconfig with --kubeconfig, or set KUBECONFIG; --offline skips the cluster".into(),
             ClusterError::Kubeconfig { .. } => "check the file with 'kubectl --kubeconfig FILE cluster-info'".into(),
             ClusterError::Unreachable { .. } | ClusterError::Timeout { .. } => {
-                "check the server address in the kubeconfig, the network path to it, and HTTPS_PROXY/NO_PROXY; the CA in the kubeconfig must sign the server's certificate".into()
+                "check the server address in the kubeconfig, the network path to it, and HTTPS_PROXY/NO_PROXY (or the WinHTTP proxy: netsh winhttp show proxy); the CA in the kubeconfig must sign the server's certificate".into()
             }
             ClusterError::Api { code: 401, .. } => {
                 "the kubeconfig's credentials were rejected: renew the token or pass another kubeconfig with --kubeconfig".into()

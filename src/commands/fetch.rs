@@ -201,6 +201,7 @@ pub fn release(args: &crate::cli::FetchReleaseArgs, ctx: &mut Context) -> anyhow
         .into());
     }
     fs_err::create_dir_all(out)?;
+    ctx.adopt_machine_proxy();
     let mut progress = crate::output::DownloadProgress::new(
         std::io::stderr().is_terminal(),
         ctx.printer.is_quiet(),

@@ -422,6 +422,19 @@ pub struct SystemFacts {
     /// The host's name as `hostname` prints it; kubelet's node name unless it is overridden.
     #[serde(default)]
     pub hostname: Option<String>,
+    /// The machine's WinHTTP proxy (`netsh winhttp show proxy`), `None` for direct access.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub winhttp_proxy: Option<SystemProxy>,
+}
+
+/// A WinHTTP proxy setting as Windows gives it (`WINHTTP_PROXY_INFO`): `proxy` is
+/// `host:port` or per-scheme `http=host:port;https=host:port`, `bypass` a `;`-separated list
+/// (`<local>`, `*.example.com`, `10.*`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SystemProxy {
+    pub proxy: String,
+    #[serde(default)]
+    pub bypass: Option<String>,
 }
 
 pub trait SystemInfo {
@@ -463,6 +476,28 @@ pub trait Firewall {
     fn firewall_remove(&self, name: &str) -> HostResult<bool>;
 }
 
+/// How serious an event in the Application event log is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventLevel {
+    Information,
+    Warning,
+    Error,
+}
+
+/// The Windows Application event log, where the service bodies report their start, stop and
+/// failure.
+pub trait EventLog {
+    /// Writes one event of `source` with `message` as its text.
+    fn report_event(
+        &self,
+        source: &str,
+        level: EventLevel,
+        id: u32,
+        message: &str,
+    ) -> HostResult<()>;
+}
+
 /// Which implementation a host is, for output.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -481,7 +516,7 @@ pub enum HostKind {
 
 /// A Windows node: everything above.
 pub trait Host:
-    Registry + Services + Hns + Files + Network + SystemInfo + Processes + Firewall
+    Registry + Services + Hns + Files + Network + SystemInfo + Processes + Firewall + EventLog
 {
     fn kind(&self) -> HostKind;
 }

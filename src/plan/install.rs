@@ -11,7 +11,7 @@ use crate::host::{
     FirewallRule, Host, InstalledService, Protocol, RegValue, ServiceSpec, ServiceState,
     split_command_line,
 };
-use crate::supervise::{self, CALICO_KEY, Role};
+use crate::supervise::{self, CALICO_KEY, EVENT_SOURCE_KEY, Role};
 use anyhow::Context as _;
 use std::time::Duration;
 
@@ -258,12 +258,19 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     actions.extend(svc.actions);
     // 4. The registry key and the firewall rule.
     let new_keys = super::journal::missing_keys(host, CALICO_KEY)?;
+    let new_event_keys = super::journal::missing_keys(host, EVENT_SOURCE_KEY)?;
     let (host_actions, firewall_owned) = registry_and_firewall(host, i, &root)?;
     actions.extend(host_actions);
     // 5. The record: what this install owns, merged with what earlier runs created.
     let owned = Owned {
         dirs: owned_dirs(host, i, &root)?,
-        keys_created: keys_created(i, new_keys),
+        keys_created: keys_created(i, CALICO_KEY, |r| &r.registry_keys_created, new_keys),
+        event_source_keys_created: keys_created(
+            i,
+            EVENT_SOURCE_KEY,
+            |r| &r.event_source_keys_created,
+            new_event_keys,
+        ),
         firewall_rule: firewall_owned,
     };
     actions.extend(record_write(host, i, &root, &wanted, owned, &routes)?);
@@ -496,6 +503,15 @@ fn registry_and_firewall(
             value: reg_value,
         });
     }
+    for (name, value) in event_source_values() {
+        if host.reg_get(EVENT_SOURCE_KEY, name)? != Some(value.clone()) {
+            actions.push(Action::SetRegistryValue {
+                key: EVENT_SOURCE_KEY.into(),
+                name: name.into(),
+                value,
+            });
+        }
+    }
     let mut firewall_owned = i.previous.as_ref().and_then(|p| p.firewall_rule.clone());
     if let Some(rule) = vxlan_rule(c) {
         let good = |r: &FirewallRule| {
@@ -520,10 +536,27 @@ fn registry_and_firewall(
     Ok((actions, firewall_owned))
 }
 
+/// The Application event log source the service bodies write under: the message file is
+/// .NET Framework 4's EventLogMessages.dll (on every supported Windows Server), whose every
+/// message id is the event's own text, as .NET's EventLog.CreateEventSource registers it;
+/// `TypesSupported` 7 is error, warning and information.
+fn event_source_values() -> [(&'static str, RegValue); 2] {
+    [
+        (
+            "EventMessageFile",
+            RegValue::Sz(
+                r"C:\Windows\Microsoft.NET\Framework64\v4.0.30319\EventLogMessages.dll".into(),
+            ),
+        ),
+        ("TypesSupported", RegValue::Dword(7)),
+    ]
+}
+
 /// What the record says this install owns beyond its files and services.
 struct Owned {
     dirs: Vec<String>,
     keys_created: Vec<String>,
+    event_source_keys_created: Vec<String>,
     firewall_rule: Option<FirewallRule>,
 }
 
@@ -554,12 +587,18 @@ fn owned_dirs(host: &dyn Host, i: &Inputs<'_>, root: &str) -> anyhow::Result<Vec
     Ok(dirs)
 }
 
-/// The registry keys created by this install: recorded earlier, by an interrupted run, or now.
-fn keys_created(i: &Inputs<'_>, new_now: Vec<String>) -> Vec<String> {
+/// The registry keys under `key` created by this install: recorded earlier (`recorded`), by
+/// an interrupted run (its journal), or now.
+fn keys_created(
+    i: &Inputs<'_>,
+    key: &str,
+    recorded: impl Fn(&InstallRecord) -> &Vec<String>,
+    new_now: Vec<String>,
+) -> Vec<String> {
     let recorded = i
         .previous
         .as_ref()
-        .map(|p| p.registry_keys_created.clone())
+        .map(|p| recorded(p).clone())
         .unwrap_or_default();
     if !recorded.is_empty() {
         return recorded;
@@ -568,7 +607,11 @@ fn keys_created(i: &Inputs<'_>, new_now: Vec<String>) -> Vec<String> {
         .iter()
         .flat_map(|j| &j.entries)
         .find_map(|e| match &e.undo {
-            super::journal::Undo::RestoreRegistryValue { new_keys, .. } if !new_keys.is_empty() => {
+            super::journal::Undo::RestoreRegistryValue {
+                key: written,
+                new_keys,
+                ..
+            } if !new_keys.is_empty() && written.eq_ignore_ascii_case(key) => {
                 Some(new_keys.clone())
             }
             _ => None,
@@ -608,6 +651,7 @@ fn record_write(
         services: wanted.to_vec(),
         registry_key: CALICO_KEY.into(),
         registry_keys_created: owned.keys_created,
+        event_source_keys_created: owned.event_source_keys_created,
         firewall_rule: owned.firewall_rule,
         routes_before: routes.before.clone(),
         addresses_before: routes.addresses_before.clone(),

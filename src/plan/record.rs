@@ -29,6 +29,10 @@ pub struct InstallRecord {
     /// The keys install created, outermost first (`--purge` deletes the first, with what is
     /// under it).
     pub registry_keys_created: Vec<String>,
+    /// The keys install created for the Application event log source, outermost first:
+    /// uninstall deletes the first, with what is under it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub event_source_keys_created: Vec<String>,
     /// The firewall rule install added; `None` when one was there already.
     pub firewall_rule: Option<FirewallRule>,
     /// The routes before Calico's vSwitch existed, which `--purge` puts back.

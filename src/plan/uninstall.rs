@@ -96,6 +96,14 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
             });
         }
     }
+    // The event log source goes with the services that write under it.
+    if let Some(outermost) = r.event_source_keys_created.first()
+        && host.reg_key_exists(outermost)?
+    {
+        actions.push(Action::DeleteRegistryKey {
+            key: outermost.clone(),
+        });
+    }
     if o.remove_logs {
         for path in super::record::service_logs(host, &r.logs_dir)? {
             actions.push(Action::RemoveFile { path });

@@ -199,7 +199,7 @@ impl ReleaseError {
                 "the server presents a CA certificate (basic constraints CA:TRUE) as its own, which TLS refuses even when that CA is trusted: give the server a certificate issued by the CA for its name (a server certificate, CA:FALSE) and pass the CA with --release-ca-cert"
             }
             Self::Download { .. } | Self::Status { .. } => {
-                "check the URL, the proxy (HTTPS_PROXY, NO_PROXY) and --release-ca-cert; or download the zip yourself and pass --release-zip FILE"
+                "check the URL, the proxy (HTTPS_PROXY and NO_PROXY, else the WinHTTP proxy: netsh winhttp show proxy) and --release-ca-cert; or download the zip yourself and pass --release-zip FILE"
             }
             Self::Checksum { .. } => {
                 "the file is not the release you named: download it again, or check --sha256"

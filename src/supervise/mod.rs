@@ -25,7 +25,9 @@ pub use log::{Clock, Log, LogSettings, parse_size};
 pub use node::{StartPhase, init_done};
 pub use stop::Stop;
 
-use crate::host::{Host, HostError, Output, ProcessSpec, Recovery, ServiceSpec, StartType};
+use crate::host::{
+    EventLevel, Host, HostError, Output, ProcessSpec, Recovery, ServiceSpec, StartType,
+};
 use crate::release::{Binary, CalicoVersion, Features};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -453,23 +455,62 @@ impl Backoff {
     }
 }
 
-/// Runs a role until a stop is requested (then `Ok`) or it fails.
+/// The Application event log source the service bodies write under; install registers it
+/// (`EVENT_SOURCE_KEY`) and uninstall removes it.
+pub const EVENT_SOURCE: &str = "calicoctl-win";
+pub const EVENT_SOURCE_KEY: &str =
+    r"HKLM\SYSTEM\CurrentControlSet\Services\EventLog\Application\calicoctl-win";
+/// The event ids: a service body started, stopped on request, failed.
+pub const EVENT_STARTED: u32 = 1;
+pub const EVENT_STOPPED: u32 = 2;
+pub const EVENT_FAILED: u32 = 3;
+
+/// Runs a role until a stop is requested (then `Ok`) or it fails; its start, its stop and its
+/// failure are written to the Application event log too.
 pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
+    let service = service_name(s.role);
+    let event = |level, id, message: String| {
+        if let Err(e) = host.report_event(EVENT_SOURCE, level, id, &message) {
+            log.warn(&format!("cannot write to the Application event log: {e}"));
+        }
+    };
+    event(
+        EventLevel::Information,
+        EVENT_STARTED,
+        format!(
+            "{service} started (calicoctl-win {}, Calico {}, install root {})",
+            env!("CARGO_PKG_VERSION"),
+            s.calico_version
+                .as_ref()
+                .map_or_else(|| "version unknown".to_owned(), ToString::to_string),
+            s.install_root
+        ),
+    );
     let out = match s.role {
         Role::Node => node::run(host, s, stop, log),
         Role::Felix => agent::felix(host, s, stop, log),
         Role::Confd => agent::confd(host, s, stop, log),
     };
     match out {
-        Err(SuperviseError::Stopped) => {
+        Err(SuperviseError::Stopped) | Ok(()) => {
             log.info("stopped");
+            event(
+                EventLevel::Information,
+                EVENT_STOPPED,
+                format!("{service} stopped"),
+            );
             Ok(())
         }
         Err(e) => {
-            log.warn(&format!("failed: {}", crate::error::chain(&e)));
+            let chain = crate::error::chain(&e);
+            log.warn(&format!("failed: {chain}"));
+            event(
+                EventLevel::Error,
+                EVENT_FAILED,
+                format!("{service} failed: {chain} (its log in the logs directory says more)"),
+            );
             Err(e)
         }
-        Ok(()) => Ok(()),
     }
 }
 

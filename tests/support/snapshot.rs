@@ -14,6 +14,7 @@ pub fn snapshot(sim: &Path) -> Value {
     state["settings"]["next_id"] = json!(0);
     // What ran is history, not state.
     state["started"] = json!(null);
+    state["events"] = json!(null);
     if let Some(procs) = state["processes"].as_object_mut() {
         for v in procs.values_mut() {
             *v = json!("pid");

@@ -637,6 +637,30 @@ impl Firewall for SimHost {
     }
 }
 
+impl EventLog for SimHost {
+    /// Not a mutating call of the fault walks: writing an event changes nothing a command
+    /// relies on. As on Windows, a source nobody registered writes too.
+    fn report_event(
+        &self,
+        source: &str,
+        level: EventLevel,
+        id: u32,
+        message: &str,
+    ) -> HostResult<()> {
+        let mut guard = self.lock();
+        let mut next = guard.clone();
+        next.events.push(state::SimEvent {
+            source: source.to_owned(),
+            level,
+            id,
+            message: message.to_owned(),
+        });
+        self.save(&next)?;
+        *guard = next;
+        Ok(())
+    }
+}
+
 impl Host for SimHost {
     fn kind(&self) -> HostKind {
         let profile = self.profile();

@@ -146,6 +146,7 @@ fn base(profile: &str, build: u32, ubr: u32, product: &str) -> State {
             boot_local_seconds: Some(1_763_715_600),
             // Windows names hosts in capitals; kubelet registers the node as `win-1`.
             hostname: Some("WIN-1".into()),
+            winhttp_proxy: None,
         },
         settings: SimSettings {
             hns_available: true,
@@ -168,6 +169,13 @@ fn base(profile: &str, build: u32, ubr: u32, product: &str) -> State {
     ] {
         state.reg_set(cv, k, v);
     }
+    // Every Windows has the Application event log (20 MB by default); event sources are keys
+    // under it.
+    state.reg_set(
+        r"HKLM\SYSTEM\CurrentControlSet\Services\EventLog\Application",
+        "MaxSize",
+        RegValue::Dword(20 * 1024 * 1024),
+    );
     state.interfaces.push(InterfaceAddress {
         interface: "Ethernet".into(),
         index: 4,

@@ -34,6 +34,18 @@ pub struct State {
     /// release's binary was asked to do).
     #[serde(default)]
     pub started: Vec<String>,
+    /// The Application event log: what was reported, in order (history, as `started`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<SimEvent>,
+}
+
+/// One event written to the simulated Application event log.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SimEvent {
+    pub source: String,
+    pub level: crate::host::EventLevel,
+    pub id: u32,
+    pub message: String,
 }
 
 impl Default for SystemFacts {
@@ -49,6 +61,7 @@ impl Default for SystemFacts {
             boot_id: String::new(),
             boot_local_seconds: None,
             hostname: None,
+            winhttp_proxy: None,
         }
     }
 }

@@ -4,6 +4,7 @@
 
 #[cfg(test)]
 mod cmdline_tests;
+mod eventlog;
 mod files;
 mod firewall;
 mod hcn;
@@ -14,6 +15,8 @@ pub mod process;
 mod registry;
 mod services;
 mod system;
+#[cfg(test)]
+mod winhttp_tests;
 
 use super::process::LocalChild;
 use super::*;
@@ -185,6 +188,18 @@ impl Firewall for WindowsHost {
     }
     fn firewall_remove(&self, name: &str) -> HostResult<bool> {
         firewall::remove(name)
+    }
+}
+
+impl EventLog for WindowsHost {
+    fn report_event(
+        &self,
+        source: &str,
+        level: EventLevel,
+        id: u32,
+        message: &str,
+    ) -> HostResult<()> {
+        eventlog::report(source, level, id, message)
     }
 }
 

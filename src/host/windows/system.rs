@@ -2,12 +2,16 @@
 //! process token, the boot time from the kernel.
 
 use super::registry;
-use crate::host::{HostError, HostResult, RegValue, SystemFacts};
+use crate::host::{HostError, HostResult, RegValue, SystemFacts, SystemProxy};
 use windows_sys::Wdk::System::SystemInformation::{
     NtQuerySystemInformation, SystemTimeOfDayInformation,
 };
 use windows_sys::Wdk::System::SystemServices::RtlGetVersion;
+use windows_sys::Win32::Foundation::GlobalFree;
 use windows_sys::Win32::Foundation::{CloseHandle, HANDLE};
+use windows_sys::Win32::Networking::WinHttp::{
+    WINHTTP_ACCESS_TYPE_NAMED_PROXY, WINHTTP_PROXY_INFO, WinHttpGetDefaultProxyConfiguration,
+};
 use windows_sys::Win32::Security::{
     GetTokenInformation, TOKEN_ELEVATION, TOKEN_QUERY, TokenElevation,
 };
@@ -47,6 +51,39 @@ pub fn facts() -> HostResult<SystemFacts> {
         boot_local_seconds: boot.map(|(_, local)| local),
         // What hostname.exe prints (config.ps1's `$(hostname)`): the DNS host name.
         hostname: gethostname::gethostname().into_string().ok(),
+        winhttp_proxy: winhttp_proxy()?,
+    })
+}
+
+/// The machine's WinHTTP proxy, as `netsh winhttp set proxy` left it.
+pub fn winhttp_proxy() -> HostResult<Option<SystemProxy>> {
+    let mut info: WINHTTP_PROXY_INFO = unsafe_zeroed();
+    // SAFETY: info is a writable WINHTTP_PROXY_INFO; its strings are freed below.
+    if unsafe { WinHttpGetDefaultProxyConfiguration(&mut info) } == 0 {
+        return Err(HostError::io(
+            "read the WinHTTP proxy (WinHttpGetDefaultProxyConfiguration)",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    // The strings are GlobalAlloc'd by WinHTTP and the caller's to free.
+    let take = |p: *mut u16| -> Option<String> {
+        if p.is_null() {
+            return None;
+        }
+        let s = super::take_wide(p);
+        // SAFETY: p came from WinHTTP's GlobalAlloc and is freed once.
+        unsafe { GlobalFree(p.cast()) };
+        Some(s)
+    };
+    let proxy = take(info.lpszProxy);
+    let bypass = take(info.lpszProxyBypass);
+    Ok(match proxy {
+        Some(proxy)
+            if info.dwAccessType == WINHTTP_ACCESS_TYPE_NAMED_PROXY && !proxy.trim().is_empty() =>
+        {
+            Some(SystemProxy { proxy, bypass })
+        }
+        _ => None,
     })
 }
 
