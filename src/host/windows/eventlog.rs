@@ -64,8 +64,13 @@ mod tests {
             EventLevel::Warning,
             EventLevel::Error,
         ] {
-            report("calicoctl-win-test", level, 1, "calicoctl-win event log test")
-                .expect("ReportEventW");
+            report(
+                "calicoctl-win-test",
+                level,
+                1,
+                "calicoctl-win event log test",
+            )
+            .expect("ReportEventW");
         }
     }
 }

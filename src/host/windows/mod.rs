@@ -16,6 +16,8 @@ mod registry;
 mod services;
 mod system;
 #[cfg(test)]
+mod version_tests;
+#[cfg(test)]
 mod winhttp_tests;
 
 use super::process::LocalChild;
