@@ -22,7 +22,7 @@ pub const LONG_VERSION: &str = concat!(
 Settings come from calico-windows.yaml (--config), environment variables with config.ps1's names \
 (VXLAN_VNI, K8S_SERVICE_CIDR, ...), and --set KEY=VALUE, in the order flag > env > file > default. \
 'calicoctl-win config show' prints every setting and where it came from.\n\n\
-Exit codes: 0 success, 1 failed, 2 bad usage or config (nothing changed), 3 preflight blocked, 4 timed out, 5 another calicoctl-win command is changing this host."
+Exit codes: 0 success, 1 failed, 2 bad usage or config (nothing changed), 3 preflight blocked, 4 timed out, 5 another calicoctl-win command is changing this host, 6 the change needs the node drained (nothing changed)."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -165,7 +165,11 @@ evictions a PodDisruptionBudget refuses are retried until --drain-timeout; pods 
 with --force, pods with emptyDir data only with --delete-emptydir-data; at most --drain-concurrency requests \
 in flight, waiting as long as an overloaded API server asks); wait until they are gone; stop the Calico services; delete the Calico network (and External \
 when the adapter or backend changes); write the new files and service configuration; start the services; \
-wait until the Calico network exists with the new VSID and the node is Ready; uncordon.\n\n\
+wait until the Calico network exists with the new VSID and the node is Ready; uncordon (only a node it \
+cordoned itself).\n\n\
+With --drain=external, an engine that rolls work over the nodes (system-upgrade-controller, a DaemonSet \
+rollout) has cordoned and drained the node: it must be cordoned already, nothing is evicted, and the \
+node stays cordoned for the engine to uncordon. A change that needs a drain without --drain exits 6.\n\n\
 Every step is journaled. A failure before the network is deleted undoes what was done (services started \
 again, node uncordoned); after it, the run stops and running reconfigure again finishes it. A run that was \
 cut off is continued by the next one.\n\n\
@@ -421,11 +425,23 @@ pub struct StatusArgs {
     pub offline: bool,
 }
 
+/// Who drains the node around a network change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DrainBy {
+    /// calicoctl-win cordons, drains and uncordons the node
+    #[value(name = "self")]
+    Itself,
+    /// the engine running calicoctl-win did; the node must be cordoned already
+    External,
+}
+
 #[derive(Debug, Args)]
 pub struct ReconfigureArgs {
-    /// Allow a network-immutable change: cordon and drain the node, make the Calico network again
-    #[arg(long)]
-    pub drain: bool,
+    /// Allow a network-immutable change: cordon and drain the node, make the Calico network
+    /// again. --drain=external: an engine (system-upgrade-controller, a DaemonSet rollout) has
+    /// cordoned and drained the node; it is neither cordoned, drained nor uncordoned here
+    #[arg(long, value_enum, value_name = "BY", num_args = 0..=1, require_equals = true, default_missing_value = "self")]
+    pub drain: Option<DrainBy>,
     /// Evict pods without a controller too (nothing recreates them), as kubectl drain --force
     #[arg(long)]
     pub force: bool,

@@ -16,6 +16,9 @@ pub enum Exit {
     Timeout = 4,
     /// Another calicoctl-win command is changing the host; nothing was changed.
     Busy = 5,
+    /// The change needs the node drained (the Calico network made again); nothing was changed.
+    /// Apart from 2 so that an engine that drains nodes can tell it from a wrong input.
+    NeedsDrain = 6,
 }
 
 /// What kind of failure an error is, for automation: `error.kind` in the JSON document. The
@@ -209,7 +212,11 @@ pub fn recognise<T: Diagnose>(e: &(dyn std::error::Error + 'static)) -> Option<D
 impl Diagnose for UsageError {
     fn diagnose(&self) -> Option<Diagnosis> {
         Some(Diagnosis {
-            exit: Exit::Usage,
+            exit: if self.kind == Kind::NeedsDrain {
+                Exit::NeedsDrain
+            } else {
+                Exit::Usage
+            },
             kind: self.kind,
             hint: self.hint.clone(),
         })

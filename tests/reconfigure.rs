@@ -114,7 +114,7 @@ fn vni_change_recreates_the_network_after_a_drain_and_uncordons() {
     // Without --drain: refused, nothing changed.
     let before = snapshot(&n.node.sim());
     let (code, doc, err) = n.reconfigure(VNI_4097);
-    assert_eq!(code, 2, "{err}");
+    assert_eq!(code, 6, "needs a drain: its own exit code; {err}");
     assert!(err.contains("--drain"), "{err}");
     assert_eq!(doc["error"]["kind"], "needs-drain", "{doc}");
     assert_same(&snapshot(&n.node.sim()), &before, "refused without --drain");
@@ -658,10 +658,84 @@ fn install_refuses_a_vni_change_on_an_installed_node_and_names_reconfigure() {
         ]
         .concat(),
     );
-    assert_eq!(code, 2, "{err}");
+    assert_eq!(code, 6, "{err}");
     assert_eq!(doc["error"]["kind"], "needs-drain", "{doc}");
     assert!(err.contains("VXLAN VNI 4096 -> 4097"), "{err}");
     assert!(err.contains("reconfigure --drain"), "{err}");
     assert_same(&snapshot(&n.node.sim()), &before, "refused install");
     assert_eq!(n.calico_vsid(), Some(4096));
+}
+
+/// An engine that rolls work over nodes (system-upgrade-controller, a DaemonSet rollout)
+/// cordons and drains the node itself: `--drain=external` needs the node cordoned, evicts
+/// nothing, and leaves the uncordon to the engine.
+#[test]
+fn drain_external_leaves_the_cordon_and_the_drain_to_the_engine() {
+    let n = Node::installed();
+    n.api.set_felix_vni(4097);
+    let before = snapshot(&n.node.sim());
+    let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain=external"]].concat());
+    assert_eq!(code, 6, "not cordoned: not drained by anyone; {err}");
+    assert_eq!(doc["error"]["kind"], "needs-drain", "{doc}");
+    assert!(err.contains("is not cordoned"), "{err}");
+    assert_same(&snapshot(&n.node.sim()), &before, "refused");
+
+    // The engine cordons (and drains) the node.
+    let mut node = n.api.get("/api/v1/nodes/win-1").expect("node");
+    node["spec"]["unschedulable"] = json!(true);
+    n.api.put("/api/v1/nodes/win-1", node);
+    let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain=external"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let steps = actions(&doc);
+    for own in ["cordon", "drain", "uncordon"] {
+        assert!(!steps.iter().any(|s| s == own), "{own} in {steps:?}");
+    }
+    assert!(steps.iter().any(|s| s == "delete-network"), "{steps:?}");
+    assert!(n.api.lock().evictions.is_empty(), "nothing evicted");
+    assert_eq!(n.calico_vsid(), Some(4097));
+    assert!(
+        n.cordoned(),
+        "the engine uncordons its node, not calicoctl-win"
+    );
+}
+
+/// Install and reconfigure annotate the node with what runs on it, for engines that roll work
+/// over the nodes: the Calico release, calicoctl-win's version and the config's hash, which
+/// follows the rendered configuration.
+#[test]
+fn the_node_is_annotated_with_the_calico_version_and_the_config_hash() {
+    let n = Node::installed();
+    let annotations =
+        || n.api.get("/api/v1/nodes/win-1").expect("node")["metadata"]["annotations"].clone();
+    let first = annotations();
+    assert_eq!(first["calicoctl-win/calico-version"], "3.30.2", "{first}");
+    assert_eq!(
+        first["calicoctl-win/version"],
+        env!("CARGO_PKG_VERSION"),
+        "{first}"
+    );
+    let hash = first["calicoctl-win/config-hash"]
+        .as_str()
+        .expect("hash")
+        .to_owned();
+    assert!(hash.starts_with("sha256:") && hash.len() == 71, "{hash}");
+
+    n.api.set_felix_vni(4097);
+    let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let second = annotations();
+    assert_ne!(
+        second["calicoctl-win/config-hash"],
+        hash.as_str(),
+        "{second}"
+    );
+    assert_eq!(second["calicoctl-win/calico-version"], "3.30.2");
+
+    // The same config again: the same hash.
+    let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        annotations()["calicoctl-win/config-hash"],
+        second["calicoctl-win/config-hash"]
+    );
 }

@@ -60,6 +60,37 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
     .map_err(failure)
 }
 
+/// After a successful install or reconfigure, the node's annotations say what runs on it, for
+/// engines that roll work over the nodes: the Calico release, calicoctl-win's version and a
+/// hash of the rendered configuration (its files' checksums, from the install record). A node
+/// that cannot be annotated is a warning: the node itself is as it should be.
+pub(crate) fn annotate_node(
+    ctx: &mut Context,
+    cluster: Option<&crate::cluster::Cluster>,
+    host: &dyn crate::host::Host,
+    root: &str,
+    node: &str,
+) {
+    let Some(c) = cluster else {
+        ctx.log("no cluster: the node is not annotated");
+        return;
+    };
+    let rec = match crate::plan::record::read(host, root) {
+        Ok(Some(r)) => r,
+        Ok(None) => return,
+        Err(e) => {
+            ctx.printer.warn(&format!("node {node} not annotated: {e}"));
+            return;
+        }
+    };
+    let annotations = crate::cluster::node::annotations_for(&rec);
+    if let Err(e) = crate::cluster::node::annotate(c, node, &annotations) {
+        ctx.printer.warn(&format!(
+            "node {node} not annotated with the installed Calico version and config hash: {e}"
+        ));
+    }
+}
+
 /// `completions SHELL`: the shell's tab-completion script, generated from the command line's
 /// own definition (JSON: `{"shell", "script"}`).
 fn completions(args: &crate::cli::CompletionsArgs, ctx: &mut Context) -> anyhow::Result<()> {

@@ -2,7 +2,7 @@
 //! Calico HNS network again when the change is one HNS cannot make in place.
 
 use super::preflight::{ClusterRead, read_cluster, with_cluster};
-use crate::cli::ReconfigureArgs;
+use crate::cli::{DrainBy, ReconfigureArgs};
 use crate::cluster::drain;
 use crate::config::types::Backend;
 use crate::context::Context;
@@ -169,6 +169,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     if let Err(e) = super::execute_plan(ctx, host.as_ref(), &actions, opts) {
         return Err(failed(e, &node_name));
     }
+    super::annotate_node(ctx, connected.as_deref(), host.as_ref(), &root, &node_name);
     ctx.printer
         .text(&format!("Reconfigured: {} step(s).", actions.len()));
     ctx.printer.json(&doc(true));
@@ -202,15 +203,18 @@ fn node_plan(
     node_name: &str,
     need: &Need<'_>,
 ) -> anyhow::Result<NodePlan> {
-    let none = NodePlan {
-        steps: None,
-        preview: json!(null),
-        cluster: None,
-    };
     if !need.recreate && !need.we_cordoned {
-        return Ok(none);
+        // Not needed for the change; kept to annotate the node with what it runs.
+        return Ok(NodePlan {
+            steps: None,
+            preview: json!(null),
+            cluster: match cluster {
+                ClusterRead::Read(c, _) => Some(c),
+                _ => None,
+            },
+        });
     }
-    if need.recreate && !args.drain {
+    if need.recreate && args.drain.is_none() {
         return Err(UsageError::new(
             format!(
                 "this change needs the Calico HNS network made again ({}), which disconnects every pod on node {node_name}",
@@ -257,6 +261,17 @@ fn node_plan(
         .into());
     }
     let cordoned = drain::is_cordoned(&c, node_name)?;
+    let external = args.drain == Some(DrainBy::External);
+    if external && need.recreate && !cordoned {
+        return Err(UsageError::new(
+            format!(
+                "--drain=external: node {node_name} is not cordoned, so it was not drained for the Calico network to be made again"
+            ),
+            "let the engine cordon and drain the node first (kubectl drain), or pass --drain to have calicoctl-win do it",
+        )
+        .of_kind(crate::error::Kind::NeedsDrain)
+        .into());
+    }
     let options = drain::DrainOptions {
         timeout: args.drain_timeout,
         grace_period: args.grace_period,
@@ -265,7 +280,7 @@ fn node_plan(
         concurrency: usize::from(args.drain_concurrency),
     };
     let mut preview = json!(null);
-    let drain_action = if need.recreate {
+    let drain_action = if need.recreate && !external {
         let s = drain::select(&drain::pods_on(&c, node_name)?);
         if let Some(refused) = s.refusal(node_name, &options) {
             let hint = refused.hint();
@@ -291,6 +306,7 @@ fn node_plan(
     Ok(NodePlan {
         steps: Some(NodeSteps {
             node: node_name.to_owned(),
+            // A node cordoned before (by an engine, by hand) is not ours to uncordon.
             cordon: need.recreate && !cordoned,
             uncordon: (need.recreate && !cordoned) || need.we_cordoned,
             drain: drain_action,

@@ -208,6 +208,9 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Err(install_failed(e));
     }
     taint_node(ctx, taint.as_ref(), &cluster, &node_name)?;
+    if let ClusterRead::Read(c, _) = &cluster {
+        super::annotate_node(ctx, Some(c), host.as_ref(), &root, &node_name);
+    }
     if !actions.is_empty() {
         ctx.printer.text(&format!(
             "Installed: {} change(s); uninstall with 'calicoctl-win uninstall'",
