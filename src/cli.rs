@@ -101,7 +101,8 @@ With --dry-run nothing is written. With the none backend there is no CNI config 
 (arch), administrator rights (elevation), TLS 1.2 in Schannel (tls12), the Host Network Service (hns), the \
 container runtime and its CNI directories (container-runtime, cni-dirs), RemoteAccess for windows-bgp \
 (remote-access), the VXLAN firewall port (firewall-vxlan), flannel or an old NSSM-based Calico \
-(foreign-cni), and the node name kubelet uses (node-name).\n\n\
+(foreign-cni), the node name kubelet uses (node-name), and a kube-proxy service: its network, its source VIP \
+against Calico_ep on overlay, DSR (kube-proxy).\n\n\
 Then the cluster, through the admin kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config or C:\\k\\config): Calico \
 3.12 or newer (calico-version), IPIP off (ipip-disabled), IPAM strictAffinity (strict-affinity), one IPv4 \
 pool type matching the backend (ip-pools), the VXLAN VNI and port (vxlan-vni, vxlan-port), WireGuard off \

@@ -448,19 +448,26 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
         .expect("Calico network");
     assert_eq!(calico["subnets"][0]["vsid"], 4096);
     assert!(doc["token"]["expires"].is_string(), "{doc}");
-    assert_eq!(doc["endpoints"]["Calico"], json!([]), "{doc}");
+    // calico-node's host endpoint, kube-proxy's source VIP on overlay: block .2.
+    assert_eq!(doc["endpoints"]["Calico"][0]["name"], "Calico_ep", "{doc}");
+    assert_eq!(doc["endpoints"]["Calico"][0]["ip"], "10.244.1.2", "{doc}");
+    // No kube-proxy service (it may run as a HostProcess DaemonSet): shown, not a problem.
+    assert_eq!(doc["kube_proxy"]["verdict"], "warn", "{doc}");
 
     // A pod's endpoint on the Calico network is listed with it (HNS's endpoint calls).
     let state_path = n.node.sim().join("state.json");
     let mut state: Value =
         serde_json::from_str(&std::fs::read_to_string(&state_path).expect("state")).expect("json");
     let calico_id = calico["id"].as_str().expect("id").to_owned();
-    state["endpoints"] = json!([{"id": "5eb1a7e0-0000-4000-8000-0000000000ee",
-        "name": "web-0_default", "network_id": calico_id, "ip": "10.244.1.7"}]);
+    state["endpoints"]
+        .as_array_mut()
+        .expect("endpoints")
+        .push(json!({"id": "5eb1a7e0-0000-4000-8000-0000000000ee",
+            "name": "web-0_default", "network_id": calico_id, "ip": "10.244.1.7"}));
     std::fs::write(&state_path, state.to_string()).expect("write state");
     let (code, doc, err) = n.node.run(&["status"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(doc["endpoints"]["Calico"][0]["ip"], "10.244.1.7", "{doc}");
+    assert_eq!(doc["endpoints"]["Calico"][1]["ip"], "10.244.1.7", "{doc}");
 
     // A config with another VNI, a cordoned node and felix set to start by hand: exit 1,
     // every reason.
@@ -738,4 +745,54 @@ fn the_node_is_annotated_with_the_calico_version_and_the_config_hash() {
         annotations()["calicoctl-win/config-hash"],
         second["calicoctl-win/config-hash"]
     );
+}
+
+/// kube-proxy registered as a service, as Calico's kube-proxy-service.ps1 ran it: status and
+/// preflight check its network, its source VIP against Calico_ep, and DSR.
+#[test]
+fn status_and_preflight_check_the_kube_proxy_service() {
+    let n = Node::installed();
+    let state_path = n.node.sim().join("state.json");
+    let set_kube_proxy = |command_line: &str| {
+        let mut state: Value =
+            serde_json::from_str(&std::fs::read_to_string(&state_path).expect("state"))
+                .expect("json");
+        state["services"]["kube-proxy"] = json!({
+            "name": "kube-proxy", "display_name": "kube-proxy service", "description": "",
+            "command_line": command_line, "start": "auto", "dependencies": [],
+            "recovery": null, "state": "running", "pid": 4321, "since": null,
+        });
+        std::fs::write(&state_path, state.to_string()).expect("write state");
+    };
+    // A source VIP that is not Calico_ep's, the flannel-era network name.
+    set_kube_proxy(
+        r"C:\k\kube-proxy.exe --network-name=vxlan0 --source-vip=10.244.1.9 --enable-dsr=true --feature-gates=WinDSR=true,WinOverlay=true",
+    );
+    let (code, doc, err) = n.node.run(&["status"]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(doc["kube_proxy"]["verdict"], "fail", "{doc}");
+    let problems = doc["problems"].to_string();
+    assert!(
+        problems.contains("--source-vip is 10.244.1.9, but Calico_ep"),
+        "{problems}"
+    );
+    assert!(problems.contains("--source-vip=10.244.1.2"), "{problems}");
+    assert!(problems.contains("\\\"vxlan0\\\""), "{problems}");
+    let (_, doc, _) = n.node.run(&["preflight"]);
+    let check = doc["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["id"] == "kube-proxy")
+        .expect("kube-proxy check")
+        .clone();
+    assert_eq!(check["verdict"], "fail", "{check}");
+
+    // As the script configured it: healthy.
+    set_kube_proxy(
+        r"C:\k\kube-proxy.exe --hostname-override=win-1 --proxy-mode=kernelspace --network-name=Calico --source-vip=10.244.1.2 --enable-dsr=true --feature-gates=WinDSR=true,WinOverlay=true",
+    );
+    let (code, doc, err) = n.node.run(&["status"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(doc["kube_proxy"]["verdict"], "pass", "{doc}");
 }

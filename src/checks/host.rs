@@ -39,6 +39,8 @@ pub struct HostSnapshot {
     pub kubelet_pid: Option<u32>,
     /// The host's name, for kubelet's default node name.
     pub hostname: Option<String>,
+    /// kube-proxy's service, its network setting and Calico's source VIP endpoint.
+    pub kube_proxy: super::kube_proxy::KubeProxyFacts,
 }
 
 fn dword(h: &dyn Host, key: &str, name: &str) -> Option<u32> {
@@ -75,6 +77,43 @@ pub fn snapshot(h: &dyn Host) -> HostSnapshot {
         kubelet_service: service("kubelet"),
         kubelet_pid: h.process_pid("kubelet.exe").ok().flatten(),
         hostname: h.system_facts().ok().and_then(|f| f.hostname),
+        kube_proxy: kube_proxy_facts(h),
+    }
+}
+
+/// Where Windows keeps a service's environment (`REG_MULTI_SZ` of `NAME=VALUE`).
+const KUBE_PROXY_KEY: &str = r"HKLM\SYSTEM\CurrentControlSet\Services\kube-proxy";
+
+pub fn kube_proxy_facts(h: &dyn Host) -> super::kube_proxy::KubeProxyFacts {
+    let kube_network_env = match h.reg_get(KUBE_PROXY_KEY, "Environment") {
+        Ok(Some(RegValue::MultiSz(vars))) => vars
+            .iter()
+            .find_map(|v| v.strip_prefix("KUBE_NETWORK=").map(str::to_owned)),
+        _ => None,
+    };
+    let calico = h.hns_networks().ok().and_then(|nets| {
+        nets.into_iter()
+            .find(|n| n.name == crate::render::hns::CALICO_NETWORK)
+    });
+    let source_vip_endpoint = calico.as_ref().and_then(|calico| {
+        h.hns_endpoints(&calico.id)
+            .ok()?
+            .into_iter()
+            .find(|e| e.name == super::kube_proxy::SOURCE_VIP_ENDPOINT)?
+            .ip
+    });
+    super::kube_proxy::KubeProxyFacts {
+        service: h.service_query("kube-proxy").ok().flatten(),
+        kube_network_env,
+        calico_network: calico.is_some(),
+        source_vip_endpoint,
+        os_build: h
+            .system_facts()
+            .ok()
+            .map(|f| crate::render::facts::OsBuild {
+                build: f.build,
+                ubr: f.ubr.unwrap_or(0),
+            }),
     }
 }
 
@@ -91,6 +130,7 @@ pub const IDS: &[&str] = &[
     "firewall-vxlan",
     "foreign-cni",
     "node-name",
+    "kube-proxy",
 ];
 
 /// Every host check, in the order of `IDS`.
@@ -107,6 +147,7 @@ pub fn evaluate(s: &HostSnapshot, c: &Config) -> Vec<Check> {
         firewall_vxlan(s, c),
         foreign_cni(s),
         node_name(s, c),
+        super::kube_proxy::check(&s.kube_proxy, c),
     ]
 }
 

@@ -61,6 +61,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let vni = vni(config, &networks, &cluster, &mut r);
     let node = node(&cluster, &node_name, &mut r)?;
     let token = token(h, config, &mut r)?;
+    let kube_proxy = kube_proxy(h, config, &mut r);
 
     let healthy = r.problems.is_empty();
     for line in &r.text {
@@ -83,6 +84,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
         "drift": files,
         "node": node,
         "token": token,
+        "kube_proxy": kube_proxy,
         "healthy": healthy,
         "problems": r.problems,
     }));
@@ -170,6 +172,24 @@ fn metadata_route(host: &dyn Host, rec: &InstallRecord, r: &mut Report) -> anyho
         }
     }
     Ok(())
+}
+
+/// kube-proxy as preflight's `kube-proxy` check sees it: a misconfiguration (the wrong
+/// network, a source VIP that is not `Calico_ep`'s, DSR the build lacks) is a problem; no
+/// kube-proxy service (it may run as a HostProcess DaemonSet) or DSR left off is shown only.
+fn kube_proxy(host: &dyn Host, config: &Config, r: &mut Report) -> serde_json::Value {
+    use crate::checks::Verdict;
+    let facts = crate::checks::host::kube_proxy_facts(host);
+    let check = crate::checks::kube_proxy::check(&facts, config);
+    r.text.push(format!("kube-proxy: {}", check.message));
+    if check.verdict == Verdict::Fail {
+        r.problems.push(format!(
+            "kube-proxy: {} (fix: {})",
+            check.message,
+            check.remedy.as_deref().unwrap_or("")
+        ));
+    }
+    json!({"verdict": check.verdict, "message": check.message, "remedy": check.remedy})
 }
 
 /// Calico's HNS networks, with the pods' endpoints on each (how many a network recreation

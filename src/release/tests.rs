@@ -343,12 +343,16 @@ fn a_download_that_fails_or_never_starts_ends_the_follower() {
     let staging = dir.path().join("staging");
     std::fs::create_dir(&staging).expect("staging");
 
-    // Cut off half-way: the follower ends instead of waiting for bytes that never come.
+    // Cut off half-way through the entries (before the central directory, which a fast
+    // follower would otherwise reach and finish on): the follower ends instead of waiting for
+    // bytes that never come.
+    let eocd = &bytes[bytes.len() - 22..];
+    let central_directory = u32::from_le_bytes([eocd[16], eocd[17], eocd[18], eocd[19]]) as usize;
     let growth = stream::Growth::default();
     let gave_up = std::thread::scope(|s| {
         let follower = s.spawn(|| stream::follow(&growth, &staging, 1 << 30));
         let mut arriving = Arriving::new(&part, &growth);
-        arriving.add(&bytes[..bytes.len() / 2]);
+        arriving.add(&bytes[..central_directory / 2]);
         drop(stream::FailOnDrop(Some(&growth)));
         follower.join().expect("follower")
     });

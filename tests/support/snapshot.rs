@@ -35,6 +35,13 @@ pub fn snapshot(sim: &Path) -> Value {
             n["ID"] = json!("id");
         }
     }
+    // Endpoints (calico-node's Calico_ep) carry generated ids too, and their network's.
+    if let Some(eps) = state["endpoints"].as_array_mut() {
+        for e in eps {
+            e["id"] = json!("id");
+            e["network_id"] = json!("id");
+        }
+    }
     let mut files = serde_json::Map::new();
     walk(&sim.join("fs"), &sim.join("fs"), &mut files);
     json!({"state": state, "files": files})

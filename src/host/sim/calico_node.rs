@@ -163,7 +163,45 @@ pub fn monitor_token(host: &SimHost, spec: &ProcessSpec) -> HostResult<(Option<i
 /// Runs the simulated startup; returns the exit code and what it did, for the child's log.
 pub fn startup(host: &SimHost, spec: &ProcessSpec) -> HostResult<(i32, String)> {
     let block = host.read(|s| s.settings.pod_block.clone());
-    startup_on(host, &spec.env, &block)
+    let (code, mut log) = startup_on(host, &spec.env, &block)?;
+    if code == 0 {
+        source_vip_endpoint(host, &block, &mut log)?;
+    }
+    Ok((code, log))
+}
+
+/// The host endpoint `Calico_ep` calico-node makes on the Calico network (block .2): the
+/// address kube-proxy takes as its source VIP on overlay (Calico's `SetupVxlanNetwork` and
+/// `SetupL2bridgeNetwork`); added when the network has none with block .2.
+fn source_vip_endpoint(host: &SimHost, block: &str, log: &mut String) -> HostResult<()> {
+    let Some(calico) = host
+        .hns_networks()?
+        .into_iter()
+        .find(|n| n.name == "Calico")
+    else {
+        return Ok(());
+    };
+    let want = std::net::Ipv4Addr::from(
+        u32::from(
+            gateway_of(block)
+                .parse::<std::net::Ipv4Addr>()
+                .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
+        ) + 1,
+    )
+    .to_string();
+    let have = host.hns_endpoints(&calico.id)?;
+    if have
+        .iter()
+        .any(|e| e.name == "Calico_ep" && e.ip.as_deref() == Some(want.as_str()))
+    {
+        return Ok(());
+    }
+    host.add_endpoint(&calico.id, "Calico_ep", &want)?;
+    let _ = writeln!(
+        log,
+        "created host endpoint Calico_ep ({want}) on HNS network Calico"
+    );
+    Ok(())
 }
 
 /// calico-node startup's HNS part on any host: also what the Wine test ring's fake

@@ -1,0 +1,266 @@
+//! kube-proxy as a Windows service, checked the way Calico's `kube-proxy-service.ps1` (up to
+//! v3.30) configured it: `KUBE_NETWORK` (or `--network-name`) naming Calico's network, on
+//! overlay `--source-vip` the address of the host endpoint `Calico_ep` that calico-node makes
+//! on the Calico network, and DSR (`--enable-dsr=true`, feature gate `WinDSR`) where the
+//! Windows build has it. kube-proxy run as the sig-windows-tools HostProcess DaemonSet has no
+//! service here, which is a warning, not a failure.
+
+use super::Check;
+use crate::config::Config;
+use crate::config::types::Backend;
+use crate::host::{InstalledService, ServiceState, split_command_line};
+use crate::render::facts::OsBuild;
+use crate::render::hns::CALICO_NETWORK;
+
+pub const ID: &str = "kube-proxy";
+/// The HNS endpoint calico-node makes for the host on the Calico network (block .2).
+pub const SOURCE_VIP_ENDPOINT: &str = "Calico_ep";
+
+/// What the host says of kube-proxy.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct KubeProxyFacts {
+    /// The `kube-proxy` service, if one is registered.
+    pub service: Option<InstalledService>,
+    /// `KUBE_NETWORK` from the service's environment (the `Environment` value of its key).
+    pub kube_network_env: Option<String>,
+    /// Whether Calico's HNS network exists: before it does (before install), kube-proxy has
+    /// nothing of Calico's to be checked against.
+    pub calico_network: bool,
+    /// The address of `Calico_ep` on the Calico network, once calico-node made it.
+    pub source_vip_endpoint: Option<String>,
+    /// The Windows build, for DSR (shown with the system facts).
+    #[serde(skip)]
+    pub os_build: Option<OsBuild>,
+}
+
+/// The value of `--name=V` or `--name V` in `args`.
+fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    let long = format!("--{name}");
+    args.iter().enumerate().find_map(|(i, a)| {
+        if let Some(v) = a.strip_prefix(&format!("{long}=")) {
+            Some(v)
+        } else if *a == long {
+            args.get(i + 1).map(String::as_str)
+        } else {
+            None
+        }
+    })
+}
+
+/// Whether the feature gate `gate` is on in `--feature-gates=A=true,B=false`.
+fn gate_on(args: &[String], gate: &str) -> bool {
+    flag(args, "feature-gates").is_some_and(|gates| {
+        gates
+            .split(',')
+            .any(|g| g.trim().eq_ignore_ascii_case(&format!("{gate}=true")))
+    })
+}
+
+/// The kube-proxy check: every problem at once, the worst verdict.
+pub fn check(f: &KubeProxyFacts, c: &Config) -> Check {
+    if c.backend == Backend::None {
+        return Check::skip(ID, "backend none: kube-proxy is configured by the platform");
+    }
+    if !f.calico_network {
+        return Check::skip(
+            ID,
+            "Calico's HNS network does not exist yet: kube-proxy is checked once Calico is installed",
+        );
+    }
+    let Some(svc) = &f.service else {
+        return Check::warn(
+            ID,
+            "no kube-proxy service: services do not work on this node unless kube-proxy runs another way (the sig-windows-tools HostProcess DaemonSet kube-proxy-windows)",
+            "run kube-proxy as the kube-proxy-windows DaemonSet (sigwindowstools/kube-proxy:<version>-calico-hostprocess), or register a kube-proxy service with --network-name=Calico",
+        );
+    };
+    let (_, args) = split_command_line(&svc.command_line);
+    let mut fails = Vec::new();
+    let mut warns = Vec::new();
+    if svc.state != ServiceState::Running {
+        warns.push((
+            format!("the kube-proxy service is {:?}", svc.state).to_lowercase(),
+            "Start-Service kube-proxy".to_owned(),
+        ));
+    }
+    // The network kube-proxy programs: --network-name, else KUBE_NETWORK.
+    let network = flag(&args, "network-name").or(f.kube_network_env.as_deref());
+    match network {
+        Some(n) if n == CALICO_NETWORK => {}
+        Some(n) => fails.push((
+            format!("kube-proxy programs the HNS network {n:?}, not Calico's {CALICO_NETWORK:?}"),
+            format!("give kube-proxy --network-name={CALICO_NETWORK} (or KUBE_NETWORK={CALICO_NETWORK} in its environment) and restart it"),
+        )),
+        None => fails.push((
+            "kube-proxy is not told which HNS network to program (no --network-name, no KUBE_NETWORK)".to_owned(),
+            format!("give kube-proxy --network-name={CALICO_NETWORK} and restart it"),
+        )),
+    }
+    // On overlay, the source VIP is Calico_ep's address.
+    if c.backend == Backend::Vxlan {
+        let vip = flag(&args, "source-vip");
+        match (&f.source_vip_endpoint, vip) {
+            (Some(ep), Some(v)) if v == ep => {}
+            (Some(ep), Some(v)) => fails.push((
+                format!("kube-proxy's --source-vip is {v}, but {SOURCE_VIP_ENDPOINT} on the Calico network is {ep}"),
+                format!("set --source-vip={ep} in kube-proxy's command line and restart it"),
+            )),
+            (Some(ep), None) => fails.push((
+                "kube-proxy has no --source-vip, which overlay networking needs".to_owned(),
+                format!("add --source-vip={ep} --feature-gates=WinOverlay=true to kube-proxy's command line and restart it"),
+            )),
+            (None, _) => warns.push((
+                format!("{SOURCE_VIP_ENDPOINT} is not on the Calico network yet, so --source-vip cannot be compared"),
+                "check again once CalicoNode has started (calicoctl-win status)".to_owned(),
+            )),
+        }
+    }
+    // DSR: on where the build has it, never where it does not.
+    let dsr = flag(&args, "enable-dsr") == Some("true") || args.iter().any(|a| a == "--enable-dsr");
+    let supported = f.os_build.map(OsBuild::supports_dsr);
+    match (dsr, supported) {
+        (true, Some(false)) => fails.push((
+            format!(
+                "kube-proxy has --enable-dsr but Windows build {} has no DSR (17763.1432 or 18317 and later)",
+                f.os_build.map_or_else(String::new, |b| b.to_string())
+            ),
+            "remove --enable-dsr=true and WinDSR=true from kube-proxy's command line, or update Windows".to_owned(),
+        )),
+        (false, Some(true)) => warns.push((
+            "kube-proxy runs without DSR, which this Windows build supports".to_owned(),
+            "add --enable-dsr=true --feature-gates=WinDSR=true to kube-proxy's command line and restart it".to_owned(),
+        )),
+        (true, _) if !gate_on(&args, "WinDSR") => warns.push((
+            "kube-proxy has --enable-dsr=true without the WinDSR feature gate".to_owned(),
+            "add WinDSR=true to --feature-gates".to_owned(),
+        )),
+        _ => {}
+    }
+    let join = |v: &[(String, String)], i: usize| {
+        v.iter()
+            .map(|p| if i == 0 { p.0.clone() } else { p.1.clone() })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    if !fails.is_empty() {
+        let all: Vec<_> = fails.iter().chain(&warns).cloned().collect();
+        Check::fail(ID, join(&all, 0), join(&all, 1))
+    } else if !warns.is_empty() {
+        Check::warn(ID, join(&warns, 0), join(&warns, 1))
+    } else {
+        Check::pass(
+            ID,
+            "kube-proxy runs on the Calico network, with its source VIP and DSR as this build allows",
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Verdict;
+    use crate::host::StartType;
+
+    fn service(command_line: &str) -> InstalledService {
+        InstalledService {
+            name: "kube-proxy".into(),
+            state: ServiceState::Running,
+            pid: Some(42),
+            since: None,
+            display_name: "kube-proxy".into(),
+            command_line: command_line.into(),
+            start: StartType::Auto,
+            dependencies: vec![],
+            account: "LocalSystem".into(),
+        }
+    }
+
+    fn facts(command_line: &str, build: &str) -> KubeProxyFacts {
+        KubeProxyFacts {
+            service: Some(service(command_line)),
+            kube_network_env: None,
+            calico_network: true,
+            source_vip_endpoint: Some("10.244.1.2".into()),
+            os_build: Some(build.parse().expect("build")),
+        }
+    }
+
+    fn config(backend: &str) -> Config {
+        crate::config::load(&crate::config::Inputs {
+            sets: vec!["node.name=win-1".into(), format!("backend={backend}")],
+            ..crate::config::Inputs::default()
+        })
+        .expect("config")
+        .config
+    }
+
+    #[test]
+    fn the_scripts_own_configuration_passes() {
+        // What kube-proxy-service.ps1 started on an overlay node with DSR.
+        let line = r"C:\k\kube-proxy.exe --hostname-override=win-1 --v=4 --proxy-mode=kernelspace --kubeconfig=C:\k\config --enable-dsr=true --feature-gates=WinDSR=true,WinOverlay=true --source-vip=10.244.1.2 --network-name=Calico";
+        let c = check(&facts(line, "20348.169"), &config("vxlan"));
+        assert_eq!(c.verdict, Verdict::Pass, "{c:?}");
+    }
+
+    #[test]
+    fn each_misconfiguration_fails_with_its_fix() {
+        let vx = config("vxlan");
+        let c = check(
+            &facts(
+                r"C:\k\kube-proxy.exe --network-name=vxlan0 --source-vip=10.244.1.9 --enable-dsr=true --feature-gates=WinDSR=true",
+                "17763.1000",
+            ),
+            &vx,
+        );
+        assert_eq!(c.verdict, Verdict::Fail);
+        assert!(c.message.contains("\"vxlan0\""), "{}", c.message);
+        assert!(
+            c.message.contains("--source-vip is 10.244.1.9"),
+            "{}",
+            c.message
+        );
+        assert!(c.message.contains("has no DSR"), "{}", c.message);
+        let remedy = c.remedy.unwrap_or_default();
+        assert!(remedy.contains("--network-name=Calico"), "{remedy}");
+        assert!(remedy.contains("--source-vip=10.244.1.2"), "{remedy}");
+
+        // KUBE_NETWORK in its environment counts as the network name.
+        let mut f = facts(r"C:\k\kube-proxy.exe --source-vip 10.244.1.2", "20348.1");
+        f.kube_network_env = Some("Calico".into());
+        let c = check(&f, &vx);
+        assert_eq!(c.verdict, Verdict::Warn, "DSR off where supported: {c:?}");
+        assert!(c.message.contains("without DSR"), "{}", c.message);
+
+        // No network at all, no source VIP on overlay.
+        let c = check(&facts(r"C:\k\kube-proxy.exe", "20348.1"), &vx);
+        assert_eq!(c.verdict, Verdict::Fail);
+        assert!(
+            c.message.contains("not told which HNS network"),
+            "{}",
+            c.message
+        );
+        assert!(c.message.contains("no --source-vip"), "{}", c.message);
+    }
+
+    #[test]
+    fn bgp_needs_no_source_vip_and_no_service_is_a_warning() {
+        let c = check(
+            &facts(
+                r"C:\k\kube-proxy.exe --network-name=Calico --enable-dsr=true --feature-gates=WinDSR=true",
+                "20348.1",
+            ),
+            &config("windows-bgp"),
+        );
+        assert_eq!(c.verdict, Verdict::Pass, "{c:?}");
+        let installed = KubeProxyFacts {
+            calico_network: true,
+            ..KubeProxyFacts::default()
+        };
+        let c = check(&installed, &config("vxlan"));
+        assert_eq!(c.verdict, Verdict::Warn);
+        assert!(c.remedy.unwrap_or_default().contains("kube-proxy-windows"));
+        // Before install there is nothing of Calico's to check kube-proxy against.
+        let c = check(&KubeProxyFacts::default(), &config("vxlan"));
+        assert_eq!(c.verdict, Verdict::Skip);
+    }
+}
