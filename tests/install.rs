@@ -95,6 +95,16 @@ impl Setup {
         snapshot(&self.node.sim())
     }
 
+    /// The release server's `host:port`, as a proxy sees it asked for.
+    fn release_host(&self) -> String {
+        self.url
+            .trim_start_matches("https://")
+            .split('/')
+            .next()
+            .expect("host")
+            .to_owned()
+    }
+
     fn state(&self) -> Value {
         serde_json::from_str(
             &std::fs::read_to_string(self.node.sim().join("state.json")).expect("state"),
@@ -898,13 +908,7 @@ fn taint_windows_taints_the_node_once() {
 fn downloads_go_through_the_proxy_unless_no_proxy_names_the_server() {
     let s = Setup::new("calico-node.exe");
     let proxy = support::proxy::Proxy::start();
-    let release_host = s
-        .url
-        .trim_start_matches("https://")
-        .split('/')
-        .next()
-        .expect("host")
-        .to_owned();
+    let release_host = s.release_host();
     let sha = sha256(&s.zip);
     let run = |no_proxy: Option<&str>| {
         // fetch release reads no configuration (so it takes no --set node.name).
@@ -1499,13 +1503,7 @@ fn the_winhttp_proxy_is_used_when_no_proxy_variable_is_set() {
     let s = Setup::new("calico-node.exe");
     let proxy = support::proxy::Proxy::start();
     let api_host = s.api.url.trim_start_matches("https://").to_owned();
-    let release_host = s
-        .url
-        .trim_start_matches("https://")
-        .split('/')
-        .next()
-        .expect("host")
-        .to_owned();
+    let release_host = s.release_host();
     let set_winhttp = |bypass: Option<&str>| {
         let path = s.node.sim().join("state.json");
         let mut state: Value =

@@ -7,7 +7,7 @@
 
 use super::{Cluster, ClusterError};
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams};
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
@@ -227,15 +227,11 @@ pub fn is_cordoned(c: &Cluster, node: &str) -> Result<bool, ClusterError> {
 
 /// Marks the node unschedulable (`on`) or schedulable again.
 pub fn set_cordoned(c: &Cluster, node: &str, on: bool) -> Result<(), ClusterError> {
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    let patch =
-        serde_json::json!({ "spec": { "unschedulable": if on { Some(true) } else { None } } });
-    c.call(
-        "patch",
-        "nodes",
-        nodes.patch(node, &PatchParams::default(), &Patch::Merge(&patch)),
-    )?;
-    Ok(())
+    super::node::patch(
+        c,
+        node,
+        &serde_json::json!({ "spec": { "unschedulable": if on { Some(true) } else { None } } }),
+    )
 }
 
 /// The Eviction object for a pod. kube's own `evict` sends `delete_options`, which the API

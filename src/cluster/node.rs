@@ -28,11 +28,10 @@ pub fn ensure_taint(c: &Cluster, node: &str, taint: &Taint) -> Result<bool, Clus
     }
     taints.retain(|t| !(t.key == taint.key && t.effect == taint.effect));
     taints.push(taint.clone());
-    let patch = serde_json::json!({ "spec": { "taints": taints } });
-    c.call(
-        "patch",
-        "nodes",
-        nodes.patch(node, &PatchParams::default(), &Patch::Merge(&patch)),
+    patch(
+        c,
+        node,
+        &serde_json::json!({ "spec": { "taints": taints } }),
     )?;
     Ok(true)
 }
@@ -95,12 +94,20 @@ pub fn annotate(
     node: &str,
     annotations: &std::collections::BTreeMap<String, String>,
 ) -> Result<(), ClusterError> {
+    patch(
+        c,
+        node,
+        &serde_json::json!({ "metadata": { "annotations": annotations } }),
+    )
+}
+
+/// A JSON merge patch of the node: what it names changes, the rest stays.
+pub fn patch(c: &Cluster, node: &str, patch: &serde_json::Value) -> Result<(), ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
-    let patch = serde_json::json!({ "metadata": { "annotations": annotations } });
     c.call(
         "patch",
         "nodes",
-        nodes.patch(node, &PatchParams::default(), &Patch::Merge(&patch)),
+        nodes.patch(node, &PatchParams::default(), &Patch::Merge(patch)),
     )?;
     Ok(())
 }
