@@ -1604,3 +1604,31 @@ fn the_event_log_source_is_registered_by_install_and_removed_by_uninstall() {
         "a source install did not create is not removed"
     );
 }
+
+/// The CNI config CalicoNode withheld at shutdown (until calico-node startup finishes in the
+/// next boot) is not drift, and uninstall removes it as it removes the config itself.
+#[test]
+fn a_withheld_cni_config_is_not_drift_and_uninstall_removes_it() {
+    let s = Setup::new("calico-node.exe");
+    let initial = s.snapshot();
+    let (code, _, stderr) = s.install_local(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    let conf = s
+        .node
+        .c_drive("program files/containerd/cni/conf/10-calico.conf");
+    let withheld = conf.with_file_name("10-calico.conf.calicoctl-win-withheld");
+    std::fs::rename(&conf, &withheld).expect("withhold as CalicoNode does at shutdown");
+    let (_, doc, _) = s.node.run(&["status", "--offline"]);
+    assert!(
+        !doc["problems"].to_string().contains("10-calico.conf"),
+        "{doc}"
+    );
+    let (code, _, stderr) = s.uninstall(&["--purge", "--remove-logs"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!withheld.exists(), "removed by uninstall");
+    assert_same(
+        &unquoted(s.snapshot()),
+        &unquoted(initial),
+        "after uninstall --purge",
+    );
+}

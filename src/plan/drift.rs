@@ -48,6 +48,17 @@ pub fn files(
     let mut out = Vec::new();
     for f in &rec.files {
         let state = match host_sha256(host, &f.path)? {
+            // Withheld by CalicoNode until calico-node startup has finished after a boot.
+            None if host
+                .file_access(&format!(
+                    "{}{}",
+                    f.path,
+                    crate::supervise::cni::WITHHELD_SUFFIX
+                ))?
+                .is_some() =>
+            {
+                continue;
+            }
             None => FileState::Missing,
             Some(now) if !f.sha256.is_empty() && now != f.sha256 => FileState::ChangedSinceInstall,
             Some(_) => continue,

@@ -719,6 +719,8 @@ fn start_and_wait(
             networks: networks(c),
             vsid: i.expect_vsid,
             routes: routes.must_have,
+            cni_config: (c.backend != crate::config::types::Backend::None)
+                .then(|| join(c.cni.conf_dir.as_str(), c.cni.conf_filename.as_str())),
             timeout: i.wait_timeout,
         });
     }

@@ -147,6 +147,10 @@ pub enum Action {
         /// Routes the node must have again (the cloud metadata route it had before).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         routes: Vec<Route>,
+        /// The CNI config, which CalicoNode withholds after a boot until calico-node startup
+        /// has finished: ready means it is back.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cni_config: Option<String>,
         #[serde(serialize_with = "crate::duration::text::serialize")]
         timeout: Duration,
     },
@@ -264,6 +268,7 @@ impl Action {
                 vsid,
                 routes,
                 timeout,
+                ..
             } => format!(
                 "wait up to {} for CalicoNode to initialise and HNS network{} {} to exist{}{}",
                 crate::duration::show(*timeout),

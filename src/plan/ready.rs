@@ -40,12 +40,14 @@ pub(super) fn restore_routes(
 }
 
 /// Waits until CalicoNode's init marker is set for this boot, the networks exist (the
-/// Calico network with `vsid` when one is given) and the host has `routes` again.
+/// Calico network with `vsid` when one is given), the host has `routes` again and the CNI
+/// config is no longer withheld (CalicoNode puts it back once calico-node startup finished).
 pub(super) fn wait_ready(
     host: &dyn Host,
     networks: &[String],
     vsid: Option<u32>,
     routes: &[Route],
+    cni_config: Option<&str>,
     timeout: Duration,
 ) -> Result<(), HostError> {
     let deadline = Instant::now() + timeout;
@@ -79,7 +81,13 @@ pub(super) fn wait_ready(
             .filter(|r| !super::routes::has_destination(&now, r))
             .map(|r| format!("{}/{}", r.destination, r.prefix_len))
             .collect();
-        if init && missing.is_empty() && lost.is_empty() {
+        let withheld = match cni_config {
+            Some(conf) => host
+                .file_access(&format!("{conf}{}", crate::supervise::cni::WITHHELD_SUFFIX))?
+                .is_some(),
+            None => false,
+        };
+        if init && missing.is_empty() && lost.is_empty() && !withheld {
             return Ok(());
         }
         if Instant::now() >= deadline {
@@ -102,6 +110,12 @@ pub(super) fn wait_ready(
                     "the route to {} that the node had before (CalicoNode restores it; its log says why not)",
                     lost.join(", ")
                 ));
+            }
+            if withheld {
+                what.push(
+                    "calico-node startup to finish (CalicoNode withholds the CNI config until it has)"
+                        .to_owned(),
+                );
             }
             return Err(HostError::Timeout {
                 what: what.join(" and "),

@@ -267,6 +267,7 @@ fn undo(host: &dyn Host, undo: &Undo, opts: &Options<'_>) -> anyhow::Result<()> 
         Undo::Nothing => {}
         Undo::RemoveFile { path, .. } => {
             host.remove_file(path)?;
+            remove_withheld(host, path)?;
         }
         Undo::RestoreFile {
             path,
@@ -281,6 +282,7 @@ fn undo(host: &dyn Host, undo: &Undo, opts: &Options<'_>) -> anyhow::Result<()> 
             if host.copy_file(backup, path, access)? {
                 host.remove_file(backup)?;
             }
+            remove_withheld(host, path)?;
         }
         Undo::DeleteService { name } => {
             if host.service_query(name)?.is_some() {
@@ -327,4 +329,12 @@ pub(super) fn ignore_not_found(r: Result<(), HostError>) -> Result<(), HostError
         Err(e) if e.is_not_found() => Ok(()),
         other => other,
     }
+}
+
+/// The copy of `path` that a CalicoNode this run started may have withheld (the CNI config,
+/// until calico-node startup finished): undone with the file, so a rolled-back install leaves
+/// none behind.
+fn remove_withheld(host: &dyn Host, path: &str) -> Result<(), crate::host::HostError> {
+    host.remove_file(&format!("{path}{}", crate::supervise::cni::WITHHELD_SUFFIX))?;
+    Ok(())
 }

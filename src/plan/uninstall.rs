@@ -41,10 +41,12 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
         }
     }
     for f in &r.files {
-        if host.file_access(&f.path)?.is_some() {
-            actions.push(Action::RemoveFile {
-                path: f.path.clone(),
-            });
+        // With it, the copy CalicoNode withholds while Calico's network is not ready.
+        let withheld = format!("{}{}", f.path, crate::supervise::cni::WITHHELD_SUFFIX);
+        for path in [&f.path, &withheld] {
+            if host.file_access(path)?.is_some() {
+                actions.push(Action::RemoveFile { path: path.clone() });
+            }
         }
     }
     // What the services and Calico wrote while they ran (nodename, the token refresher's).

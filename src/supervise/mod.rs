@@ -12,6 +12,7 @@
 //! request; a child's environment is exactly the rendered `calico-<role>.env`.
 
 mod agent;
+pub mod cni;
 mod log;
 mod node;
 pub mod platform;

@@ -55,6 +55,10 @@ pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> 
     if let Some(r) = &mut refresher {
         r.stop(s, log);
     }
+    if stop.is_shutdown() {
+        // The next boot makes the networks again: no pod may start before it has.
+        super::cni::withhold(host, &env, "the machine is shutting down", log)?;
+    }
     out
 }
 
@@ -93,6 +97,7 @@ fn watch_kubelet(
                     "kubelet is running{again} (pid {pid}): running calico-node startup"
                 ));
                 startup(host, s, env, program, None, stop, log)?;
+                super::cni::release(host, env, log)?;
                 if let Some(r) = refresher.as_deref_mut() {
                     r.restart(host, s, log);
                 }
@@ -132,6 +137,7 @@ pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<StartPhas
             &stop,
             log,
         )?;
+        super::cni::release(host, &env, log)?;
         if let Some(mut r) = refresher(host, s, &env, log)? {
             r.restart(host, s, log);
         }
@@ -166,6 +172,10 @@ pub fn init(
             "restarted in the same boot"
         }
     ));
+    if phase.first_run_since_boot {
+        // After a power loss nothing withheld it at shutdown.
+        super::cni::withhold(host, env, "first start in this boot", log)?;
+    }
     let backend = env
         .get("CALICO_NETWORKING_BACKEND")
         .map_or("vxlan", String::as_str);

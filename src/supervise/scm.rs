@@ -53,8 +53,12 @@ fn service_main(_args: Vec<std::ffi::OsString>) {
     let stop = Stop::new();
     let requested = stop.clone();
     let handler = move |control| match control {
-        ServiceControl::Stop | ServiceControl::Shutdown => {
+        ServiceControl::Stop => {
             requested.request();
+            ServiceControlHandlerResult::NoError
+        }
+        ServiceControl::Shutdown => {
+            requested.request_shutdown();
             ServiceControlHandlerResult::NoError
         }
         ServiceControl::Interrogate => ServiceControlHandlerResult::NoError,

@@ -1,12 +1,14 @@
 //! The stop request a service gets from the SCM (or Ctrl-C in `--console`), which every wait
 //! of the service body watches.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-/// Shared by the control handler that requests the stop and the body that waits.
+/// Shared by the control handler that requests the stop and the body that waits; knows
+/// whether the stop is the machine shutting down.
 #[derive(Clone, Debug, Default)]
-pub struct Stop(Arc<(Mutex<bool>, Condvar)>);
+pub struct Stop(Arc<(Mutex<bool>, Condvar)>, Arc<AtomicBool>);
 
 impl Stop {
     pub fn new() -> Self {
@@ -17,6 +19,16 @@ impl Stop {
         let (flag, cv) = &*self.0;
         *flag.lock().unwrap_or_else(|p| p.into_inner()) = true;
         cv.notify_all();
+    }
+
+    /// The stop of a machine shutting down (`SERVICE_CONTROL_SHUTDOWN`).
+    pub fn request_shutdown(&self) {
+        self.1.store(true, Ordering::SeqCst);
+        self.request();
+    }
+
+    pub fn is_shutdown(&self) -> bool {
+        self.1.load(Ordering::SeqCst)
     }
 
     pub fn requested(&self) -> bool {

@@ -802,3 +802,78 @@ fn environment_files_parse_like_the_renderer_writes_them() {
     assert_eq!(env.get("B").map(String::as_str), Some("x=y"));
     assert_eq!(env.len(), 2);
 }
+
+/// After a boot no pod sandbox can get a network before Calico's is made again
+/// (projectcalico/calico#5828): kubelet's runtime sets a sandbox up only from the CNI config,
+/// which is withheld from the machine's shutdown until calico-node startup has finished in the
+/// new boot; after a power loss, from CalicoNode's first start.
+#[test]
+fn the_cni_config_is_withheld_from_shutdown_until_startup_has_finished_after_the_boot() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    let conf = r"C:\Program Files\containerd\cni\conf\10-calico.conf";
+    let withheld = format!("{conf}{}", super::cni::WITHHELD_SUFFIX);
+    let cni = br#"{"cniVersion": "0.3.1", "name": "Calico", "type": "calico"}"#;
+    host.write_file(conf, cni, crate::host::Access::Normal)
+        .expect("cni config");
+    let there = |path: &str| host.read_file(path).expect("read").is_some();
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    let finished = "calico-node startup finished";
+
+    // Running, then the machine shuts down.
+    let stop = Stop::new();
+    std::thread::scope(|scope| {
+        let body = scope.spawn(|| run(&host, &s, &stop, &log));
+        wait_for_log(&path, finished, 1);
+        stop.request_shutdown();
+        body.join().expect("join").expect("stops cleanly");
+    });
+    assert!(!there(conf) && there(&withheld), "withheld at shutdown");
+
+    // The next boot: from CalicoNode's start until its startup has finished on the new
+    // network, the runtime finds no CNI config. The file is looked at before the log, and the
+    // log says "finished" before the config comes back, so a sample cannot mislead.
+    host.reboot().expect("reboot");
+    let stop = Stop::new();
+    let samples = std::thread::scope(|scope| {
+        let body = scope.spawn(|| run(&host, &s, &stop, &log));
+        let mut samples = 0;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let conf_there = there(conf);
+            let text = read(&path);
+            let done = text.matches(finished).count() >= 2;
+            assert!(
+                !conf_there || done,
+                "the CNI config was back before calico-node startup finished:\n{text}"
+            );
+            samples += 1;
+            if conf_there || Instant::now() > deadline {
+                break;
+            }
+        }
+        stop.request();
+        body.join().expect("join").expect("stops cleanly");
+        samples
+    });
+    assert!(samples > 1, "sampled while CalicoNode started");
+    assert!(there(conf) && !there(&withheld), "put back after startup");
+    let text = read(&path);
+    assert!(
+        text.contains("calico-node startup has finished: the CNI config"),
+        "{text}"
+    );
+    assert!(network_ids(&host).iter().any(|(n, _)| n == "Calico"));
+    // A plain stop (a restart, an upgrade) leaves it in place.
+    assert!(there(conf));
+
+    // A power loss: nothing withheld it, so CalicoNode's first start in the boot does.
+    host.reboot().expect("reboot");
+    node::start_phase(&host, &s, &log).expect("start after a power loss");
+    let text = read(&path);
+    let withheld_at = text.rfind("first start in this boot: withheld the CNI config");
+    let finished_at = text.rfind(finished);
+    assert!(withheld_at.is_some() && withheld_at < finished_at, "{text}");
+    assert!(there(conf) && !there(&withheld));
+}
