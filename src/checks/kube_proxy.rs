@@ -56,6 +56,9 @@ fn gate_on(args: &[String], gate: &str) -> bool {
     })
 }
 
+/// A problem found, with what fixes it.
+type Finding = (String, String);
+
 /// The kube-proxy check: every problem at once, the worst verdict.
 pub fn check(f: &KubeProxyFacts, c: &Config) -> Check {
     if c.backend == Backend::None {
@@ -75,78 +78,110 @@ pub fn check(f: &KubeProxyFacts, c: &Config) -> Check {
         );
     };
     let (_, args) = split_command_line(&svc.command_line);
-    let mut fails = Vec::new();
-    let mut warns = Vec::new();
+    let (mut fails, mut warns) = (Vec::new(), Vec::new());
     if svc.state != ServiceState::Running {
         warns.push((
             format!("the kube-proxy service is {:?}", svc.state).to_lowercase(),
             "Start-Service kube-proxy".to_owned(),
         ));
     }
-    // The network kube-proxy programs: --network-name, else KUBE_NETWORK.
-    let network = flag(&args, "network-name").or(f.kube_network_env.as_deref());
-    match network {
-        Some(n) if n == CALICO_NETWORK => {}
-        Some(n) => fails.push((
+    fails.extend(network(&args, f));
+    if c.backend == Backend::Vxlan {
+        match source_vip(&args, f) {
+            Ok(found) => fails.extend(found),
+            Err(not_yet) => warns.push(not_yet),
+        }
+    }
+    match dsr(&args, f) {
+        Some((true, found)) => fails.push(found),
+        Some((false, found)) => warns.push(found),
+        None => {}
+    }
+    verdict(&fails, &warns)
+}
+
+/// The network kube-proxy programs: `--network-name`, else `KUBE_NETWORK`.
+fn network(args: &[String], f: &KubeProxyFacts) -> Option<Finding> {
+    match flag(args, "network-name").or(f.kube_network_env.as_deref()) {
+        Some(n) if n == CALICO_NETWORK => None,
+        Some(n) => Some((
             format!("kube-proxy programs the HNS network {n:?}, not Calico's {CALICO_NETWORK:?}"),
             format!("give kube-proxy --network-name={CALICO_NETWORK} (or KUBE_NETWORK={CALICO_NETWORK} in its environment) and restart it"),
         )),
-        None => fails.push((
+        None => Some((
             "kube-proxy is not told which HNS network to program (no --network-name, no KUBE_NETWORK)".to_owned(),
             format!("give kube-proxy --network-name={CALICO_NETWORK} and restart it"),
         )),
     }
-    // On overlay, the source VIP is Calico_ep's address.
-    if c.backend == Backend::Vxlan {
-        let vip = flag(&args, "source-vip");
-        match (&f.source_vip_endpoint, vip) {
-            (Some(ep), Some(v)) if v == ep => {}
-            (Some(ep), Some(v)) => fails.push((
-                format!("kube-proxy's --source-vip is {v}, but {SOURCE_VIP_ENDPOINT} on the Calico network is {ep}"),
-                format!("set --source-vip={ep} in kube-proxy's command line and restart it"),
-            )),
-            (Some(ep), None) => fails.push((
-                "kube-proxy has no --source-vip, which overlay networking needs".to_owned(),
-                format!("add --source-vip={ep} --feature-gates=WinOverlay=true to kube-proxy's command line and restart it"),
-            )),
-            (None, _) => warns.push((
-                format!("{SOURCE_VIP_ENDPOINT} is not on the Calico network yet, so --source-vip cannot be compared"),
-                "check again once CalicoNode has started (calicoctl-win status)".to_owned(),
-            )),
-        }
+}
+
+/// On overlay, the source VIP must be `Calico_ep`'s address; `Err` (a warning) while calico-node
+/// has not made that endpoint yet.
+fn source_vip(args: &[String], f: &KubeProxyFacts) -> Result<Option<Finding>, Finding> {
+    let vip = flag(args, "source-vip");
+    match (&f.source_vip_endpoint, vip) {
+        (Some(ep), Some(v)) if v == ep => Ok(None),
+        (Some(ep), Some(v)) => Ok(Some((
+            format!(
+                "kube-proxy's --source-vip is {v}, but {SOURCE_VIP_ENDPOINT} on the Calico network is {ep}"
+            ),
+            format!("set --source-vip={ep} in kube-proxy's command line and restart it"),
+        ))),
+        (Some(ep), None) => Ok(Some((
+            "kube-proxy has no --source-vip, which overlay networking needs".to_owned(),
+            format!(
+                "add --source-vip={ep} --feature-gates=WinOverlay=true to kube-proxy's command line and restart it"
+            ),
+        ))),
+        (None, _) => Err((
+            format!(
+                "{SOURCE_VIP_ENDPOINT} is not on the Calico network yet, so --source-vip cannot be compared"
+            ),
+            "check again once CalicoNode has started (calicoctl-win status)".to_owned(),
+        )),
     }
-    // DSR: on where the build has it, never where it does not.
-    let dsr = flag(&args, "enable-dsr") == Some("true") || args.iter().any(|a| a == "--enable-dsr");
-    let supported = f.os_build.map(OsBuild::supports_dsr);
-    match (dsr, supported) {
-        (true, Some(false)) => fails.push((
+}
+
+/// DSR on where the build has it, never where it does not: `(true, _)` is a failure.
+fn dsr(args: &[String], f: &KubeProxyFacts) -> Option<(bool, Finding)> {
+    let on = flag(args, "enable-dsr") == Some("true") || args.iter().any(|a| a == "--enable-dsr");
+    match (on, f.os_build.map(OsBuild::supports_dsr)) {
+        (true, Some(false)) => Some((true, (
             format!(
                 "kube-proxy has --enable-dsr but Windows build {} has no DSR (17763.1432 or 18317 and later)",
                 f.os_build.map_or_else(String::new, |b| b.to_string())
             ),
             "remove --enable-dsr=true and WinDSR=true from kube-proxy's command line, or update Windows".to_owned(),
-        )),
-        (false, Some(true)) => warns.push((
+        ))),
+        (false, Some(true)) => Some((false, (
             "kube-proxy runs without DSR, which this Windows build supports".to_owned(),
             "add --enable-dsr=true --feature-gates=WinDSR=true to kube-proxy's command line and restart it".to_owned(),
-        )),
-        (true, _) if !gate_on(&args, "WinDSR") => warns.push((
+        ))),
+        (true, _) if !gate_on(args, "WinDSR") => Some((false, (
             "kube-proxy has --enable-dsr=true without the WinDSR feature gate".to_owned(),
             "add WinDSR=true to --feature-gates".to_owned(),
-        )),
-        _ => {}
+        ))),
+        _ => None,
     }
-    let join = |v: &[(String, String)], i: usize| {
-        v.iter()
-            .map(|p| if i == 0 { p.0.clone() } else { p.1.clone() })
-            .collect::<Vec<_>>()
-            .join("; ")
-    };
+}
+
+/// Every failure and warning in one check: failed if any failed, each with its fix.
+fn verdict(fails: &[Finding], warns: &[Finding]) -> Check {
+    let all: Vec<&Finding> = fails.iter().chain(warns).collect();
+    let messages = all
+        .iter()
+        .map(|f| f.0.as_str())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let fixes = all
+        .iter()
+        .map(|f| f.1.as_str())
+        .collect::<Vec<_>>()
+        .join("; ");
     if !fails.is_empty() {
-        let all: Vec<_> = fails.iter().chain(&warns).cloned().collect();
-        Check::fail(ID, join(&all, 0), join(&all, 1))
+        Check::fail(ID, messages, fixes)
     } else if !warns.is_empty() {
-        Check::warn(ID, join(&warns, 0), join(&warns, 1))
+        Check::warn(ID, messages, fixes)
     } else {
         Check::pass(
             ID,

@@ -91,38 +91,37 @@ pub(super) fn wait_ready(
             return Ok(());
         }
         if Instant::now() >= deadline {
-            let mut what = Vec::new();
-            if !init {
-                what.push("CalicoNode to finish initialising".to_owned());
-            }
-            if !missing.is_empty() {
-                what.push(format!(
-                    "HNS network {}",
-                    missing
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
-            if !lost.is_empty() {
-                what.push(format!(
-                    "the route to {} that the node had before (CalicoNode restores it; its log says why not)",
-                    lost.join(", ")
-                ));
-            }
-            if withheld {
-                what.push(
-                    "calico-node startup to finish (CalicoNode withholds the CNI config until it has)"
-                        .to_owned(),
-                );
-            }
+            let what = waited_for(init, &missing, &lost, withheld);
             return Err(HostError::Timeout {
-                what: what.join(" and "),
+                what,
                 after: timeout,
             });
         }
         std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
         pause = (pause * 2).min(Duration::from_secs(2));
     }
+}
+
+/// What a ready wait that timed out was still waiting for.
+fn waited_for(init: bool, missing: &[String], lost: &[String], withheld: bool) -> String {
+    let mut what = Vec::new();
+    if !init {
+        what.push("CalicoNode to finish initialising".to_owned());
+    }
+    if !missing.is_empty() {
+        what.push(format!("HNS network {}", missing.join(", ")));
+    }
+    if !lost.is_empty() {
+        what.push(format!(
+            "the route to {} that the node had before (CalicoNode restores it; its log says why not)",
+            lost.join(", ")
+        ));
+    }
+    if withheld {
+        what.push(
+            "calico-node startup to finish (CalicoNode withholds the CNI config until it has)"
+                .to_owned(),
+        );
+    }
+    what.join(" and ")
 }
