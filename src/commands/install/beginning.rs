@@ -107,6 +107,24 @@ pub(super) struct Begun<'a> {
     pub armed: bool,
 }
 
+impl<'a> Begun<'a> {
+    /// Undoes the beginning `journal` records if the run stops before its plan runs.
+    pub fn armed(
+        host: &'a dyn Host,
+        journal: Option<plan::journal::Journal>,
+        path: &str,
+        timeout: std::time::Duration,
+    ) -> Option<Self> {
+        journal.map(|journal| Self {
+            host,
+            journal,
+            path: path.to_owned(),
+            timeout,
+            armed: true,
+        })
+    }
+}
+
 impl Drop for Begun<'_> {
     fn drop(&mut self) {
         // A download that broke off keeps its partial file for the next run to resume, and

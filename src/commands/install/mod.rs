@@ -70,26 +70,16 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let mut begun = None;
     if journal.is_none() && !dry_run && previous.is_none() {
         journal = begin_journal(host.as_ref(), &journal_path, &cache_dir, config)?;
-        begun = journal.clone().map(|j| Begun {
-            host: host.as_ref(),
-            journal: j,
-            path: journal_path.clone(),
-            timeout: args.service_timeout,
-            armed: true,
-        });
+        begun = Begun::armed(
+            host.as_ref(),
+            journal.clone(),
+            &journal_path,
+            args.service_timeout,
+        );
     }
     let staging = staging_dir(host.as_ref(), &cache_dir, dry_run)?;
     let got = obtain_release(ctx, host.as_ref(), &want, &cache_dir, staging.path())?;
-    if let (Some(_), Some(found)) = (&args.release.release_zip, got.version())
-        && let Some(w) = release::against_cluster(
-            &want.source.show(),
-            &found,
-            cluster_version.as_deref(),
-            args.allow_downgrade,
-        )?
-    {
-        ctx.printer.warn(&w);
-    }
+    given_release_against_cluster(ctx, args, &want, &got, cluster_version.as_deref())?;
 
     // Credentials, rendered files, CNI plugins, calicoctl-win itself.
     let mut prepare: Vec<String> = Vec::new();
@@ -103,20 +93,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         (&got, &want),
         &mut prepare,
     )?;
-    let (extra_owned, extra_dirs) = match &got {
-        Got::Release {
-            cached: Some((path, sha)),
-            ..
-        } => (
-            vec![RecordedFile {
-                path: path.clone(),
-                sha256: sha.clone(),
-                rendered: false,
-            }],
-            cache_dirs,
-        ),
-        _ => (Vec::new(), Vec::new()),
-    };
+    let (extra_owned, extra_dirs) = cache_owned(&got, cache_dirs);
 
     // The plan.
     let inputs = Inputs {
@@ -164,25 +141,113 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         })
     };
     if dry_run {
-        if !blocking.is_empty() {
-            ctx.printer.warn(&format!(
-                "install would stop at the checks: {} (pass --skip ID to accept one)",
-                blocking.join(", ")
-            ));
-        }
-        ctx.printer.note("--dry-run: nothing was changed");
-        ctx.printer.json(&doc(false));
-        // Exit as the real run would: 3 when it would stop at the checks.
-        if !blocking.is_empty() {
-            return Err(Blocked {
-                ids: blocking.clone(),
-            }
-            .into());
-        }
-        return Ok(());
+        return end_dry_run(ctx, &blocking, &doc(false));
     }
 
-    // Run it.
+    // Run it; from here the executor keeps or undoes the journal.
+    if let Some(b) = begun.as_mut() {
+        b.armed = false;
+    }
+    let result = execute(
+        ctx,
+        host.as_ref(),
+        args,
+        config,
+        &actions,
+        journal_path,
+        journal,
+    );
+    drop(staging);
+    result?;
+    taint_node(ctx, taint.as_ref(), &cluster, &node_name)?;
+    if let ClusterRead::Read(c, _) = &cluster {
+        super::annotate_node(ctx, Some(c), host.as_ref(), &root, &node_name);
+    }
+    if !actions.is_empty() {
+        ctx.printer.text(&format!(
+            "Installed: {} change(s); uninstall with 'calicoctl-win uninstall'",
+            actions.len()
+        ));
+    }
+    ctx.printer.json(&doc(true));
+    Ok(())
+}
+
+/// A zip given on the command line whose version is not the cluster's: a warning, or (older,
+/// without `--allow-downgrade`) a refusal.
+fn given_release_against_cluster(
+    ctx: &mut Context,
+    args: &InstallArgs,
+    want: &release::Want,
+    got: &Got,
+    cluster_version: Option<&str>,
+) -> anyhow::Result<()> {
+    if let (Some(_), Some(found)) = (&args.release.release_zip, got.version())
+        && let Some(w) = release::against_cluster(
+            &want.source.show(),
+            &found,
+            cluster_version,
+            args.allow_downgrade,
+        )?
+    {
+        ctx.printer.warn(&w);
+    }
+    Ok(())
+}
+
+/// The downloaded zip kept in the cache, and the cache's directories this run made: the
+/// install owns them beyond its files.
+fn cache_owned(got: &Got, cache_dirs: Vec<String>) -> (Vec<RecordedFile>, Vec<String>) {
+    match got {
+        Got::Release {
+            cached: Some((path, sha)),
+            ..
+        } => (
+            vec![RecordedFile {
+                path: path.clone(),
+                sha256: sha.clone(),
+                rendered: false,
+            }],
+            cache_dirs,
+        ),
+        _ => (Vec::new(), Vec::new()),
+    }
+}
+
+/// The end of a dry run: the plan was shown; it exits as the real run would, 3 when that would
+/// stop at the checks.
+fn end_dry_run(
+    ctx: &mut Context,
+    blocking: &[&'static str],
+    doc: &serde_json::Value,
+) -> anyhow::Result<()> {
+    if !blocking.is_empty() {
+        ctx.printer.warn(&format!(
+            "install would stop at the checks: {} (pass --skip ID to accept one)",
+            blocking.join(", ")
+        ));
+    }
+    ctx.printer.note("--dry-run: nothing was changed");
+    ctx.printer.json(doc);
+    if !blocking.is_empty() {
+        return Err(Blocked {
+            ids: blocking.to_vec(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Runs the plan, journaled, rolled back on failure.
+fn execute(
+    ctx: &mut Context,
+    host: &dyn crate::host::Host,
+    args: &InstallArgs,
+    config: &crate::config::Config,
+    actions: &[plan::Action],
+    journal_path: String,
+    journal: Option<plan::journal::Journal>,
+) -> anyhow::Result<()> {
     let opts = plan::Options {
         command: "install",
         journal_path,
@@ -198,27 +263,10 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         now: now(),
         cluster: None,
     };
-    // From here the executor keeps or undoes the journal.
-    if let Some(b) = begun.as_mut() {
-        b.armed = false;
-    }
-    let result = super::execute_plan(ctx, host.as_ref(), &actions, opts);
-    drop(staging);
-    if let Err(e) = result {
-        return Err(install_failed(e));
-    }
-    taint_node(ctx, taint.as_ref(), &cluster, &node_name)?;
-    if let ClusterRead::Read(c, _) = &cluster {
-        super::annotate_node(ctx, Some(c), host.as_ref(), &root, &node_name);
-    }
-    if !actions.is_empty() {
-        ctx.printer.text(&format!(
-            "Installed: {} change(s); uninstall with 'calicoctl-win uninstall'",
-            actions.len()
-        ));
-    }
-    ctx.printer.json(&doc(true));
-    Ok(())
+    // The executor has shown its warnings; they are not the result.
+    super::execute_plan(ctx, host, actions, opts)
+        .map(|_warnings| ())
+        .map_err(install_failed)
 }
 
 /// The configuration with what the cluster gives (the datastore, etcd's endpoints, the VXLAN
