@@ -72,6 +72,23 @@ pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
 }
 
 /// `read_capped` as UTF-8 text.
+/// The end of a file, at most `max` bytes from its first whole line, never reading the rest
+/// (the tail of a service log).
+pub fn read_tail(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    let from = f.metadata()?.len().saturating_sub(max);
+    f.seek(SeekFrom::Start(from))?;
+    let mut bytes = Vec::new();
+    f.take(max).read_to_end(&mut bytes)?;
+    if from > 0
+        && let Some(i) = bytes.iter().position(|&c| c == b'\n')
+    {
+        bytes.drain(..=i);
+    }
+    Ok(bytes)
+}
+
 pub fn read_text_capped(path: &Path, cap: u64) -> std::io::Result<String> {
     String::from_utf8(read_capped(path, cap)?).map_err(|_| {
         std::io::Error::new(
@@ -153,4 +170,19 @@ pub fn temporary_of(path: &Path) -> std::path::PathBuf {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     path.with_file_name(format!(".{name}.calicoctl-win.tmp"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_tail_is_the_end_from_its_first_whole_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("calico-node.log");
+        std::fs::write(&path, "first line\nsecond line\nthird\n").expect("write");
+        assert_eq!(super::read_tail(&path, 14).expect("tail"), b"third\n");
+        assert_eq!(
+            super::read_tail(&path, 1000).expect("tail"),
+            b"first line\nsecond line\nthird\n"
+        );
+    }
 }

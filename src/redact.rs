@@ -31,8 +31,9 @@ const SHAPES: &[(&str, &str)] = &[
 
 /// Replaces secrets in bytes.
 pub struct Redactor {
-    /// The values of known secrets, longest first, as one alternation.
-    known: Option<Regex>,
+    /// The values of known secrets, longest first (so a value inside a longer one goes with
+    /// the longer).
+    known: Vec<String>,
     shapes: Vec<(Regex, &'static str)>,
 }
 
@@ -43,32 +44,45 @@ impl Redactor {
         let mut values: Vec<String> = secret_files.iter().flat_map(|t| values_in(t)).collect();
         values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         values.dedup();
-        let known = (!values.is_empty()).then(|| {
-            let alternation: Vec<String> = values.iter().map(|v| regex::escape(v)).collect();
-            Regex::new(&format!("(?-u){}", alternation.join("|")))
-                .unwrap_or_else(|e| panic!("escaped literals always form a regex: {e}"))
-        });
         let shapes = SHAPES
             .iter()
             .map(|(re, with)| {
+                // Cannot fail: the patterns are the literals above, and every unit test below
+                // builds them.
                 let re = Regex::new(re)
                     .unwrap_or_else(|e| panic!("the built-in pattern {re} is valid: {e}"));
                 (re, *with)
             })
             .collect();
-        Self { known, shapes }
+        Self {
+            known: values,
+            shapes,
+        }
     }
 
     pub fn redact(&self, bytes: &[u8]) -> Vec<u8> {
-        let mut out = match &self.known {
-            Some(re) => re.replace_all(bytes, REDACTED.as_bytes()).into_owned(),
-            None => bytes.to_vec(),
-        };
+        let mut out = bytes.to_vec();
+        for value in &self.known {
+            out = replace_literal(&out, value.as_bytes(), REDACTED.as_bytes());
+        }
         for (re, with) in &self.shapes {
             out = re.replace_all(&out, with.as_bytes()).into_owned();
         }
         out
     }
+}
+
+/// `haystack` with every occurrence of `needle` (not empty) replaced by `with`.
+fn replace_literal(haystack: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(haystack.len());
+    let mut rest = haystack;
+    while let Some(at) = rest.windows(needle.len()).position(|w| w == needle) {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(with);
+        rest = &rest[at + needle.len()..];
+    }
+    out.extend_from_slice(rest);
+    out
 }
 
 /// The secret values in a secret file: a value named as a secret (`token:`,

@@ -13,7 +13,7 @@ use crate::output::{Format, Printer};
 use crate::plan::record::{self, InstallRecord};
 use crate::redact::Redactor;
 use serde_json::{Value, json};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -61,9 +61,13 @@ impl Bundle {
 }
 
 pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let out = args.out_file.clone().unwrap_or_else(|| default_name(ctx));
     let host = ctx.open_host(Intent::Read)?;
     let config = ctx.load_config().map(|l| l.config);
+    let node = config.as_ref().ok().map(|c| c.node.name.to_string());
+    let out = args
+        .out_file
+        .clone()
+        .unwrap_or_else(|| default_name(node.as_deref()));
     let root = config.as_ref().map_or_else(
         |_| DEFAULT_ROOT.to_owned(),
         crate::plan::install::install_root,
@@ -92,7 +96,7 @@ pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     if let Some(rec) = &rec {
         logs(h, &rec.logs_dir, args.log_tail_bytes, &mut b);
     }
-    let versions = versions(h, rec.as_ref(), ctx, args.offline);
+    let versions = versions(h, rec.as_ref(), ctx, node.as_deref(), args.offline);
     b.section("versions.json", versions);
     let index = json!({
         "tool": "calicoctl-win diags",
@@ -111,7 +115,13 @@ pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         out.display(),
         files.len()
     ));
-    for p in &b.problems {
+    // The problems go out beside the zip too: redacted as its members are.
+    let problems: Vec<String> = b
+        .problems
+        .iter()
+        .map(|p| String::from_utf8_lossy(&redactor.redact(p.as_bytes())).into_owned())
+        .collect();
+    for p in &problems {
         ctx.printer.warn(&format!("not collected: {p}"));
     }
     // A configuration that cannot be read is still an error of the input (exit 2), given once
@@ -125,18 +135,15 @@ pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     ctx.printer.json(&json!({
         "path": out.display().to_string(),
         "files": files,
-        "problems": b.problems,
+        "problems": problems,
     }));
     Ok(())
 }
 
 /// `calicoctl-win-diags-<node>-<UTC time>.zip` in the current directory.
-fn default_name(ctx: &mut Context) -> PathBuf {
-    let node = ctx
-        .load_config()
-        .map(|l| l.config.node.name.to_string())
-        .unwrap_or_else(|_| "node".into());
+fn default_name(node: Option<&str>) -> PathBuf {
     let node: String = node
+        .unwrap_or("node")
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' {
@@ -299,29 +306,12 @@ fn logs(h: &dyn Host, dir: &str, tail: u64, b: &mut Bundle) {
         match h
             .local_path(&path)
             .map_err(anyhow::Error::from)
-            .and_then(|p| tail_of(&p, tail))
+            .and_then(|p| crate::files::read_tail(&p, tail).map_err(anyhow::Error::from))
         {
             Ok(bytes) => b.members.push((format!("logs/{name}"), bytes)),
             Err(e) => b.problems.push(format!("{path}: {e:#}")),
         }
     }
-}
-
-/// The end of a file, at most `max` bytes, never reading the rest.
-fn tail_of(path: &Path, max: u64) -> anyhow::Result<Vec<u8>> {
-    let mut f = std::fs::File::open(path)?;
-    let len = f.metadata()?.len();
-    let from = len.saturating_sub(max);
-    f.seek(SeekFrom::Start(from))?;
-    let mut bytes = Vec::new();
-    f.take(max).read_to_end(&mut bytes)?;
-    if from > 0 {
-        // Begin at a whole line.
-        if let Some(i) = bytes.iter().position(|&c| c == b'\n') {
-            bytes.drain(..=i);
-        }
-    }
-    Ok(bytes)
 }
 
 /// The versions of what runs the node: the OS build, calicoctl-win, the Calico release in the
@@ -330,6 +320,7 @@ fn versions(
     h: &dyn Host,
     rec: Option<&InstallRecord>,
     ctx: &mut Context,
+    node: Option<&str>,
     offline: bool,
 ) -> anyhow::Result<Value> {
     let facts = h.system_facts()?;
@@ -350,13 +341,12 @@ fn versions(
         v["node_info"] = json!("not read: --offline");
         return Ok(v);
     }
-    let node = ctx.load_config().map(|l| l.config.node.name.to_string());
     let read = match (node, ctx.connect_cluster()) {
-        (Ok(node), Ok(Some(c))) => crate::cluster::node::info(&c, &node)
+        (Some(node), Ok(Some(c))) => crate::cluster::node::info(&c, node)
             .map(|i| i.map_or_else(|| json!(format!("node {node} not found")), |i| json!(i)))
             .map_err(anyhow::Error::from),
         (_, Ok(None)) => Ok(json!("not read: no admin kubeconfig")),
-        (Err(e), _) => Err(e.into()),
+        (None, _) => Ok(json!("not read: the configuration names no node")),
         (_, Err(e)) => Err(e.into()),
     };
     v["node_info"] = read.unwrap_or_else(|e| json!(format!("not read: {e:#}")));

@@ -337,6 +337,13 @@ pub enum Access {
     Secret,
 }
 
+impl Access {
+    /// `Secret` for a secret file, else `Normal`.
+    pub fn secret_if(secret: bool) -> Self {
+        if secret { Self::Secret } else { Self::Normal }
+    }
+}
+
 /// The host's file system.
 pub trait Files {
     fn read_file(&self, path: &str) -> HostResult<Option<Vec<u8>>>;

@@ -154,11 +154,7 @@ fn run(
             secret,
             ..
         } => {
-            let access = if *secret {
-                Access::Secret
-            } else {
-                Access::Normal
-            };
+            let access = Access::secret_if(*secret);
             match content {
                 Content::Bytes(b) => {
                     host.write_file(path, b, access)?;

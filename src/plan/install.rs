@@ -305,11 +305,7 @@ fn file_writes(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     for f in &i.files {
         let now = host_sha256(host, &f.path)?;
         let access_now = host.file_access(&f.path)?;
-        let want_access = if f.secret {
-            crate::host::Access::Secret
-        } else {
-            crate::host::Access::Normal
-        };
+        let want_access = crate::host::Access::secret_if(f.secret);
         let same_bytes = now.is_some() && now == f.sha256;
         if same_bytes && access_now == Some(want_access) {
             continue;

@@ -274,11 +274,7 @@ fn undo(host: &dyn Host, undo: &Undo, opts: &Options<'_>) -> anyhow::Result<()> 
             backup,
             secret,
         } => {
-            let access = if *secret {
-                Access::Secret
-            } else {
-                Access::Normal
-            };
+            let access = Access::secret_if(*secret);
             if host.copy_file(backup, path, access)? {
                 host.remove_file(backup)?;
             }

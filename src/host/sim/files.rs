@@ -111,11 +111,7 @@ impl Files for SimHost {
             return Ok(None);
         }
         let secret = self.read(|s| s.secrets.contains(&path.to_ascii_lowercase()));
-        Ok(Some(if secret {
-            Access::Secret
-        } else {
-            Access::Normal
-        }))
+        Ok(Some(Access::secret_if(secret)))
     }
 
     fn copy_in(&self, from: &Path, to: &str) -> HostResult<()> {
