@@ -17,7 +17,6 @@ use anyhow::Context as _;
 use serde_json::json;
 
 pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let dry_run = ctx.options.dry_run;
     let host = ctx.open_host_to_change("reconfigure")?;
     let base = ctx.load_config()?;
     let node_name = base.config.node.name.to_string();
@@ -26,27 +25,9 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let config = &loaded.config;
     let root = crate::plan::install::install_root(config);
 
-    // What is installed.
-    let Some(rec) = record::read(host.as_ref(), &root)? else {
-        return Err(UsageError::new(
-            format!("Calico is not installed in {root} (there is no install record)"),
-            "install it with 'calicoctl-win install', or point install_root at where it is",
-        )
-        .of_kind(crate::error::Kind::NotInstalled)
-        .into());
-    };
+    let rec = installed(host.as_ref(), &root, config)?;
     let journal_path = join(&root, record::JOURNAL_FILE);
     let journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "reconfigure")?;
-    if config.backend == Backend::WindowsBgp && rec.backend != Backend::WindowsBgp.to_string() {
-        return Err(UsageError::new(
-            format!(
-                "the backend changes from {} to windows-bgp, which needs confd's files from the Calico release",
-                rec.backend
-            ),
-            "run 'calicoctl-win uninstall', then 'calicoctl-win install' with the new config",
-        )
-        .into());
-    }
 
     // Files: the new rendered ones; the release's and the credentials stay as they are.
     let rendered =
@@ -55,34 +36,17 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
 
     // Networks: what HNS cannot change in place.
     let new_net = NetworkSettings::of(config);
-    let networks = if config.backend == Backend::None && rec.networks.is_empty() {
-        Vec::new()
-    } else {
-        host.hns_networks()
-            .context("cannot read the HNS networks to compare them with the config")?
-    };
-    let calico = networks.iter().find(|n| n.name == CALICO_NETWORK);
-    let changes = network_changes(rec.network.as_ref(), &new_net, calico);
+    let (changes, delete) = network_plan(host.as_ref(), config, &rec, &new_net)?;
     let recreate = !changes.is_empty();
-    let we_cordoned = reconfigure::cordoned_by(journal.as_ref(), &node_name);
-    let delete = if recreate {
-        reconfigure::networks_to_delete(rec.network.as_ref(), &new_net, &networks)
-    } else {
-        Vec::new()
-    };
 
     // The cluster: needed to drain, and to compare the VNI with Felix's.
     let need = Need {
         recreate,
-        we_cordoned,
+        we_cordoned: reconfigure::cordoned_by(journal.as_ref(), &node_name),
         changes: &changes,
         vni: new_net.vni,
     };
-    let NodePlan {
-        steps: node_steps,
-        preview: evicted_preview,
-        cluster: connected,
-    } = node_plan(args, config, cluster, &node_name, &need)?;
+    let node = node_plan(args, config, cluster, &node_name, &need)?;
 
     let restart = if recreate {
         Restart::AlreadyStopped
@@ -106,54 +70,40 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         },
         installed_services: rec.services.iter().map(|s| s.name.clone()).collect(),
         delete,
-        node: node_steps,
+        node: node.steps,
     };
     let actions = reconfigure::plan(host.as_ref(), &inputs)?;
 
-    ctx.printer.text(&format!(
-        "Reconfigure Calico in {root} on node {node_name} ({} backend)",
-        config.backend
-    ));
-    let kind = if recreate {
-        ctx.printer.text(&format!(
-            "  - network-immutable: {}; the Calico HNS network is made again",
-            changes.join("; ")
-        ));
-        "network"
-    } else if actions.is_empty() {
-        "none"
-    } else {
-        "files"
+    let shown = Shown {
+        root: &root,
+        node_name: &node_name,
+        backend: config.backend,
+        changes: &changes,
+        pods: node.preview,
     };
-    let actions_json = plan::to_json(&actions).context("cannot show the plan as JSON")?;
-    let doc = |changed: bool| {
-        json!({
-            "dry_run": dry_run,
-            "install_root": root,
-            "change": kind,
-            "network_changes": changes,
-            "pods": evicted_preview,
-            "actions": actions_json,
-            "changed": changed,
-        })
+    let Some(doc) = show(ctx, &shown, &actions)? else {
+        return Ok(());
     };
-    if actions.is_empty() {
-        ctx.printer
-            .text("Nothing to do: the node already matches this config.");
-        ctx.printer.json(&doc(false));
-        return Ok(());
+    let cluster = node.cluster.as_deref();
+    let opts = options(args, journal_path, journal, cluster);
+    if let Err(e) = super::execute_plan(ctx, host.as_ref(), &actions, opts) {
+        return Err(failed(e, &node_name));
     }
-    if dry_run {
-        super::print_plan(ctx, &actions);
-        ctx.printer.note("--dry-run: nothing was changed");
-        ctx.printer.json(&doc(false));
-        return Ok(());
-    }
+    super::annotate_node(ctx, cluster, host.as_ref(), &root, &node_name);
+    ctx.printer
+        .text(&format!("Reconfigured: {} step(s).", actions.len()));
+    ctx.printer.json(&doc(true));
+    Ok(())
+}
 
-    let node_control = connected
-        .as_deref()
-        .map(|c| c as &dyn crate::cluster::drain::NodeControl);
-    let opts = plan::Options {
+/// How the plan runs: rolled back on failure, journaled, with the cluster for the node steps.
+fn options<'a>(
+    args: &ReconfigureArgs,
+    journal_path: String,
+    journal: Option<crate::plan::journal::Journal>,
+    cluster: Option<&'a crate::cluster::Cluster>,
+) -> plan::Options<'a> {
+    plan::Options {
         command: "reconfigure",
         journal_path,
         rollback: true,
@@ -164,16 +114,119 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         record: None,
         logs_dir: None,
         now: now(),
-        cluster: node_control,
-    };
-    if let Err(e) = super::execute_plan(ctx, host.as_ref(), &actions, opts) {
-        return Err(failed(e, &node_name));
+        cluster: cluster.map(|c| c as &dyn crate::cluster::drain::NodeControl),
     }
-    super::annotate_node(ctx, connected.as_deref(), host.as_ref(), &root, &node_name);
-    ctx.printer
-        .text(&format!("Reconfigured: {} step(s).", actions.len()));
-    ctx.printer.json(&doc(true));
-    Ok(())
+}
+
+/// The install record, refused when there is none or when the new backend needs files only an
+/// install brings.
+fn installed(
+    host: &dyn crate::host::Host,
+    root: &str,
+    config: &crate::config::Config,
+) -> anyhow::Result<record::InstallRecord> {
+    let Some(rec) = record::read(host, root)? else {
+        return Err(UsageError::new(
+            format!("Calico is not installed in {root} (there is no install record)"),
+            "install it with 'calicoctl-win install', or point install_root at where it is",
+        )
+        .of_kind(crate::error::Kind::NotInstalled)
+        .into());
+    };
+    if config.backend == Backend::WindowsBgp && rec.backend != Backend::WindowsBgp.to_string() {
+        return Err(UsageError::new(
+            format!(
+                "the backend changes from {} to windows-bgp, which needs confd's files from the Calico release",
+                rec.backend
+            ),
+            "run 'calicoctl-win uninstall', then 'calicoctl-win install' with the new config",
+        )
+        .into());
+    }
+    Ok(rec)
+}
+
+/// The settings HNS cannot change in place that differ, and the networks deleted to make the
+/// Calico network again (none when nothing differs).
+fn network_plan(
+    host: &dyn crate::host::Host,
+    config: &crate::config::Config,
+    rec: &record::InstallRecord,
+    new_net: &NetworkSettings,
+) -> anyhow::Result<(Vec<String>, Vec<crate::host::hns::HnsNetwork>)> {
+    let networks = if config.backend == Backend::None && rec.networks.is_empty() {
+        Vec::new()
+    } else {
+        host.hns_networks()
+            .context("cannot read the HNS networks to compare them with the config")?
+    };
+    let calico = networks.iter().find(|n| n.name == CALICO_NETWORK);
+    let changes = network_changes(rec.network.as_ref(), new_net, calico);
+    let delete = if changes.is_empty() {
+        Vec::new()
+    } else {
+        reconfigure::networks_to_delete(rec.network.as_ref(), new_net, &networks)
+    };
+    Ok((changes, delete))
+}
+
+/// What the plan is shown with.
+struct Shown<'a> {
+    root: &'a str,
+    node_name: &'a str,
+    backend: Backend,
+    changes: &'a [String],
+    pods: serde_json::Value,
+}
+
+/// Shows the plan; the JSON document to print once it ran, or `None` when the run ends here
+/// (nothing to do, or a dry run: its document is printed).
+fn show<'a>(
+    ctx: &mut Context,
+    shown: &'a Shown<'a>,
+    actions: &[Action],
+) -> anyhow::Result<Option<impl Fn(bool) -> serde_json::Value + 'a>> {
+    let dry_run = ctx.options.dry_run;
+    ctx.printer.text(&format!(
+        "Reconfigure Calico in {} on node {} ({} backend)",
+        shown.root, shown.node_name, shown.backend
+    ));
+    let kind = if !shown.changes.is_empty() {
+        ctx.printer.text(&format!(
+            "  - network-immutable: {}; the Calico HNS network is made again",
+            shown.changes.join("; ")
+        ));
+        "network"
+    } else if actions.is_empty() {
+        "none"
+    } else {
+        "files"
+    };
+    let actions_json = plan::to_json(actions).context("cannot show the plan as JSON")?;
+    let doc = move |changed: bool| {
+        json!({
+            "dry_run": dry_run,
+            "install_root": shown.root,
+            "change": kind,
+            "network_changes": shown.changes,
+            "pods": shown.pods,
+            "actions": actions_json,
+            "changed": changed,
+        })
+    };
+    if actions.is_empty() {
+        ctx.printer
+            .text("Nothing to do: the node already matches this config.");
+        ctx.printer.json(&doc(false));
+        return Ok(None);
+    }
+    if dry_run {
+        super::print_plan(ctx, actions);
+        ctx.printer.note("--dry-run: nothing was changed");
+        ctx.printer.json(&doc(false));
+        return Ok(None);
+    }
+    Ok(Some(doc))
 }
 
 /// What the node needs from the cluster for this change.
@@ -225,22 +278,69 @@ fn node_plan(
         .of_kind(crate::error::Kind::NeedsDrain)
         .into());
     }
-    let (c, facts) = match cluster {
-        ClusterRead::Read(c, facts) => (c, facts),
-        ClusterRead::Failed(e) => {
-            return Err(anyhow::Error::new(e).context(format!(
-                "draining node {node_name} needs the cluster, which cannot be read"
-            )));
-        }
-        ClusterRead::Skipped(why) => {
-            return Err(UsageError::new(
-                format!("draining node {node_name} needs the cluster: {why}"),
-                "pass the admin kubeconfig with --kubeconfig, or set KUBECONFIG",
-            )
-            .of_kind(crate::error::Kind::NoAdminKubeconfig)
-            .into());
-        }
+    let (c, facts) = connected(cluster, node_name)?;
+    check_vni(args, config, &facts, need)?;
+    let cordoned = drain::is_cordoned(&c, node_name)?;
+    let external = args.drain == Some(DrainBy::External);
+    if external && need.recreate && !cordoned {
+        return Err(UsageError::new(
+            format!(
+                "--drain=external: node {node_name} is not cordoned, so it was not drained for the Calico network to be made again"
+            ),
+            "let the engine cordon and drain the node first (kubectl drain), or pass --drain to have calicoctl-win do it",
+        )
+        .of_kind(crate::error::Kind::NeedsDrain)
+        .into());
+    }
+    let (drain_action, preview) = if need.recreate && !external {
+        let (action, preview) = drain_action(args, &c, node_name)?;
+        (Some(action), preview)
+    } else {
+        (None, json!(null))
     };
+    Ok(NodePlan {
+        steps: Some(NodeSteps {
+            node: node_name.to_owned(),
+            // A node cordoned before (by an engine, by hand) is not ours to uncordon.
+            cordon: need.recreate && !cordoned,
+            uncordon: (need.recreate && !cordoned) || need.we_cordoned,
+            drain: drain_action,
+            ready_timeout: args.wait_timeout,
+        }),
+        preview,
+        cluster: Some(c),
+    })
+}
+
+/// The cluster a drain needs, or why it cannot be had.
+fn connected(
+    cluster: ClusterRead,
+    node_name: &str,
+) -> anyhow::Result<(
+    Box<crate::cluster::Cluster>,
+    Box<crate::cluster::facts::ClusterFacts>,
+)> {
+    match cluster {
+        ClusterRead::Read(c, facts) => Ok((c, facts)),
+        ClusterRead::Failed(e) => Err(anyhow::Error::new(e).context(format!(
+            "draining node {node_name} needs the cluster, which cannot be read"
+        ))),
+        ClusterRead::Skipped(why) => Err(UsageError::new(
+            format!("draining node {node_name} needs the cluster: {why}"),
+            "pass the admin kubeconfig with --kubeconfig, or set KUBECONFIG",
+        )
+        .of_kind(crate::error::Kind::NoAdminKubeconfig)
+        .into()),
+    }
+}
+
+/// Refuses a new VNI the cluster's Felix does not use, unless the user says it is meant.
+fn check_vni(
+    args: &ReconfigureArgs,
+    config: &crate::config::Config,
+    facts: &crate::cluster::facts::ClusterFacts,
+    need: &Need<'_>,
+) -> anyhow::Result<()> {
     if config.backend == Backend::Vxlan
         && need.recreate
         && let Some(cluster_vni) = facts.felix.vxlan_vni
@@ -260,18 +360,16 @@ fn node_plan(
         .of_kind(crate::error::Kind::VniMismatch)
         .into());
     }
-    let cordoned = drain::is_cordoned(&c, node_name)?;
-    let external = args.drain == Some(DrainBy::External);
-    if external && need.recreate && !cordoned {
-        return Err(UsageError::new(
-            format!(
-                "--drain=external: node {node_name} is not cordoned, so it was not drained for the Calico network to be made again"
-            ),
-            "let the engine cordon and drain the node first (kubectl drain), or pass --drain to have calicoctl-win do it",
-        )
-        .of_kind(crate::error::Kind::NeedsDrain)
-        .into());
-    }
+    Ok(())
+}
+
+/// The drain step, with the pods it evicts as JSON; refused (nothing changed) when a pod
+/// cannot be evicted with these options.
+fn drain_action(
+    args: &ReconfigureArgs,
+    c: &crate::cluster::Cluster,
+    node_name: &str,
+) -> anyhow::Result<(Action, serde_json::Value)> {
     let options = drain::DrainOptions {
         timeout: args.drain_timeout,
         grace_period: args.grace_period,
@@ -279,42 +377,26 @@ fn node_plan(
         delete_emptydir_data: args.delete_emptydir_data,
         concurrency: usize::from(args.drain_concurrency),
     };
-    let mut preview = json!(null);
-    let drain_action = if need.recreate && !external {
-        let s = drain::select(&drain::pods_on(&c, node_name)?);
-        if let Some(refused) = s.refusal(node_name, &options) {
-            let hint = refused.hint();
-            return Err(
-                UsageError::new(format!("{refused}; nothing was changed"), hint)
-                    .of_kind(crate::error::Kind::DrainRefused)
-                    .into(),
-            );
-        }
-        preview = json!({"evict": &s.evict, "unmanaged": &s.unmanaged, "skipped": &s.skipped});
-        let show = |v: &[drain::PodRef]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
-        let mut evict = show(&s.evict);
-        evict.extend(show(&s.unmanaged));
-        Some(Action::Drain {
-            node: node_name.to_owned(),
-            evict,
-            skipped: show(&s.skipped),
-            options,
-        })
-    } else {
-        None
+    let s = drain::select(&drain::pods_on(c, node_name)?);
+    if let Some(refused) = s.refusal(node_name, &options) {
+        let hint = refused.hint();
+        return Err(
+            UsageError::new(format!("{refused}; nothing was changed"), hint)
+                .of_kind(crate::error::Kind::DrainRefused)
+                .into(),
+        );
+    }
+    let preview = json!({"evict": &s.evict, "unmanaged": &s.unmanaged, "skipped": &s.skipped});
+    let show = |v: &[drain::PodRef]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
+    let mut evict = show(&s.evict);
+    evict.extend(show(&s.unmanaged));
+    let action = Action::Drain {
+        node: node_name.to_owned(),
+        evict,
+        skipped: show(&s.skipped),
+        options,
     };
-    Ok(NodePlan {
-        steps: Some(NodeSteps {
-            node: node_name.to_owned(),
-            // A node cordoned before (by an engine, by hand) is not ours to uncordon.
-            cordon: need.recreate && !cordoned,
-            uncordon: (need.recreate && !cordoned) || need.we_cordoned,
-            drain: drain_action,
-            ready_timeout: args.wait_timeout,
-        }),
-        preview,
-        cluster: Some(c),
-    })
+    Ok((action, preview))
 }
 
 /// The error of a failed reconfigure, with what was undone and what a rerun does.

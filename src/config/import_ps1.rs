@@ -76,17 +76,9 @@ pub fn decode(bytes: &[u8]) -> String {
 
 /// Reads config.ps1 text, in time linear in its length.
 pub fn import(text: &str) -> Import {
-    let mut out = Import::default();
-    let mut blocks: Vec<Block> = Vec::new();
+    let mut reader = Reader::default();
     // The line a `<#` comment was opened on, while it is open.
     let mut block_comment: Option<(usize, String)> = None;
-    // Values by variable (PowerShell's environment is case-insensitive), in PowerShell's
-    // order of effect: `$env:X =` always sets, `Set-EnvVarIfNotSet` only when nothing set X
-    // before. The order number puts a forced reassignment last.
-    let mut values = Values::default();
-    // Variables Calico overrides with containerd's directory when containerd runs.
-    let mut containerd_overrides: Vec<String> = Vec::new();
-
     for (i, raw_line) in text.lines().enumerate() {
         let n = i + 1;
         let line = raw_line.trim();
@@ -105,55 +97,95 @@ pub fn import(text: &str) -> Import {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let skip = |reason: &str| Skipped {
-            line: n,
-            text: line.to_owned(),
-            reason: reason.to_owned(),
-        };
+        reader.line(n, line);
+    }
+    if let Some((line, text)) = block_comment {
+        reader.out.not_understood.push(Skipped {
+            line,
+            text,
+            reason: "a <# block comment that is never closed: PowerShell refuses the whole file, and nothing after this line was imported".into(),
+        });
+    }
+    reader.finish()
+}
 
-        if let Some(block) = control_line(line, &mut blocks) {
+/// A skipped line with its reason.
+fn skipped(line: usize, text: &str, reason: &str) -> Skipped {
+    Skipped {
+        line,
+        text: text.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// What has been read so far.
+#[derive(Default)]
+struct Reader {
+    out: Import,
+    blocks: Vec<Block>,
+    // Values by variable (PowerShell's environment is case-insensitive), in PowerShell's
+    // order of effect: `$env:X =` always sets, `Set-EnvVarIfNotSet` only when nothing set X
+    // before. The order number puts a forced reassignment last.
+    values: Values,
+    // Variables Calico overrides with containerd's directory when containerd runs.
+    containerd_overrides: Vec<String>,
+}
+
+impl Reader {
+    /// One line that is not a comment: a block opened or closed, or a setting.
+    fn line(&mut self, n: usize, line: &str) {
+        let skip = |reason: &str| skipped(n, line, reason);
+        if let Some(block) = control_line(line, &mut self.blocks) {
             if block == Some(Block::Other) {
-                out.not_understood.push(skip(
+                self.out.not_understood.push(skip(
                     "a condition; not evaluated, and the lines inside it are not imported",
                 ));
             }
-            continue;
+            return;
         }
-
         let Some((forced, name, value_src)) = assignment(line) else {
-            out.not_understood.push(skip(
+            self.out.not_understood.push(skip(
                 "not a setting; ignored, as nothing in config.ps1 is executed",
             ));
-            continue;
+            return;
         };
-        let block = blocks.last().copied();
+        let block = self.blocks.last().copied();
         if block == Some(Block::Other) {
-            out.not_understood.push(skip(
+            self.out.not_understood.push(skip(
                 "inside a condition; set this value by hand if it applies to this node",
             ));
-            continue;
+            return;
         }
-
         let evaluated = if forced {
-            evaluate(&value_src, &values)
+            evaluate(&value_src, &self.values)
         } else {
-            argument(&value_src, &values)
+            argument(&value_src, &self.values)
         };
-        let value = match evaluated {
-            Value::Literal(v) => v,
-            Value::Dynamic(why) => {
-                match default_for_dynamic(&name, &value_src, block) {
-                    Some(note) => {
-                        if matches!(block, Some(Block::Containerd { running: true })) {
-                            containerd_overrides.push(name.to_ascii_uppercase());
-                        }
-                        out.left_default.push(skip(&note))
+        match evaluated {
+            Value::Literal(value) => self.literal(n, line, forced, name, value, block),
+            Value::Dynamic(why) => match default_for_dynamic(&name, &value_src, block) {
+                Some(note) => {
+                    if matches!(block, Some(Block::Containerd { running: true })) {
+                        self.containerd_overrides.push(name.to_ascii_uppercase());
                     }
-                    None => out.not_understood.push(skip(&why)),
+                    self.out.left_default.push(skip(&note))
                 }
-                continue;
-            }
-        };
+                None => self.out.not_understood.push(skip(&why)),
+            },
+        }
+    }
+
+    /// A setting whose value is known.
+    fn literal(
+        &mut self,
+        n: usize,
+        line: &str,
+        forced: bool,
+        name: String,
+        value: String,
+        block: Option<Block>,
+    ) {
+        let skip = |reason: &str| skipped(n, line, reason);
         if let Some(Block::Containerd { running }) = block {
             let runtime_default = match (name.as_str(), running) {
                 ("CNI_BIN_DIR", false) => Some("c:\\k\\cni"),
@@ -161,69 +193,61 @@ pub fn import(text: &str) -> Import {
                 _ => None,
             };
             if runtime_default.is_some_and(|d| d.eq_ignore_ascii_case(&value)) {
-                out.left_default.push(skip("docker's CNI directory: calicoctl-win derives it from container_runtime: docker"));
+                self.out.left_default.push(skip("docker's CNI directory: calicoctl-win derives it from container_runtime: docker"));
             } else {
-                out.not_understood.push(skip("depends on whether containerd runs; set this value by hand if it applies to this node"));
+                self.out.not_understood.push(skip("depends on whether containerd runs; set this value by hand if it applies to this node"));
             }
-            continue;
-        }
-        if is_placeholder(&value) {
-            out.left_default.push(skip(
+        } else if is_placeholder(&value) {
+            self.out.left_default.push(skip(
                 "a placeholder, left unset: the built-in default or the cluster applies",
             ));
-            continue;
-        }
-        if value.is_empty() {
-            out.left_default.push(skip("empty, left unset"));
-            continue;
-        }
-        if values.get(&name).is_some() && !forced {
-            out.left_default.push(skip(
+        } else if value.is_empty() {
+            self.out.left_default.push(skip("empty, left unset"));
+        } else if self.values.get(&name).is_some() && !forced {
+            self.out.left_default.push(skip(
                 "already set above; Set-EnvVarIfNotSet keeps the earlier value",
             ));
         } else {
-            values.set(Imported {
-                variable: name.clone(),
+            self.values.set(Imported {
                 key: key_for(&name),
+                variable: name,
                 value,
                 line: n,
             });
         }
     }
-    if let Some((line, text)) = block_comment {
-        out.not_understood.push(Skipped {
-            line,
-            text,
-            reason: "a <# block comment that is never closed: PowerShell refuses the whole file, and nothing after this line was imported".into(),
-        });
-    }
-    // v3.19–v3.22 set docker's directories, then containerd's when containerd runs: what
-    // Calico effectively uses follows the runtime, which is calicoctl-win's own default.
-    for var in containerd_overrides {
-        let Some(v) = values.take(&var) else { continue };
-        let docker = match var.as_str() {
-            "CNI_BIN_DIR" => "c:\\k\\cni",
-            _ => "c:\\k\\cni\\config",
-        };
-        let skipped = Skipped {
-            line: v.line,
-            text: format!("{} = {}", v.variable, v.value),
-            reason: String::new(),
-        };
-        if v.value.eq_ignore_ascii_case(docker) {
-            out.left_default.push(Skipped {
-                reason: "docker's CNI directory, which Calico replaces with containerd's when containerd runs: calicoctl-win derives both from container_runtime".into(),
-                ..skipped
-            });
-        } else {
-            out.not_understood.push(Skipped {
-                reason: "Calico uses this only where containerd does not run (containerd's directory otherwise); set it by hand if this node runs docker".into(),
-                ..skipped
-            });
+
+    /// v3.19–v3.22 set docker's directories, then containerd's when containerd runs: what
+    /// Calico effectively uses follows the runtime, which is calicoctl-win's own default.
+    fn finish(mut self) -> Import {
+        for var in std::mem::take(&mut self.containerd_overrides) {
+            let Some(v) = self.values.take(&var) else {
+                continue;
+            };
+            let docker = match var.as_str() {
+                "CNI_BIN_DIR" => "c:\\k\\cni",
+                _ => "c:\\k\\cni\\config",
+            };
+            let skipped = Skipped {
+                line: v.line,
+                text: format!("{} = {}", v.variable, v.value),
+                reason: String::new(),
+            };
+            if v.value.eq_ignore_ascii_case(docker) {
+                self.out.left_default.push(Skipped {
+                    reason: "docker's CNI directory, which Calico replaces with containerd's when containerd runs: calicoctl-win derives both from container_runtime".into(),
+                    ..skipped
+                });
+            } else {
+                self.out.not_understood.push(Skipped {
+                    reason: "Calico uses this only where containerd does not run (containerd's directory otherwise); set it by hand if this node runs docker".into(),
+                    ..skipped
+                });
+            }
         }
+        self.out.imported = self.values.into_ordered();
+        self.out
     }
-    out.imported = values.into_ordered();
-    out
 }
 
 /// The imported values by upper-case variable name, with the order they take effect in.

@@ -29,7 +29,6 @@ use std::collections::BTreeMap;
 pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let mut want = super::flags::release_want(&args.release)?;
     check_skips(&args.skip)?;
-    let dry_run = ctx.options.dry_run;
     let host = ctx.open_host_to_change("install")?;
     let base = ctx.load_config()?;
 
@@ -55,44 +54,64 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let (results, blocking) = run_checks(ctx, host.as_ref(), args, &legacy, &cluster, &loaded)?;
     let root = crate::plan::install::install_root(config);
     let previous = record::read(host.as_ref(), &root)?;
-
-    // The release: downloaded and extracted on this machine, or (dry run) what would be.
-    let cache_dir = join(&root, "cache");
     let journal_path = join(&root, record::JOURNAL_FILE);
-    let mut journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "install")?;
+    let journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "install")?;
     refuse_network_changes(host.as_ref(), previous.as_ref(), config)?;
-    // Before anything is written under the root, a journal names the directories this run
-    // creates: a run killed in its download leaves them owned, to the next install or to
-    // uninstall. Until the plan runs, a failure undoes this beginning (`Begun`). On an
-    // installed node (a record exists) the root and what is in it stay the install's: an empty
-    // cache it left is not claimed, so a refused run changes nothing.
-    let cache_dirs = record::missing_parents(host.as_ref(), &join(&cache_dir, "x"))?;
-    let mut begun = None;
-    if journal.is_none() && !dry_run && previous.is_none() {
-        journal = begin_journal(host.as_ref(), &journal_path, &cache_dir, config)?;
-        begun = Begun::armed(
-            host.as_ref(),
-            journal.clone(),
-            &journal_path,
-            args.service_timeout,
-        );
-    }
-    let staging = staging_dir(host.as_ref(), &cache_dir, dry_run)?;
-    let got = obtain_release(ctx, host.as_ref(), &want, &cache_dir, staging.path())?;
-    given_release_against_cluster(ctx, args, &want, &got, cluster_version.as_deref())?;
+    let checked = Checked {
+        want,
+        legacy,
+        cluster,
+        cluster_version,
+        etcd_files,
+        results,
+        blocking,
+        node_name,
+        root,
+        previous,
+        journal_path,
+        journal,
+    };
+    install(ctx, host.as_ref(), args, config, checked)
+}
+
+/// What the checks found and what is installed: what the plan is made from.
+struct Checked {
+    want: release::Want,
+    legacy: Vec<crate::host::InstalledService>,
+    cluster: ClusterRead,
+    cluster_version: Option<String>,
+    etcd_files: Option<etcd::EtcdTlsFiles>,
+    results: Vec<checks::Check>,
+    blocking: Vec<&'static str>,
+    node_name: String,
+    root: String,
+    previous: Option<record::InstallRecord>,
+    journal_path: String,
+    /// The journal of an interrupted run, continued.
+    journal: Option<plan::journal::Journal>,
+}
+
+/// The release, the files and the plan after the checks passed: shown, then run (or, in a dry
+/// run, only shown).
+fn install(
+    ctx: &mut Context,
+    host: &dyn Host,
+    args: &InstallArgs,
+    config: &crate::config::Config,
+    mut c: Checked,
+) -> anyhow::Result<()> {
+    let dry_run = ctx.options.dry_run;
+    // The release: downloaded and extracted on this machine, or (dry run) what would be.
+    let cache_dir = join(&c.root, "cache");
+    let cache_dirs = record::missing_parents(host, &join(&cache_dir, "x"))?;
+    let (journal, mut begun) = begin(host, args, config, &mut c, &cache_dir, dry_run)?;
+    let staging = staging_dir(host, &cache_dir, dry_run)?;
+    let got = obtain_release(ctx, host, &c.want, &cache_dir, staging.path())?;
+    given_release_against_cluster(ctx, args, &c.want, &got, c.cluster_version.as_deref())?;
 
     // Credentials, rendered files, CNI plugins, calicoctl-win itself.
     let mut prepare: Vec<String> = Vec::new();
-    let from_cluster = (&cluster, etcd_files);
-    let files = desired_files(
-        ctx,
-        args,
-        host.as_ref(),
-        config,
-        from_cluster,
-        (&got, &want),
-        &mut prepare,
-    )?;
+    let files = desired_files(ctx, args, host, config, &mut c, &got, &mut prepare)?;
     let (extra_owned, extra_dirs) = cache_owned(&got, cache_dirs);
 
     // The plan.
@@ -102,75 +121,87 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         extra_owned,
         extra_dirs,
         calico_version: got.version(),
-        legacy,
+        legacy: c.legacy,
         start: !args.no_start,
         wait_timeout: args.wait_timeout,
-        previous,
+        previous: c.previous,
         journal: journal.as_ref(),
         restart: plan::install::Restart::All,
         expect_vsid: None,
     };
-    let actions = plan::install::plan(host.as_ref(), &inputs)?;
-
+    let actions = plan::install::plan(host, &inputs)?;
     let version = got.version();
     let taint = args.taint_windows.then(node::windows_taint);
-    show(
-        ctx,
-        host.as_ref(),
-        &Shown {
-            version: version.as_deref(),
-            config,
-            root: &root,
-            prepare: &prepare,
-            actions: &actions,
-            taint: taint.as_ref(),
-            node_name: &node_name,
-        },
-    );
-    let actions_json = plan::to_json(&actions).context("cannot show the plan as JSON")?;
-    let doc = |done: bool| {
-        json!({
-            "dry_run": dry_run,
-            "calico_version": version,
-            "install_root": root,
-            "checks": results,
-            "blocking": blocking,
-            "prepare": prepare,
-            "actions": actions_json,
-            "changed": done && !actions.is_empty(),
-        })
+    let shown = Shown {
+        version: version.as_deref(),
+        config,
+        root: &c.root,
+        prepare: &prepare,
+        actions: &actions,
+        taint: taint.as_ref(),
+        node_name: &c.node_name,
+        checks: &c.results,
+        blocking: &c.blocking,
     };
-    if dry_run {
-        return end_dry_run(ctx, &blocking, &doc(false));
-    }
+    let Some(doc) = present(ctx, host, &shown)? else {
+        return Ok(());
+    };
 
     // Run it; from here the executor keeps or undoes the journal.
     if let Some(b) = begun.as_mut() {
         b.armed = false;
     }
-    let result = execute(
-        ctx,
-        host.as_ref(),
-        args,
-        config,
-        &actions,
-        journal_path,
-        journal,
-    );
+    let result = execute(ctx, host, args, config, &actions, c.journal_path, journal);
     drop(staging);
     result?;
-    taint_node(ctx, taint.as_ref(), &cluster, &node_name)?;
-    if let ClusterRead::Read(c, _) = &cluster {
-        super::annotate_node(ctx, Some(c), host.as_ref(), &root, &node_name);
+    let at = (c.root.as_str(), c.node_name.as_str());
+    finish(ctx, host, &c.cluster, at, taint, actions.len(), doc)
+}
+
+/// After a successful run: the node tainted (when asked) and annotated, the result printed.
+fn finish(
+    ctx: &mut Context,
+    host: &dyn Host,
+    cluster: &ClusterRead,
+    (root, node_name): (&str, &str),
+    taint: Option<k8s_openapi::api::core::v1::Taint>,
+    changes: usize,
+    mut doc: serde_json::Value,
+) -> anyhow::Result<()> {
+    taint_node(ctx, taint.as_ref(), cluster, node_name)?;
+    if let ClusterRead::Read(c, _) = cluster {
+        super::annotate_node(ctx, Some(c), host, root, node_name);
     }
-    if !actions.is_empty() {
+    if changes > 0 {
         ctx.printer.text(&format!(
-            "Installed: {} change(s); uninstall with 'calicoctl-win uninstall'",
-            actions.len()
+            "Installed: {changes} change(s); uninstall with 'calicoctl-win uninstall'"
         ));
     }
-    ctx.printer.json(&doc(true));
+    doc["changed"] = json!(changes > 0);
+    ctx.printer.json(&doc);
     Ok(())
+}
+
+/// The journal this run goes on with: an interrupted run's, or for a fresh install (not a dry
+/// run, no install record) a new one written before anything under the root, naming the
+/// directories this run creates, so a run killed in its download leaves them owned, to the
+/// next install or to uninstall. Until the plan runs, a failure undoes this beginning
+/// (`Begun`). On an installed node the root and what is in it stay the install's: an empty
+/// cache it left is not claimed, so a refused run changes nothing.
+fn begin<'a>(
+    host: &'a dyn Host,
+    args: &InstallArgs,
+    config: &crate::config::Config,
+    c: &mut Checked,
+    cache_dir: &str,
+    dry_run: bool,
+) -> anyhow::Result<(Option<plan::journal::Journal>, Option<Begun<'a>>)> {
+    if c.journal.is_some() || dry_run || c.previous.is_some() {
+        return Ok((c.journal.take(), None));
+    }
+    let journal = begin_journal(host, &c.journal_path, cache_dir, config)?;
+    let begun = Begun::armed(host, journal.clone(), &c.journal_path, args.service_timeout);
+    Ok((journal, begun))
 }
 
 /// A zip given on the command line whose version is not the cluster's: a warning, or (older,
@@ -362,6 +393,33 @@ struct Shown<'a> {
     actions: &'a [plan::Action],
     taint: Option<&'a k8s_openapi::api::core::v1::Taint>,
     node_name: &'a str,
+    checks: &'a [checks::Check],
+    blocking: &'a [&'static str],
+}
+
+/// Shows the plan; the JSON document to print once it ran, or `None` when a dry run ends here
+/// (its document printed, exiting as the real run would).
+fn present(
+    ctx: &mut Context,
+    host: &dyn Host,
+    p: &Shown<'_>,
+) -> anyhow::Result<Option<serde_json::Value>> {
+    show(ctx, host, p);
+    let doc = json!({
+        "dry_run": ctx.options.dry_run,
+        "calico_version": p.version,
+        "install_root": p.root,
+        "checks": p.checks,
+        "blocking": p.blocking,
+        "prepare": p.prepare,
+        "actions": plan::to_json(p.actions).context("cannot show the plan as JSON")?,
+        "changed": false,
+    });
+    if ctx.options.dry_run {
+        end_dry_run(ctx, p.blocking, &doc)?;
+        return Ok(None);
+    }
+    Ok(Some(doc))
 }
 
 /// The plan's header, what is prepared, the actions (in a dry run) and the taint.
@@ -448,14 +506,15 @@ fn desired_files(
     args: &InstallArgs,
     host: &dyn Host,
     config: &crate::config::Config,
-    (cluster, etcd_files): (&ClusterRead, Option<etcd::EtcdTlsFiles>),
-    (got, want): (&Got, &release::Want),
+    c: &mut Checked,
+    got: &Got,
     prepare: &mut Vec<String>,
 ) -> anyhow::Result<Vec<crate::plan::install::DesiredFile>> {
-    let mut files = release_files(config, got, want, prepare)?;
+    let mut files = release_files(config, got, &c.want, prepare)?;
     files.push(self_file(host, config)?);
+    let etcd_files = c.etcd_files.take();
     files.extend(credential_files(
-        ctx, args, host, config, cluster, etcd_files, prepare,
+        ctx, args, host, config, &c.cluster, etcd_files, prepare,
     )?);
     files.extend(plan::desired::rendered_files(
         host,
