@@ -16,65 +16,13 @@ const DEFAULT_ROOT: &str = r"C:\CalicoWindows";
 
 pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host_to_change("uninstall")?;
-    // The config is only a hint for where the record is: a broken one does not stop uninstall.
-    let root = match &args.install_root {
-        Some(r) => r.trim_end_matches('\\').to_owned(),
-        None => match ctx.load_config() {
-            Ok(l) => crate::plan::install::install_root(&l.config),
-            Err(e) => {
-                ctx.printer.warn(&format!(
-                    "the config cannot be read ({e}); looking for the install record in {DEFAULT_ROOT} (--install-root DIR for another)"
-                ));
-                DEFAULT_ROOT.to_owned()
-            }
-        },
-    };
+    let root = install_root(args, ctx);
     let dry_run = ctx.options.dry_run;
     undo_interrupted_install(ctx, host.as_ref(), &root, args.service_timeout)?;
     let journal_path = uninstall::journal_path(&root);
     let journal = Journal::load(host.as_ref(), &journal_path)?;
-    let record = match (record::read(host.as_ref(), &root)?, &journal) {
-        (Some(r), _) => Some(r),
-        (None, Some(j)) => {
-            ctx.printer.note(&format!(
-                "an uninstall started at {} did not finish: this run finishes it",
-                crate::duration::time_text(j.started)
-            ));
-            j.record.clone()
-        }
-        (None, None) => None,
-    };
-    let Some(rec) = record else {
-        let legacy = legacy_services(host.as_ref())?;
-        if !legacy.is_empty() {
-            let e = legacy_error(&legacy);
-            return Err(crate::error::UsageError::new(
-                format!(
-                    "{}, which calicoctl-win did not install and does not remove",
-                    e.message
-                ),
-                "remove it with its own uninstall-calico.ps1, or replace it with 'calicoctl-win install --migrate-legacy'",
-            )
-            .into());
-        }
-        // A run killed while it created the root leaves it holding at most a temporary file.
-        let vacant = host
-            .local_path(&root)
-            .is_ok_and(|l| l.is_dir() && record::is_vacant(&l));
-        if vacant && !dry_run {
-            record::remove_vacant(host.as_ref(), &root)?;
-            ctx.printer.text(&format!(
-                "Nothing to uninstall: there is no install record in {root}; removed that directory, which held only what a killed run left"
-            ));
-        } else {
-            ctx.printer.text(&format!(
-                "Nothing to uninstall: there is no install record in {root}"
-            ));
-        }
-        ctx.printer.json(
-            &json!({"dry_run": dry_run, "install_root": root, "actions": [], "changed": false}),
-        );
-        return Ok(());
+    let Some(rec) = installed(ctx, host.as_ref(), &root, journal.as_ref())? else {
+        return nothing_installed(ctx, host.as_ref(), &root);
     };
     let actions = uninstall::plan(
         host.as_ref(),
@@ -89,16 +37,13 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         rec.calico_version.as_deref().unwrap_or("(version unknown)"),
         if args.purge { ", purging" } else { "" }
     ));
-    let actions_json = plan::to_json(&actions).context("cannot show the plan as JSON")?;
-    let doc = |changed: bool| {
-        json!({
-            "dry_run": dry_run,
-            "install_root": root,
-            "purge": args.purge,
-            "actions": actions_json,
-            "changed": changed,
-        })
-    };
+    let mut doc = json!({
+        "dry_run": dry_run,
+        "install_root": root,
+        "purge": args.purge,
+        "actions": plan::to_json(&actions).context("cannot show the plan as JSON")?,
+        "changed": false,
+    });
     if dry_run {
         super::print_plan(ctx, &actions);
         if !args.purge {
@@ -107,12 +52,118 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
             );
         }
         ctx.printer.note("--dry-run: nothing was changed");
-        ctx.printer.json(&doc(false));
+        ctx.printer.json(&doc);
         return Ok(());
     }
     if let Ok(cache) = host.local_path(&record::join(&root, "cache")) {
         super::install::remove_stale_staging(&cache)?;
     }
+    let warnings = execute(
+        ctx,
+        host.as_ref(),
+        args,
+        rec,
+        &actions,
+        (journal_path, journal),
+    )?;
+    if !args.purge {
+        ctx.printer.text(
+            "Uninstalled. HNS networks Calico created stay until the node is drained; 'uninstall --purge' removes them.",
+        );
+    } else {
+        ctx.printer.text("Uninstalled and purged.");
+    }
+    doc["changed"] = json!(true);
+    doc["warnings"] = json!(warnings);
+    ctx.printer.json(&doc);
+    Ok(())
+}
+
+/// Where the install record is: `--install-root`, else the config's. The config is only a
+/// hint: a broken one does not stop uninstall, which then looks in the default root.
+fn install_root(args: &UninstallArgs, ctx: &mut Context) -> String {
+    if let Some(r) = &args.install_root {
+        return r.trim_end_matches('\\').to_owned();
+    }
+    match ctx.load_config() {
+        Ok(l) => crate::plan::install::install_root(&l.config),
+        Err(e) => {
+            ctx.printer.warn(&format!(
+                "the config cannot be read ({e}); looking for the install record in {DEFAULT_ROOT} (--install-root DIR for another)"
+            ));
+            DEFAULT_ROOT.to_owned()
+        }
+    }
+}
+
+/// The install to remove: its record, or the one an unfinished uninstall's journal kept.
+fn installed(
+    ctx: &mut Context,
+    host: &dyn crate::host::Host,
+    root: &str,
+    journal: Option<&Journal>,
+) -> anyhow::Result<Option<record::InstallRecord>> {
+    Ok(match (record::read(host, root)?, journal) {
+        (Some(r), _) => Some(r),
+        (None, Some(j)) => {
+            ctx.printer.note(&format!(
+                "an uninstall started at {} did not finish: this run finishes it",
+                crate::duration::time_text(j.started)
+            ));
+            j.record.clone()
+        }
+        (None, None) => None,
+    })
+}
+
+/// No install record: a legacy install is refused (it is not ours), a root a killed run left
+/// vacant is removed, and otherwise there is nothing to do.
+fn nothing_installed(
+    ctx: &mut Context,
+    host: &dyn crate::host::Host,
+    root: &str,
+) -> anyhow::Result<()> {
+    let dry_run = ctx.options.dry_run;
+    let legacy = legacy_services(host)?;
+    if !legacy.is_empty() {
+        let e = legacy_error(&legacy);
+        return Err(crate::error::UsageError::new(
+            format!(
+                "{}, which calicoctl-win did not install and does not remove",
+                e.message
+            ),
+            "remove it with its own uninstall-calico.ps1, or replace it with 'calicoctl-win install --migrate-legacy'",
+        )
+        .into());
+    }
+    // A run killed while it created the root leaves it holding at most a temporary file.
+    let vacant = host
+        .local_path(root)
+        .is_ok_and(|l| l.is_dir() && record::is_vacant(&l));
+    if vacant && !dry_run {
+        record::remove_vacant(host, root)?;
+        ctx.printer.text(&format!(
+            "Nothing to uninstall: there is no install record in {root}; removed that directory, which held only what a killed run left"
+        ));
+    } else {
+        ctx.printer.text(&format!(
+            "Nothing to uninstall: there is no install record in {root}"
+        ));
+    }
+    ctx.printer
+        .json(&json!({"dry_run": dry_run, "install_root": root, "actions": [], "changed": false}));
+    Ok(())
+}
+
+/// Runs the plan, journaled and not rolled back (a rerun finishes it); the warnings.
+fn execute(
+    ctx: &mut Context,
+    host: &dyn crate::host::Host,
+    args: &UninstallArgs,
+    rec: record::InstallRecord,
+    actions: &[plan::Action],
+    (journal_path, journal): (String, Option<Journal>),
+) -> anyhow::Result<Vec<String>> {
     let opts = Options {
         command: "uninstall",
         journal_path,
@@ -121,31 +172,17 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         start_timeout: args.service_timeout,
         previous: journal,
         routes_before: Vec::new(),
-        record: Some(rec.clone()),
+        record: Some(rec),
         logs_dir: None,
         now: now(),
         cluster: None,
     };
-    let warnings = match super::execute_plan(ctx, host.as_ref(), &actions, opts) {
-        Ok(w) => w,
-        Err(e) => {
-            let done = e.index - 1;
-            return Err(anyhow::Error::new(e).context(format!(
-                "uninstall stopped after {done} step(s); the install record is kept, so running uninstall again finishes it"
-            )));
-        }
-    };
-    if !args.purge {
-        ctx.printer.text(
-            "Uninstalled. HNS networks Calico created stay until the node is drained; 'uninstall --purge' removes them.",
-        );
-    } else {
-        ctx.printer.text("Uninstalled and purged.");
-    }
-    let mut done = doc(true);
-    done["warnings"] = json!(warnings);
-    ctx.printer.json(&done);
-    Ok(())
+    super::execute_plan(ctx, host, actions, opts).map_err(|e| {
+        let done = e.index - 1;
+        anyhow::Error::new(e).context(format!(
+            "uninstall stopped after {done} step(s); the install record is kept, so running uninstall again finishes it"
+        ))
+    })
 }
 
 /// An install that was cut off (killed, or its machine lost power) left its journal in the

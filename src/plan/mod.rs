@@ -222,20 +222,7 @@ impl Action {
                 secret,
                 replaces,
                 ..
-            } => {
-                let verb = if *replaces { "replace" } else { "write" };
-                let hash = sha256
-                    .as_deref()
-                    .map_or("contents known once fetched".to_owned(), |h| {
-                        format!("sha256 {}", &h[..12.min(h.len())])
-                    });
-                let secret = if *secret {
-                    ", SYSTEM and Administrators only"
-                } else {
-                    ""
-                };
-                format!("{verb} {path} ({from}, {hash}{secret})")
-            }
+            } => write_text(path, from, sha256.as_deref(), *secret, *replaces),
             Self::RemoveFile { path } => format!("remove {path}"),
             Self::RestrictFile { path } => format!(
                 "restrict {path} to SYSTEM and Administrators again (its contents are right)"
@@ -269,50 +256,14 @@ impl Action {
                 routes,
                 timeout,
                 ..
-            } => format!(
-                "wait up to {} for CalicoNode to initialise and HNS network{} {} to exist{}{}",
-                crate::duration::show(*timeout),
-                if networks.len() == 1 { "" } else { "s" },
-                networks.join(", "),
-                vsid.map(|v| format!(" (Calico with VSID {v})"))
-                    .unwrap_or_default(),
-                if routes.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        ", and the route{} to {} again",
-                        if routes.len() == 1 { "" } else { "s" },
-                        routes
-                            .iter()
-                            .map(|r| format!("{}/{}", r.destination, r.prefix_len))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                }
-            ),
+            } => wait_ready_text(networks, *vsid, routes, *timeout),
             Self::Cordon { node } => format!("cordon node {node}"),
             Self::Drain {
                 node,
                 evict,
                 skipped,
                 options,
-            } => {
-                let timeout = &options.timeout;
-                let what = if evict.is_empty() {
-                    "no pods to evict now".to_owned()
-                } else {
-                    format!("evict {} pod(s): {}", evict.len(), evict.join(", "))
-                };
-                let kept = if skipped.is_empty() {
-                    String::new()
-                } else {
-                    format!("; DaemonSet and mirror pods stay: {}", skipped.join(", "))
-                };
-                format!(
-                    "drain node {node} ({what}{kept}); wait up to {} for them to go",
-                    crate::duration::show(*timeout)
-                )
-            }
+            } => drain_text(node, evict, skipped, options),
             Self::WaitNodeReady { node, timeout } => format!(
                 "wait up to {} for node {node} to be Ready",
                 crate::duration::show(*timeout)
@@ -321,6 +272,80 @@ impl Action {
             Self::RemoveDir { path } => format!("remove {path} if empty"),
         }
     }
+}
+
+/// `Action::describe` of a `WriteFile`.
+fn write_text(
+    path: &str,
+    from: &str,
+    sha256: Option<&str>,
+    secret: bool,
+    replaces: bool,
+) -> String {
+    let verb = if replaces { "replace" } else { "write" };
+    let hash = sha256.map_or("contents known once fetched".to_owned(), |h| {
+        format!("sha256 {}", &h[..12.min(h.len())])
+    });
+    let secret = if secret {
+        ", SYSTEM and Administrators only"
+    } else {
+        ""
+    };
+    format!("{verb} {path} ({from}, {hash}{secret})")
+}
+
+/// `Action::describe` of a `WaitReady`.
+fn wait_ready_text(
+    networks: &[String],
+    vsid: Option<u32>,
+    routes: &[Route],
+    timeout: Duration,
+) -> String {
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let routes = if routes.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", and the route{} to {} again",
+            plural(routes.len()),
+            routes
+                .iter()
+                .map(|r| format!("{}/{}", r.destination, r.prefix_len))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    format!(
+        "wait up to {} for CalicoNode to initialise and HNS network{} {} to exist{}{routes}",
+        crate::duration::show(timeout),
+        plural(networks.len()),
+        networks.join(", "),
+        vsid.map(|v| format!(" (Calico with VSID {v})"))
+            .unwrap_or_default(),
+    )
+}
+
+/// `Action::describe` of a `Drain`.
+fn drain_text(
+    node: &str,
+    evict: &[String],
+    skipped: &[String],
+    options: &crate::cluster::drain::DrainOptions,
+) -> String {
+    let what = if evict.is_empty() {
+        "no pods to evict now".to_owned()
+    } else {
+        format!("evict {} pod(s): {}", evict.len(), evict.join(", "))
+    };
+    let kept = if skipped.is_empty() {
+        String::new()
+    } else {
+        format!("; DaemonSet and mirror pods stay: {}", skipped.join(", "))
+    };
+    format!(
+        "drain node {node} ({what}{kept}); wait up to {} for them to go",
+        crate::duration::show(options.timeout)
+    )
 }
 
 fn show_reg(v: &RegValue) -> String {
