@@ -381,13 +381,31 @@ pub fn evict_and_wait(
     opts: &DrainOptions,
 ) -> Result<usize, DrainError> {
     let deadline = Instant::now() + opts.timeout;
-    let mut evicted: Vec<PodRef> = Vec::new();
-    let timeout = |detail: String, evicted: &[PodRef]| DrainError::Timeout {
+    let evicted = evict_all(c, node, pods, opts, deadline)?;
+    wait_gone(c, node, &evicted, opts, deadline)?;
+    Ok(evicted.len())
+}
+
+/// The drain's timeout, with what was evicted before it.
+fn timed_out(node: &str, opts: &DrainOptions, detail: String, evicted: &[PodRef]) -> DrainError {
+    DrainError::Timeout {
         node: node.to_owned(),
         after: opts.timeout,
         detail,
         evicted: evicted.to_vec(),
-    };
+    }
+}
+
+/// Evicts the pods in rounds until each is accepted or gone, retrying those a budget refuses
+/// or an overloaded server throttles until the deadline; the pods evicted.
+fn evict_all(
+    c: &Cluster,
+    node: &str,
+    pods: Vec<PodRef>,
+    opts: &DrainOptions,
+    deadline: Instant,
+) -> Result<Vec<PodRef>, DrainError> {
+    let mut evicted: Vec<PodRef> = Vec::new();
     let mut pending = pods;
     while !pending.is_empty() {
         let batch = std::mem::take(&mut pending);
@@ -397,66 +415,97 @@ pub fn evict_and_wait(
             "pods/eviction",
             evict_round(client, batch, opts.grace_period, opts.concurrency),
         )?;
-        let mut refused = Vec::new();
-        let mut throttled: Option<Duration> = None;
-        for (pod, r) in results {
-            match r {
-                Ok(Evicted::Accepted) => evicted.push(pod),
-                Ok(Evicted::Gone) => {}
-                Ok(Evicted::Budget(msg)) => {
-                    refused.push(format!("{pod}: {msg}"));
-                    pending.push(pod);
-                }
-                Ok(Evicted::Throttled(wait)) => {
-                    throttled = Some(throttled.map_or(wait, |t| t.max(wait)));
-                    pending.push(pod);
-                }
-                Ok(Evicted::Failed(code, message)) => {
-                    return Err(ClusterError::Api {
-                        server: c.server.clone(),
-                        verb: "create".into(),
-                        resource: "pods/eviction".into(),
-                        code,
-                        message: format!("{pod}: {message}"),
-                    }
-                    .into());
-                }
-                Err(e) => {
-                    return Err(ClusterError::Unreachable {
-                        server: c.server.clone(),
-                        source: Box::new(e),
-                    }
-                    .into());
-                }
-            }
-        }
+        let round = sort_round(c, results, &mut evicted, &mut pending)?;
         if pending.is_empty() {
             break;
         }
         if Instant::now() >= deadline {
             let mut why = Vec::new();
-            if !refused.is_empty() {
+            if !round.refused.is_empty() {
                 why.push(format!(
                     "evictions still refused by a PodDisruptionBudget: {}",
-                    refused.join("; ")
+                    round.refused.join("; ")
                 ));
             }
-            if let Some(t) = throttled {
+            if let Some(t) = round.throttled {
                 why.push(format!(
                     "the API server was overloaded (429, Retry-After {}) for {} pod(s)",
                     crate::duration::show(t),
-                    pending.len() - refused.len()
+                    pending.len() - round.refused.len()
                 ));
             }
-            return Err(timeout(why.join("; "), &evicted));
+            return Err(timed_out(node, opts, why.join("; "), &evicted));
         }
         // An overloaded server's wait, else kubectl's pace for budget refusals.
-        let pause = throttled.unwrap_or(BUDGET_RETRY);
+        let pause = round.throttled.unwrap_or(BUDGET_RETRY);
         std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
     }
+    Ok(evicted)
+}
 
-    // Evicted pods terminate in their own time; a pod of the same name with another uid is a
-    // successor elsewhere, not the one evicted.
+/// What a round of evictions was told besides yes.
+struct Round {
+    /// Refused by a PodDisruptionBudget: `pod: message`.
+    refused: Vec<String>,
+    /// The longest Retry-After of the throttled evictions.
+    throttled: Option<Duration>,
+}
+
+/// Sorts a round's answers: accepted into `evicted`, refused or throttled back into
+/// `pending`; any other answer ends the drain.
+fn sort_round(
+    c: &Cluster,
+    results: Vec<(PodRef, Result<Evicted, kube::Error>)>,
+    evicted: &mut Vec<PodRef>,
+    pending: &mut Vec<PodRef>,
+) -> Result<Round, DrainError> {
+    let mut round = Round {
+        refused: Vec::new(),
+        throttled: None,
+    };
+    for (pod, r) in results {
+        match r {
+            Ok(Evicted::Accepted) => evicted.push(pod),
+            Ok(Evicted::Gone) => {}
+            Ok(Evicted::Budget(msg)) => {
+                round.refused.push(format!("{pod}: {msg}"));
+                pending.push(pod);
+            }
+            Ok(Evicted::Throttled(wait)) => {
+                round.throttled = Some(round.throttled.map_or(wait, |t| t.max(wait)));
+                pending.push(pod);
+            }
+            Ok(Evicted::Failed(code, message)) => {
+                return Err(ClusterError::Api {
+                    server: c.server.clone(),
+                    verb: "create".into(),
+                    resource: "pods/eviction".into(),
+                    code,
+                    message: format!("{pod}: {message}"),
+                }
+                .into());
+            }
+            Err(e) => {
+                return Err(ClusterError::Unreachable {
+                    server: c.server.clone(),
+                    source: Box::new(e),
+                }
+                .into());
+            }
+        }
+    }
+    Ok(round)
+}
+
+/// Waits until the evicted pods are gone from the node. Evicted pods terminate in their own
+/// time; a pod of the same name with another uid is a successor elsewhere, not the one evicted.
+fn wait_gone(
+    c: &Cluster,
+    node: &str,
+    evicted: &[PodRef],
+    opts: &DrainOptions,
+    deadline: Instant,
+) -> Result<(), DrainError> {
     let mut pause = Duration::from_millis(50);
     loop {
         let now: Vec<PodRef> = pods_on(c, node)?.iter().map(pod_ref).collect();
@@ -465,7 +514,7 @@ pub fn evict_and_wait(
             .filter(|p| now.iter().any(|n| n.uid == p.uid && n.name == p.name))
             .collect();
         if left.is_empty() {
-            return Ok(evicted.len());
+            return Ok(());
         }
         if Instant::now() >= deadline {
             let detail = format!(
@@ -475,7 +524,7 @@ pub fn evict_and_wait(
                     .collect::<Vec<_>>()
                     .join(", ")
             );
-            return Err(timeout(detail, &evicted));
+            return Err(timed_out(node, opts, detail, evicted));
         }
         std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
         pause = (pause * 2).min(Duration::from_secs(1));

@@ -126,6 +126,64 @@ impl std::fmt::Debug for Cluster {
     }
 }
 
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// kube hands a static token to tower-http's bearer layer, which panics on a byte no HTTP
+/// header may hold (CR, LF, DEL, other controls): such a token is refused here, without it.
+fn refuse_control_in_token(path: &Path) -> Result<(), BoxError> {
+    let text = crate::files::read_text_capped(path, crate::files::SMALL_FILE_CAP)?;
+    if let Some(token) = crate::render::kubeconfig::token_of(&text)
+        && let Some(at) = token
+            .bytes()
+            .position(|b| b != b'\t' && (b < 0x20 || b == 0x7f))
+    {
+        return Err(format!(
+            "the current user's token holds a control character (byte {at} of {}, code {:#04x}), which no HTTP header may carry; copy the token again without line breaks",
+            token.len(),
+            token.as_bytes()[at]
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// kube's client config from the kubeconfig. Loading may run an exec credential plugin, so
+/// it is bounded like every call; the timer must be made inside the runtime, hence the async
+/// block.
+fn load(rt: &tokio::runtime::Runtime, kubeconfig: Kubeconfig) -> Result<kube::Config, BoxError> {
+    let loading = rt.block_on(async {
+        tokio::time::timeout(
+            CALL_TIMEOUT,
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()),
+        )
+        .await
+    });
+    match loading {
+        Err(_) => Err(format!(
+            "loading it took longer than {}s (a credential plugin that does not return?)",
+            CALL_TIMEOUT.as_secs()
+        )
+        .into()),
+        Ok(r) => Ok(r?),
+    }
+}
+
+/// The CA certificates the config trusts, as PEM (`None` when it has none).
+fn ca_pem(config: &kube::Config) -> Result<Option<String>, BoxError> {
+    let ca_der = match (&config.root_cert, &config.root_cert_file) {
+        (Some(certs), _) => certs.clone(),
+        (None, Some(file)) => {
+            let text = fs_err::read(file)?;
+            rustls::pki_types::CertificateDer::pem_slice_iter(&text)
+                .filter_map(Result::ok)
+                .map(|c| c.to_vec())
+                .collect()
+        }
+        (None, None) => Vec::new(),
+    };
+    Ok((!ca_der.is_empty()).then(|| ca_der.iter().map(|d| pem("CERTIFICATE", d)).collect()))
+}
+
 impl Cluster {
     /// Connects with the admin kubeconfig at `path`; `env` is the process environment, for
     /// the proxy variables.
@@ -146,61 +204,16 @@ impl Cluster {
             .enable_all()
             .build()
             .map_err(|e| bad(Box::new(e)))?;
-        // kube hands a static token to tower-http's bearer layer, which panics on a byte no
-        // HTTP header may hold (CR, LF, DEL, other controls): refuse it here, without the token.
-        let text = crate::files::read_text_capped(path, crate::files::SMALL_FILE_CAP)
-            .map_err(|e| bad(Box::new(e)))?;
-        if let Some(token) = crate::render::kubeconfig::token_of(&text)
-            && let Some(at) = token
-                .bytes()
-                .position(|b| b != b'\t' && (b < 0x20 || b == 0x7f))
-        {
-            return Err(bad(format!(
-                "the current user's token holds a control character (byte {at} of {}, code {:#04x}), which no HTTP header may carry; copy the token again without line breaks",
-                token.len(),
-                token.as_bytes()[at]
-            )
-            .into()));
-        }
+        refuse_control_in_token(path).map_err(bad)?;
         let kubeconfig = Kubeconfig::read_from(path).map_err(|e| bad(Box::new(e)))?;
         let kubeconfig_proxy = current_cluster(&kubeconfig).and_then(|c| c.proxy_url.clone());
-        // Loading may run an exec credential plugin, so it is bounded like every call.
-        // The timer must be made inside the runtime, hence the async block.
-        let loading = rt.block_on(async {
-            tokio::time::timeout(
-                CALL_TIMEOUT,
-                kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()),
-            )
-            .await
-        });
-        let mut config = match loading {
-            Err(_) => {
-                return Err(bad(format!(
-                    "loading it took longer than {}s (a credential plugin that does not return?)",
-                    CALL_TIMEOUT.as_secs()
-                )
-                .into()));
-            }
-            Ok(r) => r.map_err(|e| bad(Box::new(e)))?,
-        };
+        let mut config = load(&rt, kubeconfig).map_err(bad)?;
         config.proxy_url = proxy::choose(&config.cluster_url, kubeconfig_proxy.as_deref(), env)
             .map_err(|e| bad(e.into()))?;
         config.connect_timeout = Some(Duration::from_secs(10));
         config.read_timeout = Some(CALL_TIMEOUT);
         config.write_timeout = Some(CALL_TIMEOUT);
-        let ca_der = match (&config.root_cert, &config.root_cert_file) {
-            (Some(certs), _) => certs.clone(),
-            (None, Some(file)) => {
-                let text = fs_err::read(file).map_err(|e| bad(Box::new(e)))?;
-                rustls::pki_types::CertificateDer::pem_slice_iter(&text)
-                    .filter_map(Result::ok)
-                    .map(|c| c.to_vec())
-                    .collect()
-            }
-            (None, None) => Vec::new(),
-        };
-        let ca_pem =
-            (!ca_der.is_empty()).then(|| ca_der.iter().map(|d| pem("CERTIFICATE", d)).collect());
+        let ca_pem = ca_pem(&config).map_err(bad)?;
         let server = config
             .cluster_url
             .to_string()

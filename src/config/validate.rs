@@ -15,12 +15,24 @@ const MANAGED_ENV: &[(&str, &str)] = &[
 
 /// Adds a problem for every rule that involves more than one setting and is broken.
 pub fn cross_check(c: &Config, r: &mut Resolver) {
-    let involved_ok = |r: &Resolver, keys: &[&str]| keys.iter().all(|k| !r.failed.contains(k));
-    let add = |r: &mut Resolver, key: &'static str, value: Option<String>, message: String| {
-        let source = r.source(key);
-        r.problems.push(Problem::new(key, value, source, message));
-    };
+    backend_and_datastore(c, r);
+    partial_tls(r);
+    lists_and_names(c, r);
+}
 
+/// Whether none of `keys` failed on its own (a setting that failed is not checked again).
+fn involved_ok(r: &Resolver, keys: &[&str]) -> bool {
+    keys.iter().all(|k| !r.failed.contains(k))
+}
+
+/// A problem of `key`, with where its value came from.
+fn add(r: &mut Resolver, key: &'static str, value: Option<String>, message: String) {
+    let source = r.source(key);
+    r.problems.push(Problem::new(key, value, source, message));
+}
+
+/// The IPAM the backend needs, what the datastore needs.
+fn backend_and_datastore(c: &Config, r: &mut Resolver) {
     if c.backend == Backend::Vxlan
         && c.cni.ipam_type == IpamType::HostLocal
         && involved_ok(r, &["backend", "cni.ipam_type"])
@@ -52,7 +64,10 @@ pub fn cross_check(c: &Config, r: &mut Resolver) {
         add(r, "kubeconfig", Some(String::new()),
             "the kubernetes datastore needs a kubeconfig path (calico-node, felix and the CNI plugin read it)".into());
     }
+}
 
+/// The etcd TLS files: all three or none.
+fn partial_tls(r: &mut Resolver) {
     let tls_keys = ["etcd.key_file", "etcd.cert_file", "etcd.ca_cert_file"];
     let given: Vec<&str> = tls_keys
         .iter()
@@ -72,7 +87,10 @@ pub fn cross_check(c: &Config, r: &mut Resolver) {
             );
         }
     }
+}
 
+/// The lists that need an entry, the CNI file's name, the extra environment's names.
+fn lists_and_names(c: &Config, r: &mut Resolver) {
     if c.service_cidrs.is_empty() && involved_ok(r, &["service_cidrs"]) {
         add(
             r,

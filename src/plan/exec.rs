@@ -37,35 +37,11 @@ pub fn execute(
     report: &mut dyn FnMut(usize, usize, &Action),
 ) -> Result<Vec<String>, ExecError> {
     let mut warnings = Vec::new();
-    let journaled: Vec<&Action> = actions.iter().collect();
     let total = actions.len();
-    let mut journal = match opts.previous.clone() {
-        Some(j) => j,
-        None => Journal {
-            command: opts.command.into(),
-            started: opts.now,
-            new_dirs: Vec::new(),
-            routes_before: opts.routes_before.clone(),
-            addresses_before: host.ipv4_addresses().unwrap_or_default(),
-            record: opts.record.clone(),
-            logs_dir: opts.logs_dir.clone(),
-            owned_cache: None,
-            entries: Vec::new(),
-        },
-    };
-    if !journaled.is_empty() && opts.previous.is_none() {
-        journal.new_dirs = missing_parents(host, &opts.journal_path).map_err(|err| ExecError {
-            index: 0,
-            total,
-            action: format!("prepare the journal {}", opts.journal_path),
-            source: err.into(),
-            rollback_failures: None,
-            past_no_return: false,
-        })?;
-    }
+    let mut journal = start_journal(host, &opts, total)?;
 
     let mut past_no_return = journal.entries.iter().any(|e| e.irreversible);
-    for (i, action) in journaled.iter().enumerate() {
+    for (i, action) in actions.iter().enumerate() {
         report(i + 1, total, action);
         let irreversible = matches!(action, Action::DeleteNetwork { .. });
         let committed_before = past_no_return;
@@ -109,8 +85,49 @@ pub fn execute(
     }
 
     // Success: the backups and the journal go.
-    let fail = |i: usize, action: String, source: anyhow::Error| ExecError {
-        index: i,
+    clean_up(host, &journal, &opts, total)?;
+    Ok(warnings)
+}
+
+/// The journal the run writes its steps to: the interrupted run's it continues, or a new one
+/// naming the directories its own path creates.
+fn start_journal(host: &dyn Host, opts: &Options<'_>, total: usize) -> Result<Journal, ExecError> {
+    if let Some(j) = &opts.previous {
+        return Ok(j.clone());
+    }
+    let mut journal = Journal {
+        command: opts.command.into(),
+        started: opts.now,
+        new_dirs: Vec::new(),
+        routes_before: opts.routes_before.clone(),
+        addresses_before: host.ipv4_addresses().unwrap_or_default(),
+        record: opts.record.clone(),
+        logs_dir: opts.logs_dir.clone(),
+        owned_cache: None,
+        entries: Vec::new(),
+    };
+    if total > 0 {
+        journal.new_dirs = missing_parents(host, &opts.journal_path).map_err(|err| ExecError {
+            index: 0,
+            total,
+            action: format!("prepare the journal {}", opts.journal_path),
+            source: err.into(),
+            rollback_failures: None,
+            past_no_return: false,
+        })?;
+    }
+    Ok(journal)
+}
+
+/// After success: the backups the steps made and the journal are removed.
+fn clean_up(
+    host: &dyn Host,
+    journal: &Journal,
+    opts: &Options<'_>,
+    total: usize,
+) -> Result<(), ExecError> {
+    let fail = |action: String, source: anyhow::Error| ExecError {
+        index: total,
         total,
         action,
         source,
@@ -120,19 +137,18 @@ pub fn execute(
     for e in &journal.entries {
         if let Undo::RestoreFile { backup, .. } = &e.undo {
             host.remove_file(backup)
-                .map_err(|err| fail(total, format!("remove the backup {backup}"), err.into()))?;
+                .map_err(|err| fail(format!("remove the backup {backup}"), err.into()))?;
         }
     }
-    if !journaled.is_empty() || opts.previous.is_some() {
+    if total > 0 || opts.previous.is_some() {
         host.remove_file(&opts.journal_path).map_err(|err| {
             fail(
-                total,
                 format!("remove the journal {}", opts.journal_path),
                 err.into(),
             )
         })?;
     }
-    Ok(warnings)
+    Ok(())
 }
 
 /// Runs one action.

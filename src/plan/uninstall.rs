@@ -57,46 +57,7 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
         }
     }
     if o.purge {
-        // A backend without networks (none) never asks HNS, which such a host may lack.
-        let networks = if r.networks.is_empty() {
-            Vec::new()
-        } else {
-            host.hns_networks()
-                .context("cannot list the HNS networks to purge")?
-        };
-        for n in networks {
-            if r.networks.contains(&n.name) {
-                actions.push(Action::DeleteNetwork {
-                    id: n.id.clone(),
-                    name: n.name.clone(),
-                });
-            }
-        }
-        if !r.routes_before.is_empty() {
-            actions.push(Action::RestoreRoutes {
-                routes: r.routes_before.clone(),
-                addresses: r.addresses_before.clone(),
-            });
-        }
-        if let Some(outermost) = r.registry_keys_created.first() {
-            if host.reg_key_exists(outermost)? {
-                actions.push(Action::DeleteRegistryKey {
-                    key: outermost.clone(),
-                });
-            }
-        } else if host.reg_get(&r.registry_key, INSTALL_ROOT_VALUE)?.is_some() {
-            actions.push(Action::DeleteRegistryValue {
-                key: r.registry_key.clone(),
-                name: INSTALL_ROOT_VALUE.into(),
-            });
-        }
-        if let Some(rule) = &r.firewall_rule
-            && host.firewall_rule(&rule.name)?.is_some()
-        {
-            actions.push(Action::RemoveFirewallRule {
-                name: rule.name.clone(),
-            });
-        }
+        purge(host, r, &mut actions)?;
     }
     // The event log source goes with the services that write under it.
     if let Some(outermost) = r.event_source_keys_created.first()
@@ -127,4 +88,50 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
         }
     }
     Ok(actions)
+}
+
+/// What `--purge` removes beyond the install: Calico's HNS networks (and the routes the
+/// vSwitch took, put back), the registry key or value, the firewall rule.
+fn purge(host: &dyn Host, r: &InstallRecord, actions: &mut Vec<Action>) -> anyhow::Result<()> {
+    // A backend without networks (none) never asks HNS, which such a host may lack.
+    let networks = if r.networks.is_empty() {
+        Vec::new()
+    } else {
+        host.hns_networks()
+            .context("cannot list the HNS networks to purge")?
+    };
+    for n in networks {
+        if r.networks.contains(&n.name) {
+            actions.push(Action::DeleteNetwork {
+                id: n.id.clone(),
+                name: n.name.clone(),
+            });
+        }
+    }
+    if !r.routes_before.is_empty() {
+        actions.push(Action::RestoreRoutes {
+            routes: r.routes_before.clone(),
+            addresses: r.addresses_before.clone(),
+        });
+    }
+    if let Some(outermost) = r.registry_keys_created.first() {
+        if host.reg_key_exists(outermost)? {
+            actions.push(Action::DeleteRegistryKey {
+                key: outermost.clone(),
+            });
+        }
+    } else if host.reg_get(&r.registry_key, INSTALL_ROOT_VALUE)?.is_some() {
+        actions.push(Action::DeleteRegistryValue {
+            key: r.registry_key.clone(),
+            name: INSTALL_ROOT_VALUE.into(),
+        });
+    }
+    if let Some(rule) = &r.firewall_rule
+        && host.firewall_rule(&rule.name)?.is_some()
+    {
+        actions.push(Action::RemoveFirewallRule {
+            name: rule.name.clone(),
+        });
+    }
+    Ok(())
 }

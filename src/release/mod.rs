@@ -303,105 +303,141 @@ pub fn obtain(
     env: &BTreeMap<String, String>,
     progress: &mut dyn Progress,
 ) -> Result<(Obtained, Extracted), ReleaseError> {
-    match &want.source {
-        Source::Path(p) => {
-            // A pipe or a device would block or never end.
-            if !p.is_file() {
-                return Err(ReleaseError::NotAFile {
-                    what: p.display().to_string(),
-                });
-            }
-            let (sha256, x) = hash_and_extract(p, staging);
-            let sha256 = sha256?;
-            if let Some(expected) = &want.sha256
-                && *expected != sha256
-            {
-                return Err(ReleaseError::Checksum {
-                    what: p.display().to_string(),
-                    expected: expected.clone(),
-                    actual: sha256,
-                });
-            }
-            let obtained = Obtained {
-                path: p.clone(),
-                sha256,
-                downloaded: false,
-                cached: None,
-                extracted_again: None,
-            };
-            Ok((obtained, x?))
-        }
-        Source::Url(url) => {
-            // Without --sha256, the checksum a SHA256SUMS beside the zip publishes.
-            let with_sums;
-            let want = if want.sha256.is_none()
-                && !want.skip_checksum
-                && (want.allow_http || !url.to_ascii_lowercase().starts_with("http://"))
-                && let Some(sha256) =
-                    download::published_checksum(url, &want.source.file_name(), want, env)
-            {
-                with_sums = Want {
-                    sha256: Some(sha256),
-                    ..want.clone()
-                };
-                &with_sums
-            } else {
-                want
-            };
-            check_url(want, url)?;
-            let dest = cache_dir.join(want.source.file_name());
-            let refused = |e| {
-                let _ = std::fs::remove_file(&dest);
-                e
-            };
-            if let Some(expected) = &want.sha256
-                && dest.is_file()
-            {
-                let (sha256, x) = hash_and_extract(&dest, staging);
-                if sha256.ok().as_ref() == Some(expected) {
-                    let obtained = Obtained {
-                        path: dest.clone(),
-                        sha256: expected.clone(),
-                        downloaded: false,
-                        cached: Some(dest.clone()),
-                        extracted_again: None,
-                    };
-                    return Ok((obtained, x.map_err(refused)?));
-                }
-                // Another zip under that name: downloaded again.
-                stream::clear(staging)?;
-            }
-            std::fs::create_dir_all(cache_dir).map_err(|e| {
-                ReleaseError::io(format!("cannot create {}", cache_dir.display()), e)
-            })?;
-            let growth = stream::Growth::default();
-            let (sha256, streamed) = std::thread::scope(|s| {
-                let follower = s.spawn(|| stream::follow(&growth, staging, EXTRACT_CAP));
-                let sha256 = download(url, &dest, want, env, progress, Some(&growth));
-                let streamed = follower
-                    .join()
-                    .unwrap_or_else(|p| std::panic::resume_unwind(p));
-                (sha256, streamed)
-            });
-            let sha256 = sha256?;
-            let confirmed = streamed.and_then(|files| stream::confirm(&dest, &files, EXTRACT_CAP));
-            let (x, extracted_again) = match confirmed {
-                Ok(()) => (extract::layout(staging, &dest), None),
-                Err(stream::GaveUp(why)) => {
-                    stream::clear(staging)?;
-                    (extract(&dest, staging, EXTRACT_CAP), Some(why))
-                }
-            };
+    let url = match &want.source {
+        Source::Path(p) => return obtain_file(want, p, staging),
+        Source::Url(url) => url,
+    };
+    // Without --sha256, the checksum a SHA256SUMS beside the zip publishes.
+    let with_sums;
+    let want = if want.sha256.is_none()
+        && !want.skip_checksum
+        && (want.allow_http || !url.to_ascii_lowercase().starts_with("http://"))
+        && let Some(sha256) = download::published_checksum(url, &want.source.file_name(), want, env)
+    {
+        with_sums = Want {
+            sha256: Some(sha256),
+            ..want.clone()
+        };
+        &with_sums
+    } else {
+        want
+    };
+    check_url(want, url)?;
+    let dest = cache_dir.join(want.source.file_name());
+    let refused = |e| {
+        let _ = std::fs::remove_file(&dest);
+        e
+    };
+    if let Some(expected) = &want.sha256
+        && dest.is_file()
+    {
+        let (sha256, x) = hash_and_extract(&dest, staging);
+        if sha256.ok().as_ref() == Some(expected) {
             let obtained = Obtained {
                 path: dest.clone(),
-                sha256,
-                downloaded: true,
+                sha256: expected.clone(),
+                downloaded: false,
                 cached: Some(dest.clone()),
-                extracted_again,
+                extracted_again: None,
             };
-            Ok((obtained, x.map_err(refused)?))
+            return Ok((obtained, x.map_err(refused)?));
         }
+        // Another zip under that name: downloaded again.
+        stream::clear(staging)?;
     }
+    std::fs::create_dir_all(cache_dir)
+        .map_err(|e| ReleaseError::io(format!("cannot create {}", cache_dir.display()), e))?;
+    let Downloaded {
+        sha256,
+        extracted: x,
+        extracted_again,
+    } = download_and_extract(url, &dest, staging, want, env, progress)?;
+    let obtained = Obtained {
+        path: dest.clone(),
+        sha256,
+        downloaded: true,
+        cached: Some(dest.clone()),
+        extracted_again,
+    };
+    Ok((obtained, x.map_err(refused)?))
+}
+
+/// A release zip given as a file: hashed and extracted in one read, checked against the
+/// checksum asked for.
+fn obtain_file(
+    want: &Want,
+    p: &Path,
+    staging: &Path,
+) -> Result<(Obtained, Extracted), ReleaseError> {
+    // A pipe or a device would block or never end.
+    if !p.is_file() {
+        return Err(ReleaseError::NotAFile {
+            what: p.display().to_string(),
+        });
+    }
+    let (sha256, x) = hash_and_extract(p, staging);
+    let sha256 = sha256?;
+    if let Some(expected) = &want.sha256
+        && *expected != sha256
+    {
+        return Err(ReleaseError::Checksum {
+            what: p.display().to_string(),
+            expected: expected.clone(),
+            actual: sha256,
+        });
+    }
+    let obtained = Obtained {
+        path: p.to_path_buf(),
+        sha256,
+        downloaded: false,
+        cached: None,
+        extracted_again: None,
+    };
+    Ok((obtained, x?))
+}
+
+/// Downloads the zip to `dest` while a follower extracts what has arrived; the zip's sha256,
+/// the extraction (confirmed against the finished zip, or done again from it, with why).
+fn download_and_extract(
+    url: &str,
+    dest: &Path,
+    staging: &Path,
+    want: &Want,
+    env: &BTreeMap<String, String>,
+    progress: &mut dyn Progress,
+) -> Result<Downloaded, ReleaseError> {
+    let growth = stream::Growth::default();
+    let (sha256, streamed) = std::thread::scope(|s| {
+        let follower = s.spawn(|| stream::follow(&growth, staging, EXTRACT_CAP));
+        let sha256 = download(url, dest, want, env, progress, Some(&growth));
+        let streamed = follower
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (sha256, streamed)
+    });
+    let sha256 = sha256?;
+    let confirmed = streamed.and_then(|files| stream::confirm(dest, &files, EXTRACT_CAP));
+    let (x, extracted_again) = match confirmed {
+        Ok(()) => (extract::layout(staging, dest), None),
+        Err(stream::GaveUp(why)) => {
+            stream::clear(staging)?;
+            (extract(dest, staging, EXTRACT_CAP), Some(why))
+        }
+    };
+    Ok(Downloaded {
+        sha256,
+        extracted: x,
+        extracted_again,
+    })
+}
+
+/// A zip downloaded while it was extracted.
+struct Downloaded {
+    sha256: String,
+    /// Refused (an unsafe or broken zip) after the download finished: the caller removes it.
+    extracted: Result<Extracted, ReleaseError>,
+    /// Why the extraction that followed the download was done again from the finished zip.
+    extracted_again: Option<String>,
 }
 
 /// Hashes `zip` on this thread while another extracts it into `staging`.

@@ -180,77 +180,108 @@ pub fn init(
         .get("CALICO_NETWORKING_BACKEND")
         .map_or("vxlan", String::as_str);
     if matches!(backend, "vxlan" | "windows-bgp") {
-        // Probe before the vSwitch exists: creating it drops the metadata route.
-        let platform = match platform::configured(s.platform) {
-            Some(p) => {
-                log.info(&format!("platform: {p} (node.platform)"));
-                p
-            }
-            None => {
-                let p = platform::detect(&host.hns_networks()?, &s.probes);
-                log.info(&format!("platform: {p}"));
-                p
-            }
-        };
-        phase.platform = Some(platform);
-        // The routes before the vSwitch, kept in the registry until they are restored, so
-        // that a start cut off between creating the vSwitch and restoring them still knows.
-        let kept = match host.reg_get(CALICO_KEY, ROUTES_VALUE)? {
-            Some(RegValue::Sz(json)) => serde_json::from_str::<Vec<Route>>(&json).ok(),
-            _ => None,
-        };
-        let snapshot = match kept {
-            Some(routes) => routes,
-            None => {
-                let routes = host.routes()?;
-                let external = host
-                    .hns_networks()?
-                    .iter()
-                    .any(|n| n.name == EXTERNAL_NETWORK);
-                // After a boot the networks are deleted and the vSwitch made again.
-                if !external || phase.first_run_since_boot {
-                    match serde_json::to_string(&routes) {
-                        Ok(json) => host.reg_set(CALICO_KEY, ROUTES_VALUE, &RegValue::Sz(json))?,
-                        Err(e) => log.warn(&format!(
-                            "cannot keep the routes before the vSwitch in the registry ({e}); they are restored only if this start finishes"
-                        )),
-                    }
-                }
-                routes
-            }
-        };
-        if phase.first_run_since_boot {
-            phase.deleted_networks = delete_stale_networks(host, s, stop, log)?;
-            wait_for_usable_ip(host, s, env, stop, log)?;
-        }
-        phase.created_external = ensure_external(host, s, stop, log)?;
-        let mgmt = wait_for_management_ip(host, s, stop, log)?;
-        if phase.created_external {
-            log.info(&format!(
-                "giving the networking stack {:?} to settle",
-                s.timing.settle
-            ));
-            if stop.wait(s.timing.settle) {
-                return Err(SuperviseError::Stopped);
-            }
-            phase.restored_routes = restore_routes(host, &snapshot, mgmt, log)?;
-        } else if host.reg_get(CALICO_KEY, ROUTES_VALUE)?.is_some() {
-            // A start before this one created the vSwitch and stopped before restoring.
-            phase.restored_routes = restore_routes(host, &snapshot, mgmt, log)?;
-        }
-        host.reg_delete_value(CALICO_KEY, ROUTES_VALUE)?;
-        if platform.needs_metadata_route() {
-            ensure_metadata_route(host, mgmt, log)?;
-        }
-        if backend == "windows-bgp" {
-            restart_remote_access(host, s, log)?;
-        }
+        prepare_networks(host, s, env, stop, log, &mut phase)?;
     } else {
         log.info(&format!("backend {backend}: no HNS networks to prepare"));
     }
     write_marker(host, &facts)?;
     log.info("initialisation done; felix and confd may start");
     Ok(phase)
+}
+
+/// The networks of a vxlan or windows-bgp node made ready for calico-node: after a boot the
+/// stale ones deleted, the external vSwitch made (the routes it took put back), the metadata
+/// route, RemoteAccess for BGP.
+fn prepare_networks(
+    host: &dyn Host,
+    s: &Settings,
+    env: &BTreeMap<String, String>,
+    stop: &Stop,
+    log: &Log,
+    phase: &mut StartPhase,
+) -> Result<()> {
+    let backend = env
+        .get("CALICO_NETWORKING_BACKEND")
+        .map_or("vxlan", String::as_str);
+    // Probe before the vSwitch exists: creating it drops the metadata route.
+    let platform = platform_for(host, s, log)?;
+    phase.platform = Some(platform);
+    let snapshot = routes_before_vswitch(host, phase.first_run_since_boot, log)?;
+    if phase.first_run_since_boot {
+        phase.deleted_networks = delete_stale_networks(host, s, stop, log)?;
+        wait_for_usable_ip(host, s, env, stop, log)?;
+    }
+    phase.created_external = ensure_external(host, s, stop, log)?;
+    let mgmt = wait_for_management_ip(host, s, stop, log)?;
+    if phase.created_external {
+        log.info(&format!(
+            "giving the networking stack {:?} to settle",
+            s.timing.settle
+        ));
+        if stop.wait(s.timing.settle) {
+            return Err(SuperviseError::Stopped);
+        }
+        phase.restored_routes = restore_routes(host, &snapshot, mgmt, log)?;
+    } else if host.reg_get(CALICO_KEY, ROUTES_VALUE)?.is_some() {
+        // A start before this one created the vSwitch and stopped before restoring.
+        phase.restored_routes = restore_routes(host, &snapshot, mgmt, log)?;
+    }
+    host.reg_delete_value(CALICO_KEY, ROUTES_VALUE)?;
+    if platform.needs_metadata_route() {
+        ensure_metadata_route(host, mgmt, log)?;
+    }
+    if backend == "windows-bgp" {
+        restart_remote_access(host, s, log)?;
+    }
+    Ok(())
+}
+
+/// The platform: configured, or probed.
+fn platform_for(host: &dyn Host, s: &Settings, log: &Log) -> Result<Platform> {
+    Ok(match platform::configured(s.platform) {
+        Some(p) => {
+            log.info(&format!("platform: {p} (node.platform)"));
+            p
+        }
+        None => {
+            let p = platform::detect(&host.hns_networks()?, &s.probes);
+            log.info(&format!("platform: {p}"));
+            p
+        }
+    })
+}
+
+/// The routes before the vSwitch, kept in the registry until they are restored, so that a
+/// start cut off between creating the vSwitch and restoring them still knows.
+fn routes_before_vswitch(
+    host: &dyn Host,
+    first_run_since_boot: bool,
+    log: &Log,
+) -> Result<Vec<Route>> {
+    let kept = match host.reg_get(CALICO_KEY, ROUTES_VALUE)? {
+        Some(RegValue::Sz(json)) => serde_json::from_str::<Vec<Route>>(&json).ok(),
+        _ => None,
+    };
+    Ok(match kept {
+        Some(routes) => routes,
+        None => {
+            let routes = host.routes()?;
+            let external = host
+                .hns_networks()?
+                .iter()
+                .any(|n| n.name == EXTERNAL_NETWORK);
+            // After a boot the networks are deleted and the vSwitch made again.
+            if !external || first_run_since_boot {
+                match serde_json::to_string(&routes) {
+                    Ok(json) => host.reg_set(CALICO_KEY, ROUTES_VALUE, &RegValue::Sz(json))?,
+                    Err(e) => log.warn(&format!(
+                        "cannot keep the routes before the vSwitch in the registry ({e}); they are restored only if this start finishes"
+                    )),
+                }
+            }
+            routes
+        }
+    })
 }
 
 fn is_ours(n: &HnsNetwork, all_non_nat: bool) -> bool {

@@ -72,30 +72,16 @@ pub(super) fn credential_files(
             }
             return Ok(Vec::new());
         };
-        let dir = c.install_root.join("etcd-tls");
-        let out = etcd::TLS_FILES
-            .iter()
-            .zip(files.in_order())
-            .map(|((_, name, _), bytes)| {
-                DesiredFile::new(
-                    dir.join(name).as_str().to_owned(),
-                    "credentials: etcd TLS from calico-etcd-secrets",
-                    Content::Bytes(bytes.to_vec()),
-                    true,
-                )
-            })
-            .collect::<Result<_, _>>()?;
         prepare.push("etcd TLS files from the calico-etcd-secrets secret, checked".into());
-        return Ok(out);
+        return etcd_tls_files(c, &files);
     }
     let Some(path) = c.kubeconfig.as_ref().map(|p| p.as_str().to_owned()) else {
         return Ok(Vec::new());
     };
-    let from = "credentials: calico-node's kubeconfig";
     let kept = host.read_file(&path)?.and_then(|k| {
         crate::cluster::credentials::kubeconfig_outlives(&k, args.token_keep_if_valid_for)
     });
-    if kept.is_some() {
+    let content = if kept.is_some() {
         let bytes = host
             .read_file(&path)?
             .with_context(|| format!("{path} disappeared while it was read"))?;
@@ -103,19 +89,50 @@ pub(super) fn credential_files(
             "keeps {path}: its token is valid for more than {}",
             crate::duration::show(args.token_keep_if_valid_for)
         ));
-        return Ok(vec![DesiredFile::new(
-            path,
-            from,
-            Content::Bytes(bytes),
-            true,
-        )?]);
-    }
+        Content::Bytes(bytes)
+    } else {
+        requested_kubeconfig(ctx, args, cluster, &path, prepare)?
+    };
+    Ok(vec![DesiredFile::new(
+        path,
+        "credentials: calico-node's kubeconfig",
+        content,
+        true,
+    )?])
+}
+
+/// The etcd TLS files, where the install root keeps them.
+fn etcd_tls_files(c: &Config, files: &etcd::EtcdTlsFiles) -> anyhow::Result<Vec<DesiredFile>> {
+    let dir = c.install_root.join("etcd-tls");
+    etcd::TLS_FILES
+        .iter()
+        .zip(files.in_order())
+        .map(|((_, name, _), bytes)| {
+            DesiredFile::new(
+                dir.join(name).as_str().to_owned(),
+                "credentials: etcd TLS from calico-etcd-secrets",
+                Content::Bytes(bytes.to_vec()),
+                true,
+            )
+        })
+        .collect()
+}
+
+/// A kubeconfig for calico-node with a token requested from the cluster (pending in a dry
+/// run); refused with the reason when there is no cluster to ask.
+fn requested_kubeconfig(
+    ctx: &mut Context,
+    args: &InstallArgs,
+    cluster: &ClusterRead,
+    path: &str,
+    prepare: &mut Vec<String>,
+) -> anyhow::Result<Content> {
     let ClusterRead::Read(cl, _) = cluster else {
         if ctx.options.dry_run {
             prepare.push(format!(
                 "would request a token for calico-node through the TokenRequest API and write {path} (needs the admin kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config or C:\\k\\config)"
             ));
-            return Ok(vec![DesiredFile::new(path, from, Content::Pending, true)?]);
+            return Ok(Content::Pending);
         }
         let (why, kind) = match cluster {
             ClusterRead::Failed(e) => (
@@ -141,7 +158,7 @@ pub(super) fn credential_files(
             crate::duration::show(args.token_lifetime),
             cl.server
         ));
-        return Ok(vec![DesiredFile::new(path, from, Content::Pending, true)?]);
+        return Ok(Content::Pending);
     }
     let issued = credentials::token_request(cl, &ns, "calico-node", args.token_lifetime)?;
     let ca = credentials::ca_for(cl, &ns, &issued)?;
@@ -156,10 +173,5 @@ pub(super) fn credential_files(
                 time_text(t)
             ))
     ));
-    Ok(vec![DesiredFile::new(
-        path,
-        from,
-        Content::Bytes(text.into_bytes()),
-        true,
-    )?])
+    Ok(Content::Bytes(text.into_bytes()))
 }
