@@ -10,30 +10,7 @@ pub fn run(args: &ShowArgs, ctx: &mut Context) -> anyhow::Result<()> {
     ctx.open_host(crate::host::select::Intent::Read)?;
     let base = ctx.load_config()?;
     let (kubeconfig, kubeconfig_source) = ctx.cluster_kubeconfig();
-    let (loaded, cluster) = if args.offline {
-        (base, json!({"read": false, "reason": "--offline"}))
-    } else {
-        let node = base.config.node.name.to_string();
-        let read = ctx
-            .connect_cluster()
-            .and_then(|c| c.map(|c| facts::gather(&c, &node)).transpose());
-        match read {
-            Ok(Some(f)) => (
-                ctx.load_config_with(f.settings())?,
-                json!({"read": true, "server": f.server}),
-            ),
-            Ok(None) => (
-                base,
-                json!({"read": false, "reason": "no admin kubeconfig"}),
-            ),
-            Err(e) => {
-                ctx.printer.warn(&format!(
-                    "the cluster was not read, so settings it would fill show their defaults: {e}"
-                ));
-                (base, json!({"read": false, "reason": e.to_string()}))
-            }
-        }
-    };
+    let (loaded, cluster) = with_cluster(args, ctx, base)?;
     let file = loaded.file.as_ref().map(|f| f.display().to_string());
 
     let settings: serde_json::Map<String, Value> = spec::SETTINGS
@@ -105,4 +82,36 @@ fn text_value(v: &Value) -> String {
             .join(","),
         other => other.to_string(),
     }
+}
+
+/// The configuration with what the cluster fills, and what `cluster` shows of reading it.
+fn with_cluster(
+    args: &ShowArgs,
+    ctx: &mut Context,
+    base: crate::config::Loaded,
+) -> anyhow::Result<(crate::config::Loaded, Value)> {
+    Ok(if args.offline {
+        (base, json!({"read": false, "reason": "--offline"}))
+    } else {
+        let node = base.config.node.name.to_string();
+        let read = ctx
+            .connect_cluster()
+            .and_then(|c| c.map(|c| facts::gather(&c, &node)).transpose());
+        match read {
+            Ok(Some(f)) => (
+                ctx.load_config_with(f.settings())?,
+                json!({"read": true, "server": f.server}),
+            ),
+            Ok(None) => (
+                base,
+                json!({"read": false, "reason": "no admin kubeconfig"}),
+            ),
+            Err(e) => {
+                ctx.printer.warn(&format!(
+                    "the cluster was not read, so settings it would fill show their defaults: {e}"
+                ));
+                (base, json!({"read": false, "reason": e.to_string()}))
+            }
+        }
+    })
 }

@@ -35,22 +35,7 @@ pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Resu
     };
     let path = path.as_str().to_owned();
 
-    if let Some(within) = args.refresh_if_expiring_within
-        && let Some(valid_until) = host
-            .read_file(&path)?
-            .and_then(|k| credentials::kubeconfig_outlives(&k, within))
-    {
-        let until = valid_until.map_or_else(
-            || "it does not expire".to_owned(),
-            |t| format!("valid until {}", time_text(t)),
-        );
-        ctx.printer.text(&format!(
-            "{path}: the token is {until}, more than {} from now; nothing to do",
-            duration::show(within)
-        ));
-        ctx.printer
-            .json(&json!({"path": path, "changed": false, "refreshed": false,
-            "expires": valid_until.map(time_text)}));
+    if still_valid(args, ctx, host.as_ref(), &path)? {
         return Ok(());
     }
 
@@ -90,20 +75,7 @@ pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Resu
     ctx.log(&format!("wrote {path} ({method})"));
 
     let expires = issued.expires.map(time_text);
-    let validity = match (&expires, issued.expires) {
-        (Some(t), Some(secs)) => {
-            let granted = std::time::Duration::from_secs(u64::try_from(secs - now()).unwrap_or(0));
-            if !args.legacy_secret && granted + std::time::Duration::from_secs(60) < args.lifetime {
-                ctx.printer.warn(&format!(
-                    "the API server granted {} of the {} asked for (its --service-account-max-token-expiration); refresh it with a scheduled 'fetch kubeconfig --refresh-if-expiring-within ...'",
-                    duration::show(granted),
-                    duration::show(args.lifetime)
-                ));
-            }
-            format!("valid until {t}")
-        }
-        _ => "does not expire (legacy token secret)".to_owned(),
-    };
+    let validity = validity(args, ctx, issued.expires);
     ctx.printer.text(&format!(
         "wrote {path}: token for {ns}/{sa} from {}, {validity}",
         c.server
@@ -113,6 +85,53 @@ pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Resu
         "namespace": ns, "service_account": sa, "server": c.server, "expires": expires}),
     );
     Ok(())
+}
+
+/// With `--refresh-if-expiring-within`, whether the kubeconfig on the node stays valid long
+/// enough (then said, and nothing is done).
+fn still_valid(
+    args: &FetchKubeconfigArgs,
+    ctx: &mut Context,
+    host: &dyn crate::host::Host,
+    path: &str,
+) -> anyhow::Result<bool> {
+    let Some(within) = args.refresh_if_expiring_within else {
+        return Ok(false);
+    };
+    let Some(valid_until) = host
+        .read_file(path)?
+        .and_then(|k| credentials::kubeconfig_outlives(&k, within))
+    else {
+        return Ok(false);
+    };
+    let until = valid_until.map_or_else(
+        || "it does not expire".to_owned(),
+        |t| format!("valid until {}", time_text(t)),
+    );
+    ctx.printer.text(&format!(
+        "{path}: the token is {until}, more than {} from now; nothing to do",
+        duration::show(within)
+    ));
+    ctx.printer
+        .json(&json!({"path": path, "changed": false, "refreshed": false,
+        "expires": valid_until.map(time_text)}));
+    Ok(true)
+}
+
+/// How long the issued token is valid, warning when the server granted less than asked.
+fn validity(args: &FetchKubeconfigArgs, ctx: &mut Context, expires: Option<i64>) -> String {
+    let Some(secs) = expires else {
+        return "does not expire (legacy token secret)".to_owned();
+    };
+    let granted = std::time::Duration::from_secs(u64::try_from(secs - now()).unwrap_or(0));
+    if !args.legacy_secret && granted + std::time::Duration::from_secs(60) < args.lifetime {
+        ctx.printer.warn(&format!(
+            "the API server granted {} of the {} asked for (its --service-account-max-token-expiration); refresh it with a scheduled 'fetch kubeconfig --refresh-if-expiring-within ...'",
+            duration::show(granted),
+            duration::show(args.lifetime)
+        ));
+    }
+    format!("valid until {}", time_text(secs))
 }
 
 pub fn etcd_certs(args: &FetchEtcdArgs, ctx: &mut Context) -> anyhow::Result<()> {

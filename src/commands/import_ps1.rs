@@ -18,45 +18,9 @@ pub fn run(args: &ImportArgs, ctx: &mut Context) -> anyhow::Result<()> {
         .map_or("config.ps1".into(), |n| n.to_string_lossy().into_owned());
     let yaml = import_ps1::to_yaml(&import, &name);
 
-    // The result must load: problems are shown so they can be fixed before it is used.
-    let check = config::load(&Inputs {
-        file: Some((
-            args.out_file
-                .clone()
-                .unwrap_or_else(|| "calico-windows.yaml".into()),
-            yaml.clone(),
-        )),
-        // The node name comes from the host where the file is used; here only whether the
-        // file's own settings load is checked.
-        host: std::collections::BTreeMap::from([(
-            "node.name",
-            crate::config::Raw::Scalar("node-name-from-the-host".into()),
-        )]),
-        ..Inputs::default()
-    });
-    let problems = match check {
-        Ok(_) => Vec::new(),
-        Err(ConfigError::Invalid { problems, .. }) => problems,
-        Err(e) => return Err(e.into()),
-    };
+    let problems = problems(args, &yaml)?;
 
-    let mut written = false;
-    if let Some(out) = &args.out_file {
-        if out.exists() && !ctx.options.yes && !files::unchanged(out, yaml.as_bytes()) {
-            return Err(UsageError::new(
-                format!("{} already exists", out.display()),
-                "pass --yes to overwrite it, or choose another --out-file",
-            )
-            .into());
-        }
-        if ctx.options.dry_run {
-            ctx.log(&format!("would write {}", out.display()));
-        } else {
-            written = files::write_atomic(out, yaml.as_bytes())
-                .with_context(|| format!("cannot write {}", out.display()))?;
-            ctx.log(&format!("wrote {}", out.display()));
-        }
-    }
+    let written = write(args, ctx, &yaml)?;
 
     for s in &import.not_understood {
         ctx.printer.warn(&format!(
@@ -96,4 +60,52 @@ pub fn run(args: &ImportArgs, ctx: &mut Context) -> anyhow::Result<()> {
         "problems": problems,
     }));
     Ok(())
+}
+
+/// The imported configuration's problems: the result must load, and what keeps it from
+/// loading is shown so it can be fixed before it is used.
+fn problems(args: &ImportArgs, yaml: &str) -> anyhow::Result<Vec<crate::config::Problem>> {
+    let check = config::load(&Inputs {
+        file: Some((
+            args.out_file
+                .clone()
+                .unwrap_or_else(|| "calico-windows.yaml".into()),
+            yaml.to_owned(),
+        )),
+        // The node name comes from the host where the file is used; here only whether the
+        // file's own settings load is checked.
+        host: std::collections::BTreeMap::from([(
+            "node.name",
+            crate::config::Raw::Scalar("node-name-from-the-host".into()),
+        )]),
+        ..Inputs::default()
+    });
+    Ok(match check {
+        Ok(_) => Vec::new(),
+        Err(ConfigError::Invalid { problems, .. }) => problems,
+        Err(e) => return Err(e.into()),
+    })
+}
+
+/// Writes the YAML to `--out-file` (an existing different file only with `--yes`); whether
+/// it was written.
+fn write(args: &ImportArgs, ctx: &mut Context, yaml: &str) -> anyhow::Result<bool> {
+    let mut written = false;
+    if let Some(out) = &args.out_file {
+        if out.exists() && !ctx.options.yes && !files::unchanged(out, yaml.as_bytes()) {
+            return Err(UsageError::new(
+                format!("{} already exists", out.display()),
+                "pass --yes to overwrite it, or choose another --out-file",
+            )
+            .into());
+        }
+        if ctx.options.dry_run {
+            ctx.log(&format!("would write {}", out.display()));
+        } else {
+            written = files::write_atomic(out, yaml.as_bytes())
+                .with_context(|| format!("cannot write {}", out.display()))?;
+            ctx.log(&format!("wrote {}", out.display()));
+        }
+    }
+    Ok(written)
 }

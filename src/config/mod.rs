@@ -249,13 +249,6 @@ fn build(r: &mut Resolver) -> Config {
     let install_root = r.one::<WinPath>("install_root", || builtin_default("install_root"));
     let container_runtime =
         r.one::<ContainerRuntime>("container_runtime", || ContainerRuntime::Containerd);
-    let (bin_default, conf_default) = match container_runtime {
-        ContainerRuntime::Containerd => (
-            "C:\\Program Files\\containerd\\cni\\bin",
-            "C:\\Program Files\\containerd\\cni\\conf",
-        ),
-        ContainerRuntime::Docker => ("c:\\k\\cni", "c:\\k\\cni\\config"),
-    };
     if r.source("node.name").is_none() {
         r.problems.push(Problem::new(
             "node.name",
@@ -291,42 +284,15 @@ fn build(r: &mut Resolver) -> Config {
             search: r.list("dns.search"),
         },
         container_runtime,
-        cni: Cni {
-            bin_dir: r.one("cni.bin_dir", || fixed_path(bin_default)),
-            conf_dir: r.one("cni.conf_dir", || fixed_path(conf_default)),
-            conf_filename: r.one("cni.conf_filename", || builtin_default("cni.conf_filename")),
-            ipam_type: r.one("cni.ipam_type", || IpamType::CalicoIpam),
-            template: r
-                .opt::<Text>("cni.template")
-                .map(|t| PathBuf::from(t.as_str())),
-        },
+        cni: cni(r, container_runtime),
         vxlan: Vxlan {
             vni: r.one("vxlan.vni", || builtin_default("vxlan.vni")),
             mac_prefix: r.one("vxlan.mac_prefix", || builtin_default("vxlan.mac_prefix")),
             adapter: r.opt("vxlan.adapter"),
         },
         kube_network: r.one("kube_network", || builtin_default("kube_network")),
-        node: Node {
-            k8s_node_ref: r.one("node.k8s_node_ref", || node_name.clone()),
-            name: node_name,
-            ip: r.one("node.ip", || NodeIp::Autodetect),
-            ip_autodetection_method: r.opt("node.ip_autodetection_method"),
-            startup_valid_ip_timeout: r.one("node.startup_valid_ip_timeout", || {
-                builtin_default("node.startup_valid_ip_timeout")
-            }),
-            platform: r.one("node.platform", || builtin_default("node.platform")),
-        },
-        logs: Logs {
-            dir: r.one("logs.dir", || install_root.join("logs")),
-            felix_file_severity: r.one("logs.felix_file_severity", || {
-                builtin_default("logs.felix_file_severity")
-            }),
-            felix_screen_severity: r.opt("logs.felix_screen_severity"),
-            felix_sys_severity: r.one("logs.felix_sys_severity", || {
-                builtin_default("logs.felix_sys_severity")
-            }),
-            bgp_screen_severity: r.opt("logs.bgp_screen_severity"),
-        },
+        node: node(r, node_name),
+        logs: logs(r, &install_root),
         install_root,
         windows_use_single_network: r.one("windows_use_single_network", || true),
         extra_env: ExtraEnv {
@@ -334,6 +300,55 @@ fn build(r: &mut Resolver) -> Config {
             felix: r.map("extra_env.felix"),
             confd: r.map("extra_env.confd"),
         },
+    }
+}
+
+/// The CNI settings, whose directories default to where the container runtime looks.
+fn cni(r: &mut Resolver, runtime: ContainerRuntime) -> Cni {
+    let (bin_default, conf_default) = match runtime {
+        ContainerRuntime::Containerd => (
+            "C:\\Program Files\\containerd\\cni\\bin",
+            "C:\\Program Files\\containerd\\cni\\conf",
+        ),
+        ContainerRuntime::Docker => ("c:\\k\\cni", "c:\\k\\cni\\config"),
+    };
+    Cni {
+        bin_dir: r.one("cni.bin_dir", || fixed_path(bin_default)),
+        conf_dir: r.one("cni.conf_dir", || fixed_path(conf_default)),
+        conf_filename: r.one("cni.conf_filename", || builtin_default("cni.conf_filename")),
+        ipam_type: r.one("cni.ipam_type", || IpamType::CalicoIpam),
+        template: r
+            .opt::<Text>("cni.template")
+            .map(|t| PathBuf::from(t.as_str())),
+    }
+}
+
+/// The node's settings, its name resolved already.
+fn node(r: &mut Resolver, name: NodeName) -> Node {
+    Node {
+        k8s_node_ref: r.one("node.k8s_node_ref", || name.clone()),
+        name,
+        ip: r.one("node.ip", || NodeIp::Autodetect),
+        ip_autodetection_method: r.opt("node.ip_autodetection_method"),
+        startup_valid_ip_timeout: r.one("node.startup_valid_ip_timeout", || {
+            builtin_default("node.startup_valid_ip_timeout")
+        }),
+        platform: r.one("node.platform", || builtin_default("node.platform")),
+    }
+}
+
+/// The log settings; the directory defaults to `logs` under the install root.
+fn logs(r: &mut Resolver, install_root: &WinPath) -> Logs {
+    Logs {
+        dir: r.one("logs.dir", || install_root.join("logs")),
+        felix_file_severity: r.one("logs.felix_file_severity", || {
+            builtin_default("logs.felix_file_severity")
+        }),
+        felix_screen_severity: r.opt("logs.felix_screen_severity"),
+        felix_sys_severity: r.one("logs.felix_sys_severity", || {
+            builtin_default("logs.felix_sys_severity")
+        }),
+        bgp_screen_severity: r.opt("logs.bgp_screen_severity"),
     }
 }
 

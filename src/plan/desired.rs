@@ -72,6 +72,28 @@ impl Got {
     }
 }
 
+/// The CNI plugins from the release's `cni` folder, where the runtime looks for them; a
+/// release without a separate IPAM plugin gets calico.exe under that name too.
+fn cni_plugins(
+    c: &Config,
+    cni: &[(String, std::path::PathBuf)],
+) -> anyhow::Result<Vec<DesiredFile>> {
+    let plugin = cni.iter().find(|(n, _)| n == "calico.exe");
+    let ipam = cni.iter().find(|(n, _)| n == "calico-ipam.exe").or(plugin);
+    let mut out = Vec::new();
+    for (name, src) in [("calico.exe", plugin), ("calico-ipam.exe", ipam)] {
+        if let Some((from, local)) = src {
+            out.push(DesiredFile::new(
+                c.cni.bin_dir.join(name).as_str().to_owned(),
+                format!("release CalicoWindows\\cni\\{from}"),
+                Content::Local(local.clone()),
+                false,
+            )?);
+        }
+    }
+    Ok(out)
+}
+
 /// The Calico binary, confd's files (windows-bgp) and the CNI plugins.
 pub fn release_files(
     c: &Config,
@@ -108,22 +130,7 @@ pub fn release_files(
                 }
             }
             if cni {
-                let plugin = x.cni.iter().find(|(n, _)| n == "calico.exe");
-                let ipam = x
-                    .cni
-                    .iter()
-                    .find(|(n, _)| n == "calico-ipam.exe")
-                    .or(plugin);
-                for (name, src) in [("calico.exe", plugin), ("calico-ipam.exe", ipam)] {
-                    if let Some((from, local)) = src {
-                        out.push(DesiredFile::new(
-                            c.cni.bin_dir.join(name).as_str().to_owned(),
-                            format!("release CalicoWindows\\cni\\{from}"),
-                            Content::Local(local.clone()),
-                            false,
-                        )?);
-                    }
-                }
+                out.extend(cni_plugins(c, &x.cni)?);
             }
         }
         Got::Pending { url, version } => {

@@ -117,6 +117,29 @@ pub fn published_checksum(
     })
 }
 
+/// The GET of the zip, from byte `have` on when part of it is here already.
+fn send(
+    client: &reqwest::blocking::Client,
+    url: &str,
+    have: u64,
+    limits: &Limits,
+) -> Result<reqwest::blocking::Response, ReleaseError> {
+    let mut req = client.get(url);
+    if have > 0 {
+        req = req.header(reqwest::header::RANGE, format!("bytes={have}-"));
+    }
+    req.send().map_err(|source| {
+        if source.is_timeout() {
+            limits.timed_out(limits.asked)
+        } else {
+            ReleaseError::Download {
+                url: url.into(),
+                source,
+            }
+        }
+    })
+}
+
 /// Downloads `url` to `dest`, returning its SHA-256. The checksum asked for is checked before
 /// `dest` gets its name; a wrong one removes the partial file. `growth`, when given, is told
 /// how much of the partial file is written, for an extraction that follows it.
@@ -134,20 +157,7 @@ pub fn download(
     let limits = Limits::new(url, want);
     // What an interrupted run left: hashed again, then resumed.
     let (mut hasher, mut have) = hash_part(&part)?;
-    let mut req = client.get(url);
-    if have > 0 {
-        req = req.header(reqwest::header::RANGE, format!("bytes={have}-"));
-    }
-    let mut resp = req.send().map_err(|source| {
-        if source.is_timeout() {
-            limits.timed_out(limits.asked)
-        } else {
-            ReleaseError::Download {
-                url: url.into(),
-                source,
-            }
-        }
-    })?;
+    let mut resp = send(&client, url, have, &limits)?;
     let status = resp.status().as_u16();
     let resumed = status == 206 && have > 0;
     let complete_already = status == 416 && have > 0;

@@ -37,30 +37,17 @@ fn common(c: &Config) -> BTreeMap<String, String> {
     let mut set = |k: &str, v: String| {
         env.insert(k.to_owned(), v);
     };
-    let join = |items: Vec<String>| items.join(",");
     set("KUBE_NETWORK", c.kube_network.to_string());
     set("CALICO_NETWORKING_BACKEND", c.backend.to_string());
-    set(
-        "K8S_SERVICE_CIDR",
-        join(c.service_cidrs.iter().map(ToString::to_string).collect()),
-    );
-    set(
-        "DNS_NAME_SERVERS",
-        join(c.dns.servers.iter().map(ToString::to_string).collect()),
-    );
-    set(
-        "DNS_SEARCH",
-        join(c.dns.search.iter().map(ToString::to_string).collect()),
-    );
+    set("K8S_SERVICE_CIDR", joined(&c.service_cidrs));
+    set("DNS_NAME_SERVERS", joined(&c.dns.servers));
+    set("DNS_SEARCH", joined(&c.dns.search));
     set("CALICO_DATASTORE_TYPE", c.datastore.to_string());
     if let Some(k) = &c.kubeconfig {
         set("KUBECONFIG", k.to_string());
     }
     if !c.etcd.endpoints.is_empty() {
-        set(
-            "ETCD_ENDPOINTS",
-            join(c.etcd.endpoints.iter().map(ToString::to_string).collect()),
-        );
+        set("ETCD_ENDPOINTS", joined(&c.etcd.endpoints));
     }
     if let Some(tls) = &c.etcd.tls {
         set("ETCD_KEY_FILE", tls.key_file.to_string());
@@ -112,6 +99,15 @@ fn common(c: &Config) -> BTreeMap<String, String> {
         (c.cni.ipam_type == IpamType::HostLocal).to_string(),
     );
     env
+}
+
+/// Items as Calico's scripts pass lists: comma-separated.
+fn joined<T: ToString>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The full environment of one service: common variables, the ones its script derives, and

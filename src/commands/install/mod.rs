@@ -6,15 +6,13 @@ mod prepare;
 
 pub(crate) use beginning::remove_stale_staging;
 use beginning::{Begun, begin_journal, obtain_release, staging_dir};
-use prepare::{credential_files, etcd_credentials, self_file};
+use prepare::{credential_files, merged_config, self_file};
 
 use super::preflight::{ClusterRead, check_skips, cluster_checks, read_cluster};
 use crate::checks::host::{legacy_error, legacy_services};
 use crate::checks::{self, Blocked};
 use crate::cli::InstallArgs;
 use crate::cluster::{etcd, node};
-use crate::config::Raw;
-use crate::config::types::Datastore;
 use crate::context::Context;
 use crate::duration::now;
 use crate::host::{Host, HostKind};
@@ -24,7 +22,6 @@ use crate::plan::{self};
 use crate::release::{self};
 use anyhow::Context as _;
 use serde_json::json;
-use std::collections::BTreeMap;
 
 pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let mut want = super::flags::release_want(&args.release)?;
@@ -298,39 +295,6 @@ fn execute(
     super::execute_plan(ctx, host, actions, opts)
         .map(|_warnings| ())
         .map_err(install_failed)
-}
-
-/// The configuration with what the cluster gives (the datastore, etcd's endpoints, the VXLAN
-/// settings); for an etcd datastore without TLS files, the files from Calico's secret, whose
-/// install paths become settings.
-fn merged_config(
-    ctx: &mut Context,
-    cluster: &ClusterRead,
-    base: crate::config::Loaded,
-) -> anyhow::Result<(crate::config::Loaded, Option<etcd::EtcdTlsFiles>)> {
-    let mut settings = match cluster {
-        ClusterRead::Read(_, f) => f.settings(),
-        _ => BTreeMap::new(),
-    };
-    let loaded = if settings.is_empty() {
-        base
-    } else {
-        ctx.load_config_with(settings.clone())?
-    };
-    // The datastore and etcd's endpoints may come from the cluster, so this is decided on
-    // the merged configuration.
-    let ClusterRead::Read(c, _) = cluster else {
-        return Ok((loaded, None));
-    };
-    if loaded.config.datastore != Datastore::Etcdv3 || loaded.config.etcd.tls.is_some() {
-        return Ok((loaded, None));
-    }
-    let files = etcd_credentials(c, &loaded.config)?;
-    for (_, name, setting) in etcd::TLS_FILES {
-        let path = loaded.config.install_root.join("etcd-tls").join(name);
-        settings.insert(setting, Raw::Scalar(path.as_str().to_owned()));
-    }
-    Ok((ctx.load_config_with(settings)?, Some(files)))
 }
 
 /// The error of a failed run, with what the rollback did.

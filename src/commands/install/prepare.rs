@@ -1,12 +1,12 @@
-//! What install puts on the node besides the release: calico-node's credentials (a
-//! kubeconfig with a requested token, kept while it stays valid, or etcd's TLS files from
-//! Calico's secret) and calicoctl-win itself.
+//! The configuration install merges with the cluster's, and what it puts on the node besides
+//! the release: calico-node's credentials (a kubeconfig with a requested token, kept while it
+//! stays valid, or etcd's TLS files from Calico's secret) and calicoctl-win itself.
 
 use super::super::preflight::ClusterRead;
 use crate::cli::InstallArgs;
 use crate::cluster::{credentials, etcd, facts};
-use crate::config::Config;
 use crate::config::types::Datastore;
+use crate::config::{Config, Raw};
 use crate::context::Context;
 use crate::duration::time_text;
 use crate::error::UsageError;
@@ -15,6 +15,7 @@ use crate::plan::Content;
 use crate::plan::install::DesiredFile;
 use crate::render;
 use anyhow::Context as _;
+use std::collections::BTreeMap;
 
 /// calicoctl-win itself, which the services run. A simulated host cannot run this machine's
 /// executable (its services run in-process), so it gets a stand-in with the version.
@@ -52,6 +53,39 @@ pub(super) fn etcd_credentials(
         etcd::health(&e.to_string(), &files, std::time::Duration::from_secs(10))?;
     }
     Ok(files)
+}
+
+/// The configuration with what the cluster gives (the datastore, etcd's endpoints, the VXLAN
+/// settings); for an etcd datastore without TLS files, the files from Calico's secret, whose
+/// install paths become settings.
+pub(super) fn merged_config(
+    ctx: &mut Context,
+    cluster: &ClusterRead,
+    base: crate::config::Loaded,
+) -> anyhow::Result<(crate::config::Loaded, Option<etcd::EtcdTlsFiles>)> {
+    let mut settings = match cluster {
+        ClusterRead::Read(_, f) => f.settings(),
+        _ => BTreeMap::new(),
+    };
+    let loaded = if settings.is_empty() {
+        base
+    } else {
+        ctx.load_config_with(settings.clone())?
+    };
+    // The datastore and etcd's endpoints may come from the cluster, so this is decided on
+    // the merged configuration.
+    let ClusterRead::Read(c, _) = cluster else {
+        return Ok((loaded, None));
+    };
+    if loaded.config.datastore != Datastore::Etcdv3 || loaded.config.etcd.tls.is_some() {
+        return Ok((loaded, None));
+    }
+    let files = etcd_credentials(c, &loaded.config)?;
+    for (_, name, setting) in etcd::TLS_FILES {
+        let path = loaded.config.install_root.join("etcd-tls").join(name);
+        settings.insert(setting, Raw::Scalar(path.as_str().to_owned()));
+    }
+    Ok((ctx.load_config_with(settings)?, Some(files)))
 }
 
 /// calico-node's credentials: the kubeconfig (a valid one on the node is kept), or the etcd
