@@ -216,6 +216,89 @@ keys, bearer tokens, token:/password: values). Changes on the host: none; the zi
 --out-file, by default calicoctl-win-diags-<node>-<UTC time>.zip in the current directory."
     )]
     Diags(DiagsArgs),
+    /// Write the manifests that roll calicoctl-win over the Windows nodes with an engine in the cluster
+    #[command(subcommand)]
+    Fleet(FleetCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FleetCommand {
+    /// Write a system-upgrade-controller Plan and a HostProcess DaemonSet that run calicoctl-win on each Windows node
+    #[command(
+        long_about = "Writes the manifests for an engine already in the cluster to change hundreds of \
+Windows nodes a few at a time, with the config file (--config FILE, required) every node gets in a \
+Secret (--config-secret):\n\n\
+- system-upgrade-controller (v0.19 or newer, which runs jobs on Windows nodes as HostProcess \
+containers; set its SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE_WINDOWS): a Plan that takes --concurrency \
+nodes labelled kubernetes.io/os=windows at a time, cordons and drains each, runs 'calicoctl-win \
+reconfigure --drain=external' from --image, and uncordons it when that exits 0. A node that fails \
+stays cordoned, its job's log holds the JSON error, and the plan goes no further. A changed Secret \
+or --version runs the plan again.\n\
+- a HostProcess DaemonSet: on each Windows node 'calicoctl-win reconfigure --drain' (the node drains \
+itself), then the pod stays; it is Ready while 'status' finds the node healthy, and the rolling \
+update (maxUnavailable --concurrency) stops at a node that is not. A changed config changes the pod \
+template (its sha256 is an annotation), which rolls the DaemonSet.\n\n\
+--image must hold calicoctl-win.exe at its root. The jobs connect as --service-account, which needs \
+the rights of a drain (get, list, patch nodes; list pods; create pods/eviction) and of reconfigure \
+(read Calico's resources). The manifests go to standard output as YAML (-o json: one document with \
+a list), or to --out-file. Changes nothing on this machine or in the cluster: apply them with \
+kubectl."
+    )]
+    Plan(FleetPlanArgs),
+}
+
+/// The engines `fleet plan` writes manifests for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Engine {
+    /// system-upgrade-controller's Plan
+    SystemUpgradeController,
+    /// A HostProcess DaemonSet
+    Daemonset,
+    /// Both
+    Both,
+}
+
+#[derive(Debug, Args)]
+pub struct FleetPlanArgs {
+    /// The image with calicoctl-win.exe at its root, run as a HostProcess container
+    #[arg(long, value_name = "IMAGE")]
+    pub image: String,
+    /// Which engine's manifests to write
+    #[arg(long, value_enum, default_value = "both")]
+    pub engine: Engine,
+    /// The name of the Plan and the DaemonSet
+    #[arg(long, value_name = "NAME", default_value = "calicoctl-win")]
+    pub name: String,
+    /// Their namespace (system-upgrade-controller's own, for the Plan)
+    #[arg(long, value_name = "NS", default_value = "system-upgrade")]
+    pub namespace: String,
+    /// The service account the jobs run as
+    #[arg(long, value_name = "NAME", default_value = "system-upgrade")]
+    pub service_account: String,
+    /// The Secret that holds the config file
+    #[arg(long, value_name = "NAME", default_value = "calicoctl-win-config")]
+    pub config_secret: String,
+    /// How many nodes are changed at once
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub concurrency: u32,
+    /// A label the nodes must have besides kubernetes.io/os=windows (repeatable)
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub node_selector: Vec<String>,
+    /// How long a node's drain may take
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::duration::parse)]
+    pub drain_timeout: std::time::Duration,
+    /// Evict pods without a controller too
+    #[arg(long)]
+    pub force: bool,
+    /// Evict pods with emptyDir data too (their data is lost)
+    #[arg(long)]
+    pub delete_emptydir_data: bool,
+    /// The Plan's version: the tag of an image named without one (default: this calicoctl-win's)
+    #[arg(long, value_name = "VERSION")]
+    pub version: Option<String>,
+    /// Write the manifests here instead of standard output
+    #[arg(long, value_name = "FILE")]
+    pub out_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -26,6 +26,9 @@ pub struct Options {
     pub interactive: bool,
 }
 
+/// The source `cluster_kubeconfig` names for a pod's service account.
+pub const IN_CLUSTER: &str = "in-cluster service account";
+
 /// Everything a command may touch of the outside world.
 pub struct Context {
     pub printer: Printer,
@@ -237,6 +240,16 @@ impl Context {
     /// no `$KUBECONFIG` and no default file).
     pub fn connect_cluster(&mut self) -> Result<Option<Cluster>, ClusterError> {
         let (path, source) = self.cluster_kubeconfig();
+        if source == IN_CLUSTER
+            && let Some(sa) = crate::cluster::InCluster::detect(&self.env)
+        {
+            self.log(&format!(
+                "reading the cluster at {} as the pod's service account ({})",
+                sa.server,
+                sa.dir.display()
+            ));
+            return Cluster::connect_in_cluster(&sa, &self.env).map(Some);
+        }
         let Some(path) = path.filter(|p| source != "default" || p.is_file()) else {
             return Ok(None);
         };
@@ -256,8 +269,9 @@ impl Context {
     }
 
     /// The admin kubeconfig that cluster commands use, and where that choice came from:
-    /// `--kubeconfig`, `$KUBECONFIG`, `~/.kube/config`, then the host's `C:\k\config` (where
-    /// Calico's quickstart and most join scripts put it). The last two count only when the
+    /// `--kubeconfig`, `$KUBECONFIG`, `~/.kube/config`, in a pod its service account (the
+    /// token's path, `IN_CLUSTER`), then the host's `C:\k\config` (where Calico's quickstart
+    /// and most join scripts put it). `~/.kube/config` and `C:\k\config` count only when the
     /// file exists ("default").
     pub fn cluster_kubeconfig(&self) -> (Option<PathBuf>, &'static str) {
         if let Some(k) = &self.options.kubeconfig {
@@ -271,11 +285,15 @@ impl Context {
             .get("USERPROFILE")
             .or_else(|| self.env.get("HOME"))
             .map(|h| PathBuf::from(h).join(".kube").join("config"));
-        let found = home
-            .iter()
-            .chain(self.host_kubeconfig.iter())
-            .find(|p| p.is_file())
-            .cloned();
+        if let Some(h) = home.as_ref().filter(|h| h.is_file()) {
+            return (Some(h.clone()), "default");
+        }
+        // In a pod (a HostProcess DaemonSet, system-upgrade-controller's job), its service
+        // account comes before the host's kubeconfig, which is often kubelet's own.
+        if let Some(sa) = crate::cluster::InCluster::detect(&self.env) {
+            return (Some(sa.dir.join("token")), IN_CLUSTER);
+        }
+        let found = self.host_kubeconfig.iter().find(|p| p.is_file()).cloned();
         (found.or(home), "default")
     }
 }

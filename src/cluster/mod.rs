@@ -126,6 +126,46 @@ impl std::fmt::Debug for Cluster {
     }
 }
 
+/// A pod's service account: the directory its token and CA are mounted in, and the API
+/// server from `KUBERNETES_SERVICE_HOST` and `KUBERNETES_SERVICE_PORT`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InCluster {
+    pub dir: std::path::PathBuf,
+    pub server: String,
+}
+
+impl InCluster {
+    /// Where a pod has its service account mounted: a HostProcess container under
+    /// `$CONTAINER_SANDBOX_MOUNT_POINT` (which holds the container's volumes on every
+    /// containerd: microsoft/hcsshim#1443), any other at `/var/run/secrets/...`. `None` outside
+    /// a pod, or when the pod has no token.
+    pub fn detect(env: &std::collections::BTreeMap<String, String>) -> Option<Self> {
+        let host = env
+            .get("KUBERNETES_SERVICE_HOST")
+            .filter(|h| !h.is_empty())?;
+        let port = env
+            .get("KUBERNETES_SERVICE_PORT")
+            .filter(|p| !p.is_empty())
+            .map_or("443", String::as_str);
+        let base = env
+            .get("CONTAINER_SANDBOX_MOUNT_POINT")
+            .filter(|m| !m.is_empty())
+            .map_or_else(|| std::path::PathBuf::from("/"), std::path::PathBuf::from);
+        let dir = ["var", "run", "secrets", "kubernetes.io", "serviceaccount"]
+            .iter()
+            .fold(base, |p, part| p.join(part));
+        if !dir.join("token").is_file() {
+            return None;
+        }
+        let server = if host.contains(':') {
+            format!("https://[{host}]:{port}")
+        } else {
+            format!("https://{host}:{port}")
+        };
+        Some(Self { dir, server })
+    }
+}
+
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// kube hands a static token to tower-http's bearer layer, which panics on a byte no HTTP
@@ -196,24 +236,76 @@ impl Cluster {
                 path: path.to_owned(),
             });
         }
-        let bad = |source: Box<dyn std::error::Error + Send + Sync>| ClusterError::Kubeconfig {
+        let bad = |source: BoxError| ClusterError::Kubeconfig {
             path: path.to_owned(),
             source,
         };
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| bad(Box::new(e)))?;
         refuse_control_in_token(path).map_err(bad)?;
         let kubeconfig = Kubeconfig::read_from(path).map_err(|e| bad(Box::new(e)))?;
+        Self::from_kubeconfig(kubeconfig, env).map_err(bad)
+    }
+
+    /// Connects as the pod's service account, from its mounted token and CA (`sa.dir`) and the
+    /// API server Kubernetes names in the pod's environment. The token file is read again as
+    /// the kubelet renews it.
+    pub fn connect_in_cluster(
+        sa: &InCluster,
+        env: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Self, ClusterError> {
+        let file = |name: &str| sa.dir.join(name).to_string_lossy().into_owned();
+        let named = |name: &str| name.to_owned();
+        let kubeconfig = Kubeconfig {
+            clusters: vec![kube::config::NamedCluster {
+                name: named("in-cluster"),
+                cluster: Some(kube::config::Cluster {
+                    server: Some(sa.server.clone()),
+                    certificate_authority: Some(file("ca.crt")),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            auth_infos: vec![kube::config::NamedAuthInfo {
+                name: named("service-account"),
+                auth_info: Some(kube::config::AuthInfo {
+                    token_file: Some(file("token")),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            contexts: vec![kube::config::NamedContext {
+                name: named("in-cluster"),
+                context: Some(kube::config::Context {
+                    cluster: named("in-cluster"),
+                    user: Some(named("service-account")),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            current_context: Some(named("in-cluster")),
+            ..Default::default()
+        };
+        Self::from_kubeconfig(kubeconfig, env).map_err(|source| ClusterError::Kubeconfig {
+            path: sa.dir.join("token"),
+            source,
+        })
+    }
+
+    /// The clients for a kubeconfig, bounded as every call is; `env` is the process
+    /// environment, for the proxy variables.
+    fn from_kubeconfig(
+        kubeconfig: Kubeconfig,
+        env: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Self, BoxError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
         let kubeconfig_proxy = current_cluster(&kubeconfig).and_then(|c| c.proxy_url.clone());
-        let mut config = load(&rt, kubeconfig).map_err(bad)?;
-        config.proxy_url = proxy::choose(&config.cluster_url, kubeconfig_proxy.as_deref(), env)
-            .map_err(|e| bad(e.into()))?;
+        let mut config = load(&rt, kubeconfig)?;
+        config.proxy_url = proxy::choose(&config.cluster_url, kubeconfig_proxy.as_deref(), env)?;
         config.connect_timeout = Some(Duration::from_secs(10));
         config.read_timeout = Some(CALL_TIMEOUT);
         config.write_timeout = Some(CALL_TIMEOUT);
-        let ca_pem = ca_pem(&config).map_err(bad)?;
+        let ca_pem = ca_pem(&config)?;
         let server = config
             .cluster_url
             .to_string()
@@ -224,8 +316,8 @@ impl Cluster {
             let mut bare = config.clone();
             bare.default_retry = false;
             (
-                kube::Client::try_from(config).map_err(|e| bad(Box::new(e)))?,
-                kube::Client::try_from(bare).map_err(|e| bad(Box::new(e)))?,
+                kube::Client::try_from(config)?,
+                kube::Client::try_from(bare)?,
             )
         };
         Ok(Self {

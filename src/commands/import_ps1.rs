@@ -1,7 +1,7 @@
 //! `config import-ps1`: a legacy config.ps1 into calico-windows.yaml.
 
 use crate::cli::ImportArgs;
-use crate::config::{self, ConfigError, Inputs, import_ps1};
+use crate::config::{self, import_ps1};
 use crate::context::Context;
 use crate::error::UsageError;
 use crate::files;
@@ -65,26 +65,11 @@ pub fn run(args: &ImportArgs, ctx: &mut Context) -> anyhow::Result<()> {
 /// The imported configuration's problems: the result must load, and what keeps it from
 /// loading is shown so it can be fixed before it is used.
 fn problems(args: &ImportArgs, yaml: &str) -> anyhow::Result<Vec<crate::config::Problem>> {
-    let check = config::load(&Inputs {
-        file: Some((
-            args.out_file
-                .clone()
-                .unwrap_or_else(|| "calico-windows.yaml".into()),
-            yaml.to_owned(),
-        )),
-        // The node name comes from the host where the file is used; here only whether the
-        // file's own settings load is checked.
-        host: std::collections::BTreeMap::from([(
-            "node.name",
-            crate::config::Raw::Scalar("node-name-from-the-host".into()),
-        )]),
-        ..Inputs::default()
-    });
-    Ok(match check {
-        Ok(_) => Vec::new(),
-        Err(ConfigError::Invalid { problems, .. }) => problems,
-        Err(e) => return Err(e.into()),
-    })
+    let path = args
+        .out_file
+        .clone()
+        .unwrap_or_else(|| "calico-windows.yaml".into());
+    Ok(config::problems_of_file(path, yaml)?)
 }
 
 /// Writes the YAML to `--out-file` (an existing different file only with `--yes`); whether

@@ -4,6 +4,7 @@ mod config_show;
 mod diags;
 mod fetch;
 mod flags;
+mod fleet;
 mod import_ps1;
 mod install;
 mod preflight;
@@ -13,7 +14,7 @@ pub mod service;
 mod status;
 mod uninstall;
 
-use crate::cli::{Command, ConfigCommand, FetchCommand, ServiceCommand};
+use crate::cli::{Command, ConfigCommand, FetchCommand, FleetCommand, ServiceCommand};
 use crate::context::Context;
 use crate::error::{CliError, Recogniser, UsageError, recognise};
 
@@ -56,6 +57,7 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
         Command::Config(ConfigCommand::ImportPs1(args)) => import_ps1::run(args, ctx),
         Command::Completions(args) => completions(args, ctx),
         Command::Diags(args) => diags::run(args, ctx),
+        Command::Fleet(FleetCommand::Plan(args)) => fleet::plan(args, ctx),
     }
     .map_err(failure)
 }

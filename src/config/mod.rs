@@ -184,6 +184,22 @@ pub fn read_file(path: Option<&Path>) -> Result<Option<(PathBuf, String)>, Confi
         .map_err(|source| ConfigError::Read { path, source })
 }
 
+/// What keeps a config file's own settings from loading, wherever it is used: the node name
+/// comes from each host, so a placeholder stands in for it. A file that cannot be read as YAML
+/// at all is the error.
+pub fn problems_of_file(path: PathBuf, text: &str) -> Result<Vec<Problem>, ConfigError> {
+    let check = load(&Inputs {
+        file: Some((path, text.to_owned())),
+        host: BTreeMap::from([("node.name", Raw::Scalar("node-name-from-the-host".into()))]),
+        ..Inputs::default()
+    });
+    match check {
+        Ok(_) => Ok(Vec::new()),
+        Err(ConfigError::Invalid { problems, .. }) => Ok(problems),
+        Err(e) => Err(e),
+    }
+}
+
 /// Computes the effective configuration from its inputs, reporting every problem at once.
 pub fn load(inputs: &Inputs) -> Result<Loaded, ConfigError> {
     let file_path = inputs.file.as_ref().map(|(p, _)| p.clone());

@@ -4,6 +4,7 @@
 pub mod cni;
 pub mod env;
 pub mod facts;
+pub mod fleet;
 pub mod hns;
 pub mod kubeconfig;
 pub mod template;

@@ -1,0 +1,143 @@
+//! `fleet plan`: the manifests that let system-upgrade-controller or a DaemonSet roll
+//! calicoctl-win over the Windows nodes, with the config every node gets.
+
+use crate::cli::{Engine, FleetPlanArgs};
+use crate::context::Context;
+use crate::error::UsageError;
+use crate::render::fleet::Fleet;
+use anyhow::Context as _;
+use std::collections::BTreeMap;
+
+pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let fleet = fleet(args, ctx)?;
+    let mut docs = vec![serde_json::to_value(fleet.secret())?];
+    if matches!(args.engine, Engine::SystemUpgradeController | Engine::Both) {
+        docs.push(serde_json::to_value(fleet.plan())?);
+    }
+    if matches!(args.engine, Engine::Daemonset | Engine::Both) {
+        docs.push(serde_json::to_value(fleet.daemon_set())?);
+    }
+    let yaml = docs
+        .iter()
+        .map(serde_saphyr::to_string)
+        .collect::<Result<Vec<_>, _>>()
+        .context("cannot write the manifests as YAML")?
+        .join("---\n");
+    let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+    match &args.out_file {
+        Some(path) => {
+            let changed = crate::files::write_atomic(path, yaml.as_bytes())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            ctx.printer.text(&format!(
+                "{} {} ({}); apply with: kubectl apply -f {}",
+                if changed { "wrote" } else { "unchanged" },
+                path.display(),
+                kinds.join(", "),
+                path.display()
+            ));
+        }
+        None => ctx.printer.text(yaml.trim_end()),
+    }
+    ctx.printer.json(&serde_json::json!({
+        "out_file": args.out_file.as_ref().map(|p| p.display().to_string()),
+        "manifests": docs,
+    }));
+    Ok(())
+}
+
+/// What the manifests are made from: the flags, checked, and the config file, which must load.
+fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
+    if let Some(set) = ctx.options.sets.first() {
+        return Err(UsageError::new(
+            format!("--set {set}: the nodes get the config file, not this command line"),
+            "put the setting in the config file given with --config",
+        )
+        .into());
+    }
+    let Some(path) = ctx.options.config.as_deref() else {
+        return Err(UsageError::new(
+            "fleet plan needs the config file every node gets",
+            "pass --config FILE (a calico-windows.yaml; 'config import-ps1' converts a config.ps1)",
+        )
+        .into());
+    };
+    let (path, config) = crate::config::read_file(Some(path))?
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let problems = crate::config::problems_of_file(path.clone(), &config)?;
+    if !problems.is_empty() {
+        return Err(crate::config::ConfigError::Invalid {
+            file: Some(path),
+            problems,
+        }
+        .into());
+    }
+    for (what, value) in [
+        ("--name", &args.name),
+        ("--namespace", &args.namespace),
+        ("--service-account", &args.service_account),
+        ("--config-secret", &args.config_secret),
+    ] {
+        dns_label(what, value)?;
+    }
+    if args.image.is_empty() || args.image.contains(char::is_whitespace) {
+        return Err(UsageError::new(
+            format!("--image {:?} is not an image reference", args.image),
+            "name the image that holds calicoctl-win.exe, like registry.example.com/calicoctl-win:1.2.0",
+        )
+        .into());
+    }
+    Ok(Fleet {
+        name: args.name.clone(),
+        namespace: args.namespace.clone(),
+        image: args.image.clone(),
+        version: args
+            .version
+            .clone()
+            .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned()),
+        service_account: args.service_account.clone(),
+        config_secret: args.config_secret.clone(),
+        config,
+        concurrency: args.concurrency,
+        node_selector: node_selector(&args.node_selector)?,
+        drain_timeout: args.drain_timeout,
+        force: args.force,
+        delete_emptydir_data: args.delete_emptydir_data,
+    })
+}
+
+/// A Kubernetes object name (RFC 1123 label): lower-case letters, digits and '-', at most 63,
+/// starting and ending with a letter or digit.
+fn dns_label(what: &str, value: &str) -> anyhow::Result<()> {
+    let ok = !value.is_empty()
+        && value.len() <= 63
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !value.starts_with('-')
+        && !value.ends_with('-');
+    if ok {
+        return Ok(());
+    }
+    Err(UsageError::new(
+        format!("{what} {value:?} is not a Kubernetes name"),
+        "use at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit",
+    )
+    .into())
+}
+
+/// `--node-selector KEY=VALUE` flags as labels.
+fn node_selector(flags: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
+    flags
+        .iter()
+        .map(|f| match f.split_once('=') {
+            Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => {
+                Ok((k.to_owned(), v.to_owned()))
+            }
+            _ => Err(UsageError::new(
+                format!("--node-selector {f:?} is not KEY=VALUE"),
+                "give a node label, like --node-selector node.kubernetes.io/windows-build=10.0.20348",
+            )
+            .into()),
+        })
+        .collect()
+}

@@ -1,0 +1,352 @@
+//! The manifests that let an engine already in the cluster roll calicoctl-win over the Windows
+//! nodes (`fleet plan`): a system-upgrade-controller Plan and a HostProcess DaemonSet, each
+//! with the Secret holding the config every node gets. Built from typed structs: Kubernetes'
+//! own from k8s-openapi, the Plan's from system-upgrade-controller's API types.
+
+use k8s_openapi::api::apps::v1::{
+    DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, RollingUpdateDaemonSet,
+};
+use k8s_openapi::api::core::v1::{
+    Container, ExecAction, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, Secret,
+    SecretVolumeSource, Toleration, Volume, VolumeMount, WindowsSecurityContextOptions,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, LabelSelectorRequirement, ObjectMeta,
+};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The key of the config file in the Secret.
+pub const CONFIG_KEY: &str = "calico-windows.yaml";
+/// Where the Secret is mounted in the container. A HostProcess container sees its volumes
+/// under `%CONTAINER_SANDBOX_MOUNT_POINT%` with the drive letter dropped, on containerd 1.6
+/// (links) and on 1.7 (whose bind mounts keep that path working: microsoft/hcsshim#1443).
+pub const CONFIG_MOUNT: &str = "C:\\calicoctl-win";
+/// How the container's command line names its sandbox (cmd.exe expands it).
+pub const SANDBOX: &str = "%CONTAINER_SANDBOX_MOUNT_POINT%";
+const APP_LABEL: &str = "app.kubernetes.io/name";
+
+/// system-upgrade-controller's `Plan` (upgrade.cattle.io/v1), with the fields of
+/// `pkg/apis/upgrade.cattle.io/v1/types.go` at v0.19.0 that a calicoctl-win rollout uses.
+/// Windows nodes are supported from v0.19: on a node labelled `kubernetes.io/os=windows` the
+/// job's containers run as HostProcess containers as `NT AUTHORITY\SYSTEM`, and the cordon and
+/// drain use `SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE_WINDOWS` (`pkg/upgrade/job/job.go`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: ObjectMeta,
+    pub spec: PlanSpec,
+}
+
+/// `PlanSpec`: how many nodes at once, which nodes, the job's container and its drain.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanSpec {
+    pub concurrency: i64,
+    pub node_selector: LabelSelector,
+    pub service_account_name: String,
+    /// The tag of an image named without one, and part of the plan's hash: a new version
+    /// runs the plan again on every node.
+    pub version: String,
+    pub secrets: Vec<SecretSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
+    /// The node is cordoned and drained before the upgrade container runs, and uncordoned
+    /// when its job completes (exit code 0).
+    pub drain: DrainSpec,
+    pub upgrade: ContainerSpec,
+}
+
+/// `SecretSpec`: a Secret mounted into the job's containers; a change to it runs the plan
+/// again (unless `ignoreUpdates`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretSpec {
+    pub name: String,
+    pub path: String,
+}
+
+/// `DrainSpec`: the `kubectl drain` flags the controller's drain container passes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DrainSpec {
+    /// A duration string passed to `kubectl drain --timeout`.
+    pub timeout: String,
+    pub ignore_daemon_sets: bool,
+    pub delete_emptydir_data: bool,
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// `ContainerSpec`: the upgrade container.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerSpec {
+    pub image: String,
+    pub command: Vec<String>,
+    pub args: Vec<String>,
+}
+
+/// What the manifests are made from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fleet {
+    pub name: String,
+    pub namespace: String,
+    /// The image holding calicoctl-win.exe at its root.
+    pub image: String,
+    pub version: String,
+    pub service_account: String,
+    pub config_secret: String,
+    /// The config file's text, which every node gets.
+    pub config: String,
+    /// Nodes changed at once (the Plan's concurrency, the DaemonSet's maxUnavailable).
+    pub concurrency: u32,
+    /// Labels a node needs besides `kubernetes.io/os=windows`.
+    pub node_selector: BTreeMap<String, String>,
+    pub drain_timeout: std::time::Duration,
+    pub force: bool,
+    pub delete_emptydir_data: bool,
+}
+
+impl Fleet {
+    /// calicoctl-win.exe in the container's image.
+    pub fn exe() -> String {
+        format!("{SANDBOX}\\calicoctl-win.exe")
+    }
+
+    /// The config file, where the container sees the Secret.
+    pub fn config_path() -> String {
+        let mount = CONFIG_MOUNT.trim_start_matches("C:");
+        format!("{SANDBOX}{mount}\\{CONFIG_KEY}")
+    }
+
+    /// calicoctl-win's arguments for a job that `engine_drains` (the Plan: the controller
+    /// cordoned and drained the node, and uncordons it) or that drains the node itself (the
+    /// DaemonSet). `reconfigure` installs nothing: a node without Calico fails with
+    /// `not-installed`, and stops the rollout there.
+    pub fn args(&self, engine_drains: bool) -> Vec<String> {
+        let drain = if engine_drains {
+            "--drain=external".to_owned()
+        } else {
+            "--drain".to_owned()
+        };
+        let mut args = vec![
+            "--config".to_owned(),
+            Self::config_path(),
+            "-o".to_owned(),
+            "json".to_owned(),
+            "reconfigure".to_owned(),
+            drain,
+            format!(
+                "--drain-timeout={}",
+                crate::duration::show(self.drain_timeout)
+            ),
+        ];
+        if !engine_drains {
+            if self.force {
+                args.push("--force".into());
+            }
+            if self.delete_emptydir_data {
+                args.push("--delete-emptydir-data".into());
+            }
+        }
+        args
+    }
+
+    fn labels(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([(APP_LABEL.to_owned(), self.name.clone())])
+    }
+
+    fn meta(&self, name: &str) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some(self.namespace.clone()),
+            labels: Some(self.labels()),
+            ..ObjectMeta::default()
+        }
+    }
+
+    /// The Secret with the config file.
+    pub fn secret(&self) -> Secret {
+        Secret {
+            metadata: self.meta(&self.config_secret),
+            type_: Some("Opaque".into()),
+            // As text, so that a review of the manifests reads the config.
+            string_data: Some(BTreeMap::from([(
+                CONFIG_KEY.to_owned(),
+                self.config.clone(),
+            )])),
+            ..Secret::default()
+        }
+    }
+
+    /// Windows nodes, and any labels asked for.
+    fn selected(&self) -> BTreeMap<String, String> {
+        let mut labels = self.node_selector.clone();
+        labels.insert("kubernetes.io/os".into(), "windows".into());
+        labels
+    }
+
+    /// Windows nodes are often tainted `os=windows:NoSchedule` (`install --taint-windows`).
+    fn tolerations() -> Vec<Toleration> {
+        vec![Toleration {
+            key: Some("os".into()),
+            operator: Some("Equal".into()),
+            value: Some("windows".into()),
+            effect: Some("NoSchedule".into()),
+            ..Toleration::default()
+        }]
+    }
+
+    /// The system-upgrade-controller Plan: `concurrency` nodes at a time, each cordoned and
+    /// drained by the controller, then `reconfigure --drain=external` in a HostProcess
+    /// container; exit code 0 uncordons the node, any other stops there.
+    pub fn plan(&self) -> Plan {
+        let node_selector = LabelSelector {
+            match_expressions: Some(
+                self.selected()
+                    .into_iter()
+                    .map(|(key, value)| LabelSelectorRequirement {
+                        key,
+                        operator: "In".into(),
+                        values: Some(vec![value]),
+                    })
+                    .collect(),
+            ),
+            ..LabelSelector::default()
+        };
+        Plan {
+            api_version: "upgrade.cattle.io/v1".into(),
+            kind: "Plan".into(),
+            metadata: self.meta(&self.name),
+            spec: PlanSpec {
+                concurrency: i64::from(self.concurrency),
+                node_selector,
+                service_account_name: self.service_account.clone(),
+                version: self.version.clone(),
+                secrets: vec![SecretSpec {
+                    name: self.config_secret.clone(),
+                    path: CONFIG_MOUNT.into(),
+                }],
+                tolerations: Self::tolerations(),
+                drain: DrainSpec {
+                    timeout: crate::duration::show(self.drain_timeout),
+                    ignore_daemon_sets: true,
+                    delete_emptydir_data: self.delete_emptydir_data,
+                    force: self.force,
+                },
+                upgrade: ContainerSpec {
+                    image: self.image.clone(),
+                    command: vec!["cmd.exe".into(), "/c".into(), Self::exe()],
+                    args: self.args(true),
+                },
+            },
+        }
+    }
+
+    /// The HostProcess DaemonSet: on each Windows node, `reconfigure --drain` (the node drains
+    /// itself; this pod, a DaemonSet pod, stays), then the container stays running. The pod
+    /// is Ready while `status` finds the node healthy, so a rolling update with
+    /// `maxUnavailable: concurrency` moves on only from healthy nodes and stops at a failing one.
+    pub fn daemon_set(&self) -> DaemonSet {
+        let pod = self.pod();
+        DaemonSet {
+            metadata: self.meta(&self.name),
+            spec: Some(DaemonSetSpec {
+                selector: LabelSelector {
+                    match_labels: Some(self.labels()),
+                    ..LabelSelector::default()
+                },
+                template: PodTemplateSpec {
+                    metadata: Some(ObjectMeta {
+                        labels: Some(self.labels()),
+                        // A changed config is a changed pod template: the DaemonSet rolls.
+                        annotations: Some(BTreeMap::from([(
+                            "calicoctl-win/config-sha256".to_owned(),
+                            crate::files::sha256_hex(self.config.as_bytes()),
+                        )])),
+                        ..ObjectMeta::default()
+                    }),
+                    spec: Some(pod),
+                },
+                update_strategy: Some(DaemonSetUpdateStrategy {
+                    type_: Some("RollingUpdate".into()),
+                    rolling_update: Some(RollingUpdateDaemonSet {
+                        max_unavailable: Some(IntOrString::Int(
+                            i32::try_from(self.concurrency).unwrap_or(i32::MAX),
+                        )),
+                        ..RollingUpdateDaemonSet::default()
+                    }),
+                }),
+                ..DaemonSetSpec::default()
+            }),
+            ..DaemonSet::default()
+        }
+    }
+
+    /// The DaemonSet's pod: calicoctl-win in a HostProcess container as SYSTEM, with the
+    /// config from the Secret and `status` as its readiness.
+    fn pod(&self) -> PodSpec {
+        let mut command = vec!["cmd.exe".to_owned(), "/c".to_owned(), Self::exe()];
+        command.extend(self.args(false));
+        // cmd.exe runs what follows only when calicoctl-win exited 0, and then waits forever.
+        command.extend(["&&", "ping", "-t", "127.0.0.1", ">", "NUL"].map(String::from));
+        let status = [
+            "cmd.exe".to_owned(),
+            "/c".to_owned(),
+            Self::exe(),
+            "--config".to_owned(),
+            Self::config_path(),
+            "-q".to_owned(),
+            "status".to_owned(),
+            "--offline".to_owned(),
+        ];
+        let container = Container {
+            name: "calicoctl-win".into(),
+            image: Some(self.image.clone()),
+            command: Some(command),
+            volume_mounts: Some(vec![VolumeMount {
+                name: "config".into(),
+                mount_path: CONFIG_MOUNT.into(),
+                read_only: Some(true),
+                ..VolumeMount::default()
+            }]),
+            readiness_probe: Some(Probe {
+                exec: Some(ExecAction {
+                    command: Some(status.to_vec()),
+                }),
+                period_seconds: Some(30),
+                timeout_seconds: Some(20),
+                ..Probe::default()
+            }),
+            ..Container::default()
+        };
+        PodSpec {
+            containers: vec![container],
+            host_network: Some(true),
+            node_selector: Some(self.selected()),
+            service_account_name: Some(self.service_account.clone()),
+            tolerations: Some(Self::tolerations()),
+            security_context: Some(PodSecurityContext {
+                windows_options: Some(WindowsSecurityContextOptions {
+                    host_process: Some(true),
+                    run_as_user_name: Some("NT AUTHORITY\\SYSTEM".into()),
+                    ..WindowsSecurityContextOptions::default()
+                }),
+                ..PodSecurityContext::default()
+            }),
+            volumes: Some(vec![Volume {
+                name: "config".into(),
+                secret: Some(SecretVolumeSource {
+                    secret_name: Some(self.config_secret.clone()),
+                    ..SecretVolumeSource::default()
+                }),
+                ..Volume::default()
+            }]),
+            ..PodSpec::default()
+        }
+    }
+}
