@@ -6,7 +6,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use support::fake_api::FakeApi;
 use support::{cmd, json, on_node, tool};
 
@@ -359,4 +359,363 @@ fn in_a_pod_the_service_account_reads_the_cluster() {
         .output()
         .expect("runs");
     assert_eq!(json(&out.stdout)["cluster"]["read"], true);
+}
+
+/// A Windows machine of the fleet: a simulated host whose kubelet runs as node `name`.
+struct Machine {
+    name: String,
+    dir: tempfile::TempDir,
+}
+
+impl Machine {
+    fn new(api: &FakeApi, name: &str) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let m = Self {
+            name: name.to_owned(),
+            dir,
+        };
+        // The simulated host is made on first use; its kubelet names the node, as on a real one.
+        let out = cmd()
+            .arg("--sim-host")
+            .arg(m.sim())
+            .args(["-o", "json", "status", "--offline"])
+            .output()
+            .expect("runs");
+        assert!(m.sim().join("state.json").is_file(), "{out:?}");
+        let state_path = m.sim().join("state.json");
+        let mut state: Value =
+            serde_json::from_str(&std::fs::read_to_string(&state_path).expect("state"))
+                .expect("json");
+        let kubelet = &mut state["services"]["kubelet"]["command_line"];
+        let line = kubelet.as_str().expect("kubelet").replace("win-1", name);
+        *kubelet = json!(line);
+        std::fs::write(
+            &state_path,
+            serde_json::to_vec_pretty(&state).expect("json"),
+        )
+        .expect("write");
+        let mut node = json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "uid": format!("uid-{name}"),
+                "labels": {"kubernetes.io/os": "windows"}}, "spec": {}});
+        if let Some(existing) = api.get(&format!("/api/v1/nodes/{name}")) {
+            node["metadata"]["uid"] = existing["metadata"]["uid"].clone();
+        }
+        api.put(&format!("/api/v1/nodes/{name}"), node);
+        api.set_node_ready(name, "True", "kubelet is posting ready status");
+        api.put_pod("default", &format!("web-{name}"), name, Some("ReplicaSet"));
+        api.put_pod(
+            "kube-system",
+            &format!("calico-node-{name}"),
+            name,
+            Some("DaemonSet"),
+        );
+        m
+    }
+
+    fn sim(&self) -> PathBuf {
+        self.dir.path().join("host")
+    }
+
+    /// `calicoctl-win ARGS -o json` on this machine with the admin kubeconfig.
+    fn run(&self, admin: &Path, args: &[&str]) -> (i32, Value, String) {
+        let out = cmd()
+            .args(args)
+            .args(["-o", "json", "--sim-host"])
+            .arg(self.sim())
+            .arg("--kubeconfig")
+            .arg(admin)
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code().expect("code"), json(&out.stdout), stderr)
+    }
+
+    fn install(&self, admin: &Path, extra: &[&str]) {
+        let zip = support::release::release_zip(self.dir.path(), "3.30.2", "calico-node.exe");
+        let zip = zip.display().to_string();
+        let (code, _, err) = self.run(
+            admin,
+            &[&["install", "--release-zip", &zip][..], extra].concat(),
+        );
+        assert_eq!(code, 0, "install on {}: {err}", self.name);
+    }
+
+    /// The VSID of the Calico network on this machine.
+    fn calico_vsid(&self) -> Option<u64> {
+        let state: Value = serde_json::from_str(
+            &std::fs::read_to_string(self.sim().join("state.json")).expect("state"),
+        )
+        .expect("json");
+        state["networks"]
+            .as_array()?
+            .iter()
+            .find(|n| n["Name"] == "Calico")?
+            .pointer("/Ipams/0/Subnets/0/Policies/0/Settings/IsolationId")?
+            .as_u64()
+    }
+}
+
+fn cordoned(api: &FakeApi, node: &str) -> bool {
+    api.get(&format!("/api/v1/nodes/{node}")).expect("node")["spec"]["unschedulable"] == true
+}
+
+fn set_cordon(api: &FakeApi, node: &str, on: bool) {
+    let path = format!("/api/v1/nodes/{node}");
+    let mut n = api.get(&path).expect("node");
+    n["spec"]["unschedulable"] = json!(on);
+    api.put(&path, n);
+}
+
+/// What the driver saw.
+#[derive(Default)]
+struct Rollout {
+    /// Nodes whose job exited 0, in order.
+    done: Vec<String>,
+    /// Nodes whose job failed, with the JSON it printed.
+    failed: Vec<(String, Value)>,
+    /// The most nodes cordoned at any time (sampled from the API server).
+    most_out: usize,
+}
+
+/// A driver that behaves as system-upgrade-controller v0.19 does with the Plan
+/// (`pkg/upgrade/handle_upgrade.go`, `pkg/upgrade/job/job.go`): it selects the nodes matching
+/// `nodeSelector` that do not carry the plan's done label, runs at most `concurrency` jobs at
+/// once, and for each cordons and drains the node (kubectl drain --ignore-daemonsets), runs
+/// the upgrade container, and on exit code 0 uncordons the node and labels it done. A failed
+/// job leaves its node cordoned and keeps it in `status.applying`, so it holds its slot: once
+/// every slot is held by a failure, nothing more starts.
+///
+/// The upgrade container runs on the node's simulated host as a HostProcess container would:
+/// its `cmd.exe /c` command line with `%CONTAINER_SANDBOX_MOUNT_POINT%` expanded to the pod's
+/// sandbox, which holds the Secret at the Plan's path and the service account the job reads the
+/// cluster with.
+fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod) -> Rollout {
+    let spec = &plan["spec"];
+    let concurrency =
+        usize::try_from(spec["concurrency"].as_u64().expect("concurrency")).expect("usize");
+    let done_label = format!(
+        "plan.upgrade.cattle.io/{}",
+        plan["metadata"]["name"].as_str().expect("name")
+    );
+    let selects = |m: &Machine| {
+        let node = api.get(&format!("/api/v1/nodes/{}", m.name)).expect("node");
+        let labels = &node["metadata"]["labels"];
+        spec["nodeSelector"]["matchExpressions"]
+            .as_array()
+            .expect("expressions")
+            .iter()
+            .all(|e| {
+                e["operator"] == "In"
+                    && e["values"]
+                        .as_array()
+                        .expect("values")
+                        .contains(&labels[e["key"].as_str().expect("key")])
+            })
+            && labels[&done_label].is_null()
+    };
+    let mut queue: std::collections::VecDeque<&Machine> =
+        machines.iter().filter(|m| selects(m)).collect();
+    let command: Vec<&str> = spec["upgrade"]["command"]
+        .as_array()
+        .expect("command")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(command[..2], ["cmd.exe", "/c"], "{command:?}");
+    assert!(command[2].ends_with("\\calicoctl-win.exe"), "{command:?}");
+    let expand = |a: &str| {
+        if a.contains("%CONTAINER_SANDBOX_MOUNT_POINT%") {
+            a.replace(
+                "%CONTAINER_SANDBOX_MOUNT_POINT%",
+                &pod.sandbox().display().to_string(),
+            )
+            .replace('\\', "/")
+        } else {
+            a.to_owned()
+        }
+    };
+    let args: Vec<String> = spec["upgrade"]["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(Value::as_str)
+        .map(expand)
+        .collect();
+
+    let finished = std::sync::atomic::AtomicBool::new(false);
+    let mut out = Rollout::default();
+    std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            let mut most = 0;
+            while !finished.load(std::sync::atomic::Ordering::Relaxed) {
+                most = most.max(machines.iter().filter(|m| cordoned(api, &m.name)).count());
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            most
+        });
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (mut running, mut held) = (0, 0);
+        loop {
+            while running + held < concurrency
+                && let Some(m) = queue.pop_front()
+            {
+                running += 1;
+                let tx = tx.clone();
+                let args = &args;
+                s.spawn(move || {
+                    // The controller's cordon and drain containers.
+                    set_cordon(api, &m.name, true);
+                    let pods: Vec<String> = api
+                        .lock()
+                        .objects
+                        .iter()
+                        .filter(|(k, p)| {
+                            k.contains("/pods/")
+                                && p["spec"]["nodeName"] == m.name.as_str()
+                                && p["metadata"]["ownerReferences"][0]["kind"] != "DaemonSet"
+                        })
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    for p in pods {
+                        api.remove(&p);
+                    }
+                    // The upgrade container.
+                    let out = cmd()
+                        .envs(pod.env())
+                        .args(args)
+                        .arg("--sim-host")
+                        .arg(m.sim())
+                        .output()
+                        .expect("job");
+                    let code = out.status.code().expect("code");
+                    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+                    tx.send((m, code, doc)).expect("send");
+                });
+            }
+            if running == 0 {
+                break;
+            }
+            let (m, code, doc) = rx.recv().expect("a job ends");
+            running -= 1;
+            if code == 0 {
+                set_cordon(api, &m.name, false);
+                let path = format!("/api/v1/nodes/{}", m.name);
+                let mut node = api.get(&path).expect("node");
+                node["metadata"]["labels"][&done_label] = json!("hash");
+                api.put(&path, node);
+                out.done.push(m.name.clone());
+            } else {
+                held += 1;
+                out.failed.push((m.name.clone(), doc));
+            }
+        }
+        finished.store(true, std::sync::atomic::Ordering::Relaxed);
+        out.most_out = sampler.join().expect("sampler");
+    });
+    out
+}
+
+/// A VNI change rolled over five Windows nodes by the Plan `fleet plan` writes, two at a time.
+/// Two nodes joined without Calico: each job there fails, leaves its node cordoned with the
+/// error as JSON and holds its slot, so the rollout stops with two nodes not started. Once
+/// those two have Calico and are uncordoned, the controller goes on and every node converges:
+/// the new VSID, healthy, uncordoned, the same config hash. Never more than two nodes out.
+#[test]
+fn a_rollout_by_the_plan_changes_two_nodes_at_a_time_and_stops_at_failures() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let admin_dir = tempfile::tempdir().expect("tempdir");
+    let admin = api.kubeconfig(admin_dir.path(), None);
+    let names = ["win-1", "win-2", "win-3", "win-4", "win-5"];
+    let machines: Vec<Machine> = names.iter().map(|n| Machine::new(&api, n)).collect();
+    for m in machines
+        .iter()
+        .filter(|m| !["win-2", "win-3"].contains(&m.name.as_str()))
+    {
+        m.install(&admin, &[]);
+        assert_eq!(m.calico_vsid(), Some(4096));
+    }
+
+    // The new config, in the Secret the Plan mounts; the cluster moves to VNI 4097 first.
+    let template = std::fs::read_to_string(support::root().join(CONFIG)).expect("config");
+    let config = template.replace("vni: 4096", "vni: 4097");
+    assert_ne!(config, template);
+    let pod = Pod::new(&api, &api.token);
+    let cfg = pod.sandbox().join("config.yaml");
+    std::fs::write(&cfg, &config).expect("write");
+    let (code, doc, err) = fleet_plan(&[
+        "--config",
+        cfg.to_str().expect("utf-8"),
+        "--image",
+        "registry.example.com/calicoctl-win:1.2.0",
+        "--engine",
+        "system-upgrade-controller",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let plan = manifest(&doc, "Plan").clone();
+    let secret = manifest(&doc, "Secret");
+    let mount = pod.sandbox().join("calicoctl-win");
+    std::fs::create_dir_all(&mount).expect("mkdir");
+    std::fs::write(
+        mount.join("calico-windows.yaml"),
+        secret["stringData"]["calico-windows.yaml"]
+            .as_str()
+            .expect("config"),
+    )
+    .expect("mount");
+    api.set_felix_vni(4097);
+
+    let first = drive(&api, &plan, &machines, &pod);
+    // Both failed nodes stay out, each holding a slot: two out, and no more.
+    assert_eq!(first.most_out, 2);
+    assert!(first.most_out <= 2, "{} nodes out at once", first.most_out);
+    assert_eq!(first.done, ["win-1"]);
+    let failed: Vec<&str> = first.failed.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(failed, ["win-2", "win-3"]);
+    for (node, doc) in &first.failed {
+        assert_eq!(doc["error"]["kind"], "not-installed", "{node}: {doc}");
+        assert!(cordoned(&api, node), "{node} stays cordoned");
+    }
+    for m in &machines[3..] {
+        assert!(!cordoned(&api, &m.name), "{} was never started", m.name);
+        assert_eq!(m.calico_vsid(), Some(4096), "{} untouched", m.name);
+    }
+    assert_eq!(machines[0].calico_vsid(), Some(4097));
+
+    // The operator installs Calico on the two and uncordons them; the controller goes on.
+    for m in &machines[1..3] {
+        m.install(&admin, &["--set", "vxlan.vni=4097"]);
+        set_cordon(&api, &m.name, false);
+    }
+    let second = drive(&api, &plan, &machines, &pod);
+    assert!(
+        second.most_out <= 2,
+        "{} nodes out at once",
+        second.most_out
+    );
+    assert!(second.failed.is_empty(), "{:?}", second.failed);
+    assert_eq!(second.done.len(), 4, "{:?}", second.done);
+    let cfg = cfg.to_str().expect("utf-8");
+    for m in &machines {
+        assert_eq!(m.calico_vsid(), Some(4097), "{}", m.name);
+        assert!(!cordoned(&api, &m.name), "{}", m.name);
+        let (code, doc, err) = m.run(&admin, &["status"]);
+        assert_eq!(code, 0, "{}: {err} {doc}", m.name);
+        // Converged: the fleet's config has nothing left to change on the node.
+        let (code, doc, err) = m.run(&admin, &["--config", cfg, "reconfigure", "--dry-run"]);
+        assert_eq!(code, 0, "{}: {err}", m.name);
+        assert_eq!(doc["change"], "none", "{}: {doc}", m.name);
+        let node = api.get(&format!("/api/v1/nodes/{}", m.name)).expect("node");
+        let annotations = &node["metadata"]["annotations"];
+        assert_eq!(
+            annotations["calicoctl-win/calico-version"], "3.30.2",
+            "{}",
+            m.name
+        );
+        assert!(
+            annotations["calicoctl-win/config-hash"].is_string(),
+            "{}",
+            m.name
+        );
+    }
 }
