@@ -488,6 +488,11 @@ pub struct InstallArgs {
     /// Taint the node os=windows:NoSchedule, so that only pods tolerating it land here
     #[arg(long)]
     pub taint_windows: bool,
+    /// Run as a process of its own that outlives this session (the vSwitch creation can cut a
+    /// WinRM or SSH session): log to <state dir>\install.log, record the exit code and the
+    /// JSON result in <state dir>\install.result.json, and return at once
+    #[arg(long)]
+    pub detach: bool,
     /// How long to wait for CalicoNode to initialise and the Calico network to appear
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::duration::parse)]
     pub wait_timeout: std::time::Duration,

@@ -220,20 +220,31 @@ impl Context {
         if self.options.dry_run {
             return Ok(host);
         }
-        let dir = match host.kind() {
-            HostKind::Windows => PathBuf::from(
-                self.env
-                    .get("ProgramData")
-                    .map_or(r"C:\ProgramData", String::as_str),
-            )
-            .join("calicoctl-win"),
-            HostKind::Simulated { dir, .. } => PathBuf::from(dir),
-            HostKind::InMemory { .. } => return Ok(host),
+        let Some(dir) = self.state_dir(host.as_ref()) else {
+            return Ok(host);
         };
         let lock = crate::host::lock::acquire(&dir, command)?;
         self.log(&format!("holding the host lock {}", dir.display()));
         self.lock = Some(lock);
         Ok(host)
+    }
+
+    /// Where calicoctl-win keeps its own state on this machine (the host lock, a detached run's
+    /// log and result): `%ProgramData%\calicoctl-win` on Windows, a simulated host's directory;
+    /// `None` for a throw-away in-memory host, which ends with the process.
+    pub fn state_dir(&self, host: &dyn Host) -> Option<PathBuf> {
+        match host.kind() {
+            HostKind::Windows => Some(
+                PathBuf::from(
+                    self.env
+                        .get("ProgramData")
+                        .map_or(r"C:\ProgramData", String::as_str),
+                )
+                .join("calicoctl-win"),
+            ),
+            HostKind::Simulated { dir, .. } => Some(PathBuf::from(dir)),
+            HostKind::InMemory { .. } => None,
+        }
     }
 
     /// Connects to the cluster with the admin kubeconfig; `None` when there is none (no flag,

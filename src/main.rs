@@ -81,6 +81,17 @@ fn main() -> ExitCode {
         }
     };
     ctx.printer.flush();
+    // A detached run (`install --detach`) records how it ended for whoever started it.
+    if let Some(result) = ctx.env.get(commands::detach::RESULT_ENV) {
+        let output = ctx
+            .env
+            .get(commands::detach::OUTPUT_ENV)
+            .map(std::path::Path::new);
+        if let Err(e) = commands::detach::record(std::path::Path::new(result), output, code as u8) {
+            ctx.log(&format!("failed: {e:#}"));
+            eprintln!("error: {e:#}");
+        }
+    }
     ExitCode::from(code as u8)
 }
 

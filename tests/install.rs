@@ -1632,3 +1632,104 @@ fn a_withheld_cni_config_is_not_drift_and_uninstall_removes_it() {
         "after uninstall --purge",
     );
 }
+
+/// `install --detach` returns at once with where its log and result will be. The install goes
+/// on in a process group of its own: killing the whole group of the session that started it
+/// (what a WinRM or SSH session cut by the new vSwitch does) does not stop it. When it ends,
+/// its exit code and JSON result are recorded, and the node is installed. A detached install
+/// that fails records its error the same way.
+#[cfg(unix)]
+#[test]
+fn a_detached_install_outlives_its_session_and_records_its_result() {
+    use std::os::unix::process::CommandExt;
+    let s = Setup::new("calico-node.exe");
+    let detached = |zip: &Path, fault: &[&str]| {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"));
+        c.env_clear()
+            .current_dir(support::root())
+            .args(fault)
+            .args(["--set", "node.name=win-1", "-o", "json", "--sim-host"])
+            .arg(s.node.sim())
+            .arg("--kubeconfig")
+            .arg(&s.node.admin)
+            .args(["install", "--detach", "--release-zip"])
+            .arg(zip)
+            // The session: a process group the test ends as a whole.
+            .process_group(0);
+        let child = c
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("runs");
+        let session = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+        let out = child.wait_with_output().expect("ends");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The session ends: SIGKILL to every process left in its group (none, if the install
+        // went to a group of its own; it may still be running).
+        let _ = nix::sys::signal::killpg(session, nix::sys::signal::Signal::SIGKILL);
+        serde_json::from_slice::<Value>(&out.stdout).expect("json")
+    };
+    let wait_result = |doc: &Value| {
+        let result = PathBuf::from(doc["result"].as_str().expect("result"));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !result.is_file() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no result in {}",
+                result.display()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let text = std::fs::read_to_string(&result).expect("result");
+        serde_json::from_str::<Value>(&text).expect("result json")
+    };
+
+    // Held at its third change, the detached install is still there after its session ended.
+    let doc = detached(&s.zip, &["--sim-fault", "pause:3"]);
+    assert_eq!(doc["detached"], true, "{doc}");
+    let pid =
+        nix::unistd::Pid::from_raw(i32::try_from(doc["pid"].as_u64().expect("pid")).expect("pid"));
+    let marker = PathBuf::from(format!("{}.paused", s.node.sim().display()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !marker.is_file() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the detached run never paused"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        nix::sys::signal::kill(pid, None).is_ok(),
+        "the detached run died with its session"
+    );
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill it");
+    std::fs::remove_file(&marker).expect("marker");
+
+    // Run to its end (continuing what the killed one began), it records its result.
+    let doc = detached(&s.zip, &[]);
+    let result = wait_result(&doc);
+    assert_eq!(result["exit_code"], 0, "{result}");
+    assert_eq!(result["output"]["changed"], true, "{result}");
+    let log = std::fs::read_to_string(doc["log"].as_str().expect("log")).expect("log");
+    assert!(!log.is_empty());
+    s.api
+        .set_node_ready("win-1", "True", "kubelet is posting ready status");
+    let (code, status, err) = s.node.run(&["status"]);
+    assert_eq!(code, 0, "{err} {status}");
+
+    // A detached install that fails records its error.
+    let bad = s.node.dir.path().join("broken.zip");
+    std::fs::write(&bad, b"not a zip").expect("write");
+    let (code, _, err) = s.node.run(&["uninstall", "--purge"]);
+    assert_eq!(code, 0, "{err}");
+    let doc = detached(&bad, &[]);
+    let result = wait_result(&doc);
+    assert_ne!(result["exit_code"], 0, "{result}");
+    assert!(result["output"]["error"]["kind"].is_string(), "{result}");
+}

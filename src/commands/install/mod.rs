@@ -26,6 +26,9 @@ use serde_json::json;
 pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let mut want = super::flags::release_want(&args.release)?;
     check_skips(&args.skip)?;
+    if args.detach {
+        return super::detach::start(ctx, "install");
+    }
     let host = ctx.open_host_to_change("install")?;
     let base = ctx.load_config()?;
 

@@ -1,0 +1,219 @@
+//! `install --detach`: the install runs as a process of its own, which outlives the session
+//! that started it. Creating the External vSwitch cuts the node's network for a moment, and a
+//! WinRM (or SSH) session that drops ends the processes it started, in the middle of an
+//! install. The detached run logs to a file and records its exit code and JSON result when it
+//! ends, for whoever started it to read.
+
+use crate::context::Context;
+use crate::error::UsageError;
+use crate::host::select::Intent;
+use anyhow::Context as _;
+use serde_json::json;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// Set for the detached run: where to record its result.
+pub const RESULT_ENV: &str = "CALICOCTL_WIN_DETACHED_RESULT";
+/// Set for the detached run: the file its standard output (the JSON document) goes to.
+pub const OUTPUT_ENV: &str = "CALICOCTL_WIN_DETACHED_OUTPUT";
+
+/// The files of a detached run of `command`, in calicoctl-win's state directory.
+struct Files {
+    log: PathBuf,
+    output: PathBuf,
+    result: PathBuf,
+}
+
+impl Files {
+    fn in_dir(dir: &Path, command: &str) -> Self {
+        Self {
+            log: dir.join(format!("{command}.log")),
+            output: dir.join(format!("{command}.out.json")),
+            result: dir.join(format!("{command}.result.json")),
+        }
+    }
+}
+
+/// Starts this command line again, without `--detach`, as a detached process; says where its
+/// log and result will be, and returns.
+pub fn start(ctx: &mut Context, command: &str) -> anyhow::Result<()> {
+    if ctx.options.dry_run {
+        return Err(UsageError::new(
+            "--detach with --dry-run: a dry run changes nothing and ends at once",
+            "leave out --detach to see the plan",
+        )
+        .into());
+    }
+    let host = ctx.open_host(Intent::Read)?;
+    let Some(dir) = ctx.state_dir(host.as_ref()) else {
+        return Err(UsageError::new(
+            "--detach: this throw-away simulated host ends with this process",
+            "pass --sim-host DIR for a simulated host the detached run can change",
+        )
+        .into());
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let files = Files::in_dir(&dir, command);
+    for stale in [&files.result, &files.output] {
+        match std::fs::remove_file(stale) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| {
+                    format!("cannot remove {} from an earlier run", stale.display())
+                });
+            }
+            _ => {}
+        }
+    }
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&files.log)
+        .with_context(|| format!("cannot open {}", files.log.display()))?;
+    let output = std::fs::File::create(&files.output)
+        .with_context(|| format!("cannot create {}", files.output.display()))?;
+    let exe = std::env::current_exe().context("cannot find calicoctl-win's own executable")?;
+    let mut child = std::process::Command::new(exe);
+    child
+        .args(child_args(std::env::args_os().skip(1), &files.log))
+        .env(RESULT_ENV, &files.result)
+        .env(OUTPUT_ENV, &files.output)
+        .stdin(std::process::Stdio::null())
+        .stdout(output)
+        .stderr(log);
+    let (child, breakaway) = spawn_detached(&mut child).context("cannot start the detached run")?;
+    ctx.printer.text(&format!(
+        "{command} runs detached as pid {}; log: {}; its result is recorded in {} when it ends",
+        child.id(),
+        files.log.display(),
+        files.result.display()
+    ));
+    if !breakaway {
+        ctx.printer.warn("this session's job does not allow a process to leave it: ending the session may still end the detached run");
+    }
+    ctx.printer.json(&json!({
+        "detached": true,
+        "pid": child.id(),
+        "left_session_job": breakaway,
+        "log": files.log.display().to_string(),
+        "result": files.result.display().to_string(),
+    }));
+    Ok(())
+}
+
+/// This command line for the detached run: without `--detach` and any output format, with
+/// JSON on standard output (its result) and the log in the log file.
+fn child_args(args: impl Iterator<Item = OsString>, log: &Path) -> Vec<OsString> {
+    let mut out = Vec::new();
+    let mut skip_value = false;
+    for a in args {
+        if std::mem::take(&mut skip_value) {
+            continue;
+        }
+        let text = a.to_string_lossy();
+        match text.as_ref() {
+            "--detach" => {}
+            "-o" | "--output" | "--output-format" | "--log-file" => skip_value = true,
+            t if ["--output=", "--output-format=", "--log-file="]
+                .iter()
+                .any(|p| t.starts_with(p))
+                || (t.starts_with("-o") && !t.starts_with("--")) => {}
+            _ => out.push(a),
+        }
+    }
+    out.extend(["-o", "json"].map(OsString::from));
+    out.push("--log-file".into());
+    out.push(log.as_os_str().to_owned());
+    out
+}
+
+/// Starts the child in a process group of its own, so that what ends the session's processes
+/// does not reach it; on Windows also without a console and outside the session's job when the
+/// job allows that (whether it did is the second value).
+fn spawn_detached(c: &mut std::process::Command) -> std::io::Result<(std::process::Child, bool)> {
+    #[cfg(windows)]
+    {
+        use std::os::windows::process::CommandExt;
+        // CreateProcess flags (processthreadsapi.h).
+        const DETACHED_PROCESS: u32 = 0x0000_0008;
+        const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
+        const CREATE_BREAKAWAY_FROM_JOB: u32 = 0x0100_0000;
+        const ERROR_ACCESS_DENIED: i32 = 5;
+        c.creation_flags(DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP | CREATE_BREAKAWAY_FROM_JOB);
+        match c.spawn() {
+            // A job without JOB_OBJECT_LIMIT_BREAKAWAY_OK refuses the breakaway (CreateProcess).
+            Err(e) if e.raw_os_error() == Some(ERROR_ACCESS_DENIED) => {
+                c.creation_flags(DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP);
+                c.spawn().map(|child| (child, false))
+            }
+            r => r.map(|child| (child, true)),
+        }
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        c.process_group(0);
+        c.spawn().map(|child| (child, true))
+    }
+}
+
+/// At the end of a detached run: its exit code, when it ended and the JSON document it printed,
+/// written atomically to the result file (the document is `null` when it printed none).
+pub fn record(result: &Path, output: Option<&Path>, exit: u8) -> anyhow::Result<()> {
+    let printed = output
+        .and_then(|o| std::fs::read(o).ok())
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .unwrap_or(serde_json::Value::Null);
+    let doc = json!({
+        "schema": crate::output::SCHEMA,
+        "exit_code": exit,
+        "finished": crate::duration::time_text(crate::duration::now()),
+        "output": printed,
+    });
+    let text = serde_json::to_vec_pretty(&doc).context("cannot write the result as JSON")?;
+    crate::files::write_atomic(result, &text)
+        .with_context(|| format!("cannot record the result in {}", result.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_detached_command_line_drops_detach_and_the_output_format_and_logs_to_the_file() {
+        let args = [
+            "-o",
+            "text",
+            "--config",
+            "c.yaml",
+            "install",
+            "--detach",
+            "--output=text",
+            "-ojson",
+            "--log-file",
+            "mine.log",
+            "--release-zip",
+            "z.zip",
+        ]
+        .map(OsString::from);
+        let out = child_args(args.into_iter(), Path::new("/state/install.log"));
+        let out: Vec<String> = out
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            out,
+            [
+                "--config",
+                "c.yaml",
+                "install",
+                "--release-zip",
+                "z.zip",
+                "-o",
+                "json",
+                "--log-file",
+                "/state/install.log"
+            ]
+        );
+    }
+}
