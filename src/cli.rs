@@ -756,6 +756,8 @@ pub enum ServiceRole {
     Felix,
     /// CalicoConfd: BGP configuration (windows-bgp)
     Confd,
+    /// kube-proxy on Calico's network (kube_proxy.path)
+    KubeProxy,
 }
 
 #[derive(Debug, Args)]

@@ -1733,3 +1733,81 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
     assert_ne!(result["exit_code"], 0, "{result}");
     assert!(result["output"]["error"]["kind"].is_string(), "{result}");
 }
+
+/// The opt-in kube-proxy service (`kube_proxy.path`): install registers `kube-proxy` running
+/// calicoctl-win's `service run kube-proxy` after CalicoNode and starts it, which on the
+/// simulated host runs its start-up for real (Calico's network, kube-proxy's version,
+/// `Calico_ep`); status and preflight pass it; uninstall removes it with the rest. A kube-proxy
+/// service someone else registered is refused, not taken over.
+#[test]
+fn the_kube_proxy_service_runs_on_calicos_network_and_goes_with_uninstall() {
+    let s = Setup::new("calico-node.exe");
+    s.api
+        .set_node_ready("win-1", "True", "kubelet is posting ready status");
+    let exe = s.node.c_drive("k/kube-proxy.exe");
+    std::fs::write(&exe, "kube-proxy v1.33.2 (simulated)\n").expect("kube-proxy.exe");
+    let zip = s.zip.display().to_string();
+    let with_kube_proxy = ["--set", r"kube_proxy.path=C:\k\kube-proxy.exe"];
+    let (code, doc, err) = s
+        .node
+        .run(&[&["install", "--release-zip", &zip][..], &with_kube_proxy].concat());
+    assert_eq!(code, 0, "{err} {doc}");
+    let state = || -> Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(s.node.sim().join("state.json")).expect("state"),
+        )
+        .expect("json")
+    };
+    let svc = state()["services"]["kube-proxy"].clone();
+    let line = svc["command_line"].as_str().expect("command line");
+    assert!(
+        line.contains(r"calicoctl-win.exe service run kube-proxy"),
+        "{line}"
+    );
+    assert_eq!(svc["dependencies"], json!(["CalicoNode"]));
+    assert_eq!(svc["state"], "running", "{svc}");
+    let started = state()["started"].to_string();
+    assert!(
+        started.contains(r"C:\\k\\kube-proxy.exe --version"),
+        "{started}"
+    );
+    let env = std::fs::read_to_string(s.node.c_drive("calicowindows/kube-proxy.env")).expect("env");
+    assert!(env.contains("KUBE_NETWORK=Calico\n"), "{env}");
+    assert!(env.contains(r"KUBE_PROXY_KUBECONFIG=C:\k\config"), "{env}");
+
+    let (code, doc, err) = s.node.run(&[&["status"][..], &with_kube_proxy].concat());
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(doc["kube_proxy"]["verdict"], "pass", "{doc}");
+
+    let (code, _, err) = s.node.run(&["uninstall"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(state()["services"]["kube-proxy"].is_null());
+    assert!(!s.node.c_drive("calicowindows/kube-proxy.env").exists());
+    assert!(exe.is_file(), "kube-proxy.exe is not calicoctl-win's");
+
+    // Someone else's kube-proxy service: refused, nothing changed.
+    let mut st = state();
+    st["services"]["kube-proxy"] = json!({
+        "name": "kube-proxy", "display_name": "kube-proxy service", "description": "",
+        "command_line": r"C:\Program Files\nssm\nssm.exe", "start": "auto", "dependencies": [],
+        "recovery": null, "state": "running", "pid": 4321,
+    });
+    // In the order the simulated host keeps them.
+    let sorted: BTreeMap<String, Value> =
+        serde_json::from_value(st["services"].clone()).expect("services");
+    st["services"] = serde_json::to_value(sorted).expect("services");
+    std::fs::write(s.node.sim().join("state.json"), st.to_string()).expect("state");
+    let before = snapshot(&s.node.sim());
+    let skip = ["--skip", "kube-proxy"];
+    let (code, doc, err) = s.node.run(
+        &[
+            &["install", "--release-zip", &zip][..],
+            &with_kube_proxy,
+            &skip,
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("did not register"), "{err} {doc}");
+    assert_same(&snapshot(&s.node.sim()), &before, "refused");
+}

@@ -13,8 +13,7 @@ use crate::render::facts::OsBuild;
 use crate::render::hns::CALICO_NETWORK;
 
 pub const ID: &str = "kube-proxy";
-/// The HNS endpoint calico-node makes for the host on the Calico network (block .2).
-pub const SOURCE_VIP_ENDPOINT: &str = "Calico_ep";
+pub use crate::render::hns::SOURCE_VIP_ENDPOINT;
 
 /// What the host says of kube-proxy.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -78,6 +77,12 @@ pub fn check(f: &KubeProxyFacts, c: &Config) -> Check {
         );
     };
     let (_, args) = split_command_line(&svc.command_line);
+    if args
+        .windows(3)
+        .any(|w| w == ["service", "run", "kube-proxy"])
+    {
+        return own_role(svc, f, c);
+    }
     let (mut fails, mut warns) = (Vec::new(), Vec::new());
     if svc.state != ServiceState::Running {
         warns.push((
@@ -98,6 +103,36 @@ pub fn check(f: &KubeProxyFacts, c: &Config) -> Check {
         None => {}
     }
     verdict(&fails, &warns)
+}
+
+/// kube-proxy run by calicoctl-win's kube-proxy service, which starts it on Calico's network
+/// with the source VIP and DSR it reads from the node at each start
+/// (`supervise::kube_proxy`): only whether it runs, and on overlay whether the endpoint it
+/// takes the source VIP from is there.
+fn own_role(svc: &InstalledService, f: &KubeProxyFacts, c: &Config) -> Check {
+    let mut warns = Vec::new();
+    if svc.state != ServiceState::Running {
+        warns.push((
+            format!("the kube-proxy service is {:?}", svc.state).to_lowercase(),
+            "Start-Service kube-proxy, and read calico-kube-proxy.log in the logs directory"
+                .to_owned(),
+        ));
+    }
+    if c.backend == Backend::Vxlan && f.source_vip_endpoint.is_none() {
+        warns.push((
+            format!(
+                "{SOURCE_VIP_ENDPOINT} is not on the Calico network yet: kube-proxy waits for it"
+            ),
+            "check again once CalicoNode has started (calicoctl-win status)".to_owned(),
+        ));
+    }
+    if warns.is_empty() {
+        return Check::pass(
+            ID,
+            "kube-proxy runs as calicoctl-win's kube-proxy service, on the Calico network with its source VIP and DSR as this build allows",
+        );
+    }
+    verdict(&[], &warns)
 }
 
 /// The network kube-proxy programs: `--network-name`, else `KUBE_NETWORK`.

@@ -38,6 +38,7 @@ pub fn settings(args: &ServiceRunArgs) -> Settings {
         ServiceRole::Node => Role::Node,
         ServiceRole::Felix => Role::Felix,
         ServiceRole::Confd => Role::Confd,
+        ServiceRole::KubeProxy => Role::KubeProxy,
     };
     let mut s = Settings::new(role, &args.install_root);
     s.log = LogSettings {

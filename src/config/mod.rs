@@ -98,6 +98,16 @@ pub struct Config {
     pub logs: Logs,
     pub windows_use_single_network: bool,
     pub extra_env: ExtraEnv,
+    pub kube_proxy: KubeProxy,
+}
+
+/// The opt-in kube-proxy service (`install --kube-proxy PATH`).
+#[derive(Clone, Debug)]
+pub struct KubeProxy {
+    /// kube-proxy.exe; unset, there is no kube-proxy service.
+    pub path: Option<WinPath>,
+    /// The kubeconfig kube-proxy connects with.
+    pub kubeconfig: WinPath,
 }
 
 /// etcd datastore settings.
@@ -311,6 +321,12 @@ fn build(r: &mut Resolver) -> Config {
         logs: logs(r, &install_root),
         install_root,
         windows_use_single_network: r.one("windows_use_single_network", || true),
+        kube_proxy: KubeProxy {
+            path: r.opt("kube_proxy.path"),
+            kubeconfig: r.one("kube_proxy.kubeconfig", || {
+                builtin_default("kube_proxy.kubeconfig")
+            }),
+        },
         extra_env: ExtraEnv {
             node: r.map("extra_env.node"),
             felix: r.map("extra_env.felix"),

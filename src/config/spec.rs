@@ -290,6 +290,18 @@ pub static SETTINGS: &[Spec] = &[
         Unset,
         "Extra environment for confd (the CalicoConfd service).",
     ),
+    own(
+        "kube_proxy.path",
+        Kind::Scalar,
+        Unset,
+        "kube-proxy.exe, run by a kube-proxy service as Calico's kube-proxy-service.ps1 ran it (install --kube-proxy PATH); unset: no kube-proxy service.",
+    ),
+    own(
+        "kube_proxy.kubeconfig",
+        Kind::Scalar,
+        Value("C:\\k\\config"),
+        "The kubeconfig the kube-proxy service's kube-proxy connects with.",
+    ),
 ];
 
 impl Spec {

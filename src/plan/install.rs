@@ -54,14 +54,6 @@ pub enum Restart {
     AlreadyStopped,
 }
 
-/// The roles a backend runs, in start order.
-pub fn roles(backend: Backend) -> Vec<Role> {
-    match backend {
-        Backend::WindowsBgp => vec![Role::Node, Role::Felix, Role::Confd],
-        _ => vec![Role::Node, Role::Felix],
-    }
-}
-
 /// The install root as the record and the journal name it, without a trailing backslash.
 pub fn install_root(c: &Config) -> String {
     c.install_root.as_str().trim_end_matches('\\').to_owned()
@@ -77,7 +69,7 @@ pub fn self_path(c: &Config) -> String {
 pub fn services(c: &Config, calico_version: Option<&str>) -> Vec<ServiceSpec> {
     let root = install_root(c);
     let version = calico_version.and_then(|v| crate::release::CalicoVersion::parse(v).ok());
-    roles(c.backend)
+    Role::for_config(c)
         .into_iter()
         .map(|role| {
             let mut args = vec![
@@ -184,7 +176,7 @@ fn affected_services(c: &Config, writes: &[Action], service_actions: &[Action]) 
             matches!(w, Action::WriteFile { path: p, .. } if p.eq_ignore_ascii_case(path.as_str()))
         })
     };
-    let mut out: Vec<String> = roles(c.backend)
+    let mut out: Vec<String> = Role::for_config(c)
         .into_iter()
         .filter(|&role| {
             let name = supervise::service_name(role);
@@ -197,7 +189,7 @@ fn affected_services(c: &Config, writes: &[Action], service_actions: &[Action]) 
         .map(|role| supervise::service_name(role).to_owned())
         .collect();
     if out.iter().any(|n| n == supervise::service_name(Role::Node)) {
-        out = roles(c.backend)
+        out = Role::for_config(c)
             .into_iter()
             .map(|r| supervise::service_name(r).to_owned())
             .collect();
@@ -362,6 +354,24 @@ struct ServicePlan {
     up: Vec<String>,
 }
 
+/// A kube-proxy service someone else registered (Calico's install-kube-services.ps1, a join
+/// script) is not taken over: uninstall would then remove what calicoctl-win did not create.
+fn refuse_foreign_kube_proxy(spec: &ServiceSpec, now: &InstalledService) -> anyhow::Result<()> {
+    let ours = supervise::service_name(Role::KubeProxy);
+    let role = format!("service run {}", supervise::role_name(Role::KubeProxy));
+    if spec.name != ours || now.command_line.contains(&role) {
+        return Ok(());
+    }
+    Err(crate::error::UsageError::new(
+        format!(
+            "a {ours} service that calicoctl-win did not register is on this node ({})",
+            now.command_line
+        ),
+        "remove it first (sc.exe delete kube-proxy; for Calico's install-kube-services.ps1, uninstall-kube-services.ps1 -service kube-proxy), or leave kube_proxy.path unset to keep it",
+    )
+    .into())
+}
+
 fn service_changes_of(
     host: &dyn Host,
     i: &Inputs<'_>,
@@ -384,6 +394,7 @@ fn service_changes_of(
             p.actions.push(Action::CreateService { spec: spec.clone() });
             continue;
         };
+        refuse_foreign_kube_proxy(spec, &now)?;
         if now.state != ServiceState::Stopped {
             p.running.push(spec.name.clone());
         }

@@ -10,15 +10,22 @@ pub enum Role {
     Node,
     Felix,
     Confd,
+    /// The opt-in kube-proxy service (`kube_proxy.path`).
+    KubeProxy,
 }
 
 impl Role {
-    /// The roles a backend runs: confd only for windows-bgp.
-    pub fn for_backend(backend: Backend) -> &'static [Role] {
-        match backend {
-            Backend::WindowsBgp => &[Role::Node, Role::Felix, Role::Confd],
-            Backend::Vxlan | Backend::None => &[Role::Node, Role::Felix],
+    /// The roles a configuration runs, in start order: confd only for windows-bgp, kube-proxy
+    /// when it is configured and there are Calico networks for it.
+    pub fn for_config(c: &Config) -> Vec<Role> {
+        let mut roles = vec![Role::Node, Role::Felix];
+        if c.backend == Backend::WindowsBgp {
+            roles.push(Role::Confd);
         }
+        if c.kube_proxy.path.is_some() && c.backend != Backend::None {
+            roles.push(Role::KubeProxy);
+        }
+        roles
     }
 
     /// File name of the rendered environment.
@@ -27,6 +34,7 @@ impl Role {
             Role::Node => "calico-node.env",
             Role::Felix => "calico-felix.env",
             Role::Confd => "calico-confd.env",
+            Role::KubeProxy => "kube-proxy.env",
         }
     }
 }
@@ -129,6 +137,22 @@ pub fn environment(c: &Config, role: Role) -> BTreeMap<String, String> {
             &c.extra_env.felix
         }
         Role::Confd => &c.extra_env.confd,
+        Role::KubeProxy => {
+            // What kube-proxy-service.ps1 set: the literal network name (KUBE_NETWORK may be a
+            // pattern for felix, kube-proxy takes a name), and its own inputs.
+            env.insert(
+                "KUBE_NETWORK".into(),
+                crate::render::hns::CALICO_NETWORK.into(),
+            );
+            if let Some(p) = &c.kube_proxy.path {
+                env.insert("KUBE_PROXY_PATH".into(), p.to_string());
+            }
+            env.insert(
+                "KUBE_PROXY_KUBECONFIG".into(),
+                c.kube_proxy.kubeconfig.to_string(),
+            );
+            return env;
+        }
     };
     env.extend(extra.iter().cloned());
     env

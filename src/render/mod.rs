@@ -91,10 +91,10 @@ pub fn render_all(
             contents: cni::render(c, facts, template.text, template.name)?,
         });
     }
-    for role in env::Role::for_backend(c.backend) {
+    for role in env::Role::for_config(c) {
         files.push(RenderedFile {
             name: role.env_file().to_owned(),
-            contents: env::render(c, *role),
+            contents: env::render(c, role),
         });
     }
     if let Some(network) = hns::external_network(c) {

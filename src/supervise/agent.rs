@@ -115,7 +115,7 @@ fn wait_for_init(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Resul
 
 /// Runs the component until a stop is requested: again at once after `reload_exit`, else
 /// after a doubling delay (reset when it had run longer than the longest delay).
-fn supervise(
+pub(super) fn supervise(
     host: &dyn Host,
     s: &Settings,
     program: &super::Launch,

@@ -13,6 +13,7 @@
 
 mod agent;
 pub mod cni;
+mod kube_proxy;
 mod log;
 mod node;
 pub mod platform;
@@ -66,6 +67,14 @@ pub enum SuperviseError {
     Startup { attempts: u32, last: String },
     #[error("CalicoNode has not finished initialising in this boot")]
     NotInitialised,
+    #[error("kube-proxy is not at {path:?} (kube_proxy.path)")]
+    NoKubeProxy { path: String },
+    #[error(
+        "kube-proxy cannot run on Calico's overlay network: its version is {found} (1.14 or later needed)"
+    )]
+    KubeProxyVersion { found: String },
+    #[error("{what} did not appear within {}s", .after.as_secs())]
+    KubeProxyWait { what: String, after: Duration },
     #[error(transparent)]
     Host(#[from] HostError),
     /// A stop was requested; the body returns without error.
@@ -94,6 +103,15 @@ impl SuperviseError {
                 "check 'Get-Service RemoteAccess' (windows-bgp needs the RemoteAccess feature)"
             }
             Self::NotInitialised => "start CalicoNode first and read its log, calico-node.log",
+            Self::NoKubeProxy { .. } => {
+                "put kube-proxy.exe there, or set kube_proxy.path and run 'calicoctl-win reconfigure'"
+            }
+            Self::KubeProxyVersion { .. } => {
+                "use kube-proxy 1.14 or later (the cluster's version is best)"
+            }
+            Self::KubeProxyWait { .. } => {
+                "check CalicoNode (calicoctl-win status, calico-node.log); the service restarts and waits again"
+            }
             _ => return None,
         })
     }
@@ -106,6 +124,7 @@ impl SuperviseError {
                 | Self::ExternalNetwork { .. }
                 | Self::ManagementIp { .. }
                 | Self::NetworksRemain { .. }
+                | Self::KubeProxyWait { .. }
         )
     }
 }
@@ -240,6 +259,7 @@ pub fn role_name(role: Role) -> &'static str {
         Role::Node => "node",
         Role::Felix => "felix",
         Role::Confd => "confd",
+        Role::KubeProxy => "kube-proxy",
     }
 }
 
@@ -249,6 +269,7 @@ pub fn service_name(role: Role) -> &'static str {
         Role::Node => "CalicoNode",
         Role::Felix => "CalicoFelix",
         Role::Confd => "CalicoConfd",
+        Role::KubeProxy => "kube-proxy",
     }
 }
 
@@ -491,6 +512,7 @@ pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> 
         Role::Node => node::run(host, s, stop, log),
         Role::Felix => agent::felix(host, s, stop, log),
         Role::Confd => agent::confd(host, s, stop, log),
+        Role::KubeProxy => kube_proxy::run(host, s, stop, log),
     };
     match out {
         Err(SuperviseError::Stopped) | Ok(()) => {
@@ -522,6 +544,7 @@ pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {
     match s.role {
         Role::Node => node::start_phase(host, s, log).map(|_| ()),
         Role::Felix | Role::Confd => agent::start_phase(host, s, log),
+        Role::KubeProxy => kube_proxy::start_phase(host, s, log).map(|_| ()),
     }
 }
 
@@ -541,6 +564,11 @@ pub fn service_spec(role: Role, exe: &str, args: Vec<String>) -> ServiceSpec {
             "Calico BGP Agent",
             "Calico BGP Agent, confd, configures BGP routing (run by calicoctl-win).",
         ),
+        // As Calico's install-kube-services.ps1 registered it.
+        Role::KubeProxy => (
+            "kube-proxy service",
+            "Kubernetes kube-proxy network proxy (run by calicoctl-win on Calico's network).",
+        ),
     };
     ServiceSpec {
         name: service_name(role).into(),
@@ -550,7 +578,7 @@ pub fn service_spec(role: Role, exe: &str, args: Vec<String>) -> ServiceSpec {
         args,
         dependencies: match role {
             Role::Node => vec![],
-            Role::Felix | Role::Confd => vec!["CalicoNode".into()],
+            Role::Felix | Role::Confd | Role::KubeProxy => vec!["CalicoNode".into()],
         },
         start: StartType::Auto,
         recovery: Some(Recovery {

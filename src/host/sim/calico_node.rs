@@ -9,6 +9,7 @@
 use super::SimHost;
 use crate::host::{Files, Hns, HostResult, ProcessSpec};
 use crate::release::CalicoVersion;
+use crate::render::hns::SOURCE_VIP_ENDPOINT;
 use serde_json::json;
 use std::fmt::Write as _;
 
@@ -192,11 +193,11 @@ fn source_vip_endpoint(host: &SimHost, block: &str, log: &mut String) -> HostRes
     let have = host.hns_endpoints(&calico.id)?;
     if have
         .iter()
-        .any(|e| e.name == "Calico_ep" && e.ip.as_deref() == Some(want.as_str()))
+        .any(|e| e.name == SOURCE_VIP_ENDPOINT && e.ip.as_deref() == Some(want.as_str()))
     {
         return Ok(());
     }
-    host.add_endpoint(&calico.id, "Calico_ep", &want)?;
+    host.add_endpoint(&calico.id, SOURCE_VIP_ENDPOINT, &want)?;
     let _ = writeln!(
         log,
         "created host endpoint Calico_ep ({want}) on HNS network Calico"

@@ -589,6 +589,24 @@ impl Processes for SimHost {
             Some(Ok(calico_node::Component::MonitorToken)) => {
                 calico_node::monitor_token(self, spec)?
             }
+            // `kube-proxy --version` prints `Kubernetes v1.33.2` (Kubernetes' version command)
+            // and exits; the simulated kube-proxy.exe holds the version it reports.
+            None if spec.args == ["--version"]
+                && spec
+                    .program
+                    .to_ascii_lowercase()
+                    .ends_with("kube-proxy.exe") =>
+            {
+                let text = self.read_file(&spec.program)?.unwrap_or_default();
+                let text = String::from_utf8_lossy(&text);
+                let version = text
+                    .split_whitespace()
+                    .find(|w| {
+                        w.starts_with('v') && w[1..].starts_with(|c: char| c.is_ascii_digit())
+                    })
+                    .unwrap_or("v1.33.0");
+                (Some(0), format!("Kubernetes {version}\n"))
+            }
             // felix, confd and other programs run until stopped.
             _ => (None, String::new()),
         };

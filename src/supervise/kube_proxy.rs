@@ -1,0 +1,289 @@
+//! The kube-proxy service (opt-in: `kube_proxy.path`), doing what Calico's
+//! `kubernetes\kube-proxy-service.ps1` (up to v3.30) did before it ran kube-proxy, with every
+//! wait bounded:
+//!
+//! - wait for the HNS network `Calico`;
+//! - read `kube-proxy --version` (overlay needs 1.14 or later);
+//! - `--hostname-override=$NODENAME --v=4 --proxy-mode=kernelspace --kubeconfig=...`;
+//! - DSR (`--enable-dsr=true`, feature gate `WinDSR=true`) where the Windows build has it
+//!   (`Get-IsDSRSupported`: 17763.1432 or 18317 and later);
+//! - on an Overlay network, wait for the host endpoint `Calico_ep` and pass its address as
+//!   `--source-vip` (and `WinOverlay=true`, which is on by default from kube-proxy 1.20, so it
+//!   is passed only before: Kubernetes' feature gate table);
+//! - `KUBE_NETWORK=Calico` (a literal name: the config's may be felix's pattern).
+//!
+//! The script also deleted every HNS policy list first, "because kube-proxy doesn't handle
+//! resync". kube-proxy does that itself when it starts since 1.14 (`NewProxier` in
+//! `pkg/proxy/winkernel`: "Cleaning up old HNS policy lists"), so it is not done again here.
+//! kube-proxy then runs, restarted with backoff when it exits, until the service stops.
+
+use super::{Launch, Log, Result, Settings, Stop, SuperviseError, environment};
+use crate::host::{Host, Output, ProcessSpec};
+use crate::render::facts::OsBuild;
+use crate::render::hns::{CALICO_NETWORK, SOURCE_VIP_ENDPOINT};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long `kube-proxy --version` may take.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What kube-proxy is started with, from what the node says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inputs {
+    pub node_name: String,
+    pub kubeconfig: String,
+    /// kube-proxy's version, (major, minor).
+    pub version: (u32, u32),
+    pub dsr: bool,
+    /// `Calico_ep`'s address, on an Overlay network.
+    pub source_vip: Option<String>,
+}
+
+/// kube-proxy's arguments, as kube-proxy-service.ps1 built them.
+pub fn arguments(i: &Inputs) -> Vec<String> {
+    let mut args = vec![
+        format!("--hostname-override={}", i.node_name),
+        "--v=4".to_owned(),
+        "--proxy-mode=kernelspace".to_owned(),
+        format!("--kubeconfig={}", i.kubeconfig),
+    ];
+    let mut gates = Vec::new();
+    if i.dsr && i.version >= (1, 14) {
+        gates.push("WinDSR=true");
+        args.push("--enable-dsr=true".to_owned());
+    }
+    if let Some(vip) = &i.source_vip {
+        args.push(format!("--source-vip={vip}"));
+        if i.version < (1, 20) {
+            gates.push("WinOverlay=true");
+        }
+    }
+    if !gates.is_empty() {
+        args.push(format!("--feature-gates={}", gates.join(",")));
+    }
+    args
+}
+
+/// The version in `kube-proxy --version`'s output (`Kubernetes v1.33.2`), as the script's
+/// `v([0-9])\.([0-9]+)` read it.
+pub fn parse_version(output: &str) -> Option<(u32, u32)> {
+    let at = output.find('v')?;
+    output[at..].split_whitespace().find_map(|w| {
+        let mut parts = w.strip_prefix('v')?.split('.');
+        let major = parts.next()?.parse().ok()?;
+        let minor = parts.next()?.parse().ok()?;
+        Some((major, minor))
+    })
+}
+
+/// The service: the start-up, then kube-proxy until a stop is requested.
+pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
+    let env = environment(host, s)?;
+    let launch = prepare(host, s, &env, stop, log)?;
+    super::agent::supervise(host, s, &launch, &env, None, stop, log)
+}
+
+/// What starting the service does on a simulated host: the start-up, for real.
+pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<Launch> {
+    let env = environment(host, s)?;
+    prepare(host, s, &env, &Stop::new(), log)
+}
+
+/// The waits and the command line of kube-proxy.
+fn prepare(
+    host: &dyn Host,
+    s: &Settings,
+    env: &BTreeMap<String, String>,
+    stop: &Stop,
+    log: &Log,
+) -> Result<Launch> {
+    let var = |name: &str| env.get(name).cloned().unwrap_or_default();
+    let exe = s.program.clone().unwrap_or_else(|| var("KUBE_PROXY_PATH"));
+    if exe.is_empty() || (s.program.is_none() && host.file_access(&exe)?.is_none()) {
+        return Err(SuperviseError::NoKubeProxy { path: exe });
+    }
+    let overlay = wait(
+        s,
+        stop,
+        log,
+        &format!("the HNS network {CALICO_NETWORK}"),
+        || {
+            Ok(host
+                .hns_networks()?
+                .into_iter()
+                .find(|n| n.name == CALICO_NETWORK)
+                .map(|n| n.network_type.eq_ignore_ascii_case("overlay")))
+        },
+    )?;
+    let version = version(host, &exe, log)?;
+    if overlay && version < (1, 14) {
+        return Err(SuperviseError::KubeProxyVersion {
+            found: format!("v{}.{}", version.0, version.1),
+        });
+    }
+    let source_vip = if overlay {
+        Some(wait(
+            s,
+            stop,
+            log,
+            &format!("the host endpoint {SOURCE_VIP_ENDPOINT}"),
+            || source_vip(host),
+        )?)
+    } else {
+        None
+    };
+    let facts = host.system_facts()?;
+    let build = OsBuild {
+        build: facts.build,
+        ubr: facts.ubr.unwrap_or(0),
+    };
+    let inputs = Inputs {
+        node_name: var("NODENAME"),
+        kubeconfig: var("KUBE_PROXY_KUBECONFIG"),
+        version,
+        dsr: build.supports_dsr(),
+        source_vip,
+    };
+    let args = arguments(&inputs);
+    log.info(&format!(
+        "kube-proxy v{}.{} on network {CALICO_NETWORK}: {}",
+        version.0,
+        version.1,
+        args.join(" ")
+    ));
+    Ok(Launch {
+        program: exe,
+        args,
+        cwd: None,
+    })
+}
+
+/// `Calico_ep`'s address on the Calico network, once calico-node made it.
+fn source_vip(host: &dyn Host) -> crate::host::HostResult<Option<String>> {
+    let Some(network) = host
+        .hns_networks()?
+        .into_iter()
+        .find(|n| n.name == CALICO_NETWORK)
+    else {
+        return Ok(None);
+    };
+    Ok(host
+        .hns_endpoints(&network.id)?
+        .into_iter()
+        .find(|e| e.name == SOURCE_VIP_ENDPOINT)
+        .and_then(|e| e.ip))
+}
+
+/// Polls `found` until it gives a value, for at most `network_timeout`.
+fn wait<T>(
+    s: &Settings,
+    stop: &Stop,
+    log: &Log,
+    what: &str,
+    mut found: impl FnMut() -> crate::host::HostResult<Option<T>>,
+) -> Result<T> {
+    let started = Instant::now();
+    let mut said = false;
+    loop {
+        if let Some(v) = found()? {
+            return Ok(v);
+        }
+        if started.elapsed() >= s.network_timeout {
+            return Err(SuperviseError::KubeProxyWait {
+                what: what.to_owned(),
+                after: s.network_timeout,
+            });
+        }
+        if !said {
+            log.info(&format!("waiting up to {:?} for {what}", s.network_timeout));
+            said = true;
+        }
+        if stop.wait(s.timing.poll) {
+            return Err(SuperviseError::Stopped);
+        }
+    }
+}
+
+/// `kube-proxy --version`, bounded in time.
+fn version(host: &dyn Host, exe: &str, log: &Log) -> Result<(u32, u32)> {
+    let output = Arc::new(Mutex::new(String::new()));
+    let sink = Arc::clone(&output);
+    let spec = ProcessSpec {
+        program: exe.to_owned(),
+        args: vec!["--version".to_owned()],
+        env: BTreeMap::new(),
+        cwd: None,
+        output: Output::Lines(crate::host::LineSink::new(move |line| {
+            if let Ok(mut o) = sink.lock() {
+                o.push_str(&String::from_utf8_lossy(line));
+            }
+        })),
+    };
+    let mut child = host.spawn(&spec)?;
+    if child.wait_timeout(VERSION_TIMEOUT)?.is_none() {
+        let _ = child.stop(Duration::from_secs(1));
+        return Err(SuperviseError::KubeProxyVersion {
+            found: format!("no answer to --version within {VERSION_TIMEOUT:?}"),
+        });
+    }
+    let text = output.lock().map(|o| o.clone()).unwrap_or_default();
+    log.info(&format!("{exe} --version: {}", text.trim()));
+    parse_version(&text).ok_or_else(|| SuperviseError::KubeProxyVersion {
+        found: text.trim().to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inputs(version: (u32, u32), dsr: bool, vip: Option<&str>) -> Inputs {
+        Inputs {
+            node_name: "win-1".into(),
+            kubeconfig: "C:\\k\\config".into(),
+            version,
+            dsr,
+            source_vip: vip.map(String::from),
+        }
+    }
+
+    #[test]
+    fn the_arguments_are_the_scripts() {
+        assert_eq!(
+            arguments(&inputs((1, 33), true, Some("10.244.1.2"))),
+            [
+                "--hostname-override=win-1",
+                "--v=4",
+                "--proxy-mode=kernelspace",
+                "--kubeconfig=C:\\k\\config",
+                "--enable-dsr=true",
+                "--source-vip=10.244.1.2",
+                "--feature-gates=WinDSR=true",
+            ]
+        );
+        // Before 1.20 WinOverlay was off by default; without DSR there is no WinDSR.
+        let old = arguments(&inputs((1, 18), false, Some("10.244.1.2")));
+        assert!(
+            old.contains(&"--feature-gates=WinOverlay=true".to_owned()),
+            "{old:?}"
+        );
+        assert!(!old.iter().any(|a| a.contains("dsr")), "{old:?}");
+        // Not overlay (windows-bgp's L2Bridge): no source VIP, no WinOverlay.
+        let bridge = arguments(&inputs((1, 33), false, None));
+        assert!(
+            !bridge
+                .iter()
+                .any(|a| a.starts_with("--source-vip") || a.starts_with("--feature-gates")),
+            "{bridge:?}"
+        );
+    }
+
+    #[test]
+    fn the_version_is_read_as_kube_proxy_prints_it() {
+        assert_eq!(parse_version("Kubernetes v1.33.2\n"), Some((1, 33)));
+        assert_eq!(parse_version("Kubernetes v1.9.11"), Some((1, 9)));
+        assert_eq!(parse_version("kube-proxy version unknown"), None);
+        assert_eq!(parse_version(""), None);
+    }
+}
