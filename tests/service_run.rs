@@ -34,10 +34,10 @@ fn installed_host(dir: &Path) -> SimHost {
     };
     put("calico-node.exe", b"simulated program\n");
     put("calicoctl-win.exe", b"simulated program\n");
-    for role in Role::for_backend(c.backend) {
+    for role in Role::for_config(&c) {
         put(
             role.env_file(),
-            calicoctl_win::render::env::render(&c, *role).as_bytes(),
+            calicoctl_win::render::env::render(&c, role).as_bytes(),
         );
     }
     let external = calicoctl_win::render::hns::external_network(&c).expect("vxlan");
