@@ -188,7 +188,7 @@ cordoned, pods on it) when the admin kubeconfig is available; and the expiry of 
 Exits 0 when healthy, 1 when degraded, with every reason listed (-o json: \"problems\"). Changes nothing."
     )]
     Status(StatusArgs),
-    /// Run a Calico service body: what the CalicoNode, CalicoFelix and CalicoConfd services run
+    /// Run a Calico service body: what the CalicoNode, CalicoFelix, CalicoConfd and kube-proxy services run
     #[command(subcommand)]
     Service(ServiceCommand),
     /// Fetch calico-node's credentials from the cluster: a kubeconfig or the etcd TLS files
@@ -739,8 +739,12 @@ for windows-bgp, writes the init-done marker (HKLM\\Software\\Tigera\\Calico Boo
 calico-node startup whenever kubelet's process changes, retrying with backoff.\n\
 felix: waits for the marker, runs felix, restarts it at once on exit code 129 (config reload), with a \
 growing delay on other exits.\n\
-confd: the same for confd with windows-bgp; idles with other backends.\n\n\
-The child's environment is exactly <install root>\\calico-<role>.env. Its output and this service's own \
+confd: the same for confd with windows-bgp; idles with other backends.\n\
+kube-proxy (opt-in, kube_proxy.path): waits for the Calico network, reads kube-proxy --version, on \
+overlay waits for the Calico_ep endpoint, then runs kube-proxy with --source-vip, DSR as the build allows \
+and KUBE_NETWORK=Calico, as kube-proxy-service.ps1 did (each wait bounded by --network-timeout); restarts it \
+like felix.\n\n\
+The child's environment is exactly <install root>\\calico-<role>.env (kube-proxy.env for kube-proxy). Its output and this service's own \
 lines go to <logs dir>\\calico-<role>.log, rotated by size and age. On stop the child is asked to stop, \
 then killed after --stop-timeout."
     )]

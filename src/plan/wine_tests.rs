@@ -139,3 +139,62 @@ fn install_registers_services_running_calicoctl_win_and_uninstall_deletes_them()
         "the registry key is left"
     );
 }
+
+/// The opt-in kube-proxy service's registration, through the real SCM: calicoctl-win's
+/// `service run kube-proxy`, automatic start, after CalicoNode, named and described as
+/// Calico's install-kube-services.ps1 registered it.
+#[test]
+fn the_kube_proxy_service_registers_with_the_real_scm() {
+    if !under_wine() {
+        return;
+    }
+    let _turn = SCM.lock().unwrap_or_else(|p| p.into_inner());
+    let h = WindowsHost::new();
+    assert_eq!(h.service_query("kube-proxy").expect("query"), None);
+    let c = crate::config::load(&crate::config::Inputs {
+        sets: vec![
+            "node.name=wine".into(),
+            r"kube_proxy.path=C:\k\kube-proxy.exe".into(),
+        ],
+        ..crate::config::Inputs::default()
+    })
+    .expect("config")
+    .config;
+    let specs = crate::plan::install::services(&c, Some("3.31.0"));
+    let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["CalicoNode", "CalicoFelix", "kube-proxy"]);
+    let spec = &specs[2];
+    h.service_create(spec).expect("create kube-proxy");
+    // Deleted however the test ends, so that the prefix is as it was.
+    struct Delete<'a>(&'a WindowsHost);
+    impl Drop for Delete<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.service_delete("kube-proxy");
+        }
+    }
+    let guard = Delete(&h);
+    let got = h
+        .service_query("kube-proxy")
+        .expect("query")
+        .expect("kube-proxy");
+    assert!(
+        got.command_line
+            .replace('"', "")
+            .ends_with(r"calicoctl-win.exe service run kube-proxy --install-root C:\CalicoWindows --calico-version 3.31.0"),
+        "{}",
+        got.command_line
+    );
+    assert_eq!(got.start, StartType::Auto);
+    assert_eq!(got.display_name, "kube-proxy service");
+    // Wine's QueryServiceConfigW reports no dependencies; the SCM's own store has them.
+    assert_eq!(
+        h.reg_get(
+            r"HKLM\System\CurrentControlSet\Services\kube-proxy",
+            "DependOnService"
+        )
+        .expect("reg"),
+        Some(crate::host::RegValue::MultiSz(vec!["CalicoNode".into()]))
+    );
+    drop(guard);
+    assert_eq!(h.service_query("kube-proxy").expect("query"), None);
+}
