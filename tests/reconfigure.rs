@@ -61,16 +61,7 @@ impl Node {
     }
 
     fn calico_vsid(&self) -> Option<u64> {
-        let state: Value = serde_json::from_str(
-            &std::fs::read_to_string(self.node.sim().join("state.json")).expect("state"),
-        )
-        .expect("json");
-        state["networks"]
-            .as_array()?
-            .iter()
-            .find(|n| n["Name"] == "Calico")?
-            .pointer("/Ipams/0/Subnets/0/Policies/0/Settings/IsolationId")?
-            .as_u64()
+        support::calico_vsid(&self.node.sim())
     }
 
     fn pods(&self) -> Vec<String> {

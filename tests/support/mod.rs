@@ -185,3 +185,15 @@ pub fn entries(dir: &Path) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// The VSID (VXLAN VNI) of the Calico HNS network on the simulated host in `sim`.
+pub fn calico_vsid(sim: &Path) -> Option<u64> {
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sim.join("state.json")).ok()?).ok()?;
+    state["networks"]
+        .as_array()?
+        .iter()
+        .find(|n| n["Name"] == "Calico")?
+        .pointer("/Ipams/0/Subnets/0/Policies/0/Settings/IsolationId")?
+        .as_u64()
+}
