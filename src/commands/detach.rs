@@ -217,3 +217,18 @@ mod tests {
         );
     }
 }
+
+// Through the real CreateProcess (under Wine in CI): the creation flags start a child.
+#[cfg(all(test, windows))]
+mod windows_tests {
+    #[test]
+    fn a_detached_child_starts_and_runs_to_its_end() {
+        let mut c = std::process::Command::new("cmd.exe");
+        c.args(["/c", "exit 7"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let (mut child, _left_job) = super::spawn_detached(&mut c).expect("spawn");
+        assert_eq!(child.wait().expect("wait").code(), Some(7));
+    }
+}
