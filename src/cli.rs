@@ -489,8 +489,8 @@ pub struct InstallArgs {
     #[arg(long)]
     pub taint_windows: bool,
     /// Run as a process of its own that outlives this session (the vSwitch creation can cut a
-    /// WinRM or SSH session): log to <state dir>\install.log, record the exit code and the
-    /// JSON result in <state dir>\install.result.json, and return at once
+    /// WinRM or SSH session): log to --log-file or <state dir>\install.log, record the exit
+    /// code and the JSON result in <state dir>\install.result.json, and return at once
     #[arg(long)]
     pub detach: bool,
     /// How long to wait for CalicoNode to initialise and the Calico network to appear

@@ -50,25 +50,13 @@ fn main() -> ExitCode {
             sim_fault: g.sim_fault.clone(),
         },
     };
-    let log = match &g.log_file {
-        Some(path) => match fs_err::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-        {
-            Ok(f) => Some(Box::new(f) as Box<dyn std::io::Write>),
-            Err(e) => {
-                let mut printer = printer;
-                printer.error(&CliError {
-                    exit: Exit::Usage,
-                    kind: error::Kind::Usage,
-                    error: e.into(),
-                    hint: Some("pass a writable --log-file path".into()),
-                });
-                return ExitCode::from(Exit::Usage as u8);
-            }
-        },
-        None => None,
+    let log = match open_log(g.log_file.as_deref()) {
+        Ok(log) => log,
+        Err(e) => {
+            let mut printer = printer;
+            printer.error(&e);
+            return ExitCode::from(Exit::Usage as u8);
+        }
     };
     let mut ctx = Context::new(printer, options, env, log);
     ctx.set_sim_start_hook(commands::service::sim_start_hook());
@@ -81,18 +69,45 @@ fn main() -> ExitCode {
         }
     };
     ctx.printer.flush();
-    // A detached run (`install --detach`) records how it ended for whoever started it.
-    if let Some(result) = ctx.env.get(commands::detach::RESULT_ENV) {
-        let output = ctx
-            .env
-            .get(commands::detach::OUTPUT_ENV)
-            .map(std::path::Path::new);
-        if let Err(e) = commands::detach::record(std::path::Path::new(result), output, code as u8) {
-            ctx.log(&format!("failed: {e:#}"));
-            eprintln!("error: {e:#}");
-        }
-    }
+    record_detached(&mut ctx, code);
     ExitCode::from(code as u8)
+}
+
+/// A detached run (`install --detach`) records how it ended for whoever started it.
+fn record_detached(ctx: &mut Context, code: Exit) {
+    let Some(result) = ctx.env.get(commands::detach::RESULT_ENV).cloned() else {
+        return;
+    };
+    let output = ctx
+        .env
+        .get(commands::detach::OUTPUT_ENV)
+        .map(std::path::PathBuf::from);
+    if let Err(e) =
+        commands::detach::record(std::path::Path::new(&result), output.as_deref(), code as u8)
+    {
+        ctx.log(&format!("failed: {e:#}"));
+        eprintln!("error: {e:#}");
+    }
+}
+
+/// The `--log-file`, opened for appending.
+fn open_log(path: Option<&std::path::Path>) -> Result<Option<Box<dyn std::io::Write>>, CliError> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    match fs_err::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        Ok(f) => Ok(Some(Box::new(f))),
+        Err(e) => Err(CliError {
+            exit: Exit::Usage,
+            kind: error::Kind::Usage,
+            error: e.into(),
+            hint: Some("pass a writable --log-file path".into()),
+        }),
+    }
 }
 
 /// The command line could not be parsed, or asked for help or the version: as clap shows them,

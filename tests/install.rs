@@ -1798,6 +1798,15 @@ fn the_kube_proxy_service_runs_on_calicos_network_and_goes_with_uninstall() {
     st["services"] = serde_json::to_value(sorted).expect("services");
     std::fs::write(s.node.sim().join("state.json"), st.to_string()).expect("state");
     let before = snapshot(&s.node.sim());
+    // preflight says so first (exit 3); past it, install refuses to take the service over.
+    let (code, doc, err) = s
+        .node
+        .run(&[&["install", "--release-zip", &zip][..], &with_kube_proxy].concat());
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        doc["checks"].to_string().contains("it did not register"),
+        "{doc}"
+    );
     let skip = ["--skip", "kube-proxy"];
     let (code, doc, err) = s.node.run(
         &[

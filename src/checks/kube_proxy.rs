@@ -83,6 +83,16 @@ pub fn check(f: &KubeProxyFacts, c: &Config) -> Check {
     {
         return own_role(svc, f, c);
     }
+    if c.kube_proxy.path.is_some() {
+        return Check::fail(
+            ID,
+            format!(
+                "kube_proxy.path asks for calicoctl-win's kube-proxy service, but a kube-proxy service it did not register is on this node ({})",
+                svc.command_line
+            ),
+            "remove that service first (sc.exe delete kube-proxy; for Calico's install-kube-services.ps1, uninstall-kube-services.ps1 -service kube-proxy), or leave kube_proxy.path unset to keep it",
+        );
+    }
     let (mut fails, mut warns) = (Vec::new(), Vec::new());
     if svc.state != ServiceState::Running {
         warns.push((

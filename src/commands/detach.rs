@@ -53,7 +53,11 @@ pub fn start(ctx: &mut Context, command: &str) -> anyhow::Result<()> {
         .into());
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let files = Files::in_dir(&dir, command);
+    let mut files = Files::in_dir(&dir, command);
+    // A log file the command line names is kept.
+    if let Some(log) = log_file_arg(std::env::args_os().skip(1)) {
+        files.log = log;
+    }
     for stale in [&files.result, &files.output] {
         match std::fs::remove_file(stale) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -98,6 +102,25 @@ pub fn start(ctx: &mut Context, command: &str) -> anyhow::Result<()> {
         "result": files.result.display().to_string(),
     }));
     Ok(())
+}
+
+/// The `--log-file` the command line gives, if any.
+fn log_file_arg(args: impl Iterator<Item = OsString>) -> Option<PathBuf> {
+    let mut found = None;
+    let mut next_is_it = false;
+    for a in args {
+        if std::mem::take(&mut next_is_it) {
+            found = Some(PathBuf::from(a));
+            continue;
+        }
+        let text = a.to_string_lossy();
+        if text == "--log-file" {
+            next_is_it = true;
+        } else if let Some(v) = text.strip_prefix("--log-file=") {
+            found = Some(PathBuf::from(v));
+        }
+    }
+    found
 }
 
 /// This command line for the detached run: without `--detach` and any output format, with
@@ -196,6 +219,11 @@ mod tests {
             "z.zip",
         ]
         .map(OsString::from);
+        assert_eq!(
+            log_file_arg(args.clone().into_iter()),
+            Some(PathBuf::from("mine.log"))
+        );
+        assert_eq!(log_file_arg([OsString::from("install")].into_iter()), None);
         let out = child_args(args.into_iter(), Path::new("/state/install.log"));
         let out: Vec<String> = out
             .iter()
