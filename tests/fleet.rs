@@ -177,6 +177,52 @@ fn the_plan_matches_system_upgrade_controllers_own_schema() {
     assert_eq!(secret["stringData"]["calico-windows.yaml"], text.as_str());
 }
 
+/// The DaemonSet: on Windows nodes, HostProcess as SYSTEM, the node draining itself, Ready
+/// only while `status` finds the node healthy, `maxUnavailable` the concurrency, and the
+/// config's sha256 on the pod template, so that a new config rolls it and the same one does
+/// not.
+#[test]
+fn the_daemonset_rolls_on_a_new_config_and_is_ready_only_when_healthy() {
+    let ds = |config: &str| {
+        let (code, doc, err) = fleet_plan(&[
+            "--config",
+            config,
+            "--image",
+            "i",
+            "--engine",
+            "daemonset",
+            "--concurrency",
+            "3",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        manifest(&doc, "DaemonSet").clone()
+    };
+    let first = ds(CONFIG);
+    let pod = &first["spec"]["template"]["spec"];
+    assert_eq!(pod["nodeSelector"]["kubernetes.io/os"], "windows");
+    assert_eq!(
+        pod["securityContext"]["windowsOptions"]["runAsUserName"],
+        "NT AUTHORITY\\SYSTEM"
+    );
+    let command = pod["containers"][0]["command"].to_string();
+    assert!(command.contains("\"reconfigure\",\"--drain\""), "{command}");
+    let probe = pod["containers"][0]["readinessProbe"]["exec"]["command"].to_string();
+    assert!(probe.contains("\"status\""), "{probe}");
+    assert_eq!(
+        first["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"],
+        3
+    );
+    let sha = |d: &Value| {
+        d["spec"]["template"]["metadata"]["annotations"]["calicoctl-win/config-sha256"].clone()
+    };
+    assert_eq!(sha(&ds(CONFIG)), sha(&first));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let other = dir.path().join("other.yaml");
+    let text = std::fs::read_to_string(support::root().join(CONFIG)).expect("config");
+    std::fs::write(&other, text.replace("vni: 4096", "vni: 4097")).expect("write");
+    assert_ne!(sha(&ds(other.to_str().expect("utf-8"))), sha(&first));
+}
+
 /// kubectl reads every manifest (the DaemonSet into Kubernetes' own Go types, which refuse a
 /// mistyped field) without a cluster.
 #[test]

@@ -282,6 +282,44 @@ mod tests {
         assert_eq!(c.verdict, Verdict::Pass, "{c:?}");
     }
 
+    /// calicoctl-win's own kube-proxy service derives its flags at each start: it passes while
+    /// it runs and Calico_ep is there, warns while it waits for Calico_ep or is stopped; a
+    /// foreign service fails when kube_proxy.path asks for calicoctl-win's own.
+    #[test]
+    fn the_own_kube_proxy_service_is_judged_by_what_it_derives_its_flags_from() {
+        let own = r"C:\CalicoWindows\calicoctl-win.exe service run kube-proxy --install-root C:\CalicoWindows";
+        let vx = config("vxlan");
+        assert_eq!(check(&facts(own, "20348.1"), &vx).verdict, Verdict::Pass);
+        let mut waiting = facts(own, "20348.1");
+        waiting.source_vip_endpoint = None;
+        let c = check(&waiting, &vx);
+        assert_eq!(c.verdict, Verdict::Warn, "{c:?}");
+        assert!(
+            c.message.contains("kube-proxy waits for it"),
+            "{}",
+            c.message
+        );
+        let mut stopped = facts(own, "20348.1");
+        if let Some(svc) = stopped.service.as_mut() {
+            svc.state = ServiceState::Stopped;
+        }
+        assert_eq!(check(&stopped, &vx).verdict, Verdict::Warn);
+
+        let wants_own = crate::config::load(&crate::config::Inputs {
+            sets: vec![
+                "node.name=win-1".into(),
+                r"kube_proxy.path=C:\k\kube-proxy.exe".into(),
+            ],
+            ..crate::config::Inputs::default()
+        })
+        .expect("config")
+        .config;
+        let foreign = r"C:\k\kube-proxy.exe --network-name=Calico --source-vip=10.244.1.2";
+        let c = check(&facts(foreign, "17763.1000"), &wants_own);
+        assert_eq!(c.verdict, Verdict::Fail, "{c:?}");
+        assert!(c.message.contains("did not register"), "{}", c.message);
+    }
+
     #[test]
     fn each_misconfiguration_fails_with_its_fix() {
         let vx = config("vxlan");

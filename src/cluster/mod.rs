@@ -252,38 +252,19 @@ impl Cluster {
         sa: &InCluster,
         env: &std::collections::BTreeMap<String, String>,
     ) -> Result<Self, ClusterError> {
-        let file = |name: &str| sa.dir.join(name).to_string_lossy().into_owned();
-        let named = |name: &str| name.to_owned();
-        let kubeconfig = Kubeconfig {
-            clusters: vec![kube::config::NamedCluster {
-                name: named("in-cluster"),
-                cluster: Some(kube::config::Cluster {
-                    server: Some(sa.server.clone()),
-                    certificate_authority: Some(file("ca.crt")),
-                    ..Default::default()
-                }),
+        let file = |name: &str| Some(sa.dir.join(name).to_string_lossy().into_owned());
+        let kubeconfig = crate::render::kubeconfig::document(
+            kube::config::Cluster {
+                server: Some(sa.server.clone()),
+                certificate_authority: file("ca.crt"),
                 ..Default::default()
-            }],
-            auth_infos: vec![kube::config::NamedAuthInfo {
-                name: named("service-account"),
-                auth_info: Some(kube::config::AuthInfo {
-                    token_file: Some(file("token")),
-                    ..Default::default()
-                }),
+            },
+            kube::config::AuthInfo {
+                token_file: file("token"),
                 ..Default::default()
-            }],
-            contexts: vec![kube::config::NamedContext {
-                name: named("in-cluster"),
-                context: Some(kube::config::Context {
-                    cluster: named("in-cluster"),
-                    user: Some(named("service-account")),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }],
-            current_context: Some(named("in-cluster")),
-            ..Default::default()
-        };
+            },
+            None,
+        );
         Self::from_kubeconfig(kubeconfig, env).map_err(|source| ClusterError::Kubeconfig {
             path: sa.dir.join("token"),
             source,

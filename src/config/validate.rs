@@ -31,8 +31,19 @@ fn add(r: &mut Resolver, key: &'static str, value: Option<String>, message: Stri
     r.problems.push(Problem::new(key, value, source, message));
 }
 
-/// The IPAM the backend needs, what the datastore needs.
+/// The IPAM the backend needs, what the datastore needs, kube-proxy's network.
 fn backend_and_datastore(c: &Config, r: &mut Resolver) {
+    if let Some(path) = &c.kube_proxy.path
+        && c.backend == Backend::None
+        && involved_ok(r, &["backend", "kube_proxy.path"])
+    {
+        add(
+            r,
+            "kube_proxy.path",
+            Some(path.to_string()),
+            "the none backend makes no Calico network for kube-proxy to run on (the platform runs it): leave kube_proxy.path unset".into(),
+        );
+    }
     if c.backend == Backend::Vxlan
         && c.cni.ipam_type == IpamType::HostLocal
         && involved_ok(r, &["backend", "cni.ipam_type"])

@@ -140,12 +140,13 @@ impl Fleet {
             "json".to_owned(),
             "reconfigure".to_owned(),
             drain,
-            format!(
+        ];
+        // The engine's drain has its own timeout and flags (the Plan's `drain`).
+        if !engine_drains {
+            args.push(format!(
                 "--drain-timeout={}",
                 crate::duration::show(self.drain_timeout)
-            ),
-        ];
-        if !engine_drains {
+            ));
             if self.force {
                 args.push("--force".into());
             }

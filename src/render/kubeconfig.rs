@@ -14,24 +14,38 @@ const CONTEXT: &str = "calico-windows@kubernetes";
 pub fn kubeconfig(server: &str, ca_pem: &str, token: &str, namespace: &str) -> String {
     use base64::Engine;
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem.as_bytes());
-    let doc = Kubeconfig {
+    let doc = document(
+        Cluster {
+            server: Some(server.into()),
+            certificate_authority_data: Some(ca),
+            ..Cluster::default()
+        },
+        AuthInfo {
+            token: Some(secrecy::SecretString::from(token.to_owned())),
+            ..AuthInfo::default()
+        },
+        Some(namespace),
+    );
+    // Written as JSON, which is YAML too: kubectl, client-go and kube read it alike, and every
+    // string is quoted, so no token or URL can break the syntax.
+    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// A kubeconfig of one cluster, one user and the context joining them, current.
+pub fn document(cluster: Cluster, user: AuthInfo, namespace: Option<&str>) -> Kubeconfig {
+    Kubeconfig {
         api_version: Some("v1".into()),
         kind: Some("Config".into()),
         clusters: vec![NamedCluster {
             name: CLUSTER.into(),
-            cluster: Some(Cluster {
-                server: Some(server.into()),
-                certificate_authority_data: Some(ca),
-                ..Cluster::default()
-            }),
+            cluster: Some(cluster),
             ..NamedCluster::default()
         }],
         auth_infos: vec![NamedAuthInfo {
             name: USER.into(),
-            auth_info: Some(AuthInfo {
-                token: Some(secrecy::SecretString::from(token.to_owned())),
-                ..AuthInfo::default()
-            }),
+            auth_info: Some(user),
             ..NamedAuthInfo::default()
         }],
         contexts: vec![NamedContext {
@@ -39,19 +53,14 @@ pub fn kubeconfig(server: &str, ca_pem: &str, token: &str, namespace: &str) -> S
             context: Some(Context {
                 cluster: CLUSTER.into(),
                 user: Some(USER.into()),
-                namespace: Some(namespace.into()),
+                namespace: namespace.map(str::to_owned),
                 ..Context::default()
             }),
             ..NamedContext::default()
         }],
         current_context: Some(CONTEXT.into()),
         ..Kubeconfig::default()
-    };
-    // Written as JSON, which is YAML too: kubectl, client-go and kube read it alike, and every
-    // string is quoted, so no token or URL can break the syntax.
-    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-    text.push('\n');
-    text
+    }
 }
 
 /// The directory under the install root that Calico's token refresher (v3.28 and later) gets

@@ -276,3 +276,17 @@ fn node_ip_takes_an_address_alone_or_with_its_prefix_as_calico_node_does() {
         assert_eq!(p[0].key.as_deref(), Some("node.ip"), "{bad}");
     }
 }
+
+/// kube-proxy runs on Calico's network, which the none backend does not make: asking for the
+/// kube-proxy service there is a problem, not silently nothing.
+#[test]
+fn the_kube_proxy_service_needs_a_calico_network() {
+    let path = r"kube_proxy.path=C:\k\kube-proxy.exe";
+    let p = problems(&inputs(None, &[], &["backend=none", path]));
+    let kp = p
+        .iter()
+        .find(|p| p.key.as_deref() == Some("kube_proxy.path"))
+        .unwrap_or_else(|| panic!("no kube_proxy.path problem: {p:?}"));
+    assert!(kp.message.contains("none backend"), "{kp:?}");
+    assert!(load(&inputs(None, &[], &[path])).is_ok());
+}
