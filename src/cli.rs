@@ -73,13 +73,14 @@ pub struct Global {
     /// ws2022-docker, ws2022-no-hns, ws2022-flannel, ws2022-legacy-calico
     #[arg(long, global = true, value_name = "NAME")]
     pub sim_profile: Option<String>,
-    /// Make the simulated host fail (fail:N), crash (crash:N) or stop to be killed from
-    /// outside (pause:N) at its Nth mutating call
+    /// Make the simulated host fail (fail:N), refuse as the OS does with access denied
+    /// (deny:N), crash (crash:N) or stop to be killed from outside (pause:N) at its Nth
+    /// mutating call, or at the first whose description holds TEXT (fail:~TEXT)
     #[arg(
         long,
         global = true,
         hide = true,
-        value_name = "fail:N|crash:N|pause:N"
+        value_name = "fail:N|deny:N|crash:N|pause:N"
     )]
     pub sim_fault: Option<crate::host::sim::Fault>,
 }

@@ -387,10 +387,19 @@ fn a_failure_at_every_install_step_rolls_back_or_a_rerun_converges() {
             "{fault}: {stderr}"
         );
         assert!(stderr.contains("install failed"), "{fault}: {stderr}");
+        // What the rollback says it left is measured: "as it was" exactly when the whole
+        // simulated host (compared here independently) is as it was.
+        let as_it_was = stderr.contains("the node is as it was")
+            || stderr.contains("install failed before changing anything");
         if snapshot(&host) == initial {
+            assert!(as_it_was, "{fault}: {stderr}");
             rolled_back += 1;
             continue;
         }
+        assert!(
+            !as_it_was,
+            "{fault}: the host differs, the message says not: {stderr}"
+        );
         let (code, stderr) = run_at(&s, &host, &install);
         assert_eq!(code, 0, "{fault}, rerun: {stderr}");
         assert_same(
@@ -1146,11 +1155,13 @@ fn a_second_command_is_refused_while_one_runs_and_a_killed_holder_frees_the_host
 }
 
 /// The cloud metadata route the node had before must be back when install finishes: when
-/// CalicoNode cannot restore it, the install times out (exit 4) naming it, and the rollback
-/// puts it back on the vSwitch that stays. After that failed install a good one, then a purge,
-/// return the initial host: the recorded routes go back on the interfaces holding their
-/// addresses then, not on the vEthernet that the purge removed. And status reports a metadata
-/// route that went missing.
+/// Windows refuses CalicoNode the route (ERROR_ACCESS_DENIED), install's wait ends at once with
+/// the service's error and the OS's code (exit 1, not a timeout after --wait-timeout), and the
+/// rollback puts the route back on the vSwitch that stays and says, measured, what still
+/// differs: the networks CalicoNode made and the address on the vSwitch, with the commands that
+/// remove them. After that failed install a good one, then a purge, return the initial host:
+/// the recorded routes go back on the interfaces holding their addresses then, not on the
+/// vEthernet that the purge removed. And status reports a metadata route that went missing.
 #[test]
 fn the_metadata_route_is_waited_for_restored_after_a_failure_and_put_back_on_the_nic_by_a_purge() {
     let s = Setup::new("calico-node.exe");
@@ -1166,23 +1177,52 @@ fn the_metadata_route_is_waited_for_restored_after_a_failure_and_put_back_on_the
         has_metadata(&s.state()),
         "the profile has the metadata route"
     );
+    // A wait that ran out would exit 4 after five minutes; the service's error ends it.
     let (code, doc, stderr) = s.install_local(&[
         "--wait-timeout",
-        "2s",
+        "5m",
         "--sim-fault",
-        "fail:~add route 169.254.169.254",
+        "deny:~add route 169.254.169.254",
     ]);
-    assert_eq!(code, 4, "{doc} {stderr}");
+    assert_eq!(code, 1, "{doc} {stderr}");
+    assert_eq!(doc["error"]["kind"], "service-failed", "{doc}");
+    let causes = doc["error"]["causes"].to_string();
     assert!(
-        stderr.contains("the route to 169.254.169.254/32 that the node had before"),
+        causes.contains("CalicoNode could not restore the route 169.254.169.254/32 via 10.0.0.1 that the vSwitch dropped: add route 169.254.169.254/32 via 10.0.0.1 on interface")
+            && causes.contains("Access is denied. (os error 5)"),
+        "{doc}"
+    );
+    assert!(
+        stderr.contains("Access is denied. (os error 5)"),
         "{stderr}"
     );
+    let message = doc["error"]["message"].as_str().expect("message");
+    assert!(!message.contains("as it was"), "{message}");
+    for left in [
+        "HNS network Calico (Overlay) was made while the command ran (fix: Get-HnsNetwork | Where-Object Name -eq 'Calico' | Remove-HnsNetwork)",
+        "HNS network External (Overlay) was made",
+        "is on vEthernet (Ethernet) (it was on Ethernet)",
+    ] {
+        assert!(message.contains(left), "{left}: {message}");
+    }
     let state = s.state();
     assert!(
         !state["networks"].as_array().expect("networks").is_empty(),
         "the network CalicoNode made stays"
     );
     assert!(has_metadata(&state), "the rollback restored the route");
+    assert!(
+        state["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .any(|e| e["level"] == "warning"
+                && e["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("Access is denied. (os error 5)"))),
+        "the event log has the refusal: {}",
+        state["events"]
+    );
 
     let (code, doc, stderr) = s.install_local(&[]);
     assert_eq!(code, 0, "{doc} {stderr}");

@@ -32,6 +32,7 @@ const KNOWN_ERRORS: &[Recogniser] = &[
     recognise::<crate::supervise::SuperviseError>,
     recognise::<crate::error::UsageError>,
     recognise::<crate::release::ReleaseError>,
+    recognise::<crate::plan::ReadyError>,
     recognise::<crate::host::HostError>,
 ];
 
@@ -200,6 +201,33 @@ pub(crate) fn print_plan(ctx: &mut Context, actions: &[crate::plan::Action]) {
 
 /// Runs a plan, printing and logging each step as it starts; the warnings of a run that
 /// succeeded (a route with nowhere to go) are printed and returned for the JSON document.
+/// What a rollback left, measured: the host compared with `before` (taken before the command
+/// changed anything), each difference with the command that puts it back; "the node is as it
+/// was" only when nothing differs.
+pub(crate) fn after_rollback(
+    host: &dyn crate::host::Host,
+    scope: &crate::plan::snapshot::Scope,
+    before: &crate::plan::snapshot::Snapshot,
+    command: &str,
+) -> String {
+    let now = match crate::plan::snapshot::take(host, scope) {
+        Ok(now) => now,
+        Err(e) => return format!("the node could not be compared with before the {command}: {e}"),
+    };
+    let left = crate::plan::snapshot::differences(before, &now);
+    if left.is_empty() {
+        return format!(
+            "the node is as it was (its services, files, registry values, HNS networks, addresses, routes and firewall rules compared with before the {command})"
+        );
+    }
+    let lines: Vec<String> = left.iter().map(|d| format!("\n  - {d}")).collect();
+    format!(
+        "the node differs from before the {command} in {} way(s), each with the command that puts it back:{}",
+        left.len(),
+        lines.concat()
+    )
+}
+
 pub(crate) fn execute_plan(
     ctx: &mut Context,
     host: &dyn crate::host::Host,

@@ -25,7 +25,11 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 use std::time::Duration;
 
-/// What a host call can fail with.
+/// What a host call can fail with. An error the OS (or a Windows API) gave keeps its code and
+/// message in its own text, `add route 169.254.169.254/32 via 10.0.0.1 on interface 5: Access
+/// is denied. (os error 5)`, so that however it is formatted (a log line's `{e}`, an event, a
+/// cause in the JSON) the reason reaches the reader; it is not a separate `source`, which a
+/// `{e}` would drop.
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
     #[error("{what} does not exist")]
@@ -40,14 +44,11 @@ pub enum HostError {
     Unavailable { what: String, reason: String },
     #[error("timed out after {}s waiting for {what}", .after.as_secs())]
     Timeout { what: String, after: Duration },
-    #[error("{op} failed")]
-    Io {
-        op: String,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A Windows API returned an error code.
-    #[error("{op} failed: {message} (code {code:#x})")]
+    /// An I/O call failed: the operation and its object, then the OS's message and code.
+    #[error("{op}: {error}")]
+    Io { op: String, error: std::io::Error },
+    /// A Windows API returned an error code: a Win32 error (`os error 5`) or an HRESULT.
+    #[error("{op}: {message} ({})", code_text(*.code))]
     Api {
         op: String,
         code: u32,
@@ -58,16 +59,59 @@ pub enum HostError {
     Injected { n: u64, op: String },
 }
 
+/// A Windows error code as Windows tools print it: a Win32 error as `os error 5` (as Rust's
+/// `io::Error` does), an HRESULT in hex.
+fn code_text(code: u32) -> String {
+    if code <= 0xFFFF {
+        format!("os error {code}")
+    } else {
+        format!("HRESULT {code:#010x}")
+    }
+}
+
+/// The message of a Win32 error as Windows words it (FormatMessage's text), for the few codes
+/// the simulated host gives; others by number.
+pub fn win32_message(code: u32) -> String {
+    match code {
+        2 => "The system cannot find the file specified.".into(),
+        3 => "The system cannot find the path specified.".into(),
+        5 => "Access is denied.".into(),
+        32 => "The process cannot access the file because it is being used by another process."
+            .into(),
+        87 => "The parameter is incorrect.".into(),
+        1058 => "The service cannot be started, either because it is disabled or because it has no enabled devices associated with it.".into(),
+        other => format!("Windows error {other}"),
+    }
+}
+
 impl HostError {
-    pub fn io(op: impl Into<String>, source: std::io::Error) -> Self {
+    pub fn io(op: impl Into<String>, error: std::io::Error) -> Self {
         Self::Io {
             op: op.into(),
-            source,
+            error,
+        }
+    }
+
+    /// A Win32 error code the OS answered `op` with.
+    pub fn win32(op: impl Into<String>, code: u32) -> Self {
+        Self::Api {
+            op: op.into(),
+            code,
+            message: win32_message(code),
         }
     }
 
     pub fn is_not_found(&self) -> bool {
         matches!(self, Self::NotFound { .. })
+    }
+
+    /// The OS's error code, when the OS refused the call.
+    pub fn os_code(&self) -> Option<u32> {
+        match self {
+            Self::Io { error, .. } => error.raw_os_error().map(|c| c as u32),
+            Self::Api { code, .. } => Some(*code),
+            _ => None,
+        }
     }
 }
 
@@ -397,6 +441,16 @@ pub struct Route {
     pub next_hop: Ipv4Addr,
     pub interface_index: u32,
     pub metric: u32,
+}
+
+impl Route {
+    /// `route 169.254.169.254/32 via 10.0.0.1 on interface 5`: the route as an error names it.
+    pub fn describe(&self) -> String {
+        format!(
+            "route {}/{} via {} on interface {}",
+            self.destination, self.prefix_len, self.next_hop, self.interface_index
+        )
+    }
 }
 
 /// IP configuration.

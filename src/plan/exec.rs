@@ -212,6 +212,7 @@ fn run(
             routes,
             cni_config.as_deref(),
             *timeout,
+            opts.now,
         )?,
         Action::Cordon { node } => opts.cluster()?.set_cordoned(node, true)?,
         Action::Uncordon { node } => opts.cluster()?.set_cordoned(node, false)?,

@@ -11,10 +11,13 @@ mod ready;
 pub mod reconfigure;
 pub mod record;
 pub mod routes;
+pub mod snapshot;
+mod snapshot_diff;
 pub mod undo;
 pub mod uninstall;
 
 pub use exec::{ExecError, execute};
+pub use ready::ReadyError;
 
 /// How to run a plan.
 pub struct Options<'a> {

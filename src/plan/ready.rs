@@ -2,6 +2,7 @@
 //! wait for CalicoNode's start-up, the networks and the routes.
 
 use crate::host::{Host, HostError, Route};
+use crate::supervise::failure::{self, Blocks, Failure};
 use std::time::{Duration, Instant};
 
 /// Adds back the recorded routes that are missing, each on its interface or where that
@@ -39,9 +40,44 @@ pub(super) fn restore_routes(
     Ok(warnings)
 }
 
+/// Why the node did not become ready.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadyError {
+    /// CalicoNode recorded that it could not do something the wait was waiting for.
+    #[error("{}", failed_text(.0))]
+    ServiceFailed(Vec<Failure>),
+    #[error(transparent)]
+    Host(#[from] HostError),
+}
+
+fn failed_text(failures: &[Failure]) -> String {
+    failures
+        .iter()
+        .map(|f| format!("{} could not {}: {}", f.service, f.what, f.error))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl crate::error::Diagnose for ReadyError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        use crate::error::{Diagnosis, Exit, Kind};
+        match self {
+            Self::ServiceFailed(_) => Diagnosis::new(
+                Exit::Failed,
+                Kind::ServiceFailed,
+                "the service's log (calico-node.log in the logs directory) and the Application event log (source calicoctl-win) have the whole story; once the cause is fixed, run the command again",
+            ),
+            Self::Host(_) => None,
+        }
+    }
+}
+
 /// Waits until CalicoNode's init marker is set for this boot, the networks exist (the
 /// Calico network with `vsid` when one is given), the host has `routes` again and the CNI
 /// config is no longer withheld (CalicoNode puts it back once calico-node startup finished).
+/// A failure CalicoNode recorded at or after `since` (Unix seconds) for something still
+/// waited for ends the wait at once with that failure.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn wait_ready(
     host: &dyn Host,
     networks: &[String],
@@ -49,7 +85,8 @@ pub(super) fn wait_ready(
     routes: &[Route],
     cni_config: Option<&str>,
     timeout: Duration,
-) -> Result<(), HostError> {
+    since: i64,
+) -> Result<(), ReadyError> {
     let deadline = Instant::now() + timeout;
     let mut pause = Duration::from_millis(100);
     loop {
@@ -90,12 +127,23 @@ pub(super) fn wait_ready(
         if init && missing.is_empty() && lost.is_empty() && !withheld {
             return Ok(());
         }
+        let blocking: Vec<Failure> = failure::recorded_since(host, since)?
+            .into_iter()
+            .filter(|f| match &f.blocks {
+                Blocks::Init => !init,
+                Blocks::Route(r) => lost.contains(r),
+            })
+            .collect();
+        if !blocking.is_empty() {
+            return Err(ReadyError::ServiceFailed(blocking));
+        }
         if Instant::now() >= deadline {
             let what = waited_for(init, &missing, &lost, withheld);
             return Err(HostError::Timeout {
                 what,
                 after: timeout,
-            });
+            }
+            .into());
         }
         std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
         pause = (pause * 2).min(Duration::from_secs(2));

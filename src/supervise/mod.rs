@@ -13,6 +13,7 @@
 
 mod agent;
 pub mod cni;
+pub mod failure;
 mod kube_proxy;
 mod log;
 mod node;

@@ -1,6 +1,7 @@
 //! CalicoNode: the start-up after a boot, then calico-node startup whenever kubelet restarts
 //! (`node-service.ps1`, reference §3.2 and §3.6–3.7, with every wait bounded).
 
+use super::failure::{self, Blocks};
 use super::platform::{self, Platform};
 use super::refresher::Refresher;
 use super::{
@@ -15,6 +16,8 @@ use std::time::{Duration, Instant};
 
 /// The cloud metadata service's address; the vSwitch drops its route.
 use crate::plan::routes::METADATA;
+/// The service this body is, in what it records.
+const NODE: &str = "CalicoNode";
 /// How many startup attempts the simulated service start makes before it reports failure.
 const START_PHASE_ATTEMPTS: u32 = 3;
 
@@ -148,8 +151,33 @@ pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<StartPhas
 }
 
 /// Steps 1–6: boot detection, HNS clean-up after a boot, a usable address, the External
-/// network and its management IP, routes, RemoteAccess, and the init-done marker.
+/// network and its management IP, routes, RemoteAccess, and the init-done marker. A failure
+/// is recorded where install's wait reads it (`failure`), so the wait ends with it.
 pub fn init(
+    host: &dyn Host,
+    s: &Settings,
+    env: &BTreeMap<String, String>,
+    stop: &Stop,
+    log: &Log,
+) -> Result<StartPhase> {
+    failure::clear(host)?;
+    let out = init_steps(host, s, env, stop, log);
+    if let Err(e) = &out
+        && !matches!(e, SuperviseError::Stopped)
+    {
+        failure::report(
+            host,
+            NODE,
+            "initialise",
+            &crate::error::chain(e),
+            Blocks::Init,
+            log,
+        );
+    }
+    out
+}
+
+fn init_steps(
     host: &dyn Host,
     s: &Settings,
     env: &BTreeMap<String, String>,
@@ -493,9 +521,14 @@ fn restore_routes(
         } else if let Some(i) = vswitch {
             i
         } else {
-            log.warn(&format!(
-                "cannot restore route {what}: no interface holds the management IP {mgmt}"
-            ));
+            failure::report(
+                host,
+                NODE,
+                &format!("restore the route {what} that the vSwitch dropped"),
+                &format!("no interface holds the management IP {mgmt}"),
+                Blocks::Route(format!("{}/{}", r.destination, r.prefix_len)),
+                log,
+            );
             continue;
         };
         let route = Route {
@@ -507,7 +540,14 @@ fn restore_routes(
                 log.info(&format!("restored route {what} that the vSwitch dropped"));
                 restored.push(what);
             }
-            Err(e) => log.warn(&format!("could not restore route {what}: {e}")),
+            Err(e) => failure::report(
+                host,
+                NODE,
+                &format!("restore the route {what} that the vSwitch dropped"),
+                &e.to_string(),
+                Blocks::Route(format!("{}/{}", r.destination, r.prefix_len)),
+                log,
+            ),
         }
     }
     Ok(restored)
@@ -528,9 +568,14 @@ fn ensure_metadata_route(host: &dyn Host, mgmt: Ipv4Addr, log: &Log) -> Result<(
         .find(|a| a.ip == mgmt)
         .map(|a| a.index)
     else {
-        log.warn(&format!(
-            "cannot add the metadata route: no interface holds the management IP {mgmt}"
-        ));
+        failure::report(
+            host,
+            NODE,
+            &format!("add the metadata route {METADATA}/32"),
+            &format!("no interface holds the management IP {mgmt}"),
+            Blocks::Route(format!("{METADATA}/32")),
+            log,
+        );
         return Ok(());
     };
     let route = Route {
@@ -544,9 +589,14 @@ fn ensure_metadata_route(host: &dyn Host, mgmt: Ipv4Addr, log: &Log) -> Result<(
         Ok(()) | Err(HostError::Exists { .. }) => log.info(&format!(
             "added the metadata route {METADATA}/32 on interface {index}"
         )),
-        Err(e) => log.warn(&format!(
-            "could not add the metadata route {METADATA}/32: {e}"
-        )),
+        Err(e) => failure::report(
+            host,
+            NODE,
+            &format!("add the metadata route {METADATA}/32"),
+            &e.to_string(),
+            Blocks::Route(format!("{METADATA}/32")),
+            log,
+        ),
     }
     Ok(())
 }

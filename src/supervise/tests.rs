@@ -253,6 +253,80 @@ fn creating_external_is_retried_until_it_succeeds() {
     assert!(text.contains("retrying in 10ms"), "{text}");
 }
 
+/// A route the OS refuses to add (ERROR_ACCESS_DENIED, as a locked-down node's policy
+/// answers): the service runs on, and its log, the event log and the record install's wait
+/// reads all carry the operation, the route and the OS's code.
+#[test]
+fn a_refused_route_keeps_the_os_error_in_the_log_the_event_log_and_the_record() {
+    let host = SimHost::in_memory("ws2022")
+        .expect("host")
+        .with_fault(Some(Fault {
+            kind: FaultKind::Deny,
+            at: At::Op("add route 169.254.169.254".into()),
+        }));
+    install(&host, &[]);
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    let phase = node::start_phase(&host, &s, &log).expect("the service runs on");
+    assert!(phase.restored_routes.is_empty(), "{phase:?}");
+    let vswitch = host
+        .ipv4_addresses()
+        .expect("addresses")
+        .into_iter()
+        .find(|a| a.interface == "vEthernet (Ethernet)")
+        .expect("vEthernet")
+        .index;
+    let said = format!(
+        "could not restore the route 169.254.169.254/32 via 10.0.0.1 that the vSwitch dropped: add route 169.254.169.254/32 via 10.0.0.1 on interface {vswitch}: Access is denied. (os error 5)"
+    );
+    let text = read(&path);
+    assert!(text.contains(&said), "{text}");
+    let events = host.events();
+    assert!(
+        events
+            .iter()
+            .any(|e| e.level == crate::host::EventLevel::Warning
+                && e.id == failure::EVENT_FAILURE
+                && e.message == format!("CalicoNode {said}")),
+        "{events:?}"
+    );
+    let recorded = failure::recorded(&host).expect("read");
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(
+        recorded[0].blocks,
+        failure::Blocks::Route("169.254.169.254/32".into())
+    );
+    assert!(
+        recorded[0]
+            .error
+            .ends_with("Access is denied. (os error 5)")
+    );
+    // The next start begins with none.
+    let host = SimHost::open_or_create(host.state_dir(), None).expect("reopen");
+    node::start_phase(&host, &s, &log).expect("restart");
+    assert_eq!(failure::recorded(&host).expect("read"), vec![]);
+}
+
+/// An initialisation that gives up is recorded too, so that install's wait ends with it.
+#[test]
+fn an_initialisation_that_gives_up_is_recorded_with_its_cause() {
+    let host = SimHost::in_memory("ws2022")
+        .expect("host")
+        .with_fault(Some(Fault {
+            kind: FaultKind::Deny,
+            at: At::Op("set registry value HKLM\\Software\\Tigera\\Calico\\BootId".into()),
+        }));
+    install(&host, &[]);
+    let s = settings(Role::Node);
+    let (log, _) = log_for(&host, &s);
+    let err = node::start_phase(&host, &s, &log).unwrap_err();
+    assert!(err.to_string().contains("(os error 5)"), "{err}");
+    let recorded = failure::recorded(&host).expect("read");
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0].blocks, failure::Blocks::Init);
+    assert_eq!(recorded[0].error, crate::error::chain(&err));
+}
+
 #[test]
 fn creating_external_gives_up_after_the_network_timeout() {
     let host = SimHost::in_memory("ws2022").expect("host");

@@ -294,20 +294,24 @@ fn execute(
         now: now(),
         cluster: None,
     };
+    let scope = plan::snapshot::Scope::of_plan(actions);
+    let before =
+        plan::snapshot::take(host, &scope).context("cannot read the host before the install")?;
     // The executor has shown its warnings; they are not the result.
     super::execute_plan(ctx, host, actions, opts)
         .map(|_warnings| ())
-        .map_err(install_failed)
+        .map_err(|e| {
+            let after = super::after_rollback(host, &scope, &before, "install");
+            install_failed(e, after)
+        })
 }
 
-/// The error of a failed run, with what the rollback did.
-fn install_failed(e: plan::ExecError) -> anyhow::Error {
+/// The error of a failed run, with what the rollback did and what still differs.
+fn install_failed(e: plan::ExecError, measured: String) -> anyhow::Error {
     let after = match &e.rollback_failures {
-        Some(f) if f.is_empty() => {
-            "every step done before it was undone; the node is as it was (an HNS network CalicoNode created while it ran stays)".to_owned()
-        }
+        Some(f) if f.is_empty() => format!("every step done before it was undone; {measured}"),
         Some(f) => format!(
-            "undoing the steps done before it failed partly: {}; the journal is kept and the next install continues from it",
+            "undoing the steps done before it failed partly: {}; the journal is kept and the next install continues from it; {measured}",
             f.join("; ")
         ),
         None => String::new(),

@@ -44,6 +44,9 @@ pub enum At {
 pub enum FaultKind {
     /// The call fails with `HostError::Injected` and changes nothing.
     Fail,
+    /// The OS refuses the call with ERROR_ACCESS_DENIED (5), as a locked-down node's policy
+    /// might; nothing changes.
+    Deny,
     /// The process exits at once (code 86), as if the machine lost power mid-run.
     Crash,
     /// The process stops and waits to be killed from outside: in the middle of a file write
@@ -57,12 +60,13 @@ impl std::str::FromStr for Fault {
     fn from_str(s: &str) -> Result<Self, String> {
         let bad = || {
             format!(
-                "{s:?}: write fail:N, crash:N or pause:N, N counting mutating calls from 1, or fail:~TEXT for the first call whose description contains TEXT"
+                "{s:?}: write fail:N, deny:N, crash:N or pause:N, N counting mutating calls from 1, or fail:~TEXT (deny:~TEXT ...) for the first call whose description contains TEXT"
             )
         };
         let (kind, n) = s.split_once(':').ok_or_else(bad)?;
         let kind = match kind {
             "fail" => FaultKind::Fail,
+            "deny" => FaultKind::Deny,
             "crash" => FaultKind::Crash,
             "pause" => FaultKind::Pause,
             _ => return Err(bad()),
@@ -208,6 +212,11 @@ impl SimHost {
         self.lock().profile.clone()
     }
 
+    /// The Application event log's events, in order.
+    pub fn events(&self) -> Vec<state::SimEvent> {
+        self.read(|s| s.events.clone())
+    }
+
     /// The number of mutating calls made so far by this process.
     pub fn mutations(&self) -> u64 {
         self.mutations.load(Ordering::SeqCst)
@@ -272,6 +281,7 @@ impl SimHost {
                 n,
                 op: op.to_owned(),
             }),
+            FaultKind::Deny => Err(HostError::win32(op, 5)),
             FaultKind::Crash => {
                 eprintln!("simulated crash at mutating call {n} ({op})");
                 std::process::exit(SIM_CRASH_EXIT)
@@ -526,7 +536,7 @@ impl Network for SimHost {
 
     fn add_route(&self, route: &Route) -> HostResult<()> {
         let what = format!("route {}/{}", route.destination, route.prefix_len);
-        self.mutate(&format!("add {what}"), |s| {
+        self.mutate(&format!("add {}", route.describe()), |s| {
             // CreateIpForwardEntry2 answers ERROR_NOT_FOUND for an interface index that no
             // interface has (Microsoft's netioapi reference).
             if !s

@@ -174,7 +174,7 @@ pub fn add_route(route: &Route) -> HostResult<()> {
                 route.interface_index, route.destination, route.prefix_len
             ),
         }),
-        other => Err(win32("add a route", other)),
+        other => Err(win32(&format!("add {}", route.describe()), other)),
     }
 }
 

@@ -32,11 +32,8 @@ fn os_code(e: &windows_service::Error) -> Option<i32> {
 
 fn api(op: String, e: windows_service::Error) -> HostError {
     match e {
-        windows_service::Error::Winapi(io) => HostError::Api {
-            op,
-            code: io.raw_os_error().unwrap_or(0) as u32,
-            message: io.to_string(),
-        },
+        // The OS's text and code, as `io::Error` prints them: `Access is denied. (os error 5)`.
+        windows_service::Error::Winapi(io) => HostError::io(op, io),
         other => HostError::Refused {
             what: op,
             reason: other.to_string(),

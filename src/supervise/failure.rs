@@ -1,0 +1,103 @@
+//! What CalicoNode failed at that install and reconfigure wait for (a route it could not put
+//! back, an initialisation that gave up), kept in Calico's registry key where their wait reads
+//! it: the wait then ends at once with the service's own error instead of running out its
+//! timeout on something that will not come. Each failure also goes to the service's log and,
+//! as a warning, to the Application event log.
+
+use super::{CALICO_KEY, EVENT_SOURCE, Log};
+use crate::host::{EventLevel, Host, HostResult, RegValue};
+use serde::{Deserialize, Serialize};
+
+/// The registry value (REG_SZ, JSON) holding the failures of CalicoNode's current start.
+pub const FAILURES_VALUE: &str = "StartFailures";
+/// The event id of a failure recorded here (a warning: the service itself runs on).
+pub const EVENT_FAILURE: u32 = 4;
+/// At most this many are kept; the oldest go first.
+const KEPT: usize = 16;
+
+/// What a failure stands in the way of.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "name", rename_all = "kebab-case")]
+pub enum Blocks {
+    /// A route the node had before, `169.254.169.254/32`.
+    Route(String),
+    /// CalicoNode's initialisation as a whole (the init-done marker never comes).
+    Init,
+}
+
+/// One failure of CalicoNode's start.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    pub service: String,
+    /// What it could not do, `add the metadata route 169.254.169.254/32`.
+    pub what: String,
+    /// The error with its causes, the OS's code among them.
+    pub error: String,
+    pub blocks: Blocks,
+    /// Unix seconds when it failed.
+    pub at: i64,
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// The failures recorded so far (none when the value is missing or unreadable).
+pub fn recorded(host: &dyn Host) -> HostResult<Vec<Failure>> {
+    Ok(match host.reg_get(CALICO_KEY, FAILURES_VALUE)? {
+        Some(RegValue::Sz(json)) => serde_json::from_str(&json).unwrap_or_default(),
+        _ => Vec::new(),
+    })
+}
+
+/// The failures recorded at or after `since` (Unix seconds): those of the start a command
+/// is waiting for, not of an earlier one.
+pub fn recorded_since(host: &dyn Host, since: i64) -> HostResult<Vec<Failure>> {
+    Ok(recorded(host)?
+        .into_iter()
+        .filter(|f| f.at >= since)
+        .collect())
+}
+
+/// A new start begins with none.
+pub fn clear(host: &dyn Host) -> HostResult<()> {
+    host.reg_delete_value(CALICO_KEY, FAILURES_VALUE)
+}
+
+/// Says a failure in the service's log and the event log and records it for the waits.
+pub fn report(host: &dyn Host, service: &str, what: &str, error: &str, blocks: Blocks, log: &Log) {
+    let line = format!("could not {what}: {error}");
+    log.warn(&line);
+    if let Err(e) = host.report_event(
+        EVENT_SOURCE,
+        EventLevel::Warning,
+        EVENT_FAILURE,
+        &format!("{service} {line}"),
+    ) {
+        log.warn(&format!("cannot write to the Application event log: {e}"));
+    }
+    let failure = Failure {
+        service: service.to_owned(),
+        what: what.to_owned(),
+        error: error.to_owned(),
+        blocks,
+        at: now(),
+    };
+    let kept = recorded(host).map(|mut all| {
+        all.push(failure);
+        let extra = all.len().saturating_sub(KEPT);
+        all.drain(..extra);
+        all
+    });
+    let stored = kept.and_then(|all| {
+        let json = serde_json::to_string(&all).unwrap_or_default();
+        host.reg_set(CALICO_KEY, FAILURES_VALUE, &RegValue::Sz(json))
+    });
+    if let Err(e) = stored {
+        log.warn(&format!(
+            "cannot record the failure where install's wait reads it: {e}"
+        ));
+    }
+}
