@@ -1154,16 +1154,13 @@ fn a_second_command_is_refused_while_one_runs_and_a_killed_holder_frees_the_host
     );
 }
 
-/// The cloud metadata route the node had before must be back when install finishes: when
-/// Windows refuses CalicoNode the route (ERROR_ACCESS_DENIED), install's wait ends at once with
+/// When Windows refuses CalicoNode the metadata route (ERROR_ACCESS_DENIED), install's wait ends at once with
 /// the service's error and the OS's code (exit 1, not a timeout after --wait-timeout), and the
-/// rollback puts the route back on the vSwitch that stays and says, measured, what still
-/// differs: the networks CalicoNode made and the address on the vSwitch, with the commands that
-/// remove them. After that failed install a good one, then a purge, return the initial host:
-/// the recorded routes go back on the interfaces holding their addresses then, not on the
-/// vEthernet that the purge removed. And status reports a metadata route that went missing.
+/// rollback says, measured, what still differs: the networks CalicoNode made, the address on
+/// the vSwitch and the route the policy also refused to the rollback, with the commands that
+/// put them back.
 #[test]
-fn the_metadata_route_is_waited_for_restored_after_a_failure_and_put_back_on_the_nic_by_a_purge() {
+fn a_refused_metadata_route_ends_the_wait_with_the_os_error_and_the_rollback_says_what_remains() {
     let s = Setup::new("calico-node.exe");
     let initial = s.snapshot();
     let has_metadata = |state: &Value| {
@@ -1210,7 +1207,13 @@ fn the_metadata_route_is_waited_for_restored_after_a_failure_and_put_back_on_the
         !state["networks"].as_array().expect("networks").is_empty(),
         "the network CalicoNode made stays"
     );
-    assert!(has_metadata(&state), "the rollback restored the route");
+    // The policy refuses the rollback's restore too: the route stays gone, and the message
+    // says so with the command that adds it on the interface its address comes back to.
+    assert!(!has_metadata(&state), "the denial held for the rollback");
+    assert!(
+        message.contains("the route 169.254.169.254/32 via 10.0.0.1 is gone (fix: New-NetRoute -DestinationPrefix 169.254.169.254/32 -InterfaceAlias 'Ethernet' -NextHop 10.0.0.1"),
+        "{message}"
+    );
     assert!(
         state["events"]
             .as_array()
@@ -1223,6 +1226,52 @@ fn the_metadata_route_is_waited_for_restored_after_a_failure_and_put_back_on_the
         "the event log has the refusal: {}",
         state["events"]
     );
+}
+
+/// The cloud metadata route the node had before must be back when install finishes: when
+/// CalicoNode cannot restore it, the install fails at once with CalicoNode's error, and the
+/// rollback puts it back on the vSwitch that stays and says that the networks CalicoNode made
+/// remain. After that failed install a good one, then a purge, return the initial host:
+/// the recorded routes go back on the interfaces holding their addresses then, not on the
+/// vEthernet that the purge removed. And status reports a metadata route that went missing.
+#[test]
+fn the_metadata_route_is_waited_for_restored_after_a_failure_and_put_back_on_the_nic_by_a_purge() {
+    let s = Setup::new("calico-node.exe");
+    let initial = s.snapshot();
+    let has_metadata = |state: &Value| {
+        state["routes"]
+            .as_array()
+            .expect("routes")
+            .iter()
+            .any(|r| r["destination"] == "169.254.169.254")
+    };
+    assert!(
+        has_metadata(&s.state()),
+        "the profile has the metadata route"
+    );
+    let (code, doc, stderr) = s.install_local(&[
+        "--wait-timeout",
+        "5m",
+        "--sim-fault",
+        "fail:~add route 169.254.169.254",
+    ]);
+    assert_eq!(code, 1, "{doc} {stderr}");
+    assert!(
+        error_text(&doc).contains("CalicoNode could not restore the route 169.254.169.254/32"),
+        "{doc}"
+    );
+    let message = doc["error"]["message"].as_str().expect("message");
+    assert!(
+        !message.contains("as it was")
+            && message.contains("HNS network External (Overlay) was made"),
+        "{message}"
+    );
+    let state = s.state();
+    assert!(
+        !state["networks"].as_array().expect("networks").is_empty(),
+        "the network CalicoNode made stays"
+    );
+    assert!(has_metadata(&state), "the rollback restored the route");
 
     let (code, doc, stderr) = s.install_local(&[]);
     assert_eq!(code, 0, "{doc} {stderr}");
@@ -1257,6 +1306,57 @@ fn the_metadata_route_is_waited_for_restored_after_a_failure_and_put_back_on_the
         &s.snapshot(),
         &initial,
         "a failed install, an install, a purge",
+    );
+}
+
+/// The JSON error's message and causes, one per line.
+fn error_text(doc: &Value) -> String {
+    std::iter::once(&doc["error"]["message"])
+        .chain(doc["error"]["causes"].as_array().into_iter().flatten())
+        .filter_map(Value::as_str)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Windows refusing a call (ERROR_ACCESS_DENIED, as a locked-down node's policy answers) in
+/// each host area reaches the user with the operation, its object and the OS's code, in the
+/// JSON error and on stderr: files, registry, services and firewall during an install, HNS
+/// during a purge (routes: the metadata route test above).
+#[test]
+fn a_refusal_in_each_host_area_reaches_the_user_with_the_os_code() {
+    let s = Setup::new("calico-node.exe");
+    for (area, deny) in [
+        (
+            "files",
+            r"write C:\CalicoWindows\calicoctl-win.journal.json",
+        ),
+        (
+            "registry",
+            r"set registry value HKLM\SYSTEM\CurrentControlSet\Services\EventLog",
+        ),
+        ("services", "create service CalicoNode"),
+        ("firewall", "add firewall rule"),
+    ] {
+        let (code, doc, stderr) = s.install_local(&["--sim-fault", &format!("deny:~{deny}")]);
+        assert_ne!(code, 0, "{area}: {doc}");
+        let all = error_text(&doc);
+        assert!(
+            all.contains(&format!("{deny}")) && all.contains("Access is denied. (os error 5)"),
+            "{area}: {doc}"
+        );
+        assert!(
+            stderr.contains("Access is denied. (os error 5)"),
+            "{area}: {stderr}"
+        );
+    }
+    let (code, doc, stderr) = s.install_local(&[]);
+    assert_eq!(code, 0, "{doc} {stderr}");
+    let (code, doc, stderr) = s.uninstall(&["--purge", "--sim-fault", "deny:~delete HNS network"]);
+    assert_ne!(code, 0, "hns: {doc}");
+    let all = error_text(&doc);
+    assert!(
+        all.contains("delete HNS network") && all.contains("Access is denied. (os error 5)"),
+        "hns: {doc} {stderr}"
     );
 }
 

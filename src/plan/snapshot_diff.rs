@@ -86,12 +86,11 @@ pub(super) fn networks(
     after: &[(String, String)],
     out: &mut Vec<Difference>,
 ) -> bool {
-    let made: Vec<&(String, String)> = after.iter().filter(|n| !before.contains(n)).collect();
+    let mut made: Vec<&(String, String)> = after.iter().filter(|n| !before.contains(n)).collect();
     // The External network last: deleting it removes the vSwitch the others stand on.
     let external = crate::render::hns::EXTERNAL_NETWORK;
-    let (last, first): (Vec<&(String, String)>, Vec<&(String, String)>) =
-        made.iter().partition(|(n, _)| n == external);
-    for (name, ty) in first.into_iter().chain(last) {
+    made.sort_by_key(|(n, _)| n == external);
+    for (name, ty) in &made {
         let also = if name == external {
             "; this also gives the host its address and routes back"
         } else {

@@ -251,10 +251,19 @@ fn prepare_networks(
         }
         phase.restored_routes = restore_routes(host, &snapshot, mgmt, log)?;
     } else if host.reg_get(CALICO_KEY, ROUTES_VALUE)?.is_some() {
-        // A start before this one created the vSwitch and stopped before restoring.
+        // A start before this one created the vSwitch and stopped before restoring, or could
+        // not restore them all.
         phase.restored_routes = restore_routes(host, &snapshot, mgmt, log)?;
     }
-    host.reg_delete_value(CALICO_KEY, ROUTES_VALUE)?;
+    let now = host.routes()?;
+    if snapshot
+        .iter()
+        .all(|r| crate::plan::routes::has_destination(&now, r))
+    {
+        host.reg_delete_value(CALICO_KEY, ROUTES_VALUE)?;
+    } else {
+        log.info("the routes not restored stay in the registry; the next start tries them again");
+    }
     if platform.needs_metadata_route() {
         ensure_metadata_route(host, mgmt, log)?;
     }

@@ -45,7 +45,7 @@ pub enum FaultKind {
     /// The call fails with `HostError::Injected` and changes nothing.
     Fail,
     /// The OS refuses the call with ERROR_ACCESS_DENIED (5), as a locked-down node's policy
-    /// might; nothing changes.
+    /// might; nothing changes. By description (`deny:~TEXT`) every matching call is refused.
     Deny,
     /// The process exits at once (code 86), as if the machine lost power mid-run.
     Crash,
@@ -271,6 +271,8 @@ impl SimHost {
         };
         let due = match &fault.at {
             At::Call(k) => *k == n,
+            // A denial is the node's policy: every matching call is refused, not only the first.
+            At::Op(text) if fault.kind == FaultKind::Deny => op.contains(text.as_str()),
             At::Op(text) => op.contains(text.as_str()) && !self.fired.swap(true, Ordering::SeqCst),
         };
         if !due {
