@@ -1162,7 +1162,6 @@ fn a_second_command_is_refused_while_one_runs_and_a_killed_holder_frees_the_host
 #[test]
 fn a_refused_metadata_route_ends_the_wait_with_the_os_error_and_the_rollback_says_what_remains() {
     let s = Setup::new("calico-node.exe");
-    let initial = s.snapshot();
     let has_metadata = |state: &Value| {
         state["routes"]
             .as_array()
@@ -1341,7 +1340,7 @@ fn a_refusal_in_each_host_area_reaches_the_user_with_the_os_code() {
         assert_ne!(code, 0, "{area}: {doc}");
         let all = error_text(&doc);
         assert!(
-            all.contains(&format!("{deny}")) && all.contains("Access is denied. (os error 5)"),
+            all.contains(deny) && all.contains("Access is denied. (os error 5)"),
             "{area}: {doc}"
         );
         assert!(
