@@ -588,7 +588,77 @@ pub(crate) mod on_windows {
         if std::env::var_os("CALICOCTL_WIN_IPHLP_STANDIN").is_none() {
             return;
         }
+        let _turn = ROUTES.lock().unwrap_or_else(|p| p.into_inner());
         routes(&WindowsHost::new());
+    }
+
+    /// The route tests change one routing table: they take turns.
+    static ROUTES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// A route the IP helper refuses (ERROR_ACCESS_DENIED; the stand-in's `refuse_routes`, as
+    /// a locked-down node answers) keeps the route and the OS's code in the error.
+    #[test]
+    fn routes_contract_a_refused_route_keeps_the_os_code() {
+        if std::env::var_os("CALICOCTL_WIN_IPHLP_STANDIN").is_none() {
+            return;
+        }
+        let _turn = ROUTES.lock().unwrap_or_else(|p| p.into_inner());
+        let h = WindowsHost::new();
+        let nic = h
+            .ipv4_addresses()
+            .expect("addresses")
+            .into_iter()
+            .find(|a| !a.ip.is_loopback())
+            .expect("an adapter");
+        let route = Route {
+            destination: std::net::Ipv4Addr::new(198, 51, 100, 7),
+            prefix_len: 32,
+            next_hop: std::net::Ipv4Addr::UNSPECIFIED,
+            interface_index: nic.index,
+            metric: 256,
+        };
+        // The stand-in keeps its state once a route was added; the refusal goes beside it.
+        let harmless = Route {
+            destination: std::net::Ipv4Addr::new(198, 51, 100, 8),
+            ..route.clone()
+        };
+        let _ = h.add_route(&harmless);
+        let state_path = std::path::Path::new(r"C:\calicoctl-win-net\state.json");
+        let mut state: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(state_path).expect("state"))
+                .expect("json");
+        state["refuse_routes"] = json!(["198.51.100.7/32"]);
+        std::fs::write(state_path, state.to_string()).expect("write");
+        let err = h.add_route(&route).expect_err("refused");
+        state["refuse_routes"] = json!([]);
+        std::fs::write(state_path, state.to_string()).expect("write");
+        keeps_its_code(&err, &format!("add {}", route.describe()));
+        assert_eq!(err.os_code(), Some(5), "{err}");
+    }
+
+    /// A firewall rule Windows Firewall refuses (E_ACCESSDENIED; the stand-in's `refuse.json`)
+    /// keeps the rule's name and the HRESULT in the error.
+    #[test]
+    fn firewall_contract_a_refused_rule_keeps_its_hresult() {
+        if std::env::var_os("CALICOCTL_WIN_FW_STANDIN").is_none() {
+            return;
+        }
+        let name = unique("Refused rule ");
+        let refuse = std::path::Path::new(r"C:\calicoctl-win-firewall\refuse.json");
+        std::fs::create_dir_all(refuse.parent().expect("dir")).expect("dir");
+        std::fs::write(refuse, json!([name]).to_string()).expect("write");
+        let err = WindowsHost::new()
+            .firewall_add(&FirewallRule {
+                name: name.clone(),
+                protocol: Protocol::Udp,
+                local_port: 4789,
+                allow: true,
+                enabled: true,
+            })
+            .expect_err("refused");
+        std::fs::remove_file(refuse).expect("remove");
+        keeps_its_code(&err, &format!("add firewall rule {name}"));
+        assert_eq!(err.os_code(), Some(0x8007_0005), "{err}");
     }
 
     /// A program cargo builds next to the test binaries: `deps/../NAME` or an example.
@@ -683,6 +753,65 @@ pub(crate) mod on_windows {
         h.service_delete(name).expect("delete");
         assert_eq!(h.service_query(name).expect("query"), None);
         h.reg_delete_key(CALICO_KEY).expect("clean up the marker");
+    }
+
+    /// What the OS answers reaches the caller: the operation, its object and the code, in the
+    /// error's own text (`Display`), whatever wraps or formats it later.
+    fn keeps_its_code(err: &HostError, object: &str) {
+        let text = err.to_string();
+        let code = err
+            .os_code()
+            .unwrap_or_else(|| panic!("no OS code in {err:?}"));
+        assert!(text.contains(object), "{object}: {text}");
+        eprintln!("refused: {text}");
+        let code_text = if code <= 0xFFFF {
+            format!("(os error {code})")
+        } else {
+            format!("(HRESULT {code:#010x})")
+        };
+        assert!(text.ends_with(&code_text), "{code_text}: {text}");
+    }
+
+    /// Refusals the real APIs give in the areas Wine implements itself: a file replaced where
+    /// a directory stands, a registry value under a key that cannot be made, a service whose
+    /// program is not there.
+    #[test]
+    fn a_refusal_of_files_registry_or_services_keeps_the_os_code() {
+        if !under_wine() {
+            return;
+        }
+        let h = WindowsHost::new();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let taken = dir.path().join("taken");
+        std::fs::create_dir(&taken).expect("dir");
+        let path = taken.display().to_string();
+        let err = h
+            .replace_file(&path, b"x", Access::Normal)
+            .expect_err("a directory is not replaced by a file");
+        keeps_its_code(&err, &path);
+
+        let key = format!(r"HKLM\{}", "x".repeat(300));
+        let err = h
+            .reg_set(&key, "Value", &RegValue::Dword(1))
+            .expect_err("a key name over 255 characters");
+        keeps_its_code(&err, "registry value");
+
+        let _turn = SCM.lock().unwrap_or_else(|p| p.into_inner());
+        let name = unique("CalicoctlWinMissing");
+        let spec = ServiceSpec {
+            name: name.clone(),
+            display_name: name.clone(),
+            description: String::new(),
+            program: dir.path().join("missing.exe").display().to_string(),
+            args: vec![],
+            dependencies: vec![],
+            start: StartType::Manual,
+            recovery: None,
+        };
+        h.service_create(&spec).expect("create");
+        let err = h.service_start(&name, WAIT).expect_err("no program");
+        let _ = h.service_delete(&name);
+        keeps_its_code(&err, &format!("start service {name}"));
     }
 
     /// The tests that start and stop real services take turns: Wine's SCM has lost track of

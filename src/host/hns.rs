@@ -74,13 +74,20 @@ pub fn hcn_outcome(hr: i32, record: &str, op: &str) -> Result<(), crate::host::H
             what: format!("{op}: a network of that name"),
         });
     }
+    // A record that is HNS's JSON result (`Success`, `Error`, `ErrorCode`; the shape the
+    // stand-in writes is a guess, said in tools/wine/README.md) gives its `Error` text; a
+    // record of another shape is shown as it came.
+    let said = serde_json::from_str::<Value>(record)
+        .ok()
+        .and_then(|v| v["Error"].as_str().map(str::to_owned))
+        .filter(|e| !e.is_empty());
     Err(HostError::Api {
         op: op.to_owned(),
         code,
-        message: if record.is_empty() {
-            "HNS reported an error".into()
-        } else {
-            record.to_owned()
+        message: match said {
+            Some(text) => text,
+            None if record.is_empty() => "HNS reported an error".into(),
+            None => record.to_owned(),
         },
     })
 }
@@ -298,7 +305,12 @@ mod outcome_tests {
         assert!(hcn_outcome(0, "", "open").is_ok());
         let e = hcn_outcome(0, r#"{"Error":"bad settings"}"#, "create").unwrap_err();
         assert!(
-            matches!(&e, HostError::Api { message, .. } if message.contains("bad settings")),
+            matches!(&e, HostError::Api { message, .. } if message == "bad settings"),
+            "{e}"
+        );
+        let e = hcn_outcome(0, "not a document", "create").unwrap_err();
+        assert!(
+            matches!(&e, HostError::Api { message, .. } if message == "not a document"),
             "{e}"
         );
         let e = hcn_outcome(0x8007_0057_u32 as i32, "", "create").unwrap_err();

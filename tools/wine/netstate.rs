@@ -74,6 +74,17 @@ pub fn load() -> Value {
         .unwrap_or_else(initial)
 }
 
+/// Test-only: the routes (`"169.254.169.254/32"`) that adding is refused for, with
+/// ERROR_ACCESS_DENIED, as a locked-down node would (`refuse_routes` in the state). The IP
+/// helper's documented answer when the caller may not change routes is ERROR_ACCESS_DENIED
+/// (CreateIpForwardEntry2, Microsoft's netioapi reference); a policy giving the same is a guess.
+pub fn refused_route(destination: Ipv4Addr, prefix_len: u8) -> bool {
+    let wanted = format!("{destination}/{prefix_len}");
+    load()["refuse_routes"]
+        .as_array()
+        .is_some_and(|list| list.iter().any(|r| r.as_str() == Some(wanted.as_str())))
+}
+
 pub fn store(state: &Value) -> std::io::Result<()> {
     std::fs::create_dir_all(root())?;
     let tmp = root().join(format!("state.{}.tmp", std::process::id()));

@@ -106,7 +106,10 @@ impl Hcn {
         // SAFETY: settings is NUL-terminated; a zero GUID lets HNS choose the id; the handle
         // and error record are out-pointers owned by this frame.
         let hr = unsafe { create(&zero, settings.as_ptr(), &mut handle, &mut record) };
-        check(hr, record, "create HNS network")?;
+        let name = crate::host::hns::checked_spec(spec_json)
+            .map(|(_, n)| n)
+            .unwrap_or_default();
+        check(hr, record, &format!("create HNS network {name}"))?;
         let q = wide(QUERY);
         let mut props: PWSTR = std::ptr::null_mut();
         let mut record: PWSTR = std::ptr::null_mut();

@@ -108,3 +108,33 @@ fn an_error_record_with_a_successful_result_is_an_error() {
         "strings not freed or handles not closed"
     );
 }
+
+/// A network HNS refuses (E_ACCESSDENIED with its error record; the stand-in's `refuse.json`,
+/// as a locked-down node answers) keeps the operation, the record's text and the HRESULT.
+#[test]
+fn a_refused_network_keeps_its_hresult_and_record() {
+    let Some(lib) = standin() else { return };
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let before = stats(&lib);
+    let name = unique("Refused-");
+    let refuse = std::path::Path::new(r"C:\calicoctl-win-hcn\refuse.json");
+    std::fs::create_dir_all(refuse.parent().expect("dir")).expect("dir");
+    std::fs::write(refuse, serde_json::json!([name]).to_string()).expect("write");
+    let doc =
+        format!(r#"{{"SchemaVersion":{{"Major":2,"Minor":0}},"Name":"{name}","Type":"NAT"}}"#);
+    let err = WindowsHost::new()
+        .hns_create_network(&doc)
+        .expect_err("refused");
+    std::fs::remove_file(refuse).expect("remove");
+    let text = err.to_string();
+    assert_eq!(err.os_code(), Some(0x8007_0005), "{text}");
+    assert!(
+        text.contains(&name) && text.ends_with("Access is denied. (HRESULT 0x80070005)"),
+        "{text}"
+    );
+    assert_eq!(
+        stats(&lib),
+        before,
+        "strings not freed or handles not closed"
+    );
+}

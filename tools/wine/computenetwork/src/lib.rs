@@ -85,6 +85,15 @@ fn root() -> PathBuf {
     PathBuf::from(r"C:\calicoctl-win-hcn")
 }
 
+/// Test-only: the names of networks HcnCreateNetwork refuses (`refuse.json`, a JSON list), as
+/// a locked-down node would.
+fn refused(name: &str) -> bool {
+    std::fs::read_to_string(root().join("refuse.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok())
+        .is_some_and(|names| names.iter().any(|n| n == name))
+}
+
 fn dir(kind: &str) -> PathBuf {
     root().join(kind)
 }
@@ -471,6 +480,12 @@ pub unsafe extern "system" fn HcnCreateNetwork(
     } else {
         given
     };
+    if refused(doc["Name"].as_str().unwrap_or_default()) {
+        // E_ACCESSDENIED, as HNS answers a caller it does not allow (a process that is not
+        // elevated gets it from HcnCreateNetwork); which code a node's policy would give is a
+        // guess.
+        return unsafe { fail(record, 0x8007_0005, "Access is denied.") };
+    }
     let doc = match checked_network(doc, id.clone()) {
         Ok(d) => d,
         Err((code, message)) => return unsafe { fail(record, code, &message) },

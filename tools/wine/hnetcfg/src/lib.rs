@@ -109,6 +109,16 @@ fn add(rule: &INetFwRule) -> windows::core::Result<()> {
             enabled: rule.Enabled()? != VARIANT_FALSE,
         }
     };
+    // Test-only: rules named in `refuse.json` are refused with E_ACCESSDENIED, as Windows
+    // Firewall answers a caller that may not change it (INetFwRules::Add's documented error
+    // for a process that is not elevated; a node's policy giving the same is a guess).
+    let refused = std::fs::read_to_string(file().with_file_name("refuse.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok())
+        .is_some_and(|names| names.iter().any(|n| n.eq_ignore_ascii_case(&fields.name)));
+    if refused {
+        return Err(windows::core::Error::from(HRESULT(0x8007_0005_u32 as i32)));
+    }
     let _g = FILE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     let mut rules = load();
     rules.push(fields);

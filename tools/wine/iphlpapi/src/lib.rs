@@ -30,7 +30,7 @@ use std::ffi::c_void;
 use std::net::Ipv4Addr;
 use std::sync::Mutex;
 use windows_sys::Win32::Foundation::{
-    ERROR_BUFFER_OVERFLOW, ERROR_INVALID_PARAMETER, ERROR_NOT_FOUND, ERROR_NOT_SUPPORTED,
+    ERROR_ACCESS_DENIED, ERROR_BUFFER_OVERFLOW, ERROR_INVALID_PARAMETER, ERROR_NOT_FOUND, ERROR_NOT_SUPPORTED,
     ERROR_OBJECT_ALREADY_EXISTS,
 };
 use windows_sys::Win32::NetworkManagement::IpHelper::{
@@ -312,6 +312,11 @@ pub unsafe extern "system" fn CreateIpForwardEntry2(r: *const MIB_IPFORWARD_ROW2
         Ok(v) => v,
         Err(e) => return e,
     };
+    if from_sockaddr(&r.DestinationPrefix.Prefix)
+        .is_some_and(|d| netstate::refused_route(d, r.DestinationPrefix.PrefixLength))
+    {
+        return ERROR_ACCESS_DENIED;
+    }
     let mut state = netstate::load();
     let mut all: Vec<Value> = state["routes"].as_array().cloned().unwrap_or_default();
     if all.iter().any(|x| same(x, &new)) {
