@@ -212,6 +212,20 @@ impl Node {
         v
     }
 
+    /// The stand-in HCN's object files (`networks/<id>.json`, `endpoints/<id>.json`).
+    fn hcn_files(&self) -> std::collections::BTreeSet<String> {
+        ["networks", "endpoints"]
+            .iter()
+            .flat_map(|kind| {
+                std::fs::read_dir(self.c("calicoctl-win-hcn").join(kind))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(move |e| format!("{kind}/{}", e.file_name().to_string_lossy()))
+            })
+            .collect()
+    }
+
     fn network(&self, name: &str) -> Option<Value> {
         self.hcn_networks().into_iter().find(|n| n["Name"] == name)
     }
@@ -569,4 +583,79 @@ fn the_whole_lifecycle_under_wine_returns_the_prefix_to_its_initial_state() {
         &initial,
         "windows-bgp: after uninstall --purge",
     );
+
+    refused_metadata_route(&n, &kc, &vxlan, &zip, &initial);
+}
+
+/// The IP helper refuses the metadata route (ERROR_ACCESS_DENIED, as a locked-down node's
+/// policy may): install ends at once with CalicoNode's error and the OS's code, not after its
+/// five-minute wait, and the rollback's message lists what remains, measured: the networks
+/// CalicoNode made, the address on the vSwitch and the route, each with its command. Everything
+/// else is back; once the networks and the route are put back as the message says (here in the
+/// stand-ins' state), the prefix is as it was.
+fn refused_metadata_route(n: &Node, kc: &Path, config: &str, zip: &str, initial: &Value) {
+    let net_path = n.c("calicoctl-win-net/state.json");
+    let net_before = std::fs::read_to_string(&net_path).expect("the stand-in's state");
+    let mut refusing: Value = serde_json::from_str(&net_before).expect("json");
+    refusing["refuse_routes"] = json!(["169.254.169.254/32"]);
+    std::fs::write(&net_path, refusing.to_string()).expect("refuse");
+    let hcn_before = n.hcn_files();
+
+    let (code, doc, err) = n.calicoctl(
+        kc,
+        &[
+            "install",
+            "--config",
+            config,
+            "--release-zip",
+            zip,
+            "--skip",
+            "os-build",
+            "--wait-timeout",
+            "5m",
+        ],
+    );
+    assert_eq!(
+        code, 1,
+        "a refused route fails the install at once: {doc}\n{err}"
+    );
+    assert_eq!(doc["error"]["kind"], "service-failed", "{doc}");
+    let causes: Vec<&str> = doc["error"]["causes"]
+        .as_array()
+        .expect("causes")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        causes.iter().any(|c| c.contains(
+            "CalicoNode could not restore the route 169.254.169.254/32 via 10.0.2.2 that the vSwitch dropped: add route 169.254.169.254/32 via 10.0.2.2 on interface"
+        ) && c.contains("(os error 5)")),
+        "{doc}"
+    );
+    let message = doc["error"]["message"].as_str().expect("message");
+    assert!(!message.contains("as it was"), "{message}");
+    for left in [
+        "HNS network Calico (Overlay) was made while the command ran (fix: Get-HnsNetwork | Where-Object Name -eq 'Calico' | Remove-HnsNetwork)",
+        "HNS network External (Overlay) was made",
+        "the host address 10.0.2.15/24 is on vEthernet (Ethernet) (it was on Ethernet)",
+        "the route 169.254.169.254/32 via 10.0.2.2 is gone (fix: New-NetRoute -DestinationPrefix 169.254.169.254/32 -InterfaceAlias 'Ethernet' -NextHop 10.0.2.2 -RouteMetric 256)",
+    ] {
+        assert!(message.contains(left), "{left}\n{message}");
+    }
+    // What the message lists differs; nothing else does.
+    let now = n.snapshot();
+    for part in ["files", "registry", "firewall"] {
+        assert_same(
+            &now[part],
+            &initial[part],
+            &format!("{part} after the rollback"),
+        );
+    }
+    // The administrator's fixes, as the stand-ins see them: the networks removed, the
+    // address and the route back.
+    for f in n.hcn_files().difference(&hcn_before) {
+        std::fs::remove_file(n.c("calicoctl-win-hcn").join(f)).expect("remove network");
+    }
+    std::fs::write(&net_path, net_before).expect("the route back");
+    assert_same(&n.snapshot(), initial, "after the refused route's fixes");
 }
