@@ -233,6 +233,7 @@ fn a_disruption_budget_that_never_allows_eviction_times_out_and_undoes_the_cordo
         "{err}"
     );
     assert!(err.contains("the node is uncordoned again"), "{err}");
+    assert!(err.contains("the node is as it was"), "{err}");
     assert!(
         err.contains("the 1 evicted pod(s) are not brought back"),
         "{err}"
@@ -315,6 +316,8 @@ fn a_failure_at_every_step_is_undone_before_the_network_goes_and_finished_by_a_r
                 err.contains("everything done before it was undone"),
                 "{fault}: {err}"
             );
+            // Measured, and the whole simulated host agrees.
+            assert!(err.contains("the node is as it was"), "{fault}: {err}");
             assert!(!node.cordoned(), "{fault}: left cordoned");
             assert_same(&snapshot(&node.node.sim()), &initial, &fault);
         } else {

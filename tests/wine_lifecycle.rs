@@ -584,19 +584,31 @@ fn the_whole_lifecycle_under_wine_returns_the_prefix_to_its_initial_state() {
         "windows-bgp: after uninstall --purge",
     );
 
-    refused_metadata_route(&n, &kc, &vxlan, &zip, &initial);
+    refused_metadata_route(&n, &kc, &bgp, &zip);
 }
 
 /// The IP helper refuses the metadata route (ERROR_ACCESS_DENIED, as a locked-down node's
-/// policy may): install ends at once with CalicoNode's error and the OS's code, not after its
+/// policy may) on a windows-bgp node: install ends at once with CalicoNode's error and the OS's code, not after its
 /// five-minute wait, and the rollback's message lists what remains, measured: the networks
 /// CalicoNode made, the address on the vSwitch and the route, each with its command. Everything
 /// else is back; once the networks and the route are put back as the message says (here in the
 /// stand-ins' state), the prefix is as it was.
-fn refused_metadata_route(n: &Node, kc: &Path, config: &str, zip: &str, initial: &Value) {
+fn refused_metadata_route(n: &Node, kc: &Path, config: &str, zip: &str) {
+    // The node has its metadata route through the gateway (the HNS contract run before in
+    // this prefix made and deleted a vSwitch, which dropped it).
     let net_path = n.c("calicoctl-win-net/state.json");
-    let net_before = std::fs::read_to_string(&net_path).expect("the stand-in's state");
-    let mut refusing: Value = serde_json::from_str(&net_before).expect("json");
+    let mut net: Value =
+        serde_json::from_str(&std::fs::read_to_string(&net_path).expect("the stand-in's state"))
+            .expect("json");
+    let routes = net["routes"].as_array_mut().expect("routes");
+    if !routes.iter().any(|r| r["destination"] == "169.254.169.254") {
+        routes.push(json!({"destination": "169.254.169.254", "prefix_len": 32,
+            "next_hop": "10.0.2.2", "interface_index": 4, "metric": 256}));
+    }
+    let net_before = net.to_string();
+    std::fs::write(&net_path, &net_before).expect("the metadata route");
+    let initial = &n.snapshot();
+    let mut refusing = net.clone();
     refusing["refuse_routes"] = json!(["169.254.169.254/32"]);
     std::fs::write(&net_path, refusing.to_string()).expect("refuse");
     let hcn_before = n.hcn_files();
@@ -635,8 +647,8 @@ fn refused_metadata_route(n: &Node, kc: &Path, config: &str, zip: &str, initial:
     let message = doc["error"]["message"].as_str().expect("message");
     assert!(!message.contains("as it was"), "{message}");
     for left in [
-        "HNS network Calico (Overlay) was made while the command ran (fix: Get-HnsNetwork | Where-Object Name -eq 'Calico' | Remove-HnsNetwork)",
-        "HNS network External (Overlay) was made",
+        "HNS network Calico (L2Bridge) was made while the command ran (fix: Get-HnsNetwork | Where-Object Name -eq 'Calico' | Remove-HnsNetwork)",
+        "HNS network External (L2Bridge) was made",
         "the host address 10.0.2.15/24 is on vEthernet (Ethernet) (it was on Ethernet)",
         "the route 169.254.169.254/32 via 10.0.2.2 is gone (fix: New-NetRoute -DestinationPrefix 169.254.169.254/32 -InterfaceAlias 'Ethernet' -NextHop 10.0.2.2 -RouteMetric 256)",
     ] {

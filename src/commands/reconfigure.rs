@@ -86,8 +86,13 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     };
     let cluster = node.cluster.as_deref();
     let opts = options(args, journal_path, journal, cluster);
+    let scope = plan::snapshot::Scope::of_plan(&actions);
+    let before = plan::snapshot::take(host.as_ref(), &scope)
+        .context("cannot read the host before the reconfigure")?;
     if let Err(e) = super::execute_plan(ctx, host.as_ref(), &actions, opts) {
-        return Err(failed(e, &node_name));
+        let measured = (e.rollback_failures.is_some() && !e.past_no_return)
+            .then(|| super::after_rollback(host.as_ref(), &scope, &before, "reconfigure"));
+        return Err(failed(e, &node_name, measured));
     }
     super::annotate_node(ctx, cluster, host.as_ref(), &root, &node_name);
     ctx.printer
@@ -400,7 +405,7 @@ fn drain_action(
 }
 
 /// The error of a failed reconfigure, with what was undone and what a rerun does.
-fn failed(e: plan::ExecError, node_name: &str) -> anyhow::Error {
+fn failed(e: plan::ExecError, node_name: &str, measured: Option<String>) -> anyhow::Error {
     let after = if e.past_no_return {
         format!(
             "it failed after the Calico network was deleted, so nothing was undone; run 'calicoctl-win reconfigure' again with the same config to finish (node {node_name} stays cordoned until then)"
@@ -415,17 +420,24 @@ fn failed(e: plan::ExecError, node_name: &str) -> anyhow::Error {
                 _ => None,
             });
         match &e.rollback_failures {
-                Some(f) if f.is_empty() => match evicted {
-                    Some(0) => "the node is uncordoned again and the Calico services and network were not touched; no pod was evicted".to_owned(),
-                    Some(n) => format!("the node is uncordoned again and the Calico services and network were not touched; the {n} evicted pod(s) are not brought back (their controllers start them elsewhere)"),
-                    None => "everything done before it was undone: the services run as before and the node is uncordoned".to_owned(),
-                },
-                Some(f) => format!(
-                    "undoing the steps done before it failed partly: {}; the journal is kept and the next reconfigure continues from it",
-                    f.join("; ")
-                ),
-                None => String::new(),
+            Some(f) if f.is_empty() => {
+                let node = match evicted {
+                    Some(0) => "the node is uncordoned again; no pod was evicted".to_owned(),
+                    Some(n) => format!(
+                        "the node is uncordoned again; the {n} evicted pod(s) are not brought back (their controllers start them elsewhere)"
+                    ),
+                    None => {
+                        "everything done before it was undone and the node is uncordoned".to_owned()
+                    }
+                };
+                format!("{node}; {}", measured.unwrap_or_default())
             }
+            Some(f) => format!(
+                "undoing the steps done before it failed partly: {}; the journal is kept and the next reconfigure continues from it",
+                f.join("; ")
+            ),
+            None => String::new(),
+        }
     };
     anyhow::Error::new(e).context(format!("reconfigure failed; {after}"))
 }
