@@ -40,6 +40,10 @@ pub struct Global {
     /// Admin kubeconfig for talking to the cluster (default: $KUBECONFIG, then ~/.kube/config)
     #[arg(long, global = true, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
+    /// Let a kubeconfig's credential plugin (user.exec, an auth-provider's cmd-path) run:
+    /// calicoctl-win runs elevated, so the plugin would run as an administrator
+    #[arg(long, global = true)]
+    pub allow_exec_plugin: bool,
     /// Override one setting, like --set vxlan.vni=4097 (repeatable; lists comma-separated;
     /// extra environment as --set extra_env.felix.NAME=VALUE)
     #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
@@ -568,8 +572,9 @@ pub struct UninstallArgs {
     /// Also remove the services' logs (calico-node.log, calico-felix.log, their rotations)
     #[arg(long)]
     pub remove_logs: bool,
-    /// Where Calico is installed (default: the config's install_root, else C:\CalicoWindows)
-    #[arg(long, value_name = "DIR")]
+    /// Where Calico is installed (default: the config's install_root, else C:\CalicoWindows):
+    /// a local absolute path
+    #[arg(long, value_name = "DIR", value_parser = local_path)]
     pub install_root: Option<String>,
     /// How long to wait for a service to stop
     #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = crate::duration::parse)]
@@ -817,4 +822,12 @@ pub struct ServiceRunArgs {
     /// probes the EC2 and GCE metadata services
     #[arg(long, value_name = "PLATFORM", default_value = "auto", value_parser = |s: &str| <crate::config::types::PlatformChoice as crate::config::types::Setting>::parse(s))]
     pub platform: crate::config::types::PlatformChoice,
+}
+
+/// A local absolute Windows path, refused with why otherwise (`config::types::WinPath`'s rule).
+fn local_path(raw: &str) -> Result<String, String> {
+    match crate::config::types::local_path_problem(raw) {
+        None => Ok(raw.to_owned()),
+        Some(why) => Err(why),
+    }
 }

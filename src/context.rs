@@ -24,6 +24,8 @@ pub struct Options {
     pub host: HostChoice,
     /// Whether a person can answer a question: stdin and stderr are terminals.
     pub interactive: bool,
+    /// A kubeconfig's credential plugin may run (the process is elevated).
+    pub allow_exec_plugin: bool,
 }
 
 /// The source `cluster_kubeconfig` names for a pod's service account.
@@ -268,7 +270,7 @@ impl Context {
             "reading the cluster through {} ({source})",
             path.display()
         ));
-        Cluster::connect(&path, &self.env).map(Some)
+        Cluster::connect(&path, &self.env, self.options.allow_exec_plugin).map(Some)
     }
 
     /// Like `connect_cluster`, for commands that cannot work without the cluster.

@@ -42,6 +42,7 @@ fn main() -> ExitCode {
         kubeconfig: g.kubeconfig.clone(),
         dry_run: g.dry_run,
         yes: g.yes,
+        allow_exec_plugin: g.allow_exec_plugin,
         sets: cli::all_sets(std::env::args_os()),
         interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
         host: host::select::HostChoice {

@@ -627,3 +627,76 @@ fn fix_asks_on_a_terminal_and_no_applies_nothing() {
     assert_eq!(code, Some(0), "{screen}");
     assert_eq!(api.writes().len(), 3, "{:?}", api.writes());
 }
+
+/// A kubeconfig whose user runs a credential plugin: calicoctl-win runs elevated, so the
+/// plugin would run as an administrator; it runs only with --allow-exec-plugin, and the
+/// refusal says so. The plugin here is a script that leaves a mark and answers with the
+/// fake API server's token, as client-go's exec protocol asks.
+#[test]
+fn a_credential_plugin_runs_only_when_allowed() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let admin = api.kubeconfig(dir.path(), None);
+    let token = api.token.clone();
+    let mark = dir.path().join("plugin-ran");
+    let plugin = dir.path().join("plugin.sh");
+    std::fs::write(
+        &plugin,
+        format!(
+            "#!/bin/sh\ntouch '{}'\necho '{{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{{\"token\":\"{token}\"}}}}'\n",
+            mark.display()
+        ),
+    )
+    .expect("plugin");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).expect("mode");
+    }
+    let text = std::fs::read_to_string(&admin).expect("kubeconfig").replace(
+        &format!("    token: {token}\n"),
+        &format!(
+            "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: {}\n      interactiveMode: Never\n",
+            plugin.display()
+        ),
+    );
+    let kubeconfig = dir.path().join("exec.kubeconfig");
+    std::fs::write(&kubeconfig, text).expect("write");
+    let run = |extra: &[&str]| {
+        let out = on_node()
+            .args(["preflight", "-o", "json", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .args(extra)
+            .output()
+            .expect("run");
+        parse(&out.stdout)
+    };
+    let check = |doc: &Value| -> Value {
+        doc["checks"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["id"] == "calico-version").cloned())
+            .unwrap_or_else(|| panic!("no calico-version check: {doc}"))
+    };
+    let refused = check(&run(&[]));
+    assert_eq!(refused["verdict"], "fail", "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("runs a credential plugin")),
+        "{refused}"
+    );
+    assert!(
+        refused["remedy"]
+            .as_str()
+            .is_some_and(|m| m.contains("--allow-exec-plugin")),
+        "{refused}"
+    );
+    assert!(!mark.exists(), "the plugin ran without --allow-exec-plugin");
+    let allowed = check(&run(&["--allow-exec-plugin"]));
+    assert_eq!(allowed["verdict"], "pass", "{allowed}");
+    assert!(
+        mark.exists(),
+        "the plugin did not run with --allow-exec-plugin"
+    );
+}

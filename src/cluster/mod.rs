@@ -29,6 +29,12 @@ pub enum ClusterError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The kubeconfig's user runs a program for its credentials, which would run elevated.
+    #[error(
+        "the kubeconfig {} runs a credential plugin ({command}) for its user, and calicoctl-win runs elevated, so it would run as an administrator",
+        .path.display()
+    )]
+    ExecPlugin { path: PathBuf, command: String },
     #[error("cannot reach the Kubernetes API server {server}")]
     Unreachable {
         server: String,
@@ -57,6 +63,9 @@ impl ClusterError {
         match self {
             ClusterError::NoKubeconfig { .. } => "pass an admin kubeconfig with --kubeconfig, or set KUBECONFIG; --offline skips the cluster".into(),
             ClusterError::Kubeconfig { .. } => "check the file with 'kubectl --kubeconfig FILE cluster-info'".into(),
+            ClusterError::ExecPlugin { command, .. } => format!(
+                "pass --allow-exec-plugin if {command} may run as administrator on this node; otherwise use a kubeconfig with a token or a client certificate"
+            ),
             ClusterError::Unreachable { .. } | ClusterError::Timeout { .. } => {
                 "check the server address in the kubeconfig, the network path to it, and HTTPS_PROXY/NO_PROXY (or the WinHTTP proxy: netsh winhttp show proxy); the CA in the kubeconfig must sign the server's certificate".into()
             }
@@ -77,6 +86,36 @@ impl ClusterError {
     pub fn is_not_found(&self) -> bool {
         matches!(self, ClusterError::Api { code: 404, .. })
     }
+}
+
+/// The program the current context's user runs for its credentials: an `exec` plugin's
+/// command, or an `auth-provider`'s `cmd-path` (gcp's), which kube runs as kubectl does.
+fn credential_plugin(k: &Kubeconfig) -> Option<String> {
+    let context = k.current_context.as_deref()?;
+    let user = k
+        .contexts
+        .iter()
+        .find(|c| c.name == context)?
+        .context
+        .as_ref()?
+        .user
+        .clone()?;
+    let auth = k
+        .auth_infos
+        .iter()
+        .find(|a| a.name == user)?
+        .auth_info
+        .as_ref()?;
+    if let Some(exec) = &auth.exec {
+        return Some(
+            exec.command
+                .clone()
+                .unwrap_or_else(|| "an exec plugin".into()),
+        );
+    }
+    auth.auth_provider
+        .as_ref()
+        .and_then(|p| p.config.get("cmd-path").cloned())
 }
 
 /// The cluster of the kubeconfig's current context.
@@ -230,6 +269,7 @@ impl Cluster {
     pub fn connect(
         path: &Path,
         env: &std::collections::BTreeMap<String, String>,
+        allow_exec_plugin: bool,
     ) -> Result<Self, ClusterError> {
         if !path.exists() {
             return Err(ClusterError::NoKubeconfig {
@@ -242,6 +282,12 @@ impl Cluster {
         };
         refuse_control_in_token(path).map_err(bad)?;
         let kubeconfig = Kubeconfig::read_from(path).map_err(|e| bad(Box::new(e)))?;
+        if let Some(command) = credential_plugin(&kubeconfig).filter(|_| !allow_exec_plugin) {
+            return Err(ClusterError::ExecPlugin {
+                path: path.to_owned(),
+                command,
+            });
+        }
         Self::from_kubeconfig(kubeconfig, env).map_err(bad)
     }
 
@@ -361,7 +407,7 @@ impl crate::error::Diagnose for ClusterError {
         use crate::error::Kind;
         let kind = match self {
             Self::NoKubeconfig { .. } => Kind::NoAdminKubeconfig,
-            Self::Kubeconfig { .. } => Kind::BadKubeconfig,
+            Self::Kubeconfig { .. } | Self::ExecPlugin { .. } => Kind::BadKubeconfig,
             Self::Unreachable { .. } => Kind::ClusterUnreachable,
             Self::Timeout { .. } => Kind::ClusterTimeout,
             Self::Api { .. } => Kind::ClusterRefused,
@@ -369,7 +415,9 @@ impl crate::error::Diagnose for ClusterError {
         let exit = match self {
             Self::Timeout { .. } => crate::error::Exit::Timeout,
             // A kubeconfig given that cannot be read or used: bad input.
-            Self::NoKubeconfig { .. } | Self::Kubeconfig { .. } => crate::error::Exit::Usage,
+            Self::NoKubeconfig { .. } | Self::Kubeconfig { .. } | Self::ExecPlugin { .. } => {
+                crate::error::Exit::Usage
+            }
             Self::Unreachable { .. } | Self::Api { .. } => crate::error::Exit::Failed,
         };
         Some(crate::error::Diagnosis {

@@ -420,7 +420,8 @@ impl Timeout {
     }
 }
 
-/// An absolute Windows path (`C:\...` or `\\server\share\...`), kept as written.
+/// A local absolute Windows path (`C:\...`), kept as written: what services running as
+/// LocalSystem run and read from, so nothing that could name another file than it shows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WinPath(String);
 
@@ -439,18 +440,91 @@ impl WinPath {
     }
 }
 
+/// The device names Windows reserves in every directory, with or without an extension
+/// (Microsoft's "Naming Files, Paths, and Namespaces"), the superscript digits included.
+const DEVICES: &[&str] = &["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"];
+
+fn is_device(component: &str) -> bool {
+    let stem = component
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches(' ')
+        .to_ascii_uppercase();
+    if DEVICES.contains(&stem.as_str()) {
+        return true;
+    }
+    let port = stem
+        .strip_prefix("COM")
+        .or_else(|| stem.strip_prefix("LPT"));
+    port.is_some_and(|n| {
+        let mut c = n.chars();
+        matches!(
+            (c.next(), c.next()),
+            (Some('0'..='9' | '\u{b9}' | '\u{b2}' | '\u{b3}'), None)
+        )
+    })
+}
+
+/// Characters that reorder how text is shown (Unicode's bidirectional controls): a path
+/// holding U+202E can display as `C:\CalicoWindows` while naming another directory.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Why `raw` is not a local absolute path on a drive that a SYSTEM service may use; `None`
+/// when it is one.
+pub fn local_path_problem(raw: &str) -> Option<String> {
+    if raw.starts_with("\\\\") || raw.starts_with("//") {
+        return Some(
+            "a UNC or device path (\\\\server\\share, \\\\?\\): services running as LocalSystem would run what another machine serves; use a local drive, like C:\\CalicoWindows".into(),
+        );
+    }
+    let b = raw.as_bytes();
+    let drive =
+        b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'\\' | b'/');
+    if !drive {
+        return Some("not an absolute path on a drive, like C:\\CalicoWindows".into());
+    }
+    if let Some(c) = raw.chars().find(|c| c.is_control() || is_bidi_control(*c)) {
+        return Some(format!(
+            "it holds the control character U+{:04X}, which can make the path display as another",
+            u32::from(c)
+        ));
+    }
+    if let Some(c) = raw[2..]
+        .chars()
+        .find(|c| matches!(c, ':' | '"' | '*' | '?' | '<' | '>' | '|'))
+    {
+        return Some(format!("it holds {c:?}, which a Windows file name cannot"));
+    }
+    for component in raw[3..].split(['\\', '/']).filter(|c| !c.is_empty()) {
+        if component == "." || component == ".." {
+            return Some(format!(
+                "it has a {component:?} component; write the directory it means"
+            ));
+        }
+        if component.ends_with(['.', ' ']) {
+            return Some(format!(
+                "its component {component:?} ends in a dot or a space, which Windows drops, so the path would name another file"
+            ));
+        }
+        if is_device(component) {
+            return Some(format!(
+                "its component {component:?} is a device name Windows reserves"
+            ));
+        }
+    }
+    None
+}
+
 impl Setting for WinPath {
     fn parse(raw: &str) -> Result<Self, Rejection> {
-        let b = raw.as_bytes();
-        let drive = b.len() >= 3
-            && b[0].is_ascii_alphabetic()
-            && b[1] == b':'
-            && matches!(b[2], b'\\' | b'/');
-        let unc = raw.starts_with("\\\\") && raw.len() > 2;
-        if (drive || unc) && !raw.contains(['"', '\n', '\r', '\0', '*', '?', '<', '>', '|']) {
-            Ok(Self(raw.to_owned()))
-        } else {
-            Err("allowed: an absolute Windows path, like C:\\CalicoWindows".into())
+        match local_path_problem(raw) {
+            None => Ok(Self(raw.to_owned())),
+            Some(why) => Err(format!(
+                "allowed: a local absolute Windows path, like C:\\CalicoWindows ({why})"
+            )),
         }
     }
     string_shown!(WinPath);
@@ -666,10 +740,40 @@ mod tests {
     }
 
     #[test]
-    fn windows_paths_must_be_absolute() {
-        assert!(WinPath::parse("C:\\CalicoWindows").is_ok());
-        assert!(WinPath::parse("\\\\srv\\share").is_ok());
-        assert!(WinPath::parse("CalicoWindows").is_err());
+    fn windows_paths_must_be_local_absolute_and_name_what_they_show() {
+        for good in [
+            "C:\\CalicoWindows",
+            "D:/k/cni",
+            "C:\\Program Files\\containerd\\cni\\bin",
+            "C:\\k\\console.log",
+            "C:\\k\\COM10",
+            "C:\\k\\.hidden",
+            "C:\\",
+        ] {
+            assert!(WinPath::parse(good).is_ok(), "{good}");
+        }
+        for (bad, why) in [
+            ("CalicoWindows", "absolute"),
+            ("\\\\srv\\share\\calico", "UNC"),
+            ("\\\\?\\C:\\CalicoWindows", "UNC"),
+            ("//srv/share", "UNC"),
+            ("C:\\CalicoWindows\\..\\Windows", "\"..\""),
+            ("C:\\.\\CalicoWindows", "\".\""),
+            ("C:\\\u{202E}swodniWocilaC", "U+202E"),
+            ("C:\\Calico\u{200F}Windows", "U+200F"),
+            ("C:\\Calico\nWindows", "U+000A"),
+            ("C:\\CON\\x", "device name"),
+            ("C:\\k\\nul.txt", "device name"),
+            ("C:\\k\\LPT1", "device name"),
+            ("C:\\k\\com\u{b9}", "device name"),
+            ("C:\\CalicoWindows.", "dot or a space"),
+            ("C:\\CalicoWindows \\x", "dot or a space"),
+            ("C:\\k\\file.exe:stream", "':'"),
+            ("C:\\k\\a|b", "'|'"),
+        ] {
+            let err = WinPath::parse(bad).expect_err(bad);
+            assert!(err.contains(why), "{bad:?}: {err}");
+        }
         assert_eq!(
             WinPath::parse("C:\\k\\").map(|p| p.join("cni").to_string()),
             Ok("C:\\k\\cni".into())

@@ -100,9 +100,23 @@ pub(super) fn windows_key(parts: &[&str]) -> Result<String, &'static str> {
         if DEVICES.contains(&stem) {
             return Err("names a Windows device (CON, NUL, COM1 ...)");
         }
+        if is_short_name(&stripped) {
+            return Err(
+                "is an 8.3 short name (CALICO~1.EXE), which on NTFS can name another entry (as in git's CVE-2019-1353)",
+            );
+        }
         key.push(stripped);
     }
     Ok(key.join("\\"))
+}
+
+/// Whether a name has the shape of an 8.3 short name: `~` and digits at the end of the part
+/// before the extension (`calico~1.exe`, `progra~12`). NTFS gives such names to long ones, so
+/// the entry could be another entry under its second name.
+fn is_short_name(name: &str) -> bool {
+    let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
+    stem.rsplit_once('~')
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The files of an archive: size and CRC-32 by name in the archive.

@@ -220,6 +220,9 @@ fn entries_that_are_one_file_on_windows_are_refused_before_anything_is_written()
         ("CalicoWindows/.. ./x", "reduces to nothing"),
         ("CalicoWindows/nul.txt", "device"),
         ("CalicoWindows/COM1", "device"),
+        ("CalicoWindows/CALICO~1.EXE", "8.3 short name"),
+        ("CALICOW~1/calico.exe", "8.3 short name"),
+        ("CalicoWindows/cni/CALICO~12", "8.3 short name"),
     ] {
         let mut entries = release("calico.exe");
         entries.push((bad.into(), b"x".to_vec()));
