@@ -40,6 +40,8 @@ pub enum Kind {
     NoAdminKubeconfig,
     BadKubeconfig,
     ClusterUnreachable,
+    /// The API server's answer is not JSON, longer than the cap, or not the JSON expected.
+    ClusterBadAnswer,
     ClusterTimeout,
     /// The API server refused a request (forbidden, not found, conflict ...).
     ClusterRefused,
@@ -89,6 +91,7 @@ impl Kind {
         Kind::NoAdminKubeconfig,
         Kind::BadKubeconfig,
         Kind::ClusterUnreachable,
+        Kind::ClusterBadAnswer,
         Kind::ClusterTimeout,
         Kind::ClusterRefused,
         Kind::NeedsDrain,

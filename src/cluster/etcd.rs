@@ -9,6 +9,9 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The most of etcd's /health answer that is read (docs/security.md).
+pub const HEALTH_CAP: u64 = 64 << 10;
+
 /// The files under `<install_root>\\etcd-tls`, as Calico's quickstart wrote them: the secret's
 /// key, the file name, and the setting that points at it.
 pub const TLS_FILES: [(&str, &str, &str); 3] = [
@@ -198,10 +201,11 @@ pub fn health(endpoint: &str, files: &EtcdTlsFiles, timeout: Duration) -> Result
     let request = format!(
         "GET /health HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: calicoctl-win\r\nConnection: close\r\n\r\n"
     );
+    // etcd's /health answer is a few dozen bytes: more than the cap is not etcd's.
     let mut answer = Vec::new();
     let io = stream
         .write_all(request.as_bytes())
-        .and_then(|()| stream.read_to_end(&mut answer));
+        .and_then(|()| (&mut stream).take(HEALTH_CAP).read_to_end(&mut answer));
     if let Err(e) = io {
         // A clean close after the body is how `Connection: close` ends.
         let closed = e.kind() == std::io::ErrorKind::UnexpectedEof && !answer.is_empty();

@@ -6,6 +6,7 @@ pub mod drain;
 pub mod etcd;
 pub mod facts;
 pub mod fix;
+mod guard;
 pub mod node;
 pub mod proxy;
 
@@ -35,6 +36,14 @@ pub enum ClusterError {
         .path.display()
     )]
     ExecPlugin { path: PathBuf, command: String },
+    /// An answer came, and it is not one calicoctl-win can use.
+    #[error("the API server {server} answered {what} with something that is not its API's answer")]
+    BadAnswer {
+        server: String,
+        what: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     #[error("cannot reach the Kubernetes API server {server}")]
     Unreachable {
         server: String,
@@ -66,6 +75,7 @@ impl ClusterError {
             ClusterError::ExecPlugin { command, .. } => format!(
                 "pass --allow-exec-plugin if {command} may run as administrator on this node; otherwise use a kubeconfig with a token or a client certificate"
             ),
+            ClusterError::BadAnswer { .. } => "the server in the kubeconfig may not be the API server (a proxy or a load balancer answering in its place): check it with 'kubectl --kubeconfig FILE get --raw /version', and HTTPS_PROXY/NO_PROXY".into(),
             ClusterError::Unreachable { .. } | ClusterError::Timeout { .. } => {
                 "check the server address in the kubeconfig, the network path to it, and HTTPS_PROXY/NO_PROXY (or the WinHTTP proxy: netsh winhttp show proxy); the CA in the kubeconfig must sign the server's certificate".into()
             }
@@ -86,6 +96,22 @@ impl ClusterError {
     pub fn is_not_found(&self) -> bool {
         matches!(self, ClusterError::Api { code: 404, .. })
     }
+}
+
+/// Whether kube's error is an answer that came but cannot be used (not JSON, too long, not
+/// the JSON expected), rather than no answer.
+fn is_bad_answer(e: &kube::Error) -> bool {
+    if matches!(e, kube::Error::SerdeError(_)) {
+        return true;
+    }
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if c.is::<guard::NotJson>() || c.is::<guard::TooLong>() || c.is::<guard::Truncated>() {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// The program the current context's user runs for its credentials: an `exec` plugin's
@@ -342,10 +368,14 @@ impl Cluster {
             let _guard = rt.enter();
             let mut bare = config.clone();
             bare.default_retry = false;
-            (
-                kube::Client::try_from(config)?,
-                kube::Client::try_from(bare)?,
-            )
+            let guarded = |c: kube::Config| -> Result<kube::Client, kube::Error> {
+                Ok(kube::client::ClientBuilder::try_from(c)?
+                    .with_layer(&guard::GuardLayer {
+                        cap: guard::BODY_CAP,
+                    })
+                    .build())
+            };
+            (guarded(config)?, guarded(bare)?)
         };
         Ok(Self {
             client,
@@ -380,6 +410,11 @@ impl Cluster {
                 code: status.code,
                 message: status.message.clone(),
             }),
+            Ok(Err(e)) if is_bad_answer(&e) => Err(ClusterError::BadAnswer {
+                server: self.server.clone(),
+                what: format!("{verb} {resource}"),
+                source: Box::new(e),
+            }),
             Ok(Err(e)) => Err(ClusterError::Unreachable {
                 server: self.server.clone(),
                 source: Box::new(e),
@@ -409,6 +444,7 @@ impl crate::error::Diagnose for ClusterError {
             Self::NoKubeconfig { .. } => Kind::NoAdminKubeconfig,
             Self::Kubeconfig { .. } | Self::ExecPlugin { .. } => Kind::BadKubeconfig,
             Self::Unreachable { .. } => Kind::ClusterUnreachable,
+            Self::BadAnswer { .. } => Kind::ClusterBadAnswer,
             Self::Timeout { .. } => Kind::ClusterTimeout,
             Self::Api { .. } => Kind::ClusterRefused,
         };
@@ -418,7 +454,9 @@ impl crate::error::Diagnose for ClusterError {
             Self::NoKubeconfig { .. } | Self::Kubeconfig { .. } | Self::ExecPlugin { .. } => {
                 crate::error::Exit::Usage
             }
-            Self::Unreachable { .. } | Self::Api { .. } => crate::error::Exit::Failed,
+            Self::Unreachable { .. } | Self::Api { .. } | Self::BadAnswer { .. } => {
+                crate::error::Exit::Failed
+            }
         };
         Some(crate::error::Diagnosis {
             exit,
