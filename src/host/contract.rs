@@ -324,6 +324,41 @@ pub fn files(h: &dyn Host, root: &str, acls: bool) {
     assert!(!h.dir_exists(&dir).expect("dir"));
 }
 
+/// Directories get access lists by meaning: a directory made, then one granting Everyone
+/// full control (detected as such), then the protected one (Everyone's write gone). With
+/// `full_acl` (not under Wine, which keeps no DACL but maps one onto the Unix mode) the
+/// protected list also reads back as protected, and the owner as Administrators.
+pub fn security(h: &dyn Host, base: &str, full_acl: bool) {
+    let dir = format!(r"{base}\{}", unique("acl"));
+    assert_eq!(h.security(&dir).expect("read"), None);
+    assert!(h.create_dir(&dir).expect("create"));
+    assert!(!h.create_dir(&dir).expect("again"));
+    let read = |what: &str| {
+        let sddl = h.security(&dir).expect("read").expect(what);
+        acl::parse(&sddl).unwrap_or_else(|e| panic!("{what}: {sddl}: {e}"))
+    };
+    let open = "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;WD)";
+    h.set_security(&dir, open).expect("open to everyone");
+    let d = read("open");
+    assert!(
+        acl::writers(&d)
+            .iter()
+            .any(|w| w.starts_with("Everyone may write")),
+        "{d:?}"
+    );
+    h.set_security(&dir, acl::PROTECTED_DIR).expect("protect");
+    let d = read("protected");
+    assert!(
+        !acl::writers(&d).iter().any(|w| w.starts_with("Everyone")),
+        "{d:?}"
+    );
+    if full_acl {
+        assert!(acl::is_protected(&d), "{d:?}");
+        assert!(acl::writers(&d).is_empty(), "{d:?}");
+    }
+    assert!(h.remove_empty_dir(&dir).expect("remove"));
+}
+
 #[cfg(test)]
 mod on_simhost {
     use super::*;
@@ -364,6 +399,39 @@ mod on_simhost {
     #[test]
     fn files_contract() {
         files(&host(), r"C:\CalicoWindows", true);
+    }
+
+    #[test]
+    fn security_contract() {
+        security(&host(), r"C:\CalicoWindows", true);
+    }
+
+    /// What the drive root's default gives a directory made under it, as on Windows Server.
+    #[test]
+    fn a_directory_made_under_the_drive_root_lets_every_user_write() {
+        let h = host();
+        h.create_dir(r"C:\CalicoWindows").expect("create");
+        let d = acl::parse(
+            &h.security(r"C:\CalicoWindows")
+                .expect("read")
+                .expect("there"),
+        )
+        .expect("sddl");
+        assert_eq!(
+            acl::writers(&d),
+            ["Authenticated Users may write, delete (inherited from the parent)"]
+        );
+        h.set_security(r"C:\CalicoWindows", acl::PROTECTED_DIR)
+            .expect("protect");
+        h.write_file(r"C:\CalicoWindows\calico-node.exe", b"exe", Access::Normal)
+            .expect("write");
+        let f = acl::parse(
+            &h.security(r"C:\CalicoWindows\calico-node.exe")
+                .expect("read")
+                .expect("there"),
+        )
+        .expect("sddl");
+        assert!(acl::writers(&f).is_empty(), "{f:?}");
     }
 
     #[test]
@@ -844,6 +912,16 @@ pub(crate) mod on_windows {
     fn files_contract() {
         let dir = tempfile::tempdir().expect("tempdir");
         files(
+            &WindowsHost::new(),
+            &dir.path().display().to_string(),
+            !under_wine(),
+        );
+    }
+
+    #[test]
+    fn security_contract() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        security(
             &WindowsHost::new(),
             &dir.path().display().to_string(),
             !under_wine(),

@@ -5,6 +5,7 @@
 //! Paths on the host are Windows paths (`C:\CalicoWindows\...`) given as strings; registry keys
 //! are written with their root (`HKLM\Software\Tigera\Calico`).
 
+pub mod acl;
 pub mod hns;
 pub mod lock;
 pub mod process;
@@ -418,6 +419,14 @@ pub trait Files {
     /// Removes a directory if it is empty; returns whether it was removed.
     fn remove_empty_dir(&self, path: &str) -> HostResult<bool>;
     fn dir_exists(&self, path: &str) -> HostResult<bool>;
+    /// The owner and access list of a file or directory in SDDL, which `acl` reads by meaning;
+    /// `None` when it does not exist.
+    fn security(&self, path: &str) -> HostResult<Option<String>>;
+    /// Creates a directory and its parents; `false` when it was there.
+    fn create_dir(&self, path: &str) -> HostResult<bool>;
+    /// Gives an existing file or directory the owner and access list of `sddl` (protected
+    /// from inheritance when it says `P`).
+    fn set_security(&self, path: &str, sddl: &str) -> HostResult<()>;
     /// Where a host path lives in this machine's file system, for files a process keeps open
     /// and appends to (service logs): the path itself on Windows, a file under the state
     /// directory on SimHost.

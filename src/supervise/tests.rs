@@ -233,13 +233,12 @@ fn creating_external_is_retried_until_it_succeeds() {
         &SimHost::open_or_create(dir.path(), None).expect("host"),
         &[],
     );
-    // The mutating calls of a fresh start: keeping the route snapshot, then creating
-    // External, which fails once.
+    // Creating External fails once.
     let host = SimHost::open_or_create(dir.path(), None)
         .expect("host")
         .with_fault(Some(Fault {
             kind: FaultKind::Fail,
-            at: At::Call(2),
+            at: At::Op("create HNS network External".into()),
         }));
     let s = settings(Role::Node);
     let (log, path) = log_for(&host, &s);

@@ -3,7 +3,7 @@
 
 use super::SimHost;
 use crate::files::Contents;
-use crate::host::{Access, Files, HostError, HostResult};
+use crate::host::{Access, Files, HostError, HostResult, acl};
 use std::path::{Path, PathBuf};
 
 /// Whether `p` is an absolute Windows path (`C:\...` or `\\server\share`).
@@ -11,6 +11,15 @@ pub fn is_windows_path(p: &str) -> bool {
     let b = p.as_bytes();
     (b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'\\' | b'/'))
         || p.starts_with("\\\\")
+}
+
+/// A path as the simulated access lists are keyed: lower case, `\`-separated, no trailing
+/// separator (`c:\calicowindows`; the drive root is `c:`).
+fn security_key(path: &str) -> String {
+    path.to_ascii_lowercase()
+        .replace('/', "\\")
+        .trim_end_matches('\\')
+        .to_owned()
 }
 
 impl SimHost {
@@ -135,6 +144,7 @@ impl Files for SimHost {
         let local = self.sim_path(path)?;
         self.mutate(&format!("remove {path}"), |s| {
             s.secrets.remove(&path.to_ascii_lowercase());
+            s.security.remove(&security_key(path));
             let _ = std::fs::remove_file(crate::files::temporary_of(&local));
             match std::fs::remove_file(&local) {
                 Ok(()) => Ok(true),
@@ -146,7 +156,7 @@ impl Files for SimHost {
 
     fn remove_empty_dir(&self, path: &str) -> HostResult<bool> {
         let local = self.sim_path(path)?;
-        self.mutate(&format!("remove directory {path}"), |_| {
+        self.mutate(&format!("remove directory {path}"), |s| {
             // As on Windows: what killed atomic writes left does not keep a directory.
             crate::files::remove_stale_temporaries(&local);
             match std::fs::read_dir(&local) {
@@ -156,6 +166,7 @@ impl Files for SimHost {
                     if entries.next().is_some() {
                         return Ok(false);
                     }
+                    s.security.remove(&security_key(path));
                     std::fs::remove_dir(&local)
                         .map(|()| true)
                         .map_err(|e| HostError::io(format!("remove directory {path}"), e))
@@ -166,6 +177,71 @@ impl Files for SimHost {
 
     fn dir_exists(&self, path: &str) -> HostResult<bool> {
         Ok(self.sim_path(path)?.is_dir())
+    }
+
+    fn security(&self, path: &str) -> HostResult<Option<String>> {
+        let local = self.sim_path(path)?;
+        if !local.exists() {
+            return Ok(None);
+        }
+        let key = security_key(path);
+        let (set, secret) = self.read(|s| (s.security.clone(), s.secrets.contains(&key)));
+        if secret && local.is_file() {
+            return Ok(Some(acl::SECRET_FILE.into()));
+        }
+        // From the drive root down: each level its own list, or what it inherits.
+        let mut parts = key.split('\\');
+        let drive = parts.next().unwrap_or_default().to_owned();
+        let at = |k: &str, d: acl::Descriptor| -> HostResult<acl::Descriptor> {
+            match set.get(k) {
+                Some(sddl) => acl::parse(sddl).map_err(|why| HostError::Refused {
+                    what: format!("the simulated access list of {k}"),
+                    reason: why,
+                }),
+                None => Ok(d),
+            }
+        };
+        let root = acl::parse(acl::DRIVE_ROOT).map_err(|why| HostError::Refused {
+            what: "the drive root's access list".into(),
+            reason: why,
+        })?;
+        let mut d = at(&drive, root)?;
+        let mut so_far = drive;
+        let rest: Vec<&str> = parts.filter(|p| !p.is_empty()).collect();
+        for (i, part) in rest.iter().enumerate() {
+            so_far = format!("{so_far}\\{part}");
+            let dir = i + 1 < rest.len() || local.is_dir();
+            d = at(&so_far, acl::inherited_from(&d, dir))?;
+        }
+        Ok(Some(acl::to_sddl(&d)))
+    }
+
+    fn create_dir(&self, path: &str) -> HostResult<bool> {
+        let local = self.sim_path(path)?;
+        self.mutate(&format!("create directory {path}"), |_| {
+            if local.is_dir() {
+                return Ok(false);
+            }
+            fs_err::create_dir_all(&local)
+                .map(|()| true)
+                .map_err(|e| HostError::io(format!("create directory {path}"), e))
+        })
+    }
+
+    fn set_security(&self, path: &str, sddl: &str) -> HostResult<()> {
+        acl::parse(sddl).map_err(|why| HostError::Refused {
+            what: format!("the access list for {path}"),
+            reason: why,
+        })?;
+        if !self.sim_path(path)?.exists() {
+            return Err(HostError::NotFound {
+                what: path.to_owned(),
+            });
+        }
+        self.mutate(&format!("set the access list of {path}"), |s| {
+            s.security.insert(security_key(path), sddl.to_owned());
+            Ok(())
+        })
     }
 
     fn local_path(&self, path: &str) -> HostResult<PathBuf> {

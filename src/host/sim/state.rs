@@ -20,6 +20,10 @@ pub struct State {
     pub endpoints: Vec<SimEndpoint>,
     /// Lower-case paths of files written as secrets.
     pub secrets: BTreeSet<String>,
+    /// Owners and access lists set on paths (lower case, `\`-separated), in SDDL; a path
+    /// without one inherits from its parent, and the drive root has Windows' default.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub security: BTreeMap<String, String>,
     pub interfaces: Vec<InterfaceAddress>,
     pub routes: Vec<Route>,
     /// Running processes by lower-case image name.

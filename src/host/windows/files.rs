@@ -11,8 +11,8 @@ use windows_sys::Win32::Security::Authorization::{
     SE_FILE_OBJECT, SetNamedSecurityInfoW,
 };
 use windows_sys::Win32::Security::{
-    ACL, DACL_SECURITY_INFORMATION, GetSecurityDescriptorDacl, PROTECTED_DACL_SECURITY_INFORMATION,
-    PSECURITY_DESCRIPTOR,
+    ACL, DACL_SECURITY_INFORMATION, GetSecurityDescriptorDacl, GetSecurityDescriptorOwner,
+    OWNER_SECURITY_INFORMATION, PROTECTED_DACL_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID,
 };
 
 /// Full access for SYSTEM and Administrators only, inheritance cut.
@@ -215,6 +215,122 @@ pub fn remove_empty_dir(path: &str) -> HostResult<bool> {
                 .map_err(io(format!("remove directory {path}")))
         }
     }
+}
+
+/// The owner and access list of `path` in SDDL; `None` when it does not exist.
+pub fn security(path: &str) -> HostResult<Option<String>> {
+    if !Path::new(path).exists() {
+        return Ok(None);
+    }
+    let wpath = wide(path);
+    let what = OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION;
+    let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+    // SAFETY: wpath is NUL-terminated; sd is freed with LocalFree below.
+    let rc = unsafe {
+        GetNamedSecurityInfoW(
+            wpath.as_ptr(),
+            SE_FILE_OBJECT,
+            what,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            &mut sd,
+        )
+    };
+    if rc != 0 {
+        return Err(HostError::io(
+            format!("read the owner and access list of {path}"),
+            std::io::Error::from_raw_os_error(rc as i32),
+        ));
+    }
+    let mut text: *mut u16 = std::ptr::null_mut();
+    // SAFETY: sd is valid; text is freed with LocalFree below.
+    let ok = unsafe {
+        ConvertSecurityDescriptorToStringSecurityDescriptorW(
+            sd,
+            SDDL_REVISION_1,
+            what,
+            &mut text,
+            std::ptr::null_mut(),
+        )
+    };
+    let error = std::io::Error::last_os_error();
+    let sddl = (ok != 0).then(|| super::take_wide(text));
+    // SAFETY: both came from the calls above and are not used after this.
+    unsafe {
+        LocalFree(sd);
+        LocalFree(text.cast());
+    }
+    sddl.map(Some)
+        .ok_or_else(|| HostError::io(format!("write the access list of {path} as SDDL"), error))
+}
+
+pub fn create_dir(path: &str) -> HostResult<bool> {
+    if Path::new(path).is_dir() {
+        return Ok(false);
+    }
+    std::fs::create_dir_all(path)
+        .map(|()| true)
+        .map_err(|e| HostError::io(format!("create directory {path}"), e))
+}
+
+/// Sets the owner and the DACL of `sddl` on `path`, the DACL protected from inheritance.
+pub fn set_security(path: &str, sddl: &str) -> HostResult<()> {
+    let wsddl = wide(sddl);
+    let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+    // SAFETY: wsddl is NUL-terminated; sd is freed with LocalFree below.
+    if unsafe {
+        ConvertStringSecurityDescriptorToSecurityDescriptorW(
+            wsddl.as_ptr(),
+            SDDL_REVISION_1,
+            &mut sd,
+            std::ptr::null_mut(),
+        )
+    } == 0
+    {
+        return Err(HostError::io(
+            format!("read the access list {sddl}"),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    let (mut present, mut defaulted) = (0, 0);
+    let mut dacl: *mut ACL = std::ptr::null_mut();
+    let mut owner: PSID = std::ptr::null_mut();
+    // SAFETY: sd is a valid security descriptor; dacl and owner point into it.
+    unsafe {
+        GetSecurityDescriptorDacl(sd, &mut present, &mut dacl, &mut defaulted);
+        GetSecurityDescriptorOwner(sd, &mut owner, &mut defaulted);
+    }
+    let mut what = DACL_SECURITY_INFORMATION;
+    if sddl.contains("D:P") {
+        what |= PROTECTED_DACL_SECURITY_INFORMATION;
+    }
+    if !owner.is_null() {
+        what |= OWNER_SECURITY_INFORMATION;
+    }
+    let wpath = wide(path);
+    // SAFETY: wpath is NUL-terminated; owner and dacl stay valid until sd is freed after.
+    let rc = unsafe {
+        SetNamedSecurityInfoW(
+            wpath.as_ptr(),
+            SE_FILE_OBJECT,
+            what,
+            owner,
+            std::ptr::null_mut(),
+            dacl,
+            std::ptr::null(),
+        )
+    };
+    // SAFETY: sd came from ConvertStringSecurityDescriptorToSecurityDescriptorW.
+    unsafe { LocalFree(sd) };
+    if rc != 0 {
+        return Err(HostError::io(
+            format!("set the owner and access list of {path}"),
+            std::io::Error::from_raw_os_error(rc as i32),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

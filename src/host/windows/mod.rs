@@ -148,6 +148,15 @@ impl Files for WindowsHost {
     fn dir_exists(&self, path: &str) -> HostResult<bool> {
         Ok(Path::new(path).is_dir())
     }
+    fn security(&self, path: &str) -> HostResult<Option<String>> {
+        files::security(path)
+    }
+    fn create_dir(&self, path: &str) -> HostResult<bool> {
+        files::create_dir(path)
+    }
+    fn set_security(&self, path: &str, sddl: &str) -> HostResult<()> {
+        files::set_security(path, sddl)
+    }
 
     fn local_path(&self, path: &str) -> HostResult<std::path::PathBuf> {
         Ok(std::path::PathBuf::from(path))
