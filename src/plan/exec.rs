@@ -221,6 +221,15 @@ fn run(
         Action::RemoveDir { path } => {
             host.remove_empty_dir(path)?;
         }
+        Action::ProtectDir { path, .. } => {
+            host.create_dir(path)?;
+            host.set_security(path, crate::host::acl::PROTECTED_DIR)?;
+        }
+        Action::RestoreSecurity { path, sddl } => {
+            if host.dir_exists(path)? {
+                host.set_security(path, sddl)?;
+            }
+        }
     }
     Ok(())
 }

@@ -212,8 +212,17 @@ pub(super) fn host_sha256(host: &dyn Host, path: &str) -> anyhow::Result<Option<
 pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     let c = i.config;
     let root = install_root(c);
+    // 0. The directories whose files run as SYSTEM are protected before anything is written.
+    let protect = protections(host, c)?;
+    let mut actions: Vec<Action> = protect
+        .iter()
+        .map(|(path, writers, _)| Action::ProtectDir {
+            path: path.clone(),
+            writers: writers.clone(),
+        })
+        .collect();
     // 1. The legacy NSSM install goes first (its services have our services' names).
-    let mut actions = legacy_removal(i);
+    actions.extend(legacy_removal(i));
     // 2. Files whose contents or access differ, and files no longer wanted.
     let writes = file_writes(host, i)?;
     let removals = file_removals(host, i)?;
@@ -265,12 +274,65 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
         ),
         firewall_rule: firewall_owned,
     };
-    actions.extend(record_write(host, i, &root, &wanted, owned, &routes)?);
+    let protected = protected_before(i, &protect);
+    actions.extend(record_write(
+        host, i, &root, &wanted, owned, &routes, protected,
+    )?);
     // 6. Start what is stopped (or was stopped above), in order, and wait for the node.
     if i.start || !stopped.is_empty() {
         actions.extend(start_and_wait(host, i, &wanted, &svc.up, &stopped, routes)?);
     }
     Ok(actions)
+}
+
+/// The directories install protects: the install root, the CNI bin and conf directories and
+/// the logs directory (one under another protected one only when something else may change
+/// it), each with who else may change it now and its access list now (`None` when missing).
+pub fn protected_dirs(c: &Config) -> Vec<String> {
+    let mut dirs: Vec<String> = [
+        install_root(c),
+        c.cni.bin_dir.as_str().to_owned(),
+        c.cni.conf_dir.as_str().to_owned(),
+        c.logs.dir.as_str().to_owned(),
+    ]
+    .into_iter()
+    .map(|d| d.trim_end_matches(['\\', '/']).to_owned())
+    .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    dirs.retain(|d| seen.insert(d.to_ascii_lowercase()));
+    dirs
+}
+
+type Protection = (String, Vec<String>, Option<String>);
+
+fn protections(host: &dyn Host, c: &Config) -> anyhow::Result<Vec<Protection>> {
+    let dirs = protected_dirs(c);
+    let under_another = |d: &str| {
+        let lower = d.to_ascii_lowercase();
+        dirs.iter()
+            .any(|o| lower.starts_with(&format!("{}\\", o.to_ascii_lowercase())))
+    };
+    let mut out = Vec::new();
+    for d in &dirs {
+        let Some(sddl) = host.security(d)? else {
+            if !under_another(d) {
+                out.push((d.clone(), Vec::new(), None));
+            }
+            continue;
+        };
+        let now = crate::host::acl::parse(&sddl)
+            .map_err(|why| anyhow::anyhow!("cannot read the access list of {d} ({sddl}): {why}"))?;
+        let writers = crate::host::acl::writers(&now);
+        let weak = if under_another(d) {
+            !writers.is_empty()
+        } else {
+            !crate::host::acl::is_protected(&now)
+        };
+        if weak {
+            out.push((d.clone(), writers, Some(sddl)));
+        }
+    }
+    Ok(out)
 }
 
 /// Stops and deletes the legacy services; dependents (felix, confd, the upgrade service)
@@ -626,6 +688,38 @@ fn keys_created(
         .unwrap_or(new_now)
 }
 
+/// The directories protected over an existing access list, with the list they had first:
+/// recorded by an earlier install, by an interrupted run (its journal), or now.
+fn protected_before(i: &Inputs<'_>, now: &[Protection]) -> Vec<record::ProtectedDir> {
+    let mut out: Vec<record::ProtectedDir> = i
+        .previous
+        .as_ref()
+        .map(|p| p.protected.clone())
+        .unwrap_or_default();
+    let journaled = i
+        .journal
+        .iter()
+        .flat_map(|j| &j.entries)
+        .filter_map(|e| match &e.undo {
+            super::journal::Undo::RestoreSecurity { path, sddl } => {
+                Some((path.clone(), sddl.clone()))
+            }
+            _ => None,
+        });
+    // A directory an interrupted run made is this install's, whatever it has now.
+    let made: Vec<String> = i.journal.map(|j| j.created_dirs()).unwrap_or_default();
+    let current = now
+        .iter()
+        .filter(|(path, _, _)| !made.iter().any(|d| d.eq_ignore_ascii_case(path)))
+        .filter_map(|(path, _, sddl)| sddl.clone().map(|s| (path.clone(), s)));
+    for (path, previous) in journaled.chain(current) {
+        if !out.iter().any(|p| p.path.eq_ignore_ascii_case(&path)) {
+            out.push(record::ProtectedDir { path, previous });
+        }
+    }
+    out
+}
+
 /// Writing the install record, unless it is already as it would be written.
 fn record_write(
     host: &dyn Host,
@@ -634,6 +728,7 @@ fn record_write(
     wanted: &[ServiceSpec],
     owned: Owned,
     routes: &KeptRoutes,
+    protected: Vec<record::ProtectedDir>,
 ) -> anyhow::Result<Option<Action>> {
     let c = i.config;
     let mut files: Vec<RecordedFile> = i
@@ -664,6 +759,7 @@ fn record_write(
         addresses_before: routes.addresses_before.clone(),
         networks: networks(c),
         network: Some(record::NetworkSettings::of(c)),
+        protected,
     };
     let bytes = record
         .to_bytes()

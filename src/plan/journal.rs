@@ -51,6 +51,15 @@ pub enum Undo {
     Uncordon {
         node: String,
     },
+    /// A directory made by `ProtectDir`: these, outermost first, are removed when empty.
+    RemoveDirs {
+        new_dirs: Vec<String>,
+    },
+    /// A directory's owner and access list as they were (SDDL).
+    RestoreSecurity {
+        path: String,
+        sddl: String,
+    },
 }
 
 /// The journal kept on the host while a plan runs.
@@ -112,7 +121,7 @@ impl Journal {
     pub fn created_dirs(&self) -> Vec<String> {
         let mut dirs = self.new_dirs.clone();
         for e in &self.entries {
-            if let Undo::RemoveFile { new_dirs, .. } = &e.undo {
+            if let Undo::RemoveFile { new_dirs, .. } | Undo::RemoveDirs { new_dirs } = &e.undo {
                 dirs.extend(new_dirs.iter().cloned());
             }
         }

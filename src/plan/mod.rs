@@ -185,6 +185,19 @@ pub enum Action {
     RemoveDir {
         path: String,
     },
+    /// Makes a directory whose files run as SYSTEM (when missing) and gives it the protected
+    /// access list (`host::acl::PROTECTED_DIR`): only SYSTEM and Administrators may change it.
+    ProtectDir {
+        path: String,
+        /// Who else could change it, as found (empty when it is made now).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        writers: Vec<String>,
+    },
+    /// Gives a directory back the owner and access list it had before install (uninstall).
+    RestoreSecurity {
+        path: String,
+        sddl: String,
+    },
 }
 
 impl std::fmt::Debug for Content {
@@ -273,6 +286,16 @@ impl Action {
             ),
             Self::Uncordon { node } => format!("uncordon node {node}"),
             Self::RemoveDir { path } => format!("remove {path} if empty"),
+            Self::ProtectDir { path, writers } if writers.is_empty() => format!(
+                "protect {path}: only SYSTEM and Administrators may change it (Users read and run)"
+            ),
+            Self::ProtectDir { path, writers } => format!(
+                "protect {path}: only SYSTEM and Administrators may change it (now {})",
+                writers.join("; ")
+            ),
+            Self::RestoreSecurity { path, .. } => {
+                format!("give {path} back the access list it had before install")
+            }
         }
     }
 }

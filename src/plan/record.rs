@@ -46,6 +46,17 @@ pub struct InstallRecord {
     /// it (absent in records of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkSettings>,
+    /// Directories that were there before install and got the protected access list, with
+    /// the owner and access list they had (SDDL), which uninstall gives back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protected: Vec<ProtectedDir>,
+}
+
+/// A directory install protected, and its access list before.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProtectedDir {
+    pub path: String,
+    pub previous: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

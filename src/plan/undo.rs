@@ -66,6 +66,17 @@ pub(super) fn prepare_undo(
             Some(rule) => Undo::AddFirewallRule { rule },
             None => Undo::Nothing,
         },
+        Action::ProtectDir { path, .. } => match host.security(path)? {
+            Some(sddl) => Undo::RestoreSecurity {
+                path: path.clone(),
+                sddl,
+            },
+            None => {
+                let mut new_dirs = missing_parents(host, path)?;
+                new_dirs.push(path.clone());
+                Undo::RemoveDirs { new_dirs }
+            }
+        },
         Action::Cordon { node } => {
             if opts.cluster()?.is_cordoned(node)? {
                 Undo::Nothing
@@ -83,7 +94,8 @@ pub(super) fn prepare_undo(
         | Action::DeleteNetwork { .. }
         | Action::RestoreRoutes { .. }
         | Action::WaitReady { .. }
-        | Action::RemoveDir { .. } => Undo::Nothing,
+        | Action::RemoveDir { .. }
+        | Action::RestoreSecurity { .. } => Undo::Nothing,
     })
 }
 
@@ -315,6 +327,13 @@ fn undo(host: &dyn Host, undo: &Undo, opts: &Options<'_>) -> anyhow::Result<()> 
             Err(e) => return Err(e.into()),
         },
         Undo::Uncordon { node } => opts.cluster()?.set_cordoned(node, false)?,
+        // The directories go with the rest the run created, once they are empty.
+        Undo::RemoveDirs { .. } => {}
+        Undo::RestoreSecurity { path, sddl } => {
+            if host.dir_exists(path)? {
+                host.set_security(path, sddl)?;
+            }
+        }
     }
     Ok(())
 }

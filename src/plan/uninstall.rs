@@ -75,6 +75,16 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
     if host.read_file(&r.path())?.is_some() {
         actions.push(Action::RemoveFile { path: r.path() });
     }
+    // Directories that were there before install get back the access list they had.
+    for p in &r.protected {
+        let owned = r.dirs.iter().any(|d| d.eq_ignore_ascii_case(&p.path));
+        if !owned && host.dir_exists(&p.path)? {
+            actions.push(Action::RestoreSecurity {
+                path: p.path.clone(),
+                sddl: p.previous.clone(),
+            });
+        }
+    }
     let mut dirs = r.dirs.clone();
     dirs.extend(runtime_dirs);
     if o.remove_logs {

@@ -88,7 +88,21 @@ pub(super) fn begin_journal(
         logs_dir: Some(config.logs.dir.as_str().to_owned()),
         entries: Vec::new(),
     };
-    if let Err(e) = journal.save(host, path) {
+    // A root made now is protected before anything is put in it (the release is staged in
+    // its cache); it goes with the journal's other new directories if the run is undone.
+    let root = path.rsplit_once('\\').map_or(path, |(r, _)| r);
+    let made_root = journal
+        .new_dirs
+        .iter()
+        .any(|d| d.eq_ignore_ascii_case(root));
+    let protected = if made_root {
+        host.create_dir(root)
+            .and_then(|_| host.set_security(root, crate::host::acl::PROTECTED_DIR))
+            .with_context(|| format!("cannot protect the new install root {root}"))
+    } else {
+        Ok(())
+    };
+    if let Err(e) = protected.and_then(|()| journal.save(host, path)) {
         for d in journal.new_dirs.iter().rev() {
             let _ = host.remove_empty_dir(d);
         }

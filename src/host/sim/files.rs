@@ -229,17 +229,24 @@ impl Files for SimHost {
     }
 
     fn set_security(&self, path: &str, sddl: &str) -> HostResult<()> {
-        acl::parse(sddl).map_err(|why| HostError::Refused {
+        let d = acl::parse(sddl).map_err(|why| HostError::Refused {
             what: format!("the access list for {path}"),
             reason: why,
         })?;
+        // As SetNamedSecurityInfo does with an unprotected list: the entries marked inherited
+        // are the parent's, computed again, so a list of only those is inheritance restored.
+        let inherits = !d.protected && d.aces.iter().all(|a| a.inherited);
         if !self.sim_path(path)?.exists() {
             return Err(HostError::NotFound {
                 what: path.to_owned(),
             });
         }
         self.mutate(&format!("set the access list of {path}"), |s| {
-            s.security.insert(security_key(path), sddl.to_owned());
+            if inherits {
+                s.security.remove(&security_key(path));
+            } else {
+                s.security.insert(security_key(path), sddl.to_owned());
+            }
             Ok(())
         })
     }

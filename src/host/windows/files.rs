@@ -13,6 +13,7 @@ use windows_sys::Win32::Security::Authorization::{
 use windows_sys::Win32::Security::{
     ACL, DACL_SECURITY_INFORMATION, GetSecurityDescriptorDacl, GetSecurityDescriptorOwner,
     OWNER_SECURITY_INFORMATION, PROTECTED_DACL_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID,
+    UNPROTECTED_DACL_SECURITY_INFORMATION,
 };
 
 /// Full access for SYSTEM and Administrators only, inheritance cut.
@@ -302,9 +303,13 @@ pub fn set_security(path: &str, sddl: &str) -> HostResult<()> {
         GetSecurityDescriptorDacl(sd, &mut present, &mut dacl, &mut defaulted);
         GetSecurityDescriptorOwner(sd, &mut owner, &mut defaulted);
     }
+    // A protected list cuts inheritance; an unprotected one takes the parent's entries again
+    // (the ones marked inherited in `sddl` are recomputed, as SetNamedSecurityInfo documents).
     let mut what = DACL_SECURITY_INFORMATION;
     if sddl.contains("D:P") {
         what |= PROTECTED_DACL_SECURITY_INFORMATION;
+    } else {
+        what |= UNPROTECTED_DACL_SECURITY_INFORMATION;
     }
     if !owner.is_null() {
         what |= OWNER_SECURITY_INFORMATION;
