@@ -438,9 +438,11 @@ pub struct PreflightArgs {
     /// Check only the host; skip the cluster checks
     #[arg(long)]
     pub offline: bool,
-    /// Apply the documented cluster patches for failed ipip-disabled and strict-affinity
-    /// checks (shown first; asks on a terminal, needs --yes otherwise; --dry-run only shows them)
-    #[arg(long, conflicts_with = "offline")]
+    /// Apply the fixes of failed checks: the documented cluster patches for ipip-disabled and
+    /// strict-affinity (shown first; asks on a terminal, needs --yes otherwise; --dry-run only
+    /// shows them), and for dir-access the protected access list on each directory others may
+    /// change (with --offline, only the host's)
+    #[arg(long)]
     pub fix: bool,
 }
 

@@ -1961,3 +1961,155 @@ fn the_kube_proxy_service_runs_on_calicos_network_and_goes_with_uninstall() {
     assert!(err.contains("did not register"), "{err} {doc}");
     assert_same(&snapshot(&s.node.sim()), &before, "refused");
 }
+
+/// What runs as SYSTEM comes from directories only SYSTEM and Administrators can change. On
+/// the simulated host, as on Windows Server, a folder made under `C:\` inherits the drive
+/// root's "Authenticated Users: Modify" (inherit-only), and a folder a local user made is
+/// theirs: preflight fails `dir-access` naming who, `--fix` protects them; install protects a
+/// root made before it, and the CNI directories it makes; status reports one opened again;
+/// a second install changes nothing, and uninstall --purge gives back the host as it was.
+#[test]
+fn directories_whose_files_run_as_system_are_protected_and_checked() {
+    let s = Setup::new("calico-node.exe");
+    let initial = s.snapshot();
+    let state_path = s.node.sim().join("state.json");
+    let set_security = |path: &str, sddl: Option<&str>| {
+        let mut st = s.state();
+        let map = st["security"].as_object().cloned().unwrap_or_default();
+        let mut map = map;
+        match sddl {
+            Some(v) => {
+                map.insert(path.to_owned(), json!(v));
+            }
+            None => {
+                map.remove(path);
+            }
+        }
+        st["security"] = Value::Object(map);
+        std::fs::write(&state_path, serde_json::to_vec_pretty(&st).expect("json")).expect("write");
+    };
+    let check = |doc: &Value| -> Value {
+        doc["checks"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["id"] == "dir-access").cloned())
+            .unwrap_or_else(|| panic!("no dir-access check: {doc}"))
+    };
+    // A root an administrator made under C:\ before the install: every user may change it.
+    std::fs::create_dir_all(s.node.c_drive("calicowindows")).expect("root");
+    let (code, doc, _) = s.node.run(&["preflight", "--offline"]);
+    assert_eq!(code, 3, "{doc}");
+    let c = check(&doc);
+    assert_eq!(c["verdict"], "fail", "{c}");
+    assert!(
+        c["message"].as_str().is_some_and(|m| m.contains(
+            r"C:\CalicoWindows: Authenticated Users may write, delete (inherited from the parent)"
+        )),
+        "{c}"
+    );
+    assert!(
+        c["remedy"]
+            .as_str()
+            .is_some_and(|r| r.contains("preflight --fix") && r.contains("icacls")),
+        "{c}"
+    );
+    // --fix protects it; the check passes.
+    let (_, doc, stderr) = s.node.run(&["preflight", "--offline", "--fix"]);
+    assert_eq!(check(&doc)["verdict"], "pass", "{doc} {stderr}");
+    // A local user made it and owns it: named by the owner's right to change the list.
+    set_security(
+        r"c:\calicowindows",
+        Some(
+            "O:S-1-5-21-1-2-3-1001D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;S-1-5-21-1-2-3-1001)",
+        ),
+    );
+    let (_, doc, _) = s.node.run(&["preflight", "--offline"]);
+    let c = check(&doc);
+    assert!(
+        c["message"].as_str().is_some_and(|m| m
+            .contains("its owner S-1-5-21-1-2-3-1001 may change the access list")
+            && m.contains(
+                "S-1-5-21-1-2-3-1001 may write, delete, change the access list, take ownership"
+            )),
+        "{c}"
+    );
+    // Install protects it before anything is put there (an empty root is taken over as new:
+    // protected as it begins its journal), and the CNI directories it makes, first.
+    let (code, doc, stderr) = s.install_local(&[]);
+    assert_eq!(code, 0, "{doc} {stderr}");
+    let protected: Vec<&str> = doc["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .take_while(|a| a["action"] == "protect-dir")
+        .filter_map(|a| a["path"].as_str())
+        .collect();
+    assert_eq!(
+        protected,
+        [
+            r"C:\Program Files\containerd\cni\bin",
+            r"C:\Program Files\containerd\cni\conf"
+        ],
+        "{doc}"
+    );
+    let security = s.state()["security"].clone();
+    assert_eq!(
+        security[r"c:\calicowindows"],
+        "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)",
+        "{security}"
+    );
+    let (code, doc, stderr) = s.node.run(&["status", "--offline"]);
+    assert_eq!(code, 0, "{doc} {stderr}");
+    // Nothing to change the second time.
+    let (code, doc, stderr) = s.install_local(&[]);
+    assert_eq!(code, 0, "{doc} {stderr}");
+    assert_eq!(doc["actions"], json!([]), "{doc}");
+    // Opened again behind the tool's back: status says so.
+    set_security(
+        r"c:\calicowindows",
+        Some("O:BAD:(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;WD)"),
+    );
+    let (code, doc, _) = s.node.run(&["status", "--offline"]);
+    assert_eq!(code, 1, "{doc}");
+    assert!(
+        doc["dir_access"].to_string().contains("Everyone may write"),
+        "{doc}"
+    );
+    // The purge gives back the host as it was: the root install took over and the CNI
+    // directories it made are gone, with their access lists.
+    let (code, doc, stderr) = s.uninstall(&["--purge", "--remove-logs"]);
+    assert_eq!(code, 0, "{doc} {stderr}");
+    assert_same(&s.snapshot(), &initial, "after the purge");
+}
+
+/// A root that holds something of someone else's is not taken over: install protects it as
+/// its first step (the access list it had kept in the record), and uninstall gives that list
+/// back with the directory, so the purge leaves the host exactly as it found it.
+#[test]
+fn a_root_that_was_there_gets_its_access_list_back_from_uninstall() {
+    let s = Setup::new("calico-node.exe");
+    std::fs::create_dir_all(s.node.c_drive("calicowindows")).expect("root");
+    std::fs::write(s.node.c_drive("calicowindows/notes.txt"), "someone's\n").expect("file");
+    let initial = s.snapshot();
+    let (code, doc, stderr) = s.install_local(&[]);
+    assert_eq!(code, 0, "{doc} {stderr}");
+    let first = &doc["actions"][0];
+    assert_eq!(first["action"], "protect-dir", "{doc}");
+    assert_eq!(first["path"], r"C:\CalicoWindows", "{doc}");
+    assert!(
+        first["writers"]
+            .to_string()
+            .contains("Authenticated Users may write"),
+        "{first}"
+    );
+    let record: Value = serde_json::from_slice(
+        &std::fs::read(s.node.c_drive("calicowindows/calicoctl-win-install.json")).expect("record"),
+    )
+    .expect("json");
+    assert_eq!(
+        record["protected"][0]["path"], r"C:\CalicoWindows",
+        "{record}"
+    );
+    let (code, doc, stderr) = s.uninstall(&["--purge", "--remove-logs"]);
+    assert_eq!(code, 0, "{doc} {stderr}");
+    assert_same(&s.snapshot(), &initial, "after the purge");
+}

@@ -131,6 +131,7 @@ pub const IDS: &[&str] = &[
     "foreign-cni",
     "node-name",
     "kube-proxy",
+    "dir-access",
 ];
 
 /// Every host check, in the order of `IDS`.
@@ -614,3 +615,72 @@ pub fn legacy_error(legacy: &[crate::host::InstalledService]) -> crate::error::U
 #[cfg(test)]
 #[path = "host_tests.rs"]
 mod tests;
+
+/// The directories whose files run as SYSTEM, as configured: those install protects, and
+/// kube-proxy's (`kube_proxy.path`), which it does not make.
+pub fn system_dirs(c: &Config) -> Vec<String> {
+    let mut dirs = crate::plan::install::protected_dirs(c);
+    if let Some(kp) = &c.kube_proxy.path
+        && let Some((dir, _)) = kp.as_str().rsplit_once(['\\', '/'])
+        && !dirs.iter().any(|d| d.eq_ignore_ascii_case(dir))
+    {
+        dirs.push(dir.to_owned());
+    }
+    dirs
+}
+
+/// Each existing directory of `system_dirs` that someone other than SYSTEM and
+/// Administrators may change, with who; an unreadable one with why.
+pub fn weak_dirs(h: &dyn Host, c: &Config) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    for d in system_dirs(c) {
+        let found = match h.security(&d) {
+            Ok(None) => continue,
+            Ok(Some(sddl)) => match crate::host::acl::parse(&sddl) {
+                Ok(desc) => crate::host::acl::writers(&desc),
+                Err(why) => vec![format!("its access list cannot be read ({why}): {sddl}")],
+            },
+            Err(e) => vec![format!("its access list cannot be read: {e}")],
+        };
+        if !found.is_empty() {
+            out.push((d, found));
+        }
+    }
+    out
+}
+
+/// What protects a directory as install does, by hand (elevated PowerShell).
+pub fn protect_command(dir: &str) -> String {
+    format!(
+        "icacls \"{dir}\" /inheritance:r /grant:r *S-1-5-18:(OI)(CI)F *S-1-5-32-544:(OI)(CI)F *S-1-5-32-545:(OI)(CI)RX; icacls \"{dir}\" /setowner *S-1-5-32-544"
+    )
+}
+
+/// `dir-access`: what runs as SYSTEM must come from directories only SYSTEM and
+/// Administrators can change. Checked whenever the directories exist.
+pub fn dir_access(h: &dyn Host, c: &Config) -> Check {
+    const ID: &str = "dir-access";
+    let weak = weak_dirs(h, c);
+    if weak.is_empty() {
+        return Check::pass(
+            ID,
+            "the directories whose files run as SYSTEM are changeable only by SYSTEM and Administrators (or do not exist yet)",
+        );
+    }
+    let what: Vec<String> = weak
+        .iter()
+        .map(|(d, who)| format!("{d}: {}", who.join("; ")))
+        .collect();
+    let fix: Vec<String> = weak.iter().map(|(d, _)| protect_command(d)).collect();
+    Check::fail(
+        ID,
+        format!(
+            "a local user could replace what runs as SYSTEM: {}",
+            what.join(" | ")
+        ),
+        format!(
+            "run 'calicoctl-win preflight --fix' (install does the same), or: {}",
+            fix.join("; ")
+        ),
+    )
+}

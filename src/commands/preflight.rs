@@ -55,6 +55,11 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
 
     let mut results = checks::host::evaluate(&snapshot, &loaded.config);
+    let mut access = checks::host::dir_access(host.as_ref(), &loaded.config);
+    if args.fix && access.verdict == Verdict::Fail {
+        access = fix_dir_access(ctx, &loaded.config)?;
+    }
+    results.push(access);
     results.extend(cluster_checks(&cluster, &loaded));
     checks::accept_skipped(&mut results, &args.skip);
     let blocking = checks::blocking(&results);
@@ -81,6 +86,20 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
     } else {
         Err(Blocked { ids: blocking }.into())
     }
+}
+
+/// `--fix` for `dir-access`: each directory someone else may change gets the protected
+/// access list (with the host lock, as any change), and the check runs again.
+fn fix_dir_access(ctx: &mut Context, config: &crate::config::Config) -> anyhow::Result<Check> {
+    let host = ctx.open_host_to_change("preflight --fix")?;
+    for (dir, who) in checks::host::weak_dirs(host.as_ref(), config) {
+        host.set_security(&dir, crate::host::acl::PROTECTED_DIR)?;
+        ctx.printer.note(&format!(
+            "protected {dir}: only SYSTEM and Administrators may change it now (before: {})",
+            who.join("; ")
+        ));
+    }
+    Ok(checks::host::dir_access(host.as_ref(), config))
 }
 
 /// The cluster, unless `--offline` or there is no admin kubeconfig.

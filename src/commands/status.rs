@@ -62,6 +62,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let node = node(&cluster, &node_name, &mut r)?;
     let token = token(h, config, &mut r)?;
     let kube_proxy = kube_proxy(h, config, &mut r);
+    let access = dir_access(h, config, &mut r);
 
     let healthy = r.problems.is_empty();
     for line in &r.text {
@@ -85,6 +86,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
         "node": node,
         "token": token,
         "kube_proxy": kube_proxy,
+        "dir_access": access,
         "healthy": healthy,
         "problems": r.problems,
     }));
@@ -93,6 +95,21 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     } else {
         Err(Degraded(r.problems).into())
     }
+}
+
+/// What runs as SYSTEM must still come from directories only SYSTEM and Administrators can
+/// change: each one others may change now is a problem.
+fn dir_access(h: &dyn Host, config: &Config, r: &mut Report) -> Vec<serde_json::Value> {
+    crate::checks::host::weak_dirs(h, config)
+        .into_iter()
+        .map(|(dir, who)| {
+            r.problems.push(format!(
+                "{dir} can be changed by others than SYSTEM and Administrators ({}): fix with 'calicoctl-win preflight --fix'",
+                who.join("; ")
+            ));
+            json!({"dir": dir, "writers": who})
+        })
+        .collect()
 }
 
 /// What status shows, section by section, and the problems it found.

@@ -294,6 +294,12 @@ pub fn inherited_from(parent: &Descriptor, dir: bool) -> Descriptor {
 /// to the root itself. A folder made there lets every local user replace what is in it.
 pub const DRIVE_ROOT: &str = "O:SYD:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)(A;OICIIO;SDGXGWGR;;;AU)(A;;LC;;;AU)";
 
+/// `C:\Program Files` as Windows Server ships it (`icacls "C:\Program Files"`): owned by
+/// TrustedInstaller, protected; SYSTEM, Administrators and TrustedInstaller change it, Users
+/// and app packages read and run, CREATOR OWNER has full control of what it makes. What an
+/// installer makes there inherits no right of ordinary users to change it.
+pub const PROGRAM_FILES: &str = "O:S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464D:PAI(A;;0x1301bf;;;S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464)(A;CIIO;GA;;;S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464)(A;;0x1301bf;;;SY)(A;OICIIO;GA;;;SY)(A;;0x1301bf;;;BA)(A;OICIIO;GA;;;BA)(A;;0x1200a9;;;BU)(A;OICIIO;GXGR;;;BU)(A;OICIIO;GA;;;CO)(A;;0x1200a9;;;AC)(A;OICIIO;GXGR;;;AC)";
+
 /// A secret file's: SYSTEM and Administrators only (what `Access::Secret` writes).
 pub const SECRET_FILE: &str = "O:BAD:P(A;;FA;;;SY)(A;;FA;;;BA)";
 
@@ -399,6 +405,15 @@ mod tests {
         assert_eq!(parse(&to_sddl(&made)).expect("round trip"), made);
         // A file there inherits the modify right too.
         assert!(!writers(&inherited_from(&made, false)).is_empty());
+        // Under Program Files nobody else may: containerd's directories are safe as made.
+        let pf = parse(PROGRAM_FILES).expect("sddl");
+        assert!(writers(&pf).is_empty(), "{:?}", writers(&pf));
+        let containerd = inherited_from(&inherited_from(&pf, true), true);
+        assert!(
+            writers(&containerd).is_empty(),
+            "{:?}",
+            writers(&containerd)
+        );
     }
 
     #[test]

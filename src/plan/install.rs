@@ -285,9 +285,9 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     Ok(actions)
 }
 
-/// The directories install protects: the install root, the CNI bin and conf directories and
-/// the logs directory (one under another protected one only when something else may change
-/// it), each with who else may change it now and its access list now (`None` when missing).
+/// The directories install protects, the install root first: the CNI bin and conf
+/// directories and the logs directory too, when install makes them or someone else may change
+/// them.
 pub fn protected_dirs(c: &Config) -> Vec<String> {
     let mut dirs: Vec<String> = [
         install_root(c),
@@ -322,11 +322,13 @@ fn protections(host: &dyn Host, c: &Config) -> anyhow::Result<Vec<Protection>> {
         };
         let now = crate::host::acl::parse(&sddl)
             .map_err(|why| anyhow::anyhow!("cannot read the access list of {d} ({sddl}): {why}"))?;
+        // The root is install's own and gets the protected list; another existing directory
+        // (containerd's) is changed only when someone else may change it.
         let writers = crate::host::acl::writers(&now);
-        let weak = if under_another(d) {
-            !writers.is_empty()
-        } else {
+        let weak = if d.eq_ignore_ascii_case(dirs[0].as_str()) {
             !crate::host::acl::is_protected(&now)
+        } else {
+            !writers.is_empty()
         };
         if weak {
             out.push((d.clone(), writers, Some(sddl)));

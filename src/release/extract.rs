@@ -313,7 +313,8 @@ fn read_version(root: &Path, binary: Binary, zip: &Path) -> Result<Option<String
     if let Some(v) = recorded {
         return Ok(Some(v.to_string()));
     }
-    if let Ok(text) = std::fs::read_to_string(root.join("VERSION")) {
+    // A version is a few bytes: a VERSION file past 4 KiB is not one, and is not read whole.
+    if let Ok(text) = crate::files::read_text_capped(&root.join("VERSION"), 4 << 10) {
         let v = text.trim().trim_start_matches('v');
         if !v.is_empty() && v.len() < 64 {
             return Ok(Some(v.to_owned()));

@@ -206,12 +206,19 @@ impl Files for SimHost {
             reason: why,
         })?;
         let mut d = at(&drive, root)?;
+        // Windows' own protected directories under the root.
+        let shipped = |k: &str| {
+            (k == "c:\\program files" || k == "c:\\program files (x86)")
+                .then(|| acl::parse(acl::PROGRAM_FILES).ok())
+                .flatten()
+        };
         let mut so_far = drive;
         let rest: Vec<&str> = parts.filter(|p| !p.is_empty()).collect();
         for (i, part) in rest.iter().enumerate() {
             so_far = format!("{so_far}\\{part}");
             let dir = i + 1 < rest.len() || local.is_dir();
-            d = at(&so_far, acl::inherited_from(&d, dir))?;
+            let inherited = shipped(&so_far).unwrap_or_else(|| acl::inherited_from(&d, dir));
+            d = at(&so_far, inherited)?;
         }
         Ok(Some(acl::to_sddl(&d)))
     }
