@@ -1916,6 +1916,15 @@ fn the_kube_proxy_service_runs_on_calicos_network_and_goes_with_uninstall() {
     assert!(env.contains("KUBE_NETWORK=Calico\n"), "{env}");
     assert!(env.contains(r"KUBE_PROXY_KUBECONFIG=C:\k\config"), "{env}");
 
+    // kube-proxy runs as SYSTEM from C:\k, which join scripts make under C:\ where every user
+    // may change it: status says so, and preflight --fix protects it.
+    let (code, doc, err) = s.node.run(&[&["status"][..], &with_kube_proxy].concat());
+    assert_eq!(code, 1, "{err} {doc}");
+    assert_eq!(doc["dir_access"][0]["dir"], r"C:\k", "{doc}");
+    let (_, doc, err) = s
+        .node
+        .run(&[&["preflight", "--offline", "--fix"][..], &with_kube_proxy].concat());
+    assert!(err.contains(r"protected C:\k"), "{err} {doc}");
     let (code, doc, err) = s.node.run(&[&["status"][..], &with_kube_proxy].concat());
     assert_eq!(code, 0, "{err} {doc}");
     assert_eq!(doc["kube_proxy"]["verdict"], "pass", "{doc}");

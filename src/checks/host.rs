@@ -616,10 +616,32 @@ pub fn legacy_error(legacy: &[crate::host::InstalledService]) -> crate::error::U
 #[path = "host_tests.rs"]
 mod tests;
 
+/// The directories install protects, the install root first: the CNI bin and conf
+/// directories and the logs directory too, when install makes them or someone else may change
+/// them.
+pub fn protected_dirs(c: &Config) -> Vec<String> {
+    let mut dirs = vec![
+        c.install_root.as_str().to_owned(),
+        c.logs.dir.as_str().to_owned(),
+    ];
+    // Without a CNI backend install puts no plugin there.
+    if c.backend != crate::config::types::Backend::None {
+        dirs.push(c.cni.bin_dir.as_str().to_owned());
+        dirs.push(c.cni.conf_dir.as_str().to_owned());
+    }
+    let mut dirs: Vec<String> = dirs
+        .into_iter()
+        .map(|d| d.trim_end_matches(['\\', '/']).to_owned())
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    dirs.retain(|d| seen.insert(d.to_ascii_lowercase()));
+    dirs
+}
+
 /// The directories whose files run as SYSTEM, as configured: those install protects, and
 /// kube-proxy's (`kube_proxy.path`), which it does not make.
 pub fn system_dirs(c: &Config) -> Vec<String> {
-    let mut dirs = crate::plan::install::protected_dirs(c);
+    let mut dirs = protected_dirs(c);
     if let Some(kp) = &c.kube_proxy.path
         && let Some((dir, _)) = kp.as_str().rsplit_once(['\\', '/'])
         && !dirs.iter().any(|d| d.eq_ignore_ascii_case(dir))

@@ -228,6 +228,30 @@ pub(crate) fn after_rollback(
     )
 }
 
+/// Runs the plan like `execute_plan`, with a snapshot of what it touches taken first: a
+/// failure comes back with what its rollback left, measured (`after_rollback`), when there
+/// was a rollback. `Err` only when the host cannot be read before.
+#[allow(clippy::type_complexity)]
+pub(crate) fn execute_measured(
+    ctx: &mut Context,
+    host: &dyn crate::host::Host,
+    actions: &[crate::plan::Action],
+    opts: crate::plan::Options,
+    command: &str,
+) -> anyhow::Result<Result<Vec<String>, Box<(crate::plan::ExecError, Option<String>)>>> {
+    let scope = crate::plan::snapshot::Scope::of_plan(actions);
+    let before = anyhow::Context::with_context(crate::plan::snapshot::take(host, &scope), || {
+        format!("cannot read the host before the {command}")
+    })?;
+    Ok(execute_plan(ctx, host, actions, opts).map_err(|e| {
+        let measured = e
+            .rollback_failures
+            .is_some()
+            .then(|| after_rollback(host, &scope, &before, command));
+        Box::new((e, measured))
+    }))
+}
+
 pub(crate) fn execute_plan(
     ctx: &mut Context,
     host: &dyn crate::host::Host,

@@ -86,13 +86,8 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     };
     let cluster = node.cluster.as_deref();
     let opts = options(args, journal_path, journal, cluster);
-    let scope = plan::snapshot::Scope::of_plan(&actions);
-    let before = plan::snapshot::take(host.as_ref(), &scope)
-        .context("cannot read the host before the reconfigure")?;
-    if let Err(e) = super::execute_plan(ctx, host.as_ref(), &actions, opts) {
-        let measured = (e.rollback_failures.is_some() && !e.past_no_return)
-            .then(|| super::after_rollback(host.as_ref(), &scope, &before, "reconfigure"));
-        return Err(failed(e, &node_name, measured));
+    if let Err(e) = super::execute_measured(ctx, host.as_ref(), &actions, opts, "reconfigure")? {
+        return Err(failed(*e, &node_name));
     }
     super::annotate_node(ctx, cluster, host.as_ref(), &root, &node_name);
     ctx.printer
@@ -405,7 +400,7 @@ fn drain_action(
 }
 
 /// The error of a failed reconfigure, with what was undone and what a rerun does.
-fn failed(e: plan::ExecError, node_name: &str, measured: Option<String>) -> anyhow::Error {
+fn failed((e, measured): (plan::ExecError, Option<String>), node_name: &str) -> anyhow::Error {
     let after = if e.past_no_return {
         format!(
             "it failed after the Calico network was deleted, so nothing was undone; run 'calicoctl-win reconfigure' again with the same config to finish (node {node_name} stays cordoned until then)"

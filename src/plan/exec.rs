@@ -218,18 +218,12 @@ fn run(
         Action::Uncordon { node } => opts.cluster()?.set_cordoned(node, false)?,
         Action::Drain { node, options, .. } => opts.cluster()?.drain(node, options)?,
         Action::WaitNodeReady { node, timeout } => opts.cluster()?.wait_ready(node, *timeout)?,
-        Action::RemoveDir { path } => {
-            host.remove_empty_dir(path)?;
-        }
+        Action::RemoveDir { path } => _ = host.remove_empty_dir(path)?,
         Action::ProtectDir { path, .. } => {
             host.create_dir(path)?;
             host.set_security(path, crate::host::acl::PROTECTED_DIR)?;
         }
-        Action::RestoreSecurity { path, sddl } => {
-            if host.dir_exists(path)? {
-                host.set_security(path, sddl)?;
-            }
-        }
+        Action::RestoreSecurity { path, sddl } => super::undo::restore_security(host, path, sddl)?,
     }
     Ok(())
 }

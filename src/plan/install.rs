@@ -213,7 +213,7 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     let c = i.config;
     let root = install_root(c);
     // 0. The directories whose files run as SYSTEM are protected before anything is written.
-    let protect = protections(host, c)?;
+    let protect = protections(host, i)?;
     let mut actions: Vec<Action> = protect
         .iter()
         .map(|(path, writers, _)| Action::ProtectDir {
@@ -264,7 +264,7 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     actions.extend(host_actions);
     // 5. The record: what this install owns, merged with what earlier runs created.
     let owned = Owned {
-        dirs: owned_dirs(host, i, &root)?,
+        dirs: owned_dirs(host, i, &root, &protect)?,
         keys_created: keys_created(i, CALICO_KEY, |r| &r.registry_keys_created, new_keys),
         event_source_keys_created: keys_created(
             i,
@@ -285,28 +285,18 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     Ok(actions)
 }
 
-/// The directories install protects, the install root first: the CNI bin and conf
-/// directories and the logs directory too, when install makes them or someone else may change
-/// them.
-pub fn protected_dirs(c: &Config) -> Vec<String> {
-    let mut dirs: Vec<String> = [
-        install_root(c),
-        c.cni.bin_dir.as_str().to_owned(),
-        c.cni.conf_dir.as_str().to_owned(),
-        c.logs.dir.as_str().to_owned(),
-    ]
-    .into_iter()
-    .map(|d| d.trim_end_matches(['\\', '/']).to_owned())
-    .collect();
-    let mut seen = std::collections::BTreeSet::new();
-    dirs.retain(|d| seen.insert(d.to_ascii_lowercase()));
-    dirs
-}
-
 type Protection = (String, Vec<String>, Option<String>);
 
-fn protections(host: &dyn Host, c: &Config) -> anyhow::Result<Vec<Protection>> {
-    let dirs = protected_dirs(c);
+fn protections(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Protection>> {
+    // Directories this install made (recorded, or by an interrupted run) are its own.
+    let mut own: Vec<String> = i
+        .previous
+        .as_ref()
+        .map(|p| p.dirs.clone())
+        .unwrap_or_default();
+    own.extend(i.journal.map(|j| j.created_dirs()).unwrap_or_default());
+    let c = i.config;
+    let dirs = crate::checks::host::protected_dirs(c);
     let under_another = |d: &str| {
         let lower = d.to_ascii_lowercase();
         dirs.iter()
@@ -322,10 +312,12 @@ fn protections(host: &dyn Host, c: &Config) -> anyhow::Result<Vec<Protection>> {
         };
         let now = crate::host::acl::parse(&sddl)
             .map_err(|why| anyhow::anyhow!("cannot read the access list of {d} ({sddl}): {why}"))?;
-        // The root is install's own and gets the protected list; another existing directory
-        // (containerd's) is changed only when someone else may change it.
+        // The root and what install made are its own and get the protected list; another
+        // existing directory (containerd's) is changed only when someone else may change it.
         let writers = crate::host::acl::writers(&now);
-        let weak = if d.eq_ignore_ascii_case(dirs[0].as_str()) {
+        let ours = d.eq_ignore_ascii_case(dirs[0].as_str())
+            || own.iter().any(|o| o.eq_ignore_ascii_case(d));
+        let weak = if ours {
             !crate::host::acl::is_protected(&now)
         } else {
             !writers.is_empty()
@@ -632,8 +624,13 @@ struct Owned {
 }
 
 /// The directories this install owns: recorded earlier, created by an interrupted run, given,
-/// or created now for its files; parents first.
-fn owned_dirs(host: &dyn Host, i: &Inputs<'_>, root: &str) -> anyhow::Result<Vec<String>> {
+/// or created now for its files or to be protected; parents first.
+fn owned_dirs(
+    host: &dyn Host,
+    i: &Inputs<'_>,
+    root: &str,
+    protect: &[Protection],
+) -> anyhow::Result<Vec<String>> {
     let mut dirs: Vec<String> = i
         .previous
         .as_ref()
@@ -651,6 +648,12 @@ fn owned_dirs(host: &dyn Host, i: &Inputs<'_>, root: &str) -> anyhow::Result<Vec
         .chain([record_path.as_str()])
     {
         dirs.extend(missing_parents(host, path)?);
+    }
+    for (path, _, before) in protect {
+        if before.is_none() {
+            dirs.extend(missing_parents(host, path)?);
+            dirs.push(path.clone());
+        }
     }
     let mut seen = std::collections::BTreeSet::new();
     dirs.retain(|d| seen.insert(d.to_ascii_lowercase()));
@@ -708,8 +711,9 @@ fn protected_before(i: &Inputs<'_>, now: &[Protection]) -> Vec<record::Protected
             }
             _ => None,
         });
-    // A directory an interrupted run made is this install's, whatever it has now.
-    let made: Vec<String> = i.journal.map(|j| j.created_dirs()).unwrap_or_default();
+    // A directory this install or an interrupted run made is its own, whatever it has now.
+    let mut made: Vec<String> = i.journal.map(|j| j.created_dirs()).unwrap_or_default();
+    made.extend(i.previous.iter().flat_map(|p| p.dirs.iter().cloned()));
     let current = now
         .iter()
         .filter(|(path, _, _)| !made.iter().any(|d| d.eq_ignore_ascii_case(path)))

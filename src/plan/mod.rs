@@ -286,13 +286,7 @@ impl Action {
             ),
             Self::Uncordon { node } => format!("uncordon node {node}"),
             Self::RemoveDir { path } => format!("remove {path} if empty"),
-            Self::ProtectDir { path, writers } if writers.is_empty() => format!(
-                "protect {path}: only SYSTEM and Administrators may change it (Users read and run)"
-            ),
-            Self::ProtectDir { path, writers } => format!(
-                "protect {path}: only SYSTEM and Administrators may change it (now {})",
-                writers.join("; ")
-            ),
+            Self::ProtectDir { path, writers } => protect_text(path, writers),
             Self::RestoreSecurity { path, .. } => {
                 format!("give {path} back the access list it had before install")
             }
@@ -318,6 +312,18 @@ fn write_text(
         ""
     };
     format!("{verb} {path} ({from}, {hash}{secret})")
+}
+
+/// `Action::describe` of a `ProtectDir`.
+fn protect_text(path: &str, writers: &[String]) -> String {
+    if writers.is_empty() {
+        format!("protect {path}: only SYSTEM and Administrators may change it (Users read and run)")
+    } else {
+        format!(
+            "protect {path}: only SYSTEM and Administrators may change it (now {})",
+            writers.join("; ")
+        )
+    }
 }
 
 /// `Action::describe` of a `WaitReady`.

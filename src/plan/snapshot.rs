@@ -130,19 +130,7 @@ fn file_hash(host: &dyn Host, path: &str) -> HostResult<Option<String>> {
         .map_err(|e| crate::host::HostError::io(format!("read {path}"), e))
 }
 
-/// One way the host differs from before, and how to put it back.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Difference {
-    pub what: String,
-    /// The command that removes the difference (PowerShell, elevated).
-    pub fix: String,
-}
-
-impl std::fmt::Display for Difference {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} (fix: {})", self.what, self.fix)
-    }
-}
+pub use super::snapshot_diff::Difference;
 
 /// What differs between `before` and `after`, in the order to put it back: services first
 /// (they hold files open), then HNS networks (deleting them gives the host its address and
@@ -154,16 +142,11 @@ pub fn differences(before: &Snapshot, after: &Snapshot) -> Vec<Difference> {
     super::snapshot_diff::addresses(&before.addresses, &after.addresses, made, &mut out);
     super::snapshot_diff::routes(&before.routes, &after.routes, &before.addresses, &mut out);
     super::snapshot_diff::files(&before.files, &after.files, &mut out);
-    super::snapshot_diff::registry(before, after, &mut out);
+    super::snapshot_diff::registry(
+        (&before.registry, &before.keys),
+        (&after.registry, &after.keys),
+        &mut out,
+    );
     super::snapshot_diff::firewall(&before.firewall, &after.firewall, &mut out);
     out
-}
-
-impl Snapshot {
-    pub(super) fn registry_values(&self) -> &BTreeMap<(String, String), Option<RegValue>> {
-        &self.registry
-    }
-    pub(super) fn registry_keys(&self) -> &BTreeMap<String, bool> {
-        &self.keys
-    }
 }

@@ -1,9 +1,22 @@
 //! The differences between two snapshots of the host, each with the PowerShell command (run
 //! elevated) that puts it back as it was.
 
-use super::snapshot::{Difference, Snapshot};
 use crate::host::{FirewallRule, InterfaceAddress, RegValue, Route, ServiceState};
 use std::collections::BTreeMap;
+
+/// One way the host differs from before, and how to put it back.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Difference {
+    pub what: String,
+    /// The command that removes the difference (PowerShell, elevated).
+    pub fix: String,
+}
+
+impl std::fmt::Display for Difference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (fix: {})", self.what, self.fix)
+    }
+}
 
 /// A PowerShell single-quoted string.
 fn q(s: &str) -> String {
@@ -273,11 +286,21 @@ fn set_value(key: &str, name: &str, v: &RegValue) -> String {
     )
 }
 
-pub(super) fn registry(before: &Snapshot, after: &Snapshot, out: &mut Vec<Difference>) {
+/// The registry values and keys of a snapshot.
+pub(super) type RegistryState<'a> = (
+    &'a BTreeMap<(String, String), Option<RegValue>>,
+    &'a BTreeMap<String, bool>,
+);
+
+pub(super) fn registry(
+    before: RegistryState<'_>,
+    after: RegistryState<'_>,
+    out: &mut Vec<Difference>,
+) {
     let made: Vec<&String> = after
-        .registry_keys()
+        .1
         .iter()
-        .filter(|(k, exists)| **exists && !before.registry_keys().get(*k).copied().unwrap_or(false))
+        .filter(|(k, exists)| **exists && !before.1.get(*k).copied().unwrap_or(false))
         .map(|(k, _)| k)
         .collect();
     for k in &made {
@@ -288,9 +311,9 @@ pub(super) fn registry(before: &Snapshot, after: &Snapshot, out: &mut Vec<Differ
         );
     }
     let in_made = |key: &str| made.iter().any(|m| m.eq_ignore_ascii_case(key));
-    for ((key, name), now) in after.registry_values() {
+    for ((key, name), now) in after.0 {
         let was = before
-            .registry_values()
+            .0
             .get(&(key.clone(), name.clone()))
             .cloned()
             .flatten();

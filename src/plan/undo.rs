@@ -66,17 +66,7 @@ pub(super) fn prepare_undo(
             Some(rule) => Undo::AddFirewallRule { rule },
             None => Undo::Nothing,
         },
-        Action::ProtectDir { path, .. } => match host.security(path)? {
-            Some(sddl) => Undo::RestoreSecurity {
-                path: path.clone(),
-                sddl,
-            },
-            None => {
-                let mut new_dirs = missing_parents(host, path)?;
-                new_dirs.push(path.clone());
-                Undo::RemoveDirs { new_dirs }
-            }
-        },
+        Action::ProtectDir { path, .. } => undo_protection(host, path)?,
         Action::Cordon { node } => {
             if opts.cluster()?.is_cordoned(node)? {
                 Undo::Nothing
@@ -97,6 +87,29 @@ pub(super) fn prepare_undo(
         | Action::RemoveDir { .. }
         | Action::RestoreSecurity { .. } => Undo::Nothing,
     })
+}
+
+/// What undoes protecting `path`: its access list put back, or the directories made removed.
+fn undo_protection(host: &dyn Host, path: &str) -> anyhow::Result<Undo> {
+    Ok(match host.security(path)? {
+        Some(sddl) => Undo::RestoreSecurity {
+            path: path.to_owned(),
+            sddl,
+        },
+        None => {
+            let mut new_dirs = missing_parents(host, path)?;
+            new_dirs.push(path.to_owned());
+            Undo::RemoveDirs { new_dirs }
+        }
+    })
+}
+
+/// Gives a directory that is still there the access list it had.
+pub(super) fn restore_security(host: &dyn Host, path: &str, sddl: &str) -> anyhow::Result<()> {
+    if host.dir_exists(path)? {
+        host.set_security(path, sddl)?;
+    }
+    Ok(())
 }
 
 /// Undoes every journaled action in reverse, then removes the journal and the directories
@@ -329,11 +342,7 @@ fn undo(host: &dyn Host, undo: &Undo, opts: &Options<'_>) -> anyhow::Result<()> 
         Undo::Uncordon { node } => opts.cluster()?.set_cordoned(node, false)?,
         // The directories go with the rest the run created, once they are empty.
         Undo::RemoveDirs { .. } => {}
-        Undo::RestoreSecurity { path, sddl } => {
-            if host.dir_exists(path)? {
-                host.set_security(path, sddl)?;
-            }
-        }
+        Undo::RestoreSecurity { path, sddl } => restore_security(host, path, sddl)?,
     }
     Ok(())
 }

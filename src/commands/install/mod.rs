@@ -294,16 +294,14 @@ fn execute(
         now: now(),
         cluster: None,
     };
-    let scope = plan::snapshot::Scope::of_plan(actions);
-    let before =
-        plan::snapshot::take(host, &scope).context("cannot read the host before the install")?;
     // The executor has shown its warnings; they are not the result.
-    super::execute_plan(ctx, host, actions, opts)
-        .map(|_warnings| ())
-        .map_err(|e| {
-            let after = super::after_rollback(host, &scope, &before, "install");
-            install_failed(e, after)
-        })
+    match super::execute_measured(ctx, host, actions, opts, "install")? {
+        Ok(_warnings) => Ok(()),
+        Err(e) => {
+            let (e, measured) = *e;
+            Err(install_failed(e, measured.unwrap_or_default()))
+        }
+    }
 }
 
 /// The error of a failed run, with what the rollback did and what still differs.

@@ -132,6 +132,16 @@ pub fn access(path: &str) -> HostResult<Option<Access>> {
     if !Path::new(path).is_file() {
         return Ok(None);
     }
+    let sddl = sddl_of(path, DACL_SECURITY_INFORMATION)?;
+    Ok(Some(if is_secret_dacl(&sddl) {
+        Access::Secret
+    } else {
+        Access::Normal
+    }))
+}
+
+/// The parts `what` names of `path`'s security descriptor, as SDDL.
+fn sddl_of(path: &str, what: u32) -> HostResult<String> {
     let wpath = wide(path);
     let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
     // SAFETY: wpath is NUL-terminated; sd is freed with LocalFree below.
@@ -139,7 +149,7 @@ pub fn access(path: &str) -> HostResult<Option<Access>> {
         GetNamedSecurityInfoW(
             wpath.as_ptr(),
             SE_FILE_OBJECT,
-            DACL_SECURITY_INFORMATION,
+            what,
             std::ptr::null_mut(),
             std::ptr::null_mut(),
             std::ptr::null_mut(),
@@ -149,7 +159,7 @@ pub fn access(path: &str) -> HostResult<Option<Access>> {
     };
     if rc != 0 {
         return Err(HostError::io(
-            format!("read the access list of {path}"),
+            format!("read the owner and access list of {path}"),
             std::io::Error::from_raw_os_error(rc as i32),
         ));
     }
@@ -159,26 +169,19 @@ pub fn access(path: &str) -> HostResult<Option<Access>> {
         ConvertSecurityDescriptorToStringSecurityDescriptorW(
             sd,
             SDDL_REVISION_1,
-            DACL_SECURITY_INFORMATION,
+            what,
             &mut text,
             std::ptr::null_mut(),
         )
     };
-    let sddl = if ok != 0 {
-        super::take_wide(text)
-    } else {
-        String::new()
-    };
+    let error = std::io::Error::last_os_error();
+    let sddl = (ok != 0).then(|| super::take_wide(text));
     // SAFETY: both came from the calls above and are not used after this.
     unsafe {
         LocalFree(sd);
         LocalFree(text.cast());
     }
-    Ok(Some(if is_secret_dacl(&sddl) {
-        Access::Secret
-    } else {
-        Access::Normal
-    }))
+    sddl.ok_or_else(|| HostError::io(format!("write the access list of {path} as SDDL"), error))
 }
 
 pub fn copy_in(from: &Path, to: &str) -> HostResult<()> {
@@ -223,48 +226,7 @@ pub fn security(path: &str) -> HostResult<Option<String>> {
     if !Path::new(path).exists() {
         return Ok(None);
     }
-    let wpath = wide(path);
-    let what = OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION;
-    let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
-    // SAFETY: wpath is NUL-terminated; sd is freed with LocalFree below.
-    let rc = unsafe {
-        GetNamedSecurityInfoW(
-            wpath.as_ptr(),
-            SE_FILE_OBJECT,
-            what,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            &mut sd,
-        )
-    };
-    if rc != 0 {
-        return Err(HostError::io(
-            format!("read the owner and access list of {path}"),
-            std::io::Error::from_raw_os_error(rc as i32),
-        ));
-    }
-    let mut text: *mut u16 = std::ptr::null_mut();
-    // SAFETY: sd is valid; text is freed with LocalFree below.
-    let ok = unsafe {
-        ConvertSecurityDescriptorToStringSecurityDescriptorW(
-            sd,
-            SDDL_REVISION_1,
-            what,
-            &mut text,
-            std::ptr::null_mut(),
-        )
-    };
-    let error = std::io::Error::last_os_error();
-    let sddl = (ok != 0).then(|| super::take_wide(text));
-    // SAFETY: both came from the calls above and are not used after this.
-    unsafe {
-        LocalFree(sd);
-        LocalFree(text.cast());
-    }
-    sddl.map(Some)
-        .ok_or_else(|| HostError::io(format!("write the access list of {path} as SDDL"), error))
+    sddl_of(path, OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION).map(Some)
 }
 
 pub fn create_dir(path: &str) -> HostResult<bool> {
