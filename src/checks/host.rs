@@ -654,12 +654,13 @@ pub fn system_dirs(c: &Config) -> Vec<String> {
 /// Each existing directory of `system_dirs` that someone other than SYSTEM and
 /// Administrators may change, with who; an unreadable one with why.
 pub fn weak_dirs(h: &dyn Host, c: &Config) -> Vec<(String, Vec<String>)> {
+    let admin = elevated_user(h);
     let mut out = Vec::new();
     for d in system_dirs(c) {
         let found = match h.security(&d) {
             Ok(None) => continue,
             Ok(Some(sddl)) => match crate::host::acl::parse(&sddl) {
-                Ok(desc) => crate::host::acl::writers(&desc),
+                Ok(desc) => crate::host::acl::writers_but(&desc, admin.as_deref()),
                 Err(why) => vec![format!("its access list cannot be read ({why}): {sddl}")],
             },
             Err(e) => vec![format!("its access list cannot be read: {e}")],
@@ -669,6 +670,15 @@ pub fn weak_dirs(h: &dyn Host, c: &Config) -> Vec<(String, Vec<String>)> {
         }
     }
     out
+}
+
+/// The account this process runs as, when it runs elevated: an administrator, so an owner or
+/// entry of its own is not someone else's (under Wine every file is the Wine user's).
+pub fn elevated_user(h: &dyn Host) -> Option<String> {
+    h.system_facts()
+        .ok()
+        .filter(|f| f.elevated)
+        .and_then(|f| f.user_sid)
 }
 
 /// What protects a directory as install does, by hand (elevated PowerShell).

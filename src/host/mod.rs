@@ -495,6 +495,9 @@ pub struct SystemFacts {
     /// The machine's WinHTTP proxy (`netsh winhttp show proxy`), `None` for direct access.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub winhttp_proxy: Option<SystemProxy>,
+    /// The SID of the account this process runs as (`S-1-5-21-...`), when it can be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_sid: Option<String>,
 }
 
 /// A WinHTTP proxy setting as Windows gives it (`WINHTTP_PROXY_INFO`): `proxy` is

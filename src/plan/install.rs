@@ -314,7 +314,8 @@ fn protections(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Protection
             .map_err(|why| anyhow::anyhow!("cannot read the access list of {d} ({sddl}): {why}"))?;
         // The root and what install made are its own and get the protected list; another
         // existing directory (containerd's) is changed only when someone else may change it.
-        let writers = crate::host::acl::writers(&now);
+        let admin = crate::checks::host::elevated_user(host);
+        let writers = crate::host::acl::writers_but(&now, admin.as_deref());
         let ours = d.eq_ignore_ascii_case(dirs[0].as_str())
             || own.iter().any(|o| o.eq_ignore_ascii_case(d));
         let weak = if ours {

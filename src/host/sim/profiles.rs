@@ -147,6 +147,7 @@ fn base(profile: &str, build: u32, ubr: u32, product: &str) -> State {
             // Windows names hosts in capitals; kubelet registers the node as `win-1`.
             hostname: Some("WIN-1".into()),
             winhttp_proxy: None,
+            user_sid: None,
         },
         settings: SimSettings {
             hns_available: true,

@@ -66,6 +66,7 @@ impl Default for SystemFacts {
             boot_local_seconds: None,
             hostname: None,
             winhttp_proxy: None,
+            user_sid: None,
         }
     }
 }

@@ -8,12 +8,14 @@ use windows_sys::Wdk::System::SystemInformation::{
 };
 use windows_sys::Wdk::System::SystemServices::RtlGetVersion;
 use windows_sys::Win32::Foundation::GlobalFree;
+use windows_sys::Win32::Foundation::LocalFree;
 use windows_sys::Win32::Foundation::{CloseHandle, HANDLE};
 use windows_sys::Win32::Networking::WinHttp::{
     WINHTTP_ACCESS_TYPE_NAMED_PROXY, WINHTTP_PROXY_INFO, WinHttpGetDefaultProxyConfiguration,
 };
+use windows_sys::Win32::Security::Authorization::ConvertSidToStringSidW;
 use windows_sys::Win32::Security::{
-    GetTokenInformation, TOKEN_ELEVATION, TOKEN_QUERY, TokenElevation,
+    GetTokenInformation, TOKEN_ELEVATION, TOKEN_QUERY, TOKEN_USER, TokenElevation, TokenUser,
 };
 use windows_sys::Win32::System::SystemInformation::{
     GetNativeSystemInfo, OSVERSIONINFOW, PROCESSOR_ARCHITECTURE_AMD64,
@@ -52,7 +54,47 @@ pub fn facts() -> HostResult<SystemFacts> {
         // What hostname.exe prints (config.ps1's `$(hostname)`): the DNS host name.
         hostname: gethostname::gethostname().into_string().ok(),
         winhttp_proxy: winhttp_proxy()?,
+        user_sid: user_sid(),
     })
+}
+
+/// The SID of the process's user, as a string; `None` when it cannot be read.
+fn user_sid() -> Option<String> {
+    let mut token: HANDLE = std::ptr::null_mut();
+    // SAFETY: the pseudo-handle of the current process needs no closing; token is an
+    // out-pointer closed below.
+    if unsafe { OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &mut token) } == 0 {
+        return None;
+    }
+    // TOKEN_USER and the SID after it; 256 bytes hold any SID.
+    let mut buf = [0u64; 32];
+    let mut len = 0u32;
+    // SAFETY: buf is writable for the size given and aligned for TOKEN_USER.
+    let ok = unsafe {
+        GetTokenInformation(
+            token,
+            TokenUser,
+            buf.as_mut_ptr().cast(),
+            std::mem::size_of_val(&buf) as u32,
+            &mut len,
+        )
+    };
+    // SAFETY: token was opened above and is not used after this.
+    unsafe { CloseHandle(token) };
+    if ok == 0 {
+        return None;
+    }
+    // SAFETY: GetTokenInformation filled buf with a TOKEN_USER.
+    let sid = unsafe { (*buf.as_ptr().cast::<TOKEN_USER>()).User.Sid };
+    let mut text: *mut u16 = std::ptr::null_mut();
+    // SAFETY: sid points into buf, alive here; text is freed with LocalFree below.
+    if unsafe { ConvertSidToStringSidW(sid, &mut text) } == 0 {
+        return None;
+    }
+    let out = super::take_wide(text);
+    // SAFETY: text came from ConvertSidToStringSidW and is not used after this.
+    unsafe { LocalFree(text.cast()) };
+    Some(out)
 }
 
 /// The machine's WinHTTP proxy, as `netsh winhttp set proxy` left it.
