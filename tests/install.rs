@@ -1982,18 +1982,11 @@ fn directories_whose_files_run_as_system_are_protected_and_checked() {
     let s = Setup::new("calico-node.exe");
     let initial = s.snapshot();
     let state_path = s.node.sim().join("state.json");
-    let set_security = |path: &str, sddl: Option<&str>| {
+    // What a user (or a careless script) does to a directory's access list, behind the tool.
+    let set_security = |path: &str, sddl: &str| {
         let mut st = s.state();
-        let map = st["security"].as_object().cloned().unwrap_or_default();
-        let mut map = map;
-        match sddl {
-            Some(v) => {
-                map.insert(path.to_owned(), json!(v));
-            }
-            None => {
-                map.remove(path);
-            }
-        }
+        let mut map = st["security"].as_object().cloned().unwrap_or_default();
+        map.insert(path.to_owned(), json!(sddl));
         st["security"] = Value::Object(map);
         std::fs::write(&state_path, serde_json::to_vec_pretty(&st).expect("json")).expect("write");
     };
@@ -2027,9 +2020,7 @@ fn directories_whose_files_run_as_system_are_protected_and_checked() {
     // A local user made it and owns it: named by the owner's right to change the list.
     set_security(
         r"c:\calicowindows",
-        Some(
-            "O:S-1-5-21-1-2-3-1001D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;S-1-5-21-1-2-3-1001)",
-        ),
+        "O:S-1-5-21-1-2-3-1001D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;S-1-5-21-1-2-3-1001)",
     );
     let (_, doc, _) = s.node.run(&["preflight", "--offline"]);
     let c = check(&doc);
@@ -2075,7 +2066,7 @@ fn directories_whose_files_run_as_system_are_protected_and_checked() {
     // Opened again behind the tool's back: status says so.
     set_security(
         r"c:\calicowindows",
-        Some("O:BAD:(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;WD)"),
+        "O:BAD:(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;WD)",
     );
     let (code, doc, _) = s.node.run(&["status", "--offline"]);
     assert_eq!(code, 1, "{doc}");

@@ -288,13 +288,16 @@ pub fn inherited_from(parent: &Descriptor, dir: bool) -> Descriptor {
     }
 }
 
-/// The drive root as Windows Server ships it (`icacls C:\` on Windows Server 2022, as
-/// Microsoft documents the default): SYSTEM and Administrators full, Users read and execute,
+/// The drive root as Windows Server ships it, in the SDDL of what `icacls C:\` shows on
+/// Windows Server 2019 and 2022 (reproduced from that well-known default, not read off a
+/// machine here, so a guess where a release differs): SYSTEM and Administrators full, Users read and execute,
 /// Authenticated Users modify for everything made under it (inherit-only) and may add folders
 /// to the root itself. A folder made there lets every local user replace what is in it.
 pub const DRIVE_ROOT: &str = "O:SYD:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)(A;OICIIO;SDGXGWGR;;;AU)(A;;LC;;;AU)";
 
-/// `C:\Program Files` as Windows Server ships it (`icacls "C:\Program Files"`): owned by
+/// `C:\Program Files` as Windows Server ships it (`icacls "C:\Program Files"`, reproduced
+/// from that well-known default, not read off a machine here, so a guess where a release
+/// differs): owned by
 /// TrustedInstaller, protected; SYSTEM, Administrators and TrustedInstaller change it, Users
 /// and app packages read and run, CREATOR OWNER has full control of what it makes. What an
 /// installer makes there inherits no right of ordinary users to change it.

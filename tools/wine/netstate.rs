@@ -75,9 +75,10 @@ pub fn load() -> Value {
 }
 
 /// Test-only: the routes (`"169.254.169.254/32"`) that adding is refused for, with
-/// ERROR_ACCESS_DENIED, as a locked-down node would (`refuse_routes` in the state). The IP
-/// helper's documented answer when the caller may not change routes is ERROR_ACCESS_DENIED
-/// (CreateIpForwardEntry2, Microsoft's netioapi reference); a policy giving the same is a guess.
+/// ERROR_ACCESS_DENIED, as a locked-down node would (`refuse_routes` in the state).
+/// CreateIpForwardEntry2's reference (Microsoft's netioapi.h documentation) lists
+/// ERROR_ACCESS_DENIED for a caller without administrative rights; that a node's policy gives
+/// the same code is a guess.
 pub fn refused_route(destination: Ipv4Addr, prefix_len: u8) -> bool {
     let wanted = format!("{destination}/{prefix_len}");
     load()["refuse_routes"]

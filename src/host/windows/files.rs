@@ -69,49 +69,7 @@ pub fn replace_with(path: &str, contents: Contents<'_>, access: Access) -> HostR
 }
 
 fn restrict(path: &str) -> HostResult<()> {
-    let sddl = wide(SECRET_DACL);
-    let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
-    // SAFETY: sddl is NUL-terminated; sd is freed with LocalFree below.
-    if unsafe {
-        ConvertStringSecurityDescriptorToSecurityDescriptorW(
-            sddl.as_ptr(),
-            SDDL_REVISION_1,
-            &mut sd,
-            std::ptr::null_mut(),
-        )
-    } == 0
-    {
-        return Err(HostError::io(
-            "build the secret access list",
-            std::io::Error::last_os_error(),
-        ));
-    }
-    let (mut present, mut defaulted) = (0, 0);
-    let mut dacl: *mut ACL = std::ptr::null_mut();
-    // SAFETY: sd is a valid security descriptor; dacl points into it.
-    unsafe { GetSecurityDescriptorDacl(sd, &mut present, &mut dacl, &mut defaulted) };
-    let wpath = wide(path);
-    // SAFETY: wpath is NUL-terminated; dacl stays valid until sd is freed after the call.
-    let rc = unsafe {
-        SetNamedSecurityInfoW(
-            wpath.as_ptr(),
-            SE_FILE_OBJECT,
-            DACL_SECURITY_INFORMATION | PROTECTED_DACL_SECURITY_INFORMATION,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            dacl,
-            std::ptr::null(),
-        )
-    };
-    // SAFETY: sd came from ConvertStringSecurityDescriptorToSecurityDescriptorW.
-    unsafe { LocalFree(sd) };
-    if rc != 0 {
-        return Err(HostError::io(
-            format!("restrict {path} to SYSTEM and Administrators"),
-            std::io::Error::from_raw_os_error(rc as i32),
-        ));
-    }
-    Ok(())
+    set_security(path, SECRET_DACL)
 }
 
 /// Whether a DACL in SDDL is the secret one by meaning: protected, and exactly full access
@@ -267,8 +225,9 @@ pub fn set_security(path: &str, sddl: &str) -> HostResult<()> {
     }
     // A protected list cuts inheritance; an unprotected one takes the parent's entries again
     // (the ones marked inherited in `sddl` are recomputed, as SetNamedSecurityInfo documents).
+    let protected = crate::host::acl::parse(sddl).is_ok_and(|d| d.protected);
     let mut what = DACL_SECURITY_INFORMATION;
-    if sddl.contains("D:P") {
+    if protected {
         what |= PROTECTED_DACL_SECURITY_INFORMATION;
     } else {
         what |= UNPROTECTED_DACL_SECURITY_INFORMATION;

@@ -95,7 +95,7 @@ impl Hcn {
         Ok(out)
     }
 
-    pub fn create_network(&self, spec_json: &str) -> HostResult<HnsNetwork> {
+    pub fn create_network(&self, spec_json: &str, name: &str) -> HostResult<HnsNetwork> {
         let create: Symbol<Create> = self.sym(b"HcnCreateNetwork\0")?;
         let query: Symbol<Query> = self.sym(b"HcnQueryNetworkProperties\0")?;
         let close: Symbol<Close> = self.sym(b"HcnCloseNetwork\0")?;
@@ -106,9 +106,6 @@ impl Hcn {
         // SAFETY: settings is NUL-terminated; a zero GUID lets HNS choose the id; the handle
         // and error record are out-pointers owned by this frame.
         let hr = unsafe { create(&zero, settings.as_ptr(), &mut handle, &mut record) };
-        let name = crate::host::hns::checked_spec(spec_json)
-            .map(|(_, n)| n)
-            .unwrap_or_default();
         check(hr, record, &format!("create HNS network {name}"))?;
         let q = wide(QUERY);
         let mut props: PWSTR = std::ptr::null_mut();

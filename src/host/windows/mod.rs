@@ -116,7 +116,7 @@ impl Hns for WindowsHost {
                 what: format!("HNS network {name}"),
             });
         }
-        hcn.create_network(spec_json)
+        hcn.create_network(spec_json, &name)
     }
     fn hns_delete_network(&self, id: &str) -> HostResult<()> {
         hcn::Hcn::load()?.delete_network(id)

@@ -481,9 +481,9 @@ pub unsafe extern "system" fn HcnCreateNetwork(
         given
     };
     if refused(doc["Name"].as_str().unwrap_or_default()) {
-        // E_ACCESSDENIED, as HNS answers a caller it does not allow (a process that is not
-        // elevated gets it from HcnCreateNetwork); which code a node's policy would give is a
-        // guess.
+        // E_ACCESSDENIED, the HRESULT of a refused access (winerror.h), with an error record
+        // of the stand-in's shape. Which code HNS gives a caller a node's policy refuses is a
+        // guess, not read from Microsoft's HCN reference.
         return unsafe { fail(record, 0x8007_0005, "Access is denied.") };
     }
     let doc = match checked_network(doc, id.clone()) {

@@ -109,9 +109,9 @@ fn add(rule: &INetFwRule) -> windows::core::Result<()> {
             enabled: rule.Enabled()? != VARIANT_FALSE,
         }
     };
-    // Test-only: rules named in `refuse.json` are refused with E_ACCESSDENIED, as Windows
-    // Firewall answers a caller that may not change it (INetFwRules::Add's documented error
-    // for a process that is not elevated; a node's policy giving the same is a guess).
+    // Test-only: rules named in `refuse.json` are refused with E_ACCESSDENIED, the HRESULT of
+    // a refused access (HRESULT_FROM_WIN32(ERROR_ACCESS_DENIED), winerror.h). Which code a
+    // locked-down node's firewall would give is a guess, not read from Microsoft's reference.
     let refused = std::fs::read_to_string(file().with_file_name("refuse.json"))
         .ok()
         .and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok())
