@@ -129,7 +129,9 @@ after showing each patch; then checks again."
         long_about = "Installs Calico for Windows on this node, in order: preflight checks (a blocking failure \
 stops it before any change; --skip ID accepts a known one), the release zip (--release-zip FILE or URL, by \
 default the official asset of --calico-version; downloads are checked against --sha256), calico-node's \
-credentials (a TokenRequest kubeconfig, or the etcd TLS files from the cluster), the rendered files (CNI \
+credentials (a TokenRequest token in a file its kubeconfig names, and in the cluster the node's grant to renew \
+it, a Role and RoleBinding calicoctl-win-token-renewal-<node>; or the etcd TLS files from the cluster), the \
+rendered files (CNI \
 config, service environments, the External network), the CNI plugins in the CNI bin dir, the services \
 CalicoNode, CalicoFelix (and CalicoConfd for windows-bgp) running calicoctl-win.exe service run ROLE as \
 LocalSystem with automatic start and restart on failure, HKLM\\Software\\Tigera\\Calico, the firewall rule \
@@ -151,8 +153,9 @@ config or the kubeconfig is broken or gone. Stops and deletes the Calico service
 files install wrote, never by wildcard.\n\n\
 HNS networks stay (pods keep their addresses until the node is drained) unless --purge, which also deletes \
 the Calico and External networks, puts back the routes the vSwitch took, and removes the registry key and \
-the firewall rule install created and the directories it created once empty. The services' logs stay \
-unless --remove-logs.\n\n\
+the firewall rule install created and the directories it created once empty, and, with the admin \
+kubeconfig, the node's token-renewal Role and RoleBinding in the cluster (without it, a warning gives the \
+kubectl command). The services' logs stay unless --remove-logs.\n\n\
 If a step fails, uninstall stops and keeps the record: run it again to finish. --dry-run prints the plan."
     )]
     Uninstall(UninstallArgs),
@@ -339,9 +342,12 @@ default <install_root>\\calico-kube-config, written atomically and readable only
 Administrators.\n\n\
 --legacy-secret uses a long-lived kubernetes.io/service-account-token secret instead (an existing one \
 for the service account, else calico-node-token, created and waited for), as Calico's quickstart did.\n\n\
---refresh-if-expiring-within DURATION does nothing while the current file's token is valid for longer \
-than DURATION, so it can run from a scheduled task, like: fetch kubeconfig --refresh-if-expiring-within 720h.\n\n\
-Changes on the host: writes the kubeconfig file (only when its content changes). On the cluster: with \
+The token goes into <kubeconfig>.token, which the kubeconfig names (tokenFile), so that once installed \
+CalicoNode renews it itself with calico-node's own credential: no admin kubeconfig stays on the node \
+and no scheduled task is needed.\n\n\
+--refresh-if-expiring-within DURATION does nothing while the current token is valid for longer \
+than DURATION: for replacing, by hand, a token CalicoNode could not renew.\n\n\
+Changes on the host: writes the token file and the kubeconfig (only when their content changes). On the cluster: with \
 --legacy-secret, may create the secret. --dry-run changes nothing and requests no token."
     )]
     Kubeconfig(FetchKubeconfigArgs),

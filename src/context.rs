@@ -39,6 +39,8 @@ pub struct Context {
     pub env: BTreeMap<String, String>,
     /// The `host` configuration layer, read when the host is opened.
     host_layer: BTreeMap<&'static str, config::Raw>,
+    /// The host's drives, to check every path setting is on a fixed one (empty: unknown).
+    host_drives: BTreeMap<char, crate::host::DriveKind>,
     /// `C:\k\config` on the host, where join scripts put the admin kubeconfig, as a path on
     /// this machine; known once the host is opened.
     host_kubeconfig: Option<PathBuf>,
@@ -61,6 +63,7 @@ impl Context {
             options,
             env,
             host_layer: BTreeMap::new(),
+            host_drives: BTreeMap::new(),
             host_kubeconfig: None,
             lock: None,
             log,
@@ -130,13 +133,15 @@ impl Context {
             let line = format!("reading config file {}", path.display());
             self.log(&line);
         }
-        config::load(&Inputs {
+        let loaded = config::load(&Inputs {
             file,
             env: self.env.clone(),
             sets: self.options.sets.clone(),
             host: self.host_layer.clone(),
             cluster,
-        })
+        })?;
+        config::host::on_fixed_drives(&loaded, &self.host_drives)?;
+        Ok(loaded)
     }
 
     /// The host the command works on (see `host::select`); `--dry-run` only reads it. Says so
@@ -154,6 +159,7 @@ impl Context {
         let host = opened.into_host();
         self.adopt_winhttp_proxy(host.as_ref());
         self.host_layer = config::host::HostDefaults::read(host.as_ref()).layer();
+        self.host_drives = host.system_facts().map(|f| f.drives).unwrap_or_default();
         self.host_kubeconfig = host.local_path(HOST_KUBECONFIG).ok();
         match host.kind() {
             HostKind::InMemory { profile } => self.printer.note(&format!(

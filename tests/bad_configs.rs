@@ -117,3 +117,57 @@ fn every_bad_config_exits_2_and_names_its_key() {
         }
     }
 }
+
+/// A path on a drive that is not fixed (here a network share mapped to Z:, as
+/// GetDriveTypeW reports DRIVE_REMOTE) is refused naming the key and what the drive is.
+#[test]
+fn a_path_on_a_network_drive_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sim = dir.path().join("host");
+    let made = cmd()
+        .args(["preflight", "--offline", "--sim-host"])
+        .arg(&sim)
+        .output()
+        .expect("create host");
+    assert!(sim.join("state.json").is_file(), "{made:?}");
+    let state = sim.join("state.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state).expect("state")).expect("json");
+    doc["system"]["drives"]["Z"] = serde_json::json!("remote");
+    std::fs::write(&state, doc.to_string()).expect("write state");
+    let out = cmd()
+        .args([
+            "config",
+            "show",
+            "-o",
+            "json",
+            "--set",
+            r"logs.dir=Z:\logs",
+            "--sim-host",
+        ])
+        .arg(&sim)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let doc = json(&out.stdout);
+    let problem = &doc["error"]["problems"][0];
+    assert_eq!(problem["key"], "logs.dir", "{doc}");
+    assert!(
+        problem["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Z: is a network drive")),
+        "{doc}"
+    );
+    // On C:, the same setting is accepted.
+    let out = cmd()
+        .args(["config", "show", "--set", r"logs.dir=C:\logs", "--sim-host"])
+        .arg(&sim)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -32,12 +32,17 @@ impl Node {
     }
 }
 
-fn token_in(kubeconfig: &str) -> String {
+/// The token the kubeconfig holds: in the file it names (`tokenFile`), beside it.
+fn token_in(node: &Node, kubeconfig: &str) -> String {
     let doc: Value = serde_json::from_str(kubeconfig).expect("the kubeconfig is JSON-shaped YAML");
-    doc["users"][0]["user"]["token"]
-        .as_str()
-        .expect("token")
-        .to_owned()
+    let user = &doc["users"][0]["user"];
+    assert!(user.get("token").is_none(), "no inline token: {user}");
+    assert_eq!(
+        user["tokenFile"],
+        r"C:\CalicoWindows\calico-kube-config.token"
+    );
+    std::fs::read_to_string(node.c_drive("calicowindows/calico-kube-config.token"))
+        .expect("the token file")
 }
 
 fn token_posts(api: &FakeApi) -> usize {
@@ -77,7 +82,7 @@ fn a_token_request_kubeconfig_is_written_with_the_admin_server_and_ca() {
             .collect::<String>()
     };
     assert_eq!(body(&ca), body(&api.ca_pem));
-    let token = token_in(&text);
+    let token = token_in(&node, &text);
     let c = claims(&token);
     assert_eq!(c["sub"], "system:serviceaccount:calico-system:calico-node");
     assert_eq!(
@@ -91,14 +96,23 @@ fn a_token_request_kubeconfig_is_written_with_the_admin_server_and_ca() {
 
     // The written kubeconfig works for an independent client.
     if let Some(kubectl) = tool("kubectl") {
+        // The token file where this machine can read it; calico-node's ClusterRole (as
+        // Calico's manifest has it, in the fake cluster) lets it list nodes.
+        let token_file = node.dir.path().join("node.token");
+        std::fs::write(&token_file, &token).expect("copy");
         let path = node.dir.path().join("node.kubeconfig");
-        std::fs::write(&path, &text).expect("copy");
+        let local = text.replace(
+            r"C:\\CalicoWindows\\calico-kube-config.token",
+            &token_file.display().to_string(),
+        );
+        assert_ne!(local, text);
+        std::fs::write(&path, &local).expect("copy");
         let out = std::process::Command::new(kubectl)
             .env_clear()
             .env("HOME", node.dir.path())
             .arg("--kubeconfig")
             .arg(&path)
-            .args(["get", "nodes", "-o", "name"])
+            .args(["get", "node", "win-1", "-o", "name"])
             .output()
             .expect("kubectl");
         assert_eq!(
@@ -129,6 +143,7 @@ fn refresh_if_expiring_within_only_refreshes_a_token_that_expires_soon() {
     let node = Node::new(&api);
     assert_eq!(node.fetch(&["--lifetime", "60d"]).0, 0);
     let first = node.written().expect("written");
+    let first_token = token_in(&node, &first);
 
     let (code, doc, stderr) = node.fetch(&["--refresh-if-expiring-within", "720h"]);
     assert_eq!(code, 0, "{stderr}");
@@ -141,8 +156,8 @@ fn refresh_if_expiring_within_only_refreshes_a_token_that_expires_soon() {
     assert_eq!(doc["refreshed"], true);
     assert_eq!(token_posts(&api), 2);
     assert_ne!(
-        token_in(&node.written().expect("written")),
-        token_in(&first)
+        token_in(&node, &node.written().expect("written")),
+        first_token
     );
 }
 
@@ -159,7 +174,7 @@ fn a_legacy_secret_is_created_once_and_its_token_never_expires() {
         .get("/api/v1/namespaces/calico-system/secrets/calico-node-token")
         .expect("secret created");
     assert_eq!(secret["type"], "kubernetes.io/service-account-token");
-    let token = token_in(&node.written().expect("written"));
+    let token = token_in(&node, &node.written().expect("written"));
     assert!(claims(&token).get("exp").is_none());
     // A second run reuses the secret; --refresh-if-expiring-within leaves a token that never
     // expires alone.

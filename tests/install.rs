@@ -192,14 +192,19 @@ fn install_round_trip(binary: &str) {
         "3.30.2"
     };
     assert_eq!(record["calico_version"], version);
-    // calico-node's token reaches its kubeconfig and nothing the install prints.
+    // calico-node's token reaches the file its kubeconfig names and nothing the install
+    // prints.
     let kubeconfig: Value = serde_json::from_slice(
         &std::fs::read(s.node.c_drive("calicowindows/calico-kube-config")).expect("kubeconfig"),
     )
     .expect("the kubeconfig is JSON-shaped YAML");
-    let token = kubeconfig["users"][0]["user"]["token"]
-        .as_str()
-        .expect("token");
+    assert_eq!(
+        kubeconfig["users"][0]["user"]["tokenFile"],
+        r"C:\CalicoWindows\calico-kube-config.token"
+    );
+    let token = std::fs::read_to_string(s.node.c_drive("calicowindows/calico-kube-config.token"))
+        .expect("token file");
+    let token = token.as_str();
     assert!(token.len() > 20, "{token}");
     for (what, text) in [("stdout", doc.to_string()), ("stderr", stderr.clone())] {
         assert!(!text.contains(token), "the token is in {what}");
@@ -1477,8 +1482,11 @@ fn diags_collect_the_node_into_one_zip_with_every_secret_redacted() {
     assert_eq!(code, 0, "{stderr}");
     // The secrets on the node: calico-node's token, the refresher's, the admin's.
     let mut secrets = Vec::new();
+    secrets.push(
+        std::fs::read_to_string(s.node.c_drive("calicowindows/calico-kube-config.token"))
+            .expect("token file"),
+    );
     for file in [
-        s.node.c_drive("calicowindows/calico-kube-config"),
         s.node
             .c_drive("calicowindows/token-refresher/host/etc/cni/net.d/calico-kubeconfig"),
         s.node.admin.clone(),

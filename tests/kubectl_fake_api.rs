@@ -150,9 +150,19 @@ fn kubectl_reads_nodes_and_calico_crds_and_creates_a_token() {
         &bin,
         home,
         &admin,
-        &["--token", token, "get", "nodes", "-o", "name"],
+        &["--token", token, "get", "node", "win-1", "-o", "name"],
     );
     assert_eq!(as_node.trim(), "node/win-1");
+    // RBAC as the server enforces it: calico-node's ClusterRole has get on nodes, not list,
+    // and kubectl reads the 403 as a real server's.
+    let listed = run(&bin, home, &admin, &["--token", token, "get", "nodes"]);
+    assert!(!listed.status.success());
+    let said = String::from_utf8_lossy(&listed.stderr);
+    assert!(
+        said.contains("Forbidden")
+            && said.contains(r#"User "system:serviceaccount:calico-system:calico-node" cannot list resource "nodes""#),
+        "{said}"
+    );
     let refused = run(
         &bin,
         home,

@@ -33,12 +33,33 @@ impl Token {
     /// The expiry (Unix seconds) in a JWT's `exp` claim; `None` for a token that does not
     /// expire (a legacy secret's) or is not a JWT.
     pub fn expiry(&self) -> Option<i64> {
+        self.claims()?.get("exp")?.as_i64()
+    }
+
+    /// The JWT's claims; `None` when it is not a JWT.
+    fn claims(&self) -> Option<serde_json::Value> {
         let payload = self.0.split('.').nth(1)?;
         let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(payload.trim_end_matches('='))
             .ok()?;
-        let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-        claims.get("exp")?.as_i64()
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// When it was issued (Unix seconds, the `iat` claim).
+    pub fn issued_at(&self) -> Option<i64> {
+        self.claims()?.get("iat")?.as_i64()
+    }
+
+    /// The service account a service-account token is for, from its subject
+    /// `system:serviceaccount:NAMESPACE:NAME`.
+    pub fn service_account(&self) -> Option<(String, String)> {
+        let claims = self.claims()?;
+        let rest = claims
+            .get("sub")?
+            .as_str()?
+            .strip_prefix("system:serviceaccount:")?;
+        let (ns, name) = rest.split_once(':')?;
+        (!ns.is_empty() && !name.is_empty()).then(|| (ns.to_owned(), name.to_owned()))
     }
 
     /// `Some(expiry)` when the token is valid after `deadline` (Unix seconds), `Some(None)`
@@ -52,12 +73,36 @@ impl Token {
     }
 }
 
-/// `Some(expiry)` when the kubeconfig `text` holds a token valid for longer than `within` from
-/// now (`Some(None)`: a token that never expires); `None` when a new one is needed.
-pub fn kubeconfig_outlives(text: &[u8], within: std::time::Duration) -> Option<Option<i64>> {
-    let token = Token::new(crate::render::kubeconfig::token_of(
-        &String::from_utf8_lossy(text),
-    )?);
+/// The most a token file may hold: a service-account JWT is a few kilobytes.
+pub const TOKEN_FILE_CAP: usize = 64 * 1024;
+
+/// calico-node's token on the node: the one its kubeconfig at `path` holds inline, or the
+/// one in the file it names (`tokenFile`). `None` when either is missing, the file is over
+/// `TOKEN_FILE_CAP` or the kubeconfig has neither.
+pub fn node_token(
+    host: &dyn crate::host::Host,
+    path: &str,
+) -> crate::host::HostResult<Option<Token>> {
+    let Some(bytes) = host.read_file(path)? else {
+        return Ok(None);
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    if let Some(token) = crate::render::kubeconfig::token_of(&text) {
+        return Ok(Some(Token::new(token)));
+    }
+    let Some(file) = crate::render::kubeconfig::token_file_of(&text) else {
+        return Ok(None);
+    };
+    Ok(host
+        .read_file(&file)?
+        .filter(|b| b.len() <= TOKEN_FILE_CAP)
+        .map(|b| Token::new(String::from_utf8_lossy(&b).trim().to_owned()))
+        .filter(|t| !t.expose().is_empty()))
+}
+
+/// `Some(expiry)` when `token` is valid for longer than `within` from now (`Some(None)`: a
+/// token that never expires); `None` when a new one is needed.
+pub fn outlives(token: &Token, within: std::time::Duration) -> Option<Option<i64>> {
     let deadline =
         crate::duration::now().saturating_add(i64::try_from(within.as_secs()).unwrap_or(i64::MAX));
     token.outlives(deadline)
@@ -348,6 +393,18 @@ mod tests {
             Some(1_800_000_000)
         );
         assert_eq!(Token::new(jwt(r#"{"sub":"x"}"#)).expiry(), None);
+        let sa = Token::new(jwt(
+            r#"{"iat":5,"sub":"system:serviceaccount:calico-system:calico-node"}"#,
+        ));
+        assert_eq!(sa.issued_at(), Some(5));
+        assert_eq!(
+            sa.service_account(),
+            Some(("calico-system".into(), "calico-node".into()))
+        );
+        assert_eq!(
+            Token::new(jwt(r#"{"sub":"admin"}"#)).service_account(),
+            None
+        );
         assert_eq!(Token::new("not-a-jwt").expiry(), None);
         let t = Token::new(jwt(r#"{"exp":1000}"#));
         assert_eq!(t.outlives(999), Some(Some(1000)));

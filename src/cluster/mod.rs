@@ -9,6 +9,7 @@ pub mod fix;
 mod guard;
 pub mod node;
 pub mod proxy;
+pub mod renewal;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use rustls::pki_types::pem::PemObject;
@@ -341,6 +342,37 @@ impl Cluster {
             path: sa.dir.join("token"),
             source,
         })
+    }
+
+    /// Connects as calico-node: its kubeconfig's text (`path` names it in errors) with its
+    /// current user's credential replaced by `token`, so nothing the kubeconfig names is run
+    /// or read for it.
+    pub fn connect_as_node(
+        path: &str,
+        text: &str,
+        token: &credentials::Token,
+        env: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Self, ClusterError> {
+        let bad = |source: BoxError| ClusterError::Kubeconfig {
+            path: path.into(),
+            source,
+        };
+        let mut kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| bad(Box::new(e)))?;
+        let user = kubeconfig.current_context.clone().and_then(|name| {
+            kubeconfig
+                .contexts
+                .iter()
+                .find(|c| c.name == name)
+                .and_then(|c| c.context.as_ref()?.user.clone())
+        });
+        let auth = user
+            .and_then(|u| kubeconfig.auth_infos.iter_mut().find(|a| a.name == u))
+            .ok_or_else(|| bad("it has no current context with a user".into()))?;
+        auth.auth_info = Some(kube::config::AuthInfo {
+            token: Some(secrecy::SecretString::from(token.expose().to_owned())),
+            ..Default::default()
+        });
+        Self::from_kubeconfig(kubeconfig, env).map_err(bad)
     }
 
     /// The clients for a kubeconfig, bounded as every call is; `env` is the process

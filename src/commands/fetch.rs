@@ -70,9 +70,16 @@ pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Resu
         credentials::token_request(&c, &ns, sa, args.lifetime)?
     };
     let ca = credentials::ca_for(&c, &ns, &issued)?;
-    let text = kubeconfig::kubeconfig(&c.server, &ca, issued.token.expose(), &ns);
-    let changed = host.write_file(&path, text.as_bytes(), Access::Secret)?;
-    ctx.log(&format!("wrote {path} ({method})"));
+    // The token first: the kubeconfig names its file, so it never names a missing one.
+    let token_path = kubeconfig::token_path(&path);
+    let text = kubeconfig::kubeconfig(&c.server, &ca, &token_path, &ns);
+    let token_changed = host.write_file(
+        &token_path,
+        issued.token.expose().as_bytes(),
+        Access::Secret,
+    )?;
+    let changed = host.write_file(&path, text.as_bytes(), Access::Secret)? || token_changed;
+    ctx.log(&format!("wrote {token_path} and {path} ({method})"));
 
     let expires = issued.expires.map(time_text);
     let validity = validity(args, ctx, issued.expires);
@@ -98,9 +105,8 @@ fn still_valid(
     let Some(within) = args.refresh_if_expiring_within else {
         return Ok(false);
     };
-    let Some(valid_until) = host
-        .read_file(path)?
-        .and_then(|k| credentials::kubeconfig_outlives(&k, within))
+    let Some(valid_until) =
+        credentials::node_token(host, path)?.and_then(|t| credentials::outlives(&t, within))
     else {
         return Ok(false);
     };
@@ -126,7 +132,7 @@ fn validity(args: &FetchKubeconfigArgs, ctx: &mut Context, expires: Option<i64>)
     let granted = std::time::Duration::from_secs(u64::try_from(secs - now()).unwrap_or(0));
     if !args.legacy_secret && granted + std::time::Duration::from_secs(60) < args.lifetime {
         ctx.printer.warn(&format!(
-            "the API server granted {} of the {} asked for (its --service-account-max-token-expiration); refresh it with a scheduled 'fetch kubeconfig --refresh-if-expiring-within ...'",
+            "the API server granted {} of the {} asked for (its --service-account-max-token-expiration); once installed, CalicoNode renews the token itself before it expires",
             duration::show(granted),
             duration::show(args.lifetime)
         ));

@@ -55,6 +55,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     };
     let inputs = reconfigure::Inputs {
         install: Inputs {
+            renewal: None,
             config,
             files: rendered,
             extra_owned: kept,

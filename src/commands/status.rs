@@ -3,7 +3,6 @@
 
 use super::preflight::{ClusterRead, read_cluster, with_cluster};
 use crate::cli::StatusArgs;
-use crate::cluster::credentials::Token;
 use crate::cluster::drain;
 use crate::config::Config;
 use crate::context::Context;
@@ -346,22 +345,44 @@ fn token(host: &dyn Host, config: &Config, r: &mut Report) -> anyhow::Result<ser
         Some(path) if config.datastore == crate::config::types::Datastore::Kubernetes => path,
         _ => return Ok(json!(null)),
     };
-    let Some(bytes) = host.read_file(&path)? else {
+    if host.read_file(&path)?.is_none() {
         r.problems
             .push(format!("calico-node's kubeconfig {path} is missing"));
         return Ok(json!({"path": path, "present": false}));
+    }
+    let token = crate::cluster::credentials::node_token(host, &path)?;
+    let Some(token) = token else {
+        r.problems.push(format!(
+            "calico-node's kubeconfig {path} holds no token, or the token file it names is missing"
+        ));
+        return Ok(json!({"path": path, "present": false}));
     };
-    let expiry = crate::render::kubeconfig::token_of(&String::from_utf8_lossy(&bytes))
-        .map(Token::new)
-        .and_then(|t| t.expiry());
+    let expiry = token.expiry();
+    // CalicoNode renews at two thirds of the token's life: less than a quarter left means
+    // renewals have failed for a while.
+    let overdue = match token.issued_at().zip(expiry) {
+        Some((iat, exp)) => (exp - iat) / 4,
+        None => TOKEN_WARN_SECS,
+    };
     match expiry.map(|t| t - now()) {
         Some(l) if l <= 0 => r
             .problems
             .push(format!("calico-node's token in {path} has expired")),
-        Some(l) if l < TOKEN_WARN_SECS => r.problems.push(format!(
-            "calico-node's token in {path} expires within a week: 'calicoctl-win fetch kubeconfig' renews it"
+        Some(l) if l < overdue => r.problems.push(format!(
+            "calico-node's token in {path} expires {} and CalicoNode has not renewed it: read calico-node.log",
+            time_text(now() + l)
         )),
         _ => {}
+    }
+    let refused = crate::supervise::renew::refused(host)?;
+    if let Some(f) = &refused {
+        r.problems.push(format!(
+            "CalicoNode could not renew calico-node's token at {}{}: {}",
+            time_text(f.at),
+            f.expires
+                .map_or(String::new(), |e| format!(" (it expires {})", time_text(e))),
+            f.error
+        ));
     }
     r.text.push(format!(
         "Token: {}",
@@ -370,5 +391,8 @@ fn token(host: &dyn Host, config: &Config, r: &mut Report) -> anyhow::Result<ser
             time_text(t)
         ))
     ));
-    Ok(json!({"path": path, "present": true, "expires": expiry.map(time_text)}))
+    Ok(
+        json!({"path": path, "present": true, "expires": expiry.map(time_text),
+        "renewal_failed": refused.map(|f| json!({"at": time_text(f.at), "error": f.error}))}),
+    )
 }

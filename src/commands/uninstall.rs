@@ -32,6 +32,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
             remove_logs: args.remove_logs,
         },
     )?;
+    let grant = rec.renewal.clone().filter(|_| args.purge);
     ctx.printer.text(&format!(
         "Uninstall Calico {} from {root}{}",
         rec.calico_version.as_deref().unwrap_or("(version unknown)"),
@@ -46,6 +47,12 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     });
     if dry_run {
         super::print_plan(ctx, &actions);
+        if let Some(g) = &grant {
+            ctx.printer.text(&format!(
+                "  then deletes Role and RoleBinding {} in {} (the cluster, with the admin kubeconfig)",
+                g.name, g.namespace
+            ));
+        }
         if !args.purge {
             ctx.printer.text(
                 "HNS networks, the registry key and the firewall rule stay (--purge removes them).",
@@ -58,7 +65,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     if let Ok(cache) = host.local_path(&record::join(&root, "cache")) {
         super::install::remove_stale_staging(&cache)?;
     }
-    let warnings = execute(
+    let mut warnings = execute(
         ctx,
         host.as_ref(),
         args,
@@ -66,6 +73,9 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         &actions,
         (journal_path, journal),
     )?;
+    if let Some(g) = &grant {
+        warnings.extend(remove_grant(ctx, g));
+    }
     if !args.purge {
         ctx.printer.text(
             "Uninstalled. HNS networks Calico created stay until the node is drained; 'uninstall --purge' removes them.",
@@ -153,6 +163,34 @@ fn nothing_installed(
     ctx.printer
         .json(&json!({"dry_run": dry_run, "install_root": root, "actions": [], "changed": false}));
     Ok(())
+}
+
+/// `--purge`: the node's grant to renew its token, deleted with the admin kubeconfig; a
+/// warning with the command that does it when there is no cluster to ask.
+fn remove_grant(ctx: &mut Context, g: &crate::cluster::renewal::Grant) -> Option<String> {
+    let removed = match ctx.connect_cluster() {
+        Ok(Some(c)) => crate::cluster::renewal::remove(&c, g).map_err(|e| e.to_string()),
+        Ok(None) => Err("there is no admin kubeconfig".to_owned()),
+        Err(e) => Err(e.to_string()),
+    };
+    match removed {
+        Ok(()) => {
+            ctx.printer.text(&format!(
+                "deleted Role and RoleBinding {} in {}",
+                g.name, g.namespace
+            ));
+            None
+        }
+        Err(why) => {
+            let w = format!(
+                "the Role and RoleBinding {} that let this node renew calico-node's token stay ({why}): '{}' removes them",
+                g.name,
+                g.delete_command()
+            );
+            ctx.printer.warn(&w);
+            Some(w)
+        }
+    }
 }
 
 /// Runs the plan, journaled and not rolled back (a rerun finishes it); the warnings.

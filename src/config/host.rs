@@ -89,6 +89,46 @@ pub fn hostname_override(command_line: &str) -> Option<String> {
     })
 }
 
+/// Every path setting on a fixed local drive of the host: a removable drive can be swapped
+/// for one with other programs, and a network drive mapped to a letter is another machine's
+/// share, whose files the services would run as SYSTEM. `drives` empty (unknown) checks
+/// nothing.
+pub fn on_fixed_drives(
+    loaded: &super::Loaded,
+    drives: &BTreeMap<char, crate::host::DriveKind>,
+) -> Result<(), super::ConfigError> {
+    if drives.is_empty() {
+        return Ok(());
+    }
+    let problems: Vec<super::problem::Problem> = loaded
+        .config
+        .path_settings()
+        .into_iter()
+        .filter_map(|(key, path)| {
+            let letter = path.as_str().chars().next()?.to_ascii_uppercase();
+            let why = match drives.get(&letter) {
+                Some(crate::host::DriveKind::Fixed) => return None,
+                Some(kind) => format!("{letter}: is {}", kind.describe()),
+                None => format!("this host has no drive {letter}:"),
+            };
+            let source = loaded.shown.get(key).map(|s| s.source.clone());
+            Some(super::problem::Problem::new(
+                key,
+                Some(path.to_string()),
+                source,
+                format!("allowed: a path on a fixed local drive ({why})"),
+            ))
+        })
+        .collect();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(super::ConfigError::Invalid {
+        file: loaded.file.clone(),
+        problems,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -101,6 +101,31 @@ pub struct Config {
     pub kube_proxy: KubeProxy,
 }
 
+impl Config {
+    /// Every setting that names a path on the node, with its key.
+    pub fn path_settings(&self) -> Vec<(&'static str, &WinPath)> {
+        let mut out = vec![
+            ("install_root", &self.install_root),
+            ("cni.bin_dir", &self.cni.bin_dir),
+            ("cni.conf_dir", &self.cni.conf_dir),
+            ("logs.dir", &self.logs.dir),
+            ("kube_proxy.kubeconfig", &self.kube_proxy.kubeconfig),
+        ];
+        if let Some(k) = &self.kubeconfig {
+            out.push(("kubeconfig", k));
+        }
+        if let Some(p) = &self.kube_proxy.path {
+            out.push(("kube_proxy.path", p));
+        }
+        if let Some(t) = &self.etcd.tls {
+            out.push(("etcd.key_file", &t.key_file));
+            out.push(("etcd.cert_file", &t.cert_file));
+            out.push(("etcd.ca_cert_file", &t.ca_cert_file));
+        }
+        out
+    }
+}
+
 /// The opt-in kube-proxy service (`install --kube-proxy PATH`).
 #[derive(Clone, Debug)]
 pub struct KubeProxy {

@@ -389,6 +389,36 @@ impl Access {
     }
 }
 
+/// The most `Files::read_file` reads of one file: every file calicoctl-win reads whole (the
+/// install record, its journal, kubeconfigs, environment and CNI files, the services' logs for
+/// `diags`, which rotate at 10 MB) is far smaller. Enforced while reading.
+pub const READ_CAP: u64 = 64 << 20;
+
+/// Reads the file at `local` (named `path` in errors) whole, at most `READ_CAP` bytes;
+/// `None` when it does not exist. How both hosts' `read_file` reads.
+pub fn read_capped(local: &std::path::Path, path: &str) -> HostResult<Option<Vec<u8>>> {
+    use std::io::Read;
+    let file = match std::fs::File::open(local) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(HostError::io(format!("read {path}"), e)),
+    };
+    let mut out = Vec::new();
+    file.take(READ_CAP + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| HostError::io(format!("read {path}"), e))?;
+    if out.len() as u64 > READ_CAP {
+        return Err(HostError::Refused {
+            what: format!("read {path}"),
+            reason: format!(
+                "it is larger than {} MiB, the most calicoctl-win reads of one file",
+                READ_CAP >> 20
+            ),
+        });
+    }
+    Ok(Some(out))
+}
+
 /// The host's file system.
 pub trait Files {
     fn read_file(&self, path: &str) -> HostResult<Option<Vec<u8>>>;
@@ -498,6 +528,37 @@ pub struct SystemFacts {
     /// The SID of the account this process runs as (`S-1-5-21-...`), when it can be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_sid: Option<String>,
+    /// The drives by letter (`C`) and what they are (GetLogicalDrives, GetDriveTypeW); empty
+    /// when unknown.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub drives: std::collections::BTreeMap<char, DriveKind>,
+}
+
+/// What a drive is, as GetDriveTypeW says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DriveKind {
+    Fixed,
+    Removable,
+    /// A network share mapped to a letter.
+    Remote,
+    CdRom,
+    RamDisk,
+    Unknown,
+}
+
+impl DriveKind {
+    /// As a sentence says it: `a network drive`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Fixed => "a fixed local drive",
+            Self::Removable => "a removable drive",
+            Self::Remote => "a network drive",
+            Self::CdRom => "a CD-ROM drive",
+            Self::RamDisk => "a RAM disk",
+            Self::Unknown => "a drive of unknown type",
+        }
+    }
 }
 
 /// A WinHTTP proxy setting as Windows gives it (`WINHTTP_PROXY_INFO`): `proxy` is
@@ -695,6 +756,33 @@ mod command_line_tests {
             odd.args,
             "{}",
             odd.command_line()
+        );
+    }
+}
+
+#[cfg(test)]
+mod read_cap_tests {
+    #[test]
+    fn a_file_past_the_read_cap_is_refused_without_reading_it_whole() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let big = dir.path().join("big");
+        // Sparse: the size is set, nothing is written.
+        std::fs::File::create(&big)
+            .and_then(|f| f.set_len(super::READ_CAP + 1))
+            .expect("sparse file");
+        let e = super::read_capped(&big, r"C:\big").expect_err("over the cap");
+        assert!(e.to_string().contains("larger than 64 MiB"), "{e}");
+        assert!(e.to_string().contains(r"C:\big"), "{e}");
+        std::fs::File::create(&big)
+            .and_then(|f| f.set_len(10))
+            .expect("small");
+        assert_eq!(
+            super::read_capped(&big, "x").expect("read"),
+            Some(vec![0; 10])
+        );
+        assert_eq!(
+            super::read_capped(&dir.path().join("none"), "x").expect("read"),
+            None
         );
     }
 }

@@ -39,6 +39,8 @@ pub struct Inputs<'a> {
     pub restart: Restart,
     /// The VSID the Calico network must have before the node counts as ready.
     pub expect_vsid: Option<u32>,
+    /// The node's grant to renew its token; `None` keeps the previous record's.
+    pub renewal: Option<crate::cluster::renewal::Grant>,
 }
 
 /// Which running services a change stops and starts again.
@@ -767,6 +769,10 @@ fn record_write(
         networks: networks(c),
         network: Some(record::NetworkSettings::of(c)),
         protected,
+        renewal: i
+            .renewal
+            .clone()
+            .or_else(|| i.previous.as_ref().and_then(|p| p.renewal.clone())),
     };
     let bytes = record
         .to_bytes()

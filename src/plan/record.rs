@@ -50,6 +50,9 @@ pub struct InstallRecord {
     /// the owner and access list they had (SDDL), which uninstall gives back.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub protected: Vec<ProtectedDir>,
+    /// The node's grant in the cluster to renew calico-node's token, which `--purge` deletes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renewal: Option<crate::cluster::renewal::Grant>,
 }
 
 /// A directory install protected, and its access list before.

@@ -10,8 +10,18 @@ const CLUSTER: &str = "kubernetes";
 const USER: &str = "calico-windows";
 const CONTEXT: &str = "calico-windows@kubernetes";
 
-/// The kubeconfig text. `ca_pem` is the CA certificate(s) in PEM.
-pub fn kubeconfig(server: &str, ca_pem: &str, token: &str, namespace: &str) -> String {
+/// Where calico-node's token lives: beside its kubeconfig, which names it (`tokenFile`).
+/// client-go reads a kubeconfig's `tokenFile` again while it runs (clientcmd sets
+/// `BearerTokenFile`; client-go `transport/token_source.go`, `NewCachedFileTokenSource`, reads
+/// the file again every minute), so a token CalicoNode renews reaches felix, confd and
+/// calico-node without restarting them. An inline `token` would be read once, at start.
+pub fn token_path(kubeconfig: &str) -> String {
+    format!("{kubeconfig}.token")
+}
+
+/// The kubeconfig text, its user's token in `token_file`. `ca_pem` is the CA certificate(s)
+/// in PEM.
+pub fn kubeconfig(server: &str, ca_pem: &str, token_file: &str, namespace: &str) -> String {
     use base64::Engine;
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem.as_bytes());
     let doc = document(
@@ -21,16 +31,36 @@ pub fn kubeconfig(server: &str, ca_pem: &str, token: &str, namespace: &str) -> S
             ..Cluster::default()
         },
         AuthInfo {
-            token: Some(secrecy::SecretString::from(token.to_owned())),
+            token_file: Some(token_file.to_owned()),
             ..AuthInfo::default()
         },
         Some(namespace),
     );
-    // Written as JSON, which is YAML too: kubectl, client-go and kube read it alike, and every
-    // string is quoted, so no token or URL can break the syntax.
-    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    text_of(&doc)
+}
+
+/// A kubeconfig as text: JSON, which is YAML too. kubectl, client-go and kube read it alike,
+/// and every string is quoted, so no token or URL can break the syntax.
+fn text_of(doc: &Kubeconfig) -> String {
+    let mut text = serde_json::to_string_pretty(doc).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// The kubeconfig `text` with its current user's credential replaced by `token_file`, the
+/// rest (server, CA, namespace) as it was: how a kept kubeconfig with an inline token moves
+/// to a renewable one. `None` when it is not a kubeconfig with a current user.
+pub fn with_token_file(text: &str, token_file: &str) -> Option<String> {
+    let (mut doc, context) = current_context(text)?;
+    let user = context["user"].as_str()?.to_owned();
+    let entry = doc["users"]
+        .as_array_mut()?
+        .iter_mut()
+        .find(|u| u["name"] == user.as_str())?;
+    entry["user"] = serde_json::json!({ "tokenFile": token_file });
+    let mut text = serde_json::to_string_pretty(&doc).ok()?;
+    text.push('\n');
+    Some(text)
 }
 
 /// A kubeconfig of one cluster, one user and the context joining them, current.
@@ -102,15 +132,29 @@ pub fn namespace_of(text: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The token of the current context's user in a kubeconfig's text, if it has one.
-pub fn token_of(text: &str) -> Option<String> {
+/// The current context's user in a kubeconfig's text.
+fn user_of(text: &str) -> Option<serde_json::Value> {
     let (doc, context) = current_context(text)?;
     let user = context["user"].as_str()?.to_owned();
-    doc["users"]
-        .as_array()?
-        .iter()
-        .find(|u| u["name"] == user.as_str())?["user"]["token"]
+    Some(
+        doc["users"]
+            .as_array()?
+            .iter()
+            .find(|u| u["name"] == user.as_str())?["user"]
+            .clone(),
+    )
+}
+
+/// The token of the current context's user in a kubeconfig's text, if it has one inline.
+pub fn token_of(text: &str) -> Option<String> {
+    user_of(text)?["token"].as_str().map(str::to_owned)
+}
+
+/// The file the current context's user reads its token from (`tokenFile`), if it names one.
+pub fn token_file_of(text: &str) -> Option<String> {
+    user_of(text)?["tokenFile"]
         .as_str()
+        .filter(|f| !f.is_empty())
         .map(str::to_owned)
 }
 
@@ -123,16 +167,26 @@ mod tests {
         let text = kubeconfig(
             "https://10.0.0.1:6443",
             "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
-            "tok.en.x",
+            r"C:\CalicoWindows\calico-kube-config.token",
             "calico-system",
         );
         assert!(!text.contains("insecure"));
         assert_eq!(namespace_of(&text).as_deref(), Some("calico-system"));
         assert!(text.contains("certificate-authority-data"));
-        assert_eq!(token_of(&text).as_deref(), Some("tok.en.x"));
+        assert_eq!(token_of(&text), None);
+        assert_eq!(
+            token_file_of(&text).as_deref(),
+            Some(r"C:\CalicoWindows\calico-kube-config.token")
+        );
         // A YAML kubeconfig as kubectl writes it reads the same.
         let yaml = "apiVersion: v1\nclusters: []\ncontexts:\n- name: a\n  context:\n    user: u\ncurrent-context: a\nusers:\n- name: u\n  user:\n    token: abc\n";
         assert_eq!(token_of(yaml).as_deref(), Some("abc"));
         assert_eq!(token_of("not: [a, kubeconfig"), None);
+        // An inline token moves to the file; the server and namespace stay.
+        let moved = with_token_file(yaml, r"C:\x.token").expect("a kubeconfig");
+        assert_eq!(token_of(&moved), None);
+        assert_eq!(token_file_of(&moved).as_deref(), Some(r"C:\x.token"));
+        assert!(!moved.contains("abc"));
+        assert_eq!(with_token_file("not: [a, kubeconfig", "x"), None);
     }
 }

@@ -19,6 +19,7 @@ mod log;
 mod node;
 pub mod platform;
 pub mod refresher;
+pub mod renew;
 #[cfg(windows)]
 pub mod scm;
 mod stop;

@@ -4,6 +4,7 @@
 use super::failure::{self, Blocks};
 use super::platform::{self, Platform};
 use super::refresher::Refresher;
+use super::renew::Renewal;
 use super::{
     BOOT_ID_VALUE, Backoff, CALICO_KEY, ChildEnd, Component, LEGACY_BOOT_VALUE, Log, Result,
     Settings, Stop, SuperviseError, environment, run_child,
@@ -53,9 +54,12 @@ pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> 
     let env = environment(host, s)?;
     let program = super::required(host, s, Component::Startup)?;
     init(host, s, &env, stop, log)?;
-    let mut refresher = refresher(host, s, &env, log)?;
-    let out = watch_kubelet(host, s, &env, &program, refresher.as_mut(), stop, log);
-    if let Some(r) = &mut refresher {
+    let mut beside = Beside {
+        refresher: refresher(host, s, &env, log)?,
+        renewal: Renewal::prepare(host, &env, log),
+    };
+    let out = watch_kubelet(host, s, &env, &program, &mut beside, stop, log);
+    if let Some(r) = &mut beside.refresher {
         r.stop(s, log);
     }
     if stop.is_shutdown() {
@@ -79,14 +83,22 @@ fn refresher(
     }
 }
 
+/// What runs beside calico-node startup while CalicoNode runs: Calico's token refresher on
+/// releases that have one, and the renewal of calico-node's own token.
+struct Beside {
+    refresher: Option<Refresher>,
+    renewal: Option<Renewal>,
+}
+
 /// Runs calico-node startup whenever kubelet's process changes (node-service.ps1's loop),
-/// restarting the refresher after each success and keeping it running.
+/// restarting the refresher after each success and keeping it running, and renews
+/// calico-node's token when it is due.
 fn watch_kubelet(
     host: &dyn Host,
     s: &Settings,
     env: &BTreeMap<String, String>,
     program: &super::Launch,
-    mut refresher: Option<&mut Refresher>,
+    beside: &mut Beside,
     stop: &Stop,
     log: &Log,
 ) -> Result<()> {
@@ -101,7 +113,7 @@ fn watch_kubelet(
                 ));
                 startup(host, s, env, program, None, stop, log)?;
                 super::cni::release(host, env, log)?;
-                if let Some(r) = refresher.as_deref_mut() {
+                if let Some(r) = &mut beside.refresher {
                     r.restart(host, s, log);
                 }
                 last = Some(pid);
@@ -114,10 +126,15 @@ fn watch_kubelet(
             Err(e) => log.warn(&format!("cannot list processes: {e}")),
             _ => {}
         }
-        if let Some(r) = refresher.as_deref_mut() {
+        if let Some(r) = &mut beside.refresher {
             r.keep(host, s, log);
         }
-        if stop.wait(s.timing.kubelet_poll) {
+        let mut wait = s.timing.kubelet_poll;
+        if let Some(r) = &mut beside.renewal {
+            r.keep(host, log);
+            wait = wait.min(r.due_in());
+        }
+        if stop.wait(wait) {
             return Err(SuperviseError::Stopped);
         }
     }

@@ -62,6 +62,7 @@ fn walk(base: &Path, dir: &Path, out: &mut serde_json::Map<String, Value>) {
             out.insert(rel.clone(), json!("dir"));
             walk(base, &p, out);
         } else if rel.ends_with("calico-kube-config")
+            || rel.ends_with("calico-kube-config.token")
             || rel.ends_with("calico-kubeconfig")
             || rel.contains("/logs/")
         {
@@ -70,10 +71,9 @@ fn walk(base: &Path, dir: &Path, out: &mut serde_json::Map<String, Value>) {
             let mut rec: Value =
                 serde_json::from_slice(&std::fs::read(&p).expect("read")).expect("record");
             for f in rec["files"].as_array_mut().into_iter().flatten() {
-                if f["path"]
-                    .as_str()
-                    .is_some_and(|p| p.ends_with("calico-kube-config"))
-                {
+                if f["path"].as_str().is_some_and(|p| {
+                    p.ends_with("calico-kube-config") || p.ends_with("calico-kube-config.token")
+                }) {
                     f["sha256"] = json!("token");
                 }
             }

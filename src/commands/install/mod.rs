@@ -6,12 +6,13 @@ mod prepare;
 
 pub(crate) use beginning::remove_stale_staging;
 use beginning::{Begun, begin_journal, obtain_release, staging_dir};
-use prepare::{credential_files, merged_config, self_file};
+use prepare::{credential_files, merged_config, renewal_grant, self_file};
 
 use super::preflight::{ClusterRead, check_skips, cluster_checks, read_cluster};
 use crate::checks::host::{legacy_error, legacy_services};
 use crate::checks::{self, Blocked};
 use crate::cli::InstallArgs;
+use crate::cluster::renewal::{self, Grant};
 use crate::cluster::{etcd, node};
 use crate::context::Context;
 use crate::duration::now;
@@ -113,6 +114,13 @@ fn install(
     let mut prepare: Vec<String> = Vec::new();
     let files = desired_files(ctx, args, host, config, &mut c, &got, &mut prepare)?;
     let (extra_owned, extra_dirs) = cache_owned(&got, cache_dirs);
+    let renewal = renewal_grant(
+        config,
+        &c.cluster,
+        &c.node_name,
+        &files,
+        (&mut prepare, dry_run),
+    )?;
 
     // The plan.
     let inputs = Inputs {
@@ -128,6 +136,7 @@ fn install(
         journal: journal.as_ref(),
         restart: plan::install::Restart::All,
         expect_vsid: None,
+        renewal: renewal.clone(),
     };
     let actions = plan::install::plan(host, &inputs)?;
     let version = got.version();
@@ -151,11 +160,54 @@ fn install(
     if let Some(b) = begun.as_mut() {
         b.armed = false;
     }
+    let granted = grant(ctx, &c.cluster, renewal.as_ref(), &c.node_name)?;
     let result = execute(ctx, host, args, config, &actions, c.journal_path, journal);
     drop(staging);
+    if result.is_err() && granted {
+        ungrant(ctx, &c.cluster, renewal.as_ref());
+    }
     result?;
     let at = (c.root.as_str(), c.node_name.as_str());
     finish(ctx, host, &c.cluster, at, taint, actions.len(), doc)
+}
+
+/// The node's grant to renew its token, made before the host changes (a refusal changes
+/// nothing); whether this run created it.
+fn grant(
+    ctx: &mut Context,
+    cluster: &ClusterRead,
+    g: Option<&Grant>,
+    node_name: &str,
+) -> anyhow::Result<bool> {
+    let (Some(g), ClusterRead::Read(c, _)) = (g, cluster) else {
+        return Ok(false);
+    };
+    let created = renewal::ensure(c, g, node_name).with_context(|| {
+        format!(
+            "cannot create the Role and RoleBinding {} that let CalicoNode renew calico-node's token",
+            g.name
+        )
+    })?;
+    if created {
+        ctx.log(&format!(
+            "created Role and RoleBinding {} in {}",
+            g.name, g.namespace
+        ));
+    }
+    Ok(created)
+}
+
+/// A failed install removes the grant it created.
+fn ungrant(ctx: &mut Context, cluster: &ClusterRead, g: Option<&Grant>) {
+    if let (Some(g), ClusterRead::Read(c, _)) = (g, cluster)
+        && let Err(e) = renewal::remove(c, g)
+    {
+        ctx.printer.warn(&format!(
+            "the install failed and its Role and RoleBinding {} stay: {e}; remove them with '{}'",
+            g.name,
+            g.delete_command()
+        ));
+    }
 }
 
 /// After a successful run: the node tainted (when asked) and annotated, the result printed.

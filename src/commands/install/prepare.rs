@@ -4,6 +4,7 @@
 
 use super::super::preflight::ClusterRead;
 use crate::cli::InstallArgs;
+use crate::cluster::renewal::Grant;
 use crate::cluster::{credentials, etcd, facts};
 use crate::config::types::Datastore;
 use crate::config::{Config, Raw};
@@ -112,27 +113,37 @@ pub(super) fn credential_files(
     let Some(path) = c.kubeconfig.as_ref().map(|p| p.as_str().to_owned()) else {
         return Ok(Vec::new());
     };
-    let kept = host.read_file(&path)?.and_then(|k| {
-        crate::cluster::credentials::kubeconfig_outlives(&k, args.token_keep_if_valid_for)
-    });
-    let content = if kept.is_some() {
-        let bytes = host
-            .read_file(&path)?
-            .with_context(|| format!("{path} disappeared while it was read"))?;
+    let token_path = render::kubeconfig::token_path(&path);
+    let kept = crate::cluster::credentials::node_token(host, &path)?
+        .filter(|t| {
+            crate::cluster::credentials::outlives(t, args.token_keep_if_valid_for).is_some()
+        })
+        .zip(host.read_file(&path)?)
+        .and_then(|(token, k)| {
+            render::kubeconfig::with_token_file(&String::from_utf8_lossy(&k), &token_path)
+                .map(|text| (token, text))
+        });
+    let (kubeconfig, token) = if let Some((token, text)) = kept {
         prepare.push(format!(
-            "keeps {path}: its token is valid for more than {}",
+            "keeps calico-node's token in {path}: it is valid for more than {}",
             crate::duration::show(args.token_keep_if_valid_for)
         ));
-        Content::Bytes(bytes)
+        (
+            Content::Bytes(text.into_bytes()),
+            Content::Bytes(token.expose().as_bytes().to_vec()),
+        )
     } else {
-        requested_kubeconfig(ctx, args, cluster, &path, prepare)?
+        requested_kubeconfig(ctx, args, cluster, (&path, &token_path), prepare)?
     };
-    Ok(vec![DesiredFile::new(
-        path,
-        "credentials: calico-node's kubeconfig",
-        content,
-        true,
-    )?])
+    Ok(vec![
+        DesiredFile::new(
+            path,
+            "credentials: calico-node's kubeconfig",
+            kubeconfig,
+            true,
+        )?,
+        DesiredFile::new(token_path, "credentials: calico-node's token", token, true)?,
+    ])
 }
 
 /// The etcd TLS files, where the install root keeps them.
@@ -158,15 +169,15 @@ fn requested_kubeconfig(
     ctx: &mut Context,
     args: &InstallArgs,
     cluster: &ClusterRead,
-    path: &str,
+    (path, token_path): (&str, &str),
     prepare: &mut Vec<String>,
-) -> anyhow::Result<Content> {
+) -> anyhow::Result<(Content, Content)> {
     let ClusterRead::Read(cl, _) = cluster else {
         if ctx.options.dry_run {
             prepare.push(format!(
                 "would request a token for calico-node through the TokenRequest API and write {path} (needs the admin kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config or C:\\k\\config)"
             ));
-            return Ok(Content::Pending);
+            return Ok((Content::Pending, Content::Pending));
         }
         let (why, kind) = match cluster {
             ClusterRead::Failed(e) => (
@@ -192,11 +203,11 @@ fn requested_kubeconfig(
             crate::duration::show(args.token_lifetime),
             cl.server
         ));
-        return Ok(Content::Pending);
+        return Ok((Content::Pending, Content::Pending));
     }
     let issued = credentials::token_request(cl, &ns, "calico-node", args.token_lifetime)?;
     let ca = credentials::ca_for(cl, &ns, &issued)?;
-    let text = render::kubeconfig::kubeconfig(&cl.server, &ca, issued.token.expose(), &ns);
+    let text = render::kubeconfig::kubeconfig(&cl.server, &ca, token_path, &ns);
     prepare.push(format!(
         "a token for {ns}/calico-node from {}, {}",
         cl.server,
@@ -207,5 +218,62 @@ fn requested_kubeconfig(
                 time_text(t)
             ))
     ));
-    Ok(Content::Bytes(text.into_bytes()))
+    Ok((
+        Content::Bytes(text.into_bytes()),
+        Content::Bytes(issued.token.expose().as_bytes().to_vec()),
+    ))
+}
+
+/// The node's grant to renew calico-node's token (kubernetes datastore, with the admin
+/// kubeconfig to create it): for the service account of the token install writes, else
+/// calico-node in Calico's namespace. Without the cluster, said in `prepare`: the token is
+/// then not renewed until an install with the admin kubeconfig.
+pub(super) fn renewal_grant(
+    c: &Config,
+    cluster: &ClusterRead,
+    node: &str,
+    files: &[DesiredFile],
+    (prepare, dry_run): (&mut Vec<String>, bool),
+) -> anyhow::Result<Option<Grant>> {
+    let Some(kubeconfig) = c
+        .kubeconfig
+        .as_ref()
+        .filter(|_| c.datastore == Datastore::Kubernetes)
+    else {
+        return Ok(None);
+    };
+    let ClusterRead::Read(cl, _) = cluster else {
+        let name = format!("{}{node}", crate::cluster::renewal::NAME_PREFIX);
+        prepare.push(if dry_run {
+            format!(
+                "would let CalicoNode renew calico-node's token with its own credential: Role and RoleBinding {name} (needs the admin kubeconfig)"
+            )
+        } else {
+            format!(
+                "no admin kubeconfig: the grant that lets CalicoNode renew calico-node's token ({name}) is not made; the token in {kubeconfig} is not renewed"
+            )
+        });
+        return Ok(None);
+    };
+    let token_path = render::kubeconfig::token_path(kubeconfig.as_str());
+    let written = files
+        .iter()
+        .find(|f| f.path == token_path)
+        .and_then(|f| match &f.content {
+            Content::Bytes(b) => {
+                credentials::Token::new(String::from_utf8_lossy(b).into_owned()).service_account()
+            }
+            _ => None,
+        });
+    let (ns, sa) = match written {
+        Some(identity) => identity,
+        None => (facts::calico_namespace(cl)?, "calico-node".to_owned()),
+    };
+    let grant = Grant::for_node(&ns, node, &sa);
+    prepare.push(format!(
+        "{} CalicoNode renew calico-node's token with its own credential: Role and RoleBinding {} in {ns} (create serviceaccounts/token for {sa} only)",
+        if dry_run { "would let" } else { "lets" },
+        grant.name
+    ));
+    Ok(Some(grant))
 }

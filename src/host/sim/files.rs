@@ -100,12 +100,7 @@ impl SimHost {
 
 impl Files for SimHost {
     fn read_file(&self, path: &str) -> HostResult<Option<Vec<u8>>> {
-        let local = self.sim_path(path)?;
-        match std::fs::read(&local) {
-            Ok(b) => Ok(Some(b)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(HostError::io(format!("read {path}"), e)),
-        }
+        crate::host::read_capped(&self.sim_path(path)?, path)
     }
 
     fn replace_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<()> {

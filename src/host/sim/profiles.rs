@@ -148,6 +148,7 @@ fn base(profile: &str, build: u32, ubr: u32, product: &str) -> State {
             hostname: Some("WIN-1".into()),
             winhttp_proxy: None,
             user_sid: None,
+            drives: [('C', crate::host::DriveKind::Fixed)].into(),
         },
         settings: SimSettings {
             hns_available: true,

@@ -67,6 +67,7 @@ impl Default for SystemFacts {
             hostname: None,
             winhttp_proxy: None,
             user_sid: None,
+            drives: Default::default(),
         }
     }
 }

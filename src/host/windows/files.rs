@@ -24,11 +24,7 @@ fn io(op: String) -> impl FnOnce(std::io::Error) -> HostError {
 }
 
 pub fn read(path: &str) -> HostResult<Option<Vec<u8>>> {
-    match std::fs::read(path) {
-        Ok(b) => Ok(Some(b)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(HostError::io(format!("read {path}"), e)),
-    }
+    crate::host::read_capped(Path::new(path), path)
 }
 
 pub fn replace(path: &str, contents: &[u8], access: Access) -> HostResult<()> {

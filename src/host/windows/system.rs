@@ -55,7 +55,33 @@ pub fn facts() -> HostResult<SystemFacts> {
         hostname: gethostname::gethostname().into_string().ok(),
         winhttp_proxy: winhttp_proxy()?,
         user_sid: user_sid(),
+        drives: drives(),
     })
+}
+
+/// Every drive letter in use and its type.
+fn drives() -> std::collections::BTreeMap<char, crate::host::DriveKind> {
+    use crate::host::DriveKind;
+    use windows_sys::Win32::Storage::FileSystem::{GetDriveTypeW, GetLogicalDrives};
+    // SAFETY: no arguments; returns a bitmask of the letters in use.
+    let mask = unsafe { GetLogicalDrives() };
+    (0..26u8)
+        .filter(|i| mask & (1 << i) != 0)
+        .map(|i| {
+            let letter = char::from(b'A' + i);
+            let root: Vec<u16> = format!("{letter}:\\").encode_utf16().chain([0]).collect();
+            // SAFETY: root is a NUL-terminated wide string alive for the call.
+            let kind = match unsafe { GetDriveTypeW(root.as_ptr()) } {
+                2 => DriveKind::Removable,
+                3 => DriveKind::Fixed,
+                4 => DriveKind::Remote,
+                5 => DriveKind::CdRom,
+                6 => DriveKind::RamDisk,
+                _ => DriveKind::Unknown,
+            };
+            (letter, kind)
+        })
+        .collect()
 }
 
 /// The SID of the process's user, as a string; `None` when it cannot be read.

@@ -6,6 +6,7 @@
 //! a real server would, serves discovery for `kubectl`, and records requests.
 
 mod proto;
+pub mod rbac;
 mod serve;
 
 use base64::Engine;
@@ -271,6 +272,36 @@ impl FakeApi {
         let mut node = meta("v1", "Node", "win-1", None);
         node["metadata"]["labels"] = json!({"kubernetes.io/os": "windows"});
         self.put("/api/v1/nodes/win-1", node);
+        self.calico_node_rbac();
+    }
+
+    /// calico-node's ClusterRole and its binding, as Calico installs them: the first two rules
+    /// of ClusterRole `calico-node` in Calico v3.30.2's `manifests/calico.yaml` (tokens for the
+    /// CNI plugin's service account; get pods, nodes and namespaces), which are all any test
+    /// uses calico-node's own token for.
+    pub fn calico_node_rbac(&self) {
+        let rbac = "/apis/rbac.authorization.k8s.io/v1";
+        let mut role = meta(
+            "rbac.authorization.k8s.io/v1",
+            "ClusterRole",
+            "calico-node",
+            None,
+        );
+        role["rules"] = json!([
+            {"apiGroups": [""], "resources": ["serviceaccounts/token"],
+                "resourceNames": ["calico-cni-plugin"], "verbs": ["create"]},
+            {"apiGroups": [""], "resources": ["pods", "nodes", "namespaces"], "verbs": ["get"]},
+        ]);
+        self.put(&format!("{rbac}/clusterroles/calico-node"), role);
+        let mut binding = meta(
+            "rbac.authorization.k8s.io/v1",
+            "ClusterRoleBinding",
+            "calico-node",
+            None,
+        );
+        binding["roleRef"] = json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "calico-node"});
+        binding["subjects"] = json!([{"kind": "ServiceAccount", "name": "calico-node", "namespace": "calico-system"}]);
+        self.put(&format!("{rbac}/clusterrolebindings/calico-node"), binding);
     }
 
     /// Sets the node's Ready condition (`status` True or False) with a message.

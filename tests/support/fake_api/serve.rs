@@ -72,6 +72,25 @@ static RESOURCES: &[Resource] = &[
         "Installation",
         false,
     ),
+    r("rbac.authorization.k8s.io/v1", "roles", "Role", true),
+    r(
+        "rbac.authorization.k8s.io/v1",
+        "rolebindings",
+        "RoleBinding",
+        true,
+    ),
+    r(
+        "rbac.authorization.k8s.io/v1",
+        "clusterroles",
+        "ClusterRole",
+        false,
+    ),
+    r(
+        "rbac.authorization.k8s.io/v1",
+        "clusterrolebindings",
+        "ClusterRoleBinding",
+        false,
+    ),
     Resource {
         gv: "authorization.k8s.io/v1",
         plural: "selfsubjectaccessreviews",
@@ -174,9 +193,14 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
     }
     let mut st = state.lock().expect("fake api state");
     st.requests.push((method.clone(), path.clone()));
-    if !bearer.is_some_and(|t| st.tokens.contains(&t)) {
+    // A token is valid when the server issued it (or it is the admin's) and, as
+    // kube-apiserver's JWT authenticator checks, its `exp` has not passed.
+    let claims = bearer.as_deref().and_then(jwt_claims).unwrap_or_default();
+    let expired = claims["exp"].as_i64().is_some_and(|exp| exp <= now_secs());
+    if expired || !bearer.is_some_and(|t| st.tokens.contains(&t)) {
         return status(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized");
     }
+    let who = super::rbac::identity(&claims);
     if method == "GET"
         && let Some(doc) = discovery(&path)
     {
@@ -197,6 +221,22 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
         ("PUT", _) => "update",
         _ => "patch",
     };
+    let group = target.resource.gv.rsplit_once('/').map_or("", |(g, _)| g);
+    let request = super::rbac::Request {
+        verb,
+        group,
+        resource: &resource,
+        namespace: target.namespace.as_deref(),
+        // A create names no object, except a subresource's (a TokenRequest names its
+        // service account).
+        name: target
+            .name
+            .as_deref()
+            .filter(|_| verb != "create" || target.sub.is_some()),
+    };
+    if !super::rbac::allows(&st.objects, &who, &request) {
+        return forbidden(&who, &request, target.resource.plural);
+    }
     if st
         .forbidden
         .iter()
@@ -237,7 +277,7 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
         target.sub.as_deref(),
     ) {
         ("POST", false, None) if target.resource.plural == "selfsubjectaccessreviews" => {
-            access_review(&st, body)
+            access_review(&st, &who, body)
         }
         ("GET", true, None) => get(&st, &target),
         ("GET", false, None) => list(&st, &target, &query),
@@ -259,18 +299,63 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
     }
 }
 
-fn access_review(st: &State, mut review: Value) -> Reply {
+fn access_review(st: &State, who: &super::rbac::Identity, mut review: Value) -> Reply {
     let attrs = &review["spec"]["resourceAttributes"];
-    let verb = attrs["verb"].as_str().unwrap_or_default().to_owned();
-    let resource = attrs["resource"].as_str().unwrap_or_default().to_owned();
-    let allowed = !st
-        .forbidden
-        .iter()
-        .any(|(v, r)| *v == verb && *r == resource);
+    let text = |k: &str| attrs[k].as_str().unwrap_or_default().to_owned();
+    let (verb, mut resource) = (text("verb"), text("resource"));
+    if !text("subresource").is_empty() {
+        resource = format!("{resource}/{}", text("subresource"));
+    }
+    let (group, namespace, name) = (text("group"), text("namespace"), text("name"));
+    let request = super::rbac::Request {
+        verb: &verb,
+        group: &group,
+        resource: &resource,
+        namespace: Some(namespace.as_str()).filter(|n| !n.is_empty()),
+        name: Some(name.as_str()).filter(|n| !n.is_empty()),
+    };
+    let allowed = super::rbac::allows(&st.objects, who, &request)
+        && !st
+            .forbidden
+            .iter()
+            .any(|(v, r)| *v == verb && *r == resource);
     review["status"] = json!({"allowed": allowed});
     review["apiVersion"] = json!("authorization.k8s.io/v1");
     review["kind"] = json!("SelfSubjectAccessReview");
     respond(StatusCode::CREATED, &review)
+}
+
+/// kube-apiserver's 403 for a request RBAC does not allow (its `forbidden` message,
+/// `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/errors.go`).
+fn forbidden(who: &super::rbac::Identity, r: &super::rbac::Request, plural: &str) -> Reply {
+    let user = match who {
+        super::rbac::Identity::Admin => "admin".to_owned(),
+        super::rbac::Identity::ServiceAccount { namespace, name } => {
+            format!("system:serviceaccount:{namespace}:{name}")
+        }
+    };
+    let object = r
+        .name
+        .map_or(plural.to_owned(), |n| format!("{plural} \"{n}\""));
+    let scope = r
+        .namespace
+        .map_or(" at the cluster scope".to_owned(), |ns| {
+            format!(" in the namespace \"{ns}\"")
+        });
+    let msg = format!(
+        "{object} is forbidden: User \"{user}\" cannot {} resource \"{}\" in API group \"{}\"{scope}",
+        r.verb, r.resource, r.group
+    );
+    status(StatusCode::FORBIDDEN, "Forbidden", &msg)
+}
+
+/// The claims of a JWT; `None` for another token (the admin's).
+fn jwt_claims(token: &str) -> Option<Value> {
+    let payload = token.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 fn not_found(t: &Target) -> Reply {

@@ -1,0 +1,183 @@
+//! The one right a node keeps in the cluster besides Calico's own: its calico-node service
+//! account may request tokens for itself (`create` on `serviceaccounts/token`, resource name
+//! `calico-node`, in Calico's namespace), so CalicoNode renews calico-node's token before it
+//! expires and no node ever holds an admin credential.
+//!
+//! Each node gets its own Role and RoleBinding (`calicoctl-win-token-renewal-<node>`): install
+//! creates them with the admin kubeconfig, `uninstall --purge` deletes them, and they name the
+//! Node as their owner, so deleting a Node that never ran uninstall lets Kubernetes' garbage
+//! collector remove them. Several nodes' grants give the same right; removing one leaves the
+//! others' working.
+
+use super::{Cluster, ClusterError};
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::Api;
+use kube::api::{DeleteParams, ObjectMeta, PostParams};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The prefix of the Role's and RoleBinding's name; the node's name follows.
+pub const NAME_PREFIX: &str = "calicoctl-win-token-renewal-";
+const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "calicoctl-win");
+
+/// A node's grant: where it is and whom it lets renew.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    pub namespace: String,
+    /// The name of both the Role and the RoleBinding.
+    pub name: String,
+    pub service_account: String,
+}
+
+impl Grant {
+    pub fn for_node(namespace: &str, node: &str, service_account: &str) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: format!("{NAME_PREFIX}{node}"),
+            service_account: service_account.into(),
+        }
+    }
+
+    /// The Role: `create` on `serviceaccounts/token` for this one service account.
+    pub fn role(&self, owner: Option<OwnerReference>) -> Role {
+        Role {
+            metadata: self.metadata(owner),
+            rules: Some(vec![PolicyRule {
+                api_groups: Some(vec![String::new()]),
+                resources: Some(vec!["serviceaccounts/token".into()]),
+                resource_names: Some(vec![self.service_account.clone()]),
+                verbs: vec!["create".into()],
+                ..PolicyRule::default()
+            }]),
+        }
+    }
+
+    /// The RoleBinding of the Role to the service account itself.
+    pub fn binding(&self, owner: Option<OwnerReference>) -> RoleBinding {
+        RoleBinding {
+            metadata: self.metadata(owner),
+            role_ref: RoleRef {
+                api_group: "rbac.authorization.k8s.io".into(),
+                kind: "Role".into(),
+                name: self.name.clone(),
+            },
+            subjects: Some(vec![Subject {
+                kind: "ServiceAccount".into(),
+                name: self.service_account.clone(),
+                namespace: Some(self.namespace.clone()),
+                ..Subject::default()
+            }]),
+        }
+    }
+
+    fn metadata(&self, owner: Option<OwnerReference>) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(self.name.clone()),
+            namespace: Some(self.namespace.clone()),
+            labels: Some(BTreeMap::from([(MANAGED_BY.0.into(), MANAGED_BY.1.into())])),
+            owner_references: owner.map(|o| vec![o]),
+            ..ObjectMeta::default()
+        }
+    }
+
+    /// How to remove it by hand, when uninstall cannot reach the cluster.
+    pub fn delete_command(&self) -> String {
+        format!(
+            "kubectl -n {} delete rolebinding,role {}",
+            self.namespace, self.name
+        )
+    }
+}
+
+/// The Node as owner, when it exists (a node that has not joined yet has none: its grant
+/// then stays until uninstall --purge).
+fn node_owner(c: &Cluster, node: &str) -> Result<Option<OwnerReference>, ClusterError> {
+    let api: Api<Node> = Api::all(c.client.clone());
+    let found = c.call_opt("get", &format!("nodes/{node}"), api.get(node))?;
+    Ok(found.and_then(|n| {
+        Some(OwnerReference {
+            api_version: "v1".into(),
+            kind: "Node".into(),
+            name: n.metadata.name?,
+            uid: n.metadata.uid?,
+            ..OwnerReference::default()
+        })
+    }))
+}
+
+/// Creates the grant's Role and RoleBinding where they are missing; whether it created
+/// either (so a failed install removes only what it made).
+pub fn ensure(c: &Cluster, g: &Grant, node: &str) -> Result<bool, ClusterError> {
+    let owner = node_owner(c, node)?;
+    let roles: Api<Role> = Api::namespaced(c.client.clone(), &g.namespace);
+    let bindings: Api<RoleBinding> = Api::namespaced(c.client.clone(), &g.namespace);
+    let pp = PostParams::default();
+    let mut created = false;
+    let what = |kind: &str| format!("{kind}/{} in {}", g.name, g.namespace);
+    if c.call_opt("get", &what("roles"), roles.get(&g.name))?
+        .is_none()
+    {
+        let role = g.role(owner.clone());
+        created |= created_or_there(c.call("create", &what("roles"), roles.create(&pp, &role)))?;
+    }
+    if c.call_opt("get", &what("rolebindings"), bindings.get(&g.name))?
+        .is_none()
+    {
+        let binding = g.binding(owner);
+        created |= created_or_there(c.call(
+            "create",
+            &what("rolebindings"),
+            bindings.create(&pp, &binding),
+        ))?;
+    }
+    Ok(created)
+}
+
+/// A create that another run won (409) counts as there.
+fn created_or_there<T>(r: Result<T, ClusterError>) -> Result<bool, ClusterError> {
+    match r {
+        Ok(_) => Ok(true),
+        Err(ClusterError::Api { code: 409, .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Deletes the grant's RoleBinding and Role; gone already is fine.
+pub fn remove(c: &Cluster, g: &Grant) -> Result<(), ClusterError> {
+    let roles: Api<Role> = Api::namespaced(c.client.clone(), &g.namespace);
+    let bindings: Api<RoleBinding> = Api::namespaced(c.client.clone(), &g.namespace);
+    let dp = DeleteParams::default();
+    let what = |kind: &str| format!("{kind}/{} in {}", g.name, g.namespace);
+    c.call_opt(
+        "delete",
+        &what("rolebindings"),
+        bindings.delete(&g.name, &dp),
+    )?;
+    c.call_opt("delete", &what("roles"), roles.delete(&g.name, &dp))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_role_grants_one_service_account_its_own_tokens_and_nothing_else() {
+        let g = Grant::for_node("calico-system", "win-1", "calico-node");
+        assert_eq!(g.name, "calicoctl-win-token-renewal-win-1");
+        let role = serde_json::to_value(g.role(None)).expect("json");
+        assert_eq!(
+            role["rules"],
+            serde_json::json!([{"apiGroups": [""], "resources": ["serviceaccounts/token"],
+                "resourceNames": ["calico-node"], "verbs": ["create"]}])
+        );
+        let binding = serde_json::to_value(g.binding(None)).expect("json");
+        assert_eq!(
+            binding["subjects"],
+            serde_json::json!([{"kind": "ServiceAccount", "name": "calico-node", "namespace": "calico-system"}])
+        );
+        assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    }
+}

@@ -1,0 +1,369 @@
+//! No admin credential stays on a node: install writes calico-node's token into a file its
+//! kubeconfig names and grants calico-node the one right to renew it; CalicoNode renews it
+//! with calico-node's own credential before it expires. Tested against the fake API server
+//! with tokens capped at a few seconds (a real server grants at least ten minutes; the cap
+//! compresses several lifetimes into one test), RBAC enforced from the objects install made,
+//! and the admin kubeconfig deleted once install is done.
+
+#![cfg(unix)]
+
+mod support;
+
+use serde_json::Value;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use support::fake_api::{FakeApi, claims};
+use support::release::release_zip;
+use support::{SimNode, on_node};
+
+/// The longest token the server grants, in seconds.
+const CAP: i64 = 9;
+const GRANT: &str = "calicoctl-win-token-renewal-win-1";
+const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/calico-system";
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64
+}
+
+/// An admin kubeconfig with a token and a client key, as many clusters' admin files have.
+fn admin_with_key(api: &FakeApi, dir: &Path) -> (std::path::PathBuf, String) {
+    let ca = support::fake_api::TestCa::new("client-ca");
+    let (cert, key) = ca.issue("kubernetes-admin", &["kubernetes-admin"]);
+    let b64 = |s: &str| support::fake_api::b64(s.as_bytes());
+    let path = api.kubeconfig(dir, None);
+    let text = std::fs::read_to_string(&path).expect("kubeconfig").replace(
+        &format!("    token: {}\n", api.token),
+        &format!(
+            "    token: {}\n    client-certificate-data: {}\n    client-key-data: {}\n",
+            api.token,
+            b64(&cert),
+            b64(&key)
+        ),
+    );
+    std::fs::write(&path, text).expect("write kubeconfig");
+    let key_body: String = key.lines().filter(|l| !l.starts_with("-----")).collect();
+    (path, key_body)
+}
+
+/// Every file of the simulated host (its state and its drives) holding `needle`.
+fn files_holding(dir: &Path, needle: &str, found: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files_holding(&path, needle, found);
+        } else if std::fs::read(&path).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle)) {
+            found.push(path.display().to_string());
+        }
+    }
+}
+
+/// `service run node --console` on the simulated host, as a child to watch.
+fn console_node(sim: &Path) -> std::process::Child {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let closed = format!("http://{}", closed.local_addr().expect("addr"));
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .env_clear()
+        .args(["service", "run", "node", "--console", "--sim-host"])
+        .arg(sim)
+        .args(["--ec2-metadata-url", &closed, "--gce-metadata-url", &closed])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn")
+}
+
+fn stop(child: std::process::Child) -> String {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("signal");
+    let out = child.wait_with_output().expect("wait");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The token the node's kubeconfig names, as the node has it now.
+fn node_token(node: &SimNode) -> Option<String> {
+    let kubeconfig =
+        std::fs::read_to_string(node.c_drive("calicowindows/calico-kube-config")).ok()?;
+    assert!(
+        kubeconfig.contains(r"C:\\CalicoWindows\\calico-kube-config.token"),
+        "{kubeconfig}"
+    );
+    let token =
+        std::fs::read_to_string(node.c_drive("calicowindows/calico-kube-config.token")).ok()?;
+    (!token.is_empty()).then_some(token)
+}
+
+/// `status --offline -o json` on the node: its problems.
+fn problems(node: &SimNode) -> Vec<String> {
+    let out = on_node()
+        .args(["status", "--offline", "-o", "json", "--sim-host"])
+        .arg(node.sim())
+        .output()
+        .expect("status");
+    let doc = support::json(&out.stdout);
+    doc["problems"]
+        .as_array()
+        .map(|p| {
+            p.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn state(node: &SimNode) -> Value {
+    let text = std::fs::read_to_string(node.sim().join("state.json")).expect("state");
+    serde_json::from_str(&text).expect("json")
+}
+
+#[test]
+fn the_node_renews_its_own_token_over_several_lifetimes_without_an_admin_credential() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    api.lock().max_token_seconds = Some(CAP);
+    let node = SimNode::new(&api);
+    let (admin, key) = admin_with_key(&api, node.dir.path());
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let out = on_node()
+        .args(["install", "--no-start", "-o", "json", "--release-zip"])
+        .arg(&zip)
+        .arg("--kubeconfig")
+        .arg(&admin)
+        .arg("--sim-host")
+        .arg(node.sim())
+        .output()
+        .expect("install");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+
+    // The grant: one rule, for calico-node's own tokens, owned by the Node.
+    let role = api.get(&format!("{RBAC}/roles/{GRANT}")).expect("role");
+    assert_eq!(
+        role["rules"],
+        serde_json::json!([{"apiGroups": [""], "resources": ["serviceaccounts/token"],
+            "resourceNames": ["calico-node"], "verbs": ["create"]}])
+    );
+    assert_eq!(role["metadata"]["ownerReferences"][0]["uid"], "uid-win-1");
+    assert!(api.get(&format!("{RBAC}/rolebindings/{GRANT}")).is_some());
+
+    // No admin credential anywhere on the node, and none left to use.
+    std::fs::remove_file(&admin).expect("remove the admin kubeconfig");
+    for secret in [api.token.as_str(), key.as_str(), "admin.kubeconfig"] {
+        let mut found = Vec::new();
+        files_holding(&node.sim(), secret, &mut found);
+        assert!(found.is_empty(), "{secret:.20}... is in {found:?}");
+    }
+
+    let first = node_token(&node).expect("the token install wrote");
+    let child = console_node(&node.sim());
+    let mut seen = vec![first];
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(4 * CAP as u64) {
+        let token = node_token(&node).expect("the node's token");
+        // Valid throughout: the server accepts it and it has not expired.
+        let exp = claims(&token)["exp"].as_i64().expect("exp");
+        assert!(exp > now(), "the node's token expired at {exp}");
+        assert!(api.lock().tokens.contains(&token));
+        if seen.last() != Some(&token) {
+            seen.push(token);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        seen.len() >= 4,
+        "{} token(s) over {} lifetimes",
+        seen.len(),
+        4
+    );
+    assert!(problems(&node).iter().all(|p| !p.contains("renew")));
+
+    // The right taken away: the next renewal is refused, and said well before expiry.
+    api.remove(&format!("{RBAC}/rolebindings/{GRANT}"));
+    let deadline = Instant::now() + Duration::from_secs(2 * CAP as u64);
+    let said = loop {
+        let p = problems(&node);
+        if let Some(line) = p.into_iter().find(|l| l.contains("could not renew")) {
+            break line;
+        }
+        assert!(Instant::now() < deadline, "no refused renewal reported");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let token = node_token(&node).expect("token");
+    let left = claims(&token)["exp"].as_i64().expect("exp") - now();
+    assert!(left >= CAP / 4, "said with {left}s left: {said}");
+    assert!(said.contains("403") || said.contains("forbidden"), "{said}");
+    let events = state(&node)["events"].clone();
+    assert!(
+        events
+            .as_array()
+            .expect("events")
+            .iter()
+            .any(|e| e["id"] == 5
+                && e["level"] == "warning"
+                && e["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("could not renew")),
+        "{events}"
+    );
+
+    // Given back, the next renewal succeeds and the record goes.
+    let role = api.get(&format!("{RBAC}/roles/{GRANT}")).expect("role");
+    let mut binding = support::fake_api::meta(
+        "rbac.authorization.k8s.io/v1",
+        "RoleBinding",
+        GRANT,
+        Some("calico-system"),
+    );
+    binding["roleRef"] =
+        serde_json::json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": GRANT});
+    binding["subjects"] = serde_json::json!([{"kind": "ServiceAccount", "name": "calico-node", "namespace": "calico-system"}]);
+    api.put(&format!("{RBAC}/rolebindings/{GRANT}"), binding);
+    assert!(role.is_object());
+    let deadline = Instant::now() + Duration::from_secs(2 * CAP as u64);
+    while problems(&node)
+        .iter()
+        .any(|p| p.contains("could not renew"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the record stayed after a renewal"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let log = stop(child);
+    assert!(!log.contains(&api.token), "{log}");
+
+    // uninstall --purge removes the grant, with an admin kubeconfig given for it.
+    let admin = api.kubeconfig(node.dir.path(), None);
+    let out = on_node()
+        .args(["uninstall", "--purge", "-o", "json", "--sim-host"])
+        .arg(node.sim())
+        .arg("--kubeconfig")
+        .arg(&admin)
+        .output()
+        .expect("uninstall");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(api.get(&format!("{RBAC}/roles/{GRANT}")).is_none());
+    assert!(api.get(&format!("{RBAC}/rolebindings/{GRANT}")).is_none());
+}
+
+#[test]
+fn a_failed_install_removes_the_grant_it_made() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = SimNode::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    // The first service registration fails: the plan rolls back.
+    let (code, _, stderr) = node.run(&[
+        "install",
+        "--no-start",
+        "--release-zip",
+        &zip,
+        "--sim-fault",
+        "deny:~create service CalicoNode",
+    ]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(
+        api.get(&format!("{RBAC}/roles/{GRANT}")).is_none(),
+        "{stderr}"
+    );
+    assert!(api.get(&format!("{RBAC}/rolebindings/{GRANT}")).is_none());
+}
+
+#[test]
+fn uninstall_purge_without_the_cluster_says_how_to_remove_the_grant() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = SimNode::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{stderr}");
+    std::fs::remove_file(&node.admin).expect("remove");
+    let out = on_node()
+        .env("HOME", node.dir.path())
+        .args(["uninstall", "--purge", "-o", "json", "--sim-host"])
+        .arg(node.sim())
+        .output()
+        .expect("uninstall");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let doc = support::json(&out.stdout);
+    let warnings = doc["warnings"].to_string();
+    assert!(
+        warnings.contains(&format!(
+            "kubectl -n calico-system delete rolebinding,role {GRANT}"
+        )),
+        "{warnings}"
+    );
+    assert!(api.get(&format!("{RBAC}/roles/{GRANT}")).is_some());
+}
+#[cfg(test)]
+mod rbac {
+    use super::support::fake_api::rbac::*;
+    use serde_json::{Value, json};
+    use std::collections::BTreeMap;
+
+    fn objects() -> BTreeMap<String, Value> {
+        BTreeMap::from([
+            (
+                "/apis/rbac.authorization.k8s.io/v1/namespaces/calico-system/roles/renew"
+                    .to_owned(),
+                json!({"rules": [{"apiGroups": [""], "resources": ["serviceaccounts/token"],
+                    "resourceNames": ["calico-node"], "verbs": ["create"]}]}),
+            ),
+            (
+                "/apis/rbac.authorization.k8s.io/v1/namespaces/calico-system/rolebindings/renew"
+                    .to_owned(),
+                json!({"metadata": {"namespace": "calico-system"},
+                    "roleRef": {"kind": "Role", "name": "renew"},
+                    "subjects": [{"kind": "ServiceAccount", "name": "calico-node", "namespace": "calico-system"}]}),
+            ),
+        ])
+    }
+
+    fn token_for(sa: &str) -> Request<'_> {
+        Request {
+            verb: "create",
+            group: "",
+            resource: "serviceaccounts/token",
+            namespace: Some("calico-system"),
+            name: Some(sa),
+        }
+    }
+
+    #[test]
+    fn a_named_rule_grants_that_name_only() {
+        let o = objects();
+        let node = identity(&json!({"sub": "system:serviceaccount:calico-system:calico-node"}));
+        assert!(allows(&o, &node, &token_for("calico-node")));
+        assert!(!allows(&o, &node, &token_for("calico-cni-plugin")));
+        let other = identity(&json!({"sub": "system:serviceaccount:calico-system:other"}));
+        assert!(!allows(&o, &other, &token_for("calico-node")));
+        let get = Request {
+            verb: "get",
+            ..token_for("calico-node")
+        };
+        assert!(!allows(&o, &node, &get));
+        // The binding counts only in its own namespace.
+        let elsewhere = Request {
+            namespace: Some("kube-system"),
+            ..token_for("calico-node")
+        };
+        assert!(!allows(&o, &node, &elsewhere));
+        assert_eq!(identity(&json!({"sub": "admin"})), Identity::Admin);
+    }
+}
