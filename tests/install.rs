@@ -2117,6 +2117,15 @@ fn a_root_that_was_there_gets_its_access_list_back_from_uninstall() {
         record["protected"][0]["path"], r"C:\CalicoWindows",
         "{record}"
     );
+    // The release was staged in the cache before the plan protected the root: the cache was
+    // protected first, so nobody else could swap a staged binary.
+    let security = s.state()["security"].clone();
+    let cache = security
+        .as_object()
+        .and_then(|m| m.iter().find(|(k, _)| k.ends_with(r"calicowindows\cache")))
+        .map(|(_, v)| v.to_string())
+        .unwrap_or_default();
+    assert!(cache.contains("D:P(A;OICI;FA;;;SY)"), "{security}");
     let (code, doc, stderr) = s.uninstall(&["--purge", "--remove-logs"]);
     assert_eq!(code, 0, "{doc} {stderr}");
     assert_same(&s.snapshot(), &initial, "after the purge");

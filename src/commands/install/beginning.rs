@@ -30,11 +30,36 @@ pub(super) fn staging_dir(
     }
     let cache = host.local_path(cache_dir)?;
     std::fs::create_dir_all(&cache).with_context(|| format!("cannot create {cache_dir}"))?;
+    shield_cache(host, cache_dir)?;
     remove_stale_staging(&cache)?;
     tempfile::Builder::new()
         .prefix(STAGING_PREFIX)
         .tempdir_in(&cache)
         .with_context(|| format!("cannot create a staging directory in {cache_dir}"))
+}
+
+/// The cache gets the protected access list when the install root it is in may still be
+/// changed by others (a root that was there before and that the plan protects only as its
+/// first step): the release is staged in the cache before the plan runs, and nobody else may
+/// swap a staged binary in that window.
+fn shield_cache(host: &dyn Host, cache_dir: &str) -> anyhow::Result<()> {
+    let Some((root, _)) = cache_dir.rsplit_once('\\') else {
+        return Ok(());
+    };
+    let weak = match host.security(root)? {
+        None => false,
+        Some(sddl) => crate::host::acl::parse(&sddl).map_or(true, |d| {
+            !crate::host::acl::writers_but(&d, crate::checks::host::elevated_user(host).as_deref())
+                .is_empty()
+        }),
+    };
+    if weak {
+        host.set_security(cache_dir, crate::host::acl::PROTECTED_DIR)
+            .with_context(|| {
+                format!("cannot protect {cache_dir} before staging the release in it")
+            })?;
+    }
+    Ok(())
 }
 
 /// How the directories a release is unpacked into start, in the cache.
