@@ -430,10 +430,6 @@ pub struct RenderArgs {
     /// (default: the host's)
     #[arg(long, value_name = "BUILD")]
     pub os_build: Option<crate::render::OsBuild>,
-    /// The Calico release the files are for: from 3.28 the CNI config names the kubeconfig
-    /// Calico's token refresher keeps fresh
-    #[arg(long, value_name = "VERSION", default_value = crate::release::DEFAULT_CALICO_VERSION, value_parser = crate::release::CalicoVersion::parse)]
-    pub calico_version: crate::release::CalicoVersion,
 }
 
 #[derive(Debug, Args)]

@@ -1437,20 +1437,16 @@ fn a_sha256sums_beside_the_release_gives_the_checksum() {
 }
 
 /// A failed upgrade rolls back to the running node it was: what the running services wrote
-/// (the token refresher's sandbox with calico-node's CNI kubeconfig) stays. The rollback
-/// removed it whenever an install failed, as if the run had made the install root.
+/// (calico-node's `nodename`, `CALICO_NODENAME_FILE`) stays. The rollback removed such files
+/// whenever an install failed, as if the run had made the install root.
 #[test]
 fn a_failed_upgrade_keeps_what_the_running_services_wrote() {
     let s = Setup::new("calico-node.exe");
     let (code, _, stderr) = s.install_local(&[]);
     assert_eq!(code, 0, "{stderr}");
-    let refreshed = s
-        .node
-        .c_drive("calicowindows/token-refresher/host/etc/cni/net.d/calico-kubeconfig");
-    assert!(
-        refreshed.is_file(),
-        "the refresher wrote the CNI kubeconfig"
-    );
+    // What calico-node writes at its first start.
+    let refreshed = s.node.c_drive("calicowindows/nodename");
+    std::fs::write(&refreshed, "win-1").expect("nodename");
 
     let next_dir = s.node.dir.path().join("next");
     std::fs::create_dir_all(&next_dir).expect("dir");
@@ -1468,7 +1464,7 @@ fn a_failed_upgrade_keeps_what_the_running_services_wrote() {
     assert!(stderr.contains("undone"), "{stderr}");
     assert!(
         refreshed.is_file(),
-        "the rollback kept the refresher's CNI kubeconfig"
+        "the rollback kept calico-node's nodename"
     );
     assert_eq!(s.state()["services"]["caliconode"]["state"], "running");
 }
@@ -1480,39 +1476,30 @@ fn diags_collect_the_node_into_one_zip_with_every_secret_redacted() {
     let s = Setup::new("calico-node.exe");
     let (code, _, stderr) = s.install_local(&[]);
     assert_eq!(code, 0, "{stderr}");
-    // The secrets on the node: calico-node's token, the refresher's, the admin's.
-    let mut secrets = Vec::new();
-    secrets.push(
+    // The secrets on the node: calico-node's token, the admin's, and the CNI kubeconfig's that
+    // the token refresher of an earlier calicoctl-win version left.
+    let leftover = s
+        .node
+        .c_drive("calicowindows/token-refresher/host/etc/cni/net.d/calico-kubeconfig");
+    std::fs::create_dir_all(leftover.parent().expect("dir")).expect("dir");
+    std::fs::write(
+        &leftover,
+        "users:\n- name: calico\n  user:\n    token: left-by-an-earlier-refresher\n",
+    )
+    .expect("leftover");
+    let secrets = vec![
         std::fs::read_to_string(s.node.c_drive("calicowindows/calico-kube-config.token"))
             .expect("token file"),
-    );
-    for file in [
-        s.node
-            .c_drive("calicowindows/token-refresher/host/etc/cni/net.d/calico-kubeconfig"),
-        s.node.admin.clone(),
-    ] {
-        let text = std::fs::read_to_string(&file).expect("kubeconfig");
-        // JSON (calicoctl-win writes kubeconfigs so) or YAML with `token: X`.
-        let token = text
-            .lines()
-            .find_map(|l| {
-                let l = l.trim().trim_start_matches('"');
-                l.strip_prefix("token\":")
-                    .or_else(|| l.strip_prefix("token:"))
-            })
-            .unwrap_or_else(|| panic!("a token in {}", file.display()))
-            .trim()
-            .trim_matches([',', '"'])
-            .to_owned();
-        assert!(token.len() >= 8, "{token}");
-        secrets.push(token);
-    }
+        s.api.token.clone(),
+        "left-by-an-earlier-refresher".to_owned(),
+    ];
+    let mut secrets = secrets;
     // A service that logged its token, as a careless component might, and an etcd key.
     let log = s.node.c_drive("calicowindows/logs/calico-node.log");
     let mut text = std::fs::read_to_string(&log).unwrap_or_default();
     text.push_str(&format!(
         "using token {}\nAuthorization: Bearer {}\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAsecretkeymaterial\n-----END RSA PRIVATE KEY-----\n",
-        secrets[0], secrets[2]
+        secrets[0], secrets[1]
     ));
     std::fs::write(&log, text).expect("log");
     secrets.push("MIIEowIBAAKCAQEAsecretkeymaterial".into());

@@ -48,46 +48,35 @@ fn started(state: &Value) -> Vec<String> {
 #[test]
 fn each_release_is_started_with_its_own_command_lines() {
     let root = r"C:\CalicoWindows";
-    let cases: &[(&str, &str, &str, Option<&str>)] = &[
-        // 3.2x: plain startup, no token refresher.
-        (
-            "calico-node.exe",
-            "3.27.3",
-            "calico-node.exe -startup",
-            None,
-        ),
-        // 3.28–3.30: the refresher; still plain startup.
-        (
-            "calico-node.exe",
-            "3.30.2",
-            "calico-node.exe -startup",
-            Some("calico-node.exe -monitor-token"),
-        ),
+    // No release gets Calico's token refresher: node-service.ps1 starts it only inside a
+    // HostProcess container (v3.27.5, v3.28.1, v3.29.0 and later, commit 4821bf2338), and the
+    // CNI config names calico-node's kubeconfig at every release (calico.psm1).
+    let cases: &[(&str, &str, &str)] = &[
+        // 3.2x to 3.30: plain startup.
+        ("calico-node.exe", "3.27.3", "calico-node.exe -startup"),
+        ("calico-node.exe", "3.30.2", "calico-node.exe -startup"),
         // 3.31–3.32: -complete-startup, or the node keeps NetworkUnavailable.
         (
             "calico-node.exe",
             "3.31.0",
             "calico-node.exe -startup -complete-startup",
-            Some("calico-node.exe -monitor-token"),
         ),
         // 3.33: calico.exe and its subcommands.
         (
             "calico.exe",
             "3.33.0",
             "calico.exe component node startup --complete-startup",
-            Some("calico.exe component node monitor-token"),
         ),
     ];
-    for (binary, version, startup, refresher) in cases {
+    for (binary, version, startup) in cases {
         let (doc, state, node, _api, initial) = install(binary, version);
         // The version came from the binary: the zip's name has none.
         assert_eq!(doc["calico_version"], *version, "{version}");
-        let lines = started(&state);
-        let want: Vec<String> = std::iter::once(startup)
-            .chain(refresher.iter())
-            .map(|l| format!(r"{root}\{l}"))
-            .collect();
-        assert_eq!(lines, want, "{version}");
+        assert_eq!(
+            started(&state),
+            vec![format!(r"{root}\{startup}")],
+            "{version}"
+        );
         // The services carry the version, which decides these lines at every start.
         let node_cmd = state["services"]["caliconode"]["command_line"]
             .as_str()
@@ -96,33 +85,15 @@ fn each_release_is_started_with_its_own_command_lines() {
             node_cmd.ends_with(&format!("--calico-version {version}")),
             "{node_cmd}"
         );
-        // From 3.28 the CNI plugin uses the kubeconfig the refresher keeps fresh, which the
-        // refresher wrote; before, calico-node's.
         let conf = std::fs::read_to_string(
             node.c_drive("program files/containerd/cni/conf/10-calico.conf"),
         )
         .expect("cni conf");
-        let refreshed =
-            node.c_drive("calicowindows/token-refresher/host/etc/cni/net.d/calico-kubeconfig");
-        if refresher.is_some() {
-            assert!(
-                conf.contains(r"token-refresher\\host\\etc\\cni\\net.d\\calico-kubeconfig"),
-                "{conf}"
-            );
-            let text = std::fs::read_to_string(&refreshed).expect("refreshed kubeconfig");
-            assert!(text.contains("Installed by calico/node"), "{text}");
-            let ns = std::fs::read_to_string(node.c_drive(
-                "calicowindows/token-refresher/var/run/secrets/kubernetes.io/serviceaccount/namespace",
-            ))
-            .expect("namespace file");
-            assert_eq!(ns, "calico-system");
-        } else {
-            assert!(
-                conf.contains(r"C:\\CalicoWindows\\calico-kube-config"),
-                "{conf}"
-            );
-            assert!(!refreshed.exists());
-        }
+        assert!(
+            conf.contains(r"C:\\CalicoWindows\\calico-kube-config"),
+            "{conf}"
+        );
+        assert!(!node.c_drive("calicowindows/token-refresher").exists());
         // Uninstall removes what the services wrote as well as what install recorded.
         let (code, _, stderr) = node.run(&["uninstall", "--purge", "--remove-logs"]);
         assert_eq!(code, 0, "{stderr}");

@@ -291,75 +291,51 @@ fn starting_the_registered_services_on_simhost_runs_their_start_up_for_real() {
     assert_eq!(q.state, ServiceState::Stopped);
 }
 
-/// From v3.28 CalicoNode keeps Calico's token refresher running beside it, as felix is kept:
-/// started after a successful startup, started again when it dies, stopped with the service.
+/// No release's node-service.ps1 starts Calico's token refresher (`-monitor-token`) outside a
+/// HostProcess container from v3.27.5, v3.28.1 and v3.29.0 on (commit 4821bf2338), and the
+/// releases before that started one that exits at once there: CalicoNode, never in a container,
+/// starts none, and its CNI plugin uses calico-node's kubeconfig, which CalicoNode renews.
 #[cfg(unix)]
 #[test]
-fn node_keeps_the_token_refresher_running_and_stops_it_with_the_service() {
+fn node_starts_no_token_refresher_on_any_release() {
     use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let host = installed_host(dir.path());
-    host.write_file(
-        &format!(r"{ROOT}\calico-kube-config"),
-        br#"{"apiVersion":"v1","kind":"Config","clusters":[{"name":"c","cluster":{"server":"https://127.0.0.1:1"}}],"users":[{"name":"u","user":{"token":"t"}}],"contexts":[{"name":"x","context":{"cluster":"c","user":"u","namespace":"calico-system"}}],"current-context":"x"}"#,
-        Access::Secret,
-    )
-    .expect("kubeconfig");
-    drop(host);
-    // The fake Calico binary: startup succeeds; the refresher dies on its first run, then runs
-    // until it is asked to stop, and says so (its trap is set before it says it runs, so that
-    // a stop straight after cannot come before the trap).
-    let marks = dir.path().join("marks");
-    let fake = dir.path().join("calico-node");
-    std::fs::write(
-        &fake,
-        format!(
-            "#!/bin/sh\ncase \"$*\" in\n*-monitor-token*)\n  trap 'echo stopped >> {m}/refresher; exit 0' TERM\n  printf 'sandbox=%s\\n' \"$CONTAINER_SANDBOX_MOUNT_POINT\" >> {m}/refresher\n  echo run >> {m}/refresher\n  [ $(grep -c run {m}/refresher) -eq 1 ] && exit 1\n  while true; do sleep 0.05; done ;;\n*) exit 0 ;;\nesac\n",
-            m = marks.display()
-        ),
-    )
-    .expect("fake");
-    std::fs::create_dir(&marks).expect("marks");
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let log = dir.path().join("fs/c/calicowindows/logs/calico-node.log");
-    let child = console_node(
-        dir.path(),
-        &[
-            "--calico-version".as_ref(),
-            "3.31.0".as_ref(),
-            "--program".as_ref(),
-            fake.as_os_str(),
-        ],
-    );
-    let refresher = marks.join("refresher");
-    let out = run_until(child, "the refresher's second start", || {
-        std::fs::read_to_string(&refresher)
-            .unwrap_or_default()
-            .matches("run")
-            .count()
-            >= 2
-    });
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let text = std::fs::read_to_string(&log).expect("log");
-    assert!(text.contains("-startup -complete-startup"), "{text}");
-    assert!(
-        text.contains("exited with code 1; starting it again in"),
-        "{text}"
-    );
-    assert!(text.contains("token refresher (pid"), "{text}");
-    let marks_text = std::fs::read_to_string(&refresher).expect("marks");
-    assert!(marks_text.ends_with("stopped\n"), "{marks_text}");
-    // Its fixed paths land under the install root, where the namespace file was written.
-    assert!(
-        marks_text.contains(r"sandbox=C:\CalicoWindows\token-refresher"),
-        "{marks_text}"
-    );
-    let ns = dir.path().join(
-        "fs/c/calicowindows/token-refresher/var/run/secrets/kubernetes.io/serviceaccount/namespace",
-    );
-    assert_eq!(
-        std::fs::read_to_string(ns).expect("namespace"),
-        "calico-system"
-    );
+    for version in ["3.28.0", "3.31.0"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(installed_host(dir.path()));
+        // The fake Calico binary records every command line it is started with.
+        let marks = dir.path().join("started");
+        let fake = dir.path().join("calico-node");
+        std::fs::write(
+            &fake,
+            format!("#!/bin/sh\necho \"$*\" >> {}\nexit 0\n", marks.display()),
+        )
+        .expect("fake");
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let log = dir.path().join("fs/c/calicowindows/logs/calico-node.log");
+        let child = console_node(
+            dir.path(),
+            &[
+                "--calico-version".as_ref(),
+                version.as_ref(),
+                "--program".as_ref(),
+                fake.as_os_str(),
+            ],
+        );
+        let out = run_until(child, "calico-node startup", || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("calico-node startup finished")
+        });
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        let started = std::fs::read_to_string(&marks).expect("started");
+        assert!(started.contains("-startup"), "{version}: {started}");
+        assert!(!started.contains("monitor-token"), "{version}: {started}");
+        assert!(
+            !dir.path()
+                .join("fs/c/calicowindows/token-refresher")
+                .exists(),
+            "{version}"
+        );
+    }
 }

@@ -30,8 +30,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "reconfigure")?;
 
     // Files: the new rendered ones; the release's and the credentials stay as they are.
-    let rendered =
-        crate::plan::desired::rendered_files(host.as_ref(), config, rec.calico_version.as_deref())?;
+    let rendered = crate::plan::desired::rendered_files(host.as_ref(), config)?;
     let kept = reconfigure::kept_files(&rec, &rendered);
 
     // Networks: what HNS cannot change in place.

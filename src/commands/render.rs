@@ -33,7 +33,6 @@ pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
     };
     let facts = HostFacts {
         os_build,
-        token_refresher: args.calico_version.features().token_refresher,
         aks: crate::plan::desired::on_aks(host.as_ref(), config)?,
     };
 

@@ -53,7 +53,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     metadata_route(h, &rec, &mut r)?;
     let (networks, endpoints) = networks(h, &rec, &mut r)?;
     // Drift: files, and the VNI in HNS, the config and the cluster.
-    let rendered = crate::plan::desired::rendered_files(h, config, rec.calico_version.as_deref())?;
+    let rendered = crate::plan::desired::rendered_files(h, config)?;
     let files = drift::files(h, &rec, &rendered)?;
     r.problems
         .extend(files.iter().map(drift::FileDrift::describe));

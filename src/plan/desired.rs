@@ -191,13 +191,8 @@ pub fn render_files(
     Ok(render::render_all(config, facts, &template)?)
 }
 
-/// The CNI config, the services' environment files and the External network, for the Calico
-/// release being installed (its token refresher decides the CNI plugin's kubeconfig).
-pub fn rendered_files(
-    host: &dyn Host,
-    c: &Config,
-    calico_version: Option<&str>,
-) -> anyhow::Result<Vec<DesiredFile>> {
+/// The CNI config, the services' environment files and the External network.
+pub fn rendered_files(host: &dyn Host, c: &Config) -> anyhow::Result<Vec<DesiredFile>> {
     let f = host
         .system_facts()
         .context("cannot read the Windows build, which decides loopback DSR in the CNI config")?;
@@ -207,7 +202,6 @@ pub fn rendered_files(
     };
     let facts = HostFacts {
         os_build,
-        token_refresher: render::token_refresher(calico_version),
         aks: on_aks(host, c)?,
     };
     let rendered = render_files(c, &facts)?;

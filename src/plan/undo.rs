@@ -240,7 +240,7 @@ fn remove_runtime_files(host: &dyn Host, journal_path: &str) -> Vec<String> {
     let Some((root, _)) = journal_path.rsplit_once('\\') else {
         return Vec::new();
     };
-    let (files, dirs) = crate::supervise::refresher::owned_paths(root);
+    let (files, dirs) = crate::supervise::owned_paths(root);
     let mut failures: Vec<String> = files
         .iter()
         .filter_map(|f| {

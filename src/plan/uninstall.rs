@@ -50,7 +50,7 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
         }
     }
     // What the services and Calico wrote while they ran (nodename, the token refresher's).
-    let (runtime_files, runtime_dirs) = crate::supervise::refresher::owned_paths(&r.install_root);
+    let (runtime_files, runtime_dirs) = crate::supervise::owned_paths(&r.install_root);
     for path in runtime_files {
         if host.file_access(&path)?.is_some() {
             actions.push(Action::RemoveFile { path });

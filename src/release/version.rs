@@ -3,8 +3,14 @@
 //!
 //! The facts come from Calico's service scripts at the release tags (projectcalico/calico,
 //! `node/windows-packaging/CalicoWindows/{node,felix,confd}/*-service.ps1`):
-//! - v3.28.0 (84b0ac9789): node-service.ps1 starts a token refresher, `calico-node.exe
-//!   -monitor-token`, and restarts it when it is gone;
+//! - v3.27.3 to v3.27.4 and v3.28.0: node-service.ps1 starts a token refresher,
+//!   `calico-node.exe -monitor-token`, on every node; from v3.27.5, v3.28.1 and v3.29.0 (commit
+//!   4821bf2338, "Fix non-HPC Calico for Windows issues") only inside a HostProcess container
+//!   (`$env:CONTAINER_SANDBOX_MOUNT_POINT`), and from v3.32.0 also only with
+//!   `CNI_PLUGIN_TYPE == Calico` (e105141b41). Outside a container it exits at once ("Failed to
+//!   read service account namespace file"), and the CNI config names calico-node's own
+//!   kubeconfig at every release (`calico.psm1`: `__KUBECONFIG__` is `$env:KUBECONFIG`), so
+//!   calicoctl-win, whose services are never HostProcess containers, starts it on no release;
 //! - v3.31.0 (e6599598ec, PR #10866): `calico-node.exe -startup -complete-startup`; without the
 //!   flag the node keeps the NetworkUnavailable condition;
 //! - release-v3.33 (#12225, #12909): one `calico.exe` driven by subcommands: `component node
@@ -92,7 +98,6 @@ impl CalicoVersion {
                 Binary::CalicoNode
             },
             complete_startup: self.at_least(3, 31),
-            token_refresher: self.at_least(3, 28),
         }
     }
 }
@@ -132,8 +137,6 @@ pub struct Features {
     pub binary: Binary,
     /// `-complete-startup` / `--complete-startup` after startup (v3.31 and later).
     pub complete_startup: bool,
-    /// A token refresher, `-monitor-token` / `component node monitor-token` (v3.28 and later).
-    pub token_refresher: bool,
 }
 
 impl Features {
@@ -147,7 +150,6 @@ impl Features {
             Binary::CalicoNode => Features {
                 binary,
                 complete_startup: false,
-                token_refresher: false,
             },
         }
     }
@@ -245,17 +247,15 @@ mod tests {
     #[test]
     fn each_release_gets_the_flags_its_service_scripts_use() {
         let f = |s: &str| v(s).features();
-        // v3.27: plain startup, no refresher.
+        // v3.27 to v3.30: plain startup.
         assert_eq!(
             f("3.27.3"),
             Features {
                 binary: Binary::CalicoNode,
                 complete_startup: false,
-                token_refresher: false
             }
         );
-        // v3.28 to v3.30: the refresher, still plain startup.
-        assert!(f("3.28.0").token_refresher && !f("3.30.4").complete_startup);
+        assert!(!f("3.30.4").complete_startup);
         // v3.31 and v3.32: -complete-startup.
         assert!(f("3.31.0").complete_startup && f("3.32.1").binary == Binary::CalicoNode);
         // v3.33: calico.exe.

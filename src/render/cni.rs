@@ -4,7 +4,7 @@ use super::RenderError;
 use super::facts::HostFacts;
 use super::template::{self, Fill};
 use crate::config::Config;
-use crate::config::types::{Backend, ContainerRuntime, Datastore};
+use crate::config::types::{Backend, ContainerRuntime};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -23,10 +23,9 @@ fn placeholders(c: &Config, facts: &HostFacts) -> BTreeMap<&'static str, Fill> {
         ),
         (
             "KUBECONFIG",
+            // calico-node's own, as `calico.psm1` fills `__KUBECONFIG__` with
+            // `$env:KUBECONFIG` at every release; CalicoNode renews its token.
             match &c.kubeconfig {
-                Some(_) if facts.token_refresher && c.datastore == Datastore::Kubernetes => text(
-                    &super::kubeconfig::refreshed_kubeconfig(c.install_root.as_str()),
-                ),
                 Some(k) => text(k.as_str()),
                 None => Fill::Missing("a kubeconfig path: set kubeconfig"),
             },

@@ -50,9 +50,6 @@ impl fmt::Display for OsBuild {
 #[derive(Clone, Copy, Debug)]
 pub struct HostFacts {
     pub os_build: OsBuild,
-    /// The release runs Calico's token refresher (v3.28 and later), which keeps the CNI
-    /// plugin's kubeconfig fresh; the CNI config then names that file.
-    pub token_refresher: bool,
     /// The node is on AKS (an HNS network named `azure`, as Calico's `GetPlatformType` tells).
     pub aks: bool,
 }

@@ -42,13 +42,6 @@ pub const AKS_STATIC_RULES: &str = r#"{
 }
 "#;
 
-/// Whether a Calico release (`None`: unknown) runs the token refresher.
-pub fn token_refresher(calico_version: Option<&str>) -> bool {
-    calico_version
-        .and_then(|v| crate::release::CalicoVersion::parse(v).ok())
-        .is_some_and(|v| v.features().token_refresher)
-}
-
 /// A rendering failure; nothing is written when one occurs.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {

@@ -18,7 +18,6 @@ mod kube_proxy;
 mod log;
 mod node;
 pub mod platform;
-pub mod refresher;
 pub mod renew;
 #[cfg(windows)]
 pub mod scm;
@@ -33,8 +32,43 @@ use crate::host::{
     EventLevel, Host, HostError, Output, ProcessSpec, Recovery, ServiceSpec, StartType,
 };
 use crate::release::{Binary, CalicoVersion, Features};
+use crate::render::kubeconfig::{REFRESHED_KUBECONFIG, REFRESHER_DIR, REFRESHER_NAMESPACE};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+
+/// What Calico's components and the services write under the install root while they run,
+/// as host paths: calico-node's `nodename` (`CALICO_NODENAME_FILE`), and the sandbox files of
+/// Calico's token refresher, which earlier calicoctl-win versions ran with
+/// `CONTAINER_SANDBOX_MOUNT_POINT=<root>\token-refresher` (no longer: see `release::version`);
+/// then the sandbox's directories, deepest first. Install records none of them, and uninstall
+/// removes them with the recorded files, so a node installed by an earlier version is left
+/// clean too.
+pub fn owned_paths(root: &str) -> (Vec<String>, Vec<String>) {
+    let root = root.trim_end_matches('\\');
+    let base = format!("{root}\\{REFRESHER_DIR}");
+    let files = std::iter::once(format!("{root}\\nodename"))
+        .chain(
+            [REFRESHER_NAMESPACE, REFRESHED_KUBECONFIG]
+                .iter()
+                .map(|f| format!("{base}\\{f}")),
+        )
+        .collect();
+    let mut dirs = Vec::new();
+    for f in [REFRESHER_NAMESPACE, REFRESHED_KUBECONFIG] {
+        let mut parts: Vec<&str> = f.split('\\').collect();
+        parts.pop();
+        while !parts.is_empty() {
+            let d = format!("{base}\\{}", parts.join("\\"));
+            if !dirs.contains(&d) {
+                dirs.push(d);
+            }
+            parts.pop();
+        }
+    }
+    dirs.sort_by_key(|d: &String| std::cmp::Reverse(d.matches('\\').count()));
+    dirs.push(base);
+    (files, dirs)
+}
 
 /// Calico's registry key: the init-done marker lives here.
 pub const CALICO_KEY: &str = r"HKLM\Software\Tigera\Calico";
@@ -286,8 +320,6 @@ pub enum Component {
     Startup,
     Felix,
     Confd,
-    /// The token refresher CalicoNode keeps running (v3.28 and later).
-    MonitorToken,
 }
 
 impl Layout {
@@ -315,12 +347,11 @@ impl Layout {
         }
     }
 
-    /// The program and arguments of a component; `None` for a refresher the release lacks.
-    pub fn command(self, s: &Settings, c: Component) -> Option<(String, Vec<String>)> {
+    /// The program and arguments of a component.
+    pub fn command(self, s: &Settings, c: Component) -> (String, Vec<String>) {
         let f = self.0;
         let confdir = s.path("confd");
         let args: Vec<String> = match (f.binary, c) {
-            (_, Component::MonitorToken) if !f.token_refresher => return None,
             (Binary::CalicoNode, Component::Startup) if f.complete_startup => {
                 vec!["-startup".into(), "-complete-startup".into()]
             }
@@ -329,7 +360,6 @@ impl Layout {
             (Binary::CalicoNode, Component::Confd) => {
                 vec!["-confd".into(), format!("-confd-confdir={confdir}")]
             }
-            (Binary::CalicoNode, Component::MonitorToken) => vec!["-monitor-token".into()],
             (Binary::Calico, Component::Startup) => {
                 let mut a = words(&["component", "node", "startup"]);
                 if f.complete_startup {
@@ -343,11 +373,8 @@ impl Layout {
                 a.push(format!("--confdir={confdir}"));
                 a
             }
-            (Binary::Calico, Component::MonitorToken) => {
-                words(&["component", "node", "monitor-token"])
-            }
         };
-        Some((s.path(f.binary.file_name()), args))
+        (s.path(f.binary.file_name()), args)
     }
 }
 
@@ -365,15 +392,13 @@ struct Launch {
 
 /// How to run a component: the installed binary, in the install root (confd in its confdir),
 /// unless `Settings::program` overrides the program (then in the current directory).
-fn program(host: &dyn Host, s: &Settings, c: Component) -> Result<Option<Launch>> {
+fn required(host: &dyn Host, s: &Settings, c: Component) -> Result<Launch> {
     let layout = match &s.program {
         Some(_) => Layout::of(Binary::CalicoNode, s.calico_version.as_ref()),
         None => Layout::detect(host, s)?,
     };
-    let Some((exe, args)) = layout.command(s, c) else {
-        return Ok(None);
-    };
-    Ok(Some(match &s.program {
+    let (exe, args) = layout.command(s, c);
+    Ok(match &s.program {
         Some(p) => Launch {
             program: p.clone(),
             args,
@@ -387,13 +412,6 @@ fn program(host: &dyn Host, s: &Settings, c: Component) -> Result<Option<Launch>
                 _ => s.install_root.clone(),
             }),
         },
-    }))
-}
-
-/// The launch of a component every release has.
-fn required(host: &dyn Host, s: &Settings, c: Component) -> Result<Launch> {
-    program(host, s, c)?.ok_or(SuperviseError::NoCalicoBinary {
-        root: s.install_root.clone(),
     })
 }
 

@@ -3,7 +3,6 @@
 
 use super::failure::{self, Blocks};
 use super::platform::{self, Platform};
-use super::refresher::Refresher;
 use super::renew::Renewal;
 use super::{
     BOOT_ID_VALUE, Backoff, CALICO_KEY, ChildEnd, Component, LEGACY_BOOT_VALUE, Log, Result,
@@ -48,20 +47,16 @@ fn stored_boot(host: &dyn Host) -> HostResult<Option<String>> {
     })
 }
 
-/// The CalicoNode service body: start-up, then startup runs until stopped, with the token
-/// refresher beside them on releases that have one.
+/// The CalicoNode service body: start-up, then startup runs until stopped, with the renewal
+/// of calico-node's token beside it. Calico's own token refresher (`-monitor-token`) is not
+/// run: node-service.ps1 runs it only inside a HostProcess container, which these services
+/// never are (see `release::version`).
 pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
     let env = environment(host, s)?;
     let program = super::required(host, s, Component::Startup)?;
     init(host, s, &env, stop, log)?;
-    let mut beside = Beside {
-        refresher: refresher(host, s, &env, log)?,
-        renewal: Renewal::prepare(host, &env, log),
-    };
-    let out = watch_kubelet(host, s, &env, &program, &mut beside, stop, log);
-    if let Some(r) = &mut beside.refresher {
-        r.stop(s, log);
-    }
+    let mut renewal = Renewal::prepare(host, &env, log);
+    let out = watch_kubelet(host, s, &env, &program, renewal.as_mut(), stop, log);
     if stop.is_shutdown() {
         // The next boot makes the networks again: no pod may start before it has.
         super::cni::withhold(host, &env, "the machine is shutting down", log)?;
@@ -69,36 +64,14 @@ pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> 
     out
 }
 
-/// The refresher of this release, its sandbox prepared; `None` when it has none or it
-/// cannot work here (the log says why).
-fn refresher(
-    host: &dyn Host,
-    s: &Settings,
-    env: &BTreeMap<String, String>,
-    log: &Log,
-) -> Result<Option<Refresher>> {
-    match super::program(host, s, Component::MonitorToken)? {
-        Some(launch) => Refresher::prepare(host, s, launch, env, log),
-        None => Ok(None),
-    }
-}
-
-/// What runs beside calico-node startup while CalicoNode runs: Calico's token refresher on
-/// releases that have one, and the renewal of calico-node's own token.
-struct Beside {
-    refresher: Option<Refresher>,
-    renewal: Option<Renewal>,
-}
-
 /// Runs calico-node startup whenever kubelet's process changes (node-service.ps1's loop),
-/// restarting the refresher after each success and keeping it running, and renews
-/// calico-node's token when it is due.
+/// and renews calico-node's token when it is due.
 fn watch_kubelet(
     host: &dyn Host,
     s: &Settings,
     env: &BTreeMap<String, String>,
     program: &super::Launch,
-    beside: &mut Beside,
+    mut renewal: Option<&mut Renewal>,
     stop: &Stop,
     log: &Log,
 ) -> Result<()> {
@@ -113,9 +86,6 @@ fn watch_kubelet(
                 ));
                 startup(host, s, env, program, None, stop, log)?;
                 super::cni::release(host, env, log)?;
-                if let Some(r) = &mut beside.refresher {
-                    r.restart(host, s, log);
-                }
                 last = Some(pid);
                 said_waiting = false;
             }
@@ -126,11 +96,8 @@ fn watch_kubelet(
             Err(e) => log.warn(&format!("cannot list processes: {e}")),
             _ => {}
         }
-        if let Some(r) = &mut beside.refresher {
-            r.keep(host, s, log);
-        }
         let mut wait = s.timing.kubelet_poll;
-        if let Some(r) = &mut beside.renewal {
+        if let Some(r) = renewal.as_deref_mut() {
             r.keep(host, log);
             wait = wait.min(r.due_in());
         }
@@ -140,8 +107,8 @@ fn watch_kubelet(
     }
 }
 
-/// The start-up and, when kubelet runs, one successful calico-node startup (a few attempts)
-/// and the token refresher started: what starting CalicoNode does on a simulated host.
+/// The start-up and, when kubelet runs, one successful calico-node startup (a few attempts):
+/// what starting CalicoNode does on a simulated host.
 pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<StartPhase> {
     let env = environment(host, s)?;
     let program = super::required(host, s, Component::Startup)?;
@@ -158,9 +125,6 @@ pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<StartPhas
             log,
         )?;
         super::cni::release(host, &env, log)?;
-        if let Some(mut r) = refresher(host, s, &env, log)? {
-            r.restart(host, s, log);
-        }
     } else {
         log.info("kubelet is not running; calico-node startup runs when it starts");
     }

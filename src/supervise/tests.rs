@@ -744,18 +744,17 @@ fn each_release_starts_its_components_as_its_own_service_scripts_do() {
     let line = |version: &str, c: Component| {
         let v = CalicoVersion::parse(version).expect("version");
         let layout = Layout::of(v.features().binary, Some(&v));
-        layout
-            .command(&s, c)
-            .map(|(exe, args)| format!("{exe} {}", args.join(" ")))
+        let (exe, args) = layout.command(&s, c);
+        Some(format!("{exe} {}", args.join(" ")))
     };
+    // No release runs `-monitor-token` outside a HostProcess container (see release::version).
     let cases: &[(&str, Component, Option<&str>)] = &[
-        // v3.27.0: `.\calico-node.exe -startup`, no refresher.
+        // v3.27.0: `.\calico-node.exe -startup`.
         (
             "3.27.0",
             Component::Startup,
             Some(r"C:\CalicoWindows\calico-node.exe -startup"),
         ),
-        ("3.27.0", Component::MonitorToken, None),
         (
             "3.27.0",
             Component::Felix,
@@ -766,16 +765,11 @@ fn each_release_starts_its_components_as_its_own_service_scripts_do() {
             Component::Confd,
             Some(r"C:\CalicoWindows\calico-node.exe -confd -confd-confdir=C:\CalicoWindows\confd"),
         ),
-        // v3.28.0 to v3.30: the refresher, plain startup.
+        // v3.28.0 to v3.30: plain startup.
         (
             "3.28.0",
             Component::Startup,
             Some(r"C:\CalicoWindows\calico-node.exe -startup"),
-        ),
-        (
-            "3.28.0",
-            Component::MonitorToken,
-            Some(r"C:\CalicoWindows\calico-node.exe -monitor-token"),
         ),
         (
             "3.30.4",
@@ -808,11 +802,6 @@ fn each_release_starts_its_components_as_its_own_service_scripts_do() {
             "3.33.0",
             Component::Confd,
             Some(r"C:\CalicoWindows\calico.exe component confd --confdir=C:\CalicoWindows\confd"),
-        ),
-        (
-            "3.33.0",
-            Component::MonitorToken,
-            Some(r"C:\CalicoWindows\calico.exe component node monitor-token"),
         ),
     ];
     for (version, c, want) in cases {

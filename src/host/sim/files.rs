@@ -155,7 +155,11 @@ impl Files for SimHost {
             // As on Windows: what killed atomic writes left does not keep a directory.
             crate::files::remove_stale_temporaries(&local);
             match std::fs::read_dir(&local) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    // Gone already (removed by this machine's file calls): so is its list.
+                    s.security.remove(&security_key(path));
+                    Ok(false)
+                }
                 Err(e) => Err(HostError::io(format!("list {path}"), e)),
                 Ok(mut entries) => {
                     if entries.next().is_some() {
