@@ -74,7 +74,7 @@ pub struct Global {
     #[arg(long, global = true, value_name = "DIR")]
     pub sim_host: Option<PathBuf>,
     /// Profile of a new simulated host: ws2019, ws2019-unpatched, ws20h2, ws2022 (default),
-    /// ws2022-docker, ws2022-no-hns, ws2022-flannel, ws2022-legacy-calico
+    /// ws2025, ws2022-docker, ws2022-no-hns, ws2022-flannel, ws2022-aks, ws2022-legacy-calico
     #[arg(long, global = true, value_name = "NAME")]
     pub sim_profile: Option<String>,
     /// Make the simulated host fail (fail:N), refuse as the OS does with access denied
@@ -606,7 +606,7 @@ contact the cluster.\n\nChanges on the host: nothing."
 Set-EnvVarIfNotSet form of v3.23+ and the older $env:X = \"Y\" form) and writes the equivalent \
 calico-windows.yaml. Placeholders such as <your service cidr> are left unset; every line that was not \
 understood is listed. Nothing in the file is executed.\n\n\
-Changes on the host: writes --output FILE if given (refusing to overwrite an existing file without --yes); \
+Changes on the host: writes --out-file FILE if given (refusing to overwrite an existing file without --yes); \
 otherwise prints the YAML."
     )]
     ImportPs1(ImportArgs),
@@ -818,9 +818,9 @@ pub struct ServiceRunArgs {
     #[arg(long, hide = true, value_name = "PATH")]
     pub program: Option<String>,
     /// The installed Calico release, which decides how its binary is started (-complete-startup
-    /// from 3.31, the token refresher from 3.28, calico.exe from 3.33); install sets it. Without
-    /// it calico-node.exe gets only the flags every release knows
-    #[arg(long, value_name = "VERSION", value_parser = crate::release::CalicoVersion::parse)]
+    /// from 3.31, calico.exe from 3.33); install sets it. Without it calico-node.exe gets only
+    /// the flags every release knows
+    #[arg(long, value_name = "X.Y.Z", value_parser = crate::release::CalicoVersion::parse_release)]
     pub calico_version: Option<crate::release::CalicoVersion>,
     /// The cloud (node.platform; install sets it unless it is auto): without it CalicoNode
     /// probes the EC2 and GCE metadata services
@@ -834,4 +834,71 @@ fn local_path(raw: &str) -> Result<String, String> {
         None => Ok(raw.to_owned()),
         Some(why) => Err(why),
     }
+}
+
+/// What to say about a flag this command does not have, instead of clap's nearest spelling
+/// (which offers `--log-file` for `--offline`): the setting it names, as `--set KEY=VALUE`
+/// (`--vni 4097` is `--set vxlan.vni=4097`), or the commands that have it. `args` is the
+/// command line, to take the value given with the flag.
+pub fn unknown_flag_tip(flag: &str, args: &[String]) -> Option<String> {
+    use clap::CommandFactory;
+    let (name, inline) = match flag.trim_start_matches('-').split_once('=') {
+        Some((n, v)) => (n.to_owned(), Some(v.to_owned())),
+        None => (flag.trim_start_matches('-').to_owned(), None),
+    };
+    if name.is_empty() {
+        return None;
+    }
+    let value = inline.or_else(|| {
+        let prefix = format!("{flag}=");
+        args.iter()
+            .find_map(|a| a.strip_prefix(&prefix).map(str::to_owned))
+    });
+    let value = value.or_else(|| {
+        args.iter()
+            .skip_while(|a| a.as_str() != flag)
+            .nth(1)
+            .filter(|v| !v.starts_with('-'))
+            .cloned()
+    });
+    let dashed = |k: &str| k.replace(['.', '_'], "-");
+    let setting = crate::config::spec::SETTINGS
+        .iter()
+        .map(|s| s.key)
+        .find(|k| dashed(k) == name)
+        .or_else(|| {
+            let mut ends = crate::config::spec::SETTINGS
+                .iter()
+                .map(|s| s.key)
+                .filter(|k| dashed(k).ends_with(&format!("-{name}")));
+            let one = ends.next()?;
+            ends.next().is_none().then_some(one)
+        });
+    if let Some(key) = setting {
+        return Some(format!(
+            "settings are given with --set: --set {key}={} (or in the config file)",
+            value.as_deref().unwrap_or("VALUE")
+        ));
+    }
+    let mut cli = Cli::command();
+    cli.build();
+    let mut have = Vec::new();
+    fn walk(c: &clap::Command, path: &str, name: &str, have: &mut Vec<String>) {
+        for s in c.get_subcommands() {
+            let p = format!(
+                "{path}{}{}",
+                if path.is_empty() { "" } else { " " },
+                s.get_name()
+            );
+            if s.get_arguments()
+                .any(|a| a.get_long() == Some(name) && !a.is_global_set())
+            {
+                have.push(p.clone());
+            }
+            walk(s, &p, name, have);
+        }
+    }
+    walk(&cli, "", &name, &mut have);
+    have.dedup();
+    (!have.is_empty()).then(|| format!("--{name} is a flag of: {}", have.join(", ")))
 }

@@ -121,6 +121,52 @@ impl Kind {
     ];
 
     /// The name in JSON (`needs-drain`).
+    /// The exit codes a failure of this kind comes with: what docs/errors.md lists
+    /// (`tests/docs.rs` compares them) and what every error of the kind must use (checked
+    /// when a debug build makes the error).
+    pub fn exits(self) -> &'static [Exit] {
+        use Exit::{Busy, Failed, NeedsDrain, Preflight, Timeout, Usage};
+        match self {
+            Kind::Usage
+            | Kind::InvalidConfig
+            | Kind::ConfigUnreadable
+            | Kind::InvalidTemplate
+            | Kind::BadKubeconfig
+            | Kind::VniMismatch
+            | Kind::NotInstalled
+            | Kind::LegacyInstall
+            | Kind::ChecksumNeeded
+            | Kind::PlainHttp
+            | Kind::BadUrl
+            | Kind::Downgrade => &[Usage],
+            Kind::Locked => &[Busy],
+            Kind::PreflightFailed => &[Preflight],
+            Kind::NoAdminKubeconfig | Kind::DrainRefused => &[Usage, Failed],
+            Kind::ClusterUnreachable => &[Failed, Usage],
+            Kind::ClusterTimeout
+            | Kind::DrainTimeout
+            | Kind::NodeNotReady
+            | Kind::TokenTimeout
+            | Kind::EtcdTimeout
+            | Kind::DownloadTimeout
+            | Kind::Timeout => &[Timeout],
+            Kind::NeedsDrain => &[NeedsDrain],
+            Kind::Failed
+            | Kind::LockFailed
+            | Kind::ClusterBadAnswer
+            | Kind::ClusterRefused
+            | Kind::NoServiceAccount
+            | Kind::CredentialsMissing
+            | Kind::EtcdCertificates
+            | Kind::EtcdUnreachable
+            | Kind::ChecksumMismatch
+            | Kind::VersionMismatch
+            | Kind::DownloadFailed
+            | Kind::BadRelease
+            | Kind::ServiceFailed => &[Failed],
+        }
+    }
+
     pub fn name(self) -> String {
         serde_json::to_value(self)
             .ok()
@@ -238,6 +284,12 @@ impl CliError {
                 kind: Kind::Failed,
                 hint: None,
             });
+        debug_assert!(
+            d.kind.exits().contains(&d.exit),
+            "{:?} came with exit {:?}, which Kind::exits (and docs/errors.md) does not list: {error:#}",
+            d.kind,
+            d.exit
+        );
         Self {
             exit: d.exit,
             kind: d.kind,

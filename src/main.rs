@@ -118,8 +118,21 @@ fn parse_failed(e: &clap::Error) -> ExitCode {
     let args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
+    // A flag this command lacks: our tip (the setting it names, or the commands that have
+    // it) instead of clap's nearest spelling.
+    let tip = match (e.kind(), e.get(clap::error::ContextKind::InvalidArg)) {
+        (ErrorKind::UnknownArgument, Some(clap::error::ContextValue::String(flag))) => {
+            cli::unknown_flag_tip(flag, &args)
+        }
+        _ => None,
+    };
     if !cli::wants_json(&args) {
-        e.exit();
+        let Some(tip) = &tip else { e.exit() };
+        // clap's first line, then ours (its usage line follows its own suggestion).
+        let text = e.render().to_string();
+        let first = text.lines().next().unwrap_or_default();
+        eprintln!("{first}\n\n  tip: {tip}\n\nFor more information, try '--help'.");
+        return ExitCode::from(Exit::Usage as u8);
     }
     let (doc, exit) = match e.kind() {
         ErrorKind::DisplayVersion => (
@@ -146,7 +159,7 @@ fn parse_failed(e: &clap::Error) -> ExitCode {
                     "message": message,
                     "causes": [],
                     "problems": [],
-                    "hint": "'calicoctl-win help' and 'calicoctl-win COMMAND --help' describe every command and flag",
+                    "hint": tip.unwrap_or_else(|| "'calicoctl-win help' and 'calicoctl-win COMMAND --help' describe every command and flag".to_owned()),
                 },
                 "exit_code": Exit::Usage as i32,
             });

@@ -713,3 +713,48 @@ fn completion_scripts_for_every_shell() {
     let out = cmd().args(["completions", "tcsh"]).output().expect("runs");
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A flag a command lacks gets our tip: the setting it names as `--set`, or the commands that
+/// have it (clap's nearest spelling offered `--log-file` for `--offline`).
+#[test]
+fn an_unknown_flag_points_at_the_setting_or_the_commands_that_have_it() {
+    let out = cmd()
+        .args(["install", "--vni", "4097"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--set vxlan.vni=4097"), "{err}");
+    let out = cmd().args(["install", "--offline"]).output().expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--offline is a flag of: preflight, status"),
+        "{err}"
+    );
+    assert!(!err.contains("--log-file"), "{err}");
+    let out = cmd()
+        .args(["install", "--vni=4097", "-o", "json"])
+        .output()
+        .expect("runs");
+    let doc = json(&out.stdout);
+    assert_eq!(
+        doc["error"]["hint"],
+        "settings are given with --set: --set vxlan.vni=4097 (or in the config file)"
+    );
+}
+
+/// `--calico-version` names a release: all three numbers.
+#[test]
+fn a_calico_version_without_its_patch_number_is_refused() {
+    let out = cmd()
+        .args(["install", "--dry-run", "--calico-version", "3.30"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("names no release") && err.contains("3.30.0"),
+        "{err}"
+    );
+}

@@ -138,3 +138,325 @@ fn every_error_kind_is_in_the_errors_page() {
     );
     assert_eq!(calicoctl_win::error::Kind::NeedsDrain.name(), "needs-drain");
 }
+
+/// The exit codes docs/errors.md gives each kind are the ones the code uses for it
+/// (`Kind::exits`, which a debug build checks every error against as it is made).
+#[test]
+fn every_error_kind_has_the_exit_codes_the_errors_page_says() {
+    let text = std::fs::read_to_string(root().join("docs/errors.md")).expect("errors.md");
+    let mut wrong = Vec::new();
+    for kind in calicoctl_win::error::Kind::ALL {
+        let name = kind.name();
+        let Some(row) = text
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{name}` |")))
+        else {
+            continue;
+        };
+        let documented: std::collections::BTreeSet<i32> = row
+            .split('|')
+            .nth(2)
+            .unwrap_or_default()
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        let code: std::collections::BTreeSet<i32> =
+            kind.exits().iter().map(|e| *e as i32).collect();
+        if documented != code {
+            wrong.push(format!("{name}: docs {documented:?}, code {code:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "docs/errors.md: {wrong:#?}");
+}
+
+/// The subcommands a command line in the docs may start with.
+fn subcommands() -> Vec<String> {
+    use clap::CommandFactory;
+    calicoctl_win::cli::Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_owned())
+        .collect()
+}
+
+/// Every calicoctl-win command line the README and docs/ show: in code blocks, a command
+/// that starts with `calicoctl-win` (`.exe`, or a path to it) or `cargo run --`, line
+/// continuations (PowerShell's backtick, sh's backslash) joined; in inline code, a span that
+/// starts with one of those or with a subcommand and names a flag. With the file and line.
+fn documented_command_lines() -> Vec<(String, usize, String)> {
+    let mut files = vec![root().join("README.md")];
+    markdown_files(&root().join("docs"), &mut files);
+    let subs = subcommands();
+    let mut out = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).expect("read");
+        let name = path
+            .strip_prefix(root())
+            .expect("under root")
+            .display()
+            .to_string();
+        let mut in_block = false;
+        let mut joined = String::new();
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("```") {
+                in_block = !in_block;
+                continue;
+            }
+            if in_block {
+                let t = line.trim_end();
+                joined.push_str(t.trim_end_matches(['`', '\\']));
+                joined.push(' ');
+                if t.ends_with('`') || t.ends_with('\\') {
+                    continue;
+                }
+                let whole = std::mem::take(&mut joined);
+                for part in whole.split(['|', ';']) {
+                    if let Some(rest) = command_of(part) {
+                        out.push((name.clone(), n + 1, rest));
+                    }
+                }
+                continue;
+            }
+            for (i, span) in line.split('`').enumerate() {
+                if i % 2 == 0 {
+                    continue;
+                }
+                let span = span.split(" | ").next().unwrap_or_default();
+                let span = span.split(r" \| ").next().unwrap_or_default();
+                let first = span.split_whitespace().next().unwrap_or_default();
+                match command_of(span) {
+                    Some(r) => out.push((name.clone(), n + 1, r)),
+                    None if subs.iter().any(|s| s == first) && span.contains(" --") => {
+                        out.push((name.clone(), n + 1, span.to_owned()))
+                    }
+                    None => {}
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The arguments of a command that starts with calicoctl-win (or a path to it, or
+/// `cargo run --`); `None` for other text.
+fn command_of(part: &str) -> Option<String> {
+    let t = part.trim_start().trim_start_matches("& ");
+    if let Some(rest) = t.strip_prefix("cargo run --") {
+        return Some(rest.to_owned());
+    }
+    let first = t.split_whitespace().next()?;
+    let program = first.rsplit(['\\', '/']).next()?;
+    (program == "calicoctl-win" || program == "calicoctl-win.exe")
+        .then(|| t[first.len()..].to_owned())
+}
+
+/// The words of a documented command line as a shell passes them: a `#` comment dropped,
+/// `<placeholders>` as one word, a synopsis's `[optional]` brackets and `a|b` alternatives
+/// read as their first, `...` dropped, quotes taken off.
+fn words(line: &str) -> Vec<String> {
+    let line = line.split(" #").next().unwrap_or_default();
+    let mut flat = String::new();
+    let (mut in_angle, mut in_suffix) = (false, false);
+    for c in line.chars() {
+        match c {
+            '<' => {
+                in_angle = true;
+                flat.push('X');
+            }
+            '>' => in_angle = false,
+            _ if in_angle => {}
+            // `BUILD[.UBR]`: an optional part of one word.
+            '[' if flat.ends_with(|p: char| !p.is_whitespace()) => in_suffix = true,
+            ']' if in_suffix => in_suffix = false,
+            _ if in_suffix => {}
+            '[' | ']' => flat.push(' '),
+            _ => flat.push(c),
+        }
+    }
+    flat.split_whitespace()
+        .map(|w| w.split('|').next().unwrap_or_default())
+        .map(|w| w.trim_end_matches("...").trim_end_matches('…'))
+        .map(|w| w.trim_matches(['"', '\'']).to_owned())
+        .filter(|w| !w.is_empty() && !w.starts_with('$'))
+        .collect()
+}
+
+/// Every command line in the docs names a subcommand and flags calicoctl-win has: parsed by
+/// the binary's own argument parser, only an unknown flag or subcommand fails (a placeholder
+/// value or a missing argument in an example is fine).
+#[test]
+fn every_command_line_in_the_docs_names_flags_that_exist() {
+    use clap::Parser;
+    let lines = documented_command_lines();
+    assert!(lines.len() > 50, "{} command lines found", lines.len());
+    let mut wrong = Vec::new();
+    for (file, line, text) in &lines {
+        let args = words(text);
+        let argv = std::iter::once("calicoctl-win".to_owned()).chain(args.iter().cloned());
+        if let Err(e) = calicoctl_win::cli::Cli::try_parse_from(argv) {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::UnknownArgument | ErrorKind::InvalidSubcommand
+            ) {
+                let why = e.to_string();
+                let why = why.lines().next().unwrap_or_default().to_owned();
+                wrong.push(format!("{file}:{line}: `{}`: {why}", args.join(" ")));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn a_command_line_with_a_flag_that_does_not_exist_is_found() {
+    use clap::Parser;
+    let argv = words(" install --kube-proxy PATH");
+    let e = calicoctl_win::cli::Cli::try_parse_from(
+        std::iter::once("calicoctl-win".to_owned()).chain(argv),
+    )
+    .expect_err("no such flag");
+    assert_eq!(e.kind(), clap::error::ErrorKind::UnknownArgument);
+}
+
+/// Every simulated-host profile is in docs/simulated-host.md's table and in `--sim-profile`'s
+/// help.
+#[test]
+fn every_sim_profile_is_documented_and_in_the_help() {
+    use clap::CommandFactory;
+    let page = std::fs::read_to_string(root().join("docs/simulated-host.md")).expect("page");
+    let help = calicoctl_win::cli::Cli::command()
+        .get_arguments()
+        .find(|a| a.get_id() == "sim_profile")
+        .and_then(|a| a.get_help().map(ToString::to_string))
+        .expect("--sim-profile has help");
+    let help_names: Vec<&str> = help
+        .split([',', ' ', ':'])
+        .filter(|w| w.starts_with("ws"))
+        .collect();
+    for (name, _) in calicoctl_win::host::sim::PROFILES {
+        assert!(
+            page.contains(&format!("| `{name}`")),
+            "{name} is not in simulated-host.md"
+        );
+        assert!(
+            help_names.contains(name),
+            "{name} is not in --sim-profile's help: {help}"
+        );
+    }
+}
+
+/// Every source a setting can come from is in config-show.md's list of sources.
+#[test]
+fn every_config_source_is_in_config_show_docs() {
+    use calicoctl_win::config::Source;
+    // Adding a source makes this match fail to compile until the list below has it.
+    let named = |s: &Source| match s {
+        Source::Flag => "`flag`".to_owned(),
+        Source::Env(_) => "`env NAME`".to_owned(),
+        Source::File(_) => "`file:LINE`".to_owned(),
+        Source::Host => "`host`".to_owned(),
+        Source::Cluster => "`cluster`".to_owned(),
+        Source::Default => "`default`".to_owned(),
+    };
+    let page = std::fs::read_to_string(root().join("docs/commands/config-show.md")).expect("page");
+    let sources = page
+        .split("Sources, highest precedence first:")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .expect("the list of sources");
+    for s in [
+        Source::Flag,
+        Source::Env("X"),
+        Source::File(1),
+        Source::Host,
+        Source::Cluster,
+        Source::Default,
+    ] {
+        let name = named(&s);
+        assert!(sources.contains(&name), "{name} is not in: {sources}");
+    }
+}
+
+/// Every `SUBCOMMAND [SUB] --flag` the README and docs/ name in their prose, tables and code:
+/// (file, line, subcommand path, flag).
+fn flag_mentions() -> Vec<(String, usize, Vec<String>, String)> {
+    use clap::CommandFactory;
+    let cli = calicoctl_win::cli::Cli::command();
+    let mut files = vec![root().join("README.md")];
+    markdown_files(&root().join("docs"), &mut files);
+    let mut out = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).expect("read");
+        let name = path
+            .strip_prefix(root())
+            .expect("under root")
+            .display()
+            .to_string();
+        // A mention runs within one code span or stretch of prose, up to punctuation.
+        let stretches = text.lines().enumerate().flat_map(|(n, line)| {
+            line.split(['`', '(', ')', ',', ';', '|'])
+                .map(move |s| (n, s))
+                .collect::<Vec<_>>()
+        });
+        for (n, stretch) in stretches {
+            let toks: Vec<&str> = stretch.split_whitespace().collect();
+            for i in 0..toks.len() {
+                let Some(sub) = cli.find_subcommand(toks[i]) else {
+                    continue;
+                };
+                let mut path = vec![toks[i].to_owned()];
+                let mut j = i + 1;
+                if let Some(t) = toks.get(j).filter(|t| sub.find_subcommand(t).is_some()) {
+                    path.push((*t).to_owned());
+                    j += 1;
+                }
+                // The flags right after it, each with at most one value.
+                while let Some(t) = toks.get(j).filter(|t| t.starts_with("--") && t.len() > 2) {
+                    let flag = t
+                        .split('=')
+                        .next()
+                        .unwrap_or_default()
+                        .trim_end_matches(['.', ':']);
+                    out.push((name.clone(), n + 1, path.clone(), flag.to_owned()));
+                    j += 1;
+                    if toks.get(j).is_some_and(|v| !v.starts_with('-')) {
+                        j += 1;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every flag the docs name after a subcommand exists on it: `install --kube-proxy PATH`
+/// in a setting's description was a flag install never had.
+#[test]
+fn every_flag_named_after_a_subcommand_exists() {
+    use clap::CommandFactory;
+    let mut cli = calicoctl_win::cli::Cli::command();
+    cli.build();
+    let mentions = flag_mentions();
+    assert!(mentions.len() > 50, "{} mentions", mentions.len());
+    let mut wrong = Vec::new();
+    for (file, line, path, flag) in &mentions {
+        let mut cmd = &cli;
+        for p in path {
+            cmd = cmd.find_subcommand(p).expect("found above");
+        }
+        let long = flag.trim_start_matches("--");
+        let known = cmd
+            .get_arguments()
+            .chain(cli.get_arguments())
+            .any(|a| a.get_long() == Some(long))
+            || long == "help";
+        if !known {
+            wrong.push(format!("{file}:{line}: `{} {flag}`", path.join(" ")));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "flags that do not exist:\n{}",
+        wrong.join("\n")
+    );
+}

@@ -101,11 +101,35 @@ pub fn blocking(checks: &[Check]) -> Vec<&'static str> {
         .collect()
 }
 
-/// The checks as a table for people: verdict, id, message, and the remedy under it.
+/// The checks as a table for people: verdict, id, message, and the remedy under it. Checks
+/// in a row skipped for the same reason (the cluster checks without an admin kubeconfig) are
+/// one line that names them all and says the reason once.
 pub fn table(checks: &[Check]) -> String {
     let width = checks.iter().map(|c| c.id.len()).max().unwrap_or(0);
     let mut out = String::new();
-    for c in checks {
+    let mut i = 0;
+    while i < checks.len() {
+        let c = &checks[i];
+        let same = checks[i..]
+            .iter()
+            .take_while(|d| {
+                c.verdict == Verdict::Skip && d.verdict == Verdict::Skip && d.message == c.message
+            })
+            .count();
+        if same > 1 {
+            let ids: Vec<&str> = checks[i..i + same].iter().map(|d| d.id).collect();
+            out.push_str(&format!(
+                "{:<4}  {:<width$}  {} checks skipped ({}): {}\n",
+                c.verdict.label(),
+                ids[0],
+                same,
+                ids.join(", "),
+                c.message
+            ));
+            i += same;
+            continue;
+        }
+        i += 1;
         out.push_str(&format!(
             "{:<4}  {:<width$}  {}\n",
             c.verdict.label(),
@@ -132,6 +156,26 @@ impl crate::error::Diagnose for Blocked {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn checks_skipped_for_one_reason_say_it_once() {
+        let checks = vec![
+            Check::pass("hns", "HNS answers"),
+            Check::skip("calico-version", "no admin kubeconfig"),
+            Check::skip("ipip-disabled", "no admin kubeconfig"),
+            Check::skip("rbac", "no admin kubeconfig"),
+            Check::skip("remote-access", "only for windows-bgp"),
+        ];
+        let t = table(&checks);
+        assert_eq!(t.matches("no admin kubeconfig").count(), 1, "{t}");
+        assert!(
+            t.contains(
+                "3 checks skipped (calico-version, ipip-disabled, rbac): no admin kubeconfig"
+            ),
+            "{t}"
+        );
+        assert!(t.contains("remote-access   only for windows-bgp"), "{t}");
+    }
 
     #[test]
     fn a_skipped_failure_stops_blocking_and_says_it_was_accepted() {

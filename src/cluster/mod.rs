@@ -71,7 +71,7 @@ impl ClusterError {
     /// What the user can do about it.
     pub fn hint(&self) -> String {
         match self {
-            ClusterError::NoKubeconfig { .. } => "pass an admin kubeconfig with --kubeconfig, or set KUBECONFIG; --offline skips the cluster".into(),
+            ClusterError::NoKubeconfig { .. } => "pass an admin kubeconfig with --kubeconfig, or set KUBECONFIG (preflight, status and config show skip the cluster with --offline)".into(),
             ClusterError::Kubeconfig { .. } => "check the file with 'kubectl --kubeconfig FILE cluster-info'".into(),
             ClusterError::ExecPlugin { command, .. } => format!(
                 "pass --allow-exec-plugin if {command} may run as administrator on this node; otherwise use a kubeconfig with a token or a client certificate"

@@ -12,13 +12,11 @@ pub fn release_want(a: &ReleaseArgs) -> anyhow::Result<Want> {
         .as_deref()
         .map(|v| v.trim_start_matches('v').to_owned());
     if let Some(v) = &version
-        && !v
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
+        && let Err(why) = release::CalicoVersion::parse_release(v)
     {
         return Err(UsageError::new(
-            format!("--calico-version {v:?} is not a version"),
-            "write it like 3.30.0",
+            format!("--calico-version: {why}"),
+            "write the release like 3.30.2 (without --calico-version, the cluster's is used)",
         )
         .into());
     }

@@ -115,7 +115,7 @@ pub(crate) fn read_cluster(
     }
     Ok(match ctx.connect_cluster() {
         Ok(None) => ClusterRead::Skipped(
-            "no admin kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config or C:\\k\\config): cluster checks skipped",
+            "no admin kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config or C:\\k\\config)",
         ),
         Ok(Some(c)) => match facts::gather(&c, node) {
             Ok(f) => ClusterRead::Read(Box::new(c), Box::new(f)),

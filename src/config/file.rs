@@ -69,7 +69,11 @@ impl<'de> Deserialize<'de> for Node {
 /// Parses the file's text into the settings it gives and the problems found in it; a setting
 /// with a problem is left out of the layer.
 pub fn parse(text: &str) -> (Layer, Vec<Problem>) {
-    let root: Spanned<Node> = match serde_saphyr::from_str(text) {
+    // Repeated keys reach the reader, which names both lines (the library's own error only
+    // advises its option).
+    let mut options = serde_saphyr::Options::default();
+    options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::PassThrough;
+    let root: Spanned<Node> = match serde_saphyr::from_str_with_options(text, options) {
         Ok(root) => root,
         Err(e) => {
             let line = e.location().map(|l| l.line());
@@ -100,6 +104,7 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn section(&mut self, prefix: &str, entries: &[(Spanned<String>, Spanned<Node>)]) {
+        let mut seen: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
         for (key, node) in entries {
             let line = key.referenced.line();
             let path = if prefix.is_empty() {
@@ -107,6 +112,17 @@ impl Reader<'_> {
             } else {
                 format!("{prefix}.{}", key.value)
             };
+            if let Some(first) = seen.insert(key.value.as_str(), line) {
+                self.problems.push(Problem::new(
+                    &path,
+                    None,
+                    Some(Source::File(line)),
+                    format!(
+                        "given twice, on line {first} and on line {line}: a YAML key may appear once in its mapping; keep the one you mean"
+                    ),
+                ));
+                continue;
+            }
             match (spec::find(&path), &node.value) {
                 (None, Node::Map(inner)) if prefix.is_empty() && spec::is_section(&path) => {
                     self.section(&path, inner)

@@ -496,9 +496,12 @@ fn expand_double_quoted(inner: &str) -> Option<String> {
     Some(out)
 }
 
-/// A command argument as PowerShell's argument mode reads it: quoted and bare parts next to
-/// each other make one string (`""name""` is `name`: an empty string, `name`, an empty
-/// string; `"a""b"` is `a"b`); a `$env:X` of its own is X's value.
+/// A command argument as PowerShell's argument mode reads it. Inside double quotes `""` is
+/// one quote (`"a""b"` is `a"b`), inside single quotes `''` is one (`'a''b'` is `a'b`); a
+/// bare word takes quoted parts after it into itself (`a"b"` is `ab`); but an argument that
+/// starts with a quoted string ends with it, and what follows is another argument (`"a"b` is
+/// `a` and `b`; `""name""` is `` and `name`: PowerShell issue 6467). A `$env:X` of its own
+/// is X's value.
 fn argument(src: &str, earlier: &Values) -> Value {
     let src = src.trim();
     let dynamic = || {
@@ -551,6 +554,13 @@ fn argument(src: &str, earlier: &Values) -> Value {
                 match part {
                     Some(p) => out.push_str(&p),
                     None => return dynamic(),
+                }
+                if i == 0 && j + 1 < chars.len() {
+                    let rest: String = chars[j + 1..].iter().collect();
+                    return Value::Dynamic(format!(
+                        "PowerShell reads {src} as two arguments, {:?} and {rest} (an argument that starts with a quoted string ends with it: PowerShell issue 6467), and Set-EnvVarIfNotSet takes no third one: this line fails when config.ps1 runs and sets nothing",
+                        out
+                    ));
                 }
                 i = j + 1;
             }
@@ -732,6 +742,40 @@ mod tests {
             let read: std::collections::BTreeMap<String, String> =
                 serde_saphyr::from_str(&yaml).unwrap_or_else(|e| panic!("{yaml}: {e}"));
             assert_eq!(read["v"], value, "{yaml}");
+        }
+    }
+
+    /// PowerShell's argument mode (about_Parsing; PowerShell issue 6467 for an argument that
+    /// starts with a quoted string), as Calico's GCE quickstart wrote `""name""`.
+    #[test]
+    fn arguments_are_split_and_joined_as_powershell_does() {
+        let set = |value: &str| {
+            import(&format!(
+                "Set-EnvVarIfNotSet -var \"KUBE_NETWORK\" -defaultValue {value}\n"
+            ))
+        };
+        for (value, want) in [
+            (r#""a""b""#, r#"a"b"#),
+            ("'a''b'", "a'b"),
+            (r#"a"b""#, "ab"),
+            (r#"x"y"'z'"#, "xyz"),
+            (r#""Calico.*""#, "Calico.*"),
+        ] {
+            let i = set(value);
+            assert_eq!(
+                i.imported.first().map(|e| e.value.as_str()),
+                Some(want),
+                "{value}"
+            );
+        }
+        for value in [r#"""name"""#, r#""a"b"#, "'a'b"] {
+            let i = set(value);
+            assert!(i.imported.is_empty(), "{value}");
+            let why = &i.not_understood[0].reason;
+            assert!(
+                why.contains("two arguments") && why.contains("6467"),
+                "{why}"
+            );
         }
     }
 

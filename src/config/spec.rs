@@ -294,7 +294,7 @@ pub static SETTINGS: &[Spec] = &[
         "kube_proxy.path",
         Kind::Scalar,
         Unset,
-        "kube-proxy.exe, run by a kube-proxy service as Calico's kube-proxy-service.ps1 ran it (install --kube-proxy PATH); unset: no kube-proxy service.",
+        "kube-proxy.exe, run by a kube-proxy service as Calico's kube-proxy-service.ps1 ran it (install --set kube_proxy.path=PATH); unset: no kube-proxy service.",
     ),
     own(
         "kube_proxy.kubeconfig",

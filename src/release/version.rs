@@ -85,6 +85,26 @@ impl CalicoVersion {
         })
     }
 
+    /// A release as a person names one on the command line: all three numbers, `3.30.2` (or
+    /// `v3.30.2`, a pre-release `3.34.0-0.dev`); `3.30` names no release.
+    pub fn parse_release(text: &str) -> Result<Self, String> {
+        let v = Self::parse(text)?;
+        let t = text.trim();
+        let numbers = t
+            .strip_prefix(['v', 'V'])
+            .unwrap_or(t)
+            .split(['-', '+'])
+            .next()
+            .unwrap_or_default();
+        if numbers.split('.').count() != 3 {
+            return Err(format!(
+                "{text:?} names no release: give all three numbers, like {}.{}.0 (the release page lists them)",
+                v.major, v.minor
+            ));
+        }
+        Ok(v)
+    }
+
     fn at_least(&self, major: u32, minor: u32) -> bool {
         (self.major, self.minor) >= (major, minor)
     }
@@ -241,6 +261,13 @@ mod tests {
             "3.31.0-a b",
         ] {
             assert!(CalicoVersion::parse(bad).is_err(), "{bad:?}");
+        }
+        // On the command line a release has all three numbers.
+        assert!(CalicoVersion::parse("3.30").is_ok());
+        let e = CalicoVersion::parse_release("3.30").expect_err("two numbers");
+        assert!(e.contains("like 3.30.0"), "{e}");
+        for good in ["3.30.2", "v3.31.0", "3.34.0-0.dev"] {
+            assert!(CalicoVersion::parse_release(good).is_ok(), "{good}");
         }
     }
 

@@ -148,7 +148,12 @@ fn base(profile: &str, build: u32, ubr: u32, product: &str) -> State {
             hostname: Some("WIN-1".into()),
             winhttp_proxy: None,
             user_sid: None,
-            drives: [('C', crate::host::DriveKind::Fixed)].into(),
+            // The system drive and a data disk (cloud VMs have one: Azure's D:).
+            drives: [
+                ('C', crate::host::DriveKind::Fixed),
+                ('D', crate::host::DriveKind::Fixed),
+            ]
+            .into(),
         },
         settings: SimSettings {
             hns_available: true,
