@@ -178,3 +178,55 @@ fn a_plain_http_download_url_is_refused() {
     assert!(String::from_utf8_lossy(&run.stderr).contains("https://"));
     assert!(!out.exists(), "nothing written");
 }
+
+/// package.sh puts what it builds where cargo builds: CARGO_TARGET_DIR when set. cargo is a
+/// stand-in here that answers as cargo does (`cargo metadata` reports `target_directory`,
+/// which CARGO_TARGET_DIR sets: The Cargo Book, "cargo metadata" and "Environment variables";
+/// `cargo build --target T --release` writes `<target dir>/T/release/`), so no release build
+/// runs.
+#[cfg(unix)]
+#[test]
+fn package_sh_honours_cargo_target_dir() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).expect("bin");
+    let target = dir.path().join("elsewhere");
+    let stub = format!(
+        r#"#!/bin/sh
+case "$1" in
+metadata) printf '{{"packages":[{{"version":"{v}"}}],"target_directory":"%s"}}\n' "$CARGO_TARGET_DIR" ;;
+build) mkdir -p "$CARGO_TARGET_DIR/x86_64-pc-windows-gnu/release" && printf 'MZ stand-in' > "$CARGO_TARGET_DIR/x86_64-pc-windows-gnu/release/calicoctl-win.exe" ;;
+run) echo 'Register-ArgumentCompleter -Native -CommandName calicoctl-win -ScriptBlock {{ }}' ;;
+esac
+"#,
+        v = env!("CARGO_PKG_VERSION")
+    );
+    std::fs::write(bin.join("cargo"), stub).expect("stub");
+    std::fs::set_permissions(bin.join("cargo"), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new("bash")
+        .arg(support::root().join("packaging/package.sh"))
+        .arg(URL_BASE)
+        .env("PATH", path)
+        .env("CARGO_TARGET_DIR", &target)
+        .env("SOURCE_DATE_EPOCH", "1763856000")
+        .output()
+        .expect("package.sh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let zip = format!(
+        "calicoctl-win-{}-windows-amd64.zip",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(target.join("release-artifacts").join(&zip).is_file());
+    assert!(target.join("release-artifacts/SHA256SUMS").is_file());
+}
