@@ -224,17 +224,33 @@ impl Context {
     /// ends (`host::lock`); a `--dry-run` only reads and takes no lock. A throw-away in-memory
     /// host is shared with nobody and needs none.
     pub fn open_host_to_change(&mut self, command: &str) -> anyhow::Result<Box<dyn Host>> {
-        let host = self.open_host(Intent::Change)?;
-        if self.options.dry_run {
-            return Ok(host);
+        // The lock first, then the host: a simulated host reads its state as it opens, and a
+        // command that read it before another finished would plan from what that one changed.
+        if !self.options.dry_run
+            && let Some(dir) = self.planned_state_dir()
+        {
+            let lock = crate::host::lock::acquire(&dir, command)?;
+            self.log(&format!("holding the host lock {}", dir.display()));
+            self.lock = Some(lock);
         }
-        let Some(dir) = self.state_dir(host.as_ref()) else {
-            return Ok(host);
-        };
-        let lock = crate::host::lock::acquire(&dir, command)?;
-        self.log(&format!("holding the host lock {}", dir.display()));
-        self.lock = Some(lock);
-        Ok(host)
+        self.open_host(Intent::Change)
+    }
+
+    /// The state directory the host the flags choose will have (`state_dir`), known before it
+    /// is opened: the simulated host's directory, or on Windows `%ProgramData%\calicoctl-win`;
+    /// `None` where a change is refused anyway (another OS without `--sim-host`).
+    fn planned_state_dir(&self) -> Option<PathBuf> {
+        if let Some(dir) = &self.options.host.sim_dir {
+            return Some(dir.clone());
+        }
+        cfg!(windows).then(|| {
+            PathBuf::from(
+                self.env
+                    .get("ProgramData")
+                    .map_or(r"C:\ProgramData", String::as_str),
+            )
+            .join("calicoctl-win")
+        })
     }
 
     /// Where calicoctl-win keeps its own state on this machine (the host lock, a detached run's

@@ -83,9 +83,16 @@ fn record_detached(ctx: &mut Context, code: Exit) {
         .env
         .get(commands::detach::OUTPUT_ENV)
         .map(std::path::PathBuf::from);
-    if let Err(e) =
-        commands::detach::record(std::path::Path::new(&result), output.as_deref(), code as u8)
-    {
+    let started = ctx
+        .env
+        .get(commands::detach::STARTED_ENV)
+        .map(std::path::PathBuf::from);
+    if let Err(e) = commands::detach::record(
+        std::path::Path::new(&result),
+        output.as_deref(),
+        started.as_deref(),
+        code as u8,
+    ) {
         ctx.log(&format!("failed: {e:#}"));
         eprintln!("error: {e:#}");
     }

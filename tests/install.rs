@@ -1825,8 +1825,8 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
         serde_json::from_str::<Value>(&text).expect("result json")
     };
 
-    // Held at its third change, the detached install is still there after its session ended.
-    let doc = detached(&s.zip, &["--sim-fault", "pause:3"]);
+    // Held at its sixth change, the detached install is still there after its session ended.
+    let doc = detached(&s.zip, &["--sim-fault", "pause:6"]);
     assert_eq!(doc["detached"], true, "{doc}");
     let pid =
         nix::unistd::Pid::from_raw(i32::try_from(doc["pid"].as_u64().expect("pid")).expect("pid"));
@@ -1844,8 +1844,44 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
         nix::sys::signal::kill(pid, None).is_ok(),
         "the detached run died with its session"
     );
+    // While it runs: status says who is changing the node, and a second --detach is refused
+    // at once (exit 5) without touching the running one's files.
+    let (code, status, _) = s.node.run(&["status", "--offline"]);
+    assert_ne!(code, 0);
+    assert!(
+        status["problems"]
+            .to_string()
+            .contains("is changing this node now"),
+        "{status}"
+    );
+    let result_file = PathBuf::from(doc["result"].as_str().expect("result"));
+    let zip = s.zip.display().to_string();
+    let (code, second, err) = s.node.run(&["install", "--detach", "--release-zip", &zip]);
+    assert_eq!(code, 5, "{second} {err}");
+    assert_eq!(second["error"]["kind"], "locked", "{second}");
+    assert!(!result_file.exists(), "the second --detach wrote a result");
+
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill it");
     std::fs::remove_file(&marker).expect("marker");
+    // Killed, it recorded nothing; once it is clearly gone (its start backdated past the
+    // minute a run has to take the lock), status writes its result and says the install was
+    // cut off, with what finishes it.
+    let started_file = s.node.sim().join("install.detached.json");
+    let mut started: Value =
+        serde_json::from_slice(&std::fs::read(&started_file).expect("started")).expect("json");
+    started["started"] = json!(started["started"].as_i64().expect("started") - 120);
+    std::fs::write(&started_file, started.to_string()).expect("backdate");
+    let (_, status, _) = s.node.run(&["status", "--offline"]);
+    let problems = status["problems"].to_string();
+    assert!(
+        problems.contains("ended without recording its result"),
+        "{status}"
+    );
+    assert!(problems.contains("install was cut off after"), "{status}");
+    let died: Value =
+        serde_json::from_slice(&std::fs::read(&result_file).expect("a result")).expect("json");
+    assert_eq!(died["exit_code"], 1, "{died}");
+    assert!(!started_file.exists());
 
     // Run to its end (continuing what the killed one began), it records its result.
     let doc = detached(&s.zip, &[]);
@@ -2116,4 +2152,28 @@ fn a_root_that_was_there_gets_its_access_list_back_from_uninstall() {
     let (code, doc, stderr) = s.uninstall(&["--purge", "--remove-logs"]);
     assert_eq!(code, 0, "{doc} {stderr}");
     assert_same(&s.snapshot(), &initial, "after the purge");
+}
+
+/// The host lock is taken before the simulated host's state is read: a command that read the
+/// state first could plan from what the lock holder was still changing (its record then missed
+/// the firewall rule and registry keys the other run added). Seen from outside: with the lock
+/// held and the state unreadable, the answer is `locked`, not a complaint about the state.
+#[test]
+fn the_host_lock_is_taken_before_the_hosts_state_is_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sim = dir.path().join("host");
+    std::fs::create_dir_all(&sim).expect("dir");
+    std::fs::write(sim.join("state.json"), "{ being rewritten").expect("state");
+    let _held = calicoctl_win::host::lock::acquire(&sim, "install").expect("lock");
+    for args in [&["install", "--no-start"][..], &["uninstall"][..]] {
+        let out = support::on_node()
+            .args(args)
+            .args(["-o", "json", "--sim-host"])
+            .arg(&sim)
+            .output()
+            .expect("runs");
+        let doc = support::json(&out.stdout);
+        assert_eq!(out.status.code(), Some(5), "{args:?}: {doc}");
+        assert_eq!(doc["error"]["kind"], "locked", "{args:?}: {doc}");
+    }
 }

@@ -17,11 +17,21 @@ pub const RESULT_ENV: &str = "CALICOCTL_WIN_DETACHED_RESULT";
 /// Set for the detached run: the file its standard output (the JSON document) goes to.
 pub const OUTPUT_ENV: &str = "CALICOCTL_WIN_DETACHED_OUTPUT";
 
+/// Set for the detached run: the file that says it was started, which it removes when it
+/// records its result.
+pub const STARTED_ENV: &str = "CALICOCTL_WIN_DETACHED_STARTED";
+/// How a file saying a detached run was started ends.
+const STARTED_SUFFIX: &str = ".detached.json";
+/// How long a detached run may take to take the host lock after it was started; past it, a
+/// run that holds no lock and recorded no result has died.
+const LOCK_GRACE_SECS: i64 = 60;
+
 /// The files of a detached run of `command`, in calicoctl-win's state directory.
 struct Files {
     log: PathBuf,
     output: PathBuf,
     result: PathBuf,
+    started: PathBuf,
 }
 
 impl Files {
@@ -30,8 +40,68 @@ impl Files {
             log: dir.join(format!("{command}.log")),
             output: dir.join(format!("{command}.out.json")),
             result: dir.join(format!("{command}.result.json")),
+            started: dir.join(format!("{command}{STARTED_SUFFIX}")),
         }
     }
+}
+
+/// What the starting command writes about a detached run.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Started {
+    pid: u32,
+    /// Unix seconds.
+    started: i64,
+    log: PathBuf,
+    result: PathBuf,
+}
+
+/// A detached run that was started, holds no host lock and recorded no result has died
+/// (killed, or its machine restarted): its result is written now, for whoever polls for it,
+/// with exit code 1 and what happened; the line to report. The caller holds no lock and found
+/// nobody holding it.
+pub fn settle(dir: &Path) -> anyhow::Result<Option<String>> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(None);
+    };
+    let mut said = None;
+    for e in entries.flatten() {
+        let path = e.path();
+        if !path.to_string_lossy().ends_with(STARTED_SUFFIX) {
+            continue;
+        }
+        let Some(run) = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Started>(&b).ok())
+        else {
+            continue;
+        };
+        if run.result.exists() {
+            let _ = std::fs::remove_file(&path);
+            continue;
+        }
+        if crate::duration::now() - run.started < LOCK_GRACE_SECS {
+            continue;
+        }
+        let line = format!(
+            "the detached run (pid {}, started {}) ended without recording its result: it was killed or its machine restarted; its log is {}",
+            run.pid,
+            crate::duration::time_text(run.started),
+            run.log.display()
+        );
+        let doc = json!({
+            "schema": crate::output::SCHEMA,
+            "exit_code": 1,
+            "finished": null,
+            "output": null,
+            "error": line,
+        });
+        let text = serde_json::to_vec_pretty(&doc).context("cannot write the result as JSON")?;
+        crate::files::write_atomic(&run.result, &text)
+            .with_context(|| format!("cannot record the result in {}", run.result.display()))?;
+        let _ = std::fs::remove_file(&path);
+        said = Some(line);
+    }
+    Ok(said)
 }
 
 /// Starts this command line again, without `--detach`, as a detached process; says where its
@@ -52,22 +122,7 @@ pub fn start(ctx: &mut Context, command: &str) -> anyhow::Result<()> {
         )
         .into());
     };
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut files = Files::in_dir(&dir, command);
-    // A log file the command line names is kept.
-    if let Some(log) = log_file_arg(std::env::args_os().skip(1)) {
-        files.log = log;
-    }
-    for stale in [&files.result, &files.output] {
-        match std::fs::remove_file(stale) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(e).with_context(|| {
-                    format!("cannot remove {} from an earlier run", stale.display())
-                });
-            }
-            _ => {}
-        }
-    }
+    let files = prepare(&dir, command)?;
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -81,10 +136,22 @@ pub fn start(ctx: &mut Context, command: &str) -> anyhow::Result<()> {
         .args(child_args(std::env::args_os().skip(1), &files.log))
         .env(RESULT_ENV, &files.result)
         .env(OUTPUT_ENV, &files.output)
+        .env(STARTED_ENV, &files.started)
         .stdin(std::process::Stdio::null())
         .stdout(output)
         .stderr(log);
     let (child, breakaway) = spawn_detached(&mut child).context("cannot start the detached run")?;
+    let started = Started {
+        pid: child.id(),
+        started: crate::duration::now(),
+        log: files.log.clone(),
+        result: files.result.clone(),
+    };
+    crate::files::write_atomic(
+        &files.started,
+        &serde_json::to_vec_pretty(&started).context("cannot write JSON")?,
+    )
+    .with_context(|| format!("cannot write {}", files.started.display()))?;
     ctx.printer.text(&format!(
         "{command} runs detached as pid {}; log: {}; its result is recorded in {} when it ends",
         child.id(),
@@ -102,6 +169,38 @@ pub fn start(ctx: &mut Context, command: &str) -> anyhow::Result<()> {
         "result": files.result.display().to_string(),
     }));
     Ok(())
+}
+
+/// The files of a new detached run, when no command holds the host lock: another one
+/// changing the host is said now (exit 5), not by a child whose result would replace the
+/// running one's. An earlier run's result and output are removed, after a run that died
+/// without one gets its result.
+fn prepare(dir: &Path, command: &str) -> anyhow::Result<Files> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    if let Some(holder) = crate::host::lock::busy(dir) {
+        return Err(crate::host::lock::LockError::Busy {
+            holder,
+            lock: dir.join(crate::host::lock::LOCK_FILE),
+        }
+        .into());
+    }
+    settle(dir)?;
+    let mut files = Files::in_dir(dir, command);
+    // A log file the command line names is kept.
+    if let Some(log) = log_file_arg(std::env::args_os().skip(1)) {
+        files.log = log;
+    }
+    for stale in [&files.result, &files.output] {
+        match std::fs::remove_file(stale) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| {
+                    format!("cannot remove {} from an earlier run", stale.display())
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(files)
 }
 
 /// The `--log-file` the command line gives, if any.
@@ -181,7 +280,12 @@ fn spawn_detached(c: &mut std::process::Command) -> std::io::Result<(std::proces
 
 /// At the end of a detached run: its exit code, when it ended and the JSON document it printed,
 /// written atomically to the result file (the document is `null` when it printed none).
-pub fn record(result: &Path, output: Option<&Path>, exit: u8) -> anyhow::Result<()> {
+pub fn record(
+    result: &Path,
+    output: Option<&Path>,
+    started: Option<&Path>,
+    exit: u8,
+) -> anyhow::Result<()> {
     let printed = output
         .and_then(|o| std::fs::read(o).ok())
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
@@ -195,6 +299,9 @@ pub fn record(result: &Path, output: Option<&Path>, exit: u8) -> anyhow::Result<
     let text = serde_json::to_vec_pretty(&doc).context("cannot write the result as JSON")?;
     crate::files::write_atomic(result, &text)
         .with_context(|| format!("cannot record the result in {}", result.display()))?;
+    if let Some(s) = started {
+        let _ = std::fs::remove_file(s);
+    }
     Ok(())
 }
 

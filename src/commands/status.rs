@@ -34,15 +34,11 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let loaded = with_cluster(ctx, &cluster, base)?;
     let config = &loaded.config;
     let root = crate::plan::install::install_root(config);
-    let Some(rec) = record::read(host.as_ref(), &root)? else {
-        ctx.printer.text(&format!(
-            "Calico is not installed in {root} (no install record)."
-        ));
-        ctx.printer
-            .json(&json!({"installed": false, "install_root": root, "healthy": false}));
-        return Err(Degraded(vec![format!("not installed in {root}")]).into());
-    };
     let mut r = Report::default();
+    let under_way = under_way(ctx, host.as_ref(), &root, &mut r)?;
+    let Some(rec) = record::read(host.as_ref(), &root)? else {
+        return not_installed(ctx, &root, r, under_way);
+    };
     r.text.push(format!(
         "Calico {} in {root} ({} backend), node {node_name}",
         rec.calico_version.as_deref().unwrap_or("(version unknown)"),
@@ -86,6 +82,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
         "token": token,
         "kube_proxy": kube_proxy,
         "dir_access": access,
+        "under_way": under_way,
         "healthy": healthy,
         "problems": r.problems,
     }));
@@ -94,6 +91,82 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     } else {
         Err(Degraded(r.problems).into())
     }
+}
+
+/// No install record: what is under way, or that Calico is not installed.
+fn not_installed(
+    ctx: &mut Context,
+    root: &str,
+    r: Report,
+    under_way: serde_json::Value,
+) -> anyhow::Result<()> {
+    for line in &r.text {
+        ctx.printer.text(line);
+    }
+    let mut problems = r.problems;
+    if problems.is_empty() {
+        ctx.printer.text(&format!(
+            "Calico is not installed in {root} (no install record)."
+        ));
+        problems.push(format!("not installed in {root}"));
+    } else {
+        for p in &problems {
+            ctx.printer.text(&format!("  - {p}"));
+        }
+    }
+    ctx.printer.json(
+        &json!({"installed": false, "install_root": root, "healthy": false,
+        "under_way": under_way, "problems": problems}),
+    );
+    Err(Degraded(problems).into())
+}
+
+/// A command changing the node now (who holds the host lock), or one that was cut off (its
+/// journal is still in the install root and nobody holds the lock), with the command that
+/// finishes or undoes it; and a detached run that ended without its result, whose result is
+/// written now.
+fn under_way(
+    ctx: &mut Context,
+    host: &dyn Host,
+    root: &str,
+    r: &mut Report,
+) -> anyhow::Result<serde_json::Value> {
+    let busy = ctx
+        .state_dir(host)
+        .and_then(|dir| crate::host::lock::busy(&dir));
+    if let Some(holder) = busy {
+        let who = holder.map_or_else(|| "a command".to_owned(), |h| h.to_string());
+        r.problems.push(format!(
+            "{who} is changing this node now: run status again when it has finished"
+        ));
+        return Ok(json!({"running": who}));
+    }
+    if let Some(dir) = ctx.state_dir(host)
+        && let Some(died) = super::detach::settle(&dir)?
+    {
+        r.problems.push(died);
+    }
+    let journal =
+        crate::plan::journal::Journal::load(host, &record::join(root, record::JOURNAL_FILE))?;
+    let Some(j) = journal else {
+        return Ok(json!(null));
+    };
+    let done = j.entries.iter().filter(|e| e.done).count();
+    let again = if j.command == "uninstall" {
+        "'calicoctl-win uninstall' finishes it".to_owned()
+    } else {
+        format!(
+            "'calicoctl-win {}' with the same inputs finishes it, 'calicoctl-win uninstall' undoes it",
+            j.command
+        )
+    };
+    r.problems.push(format!(
+        "{} was cut off after {done} of {} step(s), started {}: {again}",
+        j.command,
+        j.entries.len(),
+        time_text(j.started)
+    ));
+    Ok(json!({"interrupted": j.command, "steps_done": done, "steps": j.entries.len()}))
 }
 
 /// What runs as SYSTEM must still come from directories only SYSTEM and Administrators can

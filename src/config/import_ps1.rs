@@ -557,9 +557,12 @@ fn argument(src: &str, earlier: &Values) -> Value {
                 }
                 if i == 0 && j + 1 < chars.len() {
                     let rest: String = chars[j + 1..].iter().collect();
+                    let second = match argument(&rest, earlier) {
+                        Value::Literal(v) => format!("{v:?}"),
+                        Value::Dynamic(_) => rest,
+                    };
                     return Value::Dynamic(format!(
-                        "PowerShell reads {src} as two arguments, {:?} and {rest} (an argument that starts with a quoted string ends with it: PowerShell issue 6467), and Set-EnvVarIfNotSet takes no third one: this line fails when config.ps1 runs and sets nothing",
-                        out
+                        "PowerShell reads {src} as two arguments, {out:?} and {second} (an argument that starts with a quoted string ends with it: PowerShell issue 6467), and Set-EnvVarIfNotSet takes no third one: this line fails when config.ps1 runs and sets nothing"
                     ));
                 }
                 i = j + 1;

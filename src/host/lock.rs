@@ -86,6 +86,20 @@ pub fn holder(lock: &Path) -> Option<Holder> {
     serde_json::from_str(&text).ok()
 }
 
+/// Whether a command holds the lock in `dir` now, without taking it: `Some(holder)` (the
+/// holder `None` while it has not written who it is), `None` when nobody does. For commands
+/// that only read (`status`), which hold no lock of their own.
+pub fn busy(dir: &Path) -> Option<Option<Holder>> {
+    let path = dir.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new().write(true).open(&path).ok()?;
+    match file.try_lock() {
+        // Free: closing the file lets it go again.
+        Ok(()) => None,
+        Err(std::fs::TryLockError::WouldBlock) => Some(holder(&path)),
+        Err(std::fs::TryLockError::Error(_)) => None,
+    }
+}
+
 /// Takes the lock in `dir` for `command`, or says who holds it.
 pub fn acquire(dir: &Path, command: &str) -> Result<HostLock, LockError> {
     let path = dir.join(LOCK_FILE);
