@@ -1272,6 +1272,22 @@ fn the_metadata_route_is_waited_for_restored_after_a_failure_and_put_back_on_the
             && message.contains("HNS network External (Overlay) was made"),
         "{message}"
     );
+    // The rollback removed the logs directory it made, but not the logs: they say why, and
+    // the message says where they went.
+    let kept = message
+        .split("were moved to ")
+        .nth(1)
+        .expect("where the logs went")
+        .split([';', ' '])
+        .next()
+        .expect("dir");
+    let rel = kept
+        .trim_start_matches(r"C:\")
+        .replace('\\', "/")
+        .to_ascii_lowercase();
+    let log = std::fs::read_to_string(s.node.c_drive(&format!("{rel}/calico-node.log")))
+        .expect("the kept calico-node.log");
+    assert!(log.contains("169.254.169.254"), "{log}");
     let state = s.state();
     assert!(
         !state["networks"].as_array().expect("networks").is_empty(),

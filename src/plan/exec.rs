@@ -27,6 +27,8 @@ pub struct ExecError {
     /// The run had passed an irreversible step: nothing was rolled back and the journal is
     /// kept, so that running the command again finishes it.
     pub past_no_return: bool,
+    /// Where the rollback moved the services' logs, out of a logs directory the run made.
+    pub kept_logs: Option<String>,
 }
 
 /// Runs the plan; `report` is called before each action.
@@ -71,15 +73,17 @@ pub fn execute(
             if irreversible && !committed_before && !took_effect(host, action) {
                 past_no_return = false;
             }
-            let rollback_failures =
+            let rolled =
                 (opts.rollback && !past_no_return).then(|| rollback(host, &journal, &opts));
+            let kept_logs = rolled.as_ref().and_then(|r| r.kept_logs.clone());
             return Err(ExecError {
                 index: i + 1,
                 total,
                 action: action.describe(),
                 source,
-                rollback_failures,
+                rollback_failures: rolled.map(|r| r.failures),
                 past_no_return: opts.rollback && past_no_return,
+                kept_logs,
             });
         }
     }
@@ -113,6 +117,7 @@ fn start_journal(host: &dyn Host, opts: &Options<'_>, total: usize) -> Result<Jo
             action: format!("prepare the journal {}", opts.journal_path),
             source: err.into(),
             rollback_failures: None,
+            kept_logs: None,
             past_no_return: false,
         })?;
     }
@@ -133,6 +138,7 @@ fn clean_up(
         source,
         rollback_failures: None,
         past_no_return: false,
+        kept_logs: None,
     };
     for e in &journal.entries {
         if let Undo::RestoreFile { backup, .. } = &e.undo {

@@ -136,7 +136,7 @@ pub fn undo_journal(
         now: 0,
         cluster: None,
     };
-    rollback(host, journal, &opts)
+    rollback(host, journal, &opts).failures
 }
 
 /// Drops an interrupted run's journal without undoing it, for a command that removes what the
@@ -163,7 +163,32 @@ pub fn discard_journal(
     Ok(())
 }
 
-pub(super) fn rollback(host: &dyn Host, journal: &Journal, opts: &Options<'_>) -> Vec<String> {
+/// What a rollback did not manage, and where it kept the services' logs.
+pub(super) struct Rolled {
+    pub failures: Vec<String>,
+    /// The directory the services' logs were moved to, out of a logs directory the run made.
+    pub kept_logs: Option<String>,
+}
+
+/// Where the services' logs of a run that is undone go: calicoctl-win's state directory on
+/// Windows (`%ProgramData%\calicoctl-win`), in a folder named for the run.
+pub const KEPT_LOGS_DIR: &str = r"C:\ProgramData\calicoctl-win";
+
+pub(super) fn rollback(host: &dyn Host, journal: &Journal, opts: &Options<'_>) -> Rolled {
+    let mut kept_logs = None;
+    let failures = undo_all(host, journal, opts, &mut kept_logs);
+    Rolled {
+        failures,
+        kept_logs,
+    }
+}
+
+fn undo_all(
+    host: &dyn Host,
+    journal: &Journal,
+    opts: &Options<'_>,
+    kept_logs: &mut Option<String>,
+) -> Vec<String> {
     let mut failures = Vec::new();
     for e in journal.entries.iter().rev() {
         if let Err(err) = undo(host, &e.undo, opts) {
@@ -210,7 +235,10 @@ pub(super) fn rollback(host: &dyn Host, journal: &Journal, opts: &Options<'_>) -
                 lower == d || lower.starts_with(&format!("{d}\\"))
             });
             if created {
-                failures.extend(remove_service_logs(host, logs));
+                match keep_service_logs(host, logs, &journal.command) {
+                    Ok(kept) => *kept_logs = kept,
+                    Err(f) => failures.extend(f),
+                }
                 dirs.push(logs.clone());
             }
         }
@@ -271,20 +299,39 @@ fn remove_tree(host: &dyn Host, dir: &str) -> Vec<String> {
     }
 }
 
-/// Removes the services' log files in `dir`; returns what could not be removed.
-fn remove_service_logs(host: &dyn Host, dir: &str) -> Vec<String> {
-    let paths = match super::record::service_logs(host, dir) {
-        Ok(p) => p,
-        Err(e) => return vec![format!("list the logs in {dir}: {e:#}")],
-    };
-    paths
-        .into_iter()
-        .filter_map(|path| {
-            host.remove_file(&path)
-                .err()
-                .map(|e| format!("remove {path}: {e}"))
-        })
-        .collect()
+/// Moves the services' log files out of `dir`, which the undone run made, into a folder of
+/// their own under `KEPT_LOGS_DIR`: they say why the run failed, so the rollback never
+/// deletes them. The folder, when there were logs; what could not be moved.
+fn keep_service_logs(
+    host: &dyn Host,
+    dir: &str,
+    command: &str,
+) -> Result<Option<String>, Vec<String>> {
+    let paths = super::record::service_logs(host, dir)
+        .map_err(|e| vec![format!("list the logs in {dir}: {e:#}")])?;
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    let stamp = jiff::Timestamp::now()
+        .strftime("%Y%m%dT%H%M%SZ")
+        .to_string();
+    let kept = format!("{KEPT_LOGS_DIR}\\failed-{command}-{stamp}");
+    let mut failures = Vec::new();
+    for path in paths {
+        let name = path.rsplit('\\').next().unwrap_or(&path);
+        let to = format!("{kept}\\{name}");
+        let moved = host
+            .copy_file(&path, &to, crate::host::Access::Normal)
+            .and_then(|_| host.remove_file(&path));
+        if let Err(e) = moved {
+            failures.push(format!("move {path} to {to}: {e}"));
+        }
+    }
+    if failures.is_empty() {
+        Ok(Some(kept))
+    } else {
+        Err(failures)
+    }
 }
 
 fn undo(host: &dyn Host, undo: &Undo, opts: &Options<'_>) -> anyhow::Result<()> {

@@ -58,6 +58,15 @@ fn walk(base: &Path, dir: &Path, out: &mut serde_json::Map<String, Value>) {
             .expect("under base")
             .display()
             .to_string();
+        // The services' logs a rollback moved out of the logs directory it removed, named in
+        // its message: kept on purpose (tests that look for them read them directly).
+        if rel.starts_with("c/programdata/calicoctl-win") {
+            continue;
+        }
+        if rel == "c/programdata" {
+            walk(base, &p, out);
+            continue;
+        }
         if p.is_dir() {
             out.insert(rel.clone(), json!("dir"));
             walk(base, &p, out);

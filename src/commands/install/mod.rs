@@ -366,7 +366,10 @@ fn install_failed(e: plan::ExecError, measured: String) -> anyhow::Error {
         ),
         None => String::new(),
     };
-    anyhow::Error::new(e).context(format!("install failed; {after}"))
+    let logs = e.kept_logs.as_ref().map_or(String::new(), |d| {
+        format!("; the services' logs, which say why, were moved to {d}")
+    });
+    anyhow::Error::new(e).context(format!("install failed; {after}{logs}"))
 }
 
 fn host_name(host: &dyn Host) -> String {
