@@ -700,3 +700,22 @@ fn a_credential_plugin_runs_only_when_allowed() {
         "the plugin did not run with --allow-exec-plugin"
     );
 }
+
+/// An expired server certificate is said with its date, not rustls's Unix seconds.
+#[test]
+fn an_expired_server_certificate_is_said_with_dates() {
+    let api = FakeApi::start_with_an_expired_certificate();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    let out = on_node()
+        .args(["preflight", "-o", "json", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("the server's certificate expired at 2021-01-01T00:00:00Z"),
+        "{text}"
+    );
+    assert!(!text.contains("(UNIX)"), "{text}");
+}

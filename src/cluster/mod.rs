@@ -163,6 +163,46 @@ fn current_cluster(k: &Kubeconfig) -> Option<&kube::config::Cluster> {
         .as_ref()
 }
 
+/// A server certificate refused for its dates, said with dates: rustls says it in Unix
+/// seconds ("verification time 1795449087 (UNIX), but certificate is not valid after ...").
+/// rustls's error sits inside an `io::Error`, whose `source()` skips it, so each link is
+/// looked into as well.
+fn certificate_time(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use rustls::CertificateError::{ExpiredContext, NotValidYetContext};
+    let show = |t: rustls::pki_types::UnixTime| {
+        crate::duration::time_text(i64::try_from(t.as_secs()).unwrap_or(i64::MAX))
+    };
+    let mut link: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = link {
+        let inner = err
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .map(|i| i as &(dyn std::error::Error + 'static));
+        let tls = err
+            .downcast_ref::<rustls::Error>()
+            .or_else(|| inner.and_then(|i| i.downcast_ref::<rustls::Error>()));
+        match tls {
+            Some(rustls::Error::InvalidCertificate(ExpiredContext { time, not_after })) => {
+                return Some(format!(
+                    "the server's certificate expired at {}; this machine's clock says {}: renew the API server's certificate (kubeadm certs renew), or set this machine's clock right",
+                    show(*not_after),
+                    show(*time)
+                ));
+            }
+            Some(rustls::Error::InvalidCertificate(NotValidYetContext { time, not_before })) => {
+                return Some(format!(
+                    "the server's certificate is valid only from {}; this machine's clock says {}: set this machine's clock right",
+                    show(*not_before),
+                    show(*time)
+                ));
+            }
+            _ => {}
+        }
+        link = inner.or_else(|| err.source());
+    }
+    None
+}
+
 /// DER bytes as one PEM block.
 pub fn pem(label: &str, der: &[u8]) -> String {
     pem::encode_config(
@@ -449,7 +489,10 @@ impl Cluster {
             }),
             Ok(Err(e)) => Err(ClusterError::Unreachable {
                 server: self.server.clone(),
-                source: Box::new(e),
+                source: match certificate_time(&e) {
+                    Some(text) => text.into(),
+                    None => Box::new(e),
+                },
             }),
         }
     }

@@ -90,8 +90,26 @@ impl TestCa {
     /// A TLS acceptor for a loopback server (`localhost`, `127.0.0.1`) with a certificate of
     /// this CA; installs the one crypto provider the binary also uses.
     pub fn loopback_acceptor(&self, cn: &str) -> tokio_rustls::TlsAcceptor {
+        self.acceptor(self.issue(cn, &["localhost", "127.0.0.1"]))
+    }
+
+    /// The same with a certificate that expired on 2021-01-01.
+    pub fn expired_loopback_acceptor(&self, cn: &str) -> tokio_rustls::TlsAcceptor {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params =
+            rcgen::CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+                .expect("params");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
+        params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+        let cert = params.signed_by(&key, &self.issuer).expect("cert");
+        self.acceptor((cert.pem(), key.serialize_pem()))
+    }
+
+    fn acceptor(&self, (cert_pem, key_pem): (String, String)) -> tokio_rustls::TlsAcceptor {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let (cert_pem, key_pem) = self.issue(cn, &["localhost", "127.0.0.1"]);
         let certs = rustls::pki_types::pem::PemObject::pem_slice_iter(cert_pem.as_bytes())
             .collect::<Result<Vec<rustls::pki_types::CertificateDer>, _>>()
             .expect("cert pem");
@@ -121,8 +139,21 @@ impl TestCa {
 
 impl FakeApi {
     pub fn start() -> Self {
+        Self::serving(false)
+    }
+
+    /// A server whose certificate (of its own CA) expired on 2021-01-01.
+    pub fn start_with_an_expired_certificate() -> Self {
+        Self::serving(true)
+    }
+
+    fn serving(expired: bool) -> Self {
         let ca = TestCa::new("fake-api-ca");
-        let acceptor = ca.loopback_acceptor("fake-api");
+        let acceptor = if expired {
+            ca.expired_loopback_acceptor("fake-api")
+        } else {
+            ca.loopback_acceptor("fake-api")
+        };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
