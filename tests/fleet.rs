@@ -223,6 +223,93 @@ fn the_daemonset_rolls_on_a_new_config_and_is_ready_only_when_healthy() {
     assert_ne!(sha(&ds(other.to_str().expect("utf-8"))), sha(&first));
 }
 
+/// The paths of `original` that are not in `round_trip`: fields a typed decode dropped, as
+/// unknown to the type.
+fn dropped_fields(original: &Value, round_trip: &Value, at: &str, out: &mut Vec<String>) {
+    match (original, round_trip) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in a {
+                match b.get(k) {
+                    Some(w) => dropped_fields(v, w, &format!("{at}.{k}"), out),
+                    None if !v.is_null() => out.push(format!("{at}.{k}")),
+                    None => {}
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            for (i, (v, w)) in a.iter().zip(b).enumerate() {
+                dropped_fields(v, w, &format!("{at}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A DaemonSet manifest read into Kubernetes' types (k8s-openapi, generated from Kubernetes'
+/// OpenAPI): a mistyped field fails the decode, an unknown one is dropped by it and named.
+fn daemonset_problems(manifest: &Value) -> Vec<String> {
+    use k8s_openapi::api::apps::v1::DaemonSet;
+    let typed: DaemonSet = match serde_json::from_value(manifest.clone()) {
+        Ok(t) => t,
+        Err(e) => return vec![e.to_string()],
+    };
+    let back = serde_json::to_value(&typed).expect("json");
+    let mut out = Vec::new();
+    dropped_fields(manifest, &back, "", &mut out);
+    out.into_iter()
+        .map(|p| format!("unknown field {p}"))
+        .collect()
+}
+
+/// kubectl's decode into Kubernetes' Go types (`set env --local`, which reads the objects as
+/// a client does with no server): `None` when it accepts the file, else its error.
+fn kubectl_decode(kubectl: &Path, home: &Path, file: &Path) -> Option<String> {
+    let out = std::process::Command::new(kubectl)
+        .env_clear()
+        .env("HOME", home)
+        .args(["set", "env", "--local", "-o", "json", "CHECKED=yes", "-f"])
+        .arg(file)
+        .output()
+        .expect("kubectl");
+    (!out.status.success()).then(|| String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The DaemonSet passes both decodes; a manifest with a mistyped field fails kubectl's, one
+/// with an unknown field fails ours (kubectl 1.32's `--local` decode drops unknown fields
+/// silently, and `annotate --local` accepted both).
+#[test]
+fn the_daemonset_decodes_into_kubernetes_types_and_a_broken_one_does_not() {
+    let (code, doc, err) = fleet_plan(&[
+        "--config",
+        CONFIG,
+        "--image",
+        "registry.example.com/calicoctl-win:1.2.0",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let ds = manifest(&doc, "DaemonSet").clone();
+    assert_eq!(daemonset_problems(&ds), Vec::<String>::new());
+    let mut unknown = ds.clone();
+    unknown["spec"]["template"]["spec"]["hostNetwrk"] = json!(true);
+    assert_eq!(
+        daemonset_problems(&unknown),
+        vec!["unknown field .spec.template.spec.hostNetwrk".to_owned()]
+    );
+    let mut mistyped = ds.clone();
+    mistyped["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["periodSeconds"] =
+        json!("10");
+    assert!(!daemonset_problems(&mistyped).is_empty());
+    let Some(kubectl) = tool("kubectl") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, m, fails) in [("ok", &ds, false), ("mistyped", &mistyped, true)] {
+        let file = dir.path().join(format!("{name}.json"));
+        std::fs::write(&file, m.to_string()).expect("write");
+        let said = kubectl_decode(&kubectl, dir.path(), &file);
+        assert_eq!(said.is_some(), fails, "{name}: {said:?}");
+    }
+}
+
 /// kubectl reads every manifest (the DaemonSet into Kubernetes' own Go types, which refuse a
 /// mistyped field) without a cluster.
 #[test]
@@ -503,6 +590,102 @@ fn set_cordon(api: &FakeApi, node: &str, on: bool) {
     api.put(&path, n);
 }
 
+/// Where system-upgrade-controller v0.19.0 mounts a Plan's secret in the job's container:
+/// `pkg/upgrade/container/container.go`, `WithSecrets`, lines 19-24 (unchanged on its main
+/// branch): no path is `/run/system-upgrade/secrets/<name>`; a path that does not start with
+/// `/` is joined under `/run/system-upgrade/secrets` by Go's `filepath.Join` on the Linux
+/// controller (which only splits on `/`).
+fn suc_secret_mount_path(name: &str, path: &str) -> String {
+    if path.is_empty() {
+        format!("/run/system-upgrade/secrets/{name}")
+    } else if !path.starts_with('/') {
+        format!("/run/system-upgrade/secrets/{path}")
+    } else {
+        path.to_owned()
+    }
+}
+
+/// The container path kubelet on Windows gives a mount path: Kubernetes v1.33
+/// `pkg/volume/util/util.go`, `MakeAbsolutePath("windows", p)`: a path with a colon is kept,
+/// one that starts with `/` or `\` gets `c:`, any other `c:\`.
+fn kubelet_windows_path(p: &str) -> String {
+    if p.contains(':') {
+        p.to_owned()
+    } else if p.starts_with(['/', '\\']) {
+        format!("c:{p}")
+    } else {
+        format!("c:\\{p}")
+    }
+}
+
+/// Where a HostProcess container sees a volume mounted at the Windows path `container_path`:
+/// under `%CONTAINER_SANDBOX_MOUNT_POINT%` with the drive letter dropped, on containerd 1.6
+/// (links) and 1.7 (bind mounts: microsoft/hcsshim#1443, "HostProcess containers: volume
+/// mounts"). `None` for a path no container can mount (a colon past the drive: CreateContainer
+/// fails, and so does the job).
+fn host_process_view(sandbox: &Path, container_path: &str) -> Option<PathBuf> {
+    let (drive, rest) = container_path.split_at(2.min(container_path.len()));
+    if !drive.ends_with(':') || rest.contains(':') {
+        return None;
+    }
+    Some(
+        rest.split(['/', '\\'])
+            .filter(|p| !p.is_empty())
+            .fold(sandbox.to_owned(), |p, part| p.join(part)),
+    )
+}
+
+/// Mounts the Plan's secrets (their `stringData`) into the pod's sandbox as the controller,
+/// kubelet and containerd would; `false` when one cannot be mounted (the job then fails to
+/// start).
+fn mount_plan_secrets(plan: &Value, secrets: &[&Value], pod: &Pod) -> bool {
+    for s in plan["spec"]["secrets"].as_array().expect("secrets") {
+        let name = s["name"].as_str().expect("name");
+        let path = s["path"].as_str().unwrap_or_default();
+        let mount = kubelet_windows_path(&suc_secret_mount_path(name, path));
+        let Some(dir) = host_process_view(pod.sandbox(), &mount) else {
+            return false;
+        };
+        let secret = secrets
+            .iter()
+            .find(|x| x["metadata"]["name"] == name)
+            .expect("the Plan's secret is among the manifests");
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        for (key, value) in secret["stringData"].as_object().expect("stringData") {
+            std::fs::write(dir.join(key), value.as_str().expect("text")).expect("mount");
+        }
+    }
+    true
+}
+
+#[test]
+fn the_mount_rules_follow_their_sources() {
+    // system-upgrade-controller's join, kubelet's drive, containerd's sandbox view.
+    assert_eq!(
+        suc_secret_mount_path("cfg", r"C:\calicoctl-win"),
+        r"/run/system-upgrade/secrets/C:\calicoctl-win"
+    );
+    assert_eq!(
+        suc_secret_mount_path("cfg", ""),
+        "/run/system-upgrade/secrets/cfg"
+    );
+    assert_eq!(
+        suc_secret_mount_path("cfg", "/calicoctl-win"),
+        "/calicoctl-win"
+    );
+    assert_eq!(kubelet_windows_path("/calicoctl-win"), "c:/calicoctl-win");
+    assert_eq!(kubelet_windows_path(r"D:\x"), r"D:\x");
+    let sandbox = Path::new("/sandbox");
+    assert_eq!(
+        host_process_view(sandbox, "c:/calicoctl-win"),
+        Some(PathBuf::from("/sandbox/calicoctl-win"))
+    );
+    assert_eq!(
+        host_process_view(sandbox, r"c:/run/system-upgrade/secrets/C:\calicoctl-win"),
+        None
+    );
+}
+
 /// What the driver saw.
 #[derive(Default)]
 struct Rollout {
@@ -616,9 +799,27 @@ fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod) -> Rollou
                     for p in pods {
                         api.remove(&p);
                     }
-                    // The upgrade container.
+                    // The upgrade container, with the environment the controller gives it
+                    // (container.go v0.19.0: `New`, lines 100-118, `WithPlanEnvironment`,
+                    // lines 64-77).
+                    let plan_name = plan["metadata"]["name"].as_str().expect("name");
+                    let suc_env = [
+                        ("SYSTEM_UPGRADE_NODE_NAME", m.name.clone()),
+                        (
+                            "SYSTEM_UPGRADE_POD_NAME",
+                            format!("apply-{plan_name}-on-{}", m.name),
+                        ),
+                        ("SYSTEM_UPGRADE_POD_UID", format!("uid-{}", m.name)),
+                        ("SYSTEM_UPGRADE_PLAN_NAME", plan_name.to_owned()),
+                        ("SYSTEM_UPGRADE_PLAN_LATEST_HASH", "hash".to_owned()),
+                        (
+                            "SYSTEM_UPGRADE_PLAN_LATEST_VERSION",
+                            spec["version"].as_str().unwrap_or_default().to_owned(),
+                        ),
+                    ];
                     let out = cmd()
                         .envs(pod.env())
+                        .envs(suc_env)
                         .args(args)
                         .arg("--sim-host")
                         .arg(m.sim())
@@ -691,15 +892,13 @@ fn a_rollout_by_the_plan_changes_two_nodes_at_a_time_and_stops_at_failures() {
     assert_eq!(code, 0, "{err}");
     let plan = manifest(&doc, "Plan").clone();
     let secret = manifest(&doc, "Secret");
-    let mount = pod.sandbox().join("calicoctl-win");
-    std::fs::create_dir_all(&mount).expect("mkdir");
-    std::fs::write(
-        mount.join("calico-windows.yaml"),
-        secret["stringData"]["calico-windows.yaml"]
-            .as_str()
-            .expect("config"),
-    )
-    .expect("mount");
+    // The Secret where the job's container sees it, by the controller's, kubelet's and
+    // containerd's rules (a Plan whose path none of them resolves fails here).
+    assert!(
+        mount_plan_secrets(&plan, &[secret], &pod),
+        "the Plan's secret cannot be mounted: {}",
+        plan["spec"]["secrets"]
+    );
     api.set_felix_vni(4097);
 
     let first = drive(&api, &plan, &machines, &pod);

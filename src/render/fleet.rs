@@ -23,6 +23,14 @@ pub const CONFIG_KEY: &str = "calico-windows.yaml";
 /// under `%CONTAINER_SANDBOX_MOUNT_POINT%` with the drive letter dropped, on containerd 1.6
 /// (links) and on 1.7 (whose bind mounts keep that path working: microsoft/hcsshim#1443).
 pub const CONFIG_MOUNT: &str = "C:\\calicoctl-win";
+/// The Plan's secret path, which puts the Secret at `CONFIG_MOUNT` in the job's container.
+/// system-upgrade-controller v0.19.0 (`pkg/upgrade/container/container.go`, `WithSecrets`,
+/// lines 19-24) uses a path that starts with `/` as the mount path and joins any other under
+/// `/run/system-upgrade/secrets/` (`C:\calicoctl-win` became
+/// `/run/system-upgrade/secrets/C:\calicoctl-win`, which no Windows container can mount);
+/// kubelet on Windows makes `/calicoctl-win` into `c:/calicoctl-win`
+/// (`pkg/volume/util/util.go`, `MakeAbsolutePath`: a path that starts with a slash gets `c:`).
+pub const PLAN_SECRET_PATH: &str = "/calicoctl-win";
 /// How the container's command line names its sandbox (cmd.exe expands it).
 pub const SANDBOX: &str = "%CONTAINER_SANDBOX_MOUNT_POINT%";
 const APP_LABEL: &str = "app.kubernetes.io/name";
@@ -230,7 +238,7 @@ impl Fleet {
                 version: self.version.clone(),
                 secrets: vec![SecretSpec {
                     name: self.config_secret.clone(),
-                    path: CONFIG_MOUNT.into(),
+                    path: PLAN_SECRET_PATH.into(),
                 }],
                 tolerations: Self::tolerations(),
                 drain: DrainSpec {
