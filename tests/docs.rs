@@ -460,3 +460,64 @@ fn every_flag_named_after_a_subcommand_exists() {
         wrong.join("\n")
     );
 }
+
+/// The paths of the object keys in a JSON value (`a.b`, `list[].id`).
+fn key_paths(v: &serde_json::Value, at: &str, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, w) in m {
+                let p = if at.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{at}/{k}")
+                };
+                out.insert(p.clone());
+                key_paths(w, &p, out);
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for w in a {
+                key_paths(w, &format!("{at}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The JSON examples of a command's page name only fields the command prints: each page's
+/// first `json` block against the command's own `-o json` output on a simulated host.
+#[test]
+fn json_examples_name_fields_the_commands_print() {
+    let cases: &[(&str, &[&str])] = &[
+        ("docs/commands/config-show.md", &["config", "show"]),
+        ("docs/commands/preflight.md", &["preflight", "--offline"]),
+        // A usage error: the error document of every failure.
+        ("docs/errors.md", &["install", "--vni", "4097"]),
+    ];
+    for (page, args) in cases {
+        let text = std::fs::read_to_string(root().join(page)).expect("page");
+        let (_, example, _) = code_blocks(&text)
+            .into_iter()
+            .find(|(lang, _, _)| lang == "json")
+            .unwrap_or_else(|| panic!("{page} has no json example"));
+        let example: serde_json::Value = serde_json::from_str(&example).expect("example");
+        let out = assert_cmd::Command::cargo_bin("calicoctl-win")
+            .expect("binary")
+            .env_clear()
+            .args(["--set", "node.name=win-1", "-o", "json"])
+            .args(*args)
+            .output()
+            .expect("runs");
+        let real: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{page}: {args:?} printed no JSON: {e}"));
+        let (mut documented, mut printed) = Default::default();
+        key_paths(&example, "", &mut documented);
+        key_paths(&real, "", &mut printed);
+        let missing: Vec<&String> = documented.difference(&printed).collect();
+        assert!(
+            missing.is_empty(),
+            "{page} names fields `{}` does not print: {missing:?}",
+            args.join(" ")
+        );
+    }
+}
