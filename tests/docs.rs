@@ -521,3 +521,88 @@ fn json_examples_name_fields_the_commands_print() {
         );
     }
 }
+
+/// Every `--flag` a command's help names exists on that command (or is global), and a flag
+/// named with an upper-case placeholder (`--out-file FILE`) takes a value of that name:
+/// `config import-ps1 --help` said "writes --output FILE", and `--output` is the output format.
+#[test]
+fn every_flag_a_help_text_names_exists_with_its_value() {
+    use clap::CommandFactory;
+    let mut cli = calicoctl_win::cli::Cli::command();
+    cli.build();
+    let mut wrong = Vec::new();
+    fn walk(c: &clap::Command, root: &clap::Command, path: &str, wrong: &mut Vec<String>) {
+        let mut texts: Vec<String> = [c.get_about(), c.get_long_about()]
+            .into_iter()
+            .flatten()
+            .map(ToString::to_string)
+            .collect();
+        texts.extend(
+            c.get_arguments()
+                .filter_map(|a| a.get_long_help().or(a.get_help()))
+                .map(ToString::to_string),
+        );
+        for text in texts {
+            let words: Vec<&str> = text
+                .split(|ch: char| ch.is_whitespace() || "(),;'`".contains(ch))
+                .filter(|w| !w.is_empty())
+                .collect();
+            for (i, w) in words.iter().enumerate() {
+                let Some(long) = w
+                    .strip_prefix("--")
+                    .map(|l| l.split('=').next().unwrap_or(l))
+                else {
+                    continue;
+                };
+                let long = long.trim_end_matches(['.', ':']);
+                if long.is_empty() || long == "help" {
+                    continue;
+                }
+                let arg = c
+                    .get_arguments()
+                    .chain(root.get_arguments())
+                    .find(|a| a.get_long() == Some(long));
+                let Some(arg) = arg else {
+                    // Another command's flag (a help may name the command a job runs), or
+                    // another program's: kube-proxy's and kube-apiserver's.
+                    const OTHERS: &[&str] = &["source-vip", "service-account-max-token-expiration"];
+                    if !has_flag(root, long) && !OTHERS.contains(&long) {
+                        wrong.push(format!("{path}: --{long} does not exist"));
+                    }
+                    continue;
+                };
+                let next = words.get(i + 1).copied().unwrap_or_default();
+                // A placeholder of the kinds value names use.
+                const KINDS: &[&str] = &[
+                    "FILE", "DIR", "PATH", "URL", "DURATION", "NAME", "HEX", "VERSION", "SIZE", "N",
+                ];
+                if KINDS.contains(&next) {
+                    let names: Vec<String> = arg
+                        .get_value_names()
+                        .into_iter()
+                        .flatten()
+                        .map(ToString::to_string)
+                        .collect();
+                    let same = |n: &String| {
+                        n.split('|')
+                            .any(|k| k == next || (k == "PATH" && next == "FILE"))
+                    };
+                    if !names.iter().any(same) {
+                        wrong.push(format!(
+                            "{path}: --{long} {next}, but --{long} takes {names:?}"
+                        ));
+                    }
+                }
+            }
+        }
+        for s in c.get_subcommands().filter(|s| s.get_name() != "help") {
+            walk(s, root, &format!("{path} {}", s.get_name()), wrong);
+        }
+    }
+    fn has_flag(c: &clap::Command, long: &str) -> bool {
+        c.get_arguments().any(|a| a.get_long() == Some(long))
+            || c.get_subcommands().any(|s| has_flag(s, long))
+    }
+    walk(&cli, &cli, "calicoctl-win", &mut wrong);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
