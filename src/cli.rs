@@ -253,6 +253,37 @@ a list), or to --out-file. Changes nothing on this machine or in the cluster: ap
 kubectl."
     )]
     Plan(FleetPlanArgs),
+    /// Write the installer's ServiceAccount and the narrow roles install, reconfigure, uninstall, status and preflight need
+    #[command(
+        long_about = "Writes a ServiceAccount (--name, in --namespace) and the roles that allow exactly \
+the Kubernetes API calls install, reconfigure (with its drain), uninstall --purge, status and preflight \
+make, bound to it: a ClusterRole (get namespaces calico-system and kube-system; get and patch nodes; list \
+pods; create pods/eviction; get Calico's clusterinformations, felixconfigurations and ipamconfigs named \
+default; list ippools; get the servicecidr kubernetes and the operator's installation default), a Role \
+in --calico-namespace (get the configmaps calico-config and kube-root-ca.crt; create the token of \
+calico-node; get, create and delete roles and rolebindings, for each node's grant to renew its token) and \
+a Role in kube-system (get the service kube-dns). No wildcard. The list is the code's own \
+(src/cluster/rights.rs), tested against an API server that enforces RBAC.\n\n\
+The manifests go to standard output as YAML for 'kubectl apply -f -' (-o json: one document with \
+'manifests'), or to --out-file. Changes nothing on this machine or in the cluster."
+    )]
+    Rbac(FleetRbacArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FleetRbacArgs {
+    /// The ServiceAccount and its roles' name
+    #[arg(long, value_name = "NAME", default_value = "calicoctl-win-installer")]
+    pub name: String,
+    /// The ServiceAccount's namespace
+    #[arg(long, value_name = "NS", default_value = "kube-system")]
+    pub namespace: String,
+    /// Calico's namespace (calico-system for an operator install, kube-system for a manifest one)
+    #[arg(long, value_name = "NS", default_value = "calico-system")]
+    pub calico_namespace: String,
+    /// Write the manifests to FILE instead of standard output
+    #[arg(long, value_name = "FILE")]
+    pub out_file: Option<PathBuf>,
 }
 
 /// The engines `fleet plan` writes manifests for.

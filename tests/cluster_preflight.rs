@@ -203,17 +203,20 @@ fn a_rejected_token_fails_the_cluster_checks_with_a_hint() {
     );
 }
 
+/// The rbac check asks the API server about every right install needs (one access review
+/// per verb and named object) and names the missing ones with what grants them.
 #[test]
-fn forbidden_secrets_fail_rbac() {
+fn a_missing_right_fails_rbac_naming_it_and_fleet_rbac() {
     let api = FakeApi::start();
     api.healthy_calico();
-    api.forbid("get", "secrets");
+    api.forbid("create", "serviceaccounts/token");
     let run = preflight(&api, None, &[]);
     assert_eq!(run.verdicts["rbac"], "fail");
+    let text = run.text("rbac");
     assert!(
-        run.text("rbac").contains("get secrets in calico-system"),
-        "{}",
-        run.text("rbac")
+        text.contains("create serviceaccounts/token calico-node in calico-system")
+            && text.contains("calicoctl-win fleet rbac --calico-namespace calico-system"),
+        "{text}"
     );
 }
 

@@ -314,24 +314,24 @@ fn rbac(f: &ClusterFacts) -> Check {
         .permissions
         .iter()
         .filter(|p| !p.allowed)
-        .map(|p| match &p.namespace {
-            Some(ns) => format!("{} {} in {ns}", p.verb, p.resource),
-            None => format!("{} {}", p.verb, p.resource),
-        })
+        .map(crate::cluster::facts::Permission::describe)
         .collect();
     if denied.is_empty() {
         Check::pass(
             ID,
             format!(
-                "the kubeconfig may get namespaces and secrets in {}",
-                f.namespace
+                "the kubeconfig may make every API call install, reconfigure, uninstall and status make ({} access reviews)",
+                f.permissions.len()
             ),
         )
     } else {
         Check::fail(
             ID,
-            format!("the kubeconfig's identity may not {}", denied.join(", ")),
-            "use an admin kubeconfig, or bind a ClusterRole granting these verbs (kubectl auth can-i ... shows them)",
+            format!("the kubeconfig's identity may not: {}", denied.join("; ")),
+            format!(
+                "grant them with the narrow roles 'calicoctl-win fleet rbac --calico-namespace {}' writes (kubectl apply -f - as an admin), or use an admin kubeconfig",
+                f.namespace
+            ),
         )
     }
 }

@@ -39,9 +39,33 @@ pub struct Felix {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Permission {
     pub verb: String,
+    /// The API group, `""` for the core group.
+    pub group: String,
+    /// The resource, `serviceaccounts/token` for a subresource.
     pub resource: String,
+    /// The object's name, when the right is for named objects.
+    pub name: Option<String>,
     pub namespace: Option<String>,
     pub allowed: bool,
+}
+
+impl Permission {
+    /// `create serviceaccounts/token calico-node in calico-system`.
+    pub fn describe(&self) -> String {
+        let group = if self.group.is_empty() {
+            String::new()
+        } else {
+            format!(".{}", self.group)
+        };
+        let mut out = format!("{} {}{group}", self.verb, self.resource);
+        if let Some(n) = &self.name {
+            out.push_str(&format!(" {n}"));
+        }
+        if let Some(ns) = &self.namespace {
+            out.push_str(&format!(" in {ns}"));
+        }
+        out
+    }
 }
 
 /// Everything the cluster checks look at.
@@ -254,19 +278,37 @@ fn service_cidrs(c: &Cluster) -> Result<Vec<String>, ClusterError> {
     )
 }
 
-/// What the admin identity may do that install needs: read namespaces and Calico's secrets.
+/// Whether the kubeconfig's identity may make every API call install, reconfigure,
+/// uninstall, status and preflight make (`rights::INSTALLER`): one access review per verb and
+/// named object.
 fn permissions(c: &Cluster, namespace: &str) -> Result<Vec<Permission>, ClusterError> {
+    use super::rights::{INSTALLER, Scope};
     let mut permissions = Vec::new();
-    for (verb, resource, ns) in [
-        ("get", "namespaces", None),
-        ("get", "secrets", Some(namespace.to_owned())),
-    ] {
-        permissions.push(Permission {
-            allowed: can_i(c, verb, resource, ns.as_deref())?,
-            verb: verb.into(),
-            resource: resource.into(),
-            namespace: ns,
-        });
+    for right in INSTALLER {
+        let ns = match right.scope {
+            Scope::Cluster => None,
+            Scope::Calico => Some(namespace.to_owned()),
+            Scope::KubeSystem => Some("kube-system".to_owned()),
+        };
+        let names: Vec<Option<&str>> = if right.names.is_empty() {
+            vec![None]
+        } else {
+            right.names.iter().map(|n| Some(*n)).collect()
+        };
+        for verb in right.verbs {
+            for name in &names {
+                let asked = Permission {
+                    verb: (*verb).into(),
+                    group: right.group.into(),
+                    resource: right.resource.into(),
+                    name: name.map(str::to_owned),
+                    namespace: ns.clone(),
+                    allowed: false,
+                };
+                let allowed = can_i(c, &asked)?;
+                permissions.push(Permission { allowed, ..asked });
+            }
+        }
     }
     Ok(permissions)
 }
@@ -352,14 +394,21 @@ pub fn detect_backend(felix: &Felix, pools: &[IpPool], calico_found: bool) -> Op
     }
 }
 
-fn can_i(c: &Cluster, verb: &str, resource: &str, ns: Option<&str>) -> Result<bool, ClusterError> {
+fn can_i(c: &Cluster, p: &Permission) -> Result<bool, ClusterError> {
     let api: Api<SelfSubjectAccessReview> = Api::all(c.client.clone());
+    let (resource, subresource) = match p.resource.split_once('/') {
+        Some((r, s)) => (r.to_owned(), Some(s.to_owned())),
+        None => (p.resource.clone(), None),
+    };
     let review = SelfSubjectAccessReview {
         spec: SelfSubjectAccessReviewSpec {
             resource_attributes: Some(ResourceAttributes {
-                verb: Some(verb.into()),
-                resource: Some(resource.into()),
-                namespace: ns.map(str::to_owned),
+                verb: Some(p.verb.clone()),
+                group: Some(p.group.clone()),
+                resource: Some(resource),
+                subresource,
+                name: p.name.clone(),
+                namespace: p.namespace.clone(),
                 ..Default::default()
             }),
             ..Default::default()

@@ -10,6 +10,7 @@ mod guard;
 pub mod node;
 pub mod proxy;
 pub mod renewal;
+pub mod rights;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use rustls::pki_types::pem::PemObject;

@@ -1,7 +1,7 @@
 //! `fleet plan`: the manifests that let system-upgrade-controller or a DaemonSet roll
 //! calicoctl-win over the Windows nodes, with the config every node gets.
 
-use crate::cli::{Engine, FleetPlanArgs};
+use crate::cli::{Engine, FleetPlanArgs, FleetRbacArgs};
 use crate::context::Context;
 use crate::error::UsageError;
 use crate::render::fleet::Fleet;
@@ -17,6 +17,35 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
     if matches!(args.engine, Engine::Daemonset | Engine::Both) {
         docs.push(serde_json::to_value(fleet.daemon_set())?);
     }
+    print_manifests(ctx, &docs, args.out_file.as_deref())
+}
+
+/// `fleet rbac`: the installer's ServiceAccount and the roles of every API call install,
+/// reconfigure, uninstall, status and preflight make (`cluster::rights`), bound to it.
+pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    for (flag, value) in [
+        ("--name", &args.name),
+        ("--namespace", &args.namespace),
+        ("--calico-namespace", &args.calico_namespace),
+    ] {
+        dns_label(flag, value)?;
+    }
+    let docs = crate::cluster::rights::manifests(
+        crate::cluster::rights::INSTALLER,
+        &args.name,
+        &args.namespace,
+        &args.calico_namespace,
+    );
+    print_manifests(ctx, &docs, args.out_file.as_deref())
+}
+
+/// Manifests as YAML for `kubectl apply -f -` (or into `out_file`), and as one JSON document
+/// with `manifests`.
+fn print_manifests(
+    ctx: &mut Context,
+    docs: &[serde_json::Value],
+    out_file: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
     let yaml = docs
         .iter()
         .map(serde_saphyr::to_string)
@@ -24,7 +53,7 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
         .context("cannot write the manifests as YAML")?
         .join("---\n");
     let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
-    match &args.out_file {
+    match out_file {
         Some(path) => {
             let changed = crate::files::write_atomic(path, yaml.as_bytes())
                 .with_context(|| format!("cannot write {}", path.display()))?;
@@ -39,7 +68,7 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
         None => ctx.printer.text(yaml.trim_end()),
     }
     ctx.printer.json(&serde_json::json!({
-        "out_file": args.out_file.as_ref().map(|p| p.display().to_string()),
+        "out_file": out_file.map(|p| p.display().to_string()),
         "manifests": docs,
     }));
     Ok(())

@@ -60,6 +60,7 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
         Command::Completions(args) => completions(args, ctx),
         Command::Diags(args) => diags::run(args, ctx),
         Command::Fleet(FleetCommand::Plan(args)) => fleet::plan(args, ctx),
+        Command::Fleet(FleetCommand::Rbac(args)) => fleet::rbac(args, ctx),
     }
     .map_err(failure)
 }

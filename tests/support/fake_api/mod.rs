@@ -205,13 +205,44 @@ impl FakeApi {
                 });
             }
         });
-        Self {
+        let api = Self {
             url: format!("https://127.0.0.1:{port}"),
             token,
             ca_pem: ca.pem(),
             state,
             _runtime: runtime,
-        }
+        };
+        api.bootstrap_rbac();
+        api
+    }
+
+    /// What kube-apiserver's bootstrap policy lets every authenticated user do that this
+    /// server serves: ClusterRole `system:basic-user` (create selfsubjectaccessreviews and
+    /// selfsubjectrulesreviews) bound to the group `system:authenticated`
+    /// (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go`, Kubernetes v1.33).
+    fn bootstrap_rbac(&self) {
+        let rbac = "/apis/rbac.authorization.k8s.io/v1";
+        let mut role = meta(
+            "rbac.authorization.k8s.io/v1",
+            "ClusterRole",
+            "system:basic-user",
+            None,
+        );
+        role["rules"] = json!([{"apiGroups": ["authorization.k8s.io"],
+            "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], "verbs": ["create"]}]);
+        self.put(&format!("{rbac}/clusterroles/system:basic-user"), role);
+        let mut binding = meta(
+            "rbac.authorization.k8s.io/v1",
+            "ClusterRoleBinding",
+            "system:basic-user",
+            None,
+        );
+        binding["roleRef"] = json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:basic-user"});
+        binding["subjects"] = json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"}]);
+        self.put(
+            &format!("{rbac}/clusterrolebindings/system:basic-user"),
+            binding,
+        );
     }
 
     /// Stores an object at its API path.

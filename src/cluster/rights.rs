@@ -1,0 +1,262 @@
+//! Every Kubernetes API call calicoctl-win makes, as the RBAC rules that allow it: one table,
+//! from which `fleet rbac` renders the installer's and the fleet's roles and which
+//! `tests/rights.rs` proves sufficient (each command runs under a service account bound to
+//! exactly these rules, on a fake API server that enforces RBAC as kube-apiserver does) and
+//! minimal (taking away any one rule makes some command fail, naming the right).
+//!
+//! No rule has a wildcard. Resource names are fixed where the code asks for a fixed object;
+//! a node's name, a pod's and the token-renewal grant's (`…-<node>`) are not known in advance.
+//! Creating a SelfSubjectAccessReview needs no rule: every authenticated user may
+//! (`system:basic-user`).
+
+use k8s_openapi::api::rbac::v1::PolicyRule;
+
+/// Where a rule applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Cluster-wide (a ClusterRole): cluster-scoped objects, or objects in any namespace.
+    Cluster,
+    /// In Calico's namespace (a Role there).
+    Calico,
+    /// In `kube-system` (a Role there): the cluster DNS Service.
+    KubeSystem,
+}
+
+/// One rule: verbs on a resource of an API group, in a scope, maybe for named objects only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Right {
+    pub scope: Scope,
+    pub group: &'static str,
+    pub resource: &'static str,
+    pub verbs: &'static [&'static str],
+    pub names: &'static [&'static str],
+    /// What needs it, for people reading the roles.
+    pub why: &'static str,
+}
+
+const fn r(
+    scope: Scope,
+    group: &'static str,
+    resource: &'static str,
+    verbs: &'static [&'static str],
+    names: &'static [&'static str],
+    why: &'static str,
+) -> Right {
+    Right {
+        scope,
+        group,
+        resource,
+        verbs,
+        names,
+        why,
+    }
+}
+
+const CALICO: &str = "crd.projectcalico.org";
+
+/// What `install`, `reconfigure`, `uninstall --purge`, `status` and `preflight` call with the
+/// installer's credential.
+pub const INSTALLER: &[Right] = &[
+    r(
+        Scope::Cluster,
+        "",
+        "namespaces",
+        &["get"],
+        &["calico-system", "kube-system"],
+        "finding Calico's namespace",
+    ),
+    r(
+        Scope::Cluster,
+        "",
+        "nodes",
+        &["get", "patch"],
+        &[],
+        "the node's readiness, its cordon, taint and annotations",
+    ),
+    r(
+        Scope::Cluster,
+        "",
+        "pods",
+        &["list"],
+        &[],
+        "the node's pods, for status and the drain",
+    ),
+    r(
+        Scope::Cluster,
+        "",
+        "pods/eviction",
+        &["create"],
+        &[],
+        "the drain",
+    ),
+    r(
+        Scope::Cluster,
+        CALICO,
+        "clusterinformations",
+        &["get"],
+        &["default"],
+        "the cluster's Calico version and datastore",
+    ),
+    r(
+        Scope::Cluster,
+        CALICO,
+        "felixconfigurations",
+        &["get"],
+        &["default"],
+        "the VXLAN VNI, port and IPIP",
+    ),
+    r(
+        Scope::Cluster,
+        CALICO,
+        "ipamconfigs",
+        &["get"],
+        &["default"],
+        "strict affinity",
+    ),
+    r(
+        Scope::Cluster,
+        CALICO,
+        "ippools",
+        &["list"],
+        &[],
+        "the IP pools",
+    ),
+    r(
+        Scope::Cluster,
+        "networking.k8s.io",
+        "servicecidrs",
+        &["get"],
+        &["kubernetes"],
+        "the service CIDR",
+    ),
+    r(
+        Scope::Cluster,
+        "operator.tigera.io",
+        "installations",
+        &["get"],
+        &["default"],
+        "an operator install's settings",
+    ),
+    r(
+        Scope::KubeSystem,
+        "",
+        "services",
+        &["get"],
+        &["kube-dns"],
+        "the cluster DNS address",
+    ),
+    r(
+        Scope::Calico,
+        "",
+        "configmaps",
+        &["get"],
+        &["calico-config", "kube-root-ca.crt"],
+        "etcd endpoints; the cluster CA when the kubeconfig has none",
+    ),
+    r(
+        Scope::Calico,
+        "",
+        "serviceaccounts/token",
+        &["create"],
+        &["calico-node"],
+        "calico-node's token",
+    ),
+    r(
+        Scope::Calico,
+        "rbac.authorization.k8s.io",
+        "roles",
+        &["get", "create", "delete"],
+        &[],
+        "the node's grant to renew its token",
+    ),
+    r(
+        Scope::Calico,
+        "rbac.authorization.k8s.io",
+        "rolebindings",
+        &["get", "create", "delete"],
+        &[],
+        "the node's grant to renew its token",
+    ),
+];
+
+/// The rules of one scope, as Kubernetes writes them.
+pub fn policy_rules(rights: &[Right], scope: Scope) -> Vec<PolicyRule> {
+    rights
+        .iter()
+        .filter(|r| r.scope == scope)
+        .map(|r| PolicyRule {
+            api_groups: Some(vec![r.group.to_owned()]),
+            resources: Some(vec![r.resource.to_owned()]),
+            verbs: r.verbs.iter().map(|v| (*v).to_owned()).collect(),
+            resource_names: (!r.names.is_empty())
+                .then(|| r.names.iter().map(|n| (*n).to_owned()).collect()),
+            ..PolicyRule::default()
+        })
+        .collect()
+}
+
+/// The objects that give an identity `rights`: its ServiceAccount in `namespace`, a
+/// ClusterRole and a Role in each namespace it needs, each bound to it; all named `name`.
+pub fn manifests(
+    rights: &[Right],
+    name: &str,
+    namespace: &str,
+    calico_namespace: &str,
+) -> Vec<serde_json::Value> {
+    use serde_json::json;
+    let labels = json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
+    let subject = json!([{"kind": "ServiceAccount", "name": name, "namespace": namespace}]);
+    let role_ref =
+        |kind: &str| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name});
+    let mut out = vec![json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels}})];
+    let cluster = policy_rules(rights, Scope::Cluster);
+    if !cluster.is_empty() {
+        out.push(
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name, "labels": labels}, "rules": cluster}),
+        );
+        out.push(
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": name, "labels": labels},
+            "roleRef": role_ref("ClusterRole"), "subjects": subject}),
+        );
+    }
+    for (scope, ns) in [
+        (Scope::Calico, calico_namespace),
+        (Scope::KubeSystem, "kube-system"),
+    ] {
+        let rules = policy_rules(rights, scope);
+        if rules.is_empty() {
+            continue;
+        }
+        out.push(
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": name, "namespace": ns, "labels": labels}, "rules": rules}),
+        );
+        out.push(
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": name, "namespace": ns, "labels": labels},
+            "roleRef": role_ref("Role"), "subjects": subject}),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_rule_has_a_wildcard() {
+        for r in INSTALLER {
+            assert!(
+                !r.group.contains('*')
+                    && !r.resource.contains('*')
+                    && r.verbs.iter().all(|v| !v.contains('*'))
+                    && r.names.iter().all(|n| !n.contains('*')),
+                "{r:?}"
+            );
+        }
+    }
+}

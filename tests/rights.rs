@@ -1,0 +1,160 @@
+//! The installer's roles (`fleet rbac`, from `cluster::rights`) are sufficient and minimal:
+//! install, status, reconfigure with its drain, uninstall --purge and preflight run under a
+//! service account bound to exactly them, on the fake API server, which enforces RBAC as
+//! kube-apiserver does (`support::fake_api::rbac`); and taking away any one rule makes some
+//! command fail with an error that names the right it lacked.
+
+mod support;
+
+use serde_json::Value;
+use std::path::Path;
+use support::fake_api::FakeApi;
+use support::{SimNode, on_node};
+
+const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
+
+/// The manifests `fleet rbac` writes.
+fn manifests() -> Vec<Value> {
+    let out = on_node()
+        .args(["fleet", "rbac", "-o", "json"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
+    doc["manifests"].as_array().expect("manifests").clone()
+}
+
+/// Where the API server keeps an object.
+fn path_of(o: &Value) -> String {
+    let name = o["metadata"]["name"].as_str().expect("name");
+    let ns = o["metadata"]["namespace"].as_str();
+    match (o["kind"].as_str().expect("kind"), ns) {
+        ("ServiceAccount", Some(ns)) => format!("/api/v1/namespaces/{ns}/serviceaccounts/{name}"),
+        ("ClusterRole", None) => format!("{RBAC}/clusterroles/{name}"),
+        ("ClusterRoleBinding", None) => format!("{RBAC}/clusterrolebindings/{name}"),
+        ("Role", Some(ns)) => format!("{RBAC}/namespaces/{ns}/roles/{name}"),
+        ("RoleBinding", Some(ns)) => format!("{RBAC}/namespaces/{ns}/rolebindings/{name}"),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+/// A token of the installer's service account, from the server's TokenRequest API.
+fn installer_token(api: &FakeApi) -> String {
+    let scratch = SimNode::new(api);
+    let (code, _, err) = scratch.run(&[
+        "fetch",
+        "kubeconfig",
+        "--service-account",
+        "calicoctl-win-installer",
+        "--namespace",
+        "kube-system",
+        "--lifetime",
+        "2h",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::read_to_string(scratch.c_drive("calicowindows/calico-kube-config.token"))
+        .expect("token")
+}
+
+/// install, status, reconfigure --drain, uninstall --purge and preflight on a new node as
+/// `kubeconfig`'s identity: the first that fails, with its error document.
+fn lifecycle(api: &FakeApi, kubeconfig: &Path) -> Option<(String, Value)> {
+    let node = SimNode::new(api);
+    let zip = support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    api.set_felix_vni(4096);
+    let steps: [&[&str]; 5] = [
+        &["preflight"],
+        &["install", "--release-zip", &zip, "--taint-windows"],
+        &["status"],
+        &["reconfigure", "--drain", "--set", "vxlan.vni=4097"],
+        &["uninstall", "--purge"],
+    ];
+    for args in steps {
+        if args[0] == "reconfigure" {
+            api.set_felix_vni(4097);
+            api.put_pod("default", "web-1", "win-1", Some("ReplicaSet"));
+        }
+        let out = on_node()
+            .args(args)
+            .args(["-o", "json", "--sim-host"])
+            .arg(node.sim())
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .output()
+            .expect("runs");
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let failed = out.status.code() != Some(0)
+            || doc["warnings"].to_string().contains("forbidden")
+            || doc["checks"].to_string().contains("forbidden");
+        if failed {
+            return Some((args.join(" "), doc));
+        }
+    }
+    None
+}
+
+fn cluster() -> FakeApi {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    api.set_node_ready("win-1", "True", "kubelet is posting ready status");
+    api
+}
+
+#[test]
+fn the_installer_roles_are_enough_for_the_whole_lifecycle() {
+    let api = cluster();
+    for m in manifests() {
+        api.put(&path_of(&m), m);
+    }
+    let token = installer_token(&api);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = api.kubeconfig(dir.path(), Some(&token));
+    assert_eq!(lifecycle(&api, &kubeconfig), None);
+    // And without the roles, the identity can do nothing.
+    for m in manifests().iter().filter(|m| m["kind"] != "ServiceAccount") {
+        api.remove(&path_of(m));
+    }
+    assert!(lifecycle(&api, &kubeconfig).is_some());
+}
+
+/// Each rule is needed: without it some command fails, and its error names the resource.
+#[test]
+fn every_installer_rule_is_needed() {
+    let all = manifests();
+    let roles: Vec<(usize, usize)> = all
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m["rules"].is_array())
+        .flat_map(|(i, m)| (0..m["rules"].as_array().expect("rules").len()).map(move |j| (i, j)))
+        .collect();
+    assert!(roles.len() >= 10, "{roles:?}");
+    let mut unused = Vec::new();
+    for (i, j) in roles {
+        let api = cluster();
+        let mut objects = all.clone();
+        let rule = objects[i]["rules"].as_array_mut().expect("rules").remove(j);
+        for m in &objects {
+            api.put(&path_of(m), m.clone());
+        }
+        let token = installer_token(&api);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = api.kubeconfig(dir.path(), Some(&token));
+        match lifecycle(&api, &kubeconfig) {
+            None => unused.push(rule.to_string()),
+            Some((command, doc)) => {
+                let resource = rule["resources"][0].as_str().expect("resource");
+                let plural = resource.split('/').next().unwrap_or(resource);
+                assert!(
+                    doc.to_string().contains(plural),
+                    "without {rule}, '{command}' failed without naming {resource}: {doc}"
+                );
+            }
+        }
+    }
+    assert!(unused.is_empty(), "rules no command needs: {unused:#?}");
+}
