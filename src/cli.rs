@@ -382,6 +382,18 @@ Changes on the host: writes the token file and the kubeconfig (only when their c
 --legacy-secret, may create the secret. --dry-run changes nothing and requests no token."
     )]
     Kubeconfig(FetchKubeconfigArgs),
+    /// Write a short-lived kubeconfig of the installer's service account, to hand a new node
+    #[command(
+        name = "installer-kubeconfig",
+        long_about = "Run once by an admin (with the admin kubeconfig), anywhere: requests a token for the \
+installer's service account (--service-account, default calicoctl-win-installer, in --namespace, default \
+kube-system: what 'fleet rbac' makes) that lives --lifetime (default 2h, at most 24h), and writes a \
+kubeconfig with it, the API server and its CA to --out-file (readable only by its owner). That file is \
+what provisioning hands a new node for 'calicoctl-win install --kubeconfig FILE'; remove it after the \
+install. The node keeps no admin credential: calico-node renews its own token.\n\n\
+Changes on this machine: writes --out-file. In the cluster: nothing (a token is issued)."
+    )]
+    InstallerKubeconfig(FetchInstallerArgs),
     /// Write the etcd client TLS files from Calico's secret, after checking them against etcd
     #[command(
         name = "etcd-certs",
@@ -415,6 +427,22 @@ pub struct FetchReleaseArgs {
     /// Where the zip and the extracted CalicoWindows folder go
     #[arg(long, value_name = "DIR")]
     pub output_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct FetchInstallerArgs {
+    /// The installer's service account
+    #[arg(long, value_name = "NAME", default_value = "calicoctl-win-installer")]
+    pub service_account: String,
+    /// Its namespace
+    #[arg(long, value_name = "NS", default_value = "kube-system")]
+    pub namespace: String,
+    /// How long the token lives, at most 24h
+    #[arg(long, value_name = "DURATION", default_value = "2h", value_parser = crate::duration::parse)]
+    pub lifetime: std::time::Duration,
+    /// Where to write the kubeconfig
+    #[arg(long, value_name = "FILE")]
+    pub out_file: PathBuf,
 }
 
 #[derive(Debug, Args)]

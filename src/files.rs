@@ -127,6 +127,36 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<bool> {
     Ok(true)
 }
 
+/// Like `write_atomic`, for a credential on this machine: the temporary file is made readable
+/// and writable by its owner only (0600) before anything is written into it. On Windows the
+/// file takes its directory's access list: the admin's own folder, where such a file is made.
+pub fn write_secret(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.calicoctl-win.tmp"));
+    let _ = std::fs::remove_file(&tmp);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let written = options
+        .open(&tmp)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, contents).and_then(|()| f.sync_all()));
+    written.with_context(|| format!("cannot write {}", tmp.display()))?;
+    fs_err::rename(&tmp, path)
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+        .with_context(|| format!("cannot replace {}", path.display()))?;
+    Ok(())
+}
+
 /// Where an atomic write takes its contents from: bytes in memory, or a file on this machine
 /// copied in a stream (a release binary is never held whole in memory).
 #[derive(Clone, Copy, Debug)]

@@ -42,22 +42,41 @@ fn path_of(o: &Value) -> String {
     }
 }
 
-/// A token of the installer's service account, from the server's TokenRequest API.
-fn installer_token(api: &FakeApi) -> String {
-    let scratch = SimNode::new(api);
-    let (code, _, err) = scratch.run(&[
-        "fetch",
-        "kubeconfig",
-        "--service-account",
-        "calicoctl-win-installer",
-        "--namespace",
-        "kube-system",
-        "--lifetime",
-        "2h",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    std::fs::read_to_string(scratch.c_drive("calicowindows/calico-kube-config.token"))
+/// The installer's kubeconfig, as an admin writes it with `fetch installer-kubeconfig` (2 h).
+fn installer_kubeconfig(api: &FakeApi, dir: &Path) -> std::path::PathBuf {
+    let admin = api.kubeconfig(dir, None);
+    let out = dir.join("installer.kubeconfig");
+    let run = on_node()
+        .args([
+            "fetch",
+            "installer-kubeconfig",
+            "-o",
+            "json",
+            "--kubeconfig",
+        ])
+        .arg(&admin)
+        .arg("--out-file")
+        .arg(&out)
+        .output()
+        .expect("runs");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    // Nothing of the admin's is left beside it for the node to find.
+    std::fs::remove_file(&admin).expect("remove the admin kubeconfig");
+    out
+}
+
+/// The token a kubeconfig holds inline.
+fn token_in(kubeconfig: &Path) -> String {
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(kubeconfig).expect("read")).expect("json");
+    doc["users"][0]["user"]["token"]
+        .as_str()
         .expect("token")
+        .to_owned()
 }
 
 /// install, status, reconfigure --drain, uninstall --purge and preflight on a new node as
@@ -94,8 +113,27 @@ fn lifecycle(api: &FakeApi, kubeconfig: &Path) -> Option<(String, Value)> {
         if failed {
             return Some((args.join(" "), doc));
         }
+        if args[0] == "install" {
+            // Nothing calicoctl-win wrote on the node holds the installer's credential.
+            let token = token_in(kubeconfig);
+            let mut found = Vec::new();
+            files_holding(&node.sim(), &token, &mut found);
+            assert!(found.is_empty(), "the installer's token is in {found:?}");
+        }
     }
     None
+}
+
+/// Every file under `dir` holding `needle`.
+fn files_holding(dir: &Path, needle: &str, found: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files_holding(&path, needle, found);
+        } else if std::fs::read(&path).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle)) {
+            found.push(path.display().to_string());
+        }
+    }
 }
 
 fn cluster() -> FakeApi {
@@ -111,9 +149,27 @@ fn the_installer_roles_are_enough_for_the_whole_lifecycle() {
     for m in manifests() {
         api.put(&path_of(&m), m);
     }
-    let token = installer_token(&api);
     let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = api.kubeconfig(dir.path(), Some(&token));
+    let kubeconfig = installer_kubeconfig(&api, dir.path());
+    // Short-lived, readable by its owner only.
+    let claims = support::fake_api::claims(&token_in(&kubeconfig));
+    assert_eq!(
+        claims["exp"].as_i64().expect("exp") - claims["iat"].as_i64().expect("iat"),
+        7200
+    );
+    assert_eq!(
+        claims["sub"],
+        "system:serviceaccount:kube-system:calicoctl-win-installer"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&kubeconfig)
+            .expect("meta")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
     assert_eq!(lifecycle(&api, &kubeconfig), None);
     // And without the roles, the identity can do nothing.
     for m in manifests().iter().filter(|m| m["kind"] != "ServiceAccount") {
@@ -141,9 +197,8 @@ fn every_installer_rule_is_needed() {
         for m in &objects {
             api.put(&path_of(m), m.clone());
         }
-        let token = installer_token(&api);
         let dir = tempfile::tempdir().expect("tempdir");
-        let kubeconfig = api.kubeconfig(dir.path(), Some(&token));
+        let kubeconfig = installer_kubeconfig(&api, dir.path());
         match lifecycle(&api, &kubeconfig) {
             None => unused.push(rule.to_string()),
             Some((command, doc)) => {
@@ -157,4 +212,29 @@ fn every_installer_rule_is_needed() {
         }
     }
     assert!(unused.is_empty(), "rules no command needs: {unused:#?}");
+}
+
+/// An installer credential lives at most a day; the TokenRequest API's least is 10 minutes.
+#[test]
+fn an_installer_kubeconfig_lives_between_ten_minutes_and_a_day() {
+    let api = cluster();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let admin = api.kubeconfig(dir.path(), None);
+    for lifetime in ["25h", "5m"] {
+        let out = on_node()
+            .args([
+                "fetch",
+                "installer-kubeconfig",
+                "--lifetime",
+                lifetime,
+                "--kubeconfig",
+            ])
+            .arg(&admin)
+            .arg("--out-file")
+            .arg(dir.path().join("x"))
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{lifetime}");
+        assert!(!dir.path().join("x").exists());
+    }
 }

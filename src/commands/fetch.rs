@@ -10,6 +10,7 @@ use crate::duration::{self, now, time_text};
 use crate::error::UsageError;
 use crate::host::Access;
 use crate::render::kubeconfig;
+use anyhow::Context as _;
 use serde_json::json;
 
 fn namespace(ctx: &mut Context, c: &Cluster, given: &Option<String>) -> anyhow::Result<String> {
@@ -258,5 +259,53 @@ pub fn release(args: &crate::cli::FetchReleaseArgs, ctx: &mut Context) -> anyhow
         "binary": x.binary,
         "extracted": extracted,
     }));
+    Ok(())
+}
+
+/// The longest an installer credential may live: a node joins within the day.
+const INSTALLER_MAX: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// `fetch installer-kubeconfig`: a kubeconfig of the installer's service account with a
+/// short-lived token, written on this machine for provisioning to hand a new node.
+pub fn installer_kubeconfig(
+    args: &crate::cli::FetchInstallerArgs,
+    ctx: &mut Context,
+) -> anyhow::Result<()> {
+    if args.lifetime > INSTALLER_MAX || args.lifetime < std::time::Duration::from_secs(600) {
+        return Err(UsageError::new(
+            format!(
+                "--lifetime {} is not between 10m (the TokenRequest API's least) and 24h",
+                duration::show(args.lifetime)
+            ),
+            "an installer credential should live as long as a node takes to join: 2h is the default",
+        )
+        .into());
+    }
+    let c = ctx.require_cluster()?;
+    let (ns, sa) = (&args.namespace, &args.service_account);
+    if ctx.options.dry_run {
+        credentials::service_account(&c, ns, sa)?;
+        ctx.printer.text(&format!(
+            "would request a token lasting {} for {ns}/{sa} and write {}",
+            duration::show(args.lifetime),
+            args.out_file.display()
+        ));
+        return Ok(());
+    }
+    let issued = credentials::token_request(&c, ns, sa, args.lifetime)?;
+    let ca = credentials::ca_for(&c, ns, &issued)?;
+    let text = kubeconfig::kubeconfig_with_token(&c.server, &ca, issued.token.expose(), ns);
+    crate::files::write_secret(&args.out_file, text.as_bytes())
+        .with_context(|| format!("cannot write {}", args.out_file.display()))?;
+    let expires = issued.expires.map(time_text);
+    ctx.printer.text(&format!(
+        "wrote {}: {ns}/{sa} on {}, valid until {}; hand it to the new node's install and remove it after",
+        args.out_file.display(),
+        c.server,
+        expires.as_deref().unwrap_or("(no expiry)")
+    ));
+    ctx.printer
+        .json(&json!({"path": args.out_file.display().to_string(),
+        "namespace": ns, "service_account": sa, "server": c.server, "expires": expires}));
     Ok(())
 }

@@ -53,6 +53,9 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
         Command::Status(args) => status::run(args, ctx),
         Command::Service(ServiceCommand::Run(args)) => service::run(args, ctx),
         Command::Fetch(FetchCommand::Kubeconfig(args)) => fetch::kubeconfig(args, ctx),
+        Command::Fetch(FetchCommand::InstallerKubeconfig(args)) => {
+            fetch::installer_kubeconfig(args, ctx)
+        }
         Command::Fetch(FetchCommand::EtcdCerts(args)) => fetch::etcd_certs(args, ctx),
         Command::Fetch(FetchCommand::Release(args)) => fetch::release(args, ctx),
         Command::Config(ConfigCommand::Show(args)) => config_show::run(args, ctx),

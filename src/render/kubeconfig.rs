@@ -39,6 +39,26 @@ pub fn kubeconfig(server: &str, ca_pem: &str, token_file: &str, namespace: &str)
     text_of(&doc)
 }
 
+/// A kubeconfig that carries its token inline: for a short-lived credential handed to another
+/// machine whole (the installer's), not for calico-node's, which CalicoNode renews in its file.
+pub fn kubeconfig_with_token(server: &str, ca_pem: &str, token: &str, namespace: &str) -> String {
+    use base64::Engine;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem.as_bytes());
+    let doc = document(
+        Cluster {
+            server: Some(server.into()),
+            certificate_authority_data: Some(ca),
+            ..Cluster::default()
+        },
+        AuthInfo {
+            token: Some(secrecy::SecretString::from(token.to_owned())),
+            ..AuthInfo::default()
+        },
+        Some(namespace),
+    );
+    text_of(&doc)
+}
+
 /// A kubeconfig as text: JSON, which is YAML too. kubectl, client-go and kube read it alike,
 /// and every string is quoted, so no token or URL can break the syntax.
 fn text_of(doc: &Kubeconfig) -> String {
