@@ -238,3 +238,47 @@ fn an_installer_kubeconfig_lives_between_ten_minutes_and_a_day() {
         assert!(!dir.path().join("x").exists());
     }
 }
+
+/// status names a kubeconfig left on the node whose identity is cluster-admin; the
+/// installer's, with its narrow roles, is not one.
+#[test]
+fn status_names_an_admin_kubeconfig_left_on_the_node() {
+    let api = cluster();
+    for m in manifests() {
+        api.put(&path_of(&m), m);
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let installer = installer_kubeconfig(&api, dir.path());
+    let admin = api.kubeconfig(dir.path(), None);
+    let node = SimNode::new(&api);
+    let zip = support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let run = |args: &[&str]| {
+        let out = on_node()
+            .args(args)
+            .args(["-o", "json", "--sim-host"])
+            .arg(node.sim())
+            .arg("--kubeconfig")
+            .arg(&installer)
+            .output()
+            .expect("runs");
+        serde_json::from_slice::<Value>(&out.stdout).expect("json")
+    };
+    let doc = run(&["install", "--release-zip", zip.to_str().expect("utf-8")]);
+    assert_eq!(doc["changed"], true, "{doc}");
+    let k_config = node.c_drive("k/config");
+    std::fs::create_dir_all(k_config.parent().expect("dir")).expect("dir");
+    std::fs::copy(&admin, &k_config).expect("the node-join scripts' admin kubeconfig");
+    let doc = run(&["status"]);
+    assert_eq!(
+        doc["admin_kubeconfigs"],
+        serde_json::json!([r"C:\k\config"]),
+        "{doc}"
+    );
+    assert!(
+        doc["problems"].to_string().contains("cluster-admin"),
+        "{doc}"
+    );
+    std::fs::copy(&installer, &k_config).expect("the installer's instead");
+    let doc = run(&["status"]);
+    assert_eq!(doc["admin_kubeconfigs"], serde_json::json!([]), "{doc}");
+}

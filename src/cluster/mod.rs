@@ -385,6 +385,54 @@ impl Cluster {
         })
     }
 
+    /// Connects with a kubeconfig's text read from the node (`path` names it in errors); a
+    /// credential plugin is refused unless allowed, as with `connect`.
+    pub fn connect_text(
+        path: &str,
+        text: &str,
+        env: &std::collections::BTreeMap<String, String>,
+        allow_exec_plugin: bool,
+    ) -> Result<Self, ClusterError> {
+        let bad = |source: BoxError| ClusterError::Kubeconfig {
+            path: path.into(),
+            source,
+        };
+        let kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| bad(Box::new(e)))?;
+        if let Some(command) = credential_plugin(&kubeconfig).filter(|_| !allow_exec_plugin) {
+            return Err(ClusterError::ExecPlugin {
+                path: path.into(),
+                command,
+            });
+        }
+        Self::from_kubeconfig(kubeconfig, env).map_err(bad)
+    }
+
+    /// Whether this identity may do anything in the cluster (`*` on `*`): cluster-admin.
+    pub fn is_cluster_admin(&self) -> Result<bool, ClusterError> {
+        use k8s_openapi::api::authorization::v1::{
+            ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+        };
+        let api: kube::Api<SelfSubjectAccessReview> = kube::Api::all(self.client.clone());
+        let review = SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(ResourceAttributes {
+                    verb: Some("*".into()),
+                    group: Some("*".into()),
+                    resource: Some("*".into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let answer = self.call(
+            "create",
+            "selfsubjectaccessreviews",
+            api.create(&kube::api::PostParams::default(), &review),
+        )?;
+        Ok(answer.status.is_some_and(|s| s.allowed))
+    }
+
     /// Connects as calico-node: its kubeconfig's text (`path` names it in errors) with its
     /// current user's credential replaced by `token`, so nothing the kubeconfig names is run
     /// or read for it.

@@ -58,6 +58,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let token = token(h, config, &mut r)?;
     let kube_proxy = kube_proxy(h, config, &mut r);
     let access = dir_access(h, config, &mut r);
+    let admins = admin_kubeconfigs(ctx, h, &cluster, &mut r);
 
     let healthy = r.problems.is_empty();
     for line in &r.text {
@@ -82,6 +83,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
         "token": token,
         "kube_proxy": kube_proxy,
         "dir_access": access,
+        "admin_kubeconfigs": admins,
         "under_way": under_way,
         "healthy": healthy,
         "problems": r.problems,
@@ -91,6 +93,44 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     } else {
         Err(Degraded(r.problems).into())
     }
+}
+
+/// Where kubeconfigs are left on a node: the node-join scripts' `C:\k\config`, the file
+/// `$KUBECONFIG` names, and where the provisioning examples put the installer's.
+const KUBECONFIG_PLACES: &[&str] = &[r"C:\k\config", r"C:\calicoctl-win\installer.kubeconfig"];
+
+/// Each kubeconfig in the usual places on the node whose identity may do anything in the
+/// cluster (an access review of `*` on `*`), when status reads the cluster: a node should keep
+/// no such credential.
+fn admin_kubeconfigs(
+    ctx: &Context,
+    h: &dyn Host,
+    cluster: &ClusterRead,
+    r: &mut Report,
+) -> Vec<String> {
+    if !matches!(cluster, ClusterRead::Read(..)) {
+        return Vec::new();
+    }
+    let mut places: Vec<String> = KUBECONFIG_PLACES.iter().map(|p| (*p).to_owned()).collect();
+    if let Some(k) = ctx.env.get("KUBECONFIG").filter(|k| !k.is_empty()) {
+        places.push(k.clone());
+    }
+    let mut found = Vec::new();
+    for path in places {
+        let Ok(Some(bytes)) = h.read_file(&path) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let admin = crate::cluster::Cluster::connect_text(&path, &text, &ctx.env, false)
+            .and_then(|c| c.is_cluster_admin());
+        if let Ok(true) = admin {
+            r.problems.push(format!(
+                "{path} holds a kubeconfig whose identity may do anything in the cluster (cluster-admin): a node should keep none; remove it (install needs only the installer's short-lived kubeconfig, 'calicoctl-win fetch installer-kubeconfig')"
+            ));
+            found.push(path);
+        }
+    }
+    found
 }
 
 /// No install record: what is under way, or that Calico is not installed.
