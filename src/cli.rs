@@ -246,11 +246,12 @@ or --version runs the plan again.\n\
 itself), then the pod stays; it is Ready while 'status' finds the node healthy, and the rolling \
 update (maxUnavailable --concurrency) stops at a node that is not. A changed config changes the pod \
 template (its sha256 is an annotation), which rolls the DaemonSet.\n\n\
---image must hold calicoctl-win.exe at its root. The jobs connect as --service-account, which needs \
-the rights of a drain (get, list, patch nodes; list pods; create pods/eviction) and of reconfigure \
-(read Calico's resources). The manifests go to standard output as YAML (-o json: one document with \
-a list), or to --out-file. Changes nothing on this machine or in the cluster: apply them with \
-kubectl."
+--image must hold calicoctl-win.exe at its root. The jobs run as --service-account (default \
+calicoctl-win-fleet, in --namespace), which the manifests create with the roles of exactly what the \
+jobs call (src/cluster/rights.rs, FLEET): reads of Calico's resources, get and patch nodes, list pods, \
+create pods/eviction; no wildcard, no cluster-admin. The manifests go to standard output as YAML (-o \
+json: one document with a list), or to --out-file. Changes nothing on this machine or in the cluster: \
+apply them with kubectl."
     )]
     Plan(FleetPlanArgs),
     /// Write the installer's ServiceAccount and the narrow roles install, reconfigure, uninstall, status and preflight need
@@ -311,9 +312,12 @@ pub struct FleetPlanArgs {
     /// Their namespace (system-upgrade-controller's own, for the Plan)
     #[arg(long, value_name = "NS", default_value = "system-upgrade")]
     pub namespace: String,
-    /// The service account the jobs run as
-    #[arg(long, value_name = "NAME", default_value = "system-upgrade")]
+    /// The service account the jobs run as, written with the narrow roles of what they call
+    #[arg(long, value_name = "NAME", default_value = "calicoctl-win-fleet")]
     pub service_account: String,
+    /// Calico's namespace, where the jobs read calico-config
+    #[arg(long, value_name = "NS", default_value = "calico-system")]
+    pub calico_namespace: String,
     /// The Secret that holds the config file
     #[arg(long, value_name = "NAME", default_value = "calicoctl-win-config")]
     pub config_secret: String,

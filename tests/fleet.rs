@@ -346,11 +346,25 @@ fn kubectl_parses_the_manifests() {
         .collect::<Result<_, _>>()
         .expect("json documents");
     let kinds: Vec<&str> = items.iter().filter_map(|i| i["kind"].as_str()).collect();
-    assert_eq!(kinds, ["Secret", "Plan", "DaemonSet"]);
+    assert_eq!(
+        kinds,
+        [
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
+            "Role",
+            "RoleBinding",
+            "Secret",
+            "Plan",
+            "DaemonSet"
+        ]
+    );
     for i in &items {
         assert_eq!(i["metadata"]["annotations"]["checked"], "yes", "{i}");
     }
-    let ds = &items[2];
+    let ds = &items[9];
     assert_eq!(
         ds["spec"]["template"]["spec"]["securityContext"]["windowsOptions"]["hostProcess"],
         true
@@ -878,8 +892,8 @@ fn a_rollout_by_the_plan_changes_two_nodes_at_a_time_and_stops_at_failures() {
     let template = std::fs::read_to_string(support::root().join(CONFIG)).expect("config");
     let config = template.replace("vni: 4096", "vni: 4097");
     assert_ne!(config, template);
-    let pod = Pod::new(&api, &api.token);
-    let cfg = pod.sandbox().join("config.yaml");
+    let cfg_dir = tempfile::tempdir().expect("tempdir");
+    let cfg = cfg_dir.path().join("config.yaml");
     std::fs::write(&cfg, &config).expect("write");
     let (code, doc, err) = fleet_plan(&[
         "--config",
@@ -892,6 +906,18 @@ fn a_rollout_by_the_plan_changes_two_nodes_at_a_time_and_stops_at_failures() {
     assert_eq!(code, 0, "{err}");
     let plan = manifest(&doc, "Plan").clone();
     let secret = manifest(&doc, "Secret");
+    // The jobs run as the fleet's service account, with only the roles the manifests give it
+    // (the fake API server enforces them as kube-apiserver does).
+    assert_eq!(plan["spec"]["serviceAccountName"], "calicoctl-win-fleet");
+    for m in doc["manifests"].as_array().expect("manifests") {
+        if let Some(path) = rbac_path(m) {
+            api.put(&path, m.clone());
+        }
+    }
+    let pod = Pod::new(
+        &api,
+        &service_account_token(&api, "system-upgrade", "calicoctl-win-fleet"),
+    );
     // The Secret where the job's container sees it, by the controller's, kubelet's and
     // containerd's rules (a Plan whose path none of them resolves fails here).
     assert!(
@@ -954,4 +980,53 @@ fn a_rollout_by_the_plan_changes_two_nodes_at_a_time_and_stops_at_failures() {
             m.name
         );
     }
+}
+
+/// Where the API server keeps an RBAC object or a ServiceAccount; `None` for another kind.
+fn rbac_path(o: &Value) -> Option<String> {
+    let rbac = "/apis/rbac.authorization.k8s.io/v1";
+    let name = o["metadata"]["name"].as_str()?;
+    let ns = o["metadata"]["namespace"].as_str();
+    Some(match (o["kind"].as_str()?, ns) {
+        ("ServiceAccount", Some(ns)) => format!("/api/v1/namespaces/{ns}/serviceaccounts/{name}"),
+        ("ClusterRole", None) => format!("{rbac}/clusterroles/{name}"),
+        ("ClusterRoleBinding", None) => format!("{rbac}/clusterrolebindings/{name}"),
+        ("Role", Some(ns)) => format!("{rbac}/namespaces/{ns}/roles/{name}"),
+        ("RoleBinding", Some(ns)) => format!("{rbac}/namespaces/{ns}/rolebindings/{name}"),
+        _ => return None,
+    })
+}
+
+/// A token of a service account from the server's TokenRequest API, as a pod's kubelet
+/// would mount it.
+fn service_account_token(api: &FakeApi, namespace: &str, name: &str) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let admin = api.kubeconfig(dir.path(), None);
+    let out_file = dir.path().join("sa.kubeconfig");
+    let out = on_node()
+        .args([
+            "fetch",
+            "installer-kubeconfig",
+            "--service-account",
+            name,
+            "--namespace",
+            namespace,
+        ])
+        .arg("--kubeconfig")
+        .arg(&admin)
+        .arg("--out-file")
+        .arg(&out_file)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&out_file).expect("read")).expect("json");
+    doc["users"][0]["user"]["token"]
+        .as_str()
+        .expect("token")
+        .to_owned()
 }

@@ -282,3 +282,112 @@ fn status_names_an_admin_kubeconfig_left_on_the_node() {
     let doc = run(&["status"]);
     assert_eq!(doc["admin_kubeconfigs"], serde_json::json!([]), "{doc}");
 }
+
+/// The fleet's roles (`fleet plan`'s) are what its jobs need, each rule of them: on a node an
+/// admin installed, the DaemonSet's job (`reconfigure --drain` with a VNI change) and its
+/// readiness `status` run as the fleet's service account, and fail without any one rule,
+/// naming the resource.
+#[test]
+fn every_fleet_rule_is_needed_and_enough() {
+    let out = support::cmd()
+        .args(["--config", "templates/calico-windows.yaml", "-o", "json"])
+        .args([
+            "fleet",
+            "plan",
+            "--image",
+            "registry.example.com/calicoctl-win:1",
+        ])
+        .current_dir(support::root())
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let rbac: Vec<Value> = doc["manifests"]
+        .as_array()
+        .expect("manifests")
+        .iter()
+        .filter(|m| {
+            m["kind"]
+                .as_str()
+                .is_some_and(|k| k.contains("Role") || k == "ServiceAccount")
+        })
+        .cloned()
+        .collect();
+    let rules: Vec<(usize, Option<usize>)> = std::iter::once((0, None))
+        .chain(rbac.iter().enumerate().flat_map(|(i, m)| {
+            (0..m["rules"].as_array().map_or(0, Vec::len)).map(move |j| (i, Some(j)))
+        }))
+        .collect();
+    let mut unused = Vec::new();
+    for (i, j) in rules {
+        let api = cluster();
+        let mut objects = rbac.clone();
+        let removed = j.map(|j| objects[i]["rules"].as_array_mut().expect("rules").remove(j));
+        for m in &objects {
+            api.put(&path_of(m), m.clone());
+        }
+        let node = SimNode::new(&api);
+        let zip = support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+        let (code, _, err) = node.run(&["install", "--release-zip", zip.to_str().expect("utf-8")]);
+        assert_eq!(code, 0, "{err}");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let admin = api.kubeconfig(dir.path(), None);
+        let fleet = dir.path().join("fleet.kubeconfig");
+        let out = on_node()
+            .args([
+                "fetch",
+                "installer-kubeconfig",
+                "--service-account",
+                "calicoctl-win-fleet",
+            ])
+            .args(["--namespace", "system-upgrade", "--kubeconfig"])
+            .arg(&admin)
+            .arg("--out-file")
+            .arg(&fleet)
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        api.set_felix_vni(4097);
+        api.put_pod("default", "web-1", "win-1", Some("ReplicaSet"));
+        let mut failed = None;
+        for args in [
+            &["reconfigure", "--drain", "--set", "vxlan.vni=4097"][..],
+            &["status"][..],
+        ] {
+            let out = on_node()
+                .args(args)
+                .args(["-o", "json", "--sim-host"])
+                .arg(node.sim())
+                .arg("--kubeconfig")
+                .arg(&fleet)
+                .output()
+                .expect("runs");
+            if out.status.code() != Some(0) {
+                failed = Some(String::from_utf8_lossy(&out.stdout).into_owned());
+                break;
+            }
+        }
+        match (removed, failed) {
+            (None, None) => {}
+            (None, Some(doc)) => panic!("the fleet's roles are not enough: {doc}"),
+            (Some(rule), None) => unused.push(rule.to_string()),
+            (Some(rule), Some(doc)) => {
+                let resource = rule["resources"][0].as_str().expect("resource");
+                let plural = resource.split('/').next().unwrap_or(resource);
+                assert!(doc.contains(plural), "without {rule}: {doc}");
+            }
+        }
+    }
+    assert!(
+        unused.is_empty(),
+        "rules the fleet's jobs never need: {unused:#?}"
+    );
+}

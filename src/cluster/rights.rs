@@ -179,6 +179,24 @@ pub const INSTALLER: &[Right] = &[
     ),
 ];
 
+/// What the fleet's jobs call (`fleet plan`: the Plan's `reconfigure --drain=external`, the
+/// DaemonSet's `reconfigure --drain` and its readiness `status`): the installer's reads, the
+/// node's annotations and the drain; no token, no grant (reconfigure makes none).
+pub const FLEET: &[Right] = &[
+    INSTALLER[0],  // namespaces
+    INSTALLER[1],  // nodes
+    INSTALLER[2],  // pods
+    INSTALLER[3],  // pods/eviction
+    INSTALLER[4],  // clusterinformations
+    INSTALLER[5],  // felixconfigurations
+    INSTALLER[6],  // ipamconfigs
+    INSTALLER[7],  // ippools
+    INSTALLER[8],  // servicecidrs
+    INSTALLER[9],  // installations
+    INSTALLER[10], // kube-dns
+    INSTALLER[11], // calico-config
+];
+
 /// The rules of one scope, as Kubernetes writes them.
 pub fn policy_rules(rights: &[Right], scope: Scope) -> Vec<PolicyRule> {
     rights
@@ -246,6 +264,15 @@ pub fn manifests(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fleet_has_the_installers_reads_and_drain_and_nothing_to_create_credentials() {
+        assert!(FLEET.iter().all(|r| INSTALLER.contains(r)));
+        assert!(FLEET.iter().all(
+            |r| r.resource != "serviceaccounts/token" && r.group != "rbac.authorization.k8s.io"
+        ));
+        assert_eq!(FLEET.len(), INSTALLER.len() - 3);
+    }
 
     #[test]
     fn no_rule_has_a_wildcard() {

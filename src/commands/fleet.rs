@@ -10,7 +10,14 @@ use std::collections::BTreeMap;
 
 pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let fleet = fleet(args, ctx)?;
-    let mut docs = vec![serde_json::to_value(fleet.secret())?];
+    dns_label("--calico-namespace", &args.calico_namespace)?;
+    let mut docs = crate::cluster::rights::manifests(
+        crate::cluster::rights::FLEET,
+        &args.service_account,
+        &args.namespace,
+        &args.calico_namespace,
+    );
+    docs.push(serde_json::to_value(fleet.secret())?);
     if matches!(args.engine, Engine::SystemUpgradeController | Engine::Both) {
         docs.push(serde_json::to_value(fleet.plan())?);
     }
