@@ -606,3 +606,34 @@ fn every_flag_a_help_text_names_exists_with_its_value() {
     walk(&cli, &cli, "calicoctl-win", &mut wrong);
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// The README's main job (`cargo run -- install --dry-run`) does what the README says of it: a
+/// warning that the download needs `--sha256`, and the plan's lines saying what needs the admin
+/// kubeconfig (once it claimed a warning about the admin kubeconfig, and printed none).
+#[test]
+fn the_readmes_dry_run_says_what_the_readme_says() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README");
+    let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(
+            "a warning says that the download needs `--sha256`, and the plan's lines say what needs the admin kubeconfig"
+        ),
+        "the README's description of the dry run changed: check it against the run"
+    );
+    let out = assert_cmd::Command::cargo_bin("calicoctl-win")
+        .expect("binary")
+        .env_clear()
+        .args(["install", "--dry-run"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("warning:") && l.contains("--sha256")),
+        "{stderr}"
+    );
+    assert!(stdout.contains("needs the admin kubeconfig"), "{stdout}");
+}
