@@ -271,6 +271,13 @@ The manifests go to standard output as YAML for 'kubectl apply -f -' (-o json: o
     Rbac(FleetRbacArgs),
 }
 
+/// The datastores `fleet rbac` writes roles for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RbacDatastore {
+    Kubernetes,
+    Etcdv3,
+}
+
 #[derive(Debug, Args)]
 pub struct FleetRbacArgs {
     /// The ServiceAccount and its roles' name
@@ -282,6 +289,9 @@ pub struct FleetRbacArgs {
     /// Calico's namespace (calico-system for an operator install, kube-system for a manifest one)
     #[arg(long, value_name = "NS", default_value = "calico-system")]
     pub calico_namespace: String,
+    /// The cluster's Calico datastore: etcdv3 adds reading the secret calico-etcd-secrets
+    #[arg(long, value_enum, default_value = "kubernetes")]
+    pub datastore: RbacDatastore,
     /// Write the manifests to FILE instead of standard output
     #[arg(long, value_name = "FILE")]
     pub out_file: Option<PathBuf>,

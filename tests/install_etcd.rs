@@ -90,3 +90,117 @@ fn install_fetches_the_etcd_files_checks_them_and_uninstall_removes_them() {
     assert_eq!(code, 0, "{err}");
     assert_same(&snapshot(&node.sim()), &initial, "after uninstall --purge");
 }
+
+/// Where the API server keeps an RBAC object or a ServiceAccount.
+fn rbac_path(o: &serde_json::Value) -> String {
+    let rbac = "/apis/rbac.authorization.k8s.io/v1";
+    let name = o["metadata"]["name"].as_str().expect("name");
+    match (
+        o["kind"].as_str().expect("kind"),
+        o["metadata"]["namespace"].as_str(),
+    ) {
+        ("ServiceAccount", Some(ns)) => format!("/api/v1/namespaces/{ns}/serviceaccounts/{name}"),
+        ("ClusterRole", None) => format!("{rbac}/clusterroles/{name}"),
+        ("ClusterRoleBinding", None) => format!("{rbac}/clusterrolebindings/{name}"),
+        ("Role", Some(ns)) => format!("{rbac}/namespaces/{ns}/roles/{name}"),
+        ("RoleBinding", Some(ns)) => format!("{rbac}/namespaces/{ns}/rolebindings/{name}"),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+/// With the etcd datastore, the installer's roles (`fleet rbac --datastore etcdv3`) are enough
+/// for install, and the one rule etcd adds (get the secret calico-etcd-secrets) is needed:
+/// without it preflight's rbac check names it, and install fails naming the secret.
+#[test]
+fn an_etcd_install_runs_with_the_installers_etcd_roles_and_needs_the_secret_rule() {
+    let Some(bin) = tool("etcd") else { return };
+    let ca = TestCa::new("etcd-ca");
+    let work = tempfile::tempdir().expect("tempdir");
+    let etcd = Etcd::start(&bin, work.path(), &ca);
+    let (cert, key) = ca.issue("calico-node", &["calico-node"]);
+    for with_secret_rule in [true, false] {
+        let api = FakeApi::start();
+        api.healthy_calico();
+        api.set_node_ready("win-1", "True", "kubelet is posting ready status");
+        api.put_secret(
+            "calico-system",
+            "calico-etcd-secrets",
+            &[
+                ("etcd-key", key.as_bytes()),
+                ("etcd-cert", cert.as_bytes()),
+                ("etcd-ca", ca.pem().as_bytes()),
+            ],
+        );
+        let mut cm = meta("v1", "ConfigMap", "calico-config", Some("calico-system"));
+        cm["data"] = json!({"etcd_endpoints": etcd.url});
+        api.put(
+            "/api/v1/namespaces/calico-system/configmaps/calico-config",
+            cm,
+        );
+        let datastore = if with_secret_rule {
+            "etcdv3"
+        } else {
+            "kubernetes"
+        };
+        let out = support::on_node()
+            .args(["fleet", "rbac", "-o", "json", "--datastore", datastore])
+            .output()
+            .expect("runs");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        for m in doc["manifests"].as_array().expect("manifests") {
+            api.put(&rbac_path(m), m.clone());
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let admin = api.kubeconfig(dir.path(), None);
+        let installer = dir.path().join("installer.kubeconfig");
+        let out = support::on_node()
+            .args(["fetch", "installer-kubeconfig", "--kubeconfig"])
+            .arg(&admin)
+            .arg("--out-file")
+            .arg(&installer)
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let node = SimNode::new(&api);
+        let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+        let run = |args: &[&str]| {
+            let out = support::on_node()
+                .args(args)
+                .args(["-o", "json", "--sim-host"])
+                .arg(node.sim())
+                .arg("--kubeconfig")
+                .arg(&installer)
+                .output()
+                .expect("runs");
+            let doc: serde_json::Value =
+                serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+            (out.status.code(), doc)
+        };
+        let (code, doc) = run(&["preflight"]);
+        let rbac = doc["checks"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["id"] == "rbac"))
+            .cloned()
+            .expect("rbac check");
+        let (install_code, install) =
+            run(&["install", "--release-zip", zip.to_str().expect("utf-8")]);
+        if with_secret_rule {
+            assert_eq!(code, Some(0), "{doc}");
+            assert_eq!(install_code, Some(0), "{install}");
+        } else {
+            assert_eq!(rbac["verdict"], "fail", "{rbac}");
+            assert!(
+                rbac["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("get secrets calico-etcd-secrets in calico-system")),
+                "{rbac}"
+            );
+            assert_ne!(install_code, Some(0));
+            assert!(install.to_string().contains("secrets"), "{install}");
+        }
+    }
+}

@@ -170,7 +170,7 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
     let node_exists = c
         .call_opt("get", &format!("nodes/{node}"), nodes.get(node))?
         .is_some();
-    let permissions = permissions(c, &namespace)?;
+    let permissions = permissions(c, &namespace, datastore.as_deref() == Some("etcdv3"))?;
     Ok(ClusterFacts {
         server: c.server.clone(),
         windows_dataplane: windows_dataplane(c)?,
@@ -281,10 +281,10 @@ fn service_cidrs(c: &Cluster) -> Result<Vec<String>, ClusterError> {
 /// Whether the kubeconfig's identity may make every API call install, reconfigure,
 /// uninstall, status and preflight make (`rights::INSTALLER`): one access review per verb and
 /// named object.
-fn permissions(c: &Cluster, namespace: &str) -> Result<Vec<Permission>, ClusterError> {
-    use super::rights::{INSTALLER, Scope};
+fn permissions(c: &Cluster, namespace: &str, etcd: bool) -> Result<Vec<Permission>, ClusterError> {
+    use super::rights::{Scope, installer};
     let mut permissions = Vec::new();
-    for right in INSTALLER {
+    for right in &installer(etcd) {
         let ns = match right.scope {
             Scope::Cluster => None,
             Scope::Calico => Some(namespace.to_owned()),

@@ -179,6 +179,25 @@ pub const INSTALLER: &[Right] = &[
     ),
 ];
 
+/// What an install with the etcd datastore reads besides: the etcd client's TLS files.
+pub const ETCD: &[Right] = &[r(
+    Scope::Calico,
+    "",
+    "secrets",
+    &["get"],
+    &["calico-etcd-secrets"],
+    "the etcd TLS files",
+)];
+
+/// The installer's rights for a datastore: `INSTALLER`, with `ETCD` for etcdv3.
+pub fn installer(etcd: bool) -> Vec<Right> {
+    let mut out = INSTALLER.to_vec();
+    if etcd {
+        out.extend_from_slice(ETCD);
+    }
+    out
+}
+
 /// What the fleet's jobs call (`fleet plan`: the Plan's `reconfigure --drain=external`, the
 /// DaemonSet's `reconfigure --drain` and its readiness `status`): the installer's reads, the
 /// node's annotations and the drain; no token, no grant (reconfigure makes none).

@@ -37,8 +37,10 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     ] {
         dns_label(flag, value)?;
     }
+    let rights =
+        crate::cluster::rights::installer(args.datastore == crate::cli::RbacDatastore::Etcdv3);
     let docs = crate::cluster::rights::manifests(
-        crate::cluster::rights::INSTALLER,
+        &rights,
         &args.name,
         &args.namespace,
         &args.calico_namespace,
