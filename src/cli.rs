@@ -265,6 +265,8 @@ in --calico-namespace (get the configmaps calico-config and kube-root-ca.crt; cr
 calico-node; get, create and delete roles and rolebindings, for each node's grant to renew its token) and \
 a Role in kube-system (get the service kube-dns). No wildcard. The list is the code's own \
 (src/cluster/rights.rs), tested against an API server that enforces RBAC.\n\n\
+--identity fleet writes the fleet jobs' account and roles instead (as 'fleet plan' does); a node's own \
+right to renew its token is made per node by install.\n\n\
 The manifests go to standard output as YAML for 'kubectl apply -f -' (-o json: one document with \
 'manifests'), or to --out-file. Changes nothing on this machine or in the cluster."
     )]
@@ -278,14 +280,28 @@ pub enum RbacDatastore {
     Etcdv3,
 }
 
+/// Whose roles `fleet rbac` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RbacIdentity {
+    /// install, reconfigure, uninstall, status and preflight, run by provisioning
+    Installer,
+    /// the fleet's jobs (the same objects 'fleet plan' writes)
+    Fleet,
+}
+
 #[derive(Debug, Args)]
 pub struct FleetRbacArgs {
-    /// The ServiceAccount and its roles' name
-    #[arg(long, value_name = "NAME", default_value = "calicoctl-win-installer")]
-    pub name: String,
-    /// The ServiceAccount's namespace
-    #[arg(long, value_name = "NS", default_value = "kube-system")]
-    pub namespace: String,
+    /// Whose roles: the installer's, or the fleet jobs' (a node's own right to renew its
+    /// token is made by install, per node)
+    #[arg(long, value_enum, default_value = "installer")]
+    pub identity: RbacIdentity,
+    /// The ServiceAccount and its roles' name (default: calicoctl-win-installer, or
+    /// calicoctl-win-fleet)
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// The ServiceAccount's namespace (default: kube-system, or system-upgrade)
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
     /// Calico's namespace (calico-system for an operator install, kube-system for a manifest one)
     #[arg(long, value_name = "NS", default_value = "calico-system")]
     pub calico_namespace: String,

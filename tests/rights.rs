@@ -391,3 +391,46 @@ fn every_fleet_rule_is_needed_and_enough() {
         "rules the fleet's jobs never need: {unused:#?}"
     );
 }
+
+/// `fleet rbac --identity fleet` writes the same ServiceAccount and roles `fleet plan` does.
+#[test]
+fn fleet_rbac_writes_the_fleets_roles_as_fleet_plan_does() {
+    let rbac = on_node()
+        .args(["fleet", "rbac", "--identity", "fleet", "-o", "json"])
+        .output()
+        .expect("runs");
+    assert!(
+        rbac.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rbac.stderr)
+    );
+    let rbac: Value = serde_json::from_slice(&rbac.stdout).expect("json");
+    let plan = support::cmd()
+        .args(["--config", "templates/calico-windows.yaml", "-o", "json"])
+        .args([
+            "fleet",
+            "plan",
+            "--image",
+            "registry.example.com/calicoctl-win:1",
+        ])
+        .current_dir(support::root())
+        .output()
+        .expect("runs");
+    let plan: Value = serde_json::from_slice(&plan.stdout).expect("json");
+    let from_plan: Vec<&Value> = plan["manifests"]
+        .as_array()
+        .expect("manifests")
+        .iter()
+        .filter(|m| {
+            m["kind"]
+                .as_str()
+                .is_some_and(|k| k.contains("Role") || k == "ServiceAccount")
+        })
+        .collect();
+    let from_rbac: Vec<&Value> = rbac["manifests"]
+        .as_array()
+        .expect("manifests")
+        .iter()
+        .collect();
+    assert_eq!(from_rbac, from_plan);
+}

@@ -30,21 +30,29 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
 /// `fleet rbac`: the installer's ServiceAccount and the roles of every API call install,
 /// reconfigure, uninstall, status and preflight make (`cluster::rights`), bound to it.
 pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    use crate::cli::RbacIdentity;
+    let (name, namespace, rights) = match args.identity {
+        RbacIdentity::Installer => (
+            "calicoctl-win-installer",
+            "kube-system",
+            crate::cluster::rights::installer(args.datastore == crate::cli::RbacDatastore::Etcdv3),
+        ),
+        RbacIdentity::Fleet => (
+            "calicoctl-win-fleet",
+            "system-upgrade",
+            crate::cluster::rights::FLEET.to_vec(),
+        ),
+    };
+    let name = args.name.as_deref().unwrap_or(name);
+    let namespace = args.namespace.as_deref().unwrap_or(namespace);
     for (flag, value) in [
-        ("--name", &args.name),
-        ("--namespace", &args.namespace),
-        ("--calico-namespace", &args.calico_namespace),
+        ("--name", name),
+        ("--namespace", namespace),
+        ("--calico-namespace", args.calico_namespace.as_str()),
     ] {
         dns_label(flag, value)?;
     }
-    let rights =
-        crate::cluster::rights::installer(args.datastore == crate::cli::RbacDatastore::Etcdv3);
-    let docs = crate::cluster::rights::manifests(
-        &rights,
-        &args.name,
-        &args.namespace,
-        &args.calico_namespace,
-    );
+    let docs = crate::cluster::rights::manifests(&rights, name, namespace, &args.calico_namespace);
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
 
