@@ -4,6 +4,10 @@
 //! here, in layers: `config` and `render` (pure), `host` (the Windows node, real or simulated),
 //! `checks` (preflight verdicts), `commands` (one recipe per command).
 
+// Outside tests no value is unwrapped: a failure is an error with its context. The few
+// values that cannot fail (built-in literals) say why beside the panic that would mark a bug.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod checks;
 pub mod cli;
 pub mod cluster;

@@ -1,5 +1,9 @@
 //! calicoctl-win: installs, runs and maintains Calico networking on Windows Kubernetes nodes.
 
+// Outside tests no value is unwrapped: a failure is an error with its context. The few
+// values that cannot fail (built-in literals) say why beside the panic that would mark a bug.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 use calicoctl_win::{cli, commands, context, error, host, output};
 use clap::Parser;
 use context::{Context, Options};
