@@ -260,10 +260,11 @@ apply them with kubectl."
 the Kubernetes API calls install, reconfigure (with its drain), uninstall --purge, status and preflight \
 make, bound to it: a ClusterRole (get namespaces calico-system and kube-system; get and patch nodes; list \
 pods; create pods/eviction; get Calico's clusterinformations, felixconfigurations and ipamconfigs named \
-default; list ippools; get the servicecidr kubernetes and the operator's installation default), a Role \
-in --calico-namespace (get the configmaps calico-config and kube-root-ca.crt; create the token of \
-calico-node; get, create and delete roles and rolebindings, for each node's grant to renew its token) and \
-a Role in kube-system (get the service kube-dns). No wildcard. The list is the code's own \
+default; list ippools; get servicecidrs named kubernetes and the operator's installations named default), \
+a Role in --calico-namespace (get configmaps calico-config and kube-root-ca.crt; create \
+serviceaccounts/token of calico-node; get, create and delete roles and rolebindings, for each node's \
+grant to renew its token; with --datastore etcdv3 get secrets calico-etcd-secrets) and a Role in \
+kube-system (get services kube-dns). No wildcard. The list is the code's own \
 (src/cluster/rights.rs), tested against an API server that enforces RBAC.\n\n\
 --identity fleet writes the fleet jobs' account and roles instead (as 'fleet plan' does); a node's own \
 right to renew its token is made per node by install.\n\n\

@@ -109,15 +109,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<bool> {
     if unchanged(path, contents) {
         return Ok(false);
     }
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.calicoctl-win.tmp"));
+    let tmp = temporary_of(path);
     fs_err::write(&tmp, contents)?;
     fs_err::rename(&tmp, path)
         .inspect_err(|_| {
@@ -131,15 +123,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<bool> {
 /// and writable by its owner only (0600) before anything is written into it. On Windows the
 /// file takes its directory's access list: the admin's own folder, where such a file is made.
 pub fn write_secret(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.calicoctl-win.tmp"));
+    let tmp = temporary_of(path);
     let _ = std::fs::remove_file(&tmp);
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);

@@ -758,3 +758,24 @@ fn a_calico_version_without_its_patch_number_is_refused() {
         "{err}"
     );
 }
+
+/// A command that cannot skip the cluster is not told to: `--offline` is offered only as what
+/// preflight, status and config show accept (fetch kubeconfig refuses it).
+#[test]
+fn fetch_without_a_kubeconfig_is_not_offered_offline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = on_node()
+        .env("HOME", dir.path())
+        .args(["fetch", "kubeconfig", "-o", "json", "--sim-host"])
+        .arg(dir.path().join("host"))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let doc = json(&out.stdout);
+    let hint = doc["error"]["hint"].as_str().expect("hint");
+    assert!(
+        hint.contains("--kubeconfig")
+            && hint.contains("preflight, status and config show skip the cluster with --offline"),
+        "{hint}"
+    );
+}

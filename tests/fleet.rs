@@ -910,14 +910,16 @@ fn a_rollout_by_the_plan_changes_two_nodes_at_a_time_and_stops_at_failures() {
     // (the fake API server enforces them as kube-apiserver does).
     assert_eq!(plan["spec"]["serviceAccountName"], "calicoctl-win-fleet");
     for m in doc["manifests"].as_array().expect("manifests") {
-        if let Some(path) = rbac_path(m) {
-            api.put(&path, m.clone());
-        }
+        api.apply(m);
     }
-    let pod = Pod::new(
+    let sa_dir = tempfile::tempdir().expect("tempdir");
+    let fleet_kubeconfig = support::service_account_kubeconfig(
         &api,
-        &service_account_token(&api, "system-upgrade", "calicoctl-win-fleet"),
+        sa_dir.path(),
+        "system-upgrade",
+        "calicoctl-win-fleet",
     );
+    let pod = Pod::new(&api, &support::token_in(&fleet_kubeconfig));
     // The Secret where the job's container sees it, by the controller's, kubelet's and
     // containerd's rules (a Plan whose path none of them resolves fails here).
     assert!(
@@ -980,53 +982,4 @@ fn a_rollout_by_the_plan_changes_two_nodes_at_a_time_and_stops_at_failures() {
             m.name
         );
     }
-}
-
-/// Where the API server keeps an RBAC object or a ServiceAccount; `None` for another kind.
-fn rbac_path(o: &Value) -> Option<String> {
-    let rbac = "/apis/rbac.authorization.k8s.io/v1";
-    let name = o["metadata"]["name"].as_str()?;
-    let ns = o["metadata"]["namespace"].as_str();
-    Some(match (o["kind"].as_str()?, ns) {
-        ("ServiceAccount", Some(ns)) => format!("/api/v1/namespaces/{ns}/serviceaccounts/{name}"),
-        ("ClusterRole", None) => format!("{rbac}/clusterroles/{name}"),
-        ("ClusterRoleBinding", None) => format!("{rbac}/clusterrolebindings/{name}"),
-        ("Role", Some(ns)) => format!("{rbac}/namespaces/{ns}/roles/{name}"),
-        ("RoleBinding", Some(ns)) => format!("{rbac}/namespaces/{ns}/rolebindings/{name}"),
-        _ => return None,
-    })
-}
-
-/// A token of a service account from the server's TokenRequest API, as a pod's kubelet
-/// would mount it.
-fn service_account_token(api: &FakeApi, namespace: &str, name: &str) -> String {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let admin = api.kubeconfig(dir.path(), None);
-    let out_file = dir.path().join("sa.kubeconfig");
-    let out = on_node()
-        .args([
-            "fetch",
-            "installer-kubeconfig",
-            "--service-account",
-            name,
-            "--namespace",
-            namespace,
-        ])
-        .arg("--kubeconfig")
-        .arg(&admin)
-        .arg("--out-file")
-        .arg(&out_file)
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(&out_file).expect("read")).expect("json");
-    doc["users"][0]["user"]["token"]
-        .as_str()
-        .expect("token")
-        .to_owned()
 }

@@ -91,23 +91,6 @@ fn install_fetches_the_etcd_files_checks_them_and_uninstall_removes_them() {
     assert_same(&snapshot(&node.sim()), &initial, "after uninstall --purge");
 }
 
-/// Where the API server keeps an RBAC object or a ServiceAccount.
-fn rbac_path(o: &serde_json::Value) -> String {
-    let rbac = "/apis/rbac.authorization.k8s.io/v1";
-    let name = o["metadata"]["name"].as_str().expect("name");
-    match (
-        o["kind"].as_str().expect("kind"),
-        o["metadata"]["namespace"].as_str(),
-    ) {
-        ("ServiceAccount", Some(ns)) => format!("/api/v1/namespaces/{ns}/serviceaccounts/{name}"),
-        ("ClusterRole", None) => format!("{rbac}/clusterroles/{name}"),
-        ("ClusterRoleBinding", None) => format!("{rbac}/clusterrolebindings/{name}"),
-        ("Role", Some(ns)) => format!("{rbac}/namespaces/{ns}/roles/{name}"),
-        ("RoleBinding", Some(ns)) => format!("{rbac}/namespaces/{ns}/rolebindings/{name}"),
-        other => panic!("unexpected {other:?}"),
-    }
-}
-
 /// With the etcd datastore, the installer's roles (`fleet rbac --datastore etcdv3`) are enough
 /// for install, and the one rule etcd adds (get the secret calico-etcd-secrets) is needed:
 /// without it preflight's rbac check names it, and install fails naming the secret.
@@ -148,22 +131,14 @@ fn an_etcd_install_runs_with_the_installers_etcd_roles_and_needs_the_secret_rule
             .expect("runs");
         let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
         for m in doc["manifests"].as_array().expect("manifests") {
-            api.put(&rbac_path(m), m.clone());
+            assert!(api.apply(m));
         }
         let dir = tempfile::tempdir().expect("tempdir");
-        let admin = api.kubeconfig(dir.path(), None);
-        let installer = dir.path().join("installer.kubeconfig");
-        let out = support::on_node()
-            .args(["fetch", "installer-kubeconfig", "--kubeconfig"])
-            .arg(&admin)
-            .arg("--out-file")
-            .arg(&installer)
-            .output()
-            .expect("runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let installer = support::service_account_kubeconfig(
+            &api,
+            dir.path(),
+            "kube-system",
+            "calicoctl-win-installer",
         );
         let node = SimNode::new(&api);
         let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");

@@ -9,9 +9,7 @@ mod support;
 use serde_json::Value;
 use std::path::Path;
 use support::fake_api::FakeApi;
-use support::{SimNode, on_node};
-
-const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1";
+use support::{SimNode, files_holding, on_node, token_in};
 
 /// The manifests `fleet rbac` writes.
 fn manifests() -> Vec<Value> {
@@ -28,55 +26,10 @@ fn manifests() -> Vec<Value> {
     doc["manifests"].as_array().expect("manifests").clone()
 }
 
-/// Where the API server keeps an object.
-fn path_of(o: &Value) -> String {
-    let name = o["metadata"]["name"].as_str().expect("name");
-    let ns = o["metadata"]["namespace"].as_str();
-    match (o["kind"].as_str().expect("kind"), ns) {
-        ("ServiceAccount", Some(ns)) => format!("/api/v1/namespaces/{ns}/serviceaccounts/{name}"),
-        ("ClusterRole", None) => format!("{RBAC}/clusterroles/{name}"),
-        ("ClusterRoleBinding", None) => format!("{RBAC}/clusterrolebindings/{name}"),
-        ("Role", Some(ns)) => format!("{RBAC}/namespaces/{ns}/roles/{name}"),
-        ("RoleBinding", Some(ns)) => format!("{RBAC}/namespaces/{ns}/rolebindings/{name}"),
-        other => panic!("unexpected {other:?}"),
-    }
-}
-
-/// The installer's kubeconfig, as an admin writes it with `fetch installer-kubeconfig` (2 h).
+/// The installer's kubeconfig, as an admin writes it with `fetch installer-kubeconfig` (2 h);
+/// nothing of the admin's is left beside it for the node to find.
 fn installer_kubeconfig(api: &FakeApi, dir: &Path) -> std::path::PathBuf {
-    let admin = api.kubeconfig(dir, None);
-    let out = dir.join("installer.kubeconfig");
-    let run = on_node()
-        .args([
-            "fetch",
-            "installer-kubeconfig",
-            "-o",
-            "json",
-            "--kubeconfig",
-        ])
-        .arg(&admin)
-        .arg("--out-file")
-        .arg(&out)
-        .output()
-        .expect("runs");
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    // Nothing of the admin's is left beside it for the node to find.
-    std::fs::remove_file(&admin).expect("remove the admin kubeconfig");
-    out
-}
-
-/// The token a kubeconfig holds inline.
-fn token_in(kubeconfig: &Path) -> String {
-    let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(kubeconfig).expect("read")).expect("json");
-    doc["users"][0]["user"]["token"]
-        .as_str()
-        .expect("token")
-        .to_owned()
+    support::service_account_kubeconfig(api, dir, "kube-system", "calicoctl-win-installer")
 }
 
 /// install, status, reconfigure --drain, uninstall --purge and preflight on a new node as
@@ -124,18 +77,6 @@ fn lifecycle(api: &FakeApi, kubeconfig: &Path) -> Option<(String, Value)> {
     None
 }
 
-/// Every file under `dir` holding `needle`.
-fn files_holding(dir: &Path, needle: &str, found: &mut Vec<String>) {
-    for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            files_holding(&path, needle, found);
-        } else if std::fs::read(&path).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle)) {
-            found.push(path.display().to_string());
-        }
-    }
-}
-
 fn cluster() -> FakeApi {
     let api = FakeApi::start();
     api.healthy_calico();
@@ -147,7 +88,7 @@ fn cluster() -> FakeApi {
 fn the_installer_roles_are_enough_for_the_whole_lifecycle() {
     let api = cluster();
     for m in manifests() {
-        api.put(&path_of(&m), m);
+        assert!(api.apply(&m));
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = installer_kubeconfig(&api, dir.path());
@@ -173,7 +114,7 @@ fn the_installer_roles_are_enough_for_the_whole_lifecycle() {
     assert_eq!(lifecycle(&api, &kubeconfig), None);
     // And without the roles, the identity can do nothing.
     for m in manifests().iter().filter(|m| m["kind"] != "ServiceAccount") {
-        api.remove(&path_of(m));
+        api.remove(&support::fake_api::rbac_path(m).expect("rbac"));
     }
     assert!(lifecycle(&api, &kubeconfig).is_some());
 }
@@ -195,7 +136,7 @@ fn every_installer_rule_is_needed() {
         let mut objects = all.clone();
         let rule = objects[i]["rules"].as_array_mut().expect("rules").remove(j);
         for m in &objects {
-            api.put(&path_of(m), m.clone());
+            assert!(api.apply(m));
         }
         let dir = tempfile::tempdir().expect("tempdir");
         let kubeconfig = installer_kubeconfig(&api, dir.path());
@@ -245,7 +186,7 @@ fn an_installer_kubeconfig_lives_between_ten_minutes_and_a_day() {
 fn status_names_an_admin_kubeconfig_left_on_the_node() {
     let api = cluster();
     for m in manifests() {
-        api.put(&path_of(&m), m);
+        assert!(api.apply(&m));
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let installer = installer_kubeconfig(&api, dir.path());
@@ -328,32 +269,18 @@ fn every_fleet_rule_is_needed_and_enough() {
         let mut objects = rbac.clone();
         let removed = j.map(|j| objects[i]["rules"].as_array_mut().expect("rules").remove(j));
         for m in &objects {
-            api.put(&path_of(m), m.clone());
+            assert!(api.apply(m));
         }
         let node = SimNode::new(&api);
         let zip = support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
         let (code, _, err) = node.run(&["install", "--release-zip", zip.to_str().expect("utf-8")]);
         assert_eq!(code, 0, "{err}");
         let dir = tempfile::tempdir().expect("tempdir");
-        let admin = api.kubeconfig(dir.path(), None);
-        let fleet = dir.path().join("fleet.kubeconfig");
-        let out = on_node()
-            .args([
-                "fetch",
-                "installer-kubeconfig",
-                "--service-account",
-                "calicoctl-win-fleet",
-            ])
-            .args(["--namespace", "system-upgrade", "--kubeconfig"])
-            .arg(&admin)
-            .arg("--out-file")
-            .arg(&fleet)
-            .output()
-            .expect("runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let fleet = support::service_account_kubeconfig(
+            &api,
+            dir.path(),
+            "system-upgrade",
+            "calicoctl-win-fleet",
         );
         api.set_felix_vni(4097);
         api.put_pod("default", "web-1", "win-1", Some("ReplicaSet"));
@@ -433,4 +360,38 @@ fn fleet_rbac_writes_the_fleets_roles_as_fleet_plan_does() {
         .iter()
         .collect();
     assert_eq!(from_rbac, from_plan);
+}
+
+/// `fleet rbac --help` lists the rights it grants: each resource of the code's table is named
+/// there and in docs/commands/fleet.md, so neither can drift from what is granted.
+#[test]
+fn the_help_and_the_docs_name_every_granted_resource() {
+    let help = on_node()
+        .args(["fleet", "rbac", "--help"])
+        .output()
+        .expect("runs");
+    let help = String::from_utf8_lossy(&help.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let docs =
+        std::fs::read_to_string(support::root().join("docs/commands/fleet.md")).expect("docs");
+    for m in manifests().iter().filter(|m| m["rules"].is_array()) {
+        for rule in m["rules"].as_array().expect("rules") {
+            let resource = rule["resources"][0].as_str().expect("resource");
+            assert!(help.contains(resource), "--help does not name {resource}");
+            assert!(docs.contains(resource), "fleet.md does not name {resource}");
+            for name in rule["resourceNames"].as_array().into_iter().flatten() {
+                let name = name.as_str().expect("name");
+                assert!(
+                    help.contains(name),
+                    "--help does not name {resource} {name}"
+                );
+                assert!(
+                    docs.contains(name),
+                    "fleet.md does not name {resource} {name}"
+                );
+            }
+        }
+    }
 }

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use support::fake_api::{FakeApi, claims};
 use support::release::release_zip;
-use support::{SimNode, on_node};
+use support::{SimNode, files_holding, on_node};
 
 /// The longest token the server grants, in seconds.
 const CAP: i64 = 9;
@@ -46,18 +46,6 @@ fn admin_with_key(api: &FakeApi, dir: &Path) -> (std::path::PathBuf, String) {
     std::fs::write(&path, text).expect("write kubeconfig");
     let key_body: String = key.lines().filter(|l| !l.starts_with("-----")).collect();
     (path, key_body)
-}
-
-/// Every file of the simulated host (its state and its drives) holding `needle`.
-fn files_holding(dir: &Path, needle: &str, found: &mut Vec<String>) {
-    for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            files_holding(&path, needle, found);
-        } else if std::fs::read(&path).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle)) {
-            found.push(path.display().to_string());
-        }
-    }
 }
 
 /// `service run node --console` on the simulated host, as a child to watch.
@@ -276,6 +264,16 @@ fn a_failed_install_removes_the_grant_it_made() {
         "deny:~create service CalicoNode",
     ]);
     assert_ne!(code, 0, "{stderr}");
+    // It made the grant before the host changed, and took it away again.
+    let made = |kind: &str| {
+        api.requests()
+            .iter()
+            .any(|(m, p)| m == "POST" && p == &format!("{RBAC}/{kind}"))
+    };
+    assert!(
+        made("roles") && made("rolebindings"),
+        "the grant was never made"
+    );
     assert!(
         api.get(&format!("{RBAC}/roles/{GRANT}")).is_none(),
         "{stderr}"

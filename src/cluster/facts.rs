@@ -50,6 +50,18 @@ pub struct Permission {
 }
 
 impl Permission {
+    /// Anything in the cluster (`*` on `*` in every group): what cluster-admin may do.
+    pub fn anything() -> Self {
+        Self {
+            verb: "*".into(),
+            group: "*".into(),
+            resource: "*".into(),
+            name: None,
+            namespace: None,
+            allowed: false,
+        }
+    }
+
     /// `create serviceaccounts/token calico-node in calico-system`.
     pub fn describe(&self) -> String {
         let group = if self.group.is_empty() {
@@ -394,7 +406,8 @@ pub fn detect_backend(felix: &Felix, pools: &[IpPool], calico_found: bool) -> Op
     }
 }
 
-fn can_i(c: &Cluster, p: &Permission) -> Result<bool, ClusterError> {
+/// Whether the identity may do `p` (a SelfSubjectAccessReview).
+pub fn can_i(c: &Cluster, p: &Permission) -> Result<bool, ClusterError> {
     let api: Api<SelfSubjectAccessReview> = Api::all(c.client.clone());
     let (resource, subresource) = match p.resource.split_once('/') {
         Some((r, s)) => (r.to_owned(), Some(s.to_owned())),

@@ -407,32 +407,6 @@ impl Cluster {
         Self::from_kubeconfig(kubeconfig, env).map_err(bad)
     }
 
-    /// Whether this identity may do anything in the cluster (`*` on `*`): cluster-admin.
-    pub fn is_cluster_admin(&self) -> Result<bool, ClusterError> {
-        use k8s_openapi::api::authorization::v1::{
-            ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
-        };
-        let api: kube::Api<SelfSubjectAccessReview> = kube::Api::all(self.client.clone());
-        let review = SelfSubjectAccessReview {
-            spec: SelfSubjectAccessReviewSpec {
-                resource_attributes: Some(ResourceAttributes {
-                    verb: Some("*".into()),
-                    group: Some("*".into()),
-                    resource: Some("*".into()),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let answer = self.call(
-            "create",
-            "selfsubjectaccessreviews",
-            api.create(&kube::api::PostParams::default(), &review),
-        )?;
-        Ok(answer.status.is_some_and(|s| s.allowed))
-    }
-
     /// Connects as calico-node: its kubeconfig's text (`path` names it in errors) with its
     /// current user's credential replaced by `token`, so nothing the kubeconfig names is run
     /// or read for it.

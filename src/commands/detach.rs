@@ -45,15 +45,20 @@ impl Files {
     }
 }
 
-/// What the starting command writes about a detached run.
+/// What the starting command writes about a detached run. Where its result goes is not
+/// among it: that is derived from the file's own name in the state directory, so a file
+/// someone else put there cannot make this process write elsewhere.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Started {
     pid: u32,
     /// Unix seconds.
     started: i64,
+    /// Shown in the result, never opened.
     log: PathBuf,
-    result: PathBuf,
 }
+
+/// The most a started file holds: a pid, a time and a path.
+const STARTED_CAP: u64 = 64 * 1024;
 
 /// A detached run that was started, holds no host lock and recorded no result has died
 /// (killed, or its machine restarted): its result is written now, for whoever polls for it,
@@ -66,16 +71,18 @@ pub fn settle(dir: &Path) -> anyhow::Result<Option<String>> {
     let mut said = None;
     for e in entries.flatten() {
         let path = e.path();
-        if !path.to_string_lossy().ends_with(STARTED_SUFFIX) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(command) = name.strip_suffix(STARTED_SUFFIX) else {
             continue;
-        }
-        let Some(run) = std::fs::read(&path)
+        };
+        let result = Files::in_dir(dir, command).result;
+        let Some(run) = crate::files::read_capped(&path, STARTED_CAP)
             .ok()
             .and_then(|b| serde_json::from_slice::<Started>(&b).ok())
         else {
             continue;
         };
-        if run.result.exists() {
+        if result.exists() {
             let _ = std::fs::remove_file(&path);
             continue;
         }
@@ -96,8 +103,8 @@ pub fn settle(dir: &Path) -> anyhow::Result<Option<String>> {
             "error": line,
         });
         let text = serde_json::to_vec_pretty(&doc).context("cannot write the result as JSON")?;
-        crate::files::write_atomic(&run.result, &text)
-            .with_context(|| format!("cannot record the result in {}", run.result.display()))?;
+        crate::files::write_atomic(&result, &text)
+            .with_context(|| format!("cannot record the result in {}", result.display()))?;
         let _ = std::fs::remove_file(&path);
         said = Some(line);
     }
@@ -145,7 +152,6 @@ pub fn start(ctx: &mut Context, command: &str) -> anyhow::Result<()> {
         pid: child.id(),
         started: crate::duration::now(),
         log: files.log.clone(),
-        result: files.result.clone(),
     };
     crate::files::write_atomic(
         &files.started,
@@ -308,6 +314,35 @@ pub fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A started file someone else put in the state directory can name no other place to
+    /// write: the result of a run that died goes beside it, by its name.
+    #[test]
+    fn a_dead_runs_result_is_written_only_where_its_name_says() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let elsewhere = tempfile::tempdir().expect("tempdir");
+        let target = elsewhere.path().join("overwritten");
+        let planted = json!({"pid": 1, "started": 0, "log": "x.log", "result": target});
+        std::fs::write(
+            dir.path().join(format!("install{STARTED_SUFFIX}")),
+            planted.to_string(),
+        )
+        .expect("write");
+        let said = settle(dir.path())
+            .expect("settle")
+            .expect("a run that died");
+        assert!(
+            said.contains("ended without recording its result"),
+            "{said}"
+        );
+        assert!(!target.exists());
+        let result: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(dir.path().join("install.result.json")).expect("result"),
+        )
+        .expect("json");
+        assert_eq!(result["exit_code"], 1);
+        assert!(!dir.path().join(format!("install{STARTED_SUFFIX}")).exists());
+    }
 
     #[test]
     fn the_detached_command_line_drops_detach_and_the_output_format_and_logs_to_the_file() {

@@ -121,8 +121,10 @@ fn admin_kubeconfigs(
             continue;
         };
         let text = String::from_utf8_lossy(&bytes);
-        let admin = crate::cluster::Cluster::connect_text(&path, &text, &ctx.env, false)
-            .and_then(|c| c.is_cluster_admin());
+        let admin =
+            crate::cluster::Cluster::connect_text(&path, &text, &ctx.env, false).and_then(|c| {
+                crate::cluster::facts::can_i(&c, &crate::cluster::facts::Permission::anything())
+            });
         if let Ok(true) = admin {
             r.problems.push(format!(
                 "{path} holds a kubeconfig whose identity may do anything in the cluster (cluster-admin): a node should keep none; remove it (install needs only the installer's short-lived kubeconfig, 'calicoctl-win fetch installer-kubeconfig')"

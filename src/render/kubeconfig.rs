@@ -22,41 +22,33 @@ pub fn token_path(kubeconfig: &str) -> String {
 /// The kubeconfig text, its user's token in `token_file`. `ca_pem` is the CA certificate(s)
 /// in PEM.
 pub fn kubeconfig(server: &str, ca_pem: &str, token_file: &str, namespace: &str) -> String {
-    use base64::Engine;
-    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem.as_bytes());
-    let doc = document(
-        Cluster {
-            server: Some(server.into()),
-            certificate_authority_data: Some(ca),
-            ..Cluster::default()
-        },
-        AuthInfo {
-            token_file: Some(token_file.to_owned()),
-            ..AuthInfo::default()
-        },
-        Some(namespace),
-    );
-    text_of(&doc)
+    let user = AuthInfo {
+        token_file: Some(token_file.to_owned()),
+        ..AuthInfo::default()
+    };
+    with_user(server, ca_pem, user, namespace)
 }
 
 /// A kubeconfig that carries its token inline: for a short-lived credential handed to another
 /// machine whole (the installer's), not for calico-node's, which CalicoNode renews in its file.
 pub fn kubeconfig_with_token(server: &str, ca_pem: &str, token: &str, namespace: &str) -> String {
+    let user = AuthInfo {
+        token: Some(secrecy::SecretString::from(token.to_owned())),
+        ..AuthInfo::default()
+    };
+    with_user(server, ca_pem, user, namespace)
+}
+
+/// A kubeconfig of `server` with its CA embedded, `user`'s credential and `namespace`.
+fn with_user(server: &str, ca_pem: &str, user: AuthInfo, namespace: &str) -> String {
     use base64::Engine;
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem.as_bytes());
-    let doc = document(
-        Cluster {
-            server: Some(server.into()),
-            certificate_authority_data: Some(ca),
-            ..Cluster::default()
-        },
-        AuthInfo {
-            token: Some(secrecy::SecretString::from(token.to_owned())),
-            ..AuthInfo::default()
-        },
-        Some(namespace),
-    );
-    text_of(&doc)
+    let cluster = Cluster {
+        server: Some(server.into()),
+        certificate_authority_data: Some(ca),
+        ..Cluster::default()
+    };
+    text_of(&document(cluster, user, Some(namespace)))
 }
 
 /// A kubeconfig as text: JSON, which is YAML too. kubectl, client-go and kube read it alike,

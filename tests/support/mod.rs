@@ -197,3 +197,60 @@ pub fn calico_vsid(sim: &Path) -> Option<u64> {
         .pointer("/Ipams/0/Subnets/0/Policies/0/Settings/IsolationId")?
         .as_u64()
 }
+
+/// A kubeconfig of the service account `namespace`/`name`, as an admin writes it with
+/// `fetch installer-kubeconfig` (a 2 h token), in `dir`.
+pub fn service_account_kubeconfig(
+    api: &fake_api::FakeApi,
+    dir: &Path,
+    namespace: &str,
+    name: &str,
+) -> PathBuf {
+    let admin = dir.join("for-the-token").join("admin.kubeconfig");
+    std::fs::create_dir_all(admin.parent().expect("dir")).expect("dir");
+    let admin = api.kubeconfig(admin.parent().expect("dir"), None);
+    let out = dir.join(format!("{name}.kubeconfig"));
+    let run = on_node()
+        .args(["fetch", "installer-kubeconfig", "-o", "json"])
+        .args([
+            "--service-account",
+            name,
+            "--namespace",
+            namespace,
+            "--kubeconfig",
+        ])
+        .arg(&admin)
+        .arg("--out-file")
+        .arg(&out)
+        .output()
+        .expect("runs");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    std::fs::remove_dir_all(admin.parent().expect("dir")).expect("remove the admin kubeconfig");
+    out
+}
+
+/// The token a kubeconfig calicoctl-win wrote holds inline.
+pub fn token_in(kubeconfig: &Path) -> String {
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(kubeconfig).expect("read")).expect("json");
+    doc["users"][0]["user"]["token"]
+        .as_str()
+        .expect("token")
+        .to_owned()
+}
+
+/// Every file under `dir` holding `needle`, into `found`.
+pub fn files_holding(dir: &Path, needle: &str, found: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files_holding(&path, needle, found);
+        } else if std::fs::read(&path).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle)) {
+            found.push(path.display().to_string());
+        }
+    }
+}

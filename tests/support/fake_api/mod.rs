@@ -250,6 +250,18 @@ impl FakeApi {
         self.lock().objects.insert(path.to_owned(), object);
     }
 
+    /// Stores a ServiceAccount or an RBAC object at the path the API server keeps it, as
+    /// `kubectl apply` would; `false` for another kind (left out).
+    pub fn apply(&self, object: &Value) -> bool {
+        match rbac_path(object) {
+            Some(path) => {
+                self.put(&path, object.clone());
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The object at an API path.
     pub fn get(&self, path: &str) -> Option<Value> {
         self.lock().objects.get(path).cloned()
@@ -445,4 +457,19 @@ pub fn calico(kind: &str, name: &str, spec: Value) -> Value {
     let mut o = meta("crd.projectcalico.org/v1", kind, name, None);
     o["spec"] = spec;
     o
+}
+
+/// Where the API server keeps a ServiceAccount or an RBAC object; `None` for another kind.
+pub fn rbac_path(o: &Value) -> Option<String> {
+    let rbac = "/apis/rbac.authorization.k8s.io/v1";
+    let name = o["metadata"]["name"].as_str()?;
+    let ns = o["metadata"]["namespace"].as_str();
+    Some(match (o["kind"].as_str()?, ns) {
+        ("ServiceAccount", Some(ns)) => format!("/api/v1/namespaces/{ns}/serviceaccounts/{name}"),
+        ("ClusterRole", None) => format!("{rbac}/clusterroles/{name}"),
+        ("ClusterRoleBinding", None) => format!("{rbac}/clusterrolebindings/{name}"),
+        ("Role", Some(ns)) => format!("{rbac}/namespaces/{ns}/roles/{name}"),
+        ("RoleBinding", Some(ns)) => format!("{rbac}/namespaces/{ns}/rolebindings/{name}"),
+        _ => return None,
+    })
 }
