@@ -243,14 +243,17 @@ impl Context {
         if let Some(dir) = &self.options.host.sim_dir {
             return Some(dir.clone());
         }
-        cfg!(windows).then(|| {
-            PathBuf::from(
-                self.env
-                    .get("ProgramData")
-                    .map_or(r"C:\ProgramData", String::as_str),
-            )
-            .join("calicoctl-win")
-        })
+        cfg!(windows).then(|| self.windows_state_dir())
+    }
+
+    /// `%ProgramData%\calicoctl-win`.
+    fn windows_state_dir(&self) -> PathBuf {
+        PathBuf::from(
+            self.env
+                .get("ProgramData")
+                .map_or(r"C:\ProgramData", String::as_str),
+        )
+        .join("calicoctl-win")
     }
 
     /// Where calicoctl-win keeps its own state on this machine (the host lock, a detached run's
@@ -258,14 +261,7 @@ impl Context {
     /// `None` for a throw-away in-memory host, which ends with the process.
     pub fn state_dir(&self, host: &dyn Host) -> Option<PathBuf> {
         match host.kind() {
-            HostKind::Windows => Some(
-                PathBuf::from(
-                    self.env
-                        .get("ProgramData")
-                        .map_or(r"C:\ProgramData", String::as_str),
-                )
-                .join("calicoctl-win"),
-            ),
+            HostKind::Windows => Some(self.windows_state_dir()),
             HostKind::Simulated { dir, .. } => Some(PathBuf::from(dir)),
             HostKind::InMemory { .. } => None,
         }
