@@ -11,15 +11,9 @@ use support::release::release_zip;
 use support::snapshot::{assert_same, snapshot};
 use support::{SimNode, tool};
 
-#[test]
-fn install_fetches_the_etcd_files_checks_them_and_uninstall_removes_them() {
-    let Some(bin) = tool("etcd") else { return };
-    let ca = TestCa::new("etcd-ca");
-    let work = tempfile::tempdir().expect("tempdir");
-    let etcd = Etcd::start(&bin, work.path(), &ca);
-    let (cert, key) = ca.issue("calico-node", &["calico-node"]);
-
-    // An operator install whose datastore is etcd: calico-config names the endpoints.
+/// An operator install whose datastore is etcd at `url`: calico-config names the endpoints,
+/// calico-etcd-secrets holds calico-node's client certificate and key and the CA.
+fn etcd_cluster(url: &str, ca: &TestCa, (cert, key): (&str, &str)) -> FakeApi {
     let api = FakeApi::start();
     api.healthy_calico();
     api.put_secret(
@@ -32,11 +26,23 @@ fn install_fetches_the_etcd_files_checks_them_and_uninstall_removes_them() {
         ],
     );
     let mut cm = meta("v1", "ConfigMap", "calico-config", Some("calico-system"));
-    cm["data"] = json!({"etcd_endpoints": etcd.url});
+    cm["data"] = json!({"etcd_endpoints": url});
     api.put(
         "/api/v1/namespaces/calico-system/configmaps/calico-config",
         cm,
     );
+    api
+}
+
+#[test]
+fn install_fetches_the_etcd_files_checks_them_and_uninstall_removes_them() {
+    let Some(bin) = tool("etcd") else { return };
+    let ca = TestCa::new("etcd-ca");
+    let work = tempfile::tempdir().expect("tempdir");
+    let etcd = Etcd::start(&bin, work.path(), &ca);
+    let (cert, key) = ca.issue("calico-node", &["calico-node"]);
+
+    let api = etcd_cluster(&etcd.url, &ca, (&cert, &key));
     let node = SimNode::new(&api);
     let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let zip = zip.display().to_string();
@@ -102,24 +108,8 @@ fn an_etcd_install_runs_with_the_installers_etcd_roles_and_needs_the_secret_rule
     let etcd = Etcd::start(&bin, work.path(), &ca);
     let (cert, key) = ca.issue("calico-node", &["calico-node"]);
     for with_secret_rule in [true, false] {
-        let api = FakeApi::start();
-        api.healthy_calico();
+        let api = etcd_cluster(&etcd.url, &ca, (&cert, &key));
         api.set_node_ready("win-1", "True", "kubelet is posting ready status");
-        api.put_secret(
-            "calico-system",
-            "calico-etcd-secrets",
-            &[
-                ("etcd-key", key.as_bytes()),
-                ("etcd-cert", cert.as_bytes()),
-                ("etcd-ca", ca.pem().as_bytes()),
-            ],
-        );
-        let mut cm = meta("v1", "ConfigMap", "calico-config", Some("calico-system"));
-        cm["data"] = json!({"etcd_endpoints": etcd.url});
-        api.put(
-            "/api/v1/namespaces/calico-system/configmaps/calico-config",
-            cm,
-        );
         let datastore = if with_secret_rule {
             "etcdv3"
         } else {
