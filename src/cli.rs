@@ -227,6 +227,43 @@ keys, bearer tokens, token:/password: values). Changes on the host: none; the zi
     /// Write the manifests that roll calicoctl-win over the Windows nodes with an engine in the cluster
     #[command(subcommand)]
     Fleet(FleetCommand),
+    /// Check the cluster's network policies for what they cost Windows nodes
+    #[command(subcommand)]
+    Lint(LintCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LintCommand {
+    /// Estimate the HNS rules each network policy costs the Windows nodes, and find the costly ones
+    #[command(
+        long_about = "Reads Calico NetworkPolicy and GlobalNetworkPolicy (projectcalico.org/v3 and \
+crd.projectcalico.org/v1), Kubernetes NetworkPolicy, Pods, Namespaces, ServiceAccounts and Nodes, from \
+the cluster (--kubeconfig, $KUBECONFIG, ~/.kube/config) or from manifests (--from-file PATH, repeatable: \
+YAML or JSON files, multi-document or 'kind: List' as 'kubectl get -o yaml' prints, or directories of \
+*.yaml, *.yml and *.json files).\n\n\
+Windows endpoints are the pods scheduled on a Node labelled kubernetes.io/os=windows (not hostNetwork, \
+not Succeeded or Failed). For each policy it prints the Windows endpoints it applies to and an estimate of \
+the HNS rules Felix renders for it: per endpoint, each rule once per pair of source and destination \
+addresses its selectors match, Linux pods included (docs/commands/lint.md states the model and its limits). \
+Selectors are read exactly as Calico reads them; a malformed one is an error naming the policy and the \
+position.\n\n\
+Findings, each with a code, the rule, a suggestion (with the rewritten policies where a rewrite keeps the \
+same connectivity) and the estimate before and after: source-and-destination-selectors (a policy applying \
+to every Windows endpoint in its scope with a rule that has both a source and a destination selector), \
+skipped-on-windows (a rule Felix on Windows leaves out: negative matches, ICMP type or code, named ports, \
+Log).\n\n\
+Exits 0 without findings, 3 with findings (a policy repository's CI can gate on it), 2 when the input \
+cannot be read or is invalid. Changes nothing."
+    )]
+    Policies(LintPoliciesArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LintPoliciesArgs {
+    /// Read the objects from FILE or a directory of YAML and JSON files instead of the cluster
+    /// (repeatable)
+    #[arg(long, value_name = "PATH")]
+    pub from_file: Vec<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

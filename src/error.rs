@@ -75,6 +75,12 @@ pub enum Kind {
     ServiceFailed,
     /// A wait on the host (a service, CalicoNode's start-up, a network) timed out.
     Timeout,
+    /// `lint policies` found policies to change.
+    PolicyFindings,
+    /// An object `lint policies` read is not one Calico would accept.
+    InvalidInput,
+    /// A file or directory `lint policies` was given cannot be read.
+    InputUnreadable,
 }
 
 impl Kind {
@@ -118,6 +124,9 @@ impl Kind {
         Kind::BadRelease,
         Kind::ServiceFailed,
         Kind::Timeout,
+        Kind::PolicyFindings,
+        Kind::InvalidInput,
+        Kind::InputUnreadable,
     ];
 
     /// The name in JSON (`needs-drain`).
@@ -138,9 +147,11 @@ impl Kind {
             | Kind::ChecksumNeeded
             | Kind::PlainHttp
             | Kind::BadUrl
-            | Kind::Downgrade => &[Usage],
+            | Kind::Downgrade
+            | Kind::InvalidInput
+            | Kind::InputUnreadable => &[Usage],
             Kind::Locked => &[Busy],
-            Kind::PreflightFailed => &[Preflight],
+            Kind::PreflightFailed | Kind::PolicyFindings => &[Preflight],
             Kind::NoAdminKubeconfig | Kind::DrainRefused => &[Usage, Failed],
             Kind::ClusterUnreachable => &[Failed, Usage],
             Kind::ClusterTimeout

@@ -21,6 +21,7 @@ pub mod host;
 pub mod net;
 pub mod output;
 pub mod plan;
+pub mod policy;
 pub mod redact;
 pub mod release;
 pub mod render;

@@ -8,6 +8,7 @@ mod flags;
 mod fleet;
 mod import_ps1;
 mod install;
+mod lint;
 mod preflight;
 mod reconfigure;
 mod render;
@@ -15,7 +16,9 @@ pub mod service;
 mod status;
 mod uninstall;
 
-use crate::cli::{Command, ConfigCommand, FetchCommand, FleetCommand, ServiceCommand};
+use crate::cli::{
+    Command, ConfigCommand, FetchCommand, FleetCommand, LintCommand, ServiceCommand,
+};
 use crate::context::Context;
 use crate::error::{CliError, Recogniser, UsageError, recognise};
 
@@ -34,6 +37,8 @@ const KNOWN_ERRORS: &[Recogniser] = &[
     recognise::<crate::release::ReleaseError>,
     recognise::<crate::plan::ReadyError>,
     recognise::<crate::host::HostError>,
+    recognise::<crate::policy::PolicyError>,
+    recognise::<crate::commands::lint::Findings>,
 ];
 
 /// The error a command failed with, with its exit code and hint.
@@ -64,6 +69,7 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
         Command::Diags(args) => diags::run(args, ctx),
         Command::Fleet(FleetCommand::Plan(args)) => fleet::plan(args, ctx),
         Command::Fleet(FleetCommand::Rbac(args)) => fleet::rbac(args, ctx),
+        Command::Lint(LintCommand::Policies(args)) => lint::policies(args, ctx),
     }
     .map_err(failure)
 }

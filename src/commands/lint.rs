@@ -1,0 +1,112 @@
+//! `lint policies`: what each network policy costs the Windows nodes, and what to change.
+
+use serde_json::json;
+
+use crate::cli::LintPoliciesArgs;
+use crate::context::Context;
+use crate::policy::{self, Collected, Report, input};
+
+/// The most policies the text table shows (JSON lists them all).
+const TABLE_ROWS: usize = 50;
+
+/// Findings were made: exit 3, as a failed check, so that a CI job can gate on them.
+#[derive(Debug, thiserror::Error)]
+#[error("{count} finding(s) in the network policies")]
+pub struct Findings {
+    pub count: usize,
+}
+
+impl crate::error::Diagnose for Findings {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        crate::error::Diagnosis::new(
+            crate::error::Exit::Preflight,
+            crate::error::Kind::PolicyFindings,
+            "apply the suggested rewrites, or see docs/commands/lint.md for what each finding costs",
+        )
+    }
+}
+
+pub fn policies(args: &LintPoliciesArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let mut collected = Collected::default();
+    if args.from_file.is_empty() {
+        let c = ctx.require_cluster()?;
+        input::read_cluster(&c, &mut collected)?;
+    } else {
+        for f in input::files(&args.from_file)? {
+            input::read_file(&f, &mut collected)?;
+        }
+    }
+    if collected.ignored > 0 {
+        ctx.printer.note(&format!(
+            "{} object(s) of other kinds were left out",
+            collected.ignored
+        ));
+    }
+    let report = policy::lint(&collected)?;
+    ctx.printer.text(&table(&report));
+    ctx.printer.json(&json!(report));
+    if report.findings.is_empty() {
+        Ok(())
+    } else {
+        Err(Findings {
+            count: report.findings.len(),
+        }
+        .into())
+    }
+}
+
+fn who(kind: &str, namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(ns) => format!("{kind} {ns}/{name}"),
+        None => format!("{kind} {name}"),
+    }
+}
+
+/// The report for people: the costliest policies, then each finding with its rewrite.
+fn table(r: &Report) -> String {
+    let mut out = format!(
+        "{} Windows endpoint(s), {} polic(ies)\n\n",
+        r.windows_endpoints,
+        r.policies.len()
+    );
+    let rows: Vec<(String, u64, u64)> = r
+        .policies
+        .iter()
+        .take(TABLE_ROWS)
+        .map(|p| (who(&p.kind, p.namespace.as_deref(), &p.name), p.applies_to, p.estimated_rules))
+        .collect();
+    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(6).max(6);
+    out.push_str(&format!("{:<width$}  {:>10}  {:>15}\n", "POLICY", "APPLIES TO", "EST. HNS RULES"));
+    for (name, applies, rules) in &rows {
+        out.push_str(&format!("{name:<width$}  {applies:>10}  {rules:>15}\n"));
+    }
+    if r.policies.len() > TABLE_ROWS {
+        out.push_str(&format!(
+            "... and {} more (-o json lists every policy)\n",
+            r.policies.len() - TABLE_ROWS
+        ));
+    }
+    if r.findings.is_empty() {
+        out.push_str("\nno findings\n");
+    }
+    for f in &r.findings {
+        out.push_str(&format!(
+            "\n{}: {} {}\n  {}\n  suggestion: {}\n  estimated HNS rules: {} -> {}\n",
+            f.code,
+            who(&f.kind, f.namespace.as_deref(), &f.name),
+            f.rule,
+            f.message,
+            f.suggestion.text,
+            f.estimated_rules,
+            f.estimated_rules_after
+        ));
+        for doc in f.suggestion.rewrite.iter().flatten() {
+            let yaml = serde_saphyr::to_string(doc).unwrap_or_default();
+            out.push_str("  ---\n");
+            for line in yaml.lines() {
+                out.push_str(&format!("  {line}\n"));
+            }
+        }
+    }
+    out.trim_end().to_owned()
+}

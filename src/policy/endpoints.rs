@@ -1,0 +1,153 @@
+//! The endpoints Felix would hold and the labels Calico gives each: libcalico-go v3.31.7
+//! `lib/backend/k8s/conversion/workload_endpoint_default.go` (the pod's labels, its namespace,
+//! orchestrator and service account) and `conversion.go` (`NamespaceToProfile`,
+//! `ServiceAccountToProfile`: the namespace's labels as `pcns.*`, the service account's as
+//! `pcsa.*`, each with `projectcalico.org/name`), which the endpoint inherits under its own.
+//! Endpoints with the same labels are one class, so each selector is evaluated once per class.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::model::{NAMESPACE_LABEL, SERVICE_ACCOUNT_LABEL};
+use super::selector::Node;
+
+/// What the lint needs of a pod.
+#[derive(Debug, Clone)]
+pub struct Pod {
+    pub namespace: String,
+    pub labels: BTreeMap<String, String>,
+    pub node: String,
+    pub host_network: bool,
+    pub phase: String,
+    pub service_account: String,
+}
+
+/// Pods, namespaces, nodes and service accounts, as read.
+#[derive(Debug, Default)]
+pub struct Inventory {
+    pub pods: Vec<Pod>,
+    pub namespaces: HashMap<String, BTreeMap<String, String>>,
+    /// Each node and whether it is labelled `kubernetes.io/os=windows`.
+    pub nodes: HashMap<String, bool>,
+    pub service_accounts: HashMap<(String, String), BTreeMap<String, String>>,
+}
+
+/// Endpoints with one set of labels.
+#[derive(Debug)]
+pub struct Class {
+    pub namespace: String,
+    pub labels: HashMap<String, String>,
+    /// How many of them are on Windows nodes.
+    pub windows: u64,
+    /// How many there are (each holds one address in Calico's IP sets).
+    pub all: u64,
+}
+
+/// The cluster's endpoints, by class and namespace.
+#[derive(Debug, Default)]
+pub struct Endpoints {
+    pub classes: Vec<Class>,
+    by_namespace: HashMap<String, Vec<usize>>,
+    every: Vec<usize>,
+}
+
+/// The count of endpoints a selector matches: all of them, and those on Windows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Matched {
+    pub all: u64,
+    pub windows: u64,
+}
+
+fn is_endpoint(p: &Pod) -> bool {
+    // IsValidCalicoWorkloadEndpoint and IsFinished: scheduled, not host-networked, not done.
+    !p.host_network
+        && !p.node.is_empty()
+        && !matches!(p.phase.as_str(), "Succeeded" | "Failed" | "Completed")
+}
+
+fn labels_of(inv: &Inventory, p: &Pod) -> HashMap<String, String> {
+    let mut l = HashMap::new();
+    if let Some(ns) = inv.namespaces.get(&p.namespace) {
+        l.extend(ns.iter().map(|(k, v)| (format!("pcns.{k}"), v.clone())));
+    }
+    l.insert("pcns.projectcalico.org/name".into(), p.namespace.clone());
+    let sa = &p.service_account;
+    if let Some(labels) = inv.service_accounts.get(&(p.namespace.clone(), sa.clone())) {
+        l.extend(labels.iter().map(|(k, v)| (format!("pcsa.{k}"), v.clone())));
+    }
+    l.insert("pcsa.projectcalico.org/name".into(), sa.clone());
+    l.extend(p.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+    l.insert(NAMESPACE_LABEL.into(), p.namespace.clone());
+    l.insert("projectcalico.org/orchestrator".into(), "k8s".into());
+    if !sa.is_empty() && sa.len() < 63 {
+        l.insert(SERVICE_ACCOUNT_LABEL.into(), sa.clone());
+    }
+    l
+}
+
+impl Endpoints {
+    /// The endpoints of `inv`'s pods, grouped by their labels.
+    pub fn of(inv: &Inventory) -> Self {
+        let mut out = Endpoints::default();
+        let mut index: HashMap<Vec<(String, String)>, usize> = HashMap::new();
+        for p in inv.pods.iter().filter(|p| is_endpoint(p)) {
+            let labels = labels_of(inv, p);
+            let mut key: Vec<(String, String)> =
+                labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            key.sort_unstable();
+            let windows = u64::from(inv.nodes.get(&p.node).copied().unwrap_or(false));
+            let i = *index.entry(key).or_insert_with(|| {
+                out.classes.push(Class {
+                    namespace: p.namespace.clone(),
+                    labels,
+                    windows: 0,
+                    all: 0,
+                });
+                let i = out.classes.len() - 1;
+                out.by_namespace.entry(p.namespace.clone()).or_default().push(i);
+                out.every.push(i);
+                i
+            });
+            out.classes[i].windows += windows;
+            out.classes[i].all += 1;
+        }
+        out
+    }
+
+    /// Windows endpoints in a namespace, or in the cluster for `None`.
+    pub fn windows_in(&self, namespace: Option<&str>) -> u64 {
+        self.candidates(namespace)
+            .iter()
+            .map(|&i| self.classes[i].windows)
+            .sum()
+    }
+
+    fn candidates(&self, namespace: Option<&str>) -> &[usize] {
+        match namespace {
+            Some(ns) => self.by_namespace.get(ns).map_or(&[], Vec::as_slice),
+            None => &self.every,
+        }
+    }
+
+    /// The endpoints `selector` matches. A selector that requires one namespace (as every
+    /// namespaced policy's does) is evaluated only against that namespace's classes.
+    pub fn matched(&self, selector: &Node) -> Matched {
+        let mut m = Matched::default();
+        for &i in self.candidates(required_namespace(selector)) {
+            let c = &self.classes[i];
+            if selector.matches(&c.labels) {
+                m.all += c.all;
+                m.windows += c.windows;
+            }
+        }
+        m
+    }
+}
+
+/// The namespace a selector requires by a top-level `projectcalico.org/namespace == "ns"`.
+fn required_namespace(selector: &Node) -> Option<&str> {
+    match selector {
+        Node::Eq(l, v) if l == NAMESPACE_LABEL => Some(v),
+        Node::And(terms) => terms.iter().find_map(required_namespace),
+        _ => None,
+    }
+}

@@ -1,0 +1,143 @@
+//! The objects `lint policies` reads: YAML or JSON files and directories of them (each file
+//! capped while it is read, multi-document, `kind: List` as `kubectl get -o yaml` prints it),
+//! or the cluster, listed a page at a time.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use serde_json::Value;
+
+use super::{Collected, PolicyError};
+use crate::cluster::Cluster;
+
+/// The most bytes of one file.
+pub const FILE_CAP: u64 = 256 << 20;
+/// The most files read from the directories given.
+pub const FILES_CAP: usize = 100_000;
+/// How deep directories are walked.
+const DEPTH_CAP: usize = 16;
+/// Objects per page of a cluster list (each page stays under the client's answer cap).
+const PAGE: u32 = 500;
+
+fn unreadable(path: &Path, cause: impl ToString) -> PolicyError {
+    PolicyError::Unreadable {
+        path: path.display().to_string(),
+        cause: cause.to_string(),
+    }
+}
+
+/// The files under `paths`: each file given, and the `*.yaml`, `*.yml` and `*.json` files of
+/// each directory given, recursively, in name order.
+pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, PolicyError> {
+    let mut out = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| unreadable(p, e))?;
+        if meta.is_dir() {
+            walk(p, 0, &mut out)?;
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), PolicyError> {
+    if depth > DEPTH_CAP {
+        return Err(unreadable(dir, format!("directories nested deeper than {DEPTH_CAP}")));
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| unreadable(dir, e))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| unreadable(dir, e))?;
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            walk(&p, depth + 1, out)?;
+        } else if p
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
+        {
+            out.push(p);
+            if out.len() > FILES_CAP {
+                return Err(unreadable(dir, format!("more than {FILES_CAP} files")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads one file's objects into `into`.
+pub fn read_file(path: &Path, into: &mut Collected) -> Result<(), PolicyError> {
+    let file = std::fs::File::open(path).map_err(|e| unreadable(path, e))?;
+    let mut text = String::new();
+    file.take(FILE_CAP + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| unreadable(path, e))?;
+    if text.len() as u64 > FILE_CAP {
+        return Err(unreadable(path, format!("longer than {} MiB", FILE_CAP >> 20)));
+    }
+    let origin = path.display().to_string();
+    let invalid = |e: &dyn std::fmt::Display| PolicyError::Invalid {
+        object: origin.clone(),
+        problem: format!("not YAML or JSON: {e}"),
+    };
+    let docs: Vec<Value> = if text.trim_start().starts_with('{') {
+        vec![serde_json::from_str(&text).map_err(|e| invalid(&e))?]
+    } else {
+        serde_saphyr::from_multiple(&text).map_err(|e| invalid(&e))?
+    };
+    for doc in docs.iter().filter(|d| !d.is_null()) {
+        if !doc.is_object() {
+            return Err(invalid(&"a document is not an object"));
+        }
+        into.add(doc, &origin)?;
+    }
+    Ok(())
+}
+
+/// What the lint lists from a cluster: the core objects, Kubernetes policies and Calico's
+/// (through its CRDs; a cluster without them has none).
+const RESOURCES: &[(&str, &str, &str, &str)] = &[
+    ("", "v1", "Namespace", "namespaces"),
+    ("", "v1", "Node", "nodes"),
+    ("", "v1", "ServiceAccount", "serviceaccounts"),
+    ("", "v1", "Pod", "pods"),
+    ("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies"),
+    ("crd.projectcalico.org", "v1", "NetworkPolicy", "networkpolicies"),
+    ("crd.projectcalico.org", "v1", "GlobalNetworkPolicy", "globalnetworkpolicies"),
+];
+
+/// Lists every object the lint uses from the cluster into `into`.
+pub fn read_cluster(c: &Cluster, into: &mut Collected) -> Result<(), anyhow::Error> {
+    for (group, version, kind, plural) in RESOURCES {
+        let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+        let api: Api<DynamicObject> = Api::all_with(c.client.clone(), &ar);
+        let what = if group.is_empty() { (*plural).to_owned() } else { format!("{plural}.{group}") };
+        let mut token: Option<String> = None;
+        loop {
+            let mut lp = ListParams::default().limit(PAGE);
+            if let Some(t) = &token {
+                lp = lp.continue_token(t);
+            }
+            let page = match c.call("list", &what, api.list(&lp)) {
+                Ok(p) => p,
+                Err(e) if group.starts_with("crd.") && e.is_not_found() => break,
+                Err(e) => return Err(e.into()),
+            };
+            for o in page.items {
+                let mut v = serde_json::to_value(&o)?;
+                v["apiVersion"] = Value::String(ar.api_version.clone());
+                v["kind"] = Value::String(ar.kind.clone());
+                into.add(&v, &format!("the cluster's {what}"))?;
+            }
+            token = page.metadata.continue_.filter(|t| !t.is_empty());
+            if token.is_none() {
+                break;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,141 @@
+//! Kubernetes label selectors and NetworkPolicy as Calico converts them: libcalico-go v3.31.7
+//! `lib/backend/k8s/conversion/conversion.go` (`k8sSelectorToCalico`, `K8sNetworkPolicyToCalico`,
+//! `k8sRuleToCalico`, `k8sPeerToCalicoFields`). The conversion's own test table runs against
+//! this module (tests/calico_selector.rs).
+
+use serde_json::Value;
+
+/// What is wrong with a selector or rule, for the caller to say where.
+pub type Problem = String;
+
+/// A Kubernetes `LabelSelector` of pods, as Calico's selector text (`SelectorPod`): always
+/// restricted to Kubernetes endpoints.
+pub fn pod_selector(s: Option<&Value>) -> Result<String, Problem> {
+    convert(s, true)
+}
+
+/// A Kubernetes `LabelSelector` of namespaces (`SelectorNamespace`): absent is `""` (no
+/// namespace selector), present but empty is `all()`.
+pub fn namespace_selector(s: Option<&Value>) -> Result<String, Problem> {
+    convert(s, false)
+}
+
+fn convert(s: Option<&Value>, pod: bool) -> Result<String, Problem> {
+    let mut terms = Vec::new();
+    if pod {
+        terms.push("projectcalico.org/orchestrator == 'k8s'".to_owned());
+    }
+    let Some(s) = s.filter(|s| !s.is_null()) else {
+        return Ok(terms.join(" && "));
+    };
+    let labels = s.get("matchLabels").and_then(Value::as_object);
+    let exprs = s.get("matchExpressions").and_then(Value::as_array);
+    if !pod && labels.is_none_or(|l| l.is_empty()) && exprs.is_none_or(|e| e.is_empty()) {
+        return Ok("all()".to_owned());
+    }
+    // serde_json's maps keep their keys sorted unless preserve_order is on: sort as Go does.
+    let mut keys: Vec<(&String, &Value)> = labels.into_iter().flatten().collect();
+    keys.sort_by(|a, b| a.0.cmp(b.0));
+    for (k, v) in keys {
+        let v = v
+            .as_str()
+            .ok_or_else(|| format!("matchLabels {k} is not a string"))?;
+        terms.push(format!("{k} == '{v}'"));
+    }
+    for e in exprs.into_iter().flatten() {
+        terms.push(expression(e)?);
+    }
+    Ok(terms.join(" && "))
+}
+
+fn expression(e: &Value) -> Result<String, Problem> {
+    let key = e
+        .get("key")
+        .and_then(Value::as_str)
+        .ok_or("a matchExpressions entry has no key")?;
+    let values: Vec<&str> = e
+        .get("values")
+        .and_then(Value::as_array)
+        .map(|v| v.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let list = values.join("', '");
+    Ok(match e.get("operator").and_then(Value::as_str) {
+        Some("In") => format!("{key} in {{ '{list}' }}"),
+        Some("NotIn") => format!("{key} not in {{ '{list}' }}"),
+        Some("Exists") => format!("has({key})"),
+        Some("DoesNotExist") => format!("! has({key})"),
+        other => {
+            return Err(format!(
+                "matchExpressions on {key} has operator {other:?}, not In, NotIn, Exists or DoesNotExist"
+            ));
+        }
+    })
+}
+
+/// One Calico rule made from a Kubernetes rule: its peer's selectors, or its IP block.
+#[derive(Debug, Clone, Default)]
+pub struct Peer {
+    pub selector: String,
+    pub namespace_selector: String,
+    pub nets: usize,
+    pub not_nets: usize,
+}
+
+/// The Calico rules one Kubernetes ingress or egress rule becomes: one per protocol of its
+/// ports (TCP when a port names none; one rule for any protocol without ports) and peer
+/// (one without peers); each with the protocol's ports, which `named_port` says include a
+/// name (`port: http`).
+pub struct Converted {
+    pub peers: Vec<Peer>,
+    pub protocols: usize,
+    pub named_port: bool,
+}
+
+/// Converts one rule's peers (`from` or `to`) and ports as `k8sRuleToCalico` does.
+pub fn rule(peers: Option<&Value>, ports: Option<&Value>) -> Result<Converted, Problem> {
+    let mut out = Vec::new();
+    for p in peers.and_then(Value::as_array).into_iter().flatten() {
+        out.push(peer(p)?);
+    }
+    if out.is_empty() {
+        out.push(Peer::default());
+    }
+    let ports = ports.and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let mut protocols: Vec<&str> = Vec::new();
+    let mut any = ports.is_empty();
+    for p in ports {
+        if p.get("port").is_none() && p.get("protocol").is_none() {
+            // An empty port allows everything: one rule for any protocol (Calico breaks there).
+            any = true;
+            break;
+        }
+        let proto = p.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
+        if !protocols.contains(&proto) {
+            protocols.push(proto);
+        }
+    }
+    let named_port = ports
+        .iter()
+        .any(|p| p.get("port").is_some_and(Value::is_string));
+    Ok(Converted {
+        peers: out,
+        protocols: if any { 1 } else { protocols.len() },
+        named_port,
+    })
+}
+
+fn peer(p: &Value) -> Result<Peer, Problem> {
+    if let Some(block) = p.get("ipBlock").filter(|b| !b.is_null()) {
+        let except = block.get("except").and_then(Value::as_array).map_or(0, Vec::len);
+        return Ok(Peer {
+            nets: 1,
+            not_nets: except,
+            ..Peer::default()
+        });
+    }
+    Ok(Peer {
+        selector: pod_selector(p.get("podSelector"))?,
+        namespace_selector: namespace_selector(p.get("namespaceSelector"))?,
+        ..Peer::default()
+    })
+}
