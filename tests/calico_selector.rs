@@ -23,8 +23,15 @@ impl Go {
     }
     fn elements(&self) -> &[(Option<Go>, Go)] {
         match self {
-            Go::Composite(_, e) => e,
+            Go::Composite(_ty, e) => e,
             other => panic!("expected a composite literal, got {other:?}"),
+        }
+    }
+    /// The type a composite literal names (`[]map[string]string`, empty when untyped).
+    fn type_name(&self) -> &str {
+        match self {
+            Go::Composite(ty, _) => ty,
+            _ => "",
         }
     }
     fn is_nil(&self) -> bool {
@@ -34,7 +41,12 @@ impl Go {
     fn string_map(&self) -> BTreeMap<String, String> {
         self.elements()
             .iter()
-            .map(|(k, v)| (k.as_ref().expect("a key").str().to_owned(), v.str().to_owned()))
+            .map(|(k, v)| {
+                (
+                    k.as_ref().expect("a key").str().to_owned(),
+                    v.str().to_owned(),
+                )
+            })
             .collect()
     }
     /// The element keyed `field` of a struct literal.
@@ -184,14 +196,19 @@ impl Reader {
 
 fn call(name: String, args: Vec<Go>) -> Go {
     if name == "strings.Repeat" {
-        let Go::Ident(n) = &args[1] else { panic!("a count") };
+        let Go::Ident(n) = &args[1] else {
+            panic!("a count")
+        };
         return Go::Str(args[0].str().repeat(n.parse().expect("a number")));
     }
     Go::Call(name, args)
 }
 
 fn fixture(name: &str) -> String {
-    let path = format!("{}/tests/calico-selector/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/calico-selector/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
@@ -221,6 +238,7 @@ fn calicos_selector_table_matches_and_refuses_as_calico_does() {
         let canonical = selector::parse(&sel.to_string()).expect("the canonical form parses");
         for (labels, want) in [(&e[1].1, true), (&e[2].1, false)] {
             for (_, l) in labels.elements() {
+                assert!(matches!(l.type_name(), "" | "map[string]string"), "{l:?}");
                 let labels = l.string_map();
                 assert_eq!(sel.matches(&labels), want, "{text:?} against {labels:?}");
                 assert_eq!(canonical.matches(&labels), want, "{sel} against {labels:?}");
@@ -233,7 +251,11 @@ fn calicos_selector_table_matches_and_refuses_as_calico_does() {
     let bad = go_var(&src, "badSelectors");
     assert_eq!(bad.elements().len(), 26);
     for (_, s) in bad.elements() {
-        assert!(selector::parse(s.str()).is_err(), "{:?} must be refused", s.str());
+        assert!(
+            selector::parse(s.str()).is_err(),
+            "{:?} must be refused",
+            s.str()
+        );
     }
 }
 
@@ -296,7 +318,9 @@ fn calicos_tokenizer_table_tokenizes_as_calico_does() {
             .elements()
             .iter()
             .map(|(_, tok)| {
-                let Some(Go::Ident(kind)) = tok.field("Kind") else { panic!("{tok:?}") };
+                let Some(Go::Ident(kind)) = tok.field("Kind") else {
+                    panic!("{tok:?}")
+                };
                 kind_named(kind, tok.field("Value"))
             })
             .collect();
@@ -315,14 +339,19 @@ fn label_selector(go: &Go) -> Option<serde_json::Value> {
     }
     let mut out = serde_json::Map::new();
     if let Some(m) = go.field("MatchLabels") {
-        out.insert("matchLabels".into(), serde_json::to_value(m.string_map()).unwrap());
+        out.insert(
+            "matchLabels".into(),
+            serde_json::to_value(m.string_map()).unwrap(),
+        );
     }
     if let Some(exprs) = go.field("MatchExpressions") {
         let list: Vec<_> = exprs
             .elements()
             .iter()
             .map(|(_, r)| {
-                let Some(Go::Ident(op)) = r.field("Operator") else { panic!("{r:?}") };
+                let Some(Go::Ident(op)) = r.field("Operator") else {
+                    panic!("{r:?}")
+                };
                 let values: Vec<&str> = r
                     .field("Values")
                     .map(|v| v.elements().iter().map(|(_, s)| s.str()).collect())
@@ -349,9 +378,13 @@ fn calicos_kubernetes_selector_conversion_table_converts_as_calico_does() {
             toks: toks.clone(),
             at: start,
         };
-        let Go::Call(_, args) = r.value() else { panic!("an Entry call") };
+        let Go::Call(_, args) = r.value() else {
+            panic!("an Entry call")
+        };
         let input = label_selector(&args[1]);
-        let Go::Ident(kind) = &args[2] else { panic!("a selector type") };
+        let Go::Ident(kind) = &args[2] else {
+            panic!("a selector type")
+        };
         let converted = match kind.as_str() {
             "SelectorPod" => calicoctl_win::policy::k8s::pod_selector(input.as_ref()),
             "SelectorNamespace" => calicoctl_win::policy::k8s::namespace_selector(input.as_ref()),

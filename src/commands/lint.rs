@@ -64,19 +64,29 @@ fn who(kind: &str, namespace: Option<&str>, name: &str) -> String {
 
 /// The report for people: the costliest policies, then each finding with its rewrite.
 fn table(r: &Report) -> String {
+    let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut out = format!(
-        "{} Windows endpoint(s), {} polic(ies)\n\n",
-        r.windows_endpoints,
-        r.policies.len()
+        "{}, {}\n\n",
+        plural(r.windows_endpoints, "Windows endpoint", "Windows endpoints"),
+        plural(r.policies.len() as u64, "policy", "policies")
     );
     let rows: Vec<(String, u64, u64)> = r
         .policies
         .iter()
         .take(TABLE_ROWS)
-        .map(|p| (who(&p.kind, p.namespace.as_deref(), &p.name), p.applies_to, p.estimated_rules))
+        .map(|p| {
+            (
+                who(&p.kind, p.namespace.as_deref(), &p.name),
+                p.applies_to,
+                p.estimated_rules,
+            )
+        })
         .collect();
     let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(6).max(6);
-    out.push_str(&format!("{:<width$}  {:>10}  {:>15}\n", "POLICY", "APPLIES TO", "EST. HNS RULES"));
+    out.push_str(&format!(
+        "{:<width$}  {:>10}  {:>15}\n",
+        "POLICY", "APPLIES TO", "EST. HNS RULES"
+    ));
     for (name, applies, rules) in &rows {
         out.push_str(&format!("{name:<width$}  {applies:>10}  {rules:>15}\n"));
     }

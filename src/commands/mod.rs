@@ -16,9 +16,7 @@ pub mod service;
 mod status;
 mod uninstall;
 
-use crate::cli::{
-    Command, ConfigCommand, FetchCommand, FleetCommand, LintCommand, ServiceCommand,
-};
+use crate::cli::{Command, ConfigCommand, FetchCommand, FleetCommand, LintCommand, ServiceCommand};
 use crate::context::Context;
 use crate::error::{CliError, Recogniser, UsageError, recognise};
 

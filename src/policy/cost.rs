@@ -185,8 +185,16 @@ fn split(
         .filter(|o| o.direction == r.direction)
         .all(|o| o.action.eq_ignore_ascii_case(&r.action));
     let (Some(object), true, true) = (&p.object, r.local().plain_selector, same_action) else {
-        let text = format!("{text} (not written out: the {side} uses more than a selector, or the rules' actions differ, so their order matters)");
-        return Ok((Suggestion { text, rewrite: None }, before.estimated_rules));
+        let text = format!(
+            "{text} (not written out: the {side} uses more than a selector, or the rules' actions differ, so their order matters)"
+        );
+        return Ok((
+            Suggestion {
+                text,
+                rewrite: None,
+            },
+            before.estimated_rules,
+        ));
     };
     let (rest, moved) = rewrite(object, p, r);
     let mut after = 0u64;
@@ -239,7 +247,11 @@ fn rewrite(object: &Value, p: &Policy, r: &Rule) -> (Value, Value) {
             rule.as_object_mut().map(|r| r.remove(side));
         }
     }
-    let own = spec.get("selector").and_then(Value::as_str).unwrap_or("").trim();
+    let own = spec
+        .get("selector")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .trim();
     let selector = if own.is_empty() || own == "all()" {
         local
     } else {
@@ -251,12 +263,14 @@ fn rewrite(object: &Value, p: &Policy, r: &Rule) -> (Value, Value) {
         o.remove("egress");
     }
     moved_spec["selector"] = json!(selector);
-    moved_spec["types"] = json!([if r.direction == Direction::Ingress { "Ingress" } else { "Egress" }]);
+    moved_spec["types"] = json!([if r.direction == Direction::Ingress {
+        "Ingress"
+    } else {
+        "Egress"
+    }]);
     moved_spec[key] = json!([rule]);
     let mut moved_meta = meta.clone();
     moved_meta["name"] = json!(format!("{}-{}-{}", p.name, key, r.index));
-    let head = |meta: Value, spec: Value| {
-        json!({ "apiVersion": p.api_version, "kind": p.kind, "metadata": meta, "spec": spec })
-    };
+    let head = |meta: Value, spec: Value| json!({ "apiVersion": p.api_version, "kind": p.kind, "metadata": meta, "spec": spec });
     (head(meta, rest_spec), head(moved_meta, moved_spec))
 }

@@ -103,7 +103,10 @@ impl Endpoints {
                     all: 0,
                 });
                 let i = out.classes.len() - 1;
-                out.by_namespace.entry(p.namespace.clone()).or_default().push(i);
+                out.by_namespace
+                    .entry(p.namespace.clone())
+                    .or_default()
+                    .push(i);
                 out.every.push(i);
                 i
             });

@@ -44,7 +44,10 @@ pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, PolicyError> {
 
 fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), PolicyError> {
     if depth > DEPTH_CAP {
-        return Err(unreadable(dir, format!("directories nested deeper than {DEPTH_CAP}")));
+        return Err(unreadable(
+            dir,
+            format!("directories nested deeper than {DEPTH_CAP}"),
+        ));
     }
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| unreadable(dir, e))?
@@ -77,7 +80,10 @@ pub fn read_file(path: &Path, into: &mut Collected) -> Result<(), PolicyError> {
         .read_to_string(&mut text)
         .map_err(|e| unreadable(path, e))?;
     if text.len() as u64 > FILE_CAP {
-        return Err(unreadable(path, format!("longer than {} MiB", FILE_CAP >> 20)));
+        return Err(unreadable(
+            path,
+            format!("longer than {} MiB", FILE_CAP >> 20),
+        ));
     }
     let origin = path.display().to_string();
     let invalid = |e: &dyn std::fmt::Display| PolicyError::Invalid {
@@ -105,17 +111,37 @@ const RESOURCES: &[(&str, &str, &str, &str)] = &[
     ("", "v1", "Node", "nodes"),
     ("", "v1", "ServiceAccount", "serviceaccounts"),
     ("", "v1", "Pod", "pods"),
-    ("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies"),
-    ("crd.projectcalico.org", "v1", "NetworkPolicy", "networkpolicies"),
-    ("crd.projectcalico.org", "v1", "GlobalNetworkPolicy", "globalnetworkpolicies"),
+    (
+        "networking.k8s.io",
+        "v1",
+        "NetworkPolicy",
+        "networkpolicies",
+    ),
+    (
+        "crd.projectcalico.org",
+        "v1",
+        "NetworkPolicy",
+        "networkpolicies",
+    ),
+    (
+        "crd.projectcalico.org",
+        "v1",
+        "GlobalNetworkPolicy",
+        "globalnetworkpolicies",
+    ),
 ];
 
 /// Lists every object the lint uses from the cluster into `into`.
 pub fn read_cluster(c: &Cluster, into: &mut Collected) -> Result<(), anyhow::Error> {
     for (group, version, kind, plural) in RESOURCES {
-        let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+        let ar =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
         let api: Api<DynamicObject> = Api::all_with(c.client.clone(), &ar);
-        let what = if group.is_empty() { (*plural).to_owned() } else { format!("{plural}.{group}") };
+        let what = if group.is_empty() {
+            (*plural).to_owned()
+        } else {
+            format!("{plural}.{group}")
+        };
         let mut token: Option<String> = None;
         loop {
             let mut lp = ListParams::default().limit(PAGE);

@@ -100,7 +100,10 @@ pub fn rule(peers: Option<&Value>, ports: Option<&Value>) -> Result<Converted, P
     if out.is_empty() {
         out.push(Peer::default());
     }
-    let ports = ports.and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let ports = ports
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     let mut protocols: Vec<&str> = Vec::new();
     let mut any = ports.is_empty();
     for p in ports {
@@ -126,7 +129,10 @@ pub fn rule(peers: Option<&Value>, ports: Option<&Value>) -> Result<Converted, P
 
 fn peer(p: &Value) -> Result<Peer, Problem> {
     if let Some(block) = p.get("ipBlock").filter(|b| !b.is_null()) {
-        let except = block.get("except").and_then(Value::as_array).map_or(0, Vec::len);
+        let except = block
+            .get("except")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
         return Ok(Peer {
             nets: 1,
             not_nets: except,

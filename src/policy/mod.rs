@@ -59,9 +59,18 @@ pub struct Source {
 
 impl Source {
     /// The identity of `object`, checked: a name of at most 253 characters of a DNS subdomain.
-    pub fn of(object: &Value, api_version: &str, kind: &str, origin: &str) -> Result<Self, PolicyError> {
+    pub fn of(
+        object: &Value,
+        api_version: &str,
+        kind: &str,
+        origin: &str,
+    ) -> Result<Self, PolicyError> {
         let meta = object.get("metadata");
-        let field = |k: &str| meta.and_then(|m| m.get(k)).and_then(Value::as_str).map(str::to_owned);
+        let field = |k: &str| {
+            meta.and_then(|m| m.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
         let src = Source {
             api_version: api_version.to_owned(),
             kind: kind.to_owned(),
@@ -69,11 +78,16 @@ impl Source {
             name: field("name").unwrap_or_default(),
             origin: origin.to_owned(),
         };
-        for (what, v) in [("name", Some(&src.name)), ("namespace", src.namespace.as_ref())] {
+        for (what, v) in [
+            ("name", Some(&src.name)),
+            ("namespace", src.namespace.as_ref()),
+        ] {
             let Some(v) = v else { continue };
             let ok = !v.is_empty()
                 && v.len() <= NAME_CAP
-                && v.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+                && v.bytes().all(|b| {
+                    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.'
+                });
             if !ok {
                 return Err(src.invalid(format!(
                     "metadata.{what} {:?} is not a DNS subdomain of at most {NAME_CAP} characters",
@@ -85,9 +99,16 @@ impl Source {
     }
 
     pub fn invalid(&self, problem: impl Into<String>) -> PolicyError {
-        let ns = self.namespace.as_deref().map(|n| format!("{n}/")).unwrap_or_default();
+        let ns = self
+            .namespace
+            .as_deref()
+            .map(|n| format!("{n}/"))
+            .unwrap_or_default();
         PolicyError::Invalid {
-            object: format!("{} {ns}{} ({}, {})", self.kind, self.name, self.api_version, self.origin),
+            object: format!(
+                "{} {ns}{} ({}, {})",
+                self.kind, self.name, self.api_version, self.origin
+            ),
             problem: problem.into(),
         }
     }
@@ -103,7 +124,11 @@ pub struct Collected {
     pub ignored: usize,
 }
 
-fn string_map(src: &Source, field: &str, v: Option<&Value>) -> Result<BTreeMap<String, String>, PolicyError> {
+fn string_map(
+    src: &Source,
+    field: &str,
+    v: Option<&Value>,
+) -> Result<BTreeMap<String, String>, PolicyError> {
     let Some(map) = v.filter(|v| !v.is_null()) else {
         return Ok(BTreeMap::new());
     };
@@ -130,15 +155,29 @@ impl Collected {
         }
         let text = |k: &str| object.get(k).and_then(Value::as_str).unwrap_or("");
         let (api_version, kind) = (text("apiVersion"), text("kind"));
-        if kind.ends_with("List") {
-            if let Some(items) = object.get("items").and_then(Value::as_array) {
-                for item in items.iter().filter(|i| i.get("kind").is_some()) {
+        if let (true, Some(items)) = (
+            kind.ends_with("List"),
+            object.get("items").and_then(Value::as_array),
+        ) {
+            // `kubectl get -o yaml` prints `kind: List` with typed items; an API list
+            // (`PodList`) leaves the items' kind and apiVersion to the list.
+            let item_kind = kind.strip_suffix("List").unwrap_or_default();
+            for item in items {
+                if item.get("kind").is_some() || item_kind.is_empty() {
                     self.add(item, origin)?;
+                } else {
+                    let mut typed = item.clone();
+                    typed["kind"] = Value::String(item_kind.to_owned());
+                    typed["apiVersion"] = Value::String(api_version.to_owned());
+                    self.add(&typed, origin)?;
                 }
-                return Ok(());
             }
+            return Ok(());
         }
-        let calico = matches!(api_version, "projectcalico.org/v3" | "crd.projectcalico.org/v1");
+        let calico = matches!(
+            api_version,
+            "projectcalico.org/v3" | "crd.projectcalico.org/v1"
+        );
         match (api_version, kind) {
             ("v1", "Pod" | "Namespace" | "Node" | "ServiceAccount") => {
                 let src = Source::of(object, api_version, kind, origin)?;
@@ -171,7 +210,9 @@ impl Collected {
                 inv.namespaces.insert(src.name.clone(), labels);
             }
             "Node" => {
-                let windows = labels.get("kubernetes.io/os").is_some_and(|os| os == "windows");
+                let windows = labels
+                    .get("kubernetes.io/os")
+                    .is_some_and(|os| os == "windows");
                 inv.nodes.insert(src.name.clone(), windows);
             }
             "ServiceAccount" => {
@@ -179,13 +220,20 @@ impl Collected {
                 inv.service_accounts.insert((ns, src.name.clone()), labels);
             }
             _ => {
-                let s = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or("").to_owned();
+                let s = |p: &str| {
+                    object
+                        .pointer(p)
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned()
+                };
                 let sa = s("/spec/serviceAccountName");
                 inv.pods.push(Pod {
                     namespace: src.namespace.clone().unwrap_or_else(|| "default".into()),
                     labels,
                     node: s("/spec/nodeName"),
-                    host_network: object.pointer("/spec/hostNetwork").and_then(Value::as_bool) == Some(true),
+                    host_network: object.pointer("/spec/hostNetwork").and_then(Value::as_bool)
+                        == Some(true),
                     phase: s("/status/phase"),
                     service_account: if sa.is_empty() { "default".into() } else { sa },
                 });
@@ -214,9 +262,18 @@ pub fn lint(c: &Collected) -> Result<Report, PolicyError> {
         findings.extend(cost::findings(&mut cache, &eps, p, &e)?);
         policies.push(e);
     }
-    let key = |e: &cost::Estimate| (std::cmp::Reverse(e.estimated_rules), e.kind.clone(), e.namespace.clone(), e.name.clone());
+    let key = |e: &cost::Estimate| {
+        (
+            std::cmp::Reverse(e.estimated_rules),
+            e.kind.clone(),
+            e.namespace.clone(),
+            e.name.clone(),
+        )
+    };
     policies.sort_by_key(key);
-    findings.sort_by_key(|f| std::cmp::Reverse(f.estimated_rules.saturating_sub(f.estimated_rules_after)));
+    findings.sort_by_key(|f| {
+        std::cmp::Reverse(f.estimated_rules.saturating_sub(f.estimated_rules_after))
+    });
     Ok(Report {
         windows_endpoints: eps.windows_in(None),
         policies,

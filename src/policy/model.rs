@@ -94,9 +94,7 @@ impl Rule {
 
 fn parse_at(src: &Source, field: &str, text: &str) -> Result<Node, PolicyError> {
     if text.len() > SELECTOR_CAP {
-        return Err(src.invalid(format!(
-            "{field} is longer than {SELECTOR_CAP} bytes"
-        )));
+        return Err(src.invalid(format!("{field} is longer than {SELECTOR_CAP} bytes")));
     }
     selector::parse(text).map_err(|e| {
         src.invalid(format!(
@@ -230,20 +228,26 @@ fn calico_rule(
 /// Why Felix on Windows leaves the rule out (felix/dataplane/windows/policysets/policysets.go
 /// at v3.31.7: negative matches, ICMP type or code, named ports, the Log action).
 fn windows_skip(r: &Value, action: &str) -> Option<String> {
-    let has = |v: Option<&Value>| v.is_some_and(|v| !v.is_null() && v != "" && v != &Value::Array(vec![]));
+    let has = |v: Option<&Value>| {
+        v.is_some_and(|v| !v.is_null() && v != "" && v != &Value::Array(vec![]))
+    };
     let sides = [r.get("source"), r.get("destination")];
     let negative = has(r.get("notProtocol"))
         || has(r.get("notICMP"))
-        || sides.iter().flatten().any(|s| {
-            has(s.get("notSelector")) || has(s.get("notNets")) || has(s.get("notPorts"))
-        });
+        || sides
+            .iter()
+            .flatten()
+            .any(|s| has(s.get("notSelector")) || has(s.get("notNets")) || has(s.get("notPorts")));
     let named = sides.iter().flatten().any(|s| {
         s.get("ports")
             .and_then(Value::as_array)
             .is_some_and(|p| p.iter().any(is_named_port))
     });
     if negative {
-        Some("it has a negative match (notSelector, notNets, notPorts, notProtocol or notICMP)".into())
+        Some(
+            "it has a negative match (notSelector, notNets, notPorts, notProtocol or notICMP)"
+                .into(),
+        )
     } else if has(r.get("icmp")) {
         Some("it matches an ICMP type or code".into())
     } else if named {
@@ -257,11 +261,17 @@ fn windows_skip(r: &Value, action: &str) -> Option<String> {
 
 fn is_named_port(p: &Value) -> bool {
     p.as_str().is_some_and(|s| {
-        !s.split(':').all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+        !s.split(':')
+            .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
     })
 }
 
-fn entity(src: &Source, at: &str, e: Option<&Value>, ns: Option<&str>) -> Result<Entity, PolicyError> {
+fn entity(
+    src: &Source,
+    at: &str,
+    e: Option<&Value>,
+    ns: Option<&str>,
+) -> Result<Entity, PolicyError> {
     let Some(e) = e.filter(|e| e.is_object()) else {
         return Ok(Entity::default());
     };
@@ -280,13 +290,21 @@ fn entity(src: &Source, at: &str, e: Option<&Value>, ns: Option<&str>) -> Result
         parts.push(n);
     }
     if !not_sel.is_empty() {
-        no_global(src, &format!("{at}.notSelector"), &parse_at(src, &format!("{at}.notSelector"), not_sel)?)?;
+        no_global(
+            src,
+            &format!("{at}.notSelector"),
+            &parse_at(src, &format!("{at}.notSelector"), not_sel)?,
+        )?;
     }
     let selector = combined(src, at, parts, ns_sel, ns, !not_sel.is_empty())?;
     let own = (!sel.is_empty() || sa.is_some()).then(|| sel.to_owned());
     Ok(Entity {
         selector,
-        plain_selector: !sel.is_empty() && sa.is_none() && ns_sel.is_empty() && nets == 0 && not_sel.is_empty(),
+        plain_selector: !sel.is_empty()
+            && sa.is_none()
+            && ns_sel.is_empty()
+            && nets == 0
+            && not_sel.is_empty(),
         own_selector: own,
         nets,
     })
@@ -334,7 +352,12 @@ fn service_accounts(src: &Source, at: &str, sa: &Value) -> Result<Node, PolicyEr
     let names: std::collections::BTreeSet<String> = sa
         .get("names")
         .and_then(Value::as_array)
-        .map(|n| n.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|n| {
+            n.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default();
     if !names.is_empty() {
         node = and(node, Node::In(SERVICE_ACCOUNT_LABEL.into(), names));

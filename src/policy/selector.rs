@@ -101,7 +101,10 @@ fn cut_identifier(input: &[u8], at: usize) -> Result<(String, usize), SelectorEr
         return fail(at, "expected identifier");
     }
     if end - at > MAX_LABEL_LENGTH {
-        return fail(at, format!("label longer than {MAX_LABEL_LENGTH} characters"));
+        return fail(
+            at,
+            format!("label longer than {MAX_LABEL_LENGTH} characters"),
+        );
     }
     Ok((String::from_utf8_lossy(&input[at..end]).into_owned(), end))
 }
@@ -120,7 +123,13 @@ pub fn tokenize(selector: &str) -> Result<Vec<Token>, SelectorError> {
             });
             return Ok(tokens);
         }
-        let after_label = matches!(tokens.last(), Some(Token { kind: Kind::Label(_), .. }));
+        let after_label = matches!(
+            tokens.last(),
+            Some(Token {
+                kind: Kind::Label(_),
+                ..
+            })
+        );
         let (kind, next) = next_token(input, at, after_label)?;
         tokens.push(Token { kind, at });
         at = next;
@@ -304,12 +313,22 @@ fn operation(mut tokens: &[Token]) -> Parsed<'_> {
         Kind::Eof => return fail(tokens[0].at, "unexpected end of the selector"),
         other => return fail(tokens[0].at, format!("unexpected {}", describe(other))),
     };
-    Ok((if negated { Node::Not(Box::new(node)) } else { node }, rest))
+    Ok((
+        if negated {
+            Node::Not(Box::new(node))
+        } else {
+            node
+        },
+        rest,
+    ))
 }
 
 fn comparison<'t>(label: &str, tokens: &'t [Token]) -> Parsed<'t> {
     if tokens.len() < 3 {
-        return fail(tokens[1].at, "unexpected end of the selector looking for an operator");
+        return fail(
+            tokens[1].at,
+            "unexpected end of the selector looking for an operator",
+        );
     }
     let (op, operand) = (&tokens[1], &tokens[2]);
     let value = || match &operand.kind {
@@ -324,7 +343,12 @@ fn comparison<'t>(label: &str, tokens: &'t [Token]) -> Parsed<'t> {
         Kind::StartsWith => Node::StartsWith(l, value()?),
         Kind::EndsWith => Node::EndsWith(l, value()?),
         Kind::In | Kind::NotIn => return set(l, op.kind == Kind::In, tokens),
-        _ => return fail(op.at, format!("expected an operator, not {}", describe(&op.kind))),
+        _ => {
+            return fail(
+                op.at,
+                format!("expected an operator, not {}", describe(&op.kind)),
+            );
+        }
     };
     Ok((node, &tokens[3..]))
 }
@@ -498,7 +522,10 @@ mod tests {
         let sel = parse("all() || team == 'a'")
             .unwrap()
             .prefixed("pcns.")
-            .replacing(&Node::Has("projectcalico.org/namespace".into()), &Node::Global);
+            .replacing(
+                &Node::Has("projectcalico.org/namespace".into()),
+                &Node::Global,
+            );
         assert_eq!(
             sel.to_string(),
             r#"(has(projectcalico.org/namespace) || pcns.team == "a")"#

@@ -47,6 +47,25 @@ static RESOURCES: &[Resource] = &[
         true,
     ),
     r("networking.k8s.io/v1", "servicecidrs", "ServiceCIDR", false),
+    r(
+        "networking.k8s.io/v1",
+        "networkpolicies",
+        "NetworkPolicy",
+        true,
+    ),
+    r(
+        "crd.projectcalico.org/v1",
+        "networkpolicies",
+        "NetworkPolicy",
+        true,
+    ),
+    r(
+        "crd.projectcalico.org/v1",
+        "globalnetworkpolicies",
+        "GlobalNetworkPolicy",
+        false,
+    ),
+    r("crd.projectcalico.org/v1", "ipamblocks", "IPAMBlock", false),
     r("crd.projectcalico.org/v1", "ippools", "IPPool", false),
     r(
         "crd.projectcalico.org/v1",
@@ -412,10 +431,26 @@ fn list(st: &State, t: &Target, query: &str) -> Reply {
             })
         })
         .collect();
+    // Paging as kube-apiserver pages a list (apimachinery ListOptions: `limit` caps the items,
+    // `continue` is an opaque token from the previous page's metadata.continue, empty on the
+    // last page). Ours is the offset; a real server's is base64 of the next key.
+    let param = |name: &str| {
+        query
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| *k == name)
+            .and_then(|(_, v)| v.parse::<usize>().ok())
+    };
+    let from = param("continue").unwrap_or(0).min(items.len());
+    let to = param("limit").map_or(items.len(), |l| (from + l).min(items.len()));
+    let mut metadata = json!({"resourceVersion": "1"});
+    if to < items.len() {
+        metadata["continue"] = json!(to.to_string());
+    }
     respond(
         StatusCode::OK,
         &json!({"apiVersion": t.resource.gv, "kind": format!("{}List", t.resource.kind),
-            "metadata": {"resourceVersion": "1"}, "items": items}),
+            "metadata": metadata, "items": &items[from..to]}),
     )
 }
 

@@ -1,0 +1,410 @@
+//! `lint policies`: the seed example of Calico's Windows limitations page is flagged with its
+//! rewrite, the rewrite is not and keeps the same connectivity, the estimates follow the model
+//! in docs/commands/lint.md, and bad input is an error that names it.
+
+mod support;
+
+use std::path::Path;
+
+use calicoctl_win::policy::endpoints::{Class, Endpoints};
+use calicoctl_win::policy::model::{Direction, Policy};
+use calicoctl_win::policy::{self, Collected};
+use serde_json::{Value, json};
+use support::fake_api::{FakeApi, meta};
+
+fn node(name: &str, os: &str) -> Value {
+    let mut n = meta("v1", "Node", name, None);
+    n["metadata"]["labels"] = json!({"kubernetes.io/os": os});
+    n
+}
+
+fn pod(ns: &str, name: &str, node: &str, labels: Value) -> Value {
+    let mut p = meta("v1", "Pod", name, Some(ns));
+    p["metadata"]["labels"] = labels;
+    p["spec"] = json!({"nodeName": node, "serviceAccountName": "web"});
+    p["status"] = json!({"phase": "Running"});
+    p
+}
+
+/// 20 webservers and 10 databases on Windows, 30 clients and 5 webservers on Linux, and pods
+/// that are not endpoints: a hostNetwork one and a finished one on Windows.
+fn cluster() -> Vec<Value> {
+    let mut objects = vec![
+        node("win-1", "windows"),
+        node("win-2", "windows"),
+        node("lin-1", "linux"),
+        meta("v1", "Namespace", "shop", None),
+    ];
+    let mut add = |prefix: &str, n: usize, node: &str, role: &str| {
+        for i in 0..n {
+            objects.push(pod(
+                "shop",
+                &format!("{prefix}-{i}"),
+                node,
+                json!({"role": role}),
+            ));
+        }
+    };
+    add("web-win", 20, "win-1", "webserver");
+    add("db-win", 10, "win-2", "db");
+    add("client", 30, "lin-1", "client");
+    add("web-lin", 5, "lin-1", "webserver");
+    let mut host = pod("shop", "host-agent", "win-1", json!({"role": "webserver"}));
+    host["spec"]["hostNetwork"] = json!(true);
+    objects.push(host);
+    let mut done = pod("shop", "job-done", "win-2", json!({"role": "webserver"}));
+    done["status"]["phase"] = json!("Succeeded");
+    objects.push(done);
+    objects
+}
+
+/// Calico's example on its Windows limitations page.
+fn seed() -> Value {
+    json!({
+        "apiVersion": "projectcalico.org/v3",
+        "kind": "GlobalNetworkPolicy",
+        "metadata": {"name": "calico-dest-selector"},
+        "spec": {
+            "selector": "all()",
+            "ingress": [{
+                "action": "Allow",
+                "source": {"selector": "role == \"client\""},
+                "destination": {"selector": "role == \"webserver\""},
+            }],
+        },
+    })
+}
+
+/// Writes the cluster as a `kind: List` (as `kubectl get -o yaml` prints) and `policies` as a
+/// multi-document YAML file in a subdirectory, so directories, lists and documents are read.
+fn write_inputs(dir: &Path, policies: &[Value]) {
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": cluster()});
+    std::fs::write(dir.join("cluster.json"), list.to_string()).unwrap();
+    std::fs::create_dir_all(dir.join("policies")).unwrap();
+    let yaml: Vec<String> = policies
+        .iter()
+        .map(|p| serde_saphyr::to_string(p).unwrap())
+        .collect();
+    std::fs::write(dir.join("policies/all.yaml"), yaml.join("---\n")).unwrap();
+}
+
+fn lint_dir(dir: &Path) -> (i32, Value, String) {
+    let out = support::cmd()
+        .args(["lint", "policies", "-o", "json", "--from-file"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (
+        out.status.code().unwrap(),
+        support::json(&out.stdout),
+        stderr,
+    )
+}
+
+fn collected(policies: &[Value]) -> Collected {
+    let mut c = Collected::default();
+    for o in cluster().iter().chain(policies) {
+        c.add(o, "the test").unwrap();
+    }
+    c
+}
+
+/// Whether Calico lets `src` reach `dst` on ingress: the policies that select `dst` with an
+/// ingress type, in name order (the rewrite keeps the order value), the first rule whose
+/// selectors match decides; selected by some but allowed by none is denied; selected by none
+/// is allowed (the namespace profile's allow).
+fn ingress_allowed(policies: &[Policy], src: &Class, dst: &Class) -> bool {
+    let mut applying: Vec<&Policy> = policies
+        .iter()
+        .filter(|p| p.types.contains(&Direction::Ingress) && p.applies.matches(&dst.labels))
+        .collect();
+    applying.sort_by(|a, b| a.name.cmp(&b.name));
+    if applying.is_empty() {
+        return true;
+    }
+    for p in applying {
+        for r in p.rules.iter().filter(|r| r.direction == Direction::Ingress) {
+            let side = |e: &calicoctl_win::policy::model::Entity, c: &Class| {
+                e.selector.as_ref().is_none_or(|s| s.matches(&c.labels))
+            };
+            if side(&r.source, src) && side(&r.destination, dst) {
+                return r.action == "Allow";
+            }
+        }
+    }
+    false
+}
+
+fn connectivity(c: &Collected) -> Vec<bool> {
+    let eps = Endpoints::of(&c.inventory);
+    let mut out = Vec::new();
+    for src in &eps.classes {
+        for dst in &eps.classes {
+            out.push(ingress_allowed(&c.policies, src, dst));
+        }
+    }
+    out
+}
+
+#[test]
+fn calicos_example_is_flagged_with_a_rewrite_that_is_not_and_keeps_connectivity() {
+    let dir = tempfile::tempdir().unwrap();
+    write_inputs(dir.path(), &[seed()]);
+    let (code, doc, stderr) = lint_dir(dir.path());
+    assert_eq!(code, 3, "{stderr}");
+    assert_eq!(doc["schema"], 1);
+    assert_eq!(
+        doc["windows_endpoints"], 30,
+        "hostNetwork and finished pods are not endpoints"
+    );
+    // The model (docs/commands/lint.md): 30 Windows endpoints, each with the rule expanded
+    // by 30 client and 25 webserver addresses.
+    let p = &doc["policies"][0];
+    assert_eq!(p["name"], "calico-dest-selector");
+    assert_eq!(p["namespace"], Value::Null);
+    assert_eq!(p["api_version"], "projectcalico.org/v3");
+    assert_eq!(
+        (p["applies_to"].as_u64(), p["estimated_rules"].as_u64()),
+        (Some(30), Some(30 * 30 * 25))
+    );
+    let f = &doc["findings"][0];
+    assert_eq!(f["code"], "source-and-destination-selectors");
+    assert_eq!(f["rule"], "ingress[0]");
+    assert_eq!(f["estimated_rules"], 22_500);
+    // After: the 20 Windows webservers, each with the rule expanded by the 30 clients.
+    assert_eq!(f["estimated_rules_after"], 20 * 30);
+    let rewrite: Vec<Value> = f["suggestion"]["rewrite"].as_array().unwrap().clone();
+    assert_eq!(rewrite[1]["spec"]["selector"], "role == \"webserver\"");
+    assert_eq!(
+        rewrite[1]["spec"]["ingress"][0]["source"]["selector"],
+        "role == \"client\""
+    );
+    assert!(
+        rewrite[1]["spec"]["ingress"][0]
+            .get("destination")
+            .is_none()
+    );
+
+    let again = tempfile::tempdir().unwrap();
+    write_inputs(again.path(), &rewrite);
+    let (code, doc, stderr) = lint_dir(again.path());
+    assert_eq!(code, 0, "the rewrite is not flagged: {doc} {stderr}");
+    assert_eq!(doc["findings"], json!([]));
+    let total: u64 = doc["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["estimated_rules"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, 600);
+
+    let before = connectivity(&collected(&[seed()]));
+    assert!(
+        before.iter().any(|a| *a) && before.iter().any(|a| !*a),
+        "the example allows some pairs, not all"
+    );
+    assert_eq!(
+        connectivity(&collected(&rewrite)),
+        before,
+        "the rewrite allows exactly what the original did"
+    );
+}
+
+#[test]
+fn rules_whose_order_matters_get_a_suggestion_without_a_rewrite() {
+    let mut p = seed();
+    p["spec"]["ingress"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"action": "Deny", "source": {"selector": "role == 'db'"}}));
+    let report = policy::lint(&collected(&[p])).unwrap();
+    let f = &report.findings[0];
+    assert_eq!(f.code, "source-and-destination-selectors");
+    assert!(f.suggestion.rewrite.is_none(), "{:?}", f.suggestion);
+    assert!(
+        f.suggestion.text.contains("order matters"),
+        "{}",
+        f.suggestion.text
+    );
+}
+
+#[test]
+fn a_namespaced_policy_applies_only_in_its_namespace_and_egress_moves_the_source() {
+    let p = json!({
+        "apiVersion": "crd.projectcalico.org/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": "web-out", "namespace": "shop"},
+        "spec": {"selector": "", "types": ["Egress"], "egress": [{
+            "action": "Allow",
+            "source": {"selector": "role == 'webserver'"},
+            "destination": {"selector": "role == 'db'"},
+        }]},
+    });
+    let mut other = p.clone();
+    other["metadata"]["namespace"] = json!("elsewhere");
+    let report = policy::lint(&collected(&[p.clone(), other])).unwrap();
+    let shop = report
+        .policies
+        .iter()
+        .find(|e| e.namespace.as_deref() == Some("shop"))
+        .unwrap();
+    assert_eq!(shop.applies_to, 30);
+    // Source: 25 webservers in shop; destination: 10 databases.
+    assert_eq!(shop.estimated_rules, 30 * 25 * 10);
+    let elsewhere = report
+        .policies
+        .iter()
+        .find(|e| e.namespace.as_deref() == Some("elsewhere"))
+        .unwrap();
+    assert_eq!((elsewhere.applies_to, elsewhere.estimated_rules), (0, 0));
+    assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
+    let f = &report.findings[0];
+    assert_eq!(
+        (f.rule.as_str(), f.estimated_rules_after),
+        ("egress[0]", 20 * 10)
+    );
+    let rewrite = f.suggestion.rewrite.as_ref().unwrap();
+    assert_eq!(rewrite[1]["spec"]["selector"], "role == 'webserver'");
+    assert_eq!(rewrite[1]["metadata"]["namespace"], "shop");
+}
+
+#[test]
+fn kubernetes_policies_are_converted_and_rules_windows_leaves_out_are_found() {
+    let k8s = json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {
+            "podSelector": {"matchLabels": {"role": "webserver"}},
+            "ingress": [
+                {"from": [{"podSelector": {"matchExpressions": [{"key": "role", "operator": "In", "values": ["client"]}]}}],
+                 "ports": [{"port": 80}, {"port": 53, "protocol": "UDP"}]},
+                {"from": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}}]},
+            ],
+        },
+    });
+    let report = policy::lint(&collected(&[k8s])).unwrap();
+    let e = &report.policies[0];
+    assert_eq!(e.api_version, "networking.k8s.io/v1");
+    assert_eq!(e.applies_to, 20);
+    // ingress[0]: two protocols (TCP, UDP), each expanded by 30 clients; ingress[1] is left out.
+    assert_eq!(e.estimated_rules, 20 * 2 * 30);
+    assert_eq!(report.findings.len(), 1);
+    assert_eq!(report.findings[0].code, "skipped-on-windows");
+    assert_eq!(report.findings[0].rule, "ingress[1]");
+}
+
+#[test]
+fn a_malformed_selector_is_an_error_naming_the_policy_and_the_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bad = seed();
+    bad["spec"]["ingress"][0]["source"]["selector"] = json!("role = 'client'");
+    write_inputs(dir.path(), &[bad]);
+    let (code, doc, stderr) = lint_dir(dir.path());
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(doc["error"]["kind"], "invalid-input");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("GlobalNetworkPolicy calico-dest-selector"),
+        "{message}"
+    );
+    assert!(
+        message.contains("ingress[0].source.selector") && message.contains("position 5"),
+        "{message}"
+    );
+
+    let mut ok = seed();
+    ok["spec"]["ingress"][0]["source"] = json!({"namespaceSelector": "global()"});
+    let c = collected(&[ok]);
+    assert_eq!(
+        c.policies.len(),
+        1,
+        "global() alone in a rule's namespaceSelector is Calico's"
+    );
+}
+
+fn seed_with_selector(s: &str) -> Value {
+    let mut p = seed();
+    p["spec"]["selector"] = json!(s);
+    p
+}
+
+fn collected_err(p: &Value) -> bool {
+    let mut c = Collected::default();
+    c.add(p, "the test").is_err()
+}
+
+#[test]
+fn global_is_refused_outside_a_rules_namespace_selector() {
+    assert!(collected_err(&seed_with_selector("global()")));
+    let mut p = seed();
+    p["spec"]["ingress"][0]["source"] = json!({"namespaceSelector": "global() || a == 'b'"});
+    assert!(collected_err(&p));
+    p["spec"]["ingress"][0]["source"] = json!({"selector": "global()"});
+    assert!(collected_err(&p));
+}
+
+#[test]
+fn unreadable_input_exits_2_with_its_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, doc, _) = lint_dir(&dir.path().join("missing"));
+    assert_eq!(
+        (code, doc["error"]["kind"].as_str()),
+        (2, Some("input-unreadable"))
+    );
+    std::fs::write(dir.path().join("x.yaml"), "a: [unclosed").unwrap();
+    let (code, doc, _) = lint_dir(dir.path());
+    assert_eq!(
+        (code, doc["error"]["kind"].as_str()),
+        (2, Some("invalid-input"))
+    );
+}
+
+#[test]
+fn the_cluster_is_read_a_page_at_a_time() {
+    let api = FakeApi::start();
+    let mut objects = cluster();
+    for i in 0..1200 {
+        objects.push(pod(
+            "shop",
+            &format!("many-{i}"),
+            "lin-1",
+            json!({"role": "client"}),
+        ));
+    }
+    for o in &objects {
+        let name = o["metadata"]["name"].as_str().unwrap();
+        let path = match o["kind"].as_str().unwrap() {
+            "Node" => format!("/api/v1/nodes/{name}"),
+            "Namespace" => format!("/api/v1/namespaces/{name}"),
+            _ => format!("/api/v1/namespaces/shop/pods/{name}"),
+        };
+        api.put(&path, o.clone());
+    }
+    let mut gnp = seed();
+    gnp["apiVersion"] = json!("crd.projectcalico.org/v1");
+    api.put(
+        "/apis/crd.projectcalico.org/v1/globalnetworkpolicies/calico-dest-selector",
+        gnp,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = support::cmd()
+        .args(["lint", "policies", "-o", "json", "--kubeconfig"])
+        .arg(api.kubeconfig(dir.path(), None))
+        .output()
+        .unwrap();
+    let doc = support::json(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // 30 Windows endpoints; the source now matches 1230 clients.
+    assert_eq!(doc["policies"][0]["estimated_rules"], 30 * 1230 * 25);
+    let pages = api
+        .requests()
+        .iter()
+        .filter(|(m, p)| m == "GET" && p.starts_with("/api/v1/pods"))
+        .count();
+    assert_eq!(pages, 3, "1267 pods in pages of 500");
+}
