@@ -378,9 +378,10 @@ fn calicos_kubernetes_selector_conversion_table_converts_as_calico_does() {
             toks: toks.clone(),
             at: start,
         };
-        let Go::Call(_, args) = r.value() else {
+        let Go::Call(name, args) = r.value() else {
             panic!("an Entry call")
         };
+        assert_eq!(name, "Entry");
         let input = label_selector(&args[1]);
         let Go::Ident(kind) = &args[2] else {
             panic!("a selector type")
