@@ -297,7 +297,7 @@ apply them with kubectl."
 the Kubernetes API calls install, reconfigure (with its drain), uninstall --purge, status and preflight \
 make, bound to it: a ClusterRole (get namespaces calico-system and kube-system; get and patch nodes; list \
 pods; create pods/eviction; get Calico's clusterinformations, felixconfigurations and ipamconfigs named \
-default; list ippools; get servicecidrs named kubernetes and the operator's installations named default), \
+default; list ippools and ipamblocks; get servicecidrs named kubernetes and the operator's installations named default), \
 a Role in --calico-namespace (get configmaps calico-config and kube-root-ca.crt; create \
 serviceaccounts/token of calico-node; get, create and delete roles and rolebindings, for each node's \
 grant to renew its token; with --datastore etcdv3 get secrets calico-etcd-secrets) and a Role in \

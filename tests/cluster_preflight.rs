@@ -71,7 +71,7 @@ fn a_healthy_calico_cluster_passes_every_cluster_check() {
         assert_eq!(run.verdicts[*id], "pass", "{id}: {}", run.text(id));
     }
     assert!(
-        run.text("block-capacity").contains("60 pod addresses"),
+        run.text("block-capacity").contains("holds 60 pods"),
         "{}",
         run.text("block-capacity")
     );
@@ -721,4 +721,71 @@ fn an_expired_server_certificate_is_said_with_dates() {
         "{text}"
     );
     assert!(!text.contains("(UNIX)"), "{text}");
+}
+
+fn with_max_pods(api: &FakeApi, pods: &str, block_size: u64) {
+    let mut node = api.get("/api/v1/nodes/win-1").expect("node");
+    node["status"]["capacity"]["pods"] = json!(pods);
+    api.put("/api/v1/nodes/win-1", node);
+    let path = format!("{CRD}/ippools/default-ipv4-ippool");
+    let mut pool = api.get(&path).expect("pool");
+    pool["spec"]["blockSize"] = json!(block_size);
+    api.put(&path, pool);
+}
+
+#[test]
+fn a_26_block_fails_kubelets_default_110_pods_and_a_24_block_holds_them() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    with_max_pods(&api, "110", 26);
+    let run = preflight(&api, None, &[]);
+    assert_eq!(run.code, 3, "{}", run.doc);
+    assert_eq!(run.verdicts["block-capacity"], "fail");
+    let check = run.doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "block-capacity")
+        .unwrap()
+        .clone();
+    let message = check["message"].as_str().unwrap();
+    assert!(
+        message.contains("holds 60 pods") && message.contains("up to 110"),
+        "{message}"
+    );
+    let remedy = check["remedy"].as_str().unwrap();
+    assert!(
+        remedy.contains("blockSize: 25") && remedy.contains("--max-pods to 60"),
+        "{remedy}"
+    );
+
+    with_max_pods(&api, "110", 24);
+    let run = preflight(&api, None, &[]);
+    assert_eq!(
+        run.verdicts["block-capacity"],
+        "pass",
+        "{}",
+        run.text("block-capacity")
+    );
+    assert!(run.text("block-capacity").contains("holds 252 pods"));
+
+    // A pool whose nodeSelector leaves the node out is not the node's.
+    with_max_pods(&api, "110", 26);
+    let path = format!("{CRD}/ippools/default-ipv4-ippool");
+    let mut pool = api.get(&path).unwrap();
+    pool["spec"]["nodeSelector"] = json!("kubernetes.io/os == 'linux'");
+    api.put(&path, pool);
+    let mut windows = api.get(&path).unwrap();
+    windows["metadata"]["name"] = json!("windows-pool");
+    windows["spec"]["nodeSelector"] = json!("kubernetes.io/os == 'windows'");
+    windows["spec"]["blockSize"] = json!(25);
+    api.put(&format!("{CRD}/ippools/windows-pool"), windows);
+    let run = preflight(&api, None, &[]);
+    assert_eq!(
+        run.verdicts["block-capacity"],
+        "pass",
+        "{}",
+        run.text("block-capacity")
+    );
+    assert!(run.text("block-capacity").contains("windows-pool"));
 }

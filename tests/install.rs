@@ -2193,3 +2193,69 @@ fn the_host_lock_is_taken_before_the_hosts_state_is_read() {
         assert_eq!(doc["error"]["kind"], "locked", "{args:?}: {doc}");
     }
 }
+
+/// `status` shows the pod addresses used of the node's block (Calico's IPAMBlock: Windows
+/// reserves the first three and the last address under its own handle), and a block smaller
+/// than kubelet's maxPods is a problem.
+#[test]
+fn status_shows_the_addresses_used_of_the_nodes_block() {
+    let s = Setup::new("calico-node.exe");
+    s.api
+        .set_node_ready("win-1", "True", "kubelet is posting ready status");
+    let (code, _, stderr) = s.install(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    let reserved = "windows-reserved-ipam-handle";
+    let mut allocations = vec![json!(null); 64];
+    for i in [0, 1, 2, 63] {
+        allocations[i] = json!(0);
+    }
+    for slot in allocations.iter_mut().take(20).skip(3) {
+        *slot = json!(1);
+    }
+    let block = |cidr: &str, node: &str| {
+        support::fake_api::calico(
+            "IPAMBlock",
+            &cidr.replace(['.', '/'], "-"),
+            json!({
+                "cidr": cidr, "affinity": format!("host:{node}"), "allocations": allocations,
+                "unallocated": [], "attributes": [{"handle_id": reserved}, {"handle_id": "k8s-pod-network.x"}],
+            }),
+        )
+    };
+    let crd = "/apis/crd.projectcalico.org/v1/ipamblocks";
+    s.api.put(
+        &format!("{crd}/10-244-1-0-26"),
+        block("10.244.1.0/26", "win-1"),
+    );
+    s.api.put(
+        &format!("{crd}/10-244-2-0-26"),
+        block("10.244.2.0/26", "linux-1"),
+    );
+    let (code, doc, stderr) = s.node.run(&["status"]);
+    assert_eq!(code, 0, "status: {stderr} {doc}");
+    assert_eq!(doc["ipam"]["blocks"][0]["cidr"], "10.244.1.0/26", "{doc}");
+    assert_eq!(
+        doc["ipam"]["blocks"].as_array().unwrap().len(),
+        1,
+        "only this node's block"
+    );
+    assert_eq!(
+        (
+            doc["ipam"]["pods"].as_u64(),
+            doc["ipam"]["capacity"].as_u64()
+        ),
+        (Some(17), Some(60))
+    );
+    assert_eq!(doc["ipam"]["blocks"][0]["reserved"], 4);
+
+    let mut node = s.api.get("/api/v1/nodes/win-1").unwrap();
+    node["status"]["capacity"]["pods"] = json!("110");
+    s.api.put("/api/v1/nodes/win-1", node);
+    let (code, doc, _) = s.node.run(&["status"]);
+    assert_eq!(code, 1, "{doc}");
+    let problems = doc["problems"].to_string();
+    assert!(
+        problems.contains("up to 110 pods") && problems.contains("holds 60"),
+        "{problems}"
+    );
+}

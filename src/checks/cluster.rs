@@ -2,6 +2,7 @@
 
 use super::Check;
 use crate::cluster::facts::{ClusterFacts, IpPool};
+use crate::cluster::ipam;
 use crate::config::Config;
 use crate::config::types::Backend;
 
@@ -39,7 +40,7 @@ pub fn evaluate(f: &ClusterFacts, c: &Config, asked: &Asked) -> Vec<Check> {
         wireguard(f),
         datastore(f, c),
         rbac(f),
-        block_capacity(f),
+        block_capacity(f, c),
     ]
 }
 
@@ -336,22 +337,72 @@ fn rbac(f: &ClusterFacts) -> Check {
     }
 }
 
-fn block_capacity(f: &ClusterFacts) -> Check {
+fn block_capacity(f: &ClusterFacts, c: &Config) -> Check {
     const ID: &str = "block-capacity";
-    match f.ip_pools.iter().find(|p| !p.ipv6) {
-        None => Check::skip(ID, "no IPv4 pool"),
-        Some(p) => {
-            let size = 1u64 << (32 - u32::from(p.block_size.min(32)));
-            Check::pass(
+    let pools = ipam::node_pools(&f.ip_pools, &f.node_labels);
+    let Some(pool) = pools
+        .iter()
+        .min_by_key(|p| ipam::pods_per_block(p.block_size))
+    else {
+        return Check::skip(ID, "no enabled IPv4 pool takes this node");
+    };
+    let holds = ipam::pods_per_block(pool.block_size);
+    let block = format!(
+        "a /{} block of pool {} holds {holds} pods ({} addresses minus the {} Windows reserves)",
+        pool.block_size,
+        pool.name,
+        holds + ipam::WINDOWS_RESERVED,
+        ipam::WINDOWS_RESERVED
+    );
+    if !c.windows_use_single_network {
+        return Check::pass(
+            ID,
+            format!(
+                "{block}; windows_use_single_network is off, so the node may claim more blocks"
+            ),
+        );
+    }
+    let (max, whose) = match f.node_max_pods {
+        Some(m) => (
+            m,
+            format!("kubelet schedules up to {m} (the Node's status.capacity.pods)"),
+        ),
+        None if !f.node_exists => {
+            return Check::warn(
                 ID,
                 format!(
-                    "pool {} has /{} blocks: {} pod addresses per Windows node block ({} minus the 4 Windows reserves); kubelet --max-pods should not exceed it",
-                    p.name,
-                    p.block_size,
-                    size.saturating_sub(4),
-                    size
+                    "{block}, the node's only block; node {} is not registered yet, so kubelet's maxPods is unknown (its default is 110)",
+                    f.node
                 ),
-            )
+                format!("start kubelet with --max-pods={holds} or less"),
+            );
         }
+        None => {
+            return Check::pass(
+                ID,
+                format!("{block}; the Node does not report its pod capacity"),
+            );
+        }
+    };
+    if holds >= max {
+        return Check::pass(ID, format!("{block}, the node's only block; {whose}"));
     }
+    Check::fail(
+        ID,
+        format!("{block}, the node's only block, but {whose}: pods beyond {holds} get no address"),
+        format!(
+            "before pods exist, give Windows nodes a pool with larger blocks (blockSize cannot change on a pool: create one with blockSize: {} for {} pods and a nodeSelector of kubernetes.io/os == 'windows', and disable {} for them), or lower kubelet's --max-pods to {holds}",
+            bigger(max),
+            ipam::pods_per_block(bigger(max)),
+            pool.name
+        ),
+    )
+}
+
+/// The largest block size (the smallest block) that holds `pods` on Windows.
+fn bigger(pods: u64) -> u8 {
+    (20..=32)
+        .rev()
+        .find(|&b| ipam::pods_per_block(b) >= pods)
+        .unwrap_or(20)
 }

@@ -23,6 +23,9 @@ pub struct IpPool {
     pub vxlan_mode: String,
     pub nat_outgoing: bool,
     pub ipv6: bool,
+    /// Which nodes the pool serves (Calico's selector syntax; `all()` when unset).
+    pub node_selector: String,
+    pub disabled: bool,
 }
 
 /// The default FelixConfiguration's settings that matter on Windows (unset when absent).
@@ -105,6 +108,10 @@ pub struct ClusterFacts {
     /// This node's name (the config's `node.name`) and whether its Node object exists.
     pub node: String,
     pub node_exists: bool,
+    /// The Node's labels, for the IP pools' node selectors.
+    pub node_labels: BTreeMap<String, String>,
+    /// The pods kubelet schedules on the node at most (`status.capacity.pods`, its maxPods).
+    pub node_max_pods: Option<u64>,
     pub permissions: Vec<Permission>,
 }
 
@@ -179,9 +186,16 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
     let felix = felix(c)?;
     let backend = detect_backend(&felix, &ip_pools, info.is_some());
     let nodes: Api<Node> = Api::all(c.client.clone());
-    let node_exists = c
-        .call_opt("get", &format!("nodes/{node}"), nodes.get(node))?
-        .is_some();
+    let node_object = c.call_opt("get", &format!("nodes/{node}"), nodes.get(node))?;
+    let node_exists = node_object.is_some();
+    let node_labels = node_object
+        .as_ref()
+        .and_then(|n| n.metadata.labels.clone())
+        .unwrap_or_default();
+    let node_max_pods = node_object
+        .as_ref()
+        .and_then(|n| n.status.as_ref()?.capacity.as_ref()?.get("pods"))
+        .and_then(|q| q.0.parse::<u64>().ok());
     let permissions = permissions(c, &namespace, datastore.as_deref() == Some("etcdv3"))?;
     Ok(ClusterFacts {
         server: c.server.clone(),
@@ -198,6 +212,8 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
         backend,
         node: node.to_owned(),
         node_exists,
+        node_labels,
+        node_max_pods,
         permissions,
     })
 }
@@ -387,6 +403,10 @@ fn ip_pool(o: &DynamicObject) -> IpPool {
             .unwrap_or(false),
         ipv6,
         cidr,
+        node_selector: text("nodeSelector", "all()"),
+        disabled: spec(o, "disabled")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
     }
 }
 

@@ -7,6 +7,7 @@ pub mod etcd;
 pub mod facts;
 pub mod fix;
 mod guard;
+pub mod ipam;
 pub mod node;
 pub mod proxy;
 pub mod renewal;

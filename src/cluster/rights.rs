@@ -123,6 +123,14 @@ pub const INSTALLER: &[Right] = &[
     ),
     r(
         Scope::Cluster,
+        CALICO,
+        "ipamblocks",
+        &["list"],
+        &[],
+        "the node's IPAM blocks, for status",
+    ),
+    r(
+        Scope::Cluster,
         "networking.k8s.io",
         "servicecidrs",
         &["get"],
@@ -210,10 +218,11 @@ pub const FLEET: &[Right] = &[
     INSTALLER[5],  // felixconfigurations
     INSTALLER[6],  // ipamconfigs
     INSTALLER[7],  // ippools
-    INSTALLER[8],  // servicecidrs
-    INSTALLER[9],  // installations
-    INSTALLER[10], // kube-dns
-    INSTALLER[11], // calico-config
+    INSTALLER[8],  // ipamblocks
+    INSTALLER[9],  // servicecidrs
+    INSTALLER[10], // installations
+    INSTALLER[11], // kube-dns
+    INSTALLER[12], // calico-config
 ];
 
 /// The rules of one scope, as Kubernetes writes them.

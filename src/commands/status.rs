@@ -55,6 +55,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
         .extend(files.iter().map(drift::FileDrift::describe));
     let vni = vni(config, &networks, &cluster, &mut r);
     let node = node(&cluster, &node_name, &mut r)?;
+    let ipam = ipam(&cluster, config, &node_name, &mut r)?;
     let token = token(h, config, &mut r)?;
     let kube_proxy = kube_proxy(h, config, &mut r);
     let access = dir_access(h, config, &mut r);
@@ -80,6 +81,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
         "vni": vni,
         "drift": files,
         "node": node,
+        "ipam": ipam,
         "token": token,
         "kube_proxy": kube_proxy,
         "dir_access": access,
@@ -452,6 +454,56 @@ fn node(
         pods.len()
     ));
     Ok(json!({"name": node_name, "ready": ready.is_ok(), "cordoned": cordoned, "pods": pods}))
+}
+
+/// The node's IPAM blocks: the pod addresses in use of what they hold, against kubelet's
+/// maxPods (`null` without the cluster).
+fn ipam(
+    cluster: &ClusterRead,
+    config: &Config,
+    node_name: &str,
+    r: &mut Report,
+) -> anyhow::Result<serde_json::Value> {
+    use crate::cluster::ipam;
+    let ClusterRead::Read(c, facts) = cluster else {
+        return Ok(json!(null));
+    };
+    let blocks = ipam::node_blocks(c, node_name)?;
+    let prefix = |cidr: &str| {
+        cidr.rsplit_once('/')
+            .and_then(|(_, p)| p.parse::<u8>().ok())
+    };
+    let capacity: u64 = blocks
+        .iter()
+        .filter_map(|b| prefix(&b.cidr))
+        .map(ipam::pods_per_block)
+        .sum();
+    let pods: u64 = blocks.iter().map(|b| b.pods).sum();
+    let max_pods = facts.node_max_pods;
+    let cidrs: Vec<&str> = blocks.iter().map(|b| b.cidr.as_str()).collect();
+    r.text.push(match cidrs.as_slice() {
+        [] => "IPAM: no block yet (the first pod claims one)".to_owned(),
+        _ => format!(
+            "IPAM: {pods} of {capacity} pod addresses used in {} ({} reserved for Windows){}",
+            cidrs.join(", "),
+            ipam::WINDOWS_RESERVED,
+            max_pods
+                .map(|m| format!("; kubelet schedules up to {m}"))
+                .unwrap_or_default()
+        ),
+    });
+    let single = config.windows_use_single_network;
+    if single && !blocks.is_empty() && max_pods.is_some_and(|m| m > capacity) {
+        r.problems.push(format!(
+            "kubelet schedules up to {} pods but the node's block holds {capacity}: pods beyond it get no address (see preflight's block-capacity)",
+            max_pods.unwrap_or_default()
+        ));
+    } else if single && !blocks.is_empty() && pods >= capacity {
+        r.problems.push(format!(
+            "the node's block is full ({pods} of {capacity}): a new pod gets no address"
+        ));
+    }
+    Ok(json!({"blocks": blocks, "pods": pods, "capacity": capacity, "max_pods": max_pods}))
 }
 
 /// calico-node's token: present, and how long it stays valid.

@@ -345,6 +345,9 @@ impl FakeApi {
         self.put("/apis/networking.k8s.io/v1/servicecidrs/kubernetes", cidr);
         let mut node = meta("v1", "Node", "win-1", None);
         node["metadata"]["labels"] = json!({"kubernetes.io/os": "windows"});
+        // kubelet started with --max-pods=60, what a /26 block holds on Windows (kubelet's
+        // default 110 fails preflight's block-capacity: tests/cluster_preflight.rs).
+        node["status"] = json!({"capacity": {"pods": "60"}});
         self.put("/api/v1/nodes/win-1", node);
         self.calico_node_rbac();
     }
@@ -382,8 +385,8 @@ impl FakeApi {
     pub fn set_node_ready(&self, node: &str, status: &str, message: &str) {
         let path = format!("/api/v1/nodes/{node}");
         let mut n = self.get(&path).expect("node");
-        n["status"] =
-            json!({"conditions": [{"type": "Ready", "status": status, "message": message}]});
+        n["status"]["conditions"] =
+            json!([{"type": "Ready", "status": status, "message": message}]);
         self.put(&path, n);
     }
 
