@@ -491,6 +491,10 @@ fn json_examples_name_fields_the_commands_print() {
     let cases: &[(&str, &[&str])] = &[
         ("docs/commands/config-show.md", &["config", "show"]),
         ("docs/commands/preflight.md", &["preflight", "--offline"]),
+        (
+            "docs/commands/lint.md",
+            &["lint", "policies", "--from-file", "tests/lint-seed"],
+        ),
         // A usage error: the error document of every failure.
         ("docs/errors.md", &["install", "--vni", "4097"]),
     ];

@@ -105,7 +105,7 @@ fn lint_dir(dir: &Path) -> (i32, Value, String) {
 fn collected(policies: &[Value]) -> Collected {
     let mut c = Collected::default();
     for o in cluster().iter().chain(policies) {
-        c.add(o, "the test").unwrap();
+        c.add(o.clone(), "the test").unwrap();
     }
     c
 }
@@ -330,7 +330,7 @@ fn seed_with_selector(s: &str) -> Value {
 
 fn collected_err(p: &Value) -> bool {
     let mut c = Collected::default();
-    c.add(p, "the test").is_err()
+    c.add(p.clone(), "the test").is_err()
 }
 
 #[test]

@@ -27,15 +27,14 @@ impl crate::error::Diagnose for Findings {
 }
 
 pub fn policies(args: &LintPoliciesArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let mut collected = Collected::default();
-    if args.from_file.is_empty() {
+    let collected = if args.from_file.is_empty() {
         let c = ctx.require_cluster()?;
+        let mut collected = Collected::default();
         input::read_cluster(&c, &mut collected)?;
+        collected
     } else {
-        for f in input::files(&args.from_file)? {
-            input::read_file(&f, &mut collected)?;
-        }
-    }
+        input::read_files(&input::files(&args.from_file)?)?
+    };
     if collected.ignored > 0 {
         ctx.printer.note(&format!(
             "{} object(s) of other kinds were left out",

@@ -200,7 +200,7 @@ fn split(
     let mut after = 0u64;
     for o in [&rest, &moved] {
         let src = Source::of(o, &p.api_version, &p.kind, "the rewrite")?;
-        let policy = model::calico(&src, o)?;
+        let policy = model::calico(&src, o.clone())?;
         after = after.saturating_add(estimate(cache, eps, &policy).estimated_rules);
     }
     let text = format!(

@@ -31,11 +31,32 @@ pub struct Inventory {
     pub service_accounts: HashMap<(String, String), BTreeMap<String, String>>,
 }
 
+/// Labels sorted by key: a selector looks each up by binary search, without hashing.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LabelSet(Vec<(String, String)>);
+
+impl LabelSet {
+    pub fn new(labels: HashMap<String, String>) -> Self {
+        let mut v: Vec<(String, String)> = labels.into_iter().collect();
+        v.sort_unstable();
+        LabelSet(v)
+    }
+}
+
+impl super::selector::Labels for LabelSet {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.0
+            .binary_search_by(|(k, _)| k.as_str().cmp(key))
+            .ok()
+            .map(|i| self.0[i].1.as_str())
+    }
+}
+
 /// Endpoints with one set of labels.
 #[derive(Debug)]
 pub struct Class {
     pub namespace: String,
-    pub labels: HashMap<String, String>,
+    pub labels: LabelSet,
     /// How many of them are on Windows nodes.
     pub windows: u64,
     /// How many there are (each holds one address in Calico's IP sets).
@@ -46,8 +67,12 @@ pub struct Class {
 #[derive(Debug, Default)]
 pub struct Endpoints {
     pub classes: Vec<Class>,
-    by_namespace: HashMap<String, Vec<usize>>,
+    /// The classes with each label and value: a selector that requires one (`k == "v"` alone
+    /// or in a top-level `&&`) is evaluated only against the classes that have it.
+    postings: HashMap<(String, String), Vec<usize>>,
     every: Vec<usize>,
+    windows: u64,
+    windows_by_namespace: HashMap<String, u64>,
 }
 
 /// The count of endpoints a selector matches: all of them, and those on Windows.
@@ -88,54 +113,65 @@ impl Endpoints {
     /// The endpoints of `inv`'s pods, grouped by their labels.
     pub fn of(inv: &Inventory) -> Self {
         let mut out = Endpoints::default();
-        let mut index: HashMap<Vec<(String, String)>, usize> = HashMap::new();
+        let mut index: HashMap<LabelSet, usize> = HashMap::new();
         for p in inv.pods.iter().filter(|p| is_endpoint(p)) {
-            let labels = labels_of(inv, p);
-            let mut key: Vec<(String, String)> =
-                labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            key.sort_unstable();
+            let labels = LabelSet::new(labels_of(inv, p));
             let windows = u64::from(inv.nodes.get(&p.node).copied().unwrap_or(false));
-            let i = *index.entry(key).or_insert_with(|| {
-                out.classes.push(Class {
-                    namespace: p.namespace.clone(),
-                    labels,
-                    windows: 0,
-                    all: 0,
-                });
-                let i = out.classes.len() - 1;
-                out.by_namespace
-                    .entry(p.namespace.clone())
-                    .or_default()
-                    .push(i);
-                out.every.push(i);
-                i
-            });
+            let i = match index.get(&labels) {
+                Some(&i) => i,
+                None => {
+                    out.classes.push(Class {
+                        namespace: p.namespace.clone(),
+                        labels: labels.clone(),
+                        windows: 0,
+                        all: 0,
+                    });
+                    let i = out.classes.len() - 1;
+                    index.insert(labels, i);
+                    for (k, v) in &out.classes[i].labels.0 {
+                        out.postings.entry((k.clone(), v.clone())).or_default().push(i);
+                    }
+                    out.every.push(i);
+                    i
+                }
+            };
             out.classes[i].windows += windows;
             out.classes[i].all += 1;
+            out.windows += windows;
+            *out.windows_by_namespace.entry(p.namespace.clone()).or_default() += windows;
         }
         out
     }
 
     /// Windows endpoints in a namespace, or in the cluster for `None`.
     pub fn windows_in(&self, namespace: Option<&str>) -> u64 {
-        self.candidates(namespace)
-            .iter()
-            .map(|&i| self.classes[i].windows)
-            .sum()
-    }
-
-    fn candidates(&self, namespace: Option<&str>) -> &[usize] {
         match namespace {
-            Some(ns) => self.by_namespace.get(ns).map_or(&[], Vec::as_slice),
-            None => &self.every,
+            Some(ns) => self.windows_by_namespace.get(ns).copied().unwrap_or(0),
+            None => self.windows,
         }
     }
 
-    /// The endpoints `selector` matches. A selector that requires one namespace (as every
-    /// namespaced policy's does) is evaluated only against that namespace's classes.
+    /// The classes a selector can match: those with the rarest label and value it requires,
+    /// or all.
+    fn candidates(&self, selector: &Node) -> &[usize] {
+        let mut best: &[usize] = &self.every;
+        for (k, v) in required_labels(selector) {
+            // A label no endpoint has: nothing to match.
+            let list = self
+                .postings
+                .get(&(k.to_owned(), v.to_owned()))
+                .map_or(&[][..], Vec::as_slice);
+            if list.len() < best.len() {
+                best = list;
+            }
+        }
+        best
+    }
+
+    /// The endpoints `selector` matches.
     pub fn matched(&self, selector: &Node) -> Matched {
         let mut m = Matched::default();
-        for &i in self.candidates(required_namespace(selector)) {
+        for &i in self.candidates(selector) {
             let c = &self.classes[i];
             if selector.matches(&c.labels) {
                 m.all += c.all;
@@ -146,11 +182,11 @@ impl Endpoints {
     }
 }
 
-/// The namespace a selector requires by a top-level `projectcalico.org/namespace == "ns"`.
-fn required_namespace(selector: &Node) -> Option<&str> {
+/// The labels and values a selector requires: `k == "v"` alone or in a top-level `&&`.
+pub fn required_labels(selector: &Node) -> Vec<(&str, &str)> {
     match selector {
-        Node::Eq(l, v) if l == NAMESPACE_LABEL => Some(v),
-        Node::And(terms) => terms.iter().find_map(required_namespace),
-        _ => None,
+        Node::Eq(l, v) => vec![(l.as_str(), v.as_str())],
+        Node::And(terms) => terms.iter().flat_map(required_labels).collect(),
+        _ => Vec::new(),
     }
 }

@@ -145,7 +145,7 @@ fn string_map(
 
 impl Collected {
     /// Adds one object (a `List` adds its items).
-    pub fn add(&mut self, object: &Value, origin: &str) -> Result<(), PolicyError> {
+    pub fn add(&mut self, mut object: Value, origin: &str) -> Result<(), PolicyError> {
         self.objects += 1;
         if self.objects > OBJECTS_CAP {
             return Err(PolicyError::Unreadable {
@@ -153,42 +153,39 @@ impl Collected {
                 cause: format!("more than {OBJECTS_CAP} objects"),
             });
         }
-        let text = |k: &str| object.get(k).and_then(Value::as_str).unwrap_or("");
-        let (api_version, kind) = (text("apiVersion"), text("kind"));
-        if let (true, Some(items)) = (
-            kind.ends_with("List"),
-            object.get("items").and_then(Value::as_array),
-        ) {
+        let text = |o: &Value, k: &str| o.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let (api_version, kind) = (text(&object, "apiVersion"), text(&object, "kind"));
+        if let (true, Some(Value::Array(items))) =
+            (kind.ends_with("List"), object.get_mut("items").map(Value::take))
+        {
             // `kubectl get -o yaml` prints `kind: List` with typed items; an API list
             // (`PodList`) leaves the items' kind and apiVersion to the list.
             let item_kind = kind.strip_suffix("List").unwrap_or_default();
-            for item in items {
-                if item.get("kind").is_some() || item_kind.is_empty() {
-                    self.add(item, origin)?;
-                } else {
-                    let mut typed = item.clone();
-                    typed["kind"] = Value::String(item_kind.to_owned());
-                    typed["apiVersion"] = Value::String(api_version.to_owned());
-                    self.add(&typed, origin)?;
+            for mut item in items {
+                if item.get("kind").is_none() && !item_kind.is_empty() {
+                    item["kind"] = Value::String(item_kind.to_owned());
+                    item["apiVersion"] = Value::String(api_version.clone());
                 }
+                self.add(item, origin)?;
             }
             return Ok(());
         }
+        let (api_version, kind) = (api_version.as_str(), kind.as_str());
         let calico = matches!(
             api_version,
             "projectcalico.org/v3" | "crd.projectcalico.org/v1"
         );
         match (api_version, kind) {
             ("v1", "Pod" | "Namespace" | "Node" | "ServiceAccount") => {
-                let src = Source::of(object, api_version, kind, origin)?;
-                self.add_core(&src, object)?;
+                let src = Source::of(&object, api_version, kind, origin)?;
+                self.add_core(&src, &object)?;
             }
             ("networking.k8s.io/v1", "NetworkPolicy") => {
-                let src = Source::of(object, api_version, kind, origin)?;
-                self.policies.push(model::kubernetes(&src, object)?);
+                let src = Source::of(&object, api_version, kind, origin)?;
+                self.policies.push(model::kubernetes(&src, &object)?);
             }
             (_, "NetworkPolicy" | "GlobalNetworkPolicy") if calico => {
-                let mut src = Source::of(object, api_version, kind, origin)?;
+                let mut src = Source::of(&object, api_version, kind, origin)?;
                 if kind == "NetworkPolicy" && src.namespace.is_none() {
                     src.namespace = Some("default".into());
                 }
@@ -199,6 +196,25 @@ impl Collected {
             }
             _ => self.ignored += 1,
         }
+        Ok(())
+    }
+
+    /// Adds what another collection read (from `origin`), after this one's.
+    pub fn merge(&mut self, other: Collected, origin: &str) -> Result<(), PolicyError> {
+        self.objects += other.objects;
+        if self.objects > OBJECTS_CAP {
+            return Err(PolicyError::Unreadable {
+                path: origin.to_owned(),
+                cause: format!("more than {OBJECTS_CAP} objects"),
+            });
+        }
+        self.ignored += other.ignored;
+        self.policies.extend(other.policies);
+        let inv = other.inventory;
+        self.inventory.pods.extend(inv.pods);
+        self.inventory.namespaces.extend(inv.namespaces);
+        self.inventory.nodes.extend(inv.nodes);
+        self.inventory.service_accounts.extend(inv.service_accounts);
         Ok(())
     }
 

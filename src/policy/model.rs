@@ -130,14 +130,15 @@ fn in_namespace(ns: &str) -> Node {
 }
 
 /// A Calico NetworkPolicy or GlobalNetworkPolicy.
-pub fn calico(src: &Source, object: &Value) -> Result<Policy, PolicyError> {
-    let spec = object.get("spec").cloned().unwrap_or(Value::Null);
+pub fn calico(src: &Source, object: Value) -> Result<Policy, PolicyError> {
+    let null = Value::Null;
+    let spec = object.get("spec").unwrap_or(&null);
     let namespace = src.namespace.clone();
-    let own = text(&spec, "selector");
+    let own = text(spec, "selector");
     let mut applies = parse_at(src, "spec.selector", own)?;
     no_global(src, "spec.selector", &applies)?;
-    let sa = text(&spec, "serviceAccountSelector");
-    let ns_sel = text(&spec, "namespaceSelector");
+    let sa = text(spec, "serviceAccountSelector");
+    let ns_sel = text(spec, "namespaceSelector");
     if let Some(ns) = &namespace {
         applies = and(applies, in_namespace(ns));
     } else if !ns_sel.is_empty() {
@@ -167,7 +168,7 @@ pub fn calico(src: &Source, object: &Value) -> Result<Policy, PolicyError> {
             rules.push(calico_rule(src, r, direction, index, namespace.as_deref())?);
         }
     }
-    let types = calico_types(&spec, &rules);
+    let types = calico_types(spec, &rules);
     Ok(Policy {
         api_version: src.api_version.clone(),
         kind: src.kind.clone(),
@@ -177,7 +178,7 @@ pub fn calico(src: &Source, object: &Value) -> Result<Policy, PolicyError> {
         selects_whole_scope: whole,
         types,
         rules,
-        object: Some(object.clone()),
+        object: Some(object),
     })
 }
 
@@ -367,7 +368,8 @@ fn service_accounts(src: &Source, at: &str, sa: &Value) -> Result<Node, PolicyEr
 
 /// A Kubernetes NetworkPolicy, converted as `K8sNetworkPolicyToCalico` converts it.
 pub fn kubernetes(src: &Source, object: &Value) -> Result<Policy, PolicyError> {
-    let spec = object.get("spec").cloned().unwrap_or(Value::Null);
+    let null = Value::Null;
+    let spec = object.get("spec").unwrap_or(&null);
     let ns = src.namespace.clone().unwrap_or_else(|| "default".into());
     let text = k8s::pod_selector(spec.get("podSelector")).map_err(|e| src.invalid(e))?;
     let applies = and(parse_at(src, "spec.podSelector", &text)?, in_namespace(&ns));
@@ -383,7 +385,7 @@ pub fn kubernetes(src: &Source, object: &Value) -> Result<Policy, PolicyError> {
             rules.extend(k8s_rules(src, direction, index, &ns, c)?);
         }
     }
-    let types = k8s_types(&spec);
+    let types = k8s_types(spec);
     Ok(Policy {
         api_version: src.api_version.clone(),
         kind: src.kind.clone(),

@@ -1,0 +1,148 @@
+//! `lint policies` benchmark (not a test): 10,000 policies against 20,000 Windows endpoints
+//! (and 10,000 Linux ones), read from files as a policy repository's CI would: the cluster as
+//! one `kubectl get -o json` List (pods, namespaces, nodes), the policies as 100 YAML files of
+//! 100 documents. Runs the release binary `RUNS` times (default 3) and prints the median wall
+//! time and the largest peak RSS (the child's `ru_maxrss`), with the load average.
+//! Goals: at most 1 s and 200 MB on the development machine.
+//!
+//! The shape: 500 namespaces; 3,000 apps of 10 replicas (2,000 on the 100 Windows nodes), each
+//! with one of four tiers; 7,000 Calico NetworkPolicies per app (ingress from a tier, egress to
+//! two), 2,000 Kubernetes NetworkPolicies (a pod selector and a namespace selector), 1,000
+//! GlobalNetworkPolicies (a namespace selector on the rule; one in ten selects all() with a
+//! source and a destination selector, which is a finding).
+//!
+//! Run with `cargo bench --bench lint`.
+
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const TIERS: [&str; 4] = ["web", "api", "db", "cache"];
+
+fn meta(kind: &str, name: &str, ns: Option<&str>, labels: Value) -> Value {
+    let mut m = json!({"name": name, "labels": labels});
+    if let Some(ns) = ns {
+        m["namespace"] = json!(ns);
+    }
+    json!({"apiVersion": "v1", "kind": kind, "metadata": m})
+}
+
+fn cluster() -> Value {
+    let mut items = Vec::new();
+    for n in 0..150 {
+        let os = if n < 100 { "windows" } else { "linux" };
+        items.push(meta("Node", &format!("node-{n}"), None, json!({"kubernetes.io/os": os})));
+    }
+    for ns in 0..500 {
+        let env = if ns % 2 == 0 { "prod" } else { "dev" };
+        items.push(meta("Namespace", &format!("ns-{ns}"), None, json!({"team": format!("t{}", ns % 20), "env": env})));
+    }
+    for app in 0..3000 {
+        let ns = format!("ns-{}", app % 500);
+        let node_base = if app < 2000 { 0 } else { 100 };
+        for r in 0..10 {
+            let labels = json!({"app": format!("app-{app}"), "tier": TIERS[app % 4], "pod-template-hash": format!("h{app}")});
+            let mut p = meta("Pod", &format!("app-{app}-{r}"), Some(&ns), labels);
+            let node = node_base + (app * 10 + r) % if app < 2000 { 100 } else { 50 };
+            p["spec"] = json!({"nodeName": format!("node-{node}"), "serviceAccountName": "default"});
+            p["status"] = json!({"phase": "Running", "podIP": format!("10.{}.{}.{}", app / 250, app % 250, r)});
+            items.push(p);
+        }
+    }
+    json!({"apiVersion": "v1", "kind": "List", "items": items})
+}
+
+fn policy(i: usize) -> Value {
+    let app = i % 3000;
+    let ns = format!("ns-{}", app % 500);
+    match i {
+        0..7000 => json!({
+            "apiVersion": "projectcalico.org/v3", "kind": "NetworkPolicy",
+            "metadata": {"name": format!("np-{i}"), "namespace": ns},
+            "spec": {"selector": format!("app == 'app-{app}'"), "types": ["Ingress", "Egress"],
+                "ingress": [{"action": "Allow", "protocol": "TCP", "source": {"selector": format!("tier == '{}'", TIERS[(i + 1) % 4])}, "destination": {"ports": [8080]}}],
+                "egress": [{"action": "Allow", "destination": {"selector": "tier in {'db', 'cache'}"}}]},
+        }),
+        7000..9000 => json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": format!("knp-{i}"), "namespace": ns},
+            "spec": {"podSelector": {"matchLabels": {"app": format!("app-{app}")}},
+                "ingress": [{"from": [{"podSelector": {"matchLabels": {"tier": "api"}}, "namespaceSelector": {"matchLabels": {"team": format!("t{}", i % 20)}}}],
+                    "ports": [{"port": 443}]}]},
+        }),
+        _ if i % 10 == 0 => json!({
+            "apiVersion": "projectcalico.org/v3", "kind": "GlobalNetworkPolicy",
+            "metadata": {"name": format!("gnp-{i}")},
+            "spec": {"selector": "all()", "ingress": [{"action": "Allow",
+                "source": {"selector": format!("app == 'app-{}'", (i * 7) % 3000)},
+                "destination": {"selector": format!("app == 'app-{app}'")}}]},
+        }),
+        _ => json!({
+            "apiVersion": "projectcalico.org/v3", "kind": "GlobalNetworkPolicy",
+            "metadata": {"name": format!("gnp-{i}")},
+            "spec": {"selector": format!("tier == '{}' && app != 'app-{app}'", TIERS[i % 4]),
+                "ingress": [{"action": "Allow", "source": {"namespaceSelector": format!("env == 'prod' && team == 't{}'", i % 20), "selector": "tier == 'api'"}}]},
+        }),
+    }
+}
+
+fn write_inputs(dir: &Path) {
+    std::fs::write(dir.join("cluster.json"), cluster().to_string()).expect("cluster");
+    let policies = dir.join("policies");
+    std::fs::create_dir_all(&policies).expect("dir");
+    for f in 0..100 {
+        let docs: Vec<String> = (f * 100..f * 100 + 100)
+            .map(|i| serde_saphyr::to_string(&policy(i)).expect("yaml"))
+            .collect();
+        std::fs::write(policies.join(format!("p{f:03}.yaml")), docs.join("---\n")).expect("write");
+    }
+}
+
+/// One run: its wall time and the child's peak RSS in KiB.
+fn run(dir: &Path) -> (Duration, i64) {
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_calicoctl-win"))
+        .env_clear()
+        .args(["lint", "policies", "-o", "json", "--from-file"])
+        .arg(dir.join("cluster.json"))
+        .arg("--from-file")
+        .arg(dir.join("policies"))
+        .output()
+        .expect("run calicoctl-win");
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(doc["windows_endpoints"], 20_000);
+    assert_eq!(doc["policies"].as_array().map(Vec::len), Some(10_000));
+    (took, peak_rss_kib())
+}
+
+/// The largest peak RSS of the children waited for so far, in KiB (getrusage(2) with
+/// RUSAGE_CHILDREN, as GNU time reads it through wait4).
+fn peak_rss_kib() -> i64 {
+    use nix::sys::resource::{UsageWho, getrusage};
+    getrusage(UsageWho::RUSAGE_CHILDREN).map_or(0, |u| u.max_rss())
+}
+
+fn main() {
+    let runs: usize = std::env::var("RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_inputs(dir.path());
+    if let Some(keep) = std::env::var_os("KEEP_INPUTS") {
+        // For profiling: the inputs stay in KEEP_INPUTS (a directory to create).
+        write_inputs(Path::new(&keep));
+    }
+    let size: u64 = ["cluster.json"]
+        .iter()
+        .map(|f| std::fs::metadata(dir.path().join(f)).map_or(0, |m| m.len()))
+        .sum();
+    let mut times: Vec<Duration> = (0..runs).map(|_| run(dir.path()).0).collect();
+    times.sort();
+    let peak = peak_rss_kib();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("lint policies: 10,000 policies, 20,000 Windows + 10,000 Linux endpoints (cluster.json {:.1} MB, 100 policy files)", size as f64 / 1e6);
+    println!("  median of {runs} runs: {:.3} s (goal <= 1 s)", times[runs / 2].as_secs_f64());
+    println!("  peak RSS: {:.1} MiB (goal <= 200 MB)", peak as f64 / 1024.0);
+    println!("  load average: {}", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+}
