@@ -32,11 +32,21 @@ fn cluster() -> Value {
     let mut items = Vec::new();
     for n in 0..150 {
         let os = if n < 100 { "windows" } else { "linux" };
-        items.push(meta("Node", &format!("node-{n}"), None, json!({"kubernetes.io/os": os})));
+        items.push(meta(
+            "Node",
+            &format!("node-{n}"),
+            None,
+            json!({"kubernetes.io/os": os}),
+        ));
     }
     for ns in 0..500 {
         let env = if ns % 2 == 0 { "prod" } else { "dev" };
-        items.push(meta("Namespace", &format!("ns-{ns}"), None, json!({"team": format!("t{}", ns % 20), "env": env})));
+        items.push(meta(
+            "Namespace",
+            &format!("ns-{ns}"),
+            None,
+            json!({"team": format!("t{}", ns % 20), "env": env}),
+        ));
     }
     for app in 0..3000 {
         let ns = format!("ns-{}", app % 500);
@@ -45,7 +55,8 @@ fn cluster() -> Value {
             let labels = json!({"app": format!("app-{app}"), "tier": TIERS[app % 4], "pod-template-hash": format!("h{app}")});
             let mut p = meta("Pod", &format!("app-{app}-{r}"), Some(&ns), labels);
             let node = node_base + (app * 10 + r) % if app < 2000 { 100 } else { 50 };
-            p["spec"] = json!({"nodeName": format!("node-{node}"), "serviceAccountName": "default"});
+            p["spec"] =
+                json!({"nodeName": format!("node-{node}"), "serviceAccountName": "default"});
             p["status"] = json!({"phase": "Running", "podIP": format!("10.{}.{}.{}", app / 250, app % 250, r)});
             items.push(p);
         }
@@ -111,7 +122,12 @@ fn run(dir: &Path) -> (Duration, i64) {
         .output()
         .expect("run calicoctl-win");
     let took = started.elapsed();
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(doc["windows_endpoints"], 20_000);
     assert_eq!(doc["policies"].as_array().map(Vec::len), Some(10_000));
@@ -126,7 +142,10 @@ fn peak_rss_kib() -> i64 {
 }
 
 fn main() {
-    let runs: usize = std::env::var("RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(3);
+    let runs: usize = std::env::var("RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
     let dir = tempfile::tempdir().expect("tempdir");
     write_inputs(dir.path());
     if let Some(keep) = std::env::var_os("KEEP_INPUTS") {
@@ -141,8 +160,23 @@ fn main() {
     times.sort();
     let peak = peak_rss_kib();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!("lint policies: 10,000 policies, 20,000 Windows + 10,000 Linux endpoints (cluster.json {:.1} MB, 100 policy files)", size as f64 / 1e6);
-    println!("  median of {runs} runs: {:.3} s (goal <= 1 s)", times[runs / 2].as_secs_f64());
-    println!("  peak RSS: {:.1} MiB (goal <= 200 MB)", peak as f64 / 1024.0);
-    println!("  load average: {}", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    println!(
+        "lint policies: 10,000 policies, 20,000 Windows + 10,000 Linux endpoints (cluster.json {:.1} MB, 100 policy files)",
+        size as f64 / 1e6
+    );
+    println!(
+        "  median of {runs} runs: {:.3} s (goal <= 1 s)",
+        times[runs / 2].as_secs_f64()
+    );
+    println!(
+        "  peak RSS: {:.1} MiB (goal <= 200 MB)",
+        peak as f64 / 1024.0
+    );
+    println!(
+        "  load average: {}",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
 }

@@ -129,7 +129,10 @@ impl Endpoints {
                     let i = out.classes.len() - 1;
                     index.insert(labels, i);
                     for (k, v) in &out.classes[i].labels.0 {
-                        out.postings.entry((k.clone(), v.clone())).or_default().push(i);
+                        out.postings
+                            .entry((k.clone(), v.clone()))
+                            .or_default()
+                            .push(i);
                     }
                     out.every.push(i);
                     i
@@ -138,7 +141,9 @@ impl Endpoints {
             out.classes[i].windows += windows;
             out.classes[i].all += 1;
             out.windows += windows;
-            *out.windows_by_namespace.entry(p.namespace.clone()).or_default() += windows;
+            *out.windows_by_namespace
+                .entry(p.namespace.clone())
+                .or_default() += windows;
         }
         out
     }

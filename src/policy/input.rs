@@ -135,11 +135,10 @@ pub fn read_file(path: &Path, into: &mut Collected) -> Result<(), PolicyError> {
         object: origin.clone(),
         problem: format!("not YAML or JSON: {e}"),
     };
-    let docs: Vec<Value> = if text.trim_start().starts_with('{') {
-        vec![serde_json::from_str(&text).map_err(|e| invalid(&e))?]
-    } else {
-        serde_saphyr::from_multiple(&text).map_err(|e| invalid(&e))?
-    };
+    if text.trim_start().starts_with('{') {
+        return read_json(&text, &origin, into);
+    }
+    let docs: Vec<Value> = { serde_saphyr::from_multiple(&text).map_err(|e| invalid(&e))? };
     for doc in docs.into_iter().filter(|d| !d.is_null()) {
         if !doc.is_object() {
             return Err(invalid(&"a document is not an object"));
@@ -147,6 +146,34 @@ pub fn read_file(path: &Path, into: &mut Collected) -> Result<(), PolicyError> {
         into.add(doc, &origin)?;
     }
     Ok(())
+}
+
+/// A JSON document: a list's items one at a time from their text (a cluster snapshot is
+/// never one whole JSON tree in memory), anything else as it is.
+fn read_json(text: &str, origin: &str, into: &mut Collected) -> Result<(), PolicyError> {
+    #[derive(serde::Deserialize)]
+    struct Top<'a> {
+        #[serde(rename = "apiVersion", default)]
+        api_version: String,
+        #[serde(default)]
+        kind: String,
+        #[serde(borrow)]
+        items: Option<Vec<&'a serde_json::value::RawValue>>,
+    }
+    let invalid = |e: serde_json::Error| PolicyError::Invalid {
+        object: origin.to_owned(),
+        problem: format!("not JSON: {e}"),
+    };
+    let top: Top = serde_json::from_str(text).map_err(invalid)?;
+    match (top.kind.strip_suffix("List"), top.items) {
+        (Some(item_kind), Some(items)) => {
+            for item in items {
+                into.add_json(item.get(), (&top.api_version, item_kind), origin)?;
+            }
+            Ok(())
+        }
+        _ => into.add(serde_json::from_str(text).map_err(invalid)?, origin),
+    }
 }
 
 /// What the lint lists from a cluster: the core objects, Kubernetes policies and Calico's

@@ -65,17 +65,28 @@ impl Source {
         kind: &str,
         origin: &str,
     ) -> Result<Self, PolicyError> {
-        let meta = object.get("metadata");
         let field = |k: &str| {
-            meta.and_then(|m| m.get(k))
+            object
+                .get("metadata")
+                .and_then(|m| m.get(k))
                 .and_then(Value::as_str)
-                .map(str::to_owned)
         };
+        Self::new(api_version, kind, field("name"), field("namespace"), origin)
+    }
+
+    /// The identity from its parts, checked as `of` checks it.
+    pub fn new(
+        api_version: &str,
+        kind: &str,
+        name: Option<&str>,
+        namespace: Option<&str>,
+        origin: &str,
+    ) -> Result<Self, PolicyError> {
         let src = Source {
             api_version: api_version.to_owned(),
             kind: kind.to_owned(),
-            namespace: field("namespace"),
-            name: field("name").unwrap_or_default(),
+            namespace: namespace.map(str::to_owned),
+            name: name.unwrap_or_default().to_owned(),
             origin: origin.to_owned(),
         };
         for (what, v) in [
@@ -124,40 +135,16 @@ pub struct Collected {
     pub ignored: usize,
 }
 
-fn string_map(
-    src: &Source,
-    field: &str,
-    v: Option<&Value>,
-) -> Result<BTreeMap<String, String>, PolicyError> {
-    let Some(map) = v.filter(|v| !v.is_null()) else {
-        return Ok(BTreeMap::new());
-    };
-    let map = map
-        .as_object()
-        .ok_or_else(|| src.invalid(format!("{field} is not a map")))?;
-    map.iter()
-        .map(|(k, v)| match v.as_str() {
-            Some(s) => Ok((k.clone(), s.to_owned())),
-            None => Err(src.invalid(format!("{field}.{k} is not a string"))),
-        })
-        .collect()
-}
-
 impl Collected {
     /// Adds one object (a `List` adds its items).
     pub fn add(&mut self, mut object: Value, origin: &str) -> Result<(), PolicyError> {
-        self.objects += 1;
-        if self.objects > OBJECTS_CAP {
-            return Err(PolicyError::Unreadable {
-                path: origin.to_owned(),
-                cause: format!("more than {OBJECTS_CAP} objects"),
-            });
-        }
+        self.count(origin)?;
         let text = |o: &Value, k: &str| o.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
         let (api_version, kind) = (text(&object, "apiVersion"), text(&object, "kind"));
-        if let (true, Some(Value::Array(items))) =
-            (kind.ends_with("List"), object.get_mut("items").map(Value::take))
-        {
+        if let (true, Some(Value::Array(items))) = (
+            kind.ends_with("List"),
+            object.get_mut("items").map(Value::take),
+        ) {
             // `kubectl get -o yaml` prints `kind: List` with typed items; an API list
             // (`PodList`) leaves the items' kind and apiVersion to the list.
             let item_kind = kind.strip_suffix("List").unwrap_or_default();
@@ -178,7 +165,9 @@ impl Collected {
         match (api_version, kind) {
             ("v1", "Pod" | "Namespace" | "Node" | "ServiceAccount") => {
                 let src = Source::of(&object, api_version, kind, origin)?;
-                self.add_core(&src, &object)?;
+                let core: CoreObject = serde_json::from_value(object)
+                    .map_err(|e| src.invalid(format!("not a {kind}: {e}")))?;
+                self.add_core(&src, core)?;
             }
             ("networking.k8s.io/v1", "NetworkPolicy") => {
                 let src = Source::of(&object, api_version, kind, origin)?;
@@ -218,8 +207,8 @@ impl Collected {
         Ok(())
     }
 
-    fn add_core(&mut self, src: &Source, object: &Value) -> Result<(), PolicyError> {
-        let labels = string_map(src, "metadata.labels", object.pointer("/metadata/labels"))?;
+    fn add_core(&mut self, src: &Source, object: CoreObject) -> Result<(), PolicyError> {
+        let labels = object.metadata.labels.unwrap_or_default();
         let inv = &mut self.inventory;
         match src.kind.as_str() {
             "Namespace" => {
@@ -236,27 +225,115 @@ impl Collected {
                 inv.service_accounts.insert((ns, src.name.clone()), labels);
             }
             _ => {
-                let s = |p: &str| {
-                    object
-                        .pointer(p)
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned()
-                };
-                let sa = s("/spec/serviceAccountName");
+                let spec = object.spec;
                 inv.pods.push(Pod {
                     namespace: src.namespace.clone().unwrap_or_else(|| "default".into()),
                     labels,
-                    node: s("/spec/nodeName"),
-                    host_network: object.pointer("/spec/hostNetwork").and_then(Value::as_bool)
-                        == Some(true),
-                    phase: s("/status/phase"),
-                    service_account: if sa.is_empty() { "default".into() } else { sa },
+                    node: spec.node_name.unwrap_or_default(),
+                    host_network: spec.host_network == Some(true),
+                    phase: object.status.phase.unwrap_or_default(),
+                    service_account: spec
+                        .service_account_name
+                        .filter(|s| !s.is_empty())
+                        .unwrap_or_else(|| "default".into()),
                 });
             }
         }
         Ok(())
     }
+
+    /// Adds one item of a JSON list from its text (`list` is the list's apiVersion and item
+    /// kind, for items without their own): a core object is read into only the fields the lint
+    /// uses, never into a whole JSON tree.
+    pub fn add_json(
+        &mut self,
+        text: &str,
+        list: (&str, &str),
+        origin: &str,
+    ) -> Result<(), PolicyError> {
+        let invalid = |e: serde_json::Error| PolicyError::Invalid {
+            object: origin.to_owned(),
+            problem: format!("an item of the list: {e}"),
+        };
+        let head: Head = serde_json::from_str(text).map_err(invalid)?;
+        let (api_version, kind) = match &head.kind {
+            Some(k) => (head.api_version.clone().unwrap_or_default(), k.clone()),
+            None => (list.0.to_owned(), list.1.to_owned()),
+        };
+        if api_version == "v1" && CORE_KINDS.contains(&kind.as_str()) {
+            self.count(origin)?;
+            let core: CoreObject = serde_json::from_str(text).map_err(invalid)?;
+            let m = &core.metadata;
+            let src = Source::new(
+                &api_version,
+                &kind,
+                m.name.as_deref(),
+                m.namespace.as_deref(),
+                origin,
+            )?;
+            return self.add_core(&src, core);
+        }
+        let mut v: Value = serde_json::from_str(text).map_err(invalid)?;
+        if head.kind.is_none() {
+            v["kind"] = Value::String(kind);
+            v["apiVersion"] = Value::String(api_version);
+        }
+        self.add(v, origin)
+    }
+
+    fn count(&mut self, origin: &str) -> Result<(), PolicyError> {
+        self.objects += 1;
+        if self.objects > OBJECTS_CAP {
+            return Err(PolicyError::Unreadable {
+                path: origin.to_owned(),
+                cause: format!("more than {OBJECTS_CAP} objects"),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The kinds whose labels and placement make the endpoints.
+const CORE_KINDS: &[&str] = &["Pod", "Namespace", "Node", "ServiceAccount"];
+
+/// An object's type, read before the rest.
+#[derive(serde::Deserialize)]
+struct Head {
+    #[serde(rename = "apiVersion")]
+    api_version: Option<String>,
+    kind: Option<String>,
+}
+
+/// What the lint uses of a Pod, Namespace, Node or ServiceAccount; other fields are skipped
+/// unread. A label value that is not a string is an error, as in the API.
+#[derive(serde::Deserialize, Default)]
+struct CoreObject {
+    #[serde(default)]
+    metadata: CoreMeta,
+    #[serde(default)]
+    spec: CoreSpec,
+    #[serde(default)]
+    status: CoreStatus,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct CoreMeta {
+    name: Option<String>,
+    namespace: Option<String>,
+    labels: Option<BTreeMap<String, String>>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct CoreSpec {
+    node_name: Option<String>,
+    host_network: Option<bool>,
+    service_account_name: Option<String>,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct CoreStatus {
+    phase: Option<String>,
 }
 
 /// What `lint policies` reports.
