@@ -39,8 +39,8 @@ fn cluster() -> Value {
             json!({"kubernetes.io/os": os}),
         ));
     }
-    for ns in 0..500 {
-        let env = if ns % 2 == 0 { "prod" } else { "dev" };
+    for ns in 0..500usize {
+        let env = if ns.is_multiple_of(2) { "prod" } else { "dev" };
         items.push(meta(
             "Namespace",
             &format!("ns-{ns}"),
@@ -82,7 +82,7 @@ fn policy(i: usize) -> Value {
                 "ingress": [{"from": [{"podSelector": {"matchLabels": {"tier": "api"}}, "namespaceSelector": {"matchLabels": {"team": format!("t{}", i % 20)}}}],
                     "ports": [{"port": 443}]}]},
         }),
-        _ if i % 10 == 0 => json!({
+        _ if i.is_multiple_of(10) => json!({
             "apiVersion": "projectcalico.org/v3", "kind": "GlobalNetworkPolicy",
             "metadata": {"name": format!("gnp-{i}")},
             "spec": {"selector": "all()", "ingress": [{"action": "Allow",

@@ -408,3 +408,77 @@ fn the_cluster_is_read_a_page_at_a_time() {
         .count();
     assert_eq!(pages, 3, "1267 pods in pages of 500");
 }
+
+#[test]
+fn input_past_a_cap_or_of_the_wrong_shape_is_refused_naming_it() {
+    // Directories nested deeper than 16 (a symlink loop would be endless).
+    let dir = tempfile::tempdir().unwrap();
+    let mut deep = dir.path().to_path_buf();
+    for i in 0..18 {
+        deep = deep.join(format!("d{i}"));
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    std::fs::write(
+        deep.join("p.yaml"),
+        serde_saphyr::to_string(&seed()).unwrap(),
+    )
+    .unwrap();
+    let (code, doc, _) = lint_dir(dir.path());
+    assert_eq!(
+        (code, doc["error"]["kind"].as_str()),
+        (2, Some("input-unreadable")),
+        "{doc}"
+    );
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("deeper than 16"),
+        "{doc}"
+    );
+
+    // A label that is not a string, in a list read item by item.
+    let dir = tempfile::tempdir().unwrap();
+    let mut bad = pod("shop", "p", "win-1", json!({"role": 5}));
+    bad.as_object_mut().unwrap().remove("kind");
+    let list = json!({"apiVersion": "v1", "kind": "PodList", "items": [bad]});
+    std::fs::write(dir.path().join("pods.json"), list.to_string()).unwrap();
+    let (code, doc, _) = lint_dir(dir.path());
+    assert_eq!(
+        (code, doc["error"]["kind"].as_str()),
+        (2, Some("invalid-input")),
+        "{doc}"
+    );
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("pods.json"),
+        "{doc}"
+    );
+}
+
+#[test]
+fn an_api_list_gives_its_items_their_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let items: Vec<Value> = cluster()
+        .into_iter()
+        .filter(|o| o["kind"] == "Pod")
+        .map(|mut o| {
+            o.as_object_mut().unwrap().remove("kind");
+            o
+        })
+        .collect();
+    let list = json!({"apiVersion": "v1", "kind": "PodList", "items": items});
+    std::fs::write(dir.path().join("pods.json"), list.to_string()).unwrap();
+    let nodes = json!({"apiVersion": "v1", "kind": "List", "items": cluster().into_iter().filter(|o| o["kind"] == "Node").collect::<Vec<_>>()});
+    std::fs::write(dir.path().join("nodes.json"), nodes.to_string()).unwrap();
+    std::fs::write(
+        dir.path().join("policy.yaml"),
+        serde_saphyr::to_string(&seed()).unwrap(),
+    )
+    .unwrap();
+    let (code, doc, stderr) = lint_dir(dir.path());
+    assert_eq!(code, 3, "{stderr}");
+    assert_eq!(doc["windows_endpoints"], 30);
+}

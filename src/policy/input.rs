@@ -91,10 +91,7 @@ pub fn read_files(files: &[PathBuf]) -> Result<Collected, PolicyError> {
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| {
-                loop {
-                    let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                        break;
-                    };
+                while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let path = &files[i];
                     let mut c = Collected::default();
                     let r = read_file(path, &mut c).map(|()| c);
