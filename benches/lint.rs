@@ -111,7 +111,7 @@ fn write_inputs(dir: &Path) {
 }
 
 /// One run: its wall time and the child's peak RSS in KiB.
-fn run(dir: &Path) -> (Duration, i64) {
+fn run(dir: &Path) -> (Duration, Option<i64>) {
     let started = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_calicoctl-win"))
         .env_clear()
@@ -135,10 +135,18 @@ fn run(dir: &Path) -> (Duration, i64) {
 }
 
 /// The largest peak RSS of the children waited for so far, in KiB (getrusage(2) with
-/// RUSAGE_CHILDREN, as GNU time reads it through wait4).
-fn peak_rss_kib() -> i64 {
+/// RUSAGE_CHILDREN, as GNU time reads it through wait4); `None` off Unix.
+#[cfg(unix)]
+fn peak_rss_kib() -> Option<i64> {
     use nix::sys::resource::{UsageWho, getrusage};
-    getrusage(UsageWho::RUSAGE_CHILDREN).map_or(0, |u| u.max_rss())
+    getrusage(UsageWho::RUSAGE_CHILDREN)
+        .ok()
+        .map(|u| u.max_rss())
+}
+
+#[cfg(not(unix))]
+fn peak_rss_kib() -> Option<i64> {
+    None
 }
 
 fn main() {
@@ -168,10 +176,13 @@ fn main() {
         "  median of {runs} runs: {:.3} s (goal <= 1 s)",
         times[runs / 2].as_secs_f64()
     );
-    println!(
-        "  peak RSS: {:.1} MiB (goal <= 200 MB)",
-        peak as f64 / 1024.0
-    );
+    match peak {
+        Some(kib) => println!(
+            "  peak RSS: {:.1} MiB (goal <= 200 MB)",
+            kib as f64 / 1024.0
+        ),
+        None => println!("  peak RSS: not measured on this OS"),
+    }
     println!(
         "  load average: {}",
         load.split_whitespace()
