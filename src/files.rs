@@ -71,7 +71,6 @@ pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// `read_capped` as UTF-8 text.
 /// The end of a file, at most `max` bytes from its first whole line, never reading the rest
 /// (the tail of a service log).
 pub fn read_tail(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
@@ -89,6 +88,7 @@ pub fn read_tail(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// `read_capped` as UTF-8 text.
 pub fn read_text_capped(path: &Path, cap: u64) -> std::io::Result<String> {
     String::from_utf8(read_capped(path, cap)?).map_err(|_| {
         std::io::Error::new(
@@ -188,6 +188,18 @@ pub fn temporary_of(path: &Path) -> std::path::PathBuf {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_capped_read_takes_a_file_of_the_cap_and_refuses_one_byte_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.yaml");
+        std::fs::write(&path, vec![b'a'; 1024]).unwrap();
+        assert_eq!(super::read_text_capped(&path, 1024).unwrap().len(), 1024);
+        let e = super::read_text_capped(&path, 1023)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("f.yaml") && e.contains("larger than"), "{e}");
+    }
+
     #[test]
     fn a_tail_is_the_end_from_its_first_whole_line() {
         let dir = tempfile::tempdir().expect("tempdir");

@@ -2258,4 +2258,20 @@ fn status_shows_the_addresses_used_of_the_nodes_block() {
         problems.contains("up to 110 pods") && problems.contains("holds 60"),
         "{problems}"
     );
+
+    // Back to 60 pods, and every pod address of the block taken: a new pod gets none.
+    let mut node = s.api.get("/api/v1/nodes/win-1").unwrap();
+    node["status"]["capacity"]["pods"] = json!("60");
+    s.api.put("/api/v1/nodes/win-1", node);
+    let path = format!("{crd}/10-244-1-0-26");
+    let mut full = s.api.get(&path).unwrap();
+    for i in 3..63 {
+        full["spec"]["allocations"][i] = json!(1);
+    }
+    s.api.put(&path, full);
+    let (code, doc, _) = s.node.run(&["status"]);
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(doc["ipam"]["pods"], 60);
+    let problems = doc["problems"].to_string();
+    assert!(problems.contains("block is full (60 of 60)"), "{problems}");
 }

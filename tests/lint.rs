@@ -102,6 +102,14 @@ fn lint_dir(dir: &Path) -> (i32, Value, String) {
     )
 }
 
+/// Asserts that a run failed with exit 2, `kind`, and a message that names `names`.
+fn assert_refused((code, doc, stderr): (i32, Value, String), kind: &str, names: &str) {
+    assert_eq!(code, 2, "{doc} {stderr}");
+    assert_eq!(doc["error"]["kind"], kind, "{doc}");
+    let message = doc["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(names), "{message} does not name {names}");
+}
+
 fn collected(policies: &[Value]) -> Collected {
     let mut c = Collected::default();
     for o in cluster().iter().chain(policies) {
@@ -299,13 +307,15 @@ fn a_malformed_selector_is_an_error_naming_the_policy_and_the_position() {
     let mut bad = seed();
     bad["spec"]["ingress"][0]["source"]["selector"] = json!("role = 'client'");
     write_inputs(dir.path(), &[bad]);
-    let (code, doc, stderr) = lint_dir(dir.path());
-    assert_eq!(code, 2, "{stderr}");
-    assert_eq!(doc["error"]["kind"], "invalid-input");
-    let message = doc["error"]["message"].as_str().unwrap();
-    assert!(
-        message.contains("GlobalNetworkPolicy calico-dest-selector"),
-        "{message}"
+    let run = lint_dir(dir.path());
+    let message = run.1["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert_refused(
+        run,
+        "invalid-input",
+        "GlobalNetworkPolicy calico-dest-selector",
     );
     assert!(
         message.contains("ingress[0].source.selector") && message.contains("position 5"),
@@ -346,17 +356,13 @@ fn global_is_refused_outside_a_rules_namespace_selector() {
 #[test]
 fn unreadable_input_exits_2_with_its_kind() {
     let dir = tempfile::tempdir().unwrap();
-    let (code, doc, _) = lint_dir(&dir.path().join("missing"));
-    assert_eq!(
-        (code, doc["error"]["kind"].as_str()),
-        (2, Some("input-unreadable"))
+    assert_refused(
+        lint_dir(&dir.path().join("missing")),
+        "input-unreadable",
+        "missing",
     );
     std::fs::write(dir.path().join("x.yaml"), "a: [unclosed").unwrap();
-    let (code, doc, _) = lint_dir(dir.path());
-    assert_eq!(
-        (code, doc["error"]["kind"].as_str()),
-        (2, Some("invalid-input"))
-    );
+    assert_refused(lint_dir(dir.path()), "invalid-input", "x.yaml");
 }
 
 #[test]
@@ -418,24 +424,9 @@ fn input_past_a_cap_or_of_the_wrong_shape_is_refused_naming_it() {
         deep = deep.join(format!("d{i}"));
     }
     std::fs::create_dir_all(&deep).unwrap();
-    std::fs::write(
-        deep.join("p.yaml"),
-        serde_saphyr::to_string(&seed()).unwrap(),
-    )
-    .unwrap();
-    let (code, doc, _) = lint_dir(dir.path());
-    assert_eq!(
-        (code, doc["error"]["kind"].as_str()),
-        (2, Some("input-unreadable")),
-        "{doc}"
-    );
-    assert!(
-        doc["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("deeper than 16"),
-        "{doc}"
-    );
+    let yaml = serde_saphyr::to_string(&seed()).unwrap();
+    std::fs::write(deep.join("p.yaml"), yaml).unwrap();
+    assert_refused(lint_dir(dir.path()), "input-unreadable", "deeper than 16");
 
     // A label that is not a string, in a list read item by item.
     let dir = tempfile::tempdir().unwrap();
@@ -443,19 +434,32 @@ fn input_past_a_cap_or_of_the_wrong_shape_is_refused_naming_it() {
     bad.as_object_mut().unwrap().remove("kind");
     let list = json!({"apiVersion": "v1", "kind": "PodList", "items": [bad]});
     std::fs::write(dir.path().join("pods.json"), list.to_string()).unwrap();
-    let (code, doc, _) = lint_dir(dir.path());
-    assert_eq!(
-        (code, doc["error"]["kind"].as_str()),
-        (2, Some("invalid-input")),
-        "{doc}"
-    );
-    assert!(
-        doc["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("pods.json"),
-        "{doc}"
-    );
+    assert_refused(lint_dir(dir.path()), "invalid-input", "pods.json");
+
+    // A pipe named like a manifest is refused, not waited on forever.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("stuck.yaml");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        assert_refused(
+            lint_dir(dir.path()),
+            "input-unreadable",
+            "not a regular file",
+        );
+    }
+
+    // A selector, a name and a rule list past their caps.
+    let mut long = seed();
+    long["spec"]["selector"] = json!(format!("a == '{}'", "x".repeat(16 << 10)));
+    assert!(collected_err(&long));
+    let mut name = seed();
+    name["metadata"]["name"] = json!("n".repeat(254));
+    assert!(collected_err(&name));
+    let mut many = seed();
+    many["spec"]["ingress"] = json!(vec![json!({"action": "Allow"}); 10_001]);
+    assert!(collected_err(&many));
+    many["spec"]["ingress"] = json!(vec![json!({"action": "Allow"}); 10_000]);
+    assert!(!collected_err(&many));
 }
 
 #[test]
@@ -481,4 +485,122 @@ fn an_api_list_gives_its_items_their_kind() {
     let (code, doc, stderr) = lint_dir(dir.path());
     assert_eq!(code, 3, "{stderr}");
     assert_eq!(doc["windows_endpoints"], 30);
+}
+
+#[test]
+fn rules_felix_on_windows_leaves_out_are_each_found() {
+    // felix/dataplane/windows/policysets/policysets.go (v3.31.7), protoRuleToHnsRules.
+    let rules = json!([
+        {"action": "Allow", "source": {"notSelector": "role == 'db'"}},
+        {"action": "Allow", "source": {"notNets": ["10.0.0.0/8"]}},
+        {"action": "Allow", "protocol": "ICMP", "icmp": {"type": 8}},
+        {"action": "Allow", "protocol": "TCP", "destination": {"ports": ["http"]}},
+        {"action": "Log"},
+        {"action": "Allow", "protocol": "TCP", "destination": {"ports": [80, "8000:8080"]}},
+    ]);
+    let p = json!({
+        "apiVersion": "projectcalico.org/v3", "kind": "NetworkPolicy",
+        "metadata": {"name": "mixed", "namespace": "shop"},
+        "spec": {"selector": "role == 'webserver'", "ingress": rules},
+    });
+    let report = policy::lint(&collected(&[p])).unwrap();
+    let found: Vec<&str> = report.findings.iter().map(|f| f.rule.as_str()).collect();
+    assert_eq!(
+        found,
+        [
+            "ingress[0]",
+            "ingress[1]",
+            "ingress[2]",
+            "ingress[3]",
+            "ingress[4]"
+        ]
+    );
+    assert!(
+        report
+            .findings
+            .iter()
+            .all(|f| f.code == "skipped-on-windows")
+    );
+    // Only the last rule renders: 20 Windows webservers, any source, once each.
+    assert_eq!(report.policies[0].estimated_rules, 20);
+}
+
+#[test]
+fn service_account_and_namespace_selectors_scope_as_calico_builds_them() {
+    let mut objects = cluster();
+    let mut sa = meta("v1", "ServiceAccount", "web", Some("shop"));
+    sa["metadata"]["labels"] = json!({"tier": "front"});
+    objects.push(sa);
+    let mut other = meta("v1", "Namespace", "other", None);
+    other["metadata"]["labels"] = json!({"env": "test"});
+    objects.push(other);
+    objects.push(pod("other", "stray", "win-2", json!({"role": "webserver"})));
+    let mut c = Collected::default();
+    for o in objects {
+        c.add(o, "the test").unwrap();
+    }
+    // libcalico-go v3.31.7: a serviceAccountSelector matches pcsa.* (networkpolicyprocessor.go);
+    // a GlobalNetworkPolicy's namespaceSelector matches pcns.* (globalnetworkpolicyprocessor.go);
+    // a rule's serviceAccounts.names match projectcalico.org/serviceaccount (rules.go).
+    let policies = [
+        json!({"apiVersion": "projectcalico.org/v3", "kind": "GlobalNetworkPolicy",
+            "metadata": {"name": "by-sa"}, "spec": {"serviceAccountSelector": "tier == 'front'"}}),
+        json!({"apiVersion": "projectcalico.org/v3", "kind": "GlobalNetworkPolicy",
+            "metadata": {"name": "by-ns"}, "spec": {"namespaceSelector": "env == 'test'"}}),
+        json!({"apiVersion": "projectcalico.org/v3", "kind": "GlobalNetworkPolicy",
+            "metadata": {"name": "from-web-sa"}, "spec": {"selector": "role == 'db'",
+            "ingress": [{"action": "Allow", "source": {"serviceAccounts": {"names": ["web"]}}}]}}),
+    ];
+    for p in policies {
+        c.add(p, "the test").unwrap();
+    }
+    let report = policy::lint(&c).unwrap();
+    let row = |name: &str| report.policies.iter().find(|p| p.name == name).unwrap();
+    // Every pod in shop runs as service account web, whose labels only exist on the object.
+    assert_eq!(row("by-sa").applies_to, 30);
+    assert_eq!(row("by-ns").applies_to, 1, "the pod in namespace other");
+    // 10 Windows databases, each with the rule expanded by the 66 pods running as web (the
+    // 65 in shop and the one in other: names match in every namespace of a global policy).
+    assert_eq!(row("from-web-sa").estimated_rules, 10 * 66);
+}
+
+#[test]
+fn the_text_report_shows_the_table_the_finding_and_its_rewrite() {
+    let dir = tempfile::tempdir().unwrap();
+    write_inputs(dir.path(), &[seed()]);
+    let out = support::cmd()
+        .args(["lint", "policies", "--from-file"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for part in [
+        "30 Windows endpoints, 1 policy",
+        "POLICY",
+        "GlobalNetworkPolicy calico-dest-selector",
+        "22500",
+        "source-and-destination-selectors: GlobalNetworkPolicy calico-dest-selector ingress[0]",
+        "estimated HNS rules: 22500 -> 600",
+        "name: calico-dest-selector-ingress-0",
+        "selector: role == \"webserver\"",
+    ] {
+        assert!(text.contains(part), "{part:?} is not in:\n{text}");
+    }
+}
+
+#[test]
+fn a_server_whose_lists_never_end_is_stopped() {
+    let api = FakeApi::start();
+    api.lock().endless_lists = true;
+    let dir = tempfile::tempdir().unwrap();
+    let out = support::cmd()
+        .args(["lint", "policies", "-o", "json", "--kubeconfig"])
+        .arg(api.kubeconfig(dir.path(), None))
+        .output()
+        .unwrap();
+    let doc = support::json(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{doc}");
+    assert_eq!(doc["error"]["kind"], "cluster-bad-answer", "{doc}");
+    assert!(doc.to_string().contains("after 4000 pages"), "{doc}");
 }

@@ -339,7 +339,7 @@ fn rbac(f: &ClusterFacts) -> Check {
 
 fn block_capacity(f: &ClusterFacts, c: &Config) -> Check {
     const ID: &str = "block-capacity";
-    let pools = ipam::node_pools(&f.ip_pools, &f.node_labels);
+    let pools = ipam::node_pools(&f.ip_pools, f.node_exists.then_some(&f.node_labels));
     let Some(pool) = pools
         .iter()
         .min_by_key(|p| ipam::pods_per_block(p.block_size))

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use kube::Api;
-use kube::api::{DynamicObject, ListParams};
+use kube::api::DynamicObject;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -28,12 +28,17 @@ pub fn pods_per_block(block_size: u8) -> u64 {
 }
 
 /// The enabled IPv4 pools whose node selector takes a node with `labels` (a selector that does
-/// not parse counts as taking it: Calico would not have accepted the pool).
-pub fn node_pools<'a>(pools: &'a [IpPool], labels: &BTreeMap<String, String>) -> Vec<&'a IpPool> {
+/// not parse counts as taking it: Calico would not have accepted the pool). Without the
+/// labels (the Node is not registered yet) every enabled IPv4 pool may be the node's.
+pub fn node_pools<'a>(
+    pools: &'a [IpPool],
+    labels: Option<&BTreeMap<String, String>>,
+) -> Vec<&'a IpPool> {
     pools
         .iter()
         .filter(|p| !p.ipv6 && !p.disabled)
         .filter(|p| {
+            let Some(labels) = labels else { return true };
             crate::policy::selector::parse(&p.node_selector).map_or(true, |s| s.matches(labels))
         })
         .collect()
@@ -44,6 +49,8 @@ pub fn node_pools<'a>(pools: &'a [IpPool], labels: &BTreeMap<String, String>) ->
 pub struct BlockUse {
     pub cidr: String,
     pub addresses: u64,
+    /// The pods it holds on Windows (`pods_per_block` of its prefix).
+    pub capacity: u64,
     pub pods: u64,
     pub reserved: u64,
 }
@@ -54,26 +61,16 @@ pub fn node_blocks(c: &Cluster, node: &str) -> Result<Vec<BlockUse>, ClusterErro
         Api::all_with(c.client.clone(), &calico("IPAMBlock", "ipamblocks"));
     let affinity = format!("host:{node}");
     let mut out = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
-        let mut lp = ListParams::default().limit(500);
-        if let Some(t) = &token {
-            lp = lp.continue_token(t);
-        }
-        let Some(page) = c.call_opt("list", "ipamblocks", api.list(&lp))? else {
-            return Ok(out);
-        };
-        for b in &page.items {
+    c.for_each_page(&api, "ipamblocks", |items| {
+        for b in &items {
             let spec = b.data.get("spec").cloned().unwrap_or(Value::Null);
             if spec.get("affinity").and_then(Value::as_str) == Some(affinity.as_str()) {
                 out.push(block_use(&spec));
             }
         }
-        token = page.metadata.continue_.filter(|t| !t.is_empty());
-        if token.is_none() {
-            return Ok(out);
-        }
-    }
+        Ok::<(), ClusterError>(())
+    })?;
+    Ok(out)
 }
 
 /// What a block's allocations hold: each non-null entry is an address in use, whose
@@ -94,12 +91,13 @@ fn block_use(spec: &Value) -> BlockUse {
             pods += 1;
         }
     }
+    let cidr = spec.get("cidr").and_then(Value::as_str).unwrap_or("");
+    let prefix = cidr
+        .rsplit_once('/')
+        .and_then(|(_, p)| p.parse::<u8>().ok());
     BlockUse {
-        cidr: spec
-            .get("cidr")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
+        capacity: prefix.map_or(0, pods_per_block),
+        cidr: cidr.to_owned(),
         addresses: allocations.map_or(0, |a| a.len() as u64),
         pods,
         reserved,
@@ -125,5 +123,6 @@ mod tests {
         });
         let u = block_use(&spec);
         assert_eq!((u.addresses, u.pods, u.reserved), (4, 1, 2));
+        assert_eq!(u.capacity, 0, "a /30 holds no pod on Windows");
     }
 }

@@ -19,6 +19,11 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Objects per page of a list (`Cluster::for_each_page`).
+pub const PAGE: u32 = 500;
+/// The most pages of one list: 2,000,000 objects.
+pub const PAGES_CAP: usize = 4_000;
+
 /// How long one API call may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -522,6 +527,38 @@ impl Cluster {
     }
 
     /// Like `call`, with 404 as `None`.
+    /// Lists `api` a page of `PAGE` objects at a time (each page well under the answer cap),
+    /// giving each page's items to `each`; `Ok(false)` when the resource does not exist. A
+    /// server that keeps sending continue tokens is stopped after `PAGES_CAP` pages.
+    pub fn for_each_page<E: From<ClusterError>>(
+        &self,
+        api: &kube::Api<kube::api::DynamicObject>,
+        what: &str,
+        mut each: impl FnMut(Vec<kube::api::DynamicObject>) -> Result<(), E>,
+    ) -> Result<bool, E> {
+        let mut token: Option<String> = None;
+        for _ in 0..PAGES_CAP {
+            let mut lp = kube::api::ListParams::default().limit(PAGE);
+            if let Some(t) = &token {
+                lp = lp.continue_token(t);
+            }
+            let Some(page) = self.call_opt("list", what, api.list(&lp))? else {
+                return Ok(false);
+            };
+            each(page.items)?;
+            token = page.metadata.continue_.filter(|t| !t.is_empty());
+            if token.is_none() {
+                return Ok(true);
+            }
+        }
+        Err(ClusterError::BadAnswer {
+            server: self.server.clone(),
+            what: format!("list {what}"),
+            source: format!("it still had more after {PAGES_CAP} pages of {PAGE}").into(),
+        }
+        .into())
+    }
+
     pub fn call_opt<T>(
         &self,
         verb: &str,

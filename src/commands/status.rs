@@ -469,15 +469,7 @@ fn ipam(
         return Ok(json!(null));
     };
     let blocks = ipam::node_blocks(c, node_name)?;
-    let prefix = |cidr: &str| {
-        cidr.rsplit_once('/')
-            .and_then(|(_, p)| p.parse::<u8>().ok())
-    };
-    let capacity: u64 = blocks
-        .iter()
-        .filter_map(|b| prefix(&b.cidr))
-        .map(ipam::pods_per_block)
-        .sum();
+    let capacity: u64 = blocks.iter().map(|b| b.capacity).sum();
     let pods: u64 = blocks.iter().map(|b| b.pods).sum();
     let max_pods = facts.node_max_pods;
     let cidrs: Vec<&str> = blocks.iter().map(|b| b.cidr.as_str()).collect();

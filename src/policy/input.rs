@@ -2,10 +2,9 @@
 //! capped while it is read, multi-document, `kind: List` as `kubectl get -o yaml` prints it),
 //! or the cluster, listed a page at a time.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::Value;
 
 use super::{Collected, PolicyError};
@@ -17,14 +16,9 @@ pub const FILE_CAP: u64 = 256 << 20;
 pub const FILES_CAP: usize = 100_000;
 /// How deep directories are walked.
 const DEPTH_CAP: usize = 16;
-/// Objects per page of a cluster list (each page stays under the client's answer cap).
-const PAGE: u32 = 500;
 
-fn unreadable(path: &Path, cause: impl ToString) -> PolicyError {
-    PolicyError::Unreadable {
-        path: path.display().to_string(),
-        cause: cause.to_string(),
-    }
+fn unreadable(path: &Path, cause: impl std::fmt::Display) -> PolicyError {
+    PolicyError::Unreadable(format!("cannot read {}: {cause}", path.display()))
 }
 
 /// The files under `paths`: each file given, and the `*.yaml`, `*.yml` and `*.json` files of
@@ -116,17 +110,10 @@ pub fn read_files(files: &[PathBuf]) -> Result<Collected, PolicyError> {
 
 /// Reads one file's objects into `into`.
 pub fn read_file(path: &Path, into: &mut Collected) -> Result<(), PolicyError> {
-    let file = std::fs::File::open(path).map_err(|e| unreadable(path, e))?;
-    let mut text = String::new();
-    file.take(FILE_CAP + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| unreadable(path, e))?;
-    if text.len() as u64 > FILE_CAP {
-        return Err(unreadable(
-            path,
-            format!("longer than {} MiB", FILE_CAP >> 20),
-        ));
-    }
+    // A regular file only (a pipe would never end), capped while it is read; the error
+    // names the path.
+    let text = crate::files::read_text_capped(path, FILE_CAP)
+        .map_err(|e| PolicyError::Unreadable(e.to_string()))?;
     let origin = path.display().to_string();
     let invalid = |e: &dyn std::fmt::Display| PolicyError::Invalid {
         object: origin.clone(),
@@ -211,27 +198,26 @@ pub fn read_cluster(c: &Cluster, into: &mut Collected) -> Result<(), anyhow::Err
         } else {
             format!("{plural}.{group}")
         };
-        let mut token: Option<String> = None;
-        loop {
-            let mut lp = ListParams::default().limit(PAGE);
-            if let Some(t) = &token {
-                lp = lp.continue_token(t);
-            }
-            let page = match c.call("list", &what, api.list(&lp)) {
-                Ok(p) => p,
-                Err(e) if group.starts_with("crd.") && e.is_not_found() => break,
-                Err(e) => return Err(e.into()),
-            };
-            for o in page.items {
+        let origin = format!("the cluster's {what}");
+        let found = c.for_each_page(&api, &what, |items| {
+            for o in items {
                 let mut v = serde_json::to_value(&o)?;
                 v["apiVersion"] = Value::String(ar.api_version.clone());
                 v["kind"] = Value::String(ar.kind.clone());
-                into.add(v, &format!("the cluster's {what}"))?;
+                into.add(v, &origin)?;
             }
-            token = page.metadata.continue_.filter(|t| !t.is_empty());
-            if token.is_none() {
-                break;
+            Ok::<(), anyhow::Error>(())
+        })?;
+        // Without Calico's CRDs there are no Calico policies; the core resources always exist.
+        if !found && !group.starts_with("crd.") {
+            return Err(crate::cluster::ClusterError::Api {
+                server: c.server.clone(),
+                verb: "list".into(),
+                resource: what,
+                code: 404,
+                message: "not found".into(),
             }
+            .into());
         }
     }
     Ok(())

@@ -25,8 +25,9 @@ pub const NAME_CAP: usize = 253;
 pub enum PolicyError {
     #[error("{object}: {problem}")]
     Invalid { object: String, problem: String },
-    #[error("cannot read {path}: {cause}")]
-    Unreadable { path: String, cause: String },
+    /// What cannot be read, naming the file or directory.
+    #[error("{0}")]
+    Unreadable(String),
 }
 
 impl crate::error::Diagnose for PolicyError {
@@ -38,7 +39,7 @@ impl crate::error::Diagnose for PolicyError {
                 Kind::InvalidInput,
                 "fix the object named (Calico would refuse it too), or leave it out of --from-file",
             ),
-            Self::Unreadable { .. } => Diagnosis::new(
+            Self::Unreadable(_) => Diagnosis::new(
                 Exit::Usage,
                 Kind::InputUnreadable,
                 "--from-file takes YAML or JSON files, or directories of them (*.yaml, *.yml, *.json)",
@@ -191,12 +192,7 @@ impl Collected {
     /// Adds what another collection read (from `origin`), after this one's.
     pub fn merge(&mut self, other: Collected, origin: &str) -> Result<(), PolicyError> {
         self.objects += other.objects;
-        if self.objects > OBJECTS_CAP {
-            return Err(PolicyError::Unreadable {
-                path: origin.to_owned(),
-                cause: format!("more than {OBJECTS_CAP} objects"),
-            });
-        }
+        self.within_cap(origin)?;
         self.ignored += other.ignored;
         self.policies.extend(other.policies);
         let inv = other.inventory;
@@ -283,11 +279,14 @@ impl Collected {
 
     fn count(&mut self, origin: &str) -> Result<(), PolicyError> {
         self.objects += 1;
+        self.within_cap(origin)
+    }
+
+    fn within_cap(&self, origin: &str) -> Result<(), PolicyError> {
         if self.objects > OBJECTS_CAP {
-            return Err(PolicyError::Unreadable {
-                path: origin.to_owned(),
-                cause: format!("more than {OBJECTS_CAP} objects"),
-            });
+            return Err(PolicyError::Unreadable(format!(
+                "{origin}: more than {OBJECTS_CAP} objects"
+            )));
         }
         Ok(())
     }

@@ -48,6 +48,8 @@ pub struct State {
     /// The next this many eviction requests get an overloaded server's 429 (API Priority and
     /// Fairness: Retry-After, no DisruptionBudget cause).
     pub throttle: usize,
+    /// A broken server: every page of a list says there is more (a continue token forever).
+    pub endless_lists: bool,
     /// TCP connections accepted.
     pub connections: usize,
     /// The CA certificate, as the token controller puts it into `ca.crt`.
@@ -179,6 +181,7 @@ impl FakeApi {
             in_flight: 0,
             max_in_flight: 0,
             throttle: 0,
+            endless_lists: false,
             connections: 0,
             ca_pem: ca.pem(),
             issued: 0,

@@ -444,7 +444,7 @@ fn list(st: &State, t: &Target, query: &str) -> Reply {
     let from = param("continue").unwrap_or(0).min(items.len());
     let to = param("limit").map_or(items.len(), |l| (from + l).min(items.len()));
     let mut metadata = json!({"resourceVersion": "1"});
-    if to < items.len() {
+    if to < items.len() || st.endless_lists {
         metadata["continue"] = json!(to.to_string());
     }
     respond(
