@@ -25,4 +25,5 @@ pub mod policy;
 pub mod redact;
 pub mod release;
 pub mod render;
+pub mod selector;
 pub mod supervise;

@@ -604,3 +604,12 @@ fn a_server_whose_lists_never_end_is_stopped() {
     assert_eq!(doc["error"]["kind"], "cluster-bad-answer", "{doc}");
     assert!(doc.to_string().contains("after 4000 pages"), "{doc}");
 }
+
+#[test]
+fn a_rule_or_a_spec_that_is_not_a_map_is_refused() {
+    let mut p = seed();
+    p["spec"]["ingress"] = json!(["allow everything"]);
+    assert!(collected_err(&p));
+    p["spec"] = json!("all()");
+    assert!(collected_err(&p));
+}

@@ -39,7 +39,7 @@ pub fn node_pools<'a>(
         .filter(|p| !p.ipv6 && !p.disabled)
         .filter(|p| {
             let Some(labels) = labels else { return true };
-            crate::policy::selector::parse(&p.node_selector).map_or(true, |s| s.matches(labels))
+            crate::selector::parse(&p.node_selector).map_or(true, |s| s.matches(labels))
         })
         .collect()
 }

@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 
 use super::endpoints::{Endpoints, Matched};
 use super::model::{self, Direction, Entity, Policy, Rule};
-use super::selector::Node;
 use super::{PolicyError, Source};
+use crate::selector::Node;
 
 /// Each distinct selector's matches, computed once.
 #[derive(Default)]

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::model::{NAMESPACE_LABEL, SERVICE_ACCOUNT_LABEL};
-use super::selector::Node;
+use crate::selector::Node;
 
 /// What the lint needs of a pod.
 #[derive(Debug, Clone)]
@@ -43,7 +43,7 @@ impl LabelSet {
     }
 }
 
-impl super::selector::Labels for LabelSet {
+impl crate::selector::Labels for LabelSet {
     fn label(&self, key: &str) -> Option<&str> {
         self.0
             .binary_search_by(|(k, _)| k.as_str().cmp(key))

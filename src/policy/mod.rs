@@ -6,7 +6,9 @@ pub mod endpoints;
 pub mod input;
 pub mod k8s;
 pub mod model;
-pub mod selector;
+/// Calico's selector language lives beside the layers that use it (`cluster` reads pools'
+/// node selectors with it); it is here under its old name too.
+pub use crate::selector;
 
 use std::collections::BTreeMap;
 

@@ -6,8 +6,8 @@
 use serde_json::Value;
 
 use super::k8s;
-use super::selector::{self, Node};
 use super::{PolicyError, Source};
+use crate::selector::{self, Node};
 
 /// The label of an endpoint's namespace (`apiv3.LabelNamespace`).
 pub const NAMESPACE_LABEL: &str = "projectcalico.org/namespace";
@@ -133,6 +133,9 @@ fn in_namespace(ns: &str) -> Node {
 pub fn calico(src: &Source, object: Value) -> Result<Policy, PolicyError> {
     let null = Value::Null;
     let spec = object.get("spec").unwrap_or(&null);
+    if !spec.is_object() && !spec.is_null() {
+        return Err(src.invalid("spec is not a map"));
+    }
     let namespace = src.namespace.clone();
     let own = text(spec, "selector");
     let mut applies = parse_at(src, "spec.selector", own)?;
@@ -212,6 +215,9 @@ fn calico_rule(
     ns: Option<&str>,
 ) -> Result<Rule, PolicyError> {
     let at = format!("{}[{index}]", direction.key());
+    if !r.is_object() {
+        return Err(src.invalid(format!("{at} is not a rule (a map)")));
+    }
     let source = entity(src, &format!("{at}.source"), r.get("source"), ns)?;
     let destination = entity(src, &format!("{at}.destination"), r.get("destination"), ns)?;
     let action = text(r, "action").to_owned();

@@ -2,7 +2,7 @@
 //! (`lib/selector/tokenizer/tokenizer.go`), the parser (`lib/selector/parser/parser.go`), the
 //! evaluation of each node and the canonical form (`lib/selector/parser/ast.go`). Calico's own
 //! test tables run against this module (tests/calico_selector.rs). Unlike Calico, an error
-//! says where in the selector it was found.
+//! says where in the selector it was found. A leaf: it uses nothing else of the crate.
 
 use std::collections::BTreeSet;
 use std::fmt;
