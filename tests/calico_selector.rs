@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use calicoctl_win::policy::selector::{self, Kind};
+use calicoctl_win::selector::{self, Kind};
 
 #[derive(Debug, Clone)]
 enum Go {

@@ -1,14 +1,11 @@
-//! Calico network policy as Felix renders it on Windows: the selector language, the labels of
-//! an endpoint, policies from either API, and what each costs in HNS rules (`lint policies`).
+//! Calico network policy as Felix renders it on Windows (its selectors: `crate::selector`): the
+//! labels of an endpoint, policies from either API, and what each costs in HNS rules (`lint policies`).
 
 pub mod cost;
 pub mod endpoints;
 pub mod input;
 pub mod k8s;
 pub mod model;
-/// Calico's selector language lives beside the layers that use it (`cluster` reads pools'
-/// node selectors with it); it is here under its old name too.
-pub use crate::selector;
 
 use std::collections::BTreeMap;
 
