@@ -24,12 +24,13 @@ seeds() {
         hns_json) echo fuzz/seeds/hns_json $(ls -d tests/golden/*/expected/) ;;
         env_file) echo $(ls -d tests/golden/*/expected/) ;;
         zip_listing) echo fuzz/seeds/zip_listing ;;
+        selector) echo fuzz/seeds/selector tests/calico-selector ;;
     esac
 }
 
 # shellcheck disable=SC2086
 cargo fuzz build $build --target-dir "$target_dir"
-for t in config_yaml import_ps1 hns_json env_file zip_listing; do
+for t in config_yaml import_ps1 hns_json env_file zip_listing selector; do
     corpus="target/fuzz-corpus/$t"
     artifacts="target/fuzz-artifacts/$t/"
     mkdir -p "$corpus" "$artifacts"
