@@ -9,6 +9,10 @@ use std::fmt;
 
 /// The longest label Calico accepts (`tokenizer.MaxLabelLength`).
 pub const MAX_LABEL_LENGTH: usize = 512;
+/// The deepest parentheses accepted. Calico sets no limit (Go's stacks grow); ours bounds
+/// the recursion of the parser, the evaluation and the canonical form, which a selector of
+/// a few thousand `(` would otherwise overflow.
+pub const MAX_NESTING: usize = 64;
 
 /// One token, with the byte offset where it starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,6 +118,7 @@ pub fn tokenize(selector: &str) -> Result<Vec<Token>, SelectorError> {
     let input = selector.as_bytes();
     let mut tokens: Vec<Token> = Vec::new();
     let mut at = 0;
+    let mut depth = 0usize;
     loop {
         at = skip_blanks(input, at);
         if at >= input.len() {
@@ -131,6 +136,14 @@ pub fn tokenize(selector: &str) -> Result<Vec<Token>, SelectorError> {
             })
         );
         let (kind, next) = next_token(input, at, after_label)?;
+        match kind {
+            Kind::LParen => depth += 1,
+            Kind::RParen => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth > MAX_NESTING {
+            return fail(at, format!("parentheses nested deeper than {MAX_NESTING}"));
+        }
         tokens.push(Token { kind, at });
         at = next;
     }
@@ -515,6 +528,26 @@ mod tests {
         assert_eq!((e.at, e.message.as_str()), (26, "expected )"));
         let e = parse(r#"a in {"x", b}"#).unwrap_err();
         assert_eq!(e.at, 11);
+    }
+
+    #[test]
+    fn parentheses_nested_past_the_limit_are_refused_not_a_stack_overflow() {
+        let ok = format!(
+            "{}a == 'b'{}",
+            "(".repeat(MAX_NESTING),
+            ")".repeat(MAX_NESTING)
+        );
+        assert!(
+            parse(&ok)
+                .unwrap()
+                .matches(&std::collections::BTreeMap::from([(
+                    "a".to_owned(),
+                    "b".to_owned()
+                )]))
+        );
+        let deep = format!("{}a == 'b'", "(".repeat(100_000));
+        let e = parse(&deep).unwrap_err();
+        assert_eq!(e.at, MAX_NESTING, "{e}");
     }
 
     #[test]
