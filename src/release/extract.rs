@@ -2,6 +2,7 @@
 //! target, no symlinks, a cap on the expanded size), then the layout is recognised.
 
 use super::ReleaseError;
+use super::version::{CalicoVersion, VersionScan};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -210,7 +211,7 @@ pub fn extract(zip: &Path, into: &Path, cap: u64) -> Result<Extracted, ReleaseEr
     check_archive(&mut archive, zip, cap)?;
 
     let mut written = 0u64;
-    let mut buf = vec![0u8; 1 << 16];
+    let mut versions = Versions::new();
     for i in 0..archive.len() {
         let mut entry = archive.by_index(i).map_err(zerr)?;
         let name = entry.name().map_err(zerr)?.into_owned();
@@ -229,23 +230,73 @@ pub fn extract(zip: &Path, into: &Path, cap: u64) -> Result<Extracted, ReleaseEr
             std::fs::create_dir_all(parent).map_err(io)?;
         }
         let mut out = std::fs::File::create(&target).map_err(io)?;
-        loop {
-            // The declared sizes can lie: count what really comes out.
-            let n = entry.read(&mut buf).map_err(io)?;
-            if n == 0 {
-                break;
-            }
-            written += n as u64;
-            if written > cap {
-                return Err(ReleaseError::TooLarge { what, cap });
-            }
-            out.write_all(&buf[..n]).map_err(io)?;
+        let mut scan = is_calico_binary(&parts).then(VersionScan::default);
+        // The declared sizes can lie: count what really comes out.
+        let within_cap = |n: u64| {
+            written += n;
+            written <= cap
+        };
+        match copy_entry(&mut entry, &mut out, scan.as_mut(), within_cap) {
+            Ok(_) => {}
+            Err(Stop::Io(e)) => return Err(io(e)),
+            Err(Stop::Cap) => return Err(ReleaseError::TooLarge { what, cap }),
+        }
+        if let Some(scan) = scan {
+            versions.insert(target, scan.finish());
         }
     }
-    layout(into, zip)
+    layout(into, zip, &versions)
 }
 
-pub(super) fn layout(into: &Path, zip: &Path) -> Result<Extracted, ReleaseError> {
+/// Versions read from the Calico binaries as they were written, by the path written.
+pub(super) type Versions = std::collections::BTreeMap<PathBuf, Option<CalicoVersion>>;
+
+/// Whether an entry is the release's Calico binary (`CalicoWindows/calico-node.exe` or
+/// `CalicoWindows/calico.exe`), whose version is read while it is written.
+pub(super) fn is_calico_binary(parts: &[&str]) -> bool {
+    matches!(parts, ["CalicoWindows", "calico-node.exe" | "calico.exe"])
+}
+
+/// Why copying an entry stopped.
+pub(super) enum Stop {
+    Io(std::io::Error),
+    /// `within_cap` said no.
+    Cap,
+}
+
+/// Copies an entry out of the archive (reading it to its end checks its CRC-32), telling
+/// `within_cap` every block's size and the scan every block's bytes: the size written.
+pub(super) fn copy_entry(
+    from: &mut impl Read,
+    to: &mut impl Write,
+    mut scan: Option<&mut VersionScan>,
+    mut within_cap: impl FnMut(u64) -> bool,
+) -> Result<u64, Stop> {
+    let mut buf = vec![0u8; 1 << 16];
+    let mut size = 0u64;
+    loop {
+        let n = from.read(&mut buf).map_err(Stop::Io)?;
+        if n == 0 {
+            return Ok(size);
+        }
+        if !within_cap(n as u64) {
+            return Err(Stop::Cap);
+        }
+        if let Some(scan) = scan.as_deref_mut() {
+            scan.feed(&buf[..n]);
+        }
+        to.write_all(&buf[..n]).map_err(Stop::Io)?;
+        size += n as u64;
+    }
+}
+
+/// Recognises the extracted release in `into`; `versions` holds what the extraction read of
+/// the Calico binary's version.
+pub(super) fn layout(
+    into: &Path,
+    zip: &Path,
+    versions: &Versions,
+) -> Result<Extracted, ReleaseError> {
     let what = zip.display().to_string();
     let bad = |why: String| ReleaseError::Layout {
         what: what.clone(),
@@ -293,7 +344,7 @@ pub(super) fn layout(into: &Path, zip: &Path) -> Result<Extracted, ReleaseError>
             confd.push((format!("confd\\{sub}\\{n}"), dir.join(&n)));
         }
     }
-    let version = read_version(&root, binary, zip)?;
+    let version = read_version(&root, binary, zip, versions)?;
     Ok(Extracted {
         root,
         binary,
@@ -306,10 +357,20 @@ pub(super) fn layout(into: &Path, zip: &Path) -> Result<Extracted, ReleaseError>
 /// The version where the release records it: the Go build information of its Calico binary
 /// (`buildinfo.Version=vX.Y.Z`); else a `CalicoWindows\VERSION` file; else a name like
 /// `calico-windows-v3.30.0.zip`.
-fn read_version(root: &Path, binary: Binary, zip: &Path) -> Result<Option<String>, ReleaseError> {
+fn read_version(
+    root: &Path,
+    binary: Binary,
+    zip: &Path,
+    versions: &Versions,
+) -> Result<Option<String>, ReleaseError> {
     let exe = root.join(binary.file_name());
-    let recorded = super::version::read_binary_version(&exe)
-        .map_err(|e| ReleaseError::io(format!("cannot read {}", exe.display()), e))?;
+    let recorded = match versions.get(&exe) {
+        Some(v) => v.clone(),
+        // Only where the file system found the binary under a name of other case than the
+        // entry's (Windows): read from the file.
+        None => super::version::read_binary_version(&exe)
+            .map_err(|e| ReleaseError::io(format!("cannot read {}", exe.display()), e))?,
+    };
     if let Some(v) = recorded {
         return Ok(Some(v.to_string()));
     }

@@ -416,9 +416,12 @@ fn download_and_extract(
         (sha256, streamed)
     });
     let sha256 = sha256?;
-    let confirmed = streamed.and_then(|files| stream::confirm(dest, &files, EXTRACT_CAP));
+    let confirmed = streamed.and_then(|followed| {
+        stream::confirm(dest, &followed, EXTRACT_CAP)?;
+        Ok(followed)
+    });
     let (x, extracted_again) = match confirmed {
-        Ok(()) => (extract::layout(staging, dest), None),
+        Ok(followed) => (extract::layout(staging, dest, &followed.versions), None),
         Err(stream::GaveUp(why)) => {
             stream::clear(staging)?;
             (extract(dest, staging, EXTRACT_CAP), Some(why))

@@ -1,7 +1,9 @@
 //! Extraction that follows a download: while the zip is still arriving, its entries are read
 //! from their local headers and written into the staging directory, so downloading, hashing
-//! and inflating overlap, and several entries inflate at once (one thread reads the headers,
-//! workers inflate the entries they find, each reading the file at its own offset). What this writes is provisional: nothing leaves staging before the
+//! and inflating overlap. One thread reads the local headers, jumping over each entry's data;
+//! each entry goes to a worker as soon as its header arrives, and the worker inflates it as its
+//! data arrives, reading the file at its own offset and the Calico binary's version on the way.
+//! What this writes is provisional: nothing leaves staging before the
 //! download's checksum matched and the finished archive's central directory, checked as
 //! [`super::extract`] checks it, lists exactly the files that were streamed (name, size and
 //! CRC). Anything else (an entry whose sizes follow its data, an entry the central directory
@@ -9,9 +11,12 @@
 //! extracted again from the start, the same way a zip file given on the command line is.
 
 use super::ReleaseError;
-use super::extract::{Listing as Streamed, components, windows_key};
+use super::extract::{
+    Listing, Stop, Versions, components, copy_entry, is_calico_binary, windows_key,
+};
+use super::version::{CalicoVersion, VersionScan};
 use std::fs::File;
-use std::io::{BufReader, Read, Write};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -129,9 +134,9 @@ struct Follow<'a> {
 }
 
 impl<'a> Follow<'a> {
-    fn at(file: &Arc<File>, pos: u64, growth: &'a Growth) -> BufReader<Self> {
+    fn at(file: &Arc<File>, pos: u64, growth: &'a Growth, buffer: usize) -> BufReader<Self> {
         let file = Arc::clone(file);
-        BufReader::with_capacity(1 << 16, Self { file, pos, growth })
+        BufReader::with_capacity(buffer, Self { file, pos, growth })
     }
 }
 
@@ -156,20 +161,6 @@ impl Read for Follow<'_> {
     }
 }
 
-/// Counts the bytes read through it: where the next local header begins.
-struct Counted<R> {
-    inner: R,
-    at: u64,
-}
-
-impl<R: Read> Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.at += n as u64;
-        Ok(n)
-    }
-}
-
 /// Why streaming gave up: never shown as the outcome, only logged; the finished zip is then
 /// extracted from the start and that extraction's verdict is the one given.
 #[derive(Debug)]
@@ -181,11 +172,22 @@ struct Job {
     target: PathBuf,
     /// Where its local header begins.
     at: u64,
+    /// The release's Calico binary: its version is read as it is inflated.
+    scan: bool,
+}
+
+/// What a follower wrote: the files (name, size and CRC-32) and the versions it read.
+#[derive(Debug, Default)]
+pub struct Followed {
+    pub files: Listing,
+    pub versions: Versions,
 }
 
 /// Extracts the zip `growth`'s writer writes into `into` while it is written; returns the files
-/// written, to be confirmed against the finished archive by [`confirm`].
-pub fn follow(growth: &Growth, into: &Path, cap: u64) -> Result<Streamed, GaveUp> {
+/// written, to be confirmed against the finished archive by [`confirm`]. An entry is handed to
+/// a worker as soon as its local header arrives, and inflates as its data arrives: when the
+/// last byte is written, only that byte's inflation remains.
+pub fn follow(growth: &Growth, into: &Path, cap: u64) -> Result<Followed, GaveUp> {
     let Some(file) = growth.started() else {
         return Err(GaveUp("the download did not start".into()));
     };
@@ -210,7 +212,7 @@ pub fn follow(growth: &Growth, into: &Path, cap: u64) -> Result<Streamed, GaveUp
             .collect();
         let found = read_headers(&file, growth, into, &send);
         drop(send);
-        let mut streamed = Streamed::new();
+        let mut followed = Followed::default();
         let mut failed = found.err();
         for worker in inflating {
             for r in worker
@@ -218,19 +220,94 @@ pub fn follow(growth: &Growth, into: &Path, cap: u64) -> Result<Streamed, GaveUp
                 .unwrap_or_else(|p| std::panic::resume_unwind(p))
             {
                 match r {
-                    Ok((name, listed)) => {
-                        streamed.insert(name, listed);
+                    Ok(i) => {
+                        followed.files.insert(i.name, i.listed);
+                        if let Some(v) = i.version {
+                            followed.versions.insert(i.target, v);
+                        }
                     }
                     Err(e) => failed = failed.or(Some(e)),
                 }
             }
         }
-        failed.map_or(Ok(streamed), Err)
+        failed.map_or(Ok(followed), Err)
     })
 }
 
-/// Reads the local headers one after the other, skipping each entry's data, and hands the
-/// files to the workers.
+/// What the header reader takes from a local header.
+struct Local {
+    name: String,
+    /// Where the next local header (or the central directory) begins.
+    next: u64,
+}
+
+const LOCAL_HEADER: u32 = 0x0403_4b50;
+const CENTRAL_HEADER: u32 = 0x0201_4b50;
+const END_OF_CENTRAL: u32 = 0x0605_4b50;
+
+/// Reads the local header at `at` (APPNOTE.TXT 6.3.10, 4.3.7: signature, then version, flags,
+/// method, time, date, CRC-32, compressed and uncompressed size, name and extra field lengths),
+/// without reading the entry's data. `None` where the central directory begins.
+fn local_header(file: &Arc<File>, growth: &Growth, at: u64) -> Result<Option<Local>, GaveUp> {
+    let short = |e: std::io::Error| GaveUp(format!("the local header at {at}: {e}"));
+    let mut reader = Follow::at(file, at, growth, 1 << 12);
+    let mut fixed = [0u8; 30];
+    reader.read_exact(&mut fixed[..4]).map_err(short)?;
+    match u32::from_le_bytes([fixed[0], fixed[1], fixed[2], fixed[3]]) {
+        LOCAL_HEADER => {}
+        CENTRAL_HEADER | END_OF_CENTRAL => return Ok(None),
+        _ => return Err(GaveUp(format!("no local header at {at}"))),
+    }
+    reader.read_exact(&mut fixed[4..]).map_err(short)?;
+    let u16_at = |i: usize| u16::from_le_bytes([fixed[i], fixed[i + 1]]);
+    let u32_at =
+        |i: usize| u32::from_le_bytes([fixed[i], fixed[i + 1], fixed[i + 2], fixed[i + 3]]);
+    let flags = u16_at(6);
+    if flags & 0x8 != 0 {
+        return Err(GaveUp(format!(
+            "the entry at {at} gives its sizes after its data"
+        )));
+    }
+    let mut name = vec![0u8; usize::from(u16_at(26))];
+    reader.read_exact(&mut name).map_err(short)?;
+    let mut extra = vec![0u8; usize::from(u16_at(28))];
+    reader.read_exact(&mut extra).map_err(short)?;
+    let compressed = match u32_at(18) {
+        u32::MAX => zip64_compressed(&extra, u32_at(22) == u32::MAX)
+            .ok_or_else(|| GaveUp(format!("the entry at {at} has no zip64 sizes")))?,
+        n => u64::from(n),
+    };
+    // Names not flagged UTF-8 (bit 11) are code page 437, which is ASCII below 128.
+    if flags & 0x800 == 0 && !name.is_ascii() {
+        return Err(GaveUp(format!(
+            "the entry at {at} has a name in code page 437"
+        )));
+    }
+    let name = String::from_utf8(name)
+        .map_err(|_| GaveUp(format!("the entry at {at} has a name that is not UTF-8")))?;
+    let next = at + 30 + (name.len() + extra.len()) as u64 + compressed;
+    Ok(Some(Local { name, next }))
+}
+
+/// The compressed size in a local header's zip64 extra field (APPNOTE.TXT 4.5.3: tag 0x0001,
+/// then the original size when the header's is 0xFFFFFFFF, then the compressed size).
+fn zip64_compressed(mut extra: &[u8], has_original: bool) -> Option<u64> {
+    while extra.len() >= 4 {
+        let tag = u16::from_le_bytes([extra[0], extra[1]]);
+        let len = usize::from(u16::from_le_bytes([extra[2], extra[3]]));
+        let data = extra.get(4..4 + len)?;
+        if tag == 1 {
+            let at = if has_original { 8 } else { 0 };
+            let bytes: [u8; 8] = data.get(at..at + 8)?.try_into().ok()?;
+            return Some(u64::from_le_bytes(bytes));
+        }
+        extra = &extra[4 + len..];
+    }
+    None
+}
+
+/// Reads the local headers one after the other, jumping over each entry's data, and hands each
+/// file to the workers as soon as its header arrived.
 fn read_headers(
     file: &Arc<File>,
     growth: &Growth,
@@ -238,80 +315,84 @@ fn read_headers(
     send: &std::sync::mpsc::Sender<Job>,
 ) -> Result<(), GaveUp> {
     let gave_up = |why: String| GaveUp(why);
-    let mut reader = Counted {
-        inner: Follow::at(file, 0, growth),
-        at: 0,
-    };
     let mut names = std::collections::BTreeSet::new();
-    loop {
-        let at = reader.at;
-        let entry = match zip::read::read_zipfile_from_stream(&mut reader) {
-            Ok(Some(e)) => e,
-            // The central directory begins: every file was read.
-            Ok(None) => return Ok(()),
-            Err(e) => return Err(gave_up(format!("{e}"))),
-        };
-        let name = entry
-            .name()
-            .map_err(|e| gave_up(format!("{e}")))?
-            .into_owned();
+    let mut at = 0;
+    while let Some(Local { name, next }) = local_header(file, growth, at)? {
         let parts = components(&name).map_err(|why| gave_up(format!("{name:?} {why}")))?;
         windows_key(&parts).map_err(|why| gave_up(format!("{name:?} {why}")))?;
         let target = parts.iter().fold(into.to_path_buf(), |p, c| p.join(c));
-        if entry.is_dir() {
+        if name.ends_with(['/', '\\']) {
             std::fs::create_dir_all(&target).map_err(|e| gave_up(format!("{name}: {e}")))?;
-            continue;
-        }
-        if !names.insert(name.clone()) {
-            return Err(gave_up(format!("{name:?} appears twice")));
-        }
-        // Dropping the entry skips its data without inflating it.
-        drop(entry);
-        send.send(Job { name, target, at })
+        } else {
+            if !names.insert(name.clone()) {
+                return Err(gave_up(format!("{name:?} appears twice")));
+            }
+            let scan = is_calico_binary(&parts);
+            send.send(Job {
+                name,
+                target,
+                at,
+                scan,
+            })
             .map_err(|_| gave_up("the workers stopped".into()))?;
+        }
+        at = next;
     }
+    Ok(())
 }
 
-/// Inflates one entry into its file: its name, size and CRC-32 (checked as it is read).
+/// What a worker inflated.
+struct Inflated {
+    name: String,
+    /// Size and CRC-32.
+    listed: (u64, u32),
+    target: PathBuf,
+    /// Read from the Calico binary as it was inflated.
+    version: Option<Option<CalicoVersion>>,
+}
+
+/// Inflates one entry into its file, as its data arrives.
 fn inflate(
     file: &Arc<File>,
     growth: &Growth,
     job: &Job,
     written: &AtomicU64,
     cap: u64,
-) -> Result<(String, (u64, u32)), GaveUp> {
+) -> Result<Inflated, GaveUp> {
     let io = |e: std::io::Error| GaveUp(format!("{}: {e}", job.name));
-    let mut reader = Follow::at(file, job.at, growth);
+    let mut reader = Follow::at(file, job.at, growth, 1 << 16);
     let mut entry = match zip::read::read_zipfile_from_stream(&mut reader) {
         Ok(Some(e)) => e,
         Ok(None) => return Err(GaveUp(format!("{}: no entry at {}", job.name, job.at))),
         Err(e) => return Err(GaveUp(format!("{}: {e}", job.name))),
     };
+    // The zip crate reads the header the header reader read: the two agree on the name.
+    if entry.name().ok().as_deref() != Some(job.name.as_str()) {
+        return Err(GaveUp(format!("{}: the header reads otherwise", job.name)));
+    }
     if let Some(parent) = job.target.parent() {
         std::fs::create_dir_all(parent).map_err(io)?;
     }
     let mut out = File::create(&job.target).map_err(io)?;
-    let mut buf = vec![0u8; 1 << 16];
-    let mut size = 0u64;
-    loop {
-        // Reading to the end checks the entry's CRC-32.
-        let n = entry.read(&mut buf).map_err(io)?;
-        if n == 0 {
-            break;
-        }
-        size += n as u64;
-        if written.fetch_add(n as u64, Ordering::Relaxed) + n as u64 > cap {
-            return Err(GaveUp("larger than the cap".into()));
-        }
-        out.write_all(&buf[..n]).map_err(io)?;
-    }
-    Ok((job.name.clone(), (size, entry.crc32())))
+    let mut scan = job.scan.then(VersionScan::default);
+    let within_cap = |n: u64| written.fetch_add(n, Ordering::Relaxed) + n <= cap;
+    let size = match copy_entry(&mut entry, &mut out, scan.as_mut(), within_cap) {
+        Ok(size) => size,
+        Err(Stop::Io(e)) => return Err(io(e)),
+        Err(Stop::Cap) => return Err(GaveUp("larger than the cap".into())),
+    };
+    Ok(Inflated {
+        name: job.name.clone(),
+        listed: (size, entry.crc32()),
+        target: job.target.clone(),
+        version: scan.map(VersionScan::finish),
+    })
 }
 
 /// Whether the finished zip, checked whole, holds exactly the files that were streamed.
-pub fn confirm(zip: &Path, streamed: &Streamed, cap: u64) -> Result<(), GaveUp> {
+pub fn confirm(zip: &Path, streamed: &Followed, cap: u64) -> Result<(), GaveUp> {
     let listed = super::extract::check(zip, cap).map_err(|e| GaveUp(e.to_string()))?;
-    if listed != *streamed {
+    if listed != streamed.files {
         return Err(GaveUp(
             "the central directory does not list the files the stream held".into(),
         ));
@@ -349,7 +430,9 @@ pub fn extract_whole(zip: &Path, into: &Path, cap: u64) -> Result<super::Extract
     growth.start(file, len);
     growth.complete(len);
     match follow(&growth, into, cap) {
-        Ok(streamed) if streamed == listed => super::extract::layout(into, zip),
+        Ok(followed) if followed.files == listed => {
+            super::extract::layout(into, zip, &followed.versions)
+        }
         _ => {
             clear(into)?;
             super::extract(zip, into, cap)

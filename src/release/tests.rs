@@ -294,35 +294,66 @@ fn appears(path: &Path, want: &[u8]) -> bool {
     false
 }
 
+/// Polls for the file at `path` to hold a proper, non-empty prefix of `whole`, for at most 10 s.
+fn begins(path: &Path, whole: &[u8]) -> bool {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < until {
+        if let Ok(got) = std::fs::read(path)
+            && !got.is_empty()
+            && got.len() < whole.len()
+            && whole.starts_with(&got)
+        {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    false
+}
+
 #[test]
 fn a_download_is_extracted_while_it_arrives_and_confirmed_against_the_finished_zip() {
     let dir = tempfile::tempdir().expect("tempdir");
     let zip = dir.path().join("calico-windows-v3.30.0.zip");
     let mut entries = release("calico-node.exe");
-    let big: Vec<u8> = (0..300_000u32)
-        .flat_map(|i| (i % 251).to_le_bytes())
-        .collect();
+    // Incompressible, so that half of the entry's data inflates to about half of it.
+    let mut big = vec![0u8; 1 << 20];
+    let mut x = 0x2545_f491_4f6c_dd1d_u64;
+    for b in &mut big {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+    // The version marker straddles two of the inflater's 64 KiB blocks.
+    let marker = b"github.com/projectcalico/calico/pkg/buildinfo.Version=v3.30.1 -X";
+    big[(1 << 16) - 20..(1 << 16) - 20 + marker.len()].copy_from_slice(marker);
     entries.insert(0, ("CalicoWindows/first.bin".into(), big.clone()));
+    entries[1].1 = big.clone();
     zip_of(&zip, &borrowed(&entries));
     let bytes = std::fs::read(&zip).expect("zip");
-    // Where the second entry's local header begins: the first is whole before it.
-    let second = zip::ZipArchive::new(std::fs::File::open(&zip).expect("open"))
-        .expect("zip")
-        .by_index(1)
-        .expect("entry")
-        .header_start() as usize;
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(&zip).expect("open")).expect("zip");
+    let mut at = |i| archive.by_index(i).expect("entry").header_start() as usize;
+    let (first, second) = (at(0), at(1));
 
     let staging = dir.path().join("staging");
     std::fs::create_dir(&staging).expect("staging");
     let part = dir.path().join("r.zip.part");
     let growth = stream::Growth::default();
-    let files = std::thread::scope(|s| {
+    let followed = std::thread::scope(|s| {
         let follower = s.spawn(|| stream::follow(&growth, &staging, 1 << 30));
+        // A failed assertion ends the follower instead of leaving it waiting for bytes.
+        let _unfinished = stream::FailOnDrop(Some(&growth));
         let mut arriving = Arriving::new(&part, &growth);
-        arriving.add(&bytes[..second + 10]);
+        // Half of the first entry's data.
+        arriving.add(&bytes[..first + (second - first) / 2]);
+        assert!(
+            begins(&staging.join("CalicoWindows/first.bin"), &big),
+            "an entry inflates while its data arrives"
+        );
+        arriving.add(&bytes[first + (second - first) / 2..second + 10]);
         assert!(
             appears(&staging.join("CalicoWindows/first.bin"), &big),
-            "the first entry is extracted before the rest of the zip arrives"
+            "the first entry is whole before the rest of the zip arrives"
         );
         assert!(!follower.is_finished(), "the follower waits for more");
         arriving.add(&bytes[second + 10..]);
@@ -330,10 +361,15 @@ fn a_download_is_extracted_while_it_arrives_and_confirmed_against_the_finished_z
         follower.join().expect("follower")
     })
     .expect("streamed");
-    assert_eq!(files.len(), entries.len());
-    stream::confirm(&part, &files, 1 << 30).expect("the finished zip lists what was streamed");
-    let x = extract::layout(&staging, &zip).expect("layout");
+    assert_eq!(followed.files.len(), entries.len());
+    stream::confirm(&part, &followed, 1 << 30).expect("the finished zip lists what was streamed");
+    // The version was read while the binary was inflated, never from the file afterwards: a
+    // binary changed since tells nothing.
+    let exe = staging.join("CalicoWindows/calico-node.exe");
+    std::fs::write(&exe, b"buildinfo.Version=v9.9.9 ").expect("overwrite");
+    let x = extract::layout(&staging, &zip, &followed.versions).expect("layout");
     assert_eq!(x.binary, Binary::CalicoNode);
+    assert_eq!(x.version.as_deref(), Some("3.30.1"));
 }
 
 #[test]
@@ -409,7 +445,7 @@ fn entries_sized_after_their_data_or_hidden_from_the_central_directory_are_not_c
     let at = cd + find(&bytes[cd..], b"hidden.exe");
     bytes[at..at + 6].copy_from_slice(b"listed");
     let (part, files) = followed(&bytes).expect("every local entry streams");
-    assert!(files.contains_key("CalicoWindows/hidden.exe"));
+    assert!(files.files.contains_key("CalicoWindows/hidden.exe"));
     assert!(
         stream::confirm(&part, &files, 1 << 30).is_err(),
         "the stream held a file the archive does not list"

@@ -184,54 +184,129 @@ const BUILDINFO_MARKER: &[u8] = b"buildinfo.Version=";
 /// The version recorded in a Calico binary's Go build information, read in blocks (the
 /// binary is about 70 MB and is never held whole); `None` when it records none.
 pub fn read_binary_version(path: &Path) -> std::io::Result<Option<CalicoVersion>> {
-    const BLOCK: usize = 1 << 16;
-    // Enough after the marker for any version text.
-    const TAIL: usize = 40;
     let mut f = std::fs::File::open(path)?;
-    let mut buf = vec![0u8; BLOCK + BUILDINFO_MARKER.len() + TAIL];
-    let mut kept = 0;
-    loop {
-        let n = f.read(&mut buf[kept..])?;
-        let len = kept + n;
-        if let Some(v) = find_version(&buf[..len], n == 0) {
-            return Ok(v);
-        }
+    let mut buf = vec![0u8; 1 << 16];
+    let mut scan = VersionScan::default();
+    while !scan.decided() {
+        let n = f.read(&mut buf)?;
         if n == 0 {
-            return Ok(None);
+            break;
         }
-        // Keep the end of this window: a marker may straddle two reads.
-        let keep = (BUILDINFO_MARKER.len() + TAIL).min(len);
-        buf.copy_within(len - keep..len, 0);
-        kept = keep;
+        scan.feed(&buf[..n]);
     }
+    Ok(scan.finish())
 }
 
 /// The version a binary's bytes record, for a binary already in memory (a simulated one).
 pub fn version_in(bytes: &[u8]) -> Option<CalicoVersion> {
-    find_version(bytes, true).flatten()
+    let mut scan = VersionScan::default();
+    scan.feed(bytes);
+    scan.finish()
 }
 
-/// `Some(Some(v))` for a marker with a version after it; `Some(None)` for a marker with no
-/// version; `None` when there is no complete marker yet in the window.
-fn find_version(window: &[u8], at_end: bool) -> Option<Option<CalicoVersion>> {
-    let at = window
-        .windows(BUILDINFO_MARKER.len())
-        .position(|w| w == BUILDINFO_MARKER)?;
-    let rest = &window[at + BUILDINFO_MARKER.len()..];
-    let end = rest
-        .iter()
-        .position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'+')));
-    let text = match end {
-        Some(e) => &rest[..e],
-        // The version runs to the end of the window: wait for more unless there is none.
-        None if !at_end => return None,
-        None => rest,
-    };
-    Some(
+/// The longest version text read after the marker (`v3.31.2-0.dev-123-gabcdef012345` is 31).
+const VERSION_TEXT_CAP: usize = 64;
+
+/// Finds the version in a binary's bytes as they come, block by block, in the same pass that
+/// writes them (`memchr::memmem`, no second read of the file). The first marker decides: the
+/// text after it up to the first byte a version does not hold (`None` if that text is not a
+/// version).
+#[derive(Debug, Default)]
+pub struct VersionScan {
+    state: Scan,
+}
+
+#[derive(Debug)]
+enum Scan {
+    /// No marker yet: the last bytes seen, where a marker split across two blocks begins.
+    Searching(Vec<u8>),
+    /// After the marker: the version text so far.
+    Reading(Vec<u8>),
+    Decided(Option<CalicoVersion>),
+}
+
+impl Default for Scan {
+    fn default() -> Self {
+        Self::Searching(Vec::new())
+    }
+}
+
+fn is_version_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'+')
+}
+
+impl VersionScan {
+    /// Whether the version is known (or known to be unreadable): more bytes change nothing.
+    pub fn decided(&self) -> bool {
+        matches!(self.state, Scan::Decided(_))
+    }
+
+    /// The next block of the binary.
+    pub fn feed(&mut self, block: &[u8]) {
+        let rest = match &mut self.state {
+            Scan::Decided(_) => return,
+            Scan::Reading(_) => block,
+            Scan::Searching(tail) => match Self::marker_end(tail, block) {
+                Some(end) => {
+                    self.state = Scan::Reading(Vec::new());
+                    &block[end..]
+                }
+                None => {
+                    // Keep what a marker split by the next block could begin with.
+                    let keep = BUILDINFO_MARKER.len() - 1;
+                    if block.len() >= keep {
+                        tail.clear();
+                        tail.extend_from_slice(&block[block.len() - keep..]);
+                    } else {
+                        tail.extend_from_slice(block);
+                        let cut = tail.len().saturating_sub(keep);
+                        tail.drain(..cut);
+                    }
+                    return;
+                }
+            },
+        };
+        if let Scan::Reading(text) = &mut self.state {
+            let end = rest.iter().position(|&b| !is_version_byte(b));
+            text.extend_from_slice(&rest[..end.unwrap_or(rest.len())]);
+            if end.is_some() || text.len() > VERSION_TEXT_CAP {
+                self.state = Scan::Decided(Self::parse(text));
+            }
+        }
+    }
+
+    /// Where in `block` the first marker ends, counting one that began in `tail`.
+    fn marker_end(tail: &[u8], block: &[u8]) -> Option<usize> {
+        let finder = memchr::memmem::Finder::new(BUILDINFO_MARKER);
+        let head = &block[..block.len().min(BUILDINFO_MARKER.len() - 1)];
+        let mut joined = Vec::with_capacity(tail.len() + head.len());
+        joined.extend_from_slice(tail);
+        joined.extend_from_slice(head);
+        if let Some(at) = finder.find(&joined)
+            && at < tail.len()
+        {
+            return Some(at + BUILDINFO_MARKER.len() - tail.len());
+        }
+        finder.find(block).map(|at| at + BUILDINFO_MARKER.len())
+    }
+
+    fn parse(text: &[u8]) -> Option<CalicoVersion> {
+        if text.len() > VERSION_TEXT_CAP {
+            return None;
+        }
         std::str::from_utf8(text)
             .ok()
-            .and_then(|t| CalicoVersion::parse(t).ok()),
-    )
+            .and_then(|t| CalicoVersion::parse(t).ok())
+    }
+
+    /// The version, once the whole binary was fed (a version may run to its last byte).
+    pub fn finish(self) -> Option<CalicoVersion> {
+        match self.state {
+            Scan::Decided(v) => v,
+            Scan::Reading(text) => Self::parse(&text),
+            Scan::Searching(_) => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -291,6 +366,39 @@ mod tests {
         // Unknown version: only the flags every calico-node.exe knows.
         assert!(!Features::of_binary(Binary::CalicoNode).complete_startup);
         assert!(Features::of_binary(Binary::Calico).complete_startup);
+    }
+
+    #[test]
+    fn the_scan_finds_the_version_wherever_the_blocks_split_it() {
+        let bytes =
+            b"MZ..buildinfo.Versio buildinfo.Version=v3.31.2-0.dev \"-X buildinfo.Version=v1.0.0";
+        let scan = |block: usize| {
+            let mut s = VersionScan::default();
+            for chunk in bytes.chunks(block) {
+                s.feed(chunk);
+            }
+            s.finish()
+        };
+        for block in 1..=bytes.len() {
+            assert_eq!(scan(block), Some(v("3.31.2-0.dev")), "blocks of {block}");
+        }
+        // The first marker decides, even when its text is no version.
+        assert_eq!(
+            version_in(b"buildinfo.Version=(devel) buildinfo.Version=v3.1.0"),
+            None
+        );
+        // A version may end the file; a marker may be the last thing in it.
+        assert_eq!(version_in(b"buildinfo.Version=v3.28.1"), Some(v("3.28.1")));
+        assert_eq!(version_in(b"xx buildinfo.Version="), None);
+        // Version text without an end is not read without bound.
+        let mut long = b"buildinfo.Version=v3.1.0-".to_vec();
+        long.extend(std::iter::repeat_n(b'a', 1 << 20));
+        let mut s = VersionScan::default();
+        for chunk in long.chunks(1 << 16) {
+            s.feed(chunk);
+        }
+        assert!(s.decided());
+        assert_eq!(s.finish(), None);
     }
 
     #[test]
