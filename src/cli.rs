@@ -648,6 +648,11 @@ pub struct StatusArgs {
     /// Do not read the cluster (node, FelixConfiguration)
     #[arg(long)]
     pub offline: bool,
+    /// Hash every installed file against the install record. Without it, a file whose size
+    /// and modification time are those it had after the last install or reconfigure is not
+    /// hashed again
+    #[arg(long)]
+    pub verify: bool,
 }
 
 /// Who drains the node around a network change.

@@ -1785,6 +1785,76 @@ fn a_withheld_cni_config_is_not_drift_and_uninstall_removes_it() {
     );
 }
 
+/// `status` compares each installed file's size and modification time with those it had after
+/// the install and hashes only a file whose differ; `status --verify` hashes every file. A change
+/// that keeps both (its time put back, as SetFileTime can) is found only by `--verify`; a change
+/// that moves the time is found by both. Uninstall removes the kept sizes and times.
+#[test]
+fn status_hashes_only_files_whose_size_or_time_changed_and_verify_hashes_all() {
+    let s = Setup::new("calico-node.exe");
+    let initial = s.snapshot();
+    let (code, _, stderr) = s.install_local(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        s.node
+            .c_drive("calicowindows/calicoctl-win-file-stat.json")
+            .is_file()
+    );
+    for verify in [&[][..], &["--verify"][..]] {
+        let (code, doc, stderr) = s.node.run(&[&["status", "--offline"][..], verify].concat());
+        assert_eq!(code, 0, "{verify:?}: {doc} {stderr}");
+    }
+
+    let exe = s.node.c_drive("calicowindows/calico-node.exe");
+    let installed = std::fs::metadata(&exe)
+        .expect("exe")
+        .modified()
+        .expect("mtime");
+    let mut bytes = std::fs::read(&exe).expect("exe");
+    bytes[0] ^= 0xff;
+    std::fs::write(&exe, &bytes).expect("write");
+    let put_back = |t: std::time::SystemTime| {
+        std::fs::File::options()
+            .write(true)
+            .open(&exe)
+            .expect("open")
+            .set_modified(t)
+            .expect("set the time");
+    };
+    put_back(installed);
+    let changed = |doc: &serde_json::Value| {
+        doc["drift"].as_array().expect("drift").iter().any(|d| {
+            d["path"] == r"C:\CalicoWindows\calico-node.exe"
+                && d["state"] == "changed-since-install"
+        })
+    };
+    let (code, doc, stderr) = s.node.run(&["status", "--offline"]);
+    assert_eq!(
+        code, 0,
+        "the quick check sees the same size and time: {doc} {stderr}"
+    );
+    let (code, doc, stderr) = s.node.run(&["status", "--offline", "--verify"]);
+    assert_eq!(code, 1, "{doc} {stderr}");
+    assert!(changed(&doc), "{doc}");
+    assert!(
+        stderr.contains(r"calico-node.exe changed since install"),
+        "{stderr}"
+    );
+
+    put_back(installed + std::time::Duration::from_secs(1));
+    let (code, doc, stderr) = s.node.run(&["status", "--offline"]);
+    assert_eq!(code, 1, "{doc} {stderr}");
+    assert!(changed(&doc), "{doc}");
+
+    let (code, _, stderr) = s.uninstall(&["--purge", "--remove-logs"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_same(
+        &unquoted(s.snapshot()),
+        &unquoted(initial),
+        "after uninstall --purge",
+    );
+}
+
 /// `install --detach` returns at once with where its log and result will be. The install goes
 /// on in a process group of its own: killing the whole group of the session that started it
 /// (what a WinRM or SSH session cut by the new vSwitch does) does not stop it. When it ends,

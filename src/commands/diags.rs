@@ -214,7 +214,15 @@ fn commands(args: &DiagsArgs, ctx: &mut Context, b: &mut Bundle) {
     let offline = args.offline;
     let show = captured(ctx, |c| super::config_show::run(&ShowArgs { offline }, c));
     b.json("config-show.json", &show);
-    let status = captured(ctx, |c| super::status::run(&StatusArgs { offline }, c));
+    let status = captured(ctx, |c| {
+        super::status::run(
+            &StatusArgs {
+                offline,
+                verify: false,
+            },
+            c,
+        )
+    });
     b.json("status.json", &status);
     let preflight = PreflightArgs {
         skip: Vec::new(),

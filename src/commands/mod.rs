@@ -260,6 +260,25 @@ pub(crate) fn execute_measured(
     }))
 }
 
+/// After an install or reconfigure: the installed files' sizes and times, which
+/// spare `status` hashing them (`plan::file_stat`). Only a warning when they cannot be kept:
+/// status then hashes every file.
+pub(crate) fn keep_file_stats(ctx: &mut Context, host: &dyn crate::host::Host, root: &str) {
+    let kept = crate::plan::record::read(host, root)
+        .map_err(anyhow::Error::from)
+        .and_then(|rec| match rec {
+            Some(rec) => crate::plan::file_stat::FileStats::write(host, &rec),
+            None => Ok(()),
+        });
+    if let Err(e) = kept {
+        let w = format!(
+            "cannot keep the installed files' sizes and times (status hashes every file instead): {e:#}"
+        );
+        ctx.printer.warn(&w);
+        ctx.log(&format!("warning: {w}"));
+    }
+}
+
 pub(crate) fn execute_plan(
     ctx: &mut Context,
     host: &dyn crate::host::Host,

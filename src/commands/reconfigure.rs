@@ -82,6 +82,10 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         pods: node.preview,
     };
     let Some(doc) = show(ctx, &shown, &actions)? else {
+        if actions.is_empty() && !ctx.options.dry_run {
+            // A rerun after a run cut off before it kept the sizes and times keeps them now.
+            super::keep_file_stats(ctx, host.as_ref(), &root);
+        }
         return Ok(());
     };
     let cluster = node.cluster.as_deref();
@@ -89,6 +93,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     if let Err(e) = super::execute_measured(ctx, host.as_ref(), &actions, opts, "reconfigure")? {
         return Err(failed(*e, &node_name));
     }
+    super::keep_file_stats(ctx, host.as_ref(), &root);
     super::annotate_node(ctx, cluster, host.as_ref(), &root, &node_name);
     ctx.printer
         .text(&format!("Reconfigured: {} step(s).", actions.len()));

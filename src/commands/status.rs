@@ -9,6 +9,7 @@ use crate::context::Context;
 use crate::duration::{now, time_text};
 use crate::host::select::Intent;
 use crate::host::{HnsNetwork, Host, ServiceState};
+use crate::plan::file_stat::FileStats;
 use crate::plan::record::InstallRecord;
 use crate::plan::{drift, record};
 use crate::render::hns::{CALICO_NETWORK, EXTERNAL_NETWORK};
@@ -50,7 +51,8 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let (networks, endpoints) = networks(h, &rec, &mut r)?;
     // Drift: files, and the VNI in HNS, the config and the cluster.
     let rendered = crate::plan::desired::rendered_files(h, config)?;
-    let files = drift::files(h, &rec, &rendered)?;
+    let stats = (!args.verify).then(|| FileStats::read(h, &root));
+    let files = drift::files(h, &rec, &rendered, stats.as_ref())?;
     r.problems
         .extend(files.iter().map(drift::FileDrift::describe));
     let vni = vni(config, &networks, &cluster, &mut r);

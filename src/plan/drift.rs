@@ -1,5 +1,6 @@
 //! Drift: how the installed node differs from its install record and from the config.
 
+use super::file_stat::FileStats;
 use super::install::{DesiredFile, host_sha256};
 use super::record::InstallRecord;
 use crate::config::types::Backend;
@@ -39,14 +40,22 @@ impl FileDrift {
 }
 
 /// Files install wrote that changed or went since, then rendered files whose recorded
-/// contents differ from what the config renders now.
+/// contents differ from what the config renders now. With `stats`, a file whose size and
+/// modification time are those it had when it last matched the record is not hashed again;
+/// without, every file is.
 pub fn files(
     host: &dyn Host,
     rec: &InstallRecord,
     rendered: &[DesiredFile],
+    stats: Option<&FileStats>,
 ) -> anyhow::Result<Vec<FileDrift>> {
     let mut out = Vec::new();
     for f in &rec.files {
+        if let Some(stats) = stats
+            && stats.unchanged(host, &f.path, &f.sha256)?
+        {
+            continue;
+        }
         let state = match host_sha256(host, &f.path)? {
             // Withheld by CalicoNode until calico-node startup has finished after a boot.
             None if host

@@ -5,6 +5,7 @@
 pub mod desired;
 pub mod drift;
 pub mod exec;
+pub mod file_stat;
 pub mod install;
 pub mod journal;
 mod ready;

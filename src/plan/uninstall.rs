@@ -72,6 +72,11 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
             actions.push(Action::RemoveFile { path });
         }
     }
+    // The sizes and times status compares (plan::file_stat), then the record itself.
+    let stats = super::record::join(&r.install_root, super::file_stat::FILE_STAT_FILE);
+    if host.file_access(&stats)?.is_some() {
+        actions.push(Action::RemoveFile { path: stats });
+    }
     if host.read_file(&r.path())?.is_some() {
         actions.push(Action::RemoveFile { path: r.path() });
     }

@@ -348,7 +348,10 @@ fn execute(
     };
     // The executor has shown its warnings; they are not the result.
     match super::execute_measured(ctx, host, actions, opts, "install")? {
-        Ok(_warnings) => Ok(()),
+        Ok(_warnings) => {
+            super::keep_file_stats(ctx, host, &plan::install::install_root(config));
+            Ok(())
+        }
         Err(e) => {
             let (e, measured) = *e;
             Err(install_failed(e, measured.unwrap_or_default()))

@@ -1,0 +1,191 @@
+//! The size and modification time each installed file had when its contents were known to be
+//! what the install record says, kept beside the record after every install and reconfigure.
+//! `status` hashes only a file whose size or modification time differs from them (the quick
+//! check of git's index and of rsync), so it stays flat in the size of the release; `status
+//! --verify` hashes every file.
+//!
+//! A cache, never the authority: the record's SHA-256 is. An entry is written only for a file
+//! that hashed to the record's SHA-256 when its size and time were taken, and counts only for
+//! that hash, so a file replaced by a later install is hashed until its new entry is written;
+//! a missing, unreadable or foreign stats file means hashing everything. What the quick
+//! check cannot see is a change that keeps the size and puts the modification time back
+//! (SetFileTime): only an administrator or SYSTEM can write the install root, and `--verify`
+//! finds it.
+//!
+//! Not in the install record itself: the record is planned before anything is written (and a
+//! run that would write the same record writes nothing), while a file's modification time is
+//! known only after it was written.
+
+use super::install::host_sha256;
+use super::record::{InstallRecord, join};
+use crate::host::{Access, Host};
+use serde::{Deserialize, Serialize};
+use std::time::UNIX_EPOCH;
+
+/// Beside the install record in the install root.
+pub const FILE_STAT_FILE: &str = "calicoctl-win-file-stat.json";
+
+/// The format version; a file of another is not used.
+const FORMAT: u32 = 1;
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct FileStats {
+    format: u32,
+    files: Vec<FileStat>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct FileStat {
+    path: String,
+    /// The contents' hash when the size and time were read: the record's then.
+    sha256: String,
+    size: u64,
+    /// Nanoseconds since 1970 (NTFS keeps 100 ns ticks).
+    modified: u128,
+}
+
+/// A file's size and modification time; `None` when it is not a regular file.
+fn stat(host: &dyn Host, path: &str) -> anyhow::Result<Option<(u64, u128)>> {
+    let local = host.local_path(path)?;
+    let Ok(meta) = std::fs::metadata(&local) else {
+        return Ok(None);
+    };
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    let modified = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    Ok(Some((meta.len(), modified)))
+}
+
+impl FileStats {
+    /// The stats kept under `root`; none (everything is hashed) when there are none, or they
+    /// cannot be read or are of another format.
+    pub fn read(host: &dyn Host, root: &str) -> Self {
+        let path = join(root, FILE_STAT_FILE);
+        host.read_file(&path)
+            .ok()
+            .flatten()
+            .and_then(|bytes| serde_json::from_slice::<Self>(&bytes).ok())
+            .filter(|s| s.format == FORMAT)
+            .unwrap_or_default()
+    }
+
+    /// Whether the file at `path`, recorded with `sha256`, has the size and modification time
+    /// it had when its contents hashed to `sha256`: it need not be hashed again.
+    pub fn unchanged(&self, host: &dyn Host, path: &str, sha256: &str) -> anyhow::Result<bool> {
+        let Some(kept) = self
+            .files
+            .iter()
+            .find(|f| f.path.eq_ignore_ascii_case(path))
+        else {
+            return Ok(false);
+        };
+        if sha256.is_empty() || kept.sha256 != sha256 || kept.modified == 0 {
+            return Ok(false);
+        }
+        Ok(stat(host, path)? == Some((kept.size, kept.modified)))
+    }
+
+    /// After an install or reconfigure: the recorded files' sizes and times now, each taken
+    /// with the record's hash only when the file holds it: an entry whose size and time are
+    /// unchanged carries over, any other file is hashed (and left out when it does not match,
+    /// or changed while it was hashed). A file that drifted gets no entry, so status hashes it.
+    pub fn write(host: &dyn Host, rec: &InstallRecord) -> anyhow::Result<()> {
+        let before = Self::read(host, &rec.install_root);
+        let mut files = Vec::with_capacity(rec.files.len());
+        for f in rec.files.iter().filter(|f| !f.sha256.is_empty()) {
+            let Some((size, modified)) = stat(host, &f.path)? else {
+                continue;
+            };
+            let kept = FileStat {
+                path: f.path.clone(),
+                sha256: f.sha256.clone(),
+                size,
+                modified,
+            };
+            let matches = before.files.contains(&kept)
+                || (host_sha256(host, &f.path)?.as_deref() == Some(f.sha256.as_str())
+                    && stat(host, &f.path)? == Some((size, modified)));
+            if matches {
+                files.push(kept);
+            }
+        }
+        let bytes = serde_json::to_vec_pretty(&Self {
+            format: FORMAT,
+            files,
+        })?;
+        let path = join(&rec.install_root, FILE_STAT_FILE);
+        host.replace_file(&path, &bytes, Access::Normal)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::files::sha256_hex;
+    use crate::host::Files;
+    use crate::host::sim::SimHost;
+    use crate::plan::record::RecordedFile;
+
+    const ROOT: &str = r"C:\CalicoWindows";
+
+    fn recorded(name: &str, contents: &[u8]) -> RecordedFile {
+        RecordedFile {
+            path: format!(r"{ROOT}\{name}"),
+            sha256: sha256_hex(contents),
+            rendered: false,
+        }
+    }
+
+    #[test]
+    fn an_entry_is_kept_only_for_a_file_that_holds_the_recorded_hash_and_only_for_it() {
+        let host = SimHost::in_memory("ws2022").expect("host");
+        host.create_dir(ROOT).expect("root");
+        let (good, tampered) = (format!(r"{ROOT}\good.exe"), format!(r"{ROOT}\b.exe"));
+        host.write_file(&good, b"good", Access::Normal)
+            .expect("write");
+        host.write_file(&tampered, b"tampered", Access::Normal)
+            .expect("write");
+        let rec = InstallRecord {
+            install_root: ROOT.into(),
+            files: vec![
+                recorded("good.exe", b"good"),
+                recorded("b.exe", b"original"),
+            ],
+            ..InstallRecord::default()
+        };
+        FileStats::write(&host, &rec).expect("keep");
+        let stats = FileStats::read(&host, ROOT);
+        let unchanged = |path: &str, contents: &[u8]| {
+            stats
+                .unchanged(&host, path, &sha256_hex(contents))
+                .expect("stat")
+        };
+        assert!(unchanged(&good, b"good"));
+        assert!(
+            !unchanged(&tampered, b"original"),
+            "a file that differs from the record gets no entry: status hashes it"
+        );
+        assert!(
+            !unchanged(&good, b"other"),
+            "an entry counts only for the hash it was taken with"
+        );
+        host.write_file(&good, b"good, longer", Access::Normal)
+            .expect("write");
+        assert!(!unchanged(&good, b"good"), "the size changed");
+
+        // A stats file of another format, or not JSON, is not used.
+        let path = join(ROOT, FILE_STAT_FILE);
+        host.replace_file(&path, br#"{"format": 2, "files": []}"#, Access::Normal)
+            .expect("write");
+        assert!(FileStats::read(&host, ROOT).files.is_empty());
+        host.replace_file(&path, b"not json", Access::Normal)
+            .expect("write");
+        assert!(FileStats::read(&host, ROOT).files.is_empty());
+    }
+}
