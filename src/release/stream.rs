@@ -285,7 +285,10 @@ fn local_header(file: &Arc<File>, growth: &Growth, at: u64) -> Result<Option<Loc
     }
     let name = String::from_utf8(name)
         .map_err(|_| GaveUp(format!("the entry at {at} has a name that is not UTF-8")))?;
-    let next = at + 30 + (name.len() + extra.len()) as u64 + compressed;
+    // A lying size points past the end (the wait for it ends with the download) or overflows.
+    let next = (at + 30 + (name.len() + extra.len()) as u64)
+        .checked_add(compressed)
+        .ok_or_else(|| GaveUp(format!("the entry at {at} claims {compressed} bytes")))?;
     Ok(Some(Local { name, next }))
 }
 
