@@ -73,7 +73,6 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         node: node.steps,
     };
     let actions = reconfigure::plan(host.as_ref(), &inputs)?;
-
     let shown = Shown {
         root: &root,
         node_name: &node_name,
@@ -82,10 +81,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         pods: node.preview,
     };
     let Some(doc) = show(ctx, &shown, &actions)? else {
-        if actions.is_empty() && !ctx.options.dry_run {
-            // A rerun after a run cut off before it kept the sizes and times keeps them now.
-            super::keep_file_stats(ctx, host.as_ref(), &root);
-        }
+        nothing_to_change(ctx, host.as_ref(), &root, &actions);
         return Ok(());
     };
     let cluster = node.cluster.as_deref();
@@ -99,6 +95,19 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         .text(&format!("Reconfigured: {} step(s).", actions.len()));
     ctx.printer.json(&doc(true));
     Ok(())
+}
+
+/// After a run that changed nothing (not a dry run): the installed files' sizes and times are
+/// kept all the same, so that a rerun after a run cut off before it kept them keeps them now.
+fn nothing_to_change(
+    ctx: &mut Context,
+    host: &dyn crate::host::Host,
+    root: &str,
+    actions: &[plan::Action],
+) {
+    if actions.is_empty() && !ctx.options.dry_run {
+        super::keep_file_stats(ctx, host, root);
+    }
 }
 
 /// How the plan runs: rolled back on failure, journaled, with the cluster for the node steps.

@@ -5,7 +5,7 @@
 use super::Action;
 use super::install::INSTALL_ROOT_VALUE;
 use super::record::InstallRecord;
-use crate::host::{Host, ServiceState};
+use crate::host::{Host, HostResult, ServiceState};
 use anyhow::Context as _;
 
 pub struct Options {
@@ -72,14 +72,7 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
             actions.push(Action::RemoveFile { path });
         }
     }
-    // The sizes and times status compares (plan::file_stat), then the record itself.
-    let stats = super::record::join(&r.install_root, super::file_stat::FILE_STAT_FILE);
-    if host.file_access(&stats)?.is_some() {
-        actions.push(Action::RemoveFile { path: stats });
-    }
-    if host.read_file(&r.path())?.is_some() {
-        actions.push(Action::RemoveFile { path: r.path() });
-    }
+    remove_record(host, r, &mut actions)?;
     // Directories that were there before install get back the access list they had.
     for p in &r.protected {
         let owned = r.dirs.iter().any(|d| d.eq_ignore_ascii_case(&p.path));
@@ -103,6 +96,18 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
         }
     }
     Ok(actions)
+}
+
+/// The sizes and times status compares (`plan::file_stat`), then the record itself.
+fn remove_record(host: &dyn Host, r: &InstallRecord, actions: &mut Vec<Action>) -> HostResult<()> {
+    let stats = super::record::join(&r.install_root, super::file_stat::FILE_STAT_FILE);
+    if host.file_access(&stats)?.is_some() {
+        actions.push(Action::RemoveFile { path: stats });
+    }
+    if host.read_file(&r.path())?.is_some() {
+        actions.push(Action::RemoveFile { path: r.path() });
+    }
+    Ok(())
 }
 
 /// What `--purge` removes beyond the install: Calico's HNS networks (and the routes the
