@@ -14,11 +14,12 @@ for tool in python3 /usr/bin/time; do
 done
 cargo build --release --quiet
 exec python3 - "${1:-21}" <<'PY'
-import base64, json, os, statistics, subprocess, sys, tempfile, time, zipfile
+import atexit, base64, json, os, shutil, statistics, subprocess, sys, tempfile, time, zipfile
 
 runs = int(sys.argv[1])
 exe = os.path.abspath("target/release/calicoctl-win")
 work = tempfile.mkdtemp(prefix="calicoctl-win-rss-")
+atexit.register(shutil.rmtree, work, ignore_errors=True)
 mb = 1024 * 1024
 
 def release(version):
