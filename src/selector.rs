@@ -275,34 +275,35 @@ pub fn parse(selector: &str) -> Result<Node, SelectorError> {
 
 type Parsed<'t> = Result<(Node, &'t [Token]), SelectorError>;
 
-fn joined(mut nodes: Vec<Node>, join: fn(Vec<Node>) -> Node) -> Node {
-    if nodes.len() == 1 {
+/// Operands of `operand` separated by `op`, as one node (`join` of them when there are two or
+/// more).
+fn chain<'t>(
+    tokens: &'t [Token],
+    op: Kind,
+    operand: fn(&'t [Token]) -> Parsed<'t>,
+    join: fn(Vec<Node>) -> Node,
+) -> Parsed<'t> {
+    let (first, mut rest) = operand(tokens)?;
+    let mut nodes = vec![first];
+    while rest[0].kind == op {
+        let (next, after) = operand(&rest[1..])?;
+        nodes.push(next);
+        rest = after;
+    }
+    let node = if nodes.len() == 1 {
         nodes.remove(0)
     } else {
         join(nodes)
-    }
+    };
+    Ok((node, rest))
 }
 
 fn or_expression(tokens: &[Token]) -> Parsed<'_> {
-    let (first, mut rest) = and_expression(tokens)?;
-    let mut nodes = vec![first];
-    while rest[0].kind == Kind::Or {
-        let (next, after) = and_expression(&rest[1..])?;
-        nodes.push(next);
-        rest = after;
-    }
-    Ok((joined(nodes, Node::Or), rest))
+    chain(tokens, Kind::Or, and_expression, Node::Or)
 }
 
 fn and_expression(tokens: &[Token]) -> Parsed<'_> {
-    let (first, mut rest) = operation(tokens)?;
-    let mut nodes = vec![first];
-    while rest[0].kind == Kind::And {
-        let (next, after) = operation(&rest[1..])?;
-        nodes.push(next);
-        rest = after;
-    }
-    Ok((joined(nodes, Node::And), rest))
+    chain(tokens, Kind::And, operation, Node::And)
 }
 
 fn operation(mut tokens: &[Token]) -> Parsed<'_> {

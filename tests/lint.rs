@@ -103,6 +103,18 @@ fn lint_dir(dir: &Path) -> (i32, Value, String) {
 }
 
 /// Asserts that a run failed with exit 2, `kind`, and a message that names `names`.
+/// `lint policies -o json` against the fake API server: the process's output and its document.
+fn lint_cluster(api: &FakeApi) -> (std::process::Output, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = support::cmd()
+        .args(["lint", "policies", "-o", "json", "--kubeconfig"])
+        .arg(api.kubeconfig(dir.path(), None))
+        .output()
+        .unwrap();
+    let doc = support::json(&out.stdout);
+    (out, doc)
+}
+
 fn assert_refused((code, doc, stderr): (i32, Value, String), kind: &str, names: &str) {
     assert_eq!(code, 2, "{doc} {stderr}");
     assert_eq!(doc["error"]["kind"], kind, "{doc}");
@@ -392,13 +404,7 @@ fn the_cluster_is_read_a_page_at_a_time() {
         "/apis/crd.projectcalico.org/v1/globalnetworkpolicies/calico-dest-selector",
         gnp,
     );
-    let dir = tempfile::tempdir().unwrap();
-    let out = support::cmd()
-        .args(["lint", "policies", "-o", "json", "--kubeconfig"])
-        .arg(api.kubeconfig(dir.path(), None))
-        .output()
-        .unwrap();
-    let doc = support::json(&out.stdout);
+    let (out, doc) = lint_cluster(&api);
     assert_eq!(
         out.status.code(),
         Some(3),
@@ -593,13 +599,7 @@ fn the_text_report_shows_the_table_the_finding_and_its_rewrite() {
 fn a_server_whose_lists_never_end_is_stopped() {
     let api = FakeApi::start();
     api.lock().endless_lists = true;
-    let dir = tempfile::tempdir().unwrap();
-    let out = support::cmd()
-        .args(["lint", "policies", "-o", "json", "--kubeconfig"])
-        .arg(api.kubeconfig(dir.path(), None))
-        .output()
-        .unwrap();
-    let doc = support::json(&out.stdout);
+    let (out, doc) = lint_cluster(&api);
     assert_eq!(out.status.code(), Some(1), "{doc}");
     assert_eq!(doc["error"]["kind"], "cluster-bad-answer", "{doc}");
     assert!(doc.to_string().contains("after 4000 pages"), "{doc}");
