@@ -52,7 +52,7 @@ def compressible(path):
         z.writestr("CalicoWindows/cni.conf.template", "{}\n")
 
 def go_binaries(path):
-    # As node/Makefile (v3.31.x, `$(WINDOWS_ARCHIVE)`) packs it: `cd ...; zip -r ...`.
+    # As node/Makefile packs it at v3.31.0 (line 609): `zip -r "../$(WINDOWS_ARCHIVE)" CalicoWindows`.
     tree = os.path.join(work, "tree")
     root = os.path.join(tree, "CalicoWindows")
     os.makedirs(os.path.join(root, "cni"))
