@@ -86,12 +86,19 @@ pub fn node_token(
     let Some(bytes) = host.read_file(path)? else {
         return Ok(None);
     };
-    let text = String::from_utf8_lossy(&bytes);
-    if let Some(token) = crate::render::kubeconfig::token_of(&text) {
-        return Ok(Some(Token::new(token)));
-    }
-    let Some(file) = crate::render::kubeconfig::token_file_of(&text) else {
-        return Ok(None);
+    node_token_in(host, &String::from_utf8_lossy(&bytes))
+}
+
+/// calico-node's token, given the text of its kubeconfig (parsed once).
+pub fn node_token_in(
+    host: &dyn crate::host::Host,
+    kubeconfig: &str,
+) -> crate::host::HostResult<Option<Token>> {
+    use crate::render::kubeconfig::TokenSource;
+    let file = match crate::render::kubeconfig::token_source(kubeconfig) {
+        Some(TokenSource::Inline(token)) => return Ok(Some(Token::new(token))),
+        Some(TokenSource::File(file)) => file,
+        None => return Ok(None),
     };
     Ok(host
         .read_file(&file)?

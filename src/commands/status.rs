@@ -506,12 +506,13 @@ fn token(host: &dyn Host, config: &Config, r: &mut Report) -> anyhow::Result<ser
         Some(path) if config.datastore == crate::config::types::Datastore::Kubernetes => path,
         _ => return Ok(json!(null)),
     };
-    if host.read_file(&path)?.is_none() {
+    let Some(kubeconfig) = host.read_file(&path)? else {
         r.problems
             .push(format!("calico-node's kubeconfig {path} is missing"));
         return Ok(json!({"path": path, "present": false}));
-    }
-    let token = crate::cluster::credentials::node_token(host, &path)?;
+    };
+    let token =
+        crate::cluster::credentials::node_token_in(host, &String::from_utf8_lossy(&kubeconfig))?;
     let Some(token) = token else {
         r.problems.push(format!(
             "calico-node's kubeconfig {path} holds no token, or the token file it names is missing"

@@ -150,9 +150,33 @@ fn user_of(text: &str) -> Option<serde_json::Value> {
     )
 }
 
+/// Where the current context's user keeps its token. No `Debug`: `Inline` is a secret.
+pub enum TokenSource {
+    /// In the kubeconfig itself (`token`).
+    Inline(String),
+    /// In the file it names (`tokenFile`).
+    File(String),
+}
+
+/// Where the current context's user in a kubeconfig's text keeps its token, from one parse of
+/// the text. `token` is taken before `tokenFile` (calicoctl-win writes one or the other).
+pub fn token_source(text: &str) -> Option<TokenSource> {
+    let user = user_of(text)?;
+    if let Some(token) = user["token"].as_str() {
+        return Some(TokenSource::Inline(token.to_owned()));
+    }
+    user["tokenFile"]
+        .as_str()
+        .filter(|f| !f.is_empty())
+        .map(|f| TokenSource::File(f.to_owned()))
+}
+
 /// The token of the current context's user in a kubeconfig's text, if it has one inline.
 pub fn token_of(text: &str) -> Option<String> {
-    user_of(text)?["token"].as_str().map(str::to_owned)
+    match token_source(text)? {
+        TokenSource::Inline(token) => Some(token),
+        TokenSource::File(_) => None,
+    }
 }
 
 /// The file the current context's user reads its token from (`tokenFile`), if it names one.
@@ -193,5 +217,32 @@ mod tests {
         assert_eq!(token_file_of(&moved).as_deref(), Some(r"C:\x.token"));
         assert!(!moved.contains("abc"));
         assert_eq!(with_token_file("not: [a, kubeconfig", "x"), None);
+    }
+
+    #[test]
+    fn token_source_reads_the_current_users_token_or_its_file() {
+        let doc = |user: &str| {
+            format!(
+                "contexts:\n- name: a\n  context:\n    user: u\ncurrent-context: a\nusers:\n- name: other\n  user:\n    token: not-this\n- name: u\n  user:\n{user}"
+            )
+        };
+        let inline = |text: &str| match token_source(text) {
+            Some(TokenSource::Inline(t)) => Some(t),
+            _ => None,
+        };
+        let file = |text: &str| match token_source(text) {
+            Some(TokenSource::File(f)) => Some(f),
+            _ => None,
+        };
+        assert_eq!(inline(&doc("    token: abc\n")).as_deref(), Some("abc"));
+        assert_eq!(
+            file(&doc("    tokenFile: C:\\t\n")).as_deref(),
+            Some(r"C:\t")
+        );
+        let both = doc("    token: abc\n    tokenFile: C:\\t\n");
+        assert_eq!(inline(&both).as_deref(), Some("abc"));
+        // An empty tokenFile, or neither: no token.
+        assert!(token_source(&doc("    tokenFile: ''\n")).is_none());
+        assert!(token_source(&doc("    username: x\n")).is_none());
     }
 }
