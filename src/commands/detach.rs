@@ -182,7 +182,8 @@ pub fn start(ctx: &mut Context, command: &str) -> anyhow::Result<()> {
 /// running one's. An earlier run's result and output are removed, after a run that died
 /// without one gets its result.
 fn prepare(dir: &Path, command: &str) -> anyhow::Result<Files> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    crate::host::lock::make_state_dir(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
     if let Some(holder) = crate::host::lock::busy(dir) {
         return Err(crate::host::lock::LockError::Busy {
             holder,

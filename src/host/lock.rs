@@ -100,6 +100,60 @@ pub fn busy(dir: &Path) -> Option<Option<Holder>> {
     }
 }
 
+/// Makes the state directory `dir` if it is missing. On Windows it gets the access list of
+/// install's directories (`acl::PROTECTED_DIR`), also when an earlier version made it without:
+/// `%ProgramData%` lets every user add files to the folders made in it, and elevated commands
+/// write here (the lock, who holds it, a detached run's log and result) and read what is here.
+pub fn make_state_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    // A link (on Windows a junction, which any user who could add a folder may make) would
+    // send what is written here, and the access list set here, wherever it points.
+    if std::fs::symlink_metadata(dir)?.file_type().is_symlink() || is_junction(dir)? {
+        return Err(std::io::Error::other(format!(
+            "{} is a link to another directory, not a directory of calicoctl-win's own: remove the link (rmdir) and run the command again",
+            dir.display()
+        )));
+    }
+    #[cfg(windows)]
+    protect(dir)?;
+    Ok(())
+}
+
+/// Whether `dir` is a reparse point (a junction or mount point, which `is_symlink` does not
+/// report).
+#[cfg(windows)]
+fn is_junction(dir: &Path) -> std::io::Result<bool> {
+    use std::os::windows::fs::MetadataExt;
+    const FILE_ATTRIBUTE_REPARSE_POINT: u32 = 0x400;
+    Ok(std::fs::symlink_metadata(dir)?.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0)
+}
+
+#[cfg(not(windows))]
+fn is_junction(_dir: &Path) -> std::io::Result<bool> {
+    Ok(false)
+}
+
+/// Gives `dir` the protected access list unless it has it.
+#[cfg(windows)]
+fn protect(dir: &Path) -> std::io::Result<()> {
+    use crate::host::{acl, windows::files};
+    let path = dir.to_string_lossy();
+    let failed = |e: crate::host::HostError| {
+        std::io::Error::other(format!(
+            "cannot give {path} the access list that lets only SYSTEM and Administrators change it: {e}"
+        ))
+    };
+    let now = files::security(&path).map_err(failed)?;
+    if now
+        .as_deref()
+        .and_then(|s| acl::parse(s).ok())
+        .is_some_and(|d| acl::is_protected(&d))
+    {
+        return Ok(());
+    }
+    files::set_security(&path, acl::PROTECTED_DIR).map_err(failed)
+}
+
 /// Takes the lock in `dir` for `command`, or says who holds it.
 pub fn acquire(dir: &Path, command: &str) -> Result<HostLock, LockError> {
     let path = dir.join(LOCK_FILE);
@@ -107,7 +161,7 @@ pub fn acquire(dir: &Path, command: &str) -> Result<HostLock, LockError> {
         path: path.clone(),
         source,
     };
-    std::fs::create_dir_all(dir).map_err(io)?;
+    make_state_dir(dir).map_err(io)?;
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -166,6 +220,60 @@ impl crate::error::Diagnose for LockError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_state_dir_that_is_a_link_is_refused() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).expect("dir");
+        let link = tmp.path().join("state");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&elsewhere, &link).expect("link");
+        #[cfg(windows)]
+        if std::os::windows::fs::symlink_dir(&elsewhere, &link).is_err() {
+            // Windows lets only a privileged or developer-mode user make a symbolic link.
+            return;
+        }
+        let e = acquire(&link, "test").expect_err("a link is refused");
+        assert!(e.to_string().contains("is a link"), "{e}");
+        assert!(!elsewhere.join(LOCK_FILE).exists());
+        assert!(make_state_dir(&elsewhere).is_ok());
+    }
+
+    /// Under Wine too (tools/wine/test.sh), which maps an access list onto the Unix mode.
+    #[cfg(windows)]
+    #[test]
+    fn the_state_dir_is_protected_when_the_lock_is_taken() {
+        use crate::host::{acl, windows::files};
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dir = tmp.path().join("state");
+        std::fs::create_dir(&dir).expect("dir");
+        let path = dir.to_string_lossy().into_owned();
+        // As an earlier version could leave it (made with %ProgramData%'s access list, where
+        // every user may add files), here opened to everyone outright.
+        files::set_security(
+            &path,
+            "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;WD)",
+        )
+        .expect("open it");
+        // Wine keeps no access list, only the Unix mode it maps one onto (its owner reads
+        // back as a user of its own): there only Everyone's right to write is seen to go.
+        let full_acl = !crate::host::contract::on_windows::under_wine();
+        let others_write = || {
+            let sddl = files::security(&path).expect("read").expect("there");
+            let d = acl::parse(&sddl).unwrap_or_else(|e| panic!("{sddl}: {e}"));
+            let writers = acl::writers(&d);
+            let everyone = writers.iter().any(|w| w.starts_with("Everyone"));
+            (everyone || (full_acl && !writers.is_empty()), writers)
+        };
+        assert!(others_write().0, "{:?}", others_write().1);
+        let lock = acquire(&dir, "test").expect("lock");
+        assert!(!others_write().0, "{:?}", others_write().1);
+        drop(lock);
+        // Taken again, it stays so.
+        drop(acquire(&dir, "test").expect("lock"));
+        assert!(!others_write().0, "{:?}", others_write().1);
+    }
 
     #[test]
     fn a_second_taker_is_refused_with_the_holder_and_takes_it_once_released() {

@@ -5,7 +5,7 @@
 #[cfg(test)]
 mod cmdline_tests;
 mod eventlog;
-mod files;
+pub(crate) mod files;
 mod firewall;
 mod hcn;
 #[cfg(test)]
