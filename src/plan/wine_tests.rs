@@ -2,7 +2,7 @@
 //! Wine in CI). Wine has no HNS and no firewall rules, so the install uses the `none` backend
 //! (no networks, no VXLAN rule) and does not start the services.
 
-use crate::host::contract::on_windows::{SCM, built, under_wine};
+use crate::host::contract::on_windows::{Defer, SCM, built, remove_service_at_end, under_wine};
 use crate::host::windows::WindowsHost;
 use crate::host::{Registry, Services, StartType};
 use std::io::Write;
@@ -47,6 +47,11 @@ fn install_registers_services_running_calicoctl_win_and_uninstall_deletes_them()
     for name in ["CalicoNode", "CalicoFelix"] {
         assert_eq!(h.service_query(name).expect("query"), None, "{name} exists");
     }
+    // Removed however the test ends (uninstall removes them when it passes).
+    let _remove = ["CalicoFelix", "CalicoNode"].map(|name| remove_service_at_end(&h, name));
+    let _key = Defer(|| {
+        let _ = h.reg_delete_key(crate::supervise::CALICO_KEY);
+    });
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().display().to_string();
     let zip = release_zip(tmp.path(), "3.31.0").display().to_string();
@@ -166,13 +171,7 @@ fn the_kube_proxy_service_registers_with_the_real_scm() {
     let spec = &specs[2];
     h.service_create(spec).expect("create kube-proxy");
     // Deleted however the test ends, so that the prefix is as it was.
-    struct Delete<'a>(&'a WindowsHost);
-    impl Drop for Delete<'_> {
-        fn drop(&mut self) {
-            let _ = self.0.service_delete("kube-proxy");
-        }
-    }
-    let guard = Delete(&h);
+    let guard = remove_service_at_end(&h, "kube-proxy");
     let got = h
         .service_query("kube-proxy")
         .expect("query")
