@@ -76,9 +76,8 @@ impl Token {
 /// The most a token file may hold: a service-account JWT is a few kilobytes.
 pub const TOKEN_FILE_CAP: usize = 64 * 1024;
 
-/// calico-node's token on the node: the one its kubeconfig at `path` holds inline, or the
-/// one in the file it names (`tokenFile`). `None` when either is missing, the file is over
-/// `TOKEN_FILE_CAP` or the kubeconfig has neither.
+/// calico-node's token on the node, as client-go picks it from its kubeconfig at `path`.
+/// `None` when the kubeconfig is missing or names no token that can be had.
 pub fn node_token(
     host: &dyn crate::host::Host,
     path: &str,
@@ -89,22 +88,35 @@ pub fn node_token(
     node_token_in(host, &String::from_utf8_lossy(&bytes))
 }
 
-/// calico-node's token, given the text of its kubeconfig (parsed once).
+/// calico-node's token, given the text of its kubeconfig (parsed once), in client-go's order:
+/// the token in the file the kubeconfig names (`tokenFile`), trimmed, whenever that file can
+/// be read and is not empty, else the one it holds inline (`token`). That is what client-go
+/// sends (kubernetes v1.20.2, staging/src/k8s.io/client-go: transport/round_trippers.go,
+/// `bearerAuthRoundTripper.RoundTrip` prefers its file source's token and falls back on the
+/// inline one; transport/token_source.go, `fileTokenSource.Token` trims it and refuses an
+/// empty one). A file over `TOKEN_FILE_CAP` counts as unreadable. An error reading the file
+/// is the answer only when there is no inline token to fall back on.
 pub fn node_token_in(
     host: &dyn crate::host::Host,
     kubeconfig: &str,
 ) -> crate::host::HostResult<Option<Token>> {
-    use crate::render::kubeconfig::TokenSource;
-    let file = match crate::render::kubeconfig::token_source(kubeconfig) {
-        Some(TokenSource::Inline(token)) => return Ok(Some(Token::new(token))),
-        Some(TokenSource::File(file)) => file,
-        None => return Ok(None),
+    let Some(source) = crate::render::kubeconfig::token_source(kubeconfig) else {
+        return Ok(None);
     };
-    Ok(host
-        .read_file(&file)?
-        .filter(|b| b.len() <= TOKEN_FILE_CAP)
-        .map(|b| Token::new(String::from_utf8_lossy(&b).trim().to_owned()))
-        .filter(|t| !t.expose().is_empty()))
+    let from_file = source.file.as_deref().map(|file| {
+        host.read_file(file).map(|bytes| {
+            bytes
+                .filter(|b| b.len() <= TOKEN_FILE_CAP)
+                .map(|b| Token::new(String::from_utf8_lossy(&b).trim().to_owned()))
+                .filter(|t| !t.expose().is_empty())
+        })
+    });
+    match (from_file, source.inline) {
+        (Some(Ok(Some(token))), _) => Ok(Some(token)),
+        (_, Some(inline)) => Ok(Some(Token::new(inline))),
+        (Some(Err(e)), None) => Err(e),
+        (Some(Ok(None)) | None, None) => Ok(None),
+    }
 }
 
 /// `Some(expiry)` when `token` is valid for longer than `within` from now (`Some(None)`: a
@@ -391,6 +403,43 @@ mod tests {
     fn jwt(claims: &str) -> String {
         let enc = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
         format!("{}.{}.sig", enc(r#"{"alg":"RS256"}"#), enc(claims))
+    }
+
+    /// client-go's order (see `node_token_in`): the file's token, trimmed, while the file can
+    /// be read and is not empty; the inline token otherwise.
+    #[test]
+    fn the_token_files_token_goes_first_and_the_inline_one_is_the_fallback() {
+        use crate::host::{Access, Files, sim::SimHost};
+        let host = SimHost::in_memory("ws2022").expect("host");
+        let kubeconfig = |user: &str| {
+            format!(
+                "contexts:\n- name: a\n  context:\n    user: u\ncurrent-context: a\nusers:\n- name: u\n  user:\n{user}"
+            )
+        };
+        let token = |text: &str| {
+            node_token_in(&host, text)
+                .expect("read")
+                .map(|t| t.expose().to_owned())
+        };
+        let file = r"C:\CalicoWindows\calico-kube-config.token";
+        let both = kubeconfig(&format!("    token: inline\n    tokenFile: '{file}'\n"));
+        let only_file = kubeconfig(&format!("    tokenFile: '{file}'\n"));
+        // No file yet: the inline token; with only the file named, none.
+        assert_eq!(token(&both).as_deref(), Some("inline"));
+        assert_eq!(token(&only_file), None);
+        host.replace_file(file, b"from-file\r\n", Access::Secret)
+            .expect("write");
+        assert_eq!(token(&both).as_deref(), Some("from-file"));
+        assert_eq!(token(&only_file).as_deref(), Some("from-file"));
+        // An empty file, or one past the cap, is no token: the inline one again.
+        host.replace_file(file, b" \r\n", Access::Secret)
+            .expect("write");
+        assert_eq!(token(&both).as_deref(), Some("inline"));
+        assert_eq!(token(&only_file), None);
+        host.replace_file(file, &vec![b'a'; TOKEN_FILE_CAP + 1], Access::Secret)
+            .expect("write");
+        assert_eq!(token(&both).as_deref(), Some("inline"));
+        assert_eq!(token(&kubeconfig("    username: x\n")), None);
     }
 
     #[test]

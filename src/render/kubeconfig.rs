@@ -150,41 +150,38 @@ fn user_of(text: &str) -> Option<serde_json::Value> {
     )
 }
 
-/// Where the current context's user keeps its token. No `Debug`: `Inline` is a secret.
-pub enum TokenSource {
-    /// In the kubeconfig itself (`token`).
-    Inline(String),
-    /// In the file it names (`tokenFile`).
-    File(String),
+/// Where the current context's user keeps its token: inline (`token`), in a file it names
+/// (`tokenFile`), or both. No `Debug`: `inline` is a secret.
+pub struct TokenSource {
+    pub inline: Option<String>,
+    pub file: Option<String>,
 }
 
 /// Where the current context's user in a kubeconfig's text keeps its token, from one parse of
-/// the text. `token` is taken before `tokenFile` (calicoctl-win writes one or the other).
+/// the text; `None` when it has neither (an empty `token` or `tokenFile` counts as none).
 pub fn token_source(text: &str) -> Option<TokenSource> {
     let user = user_of(text)?;
-    if let Some(token) = user["token"].as_str() {
-        return Some(TokenSource::Inline(token.to_owned()));
-    }
-    user["tokenFile"]
-        .as_str()
-        .filter(|f| !f.is_empty())
-        .map(|f| TokenSource::File(f.to_owned()))
+    let field = |name: &str| {
+        user[name]
+            .as_str()
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    let source = TokenSource {
+        inline: field("token"),
+        file: field("tokenFile"),
+    };
+    (source.inline.is_some() || source.file.is_some()).then_some(source)
 }
 
 /// The token of the current context's user in a kubeconfig's text, if it has one inline.
 pub fn token_of(text: &str) -> Option<String> {
-    match token_source(text)? {
-        TokenSource::Inline(token) => Some(token),
-        TokenSource::File(_) => None,
-    }
+    token_source(text)?.inline
 }
 
 /// The file the current context's user reads its token from (`tokenFile`), if it names one.
 pub fn token_file_of(text: &str) -> Option<String> {
-    user_of(text)?["tokenFile"]
-        .as_str()
-        .filter(|f| !f.is_empty())
-        .map(str::to_owned)
+    token_source(text)?.file
 }
 
 #[cfg(test)]
@@ -226,21 +223,17 @@ mod tests {
                 "contexts:\n- name: a\n  context:\n    user: u\ncurrent-context: a\nusers:\n- name: other\n  user:\n    token: not-this\n- name: u\n  user:\n{user}"
             )
         };
-        let inline = |text: &str| match token_source(text) {
-            Some(TokenSource::Inline(t)) => Some(t),
-            _ => None,
-        };
-        let file = |text: &str| match token_source(text) {
-            Some(TokenSource::File(f)) => Some(f),
-            _ => None,
-        };
+        let inline = |text: &str| token_source(text).and_then(|s| s.inline);
+        let file = |text: &str| token_source(text).and_then(|s| s.file);
         assert_eq!(inline(&doc("    token: abc\n")).as_deref(), Some("abc"));
+        assert_eq!(file(&doc("    token: abc\n")), None);
         assert_eq!(
             file(&doc("    tokenFile: C:\\t\n")).as_deref(),
             Some(r"C:\t")
         );
         let both = doc("    token: abc\n    tokenFile: C:\\t\n");
         assert_eq!(inline(&both).as_deref(), Some("abc"));
+        assert_eq!(file(&both).as_deref(), Some(r"C:\t"));
         // An empty tokenFile, or neither: no token.
         assert!(token_source(&doc("    tokenFile: ''\n")).is_none());
         assert!(token_source(&doc("    username: x\n")).is_none());
