@@ -439,6 +439,16 @@ mod tests {
         host.replace_file(file, &vec![b'a'; TOKEN_FILE_CAP + 1], Access::Secret)
             .expect("write");
         assert_eq!(token(&both).as_deref(), Some("inline"));
+        // A file that cannot be read: the inline token, else the error, which names the file.
+        host.remove_file(file).expect("remove");
+        host.create_dir(file)
+            .expect("a directory where the file was");
+        assert_eq!(token(&both).as_deref(), Some("inline"));
+        // No expect_err: a token has no Debug.
+        let Err(err) = node_token_in(&host, &only_file) else {
+            panic!("a directory is no token file");
+        };
+        assert!(err.to_string().contains(file), "{err}");
         assert_eq!(token(&kubeconfig("    username: x\n")), None);
     }
 
