@@ -190,10 +190,15 @@ pub fn temporary_of(path: &Path) -> std::path::PathBuf {
 mod tests {
     #[test]
     fn a_capped_read_takes_a_file_of_the_cap_and_refuses_one_byte_more() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("f.yaml");
-        std::fs::write(&path, vec![b'a'; 1024]).unwrap();
-        assert_eq!(super::read_text_capped(&path, 1024).unwrap().len(), 1024);
+        std::fs::write(&path, vec![b'a'; 1024]).expect("write");
+        assert_eq!(
+            super::read_text_capped(&path, 1024)
+                .expect("a file of the cap")
+                .len(),
+            1024
+        );
         let e = super::read_text_capped(&path, 1023)
             .unwrap_err()
             .to_string();

@@ -538,14 +538,9 @@ mod tests {
             "(".repeat(MAX_NESTING),
             ")".repeat(MAX_NESTING)
         );
-        assert!(
-            parse(&ok)
-                .unwrap()
-                .matches(&std::collections::BTreeMap::from([(
-                    "a".to_owned(),
-                    "b".to_owned()
-                )]))
-        );
+        assert!(parse(&ok).expect("nesting at the limit parses").matches(
+            &std::collections::BTreeMap::from([("a".to_owned(), "b".to_owned())])
+        ));
         let deep = format!("{}a == 'b'", "(".repeat(100_000));
         let e = parse(&deep).unwrap_err();
         assert_eq!(e.at, MAX_NESTING, "{e}");
@@ -554,7 +549,7 @@ mod tests {
     #[test]
     fn a_namespace_selector_is_prefixed_and_all_means_any_namespace() {
         let sel = parse("all() || team == 'a'")
-            .unwrap()
+            .expect("a valid selector")
             .prefixed("pcns.")
             .replacing(
                 &Node::Has("projectcalico.org/namespace".into()),
