@@ -31,9 +31,57 @@ impl Token {
     }
 
     /// The expiry (Unix seconds) in a JWT's `exp` claim; `None` for a token that does not
-    /// expire (a legacy secret's) or is not a JWT.
+    /// expire (a legacy secret's), is not a JWT, or whose claim is no time (`unusable` says).
     pub fn expiry(&self) -> Option<i64> {
-        self.claims()?.get("exp")?.as_i64()
+        self.claim_time("exp")
+    }
+
+    /// A claim holding a time, only when it is one: between 1970 and the year 9999, so that
+    /// no arithmetic on it can overflow.
+    fn claim_time(&self, name: &str) -> Option<i64> {
+        self.claims()?
+            .get(name)?
+            .as_i64()
+            .filter(|t| (0..=LAST_TIME).contains(t))
+    }
+
+    /// Why the token cannot be used as it is, said plainly: a time claim (`exp`, `iat`) that is
+    /// no time, or a JWT that expires before it was issued. `None` for a usable token.
+    pub fn unusable(&self) -> Option<String> {
+        let claims = self.claims()?;
+        for name in ["exp", "iat"] {
+            let Some(v) = claims.get(name) else { continue };
+            if v.as_i64().is_none_or(|t| !(0..=LAST_TIME).contains(&t)) {
+                let mut shown = v.to_string();
+                if shown.len() > 40 {
+                    shown = format!("{}...", shown.chars().take(40).collect::<String>());
+                }
+                return Some(format!(
+                    "its '{name}' claim ({shown}) is not a time between 1970 and 9999"
+                ));
+            }
+        }
+        match (self.issued_at(), self.expiry()) {
+            (Some(iat), Some(exp)) if exp <= iat => Some(format!(
+                "it expires ({}) no later than it was issued ({})",
+                crate::duration::time_text(exp),
+                crate::duration::time_text(iat)
+            )),
+            _ => None,
+        }
+    }
+
+    /// Whether it is a JWT (a token whose claims can be read).
+    pub fn is_jwt(&self) -> bool {
+        self.claims().is_some()
+    }
+
+    /// A short fingerprint (the first 16 hex digits of its SHA-256): tells one token from
+    /// another in a record without keeping the token.
+    pub fn fingerprint(&self) -> String {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(self.0.as_bytes());
+        digest[..8].iter().map(|b| format!("{b:02x}")).collect()
     }
 
     /// The JWT's claims; `None` when it is not a JWT.
@@ -47,7 +95,7 @@ impl Token {
 
     /// When it was issued (Unix seconds, the `iat` claim).
     pub fn issued_at(&self) -> Option<i64> {
-        self.claims()?.get("iat")?.as_i64()
+        self.claim_time("iat")
     }
 
     /// The service account a service-account token is for, from its subject
@@ -76,12 +124,53 @@ impl Token {
 /// The most a token file may hold: a service-account JWT is a few kilobytes.
 pub const TOKEN_FILE_CAP: usize = 64 * 1024;
 
+/// The last second of the year 9999 (Unix seconds): a token claim past it is no time.
+const LAST_TIME: i64 = 253_402_300_799;
+
+/// Why calico-node's token file gives no token. The token is never in the message.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenFileError {
+    #[error(
+        "calico-node's token file {path} is {size} bytes, over the {} KiB cap on a token file (a service-account token is a few KiB)",
+        TOKEN_FILE_CAP / 1024
+    )]
+    OverCap { path: String, size: usize },
+    #[error("calico-node's token file {path} holds control characters: it is not a bearer token")]
+    ControlCharacters { path: String },
+    #[error(transparent)]
+    Host(#[from] crate::host::HostError),
+}
+
+impl TokenFileError {
+    /// What to do about it.
+    pub fn hint(&self) -> &'static str {
+        "issue a new token: 'calicoctl-win fetch kubeconfig --kubeconfig installer.kubeconfig' (an admin makes installer.kubeconfig with 'calicoctl-win fetch installer-kubeconfig')"
+    }
+}
+
+/// The token in a token file's bytes, as client-go reads it (trimmed; an empty one is none),
+/// refused when over the cap or holding control characters.
+fn token_in_file(path: &str, bytes: &[u8]) -> Result<Option<Token>, TokenFileError> {
+    if bytes.len() > TOKEN_FILE_CAP {
+        return Err(TokenFileError::OverCap {
+            path: path.into(),
+            size: bytes.len(),
+        });
+    }
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim();
+    if text.chars().any(char::is_control) {
+        return Err(TokenFileError::ControlCharacters { path: path.into() });
+    }
+    Ok((!text.is_empty()).then(|| Token::new(text)))
+}
+
 /// calico-node's token on the node, as client-go picks it from its kubeconfig at `path`.
 /// `None` when the kubeconfig is missing or names no token that can be had.
 pub fn node_token(
     host: &dyn crate::host::Host,
     path: &str,
-) -> crate::host::HostResult<Option<Token>> {
+) -> Result<Option<Token>, TokenFileError> {
     let Some(bytes) = host.read_file(path)? else {
         return Ok(None);
     };
@@ -94,23 +183,24 @@ pub fn node_token(
 /// sends (kubernetes v1.20.2, staging/src/k8s.io/client-go: transport/round_trippers.go,
 /// `bearerAuthRoundTripper.RoundTrip` prefers its file source's token and falls back on the
 /// inline one; transport/token_source.go, `fileTokenSource.Token` trims it and refuses an
-/// empty one). A file over `TOKEN_FILE_CAP` counts as unreadable. An error reading the file
-/// is the answer only when there is no inline token to fall back on.
+/// empty one). A file over `TOKEN_FILE_CAP`, or holding control characters, counts as
+/// unreadable. An error reading the file is the answer only when there is no inline token to
+/// fall back on.
 pub fn node_token_in(
     host: &dyn crate::host::Host,
     kubeconfig: &str,
-) -> crate::host::HostResult<Option<Token>> {
+) -> Result<Option<Token>, TokenFileError> {
     let Some(source) = crate::render::kubeconfig::token_source(kubeconfig) else {
         return Ok(None);
     };
-    let from_file = source.file.as_deref().map(|file| {
-        host.read_file(file).map(|bytes| {
-            bytes
-                .filter(|b| b.len() <= TOKEN_FILE_CAP)
-                .map(|b| Token::new(String::from_utf8_lossy(&b).trim().to_owned()))
-                .filter(|t| !t.expose().is_empty())
-        })
-    });
+    let from_file = source
+        .file
+        .as_deref()
+        .map(|file| match host.read_file(file) {
+            Ok(Some(bytes)) => token_in_file(file, &bytes),
+            Ok(None) => Ok(None),
+            Err(e) => Err(e.into()),
+        });
     match (from_file, source.inline) {
         (Some(Ok(Some(token))), _) => Ok(Some(token)),
         (_, Some(inline)) => Ok(Some(Token::new(inline))),
@@ -236,14 +326,27 @@ pub fn token_request(
     let status = answer.status.ok_or_else(|| ClusterError::Api {
         server: c.server.clone(),
         verb: "create".into(),
-        resource: what,
+        resource: what.clone(),
         code: 200,
         message: "the answer has no status".into(),
     })?;
     let token = Token::new(status.token);
-    let expires = token
-        .expiry()
-        .or_else(|| Some(status.expiration_timestamp.0.as_second()));
+    if token.expose().chars().any(char::is_control) {
+        return Err(ClusterError::Api {
+            server: c.server.clone(),
+            verb: "create".into(),
+            resource: what,
+            code: 200,
+            message: "the token in the answer holds control characters".into(),
+        }
+        .into());
+    }
+    // The answer's expirationTimestamp is when the server says the token expires, whatever
+    // the token is (kube-apiserver sets a JWT's exp to the same second); a JWT's exp only
+    // where the answer carries no time.
+    let expires = Some(status.expiration_timestamp.0.as_second())
+        .filter(|t| *t > 0)
+        .or_else(|| token.expiry());
     Ok(Issued {
         token,
         expires,
@@ -488,5 +591,45 @@ mod tests {
             ca_pem: None,
         };
         assert!(!format!("{issued:?}").contains("secret-value"));
+    }
+
+    #[test]
+    fn a_token_file_over_the_cap_or_with_control_characters_is_no_token() {
+        let big = vec![b'a'; TOKEN_FILE_CAP + 1];
+        let e = token_in_file("C:\\t", &big).err().map(|e| e.to_string());
+        assert!(
+            e.as_deref()
+                .is_some_and(|e| e.contains("over the 64 KiB cap")),
+            "{e:?}"
+        );
+        let e = token_in_file("C:\\t", b"ab\x07cd")
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            e.as_deref()
+                .is_some_and(|e| e.contains("control characters")),
+            "{e:?}"
+        );
+        // Surrounding white space is trimmed, as client-go trims it.
+        let t = token_in_file("C:\\t", b" abc\r\n").ok().flatten();
+        assert_eq!(t.as_ref().map(Token::expose), Some("abc"));
+        assert!(matches!(token_in_file("C:\\t", b" \n"), Ok(None)));
+    }
+
+    #[test]
+    fn claims_that_are_no_time_make_a_token_unusable() {
+        let t = Token::new(jwt(&format!(r#"{{"exp":{}}}"#, i64::MAX)));
+        assert_eq!(t.expiry(), None);
+        assert!(t.unusable().is_some_and(|w| w.contains("'exp'")));
+        let t = Token::new(jwt(r#"{"iat":2000,"exp":1000}"#));
+        assert!(t.unusable().is_some_and(|w| w.contains("no later than")));
+        assert!(
+            Token::new(jwt(r#"{"iat":1000,"exp":2000}"#))
+                .unusable()
+                .is_none()
+        );
+        assert!(Token::new("opaque").unusable().is_none());
+        assert!(!Token::new("opaque").is_jwt());
+        assert_eq!(Token::new("a").fingerprint().len(), 16);
     }
 }

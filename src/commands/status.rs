@@ -52,13 +52,18 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     // Drift: files, and the VNI in HNS, the config and the cluster.
     let rendered = crate::plan::desired::rendered_files(h, config)?;
     let stats = (!args.verify).then(|| FileStats::read(h, &root));
-    let files = drift::files(h, &rec, &rendered, stats.as_ref())?;
+    // calico-node's token file changes with every renewal: expected, not drift.
+    let token_file = config
+        .kubeconfig
+        .as_ref()
+        .map(|k| crate::render::kubeconfig::token_path(k.as_str()));
+    let files = drift::files(h, &rec, &rendered, stats.as_ref(), token_file.as_deref())?;
     r.problems
         .extend(files.iter().map(drift::FileDrift::describe));
     let vni = vni(config, &networks, &cluster, &mut r);
     let node = node(&cluster, &node_name, &mut r)?;
     let ipam = ipam(&cluster, config, &node_name, &mut r)?;
-    let token = token(h, config, &mut r)?;
+    let token = token(h, config, &mut r);
     let kube_proxy = kube_proxy(h, config, &mut r);
     let access = dir_access(h, config, &mut r);
     let admins = admin_kubeconfigs(ctx, h, &cluster, &mut r);
@@ -500,61 +505,114 @@ fn ipam(
     Ok(json!({"blocks": blocks, "pods": pods, "capacity": capacity, "max_pods": max_pods}))
 }
 
-/// calico-node's token: present, and how long it stays valid.
-fn token(host: &dyn Host, config: &Config, r: &mut Report) -> anyhow::Result<serde_json::Value> {
+/// calico-node's token: present, and how long it stays valid. Whatever is wrong with it is a
+/// problem among the others, never the end of the report.
+fn token(host: &dyn Host, config: &Config, r: &mut Report) -> serde_json::Value {
+    use crate::cluster::credentials;
+    use crate::supervise::renew;
     let path = match config.kubeconfig.as_ref().map(|p| p.as_str().to_owned()) {
         Some(path) if config.datastore == crate::config::types::Datastore::Kubernetes => path,
-        _ => return Ok(json!(null)),
+        _ => return json!(null),
     };
-    let Some(kubeconfig) = host.read_file(&path)? else {
-        r.problems
-            .push(format!("calico-node's kubeconfig {path} is missing"));
-        return Ok(json!({"path": path, "present": false}));
+    let kubeconfig = match host.read_file(&path) {
+        Ok(Some(k)) => k,
+        Ok(None) => {
+            r.problems
+                .push(format!("calico-node's kubeconfig {path} is missing"));
+            return json!({"path": path, "present": false});
+        }
+        Err(e) => {
+            r.problems.push(format!("calico-node's kubeconfig: {e}"));
+            return json!({"path": path, "present": false, "error": e.to_string()});
+        }
     };
-    let token =
-        crate::cluster::credentials::node_token_in(host, &String::from_utf8_lossy(&kubeconfig))?;
-    let Some(token) = token else {
+    let token = match credentials::node_token_in(host, &String::from_utf8_lossy(&kubeconfig)) {
+        Ok(Some(token)) => token,
+        Ok(None) => {
+            r.problems.push(format!(
+                "calico-node's kubeconfig {path} holds no token, or the token file it names is missing or empty; {}",
+                NEW_TOKEN
+            ));
+            return json!({"path": path, "present": false});
+        }
+        Err(e) => {
+            r.problems.push(format!("{e}; {}", e.hint()));
+            return json!({"path": path, "present": false, "error": e.to_string()});
+        }
+    };
+    let now = now();
+    if let Some(why) = token.unusable() {
         r.problems.push(format!(
-            "calico-node's kubeconfig {path} holds no token, or the token file it names is missing"
+            "calico-node's token in {path} is unusable: {why}; {NEW_TOKEN}"
         ));
-        return Ok(json!({"path": path, "present": false}));
-    };
-    let expiry = token.expiry();
+        return json!({"path": path, "present": true, "usable": false, "error": why});
+    }
+    // A token that is no JWT has the expiry its TokenRequest answer gave, when CalicoNode
+    // renewed it; a record also says the clock difference with the API server.
+    let record = renew::issued(host, &token).unwrap_or_else(|e| {
+        r.problems
+            .push(format!("cannot read the renewal record: {e}"));
+        None
+    });
+    let expiry = token.expiry().or(record.as_ref().map(|rec| rec.expires));
     // CalicoNode renews at two thirds of the token's life: less than a quarter left means
     // renewals have failed for a while.
-    let overdue = match token.issued_at().zip(expiry) {
-        Some((iat, exp)) => (exp - iat) / 4,
-        None => TOKEN_WARN_SECS,
+    let overdue = match (token.issued_at().zip(token.expiry()), &record) {
+        (Some((iat, exp)), _) => (exp - iat) / 4,
+        (None, Some(rec)) => rec.lifetime / 4,
+        (None, None) => TOKEN_WARN_SECS,
     };
-    match expiry.map(|t| t - now()) {
-        Some(l) if l <= 0 => r
-            .problems
-            .push(format!("calico-node's token in {path} has expired")),
+    match expiry.map(|t| t.saturating_sub(now)) {
+        Some(l) if l <= 0 => r.problems.push(format!(
+            "calico-node's token in {path} expired {}: no renewal can succeed with it; {NEW_TOKEN}",
+            time_text(now.saturating_add(l))
+        )),
         Some(l) if l < overdue => r.problems.push(format!(
             "calico-node's token in {path} expires {} and CalicoNode has not renewed it: read calico-node.log",
-            time_text(now() + l)
+            time_text(now.saturating_add(l))
         )),
         _ => {}
     }
-    let refused = crate::supervise::renew::refused(host)?;
+    let refused = renew::refused(host).unwrap_or_else(|e| {
+        r.problems
+            .push(format!("cannot read the failed renewal's record: {e}"));
+        None
+    });
     if let Some(f) = &refused {
+        let expired_said = expiry.is_some_and(|e| e <= now);
         r.problems.push(format!(
-            "CalicoNode could not renew calico-node's token at {}{}: {}",
+            "CalicoNode could not renew calico-node's token at {}{}: {}{}",
             time_text(f.at),
             f.expires
                 .map_or(String::new(), |e| format!(" (it expires {})", time_text(e))),
-            f.error
+            f.error,
+            if f.unauthorized && !expired_said {
+                format!("; the API server refuses the token itself (401): {NEW_TOKEN}")
+            } else {
+                String::new()
+            }
         ));
     }
+    let skew = record.as_ref().and_then(renew::IssuedRecord::skew_to_say);
     r.text.push(format!(
-        "Token: {}",
-        expiry.map_or("does not expire".into(), |t| format!(
-            "valid until {}",
-            time_text(t)
+        "Token: {}{}",
+        match expiry {
+            Some(t) => format!("valid until {}", time_text(t)),
+            None if !token.is_jwt() =>
+                "not a JWT: its expiry is known once CalicoNode renews it".into(),
+            None => "does not expire".into(),
+        },
+        skew.map_or(String::new(), |s| format!(
+            " (this node's clock is {}s {} the API server's)",
+            s.unsigned_abs(),
+            if s > 0 { "ahead of" } else { "behind" }
         ))
     ));
-    Ok(
-        json!({"path": path, "present": true, "expires": expiry.map(time_text),
-        "renewal_failed": refused.map(|f| json!({"at": time_text(f.at), "error": f.error}))}),
-    )
+    json!({"path": path, "present": true, "usable": true, "expires": expiry.map(time_text),
+        "clock_skew_seconds": record.and_then(|rec| rec.skew),
+        "renewal_failed": refused.map(|f| json!({"at": time_text(f.at), "error": f.error,
+            "needs_new_token": f.needs_new_token(now)}))})
 }
+
+/// How to put a new token on the node, said where one is needed.
+const NEW_TOKEN: &str = "issue a new one with 'calicoctl-win fetch kubeconfig --kubeconfig installer.kubeconfig' (an admin makes installer.kubeconfig with 'calicoctl-win fetch installer-kubeconfig')";

@@ -42,16 +42,20 @@ impl FileDrift {
 /// Files install wrote that changed or went since, then rendered files whose recorded
 /// contents differ from what the config renders now. With `stats`, a file whose size and
 /// modification time are those it had when it last matched the record is not hashed again;
-/// without, every file is.
+/// without, every file is. `renewed` is calico-node's token file, which CalicoNode rewrites
+/// with every renewal: only its absence is drift (status judges the token itself).
 pub fn files(
     host: &dyn Host,
     rec: &InstallRecord,
     rendered: &[DesiredFile],
     stats: Option<&FileStats>,
+    renewed: Option<&str>,
 ) -> anyhow::Result<Vec<FileDrift>> {
     let mut out = Vec::new();
     for f in &rec.files {
-        if let Some(stats) = stats
+        let is_renewed = renewed.is_some_and(|r| r.eq_ignore_ascii_case(&f.path));
+        if !is_renewed
+            && let Some(stats) = stats
             && stats.unchanged(host, &f.path, &f.sha256)?
         {
             continue;
@@ -69,7 +73,9 @@ pub fn files(
                 continue;
             }
             None => FileState::Missing,
-            Some(now) if !f.sha256.is_empty() && now != f.sha256 => FileState::ChangedSinceInstall,
+            Some(now) if !is_renewed && !f.sha256.is_empty() && now != f.sha256 => {
+                FileState::ChangedSinceInstall
+            }
             Some(_) => continue,
         };
         out.push(FileDrift {

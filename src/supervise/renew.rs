@@ -8,14 +8,23 @@
 //! again (client-go re-reads a `tokenFile` every minute). The right to do so is the node's
 //! grant (`cluster::renewal`), which install creates.
 //!
+//! The next renewal is timed by this node's clock from when the answer came, by the life the
+//! API server granted (the token's `exp - iat`, else the answer's `expirationTimestamp`), never
+//! sooner than `floor` after a success: a server whose clock is behind the node's cannot make
+//! it loop, and the difference is said. Each success is recorded (`TokenIssued`: the token's
+//! fingerprint, when it came and when it expires), so a token that is no JWT still has a known
+//! expiry.
+//!
 //! A renewal that fails is tried again at a tenth of the remaining life (between 1 s and 5
-//! minutes) and said in the log, in the Application event log (event 5, a warning) and in
-//! Calico's registry key, where `status` reads it: a third of the token's life is left when
-//! the first attempt fails.
+//! minutes) and said in the log and in Calico's registry key, where `status` reads it: a third
+//! of the token's life is left when the first attempt fails. Once the token has expired or the
+//! server refuses it (401), no retry can succeed until someone issues a new token: attempts
+//! back off from 5 to 30 minutes. The Application event (event 5, a warning) is written once
+//! per outage, not at every attempt.
 
 use super::{CALICO_KEY, EVENT_SOURCE, Log};
-use crate::cluster::Cluster;
 use crate::cluster::credentials::{self, Token};
+use crate::cluster::{Cluster, ClusterError};
 use crate::host::{Access, EventLevel, Host, HostResult, RegValue};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -23,13 +32,25 @@ use std::time::{Duration, Instant};
 
 /// The registry value (REG_SZ, JSON) holding the last failed renewal; deleted by a success.
 pub const RENEWAL_VALUE: &str = "TokenRenewal";
+/// The registry value (REG_SZ, JSON) describing the token the last renewal wrote.
+pub const ISSUED_VALUE: &str = "TokenIssued";
 /// The event id of a failed renewal (a warning: the token is still valid).
 pub const EVENT_RENEWAL_FAILED: u32 = 5;
 /// How often a token that never expires, or a node without one, is looked at again.
 const IDLE: Duration = Duration::from_secs(3600);
+/// The lifetime asked for when the current token's is unknown: the TokenRequest API's own
+/// default (`expirationSeconds` 3600, kube-apiserver's defaulting).
+const DEFAULT_LIFETIME: i64 = 3600;
 /// The shortest lifetime the TokenRequest API grants (`expirationSeconds` of at least 10
 /// minutes, kube-apiserver's validation).
 const MIN_LIFETIME: i64 = 600;
+/// The most time between successful renewals may shrink to; less for a shorter-lived token.
+const FLOOR: i64 = 60;
+/// A clock difference with the API server larger than this (or than a quarter of the token's
+/// life) is said.
+const SKEW_SAID: i64 = 60;
+/// Retries once no retry can succeed (expired, or refused as 401): from 5 to 30 minutes.
+const OUTAGE_RETRY: (u64, u64) = (300, 1800);
 
 /// A failed renewal, as recorded for `status`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,12 +61,64 @@ pub struct Refused {
     pub expires: Option<i64>,
     /// The error, with its cause (the API server's answer).
     pub error: String,
+    /// The API server refused the current token itself (401): only a new token helps.
+    #[serde(default)]
+    pub unauthorized: bool,
+}
+
+impl Refused {
+    /// Whether no renewal can succeed until someone issues a new token.
+    pub fn needs_new_token(&self, now: i64) -> bool {
+        self.unauthorized || self.expires.is_some_and(|e| e <= now)
+    }
+}
+
+/// The token the last renewal wrote, as recorded for the next renewal and for `status`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssuedRecord {
+    /// `Token::fingerprint` of the token written.
+    pub fingerprint: String,
+    pub namespace: String,
+    pub service_account: String,
+    /// When the answer came, by this node's clock (Unix seconds).
+    pub received: i64,
+    /// The life the API server granted it, in seconds.
+    pub lifetime: i64,
+    /// When it expires (Unix seconds): its `exp`, else the answer's `expirationTimestamp`.
+    pub expires: i64,
+    /// This node's clock minus the API server's when it was issued (from `iat`), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skew: Option<i64>,
+}
+
+impl IssuedRecord {
+    /// The clock difference with the API server, when it is large enough to say.
+    pub fn skew_to_say(&self) -> Option<i64> {
+        self.skew
+            .filter(|s| s.unsigned_abs() > SKEW_SAID.min(self.lifetime / 4).unsigned_abs())
+    }
+
+    /// When the token it describes is due: two thirds of its life after it came.
+    pub fn due(&self) -> i64 {
+        self.received
+            .saturating_add(self.lifetime.saturating_mul(2) / 3)
+    }
 }
 
 /// The last failed renewal, if the last attempt failed.
 pub fn refused(host: &dyn Host) -> HostResult<Option<Refused>> {
     Ok(match host.reg_get(CALICO_KEY, RENEWAL_VALUE)? {
         Some(RegValue::Sz(json)) => serde_json::from_str(&json).ok(),
+        _ => None,
+    })
+}
+
+/// The record of the last renewal, when it describes `token`.
+pub fn issued(host: &dyn Host, token: &Token) -> HostResult<Option<IssuedRecord>> {
+    Ok(match host.reg_get(CALICO_KEY, ISSUED_VALUE)? {
+        Some(RegValue::Sz(json)) => serde_json::from_str::<IssuedRecord>(&json)
+            .ok()
+            .filter(|r| r.fingerprint == token.fingerprint()),
         _ => None,
     })
 }
@@ -61,12 +134,61 @@ pub fn due_at(token: &Token) -> Option<i64> {
     })
 }
 
+/// When the token on the node is due (Unix seconds), `None` when it never is: by the record
+/// of the renewal that wrote it (this node's clock), else by its claims; a token that is no
+/// JWT and has no record, or whose claims are no times, is due now (its renewal tells).
+fn due(token: &Token, record: Option<&IssuedRecord>, now: i64) -> Option<i64> {
+    if let Some(r) = record {
+        return Some(r.due());
+    }
+    if !token.is_jwt() || token.unusable().is_some() {
+        return Some(now);
+    }
+    due_at(token)
+}
+
+/// How long after a success the next renewal is: two thirds of the granted life, never less
+/// than the floor (a minute, or half the life of a shorter-lived token).
+pub fn after_success(lifetime: i64) -> Duration {
+    let floor = FLOOR.min(lifetime / 2).max(1);
+    secs((lifetime.saturating_mul(2) / 3).max(floor))
+}
+
+/// How long after the `failures`-th failure in a row the next attempt is.
+pub fn retry_after(
+    expires: Option<i64>,
+    now: i64,
+    needs_new_token: bool,
+    failures: u32,
+) -> Duration {
+    if needs_new_token {
+        let doubled = OUTAGE_RETRY
+            .0
+            .saturating_mul(1 << failures.saturating_sub(1).min(8));
+        return Duration::from_secs(doubled.min(OUTAGE_RETRY.1));
+    }
+    let left = expires.map_or(IDLE.as_secs() as i64, |e| e.saturating_sub(now));
+    secs(left / 10).clamp(Duration::from_secs(1), Duration::from_secs(300))
+}
+
+/// Whether the API server refused the credential itself (401) anywhere in the error's chain.
+fn unauthorized(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<ClusterError>(),
+            Some(ClusterError::Api { code: 401, .. })
+        )
+    })
+}
+
 /// CalicoNode's renewal: the kubeconfig it keeps fresh and when it looks next.
 pub struct Renewal {
     kubeconfig: String,
     token_file: String,
     env: BTreeMap<String, String>,
     next: Instant,
+    /// Failures in a row; 0 after a success.
+    failures: u32,
 }
 
 impl Renewal {
@@ -102,6 +224,7 @@ impl Renewal {
             token_file,
             env: env.clone(),
             next: Instant::now(),
+            failures: 0,
         })
     }
 
@@ -127,16 +250,13 @@ impl Renewal {
                 return;
             }
             Err(e) => {
-                self.fail(
-                    host,
-                    None,
-                    &format!("cannot read {}: {e}", self.token_file),
-                    log,
-                );
+                let error = format!("{e}; {}", e.hint());
+                self.fail(host, None, &error, true, log);
                 return;
             }
         };
-        let Some(due) = due_at(&token) else {
+        let record = issued(host, &token).ok().flatten();
+        let Some(due) = due(&token, record.as_ref(), now) else {
             self.next = Instant::now() + IDLE;
             return;
         };
@@ -144,92 +264,193 @@ impl Renewal {
             self.next = Instant::now() + secs(due - now);
             return;
         }
-        match self.renew(host, &token) {
-            Ok(fresh) => {
-                let until = fresh.expiry().map_or("without expiry".into(), |t| {
-                    format!("valid until {}", crate::duration::time_text(t))
-                });
-                log.info(&format!(
-                    "renewed calico-node's token in {}: {until}",
-                    self.token_file
-                ));
-                if let Err(e) = host.reg_delete_value(CALICO_KEY, RENEWAL_VALUE) {
-                    log.warn(&format!("cannot clear the renewal record: {e}"));
-                }
-                let next = due_at(&fresh).map_or(IDLE, |d| secs(d - crate::duration::now()));
-                self.next = Instant::now() + next;
+        let expires = token.expiry().or(record.as_ref().map(|r| r.expires));
+        match self.renew(host, &token, record.as_ref()) {
+            Ok(fresh) => self.succeeded(host, &fresh, log),
+            Err(e) => {
+                let needs_new = unauthorized(&e);
+                self.fail(host, expires, &format!("{e:#}"), needs_new, log);
             }
-            Err(e) => self.fail(host, token.expiry(), &format!("{e:#}"), log),
         }
     }
 
-    /// A new token of the same service account and lifetime, written over the token file.
-    fn renew(&self, host: &dyn Host, token: &Token) -> anyhow::Result<Token> {
-        let (namespace, name) = token.service_account().ok_or_else(|| {
-            anyhow::anyhow!(
+    /// Records a success and times the next renewal from it.
+    fn succeeded(&mut self, host: &dyn Host, fresh: &IssuedRecord, log: &Log) {
+        log.info(&format!(
+            "renewed calico-node's token in {}: valid until {}",
+            self.token_file,
+            crate::duration::time_text(fresh.expires)
+        ));
+        if let Some(skew) = fresh.skew_to_say() {
+            log.warn(&format!(
+                "this node's clock is {}s {} the API server's: renewals are timed by this node's clock from when each token came ('w32tm /query /status' shows the time source)",
+                skew.unsigned_abs(),
+                if skew > 0 { "ahead of" } else { "behind" }
+            ));
+        }
+        if let Err(e) = host.reg_delete_value(CALICO_KEY, RENEWAL_VALUE) {
+            log.warn(&format!("cannot clear the renewal record: {e}"));
+        }
+        let json = serde_json::to_string(fresh).unwrap_or_default();
+        if let Err(e) = host.reg_set(CALICO_KEY, ISSUED_VALUE, &RegValue::Sz(json)) {
+            log.warn(&format!("cannot record the renewal for status: {e}"));
+        }
+        self.failures = 0;
+        self.next = Instant::now() + after_success(fresh.lifetime);
+    }
+
+    /// The service account the token is for: its subject, else the last renewal's record,
+    /// else calico-node in the kubeconfig's namespace (a token that is no JWT).
+    fn service_account(
+        &self,
+        token: &Token,
+        record: Option<&IssuedRecord>,
+        kubeconfig: &str,
+    ) -> anyhow::Result<(String, String)> {
+        if let Some(sa) = token.service_account() {
+            return Ok(sa);
+        }
+        if let Some(r) = record {
+            return Ok((r.namespace.clone(), r.service_account.clone()));
+        }
+        if token.is_jwt() {
+            anyhow::bail!(
                 "the token in {} is not a service account's",
                 self.token_file
+            );
+        }
+        let ns = crate::render::kubeconfig::namespace_of(kubeconfig).ok_or_else(|| {
+            anyhow::anyhow!(
+                "the token in {} is not a JWT and {} names no namespace: its service account is unknown",
+                self.token_file,
+                self.kubeconfig
             )
         })?;
-        let lifetime = match (token.issued_at(), token.expiry()) {
-            (Some(iat), Some(exp)) => (exp - iat).max(MIN_LIFETIME),
-            _ => MIN_LIFETIME,
-        };
+        Ok((ns, "calico-node".into()))
+    }
+
+    /// A new token of the same service account and lifetime, written over the token file.
+    fn renew(
+        &self,
+        host: &dyn Host,
+        token: &Token,
+        record: Option<&IssuedRecord>,
+    ) -> anyhow::Result<IssuedRecord> {
         let text = host
             .read_file(&self.kubeconfig)?
             .ok_or_else(|| anyhow::anyhow!("{} is missing", self.kubeconfig))?;
-        let cluster = Cluster::connect_as_node(
-            &self.kubeconfig,
-            &String::from_utf8_lossy(&text),
-            token,
-            &self.env,
-        )?;
+        let text = String::from_utf8_lossy(&text);
+        let (namespace, name) = self.service_account(token, record, &text)?;
+        let lifetime = match (token.issued_at(), token.expiry(), record) {
+            (Some(iat), Some(exp), _) if iat < exp => (exp - iat).max(MIN_LIFETIME),
+            (_, _, Some(r)) => r.lifetime.max(MIN_LIFETIME),
+            _ => DEFAULT_LIFETIME,
+        };
+        let cluster = Cluster::connect_as_node(&self.kubeconfig, &text, token, &self.env)?;
         let issued = credentials::token_request(
             &cluster,
             &namespace,
             &name,
             Duration::from_secs(lifetime.unsigned_abs()),
         )?;
+        let received = crate::duration::now();
+        let fresh = issued_record(&issued, &namespace, &name, received)?;
         host.write_file(
             &self.token_file,
             issued.token.expose().as_bytes(),
             Access::Secret,
         )?;
-        Ok(issued.token)
+        Ok(fresh)
     }
 
-    /// Says a failed renewal everywhere `status` and an administrator look, and tries again
-    /// at a tenth of the remaining life.
-    fn fail(&mut self, host: &dyn Host, expires: Option<i64>, error: &str, log: &Log) {
-        let left = expires.map_or(IDLE.as_secs() as i64, |e| e - crate::duration::now());
-        let line = format!(
-            "could not renew calico-node's token ({}): {error}",
-            expires.map_or("no expiry known".into(), |e| format!(
-                "it expires {}",
-                crate::duration::time_text(e)
-            ))
-        );
-        log.warn(&line);
-        if let Err(e) = host.report_event(
-            EVENT_SOURCE,
-            EventLevel::Warning,
-            EVENT_RENEWAL_FAILED,
-            &format!("CalicoNode {line}"),
-        ) {
-            log.warn(&format!("cannot write to the Application event log: {e}"));
-        }
+    /// Says a failed renewal everywhere `status` and an administrator look (the event once
+    /// per outage), and schedules the next attempt.
+    fn fail(
+        &mut self,
+        host: &dyn Host,
+        expires: Option<i64>,
+        error: &str,
+        unauthorized: bool,
+        log: &Log,
+    ) {
+        let now = crate::duration::now();
         let record = Refused {
-            at: crate::duration::now(),
+            at: now,
             expires,
             error: error.to_owned(),
+            unauthorized,
         };
+        let needs_new = record.needs_new_token(now);
+        let line = format!(
+            "could not renew calico-node's token ({}): {error}{}",
+            expires.map_or("no expiry known".into(), |e| format!(
+                "it {} {}",
+                if e <= now { "expired" } else { "expires" },
+                crate::duration::time_text(e)
+            )),
+            if needs_new {
+                "; no renewal can succeed with this token: issue a new one with 'calicoctl-win fetch kubeconfig --kubeconfig installer.kubeconfig'"
+            } else {
+                ""
+            }
+        );
+        log.warn(&line);
+        self.failures = self.failures.saturating_add(1);
+        if self.failures == 1
+            && let Err(e) = host.report_event(
+                EVENT_SOURCE,
+                EventLevel::Warning,
+                EVENT_RENEWAL_FAILED,
+                &format!("CalicoNode {line}"),
+            )
+        {
+            log.warn(&format!("cannot write to the Application event log: {e}"));
+        }
         let json = serde_json::to_string(&record).unwrap_or_default();
         if let Err(e) = host.reg_set(CALICO_KEY, RENEWAL_VALUE, &RegValue::Sz(json)) {
             log.warn(&format!("cannot record the failed renewal for status: {e}"));
         }
-        let retry = secs(left / 10).clamp(Duration::from_secs(1), Duration::from_secs(300));
-        self.next = Instant::now() + retry;
+        self.next = Instant::now() + retry_after(expires, now, needs_new, self.failures);
     }
+}
+
+/// What a TokenRequest's answer says of the token it carries, timed by this node's clock.
+/// Refused when the token has no life left by that clock.
+fn issued_record(
+    issued: &credentials::Issued,
+    namespace: &str,
+    name: &str,
+    received: i64,
+) -> anyhow::Result<IssuedRecord> {
+    let token = &issued.token;
+    if let Some(why) = token.unusable() {
+        anyhow::bail!("the API server issued a token that cannot be used: {why}");
+    }
+    let expires = issued
+        .expires
+        .or_else(|| token.expiry())
+        .ok_or_else(|| anyhow::anyhow!("the API server's token has no expiry"))?;
+    let iat = token.issued_at();
+    let lifetime = match iat {
+        Some(iat) => expires - iat,
+        None => expires.saturating_sub(received),
+    };
+    if lifetime <= 0 {
+        anyhow::bail!(
+            "the token the API server issued expired ({}) before it reached this node ({}): the node's clock is far ahead of the API server's ('w32tm /resync')",
+            crate::duration::time_text(expires),
+            crate::duration::time_text(received)
+        );
+    }
+    Ok(IssuedRecord {
+        fingerprint: token.fingerprint(),
+        namespace: namespace.into(),
+        service_account: name.into(),
+        received,
+        lifetime,
+        expires,
+        skew: iat.map(|iat| received.saturating_sub(iat)),
+    })
 }
 
 fn secs(s: i64) -> Duration {
@@ -253,5 +474,63 @@ mod tests {
         assert_eq!(due_at(&jwt(r#"{"exp":1900}"#)), Some(1700));
         // A legacy secret's token never expires.
         assert_eq!(due_at(&jwt(r#"{"sub":"x"}"#)), None);
+    }
+
+    #[test]
+    fn an_outage_backs_off_to_minutes_and_a_valid_token_retries_at_a_tenth_of_its_life() {
+        // Expired, or refused as 401: 5, 10, 20, then 30 minutes.
+        let mins = |f| retry_after(Some(0), 100, true, f).as_secs() / 60;
+        assert_eq!(
+            [mins(1), mins(2), mins(3), mins(4), mins(40)],
+            [5, 10, 20, 30, 30]
+        );
+        // Still valid: a tenth of what is left, between 1 s and 5 minutes.
+        assert_eq!(
+            retry_after(Some(1100), 100, false, 1),
+            Duration::from_secs(100)
+        );
+        assert_eq!(
+            retry_after(Some(105), 100, false, 9),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            retry_after(Some(i64::MAX), i64::MIN, false, u32::MAX).as_secs(),
+            300
+        );
+    }
+
+    #[test]
+    fn after_a_success_the_next_renewal_is_never_sooner_than_the_floor() {
+        assert_eq!(after_success(3600), Duration::from_secs(2400));
+        assert_eq!(after_success(30), Duration::from_secs(20));
+        // A life of nothing cannot make a loop.
+        assert_eq!(after_success(0), Duration::from_secs(1));
+        assert_eq!(after_success(i64::MIN), Duration::from_secs(1));
+        assert!(after_success(i64::MAX) > Duration::from_secs(3600));
+    }
+
+    #[test]
+    fn a_token_with_claims_at_the_ends_of_i64_is_due_now_without_overflow() {
+        for claims in [
+            format!(r#"{{"iat":{},"exp":{}}}"#, i64::MIN, i64::MAX),
+            format!(r#"{{"iat":{},"exp":{}}}"#, i64::MAX, i64::MIN),
+        ] {
+            let t = jwt(&claims);
+            assert!(t.unusable().is_some(), "{claims}");
+            assert_eq!(due(&t, None, 42), Some(42), "{claims}");
+        }
+        // Not a JWT and no record: due now, so that the renewal learns its expiry.
+        assert_eq!(due(&Token::new("opaque"), None, 7), Some(7));
+        let record = IssuedRecord {
+            fingerprint: String::new(),
+            namespace: "calico-system".into(),
+            service_account: "calico-node".into(),
+            received: i64::MAX,
+            lifetime: i64::MAX,
+            expires: i64::MAX,
+            skew: Some(i64::MIN),
+        };
+        assert_eq!(record.due(), i64::MAX);
+        assert!(record.skew_to_say().is_some());
     }
 }

@@ -52,6 +52,15 @@ pub struct State {
     pub endless_lists: bool,
     /// TCP connections accepted.
     pub connections: usize,
+    /// How many seconds the server's clock is behind the node's (ahead when negative): the
+    /// `iat`, `exp` and `expirationTimestamp` of the tokens it issues are shifted by it, as a
+    /// kube-apiserver whose clock differs from the node's stamps them by its own clock.
+    pub clock_behind: i64,
+    /// Issue tokens that are no JWT (an opaque string), with their expiry in the answer's
+    /// `expirationTimestamp` only: what a client of the TokenRequest API may meet, whose
+    /// `status.token` is documented as opaque (authentication/v1 TokenRequestStatus: "Token
+    /// is the opaque bearer token").
+    pub opaque_tokens: bool,
     /// The CA certificate, as the token controller puts it into `ca.crt`.
     ca_pem: String,
     /// Counts issued tokens, so each is different.
@@ -183,6 +192,8 @@ impl FakeApi {
             throttle: 0,
             endless_lists: false,
             connections: 0,
+            clock_behind: 0,
+            opaque_tokens: false,
             ca_pem: ca.pem(),
             issued: 0,
         }));

@@ -215,7 +215,9 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
     // A token is valid when the server issued it (or it is the admin's) and, as
     // kube-apiserver's JWT authenticator checks, its `exp` has not passed.
     let claims = bearer.as_deref().and_then(jwt_claims).unwrap_or_default();
-    let expired = claims["exp"].as_i64().is_some_and(|exp| exp <= now_secs());
+    let expired = claims["exp"]
+        .as_i64()
+        .is_some_and(|exp| exp <= now_secs() - st.clock_behind);
     if expired || !bearer.is_some_and(|t| st.tokens.contains(&t)) {
         return status(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized");
     }
@@ -522,7 +524,15 @@ fn token_request(st: &mut State, t: &Target, body: &Value) -> Reply {
         t.namespace.clone().unwrap_or_default(),
         t.name.clone().unwrap_or_default(),
     );
-    let token = issue(st, &ns, &sa, Some(seconds));
+    let token = if st.opaque_tokens {
+        st.issued += 1;
+        let token = format!("opaque-token-{}", st.issued);
+        st.tokens.insert(token.clone());
+        token
+    } else {
+        issue(st, &ns, &sa, Some(seconds))
+    };
+    let expiration = now_text(seconds - st.clock_behind);
     let audiences = body["spec"]["audiences"].clone();
     respond(
         StatusCode::CREATED,
@@ -530,7 +540,7 @@ fn token_request(st: &mut State, t: &Target, body: &Value) -> Reply {
             "metadata": {"name": sa, "namespace": ns, "creationTimestamp": null},
             "spec": {"audiences": if audiences.is_null() { json!(["https://kubernetes.default.svc"]) } else { audiences },
                 "expirationSeconds": seconds, "boundObjectRef": null},
-            "status": {"token": token, "expirationTimestamp": now_text(seconds)}}),
+            "status": {"token": token, "expirationTimestamp": expiration}}),
     )
 }
 
@@ -538,7 +548,7 @@ fn token_request(st: &mut State, t: &Target, body: &Value) -> Reply {
 /// (a legacy token secret's).
 fn issue(st: &mut State, ns: &str, sa: &str, seconds: Option<i64>) -> String {
     st.issued += 1;
-    let now = now_secs();
+    let now = now_secs() - st.clock_behind;
     let mut claims = json!({"iss": "https://kubernetes.default.svc", "sub": format!("system:serviceaccount:{ns}:{sa}"),
         "iat": now, "jti": format!("fake-{}", st.issued)});
     if let Some(s) = seconds {

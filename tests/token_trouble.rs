@@ -1,0 +1,288 @@
+//! What can go wrong with calico-node's token on a node, and what CalicoNode and `status` do
+//! about it: a renewal is no drift, an expired or refused token is not asked for again every
+//! second, a server whose clock is behind cannot make renewals loop, a token that is no JWT
+//! takes its expiry from the TokenRequest answer, and a token file status cannot use is one
+//! problem among the others. Against the fake API server, on the simulated host.
+
+#![cfg(unix)]
+
+mod support;
+
+use base64::Engine;
+use serde_json::Value;
+use std::time::Duration;
+use support::fake_api::FakeApi;
+use support::release::release_zip;
+use support::{SimNode, on_node};
+
+const TOKEN_PATH: &str = "/api/v1/namespaces/calico-system/serviceaccounts/calico-node/token";
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64
+}
+
+/// A JWT with these claims (not signed: the fake server accepts only tokens it issued).
+fn jwt(claims: &str) -> String {
+    let enc = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+    format!("{}.{}.sig", enc(r#"{"alg":"RS256"}"#), enc(claims))
+}
+
+/// A node installed (services not started) against `api`.
+fn installed(api: &FakeApi) -> SimNode {
+    let node = SimNode::new(api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{stderr}");
+    node
+}
+
+fn token_file(node: &SimNode) -> std::path::PathBuf {
+    node.c_drive("calicowindows/calico-kube-config.token")
+}
+
+/// `status --offline -o json` (and `--verify` with `verify`): exit code and document.
+fn status(node: &SimNode, verify: bool) -> (Option<i32>, Value, String) {
+    let mut cmd = on_node();
+    cmd.args(["status", "--offline", "-o", "json", "--sim-host"])
+        .arg(node.sim());
+    if verify {
+        cmd.arg("--verify");
+    }
+    let out = cmd.output().expect("status");
+    (
+        out.status.code(),
+        support::json(&out.stdout),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn problems(doc: &Value) -> Vec<String> {
+    doc["problems"]
+        .as_array()
+        .map(|p| {
+            p.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// CalicoNode in the foreground for `secs`, then stopped: its log (stderr).
+fn run_node_for(node: &SimNode, secs: u64) -> String {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let closed = format!("http://{}", closed.local_addr().expect("addr"));
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .env_clear()
+        .args(["service", "run", "node", "--console", "--sim-host"])
+        .arg(node.sim())
+        .args(["--ec2-metadata-url", &closed, "--gce-metadata-url", &closed])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_secs(secs));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("signal");
+    let out = child.wait_with_output().expect("wait");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn token_requests(api: &FakeApi) -> usize {
+    api.requests()
+        .iter()
+        .filter(|(m, p)| m == "POST" && p == TOKEN_PATH)
+        .count()
+}
+
+fn renewal_events(node: &SimNode) -> usize {
+    let text = std::fs::read_to_string(node.sim().join("state.json")).expect("state");
+    let state: Value = serde_json::from_str(&text).expect("json");
+    state["events"]
+        .as_array()
+        .map_or(0, |e| e.iter().filter(|e| e["id"] == 5).count())
+}
+
+#[test]
+fn a_renewed_token_is_not_drift() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = installed(&api);
+    // What CalicoNode does at a renewal: a new token of the same account over the file.
+    let fresh = jwt(&format!(
+        r#"{{"iat":{},"exp":{},"sub":"system:serviceaccount:calico-system:calico-node"}}"#,
+        now(),
+        now() + 3600
+    ));
+    std::fs::write(token_file(&node), &fresh).expect("renew");
+    for verify in [false, true] {
+        let (_, doc, stderr) = status(&node, verify);
+        let p = problems(&doc);
+        assert!(
+            p.iter().all(|l| !l.contains("calico-kube-config.token")),
+            "verify={verify}: {p:?} {stderr}"
+        );
+    }
+    // Gone is still drift.
+    std::fs::remove_file(token_file(&node)).expect("remove");
+    let (code, doc, _) = status(&node, false);
+    assert_eq!(code, Some(1));
+    assert!(
+        problems(&doc)
+            .iter()
+            .any(|l| l.contains("calico-kube-config.token is missing")),
+        "{doc}"
+    );
+}
+
+#[test]
+fn an_expired_token_is_not_asked_for_again_every_second_and_status_says_what_to_do() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = installed(&api);
+    let expired = jwt(&format!(
+        r#"{{"iat":{},"exp":{},"sub":"system:serviceaccount:calico-system:calico-node"}}"#,
+        now() - 7200,
+        now() - 3600
+    ));
+    std::fs::write(token_file(&node), &expired).expect("expire");
+    let before = token_requests(&api);
+    let log = run_node_for(&node, 6);
+    let asked = token_requests(&api) - before;
+    assert_eq!(asked, 1, "{asked} TokenRequests in 6 s: {log}");
+    assert_eq!(renewal_events(&node), 1, "{log}");
+    assert!(log.contains("no renewal can succeed"), "{log}");
+    let (code, doc, _) = status(&node, false);
+    assert_eq!(code, Some(1));
+    let p = problems(&doc).join("\n");
+    assert!(
+        p.contains("expired") && p.contains("fetch kubeconfig"),
+        "{p}"
+    );
+    assert_eq!(
+        doc["token"]["renewal_failed"]["needs_new_token"], true,
+        "{doc}"
+    );
+}
+
+#[test]
+fn a_server_clock_behind_the_nodes_cannot_make_renewals_loop() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    {
+        let mut st = api.lock();
+        // Tokens of 30 s from a server 25 s behind: each is due by its own claims on arrival.
+        st.max_token_seconds = Some(30);
+        st.clock_behind = 25;
+    }
+    let node = installed(&api);
+    let before = token_requests(&api);
+    let log = run_node_for(&node, 6);
+    let asked = token_requests(&api) - before;
+    assert!(asked <= 1, "{asked} TokenRequests in 6 s: {log}");
+    assert!(log.contains("s ahead of the API server's"), "{log}");
+    let (_, doc, _) = status(&node, false);
+    assert!(
+        doc["token"]["clock_skew_seconds"]
+            .as_i64()
+            .is_some_and(|s| s >= 24),
+        "{doc}"
+    );
+}
+
+#[test]
+fn a_token_that_is_no_jwt_takes_its_expiry_from_the_tokenrequest_answer() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    api.lock().opaque_tokens = true;
+    api.lock().max_token_seconds = Some(3600);
+    let node = installed(&api);
+    let first = std::fs::read_to_string(token_file(&node)).expect("token");
+    assert!(first.starts_with("opaque-token-"), "{first}");
+    let (_, doc, _) = status(&node, false);
+    assert!(doc["token"]["expires"].is_null(), "{doc}");
+    // CalicoNode renews it at once to learn its expiry, then not again for 40 minutes.
+    let log = run_node_for(&node, 6);
+    let second = std::fs::read_to_string(token_file(&node)).expect("token");
+    assert_ne!(first, second, "{log}");
+    let (_, doc, _) = status(&node, false);
+    let expires = doc["token"]["expires"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!expires.is_empty(), "{doc}");
+    let asked = token_requests(&api);
+    run_node_for(&node, 2);
+    assert_eq!(
+        token_requests(&api),
+        asked,
+        "renewed again before it was due"
+    );
+}
+
+#[test]
+fn absurd_token_claims_are_an_unusable_token_not_a_crash() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = installed(&api);
+    for claims in [
+        format!(r#"{{"iat":{},"exp":{}}}"#, i64::MIN, i64::MAX),
+        format!(r#"{{"iat":{},"exp":{}}}"#, i64::MAX, i64::MIN),
+        r#"{"exp":1e300}"#.to_owned(),
+    ] {
+        std::fs::write(token_file(&node), jwt(&claims)).expect("write");
+        let (code, doc, stderr) = status(&node, false);
+        assert_eq!(code, Some(1), "{claims}: {stderr}");
+        let p = problems(&doc).join("\n");
+        assert!(p.contains("is unusable"), "{claims}: {p}");
+        // CalicoNode does not crash on it either (a debug build panics on overflow).
+        let log = run_node_for(&node, 5);
+        assert!(!log.contains("panicked"), "{claims}: {log}");
+        assert!(log.contains("could not renew"), "{claims}: {log}");
+    }
+}
+
+#[test]
+fn a_token_file_status_cannot_use_is_one_problem_among_the_others() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = installed(&api);
+    let file = token_file(&node);
+    // Unreadable: a directory in its place.
+    std::fs::remove_file(&file).expect("remove");
+    std::fs::create_dir(&file).expect("dir");
+    let (code, doc, stderr) = status(&node, false);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(doc["healthy"], false, "{doc}");
+    assert!(
+        doc["services"].is_array() || doc["services"].is_object(),
+        "{doc}"
+    );
+    assert!(
+        problems(&doc)
+            .iter()
+            .any(|p| p.contains("calico-kube-config.token")),
+        "{doc}"
+    );
+    std::fs::remove_dir(&file).expect("rmdir");
+    // Over the cap: said as such, not as missing.
+    std::fs::write(&file, vec![b'a'; 70 * 1024]).expect("write");
+    let (_, doc, _) = status(&node, false);
+    let p = problems(&doc).join("\n");
+    assert!(p.contains("over the 64 KiB cap"), "{p}");
+    assert!(!p.contains("missing or empty"), "{p}");
+    // Control characters: no token.
+    std::fs::write(&file, "abc\u{1b}[2Jdef").expect("write");
+    let (_, doc, _) = status(&node, false);
+    let p = problems(&doc).join("\n");
+    assert!(p.contains("control characters"), "{p}");
+    let log = run_node_for(&node, 5);
+    assert!(log.contains("control characters"), "{log}");
+}
