@@ -103,9 +103,102 @@ pub fn unchanged(path: &Path, contents: &[u8]) -> bool {
     std::fs::read(path).is_ok_and(|old| old == contents)
 }
 
+/// Why a file cannot be written where it was asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum OutFileError {
+    #[error(
+        "{} is {kind}, not a regular file: calicoctl-win replaces only regular files and never writes into a device or a pipe",
+        .path.display()
+    )]
+    NotAFile {
+        path: std::path::PathBuf,
+        kind: &'static str,
+    },
+    #[error("the directory {} of {} does not exist", .dir.display(), .path.display())]
+    NoDirectory {
+        path: std::path::PathBuf,
+        dir: std::path::PathBuf,
+    },
+}
+
+impl OutFileError {
+    pub fn hint(&self) -> String {
+        match self {
+            Self::NotAFile { .. } => "name a regular file, or write to standard output with '--out-file -' and redirect it".into(),
+            Self::NoDirectory { dir, .. } => format!("create it first ('mkdir {}') or name a file in an existing directory", dir.display()),
+        }
+    }
+}
+
+impl crate::error::Diagnose for OutFileError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        crate::error::Diagnosis::new(
+            crate::error::Exit::Usage,
+            crate::error::Kind::Usage,
+            self.hint(),
+        )
+    }
+}
+
+/// Whether an `--out-file` argument means standard output (`-`).
+pub fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Checks that `path` may be written by an atomic replace: it is a regular file or absent
+/// (a symbolic link is judged by what it names), in a directory that exists. Looks at the
+/// target's type without opening it, so a FIFO never blocks and a device is never replaced.
+pub fn check_target(path: &Path) -> Result<(), OutFileError> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => return Ok(()),
+        Ok(m) => {
+            return Err(OutFileError::NotAFile {
+                path: path.to_owned(),
+                kind: kind_of(&m),
+            });
+        }
+        Err(_) => {}
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(OutFileError::NoDirectory {
+            path: path.to_owned(),
+            dir: dir.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// What a file that is not a regular one is, in words.
+fn kind_of(m: &std::fs::Metadata) -> &'static str {
+    if m.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let t = m.file_type();
+        if t.is_char_device() || t.is_block_device() {
+            return "a device";
+        }
+        if t.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    "not a regular file (a device, pipe or socket)"
+}
+
 /// Writes `contents` to `path` through a temporary file in the same directory and a rename,
-/// so a reader never sees half a file. Returns whether the file changed.
+/// so a reader never sees half a file. Returns whether the file changed. Refuses a target
+/// that is not a regular file (`check_target`).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<bool> {
+    check_target(path)?;
     if unchanged(path, contents) {
         return Ok(false);
     }
@@ -123,6 +216,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<bool> {
 /// and writable by its owner only (0600) before anything is written into it. On Windows the
 /// file takes its directory's access list: the admin's own folder, where such a file is made.
 pub fn write_secret(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
+    check_target(path)?;
     let tmp = temporary_of(path);
     let _ = std::fs::remove_file(&tmp);
     let mut options = std::fs::OpenOptions::new();

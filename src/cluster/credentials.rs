@@ -148,6 +148,19 @@ impl TokenFileError {
     }
 }
 
+impl crate::error::Diagnose for TokenFileError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        match self {
+            Self::Host(_) => None,
+            _ => crate::error::Diagnosis::new(
+                crate::error::Exit::Failed,
+                crate::error::Kind::Failed,
+                self.hint(),
+            ),
+        }
+    }
+}
+
 /// The token in a token file's bytes, as client-go reads it (trimmed; an empty one is none),
 /// refused when over the cap or holding control characters.
 fn token_in_file(path: &str, bytes: &[u8]) -> Result<Option<Token>, TokenFileError> {
@@ -256,6 +269,7 @@ pub enum CredentialError {
 impl CredentialError {
     pub fn hint(&self) -> String {
         match self {
+            CredentialError::NoServiceAccount { name, .. } if name.starts_with("calicoctl-win") => "an admin creates it once per cluster: 'calicoctl-win fleet rbac | kubectl apply -f -' (or name the right one with --namespace and --service-account)".into(),
             CredentialError::NoServiceAccount { .. } => "install Calico first (its calico-node service account must exist), or name the right one with --namespace and --service-account".into(),
             CredentialError::TokenNotFilled { .. } => "check that kube-controller-manager runs its token controller (legacy token secrets need it), or drop --legacy-secret to use the TokenRequest API".into(),
             CredentialError::NoCa { .. } => "use an admin kubeconfig with certificate-authority-data (insecure-skip-tls-verify is never copied to the node)".into(),

@@ -281,6 +281,17 @@ pub fn installer_kubeconfig(
         )
         .into());
     }
+    let to_stdout = crate::files::is_stdout(&args.out_file);
+    if to_stdout && ctx.printer.format == crate::output::Format::Json {
+        return Err(UsageError::new(
+            "--out-file - and -o json both want standard output",
+            "drop -o json to write the kubeconfig to standard output, or name a file with --out-file",
+        )
+        .into());
+    }
+    if !to_stdout {
+        crate::files::check_target(&args.out_file)?;
+    }
     let c = ctx.require_cluster()?;
     let (ns, sa) = (&args.namespace, &args.service_account);
     if ctx.options.dry_run {
@@ -295,9 +306,18 @@ pub fn installer_kubeconfig(
     let issued = credentials::token_request(&c, ns, sa, args.lifetime)?;
     let ca = credentials::ca_for(&c, ns, &issued)?;
     let text = kubeconfig::kubeconfig_with_token(&c.server, &ca, issued.token.expose(), ns);
+    let expires = issued.expires.map(time_text);
+    if to_stdout {
+        ctx.printer.text(text.trim_end());
+        ctx.printer.note(&format!(
+            "the kubeconfig above is {ns}/{sa}'s on {}, valid until {}: keep it out of logs, hand it to the new node's install and remove it after",
+            c.server,
+            expires.as_deref().unwrap_or("(no expiry)")
+        ));
+        return Ok(());
+    }
     crate::files::write_secret(&args.out_file, text.as_bytes())
         .with_context(|| format!("cannot write {}", args.out_file.display()))?;
-    let expires = issued.expires.map(time_text);
     ctx.printer.text(&format!(
         "wrote {}: {ns}/{sa} on {}, valid until {}; hand it to the new node's install and remove it after",
         args.out_file.display(),

@@ -70,6 +70,8 @@ fn print_manifests(
         .context("cannot write the manifests as YAML")?
         .join("---\n");
     let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+    // `--out-file -` is standard output, where the manifests go without the flag.
+    let out_file = out_file.filter(|p| !crate::files::is_stdout(p));
     match out_file {
         Some(path) => {
             let changed = crate::files::write_atomic(path, yaml.as_bytes())

@@ -37,6 +37,8 @@ const KNOWN_ERRORS: &[Recogniser] = &[
     recognise::<crate::host::HostError>,
     recognise::<crate::policy::PolicyError>,
     recognise::<crate::commands::lint::Findings>,
+    recognise::<crate::files::OutFileError>,
+    recognise::<crate::cluster::credentials::TokenFileError>,
 ];
 
 /// The error a command failed with, with its exit code and hint.

@@ -508,37 +508,14 @@ fn ipam(
 /// calico-node's token: present, and how long it stays valid. Whatever is wrong with it is a
 /// problem among the others, never the end of the report.
 fn token(host: &dyn Host, config: &Config, r: &mut Report) -> serde_json::Value {
-    use crate::cluster::credentials;
     use crate::supervise::renew;
     let path = match config.kubeconfig.as_ref().map(|p| p.as_str().to_owned()) {
         Some(path) if config.datastore == crate::config::types::Datastore::Kubernetes => path,
         _ => return json!(null),
     };
-    let kubeconfig = match host.read_file(&path) {
-        Ok(Some(k)) => k,
-        Ok(None) => {
-            r.problems
-                .push(format!("calico-node's kubeconfig {path} is missing"));
-            return json!({"path": path, "present": false});
-        }
-        Err(e) => {
-            r.problems.push(format!("calico-node's kubeconfig: {e}"));
-            return json!({"path": path, "present": false, "error": e.to_string()});
-        }
-    };
-    let token = match credentials::node_token_in(host, &String::from_utf8_lossy(&kubeconfig)) {
-        Ok(Some(token)) => token,
-        Ok(None) => {
-            r.problems.push(format!(
-                "calico-node's kubeconfig {path} holds no token, or the token file it names is missing or empty; {}",
-                NEW_TOKEN
-            ));
-            return json!({"path": path, "present": false});
-        }
-        Err(e) => {
-            r.problems.push(format!("{e}; {}", e.hint()));
-            return json!({"path": path, "present": false, "error": e.to_string()});
-        }
+    let token = match node_token(host, &path, r) {
+        Ok(token) => token,
+        Err(doc) => return doc,
     };
     let now = now();
     if let Some(why) = token.unusable() {
@@ -573,26 +550,7 @@ fn token(host: &dyn Host, config: &Config, r: &mut Report) -> serde_json::Value 
         )),
         _ => {}
     }
-    let refused = renew::refused(host).unwrap_or_else(|e| {
-        r.problems
-            .push(format!("cannot read the failed renewal's record: {e}"));
-        None
-    });
-    if let Some(f) = &refused {
-        let expired_said = expiry.is_some_and(|e| e <= now);
-        r.problems.push(format!(
-            "CalicoNode could not renew calico-node's token at {}{}: {}{}",
-            time_text(f.at),
-            f.expires
-                .map_or(String::new(), |e| format!(" (it expires {})", time_text(e))),
-            f.error,
-            if f.unauthorized && !expired_said {
-                format!("; the API server refuses the token itself (401): {NEW_TOKEN}")
-            } else {
-                String::new()
-            }
-        ));
-    }
+    let refused = refused_renewal(host, expiry, now, r);
     let skew = record.as_ref().and_then(renew::IssuedRecord::skew_to_say);
     r.text.push(format!(
         "Token: {}{}",
@@ -612,6 +570,72 @@ fn token(host: &dyn Host, config: &Config, r: &mut Report) -> serde_json::Value 
         "clock_skew_seconds": record.and_then(|rec| rec.skew),
         "renewal_failed": refused.map(|f| json!({"at": time_text(f.at), "error": f.error,
             "needs_new_token": f.needs_new_token(now)}))})
+}
+
+/// calico-node's token as its kubeconfig at `path` names it; what status reports instead
+/// (the problem said) when there is none to judge.
+fn node_token(
+    host: &dyn Host,
+    path: &str,
+    r: &mut Report,
+) -> Result<crate::cluster::credentials::Token, serde_json::Value> {
+    use crate::cluster::credentials;
+    let kubeconfig = match host.read_file(path) {
+        Ok(Some(k)) => k,
+        Ok(None) => {
+            r.problems
+                .push(format!("calico-node's kubeconfig {path} is missing"));
+            return Err(json!({"path": path, "present": false}));
+        }
+        Err(e) => {
+            r.problems.push(format!("calico-node's kubeconfig: {e}"));
+            return Err(json!({"path": path, "present": false, "error": e.to_string()}));
+        }
+    };
+    match credentials::node_token_in(host, &String::from_utf8_lossy(&kubeconfig)) {
+        Ok(Some(token)) => Ok(token),
+        Ok(None) => {
+            r.problems.push(format!(
+                "calico-node's kubeconfig {path} holds no token, or the token file it names is missing or empty; {}",
+                NEW_TOKEN
+            ));
+            Err(json!({"path": path, "present": false}))
+        }
+        Err(e) => {
+            r.problems.push(format!("{e}; {}", e.hint()));
+            Err(json!({"path": path, "present": false, "error": e.to_string()}))
+        }
+    }
+}
+
+/// The last failed renewal, said as a problem (with what to do when only a new token helps).
+fn refused_renewal(
+    host: &dyn Host,
+    expiry: Option<i64>,
+    now: i64,
+    r: &mut Report,
+) -> Option<crate::supervise::renew::Refused> {
+    let refused = crate::supervise::renew::refused(host).unwrap_or_else(|e| {
+        r.problems
+            .push(format!("cannot read the failed renewal's record: {e}"));
+        None
+    });
+    if let Some(f) = &refused {
+        let expired_said = expiry.is_some_and(|e| e <= now);
+        r.problems.push(format!(
+            "CalicoNode could not renew calico-node's token at {}{}: {}{}",
+            time_text(f.at),
+            f.expires
+                .map_or(String::new(), |e| format!(" (it expires {})", time_text(e))),
+            f.error,
+            if f.unauthorized && !expired_said {
+                format!("; the API server refuses the token itself (401): {NEW_TOKEN}")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    refused
 }
 
 /// How to put a new token on the node, said where one is needed.
