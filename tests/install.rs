@@ -1955,6 +1955,18 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
     assert!(!result_file.exists(), "the second --detach wrote a result");
 
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("kill it");
+    // SIGKILL is delivered at once and acted on later: wait until the process has ended (a
+    // zombie, or reaped), with a deadline, before asking status about it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = state.rsplit_once(')').map_or("", |(_, rest)| rest.trim_start());
+        if state.is_empty() || state.starts_with('Z') || state.starts_with('X') {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the killed run never ended");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     std::fs::remove_file(&marker).expect("marker");
     // Killed, it recorded nothing; once it is clearly gone (its start backdated past the
     // minute a run has to take the lock), status writes its result and says the install was

@@ -95,9 +95,35 @@ pub fn busy(dir: &Path) -> Option<Option<Holder>> {
     match file.try_lock() {
         // Free: closing the file lets it go again.
         Ok(()) => None,
-        Err(std::fs::TryLockError::WouldBlock) => Some(holder(&path)),
+        // A holder that has been killed keeps the lock until the kernel has closed its files;
+        // once it has become a zombie (or is gone) it changes nothing any more.
+        Err(std::fs::TryLockError::WouldBlock) => match holder(&path) {
+            Some(h) if defunct(h.pid) => None,
+            h => Some(h),
+        },
         Err(std::fs::TryLockError::Error(_)) => None,
     }
+}
+
+/// Whether process `pid` has ended (a zombie waiting to be reaped, or gone): Linux's
+/// `/proc/PID/stat`, whose third field is the state, `Z` for a zombie and `X` for a dead one
+/// (proc(5)). Elsewhere no process is taken for defunct.
+fn defunct(pid: u32) -> bool {
+    if !cfg!(target_os = "linux") {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => state_is_defunct(&stat),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
+}
+
+/// The state field of a `/proc/PID/stat` line: after the command, which is in parentheses
+/// and may itself hold spaces and parentheses (hence the last `)`).
+fn state_is_defunct(stat: &str) -> bool {
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .is_some_and(|state| state == "Z" || state == "X")
 }
 
 /// Makes the state directory `dir` if it is missing. On Windows it gets the access list of
@@ -220,6 +246,29 @@ impl crate::error::Diagnose for LockError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_zombie_or_dead_process_is_defunct_and_a_running_one_is_not() {
+        assert!(state_is_defunct("4242 (calicoctl-win) Z 1 4242"));
+        assert!(state_is_defunct("4242 (a) b) X 1"));
+        assert!(!state_is_defunct("4242 (calicoctl-win) S 1 4242"));
+        assert!(!state_is_defunct("4242 (name with ) Z) R 1"));
+        assert!(!state_is_defunct(""));
+        assert!(!defunct(std::process::id()));
+        // A zombie: a child that ended and is not reaped yet.
+        #[cfg(target_os = "linux")]
+        {
+            let mut child = std::process::Command::new("true").spawn().expect("true");
+            let pid = child.id();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !defunct(pid) {
+                assert!(std::time::Instant::now() < deadline, "never a zombie");
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            child.wait().expect("reap");
+            assert!(defunct(pid) || std::fs::metadata(format!("/proc/{pid}")).is_ok());
+        }
+    }
 
     #[test]
     fn a_state_dir_that_is_a_link_is_refused() {
