@@ -983,3 +983,91 @@ fn a_rollout_by_the_plan_changes_two_nodes_at_a_time_and_stops_at_failures() {
         );
     }
 }
+
+/// A config with one node's settings (what `config import-ps1` of a quickstart config.ps1
+/// writes) is refused, naming them; `--image` without a tag runs the same tag in the Plan and
+/// the DaemonSet; `--version` and `--node-selector` are checked as a tag and a label.
+#[test]
+fn fleet_plan_refuses_per_node_settings_and_runs_one_tag_everywhere() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("calico-windows.yaml");
+    let config_arg = config.to_str().expect("utf-8").to_owned();
+    for per_node in ["node:\n  name: win-7\n", "node:\n  ip: 10.0.0.7\n"] {
+        std::fs::write(&config, per_node).expect("write");
+        let (code, doc, err) = fleet_plan(&["--config", &config_arg, "--image", "r/x:1"]);
+        assert_eq!(code, 2, "{per_node}: {err}");
+        let key = if per_node.contains("name") {
+            "node.name"
+        } else {
+            "node.ip"
+        };
+        assert!(doc["error"]["message"].to_string().contains(key), "{doc}");
+    }
+    std::fs::write(&config, "node:\n  ip: autodetect\n").expect("write");
+    let (code, doc, err) = fleet_plan(&[
+        "--config",
+        &config_arg,
+        "--image",
+        "registry:5000/x",
+        "--version",
+        "1.4.0",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let plan = manifest(&doc, "Plan")["spec"]["upgrade"]["image"].clone();
+    let ds =
+        manifest(&doc, "DaemonSet")["spec"]["template"]["spec"]["containers"][0]["image"].clone();
+    assert_eq!(plan, "registry:5000/x:1.4.0");
+    assert_eq!(ds, plan);
+    let (_, doc, _) = fleet_plan(&["--config", &config_arg, "--image", "r/x@sha256:abc"]);
+    assert_eq!(
+        manifest(&doc, "Plan")["spec"]["upgrade"]["image"],
+        "r/x@sha256:abc"
+    );
+    for bad in [
+        &["--version", "1.0\n; rm -rf /"][..],
+        &["--version", "-1"],
+        &["--node-selector", "kubernetes.io/os=windows; rm -rf /"],
+        &["--node-selector", "a b=c"],
+        &["--image", "r/x:1\nkind: Pod"],
+    ] {
+        let mut args = vec!["--config", config_arg.as_str(), "--image", "r/x"];
+        args.extend_from_slice(bad);
+        let (code, _, err) = fleet_plan(&args);
+        assert_eq!(code, 2, "{bad:?}: {err}");
+    }
+}
+
+/// With Calico in kube-system (a manifest install; docs/commands/fleet.md's example), each
+/// object is written once: `kubectl apply` would keep only the last of two of one name.
+#[test]
+fn fleet_rbac_for_calico_in_kube_system_writes_each_object_once() {
+    for identity in ["installer", "fleet"] {
+        let out = cmd()
+            .args([
+                "-o",
+                "json",
+                "fleet",
+                "rbac",
+                "--calico-namespace",
+                "kube-system",
+                "--identity",
+                identity,
+            ])
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc = json(&out.stdout);
+        let mut seen = std::collections::BTreeSet::new();
+        for m in doc["manifests"].as_array().expect("manifests") {
+            let key = format!(
+                "{}/{}/{}",
+                m["kind"], m["metadata"]["namespace"], m["metadata"]["name"]
+            );
+            assert!(seen.insert(key.clone()), "{identity}: {key} twice");
+        }
+    }
+}

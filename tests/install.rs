@@ -1960,11 +1960,16 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = state.rsplit_once(')').map_or("", |(_, rest)| rest.trim_start());
+        let state = state
+            .rsplit_once(')')
+            .map_or("", |(_, rest)| rest.trim_start());
         if state.is_empty() || state.starts_with('Z') || state.starts_with('X') {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "the killed run never ended");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the killed run never ended"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     std::fs::remove_file(&marker).expect("marker");

@@ -268,11 +268,27 @@ pub fn manifests(
             "roleRef": role_ref("ClusterRole"), "subjects": subject}),
         );
     }
+    // One Role a namespace: when Calico's namespace is kube-system (a manifest install), its
+    // rules and kube-system's go into one Role, as two objects of one name would be one
+    // object to `kubectl apply`, which keeps the last.
+    let mut namespaces: Vec<(&str, Vec<PolicyRule>)> = Vec::new();
     for (scope, ns) in [
         (Scope::Calico, calico_namespace),
         (Scope::KubeSystem, "kube-system"),
     ] {
         let rules = policy_rules(rights, scope);
+        match namespaces.iter_mut().find(|(n, _)| *n == ns) {
+            Some((_, have)) => {
+                for rule in rules {
+                    if !have.contains(&rule) {
+                        have.push(rule);
+                    }
+                }
+            }
+            None => namespaces.push((ns, rules)),
+        }
+    }
+    for (ns, rules) in namespaces {
         if rules.is_empty() {
             continue;
         }
@@ -292,6 +308,36 @@ pub fn manifests(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn calicos_namespace_in_kube_system_gets_one_role_with_both_sets_of_rules() {
+        let all = installer(false);
+        for calico_ns in ["kube-system", "calico-system"] {
+            let docs = manifests(&all, "calicoctl-win-installer", "kube-system", calico_ns);
+            let mut seen = std::collections::BTreeSet::new();
+            for d in &docs {
+                let key = format!(
+                    "{}/{}/{}",
+                    d["kind"], d["metadata"]["namespace"], d["metadata"]["name"]
+                );
+                assert!(seen.insert(key.clone()), "{calico_ns}: {key} twice");
+            }
+            let rules_in = |ns: &str| -> usize {
+                docs.iter()
+                    .filter(|d| d["kind"] == "Role" && d["metadata"]["namespace"] == ns)
+                    .map(|d| d["rules"].as_array().map_or(0, Vec::len))
+                    .sum()
+            };
+            let calico = policy_rules(&all, Scope::Calico).len();
+            let kube_system = policy_rules(&all, Scope::KubeSystem).len();
+            if calico_ns == "kube-system" {
+                assert_eq!(rules_in("kube-system"), calico + kube_system);
+            } else {
+                assert_eq!(rules_in("calico-system"), calico);
+                assert_eq!(rules_in("kube-system"), kube_system);
+            }
+        }
+    }
 
     #[test]
     fn the_fleet_has_the_installers_reads_and_drain_and_nothing_to_create_credentials() {

@@ -119,6 +119,18 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         }
         .into());
     }
+    let per_node = crate::config::per_node_settings(path.clone(), &config)?;
+    if !per_node.is_empty() {
+        return Err(UsageError::new(
+            format!(
+                "{} sets what differs from node to node, and every node of the fleet gets this file: {}",
+                path.display(),
+                per_node.join(", ")
+            ),
+            "remove those settings from the file: each node finds its own name (the host name, as kubelet's) and address",
+        )
+        .into());
+    }
     for (what, value) in [
         ("--name", &args.name),
         ("--namespace", &args.namespace),
@@ -127,21 +139,22 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
     ] {
         dns_label(what, value)?;
     }
-    if args.image.is_empty() || args.image.contains(char::is_whitespace) {
+    let version = args
+        .version
+        .clone()
+        .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned());
+    if !is_image_tag(&version) {
         return Err(UsageError::new(
-            format!("--image {:?} is not an image reference", args.image),
-            "name the image that holds calicoctl-win.exe, like registry.example.com/calicoctl-win:1.2.0",
+            format!("--version {version:?} is not an image tag"),
+            "use at most 128 letters, digits, '_', '.' and '-', starting with a letter, digit or '_' (like 1.2.0)",
         )
         .into());
     }
     Ok(Fleet {
         name: args.name.clone(),
         namespace: args.namespace.clone(),
-        image: args.image.clone(),
-        version: args
-            .version
-            .clone()
-            .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned()),
+        image: tagged_image(&args.image, &version)?,
+        version,
         service_account: args.service_account.clone(),
         config_secret: args.config_secret.clone(),
         config,
@@ -151,6 +164,69 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         force: args.force,
         delete_emptydir_data: args.delete_emptydir_data,
     })
+}
+
+/// An image tag, as the distribution reference grammar has it: `[\w][\w.-]{0,127}`.
+fn is_image_tag(tag: &str) -> bool {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    tag.len() <= 128
+        && tag.bytes().next().is_some_and(word)
+        && tag.bytes().all(|b| word(b) || b == b'.' || b == b'-')
+}
+
+/// The image both the Plan and the DaemonSet run: `image` as given when it has a tag or a
+/// digest, else `image:version`. system-upgrade-controller adds the Plan's version to a
+/// name-only image itself (v0.19 `pkg/upgrade/container/container.go`, `WithLatestTag`:
+/// `reference.IsNameOnly`, then `reference.WithTag`), while a DaemonSet's name-only image would
+/// run `:latest`; tagging it here gives both the same. A tag is a `:` after the last `/` (a
+/// registry's port comes before it).
+fn tagged_image(image: &str, version: &str) -> anyhow::Result<String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "._-/:@".contains(c);
+    if image.is_empty()
+        || image.len() > 255
+        || !image.chars().all(allowed)
+        || image.starts_with('/')
+    {
+        return Err(UsageError::new(
+            format!("--image {image:?} is not an image reference"),
+            "name the image that holds calicoctl-win.exe, like registry.example.com/calicoctl-win:1.2.0",
+        )
+        .into());
+    }
+    let last = image.rsplit('/').next().unwrap_or(image);
+    if image.contains('@') || last.contains(':') {
+        return Ok(image.to_owned());
+    }
+    Ok(format!("{image}:{version}"))
+}
+
+/// A label's name part, or a label value: at most 63 letters, digits, '-', '_' and '.',
+/// starting and ending with a letter or digit (Kubernetes' `IsQualifiedName` and
+/// `IsValidLabelValue`, apimachinery `pkg/util/validation/validation.go`).
+fn is_label_name(v: &str) -> bool {
+    let alnum = |b: &u8| b.is_ascii_alphanumeric();
+    !v.is_empty()
+        && v.len() <= 63
+        && v.as_bytes().first().is_some_and(alnum)
+        && v.as_bytes().last().is_some_and(alnum)
+        && v.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+}
+
+/// A label key: an optional DNS-subdomain prefix (at most 253 lower-case letters, digits, '-'
+/// and '.') and '/', then a name.
+fn is_label_key(k: &str) -> bool {
+    match k.split_once('/') {
+        Some((prefix, name)) => {
+            !prefix.is_empty()
+                && prefix.len() <= 253
+                && prefix
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+                && is_label_name(name)
+        }
+        None => is_label_name(k),
+    }
 }
 
 /// A Kubernetes object name (RFC 1123 label): lower-case letters, digits and '-', at most 63,
@@ -178,11 +254,11 @@ fn node_selector(flags: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
     flags
         .iter()
         .map(|f| match f.split_once('=') {
-            Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => {
+            Some((k, v)) if is_label_key(k) && (v.is_empty() || is_label_name(v)) => {
                 Ok((k.to_owned(), v.to_owned()))
             }
             _ => Err(UsageError::new(
-                format!("--node-selector {f:?} is not KEY=VALUE"),
+                format!("--node-selector {f:?} is not a node label KEY=VALUE"),
                 "give a node label, like --node-selector node.kubernetes.io/windows-build=10.0.20348",
             )
             .into()),

@@ -235,6 +235,33 @@ pub fn problems_of_file(path: PathBuf, text: &str) -> Result<Vec<Problem>, Confi
     }
 }
 
+/// Settings that name one node, which a config shared by a fleet must not hold: a node's
+/// name (and the Kubernetes Node it belongs to) and a fixed address.
+const PER_NODE: &[&str] = &["node.name", "node.k8s_node_ref", "node.ip"];
+
+/// The per-node settings a config file's text sets (a fixed `node.ip`, not `autodetect`),
+/// each with its line: what `config import-ps1` of one node's config.ps1 writes.
+pub fn per_node_settings(path: PathBuf, text: &str) -> Result<Vec<String>, ConfigError> {
+    let loaded = load(&Inputs {
+        file: Some((path, text.to_owned())),
+        host: BTreeMap::from([("node.name", Raw::Scalar("node-name-from-the-host".into()))]),
+        ..Inputs::default()
+    })?;
+    Ok(PER_NODE
+        .iter()
+        .filter_map(|key| {
+            let shown = loaded.shown.get(key)?;
+            let layer::Source::File(line) = shown.source else {
+                return None;
+            };
+            if *key == "node.ip" && shown.value == "autodetect" {
+                return None;
+            }
+            Some(format!("{key} (line {line}: {})", shown.value))
+        })
+        .collect())
+}
+
 /// Computes the effective configuration from its inputs, reporting every problem at once.
 pub fn load(inputs: &Inputs) -> Result<Loaded, ConfigError> {
     let file_path = inputs.file.as_ref().map(|(p, _)| p.clone());
