@@ -18,6 +18,45 @@ pub fn cross_check(c: &Config, r: &mut Resolver) {
     backend_and_datastore(c, r);
     partial_tls(r);
     lists_and_names(c, r);
+    install_root_of_its_own(c, r);
+}
+
+/// Directories Windows ships with an access list of its own (owner TrustedInstaller or
+/// SYSTEM, ALL APPLICATION PACKAGES, CREATOR OWNER): install protects its root, which would
+/// replace that list. The whole Windows directory, and these exactly, on any drive.
+const SYSTEM_DIRS: &[&str] = &["program files", "program files (x86)", "programdata", "users"];
+
+/// Why `path` cannot be an install root: a drive root, or a directory Windows ships.
+pub fn system_directory(path: &str) -> Option<&'static str> {
+    let lower = path.trim_end_matches(['\\', '/']).to_ascii_lowercase();
+    let rest = lower.get(2..).filter(|_| lower.as_bytes().get(1) == Some(&b':'))?;
+    let rest = rest.trim_start_matches(['\\', '/']);
+    if rest.is_empty() {
+        return Some("a drive's root");
+    }
+    let first = rest.split(['\\', '/']).next().unwrap_or_default();
+    if first == "windows" {
+        return Some("Windows' own directory");
+    }
+    (SYSTEM_DIRS.contains(&rest)).then_some("a directory Windows ships with its own access list")
+}
+
+/// The install root is a directory of Calico's own: never a drive root or a system directory,
+/// whose access list install would replace.
+fn install_root_of_its_own(c: &Config, r: &mut Resolver) {
+    let root = c.install_root.as_str();
+    if let Some(what) = system_directory(root)
+        && involved_ok(r, &["install_root"])
+    {
+        add(
+            r,
+            "install_root",
+            Some(root.to_owned()),
+            format!(
+                "{root} is {what}: install gives its root an access list of its own (SYSTEM and Administrators only), which would replace Windows' list; use a directory of Calico's own, like C:\\CalicoWindows or C:\\Program Files\\Calico"
+            ),
+        );
+    }
 }
 
 /// Whether none of `keys` failed on its own (a setting that failed is not checked again).
@@ -174,4 +213,25 @@ fn env_var_problem(name: &str, value: &str) -> Option<String> {
                 s.key
             )
         })
+}
+
+#[cfg(test)]
+mod install_root_tests {
+    use super::system_directory;
+
+    #[test]
+    fn a_drive_root_or_a_system_directory_is_no_install_root() {
+        for bad in [
+            "C:\\", "C:", "d:/", "C:\\Program Files", "c:\\program files (x86)\\",
+            "C:\\Windows", "C:\\Windows\\System32", "C:\\ProgramData", "C:\\Users",
+        ] {
+            assert!(system_directory(bad).is_some(), "{bad}");
+        }
+        for good in [
+            "C:\\CalicoWindows", "C:\\Program Files\\Calico", "D:\\calico", "C:\\ProgramData\\Calico",
+            "C:\\WindowsCalico",
+        ] {
+            assert_eq!(system_directory(good), None, "{good}");
+        }
+    }
 }
