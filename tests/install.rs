@@ -2369,3 +2369,34 @@ fn status_shows_the_addresses_used_of_the_nodes_block() {
     let problems = doc["problems"].to_string();
     assert!(problems.contains("block is full (60 of 60)"), "{problems}");
 }
+
+/// An install made with another install root (`--set install_root`) is found by an uninstall
+/// run without that setting: install recorded its root in Calico's registry key.
+#[test]
+fn uninstall_without_the_config_finds_the_install_root_install_recorded() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = SimNode::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    let (code, _, err) = node.run(&[
+        "install",
+        "--no-start",
+        "--release-zip",
+        &zip,
+        "--set",
+        r"install_root=C:\Calico2",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(node.c_drive("calico2/calicoctl-win-install.json").is_file());
+    let (code, doc, err) = node.run(&["uninstall"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(doc["install_root"], r"C:\Calico2", "{doc}");
+    assert!(
+        err.contains(r"install recorded its root C:\Calico2"),
+        "{err}"
+    );
+    assert!(!node.c_drive("calico2/calicoctl-win-install.json").exists());
+    let state = std::fs::read_to_string(node.sim().join("state.json")).expect("state");
+    assert!(!state.contains("CalicoNode"), "a service is left: {state}");
+}

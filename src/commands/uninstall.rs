@@ -16,7 +16,7 @@ const DEFAULT_ROOT: &str = r"C:\CalicoWindows";
 
 pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host_to_change("uninstall")?;
-    let root = install_root(args, ctx);
+    let root = install_root(args, ctx, host.as_ref());
     let dry_run = ctx.options.dry_run;
     undo_interrupted_install(ctx, host.as_ref(), &root, args.service_timeout)?;
     let journal_path = uninstall::journal_path(&root);
@@ -91,18 +91,53 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
 
 /// Where the install record is: `--install-root`, else the config's. The config is only a
 /// hint: a broken one does not stop uninstall, which then looks in the default root.
-fn install_root(args: &UninstallArgs, ctx: &mut Context) -> String {
+fn install_root(args: &UninstallArgs, ctx: &mut Context, host: &dyn crate::host::Host) -> String {
     if let Some(r) = &args.install_root {
         return r.trim_end_matches('\\').to_owned();
     }
-    match ctx.load_config() {
+    let configured = match ctx.load_config() {
         Ok(l) => crate::plan::install::install_root(&l.config),
         Err(e) => {
             ctx.printer.warn(&format!(
-                "the config cannot be read ({e}); looking for the install record in {DEFAULT_ROOT} (--install-root DIR for another)"
+                "the config cannot be read ({e}); looking for the install record where install recorded its root, else in {DEFAULT_ROOT} (--install-root DIR for another)"
             ));
             DEFAULT_ROOT.to_owned()
         }
+    };
+    let has_install = |root: &str| {
+        matches!(record::read(host, root), Ok(Some(_)))
+            || host
+                .file_access(&uninstall::journal_path(root))
+                .is_ok_and(|a| a.is_some())
+    };
+    if has_install(&configured) {
+        return configured;
+    }
+    // Install writes its root into Calico's registry key: an install made with another config
+    // (or --set install_root) is found there when this run's config does not name it.
+    match recorded_root(host) {
+        Some(recorded) if !recorded.eq_ignore_ascii_case(&configured) && has_install(&recorded) => {
+            ctx.printer.note(&format!(
+                "no install in {configured}; install recorded its root {recorded} in {}\\{}: uninstalling that",
+                crate::supervise::CALICO_KEY,
+                crate::plan::install::INSTALL_ROOT_VALUE
+            ));
+            recorded
+        }
+        _ => configured,
+    }
+}
+
+/// The install root install recorded in Calico's registry key, if any.
+fn recorded_root(host: &dyn crate::host::Host) -> Option<String> {
+    match host.reg_get(
+        crate::supervise::CALICO_KEY,
+        crate::plan::install::INSTALL_ROOT_VALUE,
+    ) {
+        Ok(Some(crate::host::RegValue::Sz(root))) if !root.is_empty() => {
+            Some(root.trim_end_matches('\\').to_owned())
+        }
+        _ => None,
     }
 }
 

@@ -24,12 +24,19 @@ pub fn cross_check(c: &Config, r: &mut Resolver) {
 /// Directories Windows ships with an access list of its own (owner TrustedInstaller or
 /// SYSTEM, ALL APPLICATION PACKAGES, CREATOR OWNER): install protects its root, which would
 /// replace that list. The whole Windows directory, and these exactly, on any drive.
-const SYSTEM_DIRS: &[&str] = &["program files", "program files (x86)", "programdata", "users"];
+const SYSTEM_DIRS: &[&str] = &[
+    "program files",
+    "program files (x86)",
+    "programdata",
+    "users",
+];
 
 /// Why `path` cannot be an install root: a drive root, or a directory Windows ships.
 pub fn system_directory(path: &str) -> Option<&'static str> {
     let lower = path.trim_end_matches(['\\', '/']).to_ascii_lowercase();
-    let rest = lower.get(2..).filter(|_| lower.as_bytes().get(1) == Some(&b':'))?;
+    let rest = lower
+        .get(2..)
+        .filter(|_| lower.as_bytes().get(1) == Some(&b':'))?;
     let rest = rest.trim_start_matches(['\\', '/']);
     if rest.is_empty() {
         return Some("a drive's root");
@@ -222,13 +229,23 @@ mod install_root_tests {
     #[test]
     fn a_drive_root_or_a_system_directory_is_no_install_root() {
         for bad in [
-            "C:\\", "C:", "d:/", "C:\\Program Files", "c:\\program files (x86)\\",
-            "C:\\Windows", "C:\\Windows\\System32", "C:\\ProgramData", "C:\\Users",
+            "C:\\",
+            "C:",
+            "d:/",
+            "C:\\Program Files",
+            "c:\\program files (x86)\\",
+            "C:\\Windows",
+            "C:\\Windows\\System32",
+            "C:\\ProgramData",
+            "C:\\Users",
         ] {
             assert!(system_directory(bad).is_some(), "{bad}");
         }
         for good in [
-            "C:\\CalicoWindows", "C:\\Program Files\\Calico", "D:\\calico", "C:\\ProgramData\\Calico",
+            "C:\\CalicoWindows",
+            "C:\\Program Files\\Calico",
+            "D:\\calico",
+            "C:\\ProgramData\\Calico",
             "C:\\WindowsCalico",
         ] {
             assert_eq!(system_directory(good), None, "{good}");
