@@ -790,3 +790,31 @@ fn status_and_preflight_check_the_kube_proxy_service() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(doc["kube_proxy"]["verdict"], "pass", "{doc}");
 }
+
+/// A node name kubelet does not use is refused by reconfigure as by install (the node-name
+/// check, exit 3), and nothing is rewritten.
+#[test]
+fn reconfigure_refuses_a_node_name_kubelet_does_not_use() {
+    let n = Node::installed();
+    let env = n.node.c_drive("calicowindows/calico-node.env");
+    let before = std::fs::read(&env).ok();
+    let out = support::cmd()
+        .args([
+            "reconfigure",
+            "--set",
+            "node.name=win-9",
+            "-o",
+            "json",
+            "--sim-host",
+        ])
+        .arg(n.node.sim())
+        .arg("--kubeconfig")
+        .arg(&n.node.admin)
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let doc = support::json(&out.stdout);
+    assert_eq!(doc["blocking"], json!(["node-name"]), "{doc}");
+    assert_eq!(std::fs::read(&env).ok(), before, "NODENAME was rewritten");
+}

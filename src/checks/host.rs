@@ -545,7 +545,8 @@ fn foreign_cni(s: &HostSnapshot) -> Check {
     }
 }
 
-fn node_name(s: &HostSnapshot, c: &Config) -> Check {
+/// Whether the config's node name is the one kubelet registers the node as.
+pub fn node_name(s: &HostSnapshot, c: &Config) -> Check {
     const ID: &str = "node-name";
     let Some(kubelet) = &s.kubelet_service else {
         let msg = match s.kubelet_pid {

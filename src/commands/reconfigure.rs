@@ -26,6 +26,20 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let root = crate::plan::install::install_root(config);
 
     let rec = installed(host.as_ref(), &root, config)?;
+    // A node name kubelet does not use would name another Node in NODENAME: install refuses
+    // it with the same check.
+    let name_check =
+        crate::checks::host::node_name(&crate::checks::host::snapshot(host.as_ref()), config);
+    if name_check.verdict == crate::checks::Verdict::Fail {
+        ctx.printer
+            .text(crate::checks::table(std::slice::from_ref(&name_check)).trim_end());
+        ctx.printer
+            .json(&json!({"checks": [name_check], "blocking": [name_check.id], "changed": false}));
+        return Err(crate::checks::Blocked {
+            ids: vec![name_check.id],
+        }
+        .into());
+    }
     let journal_path = join(&root, record::JOURNAL_FILE);
     let journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "reconfigure")?;
 
