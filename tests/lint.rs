@@ -613,3 +613,110 @@ fn a_rule_or_a_spec_that_is_not_a_map_is_refused() {
     p["spec"] = json!("all()");
     assert!(collected_err(&p));
 }
+
+/// `kubectl get -o yaml` snapshots of ordinary size are read: a `kind: List` of 10,000 pods
+/// (2 MB) and a file of 1,100 documents were over the YAML parser's own default limits, which
+/// are not lint's caps. A key given twice is said in plain words.
+#[test]
+fn ordinary_yaml_snapshots_are_read_within_the_documented_caps() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut items = cluster();
+    for i in 0..10_000 {
+        items.push(pod(
+            "shop",
+            &format!("many-{i}"),
+            "lin-1",
+            json!({"role": "client", "tier": "x"}),
+        ));
+    }
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+    std::fs::write(
+        dir.path().join("cluster.yaml"),
+        serde_saphyr::to_string(&list).unwrap(),
+    )
+    .unwrap();
+    let docs: Vec<String> = (0..1_100)
+        .map(|i| {
+            serde_saphyr::to_string(&pod(
+                "shop",
+                &format!("doc-{i}"),
+                "lin-1",
+                json!({"role": "client"}),
+            ))
+            .unwrap()
+        })
+        .chain([serde_saphyr::to_string(&seed()).unwrap()])
+        .collect();
+    std::fs::write(dir.path().join("docs.yaml"), docs.join("---\n")).unwrap();
+    let (code, doc, stderr) = lint_dir(dir.path());
+    assert_eq!(code, 3, "{stderr}");
+    assert_eq!(doc["windows_endpoints"], 30, "{stderr}");
+
+    let bad = tempfile::tempdir().unwrap();
+    std::fs::write(bad.path().join("dup.yaml"), "kind: Pod\nkind: Node\n").unwrap();
+    let (code, doc, stderr) = lint_dir(bad.path());
+    assert_eq!(code, 2, "{stderr}");
+    let message = doc["error"]["message"].to_string();
+    assert!(
+        !message.contains("DuplicateKeyPolicy") && !message.contains("budget"),
+        "{message}"
+    );
+    assert!(message.contains("appears twice"), "{message}");
+}
+
+/// The same snapshot given twice counts each object once, with a note.
+#[test]
+fn an_object_read_twice_is_counted_once() {
+    let dir = tempfile::tempdir().unwrap();
+    write_inputs(dir.path(), &[seed()]);
+    let (_, once, _) = lint_dir(dir.path());
+    std::fs::copy(
+        dir.path().join("cluster.json"),
+        dir.path().join("cluster-copy.json"),
+    )
+    .unwrap();
+    std::fs::copy(
+        dir.path().join("policies/all.yaml"),
+        dir.path().join("policies/again.yaml"),
+    )
+    .unwrap();
+    let (code, twice, stderr) = lint_dir(dir.path());
+    assert_eq!(code, 3, "{stderr}");
+    assert_eq!(
+        twice["windows_endpoints"], once["windows_endpoints"],
+        "{stderr}"
+    );
+    assert_eq!(twice["policies"], once["policies"], "{stderr}");
+    assert!(stderr.contains("read more than once"), "{stderr}");
+}
+
+/// A valid policy whose written-out rewrite would be past the selector cap (the policy's and
+/// the rule's selectors joined) keeps its suggestion in words; the run does not fail on an
+/// object nobody wrote.
+#[test]
+fn a_rewrite_past_the_selector_cap_stays_a_suggestion_in_words() {
+    let long = |key: &str| {
+        (0..900)
+            .map(|i| format!("{key}{i} != \"x\""))
+            .collect::<Vec<_>>()
+            .join(" && ")
+    };
+    let mut p = seed();
+    p["spec"]["selector"] = json!(long("a"));
+    p["spec"]["ingress"][0]["destination"]["selector"] =
+        json!(format!("role == \"webserver\" && {}", long("b")));
+    assert!(p["spec"]["selector"].as_str().unwrap().len() < 16 << 10);
+    let dir = tempfile::tempdir().unwrap();
+    write_inputs(dir.path(), &[p]);
+    let (code, doc, stderr) = lint_dir(dir.path());
+    assert_eq!(code, 3, "{doc} {stderr}");
+    let f = &doc["findings"][0];
+    assert_eq!(f["suggestion"]["rewrite"], Value::Null, "{f}");
+    assert!(
+        f["suggestion"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("not written out"),
+        "{f}"
+    );
+}

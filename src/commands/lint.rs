@@ -35,6 +35,13 @@ pub fn policies(args: &LintPoliciesArgs, ctx: &mut Context) -> anyhow::Result<()
     } else {
         input::read_files(&input::files(&args.from_file)?)?
     };
+    let mut collected = collected;
+    let duplicates = collected.drop_duplicates();
+    if duplicates > 0 {
+        ctx.printer.note(&format!(
+            "{duplicates} object(s) were read more than once (the same kind, namespace and name): each was counted once, as first read"
+        ));
+    }
     if collected.ignored > 0 {
         ctx.printer.note(&format!(
             "{} object(s) of other kinds were left out",

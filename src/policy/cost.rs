@@ -199,8 +199,28 @@ fn split(
     let (rest, moved) = rewrite(object, p, r);
     let mut after = 0u64;
     for o in [&rest, &moved] {
-        let src = Source::of(o, &p.api_version, &p.kind, "the rewrite")?;
-        let policy = model::calico(&src, o.clone())?;
+        // A rewrite that would not be a valid policy (its joined selector past the selector
+        // cap, say) stays a suggestion in words: it is nobody's input, so never an error.
+        let parsed = Source::of(o, &p.api_version, &p.kind, "the rewrite")
+            .and_then(|src| model::calico(&src, o.clone()));
+        let policy = match parsed {
+            Ok(policy) => policy,
+            Err(e) => {
+                let why = match e {
+                    PolicyError::Invalid { problem, .. } => problem,
+                    other => other.to_string(),
+                };
+                return Ok((
+                    Suggestion {
+                        text: format!(
+                            "{text} (not written out: the rewritten policy would not be valid: {why})"
+                        ),
+                        rewrite: None,
+                    },
+                    before.estimated_rules,
+                ));
+            }
+        };
         after = after.saturating_add(estimate(cache, eps, &policy).estimated_rules);
     }
     let text = format!(

@@ -14,6 +14,8 @@ use crate::selector::Node;
 #[derive(Debug, Clone)]
 pub struct Pod {
     pub namespace: String,
+    /// Its name; empty when the object had none.
+    pub name: String,
     pub labels: BTreeMap<String, String>,
     pub node: String,
     pub host_network: bool,

@@ -122,7 +122,9 @@ pub fn read_file(path: &Path, into: &mut Collected) -> Result<(), PolicyError> {
     if text.trim_start().starts_with('{') {
         return read_json(&text, &origin, into);
     }
-    let docs: Vec<Value> = { serde_saphyr::from_multiple(&text).map_err(|e| invalid(&e))? };
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple_with_options(&text, yaml_options(text.len()))
+            .map_err(|e| invalid(&yaml_error(&e)))?;
     for doc in docs.into_iter().filter(|d| !d.is_null()) {
         if !doc.is_object() {
             return Err(invalid(&"a document is not an object"));
@@ -130,6 +132,43 @@ pub fn read_file(path: &Path, into: &mut Collected) -> Result<(), PolicyError> {
         into.add(doc, &origin)?;
     }
     Ok(())
+}
+
+/// The YAML parser's limits: lint's documented caps (`FILE_CAP` a file, `OBJECTS_CAP`
+/// objects), not the parser's defaults, which are made for configuration files (250,000 nodes
+/// and 1,024 documents: a `kubectl get pods -o yaml` of 10,000 pods, or a file of 1,100
+/// manifests, is over them). What counts nodes, events and scalar bytes grows with the text,
+/// so it is bounded by the file cap; the protections against alias expansion, depth and
+/// merge-key storms keep the parser's values.
+fn yaml_options(text_len: usize) -> serde_saphyr::Options {
+    let file_cap = usize::try_from(FILE_CAP).unwrap_or(usize::MAX);
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_reader_input_bytes = Some(file_cap);
+    budget.max_documents = super::OBJECTS_CAP;
+    // Each node and each event takes at least one byte of the text.
+    budget.max_nodes = budget.max_nodes.max(text_len);
+    budget.max_events = budget.max_events.max(text_len.saturating_mul(2));
+    budget.max_total_scalar_bytes = file_cap;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options
+}
+
+/// The parser's error in lint's words: a limit is a cap, a repeated key is said as such.
+fn yaml_error(e: &serde_saphyr::Error) -> String {
+    if let serde_saphyr::Error::Budget { breach, .. } = e {
+        return format!(
+            "over a cap of the YAML reader ({breach:?}): lint reads at most {} MiB a file and {} objects; split the file",
+            FILE_CAP >> 20,
+            super::OBJECTS_CAP
+        );
+    }
+    e.to_string()
+        .replace(
+            ", set DuplicateKeyPolicy in Options if acceptable",
+            " (a key appears twice in one mapping)",
+        )
+        .replace("budget breached", "over a cap")
 }
 
 /// A JSON document: a list's items one at a time from their text (a cluster snapshot is

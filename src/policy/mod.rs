@@ -188,6 +188,30 @@ impl Collected {
         Ok(())
     }
 
+    /// Drops the second and later copies of one object (the same snapshot given twice, or a
+    /// policy in two files): a Pod by namespace and name, a policy by kind, namespace and
+    /// name (Calico's `projectcalico.org/v3` and `crd.projectcalico.org/v1` are one object);
+    /// the first read is kept. Namespaces, Nodes and ServiceAccounts are kept by name already.
+    /// How many were dropped.
+    pub fn drop_duplicates(&mut self) -> usize {
+        use std::collections::HashSet;
+        let before = self.inventory.pods.len() + self.policies.len();
+        let mut pods = HashSet::new();
+        self.inventory
+            .pods
+            .retain(|p| p.name.is_empty() || pods.insert((p.namespace.clone(), p.name.clone())));
+        let mut policies = HashSet::new();
+        self.policies.retain(|p| {
+            let family = if p.api_version.starts_with("networking.k8s.io") {
+                "kubernetes"
+            } else {
+                "calico"
+            };
+            policies.insert((family, p.kind.clone(), p.namespace.clone(), p.name.clone()))
+        });
+        before - self.inventory.pods.len() - self.policies.len()
+    }
+
     /// Adds what another collection read (from `origin`), after this one's.
     pub fn merge(&mut self, other: Collected, origin: &str) -> Result<(), PolicyError> {
         self.objects += other.objects;
@@ -223,6 +247,7 @@ impl Collected {
                 let spec = object.spec;
                 inv.pods.push(Pod {
                     namespace: src.namespace.clone().unwrap_or_else(|| "default".into()),
+                    name: src.name.clone(),
                     labels,
                     node: spec.node_name.unwrap_or_default(),
                     host_network: spec.host_network == Some(true),
