@@ -42,6 +42,9 @@ pub struct Printer {
     verbose: u8,
     /// Whether the one JSON document has been printed (a failure then adds no second one).
     json_printed: bool,
+    /// Every warning said on stderr, which the JSON document carries too (`warnings`), so
+    /// that automation reading only stdout sees them.
+    warnings: Vec<String>,
 }
 
 impl Printer {
@@ -60,6 +63,7 @@ impl Printer {
             colour,
             verbose,
             json_printed: false,
+            warnings: Vec::new(),
         }
     }
 
@@ -91,7 +95,13 @@ impl Printer {
     /// The JSON result document (ignored in text mode).
     pub fn json(&mut self, v: &serde_json::Value) {
         if self.format == Format::Json {
-            let v = with_schema(v);
+            let mut v = with_schema(v);
+            if let Some(map) = v.as_object_mut()
+                && !self.warnings.is_empty()
+                && !map.contains_key("warnings")
+            {
+                map.insert("warnings".into(), self.warnings.clone().into());
+            }
             let text = serde_json::to_string_pretty(&v)
                 .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
             let _ = writeln!(self.out, "{text}");
@@ -110,6 +120,7 @@ impl Printer {
 
     /// A warning on stderr.
     pub fn warn(&mut self, s: &str) {
+        self.warnings.push(s.to_owned());
         let label = self.paint("1;33", "warning:");
         let _ = writeln!(self.err, "{label} {s}");
     }

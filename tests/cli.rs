@@ -779,3 +779,21 @@ fn fetch_without_a_kubeconfig_is_not_offered_offline() {
         "{hint}"
     );
 }
+
+/// A dry run without an admin kubeconfig says that the install itself would stop
+/// (`no-admin-kubeconfig`), on stderr and in the JSON document's warnings, as the missing
+/// checksum is said.
+#[test]
+fn a_dry_run_without_an_admin_kubeconfig_warns_that_the_install_would_stop() {
+    let out = cmd()
+        .args(["install", "--dry-run", "-o", "json"])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("warning: no admin kubeconfig"), "{stderr}");
+    let doc = json(&out.stdout);
+    let warnings = doc["warnings"].to_string();
+    assert!(warnings.contains("no-admin-kubeconfig"), "{doc}");
+    assert!(warnings.contains("SHA-256"), "{doc}");
+}

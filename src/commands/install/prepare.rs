@@ -177,6 +177,9 @@ fn requested_kubeconfig(
             prepare.push(format!(
                 "would request a token for calico-node through the TokenRequest API and write {path} (needs the admin kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config or C:\\k\\config)"
             ));
+            ctx.printer.warn(&format!(
+                "no admin kubeconfig: the install itself would stop before it changes anything (no-admin-kubeconfig, exit 2), as it cannot get calico-node's kubeconfig {path}; pass --kubeconfig FILE, or write the file first with 'calicoctl-win fetch kubeconfig'"
+            ));
             return Ok((Content::Pending, Content::Pending));
         }
         let (why, kind) = match cluster {
