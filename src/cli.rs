@@ -41,7 +41,7 @@ pub struct Global {
     #[arg(long, global = true, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
     /// Let a kubeconfig's credential plugin (user.exec, an auth-provider's cmd-path) run:
-    /// calicoctl-win runs elevated, so the plugin would run as an administrator
+    /// calicoctl-win may run elevated (on a node, as an administrator or SYSTEM), and the plugin would too
     #[arg(long, global = true)]
     pub allow_exec_plugin: bool,
     /// Override one setting, like --set vxlan.vni=4097 (repeatable; lists comma-separated;

@@ -48,8 +48,13 @@ pub fn parse(text: &str) -> Result<Duration, String> {
             .checked_add(n.checked_mul(unit).ok_or_else(bad)?)
             .ok_or_else(bad)?;
     }
-    if !number.is_empty() || total == 0 {
+    if !number.is_empty() {
         return Err(bad());
+    }
+    if total == 0 {
+        return Err(format!(
+            "{text:?} is no time at all: give a duration longer than zero, like 90s, 2h or 30d"
+        ));
     }
     let d = Duration::from_secs(total);
     if d > MAX {
@@ -58,6 +63,20 @@ pub fn parse(text: &str) -> Result<Duration, String> {
         ));
     }
     Ok(d)
+}
+
+/// A duration of hours or less as an admin gives a token's lifetime: hours, minutes and
+/// seconds, never days (`25h`, not `1d1h`).
+pub fn show_hours(d: Duration) -> String {
+    let s = d.as_secs();
+    let mut out = String::new();
+    for (unit, size, of) in [("h", 3600, u64::MAX), ("m", 60, 60), ("s", 1, 60)] {
+        let n = (s / size) % of;
+        if n > 0 {
+            out.push_str(&format!("{n}{unit}"));
+        }
+    }
+    if out.is_empty() { "0s".into() } else { out }
 }
 
 /// A duration as people write it: the largest units first, like `8760h` → `365d`.
@@ -132,6 +151,16 @@ pub mod text {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zero_is_said_as_zero_and_hours_stay_hours() {
+        let e = parse("0s").expect_err("zero");
+        assert!(e.contains("no time at all"), "{e}");
+        assert!(parse("1x").expect_err("unit").contains("not a duration"));
+        assert_eq!(show_hours(Duration::from_secs(25 * 3600)), "25h");
+        assert_eq!(show_hours(Duration::from_secs(90 * 60)), "1h30m");
+        assert_eq!(show_hours(Duration::from_secs(5)), "5s");
+    }
 
     #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
     struct Held {

@@ -287,12 +287,17 @@ fn an_unreachable_server_fails_in_bounded_time() {
     let doc = parse(&out.stdout);
     let msg = doc["checks"]
         .as_array()
-        .and_then(|c| c.iter().find(|c| c["id"] == "rbac"))
+        .and_then(|c| c.iter().find(|c| c["id"] == "calico-version"))
         .map(|c| c["message"].to_string())
         .unwrap_or_default();
     assert!(
         msg.contains("cannot reach") && msg.contains(&port.to_string()),
         "{msg}"
+    );
+    assert_eq!(
+        doc["checks"].to_string().matches("cannot reach").count(),
+        1,
+        "{doc}"
     );
 }
 
@@ -784,4 +789,62 @@ fn a_26_block_fails_kubelets_default_110_pods_and_a_24_block_holds_them() {
     // Before kubelet registers the Node, its maxPods is unknown: a warning.
     api.remove("/api/v1/nodes/win-1");
     assert_capacity(&preflight(&api, None, &[]), "warn", "not registered yet");
+}
+
+/// A refused token is said once, by the first cluster check; the others point to it.
+#[test]
+fn a_rejected_token_is_said_once_not_by_every_cluster_check() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let run = preflight(&api, Some("wrong-token"), &[]);
+    assert_eq!(run.code, 3);
+    let said = run.doc["checks"].to_string().matches("401").count();
+    assert_eq!(said, 1, "{}", run.doc["checks"]);
+    assert_eq!(run.verdicts["block-capacity"], "fail");
+    assert!(run.text("block-capacity").contains("see calico-version"));
+}
+
+/// A kubeconfig of a cluster that has no Node of this name (the wrong cluster, or a node not
+/// joined yet) is said by calico-version, naming the server.
+#[test]
+fn a_cluster_without_this_node_is_said_with_its_server() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    api.remove("/api/v1/nodes/win-1");
+    let run = preflight(&api, None, &[]);
+    assert_eq!(run.verdicts["calico-version"], "warn");
+    let t = run.text("calico-version");
+    assert!(t.contains(&api.url) && t.contains("no Node win-1"), "{t}");
+}
+
+/// An expired token in the kubeconfig is said as expired, with when and what makes a new
+/// installer kubeconfig, before any call gets a bare 401.
+#[test]
+fn an_expired_kubeconfig_token_is_said_as_expired_with_the_fix() {
+    use base64::Engine;
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let enc = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+    let expired = format!(
+        "{}.{}.sig",
+        enc(r#"{"alg":"RS256"}"#),
+        enc(
+            r#"{"exp":1700000000,"sub":"system:serviceaccount:kube-system:calicoctl-win-installer"}"#
+        )
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = api.kubeconfig(dir.path(), Some(&expired));
+    let out = on_node()
+        .args(["preflight", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("expired at 2023-11-14T22:13:20Z"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("fetch installer-kubeconfig"), "{stderr}");
+    assert!(!stderr.contains(&expired), "the token leaked: {stderr}");
 }

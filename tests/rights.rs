@@ -177,7 +177,29 @@ fn an_installer_kubeconfig_lives_between_ten_minutes_and_a_day() {
             .expect("runs");
         assert_eq!(out.status.code(), Some(2), "{lifetime}");
         assert!(!dir.path().join("x").exists());
+        // Said as given: 25h, not 1d1h.
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("--lifetime {lifetime} ")),
+            "{stderr}"
+        );
     }
+    let out = on_node()
+        .args([
+            "fetch",
+            "installer-kubeconfig",
+            "--lifetime",
+            "0s",
+            "--kubeconfig",
+        ])
+        .arg(&admin)
+        .arg("--out-file")
+        .arg(dir.path().join("x"))
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no time at all"), "{stderr}");
 }
 
 /// status names a kubeconfig left on the node whose identity is cluster-admin; the

@@ -57,6 +57,24 @@ pub fn all(verdict: super::Verdict, message: &str, remedy: Option<&str>) -> Vec<
         .collect()
 }
 
+/// Every cluster check when the cluster cannot be read: the first says why and what to do,
+/// the others fail with a pointer to it (the same error eleven times hides the rest).
+pub fn unreadable(message: &str, remedy: &str) -> Vec<Check> {
+    let first = IDS[0];
+    IDS.iter()
+        .map(|id| Check {
+            id,
+            verdict: super::Verdict::Fail,
+            message: if *id == first {
+                message.to_owned()
+            } else {
+                format!("the cluster could not be read (see {first})")
+            },
+            remedy: (*id == first).then(|| remedy.to_owned()),
+        })
+        .collect()
+}
+
 fn version(v: &str) -> Option<(u32, u32)> {
     let mut parts = v.trim_start_matches('v').split('.');
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
@@ -73,8 +91,19 @@ fn calico_version(f: &ClusterFacts) -> Check {
             ),
             "install Calico on the Linux control plane first (operator or manifest), then add Windows nodes",
         ),
+        Some(v) if version(v).is_some_and(|x| x >= (3, 12)) && !f.node_exists => Check::warn(
+            ID,
+            format!(
+                "Calico {v} on {}, but that cluster has no Node {}: is the kubeconfig this cluster's? (a node whose kubelet has not joined yet has none)",
+                f.server, f.node
+            ),
+            format!(
+                "check with 'kubectl get node {}' against the kubeconfig given; pass this cluster's with --kubeconfig, or join the node first",
+                f.node
+            ),
+        ),
         Some(v) if version(v).is_some_and(|x| x >= (3, 12)) => {
-            Check::pass(ID, format!("Calico {v}"))
+            Check::pass(ID, format!("Calico {v} on {}", f.server))
         }
         Some(v) => Check::fail(
             ID,

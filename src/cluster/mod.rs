@@ -38,9 +38,16 @@ pub enum ClusterError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The kubeconfig's token is a JWT whose `exp` has passed: every call would be a 401.
+    #[error(
+        "the token in the kubeconfig {} expired at {}",
+        .path.display(),
+        crate::duration::time_text(*.expired)
+    )]
+    ExpiredToken { path: PathBuf, expired: i64 },
     /// The kubeconfig's user runs a program for its credentials, which would run elevated.
     #[error(
-        "the kubeconfig {} runs a credential plugin ({command}) for its user, and calicoctl-win runs elevated, so it would run as an administrator",
+        "the kubeconfig {} runs a credential plugin ({command}) for its user: calicoctl-win does not run programs a kubeconfig names, as on a node it runs as an administrator or as SYSTEM and the plugin would too",
         .path.display()
     )]
     ExecPlugin { path: PathBuf, command: String },
@@ -80,6 +87,7 @@ impl ClusterError {
         match self {
             ClusterError::NoKubeconfig { .. } => "pass an admin kubeconfig with --kubeconfig, or set KUBECONFIG (preflight, status and config show skip the cluster with --offline)".into(),
             ClusterError::Kubeconfig { .. } => "check the file with 'kubectl --kubeconfig FILE cluster-info'".into(),
+            ClusterError::ExpiredToken { .. } => "an installer kubeconfig lives 2 hours by default: an admin makes a new one with 'calicoctl-win fetch installer-kubeconfig --out-file installer.kubeconfig' (or pass another kubeconfig with --kubeconfig)".into(),
             ClusterError::ExecPlugin { command, .. } => format!(
                 "pass --allow-exec-plugin if {command} may run as administrator on this node; otherwise use a kubeconfig with a token or a client certificate"
             ),
@@ -300,6 +308,22 @@ fn refuse_control_in_token(path: &Path) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// A kubeconfig whose inline token is a JWT past its `exp` is said as expired, with when,
+/// before any call gets a bare 401 for it.
+fn refuse_expired_token(path: &Path) -> Result<(), ClusterError> {
+    let Ok(text) = crate::files::read_text_capped(path, crate::files::SMALL_FILE_CAP) else {
+        return Ok(());
+    };
+    let token = crate::render::kubeconfig::token_of(&text).map(credentials::Token::new);
+    match token.and_then(|t| t.expiry()) {
+        Some(exp) if exp <= crate::duration::now() => Err(ClusterError::ExpiredToken {
+            path: path.to_owned(),
+            expired: exp,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// kube's client config from the kubeconfig. Loading may run an exec credential plugin, so
 /// it is bounded like every call; the timer must be made inside the runtime, hence the async
 /// block.
@@ -355,6 +379,7 @@ impl Cluster {
             source,
         };
         refuse_control_in_token(path).map_err(bad)?;
+        refuse_expired_token(path)?;
         let kubeconfig = Kubeconfig::read_from(path).map_err(|e| bad(Box::new(e)))?;
         if let Some(command) = credential_plugin(&kubeconfig).filter(|_| !allow_exec_plugin) {
             return Err(ClusterError::ExecPlugin {
@@ -578,7 +603,9 @@ impl crate::error::Diagnose for ClusterError {
         use crate::error::Kind;
         let kind = match self {
             Self::NoKubeconfig { .. } => Kind::NoAdminKubeconfig,
-            Self::Kubeconfig { .. } | Self::ExecPlugin { .. } => Kind::BadKubeconfig,
+            Self::Kubeconfig { .. } | Self::ExecPlugin { .. } | Self::ExpiredToken { .. } => {
+                Kind::BadKubeconfig
+            }
             Self::Unreachable { .. } => Kind::ClusterUnreachable,
             Self::BadAnswer { .. } => Kind::ClusterBadAnswer,
             Self::Timeout { .. } => Kind::ClusterTimeout,
@@ -587,9 +614,10 @@ impl crate::error::Diagnose for ClusterError {
         let exit = match self {
             Self::Timeout { .. } => crate::error::Exit::Timeout,
             // A kubeconfig given that cannot be read or used: bad input.
-            Self::NoKubeconfig { .. } | Self::Kubeconfig { .. } | Self::ExecPlugin { .. } => {
-                crate::error::Exit::Usage
-            }
+            Self::NoKubeconfig { .. }
+            | Self::Kubeconfig { .. }
+            | Self::ExecPlugin { .. }
+            | Self::ExpiredToken { .. } => crate::error::Exit::Usage,
             Self::Unreachable { .. } | Self::Api { .. } | Self::BadAnswer { .. } => {
                 crate::error::Exit::Failed
             }

@@ -275,7 +275,7 @@ pub fn installer_kubeconfig(
         return Err(UsageError::new(
             format!(
                 "--lifetime {} is not between 10m (the TokenRequest API's least) and 24h",
-                duration::show(args.lifetime)
+                duration::show_hours(args.lifetime)
             ),
             "an installer credential should live as long as a node takes to join: 2h is the default",
         )

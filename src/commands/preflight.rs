@@ -121,7 +121,11 @@ pub(crate) fn read_cluster(
             Ok(f) => ClusterRead::Read(Box::new(c), Box::new(f)),
             Err(e) => ClusterRead::Failed(e),
         },
-        Err(e @ (ClusterError::NoKubeconfig { .. } | ClusterError::Kubeconfig { .. })) => {
+        Err(
+            e @ (ClusterError::NoKubeconfig { .. }
+            | ClusterError::Kubeconfig { .. }
+            | ClusterError::ExpiredToken { .. }),
+        ) => {
             return Err(e);
         }
         Err(e) => ClusterRead::Failed(e),
@@ -146,7 +150,7 @@ pub(crate) fn cluster_checks(cluster: &ClusterRead, loaded: &Loaded) -> Vec<Chec
         ClusterRead::Skipped(why) => checks::cluster::all(Verdict::Skip, why, None),
         ClusterRead::Failed(e) => {
             let msg = format!("cannot read the cluster: {e}{}", causes(e));
-            checks::cluster::all(Verdict::Fail, &msg, Some(&e.hint()))
+            checks::cluster::unreadable(&msg, &e.hint())
         }
         ClusterRead::Read(_, f) => {
             let asked = checks::cluster::Asked {

@@ -24,22 +24,8 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let loaded = with_cluster(ctx, &cluster, base)?;
     let config = &loaded.config;
     let root = crate::plan::install::install_root(config);
-
     let rec = installed(host.as_ref(), &root, config)?;
-    // A node name kubelet does not use would name another Node in NODENAME: install refuses
-    // it with the same check.
-    let name_check =
-        crate::checks::host::node_name(&crate::checks::host::snapshot(host.as_ref()), config);
-    if name_check.verdict == crate::checks::Verdict::Fail {
-        ctx.printer
-            .text(crate::checks::table(std::slice::from_ref(&name_check)).trim_end());
-        ctx.printer
-            .json(&json!({"checks": [name_check], "blocking": [name_check.id], "changed": false}));
-        return Err(crate::checks::Blocked {
-            ids: vec![name_check.id],
-        }
-        .into());
-    }
+    node_name_is_kubelets(ctx, host.as_ref(), config)?;
     let journal_path = join(&root, record::JOURNAL_FILE);
     let journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "reconfigure")?;
 
@@ -463,4 +449,25 @@ fn failed((e, measured): (plan::ExecError, Option<String>), node_name: &str) -> 
         }
     };
     anyhow::Error::new(e).context(format!("reconfigure failed; {after}"))
+}
+
+/// A node name kubelet does not use would name another Node in NODENAME: install refuses it
+/// with the same check (exit 3, nothing changed).
+fn node_name_is_kubelets(
+    ctx: &mut Context,
+    host: &dyn crate::host::Host,
+    config: &crate::config::Config,
+) -> anyhow::Result<()> {
+    let check = crate::checks::host::node_name(&crate::checks::host::snapshot(host), config);
+    if check.verdict != crate::checks::Verdict::Fail {
+        return Ok(());
+    }
+    ctx.printer
+        .text(crate::checks::table(std::slice::from_ref(&check)).trim_end());
+    ctx.printer
+        .json(&json!({"checks": [check], "blocking": [check.id], "changed": false}));
+    Err(crate::checks::Blocked {
+        ids: vec![check.id],
+    }
+    .into())
 }

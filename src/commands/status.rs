@@ -211,10 +211,17 @@ fn under_way(
             j.command
         )
     };
+    // The journal holds the steps begun, not the whole plan: say what was done and where it
+    // stopped, never a count of the plan it does not know.
+    let stopped_at = j
+        .entries
+        .iter()
+        .find(|e| !e.done)
+        .or(j.entries.last())
+        .map_or(String::new(), |e| format!(" (at: {})", e.action));
     r.problems.push(format!(
-        "{} was cut off after {done} of {} step(s), started {}: {again}",
+        "{} was cut off after {done} finished step(s){stopped_at}, started {}: {again}",
         j.command,
-        j.entries.len(),
         time_text(j.started)
     ));
     Ok(json!({"interrupted": j.command, "steps_done": done, "steps": j.entries.len()}))

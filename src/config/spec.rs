@@ -234,7 +234,7 @@ pub static SETTINGS: &[Spec] = &[
         "install_root",
         Kind::Scalar,
         Value("C:\\CalicoWindows"),
-        "Where Calico for Windows is installed.",
+        "Where Calico for Windows is installed: a directory of its own, never a drive root or one Windows ships (the Windows directory, Program Files, ProgramData, Users), whose access list install would replace.",
     ),
     s(
         "logs.dir",

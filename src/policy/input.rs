@@ -26,9 +26,14 @@ fn unreadable(path: &Path, cause: impl std::fmt::Display) -> PolicyError {
 pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, PolicyError> {
     let mut out = Vec::new();
     for p in paths {
+        if p.as_os_str() == "-" {
+            return Err(PolicyError::Unreadable(
+                "--from-file - : lint does not read standard input (a stream has no end it can cap in time); save the objects to a file, like 'kubectl get pods,networkpolicies -A -o yaml > snapshot.yaml', and pass that".into(),
+            ));
+        }
         let meta = std::fs::metadata(p).map_err(|e| unreadable(p, e))?;
         if meta.is_dir() {
-            walk(p, 0, &mut out)?;
+            walk(p, 0, &mut Vec::new(), &mut out)?;
         } else {
             out.push(p.clone());
         }
@@ -36,13 +41,31 @@ pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, PolicyError> {
     Ok(out)
 }
 
-fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), PolicyError> {
+/// Walks `dir`; `above` holds the directories it is in (as the file system resolves them),
+/// so that a link back to one of them is said as the loop it is.
+fn walk(
+    dir: &Path,
+    depth: usize,
+    above: &mut Vec<PathBuf>,
+    out: &mut Vec<PathBuf>,
+) -> Result<(), PolicyError> {
+    let real = std::fs::canonicalize(dir).map_err(|e| unreadable(dir, e))?;
+    if let Some(first) = above.iter().find(|a| **a == real) {
+        return Err(unreadable(
+            dir,
+            format!(
+                "a link loop: it leads back to {}, which holds it; remove the link or pass the directories apart",
+                first.display()
+            ),
+        ));
+    }
     if depth > DEPTH_CAP {
         return Err(unreadable(
             dir,
-            format!("directories nested deeper than {DEPTH_CAP}"),
+            format!("directories nested deeper than {DEPTH_CAP}, lint's cap"),
         ));
     }
+    above.push(real);
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| unreadable(dir, e))?
         .map(|e| e.map(|e| e.path()))
@@ -51,7 +74,7 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), PolicyEr
     entries.sort();
     for p in entries {
         if p.is_dir() {
-            walk(&p, depth + 1, out)?;
+            walk(&p, depth + 1, above, out)?;
         } else if p
             .extension()
             .and_then(|e| e.to_str())
@@ -63,6 +86,7 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), PolicyEr
             }
         }
     }
+    above.pop();
     Ok(())
 }
 

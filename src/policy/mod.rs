@@ -36,7 +36,7 @@ impl crate::error::Diagnose for PolicyError {
             Self::Invalid { .. } => Diagnosis::new(
                 Exit::Usage,
                 Kind::InvalidInput,
-                "fix the object named (Calico would refuse it too), or leave it out of --from-file",
+                "fix the object named, or leave it out of --from-file (a cap is lint's own: the object may be one Calico accepts, but lint cannot judge it)",
             ),
             Self::Unreadable(_) => Diagnosis::new(
                 Exit::Usage,
