@@ -557,6 +557,10 @@ pub struct RenderArgs {
     /// (default: the host's)
     #[arg(long, value_name = "BUILD")]
     pub os_build: Option<crate::render::OsBuild>,
+    /// The Calico release the files are for, like 3.31.7: the CNI config gets the cniVersion
+    /// that release's own template gives (default: Calico's template as calicoctl-win ships it)
+    #[arg(long, value_name = "VERSION", value_parser = crate::release::version::CalicoVersion::parse_release)]
+    pub calico_version: Option<crate::release::version::CalicoVersion>,
 }
 
 #[derive(Debug, Args)]

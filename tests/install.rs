@@ -2402,3 +2402,27 @@ fn uninstall_without_the_config_finds_the_install_root_install_recorded() {
     let state = std::fs::read_to_string(node.sim().join("state.json")).expect("state");
     assert!(!state.contains("CalicoNode"), "a service is left: {state}");
 }
+
+/// An install renders the CNI config its release's own template gives: `cniVersion` 1.0.0 for
+/// v3.31.7 (projectcalico/calico e345d10438), 0.3.1 for v3.31.6; status finds no drift after.
+#[test]
+fn an_install_renders_its_releases_cni_version() {
+    for (release, cni) in [("3.31.6", "0.3.1"), ("3.31.7", "1.0.0")] {
+        let api = FakeApi::start();
+        api.healthy_calico();
+        let node = SimNode::new(&api);
+        let zip = release_zip(node.dir.path(), release, "calico-node.exe");
+        let zip = zip.display().to_string();
+        let (code, _, err) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+        assert_eq!(code, 0, "{release}: {err}");
+        let conf = node.c_drive("program files/containerd/cni/conf/10-calico.conf");
+        let conf: Value =
+            serde_json::from_str(&std::fs::read_to_string(conf).expect("conf")).expect("json");
+        assert_eq!(conf["cniVersion"], cni, "{release}");
+        let (_, doc, _) = node.run(&["status", "--offline"]);
+        assert!(
+            !doc["problems"].to_string().contains("10-calico.conf"),
+            "{release}: {doc}"
+        );
+    }
+}

@@ -8,6 +8,7 @@ use crate::config::types::Backend;
 use crate::context::Context;
 use crate::duration::now;
 use crate::error::UsageError;
+use crate::plan::desired::rendered_files;
 use crate::plan::install::{Inputs, Restart};
 use crate::plan::reconfigure::{self, NodeSteps, network_changes};
 use crate::plan::record::{self, NetworkSettings, join};
@@ -30,7 +31,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "reconfigure")?;
 
     // Files: the new rendered ones; the release's and the credentials stay as they are.
-    let rendered = crate::plan::desired::rendered_files(host.as_ref(), config)?;
+    let rendered = rendered_files(host.as_ref(), config, rec.calico_version.as_deref())?;
     let kept = reconfigure::kept_files(&rec, &rendered);
 
     // Networks: what HNS cannot change in place.

@@ -34,6 +34,7 @@ pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let facts = HostFacts {
         os_build,
         aks: crate::plan::desired::on_aks(host.as_ref(), config)?,
+        calico_version: args.calico_version.clone(),
     };
 
     // Render everything before writing anything.

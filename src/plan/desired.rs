@@ -181,18 +181,24 @@ pub fn render_files(
         )),
         None => None,
     };
+    let built_in = render::cni::built_in_template(facts.calico_version.as_ref());
     let template = match &user_template {
         Some((name, text)) => CniTemplate { name, text },
         None => CniTemplate {
             name: "the built-in template",
-            text: render::cni::BUILT_IN_TEMPLATE,
+            text: &built_in,
         },
     };
     Ok(render::render_all(config, facts, &template)?)
 }
 
-/// The CNI config, the services' environment files and the External network.
-pub fn rendered_files(host: &dyn Host, c: &Config) -> anyhow::Result<Vec<DesiredFile>> {
+/// The CNI config, the services' environment files and the External network, for the Calico
+/// release `calico_version` (the built-in CNI template gives that release's `cniVersion`).
+pub fn rendered_files(
+    host: &dyn Host,
+    c: &Config,
+    calico_version: Option<&str>,
+) -> anyhow::Result<Vec<DesiredFile>> {
     let f = host
         .system_facts()
         .context("cannot read the Windows build, which decides loopback DSR in the CNI config")?;
@@ -203,6 +209,8 @@ pub fn rendered_files(host: &dyn Host, c: &Config) -> anyhow::Result<Vec<Desired
     let facts = HostFacts {
         os_build,
         aks: on_aks(host, c)?,
+        calico_version: calico_version
+            .and_then(|v| crate::release::version::CalicoVersion::parse(v).ok()),
     };
     let rendered = render_files(c, &facts)?;
     rendered

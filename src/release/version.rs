@@ -105,6 +105,18 @@ impl CalicoVersion {
         Ok(v)
     }
 
+    /// The `cniVersion` this release's own `cni.conf.template` gives
+    /// (`node/windows-packaging/CalicoWindows/cni.conf.template` at its tag): `1.0.0` from
+    /// v3.31.7 (e345d10438, #13378), v3.32.2 (d335386428, #13379) and 3.33 (556b0a0c94,
+    /// #13380); `0.3.1` before, v3.32.0 and v3.32.1 included.
+    pub fn cni_version(&self) -> &'static str {
+        let v = (self.major, self.minor, self.patch);
+        let one = v >= (3, 33, 0)
+            || (v.0, v.1) == (3, 32) && v.2 >= 2
+            || (v.0, v.1) == (3, 31) && v.2 >= 7;
+        if one { "1.0.0" } else { "0.3.1" }
+    }
+
     fn at_least(&self, major: u32, minor: u32) -> bool {
         (self.major, self.minor) >= (major, minor)
     }
@@ -311,6 +323,29 @@ impl VersionScan {
 
 #[cfg(test)]
 mod tests {
+    /// The `cniVersion` of each release's own template, read with `git show
+    /// TAG:node/windows-packaging/CalicoWindows/cni.conf.template` in projectcalico/calico;
+    /// 3.32.2 and 3.33 from the commits that changed it (d335386428 on release-v3.32,
+    /// 556b0a0c94 on master), which no tag held yet when this was read.
+    const RELEASE_TEMPLATES: &[(&str, &str)] = &[
+        ("3.29.7", "0.3.1"),
+        ("3.30.7", "0.3.1"),
+        ("3.31.6", "0.3.1"),
+        ("3.31.7", "1.0.0"),
+        ("3.32.0", "0.3.1"),
+        ("3.32.1", "0.3.1"),
+        ("3.32.2", "1.0.0"),
+        ("3.33.0", "1.0.0"),
+    ];
+
+    #[test]
+    fn each_release_renders_its_own_templates_cni_version() {
+        for (release, cni) in RELEASE_TEMPLATES {
+            let v = CalicoVersion::parse(release).expect("version");
+            assert_eq!(v.cni_version(), *cni, "{release}");
+        }
+    }
+
     use super::*;
 
     fn v(s: &str) -> CalicoVersion {

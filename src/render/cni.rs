@@ -11,6 +11,20 @@ use std::collections::BTreeMap;
 /// The template shipped with calicoctl-win.
 pub const BUILT_IN_TEMPLATE: &str = include_str!("../../templates/cni.conf.template");
 
+/// The built-in template as `version`'s own gives it: Calico's template, whose `cniVersion`
+/// changed with the release (`CalicoVersion::cni_version`); unchanged for an unknown release.
+pub fn built_in_template(
+    version: Option<&crate::release::version::CalicoVersion>,
+) -> std::borrow::Cow<'static, str> {
+    const SHIPPED: &str = "\"cniVersion\": \"0.3.1\"";
+    match version.map(crate::release::version::CalicoVersion::cni_version) {
+        Some(v) if v != "0.3.1" => BUILT_IN_TEMPLATE
+            .replacen(SHIPPED, &format!("\"cniVersion\": \"{v}\""), 1)
+            .into(),
+        _ => BUILT_IN_TEMPLATE.into(),
+    }
+}
+
 /// The value of every placeholder Calico's `Install-CNIPlugin` fills.
 fn placeholders(c: &Config, facts: &HostFacts) -> BTreeMap<&'static str, Fill> {
     let text = |s: &str| Fill::Text(s.to_owned());

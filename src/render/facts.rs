@@ -47,11 +47,14 @@ impl fmt::Display for OsBuild {
 }
 
 /// Host facts that rendering needs.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct HostFacts {
     pub os_build: OsBuild,
     /// The node is on AKS (an HNS network named `azure`, as Calico's `GetPlatformType` tells).
     pub aks: bool,
+    /// The Calico release installed, when known: the built-in CNI template gives what that
+    /// release's own template gives (its `cniVersion`).
+    pub calico_version: Option<crate::release::version::CalicoVersion>,
 }
 
 impl HostFacts {

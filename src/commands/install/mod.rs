@@ -551,7 +551,11 @@ fn desired_files(
     files.extend(credential_files(
         ctx, args, host, config, &c.cluster, etcd_files, prepare,
     )?);
-    files.extend(plan::desired::rendered_files(host, config)?);
+    files.extend(plan::desired::rendered_files(
+        host,
+        config,
+        got.version().as_deref(),
+    )?);
     Ok(files)
 }
 
