@@ -568,6 +568,10 @@ pub struct PreflightArgs {
     /// Accept a known failure of check ID (repeatable), like --skip os-build
     #[arg(long, value_name = "ID")]
     pub skip: Vec<String>,
+    /// Accept one known breakage (an id of the known-issues check, like
+    /// confd-bgp-never-in-sync; repeatable; docs/known-issues.md lists them)
+    #[arg(long, value_name = "ID")]
+    pub allow_known_issue: Vec<String>,
     /// Check only the host; skip the cluster checks
     #[arg(long)]
     pub offline: bool,
@@ -616,6 +620,10 @@ pub struct InstallArgs {
     /// Accept a known failure of preflight check ID (repeatable)
     #[arg(long, value_name = "ID")]
     pub skip: Vec<String>,
+    /// Accept one known breakage (an id of the known-issues check, like
+    /// confd-bgp-never-in-sync; repeatable; docs/known-issues.md lists them)
+    #[arg(long, value_name = "ID")]
+    pub allow_known_issue: Vec<String>,
     /// Register the services without starting them
     #[arg(long)]
     pub no_start: bool,
@@ -671,6 +679,10 @@ pub enum DrainBy {
 
 #[derive(Debug, Args)]
 pub struct ReconfigureArgs {
+    /// Accept one known breakage (an id of the known-issues check, like
+    /// confd-bgp-never-in-sync; repeatable; docs/known-issues.md lists them)
+    #[arg(long, value_name = "ID")]
+    pub allow_known_issue: Vec<String>,
     /// Allow a network-immutable change: cordon and drain the node, make the Calico network
     /// again. --drain=external: an engine (system-upgrade-controller, a DaemonSet rollout) has
     /// cordoned and drained the node; it is neither cordoned, drained nor uncordoned here

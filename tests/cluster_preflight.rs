@@ -848,3 +848,26 @@ fn an_expired_kubeconfig_token_is_said_as_expired_with_the_fix() {
     assert!(stderr.contains("fetch installer-kubeconfig"), "{stderr}");
     assert!(!stderr.contains(&expired), "the token leaked: {stderr}");
 }
+
+/// A pool with `vxlanMode: CrossSubnet` (the operator's default) fails ip-pools: Calico's
+/// Windows limitations list cross-subnet as not supported (tigera/docs#1547).
+#[test]
+fn a_cross_subnet_vxlan_pool_fails_ip_pools_with_the_patch() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    api.put(
+        &format!("{CRD}/ippools/default-ipv4-ippool"),
+        calico(
+            "IPPool",
+            "default-ipv4-ippool",
+            json!({"cidr": "10.244.0.0/16", "vxlanMode": "CrossSubnet", "ipipMode": "Never", "blockSize": 26}),
+        ),
+    );
+    let run = preflight(&api, None, &[]);
+    assert_eq!(run.verdicts["ip-pools"], "fail", "{}", run.text("ip-pools"));
+    let t = run.text("ip-pools");
+    assert!(
+        t.contains("CrossSubnet") && t.contains("kubectl patch ippool default-ipv4-ippool"),
+        "{t}"
+    );
+}

@@ -112,6 +112,7 @@ fn every_check_id_is_in_the_troubleshooting_table() {
         .iter()
         .chain(calicoctl_win::checks::cluster::IDS)
         .copied()
+        .chain([calicoctl_win::checks::known_issues::ID])
         .collect();
     assert!(ids.len() > 15, "{ids:?}");
     let missing: Vec<&&str> = ids

@@ -2426,3 +2426,45 @@ fn an_install_renders_its_releases_cni_version() {
         );
     }
 }
+
+/// windows-bgp on a release whose confd never writes BGP config (v3.31.0 to v3.31.4:
+/// projectcalico/calico#11714, fixed by 38c14b1299 in v3.31.5) is refused before anything
+/// changes, and goes ahead with --allow-known-issue; v3.31.5 is not refused.
+#[test]
+fn install_refuses_windows_bgp_on_a_release_whose_confd_writes_no_bgp_config() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = SimNode::new(&api);
+    let run = |release: &str, extra: &[&str]| {
+        let zip = release_zip(node.dir.path(), release, "calico-node.exe");
+        let zip = zip.display().to_string();
+        let mut args = vec![
+            "install",
+            "--dry-run",
+            "--release-zip",
+            &zip,
+            "--calico-version",
+            release,
+            "--set",
+            "backend=windows-bgp",
+            "--skip",
+            "ip-pools",
+            "--skip",
+            "remote-access",
+            "--allow-downgrade",
+        ];
+        args.extend_from_slice(extra);
+        node.run(&args)
+    };
+    let (code, doc, err) = run("3.31.2", &[]);
+    assert_eq!(code, 3, "{err}");
+    assert_eq!(doc["blocking"], json!(["known-issues"]), "{doc}");
+    assert!(doc.to_string().contains("issues/11714"), "{doc}");
+    let (code, doc, err) = run(
+        "3.31.2",
+        &["--allow-known-issue", "confd-bgp-never-in-sync"],
+    );
+    assert_eq!(code, 0, "{err} {doc}");
+    let (code, doc, err) = run("3.31.5", &[]);
+    assert_eq!(code, 0, "{err} {doc}");
+}

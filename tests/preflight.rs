@@ -69,7 +69,7 @@ fn every_profile_gets_the_right_verdicts() {
         let (code, verdicts, doc) = preflight(profile, &[]);
         assert_eq!(failed(&verdicts), *fails, "{profile}: {doc}");
         assert_eq!(code, if fails.is_empty() { 0 } else { 3 }, "{profile}");
-        assert_eq!(verdicts.len(), 24, "{profile}");
+        assert_eq!(verdicts.len(), 25, "{profile}");
         assert_eq!(doc["host"]["kind"]["profile"], *profile);
         assert_eq!(doc["blocking"].as_array().map(Vec::len), Some(fails.len()));
     }
@@ -211,4 +211,28 @@ fn fault_injection_needs_a_simulated_host() {
         .output()
         .expect("run");
     assert_eq!(bad.status.code(), Some(2));
+}
+
+/// The known-issues check: Windows Server 2025 warns (its ACL policies do not apply); an
+/// accepted entry is said and not counted; an id that is no entry is refused.
+#[test]
+fn known_issues_warn_on_server_2025_and_take_allowed_ids() {
+    let (code, verdicts, doc) = preflight("ws2025", &[]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(verdicts["known-issues"], "warn", "{doc}");
+    assert!(doc.to_string().contains("ws2025-acl-policies"), "{doc}");
+    let (_, verdicts, _) = preflight("ws2025", &["--allow-known-issue", "ws2025-acl-policies"]);
+    assert_eq!(verdicts["known-issues"], "pass");
+    let out = on_node()
+        .args([
+            "preflight",
+            "--offline",
+            "--allow-known-issue",
+            "no-such-entry",
+        ])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no known issue with that id"), "{stderr}");
 }

@@ -545,6 +545,29 @@ fn foreign_cni(s: &HostSnapshot) -> Check {
     }
 }
 
+/// The `known-issues` check for this host, the config's backend and the Calico release
+/// `calico` (installed or to install; the cluster's when that is all that is known).
+pub fn known_issues(
+    s: &HostSnapshot,
+    c: &Config,
+    calico: Option<&str>,
+    allowed: &[String],
+) -> Check {
+    let version = calico.and_then(|v| crate::release::version::CalicoVersion::parse(v).ok());
+    let facts = super::known_issues::Facts {
+        calico: version.as_ref(),
+        backend: c.backend,
+        windows: s
+            .system
+            .as_ref()
+            .ok()
+            .map(|f| (f.build, f.ubr.unwrap_or(0))),
+        kubelet_command_line: s.kubelet_service.as_ref().map(|k| k.command_line.as_str()),
+        install_root: c.install_root.as_str(),
+    };
+    super::known_issues::check(&facts, allowed)
+}
+
 /// Whether the config's node name is the one kubelet registers the node as.
 pub fn node_name(s: &HostSnapshot, c: &Config) -> Check {
     const ID: &str = "node-name";

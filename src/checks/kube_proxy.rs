@@ -203,8 +203,8 @@ fn dsr(args: &[String], f: &KubeProxyFacts) -> Option<(bool, Finding)> {
             "add --enable-dsr=true --feature-gates=WinDSR=true to kube-proxy's command line and restart it".to_owned(),
         ))),
         (true, _) if !gate_on(args, "WinDSR") => Some((false, (
-            "kube-proxy has --enable-dsr=true without the WinDSR feature gate".to_owned(),
-            "add WinDSR=true to --feature-gates".to_owned(),
+            "kube-proxy has --enable-dsr=true without the WinDSR feature gate (off by default before kube-proxy 1.33)".to_owned(),
+            "before kube-proxy 1.33, add WinDSR=true to --feature-gates; from 1.33 it is on by default and needs nothing".to_owned(),
         ))),
         _ => None,
     }

@@ -3,6 +3,7 @@
 
 pub mod cluster;
 pub mod host;
+pub mod known_issues;
 pub mod kube_proxy;
 
 use serde::Serialize;

@@ -226,6 +226,7 @@ fn commands(args: &DiagsArgs, ctx: &mut Context, b: &mut Bundle) {
     b.json("status.json", &status);
     let preflight = PreflightArgs {
         skip: Vec::new(),
+        allow_known_issue: Vec::new(),
         offline,
         fix: false,
     };

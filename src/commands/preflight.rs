@@ -12,8 +12,30 @@ use crate::host::select::Intent;
 use serde_json::json;
 
 /// Refuses a `--skip` that names no check.
+/// `--allow-known-issue` names entries of the known-issues table only.
+pub(crate) fn check_known_issue_ids(allowed: &[String]) -> Result<(), UsageError> {
+    match checks::known_issues::unknown_ids(allowed).first() {
+        Some(bad) => Err(UsageError::new(
+            format!("--allow-known-issue {bad}: there is no known issue with that id"),
+            format!(
+                "ids: {} (docs/known-issues.md)",
+                checks::known_issues::KNOWN_ISSUES
+                    .iter()
+                    .map(|k| k.id)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 pub(crate) fn check_skips(skip: &[String]) -> Result<(), UsageError> {
-    let known = |id: &str| checks::host::IDS.contains(&id) || checks::cluster::IDS.contains(&id);
+    let known = |id: &str| {
+        checks::host::IDS.contains(&id)
+            || checks::cluster::IDS.contains(&id)
+            || id == checks::known_issues::ID
+    };
     match skip.iter().find(|s| !known(s)) {
         Some(bad) => Err(UsageError::new(
             format!("--skip {bad}: there is no check with that id"),
@@ -36,6 +58,7 @@ pub(crate) enum ClusterRead {
 
 pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
     check_skips(&args.skip)?;
+    check_known_issue_ids(&args.allow_known_issue)?;
     let host = ctx.open_host(Intent::Read)?;
     let base = ctx.load_config()?;
     let snapshot = checks::host::snapshot(host.as_ref());
@@ -61,6 +84,16 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
     results.push(access);
     results.extend(cluster_checks(&cluster, &loaded));
+    let calico = match &cluster {
+        ClusterRead::Read(_, f) => f.calico_version.clone(),
+        _ => None,
+    };
+    results.push(checks::host::known_issues(
+        &snapshot,
+        &loaded.config,
+        calico.as_deref(),
+        &args.allow_known_issue,
+    ));
     checks::accept_skipped(&mut results, &args.skip);
     let blocking = checks::blocking(&results);
 

@@ -26,7 +26,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let config = &loaded.config;
     let root = crate::plan::install::install_root(config);
     let rec = installed(host.as_ref(), &root, config)?;
-    node_name_is_kubelets(ctx, host.as_ref(), config)?;
+    host_checks(ctx, host.as_ref(), config, &rec, &args.allow_known_issue)?;
     let journal_path = join(&root, record::JOURNAL_FILE);
     let journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "reconfigure")?;
 
@@ -452,23 +452,38 @@ fn failed((e, measured): (plan::ExecError, Option<String>), node_name: &str) -> 
     anyhow::Error::new(e).context(format!("reconfigure failed; {after}"))
 }
 
-/// A node name kubelet does not use would name another Node in NODENAME: install refuses it
-/// with the same check (exit 3, nothing changed).
-fn node_name_is_kubelets(
+/// The checks install makes that a changed config can fail, before anything changes (exit 3):
+/// a node name kubelet does not use (it would name another Node in NODENAME), and a known
+/// breakage of the installed release with the new settings (a backend change to windows-bgp
+/// on a release whose confd writes no BGP config).
+fn host_checks(
     ctx: &mut Context,
     host: &dyn crate::host::Host,
     config: &crate::config::Config,
+    rec: &record::InstallRecord,
+    allowed: &[String],
 ) -> anyhow::Result<()> {
-    let check = crate::checks::host::node_name(&crate::checks::host::snapshot(host), config);
-    if check.verdict != crate::checks::Verdict::Fail {
+    use crate::checks::{Verdict, host as checks};
+    super::preflight::check_known_issue_ids(allowed)?;
+    let snapshot = checks::snapshot(host);
+    let version = rec.calico_version.as_deref();
+    let all = [
+        checks::node_name(&snapshot, config),
+        checks::known_issues(&snapshot, config, version, allowed),
+    ];
+    for c in all.iter().filter(|c| c.verdict == Verdict::Warn) {
+        ctx.printer.warn(&format!("{}: {}", c.id, c.message));
+    }
+    let failed: Vec<_> = all
+        .into_iter()
+        .filter(|c| c.verdict == Verdict::Fail)
+        .collect();
+    if failed.is_empty() {
         return Ok(());
     }
+    ctx.printer.text(crate::checks::table(&failed).trim_end());
+    let ids: Vec<&'static str> = failed.iter().map(|c| c.id).collect();
     ctx.printer
-        .text(crate::checks::table(std::slice::from_ref(&check)).trim_end());
-    ctx.printer
-        .json(&json!({"checks": [check], "blocking": [check.id], "changed": false}));
-    Err(crate::checks::Blocked {
-        ids: vec![check.id],
-    }
-    .into())
+        .json(&json!({"checks": failed, "blocking": ids, "changed": false}));
+    Err(crate::checks::Blocked { ids }.into())
 }

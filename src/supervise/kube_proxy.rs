@@ -5,7 +5,8 @@
 //! - wait for the HNS network `Calico`;
 //! - read `kube-proxy --version` (overlay needs 1.14 or later);
 //! - `--hostname-override=$NODENAME --v=4 --proxy-mode=kernelspace --kubeconfig=...`;
-//! - DSR (`--enable-dsr=true`, feature gate `WinDSR=true`) where the Windows build has it
+//! - DSR (`--enable-dsr=true`, and the feature gate `WinDSR=true` before kube-proxy 1.33,
+//!   where it became on by default; 1.34 locks it) where the Windows build has it
 //!   (`Get-IsDSRSupported`: 17763.1432 or 18317 and later);
 //! - on an Overlay network, wait for the host endpoint `Calico_ep` and pass its address as
 //!   `--source-vip` (and `WinOverlay=true`, which is on by default from kube-proxy 1.20, so it
@@ -50,7 +51,13 @@ pub fn arguments(i: &Inputs) -> Vec<String> {
     ];
     let mut gates = Vec::new();
     if i.dsr && i.version >= (1, 14) {
-        gates.push("WinDSR=true");
+        // WinDSR is on by default from 1.33 (beta) and GA, locked on, in 1.34; its removal
+        // is approved (kubernetes/kubernetes#142125), and a gate kube-proxy does not know
+        // makes it refuse to start: it is passed only where it is off by default
+        // (pkg/features/kube_features.go: WinDSR 1.14 alpha, 1.33 beta on, 1.34 GA locked).
+        if i.version < (1, 33) {
+            gates.push("WinDSR=true");
+        }
         args.push("--enable-dsr=true".to_owned());
     }
     if let Some(vip) = &i.source_vip {
@@ -251,7 +258,7 @@ mod tests {
     #[test]
     fn the_arguments_are_the_scripts() {
         assert_eq!(
-            arguments(&inputs((1, 33), true, Some("10.244.1.2"))),
+            arguments(&inputs((1, 32), true, Some("10.244.1.2"))),
             [
                 "--hostname-override=win-1",
                 "--v=4",
@@ -262,6 +269,16 @@ mod tests {
                 "--feature-gates=WinDSR=true",
             ]
         );
+        // From 1.33 WinDSR is on by default (1.34 locks it; its removal is approved): no
+        // gate, so a kube-proxy that no longer knows it still starts.
+        for version in [(1, 33), (1, 34), (1, 36)] {
+            let new = arguments(&inputs(version, true, Some("10.244.1.2")));
+            assert!(new.contains(&"--enable-dsr=true".to_owned()), "{new:?}");
+            assert!(
+                !new.iter().any(|a| a.starts_with("--feature-gates")),
+                "{new:?}"
+            );
+        }
         // Before 1.20 WinOverlay was off by default; without DSR there is no WinDSR.
         let old = arguments(&inputs((1, 18), false, Some("10.244.1.2")));
         assert!(

@@ -968,7 +968,8 @@ fn kube_proxy_waits_for_calico_then_runs_with_the_scripts_arguments() {
     });
     for want in [
         "kube-proxy v1.33 on network Calico",
-        "--hostname-override=win-1 --v=4 --proxy-mode=kernelspace --kubeconfig=C:\\k\\config --enable-dsr=true --source-vip=10.244.1.2 --feature-gates=WinDSR=true network=Calico",
+        // 1.33: WinDSR is on by default, so no gate is passed.
+        "--hostname-override=win-1 --v=4 --proxy-mode=kernelspace --kubeconfig=C:\\k\\config --enable-dsr=true --source-vip=10.244.1.2 network=Calico",
     ] {
         assert!(text.contains(want), "{want} not in {text}");
     }

@@ -52,7 +52,16 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     };
     choose_version(ctx, &mut want, args, cluster_version.as_deref())?;
 
-    let (results, blocking) = run_checks(ctx, host.as_ref(), args, &legacy, &cluster, &loaded)?;
+    // The release to install (the cluster's when no other was chosen) for known-issues.
+    let version = want.version.clone().or_else(|| cluster_version.clone());
+    let (results, blocking) = run_checks(
+        ctx,
+        host.as_ref(),
+        args,
+        (&legacy, version.as_deref()),
+        &cluster,
+        &loaded,
+    )?;
     let root = crate::plan::install::install_root(config);
     let previous = record::read(host.as_ref(), &root)?;
     let journal_path = join(&root, record::JOURNAL_FILE);
@@ -389,10 +398,11 @@ fn run_checks(
     ctx: &mut Context,
     host: &dyn Host,
     args: &InstallArgs,
-    legacy: &[crate::host::InstalledService],
+    (legacy, version): (&[crate::host::InstalledService], Option<&str>),
     cluster: &ClusterRead,
     loaded: &crate::config::Loaded,
 ) -> anyhow::Result<(Vec<checks::Check>, Vec<&'static str>)> {
+    super::preflight::check_known_issue_ids(&args.allow_known_issue)?;
     let mut snapshot = checks::host::snapshot(host);
     snapshot
         .calico_services
@@ -407,6 +417,12 @@ fn run_checks(
     }
     results.push(access);
     results.extend(cluster_checks(cluster, loaded));
+    results.push(checks::host::known_issues(
+        &snapshot,
+        &loaded.config,
+        version,
+        &args.allow_known_issue,
+    ));
     checks::accept_skipped(&mut results, &args.skip);
     let blocking = checks::blocking(&results);
     ctx.printer.text(checks::table(&results).trim_end());

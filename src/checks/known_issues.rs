@@ -1,0 +1,424 @@
+//! Combinations upstream ships broken, as data: which Calico releases, backends and Windows
+//! builds do not work (or degrade), with the upstream source of each fact and the fix. The
+//! `known-issues` check (preflight, and install and reconfigure before they change anything)
+//! evaluates them; `--allow-known-issue ID` accepts one.
+//!
+//! Each Calico entry was read in projectcalico/calico at the release tags (`git show
+//! TAG:PATH`, `git tag --contains COMMIT`); each Windows entry comes from the reports it cites,
+//! whose ranges are the builds they name (Microsoft's release notes list no Calico fix).
+
+use super::Check;
+use crate::config::types::Backend;
+use crate::release::version::CalicoVersion;
+
+/// How bad an entry is when it applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    /// The node cannot work.
+    Fail,
+    /// It works, degraded.
+    Warn,
+}
+
+/// A release number, `(major, minor, patch)`.
+pub type Release = (u32, u32, u32);
+
+/// When an entry applies.
+#[derive(Clone, Copy, Debug)]
+pub enum When {
+    /// Calico releases in these inclusive ranges, with this backend (any when `None`).
+    Calico {
+        ranges: &'static [(Release, Release)],
+        backend: Option<Backend>,
+    },
+    /// A Windows build whose update revision (UBR) is in this inclusive range, with this
+    /// backend (any when `None`).
+    Windows {
+        build: u32,
+        ubr: (u32, u32),
+        backend: Option<Backend>,
+    },
+    /// kubelet's service runs Calico's old `kubelet-service.ps1` from the install root.
+    KubeletFromInstallRoot,
+}
+
+/// One known breakage.
+#[derive(Clone, Copy, Debug)]
+pub struct KnownIssue {
+    pub id: &'static str,
+    /// What breaks, in one sentence.
+    pub breaks: &'static str,
+    pub when: When,
+    pub severity: Severity,
+    /// The upstream issue(s) and the fixing commit.
+    pub upstream: &'static str,
+    /// Where the fact was read: tag, file and commit.
+    pub source: &'static str,
+    /// What to do: the first good release, the update, or the setting to change.
+    pub fix: &'static str,
+    /// Whether calicoctl-win works around it itself.
+    pub worked_around: bool,
+}
+
+/// Every known breakage. `docs/known-issues.md` lists the same entries.
+pub const KNOWN_ISSUES: &[KnownIssue] = &[
+    KnownIssue {
+        id: "confd-bgp-never-in-sync",
+        breaks: "confd never marks its local-BGP-peer watcher in sync on Windows, so it writes no BGP configuration (Get-BgpPeer: BGP is not configured)",
+        when: When::Calico {
+            ranges: &[((3, 30, 3), (3, 30, 7)), ((3, 31, 0), (3, 31, 4))],
+            backend: Some(Backend::WindowsBgp),
+        },
+        severity: Severity::Fail,
+        upstream: "https://github.com/projectcalico/calico/issues/11714, https://github.com/rancher/rke2/issues/9286; fixed by a63cabeb4f (v3.32.0) and 38c14b1299 (v3.31.5)",
+        source: "confd/pkg/backends/calico/client.go: v3.30.3 skips NewLocalBGPPeerWatcher on Windows without OnSyncChange(SourceLocalBGPPeerWatcher, true), which 38c14b1299 adds; no v3.30 tag holds a fix (v3.30.7 the latest read)",
+        fix: "install Calico v3.31.5 or later in the 3.31 line (v3.32.0 and v3.32.1 have another windows-bgp breakage), or use the vxlan backend",
+        worked_around: false,
+    },
+    KnownIssue {
+        id: "confd-templates-getenv",
+        breaks: "the zip's confd templates (blocks.ps1.template, peerings.ps1.template) call getenv, which confd no longer has, so confd renders no BGP configuration",
+        when: When::Calico {
+            ranges: &[((3, 32, 0), (3, 32, 1))],
+            backend: Some(Backend::WindowsBgp),
+        },
+        severity: Severity::Fail,
+        upstream: "https://github.com/projectcalico/calico/issues/13139; getenv removed by f3dc1ba1c6 (v3.32.0), the templates fixed by 14e684c44f (merged as 147e4533b2), in no release tag yet",
+        source: "confd/windows-packaging/templates/{blocks,peerings}.ps1.template at v3.32.0 and v3.32.1 use getenv; confd/pkg/resource/template/template_funcs.go has it at v3.31.6, not at v3.32.0",
+        fix: "install Calico v3.31.5 or later in the 3.31 line until a 3.32 release carries 14e684c44f, or use the vxlan backend",
+        worked_around: false,
+    },
+    KnownIssue {
+        id: "ws2022-bgp-2024-updates",
+        breaks: "after the February 2024 cumulative update of Windows Server 2022 (20348.2322) the node's own interface becomes unreachable to its BGP peers; reported again on 20348.2582",
+        when: When::Windows {
+            build: 20348,
+            ubr: (2322, 2761),
+            backend: Some(Backend::WindowsBgp),
+        },
+        severity: Severity::Warn,
+        upstream: "https://github.com/projectcalico/calico/issues/8529 (20348.1970 and earlier work; 20348.2322 and 20348.2582 break)",
+        source: "the reports' builds; https://github.com/microsoft/Windows-Containers/issues/516 says KB5044281 (20348.2762) fixed container networking",
+        fix: "install KB5044281 (October 2024, 20348.2762) or a later cumulative update",
+        worked_around: false,
+    },
+    KnownIssue {
+        id: "ws2022-kb5040437",
+        breaks: "the July 2024 cumulative update of Windows Server 2022 (KB5040437, 20348.2582) breaks container networking with Calico",
+        when: When::Windows {
+            build: 20348,
+            ubr: (2582, 2761),
+            backend: None,
+        },
+        severity: Severity::Warn,
+        upstream: "https://github.com/projectcalico/calico/issues/9019, https://github.com/projectcalico/calico/issues/9043, https://github.com/microsoft/Windows-Containers/issues/516",
+        source: "the reports' builds; a 2025-10 comment on Windows-Containers#516 says KB5044281 (20348.2762) fixed it",
+        fix: "install KB5044281 (October 2024, 20348.2762) or a later cumulative update",
+        worked_around: false,
+    },
+    KnownIssue {
+        id: "ws2025-acl-policies",
+        breaks: "on Windows Server 2025 HNS endpoint ACL policies do not apply, and they are how Felix enforces network policy",
+        when: When::Windows {
+            build: 26100,
+            ubr: (0, u32::MAX),
+            backend: None,
+        },
+        severity: Severity::Warn,
+        upstream: "https://github.com/microsoft/Windows-Containers/issues/616; Calico does not support Server 2025 yet (https://github.com/projectcalico/calico/issues/11691)",
+        source: "the report",
+        fix: "use Windows Server 2022 for nodes that need network policy",
+        worked_around: false,
+    },
+    KnownIssue {
+        id: "label-change-resets-connections",
+        breaks: "every label change reprograms the endpoint's HNS ACLs and resets its TCP connections",
+        when: When::Calico {
+            ranges: &[((3, 0, 0), (3, 30, 999))],
+            backend: None,
+        },
+        severity: Severity::Warn,
+        upstream: "https://github.com/projectcalico/calico/pull/10437 (3508749654, first in v3.31.0); symptom https://github.com/projectcalico/calico/issues/10199",
+        source: "git tag --contains 3508749654: v3.31.0 and later",
+        fix: "install Calico v3.31.0 or later",
+        worked_around: false,
+    },
+    KnownIssue {
+        id: "felix-exits-after-pod-termination",
+        breaks: "Felix exits after pod terminations (stale endpoints of Hyper-V isolated pods)",
+        when: When::Calico {
+            ranges: &[((3, 0, 0), (3, 29, 999))],
+            backend: None,
+        },
+        severity: Severity::Warn,
+        upstream: "https://github.com/projectcalico/calico/issues/9905, https://github.com/rancher/rke2/issues/7440; fixed by 78687ec198 (#9505, first in v3.30.0)",
+        source: "git tag --contains 78687ec198: v3.30.0 and later",
+        fix: "install Calico v3.30.0 or later",
+        worked_around: false,
+    },
+    KnownIssue {
+        id: "kubelet-from-install-root",
+        breaks: "kubelet runs <install_root>\\kubernetes\\kubelet-service.ps1, Calico's old install-kube-services.ps1 script, which Calico no longer ships (removed by fb99e4ed82 in v3.29.6, 6508e16603 in v3.30.4 and 9d1147cf55 in v3.31.0)",
+        when: When::KubeletFromInstallRoot,
+        severity: Severity::Warn,
+        upstream: "https://github.com/projectcalico/calico/pull/10893",
+        source: "node/windows-packaging/CalicoWindows/kubernetes/ at v3.29.5 and v3.30.3 (last shipped), absent at v3.29.6 and v3.30.4",
+        fix: "run kubelet as its own service (the node's join tooling, or nssm/sc.exe with kubelet.exe); calicoctl-win leaves the file alone: uninstall, --purge too, removes only the files it recorded",
+        worked_around: true,
+    },
+];
+
+/// What the check looks at.
+pub struct Facts<'a> {
+    /// The Calico release installed or to install, when known.
+    pub calico: Option<&'a CalicoVersion>,
+    pub backend: Backend,
+    /// The Windows build and update revision, when known.
+    pub windows: Option<(u32, u32)>,
+    /// kubelet's service command line, when it is a service.
+    pub kubelet_command_line: Option<&'a str>,
+    pub install_root: &'a str,
+}
+
+impl KnownIssue {
+    /// Whether the entry applies to `f`.
+    pub fn applies(&self, f: &Facts<'_>) -> bool {
+        let backend_ok = |b: Option<Backend>| b.is_none_or(|b| b == f.backend);
+        match self.when {
+            When::Calico { ranges, backend } => {
+                backend_ok(backend)
+                    && f.calico.is_some_and(|v| {
+                        let n = (v.major, v.minor, v.patch);
+                        ranges.iter().any(|(lo, hi)| (*lo..=*hi).contains(&n))
+                    })
+            }
+            When::Windows {
+                build,
+                ubr: (lo, hi),
+                backend,
+            } => {
+                backend_ok(backend)
+                    && f.windows
+                        .is_some_and(|(b, u)| b == build && (lo..=hi).contains(&u))
+            }
+            When::KubeletFromInstallRoot => f.kubelet_command_line.is_some_and(|cmd| {
+                let script = format!(
+                    "{}\\kubernetes\\kubelet-service.ps1",
+                    f.install_root.trim_end_matches('\\')
+                );
+                cmd.to_ascii_lowercase()
+                    .contains(&script.to_ascii_lowercase())
+            }),
+        }
+    }
+}
+
+/// The check's id.
+pub const ID: &str = "known-issues";
+
+/// The `known-issues` check: `fail` when an entry that stops the node applies, `warn` when
+/// one that degrades it does, `pass` otherwise. Entries in `allowed` are said, never counted.
+pub fn check(f: &Facts<'_>, allowed: &[String]) -> Check {
+    let found: Vec<&KnownIssue> = KNOWN_ISSUES.iter().filter(|k| k.applies(f)).collect();
+    let (accepted, counted): (Vec<&KnownIssue>, Vec<&KnownIssue>) = found
+        .into_iter()
+        .partition(|k| allowed.iter().any(|a| a == k.id));
+    let said = |k: &KnownIssue| format!("{}: {} ({})", k.id, k.breaks, k.upstream);
+    let mut message: Vec<String> = counted.iter().map(|k| said(k)).collect();
+    message.extend(
+        accepted
+            .iter()
+            .map(|k| format!("{} accepted with --allow-known-issue", k.id)),
+    );
+    if counted.is_empty() {
+        let what = match f.calico {
+            Some(v) => format!("Calico {v}, backend {}", f.backend),
+            None => format!("backend {} (Calico release unknown)", f.backend),
+        };
+        let mut text = format!("no known breakage for {what} on this build");
+        if !message.is_empty() {
+            text = format!("{text}; {}", message.join("; "));
+        }
+        return Check::pass(ID, text);
+    }
+    let remedy = counted
+        .iter()
+        .map(|k| format!("{}: {}", k.id, k.fix))
+        .chain(std::iter::once(format!(
+            "or accept one with --allow-known-issue {}",
+            counted[0].id
+        )))
+        .collect::<Vec<_>>()
+        .join("; ");
+    if counted.iter().any(|k| k.severity == Severity::Fail) {
+        Check::fail(ID, message.join("; "), remedy)
+    } else {
+        Check::warn(ID, message.join("; "), remedy)
+    }
+}
+
+/// Refuses ids no entry has, so a typo in `--allow-known-issue` is not silently nothing.
+pub fn unknown_ids(allowed: &[String]) -> Vec<String> {
+    allowed
+        .iter()
+        .filter(|a| !KNOWN_ISSUES.iter().any(|k| k.id == a.as_str()))
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(
+        calico: &str,
+        backend: Backend,
+        windows: (u32, u32),
+    ) -> (CalicoVersion, Backend, (u32, u32)) {
+        (
+            CalicoVersion::parse(calico).expect("version"),
+            backend,
+            windows,
+        )
+    }
+
+    fn verdict(calico: &str, backend: Backend, windows: (u32, u32), allowed: &[&str]) -> Check {
+        let (v, backend, windows) = facts(calico, backend, windows);
+        let f = Facts {
+            calico: Some(&v),
+            backend,
+            windows: Some(windows),
+            kubelet_command_line: None,
+            install_root: r"C:\CalicoWindows",
+        };
+        let allowed: Vec<String> = allowed.iter().map(|s| (*s).to_owned()).collect();
+        check(&f, &allowed)
+    }
+
+    const GOOD_2022: (u32, u32) = (20348, 2762);
+
+    #[test]
+    fn windows_bgp_fails_on_the_releases_whose_confd_writes_no_bgp_config() {
+        use super::super::Verdict::{Fail, Pass, Warn};
+        // confd/pkg/backends/calico/client.go at each tag (see the entry's source).
+        for (release, want) in [
+            // v3.30.2 skips nothing yet; it warns for label changes (before v3.31.0).
+            ("3.30.2", Warn),
+            ("3.30.3", Fail),
+            ("3.30.7", Fail),
+            ("3.31.0", Fail),
+            ("3.31.4", Fail),
+            ("3.31.5", Pass),
+            ("3.32.0", Fail),
+            ("3.32.1", Fail),
+        ] {
+            let c = verdict(release, Backend::WindowsBgp, GOOD_2022, &[]);
+            assert_eq!(c.verdict, want, "{release}: {}", c.message);
+            let c = verdict(release, Backend::Vxlan, GOOD_2022, &[]);
+            assert_ne!(c.verdict, Fail, "vxlan {release}: {}", c.message);
+        }
+        let c = verdict("3.31.2", Backend::WindowsBgp, GOOD_2022, &[]);
+        assert!(c.message.contains("issues/11714"), "{}", c.message);
+        assert!(c.remedy.as_deref().is_some_and(|r| r.contains("v3.31.5")));
+    }
+
+    #[test]
+    fn old_releases_and_reported_builds_warn_with_the_fix() {
+        use super::super::Verdict::{Pass, Warn};
+        assert_eq!(
+            verdict("3.29.7", Backend::Vxlan, GOOD_2022, &[]).verdict,
+            Warn
+        );
+        assert_eq!(
+            verdict("3.30.7", Backend::Vxlan, GOOD_2022, &[]).verdict,
+            Warn
+        );
+        assert_eq!(
+            verdict("3.31.0", Backend::Vxlan, GOOD_2022, &[]).verdict,
+            Pass
+        );
+        let c = verdict("3.31.6", Backend::Vxlan, (20348, 2582), &[]);
+        assert_eq!(c.verdict, Warn);
+        assert!(c.remedy.as_deref().is_some_and(|r| r.contains("KB5044281")));
+        assert_eq!(
+            verdict("3.31.6", Backend::Vxlan, (20348, 2581), &[]).verdict,
+            Pass
+        );
+        assert_eq!(
+            verdict("3.31.6", Backend::Vxlan, (20348, 2762), &[]).verdict,
+            Pass
+        );
+        assert_eq!(
+            verdict("3.31.6", Backend::WindowsBgp, (20348, 2322), &[]).verdict,
+            Warn
+        );
+        assert_eq!(
+            verdict("3.31.6", Backend::Vxlan, (20348, 2322), &[]).verdict,
+            Pass
+        );
+        assert_eq!(
+            verdict("3.31.6", Backend::Vxlan, (26100, 1), &[]).verdict,
+            Warn
+        );
+    }
+
+    #[test]
+    fn an_accepted_entry_is_said_and_not_counted() {
+        use super::super::Verdict::Pass;
+        let c = verdict(
+            "3.31.6",
+            Backend::Vxlan,
+            (26100, 1),
+            &["ws2025-acl-policies"],
+        );
+        assert_eq!(c.verdict, Pass, "{}", c.message);
+        assert!(c.message.contains("accepted"), "{}", c.message);
+        assert_eq!(
+            unknown_ids(&["nope".into(), "ws2025-acl-policies".into()]),
+            ["nope"]
+        );
+    }
+
+    #[test]
+    fn kubelet_run_from_the_install_root_is_found() {
+        let f = Facts {
+            calico: None,
+            backend: Backend::Vxlan,
+            windows: None,
+            kubelet_command_line: Some(
+                r#"powershell.exe -ExecutionPolicy Bypass -File C:\CalicoWindows\kubernetes\kubelet-service.ps1"#,
+            ),
+            install_root: r"C:\CalicoWindows\",
+        };
+        let c = check(&f, &[]);
+        assert_eq!(c.verdict, super::super::Verdict::Warn, "{}", c.message);
+        assert!(c.message.contains("kubelet-from-install-root"));
+    }
+
+    #[test]
+    fn docs_known_issues_lists_every_entry() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/known-issues.md");
+        let doc = std::fs::read_to_string(&path).expect("docs/known-issues.md");
+        for k in KNOWN_ISSUES {
+            let row = doc
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{}` |", k.id)))
+                .unwrap_or_else(|| panic!("docs/known-issues.md has no row for {}", k.id));
+            assert!(
+                row.contains(k.fix),
+                "{}: the fix differs from the code's",
+                k.id
+            );
+        }
+    }
+
+    #[test]
+    fn every_entry_names_its_source_and_a_fix() {
+        let mut ids = std::collections::BTreeSet::new();
+        for k in KNOWN_ISSUES {
+            assert!(ids.insert(k.id), "{} twice", k.id);
+            assert!(k.upstream.contains("https://github.com/"), "{}", k.id);
+            assert!(!k.source.is_empty() && !k.fix.is_empty(), "{}", k.id);
+        }
+    }
+}
