@@ -277,10 +277,13 @@ fn tls12(s: &HostSnapshot) -> Check {
             "; advisory: .NET SchUseStrongCrypto is not set, so old PowerShell scripts may fall back to TLS 1.0"
         }
     };
+    // Schannel's settings bind only programs that use Schannel: calicoctl-win's TLS is rustls
+    // and Calico's is Go's crypto/tls, each with TLS 1.2 and 1.3 of its own, so neither needs
+    // it; Windows tools (PowerShell's Invoke-WebRequest, .NET) do.
     if s.tls12_client_enabled == Some(0) || s.tls12_client_disabled_by_default == Some(1) {
-        return Check::fail(
+        return Check::warn(
             ID,
-            "TLS 1.2 is disabled for Schannel clients (SCHANNEL\\Protocols\\TLS 1.2\\Client)",
+            "TLS 1.2 is disabled for Schannel clients (SCHANNEL\\Protocols\\TLS 1.2\\Client): calicoctl-win (rustls) and Calico (Go's crypto/tls) do not use Schannel and are not affected, but Windows tools such as PowerShell downloads are",
             format!(
                 "reg add \"{SCHANNEL_TLS12_CLIENT}\" /v Enabled /t REG_DWORD /d 1 /f; reg add \"{SCHANNEL_TLS12_CLIENT}\" /v DisabledByDefault /t REG_DWORD /d 0 /f; then reboot"
             ),

@@ -51,6 +51,10 @@ pub struct HnsEndpoint {
 pub const HCN_E_NETWORK_NOT_FOUND: u32 = 0x803B_0001;
 /// HCN's "endpoint not found" (`HCN_E_ENDPOINT_NOT_FOUND`).
 pub const HCN_E_ENDPOINT_NOT_FOUND: u32 = 0x803B_0002;
+/// `HRESULT_FROM_WIN32(ERROR_NOT_FOUND)`: what HCN answers for an object deleted since it was
+/// listed. hcsshim counts it as not found too (`hcn.IsNotFoundError`: `ErrElementNotFound`,
+/// `syscall.Errno(0x490)`, which its syscall wrappers make of a 0x8007xxxx HRESULT).
+pub const E_ELEMENT_NOT_FOUND: u32 = 0x8007_0490;
 /// HCN's "a network with this name already exists" (`HCN_E_NETWORK_ALREADY_EXISTS`).
 pub const HCN_E_NETWORK_ALREADY_EXISTS: u32 = 0x803B_0010;
 
@@ -64,7 +68,10 @@ pub fn hcn_outcome(hr: i32, record: &str, op: &str) -> Result<(), crate::host::H
     }
     // HRESULTs are compared as the bit patterns winerror.h writes.
     let code = hr as u32;
-    if matches!(code, HCN_E_NETWORK_NOT_FOUND | HCN_E_ENDPOINT_NOT_FOUND) {
+    if matches!(
+        code,
+        HCN_E_NETWORK_NOT_FOUND | HCN_E_ENDPOINT_NOT_FOUND | E_ELEMENT_NOT_FOUND
+    ) {
         return Err(HostError::NotFound {
             what: format!("{op}: the HNS object"),
         });
@@ -330,7 +337,13 @@ mod outcome_tests {
     fn missing_networks_and_endpoints_are_not_found() {
         let e = hcn_outcome(HCN_E_NETWORK_ALREADY_EXISTS as i32, "", "create").unwrap_err();
         assert!(matches!(e, HostError::Exists { .. }), "{e}");
-        for code in [HCN_E_NETWORK_NOT_FOUND, HCN_E_ENDPOINT_NOT_FOUND] {
+        // 0x80070490 (ERROR_NOT_FOUND): an object deleted while the list was read; hcsshim's
+        // IsNotFoundError counts it (ErrElementNotFound), and a listing skips it.
+        for code in [
+            HCN_E_NETWORK_NOT_FOUND,
+            HCN_E_ENDPOINT_NOT_FOUND,
+            E_ELEMENT_NOT_FOUND,
+        ] {
             let e = hcn_outcome(code as i32, "Network not found", "open HNS object x").unwrap_err();
             assert!(e.is_not_found(), "{e}");
         }

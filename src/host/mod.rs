@@ -6,6 +6,7 @@
 //! are written with their root (`HKLM\Software\Tigera\Calico`).
 
 pub mod acl;
+pub mod boot;
 pub mod hns;
 pub mod lock;
 pub mod process;
@@ -389,6 +390,31 @@ impl Access {
     }
 }
 
+/// Calls an API that fills a buffer and answers "too small, this many bytes" (`overflow`, the
+/// size written back into its in-out argument), growing the buffer up to `attempts` times, as
+/// `GetAdaptersAddresses` is called ("the recommended method ... is to call it in a loop",
+/// Microsoft's documentation). The filled buffer, 8-byte aligned; `Err(code)` with the last
+/// answer when it failed, or when the buffer was still too small after the last attempt (never
+/// an unfilled buffer read as if it were the answer).
+pub fn with_growing_buffer(
+    mut size: u32,
+    attempts: u32,
+    overflow: u32,
+    mut call: impl FnMut(&mut [u64], &mut u32) -> u32,
+) -> Result<Vec<u64>, u32> {
+    let mut last = overflow;
+    for _ in 0..attempts {
+        let mut buf = vec![0u64; (size as usize).div_ceil(8)];
+        last = call(&mut buf, &mut size);
+        match last {
+            0 => return Ok(buf),
+            code if code == overflow => continue,
+            code => return Err(code),
+        }
+    }
+    Err(last)
+}
+
 /// The most `Files::read_file` reads of one file: every file calicoctl-win reads whole (the
 /// install record, its journal, kubeconfigs, environment and CNI files, the services' logs for
 /// `diags`, which rotate at 10 MB) is far smaller. Enforced while reading.
@@ -756,6 +782,35 @@ mod command_line_tests {
             odd.args,
             "{}",
             odd.command_line()
+        );
+    }
+}
+
+#[cfg(test)]
+mod growing_buffer_tests {
+    #[test]
+    fn a_buffer_still_too_small_after_the_last_attempt_is_an_error_not_an_empty_answer() {
+        const OVERFLOW: u32 = 111; // ERROR_BUFFER_OVERFLOW
+        let mut calls = 0;
+        let r = super::with_growing_buffer(16, 4, OVERFLOW, |_, size| {
+            calls += 1;
+            *size *= 2;
+            OVERFLOW
+        });
+        assert_eq!((r, calls), (Err(OVERFLOW), 4));
+        // Grown once, then filled.
+        let r = super::with_growing_buffer(16, 4, OVERFLOW, |buf, size| {
+            if buf.len() * 8 < 64 {
+                *size = 64;
+                return OVERFLOW;
+            }
+            buf[0] = 7;
+            0
+        });
+        assert_eq!(r.map(|b| (b.len(), b[0])), Ok((8, 7)));
+        assert_eq!(
+            super::with_growing_buffer(16, 4, OVERFLOW, |_, _| 5),
+            Err(5)
         );
     }
 }

@@ -106,7 +106,15 @@ impl Hcn {
         // SAFETY: settings is NUL-terminated; a zero GUID lets HNS choose the id; the handle
         // and error record are out-pointers owned by this frame.
         let hr = unsafe { create(&zero, settings.as_ptr(), &mut handle, &mut record) };
-        check(hr, record, &format!("create HNS network {name}"))?;
+        if let Err(e) = check(hr, record, &format!("create HNS network {name}")) {
+            // An error record beside a handle (hcsshim's checkForErrors counts a record as an
+            // error even with a successful HRESULT): the handle is closed, never leaked.
+            if !handle.is_null() {
+                // SAFETY: a handle HcnCreateNetwork gave, closed once; the network stays.
+                unsafe { close(handle) };
+            }
+            return Err(e);
+        }
         let q = wide(QUERY);
         let mut props: PWSTR = std::ptr::null_mut();
         let mut record: PWSTR = std::ptr::null_mut();

@@ -42,26 +42,19 @@ fn sockaddr(ip: Ipv4Addr) -> SOCKADDR_INET {
 
 pub fn addresses() -> HostResult<Vec<InterfaceAddress>> {
     let flags = GAA_FLAG_SKIP_ANYCAST | GAA_FLAG_SKIP_MULTICAST | GAA_FLAG_SKIP_DNS_SERVER;
-    let mut size = 16 * 1024u32;
-    let mut buf: Vec<u64> = Vec::new();
-    for _ in 0..4 {
-        buf = vec![0u64; (size as usize).div_ceil(8)];
-        // SAFETY: buf holds `size` bytes, 8-aligned as IP_ADAPTER_ADDRESSES requires.
-        let rc = unsafe {
+    let buf = crate::host::with_growing_buffer(16 * 1024, 4, ERROR_BUFFER_OVERFLOW, |buf, size| {
+        // SAFETY: buf holds at least `size` bytes, 8-aligned as IP_ADAPTER_ADDRESSES requires.
+        unsafe {
             GetAdaptersAddresses(
                 u32::from(AF_INET),
                 flags,
                 std::ptr::null(),
                 buf.as_mut_ptr().cast(),
-                &mut size,
+                size,
             )
-        };
-        match rc {
-            0 => break,
-            ERROR_BUFFER_OVERFLOW => continue,
-            other => return Err(win32("list network adapters", other)),
         }
-    }
+    })
+    .map_err(|code| win32("list network adapters", code))?;
     let mut out = Vec::new();
     let mut adapter = buf.as_ptr() as *const IP_ADAPTER_ADDRESSES_LH;
     while !adapter.is_null() {

@@ -216,7 +216,7 @@ struct TimeOfDay {
 }
 
 /// The boot time in seconds since the Unix epoch (the same in every culture and time zone),
-/// and the same instant on the local wall clock.
+/// and the same instant on the local wall clock, unmoved by clock steps.
 fn boot_time() -> Option<(i64, i64)> {
     let mut t = TimeOfDay {
         boot_time: 0,
@@ -237,10 +237,11 @@ fn boot_time() -> Option<(i64, i64)> {
             &mut len,
         )
     };
-    // FILETIME ticks (100 ns since 1601) to Unix seconds; local = UTC - bias.
-    let unix = |ticks: i64| ticks / 10_000_000 - 11_644_473_600;
-    (status >= 0 && t.boot_time > 0)
-        .then(|| (unix(t.boot_time), unix(t.boot_time - t.time_zone_bias)))
+    // BootTime moves with every clock step; BootTime - BootTimeBias does not (host::boot).
+    if status < 0 {
+        return None;
+    }
+    crate::host::boot::boot_instant(t.boot_time, t.boot_time_bias, t.time_zone_bias)
 }
 
 fn unsafe_zeroed<T>() -> T {
