@@ -199,6 +199,24 @@ fn encapsulation(p: &IpPool) -> &'static str {
     }
 }
 
+/// A pool with `vxlanMode: CrossSubnet` fails: Calico's Windows limitations page lists
+/// cross-subnet as not supported (tigera/docs#1547), and it is the operator's default.
+fn cross_subnet(v4: &[&IpPool]) -> Option<Check> {
+    const ID: &str = "ip-pools";
+    let p = v4.iter().find(|p| p.vxlan_mode == "CrossSubnet")?;
+    Some(Check::fail(
+        ID,
+        format!(
+            "pool {} has vxlanMode: CrossSubnet, which Calico does not support on Windows (Calico's Windows limitations; tigera/docs#1547)",
+            p.name
+        ),
+        format!(
+            "kubectl patch ippool {} --type merge -p '{{\"spec\":{{\"vxlanMode\":\"Always\"}}}}' (with the operator, set the Installation's ipPools[].encapsulation to VXLAN)",
+            p.name
+        ),
+    ))
+}
+
 fn ip_pools(f: &ClusterFacts, c: &Config) -> Check {
     const ID: &str = "ip-pools";
     let v6: Vec<&str> = f
@@ -225,20 +243,8 @@ fn ip_pools(f: &ClusterFacts, c: &Config) -> Check {
             "create an IPv4 IPPool (VXLAN for the vxlan backend)",
         );
     }
-    // Calico's Windows limitations page lists cross-subnet as not supported
-    // (tigera/docs#1547), and it is the operator's default vxlanMode.
-    if let Some(p) = v4.iter().find(|p| p.vxlan_mode == "CrossSubnet") {
-        return Check::fail(
-            ID,
-            format!(
-                "pool {} has vxlanMode: CrossSubnet, which Calico does not support on Windows (Calico's Windows limitations; tigera/docs#1547)",
-                p.name
-            ),
-            format!(
-                "kubectl patch ippool {} --type merge -p '{{\"spec\":{{\"vxlanMode\":\"Always\"}}}}' (with the operator, set the Installation's ipPools[].encapsulation to VXLAN)",
-                p.name
-            ),
-        );
+    if let Some(c) = cross_subnet(&v4) {
+        return c;
     }
     let mut kinds: Vec<&str> = v4.iter().map(|p| encapsulation(p)).collect();
     kinds.dedup();
