@@ -11,7 +11,8 @@ use clap::Parser as _;
 use std::sync::Arc;
 
 pub fn run(args: &ServiceRunArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let settings = settings(args);
+    let mut settings = settings(args);
+    settings.inherited = supervise::inherited(&ctx.env);
     if !args.console {
         return under_scm(settings, ctx);
     }

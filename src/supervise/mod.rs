@@ -224,6 +224,9 @@ pub struct Settings {
     /// The installed Calico release, which decides the start-up flags; unknown, only the
     /// flags every release of the binary knows are used.
     pub calico_version: Option<CalicoVersion>,
+    /// What the children take from the service's own environment (`INHERITED`), under the
+    /// role's env file, which wins.
+    pub inherited: BTreeMap<String, String>,
 }
 
 impl Settings {
@@ -242,6 +245,7 @@ impl Settings {
             timing: Timing::default(),
             program: None,
             calico_version: None,
+            inherited: BTreeMap::new(),
         }
     }
 
@@ -256,7 +260,60 @@ pub fn environment(host: &dyn Host, s: &Settings) -> Result<BTreeMap<String, Str
     let bytes = host
         .read_file(&path)?
         .ok_or(SuperviseError::NoEnvironment { path })?;
-    Ok(parse_env(&String::from_utf8_lossy(&bytes)))
+    let mut env = s.inherited.clone();
+    env.extend(parse_env(&String::from_utf8_lossy(&bytes)));
+    Ok(env)
+}
+
+/// The variables a child takes from the service's own environment, as NSSM and Calico's
+/// scripts passed the whole of theirs: where Windows and its tools are (confd on Calico up to
+/// 3.27.1 runs `powershell` by name, found on `PATH`), where temporary files go, and a
+/// machine-wide proxy (Go's `http.ProxyFromEnvironment` reads `HTTPS_PROXY`, `NO_PROXY` and
+/// their lower-case forms). Nothing else: no user's variables, no secrets.
+pub const INHERITED: &[&str] = &[
+    "SystemRoot",
+    "SystemDrive",
+    "windir",
+    "PATH",
+    "PATHEXT",
+    "ComSpec",
+    "TEMP",
+    "TMP",
+    "ProgramData",
+    "ProgramFiles",
+    "ProgramFiles(x86)",
+    "ProgramW6432",
+    "CommonProgramFiles",
+    "ALLUSERSPROFILE",
+    "PSModulePath",
+    "COMPUTERNAME",
+    "NUMBER_OF_PROCESSORS",
+    "PROCESSOR_ARCHITECTURE",
+    "OS",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+];
+
+/// The allow-listed variables of `env` (the process's own, read once by `main`). Windows
+/// names variables without regard to case, so `Path` is `PATH`.
+pub fn inherited(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let windows_names = cfg!(windows);
+    env.iter()
+        .filter_map(|(k, v)| {
+            let name = INHERITED.iter().find(|n| {
+                if windows_names {
+                    n.eq_ignore_ascii_case(k)
+                } else {
+                    **n == k.as_str()
+                }
+            })?;
+            Some(((*name).to_owned(), v.clone()))
+        })
+        .collect()
 }
 
 /// `NAME=VALUE` lines; blank lines and `#` comments are skipped.

@@ -998,3 +998,45 @@ fn kube_proxy_gives_up_after_its_bound_and_names_a_missing_binary() {
     assert!(err.is_timeout());
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+/// Children get the service's PATH, TEMP, Windows' directories and a machine-wide proxy (as
+/// NSSM and Calico's scripts passed their whole environment), under the env file's values,
+/// and nothing outside the allow-list.
+#[test]
+fn children_take_the_allow_listed_service_environment_under_the_env_file() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    let process_env: std::collections::BTreeMap<String, String> = [
+        ("PATH", r"C:\Windows\system32;C:\Windows"),
+        ("TEMP", r"C:\Windows\TEMP"),
+        ("HTTPS_PROXY", "http://proxy.corp:3128"),
+        ("NO_PROXY", "10.0.0.0/8"),
+        ("KUBECONFIG", r"C:\k\admin.conf"),
+        ("SECRET_TOKEN", "do-not-pass"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let mut s = settings(Role::Felix);
+    s.inherited = super::inherited(&process_env);
+    let env = super::environment(&host, &s).expect("environment");
+    assert_eq!(
+        env.get("PATH").map(String::as_str),
+        Some(r"C:\Windows\system32;C:\Windows")
+    );
+    assert_eq!(
+        env.get("TEMP").map(String::as_str),
+        Some(r"C:\Windows\TEMP")
+    );
+    assert_eq!(
+        env.get("HTTPS_PROXY").map(String::as_str),
+        Some("http://proxy.corp:3128")
+    );
+    assert!(!env.contains_key("SECRET_TOKEN"), "{env:?}");
+    // The env file's KUBECONFIG (calico-node's), never the admin's of the service's env.
+    assert_ne!(
+        env.get("KUBECONFIG").map(String::as_str),
+        Some(r"C:\k\admin.conf")
+    );
+    assert!(env.contains_key("FELIX_FELIXHOSTNAME"), "{env:?}");
+}
