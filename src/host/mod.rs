@@ -316,6 +316,33 @@ pub enum ServiceState {
     Other,
 }
 
+/// What a stop does next when the SCM answered `ERROR_SERVICE_CANNOT_ACCEPT_CTRL` (1061):
+/// "the state of the service is SERVICE_STOPPED, SERVICE_START_PENDING, or
+/// SERVICE_STOP_PENDING" (Microsoft's ControlService documentation). A service still starting
+/// (RemoteAccess restarted a moment ago) is waited for until it runs, then stopped; one already
+/// stopping is waited for until it has stopped; both within the stop's timeout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AfterCannotAccept {
+    /// Stopped already: done.
+    Done,
+    /// Still starting or between states: wait a moment, then send the stop again.
+    RetryStop,
+    /// Stopping: wait until it has stopped.
+    WaitStopped,
+}
+
+impl AfterCannotAccept {
+    pub fn for_state(state: ServiceState) -> Self {
+        match state {
+            ServiceState::Stopped => Self::Done,
+            ServiceState::StopPending => Self::WaitStopped,
+            ServiceState::StartPending | ServiceState::Running | ServiceState::Other => {
+                Self::RetryStop
+            }
+        }
+    }
+}
+
 /// A registered service: its state and configuration as the SCM reports them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstalledService {
@@ -782,6 +809,29 @@ mod command_line_tests {
             odd.args,
             "{}",
             odd.command_line()
+        );
+    }
+}
+
+#[cfg(test)]
+mod cannot_accept_tests {
+    use super::{AfterCannotAccept, ServiceState};
+
+    /// ControlService answers 1061 for a service that is stopped, starting or stopping: a
+    /// stop then finishes, retries once it runs, or waits for the stop under way; never fails.
+    #[test]
+    fn a_stop_refused_while_pending_waits_instead_of_failing() {
+        assert_eq!(
+            AfterCannotAccept::for_state(ServiceState::Stopped),
+            AfterCannotAccept::Done
+        );
+        assert_eq!(
+            AfterCannotAccept::for_state(ServiceState::StopPending),
+            AfterCannotAccept::WaitStopped
+        );
+        assert_eq!(
+            AfterCannotAccept::for_state(ServiceState::StartPending),
+            AfterCannotAccept::RetryStop
         );
     }
 }

@@ -16,6 +16,7 @@ const ERROR_DEPENDENT_SERVICES_RUNNING: i32 = 1051;
 const ERROR_SERVICE_ALREADY_RUNNING: i32 = 1056;
 const ERROR_SERVICE_DOES_NOT_EXIST: i32 = 1060;
 const ERROR_SERVICE_NOT_ACTIVE: i32 = 1062;
+const ERROR_SERVICE_CANNOT_ACCEPT_CTRL: i32 = 1061;
 const ERROR_INVALID_HANDLE: i32 = 6;
 const ERROR_SERVICE_EXISTS: i32 = 1073;
 // CreateService: "The display name already exists in the service control manager database
@@ -271,19 +272,46 @@ pub fn start(name: &str, timeout: Duration) -> HostResult<()> {
 }
 
 pub fn stop(name: &str, timeout: Duration) -> HostResult<()> {
+    use crate::host::AfterCannotAccept;
     let svc = open_existing(name, ServiceAccess::STOP | ServiceAccess::QUERY_STATUS)?;
-    match svc.stop() {
-        Err(e) if os_code(&e) == Some(ERROR_SERVICE_NOT_ACTIVE) => return Ok(()),
-        Err(e) if os_code(&e) == Some(ERROR_DEPENDENT_SERVICES_RUNNING) => {
-            return Err(HostError::Refused {
-                what: format!("stop service {name}"),
-                reason: "a service that depends on it is running".into(),
-            });
+    let deadline = Instant::now() + timeout;
+    loop {
+        match svc.stop() {
+            Err(e) if os_code(&e) == Some(ERROR_SERVICE_NOT_ACTIVE) => return Ok(()),
+            Err(e) if os_code(&e) == Some(ERROR_DEPENDENT_SERVICES_RUNNING) => {
+                return Err(HostError::Refused {
+                    what: format!("stop service {name}"),
+                    reason: "a service that depends on it is running".into(),
+                });
+            }
+            Err(e) if os_code(&e) == Some(ERROR_SERVICE_CANNOT_ACCEPT_CTRL) => {
+                let status = svc
+                    .query_status()
+                    .map_err(|e| api(format!("query service {name}"), e))?;
+                match AfterCannotAccept::for_state(state(status.current_state)) {
+                    AfterCannotAccept::Done => return Ok(()),
+                    AfterCannotAccept::WaitStopped => break,
+                    AfterCannotAccept::RetryStop if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(250));
+                    }
+                    AfterCannotAccept::RetryStop => {
+                        return Err(HostError::Timeout {
+                            what: format!("service {name} to accept a stop (it was starting)"),
+                            after: timeout,
+                        });
+                    }
+                }
+            }
+            Err(e) => return Err(api(format!("stop service {name}"), e)),
+            Ok(_) => break,
         }
-        Err(e) => return Err(api(format!("stop service {name}"), e)),
-        Ok(_) => {}
     }
-    wait_for(&svc, name, WinState::Stopped, timeout)
+    wait_for(
+        &svc,
+        name,
+        WinState::Stopped,
+        deadline.saturating_duration_since(Instant::now()),
+    )
 }
 
 pub fn delete(name: &str) -> HostResult<()> {
