@@ -107,9 +107,23 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
             .expect("query")
             .expect("registered")
             .dependencies;
+        // An update to no dependencies removes them (ChangeServiceConfigW: a NULL list leaves
+        // them as they are; an empty one, "\0\0", removes them).
+        let independent = ServiceSpec {
+            dependencies: Vec::new(),
+            ..dependent.clone()
+        };
+        h.service_update(&independent)
+            .expect("update the dependent");
+        let deps_after = h
+            .service_query(&dependent.name)
+            .expect("query")
+            .expect("registered")
+            .dependencies;
         h.service_delete(&dependent.name)
             .expect("delete the dependent");
         assert_eq!(deps, std::slice::from_ref(&name));
+        assert!(deps_after.is_empty(), "{deps_after:?}");
 
         let auto = ServiceSpec {
             start: StartType::Auto,

@@ -219,7 +219,42 @@ pub fn update(spec: &ServiceSpec) -> HostResult<()> {
     let svc = open_existing(&spec.name, CONFIGURE)?;
     svc.change_config(&info(spec))
         .map_err(|e| api(format!("configure service {}", spec.name), e))?;
+    if spec.dependencies.is_empty() {
+        clear_dependencies(&svc, &spec.name)?;
+    }
     configure_extras(&svc, spec)
+}
+
+/// Removes every dependency: ChangeServiceConfigW leaves them as they are for a NULL list,
+/// which is what windows-service passes for an empty one, and removes them for an empty
+/// double-NUL list (Microsoft's ChangeServiceConfigW documentation, `lpDependencies`).
+fn clear_dependencies(svc: &Service, name: &str) -> HostResult<()> {
+    use windows_sys::Win32::System::Services::{ChangeServiceConfigW, SERVICE_NO_CHANGE};
+    let empty: [u16; 2] = [0, 0];
+    // SAFETY: the handle is the open service's; every other setting is SERVICE_NO_CHANGE or
+    // NULL (unchanged), and `empty` outlives the call.
+    let ok = unsafe {
+        ChangeServiceConfigW(
+            svc.raw_handle(),
+            SERVICE_NO_CHANGE,
+            SERVICE_NO_CHANGE,
+            SERVICE_NO_CHANGE,
+            std::ptr::null(),
+            std::ptr::null(),
+            std::ptr::null_mut(),
+            empty.as_ptr(),
+            std::ptr::null(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    if ok == 0 {
+        return Err(HostError::io(
+            format!("remove the dependencies of service {name}"),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
 }
 
 /// Polls the service until it reaches `want`, fails if it stops on the way to running.
