@@ -24,6 +24,11 @@ pub fn registry(h: &dyn Host) {
     assert!(!h.reg_key_exists(&key).expect("exists"));
     let values = [
         ("Text", RegValue::Sz("C:\\CalicoWindows".into())),
+        // Read back as written, never expanded: the reader expands (EventMessageFile).
+        (
+            "Expand",
+            RegValue::ExpandSz("%SystemRoot%\\System32\\x.dll".into()),
+        ),
         ("Count", RegValue::Dword(1432)),
         ("List", RegValue::MultiSz(vec!["A=1".into(), "B=2".into()])),
     ];

@@ -125,6 +125,9 @@ pub type HostResult<T> = Result<T, HostError>;
 pub enum RegValue {
     #[serde(rename = "REG_SZ")]
     Sz(String),
+    /// A string whose `%VARIABLE%`s its reader expands (`%SystemRoot%\...`).
+    #[serde(rename = "REG_EXPAND_SZ")]
+    ExpandSz(String),
     #[serde(rename = "REG_DWORD")]
     Dword(u32),
     #[serde(rename = "REG_MULTI_SZ")]

@@ -610,8 +610,10 @@ fn event_source_values() -> [(&'static str, RegValue); 2] {
     [
         (
             "EventMessageFile",
-            RegValue::Sz(
-                r"C:\Windows\Microsoft.NET\Framework64\v4.0.30319\EventLogMessages.dll".into(),
+            // REG_EXPAND_SZ with %SystemRoot%, as Windows' own sources write it: Windows is not
+            // always on C: (Microsoft's "Event Sources" page: EventMessageFile is REG_EXPAND_SZ).
+            RegValue::ExpandSz(
+                r"%SystemRoot%\Microsoft.NET\Framework64\v4.0.30319\EventLogMessages.dll".into(),
             ),
         ),
         ("TypesSupported", RegValue::Dword(7)),

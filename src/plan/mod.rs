@@ -383,7 +383,7 @@ fn drain_text(
 
 fn show_reg(v: &RegValue) -> String {
     match v {
-        RegValue::Sz(s) => format!("\"{s}\""),
+        RegValue::Sz(s) | RegValue::ExpandSz(s) => format!("\"{s}\""),
         RegValue::Dword(d) => d.to_string(),
         RegValue::MultiSz(v) => format!("{v:?}"),
     }

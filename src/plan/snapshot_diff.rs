@@ -270,6 +270,7 @@ fn ps_key(key: &str) -> String {
 fn set_value(key: &str, name: &str, v: &RegValue) -> String {
     let (value, ty) = match v {
         RegValue::Sz(s) => (q(s), "String"),
+        RegValue::ExpandSz(s) => (q(s), "ExpandString"),
         RegValue::Dword(d) => (d.to_string(), "DWord"),
         RegValue::MultiSz(list) => (
             format!(

@@ -47,7 +47,8 @@ pub fn get(path: &str, name: &str) -> HostResult<Option<RegValue>> {
         Err(e) => return Err(api(op(), e)),
     };
     let value = match ty {
-        Type::String | Type::ExpandString => key.get_string(name).map(RegValue::Sz),
+        Type::String => key.get_string(name).map(RegValue::Sz),
+        Type::ExpandString => key.get_string(name).map(RegValue::ExpandSz),
         Type::U32 => key.get_u32(name).map(RegValue::Dword),
         // An empty string ends a REG_MULTI_SZ; some readers return the terminators as items.
         Type::MultiString => key
@@ -69,6 +70,7 @@ pub fn set(path: &str, name: &str, value: &RegValue) -> HostResult<()> {
     let key = root.create(sub).map_err(|e| api(op(), e))?;
     match value {
         RegValue::Sz(s) => key.set_string(name, s),
+        RegValue::ExpandSz(s) => key.set_expand_string(name, s),
         RegValue::Dword(d) => key.set_u32(name, *d),
         RegValue::MultiSz(items) => key.set_multi_string(name.to_owned(), items),
     }
