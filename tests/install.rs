@@ -1739,9 +1739,9 @@ fn the_event_log_source_is_registered_by_install_and_removed_by_uninstall() {
     // REG_EXPAND_SZ from %SystemRoot%: Windows is not always on C:.
     assert_eq!(reg["eventmessagefile"]["type"], "REG_EXPAND_SZ", "{reg}");
     assert!(
-        reg["eventmessagefile"]["data"]
-            .as_str()
-            .is_some_and(|f| f.starts_with("%SystemRoot%\\") && f.ends_with(r"\EventLogMessages.dll")),
+        reg["eventmessagefile"]["data"].as_str().is_some_and(
+            |f| f.starts_with("%SystemRoot%\\") && f.ends_with(r"\EventLogMessages.dll")
+        ),
         "{reg}"
     );
     let (code, _, stderr) = s.uninstall(&[]);

@@ -48,32 +48,6 @@ fn admin_with_key(api: &FakeApi, dir: &Path) -> (std::path::PathBuf, String) {
     (path, key_body)
 }
 
-/// `service run node --console` on the simulated host, as a child to watch.
-fn console_node(sim: &Path) -> std::process::Child {
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let closed = format!("http://{}", closed.local_addr().expect("addr"));
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
-        .env_clear()
-        .args(["service", "run", "node", "--console", "--sim-host"])
-        .arg(sim)
-        .args(["--ec2-metadata-url", &closed, "--gce-metadata-url", &closed])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn")
-}
-
-fn stop(child: std::process::Child) -> String {
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .expect("signal");
-    let out = child.wait_with_output().expect("wait");
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 /// The token the node's kubeconfig names, as the node has it now.
 fn node_token(node: &SimNode) -> Option<String> {
     let kubeconfig =
@@ -149,7 +123,7 @@ fn the_node_renews_its_own_token_over_several_lifetimes_without_an_admin_credent
     }
 
     let first = node_token(&node).expect("the token install wrote");
-    let child = console_node(&node.sim());
+    let child = support::console_node(&node.sim());
     let mut seen = vec![first];
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(4 * CAP as u64) {
@@ -225,7 +199,7 @@ fn the_node_renews_its_own_token_over_several_lifetimes_without_an_admin_credent
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    let log = stop(child);
+    let log = support::stop_console(child);
     assert!(!log.contains(&api.token), "{log}");
 
     // uninstall --purge removes the grant, with an admin kubeconfig given for it.

@@ -73,26 +73,9 @@ fn problems(doc: &Value) -> Vec<String> {
 
 /// CalicoNode in the foreground for `secs`, then stopped: its log (stderr).
 fn run_node_for(node: &SimNode, secs: u64) -> String {
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let closed = format!("http://{}", closed.local_addr().expect("addr"));
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
-        .env_clear()
-        .args(["service", "run", "node", "--console", "--sim-host"])
-        .arg(node.sim())
-        .args(["--ec2-metadata-url", &closed, "--gce-metadata-url", &closed])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let child = support::console_node(&node.sim());
     std::thread::sleep(Duration::from_secs(secs));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .expect("signal");
-    let out = child.wait_with_output().expect("wait");
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    support::stop_console(child)
 }
 
 fn token_requests(api: &FakeApi) -> usize {

@@ -254,3 +254,33 @@ pub fn files_holding(dir: &Path, needle: &str, found: &mut Vec<String>) {
         }
     }
 }
+
+/// `service run node --console` on the simulated host `sim`, as a child to watch; its platform
+/// probes point at a closed loopback port.
+#[cfg(unix)]
+pub fn console_node(sim: &Path) -> std::process::Child {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let closed = format!("http://{}", closed.local_addr().expect("addr"));
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .env_clear()
+        .args(["service", "run", "node", "--console", "--sim-host"])
+        .arg(sim)
+        .args(["--ec2-metadata-url", &closed, "--gce-metadata-url", &closed])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn")
+}
+
+/// Stops a `console_node` child as the SCM would (SIGTERM here) and returns its log (stderr).
+#[cfg(unix)]
+pub fn stop_console(child: std::process::Child) -> String {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("signal");
+    let out = child.wait_with_output().expect("wait");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
