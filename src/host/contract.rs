@@ -326,6 +326,31 @@ pub fn files(h: &dyn Host, root: &str, acls: bool) {
     );
     if acls {
         assert_eq!(h.file_access(&path).expect("access"), Some(Access::Secret));
+        // A temporary file planted where the next write makes its own, with an access list
+        // that lets everyone write (WD): the write makes a new one (CREATE_NEW), so nothing
+        // of the planted file's owner or access list reaches what is written. Real Windows
+        // keeps an existing file's security when it is opened with CREATE_ALWAYS ("CreateFile
+        // ignores lpSecurityAttributes" for an existing file, Microsoft's CreateFileW page);
+        // Wine 8 gives it a new one, so under Wine the old reuse passed this too: only the
+        // real-Windows workflow can show that difference.
+        let (dir, name) = path.rsplit_once('\\').expect("a file in a directory");
+        let planted = format!("{dir}\\.{name}.calicoctl-win.tmp");
+        h.write_file(&planted, b"planted", Access::Normal)
+            .expect("plant");
+        h.set_security(&planted, "D:P(A;;FA;;;WD)(A;;FA;;;SY)(A;;FA;;;BA)")
+            .expect("open it to everyone");
+        let planted_sddl = h.security(&planted).expect("security").expect("exists");
+        assert!(planted_sddl.contains(";;;WD)"), "{planted_sddl}");
+        assert!(
+            h.write_file(&path, b"three", Access::Normal)
+                .expect("write")
+        );
+        let sddl = h.security(&path).expect("security").expect("exists");
+        assert!(
+            !sddl.contains(";;;WD)"),
+            "the planted access list carried over: {sddl}"
+        );
+        assert!(h.write_file(&path, b"two", Access::Secret).expect("write"));
     }
     // A copy on the host (a backup before a replacement), with the access asked for.
     let backup = format!("{path}.calicoctl-win.bak");

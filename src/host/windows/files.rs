@@ -43,20 +43,11 @@ pub fn replace_with(path: &str, contents: Contents<'_>, access: Access) -> HostR
         .unwrap_or_default();
     let tmp = p.with_file_name(format!(".{name}.calicoctl-win.tmp"));
     let tmp_s = tmp.to_string_lossy().into_owned();
-    // A secret's temporary file is restricted while still empty, before the secret is in it:
-    // a run killed at any point leaves no readable copy.
-    std::fs::File::create(&tmp).map_err(io(format!("create {tmp_s}")))?;
-    if access == Access::Secret
-        && let Err(e) = restrict(&tmp_s)
-    {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .open(&tmp)
-        .and_then(|mut f| contents.write_into(&mut f));
+    let mut file = create_temporary(&tmp_s, access)?;
+    let written = contents
+        .write_into(&mut file)
+        .and_then(|()| file.sync_all());
+    drop(file);
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
         return Err(HostError::io(format!("write {tmp_s}"), e));
@@ -64,8 +55,74 @@ pub fn replace_with(path: &str, contents: Contents<'_>, access: Access) -> HostR
     std::fs::rename(&tmp, p).map_err(io(format!("replace {path}")))
 }
 
-fn restrict(path: &str) -> HostResult<()> {
-    set_security(path, SECRET_DACL)
+/// A new temporary file, never one that was there: a temporary left by a killed run, or one a
+/// user planted, is removed first, and the file is made with `CREATE_NEW`, so no owner or
+/// access list of another's carries into what calicoctl-win writes. A secret's temporary is
+/// made with its access list (SYSTEM and Administrators only) in the one `CreateFileW` that
+/// makes it, and share mode 0: no other handle can be opened on it before or while the secret
+/// is written (Microsoft's CreateFileW documentation: `lpSecurityAttributes`, `dwShareMode`).
+fn create_temporary(tmp: &str, access: Access) -> HostResult<std::fs::File> {
+    use std::os::windows::io::FromRawHandle;
+    use windows_sys::Win32::Foundation::{GENERIC_WRITE, INVALID_HANDLE_VALUE};
+    use windows_sys::Win32::Security::SECURITY_ATTRIBUTES;
+    use windows_sys::Win32::Storage::FileSystem::{CREATE_NEW, CreateFileW, FILE_ATTRIBUTE_NORMAL};
+    match std::fs::remove_file(tmp) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(HostError::io(format!("remove the old temporary {tmp}"), e)),
+    }
+    let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+    if access == Access::Secret {
+        let wsddl = wide(SECRET_DACL);
+        // SAFETY: wsddl is NUL-terminated; sd is freed with LocalFree below.
+        let ok = unsafe {
+            ConvertStringSecurityDescriptorToSecurityDescriptorW(
+                wsddl.as_ptr(),
+                SDDL_REVISION_1,
+                &mut sd,
+                std::ptr::null_mut(),
+            )
+        };
+        if ok == 0 {
+            return Err(HostError::io(
+                format!("make the access list of {tmp}"),
+                std::io::Error::last_os_error(),
+            ));
+        }
+    }
+    let attributes = SECURITY_ATTRIBUTES {
+        nLength: std::mem::size_of::<SECURITY_ATTRIBUTES>() as u32,
+        lpSecurityDescriptor: sd,
+        bInheritHandle: 0,
+    };
+    let wpath = wide(tmp);
+    // SAFETY: wpath is NUL-terminated; attributes (and the descriptor it points to) outlive
+    // the call; a NULL template.
+    let handle = unsafe {
+        CreateFileW(
+            wpath.as_ptr(),
+            GENERIC_WRITE,
+            0,
+            if sd.is_null() {
+                std::ptr::null()
+            } else {
+                &attributes
+            },
+            CREATE_NEW,
+            FILE_ATTRIBUTE_NORMAL,
+            std::ptr::null_mut(),
+        )
+    };
+    let error = std::io::Error::last_os_error();
+    if !sd.is_null() {
+        // SAFETY: sd came from ConvertStringSecurityDescriptorToSecurityDescriptorW.
+        unsafe { LocalFree(sd) };
+    }
+    if handle == INVALID_HANDLE_VALUE {
+        return Err(HostError::io(format!("create {tmp}"), error));
+    }
+    // SAFETY: a handle CreateFileW just opened, owned by the File from here on.
+    Ok(unsafe { std::fs::File::from_raw_handle(handle) })
 }
 
 /// Whether a DACL in SDDL is the secret one by meaning: protected, and exactly full access
