@@ -2470,3 +2470,70 @@ fn install_refuses_windows_bgp_on_a_release_whose_confd_writes_no_bgp_config() {
     let (code, doc, err) = run("3.31.5", &[]);
     assert_eq!(code, 0, "{err} {doc}");
 }
+
+/// A junction where the install root should be (any local user may make one: `mklink /J`
+/// needs no privilege) would send what install writes, and the access list it sets, wherever
+/// its maker chose. preflight's dir-access names it and install refuses it, writing nothing
+/// there. On the simulated host a symbolic link stands for the junction.
+#[cfg(unix)]
+#[test]
+fn a_junction_on_the_way_to_the_install_root_is_refused() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = SimNode::new(&api);
+    let (code, _, err) = node.run(&["preflight", "--offline"]);
+    assert!(code == 0 || code == 3, "{err}");
+    let root = node.c_drive("calicowindows");
+    let _ = std::fs::remove_dir_all(&root);
+    let elsewhere = node.dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).expect("target");
+    std::os::unix::fs::symlink(&elsewhere, &root).expect("the junction");
+
+    let (code, doc, err) = node.run(&["preflight", "--offline"]);
+    assert_eq!(code, 3, "{err}");
+    let access = doc["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["id"] == "dir-access")
+        .cloned()
+        .expect("dir-access");
+    assert_eq!(access["verdict"], "fail", "{access}");
+    assert!(
+        access["message"]
+            .to_string()
+            .contains(r"C:\\CalicoWindows is a junction"),
+        "{access}"
+    );
+
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    let (code, doc, err) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_eq!(code, 3, "{err}");
+    assert!(doc["blocking"].to_string().contains("dir-access"), "{doc}");
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).expect("list").count(),
+        0,
+        "install wrote through the junction"
+    );
+    // With the check accepted, the step that protects the directory refuses it itself (a
+    // junction made after the checks is met there), and the install is undone.
+    let (code, _, err) = node.run(&[
+        "install",
+        "--no-start",
+        "--release-zip",
+        &zip,
+        "--skip",
+        "dir-access",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("is a junction or another reparse point"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).expect("list").count(),
+        0,
+        "install wrote through the junction"
+    );
+}

@@ -717,8 +717,73 @@ pub fn protect_command(dir: &str) -> String {
 
 /// `dir-access`: what runs as SYSTEM must come from directories only SYSTEM and
 /// Administrators can change. Checked whenever the directories exist.
+/// Each directory on the way to a directory whose files run as SYSTEM, from the drive down,
+/// that is a reparse point (a junction): what is written there, and the access list set on
+/// it, would go wherever it points.
+pub fn reparse_points(h: &dyn Host, c: &Config) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for d in system_dirs(c) {
+        for at in ancestors(&d) {
+            if !out.iter().any(|o| o.eq_ignore_ascii_case(&at))
+                && h.is_reparse_point(&at).unwrap_or(false)
+            {
+                out.push(at);
+            }
+        }
+    }
+    out
+}
+
+/// Refuses a junction on the way to a directory whose files run as SYSTEM, whatever checks
+/// were skipped: install and reconfigure call it before they change anything.
+pub fn refuse_reparse_points(h: &dyn Host, c: &Config) -> crate::host::HostResult<()> {
+    match reparse_points(h, c).first() {
+        None => Ok(()),
+        Some(link) => Err(crate::host::HostError::Refused {
+            what: format!("write under {link}"),
+            reason: format!(
+                "{link} is a junction or another reparse point: what is written there would go wherever it points (remove it and make a directory in its place: rmdir \"{link}\"; mkdir \"{link}\")"
+            ),
+        }),
+    }
+}
+
+/// `C:\a\b\c` as `C:\a`, `C:\a\b`, `C:\a\b\c`: every directory below the drive.
+pub fn ancestors(dir: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut at = String::new();
+    for (i, part) in dir.split('\\').filter(|p| !p.is_empty()).enumerate() {
+        if i > 0 {
+            at.push('\\');
+        }
+        at.push_str(part);
+        if i > 0 {
+            out.push(at.clone());
+        }
+    }
+    out
+}
+
 pub fn dir_access(h: &dyn Host, c: &Config) -> Check {
     const ID: &str = "dir-access";
+    let links = reparse_points(h, c);
+    if !links.is_empty() {
+        return Check::fail(
+            ID,
+            format!(
+                "{} is a junction or another reparse point: what install writes there, and the access list it sets, would go wherever it points, which its maker chose",
+                links.join(", ")
+            ),
+            format!(
+                "remove it and make a directory in its place (in an elevated prompt: {}), then check again",
+                links
+                    .iter()
+                    .map(|l| format!("rmdir \"{l}\"; mkdir \"{l}\""))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        );
+    }
     let weak = weak_dirs(h, c);
     if weak.is_empty() {
         return Check::pass(

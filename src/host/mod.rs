@@ -510,6 +510,10 @@ pub trait Files {
     fn security(&self, path: &str) -> HostResult<Option<String>>;
     /// Creates a directory and its parents; `false` when it was there.
     fn create_dir(&self, path: &str) -> HostResult<bool>;
+    /// Whether `path` itself is a reparse point (a junction, a mount point or a symbolic
+    /// link), read without following it; `false` when it does not exist. Any local user may
+    /// make a junction where they may make a directory (`mklink /J` needs no privilege).
+    fn is_reparse_point(&self, path: &str) -> HostResult<bool>;
     /// Gives an existing file or directory the owner and access list of `sddl` (protected
     /// from inheritance when it says `P`).
     fn set_security(&self, path: &str, sddl: &str) -> HostResult<()>;

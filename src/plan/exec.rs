@@ -225,12 +225,27 @@ fn run(
         Action::Drain { node, options, .. } => opts.cluster()?.drain(node, options)?,
         Action::WaitNodeReady { node, timeout } => opts.cluster()?.wait_ready(node, *timeout)?,
         Action::RemoveDir { path } => _ = host.remove_empty_dir(path)?,
-        Action::ProtectDir { path, .. } => {
-            host.create_dir(path)?;
-            host.set_security(path, crate::host::acl::PROTECTED_DIR)?;
-        }
+        Action::ProtectDir { path, .. } => protect_dir(host, path)?,
         Action::RestoreSecurity { path, sddl } => super::undo::restore_security(host, path, sddl)?,
     }
+    Ok(())
+}
+
+/// Gives `path` the protected access list. A junction on the way is refused here too: one
+/// made after the checks would take the access list, and later the files, elsewhere.
+fn protect_dir(host: &dyn Host, path: &str) -> anyhow::Result<()> {
+    if let Some(link) = crate::checks::host::ancestors(path)
+        .into_iter()
+        .find(|a| host.is_reparse_point(a).unwrap_or(true))
+    {
+        return Err(crate::host::HostError::Refused {
+            what: format!("protect {path}"),
+            reason: format!("{link} is a junction or another reparse point"),
+        }
+        .into());
+    }
+    host.create_dir(path)?;
+    host.set_security(path, crate::host::acl::PROTECTED_DIR)?;
     Ok(())
 }
 

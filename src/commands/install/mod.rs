@@ -410,7 +410,10 @@ fn run_checks(
     let mut results = checks::host::evaluate(&snapshot, &loaded.config);
     // Install protects them itself: what it finds is said, not a reason to stop.
     let mut access = checks::host::dir_access(host, &loaded.config);
-    if access.verdict == checks::Verdict::Fail {
+    // A junction on the way is refused: protecting it would protect where it points.
+    if access.verdict == checks::Verdict::Fail
+        && checks::host::reparse_points(host, &loaded.config).is_empty()
+    {
         access.verdict = checks::Verdict::Warn;
         access.remedy =
             Some("install gives each the protected access list before it writes there".into());
@@ -431,6 +434,10 @@ fn run_checks(
         ctx.printer
             .json(&json!({"checks": results, "blocking": blocking, "changed": false}));
         return Err(Blocked { ids: blocking }.into());
+    }
+    if !ctx.options.dry_run {
+        // Even with dir-access skipped: writing through a junction writes where its maker chose.
+        checks::host::refuse_reparse_points(host, &loaded.config)?;
     }
     Ok((results, blocking))
 }

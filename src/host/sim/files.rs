@@ -178,6 +178,13 @@ impl Files for SimHost {
         Ok(self.sim_path(path)?.is_dir())
     }
 
+    /// A symbolic link in the simulated file system stands for a junction: like one, it sends
+    /// what is written through it, and an access list set on it, to wherever it points.
+    fn is_reparse_point(&self, path: &str) -> HostResult<bool> {
+        Ok(std::fs::symlink_metadata(self.sim_path(path)?)
+            .is_ok_and(|m| m.file_type().is_symlink()))
+    }
+
     fn security(&self, path: &str) -> HostResult<Option<String>> {
         let local = self.sim_path(path)?;
         if !local.exists() {

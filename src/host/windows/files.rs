@@ -232,6 +232,19 @@ pub fn remove_empty_dir(path: &str) -> HostResult<bool> {
     }
 }
 
+/// Whether `path` itself is a reparse point: its attributes read without following it
+/// (`symlink_metadata` opens with FILE_FLAG_OPEN_REPARSE_POINT), FILE_ATTRIBUTE_REPARSE_POINT
+/// set for a junction, a mount point and a symbolic link alike.
+pub fn is_reparse_point(path: &str) -> HostResult<bool> {
+    use std::os::windows::fs::MetadataExt;
+    const FILE_ATTRIBUTE_REPARSE_POINT: u32 = 0x400;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) => Ok(m.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(HostError::io(format!("read the attributes of {path}"), e)),
+    }
+}
+
 /// The owner and access list of `path` in SDDL; `None` when it does not exist.
 pub fn security(path: &str) -> HostResult<Option<String>> {
     if !Path::new(path).exists() {

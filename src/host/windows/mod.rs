@@ -148,6 +148,9 @@ impl Files for WindowsHost {
     fn dir_exists(&self, path: &str) -> HostResult<bool> {
         Ok(Path::new(path).is_dir())
     }
+    fn is_reparse_point(&self, path: &str) -> HostResult<bool> {
+        files::is_reparse_point(path)
+    }
     fn security(&self, path: &str) -> HostResult<Option<String>> {
         files::security(path)
     }
