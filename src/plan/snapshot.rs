@@ -53,7 +53,9 @@ impl Scope {
             crate::supervise::BOOT_ID_VALUE,
             crate::supervise::LEGACY_BOOT_VALUE,
             crate::supervise::failure::FAILURES_VALUE,
-            "RoutesBeforeVswitch",
+            crate::supervise::ROUTES_VALUE,
+            crate::supervise::renew::RENEWAL_VALUE,
+            crate::supervise::renew::ISSUED_VALUE,
         ] {
             s.registry.push((calico.to_owned(), name.to_owned()));
         }

@@ -6,6 +6,9 @@ fn only_the_services_logs_count_as_logs() {
         "calico-node.log",
         "calico-felix-20261121T101500Z.log",
         "CALICO-CONFD.LOG",
+        // The opt-in kube-proxy service's log, left by uninstall --remove-logs before.
+        "calico-kube-proxy.log",
+        "calico-kube-proxy-20261121T101500Z.log",
     ] {
         assert!(is_service_log(yes), "{yes}");
     }

@@ -15,6 +15,19 @@ pub enum Role {
 }
 
 impl Role {
+    /// Every role, in start order.
+    pub const ALL: [Role; 4] = [Role::Node, Role::Felix, Role::Confd, Role::KubeProxy];
+
+    /// The role's name in its log file (`calico-<name>.log`) and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Node => "node",
+            Role::Felix => "felix",
+            Role::Confd => "confd",
+            Role::KubeProxy => "kube-proxy",
+        }
+    }
+
     /// The roles a configuration runs, in start order: confd only for windows-bgp, kube-proxy
     /// when it is configured and there are Calico networks for it.
     pub fn for_config(c: &Config) -> Vec<Role> {

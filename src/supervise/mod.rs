@@ -25,7 +25,7 @@ mod stop;
 
 pub use crate::render::env::Role;
 pub use log::{Clock, Log, LogSettings, parse_size};
-pub use node::{StartPhase, init_done};
+pub use node::{ROUTES_VALUE, StartPhase, init_done};
 pub use stop::Stop;
 
 use crate::host::{
@@ -348,12 +348,7 @@ pub fn open_log(
 }
 
 pub fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::Node => "node",
-        Role::Felix => "felix",
-        Role::Confd => "confd",
-        Role::KubeProxy => "kube-proxy",
-    }
+    role.name()
 }
 
 /// The Windows service name of a role.
