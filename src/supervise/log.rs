@@ -59,7 +59,14 @@ struct RotatingFile {
     opened: SystemTime,
     settings: LogSettings,
     clock: Clock,
+    /// Renames the full log aside (std::fs::rename; tests pass one that fails as Windows does).
+    rename: fn(&Path, &Path) -> std::io::Result<()>,
+    /// After a rotation that could not rename, when to try again.
+    retry_at: Option<SystemTime>,
 }
+
+/// How long after a failed rotation the next is tried.
+const ROTATE_RETRY: Duration = Duration::from_secs(60);
 
 impl RotatingFile {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
@@ -72,7 +79,8 @@ impl RotatingFile {
             && now
                 .duration_since(self.opened)
                 .is_ok_and(|age| age >= self.settings.rotate_every);
-        if too_big || too_old {
+        let may_rotate = self.retry_at.is_none_or(|at| now >= at);
+        if (too_big || too_old) && may_rotate {
             self.rotate(now)?;
         }
         if let Some(f) = &mut self.file {
@@ -92,9 +100,12 @@ impl RotatingFile {
             .open(&self.path)?;
         let meta = f.metadata()?;
         self.size = meta.len();
-        // An existing log keeps its age across service restarts.
+        // An existing log keeps its age across service restarts: the time of its first line,
+        // never its creation time, which NTFS "tunnelling" gives a file made under a name that
+        // was renamed away within 15 seconds (the rotated log's, days old: Microsoft's "File
+        // Times" page), so that every restart after a day would rotate at once.
         self.opened = if self.size > 0 {
-            meta.created().or_else(|_| meta.modified()).unwrap_or(now)
+            first_line_time(&self.path).unwrap_or(now)
         } else {
             now
         };
@@ -112,10 +123,40 @@ impl RotatingFile {
             target = dir.join(format!("{stem}-{stamp}.{n}.log"));
             n += 1;
         }
-        std::fs::rename(&self.path, &target)?;
+        if let Err(e) = (self.rename)(&self.path, &target) {
+            // A reader that opened the log without FILE_SHARE_DELETE (Get-Content -Wait, most
+            // tailers) makes a rename fail with a sharing violation (Microsoft's "Creating and
+            // Opening Files"). The log goes on in the same file, and the rotation is tried
+            // again later: no line is dropped while someone reads.
+            self.retry_at = Some(now + ROTATE_RETRY);
+            self.open(now)?;
+            let note = format!(
+                "{} [calicoctl-win] warning: cannot rotate the log to {} ({e}): a reader may hold it without FILE_SHARE_DELETE; it goes on here and rotation is tried again in {}s\n",
+                utc_stamp(now, "%Y-%m-%dT%H:%M:%SZ"),
+                target.display(),
+                ROTATE_RETRY.as_secs()
+            );
+            if let Some(f) = &mut self.file {
+                f.write_all(note.as_bytes())?;
+                self.size += note.len() as u64;
+            }
+            return Ok(());
+        }
+        self.retry_at = None;
         prune(&dir, &stem, self.settings.keep)?;
         self.open(now)
     }
+}
+
+/// The time of a log's first line (`2026-11-24T16:00:37Z [calicoctl-win] ...`); `None` when it
+/// does not start with one (a child's line came first).
+fn first_line_time(path: &Path) -> Option<SystemTime> {
+    use std::io::Read as _;
+    let mut head = [0u8; 20];
+    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
+    let text = std::str::from_utf8(&head).ok()?;
+    let t: jiff::Timestamp = text.parse().ok()?;
+    Some(SystemTime::from(t))
 }
 
 fn stem_and_dir(path: &Path) -> (String, PathBuf) {
@@ -176,6 +217,8 @@ impl Log {
                 opened: SystemTime::UNIX_EPOCH,
                 settings,
                 clock,
+                rename: |from, to| std::fs::rename(from, to),
+                retry_at: None,
             })),
             echo,
         }
@@ -314,5 +357,67 @@ mod tests {
             current.contains("[calicoctl-win] info: next day"),
             "{current}"
         );
+    }
+
+    /// A clock far ahead of the machine's, so that the file system's own times (a new file's
+    /// creation time is the machine's now) look days old to the log, as an NTFS-tunnelled
+    /// creation time does on Windows.
+    fn ahead(secs: Arc<AtomicU64>) -> Clock {
+        Arc::new(move || SystemTime::UNIX_EPOCH + Duration::from_secs(secs.load(Ordering::SeqCst)))
+    }
+
+    #[test]
+    fn a_restarted_log_takes_its_age_from_its_first_line_not_its_creation_time() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("calico-node.log");
+        let real_now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .expect("clock")
+            .as_secs();
+        let secs = Arc::new(AtomicU64::new(real_now + 10 * 86_400));
+        let settings = LogSettings::default();
+        Log::with_clock(path.clone(), settings, false, ahead(secs.clone())).info("first");
+        // The service restarts an hour later: the log is an hour old, not ten days.
+        secs.fetch_add(3600, Ordering::SeqCst);
+        Log::with_clock(path.clone(), settings, false, ahead(secs)).info("after the restart");
+        assert_eq!(names(dir.path()), ["calico-node.log"], "rotated on restart");
+        let text = std::fs::read_to_string(&path).expect("log");
+        assert!(
+            text.contains("first") && text.contains("after the restart"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_rotation_that_cannot_rename_drops_no_line_and_is_tried_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("calico-felix.log");
+        let secs = Arc::new(AtomicU64::new(1_763_712_000));
+        let settings = LogSettings {
+            max_size: 100,
+            rotate_every: Duration::from_secs(86_400),
+            keep: 2,
+        };
+        let log = Log::with_clock(path.clone(), settings, false, ahead(secs.clone()));
+        // As Windows answers while a reader holds the file without FILE_SHARE_DELETE:
+        // ERROR_SHARING_VIOLATION (32).
+        log.file.lock().expect("lock").rename = |_, _| Err(std::io::Error::from_raw_os_error(32));
+        for i in 0..10 {
+            log.info(&format!("line {i} of the felix log"));
+        }
+        let text = std::fs::read_to_string(&path).expect("log");
+        for i in 0..10 {
+            assert!(
+                text.contains(&format!("line {i} of")),
+                "line {i} dropped: {text}"
+            );
+        }
+        assert!(text.contains("cannot rotate the log"), "{text}");
+        assert_eq!(names(dir.path()), ["calico-felix.log"]);
+        // The reader is gone; a minute later the rotation happens.
+        log.file.lock().expect("lock").rename = |from, to| std::fs::rename(from, to);
+        secs.fetch_add(61, Ordering::SeqCst);
+        log.info("after the reader");
+        assert_eq!(names(dir.path()).len(), 2, "{:?}", names(dir.path()));
     }
 }
