@@ -50,7 +50,11 @@ fn name_of(sid: &str) -> String {
         "S-1-5-32-546" => "Guests".into(),
         "S-1-5-7" => "ANONYMOUS LOGON".into(),
         TRUSTED_INSTALLER => "TrustedInstaller".into(),
-        other => other.into(),
+        other => other
+            .strip_prefix(RELATIVE_DOMAIN)
+            .and_then(|rid| rid.parse::<u32>().ok())
+            .and_then(|rid| RELATIVE_ALIASES.iter().find(|(_, r, _)| *r == rid))
+            .map_or_else(|| other.into(), |(_, _, name)| (*name).to_owned()),
     }
 }
 
@@ -137,7 +141,31 @@ pub struct Descriptor {
     pub aces: Vec<Ace>,
 }
 
+/// The SDDL aliases of SIDs relative to the machine's (or the domain's) own SID, which
+/// ConvertSecurityDescriptorToStringSecurityDescriptor writes for them ("LA" for the built-in
+/// Administrator, RID 500; Microsoft's "SID Strings" page). The machine's SID is not in the
+/// text, so each stands for its RID under a placeholder domain; `trusted` knows RID 500.
+const RELATIVE_ALIASES: &[(&str, u32, &str)] = &[
+    ("LA", 500, "Administrator (the built-in account)"),
+    ("LG", 501, "Guest (the built-in account)"),
+    ("DA", 512, "Domain Admins"),
+    ("DU", 513, "Domain Users"),
+    ("DG", 514, "Domain Guests"),
+    ("DC", 515, "Domain Computers"),
+    ("DD", 516, "Domain Controllers"),
+    ("CA", 517, "Cert Publishers"),
+    ("SA", 518, "Schema Admins"),
+    ("EA", 519, "Enterprise Admins"),
+    ("PA", 520, "Group Policy Creator Owners"),
+];
+
+/// The placeholder domain of a relative alias: `S-1-5-21-0-0-0-<RID>`.
+const RELATIVE_DOMAIN: &str = "S-1-5-21-0-0-0-";
+
 fn sid(text: &str) -> String {
+    if let Some((_, rid, _)) = RELATIVE_ALIASES.iter().find(|(alias, ..)| *alias == text) {
+        return format!("{RELATIVE_DOMAIN}{rid}");
+    }
     ALIASES
         .iter()
         .find(|(alias, _)| *alias == text)
@@ -394,6 +422,18 @@ mod tests {
     /// A folder an administrator creates under it: owned by Administrators, the root's
     /// inheritable entries inherited, the inherit-only one now applying to the folder too.
     const UNDER_ROOT: &str = "O:BAD:AI(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)(A;OICIID;0x1200a9;;;BU)(A;OICIID;SDGXGWGR;;;AU)";
+
+    /// Windows writes the built-in Administrator as `LA` (a domain-relative alias), and a
+    /// directory that account owns or may change is the administrators', not a stranger's.
+    #[test]
+    fn the_built_in_administrator_written_as_la_is_trusted_and_others_are_named() {
+        let d =
+            parse("O:LAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;LA)(A;OICI;0x1200a9;;;BU)").expect("sddl");
+        assert!(writers(&d).is_empty(), "{:?}", writers(&d));
+        let d = parse("O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;DU)").expect("sddl");
+        let w = writers(&d);
+        assert!(w.iter().any(|x| x.starts_with("Domain Users")), "{w:?}");
+    }
 
     #[test]
     fn a_folder_made_under_the_drive_root_is_writable_by_every_user() {
