@@ -302,18 +302,33 @@ pub fn set_security(path: &str, sddl: &str) -> HostResult<()> {
         what |= OWNER_SECURITY_INFORMATION;
     }
     let wpath = wide(path);
-    // SAFETY: wpath is NUL-terminated; owner and dacl stay valid until sd is freed after.
-    let rc = unsafe {
-        SetNamedSecurityInfoW(
-            wpath.as_ptr(),
-            SE_FILE_OBJECT,
-            what,
-            owner,
-            std::ptr::null_mut(),
-            dacl,
-            std::ptr::null(),
-        )
+    let set = |what: u32| {
+        // SAFETY: wpath is NUL-terminated; owner and dacl stay valid until sd is freed after.
+        unsafe {
+            SetNamedSecurityInfoW(
+                wpath.as_ptr(),
+                SE_FILE_OBJECT,
+                what,
+                owner,
+                std::ptr::null_mut(),
+                dacl,
+                std::ptr::null(),
+            )
+        }
     };
+    let mut rc = set(what);
+    // An owner other than the caller or a group it may assign needs SeRestorePrivilege, which
+    // an elevated administrator holds but disabled (Microsoft's SetNamedSecurityInfoW page:
+    // ERROR_INVALID_OWNER otherwise): enabled for the call, then tried once more.
+    if rc == ERROR_INVALID_OWNER && enable_restore_privilege() {
+        rc = set(what);
+    }
+    let owner_refused = rc == ERROR_INVALID_OWNER;
+    if owner_refused {
+        // The access list is what guards the directory: it is set, and the owner that could
+        // not be said so.
+        rc = set(what & !OWNER_SECURITY_INFORMATION);
+    }
     // SAFETY: sd came from ConvertStringSecurityDescriptorToSecurityDescriptorW.
     unsafe { LocalFree(sd) };
     if rc != 0 {
@@ -322,7 +337,73 @@ pub fn set_security(path: &str, sddl: &str) -> HostResult<()> {
             std::io::Error::from_raw_os_error(rc as i32),
         ));
     }
+    if owner_refused {
+        return Err(HostError::Refused {
+            what: format!("give {path} its owner back"),
+            reason: "its access list was set, but Windows refused the owner (ERROR_INVALID_OWNER, 1307) even with SeRestorePrivilege: 'icacls PATH /setowner OWNER' as an administrator sets it".into(),
+        });
+    }
     Ok(())
+}
+
+/// `ERROR_INVALID_OWNER`: the owner may not be assigned by this caller.
+const ERROR_INVALID_OWNER: u32 = 1307;
+
+/// Enables SeRestorePrivilege in this process's token (present, disabled, in an elevated
+/// administrator's); whether it is enabled now.
+fn enable_restore_privilege() -> bool {
+    use windows_sys::Win32::Foundation::{CloseHandle, GetLastError, HANDLE, LUID};
+    use windows_sys::Win32::Security::{
+        AdjustTokenPrivileges, LUID_AND_ATTRIBUTES, LookupPrivilegeValueW, SE_PRIVILEGE_ENABLED,
+        TOKEN_ADJUST_PRIVILEGES, TOKEN_PRIVILEGES, TOKEN_QUERY,
+    };
+    use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
+    let name = wide("SeRestorePrivilege");
+    let mut luid = LUID {
+        LowPart: 0,
+        HighPart: 0,
+    };
+    // SAFETY: name is NUL-terminated; luid is an out-pointer.
+    if unsafe { LookupPrivilegeValueW(std::ptr::null(), name.as_ptr(), &mut luid) } == 0 {
+        return false;
+    }
+    let mut token: HANDLE = std::ptr::null_mut();
+    // SAFETY: the pseudo-handle of this process; token is an out-pointer closed below.
+    if unsafe {
+        OpenProcessToken(
+            GetCurrentProcess(),
+            TOKEN_ADJUST_PRIVILEGES | TOKEN_QUERY,
+            &mut token,
+        )
+    } == 0
+    {
+        return false;
+    }
+    let privileges = TOKEN_PRIVILEGES {
+        PrivilegeCount: 1,
+        Privileges: [LUID_AND_ATTRIBUTES {
+            Luid: luid,
+            Attributes: SE_PRIVILEGE_ENABLED,
+        }],
+    };
+    // SAFETY: token was opened with TOKEN_ADJUST_PRIVILEGES; privileges is a valid list.
+    let ok = unsafe {
+        AdjustTokenPrivileges(
+            token,
+            0,
+            &privileges,
+            0,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+    };
+    // AdjustTokenPrivileges succeeds without enabling a privilege the token lacks, and says
+    // so in the last error (ERROR_NOT_ALL_ASSIGNED, 1300).
+    // SAFETY: no arguments.
+    let enabled = ok != 0 && unsafe { GetLastError() } == 0;
+    // SAFETY: token came from OpenProcessToken above.
+    unsafe { CloseHandle(token) };
+    enabled
 }
 
 #[cfg(test)]
