@@ -126,6 +126,13 @@ impl LocalChild {
         let mut child = cmd
             .spawn()
             .map_err(|e| HostError::io(format!("start {}", spec.program), e))?;
+        // In the service host's kill-on-close job, so that a crashed or killed host leaves no
+        // orphan (super::windows::process::KillOnCloseJob). A child that cannot be put there
+        // (a host already in a job that forbids it) is not refused: it runs as before.
+        #[cfg(windows)]
+        if let Some(job) = super::windows::process::service_job() {
+            let _ = job.assign(&child);
+        }
         let mut forwarders = Vec::new();
         if let Output::Lines(sink) = &spec.output {
             if let Some(out) = child.stdout.take() {

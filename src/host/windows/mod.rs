@@ -10,6 +10,8 @@ mod firewall;
 mod hcn;
 #[cfg(test)]
 mod hcn_tests;
+#[cfg(test)]
+mod job_tests;
 mod network;
 pub mod process;
 mod registry;

@@ -11,6 +11,74 @@ use windows_sys::Win32::System::Diagnostics::ToolHelp::{
 pub const CREATE_NEW_PROCESS_GROUP: u32 =
     windows_sys::Win32::System::Threading::CREATE_NEW_PROCESS_GROUP;
 
+/// A job object whose processes Windows ends when its last handle closes
+/// (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`, Microsoft's JOBOBJECT_BASIC_LIMIT_INFORMATION page).
+/// The service host keeps one for its life: if it crashes or is killed, the kernel closes the
+/// handle and ends calico-node, felix, confd or kube-proxy with it, so the SCM's restart never
+/// meets an orphan that still holds the binaries mapped.
+pub struct KillOnCloseJob(windows_sys::Win32::Foundation::HANDLE);
+
+// SAFETY: a job handle may be used from any thread.
+unsafe impl Send for KillOnCloseJob {}
+// SAFETY: AssignProcessToJobObject on one handle from several threads is allowed.
+unsafe impl Sync for KillOnCloseJob {}
+
+impl KillOnCloseJob {
+    pub fn new() -> std::io::Result<Self> {
+        use windows_sys::Win32::System::JobObjects::{
+            CreateJobObjectW, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+            JOBOBJECT_EXTENDED_LIMIT_INFORMATION, JobObjectExtendedLimitInformation,
+            SetInformationJobObject,
+        };
+        // SAFETY: no name, default security.
+        let job = unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) };
+        if job.is_null() {
+            return Err(std::io::Error::last_os_error());
+        }
+        let job = Self(job);
+        // SAFETY: a plain C struct of integers, for which all-zero is valid.
+        let mut info: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
+        info.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+        // SAFETY: info is the struct of the class named, with its size.
+        let ok = unsafe {
+            SetInformationJobObject(
+                job.0,
+                JobObjectExtendedLimitInformation,
+                (&info as *const JOBOBJECT_EXTENDED_LIMIT_INFORMATION).cast(),
+                std::mem::size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+            )
+        };
+        if ok == 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(job)
+    }
+
+    /// Puts a just-started child in the job (its own children follow it there).
+    pub fn assign(&self, child: &std::process::Child) -> std::io::Result<()> {
+        use std::os::windows::io::AsRawHandle;
+        use windows_sys::Win32::System::JobObjects::AssignProcessToJobObject;
+        // SAFETY: both handles are open: the job's, and the child's owned by `child`.
+        if unsafe { AssignProcessToJobObject(self.0, child.as_raw_handle()) } == 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for KillOnCloseJob {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from CreateJobObjectW and is closed once.
+        unsafe { CloseHandle(self.0) };
+    }
+}
+
+/// This process's job: made once, kept until the process ends.
+pub fn service_job() -> Option<&'static KillOnCloseJob> {
+    static JOB: std::sync::OnceLock<Option<KillOnCloseJob>> = std::sync::OnceLock::new();
+    JOB.get_or_init(|| KillOnCloseJob::new().ok()).as_ref()
+}
+
 /// Sends Ctrl-Break to a child started with `CREATE_NEW_PROCESS_GROUP`.
 pub fn ctrl_break(pid: u32) {
     // SAFETY: no pointers; a failure (no shared console) leaves the kill that follows.
