@@ -33,6 +33,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         },
     )?;
     let grant = rec.renewal.clone().filter(|_| args.purge);
+    say_if_running_from_root(ctx, host.as_ref(), &rec);
     ctx.printer.text(&format!(
         "Uninstall Calico {} from {root}{}",
         rec.calico_version.as_deref().unwrap_or("(version unknown)"),
@@ -315,4 +316,26 @@ fn undo_interrupted_install(
         );
     }
     Ok(())
+}
+
+/// Windows cannot delete a running program's image: an uninstall run from the install root's
+/// own calicoctl-win.exe moves it aside and has Windows delete it at the next reboot. Said
+/// before it happens.
+fn say_if_running_from_root(
+    ctx: &mut Context,
+    host: &dyn crate::host::Host,
+    rec: &record::InstallRecord,
+) {
+    if host.kind() != crate::host::HostKind::Windows {
+        return;
+    }
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let exe = exe.display().to_string();
+    if rec.files.iter().any(|f| f.path.eq_ignore_ascii_case(&exe)) {
+        ctx.printer.note(&format!(
+            "{exe} is running this uninstall: Windows keeps a running program's file, so it is moved aside and deleted at the next reboot (with the install root, if empty then)"
+        ));
+    }
 }

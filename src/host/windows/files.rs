@@ -52,7 +52,65 @@ pub fn replace_with(path: &str, contents: Contents<'_>, access: Access) -> HostR
         let _ = std::fs::remove_file(&tmp);
         return Err(HostError::io(format!("write {tmp_s}"), e));
     }
-    std::fs::rename(&tmp, p).map_err(io(format!("replace {path}")))
+    match std::fs::rename(&tmp, p) {
+        // Windows keeps a running program's image locked: it cannot be replaced, but it can
+        // be renamed. The running calicoctl-win.exe (an upgrade run from the install root) is
+        // moved aside, deleted at the next reboot, and the new one takes its name.
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && is_running_image(p) => {
+            move_running_image_aside(p)?;
+            std::fs::rename(&tmp, p).map_err(io(format!("replace {path}")))
+        }
+        other => other.map_err(io(format!("replace {path}"))),
+    }
+}
+
+/// Whether `path` is this process's own executable.
+fn is_running_image(path: &Path) -> bool {
+    let canon = |p: &Path| std::fs::canonicalize(p).ok();
+    match (
+        std::env::current_exe().ok().and_then(|e| canon(&e)),
+        canon(path),
+    ) {
+        (Some(a), Some(b)) => a
+            .to_string_lossy()
+            .eq_ignore_ascii_case(&b.to_string_lossy()),
+        _ => false,
+    }
+}
+
+/// Renames the running image `path` to `<path>.calicoctl-win-old-<pid>` and has Windows delete
+/// it at the next reboot (`MoveFileExW` with `MOVEFILE_DELAY_UNTIL_REBOOT`, which needs an
+/// administrator), with its folder when that is empty by then.
+fn move_running_image_aside(path: &Path) -> HostResult<()> {
+    use windows_sys::Win32::Storage::FileSystem::{MOVEFILE_DELAY_UNTIL_REBOOT, MoveFileExW};
+    let aside = path.with_file_name(format!(
+        "{}.calicoctl-win-old-{}",
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        std::process::id()
+    ));
+    std::fs::rename(path, &aside).map_err(io(format!(
+        "move the running {} aside to {}",
+        path.display(),
+        aside.display()
+    )))?;
+    let later = |p: &Path| {
+        let w = wide(&p.to_string_lossy());
+        // SAFETY: w is NUL-terminated; a NULL target means delete at reboot.
+        unsafe { MoveFileExW(w.as_ptr(), std::ptr::null(), MOVEFILE_DELAY_UNTIL_REBOOT) != 0 }
+    };
+    if !later(&aside) {
+        return Err(HostError::io(
+            format!("have Windows delete {} at the next reboot", aside.display()),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    // The folder goes too if nothing else is in it then; a failure here changes nothing.
+    if let Some(dir) = path.parent() {
+        let _ = later(dir);
+    }
+    Ok(())
 }
 
 /// A new temporary file, never one that was there: a temporary left by a killed run, or one a
@@ -212,6 +270,15 @@ pub fn remove(path: &str) -> HostResult<bool> {
     match std::fs::remove_file(path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        // uninstall run from <install root>\calicoctl-win.exe: its own image cannot be deleted
+        // while it runs, and would fail every later uninstall the same way.
+        Err(e)
+            if e.kind() == std::io::ErrorKind::PermissionDenied
+                && is_running_image(Path::new(path)) =>
+        {
+            move_running_image_aside(Path::new(path))?;
+            Ok(true)
+        }
         Err(e) => Err(HostError::io(format!("remove {path}"), e)),
     }
 }
@@ -338,12 +405,17 @@ pub fn set_security(path: &str, sddl: &str) -> HostResult<()> {
         ));
     }
     if owner_refused {
-        return Err(HostError::Refused {
-            what: format!("give {path} its owner back"),
-            reason: "its access list was set, but Windows refused the owner (ERROR_INVALID_OWNER, 1307) even with SeRestorePrivilege: 'icacls PATH /setowner OWNER' as an administrator sets it".into(),
-        });
+        return Err(owner_refused_error(path));
     }
     Ok(())
+}
+
+/// The access list was set, the owner refused.
+fn owner_refused_error(path: &str) -> HostError {
+    HostError::Refused {
+        what: format!("give {path} its owner back"),
+        reason: "its access list was set, but Windows refused the owner (ERROR_INVALID_OWNER, 1307) even with SeRestorePrivilege: 'icacls PATH /setowner OWNER' as an administrator sets it".into(),
+    }
 }
 
 /// `ERROR_INVALID_OWNER`: the owner may not be assigned by this caller.
