@@ -27,6 +27,17 @@ pub fn run(name: &str, stop_wait_hint: Duration, body: Body) -> windows_service:
 }
 
 fn status(state: ServiceState, exit: u32, wait_hint: Duration) -> ServiceStatus {
+    status_at(state, exit, wait_hint, 0)
+}
+
+/// A status with a checkpoint: a pending state advances it at least once per wait hint, or
+/// the SCM may take the service for hung (Microsoft's SERVICE_STATUS page, `dwCheckPoint`).
+fn status_at(
+    state: ServiceState,
+    exit: u32,
+    wait_hint: Duration,
+    checkpoint: u32,
+) -> ServiceStatus {
     ServiceStatus {
         service_type: ServiceType::OWN_PROCESS,
         current_state: state,
@@ -40,7 +51,7 @@ fn status(state: ServiceState, exit: u32, wait_hint: Duration) -> ServiceStatus 
         } else {
             ServiceExitCode::ServiceSpecific(exit)
         },
-        checkpoint: 0,
+        checkpoint,
         wait_hint,
         process_id: None,
     }
@@ -73,14 +84,31 @@ fn service_main(_args: Vec<std::ffi::OsString>) {
     unsafe { windows_sys::Win32::System::Console::AllocConsole() };
     let _ = handle.set_service_status(status(ServiceState::Running, 0, Duration::ZERO));
     let watcher = stop.clone();
+    let ended = Stop::new();
+    let body_ended = ended.clone();
     let reporter = std::thread::spawn(move || {
-        // Reports StopPending as soon as the stop is requested, while the child stops.
+        // Reports StopPending as soon as the stop is requested, and again with the next
+        // checkpoint every half wait hint while the child stops.
         while !watcher.wait(Duration::from_secs(3600)) {}
-        let _ = handle.set_service_status(status(ServiceState::StopPending, 0, hint));
+        let every = (hint / 2).max(Duration::from_millis(500));
+        let mut checkpoint = 1;
+        loop {
+            let _ = handle.set_service_status(status_at(
+                ServiceState::StopPending,
+                0,
+                hint,
+                checkpoint,
+            ));
+            if body_ended.wait(every) {
+                break;
+            }
+            checkpoint = checkpoint.saturating_add(1);
+        }
         handle
     });
     let code = body(&stop);
     stop.request();
+    ended.request();
     if let Ok(handle) = reporter.join() {
         let _ = handle.set_service_status(status(ServiceState::Stopped, code, Duration::ZERO));
     }

@@ -8,7 +8,7 @@ use windows::Win32::NetworkManagement::WindowsFirewall::{
     NET_FW_RULE_DIR_IN, NetFwPolicy2, NetFwRule,
 };
 use windows::Win32::System::Com::{
-    CLSCTX_INPROC_SERVER, COINIT_MULTITHREADED, CoCreateInstance, CoInitializeEx,
+    CLSCTX_INPROC_SERVER, COINIT_MULTITHREADED, CoCreateInstance, CoInitializeEx, CoUninitialize,
 };
 use windows::core::BSTR;
 
@@ -23,20 +23,51 @@ fn api(op: String) -> impl FnOnce(windows::core::Error) -> HostError {
     }
 }
 
-fn policy() -> HostResult<INetFwPolicy2> {
-    // SAFETY: COM initialisation for this thread; S_FALSE (already initialised) and a
-    // different apartment mode both leave COM usable, so the result is ignored.
-    let _ = unsafe { CoInitializeEx(None, COINIT_MULTITHREADED) };
+/// The firewall policy object and this thread's COM initialisation, undone when it is dropped:
+/// every successful CoInitializeEx (S_OK, or S_FALSE when COM was initialised already) is
+/// balanced by one CoUninitialize (Microsoft's CoInitializeEx page); RPC_E_CHANGED_MODE (COM
+/// already up in another mode) counts no initialisation of ours and leaves COM usable. The
+/// policy is released first (fields drop in order), and callers bind it before using what it
+/// gives, so nothing of COM outlives the initialisation.
+struct Policy {
+    policy: INetFwPolicy2,
+    _com: ComInit,
+}
+
+impl std::ops::Deref for Policy {
+    type Target = INetFwPolicy2;
+    fn deref(&self) -> &INetFwPolicy2 {
+        &self.policy
+    }
+}
+
+struct ComInit(bool);
+
+impl Drop for ComInit {
+    fn drop(&mut self) {
+        if self.0 {
+            // SAFETY: balances the successful CoInitializeEx of this thread in `policy`.
+            unsafe { CoUninitialize() };
+        }
+    }
+}
+
+fn policy() -> HostResult<Policy> {
+    // SAFETY: COM initialisation for this thread, balanced by ComInit's drop.
+    let hr = unsafe { CoInitializeEx(None, COINIT_MULTITHREADED) };
+    let com = ComInit(hr.is_ok());
     // SAFETY: creating the documented firewall policy object.
-    unsafe { CoCreateInstance(&NetFwPolicy2, None, CLSCTX_INPROC_SERVER) }
-        .map_err(api("open the Windows Firewall policy".into()))
+    let policy = unsafe { CoCreateInstance(&NetFwPolicy2, None, CLSCTX_INPROC_SERVER) }
+        .map_err(api("open the Windows Firewall policy".into()))?;
+    Ok(Policy { policy, _com: com })
 }
 
 pub fn get(name: &str) -> HostResult<Option<FirewallRule>> {
     let op = || format!("read firewall rule {name}");
     // SAFETY: COM calls on interfaces obtained above; BSTRs are owned by this frame.
     unsafe {
-        let rules = policy()?.Rules().map_err(api(op()))?;
+        let fw = policy()?;
+        let rules = fw.Rules().map_err(api(op()))?;
         let rule = match rules.Item(&BSTR::from(name)) {
             Ok(r) => r,
             Err(e) if e.code().0 == NOT_FOUND => return Ok(None),
@@ -66,6 +97,8 @@ pub fn add(r: &FirewallRule) -> HostResult<()> {
     let op = || format!("add firewall rule {}", r.name);
     // SAFETY: COM calls on freshly created objects; BSTRs are owned by this frame.
     unsafe {
+        // COM first: the rule object is made after it and dropped before it.
+        let fw = policy()?;
         let rule: INetFwRule =
             CoCreateInstance(&NetFwRule, None, CLSCTX_INPROC_SERVER).map_err(api(op()))?;
         rule.SetName(&BSTR::from(r.name.as_str()))
@@ -93,11 +126,7 @@ pub fn add(r: &FirewallRule) -> HostResult<()> {
             VARIANT_FALSE
         })
         .map_err(api(op()))?;
-        policy()?
-            .Rules()
-            .map_err(api(op()))?
-            .Add(&rule)
-            .map_err(api(op()))
+        fw.Rules().map_err(api(op()))?.Add(&rule).map_err(api(op()))
     }
 }
 
@@ -107,8 +136,8 @@ pub fn remove(name: &str) -> HostResult<bool> {
     }
     // SAFETY: COM calls on the policy's rule collection.
     unsafe {
-        policy()?
-            .Rules()
+        let fw = policy()?;
+        fw.Rules()
             .and_then(|rules| rules.Remove(&BSTR::from(name)))
             .map_err(api(format!("remove firewall rule {name}")))?;
     }
