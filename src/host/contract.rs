@@ -139,6 +139,26 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
             h.service_query(&name).expect("query").map(|q| q.start),
             Some(StartType::Auto)
         );
+        // Delayed start reads back (QueryServiceConfigW alone says "automatic"), and an update
+        // back to plain automatic start clears it. Wine 8's SCM has no delayed start (it
+        // answers ERROR_INVALID_LEVEL): there only the plain one is checked.
+        let wine = h.reg_key_exists(r"HKLM\Software\Wine").unwrap_or(false);
+        let starts: &[StartType] = if wine {
+            &[StartType::Auto]
+        } else {
+            &[StartType::DelayedAuto, StartType::Auto]
+        };
+        for &start in starts {
+            h.service_update(&ServiceSpec {
+                start,
+                ..spec.clone()
+            })
+            .expect("update");
+            assert_eq!(
+                h.service_query(&name).expect("query").map(|q| q.start),
+                Some(start)
+            );
+        }
 
         start_service(h, &name).expect("start");
         let q = h.service_query(&name).expect("query").expect("registered");

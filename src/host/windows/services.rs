@@ -101,9 +101,19 @@ fn configure_extras(svc: &Service, spec: &ServiceSpec) -> HostResult<()> {
     let op = |what: &str| format!("set the {what} of service {}", spec.name);
     svc.set_description(&spec.description)
         .map_err(|e| api(op("description"), e))?;
-    if spec.start == StartType::DelayedAuto {
-        svc.set_delayed_auto_start(true)
-            .map_err(|e| api(op("delayed start"), e))?;
+    // Set both ways: an update from delayed to plain automatic start clears the flag, which
+    // ChangeServiceConfigW leaves as it was.
+    if matches!(spec.start, StartType::Auto | StartType::DelayedAuto) {
+        match svc.set_delayed_auto_start(spec.start == StartType::DelayedAuto) {
+            Ok(()) => {}
+            // Wine's SCM lacks SERVICE_CONFIG_DELAYED_AUTO_START_INFO, which every Windows
+            // since Vista has: only there does a plain automatic start leave it unset.
+            Err(e)
+                if os_code(&e) == Some(ERROR_INVALID_LEVEL)
+                    && super::is_wine()
+                    && spec.start == StartType::Auto => {}
+            Err(e) => return Err(api(op("delayed start"), e)),
+        }
     }
     if let Some(r) = &spec.recovery {
         let actions = r
@@ -157,6 +167,7 @@ pub fn query(name: &str) -> HostResult<Option<InstalledService>> {
         display_name: config.display_name.to_string_lossy().into_owned(),
         command_line: config.executable_path.to_string_lossy().into_owned(),
         start: match config.start_type {
+            ServiceStartType::AutoStart if delayed_auto_start(&svc) => StartType::DelayedAuto,
             ServiceStartType::AutoStart => StartType::Auto,
             ServiceStartType::Disabled => StartType::Disabled,
             _ => StartType::Manual,
@@ -167,6 +178,30 @@ pub fn query(name: &str) -> HostResult<Option<InstalledService>> {
             Some(a) => a.to_string_lossy().into_owned(),
         },
     }))
+}
+
+/// Whether an automatic service starts delayed: QueryServiceConfig2W's
+/// SERVICE_CONFIG_DELAYED_AUTO_START_INFO, which QueryServiceConfigW does not report.
+fn delayed_auto_start(svc: &Service) -> bool {
+    use windows_sys::Win32::System::Services::{
+        QueryServiceConfig2W, SERVICE_CONFIG_DELAYED_AUTO_START_INFO,
+        SERVICE_DELAYED_AUTO_START_INFO,
+    };
+    let mut info = SERVICE_DELAYED_AUTO_START_INFO {
+        fDelayedAutostart: 0,
+    };
+    let mut needed = 0u32;
+    // SAFETY: the buffer is the struct of the level asked for, with its size.
+    let ok = unsafe {
+        QueryServiceConfig2W(
+            svc.raw_handle(),
+            SERVICE_CONFIG_DELAYED_AUTO_START_INFO,
+            (&mut info as *mut SERVICE_DELAYED_AUTO_START_INFO).cast(),
+            std::mem::size_of::<SERVICE_DELAYED_AUTO_START_INFO>() as u32,
+            &mut needed,
+        )
+    };
+    ok != 0 && info.fDelayedAutostart != 0
 }
 
 /// The services a service depends on. QueryServiceConfigW reports them on Windows; Wine's
