@@ -2537,3 +2537,33 @@ fn a_junction_on_the_way_to_the_install_root_is_refused() {
         "install wrote through the junction"
     );
 }
+
+/// The release's own `cni.conf.template` decides the `cniVersion`, as install-calico.ps1 takes
+/// the zip's template: one that says 0.4.0 renders 0.4.0 on a release the table gives 0.3.1,
+/// and status renders the same from the record (no drift).
+#[test]
+fn the_zips_own_template_gives_the_cni_version() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = SimNode::new(&api);
+    let mut entries = support::release::entries_of("calico-node.exe", Some("3.31.6"));
+    for (name, data) in &mut entries {
+        if name.ends_with("cni.conf.template") {
+            *data = b"{\n  \"cniVersion\": \"0.4.0\",\n  \"name\": \"Calico\"\n}\n".to_vec();
+        }
+    }
+    let zip = node.dir.path().join("calico-windows-v3.31.6.zip");
+    write_zip(&zip, &entries);
+    let zip = zip.display().to_string();
+    let (code, _, err) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{err}");
+    let conf = node.c_drive("program files/containerd/cni/conf/10-calico.conf");
+    let conf: Value =
+        serde_json::from_str(&std::fs::read_to_string(conf).expect("conf")).expect("json");
+    assert_eq!(conf["cniVersion"], "0.4.0");
+    let (_, doc, _) = node.run(&["status", "--offline"]);
+    assert!(
+        !doc["problems"].to_string().contains("10-calico.conf"),
+        "{doc}"
+    );
+}

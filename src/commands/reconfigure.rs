@@ -31,9 +31,8 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "reconfigure")?;
 
     // Files: the new rendered ones; the release's and the credentials stay as they are.
-    let rendered = rendered_files(host.as_ref(), config, rec.calico_version.as_deref())?;
+    let rendered = rendered_files(host.as_ref(), config, rec.release())?;
     let kept = reconfigure::kept_files(&rec, &rendered);
-
     // Networks: what HNS cannot change in place.
     let new_net = NetworkSettings::of(config);
     let (changes, delete) = network_plan(host.as_ref(), config, &rec, &new_net)?;
@@ -61,6 +60,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
             extra_owned: kept,
             extra_dirs: Vec::new(),
             calico_version: rec.calico_version.clone(),
+            cni_version: rec.cni_version.clone(),
             legacy: Vec::new(),
             start: true,
             wait_timeout: args.wait_timeout,

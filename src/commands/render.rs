@@ -35,6 +35,7 @@ pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
         os_build,
         aks: crate::plan::desired::on_aks(host.as_ref(), config)?,
         calico_version: args.calico_version.clone(),
+        release_cni_version: None,
     };
 
     // Render everything before writing anything.

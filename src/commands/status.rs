@@ -50,7 +50,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     metadata_route(h, &rec, &mut r)?;
     let (networks, endpoints) = networks(h, &rec, &mut r)?;
     // Drift: files, and the VNI in HNS, the config and the cluster.
-    let rendered = crate::plan::desired::rendered_files(h, config, rec.calico_version.as_deref())?;
+    let rendered = crate::plan::desired::rendered_files(h, config, rec.release())?;
     let stats = (!args.verify).then(|| FileStats::read(h, &root));
     // calico-node's token file changes with every renewal: expected, not drift.
     let token_file = config

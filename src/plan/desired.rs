@@ -64,6 +64,20 @@ pub enum Got {
 }
 
 impl Got {
+    /// The `cniVersion` of the release's own `cni.conf.template`, when the release is here
+    /// and its template names one.
+    pub fn cni_version(&self) -> Option<String> {
+        let Self::Release { x, .. } = self else {
+            return None;
+        };
+        let text = crate::files::read_text_capped(
+            &x.root.join("cni.conf.template"),
+            crate::files::SMALL_FILE_CAP,
+        )
+        .ok()?;
+        crate::render::cni::cni_version_in(&text)
+    }
+
     pub fn version(&self) -> Option<String> {
         match self {
             Self::Release { x, .. } => x.version.clone(),
@@ -181,7 +195,10 @@ pub fn render_files(
         )),
         None => None,
     };
-    let built_in = render::cni::built_in_template(facts.calico_version.as_ref());
+    let built_in = render::cni::built_in_template(
+        facts.calico_version.as_ref(),
+        facts.release_cni_version.as_deref(),
+    );
     let template = match &user_template {
         Some((name, text)) => CniTemplate { name, text },
         None => CniTemplate {
@@ -197,7 +214,7 @@ pub fn render_files(
 pub fn rendered_files(
     host: &dyn Host,
     c: &Config,
-    calico_version: Option<&str>,
+    (calico_version, release_cni_version): (Option<&str>, Option<&str>),
 ) -> anyhow::Result<Vec<DesiredFile>> {
     let f = host
         .system_facts()
@@ -211,6 +228,7 @@ pub fn rendered_files(
         aks: on_aks(host, c)?,
         calico_version: calico_version
             .and_then(|v| crate::release::version::CalicoVersion::parse(v).ok()),
+        release_cni_version: release_cni_version.map(str::to_owned),
     };
     let rendered = render_files(c, &facts)?;
     rendered

@@ -28,6 +28,8 @@ pub struct Inputs<'a> {
     /// Directories this run created before the plan (the download cache's).
     pub extra_dirs: Vec<String>,
     pub calico_version: Option<String>,
+    /// The `cniVersion` of the release's own CNI template, kept in the record.
+    pub cni_version: Option<String>,
     /// Services of a legacy NSSM install to remove first (`--migrate-legacy`).
     pub legacy: Vec<InstalledService>,
     pub start: bool,
@@ -756,6 +758,7 @@ fn record_write(
         format: record::FORMAT,
         tool_version: env!("CARGO_PKG_VERSION").into(),
         calico_version: i.calico_version.clone(),
+        cni_version: i.cni_version.clone(),
         install_root: root.to_owned(),
         logs_dir: c.logs.dir.as_str().to_owned(),
         backend: c.backend.to_string(),

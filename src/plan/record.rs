@@ -50,6 +50,10 @@ pub struct InstallRecord {
     /// the owner and access list they had (SDDL), which uninstall gives back.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub protected: Vec<ProtectedDir>,
+    /// The `cniVersion` of the installed release's own `cni.conf.template`, so that status and
+    /// reconfigure render what install rendered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cni_version: Option<String>,
     /// The node's grant in the cluster to renew calico-node's token, which `--purge` deletes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub renewal: Option<crate::cluster::renewal::Grant>,
@@ -92,6 +96,14 @@ impl NetworkSettings {
             adapter: c.vxlan.adapter.as_ref().map(|a| a.to_string()),
             single_network: c.windows_use_single_network,
         }
+    }
+}
+
+impl InstallRecord {
+    /// The installed release as rendering needs it: its version and its template's
+    /// `cniVersion` (`plan::desired::rendered_files`).
+    pub fn release(&self) -> (Option<&str>, Option<&str>) {
+        (self.calico_version.as_deref(), self.cni_version.as_deref())
     }
 }
 

@@ -11,13 +11,31 @@ use std::collections::BTreeMap;
 /// The template shipped with calicoctl-win.
 pub const BUILT_IN_TEMPLATE: &str = include_str!("../../templates/cni.conf.template");
 
-/// The built-in template as `version`'s own gives it: Calico's template, whose `cniVersion`
-/// changed with the release (`CalicoVersion::cni_version`); unchanged for an unknown release.
+/// The `cniVersion` a CNI template (a release's `cni.conf.template`) gives, read as text: the
+/// template has placeholders where JSON has values, so it is no JSON document yet. `None` when
+/// it names none, or one that is not a version (digits and dots, at most 16).
+pub fn cni_version_in(template: &str) -> Option<String> {
+    let at = template.find("\"cniVersion\"")? + "\"cniVersion\"".len();
+    let rest = template[at..].trim_start().strip_prefix(':')?.trim_start();
+    let value = rest.strip_prefix('"')?.split('"').next()?;
+    (!value.is_empty()
+        && value.len() <= 16
+        && value.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
+    .then(|| value.to_owned())
+}
+
+/// The built-in template as the release's own gives it: Calico's template with the
+/// `cniVersion` of the release's own `cni.conf.template` (`from_release`, as install-calico.ps1
+/// takes the zip's template), else of the table of Calico's templates by release
+/// (`CalicoVersion::cni_version`); unchanged for an unknown release.
 pub fn built_in_template(
     version: Option<&crate::release::version::CalicoVersion>,
+    from_release: Option<&str>,
 ) -> std::borrow::Cow<'static, str> {
     const SHIPPED: &str = "\"cniVersion\": \"0.3.1\"";
-    match version.map(crate::release::version::CalicoVersion::cni_version) {
+    let wanted =
+        from_release.or_else(|| version.map(crate::release::version::CalicoVersion::cni_version));
+    match wanted {
         Some(v) if v != "0.3.1" => BUILT_IN_TEMPLATE
             .replacen(SHIPPED, &format!("\"cniVersion\": \"{v}\""), 1)
             .into(),
@@ -184,4 +202,20 @@ fn expand_service_cidrs(obj: &mut serde_json::Map<String, Value>, cidrs: &[Strin
         expanded.push(policy);
     }
     *policies = expanded;
+}
+
+#[cfg(test)]
+mod release_template_tests {
+    use super::*;
+
+    /// A release's template is read as text (its placeholders are no JSON yet).
+    #[test]
+    fn the_cni_version_of_a_release_template_is_read_as_text() {
+        let t = "{\n  \"name\": \"Calico\",\n  \"cniVersion\":  \"1.0.0\",\n  \"vni\": __VNI__\n}";
+        assert_eq!(cni_version_in(t).as_deref(), Some("1.0.0"));
+        assert_eq!(cni_version_in("{}"), None);
+        assert_eq!(cni_version_in(r#"{"cniVersion": "1.0.0; rm"}"#), None);
+        let built = built_in_template(None, Some("0.4.0"));
+        assert!(built.contains(r#""cniVersion": "0.4.0""#), "{built}");
+    }
 }

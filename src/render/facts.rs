@@ -55,6 +55,9 @@ pub struct HostFacts {
     /// The Calico release installed, when known: the built-in CNI template gives what that
     /// release's own template gives (its `cniVersion`).
     pub calico_version: Option<crate::release::version::CalicoVersion>,
+    /// The `cniVersion` of the release's own `cni.conf.template`, when it was read (install,
+    /// and what the install record kept since): it wins over the table by release.
+    pub release_cni_version: Option<String>,
 }
 
 impl HostFacts {

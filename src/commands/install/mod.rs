@@ -138,6 +138,7 @@ fn install(
         extra_owned,
         extra_dirs,
         calico_version: got.version(),
+        cni_version: got.cni_version(),
         legacy: c.legacy,
         start: !args.no_start,
         wait_timeout: args.wait_timeout,
@@ -577,7 +578,7 @@ fn desired_files(
     files.extend(plan::desired::rendered_files(
         host,
         config,
-        got.version().as_deref(),
+        (got.version().as_deref(), got.cni_version().as_deref()),
     )?);
     Ok(files)
 }
