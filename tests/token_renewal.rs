@@ -68,15 +68,7 @@ fn problems(node: &SimNode) -> Vec<String> {
         .arg(node.sim())
         .output()
         .expect("status");
-    let doc = support::json(&out.stdout);
-    doc["problems"]
-        .as_array()
-        .map(|p| {
-            p.iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
+    support::status_problems(&support::json(&out.stdout))
 }
 
 fn state(node: &SimNode) -> Value {

@@ -61,14 +61,7 @@ fn status(node: &SimNode, verify: bool) -> (Option<i32>, Value, String) {
 }
 
 fn problems(doc: &Value) -> Vec<String> {
-    doc["problems"]
-        .as_array()
-        .map(|p| {
-            p.iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
+    support::status_problems(doc)
 }
 
 /// CalicoNode in the foreground until what it adds to its log file satisfies `ready` (at most

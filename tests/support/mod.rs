@@ -284,3 +284,15 @@ pub fn stop_console(child: std::process::Child) -> String {
     let out = child.wait_with_output().expect("wait");
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
+
+/// The `problems` of a `status -o json` document, as strings.
+pub fn status_problems(doc: &serde_json::Value) -> Vec<String> {
+    doc["problems"]
+        .as_array()
+        .map(|p| {
+            p.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
