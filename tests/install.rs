@@ -2567,3 +2567,51 @@ fn the_zips_own_template_gives_the_cni_version() {
         "{doc}"
     );
 }
+
+/// A file with the right bytes but someone else's owner or access list (a user planted it
+/// before the root was protected, or opened it up since) is written anew, never kept: Windows
+/// keeps an existing file's own security when it is opened again, so only a new file made in
+/// the protected directory (`CREATE_NEW`, then renamed over it) drops what was planted.
+#[test]
+fn a_file_with_the_right_bytes_but_a_foreign_owner_is_written_anew() {
+    let s = Setup::new("calico-node.exe");
+    let (code, doc, stderr) = s.install_local(&[]);
+    assert_eq!(code, 0, "{doc} {stderr}");
+    let state_path = s.node.sim().join("state.json");
+    let target = r"c:\calicowindows\calico-node.exe";
+    let user = "S-1-5-21-1-2-3-1001";
+    let mut st = s.state();
+    st["security"][target] = json!(format!(
+        "O:{user}D:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;{user})"
+    ));
+    std::fs::write(&state_path, serde_json::to_vec_pretty(&st).expect("json")).expect("write");
+    let (code, doc, stderr) = s.install_local(&[]);
+    assert_eq!(code, 0, "{doc} {stderr}");
+    let writes: Vec<&Value> = doc["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .filter(|a| a["action"] == "write-file")
+        .collect();
+    assert_eq!(writes.len(), 1, "{doc}");
+    assert!(
+        writes[0]["path"]
+            .as_str()
+            .is_some_and(|p| p.eq_ignore_ascii_case(target)),
+        "{doc}"
+    );
+    let said = writes[0]["description"].as_str().unwrap_or_default();
+    assert!(
+        said.contains(&format!("its owner {user} may change the access list"))
+            && said.contains("written anew"),
+        "{doc}"
+    );
+    assert!(
+        s.state()["security"].get(target).is_none(),
+        "the planted list is gone with the file it was on: {}",
+        s.state()["security"]
+    );
+    let (code, doc, stderr) = s.install_local(&[]);
+    assert_eq!(code, 0, "{doc} {stderr}");
+    assert_eq!(doc["actions"], json!([]), "{doc}");
+}

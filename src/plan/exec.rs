@@ -178,9 +178,9 @@ fn run(
         } => {
             let access = Access::secret_if(*secret);
             match content {
-                Content::Bytes(b) => {
-                    host.write_file(path, b, access)?;
-                }
+                // Always written anew (a new temporary renamed over it), even with the same
+                // bytes: the plan writes a file whose owner or access list is someone else's.
+                Content::Bytes(b) => host.replace_file(path, b, access)?,
                 Content::Local(p) => host.copy_in(p, path)?,
                 Content::Pending => anyhow::bail!("the contents of {path} are not known yet"),
             }

@@ -352,7 +352,22 @@ fn legacy_removal(i: &Inputs<'_>) -> Vec<Action> {
     stops.chain(deletes).collect()
 }
 
-/// The files whose contents or access differ from what install writes.
+/// Who other than SYSTEM, Administrators and this elevated administrator may change the file
+/// at `path` now: its owner, or an entry of its access list. Such a file (planted with the
+/// right bytes before the directory was protected, or opened up since) is written anew: a new
+/// file made with `CREATE_NEW` takes the protected directory's list and the caller as owner,
+/// where Windows keeps an existing file's own security when it is opened again.
+fn foreign_writers(host: &dyn Host, path: &str) -> anyhow::Result<Vec<String>> {
+    let Some(sddl) = host.security(path)? else {
+        return Ok(Vec::new());
+    };
+    let now = crate::host::acl::parse(&sddl)
+        .map_err(|why| anyhow::anyhow!("cannot read the access list of {path} ({sddl}): {why}"))?;
+    let admin = crate::checks::host::elevated_user(host);
+    Ok(crate::host::acl::writers_but(&now, admin.as_deref()))
+}
+
+/// The files whose contents, access or owner differ from what install writes.
 fn file_writes(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     let mut writes = Vec::new();
     for f in &i.files {
@@ -360,10 +375,15 @@ fn file_writes(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
         let access_now = host.file_access(&f.path)?;
         let want_access = crate::host::Access::secret_if(f.secret);
         let same_bytes = now.is_some() && now == f.sha256;
-        if same_bytes && access_now == Some(want_access) {
+        let foreign = if same_bytes {
+            foreign_writers(host, &f.path)?
+        } else {
+            Vec::new()
+        };
+        if same_bytes && access_now == Some(want_access) && foreign.is_empty() {
             continue;
         }
-        writes.push(if same_bytes && f.secret {
+        writes.push(if same_bytes && f.secret && foreign.is_empty() {
             // Only the access list drifted: restricting it again needs no restart.
             Action::RestrictFile {
                 path: f.path.clone(),
@@ -375,6 +395,7 @@ fn file_writes(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
                 sha256: f.sha256.clone(),
                 secret: f.secret,
                 replaces: now.is_some(),
+                foreign,
                 content: f.content.clone(),
             }
         });
@@ -792,6 +813,7 @@ fn record_write(
         sha256: Some(crate::files::sha256_hex(&bytes)),
         secret: false,
         replaces: i.previous.is_some(),
+        foreign: Vec::new(),
         content: Content::Bytes(bytes),
     }))
 }

@@ -101,6 +101,10 @@ pub enum Action {
         secret: bool,
         /// Whether a file is there already (with other contents or access).
         replaces: bool,
+        /// Who else may change the file there now (its owner, an entry of its access list):
+        /// a file with the right bytes is written anew, never kept with a planted owner.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        foreign: Vec<String>,
         #[serde(skip)]
         content: Content,
     },
@@ -238,8 +242,19 @@ impl Action {
                 sha256,
                 secret,
                 replaces,
+                foreign,
                 ..
-            } => write_text(path, from, sha256.as_deref(), *secret, *replaces),
+            } => {
+                let text = write_text(path, from, sha256.as_deref(), *secret, *replaces);
+                if foreign.is_empty() {
+                    text
+                } else {
+                    format!(
+                        "{text}: its bytes are right but {}, so it is written anew",
+                        foreign.join("; ")
+                    )
+                }
+            }
             Self::RemoveFile { path } => format!("remove {path}"),
             Self::RestrictFile { path } => format!(
                 "restrict {path} to SYSTEM and Administrators again (its contents are right)"

@@ -31,6 +31,7 @@ fn debug_output_of_a_planned_file_never_holds_its_contents() {
         sha256: None,
         secret: true,
         replaces: false,
+        foreign: Vec::new(),
         content: super::Content::Bytes(b"token: eyJhbGciOi.secret".to_vec()),
     };
     let shown = format!("{action:?}");
