@@ -20,6 +20,19 @@ type Close = unsafe extern "system" fn(*const c_void) -> HRESULT;
 
 const QUERY: &str = r#"{"SchemaVersion":{"Major":2,"Minor":0},"Flags":0}"#;
 
+/// The query for the endpoints of one network, as hcsshim's `ListEndpointsOfNetwork` makes it
+/// (`hcn/hcnendpoint.go`: `Filter` is JSON text, `{"VirtualNetwork": <network id>}`), so HNS
+/// answers with that network's endpoints, not every remote endpoint on the host.
+pub fn endpoints_query(network_id: &str) -> String {
+    let filter = serde_json::json!({ "VirtualNetwork": network_id }).to_string();
+    serde_json::json!({
+        "SchemaVersion": {"Major": 2, "Minor": 0},
+        "Flags": 0,
+        "Filter": filter,
+    })
+    .to_string()
+}
+
 /// The loaded HCN library.
 pub struct Hcn {
     lib: Library,
@@ -53,7 +66,7 @@ impl Hcn {
     }
 
     pub fn networks(&self) -> HostResult<Vec<HnsNetwork>> {
-        let ids = self.enumerate(b"HcnEnumerateNetworks\0", "list HNS networks")?;
+        let ids = self.enumerate(b"HcnEnumerateNetworks\0", QUERY, "list HNS networks")?;
         let mut out = Vec::new();
         for id in ids {
             // A network deleted between the enumeration and the open is skipped.
@@ -74,7 +87,11 @@ impl Hcn {
     }
 
     pub fn endpoints(&self, network_id: &str) -> HostResult<Vec<HnsEndpoint>> {
-        let ids = self.enumerate(b"HcnEnumerateEndpoints\0", "list HNS endpoints")?;
+        let ids = self.enumerate(
+            b"HcnEnumerateEndpoints\0",
+            &endpoints_query(network_id),
+            "list HNS endpoints",
+        )?;
         let mut out = Vec::new();
         for id in ids {
             let doc = match self.properties(
@@ -140,9 +157,9 @@ impl Hcn {
         check(hr, record, &format!("delete HNS network {id}"))
     }
 
-    fn enumerate(&self, name: &[u8], op: &str) -> HostResult<Vec<String>> {
+    fn enumerate(&self, name: &[u8], query: &str, op: &str) -> HostResult<Vec<String>> {
         let enumerate: Symbol<Enumerate> = self.sym(name)?;
-        let q = wide(QUERY);
+        let q = wide(query);
         let mut list: PWSTR = std::ptr::null_mut();
         let mut record: PWSTR = std::ptr::null_mut();
         // SAFETY: q is NUL-terminated; list and record are out-pointers freed below.

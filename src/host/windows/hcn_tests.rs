@@ -138,3 +138,57 @@ fn a_refused_network_keeps_its_hresult_and_record() {
         "strings not freed or handles not closed"
     );
 }
+
+/// Objects the stand-in has opened since it was loaded.
+fn opens(lib: &Library) -> i64 {
+    type Opens = unsafe extern "system" fn(*mut i64) -> HRESULT;
+    // SAFETY: the export has this signature (tools/wine/computenetwork/src/lib.rs).
+    let f: Symbol<Opens> = unsafe { lib.get(b"HcnStandinOpens\0") }.expect("opens export");
+    let mut n = 0;
+    // SAFETY: a valid out-pointer.
+    assert_eq!(unsafe { f(&mut n) }, 0);
+    n
+}
+
+/// The endpoints of one network are asked of HNS with hcsshim's filter
+/// (`ListEndpointsOfNetwork`: `{"VirtualNetwork": id}`), so a listing opens that network's
+/// endpoints only, not every remote endpoint of every other network at every poll.
+#[test]
+fn the_endpoints_of_one_network_are_listed_with_a_filter() {
+    let Some(lib) = standin() else { return };
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    type Add = unsafe extern "system" fn(PCWSTR, PCWSTR, PCWSTR) -> HRESULT;
+    // SAFETY: the export has this signature.
+    let add: Symbol<Add> = unsafe { lib.get(b"HcnStandinAddEndpoint\0") }.expect("export");
+    let h = WindowsHost::new();
+    let make = |name: &str| {
+        let spec = serde_json::json!({"SchemaVersion": {"Major": 2, "Minor": 0},
+            "Name": name, "Type": "NAT"});
+        h.hns_create_network(&spec.to_string()).expect("create")
+    };
+    let (ours, other) = (make(&unique("Ours-")), make(&unique("Other-")));
+    let put = |net: &str, name: &str, ip: &str| {
+        let (net, name, ip) = (wide(net), wide(name), wide(ip));
+        // SAFETY: three NUL-terminated strings that outlive the call.
+        assert_eq!(unsafe { add(net.as_ptr(), name.as_ptr(), ip.as_ptr()) }, 0);
+    };
+    put(&ours.id, "pod-a", "10.9.0.2");
+    for i in 0..5 {
+        put(
+            &other.id,
+            &format!("remote-{i}"),
+            &format!("10.9.1.{}", i + 2),
+        );
+    }
+    let before = opens(&lib);
+    let listed = h.hns_endpoints(&ours.id).expect("list");
+    let opened = opens(&lib) - before;
+    for n in [&ours, &other] {
+        h.hns_delete_network(&n.id).expect("delete");
+    }
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(
+        opened, 1,
+        "every endpoint was opened, not only the network's own"
+    );
+}

@@ -23,7 +23,13 @@
 //!   first call counts which of them the caller frees; handles opened and closed are counted
 //!   too. `HcnStandinStats` reports both, so a test fails on a leak.
 //!
-//! Test-only exports: `HcnStandinStats`, `HcnStandinAddEndpoint`, `HcnStandinGhost` (lists an
+//! - a query's `Filter` (a JSON object as a string, hcsshim's `HostComputeQuery.Filter`) keeps
+//!   the objects whose fields equal its values (GUIDs compared without case); `VirtualNetwork`
+//!   matches an endpoint's `HostComputeNetwork`, as hcsshim's `ListEndpointsOfNetwork` relies on
+//!   (`hcn/hcnendpoint.go`: "Once query can convert schema, change to {HostComputeNetwork:..}");
+//!
+//! Test-only exports: `HcnStandinStats`, `HcnStandinOpens` (objects opened so far),
+//! `HcnStandinAddEndpoint`, `HcnStandinGhost` (lists an
 //! id that does not exist, as a network deleted between enumeration and open),
 //! `HcnStandinRecordOnSuccess` (the next call succeeds but writes an error record).
 
@@ -59,7 +65,9 @@ const HCN_E_INVALID_SUBNET: u32 = 0x803B_0032;
 const VSWITCH_TYPES: &[&str] = &["L2Bridge", "L2Tunnel", "Overlay", "Transparent"];
 
 fn on_vswitch(doc: &Value) -> bool {
-    doc["Type"].as_str().is_some_and(|t| VSWITCH_TYPES.contains(&t))
+    doc["Type"]
+        .as_str()
+        .is_some_and(|t| VSWITCH_TYPES.contains(&t))
 }
 
 const TYPES: &[&str] = &[
@@ -75,6 +83,8 @@ const TYPES: &[&str] = &[
 ];
 
 static OPEN_HANDLES: AtomicI64 = AtomicI64::new(0);
+/// Every object opened since the DLL was loaded: how a test sees what a listing had to open.
+static OPENS: AtomicI64 = AtomicI64::new(0);
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 static GHOST: AtomicBool = AtomicBool::new(false);
 static RECORD_ON_SUCCESS: AtomicBool = AtomicBool::new(false);
@@ -259,15 +269,47 @@ struct Handle {
 
 fn open_handle(kind: &'static str, id: String) -> *mut c_void {
     OPEN_HANDLES.fetch_add(1, Ordering::SeqCst);
+    OPENS.fetch_add(1, Ordering::SeqCst);
     Box::into_raw(Box::new(Handle { kind, id })).cast()
 }
 
+/// Whether `doc` has every field of `filter` (the query's `Filter`, itself JSON text) at its
+/// value; `VirtualNetwork` is an endpoint's network (v1's name for `HostComputeNetwork`).
+fn passes(filter: &Value, doc: &Value) -> bool {
+    filter.as_object().into_iter().flatten().all(|(k, want)| {
+        let field = if k == "VirtualNetwork" {
+            "HostComputeNetwork"
+        } else {
+            k
+        };
+        match (doc[field].as_str(), want.as_str()) {
+            (Some(have), Some(want)) => have.eq_ignore_ascii_case(want),
+            _ => &doc[field] == want,
+        }
+    })
+}
+
 unsafe fn enumerate(kind: &str, query: PCWSTR, out: *mut PWSTR, record: *mut PWSTR) -> HRESULT {
-    if let Err(hr) = unsafe { document(query, record) } {
-        return hr;
-    }
+    let query = match unsafe { document(query, record) } {
+        Ok(q) => q,
+        Err(hr) => return hr,
+    };
+    let filter = match query["Filter"].as_str().filter(|f| !f.is_empty()) {
+        None => Value::Null,
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(f) => f,
+            Err(e) => unsafe {
+                return fail(
+                    record,
+                    HCN_E_INVALID_JSON,
+                    &format!("Invalid query filter: {e}"),
+                );
+            },
+        },
+    };
     let mut ids: Vec<String> = all(kind)
         .iter()
+        .filter(|d| passes(&filter, d))
         .filter_map(|d| d["ID"].as_str().map(str::to_owned))
         .collect();
     if kind == "networks" && GHOST.swap(false, Ordering::SeqCst) {
@@ -388,7 +430,9 @@ fn checked_network(mut doc: Value, id: String) -> Result<Value, (u32, String)> {
         std::net::Ipv4Addr::LOCALHOST
     };
     let mut policies: Vec<Value> = doc["Policies"].as_array().cloned().unwrap_or_default();
-    policies.push(json!({"Type": "ProviderAddress", "Settings": {"ProviderAddress": management.to_string()}}));
+    policies.push(
+        json!({"Type": "ProviderAddress", "Settings": {"ProviderAddress": management.to_string()}}),
+    );
     doc["Policies"] = json!(policies);
     Ok(doc)
 }
@@ -552,6 +596,16 @@ pub unsafe extern "system" fn HcnStandinStats(
 }
 
 /// Test-only: attaches an endpoint to a network, as the CNI plugin does for a pod.
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn HcnStandinOpens(opens: *mut i64) -> HRESULT {
+    if opens.is_null() {
+        return E_POINTER;
+    }
+    // SAFETY: a valid out-pointer.
+    unsafe { *opens = OPENS.load(Ordering::SeqCst) };
+    S_OK
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "system" fn HcnStandinAddEndpoint(
     network: PCWSTR,
