@@ -2118,7 +2118,7 @@ fn the_kube_proxy_service_runs_on_calicos_network_and_goes_with_uninstall() {
 
 /// What runs as SYSTEM comes from directories only SYSTEM and Administrators can change. On
 /// the simulated host, as on Windows Server, a folder made under `C:\` inherits the drive
-/// root's "Authenticated Users: Modify" (inherit-only), and a folder a local user made is
+/// root's right of Users to add files and folders to it, and a folder a local user made is
 /// theirs: preflight fails `dir-access` naming who, `--fix` protects them; install protects a
 /// root made before it, and the CNI directories it makes; status reports one opened again;
 /// a second install changes nothing, and uninstall --purge gives back the host as it was.
@@ -2148,9 +2148,9 @@ fn directories_whose_files_run_as_system_are_protected_and_checked() {
     let c = check(&doc);
     assert_eq!(c["verdict"], "fail", "{c}");
     assert!(
-        c["message"].as_str().is_some_and(|m| m.contains(
-            r"C:\CalicoWindows: Authenticated Users may write, delete (inherited from the parent)"
-        )),
+        c["message"].as_str().is_some_and(
+            |m| m.contains(r"C:\CalicoWindows: Users may write (inherited from the parent)")
+        ),
         "{c}"
     );
     assert!(
@@ -2241,9 +2241,7 @@ fn a_root_that_was_there_gets_its_access_list_back_from_uninstall() {
     assert_eq!(first["action"], "protect-dir", "{doc}");
     assert_eq!(first["path"], r"C:\CalicoWindows", "{doc}");
     assert!(
-        first["writers"]
-            .to_string()
-            .contains("Authenticated Users may write"),
+        first["writers"].to_string().contains("Users may write"),
         "{first}"
     );
     let record: Value = serde_json::from_slice(

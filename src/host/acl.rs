@@ -316,12 +316,16 @@ pub fn inherited_from(parent: &Descriptor, dir: bool) -> Descriptor {
     }
 }
 
-/// The drive root as Windows Server ships it, in the SDDL of what `icacls C:\` shows on
-/// Windows Server 2019 and 2022 (reproduced from that well-known default, not read off a
-/// machine here, so a guess where a release differs): SYSTEM and Administrators full, Users read and execute,
-/// Authenticated Users modify for everything made under it (inherit-only) and may add folders
-/// to the root itself. A folder made there lets every local user replace what is in it.
-pub const DRIVE_ROOT: &str = "O:SYD:PAI(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)(A;OICIIO;SDGXGWGR;;;AU)(A;;LC;;;AU)";
+/// The drive root as Windows Server 2019 and 2022 ship it, as DISA's Windows Server STIG
+/// states the default it requires (WN19-00-000140 / WN22-00-000140, "Permissions for the system
+/// drive root directory"): owned by TrustedInstaller; SYSTEM and Administrators full control;
+/// Users read and execute; Users "create folders / append data" on this folder and subfolders
+/// and "create files / write data" on subfolders only; CREATOR OWNER full control of what it
+/// makes. (Client Windows instead gives Authenticated Users modify.) A folder an administrator
+/// makes under it therefore lets every user add files and folders to it: a DLL beside a
+/// service's exe, which Windows loads from the exe's own directory first, or a file planted
+/// before install writes its own.
+pub const DRIVE_ROOT: &str = "O:S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464D:PAI(A;OICIIO;GA;;;CO)(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;CI;LC;;;BU)(A;CIIO;DC;;;BU)(A;OICI;0x1200a9;;;BU)";
 
 /// `C:\Program Files` as Windows Server ships it (`icacls "C:\Program Files"`, reproduced
 /// from that well-known default, not read off a machine here, so a guess where a release
@@ -362,7 +366,7 @@ fn rights(mask: u32) -> String {
 
 /// Everyone other than SYSTEM, Administrators, TrustedInstaller, CREATOR OWNER or an
 /// administrator owner who may change the object or what is put under it, in words
-/// (`Authenticated Users may write, delete (inherited from the parent)`).
+/// (`Users may write (inherited from the parent)`).
 pub fn writers(d: &Descriptor) -> Vec<String> {
     writers_but(d, None)
 }
@@ -421,7 +425,10 @@ mod tests {
 
     /// A folder an administrator creates under it: owned by Administrators, the root's
     /// inheritable entries inherited, the inherit-only one now applying to the folder too.
-    const UNDER_ROOT: &str = "O:BAD:AI(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)(A;OICIID;0x1200a9;;;BU)(A;OICIID;SDGXGWGR;;;AU)";
+    /// What a folder an elevated administrator makes under Server's drive root gets by the
+    /// inheritance rules (an entry inherited by a subfolder applies to it: `CIIO` becomes `CI`),
+    /// as `icacls` shows it there: `Users:(I)(CI)(AD)`, `Users:(I)(CI)(WD)`.
+    const UNDER_ROOT: &str = "O:BAD:AI(A;OICIIOID;GA;;;CO)(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)(A;CIID;LC;;;BU)(A;CIID;DC;;;BU)(A;OICIID;0x1200a9;;;BU)";
 
     /// Windows writes the built-in Administrator as `LA` (a domain-relative alias), and a
     /// directory that account owns or may change is the administrators', not a stranger's.
@@ -440,20 +447,18 @@ mod tests {
         let d = parse(UNDER_ROOT).expect("sddl");
         assert_eq!(d.owner.as_deref(), Some(ADMINISTRATORS));
         assert!(!d.protected);
-        assert_eq!(
-            writers(&d),
-            ["Authenticated Users may write, delete (inherited from the parent)"]
-        );
+        assert_eq!(writers(&d), ["Users may write (inherited from the parent)"]);
         assert!(!is_protected(&d));
-        // The root itself lets them add folders and, for what is made under it, modify.
+        // The root itself lets them add folders, and files to what is made under it.
         let root = parse(DRIVE_ROOT).expect("sddl");
-        assert_eq!(writers(&root).len(), 2, "{:?}", writers(&root));
+        assert_eq!(writers(&root), ["Users may write"]);
         // What Windows gives the folder is what `inherited_from` computes, by meaning.
         let made = inherited_from(&root, true);
         assert_eq!(writers(&made), writers(&d));
         assert_eq!(parse(&to_sddl(&made)).expect("round trip"), made);
-        // A file there inherits the modify right too.
-        assert!(!writers(&inherited_from(&made, false)).is_empty());
+        // A file an administrator writes there does not inherit the right (both entries are
+        // for folders only); a user may still add a file beside it.
+        assert!(writers(&inherited_from(&made, false)).is_empty());
         // Under Program Files nobody else may: containerd's directories are safe as made.
         let pf = parse(PROGRAM_FILES).expect("sddl");
         assert!(writers(&pf).is_empty(), "{:?}", writers(&pf));

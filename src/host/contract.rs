@@ -502,7 +502,7 @@ mod on_simhost {
         .expect("sddl");
         assert_eq!(
             acl::writers(&d),
-            ["Authenticated Users may write, delete (inherited from the parent)"]
+            ["Users may write (inherited from the parent)"]
         );
         h.set_security(r"C:\CalicoWindows", acl::PROTECTED_DIR)
             .expect("protect");

@@ -236,25 +236,7 @@ impl Action {
             Self::UpdateService { spec, changes, .. } => {
                 format!("reconfigure service {} ({})", spec.name, changes.join(", "))
             }
-            Self::WriteFile {
-                path,
-                from,
-                sha256,
-                secret,
-                replaces,
-                foreign,
-                ..
-            } => {
-                let text = write_text(path, from, sha256.as_deref(), *secret, *replaces);
-                if foreign.is_empty() {
-                    text
-                } else {
-                    format!(
-                        "{text}: its bytes are right but {}, so it is written anew",
-                        foreign.join("; ")
-                    )
-                }
-            }
+            Self::WriteFile { .. } => write_text(self),
             Self::RemoveFile { path } => format!("remove {path}"),
             Self::RestrictFile { path } => format!(
                 "restrict {path} to SYSTEM and Administrators again (its contents are right)"
@@ -311,23 +293,39 @@ impl Action {
 }
 
 /// `Action::describe` of a `WriteFile`.
-fn write_text(
-    path: &str,
-    from: &str,
-    sha256: Option<&str>,
-    secret: bool,
-    replaces: bool,
-) -> String {
+fn write_text(action: &Action) -> String {
+    let Action::WriteFile {
+        path,
+        from,
+        sha256,
+        secret,
+        replaces,
+        foreign,
+        ..
+    } = action
+    else {
+        return String::new();
+    };
+    let (secret, replaces) = (*secret, *replaces);
     let verb = if replaces { "replace" } else { "write" };
-    let hash = sha256.map_or("contents known once fetched".to_owned(), |h| {
-        format!("sha256 {}", &h[..12.min(h.len())])
-    });
+    let hash = sha256
+        .as_deref()
+        .map_or("contents known once fetched".to_owned(), |h| {
+            format!("sha256 {}", &h[..12.min(h.len())])
+        });
     let secret = if secret {
         ", SYSTEM and Administrators only"
     } else {
         ""
     };
-    format!("{verb} {path} ({from}, {hash}{secret})")
+    let text = format!("{verb} {path} ({from}, {hash}{secret})");
+    if foreign.is_empty() {
+        return text;
+    }
+    format!(
+        "{text}: its bytes are right but {}, so it is written anew",
+        foreign.join("; ")
+    )
 }
 
 /// `Action::describe` of a `ProtectDir`.
