@@ -32,6 +32,8 @@ pub struct HostSnapshot {
     pub remote_access: Option<InstalledService>,
     /// The VXLAN rules found; `Err` with the reason when the firewall cannot be read.
     pub vxlan_rules: Result<Vec<FirewallRule>, String>,
+    /// Whether a rule added here takes effect (Group Policy may override local rules).
+    pub firewall_modify_state: Result<crate::host::FirewallModifyState, String>,
     pub flanneld: Option<InstalledService>,
     /// CalicoNode and CalicoFelix as registered now.
     pub calico_services: Vec<InstalledService>,
@@ -69,6 +71,7 @@ pub fn snapshot(h: &dyn Host) -> HostSnapshot {
         runtime: crate::host::runtime::detect(h).map_err(text),
         remote_access: service("RemoteAccess"),
         vxlan_rules,
+        firewall_modify_state: h.firewall_modify_state().map_err(text),
         flanneld: service("flanneld"),
         calico_services: ["CalicoNode", "CalicoFelix"]
             .into_iter()
@@ -453,13 +456,28 @@ fn firewall_vxlan(s: &HostSnapshot, c: &Config) -> Check {
             );
         }
     };
-    let good = |r: &&FirewallRule| {
-        r.enabled && r.allow && r.protocol == Protocol::Udp && r.local_port == 4789
-    };
-    if let Some(r) = rules.iter().find(good) {
+    if let Some(check) = firewall_policy(s, rules) {
+        return check;
+    }
+    if let Some(r) = rules.iter().find(|r| r.opens(Protocol::Udp, 4789)) {
         return Check::pass(ID, format!("firewall rule {} allows UDP 4789", r.name));
     }
     if let Some(r) = rules.first() {
+        let all_but_profiles = FirewallRule {
+            profiles: crate::host::ALL_PROFILES,
+            ..r.clone()
+        };
+        if all_but_profiles.opens(Protocol::Udp, 4789) {
+            return Check::fail(
+                ID,
+                format!(
+                    "firewall rule {} allows UDP 4789 only in the {} profile(s): VXLAN is dropped while the node's network is in another",
+                    r.name,
+                    r.profile_names()
+                ),
+                format!("Set-NetFirewallRule -DisplayName '{}' -Profile Any", r.name),
+            );
+        }
         return Check::fail(
             ID,
             format!(
@@ -476,6 +494,53 @@ fn firewall_vxlan(s: &HostSnapshot, c: &Config) -> Check {
         ID,
         format!("UDP 4789 is not open yet; install opens it (rule {VXLAN_RULE})"),
     )
+}
+
+/// What the firewall's own policy says of the VXLAN rules: a profile that blocks all inbound
+/// traffic fails whatever the rules; under a Group Policy override a local rule does not take
+/// effect, so install cannot open the port (fail) and a rule found may be a local one that is
+/// ignored (warn). `None` when local rules take effect.
+fn firewall_policy(s: &HostSnapshot, rules: &[FirewallRule]) -> Option<Check> {
+    const ID: &str = "firewall-vxlan";
+    use crate::host::FirewallModifyState as State;
+    let state = match &s.firewall_modify_state {
+        Ok(state) => *state,
+        Err(e) => {
+            return Some(Check::warn(
+                ID,
+                format!("whether local firewall rules take effect cannot be read: {e}"),
+                "Get-NetFirewallProfile | Format-List Name, AllowLocalFirewallRules, DefaultInboundAction",
+            ));
+        }
+    };
+    match state {
+        State::Ok => None,
+        State::InboundBlocked => Some(Check::fail(
+            ID,
+            "the firewall blocks all inbound connections in the current profile, whatever its rules say: VXLAN from other nodes is dropped",
+            "Set-NetFirewallProfile -AllowInboundRules True (or the Group Policy setting that blocks all inbound connections)",
+        )),
+        State::GroupPolicyOverride => {
+            let open = rules.iter().any(|r| r.opens(Protocol::Udp, 4789));
+            let message = "Group Policy overrides local firewall rules on this node (LocalPolicyModifyState: GP_OVERRIDE)";
+            let remedy = "allow inbound UDP 4789 in the Group Policy that manages this node's firewall (Windows Defender Firewall with Advanced Security > Inbound Rules), or let it merge local rules";
+            Some(if open {
+                Check::warn(
+                    ID,
+                    format!(
+                        "{message}: UDP 4789 is open only if the rule found comes from that policy"
+                    ),
+                    remedy,
+                )
+            } else {
+                Check::fail(
+                    ID,
+                    format!("{message}: a rule install adds for UDP 4789 would not take effect"),
+                    remedy,
+                )
+            })
+        }
+    }
 }
 
 /// Whether a Calico service is run by Calico's scripts (NSSM, or PowerShell directly) rather

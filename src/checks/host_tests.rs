@@ -208,6 +208,42 @@ fn firewall_vxlan_passes_when_open_or_to_be_opened_and_fails_on_a_blocking_rule(
     );
 }
 
+/// Windows Firewall's own policy: a rule of one profile does nothing in another
+/// (`INetFwRule::Profiles`); under a Group Policy override a local rule does not take effect,
+/// and with inbound blocked no rule does (`INetFwPolicy2::LocalPolicyModifyState`).
+#[test]
+fn firewall_vxlan_reads_the_profiles_and_a_group_policy_override() {
+    use crate::host::FirewallModifyState as State;
+    let c = config(&[]);
+    let mut s = snap("ws2022-legacy-calico");
+    s.vxlan_rules.as_mut().expect("rules")[0].profiles = 1;
+    let t = assert_verdict("firewall-vxlan", &s, &c, Verdict::Fail);
+    assert!(
+        t.contains("only in the Domain profile") && t.contains("-Profile Any"),
+        "{t}"
+    );
+    s.vxlan_rules.as_mut().expect("rules")[0].profiles = crate::host::ALL_PROFILES;
+    s.firewall_modify_state = Ok(State::GroupPolicyOverride);
+    let t = assert_verdict("firewall-vxlan", &s, &c, Verdict::Warn);
+    assert!(
+        t.contains("only if the rule found comes from that policy"),
+        "{t}"
+    );
+    // Nothing open yet: what install would add does not take effect.
+    let mut fresh = snap("ws2022");
+    fresh.firewall_modify_state = Ok(State::GroupPolicyOverride);
+    let t = assert_verdict("firewall-vxlan", &fresh, &c, Verdict::Fail);
+    assert!(
+        t.contains("would not take effect") && t.contains("Group Policy"),
+        "{t}"
+    );
+    fresh.firewall_modify_state = Ok(State::InboundBlocked);
+    let t = assert_verdict("firewall-vxlan", &fresh, &c, Verdict::Fail);
+    assert!(t.contains("blocks all inbound"), "{t}");
+    fresh.firewall_modify_state = Err("E_NOTIMPL".into());
+    assert_verdict("firewall-vxlan", &fresh, &c, Verdict::Warn);
+}
+
 #[test]
 fn foreign_cni_finds_flannel_and_a_legacy_calico_install() {
     let c = config(&[]);

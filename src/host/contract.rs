@@ -267,8 +267,24 @@ pub fn firewall(h: &dyn Host) {
         local_port: 4789,
         allow: true,
         enabled: true,
+        profiles: crate::host::ALL_PROFILES,
     };
     h.firewall_add(&rule).expect("add");
+    // One of two profiles reads back as such: `opens` needs every profile.
+    let private = FirewallRule {
+        name: unique("Calico contract private UDP "),
+        profiles: 2,
+        ..rule.clone()
+    };
+    h.firewall_add(&private).expect("add");
+    let read = h.firewall_rule(&private.name).expect("read");
+    assert_eq!(read, Some(private.clone()));
+    assert!(read.is_some_and(|r| !r.opens(Protocol::Udp, 4789)));
+    assert!(h.firewall_remove(&private.name).expect("remove"));
+    assert_eq!(
+        h.firewall_modify_state().expect("modify state"),
+        crate::host::FirewallModifyState::Ok
+    );
     assert_eq!(h.firewall_rule(&name).expect("read"), Some(rule.clone()));
     assert!(matches!(
         h.firewall_add(&rule),
@@ -728,7 +744,35 @@ pub(crate) mod on_windows {
         if std::env::var_os("CALICOCTL_WIN_FW_STANDIN").is_none() {
             return;
         }
+        let _turn = FIREWALL_POLICY.lock().unwrap_or_else(|p| p.into_inner());
         firewall(&WindowsHost::new());
+    }
+
+    /// The tests that read or change the stand-in's `LocalPolicyModifyState` take turns.
+    static FIREWALL_POLICY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// `LocalPolicyModifyState` is read through INetFwPolicy2 and its three answers mapped
+    /// (icftypes.h: OK 0, GP_OVERRIDE 1, INBOUND_BLOCKED 2; the stand-in's `modify-state.json`).
+    #[test]
+    fn firewall_contract_a_group_policy_override_is_read() {
+        if std::env::var_os("CALICOCTL_WIN_FW_STANDIN").is_none() {
+            return;
+        }
+        let _turn = FIREWALL_POLICY.lock().unwrap_or_else(|p| p.into_inner());
+        let knob = std::path::Path::new(r"C:\calicoctl-win-firewall\modify-state.json");
+        std::fs::create_dir_all(knob.parent().expect("dir")).expect("dir");
+        let _gone = Defer(|| {
+            let _ = std::fs::remove_file(knob);
+        });
+        let h = WindowsHost::new();
+        for (n, want) in [
+            ("1", crate::host::FirewallModifyState::GroupPolicyOverride),
+            ("2", crate::host::FirewallModifyState::InboundBlocked),
+            ("0", crate::host::FirewallModifyState::Ok),
+        ] {
+            std::fs::write(knob, n).expect("write");
+            assert_eq!(h.firewall_modify_state().expect("read"), want, "{n}");
+        }
     }
 
     /// Through the project's stand-in iphlpapi.dll (tools/wine/iphlpapi), whose adapters and
@@ -805,6 +849,7 @@ pub(crate) mod on_windows {
                 local_port: 4789,
                 allow: true,
                 enabled: true,
+                profiles: crate::host::ALL_PROFILES,
             })
             .expect_err("refused");
         std::fs::remove_file(refuse).expect("remove");

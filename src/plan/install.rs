@@ -102,6 +102,7 @@ pub fn vxlan_rule(c: &Config) -> Option<FirewallRule> {
         local_port: 4789,
         allow: true,
         enabled: true,
+        profiles: crate::host::ALL_PROFILES,
     })
 }
 
@@ -603,12 +604,11 @@ fn registry_and_firewall(
     }
     let mut firewall_owned = i.previous.as_ref().and_then(|p| p.firewall_rule.clone());
     if let Some(rule) = vxlan_rule(c) {
-        let good = |r: &FirewallRule| {
-            r.enabled && r.allow && r.protocol == Protocol::Udp && r.local_port == rule.local_port
-        };
         let mut present = false;
         for name in [VXLAN_RULE, CALICO_SCRIPT_VXLAN_RULE] {
-            present |= host.firewall_rule(name)?.is_some_and(|r| good(&r));
+            present |= host
+                .firewall_rule(name)?
+                .is_some_and(|r| r.opens(Protocol::Udp, rule.local_port));
         }
         if !present {
             actions.push(Action::AddFirewallRule { rule: rule.clone() });

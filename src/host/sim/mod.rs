@@ -665,6 +665,10 @@ impl Firewall for SimHost {
             Ok(s.firewall.remove(&name.to_ascii_lowercase()).is_some())
         })
     }
+
+    fn firewall_modify_state(&self) -> HostResult<crate::host::FirewallModifyState> {
+        Ok(self.read(|s| s.settings.firewall_modify_state))
+    }
 }
 
 impl EventLog for SimHost {

@@ -160,8 +160,7 @@ fn base(profile: &str, build: u32, ubr: u32, product: &str) -> State {
             pod_block: "10.244.1.0/26".into(),
             next_pid: 4000,
             next_id: 1,
-            management_ip_pending: false,
-            firewall_unreadable: false,
+            ..SimSettings::default()
         },
         ..State::default()
     };
@@ -296,6 +295,7 @@ fn legacy_calico(state: &mut State, files: &mut Vec<SeedFile>) {
             local_port: 4789,
             allow: true,
             enabled: true,
+            profiles: crate::host::ALL_PROFILES,
         },
     );
 }

@@ -89,6 +89,10 @@ pub struct SimSettings {
     /// (E_NOTIMPL).
     #[serde(default)]
     pub firewall_unreadable: bool,
+    /// What `LocalPolicyModifyState` answers: Group Policy may override local rules, or a
+    /// profile block all inbound traffic.
+    #[serde(default)]
+    pub firewall_modify_state: crate::host::FirewallModifyState,
 }
 
 impl SimSettings {

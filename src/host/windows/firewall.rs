@@ -1,11 +1,12 @@
 //! Windows Firewall rules through the INetFwPolicy2 COM API. A rule's name here is the name
 //! the firewall shows (PowerShell's DisplayName).
 
-use crate::host::{FirewallRule, HostError, HostResult, Protocol};
+use crate::host::{FirewallModifyState, FirewallRule, HostError, HostResult, Protocol};
 use windows::Win32::Foundation::{VARIANT_FALSE, VARIANT_TRUE};
 use windows::Win32::NetworkManagement::WindowsFirewall::{
-    INetFwPolicy2, INetFwRule, NET_FW_ACTION_ALLOW, NET_FW_ACTION_BLOCK, NET_FW_PROFILE2_ALL,
-    NET_FW_RULE_DIR_IN, NetFwPolicy2, NetFwRule,
+    INetFwPolicy2, INetFwRule, NET_FW_ACTION_ALLOW, NET_FW_ACTION_BLOCK,
+    NET_FW_MODIFY_STATE_GP_OVERRIDE, NET_FW_MODIFY_STATE_INBOUND_BLOCKED, NET_FW_RULE_DIR_IN,
+    NetFwPolicy2, NetFwRule,
 };
 use windows::Win32::System::Com::{
     CLSCTX_INPROC_SERVER, COINIT_MULTITHREADED, CoCreateInstance, CoInitializeEx, CoUninitialize,
@@ -84,6 +85,7 @@ pub fn get(name: &str) -> HostResult<Option<FirewallRule>> {
             local_port: ports.trim().parse().unwrap_or(0),
             allow: rule.Action().map_err(api(op()))? == NET_FW_ACTION_ALLOW,
             enabled: rule.Enabled().map_err(api(op()))? != VARIANT_FALSE,
+            profiles: rule.Profiles().map_err(api(op()))? as u32,
         }))
     }
 }
@@ -119,7 +121,7 @@ pub fn add(r: &FirewallRule) -> HostResult<()> {
             NET_FW_ACTION_BLOCK
         })
         .map_err(api(op()))?;
-        rule.SetProfiles(NET_FW_PROFILE2_ALL.0).map_err(api(op()))?;
+        rule.SetProfiles(r.profiles as i32).map_err(api(op()))?;
         rule.SetEnabled(if r.enabled {
             VARIANT_TRUE
         } else {
@@ -142,4 +144,21 @@ pub fn remove(name: &str) -> HostResult<bool> {
             .map_err(api(format!("remove firewall rule {name}")))?;
     }
     Ok(true)
+}
+
+/// Whether a local rule takes effect in the profiles in effect now
+/// (`INetFwPolicy2::LocalPolicyModifyState`: "Determines whether adding or modifying firewall
+/// rules ... will take effect in the current profile", Microsoft's reference).
+pub fn modify_state() -> HostResult<FirewallModifyState> {
+    // SAFETY: a COM call on the policy object, which lives for this frame.
+    let state = unsafe {
+        let fw = policy()?;
+        fw.LocalPolicyModifyState()
+            .map_err(api("read whether local firewall rules take effect".into()))?
+    };
+    Ok(match state {
+        NET_FW_MODIFY_STATE_GP_OVERRIDE => FirewallModifyState::GroupPolicyOverride,
+        NET_FW_MODIFY_STATE_INBOUND_BLOCKED => FirewallModifyState::InboundBlocked,
+        _ => FirewallModifyState::Ok,
+    })
 }

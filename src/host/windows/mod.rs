@@ -205,6 +205,9 @@ impl Firewall for WindowsHost {
     fn firewall_remove(&self, name: &str) -> HostResult<bool> {
         firewall::remove(name)
     }
+    fn firewall_modify_state(&self) -> HostResult<crate::host::FirewallModifyState> {
+        firewall::modify_state()
+    }
 }
 
 impl EventLog for WindowsHost {

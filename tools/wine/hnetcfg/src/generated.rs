@@ -376,6 +376,6 @@ impl INetFwPolicy2_Impl for Policy_Impl {
         Err(E_NOTIMPL.into())
     }
     fn LocalPolicyModifyState(&self) -> windows::core::Result<NET_FW_MODIFY_STATE> {
-        Err(E_NOTIMPL.into())
+        Ok(local_policy_modify_state())
     }
 }

@@ -6,6 +6,9 @@
 //! `Add` does not check names (Windows keeps rules of one name side by side); `Remove` of a
 //! name removes the rules of that name (a guess: the reference says "removes a rule"), and of
 //! an unknown name succeeds. Rules live in the prefix's `C:\calicoctl-win-firewall\rules.json`.
+//! `INetFwPolicy2::LocalPolicyModifyState` answers `NET_FW_MODIFY_STATE_OK` (local rules take
+//! effect), or the number in `modify-state.json` beside it (GP_OVERRIDE 1, INBOUND_BLOCKED 2:
+//! icftypes.h), a test's way of putting the node under a Group Policy override.
 //! Every other method answers E_NOTIMPL (`generated.rs`).
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
@@ -130,6 +133,14 @@ fn remove(name: &str) -> windows::core::Result<()> {
     let mut rules = load();
     rules.retain(|r| !r.name.eq_ignore_ascii_case(name));
     save(&rules)
+}
+
+/// What `LocalPolicyModifyState` answers: OK unless a test wrote another state.
+fn local_policy_modify_state() -> NET_FW_MODIFY_STATE {
+    std::fs::read_to_string(file().with_file_name("modify-state.json"))
+        .ok()
+        .and_then(|t| t.trim().parse::<i32>().ok())
+        .map_or(NET_FW_MODIFY_STATE_OK, NET_FW_MODIFY_STATE)
 }
 
 fn item(name: &str) -> windows::core::Result<INetFwRule> {
