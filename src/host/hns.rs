@@ -349,3 +349,71 @@ mod outcome_tests {
         }
     }
 }
+
+/// Whether HNS of this version does Direct Server Return, as hcsshim decides it
+/// (`hcn/hcnglobals.go`, `DSRVersion`: "HNS 9.3 through 10.0 (not included), and 10.2+ allows
+/// for Direct Server Return for loadbalancing"; `hcn.DSRSupported()`, which rke2 asks before it
+/// gives kube-proxy `--enable-dsr`).
+pub fn dsr_supported(version: (u32, u32)) -> bool {
+    match version {
+        (9, minor) => minor >= 3,
+        (10, minor) => minor >= 2,
+        (major, _) => major > 10,
+    }
+}
+
+/// The version in an HNS v1 answer to `GET /globals/version`
+/// (`{"Success":true,"Output":{"Major":13,"Minor":3}}`; hcsshim's `hnsCall` reads `Success`,
+/// `Error` and `Output`).
+pub fn parse_version(answer: &str) -> Result<(u32, u32), String> {
+    let doc: Value = serde_json::from_str(answer).map_err(|e| format!("not JSON ({e})"))?;
+    if doc["Success"].as_bool() != Some(true) {
+        return Err(doc["Error"]
+            .as_str()
+            .map_or_else(|| format!("HNS did not succeed: {answer}"), str::to_owned));
+    }
+    let part = |k: &str| {
+        doc["Output"][k]
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| format!("no {k} in {answer}"))
+    };
+    Ok((part("Major")?, part("Minor")?))
+}
+
+#[cfg(test)]
+mod version_tests {
+    use super::*;
+
+    /// hcsshim's `DSRVersion` ranges, at their edges.
+    #[test]
+    fn dsr_follows_hcsshims_version_ranges() {
+        for (v, want) in [
+            ((9, 2), false),
+            ((9, 3), true),
+            ((9, 9), true),
+            ((10, 0), false),
+            ((10, 1), false),
+            ((10, 2), true),
+            ((11, 0), true),
+            ((15, 1), true),
+            ((8, 9), false),
+        ] {
+            assert_eq!(dsr_supported(v), want, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn the_version_is_read_from_hnss_answer() {
+        assert_eq!(
+            parse_version(r#"{"Success":true,"Output":{"Major":13,"Minor":3}}"#),
+            Ok((13, 3))
+        );
+        assert!(
+            parse_version(r#"{"Success":false,"Error":"Element not found."}"#)
+                .is_err_and(|e| e.contains("Element not found"))
+        );
+        assert!(parse_version("no").is_err());
+        assert!(parse_version(r#"{"Success":true,"Output":{"Major":-1,"Minor":3}}"#).is_err());
+    }
+}

@@ -140,16 +140,11 @@ fn prepare(
     } else {
         None
     };
-    let facts = host.system_facts()?;
-    let build = OsBuild {
-        build: facts.build,
-        ubr: facts.ubr.unwrap_or(0),
-    };
     let inputs = Inputs {
         node_name: var("NODENAME"),
         kubeconfig: var("KUBE_PROXY_KUBECONFIG"),
         version,
-        dsr: build.supports_dsr(),
+        dsr: dsr(host, log)?,
         source_vip,
     };
     let args = arguments(&inputs);
@@ -164,6 +159,38 @@ fn prepare(
         args,
         cwd: None,
     })
+}
+
+/// Whether HNS does DSR: by its version where HNS answers it (hcsshim's `DSRSupported`, as
+/// rke2 decides), else by the Windows build (Calico's `Get-IsDSRSupported`), said in the log.
+fn dsr(host: &dyn Host, log: &Log) -> Result<bool> {
+    match host.hns_version() {
+        Ok(v) => {
+            let on = crate::host::hns::dsr_supported(v);
+            log.info(&format!(
+                "HNS {}.{} {} Direct Server Return (hcsshim's DSRVersion: 9.3 to 9.x, 10.2 and later)",
+                v.0,
+                v.1,
+                if on { "does" } else { "does not do" }
+            ));
+            Ok(on)
+        }
+        Err(e) => {
+            let facts = host.system_facts()?;
+            let build = OsBuild {
+                build: facts.build,
+                ubr: facts.ubr.unwrap_or(0),
+            };
+            let on = build.supports_dsr();
+            log.info(&format!(
+                "the HNS version cannot be read ({e}): DSR {} by Windows build {}.{} (17763.1432, or 18317 and later)",
+                if on { "on" } else { "off" },
+                build.build,
+                build.ubr
+            ));
+            Ok(on)
+        }
+    }
 }
 
 /// `Calico_ep`'s address on the Calico network, once calico-node made it.
@@ -244,6 +271,32 @@ fn version(host: &dyn Host, exe: &str, log: &Log) -> Result<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// DSR by what HNS says of itself where it answers (hcsshim's `DSRSupported`), else by
+    /// the build: Server 2022 has the build but an HNS 9.2 would not do DSR; an old Server 2019
+    /// build with an HNS 10.2 would.
+    #[test]
+    fn dsr_is_chosen_by_the_hns_version_where_hns_answers() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = Log::open(dir.path().join("kp.log"), Default::default(), false);
+        let new = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+        assert!(
+            dsr(&new, &log).expect("dsr"),
+            "no HNS answer: the build decides"
+        );
+        new.set_hns_version(Some((9, 2))).expect("set");
+        assert!(!dsr(&new, &log).expect("dsr"));
+        let old = crate::host::sim::SimHost::in_memory("ws2019-unpatched").expect("host");
+        assert!(!dsr(&old, &log).expect("dsr"));
+        old.set_hns_version(Some((10, 2))).expect("set");
+        assert!(dsr(&old, &log).expect("dsr"));
+        let text = std::fs::read_to_string(dir.path().join("kp.log")).expect("log");
+        assert!(
+            text.contains("HNS 9.2 does not do Direct Server Return")
+                && text.contains("the HNS version cannot be read"),
+            "{text}"
+        );
+    }
 
     fn inputs(version: (u32, u32), dsr: bool, vip: Option<&str>) -> Inputs {
         Inputs {

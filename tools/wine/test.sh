@@ -64,6 +64,8 @@ echo "wine: calicoctl-win.exe starts without HNS and preflight reports it (exit 
 CARGO_TARGET_DIR="$work/standin" cargo build --locked \
     --manifest-path tools/wine/computenetwork/Cargo.toml --target x86_64-pc-windows-gnu
 cp "$work/standin/x86_64-pc-windows-gnu/debug/computenetwork.dll" "$WINEPREFIX/drive_c/windows/system32/"
+# The same DLL answers the HNS v1 HNSCall (the HNS version) as vmcompute.dll.
+cp "$work/standin/x86_64-pc-windows-gnu/debug/computenetwork.dll" "$WINEPREFIX/drive_c/windows/system32/vmcompute.dll"
 # The firewall objects through the project's stand-in hnetcfg.dll (Wine's own answers
 # E_NOTIMPL for rules), loaded instead of Wine's.
 CARGO_TARGET_DIR="$work/standin" cargo build --locked \

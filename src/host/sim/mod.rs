@@ -357,6 +357,15 @@ impl Registry for SimHost {
 }
 
 impl Hns for SimHost {
+    fn hns_version(&self) -> HostResult<(u32, u32)> {
+        self.hns_available()?;
+        self.read(|s| s.settings.hns_version)
+            .ok_or_else(|| HostError::Unavailable {
+                what: "the HNS version".into(),
+                reason: "the simulated host answers no HNS version".into(),
+            })
+    }
+
     fn hns_networks(&self) -> HostResult<Vec<HnsNetwork>> {
         self.hns_available()?;
         let mut networks: Vec<HnsNetwork> =
@@ -506,6 +515,11 @@ impl SimHost {
     /// While pending, HNS reports no management IP on any network.
     pub fn set_management_ip_pending(&self, pending: bool) -> HostResult<()> {
         self.world(|s| s.settings.management_ip_pending = pending)
+    }
+
+    /// What HNS answers for its version (`None`: no answer, as under Wine).
+    pub fn set_hns_version(&self, version: Option<(u32, u32)>) -> HostResult<()> {
+        self.world(|s| s.settings.hns_version = version)
     }
 
     /// Attaches an endpoint to a network, as the CNI plugin does for a pod.

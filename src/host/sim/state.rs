@@ -91,6 +91,10 @@ pub struct SimSettings {
     pub firewall_unreadable: bool,
     /// What `LocalPolicyModifyState` answers: Group Policy may override local rules, or a
     /// profile block all inbound traffic.
+    /// What `GET /globals/version` answers; `None`: vmcompute.dll has no answer (as under
+    /// Wine), and callers fall back to the Windows build.
+    #[serde(default)]
+    pub hns_version: Option<(u32, u32)>,
     #[serde(default)]
     pub firewall_modify_state: crate::host::FirewallModifyState,
 }

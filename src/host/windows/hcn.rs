@@ -214,6 +214,50 @@ fn free(p: PWSTR) {
 }
 
 /// Reads and frees an HCN string.
+/// `HNSCall` of vmcompute.dll, the HNS v1 entry point hcsshim's `hnsCall` uses
+/// (`//sys _hnsCall(method string, path string, object string, response **uint16) (hr error)
+/// = vmcompute.HNSCall?`); the response is CoTaskMemAlloc'd.
+type HnsCall = unsafe extern "system" fn(PCWSTR, PCWSTR, PCWSTR, *mut PWSTR) -> HRESULT;
+
+/// The HNS service's version, as hcsshim's `GetGlobals` asks it: `GET /globals/version`.
+pub fn hns_version() -> HostResult<(u32, u32)> {
+    let unavailable = |reason: String| HostError::Unavailable {
+        what: "the HNS version".into(),
+        reason,
+    };
+    // SAFETY: vmcompute.dll is a system DLL whose initialisation has no preconditions; the
+    // search is restricted to System32 so no planted DLL is loaded.
+    let lib = unsafe { Library::load_with_flags("vmcompute.dll", LOAD_LIBRARY_SEARCH_SYSTEM32) }
+        .map_err(|e| unavailable(format!("vmcompute.dll cannot be loaded ({e})")))?;
+    // SAFETY: HNSCall has the signature above (hcsshim's generated syscall wrapper).
+    let call: Symbol<HnsCall> = unsafe { lib.get(b"HNSCall\0") }
+        .map_err(|e| unavailable(format!("HNSCall is missing from vmcompute.dll: {e}")))?;
+    let (method, path, object) = (wide("GET"), wide("/globals/version"), wide(""));
+    let mut response: PWSTR = std::ptr::null_mut();
+    // SAFETY: three NUL-terminated strings and an out-pointer owned by this frame; the
+    // response is freed by take_string whatever the outcome.
+    let hr = unsafe {
+        call(
+            method.as_ptr(),
+            path.as_ptr(),
+            object.as_ptr(),
+            &mut response,
+        )
+    };
+    let answer = take_string(response);
+    if hr < 0 {
+        return Err(HostError::Api {
+            op: "read the HNS version".into(),
+            code: hr as u32,
+            message: answer,
+        });
+    }
+    hns::parse_version(&answer).map_err(|why| HostError::Refused {
+        what: "read the HNS version".into(),
+        reason: why,
+    })
+}
+
 fn take_string(p: PWSTR) -> String {
     let s = super::take_wide(p);
     free(p);

@@ -192,3 +192,23 @@ fn the_endpoints_of_one_network_are_listed_with_a_filter() {
         "every endpoint was opened, not only the network's own"
     );
 }
+
+/// The HNS version is asked as hcsshim's `GetGlobals` asks it (`HNSCall GET /globals/version`
+/// of vmcompute.dll, here the stand-in built as vmcompute.dll): the answer's `Output` read,
+/// and a refusal kept with HNS's words.
+#[test]
+fn the_hns_version_is_read_through_hnscall() {
+    if standin().is_none() {
+        return;
+    }
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let knob = std::path::Path::new(r"C:\calicoctl-win-hcn\version.json");
+    std::fs::create_dir_all(knob.parent().expect("dir")).expect("dir");
+    std::fs::write(knob, r#"{"Major":9,"Minor":2}"#).expect("write");
+    let h = WindowsHost::new();
+    let read = h.hns_version();
+    std::fs::remove_file(knob).expect("remove");
+    assert_eq!(read.expect("version"), (9, 2));
+    let err = h.hns_version().expect_err("no version");
+    assert!(err.to_string().contains("no version.json"), "{err}");
+}

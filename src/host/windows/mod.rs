@@ -109,6 +109,9 @@ impl Hns for WindowsHost {
     fn hns_endpoints(&self, network_id: &str) -> HostResult<Vec<HnsEndpoint>> {
         hcn::Hcn::load()?.endpoints(network_id)
     }
+    fn hns_version(&self) -> HostResult<(u32, u32)> {
+        hcn::hns_version()
+    }
     fn hns_create_network(&self, spec_json: &str) -> HostResult<HnsNetwork> {
         let (_, name) = hns::checked_spec(spec_json)?;
         let hcn = hcn::Hcn::load()?;

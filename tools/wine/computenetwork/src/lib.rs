@@ -28,6 +28,12 @@
 //!   matches an endpoint's `HostComputeNetwork`, as hcsshim's `ListEndpointsOfNetwork` relies on
 //!   (`hcn/hcnendpoint.go`: "Once query can convert schema, change to {HostComputeNetwork:..}");
 //!
+//! - built a second time as `vmcompute.dll`, it answers the HNS v1 `HNSCall` for
+//!   `GET /globals/version` as hcsshim's `hnsCall` reads it (`{"Success":true,"Output":
+//!   {"Major":..,"Minor":..}}`), with the version a test wrote to `version.json` in the state
+//!   directory; without one, and for any other call, `{"Success":false,"Error":..}`. The
+//!   version is the test's, never a claim about a real HNS;
+//!
 //! Test-only exports: `HcnStandinStats`, `HcnStandinOpens` (objects opened so far),
 //! `HcnStandinAddEndpoint`, `HcnStandinGhost` (lists an
 //! id that does not exist, as a network deleted between enumeration and open),
@@ -596,6 +602,32 @@ pub unsafe extern "system" fn HcnStandinStats(
 }
 
 /// Test-only: attaches an endpoint to a network, as the CNI plugin does for a pod.
+/// vmcompute.dll's `HNSCall(method, path, object, response)`.
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn HNSCall(
+    method: PCWSTR,
+    path: PCWSTR,
+    _object: PCWSTR,
+    response: *mut PWSTR,
+) -> HRESULT {
+    if response.is_null() {
+        return E_POINTER;
+    }
+    // SAFETY: the caller passes NUL-terminated strings or null.
+    let (method, path) = unsafe { (read_wide(method), read_wide(path)) };
+    let version = std::fs::read_to_string(root().join("version.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    let answer = match (method.as_deref(), path.as_deref(), version) {
+        (Some("GET"), Some("/globals/version"), Some(v)) => json!({"Success": true, "Output": v}),
+        (Some("GET"), Some("/globals/version"), None) => {
+            json!({"Success": false, "Error": "the stand-in has no version.json"})
+        }
+        _ => json!({"Success": false, "Error": "not implemented by the stand-in"}),
+    };
+    unsafe { put(response, &answer.to_string()) }
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "system" fn HcnStandinOpens(opens: *mut i64) -> HRESULT {
     if opens.is_null() {
