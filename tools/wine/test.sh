@@ -99,3 +99,11 @@ CALICOCTL_WIN_WINE_LIFECYCLE=1 CALICOCTL_WIN_WINE="$wine" \
     CALICOCTL_WIN_WINDOWS_BIN="$target_dir/$target/debug" \
     cargo test --locked --test wine_lifecycle
 echo "wine: the whole lifecycle (vxlan and windows-bgp) returns the prefix to its initial state"
+
+# The lifecycle test the Windows workflow runs on real Windows, here as a Windows program under
+# Wine (tests/windows_lifecycle.rs): the same code path, with the stand-ins for HNS, the
+# firewall and the IP helper.
+CALICOCTL_WIN_LIFECYCLE=1 CALICOCTL_WIN_HCN_STANDIN=1 \
+    WINEDLLOVERRIDES="$WINEDLLOVERRIDES;iphlpapi=n" \
+    cargo test --locked --target $target --test windows_lifecycle
+echo "wine: install, status, install again and uninstall --purge as a Windows program"

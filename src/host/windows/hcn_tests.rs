@@ -212,3 +212,47 @@ fn the_hns_version_is_read_through_hnscall() {
     let err = h.hns_version().expect_err("no version");
     assert!(err.to_string().contains("no version.json"), "{err}");
 }
+
+/// The HNS contract on a host whose HNS must not be disturbed (real Windows, where the
+/// workflow sets CALICOCTL_WIN_REAL_HOST; the stand-in too): a NAT network, which takes no
+/// network adapter into a vSwitch, is created, listed, refused a second time by name, has no
+/// endpoints, is deleted and is then not found; HNS answers its version.
+#[test]
+fn a_nat_network_lives_and_dies_on_this_host() {
+    let real = crate::host::contract::on_windows::real_host();
+    if !real && standin().is_none() {
+        return;
+    }
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let h = WindowsHost::new();
+    let name = unique("calicoctl-win-ci-");
+    let spec = serde_json::json!({"SchemaVersion": {"Major": 2, "Minor": 0}, "Name": name,
+        "Type": "NAT", "Ipams": [{"Type": "Static", "Subnets": [{
+            "IpAddressPrefix": "192.168.254.0/24",
+            "Routes": [{"NextHop": "192.168.254.1", "DestinationPrefix": "0.0.0.0/0"}]}]}]})
+    .to_string();
+    let n = h.hns_create_network(&spec).expect("create");
+    let checks = || {
+        assert_eq!(n.name, name);
+        let listed = h.hns_networks().expect("list");
+        assert!(listed.iter().any(|l| l.id == n.id), "{listed:?}");
+        assert!(matches!(
+            h.hns_create_network(&spec),
+            Err(HostError::Exists { .. })
+        ));
+        assert!(h.hns_endpoints(&n.id).expect("endpoints").is_empty());
+    };
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(checks));
+    h.hns_delete_network(&n.id).expect("delete");
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+    assert!(matches!(
+        h.hns_delete_network(&n.id),
+        Err(HostError::NotFound { .. })
+    ));
+    if real {
+        let v = h.hns_version().expect("HNS answers its version");
+        assert!(v.0 >= 7, "{v:?}");
+    }
+}
