@@ -131,7 +131,7 @@ impl Kind {
 
     /// The name in JSON (`needs-drain`).
     /// The exit codes a failure of this kind comes with: what docs/errors.md lists
-    /// (`tests/docs.rs` compares them) and what every error of the kind must use (checked
+    /// (`tests/cli/docs.rs` compares them) and what every error of the kind must use (checked
     /// when a debug build makes the error).
     pub fn exits(self) -> &'static [Exit] {
         use Exit::{Busy, Failed, NeedsDrain, Preflight, Timeout, Usage};

@@ -1,7 +1,7 @@
 //! Calico's selector language, as libcalico-go v3.31.7 reads it: the tokenizer
 //! (`lib/selector/tokenizer/tokenizer.go`), the parser (`lib/selector/parser/parser.go`), the
 //! evaluation of each node and the canonical form (`lib/selector/parser/ast.go`). Calico's own
-//! test tables run against this module (tests/calico_selector.rs). Unlike Calico, an error
+//! test tables run against this module (tests/cli/calico_selector.rs). Unlike Calico, an error
 //! says where in the selector it was found. A leaf: it uses nothing else of the crate.
 
 use std::collections::BTreeSet;

@@ -1,6 +1,6 @@
 //! Every Kubernetes API call calicoctl-win makes, as the RBAC rules that allow it: one table,
 //! from which `fleet rbac` renders the installer's and the fleet's roles and which
-//! `tests/rights.rs` proves sufficient (each command runs under a service account bound to
+//! `tests/cluster/rights.rs` proves sufficient (each command runs under a service account bound to
 //! exactly these rules, on a fake API server that enforces RBAC as kube-apiserver does) and
 //! minimal (taking away any one rule makes some command fail, naming the right).
 //!

@@ -1,7 +1,7 @@
 //! Kubernetes label selectors and NetworkPolicy as Calico converts them: libcalico-go v3.31.7
 //! `lib/backend/k8s/conversion/conversion.go` (`k8sSelectorToCalico`, `K8sNetworkPolicyToCalico`,
 //! `k8sRuleToCalico`, `k8sPeerToCalicoFields`). The conversion's own test table runs against
-//! this module (tests/calico_selector.rs).
+//! this module (tests/cli/calico_selector.rs).
 
 use serde_json::Value;
 

@@ -94,16 +94,16 @@ echo "wine: the HNS contract holds through the stand-in computenetwork.dll, noth
 # The whole lifecycle: calicoctl-win.exe installs (vxlan, then windows-bgp) through the real
 # SCM and registry and the stand-ins, against the fake API server on loopback; status, a second
 # install, reconfigure --drain to a new VNI, and uninstall --purge back to the prefix as it was.
-# A Linux test drives the Windows programs (tests/wine_lifecycle.rs).
+# A Linux test drives the Windows programs (tests/windows/wine_lifecycle.rs).
 CALICOCTL_WIN_WINE_LIFECYCLE=1 CALICOCTL_WIN_WINE="$wine" \
     CALICOCTL_WIN_WINDOWS_BIN="$target_dir/$target/debug" \
-    cargo test --locked --test wine_lifecycle
+    cargo test --locked --test windows wine_lifecycle
 echo "wine: the whole lifecycle (vxlan and windows-bgp) returns the prefix to its initial state"
 
 # The lifecycle test the Windows workflow runs on real Windows, here as a Windows program under
-# Wine (tests/windows_lifecycle.rs): the same code path, with the stand-ins for HNS, the
+# Wine (tests/windows/windows_lifecycle.rs): the same code path, with the stand-ins for HNS, the
 # firewall and the IP helper.
 CALICOCTL_WIN_LIFECYCLE=1 CALICOCTL_WIN_HCN_STANDIN=1 \
     WINEDLLOVERRIDES="$WINEDLLOVERRIDES;iphlpapi=n" \
-    cargo test --locked --target $target --test windows_lifecycle
+    cargo test --locked --target $target --test windows windows_lifecycle
 echo "wine: install, status, install again and uninstall --purge as a Windows program"

@@ -360,7 +360,7 @@ impl FakeApi {
         let mut node = meta("v1", "Node", "win-1", None);
         node["metadata"]["labels"] = json!({"kubernetes.io/os": "windows"});
         // kubelet started with --max-pods=60, what a /26 block holds on Windows (kubelet's
-        // default 110 fails preflight's block-capacity: tests/cluster_preflight.rs).
+        // default 110 fails preflight's block-capacity: tests/cluster/cluster_preflight.rs).
         node["status"] = json!({"capacity": {"pods": "60"}});
         self.put("/api/v1/nodes/win-1", node);
         self.calico_node_rbac();

@@ -15,15 +15,13 @@
 //! network, no VXLAN firewall rule and no install root remain.
 #![cfg(windows)]
 
-mod support;
-
+use crate::support::fake_api::FakeApi;
+use crate::support::release::{buildinfo, write_zip};
 use calicoctl_win::host::windows::WindowsHost;
 use calicoctl_win::host::{Files, Firewall, Hns, Services};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use support::fake_api::FakeApi;
-use support::release::{buildinfo, write_zip};
 
 const ROOT: &str = r"C:\CalicoWindows";
 const SERVICES: [&str; 3] = ["CalicoFelix", "CalicoConfd", "CalicoNode"];
@@ -42,7 +40,7 @@ fn under_wine() -> bool {
 }
 
 /// Under Wine, calicoctl-win.exe and the services it registers load the project's stand-in
-/// iphlpapi.dll and hnetcfg.dll (Wine's own lack what it calls), as tests/wine_lifecycle.rs
+/// iphlpapi.dll and hnetcfg.dll (Wine's own lack what it calls), as tests/windows/wine_lifecycle.rs
 /// sets them; on Windows nothing is done.
 fn wine_dll_overrides() {
     if !under_wine() {
@@ -163,7 +161,7 @@ fn stand_in_kubelet(dir: &Path) -> Child {
 fn release(dir: &Path, version: &str) -> PathBuf {
     let mut exe = std::fs::read(example("fake-calico-node")).expect("fake calico-node");
     exe.extend_from_slice(buildinfo(version).as_bytes());
-    let mut entries = support::release::entries("calico-node.exe");
+    let mut entries = crate::support::release::entries("calico-node.exe");
     entries[0].1 = exe;
     let path = dir.join(format!("calico-windows-v{version}.zip"));
     write_zip(&path, &entries);

@@ -2,9 +2,7 @@
 //! Each file starts with `# key: KEY` (`-` for a file-level problem), and may add
 //! `# env: NAME=VALUE`, `# set: KEY=VALUE` and `# line: N` (the line the problem is reported at).
 
-mod support;
-
-use support::{cmd, json, root};
+use crate::support::{cmd, json, root};
 
 struct Case {
     name: String,

@@ -4,12 +4,10 @@
 
 #![cfg(unix)]
 
-mod support;
-
+use crate::support::cmd;
+use crate::support::fake_api::FakeApi;
 use std::path::Path;
 use std::time::Duration;
-use support::cmd;
-use support::fake_api::FakeApi;
 
 /// A command that must end within 30 s (a FIFO opened for reading would block forever).
 fn run(args: &[&str], out: &Path, cwd: &Path) -> (Option<i32>, String, String) {
@@ -91,7 +89,7 @@ fn a_device_or_fifo_is_refused_and_left_as_it_was() {
 fn dash_is_standard_output_and_a_missing_directory_is_named() {
     let api = FakeApi::start();
     api.healthy_calico();
-    let mut sa = support::fake_api::meta(
+    let mut sa = crate::support::fake_api::meta(
         "v1",
         "ServiceAccount",
         "calicoctl-win-installer",

@@ -1,10 +1,8 @@
 //! `config import-ps1` on realistic config.ps1 files of both forms.
 
-mod support;
-
+use crate::support::{assert_golden, cmd, json, root};
 use std::path::Path;
 use std::process::Output;
-use support::{assert_golden, cmd, json, root};
 
 /// Runs `config import-ps1 PS1 --out-file OUT` with the given global flags.
 fn import_ps1(ps1: &Path, out: &Path, flags: &[&str]) -> Output {

@@ -2,15 +2,13 @@
 //! rewrite, the rewrite is not and keeps the same connectivity, the estimates follow the model
 //! in docs/commands/lint.md, and bad input is an error that names it.
 
-mod support;
-
 use std::path::Path;
 
+use crate::support::fake_api::{FakeApi, meta};
 use calicoctl_win::policy::endpoints::{Class, Endpoints};
 use calicoctl_win::policy::model::{Direction, Policy};
 use calicoctl_win::policy::{self, Collected};
 use serde_json::{Value, json};
-use support::fake_api::{FakeApi, meta};
 
 fn node(name: &str, os: &str) -> Value {
     let mut n = meta("v1", "Node", name, None);
@@ -89,7 +87,7 @@ fn write_inputs(dir: &Path, policies: &[Value]) {
 }
 
 fn lint_dir(dir: &Path) -> (i32, Value, String) {
-    let out = support::cmd()
+    let out = crate::support::cmd()
         .args(["lint", "policies", "-o", "json", "--from-file"])
         .arg(dir)
         .output()
@@ -97,7 +95,7 @@ fn lint_dir(dir: &Path) -> (i32, Value, String) {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     (
         out.status.code().unwrap(),
-        support::json(&out.stdout),
+        crate::support::json(&out.stdout),
         stderr,
     )
 }
@@ -106,12 +104,12 @@ fn lint_dir(dir: &Path) -> (i32, Value, String) {
 /// `lint policies -o json` against the fake API server: the process's output and its document.
 fn lint_cluster(api: &FakeApi) -> (std::process::Output, Value) {
     let dir = tempfile::tempdir().unwrap();
-    let out = support::cmd()
+    let out = crate::support::cmd()
         .args(["lint", "policies", "-o", "json", "--kubeconfig"])
         .arg(api.kubeconfig(dir.path(), None))
         .output()
         .unwrap();
-    let doc = support::json(&out.stdout);
+    let doc = crate::support::json(&out.stdout);
     (out, doc)
 }
 
@@ -574,7 +572,7 @@ fn service_account_and_namespace_selectors_scope_as_calico_builds_them() {
 fn the_text_report_shows_the_table_the_finding_and_its_rewrite() {
     let dir = tempfile::tempdir().unwrap();
     write_inputs(dir.path(), &[seed()]);
-    let out = support::cmd()
+    let out = crate::support::cmd()
         .args(["lint", "policies", "--from-file"])
         .arg(dir.path())
         .output()
@@ -725,7 +723,7 @@ fn a_rewrite_past_the_selector_cap_stays_a_suggestion_in_words() {
 /// directory holding it is said as a loop, not as nesting past the depth cap.
 #[test]
 fn stdin_and_a_link_loop_are_said_as_what_they_are() {
-    let out = support::cmd()
+    let out = crate::support::cmd()
         .args(["lint", "policies", "--from-file", "-"])
         .output()
         .unwrap();

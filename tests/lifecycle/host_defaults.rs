@@ -2,12 +2,10 @@
 //! node name (kubelet's --hostname-override, else the host's name), the container runtime and
 //! containerd's CNI directories, and the admin kubeconfig at C:\k\config.
 
-mod support;
-
+use crate::support::fake_api::FakeApi;
+use crate::support::{cmd, json};
 use serde_json::Value;
 use std::path::Path;
-use support::fake_api::FakeApi;
-use support::{cmd, json};
 
 /// `calicoctl-win ARGS -o json --sim-host DIR`, with no flags that set a value.
 fn run(sim: &Path, args: &[&str]) -> (i32, Value, String) {

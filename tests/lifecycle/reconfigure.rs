@@ -2,13 +2,11 @@
 //! pods on it, taken from VXLAN VNI 4096 to 4097 (drain, new Calico network, uncordon), and
 //! the refusals, the PodDisruptionBudget timeout, interruptions and files-only changes.
 
-mod support;
-
+use crate::support::fake_api::FakeApi;
+use crate::support::release::release_zip;
+use crate::support::snapshot::{assert_same, snapshot};
+use crate::support::{SimNode, on_node};
 use serde_json::{Value, json};
-use support::fake_api::FakeApi;
-use support::release::release_zip;
-use support::snapshot::{assert_same, snapshot};
-use support::{SimNode, on_node};
 
 struct Node {
     api: FakeApi,
@@ -61,7 +59,7 @@ impl Node {
     }
 
     fn calico_vsid(&self) -> Option<u64> {
-        support::calico_vsid(&self.node.sim())
+        crate::support::calico_vsid(&self.node.sim())
     }
 
     fn pods(&self) -> Vec<String> {
@@ -272,9 +270,9 @@ fn reconfigure_killed_from_outside_at_every_call_is_finished_by_a_rerun() {
         let tmp = node.node.dir.path().join("tmp");
         std::fs::create_dir_all(&tmp).expect("tmp");
         let args = [&["reconfigure"][..], VNI_4097, &["--drain"]].concat();
-        let at = match support::kill_at(&node.node.sim(), &node.node.admin, &args, n, &tmp) {
-            support::Killed::At(at) => at,
-            support::Killed::Ended(code, err) => {
+        let at = match crate::support::kill_at(&node.node.sim(), &node.node.admin, &args, n, &tmp) {
+            crate::support::Killed::At(at) => at,
+            crate::support::Killed::Ended(code, err) => {
                 // The pause came after the last mutating call: the walk is over.
                 assert_eq!(code, 0, "{err}");
                 assert!(n > mutating as u64, "only {n} calls for {mutating} steps");
@@ -798,7 +796,7 @@ fn reconfigure_refuses_a_node_name_kubelet_does_not_use() {
     let n = Node::installed();
     let env = n.node.c_drive("calicowindows/calico-node.env");
     let before = std::fs::read(&env).ok();
-    let out = support::cmd()
+    let out = crate::support::cmd()
         .args([
             "reconfigure",
             "--set",
@@ -814,7 +812,7 @@ fn reconfigure_refuses_a_node_name_kubelet_does_not_use() {
         .expect("run");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
-    let doc = support::json(&out.stdout);
+    let doc = crate::support::json(&out.stdout);
     assert_eq!(doc["blocking"], json!(["node-name"]), "{doc}");
     assert_eq!(std::fs::read(&env).ok(), before, "NODENAME was rewritten");
 }

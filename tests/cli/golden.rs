@@ -1,9 +1,7 @@
 //! Every rendered file, for every scenario, against reviewed golden files in tests/golden/.
 
-mod support;
-
+use crate::support::{assert_golden, cmd, json, root};
 use std::collections::BTreeSet;
-use support::{assert_golden, cmd, json, root};
 
 fn render_case(case: &str) {
     let dir = root().join("tests/golden").join(case);

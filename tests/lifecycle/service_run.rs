@@ -1,15 +1,13 @@
 //! `service run ROLE` through the binary on a simulated host, and the simulated SCM running a
 //! role's start-up phase when one of calicoctl-win's services starts.
 
-mod support;
-
+use crate::support::cmd;
 use calicoctl_win::config::{Inputs, load};
 use calicoctl_win::host::sim::SimHost;
 use calicoctl_win::host::{Access, Files, Hns, Registry, ServiceState, Services, SystemInfo};
 use calicoctl_win::supervise::{self, Role};
 use std::path::Path;
 use std::time::Duration;
-use support::cmd;
 
 const ROOT: &str = r"C:\CalicoWindows";
 

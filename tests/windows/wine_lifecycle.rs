@@ -8,15 +8,13 @@
 //! Only `tools/wine/test.sh` runs it: it builds the Windows exe and the stand-ins, makes the
 //! prefix and sets CALICOCTL_WIN_WINE_LIFECYCLE. Elsewhere the test says so and passes.
 
-mod support;
-
+use crate::support::fake_api::{FakeApi, calico};
+use crate::support::release::{buildinfo, sha256, write_zip};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::Duration;
-use support::fake_api::{FakeApi, calico};
-use support::release::{buildinfo, sha256, write_zip};
 
 const CRD: &str = "/apis/crd.projectcalico.org/v1";
 
@@ -188,7 +186,7 @@ impl Node {
         let mut exe = std::fs::read(self.bin.join("examples").join("fake-calico-node.exe"))
             .expect("fake calico-node");
         exe.extend_from_slice(buildinfo(version).as_bytes());
-        let mut entries = support::release::entries("calico-node.exe");
+        let mut entries = crate::support::release::entries("calico-node.exe");
         entries[0].1 = exe;
         let path = self
             .dir
@@ -462,7 +460,7 @@ fn installed_and_idempotent(n: &Node, kc: &Path, install: &[&str]) {
 /// `install` with ARGS; once more when Wine itself failed to start a service's process
 /// (ERROR_INTERNAL_ERROR, 1359, before any of the program's code ran: see `start_service` in
 /// src/host/contract.rs for the Wine source) and the install undid everything, as it says and
-/// as the prefix shows against `before` (the words are pinned by tests/install.rs's
+/// as the prefix shows against `before` (the words are pinned by tests/lifecycle/install.rs's
 /// `a_refusal_in_each_host_area_reaches_the_user_with_the_os_code`). Any other failure is the
 /// answer.
 fn run_install(n: &Node, kc: &Path, args: &[&str], before: &Value) -> (i32, Value, String) {

@@ -1,13 +1,11 @@
 //! Checks and files that real clusters and nodes need: the operator's own Windows install,
 //! Windows Server 2025, a node IP with its prefix, AKS's static rules for policy-only Calico.
 
-mod support;
-
+use crate::support::fake_api::FakeApi;
+use crate::support::release::release_zip;
+use crate::support::snapshot::{assert_same, snapshot};
+use crate::support::{SimNode, on_node};
 use serde_json::{Value, json};
-use support::fake_api::FakeApi;
-use support::release::release_zip;
-use support::snapshot::{assert_same, snapshot};
-use support::{SimNode, on_node};
 
 fn verdict<'a>(doc: &'a Value, id: &str) -> &'a Value {
     doc["checks"]
@@ -72,7 +70,7 @@ fn windows_server_2025_is_a_warning_not_a_pass() {
         .output()
         .expect("run");
     assert_eq!(out.status.code(), Some(0));
-    let doc = support::json(&out.stdout);
+    let doc = crate::support::json(&out.stdout);
     let c = verdict(&doc, "os-build");
     assert_eq!(c["verdict"], "warn", "{c}");
     assert!(

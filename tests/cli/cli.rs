@@ -1,9 +1,7 @@
 //! The binary's behaviour as a user or a provisioning script sees it.
 
-mod support;
-
+use crate::support::{cmd, json, on_node, root};
 use sha2::{Digest, Sha256};
-use support::{cmd, json, on_node, root};
 
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)

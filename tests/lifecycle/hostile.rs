@@ -7,14 +7,12 @@
 //! durations, every input `<FILE>`/`<PATH|URL>` flag hostile files; the global `--config`,
 //! `--kubeconfig` and `--set` get hostile values on every command.
 
-mod support;
-
+use crate::support::fake_api::FakeApi;
+use crate::support::release::release_zip;
+use crate::support::snapshot::{assert_same, snapshot};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::fake_api::FakeApi;
-use support::release::release_zip;
-use support::snapshot::{assert_same, snapshot};
 
 /// Each command with the arguments it needs besides the hostile one.
 fn commands(dir: &Path) -> Vec<Vec<String>> {
@@ -57,7 +55,7 @@ fn flags(command: &[String]) -> (Vec<String>, Vec<String>) {
         .map(String::as_str)
         .take_while(|w| !w.starts_with('-') && !w.contains('/'))
         .collect();
-    let out = support::cmd()
+    let out = crate::support::cmd()
         .args(&words)
         .arg("--help")
         .output()
@@ -107,7 +105,7 @@ impl Hostile {
         let admin = api.kubeconfig(dir.path(), None);
         let zip = release_zip(dir.path(), "3.30.2", "calico-node.exe");
         let template = dir.path().join("template");
-        let out = support::on_node()
+        let out = crate::support::on_node()
             .args(["install", "--release-zip"])
             .arg(&zip)
             .arg("--sim-host")
@@ -235,7 +233,7 @@ impl Hostile {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
             .env_clear()
             .env("TMPDIR", &tmp)
-            .current_dir(support::root())
+            .current_dir(crate::support::root())
             // The node's name, for the commands that read the configuration (first, so that
             // a hostile --set after it wins).
             .args(

@@ -2,8 +2,6 @@
 //! what a Windows admin needs, SHA256SUMS and the winget manifests name it by its checksum,
 //! and the same inputs give the same bytes whatever the files' times.
 
-mod support;
-
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -12,7 +10,7 @@ const URL_BASE: &str = "https://releases.example/calicoctl-win/v0.1.0";
 /// Runs package.py on `exe` and a completion script into `out`.
 fn package(exe: &Path, completion: &Path, out: &Path, url_base: &str) -> std::process::Output {
     std::process::Command::new("python3")
-        .arg(support::root().join("packaging/package.py"))
+        .arg(crate::support::root().join("packaging/package.py"))
         .arg("--exe")
         .arg(exe)
         .arg("--completion")
@@ -33,7 +31,7 @@ fn package(exe: &Path, completion: &Path, out: &Path, url_base: &str) -> std::pr
 fn inputs(dir: &Path) -> (PathBuf, PathBuf) {
     let exe = dir.join("calicoctl-win.exe");
     std::fs::write(&exe, b"MZ stand-in for the Windows build").expect("exe");
-    let out = support::cmd()
+    let out = crate::support::cmd()
         .args(["completions", "powershell"])
         .output()
         .expect("completions");
@@ -49,7 +47,7 @@ fn yaml(path: &Path) -> Value {
 
 #[test]
 fn the_release_zip_sums_and_winget_manifests_are_complete_and_reproducible() {
-    if support::tool("python3").is_none() {
+    if crate::support::tool("python3").is_none() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
@@ -98,7 +96,7 @@ fn the_release_zip_sums_and_winget_manifests_are_complete_and_reproducible() {
         .expect("read");
     assert!(license.contains("Apache License") && license.contains("Version 2.0"));
 
-    let digest = support::release::sha256(&zip_path);
+    let digest = crate::support::release::sha256(&zip_path);
     assert_eq!(
         std::fs::read_to_string(a.join("SHA256SUMS")).expect("sums"),
         format!("{digest}  {zip_name}\n")
@@ -167,7 +165,7 @@ fn the_release_zip_sums_and_winget_manifests_are_complete_and_reproducible() {
 
 #[test]
 fn a_plain_http_download_url_is_refused() {
-    if support::tool("python3").is_none() {
+    if crate::support::tool("python3").is_none() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
@@ -211,7 +209,7 @@ esac
         std::env::var("PATH").unwrap_or_default()
     );
     let out = std::process::Command::new("bash")
-        .arg(support::root().join("packaging/package.sh"))
+        .arg(crate::support::root().join("packaging/package.sh"))
         .arg(URL_BASE)
         .env("PATH", path)
         .env("CARGO_TARGET_DIR", &target)

@@ -1,11 +1,9 @@
 //! `preflight`'s cluster checks through the binary, against the fake API server.
 
-mod support;
-
+use crate::support::fake_api::{FakeApi, calico};
+use crate::support::{json as parse, on_node};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use support::fake_api::{FakeApi, calico};
-use support::{json as parse, on_node};
 
 struct Run {
     code: i32,
@@ -486,7 +484,7 @@ fn config_show_fills_unset_settings_from_the_cluster() {
             json!({"vxlanEnabled": false, "vxlanVNI": 4097}),
         ),
     );
-    let mut dns = support::fake_api::meta("v1", "Service", "kube-dns", Some("kube-system"));
+    let mut dns = crate::support::fake_api::meta("v1", "Service", "kube-dns", Some("kube-system"));
     dns["spec"] = json!({"clusterIP": "10.100.0.10"});
     api.put("/api/v1/namespaces/kube-system/services/kube-dns", dns);
     let s = config_show(&api, &["--set", "service_cidrs=10.0.0.0/16"]);
@@ -531,7 +529,7 @@ fn config_show_warns_when_the_cluster_cannot_be_read() {
 fn https_proxy_is_used_unless_no_proxy_names_the_server() {
     let api = FakeApi::start();
     api.healthy_calico();
-    let proxy = support::proxy::Proxy::start();
+    let proxy = crate::support::proxy::Proxy::start();
     let dir = tempfile::tempdir().expect("tempdir");
     // The server by name, the proxy by IP: NO_PROXY must be matched against the server.
     let kubeconfig = api.kubeconfig(dir.path(), None);
@@ -571,7 +569,7 @@ fn https_proxy_is_used_unless_no_proxy_names_the_server() {
 #[test]
 fn fix_asks_on_a_terminal_and_no_applies_nothing() {
     // `script` (util-linux) gives the command a terminal; the answer is typed into it.
-    let Some(script) = support::tool("script") else {
+    let Some(script) = crate::support::tool("script") else {
         return;
     };
     let api = FakeApi::start();

@@ -1,13 +1,11 @@
 //! `fetch etcd-certs` through the binary: the secret from the fake API server, checked
 //! against a real etcd with mutual TLS, written to a simulated host.
 
-mod support;
-
+use crate::support::etcd::Etcd;
+use crate::support::fake_api::{FakeApi, TestCa};
+use crate::support::{SimNode, tool};
 use serde_json::Value;
 use std::path::PathBuf;
-use support::etcd::Etcd;
-use support::fake_api::{FakeApi, TestCa};
-use support::{SimNode, tool};
 
 struct Node(SimNode);
 
@@ -57,7 +55,8 @@ fn the_files_are_written_after_etcd_accepts_them() {
     let api = FakeApi::start();
     etcd_cluster(&api, &key, &cert, &ca.pem());
     // The endpoints come from calico-config when etcd.endpoints is unset.
-    let mut cm = support::fake_api::meta("v1", "ConfigMap", "calico-config", Some("kube-system"));
+    let mut cm =
+        crate::support::fake_api::meta("v1", "ConfigMap", "calico-config", Some("kube-system"));
     cm["data"] = serde_json::json!({"etcd_endpoints": etcd.url});
     api.put(
         "/api/v1/namespaces/kube-system/configmaps/calico-config",

@@ -6,14 +6,12 @@
 
 #![cfg(unix)]
 
-mod support;
-
+use crate::support::fake_api::FakeApi;
+use crate::support::release::release_zip;
+use crate::support::{SimNode, on_node};
 use base64::Engine;
 use serde_json::Value;
 use std::time::Duration;
-use support::fake_api::FakeApi;
-use support::release::release_zip;
-use support::{SimNode, on_node};
 
 const TOKEN_PATH: &str = "/api/v1/namespaces/calico-system/serviceaccounts/calico-node/token";
 
@@ -55,13 +53,13 @@ fn status(node: &SimNode, verify: bool) -> (Option<i32>, Value, String) {
     let out = cmd.output().expect("status");
     (
         out.status.code(),
-        support::json(&out.stdout),
+        crate::support::json(&out.stdout),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
 
 fn problems(doc: &Value) -> Vec<String> {
-    support::status_problems(doc)
+    crate::support::status_problems(doc)
 }
 
 /// CalicoNode in the foreground until what it adds to its log file satisfies `ready` (at most
@@ -69,7 +67,7 @@ fn problems(doc: &Value) -> Vec<String> {
 fn run_node_until(node: &SimNode, ready: impl Fn(&str) -> bool, more: u64) -> String {
     let log_file = node.c_drive("calicowindows/logs/calico-node.log");
     let before = std::fs::read_to_string(&log_file).map_or(0, |t| t.len());
-    let child = support::console_node(&node.sim());
+    let child = crate::support::console_node(&node.sim());
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         let text = std::fs::read_to_string(&log_file).unwrap_or_default();
@@ -77,13 +75,13 @@ fn run_node_until(node: &SimNode, ready: impl Fn(&str) -> bool, more: u64) -> St
             break;
         }
         if std::time::Instant::now() > deadline {
-            let log = support::stop_console(child);
+            let log = crate::support::stop_console(child);
             panic!("CalicoNode never got there in 60 s: {log}");
         }
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_secs(more));
-    support::stop_console(child)
+    crate::support::stop_console(child)
 }
 
 fn token_requests(api: &FakeApi) -> usize {

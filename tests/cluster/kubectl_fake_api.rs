@@ -1,11 +1,9 @@
 //! Debian's `kubectl` against the fake API server: an independent client shows that the
 //! double's answers are well-formed Kubernetes (discovery, lists, objects, TokenRequest).
 
-mod support;
-
+use crate::support::fake_api::{FakeApi, claims};
+use crate::support::tool;
 use std::path::Path;
-use support::fake_api::{FakeApi, claims};
-use support::tool;
 
 /// Runs kubectl with a clean environment (its cache in `home`) and the admin kubeconfig.
 fn run(bin: &Path, home: &Path, kubeconfig: &Path, args: &[&str]) -> std::process::Output {

@@ -1,10 +1,8 @@
 //! `fetch kubeconfig` through the binary, against the fake API server, on a simulated host.
 
-mod support;
-
+use crate::support::fake_api::{FakeApi, claims};
+use crate::support::{SimNode, on_node, tool};
 use serde_json::Value;
-use support::fake_api::{FakeApi, claims};
-use support::{SimNode, on_node, tool};
 
 const SA_TOKEN: &str = "/api/v1/namespaces/calico-system/serviceaccounts/calico-node/token";
 
@@ -337,8 +335,12 @@ fn an_admin_kubeconfig_without_a_ca_takes_the_clusters_and_never_copies_insecure
         &["no CA certificate for", "certificate-authority-data"],
     );
 
-    let mut root_ca =
-        support::fake_api::meta("v1", "ConfigMap", "kube-root-ca.crt", Some("calico-system"));
+    let mut root_ca = crate::support::fake_api::meta(
+        "v1",
+        "ConfigMap",
+        "kube-root-ca.crt",
+        Some("calico-system"),
+    );
     root_ca["data"] = serde_json::json!({"ca.crt": api.ca_pem});
     api.put(
         "/api/v1/namespaces/calico-system/configmaps/kube-root-ca.crt",

@@ -2,14 +2,12 @@
 //! `calico-etcd-secrets`, are checked against a real etcd (mutual TLS), written for SYSTEM and
 //! Administrators only, named in the services' environment, and removed by uninstall.
 
-mod support;
-
+use crate::support::etcd::Etcd;
+use crate::support::fake_api::{FakeApi, TestCa, meta};
+use crate::support::release::release_zip;
+use crate::support::snapshot::{assert_same, snapshot};
+use crate::support::{SimNode, tool};
 use serde_json::json;
-use support::etcd::Etcd;
-use support::fake_api::{FakeApi, TestCa, meta};
-use support::release::release_zip;
-use support::snapshot::{assert_same, snapshot};
-use support::{SimNode, tool};
 
 /// An operator install whose datastore is etcd at `url`: calico-config names the endpoints,
 /// calico-etcd-secrets holds calico-node's client certificate and key and the CA.
@@ -115,7 +113,7 @@ fn an_etcd_install_runs_with_the_installers_etcd_roles_and_needs_the_secret_rule
         } else {
             "kubernetes"
         };
-        let out = support::on_node()
+        let out = crate::support::on_node()
             .args(["fleet", "rbac", "-o", "json", "--datastore", datastore])
             .output()
             .expect("runs");
@@ -124,7 +122,7 @@ fn an_etcd_install_runs_with_the_installers_etcd_roles_and_needs_the_secret_rule
             assert!(api.apply(m));
         }
         let dir = tempfile::tempdir().expect("tempdir");
-        let installer = support::service_account_kubeconfig(
+        let installer = crate::support::service_account_kubeconfig(
             &api,
             dir.path(),
             "kube-system",
@@ -133,7 +131,7 @@ fn an_etcd_install_runs_with_the_installers_etcd_roles_and_needs_the_secret_rule
         let node = SimNode::new(&api);
         let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
         let run = |args: &[&str]| {
-            let out = support::on_node()
+            let out = crate::support::on_node()
                 .args(args)
                 .args(["-o", "json", "--sim-host"])
                 .arg(node.sim())

@@ -1,9 +1,7 @@
 //! `preflight` through the binary, on every simulated host profile.
 
-mod support;
-
+use crate::support::{json, on_node};
 use std::collections::BTreeMap;
-use support::{json, on_node};
 
 /// Runs preflight on a fresh simulated host of `profile`; returns the exit code, each check's
 /// verdict, and the document.

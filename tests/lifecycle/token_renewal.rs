@@ -7,14 +7,12 @@
 
 #![cfg(unix)]
 
-mod support;
-
+use crate::support::fake_api::{FakeApi, claims};
+use crate::support::release::release_zip;
+use crate::support::{SimNode, files_holding, on_node};
 use serde_json::Value;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use support::fake_api::{FakeApi, claims};
-use support::release::release_zip;
-use support::{SimNode, files_holding, on_node};
 
 /// The longest token the server grants, in seconds.
 const CAP: i64 = 9;
@@ -30,9 +28,9 @@ fn now() -> i64 {
 
 /// An admin kubeconfig with a token and a client key, as many clusters' admin files have.
 fn admin_with_key(api: &FakeApi, dir: &Path) -> (std::path::PathBuf, String) {
-    let ca = support::fake_api::TestCa::new("client-ca");
+    let ca = crate::support::fake_api::TestCa::new("client-ca");
     let (cert, key) = ca.issue("kubernetes-admin", &["kubernetes-admin"]);
-    let b64 = |s: &str| support::fake_api::b64(s.as_bytes());
+    let b64 = |s: &str| crate::support::fake_api::b64(s.as_bytes());
     let path = api.kubeconfig(dir, None);
     let text = std::fs::read_to_string(&path).expect("kubeconfig").replace(
         &format!("    token: {}\n", api.token),
@@ -68,7 +66,7 @@ fn problems(node: &SimNode) -> Vec<String> {
         .arg(node.sim())
         .output()
         .expect("status");
-    support::status_problems(&support::json(&out.stdout))
+    crate::support::status_problems(&crate::support::json(&out.stdout))
 }
 
 fn state(node: &SimNode) -> Value {
@@ -115,7 +113,7 @@ fn the_node_renews_its_own_token_over_several_lifetimes_without_an_admin_credent
     }
 
     let first = node_token(&node).expect("the token install wrote");
-    let child = support::console_node(&node.sim());
+    let child = crate::support::console_node(&node.sim());
     let mut seen = vec![first];
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(4 * CAP as u64) {
@@ -169,7 +167,7 @@ fn the_node_renews_its_own_token_over_several_lifetimes_without_an_admin_credent
 
     // Given back, the next renewal succeeds and the record goes.
     let role = api.get(&format!("{RBAC}/roles/{GRANT}")).expect("role");
-    let mut binding = support::fake_api::meta(
+    let mut binding = crate::support::fake_api::meta(
         "rbac.authorization.k8s.io/v1",
         "RoleBinding",
         GRANT,
@@ -191,7 +189,7 @@ fn the_node_renews_its_own_token_over_several_lifetimes_without_an_admin_credent
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    let log = support::stop_console(child);
+    let log = crate::support::stop_console(child);
     assert!(!log.contains(&api.token), "{log}");
 
     // uninstall --purge removes the grant, with an admin kubeconfig given for it.
@@ -265,7 +263,7 @@ fn uninstall_purge_without_the_cluster_says_how_to_remove_the_grant() {
         .expect("uninstall");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let doc = support::json(&out.stdout);
+    let doc = crate::support::json(&out.stdout);
     let warnings = doc["warnings"].to_string();
     assert!(
         warnings.contains(&format!(
@@ -277,7 +275,7 @@ fn uninstall_purge_without_the_cluster_says_how_to_remove_the_grant() {
 }
 #[cfg(test)]
 mod rbac {
-    use super::support::fake_api::rbac::*;
+    use crate::support::fake_api::rbac::*;
     use serde_json::{Value, json};
     use std::collections::BTreeMap;
 

@@ -3,12 +3,10 @@
 //! reading the cluster as a pod's service account, and a rollout over several simulated nodes
 //! driven the way system-upgrade-controller drives one.
 
-mod support;
-
+use crate::support::fake_api::FakeApi;
+use crate::support::{cmd, json, on_node, tool};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use support::fake_api::FakeApi;
-use support::{cmd, json, on_node, tool};
 
 const CONFIG: &str = "templates/calico-windows.yaml";
 
@@ -34,9 +32,10 @@ fn manifest<'a>(doc: &'a Value, kind: &str) -> &'a Value {
 
 /// The Plan CRD's openAPIV3Schema, from system-upgrade-controller v0.19.0.
 fn plan_schema() -> Value {
-    let text =
-        std::fs::read_to_string(support::root().join("tests/fleet/suc-v0.19.0-plans-crd.yaml"))
-            .expect("crd");
+    let text = std::fs::read_to_string(
+        crate::support::root().join("tests/fleet/suc-v0.19.0-plans-crd.yaml"),
+    )
+    .expect("crd");
     let crd: Value = serde_saphyr::from_str(&text).expect("crd yaml");
     crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone()
 }
@@ -173,7 +172,7 @@ fn the_plan_matches_system_upgrade_controllers_own_schema() {
 
     // The Secret holds the config file as it is.
     let secret = manifest(&doc, "Secret");
-    let text = std::fs::read_to_string(support::root().join(CONFIG)).expect("config");
+    let text = std::fs::read_to_string(crate::support::root().join(CONFIG)).expect("config");
     assert_eq!(secret["stringData"]["calico-windows.yaml"], text.as_str());
 }
 
@@ -218,7 +217,7 @@ fn the_daemonset_rolls_on_a_new_config_and_is_ready_only_when_healthy() {
     assert_eq!(sha(&ds(CONFIG)), sha(&first));
     let dir = tempfile::tempdir().expect("tempdir");
     let other = dir.path().join("other.yaml");
-    let text = std::fs::read_to_string(support::root().join(CONFIG)).expect("config");
+    let text = std::fs::read_to_string(crate::support::root().join(CONFIG)).expect("config");
     std::fs::write(&other, text.replace("vni: 4096", "vni: 4097")).expect("write");
     assert_ne!(sha(&ds(other.to_str().expect("utf-8"))), sha(&first));
 }
@@ -578,7 +577,8 @@ impl Machine {
     }
 
     fn install(&self, admin: &Path, extra: &[&str]) {
-        let zip = support::release::release_zip(self.dir.path(), "3.30.2", "calico-node.exe");
+        let zip =
+            crate::support::release::release_zip(self.dir.path(), "3.30.2", "calico-node.exe");
         let zip = zip.display().to_string();
         let (code, _, err) = self.run(
             admin,
@@ -589,7 +589,7 @@ impl Machine {
 
     /// The VSID of the Calico network on this machine.
     fn calico_vsid(&self) -> Option<u64> {
-        support::calico_vsid(&self.sim())
+        crate::support::calico_vsid(&self.sim())
     }
 }
 
@@ -889,7 +889,7 @@ fn a_rollout_by_the_plan_changes_two_nodes_at_a_time_and_stops_at_failures() {
     }
 
     // The new config, in the Secret the Plan mounts; the cluster moves to VNI 4097 first.
-    let template = std::fs::read_to_string(support::root().join(CONFIG)).expect("config");
+    let template = std::fs::read_to_string(crate::support::root().join(CONFIG)).expect("config");
     let config = template.replace("vni: 4096", "vni: 4097");
     assert_ne!(config, template);
     let cfg_dir = tempfile::tempdir().expect("tempdir");
@@ -913,13 +913,13 @@ fn a_rollout_by_the_plan_changes_two_nodes_at_a_time_and_stops_at_failures() {
         api.apply(m);
     }
     let sa_dir = tempfile::tempdir().expect("tempdir");
-    let fleet_kubeconfig = support::service_account_kubeconfig(
+    let fleet_kubeconfig = crate::support::service_account_kubeconfig(
         &api,
         sa_dir.path(),
         "system-upgrade",
         "calicoctl-win-fleet",
     );
-    let pod = Pod::new(&api, &support::token_in(&fleet_kubeconfig));
+    let pod = Pod::new(&api, &crate::support::token_in(&fleet_kubeconfig));
     // The Secret where the job's container sees it, by the controller's, kubelet's and
     // containerd's rules (a Plan whose path none of them resolves fails here).
     assert!(

@@ -1,15 +1,13 @@
 //! `install` and `uninstall` through the binary: a simulated host, the fake API server and a
 //! local HTTPS release server with synthetic zips of the real layout.
 
-mod support;
-
+use crate::support::fake_api::FakeApi;
+use crate::support::release::{ReleaseServer, release_zip, sha256, write_zip};
+use crate::support::snapshot::{assert_same, snapshot};
+use crate::support::{SimNode, on_node};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use support::fake_api::FakeApi;
-use support::release::{ReleaseServer, release_zip, sha256, write_zip};
-use support::snapshot::{assert_same, snapshot};
-use support::{SimNode, on_node};
 
 /// A node on the fake cluster with a release zip on disk and its server.
 struct Setup {
@@ -449,16 +447,16 @@ fn install_killed_from_outside_at_every_call_is_finished_by_a_rerun_or_undone_by
         copy_dir(&pristine, &host);
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp).expect("tmp");
-        let at = match support::kill_at(&host, &s.node.admin, &install, n, &tmp) {
-            support::Killed::At(at) => at,
-            support::Killed::Ended(code, stderr) => {
+        let at = match crate::support::kill_at(&host, &s.node.admin, &install, n, &tmp) {
+            crate::support::Killed::At(at) => at,
+            crate::support::Killed::Ended(code, stderr) => {
                 assert_eq!(code, 0, "{stderr}");
                 assert!(n > 20, "the install made only {n} mutating calls");
                 break;
             }
         };
         assert_eq!(
-            support::entries(&tmp),
+            crate::support::entries(&tmp),
             Vec::<String>::new(),
             "{at}: left in the temp dir"
         );
@@ -507,9 +505,9 @@ fn uninstall_killed_from_outside_at_every_call_is_finished_by_a_rerun() {
     for n in 1.. {
         let _ = std::fs::remove_dir_all(&host);
         copy_dir(&installed, &host);
-        let at = match support::kill_at(&host, &s.node.admin, &purge, n, &tmp) {
-            support::Killed::At(at) => at,
-            support::Killed::Ended(code, stderr) => {
+        let at = match crate::support::kill_at(&host, &s.node.admin, &purge, n, &tmp) {
+            crate::support::Killed::At(at) => at,
+            crate::support::Killed::Ended(code, stderr) => {
                 assert_eq!(code, 0, "{stderr}");
                 assert!(n > 10, "the uninstall made only {n} mutating calls");
                 break;
@@ -559,7 +557,7 @@ fn an_install_killed_in_its_download_is_finished_or_purged_without_leftovers() {
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
             .env_clear()
             .env("TMPDIR", &tmp)
-            .current_dir(support::root())
+            .current_dir(crate::support::root())
             .args(["--set", "node.name=win-1"])
             .args(install)
             .arg("--sim-host")
@@ -589,7 +587,7 @@ fn an_install_killed_in_its_download_is_finished_or_purged_without_leftovers() {
             .stall
             .store(false, std::sync::atomic::Ordering::SeqCst);
         assert_eq!(
-            support::entries(&tmp),
+            crate::support::entries(&tmp),
             Vec::<String>::new(),
             "left in the temp dir"
         );
@@ -663,7 +661,7 @@ fn bad_releases_are_refused_and_leave_nothing_behind() {
 
     // A path escape inside the zip.
     let evil = dir.join("calico-windows-v3.30.2-evil.zip");
-    let mut entries = support::release::entries("calico-node.exe");
+    let mut entries = crate::support::release::entries("calico-node.exe");
     entries.push(("CalicoWindows/../../evil.txt".into(), b"x".to_vec()));
     write_zip(&evil, &entries);
     let (code, _, stderr) = s
@@ -839,7 +837,7 @@ fn a_broken_download_is_resumed_by_the_next_install() {
 fn a_downloaded_zip_with_sizes_after_the_data_is_extracted_again_when_complete() {
     let s = Setup::new("calico-node.exe");
     let mut z = zip::ZipWriter::new_stream(Vec::new());
-    for (name, data) in support::release::entries_of("calico-node.exe", Some("3.30.2")) {
+    for (name, data) in crate::support::release::entries_of("calico-node.exe", Some("3.30.2")) {
         z.start_file(name, zip::write::SimpleFileOptions::default())
             .expect("start");
         std::io::Write::write_all(&mut z, &data).expect("write");
@@ -923,12 +921,12 @@ fn taint_windows_taints_the_node_once() {
 #[test]
 fn downloads_go_through_the_proxy_unless_no_proxy_names_the_server() {
     let s = Setup::new("calico-node.exe");
-    let proxy = support::proxy::Proxy::start();
+    let proxy = crate::support::proxy::Proxy::start();
     let release_host = s.release_host();
     let sha = sha256(&s.zip);
     let run = |no_proxy: Option<&str>| {
         // fetch release reads no configuration (so it takes no --set node.name).
-        let mut c = support::cmd();
+        let mut c = crate::support::cmd();
         c.args([
             "fetch",
             "release",
@@ -1077,7 +1075,7 @@ fn a_second_command_is_refused_while_one_runs_and_a_killed_holder_frees_the_host
     let mut install = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"));
     install
         .env_clear()
-        .current_dir(support::root())
+        .current_dir(crate::support::root())
         .args([
             "--set",
             "node.name=win-1",
@@ -1367,7 +1365,7 @@ fn a_refusal_in_each_host_area_reaches_the_user_with_the_os_code() {
             all.contains(deny) && all.contains("Access is denied. (os error 5)"),
             "{area}: {doc}"
         );
-        // A refused start is undone whole, in the words tests/wine_lifecycle.rs's run_install
+        // A refused start is undone whole, in the words tests/windows/wine_lifecycle.rs's run_install
         // reads before it installs again.
         assert!(
             !deny.starts_with("start") || doc.to_string().contains("the node is as it was"),
@@ -1473,7 +1471,7 @@ fn a_failed_upgrade_keeps_what_the_running_services_wrote() {
 
     let next_dir = s.node.dir.path().join("next");
     std::fs::create_dir_all(&next_dir).expect("dir");
-    let next = support::release::release_zip(&next_dir, "3.30.3", "calico-node.exe");
+    let next = crate::support::release::release_zip(&next_dir, "3.30.3", "calico-node.exe");
     let (code, _, stderr) = s.node.run(&[
         "install",
         "--release-zip",
@@ -1627,7 +1625,7 @@ fn a_mirror_with_a_ca_as_its_certificate_gets_a_hint_that_says_so() {
         let url = server.serve("/v3.30.2/calico-windows-v3.30.2.zip", bytes.clone());
         let ca = server.ca_file(dir.path());
         let out = dir.path().join("out");
-        let run = support::cmd()
+        let run = crate::support::cmd()
             .args(["fetch", "release", "--release-zip", &url, "--sha256"])
             .arg(sha256(&zip))
             .arg("--release-ca-cert")
@@ -1637,7 +1635,7 @@ fn a_mirror_with_a_ca_as_its_certificate_gets_a_hint_that_says_so() {
             .args(["-o", "json"])
             .output()
             .expect("run");
-        let doc = support::json(&run.stdout);
+        let doc = crate::support::json(&run.stdout);
         let code = run.status.code();
         if ca_ok {
             assert_eq!(code, Some(0), "{doc}");
@@ -1660,7 +1658,7 @@ fn a_mirror_with_a_ca_as_its_certificate_gets_a_hint_that_says_so() {
 #[test]
 fn the_winhttp_proxy_is_used_when_no_proxy_variable_is_set() {
     let s = Setup::new("calico-node.exe");
-    let proxy = support::proxy::Proxy::start();
+    let proxy = crate::support::proxy::Proxy::start();
     let api_host = s.api.url.trim_start_matches("https://").to_owned();
     let release_host = s.release_host();
     let set_winhttp = |bypass: Option<&str>| {
@@ -1704,7 +1702,7 @@ fn the_winhttp_proxy_is_used_when_no_proxy_variable_is_set() {
     // A proxy variable wins over WinHTTP: with HTTPS_PROXY naming a dead proxy, the API
     // server is unreachable (so WinHTTP's was not used).
     set_winhttp(None);
-    let out = support::on_node()
+    let out = crate::support::on_node()
         .args(["config", "show", "-o", "json", "--sim-host"])
         .arg(s.node.sim())
         .arg("--kubeconfig")
@@ -1717,7 +1715,7 @@ fn the_winhttp_proxy_is_used_when_no_proxy_variable_is_set() {
         before,
         "the variable was used, not WinHTTP"
     );
-    let doc = support::json(&out.stdout);
+    let doc = crate::support::json(&out.stdout);
     assert_eq!(doc["cluster"]["read"], false, "{doc}");
 }
 
@@ -1877,7 +1875,7 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
     let detached = |zip: &Path, fault: &[&str]| {
         let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"));
         c.env_clear()
-            .current_dir(support::root())
+            .current_dir(crate::support::root())
             .args(fault)
             .args(["--set", "node.name=win-1", "-o", "json", "--sim-host"])
             .arg(s.node.sim())
@@ -2278,13 +2276,13 @@ fn the_host_lock_is_taken_before_the_hosts_state_is_read() {
     std::fs::write(sim.join("state.json"), "{ being rewritten").expect("state");
     let _held = calicoctl_win::host::lock::acquire(&sim, "install").expect("lock");
     for args in [&["install", "--no-start"][..], &["uninstall"][..]] {
-        let out = support::on_node()
+        let out = crate::support::on_node()
             .args(args)
             .args(["-o", "json", "--sim-host"])
             .arg(&sim)
             .output()
             .expect("runs");
-        let doc = support::json(&out.stdout);
+        let doc = crate::support::json(&out.stdout);
         assert_eq!(out.status.code(), Some(5), "{args:?}: {doc}");
         assert_eq!(doc["error"]["kind"], "locked", "{args:?}: {doc}");
     }
@@ -2309,7 +2307,7 @@ fn status_shows_the_addresses_used_of_the_nodes_block() {
         *slot = json!(1);
     }
     let block = |cidr: &str, node: &str| {
-        support::fake_api::calico(
+        crate::support::fake_api::calico(
             "IPAMBlock",
             &cidr.replace(['.', '/'], "-"),
             json!({
@@ -2544,7 +2542,7 @@ fn the_zips_own_template_gives_the_cni_version() {
     let api = FakeApi::start();
     api.healthy_calico();
     let node = SimNode::new(&api);
-    let mut entries = support::release::entries_of("calico-node.exe", Some("3.31.6"));
+    let mut entries = crate::support::release::entries_of("calico-node.exe", Some("3.31.6"));
     for (name, data) in &mut entries {
         if name.ends_with("cni.conf.template") {
             *data = b"{\n  \"cniVersion\": \"0.4.0\",\n  \"name\": \"Calico\"\n}\n".to_vec();

@@ -3,11 +3,9 @@
 //! that says what came (not "cannot reach"), and the endless one ends at the cap while it is
 //! read, with the process's peak memory measured from outside (`/usr/bin/time`).
 
-mod support;
-
+use crate::support::fake_api::TestCa;
 use serde_json::Value;
 use std::path::Path;
-use support::fake_api::TestCa;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[derive(Clone, Copy, Debug)]
@@ -110,7 +108,7 @@ async fn answer_with<W: AsyncWriteExt + Unpin>(answer: Answer, w: &mut W) -> std
 /// the JSON error, and the peak resident memory in KiB.
 fn run(kubeconfig: &Path, dir: &Path) -> (i32, Value, Option<u64>) {
     let exe = assert_cmd::cargo::cargo_bin("calicoctl-win");
-    let time = support::tool("time");
+    let time = crate::support::tool("time");
     let mut c = match &time {
         Some(t) => {
             let mut c = std::process::Command::new(t);
@@ -135,7 +133,7 @@ fn run(kubeconfig: &Path, dir: &Path) -> (i32, Value, Option<u64>) {
         .and_then(|k| k.trim().parse().ok());
     (
         out.status.code().unwrap_or(-1),
-        support::json(&out.stdout),
+        crate::support::json(&out.stdout),
         peak,
     )
 }

@@ -3,13 +3,11 @@
 //! host, and the exact command lines the services start them with (node-service.ps1 at each
 //! release tag).
 
-mod support;
-
+use crate::support::SimNode;
+use crate::support::fake_api::FakeApi;
+use crate::support::release::{entries_of, write_zip};
+use crate::support::snapshot::{assert_same, snapshot};
 use serde_json::Value;
-use support::SimNode;
-use support::fake_api::FakeApi;
-use support::release::{entries_of, write_zip};
-use support::snapshot::{assert_same, snapshot};
 
 /// Installs a release zip named without its version (`calico-windows.zip`), so the version can
 /// only come from the binary; returns the install's JSON, the host state and the node.

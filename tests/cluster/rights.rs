@@ -1,15 +1,13 @@
 //! The installer's roles (`fleet rbac`, from `cluster::rights`) are sufficient and minimal:
 //! install, status, reconfigure with its drain, uninstall --purge and preflight run under a
 //! service account bound to exactly them, on the fake API server, which enforces RBAC as
-//! kube-apiserver does (`support::fake_api::rbac`); and taking away any one rule makes some
+//! kube-apiserver does (`crate::support::fake_api::rbac`); and taking away any one rule makes some
 //! command fail with an error that names the right it lacked.
 
-mod support;
-
+use crate::support::fake_api::FakeApi;
+use crate::support::{SimNode, files_holding, on_node, token_in};
 use serde_json::Value;
 use std::path::Path;
-use support::fake_api::FakeApi;
-use support::{SimNode, files_holding, on_node, token_in};
 
 /// The manifests `fleet rbac` writes.
 fn manifests() -> Vec<Value> {
@@ -29,14 +27,14 @@ fn manifests() -> Vec<Value> {
 /// The installer's kubeconfig, as an admin writes it with `fetch installer-kubeconfig` (2 h);
 /// nothing of the admin's is left beside it for the node to find.
 fn installer_kubeconfig(api: &FakeApi, dir: &Path) -> std::path::PathBuf {
-    support::service_account_kubeconfig(api, dir, "kube-system", "calicoctl-win-installer")
+    crate::support::service_account_kubeconfig(api, dir, "kube-system", "calicoctl-win-installer")
 }
 
 /// install, status, reconfigure --drain, uninstall --purge and preflight on a new node as
 /// `kubeconfig`'s identity: the first that fails, with its error document.
 fn lifecycle(api: &FakeApi, kubeconfig: &Path) -> Option<(String, Value)> {
     let node = SimNode::new(api);
-    let zip = support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let zip = zip.display().to_string();
     api.set_felix_vni(4096);
     let steps: [&[&str]; 5] = [
@@ -93,7 +91,7 @@ fn the_installer_roles_are_enough_for_the_whole_lifecycle() {
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = installer_kubeconfig(&api, dir.path());
     // Short-lived, readable by its owner only.
-    let claims = support::fake_api::claims(&token_in(&kubeconfig));
+    let claims = crate::support::fake_api::claims(&token_in(&kubeconfig));
     assert_eq!(
         claims["exp"].as_i64().expect("exp") - claims["iat"].as_i64().expect("iat"),
         7200
@@ -114,7 +112,7 @@ fn the_installer_roles_are_enough_for_the_whole_lifecycle() {
     assert_eq!(lifecycle(&api, &kubeconfig), None);
     // And without the roles, the identity can do nothing.
     for m in manifests().iter().filter(|m| m["kind"] != "ServiceAccount") {
-        api.remove(&support::fake_api::rbac_path(m).expect("rbac"));
+        api.remove(&crate::support::fake_api::rbac_path(m).expect("rbac"));
     }
     assert!(lifecycle(&api, &kubeconfig).is_some());
 }
@@ -214,7 +212,7 @@ fn status_names_an_admin_kubeconfig_left_on_the_node() {
     let installer = installer_kubeconfig(&api, dir.path());
     let admin = api.kubeconfig(dir.path(), None);
     let node = SimNode::new(&api);
-    let zip = support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let run = |args: &[&str]| {
         let out = on_node()
             .args(args)
@@ -252,7 +250,7 @@ fn status_names_an_admin_kubeconfig_left_on_the_node() {
 /// naming the resource.
 #[test]
 fn every_fleet_rule_is_needed_and_enough() {
-    let out = support::cmd()
+    let out = crate::support::cmd()
         .args(["--config", "templates/calico-windows.yaml", "-o", "json"])
         .args([
             "fleet",
@@ -260,7 +258,7 @@ fn every_fleet_rule_is_needed_and_enough() {
             "--image",
             "registry.example.com/calicoctl-win:1",
         ])
-        .current_dir(support::root())
+        .current_dir(crate::support::root())
         .output()
         .expect("runs");
     assert!(
@@ -294,11 +292,12 @@ fn every_fleet_rule_is_needed_and_enough() {
             assert!(api.apply(m));
         }
         let node = SimNode::new(&api);
-        let zip = support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+        let zip =
+            crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
         let (code, _, err) = node.run(&["install", "--release-zip", zip.to_str().expect("utf-8")]);
         assert_eq!(code, 0, "{err}");
         let dir = tempfile::tempdir().expect("tempdir");
-        let fleet = support::service_account_kubeconfig(
+        let fleet = crate::support::service_account_kubeconfig(
             &api,
             dir.path(),
             "system-upgrade",
@@ -354,7 +353,7 @@ fn fleet_rbac_writes_the_fleets_roles_as_fleet_plan_does() {
         String::from_utf8_lossy(&rbac.stderr)
     );
     let rbac: Value = serde_json::from_slice(&rbac.stdout).expect("json");
-    let plan = support::cmd()
+    let plan = crate::support::cmd()
         .args(["--config", "templates/calico-windows.yaml", "-o", "json"])
         .args([
             "fleet",
@@ -362,7 +361,7 @@ fn fleet_rbac_writes_the_fleets_roles_as_fleet_plan_does() {
             "--image",
             "registry.example.com/calicoctl-win:1",
         ])
-        .current_dir(support::root())
+        .current_dir(crate::support::root())
         .output()
         .expect("runs");
     let plan: Value = serde_json::from_slice(&plan.stdout).expect("json");
@@ -396,8 +395,8 @@ fn the_help_and_the_docs_name_every_granted_resource() {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    let docs =
-        std::fs::read_to_string(support::root().join("docs/commands/fleet.md")).expect("docs");
+    let docs = std::fs::read_to_string(crate::support::root().join("docs/commands/fleet.md"))
+        .expect("docs");
     for m in manifests().iter().filter(|m| m["rules"].is_array()) {
         for rule in m["rules"].as_array().expect("rules") {
             let resource = rule["resources"][0].as_str().expect("resource");

@@ -1,0 +1,14 @@
+//! Integration tests, preflight and the cluster side: checks, credentials, RBAC, fleet rollouts and real API server shapes.
+//! One test binary per area: each compiles `tests/support/` once.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod cluster_preflight;
+mod fetch_etcd;
+mod fetch_kubeconfig;
+mod fleet;
+mod kubectl_fake_api;
+mod preflight;
+mod real_clusters;
+mod rights;

@@ -1,0 +1,16 @@
+//! Integration tests, install, reconfigure, uninstall, the services and the token on the simulated node: what a node goes through, with the fake API server on loopback.
+//! One test binary per area: each compiles `tests/support/` once.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod host_defaults;
+mod hostile;
+mod install;
+mod install_etcd;
+mod packaging;
+mod reconfigure;
+mod releases;
+mod service_run;
+mod token_renewal;
+mod token_trouble;
