@@ -8,12 +8,9 @@ use crate::host::{
     FirewallRule, HnsNetwork, Host, HostError, InstalledService, Protocol, RegValue, ServiceState,
     StartType, SystemFacts, split_command_line,
 };
+use crate::layout::CALICO_SCRIPT_VXLAN_RULE;
+use crate::layout::VXLAN_RULE;
 use serde::Serialize;
-
-/// The firewall rule install creates for VXLAN, and the one Calico's scripts create (their
-/// `-DisplayName`, the name the firewall API knows it by).
-pub const VXLAN_RULE: &str = "Calico VXLAN UDP 4789";
-pub const CALICO_SCRIPT_VXLAN_RULE: &str = "Overlay Traffic 4789 UDP";
 
 const SCHANNEL_TLS12_CLIENT: &str =
     r"HKLM\SYSTEM\CurrentControlSet\Control\SecurityProviders\SCHANNEL\Protocols\TLS 1.2\Client";
@@ -96,7 +93,7 @@ pub fn kube_proxy_facts(h: &dyn Host) -> super::kube_proxy::KubeProxyFacts {
     };
     let calico = h.hns_networks().ok().and_then(|nets| {
         nets.into_iter()
-            .find(|n| n.name == crate::render::hns::CALICO_NETWORK)
+            .find(|n| n.name == crate::layout::CALICO_NETWORK)
     });
     let source_vip_endpoint = calico.as_ref().and_then(|calico| {
         h.hns_endpoints(&calico.id)

@@ -9,11 +9,11 @@ use super::Check;
 use crate::config::Config;
 use crate::config::types::Backend;
 use crate::host::{InstalledService, ServiceState, split_command_line};
+use crate::layout::CALICO_NETWORK;
 use crate::render::facts::OsBuild;
-use crate::render::hns::CALICO_NETWORK;
 
 pub const ID: &str = "kube-proxy";
-pub use crate::render::hns::SOURCE_VIP_ENDPOINT;
+pub use crate::layout::SOURCE_VIP_ENDPOINT;
 
 /// What the host says of kube-proxy.
 #[derive(Clone, Debug, Default, serde::Serialize)]

@@ -187,7 +187,7 @@ fn prepare(dir: &Path, command: &str) -> anyhow::Result<Files> {
     if let Some(holder) = crate::host::lock::busy(dir) {
         return Err(crate::host::lock::LockError::Busy {
             holder,
-            lock: dir.join(crate::host::lock::LOCK_FILE),
+            lock: dir.join(crate::layout::LOCK_FILE),
         }
         .into());
     }

@@ -273,8 +273,8 @@ fn network(h: &dyn Host) -> anyhow::Result<Value> {
 
 fn firewall(h: &dyn Host, rec: Option<&InstallRecord>) -> anyhow::Result<Value> {
     let mut names = vec![
-        crate::checks::host::VXLAN_RULE.to_owned(),
-        crate::checks::host::CALICO_SCRIPT_VXLAN_RULE.to_owned(),
+        crate::layout::VXLAN_RULE.to_owned(),
+        crate::layout::CALICO_SCRIPT_VXLAN_RULE.to_owned(),
     ];
     if let Some(r) = rec.and_then(|r| r.firewall_rule.as_ref())
         && !names.contains(&r.name)
@@ -291,8 +291,8 @@ fn firewall(h: &dyn Host, rec: Option<&InstallRecord>) -> anyhow::Result<Value> 
 
 /// The install record and a journal left by an unfinished command, as they are on disk.
 fn install_files(h: &dyn Host, root: &str, b: &mut Bundle) {
-    for name in [record::RECORD_FILE, record::JOURNAL_FILE] {
-        let path = record::join(root, name);
+    for name in [crate::layout::RECORD_FILE, crate::layout::JOURNAL_FILE] {
+        let path = crate::layout::join(root, name);
         match h.read_file(&path) {
             Ok(Some(bytes)) => b.members.push((format!("install/{name}"), bytes)),
             Ok(None) => {}
@@ -398,11 +398,11 @@ fn redactor(h: &dyn Host, rec: Option<&InstallRecord>) -> Redactor {
         .map(|r| r.files.iter().map(|f| f.path.clone()).collect())
         .unwrap_or_default();
     if let Some(r) = rec {
-        paths.push(record::join(
+        paths.push(crate::layout::join(
             &r.install_root,
             &format!(
                 r"{}\host\etc\cni\net.d\calico-kubeconfig",
-                crate::render::kubeconfig::REFRESHER_DIR
+                crate::layout::REFRESHER_DIR
             ),
         ));
     }

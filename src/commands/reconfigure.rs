@@ -8,12 +8,13 @@ use crate::config::types::Backend;
 use crate::context::Context;
 use crate::duration::now;
 use crate::error::UsageError;
+use crate::layout::CALICO_NETWORK;
+use crate::layout::join;
 use crate::plan::desired::rendered_files;
 use crate::plan::install::{Inputs, Restart};
 use crate::plan::reconfigure::{self, NodeSteps, network_changes};
-use crate::plan::record::{self, NetworkSettings, join};
+use crate::plan::record::{self, NetworkSettings};
 use crate::plan::{self, Action};
-use crate::render::hns::CALICO_NETWORK;
 use anyhow::Context as _;
 use serde_json::json;
 
@@ -27,7 +28,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let root = crate::plan::install::install_root(config);
     let rec = installed(host.as_ref(), &root, config)?;
     host_checks(ctx, host.as_ref(), config, &rec, &args.allow_known_issue)?;
-    let journal_path = join(&root, record::JOURNAL_FILE);
+    let journal_path = join(&root, crate::layout::JOURNAL_FILE);
     let journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "reconfigure")?;
 
     // Files: the new rendered ones; the release's and the credentials stay as they are.

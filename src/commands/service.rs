@@ -6,7 +6,8 @@ use crate::error::UsageError;
 use crate::host::Host;
 use crate::host::select::Intent;
 use crate::host::sim::{ServiceStart, SimHost, StartHook};
-use crate::supervise::{self, LogSettings, Role, Settings, Stop};
+use crate::layout::Role;
+use crate::supervise::{self, LogSettings, Settings, Stop};
 use clap::Parser as _;
 use std::sync::Arc;
 
@@ -27,7 +28,7 @@ pub fn run(args: &ServiceRunArgs, ctx: &mut Context) -> anyhow::Result<()> {
     log.info(&format!(
         "calicoctl-win {} runs {} in the console; Ctrl-C stops it",
         env!("CARGO_PKG_VERSION"),
-        supervise::service_name(settings.role)
+        Role::service_name(settings.role)
     ));
     supervise::run(&*host, &settings, &stop, &log)?;
     Ok(())
@@ -80,7 +81,7 @@ fn under_scm(settings: Settings, ctx: &mut Context) -> anyhow::Result<()> {
     if ctx.options.host.sim_dir.is_some() {
         return Err(not_under_scm().into());
     }
-    let name = supervise::service_name(settings.role);
+    let name = settings.role.service_name();
     let hint = settings.stop_timeout + std::time::Duration::from_secs(5);
     let body: supervise::scm::Body = Box::new(move |stop| {
         let host = crate::host::windows::WindowsHost::new();

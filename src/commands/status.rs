@@ -9,10 +9,11 @@ use crate::context::Context;
 use crate::duration::{now, time_text};
 use crate::host::select::Intent;
 use crate::host::{HnsNetwork, Host, ServiceState};
+use crate::layout::CALICO_NETWORK;
+use crate::layout::EXTERNAL_NETWORK;
 use crate::plan::file_stat::FileStats;
 use crate::plan::record::InstallRecord;
 use crate::plan::{drift, record};
-use crate::render::hns::{CALICO_NETWORK, EXTERNAL_NETWORK};
 use anyhow::Context as _;
 use serde_json::json;
 
@@ -197,8 +198,10 @@ fn under_way(
     {
         r.problems.push(died);
     }
-    let journal =
-        crate::plan::journal::Journal::load(host, &record::join(root, record::JOURNAL_FILE))?;
+    let journal = crate::plan::journal::Journal::load(
+        host,
+        &crate::layout::join(root, crate::layout::JOURNAL_FILE),
+    )?;
     let Some(j) = journal else {
         return Ok(json!(null));
     };

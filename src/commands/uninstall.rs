@@ -63,7 +63,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ctx.printer.json(&doc);
         return Ok(());
     }
-    if let Ok(cache) = host.local_path(&record::join(&root, "cache")) {
+    if let Ok(cache) = host.local_path(&crate::layout::join(&root, "cache")) {
         super::install::remove_stale_staging(&cache)?;
     }
     let mut warnings = execute(
@@ -120,8 +120,8 @@ fn install_root(args: &UninstallArgs, ctx: &mut Context, host: &dyn crate::host:
         Some(recorded) if !recorded.eq_ignore_ascii_case(&configured) && has_install(&recorded) => {
             ctx.printer.note(&format!(
                 "no install in {configured}; install recorded its root {recorded} in {}\\{}: uninstalling that",
-                crate::supervise::CALICO_KEY,
-                crate::plan::install::INSTALL_ROOT_VALUE
+                crate::layout::CALICO_KEY,
+                crate::layout::INSTALL_ROOT_VALUE
             ));
             recorded
         }
@@ -131,10 +131,7 @@ fn install_root(args: &UninstallArgs, ctx: &mut Context, host: &dyn crate::host:
 
 /// The install root install recorded in Calico's registry key, if any.
 fn recorded_root(host: &dyn crate::host::Host) -> Option<String> {
-    match host.reg_get(
-        crate::supervise::CALICO_KEY,
-        crate::plan::install::INSTALL_ROOT_VALUE,
-    ) {
+    match host.reg_get(crate::layout::CALICO_KEY, crate::layout::INSTALL_ROOT_VALUE) {
         Ok(Some(crate::host::RegValue::Sz(root))) if !root.is_empty() => {
             Some(root.trim_end_matches('\\').to_owned())
         }
@@ -269,7 +266,7 @@ fn undo_interrupted_install(
     root: &str,
     timeout: std::time::Duration,
 ) -> anyhow::Result<()> {
-    let path = record::join(root, record::JOURNAL_FILE);
+    let path = crate::layout::join(root, crate::layout::JOURNAL_FILE);
     let Some(journal) = Journal::load(host, &path)? else {
         return Ok(());
     };
@@ -289,7 +286,7 @@ fn undo_interrupted_install(
     let started = crate::duration::time_text(journal.started);
     // Once the run wrote its record, the record names all it owns, and the uninstall that
     // follows removes it: the journal only goes. Before, what it did is undone.
-    let record_path = record::join(root, record::RECORD_FILE);
+    let record_path = crate::layout::join(root, crate::layout::RECORD_FILE);
     let covered = journal.wrote(&record_path);
     let what = if covered {
         "its record covers what it did, so its journal is dropped"

@@ -905,7 +905,7 @@ pub(crate) mod on_windows {
     /// Only under Wine: it writes Calico's own registry key.
     #[test]
     fn calicoctl_win_runs_as_a_service_with_a_child() {
-        use crate::supervise::{BOOT_ID_VALUE, CALICO_KEY};
+        use crate::layout::{BOOT_ID_VALUE, CALICO_KEY};
         if !under_wine() {
             return;
         }

@@ -9,11 +9,10 @@
 //! the locked file itself cannot be read by the command that finds it busy. The lock file is
 //! never deleted: a command that removed it while another waited could let two hold the lock.
 
+use crate::layout::LOCK_FILE;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-
-pub const LOCK_FILE: &str = "calicoctl-win.lock";
 
 /// The command holding the lock.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

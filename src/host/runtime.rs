@@ -30,7 +30,7 @@ pub fn detect<H: Services + Files + ?Sized>(host: &H) -> HostResult<Option<Runti
             .iter()
             .position(|a| a == "--config" || a == "-c")
             .and_then(|i| args.get(i + 1).cloned())
-            .unwrap_or_else(|| format!("{install_dir}\\config.toml"));
+            .unwrap_or_else(|| crate::layout::join(&install_dir, "config.toml"));
         let dirs = host
             .read_file(&config_file)?
             .map(|bytes| cni_dirs(&String::from_utf8_lossy(&bytes)));
@@ -38,8 +38,10 @@ pub fn detect<H: Services + Files + ?Sized>(host: &H) -> HostResult<Option<Runti
         return Ok(Some(RuntimeFacts {
             name: "containerd",
             running: svc.state == ServiceState::Running,
-            cni_bin_dir: Some(bin.unwrap_or_else(|| format!("{install_dir}\\cni\\bin"))),
-            cni_conf_dir: Some(conf.unwrap_or_else(|| format!("{install_dir}\\cni\\conf"))),
+            cni_bin_dir: Some(bin.unwrap_or_else(|| crate::layout::join(&install_dir, "cni\\bin"))),
+            cni_conf_dir: Some(
+                conf.unwrap_or_else(|| crate::layout::join(&install_dir, "cni\\conf")),
+            ),
             install_dir,
             config_file: dirs.map(|_| config_file),
         }));

@@ -63,11 +63,7 @@ pub fn files(
         let state = match host_sha256(host, &f.path)? {
             // Withheld by CalicoNode until calico-node startup has finished after a boot.
             None if host
-                .file_access(&format!(
-                    "{}{}",
-                    f.path,
-                    crate::supervise::cni::WITHHELD_SUFFIX
-                ))?
+                .file_access(&format!("{}{}", f.path, crate::layout::WITHHELD_SUFFIX))?
                 .is_some() =>
             {
                 continue;

@@ -17,13 +17,12 @@
 //! known only after it was written.
 
 use super::install::host_sha256;
-use super::record::{InstallRecord, join};
+use super::record::InstallRecord;
 use crate::host::{Access, Host};
+use crate::layout::FILE_STAT_FILE;
+use crate::layout::join;
 use serde::{Deserialize, Serialize};
 use std::time::UNIX_EPOCH;
-
-/// Beside the install record in the install root.
-pub const FILE_STAT_FILE: &str = "calicoctl-win-file-stat.json";
 
 /// The format version; a file of another is not used.
 const FORMAT: u32 = 1;

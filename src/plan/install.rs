@@ -2,21 +2,24 @@
 //! rule, install record) and its diff against the host: the ordered actions.
 
 pub use super::desired::{DesiredFile, Got, RENDERED, release_files};
-use super::record::{self, InstallRecord, RecordedFile, join, missing_parents};
+use super::record::{self, InstallRecord, RecordedFile, missing_parents};
 use super::{Action, Content};
-use crate::checks::host::{CALICO_SCRIPT_VXLAN_RULE, VXLAN_RULE};
 use crate::config::Config;
 use crate::config::types::{Backend, PlatformChoice};
 use crate::host::{
     FirewallRule, Host, InstalledService, Protocol, RegValue, ServiceSpec, ServiceState,
     split_command_line,
 };
-use crate::supervise::{self, CALICO_KEY, EVENT_SOURCE_KEY, Role};
+use crate::layout::CALICO_KEY;
+use crate::layout::CALICO_SCRIPT_VXLAN_RULE;
+use crate::layout::EVENT_SOURCE_KEY;
+use crate::layout::INSTALL_ROOT_VALUE;
+use crate::layout::Role;
+use crate::layout::VXLAN_RULE;
+use crate::layout::join;
+use crate::supervise;
 use anyhow::Context as _;
 use std::time::Duration;
-
-/// The registry value install sets under `HKLM\Software\Tigera\Calico`.
-pub const INSTALL_ROOT_VALUE: &str = "InstallRoot";
 
 /// Everything the install plan is made from.
 pub struct Inputs<'a> {
@@ -73,7 +76,7 @@ pub fn self_path(c: &Config) -> String {
 pub fn services(c: &Config, calico_version: Option<&str>) -> Vec<ServiceSpec> {
     let root = install_root(c);
     let version = calico_version.and_then(|v| crate::release::CalicoVersion::parse(v).ok());
-    Role::for_config(c)
+    crate::render::env::roles_for(c)
         .into_iter()
         .map(|role| {
             let mut args = vec![
@@ -181,22 +184,22 @@ fn affected_services(c: &Config, writes: &[Action], service_actions: &[Action]) 
             matches!(w, Action::WriteFile { path: p, .. } if p.eq_ignore_ascii_case(path.as_str()))
         })
     };
-    let mut out: Vec<String> = Role::for_config(c)
+    let mut out: Vec<String> = crate::render::env::roles_for(c)
         .into_iter()
         .filter(|&role| {
-            let name = supervise::service_name(role);
+            let name = Role::service_name(role);
             written(role.env_file())
-                || (role == Role::Node && written(crate::render::hns::EXTERNAL_FILE))
+                || (role == Role::Node && written(crate::layout::EXTERNAL_FILE))
                 || service_actions
                     .iter()
                     .any(|a| matches!(a, Action::UpdateService { spec, .. } if spec.name == name))
         })
-        .map(|role| supervise::service_name(role).to_owned())
+        .map(|role| Role::service_name(role).to_owned())
         .collect();
-    if out.iter().any(|n| n == supervise::service_name(Role::Node)) {
-        out = Role::for_config(c)
+    if out.iter().any(|n| n == Role::service_name(Role::Node)) {
+        out = crate::render::env::roles_for(c)
             .into_iter()
-            .map(|r| supervise::service_name(r).to_owned())
+            .map(|r| Role::service_name(r).to_owned())
             .collect();
     }
     out
@@ -440,7 +443,7 @@ struct ServicePlan {
 /// A kube-proxy service someone else registered (Calico's install-kube-services.ps1, a join
 /// script) is not taken over: uninstall would then remove what calicoctl-win did not create.
 fn refuse_foreign_kube_proxy(spec: &ServiceSpec, now: &InstalledService) -> anyhow::Result<()> {
-    let ours = supervise::service_name(Role::KubeProxy);
+    let ours = Role::service_name(Role::KubeProxy);
     let role = format!("service run {}", supervise::role_name(Role::KubeProxy));
     if spec.name != ours || now.command_line.contains(&role) {
         return Ok(());
@@ -668,7 +671,7 @@ fn owned_dirs(
         dirs.extend(j.created_dirs());
     }
     dirs.extend(i.extra_dirs.iter().cloned());
-    let record_path = join(root, record::RECORD_FILE);
+    let record_path = join(root, crate::layout::RECORD_FILE);
     for path in i
         .files
         .iter()
@@ -803,7 +806,7 @@ fn record_write(
     let bytes = record
         .to_bytes()
         .context("cannot serialise the install record")?;
-    let record_path = join(root, record::RECORD_FILE);
+    let record_path = join(root, crate::layout::RECORD_FILE);
     if host.read_file(&record_path)?.as_deref() == Some(bytes.as_slice()) {
         return Ok(None);
     }
@@ -848,7 +851,7 @@ fn start_and_wait(
             && i.expect_vsid.is_none_or(|v| {
                 present
                     .iter()
-                    .any(|p| p.name == crate::render::hns::CALICO_NETWORK && p.vsid() == Some(v))
+                    .any(|p| p.name == crate::layout::CALICO_NETWORK && p.vsid() == Some(v))
             })
     };
     if routes.lost {

@@ -99,7 +99,7 @@ pub(super) fn wait_ready(
             .chain(vsid.and_then(|v| {
                 let calico = present
                     .iter()
-                    .find(|p| p.name == crate::render::hns::CALICO_NETWORK)?;
+                    .find(|p| p.name == crate::layout::CALICO_NETWORK)?;
                 (calico.vsid() != Some(v)).then(|| {
                     format!(
                         "Calico with VSID {v} (it has {})",
@@ -120,7 +120,7 @@ pub(super) fn wait_ready(
             .collect();
         let withheld = match cni_config {
             Some(conf) => host
-                .file_access(&format!("{conf}{}", crate::supervise::cni::WITHHELD_SUFFIX))?
+                .file_access(&format!("{conf}{}", crate::layout::WITHHELD_SUFFIX))?
                 .is_some(),
             None => false,
         };

@@ -7,7 +7,9 @@ use super::install::DesiredFile;
 use super::journal::{Journal, Undo};
 use super::record::{InstallRecord, NetworkSettings, RecordedFile};
 use crate::host::{HnsNetwork, Host, ServiceState};
-use crate::render::hns::{CALICO_NETWORK, EXTERNAL_FILE, EXTERNAL_NETWORK};
+use crate::layout::CALICO_NETWORK;
+use crate::layout::EXTERNAL_FILE;
+use crate::layout::EXTERNAL_NETWORK;
 use std::time::Duration;
 
 /// Why the existing networks cannot carry the new config; empty when they can.

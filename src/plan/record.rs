@@ -2,10 +2,10 @@
 //! works from it alone, without the config or the cluster.
 
 use crate::host::{Files, FirewallRule, Host, HostResult, Route, ServiceSpec};
+use crate::layout::RECORD_FILE;
+use crate::layout::is_service_log;
+use crate::layout::join;
 use serde::{Deserialize, Serialize};
-
-pub const RECORD_FILE: &str = "calicoctl-win-install.json";
-pub const JOURNAL_FILE: &str = "calicoctl-win.journal.json";
 
 /// The record's format version.
 pub const FORMAT: u32 = 1;
@@ -118,7 +118,7 @@ pub enum RecordError {
 
 /// The record under `install_root`, if there is one.
 pub fn read(host: &dyn Files, install_root: &str) -> Result<Option<InstallRecord>, RecordError> {
-    let path = format!("{}\\{RECORD_FILE}", install_root.trim_end_matches('\\'));
+    let path = crate::layout::join(install_root, RECORD_FILE);
     let Some(bytes) = host.read_file(&path)? else {
         return Ok(None);
     };
@@ -143,11 +143,6 @@ impl InstallRecord {
         text.push('\n');
         Ok(text.into_bytes())
     }
-}
-
-/// The host path of a file under a directory.
-pub fn join(dir: &str, name: &str) -> String {
-    format!("{}\\{name}", dir.trim_end_matches('\\'))
 }
 
 /// The parent directories of `path` that do not exist yet, outermost first.
@@ -220,29 +215,6 @@ pub fn remove_vacant(host: &dyn Files, dir: &str) -> HostResult<bool> {
         }
     }
     host.remove_empty_dir(dir)
-}
-
-/// Whether a file in the logs directory is one of the services' logs: `calico-<role>.log` or
-/// a rotated `calico-<role>-<UTC time>.log`, for every role (kube-proxy's too), derived from
-/// the roles rather than listed.
-pub fn is_service_log(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    crate::render::env::Role::ALL
-        .iter()
-        .map(|r| r.name())
-        .any(|role| {
-            let Some(rest) = lower
-                .strip_prefix("calico-")
-                .and_then(|r| r.strip_prefix(role))
-                .and_then(|r| r.strip_suffix(".log"))
-            else {
-                return false;
-            };
-            rest.is_empty()
-                || rest
-                    .strip_prefix('-')
-                    .is_some_and(|t| !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric()))
-        })
 }
 
 /// The services' log files in `dir`, as host paths.

@@ -48,15 +48,8 @@ impl Scope {
                 _ => {}
             }
         }
-        let calico = crate::supervise::CALICO_KEY;
-        for name in [
-            crate::supervise::BOOT_ID_VALUE,
-            crate::supervise::LEGACY_BOOT_VALUE,
-            crate::supervise::failure::FAILURES_VALUE,
-            crate::supervise::ROUTES_VALUE,
-            crate::supervise::renew::RENEWAL_VALUE,
-            crate::supervise::renew::ISSUED_VALUE,
-        ] {
+        let calico = crate::layout::CALICO_KEY;
+        for name in crate::layout::CALICO_VALUES {
             s.registry.push((calico.to_owned(), name.to_owned()));
         }
         s.keys.push(calico.to_owned());

@@ -101,7 +101,7 @@ pub(super) fn networks(
 ) -> bool {
     let mut made: Vec<&(String, String)> = after.iter().filter(|n| !before.contains(n)).collect();
     // The External network last: deleting it removes the vSwitch the others stand on.
-    let external = crate::render::hns::EXTERNAL_NETWORK;
+    let external = crate::layout::EXTERNAL_NETWORK;
     made.sort_by_key(|(n, _)| n == external);
     for (name, ty) in &made {
         let also = if name == external {

@@ -7,6 +7,7 @@ use super::ready::restore_routes;
 use super::record::missing_parents;
 use super::{Action, Options};
 use crate::host::{Access, Host, HostError};
+use crate::layout::KEPT_LOGS_DIR;
 use anyhow::Context as _;
 use std::time::Duration;
 
@@ -170,10 +171,6 @@ pub(super) struct Rolled {
     pub kept_logs: Option<String>,
 }
 
-/// Where the services' logs of a run that is undone go: calicoctl-win's state directory on
-/// Windows (`%ProgramData%\calicoctl-win`), in a folder named for the run.
-pub const KEPT_LOGS_DIR: &str = r"C:\ProgramData\calicoctl-win";
-
 pub(super) fn rollback(host: &dyn Host, journal: &Journal, opts: &Options<'_>) -> Rolled {
     let mut kept_logs = None;
     let failures = undo_all(host, journal, opts, &mut kept_logs);
@@ -268,7 +265,7 @@ fn remove_runtime_files(host: &dyn Host, journal_path: &str) -> Vec<String> {
     let Some((root, _)) = journal_path.rsplit_once('\\') else {
         return Vec::new();
     };
-    let (files, dirs) = crate::supervise::owned_paths(root);
+    let (files, dirs) = crate::layout::owned_paths(root);
     let mut failures: Vec<String> = files
         .iter()
         .filter_map(|f| {
@@ -315,11 +312,11 @@ fn keep_service_logs(
     let stamp = jiff::Timestamp::now()
         .strftime("%Y%m%dT%H%M%SZ")
         .to_string();
-    let kept = format!("{KEPT_LOGS_DIR}\\failed-{command}-{stamp}");
+    let kept = crate::layout::join(KEPT_LOGS_DIR, &format!("failed-{command}-{stamp}"));
     let mut failures = Vec::new();
     for path in paths {
         let name = path.rsplit('\\').next().unwrap_or(&path);
-        let to = format!("{kept}\\{name}");
+        let to = crate::layout::join(&kept, name);
         let moved = host
             .copy_file(&path, &to, crate::host::Access::Normal)
             .and_then(|_| host.remove_file(&path));
@@ -406,6 +403,6 @@ pub(super) fn ignore_not_found(r: Result<(), HostError>) -> Result<(), HostError
 /// until calico-node startup finished): undone with the file, so a rolled-back install leaves
 /// none behind.
 fn remove_withheld(host: &dyn Host, path: &str) -> Result<(), crate::host::HostError> {
-    host.remove_file(&format!("{path}{}", crate::supervise::cni::WITHHELD_SUFFIX))?;
+    host.remove_file(&format!("{path}{}", crate::layout::WITHHELD_SUFFIX))?;
     Ok(())
 }

@@ -3,9 +3,9 @@
 //! firewall rule, the logs (`--remove-logs`) and the directories install created.
 
 use super::Action;
-use super::install::INSTALL_ROOT_VALUE;
 use super::record::InstallRecord;
 use crate::host::{Host, HostResult, ServiceState};
+use crate::layout::INSTALL_ROOT_VALUE;
 use anyhow::Context as _;
 
 pub struct Options {
@@ -17,7 +17,7 @@ pub struct Options {
 pub fn journal_path(install_root: &str) -> String {
     let root = install_root.trim_end_matches('\\');
     let parent = root.rsplit_once('\\').map_or(root, |(p, _)| p);
-    format!("{parent}\\calicoctl-win-uninstall.journal.json")
+    crate::layout::join(parent, "calicoctl-win-uninstall.journal.json")
 }
 
 pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<Vec<Action>> {
@@ -42,7 +42,7 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
     }
     for f in &r.files {
         // With it, the copy CalicoNode withholds while Calico's network is not ready.
-        let withheld = format!("{}{}", f.path, crate::supervise::cni::WITHHELD_SUFFIX);
+        let withheld = format!("{}{}", f.path, crate::layout::WITHHELD_SUFFIX);
         for path in [&f.path, &withheld] {
             if host.file_access(path)?.is_some() {
                 actions.push(Action::RemoveFile { path: path.clone() });
@@ -50,7 +50,7 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
         }
     }
     // What the services and Calico wrote while they ran (nodename, the token refresher's).
-    let (runtime_files, runtime_dirs) = crate::supervise::owned_paths(&r.install_root);
+    let (runtime_files, runtime_dirs) = crate::layout::owned_paths(&r.install_root);
     for path in runtime_files {
         if host.file_access(&path)?.is_some() {
             actions.push(Action::RemoveFile { path });
@@ -100,7 +100,7 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
 
 /// The sizes and times status compares (`plan::file_stat`), then the record itself.
 fn remove_record(host: &dyn Host, r: &InstallRecord, actions: &mut Vec<Action>) -> HostResult<()> {
-    let stats = super::record::join(&r.install_root, super::file_stat::FILE_STAT_FILE);
+    let stats = crate::layout::join(&r.install_root, crate::layout::FILE_STAT_FILE);
     if host.file_access(&stats)?.is_some() {
         actions.push(Action::RemoveFile { path: stats });
     }

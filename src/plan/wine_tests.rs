@@ -50,7 +50,7 @@ fn install_registers_services_running_calicoctl_win_and_uninstall_deletes_them()
     // Removed however the test ends (uninstall removes them when it passes).
     let _remove = ["CalicoFelix", "CalicoNode"].map(|name| remove_service_at_end(&h, name));
     let _key = Defer(|| {
-        let _ = h.reg_delete_key(crate::supervise::CALICO_KEY);
+        let _ = h.reg_delete_key(crate::layout::CALICO_KEY);
     });
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().display().to_string();
@@ -124,7 +124,7 @@ fn install_registers_services_running_calicoctl_win_and_uninstall_deletes_them()
     );
     assert!(Path::new(&format!("{root}\\calicoctl-win.exe")).is_file());
     assert_eq!(
-        h.reg_get(crate::supervise::CALICO_KEY, "InstallRoot")
+        h.reg_get(crate::layout::CALICO_KEY, "InstallRoot")
             .expect("reg"),
         Some(crate::host::RegValue::Sz(root.clone()))
     );
@@ -140,7 +140,7 @@ fn install_registers_services_running_calicoctl_win_and_uninstall_deletes_them()
     }
     assert!(!Path::new(&root).exists(), "{root} is left");
     assert!(
-        !h.reg_key_exists(crate::supervise::CALICO_KEY).expect("reg"),
+        !h.reg_key_exists(crate::layout::CALICO_KEY).expect("reg"),
         "the registry key is left"
     );
 }

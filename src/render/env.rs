@@ -2,54 +2,20 @@
 
 use crate::config::Config;
 use crate::config::types::{Backend, IpamType, NodeIp};
+use crate::layout::Role;
 use std::collections::BTreeMap;
 
-/// A Calico Windows service whose environment is rendered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    Node,
-    Felix,
-    Confd,
-    /// The opt-in kube-proxy service (`kube_proxy.path`).
-    KubeProxy,
-}
-
-impl Role {
-    /// Every role, in start order.
-    pub const ALL: [Role; 4] = [Role::Node, Role::Felix, Role::Confd, Role::KubeProxy];
-
-    /// The role's name in its log file (`calico-<name>.log`) and on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Node => "node",
-            Role::Felix => "felix",
-            Role::Confd => "confd",
-            Role::KubeProxy => "kube-proxy",
-        }
+/// The roles a configuration runs, in start order: confd only for windows-bgp, kube-proxy
+/// when it is configured and there are Calico networks for it.
+pub fn roles_for(c: &Config) -> Vec<Role> {
+    let mut roles = vec![Role::Node, Role::Felix];
+    if c.backend == Backend::WindowsBgp {
+        roles.push(Role::Confd);
     }
-
-    /// The roles a configuration runs, in start order: confd only for windows-bgp, kube-proxy
-    /// when it is configured and there are Calico networks for it.
-    pub fn for_config(c: &Config) -> Vec<Role> {
-        let mut roles = vec![Role::Node, Role::Felix];
-        if c.backend == Backend::WindowsBgp {
-            roles.push(Role::Confd);
-        }
-        if c.kube_proxy.path.is_some() && c.backend != Backend::None {
-            roles.push(Role::KubeProxy);
-        }
-        roles
+    if c.kube_proxy.path.is_some() && c.backend != Backend::None {
+        roles.push(Role::KubeProxy);
     }
-
-    /// File name of the rendered environment.
-    pub fn env_file(self) -> &'static str {
-        match self {
-            Role::Node => "calico-node.env",
-            Role::Felix => "calico-felix.env",
-            Role::Confd => "calico-confd.env",
-            Role::KubeProxy => "kube-proxy.env",
-        }
-    }
+    roles
 }
 
 /// The variables every service sees: what config.ps1 sets (each service script dot-sources it).
@@ -153,10 +119,7 @@ pub fn environment(c: &Config, role: Role) -> BTreeMap<String, String> {
         Role::KubeProxy => {
             // What kube-proxy-service.ps1 set: the literal network name (KUBE_NETWORK may be a
             // pattern for felix, kube-proxy takes a name), and its own inputs.
-            env.insert(
-                "KUBE_NETWORK".into(),
-                crate::render::hns::CALICO_NETWORK.into(),
-            );
+            env.insert("KUBE_NETWORK".into(), crate::layout::CALICO_NETWORK.into());
             if let Some(p) = &c.kube_proxy.path {
                 env.insert("KUBE_PROXY_PATH".into(), p.to_string());
             }

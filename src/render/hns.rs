@@ -2,17 +2,9 @@
 
 use crate::config::Config;
 use crate::config::types::Backend;
+use crate::layout::EXTERNAL_NETWORK;
 use serde_json::{Value, json};
 
-/// Name of the bootstrap network whose creation makes the vSwitch.
-pub const EXTERNAL_NETWORK: &str = "External";
-/// The pod network calico-node creates.
-pub const CALICO_NETWORK: &str = "Calico";
-/// The HNS endpoint calico-node makes for the host on the Calico network (block .2,
-/// `SetupVxlanNetwork`): kube-proxy's source VIP on overlay.
-pub const SOURCE_VIP_ENDPOINT: &str = "Calico_ep";
-/// The file under the install root that holds the External network's document.
-pub const EXTERNAL_FILE: &str = "external-network.json";
 /// Its address prefix and gateway: a tiny range no pod uses.
 const PREFIX: &str = "192.168.255.0/30";
 const GATEWAY: &str = "192.168.255.1";

@@ -105,17 +105,6 @@ pub fn document(cluster: Cluster, user: AuthInfo, namespace: Option<&str>) -> Ku
     }
 }
 
-/// The directory under the install root that Calico's token refresher got as its
-/// `CONTAINER_SANDBOX_MOUNT_POINT` when earlier calicoctl-win versions ran it; uninstall still
-/// removes what it left.
-pub const REFRESHER_DIR: &str = "token-refresher";
-/// What the refresher writes, under its sandbox: the CNI plugin's kubeconfig
-/// (`node/pkg/cni/token_watch.go`: `/host/etc/cni/net.d/calico-kubeconfig`).
-pub const REFRESHED_KUBECONFIG: &str = r"host\etc\cni\net.d\calico-kubeconfig";
-/// What the refresher reads, under its sandbox: the namespace of the service account it asks
-/// tokens for (`/var/run/secrets/kubernetes.io/serviceaccount/namespace`; fatal when missing).
-pub const REFRESHER_NAMESPACE: &str = r"var\run\secrets\kubernetes.io\serviceaccount\namespace";
-
 /// The current context of a kubeconfig's text.
 fn current_context(text: &str) -> Option<(serde_json::Value, serde_json::Value)> {
     let doc: serde_json::Value = serde_saphyr::from_str(text).ok()?;

@@ -11,11 +11,8 @@ pub mod template;
 
 use crate::config::Config;
 use crate::config::types::Backend;
+use crate::layout::STATIC_RULES_FILE;
 pub use facts::{HostFacts, OsBuild};
-
-/// Felix reads extra HNS ACL rules from this file beside its binary
-/// (`felix/dataplane/windows/policysets/static_rules.go`).
-pub const STATIC_RULES_FILE: &str = "static-rules.json";
 
 /// What Calico's quickstart writes for policy-only installs on AKS (`SetAKSCalicoStaticRules`
 /// in install-calico-windows.ps1, v3.31.0): pods may not reach the Azure wireserver
@@ -84,7 +81,7 @@ pub fn render_all(
             contents: cni::render(c, facts, template.text, template.name)?,
         });
     }
-    for role in env::Role::for_config(c) {
+    for role in env::roles_for(c) {
         files.push(RenderedFile {
             name: role.env_file().to_owned(),
             contents: env::render(c, role),
@@ -98,7 +95,7 @@ pub fn render_all(
             })?;
         text.push('\n');
         files.push(RenderedFile {
-            name: hns::EXTERNAL_FILE.into(),
+            name: crate::layout::EXTERNAL_FILE.into(),
             contents: text,
         });
     }

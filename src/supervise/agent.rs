@@ -65,7 +65,7 @@ fn backend(env: &BTreeMap<String, String>) -> &str {
 
 fn clear_generated(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {
     for name in CONFD_GENERATED {
-        let path = format!("{}\\confd\\{name}", s.install_root);
+        let path = crate::layout::join(&s.install_root, &format!("confd\\{name}"));
         if host.remove_file(&path)? {
             log.info(&format!(
                 "removed the stale {path} so that confd reconfigures BGP"
@@ -94,8 +94,8 @@ fn wait_for_init(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Resul
             log.info(&format!(
                 "waiting for CalicoNode to finish initialising in this boot ({boot}): \
                  {}\\{} does not hold it yet",
-                super::CALICO_KEY,
-                super::BOOT_ID_VALUE
+                crate::layout::CALICO_KEY,
+                crate::layout::BOOT_ID_VALUE
             ));
             said = true;
         }

@@ -8,12 +8,9 @@
 
 use super::log::Log;
 use crate::host::{Access, Host, HostResult};
-use crate::plan::record::join;
+use crate::layout::WITHHELD_SUFFIX;
+use crate::layout::join;
 use std::collections::BTreeMap;
-
-/// Appended to the CNI config's name while it is withheld: no runtime loads it
-/// (containerd and dockershim load `.conf`, `.conflist` and `.json`).
-pub const WITHHELD_SUFFIX: &str = ".calicoctl-win-withheld";
 
 /// The CNI config's path, from the service environment (`CNI_CONF_DIR`, `CNI_CONF_FILENAME`).
 fn config_path(env: &BTreeMap<String, String>) -> Option<String> {

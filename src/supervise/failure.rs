@@ -4,12 +4,12 @@
 //! timeout on something that will not come. Each failure also goes to the service's log and,
 //! as a warning, to the Application event log.
 
-use super::{CALICO_KEY, EVENT_SOURCE, Log};
+use super::{EVENT_SOURCE, Log};
 use crate::host::{EventLevel, Host, HostResult, RegValue};
+use crate::layout::CALICO_KEY;
+use crate::layout::FAILURES_VALUE;
 use serde::{Deserialize, Serialize};
 
-/// The registry value (REG_SZ, JSON) holding the failures of CalicoNode's current start.
-pub const FAILURES_VALUE: &str = "StartFailures";
 /// The event id of a failure recorded here (a warning: the service itself runs on).
 pub const EVENT_FAILURE: u32 = 4;
 /// At most this many are kept; the oldest go first.

@@ -20,8 +20,9 @@
 
 use super::{Launch, Log, Result, Settings, Stop, SuperviseError, environment};
 use crate::host::{Host, Output, ProcessSpec};
+use crate::layout::CALICO_NETWORK;
+use crate::layout::SOURCE_VIP_ENDPOINT;
 use crate::render::facts::OsBuild;
-use crate::render::hns::{CALICO_NETWORK, SOURCE_VIP_ENDPOINT};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

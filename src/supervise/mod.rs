@@ -23,59 +23,18 @@ pub mod renew;
 pub mod scm;
 mod stop;
 
-pub use crate::render::env::Role;
+pub use crate::layout::Role;
 pub use log::{Clock, Log, LogSettings, parse_size};
-pub use node::{ROUTES_VALUE, StartPhase, init_done};
+pub use node::{StartPhase, init_done};
 pub use stop::Stop;
 
 use crate::host::{
     EventLevel, Host, HostError, Output, ProcessSpec, Recovery, ServiceSpec, StartType,
 };
+use crate::layout::EVENT_SOURCE;
 use crate::release::{Binary, CalicoVersion, Features};
-use crate::render::kubeconfig::{REFRESHED_KUBECONFIG, REFRESHER_DIR, REFRESHER_NAMESPACE};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-
-/// What Calico's components and the services write under the install root while they run,
-/// as host paths: calico-node's `nodename` (`CALICO_NODENAME_FILE`), and the sandbox files of
-/// Calico's token refresher, which earlier calicoctl-win versions ran with
-/// `CONTAINER_SANDBOX_MOUNT_POINT=<root>\token-refresher` (no longer: see `release::version`);
-/// then the sandbox's directories, deepest first. Install records none of them, and uninstall
-/// removes them with the recorded files, so a node installed by an earlier version is left
-/// clean too.
-pub fn owned_paths(root: &str) -> (Vec<String>, Vec<String>) {
-    let root = root.trim_end_matches('\\');
-    let base = format!("{root}\\{REFRESHER_DIR}");
-    let files = std::iter::once(format!("{root}\\nodename"))
-        .chain(
-            [REFRESHER_NAMESPACE, REFRESHED_KUBECONFIG]
-                .iter()
-                .map(|f| format!("{base}\\{f}")),
-        )
-        .collect();
-    let mut dirs = Vec::new();
-    for f in [REFRESHER_NAMESPACE, REFRESHED_KUBECONFIG] {
-        let mut parts: Vec<&str> = f.split('\\').collect();
-        parts.pop();
-        while !parts.is_empty() {
-            let d = format!("{base}\\{}", parts.join("\\"));
-            if !dirs.contains(&d) {
-                dirs.push(d);
-            }
-            parts.pop();
-        }
-    }
-    dirs.sort_by_key(|d: &String| std::cmp::Reverse(d.matches('\\').count()));
-    dirs.push(base);
-    (files, dirs)
-}
-
-/// Calico's registry key: the init-done marker lives here.
-pub const CALICO_KEY: &str = r"HKLM\Software\Tigera\Calico";
-/// The marker: the boot identity of the boot CalicoNode last finished initialising in.
-pub const BOOT_ID_VALUE: &str = "BootId";
-/// What Calico's scripts compared (a culture-formatted boot time), still written for them.
-pub const LEGACY_BOOT_VALUE: &str = "LastBootTime";
 
 /// Why a service body stopped with an error. Stopping on request is not an error.
 #[derive(Debug, thiserror::Error)]
@@ -250,7 +209,7 @@ impl Settings {
     }
 
     fn path(&self, name: &str) -> String {
-        format!("{}\\{name}", self.install_root)
+        crate::layout::join(&self.install_root, name)
     }
 }
 
@@ -339,26 +298,12 @@ pub fn open_log(
         .filter(|d| !d.is_empty())
         .cloned()
         .unwrap_or_else(|| s.path("logs"));
-    let file = format!(
-        "{}\\calico-{}.log",
-        dir.trim_end_matches('\\'),
-        role_name(s.role)
-    );
+    let file = crate::layout::join(&dir, &s.role.log_file());
     Ok(Log::open(host.local_path(&file)?, s.log, echo))
 }
 
 pub fn role_name(role: Role) -> &'static str {
     role.name()
-}
-
-/// The Windows service name of a role.
-pub fn service_name(role: Role) -> &'static str {
-    match role {
-        Role::Node => "CalicoNode",
-        Role::Felix => "CalicoFelix",
-        Role::Confd => "CalicoConfd",
-        Role::KubeProxy => "kube-proxy",
-    }
 }
 
 /// How the installed release is run: its binary and the start-up flags that release knows
@@ -549,11 +494,6 @@ impl Backoff {
     }
 }
 
-/// The Application event log source the service bodies write under; install registers it
-/// (`EVENT_SOURCE_KEY`) and uninstall removes it.
-pub const EVENT_SOURCE: &str = "calicoctl-win";
-pub const EVENT_SOURCE_KEY: &str =
-    r"HKLM\SYSTEM\CurrentControlSet\Services\EventLog\Application\calicoctl-win";
 /// The event ids: a service body started, stopped on request, failed.
 pub const EVENT_STARTED: u32 = 1;
 pub const EVENT_STOPPED: u32 = 2;
@@ -562,7 +502,7 @@ pub const EVENT_FAILED: u32 = 3;
 /// Runs a role until a stop is requested (then `Ok`) or it fails; its start, its stop and its
 /// failure are written to the Application event log too.
 pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
-    let service = service_name(s.role);
+    let service = Role::service_name(s.role);
     let event = |level, id, message: String| {
         if let Err(e) = host.report_event(EVENT_SOURCE, level, id, &message) {
             log.warn(&format!("cannot write to the Application event log: {e}"));
@@ -643,7 +583,7 @@ pub fn service_spec(role: Role, exe: &str, args: Vec<String>) -> ServiceSpec {
         ),
     };
     ServiceSpec {
-        name: service_name(role).into(),
+        name: Role::service_name(role).into(),
         display_name: display.into(),
         description: description.into(),
         program: exe.into(),

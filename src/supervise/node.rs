@@ -5,15 +5,19 @@ use super::failure::{self, Blocks};
 use super::platform::{self, Platform};
 use super::renew::Renewal;
 use super::{
-    BOOT_ID_VALUE, Backoff, CALICO_KEY, ChildEnd, Component, LEGACY_BOOT_VALUE, Log, Result,
-    Settings, Stop, SuperviseError, environment, run_child,
+    Backoff, ChildEnd, Component, Log, Result, Settings, Stop, SuperviseError, environment,
+    run_child,
 };
 use crate::host::{HnsNetwork, Host, HostError, HostResult, RegValue, Route, SystemFacts};
-use crate::render::hns::EXTERNAL_NETWORK;
+use crate::layout::EXTERNAL_NETWORK;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
+use crate::layout::BOOT_ID_VALUE;
+use crate::layout::CALICO_KEY;
+use crate::layout::LEGACY_BOOT_VALUE;
+use crate::layout::ROUTES_VALUE;
 /// The cloud metadata service's address; the vSwitch drops its route.
 use crate::plan::routes::METADATA;
 /// The service this body is, in what it records.
@@ -30,9 +34,6 @@ pub struct StartPhase {
     pub restored_routes: Vec<String>,
     pub platform: Option<Platform>,
 }
-
-/// The registry value holding the routes from before the vSwitch until they are restored.
-pub const ROUTES_VALUE: &str = "RoutesBeforeVswitch";
 
 /// Whether CalicoNode has finished initialising in the current boot.
 pub fn init_done(host: &dyn Host) -> HostResult<bool> {
@@ -413,7 +414,7 @@ fn ensure_external(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Res
     {
         return Ok(false);
     }
-    let path = s.path(crate::render::hns::EXTERNAL_FILE);
+    let path = s.path(crate::layout::EXTERNAL_FILE);
     let spec = host
         .read_file(&path)?
         .ok_or(SuperviseError::NoExternalSpec { path })?;

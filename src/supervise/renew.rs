@@ -22,18 +22,17 @@
 //! back off from 5 to 30 minutes. The Application event (event 5, a warning) is written once
 //! per outage, not at every attempt.
 
-use super::{CALICO_KEY, EVENT_SOURCE, Log};
+use super::{EVENT_SOURCE, Log};
 use crate::cluster::credentials::{self, Token};
 use crate::cluster::{Cluster, ClusterError};
 use crate::host::{Access, EventLevel, Host, HostResult, RegValue};
+use crate::layout::CALICO_KEY;
+use crate::layout::ISSUED_VALUE;
+use crate::layout::RENEWAL_VALUE;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// The registry value (REG_SZ, JSON) holding the last failed renewal; deleted by a success.
-pub const RENEWAL_VALUE: &str = "TokenRenewal";
-/// The registry value (REG_SZ, JSON) describing the token the last renewal wrote.
-pub const ISSUED_VALUE: &str = "TokenIssued";
 /// The event id of a failed renewal (a warning: the token is still valid).
 pub const EVENT_RENEWAL_FAILED: u32 = 5;
 /// How often a token that never expires, or a node without one, is looked at again.

@@ -8,6 +8,9 @@ use crate::host::sim::{At, Fault, FaultKind, SimHost};
 use crate::host::{
     Files, Hns, InterfaceAddress, Network, RegValue, Registry, Services, SystemInfo,
 };
+use crate::layout::BOOT_ID_VALUE;
+use crate::layout::CALICO_KEY;
+use crate::layout::LEGACY_BOOT_VALUE;
 use crate::release::{Binary, CalicoVersion};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -34,7 +37,7 @@ fn install(host: &SimHost, sets: &[&str]) {
         .expect("write");
     };
     put("calico-node.exe", b"simulated program\n");
-    for role in Role::for_config(&c) {
+    for role in crate::render::env::roles_for(&c) {
         put(
             role.env_file(),
             crate::render::env::render(&c, role).as_bytes(),
@@ -874,7 +877,7 @@ fn the_cni_config_is_withheld_from_shutdown_until_startup_has_finished_after_the
     let host = SimHost::in_memory("ws2022").expect("host");
     install(&host, &[]);
     let conf = r"C:\Program Files\containerd\cni\conf\10-calico.conf";
-    let withheld = format!("{conf}{}", super::cni::WITHHELD_SUFFIX);
+    let withheld = format!("{conf}{}", crate::layout::WITHHELD_SUFFIX);
     let cni = br#"{"cniVersion": "0.3.1", "name": "Calico", "type": "calico"}"#;
     host.write_file(conf, cni, crate::host::Access::Normal)
         .expect("cni config");

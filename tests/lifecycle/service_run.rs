@@ -5,7 +5,8 @@ use crate::support::cmd;
 use calicoctl_win::config::{Inputs, load};
 use calicoctl_win::host::sim::SimHost;
 use calicoctl_win::host::{Access, Files, Hns, Registry, ServiceState, Services, SystemInfo};
-use calicoctl_win::supervise::{self, Role};
+use calicoctl_win::layout::Role;
+use calicoctl_win::supervise;
 use std::path::Path;
 use std::time::Duration;
 
@@ -32,7 +33,7 @@ fn installed_host(dir: &Path) -> SimHost {
     };
     put("calico-node.exe", b"simulated program\n");
     put("calicoctl-win.exe", b"simulated program\n");
-    for role in Role::for_config(&c) {
+    for role in calicoctl_win::render::env::roles_for(&c) {
         put(
             role.env_file(),
             calicoctl_win::render::env::render(&c, role).as_bytes(),
@@ -53,8 +54,11 @@ fn network_names(host: &SimHost) -> Vec<String> {
 
 fn init_done(host: &SimHost) -> bool {
     let boot = host.system_facts().expect("facts").boot_id;
-    host.reg_get(supervise::CALICO_KEY, supervise::BOOT_ID_VALUE)
-        .expect("read")
+    host.reg_get(
+        calicoctl_win::layout::CALICO_KEY,
+        calicoctl_win::layout::BOOT_ID_VALUE,
+    )
+    .expect("read")
         == Some(calicoctl_win::host::RegValue::Sz(boot))
 }
 

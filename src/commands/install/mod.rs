@@ -17,8 +17,9 @@ use crate::cluster::{etcd, node};
 use crate::context::Context;
 use crate::duration::now;
 use crate::host::{Host, HostKind};
+use crate::layout::join;
 use crate::plan::install::{Got, Inputs, release_files};
-use crate::plan::record::{self, RecordedFile, join};
+use crate::plan::record::{self, RecordedFile};
 use crate::plan::{self};
 use crate::release::{self};
 use anyhow::Context as _;
@@ -64,7 +65,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     )?;
     let root = crate::plan::install::install_root(config);
     let previous = record::read(host.as_ref(), &root)?;
-    let journal_path = join(&root, record::JOURNAL_FILE);
+    let journal_path = join(&root, crate::layout::JOURNAL_FILE);
     let journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "install")?;
     refuse_network_changes(host.as_ref(), previous.as_ref(), config)?;
     let checked = Checked {
@@ -606,7 +607,7 @@ fn refuse_network_changes(
     let exists = match host.hns_networks() {
         Ok(networks) => networks
             .iter()
-            .any(|n| n.name == crate::render::hns::CALICO_NETWORK),
+            .any(|n| n.name == crate::layout::CALICO_NETWORK),
         Err(crate::host::HostError::Unavailable { .. }) => false,
         Err(e) => return Err(e.into()),
     };

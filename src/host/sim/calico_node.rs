@@ -8,8 +8,8 @@
 
 use super::SimHost;
 use crate::host::{Files, Hns, HostResult, ProcessSpec};
+use crate::layout::SOURCE_VIP_ENDPOINT;
 use crate::release::CalicoVersion;
-use crate::render::hns::SOURCE_VIP_ENDPOINT;
 use serde_json::json;
 use std::fmt::Write as _;
 
@@ -117,7 +117,7 @@ pub fn monitor_token(host: &SimHost, spec: &ProcessSpec) -> HostResult<(Option<i
         .env
         .get("CONTAINER_SANDBOX_MOUNT_POINT")
         .map_or_else(|| "C:".to_owned(), |s| s.trim_end_matches('\\').to_owned());
-    let ns_path = format!("{base}\\{}", crate::render::kubeconfig::REFRESHER_NAMESPACE);
+    let ns_path = crate::layout::join(&base, crate::layout::REFRESHER_NAMESPACE);
     let Some(namespace) = host.read_file(&ns_path)? else {
         return Ok((
             Some(1),
@@ -144,10 +144,7 @@ pub fn monitor_token(host: &SimHost, spec: &ProcessSpec) -> HostResult<(Option<i
         ));
     };
     let n = host.read(|s| s.settings.next_id);
-    let out = format!(
-        "{base}\\{}",
-        crate::render::kubeconfig::REFRESHED_KUBECONFIG
-    );
+    let out = crate::layout::join(&base, crate::layout::REFRESHED_KUBECONFIG);
     let text = format!(
         "# Kubeconfig file for Calico CNI plugin. Installed by calico/node.\napiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: {server}\nusers:\n- name: calico\n  user:\n    token: sim-cni-token-{n}\n"
     );

@@ -268,10 +268,13 @@ fn aks(state: &mut State) {
 fn legacy_calico(state: &mut State, files: &mut Vec<SeedFile>) {
     let root = r"C:\CalicoWindows";
     for f in ["nssm.exe", "calico-node.exe"] {
-        files.push((format!("{root}\\{f}"), b"simulated program\n".to_vec()));
+        files.push((
+            crate::layout::join(root, f),
+            b"simulated program\n".to_vec(),
+        ));
     }
     files.push((
-        format!("{root}\\config.ps1"),
+        crate::layout::join(root, "config.ps1"),
         b"$env:CALICO_NETWORKING_BACKEND=\"vxlan\"\n".to_vec(),
     ));
     files.push((
@@ -282,7 +285,7 @@ fn legacy_calico(state: &mut State, files: &mut Vec<SeedFile>) {
         ("CalicoNode", "Calico Windows Startup", None),
         ("CalicoFelix", "Calico Windows Agent", Some("CalicoNode")),
     ] {
-        add_service(state, name, display, &format!("{root}\\nssm.exe"));
+        add_service(state, name, display, &crate::layout::join(root, "nssm.exe"));
         if let Some(svc) = state.services.get_mut(&name.to_ascii_lowercase()) {
             svc.dependencies = dep.into_iter().map(str::to_owned).collect();
         }

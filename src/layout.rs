@@ -1,0 +1,200 @@
+//! Every name calicoctl-win and the Windows services share on the node, in one place: Calico's
+//! registry key and its values, the event source, the HNS and firewall names, the files under
+//! the install root, and the services' roles with their service, environment and log names.
+//! A leaf: it imports only `std`, so every layer may read it and none is pulled up by it.
+
+// Calico's registry key and the values calicoctl-win and the services keep there.
+
+/// Calico's registry key: the init-done marker lives here.
+pub const CALICO_KEY: &str = r"HKLM\Software\Tigera\Calico";
+/// The marker: the boot identity of the boot CalicoNode last finished initialising in.
+pub const BOOT_ID_VALUE: &str = "BootId";
+/// What Calico's scripts compared (a culture-formatted boot time), still written for them.
+pub const LEGACY_BOOT_VALUE: &str = "LastBootTime";
+/// The registry value (REG_SZ, JSON) holding the failures of CalicoNode's current start.
+pub const FAILURES_VALUE: &str = "StartFailures";
+/// The registry value holding the routes from before the vSwitch until they are restored.
+pub const ROUTES_VALUE: &str = "RoutesBeforeVswitch";
+/// The registry value (REG_SZ, JSON) holding the last failed renewal; deleted by a success.
+pub const RENEWAL_VALUE: &str = "TokenRenewal";
+/// The registry value (REG_SZ, JSON) describing the token the last renewal wrote.
+pub const ISSUED_VALUE: &str = "TokenIssued";
+/// The registry value install sets under `HKLM\Software\Tigera\Calico`.
+pub const INSTALL_ROOT_VALUE: &str = "InstallRoot";
+
+/// Every value calicoctl-win and its services keep under `CALICO_KEY` (uninstall deletes the
+/// key with them; the snapshot a rollback compares reads these).
+pub const CALICO_VALUES: [&str; 7] = [
+    BOOT_ID_VALUE,
+    LEGACY_BOOT_VALUE,
+    FAILURES_VALUE,
+    ROUTES_VALUE,
+    RENEWAL_VALUE,
+    ISSUED_VALUE,
+    INSTALL_ROOT_VALUE,
+];
+
+// The Application event log source.
+
+/// The Application event log source the service bodies write under; install registers it
+/// (`EVENT_SOURCE_KEY`) and uninstall removes it.
+pub const EVENT_SOURCE: &str = "calicoctl-win";
+pub const EVENT_SOURCE_KEY: &str =
+    r"HKLM\SYSTEM\CurrentControlSet\Services\EventLog\Application\calicoctl-win";
+
+// HNS.
+
+/// Name of the bootstrap network whose creation makes the vSwitch.
+pub const EXTERNAL_NETWORK: &str = "External";
+/// The pod network calico-node creates.
+pub const CALICO_NETWORK: &str = "Calico";
+/// The HNS endpoint calico-node makes for the host on the Calico network (block .2,
+/// `SetupVxlanNetwork`): kube-proxy's source VIP on overlay.
+pub const SOURCE_VIP_ENDPOINT: &str = "Calico_ep";
+
+// Windows Firewall.
+
+/// The firewall rule install creates for VXLAN, and the one Calico's scripts create (their
+/// `-DisplayName`, the name the firewall API knows it by).
+pub const VXLAN_RULE: &str = "Calico VXLAN UDP 4789";
+pub const CALICO_SCRIPT_VXLAN_RULE: &str = "Overlay Traffic 4789 UDP";
+
+// Files and directories.
+
+pub const RECORD_FILE: &str = "calicoctl-win-install.json";
+pub const JOURNAL_FILE: &str = "calicoctl-win.journal.json";
+/// Beside the install record in the install root.
+pub const FILE_STAT_FILE: &str = "calicoctl-win-file-stat.json";
+pub const LOCK_FILE: &str = "calicoctl-win.lock";
+/// Where the services' logs of a run that is undone go: calicoctl-win's state directory on
+/// Windows (`%ProgramData%\calicoctl-win`), in a folder named for the run.
+pub const KEPT_LOGS_DIR: &str = r"C:\ProgramData\calicoctl-win";
+/// Appended to the CNI config's name while it is withheld: no runtime loads it
+/// (containerd and dockershim load `.conf`, `.conflist` and `.json`).
+pub const WITHHELD_SUFFIX: &str = ".calicoctl-win-withheld";
+/// The file under the install root that holds the External network's document.
+pub const EXTERNAL_FILE: &str = "external-network.json";
+/// Felix reads extra HNS ACL rules from this file beside its binary
+/// (`felix/dataplane/windows/policysets/static_rules.go`).
+pub const STATIC_RULES_FILE: &str = "static-rules.json";
+/// The directory under the install root that Calico's token refresher got as its
+/// `CONTAINER_SANDBOX_MOUNT_POINT` when earlier calicoctl-win versions ran it; uninstall still
+/// removes what it left.
+pub const REFRESHER_DIR: &str = "token-refresher";
+/// What the refresher writes, under its sandbox: the CNI plugin's kubeconfig
+/// (`node/pkg/cni/token_watch.go`: `/host/etc/cni/net.d/calico-kubeconfig`).
+pub const REFRESHED_KUBECONFIG: &str = r"host\etc\cni\net.d\calico-kubeconfig";
+/// What the refresher reads, under its sandbox: the namespace of the service account it asks
+/// tokens for (`/var/run/secrets/kubernetes.io/serviceaccount/namespace`; fatal when missing).
+pub const REFRESHER_NAMESPACE: &str = r"var\run\secrets\kubernetes.io\serviceaccount\namespace";
+
+/// The host path of a file under a directory.
+pub fn join(dir: &str, name: &str) -> String {
+    format!("{}\\{name}", dir.trim_end_matches('\\'))
+}
+
+/// What Calico's components and the services write under the install root while they run,
+/// as host paths: calico-node's `nodename` (`CALICO_NODENAME_FILE`), and the sandbox files of
+/// Calico's token refresher, which earlier calicoctl-win versions ran with
+/// `CONTAINER_SANDBOX_MOUNT_POINT=<root>\token-refresher` (no longer: see `release::version`);
+/// then the sandbox's directories, deepest first. Install records none of them, and uninstall
+/// removes them with the recorded files, so a node installed by an earlier version is left
+/// clean too.
+pub fn owned_paths(root: &str) -> (Vec<String>, Vec<String>) {
+    let root = root.trim_end_matches('\\');
+    let base = join(root, REFRESHER_DIR);
+    let files = std::iter::once(join(root, "nodename"))
+        .chain(
+            [REFRESHER_NAMESPACE, REFRESHED_KUBECONFIG]
+                .iter()
+                .map(|f| join(&base, f)),
+        )
+        .collect();
+    let mut dirs = Vec::new();
+    for f in [REFRESHER_NAMESPACE, REFRESHED_KUBECONFIG] {
+        let mut parts: Vec<&str> = f.split('\\').collect();
+        parts.pop();
+        while !parts.is_empty() {
+            let d = format!("{base}\\{}", parts.join("\\"));
+            if !dirs.contains(&d) {
+                dirs.push(d);
+            }
+            parts.pop();
+        }
+    }
+    dirs.sort_by_key(|d: &String| std::cmp::Reverse(d.matches('\\').count()));
+    dirs.push(base);
+    (files, dirs)
+}
+
+// The services.
+
+/// A Calico Windows service whose environment is rendered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Node,
+    Felix,
+    Confd,
+    /// The opt-in kube-proxy service (`kube_proxy.path`).
+    KubeProxy,
+}
+
+impl Role {
+    /// Every role, in start order.
+    pub const ALL: [Role; 4] = [Role::Node, Role::Felix, Role::Confd, Role::KubeProxy];
+
+    /// The role's name in its log file (`calico-<name>.log`) and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Node => "node",
+            Role::Felix => "felix",
+            Role::Confd => "confd",
+            Role::KubeProxy => "kube-proxy",
+        }
+    }
+
+    /// The Windows service that runs it.
+    pub fn service_name(self) -> &'static str {
+        match self {
+            Role::Node => "CalicoNode",
+            Role::Felix => "CalicoFelix",
+            Role::Confd => "CalicoConfd",
+            Role::KubeProxy => "kube-proxy",
+        }
+    }
+
+    /// Its log file's name in the logs directory (`calico-<name>.log`).
+    pub fn log_file(self) -> String {
+        format!("calico-{}.log", self.name())
+    }
+
+    /// File name of the rendered environment.
+    pub fn env_file(self) -> &'static str {
+        match self {
+            Role::Node => "calico-node.env",
+            Role::Felix => "calico-felix.env",
+            Role::Confd => "calico-confd.env",
+            Role::KubeProxy => "kube-proxy.env",
+        }
+    }
+}
+
+/// Whether a file in the logs directory is one of the services' logs: `calico-<role>.log` or
+/// a rotated `calico-<role>-<UTC time>.log`, for every role (kube-proxy's too), derived from
+/// the roles rather than listed.
+pub fn is_service_log(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    Role::ALL.iter().map(|r| r.name()).any(|role| {
+        let Some(rest) = lower
+            .strip_prefix("calico-")
+            .and_then(|r| r.strip_prefix(role))
+            .and_then(|r| r.strip_suffix(".log"))
+        else {
+            return false;
+        };
+        rest.is_empty()
+            || rest
+                .strip_prefix('-')
+                .is_some_and(|t| !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric()))
+    })
+}
