@@ -18,6 +18,7 @@ pub mod duration;
 pub mod error;
 pub mod files;
 pub mod host;
+pub mod installed;
 pub mod layout;
 pub mod net;
 pub mod output;

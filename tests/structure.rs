@@ -57,7 +57,12 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
     let mut modules: BTreeSet<String> = files.keys().cloned().collect();
     // Modules whose files are left out (test modules) still resolve, to nothing.
     modules.insert(String::new());
-    let path = regex::Regex::new(r"\b(crate|super)((?:::[a-z_][a-z0-9_]*)+)").expect("regex");
+    let path = regex::Regex::new(r"\b(crate|super|self)((?:::[a-z_][a-z0-9_]*)+)").expect("regex");
+    // A module's own children by their bare names (`install::run` in commands/mod.rs).
+    let child_decl = regex::Regex::new(r"(?m)^\s*(?:pub(?:\([a-z]+\))? )?mod ([a-z_][a-z0-9_]*);")
+        .expect("regex");
+    let bare = regex::Regex::new(r"(?:^|[^:\w])([a-z_][a-z0-9_]*)((?:::[a-z_][a-z0-9_]*)+)")
+        .expect("regex");
     let mut edges = BTreeMap::new();
     for (module, code) in &files {
         let parent: Vec<&str> = module.split("::").collect();
@@ -65,11 +70,33 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
         let mut deps = BTreeSet::new();
         for c in path.captures_iter(code) {
             let tail: Vec<&str> = c[2].trim_start_matches("::").split("::").collect();
-            let segments: Vec<&str> = if &c[1] == "crate" {
-                tail
-            } else {
-                parent.iter().copied().chain(tail).collect()
+            let here: Vec<&str> = module.split("::").collect();
+            let segments: Vec<&str> = match &c[1] {
+                "crate" => tail,
+                "self" => here.iter().copied().chain(tail).collect(),
+                _ => parent.iter().copied().chain(tail).collect(),
             };
+            if let Some(m) = resolve(&segments, &modules)
+                && m != *module
+                && files.contains_key(&m)
+            {
+                deps.insert(m);
+            }
+        }
+        let children: BTreeSet<&str> = child_decl
+            .captures_iter(code)
+            .filter_map(|c| c.get(1).map(|m| m.as_str()))
+            .collect();
+        for c in bare.captures_iter(code) {
+            if !children.contains(&c[1]) {
+                continue;
+            }
+            let tail = c[2].trim_start_matches("::").split("::");
+            let segments: Vec<&str> = module
+                .split("::")
+                .chain(std::iter::once(&c[1]))
+                .chain(tail)
+                .collect();
             if let Some(m) = resolve(&segments, &modules)
                 && m != *module
                 && files.contains_key(&m)
@@ -107,6 +134,27 @@ fn path_back(
     None
 }
 
+/// The circles between a parent module and a child that the reading of bare child paths
+/// (`install::run` in commands/mod.rs) shows and the renovation has not yet removed: the
+/// parent calls into the child and the child uses helpers the parent holds. Each goes when
+/// its helpers move into a file of their own (commands/mod.rs's into commands/change.rs);
+/// the list may only shrink, and a circle not on it fails.
+const PARENT_CHILD_CIRCLES: &[(&str, &str)] = &[
+    ("commands", "commands::diags"),
+    ("commands", "commands::install"),
+    ("commands", "commands::reconfigure"),
+    ("commands", "commands::uninstall"),
+    ("config", "config::validate"),
+    ("host::windows", "host::windows::eventlog"),
+    ("host::windows", "host::windows::files"),
+    ("host::windows", "host::windows::hcn"),
+    ("host::windows", "host::windows::network"),
+    ("host::windows", "host::windows::services"),
+    ("host::windows", "host::windows::system"),
+    ("release", "release::download"),
+    ("supervise", "supervise::node"),
+];
+
 #[test]
 fn no_source_file_imports_one_that_imports_it_back() {
     let edges = graph();
@@ -119,6 +167,25 @@ fn no_source_file_imports_one_that_imports_it_back() {
         "imports are not read: {:?}",
         edges["commands::install"]
     );
+    assert!(
+        edges["commands"].contains("commands::install"),
+        "a parent's bare paths to its children are not read: {:?}",
+        edges["commands"]
+    );
+    for (parent, child) in PARENT_CHILD_CIRCLES {
+        assert!(
+            path_back(&edges, child, parent).is_some()
+                && path_back(&edges, parent, child).is_some(),
+            "{parent} and {child} no longer import each other: take them off PARENT_CHILD_CIRCLES"
+        );
+    }
+    // The known children's imports of their parents are left out; every other circle fails.
+    let mut edges = edges;
+    for (parent, child) in PARENT_CHILD_CIRCLES {
+        if let Some(deps) = edges.get_mut(*child) {
+            deps.remove(*parent);
+        }
+    }
     let mut circles = Vec::new();
     for (module, deps) in &edges {
         for dep in deps {
@@ -214,4 +281,76 @@ fn no_function_is_longer_than_80_lines() {
         found.is_empty(),
         "split these by concept (limit {LIMIT} lines): {found:#?}"
     );
+}
+
+/// The rooms of docs/architecture.md from the bottom up: a file may import its own room and
+/// rooms of a lower rank, never a higher one (an import that climbs fails). Written from the
+/// code; the host contract suite is test code and left out.
+const RANKS: &[(&str, u32)] = &[
+    ("error", 0),
+    ("layout", 0),
+    ("selector", 0),
+    ("redact", 0),
+    ("duration", 0),
+    ("files", 1),
+    ("release", 2),
+    ("host", 3),
+    ("net", 4),
+    ("config", 4),
+    ("output", 5),
+    ("render", 5),
+    ("cluster", 6),
+    ("installed", 7),
+    ("context", 8),
+    ("checks", 8),
+    ("supervise", 9),
+    ("plan", 10),
+    ("policy", 10),
+    ("cli", 11),
+    ("commands", 12),
+];
+
+fn rank(module: &str) -> Option<u32> {
+    let room = module.split("::").next().unwrap_or_default();
+    RANKS.iter().find(|(r, _)| *r == room).map(|(_, n)| *n)
+}
+
+/// The imports that climb: `from -> to` where `to`'s room ranks above `from`'s.
+fn climbing(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (from, deps) in edges {
+        if from.starts_with("host::contract") {
+            continue;
+        }
+        for to in deps {
+            match (rank(from), rank(to)) {
+                (Some(a), Some(b)) if b > a => out.push(format!("{from} -> {to}")),
+                (None, _) => out.push(format!("{from} is in no room of RANKS")),
+                (_, None) => out.push(format!("{to} is in no room of RANKS")),
+                _ => {}
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn no_import_climbs_to_a_higher_room() {
+    let edges = graph();
+    let up = climbing(&edges);
+    assert!(up.is_empty(), "imports that climb:\n{}", up.join("\n"));
+}
+
+#[test]
+fn a_climbing_import_is_found_when_there_is_one() {
+    let edges: BTreeMap<String, BTreeSet<String>> = [
+        ("host::sim", vec!["supervise::node"]),
+        ("plan::install", vec!["host", "layout"]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.into_iter().map(str::to_owned).collect()))
+    .collect();
+    assert_eq!(climbing(&edges), ["host::sim -> supervise::node"]);
 }

@@ -133,8 +133,8 @@ fn operator_windows(f: &ClusterFacts) -> Check {
     }
 }
 
-pub(crate) fn on(mode: &str) -> bool {
-    mode == "Always" || mode == "CrossSubnet"
+fn on(mode: &str) -> bool {
+    crate::cluster::facts::encapsulation_on(mode)
 }
 
 fn ipip(f: &ClusterFacts) -> Check {

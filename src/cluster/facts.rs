@@ -455,3 +455,9 @@ pub fn can_i(c: &Cluster, p: &Permission) -> Result<bool, ClusterError> {
     )?;
     Ok(answer.status.is_some_and(|s| s.allowed))
 }
+
+/// Whether an IP pool's `ipipMode` or `vxlanMode` turns the encapsulation on (`Always` or
+/// `CrossSubnet`; `Never` or empty is off).
+pub fn encapsulation_on(mode: &str) -> bool {
+    mode == "Always" || mode == "CrossSubnet"
+}

@@ -61,8 +61,9 @@ pub fn plan(f: &ClusterFacts, backend: Backend) -> Vec<Fix> {
             json!({"spec": {"ipipEnabled": false}}),
         ));
     }
-    let ipip =
-        |p: &&crate::cluster::facts::IpPool| !p.ipv6 && crate::checks::cluster::on(&p.ipip_mode);
+    let ipip = |p: &&crate::cluster::facts::IpPool| {
+        !p.ipv6 && crate::cluster::facts::encapsulation_on(&p.ipip_mode)
+    };
     for pool in f.ip_pools.iter().filter(ipip) {
         let spec = match backend {
             Backend::Vxlan => json!({"ipipMode": "Never", "vxlanMode": "Always"}),

@@ -89,7 +89,7 @@ pub(crate) fn annotate_node(
         ctx.log("no cluster: the node is not annotated");
         return;
     };
-    let rec = match crate::plan::record::read(host, root) {
+    let rec = match crate::installed::record::read(host, root) {
         Ok(Some(r)) => r,
         Ok(None) => return,
         Err(e) => {
@@ -97,7 +97,7 @@ pub(crate) fn annotate_node(
             return;
         }
     };
-    let annotations = crate::cluster::node::annotations_for(&rec);
+    let annotations = crate::installed::record::annotations_for(&rec);
     if let Err(e) = crate::cluster::node::annotate(c, node, &annotations) {
         ctx.printer.warn(&format!(
             "node {node} not annotated with the installed Calico version and config hash: {e}"
@@ -266,10 +266,10 @@ pub(crate) fn execute_measured(
 /// spare `status` hashing them (`plan::file_stat`). Only a warning when they cannot be kept:
 /// status then hashes every file.
 pub(crate) fn keep_file_stats(ctx: &mut Context, host: &dyn crate::host::Host, root: &str) {
-    let kept = crate::plan::record::read(host, root)
+    let kept = crate::installed::record::read(host, root)
         .map_err(anyhow::Error::from)
         .and_then(|rec| match rec {
-            Some(rec) => crate::plan::file_stat::FileStats::write(host, &rec),
+            Some(rec) => crate::installed::file_stat::FileStats::write(host, &rec),
             None => Ok(()),
         });
     if let Err(e) = kept {

@@ -9,11 +9,12 @@ use crate::context::Context;
 use crate::duration::{now, time_text};
 use crate::host::select::Intent;
 use crate::host::{HnsNetwork, Host, ServiceState};
+use crate::installed::file_stat::FileStats;
+use crate::installed::record;
+use crate::installed::record::InstallRecord;
 use crate::layout::CALICO_NETWORK;
 use crate::layout::EXTERNAL_NETWORK;
-use crate::plan::file_stat::FileStats;
-use crate::plan::record::InstallRecord;
-use crate::plan::{drift, record};
+use crate::plan::drift;
 use anyhow::Context as _;
 use serde_json::json;
 
@@ -307,14 +308,14 @@ fn metadata_route(host: &dyn Host, rec: &InstallRecord, r: &mut Report) -> anyho
     let kept: Vec<&crate::host::Route> = rec
         .routes_before
         .iter()
-        .filter(|route| crate::plan::routes::is_metadata(route))
+        .filter(|route| crate::installed::routes::is_metadata(route))
         .collect();
     if kept.is_empty() {
         return Ok(());
     }
     let now = host.routes().context("cannot read the routes")?;
     for route in kept {
-        if !crate::plan::routes::has_destination(&now, route) {
+        if !crate::installed::routes::has_destination(&now, route) {
             r.problems.push(format!(
                 "the cloud metadata route {}/{} is missing: the node had it before the install and CalicoNode restores it (its log says why not)",
                 route.destination, route.prefix_len

@@ -256,7 +256,7 @@ pub fn on_aks(host: &dyn Host, c: &Config) -> anyhow::Result<bool> {
         return Ok(false);
     }
     match host.hns_networks() {
-        Ok(networks) => Ok(crate::supervise::platform::is_aks(&networks)),
+        Ok(networks) => Ok(crate::installed::platform::is_aks(&networks)),
         // A node without HNS has no Azure CNI network either.
         Err(crate::host::HostError::Unavailable { .. }) => Ok(false),
         Err(e) => Err(anyhow::Error::new(e)

@@ -1,10 +1,11 @@
 //! Drift: how the installed node differs from its install record and from the config.
 
-use super::file_stat::FileStats;
-use super::install::{DesiredFile, host_sha256};
-use super::record::InstallRecord;
+use super::install::DesiredFile;
 use crate::config::types::Backend;
 use crate::host::Host;
+use crate::installed::file_stat::FileStats;
+use crate::installed::file_stat::host_sha256;
+use crate::installed::record::InstallRecord;
 use serde::Serialize;
 
 /// A file that is not what it should be.

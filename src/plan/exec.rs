@@ -7,10 +7,10 @@
 
 use super::journal::{Entry, Journal, Undo, save};
 use super::ready::{restore_routes, wait_ready};
-use super::record::missing_parents;
 use super::undo::{ignore_not_found, prepare_undo, rollback};
 use super::{Action, Content, Options};
 use crate::host::{Access, Host};
+use crate::installed::record::missing_parents;
 use anyhow::Context as _;
 
 /// A failed run.

@@ -2,7 +2,6 @@
 //! rule, install record) and its diff against the host: the ordered actions.
 
 pub use super::desired::{DesiredFile, Got, RENDERED, release_files};
-use super::record::{self, InstallRecord, RecordedFile, missing_parents};
 use super::{Action, Content};
 use crate::config::Config;
 use crate::config::types::{Backend, PlatformChoice};
@@ -10,6 +9,8 @@ use crate::host::{
     FirewallRule, Host, InstalledService, Protocol, RegValue, ServiceSpec, ServiceState,
     split_command_line,
 };
+use crate::installed::file_stat::host_sha256;
+use crate::installed::record::{self, InstallRecord, RecordedFile, missing_parents};
 use crate::layout::CALICO_KEY;
 use crate::layout::CALICO_SCRIPT_VXLAN_RULE;
 use crate::layout::EVENT_SOURCE_KEY;
@@ -203,17 +204,6 @@ fn affected_services(c: &Config, writes: &[Action], service_actions: &[Action]) 
             .collect();
     }
     out
-}
-
-/// The SHA-256 of a file on the host, streamed; `None` when it does not exist.
-pub(super) fn host_sha256(host: &dyn Host, path: &str) -> anyhow::Result<Option<String>> {
-    let local = host.local_path(path)?;
-    if !local.is_file() {
-        return Ok(None);
-    }
-    Ok(Some(crate::files::sha256_file(&local).with_context(
-        || format!("cannot read {path} to compare it with what install writes"),
-    )?))
 }
 
 /// The plan; its last file action writes the install record.
@@ -560,7 +550,7 @@ impl KeptRoutes {
         };
         let must_have: Vec<crate::host::Route> = before
             .iter()
-            .filter(|r| super::routes::is_metadata(r))
+            .filter(|r| crate::installed::routes::is_metadata(r))
             .cloned()
             .collect();
         let now = if must_have.is_empty() {
@@ -570,7 +560,7 @@ impl KeptRoutes {
         };
         let lost = !must_have
             .iter()
-            .all(|r| super::routes::has_destination(&now, r));
+            .all(|r| crate::installed::routes::has_destination(&now, r));
         Ok(Self {
             before,
             addresses_before,

@@ -78,7 +78,7 @@ pub struct Journal {
     /// Uninstall: the record it works from, so that a run cut off after the record file is
     /// gone can be finished.
     #[serde(default)]
-    pub record: Option<super::record::InstallRecord>,
+    pub record: Option<crate::installed::record::InstallRecord>,
     /// The services' logs directory when the run started (a rollback by a later command,
     /// which may not read the config, still finds it).
     #[serde(default)]

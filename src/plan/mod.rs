@@ -5,13 +5,10 @@
 pub mod desired;
 pub mod drift;
 pub mod exec;
-pub mod file_stat;
 pub mod install;
 pub mod journal;
 mod ready;
 pub mod reconfigure;
-pub mod record;
-pub mod routes;
 pub mod snapshot;
 mod snapshot_diff;
 pub mod undo;
@@ -31,7 +28,7 @@ pub struct Options<'a> {
     /// The journal of an interrupted run, continued by this one.
     pub previous: Option<journal::Journal>,
     pub routes_before: Vec<crate::host::Route>,
-    pub record: Option<record::InstallRecord>,
+    pub record: Option<crate::installed::record::InstallRecord>,
     /// The services' logs directory: a rollback that removes the directory holding it also
     /// removes the logs the started services wrote there.
     pub logs_dir: Option<String>,

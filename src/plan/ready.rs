@@ -2,7 +2,7 @@
 //! wait for CalicoNode's start-up, the networks and the routes.
 
 use crate::host::{Host, HostError, Route};
-use crate::supervise::failure::{self, Blocks, Failure};
+use crate::installed::failure::{self, Blocks, Failure};
 use std::time::{Duration, Instant};
 
 /// Adds back the recorded routes that are missing, each on its interface or where that
@@ -18,7 +18,7 @@ pub(super) fn restore_routes(
     let mut warnings = Vec::new();
     for r in routes.iter().filter(|r| !now.contains(r)) {
         let what = format!("{}/{} via {}", r.destination, r.prefix_len, r.next_hop);
-        let Some(index) = super::routes::place(r, &here, addresses) else {
+        let Some(index) = crate::installed::routes::place(r, &here, addresses) else {
             warnings.push(format!(
                 "the route {what} was not restored: its interface {} is gone and no interface holds its address or next hop now",
                 r.interface_index
@@ -115,7 +115,7 @@ pub(super) fn wait_ready(
         };
         let lost: Vec<String> = routes
             .iter()
-            .filter(|r| !super::routes::has_destination(&now, r))
+            .filter(|r| !crate::installed::routes::has_destination(&now, r))
             .map(|r| format!("{}/{}", r.destination, r.prefix_len))
             .collect();
         let withheld = match cni_config {

@@ -5,8 +5,8 @@
 use super::Action;
 use super::install::DesiredFile;
 use super::journal::{Journal, Undo};
-use super::record::{InstallRecord, NetworkSettings, RecordedFile};
 use crate::host::{HnsNetwork, Host, ServiceState};
+use crate::installed::record::{InstallRecord, NetworkSettings, RecordedFile};
 use crate::layout::CALICO_NETWORK;
 use crate::layout::EXTERNAL_FILE;
 use crate::layout::EXTERNAL_NETWORK;

@@ -4,9 +4,9 @@
 
 use super::journal::{Journal, Undo, missing_keys};
 use super::ready::restore_routes;
-use super::record::missing_parents;
 use super::{Action, Options};
 use crate::host::{Access, Host, HostError};
+use crate::installed::record::missing_parents;
 use crate::layout::KEPT_LOGS_DIR;
 use anyhow::Context as _;
 use std::time::Duration;
@@ -304,7 +304,7 @@ fn keep_service_logs(
     dir: &str,
     command: &str,
 ) -> Result<Option<String>, Vec<String>> {
-    let paths = super::record::service_logs(host, dir)
+    let paths = crate::installed::record::service_logs(host, dir)
         .map_err(|e| vec![format!("list the logs in {dir}: {e:#}")])?;
     if paths.is_empty() {
         return Ok(None);

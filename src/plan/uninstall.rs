@@ -3,8 +3,8 @@
 //! firewall rule, the logs (`--remove-logs`) and the directories install created.
 
 use super::Action;
-use super::record::InstallRecord;
 use crate::host::{Host, HostResult, ServiceState};
+use crate::installed::record::InstallRecord;
 use crate::layout::INSTALL_ROOT_VALUE;
 use anyhow::Context as _;
 
@@ -68,7 +68,7 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
         });
     }
     if o.remove_logs {
-        for path in super::record::service_logs(host, &r.logs_dir)? {
+        for path in crate::installed::record::service_logs(host, &r.logs_dir)? {
             actions.push(Action::RemoveFile { path });
         }
     }

@@ -13,11 +13,9 @@
 
 mod agent;
 pub mod cni;
-pub mod failure;
 mod kube_proxy;
 mod log;
 mod node;
-pub mod platform;
 pub mod renew;
 #[cfg(windows)]
 pub mod scm;
@@ -173,7 +171,7 @@ pub struct Settings {
     /// After a boot, delete every non-NAT HNS network as Calico's scripts do, instead of only
     /// Calico's own (`Calico`, `Calico-*`, `External`).
     pub delete_all_non_nat_networks: bool,
-    pub probes: platform::Probes,
+    pub probes: crate::installed::platform::Probes,
     /// The platform as configured; `Auto` probes.
     pub platform: crate::config::types::PlatformChoice,
     pub timing: Timing,
@@ -199,7 +197,7 @@ impl Settings {
             network_timeout: Duration::from_secs(300),
             startup_timeout: Duration::from_secs(300),
             delete_all_non_nat_networks: false,
-            probes: platform::Probes::default(),
+            probes: crate::installed::platform::Probes::default(),
             platform: crate::config::types::PlatformChoice::Auto,
             timing: Timing::default(),
             program: None,
@@ -491,6 +489,44 @@ impl Backoff {
 
     fn reset(&mut self) {
         self.next = self.min;
+    }
+}
+
+/// The event id of a failure CalicoNode records for the waits (a warning: the service itself
+/// runs on).
+pub const EVENT_FAILURE: u32 = 4;
+
+/// Says a failure in the service's log and the event log and records it for the waits
+/// (`installed::failure`), which then end at once with the service's own error.
+pub fn report_failure(
+    host: &dyn Host,
+    service: &str,
+    what: &str,
+    error: &str,
+    blocks: crate::installed::failure::Blocks,
+    log: &Log,
+) {
+    let line = format!("could not {what}: {error}");
+    log.warn(&line);
+    if let Err(e) = host.report_event(
+        EVENT_SOURCE,
+        crate::host::EventLevel::Warning,
+        EVENT_FAILURE,
+        &format!("{service} {line}"),
+    ) {
+        log.warn(&format!("cannot write to the Application event log: {e}"));
+    }
+    let failure = crate::installed::failure::Failure {
+        service: service.to_owned(),
+        what: what.to_owned(),
+        error: error.to_owned(),
+        blocks,
+        at: crate::installed::failure::now(),
+    };
+    if let Err(e) = crate::installed::failure::record(host, failure) {
+        log.warn(&format!(
+            "cannot record the failure where install's wait reads it: {e}"
+        ));
     }
 }
 

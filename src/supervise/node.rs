@@ -1,25 +1,25 @@
 //! CalicoNode: the start-up after a boot, then calico-node startup whenever kubelet restarts
 //! (`node-service.ps1`, reference §3.2 and §3.6–3.7, with every wait bounded).
 
-use super::failure::{self, Blocks};
-use super::platform::{self, Platform};
 use super::renew::Renewal;
 use super::{
     Backoff, ChildEnd, Component, Log, Result, Settings, Stop, SuperviseError, environment,
     run_child,
 };
 use crate::host::{HnsNetwork, Host, HostError, HostResult, RegValue, Route, SystemFacts};
+use crate::installed::failure::{self, Blocks};
+use crate::installed::platform::{self, Platform};
 use crate::layout::EXTERNAL_NETWORK;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
+/// The cloud metadata service's address; the vSwitch drops its route.
+use crate::installed::routes::METADATA;
 use crate::layout::BOOT_ID_VALUE;
 use crate::layout::CALICO_KEY;
 use crate::layout::LEGACY_BOOT_VALUE;
 use crate::layout::ROUTES_VALUE;
-/// The cloud metadata service's address; the vSwitch drops its route.
-use crate::plan::routes::METADATA;
 /// The service this body is, in what it records.
 const NODE: &str = "CalicoNode";
 /// How many startup attempts the simulated service start makes before it reports failure.
@@ -147,7 +147,7 @@ pub fn init(
     if let Err(e) = &out
         && !matches!(e, SuperviseError::Stopped)
     {
-        failure::report(
+        super::report_failure(
             host,
             NODE,
             "initialise",
@@ -240,7 +240,7 @@ fn prepare_networks(
     let now = host.routes()?;
     if snapshot
         .iter()
-        .all(|r| crate::plan::routes::has_destination(&now, r))
+        .all(|r| crate::installed::routes::has_destination(&now, r))
     {
         host.reg_delete_value(CALICO_KEY, ROUTES_VALUE)?;
     } else {
@@ -512,7 +512,7 @@ fn restore_routes(
         } else if let Some(i) = vswitch {
             i
         } else {
-            failure::report(
+            super::report_failure(
                 host,
                 NODE,
                 &format!("restore the route {what} that the vSwitch dropped"),
@@ -531,7 +531,7 @@ fn restore_routes(
                 log.info(&format!("restored route {what} that the vSwitch dropped"));
                 restored.push(what);
             }
-            Err(e) => failure::report(
+            Err(e) => super::report_failure(
                 host,
                 NODE,
                 &format!("restore the route {what} that the vSwitch dropped"),
@@ -559,7 +559,7 @@ fn ensure_metadata_route(host: &dyn Host, mgmt: Ipv4Addr, log: &Log) -> Result<(
         .find(|a| a.ip == mgmt)
         .map(|a| a.index)
     else {
-        failure::report(
+        super::report_failure(
             host,
             NODE,
             &format!("add the metadata route {METADATA}/32"),
@@ -580,7 +580,7 @@ fn ensure_metadata_route(host: &dyn Host, mgmt: Ipv4Addr, log: &Log) -> Result<(
         Ok(()) | Err(HostError::Exists { .. }) => log.info(&format!(
             "added the metadata route {METADATA}/32 on interface {index}"
         )),
-        Err(e) => failure::report(
+        Err(e) => super::report_failure(
             host,
             NODE,
             &format!("add the metadata route {METADATA}/32"),

@@ -1,13 +1,14 @@
 //! State-machine tests of the service bodies on SimHost, with real fake children (shell
 //! scripts) where a component's exit codes matter.
 
-use super::platform::tests::{closed, http, serve};
 use super::*;
 use crate::config::{Inputs, load};
 use crate::host::sim::{At, Fault, FaultKind, SimHost};
 use crate::host::{
     Files, Hns, InterfaceAddress, Network, RegValue, Registry, Services, SystemInfo,
 };
+use crate::installed::platform::tests::{closed, http, serve};
+use crate::installed::{failure, platform};
 use crate::layout::BOOT_ID_VALUE;
 use crate::layout::CALICO_KEY;
 use crate::layout::LEGACY_BOOT_VALUE;
@@ -288,7 +289,7 @@ fn a_refused_route_keeps_the_os_error_in_the_log_the_event_log_and_the_record() 
         events
             .iter()
             .any(|e| e.level == crate::host::EventLevel::Warning
-                && e.id == failure::EVENT_FAILURE
+                && e.id == super::EVENT_FAILURE
                 && e.message == format!("CalicoNode {said}")),
         "{events:?}"
     );

@@ -4,14 +4,11 @@
 //! timeout on something that will not come. Each failure also goes to the service's log and,
 //! as a warning, to the Application event log.
 
-use super::{EVENT_SOURCE, Log};
-use crate::host::{EventLevel, Host, HostResult, RegValue};
+use crate::host::{Host, HostResult, RegValue};
 use crate::layout::CALICO_KEY;
 use crate::layout::FAILURES_VALUE;
 use serde::{Deserialize, Serialize};
 
-/// The event id of a failure recorded here (a warning: the service itself runs on).
-pub const EVENT_FAILURE: u32 = 4;
 /// At most this many are kept; the oldest go first.
 const KEPT: usize = 16;
 
@@ -38,7 +35,7 @@ pub struct Failure {
     pub at: i64,
 }
 
-fn now() -> i64 {
+pub fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
@@ -66,38 +63,12 @@ pub fn clear(host: &dyn Host) -> HostResult<()> {
     host.reg_delete_value(CALICO_KEY, FAILURES_VALUE)
 }
 
-/// Says a failure in the service's log and the event log and records it for the waits.
-pub fn report(host: &dyn Host, service: &str, what: &str, error: &str, blocks: Blocks, log: &Log) {
-    let line = format!("could not {what}: {error}");
-    log.warn(&line);
-    if let Err(e) = host.report_event(
-        EVENT_SOURCE,
-        EventLevel::Warning,
-        EVENT_FAILURE,
-        &format!("{service} {line}"),
-    ) {
-        log.warn(&format!("cannot write to the Application event log: {e}"));
-    }
-    let failure = Failure {
-        service: service.to_owned(),
-        what: what.to_owned(),
-        error: error.to_owned(),
-        blocks,
-        at: now(),
-    };
-    let kept = recorded(host).map(|mut all| {
-        all.push(failure);
-        let extra = all.len().saturating_sub(KEPT);
-        all.drain(..extra);
-        all
-    });
-    let stored = kept.and_then(|all| {
-        let json = serde_json::to_string(&all).unwrap_or_default();
-        host.reg_set(CALICO_KEY, FAILURES_VALUE, &RegValue::Sz(json))
-    });
-    if let Err(e) = stored {
-        log.warn(&format!(
-            "cannot record the failure where install's wait reads it: {e}"
-        ));
-    }
+/// Adds a failure to the record the waits read (the oldest go beyond `KEPT`).
+pub fn record(host: &dyn Host, failure: Failure) -> HostResult<()> {
+    let mut all = recorded(host)?;
+    all.push(failure);
+    let extra = all.len().saturating_sub(KEPT);
+    all.drain(..extra);
+    let json = serde_json::to_string(&all).unwrap_or_default();
+    host.reg_set(CALICO_KEY, FAILURES_VALUE, &RegValue::Sz(json))
 }

@@ -235,3 +235,40 @@ pub fn service_logs(host: &dyn Host, dir: &str) -> anyhow::Result<Vec<String>> {
     names.sort();
     Ok(names.into_iter().map(|n| join(dir, &n)).collect())
 }
+
+/// The annotations for what an install record says: the Calico release, the version of
+/// calicoctl-win that wrote it, and `sha256:` of the rendered files' paths and checksums (the
+/// configuration as applied; the same config gives the same hash on every node that renders
+/// it alike).
+pub fn annotations_for(rec: &InstallRecord) -> std::collections::BTreeMap<String, String> {
+    let mut rendered: Vec<(String, &str)> = rec
+        .files
+        .iter()
+        .filter(|f| f.rendered)
+        .map(|f| (f.path.to_ascii_lowercase(), f.sha256.as_str()))
+        .collect();
+    rendered.sort();
+    let listing: String = rendered
+        .iter()
+        .map(|(path, sha)| format!("{path} {sha}\n"))
+        .collect();
+    [
+        (
+            crate::cluster::node::ANNOTATION_CALICO_VERSION,
+            rec.calico_version
+                .clone()
+                .unwrap_or_else(|| "unknown".into()),
+        ),
+        (
+            crate::cluster::node::ANNOTATION_TOOL_VERSION,
+            rec.tool_version.clone(),
+        ),
+        (
+            crate::cluster::node::ANNOTATION_CONFIG_HASH,
+            format!("sha256:{}", crate::files::sha256_hex(listing.as_bytes())),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}

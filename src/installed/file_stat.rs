@@ -16,7 +16,6 @@
 //! run that would write the same record writes nothing), while a file's modification time is
 //! known only after it was written.
 
-use super::install::host_sha256;
 use super::record::InstallRecord;
 use crate::host::{Access, Host};
 use crate::layout::FILE_STAT_FILE;
@@ -123,13 +122,25 @@ impl FileStats {
     }
 }
 
+/// The SHA-256 of a file on the host, streamed; `None` when it does not exist.
+pub fn host_sha256(host: &dyn Host, path: &str) -> anyhow::Result<Option<String>> {
+    let local = host.local_path(path)?;
+    if !local.is_file() {
+        return Ok(None);
+    }
+    Ok(Some(anyhow::Context::with_context(
+        crate::files::sha256_file(&local),
+        || format!("cannot read {path} to compare it with what install writes"),
+    )?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::files::sha256_hex;
     use crate::host::Files;
     use crate::host::sim::SimHost;
-    use crate::plan::record::RecordedFile;
+    use crate::installed::record::RecordedFile;
 
     const ROOT: &str = r"C:\CalicoWindows";
 
