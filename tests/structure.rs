@@ -145,12 +145,6 @@ const PARENT_CHILD_CIRCLES: &[(&str, &str)] = &[
     ("commands", "commands::reconfigure"),
     ("commands", "commands::uninstall"),
     ("config", "config::validate"),
-    ("host::windows", "host::windows::eventlog"),
-    ("host::windows", "host::windows::files"),
-    ("host::windows", "host::windows::hcn"),
-    ("host::windows", "host::windows::network"),
-    ("host::windows", "host::windows::services"),
-    ("host::windows", "host::windows::system"),
     ("release", "release::download"),
     ("supervise", "supervise::node"),
 ];

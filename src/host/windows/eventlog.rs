@@ -2,7 +2,7 @@
 //! The source's registration (its key under `...\Services\EventLog\Application`, with the
 //! message file the viewer formats the text with) is install's, as registry values.
 
-use super::wide;
+use super::ffi::wide;
 use crate::host::{EventLevel, HostError, HostResult};
 use windows_sys::Win32::System::EventLog::{
     DeregisterEventSource, EVENTLOG_ERROR_TYPE, EVENTLOG_INFORMATION_TYPE, EVENTLOG_WARNING_TYPE,

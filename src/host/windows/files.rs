@@ -1,6 +1,6 @@
 //! Files: atomic writes, and an access list of SYSTEM and Administrators for secrets.
 
-use super::wide;
+use super::ffi::wide;
 use crate::files::Contents;
 use crate::host::{Access, HostError, HostResult};
 use std::path::Path;
@@ -244,7 +244,7 @@ fn sddl_of(path: &str, what: u32) -> HostResult<String> {
         )
     };
     let error = std::io::Error::last_os_error();
-    let sddl = (ok != 0).then(|| super::take_wide(text));
+    let sddl = (ok != 0).then(|| super::ffi::take_wide(text));
     // SAFETY: both came from the calls above and are not used after this.
     unsafe {
         LocalFree(sd);

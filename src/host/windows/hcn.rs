@@ -1,7 +1,7 @@
 //! HNS through the HCN API of `computenetwork.dll`, loaded at run time: a static import would
 //! stop the exe from starting on a host without the Containers feature (and under Wine).
 
-use super::wide;
+use super::ffi::wide;
 use crate::host::hns::{self, HnsEndpoint, HnsNetwork};
 use crate::host::{HostError, HostResult};
 use libloading::os::windows::{Library, Symbol};
@@ -259,7 +259,7 @@ pub fn hns_version() -> HostResult<(u32, u32)> {
 }
 
 fn take_string(p: PWSTR) -> String {
-    let s = super::take_wide(p);
+    let s = super::ffi::take_wide(p);
     free(p);
     s
 }

@@ -3,7 +3,8 @@
 //! which `tools/wine/test.sh` builds into the prefix's System32 and announces with
 //! CALICOCTL_WIN_HCN_STANDIN. Every HCN string must be freed and every handle closed.
 
-use super::{WindowsHost, wide};
+use super::WindowsHost;
+use super::ffi::wide;
 use crate::host::contract::{self, unique};
 use crate::host::{Hns, HostError};
 use libloading::os::windows::{Library, Symbol};

@@ -60,7 +60,7 @@ pub fn addresses() -> HostResult<Vec<InterfaceAddress>> {
     while !adapter.is_null() {
         // SAFETY: the list was filled by GetAdaptersAddresses inside buf, which is alive.
         let a = unsafe { &*adapter };
-        let name = super::take_wide(a.FriendlyName);
+        let name = super::ffi::take_wide(a.FriendlyName);
         // SAFETY: the Length/IfIndex variant is the one GetAdaptersAddresses fills.
         let index = unsafe { a.Anonymous1.Anonymous.IfIndex };
         let mut unicast = a.FirstUnicastAddress;

@@ -110,7 +110,7 @@ fn configure_extras(svc: &Service, spec: &ServiceSpec) -> HostResult<()> {
             // since Vista has: only there does a plain automatic start leave it unset.
             Err(e)
                 if os_code(&e) == Some(ERROR_INVALID_LEVEL)
-                    && super::is_wine()
+                    && super::ffi::is_wine()
                     && spec.start == StartType::Auto => {}
             Err(e) => return Err(api(op("delayed start"), e)),
         }
@@ -136,7 +136,7 @@ fn configure_extras(svc: &Service, spec: &ServiceSpec) -> HostResult<()> {
                 Ok(()) => {}
                 // Wine's SCM lacks SERVICE_CONFIG_FAILURE_ACTIONS_FLAG, which every Windows
                 // since Vista has: only there is the flag left unset.
-                Err(e) if os_code(&e) == Some(ERROR_INVALID_LEVEL) && super::is_wine() => {}
+                Err(e) if os_code(&e) == Some(ERROR_INVALID_LEVEL) && super::ffi::is_wine() => {}
                 Err(e) => return Err(api(op("failure actions flag"), e)),
             }
         }

@@ -117,7 +117,7 @@ fn user_sid() -> Option<String> {
     if unsafe { ConvertSidToStringSidW(sid, &mut text) } == 0 {
         return None;
     }
-    let out = super::take_wide(text);
+    let out = super::ffi::take_wide(text);
     // SAFETY: text came from ConvertSidToStringSidW and is not used after this.
     unsafe { LocalFree(text.cast()) };
     Some(out)
@@ -138,7 +138,7 @@ pub fn winhttp_proxy() -> HostResult<Option<SystemProxy>> {
         if p.is_null() {
             return None;
         }
-        let s = super::take_wide(p);
+        let s = super::ffi::take_wide(p);
         // SAFETY: p came from WinHTTP's GlobalAlloc and is freed once.
         unsafe { GlobalFree(p.cast()) };
         Some(s)

@@ -1,7 +1,7 @@
 //! calicoctl-win.exe's version resource (build.rs), read as Explorer and PowerShell read it:
 //! GetFileVersionInfoW and VerQueryValueW from the real version.dll, under Wine in CI.
 
-use super::wide;
+use super::ffi::wide;
 use windows_sys::Win32::Storage::FileSystem::{
     GetFileVersionInfoSizeW, GetFileVersionInfoW, VerQueryValueW,
 };
@@ -30,7 +30,7 @@ fn version_string(exe: &std::path::Path, name: &str) -> Option<String> {
         return None;
     }
     // SAFETY: `value` is a NUL-terminated UTF-16 string inside `data`, which is alive.
-    Some(super::take_wide(value.cast()))
+    Some(super::ffi::take_wide(value.cast()))
 }
 
 #[test]
