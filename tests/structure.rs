@@ -348,3 +348,44 @@ fn a_climbing_import_is_found_when_there_is_one() {
     .collect();
     assert_eq!(climbing(&edges), ["host::sim -> supervise::node"]);
 }
+
+/// The error types that implement `Diagnose` in `sources` but are missing from the
+/// `KNOWN_ERRORS` text: such an error would quietly become exit 1 with no hint.
+fn unlisted(sources: &BTreeMap<String, String>, known: &str) -> Vec<String> {
+    let diagnose =
+        regex::Regex::new(r"impl (?:crate::error::)?Diagnose for ([A-Za-z_][A-Za-z0-9_]*)")
+            .expect("regex");
+    let mut out: Vec<String> = sources
+        .values()
+        .flat_map(|code| diagnose.captures_iter(code).map(|c| c[1].to_owned()))
+        .filter(|name| !known.contains(&format!("::{name}>")))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn every_error_that_diagnoses_itself_is_a_known_error() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = BTreeMap::new();
+    sources(&root, &root, &mut files);
+    let commands = &files["commands"];
+    let at = commands.find("const KNOWN_ERRORS").expect("KNOWN_ERRORS");
+    let known = &commands[at..at + commands[at..].find("];").expect("end of the list")];
+    assert!(
+        known.contains("::ConfigError>"),
+        "KNOWN_ERRORS is not read: {known}"
+    );
+    let missing = unlisted(&files, known);
+    assert!(
+        missing.is_empty(),
+        "add these to KNOWN_ERRORS in src/commands/mod.rs: {missing:?}"
+    );
+    // And one that is not listed is found.
+    let planted = BTreeMap::from([(
+        "x".to_owned(),
+        "impl crate::error::Diagnose for NewError {}".to_owned(),
+    )]);
+    assert_eq!(unlisted(&planted, known), ["NewError"]);
+}
