@@ -116,7 +116,7 @@ fn floor() -> (Duration, usize) {
     let api = cluster();
     let dir = tempfile::tempdir().expect("tempdir");
     let ca = dir.path().join("ca.pem");
-    std::fs::write(&ca, &api.ca_pem).expect("ca");
+    fs_err::write(&ca, &api.ca_pem).expect("ca");
     put_pods(&api);
     api.lock().connections = 0;
     let out = Command::new("python3")
@@ -171,7 +171,7 @@ fn main() {
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(5);
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load = fs_err::read_to_string("/proc/loadavg").unwrap_or_default();
     let (mut a, mut f, mut k) = (Vec::new(), Vec::new(), Vec::new());
     let (mut ca, mut cf, mut ck) = (0, 0, 0);
     for i in 0..runs {

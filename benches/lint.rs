@@ -99,14 +99,14 @@ fn policy(i: usize) -> Value {
 }
 
 fn write_inputs(dir: &Path) {
-    std::fs::write(dir.join("cluster.json"), cluster().to_string()).expect("cluster");
+    fs_err::write(dir.join("cluster.json"), cluster().to_string()).expect("cluster");
     let policies = dir.join("policies");
-    std::fs::create_dir_all(&policies).expect("dir");
+    fs_err::create_dir_all(&policies).expect("dir");
     for f in 0..100 {
         let docs: Vec<String> = (f * 100..f * 100 + 100)
             .map(|i| serde_saphyr::to_string(&policy(i)).expect("yaml"))
             .collect();
-        std::fs::write(policies.join(format!("p{f:03}.yaml")), docs.join("---\n")).expect("write");
+        fs_err::write(policies.join(format!("p{f:03}.yaml")), docs.join("---\n")).expect("write");
     }
 }
 
@@ -162,12 +162,12 @@ fn main() {
     }
     let size: u64 = ["cluster.json"]
         .iter()
-        .map(|f| std::fs::metadata(dir.path().join(f)).map_or(0, |m| m.len()))
+        .map(|f| fs_err::metadata(dir.path().join(f)).map_or(0, |m| m.len()))
         .sum();
     let mut times: Vec<Duration> = (0..runs).map(|_| run(dir.path()).0).collect();
     times.sort();
     let peak = peak_rss_kib();
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load = fs_err::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "lint policies: 10,000 policies, 20,000 Windows + 10,000 Linux endpoints (cluster.json {:.1} MB, 100 policy files)",
         size as f64 / 1e6

@@ -46,7 +46,7 @@ pub const SMALL_FILE_CAP: u64 = 16 << 20;
 pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let what = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
-    let meta = std::fs::metadata(path).map_err(|e| {
+    let meta = fs_err::metadata(path).map_err(|e| {
         std::io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
     })?;
     if !meta.is_file() {
@@ -100,7 +100,7 @@ pub fn read_text_capped(path: &Path, cap: u64) -> std::io::Result<String> {
 
 /// Whether `path` already holds exactly `contents`.
 pub fn unchanged(path: &Path, contents: &[u8]) -> bool {
-    std::fs::read(path).is_ok_and(|old| old == contents)
+    fs_err::read(path).is_ok_and(|old| old == contents)
 }
 
 /// Why a file cannot be written where it was asked for.
@@ -149,7 +149,7 @@ pub fn is_stdout(path: &Path) -> bool {
 /// (a symbolic link is judged by what it names), in a directory that exists. Looks at the
 /// target's type without opening it, so a FIFO never blocks and a device is never replaced.
 pub fn check_target(path: &Path) -> Result<(), OutFileError> {
-    match std::fs::metadata(path) {
+    match fs_err::metadata(path) {
         Ok(m) if m.is_file() => return Ok(()),
         Ok(m) => {
             return Err(OutFileError::NotAFile {
@@ -206,7 +206,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<bool> {
     fs_err::write(&tmp, contents)?;
     fs_err::rename(&tmp, path)
         .inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
+            let _ = fs_err::remove_file(&tmp);
         })
         .with_context(|| format!("cannot replace {}", path.display()))?;
     Ok(true)
@@ -218,7 +218,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<bool> {
 pub fn write_secret(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
     check_target(path)?;
     let tmp = temporary_of(path);
-    let _ = std::fs::remove_file(&tmp);
+    let _ = fs_err::remove_file(&tmp);
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -229,7 +229,7 @@ pub fn write_secret(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
     written.with_context(|| format!("cannot write {}", tmp.display()))?;
     fs_err::rename(&tmp, path)
         .inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
+            let _ = fs_err::remove_file(&tmp);
         })
         .with_context(|| format!("cannot replace {}", path.display()))?;
     Ok(())
@@ -261,10 +261,10 @@ pub fn is_stale_temporary(name: &str) -> bool {
 
 /// Removes the temporary files killed writes left in `dir`.
 pub fn remove_stale_temporaries(dir: &Path) {
-    if let Ok(entries) = std::fs::read_dir(dir) {
+    if let Ok(entries) = fs_err::read_dir(dir) {
         for e in entries.flatten() {
             if is_stale_temporary(&e.file_name().to_string_lossy()) && e.path().is_file() {
-                let _ = std::fs::remove_file(e.path());
+                let _ = fs_err::remove_file(e.path());
             }
         }
     }
@@ -286,7 +286,7 @@ mod tests {
     fn a_capped_read_takes_a_file_of_the_cap_and_refuses_one_byte_more() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("f.yaml");
-        std::fs::write(&path, vec![b'a'; 1024]).expect("write");
+        fs_err::write(&path, vec![b'a'; 1024]).expect("write");
         assert_eq!(
             super::read_text_capped(&path, 1024)
                 .expect("a file of the cap")
@@ -303,7 +303,7 @@ mod tests {
     fn a_tail_is_the_end_from_its_first_whole_line() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("calico-node.log");
-        std::fs::write(&path, "first line\nsecond line\nthird\n").expect("write");
+        fs_err::write(&path, "first line\nsecond line\nthird\n").expect("write");
         assert_eq!(super::read_tail(&path, 14).expect("tail"), b"third\n");
         assert_eq!(
             super::read_tail(&path, 1000).expect("tail"),

@@ -13,7 +13,7 @@ fn module_of(rel: &str) -> String {
 }
 
 fn sources(dir: &Path, root: &Path, out: &mut BTreeMap<String, String>) {
-    for entry in std::fs::read_dir(dir).expect("read src") {
+    for entry in fs_err::read_dir(dir).expect("read src") {
         let path = entry.expect("entry").path();
         if path.is_dir() {
             sources(&path, root, out);
@@ -31,7 +31,7 @@ fn sources(dir: &Path, root: &Path, out: &mut BTreeMap<String, String>) {
                 .split("::")
                 .any(|s| s == "tests" || s.ends_with("_tests"));
             if !is_test {
-                let text = std::fs::read_to_string(&path).expect("read source");
+                let text = fs_err::read_to_string(&path).expect("read source");
                 // An inline `mod tests` at the end of a file is test code too.
                 let code = text
                     .find("#[cfg(test)]\nmod tests {")
@@ -223,7 +223,7 @@ fn long_functions(limit: usize) -> BTreeMap<String, usize> {
         &mut modules,
     );
     // The binary's own file counts too (the import graph leaves it out).
-    let main = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/main.rs"))
+    let main = fs_err::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/main.rs"))
         .expect("read main.rs");
     modules.insert("main".to_owned(), main);
     let mut out = BTreeMap::new();

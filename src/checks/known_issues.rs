@@ -398,7 +398,7 @@ mod tests {
     #[test]
     fn docs_known_issues_lists_every_entry() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/known-issues.md");
-        let doc = std::fs::read_to_string(&path).expect("docs/known-issues.md");
+        let doc = fs_err::read_to_string(&path).expect("docs/known-issues.md");
         for k in KNOWN_ISSUES {
             let row = doc
                 .lines()

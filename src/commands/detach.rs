@@ -65,7 +65,7 @@ const STARTED_CAP: u64 = 64 * 1024;
 /// with exit code 1 and what happened; the line to report. The caller holds no lock and found
 /// nobody holding it.
 pub fn settle(dir: &Path) -> anyhow::Result<Option<String>> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(entries) = fs_err::read_dir(dir) else {
         return Ok(None);
     };
     let mut said = None;
@@ -83,7 +83,7 @@ pub fn settle(dir: &Path) -> anyhow::Result<Option<String>> {
             continue;
         };
         if result.exists() {
-            let _ = std::fs::remove_file(&path);
+            let _ = fs_err::remove_file(&path);
             continue;
         }
         if crate::duration::now() - run.started < LOCK_GRACE_SECS {
@@ -105,7 +105,7 @@ pub fn settle(dir: &Path) -> anyhow::Result<Option<String>> {
         let text = serde_json::to_vec_pretty(&doc).context("cannot write the result as JSON")?;
         crate::files::write_atomic(&result, &text)
             .with_context(|| format!("cannot record the result in {}", result.display()))?;
-        let _ = std::fs::remove_file(&path);
+        let _ = fs_err::remove_file(&path);
         said = Some(line);
     }
     Ok(said)
@@ -198,7 +198,7 @@ fn prepare(dir: &Path, command: &str) -> anyhow::Result<Files> {
         files.log = log;
     }
     for stale in [&files.result, &files.output] {
-        match std::fs::remove_file(stale) {
+        match fs_err::remove_file(stale) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 return Err(e).with_context(|| {
                     format!("cannot remove {} from an earlier run", stale.display())
@@ -294,7 +294,7 @@ pub fn record(
     exit: u8,
 ) -> anyhow::Result<()> {
     let printed = output
-        .and_then(|o| std::fs::read(o).ok())
+        .and_then(|o| fs_err::read(o).ok())
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .unwrap_or(serde_json::Value::Null);
     let doc = json!({
@@ -307,7 +307,7 @@ pub fn record(
     crate::files::write_atomic(result, &text)
         .with_context(|| format!("cannot record the result in {}", result.display()))?;
     if let Some(s) = started {
-        let _ = std::fs::remove_file(s);
+        let _ = fs_err::remove_file(s);
     }
     Ok(())
 }
@@ -324,7 +324,7 @@ mod tests {
         let elsewhere = tempfile::tempdir().expect("tempdir");
         let target = elsewhere.path().join("overwritten");
         let planted = json!({"pid": 1, "started": 0, "log": "x.log", "result": target});
-        std::fs::write(
+        fs_err::write(
             dir.path().join(format!("install{STARTED_SUFFIX}")),
             planted.to_string(),
         )
@@ -338,7 +338,7 @@ mod tests {
         );
         assert!(!target.exists());
         let result: serde_json::Value = serde_json::from_slice(
-            &std::fs::read(dir.path().join("install.result.json")).expect("result"),
+            &fs_err::read(dir.path().join("install.result.json")).expect("result"),
         )
         .expect("json");
         assert_eq!(result["exit_code"], 1);

@@ -380,12 +380,12 @@ fn write_zip(out: &Path, b: &Bundle, redactor: &Redactor) -> anyhow::Result<()> 
             zip.write_all(&redactor.redact(bytes))?;
         }
         zip.finish()?.sync_all()?;
-        std::fs::rename(&tmp, out)?;
+        fs_err::rename(&tmp, out)?;
         Ok(())
     };
     write()
         .inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
+            let _ = fs_err::remove_file(&tmp);
         })
         .with_context(|| format!("cannot write {}", out.display()))
 }

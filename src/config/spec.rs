@@ -383,14 +383,14 @@ mod docs_tests {
     #[test]
     fn configuration_doc_lists_every_setting() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md");
-        let doc = std::fs::read_to_string(&path).expect("docs/configuration.md exists");
+        let doc = fs_err::read_to_string(&path).expect("docs/configuration.md exists");
         let (begin, end) = ("<!-- settings:begin -->\n", "<!-- settings:end -->");
         let start = doc.find(begin).expect("begin marker") + begin.len();
         let stop = doc.find(end).expect("end marker");
         let table = markdown_table();
         if std::env::var_os("UPDATE_GOLDEN").is_some() {
             let updated = format!("{}{table}{}", &doc[..start], &doc[stop..]);
-            std::fs::write(&path, updated).expect("update doc");
+            fs_err::write(&path, updated).expect("update doc");
             return;
         }
         assert_eq!(

@@ -45,7 +45,7 @@ struct FileStat {
 /// A file's size and modification time; `None` when it is not a regular file.
 fn stat(host: &dyn Host, path: &str) -> anyhow::Result<Option<(u64, u128)>> {
     let local = host.local_path(path)?;
-    let Ok(meta) = std::fs::metadata(&local) else {
+    let Ok(meta) = fs_err::metadata(&local) else {
         return Ok(None);
     };
     if !meta.is_file() {

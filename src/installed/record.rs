@@ -188,7 +188,7 @@ fn is_volume_root(dir: &str) -> bool {
 
 /// Whether a local directory holds only temporaries of killed writes and vacant directories.
 pub fn is_vacant(dir: &std::path::Path) -> bool {
-    std::fs::read_dir(dir).is_ok_and(|entries| {
+    fs_err::read_dir(dir).is_ok_and(|entries| {
         entries.flatten().all(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
             match e.file_type() {
@@ -207,7 +207,7 @@ pub fn remove_vacant(host: &dyn Files, dir: &str) -> HostResult<bool> {
     if !is_vacant(&local) {
         return Ok(false);
     }
-    if let Ok(entries) = std::fs::read_dir(&local) {
+    if let Ok(entries) = fs_err::read_dir(&local) {
         for e in entries.flatten() {
             if e.file_type().is_ok_and(|t| t.is_dir()) {
                 remove_vacant(host, &join(dir, &e.file_name().to_string_lossy()))?;
@@ -220,7 +220,7 @@ pub fn remove_vacant(host: &dyn Files, dir: &str) -> HostResult<bool> {
 /// The services' log files in `dir`, as host paths.
 pub fn service_logs(host: &dyn Host, dir: &str) -> anyhow::Result<Vec<String>> {
     let local = host.local_path(dir)?;
-    let entries = match std::fs::read_dir(&local) {
+    let entries = match fs_err::read_dir(&local) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => {

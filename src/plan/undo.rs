@@ -289,7 +289,7 @@ fn remove_tree(host: &dyn Host, dir: &str) -> Vec<String> {
         Ok(l) => l,
         Err(e) => return vec![format!("remove {dir}: {e}")],
     };
-    match std::fs::remove_dir_all(&local) {
+    match fs_err::remove_dir_all(&local) {
         Ok(()) => Vec::new(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => vec![format!("remove {dir}: {e}")],

@@ -56,9 +56,9 @@ fn install_registers_services_running_calicoctl_win_and_uninstall_deletes_them()
     let dir = tmp.path().display().to_string();
     let zip = release_zip(tmp.path(), "3.31.0").display().to_string();
     let tls = tmp.path().join("tls");
-    std::fs::create_dir(&tls).expect("tls dir");
+    fs_err::create_dir(&tls).expect("tls dir");
     for f in ["k.pem", "c.pem", "a.pem"] {
-        std::fs::write(tls.join(f), "pem").expect("tls file");
+        fs_err::write(tls.join(f), "pem").expect("tls file");
     }
     let root = format!("{dir}\\CalicoWindows");
     let settings = [

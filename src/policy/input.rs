@@ -31,7 +31,7 @@ pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, PolicyError> {
                 "--from-file - : lint does not read standard input (a stream has no end it can cap in time); save the objects to a file, like 'kubectl get pods,networkpolicies -A -o yaml > snapshot.yaml', and pass that".into(),
             ));
         }
-        let meta = std::fs::metadata(p).map_err(|e| unreadable(p, e))?;
+        let meta = fs_err::metadata(p).map_err(|e| unreadable(p, e))?;
         if meta.is_dir() {
             walk(p, 0, &mut Vec::new(), &mut out)?;
         } else {
@@ -49,7 +49,7 @@ fn walk(
     above: &mut Vec<PathBuf>,
     out: &mut Vec<PathBuf>,
 ) -> Result<(), PolicyError> {
-    let real = std::fs::canonicalize(dir).map_err(|e| unreadable(dir, e))?;
+    let real = fs_err::canonicalize(dir).map_err(|e| unreadable(dir, e))?;
     if let Some(first) = above.iter().find(|a| **a == real) {
         return Err(unreadable(
             dir,
@@ -66,7 +66,7 @@ fn walk(
         ));
     }
     above.push(real);
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+    let mut entries: Vec<PathBuf> = fs_err::read_dir(dir)
         .map_err(|e| unreadable(dir, e))?
         .map(|e| e.map(|e| e.path()))
         .collect::<Result<_, _>>()
@@ -102,7 +102,7 @@ pub fn read_files(files: &[PathBuf]) -> Result<Collected, PolicyError> {
         .max(1);
     // The largest files first, so that a big cluster snapshot does not start last.
     let mut order: Vec<usize> = (0..files.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(std::fs::metadata(&files[i]).map_or(0, |m| m.len())));
+    order.sort_by_key(|&i| std::cmp::Reverse(fs_err::metadata(&files[i]).map_or(0, |m| m.len())));
     let next = AtomicUsize::new(0);
     let results: Vec<Mutex<Option<Result<Collected, PolicyError>>>> =
         files.iter().map(|_| Mutex::new(None)).collect();

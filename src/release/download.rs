@@ -202,14 +202,14 @@ pub fn download(
     if let Some(expected) = &want.sha256
         && *expected != actual
     {
-        let _ = std::fs::remove_file(&part);
+        let _ = fs_err::remove_file(&part);
         return Err(ReleaseError::Checksum {
             what: url.into(),
             expected: expected.clone(),
             actual,
         });
     }
-    std::fs::rename(&part, dest).map_err(part_io(&part, "cannot rename"))?;
+    fs_err::rename(&part, dest).map_err(part_io(&part, "cannot rename"))?;
     Ok(actual)
 }
 

@@ -223,11 +223,11 @@ pub fn extract(zip: &Path, into: &Path, cap: u64) -> Result<Extracted, ReleaseEr
         let target = parts.iter().fold(into.to_path_buf(), |p, c| p.join(c));
         let io = |e| ReleaseError::io(format!("cannot extract {name} from {what}"), e);
         if entry.is_dir() {
-            std::fs::create_dir_all(&target).map_err(io)?;
+            fs_err::create_dir_all(&target).map_err(io)?;
             continue;
         }
         if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(io)?;
+            fs_err::create_dir_all(parent).map_err(io)?;
         }
         let mut out = std::fs::File::create(&target).map_err(io)?;
         let mut scan = is_calico_binary(&parts).then(VersionScan::default);
@@ -331,7 +331,7 @@ pub(super) fn layout(
     let mut confd = Vec::new();
     for sub in ["conf.d", "templates"] {
         let dir = root.join("confd").join(sub);
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+        let Ok(entries) = fs_err::read_dir(&dir) else {
             continue;
         };
         let mut names: Vec<String> = entries

@@ -325,7 +325,7 @@ pub fn obtain(
     check_url(want, url)?;
     let dest = cache_dir.join(want.source.file_name());
     let refused = |e| {
-        let _ = std::fs::remove_file(&dest);
+        let _ = fs_err::remove_file(&dest);
         e
     };
     if let Some(expected) = &want.sha256
@@ -345,7 +345,7 @@ pub fn obtain(
         // Another zip under that name: downloaded again.
         stream::clear(staging)?;
     }
-    std::fs::create_dir_all(cache_dir)
+    fs_err::create_dir_all(cache_dir)
         .map_err(|e| ReleaseError::io(format!("cannot create {}", cache_dir.display()), e))?;
     let Downloaded {
         sha256,

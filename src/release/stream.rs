@@ -325,7 +325,7 @@ fn read_headers(
         windows_key(&parts).map_err(|why| gave_up(format!("{name:?} {why}")))?;
         let target = parts.iter().fold(into.to_path_buf(), |p, c| p.join(c));
         if name.ends_with(['/', '\\']) {
-            std::fs::create_dir_all(&target).map_err(|e| gave_up(format!("{name}: {e}")))?;
+            fs_err::create_dir_all(&target).map_err(|e| gave_up(format!("{name}: {e}")))?;
         } else {
             if !names.insert(name.clone()) {
                 return Err(gave_up(format!("{name:?} appears twice")));
@@ -374,7 +374,7 @@ fn inflate(
         return Err(GaveUp(format!("{}: the header reads otherwise", job.name)));
     }
     if let Some(parent) = job.target.parent() {
-        std::fs::create_dir_all(parent).map_err(io)?;
+        fs_err::create_dir_all(parent).map_err(io)?;
     }
     let mut out = File::create(&job.target).map_err(io)?;
     let mut scan = job.scan.then(VersionScan::default);
@@ -406,13 +406,13 @@ pub fn confirm(zip: &Path, streamed: &Followed, cap: u64) -> Result<(), GaveUp> 
 /// Empties `dir` for a fresh extraction.
 pub fn clear(dir: &Path) -> Result<(), ReleaseError> {
     let io = |e| ReleaseError::io(format!("cannot empty {}", dir.display()), e);
-    for entry in std::fs::read_dir(dir).map_err(io)? {
+    for entry in fs_err::read_dir(dir).map_err(io)? {
         let entry = entry.map_err(io)?;
         let path = entry.path();
         if entry.file_type().map_err(io)?.is_dir() {
-            std::fs::remove_dir_all(&path).map_err(io)?;
+            fs_err::remove_dir_all(&path).map_err(io)?;
         } else {
-            std::fs::remove_file(&path).map_err(io)?;
+            fs_err::remove_file(&path).map_err(io)?;
         }
     }
     Ok(())

@@ -113,8 +113,8 @@ fn a_truncated_zip_is_not_readable() {
     let dir = tempfile::tempdir().expect("tempdir");
     let zip = dir.path().join("r.zip");
     zip_of(&zip, &borrowed(&release("calico.exe")));
-    let bytes = std::fs::read(&zip).expect("read");
-    std::fs::write(&zip, &bytes[..bytes.len() / 2]).expect("truncate");
+    let bytes = fs_err::read(&zip).expect("read");
+    fs_err::write(&zip, &bytes[..bytes.len() / 2]).expect("truncate");
     let err = extract(&zip, &dir.path().join("out"), 1 << 20).expect_err("truncated");
     assert!(matches!(err, ReleaseError::Zip { .. }), "{err}");
 }
@@ -239,14 +239,14 @@ fn entries_that_are_one_file_on_windows_are_refused_before_anything_is_written()
     let dir = tempfile::tempdir().expect("tempdir");
     let zip = dir.path().join("r.zip");
     zip_of(&zip, &borrowed(&entries));
-    let mut bytes = std::fs::read(&zip).expect("read");
+    let mut bytes = fs_err::read(&zip).expect("read");
     let (from, to) = (b"CalicoWindows/bbbb.txt", b"CalicoWindows/aaaa.txt");
     let mut i = 0;
     while let Some(at) = bytes[i..].windows(from.len()).position(|w| w == from) {
         bytes[i + at..i + at + to.len()].copy_from_slice(to);
         i += at + to.len();
     }
-    std::fs::write(&zip, bytes).expect("write");
+    fs_err::write(&zip, bytes).expect("write");
     let out = dir.path().join("out");
     let err = extract(&zip, &out, 1 << 20).expect_err("duplicate");
     assert!(
@@ -286,7 +286,7 @@ impl<'a> Arriving<'a> {
 fn appears(path: &Path, want: &[u8]) -> bool {
     let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while std::time::Instant::now() < until {
-        if std::fs::read(path).ok().as_deref() == Some(want) {
+        if fs_err::read(path).ok().as_deref() == Some(want) {
             return true;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
@@ -298,7 +298,7 @@ fn appears(path: &Path, want: &[u8]) -> bool {
 fn begins(path: &Path, whole: &[u8]) -> bool {
     let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while std::time::Instant::now() < until {
-        if let Ok(got) = std::fs::read(path)
+        if let Ok(got) = fs_err::read(path)
             && !got.is_empty()
             && got.len() < whole.len()
             && whole.starts_with(&got)
@@ -330,13 +330,13 @@ fn a_download_is_extracted_while_it_arrives_and_confirmed_against_the_finished_z
     entries.insert(0, ("CalicoWindows/first.bin".into(), big.clone()));
     entries[1].1 = big.clone();
     zip_of(&zip, &borrowed(&entries));
-    let bytes = std::fs::read(&zip).expect("zip");
+    let bytes = fs_err::read(&zip).expect("zip");
     let mut archive = zip::ZipArchive::new(std::fs::File::open(&zip).expect("open")).expect("zip");
     let mut at = |i| archive.by_index(i).expect("entry").header_start() as usize;
     let (first, second) = (at(0), at(1));
 
     let staging = dir.path().join("staging");
-    std::fs::create_dir(&staging).expect("staging");
+    fs_err::create_dir(&staging).expect("staging");
     let part = dir.path().join("r.zip.part");
     let growth = stream::Growth::default();
     let followed = std::thread::scope(|s| {
@@ -366,7 +366,7 @@ fn a_download_is_extracted_while_it_arrives_and_confirmed_against_the_finished_z
     // The version was read while the binary was inflated, never from the file afterwards: a
     // binary changed since tells nothing.
     let exe = staging.join("CalicoWindows/calico-node.exe");
-    std::fs::write(&exe, b"buildinfo.Version=v9.9.9 ").expect("overwrite");
+    fs_err::write(&exe, b"buildinfo.Version=v9.9.9 ").expect("overwrite");
     let x = extract::layout(&staging, &zip, &followed.versions).expect("layout");
     assert_eq!(x.binary, Binary::CalicoNode);
     assert_eq!(x.version.as_deref(), Some("3.30.1"));
@@ -377,10 +377,10 @@ fn a_download_that_fails_or_never_starts_ends_the_follower() {
     let dir = tempfile::tempdir().expect("tempdir");
     let zip = dir.path().join("r.zip");
     zip_of(&zip, &borrowed(&release("calico.exe")));
-    let bytes = std::fs::read(&zip).expect("zip");
+    let bytes = fs_err::read(&zip).expect("zip");
     let part = dir.path().join("r.zip.part");
     let staging = dir.path().join("staging");
-    std::fs::create_dir(&staging).expect("staging");
+    fs_err::create_dir(&staging).expect("staging");
 
     // Cut off half-way through the entries (before the central directory, which a fast
     // follower would otherwise reach and finish on): the follower ends instead of waiting for
@@ -408,10 +408,10 @@ fn a_download_that_fails_or_never_starts_ends_the_follower() {
 fn entries_sized_after_their_data_or_hidden_from_the_central_directory_are_not_confirmed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let staging = dir.path().join("staging");
-    std::fs::create_dir(&staging).expect("staging");
+    fs_err::create_dir(&staging).expect("staging");
     let followed = |bytes: &[u8]| {
         let part = dir.path().join("r.zip.part");
-        std::fs::write(&part, bytes).expect("part");
+        fs_err::write(&part, bytes).expect("part");
         let growth = stream::Growth::default();
         growth.start(std::fs::File::open(&part).expect("reader"), 0);
         growth.complete(bytes.len() as u64);
@@ -437,7 +437,7 @@ fn entries_sized_after_their_data_or_hidden_from_the_central_directory_are_not_c
     let mut entries = release("calico.exe");
     entries.push(("CalicoWindows/hidden.exe".into(), b"evil".to_vec()));
     zip_of(&zip, &borrowed(&entries));
-    let mut bytes = std::fs::read(&zip).expect("zip");
+    let mut bytes = fs_err::read(&zip).expect("zip");
     let cd = bytes
         .windows(4)
         .position(|w| w == [0x50, 0x4b, 0x01, 0x02])

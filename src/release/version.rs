@@ -445,7 +445,7 @@ mod tests {
             let mut bytes = vec![0u8; offset];
             bytes.extend_from_slice(line);
             let p = dir.path().join(format!("calico-node-{offset}.exe"));
-            std::fs::write(&p, &bytes).expect("write");
+            fs_err::write(&p, &bytes).expect("write");
             assert_eq!(
                 read_binary_version(&p).expect("read"),
                 Some(v("3.31.2")),
@@ -453,10 +453,10 @@ mod tests {
             );
         }
         let end = dir.path().join("end.exe");
-        std::fs::write(&end, b"xxbuildinfo.Version=v3.28.1").expect("write");
+        fs_err::write(&end, b"xxbuildinfo.Version=v3.28.1").expect("write");
         assert_eq!(read_binary_version(&end).expect("read"), Some(v("3.28.1")));
         let none = dir.path().join("none.exe");
-        std::fs::write(&none, vec![7u8; 200_000]).expect("write");
+        fs_err::write(&none, vec![7u8; 200_000]).expect("write");
         assert_eq!(read_binary_version(&none).expect("read"), None);
     }
 }

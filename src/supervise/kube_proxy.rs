@@ -291,7 +291,7 @@ mod tests {
         assert!(!dsr(&old, &log).expect("dsr"));
         old.set_hns_version(Some((10, 2))).expect("set");
         assert!(dsr(&old, &log).expect("dsr"));
-        let text = std::fs::read_to_string(dir.path().join("kp.log")).expect("log");
+        let text = fs_err::read_to_string(dir.path().join("kp.log")).expect("log");
         assert!(
             text.contains("HNS 9.2 does not do Direct Server Return")
                 && text.contains("the HNS version cannot be read"),

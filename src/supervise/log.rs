@@ -92,7 +92,7 @@ impl RotatingFile {
 
     fn open(&mut self, now: SystemTime) -> std::io::Result<()> {
         if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
+            fs_err::create_dir_all(dir)?;
         }
         let f = std::fs::OpenOptions::new()
             .create(true)
@@ -171,7 +171,7 @@ fn stem_and_dir(path: &Path) -> (String, PathBuf) {
 /// Removes the oldest rotated files beyond `keep` (their names sort by time).
 fn prune(dir: &Path, stem: &str, keep: usize) -> std::io::Result<()> {
     let prefix = format!("{stem}-");
-    let mut old: Vec<PathBuf> = std::fs::read_dir(dir)?
+    let mut old: Vec<PathBuf> = fs_err::read_dir(dir)?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| {
@@ -183,7 +183,7 @@ fn prune(dir: &Path, stem: &str, keep: usize) -> std::io::Result<()> {
     old.sort();
     let excess = old.len().saturating_sub(keep);
     for p in &old[..excess] {
-        std::fs::remove_file(p)?;
+        fs_err::remove_file(p)?;
     }
     Ok(())
 }
@@ -217,7 +217,7 @@ impl Log {
                 opened: SystemTime::UNIX_EPOCH,
                 settings,
                 clock,
-                rename: |from, to| std::fs::rename(from, to),
+                rename: |from, to| fs_err::rename(from, to),
                 retry_at: None,
             })),
             echo,
@@ -270,7 +270,7 @@ mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
 
     fn names(dir: &Path) -> Vec<String> {
-        let mut n: Vec<String> = std::fs::read_dir(dir)
+        let mut n: Vec<String> = fs_err::read_dir(dir)
             .expect("list")
             .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
             .collect();
@@ -317,10 +317,10 @@ mod tests {
                 "calico-felix.log"
             ]
         );
-        let current = std::fs::read_to_string(&path).expect("read");
+        let current = fs_err::read_to_string(&path).expect("read");
         assert_eq!(current, format!("{:059}\n", 4));
         let newest_old =
-            std::fs::read_to_string(path.with_file_name("calico-felix-20251121T080004Z.log"))
+            fs_err::read_to_string(path.with_file_name("calico-felix-20251121T080004Z.log"))
                 .expect("read");
         assert_eq!(newest_old, format!("{:059}\n", 3), "lines are never split");
     }
@@ -346,12 +346,12 @@ mod tests {
         let got = names(dir.path());
         assert_eq!(got.len(), 2, "{got:?}");
         let old = dir.path().join(&got[0]);
-        let old = std::fs::read_to_string(old).expect("read");
+        let old = fs_err::read_to_string(old).expect("read");
         assert!(
             old.contains("first day") && old.contains("an hour later"),
             "{old}"
         );
-        let current = std::fs::read_to_string(&path).expect("read");
+        let current = fs_err::read_to_string(&path).expect("read");
         assert!(current.contains("next day") && !current.contains("first day"));
         assert!(
             current.contains("[calicoctl-win] info: next day"),
@@ -381,7 +381,7 @@ mod tests {
         secs.fetch_add(3600, Ordering::SeqCst);
         Log::with_clock(path.clone(), settings, false, ahead(secs)).info("after the restart");
         assert_eq!(names(dir.path()), ["calico-node.log"], "rotated on restart");
-        let text = std::fs::read_to_string(&path).expect("log");
+        let text = fs_err::read_to_string(&path).expect("log");
         assert!(
             text.contains("first") && text.contains("after the restart"),
             "{text}"
@@ -405,7 +405,7 @@ mod tests {
         for i in 0..10 {
             log.info(&format!("line {i} of the felix log"));
         }
-        let text = std::fs::read_to_string(&path).expect("log");
+        let text = fs_err::read_to_string(&path).expect("log");
         for i in 0..10 {
             assert!(
                 text.contains(&format!("line {i} of")),
@@ -415,7 +415,7 @@ mod tests {
         assert!(text.contains("cannot rotate the log"), "{text}");
         assert_eq!(names(dir.path()), ["calico-felix.log"]);
         // The reader is gone; a minute later the rotation happens.
-        log.file.lock().expect("lock").rename = |from, to| std::fs::rename(from, to);
+        log.file.lock().expect("lock").rename = |from, to| fs_err::rename(from, to);
         secs.fetch_add(61, Ordering::SeqCst);
         log.info("after the reader");
         assert_eq!(names(dir.path()).len(), 2, "{:?}", names(dir.path()));

@@ -80,7 +80,7 @@ fn log_for(host: &SimHost, s: &Settings) -> (Log, PathBuf) {
 }
 
 fn read(path: &PathBuf) -> String {
-    std::fs::read_to_string(path).unwrap_or_default()
+    fs_err::read_to_string(path).unwrap_or_default()
 }
 
 fn network_ids(host: &SimHost) -> Vec<(String, String)> {
@@ -401,12 +401,12 @@ fn on_ec2_the_metadata_route_is_ensured_on_every_start() {
     let dir = host.state_dir().to_owned();
     let state = dir.join("state.json");
     let mut doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&state).expect("read")).expect("json");
+        serde_json::from_str(&fs_err::read_to_string(&state).expect("read")).expect("json");
     doc["routes"]
         .as_array_mut()
         .expect("routes")
         .retain(|r| r["destination"] != "169.254.169.254");
-    std::fs::write(&state, doc.to_string()).expect("write");
+    fs_err::write(&state, doc.to_string()).expect("write");
     let host = SimHost::open_or_create(&dir, None).expect("reopen");
     let phase = node::start_phase(&host, &s, &log).expect("restart");
     assert_eq!(phase.platform, Some(platform::Platform::Ec2));
@@ -466,8 +466,8 @@ fn windows_bgp_restarts_remote_access_and_fails_clearly_without_it() {
 fn script(dir: &std::path::Path, name: &str, body: &str) -> String {
     use std::os::unix::fs::PermissionsExt;
     let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    fs_err::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write");
+    fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     path.display().to_string()
 }
 

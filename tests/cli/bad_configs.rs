@@ -14,12 +14,12 @@ struct Case {
 }
 
 fn cases() -> Vec<Case> {
-    let mut cases: Vec<Case> = std::fs::read_dir(root().join("tests/bad-configs"))
+    let mut cases: Vec<Case> = fs_err::read_dir(root().join("tests/bad-configs"))
         .expect("corpus dir")
         .map(|e| e.expect("entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .map(|path| {
-            let text = std::fs::read_to_string(&path).expect("read case");
+            let text = fs_err::read_to_string(&path).expect("read case");
             let header = |tag: &str| -> Vec<String> {
                 text.lines()
                     .filter_map(|l| l.strip_prefix(&format!("# {tag}: ")))
@@ -130,9 +130,9 @@ fn a_path_on_a_network_drive_is_refused() {
     assert!(sim.join("state.json").is_file(), "{made:?}");
     let state = sim.join("state.json");
     let mut doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&state).expect("state")).expect("json");
+        serde_json::from_str(&fs_err::read_to_string(&state).expect("state")).expect("json");
     doc["system"]["drives"]["Z"] = serde_json::json!("remote");
-    std::fs::write(&state, doc.to_string()).expect("write state");
+    fs_err::write(&state, doc.to_string()).expect("write state");
     let out = cmd()
         .args([
             "config",

@@ -48,9 +48,9 @@ fn serve(answer: Answer, dir: &Path, rt: &tokio::runtime::Runtime) -> std::path:
         }
     });
     let ca_path = dir.join("hostile-ca.pem");
-    std::fs::write(&ca_path, ca.pem()).expect("ca");
+    fs_err::write(&ca_path, ca.pem()).expect("ca");
     let path = dir.join("hostile.kubeconfig");
-    std::fs::write(
+    fs_err::write(
         &path,
         format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: h\n  cluster:\n    server: https://127.0.0.1:{port}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: hostile-token\ncontexts:\n- name: h\n  context:\n    cluster: h\n    user: u\ncurrent-context: h\n",

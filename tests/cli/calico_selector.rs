@@ -209,7 +209,7 @@ fn fixture(name: &str) -> String {
         "{}/tests/calico-selector/{name}",
         env!("CARGO_MANIFEST_DIR")
     );
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    fs_err::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// The value assigned by `var <name> = ...` in a Go file.

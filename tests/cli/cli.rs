@@ -32,7 +32,7 @@ fn render_with_no_config_file_writes_the_default_files_and_lists_their_hashes() 
         .iter()
         .map(|f| {
             let path = std::path::PathBuf::from(f["path"].as_str().expect("path"));
-            let bytes = std::fs::read(&path).expect("listed file exists");
+            let bytes = fs_err::read(&path).expect("listed file exists");
             assert_eq!(
                 f["sha256"],
                 sha256_hex(&bytes),
@@ -94,7 +94,7 @@ fn render_rewrites_only_changed_files_and_logs_what_it_did() {
     run("4096");
     run("4096");
     run("4097");
-    let log = std::fs::read_to_string(&log).expect("log written");
+    let log = fs_err::read_to_string(&log).expect("log written");
     let lines: Vec<&str> = log.lines().collect();
     assert_eq!(lines.len(), 12, "{log}");
     assert!(lines[..4].iter().all(|l| l.contains(" wrote ")), "{log}");
@@ -133,7 +133,7 @@ fn render_dry_run_writes_nothing() {
 fn a_template_with_an_unknown_placeholder_fails_before_anything_is_written() {
     let dir = tempfile::tempdir().expect("tempdir");
     let template = dir.path().join("cni.conf.template");
-    std::fs::write(
+    fs_err::write(
         &template,
         "{\"name\": \"Calico\", \"x\": \"__NOT_A_PLACEHOLDER__\"}",
     )
@@ -157,7 +157,7 @@ fn a_template_with_an_unknown_placeholder_fails_before_anything_is_written() {
 fn a_template_that_is_not_json_after_filling_is_rejected() {
     let dir = tempfile::tempdir().expect("tempdir");
     let template = dir.path().join("cni.conf.template");
-    std::fs::write(&template, "{\"vni\": __VNI__,}").expect("write");
+    fs_err::write(&template, "{\"vni\": __VNI__,}").expect("write");
     let out = on_node()
         .args(["--set"])
         .arg(format!("cni.template={}", template.display()))
@@ -205,7 +205,7 @@ fn config_show_with_no_config_file_reports_defaults_as_one_json_document() {
 fn config_show_names_flag_env_and_file_line_sources() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("calico-windows.yaml");
-    std::fs::write(
+    fs_err::write(
         &file,
         "backend: vxlan\nvxlan:\n  vni: 4100\n  mac_prefix: 0E-2B\n",
     )
@@ -445,7 +445,7 @@ fn a_control_character_in_the_admin_token_is_a_clear_error_not_a_panic() {
     let dir = tempfile::tempdir().expect("tmp");
     for (i, bad) in ["\\r", "\\n", "\\u007f"].iter().enumerate() {
         let path = dir.path().join(format!("admin-{i}.kubeconfig"));
-        std::fs::write(
+        fs_err::write(
             &path,
             format!(
                 "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\nusers:\n- name: u\n  user:\n    token: \"secret-abc{bad}def\"\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n"
@@ -693,7 +693,7 @@ fn completion_scripts_for_every_shell() {
     );
     let bash = script("bash");
     let file = tempfile::NamedTempFile::new().expect("temp");
-    std::fs::write(file.path(), &bash).expect("write");
+    fs_err::write(file.path(), &bash).expect("write");
     let check = std::process::Command::new("bash")
         .arg("-n")
         .arg(file.path())

@@ -8,7 +8,7 @@ fn root() -> PathBuf {
 }
 
 fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("read docs") {
+    for entry in fs_err::read_dir(dir).expect("read docs") {
         let path = entry.expect("entry").path();
         if path.is_dir() {
             markdown_files(&path, out);
@@ -39,7 +39,7 @@ fn code_blocks(text: &str) -> Vec<(String, String, usize)> {
 
 #[test]
 fn every_config_ps1_variable_is_in_the_migration_table() {
-    let text = std::fs::read_to_string(root().join("docs/migrating.md")).expect("migrating.md");
+    let text = fs_err::read_to_string(root().join("docs/migrating.md")).expect("migrating.md");
     let mut missing = Vec::new();
     let mut count = 0;
     for spec in calicoctl_win::config::spec::SETTINGS {
@@ -70,7 +70,7 @@ fn every_yaml_and_json_example_in_the_docs_parses() {
     let mut checked = 0;
     let mut bad = Vec::new();
     for file in &files {
-        let text = std::fs::read_to_string(file).expect("read");
+        let text = fs_err::read_to_string(file).expect("read");
         for (lang, body, line) in code_blocks(&text) {
             let parsed = match lang.as_str() {
                 "yaml" | "yml" => serde_saphyr::from_str::<serde_json::Value>(&body)
@@ -107,7 +107,7 @@ fn code_blocks_are_found_with_their_language() {
 #[test]
 fn every_check_id_is_in_the_troubleshooting_table() {
     let text =
-        std::fs::read_to_string(root().join("docs/troubleshooting.md")).expect("troubleshooting");
+        fs_err::read_to_string(root().join("docs/troubleshooting.md")).expect("troubleshooting");
     let ids: Vec<&str> = calicoctl_win::checks::host::IDS
         .iter()
         .chain(calicoctl_win::checks::cluster::IDS)
@@ -127,7 +127,7 @@ fn every_check_id_is_in_the_troubleshooting_table() {
 
 #[test]
 fn every_error_kind_is_in_the_errors_page() {
-    let text = std::fs::read_to_string(root().join("docs/errors.md")).expect("errors.md");
+    let text = fs_err::read_to_string(root().join("docs/errors.md")).expect("errors.md");
     let missing: Vec<String> = calicoctl_win::error::Kind::ALL
         .iter()
         .map(|k| k.name())
@@ -144,7 +144,7 @@ fn every_error_kind_is_in_the_errors_page() {
 /// (`Kind::exits`, which a debug build checks every error against as it is made).
 #[test]
 fn every_error_kind_has_the_exit_codes_the_errors_page_says() {
-    let text = std::fs::read_to_string(root().join("docs/errors.md")).expect("errors.md");
+    let text = fs_err::read_to_string(root().join("docs/errors.md")).expect("errors.md");
     let mut wrong = Vec::new();
     for kind in calicoctl_win::error::Kind::ALL {
         let name = kind.name();
@@ -189,7 +189,7 @@ fn documented_command_lines() -> Vec<(String, usize, String)> {
     let subs = subcommands();
     let mut out = Vec::new();
     for path in files {
-        let text = std::fs::read_to_string(&path).expect("read");
+        let text = fs_err::read_to_string(&path).expect("read");
         let name = path
             .strip_prefix(root())
             .expect("under root")
@@ -324,7 +324,7 @@ fn a_command_line_with_a_flag_that_does_not_exist_is_found() {
 #[test]
 fn every_sim_profile_is_documented_and_in_the_help() {
     use clap::CommandFactory;
-    let page = std::fs::read_to_string(root().join("docs/simulated-host.md")).expect("page");
+    let page = fs_err::read_to_string(root().join("docs/simulated-host.md")).expect("page");
     let help = calicoctl_win::cli::Cli::command()
         .get_arguments()
         .find(|a| a.get_id() == "sim_profile")
@@ -359,7 +359,7 @@ fn every_config_source_is_in_config_show_docs() {
         Source::Cluster => "`cluster`".to_owned(),
         Source::Default => "`default`".to_owned(),
     };
-    let page = std::fs::read_to_string(root().join("docs/commands/config-show.md")).expect("page");
+    let page = fs_err::read_to_string(root().join("docs/commands/config-show.md")).expect("page");
     let sources = page
         .split("Sources, highest precedence first:")
         .nth(1)
@@ -387,7 +387,7 @@ fn flag_mentions() -> Vec<(String, usize, Vec<String>, String)> {
     markdown_files(&root().join("docs"), &mut files);
     let mut out = Vec::new();
     for path in files {
-        let text = std::fs::read_to_string(&path).expect("read");
+        let text = fs_err::read_to_string(&path).expect("read");
         let name = path
             .strip_prefix(root())
             .expect("under root")
@@ -500,7 +500,7 @@ fn json_examples_name_fields_the_commands_print() {
         ("docs/errors.md", &["install", "--vni", "4097"]),
     ];
     for (page, args) in cases {
-        let text = std::fs::read_to_string(root().join(page)).expect("page");
+        let text = fs_err::read_to_string(root().join(page)).expect("page");
         let (_, example, _) = code_blocks(&text)
             .into_iter()
             .find(|(lang, _, _)| lang == "json")
@@ -617,7 +617,7 @@ fn every_flag_a_help_text_names_exists_with_its_value() {
 /// kubeconfig (once it claimed a warning about the admin kubeconfig, and printed none).
 #[test]
 fn the_readmes_dry_run_says_what_the_readme_says() {
-    let readme = std::fs::read_to_string(root().join("README.md")).expect("README");
+    let readme = fs_err::read_to_string(root().join("README.md")).expect("README");
     let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         flat.contains(

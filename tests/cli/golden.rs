@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 fn render_case(case: &str) {
     let dir = root().join("tests/golden").join(case);
     let out = tempfile::tempdir().expect("tempdir");
-    let args = std::fs::read_to_string(dir.join("args")).unwrap_or_default();
+    let args = fs_err::read_to_string(dir.join("args")).unwrap_or_default();
     let output = cmd()
         .arg("--config")
         .arg(dir.join("config.yaml"))
@@ -24,7 +24,7 @@ fn render_case(case: &str) {
     // The JSON lists exactly the files in the directory, each with its hash.
     let listed = json(&output.stdout);
     let listed = listed["files"].as_array().expect("a list");
-    let on_disk: BTreeSet<String> = std::fs::read_dir(out.path())
+    let on_disk: BTreeSet<String> = fs_err::read_dir(out.path())
         .expect("read out dir")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
@@ -32,14 +32,14 @@ fn render_case(case: &str) {
 
     let expected_dir = dir.join("expected");
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        let _ = std::fs::remove_dir_all(&expected_dir);
+        let _ = fs_err::remove_dir_all(&expected_dir);
     }
     for name in &on_disk {
-        let contents = std::fs::read_to_string(out.path().join(name)).expect("read rendered");
+        let contents = fs_err::read_to_string(out.path().join(name)).expect("read rendered");
         assert_golden(&expected_dir.join(name), &contents);
     }
     if expected_dir.exists() {
-        let expected: BTreeSet<String> = std::fs::read_dir(&expected_dir)
+        let expected: BTreeSet<String> = fs_err::read_dir(&expected_dir)
             .expect("read expected")
             .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
             .collect();

@@ -31,7 +31,7 @@ fn import_case(name: &str, not_understood: &[u64]) -> serde_json::Value {
     let doc = json(&output.stdout);
     assert_eq!(doc["written"], true);
 
-    let yaml = std::fs::read_to_string(&out).expect("written");
+    let yaml = fs_err::read_to_string(&out).expect("written");
     assert_eq!(doc["yaml"], yaml.as_str());
     assert_golden(
         &root().join("tests/import-ps1").join(format!("{name}.yaml")),
@@ -116,20 +116,20 @@ fn legacy_env_assignments_are_imported() {
 fn an_existing_output_is_not_overwritten_without_yes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("calico-windows.yaml");
-    std::fs::write(&out, "backend: none\n").expect("seed");
+    fs_err::write(&out, "backend: none\n").expect("seed");
     let ps1 = root().join("tests/import-ps1/v3.16-legacy.ps1");
     let refused = import_ps1(&ps1, &out, &[]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--yes"));
     assert_eq!(
-        std::fs::read_to_string(&out).expect("read"),
+        fs_err::read_to_string(&out).expect("read"),
         "backend: none\n"
     );
 
     let dry = import_ps1(&ps1, &out, &["--dry-run", "--yes"]);
     assert!(dry.status.success());
     assert_eq!(
-        std::fs::read_to_string(&out).expect("read"),
+        fs_err::read_to_string(&out).expect("read"),
         "backend: none\n",
         "--dry-run writes nothing"
     );
@@ -137,7 +137,7 @@ fn an_existing_output_is_not_overwritten_without_yes() {
     let forced = import_ps1(&ps1, &out, &["--yes"]);
     assert!(forced.status.success());
     assert!(
-        std::fs::read_to_string(&out)
+        fs_err::read_to_string(&out)
             .expect("read")
             .contains("etcdv3")
     );
@@ -188,7 +188,7 @@ fn v3_31_with_a_doubled_quote_argument_reads_as_powershell_does() {
 fn yaml_of(bytes: &[u8], name: &str) -> (String, serde_json::Value) {
     let dir = tempfile::tempdir().expect("tempdir");
     let ps1 = dir.path().join(name);
-    std::fs::write(&ps1, bytes).expect("write");
+    fs_err::write(&ps1, bytes).expect("write");
     let out = cmd()
         .args(["-o", "json", "config", "import-ps1"])
         .arg(&ps1)
@@ -205,7 +205,7 @@ fn yaml_of(bytes: &[u8], name: &str) -> (String, serde_json::Value) {
 
 #[test]
 fn utf16_and_utf8_files_with_a_byte_order_mark_import_alike() {
-    let text = std::fs::read_to_string(root().join("tests/import-ps1/v3.31-quickstart-edited.ps1"))
+    let text = fs_err::read_to_string(root().join("tests/import-ps1/v3.31-quickstart-edited.ps1"))
         .expect("fixture");
     let (plain, _) = yaml_of(text.as_bytes(), "config.ps1");
     // What Windows PowerShell 5.1's Out-File and `>` write: UTF-16LE with a BOM, CRLF.

@@ -77,13 +77,13 @@ fn seed() -> Value {
 /// multi-document YAML file in a subdirectory, so directories, lists and documents are read.
 fn write_inputs(dir: &Path, policies: &[Value]) {
     let list = json!({"apiVersion": "v1", "kind": "List", "items": cluster()});
-    std::fs::write(dir.join("cluster.json"), list.to_string()).unwrap();
-    std::fs::create_dir_all(dir.join("policies")).unwrap();
+    fs_err::write(dir.join("cluster.json"), list.to_string()).unwrap();
+    fs_err::create_dir_all(dir.join("policies")).unwrap();
     let yaml: Vec<String> = policies
         .iter()
         .map(|p| serde_saphyr::to_string(p).unwrap())
         .collect();
-    std::fs::write(dir.join("policies/all.yaml"), yaml.join("---\n")).unwrap();
+    fs_err::write(dir.join("policies/all.yaml"), yaml.join("---\n")).unwrap();
 }
 
 fn lint_dir(dir: &Path) -> (i32, Value, String) {
@@ -371,7 +371,7 @@ fn unreadable_input_exits_2_with_its_kind() {
         "input-unreadable",
         "missing",
     );
-    std::fs::write(dir.path().join("x.yaml"), "a: [unclosed").unwrap();
+    fs_err::write(dir.path().join("x.yaml"), "a: [unclosed").unwrap();
     assert_refused(lint_dir(dir.path()), "invalid-input", "x.yaml");
 }
 
@@ -427,9 +427,9 @@ fn input_past_a_cap_or_of_the_wrong_shape_is_refused_naming_it() {
     for i in 0..18 {
         deep = deep.join(format!("d{i}"));
     }
-    std::fs::create_dir_all(&deep).unwrap();
+    fs_err::create_dir_all(&deep).unwrap();
     let yaml = serde_saphyr::to_string(&seed()).unwrap();
-    std::fs::write(deep.join("p.yaml"), yaml).unwrap();
+    fs_err::write(deep.join("p.yaml"), yaml).unwrap();
     assert_refused(lint_dir(dir.path()), "input-unreadable", "deeper than 16");
 
     // A label that is not a string, in a list read item by item.
@@ -437,7 +437,7 @@ fn input_past_a_cap_or_of_the_wrong_shape_is_refused_naming_it() {
     let mut bad = pod("shop", "p", "win-1", json!({"role": 5}));
     bad.as_object_mut().unwrap().remove("kind");
     let list = json!({"apiVersion": "v1", "kind": "PodList", "items": [bad]});
-    std::fs::write(dir.path().join("pods.json"), list.to_string()).unwrap();
+    fs_err::write(dir.path().join("pods.json"), list.to_string()).unwrap();
     assert_refused(lint_dir(dir.path()), "invalid-input", "pods.json");
 
     // A pipe named like a manifest is refused, not waited on forever.
@@ -478,10 +478,10 @@ fn an_api_list_gives_its_items_their_kind() {
         })
         .collect();
     let list = json!({"apiVersion": "v1", "kind": "PodList", "items": items});
-    std::fs::write(dir.path().join("pods.json"), list.to_string()).unwrap();
+    fs_err::write(dir.path().join("pods.json"), list.to_string()).unwrap();
     let nodes = json!({"apiVersion": "v1", "kind": "List", "items": cluster().into_iter().filter(|o| o["kind"] == "Node").collect::<Vec<_>>()});
-    std::fs::write(dir.path().join("nodes.json"), nodes.to_string()).unwrap();
-    std::fs::write(
+    fs_err::write(dir.path().join("nodes.json"), nodes.to_string()).unwrap();
+    fs_err::write(
         dir.path().join("policy.yaml"),
         serde_saphyr::to_string(&seed()).unwrap(),
     )
@@ -628,7 +628,7 @@ fn ordinary_yaml_snapshots_are_read_within_the_documented_caps() {
         ));
     }
     let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
-    std::fs::write(
+    fs_err::write(
         dir.path().join("cluster.yaml"),
         serde_saphyr::to_string(&list).unwrap(),
     )
@@ -645,13 +645,13 @@ fn ordinary_yaml_snapshots_are_read_within_the_documented_caps() {
         })
         .chain([serde_saphyr::to_string(&seed()).unwrap()])
         .collect();
-    std::fs::write(dir.path().join("docs.yaml"), docs.join("---\n")).unwrap();
+    fs_err::write(dir.path().join("docs.yaml"), docs.join("---\n")).unwrap();
     let (code, doc, stderr) = lint_dir(dir.path());
     assert_eq!(code, 3, "{stderr}");
     assert_eq!(doc["windows_endpoints"], 30, "{stderr}");
 
     let bad = tempfile::tempdir().unwrap();
-    std::fs::write(bad.path().join("dup.yaml"), "kind: Pod\nkind: Node\n").unwrap();
+    fs_err::write(bad.path().join("dup.yaml"), "kind: Pod\nkind: Node\n").unwrap();
     let (code, doc, stderr) = lint_dir(bad.path());
     assert_eq!(code, 2, "{stderr}");
     let message = doc["error"]["message"].to_string();
@@ -668,12 +668,12 @@ fn an_object_read_twice_is_counted_once() {
     let dir = tempfile::tempdir().unwrap();
     write_inputs(dir.path(), &[seed()]);
     let (_, once, _) = lint_dir(dir.path());
-    std::fs::copy(
+    fs_err::copy(
         dir.path().join("cluster.json"),
         dir.path().join("cluster-copy.json"),
     )
     .unwrap();
-    std::fs::copy(
+    fs_err::copy(
         dir.path().join("policies/all.yaml"),
         dir.path().join("policies/again.yaml"),
     )

@@ -29,7 +29,7 @@ fn run(args: &[&str], out: &Path, cwd: &Path) -> (Option<i32>, String, String) {
 
 fn commands(admin: &Path) -> Vec<Vec<String>> {
     let config = admin.with_file_name("calico-windows.yaml");
-    std::fs::write(&config, "backend: vxlan\n").expect("config");
+    fs_err::write(&config, "backend: vxlan\n").expect("config");
     vec![
         vec!["fleet".into(), "rbac".into()],
         vec![
@@ -76,11 +76,11 @@ fn a_device_or_fifo_is_refused_and_left_as_it_was() {
             );
         }
         assert!(
-            std::fs::symlink_metadata(&device)
+            fs_err::symlink_metadata(&device)
                 .expect("link")
                 .is_symlink()
         );
-        let fifo_type = std::fs::symlink_metadata(&fifo).expect("fifo").file_type();
+        let fifo_type = fs_err::symlink_metadata(&fifo).expect("fifo").file_type();
         assert!(std::os::unix::fs::FileTypeExt::is_fifo(&fifo_type));
     }
 }
@@ -103,7 +103,7 @@ fn dash_is_standard_output_and_a_missing_directory_is_named() {
     let dir = tempfile::tempdir().expect("tempdir");
     let admin = api.kubeconfig(dir.path(), None);
     let cwd = dir.path().join("cwd");
-    std::fs::create_dir(&cwd).expect("mkdir");
+    fs_err::create_dir(&cwd).expect("mkdir");
     for args in commands(&admin) {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let (code, stdout, stderr) = run(&args, Path::new("-"), &cwd);

@@ -270,10 +270,10 @@ fn an_unreachable_server_fails_in_bounded_time() {
         .and_then(|l| l.local_addr())
         .expect("port")
         .port();
-    let text = std::fs::read_to_string(&kubeconfig)
+    let text = fs_err::read_to_string(&kubeconfig)
         .expect("read")
         .replace(&api.url, &format!("https://127.0.0.1:{port}"));
-    std::fs::write(&kubeconfig, text).expect("write");
+    fs_err::write(&kubeconfig, text).expect("write");
     let started = std::time::Instant::now();
     let out = on_node()
         .args(["preflight", "-o", "json", "--kubeconfig"])
@@ -307,7 +307,7 @@ fn a_server_certificate_from_another_ca_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = api.kubeconfig(dir.path(), None);
     // The kubeconfig trusts another CA than the one that signed the server's certificate.
-    std::fs::write(dir.path().join("fake-api-ca.pem"), &other.ca_pem).expect("write");
+    fs_err::write(dir.path().join("fake-api-ca.pem"), &other.ca_pem).expect("write");
     let out = on_node()
         .args(["preflight", "-o", "json", "--kubeconfig"])
         .arg(&kubeconfig)
@@ -534,10 +534,10 @@ fn https_proxy_is_used_unless_no_proxy_names_the_server() {
     // The server by name, the proxy by IP: NO_PROXY must be matched against the server.
     let kubeconfig = api.kubeconfig(dir.path(), None);
     let port = api.url.rsplit(':').next().expect("port").to_owned();
-    let text = std::fs::read_to_string(&kubeconfig)
+    let text = fs_err::read_to_string(&kubeconfig)
         .expect("read")
         .replace(&api.url, &format!("https://localhost:{port}"));
-    std::fs::write(&kubeconfig, text).expect("write");
+    fs_err::write(&kubeconfig, text).expect("write");
     let run = |env: &[(&str, &str)]| {
         let mut cmd = on_node();
         cmd.args(["preflight", "-o", "json", "--kubeconfig"])
@@ -615,7 +615,7 @@ fn fix_asks_on_a_terminal_and_no_applies_nothing() {
         "the terminal shows what it asks about: {screen}"
     );
     let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("one document");
+        serde_json::from_str(&fs_err::read_to_string(&json).expect("json")).expect("one document");
     assert_eq!(doc["fixes"].as_array().map(Vec::len), Some(3), "{doc}");
     assert!(api.writes().is_empty(), "{:?}", api.writes());
     let (code, screen) = answer(&line, "n\n");
@@ -647,7 +647,7 @@ fn a_credential_plugin_runs_only_when_allowed() {
     let token = api.token.clone();
     let mark = dir.path().join("plugin-ran");
     let plugin = dir.path().join("plugin.sh");
-    std::fs::write(
+    fs_err::write(
         &plugin,
         format!(
             "#!/bin/sh\ntouch '{}'\necho '{{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{{\"token\":\"{token}\"}}}}'\n",
@@ -658,9 +658,9 @@ fn a_credential_plugin_runs_only_when_allowed() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).expect("mode");
+        fs_err::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).expect("mode");
     }
-    let text = std::fs::read_to_string(&admin).expect("kubeconfig").replace(
+    let text = fs_err::read_to_string(&admin).expect("kubeconfig").replace(
         &format!("    token: {token}\n"),
         &format!(
             "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: {}\n      interactiveMode: Never\n",
@@ -668,7 +668,7 @@ fn a_credential_plugin_runs_only_when_allowed() {
         ),
     );
     let kubeconfig = dir.path().join("exec.kubeconfig");
-    std::fs::write(&kubeconfig, text).expect("write");
+    fs_err::write(&kubeconfig, text).expect("write");
     let run = |extra: &[&str]| {
         let out = on_node()
             .args(["preflight", "-o", "json", "--kubeconfig"])

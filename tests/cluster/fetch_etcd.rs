@@ -68,15 +68,15 @@ fn the_files_are_written_after_etcd_accepts_them() {
     assert_eq!(doc["endpoints"], serde_json::json!([etcd.url]));
     let dir = node.tls_dir();
     assert_eq!(
-        std::fs::read_to_string(dir.join("server.key")).expect("key"),
+        fs_err::read_to_string(dir.join("server.key")).expect("key"),
         key
     );
     assert_eq!(
-        std::fs::read_to_string(dir.join("server.crt")).expect("cert"),
+        fs_err::read_to_string(dir.join("server.crt")).expect("cert"),
         cert
     );
     assert_eq!(
-        std::fs::read_to_string(dir.join("ca.crt")).expect("ca"),
+        fs_err::read_to_string(dir.join("ca.crt")).expect("ca"),
         ca.pem()
     );
     let files = doc["files"].as_array().expect("files");

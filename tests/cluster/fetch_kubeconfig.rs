@@ -22,7 +22,7 @@ impl Node {
 
     /// The kubeconfig as the simulated host holds it at C:\CalicoWindows\calico-kube-config.
     fn written(&self) -> Option<String> {
-        std::fs::read_to_string(self.c_drive("calicowindows/calico-kube-config")).ok()
+        fs_err::read_to_string(self.c_drive("calicowindows/calico-kube-config")).ok()
     }
 
     fn fetch(&self, extra: &[&str]) -> (i32, Value, String) {
@@ -39,7 +39,7 @@ fn token_in(node: &Node, kubeconfig: &str) -> String {
         user["tokenFile"],
         r"C:\CalicoWindows\calico-kube-config.token"
     );
-    std::fs::read_to_string(node.c_drive("calicowindows/calico-kube-config.token"))
+    fs_err::read_to_string(node.c_drive("calicowindows/calico-kube-config.token"))
         .expect("the token file")
 }
 
@@ -97,14 +97,14 @@ fn a_token_request_kubeconfig_is_written_with_the_admin_server_and_ca() {
         // The token file where this machine can read it; calico-node's ClusterRole (as
         // Calico's manifest has it, in the fake cluster) lets it list nodes.
         let token_file = node.dir.path().join("node.token");
-        std::fs::write(&token_file, &token).expect("copy");
+        fs_err::write(&token_file, &token).expect("copy");
         let path = node.dir.path().join("node.kubeconfig");
         let local = text.replace(
             r"C:\\CalicoWindows\\calico-kube-config.token",
             &token_file.display().to_string(),
         );
         assert_ne!(local, text);
-        std::fs::write(&path, &local).expect("copy");
+        fs_err::write(&path, &local).expect("copy");
         let out = std::process::Command::new(kubectl)
             .env_clear()
             .env("HOME", node.dir.path())
@@ -260,7 +260,7 @@ fn bad_input_fails_clearly_and_writes_nothing() {
     api.healthy_calico();
     let other = FakeApi::start();
     let node = Node::new(&api);
-    std::fs::write(node.dir.path().join("fake-api-ca.pem"), &other.ca_pem).expect("write");
+    fs_err::write(node.dir.path().join("fake-api-ca.pem"), &other.ca_pem).expect("write");
     assert_fails_writing_nothing(&node, &[], 1, &["cannot reach", "CA in the kubeconfig"]);
     assert!(api.requests().is_empty());
 }
@@ -273,10 +273,10 @@ fn an_unreachable_server_fails_in_bounded_time() {
         .and_then(|l| l.local_addr())
         .expect("port")
         .port();
-    let text = std::fs::read_to_string(&node.admin)
+    let text = fs_err::read_to_string(&node.admin)
         .expect("read")
         .replace(&api.url, &format!("https://127.0.0.1:{port}"));
-    std::fs::write(&node.admin, text).expect("write");
+    fs_err::write(&node.admin, text).expect("write");
     let started = std::time::Instant::now();
     assert_fails_writing_nothing(&node, &[], 1, &["cannot reach", &port.to_string()]);
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
@@ -314,7 +314,7 @@ fn an_admin_kubeconfig_without_a_ca_takes_the_clusters_and_never_copies_insecure
     let api = FakeApi::start();
     api.healthy_calico();
     let node = Node::new(&api);
-    let text = std::fs::read_to_string(&node.admin).expect("read");
+    let text = fs_err::read_to_string(&node.admin).expect("read");
     let insecure: String = text
         .lines()
         .map(|l| {
@@ -327,7 +327,7 @@ fn an_admin_kubeconfig_without_a_ca_takes_the_clusters_and_never_copies_insecure
         .collect::<Vec<_>>()
         .join("\n");
     assert!(insecure.contains("insecure-skip-tls-verify"));
-    std::fs::write(&node.admin, insecure).expect("write");
+    fs_err::write(&node.admin, insecure).expect("write");
     assert_fails_writing_nothing(
         &node,
         &[],

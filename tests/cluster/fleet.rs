@@ -32,7 +32,7 @@ fn manifest<'a>(doc: &'a Value, kind: &str) -> &'a Value {
 
 /// The Plan CRD's openAPIV3Schema, from system-upgrade-controller v0.19.0.
 fn plan_schema() -> Value {
-    let text = std::fs::read_to_string(
+    let text = fs_err::read_to_string(
         crate::support::root().join("tests/fleet/suc-v0.19.0-plans-crd.yaml"),
     )
     .expect("crd");
@@ -172,7 +172,7 @@ fn the_plan_matches_system_upgrade_controllers_own_schema() {
 
     // The Secret holds the config file as it is.
     let secret = manifest(&doc, "Secret");
-    let text = std::fs::read_to_string(crate::support::root().join(CONFIG)).expect("config");
+    let text = fs_err::read_to_string(crate::support::root().join(CONFIG)).expect("config");
     assert_eq!(secret["stringData"]["calico-windows.yaml"], text.as_str());
 }
 
@@ -217,8 +217,8 @@ fn the_daemonset_rolls_on_a_new_config_and_is_ready_only_when_healthy() {
     assert_eq!(sha(&ds(CONFIG)), sha(&first));
     let dir = tempfile::tempdir().expect("tempdir");
     let other = dir.path().join("other.yaml");
-    let text = std::fs::read_to_string(crate::support::root().join(CONFIG)).expect("config");
-    std::fs::write(&other, text.replace("vni: 4096", "vni: 4097")).expect("write");
+    let text = fs_err::read_to_string(crate::support::root().join(CONFIG)).expect("config");
+    fs_err::write(&other, text.replace("vni: 4096", "vni: 4097")).expect("write");
     assert_ne!(sha(&ds(other.to_str().expect("utf-8"))), sha(&first));
 }
 
@@ -303,7 +303,7 @@ fn the_daemonset_decodes_into_kubernetes_types_and_a_broken_one_does_not() {
     let dir = tempfile::tempdir().expect("tempdir");
     for (name, m, fails) in [("ok", &ds, false), ("mistyped", &mistyped, true)] {
         let file = dir.path().join(format!("{name}.json"));
-        std::fs::write(&file, m.to_string()).expect("write");
+        fs_err::write(&file, m.to_string()).expect("write");
         let said = kubectl_decode(&kubectl, dir.path(), &file);
         assert_eq!(said.is_some(), fails, "{name}: {said:?}");
     }
@@ -385,7 +385,7 @@ fn fleet_plan_needs_a_config_that_loads_and_valid_names() {
 
     let dir = tempfile::tempdir().expect("tempdir");
     let bad = dir.path().join("bad.yaml");
-    std::fs::write(&bad, "vxlan:\n  vni: 12\n").expect("write");
+    fs_err::write(&bad, "vxlan:\n  vni: 12\n").expect("write");
     let (code, doc, err) = fleet_plan(&["--config", bad.to_str().expect("utf-8"), "--image", "i"]);
     assert_eq!(code, 2, "{err}");
     assert!(
@@ -431,10 +431,10 @@ impl Pod {
         let sa = sandbox
             .path()
             .join("var/run/secrets/kubernetes.io/serviceaccount");
-        std::fs::create_dir_all(&sa).expect("mkdir");
-        std::fs::write(sa.join("token"), token).expect("token");
-        std::fs::write(sa.join("ca.crt"), &api.ca_pem).expect("ca");
-        std::fs::write(sa.join("namespace"), "system-upgrade").expect("namespace");
+        fs_err::create_dir_all(&sa).expect("mkdir");
+        fs_err::write(sa.join("token"), token).expect("token");
+        fs_err::write(sa.join("ca.crt"), &api.ca_pem).expect("ca");
+        fs_err::write(sa.join("namespace"), "system-upgrade").expect("namespace");
         let port = api.url.rsplit(':').next().expect("port").to_owned();
         Self {
             sandbox,
@@ -530,12 +530,12 @@ impl Machine {
         assert!(m.sim().join("state.json").is_file(), "{out:?}");
         let state_path = m.sim().join("state.json");
         let mut state: Value =
-            serde_json::from_str(&std::fs::read_to_string(&state_path).expect("state"))
+            serde_json::from_str(&fs_err::read_to_string(&state_path).expect("state"))
                 .expect("json");
         let kubelet = &mut state["services"]["kubelet"]["command_line"];
         let line = kubelet.as_str().expect("kubelet").replace("win-1", name);
         *kubelet = json!(line);
-        std::fs::write(
+        fs_err::write(
             &state_path,
             serde_json::to_vec_pretty(&state).expect("json"),
         )
@@ -664,9 +664,9 @@ fn mount_plan_secrets(plan: &Value, secrets: &[&Value], pod: &Pod) -> bool {
             .iter()
             .find(|x| x["metadata"]["name"] == name)
             .expect("the Plan's secret is among the manifests");
-        std::fs::create_dir_all(&dir).expect("mkdir");
+        fs_err::create_dir_all(&dir).expect("mkdir");
         for (key, value) in secret["stringData"].as_object().expect("stringData") {
-            std::fs::write(dir.join(key), value.as_str().expect("text")).expect("mount");
+            fs_err::write(dir.join(key), value.as_str().expect("text")).expect("mount");
         }
     }
     true
@@ -889,12 +889,12 @@ fn a_rollout_by_the_plan_changes_two_nodes_at_a_time_and_stops_at_failures() {
     }
 
     // The new config, in the Secret the Plan mounts; the cluster moves to VNI 4097 first.
-    let template = std::fs::read_to_string(crate::support::root().join(CONFIG)).expect("config");
+    let template = fs_err::read_to_string(crate::support::root().join(CONFIG)).expect("config");
     let config = template.replace("vni: 4096", "vni: 4097");
     assert_ne!(config, template);
     let cfg_dir = tempfile::tempdir().expect("tempdir");
     let cfg = cfg_dir.path().join("config.yaml");
-    std::fs::write(&cfg, &config).expect("write");
+    fs_err::write(&cfg, &config).expect("write");
     let (code, doc, err) = fleet_plan(&[
         "--config",
         cfg.to_str().expect("utf-8"),
@@ -993,7 +993,7 @@ fn fleet_plan_refuses_per_node_settings_and_runs_one_tag_everywhere() {
     let config = dir.path().join("calico-windows.yaml");
     let config_arg = config.to_str().expect("utf-8").to_owned();
     for per_node in ["node:\n  name: win-7\n", "node:\n  ip: 10.0.0.7\n"] {
-        std::fs::write(&config, per_node).expect("write");
+        fs_err::write(&config, per_node).expect("write");
         let (code, doc, err) = fleet_plan(&["--config", &config_arg, "--image", "r/x:1"]);
         assert_eq!(code, 2, "{per_node}: {err}");
         let key = if per_node.contains("name") {
@@ -1003,7 +1003,7 @@ fn fleet_plan_refuses_per_node_settings_and_runs_one_tag_everywhere() {
         };
         assert!(doc["error"]["message"].to_string().contains(key), "{doc}");
     }
-    std::fs::write(&config, "node:\n  ip: autodetect\n").expect("write");
+    fs_err::write(&config, "node:\n  ip: autodetect\n").expect("write");
     let (code, doc, err) = fleet_plan(&[
         "--config",
         &config_arg,

@@ -114,7 +114,7 @@ fn kubectl_reads_nodes_and_calico_crds_and_creates_a_token() {
         )
     } else {
         let request = dir.path().join("token-request.json");
-        std::fs::write(
+        fs_err::write(
             &request,
             r#"{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":7200}}"#,
         )

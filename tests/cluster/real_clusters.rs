@@ -94,7 +94,7 @@ fn a_node_ip_with_its_prefix_reaches_calico_node_as_given() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let env = std::fs::read_to_string(dir.path().join("calico-node.env")).expect("env");
+    let env = fs_err::read_to_string(dir.path().join("calico-node.env")).expect("env");
     assert!(env.lines().any(|l| l == "IP=10.0.0.5/24"), "{env}");
     let out = on_node()
         .args(["--set", "node.ip=10.0.0.5/40", "render", "--output-dir"])
@@ -136,7 +136,7 @@ fn policy_only_on_aks_writes_calicos_static_rules_and_uninstall_removes_them() {
     assert_eq!(code, 0, "{stderr}");
     let rules = node.c_drive("calicowindows/static-rules.json");
     let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(&rules).expect("rules")).expect("json");
+        serde_json::from_str(&fs_err::read_to_string(&rules).expect("rules")).expect("json");
     // What felix's static_rules.go reads: a provider and ACL rules with id and priority.
     assert_eq!(doc["Provider"], "AKS");
     let rule = &doc["Rules"][0]["Rule"];

@@ -103,7 +103,7 @@ fn the_installer_roles_are_enough_for_the_whole_lifecycle() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&kubeconfig)
+        let mode = fs_err::metadata(&kubeconfig)
             .expect("meta")
             .permissions()
             .mode();
@@ -227,8 +227,8 @@ fn status_names_an_admin_kubeconfig_left_on_the_node() {
     let doc = run(&["install", "--release-zip", zip.to_str().expect("utf-8")]);
     assert_eq!(doc["changed"], true, "{doc}");
     let k_config = node.c_drive("k/config");
-    std::fs::create_dir_all(k_config.parent().expect("dir")).expect("dir");
-    std::fs::copy(&admin, &k_config).expect("the node-join scripts' admin kubeconfig");
+    fs_err::create_dir_all(k_config.parent().expect("dir")).expect("dir");
+    fs_err::copy(&admin, &k_config).expect("the node-join scripts' admin kubeconfig");
     let doc = run(&["status"]);
     assert_eq!(
         doc["admin_kubeconfigs"],
@@ -239,7 +239,7 @@ fn status_names_an_admin_kubeconfig_left_on_the_node() {
         doc["problems"].to_string().contains("cluster-admin"),
         "{doc}"
     );
-    std::fs::copy(&installer, &k_config).expect("the installer's instead");
+    fs_err::copy(&installer, &k_config).expect("the installer's instead");
     let doc = run(&["status"]);
     assert_eq!(doc["admin_kubeconfigs"], serde_json::json!([]), "{doc}");
 }
@@ -395,7 +395,7 @@ fn the_help_and_the_docs_name_every_granted_resource() {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    let docs = std::fs::read_to_string(crate::support::root().join("docs/commands/fleet.md"))
+    let docs = fs_err::read_to_string(crate::support::root().join("docs/commands/fleet.md"))
         .expect("docs");
     for m in manifests().iter().filter(|m| m["rules"].is_array()) {
         for rule in m["rules"].as_array().expect("rules") {

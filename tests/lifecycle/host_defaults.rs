@@ -26,9 +26,9 @@ fn run(sim: &Path, args: &[&str]) -> (i32, Value, String) {
 fn edit(sim: &Path, f: impl FnOnce(&mut Value)) {
     let p = sim.join("state.json");
     let mut state: Value =
-        serde_json::from_str(&std::fs::read_to_string(&p).expect("state")).expect("json");
+        serde_json::from_str(&fs_err::read_to_string(&p).expect("state")).expect("json");
     f(&mut state);
-    std::fs::write(&p, state.to_string()).expect("write state");
+    fs_err::write(&p, state.to_string()).expect("write state");
 }
 
 fn setting<'a>(doc: &'a Value, key: &str) -> (&'a Value, &'a str) {
@@ -128,7 +128,7 @@ fn the_runtime_and_cni_dirs_come_from_the_hosts_services_and_containerds_config(
     // containerd with its own CNI dirs in config.toml (forward slashes, as often written).
     let sim = dir.path().join("containerd");
     run(&sim, &["config", "show", "--offline"]);
-    std::fs::write(
+    fs_err::write(
         sim.join("fs/c/program files/containerd/config.toml"),
         "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".cni]\n  bin_dir = \"c:/opt/cni/bin\"\n  conf_dir = \"c:/etc/cni/net.d\"\n",
     )
@@ -179,8 +179,8 @@ fn the_admin_kubeconfig_is_found_at_c_k_config_after_the_usual_places() {
     let (_, doc, _) = run(&sim, &["config", "show"]);
     assert_eq!(doc["cluster"]["read"], false, "{doc}");
     let admin = api.kubeconfig(dir.path(), None);
-    std::fs::create_dir_all(sim.join("fs/c/k")).expect("mkdir");
-    std::fs::copy(&admin, sim.join("fs/c/k/config")).expect("copy");
+    fs_err::create_dir_all(sim.join("fs/c/k")).expect("mkdir");
+    fs_err::copy(&admin, sim.join("fs/c/k/config")).expect("copy");
     let (code, doc, stderr) = run(&sim, &["config", "show"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(doc["cluster"]["read"], true, "{doc}");
@@ -232,7 +232,7 @@ fn render_decides_loopback_dsr_from_the_hosts_windows_build() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let conf = std::fs::read_to_string(dir.path().join("out/10-calico.conf")).expect("conf");
+        let conf = fs_err::read_to_string(dir.path().join("out/10-calico.conf")).expect("conf");
         assert!(
             conf.contains(&format!("\"windows_loopback_DSR\": {dsr}")),
             "{profile}: {conf}"

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 fn commands(dir: &Path) -> Vec<Vec<String>> {
     let out = dir.join("out").display().to_string();
     let ps1 = dir.join("config.ps1");
-    std::fs::write(&ps1, "$env:KUBE_NETWORK = \"Calico.*\"\n").expect("ps1");
+    fs_err::write(&ps1, "$env:KUBE_NETWORK = \"Calico.*\"\n").expect("ps1");
     let zip = dir.join("calico-windows-v3.30.2.zip").display().to_string();
     [
         vec!["render", "--output-dir", &out],
@@ -131,14 +131,14 @@ impl Hostile {
     /// path, binary garbage, a file past every size cap, a YAML alias bomb, deep nesting.
     fn files(&self) -> Vec<PathBuf> {
         let d = self.dir.path().join("hostile");
-        std::fs::create_dir_all(d.join("a-directory")).expect("mkdir");
+        fs_err::create_dir_all(d.join("a-directory")).expect("mkdir");
         let fifo = d.join("fifo");
         let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
         assert!(made.success());
         let garbage: Vec<u8> = (0..4096u32)
             .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
             .collect();
-        std::fs::write(d.join("garbage"), &garbage).expect("write");
+        fs_err::write(d.join("garbage"), &garbage).expect("write");
         let big = std::fs::File::create(d.join("big")).expect("big");
         big.set_len(40 << 20).expect("sparse 40 MB");
         let mut bomb =
@@ -149,8 +149,8 @@ impl Hostile {
                 "{n}: &{n} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n"
             ));
         }
-        std::fs::write(d.join("alias-bomb.yaml"), bomb).expect("write");
-        std::fs::write(d.join("deep.yaml"), "[".repeat(100_000)).expect("write");
+        fs_err::write(d.join("alias-bomb.yaml"), bomb).expect("write");
+        fs_err::write(d.join("deep.yaml"), "[".repeat(100_000)).expect("write");
         vec![
             fifo,
             PathBuf::from("/dev/zero"),
@@ -166,14 +166,14 @@ impl Hostile {
 
     /// Admin kubeconfigs that are broken in the ways that once panicked or hung.
     fn kubeconfigs(&self) -> Vec<PathBuf> {
-        let good = std::fs::read_to_string(&self.admin).expect("admin");
+        let good = fs_err::read_to_string(&self.admin).expect("admin");
         let token = good
             .lines()
             .find_map(|l| l.trim().strip_prefix("token: "))
             .expect("token")
             .to_owned();
         let d = self.dir.path().join("hostile");
-        std::fs::create_dir_all(&d).expect("mkdir");
+        fs_err::create_dir_all(&d).expect("mkdir");
         let mut out = Vec::new();
         for (name, bad) in [
             ("cr", "\r"),
@@ -183,7 +183,7 @@ impl Hostile {
         ] {
             let p = d.join(format!("token-{name}.kubeconfig"));
             let quoted = format!("\"{token}{bad}x\"");
-            std::fs::write(
+            fs_err::write(
                 &p,
                 good.replace(&format!("token: {token}"), &format!("token: {quoted}")),
             )
@@ -191,7 +191,7 @@ impl Hostile {
             out.push(p);
         }
         let refused = d.join("refused.kubeconfig");
-        std::fs::write(
+        fs_err::write(
             &refused,
             "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n",
         )
@@ -224,11 +224,11 @@ impl Hostile {
         kubeconfig: Option<&Path>,
     ) -> (i32, String) {
         let host = self.dir.path().join("host");
-        let _ = std::fs::remove_dir_all(&host);
+        let _ = fs_err::remove_dir_all(&host);
         copy_dir(&self.template, &host);
         let before = snapshot(&host);
         let tmp = self.dir.path().join("tmp");
-        std::fs::create_dir_all(&tmp).expect("tmp");
+        fs_err::create_dir_all(&tmp).expect("tmp");
         let err_path = self.dir.path().join("stderr");
         let mut child = Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
             .env_clear()
@@ -266,7 +266,7 @@ impl Hostile {
             }
             std::thread::sleep(Duration::from_millis(10));
         };
-        let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+        let stderr = fs_err::read_to_string(&err_path).unwrap_or_default();
         let code = status.code().expect("exited, not killed by a signal");
         assert_ne!(code, 101, "{what}: panicked:\n{stderr}");
         assert!(!stderr.contains("panicked at"), "{what}:\n{stderr}");
@@ -286,13 +286,13 @@ fn reads_config(command: &[String]) -> bool {
 }
 
 fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read dir").flatten() {
+    fs_err::create_dir_all(to).expect("mkdir");
+    for e in fs_err::read_dir(from).expect("read dir").flatten() {
         let (src, dst) = (e.path(), to.join(e.file_name()));
         if src.is_dir() {
             copy_dir(&src, &dst);
         } else {
-            std::fs::copy(&src, &dst).expect("copy");
+            fs_err::copy(&src, &dst).expect("copy");
         }
     }
 }

@@ -37,7 +37,7 @@ impl Setup {
         let server = ReleaseServer::start();
         let url = server.serve(
             &format!("/v{version}/calico-windows-v{version}.zip"),
-            std::fs::read(&zip).expect("zip"),
+            fs_err::read(&zip).expect("zip"),
         );
         let ca = server.ca_file(node.dir.path());
         // Create the host now, with its profile, so that the initial state can be read.
@@ -105,7 +105,7 @@ impl Setup {
 
     fn state(&self) -> Value {
         serde_json::from_str(
-            &std::fs::read_to_string(self.node.sim().join("state.json")).expect("state"),
+            &fs_err::read_to_string(self.node.sim().join("state.json")).expect("state"),
         )
         .expect("json")
     }
@@ -181,7 +181,7 @@ fn install_round_trip(binary: &str) {
             .exists()
     );
     let record: Value = serde_json::from_slice(
-        &std::fs::read(s.node.c_drive("calicowindows/calicoctl-win-install.json")).expect("record"),
+        &fs_err::read(s.node.c_drive("calicowindows/calicoctl-win-install.json")).expect("record"),
     )
     .expect("record json");
     let version = if binary == "calico.exe" {
@@ -193,14 +193,14 @@ fn install_round_trip(binary: &str) {
     // calico-node's token reaches the file its kubeconfig names and nothing the install
     // prints.
     let kubeconfig: Value = serde_json::from_slice(
-        &std::fs::read(s.node.c_drive("calicowindows/calico-kube-config")).expect("kubeconfig"),
+        &fs_err::read(s.node.c_drive("calicowindows/calico-kube-config")).expect("kubeconfig"),
     )
     .expect("the kubeconfig is JSON-shaped YAML");
     assert_eq!(
         kubeconfig["users"][0]["user"]["tokenFile"],
         r"C:\CalicoWindows\calico-kube-config.token"
     );
-    let token = std::fs::read_to_string(s.node.c_drive("calicowindows/calico-kube-config.token"))
+    let token = fs_err::read_to_string(s.node.c_drive("calicowindows/calico-kube-config.token"))
         .expect("token file");
     let token = token.as_str();
     assert!(token.len() > 20, "{token}");
@@ -284,7 +284,7 @@ fn uninstall_without_purge_keeps_networks_and_works_without_config() {
     let (code, _, stderr) = s.install(&[]);
     assert_eq!(code, 0, "{stderr}");
     let broken = s.node.dir.path().join("broken.yaml");
-    std::fs::write(&broken, "backend: [not, a, backend]\n").expect("write");
+    fs_err::write(&broken, "backend: [not, a, backend]\n").expect("write");
     let out = on_node()
         .args(["uninstall", "--config"])
         .arg(&broken)
@@ -323,20 +323,20 @@ fn uninstall_without_purge_keeps_networks_and_works_without_config() {
 
 /// Copies a simulated host directory.
 fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read dir").flatten() {
+    fs_err::create_dir_all(to).expect("mkdir");
+    for e in fs_err::read_dir(from).expect("read dir").flatten() {
         let (src, dst) = (e.path(), to.join(e.file_name()));
         if src.is_dir() {
             copy_dir(&src, &dst);
         } else {
-            std::fs::copy(&src, &dst).expect("copy");
+            fs_err::copy(&src, &dst).expect("copy");
         }
     }
 }
 
 /// Runs on a fresh copy of `template`.
 fn run_on(s: &Setup, template: &Path, host: &Path, args: &[&str]) -> (i32, String) {
-    let _ = std::fs::remove_dir_all(host);
+    let _ = fs_err::remove_dir_all(host);
     copy_dir(template, host);
     run_at(s, host, args)
 }
@@ -443,10 +443,10 @@ fn install_killed_from_outside_at_every_call_is_finished_by_a_rerun_or_undone_by
     let purged = s.node.dir.path().join("purged");
     let tmp = s.node.dir.path().join("tmp");
     for n in 1.. {
-        let _ = std::fs::remove_dir_all(&host);
+        let _ = fs_err::remove_dir_all(&host);
         copy_dir(&pristine, &host);
-        let _ = std::fs::remove_dir_all(&tmp);
-        std::fs::create_dir_all(&tmp).expect("tmp");
+        let _ = fs_err::remove_dir_all(&tmp);
+        fs_err::create_dir_all(&tmp).expect("tmp");
         let at = match crate::support::kill_at(&host, &s.node.admin, &install, n, &tmp) {
             crate::support::Killed::At(at) => at,
             crate::support::Killed::Ended(code, stderr) => {
@@ -460,7 +460,7 @@ fn install_killed_from_outside_at_every_call_is_finished_by_a_rerun_or_undone_by
             Vec::<String>::new(),
             "{at}: left in the temp dir"
         );
-        let _ = std::fs::remove_dir_all(&purged);
+        let _ = fs_err::remove_dir_all(&purged);
         copy_dir(&host, &purged);
 
         let (code, stderr) = run_at(&s, &host, &install);
@@ -501,9 +501,9 @@ fn uninstall_killed_from_outside_at_every_call_is_finished_by_a_rerun() {
     let purge = ["uninstall", "--purge", "--remove-logs"];
     let host = s.node.dir.path().join("killed");
     let tmp = s.node.dir.path().join("tmp");
-    std::fs::create_dir_all(&tmp).expect("tmp");
+    fs_err::create_dir_all(&tmp).expect("tmp");
     for n in 1.. {
-        let _ = std::fs::remove_dir_all(&host);
+        let _ = fs_err::remove_dir_all(&host);
         copy_dir(&installed, &host);
         let at = match crate::support::kill_at(&host, &s.node.admin, &purge, n, &tmp) {
             crate::support::Killed::At(at) => at,
@@ -546,10 +546,10 @@ fn an_install_killed_in_its_download_is_finished_or_purged_without_leftovers() {
     let tmp = s.node.dir.path().join("tmp");
     let purged = s.node.dir.path().join("purged");
     for then_install in [true, false] {
-        let _ = std::fs::remove_dir_all(s.node.sim());
+        let _ = fs_err::remove_dir_all(s.node.sim());
         copy_dir(&pristine, &s.node.sim());
-        let _ = std::fs::remove_dir_all(&tmp);
-        std::fs::create_dir_all(&tmp).expect("tmp");
+        let _ = fs_err::remove_dir_all(&tmp);
+        fs_err::create_dir_all(&tmp).expect("tmp");
         s.server
             .stall
             .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -596,7 +596,7 @@ fn an_install_killed_in_its_download_is_finished_or_purged_without_leftovers() {
             assert_eq!(code, 0, "{doc} {stderr}");
             assert!(stderr.contains("did not finish"), "{stderr}");
         }
-        let _ = std::fs::remove_dir_all(&purged);
+        let _ = fs_err::remove_dir_all(&purged);
         copy_dir(&s.node.sim(), &purged);
         let (code, stderr) = run_at(&s, &purged, &["uninstall", "--purge", "--remove-logs"]);
         assert_eq!(code, 0, "{stderr}");
@@ -673,7 +673,7 @@ fn bad_releases_are_refused_and_leave_nothing_behind() {
     // The same zip downloaded: its extraction as it arrives writes nothing outside staging.
     let evil_url = s.server.serve(
         "/evil/calico-windows-v3.30.2.zip",
-        std::fs::read(&evil).expect("zip"),
+        fs_err::read(&evil).expect("zip"),
     );
     let (code, _, stderr) = s.node.run(&[
         "install",
@@ -718,7 +718,7 @@ fn bad_releases_are_refused_and_leave_nothing_behind() {
     assert_same(&s.snapshot(), &initial, "wrong checksum");
 
     // Truncated data: a download cut short has the wrong checksum; a truncated file is no zip.
-    let bytes = std::fs::read(&s.zip).expect("zip");
+    let bytes = fs_err::read(&s.zip).expect("zip");
     let short_url = s.server.serve(
         "/short/calico-windows-v3.30.2.zip",
         bytes[..bytes.len() / 2].to_vec(),
@@ -847,7 +847,7 @@ fn a_downloaded_zip_with_sizes_after_the_data_is_extracted_again_when_complete()
         .server
         .serve("/piped/calico-windows-v3.30.2.zip", piped.clone());
     let piped_file = s.node.dir.path().join("piped.zip");
-    std::fs::write(&piped_file, &piped).expect("write");
+    fs_err::write(&piped_file, &piped).expect("write");
     let sha = sha256(&piped_file);
     let ca = s.ca.display().to_string();
     let (code, _, stderr) = s.node.run(&[
@@ -1031,7 +1031,7 @@ fn a_registration_quoted_differently_is_the_same_command_no_drift_no_restart() {
         let (program, rest) = line.split_once(' ').expect("arguments");
         state["services"][svc]["command_line"] = json!(format!("\"{program}\" {rest}"));
     }
-    std::fs::write(&state_path, state.to_string()).expect("write state");
+    fs_err::write(&state_path, state.to_string()).expect("write state");
     let (code, doc, stderr) = s.node.run(&["status"]);
     assert_eq!(code, 0, "status: {stderr} {doc}");
     assert_eq!(doc["services"][0]["drift"], json!([]), "{doc}");
@@ -1050,7 +1050,7 @@ fn a_service_left_start_pending_is_started_by_the_next_install() {
     let state_path = s.node.sim().join("state.json");
     let mut state = s.state();
     state["services"]["calicofelix"]["state"] = json!("start-pending");
-    std::fs::write(&state_path, state.to_string()).expect("write state");
+    fs_err::write(&state_path, state.to_string()).expect("write state");
     let (code, doc, stderr) = s.install(&[]);
     assert_eq!(code, 0, "{stderr}");
     let actions = doc["actions"].to_string();
@@ -1122,7 +1122,7 @@ fn a_second_command_is_refused_while_one_runs_and_a_killed_holder_frees_the_host
     let mut size = 0;
     loop {
         std::thread::sleep(std::time::Duration::from_millis(300));
-        let now = std::fs::metadata(&part).map_or(0, |m| m.len());
+        let now = fs_err::metadata(&part).map_or(0, |m| m.len());
         if now > 0 && now == size {
             break;
         }
@@ -1283,7 +1283,7 @@ fn the_metadata_route_is_waited_for_restored_after_a_failure_and_put_back_on_the
         .trim_start_matches(r"C:\")
         .replace('\\', "/")
         .to_ascii_lowercase();
-    let log = std::fs::read_to_string(s.node.c_drive(&format!("{rel}/calico-node.log")))
+    let log = fs_err::read_to_string(s.node.c_drive(&format!("{rel}/calico-node.log")))
         .expect("the kept calico-node.log");
     assert!(log.contains("169.254.169.254"), "{log}");
     let state = s.state();
@@ -1305,7 +1305,7 @@ fn the_metadata_route_is_waited_for_restored_after_a_failure_and_put_back_on_the
         .as_array_mut()
         .expect("routes")
         .retain(|r| r["destination"] != "169.254.169.254");
-    std::fs::write(&path, serde_json::to_vec_pretty(&state).expect("json")).expect("write");
+    fs_err::write(&path, serde_json::to_vec_pretty(&state).expect("json")).expect("write");
     let (code, _, stderr) = s.node.run(&["status", "--offline"]);
     assert_eq!(code, 1, "{stderr}");
     assert!(
@@ -1425,7 +1425,7 @@ fn a_sha256sums_beside_the_release_gives_the_checksum() {
     let initial = s.snapshot();
     let ca = s.ca.display().to_string();
     let zip_name = "calico-windows-v3.30.2.zip";
-    let bytes = std::fs::read(&s.zip).expect("zip");
+    let bytes = fs_err::read(&s.zip).expect("zip");
 
     // A wrong list: the download is refused by its checksum.
     let wrong = s.server.serve(&format!("/wrong/{zip_name}"), bytes.clone());
@@ -1467,10 +1467,10 @@ fn a_failed_upgrade_keeps_what_the_running_services_wrote() {
     assert_eq!(code, 0, "{stderr}");
     // What calico-node writes at its first start.
     let refreshed = s.node.c_drive("calicowindows/nodename");
-    std::fs::write(&refreshed, "win-1").expect("nodename");
+    fs_err::write(&refreshed, "win-1").expect("nodename");
 
     let next_dir = s.node.dir.path().join("next");
-    std::fs::create_dir_all(&next_dir).expect("dir");
+    fs_err::create_dir_all(&next_dir).expect("dir");
     let next = crate::support::release::release_zip(&next_dir, "3.30.3", "calico-node.exe");
     let (code, _, stderr) = s.node.run(&[
         "install",
@@ -1502,14 +1502,14 @@ fn diags_collect_the_node_into_one_zip_with_every_secret_redacted() {
     let leftover = s
         .node
         .c_drive("calicowindows/token-refresher/host/etc/cni/net.d/calico-kubeconfig");
-    std::fs::create_dir_all(leftover.parent().expect("dir")).expect("dir");
-    std::fs::write(
+    fs_err::create_dir_all(leftover.parent().expect("dir")).expect("dir");
+    fs_err::write(
         &leftover,
         "users:\n- name: calico\n  user:\n    token: left-by-an-earlier-refresher\n",
     )
     .expect("leftover");
     let secrets = vec![
-        std::fs::read_to_string(s.node.c_drive("calicowindows/calico-kube-config.token"))
+        fs_err::read_to_string(s.node.c_drive("calicowindows/calico-kube-config.token"))
             .expect("token file"),
         s.api.token.clone(),
         "left-by-an-earlier-refresher".to_owned(),
@@ -1517,12 +1517,12 @@ fn diags_collect_the_node_into_one_zip_with_every_secret_redacted() {
     let mut secrets = secrets;
     // A service that logged its token, as a careless component might, and an etcd key.
     let log = s.node.c_drive("calicowindows/logs/calico-node.log");
-    let mut text = std::fs::read_to_string(&log).unwrap_or_default();
+    let mut text = fs_err::read_to_string(&log).unwrap_or_default();
     text.push_str(&format!(
         "using token {}\nAuthorization: Bearer {}\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAsecretkeymaterial\n-----END RSA PRIVATE KEY-----\n",
         secrets[0], secrets[1]
     ));
-    std::fs::write(&log, text).expect("log");
+    fs_err::write(&log, text).expect("log");
     secrets.push("MIIEowIBAAKCAQEAsecretkeymaterial".into());
 
     s.api
@@ -1606,7 +1606,7 @@ fn diags_collect_the_node_into_one_zip_with_every_secret_redacted() {
     assert!(members["logs/calico-node.log"].contains("using token <redacted>"));
     // Nothing on the host changed, and nothing is left beside the zip.
     assert_same(&before, &s.snapshot(), "diags changed the host");
-    let leftovers: Vec<_> = std::fs::read_dir(s.node.dir.path())
+    let leftovers: Vec<_> = fs_err::read_dir(s.node.dir.path())
         .expect("dir")
         .filter_map(Result::ok)
         .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
@@ -1620,7 +1620,7 @@ fn diags_collect_the_node_into_one_zip_with_every_secret_redacted() {
 fn a_mirror_with_a_ca_as_its_certificate_gets_a_hint_that_says_so() {
     let dir = tempfile::tempdir().expect("tempdir");
     let zip = release_zip(dir.path(), "3.30.2", "calico-node.exe");
-    let bytes = std::fs::read(&zip).expect("zip");
+    let bytes = fs_err::read(&zip).expect("zip");
     let check = |server: &ReleaseServer, ca_ok: bool| {
         let url = server.serve("/v3.30.2/calico-windows-v3.30.2.zip", bytes.clone());
         let ca = server.ca_file(dir.path());
@@ -1664,12 +1664,12 @@ fn the_winhttp_proxy_is_used_when_no_proxy_variable_is_set() {
     let set_winhttp = |bypass: Option<&str>| {
         let path = s.node.sim().join("state.json");
         let mut state: Value =
-            serde_json::from_str(&std::fs::read_to_string(&path).expect("state")).expect("json");
+            serde_json::from_str(&fs_err::read_to_string(&path).expect("state")).expect("json");
         state["system"]["winhttp_proxy"] = json!({
             "proxy": proxy.url.trim_start_matches("http://"),
             "bypass": bypass,
         });
-        std::fs::write(&path, serde_json::to_string(&state).expect("json")).expect("write");
+        fs_err::write(&path, serde_json::to_string(&state).expect("json")).expect("write");
     };
     set_winhttp(Some("<local>;*.corp.example"));
     let ca = s.ca.display().to_string();
@@ -1753,7 +1753,7 @@ fn the_event_log_source_is_registered_by_install_and_removed_by_uninstall() {
     let path = s.node.sim().join("state.json");
     let mut state = s.state();
     state["registry"][key] = json!({"typessupported": {"type": "REG_DWORD", "data": 7}});
-    std::fs::write(&path, serde_json::to_string(&state).expect("json")).expect("write");
+    fs_err::write(&path, serde_json::to_string(&state).expect("json")).expect("write");
     let (code, _, stderr) = s.install_local(&[]);
     assert_eq!(code, 0, "{stderr}");
     let (code, _, stderr) = s.uninstall(&["--purge"]);
@@ -1776,7 +1776,7 @@ fn a_withheld_cni_config_is_not_drift_and_uninstall_removes_it() {
         .node
         .c_drive("program files/containerd/cni/conf/10-calico.conf");
     let withheld = conf.with_file_name("10-calico.conf.calicoctl-win-withheld");
-    std::fs::rename(&conf, &withheld).expect("withhold as CalicoNode does at shutdown");
+    fs_err::rename(&conf, &withheld).expect("withhold as CalicoNode does at shutdown");
     let (_, doc, _) = s.node.run(&["status", "--offline"]);
     assert!(
         !doc["problems"].to_string().contains("10-calico.conf"),
@@ -1813,13 +1813,13 @@ fn status_hashes_only_files_whose_size_or_time_changed_and_verify_hashes_all() {
     }
 
     let exe = s.node.c_drive("calicowindows/calico-node.exe");
-    let installed = std::fs::metadata(&exe)
+    let installed = fs_err::metadata(&exe)
         .expect("exe")
         .modified()
         .expect("mtime");
-    let mut bytes = std::fs::read(&exe).expect("exe");
+    let mut bytes = fs_err::read(&exe).expect("exe");
     bytes[0] ^= 0xff;
-    std::fs::write(&exe, &bytes).expect("write");
+    fs_err::write(&exe, &bytes).expect("write");
     let put_back = |t: std::time::SystemTime| {
         std::fs::File::options()
             .write(true)
@@ -1914,7 +1914,7 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
             );
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        let text = std::fs::read_to_string(&result).expect("result");
+        let text = fs_err::read_to_string(&result).expect("result");
         serde_json::from_str::<Value>(&text).expect("result json")
     };
 
@@ -1959,7 +1959,7 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
     // zombie, or reaped), with a deadline, before asking status about it.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = fs_err::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         let state = state
             .rsplit_once(')')
             .map_or("", |(_, rest)| rest.trim_start());
@@ -1972,15 +1972,15 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    std::fs::remove_file(&marker).expect("marker");
+    fs_err::remove_file(&marker).expect("marker");
     // Killed, it recorded nothing; once it is clearly gone (its start backdated past the
     // minute a run has to take the lock), status writes its result and says the install was
     // cut off, with what finishes it.
     let started_file = s.node.sim().join("install.detached.json");
     let mut started: Value =
-        serde_json::from_slice(&std::fs::read(&started_file).expect("started")).expect("json");
+        serde_json::from_slice(&fs_err::read(&started_file).expect("started")).expect("json");
     started["started"] = json!(started["started"].as_i64().expect("started") - 120);
-    std::fs::write(&started_file, started.to_string()).expect("backdate");
+    fs_err::write(&started_file, started.to_string()).expect("backdate");
     let (_, status, _) = s.node.run(&["status", "--offline"]);
     let problems = status["problems"].to_string();
     assert!(
@@ -1991,7 +1991,7 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
     // The journal knows the steps begun, not the plan: no "N of M".
     assert!(problems.contains("finished step(s) (at: "), "{status}");
     let died: Value =
-        serde_json::from_slice(&std::fs::read(&result_file).expect("a result")).expect("json");
+        serde_json::from_slice(&fs_err::read(&result_file).expect("a result")).expect("json");
     assert_eq!(died["exit_code"], 1, "{died}");
     assert!(!started_file.exists());
 
@@ -2000,7 +2000,7 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
     let result = wait_result(&doc);
     assert_eq!(result["exit_code"], 0, "{result}");
     assert_eq!(result["output"]["changed"], true, "{result}");
-    let log = std::fs::read_to_string(doc["log"].as_str().expect("log")).expect("log");
+    let log = fs_err::read_to_string(doc["log"].as_str().expect("log")).expect("log");
     assert!(!log.is_empty());
     s.api
         .set_node_ready("win-1", "True", "kubelet is posting ready status");
@@ -2009,7 +2009,7 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
 
     // A detached install that fails records its error.
     let bad = s.node.dir.path().join("broken.zip");
-    std::fs::write(&bad, b"not a zip").expect("write");
+    fs_err::write(&bad, b"not a zip").expect("write");
     let (code, _, err) = s.node.run(&["uninstall", "--purge"]);
     assert_eq!(code, 0, "{err}");
     let doc = detached(&bad, &[]);
@@ -2029,7 +2029,7 @@ fn the_kube_proxy_service_runs_on_calicos_network_and_goes_with_uninstall() {
     s.api
         .set_node_ready("win-1", "True", "kubelet is posting ready status");
     let exe = s.node.c_drive("k/kube-proxy.exe");
-    std::fs::write(&exe, "kube-proxy v1.33.2 (simulated)\n").expect("kube-proxy.exe");
+    fs_err::write(&exe, "kube-proxy v1.33.2 (simulated)\n").expect("kube-proxy.exe");
     let zip = s.zip.display().to_string();
     let with_kube_proxy = ["--set", r"kube_proxy.path=C:\k\kube-proxy.exe"];
     let (code, doc, err) = s
@@ -2038,7 +2038,7 @@ fn the_kube_proxy_service_runs_on_calicos_network_and_goes_with_uninstall() {
     assert_eq!(code, 0, "{err} {doc}");
     let state = || -> Value {
         serde_json::from_str(
-            &std::fs::read_to_string(s.node.sim().join("state.json")).expect("state"),
+            &fs_err::read_to_string(s.node.sim().join("state.json")).expect("state"),
         )
         .expect("json")
     };
@@ -2055,7 +2055,7 @@ fn the_kube_proxy_service_runs_on_calicos_network_and_goes_with_uninstall() {
         started.contains(r"C:\\k\\kube-proxy.exe --version"),
         "{started}"
     );
-    let env = std::fs::read_to_string(s.node.c_drive("calicowindows/kube-proxy.env")).expect("env");
+    let env = fs_err::read_to_string(s.node.c_drive("calicowindows/kube-proxy.env")).expect("env");
     assert!(env.contains("KUBE_NETWORK=Calico\n"), "{env}");
     assert!(env.contains(r"KUBE_PROXY_KUBECONFIG=C:\k\config"), "{env}");
 
@@ -2089,7 +2089,7 @@ fn the_kube_proxy_service_runs_on_calicos_network_and_goes_with_uninstall() {
     let sorted: BTreeMap<String, Value> =
         serde_json::from_value(st["services"].clone()).expect("services");
     st["services"] = serde_json::to_value(sorted).expect("services");
-    std::fs::write(s.node.sim().join("state.json"), st.to_string()).expect("state");
+    fs_err::write(s.node.sim().join("state.json"), st.to_string()).expect("state");
     let before = snapshot(&s.node.sim());
     // preflight says so first (exit 3); past it, install refuses to take the service over.
     let (code, doc, err) = s
@@ -2131,7 +2131,7 @@ fn directories_whose_files_run_as_system_are_protected_and_checked() {
         let mut map = st["security"].as_object().cloned().unwrap_or_default();
         map.insert(path.to_owned(), json!(sddl));
         st["security"] = Value::Object(map);
-        std::fs::write(&state_path, serde_json::to_vec_pretty(&st).expect("json")).expect("write");
+        fs_err::write(&state_path, serde_json::to_vec_pretty(&st).expect("json")).expect("write");
     };
     let check = |doc: &Value| -> Value {
         doc["checks"]
@@ -2140,7 +2140,7 @@ fn directories_whose_files_run_as_system_are_protected_and_checked() {
             .unwrap_or_else(|| panic!("no dir-access check: {doc}"))
     };
     // A root an administrator made under C:\ before the install: every user may change it.
-    std::fs::create_dir_all(s.node.c_drive("calicowindows")).expect("root");
+    fs_err::create_dir_all(s.node.c_drive("calicowindows")).expect("root");
     let (code, doc, _) = s.node.run(&["preflight", "--offline"]);
     assert_eq!(code, 3, "{doc}");
     let c = check(&doc);
@@ -2230,8 +2230,8 @@ fn directories_whose_files_run_as_system_are_protected_and_checked() {
 #[test]
 fn a_root_that_was_there_gets_its_access_list_back_from_uninstall() {
     let s = Setup::new("calico-node.exe");
-    std::fs::create_dir_all(s.node.c_drive("calicowindows")).expect("root");
-    std::fs::write(s.node.c_drive("calicowindows/notes.txt"), "someone's\n").expect("file");
+    fs_err::create_dir_all(s.node.c_drive("calicowindows")).expect("root");
+    fs_err::write(s.node.c_drive("calicowindows/notes.txt"), "someone's\n").expect("file");
     let initial = s.snapshot();
     let (code, doc, stderr) = s.install_local(&[]);
     assert_eq!(code, 0, "{doc} {stderr}");
@@ -2243,7 +2243,7 @@ fn a_root_that_was_there_gets_its_access_list_back_from_uninstall() {
         "{first}"
     );
     let record: Value = serde_json::from_slice(
-        &std::fs::read(s.node.c_drive("calicowindows/calicoctl-win-install.json")).expect("record"),
+        &fs_err::read(s.node.c_drive("calicowindows/calicoctl-win-install.json")).expect("record"),
     )
     .expect("json");
     assert_eq!(
@@ -2272,8 +2272,8 @@ fn a_root_that_was_there_gets_its_access_list_back_from_uninstall() {
 fn the_host_lock_is_taken_before_the_hosts_state_is_read() {
     let dir = tempfile::tempdir().expect("tempdir");
     let sim = dir.path().join("host");
-    std::fs::create_dir_all(&sim).expect("dir");
-    std::fs::write(sim.join("state.json"), "{ being rewritten").expect("state");
+    fs_err::create_dir_all(&sim).expect("dir");
+    fs_err::write(sim.join("state.json"), "{ being rewritten").expect("state");
     let _held = calicoctl_win::host::lock::acquire(&sim, "install").expect("lock");
     for args in [&["install", "--no-start"][..], &["uninstall"][..]] {
         let out = crate::support::on_node()
@@ -2397,7 +2397,7 @@ fn uninstall_without_the_config_finds_the_install_root_install_recorded() {
         "{err}"
     );
     assert!(!node.c_drive("calico2/calicoctl-win-install.json").exists());
-    let state = std::fs::read_to_string(node.sim().join("state.json")).expect("state");
+    let state = fs_err::read_to_string(node.sim().join("state.json")).expect("state");
     assert!(!state.contains("CalicoNode"), "a service is left: {state}");
 }
 
@@ -2415,7 +2415,7 @@ fn an_install_renders_its_releases_cni_version() {
         assert_eq!(code, 0, "{release}: {err}");
         let conf = node.c_drive("program files/containerd/cni/conf/10-calico.conf");
         let conf: Value =
-            serde_json::from_str(&std::fs::read_to_string(conf).expect("conf")).expect("json");
+            serde_json::from_str(&fs_err::read_to_string(conf).expect("conf")).expect("json");
         assert_eq!(conf["cniVersion"], cni, "{release}");
         let (_, doc, _) = node.run(&["status", "--offline"]);
         assert!(
@@ -2480,9 +2480,9 @@ fn a_junction_on_the_way_to_the_install_root_is_refused() {
     let (code, _, err) = node.run(&["preflight", "--offline"]);
     assert!(code == 0 || code == 3, "{err}");
     let root = node.c_drive("calicowindows");
-    let _ = std::fs::remove_dir_all(&root);
+    let _ = fs_err::remove_dir_all(&root);
     let elsewhere = node.dir.path().join("elsewhere");
-    std::fs::create_dir(&elsewhere).expect("target");
+    fs_err::create_dir(&elsewhere).expect("target");
     std::os::unix::fs::symlink(&elsewhere, &root).expect("the junction");
 
     let (code, doc, err) = node.run(&["preflight", "--offline"]);
@@ -2508,7 +2508,7 @@ fn a_junction_on_the_way_to_the_install_root_is_refused() {
     assert_eq!(code, 3, "{err}");
     assert!(doc["blocking"].to_string().contains("dir-access"), "{doc}");
     assert_eq!(
-        std::fs::read_dir(&elsewhere).expect("list").count(),
+        fs_err::read_dir(&elsewhere).expect("list").count(),
         0,
         "install wrote through the junction"
     );
@@ -2528,7 +2528,7 @@ fn a_junction_on_the_way_to_the_install_root_is_refused() {
         "{err}"
     );
     assert_eq!(
-        std::fs::read_dir(&elsewhere).expect("list").count(),
+        fs_err::read_dir(&elsewhere).expect("list").count(),
         0,
         "install wrote through the junction"
     );
@@ -2555,7 +2555,7 @@ fn the_zips_own_template_gives_the_cni_version() {
     assert_eq!(code, 0, "{err}");
     let conf = node.c_drive("program files/containerd/cni/conf/10-calico.conf");
     let conf: Value =
-        serde_json::from_str(&std::fs::read_to_string(conf).expect("conf")).expect("json");
+        serde_json::from_str(&fs_err::read_to_string(conf).expect("conf")).expect("json");
     assert_eq!(conf["cniVersion"], "0.4.0");
     let (_, doc, _) = node.run(&["status", "--offline"]);
     assert!(
@@ -2580,7 +2580,7 @@ fn a_file_with_the_right_bytes_but_a_foreign_owner_is_written_anew() {
     st["security"][target] = json!(format!(
         "O:{user}D:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;{user})"
     ));
-    std::fs::write(&state_path, serde_json::to_vec_pretty(&st).expect("json")).expect("write");
+    fs_err::write(&state_path, serde_json::to_vec_pretty(&st).expect("json")).expect("write");
     let (code, doc, stderr) = s.install_local(&[]);
     assert_eq!(code, 0, "{doc} {stderr}");
     let writes: Vec<&Value> = doc["actions"]

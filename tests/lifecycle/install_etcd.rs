@@ -56,14 +56,14 @@ fn install_fetches_the_etcd_files_checks_them_and_uninstall_removes_them() {
         ("ca.crt", &ca.pem()),
     ] {
         assert_eq!(
-            &std::fs::read_to_string(dir.join(file)).expect(file),
+            &fs_err::read_to_string(dir.join(file)).expect(file),
             want,
             "{file}"
         );
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(dir.join(file))
+            let mode = fs_err::metadata(dir.join(file))
                 .expect("meta")
                 .permissions()
                 .mode();
@@ -74,7 +74,7 @@ fn install_fetches_the_etcd_files_checks_them_and_uninstall_removes_them() {
         !node.c_drive("calicowindows/calico-kube-config").exists(),
         "no kubeconfig for the etcd datastore"
     );
-    let env = std::fs::read_to_string(node.c_drive("calicowindows/calico-node.env")).expect("env");
+    let env = fs_err::read_to_string(node.c_drive("calicowindows/calico-node.env")).expect("env");
     assert!(env.contains(&etcd.url), "{env}");
     assert!(
         env.contains(r"C:\CalicoWindows\etcd-tls\server.key"),

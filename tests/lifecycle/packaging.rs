@@ -30,19 +30,19 @@ fn package(exe: &Path, completion: &Path, out: &Path, url_base: &str) -> std::pr
 
 fn inputs(dir: &Path) -> (PathBuf, PathBuf) {
     let exe = dir.join("calicoctl-win.exe");
-    std::fs::write(&exe, b"MZ stand-in for the Windows build").expect("exe");
+    fs_err::write(&exe, b"MZ stand-in for the Windows build").expect("exe");
     let out = crate::support::cmd()
         .args(["completions", "powershell"])
         .output()
         .expect("completions");
     assert!(out.status.success());
     let completion = dir.join("completion.ps1");
-    std::fs::write(&completion, &out.stdout).expect("completion");
+    fs_err::write(&completion, &out.stdout).expect("completion");
     (exe, completion)
 }
 
 fn yaml(path: &Path) -> Value {
-    serde_saphyr::from_str(&std::fs::read_to_string(path).expect("manifest")).expect("YAML")
+    serde_saphyr::from_str(&fs_err::read_to_string(path).expect("manifest")).expect("YAML")
 }
 
 #[test]
@@ -90,7 +90,7 @@ fn the_release_zip_sums_and_winget_manifests_are_complete_and_reproducible() {
         &mut shipped,
     )
     .expect("read");
-    assert_eq!(shipped, std::fs::read(&exe).expect("exe"));
+    assert_eq!(shipped, fs_err::read(&exe).expect("exe"));
     let mut license = String::new();
     std::io::Read::read_to_string(&mut zip.by_name("LICENSE").expect("LICENSE"), &mut license)
         .expect("read");
@@ -98,7 +98,7 @@ fn the_release_zip_sums_and_winget_manifests_are_complete_and_reproducible() {
 
     let digest = crate::support::release::sha256(&zip_path);
     assert_eq!(
-        std::fs::read_to_string(a.join("SHA256SUMS")).expect("sums"),
+        fs_err::read_to_string(a.join("SHA256SUMS")).expect("sums"),
         format!("{digest}  {zip_name}\n")
     );
     let winget = a.join("winget").join(version);
@@ -156,8 +156,8 @@ fn the_release_zip_sums_and_winget_manifests_are_complete_and_reproducible() {
         format!("winget/{version}/{id}.yaml"),
     ] {
         assert_eq!(
-            std::fs::read(a.join(&file)).expect("a"),
-            std::fs::read(b.join(&file)).expect("b"),
+            fs_err::read(a.join(&file)).expect("a"),
+            fs_err::read(b.join(&file)).expect("b"),
             "{file} differs between two runs on the same inputs"
         );
     }
@@ -188,7 +188,7 @@ fn package_sh_honours_cargo_target_dir() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().expect("tempdir");
     let bin = dir.path().join("bin");
-    std::fs::create_dir(&bin).expect("bin");
+    fs_err::create_dir(&bin).expect("bin");
     let target = dir.path().join("elsewhere");
     let stub = format!(
         r#"#!/bin/sh
@@ -200,8 +200,8 @@ esac
 "#,
         v = env!("CARGO_PKG_VERSION")
     );
-    std::fs::write(bin.join("cargo"), stub).expect("stub");
-    std::fs::set_permissions(bin.join("cargo"), std::fs::Permissions::from_mode(0o755))
+    fs_err::write(bin.join("cargo"), stub).expect("stub");
+    fs_err::set_permissions(bin.join("cargo"), std::fs::Permissions::from_mode(0o755))
         .expect("chmod");
     let path = format!(
         "{}:{}",

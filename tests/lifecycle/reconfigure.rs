@@ -159,8 +159,7 @@ fn vni_change_recreates_the_network_after_a_drain_and_uncordons() {
         "evicted, DaemonSet pod left"
     );
     assert!(!n.cordoned(), "uncordoned");
-    let env =
-        std::fs::read_to_string(n.node.c_drive("calicowindows/calico-node.env")).expect("env");
+    let env = fs_err::read_to_string(n.node.c_drive("calicowindows/calico-node.env")).expect("env");
     assert!(env.contains("4097"), "{env}");
 
     // Again: nothing to do.
@@ -268,7 +267,7 @@ fn reconfigure_killed_from_outside_at_every_call_is_finished_by_a_rerun() {
         let node = Node::installed();
         node.api.set_felix_vni(4097);
         let tmp = node.node.dir.path().join("tmp");
-        std::fs::create_dir_all(&tmp).expect("tmp");
+        fs_err::create_dir_all(&tmp).expect("tmp");
         let args = [&["reconfigure"][..], VNI_4097, &["--drain"]].concat();
         let at = match crate::support::kill_at(&node.node.sim(), &node.node.admin, &args, n, &tmp) {
             crate::support::Killed::At(at) => at,
@@ -343,7 +342,7 @@ fn a_files_only_change_restarts_only_the_services_concerned() {
     let n = Node::installed();
     // Extra environment for felix is in calico-felix.env only.
     let config = n.node.dir.path().join("calico-windows.yaml");
-    std::fs::write(
+    fs_err::write(
         &config,
         "extra_env:\n  felix:\n    FELIX_PROMETHEUSMETRICSENABLED: \"true\"\n",
     )
@@ -449,14 +448,14 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
     // A pod's endpoint on the Calico network is listed with it (HNS's endpoint calls).
     let state_path = n.node.sim().join("state.json");
     let mut state: Value =
-        serde_json::from_str(&std::fs::read_to_string(&state_path).expect("state")).expect("json");
+        serde_json::from_str(&fs_err::read_to_string(&state_path).expect("state")).expect("json");
     let calico_id = calico["id"].as_str().expect("id").to_owned();
     state["endpoints"]
         .as_array_mut()
         .expect("endpoints")
         .push(json!({"id": "5eb1a7e0-0000-4000-8000-0000000000ee",
             "name": "web-0_default", "network_id": calico_id, "ip": "10.244.1.7"}));
-    std::fs::write(&state_path, state.to_string()).expect("write state");
+    fs_err::write(&state_path, state.to_string()).expect("write state");
     let (code, doc, err) = n.node.run(&["status"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(doc["endpoints"]["Calico"][1]["ip"], "10.244.1.7", "{doc}");
@@ -465,9 +464,9 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
     // every reason.
     let state_path = n.node.sim().join("state.json");
     let mut state: Value =
-        serde_json::from_str(&std::fs::read_to_string(&state_path).expect("state")).expect("json");
+        serde_json::from_str(&fs_err::read_to_string(&state_path).expect("state")).expect("json");
     state["services"]["calicofelix"]["start"] = json!("manual");
-    std::fs::write(&state_path, state.to_string()).expect("write state");
+    fs_err::write(&state_path, state.to_string()).expect("write state");
     let mut node = n.api.get("/api/v1/nodes/win-1").expect("node");
     node["spec"] = json!({"unschedulable": true});
     n.api.put("/api/v1/nodes/win-1", node);
@@ -747,14 +746,14 @@ fn status_and_preflight_check_the_kube_proxy_service() {
     let state_path = n.node.sim().join("state.json");
     let set_kube_proxy = |command_line: &str| {
         let mut state: Value =
-            serde_json::from_str(&std::fs::read_to_string(&state_path).expect("state"))
+            serde_json::from_str(&fs_err::read_to_string(&state_path).expect("state"))
                 .expect("json");
         state["services"]["kube-proxy"] = json!({
             "name": "kube-proxy", "display_name": "kube-proxy service", "description": "",
             "command_line": command_line, "start": "auto", "dependencies": [],
             "recovery": null, "state": "running", "pid": 4321, "since": null,
         });
-        std::fs::write(&state_path, state.to_string()).expect("write state");
+        fs_err::write(&state_path, state.to_string()).expect("write state");
     };
     // A source VIP that is not Calico_ep's, the flannel-era network name.
     set_kube_proxy(
@@ -795,7 +794,7 @@ fn status_and_preflight_check_the_kube_proxy_service() {
 fn reconfigure_refuses_a_node_name_kubelet_does_not_use() {
     let n = Node::installed();
     let env = n.node.c_drive("calicowindows/calico-node.env");
-    let before = std::fs::read(&env).ok();
+    let before = fs_err::read(&env).ok();
     let out = crate::support::cmd()
         .args([
             "reconfigure",
@@ -814,5 +813,5 @@ fn reconfigure_refuses_a_node_name_kubelet_does_not_use() {
     assert_eq!(out.status.code(), Some(3), "{err}");
     let doc = crate::support::json(&out.stdout);
     assert_eq!(doc["blocking"], json!(["node-name"]), "{doc}");
-    assert_eq!(std::fs::read(&env).ok(), before, "NODENAME was rewritten");
+    assert_eq!(fs_err::read(&env).ok(), before, "NODENAME was rewritten");
 }

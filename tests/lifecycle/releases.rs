@@ -28,7 +28,7 @@ fn install(binary: &str, version: &str) -> (Value, Value, SimNode, FakeApi, Valu
     ]);
     assert_eq!(code, 0, "{version}: {stderr}");
     let state: Value = serde_json::from_str(
-        &std::fs::read_to_string(node.sim().join("state.json")).expect("state"),
+        &fs_err::read_to_string(node.sim().join("state.json")).expect("state"),
     )
     .expect("json");
     (doc, state, node, api, initial)
@@ -83,7 +83,7 @@ fn each_release_is_started_with_its_own_command_lines() {
             node_cmd.ends_with(&format!("--calico-version {version}")),
             "{node_cmd}"
         );
-        let conf = std::fs::read_to_string(
+        let conf = fs_err::read_to_string(
             node.c_drive("program files/containerd/cni/conf/10-calico.conf"),
         )
         .expect("cni conf");

@@ -123,7 +123,7 @@ fn node_in_the_console_initialises_runs_startup_and_stops_cleanly_on_sigterm() {
     let log = dir.path().join("fs/c/calicowindows/logs/calico-node.log");
     let child = console_node(dir.path(), &[]);
     let out = run_until(child, "calico-node startup", || {
-        std::fs::read_to_string(&log)
+        fs_err::read_to_string(&log)
             .unwrap_or_default()
             .contains("calico-node startup finished")
     });
@@ -165,7 +165,7 @@ fn node_in_the_console_initialises_runs_startup_and_stops_cleanly_on_sigterm() {
 /// The simulated host's Application event log.
 fn events(dir: &Path) -> Vec<serde_json::Value> {
     let state: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("state.json")).expect("state"))
+        serde_json::from_str(&fs_err::read_to_string(dir.join("state.json")).expect("state"))
             .expect("json");
     state["events"].as_array().cloned().unwrap_or_default()
 }
@@ -269,7 +269,7 @@ fn starting_the_registered_services_on_simhost_runs_their_start_up_for_real() {
         assert_eq!(q.state, ServiceState::Running, "{name}");
     }
     let log = dir.path().join("fs/c/calicowindows/logs/calico-felix.log");
-    let text = std::fs::read_to_string(log).expect("felix log");
+    let text = fs_err::read_to_string(log).expect("felix log");
     assert!(text.contains("CalicoNode has initialised"), "{text}");
 
     // Without its environment CalicoNode's start fails, and says why.
@@ -307,12 +307,12 @@ fn node_starts_no_token_refresher_on_any_release() {
         // The fake Calico binary records every command line it is started with.
         let marks = dir.path().join("started");
         let fake = dir.path().join("calico-node");
-        std::fs::write(
+        fs_err::write(
             &fake,
             format!("#!/bin/sh\necho \"$*\" >> {}\nexit 0\n", marks.display()),
         )
         .expect("fake");
-        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        fs_err::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         let log = dir.path().join("fs/c/calicowindows/logs/calico-node.log");
         let child = console_node(
             dir.path(),
@@ -324,13 +324,13 @@ fn node_starts_no_token_refresher_on_any_release() {
             ],
         );
         let out = run_until(child, "calico-node startup", || {
-            std::fs::read_to_string(&log)
+            fs_err::read_to_string(&log)
                 .unwrap_or_default()
                 .contains("calico-node startup finished")
         });
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{stderr}");
-        let started = std::fs::read_to_string(&marks).expect("started");
+        let started = fs_err::read_to_string(&marks).expect("started");
         assert!(started.contains("-startup"), "{version}: {started}");
         assert!(!started.contains("monitor-token"), "{version}: {started}");
         assert!(

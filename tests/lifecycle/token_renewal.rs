@@ -32,7 +32,7 @@ fn admin_with_key(api: &FakeApi, dir: &Path) -> (std::path::PathBuf, String) {
     let (cert, key) = ca.issue("kubernetes-admin", &["kubernetes-admin"]);
     let b64 = |s: &str| crate::support::fake_api::b64(s.as_bytes());
     let path = api.kubeconfig(dir, None);
-    let text = std::fs::read_to_string(&path).expect("kubeconfig").replace(
+    let text = fs_err::read_to_string(&path).expect("kubeconfig").replace(
         &format!("    token: {}\n", api.token),
         &format!(
             "    token: {}\n    client-certificate-data: {}\n    client-key-data: {}\n",
@@ -41,7 +41,7 @@ fn admin_with_key(api: &FakeApi, dir: &Path) -> (std::path::PathBuf, String) {
             b64(&key)
         ),
     );
-    std::fs::write(&path, text).expect("write kubeconfig");
+    fs_err::write(&path, text).expect("write kubeconfig");
     let key_body: String = key.lines().filter(|l| !l.starts_with("-----")).collect();
     (path, key_body)
 }
@@ -49,13 +49,13 @@ fn admin_with_key(api: &FakeApi, dir: &Path) -> (std::path::PathBuf, String) {
 /// The token the node's kubeconfig names, as the node has it now.
 fn node_token(node: &SimNode) -> Option<String> {
     let kubeconfig =
-        std::fs::read_to_string(node.c_drive("calicowindows/calico-kube-config")).ok()?;
+        fs_err::read_to_string(node.c_drive("calicowindows/calico-kube-config")).ok()?;
     assert!(
         kubeconfig.contains(r"C:\\CalicoWindows\\calico-kube-config.token"),
         "{kubeconfig}"
     );
     let token =
-        std::fs::read_to_string(node.c_drive("calicowindows/calico-kube-config.token")).ok()?;
+        fs_err::read_to_string(node.c_drive("calicowindows/calico-kube-config.token")).ok()?;
     (!token.is_empty()).then_some(token)
 }
 
@@ -70,7 +70,7 @@ fn problems(node: &SimNode) -> Vec<String> {
 }
 
 fn state(node: &SimNode) -> Value {
-    let text = std::fs::read_to_string(node.sim().join("state.json")).expect("state");
+    let text = fs_err::read_to_string(node.sim().join("state.json")).expect("state");
     serde_json::from_str(&text).expect("json")
 }
 
@@ -105,7 +105,7 @@ fn the_node_renews_its_own_token_over_several_lifetimes_without_an_admin_credent
     assert!(api.get(&format!("{RBAC}/rolebindings/{GRANT}")).is_some());
 
     // No admin credential anywhere on the node, and none left to use.
-    std::fs::remove_file(&admin).expect("remove the admin kubeconfig");
+    fs_err::remove_file(&admin).expect("remove the admin kubeconfig");
     for secret in [api.token.as_str(), key.as_str(), "admin.kubeconfig"] {
         let mut found = Vec::new();
         files_holding(&node.sim(), secret, &mut found);
@@ -254,7 +254,7 @@ fn uninstall_purge_without_the_cluster_says_how_to_remove_the_grant() {
     let zip = zip.display().to_string();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
-    std::fs::remove_file(&node.admin).expect("remove");
+    fs_err::remove_file(&node.admin).expect("remove");
     let out = on_node()
         .env("HOME", node.dir.path())
         .args(["uninstall", "--purge", "-o", "json", "--sim-host"])

@@ -66,11 +66,11 @@ fn problems(doc: &Value) -> Vec<String> {
 /// 60 s: a loaded CI machine starts it slowly), then `more` seconds; then stopped: its log.
 fn run_node_until(node: &SimNode, ready: impl Fn(&str) -> bool, more: u64) -> String {
     let log_file = node.c_drive("calicowindows/logs/calico-node.log");
-    let before = std::fs::read_to_string(&log_file).map_or(0, |t| t.len());
+    let before = fs_err::read_to_string(&log_file).map_or(0, |t| t.len());
     let child = crate::support::console_node(&node.sim());
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
-        let text = std::fs::read_to_string(&log_file).unwrap_or_default();
+        let text = fs_err::read_to_string(&log_file).unwrap_or_default();
         if ready(text.get(before..).unwrap_or_default()) {
             break;
         }
@@ -92,7 +92,7 @@ fn token_requests(api: &FakeApi) -> usize {
 }
 
 fn renewal_events(node: &SimNode) -> usize {
-    let text = std::fs::read_to_string(node.sim().join("state.json")).expect("state");
+    let text = fs_err::read_to_string(node.sim().join("state.json")).expect("state");
     let state: Value = serde_json::from_str(&text).expect("json");
     state["events"]
         .as_array()
@@ -110,7 +110,7 @@ fn a_renewed_token_is_not_drift() {
         now(),
         now() + 3600
     ));
-    std::fs::write(token_file(&node), &fresh).expect("renew");
+    fs_err::write(token_file(&node), &fresh).expect("renew");
     for verify in [false, true] {
         let (_, doc, stderr) = status(&node, verify);
         let p = problems(&doc);
@@ -120,7 +120,7 @@ fn a_renewed_token_is_not_drift() {
         );
     }
     // Gone is still drift.
-    std::fs::remove_file(token_file(&node)).expect("remove");
+    fs_err::remove_file(token_file(&node)).expect("remove");
     let (code, doc, _) = status(&node, false);
     assert_eq!(code, Some(1));
     assert!(
@@ -141,7 +141,7 @@ fn an_expired_token_is_not_asked_for_again_every_second_and_status_says_what_to_
         now() - 7200,
         now() - 3600
     ));
-    std::fs::write(token_file(&node), &expired).expect("expire");
+    fs_err::write(token_file(&node), &expired).expect("expire");
     let before = token_requests(&api);
     // The first attempt, then 5 s in which a retry every second would have asked 5 times.
     let log = run_node_until(&node, |l| l.contains("could not renew"), 5);
@@ -196,13 +196,13 @@ fn a_token_that_is_no_jwt_takes_its_expiry_from_the_tokenrequest_answer() {
     api.lock().opaque_tokens = true;
     api.lock().max_token_seconds = Some(3600);
     let node = installed(&api);
-    let first = std::fs::read_to_string(token_file(&node)).expect("token");
+    let first = fs_err::read_to_string(token_file(&node)).expect("token");
     assert!(first.starts_with("opaque-token-"), "{first}");
     let (_, doc, _) = status(&node, false);
     assert!(doc["token"]["expires"].is_null(), "{doc}");
     // CalicoNode renews it at once to learn its expiry, then not again for 40 minutes.
     let log = run_node_until(&node, |l| l.contains("renewed calico-node's token"), 0);
-    let second = std::fs::read_to_string(token_file(&node)).expect("token");
+    let second = fs_err::read_to_string(token_file(&node)).expect("token");
     assert_ne!(first, second, "{log}");
     let (_, doc, _) = status(&node, false);
     let expires = doc["token"]["expires"]
@@ -230,7 +230,7 @@ fn absurd_token_claims_are_an_unusable_token_not_a_crash() {
         format!(r#"{{"iat":{},"exp":{}}}"#, i64::MAX, i64::MIN),
         r#"{"exp":1e300}"#.to_owned(),
     ] {
-        std::fs::write(token_file(&node), jwt(&claims)).expect("write");
+        fs_err::write(token_file(&node), jwt(&claims)).expect("write");
         let (code, doc, stderr) = status(&node, false);
         assert_eq!(code, Some(1), "{claims}: {stderr}");
         let p = problems(&doc).join("\n");
@@ -249,8 +249,8 @@ fn a_token_file_status_cannot_use_is_one_problem_among_the_others() {
     let node = installed(&api);
     let file = token_file(&node);
     // Unreadable: a directory in its place.
-    std::fs::remove_file(&file).expect("remove");
-    std::fs::create_dir(&file).expect("dir");
+    fs_err::remove_file(&file).expect("remove");
+    fs_err::create_dir(&file).expect("dir");
     let (code, doc, stderr) = status(&node, false);
     assert_eq!(code, Some(1), "{stderr}");
     assert_eq!(doc["healthy"], false, "{doc}");
@@ -264,15 +264,15 @@ fn a_token_file_status_cannot_use_is_one_problem_among_the_others() {
             .any(|p| p.contains("calico-kube-config.token")),
         "{doc}"
     );
-    std::fs::remove_dir(&file).expect("rmdir");
+    fs_err::remove_dir(&file).expect("rmdir");
     // Over the cap: said as such, not as missing.
-    std::fs::write(&file, vec![b'a'; 70 * 1024]).expect("write");
+    fs_err::write(&file, vec![b'a'; 70 * 1024]).expect("write");
     let (_, doc, _) = status(&node, false);
     let p = problems(&doc).join("\n");
     assert!(p.contains("over the 64 KiB cap"), "{p}");
     assert!(!p.contains("missing or empty"), "{p}");
     // Control characters: no token.
-    std::fs::write(&file, "abc\u{1b}[2Jdef").expect("write");
+    fs_err::write(&file, "abc\u{1b}[2Jdef").expect("write");
     let (_, doc, _) = status(&node, false);
     let p = problems(&doc).join("\n");
     assert!(p.contains("control characters"), "{p}");

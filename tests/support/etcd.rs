@@ -31,7 +31,7 @@ impl Etcd {
         let (cert, key) = ca.issue("etcd", &["127.0.0.1", "localhost"]);
         let write = |name: &str, text: &str| {
             let p = dir.join(name);
-            std::fs::write(&p, text).expect("write etcd tls file");
+            fs_err::write(&p, text).expect("write etcd tls file");
             p
         };
         let (cert, key, trusted) = (

@@ -43,12 +43,12 @@ pub fn json(stdout: &[u8]) -> serde_json::Value {
 /// Compares `actual` with the golden file, or rewrites the golden file when UPDATE_GOLDEN=1.
 pub fn assert_golden(golden: &Path, actual: &str) {
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::create_dir_all(golden.parent().expect("golden file has a parent"))
+        fs_err::create_dir_all(golden.parent().expect("golden file has a parent"))
             .expect("create golden dir");
-        std::fs::write(golden, actual).expect("write golden");
+        fs_err::write(golden, actual).expect("write golden");
         return;
     }
-    let expected = std::fs::read_to_string(golden).unwrap_or_else(|e| {
+    let expected = fs_err::read_to_string(golden).unwrap_or_else(|e| {
         panic!(
             "missing golden file {} ({e}); run with UPDATE_GOLDEN=1 and review it",
             golden.display()
@@ -134,7 +134,7 @@ pub enum Killed {
 /// is `tmp`, so that a test can see what a killed run leaves there.
 pub fn kill_at(host: &Path, admin: &Path, args: &[&str], n: u64, tmp: &Path) -> Killed {
     let marker = PathBuf::from(format!("{}.paused", host.display()));
-    let _ = std::fs::remove_file(&marker);
+    let _ = fs_err::remove_file(&marker);
     let stderr_path = tmp.with_extension("stderr");
     let stderr = std::fs::File::create(&stderr_path).expect("stderr file");
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
@@ -155,16 +155,16 @@ pub fn kill_at(host: &Path, admin: &Path, args: &[&str], n: u64, tmp: &Path) -> 
         .expect("start calicoctl-win");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
-        if let Ok(at) = std::fs::read_to_string(&marker)
+        if let Ok(at) = fs_err::read_to_string(&marker)
             && !at.is_empty()
         {
             child.kill().expect("SIGKILL");
             child.wait().expect("reap");
-            std::fs::remove_file(&marker).expect("remove the pause marker");
+            fs_err::remove_file(&marker).expect("remove the pause marker");
             return Killed::At(at);
         }
         if let Some(status) = child.try_wait().expect("wait") {
-            let err = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+            let err = fs_err::read_to_string(&stderr_path).unwrap_or_default();
             return Killed::Ended(status.code().unwrap_or(-1), err);
         }
         assert!(
@@ -177,7 +177,7 @@ pub fn kill_at(host: &Path, admin: &Path, args: &[&str], n: u64, tmp: &Path) -> 
 
 /// The entries of `dir` (a killed run's temp directory), for an assertion that it is empty.
 pub fn entries(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
+    fs_err::read_dir(dir)
         .map(|d| {
             d.flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -189,7 +189,7 @@ pub fn entries(dir: &Path) -> Vec<String> {
 /// The VSID (VXLAN VNI) of the Calico HNS network on the simulated host in `sim`.
 pub fn calico_vsid(sim: &Path) -> Option<u64> {
     let state: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(sim.join("state.json")).ok()?).ok()?;
+        serde_json::from_str(&fs_err::read_to_string(sim.join("state.json")).ok()?).ok()?;
     state["networks"]
         .as_array()?
         .iter()
@@ -207,7 +207,7 @@ pub fn service_account_kubeconfig(
     name: &str,
 ) -> PathBuf {
     let admin = dir.join("for-the-token").join("admin.kubeconfig");
-    std::fs::create_dir_all(admin.parent().expect("dir")).expect("dir");
+    fs_err::create_dir_all(admin.parent().expect("dir")).expect("dir");
     let admin = api.kubeconfig(admin.parent().expect("dir"), None);
     let out = dir.join(format!("{name}.kubeconfig"));
     let run = on_node()
@@ -229,14 +229,14 @@ pub fn service_account_kubeconfig(
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    std::fs::remove_dir_all(admin.parent().expect("dir")).expect("remove the admin kubeconfig");
+    fs_err::remove_dir_all(admin.parent().expect("dir")).expect("remove the admin kubeconfig");
     out
 }
 
 /// The token a kubeconfig calicoctl-win wrote holds inline.
 pub fn token_in(kubeconfig: &Path) -> String {
     let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(kubeconfig).expect("read")).expect("json");
+        serde_json::from_str(&fs_err::read_to_string(kubeconfig).expect("read")).expect("json");
     doc["users"][0]["user"]["token"]
         .as_str()
         .expect("token")
@@ -245,11 +245,11 @@ pub fn token_in(kubeconfig: &Path) -> String {
 
 /// Every file under `dir` holding `needle`, into `found`.
 pub fn files_holding(dir: &Path, needle: &str, found: &mut Vec<String>) {
-    for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
+    for entry in fs_err::read_dir(dir).expect("read dir").flatten() {
         let path = entry.path();
         if path.is_dir() {
             files_holding(&path, needle, found);
-        } else if std::fs::read(&path).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle)) {
+        } else if fs_err::read(&path).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle)) {
             found.push(path.display().to_string());
         }
     }

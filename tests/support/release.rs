@@ -77,7 +77,7 @@ pub fn release_zip(dir: &Path, version: &str, binary: &str) -> PathBuf {
 
 pub fn sha256(path: &Path) -> String {
     use sha2::Digest;
-    let bytes = std::fs::read(path).expect("read");
+    let bytes = fs_err::read(path).expect("read");
     sha2::Sha256::digest(&bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -248,7 +248,7 @@ impl ReleaseServer {
     /// Writes the CA into `dir` for `--release-ca-cert`.
     pub fn ca_file(&self, dir: &Path) -> PathBuf {
         let p = dir.join("release-ca.pem");
-        std::fs::write(&p, &self.ca_pem).expect("write ca");
+        fs_err::write(&p, &self.ca_pem).expect("write ca");
         p
     }
 }

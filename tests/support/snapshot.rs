@@ -9,7 +9,7 @@ use std::path::Path;
 /// the record's checksum of the kubeconfig, the installed files' modification times vary from
 /// run to run, so only their presence counts).
 pub fn snapshot(sim: &Path) -> Value {
-    let text = std::fs::read_to_string(sim.join("state.json")).expect("state.json");
+    let text = fs_err::read_to_string(sim.join("state.json")).expect("state.json");
     let mut state: Value = serde_json::from_str(&text).expect("state");
     state["settings"]["next_pid"] = json!(0);
     state["settings"]["next_id"] = json!(0);
@@ -49,7 +49,7 @@ pub fn snapshot(sim: &Path) -> Value {
 }
 
 fn walk(base: &Path, dir: &Path, out: &mut serde_json::Map<String, Value>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(entries) = fs_err::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
@@ -81,7 +81,7 @@ fn walk(base: &Path, dir: &Path, out: &mut serde_json::Map<String, Value>) {
             out.insert(rel, json!("present"));
         } else if rel.ends_with("calicoctl-win-install.json") {
             let mut rec: Value =
-                serde_json::from_slice(&std::fs::read(&p).expect("read")).expect("record");
+                serde_json::from_slice(&fs_err::read(&p).expect("read")).expect("record");
             for f in rec["files"].as_array_mut().into_iter().flatten() {
                 if f["path"].as_str().is_some_and(|p| {
                     p.ends_with("calico-kube-config") || p.ends_with("calico-kube-config.token")

@@ -125,9 +125,9 @@ fn stand_in_containerd(h: &WindowsHost) -> Option<Defer<impl FnMut()>> {
     }
     let dir = r"C:\Program Files\containerd";
     let made = !Path::new(dir).exists();
-    std::fs::create_dir_all(dir).expect("containerd's directory");
+    fs_err::create_dir_all(dir).expect("containerd's directory");
     let exe = format!(r"{dir}\containerd.exe");
-    std::fs::copy(example("contract-test-service"), &exe).expect("copy the service");
+    fs_err::copy(example("contract-test-service"), &exe).expect("copy the service");
     let binpath = format!("\"{exe}\"");
     let (code, text) = run("sc", &["create", "containerd", "binpath=", &binpath]);
     assert_eq!(code, 0, "sc create containerd: {text}");
@@ -136,9 +136,9 @@ fn stand_in_containerd(h: &WindowsHost) -> Option<Defer<impl FnMut()>> {
     Some(Defer(move || {
         let _ = run("sc", &["stop", "containerd"]);
         let _ = run("sc", &["delete", "containerd"]);
-        let _ = std::fs::remove_file(&exe);
+        let _ = fs_err::remove_file(&exe);
         if made {
-            let _ = std::fs::remove_dir_all(dir);
+            let _ = fs_err::remove_dir_all(dir);
         }
     }))
 }
@@ -147,7 +147,7 @@ fn stand_in_containerd(h: &WindowsHost) -> Option<Defer<impl FnMut()>> {
 /// under that name, killed at the end.
 fn stand_in_kubelet(dir: &Path) -> Child {
     let exe = dir.join("kubelet.exe");
-    std::fs::copy(example("fake-calico-node"), &exe).expect("copy kubelet");
+    fs_err::copy(example("fake-calico-node"), &exe).expect("copy kubelet");
     Command::new(&exe)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -159,7 +159,7 @@ fn stand_in_kubelet(dir: &Path) -> Child {
 /// A release zip of Calico's layout whose calico-node.exe is the stand-in, with Calico's
 /// build information appended as Calico's builds record it.
 fn release(dir: &Path, version: &str) -> PathBuf {
-    let mut exe = std::fs::read(example("fake-calico-node")).expect("fake calico-node");
+    let mut exe = fs_err::read(example("fake-calico-node")).expect("fake calico-node");
     exe.extend_from_slice(buildinfo(version).as_bytes());
     let mut entries = crate::support::release::entries("calico-node.exe");
     entries[0].1 = exe;
@@ -224,7 +224,7 @@ fn install_status_and_purge_on_this_windows_host() {
     api.set_node_ready("win-1", "True", "kubelet is posting ready status");
     let zip = release(dir.path(), "3.30.2").display().to_string();
     let config = dir.path().join("vxlan.yaml");
-    std::fs::write(
+    fs_err::write(
         &config,
         "container_runtime: containerd\nnode:\n  platform: bare-metal\n",
     )

@@ -95,7 +95,7 @@ impl Node {
             .status()
             .expect("run wine");
         let read =
-            |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();
+            |p: &Path| String::from_utf8_lossy(&fs_err::read(p).unwrap_or_default()).into_owned();
         (
             status.code().unwrap_or(-1),
             read(&out_path),
@@ -144,8 +144,8 @@ impl Node {
                 ],
             );
         }
-        std::fs::create_dir_all(self.c("k")).expect("C:\\k");
-        std::fs::copy(
+        fs_err::create_dir_all(self.c("k")).expect("C:\\k");
+        fs_err::copy(
             self.bin.join("examples").join("fake-calico-node.exe"),
             self.c("k/kubelet.exe"),
         )
@@ -165,8 +165,8 @@ impl Node {
             ("containerd", "Program Files/containerd", "containerd.exe"),
             ("RemoteAccess", "k/remoteaccess", "remoteaccess.exe"),
         ] {
-            std::fs::create_dir_all(self.c(dir)).expect("dir");
-            std::fs::copy(&service_exe, self.c(dir).join(exe)).expect("copy the service");
+            fs_err::create_dir_all(self.c(dir)).expect("dir");
+            fs_err::copy(&service_exe, self.c(dir).join(exe)).expect("copy the service");
             // Quoted, as `containerd --register-service` registers it.
             let path = format!("\"C:\\{}\\{exe}\"", dir.replace('/', "\\"));
             if self.run("sc", &["query", name]).0 == 0 {
@@ -183,7 +183,7 @@ impl Node {
     /// A release zip of the real layout whose calico-node.exe is the fake one (built for
     /// Windows, with Calico's build information appended as Calico's builds record it).
     fn release(&self, version: &str) -> PathBuf {
-        let mut exe = std::fs::read(self.bin.join("examples").join("fake-calico-node.exe"))
+        let mut exe = fs_err::read(self.bin.join("examples").join("fake-calico-node.exe"))
             .expect("fake calico-node");
         exe.extend_from_slice(buildinfo(version).as_bytes());
         let mut entries = crate::support::release::entries("calico-node.exe");
@@ -197,11 +197,11 @@ impl Node {
     }
 
     fn hcn_networks(&self) -> Vec<Value> {
-        let mut v: Vec<Value> = std::fs::read_dir(self.c("calicoctl-win-hcn/networks"))
+        let mut v: Vec<Value> = fs_err::read_dir(self.c("calicoctl-win-hcn/networks"))
             .map(|d| {
                 d.flatten()
                     .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
-                    .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+                    .filter_map(|e| fs_err::read_to_string(e.path()).ok())
                     .filter_map(|t| serde_json::from_str(&t).ok())
                     .collect()
             })
@@ -215,7 +215,7 @@ impl Node {
         ["networks", "endpoints"]
             .iter()
             .flat_map(|kind| {
-                std::fs::read_dir(self.c("calicoctl-win-hcn").join(kind))
+                fs_err::read_dir(self.c("calicoctl-win-hcn").join(kind))
                     .into_iter()
                     .flatten()
                     .flatten()
@@ -229,14 +229,14 @@ impl Node {
     }
 
     fn net_state(&self) -> Value {
-        std::fs::read_to_string(self.c("calicoctl-win-net/state.json"))
+        fs_err::read_to_string(self.c("calicoctl-win-net/state.json"))
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or(Value::Null)
     }
 
     fn log_lines(&self, file: &str, needle: &str) -> usize {
-        std::fs::read_to_string(self.c(&format!("CalicoWindows/logs/{file}")))
+        fs_err::read_to_string(self.c(&format!("CalicoWindows/logs/{file}")))
             .unwrap_or_default()
             .lines()
             .filter(|l| l.contains(needle))
@@ -285,7 +285,7 @@ impl Node {
             .iter()
             .map(|n| json!([n["Name"], n["Type"]]))
             .collect();
-        let rules: Value = std::fs::read_to_string(self.c("calicoctl-win-firewall/rules.json"))
+        let rules: Value = fs_err::read_to_string(self.c("calicoctl-win-firewall/rules.json"))
             .ok()
             .and_then(|t| serde_json::from_str::<Value>(&t).ok())
             .map(|v| {
@@ -331,7 +331,7 @@ impl Node {
 /// Files and directories under drive_c, with checksums; Wine's own trees, the user profiles
 /// (temp files) and the stand-ins' state (compared by meaning above) are left out.
 fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(entries) = fs_err::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
@@ -489,20 +489,20 @@ fn the_whole_lifecycle_under_wine_returns_the_prefix_to_its_initial_state() {
     // The admin kubeconfig names its CA as a Windows program sees it.
     let ca = n.dir.path().join("ca.pem");
     api.kubeconfig(n.dir.path(), None);
-    std::fs::copy(n.dir.path().join("fake-api-ca.pem"), &ca).expect("ca");
-    let text = std::fs::read_to_string(&kc).expect("kubeconfig");
+    fs_err::copy(n.dir.path().join("fake-api-ca.pem"), &ca).expect("ca");
+    let text = fs_err::read_to_string(&kc).expect("kubeconfig");
     let text = text.replace(
         &n.dir.path().join("fake-api-ca.pem").display().to_string(),
         &z(&ca),
     );
-    std::fs::write(&kc, text).expect("kubeconfig");
+    fs_err::write(&kc, text).expect("kubeconfig");
     api.set_node_ready("win-1", "True", "kubelet is posting ready status");
     let zip = n.release("3.30.2");
     let zip = z(&zip);
     // The settings in a config file, as an administrator keeps them: every command reads it.
     let config = |name: &str, yaml: &str| {
         let path = n.dir.path().join(name);
-        std::fs::write(&path, yaml).expect("config");
+        fs_err::write(&path, yaml).expect("config");
         z(&path)
     };
     let vxlan = config(
@@ -620,7 +620,7 @@ fn refused_metadata_route(n: &Node, kc: &Path, config: &str, zip: &str) {
     // this prefix made and deleted a vSwitch, which dropped it).
     let net_path = n.c("calicoctl-win-net/state.json");
     let mut net: Value =
-        serde_json::from_str(&std::fs::read_to_string(&net_path).expect("the stand-in's state"))
+        serde_json::from_str(&fs_err::read_to_string(&net_path).expect("the stand-in's state"))
             .expect("json");
     let routes = net["routes"].as_array_mut().expect("routes");
     if !routes.iter().any(|r| r["destination"] == "169.254.169.254") {
@@ -628,11 +628,11 @@ fn refused_metadata_route(n: &Node, kc: &Path, config: &str, zip: &str) {
             "next_hop": "10.0.2.2", "interface_index": 4, "metric": 256}));
     }
     let net_before = net.to_string();
-    std::fs::write(&net_path, &net_before).expect("the metadata route");
+    fs_err::write(&net_path, &net_before).expect("the metadata route");
     let initial = &n.snapshot();
     let mut refusing = net.clone();
     refusing["refuse_routes"] = json!(["169.254.169.254/32"]);
-    std::fs::write(&net_path, refusing.to_string()).expect("refuse");
+    fs_err::write(&net_path, refusing.to_string()).expect("refuse");
     let hcn_before = n.hcn_files();
 
     let (code, doc, err) = n.calicoctl(
@@ -688,8 +688,8 @@ fn refused_metadata_route(n: &Node, kc: &Path, config: &str, zip: &str) {
     // The administrator's fixes, as the stand-ins see them: the networks removed, the
     // address and the route back.
     for f in n.hcn_files().difference(&hcn_before) {
-        std::fs::remove_file(n.c("calicoctl-win-hcn").join(f)).expect("remove network");
+        fs_err::remove_file(n.c("calicoctl-win-hcn").join(f)).expect("remove network");
     }
-    std::fs::write(&net_path, net_before).expect("the route back");
+    fs_err::write(&net_path, net_before).expect("the route back");
     assert_same(&n.snapshot(), initial, "after the refused route's fixes");
 }

@@ -30,7 +30,7 @@ pub(super) fn staging_dir(
             .context("cannot create a temporary directory for the release");
     }
     let cache = host.local_path(cache_dir)?;
-    std::fs::create_dir_all(&cache).with_context(|| format!("cannot create {cache_dir}"))?;
+    fs_err::create_dir_all(&cache).with_context(|| format!("cannot create {cache_dir}"))?;
     shield_cache(host, cache_dir)?;
     remove_stale_staging(&cache)?;
     tempfile::Builder::new()
@@ -68,7 +68,7 @@ pub(crate) const STAGING_PREFIX: &str = "staging-";
 
 /// Removes the staging directories killed runs left in `cache` (a local path).
 pub(crate) fn remove_stale_staging(cache: &std::path::Path) -> anyhow::Result<()> {
-    let entries = match std::fs::read_dir(cache) {
+    let entries = match fs_err::read_dir(cache) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e).with_context(|| format!("cannot list {}", cache.display())),
@@ -76,7 +76,7 @@ pub(crate) fn remove_stale_staging(cache: &std::path::Path) -> anyhow::Result<()
     for e in entries {
         let e = e.with_context(|| format!("cannot list {}", cache.display()))?;
         if e.file_name().to_string_lossy().starts_with(STAGING_PREFIX) && e.path().is_dir() {
-            std::fs::remove_dir_all(e.path()).with_context(|| {
+            fs_err::remove_dir_all(e.path()).with_context(|| {
                 format!("cannot remove the staging directory {}", e.path().display())
             })?;
         }
@@ -171,7 +171,7 @@ impl Drop for Begun<'_> {
         // the journal that owns it with it.
         let resumable = self.journal.owned_cache.as_ref().is_some_and(|c| {
             self.host.local_path(c).is_ok_and(|local| {
-                std::fs::read_dir(local).is_ok_and(|mut entries| {
+                fs_err::read_dir(local).is_ok_and(|mut entries| {
                     entries.any(|e| {
                         e.is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".part"))
                     })
@@ -225,7 +225,7 @@ pub(crate) fn obtain_release(
         let what = want.source.show();
         let cleanup = |e| {
             if obtained.cached.is_some() {
-                let _ = std::fs::remove_file(&obtained.path);
+                let _ = fs_err::remove_file(&obtained.path);
             }
             e
         };

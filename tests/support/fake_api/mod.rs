@@ -309,7 +309,7 @@ impl FakeApi {
     /// returns its path. `token` overrides the valid token.
     pub fn kubeconfig(&self, dir: &Path, token: Option<&str>) -> PathBuf {
         let ca = dir.join("fake-api-ca.pem");
-        std::fs::write(&ca, &self.ca_pem).expect("write ca");
+        fs_err::write(&ca, &self.ca_pem).expect("write ca");
         let path = dir.join("admin.kubeconfig");
         let text = format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: admin\n  user:\n    token: {}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: admin\ncurrent-context: fake\n",
@@ -317,7 +317,7 @@ impl FakeApi {
             ca.display(),
             token.unwrap_or(&self.token)
         );
-        std::fs::write(&path, text).expect("write kubeconfig");
+        fs_err::write(&path, text).expect("write kubeconfig");
         path
     }
 
