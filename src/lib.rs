@@ -16,14 +16,17 @@
 //! - `installed`: what install leaves on the host (the record, file stats, routes, failures);
 //! - `checks`: preflight's verdicts; `context`: what a command gets;
 //! - `supervise`: the Windows services' bodies;
-//! - `plan`: desired state, the plans of install, reconfigure and uninstall, and the engine
-//!   that runs them with a journal; `policy`: `lint policies` as Felix renders;
+//! - `apply`: the engine that runs any plan with a journal, undoes it and measures what a
+//!   rollback left;
+//! - `plan`: desired state and the plans of install, reconfigure and uninstall; `policy`:
+//!   `lint policies` as Felix renders;
 //! - `cli` (clap definitions) and `commands` (one recipe per command) on top.
 
 // Outside tests no value is unwrapped: a failure is an error with its context. The few
 // values that cannot fail (built-in literals) say why beside the panic that would mark a bug.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod apply;
 pub mod checks;
 pub mod cli;
 pub mod cluster;

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// `src/plan/exec.rs` -> `plan::exec`, `src/plan/mod.rs` -> `plan`.
+/// `src/plan/exec.rs` -> `apply::exec`, `src/plan/mod.rs` -> `plan`.
 fn module_of(rel: &str) -> String {
     let p = rel.trim_end_matches(".rs");
     let p = p.strip_suffix("/mod").unwrap_or(p);
@@ -298,10 +298,11 @@ const RANKS: &[(&str, u32)] = &[
     ("context", 8),
     ("checks", 8),
     ("supervise", 9),
-    ("plan", 10),
-    ("policy", 10),
-    ("cli", 11),
-    ("commands", 12),
+    ("apply", 10),
+    ("plan", 11),
+    ("policy", 11),
+    ("cli", 12),
+    ("commands", 13),
 ];
 
 fn rank(module: &str) -> Option<u32> {

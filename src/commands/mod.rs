@@ -33,7 +33,7 @@ const KNOWN_ERRORS: &[Recogniser] = &[
     recognise::<crate::supervise::SuperviseError>,
     recognise::<crate::error::UsageError>,
     recognise::<crate::release::ReleaseError>,
-    recognise::<crate::plan::ReadyError>,
+    recognise::<crate::apply::ReadyError>,
     recognise::<crate::host::HostError>,
     recognise::<crate::policy::PolicyError>,
     recognise::<crate::commands::lint::Findings>,
@@ -178,8 +178,8 @@ pub(crate) fn continue_journal(
     host: &dyn crate::host::Host,
     path: &str,
     command: &str,
-) -> anyhow::Result<Option<crate::plan::journal::Journal>> {
-    let Some(j) = crate::plan::journal::Journal::load(host, path)? else {
+) -> anyhow::Result<Option<crate::apply::journal::Journal>> {
+    let Some(j) = crate::apply::journal::Journal::load(host, path)? else {
         return Ok(None);
     };
     if j.command != command {
@@ -201,7 +201,7 @@ pub(crate) fn continue_journal(
 }
 
 /// Prints a plan for people, one numbered line per action (a dry run's output).
-pub(crate) fn print_plan(ctx: &mut Context, actions: &[crate::plan::Action]) {
+pub(crate) fn print_plan(ctx: &mut Context, actions: &[crate::apply::Action]) {
     ctx.printer.text("Plan:");
     for (i, a) in actions.iter().enumerate() {
         ctx.printer
@@ -216,15 +216,15 @@ pub(crate) fn print_plan(ctx: &mut Context, actions: &[crate::plan::Action]) {
 /// was" only when nothing differs.
 pub(crate) fn after_rollback(
     host: &dyn crate::host::Host,
-    scope: &crate::plan::snapshot::Scope,
-    before: &crate::plan::snapshot::Snapshot,
+    scope: &crate::apply::snapshot::Scope,
+    before: &crate::apply::snapshot::Snapshot,
     command: &str,
 ) -> String {
-    let now = match crate::plan::snapshot::take(host, scope) {
+    let now = match crate::apply::snapshot::take(host, scope) {
         Ok(now) => now,
         Err(e) => return format!("the node could not be compared with before the {command}: {e}"),
     };
-    let left = crate::plan::snapshot::differences(before, &now);
+    let left = crate::apply::snapshot::differences(before, &now);
     if left.is_empty() {
         return format!(
             "the node is as it was (its services, files, registry values, HNS networks, addresses, routes and firewall rules compared with before the {command})"
@@ -245,12 +245,12 @@ pub(crate) fn after_rollback(
 pub(crate) fn execute_measured(
     ctx: &mut Context,
     host: &dyn crate::host::Host,
-    actions: &[crate::plan::Action],
-    opts: crate::plan::Options,
+    actions: &[crate::apply::Action],
+    opts: crate::apply::Options,
     command: &str,
-) -> anyhow::Result<Result<Vec<String>, Box<(crate::plan::ExecError, Option<String>)>>> {
-    let scope = crate::plan::snapshot::Scope::of_plan(actions);
-    let before = anyhow::Context::with_context(crate::plan::snapshot::take(host, &scope), || {
+) -> anyhow::Result<Result<Vec<String>, Box<(crate::apply::ExecError, Option<String>)>>> {
+    let scope = crate::apply::snapshot::Scope::of_plan(actions);
+    let before = anyhow::Context::with_context(crate::apply::snapshot::take(host, &scope), || {
         format!("cannot read the host before the {command}")
     })?;
     Ok(execute_plan(ctx, host, actions, opts).map_err(|e| {
@@ -284,10 +284,10 @@ pub(crate) fn keep_file_stats(ctx: &mut Context, host: &dyn crate::host::Host, r
 pub(crate) fn execute_plan(
     ctx: &mut Context,
     host: &dyn crate::host::Host,
-    actions: &[crate::plan::Action],
-    opts: crate::plan::Options,
-) -> Result<Vec<String>, crate::plan::ExecError> {
-    let warnings = crate::plan::execute(host, actions, opts, &mut |i, n, a| {
+    actions: &[crate::apply::Action],
+    opts: crate::apply::Options,
+) -> Result<Vec<String>, crate::apply::ExecError> {
+    let warnings = crate::apply::execute(host, actions, opts, &mut |i, n, a| {
         let line = format!("[{i}/{n}] {}", a.describe());
         ctx.printer.text(&line);
         ctx.log(&line);

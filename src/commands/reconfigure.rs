@@ -2,6 +2,8 @@
 //! Calico HNS network again when the change is one HNS cannot make in place.
 
 use super::preflight::{ClusterRead, read_cluster, with_cluster};
+use crate::apply;
+use crate::apply::Action;
 use crate::cli::{DrainBy, ReconfigureArgs};
 use crate::cluster::drain;
 use crate::config::types::Backend;
@@ -14,7 +16,6 @@ use crate::layout::join;
 use crate::plan::desired::rendered_files;
 use crate::plan::install::{Inputs, Restart};
 use crate::plan::reconfigure::{self, NodeSteps, network_changes};
-use crate::plan::{self, Action};
 use anyhow::Context as _;
 use serde_json::json;
 
@@ -105,7 +106,7 @@ fn nothing_to_change(
     ctx: &mut Context,
     host: &dyn crate::host::Host,
     root: &str,
-    actions: &[plan::Action],
+    actions: &[apply::Action],
 ) {
     if actions.is_empty() && !ctx.options.dry_run {
         super::keep_file_stats(ctx, host, root);
@@ -116,10 +117,10 @@ fn nothing_to_change(
 fn options<'a>(
     args: &ReconfigureArgs,
     journal_path: String,
-    journal: Option<crate::plan::journal::Journal>,
+    journal: Option<crate::apply::journal::Journal>,
     cluster: Option<&'a crate::cluster::Cluster>,
-) -> plan::Options<'a> {
-    plan::Options {
+) -> apply::Options<'a> {
+    apply::Options {
         command: "reconfigure",
         journal_path,
         rollback: true,
@@ -218,7 +219,7 @@ fn show<'a>(
     } else {
         "files"
     };
-    let actions_json = plan::to_json(actions).context("cannot show the plan as JSON")?;
+    let actions_json = apply::to_json(actions).context("cannot show the plan as JSON")?;
     let doc = move |changed: bool| {
         json!({
             "dry_run": dry_run,
@@ -416,7 +417,7 @@ fn drain_action(
 }
 
 /// The error of a failed reconfigure, with what was undone and what a rerun does.
-fn failed((e, measured): (plan::ExecError, Option<String>), node_name: &str) -> anyhow::Error {
+fn failed((e, measured): (apply::ExecError, Option<String>), node_name: &str) -> anyhow::Error {
     let after = if e.past_no_return {
         format!(
             "it failed after the Calico network was deleted, so nothing was undone; run 'calicoctl-win reconfigure' again with the same config to finish (node {node_name} stays cordoned until then)"

@@ -199,7 +199,7 @@ fn under_way(
     {
         r.problems.push(died);
     }
-    let journal = crate::plan::journal::Journal::load(
+    let journal = crate::apply::journal::Journal::load(
         host,
         &crate::layout::join(root, crate::layout::JOURNAL_FILE),
     )?;

@@ -1,13 +1,14 @@
 //! `uninstall`: removes what install created, read from its install record.
 
+use crate::apply;
+use crate::apply::Options;
+use crate::apply::journal::Journal;
 use crate::checks::host::{legacy_error, legacy_services};
 use crate::cli::UninstallArgs;
 use crate::context::Context;
 use crate::duration::now;
 use crate::installed::record;
-use crate::plan::Options;
-use crate::plan::journal::Journal;
-use crate::plan::{self, uninstall};
+use crate::plan::uninstall;
 use anyhow::Context as _;
 use serde_json::json;
 
@@ -43,7 +44,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         "dry_run": dry_run,
         "install_root": root,
         "purge": args.purge,
-        "actions": plan::to_json(&actions).context("cannot show the plan as JSON")?,
+        "actions": apply::to_json(&actions).context("cannot show the plan as JSON")?,
         "changed": false,
     });
     if dry_run {
@@ -232,7 +233,7 @@ fn execute(
     host: &dyn crate::host::Host,
     args: &UninstallArgs,
     rec: record::InstallRecord,
-    actions: &[plan::Action],
+    actions: &[apply::Action],
     (journal_path, journal): (String, Option<Journal>),
 ) -> anyhow::Result<Vec<String>> {
     let opts = Options {
@@ -303,9 +304,9 @@ fn undo_interrupted_install(
         "an install started at {started} did not finish: {what} first"
     ));
     if covered {
-        return plan::undo::discard_journal(host, &journal, &path);
+        return apply::undo::discard_journal(host, &journal, &path);
     }
-    let failures = plan::undo::undo_journal(host, &journal, &path, timeout);
+    let failures = apply::undo::undo_journal(host, &journal, &path, timeout);
     if !failures.is_empty() {
         anyhow::bail!(
             "cannot undo the interrupted install ({}); its journal {path} is kept, so running uninstall again retries",

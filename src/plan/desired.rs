@@ -1,7 +1,7 @@
 //! The files an install wants on the host: the release's binaries and CNI plugins, and how
 //! each one's contents are known (rendered, extracted, or only once the release is fetched).
 
-use super::Content;
+use crate::apply::Content;
 use crate::config::Config;
 use crate::config::types::Backend;
 use crate::host::Host;

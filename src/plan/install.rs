@@ -2,7 +2,7 @@
 //! rule, install record) and its diff against the host: the ordered actions.
 
 pub use super::desired::{DesiredFile, Got, RENDERED, release_files};
-use super::{Action, Content};
+use crate::apply::{Action, Content};
 use crate::config::Config;
 use crate::config::types::{Backend, PlatformChoice};
 use crate::host::{
@@ -40,7 +40,7 @@ pub struct Inputs<'a> {
     pub wait_timeout: Duration,
     pub previous: Option<InstallRecord>,
     /// The journal of an interrupted run, whose directories and routes still count.
-    pub journal: Option<&'a super::journal::Journal>,
+    pub journal: Option<&'a crate::apply::journal::Journal>,
     /// Which running services stop while files change.
     pub restart: Restart,
     /// The VSID the Calico network must have before the node counts as ready.
@@ -256,8 +256,8 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     actions.extend(removals);
     actions.extend(svc.actions);
     // 4. The registry key and the firewall rule.
-    let new_keys = super::journal::missing_keys(host, CALICO_KEY)?;
-    let new_event_keys = super::journal::missing_keys(host, EVENT_SOURCE_KEY)?;
+    let new_keys = crate::apply::journal::missing_keys(host, CALICO_KEY)?;
+    let new_event_keys = crate::apply::journal::missing_keys(host, EVENT_SOURCE_KEY)?;
     let (host_actions, firewall_owned) = registry_and_firewall(host, i, &root)?;
     actions.extend(host_actions);
     // 5. The record: what this install owns, merged with what earlier runs created.
@@ -609,7 +609,7 @@ fn registry_and_firewall(
         }
     }
     for e in i.journal.iter().flat_map(|j| &j.entries) {
-        if let super::journal::Undo::RemoveFirewallRule { name } = &e.undo
+        if let crate::apply::journal::Undo::RemoveFirewallRule { name } = &e.undo
             && let Some(rule) = vxlan_rule(c).filter(|r| r.name == *name)
         {
             firewall_owned = Some(rule);
@@ -702,7 +702,7 @@ fn keys_created(
         .iter()
         .flat_map(|j| &j.entries)
         .find_map(|e| match &e.undo {
-            super::journal::Undo::RestoreRegistryValue {
+            crate::apply::journal::Undo::RestoreRegistryValue {
                 key: written,
                 new_keys,
                 ..
@@ -727,7 +727,7 @@ fn protected_before(i: &Inputs<'_>, now: &[Protection]) -> Vec<record::Protected
         .iter()
         .flat_map(|j| &j.entries)
         .filter_map(|e| match &e.undo {
-            super::journal::Undo::RestoreSecurity { path, sddl } => {
+            crate::apply::journal::Undo::RestoreSecurity { path, sddl } => {
                 Some((path.clone(), sddl.clone()))
             }
             _ => None,

@@ -2,9 +2,9 @@
 //! only (rewrite, restart the services concerned) or as network-immutable (the Calico HNS
 //! network must be made again, with the node drained around it), and the plan that does it.
 
-use super::Action;
 use super::install::DesiredFile;
-use super::journal::{Journal, Undo};
+use crate::apply::Action;
+use crate::apply::journal::{Journal, Undo};
 use crate::host::{HnsNetwork, Host, ServiceState};
 use crate::installed::record::{InstallRecord, NetworkSettings, RecordedFile};
 use crate::layout::CALICO_NETWORK;

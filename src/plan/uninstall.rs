@@ -2,7 +2,7 @@
 //! and with `--purge` Calico's HNS networks, the routes they took, the registry key, the
 //! firewall rule, the logs (`--remove-logs`) and the directories install created.
 
-use super::Action;
+use crate::apply::Action;
 use crate::host::{Host, HostResult, ServiceState};
 use crate::installed::record::InstallRecord;
 use crate::layout::INSTALL_ROOT_VALUE;

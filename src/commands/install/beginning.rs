@@ -2,6 +2,7 @@
 //! anything under the install root, the staging directory under the root's cache (left by a
 //! killed run, removed by the next), and the release obtained into it.
 
+use crate::apply;
 use crate::config::Config;
 use crate::context::Context;
 use crate::duration::now;
@@ -9,7 +10,6 @@ use crate::host::Host;
 use crate::installed::record::{self};
 use crate::layout::join;
 use crate::output::DownloadProgress;
-use crate::plan;
 use crate::plan::install::Got;
 use crate::release::{self, Source, Want};
 use anyhow::Context as _;
@@ -91,12 +91,12 @@ pub(super) fn begin_journal(
     path: &str,
     cache_dir: &str,
     config: &Config,
-) -> anyhow::Result<Option<plan::journal::Journal>> {
+) -> anyhow::Result<Option<apply::journal::Journal>> {
     let new_dirs = record::vacant_parents(host, &join(cache_dir, "x"))?;
     if new_dirs.is_empty() {
         return Ok(None);
     }
-    let journal = plan::journal::Journal {
+    let journal = apply::journal::Journal {
         command: "install".into(),
         started: now(),
         owned_cache: new_dirs
@@ -141,7 +141,7 @@ pub(super) fn begin_journal(
 /// stops before its plan runs.
 pub(super) struct Begun<'a> {
     pub host: &'a dyn Host,
-    pub journal: plan::journal::Journal,
+    pub journal: apply::journal::Journal,
     pub path: String,
     pub timeout: std::time::Duration,
     pub armed: bool,
@@ -151,7 +151,7 @@ impl<'a> Begun<'a> {
     /// Undoes the beginning `journal` records if the run stops before its plan runs.
     pub fn armed(
         host: &'a dyn Host,
-        journal: Option<plan::journal::Journal>,
+        journal: Option<apply::journal::Journal>,
         path: &str,
         timeout: std::time::Duration,
     ) -> Option<Self> {
@@ -179,7 +179,7 @@ impl Drop for Begun<'_> {
             })
         });
         if self.armed && !resumable {
-            let _ = plan::undo::undo_journal(self.host, &self.journal, &self.path, self.timeout);
+            let _ = apply::undo::undo_journal(self.host, &self.journal, &self.path, self.timeout);
         }
     }
 }

@@ -9,6 +9,7 @@ use beginning::{Begun, begin_journal, obtain_release, staging_dir};
 use prepare::{credential_files, merged_config, renewal_grant, self_file};
 
 use super::preflight::{ClusterRead, check_skips, cluster_checks, read_cluster};
+use crate::apply;
 use crate::checks::host::{legacy_error, legacy_services};
 use crate::checks::{self, Blocked};
 use crate::cli::InstallArgs;
@@ -99,7 +100,7 @@ struct Checked {
     previous: Option<record::InstallRecord>,
     journal_path: String,
     /// The journal of an interrupted run, continued.
-    journal: Option<plan::journal::Journal>,
+    journal: Option<apply::journal::Journal>,
 }
 
 /// The release, the files and the plan after the checks passed: shown, then run (or, in a dry
@@ -258,7 +259,7 @@ fn begin<'a>(
     c: &mut Checked,
     cache_dir: &str,
     dry_run: bool,
-) -> anyhow::Result<(Option<plan::journal::Journal>, Option<Begun<'a>>)> {
+) -> anyhow::Result<(Option<apply::journal::Journal>, Option<Begun<'a>>)> {
     if c.journal.is_some() || dry_run || c.previous.is_some() {
         return Ok((c.journal.take(), None));
     }
@@ -338,11 +339,11 @@ fn execute(
     host: &dyn crate::host::Host,
     args: &InstallArgs,
     config: &crate::config::Config,
-    actions: &[plan::Action],
+    actions: &[apply::Action],
     journal_path: String,
-    journal: Option<plan::journal::Journal>,
+    journal: Option<apply::journal::Journal>,
 ) -> anyhow::Result<()> {
-    let opts = plan::Options {
+    let opts = apply::Options {
         command: "install",
         journal_path,
         rollback: true,
@@ -371,7 +372,7 @@ fn execute(
 }
 
 /// The error of a failed run, with what the rollback did and what still differs.
-fn install_failed(e: plan::ExecError, measured: String) -> anyhow::Error {
+fn install_failed(e: apply::ExecError, measured: String) -> anyhow::Error {
     let after = match &e.rollback_failures {
         Some(f) if f.is_empty() => format!("every step done before it was undone; {measured}"),
         Some(f) => format!(
@@ -450,7 +451,7 @@ struct Shown<'a> {
     config: &'a crate::config::Config,
     root: &'a str,
     prepare: &'a [String],
-    actions: &'a [plan::Action],
+    actions: &'a [apply::Action],
     taint: Option<&'a k8s_openapi::api::core::v1::Taint>,
     node_name: &'a str,
     checks: &'a [checks::Check],
@@ -472,7 +473,7 @@ fn present(
         "checks": p.checks,
         "blocking": p.blocking,
         "prepare": p.prepare,
-        "actions": plan::to_json(p.actions).context("cannot show the plan as JSON")?,
+        "actions": apply::to_json(p.actions).context("cannot show the plan as JSON")?,
         "changed": false,
     });
     if ctx.options.dry_run {

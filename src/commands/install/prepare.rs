@@ -3,6 +3,7 @@
 //! stays valid, or etcd's TLS files from Calico's secret) and calicoctl-win itself.
 
 use super::super::preflight::ClusterRead;
+use crate::apply::Content;
 use crate::cli::InstallArgs;
 use crate::cluster::renewal::Grant;
 use crate::cluster::{credentials, etcd, facts};
@@ -12,7 +13,6 @@ use crate::context::Context;
 use crate::duration::time_text;
 use crate::error::UsageError;
 use crate::host::{Host, HostKind};
-use crate::plan::Content;
 use crate::plan::install::DesiredFile;
 use crate::render;
 use anyhow::Context as _;

@@ -1,0 +1,415 @@
+//! The engine that runs any plan: the `Action` type and how each is shown, the executor, which
+//! journals every action on the host before and after it runs, the undo of each action and the
+//! rollback of a failed install, the snapshot of the host before a command and what a rollback
+//! left (compared, each difference with its fix), and the wait until the node is ready.
+
+pub mod exec;
+pub mod journal;
+mod ready;
+pub mod snapshot;
+mod snapshot_diff;
+pub mod undo;
+
+pub use exec::{ExecError, execute};
+pub use ready::ReadyError;
+
+/// How to run a plan.
+pub struct Options<'a> {
+    pub command: &'static str,
+    pub journal_path: String,
+    /// Roll back on failure (install) or stop and keep what is done (uninstall).
+    pub rollback: bool,
+    pub stop_timeout: std::time::Duration,
+    pub start_timeout: std::time::Duration,
+    /// The journal of an interrupted run, continued by this one.
+    pub previous: Option<journal::Journal>,
+    pub routes_before: Vec<crate::host::Route>,
+    pub record: Option<crate::installed::record::InstallRecord>,
+    /// The services' logs directory: a rollback that removes the directory holding it also
+    /// removes the logs the started services wrote there.
+    pub logs_dir: Option<String>,
+    pub now: i64,
+    /// The cluster, for plans that cordon, drain or wait for the node.
+    pub cluster: Option<&'a dyn crate::cluster::drain::NodeControl>,
+}
+
+impl<'a> Options<'a> {
+    /// The cluster, for a step that needs it.
+    pub fn cluster(&self) -> anyhow::Result<&'a dyn crate::cluster::drain::NodeControl> {
+        self.cluster.ok_or_else(|| {
+            anyhow::anyhow!("this step needs the cluster, and no admin kubeconfig was given")
+        })
+    }
+}
+
+use crate::host::{FirewallRule, RegValue, Route, ServiceSpec};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where a file's bytes come from. `Debug` shows the size of rendered bytes, never the bytes:
+/// they can be a kubeconfig with its token.
+#[derive(Clone, Default)]
+pub enum Content {
+    /// Rendered in memory.
+    Bytes(Vec<u8>),
+    /// A file on this machine (an extracted release).
+    Local(PathBuf),
+    /// Known only once the release is downloaded (a dry run without the zip).
+    #[default]
+    Pending,
+}
+
+/// One change to the host.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "action", rename_all = "kebab-case")]
+pub enum Action {
+    StopService {
+        name: String,
+    },
+    StartService {
+        name: String,
+    },
+    /// Deletes a registered service; `restore` re-registers it if the plan is rolled back.
+    DeleteService {
+        name: String,
+        #[serde(skip)]
+        restore: Option<ServiceSpec>,
+    },
+    CreateService {
+        spec: ServiceSpec,
+    },
+    UpdateService {
+        spec: ServiceSpec,
+        changes: Vec<String>,
+        #[serde(skip)]
+        old: Option<ServiceSpec>,
+    },
+    WriteFile {
+        path: String,
+        /// What the file is: `rendered`, `credentials`, `release CalicoWindows\cni\calico.exe` ...
+        from: String,
+        /// `None` until the release is downloaded.
+        sha256: Option<String>,
+        secret: bool,
+        /// Whether a file is there already (with other contents or access).
+        replaces: bool,
+        /// Who else may change the file there now (its owner, an entry of its access list):
+        /// a file with the right bytes is written anew, never kept with a planted owner.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        foreign: Vec<String>,
+        #[serde(skip)]
+        content: Content,
+    },
+    RemoveFile {
+        path: String,
+    },
+    /// A secret file whose contents are right but whose access is not: restricted again,
+    /// with nothing restarted.
+    RestrictFile {
+        path: String,
+    },
+    SetRegistryValue {
+        key: String,
+        name: String,
+        value: RegValue,
+    },
+    DeleteRegistryKey {
+        key: String,
+    },
+    DeleteRegistryValue {
+        key: String,
+        name: String,
+    },
+    AddFirewallRule {
+        rule: FirewallRule,
+    },
+    RemoveFirewallRule {
+        name: String,
+    },
+    DeleteNetwork {
+        id: String,
+        name: String,
+    },
+    /// Adds the routes of this list that are missing (the vSwitch took them).
+    RestoreRoutes {
+        routes: Vec<Route>,
+        /// The addresses when the routes were recorded, to find where a route goes whose
+        /// interface is gone (`routes::place`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        addresses: Vec<crate::host::InterfaceAddress>,
+    },
+    /// Waits until CalicoNode reports initialisation done and these HNS networks exist (the
+    /// Calico network with this VSID, when one is given).
+    WaitReady {
+        networks: Vec<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        vsid: Option<u32>,
+        /// Routes the node must have again (the cloud metadata route it had before).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        routes: Vec<Route>,
+        /// The CNI config, which CalicoNode withholds after a boot until calico-node startup
+        /// has finished: ready means it is back.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cni_config: Option<String>,
+        #[serde(serialize_with = "crate::duration::text::serialize")]
+        timeout: Duration,
+    },
+    /// Marks the node unschedulable.
+    Cordon {
+        node: String,
+    },
+    /// Evicts the node's pods (not DaemonSet or mirror pods) and waits until they are gone.
+    Drain {
+        node: String,
+        /// The pods that would be evicted when the plan was made.
+        evict: Vec<String>,
+        /// DaemonSet and mirror pods, which stay.
+        skipped: Vec<String>,
+        #[serde(flatten)]
+        options: crate::cluster::drain::DrainOptions,
+    },
+    /// Waits until the node reports Ready.
+    WaitNodeReady {
+        node: String,
+        #[serde(serialize_with = "crate::duration::text::serialize")]
+        timeout: Duration,
+    },
+    /// Marks the node schedulable again.
+    Uncordon {
+        node: String,
+    },
+    /// Removes a directory if it is empty.
+    RemoveDir {
+        path: String,
+    },
+    /// Makes a directory whose files run as SYSTEM (when missing) and gives it the protected
+    /// access list (`host::acl::PROTECTED_DIR`): only SYSTEM and Administrators may change it.
+    ProtectDir {
+        path: String,
+        /// Who else could change it, as found (empty when it is made now).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        writers: Vec<String>,
+    },
+    /// Gives a directory back the owner and access list it had before install (uninstall).
+    RestoreSecurity {
+        path: String,
+        sddl: String,
+    },
+}
+
+impl std::fmt::Debug for Content {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Bytes(b) => write!(f, "Bytes({} bytes)", b.len()),
+            Self::Local(p) => f.debug_tuple("Local").field(p).finish(),
+            Self::Pending => f.write_str("Pending"),
+        }
+    }
+}
+
+impl Action {
+    /// One line for people.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::StopService { name } => format!("stop service {name}"),
+            Self::StartService { name } => format!("start service {name}"),
+            Self::DeleteService { name, .. } => format!("delete service {name}"),
+            Self::CreateService { spec } => format!(
+                "register service {} ({}): {}{}",
+                spec.name,
+                spec.display_name,
+                spec.command_line(),
+                if spec.dependencies.is_empty() {
+                    String::new()
+                } else {
+                    format!(", after {}", spec.dependencies.join(", "))
+                }
+            ),
+            Self::UpdateService { spec, changes, .. } => {
+                format!("reconfigure service {} ({})", spec.name, changes.join(", "))
+            }
+            Self::WriteFile { .. } => write_text(self),
+            Self::RemoveFile { path } => format!("remove {path}"),
+            Self::RestrictFile { path } => format!(
+                "restrict {path} to SYSTEM and Administrators again (its contents are right)"
+            ),
+            Self::SetRegistryValue { key, name, value } => {
+                format!("set {key}\\{name} = {}", show_reg(value))
+            }
+            Self::DeleteRegistryKey { key } => format!("delete registry key {key}"),
+            Self::DeleteRegistryValue { key, name } => {
+                format!("delete registry value {key}\\{name}")
+            }
+            Self::AddFirewallRule { rule } => format!(
+                "add firewall rule \"{}\" allowing inbound {:?} {}",
+                rule.name, rule.protocol, rule.local_port
+            )
+            .replace("Udp", "UDP")
+            .replace("Tcp", "TCP"),
+            Self::RemoveFirewallRule { name } => format!("remove firewall rule \"{name}\""),
+            Self::DeleteNetwork { id, name } => format!("delete HNS network {name} ({id})"),
+            Self::RestoreRoutes { routes, .. } => format!(
+                "restore the routes the vSwitch took: {}",
+                routes
+                    .iter()
+                    .map(|r| format!("{}/{} via {}", r.destination, r.prefix_len, r.next_hop))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Self::WaitReady {
+                networks,
+                vsid,
+                routes,
+                timeout,
+                ..
+            } => wait_ready_text(networks, *vsid, routes, *timeout),
+            Self::Cordon { node } => format!("cordon node {node}"),
+            Self::Drain {
+                node,
+                evict,
+                skipped,
+                options,
+            } => drain_text(node, evict, skipped, options),
+            Self::WaitNodeReady { node, timeout } => format!(
+                "wait up to {} for node {node} to be Ready",
+                crate::duration::show(*timeout)
+            ),
+            Self::Uncordon { node } => format!("uncordon node {node}"),
+            Self::RemoveDir { path } => format!("remove {path} if empty"),
+            Self::ProtectDir { path, writers } => protect_text(path, writers),
+            Self::RestoreSecurity { path, .. } => {
+                format!("give {path} back the access list it had before install")
+            }
+        }
+    }
+}
+
+/// `Action::describe` of a `WriteFile`.
+fn write_text(action: &Action) -> String {
+    let Action::WriteFile {
+        path,
+        from,
+        sha256,
+        secret,
+        replaces,
+        foreign,
+        ..
+    } = action
+    else {
+        return String::new();
+    };
+    let (secret, replaces) = (*secret, *replaces);
+    let verb = if replaces { "replace" } else { "write" };
+    let hash = sha256
+        .as_deref()
+        .map_or("contents known once fetched".to_owned(), |h| {
+            format!("sha256 {}", &h[..12.min(h.len())])
+        });
+    let secret = if secret {
+        ", SYSTEM and Administrators only"
+    } else {
+        ""
+    };
+    let text = format!("{verb} {path} ({from}, {hash}{secret})");
+    if foreign.is_empty() {
+        return text;
+    }
+    format!(
+        "{text}: its bytes are right but {}, so it is written anew",
+        foreign.join("; ")
+    )
+}
+
+/// `Action::describe` of a `ProtectDir`.
+fn protect_text(path: &str, writers: &[String]) -> String {
+    if writers.is_empty() {
+        format!("protect {path}: only SYSTEM and Administrators may change it (Users read and run)")
+    } else {
+        format!(
+            "protect {path}: only SYSTEM and Administrators may change it (now {})",
+            writers.join("; ")
+        )
+    }
+}
+
+/// `Action::describe` of a `WaitReady`.
+fn wait_ready_text(
+    networks: &[String],
+    vsid: Option<u32>,
+    routes: &[Route],
+    timeout: Duration,
+) -> String {
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let routes = if routes.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", and the route{} to {} again",
+            plural(routes.len()),
+            routes
+                .iter()
+                .map(|r| format!("{}/{}", r.destination, r.prefix_len))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    format!(
+        "wait up to {} for CalicoNode to initialise and HNS network{} {} to exist{}{routes}",
+        crate::duration::show(timeout),
+        plural(networks.len()),
+        networks.join(", "),
+        vsid.map(|v| format!(" (Calico with VSID {v})"))
+            .unwrap_or_default(),
+    )
+}
+
+/// `Action::describe` of a `Drain`.
+fn drain_text(
+    node: &str,
+    evict: &[String],
+    skipped: &[String],
+    options: &crate::cluster::drain::DrainOptions,
+) -> String {
+    let what = if evict.is_empty() {
+        "no pods to evict now".to_owned()
+    } else {
+        format!("evict {} pod(s): {}", evict.len(), evict.join(", "))
+    };
+    let kept = if skipped.is_empty() {
+        String::new()
+    } else {
+        format!("; DaemonSet and mirror pods stay: {}", skipped.join(", "))
+    };
+    format!(
+        "drain node {node} ({what}{kept}); wait up to {} for them to go",
+        crate::duration::show(options.timeout)
+    )
+}
+
+fn show_reg(v: &RegValue) -> String {
+    match v {
+        RegValue::Sz(s) | RegValue::ExpandSz(s) => format!("\"{s}\""),
+        RegValue::Dword(d) => d.to_string(),
+        RegValue::MultiSz(v) => format!("{v:?}"),
+    }
+}
+
+/// The plan as printed: one JSON object per action.
+pub fn to_json(actions: &[Action]) -> serde_json::Result<Vec<serde_json::Value>> {
+    actions
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let mut v = serde_json::to_value(a)?;
+            if let Some(o) = v.as_object_mut() {
+                o.insert("index".into(), (i + 1).into());
+                o.insert("description".into(), a.describe().into());
+            }
+            Ok(v)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
