@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// `src/plan/exec.rs` -> `apply::exec`, `src/plan/mod.rs` -> `plan`.
+/// `src/apply/exec.rs` -> `apply::exec`, `src/plan/mod.rs` -> `plan`.
 fn module_of(rel: &str) -> String {
     let p = rel.trim_end_matches(".rs");
     let p = p.strip_suffix("/mod").unwrap_or(p);
