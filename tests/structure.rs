@@ -141,9 +141,6 @@ fn path_back(
 /// the list may only shrink, and a circle not on it fails.
 const PARENT_CHILD_CIRCLES: &[(&str, &str)] = &[
     ("commands", "commands::diags"),
-    ("commands", "commands::install"),
-    ("commands", "commands::reconfigure"),
-    ("commands", "commands::uninstall"),
     ("config", "config::validate"),
     ("release", "release::download"),
     ("supervise", "supervise::node"),

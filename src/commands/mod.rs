@@ -1,5 +1,6 @@
 //! One file per command; each reads like the recipe of that command.
 
+mod change;
 mod config_show;
 pub mod detach;
 mod diags;
@@ -74,37 +75,6 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
     .map_err(failure)
 }
 
-/// After a successful install or reconfigure, the node's annotations say what runs on it, for
-/// engines that roll work over the nodes: the Calico release, calicoctl-win's version and a
-/// hash of the rendered configuration (its files' checksums, from the install record). A node
-/// that cannot be annotated is a warning: the node itself is as it should be.
-pub(crate) fn annotate_node(
-    ctx: &mut Context,
-    cluster: Option<&crate::cluster::Cluster>,
-    host: &dyn crate::host::Host,
-    root: &str,
-    node: &str,
-) {
-    let Some(c) = cluster else {
-        ctx.log("no cluster: the node is not annotated");
-        return;
-    };
-    let rec = match crate::installed::record::read(host, root) {
-        Ok(Some(r)) => r,
-        Ok(None) => return,
-        Err(e) => {
-            ctx.printer.warn(&format!("node {node} not annotated: {e}"));
-            return;
-        }
-    };
-    let annotations = crate::installed::record::annotations_for(&rec);
-    if let Err(e) = crate::cluster::node::annotate(c, node, &annotations) {
-        ctx.printer.warn(&format!(
-            "node {node} not annotated with the installed Calico version and config hash: {e}"
-        ));
-    }
-}
-
 /// `completions SHELL`: the shell's tab-completion script, generated from the command line's
 /// own definition (JSON: `{"shell", "script"}`).
 fn completions(args: &crate::cli::CompletionsArgs, ctx: &mut Context) -> anyhow::Result<()> {
@@ -169,132 +139,4 @@ fn refuse_unread_settings(command: &Command, ctx: &Context) -> anyhow::Result<()
         instead,
     )
     .into())
-}
-
-/// The journal an interrupted run of `command` left under the install root, after saying
-/// that this run continues it; another command's unfinished journal is refused.
-pub(crate) fn continue_journal(
-    ctx: &mut Context,
-    host: &dyn crate::host::Host,
-    path: &str,
-    command: &str,
-) -> anyhow::Result<Option<crate::apply::journal::Journal>> {
-    let Some(j) = crate::apply::journal::Journal::load(host, path)? else {
-        return Ok(None);
-    };
-    if j.command != command {
-        return Err(crate::error::UsageError::new(
-            format!(
-                "an earlier {} did not finish (its journal is {path})",
-                j.command
-            ),
-            format!("run 'calicoctl-win {}' again to finish it first", j.command),
-        )
-        .into());
-    }
-    ctx.printer.note(&format!(
-        "an earlier {command} started at {} did not finish ({} step(s) journaled): this run continues it",
-        crate::duration::time_text(j.started),
-        j.entries.len()
-    ));
-    Ok(Some(j))
-}
-
-/// Prints a plan for people, one numbered line per action (a dry run's output).
-pub(crate) fn print_plan(ctx: &mut Context, actions: &[crate::apply::Action]) {
-    ctx.printer.text("Plan:");
-    for (i, a) in actions.iter().enumerate() {
-        ctx.printer
-            .text(&format!("  {:>2}. {}", i + 1, a.describe()));
-    }
-}
-
-/// Runs a plan, printing and logging each step as it starts; the warnings of a run that
-/// succeeded (a route with nowhere to go) are printed and returned for the JSON document.
-/// What a rollback left, measured: the host compared with `before` (taken before the command
-/// changed anything), each difference with the command that puts it back; "the node is as it
-/// was" only when nothing differs.
-pub(crate) fn after_rollback(
-    host: &dyn crate::host::Host,
-    scope: &crate::apply::snapshot::Scope,
-    before: &crate::apply::snapshot::Snapshot,
-    command: &str,
-) -> String {
-    let now = match crate::apply::snapshot::take(host, scope) {
-        Ok(now) => now,
-        Err(e) => return format!("the node could not be compared with before the {command}: {e}"),
-    };
-    let left = crate::apply::snapshot::differences(before, &now);
-    if left.is_empty() {
-        return format!(
-            "the node is as it was (its services, files, registry values, HNS networks, addresses, routes and firewall rules compared with before the {command})"
-        );
-    }
-    let lines: Vec<String> = left.iter().map(|d| format!("\n  - {d}")).collect();
-    format!(
-        "the node differs from before the {command} in {} way(s), each with the command that puts it back:{}",
-        left.len(),
-        lines.concat()
-    )
-}
-
-/// Runs the plan like `execute_plan`, with a snapshot of what it touches taken first: a
-/// failure comes back with what its rollback left, measured (`after_rollback`), when there
-/// was a rollback. `Err` only when the host cannot be read before.
-#[allow(clippy::type_complexity)]
-pub(crate) fn execute_measured(
-    ctx: &mut Context,
-    host: &dyn crate::host::Host,
-    actions: &[crate::apply::Action],
-    opts: crate::apply::Options,
-    command: &str,
-) -> anyhow::Result<Result<Vec<String>, Box<(crate::apply::ExecError, Option<String>)>>> {
-    let scope = crate::apply::snapshot::Scope::of_plan(actions);
-    let before = anyhow::Context::with_context(crate::apply::snapshot::take(host, &scope), || {
-        format!("cannot read the host before the {command}")
-    })?;
-    Ok(execute_plan(ctx, host, actions, opts).map_err(|e| {
-        let measured = e
-            .rollback_failures
-            .is_some()
-            .then(|| after_rollback(host, &scope, &before, command));
-        Box::new((e, measured))
-    }))
-}
-
-/// After an install or reconfigure: the installed files' sizes and times, which
-/// spare `status` hashing them (`plan::file_stat`). Only a warning when they cannot be kept:
-/// status then hashes every file.
-pub(crate) fn keep_file_stats(ctx: &mut Context, host: &dyn crate::host::Host, root: &str) {
-    let kept = crate::installed::record::read(host, root)
-        .map_err(anyhow::Error::from)
-        .and_then(|rec| match rec {
-            Some(rec) => crate::installed::file_stat::FileStats::write(host, &rec),
-            None => Ok(()),
-        });
-    if let Err(e) = kept {
-        let w = format!(
-            "cannot keep the installed files' sizes and times (status hashes every file instead): {e:#}"
-        );
-        ctx.printer.warn(&w);
-        ctx.log(&format!("warning: {w}"));
-    }
-}
-
-pub(crate) fn execute_plan(
-    ctx: &mut Context,
-    host: &dyn crate::host::Host,
-    actions: &[crate::apply::Action],
-    opts: crate::apply::Options,
-) -> Result<Vec<String>, crate::apply::ExecError> {
-    let warnings = crate::apply::execute(host, actions, opts, &mut |i, n, a| {
-        let line = format!("[{i}/{n}] {}", a.describe());
-        ctx.printer.text(&line);
-        ctx.log(&line);
-    })?;
-    for w in &warnings {
-        ctx.printer.warn(w);
-        ctx.log(&format!("warning: {w}"));
-    }
-    Ok(warnings)
 }

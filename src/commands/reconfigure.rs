@@ -1,6 +1,7 @@
 //! `reconfigure`: converges an installed node to a changed config, draining it and making the
 //! Calico HNS network again when the change is one HNS cannot make in place.
 
+use super::change;
 use super::preflight::{ClusterRead, read_cluster, with_cluster};
 use crate::apply;
 use crate::apply::Action;
@@ -30,7 +31,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let rec = installed(host.as_ref(), &root, config)?;
     host_checks(ctx, host.as_ref(), config, &rec, &args.allow_known_issue)?;
     let journal_path = join(&root, crate::layout::JOURNAL_FILE);
-    let journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "reconfigure")?;
+    let journal = change::continue_journal(ctx, host.as_ref(), &journal_path, "reconfigure")?;
 
     // Files: the new rendered ones; the release's and the credentials stay as they are.
     let rendered = rendered_files(host.as_ref(), config, rec.release())?;
@@ -89,11 +90,11 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     };
     let cluster = node.cluster.as_deref();
     let opts = options(args, journal_path, journal, cluster);
-    if let Err(e) = super::execute_measured(ctx, host.as_ref(), &actions, opts, "reconfigure")? {
+    if let Err(e) = change::execute_measured(ctx, host.as_ref(), &actions, opts, "reconfigure")? {
         return Err(failed(*e, &node_name));
     }
-    super::keep_file_stats(ctx, host.as_ref(), &root);
-    super::annotate_node(ctx, cluster, host.as_ref(), &root, &node_name);
+    change::keep_file_stats(ctx, host.as_ref(), &root);
+    change::annotate_node(ctx, cluster, host.as_ref(), &root, &node_name);
     ctx.printer
         .text(&format!("Reconfigured: {} step(s).", actions.len()));
     ctx.printer.json(&doc(true));
@@ -109,7 +110,7 @@ fn nothing_to_change(
     actions: &[apply::Action],
 ) {
     if actions.is_empty() && !ctx.options.dry_run {
-        super::keep_file_stats(ctx, host, root);
+        change::keep_file_stats(ctx, host, root);
     }
 }
 
@@ -238,7 +239,7 @@ fn show<'a>(
         return Ok(None);
     }
     if dry_run {
-        super::print_plan(ctx, actions);
+        change::print_plan(ctx, actions);
         ctx.printer.note("--dry-run: nothing was changed");
         ctx.printer.json(&doc(false));
         return Ok(None);
@@ -417,7 +418,8 @@ fn drain_action(
 }
 
 /// The error of a failed reconfigure, with what was undone and what a rerun does.
-fn failed((e, measured): (apply::ExecError, Option<String>), node_name: &str) -> anyhow::Error {
+fn failed(f: change::Failed, node_name: &str) -> anyhow::Error {
+    let (e, measured) = (f.error, f.left);
     let after = if e.past_no_return {
         format!(
             "it failed after the Calico network was deleted, so nothing was undone; run 'calicoctl-win reconfigure' again with the same config to finish (node {node_name} stays cordoned until then)"

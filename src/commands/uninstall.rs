@@ -1,5 +1,6 @@
 //! `uninstall`: removes what install created, read from its install record.
 
+use super::change;
 use crate::apply;
 use crate::apply::Options;
 use crate::apply::journal::Journal;
@@ -48,7 +49,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         "changed": false,
     });
     if dry_run {
-        super::print_plan(ctx, &actions);
+        change::print_plan(ctx, &actions);
         if let Some(g) = &grant {
             ctx.printer.text(&format!(
                 "  then deletes Role and RoleBinding {} in {} (the cluster, with the admin kubeconfig)",
@@ -249,7 +250,7 @@ fn execute(
         now: now(),
         cluster: None,
     };
-    super::execute_plan(ctx, host, actions, opts).map_err(|e| {
+    change::execute_plan(ctx, host, actions, opts).map_err(|e| {
         let done = e.index - 1;
         anyhow::Error::new(e).context(format!(
             "uninstall stopped after {done} step(s); the install record is kept, so running uninstall again finishes it"

@@ -4,6 +4,7 @@
 mod beginning;
 mod prepare;
 
+use super::change;
 pub(crate) use beginning::remove_stale_staging;
 use beginning::{Begun, begin_journal, obtain_release, staging_dir};
 use prepare::{credential_files, merged_config, renewal_grant, self_file};
@@ -67,7 +68,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let root = crate::plan::install::install_root(config);
     let previous = record::read(host.as_ref(), &root)?;
     let journal_path = join(&root, crate::layout::JOURNAL_FILE);
-    let journal = super::continue_journal(ctx, host.as_ref(), &journal_path, "install")?;
+    let journal = change::continue_journal(ctx, host.as_ref(), &journal_path, "install")?;
     refuse_network_changes(host.as_ref(), previous.as_ref(), config)?;
     let checked = Checked {
         want,
@@ -234,7 +235,7 @@ fn finish(
 ) -> anyhow::Result<()> {
     taint_node(ctx, taint.as_ref(), cluster, node_name)?;
     if let ClusterRead::Read(c, _) = cluster {
-        super::annotate_node(ctx, Some(c), host, root, node_name);
+        change::annotate_node(ctx, Some(c), host, root, node_name);
     }
     if changes > 0 {
         ctx.printer.text(&format!(
@@ -359,14 +360,14 @@ fn execute(
         cluster: None,
     };
     // The executor has shown its warnings; they are not the result.
-    match super::execute_measured(ctx, host, actions, opts, "install")? {
+    match change::execute_measured(ctx, host, actions, opts, "install")? {
         Ok(_warnings) => {
-            super::keep_file_stats(ctx, host, &plan::install::install_root(config));
+            change::keep_file_stats(ctx, host, &plan::install::install_root(config));
             Ok(())
         }
         Err(e) => {
-            let (e, measured) = *e;
-            Err(install_failed(e, measured.unwrap_or_default()))
+            let change::Failed { error, left } = *e;
+            Err(install_failed(error, left.unwrap_or_default()))
         }
     }
 }
@@ -501,7 +502,7 @@ fn show(ctx: &mut Context, host: &dyn Host, p: &Shown<'_>) {
         ctx.printer
             .text("Nothing to change: the node already matches this install.");
     } else if dry_run {
-        super::print_plan(ctx, p.actions);
+        change::print_plan(ctx, p.actions);
     }
     if let Some(t) = p.taint {
         let verb = if dry_run {
