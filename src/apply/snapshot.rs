@@ -119,10 +119,7 @@ fn file_hash(host: &dyn Host, path: &str) -> HostResult<Option<String>> {
     if host.file_access(path)?.is_none() {
         return Ok(None);
     }
-    let local = host.local_path(path)?;
-    crate::files::sha256_file(&local)
-        .map(Some)
-        .map_err(|e| crate::host::HostError::io(format!("read {path}"), e))
+    host.sha256(path)
 }
 
 pub use super::snapshot_diff::Difference;

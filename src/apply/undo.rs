@@ -282,16 +282,10 @@ fn remove_runtime_files(host: &dyn Host, journal_path: &str) -> Vec<String> {
     failures
 }
 
-/// Removes `dir` and everything in it (a cache is written beside the host layer, straight to
-/// the disk, so it is removed the same way).
+/// Removes `dir` and everything in it; what could not be removed, in words.
 fn remove_tree(host: &dyn Host, dir: &str) -> Vec<String> {
-    let local = match host.local_path(dir) {
-        Ok(l) => l,
-        Err(e) => return vec![format!("remove {dir}: {e}")],
-    };
-    match fs_err::remove_dir_all(&local) {
-        Ok(()) => Vec::new(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+    match host.remove_tree(dir) {
+        Ok(_) => Vec::new(),
         Err(e) => vec![format!("remove {dir}: {e}")],
     }
 }

@@ -182,9 +182,7 @@ fn nothing_installed(
         .into());
     }
     // A run killed while it created the root leaves it holding at most a temporary file.
-    let vacant = host
-        .local_path(root)
-        .is_ok_and(|l| l.is_dir() && record::is_vacant(&l));
+    let vacant = record::is_vacant(host, root).unwrap_or(false);
     if vacant && !dry_run {
         record::remove_vacant(host, root)?;
         ctx.printer.text(&format!(

@@ -256,6 +256,29 @@ pub fn hns(h: &dyn Host, name: &str, attach: &dyn Fn(&str, &str, &str)) -> HnsNe
     n
 }
 
+/// A directory tree: listed sorted with which entries are directories, a file hashed, the tree
+/// removed whole (once; a second time says it was not there), and a missing one listed as
+/// `None`.
+pub fn tree(h: &dyn Host, root: &str) {
+    let dir = format!("{root}\\{}", unique("tree"));
+    assert_eq!(h.list_dir(&dir).expect("list"), None);
+    h.write_file(&format!("{dir}\\b.txt"), b"abc", Access::Normal)
+        .expect("write");
+    h.write_file(&format!("{dir}\\a\\inner.txt"), b"x", Access::Normal)
+        .expect("write");
+    let listed = h.list_dir(&dir).expect("list").expect("there");
+    let shape: Vec<(&str, bool)> = listed.iter().map(|e| (e.name.as_str(), e.is_dir)).collect();
+    assert_eq!(shape, [("a", true), ("b.txt", false)]);
+    assert_eq!(
+        h.sha256(&format!("{dir}\\b.txt")).expect("hash").as_deref(),
+        Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    );
+    assert_eq!(h.sha256(&format!("{dir}\\none")).expect("hash"), None);
+    assert!(h.remove_tree(&dir).expect("remove"));
+    assert!(!h.dir_exists(&dir).expect("exists"));
+    assert!(!h.remove_tree(&dir).expect("remove again"));
+}
+
 /// Firewall rules: a missing rule reads as `None`; an added one reads back as written; a name
 /// cannot be added twice; removal says whether there was a rule.
 pub fn firewall(h: &dyn Host) {
@@ -348,6 +371,7 @@ pub fn system(h: &dyn Host) {
 /// Atomic writes that report change, secrets, removal. `acls` is false where the file system
 /// keeps no access lists (Wine on a Linux file system ignores them).
 pub fn files(h: &dyn Host, root: &str, acls: bool) {
+    tree(h, root);
     let path = format!("{root}\\{}\\calico-kube-config", unique("d"));
     assert_eq!(h.read_file(&path).expect("read"), None);
     assert!(h.write_file(&path, b"one", Access::Normal).expect("write"));

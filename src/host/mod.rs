@@ -478,6 +478,14 @@ pub fn read_capped(local: &std::path::Path, path: &str) -> HostResult<Option<Vec
     Ok(Some(out))
 }
 
+/// An entry of a directory on the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    pub name: String,
+    /// A directory itself, not a link or junction to one.
+    pub is_dir: bool,
+}
+
 /// The host's file system.
 pub trait Files {
     fn read_file(&self, path: &str) -> HostResult<Option<Vec<u8>>>;
@@ -507,6 +515,40 @@ pub trait Files {
     fn remove_file(&self, path: &str) -> HostResult<bool>;
     /// Removes a directory if it is empty; returns whether it was removed.
     fn remove_empty_dir(&self, path: &str) -> HostResult<bool>;
+    /// Removes a directory and everything in it (a link in it is removed, never followed);
+    /// whether it was there.
+    fn remove_tree(&self, path: &str) -> HostResult<bool>;
+    /// The entries of a directory, sorted by name, each read without following it (a
+    /// junction is no directory here); `None` when the directory does not exist.
+    fn list_dir(&self, path: &str) -> HostResult<Option<Vec<DirEntry>>> {
+        let local = self.local_path(path)?;
+        let entries = match std::fs::read_dir(&local) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(HostError::io(format!("list {path}"), e)),
+        };
+        let mut out = Vec::new();
+        for e in entries {
+            let e = e.map_err(|e| HostError::io(format!("list {path}"), e))?;
+            let is_dir = std::fs::symlink_metadata(e.path()).is_ok_and(|m| m.is_dir());
+            out.push(DirEntry {
+                name: e.file_name().to_string_lossy().into_owned(),
+                is_dir,
+            });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(Some(out))
+    }
+    /// The SHA-256 of a file, streamed, in hex; `None` when there is no file at `path`.
+    fn sha256(&self, path: &str) -> HostResult<Option<String>> {
+        let local = self.local_path(path)?;
+        if !local.is_file() {
+            return Ok(None);
+        }
+        crate::files::sha256_file(&local)
+            .map(Some)
+            .map_err(|e| HostError::io(format!("read {path}"), e))
+    }
     fn dir_exists(&self, path: &str) -> HostResult<bool>;
     /// The owner and access list of a file or directory in SDDL, which `acl` reads by meaning;
     /// `None` when it does not exist.

@@ -124,14 +124,9 @@ impl FileStats {
 
 /// The SHA-256 of a file on the host, streamed; `None` when it does not exist.
 pub fn host_sha256(host: &dyn Host, path: &str) -> anyhow::Result<Option<String>> {
-    let local = host.local_path(path)?;
-    if !local.is_file() {
-        return Ok(None);
-    }
-    Ok(Some(anyhow::Context::with_context(
-        crate::files::sha256_file(&local),
-        || format!("cannot read {path} to compare it with what install writes"),
-    )?))
+    anyhow::Context::with_context(host.sha256(path), || {
+        format!("cannot read {path} to compare it with what install writes")
+    })
 }
 
 #[cfg(test)]

@@ -170,7 +170,7 @@ pub fn vacant_parents(host: &dyn Files, path: &str) -> HostResult<Vec<String>> {
     let mut out = missing_parents(host, path)?;
     let mut cur = out.first().map_or(path, String::as_str).to_owned();
     while let Some((parent, _)) = cur.rsplit_once('\\') {
-        if is_volume_root(parent) || !is_vacant(&host.local_path(parent)?) {
+        if is_volume_root(parent) || !is_vacant(host, parent)? {
             break;
         }
         out.insert(0, parent.to_owned());
@@ -186,32 +186,33 @@ fn is_volume_root(dir: &str) -> bool {
         || dir.starts_with("\\\\") && dir.matches('\\').count() <= 3
 }
 
-/// Whether a local directory holds only temporaries of killed writes and vacant directories.
-pub fn is_vacant(dir: &std::path::Path) -> bool {
-    fs_err::read_dir(dir).is_ok_and(|entries| {
-        entries.flatten().all(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            match e.file_type() {
-                Ok(t) if t.is_dir() => is_vacant(&e.path()),
-                Ok(_) => crate::files::is_stale_temporary(&name),
-                Err(_) => false,
-            }
-        })
-    })
+/// Whether `dir` (a host path) holds only temporaries of killed writes and vacant directories.
+pub fn is_vacant(host: &dyn Files, dir: &str) -> HostResult<bool> {
+    let Some(entries) = host.list_dir(dir)? else {
+        return Ok(false);
+    };
+    for e in entries {
+        let vacant = if e.is_dir {
+            is_vacant(host, &join(dir, &e.name))?
+        } else {
+            crate::files::is_stale_temporary(&e.name)
+        };
+        if !vacant {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Removes `dir` (a host path) when it is vacant (`is_vacant`): its vacant subdirectories
 /// first, then it; whether it is gone.
 pub fn remove_vacant(host: &dyn Files, dir: &str) -> HostResult<bool> {
-    let local = host.local_path(dir)?;
-    if !is_vacant(&local) {
+    if !is_vacant(host, dir)? {
         return Ok(false);
     }
-    if let Ok(entries) = fs_err::read_dir(&local) {
-        for e in entries.flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                remove_vacant(host, &join(dir, &e.file_name().to_string_lossy()))?;
-            }
+    for e in host.list_dir(dir)?.unwrap_or_default() {
+        if e.is_dir {
+            remove_vacant(host, &join(dir, &e.name))?;
         }
     }
     host.remove_empty_dir(dir)
@@ -219,21 +220,15 @@ pub fn remove_vacant(host: &dyn Files, dir: &str) -> HostResult<bool> {
 
 /// The services' log files in `dir`, as host paths.
 pub fn service_logs(host: &dyn Host, dir: &str) -> anyhow::Result<Vec<String>> {
-    let local = host.local_path(dir)?;
-    let entries = match fs_err::read_dir(&local) {
-        Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => {
-            return Err(anyhow::Error::new(e).context(format!("cannot list the logs in {dir}")));
-        }
-    };
-    let mut names: Vec<String> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| is_service_log(n))
-        .collect();
-    names.sort();
-    Ok(names.into_iter().map(|n| join(dir, &n)).collect())
+    let entries = host
+        .list_dir(dir)
+        .map_err(|e| anyhow::Error::new(e).context(format!("cannot list the logs in {dir}")))?;
+    Ok(entries
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| !e.is_dir && is_service_log(&e.name))
+        .map(|e| join(dir, &e.name))
+        .collect())
 }
 
 /// The annotations for what an install record says: the Calico release, the version of

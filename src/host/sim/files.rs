@@ -153,6 +153,22 @@ impl Files for SimHost {
         })
     }
 
+    fn remove_tree(&self, path: &str) -> HostResult<bool> {
+        let local = self.sim_path(path)?;
+        self.mutate(&format!("remove directory {path} and all it holds"), |s| {
+            let prefix = format!("{}\\", security_key(path));
+            s.security
+                .retain(|k, _| k != &security_key(path) && !k.starts_with(&prefix));
+            let lower = format!("{}\\", path.to_ascii_lowercase());
+            s.secrets.retain(|k| !k.starts_with(&lower));
+            match std::fs::remove_dir_all(&local) {
+                Ok(()) => Ok(true),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+                Err(e) => Err(HostError::io(format!("remove {path}"), e)),
+            }
+        })
+    }
+
     fn remove_empty_dir(&self, path: &str) -> HostResult<bool> {
         let local = self.sim_path(path)?;
         self.mutate(&format!("remove directory {path}"), |s| {

@@ -124,6 +124,14 @@ impl Files for WindowsHost {
     fn remove_empty_dir(&self, path: &str) -> HostResult<bool> {
         files::remove_empty_dir(path)
     }
+    fn remove_tree(&self, path: &str) -> HostResult<bool> {
+        // std's remove_dir_all removes a junction or link inside without following it.
+        match std::fs::remove_dir_all(path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(HostError::io(format!("remove {path}"), e)),
+        }
+    }
     fn dir_exists(&self, path: &str) -> HostResult<bool> {
         Ok(Path::new(path).is_dir())
     }
