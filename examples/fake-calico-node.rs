@@ -1,4 +1,5 @@
-//! A stand-in for calico-node.exe in the Wine tests. `-startup` (or `component node startup`)
+//! A stand-in for calico-node.exe in the Wine tests and the real-Windows lifecycle test (a test
+//! fixture, not a product binary). `-startup` (or `component node startup`)
 //! does what calico-node's startup does to HNS, through the real HCN calls (the Wine ring's
 //! stand-in computenetwork.dll): it creates the `Calico` network for the backend and VNI of
 //! its environment, reusing a matching one as calico-node does, and exits with its code. Any

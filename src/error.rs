@@ -227,7 +227,7 @@ impl fmt::Debug for CliError {
 
 /// What a domain error adds to its message: the exit code and what to do about it. Each error
 /// type implements it beside its definition; this module knows only the trait, and the command
-/// layer lists the types (`commands::KNOWN_ERRORS`).
+/// layer lists the types (`commands::known_errors::KNOWN_ERRORS`).
 pub trait Diagnose: std::error::Error + 'static {
     /// `None` leaves the decision to a cause further down the chain.
     fn diagnose(&self) -> Option<Diagnosis>;

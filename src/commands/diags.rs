@@ -199,7 +199,7 @@ fn captured(ctx: &mut Context, command: impl FnOnce(&mut Context) -> anyhow::Res
     let code = match command(ctx) {
         Ok(()) => 0,
         Err(e) => {
-            let e = super::failure(e);
+            let e = super::known_errors::failure(e);
             ctx.printer.error(&e);
             e.exit as i32
         }

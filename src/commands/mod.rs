@@ -9,6 +9,7 @@ mod flags;
 mod fleet;
 mod import_ps1;
 mod install;
+mod known_errors;
 mod lint;
 mod preflight;
 mod reconfigure;
@@ -19,33 +20,9 @@ mod uninstall;
 
 use crate::cli::{Command, ConfigCommand, FetchCommand, FleetCommand, LintCommand, ServiceCommand};
 use crate::context::Context;
-use crate::error::{CliError, Recogniser, UsageError, recognise};
+use crate::error::{CliError, UsageError};
 
-/// Every error type that knows its exit code and hint (`error::Diagnose`).
-const KNOWN_ERRORS: &[Recogniser] = &[
-    recognise::<crate::config::ConfigError>,
-    recognise::<crate::render::RenderError>,
-    recognise::<crate::host::lock::LockError>,
-    recognise::<crate::checks::Blocked>,
-    recognise::<crate::cluster::ClusterError>,
-    recognise::<crate::cluster::drain::DrainError>,
-    recognise::<crate::cluster::credentials::CredentialError>,
-    recognise::<crate::cluster::etcd::EtcdError>,
-    recognise::<crate::supervise::SuperviseError>,
-    recognise::<crate::error::UsageError>,
-    recognise::<crate::release::ReleaseError>,
-    recognise::<crate::apply::ReadyError>,
-    recognise::<crate::host::HostError>,
-    recognise::<crate::policy::PolicyError>,
-    recognise::<crate::commands::lint::Findings>,
-    recognise::<crate::files::OutFileError>,
-    recognise::<crate::cluster::credentials::TokenFileError>,
-];
-
-/// The error a command failed with, with its exit code and hint.
-pub fn failure(error: anyhow::Error) -> CliError {
-    CliError::new(error, KNOWN_ERRORS)
-}
+pub use known_errors::failure;
 
 /// Runs the chosen command.
 pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {

@@ -1,0 +1,31 @@
+//! Every error type that knows its exit code and hint, and the error a command failed with,
+//! read against them (a type missing here would become exit 1 with no hint:
+//! `tests/structure.rs` fails it).
+
+use crate::error::{CliError, Recogniser, recognise};
+
+/// Every error type that knows its exit code and hint (`error::Diagnose`).
+const KNOWN_ERRORS: &[Recogniser] = &[
+    recognise::<crate::config::ConfigError>,
+    recognise::<crate::render::RenderError>,
+    recognise::<crate::host::lock::LockError>,
+    recognise::<crate::checks::Blocked>,
+    recognise::<crate::cluster::ClusterError>,
+    recognise::<crate::cluster::drain::DrainError>,
+    recognise::<crate::cluster::credentials::CredentialError>,
+    recognise::<crate::cluster::etcd::EtcdError>,
+    recognise::<crate::supervise::SuperviseError>,
+    recognise::<crate::error::UsageError>,
+    recognise::<crate::release::ReleaseError>,
+    recognise::<crate::apply::ReadyError>,
+    recognise::<crate::host::HostError>,
+    recognise::<crate::policy::PolicyError>,
+    recognise::<crate::commands::lint::Findings>,
+    recognise::<crate::files::OutFileError>,
+    recognise::<crate::cluster::credentials::TokenFileError>,
+];
+
+/// The error a command failed with, with its exit code and hint.
+pub fn failure(error: anyhow::Error) -> CliError {
+    CliError::new(error, KNOWN_ERRORS)
+}
