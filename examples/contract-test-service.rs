@@ -1,6 +1,6 @@
-//! A test fixture, not a product binary: a minimal Windows service for the host contract tests
-//! (under Wine and on real Windows) and the lifecycle tests' stand-in containerd: it reports Running and
-//! stops when asked. On other systems it does nothing.
+//! A test fixture, not a product binary: a minimal Windows service for the host contract
+//! tests (under Wine and on real Windows) and the lifecycle tests' stand-in containerd. It
+//! reports Running and stops when asked. On other systems it does nothing.
 
 #[cfg(windows)]
 mod service {
