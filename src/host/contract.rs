@@ -274,6 +274,9 @@ pub fn tree(h: &dyn Host, root: &str) {
         Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     );
     assert_eq!(h.sha256(&format!("{dir}\\none")).expect("hash"), None);
+    let stat = h.stat(&format!("{dir}\\b.txt")).expect("stat");
+    assert!(stat.is_some_and(|(size, t)| size == 3 && t > 0), "{stat:?}");
+    assert_eq!(h.stat(&format!("{dir}\\a")).expect("stat"), None);
     assert!(h.remove_tree(&dir).expect("remove"));
     assert!(!h.dir_exists(&dir).expect("exists"));
     assert!(!h.remove_tree(&dir).expect("remove again"));

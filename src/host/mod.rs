@@ -539,6 +539,23 @@ pub trait Files {
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Some(out))
     }
+    /// A file's size and modification time (nanoseconds since 1970; NTFS keeps 100 ns
+    /// ticks); `None` when there is no regular file at `path`.
+    fn stat(&self, path: &str) -> HostResult<Option<(u64, u128)>> {
+        let local = self.local_path(path)?;
+        let Ok(meta) = std::fs::metadata(&local) else {
+            return Ok(None);
+        };
+        if !meta.is_file() {
+            return Ok(None);
+        }
+        let modified = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        Ok(Some((meta.len(), modified)))
+    }
     /// The SHA-256 of a file, streamed, in hex; `None` when there is no file at `path`.
     fn sha256(&self, path: &str) -> HostResult<Option<String>> {
         let local = self.local_path(path)?;

@@ -21,7 +21,6 @@ use crate::host::{Access, Host};
 use crate::layout::FILE_STAT_FILE;
 use crate::layout::join;
 use serde::{Deserialize, Serialize};
-use std::time::UNIX_EPOCH;
 
 /// The format version; a file of another is not used.
 const FORMAT: u32 = 1;
@@ -44,19 +43,7 @@ struct FileStat {
 
 /// A file's size and modification time; `None` when it is not a regular file.
 fn stat(host: &dyn Host, path: &str) -> anyhow::Result<Option<(u64, u128)>> {
-    let local = host.local_path(path)?;
-    let Ok(meta) = fs_err::metadata(&local) else {
-        return Ok(None);
-    };
-    if !meta.is_file() {
-        return Ok(None);
-    }
-    let modified = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
-    Ok(Some((meta.len(), modified)))
+    Ok(host.stat(path)?)
 }
 
 impl FileStats {
