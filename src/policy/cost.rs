@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::endpoints::{Endpoints, Matched};
 use super::model::{self, Direction, Entity, Policy, Rule};
-use super::{PolicyError, Source};
+use super::source::{PolicyError, Source};
 use crate::selector::Node;
 
 /// Each distinct selector's matches, computed once.

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use super::k8s;
-use super::{PolicyError, Source};
+use super::source::{PolicyError, Source};
 use crate::selector::{self, Node};
 
 /// The label of an endpoint's namespace (`apiv3.LabelNamespace`).

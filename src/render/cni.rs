@@ -1,6 +1,6 @@
 //! The CNI config (`10-calico.conf`) from a template with Calico's placeholder names.
 
-use super::RenderError;
+use super::error::RenderError;
 use super::facts::HostFacts;
 use super::template::{self, Fill};
 use crate::config::Config;

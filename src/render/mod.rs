@@ -3,6 +3,7 @@
 
 pub mod cni;
 pub mod env;
+mod error;
 pub mod facts;
 pub mod fleet;
 pub mod hns;
@@ -12,6 +13,7 @@ pub mod template;
 use crate::config::Config;
 use crate::config::types::Backend;
 use crate::layout::STATIC_RULES_FILE;
+pub use error::RenderError;
 pub use facts::{HostFacts, OsBuild};
 
 /// What Calico's quickstart writes for policy-only installs on AKS (`SetAKSCalicoStaticRules`
@@ -38,21 +40,6 @@ pub const AKS_STATIC_RULES: &str = r#"{
     "version": "0.1.0"
 }
 "#;
-
-/// A rendering failure; nothing is written when one occurs.
-#[derive(Debug, thiserror::Error)]
-pub enum RenderError {
-    #[error("cannot fill the CNI template {template}")]
-    Template {
-        template: String,
-        #[source]
-        source: template::TemplateError,
-    },
-    #[error("the CNI config rendered from {template} is not valid JSON: {message}")]
-    NotJson { template: String, message: String },
-    #[error("cni.conf_filename {0:?} is the name of another rendered file")]
-    NameClash(String),
-}
 
 /// One rendered file: its name within the output and its contents.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,20 +99,4 @@ pub fn render_all(
         return Err(RenderError::NameClash(cni.name.clone()));
     }
     Ok(files)
-}
-
-impl crate::error::Diagnose for RenderError {
-    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
-        let hint = match self {
-            Self::Template { .. } | Self::NotJson { .. } => {
-                "check the template given in cni.template, or unset it to use the built-in template"
-            }
-            Self::NameClash(_) => "set cni.conf_filename to another name, like 10-calico.conf",
-        };
-        crate::error::Diagnosis::new(
-            crate::error::Exit::Usage,
-            crate::error::Kind::InvalidTemplate,
-            hint,
-        )
-    }
 }
