@@ -63,6 +63,13 @@ pub const CALICO_SCRIPT_VXLAN_RULE: &str = "Overlay Traffic 4789 UDP";
 
 pub const RECORD_FILE: &str = "calicoctl-win-install.json";
 pub const JOURNAL_FILE: &str = "calicoctl-win.journal.json";
+/// Uninstall's journal, in the install root's parent (uninstall removes the root itself).
+pub const UNINSTALL_JOURNAL_FILE: &str = "calicoctl-win-uninstall.journal.json";
+/// The release cache under the install root: downloads and their staging.
+pub const CACHE_DIR: &str = "cache";
+/// What a running calicoctl-win.exe that is replaced or removed is renamed to, followed by the
+/// process id (`<exe>.calicoctl-win-old-<pid>`); Windows deletes it at the next reboot.
+pub const RUNNING_IMAGE_ASIDE: &str = ".calicoctl-win-old-";
 /// Beside the install record in the install root.
 pub const FILE_STAT_FILE: &str = "calicoctl-win-file-stat.json";
 pub const LOCK_FILE: &str = "calicoctl-win.lock";

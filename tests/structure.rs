@@ -411,3 +411,30 @@ fn every_error_that_diagnoses_itself_is_a_known_error() {
     )]);
     assert_eq!(unlisted(&planted, known), ["NewError"]);
 }
+
+/// docs/architecture.md's table of ranks says what `RANKS` says: every room at its rank.
+#[test]
+fn the_documented_ranks_are_the_checked_ones() {
+    let doc =
+        fs_err::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md"))
+            .expect("docs/architecture.md");
+    let row = regex::Regex::new(r"(?m)^\| (\d+) \| (.+) \|$").expect("regex");
+    let room = regex::Regex::new(r"`([a-z_]+)`").expect("regex");
+    let mut documented: Vec<(String, u32)> = row
+        .captures_iter(&doc)
+        .flat_map(|c| {
+            let rank: u32 = c[1].parse().expect("rank");
+            room.captures_iter(&c[2])
+                .map(|r| (r[1].to_owned(), rank))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    documented.sort();
+    let mut checked: Vec<(String, u32)> =
+        RANKS.iter().map(|(r, n)| ((*r).to_owned(), *n)).collect();
+    checked.sort();
+    assert_eq!(
+        documented, checked,
+        "docs/architecture.md's rank table and RANKS differ"
+    );
+}

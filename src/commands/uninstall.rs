@@ -65,7 +65,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ctx.printer.json(&doc);
         return Ok(());
     }
-    if let Ok(cache) = host.local_path(&crate::layout::join(&root, "cache")) {
+    if let Ok(cache) = host.local_path(&crate::layout::join(&root, crate::layout::CACHE_DIR)) {
         super::install::remove_stale_staging(&cache)?;
     }
     let mut warnings = execute(

@@ -154,7 +154,7 @@ pub fn release_files(
                 .map_or("--sha256 not given".to_owned(), |s| format!("sha256 {s}"));
             prepare.push(format!(
                 "would download {url} ({sha}) into {}, check it and extract it",
-                root.join("cache").as_str()
+                root.join(crate::layout::CACHE_DIR).as_str()
             ));
             let bin = version
                 .as_deref()

@@ -17,7 +17,7 @@ pub struct Options {
 pub fn journal_path(install_root: &str) -> String {
     let root = install_root.trim_end_matches('\\');
     let parent = root.rsplit_once('\\').map_or(root, |(p, _)| p);
-    crate::layout::join(parent, "calicoctl-win-uninstall.journal.json")
+    crate::layout::join(parent, crate::layout::UNINSTALL_JOURNAL_FILE)
 }
 
 pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<Vec<Action>> {

@@ -19,12 +19,12 @@ use crate::support::fake_api::FakeApi;
 use crate::support::release::{buildinfo, write_zip};
 use calicoctl_win::host::windows::WindowsHost;
 use calicoctl_win::host::{Files, Firewall, Hns, Services};
+use calicoctl_win::layout::{CALICO_NETWORK, EXTERNAL_NETWORK, Role, VXLAN_RULE};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 const ROOT: &str = r"C:\CalicoWindows";
-const SERVICES: [&str; 3] = ["CalicoFelix", "CalicoConfd", "CalicoNode"];
 
 /// Runs its closure when dropped: clean-up that happens however the test ends.
 struct Defer<F: FnMut()>(F);
@@ -170,22 +170,20 @@ fn release(dir: &Path, version: &str) -> PathBuf {
 
 /// What a purge must leave: none of the services, networks, rule or root install made.
 fn remains(h: &WindowsHost) -> Vec<String> {
-    let mut left: Vec<String> = SERVICES
+    // The Calico services (the tested install registers no kube-proxy service).
+    let mut left: Vec<String> = [Role::Node, Role::Felix, Role::Confd]
         .iter()
+        .map(|r| r.service_name())
         .filter(|s| h.service_query(s).ok().flatten().is_some())
         .map(|s| format!("service {s}"))
         .collect();
     for n in h.hns_networks().unwrap_or_default() {
-        if n.name == "Calico" || n.name == "External" {
+        if n.name == CALICO_NETWORK || n.name == EXTERNAL_NETWORK {
             left.push(format!("HNS network {}", n.name));
         }
     }
-    if h.firewall_rule("Calico VXLAN UDP 4789")
-        .ok()
-        .flatten()
-        .is_some()
-    {
-        left.push("firewall rule Calico VXLAN UDP 4789".into());
+    if h.firewall_rule(VXLAN_RULE).ok().flatten().is_some() {
+        left.push(format!("firewall rule {VXLAN_RULE}"));
     }
     if h.dir_exists(ROOT).unwrap_or(false) {
         left.push(ROOT.into());

@@ -115,7 +115,7 @@ fn install(
 ) -> anyhow::Result<()> {
     let dry_run = ctx.options.dry_run;
     // The release: downloaded and extracted on this machine, or (dry run) what would be.
-    let cache_dir = join(&c.root, "cache");
+    let cache_dir = join(&c.root, crate::layout::CACHE_DIR);
     let cache_dirs = record::missing_parents(host, &join(&cache_dir, "x"))?;
     let (journal, mut begun) = begin(host, args, config, &mut c, &cache_dir, dry_run)?;
     let staging = staging_dir(host, &cache_dir, dry_run)?;

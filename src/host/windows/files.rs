@@ -84,10 +84,11 @@ fn is_running_image(path: &Path) -> bool {
 fn move_running_image_aside(path: &Path) -> HostResult<()> {
     use windows_sys::Win32::Storage::FileSystem::{MOVEFILE_DELAY_UNTIL_REBOOT, MoveFileExW};
     let aside = path.with_file_name(format!(
-        "{}.calicoctl-win-old-{}",
+        "{}{}{}",
         path.file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
+        crate::layout::RUNNING_IMAGE_ASIDE,
         std::process::id()
     ));
     std::fs::rename(path, &aside).map_err(io(format!(
