@@ -89,9 +89,10 @@ impl SimHost {
         fs_err::rename(&tmp, &local).map_err(|e| HostError::io(op("replace"), e))?;
         let key = path.to_ascii_lowercase();
         let mut state = self.lock();
-        // The renamed temporary keeps its own security (MoveFileEx moves the file, descriptor
-        // and all): the directory's inherited list and the caller as owner, never the list
-        // or owner the replaced file had.
+        // The renamed temporary keeps its own security: a file moved within an NTFS volume
+        // keeps its permissions (Microsoft, "How permissions are handled when you copy and move
+        // files and folders", KB310316), so the result has the directory's inherited list and
+        // the caller as owner, never the list or owner the replaced file had.
         state.security.remove(&security_key(path));
         if access == Access::Secret {
             state.secrets.insert(key);
