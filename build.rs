@@ -86,7 +86,11 @@ END
         commit = rc_text(commit),
     );
     let rc_path = out.join("calicoctl-win.rc");
-    std::fs::write(&rc_path, rc).expect("write the resource script");
+    // A build script has no fs-err: its panic names the path itself.
+    #[allow(clippy::disallowed_methods)]
+    if let Err(e) = std::fs::write(&rc_path, rc) {
+        panic!("write the resource script {}: {e}", rc_path.display());
+    }
     let object = out.join("calicoctl-win-version.o");
     let windres = std::env::var("WINDRES").unwrap_or_else(|_| "x86_64-w64-mingw32-windres".into());
     let status = Command::new(&windres)
