@@ -1,8 +1,8 @@
 //! Reads `calico-windows.yaml` into a layer of raw values with their line numbers.
 //! Keys are checked against the settings table here, so an unknown key is named with its line.
 
-use super::Problem;
 use super::layer::{Layer, Raw, Source, Sourced};
+use super::problem::Problem;
 use super::spec::{self, Kind};
 use serde::Deserialize;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};

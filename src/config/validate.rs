@@ -1,8 +1,9 @@
 //! Checks that involve more than one setting.
 
+use super::model::Config;
+use super::problem::Problem;
 use super::resolve::Resolver;
 use super::types::*;
-use super::{Config, Problem};
 
 /// Environment variables the tool derives from settings: extra_env may not set them.
 const MANAGED_ENV: &[(&str, &str)] = &[

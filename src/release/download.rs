@@ -2,8 +2,9 @@
 //! an interrupted run is resumed with a Range request; the finished file gets its name only
 //! when its checksum is right.
 
+use super::error::ReleaseError;
 use super::stream::{FailOnDrop, Growth};
-use super::{ReleaseError, Want};
+use super::want::{Want, parse_sha256};
 use crate::files::hex;
 use sha2::Digest;
 use std::collections::BTreeMap;
@@ -111,9 +112,7 @@ pub fn published_checksum(
             .trim_start()
             .trim_start_matches('*')
             .trim_start_matches("./");
-        (file == name)
-            .then(|| super::parse_sha256(hex).ok())
-            .flatten()
+        (file == name).then(|| parse_sha256(hex).ok()).flatten()
     })
 }
 

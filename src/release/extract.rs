@@ -1,29 +1,10 @@
 //! Safe extraction: every entry is checked before anything is written (no path escaping the
 //! target, no symlinks, a cap on the expanded size), then the layout is recognised.
 
-use super::ReleaseError;
-use super::version::{CalicoVersion, VersionScan};
+use super::error::ReleaseError;
+use super::version::{Binary, CalicoVersion, VersionScan};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-
-/// Which Calico binary the release ships.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Binary {
-    /// `calico-node.exe` (v3.2x to v3.32).
-    CalicoNode,
-    /// `calico.exe` (v3.33 and later).
-    Calico,
-}
-
-impl Binary {
-    pub fn file_name(self) -> &'static str {
-        match self {
-            Self::CalicoNode => "calico-node.exe",
-            Self::Calico => "calico.exe",
-        }
-    }
-}
 
 /// An extracted release.
 #[derive(Clone, Debug)]

@@ -10,7 +10,7 @@
 //! does not list, a name refused on the way) gives up the streamed copy and the finished zip is
 //! extracted again from the start, the same way a zip file given on the command line is.
 
-use super::ReleaseError;
+use super::error::ReleaseError;
 use super::extract::{
     Listing, Stop, Versions, components, copy_entry, is_calico_binary, windows_key,
 };
@@ -421,7 +421,11 @@ pub fn clear(dir: &Path) -> Result<(), ReleaseError> {
 /// Extracts a whole zip on this machine the same way: its central directory checked before
 /// anything is written, then its entries inflated at once and confirmed; the one-by-one
 /// extraction from the start when the stream gives up.
-pub fn extract_whole(zip: &Path, into: &Path, cap: u64) -> Result<super::Extracted, ReleaseError> {
+pub fn extract_whole(
+    zip: &Path,
+    into: &Path,
+    cap: u64,
+) -> Result<super::extract::Extracted, ReleaseError> {
     let listed = super::extract::check(zip, cap)?;
     let file = File::open(zip)
         .map_err(|e| ReleaseError::io(format!("cannot read {}", zip.display()), e))?;
@@ -438,7 +442,7 @@ pub fn extract_whole(zip: &Path, into: &Path, cap: u64) -> Result<super::Extract
         }
         _ => {
             clear(into)?;
-            super::extract(zip, into, cap)
+            super::extract::extract(zip, into, cap)
         }
     }
 }

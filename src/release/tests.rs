@@ -1,5 +1,6 @@
 use super::*;
 use std::io::Write;
+use std::time::Duration;
 
 /// Writes a zip with these (name, contents) entries; a name ending in `@link` is a symlink.
 fn zip_of(path: &Path, entries: &[(&str, &[u8])]) {

@@ -17,10 +17,28 @@
 //!   startup --complete-startup`, `component felix`, `component confd --confdir=DIR`,
 //!   `component node monitor-token`.
 
-use super::Binary;
 use std::fmt;
 use std::io::Read;
 use std::path::Path;
+
+/// Which Calico binary the release ships.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Binary {
+    /// `calico-node.exe` (v3.2x to v3.32).
+    CalicoNode,
+    /// `calico.exe` (v3.33 and later).
+    Calico,
+}
+
+impl Binary {
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Self::CalicoNode => "calico-node.exe",
+            Self::Calico => "calico.exe",
+        }
+    }
+}
 
 /// A Calico release version, `MAJOR.MINOR.PATCH`; a pre-release suffix (`-0.dev`, `-rc1`) is
 /// kept for display and sorts before the release itself.

@@ -1,11 +1,13 @@
 //! CalicoFelix and CalicoConfd: wait for CalicoNode's initialisation, then run the component
 //! and restart it when it exits (`felix-service.ps1`, `confd-service.ps1`).
 
-use super::{
-    Backoff, ChildEnd, Component, Log, Result, Settings, Stop, SuperviseError, environment,
-    init_done, required, run_child,
-};
+use super::child::{Backoff, ChildEnd, run_child};
+use super::log::Log;
+use super::node::init_done;
+use super::settings::{Component, Launch, Result, Settings, SuperviseError, environment, required};
+use super::stop::Stop;
 use crate::host::Host;
+use crate::layout::Role;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -41,7 +43,7 @@ pub fn confd(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()
 pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {
     let env = environment(host, s)?;
     let component = match s.role {
-        super::Role::Confd => Component::Confd,
+        Role::Confd => Component::Confd,
         _ => Component::Felix,
     };
     if component == Component::Confd && backend(&env) != "windows-bgp" {
@@ -118,7 +120,7 @@ fn wait_for_init(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Resul
 pub(super) fn supervise(
     host: &dyn Host,
     s: &Settings,
-    program: &super::Launch,
+    program: &Launch,
     env: &BTreeMap<String, String>,
     reload_exit: Option<i32>,
     stop: &Stop,

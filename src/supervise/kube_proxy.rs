@@ -18,7 +18,9 @@
 //! `pkg/proxy/winkernel`: "Cleaning up old HNS policy lists"), so it is not done again here.
 //! kube-proxy then runs, restarted with backoff when it exits, until the service stops.
 
-use super::{Launch, Log, Result, Settings, Stop, SuperviseError, environment};
+use super::log::Log;
+use super::settings::{Launch, Result, Settings, SuperviseError, environment};
+use super::stop::Stop;
 use crate::host::{Host, Output, ProcessSpec};
 use crate::layout::CALICO_NETWORK;
 use crate::layout::SOURCE_VIP_ENDPOINT;

@@ -1,11 +1,11 @@
 //! CalicoNode: the start-up after a boot, then calico-node startup whenever kubelet restarts
 //! (`node-service.ps1`, reference §3.2 and §3.6–3.7, with every wait bounded).
 
+use super::child::{Backoff, ChildEnd, report_failure, run_child};
+use super::log::Log;
 use super::renew::Renewal;
-use super::{
-    Backoff, ChildEnd, Component, Log, Result, Settings, Stop, SuperviseError, environment,
-    run_child,
-};
+use super::settings::{Component, Launch, Result, Settings, SuperviseError, environment, required};
+use super::stop::Stop;
 use crate::host::{HnsNetwork, Host, HostError, HostResult, RegValue, Route, SystemFacts};
 use crate::installed::failure::{self, Blocks};
 use crate::installed::platform::{self, Platform};
@@ -54,7 +54,7 @@ fn stored_boot(host: &dyn Host) -> HostResult<Option<String>> {
 /// never are (see `release::version`).
 pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
     let env = environment(host, s)?;
-    let program = super::required(host, s, Component::Startup)?;
+    let program = required(host, s, Component::Startup)?;
     init(host, s, &env, stop, log)?;
     let mut renewal = Renewal::prepare(host, &env, log);
     let out = watch_kubelet(host, s, &env, &program, renewal.as_mut(), stop, log);
@@ -71,7 +71,7 @@ fn watch_kubelet(
     host: &dyn Host,
     s: &Settings,
     env: &BTreeMap<String, String>,
-    program: &super::Launch,
+    program: &Launch,
     mut renewal: Option<&mut Renewal>,
     stop: &Stop,
     log: &Log,
@@ -112,7 +112,7 @@ fn watch_kubelet(
 /// what starting CalicoNode does on a simulated host.
 pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<StartPhase> {
     let env = environment(host, s)?;
-    let program = super::required(host, s, Component::Startup)?;
+    let program = required(host, s, Component::Startup)?;
     let stop = Stop::new();
     let phase = init(host, s, &env, &stop, log)?;
     if host.process_pid("kubelet.exe")?.is_some() {
@@ -147,7 +147,7 @@ pub fn init(
     if let Err(e) = &out
         && !matches!(e, SuperviseError::Stopped)
     {
-        super::report_failure(
+        report_failure(
             host,
             NODE,
             "initialise",
@@ -512,7 +512,7 @@ fn restore_routes(
         } else if let Some(i) = vswitch {
             i
         } else {
-            super::report_failure(
+            report_failure(
                 host,
                 NODE,
                 &format!("restore the route {what} that the vSwitch dropped"),
@@ -531,7 +531,7 @@ fn restore_routes(
                 log.info(&format!("restored route {what} that the vSwitch dropped"));
                 restored.push(what);
             }
-            Err(e) => super::report_failure(
+            Err(e) => report_failure(
                 host,
                 NODE,
                 &format!("restore the route {what} that the vSwitch dropped"),
@@ -559,7 +559,7 @@ fn ensure_metadata_route(host: &dyn Host, mgmt: Ipv4Addr, log: &Log) -> Result<(
         .find(|a| a.ip == mgmt)
         .map(|a| a.index)
     else {
-        super::report_failure(
+        report_failure(
             host,
             NODE,
             &format!("add the metadata route {METADATA}/32"),
@@ -580,7 +580,7 @@ fn ensure_metadata_route(host: &dyn Host, mgmt: Ipv4Addr, log: &Log) -> Result<(
         Ok(()) | Err(HostError::Exists { .. }) => log.info(&format!(
             "added the metadata route {METADATA}/32 on interface {index}"
         )),
-        Err(e) => super::report_failure(
+        Err(e) => report_failure(
             host,
             NODE,
             &format!("add the metadata route {METADATA}/32"),
@@ -640,7 +640,7 @@ fn startup(
     host: &dyn Host,
     s: &Settings,
     env: &BTreeMap<String, String>,
-    program: &super::Launch,
+    program: &Launch,
     max_attempts: Option<u32>,
     stop: &Stop,
     log: &Log,

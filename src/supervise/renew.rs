@@ -22,11 +22,12 @@
 //! back off from 5 to 30 minutes. The Application event (event 5, a warning) is written once
 //! per outage, not at every attempt.
 
-use super::{EVENT_SOURCE, Log};
+use super::log::Log;
 use crate::cluster::credentials::{self, Token};
 use crate::cluster::{Cluster, ClusterError};
 use crate::host::{Access, EventLevel, Host, HostResult, RegValue};
 use crate::layout::CALICO_KEY;
+use crate::layout::EVENT_SOURCE;
 use crate::layout::ISSUED_VALUE;
 use crate::layout::RENEWAL_VALUE;
 use serde::{Deserialize, Serialize};

@@ -15,6 +15,7 @@ use crate::layout::LEGACY_BOOT_VALUE;
 use crate::release::{Binary, CalicoVersion};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
+use std::time::Instant;
 
 const ROOT: &str = r"C:\CalicoWindows";
 

@@ -6,7 +6,7 @@
 //! So after the VNI in the service environment changes, the network keeps the old VSID: this is
 //! exactly the silent VNI problem that `reconfigure` solves, reproduced on the simulated host.
 
-use super::SimHost;
+use super::handle::SimHost;
 use crate::host::{Files, Hns, HostResult, ProcessSpec};
 use crate::layout::SOURCE_VIP_ENDPOINT;
 use crate::release::CalicoVersion;

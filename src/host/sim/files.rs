@@ -1,7 +1,7 @@
 //! The simulated host's file system: `C:\Program Files\x` lives at `<dir>/fs/c/program files/x`
 //! (lower case, since Windows paths are case-insensitive).
 
-use super::SimHost;
+use super::handle::SimHost;
 use crate::files::Contents;
 use crate::host::{Access, Files, HostError, HostResult, acl};
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The simulated service control manager.
 
+use super::handle::{ServiceStart, SimHost};
 use super::state::SimService;
-use super::{ServiceStart, SimHost};
 use crate::host::{
     Files, HostError, HostResult, InstalledService, ServiceSpec, ServiceState, Services, StartType,
     split_command_line,

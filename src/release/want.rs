@@ -1,0 +1,86 @@
+//! What the user asked for: the zip's source, its checksum and the limits of its download.
+
+use super::error::ReleaseError;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where the zip comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    Path(PathBuf),
+    Url(String),
+}
+
+impl Source {
+    /// `--release-zip` as given: `http(s)://` is a URL, anything else a file.
+    pub fn parse(s: &str) -> Self {
+        let lower = s.to_ascii_lowercase();
+        if lower.starts_with("https://") || lower.starts_with("http://") {
+            Self::Url(s.to_owned())
+        } else {
+            Self::Path(PathBuf::from(s))
+        }
+    }
+
+    pub fn show(&self) -> String {
+        match self {
+            Self::Path(p) => p.display().to_string(),
+            Self::Url(u) => u.clone(),
+        }
+    }
+
+    /// The zip's file name (`calico-windows-v3.30.0.zip`), for the cache.
+    pub fn file_name(&self) -> String {
+        let name = match self {
+            Self::Path(p) => p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            Self::Url(u) => u
+                .split(['?', '#'])
+                .next()
+                .unwrap_or_default()
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+        };
+        if name.is_empty() || name.contains(['\\', ':']) || name == ".." {
+            "calico-windows.zip".into()
+        } else {
+            name
+        }
+    }
+}
+
+/// What the user asked for.
+#[derive(Clone, Debug)]
+pub struct Want {
+    pub source: Source,
+    /// Whether the version was chosen (`--calico-version` or `--release-zip`); if not, the
+    /// cluster's version replaces the built-in default.
+    pub chosen: bool,
+    /// Expected SHA-256, lower-case hex.
+    pub sha256: Option<String>,
+    /// The version asked for, without a leading `v`.
+    pub version: Option<String>,
+    pub allow_http: bool,
+    pub skip_checksum: bool,
+    /// Extra trusted CA certificates (PEM) for the download.
+    pub ca_pem: Option<Vec<u8>>,
+    /// The whole download (`--download-timeout`).
+    pub timeout: Duration,
+    /// Without a byte received (`--download-idle-timeout`): a stalled server.
+    pub idle_timeout: Duration,
+}
+
+/// A checked `--sha256` value (`HEX` or `sha256:HEX`), lower case.
+pub fn parse_sha256(s: &str) -> Result<String, ReleaseError> {
+    let s = s.trim().to_ascii_lowercase();
+    let s = s.strip_prefix("sha256:").unwrap_or(&s).to_owned();
+    if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(s)
+    } else {
+        Err(ReleaseError::BadChecksumArg(s))
+    }
+}

@@ -1,0 +1,130 @@
+//! Running one child under a service body: until it exits, times out or is stopped, with a
+//! back-off between restarts; and a failure said in the log, the event log and the record.
+
+use super::log::Log;
+use super::settings::{Launch, Result, Settings, SuperviseError, Timing};
+use super::stop::Stop;
+use crate::host::{Host, Output, ProcessSpec};
+use crate::layout::EVENT_SOURCE;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// How a supervised child ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ChildEnd {
+    Exited(i32),
+    /// It ran past its time limit and was stopped.
+    TimedOut,
+}
+
+/// Runs a child with exactly `env`, its output in the log, until it exits, runs past `limit`
+/// (stopped, `TimedOut`), or a stop is requested (stopped gracefully, then killed; `Stopped`).
+pub(super) fn run_child(
+    host: &dyn Host,
+    s: &Settings,
+    launch: &Launch,
+    env: &BTreeMap<String, String>,
+    limit: Option<Duration>,
+    stop: &Stop,
+    log: &Log,
+) -> Result<ChildEnd> {
+    let spec = ProcessSpec {
+        program: launch.program.clone(),
+        args: launch.args.clone(),
+        env: env.clone(),
+        cwd: launch.cwd.clone(),
+        output: Output::Lines(log.sink()),
+    };
+    let mut child = host.spawn(&spec)?;
+    log.info(&format!(
+        "started {} {} (pid {})",
+        launch.program,
+        launch.args.join(" "),
+        child.pid()
+    ));
+    let started = Instant::now();
+    loop {
+        if let Some(code) = child.wait_timeout(s.timing.poll.min(Duration::from_millis(200)))? {
+            return Ok(ChildEnd::Exited(code));
+        }
+        if stop.requested() {
+            log.info(&format!(
+                "stopping pid {} (killed if still running after {:?})",
+                child.pid(),
+                s.stop_timeout
+            ));
+            let code = child.stop(s.stop_timeout)?;
+            log.info(&format!("pid {} ended with exit code {code}", child.pid()));
+            return Err(SuperviseError::Stopped);
+        }
+        if limit.is_some_and(|l| started.elapsed() >= l) {
+            child.stop(s.stop_timeout)?;
+            return Ok(ChildEnd::TimedOut);
+        }
+    }
+}
+
+/// A doubling restart delay.
+pub(super) struct Backoff {
+    next: Duration,
+    min: Duration,
+    max: Duration,
+}
+
+impl Backoff {
+    pub(super) fn new(t: &Timing) -> Self {
+        Self {
+            next: t.backoff_min,
+            min: t.backoff_min,
+            max: t.backoff_max,
+        }
+    }
+
+    pub(super) fn next(&mut self) -> Duration {
+        let d = self.next;
+        self.next = (self.next * 2).min(self.max);
+        d
+    }
+
+    pub(super) fn reset(&mut self) {
+        self.next = self.min;
+    }
+}
+
+/// The event id of a failure CalicoNode records for the waits (a warning: the service itself
+/// runs on).
+pub const EVENT_FAILURE: u32 = 4;
+
+/// Says a failure in the service's log and the event log and records it for the waits
+/// (`installed::failure`), which then end at once with the service's own error.
+pub fn report_failure(
+    host: &dyn Host,
+    service: &str,
+    what: &str,
+    error: &str,
+    blocks: crate::installed::failure::Blocks,
+    log: &Log,
+) {
+    let line = format!("could not {what}: {error}");
+    log.warn(&line);
+    if let Err(e) = host.report_event(
+        EVENT_SOURCE,
+        crate::host::EventLevel::Warning,
+        EVENT_FAILURE,
+        &format!("{service} {line}"),
+    ) {
+        log.warn(&format!("cannot write to the Application event log: {e}"));
+    }
+    let failure = crate::installed::failure::Failure {
+        service: service.to_owned(),
+        what: what.to_owned(),
+        error: error.to_owned(),
+        blocks,
+        at: crate::installed::failure::now(),
+    };
+    if let Err(e) = crate::installed::failure::record(host, failure) {
+        log.warn(&format!(
+            "cannot record the failure where install's wait reads it: {e}"
+        ));
+    }
+}

@@ -1,0 +1,364 @@
+//! What a service body runs with: its settings and environment, the release's layout and the
+//! component to launch, and why it stops with an error.
+
+use super::log::LogSettings;
+use crate::host::{Host, HostError};
+use crate::layout::Role;
+use crate::release::{Binary, CalicoVersion, Features};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Why a service body stopped with an error. Stopping on request is not an error.
+#[derive(Debug, thiserror::Error)]
+pub enum SuperviseError {
+    #[error("the service environment {path} is missing")]
+    NoEnvironment { path: String },
+    #[error("neither calico.exe nor calico-node.exe is in {root}")]
+    NoCalicoBinary { root: String },
+    #[error("the External network document {path} is missing")]
+    NoExternalSpec { path: String },
+    #[error(
+        "no usable IPv4 address after {}s (addresses seen: {})",
+        .waited.as_secs(), if .seen.is_empty() { "none".to_owned() } else { .seen.join(", ") }
+    )]
+    NoUsableIp { waited: Duration, seen: Vec<String> },
+    #[error("could not create the External HNS network within {}s: {last}", .after.as_secs())]
+    ExternalNetwork { after: Duration, last: String },
+    #[error("the External HNS network got no management IP within {}s", .after.as_secs())]
+    ManagementIp { after: Duration },
+    #[error("HNS networks {names} are still there {}s after deleting them", .after.as_secs())]
+    NetworksRemain { names: String, after: Duration },
+    #[error("could not restart RemoteAccess for BGP")]
+    RemoteAccess(#[source] HostError),
+    #[error("calico-node startup did not succeed after {attempts} attempts (last: {last})")]
+    Startup { attempts: u32, last: String },
+    #[error("CalicoNode has not finished initialising in this boot")]
+    NotInitialised,
+    #[error("kube-proxy is not at {path:?} (kube_proxy.path)")]
+    NoKubeProxy { path: String },
+    #[error(
+        "kube-proxy cannot run on Calico's overlay network: its version is {found} (1.14 or later needed)"
+    )]
+    KubeProxyVersion { found: String },
+    #[error("{what} did not appear within {}s", .after.as_secs())]
+    KubeProxyWait { what: String, after: Duration },
+    #[error(transparent)]
+    Host(#[from] HostError),
+    /// A stop was requested; the body returns without error.
+    #[error("stopped")]
+    Stopped,
+}
+
+impl SuperviseError {
+    pub fn hint(&self) -> Option<&'static str> {
+        Some(match self {
+            Self::NoEnvironment { .. } | Self::NoExternalSpec { .. } => {
+                "run 'calicoctl-win install' (it renders the service files), or check --install-root"
+            }
+            Self::NoCalicoBinary { .. } => {
+                "run 'calicoctl-win install' to unpack the Calico release, or check --install-root"
+            }
+            Self::NoUsableIp { .. } => {
+                "the NIC has no address yet (DHCP?); raise node.startup_valid_ip_timeout if it is only slow"
+            }
+            Self::ExternalNetwork { .. }
+            | Self::ManagementIp { .. }
+            | Self::NetworksRemain { .. } => {
+                "check the hns and vmcompute services and 'Get-HnsNetwork'; the service restarts and tries again"
+            }
+            Self::RemoteAccess(_) => {
+                "check 'Get-Service RemoteAccess' (windows-bgp needs the RemoteAccess feature)"
+            }
+            Self::NotInitialised => "start CalicoNode first and read its log, calico-node.log",
+            Self::NoKubeProxy { .. } => {
+                "put kube-proxy.exe there, or set kube_proxy.path and run 'calicoctl-win reconfigure'"
+            }
+            Self::KubeProxyVersion { .. } => {
+                "use kube-proxy 1.14 or later (the cluster's version is best)"
+            }
+            Self::KubeProxyWait { .. } => {
+                "check CalicoNode (calicoctl-win status, calico-node.log); the service restarts and waits again"
+            }
+            _ => return None,
+        })
+    }
+
+    /// Whether it gave up waiting (exit code 4).
+    pub fn is_timeout(&self) -> bool {
+        matches!(
+            self,
+            Self::NoUsableIp { .. }
+                | Self::ExternalNetwork { .. }
+                | Self::ManagementIp { .. }
+                | Self::NetworksRemain { .. }
+                | Self::KubeProxyWait { .. }
+        )
+    }
+}
+
+pub type Result<T, E = SuperviseError> = std::result::Result<T, E>;
+
+/// Intervals of the loops; tests shorten them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Timing {
+    /// How often a wait looks again (HNS, the marker, a running child).
+    pub poll: Duration,
+    /// How often CalicoNode looks for a new kubelet process (the scripts: 10 s).
+    pub kubelet_poll: Duration,
+    /// How often the address wait looks (the scripts: 5 s).
+    pub ip_poll: Duration,
+    /// Restart delays: doubling from `backoff_min` up to `backoff_max`.
+    pub backoff_min: Duration,
+    pub backoff_max: Duration,
+    /// The networking stack's grace period after the vSwitch appears (the scripts: 10 s).
+    pub settle: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Self {
+            poll: Duration::from_secs(1),
+            kubelet_poll: Duration::from_secs(10),
+            ip_poll: Duration::from_secs(5),
+            backoff_min: Duration::from_secs(1),
+            backoff_max: Duration::from_secs(60),
+            settle: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What one service body needs, from its command line (`service run ROLE ...`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    pub role: Role,
+    /// The install root on the host (`C:\CalicoWindows`).
+    pub install_root: String,
+    pub log: LogSettings,
+    /// How long a stopping child gets before it is killed.
+    pub stop_timeout: Duration,
+    /// How long felix and confd wait for CalicoNode before warning (then they keep waiting).
+    pub init_timeout: Duration,
+    /// Bound on HNS work: deleting old networks, creating External, its management IP.
+    pub network_timeout: Duration,
+    /// Bound on one calico-node startup run.
+    pub startup_timeout: Duration,
+    /// After a boot, delete every non-NAT HNS network as Calico's scripts do, instead of only
+    /// Calico's own (`Calico`, `Calico-*`, `External`).
+    pub delete_all_non_nat_networks: bool,
+    pub probes: crate::installed::platform::Probes,
+    /// The platform as configured; `Auto` probes.
+    pub platform: crate::config::types::PlatformChoice,
+    pub timing: Timing,
+    /// Runs this program (on this machine) instead of the installed Calico binary, with the
+    /// same arguments: for tests and for trying a build by hand.
+    pub program: Option<String>,
+    /// The installed Calico release, which decides the start-up flags; unknown, only the
+    /// flags every release of the binary knows are used.
+    pub calico_version: Option<CalicoVersion>,
+    /// What the children take from the service's own environment (`INHERITED`), under the
+    /// role's env file, which wins.
+    pub inherited: BTreeMap<String, String>,
+}
+
+impl Settings {
+    pub fn new(role: Role, install_root: &str) -> Self {
+        Self {
+            role,
+            install_root: install_root.trim_end_matches('\\').to_owned(),
+            log: LogSettings::default(),
+            stop_timeout: Duration::from_secs(10),
+            init_timeout: Duration::from_secs(300),
+            network_timeout: Duration::from_secs(300),
+            startup_timeout: Duration::from_secs(300),
+            delete_all_non_nat_networks: false,
+            probes: crate::installed::platform::Probes::default(),
+            platform: crate::config::types::PlatformChoice::Auto,
+            timing: Timing::default(),
+            program: None,
+            calico_version: None,
+            inherited: BTreeMap::new(),
+        }
+    }
+
+    pub(super) fn path(&self, name: &str) -> String {
+        crate::layout::join(&self.install_root, name)
+    }
+}
+
+/// The service's rendered environment, `<install root>\calico-<role>.env`.
+pub fn environment(host: &dyn Host, s: &Settings) -> Result<BTreeMap<String, String>> {
+    let path = s.path(s.role.env_file());
+    let bytes = host
+        .read_file(&path)?
+        .ok_or(SuperviseError::NoEnvironment { path })?;
+    let mut env = s.inherited.clone();
+    env.extend(parse_env(&String::from_utf8_lossy(&bytes)));
+    Ok(env)
+}
+
+/// The variables a child takes from the service's own environment, as NSSM and Calico's
+/// scripts passed the whole of theirs: where Windows and its tools are (confd on Calico up to
+/// 3.27.1 runs `powershell` by name, found on `PATH`), where temporary files go, and a
+/// machine-wide proxy (Go's `http.ProxyFromEnvironment` reads `HTTPS_PROXY`, `NO_PROXY` and
+/// their lower-case forms). Nothing else: no user's variables, no secrets.
+pub const INHERITED: &[&str] = &[
+    "SystemRoot",
+    "SystemDrive",
+    "windir",
+    "PATH",
+    "PATHEXT",
+    "ComSpec",
+    "TEMP",
+    "TMP",
+    "ProgramData",
+    "ProgramFiles",
+    "ProgramFiles(x86)",
+    "ProgramW6432",
+    "CommonProgramFiles",
+    "ALLUSERSPROFILE",
+    "PSModulePath",
+    "COMPUTERNAME",
+    "NUMBER_OF_PROCESSORS",
+    "PROCESSOR_ARCHITECTURE",
+    "OS",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+];
+
+/// The allow-listed variables of `env` (the process's own, read once by `main`). Windows
+/// names variables without regard to case, so `Path` is `PATH`.
+pub fn inherited(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let windows_names = cfg!(windows);
+    env.iter()
+        .filter_map(|(k, v)| {
+            let name = INHERITED.iter().find(|n| {
+                if windows_names {
+                    n.eq_ignore_ascii_case(k)
+                } else {
+                    **n == k.as_str()
+                }
+            })?;
+            Some(((*name).to_owned(), v.clone()))
+        })
+        .collect()
+}
+
+/// `NAME=VALUE` lines; blank lines and `#` comments are skipped.
+pub fn parse_env(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// How the installed release is run: its binary and the start-up flags that release knows
+/// (`release::version` has the facts, from Calico's service scripts at each tag).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout(pub Features);
+
+/// What a role runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Component {
+    Startup,
+    Felix,
+    Confd,
+}
+
+impl Layout {
+    /// Reads the binary from the files in the install root (checking that it exists, never
+    /// reading it), and the flags from the installed version when it is known and matches.
+    pub fn detect(host: &dyn Host, s: &Settings) -> Result<Self> {
+        let binary = if host.file_access(&s.path("calico.exe"))?.is_some() {
+            Binary::Calico
+        } else if host.file_access(&s.path("calico-node.exe"))?.is_some() {
+            Binary::CalicoNode
+        } else {
+            return Err(SuperviseError::NoCalicoBinary {
+                root: s.install_root.clone(),
+            });
+        };
+        Ok(Self::of(binary, s.calico_version.as_ref()))
+    }
+
+    /// The layout of `binary` in release `version`; a version whose binary is another one is
+    /// not this release's, so only the binary's name counts then.
+    pub fn of(binary: Binary, version: Option<&CalicoVersion>) -> Self {
+        match version.map(CalicoVersion::features) {
+            Some(f) if f.binary == binary => Self(f),
+            _ => Self(Features::of_binary(binary)),
+        }
+    }
+
+    /// The program and arguments of a component.
+    pub fn command(self, s: &Settings, c: Component) -> (String, Vec<String>) {
+        let f = self.0;
+        let confdir = s.path("confd");
+        let args: Vec<String> = match (f.binary, c) {
+            (Binary::CalicoNode, Component::Startup) if f.complete_startup => {
+                vec!["-startup".into(), "-complete-startup".into()]
+            }
+            (Binary::CalicoNode, Component::Startup) => vec!["-startup".into()],
+            (Binary::CalicoNode, Component::Felix) => vec!["-felix".into()],
+            (Binary::CalicoNode, Component::Confd) => {
+                vec!["-confd".into(), format!("-confd-confdir={confdir}")]
+            }
+            (Binary::Calico, Component::Startup) => {
+                let mut a = words(&["component", "node", "startup"]);
+                if f.complete_startup {
+                    a.push("--complete-startup".into());
+                }
+                a
+            }
+            (Binary::Calico, Component::Felix) => words(&["component", "felix"]),
+            (Binary::Calico, Component::Confd) => {
+                let mut a = words(&["component", "confd"]);
+                a.push(format!("--confdir={confdir}"));
+                a
+            }
+        };
+        (s.path(f.binary.file_name()), args)
+    }
+}
+
+pub(super) fn words(w: &[&str]) -> Vec<String> {
+    w.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// A component to run: the program, its arguments, its working directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Launch {
+    pub(super) program: String,
+    pub(super) args: Vec<String>,
+    pub(super) cwd: Option<String>,
+}
+
+/// How to run a component: the installed binary, in the install root (confd in its confdir),
+/// unless `Settings::program` overrides the program (then in the current directory).
+pub(super) fn required(host: &dyn Host, s: &Settings, c: Component) -> Result<Launch> {
+    let layout = match &s.program {
+        Some(_) => Layout::of(Binary::CalicoNode, s.calico_version.as_ref()),
+        None => Layout::detect(host, s)?,
+    };
+    let (exe, args) = layout.command(s, c);
+    Ok(match &s.program {
+        Some(p) => Launch {
+            program: p.clone(),
+            args,
+            cwd: None,
+        },
+        None => Launch {
+            program: exe,
+            args,
+            cwd: Some(match c {
+                Component::Confd => s.path("confd"),
+                _ => s.install_root.clone(),
+            }),
+        },
+    })
+}
