@@ -45,7 +45,8 @@ pub struct Context {
     /// this machine; known once the host is opened.
     host_kubeconfig: Option<PathBuf>,
     log: Option<Box<dyn Write>>,
-    /// The host lock, held from `open_host_to_change` until the command ends.
+    /// The host lock, held from `open_host_to_change` until the command ends, or until the
+    /// change that took it (`take_lock`) does.
     lock: Option<crate::host::lock::HostLock>,
     /// What starting a calicoctl-win service does on a simulated host (set by `main`).
     sim_start_hook: Option<crate::host::sim::StartHook>,
@@ -69,6 +70,12 @@ impl Context {
             log,
             sim_start_hook: None,
         }
+    }
+
+    /// The host lock `open_host_to_change` took, handed to the change that holds it until it
+    /// ends (`commands::change::Change`).
+    pub fn take_lock(&mut self) -> Option<crate::host::lock::HostLock> {
+        self.lock.take()
     }
 
     /// Simulated hosts opened from now on run `hook` when a calicoctl-win service starts.

@@ -1,9 +1,88 @@
-//! The skeleton the changing commands (install, reconfigure, uninstall) share: an interrupted
-//! run's journal continued, the plan shown, the plan run with each step printed and logged, a
-//! failure measured against the host as it was before, and after success the file stats kept
-//! and the node annotated.
+//! The skeleton the changing commands (install, reconfigure, uninstall) share, as one value:
+//! a [`Change`] holds the host (and the host lock), the install root, the journal path and the
+//! journal an interrupted run left; it shows the plan, runs it with each step printed and
+//! logged and a failure measured against the host as it was before (the before-snapshot is
+//! taken as the run starts), and after success keeps the file stats and annotates the node.
 
+use crate::apply::journal::Journal;
 use crate::context::Context;
+use crate::host::Host;
+use crate::host::lock::HostLock;
+
+/// One run of a changing command on this host.
+pub(crate) struct Change<'h> {
+    pub host: &'h dyn Host,
+    /// `install`, `reconfigure`, `uninstall`: the journal's command and the messages' word.
+    pub command: &'static str,
+    pub root: String,
+    pub journal_path: String,
+    /// The journal an interrupted run of this command left, continued by this one.
+    pub journal: Option<Journal>,
+    /// The host lock `Context::open_host_to_change` took (none in a dry run), held until the
+    /// change is dropped.
+    _lock: Option<HostLock>,
+}
+
+impl<'h> Change<'h> {
+    /// Begins the change: takes over the host lock and the journal an interrupted run of
+    /// `command` left at `journal_path`, after saying that this run continues it; another
+    /// command's unfinished journal is refused.
+    pub fn begin(
+        ctx: &mut Context,
+        host: &'h dyn Host,
+        command: &'static str,
+        root: &str,
+        journal_path: String,
+    ) -> anyhow::Result<Self> {
+        let journal = continue_journal(ctx, host, &journal_path, command)?;
+        Ok(Self {
+            host,
+            command,
+            root: root.to_owned(),
+            journal_path,
+            journal,
+            _lock: ctx.take_lock(),
+        })
+    }
+
+    /// Prints a plan for people, one numbered line per action (a dry run's output).
+    pub fn show(&self, ctx: &mut Context, actions: &[crate::apply::Action]) {
+        print_plan(ctx, actions);
+    }
+
+    /// Runs the plan, each step printed and logged as it starts. A plan that rolls back has a
+    /// snapshot of what it touches taken first, and its failure comes back with what the
+    /// rollback left, measured (`after_rollback`). `Err` only when the host cannot be read
+    /// before.
+    pub fn run(
+        &self,
+        ctx: &mut Context,
+        actions: &[crate::apply::Action],
+        opts: crate::apply::Options,
+    ) -> anyhow::Result<Outcome> {
+        if !opts.rollback {
+            return Ok(execute_plan(ctx, self.host, actions, opts)
+                .map_err(|error| Box::new(Failed { error, left: None })));
+        }
+        execute_measured(ctx, self.host, actions, opts, self.command)
+    }
+
+    /// After a run that succeeded (or had nothing to do): the installed files' sizes and
+    /// times, which spare `status` hashing them.
+    pub fn keep_file_stats(&self, ctx: &mut Context) {
+        keep_file_stats(ctx, self.host, &self.root);
+    }
+
+    /// After an install or reconfigure: the node's annotations (`annotate_node`).
+    pub fn annotate(
+        &self,
+        ctx: &mut Context,
+        cluster: Option<&crate::cluster::Cluster>,
+        node: &str,
+    ) {
+        annotate_node(ctx, cluster, self.host, &self.root, node);
+    }
+}
 
 /// A run that failed: the executor's error and, when it rolled back, what the rollback left,
 /// measured against the host before the command (`after_rollback`).
@@ -19,7 +98,7 @@ pub(crate) type Outcome = Result<Vec<String>, Box<Failed>>;
 /// engines that roll work over the nodes: the Calico release, calicoctl-win's version and a
 /// hash of the rendered configuration (its files' checksums, from the install record). A node
 /// that cannot be annotated is a warning: the node itself is as it should be.
-pub(crate) fn annotate_node(
+fn annotate_node(
     ctx: &mut Context,
     cluster: Option<&crate::cluster::Cluster>,
     host: &dyn crate::host::Host,
@@ -47,7 +126,7 @@ pub(crate) fn annotate_node(
 }
 /// The journal an interrupted run of `command` left under the install root, after saying
 /// that this run continues it; another command's unfinished journal is refused.
-pub(crate) fn continue_journal(
+fn continue_journal(
     ctx: &mut Context,
     host: &dyn crate::host::Host,
     path: &str,
@@ -74,7 +153,7 @@ pub(crate) fn continue_journal(
     Ok(Some(j))
 }
 /// Prints a plan for people, one numbered line per action (a dry run's output).
-pub(crate) fn print_plan(ctx: &mut Context, actions: &[crate::apply::Action]) {
+fn print_plan(ctx: &mut Context, actions: &[crate::apply::Action]) {
     ctx.printer.text("Plan:");
     for (i, a) in actions.iter().enumerate() {
         ctx.printer
@@ -84,7 +163,7 @@ pub(crate) fn print_plan(ctx: &mut Context, actions: &[crate::apply::Action]) {
 /// What a rollback left, measured: the host compared with `before` (taken before the command
 /// changed anything), each difference with the command that puts it back; "the node is as it
 /// was" only when nothing differs.
-pub(crate) fn after_rollback(
+fn after_rollback(
     host: &dyn crate::host::Host,
     scope: &crate::apply::snapshot::Scope,
     before: &crate::apply::snapshot::Snapshot,
@@ -110,7 +189,7 @@ pub(crate) fn after_rollback(
 /// Runs the plan like `execute_plan`, with a snapshot of what it touches taken first: a
 /// failure comes back with what its rollback left, measured (`after_rollback`), when there
 /// was a rollback. `Err` only when the host cannot be read before.
-pub(crate) fn execute_measured(
+fn execute_measured(
     ctx: &mut Context,
     host: &dyn crate::host::Host,
     actions: &[crate::apply::Action],
@@ -135,7 +214,7 @@ pub(crate) fn execute_measured(
 /// After an install or reconfigure: the installed files' sizes and times, which
 /// spare `status` hashing them (`plan::file_stat`). Only a warning when they cannot be kept:
 /// status then hashes every file.
-pub(crate) fn keep_file_stats(ctx: &mut Context, host: &dyn crate::host::Host, root: &str) {
+fn keep_file_stats(ctx: &mut Context, host: &dyn crate::host::Host, root: &str) {
     let kept = crate::installed::record::read(host, root)
         .map_err(anyhow::Error::from)
         .and_then(|rec| match rec {
@@ -152,7 +231,7 @@ pub(crate) fn keep_file_stats(ctx: &mut Context, host: &dyn crate::host::Host, r
 }
 /// Runs a plan, printing and logging each step as it starts; the warnings of a run that
 /// succeeded (a route with nowhere to go) are printed and returned for the JSON document.
-pub(crate) fn execute_plan(
+fn execute_plan(
     ctx: &mut Context,
     host: &dyn crate::host::Host,
     actions: &[crate::apply::Action],

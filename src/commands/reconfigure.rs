@@ -1,7 +1,7 @@
 //! `reconfigure`: converges an installed node to a changed config, draining it and making the
 //! Calico HNS network again when the change is one HNS cannot make in place.
 
-use super::change;
+use super::change::{Change, Failed};
 use super::preflight::{ClusterRead, read_cluster, with_cluster};
 use crate::apply;
 use crate::apply::Action;
@@ -31,7 +31,8 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let rec = installed(host.as_ref(), &root, config)?;
     host_checks(ctx, host.as_ref(), config, &rec, &args.allow_known_issue)?;
     let journal_path = join(&root, crate::layout::JOURNAL_FILE);
-    let journal = change::continue_journal(ctx, host.as_ref(), &journal_path, "reconfigure")?;
+    let mut change = Change::begin(ctx, host.as_ref(), "reconfigure", &root, journal_path)?;
+    let journal = change.journal.take();
 
     // Files: the new rendered ones; the release's and the credentials stay as they are.
     let rendered = rendered_files(host.as_ref(), config, rec.release())?;
@@ -84,33 +85,38 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         changes: &changes,
         pods: node.preview,
     };
-    let Some(doc) = show(ctx, &shown, &actions)? else {
-        nothing_to_change(ctx, host.as_ref(), &root, &actions);
+    let Some(doc) = show(ctx, &change, &shown, &actions)? else {
+        nothing_to_change(ctx, &change, &actions);
         return Ok(());
     };
     let cluster = node.cluster.as_deref();
-    let opts = options(args, journal_path, journal, cluster);
-    if let Err(e) = change::execute_measured(ctx, host.as_ref(), &actions, opts, "reconfigure")? {
+    let opts = options(args, change.journal_path.clone(), journal, cluster);
+    if let Err(e) = change.run(ctx, &actions, opts)? {
         return Err(failed(*e, &node_name));
     }
-    change::keep_file_stats(ctx, host.as_ref(), &root);
-    change::annotate_node(ctx, cluster, host.as_ref(), &root, &node_name);
-    ctx.printer
-        .text(&format!("Reconfigured: {} step(s).", actions.len()));
+    finished(ctx, &change, cluster, &node_name, actions.len());
     ctx.printer.json(&doc(true));
     Ok(())
 }
 
+/// After a run that succeeded: the file stats kept, the node annotated, the steps counted.
+fn finished(
+    ctx: &mut Context,
+    change: &Change,
+    cluster: Option<&crate::cluster::Cluster>,
+    node_name: &str,
+    steps: usize,
+) {
+    change.keep_file_stats(ctx);
+    change.annotate(ctx, cluster, node_name);
+    ctx.printer.text(&format!("Reconfigured: {steps} step(s)."));
+}
+
 /// After a run that changed nothing (not a dry run): the installed files' sizes and times are
 /// kept all the same, so that a rerun after a run cut off before it kept them keeps them now.
-fn nothing_to_change(
-    ctx: &mut Context,
-    host: &dyn crate::host::Host,
-    root: &str,
-    actions: &[apply::Action],
-) {
+fn nothing_to_change(ctx: &mut Context, change: &Change, actions: &[apply::Action]) {
     if actions.is_empty() && !ctx.options.dry_run {
-        change::keep_file_stats(ctx, host, root);
+        change.keep_file_stats(ctx);
     }
 }
 
@@ -201,6 +207,7 @@ struct Shown<'a> {
 /// (nothing to do, or a dry run: its document is printed).
 fn show<'a>(
     ctx: &mut Context,
+    change: &Change,
     shown: &'a Shown<'a>,
     actions: &[Action],
 ) -> anyhow::Result<Option<impl Fn(bool) -> serde_json::Value + 'a>> {
@@ -239,7 +246,7 @@ fn show<'a>(
         return Ok(None);
     }
     if dry_run {
-        change::print_plan(ctx, actions);
+        change.show(ctx, actions);
         ctx.printer.note("--dry-run: nothing was changed");
         ctx.printer.json(&doc(false));
         return Ok(None);
@@ -418,7 +425,7 @@ fn drain_action(
 }
 
 /// The error of a failed reconfigure, with what was undone and what a rerun does.
-fn failed(f: change::Failed, node_name: &str) -> anyhow::Error {
+fn failed(f: Failed, node_name: &str) -> anyhow::Error {
     let (e, measured) = (f.error, f.left);
     let after = if e.past_no_return {
         format!(

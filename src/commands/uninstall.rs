@@ -1,6 +1,6 @@
 //! `uninstall`: removes what install created, read from its install record.
 
-use super::change;
+use super::change::Change;
 use crate::apply;
 use crate::apply::Options;
 use crate::apply::journal::Journal;
@@ -22,8 +22,8 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let dry_run = ctx.options.dry_run;
     undo_interrupted_install(ctx, host.as_ref(), &root, args.service_timeout)?;
     let journal_path = uninstall::journal_path(&root);
-    let journal = Journal::load(host.as_ref(), &journal_path)?;
-    let Some(rec) = installed(ctx, host.as_ref(), &root, journal.as_ref())? else {
+    let mut change = Change::begin(ctx, host.as_ref(), "uninstall", &root, journal_path)?;
+    let Some(rec) = installed(ctx, host.as_ref(), &root, change.journal.as_ref())? else {
         return nothing_installed(ctx, host.as_ref(), &root);
     };
     let actions = uninstall::plan(
@@ -49,7 +49,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         "changed": false,
     });
     if dry_run {
-        change::print_plan(ctx, &actions);
+        change.show(ctx, &actions);
         if let Some(g) = &grant {
             ctx.printer.text(&format!(
                 "  then deletes Role and RoleBinding {} in {} (the cluster, with the admin kubeconfig)",
@@ -68,14 +68,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     if let Ok(cache) = host.local_path(&crate::layout::join(&root, crate::layout::CACHE_DIR)) {
         super::install::remove_stale_staging(&cache)?;
     }
-    let mut warnings = execute(
-        ctx,
-        host.as_ref(),
-        args,
-        rec,
-        &actions,
-        (journal_path, journal),
-    )?;
+    let mut warnings = execute(ctx, &mut change, args, rec, &actions)?;
     if let Some(g) = &grant {
         warnings.extend(remove_grant(ctx, g));
     }
@@ -229,26 +222,26 @@ fn remove_grant(ctx: &mut Context, g: &crate::cluster::renewal::Grant) -> Option
 /// Runs the plan, journaled and not rolled back (a rerun finishes it); the warnings.
 fn execute(
     ctx: &mut Context,
-    host: &dyn crate::host::Host,
+    change: &mut Change,
     args: &UninstallArgs,
     rec: record::InstallRecord,
     actions: &[apply::Action],
-    (journal_path, journal): (String, Option<Journal>),
 ) -> anyhow::Result<Vec<String>> {
     let opts = Options {
-        command: "uninstall",
-        journal_path,
+        command: change.command,
+        journal_path: change.journal_path.clone(),
         rollback: false,
         stop_timeout: args.service_timeout,
         start_timeout: args.service_timeout,
-        previous: journal,
+        previous: change.journal.take(),
         routes_before: Vec::new(),
         record: Some(rec),
         logs_dir: None,
         now: now(),
         cluster: None,
     };
-    change::execute_plan(ctx, host, actions, opts).map_err(|e| {
+    change.run(ctx, actions, opts)?.map_err(|failed| {
+        let e = failed.error;
         let done = e.index - 1;
         anyhow::Error::new(e).context(format!(
             "uninstall stopped after {done} step(s); the install record is kept, so running uninstall again finishes it"

@@ -4,7 +4,7 @@
 mod beginning;
 mod prepare;
 
-use super::change;
+use super::change::{Change, Failed};
 pub(crate) use beginning::remove_stale_staging;
 use beginning::{Begun, begin_journal, obtain_release, staging_dir};
 use prepare::{credential_files, merged_config, renewal_grant, self_file};
@@ -68,7 +68,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let root = crate::plan::install::install_root(config);
     let previous = record::read(host.as_ref(), &root)?;
     let journal_path = join(&root, crate::layout::JOURNAL_FILE);
-    let journal = change::continue_journal(ctx, host.as_ref(), &journal_path, "install")?;
+    let change = Change::begin(ctx, host.as_ref(), "install", &root, journal_path)?;
     refuse_network_changes(host.as_ref(), previous.as_ref(), config)?;
     let checked = Checked {
         want,
@@ -79,16 +79,14 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         results,
         blocking,
         node_name,
-        root,
         previous,
-        journal_path,
-        journal,
+        change,
     };
-    install(ctx, host.as_ref(), args, config, checked)
+    install(ctx, args, config, checked)
 }
 
 /// What the checks found and what is installed: what the plan is made from.
-struct Checked {
+struct Checked<'h> {
     want: release::Want,
     legacy: Vec<crate::host::InstalledService>,
     cluster: ClusterRead,
@@ -97,25 +95,23 @@ struct Checked {
     results: Vec<checks::Check>,
     blocking: Vec<&'static str>,
     node_name: String,
-    root: String,
     previous: Option<record::InstallRecord>,
-    journal_path: String,
-    /// The journal of an interrupted run, continued.
-    journal: Option<apply::journal::Journal>,
+    /// The host, the root and the journal of an interrupted run, continued.
+    change: Change<'h>,
 }
 
 /// The release, the files and the plan after the checks passed: shown, then run (or, in a dry
 /// run, only shown).
 fn install(
     ctx: &mut Context,
-    host: &dyn Host,
     args: &InstallArgs,
     config: &crate::config::Config,
     mut c: Checked,
 ) -> anyhow::Result<()> {
+    let host = c.change.host;
     let dry_run = ctx.options.dry_run;
     // The release: downloaded and extracted on this machine, or (dry run) what would be.
-    let cache_dir = join(&c.root, crate::layout::CACHE_DIR);
+    let cache_dir = join(&c.change.root, crate::layout::CACHE_DIR);
     let cache_dirs = record::missing_parents(host, &join(&cache_dir, "x"))?;
     let (journal, mut begun) = begin(host, args, config, &mut c, &cache_dir, dry_run)?;
     let staging = staging_dir(host, &cache_dir, dry_run)?;
@@ -157,7 +153,7 @@ fn install(
     let shown = Shown {
         version: version.as_deref(),
         config,
-        root: &c.root,
+        root: &c.change.root,
         prepare: &prepare,
         actions: &actions,
         taint: taint.as_ref(),
@@ -165,7 +161,7 @@ fn install(
         checks: &c.results,
         blocking: &c.blocking,
     };
-    let Some(doc) = present(ctx, host, &shown)? else {
+    let Some(doc) = present(ctx, &c.change, &shown)? else {
         return Ok(());
     };
 
@@ -174,14 +170,14 @@ fn install(
         b.armed = false;
     }
     let granted = grant(ctx, &c.cluster, renewal.as_ref(), &c.node_name)?;
-    let result = execute(ctx, host, args, config, &actions, c.journal_path, journal);
+    let result = execute(ctx, &c.change, args, config, &actions, journal);
     drop(staging);
     if result.is_err() && granted {
         ungrant(ctx, &c.cluster, renewal.as_ref());
     }
     result?;
-    let at = (c.root.as_str(), c.node_name.as_str());
-    finish(ctx, host, &c.cluster, at, taint, actions.len(), doc)
+    let at = (&c.change, &c.cluster, c.node_name.as_str());
+    finish(ctx, at, taint, actions.len(), doc)
 }
 
 /// The node's grant to renew its token, made before the host changes (a refusal changes
@@ -226,16 +222,14 @@ fn ungrant(ctx: &mut Context, cluster: &ClusterRead, g: Option<&Grant>) {
 /// After a successful run: the node tainted (when asked) and annotated, the result printed.
 fn finish(
     ctx: &mut Context,
-    host: &dyn Host,
-    cluster: &ClusterRead,
-    (root, node_name): (&str, &str),
+    (change, cluster, node_name): (&Change, &ClusterRead, &str),
     taint: Option<k8s_openapi::api::core::v1::Taint>,
     changes: usize,
     mut doc: serde_json::Value,
 ) -> anyhow::Result<()> {
     taint_node(ctx, taint.as_ref(), cluster, node_name)?;
     if let ClusterRead::Read(c, _) = cluster {
-        change::annotate_node(ctx, Some(c), host, root, node_name);
+        change.annotate(ctx, Some(c), node_name);
     }
     if changes > 0 {
         ctx.printer.text(&format!(
@@ -261,11 +255,12 @@ fn begin<'a>(
     cache_dir: &str,
     dry_run: bool,
 ) -> anyhow::Result<(Option<apply::journal::Journal>, Option<Begun<'a>>)> {
-    if c.journal.is_some() || dry_run || c.previous.is_some() {
-        return Ok((c.journal.take(), None));
+    if c.change.journal.is_some() || dry_run || c.previous.is_some() {
+        return Ok((c.change.journal.take(), None));
     }
-    let journal = begin_journal(host, &c.journal_path, cache_dir, config)?;
-    let begun = Begun::armed(host, journal.clone(), &c.journal_path, args.service_timeout);
+    let path = &c.change.journal_path;
+    let journal = begin_journal(host, path, cache_dir, config)?;
+    let begun = Begun::armed(host, journal.clone(), path, args.service_timeout);
     Ok((journal, begun))
 }
 
@@ -337,21 +332,21 @@ fn end_dry_run(
 /// Runs the plan, journaled, rolled back on failure.
 fn execute(
     ctx: &mut Context,
-    host: &dyn crate::host::Host,
+    change: &Change,
     args: &InstallArgs,
     config: &crate::config::Config,
     actions: &[apply::Action],
-    journal_path: String,
     journal: Option<apply::journal::Journal>,
 ) -> anyhow::Result<()> {
     let opts = apply::Options {
-        command: "install",
-        journal_path,
+        command: change.command,
+        journal_path: change.journal_path.clone(),
         rollback: true,
         stop_timeout: args.service_timeout,
         start_timeout: args.service_timeout,
         previous: journal,
-        routes_before: host
+        routes_before: change
+            .host
             .routes()
             .context("cannot read the routes before the install")?,
         record: None,
@@ -360,13 +355,13 @@ fn execute(
         cluster: None,
     };
     // The executor has shown its warnings; they are not the result.
-    match change::execute_measured(ctx, host, actions, opts, "install")? {
+    match change.run(ctx, actions, opts)? {
         Ok(_warnings) => {
-            change::keep_file_stats(ctx, host, &plan::install::install_root(config));
+            change.keep_file_stats(ctx);
             Ok(())
         }
         Err(e) => {
-            let change::Failed { error, left } = *e;
+            let Failed { error, left } = *e;
             Err(install_failed(error, left.unwrap_or_default()))
         }
     }
@@ -463,10 +458,10 @@ struct Shown<'a> {
 /// (its document printed, exiting as the real run would).
 fn present(
     ctx: &mut Context,
-    host: &dyn Host,
+    change: &Change,
     p: &Shown<'_>,
 ) -> anyhow::Result<Option<serde_json::Value>> {
-    show(ctx, host, p);
+    show(ctx, change, p);
     let doc = json!({
         "dry_run": ctx.options.dry_run,
         "calico_version": p.version,
@@ -485,7 +480,7 @@ fn present(
 }
 
 /// The plan's header, what is prepared, the actions (in a dry run) and the taint.
-fn show(ctx: &mut Context, host: &dyn Host, p: &Shown<'_>) {
+fn show(ctx: &mut Context, change: &Change, p: &Shown<'_>) {
     let dry_run = ctx.options.dry_run;
     ctx.printer.text(&format!(
         "Install Calico {} ({} backend, {} datastore) into {} on {}",
@@ -493,7 +488,7 @@ fn show(ctx: &mut Context, host: &dyn Host, p: &Shown<'_>) {
         p.config.backend,
         p.config.datastore,
         p.root,
-        host_name(host),
+        host_name(change.host),
     ));
     for line in p.prepare {
         ctx.printer.text(&format!("  - {line}"));
@@ -502,7 +497,7 @@ fn show(ctx: &mut Context, host: &dyn Host, p: &Shown<'_>) {
         ctx.printer
             .text("Nothing to change: the node already matches this install.");
     } else if dry_run {
-        change::print_plan(ctx, p.actions);
+        change.show(ctx, p.actions);
     }
     if let Some(t) = p.taint {
         let verb = if dry_run {
