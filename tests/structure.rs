@@ -404,3 +404,42 @@ fn the_documented_ranks_are_the_checked_ones() {
         "docs/architecture.md's rank table and RANKS differ"
     );
 }
+
+/// Where code outside `host/` may reach a host path through this machine's file system
+/// (`Files::local_path`): what another program's API needs as a path of its own (the
+/// service logs a process appends to, the release's download and extraction directory, the
+/// admin kubeconfig handed to the Kubernetes client). Everything else goes through `Files`,
+/// where the simulated host's faults and the contract suite reach it.
+const LOCAL_PATH_USES: &[(&str, usize)] = &[
+    ("commands::install::beginning", 2),
+    ("context", 1),
+    ("supervise", 1),
+];
+
+fn local_path_uses(sources: &BTreeMap<String, String>) -> BTreeMap<String, usize> {
+    sources
+        .iter()
+        .filter(|(module, _)| !module.starts_with("host"))
+        .map(|(module, code)| (module.clone(), code.matches(".local_path(").count()))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
+#[test]
+fn local_paths_are_reached_only_where_another_api_needs_one() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = BTreeMap::new();
+    sources(&root, &root, &mut files);
+    let allowed: BTreeMap<String, usize> = LOCAL_PATH_USES
+        .iter()
+        .map(|(m, n)| ((*m).to_owned(), *n))
+        .collect();
+    assert_eq!(
+        local_path_uses(&files),
+        allowed,
+        "a new use of local_path outside host/: walk, read, hash or delete through Files instead"
+    );
+    // And a new one is seen.
+    let planted = BTreeMap::from([("plan".to_owned(), "host.local_path(p)".to_owned())]);
+    assert_eq!(local_path_uses(&planted)["plan"], 1);
+}

@@ -312,12 +312,9 @@ fn logs(h: &dyn Host, dir: &str, tail: u64, b: &mut Bundle) {
     };
     for path in names {
         let name = path.rsplit('\\').next().unwrap_or(&path).to_owned();
-        match h
-            .local_path(&path)
-            .map_err(anyhow::Error::from)
-            .and_then(|p| crate::files::read_tail(&p, tail).map_err(anyhow::Error::from))
-        {
-            Ok(bytes) => b.members.push((format!("logs/{name}"), bytes)),
+        match h.read_tail(&path, tail) {
+            Ok(Some(bytes)) => b.members.push((format!("logs/{name}"), bytes)),
+            Ok(None) => b.problems.push(format!("{path}: it is gone")),
             Err(e) => b.problems.push(format!("{path}: {e:#}")),
         }
     }

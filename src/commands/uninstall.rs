@@ -65,9 +65,8 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ctx.printer.json(&doc);
         return Ok(());
     }
-    if let Ok(cache) = host.local_path(&crate::layout::join(&root, crate::layout::CACHE_DIR)) {
-        super::install::remove_stale_staging(&cache)?;
-    }
+    let cache_dir = crate::layout::join(&root, crate::layout::CACHE_DIR);
+    super::install::remove_stale_staging(host.as_ref(), &cache_dir)?;
     let mut warnings = execute(ctx, &mut change, args, rec, &actions)?;
     if let Some(g) = &grant {
         warnings.extend(remove_grant(ctx, g));

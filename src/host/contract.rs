@@ -256,9 +256,9 @@ pub fn hns(h: &dyn Host, name: &str, attach: &dyn Fn(&str, &str, &str)) -> HnsNe
     n
 }
 
-/// A directory tree: listed sorted with which entries are directories, a file hashed, the tree
-/// removed whole (once; a second time says it was not there), and a missing one listed as
-/// `None`.
+/// A directory tree: listed sorted with which entries are directories, a file hashed and its
+/// end read, the tree removed whole (once; a second time says it was not there), and a missing
+/// one listed as `None`.
 pub fn tree(h: &dyn Host, root: &str) {
     let dir = format!("{root}\\{}", unique("tree"));
     assert_eq!(h.list_dir(&dir).expect("list"), None);
@@ -274,6 +274,20 @@ pub fn tree(h: &dyn Host, root: &str) {
         Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     );
     assert_eq!(h.sha256(&format!("{dir}\\none")).expect("hash"), None);
+    // A tail starts at its first whole line, the whole of a short file, `None` for none.
+    let log = format!("{dir}\\a\\service.log");
+    h.write_file(&log, b"first line\nsecond\nthird\n", Access::Normal)
+        .expect("write");
+    let tail = |max| h.read_tail(&log, max).expect("tail");
+    assert_eq!(tail(10).as_deref(), Some(&b"third\n"[..]));
+    assert_eq!(
+        tail(100).as_deref(),
+        Some(&b"first line\nsecond\nthird\n"[..])
+    );
+    assert_eq!(
+        h.read_tail(&format!("{dir}\\none"), 10).expect("tail"),
+        None
+    );
     let stat = h.stat(&format!("{dir}\\b.txt")).expect("stat");
     assert!(stat.is_some_and(|(size, t)| size == 3 && t > 0), "{stat:?}");
     assert_eq!(h.stat(&format!("{dir}\\a")).expect("stat"), None);

@@ -566,6 +566,17 @@ pub trait Files {
             .map(Some)
             .map_err(|e| HostError::io(format!("read {path}"), e))
     }
+    /// The last `max` bytes of a file from its first whole line (all of a shorter file), read
+    /// from the end; `None` when there is no file at `path`.
+    fn read_tail(&self, path: &str, max: u64) -> HostResult<Option<Vec<u8>>> {
+        let local = self.local_path(path)?;
+        if !local.is_file() {
+            return Ok(None);
+        }
+        crate::files::read_tail(&local, max)
+            .map(Some)
+            .map_err(|e| HostError::io(format!("read {path}"), e))
+    }
     fn dir_exists(&self, path: &str) -> HostResult<bool>;
     /// The owner and access list of a file or directory in SDDL, which `acl` reads by meaning;
     /// `None` when it does not exist.
@@ -579,9 +590,12 @@ pub trait Files {
     /// Gives an existing file or directory the owner and access list of `sddl` (protected
     /// from inheritance when it says `P`).
     fn set_security(&self, path: &str, sddl: &str) -> HostResult<()>;
-    /// Where a host path lives in this machine's file system, for files a process keeps open
-    /// and appends to (service logs): the path itself on Windows, a file under the state
-    /// directory on SimHost.
+    /// Where a host path lives in this machine's file system: the path itself on Windows, a
+    /// file under the state directory on SimHost. Only for what another program's API needs
+    /// as a path of its own: the service logs a process keeps open and appends to, the
+    /// release's download and extraction (the downloader and the zip reader write there), and
+    /// the admin kubeconfig handed to the Kubernetes client (which resolves its relative
+    /// paths from its directory). Everything else goes through the methods above.
     fn local_path(&self, path: &str) -> HostResult<std::path::PathBuf>;
 }
 

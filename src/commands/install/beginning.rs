@@ -32,7 +32,7 @@ pub(super) fn staging_dir(
     let cache = host.local_path(cache_dir)?;
     fs_err::create_dir_all(&cache).with_context(|| format!("cannot create {cache_dir}"))?;
     shield_cache(host, cache_dir)?;
-    remove_stale_staging(&cache)?;
+    remove_stale_staging(host, cache_dir)?;
     tempfile::Builder::new()
         .prefix(STAGING_PREFIX)
         .tempdir_in(&cache)
@@ -67,19 +67,20 @@ fn shield_cache(host: &dyn Host, cache_dir: &str) -> anyhow::Result<()> {
 pub(crate) const STAGING_PREFIX: &str = "staging-";
 
 /// Removes the staging directories killed runs left in `cache` (a local path).
-pub(crate) fn remove_stale_staging(cache: &std::path::Path) -> anyhow::Result<()> {
-    let entries = match fs_err::read_dir(cache) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e).with_context(|| format!("cannot list {}", cache.display())),
-    };
-    for e in entries {
-        let e = e.with_context(|| format!("cannot list {}", cache.display()))?;
-        if e.file_name().to_string_lossy().starts_with(STAGING_PREFIX) && e.path().is_dir() {
-            fs_err::remove_dir_all(e.path()).with_context(|| {
-                format!("cannot remove the staging directory {}", e.path().display())
-            })?;
-        }
+pub(crate) fn remove_stale_staging(host: &dyn Host, cache_dir: &str) -> anyhow::Result<()> {
+    let entries = host.list_dir(cache_dir)?.unwrap_or_default();
+    for e in entries
+        .iter()
+        .filter(|e| e.is_dir && e.name.starts_with(STAGING_PREFIX))
+    {
+        let path = join(cache_dir, &e.name);
+        let removed = host
+            .remove_tree(&path)
+            .with_context(|| format!("cannot remove the staging directory {path}"))?;
+        anyhow::ensure!(
+            removed,
+            "the staging directory {path} was listed but could not be found to remove"
+        );
     }
     Ok(())
 }
@@ -170,12 +171,11 @@ impl Drop for Begun<'_> {
         // A download that broke off keeps its partial file for the next run to resume, and
         // the journal that owns it with it.
         let resumable = self.journal.owned_cache.as_ref().is_some_and(|c| {
-            self.host.local_path(c).is_ok_and(|local| {
-                fs_err::read_dir(local).is_ok_and(|mut entries| {
-                    entries.any(|e| {
-                        e.is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".part"))
-                    })
-                })
+            self.host.list_dir(c).is_ok_and(|entries| {
+                entries
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|e| !e.is_dir && e.name.ends_with(".part"))
             })
         });
         if self.armed && !resumable {

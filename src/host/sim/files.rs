@@ -23,6 +23,11 @@ fn security_key(path: &str) -> String {
 }
 
 impl SimHost {
+    /// Where a host path lives under the state directory. Windows names are case-insensitive
+    /// and case-preserving ("Naming Files, Paths, and Namespaces", Microsoft Learn: "do not
+    /// assume case sensitivity"; NTFS keeps the case a name was created with): the host's own
+    /// writes store lower-case names, and a name this machine's file calls made in another case
+    /// (a release extracted, a temporary directory) is found by its name in any case.
     fn sim_path(&self, path: &str) -> HostResult<PathBuf> {
         if !is_windows_path(path) {
             return Err(HostError::Refused {
@@ -43,7 +48,7 @@ impl SimHost {
                     reason: "'..' is not allowed".into(),
                 });
             }
-            out.push(part);
+            out = same_name_in(&out, part);
         }
         Ok(out)
     }
@@ -287,5 +292,47 @@ impl Files for SimHost {
 
     fn local_path(&self, path: &str) -> HostResult<PathBuf> {
         self.sim_path(path)
+    }
+}
+
+/// `dir\name` (`name` in lower case), or the entry of `dir` whose name is `name` in another
+/// case when there is one.
+fn same_name_in(dir: &Path, name: &str) -> PathBuf {
+    let exact = dir.join(name);
+    if exact.symlink_metadata().is_ok() {
+        return exact;
+    }
+    std::fs::read_dir(dir)
+        .ok()
+        .and_then(|entries| {
+            entries
+                .flatten()
+                .find(|e| e.file_name().to_string_lossy().to_ascii_lowercase() == name)
+        })
+        .map_or(exact, |e| e.path())
+}
+
+#[cfg(test)]
+mod case_tests {
+    use crate::host::Files;
+    use crate::host::sim::SimHost;
+
+    #[test]
+    fn a_name_made_in_another_case_outside_the_host_is_found_in_any_case() {
+        let h = SimHost::in_memory("ws2022").expect("host");
+        let cache = h.local_path(r"C:\CalicoWindows\cache").expect("path");
+        fs_err::create_dir_all(cache.join("staging-AqgjoB").join("Inner")).expect("mkdir");
+        let listed = h.list_dir(r"C:\CalicoWindows\cache").expect("list");
+        let names: Vec<String> = listed.into_iter().flatten().map(|e| e.name).collect();
+        assert_eq!(names, ["staging-AqgjoB"]);
+        assert!(
+            h.dir_exists(r"C:\CalicoWindows\CACHE\staging-aqgjob\inner")
+                .expect("exists")
+        );
+        assert!(
+            h.remove_tree(r"C:\CalicoWindows\cache\staging-AqgjoB")
+                .expect("remove")
+        );
+        assert!(!cache.join("staging-AqgjoB").exists());
     }
 }
