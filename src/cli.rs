@@ -234,24 +234,30 @@ keys, bearer tokens, token:/password: values). Changes on the host: none; the zi
 
 #[derive(Debug, Subcommand)]
 pub enum LintCommand {
-    /// Estimate the HNS rules each network policy costs the Windows nodes, and find the costly ones
+    /// Count the HNS ACLs Felix programs for each network policy on the Windows nodes, and find the costly and the broken ones
     #[command(
-        long_about = "Reads Calico NetworkPolicy and GlobalNetworkPolicy (projectcalico.org/v3 and \
-crd.projectcalico.org/v1), Kubernetes NetworkPolicy, Pods, Namespaces, ServiceAccounts and Nodes, from \
-the cluster (--kubeconfig, $KUBECONFIG, ~/.kube/config) or from manifests (--from-file PATH, repeatable: \
-YAML or JSON files, multi-document or 'kind: List' as 'kubectl get -o yaml' prints, or directories of \
-*.yaml, *.yml and *.json files).\n\n\
-Windows endpoints are the pods scheduled on a Node labelled kubernetes.io/os=windows (not hostNetwork, \
-not Succeeded or Failed). For each policy it prints the Windows endpoints it applies to and an estimate of \
-the HNS rules Felix renders for it: per endpoint, each rule once per pair of source and destination \
-addresses its selectors match, Linux pods included (docs/commands/lint.md states the model and its limits). \
-Selectors are read exactly as Calico reads them; a malformed one is an error naming the policy and the \
-position.\n\n\
-Findings, each with a code, the rule, a suggestion (with the rewritten policies where a rewrite keeps the \
-same connectivity) and the estimate before and after: source-and-destination-selectors (a policy applying \
-to every Windows endpoint in its scope with a rule that has both a source and a destination selector), \
-skipped-on-windows (a rule Felix on Windows leaves out: negative matches, ICMP type or code, named ports, \
-Log).\n\n\
+        long_about = "Reads Calico NetworkPolicy and GlobalNetworkPolicy, their staged kinds \
+(StagedNetworkPolicy, StagedGlobalNetworkPolicy, StagedKubernetesNetworkPolicy) and Tiers \
+(projectcalico.org/v3 and crd.projectcalico.org/v1), Kubernetes NetworkPolicy, Pods, Namespaces, \
+ServiceAccounts and Nodes, from the cluster (--kubeconfig, $KUBECONFIG, ~/.kube/config) or from \
+manifests (--from-file PATH, repeatable: YAML or JSON files, multi-document or 'kind: List' as 'kubectl \
+get -o yaml' prints, or directories of *.yaml, *.yml and *.json files).\n\n\
+Windows endpoints are the pods with an address scheduled on a Node labelled kubernetes.io/os=windows \
+(not hostNetwork, not Succeeded or Failed). Each policy is rendered as Felix on Windows renders it: one \
+HNS ACL per Calico rule with each side's addresses and ports packed into lists (split above 4,000 \
+entries), a selector's addresses intersected with the rule's nets, rules Windows skips left out. For each \
+policy it prints the Windows endpoints it applies to, the HNS ACLs Felix programs for it on all of them, \
+and the local x remote address pairs inside those ACLs (the matching work, an estimate); for the \
+endpoints with the longest lists, each whole ACL list (tiers flattened, profiles, the fixed ACLs). \
+docs/commands/lint.md states the model, its sources and its limits. Selectors are read exactly as Calico \
+reads them; a malformed one is an error naming the policy and the position.\n\n\
+Findings, each with a code, a suggestion (with the rewritten policies where a rewrite keeps the same \
+connectivity) and both figures before and after: source-and-destination-selectors, skipped-on-windows \
+(negative matches without a positive selector, ICMP type or code, named ports, Log, IPv6), and three \
+defects of Felix's own Windows code: staged-policy-hides-later-policies, unreachable-tier, \
+change-not-reprogrammed.\n\n\
+--calico-version (default: the cluster's ClusterInformation, else 3.31) picks the rendering where \
+releases differ (every tier flattened from 3.29, staged policies from 3.30; 3.16 is the oldest modelled).\n\n\
 Exits 0 without findings, 3 with findings (a policy repository's CI can gate on it), 2 when the input \
 cannot be read or is invalid. Changes nothing."
     )]
@@ -264,6 +270,14 @@ pub struct LintPoliciesArgs {
     /// (repeatable)
     #[arg(long, value_name = "PATH")]
     pub from_file: Vec<PathBuf>,
+    /// Render as this Calico release's Felix does (3.31 or v3.31.7; default: the cluster's
+    /// ClusterInformation, else 3.31)
+    #[arg(long, value_name = "VERSION", value_parser = calico_release)]
+    pub calico_version: Option<crate::policy::felix::Release>,
+}
+
+fn calico_release(raw: &str) -> Result<crate::policy::felix::Release, String> {
+    crate::policy::felix::Release::parse(raw)
 }
 
 #[derive(Debug, Subcommand)]

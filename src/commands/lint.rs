@@ -4,6 +4,7 @@ use serde_json::json;
 
 use crate::cli::LintPoliciesArgs;
 use crate::context::Context;
+use crate::policy::felix::Release;
 use crate::policy::{self, Collected, Report, input};
 
 /// The most policies the text table shows (JSON lists them all).
@@ -27,14 +28,19 @@ impl crate::error::Diagnose for Findings {
 }
 
 pub fn policies(args: &LintPoliciesArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let mut release = args.calico_version;
     let collected = if args.from_file.is_empty() {
         let c = ctx.require_cluster()?;
         let mut collected = Collected::default();
         input::read_cluster(&c, &mut collected)?;
+        if release.is_none() {
+            release = cluster_release(ctx, &c);
+        }
         collected
     } else {
         input::read_files(&input::files(&args.from_file)?)?
     };
+    let release = release.unwrap_or(Release::DEFAULT);
     let mut collected = collected;
     let duplicates = collected.drop_duplicates();
     if duplicates > 0 {
@@ -48,7 +54,7 @@ pub fn policies(args: &LintPoliciesArgs, ctx: &mut Context) -> anyhow::Result<()
             collected.ignored
         ));
     }
-    let report = policy::lint(&collected)?;
+    let report = policy::lint(&collected, release)?;
     ctx.printer.text(&table(&report));
     ctx.printer.json(&json!(report));
     let count = report.findings.len();
@@ -63,6 +69,20 @@ pub fn policies(args: &LintPoliciesArgs, ctx: &mut Context) -> anyhow::Result<()
     }
 }
 
+/// The cluster's Calico release (ClusterInformation's `calicoVersion`), when it says one this
+/// lint models.
+fn cluster_release(ctx: &mut Context, c: &crate::cluster::Cluster) -> Option<Release> {
+    let facts = crate::cluster::facts::gather(c, "").ok()?;
+    let version = facts.calico_version?;
+    match Release::parse(&version) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            ctx.printer.warn(&format!("{e}: rendering as {}", Release::DEFAULT));
+            None
+        }
+    }
+}
+
 fn who(kind: &str, namespace: Option<&str>, name: &str) -> String {
     match namespace {
         Some(ns) => format!("{kind} {ns}/{name}"),
@@ -70,15 +90,17 @@ fn who(kind: &str, namespace: Option<&str>, name: &str) -> String {
     }
 }
 
-/// The report for people: the costliest policies, then each finding with its rewrite.
+/// The report for people: the costliest policies, the longest endpoint lists, then each
+/// finding with its rewrite.
 fn table(r: &Report) -> String {
     let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut out = format!(
-        "{}, {}\n\n",
+        "{}, {} (rendered as Felix {} on Windows does)\n\n",
         plural(r.windows_endpoints, "Windows endpoint", "Windows endpoints"),
-        plural(r.policies.len() as u64, "policy", "policies")
+        plural(r.policies.len() as u64, "policy", "policies"),
+        r.calico_version
     );
-    let rows: Vec<(String, u64, u64)> = r
+    let rows: Vec<(String, u64, u64, u64)> = r
         .policies
         .iter()
         .take(TABLE_ROWS)
@@ -86,17 +108,20 @@ fn table(r: &Report) -> String {
             (
                 who(&p.kind, p.namespace.as_deref(), &p.name),
                 p.applies_to,
-                p.estimated_rules,
+                p.hns_acls,
+                p.address_pairs,
             )
         })
         .collect();
     let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(6).max(6);
     out.push_str(&format!(
-        "{:<width$}  {:>10}  {:>15}\n",
-        "POLICY", "APPLIES TO", "EST. HNS RULES"
+        "{:<width$}  {:>10}  {:>10}  {:>15}\n",
+        "POLICY", "APPLIES TO", "HNS ACLS", "ADDRESS PAIRS"
     ));
-    for (name, applies, rules) in &rows {
-        out.push_str(&format!("{name:<width$}  {applies:>10}  {rules:>15}\n"));
+    for (name, applies, acls, pairs) in &rows {
+        out.push_str(&format!(
+            "{name:<width$}  {applies:>10}  {acls:>10}  {pairs:>15}\n"
+        ));
     }
     if r.policies.len() > TABLE_ROWS {
         out.push_str(&format!(
@@ -104,20 +129,29 @@ fn table(r: &Report) -> String {
             r.policies.len() - TABLE_ROWS
         ));
     }
+    out.push_str(&endpoint_table(r));
     if r.findings.is_empty() {
         out.push_str("\nno findings\n");
     }
     for f in &r.findings {
         out.push_str(&format!(
-            "\n{}: {} {}\n  {}\n  suggestion: {}\n  estimated HNS rules: {} -> {}\n",
+            "\n{}: {}{}\n  {}\n  suggestion: {}\n",
             f.code,
             who(&f.kind, f.namespace.as_deref(), &f.name),
-            f.rule,
+            if f.rule.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", f.rule)
+            },
             f.message,
             f.suggestion.text,
-            f.estimated_rules,
-            f.estimated_rules_after
         ));
+        if f.before != f.after {
+            out.push_str(&format!(
+                "  HNS ACLs: {} -> {}; address pairs: {} -> {}\n",
+                f.before.hns_acls, f.after.hns_acls, f.before.address_pairs, f.after.address_pairs
+            ));
+        }
         for doc in f.suggestion.rewrite.iter().flatten() {
             let yaml = serde_saphyr::to_string(doc).unwrap_or_default();
             out.push_str("  ---\n");
@@ -127,4 +161,35 @@ fn table(r: &Report) -> String {
         }
     }
     out.trim_end().to_owned()
+}
+
+/// The endpoints with the longest ACL lists.
+fn endpoint_table(r: &Report) -> String {
+    if r.endpoints.is_empty() {
+        return String::new();
+    }
+    let width = r
+        .endpoints
+        .iter()
+        .map(|e| e.endpoint.len())
+        .max()
+        .unwrap_or(8)
+        .max(8);
+    let mut out = format!(
+        "\n{:<width$}  {:>7}  {:>8}  {:>8}  {:>8}  TIERS\n",
+        "ENDPOINT", "LIKE IT", "HNS ACLS", "INGRESS", "EGRESS"
+    );
+    for e in r.endpoints.iter().take(TABLE_ROWS) {
+        out.push_str(&format!(
+            "{:<width$}  {:>7}  {:>8}  {:>8}  {:>8}  {}\n",
+            e.endpoint,
+            e.like_it,
+            e.hns_acls,
+            e.ingress,
+            e.egress,
+            e.tiers.join(", ")
+        ));
+    }
+    out.push_str("(HNS ACLS counts the node-to-endpoint allow and the host ACL of each direction too)\n");
+    out
 }

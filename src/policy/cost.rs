@@ -1,47 +1,34 @@
-//! What each policy costs Felix on Windows, and the findings that cut it
+//! What each policy costs Felix on Windows (`felix` renders it), and the findings that cut it
 //! (docs/commands/lint.md states the model and its limits).
-//!
-//! Felix renders every policy once per Windows endpoint it applies to
-//! (felix/dataplane/windows/policysets/policysets.go, v3.31.7: `GetPolicySetRules` per endpoint,
-//! `protoRuleToHnsRules` per rule), with each selector of a rule turned into the addresses of
-//! the IP set it names; IP sets hold every matching endpoint's address, Linux pods included.
-//! The estimate counts, per endpoint, each rule once per pair of a source and a destination
-//! address it is expanded into.
-
-use std::collections::HashMap;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::endpoints::{Endpoints, Matched};
-use super::model::{self, Direction, Entity, Policy, Rule};
+use super::felix::Renderer;
+use super::model::{self, Direction, Policy, Rule};
+use super::render;
 use super::source::{PolicyError, Source};
-use crate::selector::Node;
 
-/// Each distinct selector's matches, computed once.
-#[derive(Default)]
-pub struct Cache(HashMap<Node, Matched>);
-
-impl Cache {
-    fn matched(&mut self, eps: &Endpoints, sel: &Node) -> Matched {
-        if let Some(m) = self.0.get(sel) {
-            return *m;
-        }
-        let m = eps.matched(sel);
-        self.0.insert(sel.clone(), m);
-        m
-    }
-}
-
-/// A policy's row of the report.
+/// A policy's row of the report: the Windows endpoints it applies to, the HNS ACLs Felix
+/// programs for it over all of them, and the local × remote address pairs inside those ACLs
+/// (the matching work: an estimate).
 #[derive(Debug, Clone, Serialize)]
-pub struct Estimate {
+pub struct Row {
     pub api_version: String,
     pub kind: String,
     pub namespace: Option<String>,
     pub name: String,
+    pub tier: String,
     pub applies_to: u64,
-    pub estimated_rules: u64,
+    pub hns_acls: u64,
+    pub address_pairs: u64,
+}
+
+/// The two figures, for a finding's before and after.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct Figures {
+    pub hns_acls: u64,
+    pub address_pairs: u64,
 }
 
 /// A finding: what costs more than it needs to, or does not do on Windows what it says.
@@ -55,8 +42,8 @@ pub struct Finding {
     pub rule: String,
     pub message: String,
     pub suggestion: Suggestion,
-    pub estimated_rules: u64,
-    pub estimated_rules_after: u64,
+    pub before: Figures,
+    pub after: Figures,
 }
 
 /// What to do, and the policies to apply instead where a rewrite keeps the same connectivity.
@@ -66,87 +53,80 @@ pub struct Suggestion {
     pub rewrite: Option<Vec<Value>>,
 }
 
-fn addresses(cache: &mut Cache, eps: &Endpoints, e: &Entity) -> u64 {
-    let selected = e.selector.as_ref().map_or(0, |s| cache.matched(eps, s).all);
-    selected.saturating_add(e.nets as u64)
-}
-
-/// The rules one Calico rule renders per endpoint: one per pair of addresses.
-fn rule_cost(cache: &mut Cache, eps: &Endpoints, r: &Rule) -> u64 {
-    if r.skipped.is_some() {
-        return 0;
-    }
-    let src = addresses(cache, eps, &r.source).max(1);
-    let dst = addresses(cache, eps, &r.destination).max(1);
-    src.saturating_mul(dst).saturating_mul(r.copies)
-}
-
-/// The policy's Windows endpoints and its estimated HNS rules across them.
-pub fn estimate(cache: &mut Cache, eps: &Endpoints, p: &Policy) -> Estimate {
-    let applies_to = cache.matched(eps, &p.applies).windows;
-    let per_endpoint = p
-        .rules
-        .iter()
-        .filter(|r| p.types.contains(&r.direction))
-        .fold(0u64, |sum, r| sum.saturating_add(rule_cost(cache, eps, r)));
-    Estimate {
+/// The policy's row, from what it renders on one endpoint.
+pub fn row(r: &mut Renderer, p: &Policy, rendered: &render::Rendered, reaches: bool) -> Row {
+    let applies_to = if reaches {
+        r.matched(&p.applies).windows
+    } else {
+        0
+    };
+    Row {
         api_version: p.api_version.clone(),
         kind: p.kind.clone(),
         namespace: p.namespace.clone(),
         name: p.name.clone(),
+        tier: p.tier.clone(),
         applies_to,
-        estimated_rules: applies_to.saturating_mul(per_endpoint),
+        hns_acls: applies_to.saturating_mul(rendered.acls),
+        address_pairs: applies_to.saturating_mul(rendered.pairs),
     }
 }
 
-/// The findings for one policy, with `before` its estimate.
-pub fn findings(
-    cache: &mut Cache,
-    eps: &Endpoints,
-    p: &Policy,
-    before: &Estimate,
-) -> Result<Vec<Finding>, PolicyError> {
+impl Row {
+    fn figures(&self) -> Figures {
+        Figures {
+            hns_acls: self.hns_acls,
+            address_pairs: self.address_pairs,
+        }
+    }
+}
+
+/// The findings for one policy, with `before` its row.
+pub fn findings(r: &mut Renderer, p: &Policy, before: &Row) -> Result<Vec<Finding>, PolicyError> {
     let mut out = Vec::new();
     if before.applies_to == 0 {
         return Ok(out);
     }
-    let whole = before.applies_to == eps.windows_in(p.namespace.as_deref());
-    for r in p.rules.iter().filter(|r| p.types.contains(&r.direction)) {
+    let whole = before.applies_to == r.eps.windows_in(p.namespace.as_deref());
+    for rule in p.rules.iter().filter(|x| p.types.contains(&x.direction)) {
         let finding = |code, message: String, suggestion, after| Finding {
             code,
             api_version: p.api_version.clone(),
             kind: p.kind.clone(),
             namespace: p.namespace.clone(),
             name: p.name.clone(),
-            rule: r.name(),
+            rule: rule.name(),
             message,
             suggestion,
-            estimated_rules: before.estimated_rules,
-            estimated_rules_after: after,
+            before: before.figures(),
+            after,
         };
-        if let Some(why) = &r.skipped {
+        if let Some(why) = &rule.skipped {
             out.push(finding(
                 "skipped-on-windows",
                 format!(
                     "Felix on Windows leaves {} out of the {} Windows endpoints this policy applies to: {why}",
-                    r.name(),
+                    rule.name(),
                     before.applies_to
                 ),
                 Suggestion {
                     text: "express the rule with positive matches only (selector, nets, ports, protocol), or accept that Windows endpoints do not get it".into(),
                     rewrite: None,
                 },
-                before.estimated_rules,
+                before.figures(),
             ));
-        } else if whole && r.source.own_selector.is_some() && r.destination.own_selector.is_some() {
-            let (suggestion, after) = split(cache, eps, p, r, before)?;
+        } else if whole
+            && rule.source.own_selector.is_some()
+            && rule.destination.own_selector.is_some()
+        {
+            let (suggestion, after) = split(r, p, rule, before)?;
             out.push(finding(
                 "source-and-destination-selectors",
                 format!(
                     "{} has a source and a destination selector and the policy applies to every Windows endpoint in its scope ({}): each of them gets the rule expanded by both selectors' addresses, though only endpoints its {} selector matches can use it",
-                    r.name(),
+                    rule.name(),
                     before.applies_to,
-                    local_side(r.direction)
+                    local_side(rule.direction)
                 ),
                 suggestion,
                 after,
@@ -168,12 +148,11 @@ fn local_side(d: Direction) -> &'static str {
 /// does not matter); the rest of the policy stays, with its types written out, so the
 /// endpoints it selects keep the default deny it gives them.
 fn split(
-    cache: &mut Cache,
-    eps: &Endpoints,
+    renderer: &mut Renderer,
     p: &Policy,
     r: &Rule,
-    before: &Estimate,
-) -> Result<(Suggestion, u64), PolicyError> {
+    before: &Row,
+) -> Result<(Suggestion, Figures), PolicyError> {
     let side = local_side(r.direction);
     let text = format!(
         "select the endpoints by the rule's {side} selector in the policy itself: move {} into a policy of its own whose selector is that selector, and drop it from the rule",
@@ -193,11 +172,11 @@ fn split(
                 text,
                 rewrite: None,
             },
-            before.estimated_rules,
+            before.figures(),
         ));
     };
     let (rest, moved) = rewrite(object, p, r);
-    let mut after = 0u64;
+    let mut after = Figures::default();
     for o in [&rest, &moved] {
         // A rewrite that would not be a valid policy (its joined selector past the selector
         // cap, say) stays a suggestion in words: it is nobody's input, so never an error.
@@ -217,11 +196,14 @@ fn split(
                         ),
                         rewrite: None,
                     },
-                    before.estimated_rules,
+                    before.figures(),
                 ));
             }
         };
-        after = after.saturating_add(estimate(cache, eps, &policy).estimated_rules);
+        let rendered = render::policy(renderer, &policy);
+        let row = row(renderer, &policy, &rendered, true);
+        after.hns_acls = after.hns_acls.saturating_add(row.hns_acls);
+        after.address_pairs = after.address_pairs.saturating_add(row.address_pairs);
     }
     let text = format!(
         "{text}. The first policy below is the original without the rule (it keeps its types, so the endpoints it selects keep their default deny; delete it if another policy isolates them), the second holds the rule"

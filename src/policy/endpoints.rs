@@ -21,6 +21,10 @@ pub struct Pod {
     pub host_network: bool,
     pub phase: String,
     pub service_account: String,
+    /// Whether the pod has an address yet (`status.podIP`, `status.podIPs`).
+    pub has_ip: bool,
+    /// Its IPv4 address, the one Felix on Windows puts in IP sets.
+    pub ipv4: Option<u32>,
 }
 
 /// Pods, namespaces, nodes and service accounts, as read.
@@ -61,8 +65,12 @@ pub struct Class {
     pub labels: LabelSet,
     /// How many of them are on Windows nodes.
     pub windows: u64,
-    /// How many there are (each holds one address in Calico's IP sets).
+    /// How many have an IPv4 address: each is one member of Calico's IP sets.
     pub all: u64,
+    /// Those addresses (for a rule's `nets` intersected with its selector).
+    pub ips: Vec<u32>,
+    /// A Windows endpoint of the class, `namespace/name`, to name it in the report.
+    pub example: Option<String>,
 }
 
 /// The cluster's endpoints, by class and namespace.
@@ -85,10 +93,14 @@ pub struct Matched {
 }
 
 fn is_endpoint(p: &Pod) -> bool {
-    // IsValidCalicoWorkloadEndpoint and IsFinished: scheduled, not host-networked, not done.
+    // IsValidCalicoWorkloadEndpoint and IsFinished: scheduled, not host-networked, not done;
+    // and a pod without an address yet is no endpoint (libcalico-go v3.31.7
+    // lib/backend/syncersv1/updateprocessors/workloadendpointprocessor.go:51-57: an endpoint
+    // without IP networks is not passed on).
     !p.host_network
         && !p.node.is_empty()
         && !matches!(p.phase.as_str(), "Succeeded" | "Failed" | "Completed")
+        && p.has_ip
 }
 
 fn labels_of(inv: &Inventory, p: &Pod) -> HashMap<String, String> {
@@ -105,7 +117,8 @@ fn labels_of(inv: &Inventory, p: &Pod) -> HashMap<String, String> {
     l.extend(p.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
     l.insert(NAMESPACE_LABEL.into(), p.namespace.clone());
     l.insert("projectcalico.org/orchestrator".into(), "k8s".into());
-    if !sa.is_empty() && sa.len() < 63 {
+    // Set at any length (workloadendpointprocessor.go:139-148 at v3.31.7).
+    if !sa.is_empty() {
         l.insert(SERVICE_ACCOUNT_LABEL.into(), sa.clone());
     }
     l
@@ -127,6 +140,8 @@ impl Endpoints {
                         labels: labels.clone(),
                         windows: 0,
                         all: 0,
+                        ips: Vec::new(),
+                        example: None,
                     });
                     let i = out.classes.len() - 1;
                     index.insert(labels, i);
@@ -140,8 +155,15 @@ impl Endpoints {
                     i
                 }
             };
-            out.classes[i].windows += windows;
-            out.classes[i].all += 1;
+            let class = &mut out.classes[i];
+            class.windows += windows;
+            if let Some(ip) = p.ipv4 {
+                class.all += 1;
+                class.ips.push(ip);
+            }
+            if windows == 1 && class.example.is_none() {
+                class.example = Some(format!("{}/{}", p.namespace, p.name));
+            }
             out.windows += windows;
             *out.windows_by_namespace
                 .entry(p.namespace.clone())
@@ -186,6 +208,30 @@ impl Endpoints {
             }
         }
         m
+    }
+}
+
+impl Endpoints {
+    /// How many of the addresses `selector` matches lie in `nets` (`iputils.IntersectCIDRs`
+    /// of the IP set's /32s with the rule's networks).
+    pub fn matched_in(&self, selector: &Node, nets: &[super::model::Net]) -> u64 {
+        let mut n = 0u64;
+        for &i in self.candidates(selector) {
+            let c = &self.classes[i];
+            if selector.matches(&c.labels) {
+                n += c.ips.iter().filter(|ip| nets.iter().any(|net| net.contains(**ip))).count() as u64;
+            }
+        }
+        n
+    }
+
+    /// The classes with Windows endpoints that `selector` matches.
+    pub fn windows_classes_matching(&self, selector: &Node) -> Vec<usize> {
+        self.candidates(selector)
+            .iter()
+            .copied()
+            .filter(|&i| self.classes[i].windows > 0 && selector.matches(&self.classes[i].labels))
+            .collect()
     }
 }
 

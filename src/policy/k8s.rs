@@ -77,18 +77,27 @@ fn expression(e: &Value) -> Result<String, Problem> {
 pub struct Peer {
     pub selector: String,
     pub namespace_selector: String,
-    pub nets: usize,
+    /// The ipBlock's CIDR.
+    pub cidr: Option<String>,
     pub not_nets: usize,
 }
 
-/// The Calico rules one Kubernetes ingress or egress rule becomes: one per protocol of its
-/// ports (TCP when a port names none; one rule for any protocol without ports) and peer
-/// (one without peers); each with the protocol's ports, which `named_port` says include a
-/// name (`port: http`).
+/// One protocol of a rule's ports: its name (`None`: any), its numeric ports and ranges, and
+/// whether one of its ports is a name (`port: http`).
+#[derive(Debug, Clone, Default)]
+pub struct Protocol {
+    pub protocol: Option<String>,
+    pub ports: Vec<(u16, u16)>,
+    pub named: bool,
+}
+
+/// The Calico rules one Kubernetes ingress or egress rule becomes (`k8sRuleToCalico`,
+/// conversion.go:980-1077 at v3.31.7): one per protocol of its ports, sorted (TCP when a port
+/// names none; one rule for any protocol without ports or with an empty port), times each peer
+/// (one without peers).
 pub struct Converted {
     pub peers: Vec<Peer>,
-    pub protocols: usize,
-    pub named_port: bool,
+    pub protocols: Vec<Protocol>,
 }
 
 /// Converts one rule's peers (`from` or `to`) and ports as `k8sRuleToCalico` does.
@@ -104,26 +113,40 @@ pub fn rule(peers: Option<&Value>, ports: Option<&Value>) -> Result<Converted, P
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
-    let mut protocols: Vec<&str> = Vec::new();
-    let mut any = ports.is_empty();
+    let mut by_protocol: std::collections::BTreeMap<String, Protocol> = Default::default();
     for p in ports {
         if p.get("port").is_none() && p.get("protocol").is_none() {
             // An empty port allows everything: one rule for any protocol (Calico breaks there).
-            any = true;
+            by_protocol.clear();
             break;
         }
-        let proto = p.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
-        if !protocols.contains(&proto) {
-            protocols.push(proto);
+        let name = p.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
+        let entry = by_protocol.entry(name.to_owned()).or_insert_with(|| Protocol {
+            protocol: Some(name.to_owned()),
+            ..Protocol::default()
+        });
+        match p.get("port") {
+            Some(Value::String(_)) => entry.named = true,
+            Some(Value::Number(n)) => {
+                let first = n.as_u64().and_then(|n| u16::try_from(n).ok()).unwrap_or(0);
+                let last = p
+                    .get("endPort")
+                    .and_then(Value::as_u64)
+                    .and_then(|n| u16::try_from(n).ok())
+                    .unwrap_or(first);
+                entry.ports.push((first, last));
+            }
+            _ => {}
         }
     }
-    let named_port = ports
-        .iter()
-        .any(|p| p.get("port").is_some_and(Value::is_string));
+    let protocols = if by_protocol.is_empty() {
+        vec![Protocol::default()]
+    } else {
+        by_protocol.into_values().collect()
+    };
     Ok(Converted {
         peers: out,
-        protocols: if any { 1 } else { protocols.len() },
-        named_port,
+        protocols,
     })
 }
 
@@ -134,7 +157,13 @@ fn peer(p: &Value) -> Result<Peer, Problem> {
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
         return Ok(Peer {
-            nets: 1,
+            cidr: Some(
+                block
+                    .get("cidr")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+            ),
             not_nets: except,
             ..Peer::default()
         });

@@ -1,11 +1,14 @@
 //! Calico network policy as Felix renders it on Windows (its selectors: `crate::selector`): the
-//! labels of an endpoint, policies from either API, and what each costs in HNS rules (`lint policies`).
+//! labels of an endpoint, policies from either API, the HNS ACLs Felix programs for each and
+//! each endpoint's whole ACL list (`lint policies`).
 
 pub mod cost;
 pub mod endpoints;
+pub mod felix;
 pub mod input;
 pub mod k8s;
 pub mod model;
+pub mod render;
 mod source;
 
 use std::collections::BTreeMap;
@@ -14,6 +17,7 @@ use serde_json::Value;
 
 use endpoints::{Endpoints, Inventory, Pod};
 use model::Policy;
+use render::TierSpec;
 pub use source::{NAME_CAP, PolicyError, Source};
 
 /// The most objects one lint reads (files and cluster alike).
@@ -23,6 +27,8 @@ pub const OBJECTS_CAP: usize = 2_000_000;
 pub struct Collected {
     pub inventory: Inventory,
     pub policies: Vec<Policy>,
+    /// `Tier` objects by name.
+    pub tiers: std::collections::HashMap<String, TierSpec>,
     pub objects: usize,
     /// Objects of kinds the lint does not use.
     pub ignored: usize,
@@ -62,16 +68,35 @@ impl Collected {
                     .map_err(|e| src.invalid(format!("not a {kind}: {e}")))?;
                 self.add_core(&src, core)?;
             }
-            ("networking.k8s.io/v1", "NetworkPolicy") => {
+            ("networking.k8s.io/v1", "NetworkPolicy")
+            | ("projectcalico.org/v3", "StagedKubernetesNetworkPolicy") => {
                 let src = Source::of(&object, api_version, kind, origin)?;
                 self.policies.push(model::kubernetes(&src, &object)?);
             }
-            (_, "NetworkPolicy" | "GlobalNetworkPolicy") if calico => {
+            (_, "Tier") if calico => {
+                let src = Source::of(&object, api_version, kind, origin)?;
+                let spec = object.get("spec");
+                let order = spec.and_then(|s| s.get("order")).and_then(Value::as_f64);
+                let pass_at_end = spec
+                    .and_then(|s| s.get("defaultAction"))
+                    .and_then(Value::as_str)
+                    .is_some_and(|a| a.eq_ignore_ascii_case("pass"));
+                self.tiers
+                    .insert(src.name.clone(), TierSpec { order, pass_at_end });
+            }
+            (
+                _,
+                "NetworkPolicy"
+                | "GlobalNetworkPolicy"
+                | "StagedNetworkPolicy"
+                | "StagedGlobalNetworkPolicy",
+            ) if calico => {
                 let mut src = Source::of(&object, api_version, kind, origin)?;
-                if kind == "NetworkPolicy" && src.namespace.is_none() {
+                let global = kind.ends_with("GlobalNetworkPolicy");
+                if !global && src.namespace.is_none() {
                     src.namespace = Some("default".into());
                 }
-                if kind == "GlobalNetworkPolicy" {
+                if global {
                     src.namespace = None;
                 }
                 self.policies.push(model::calico(&src, object)?);
@@ -111,6 +136,7 @@ impl Collected {
         self.within_cap(origin)?;
         self.ignored += other.ignored;
         self.policies.extend(other.policies);
+        self.tiers.extend(other.tiers);
         let inv = other.inventory;
         self.inventory.pods.extend(inv.pods);
         self.inventory.namespaces.extend(inv.namespaces);
@@ -144,11 +170,18 @@ impl Collected {
                     labels,
                     node: spec.node_name.unwrap_or_default(),
                     host_network: spec.host_network == Some(true),
-                    phase: object.status.phase.unwrap_or_default(),
+                    phase: object.status.phase.clone().unwrap_or_default(),
                     service_account: spec
                         .service_account_name
                         .filter(|s| !s.is_empty())
                         .unwrap_or_else(|| "default".into()),
+                    has_ip: object.status.pod_ip.is_some()
+                        || !object.status.pod_ips.is_empty(),
+                    ipv4: std::iter::once(object.status.pod_ip.as_deref())
+                        .chain(object.status.pod_ips.iter().map(|p| p.ip.as_deref()))
+                        .flatten()
+                        .find_map(|ip| ip.parse::<std::net::Ipv4Addr>().ok())
+                        .map(u32::from),
                 });
             }
         }
@@ -248,32 +281,64 @@ struct CoreSpec {
 }
 
 #[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
 struct CoreStatus {
     phase: Option<String>,
+    #[serde(rename = "podIP")]
+    pod_ip: Option<String>,
+    #[serde(rename = "podIPs", default)]
+    pod_ips: Vec<PodIp>,
 }
 
-/// What `lint policies` reports.
+#[derive(serde::Deserialize, Default)]
+struct PodIp {
+    ip: Option<String>,
+}
+
+/// The most endpoints the report lists by their ACLs (the JSON and the text alike).
+pub const WORST_ENDPOINTS: usize = 20;
+
+/// What `lint policies` reports (`schema` 2: the two figures per policy, the endpoints' lists).
 #[derive(Debug, serde::Serialize)]
 pub struct Report {
+    pub schema: u32,
+    pub calico_version: String,
     pub windows_endpoints: u64,
-    pub policies: Vec<cost::Estimate>,
+    pub policies: Vec<cost::Row>,
+    /// The Windows endpoints with the longest ACL lists, one per set of labels.
+    pub endpoints: Vec<render::EndpointAcls>,
     pub findings: Vec<cost::Finding>,
 }
 
-/// Estimates every policy and lists the findings, costliest policy first.
-pub fn lint(c: &Collected) -> Result<Report, PolicyError> {
+/// Renders every policy and endpoint as Felix of `release` does and lists the findings,
+/// costliest policy first.
+pub fn lint(c: &Collected, release: felix::Release) -> Result<Report, PolicyError> {
     let eps = Endpoints::of(&c.inventory);
-    let mut cache = cost::Cache::default();
+    let mut renderer = felix::Renderer::new(&eps);
+    let rendered: Vec<render::Rendered> = c
+        .policies
+        .iter()
+        .map(|p| render::policy(&mut renderer, p))
+        .collect();
+    let cluster = render::Cluster {
+        policies: &c.policies,
+        rendered: &rendered,
+        tiers: &c.tiers,
+        release,
+    };
     let mut policies = Vec::with_capacity(c.policies.len());
     let mut findings = Vec::new();
-    for p in &c.policies {
-        let e = cost::estimate(&mut cache, &eps, p);
-        findings.extend(cost::findings(&mut cache, &eps, p, &e)?);
-        policies.push(e);
+    for (p, r) in c.policies.iter().zip(&rendered) {
+        let row = cost::row(&mut renderer, p, r, cluster.reaches_workloads(p));
+        findings.extend(cost::findings(&mut renderer, p, &row)?);
+        policies.push(row);
     }
-    let key = |e: &cost::Estimate| {
+    let (mut endpoints, lost) = render::endpoints(&eps, &cluster);
+    findings.extend(lost.iter().map(|l| lost_finding(c, l)));
+    endpoints.truncate(WORST_ENDPOINTS);
+    let key = |e: &cost::Row| {
         (
-            std::cmp::Reverse(e.estimated_rules),
+            std::cmp::Reverse(e.hns_acls),
             e.kind.clone(),
             e.namespace.clone(),
             e.name.clone(),
@@ -281,11 +346,84 @@ pub fn lint(c: &Collected) -> Result<Report, PolicyError> {
     };
     policies.sort_by_key(key);
     findings.sort_by_key(|f| {
-        std::cmp::Reverse(f.estimated_rules.saturating_sub(f.estimated_rules_after))
+        std::cmp::Reverse(f.before.hns_acls.saturating_sub(f.after.hns_acls))
     });
     Ok(Report {
+        schema: 2,
+        calico_version: release.to_string(),
         windows_endpoints: eps.windows_in(None),
         policies,
+        endpoints,
         findings,
     })
+}
+
+fn named(p: &Policy) -> String {
+    match &p.namespace {
+        Some(ns) => format!("{} {ns}/{}", p.kind, p.name),
+        None => format!("{} {}", p.kind, p.name),
+    }
+}
+
+/// A defect of Felix's Windows code met on some endpoints, as a finding.
+fn lost_finding(c: &Collected, l: &render::Lost) -> cost::Finding {
+    let at = format!(
+        "{} Windows endpoint(s), such as {}",
+        l.endpoints,
+        l.examples.join(", ")
+    );
+    let lost: Vec<String> = l.policies_lost.iter().map(|&i| named(&c.policies[i])).collect();
+    let (message, text) = match l.code {
+        "staged-policy-hides-later-policies" => (
+            format!(
+                "Felix on Windows creates no policy set for a staged policy, and stops at the missing set when it gathers the tier's rules (felix/dataplane/windows/policy_mgr.go:42-45, policysets.go:142-146 at v3.31.7): on {at}, tier {} loses {}",
+                l.tier,
+                lost.join(", ")
+            ),
+            "give the staged policy an order after the tier's enforced policies, or enforce or delete it".to_owned(),
+        ),
+        "unreachable-tier" => (
+            format!(
+                "no rule of tier {} passes, and its end-of-tier action is not Pass: on {at}, tier(s) {} after it are never reached",
+                l.tier,
+                l.tiers_lost.join(", ")
+            ),
+            "add a Pass rule (or defaultAction: Pass on the tier) where traffic should go on to the later tiers, or remove the later tiers' policies for these endpoints".to_owned(),
+        ),
+        _ => (
+            format!(
+                "a tier before default applies to {at}: Felix on Windows decides which endpoints to reprogram after a policy or IP set change by the endpoint's first tier only (felix/dataplane/windows/endpoint_mgr.go:259-273 at v3.31.7), so a change to a default-tier policy or its selectors' members reaches these endpoints only when something else reprograms them"
+            ),
+            "after changing a default-tier policy, restart CalicoFelix on the nodes of these endpoints, or keep their policies in one tier".to_owned(),
+        ),
+    };
+    let (api_version, kind, namespace, name) = match l.policy.map(|i| &c.policies[i]) {
+        Some(p) => (
+            p.api_version.clone(),
+            p.kind.clone(),
+            p.namespace.clone(),
+            p.name.clone(),
+        ),
+        None => (
+            "projectcalico.org/v3".into(),
+            "Tier".into(),
+            None,
+            l.tier.clone(),
+        ),
+    };
+    cost::Finding {
+        code: l.code,
+        api_version,
+        kind,
+        namespace,
+        name,
+        rule: String::new(),
+        message,
+        suggestion: cost::Suggestion {
+            text,
+            rewrite: None,
+        },
+        before: cost::Figures::default(),
+        after: cost::Figures::default(),
+    }
 }

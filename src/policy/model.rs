@@ -49,6 +49,76 @@ pub struct Policy {
     pub rules: Vec<Rule>,
     /// The object as read, for rewrites (`None` for Kubernetes policies).
     pub object: Option<Value>,
+    /// The tier: `spec.tier`, else as `names.TierFromPolicyName` reads it from the name
+    /// (libcalico-go v3.31.7 `lib/names/policy.go:52-79`: the word before the first dot,
+    /// `default` for none and for Kubernetes policies).
+    pub tier: String,
+    /// `spec.order` (Kubernetes policies: 1000, as `K8sNetworkPolicyToCalico` sets it); `None`
+    /// sorts last.
+    pub order: Option<f64>,
+    /// A staged policy (`Staged*` kinds): Felix on Windows creates no policy set for it.
+    pub staged: bool,
+    /// `doNotTrack` or `preDNAT`: such a policy applies to host endpoints only, never to a
+    /// workload (felix/calc/event_sequencer.go:1244-1267 at v3.31.7).
+    pub host_only: bool,
+}
+
+/// Rendering orders a direction's rules by this: `Allow`, `Deny`, `Pass` (or `Next-Tier`), or
+/// `Log`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    Allow,
+    Deny,
+    Pass,
+    Log,
+}
+
+impl Action {
+    /// As `protoRuleToHnsRules` reads it (policysets.go:348-361): empty is Allow.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.to_ascii_lowercase().as_str() {
+            "" | "allow" => Some(Action::Allow),
+            "deny" => Some(Action::Deny),
+            "pass" | "next-tier" => Some(Action::Pass),
+            "log" => Some(Action::Log),
+            _ => None,
+        }
+    }
+}
+
+/// An IPv4 network of a rule's `nets` (a bare address is a /32).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Net {
+    pub addr: u32,
+    pub len: u8,
+}
+
+impl Net {
+    /// `Some(Ok(net))` for IPv4, `Some(Err(()))` for IPv6, `None` when it is neither.
+    pub fn parse(text: &str) -> Option<Result<Net, ()>> {
+        let (ip, len) = text.split_once('/').map_or((text, None), |(a, l)| (a, Some(l)));
+        if let Ok(v4) = ip.parse::<std::net::Ipv4Addr>() {
+            let len = match len {
+                Some(l) => l.parse::<u8>().ok().filter(|l| *l <= 32)?,
+                None => 32,
+            };
+            let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
+            return Some(Ok(Net {
+                addr: u32::from(v4) & mask,
+                len,
+            }));
+        }
+        ip.parse::<std::net::Ipv6Addr>().ok().map(|_| Err(()))
+    }
+
+    pub fn contains(&self, ip: u32) -> bool {
+        let mask = if self.len == 0 {
+            0
+        } else {
+            u32::MAX << (32 - self.len)
+        };
+        ip & mask == self.addr
+    }
 }
 
 /// One rule of a policy.
@@ -62,20 +132,27 @@ pub struct Rule {
     pub destination: Entity,
     /// Why Felix on Windows skips the rule (policysets.go `protoRuleToHnsRules`), if it does.
     pub skipped: Option<String>,
-    /// How many Calico rules this entry stands for (a Kubernetes rule with several protocols).
-    pub copies: u64,
+    /// The protocol as HNS numbers it (`protocolNameToNumber`, policysets.go:681-699): 256 is
+    /// any.
+    pub protocol: u16,
 }
 
 /// One side of a rule.
 #[derive(Debug, Clone, Default)]
 pub struct Entity {
-    /// The endpoints matched, as `GetEntityRuleSelector` builds it; `None` matches any address.
+    /// The endpoints matched, as `GetEntityRuleSelector` builds it with a `notSelector` folded
+    /// in; `None` matches any address.
     pub selector: Option<Node>,
     /// The entity's own `selector` field (or service accounts), not only a namespace scope.
     pub own_selector: Option<String>,
     /// Whether only `selector` is set (so it can move into the policy's selector).
     pub plain_selector: bool,
-    pub nets: usize,
+    /// The IPv4 networks of `nets`.
+    pub nets: Vec<Net>,
+    /// `nets` holds IPv6 networks only: the rule is a no-op on Windows.
+    pub only_v6_nets: bool,
+    /// The port ranges of `ports` (numbers and `a:b` ranges).
+    pub ports: Vec<(u16, u16)>,
 }
 
 impl Rule {
@@ -172,6 +249,11 @@ pub fn calico(src: &Source, object: Value) -> Result<Policy, PolicyError> {
         }
     }
     let types = calico_types(spec, &rules);
+    let tier = match text(spec, "tier") {
+        "" => tier_from_name(&src.name),
+        t => t.to_owned(),
+    };
+    let flag = |k: &str| spec.get(k).and_then(Value::as_bool) == Some(true);
     Ok(Policy {
         api_version: src.api_version.clone(),
         kind: src.kind.clone(),
@@ -181,8 +263,25 @@ pub fn calico(src: &Source, object: Value) -> Result<Policy, PolicyError> {
         selects_whole_scope: whole,
         types,
         rules,
+        tier,
+        order: spec.get("order").and_then(Value::as_f64),
+        staged: src.kind.starts_with("Staged"),
+        host_only: flag("doNotTrack") || flag("preDNAT"),
         object: Some(object),
     })
+}
+
+/// `names.TierFromPolicyName` (libcalico-go v3.31.7 `lib/names/policy.go:52-79`): Kubernetes
+/// and OpenStack policies are in `default`, as is a name without a dot; otherwise the word
+/// before the first dot.
+pub fn tier_from_name(name: &str) -> String {
+    if ["knp.default.", "ossg."].iter().any(|p| name.starts_with(p)) {
+        return "default".into();
+    }
+    match name.split_once('.') {
+        Some((tier, _)) if !tier.is_empty() => tier.to_owned(),
+        _ => "default".into(),
+    }
 }
 
 /// The policy's types: as given, else as Calico's defaulting sets them (ingress always,
@@ -218,41 +317,73 @@ fn calico_rule(
     if !r.is_object() {
         return Err(src.invalid(format!("{at} is not a rule (a map)")));
     }
-    let source = entity(src, &format!("{at}.source"), r.get("source"), ns)?;
-    let destination = entity(src, &format!("{at}.destination"), r.get("destination"), ns)?;
+    let (source, not_src) = entity(src, &format!("{at}.source"), r.get("source"), ns)?;
+    let (destination, not_dst) =
+        entity(src, &format!("{at}.destination"), r.get("destination"), ns)?;
     let action = text(r, "action").to_owned();
+    if Action::parse(&action).is_none() {
+        return Err(src.invalid(format!(
+            "{at}.action {action:?} is not Allow, Deny, Pass or Log"
+        )));
+    }
+    let protocol = match r.get("protocol") {
+        Some(Value::Number(n)) => n.as_u64().and_then(|n| u16::try_from(n).ok()).unwrap_or(256),
+        Some(Value::String(name)) => protocol_number(name),
+        _ => 256,
+    };
+    let skipped = windows_skip(r, &action, protocol, not_src || not_dst);
     Ok(Rule {
         direction,
         index,
-        skipped: windows_skip(r, &action),
+        skipped,
         action,
         source,
         destination,
-        copies: 1,
+        protocol,
     })
 }
 
+/// `protocolNameToNumber` (felix/dataplane/windows/policysets/policysets.go:681-699 at v3.31.7):
+/// 256 is any.
+pub fn protocol_number(name: &str) -> u16 {
+    match name.to_ascii_lowercase().as_str() {
+        "tcp" => 6,
+        "udp" => 17,
+        "icmp" => 1,
+        "icmpv6" => 58,
+        "sctp" => 132,
+        "udplite" => 136,
+        _ => 256,
+    }
+}
+
 /// Why Felix on Windows leaves the rule out (felix/dataplane/windows/policysets/policysets.go
-/// at v3.31.7: negative matches, ICMP type or code, named ports, the Log action).
-fn windows_skip(r: &Value, action: &str) -> Option<String> {
+/// at v3.31.7, `protoRuleToHnsRules` :287-338: an IPv6 rule, a negative match, an ICMP type or
+/// code, a named port; :356-358: the Log action). A `notSelector` beside a positive selector is
+/// no negative match: Felix folds it into the selector (felix/calc/rule_scanner.go:594-612).
+fn windows_skip(r: &Value, action: &str, protocol: u16, not_selector: bool) -> Option<String> {
     let has = |v: Option<&Value>| {
         v.is_some_and(|v| !v.is_null() && v != "" && v != &Value::Array(vec![]))
     };
     let sides = [r.get("source"), r.get("destination")];
-    let negative = has(r.get("notProtocol"))
+    let negative = not_selector
+        || has(r.get("notProtocol"))
         || has(r.get("notICMP"))
         || sides
             .iter()
             .flatten()
-            .any(|s| has(s.get("notSelector")) || has(s.get("notNets")) || has(s.get("notPorts")));
+            .any(|s| has(s.get("notNets")) || has(s.get("notPorts")));
     let named = sides.iter().flatten().any(|s| {
         s.get("ports")
             .and_then(Value::as_array)
             .is_some_and(|p| p.iter().any(is_named_port))
     });
-    if negative {
+    let v6 = r.get("ipVersion").and_then(Value::as_u64) == Some(6) || protocol == 58;
+    if v6 {
+        Some("it is an IPv6 rule (ipVersion 6 or ICMPv6), and Felix on Windows renders IPv4 only".into())
+    } else if negative {
         Some(
-            "it has a negative match (notSelector, notNets, notPorts, notProtocol or notICMP)"
+            "it has a negative match (notNets, notPorts, notProtocol, notICMP, or a notSelector without a positive selector beside it)"
                 .into(),
         )
     } else if has(r.get("icmp")) {
@@ -273,19 +404,56 @@ fn is_named_port(p: &Value) -> bool {
     })
 }
 
+/// The numeric ports and ranges of a `ports` list (names are left to `windows_skip`).
+fn port_ranges(ports: Option<&Value>) -> Vec<(u16, u16)> {
+    let number = |t: &str| t.parse::<u16>().ok();
+    ports
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| match p {
+            Value::Number(n) => n.as_u64().and_then(|n| u16::try_from(n).ok()).map(|n| (n, n)),
+            Value::String(t) => match t.split_once(':') {
+                Some((a, b)) => Some((number(a)?, number(b)?)),
+                None => number(t).map(|n| (n, n)),
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// A rule's `nets`: the IPv4 ones, and whether every one given was IPv6 (`filterNets`,
+/// policysets.go:315-337: IPv6 entries are dropped, and a side left with none makes the rule a
+/// no-op).
+fn nets_of(src: &Source, at: &str, e: &Value) -> Result<(Vec<Net>, bool), PolicyError> {
+    let list = e.get("nets").and_then(Value::as_array);
+    let mut v4 = Vec::new();
+    let mut v6 = 0;
+    for n in list.into_iter().flatten() {
+        match n.as_str().and_then(Net::parse) {
+            Some(Ok(net)) => v4.push(net),
+            Some(Err(())) => v6 += 1,
+            None => return Err(src.invalid(format!("{at}.nets has {n}, not a CIDR"))),
+        }
+    }
+    Ok((v4.clone(), v4.is_empty() && v6 > 0))
+}
+
+/// One side of a rule, and whether a `notSelector` is left a negative match (no positive
+/// selector to fold it into).
 fn entity(
     src: &Source,
     at: &str,
     e: Option<&Value>,
     ns: Option<&str>,
-) -> Result<Entity, PolicyError> {
+) -> Result<(Entity, bool), PolicyError> {
     let Some(e) = e.filter(|e| e.is_object()) else {
-        return Ok(Entity::default());
+        return Ok((Entity::default(), false));
     };
     let sel = text(e, "selector");
     let ns_sel = text(e, "namespaceSelector");
     let sa = e.get("serviceAccounts").filter(|s| s.is_object());
-    let nets = e.get("nets").and_then(Value::as_array).map_or(0, Vec::len);
+    let (nets, only_v6_nets) = nets_of(src, at, e)?;
     let not_sel = text(e, "notSelector");
     let mut parts = Vec::new();
     if let Some(sa) = sa {
@@ -296,25 +464,39 @@ fn entity(
         no_global(src, &format!("{at}.selector"), &n)?;
         parts.push(n);
     }
-    if !not_sel.is_empty() {
-        no_global(
-            src,
-            &format!("{at}.notSelector"),
-            &parse_at(src, &format!("{at}.notSelector"), not_sel)?,
-        )?;
-    }
-    let selector = combined(src, at, parts, ns_sel, ns, !not_sel.is_empty())?;
+    let not = if not_sel.is_empty() {
+        None
+    } else {
+        let n = parse_at(src, &format!("{at}.notSelector"), not_sel)?;
+        no_global(src, &format!("{at}.notSelector"), &n)?;
+        Some(n)
+    };
+    let mut selector = combined(src, at, parts, ns_sel, ns, not.is_some())?;
+    // `combineMatchesIfPossible` (rule_scanner.go:594-612): beside a positive selector the
+    // notSelector narrows it; alone it stays a negative match.
+    let negative = match (&mut selector, not) {
+        (Some(positive), Some(not)) => {
+            *positive = and(positive.clone(), Node::Not(Box::new(not)));
+            false
+        }
+        (None, Some(_)) => true,
+        _ => false,
+    };
     let own = (!sel.is_empty() || sa.is_some()).then(|| sel.to_owned());
-    Ok(Entity {
+    let entity = Entity {
         selector,
         plain_selector: !sel.is_empty()
             && sa.is_none()
             && ns_sel.is_empty()
-            && nets == 0
+            && nets.is_empty()
+            && !only_v6_nets
             && not_sel.is_empty(),
         own_selector: own,
         nets,
-    })
+        only_v6_nets,
+        ports: port_ranges(e.get("ports")),
+    };
+    Ok((entity, negative))
 }
 
 /// `getEndpointSelector`: the namespace part and the selectors, joined by `&&`.
@@ -402,9 +584,17 @@ pub fn kubernetes(src: &Source, object: &Value) -> Result<Policy, PolicyError> {
         types,
         rules,
         object: None,
+        // `K8sNetworkPolicyToCalico` gives every converted policy order 1000 in `default`.
+        tier: "default".into(),
+        order: Some(1000.0),
+        staged: src.kind.starts_with("Staged"),
+        host_only: false,
     })
 }
 
+/// One Calico rule per protocol and peer, in `k8sRuleToCalico`'s order (conversion.go:999-1077
+/// at v3.31.7: protocols sorted, then peers); a protocol with a named port makes only its own
+/// rules use a named-port IP set, which Felix on Windows skips.
 fn k8s_rules(
     src: &Source,
     direction: Direction,
@@ -414,39 +604,55 @@ fn k8s_rules(
 ) -> Result<Vec<Rule>, PolicyError> {
     let at = format!("{}[{index}]", direction.key());
     let mut out = Vec::new();
-    for p in c.peers {
-        let parts = if p.selector.is_empty() {
-            vec![]
-        } else {
-            vec![parse_at(src, &format!("{at} peer"), &p.selector)?]
-        };
-        let selector = combined(src, &at, parts, &p.namespace_selector, Some(ns), false)?;
-        let peer = Entity {
-            own_selector: (!p.selector.is_empty()).then(|| p.selector.clone()),
-            selector,
-            plain_selector: false,
-            nets: p.nets,
-        };
-        let skipped = if p.not_nets > 0 {
-            Some("its ipBlock has except entries, which become notNets (a negative match)".into())
-        } else if c.named_port {
-            Some("it names a port (named ports are not supported on Windows)".into())
-        } else {
-            None
-        };
-        let (source, destination) = match direction {
-            Direction::Ingress => (peer, Entity::default()),
-            Direction::Egress => (Entity::default(), peer),
-        };
-        out.push(Rule {
-            direction,
-            index,
-            action: "Allow".into(),
-            source,
-            destination,
-            skipped,
-            copies: c.protocols.max(1) as u64,
-        });
+    for proto in &c.protocols {
+        for p in &c.peers {
+            let parts = if p.selector.is_empty() {
+                vec![]
+            } else {
+                vec![parse_at(src, &format!("{at} peer"), &p.selector)?]
+            };
+            let selector = combined(src, &at, parts, &p.namespace_selector, Some(ns), false)?;
+            let (nets, only_v6_nets) = match &p.cidr {
+                Some(cidr) => match Net::parse(cidr) {
+                    Some(Ok(net)) => (vec![net], false),
+                    Some(Err(())) => (vec![], true),
+                    None => return Err(src.invalid(format!("{at} ipBlock {cidr:?} is not a CIDR"))),
+                },
+                None => (vec![], false),
+            };
+            let peer = Entity {
+                own_selector: (!p.selector.is_empty()).then(|| p.selector.clone()),
+                selector,
+                plain_selector: false,
+                nets,
+                only_v6_nets,
+                ports: Vec::new(),
+            };
+            let skipped = if p.not_nets > 0 {
+                Some("its ipBlock has except entries, which become notNets (a negative match)".into())
+            } else if proto.named {
+                Some("it names a port (named ports are not supported on Windows)".into())
+            } else {
+                None
+            };
+            let ports = Entity {
+                ports: proto.ports.clone(),
+                ..Entity::default()
+            };
+            let (source, destination) = match direction {
+                Direction::Ingress => (peer, ports),
+                Direction::Egress => (Entity::default(), Entity { ports: proto.ports.clone(), ..peer }),
+            };
+            out.push(Rule {
+                direction,
+                index,
+                action: "Allow".into(),
+                source,
+                destination,
+                skipped,
+                protocol: proto.protocol.as_deref().map_or(256, protocol_number),
+            });
+        }
     }
     Ok(out)
 }

@@ -1,0 +1,308 @@
+//! Each Windows endpoint's whole ACL list, as Felix's endpoint manager assembles it
+//! (felix/dataplane/windows/endpoint_mgr.go at v3.31.7): the endpoint's tiers in order, each
+//! with its policies in order and its end-of-tier ACL (:372-395), the profiles when no
+//! default-tier policy applies in a direction (:397-406), flattened (:409-410), the host ACL
+//! per direction (:430-431) and the node-to-endpoint allow (:511-520, 548-563). And what
+//! Felix's own Windows code gets wrong on the way, as findings.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::endpoints::Endpoints;
+use super::felix::{Group, Release, Renderer, count, flatten};
+use super::model::{Action, Direction, Policy};
+use crate::selector::Node;
+
+/// The default tier's name and order (api/pkg/apis/projectcalico/v3/tier.go:41 at v3.31.7).
+pub const DEFAULT_TIER: &str = "default";
+pub const DEFAULT_TIER_ORDER: f64 = 1_000_000.0;
+
+/// A tier as read (`Tier` objects): its order (`None` sorts last) and whether its default
+/// action is Pass (its end-of-tier ACL passes instead of blocking: endpoint_mgr.go:373).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TierSpec {
+    pub order: Option<f64>,
+    pub pass_at_end: bool,
+}
+
+/// What one policy renders into on each endpoint it applies to, per direction.
+#[derive(Clone, Debug, Default)]
+pub struct Rendered {
+    pub ingress: Vec<Group>,
+    pub egress: Vec<Group>,
+    /// Its rules' ACLs and address pairs on one endpoint.
+    pub acls: u64,
+    pub pairs: u64,
+}
+
+impl Rendered {
+    fn of(&self, d: Direction) -> &[Group] {
+        match d {
+            Direction::Ingress => &self.ingress,
+            Direction::Egress => &self.egress,
+        }
+    }
+}
+
+/// Renders a policy's rules for the directions of its types.
+pub fn policy(r: &mut Renderer, p: &Policy) -> Rendered {
+    let mut out = Rendered::default();
+    for rule in p.rules.iter().filter(|r| p.types.contains(&r.direction)) {
+        let (outcome, group) = r.rule(rule);
+        out.acls = out.acls.saturating_add(outcome.acls());
+        out.pairs = out.pairs.saturating_add(outcome.pairs());
+        if let Some(g) = group {
+            match rule.direction {
+                Direction::Ingress => out.ingress.push(g),
+                Direction::Egress => out.egress.push(g),
+            }
+        }
+    }
+    out
+}
+
+/// What Felix on Windows gets wrong for some endpoints: the code, the tier or policy it is
+/// about, the endpoints it hits (counted, and a few named) and what is lost.
+#[derive(Clone, Debug, Default)]
+pub struct Lost {
+    pub code: &'static str,
+    /// The policy (index) or, for a tier finding, none.
+    pub policy: Option<usize>,
+    pub tier: String,
+    pub endpoints: u64,
+    pub examples: Vec<String>,
+    /// The policies (indices) or tiers never rendered.
+    pub policies_lost: Vec<usize>,
+    pub tiers_lost: Vec<String>,
+}
+
+/// One Windows endpoint's ACL list (for a class of endpoints with the same labels).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct EndpointAcls {
+    pub endpoint: String,
+    /// Windows endpoints with the same labels, and so the same list.
+    pub like_it: u64,
+    pub hns_acls: u64,
+    pub ingress: u64,
+    pub egress: u64,
+    /// The node-to-endpoint allow and the two host ACLs.
+    pub fixed: u64,
+    pub tiers: Vec<String>,
+}
+
+/// The inputs every endpoint is assembled from.
+pub struct Cluster<'a> {
+    pub policies: &'a [Policy],
+    pub rendered: &'a [Rendered],
+    pub tiers: &'a HashMap<String, TierSpec>,
+    pub release: Release,
+}
+
+impl Cluster<'_> {
+    fn tier(&self, name: &str) -> TierSpec {
+        self.tiers.get(name).cloned().unwrap_or(TierSpec {
+            order: (name == DEFAULT_TIER).then_some(DEFAULT_TIER_ORDER),
+            pass_at_end: false,
+        })
+    }
+
+    /// Whether Felix renders the policy for workloads at all.
+    pub fn reaches_workloads(&self, p: &Policy) -> bool {
+        !p.host_only && (!p.staged || self.release.staged_policies())
+    }
+
+    /// The policies in Felix's order: tiers by order (`None` last) then name
+    /// (felix/calc/policy_sorter.go `TierLess`), policies by order (`None` last) then name
+    /// (`PolKVLess`).
+    fn sorted(&self) -> Vec<usize> {
+        let key = |i: &usize| {
+            let p = &self.policies[*i];
+            let t = self.tier(&p.tier);
+            (
+                t.order.unwrap_or(f64::INFINITY),
+                p.tier.clone(),
+                p.order.unwrap_or(f64::INFINITY),
+                p.namespace.clone().unwrap_or_default(),
+                p.name.clone(),
+            )
+        };
+        let mut order: Vec<usize> = (0..self.policies.len())
+            .filter(|i| self.reaches_workloads(&self.policies[*i]))
+            .collect();
+        order.sort_by(|a, b| {
+            let (x, y) = (key(a), key(b));
+            x.0.total_cmp(&y.0)
+                .then_with(|| x.1.cmp(&y.1))
+                .then_with(|| x.2.total_cmp(&y.2))
+                .then_with(|| (&x.3, &x.4).cmp(&(&y.3, &y.4)))
+        });
+        order
+    }
+}
+
+/// Every Windows endpoint class's ACL list and what Felix loses on the way.
+pub fn endpoints(eps: &Endpoints, c: &Cluster) -> (Vec<EndpointAcls>, Vec<Lost>) {
+    let mut per_class: Vec<Vec<usize>> = vec![Vec::new(); eps.classes.len()];
+    let mut matches: HashMap<&Node, Vec<usize>> = HashMap::new();
+    for i in c.sorted() {
+        let p = &c.policies[i];
+        let classes = matches
+            .entry(&p.applies)
+            .or_insert_with(|| eps.windows_classes_matching(&p.applies));
+        for &k in classes.iter() {
+            per_class[k].push(i);
+        }
+    }
+    let mut lost: BTreeMap<(&'static str, Option<usize>, String), Lost> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (k, class) in eps.classes.iter().enumerate().filter(|(_, c)| c.windows > 0) {
+        let name = class.example.clone().unwrap_or_default();
+        let mut found = Vec::new();
+        let one = assemble(c, &per_class[k], &mut found);
+        for mut f in found {
+            let entry = lost
+                .entry((f.code, f.policy, f.tier.clone()))
+                .or_insert_with(|| Lost {
+                    code: f.code,
+                    policy: f.policy,
+                    tier: f.tier.clone(),
+                    ..Lost::default()
+                });
+            entry.endpoints += class.windows;
+            if entry.examples.len() < 3 {
+                entry.examples.push(name.clone());
+            }
+            for p in f.policies_lost.drain(..) {
+                if !entry.policies_lost.contains(&p) {
+                    entry.policies_lost.push(p);
+                }
+            }
+            for t in f.tiers_lost.drain(..) {
+                if !entry.tiers_lost.contains(&t) {
+                    entry.tiers_lost.push(t);
+                }
+            }
+        }
+        out.push(EndpointAcls {
+            endpoint: name,
+            like_it: class.windows,
+            ..one
+        });
+    }
+    out.sort_by(|a, b| b.hns_acls.cmp(&a.hns_acls).then(a.endpoint.cmp(&b.endpoint)));
+    (out, lost.into_values().collect())
+}
+
+/// One endpoint's list from the policies that apply to it (in Felix's order).
+fn assemble(c: &Cluster, applying: &[usize], found: &mut Vec<Lost>) -> EndpointAcls {
+    // workload.Tiers: the tiers with a policy for the endpoint, in order.
+    let mut tiers: Vec<&str> = Vec::new();
+    for &i in applying {
+        let t = c.policies[i].tier.as_str();
+        if tiers.last() != Some(&t) {
+            tiers.push(t);
+        }
+    }
+    // refreshPendingWlEpUpdates (endpoint_mgr.go:259-273) looks only at the first tier when
+    // a policy or IP set changes.
+    if tiers.len() > 1 && tiers[0] != DEFAULT_TIER && tiers.contains(&DEFAULT_TIER) {
+        found.push(Lost {
+            code: "change-not-reprogrammed",
+            tier: DEFAULT_TIER.into(),
+            ..Lost::default()
+        });
+    }
+    let rendered: &[&str] = if c.release.all_tiers() {
+        &tiers
+    } else {
+        &tiers[..tiers.len().min(1)]
+    };
+    let ingress = direction(c, applying, rendered, Direction::Ingress, found);
+    let egress = direction(c, applying, rendered, Direction::Egress, found);
+    // The node-to-endpoint allow and one host ACL per direction.
+    let fixed = 3;
+    EndpointAcls {
+        endpoint: String::new(),
+        like_it: 0,
+        hns_acls: ingress.saturating_add(egress).saturating_add(fixed),
+        ingress,
+        egress,
+        fixed,
+        tiers: rendered.iter().map(|t| (*t).to_owned()).collect(),
+    }
+}
+
+/// One direction's ACLs, without the host ACL.
+fn direction(
+    c: &Cluster,
+    applying: &[usize],
+    tiers: &[&str],
+    d: Direction,
+    found: &mut Vec<Lost>,
+) -> u64 {
+    let mut lists: Vec<Vec<Group>> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    let mut default_applies = false;
+    for &tier in tiers {
+        let pols: Vec<usize> = applying
+            .iter()
+            .copied()
+            .filter(|&i| c.policies[i].tier == tier && c.policies[i].types.contains(&d))
+            .collect();
+        if pols.is_empty() {
+            continue;
+        }
+        default_applies |= tier == DEFAULT_TIER;
+        let mut groups = Vec::new();
+        for (n, &i) in pols.iter().enumerate() {
+            if c.policies[i].staged {
+                // No policy set exists for a staged policy (policy_mgr.go:42-45) and
+                // GetPolicySetRules stops at a missing set (policysets.go:142-146).
+                let rest: Vec<usize> = pols[n + 1..]
+                    .iter()
+                    .copied()
+                    .filter(|&j| !c.policies[j].staged)
+                    .collect();
+                if !rest.is_empty() {
+                    found.push(Lost {
+                        code: "staged-policy-hides-later-policies",
+                        policy: Some(i),
+                        tier: tier.to_owned(),
+                        policies_lost: rest,
+                        ..Lost::default()
+                    });
+                }
+                break;
+            }
+            groups.extend_from_slice(c.rendered[i].of(d));
+        }
+        let end = if c.tier(tier).pass_at_end {
+            Action::Pass
+        } else {
+            Action::Deny
+        };
+        groups.push(Group::any(end));
+        lists.push(groups);
+        names.push(tier.to_owned());
+    }
+    if lists.is_empty() || !default_applies {
+        // The profiles: kns.<namespace> allows all (conversion.go `NamespaceToProfile`),
+        // ksa.<namespace>.<account> has no rules, then the end-of-tier block.
+        lists.push(vec![Group::any(Action::Allow), Group::any(Action::Deny)]);
+        names.push("profiles".into());
+    }
+    let (flat, unreachable) = flatten(lists);
+    // A tier without a pass rule ends every packet: the profiles after it are what policies
+    // are for, but a real tier after it is dead for this endpoint.
+    if let Some(k) = unreachable.filter(|&k| names[k..].iter().any(|n| n != "profiles")) {
+        found.push(Lost {
+            code: "unreachable-tier",
+            tier: names[k - 1].clone(),
+            tiers_lost: names[k..].iter().filter(|n| *n != "profiles").cloned().collect(),
+            ..Lost::default()
+        });
+    }
+    count(&flat).saturating_add(1)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,167 @@
+//! Endpoint ACL lists and Felix's Windows defects, each from its source at v3.31.7.
+
+use crate::policy::felix::Release;
+use crate::policy::{Collected, Report, lint};
+use serde_json::{Value, json};
+
+fn objects() -> Vec<Value> {
+    let mut o = vec![
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "win", "labels": {"kubernetes.io/os": "windows"}}}),
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "lin", "labels": {"kubernetes.io/os": "linux"}}}),
+    ];
+    for (name, node, role, ip) in [
+        ("web-0", "win", "web", "10.1.0.1"),
+        ("web-1", "win", "web", "10.1.0.2"),
+        ("db-0", "lin", "db", "10.2.0.1"),
+    ] {
+        o.push(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "shop", "labels": {"role": role}},
+            "spec": {"nodeName": node}, "status": {"phase": "Running", "podIP": ip}}));
+    }
+    o
+}
+
+fn policy(kind: &str, name: &str, spec: Value) -> Value {
+    let mut p = json!({"apiVersion": "projectcalico.org/v3", "kind": kind,
+        "metadata": {"name": name}, "spec": spec});
+    if !kind.ends_with("GlobalNetworkPolicy") {
+        p["metadata"]["namespace"] = json!("shop");
+    }
+    p
+}
+
+fn tier(name: &str, order: f64, action: &str) -> Value {
+    json!({"apiVersion": "projectcalico.org/v3", "kind": "Tier", "metadata": {"name": name},
+        "spec": {"order": order, "defaultAction": action}})
+}
+
+fn run(extra: Vec<Value>, release: &str) -> Report {
+    let mut c = Collected::default();
+    for o in objects().into_iter().chain(extra) {
+        c.add(o, "test").expect("add");
+    }
+    lint(&c, Release::parse(release).expect("release")).expect("lint")
+}
+
+fn codes(r: &Report) -> Vec<&str> {
+    r.findings.iter().map(|f| f.code).collect()
+}
+
+/// endpoint_mgr.go:372-431, 511-563: with no policy, each direction has the profiles (kns allow
+/// and the end-of-tier block) and the host ACL, plus the node-to-endpoint allow: 7.
+#[test]
+fn an_endpoint_without_policies_has_the_profiles_and_the_fixed_acls() {
+    let r = run(vec![], "3.31");
+    assert_eq!(r.endpoints.len(), 1, "one class of Windows endpoints");
+    let e = &r.endpoints[0];
+    assert_eq!((e.like_it, e.ingress, e.egress, e.fixed, e.hns_acls), (2, 3, 3, 3, 9));
+}
+
+/// A default-tier policy in one direction: that direction has its rules and the end-of-tier
+/// block, no profile (endpoint_mgr.go:397-406); the other keeps the profiles.
+#[test]
+fn a_default_tier_policy_replaces_the_profiles_in_its_direction() {
+    let r = run(
+        vec![policy("NetworkPolicy", "web", json!({"selector": "role == 'web'", "types": ["Ingress"],
+            "ingress": [{"action": "Allow", "source": {"selector": "role == 'db'"}},
+                        {"action": "Deny", "protocol": "TCP"}]}))],
+        "3.31",
+    );
+    let e = &r.endpoints[0];
+    // ingress: 2 rules + end-of-tier + host; egress: profiles (2) + host.
+    assert_eq!((e.ingress, e.egress, e.hns_acls), (4, 3, 10));
+    let row = &r.policies[0];
+    assert_eq!((row.applies_to, row.hns_acls, row.address_pairs), (2, 4, 4));
+}
+
+/// doNotTrack and preDNAT policies apply to host endpoints only
+/// (felix/calc/event_sequencer.go:1244-1267).
+#[test]
+fn untracked_and_pre_dnat_policies_never_reach_a_workload() {
+    let spec = |flag: &str| {
+        let mut s = json!({"selector": "all()", "applyOnForward": true, "ingress": [{"action": "Deny"}]});
+        s[flag] = json!(true);
+        s
+    };
+    let r = run(
+        vec![
+            policy("GlobalNetworkPolicy", "raw", spec("doNotTrack")),
+            policy("GlobalNetworkPolicy", "nat", spec("preDNAT")),
+        ],
+        "3.31",
+    );
+    assert!(r.policies.iter().all(|p| p.applies_to == 0 && p.hns_acls == 0));
+    assert_eq!(r.endpoints[0].hns_acls, 9);
+}
+
+/// policy_mgr.go:42-45 creates no policy set for a staged policy and policysets.go:142-146
+/// stops at the missing set: a staged policy ordered first hides the tier's later policies.
+#[test]
+fn a_staged_policy_ahead_of_enforced_ones_hides_them() {
+    let staged = policy("StagedNetworkPolicy", "try", json!({"order": 10, "selector": "all()", "ingress": [{"action": "Deny"}]}));
+    let enforced = policy("NetworkPolicy", "real", json!({"order": 20, "selector": "all()",
+        "ingress": [{"action": "Allow"}, {"action": "Allow", "protocol": "UDP"}]}));
+    let r = run(vec![staged.clone(), enforced.clone()], "3.31");
+    assert_eq!(codes(&r), ["staged-policy-hides-later-policies"]);
+    let f = &r.findings[0];
+    assert_eq!(f.name, "try");
+    assert!(f.message.contains("NetworkPolicy shop/real"), "{}", f.message);
+    assert!(f.message.contains("2 Windows endpoint(s)"), "{}", f.message);
+    // The hidden rules are not in the list: end-of-tier + host only.
+    assert_eq!(r.endpoints[0].ingress, 2);
+    // Ordered after the enforced policy, nothing is lost.
+    let mut late = staged;
+    late["spec"]["order"] = json!(30);
+    let r = run(vec![late.clone(), enforced.clone()], "3.31");
+    assert!(codes(&r).is_empty(), "{:?}", codes(&r));
+    assert_eq!(r.endpoints[0].ingress, 4);
+    // Before 3.30 staged policies never reached Felix.
+    let r = run(vec![policy("StagedNetworkPolicy", "try", json!({"order": 10, "selector": "all()", "ingress": [{"action": "Deny"}]})), enforced], "3.29");
+    assert!(codes(&r).is_empty());
+}
+
+/// flattener.go:84-88: a tier without a pass rule ends the list; and endpoint_mgr.go:259-273
+/// looks only at the endpoint's first tier to decide what to reprogram after a change.
+#[test]
+fn a_tier_without_pass_hides_the_next_and_a_tier_before_default_misses_changes() {
+    let sec = policy("GlobalNetworkPolicy", "security.block-bad", json!({"tier": "security", "selector": "all()",
+        "ingress": [{"action": "Deny", "source": {"nets": ["192.0.2.0/24"]}}]}));
+    let app = policy("NetworkPolicy", "web", json!({"selector": "role == 'web'", "ingress": [{"action": "Allow"}]}));
+    let r = run(vec![tier("security", 100.0, "Deny"), sec.clone(), app.clone()], "3.31");
+    let mut got = codes(&r);
+    got.sort();
+    assert_eq!(got, ["change-not-reprogrammed", "unreachable-tier"]);
+    let unreachable = r.findings.iter().find(|f| f.code == "unreachable-tier").expect("finding");
+    assert_eq!((unreachable.kind.as_str(), unreachable.name.as_str()), ("Tier", "security"));
+    assert!(unreachable.message.contains("default"), "{}", unreachable.message);
+    // A pass rule reaches the default tier: its rules combine with the pass (1 deny + the
+    // default tier's allow and end-of-tier, each combined with the pass ACL; + host).
+    let mut passing = sec;
+    passing["spec"]["ingress"]
+        .as_array_mut()
+        .expect("rules")
+        .push(json!({"action": "Pass"}));
+    let r = run(vec![tier("security", 100.0, "Deny"), passing, app.clone()], "3.31");
+    assert_eq!(codes(&r), ["change-not-reprogrammed"]);
+    assert_eq!(r.endpoints[0].ingress, 1 + 2 + 1 + 1);
+    assert_eq!(r.endpoints[0].tiers, ["security", "default"]);
+    // defaultAction Pass does the same through the end-of-tier ACL.
+    let sec = policy("GlobalNetworkPolicy", "security.block-bad", json!({"tier": "security", "selector": "all()",
+        "ingress": [{"action": "Deny", "source": {"nets": ["192.0.2.0/24"]}}]}));
+    let r = run(vec![tier("security", 100.0, "Pass"), sec.clone(), app.clone()], "3.31");
+    assert_eq!(codes(&r), ["change-not-reprogrammed"]);
+    // Before 3.29 only the first tier is rendered (v3.28.0 endpoint_mgr.go:349-359).
+    let r = run(vec![tier("security", 100.0, "Pass"), sec, app], "3.28");
+    assert_eq!(r.endpoints[0].tiers, ["security"]);
+}
+
+/// The tier is `spec.tier`, else the word before the first dot of the name
+/// (libcalico-go lib/names/policy.go:52-79).
+#[test]
+fn the_tier_is_read_from_the_spec_or_the_name() {
+    use crate::policy::model::tier_from_name;
+    assert_eq!(tier_from_name("security.block"), "security");
+    assert_eq!(tier_from_name("block"), "default");
+    assert_eq!(tier_from_name("knp.default.x"), "default");
+    assert_eq!(tier_from_name("ossg.default.x"), "default");
+}
