@@ -77,7 +77,8 @@ fn cluster_release(ctx: &mut Context, c: &crate::cluster::Cluster) -> Option<Rel
     match Release::parse(&version) {
         Ok(r) => Some(r),
         Err(e) => {
-            ctx.printer.warn(&format!("{e}: rendering as {}", Release::DEFAULT));
+            ctx.printer
+                .warn(&format!("{e}: rendering as {}", Release::DEFAULT));
             None
         }
     }
@@ -190,6 +191,8 @@ fn endpoint_table(r: &Report) -> String {
             e.tiers.join(", ")
         ));
     }
-    out.push_str("(HNS ACLS counts the node-to-endpoint allow and the host ACL of each direction too)\n");
+    out.push_str(
+        "(HNS ACLS counts the node-to-endpoint allow and the host ACL of each direction too)\n",
+    );
     out
 }

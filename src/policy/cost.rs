@@ -123,7 +123,7 @@ pub fn findings(r: &mut Renderer, p: &Policy, before: &Row) -> Result<Vec<Findin
             out.push(finding(
                 "source-and-destination-selectors",
                 format!(
-                    "{} has a source and a destination selector and the policy applies to every Windows endpoint in its scope ({}): each of them gets the rule expanded by both selectors' addresses, though only endpoints its {} selector matches can use it",
+                    "{} has a source and a destination selector and the policy applies to every Windows endpoint in its scope ({}): each of them gets an ACL holding both selectors' addresses, though only endpoints its {} selector matches can use it",
                     rule.name(),
                     before.applies_to,
                     local_side(rule.direction)

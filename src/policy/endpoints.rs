@@ -219,7 +219,11 @@ impl Endpoints {
         for &i in self.candidates(selector) {
             let c = &self.classes[i];
             if selector.matches(&c.labels) {
-                n += c.ips.iter().filter(|ip| nets.iter().any(|net| net.contains(**ip))).count() as u64;
+                n += c
+                    .ips
+                    .iter()
+                    .filter(|ip| nets.iter().any(|net| net.contains(**ip)))
+                    .count() as u64;
             }
         }
         n

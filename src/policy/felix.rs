@@ -44,10 +44,15 @@ impl Release {
         let mut parts = t.split('.');
         let number = |p: Option<&str>| p.and_then(|p| p.parse::<u32>().ok());
         let (Some(major), Some(minor)) = (number(parts.next()), number(parts.next())) else {
-            return Err(format!("{text:?} is not a Calico release (3.31 or v3.31.7)"));
+            return Err(format!(
+                "{text:?} is not a Calico release (3.31 or v3.31.7)"
+            ));
         };
         let r = Release { major, minor };
-        if r < (Release { major: 3, minor: 16 }) {
+        if r < (Release {
+            major: 3,
+            minor: 16,
+        }) {
             return Err(format!(
                 "Calico {major}.{minor} is older than 3.16, the first release whose Windows rendering (one ACL per rule) this lint models"
             ));

@@ -121,10 +121,12 @@ pub fn rule(peers: Option<&Value>, ports: Option<&Value>) -> Result<Converted, P
             break;
         }
         let name = p.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
-        let entry = by_protocol.entry(name.to_owned()).or_insert_with(|| Protocol {
-            protocol: Some(name.to_owned()),
-            ..Protocol::default()
-        });
+        let entry = by_protocol
+            .entry(name.to_owned())
+            .or_insert_with(|| Protocol {
+                protocol: Some(name.to_owned()),
+                ..Protocol::default()
+            });
         match p.get("port") {
             Some(Value::String(_)) => entry.named = true,
             Some(Value::Number(n)) => {

@@ -175,8 +175,7 @@ impl Collected {
                         .service_account_name
                         .filter(|s| !s.is_empty())
                         .unwrap_or_else(|| "default".into()),
-                    has_ip: object.status.pod_ip.is_some()
-                        || !object.status.pod_ips.is_empty(),
+                    has_ip: object.status.pod_ip.is_some() || !object.status.pod_ips.is_empty(),
                     ipv4: std::iter::once(object.status.pod_ip.as_deref())
                         .chain(object.status.pod_ips.iter().map(|p| p.ip.as_deref()))
                         .flatten()
@@ -345,9 +344,7 @@ pub fn lint(c: &Collected, release: felix::Release) -> Result<Report, PolicyErro
         )
     };
     policies.sort_by_key(key);
-    findings.sort_by_key(|f| {
-        std::cmp::Reverse(f.before.hns_acls.saturating_sub(f.after.hns_acls))
-    });
+    findings.sort_by_key(|f| std::cmp::Reverse(f.before.hns_acls.saturating_sub(f.after.hns_acls)));
     Ok(Report {
         schema: 2,
         calico_version: release.to_string(),
@@ -372,7 +369,11 @@ fn lost_finding(c: &Collected, l: &render::Lost) -> cost::Finding {
         l.endpoints,
         l.examples.join(", ")
     );
-    let lost: Vec<String> = l.policies_lost.iter().map(|&i| named(&c.policies[i])).collect();
+    let lost: Vec<String> = l
+        .policies_lost
+        .iter()
+        .map(|&i| named(&c.policies[i]))
+        .collect();
     let (message, text) = match l.code {
         "staged-policy-hides-later-policies" => (
             format!(

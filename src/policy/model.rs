@@ -96,7 +96,9 @@ pub struct Net {
 impl Net {
     /// `Some(Ok(net))` for IPv4, `Some(Err(()))` for IPv6, `None` when it is neither.
     pub fn parse(text: &str) -> Option<Result<Net, ()>> {
-        let (ip, len) = text.split_once('/').map_or((text, None), |(a, l)| (a, Some(l)));
+        let (ip, len) = text
+            .split_once('/')
+            .map_or((text, None), |(a, l)| (a, Some(l)));
         if let Ok(v4) = ip.parse::<std::net::Ipv4Addr>() {
             let len = match len {
                 Some(l) => l.parse::<u8>().ok().filter(|l| *l <= 32)?,
@@ -275,7 +277,10 @@ pub fn calico(src: &Source, object: Value) -> Result<Policy, PolicyError> {
 /// and OpenStack policies are in `default`, as is a name without a dot; otherwise the word
 /// before the first dot.
 pub fn tier_from_name(name: &str) -> String {
-    if ["knp.default.", "ossg."].iter().any(|p| name.starts_with(p)) {
+    if ["knp.default.", "ossg."]
+        .iter()
+        .any(|p| name.starts_with(p))
+    {
         return "default".into();
     }
     match name.split_once('.') {
@@ -327,7 +332,10 @@ fn calico_rule(
         )));
     }
     let protocol = match r.get("protocol") {
-        Some(Value::Number(n)) => n.as_u64().and_then(|n| u16::try_from(n).ok()).unwrap_or(256),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .and_then(|n| u16::try_from(n).ok())
+            .unwrap_or(256),
         Some(Value::String(name)) => protocol_number(name),
         _ => 256,
     };
@@ -380,7 +388,10 @@ fn windows_skip(r: &Value, action: &str, protocol: u16, not_selector: bool) -> O
     });
     let v6 = r.get("ipVersion").and_then(Value::as_u64) == Some(6) || protocol == 58;
     if v6 {
-        Some("it is an IPv6 rule (ipVersion 6 or ICMPv6), and Felix on Windows renders IPv4 only".into())
+        Some(
+            "it is an IPv6 rule (ipVersion 6 or ICMPv6), and Felix on Windows renders IPv4 only"
+                .into(),
+        )
     } else if negative {
         Some(
             "it has a negative match (notNets, notPorts, notProtocol, notICMP, or a notSelector without a positive selector beside it)"
@@ -412,7 +423,10 @@ fn port_ranges(ports: Option<&Value>) -> Vec<(u16, u16)> {
         .into_iter()
         .flatten()
         .filter_map(|p| match p {
-            Value::Number(n) => n.as_u64().and_then(|n| u16::try_from(n).ok()).map(|n| (n, n)),
+            Value::Number(n) => n
+                .as_u64()
+                .and_then(|n| u16::try_from(n).ok())
+                .map(|n| (n, n)),
             Value::String(t) => match t.split_once(':') {
                 Some((a, b)) => Some((number(a)?, number(b)?)),
                 None => number(t).map(|n| (n, n)),
@@ -629,7 +643,10 @@ fn k8s_rules(
                 ports: Vec::new(),
             };
             let skipped = if p.not_nets > 0 {
-                Some("its ipBlock has except entries, which become notNets (a negative match)".into())
+                Some(
+                    "its ipBlock has except entries, which become notNets (a negative match)"
+                        .into(),
+                )
             } else if proto.named {
                 Some("it names a port (named ports are not supported on Windows)".into())
             } else {
@@ -641,7 +658,13 @@ fn k8s_rules(
             };
             let (source, destination) = match direction {
                 Direction::Ingress => (peer, ports),
-                Direction::Egress => (Entity::default(), Entity { ports: proto.ports.clone(), ..peer }),
+                Direction::Egress => (
+                    Entity::default(),
+                    Entity {
+                        ports: proto.ports.clone(),
+                        ..peer
+                    },
+                ),
             };
             out.push(Rule {
                 direction,

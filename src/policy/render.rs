@@ -82,9 +82,10 @@ pub struct EndpointAcls {
     /// Windows endpoints with the same labels, and so the same list.
     pub like_it: u64,
     pub hns_acls: u64,
+    /// The ACLs of each direction's tiers (end-of-tier ACLs included) or profiles.
     pub ingress: u64,
     pub egress: u64,
-    /// The node-to-endpoint allow and the two host ACLs.
+    /// The node-to-endpoint allow and the host ACL of each direction.
     pub fixed: u64,
     pub tiers: Vec<String>,
 }
@@ -154,7 +155,12 @@ pub fn endpoints(eps: &Endpoints, c: &Cluster) -> (Vec<EndpointAcls>, Vec<Lost>)
     }
     let mut lost: BTreeMap<(&'static str, Option<usize>, String), Lost> = BTreeMap::new();
     let mut out = Vec::new();
-    for (k, class) in eps.classes.iter().enumerate().filter(|(_, c)| c.windows > 0) {
+    for (k, class) in eps
+        .classes
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.windows > 0)
+    {
         let name = class.example.clone().unwrap_or_default();
         let mut found = Vec::new();
         let one = assemble(c, &per_class[k], &mut found);
@@ -188,7 +194,11 @@ pub fn endpoints(eps: &Endpoints, c: &Cluster) -> (Vec<EndpointAcls>, Vec<Lost>)
             ..one
         });
     }
-    out.sort_by(|a, b| b.hns_acls.cmp(&a.hns_acls).then(a.endpoint.cmp(&b.endpoint)));
+    out.sort_by(|a, b| {
+        b.hns_acls
+            .cmp(&a.hns_acls)
+            .then(a.endpoint.cmp(&b.endpoint))
+    });
     (out, lost.into_values().collect())
 }
 
@@ -231,7 +241,7 @@ fn assemble(c: &Cluster, applying: &[usize], found: &mut Vec<Lost>) -> EndpointA
     }
 }
 
-/// One direction's ACLs, without the host ACL.
+/// One direction's ACLs from policies and profiles (the host ACL is one of the fixed ones).
 fn direction(
     c: &Cluster,
     applying: &[usize],
@@ -297,11 +307,15 @@ fn direction(
         found.push(Lost {
             code: "unreachable-tier",
             tier: names[k - 1].clone(),
-            tiers_lost: names[k..].iter().filter(|n| *n != "profiles").cloned().collect(),
+            tiers_lost: names[k..]
+                .iter()
+                .filter(|n| *n != "profiles")
+                .cloned()
+                .collect(),
             ..Lost::default()
         });
     }
-    count(&flat).saturating_add(1)
+    count(&flat)
 }
 
 #[cfg(test)]

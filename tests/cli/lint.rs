@@ -6,6 +6,7 @@ use std::path::Path;
 
 use crate::support::fake_api::{FakeApi, meta};
 use calicoctl_win::policy::endpoints::{Class, Endpoints};
+use calicoctl_win::policy::felix::Release;
 use calicoctl_win::policy::model::{Direction, Policy};
 use calicoctl_win::policy::{self, Collected};
 use serde_json::{Value, json};
@@ -16,11 +17,15 @@ fn node(name: &str, os: &str) -> Value {
     n
 }
 
+/// A running pod with an address of its own (a pod without one is no endpoint).
 fn pod(ns: &str, name: &str, node: &str, labels: Value) -> Value {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let ip = std::net::Ipv4Addr::from(0x0a00_0000 + n).to_string();
     let mut p = meta("v1", "Pod", name, Some(ns));
     p["metadata"]["labels"] = labels;
     p["spec"] = json!({"nodeName": node, "serviceAccountName": "web"});
-    p["status"] = json!({"phase": "Running"});
+    p["status"] = json!({"phase": "Running", "podIP": ip});
     p
 }
 
@@ -171,27 +176,37 @@ fn calicos_example_is_flagged_with_a_rewrite_that_is_not_and_keeps_connectivity(
     write_inputs(dir.path(), &[seed()]);
     let (code, doc, stderr) = lint_dir(dir.path());
     assert_eq!(code, 3, "{stderr}");
-    assert_eq!(doc["schema"], 1);
+    assert_eq!(doc["schema"], 2);
     assert_eq!(
         doc["windows_endpoints"], 30,
         "hostNetwork and finished pods are not endpoints"
     );
-    // The model (docs/commands/lint.md): 30 Windows endpoints, each with the rule expanded
-    // by 30 client and 25 webserver addresses.
+    // The model (docs/commands/lint.md): 30 Windows endpoints, each with one ACL holding the 30
+    // clients as remote and the 25 webservers as local addresses.
     let p = &doc["policies"][0];
     assert_eq!(p["name"], "calico-dest-selector");
     assert_eq!(p["namespace"], Value::Null);
     assert_eq!(p["api_version"], "projectcalico.org/v3");
     assert_eq!(
-        (p["applies_to"].as_u64(), p["estimated_rules"].as_u64()),
-        (Some(30), Some(30 * 30 * 25))
+        (
+            p["applies_to"].as_u64(),
+            p["hns_acls"].as_u64(),
+            p["address_pairs"].as_u64()
+        ),
+        (Some(30), Some(30), Some(30 * 30 * 25))
     );
     let f = &doc["findings"][0];
     assert_eq!(f["code"], "source-and-destination-selectors");
     assert_eq!(f["rule"], "ingress[0]");
-    assert_eq!(f["estimated_rules"], 22_500);
-    // After: the 20 Windows webservers, each with the rule expanded by the 30 clients.
-    assert_eq!(f["estimated_rules_after"], 20 * 30);
+    assert_eq!(
+        f["before"],
+        json!({"hns_acls": 30, "address_pairs": 22_500})
+    );
+    // After: the 20 Windows webservers, each with one ACL holding the 30 clients.
+    assert_eq!(
+        f["after"],
+        json!({"hns_acls": 20, "address_pairs": 20 * 30})
+    );
     let rewrite: Vec<Value> = f["suggestion"]["rewrite"].as_array().unwrap().clone();
     assert_eq!(rewrite[1]["spec"]["selector"], "role == \"webserver\"");
     assert_eq!(
@@ -209,13 +224,15 @@ fn calicos_example_is_flagged_with_a_rewrite_that_is_not_and_keeps_connectivity(
     let (code, doc, stderr) = lint_dir(again.path());
     assert_eq!(code, 0, "the rewrite is not flagged: {doc} {stderr}");
     assert_eq!(doc["findings"], json!([]));
-    let total: u64 = doc["policies"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["estimated_rules"].as_u64().unwrap())
-        .sum();
-    assert_eq!(total, 600);
+    let total = |key: &str| -> u64 {
+        doc["policies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[key].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!((total("hns_acls"), total("address_pairs")), (20, 600));
 
     let before = connectivity(&collected(&[seed()]));
     assert!(
@@ -236,7 +253,7 @@ fn rules_whose_order_matters_get_a_suggestion_without_a_rewrite() {
         .as_array_mut()
         .unwrap()
         .push(json!({"action": "Deny", "source": {"selector": "role == 'db'"}}));
-    let report = policy::lint(&collected(&[p])).unwrap();
+    let report = policy::lint(&collected(&[p]), Release::DEFAULT).unwrap();
     let f = &report.findings[0];
     assert_eq!(f.code, "source-and-destination-selectors");
     assert!(f.suggestion.rewrite.is_none(), "{:?}", f.suggestion);
@@ -260,26 +277,26 @@ fn a_namespaced_policy_applies_only_in_its_namespace_and_egress_moves_the_source
     });
     let mut other = p.clone();
     other["metadata"]["namespace"] = json!("elsewhere");
-    let report = policy::lint(&collected(&[p.clone(), other])).unwrap();
+    let report = policy::lint(&collected(&[p.clone(), other]), Release::DEFAULT).unwrap();
     let shop = report
         .policies
         .iter()
         .find(|e| e.namespace.as_deref() == Some("shop"))
         .unwrap();
     assert_eq!(shop.applies_to, 30);
-    // Source: 25 webservers in shop; destination: 10 databases.
-    assert_eq!(shop.estimated_rules, 30 * 25 * 10);
+    // One ACL each: source (local) 25 webservers in shop, destination (remote) 10 databases.
+    assert_eq!((shop.hns_acls, shop.address_pairs), (30, 30 * 25 * 10));
     let elsewhere = report
         .policies
         .iter()
         .find(|e| e.namespace.as_deref() == Some("elsewhere"))
         .unwrap();
-    assert_eq!((elsewhere.applies_to, elsewhere.estimated_rules), (0, 0));
+    assert_eq!((elsewhere.applies_to, elsewhere.hns_acls), (0, 0));
     assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
     let f = &report.findings[0];
     assert_eq!(
-        (f.rule.as_str(), f.estimated_rules_after),
-        ("egress[0]", 20 * 10)
+        (f.rule.as_str(), f.after.hns_acls, f.after.address_pairs),
+        ("egress[0]", 20, 20 * 10)
     );
     let rewrite = f.suggestion.rewrite.as_ref().unwrap();
     assert_eq!(rewrite[1]["spec"]["selector"], "role == 'webserver'");
@@ -300,12 +317,13 @@ fn kubernetes_policies_are_converted_and_rules_windows_leaves_out_are_found() {
             ],
         },
     });
-    let report = policy::lint(&collected(&[k8s])).unwrap();
+    let report = policy::lint(&collected(&[k8s]), Release::DEFAULT).unwrap();
     let e = &report.policies[0];
     assert_eq!(e.api_version, "networking.k8s.io/v1");
     assert_eq!(e.applies_to, 20);
-    // ingress[0]: two protocols (TCP, UDP), each expanded by 30 clients; ingress[1] is left out.
-    assert_eq!(e.estimated_rules, 20 * 2 * 30);
+    // ingress[0]: two Calico rules (TCP, UDP), one ACL each holding the 30 clients; ingress[1]
+    // is left out.
+    assert_eq!((e.hns_acls, e.address_pairs), (20 * 2, 20 * 2 * 30));
     assert_eq!(report.findings.len(), 1);
     assert_eq!(report.findings[0].code, "skipped-on-windows");
     assert_eq!(report.findings[0].rule, "ingress[1]");
@@ -409,8 +427,9 @@ fn the_cluster_is_read_a_page_at_a_time() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // 30 Windows endpoints; the source now matches 1230 clients.
-    assert_eq!(doc["policies"][0]["estimated_rules"], 30 * 1230 * 25);
+    // 30 Windows endpoints, one ACL each; the source now matches 1230 clients.
+    assert_eq!(doc["policies"][0]["hns_acls"], 30);
+    assert_eq!(doc["policies"][0]["address_pairs"], 30 * 1230 * 25);
     let pages = api
         .requests()
         .iter()
@@ -493,7 +512,9 @@ fn an_api_list_gives_its_items_their_kind() {
 
 #[test]
 fn rules_felix_on_windows_leaves_out_are_each_found() {
-    // felix/dataplane/windows/policysets/policysets.go (v3.31.7), protoRuleToHnsRules.
+    // felix/dataplane/windows/policysets/policysets.go (v3.31.7), protoRuleToHnsRules. The
+    // notSelector of ingress[0] is folded into the namespace's selector
+    // (felix/calc/rule_scanner.go:594-612), so that rule is rendered.
     let rules = json!([
         {"action": "Allow", "source": {"notSelector": "role == 'db'"}},
         {"action": "Allow", "source": {"notNets": ["10.0.0.0/8"]}},
@@ -507,17 +528,11 @@ fn rules_felix_on_windows_leaves_out_are_each_found() {
         "metadata": {"name": "mixed", "namespace": "shop"},
         "spec": {"selector": "role == 'webserver'", "ingress": rules},
     });
-    let report = policy::lint(&collected(&[p])).unwrap();
+    let report = policy::lint(&collected(&[p]), Release::DEFAULT).unwrap();
     let found: Vec<&str> = report.findings.iter().map(|f| f.rule.as_str()).collect();
     assert_eq!(
         found,
-        [
-            "ingress[0]",
-            "ingress[1]",
-            "ingress[2]",
-            "ingress[3]",
-            "ingress[4]"
-        ]
+        ["ingress[1]", "ingress[2]", "ingress[3]", "ingress[4]"]
     );
     assert!(
         report
@@ -525,8 +540,10 @@ fn rules_felix_on_windows_leaves_out_are_each_found() {
             .iter()
             .all(|f| f.code == "skipped-on-windows")
     );
-    // Only the last rule renders: 20 Windows webservers, any source, once each.
-    assert_eq!(report.policies[0].estimated_rules, 20);
+    // ingress[0] (the 55 endpoints in shop that are not databases) and ingress[5] render: two
+    // ACLs on each of the 20 Windows webservers.
+    assert_eq!(report.policies[0].hns_acls, 20 * 2);
+    assert_eq!(report.policies[0].address_pairs, 20 * (55 + 1));
 }
 
 #[test]
@@ -558,14 +575,15 @@ fn service_account_and_namespace_selectors_scope_as_calico_builds_them() {
     for p in policies {
         c.add(p, "the test").unwrap();
     }
-    let report = policy::lint(&c).unwrap();
+    let report = policy::lint(&c, Release::DEFAULT).unwrap();
     let row = |name: &str| report.policies.iter().find(|p| p.name == name).unwrap();
     // Every pod in shop runs as service account web, whose labels only exist on the object.
     assert_eq!(row("by-sa").applies_to, 30);
     assert_eq!(row("by-ns").applies_to, 1, "the pod in namespace other");
-    // 10 Windows databases, each with the rule expanded by the 66 pods running as web (the
-    // 65 in shop and the one in other: names match in every namespace of a global policy).
-    assert_eq!(row("from-web-sa").estimated_rules, 10 * 66);
+    // 10 Windows databases, each with one ACL holding the 66 pods running as web (the 65 in
+    // shop and the one in other: names match in every namespace of a global policy).
+    let sa = row("from-web-sa");
+    assert_eq!((sa.hns_acls, sa.address_pairs), (10, 10 * 66));
 }
 
 #[test]
@@ -583,9 +601,12 @@ fn the_text_report_shows_the_table_the_finding_and_its_rewrite() {
         "30 Windows endpoints, 1 policy",
         "POLICY",
         "GlobalNetworkPolicy calico-dest-selector",
+        "HNS ACLS",
+        "ADDRESS PAIRS",
         "22500",
         "source-and-destination-selectors: GlobalNetworkPolicy calico-dest-selector ingress[0]",
-        "estimated HNS rules: 22500 -> 600",
+        "HNS ACLs: 30 -> 20; address pairs: 22500 -> 600",
+        "ENDPOINT",
         "name: calico-dest-selector-ingress-0",
         "selector: role == \"webserver\"",
     ] {

@@ -40,7 +40,14 @@ fn ports(list: &str) -> Ports {
 
 /// An ACL as flattener_test.go writes one: action, protocol, remote and local addresses,
 /// local and remote ports.
-fn acl(action: Action, protocol: u16, remote: &str, local: &str, lports: &str, rports: &str) -> Group {
+fn acl(
+    action: Action,
+    protocol: u16,
+    remote: &str,
+    local: &str,
+    lports: &str,
+    rports: &str,
+) -> Group {
     Group {
         count: 1,
         action,
@@ -64,11 +71,17 @@ fn shape(groups: &[Group]) -> Vec<(Action, u16, Addrs, Addrs)> {
 /// flattener_test.go `TestFlatten`, case by case.
 #[test]
 fn felixs_flattener_table() {
-    let tier1 = vec![acl(Block, 256, "", "", "", ""), acl(Block, 256, "", "", "", "")];
+    let tier1 = vec![
+        acl(Block, 256, "", "", "", ""),
+        acl(Block, 256, "", "", "", ""),
+    ];
     // "Should have no effect on a single tier with no pass rules."
     assert_eq!(flatten(vec![tier1.clone()]).0, tier1);
     // "Should discard unreachable tiers"
-    assert_eq!(flatten(vec![tier1.clone(), tier1.clone()]), (tier1.clone(), Some(1)));
+    assert_eq!(
+        flatten(vec![tier1.clone(), tier1.clone()]),
+        (tier1.clone(), Some(1))
+    );
     // "Should expand a pass rule"
     let with_pass = vec![
         acl(Pass, 256, "", "", "", ""),
@@ -77,11 +90,16 @@ fn felixs_flattener_table() {
     ];
     let (flat, _) = flatten(vec![with_pass, tier1.clone()]);
     assert_eq!(
-        flat.iter().map(|g| (g.action, g.protocol)).collect::<Vec<_>>(),
+        flat.iter()
+            .map(|g| (g.action, g.protocol))
+            .collect::<Vec<_>>(),
         [(Block, 256), (Block, 256), (Block, 100), (Block, 100)]
     );
     // "Should combine protocol=any with a specific protocol"
-    let (flat, _) = flatten(vec![vec![acl(Pass, 256, "", "", "", "")], vec![acl(Allow, 10, "", "", "", "")]]);
+    let (flat, _) = flatten(vec![
+        vec![acl(Pass, 256, "", "", "", "")],
+        vec![acl(Allow, 10, "", "", "", "")],
+    ]);
     assert_eq!(shape(&flat), [(Allow, 10, Addrs::Any, Addrs::Any)]);
     // "Should combine CIDRs" (local)
     let (flat, _) = flatten(vec![
@@ -115,14 +133,22 @@ fn felixs_flattener_table() {
         shape(&flat),
         [
             (Allow, 256, nets("10.0.10.0/24,11.0.0.0/24"), Addrs::Any),
-            (Allow, 256, nets("10.0.0.0/16,11.0.0.0/24"), nets("12.0.0.0/8")),
+            (
+                Allow,
+                256,
+                nets("10.0.0.0/16,11.0.0.0/24"),
+                nets("12.0.0.0/8")
+            ),
             (Allow, 256, nets("10.0.10.0/26"), Addrs::Any),
             (Allow, 256, nets("10.0.10.0/26"), nets("12.0.0.0/8")),
         ]
     );
     // "Should combine Ports"
     let (flat, _) = flatten(vec![
-        vec![acl(Pass, 256, "", "", "1,2,10-15", ""), acl(Pass, 256, "", "", "10-15", "")],
+        vec![
+            acl(Pass, 256, "", "", "1,2,10-15", ""),
+            acl(Pass, 256, "", "", "10-15", ""),
+        ],
         vec![acl(Allow, 256, "", "", "2,12-16,55", "")],
     ]);
     let got: Vec<Ports> = flat.iter().map(|g| g.local_ports.clone()).collect();
@@ -159,7 +185,12 @@ fn felixs_flattener_table() {
         [
             (Allow, 256, nets("10.0.10.0/24,11.0.0.0/24"), Addrs::Any),
             (Block, 256, nets("10.0.10.0/28"), Addrs::Any),
-            (Allow, 256, nets("10.0.0.0/16,11.0.0.0/24"), nets("12.0.0.0/8")),
+            (
+                Allow,
+                256,
+                nets("10.0.0.0/16,11.0.0.0/24"),
+                nets("12.0.0.0/8")
+            ),
             (Allow, 256, nets("10.0.10.0/26"), Addrs::Any),
             (Block, 256, nets("10.0.10.0/28"), Addrs::Any),
             (Allow, 256, nets("10.0.10.0/26"), nets("12.0.0.0/8")),
@@ -188,10 +219,16 @@ fn felixs_flattener_table() {
     );
     // "Should pass to last tier which has only the rule from the profile"
     let (flat, _) = flatten(vec![
-        vec![acl(Block, 256, "192.168.1.123/32", "", "8080", ""), acl(Pass, 256, "", "", "", "")],
+        vec![
+            acl(Block, 256, "192.168.1.123/32", "", "8080", ""),
+            acl(Pass, 256, "", "", "", ""),
+        ],
         vec![acl(Allow, 256, "", "", "", "")],
     ]);
-    assert_eq!(flat.iter().map(|g| g.action).collect::<Vec<_>>(), [Block, Allow]);
+    assert_eq!(
+        flat.iter().map(|g| g.action).collect::<Vec<_>>(),
+        [Block, Allow]
+    );
 }
 
 fn pod(ns: &str, name: &str, node: &str, labels: Value, ip: Option<&str>) -> Value {
@@ -246,15 +283,28 @@ fn a_selectors_addresses_are_intersected_with_the_rules_nets() {
     ] {
         objects.push(pod("default", name, "lin", json!({"set": set}), Some(ip)));
     }
-    objects.push(pod("default", "target", "win", json!({"app": "t"}), Some("10.5.0.1")));
+    objects.push(pod(
+        "default",
+        "target",
+        "win",
+        json!({"app": "t"}),
+        Some("10.5.0.1"),
+    ));
     let rule = |nets: Value| json!({"action": "Allow", "source": {"selector": "set in {'a', 'f'}", "nets": nets}});
-    objects.push(gnp("selector-cidr", json!({"selector": "app == 't'", "ingress": [
-        rule(json!(["10.0.0.0/24"])),
-        rule(json!(["10.1.0.0/24"])),
-        rule(json!(["10.0.0.0/24", "10.1.0.0/24"])),
-        rule(json!(["12.0.0.0/24"])),
-    ]})));
-    let remote = |n| Outcome::Acls { acls: 1, local: 0, remote: n };
+    objects.push(gnp(
+        "selector-cidr",
+        json!({"selector": "app == 't'", "ingress": [
+            rule(json!(["10.0.0.0/24"])),
+            rule(json!(["10.1.0.0/24"])),
+            rule(json!(["10.0.0.0/24", "10.1.0.0/24"])),
+            rule(json!(["12.0.0.0/24"])),
+        ]}),
+    ));
+    let remote = |n| Outcome::Acls {
+        acls: 1,
+        local: 0,
+        remote: n,
+    };
     assert_eq!(
         outcomes(&collected(objects)),
         [remote(3), remote(1), remote(4), Outcome::NoOp]
@@ -268,9 +318,21 @@ fn a_side_above_4000_addresses_or_ports_is_split_into_more_acls() {
     let mut objects = nodes();
     for i in 0..9_000u32 {
         let ip = std::net::Ipv4Addr::from(0x0a00_0000 + i).to_string();
-        objects.push(pod("default", &format!("c{i}"), "lin", json!({"role": "client"}), Some(&ip)));
+        objects.push(pod(
+            "default",
+            &format!("c{i}"),
+            "lin",
+            json!({"role": "client"}),
+            Some(&ip),
+        ));
     }
-    objects.push(pod("default", "srv", "win", json!({"role": "server"}), Some("10.200.0.1")));
+    objects.push(pod(
+        "default",
+        "srv",
+        "win",
+        json!({"role": "server"}),
+        Some("10.200.0.1"),
+    ));
     let many_ports: Vec<Value> = (1..=4_001).map(|p| json!(p)).collect();
     objects.push(gnp("big", json!({"selector": "role == 'server'", "ingress": [
         {"action": "Allow", "source": {"selector": "role == 'client'"}},
@@ -280,9 +342,21 @@ fn a_side_above_4000_addresses_or_ports_is_split_into_more_acls() {
     assert_eq!(
         outcomes(&collected(objects)),
         [
-            Outcome::Acls { acls: 3, local: 0, remote: 9_000 },
-            Outcome::Acls { acls: 6, local: 0, remote: 9_000 },
-            Outcome::Acls { acls: 1, local: 0, remote: 1 },
+            Outcome::Acls {
+                acls: 3,
+                local: 0,
+                remote: 9_000
+            },
+            Outcome::Acls {
+                acls: 6,
+                local: 0,
+                remote: 9_000
+            },
+            Outcome::Acls {
+                acls: 1,
+                local: 0,
+                remote: 1
+            },
         ]
     );
 }
@@ -292,20 +366,33 @@ fn a_side_above_4000_addresses_or_ports_is_split_into_more_acls() {
 #[test]
 fn ipv6_rules_are_skipped_and_ipv6_nets_dropped() {
     let mut objects = nodes();
-    objects.push(pod("default", "srv", "win", json!({"role": "server"}), Some("10.200.0.1")));
-    objects.push(gnp("v6", json!({"selector": "role == 'server'", "ingress": [
-        {"action": "Allow", "ipVersion": 6},
-        {"action": "Allow", "protocol": "ICMPv6"},
-        {"action": "Allow", "source": {"nets": ["fd00::/64"]}},
-        {"action": "Allow", "source": {"nets": ["fd00::/64", "10.0.0.0/8", "11.0.0.0/8"]}},
-    ]})));
+    objects.push(pod(
+        "default",
+        "srv",
+        "win",
+        json!({"role": "server"}),
+        Some("10.200.0.1"),
+    ));
+    objects.push(gnp(
+        "v6",
+        json!({"selector": "role == 'server'", "ingress": [
+            {"action": "Allow", "ipVersion": 6},
+            {"action": "Allow", "protocol": "ICMPv6"},
+            {"action": "Allow", "source": {"nets": ["fd00::/64"]}},
+            {"action": "Allow", "source": {"nets": ["fd00::/64", "10.0.0.0/8", "11.0.0.0/8"]}},
+        ]}),
+    ));
     assert_eq!(
         outcomes(&collected(objects)),
         [
             Outcome::Skipped,
             Outcome::Skipped,
             Outcome::NoOp,
-            Outcome::Acls { acls: 1, local: 0, remote: 2 },
+            Outcome::Acls {
+                acls: 1,
+                local: 0,
+                remote: 2
+            },
         ]
     );
 }
@@ -316,10 +403,19 @@ fn ipv6_rules_are_skipped_and_ipv6_nets_dropped() {
 #[test]
 fn a_selector_matching_nothing_drops_the_rule() {
     let mut objects = nodes();
-    objects.push(pod("default", "srv", "win", json!({"role": "server"}), Some("10.200.0.1")));
-    objects.push(gnp("none", json!({"selector": "role == 'server'", "ingress": [
-        {"action": "Allow", "source": {"selector": "role == 'nobody'"}},
-    ]})));
+    objects.push(pod(
+        "default",
+        "srv",
+        "win",
+        json!({"role": "server"}),
+        Some("10.200.0.1"),
+    ));
+    objects.push(gnp(
+        "none",
+        json!({"selector": "role == 'server'", "ingress": [
+            {"action": "Allow", "source": {"selector": "role == 'nobody'"}},
+        ]}),
+    ));
     assert_eq!(outcomes(&collected(objects)), [Outcome::EmptyIpSet]);
 }
 
@@ -330,9 +426,27 @@ fn a_selector_matching_nothing_drops_the_rule() {
 #[test]
 fn a_not_selector_beside_a_positive_one_is_folded_in() {
     let mut objects = nodes();
-    objects.push(pod("default", "srv", "win", json!({"role": "server"}), Some("10.200.0.1")));
-    objects.push(pod("default", "c1", "lin", json!({"role": "client", "bad": "y"}), Some("10.0.0.1")));
-    objects.push(pod("default", "c2", "lin", json!({"role": "client"}), Some("10.0.0.2")));
+    objects.push(pod(
+        "default",
+        "srv",
+        "win",
+        json!({"role": "server"}),
+        Some("10.200.0.1"),
+    ));
+    objects.push(pod(
+        "default",
+        "c1",
+        "lin",
+        json!({"role": "client", "bad": "y"}),
+        Some("10.0.0.1"),
+    ));
+    objects.push(pod(
+        "default",
+        "c2",
+        "lin",
+        json!({"role": "client"}),
+        Some("10.0.0.2"),
+    ));
     objects.push(gnp("not", json!({"selector": "role == 'server'", "ingress": [
         {"action": "Allow", "source": {"selector": "role == 'client'", "notSelector": "has(bad)"}},
         {"action": "Allow", "source": {"notSelector": "has(bad)"}},
@@ -341,7 +455,11 @@ fn a_not_selector_beside_a_positive_one_is_folded_in() {
         "metadata": {"name": "ns-not", "namespace": "default"},
         "spec": {"selector": "role == 'server'", "ingress": [{"action": "Allow", "source": {"notSelector": "has(bad)"}}]}}));
     let c = collected(objects);
-    let remote = |n| Outcome::Acls { acls: 1, local: 0, remote: n };
+    let remote = |n| Outcome::Acls {
+        acls: 1,
+        local: 0,
+        remote: n,
+    };
     assert_eq!(outcomes(&c), [remote(1), Outcome::Skipped]);
     let eps = crate::policy::endpoints::Endpoints::of(&c.inventory);
     let mut r = Renderer::new(&eps);
@@ -354,23 +472,48 @@ fn a_not_selector_beside_a_positive_one_is_folded_in() {
 #[test]
 fn a_kubernetes_named_port_skips_only_its_own_protocols_rule() {
     let mut objects = nodes();
-    objects.push(pod("default", "srv", "win", json!({"role": "server"}), Some("10.200.0.1")));
-    objects.push(json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+    objects.push(pod(
+        "default",
+        "srv",
+        "win",
+        json!({"role": "server"}),
+        Some("10.200.0.1"),
+    ));
+    objects.push(
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
         "metadata": {"name": "named", "namespace": "default"},
         "spec": {"podSelector": {}, "ingress": [{"ports": [
             {"protocol": "TCP", "port": "http"},
             {"protocol": "UDP", "port": 53},
             {"protocol": "UDP", "port": 5353}
-        ]}]}}));
+        ]}]}}),
+    );
     let c = collected(objects);
     let eps = crate::policy::endpoints::Endpoints::of(&c.inventory);
     let mut r = Renderer::new(&eps);
-    let got: Vec<(u16, Outcome)> = c.policies[0].rules.iter().map(|x| (x.protocol, r.rule(x).0)).collect();
+    let got: Vec<(u16, Outcome)> = c.policies[0]
+        .rules
+        .iter()
+        .map(|x| (x.protocol, r.rule(x).0))
+        .collect();
     assert_eq!(
         got,
-        [(6, Outcome::Skipped), (17, Outcome::Acls { acls: 1, local: 0, remote: 0 })]
+        [
+            (6, Outcome::Skipped),
+            (
+                17,
+                Outcome::Acls {
+                    acls: 1,
+                    local: 0,
+                    remote: 0
+                }
+            )
+        ]
     );
-    assert_eq!(c.policies[0].rules[1].destination.ports, [(53, 53), (5353, 5353)]);
+    assert_eq!(
+        c.policies[0].rules[1].destination.ports,
+        [(53, 53), (5353, 5353)]
+    );
 }
 
 /// A pod without an address yet is no endpoint and no IP set member
@@ -379,8 +522,20 @@ fn a_kubernetes_named_port_skips_only_its_own_protocols_rule() {
 #[test]
 fn a_pod_without_an_address_is_no_endpoint_and_long_service_accounts_are_labelled() {
     let mut objects = nodes();
-    objects.push(pod("default", "pending", "win", json!({"role": "server"}), None));
-    let mut long = pod("default", "long", "win", json!({"role": "server"}), Some("10.200.0.2"));
+    objects.push(pod(
+        "default",
+        "pending",
+        "win",
+        json!({"role": "server"}),
+        None,
+    ));
+    let mut long = pod(
+        "default",
+        "long",
+        "win",
+        json!({"role": "server"}),
+        Some("10.200.0.2"),
+    );
     let account = "a".repeat(80);
     long["spec"]["serviceAccountName"] = json!(account);
     objects.push(long);
@@ -394,10 +549,19 @@ fn a_pod_without_an_address_is_no_endpoint_and_long_service_accounts_are_labelle
 
 #[test]
 fn releases_are_read_and_the_oldest_modelled_is_3_16() {
-    assert_eq!(Release::parse("v3.31.7"), Ok(Release { major: 3, minor: 31 }));
+    assert_eq!(
+        Release::parse("v3.31.7"),
+        Ok(Release {
+            major: 3,
+            minor: 31
+        })
+    );
     assert_eq!(Release::parse("3.29").map(Release::all_tiers), Ok(true));
     assert_eq!(Release::parse("3.28.2").map(Release::all_tiers), Ok(false));
-    assert_eq!(Release::parse("3.29").map(Release::staged_policies), Ok(false));
+    assert_eq!(
+        Release::parse("3.29").map(Release::staged_policies),
+        Ok(false)
+    );
     assert!(Release::parse("3.15").is_err());
     assert!(Release::parse("latest").is_err());
 }

@@ -48,13 +48,17 @@ fn codes(r: &Report) -> Vec<&str> {
 }
 
 /// endpoint_mgr.go:372-431, 511-563: with no policy, each direction has the profiles (kns allow
-/// and the end-of-tier block) and the host ACL, plus the node-to-endpoint allow: 7.
+/// and the end-of-tier block), and the fixed ACLs are the host ACL of each direction and the
+/// node-to-endpoint allow: 7.
 #[test]
 fn an_endpoint_without_policies_has_the_profiles_and_the_fixed_acls() {
     let r = run(vec![], "3.31");
     assert_eq!(r.endpoints.len(), 1, "one class of Windows endpoints");
     let e = &r.endpoints[0];
-    assert_eq!((e.like_it, e.ingress, e.egress, e.fixed, e.hns_acls), (2, 3, 3, 3, 9));
+    assert_eq!(
+        (e.like_it, e.ingress, e.egress, e.fixed, e.hns_acls),
+        (2, 2, 2, 3, 7)
+    );
 }
 
 /// A default-tier policy in one direction: that direction has its rules and the end-of-tier
@@ -62,14 +66,18 @@ fn an_endpoint_without_policies_has_the_profiles_and_the_fixed_acls() {
 #[test]
 fn a_default_tier_policy_replaces_the_profiles_in_its_direction() {
     let r = run(
-        vec![policy("NetworkPolicy", "web", json!({"selector": "role == 'web'", "types": ["Ingress"],
+        vec![policy(
+            "NetworkPolicy",
+            "web",
+            json!({"selector": "role == 'web'", "types": ["Ingress"],
             "ingress": [{"action": "Allow", "source": {"selector": "role == 'db'"}},
-                        {"action": "Deny", "protocol": "TCP"}]}))],
+                        {"action": "Deny", "protocol": "TCP"}]}),
+        )],
         "3.31",
     );
     let e = &r.endpoints[0];
-    // ingress: 2 rules + end-of-tier + host; egress: profiles (2) + host.
-    assert_eq!((e.ingress, e.egress, e.hns_acls), (4, 3, 10));
+    // ingress: 2 rules + end-of-tier; egress: the profiles (2); and the 3 fixed.
+    assert_eq!((e.ingress, e.egress, e.hns_acls), (3, 2, 8));
     let row = &r.policies[0];
     assert_eq!((row.applies_to, row.hns_acls, row.address_pairs), (2, 4, 4));
 }
@@ -79,7 +87,8 @@ fn a_default_tier_policy_replaces_the_profiles_in_its_direction() {
 #[test]
 fn untracked_and_pre_dnat_policies_never_reach_a_workload() {
     let spec = |flag: &str| {
-        let mut s = json!({"selector": "all()", "applyOnForward": true, "ingress": [{"action": "Deny"}]});
+        let mut s =
+            json!({"selector": "all()", "applyOnForward": true, "ingress": [{"action": "Deny"}]});
         s[flag] = json!(true);
         s
     };
@@ -90,33 +99,59 @@ fn untracked_and_pre_dnat_policies_never_reach_a_workload() {
         ],
         "3.31",
     );
-    assert!(r.policies.iter().all(|p| p.applies_to == 0 && p.hns_acls == 0));
-    assert_eq!(r.endpoints[0].hns_acls, 9);
+    assert!(
+        r.policies
+            .iter()
+            .all(|p| p.applies_to == 0 && p.hns_acls == 0)
+    );
+    assert_eq!(r.endpoints[0].hns_acls, 7);
 }
 
 /// policy_mgr.go:42-45 creates no policy set for a staged policy and policysets.go:142-146
 /// stops at the missing set: a staged policy ordered first hides the tier's later policies.
 #[test]
 fn a_staged_policy_ahead_of_enforced_ones_hides_them() {
-    let staged = policy("StagedNetworkPolicy", "try", json!({"order": 10, "selector": "all()", "ingress": [{"action": "Deny"}]}));
-    let enforced = policy("NetworkPolicy", "real", json!({"order": 20, "selector": "all()",
-        "ingress": [{"action": "Allow"}, {"action": "Allow", "protocol": "UDP"}]}));
+    let staged = policy(
+        "StagedNetworkPolicy",
+        "try",
+        json!({"order": 10, "selector": "all()", "ingress": [{"action": "Deny"}]}),
+    );
+    let enforced = policy(
+        "NetworkPolicy",
+        "real",
+        json!({"order": 20, "selector": "all()",
+        "ingress": [{"action": "Allow"}, {"action": "Allow", "protocol": "UDP"}]}),
+    );
     let r = run(vec![staged.clone(), enforced.clone()], "3.31");
     assert_eq!(codes(&r), ["staged-policy-hides-later-policies"]);
     let f = &r.findings[0];
     assert_eq!(f.name, "try");
-    assert!(f.message.contains("NetworkPolicy shop/real"), "{}", f.message);
+    assert!(
+        f.message.contains("NetworkPolicy shop/real"),
+        "{}",
+        f.message
+    );
     assert!(f.message.contains("2 Windows endpoint(s)"), "{}", f.message);
-    // The hidden rules are not in the list: end-of-tier + host only.
-    assert_eq!(r.endpoints[0].ingress, 2);
+    // The hidden rules are not in the list: the end-of-tier ACL only.
+    assert_eq!(r.endpoints[0].ingress, 1);
     // Ordered after the enforced policy, nothing is lost.
     let mut late = staged;
     late["spec"]["order"] = json!(30);
     let r = run(vec![late.clone(), enforced.clone()], "3.31");
     assert!(codes(&r).is_empty(), "{:?}", codes(&r));
-    assert_eq!(r.endpoints[0].ingress, 4);
+    assert_eq!(r.endpoints[0].ingress, 3);
     // Before 3.30 staged policies never reached Felix.
-    let r = run(vec![policy("StagedNetworkPolicy", "try", json!({"order": 10, "selector": "all()", "ingress": [{"action": "Deny"}]})), enforced], "3.29");
+    let r = run(
+        vec![
+            policy(
+                "StagedNetworkPolicy",
+                "try",
+                json!({"order": 10, "selector": "all()", "ingress": [{"action": "Deny"}]}),
+            ),
+            enforced,
+        ],
+        "3.29",
+    );
     assert!(codes(&r).is_empty());
 }
 
@@ -124,31 +159,64 @@ fn a_staged_policy_ahead_of_enforced_ones_hides_them() {
 /// looks only at the endpoint's first tier to decide what to reprogram after a change.
 #[test]
 fn a_tier_without_pass_hides_the_next_and_a_tier_before_default_misses_changes() {
-    let sec = policy("GlobalNetworkPolicy", "security.block-bad", json!({"tier": "security", "selector": "all()",
-        "ingress": [{"action": "Deny", "source": {"nets": ["192.0.2.0/24"]}}]}));
-    let app = policy("NetworkPolicy", "web", json!({"selector": "role == 'web'", "ingress": [{"action": "Allow"}]}));
-    let r = run(vec![tier("security", 100.0, "Deny"), sec.clone(), app.clone()], "3.31");
+    let sec = policy(
+        "GlobalNetworkPolicy",
+        "security.block-bad",
+        json!({"tier": "security", "selector": "all()",
+        "ingress": [{"action": "Deny", "source": {"nets": ["192.0.2.0/24"]}}]}),
+    );
+    let app = policy(
+        "NetworkPolicy",
+        "web",
+        json!({"selector": "role == 'web'", "ingress": [{"action": "Allow"}]}),
+    );
+    let r = run(
+        vec![tier("security", 100.0, "Deny"), sec.clone(), app.clone()],
+        "3.31",
+    );
     let mut got = codes(&r);
     got.sort();
     assert_eq!(got, ["change-not-reprogrammed", "unreachable-tier"]);
-    let unreachable = r.findings.iter().find(|f| f.code == "unreachable-tier").expect("finding");
-    assert_eq!((unreachable.kind.as_str(), unreachable.name.as_str()), ("Tier", "security"));
-    assert!(unreachable.message.contains("default"), "{}", unreachable.message);
+    let unreachable = r
+        .findings
+        .iter()
+        .find(|f| f.code == "unreachable-tier")
+        .expect("finding");
+    assert_eq!(
+        (unreachable.kind.as_str(), unreachable.name.as_str()),
+        ("Tier", "security")
+    );
+    assert!(
+        unreachable.message.contains("default"),
+        "{}",
+        unreachable.message
+    );
     // A pass rule reaches the default tier: its rules combine with the pass (1 deny + the
-    // default tier's allow and end-of-tier, each combined with the pass ACL; + host).
+    // default tier's allow and end-of-tier, each combined with the pass ACL + the security
+    // tier's end-of-tier block).
     let mut passing = sec;
     passing["spec"]["ingress"]
         .as_array_mut()
         .expect("rules")
         .push(json!({"action": "Pass"}));
-    let r = run(vec![tier("security", 100.0, "Deny"), passing, app.clone()], "3.31");
+    let r = run(
+        vec![tier("security", 100.0, "Deny"), passing, app.clone()],
+        "3.31",
+    );
     assert_eq!(codes(&r), ["change-not-reprogrammed"]);
-    assert_eq!(r.endpoints[0].ingress, 1 + 2 + 1 + 1);
+    assert_eq!(r.endpoints[0].ingress, 1 + 2 + 1);
     assert_eq!(r.endpoints[0].tiers, ["security", "default"]);
     // defaultAction Pass does the same through the end-of-tier ACL.
-    let sec = policy("GlobalNetworkPolicy", "security.block-bad", json!({"tier": "security", "selector": "all()",
-        "ingress": [{"action": "Deny", "source": {"nets": ["192.0.2.0/24"]}}]}));
-    let r = run(vec![tier("security", 100.0, "Pass"), sec.clone(), app.clone()], "3.31");
+    let sec = policy(
+        "GlobalNetworkPolicy",
+        "security.block-bad",
+        json!({"tier": "security", "selector": "all()",
+        "ingress": [{"action": "Deny", "source": {"nets": ["192.0.2.0/24"]}}]}),
+    );
+    let r = run(
+        vec![tier("security", 100.0, "Pass"), sec.clone(), app.clone()],
+        "3.31",
+    );
     assert_eq!(codes(&r), ["change-not-reprogrammed"]);
     // Before 3.29 only the first tier is rendered (v3.28.0 endpoint_mgr.go:349-359).
     let r = run(vec![tier("security", 100.0, "Pass"), sec, app], "3.28");
