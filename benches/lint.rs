@@ -1,9 +1,14 @@
-//! `lint policies` benchmark (not a test): 10,000 policies against 20,000 Windows endpoints
-//! (and 10,000 Linux ones), read from files as a policy repository's CI would: the cluster as
-//! one `kubectl get -o json` List (pods, namespaces, nodes), the policies as 100 YAML files of
-//! 100 documents. Runs the release binary `RUNS` times (default 3) and prints the median wall
-//! time and the largest peak RSS (the child's `ru_maxrss`), with the load average.
-//! Goals: at most 1 s and 200 MB on the development machine.
+//! `lint policies` benchmark (not a test), in two parts:
+//!
+//! - the command as a policy repository's CI runs it: 10,000 policies against 20,000 Windows
+//!   endpoints (and 10,000 Linux ones), read from files (the cluster as one `kubectl get -o json`
+//!   List, the policies as 100 YAML files of 100 documents); the release binary runs `RUNS`
+//!   times (default 3): the median wall time and the largest peak RSS (the child's `ru_maxrss`).
+//!   Goal: at most 1 s and 200 MB on the development machine.
+//! - the rendering itself (`policy::lint`, in this process, on objects added one by one): the
+//!   same 10,000 × 20,000, and 50,000 policies × 100,000 Windows endpoints (the same shape five
+//!   times over). Goals: 0.5 s and 200 MB; 3 s and 1 GB (the peak RSS of this process, which
+//!   holds the objects read too).
 //!
 //! The shape: 500 namespaces; 3,000 apps of 10 replicas (2,000 on the 100 Windows nodes), each
 //! with one of four tiers; 7,000 Calico NetworkPolicies per app (ingress from a tier, egress to
@@ -30,44 +35,60 @@ fn meta(kind: &str, name: &str, ns: Option<&str>, labels: Value) -> Value {
 
 fn cluster() -> Value {
     let mut items = Vec::new();
-    for n in 0..150 {
-        let os = if n < 100 { "windows" } else { "linux" };
-        items.push(meta(
+    cluster_items(1, &mut |o| items.push(o));
+    json!({"apiVersion": "v1", "kind": "List", "items": items})
+}
+
+/// The nodes, namespaces and pods at scale `k` (1: 150 nodes, 500 namespaces, 30,000 pods).
+fn cluster_items(k: usize, out: &mut dyn FnMut(Value)) {
+    let apps = 3000 * k;
+    let windows_apps = 2000 * k;
+    let namespaces = 500 * k;
+    for n in 0..150 * k {
+        let os = if n < 100 * k { "windows" } else { "linux" };
+        out(meta(
             "Node",
             &format!("node-{n}"),
             None,
             json!({"kubernetes.io/os": os}),
         ));
     }
-    for ns in 0..500usize {
+    for ns in 0..namespaces {
         let env = if ns.is_multiple_of(2) { "prod" } else { "dev" };
-        items.push(meta(
+        out(meta(
             "Namespace",
             &format!("ns-{ns}"),
             None,
             json!({"team": format!("t{}", ns % 20), "env": env}),
         ));
     }
-    for app in 0..3000 {
-        let ns = format!("ns-{}", app % 500);
-        let node_base = if app < 2000 { 0 } else { 100 };
+    for app in 0..apps {
+        let ns = format!("ns-{}", app % namespaces);
+        let windows = app < windows_apps;
+        let node_base = if windows { 0 } else { 100 * k };
         for r in 0..10 {
             let labels = json!({"app": format!("app-{app}"), "tier": TIERS[app % 4], "pod-template-hash": format!("h{app}")});
             let mut p = meta("Pod", &format!("app-{app}-{r}"), Some(&ns), labels);
-            let node = node_base + (app * 10 + r) % if app < 2000 { 100 } else { 50 };
+            let node = node_base + (app * 10 + r) % if windows { 100 * k } else { 50 * k };
             p["spec"] =
                 json!({"nodeName": format!("node-{node}"), "serviceAccountName": "default"});
             p["status"] = json!({"phase": "Running", "podIP": format!("10.{}.{}.{}", app / 250, app % 250, r)});
-            items.push(p);
+            out(p);
         }
     }
-    json!({"apiVersion": "v1", "kind": "List", "items": items})
 }
 
 fn policy(i: usize) -> Value {
-    let app = i % 3000;
-    let ns = format!("ns-{}", app % 500);
-    match i {
+    scaled_policy(i, 1)
+}
+
+/// Policy `i` of `10,000 k`, in the shape's proportions (70 % Calico NetworkPolicies, 20 %
+/// Kubernetes ones, 10 % GlobalNetworkPolicies).
+fn scaled_policy(i: usize, k: usize) -> Value {
+    let apps = 3000 * k;
+    let app = i % apps;
+    let ns = format!("ns-{}", app % (500 * k));
+    match i / k {
         0..7000 => json!({
             "apiVersion": "projectcalico.org/v3", "kind": "NetworkPolicy",
             "metadata": {"name": format!("np-{i}"), "namespace": ns},
@@ -82,11 +103,11 @@ fn policy(i: usize) -> Value {
                 "ingress": [{"from": [{"podSelector": {"matchLabels": {"tier": "api"}}, "namespaceSelector": {"matchLabels": {"team": format!("t{}", i % 20)}}}],
                     "ports": [{"port": 443}]}]},
         }),
-        _ if i.is_multiple_of(10) => json!({
+        _ if (i / k).is_multiple_of(10) => json!({
             "apiVersion": "projectcalico.org/v3", "kind": "GlobalNetworkPolicy",
             "metadata": {"name": format!("gnp-{i}")},
             "spec": {"selector": "all()", "ingress": [{"action": "Allow",
-                "source": {"selector": format!("app == 'app-{}'", (i * 7) % 3000)},
+                "source": {"selector": format!("app == 'app-{}'", (i * 7) % apps)},
                 "destination": {"selector": format!("app == 'app-{app}'")}}]},
         }),
         _ => json!({
@@ -149,6 +170,37 @@ fn peak_rss_kib() -> Option<i64> {
     None
 }
 
+/// `policy::lint` alone at scale `k`: its wall time, the Windows endpoints and policies, and
+/// this process's peak RSS in KiB so far.
+fn model(k: usize) -> (Duration, u64, usize, Option<i64>) {
+    use calicoctl_win::policy::{Collected, felix::Release, lint};
+    let mut c = Collected::default();
+    cluster_items(k, &mut |o| c.add(o, "bench").expect("object"));
+    for i in 0..10_000 * k {
+        c.add(scaled_policy(i, k), "bench").expect("policy");
+    }
+    let started = Instant::now();
+    let report = lint(&c, Release::DEFAULT).expect("lint");
+    let took = started.elapsed();
+    (
+        took,
+        report.windows_endpoints,
+        report.policies.len(),
+        self_peak_rss_kib(),
+    )
+}
+
+#[cfg(unix)]
+fn self_peak_rss_kib() -> Option<i64> {
+    use nix::sys::resource::{UsageWho, getrusage};
+    getrusage(UsageWho::RUSAGE_SELF).ok().map(|u| u.max_rss())
+}
+
+#[cfg(not(unix))]
+fn self_peak_rss_kib() -> Option<i64> {
+    None
+}
+
 fn main() {
     let runs: usize = std::env::var("RUNS")
         .ok()
@@ -182,6 +234,17 @@ fn main() {
             kib as f64 / 1024.0
         ),
         None => println!("  peak RSS: not measured on this OS"),
+    }
+    for (k, time_goal, rss_goal) in [(1, "0.5 s", "200 MB"), (5, "3 s", "1 GB")] {
+        let (took, windows, policies, rss) = model(k);
+        println!(
+            "rendering alone (policy::lint): {policies} policies x {windows} Windows endpoints: {:.3} s (goal <= {time_goal}); peak RSS of the process so far: {} (goal <= {rss_goal})",
+            took.as_secs_f64(),
+            rss.map_or("not measured".into(), |kib| format!(
+                "{:.1} MiB",
+                kib as f64 / 1024.0
+            ))
+        );
     }
     println!(
         "  load average: {}",

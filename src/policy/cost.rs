@@ -53,13 +53,8 @@ pub struct Suggestion {
     pub rewrite: Option<Vec<Value>>,
 }
 
-/// The policy's row, from what it renders on one endpoint.
-pub fn row(r: &mut Renderer, p: &Policy, rendered: &render::Rendered, reaches: bool) -> Row {
-    let applies_to = if reaches {
-        r.matched(&p.applies).windows
-    } else {
-        0
-    };
+/// The policy's row, from what it renders on one endpoint and the Windows endpoints it reaches.
+pub fn row(p: &Policy, rendered: &render::Rendered, applies_to: u64) -> Row {
     Row {
         api_version: p.api_version.clone(),
         kind: p.kind.clone(),
@@ -201,7 +196,8 @@ fn split(
             }
         };
         let rendered = render::policy(renderer, &policy);
-        let row = row(renderer, &policy, &rendered, true);
+        let applies_to = renderer.matched(&policy.applies).windows;
+        let row = row(&policy, &rendered, applies_to);
         after.hns_acls = after.hns_acls.saturating_add(row.hns_acls);
         after.address_pairs = after.address_pairs.saturating_add(row.address_pairs);
     }

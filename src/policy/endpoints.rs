@@ -180,34 +180,94 @@ impl Endpoints {
         }
     }
 
-    /// The classes a selector can match: those with the rarest label and value it requires,
-    /// or all.
-    fn candidates(&self, selector: &Node) -> &[usize] {
-        let mut best: &[usize] = &self.every;
-        for (k, v) in required_labels(selector) {
-            // A label no endpoint has: nothing to match.
-            let list = self
-                .postings
-                .get(&(k.to_owned(), v.to_owned()))
-                .map_or(&[][..], Vec::as_slice);
-            if list.len() < best.len() {
-                best = list;
+    /// The postings of one label and value (sorted class indices; empty when none has it).
+    fn posting(&self, key: &str, value: &str) -> &[usize] {
+        // A lookup by a borrowed pair: the map's key is owned, so build it once per call.
+        self.postings
+            .get(&(key.to_owned(), value.to_owned()))
+            .map_or(&[][..], Vec::as_slice)
+    }
+
+    /// The classes `selector` matches, sorted. Equalities, `in` sets and their negations
+    /// inside a top-level `&&` are answered from the postings with integers; every other term
+    /// is evaluated on the classes the positive ones leave.
+    pub fn select(&self, selector: &Node) -> Vec<usize> {
+        let mut terms: Vec<&Node> = Vec::new();
+        flatten_and(selector, &mut terms);
+        // The positive term with the fewest classes, from the postings.
+        let mut best: Option<(usize, Vec<usize>)> = None;
+        for (t, term) in terms.iter().enumerate() {
+            let list: Option<Vec<usize>> = match term {
+                Node::Eq(k, v) => Some(self.posting(k, v).to_vec()),
+                Node::In(k, vs) => {
+                    let mut l: Vec<usize> = vs
+                        .iter()
+                        .flat_map(|v| self.posting(k, v).iter().copied())
+                        .collect();
+                    l.sort_unstable();
+                    l.dedup();
+                    Some(l)
+                }
+                _ => None,
+            };
+            if let Some(l) = list
+                && best.as_ref().is_none_or(|(_, b)| l.len() < b.len())
+            {
+                best = Some((t, l));
             }
         }
-        best
+        let (skip, mut out) = match best {
+            Some((t, l)) => (Some(t), l),
+            None => (None, self.every.clone()),
+        };
+        for (t, term) in terms.iter().enumerate() {
+            if Some(t) == skip || out.is_empty() {
+                continue;
+            }
+            match term {
+                Node::All => {}
+                Node::Eq(k, v) => keep_in(&mut out, self.posting(k, v)),
+                Node::Ne(k, v) => drop_in(&mut out, self.posting(k, v)),
+                Node::NotIn(k, vs) => {
+                    for v in vs {
+                        drop_in(&mut out, self.posting(k, v));
+                    }
+                }
+                other => out.retain(|&i| other.matches(&self.classes[i].labels)),
+            }
+        }
+        out
     }
 
     /// The endpoints `selector` matches.
     pub fn matched(&self, selector: &Node) -> Matched {
         let mut m = Matched::default();
-        for &i in self.candidates(selector) {
+        for i in self.select(selector) {
             let c = &self.classes[i];
-            if selector.matches(&c.labels) {
-                m.all += c.all;
-                m.windows += c.windows;
-            }
+            m.all += c.all;
+            m.windows += c.windows;
         }
         m
+    }
+}
+
+/// A selector's terms under nested top-level `&&`s.
+fn flatten_and<'n>(n: &'n Node, out: &mut Vec<&'n Node>) {
+    match n {
+        Node::And(terms) => terms.iter().for_each(|t| flatten_and(t, out)),
+        other => out.push(other),
+    }
+}
+
+/// Keeps the sorted `list`'s entries that are in the sorted `posting`.
+fn keep_in(list: &mut Vec<usize>, posting: &[usize]) {
+    list.retain(|i| posting.binary_search(i).is_ok());
+}
+
+/// Drops the sorted `list`'s entries that are in the sorted `posting`.
+fn drop_in(list: &mut Vec<usize>, posting: &[usize]) {
+    if !posting.is_empty() {
+        list.retain(|i| posting.binary_search(i).is_err());
     }
 }
 
@@ -216,34 +276,21 @@ impl Endpoints {
     /// of the IP set's /32s with the rule's networks).
     pub fn matched_in(&self, selector: &Node, nets: &[super::model::Net]) -> u64 {
         let mut n = 0u64;
-        for &i in self.candidates(selector) {
+        for i in self.select(selector) {
             let c = &self.classes[i];
-            if selector.matches(&c.labels) {
-                n += c
-                    .ips
-                    .iter()
-                    .filter(|ip| nets.iter().any(|net| net.contains(**ip)))
-                    .count() as u64;
-            }
+            n += c
+                .ips
+                .iter()
+                .filter(|ip| nets.iter().any(|net| net.contains(**ip)))
+                .count() as u64;
         }
         n
     }
 
     /// The classes with Windows endpoints that `selector` matches.
     pub fn windows_classes_matching(&self, selector: &Node) -> Vec<usize> {
-        self.candidates(selector)
-            .iter()
-            .copied()
-            .filter(|&i| self.classes[i].windows > 0 && selector.matches(&self.classes[i].labels))
-            .collect()
-    }
-}
-
-/// The labels and values a selector requires: `k == "v"` alone or in a top-level `&&`.
-pub fn required_labels(selector: &Node) -> Vec<(&str, &str)> {
-    match selector {
-        Node::Eq(l, v) => vec![(l.as_str(), v.as_str())],
-        Node::And(terms) => terms.iter().flat_map(required_labels).collect(),
-        _ => Vec::new(),
+        let mut out = self.select(selector);
+        out.retain(|&i| self.classes[i].windows > 0);
+        out
     }
 }

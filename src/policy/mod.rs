@@ -325,14 +325,20 @@ pub fn lint(c: &Collected, release: felix::Release) -> Result<Report, PolicyErro
         tiers: &c.tiers,
         release,
     };
+    let applies = render::applies(&eps, &c.policies);
     let mut policies = Vec::with_capacity(c.policies.len());
     let mut findings = Vec::new();
-    for (p, r) in c.policies.iter().zip(&rendered) {
-        let row = cost::row(&mut renderer, p, r, cluster.reaches_workloads(p));
+    for ((p, r), classes) in c.policies.iter().zip(&rendered).zip(&applies) {
+        let windows = if cluster.reaches_workloads(p) {
+            classes.iter().map(|&k| eps.classes[k].windows).sum()
+        } else {
+            0
+        };
+        let row = cost::row(p, r, windows);
         findings.extend(cost::findings(&mut renderer, p, &row)?);
         policies.push(row);
     }
-    let (mut endpoints, lost) = render::endpoints(&eps, &cluster);
+    let (mut endpoints, lost) = render::endpoints(&eps, &cluster, &applies);
     findings.extend(lost.iter().map(|l| lost_finding(c, l)));
     endpoints.truncate(WORST_ENDPOINTS);
     let key = |e: &cost::Row| {

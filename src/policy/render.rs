@@ -115,41 +115,54 @@ impl Cluster<'_> {
     /// (felix/calc/policy_sorter.go `TierLess`), policies by order (`None` last) then name
     /// (`PolKVLess`).
     fn sorted(&self) -> Vec<usize> {
-        let key = |i: &usize| {
-            let p = &self.policies[*i];
-            let t = self.tier(&p.tier);
-            (
-                t.order.unwrap_or(f64::INFINITY),
-                p.tier.clone(),
-                p.order.unwrap_or(f64::INFINITY),
-                p.namespace.clone().unwrap_or_default(),
-                p.name.clone(),
-            )
-        };
-        let mut order: Vec<usize> = (0..self.policies.len())
+        let mut keyed: Vec<(f64, &str, f64, &str, &str, usize)> = (0..self.policies.len())
             .filter(|i| self.reaches_workloads(&self.policies[*i]))
+            .map(|i| {
+                let p = &self.policies[i];
+                (
+                    self.tier(&p.tier).order.unwrap_or(f64::INFINITY),
+                    p.tier.as_str(),
+                    p.order.unwrap_or(f64::INFINITY),
+                    p.namespace.as_deref().unwrap_or_default(),
+                    p.name.as_str(),
+                    i,
+                )
+            })
             .collect();
-        order.sort_by(|a, b| {
-            let (x, y) = (key(a), key(b));
+        keyed.sort_by(|x, y| {
             x.0.total_cmp(&y.0)
-                .then_with(|| x.1.cmp(&y.1))
+                .then_with(|| x.1.cmp(y.1))
                 .then_with(|| x.2.total_cmp(&y.2))
-                .then_with(|| (&x.3, &x.4).cmp(&(&y.3, &y.4)))
+                .then_with(|| (x.3, x.4).cmp(&(y.3, y.4)))
         });
-        order
+        keyed.into_iter().map(|k| k.5).collect()
     }
 }
 
-/// Every Windows endpoint class's ACL list and what Felix loses on the way.
-pub fn endpoints(eps: &Endpoints, c: &Cluster) -> (Vec<EndpointAcls>, Vec<Lost>) {
+/// The Windows endpoint classes each policy's selector matches (one evaluation per distinct
+/// selector).
+pub fn applies(eps: &Endpoints, policies: &[Policy]) -> Vec<std::rc::Rc<Vec<usize>>> {
+    let mut seen: HashMap<&Node, std::rc::Rc<Vec<usize>>> = HashMap::new();
+    policies
+        .iter()
+        .map(|p| {
+            seen.entry(&p.applies)
+                .or_insert_with(|| std::rc::Rc::new(eps.windows_classes_matching(&p.applies)))
+                .clone()
+        })
+        .collect()
+}
+
+/// Every Windows endpoint class's ACL list and what Felix loses on the way; `applies` holds
+/// each policy's classes.
+pub fn endpoints(
+    eps: &Endpoints,
+    c: &Cluster,
+    applies: &[std::rc::Rc<Vec<usize>>],
+) -> (Vec<EndpointAcls>, Vec<Lost>) {
     let mut per_class: Vec<Vec<usize>> = vec![Vec::new(); eps.classes.len()];
-    let mut matches: HashMap<&Node, Vec<usize>> = HashMap::new();
     for i in c.sorted() {
-        let p = &c.policies[i];
-        let classes = matches
-            .entry(&p.applies)
-            .or_insert_with(|| eps.windows_classes_matching(&p.applies));
-        for &k in classes.iter() {
+        for &k in applies[i].iter() {
             per_class[k].push(i);
         }
     }
@@ -204,14 +217,19 @@ pub fn endpoints(eps: &Endpoints, c: &Cluster) -> (Vec<EndpointAcls>, Vec<Lost>)
 
 /// One endpoint's list from the policies that apply to it (in Felix's order).
 fn assemble(c: &Cluster, applying: &[usize], found: &mut Vec<Lost>) -> EndpointAcls {
-    // workload.Tiers: the tiers with a policy for the endpoint, in order.
-    let mut tiers: Vec<&str> = Vec::new();
-    for &i in applying {
+    // workload.Tiers: the tiers with a policy for the endpoint, in order; `applying` is in
+    // Felix's order, so each tier's policies are one run of it.
+    let mut runs: Vec<(&str, &[usize])> = Vec::new();
+    let mut start = 0;
+    for (n, &i) in applying.iter().enumerate() {
         let t = c.policies[i].tier.as_str();
-        if tiers.last() != Some(&t) {
-            tiers.push(t);
+        let next = applying.get(n + 1).map(|&j| c.policies[j].tier.as_str());
+        if next != Some(t) {
+            runs.push((t, &applying[start..=n]));
+            start = n + 1;
         }
     }
+    let tiers: Vec<&str> = runs.iter().map(|r| r.0).collect();
     // refreshPendingWlEpUpdates (endpoint_mgr.go:259-273) looks only at the first tier when
     // a policy or IP set changes.
     if tiers.len() > 1 && tiers[0] != DEFAULT_TIER && tiers.contains(&DEFAULT_TIER) {
@@ -221,13 +239,13 @@ fn assemble(c: &Cluster, applying: &[usize], found: &mut Vec<Lost>) -> EndpointA
             ..Lost::default()
         });
     }
-    let rendered: &[&str] = if c.release.all_tiers() {
-        &tiers
+    let rendered = if c.release.all_tiers() {
+        &runs[..]
     } else {
-        &tiers[..tiers.len().min(1)]
+        &runs[..runs.len().min(1)]
     };
-    let ingress = direction(c, applying, rendered, Direction::Ingress, found);
-    let egress = direction(c, applying, rendered, Direction::Egress, found);
+    let ingress = direction(c, rendered, Direction::Ingress, found);
+    let egress = direction(c, rendered, Direction::Egress, found);
     // The node-to-endpoint allow and one host ACL per direction.
     let fixed = 3;
     EndpointAcls {
@@ -237,41 +255,37 @@ fn assemble(c: &Cluster, applying: &[usize], found: &mut Vec<Lost>) -> EndpointA
         ingress,
         egress,
         fixed,
-        tiers: rendered.iter().map(|t| (*t).to_owned()).collect(),
+        tiers: rendered.iter().map(|r| r.0.to_owned()).collect(),
     }
 }
 
 /// One direction's ACLs from policies and profiles (the host ACL is one of the fixed ones).
-fn direction(
-    c: &Cluster,
-    applying: &[usize],
-    tiers: &[&str],
-    d: Direction,
-    found: &mut Vec<Lost>,
-) -> u64 {
-    let mut lists: Vec<Vec<Group>> = Vec::new();
-    let mut names: Vec<String> = Vec::new();
+/// One tier of one direction on an endpoint: the policies rendered (those before a staged
+/// one) and the end-of-tier action.
+struct Part<'p> {
+    name: &'p str,
+    policies: Vec<usize>,
+    end: Action,
+}
+
+fn direction(c: &Cluster, runs: &[(&str, &[usize])], d: Direction, found: &mut Vec<Lost>) -> u64 {
+    let mut parts: Vec<Part> = Vec::new();
     let mut default_applies = false;
-    for &tier in tiers {
-        let pols: Vec<usize> = applying
+    for &(tier, run) in runs {
+        let mut pols = run
             .iter()
             .copied()
-            .filter(|&i| c.policies[i].tier == tier && c.policies[i].types.contains(&d))
-            .collect();
-        if pols.is_empty() {
+            .filter(|&i| c.policies[i].types.contains(&d));
+        let Some(first) = pols.next() else {
             continue;
-        }
+        };
         default_applies |= tier == DEFAULT_TIER;
-        let mut groups = Vec::new();
-        for (n, &i) in pols.iter().enumerate() {
+        let mut rendered = Vec::new();
+        for i in std::iter::once(first).chain(pols.by_ref()) {
             if c.policies[i].staged {
                 // No policy set exists for a staged policy (policy_mgr.go:42-45) and
                 // GetPolicySetRules stops at a missing set (policysets.go:142-146).
-                let rest: Vec<usize> = pols[n + 1..]
-                    .iter()
-                    .copied()
-                    .filter(|&j| !c.policies[j].staged)
-                    .collect();
+                let rest: Vec<usize> = pols.filter(|&j| !c.policies[j].staged).collect();
                 if !rest.is_empty() {
                     found.push(Lost {
                         code: "staged-policy-hides-later-policies",
@@ -283,39 +297,85 @@ fn direction(
                 }
                 break;
             }
-            groups.extend_from_slice(c.rendered[i].of(d));
+            rendered.push(i);
         }
         let end = if c.tier(tier).pass_at_end {
             Action::Pass
         } else {
             Action::Deny
         };
-        groups.push(Group::any(end));
-        lists.push(groups);
-        names.push(tier.to_owned());
+        parts.push(Part {
+            name: tier,
+            policies: rendered,
+            end,
+        });
     }
-    if lists.is_empty() || !default_applies {
+    if parts.is_empty() || !default_applies {
         // The profiles: kns.<namespace> allows all (conversion.go `NamespaceToProfile`),
         // ksa.<namespace>.<account> has no rules, then the end-of-tier block.
-        lists.push(vec![Group::any(Action::Allow), Group::any(Action::Deny)]);
-        names.push("profiles".into());
+        parts.push(Part {
+            name: "profiles",
+            policies: Vec::new(),
+            end: Action::Deny,
+        });
     }
-    let (flat, unreachable) = flatten(lists);
+    let (acls, unreachable) = flattened(c, &parts, d);
     // A tier without a pass rule ends every packet: the profiles after it are what policies
     // are for, but a real tier after it is dead for this endpoint.
-    if let Some(k) = unreachable.filter(|&k| names[k..].iter().any(|n| n != "profiles")) {
+    let lost: Vec<String> = unreachable
+        .map(|k| &parts[k..])
+        .unwrap_or_default()
+        .iter()
+        .filter(|p| p.name != "profiles")
+        .map(|p| p.name.to_owned())
+        .collect();
+    if let (Some(k), false) = (unreachable, lost.is_empty()) {
         found.push(Lost {
             code: "unreachable-tier",
-            tier: names[k - 1].clone(),
-            tiers_lost: names[k..]
-                .iter()
-                .filter(|n| *n != "profiles")
-                .cloned()
-                .collect(),
+            tier: parts[k - 1].name.to_owned(),
+            tiers_lost: lost,
             ..Lost::default()
         });
     }
-    count(&flat)
+    acls
+}
+
+/// The ACLs of the parts once flattened, and the first part never reached. Counted without
+/// building the list when the first part passes nothing (the usual case); built and flattened
+/// as `flattenTiers` does otherwise.
+fn flattened(c: &Cluster, parts: &[Part], d: Direction) -> (u64, Option<usize>) {
+    let passes = |p: &Part| {
+        p.end == Action::Pass
+            || p.policies
+                .iter()
+                .any(|&i| c.rendered[i].of(d).iter().any(|g| g.action == Action::Pass))
+    };
+    let size = |p: &Part| {
+        let profile = u64::from(p.name == "profiles");
+        p.policies.iter().fold(1 + profile, |n, &i| {
+            n.saturating_add(count(c.rendered[i].of(d)))
+        })
+    };
+    if let Some(first) = parts.first().filter(|p| !passes(p)) {
+        return (size(first), (parts.len() > 1).then_some(1));
+    }
+    let lists: Vec<Vec<Group>> = parts
+        .iter()
+        .map(|p| {
+            let mut groups: Vec<Group> = p
+                .policies
+                .iter()
+                .flat_map(|&i| c.rendered[i].of(d).iter().cloned())
+                .collect();
+            if p.name == "profiles" {
+                groups.push(Group::any(Action::Allow));
+            }
+            groups.push(Group::any(p.end));
+            groups
+        })
+        .collect();
+    let (flat, unreachable) = flatten(lists);
+    (count(&flat), unreachable)
 }
 
 #[cfg(test)]
