@@ -233,3 +233,35 @@ fn the_tier_is_read_from_the_spec_or_the_name() {
     assert_eq!(tier_from_name("knp.default.x"), "default");
     assert_eq!(tier_from_name("ossg.default.x"), "default");
 }
+
+/// felix/dataplane/windows/policy_mgr_test.go `TestPolicyManager` at v3.31.7: policy pol1 of
+/// tier1 (inbound deny, outbound allow) renders its rule and the end-of-tier block per
+/// direction (a pass with endOfTierDrop off); a staged policy renders no rule, only the
+/// end-of-tier block.
+#[test]
+fn felixs_policy_manager_table() {
+    let pol1 = policy(
+        "GlobalNetworkPolicy",
+        "tier1.pol1",
+        json!({"tier": "tier1", "selector": "all()",
+        "types": ["Ingress", "Egress"], "ingress": [{"action": "Deny"}], "egress": [{"action": "Allow"}]}),
+    );
+    let r = run(vec![tier("tier1", 10.0, "Deny"), pol1.clone()], "3.31");
+    // The profiles after tier1 are never reached: tier1 passes nothing.
+    assert_eq!((r.endpoints[0].ingress, r.endpoints[0].egress), (2, 2));
+    // endOfTierDrop off (defaultAction Pass): the end-of-tier ACL passes on to the profiles,
+    // whose allow and block it is combined with.
+    let r = run(vec![tier("tier1", 10.0, "Pass"), pol1], "3.31");
+    assert_eq!(
+        (r.endpoints[0].ingress, r.endpoints[0].egress),
+        (1 + 2, 1 + 2)
+    );
+    let staged = policy(
+        "StagedGlobalNetworkPolicy",
+        "tier1.pol1",
+        json!({"tier": "tier1", "selector": "all()",
+        "ingress": [{"action": "Allow"}]}),
+    );
+    let r = run(vec![tier("tier1", 10.0, "Deny"), staged], "3.31");
+    assert_eq!(r.endpoints[0].ingress, 1, "the end-of-tier block only");
+}
