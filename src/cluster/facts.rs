@@ -218,6 +218,18 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
     })
 }
 
+/// ClusterInformation's `calicoVersion`, when Calico is installed and says one (a `get` of
+/// `clusterinformations/default` only).
+pub fn calico_version(c: &Cluster) -> Result<Option<String>, ClusterError> {
+    Ok(
+        calico_default(c, "ClusterInformation", "clusterinformations")?.and_then(|i| {
+            spec(&i, "calicoVersion")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        }),
+    )
+}
+
 /// Calico's cluster-wide object `default` of a kind, if it exists.
 fn calico_default(
     c: &Cluster,

@@ -72,8 +72,16 @@ pub fn policies(args: &LintPoliciesArgs, ctx: &mut Context) -> anyhow::Result<()
 /// The cluster's Calico release (ClusterInformation's `calicoVersion`), when it says one this
 /// lint models.
 fn cluster_release(ctx: &mut Context, c: &crate::cluster::Cluster) -> Option<Release> {
-    let facts = crate::cluster::facts::gather(c, "").ok()?;
-    let version = facts.calico_version?;
+    let version = match crate::cluster::facts::calico_version(c) {
+        Ok(v) => v?,
+        Err(e) => {
+            ctx.printer.warn(&format!(
+                "the cluster's Calico version cannot be read ({e}): rendering as {}; pass --calico-version to choose",
+                Release::DEFAULT
+            ));
+            return None;
+        }
+    };
     match Release::parse(&version) {
         Ok(r) => Some(r),
         Err(e) => {

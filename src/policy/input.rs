@@ -223,8 +223,9 @@ fn read_json(text: &str, origin: &str, into: &mut Collected) -> Result<(), Polic
     }
 }
 
-/// What the lint lists from a cluster: the core objects, Kubernetes policies and Calico's
-/// (through its CRDs; a cluster without them has none).
+/// What the lint lists from a cluster: the core objects, Kubernetes policies and Calico's,
+/// staged ones and tiers (through its CRDs; a cluster without them has none, and a Calico too
+/// old for staged policies or tiers has none of those).
 const RESOURCES: &[(&str, &str, &str, &str)] = &[
     ("", "v1", "Namespace", "namespaces"),
     ("", "v1", "Node", "nodes"),
@@ -247,6 +248,25 @@ const RESOURCES: &[(&str, &str, &str, &str)] = &[
         "v1",
         "GlobalNetworkPolicy",
         "globalnetworkpolicies",
+    ),
+    ("crd.projectcalico.org", "v1", "Tier", "tiers"),
+    (
+        "crd.projectcalico.org",
+        "v1",
+        "StagedNetworkPolicy",
+        "stagednetworkpolicies",
+    ),
+    (
+        "crd.projectcalico.org",
+        "v1",
+        "StagedGlobalNetworkPolicy",
+        "stagedglobalnetworkpolicies",
+    ),
+    (
+        "crd.projectcalico.org",
+        "v1",
+        "StagedKubernetesNetworkPolicy",
+        "stagedkubernetesnetworkpolicies",
     ),
 ];
 

@@ -69,7 +69,10 @@ impl Collected {
                 self.add_core(&src, core)?;
             }
             ("networking.k8s.io/v1", "NetworkPolicy")
-            | ("projectcalico.org/v3", "StagedKubernetesNetworkPolicy") => {
+            | (
+                "projectcalico.org/v3" | "crd.projectcalico.org/v1",
+                "StagedKubernetesNetworkPolicy",
+            ) => {
                 let src = Source::of(&object, api_version, kind, origin)?;
                 self.policies.push(model::kubernetes(&src, &object)?);
             }

@@ -770,3 +770,66 @@ fn stdin_and_a_link_loop_are_said_as_what_they_are() {
         );
     }
 }
+
+/// From the cluster the lint reads Tiers and staged policies too (crd.projectcalico.org/v1), and
+/// renders as the cluster's Calico (ClusterInformation's calicoVersion): a staged policy ordered
+/// first in its tier hides the enforced one after it on 3.30 and later, never before.
+#[test]
+fn tiers_and_staged_policies_are_read_from_the_cluster_at_its_calico_version() {
+    let api = FakeApi::start();
+    let mut objects = cluster();
+    objects.retain(|o| o["kind"] != "Pod" || o["metadata"]["name"] == "web-win-0");
+    for o in &objects {
+        let name = o["metadata"]["name"].as_str().unwrap();
+        let path = match o["kind"].as_str().unwrap() {
+            "Node" => format!("/api/v1/nodes/{name}"),
+            "Namespace" => format!("/api/v1/namespaces/{name}"),
+            _ => format!("/api/v1/namespaces/shop/pods/{name}"),
+        };
+        api.put(&path, o.clone());
+    }
+    let staged = json!({"apiVersion": "crd.projectcalico.org/v1", "kind": "StagedNetworkPolicy",
+        "metadata": {"name": "try", "namespace": "shop"},
+        "spec": {"order": 1, "selector": "all()", "ingress": [{"action": "Deny"}]}});
+    api.put(
+        "/apis/crd.projectcalico.org/v1/namespaces/shop/stagednetworkpolicies/try",
+        staged,
+    );
+    let enforced = json!({"apiVersion": "crd.projectcalico.org/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": "real", "namespace": "shop"},
+        "spec": {"order": 2, "selector": "all()", "ingress": [{"action": "Allow"}]}});
+    api.put(
+        "/apis/crd.projectcalico.org/v1/namespaces/shop/networkpolicies/real",
+        enforced,
+    );
+    let info = |version: &str| {
+        json!({"apiVersion": "crd.projectcalico.org/v1", "kind": "ClusterInformation",
+            "metadata": {"name": "default"}, "spec": {"calicoVersion": version}})
+    };
+    api.put(
+        "/apis/crd.projectcalico.org/v1/clusterinformations/default",
+        info("v3.31.7"),
+    );
+    let (out, doc) = lint_cluster(&api);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(doc["calico_version"], "3.31");
+    let codes: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["staged-policy-hides-later-policies"], "{doc}");
+    api.put(
+        "/apis/crd.projectcalico.org/v1/clusterinformations/default",
+        info("v3.29.4"),
+    );
+    let (out, doc) = lint_cluster(&api);
+    assert_eq!(out.status.code(), Some(0), "{doc}");
+    assert_eq!(doc["calico_version"], "3.29");
+}

@@ -65,6 +65,25 @@ static RESOURCES: &[Resource] = &[
         "GlobalNetworkPolicy",
         false,
     ),
+    r("crd.projectcalico.org/v1", "tiers", "Tier", false),
+    r(
+        "crd.projectcalico.org/v1",
+        "stagednetworkpolicies",
+        "StagedNetworkPolicy",
+        true,
+    ),
+    r(
+        "crd.projectcalico.org/v1",
+        "stagedglobalnetworkpolicies",
+        "StagedGlobalNetworkPolicy",
+        false,
+    ),
+    r(
+        "crd.projectcalico.org/v1",
+        "stagedkubernetesnetworkpolicies",
+        "StagedKubernetesNetworkPolicy",
+        true,
+    ),
     r("crd.projectcalico.org/v1", "ipamblocks", "IPAMBlock", false),
     r("crd.projectcalico.org/v1", "ippools", "IPPool", false),
     r(
