@@ -360,18 +360,15 @@ fn networks(
             .collect()
     };
     let mut endpoints = serde_json::Map::new();
+    let mut summaries = std::collections::BTreeMap::new();
     for n in &networks {
         let list = host
             .hns_endpoints(&n.id)
             .with_context(|| format!("cannot read the endpoints of HNS network {}", n.name))?;
+        summaries.insert(n.name.clone(), endpoint_summary(&list));
         endpoints.insert(n.name.clone(), json!(list));
     }
-    let count = |name: &str| {
-        endpoints
-            .get(name)
-            .and_then(|e| e.as_array())
-            .map_or(0, Vec::len)
-    };
+    let count = |name: &str| summaries.get(name).cloned().unwrap_or_default();
     r.text.push("HNS networks:".into());
     for name in &rec.networks {
         let Some(n) = networks.iter().find(|n| &n.name == name) else {
@@ -381,7 +378,7 @@ fn networks(
             continue;
         };
         r.text.push(format!(
-            "  {:<12} {} {} subnets {} VSID {} management IP {}, {} endpoint(s)",
+            "  {:<12} {} {} subnets {} VSID {} management IP {}, {}",
             n.name,
             n.id,
             n.network_type,
@@ -651,3 +648,23 @@ fn refused_renewal(
 
 /// How to put a new token on the node, said where one is needed.
 const NEW_TOKEN: &str = "issue a new one with 'calicoctl-win fetch kubeconfig --kubeconfig installer.kubeconfig' (an admin makes installer.kubeconfig with 'calicoctl-win fetch installer-kubeconfig')";
+
+/// How many endpoints a network has, how many are other hosts', and their states.
+fn endpoint_summary(list: &[crate::host::HnsEndpoint]) -> String {
+    let mut states: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for e in list {
+        if let Some(s) = e.state {
+            *states.entry(crate::host::hns::state_name(s)).or_default() += 1;
+        }
+    }
+    let remote = list.iter().filter(|e| e.remote).count();
+    let mut out = format!("{} endpoint(s)", list.len());
+    if remote > 0 {
+        out.push_str(&format!(", {remote} remote"));
+    }
+    if !states.is_empty() {
+        let s: Vec<String> = states.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        out.push_str(&format!(" (states: {})", s.join(", ")));
+    }
+    out
+}

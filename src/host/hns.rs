@@ -45,6 +45,28 @@ pub struct HnsEndpoint {
     pub name: String,
     pub network_id: String,
     pub ip: Option<String>,
+    /// An endpoint of another host (VXLAN's remote endpoints): HCN's `Flags` bit
+    /// `EndpointFlagsRemoteEndpoint` = 1 (hcsshim hcn/hcnendpoint.go), HNS v1's
+    /// `IsRemoteEndpoint` (hcsshim internal/hns/hnsendpoint.go).
+    pub remote: bool,
+    /// The endpoint's `State` when HNS reports one (hcsshim internal/hns/hnsendpoint.go
+    /// `EndpointState`: Created 1, Attached 2, AttachedSharing 3, Detached 4, Degraded 5,
+    /// Destroyed 6; azure-container-networking's Windows policy manager queries HCN for
+    /// `{"State": 3}`, which it says every running pod's endpoint is in).
+    pub state: Option<u16>,
+}
+
+/// The name of an endpoint state number (`EndpointState`, hcsshim internal/hns/hnsendpoint.go).
+pub fn state_name(state: u16) -> &'static str {
+    match state {
+        1 => "Created",
+        2 => "Attached",
+        3 => "AttachedSharing",
+        4 => "Detached",
+        5 => "Degraded",
+        6 => "Destroyed",
+        _ => "unknown",
+    }
 }
 
 /// HCN's "network not found" (`HCN_E_NETWORK_NOT_FOUND`, winerror.h).
@@ -191,11 +213,19 @@ pub fn parse_endpoint(doc: &Value) -> Option<HnsEndpoint> {
         .and_then(|c| c.first())
         .and_then(|c| str_field(c, &["IpAddress"]))
         .or_else(|| str_field(doc, &["IPAddress"]));
+    let flags = doc.get("Flags").and_then(Value::as_u64).unwrap_or(0);
+    let remote =
+        flags & 1 == 1 || doc.get("IsRemoteEndpoint").and_then(Value::as_bool) == Some(true);
     Some(HnsEndpoint {
         id: str_field(doc, &["ID", "Id"])?,
         name: str_field(doc, &["Name"]).unwrap_or_default(),
         network_id: str_field(doc, &["HostComputeNetwork", "VirtualNetwork"])?,
         ip,
+        remote,
+        state: doc
+            .get("State")
+            .and_then(Value::as_u64)
+            .and_then(|s| u16::try_from(s).ok()),
     })
 }
 
@@ -415,5 +445,43 @@ mod version_tests {
         );
         assert!(parse_version("no").is_err());
         assert!(parse_version(r#"{"Success":true,"Output":{"Major":-1,"Minor":3}}"#).is_err());
+    }
+}
+
+#[cfg(test)]
+mod endpoint_doc_tests {
+    use super::{parse_endpoint, state_name};
+    use serde_json::json;
+
+    /// HCN's v2 document (hcsshim hcn/hcnendpoint.go `HostComputeEndpoint`): `Flags` bit 1 is
+    /// `EndpointFlagsRemoteEndpoint`; HNS v1's (internal/hns/hnsendpoint.go) says
+    /// `IsRemoteEndpoint`; `State` is read when HNS gives one.
+    #[test]
+    fn the_remote_flag_and_the_state_are_read_from_either_schema() {
+        let v2 = json!({"ID": "e1", "Name": "pod", "HostComputeNetwork": "n1", "Flags": 1,
+            "State": 3, "IpConfigurations": [{"IpAddress": "10.0.0.5", "PrefixLength": 24}]});
+        let e = parse_endpoint(&v2).expect("endpoint");
+        assert_eq!(
+            (e.remote, e.state, e.ip.as_deref()),
+            (true, Some(3), Some("10.0.0.5"))
+        );
+        let v1 = json!({"Id": "e2", "VirtualNetwork": "n1", "IsRemoteEndpoint": true, "State": 5});
+        let e = parse_endpoint(&v1).expect("endpoint");
+        assert_eq!((e.remote, e.state), (true, Some(5)));
+        let plain = json!({"ID": "e3", "HostComputeNetwork": "n1", "Flags": 2});
+        let e = parse_endpoint(&plain).expect("endpoint");
+        assert_eq!((e.remote, e.state), (false, None));
+        assert_eq!(
+            (1..=7).map(state_name).collect::<Vec<_>>(),
+            [
+                "Created",
+                "Attached",
+                "AttachedSharing",
+                "Detached",
+                "Degraded",
+                "Destroyed",
+                "unknown"
+            ]
+        );
     }
 }

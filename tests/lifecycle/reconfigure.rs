@@ -454,11 +454,31 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
         .as_array_mut()
         .expect("endpoints")
         .push(json!({"id": "5eb1a7e0-0000-4000-8000-0000000000ee",
-            "name": "web-0_default", "network_id": calico_id, "ip": "10.244.1.7"}));
+            "name": "web-0_default", "network_id": calico_id, "ip": "10.244.1.7", "state": 3}));
+    // Another node's pod, as VXLAN's remote endpoint (HCN Flags bit 1).
+    state["endpoints"].as_array_mut().expect("endpoints").push(
+        json!({"id": "5eb1a7e0-0000-4000-8000-0000000000ef",
+            "name": "remote_10.244.2.3", "network_id": calico_id, "ip": "10.244.2.3",
+            "remote": true}),
+    );
     fs_err::write(&state_path, state.to_string()).expect("write state");
     let (code, doc, err) = n.node.run(&["status"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(doc["endpoints"]["Calico"][1]["ip"], "10.244.1.7", "{doc}");
+    assert_eq!(doc["endpoints"]["Calico"][1]["state"], 3, "{doc}");
+    assert_eq!(doc["endpoints"]["Calico"][2]["remote"], true, "{doc}");
+    let text = on_node()
+        .args(["status", "--sim-host"])
+        .arg(n.node.sim())
+        .arg("--kubeconfig")
+        .arg(&n.node.admin)
+        .output()
+        .expect("status");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("3 endpoint(s), 1 remote (states: AttachedSharing 2)"),
+        "{text}"
+    );
 
     // A config with another VNI, a cordoned node and felix set to start by hand: exit 1,
     // every reason.

@@ -96,6 +96,8 @@ impl Hns for SimHost {
                     name: e.name.clone(),
                     network_id: e.network_id.clone(),
                     ip: e.ip.clone(),
+                    remote: e.remote,
+                    state: e.state,
                 })
                 .collect()
         }))
@@ -242,6 +244,8 @@ impl SimHost {
                 name: name.to_owned(),
                 network_id: network_id.to_owned(),
                 ip: Some(ip.to_owned()),
+                remote: false,
+                state: Some(3),
             });
             Ok(())
         })

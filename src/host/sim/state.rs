@@ -141,6 +141,13 @@ pub struct SimEndpoint {
     pub name: String,
     pub network_id: String,
     pub ip: Option<String>,
+    /// Another host's endpoint (HCN `Flags` bit 1).
+    #[serde(default)]
+    pub remote: bool,
+    /// `State` as HNS reports it (see `HnsEndpoint::state`); a pod's endpoint the CNI plugin
+    /// attached reads 3 (AttachedSharing).
+    #[serde(default)]
+    pub state: Option<u16>,
 }
 
 pub fn key_of(key: &str) -> String {
