@@ -37,6 +37,8 @@ fn rc_text(s: &str) -> String {
 }
 
 fn version_resource(commit: &str) {
+    // Cannot fail: cargo sets OUT_DIR for every build script it runs (the Cargo book,
+    // "Environment variables Cargo sets for build scripts").
     let out_dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     let out = Path::new(&out_dir);
     let version = std::env::var("CARGO_PKG_VERSION").unwrap_or_default();

@@ -266,6 +266,8 @@ struct Part<'p> {
     name: &'p str,
     policies: Vec<usize>,
     end: Action,
+    /// The profiles' part (`kns.<namespace>`'s allow before the end-of-tier block), not a tier.
+    profiles: bool,
 }
 
 fn direction(c: &Cluster, runs: &[(&str, &[usize])], d: Direction, found: &mut Vec<Lost>) -> u64 {
@@ -308,6 +310,7 @@ fn direction(c: &Cluster, runs: &[(&str, &[usize])], d: Direction, found: &mut V
             name: tier,
             policies: rendered,
             end,
+            profiles: false,
         });
     }
     if parts.is_empty() || !default_applies {
@@ -317,6 +320,7 @@ fn direction(c: &Cluster, runs: &[(&str, &[usize])], d: Direction, found: &mut V
             name: "profiles",
             policies: Vec::new(),
             end: Action::Deny,
+            profiles: true,
         });
     }
     let (acls, unreachable) = flattened(c, &parts, d);
@@ -326,7 +330,7 @@ fn direction(c: &Cluster, runs: &[(&str, &[usize])], d: Direction, found: &mut V
         .map(|k| &parts[k..])
         .unwrap_or_default()
         .iter()
-        .filter(|p| p.name != "profiles")
+        .filter(|p| !p.profiles)
         .map(|p| p.name.to_owned())
         .collect();
     if let (Some(k), false) = (unreachable, lost.is_empty()) {
@@ -351,7 +355,7 @@ fn flattened(c: &Cluster, parts: &[Part], d: Direction) -> (u64, Option<usize>) 
                 .any(|&i| c.rendered[i].of(d).iter().any(|g| g.action == Action::Pass))
     };
     let size = |p: &Part| {
-        let profile = u64::from(p.name == "profiles");
+        let profile = u64::from(p.profiles);
         p.policies.iter().fold(1 + profile, |n, &i| {
             n.saturating_add(count(c.rendered[i].of(d)))
         })
@@ -367,7 +371,7 @@ fn flattened(c: &Cluster, parts: &[Part], d: Direction) -> (u64, Option<usize>) 
                 .iter()
                 .flat_map(|&i| c.rendered[i].of(d).iter().cloned())
                 .collect();
-            if p.name == "profiles" {
+            if p.profiles {
                 groups.push(Group::any(Action::Allow));
             }
             groups.push(Group::any(p.end));

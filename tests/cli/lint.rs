@@ -118,6 +118,19 @@ fn lint_cluster(api: &FakeApi) -> (std::process::Output, Value) {
     (out, doc)
 }
 
+/// Puts the cluster's nodes, namespaces and pods (all in namespace shop) on the fake API.
+fn put_all(api: &FakeApi, objects: &[Value]) {
+    for o in objects {
+        let name = o["metadata"]["name"].as_str().unwrap();
+        let path = match o["kind"].as_str().unwrap() {
+            "Node" => format!("/api/v1/nodes/{name}"),
+            "Namespace" => format!("/api/v1/namespaces/{name}"),
+            _ => format!("/api/v1/namespaces/shop/pods/{name}"),
+        };
+        api.put(&path, o.clone());
+    }
+}
+
 fn assert_refused((code, doc, stderr): (i32, Value, String), kind: &str, names: &str) {
     assert_eq!(code, 2, "{doc} {stderr}");
     assert_eq!(doc["error"]["kind"], kind, "{doc}");
@@ -405,15 +418,7 @@ fn the_cluster_is_read_a_page_at_a_time() {
             json!({"role": "client"}),
         ));
     }
-    for o in &objects {
-        let name = o["metadata"]["name"].as_str().unwrap();
-        let path = match o["kind"].as_str().unwrap() {
-            "Node" => format!("/api/v1/nodes/{name}"),
-            "Namespace" => format!("/api/v1/namespaces/{name}"),
-            _ => format!("/api/v1/namespaces/shop/pods/{name}"),
-        };
-        api.put(&path, o.clone());
-    }
+    put_all(&api, &objects);
     let mut gnp = seed();
     gnp["apiVersion"] = json!("crd.projectcalico.org/v1");
     api.put(
@@ -779,15 +784,7 @@ fn tiers_and_staged_policies_are_read_from_the_cluster_at_its_calico_version() {
     let api = FakeApi::start();
     let mut objects = cluster();
     objects.retain(|o| o["kind"] != "Pod" || o["metadata"]["name"] == "web-win-0");
-    for o in &objects {
-        let name = o["metadata"]["name"].as_str().unwrap();
-        let path = match o["kind"].as_str().unwrap() {
-            "Node" => format!("/api/v1/nodes/{name}"),
-            "Namespace" => format!("/api/v1/namespaces/{name}"),
-            _ => format!("/api/v1/namespaces/shop/pods/{name}"),
-        };
-        api.put(&path, o.clone());
-    }
+    put_all(&api, &objects);
     let staged = json!({"apiVersion": "crd.projectcalico.org/v1", "kind": "StagedNetworkPolicy",
         "metadata": {"name": "try", "namespace": "shop"},
         "spec": {"order": 1, "selector": "all()", "ingress": [{"action": "Deny"}]}});

@@ -65,6 +65,10 @@ static RESOURCES: &[Resource] = &[
         "GlobalNetworkPolicy",
         false,
     ),
+    // Tiers and the staged kinds, scoped as Calico's CRDs scope them at v3.31.7
+    // (libcalico-go/config/crd/crd.projectcalico.org_{tiers,stagednetworkpolicies,
+    // stagedglobalnetworkpolicies,stagedkubernetesnetworkpolicies}.yaml: Cluster, Namespaced,
+    // Cluster, Namespaced).
     r("crd.projectcalico.org/v1", "tiers", "Tier", false),
     r(
         "crd.projectcalico.org/v1",
