@@ -26,7 +26,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use support::fake_api::FakeApi;
 use support::release::release_zip;
-use support::{SimNode, tool};
+use support::{Node, tool};
 
 fn pods() -> usize {
     std::env::var("PODS")
@@ -54,7 +54,7 @@ fn cluster() -> FakeApi {
 /// One drain: how long it took and the connections it opened.
 fn ours() -> (Duration, usize) {
     let api = cluster();
-    let node = SimNode::new(&api);
+    let node = Node::new(&api);
     let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let (code, _, err) = node.run(&["install", "--release-zip", &zip.display().to_string()]);
     assert_eq!(code, 0, "install: {err}");

@@ -3,27 +3,21 @@
 
 use crate::support::etcd::Etcd;
 use crate::support::fake_api::{FakeApi, TestCa};
-use crate::support::{SimNode, tool};
+use crate::support::{Node, tool};
 use serde_json::Value;
 use std::path::PathBuf;
 
-struct Node(SimNode);
-
 impl Node {
-    fn new(api: &FakeApi) -> Self {
-        Self(SimNode::new(api))
-    }
-
     fn tls_dir(&self) -> PathBuf {
-        self.0.c_drive("calicowindows/etcd-tls")
+        self.c_drive("calicowindows/etcd-tls")
     }
 
-    fn fetch(&self, extra: &[&str]) -> (i32, Value, String) {
-        self.0.run(&[&["fetch", "etcd-certs"], extra].concat())
+    fn fetch_etcd_certs(&self, extra: &[&str]) -> (i32, Value, String) {
+        self.run(&[&["fetch", "etcd-certs"], extra].concat())
     }
 
     fn assert_fails_writing_nothing(&self, extra: &[&str], needles: &[&str]) {
-        let (code, _, stderr) = self.fetch(extra);
+        let (code, _, stderr) = self.fetch_etcd_certs(extra);
         assert_eq!(code, 1, "{stderr}");
         for n in needles {
             assert!(stderr.contains(n), "missing {n:?} in: {stderr}");
@@ -63,7 +57,7 @@ fn the_files_are_written_after_etcd_accepts_them() {
         cm,
     );
     let node = Node::new(&api);
-    let (code, doc, stderr) = node.fetch(&[]);
+    let (code, doc, stderr) = node.fetch_etcd_certs(&[]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(doc["endpoints"], serde_json::json!([etcd.url]));
     let dir = node.tls_dir();
@@ -88,7 +82,7 @@ fn the_files_are_written_after_etcd_accepts_them() {
     let api = FakeApi::start();
     etcd_cluster(&api, &key, &cert, &ca.pem());
     let node = Node::new(&api);
-    let (code, doc, stderr) = node.fetch(&[
+    let (code, doc, stderr) = node.fetch_etcd_certs(&[
         "--dry-run",
         "--set",
         &format!("etcd.endpoints={}", etcd.url),
@@ -147,7 +141,7 @@ fn an_unreachable_endpoint_fails_in_bounded_time() {
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
     // Without any endpoint there is nothing to check against: a usage error.
-    let (code, _, stderr) = node.fetch(&[]);
+    let (code, _, stderr) = node.fetch_etcd_certs(&[]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("no etcd endpoints"), "{stderr}");
 }

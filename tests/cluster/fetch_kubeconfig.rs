@@ -1,31 +1,18 @@
 //! `fetch kubeconfig` through the binary, against the fake API server, on a simulated host.
 
 use crate::support::fake_api::{FakeApi, claims};
-use crate::support::{SimNode, on_node, tool};
+use crate::support::{Node, on_node, tool};
 use serde_json::Value;
 
 const SA_TOKEN: &str = "/api/v1/namespaces/calico-system/serviceaccounts/calico-node/token";
 
-struct Node(SimNode);
-
-impl std::ops::Deref for Node {
-    type Target = SimNode;
-    fn deref(&self) -> &SimNode {
-        &self.0
-    }
-}
-
 impl Node {
-    fn new(api: &FakeApi) -> Self {
-        Self(SimNode::new(api))
-    }
-
     /// The kubeconfig as the simulated host holds it at C:\CalicoWindows\calico-kube-config.
     fn written(&self) -> Option<String> {
         fs_err::read_to_string(self.c_drive("calicowindows/calico-kube-config")).ok()
     }
 
-    fn fetch(&self, extra: &[&str]) -> (i32, Value, String) {
+    fn fetch_kubeconfig(&self, extra: &[&str]) -> (i32, Value, String) {
         self.run(&[&["fetch", "kubeconfig"], extra].concat())
     }
 }
@@ -55,7 +42,7 @@ fn a_token_request_kubeconfig_is_written_with_the_admin_server_and_ca() {
     let api = FakeApi::start();
     api.healthy_calico();
     let node = Node::new(&api);
-    let (code, doc, stderr) = node.fetch(&[]);
+    let (code, doc, stderr) = node.fetch_kubeconfig(&[]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(doc["method"], "token-request");
     assert_eq!(doc["namespace"], "calico-system");
@@ -128,7 +115,7 @@ fn the_server_may_grant_less_and_the_user_is_told() {
     api.healthy_calico();
     api.lock().max_token_seconds = Some(86_400);
     let node = Node::new(&api);
-    let (code, doc, stderr) = node.fetch(&["--lifetime", "30d"]);
+    let (code, doc, stderr) = node.fetch_kubeconfig(&["--lifetime", "30d"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("granted 1d of the 30d"), "{stderr}");
     assert!(doc["expires"].is_string());
@@ -139,17 +126,17 @@ fn refresh_if_expiring_within_only_refreshes_a_token_that_expires_soon() {
     let api = FakeApi::start();
     api.healthy_calico();
     let node = Node::new(&api);
-    assert_eq!(node.fetch(&["--lifetime", "60d"]).0, 0);
+    assert_eq!(node.fetch_kubeconfig(&["--lifetime", "60d"]).0, 0);
     let first = node.written().expect("written");
     let first_token = token_in(&node, &first);
 
-    let (code, doc, stderr) = node.fetch(&["--refresh-if-expiring-within", "720h"]);
+    let (code, doc, stderr) = node.fetch_kubeconfig(&["--refresh-if-expiring-within", "720h"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(doc["refreshed"], false, "{doc}");
     assert_eq!(token_posts(&api), 1, "a valid token needs no new one");
     assert_eq!(node.written().as_deref(), Some(first.as_str()));
 
-    let (code, doc, _) = node.fetch(&["--refresh-if-expiring-within", "61d"]);
+    let (code, doc, _) = node.fetch_kubeconfig(&["--refresh-if-expiring-within", "61d"]);
     assert_eq!(code, 0);
     assert_eq!(doc["refreshed"], true);
     assert_eq!(token_posts(&api), 2);
@@ -164,7 +151,7 @@ fn a_legacy_secret_is_created_once_and_its_token_never_expires() {
     let api = FakeApi::start();
     api.healthy_calico();
     let node = Node::new(&api);
-    let (code, doc, stderr) = node.fetch(&["--legacy-secret"]);
+    let (code, doc, stderr) = node.fetch_kubeconfig(&["--legacy-secret"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(doc["method"], "legacy-secret");
     assert_eq!(doc["expires"], Value::Null);
@@ -176,8 +163,8 @@ fn a_legacy_secret_is_created_once_and_its_token_never_expires() {
     assert!(claims(&token).get("exp").is_none());
     // A second run reuses the secret; --refresh-if-expiring-within leaves a token that never
     // expires alone.
-    assert_eq!(node.fetch(&["--legacy-secret"]).0, 0);
-    let (_, doc, _) = node.fetch(&["--refresh-if-expiring-within", "1y"]);
+    assert_eq!(node.fetch_kubeconfig(&["--legacy-secret"]).0, 0);
+    let (_, doc, _) = node.fetch_kubeconfig(&["--refresh-if-expiring-within", "1y"]);
     assert_eq!(doc["refreshed"], false);
     let creates = api
         .requests()
@@ -194,7 +181,7 @@ fn a_token_secret_the_controller_never_fills_times_out_with_exit_4() {
     api.lock().token_controller = false;
     let node = Node::new(&api);
     let started = std::time::Instant::now();
-    let (code, _, stderr) = node.fetch(&["--legacy-secret", "--timeout", "2s"]);
+    let (code, _, stderr) = node.fetch_kubeconfig(&["--legacy-secret", "--timeout", "2s"]);
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
     assert_eq!(code, 4, "{stderr}");
     assert!(
@@ -205,7 +192,7 @@ fn a_token_secret_the_controller_never_fills_times_out_with_exit_4() {
 }
 
 fn assert_fails_writing_nothing(node: &Node, args: &[&str], code: i32, needles: &[&str]) {
-    let (got, doc, stderr) = node.fetch(args);
+    let (got, doc, stderr) = node.fetch_kubeconfig(args);
     assert_eq!(got, code, "{stderr}");
     for n in needles {
         assert!(stderr.contains(n), "missing {n:?} in: {stderr}");
@@ -287,7 +274,7 @@ fn dry_run_requests_no_token_and_writes_nothing() {
     let api = FakeApi::start();
     api.healthy_calico();
     let node = Node::new(&api);
-    let (code, doc, stderr) = node.fetch(&["--dry-run"]);
+    let (code, doc, stderr) = node.fetch_kubeconfig(&["--dry-run"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(doc["dry_run"], true);
     assert!(api.writes().is_empty(), "{:?}", api.writes());
@@ -346,7 +333,7 @@ fn an_admin_kubeconfig_without_a_ca_takes_the_clusters_and_never_copies_insecure
         "/api/v1/namespaces/calico-system/configmaps/kube-root-ca.crt",
         root_ca,
     );
-    let (code, _, stderr) = node.fetch(&[]);
+    let (code, _, stderr) = node.fetch_kubeconfig(&[]);
     assert_eq!(code, 0, "{stderr}");
     let written = node.written().expect("written");
     assert!(!written.contains("insecure"), "{written}");

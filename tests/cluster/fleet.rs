@@ -510,36 +510,15 @@ fn in_a_pod_the_service_account_reads_the_cluster() {
 /// A Windows machine of the fleet: a simulated host whose kubelet runs as node `name`.
 struct Machine {
     name: String,
-    dir: tempfile::TempDir,
+    node: crate::support::Node,
 }
 
 impl Machine {
     fn new(api: &FakeApi, name: &str) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
         let m = Self {
             name: name.to_owned(),
-            dir,
+            node: crate::support::Node::on(api).kubelet(name).build(),
         };
-        // The simulated host is made on first use; its kubelet names the node, as on a real one.
-        let out = cmd()
-            .arg("--sim-host")
-            .arg(m.sim())
-            .args(["-o", "json", "status", "--offline"])
-            .output()
-            .expect("runs");
-        assert!(m.sim().join("state.json").is_file(), "{out:?}");
-        let state_path = m.sim().join("state.json");
-        let mut state: Value =
-            serde_json::from_str(&fs_err::read_to_string(&state_path).expect("state"))
-                .expect("json");
-        let kubelet = &mut state["services"]["kubelet"]["command_line"];
-        let line = kubelet.as_str().expect("kubelet").replace("win-1", name);
-        *kubelet = json!(line);
-        fs_err::write(
-            &state_path,
-            serde_json::to_vec_pretty(&state).expect("json"),
-        )
-        .expect("write");
         let mut node = json!({"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "uid": format!("uid-{name}"),
                 "labels": {"kubernetes.io/os": "windows"}}, "spec": {}});
@@ -559,26 +538,17 @@ impl Machine {
     }
 
     fn sim(&self) -> PathBuf {
-        self.dir.path().join("host")
+        self.node.sim()
     }
 
     /// `calicoctl-win ARGS -o json` on this machine with the admin kubeconfig.
     fn run(&self, admin: &Path, args: &[&str]) -> (i32, Value, String) {
-        let out = cmd()
-            .args(args)
-            .args(["-o", "json", "--sim-host"])
-            .arg(self.sim())
-            .arg("--kubeconfig")
-            .arg(admin)
-            .output()
-            .expect("run");
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        (out.status.code().expect("code"), json(&out.stdout), stderr)
+        self.node.run_as(admin, args)
     }
 
     fn install(&self, admin: &Path, extra: &[&str]) {
         let zip =
-            crate::support::release::release_zip(self.dir.path(), "3.30.2", "calico-node.exe");
+            crate::support::release::release_zip(self.node.dir.path(), "3.30.2", "calico-node.exe");
         let zip = zip.display().to_string();
         let (code, _, err) = self.run(
             admin,
@@ -589,7 +559,7 @@ impl Machine {
 
     /// The VSID of the Calico network on this machine.
     fn calico_vsid(&self) -> Option<u64> {
-        crate::support::calico_vsid(&self.sim())
+        self.node.calico_vsid()
     }
 }
 

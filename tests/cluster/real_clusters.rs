@@ -4,7 +4,7 @@
 use crate::support::fake_api::FakeApi;
 use crate::support::release::release_zip;
 use crate::support::snapshot::{assert_same, snapshot};
-use crate::support::{SimNode, on_node};
+use crate::support::{Node, on_node};
 use serde_json::{Value, json};
 
 fn verdict<'a>(doc: &'a Value, id: &str) -> &'a Value {
@@ -20,7 +20,7 @@ fn verdict<'a>(doc: &'a Value, id: &str) -> &'a Value {
 fn an_operator_that_installs_windows_itself_stops_the_install_with_a_choice() {
     let api = FakeApi::start();
     api.healthy_calico();
-    let node = SimNode::new(&api);
+    let node = Node::new(&api);
     let (code, doc, stderr) = node.run(&["preflight"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(verdict(&doc, "operator-windows")["verdict"], "pass");
@@ -109,7 +109,7 @@ fn a_node_ip_with_its_prefix_reaches_calico_node_as_given() {
 fn policy_only_on_aks_writes_calicos_static_rules_and_uninstall_removes_them() {
     let api = FakeApi::start();
     api.healthy_calico();
-    let node = SimNode::new(&api);
+    let node = Node::new(&api);
     let out = on_node()
         .args([
             "preflight",

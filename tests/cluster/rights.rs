@@ -5,7 +5,7 @@
 //! command fail with an error that names the right it lacked.
 
 use crate::support::fake_api::FakeApi;
-use crate::support::{SimNode, files_holding, on_node, token_in};
+use crate::support::{Node, files_holding, on_node, token_in};
 use serde_json::Value;
 use std::path::Path;
 
@@ -33,7 +33,7 @@ fn installer_kubeconfig(api: &FakeApi, dir: &Path) -> std::path::PathBuf {
 /// install, status, reconfigure --drain, uninstall --purge and preflight on a new node as
 /// `kubeconfig`'s identity: the first that fails, with its error document.
 fn lifecycle(api: &FakeApi, kubeconfig: &Path) -> Option<(String, Value)> {
-    let node = SimNode::new(api);
+    let node = Node::new(api);
     let zip = crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let zip = zip.display().to_string();
     api.set_felix_vni(4096);
@@ -211,7 +211,7 @@ fn status_names_an_admin_kubeconfig_left_on_the_node() {
     let dir = tempfile::tempdir().expect("tempdir");
     let installer = installer_kubeconfig(&api, dir.path());
     let admin = api.kubeconfig(dir.path(), None);
-    let node = SimNode::new(&api);
+    let node = Node::new(&api);
     let zip = crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let run = |args: &[&str]| {
         let out = on_node()
@@ -291,7 +291,7 @@ fn every_fleet_rule_is_needed_and_enough() {
         for m in &objects {
             assert!(api.apply(m));
         }
-        let node = SimNode::new(&api);
+        let node = Node::new(&api);
         let zip =
             crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
         let (code, _, err) = node.run(&["install", "--release-zip", zip.to_str().expect("utf-8")]);

@@ -4,115 +4,39 @@
 use crate::support::fake_api::FakeApi;
 use crate::support::release::{ReleaseServer, release_zip, sha256, write_zip};
 use crate::support::snapshot::{assert_same, snapshot};
-use crate::support::{SimNode, on_node};
+use crate::support::{Node, on_node};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// A node on the fake cluster with a release zip on disk and its server.
-struct Setup {
-    api: FakeApi,
-    node: SimNode,
-    zip: PathBuf,
-    server: ReleaseServer,
-    url: String,
-    ca: PathBuf,
+/// A node on a healthy fake cluster with a release zip of `binary` (Calico 3.34.0 for
+/// `calico.exe`, 3.30.2 for `calico-node.exe`) served over HTTPS.
+fn setup(binary: &str) -> Node {
+    setup_on(Node::healthy(), binary)
 }
 
-impl Setup {
-    fn new(binary: &str) -> Self {
-        Self::with_profile(binary, None)
-    }
+fn setup_on(b: crate::support::node::NodeBuilder<'_>, binary: &str) -> Node {
+    let version = if binary == "calico.exe" {
+        "3.34.0"
+    } else {
+        "3.30.2"
+    };
+    b.created().serving(version, binary).build()
+}
 
-    fn with_profile(binary: &str, profile: Option<&str>) -> Self {
-        let api = FakeApi::start();
-        api.healthy_calico();
-        let node = SimNode::new(&api);
-        let version = if binary == "calico.exe" {
-            "3.34.0"
-        } else {
-            "3.30.2"
-        };
-        let zip = release_zip(node.dir.path(), version, binary);
-        let server = ReleaseServer::start();
-        let url = server.serve(
-            &format!("/v{version}/calico-windows-v{version}.zip"),
-            fs_err::read(&zip).expect("zip"),
-        );
-        let ca = server.ca_file(node.dir.path());
-        // Create the host now, with its profile, so that the initial state can be read.
-        let mut c = on_node();
-        c.args(["preflight", "--offline", "--sim-host"])
-            .arg(node.sim());
-        if let Some(p) = profile {
-            c.args(["--sim-profile", p]);
-        }
-        c.output().expect("create host");
-        Self {
-            api,
-            node,
-            zip,
-            server,
-            url,
-            ca,
-        }
-    }
-
-    /// `install` from the HTTPS server with the zip's checksum.
-    fn install(&self, extra: &[&str]) -> (i32, Value, String) {
-        let sha = sha256(&self.zip);
-        let ca = self.ca.display().to_string();
-        let args = [
-            &[
-                "install",
-                "--release-zip",
-                &self.url,
-                "--sha256",
-                &sha,
-                "--release-ca-cert",
-                &ca,
-            ][..],
-            extra,
-        ]
-        .concat();
-        self.node.run(&args)
-    }
-
-    /// `install` from the zip file (no download cache).
-    fn install_local(&self, extra: &[&str]) -> (i32, Value, String) {
-        let zip = self.zip.display().to_string();
-        self.node
-            .run(&[&["install", "--release-zip", &zip][..], extra].concat())
-    }
-
-    fn uninstall(&self, extra: &[&str]) -> (i32, Value, String) {
-        self.node.run(&[&["uninstall"][..], extra].concat())
-    }
-
-    fn snapshot(&self) -> Value {
-        snapshot(&self.node.sim())
-    }
-
-    /// The release server's `host:port`, as a proxy sees it asked for.
-    fn release_host(&self) -> String {
-        self.url
-            .trim_start_matches("https://")
-            .split('/')
-            .next()
-            .expect("host")
-            .to_owned()
-    }
-
-    fn state(&self) -> Value {
-        serde_json::from_str(
-            &fs_err::read_to_string(self.node.sim().join("state.json")).expect("state"),
-        )
-        .expect("json")
-    }
+/// The release server's `host:port`, as a proxy sees it asked for.
+fn release_host(s: &Node) -> String {
+    s.served()
+        .url
+        .trim_start_matches("https://")
+        .split('/')
+        .next()
+        .expect("host")
+        .to_owned()
 }
 
 fn install_round_trip(binary: &str) {
-    let s = Setup::new(binary);
+    let s = setup(binary);
     let initial = s.snapshot();
 
     let (code, doc, stderr) = s.install(&[]);
@@ -168,20 +92,18 @@ fn install_round_trip(binary: &str) {
         state["firewall"]["calico vxlan udp 4789"]["local_port"],
         4789
     );
-    assert!(s.node.c_drive(&format!("calicowindows/{binary}")).is_file());
+    assert!(s.c_drive(&format!("calicowindows/{binary}")).is_file());
     assert!(
-        s.node
-            .c_drive("program files/containerd/cni/bin/calico-ipam.exe")
+        s.c_drive("program files/containerd/cni/bin/calico-ipam.exe")
             .is_file()
     );
-    assert!(s.node.c_drive("calicowindows/calico-kube-config").is_file());
+    assert!(s.c_drive("calicowindows/calico-kube-config").is_file());
     assert!(
-        !s.node
-            .c_drive("calicowindows/calicoctl-win.journal.json")
+        !s.c_drive("calicowindows/calicoctl-win.journal.json")
             .exists()
     );
     let record: Value = serde_json::from_slice(
-        &fs_err::read(s.node.c_drive("calicowindows/calicoctl-win-install.json")).expect("record"),
+        &fs_err::read(s.c_drive("calicowindows/calicoctl-win-install.json")).expect("record"),
     )
     .expect("record json");
     let version = if binary == "calico.exe" {
@@ -193,14 +115,14 @@ fn install_round_trip(binary: &str) {
     // calico-node's token reaches the file its kubeconfig names and nothing the install
     // prints.
     let kubeconfig: Value = serde_json::from_slice(
-        &fs_err::read(s.node.c_drive("calicowindows/calico-kube-config")).expect("kubeconfig"),
+        &fs_err::read(s.c_drive("calicowindows/calico-kube-config")).expect("kubeconfig"),
     )
     .expect("the kubeconfig is JSON-shaped YAML");
     assert_eq!(
         kubeconfig["users"][0]["user"]["tokenFile"],
         r"C:\CalicoWindows\calico-kube-config.token"
     );
-    let token = fs_err::read_to_string(s.node.c_drive("calicowindows/calico-kube-config.token"))
+    let token = fs_err::read_to_string(s.c_drive("calicowindows/calico-kube-config.token"))
         .expect("token file");
     let token = token.as_str();
     assert!(token.len() > 20, "{token}");
@@ -238,7 +160,7 @@ fn install_twice_then_purge_returns_the_initial_host_with_calico_exe() {
 
 #[test]
 fn dry_runs_change_nothing_and_list_every_action() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let before = s.snapshot();
     let (code, doc, stderr) = s.install(&["--dry-run"]);
     assert_eq!(code, 0, "{stderr}");
@@ -280,16 +202,16 @@ fn dry_runs_change_nothing_and_list_every_action() {
 
 #[test]
 fn uninstall_without_purge_keeps_networks_and_works_without_config() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let (code, _, stderr) = s.install(&[]);
     assert_eq!(code, 0, "{stderr}");
-    let broken = s.node.dir.path().join("broken.yaml");
+    let broken = s.dir.path().join("broken.yaml");
     fs_err::write(&broken, "backend: [not, a, backend]\n").expect("write");
     let out = on_node()
         .args(["uninstall", "--config"])
         .arg(&broken)
         .args(["--kubeconfig", "/nonexistent/kubeconfig", "--sim-host"])
-        .arg(s.node.sim())
+        .arg(s.sim())
         .output()
         .expect("run");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -302,19 +224,17 @@ fn uninstall_without_purge_keeps_networks_and_works_without_config() {
         2,
         "networks stay"
     );
-    assert!(!s.node.c_drive("calicowindows/calico-node.exe").exists());
+    assert!(!s.c_drive("calicowindows/calico-node.exe").exists());
     assert!(
-        !s.node
-            .c_drive("program files/containerd/cni/bin/calico.exe")
+        !s.c_drive("program files/containerd/cni/bin/calico.exe")
             .exists()
     );
     assert!(
-        s.node
-            .c_drive("program files/containerd/containerd.exe")
+        s.c_drive("program files/containerd/containerd.exe")
             .is_file(),
         "containerd stays"
     );
-    assert!(s.node.c_drive("calicowindows/logs").is_dir(), "logs stay");
+    assert!(s.c_drive("calicowindows/logs").is_dir(), "logs stay");
 
     let (code, doc, _) = s.uninstall(&[]);
     assert_eq!(code, 0);
@@ -335,19 +255,19 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// Runs on a fresh copy of `template`.
-fn run_on(s: &Setup, template: &Path, host: &Path, args: &[&str]) -> (i32, String) {
+fn run_on(s: &Node, template: &Path, host: &Path, args: &[&str]) -> (i32, String) {
     let _ = fs_err::remove_dir_all(host);
     copy_dir(template, host);
     run_at(s, host, args)
 }
 
-fn run_at(s: &Setup, host: &Path, args: &[&str]) -> (i32, String) {
+fn run_at(s: &Node, host: &Path, args: &[&str]) -> (i32, String) {
     let out = on_node()
         .args(args)
         .args(["-o", "json", "--sim-host"])
         .arg(host)
         .arg("--kubeconfig")
-        .arg(&s.node.admin)
+        .arg(&s.admin)
         .output()
         .expect("run");
     (
@@ -358,19 +278,19 @@ fn run_at(s: &Setup, host: &Path, args: &[&str]) -> (i32, String) {
 
 #[test]
 fn a_failure_at_every_install_step_rolls_back_or_a_rerun_converges() {
-    let s = Setup::new("calico-node.exe");
-    let pristine = s.node.dir.path().join("pristine");
-    copy_dir(&s.node.sim(), &pristine);
+    let s = setup("calico-node.exe");
+    let pristine = s.dir.path().join("pristine");
+    copy_dir(&s.sim(), &pristine);
     let initial = snapshot(&pristine);
-    let zip = s.zip.display().to_string();
+    let zip = s.zip().display().to_string();
     let install = ["install", "--release-zip", zip.as_str()];
 
-    let clean = s.node.dir.path().join("clean");
+    let clean = s.dir.path().join("clean");
     let (code, stderr) = run_on(&s, &pristine, &clean, &install);
     assert_eq!(code, 0, "{stderr}");
     let installed = snapshot(&clean);
 
-    let host = s.node.dir.path().join("faulty");
+    let host = s.dir.path().join("faulty");
     let mut rolled_back = 0;
     let mut converged = 0;
     for n in 1.. {
@@ -427,27 +347,27 @@ fn a_failure_at_every_install_step_rolls_back_or_a_rerun_converges() {
 /// not reported as nothing to uninstall). No killed run leaves anything in the temp dir.
 #[test]
 fn install_killed_from_outside_at_every_call_is_finished_by_a_rerun_or_undone_by_a_purge() {
-    let s = Setup::new("calico.exe");
-    let pristine = s.node.dir.path().join("pristine");
-    copy_dir(&s.node.sim(), &pristine);
+    let s = setup("calico.exe");
+    let pristine = s.dir.path().join("pristine");
+    copy_dir(&s.sim(), &pristine);
     let initial = snapshot(&pristine);
-    let zip = s.zip.display().to_string();
+    let zip = s.zip().display().to_string();
     let install = ["install", "--release-zip", zip.as_str()];
     let purge = ["uninstall", "--purge", "--remove-logs"];
-    let clean = s.node.dir.path().join("clean");
+    let clean = s.dir.path().join("clean");
     let (code, stderr) = run_on(&s, &pristine, &clean, &install);
     assert_eq!(code, 0, "{stderr}");
     let installed = snapshot(&clean);
 
-    let host = s.node.dir.path().join("killed");
-    let purged = s.node.dir.path().join("purged");
-    let tmp = s.node.dir.path().join("tmp");
+    let host = s.dir.path().join("killed");
+    let purged = s.dir.path().join("purged");
+    let tmp = s.dir.path().join("tmp");
     for n in 1.. {
         let _ = fs_err::remove_dir_all(&host);
         copy_dir(&pristine, &host);
         let _ = fs_err::remove_dir_all(&tmp);
         fs_err::create_dir_all(&tmp).expect("tmp");
-        let at = match crate::support::kill_at(&host, &s.node.admin, &install, n, &tmp) {
+        let at = match crate::support::kill_at(&host, &s.admin, &install, n, &tmp) {
             crate::support::Killed::At(at) => at,
             crate::support::Killed::Ended(code, stderr) => {
                 assert_eq!(code, 0, "{stderr}");
@@ -485,12 +405,12 @@ fn install_killed_from_outside_at_every_call_is_finished_by_a_rerun_or_undone_by
 /// in turn, a rerun finishes it and leaves the initial host.
 #[test]
 fn uninstall_killed_from_outside_at_every_call_is_finished_by_a_rerun() {
-    let s = Setup::new("calico-node.exe");
-    let pristine = s.node.dir.path().join("pristine");
-    copy_dir(&s.node.sim(), &pristine);
+    let s = setup("calico-node.exe");
+    let pristine = s.dir.path().join("pristine");
+    copy_dir(&s.sim(), &pristine);
     let initial = snapshot(&pristine);
-    let zip = s.zip.display().to_string();
-    let installed = s.node.dir.path().join("installed");
+    let zip = s.zip().display().to_string();
+    let installed = s.dir.path().join("installed");
     let (code, stderr) = run_on(
         &s,
         &pristine,
@@ -499,13 +419,13 @@ fn uninstall_killed_from_outside_at_every_call_is_finished_by_a_rerun() {
     );
     assert_eq!(code, 0, "{stderr}");
     let purge = ["uninstall", "--purge", "--remove-logs"];
-    let host = s.node.dir.path().join("killed");
-    let tmp = s.node.dir.path().join("tmp");
+    let host = s.dir.path().join("killed");
+    let tmp = s.dir.path().join("tmp");
     fs_err::create_dir_all(&tmp).expect("tmp");
     for n in 1.. {
         let _ = fs_err::remove_dir_all(&host);
         copy_dir(&installed, &host);
-        let at = match crate::support::kill_at(&host, &s.node.admin, &purge, n, &tmp) {
+        let at = match crate::support::kill_at(&host, &s.admin, &purge, n, &tmp) {
             crate::support::Killed::At(at) => at,
             crate::support::Killed::Ended(code, stderr) => {
                 assert_eq!(code, 0, "{stderr}");
@@ -528,32 +448,33 @@ fn uninstall_killed_from_outside_at_every_call_is_finished_by_a_rerun() {
 /// the kill removes them and the partial download.
 #[test]
 fn an_install_killed_in_its_download_is_finished_or_purged_without_leftovers() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let initial = s.snapshot();
-    let pristine = s.node.dir.path().join("pristine");
-    copy_dir(&s.node.sim(), &pristine);
-    let sha = sha256(&s.zip);
-    let ca = s.ca.display().to_string();
+    let pristine = s.dir.path().join("pristine");
+    copy_dir(&s.sim(), &pristine);
+    let sha = sha256(s.zip());
+    let ca = s.served().ca.display().to_string();
     let install = [
         "install",
         "--release-zip",
-        s.url.as_str(),
+        s.served().url.as_str(),
         "--sha256",
         &sha,
         "--release-ca-cert",
         &ca,
     ];
-    let tmp = s.node.dir.path().join("tmp");
-    let purged = s.node.dir.path().join("purged");
+    let tmp = s.dir.path().join("tmp");
+    let purged = s.dir.path().join("purged");
     for then_install in [true, false] {
-        let _ = fs_err::remove_dir_all(s.node.sim());
-        copy_dir(&pristine, &s.node.sim());
+        let _ = fs_err::remove_dir_all(s.sim());
+        copy_dir(&pristine, &s.sim());
         let _ = fs_err::remove_dir_all(&tmp);
         fs_err::create_dir_all(&tmp).expect("tmp");
-        s.server
+        s.served()
+            .server
             .stall
             .store(true, std::sync::atomic::Ordering::SeqCst);
-        let before = s.server.requests.lock().expect("requests").len();
+        let before = s.served().server.requests.lock().expect("requests").len();
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
             .env_clear()
             .env("TMPDIR", &tmp)
@@ -561,15 +482,15 @@ fn an_install_killed_in_its_download_is_finished_or_purged_without_leftovers() {
             .args(["--set", "node.name=win-1"])
             .args(install)
             .arg("--sim-host")
-            .arg(s.node.sim())
+            .arg(s.sim())
             .arg("--kubeconfig")
-            .arg(&s.node.admin)
+            .arg(&s.admin)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("start install");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while !s.server.requests.lock().expect("requests")[before..]
+        while !s.served().server.requests.lock().expect("requests")[before..]
             .iter()
             .any(|(p, _)| p.ends_with(".zip"))
         {
@@ -583,7 +504,8 @@ fn an_install_killed_in_its_download_is_finished_or_purged_without_leftovers() {
         std::thread::sleep(std::time::Duration::from_millis(300));
         child.kill().expect("SIGKILL the install");
         child.wait().expect("reap");
-        s.server
+        s.served()
+            .server
             .stall
             .store(false, std::sync::atomic::Ordering::SeqCst);
         assert_eq!(
@@ -597,7 +519,7 @@ fn an_install_killed_in_its_download_is_finished_or_purged_without_leftovers() {
             assert!(stderr.contains("did not finish"), "{stderr}");
         }
         let _ = fs_err::remove_dir_all(&purged);
-        copy_dir(&s.node.sim(), &purged);
+        copy_dir(&s.sim(), &purged);
         let (code, stderr) = run_at(&s, &purged, &["uninstall", "--purge", "--remove-logs"]);
         assert_eq!(code, 0, "{stderr}");
         let what = if then_install {
@@ -611,12 +533,12 @@ fn an_install_killed_in_its_download_is_finished_or_purged_without_leftovers() {
 
 #[test]
 fn a_failure_at_every_uninstall_step_is_finished_by_a_rerun() {
-    let s = Setup::new("calico-node.exe");
-    let pristine = s.node.dir.path().join("pristine");
-    copy_dir(&s.node.sim(), &pristine);
+    let s = setup("calico-node.exe");
+    let pristine = s.dir.path().join("pristine");
+    copy_dir(&s.sim(), &pristine);
     let initial = snapshot(&pristine);
-    let zip = s.zip.display().to_string();
-    let installed = s.node.dir.path().join("installed");
+    let zip = s.zip().display().to_string();
+    let installed = s.dir.path().join("installed");
     let (code, stderr) = run_on(
         &s,
         &pristine,
@@ -625,7 +547,7 @@ fn a_failure_at_every_uninstall_step_is_finished_by_a_rerun() {
     );
     assert_eq!(code, 0, "{stderr}");
     let uninstall = ["uninstall", "--purge", "--remove-logs"];
-    let host = s.node.dir.path().join("faulty");
+    let host = s.dir.path().join("faulty");
     for n in 1.. {
         let fault = format!("fail:{n}");
         let (code, stderr) = run_on(
@@ -654,28 +576,26 @@ fn a_failure_at_every_uninstall_step_is_finished_by_a_rerun() {
 
 #[test]
 fn bad_releases_are_refused_and_leave_nothing_behind() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let initial = s.snapshot();
-    let dir = s.node.dir.path();
-    let ca = s.ca.display().to_string();
+    let dir = s.dir.path();
+    let ca = s.served().ca.display().to_string();
 
     // A path escape inside the zip.
     let evil = dir.join("calico-windows-v3.30.2-evil.zip");
     let mut entries = crate::support::release::entries("calico-node.exe");
     entries.push(("CalicoWindows/../../evil.txt".into(), b"x".to_vec()));
     write_zip(&evil, &entries);
-    let (code, _, stderr) = s
-        .node
-        .run(&["install", "--release-zip", &evil.display().to_string()]);
+    let (code, _, stderr) = s.run(&["install", "--release-zip", &evil.display().to_string()]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("escapes the target directory"), "{stderr}");
     assert_same(&s.snapshot(), &initial, "path escape");
     // The same zip downloaded: its extraction as it arrives writes nothing outside staging.
-    let evil_url = s.server.serve(
+    let evil_url = s.served().server.serve(
         "/evil/calico-windows-v3.30.2.zip",
         fs_err::read(&evil).expect("zip"),
     );
-    let (code, _, stderr) = s.node.run(&[
+    let (code, _, stderr) = s.run(&[
         "install",
         "--release-zip",
         &evil_url,
@@ -693,9 +613,7 @@ fn bad_releases_are_refused_and_leave_nothing_behind() {
     // An unknown layout.
     let odd = dir.join("odd.zip");
     write_zip(&odd, &[("Calico/calico-node.exe".into(), b"x".to_vec())]);
-    let (code, _, stderr) = s
-        .node
-        .run(&["install", "--release-zip", &odd.display().to_string()]);
+    let (code, _, stderr) = s.run(&["install", "--release-zip", &odd.display().to_string()]);
     assert_eq!(code, 1, "{stderr}");
     assert!(
         stderr.contains("not a Calico for Windows release"),
@@ -704,10 +622,10 @@ fn bad_releases_are_refused_and_leave_nothing_behind() {
     assert_same(&s.snapshot(), &initial, "unknown layout");
 
     // A wrong checksum for the download: the partial file and the cache go.
-    let (code, _, stderr) = s.node.run(&[
+    let (code, _, stderr) = s.run(&[
         "install",
         "--release-zip",
-        &s.url,
+        &s.served().url,
         "--sha256",
         &"0".repeat(64),
         "--release-ca-cert",
@@ -718,23 +636,23 @@ fn bad_releases_are_refused_and_leave_nothing_behind() {
     assert_same(&s.snapshot(), &initial, "wrong checksum");
 
     // Truncated data: a download cut short has the wrong checksum; a truncated file is no zip.
-    let bytes = fs_err::read(&s.zip).expect("zip");
-    let short_url = s.server.serve(
+    let bytes = fs_err::read(s.zip()).expect("zip");
+    let short_url = s.served().server.serve(
         "/short/calico-windows-v3.30.2.zip",
         bytes[..bytes.len() / 2].to_vec(),
     );
-    let (code, _, stderr) = s.node.run(&[
+    let (code, _, stderr) = s.run(&[
         "install",
         "--release-zip",
         &short_url,
         "--sha256",
-        &sha256(&s.zip),
+        &sha256(s.zip()),
         "--release-ca-cert",
         &ca,
     ]);
     assert_eq!(code, 1, "{stderr}");
     assert_same(&s.snapshot(), &initial, "truncated download");
-    let (code, _, stderr) = s.node.run(&[
+    let (code, _, stderr) = s.run(&[
         "install",
         "--release-zip",
         &short_url,
@@ -747,26 +665,30 @@ fn bad_releases_are_refused_and_leave_nothing_behind() {
     assert_same(&s.snapshot(), &initial, "truncated zip without a checksum");
 
     // A URL needs a checksum; plain HTTP needs --allow-http (refused before any connection).
-    let (code, _, stderr) =
-        s.node
-            .run(&["install", "--release-zip", &s.url, "--release-ca-cert", &ca]);
+    let (code, _, stderr) = s.run(&[
+        "install",
+        "--release-zip",
+        &s.served().url,
+        "--release-ca-cert",
+        &ca,
+    ]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--sha256"), "{stderr}");
-    let http = s.url.replace("https://", "http://");
-    let (code, _, stderr) = s.node.run(&[
+    let http = s.served().url.replace("https://", "http://");
+    let (code, _, stderr) = s.run(&[
         "install",
         "--release-zip",
         &http,
         "--sha256",
-        &sha256(&s.zip),
+        &sha256(s.zip()),
     ]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--allow-http"), "{stderr}");
     // A version other than the one asked for.
-    let (code, _, stderr) = s.node.run(&[
+    let (code, _, stderr) = s.run(&[
         "install",
         "--release-zip",
-        &s.zip.display().to_string(),
+        &s.zip().display().to_string(),
         "--calico-version",
         "3.29.0",
     ]);
@@ -777,14 +699,15 @@ fn bad_releases_are_refused_and_leave_nothing_behind() {
 
 #[test]
 fn a_broken_download_is_resumed_by_the_next_install() {
-    let s = Setup::new("calico-node.exe");
-    s.server.cut.store(1, std::sync::atomic::Ordering::SeqCst);
+    let s = setup("calico-node.exe");
+    s.served()
+        .server
+        .cut
+        .store(1, std::sync::atomic::Ordering::SeqCst);
     let (code, _, stderr) = s.install(&["--no-start"]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("broke off"), "{stderr}");
-    let part = s
-        .node
-        .c_drive("calicowindows/cache/calico-windows-v3.30.2.zip.part");
+    let part = s.c_drive("calicowindows/cache/calico-windows-v3.30.2.zip.part");
     assert!(part.is_file(), "the partial download is kept");
     let (code, _, stderr) = s.install(&["--no-start", "-v"]);
     assert_eq!(code, 0, "{stderr}");
@@ -797,6 +720,7 @@ fn a_broken_download_is_resumed_by_the_next_install() {
     );
     assert!(stderr.contains(", resuming at "), "{stderr}");
     let ranges: Vec<_> = s
+        .served()
         .server
         .requests
         .lock()
@@ -813,11 +737,11 @@ fn a_broken_download_is_resumed_by_the_next_install() {
     );
 
     // A second install reuses the cached zip without downloading.
-    let before = s.server.requests.lock().expect("lock").len();
+    let before = s.served().server.requests.lock().expect("lock").len();
     let (code, doc, stderr) = s.install(&[]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(
-        s.server.requests.lock().expect("lock").len(),
+        s.served().server.requests.lock().expect("lock").len(),
         before,
         "cache used"
     );
@@ -835,7 +759,7 @@ fn a_broken_download_is_resumed_by_the_next_install() {
 /// it arrives, so the finished download is extracted from the start, with the same result.
 #[test]
 fn a_downloaded_zip_with_sizes_after_the_data_is_extracted_again_when_complete() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let mut z = zip::ZipWriter::new_stream(Vec::new());
     for (name, data) in crate::support::release::entries_of("calico-node.exe", Some("3.30.2")) {
         z.start_file(name, zip::write::SimpleFileOptions::default())
@@ -844,13 +768,14 @@ fn a_downloaded_zip_with_sizes_after_the_data_is_extracted_again_when_complete()
     }
     let piped = z.finish().expect("finish").into_inner();
     let url = s
+        .served()
         .server
         .serve("/piped/calico-windows-v3.30.2.zip", piped.clone());
-    let piped_file = s.node.dir.path().join("piped.zip");
+    let piped_file = s.dir.path().join("piped.zip");
     fs_err::write(&piped_file, &piped).expect("write");
     let sha = sha256(&piped_file);
-    let ca = s.ca.display().to_string();
-    let (code, _, stderr) = s.node.run(&[
+    let ca = s.served().ca.display().to_string();
+    let (code, _, stderr) = s.run(&[
         "install",
         "--release-zip",
         &url,
@@ -870,7 +795,10 @@ fn a_downloaded_zip_with_sizes_after_the_data_is_extracted_again_when_complete()
 
 #[test]
 fn a_legacy_install_needs_migrate_legacy_and_uninstall_explains_it() {
-    let s = Setup::with_profile("calico-node.exe", Some("ws2022-legacy-calico"));
+    let s = setup_on(
+        Node::healthy().profile("ws2022-legacy-calico"),
+        "calico-node.exe",
+    );
     let (code, _, stderr) = s.uninstall(&[]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--migrate-legacy"), "{stderr}");
@@ -904,26 +832,26 @@ fn a_legacy_install_needs_migrate_legacy_and_uninstall_explains_it() {
 
 #[test]
 fn taint_windows_taints_the_node_once() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let (code, _, stderr) = s.install_local(&["--taint-windows"]);
     assert_eq!(code, 0, "{stderr}");
-    let node = s.api.get("/api/v1/nodes/win-1").expect("node");
+    let node = s.api().get("/api/v1/nodes/win-1").expect("node");
     assert_eq!(
         node["spec"]["taints"],
         json!([{"key": "os", "value": "windows", "effect": "NoSchedule"}])
     );
     let (code, _, stderr) = s.install_local(&["--taint-windows"]);
     assert_eq!(code, 0, "{stderr}");
-    let node = s.api.get("/api/v1/nodes/win-1").expect("node");
+    let node = s.api().get("/api/v1/nodes/win-1").expect("node");
     assert_eq!(node["spec"]["taints"].as_array().expect("taints").len(), 1);
 }
 
 #[test]
 fn downloads_go_through_the_proxy_unless_no_proxy_names_the_server() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let proxy = crate::support::proxy::Proxy::start();
-    let release_host = s.release_host();
-    let sha = sha256(&s.zip);
+    let release_host = release_host(&s);
+    let sha = sha256(s.zip());
     let run = |no_proxy: Option<&str>| {
         // fetch release reads no configuration (so it takes no --set node.name).
         let mut c = crate::support::cmd();
@@ -931,19 +859,14 @@ fn downloads_go_through_the_proxy_unless_no_proxy_names_the_server() {
             "fetch",
             "release",
             "--release-zip",
-            &s.url,
+            &s.served().url,
             "--sha256",
             &sha,
         ])
         .arg("--release-ca-cert")
-        .arg(&s.ca)
+        .arg(&s.served().ca)
         .arg("--output-dir")
-        .arg(
-            s.node
-                .dir
-                .path()
-                .join(format!("out-{}", no_proxy.is_some())),
-        )
+        .arg(s.dir.path().join(format!("out-{}", no_proxy.is_some())))
         .env("HTTPS_PROXY", &proxy.url);
         if let Some(np) = no_proxy {
             c.env("NO_PROXY", np);
@@ -986,14 +909,17 @@ fn unquoted(mut snap: Value) -> Value {
 
 #[test]
 fn a_failed_migration_puts_the_legacy_services_back() {
-    let s = Setup::with_profile("calico-node.exe", Some("ws2022-legacy-calico"));
+    let s = setup_on(
+        Node::healthy().profile("ws2022-legacy-calico"),
+        "calico-node.exe",
+    );
     let initial = s.snapshot();
-    let zip = s.zip.display().to_string();
+    let zip = s.zip().display().to_string();
     // The first mutating calls stop and delete the legacy services; a failure at any of them,
     // or at the steps right after, undoes what was done.
     for n in 1..=16 {
         let fault = format!("fail:{n}");
-        let (code, _, stderr) = s.node.run(&[
+        let (code, _, stderr) = s.run(&[
             "install",
             "--release-zip",
             &zip,
@@ -1016,12 +942,12 @@ fn a_failed_migration_puts_the_legacy_services_back() {
 fn a_registration_quoted_differently_is_the_same_command_no_drift_no_restart() {
     // The SCM keeps the ImagePath as it was written; an earlier calicoctl-win (and hand-made
     // registrations) quote the program even without a space. Windows reads both alike.
-    let s = Setup::new("calico-node.exe");
-    s.api
+    let s = setup("calico-node.exe");
+    s.api()
         .set_node_ready("win-1", "True", "kubelet is posting ready status");
     let (code, _, stderr) = s.install(&[]);
     assert_eq!(code, 0, "{stderr}");
-    let state_path = s.node.sim().join("state.json");
+    let state_path = s.sim().join("state.json");
     let mut state = s.state();
     for svc in ["caliconode", "calicofelix"] {
         let line = state["services"][svc]["command_line"]
@@ -1032,7 +958,7 @@ fn a_registration_quoted_differently_is_the_same_command_no_drift_no_restart() {
         state["services"][svc]["command_line"] = json!(format!("\"{program}\" {rest}"));
     }
     fs_err::write(&state_path, state.to_string()).expect("write state");
-    let (code, doc, stderr) = s.node.run(&["status"]);
+    let (code, doc, stderr) = s.run(&["status"]);
     assert_eq!(code, 0, "status: {stderr} {doc}");
     assert_eq!(doc["services"][0]["drift"], json!([]), "{doc}");
     let (code, doc, stderr) = s.install(&[]);
@@ -1043,11 +969,11 @@ fn a_registration_quoted_differently_is_the_same_command_no_drift_no_restart() {
 
 #[test]
 fn a_service_left_start_pending_is_started_by_the_next_install() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let (code, _, stderr) = s.install(&[]);
     assert_eq!(code, 0, "{stderr}");
     // A start cut off halfway (the machine lost power, the SCM gave up): start-pending.
-    let state_path = s.node.sim().join("state.json");
+    let state_path = s.sim().join("state.json");
     let mut state = s.state();
     state["services"]["calicofelix"]["state"] = json!("start-pending");
     fs_err::write(&state_path, state.to_string()).expect("write state");
@@ -1065,13 +991,14 @@ fn a_service_left_start_pending_is_started_by_the_next_install() {
 /// initial host (the killed run's root and cache are remembered).
 #[test]
 fn a_second_command_is_refused_while_one_runs_and_a_killed_holder_frees_the_host() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let initial = s.snapshot();
-    s.server
+    s.served()
+        .server
         .stall
         .store(true, std::sync::atomic::Ordering::SeqCst);
-    let sha = sha256(&s.zip);
-    let ca = s.ca.display().to_string();
+    let sha = sha256(s.zip());
+    let ca = s.served().ca.display().to_string();
     let mut install = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"));
     install
         .env_clear()
@@ -1081,18 +1008,18 @@ fn a_second_command_is_refused_while_one_runs_and_a_killed_holder_frees_the_host
             "node.name=win-1",
             "install",
             "--release-zip",
-            &s.url,
+            &s.served().url,
         ])
         .args(["--sha256", &sha, "--release-ca-cert", &ca, "-o", "json"])
         .arg("--sim-host")
-        .arg(s.node.sim())
+        .arg(s.sim())
         .arg("--kubeconfig")
-        .arg(&s.node.admin)
+        .arg(&s.admin)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     let mut child = install.spawn().expect("start install");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let lock = s.node.sim().join("calicoctl-win.lock");
+    let lock = s.sim().join("calicoctl-win.lock");
     while calicoctl_win::host::lock::holder(&lock).is_none() {
         assert!(
             std::time::Instant::now() < deadline,
@@ -1102,6 +1029,7 @@ fn a_second_command_is_refused_while_one_runs_and_a_killed_holder_frees_the_host
     }
     // Let it reach the download.
     while !s
+        .served()
         .server
         .requests
         .lock()
@@ -1116,9 +1044,7 @@ fn a_second_command_is_refused_while_one_runs_and_a_killed_holder_frees_the_host
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     // ... and the half it was sent reach the disk, so that the install changes nothing more.
-    let part = s
-        .node
-        .c_drive("calicowindows/cache/calico-windows-v3.30.2.zip.part");
+    let part = s.c_drive("calicowindows/cache/calico-windows-v3.30.2.zip.part");
     let mut size = 0;
     loop {
         std::thread::sleep(std::time::Duration::from_millis(300));
@@ -1145,7 +1071,8 @@ fn a_second_command_is_refused_while_one_runs_and_a_killed_holder_frees_the_host
 
     child.kill().expect("SIGKILL the install");
     child.wait().expect("reap");
-    s.server
+    s.served()
+        .server
         .stall
         .store(false, std::sync::atomic::Ordering::SeqCst);
     let (code, doc, stderr) = s.install(&[]);
@@ -1166,7 +1093,7 @@ fn a_second_command_is_refused_while_one_runs_and_a_killed_holder_frees_the_host
 /// put them back.
 #[test]
 fn a_refused_metadata_route_ends_the_wait_with_the_os_error_and_the_rollback_says_what_remains() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let has_metadata = |state: &Value| {
         state["routes"]
             .as_array()
@@ -1240,7 +1167,7 @@ fn a_refused_metadata_route_ends_the_wait_with_the_os_error_and_the_rollback_say
 /// vEthernet that the purge removed. And status reports a metadata route that went missing.
 #[test]
 fn the_metadata_route_is_waited_for_restored_after_a_failure_and_put_back_on_the_nic_by_a_purge() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let initial = s.snapshot();
     let has_metadata = |state: &Value| {
         state["routes"]
@@ -1283,7 +1210,7 @@ fn the_metadata_route_is_waited_for_restored_after_a_failure_and_put_back_on_the
         .trim_start_matches(r"C:\")
         .replace('\\', "/")
         .to_ascii_lowercase();
-    let log = fs_err::read_to_string(s.node.c_drive(&format!("{rel}/calico-node.log")))
+    let log = fs_err::read_to_string(s.c_drive(&format!("{rel}/calico-node.log")))
         .expect("the kept calico-node.log");
     assert!(log.contains("169.254.169.254"), "{log}");
     let state = s.state();
@@ -1295,18 +1222,18 @@ fn the_metadata_route_is_waited_for_restored_after_a_failure_and_put_back_on_the
 
     let (code, doc, stderr) = s.install_local(&[]);
     assert_eq!(code, 0, "{doc} {stderr}");
-    let (code, doc, stderr) = s.node.run(&["status", "--offline"]);
+    let (code, doc, stderr) = s.run(&["status", "--offline"]);
     assert_eq!(code, 0, "{doc} {stderr}");
 
     // The route goes missing: status says so.
-    let path = s.node.sim().join("state.json");
+    let path = s.sim().join("state.json");
     let mut state = s.state();
     state["routes"]
         .as_array_mut()
         .expect("routes")
         .retain(|r| r["destination"] != "169.254.169.254");
     fs_err::write(&path, serde_json::to_vec_pretty(&state).expect("json")).expect("write");
-    let (code, _, stderr) = s.node.run(&["status", "--offline"]);
+    let (code, _, stderr) = s.run(&["status", "--offline"]);
     assert_eq!(code, 1, "{stderr}");
     assert!(
         stderr.contains("the cloud metadata route 169.254.169.254/32 is missing"),
@@ -1344,7 +1271,7 @@ fn error_text(doc: &Value) -> String {
 /// during a purge (routes: the metadata route test above).
 #[test]
 fn a_refusal_in_each_host_area_reaches_the_user_with_the_os_code() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     for (area, deny) in [
         (
             "files",
@@ -1391,8 +1318,9 @@ fn a_refusal_in_each_host_area_reaches_the_user_with_the_os_code() {
 /// which limit fired with its flag; the partial file stays for the next run, which resumes.
 #[test]
 fn a_stalled_download_names_the_limit_that_fired_and_is_resumed() {
-    let s = Setup::new("calico-node.exe");
-    s.server
+    let s = setup("calico-node.exe");
+    s.served()
+        .server
         .stall
         .store(true, std::sync::atomic::Ordering::SeqCst);
     let (code, doc, stderr) = s.install(&["--download-idle-timeout", "1s"]);
@@ -1409,7 +1337,8 @@ fn a_stalled_download_names_the_limit_that_fired_and_is_resumed() {
         stderr.contains("did not finish within --download-timeout 2s"),
         "{stderr}"
     );
-    s.server
+    s.served()
+        .server
         .stall
         .store(false, std::sync::atomic::Ordering::SeqCst);
     let (code, doc, stderr) = s.install(&["--no-start"]);
@@ -1421,39 +1350,39 @@ fn a_stalled_download_names_the_limit_that_fired_and_is_resumed() {
 /// list that names another checksum makes the download fail its check, and nothing is left.
 #[test]
 fn a_sha256sums_beside_the_release_gives_the_checksum() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let initial = s.snapshot();
-    let ca = s.ca.display().to_string();
+    let ca = s.served().ca.display().to_string();
     let zip_name = "calico-windows-v3.30.2.zip";
-    let bytes = fs_err::read(&s.zip).expect("zip");
+    let bytes = fs_err::read(s.zip()).expect("zip");
 
     // A wrong list: the download is refused by its checksum.
-    let wrong = s.server.serve(&format!("/wrong/{zip_name}"), bytes.clone());
-    s.server.serve(
+    let wrong = s
+        .served()
+        .server
+        .serve(&format!("/wrong/{zip_name}"), bytes.clone());
+    s.served().server.serve(
         "/wrong/SHA256SUMS",
         format!("{}  {zip_name}\n", "0".repeat(64)).into_bytes(),
     );
     let (code, doc, stderr) =
-        s.node
-            .run(&["install", "--release-zip", &wrong, "--release-ca-cert", &ca]);
+        s.run(&["install", "--release-zip", &wrong, "--release-ca-cert", &ca]);
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(doc["error"]["kind"], "checksum-mismatch", "{doc}");
     assert_same(&s.snapshot(), &initial, "refused by SHA256SUMS");
 
     // The right one, among others, in sha256sum's binary-mode form.
-    let good = s.server.serve(&format!("/good/{zip_name}"), bytes);
-    s.server.serve(
+    let good = s.served().server.serve(&format!("/good/{zip_name}"), bytes);
+    s.served().server.serve(
         "/good/SHA256SUMS",
         format!(
             "{}  install-calico-windows.ps1\n{} *{zip_name}\n",
             "1".repeat(64),
-            sha256(&s.zip)
+            sha256(s.zip())
         )
         .into_bytes(),
     );
-    let (code, _, stderr) =
-        s.node
-            .run(&["install", "--release-zip", &good, "--release-ca-cert", &ca]);
+    let (code, _, stderr) = s.run(&["install", "--release-zip", &good, "--release-ca-cert", &ca]);
     assert_eq!(code, 0, "{stderr}");
 }
 
@@ -1462,17 +1391,17 @@ fn a_sha256sums_beside_the_release_gives_the_checksum() {
 /// whenever an install failed, as if the run had made the install root.
 #[test]
 fn a_failed_upgrade_keeps_what_the_running_services_wrote() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let (code, _, stderr) = s.install_local(&[]);
     assert_eq!(code, 0, "{stderr}");
     // What calico-node writes at its first start.
-    let refreshed = s.node.c_drive("calicowindows/nodename");
+    let refreshed = s.c_drive("calicowindows/nodename");
     fs_err::write(&refreshed, "win-1").expect("nodename");
 
-    let next_dir = s.node.dir.path().join("next");
+    let next_dir = s.dir.path().join("next");
     fs_err::create_dir_all(&next_dir).expect("dir");
     let next = crate::support::release::release_zip(&next_dir, "3.30.3", "calico-node.exe");
-    let (code, _, stderr) = s.node.run(&[
+    let (code, _, stderr) = s.run(&[
         "install",
         "--release-zip",
         &next.display().to_string(),
@@ -1494,14 +1423,12 @@ fn a_failed_upgrade_keeps_what_the_running_services_wrote() {
 /// in any file of it, though the logs, the kubeconfigs and the record hold them.
 #[test]
 fn diags_collect_the_node_into_one_zip_with_every_secret_redacted() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let (code, _, stderr) = s.install_local(&[]);
     assert_eq!(code, 0, "{stderr}");
     // The secrets on the node: calico-node's token, the admin's, and the CNI kubeconfig's that
     // the token refresher of an earlier calicoctl-win version left.
-    let leftover = s
-        .node
-        .c_drive("calicowindows/token-refresher/host/etc/cni/net.d/calico-kubeconfig");
+    let leftover = s.c_drive("calicowindows/token-refresher/host/etc/cni/net.d/calico-kubeconfig");
     fs_err::create_dir_all(leftover.parent().expect("dir")).expect("dir");
     fs_err::write(
         &leftover,
@@ -1509,14 +1436,14 @@ fn diags_collect_the_node_into_one_zip_with_every_secret_redacted() {
     )
     .expect("leftover");
     let secrets = vec![
-        fs_err::read_to_string(s.node.c_drive("calicowindows/calico-kube-config.token"))
+        fs_err::read_to_string(s.c_drive("calicowindows/calico-kube-config.token"))
             .expect("token file"),
-        s.api.token.clone(),
+        s.api().token.clone(),
         "left-by-an-earlier-refresher".to_owned(),
     ];
     let mut secrets = secrets;
     // A service that logged its token, as a careless component might, and an etcd key.
-    let log = s.node.c_drive("calicowindows/logs/calico-node.log");
+    let log = s.c_drive("calicowindows/logs/calico-node.log");
     let mut text = fs_err::read_to_string(&log).unwrap_or_default();
     text.push_str(&format!(
         "using token {}\nAuthorization: Bearer {}\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAsecretkeymaterial\n-----END RSA PRIVATE KEY-----\n",
@@ -1525,17 +1452,15 @@ fn diags_collect_the_node_into_one_zip_with_every_secret_redacted() {
     fs_err::write(&log, text).expect("log");
     secrets.push("MIIEowIBAAKCAQEAsecretkeymaterial".into());
 
-    s.api
+    s.api()
         .set_node_ready("win-1", "True", "kubelet is posting ready status");
-    let mut node = s.api.get("/api/v1/nodes/win-1").expect("node");
+    let mut node = s.api().get("/api/v1/nodes/win-1").expect("node");
     node["status"]["nodeInfo"] = json!({"kubeletVersion": "v1.34.2", "kubeProxyVersion": "v1.34.2",
         "osImage": "Windows Server 2022 Datacenter", "containerRuntimeVersion": "containerd://1.7.27"});
-    s.api.put("/api/v1/nodes/win-1", node);
+    s.api().put("/api/v1/nodes/win-1", node);
     let before = s.snapshot();
-    let out = s.node.dir.path().join("diags.zip");
-    let (code, doc, stderr) = s
-        .node
-        .run(&["diags", "--out-file", &out.display().to_string()]);
+    let out = s.dir.path().join("diags.zip");
+    let (code, doc, stderr) = s.run(&["diags", "--out-file", &out.display().to_string()]);
     assert_eq!(code, 0, "{stderr}");
     let files: Vec<&str> = doc["files"]
         .as_array()
@@ -1606,7 +1531,7 @@ fn diags_collect_the_node_into_one_zip_with_every_secret_redacted() {
     assert!(members["logs/calico-node.log"].contains("using token <redacted>"));
     // Nothing on the host changed, and nothing is left beside the zip.
     assert_same(&before, &s.snapshot(), "diags changed the host");
-    let leftovers: Vec<_> = fs_err::read_dir(s.node.dir.path())
+    let leftovers: Vec<_> = fs_err::read_dir(s.dir.path())
         .expect("dir")
         .filter_map(Result::ok)
         .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
@@ -1657,12 +1582,12 @@ fn a_mirror_with_a_ca_as_its_certificate_gets_a_hint_that_says_so() {
 /// download and the API server connection go through it, and its bypass list is kept.
 #[test]
 fn the_winhttp_proxy_is_used_when_no_proxy_variable_is_set() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let proxy = crate::support::proxy::Proxy::start();
-    let api_host = s.api.url.trim_start_matches("https://").to_owned();
-    let release_host = s.release_host();
+    let api_host = s.api().url.trim_start_matches("https://").to_owned();
+    let release_host = release_host(&s);
     let set_winhttp = |bypass: Option<&str>| {
-        let path = s.node.sim().join("state.json");
+        let path = s.sim().join("state.json");
         let mut state: Value =
             serde_json::from_str(&fs_err::read_to_string(&path).expect("state")).expect("json");
         state["system"]["winhttp_proxy"] = json!({
@@ -1672,13 +1597,13 @@ fn the_winhttp_proxy_is_used_when_no_proxy_variable_is_set() {
         fs_err::write(&path, serde_json::to_string(&state).expect("json")).expect("write");
     };
     set_winhttp(Some("<local>;*.corp.example"));
-    let ca = s.ca.display().to_string();
-    let (code, _, stderr) = s.node.run(&[
+    let ca = s.served().ca.display().to_string();
+    let (code, _, stderr) = s.run(&[
         "install",
         "--release-zip",
-        &s.url,
+        &s.served().url,
         "--sha256",
-        &sha256(&s.zip),
+        &sha256(s.zip()),
         "--release-ca-cert",
         &ca,
     ]);
@@ -1690,7 +1615,7 @@ fn the_winhttp_proxy_is_used_when_no_proxy_variable_is_set() {
     // A bypass list that names the servers: straight to them.
     set_winhttp(Some("127.0.0.*;*.corp.example"));
     let before = proxy.targets().len();
-    let (code, doc, stderr) = s.node.run(&["config", "show"]);
+    let (code, doc, stderr) = s.run(&["config", "show"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(doc["cluster"]["read"], true, "{doc}");
     assert_eq!(
@@ -1704,9 +1629,9 @@ fn the_winhttp_proxy_is_used_when_no_proxy_variable_is_set() {
     set_winhttp(None);
     let out = crate::support::on_node()
         .args(["config", "show", "-o", "json", "--sim-host"])
-        .arg(s.node.sim())
+        .arg(s.sim())
         .arg("--kubeconfig")
-        .arg(&s.node.admin)
+        .arg(&s.admin)
         .env("HTTPS_PROXY", "http://127.0.0.1:9")
         .output()
         .expect("run");
@@ -1724,7 +1649,7 @@ fn the_winhttp_proxy_is_used_when_no_proxy_variable_is_set() {
 /// services; a source that was there before install is left alone.
 #[test]
 fn the_event_log_source_is_registered_by_install_and_removed_by_uninstall() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let key = r"hklm\system\currentcontrolset\services\eventlog\application\calicoctl-win";
     let (code, _, stderr) = s.install_local(&[]);
     assert_eq!(code, 0, "{stderr}");
@@ -1750,7 +1675,7 @@ fn the_event_log_source_is_registered_by_install_and_removed_by_uninstall() {
     );
 
     // A source registered by someone else before install stays.
-    let path = s.node.sim().join("state.json");
+    let path = s.sim().join("state.json");
     let mut state = s.state();
     state["registry"][key] = json!({"typessupported": {"type": "REG_DWORD", "data": 7}});
     fs_err::write(&path, serde_json::to_string(&state).expect("json")).expect("write");
@@ -1768,16 +1693,14 @@ fn the_event_log_source_is_registered_by_install_and_removed_by_uninstall() {
 /// next boot) is not drift, and uninstall removes it as it removes the config itself.
 #[test]
 fn a_withheld_cni_config_is_not_drift_and_uninstall_removes_it() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let initial = s.snapshot();
     let (code, _, stderr) = s.install_local(&[]);
     assert_eq!(code, 0, "{stderr}");
-    let conf = s
-        .node
-        .c_drive("program files/containerd/cni/conf/10-calico.conf");
+    let conf = s.c_drive("program files/containerd/cni/conf/10-calico.conf");
     let withheld = conf.with_file_name("10-calico.conf.calicoctl-win-withheld");
     fs_err::rename(&conf, &withheld).expect("withhold as CalicoNode does at shutdown");
-    let (_, doc, _) = s.node.run(&["status", "--offline"]);
+    let (_, doc, _) = s.run(&["status", "--offline"]);
     assert!(
         !doc["problems"].to_string().contains("10-calico.conf"),
         "{doc}"
@@ -1798,21 +1721,20 @@ fn a_withheld_cni_config_is_not_drift_and_uninstall_removes_it() {
 /// that moves the time is found by both. Uninstall removes the kept sizes and times.
 #[test]
 fn status_hashes_only_files_whose_size_or_time_changed_and_verify_hashes_all() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let initial = s.snapshot();
     let (code, _, stderr) = s.install_local(&[]);
     assert_eq!(code, 0, "{stderr}");
     assert!(
-        s.node
-            .c_drive("calicowindows/calicoctl-win-file-stat.json")
+        s.c_drive("calicowindows/calicoctl-win-file-stat.json")
             .is_file()
     );
     for verify in [&[][..], &["--verify"][..]] {
-        let (code, doc, stderr) = s.node.run(&[&["status", "--offline"][..], verify].concat());
+        let (code, doc, stderr) = s.run(&[&["status", "--offline"][..], verify].concat());
         assert_eq!(code, 0, "{verify:?}: {doc} {stderr}");
     }
 
-    let exe = s.node.c_drive("calicowindows/calico-node.exe");
+    let exe = s.c_drive("calicowindows/calico-node.exe");
     let installed = fs_err::metadata(&exe)
         .expect("exe")
         .modified()
@@ -1835,12 +1757,12 @@ fn status_hashes_only_files_whose_size_or_time_changed_and_verify_hashes_all() {
                 && d["state"] == "changed-since-install"
         })
     };
-    let (code, doc, stderr) = s.node.run(&["status", "--offline"]);
+    let (code, doc, stderr) = s.run(&["status", "--offline"]);
     assert_eq!(
         code, 0,
         "the quick check sees the same size and time: {doc} {stderr}"
     );
-    let (code, doc, stderr) = s.node.run(&["status", "--offline", "--verify"]);
+    let (code, doc, stderr) = s.run(&["status", "--offline", "--verify"]);
     assert_eq!(code, 1, "{doc} {stderr}");
     assert!(changed(&doc), "{doc}");
     assert!(
@@ -1849,7 +1771,7 @@ fn status_hashes_only_files_whose_size_or_time_changed_and_verify_hashes_all() {
     );
 
     put_back(installed + std::time::Duration::from_secs(1));
-    let (code, doc, stderr) = s.node.run(&["status", "--offline"]);
+    let (code, doc, stderr) = s.run(&["status", "--offline"]);
     assert_eq!(code, 1, "{doc} {stderr}");
     assert!(changed(&doc), "{doc}");
 
@@ -1871,16 +1793,16 @@ fn status_hashes_only_files_whose_size_or_time_changed_and_verify_hashes_all() {
 #[test]
 fn a_detached_install_outlives_its_session_and_records_its_result() {
     use std::os::unix::process::CommandExt;
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let detached = |zip: &Path, fault: &[&str]| {
         let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"));
         c.env_clear()
             .current_dir(crate::support::root())
             .args(fault)
             .args(["--set", "node.name=win-1", "-o", "json", "--sim-host"])
-            .arg(s.node.sim())
+            .arg(s.sim())
             .arg("--kubeconfig")
-            .arg(&s.node.admin)
+            .arg(&s.admin)
             .args(["install", "--detach", "--release-zip"])
             .arg(zip)
             // The session: a process group the test ends as a whole.
@@ -1919,11 +1841,11 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
     };
 
     // Held at its sixth change, the detached install is still there after its session ended.
-    let doc = detached(&s.zip, &["--sim-fault", "pause:6"]);
+    let doc = detached(s.zip(), &["--sim-fault", "pause:6"]);
     assert_eq!(doc["detached"], true, "{doc}");
     let pid =
         nix::unistd::Pid::from_raw(i32::try_from(doc["pid"].as_u64().expect("pid")).expect("pid"));
-    let marker = PathBuf::from(format!("{}.paused", s.node.sim().display()));
+    let marker = PathBuf::from(format!("{}.paused", s.sim().display()));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !marker.is_file() {
         assert!(
@@ -1939,7 +1861,7 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
     );
     // While it runs: status says who is changing the node, and a second --detach is refused
     // at once (exit 5) without touching the running one's files.
-    let (code, status, _) = s.node.run(&["status", "--offline"]);
+    let (code, status, _) = s.run(&["status", "--offline"]);
     assert_ne!(code, 0);
     assert!(
         status["problems"]
@@ -1948,8 +1870,8 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
         "{status}"
     );
     let result_file = PathBuf::from(doc["result"].as_str().expect("result"));
-    let zip = s.zip.display().to_string();
-    let (code, second, err) = s.node.run(&["install", "--detach", "--release-zip", &zip]);
+    let zip = s.zip().display().to_string();
+    let (code, second, err) = s.run(&["install", "--detach", "--release-zip", &zip]);
     assert_eq!(code, 5, "{second} {err}");
     assert_eq!(second["error"]["kind"], "locked", "{second}");
     assert!(!result_file.exists(), "the second --detach wrote a result");
@@ -1976,12 +1898,12 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
     // Killed, it recorded nothing; once it is clearly gone (its start backdated past the
     // minute a run has to take the lock), status writes its result and says the install was
     // cut off, with what finishes it.
-    let started_file = s.node.sim().join("install.detached.json");
+    let started_file = s.sim().join("install.detached.json");
     let mut started: Value =
         serde_json::from_slice(&fs_err::read(&started_file).expect("started")).expect("json");
     started["started"] = json!(started["started"].as_i64().expect("started") - 120);
     fs_err::write(&started_file, started.to_string()).expect("backdate");
-    let (_, status, _) = s.node.run(&["status", "--offline"]);
+    let (_, status, _) = s.run(&["status", "--offline"]);
     let problems = status["problems"].to_string();
     assert!(
         problems.contains("ended without recording its result"),
@@ -1996,21 +1918,21 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
     assert!(!started_file.exists());
 
     // Run to its end (continuing what the killed one began), it records its result.
-    let doc = detached(&s.zip, &[]);
+    let doc = detached(s.zip(), &[]);
     let result = wait_result(&doc);
     assert_eq!(result["exit_code"], 0, "{result}");
     assert_eq!(result["output"]["changed"], true, "{result}");
     let log = fs_err::read_to_string(doc["log"].as_str().expect("log")).expect("log");
     assert!(!log.is_empty());
-    s.api
+    s.api()
         .set_node_ready("win-1", "True", "kubelet is posting ready status");
-    let (code, status, err) = s.node.run(&["status"]);
+    let (code, status, err) = s.run(&["status"]);
     assert_eq!(code, 0, "{err} {status}");
 
     // A detached install that fails records its error.
-    let bad = s.node.dir.path().join("broken.zip");
+    let bad = s.dir.path().join("broken.zip");
     fs_err::write(&bad, b"not a zip").expect("write");
-    let (code, _, err) = s.node.run(&["uninstall", "--purge"]);
+    let (code, _, err) = s.run(&["uninstall", "--purge"]);
     assert_eq!(code, 0, "{err}");
     let doc = detached(&bad, &[]);
     let result = wait_result(&doc);
@@ -2025,22 +1947,19 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
 /// service someone else registered is refused, not taken over.
 #[test]
 fn the_kube_proxy_service_runs_on_calicos_network_and_goes_with_uninstall() {
-    let s = Setup::new("calico-node.exe");
-    s.api
+    let s = setup("calico-node.exe");
+    s.api()
         .set_node_ready("win-1", "True", "kubelet is posting ready status");
-    let exe = s.node.c_drive("k/kube-proxy.exe");
+    let exe = s.c_drive("k/kube-proxy.exe");
     fs_err::write(&exe, "kube-proxy v1.33.2 (simulated)\n").expect("kube-proxy.exe");
-    let zip = s.zip.display().to_string();
+    let zip = s.zip().display().to_string();
     let with_kube_proxy = ["--set", r"kube_proxy.path=C:\k\kube-proxy.exe"];
-    let (code, doc, err) = s
-        .node
-        .run(&[&["install", "--release-zip", &zip][..], &with_kube_proxy].concat());
+    let (code, doc, err) =
+        s.run(&[&["install", "--release-zip", &zip][..], &with_kube_proxy].concat());
     assert_eq!(code, 0, "{err} {doc}");
     let state = || -> Value {
-        serde_json::from_str(
-            &fs_err::read_to_string(s.node.sim().join("state.json")).expect("state"),
-        )
-        .expect("json")
+        serde_json::from_str(&fs_err::read_to_string(s.sim().join("state.json")).expect("state"))
+            .expect("json")
     };
     let svc = state()["services"]["kube-proxy"].clone();
     let line = svc["command_line"].as_str().expect("command line");
@@ -2055,27 +1974,26 @@ fn the_kube_proxy_service_runs_on_calicos_network_and_goes_with_uninstall() {
         started.contains(r"C:\\k\\kube-proxy.exe --version"),
         "{started}"
     );
-    let env = fs_err::read_to_string(s.node.c_drive("calicowindows/kube-proxy.env")).expect("env");
+    let env = fs_err::read_to_string(s.c_drive("calicowindows/kube-proxy.env")).expect("env");
     assert!(env.contains("KUBE_NETWORK=Calico\n"), "{env}");
     assert!(env.contains(r"KUBE_PROXY_KUBECONFIG=C:\k\config"), "{env}");
 
     // kube-proxy runs as SYSTEM from C:\k, which join scripts make under C:\ where every user
     // may change it: status says so, and preflight --fix protects it.
-    let (code, doc, err) = s.node.run(&[&["status"][..], &with_kube_proxy].concat());
+    let (code, doc, err) = s.run(&[&["status"][..], &with_kube_proxy].concat());
     assert_eq!(code, 1, "{err} {doc}");
     assert_eq!(doc["dir_access"][0]["dir"], r"C:\k", "{doc}");
-    let (_, doc, err) = s
-        .node
-        .run(&[&["preflight", "--offline", "--fix"][..], &with_kube_proxy].concat());
+    let (_, doc, err) =
+        s.run(&[&["preflight", "--offline", "--fix"][..], &with_kube_proxy].concat());
     assert!(err.contains(r"protected C:\k"), "{err} {doc}");
-    let (code, doc, err) = s.node.run(&[&["status"][..], &with_kube_proxy].concat());
+    let (code, doc, err) = s.run(&[&["status"][..], &with_kube_proxy].concat());
     assert_eq!(code, 0, "{err} {doc}");
     assert_eq!(doc["kube_proxy"]["verdict"], "pass", "{doc}");
 
-    let (code, _, err) = s.node.run(&["uninstall"]);
+    let (code, _, err) = s.run(&["uninstall"]);
     assert_eq!(code, 0, "{err}");
     assert!(state()["services"]["kube-proxy"].is_null());
-    assert!(!s.node.c_drive("calicowindows/kube-proxy.env").exists());
+    assert!(!s.c_drive("calicowindows/kube-proxy.env").exists());
     assert!(exe.is_file(), "kube-proxy.exe is not calicoctl-win's");
 
     // Someone else's kube-proxy service: refused, nothing changed.
@@ -2089,19 +2007,18 @@ fn the_kube_proxy_service_runs_on_calicos_network_and_goes_with_uninstall() {
     let sorted: BTreeMap<String, Value> =
         serde_json::from_value(st["services"].clone()).expect("services");
     st["services"] = serde_json::to_value(sorted).expect("services");
-    fs_err::write(s.node.sim().join("state.json"), st.to_string()).expect("state");
-    let before = snapshot(&s.node.sim());
+    fs_err::write(s.sim().join("state.json"), st.to_string()).expect("state");
+    let before = snapshot(&s.sim());
     // preflight says so first (exit 3); past it, install refuses to take the service over.
-    let (code, doc, err) = s
-        .node
-        .run(&[&["install", "--release-zip", &zip][..], &with_kube_proxy].concat());
+    let (code, doc, err) =
+        s.run(&[&["install", "--release-zip", &zip][..], &with_kube_proxy].concat());
     assert_eq!(code, 3, "{err}");
     assert!(
         doc["checks"].to_string().contains("it did not register"),
         "{doc}"
     );
     let skip = ["--skip", "kube-proxy"];
-    let (code, doc, err) = s.node.run(
+    let (code, doc, err) = s.run(
         &[
             &["install", "--release-zip", &zip][..],
             &with_kube_proxy,
@@ -2111,7 +2028,7 @@ fn the_kube_proxy_service_runs_on_calicos_network_and_goes_with_uninstall() {
     );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("did not register"), "{err} {doc}");
-    assert_same(&snapshot(&s.node.sim()), &before, "refused");
+    assert_same(&snapshot(&s.sim()), &before, "refused");
 }
 
 /// What runs as SYSTEM comes from directories only SYSTEM and Administrators can change. On
@@ -2122,9 +2039,9 @@ fn the_kube_proxy_service_runs_on_calicos_network_and_goes_with_uninstall() {
 /// a second install changes nothing, and uninstall --purge gives back the host as it was.
 #[test]
 fn directories_whose_files_run_as_system_are_protected_and_checked() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let initial = s.snapshot();
-    let state_path = s.node.sim().join("state.json");
+    let state_path = s.sim().join("state.json");
     // What a user (or a careless script) does to a directory's access list, behind the tool.
     let set_security = |path: &str, sddl: &str| {
         let mut st = s.state();
@@ -2140,8 +2057,8 @@ fn directories_whose_files_run_as_system_are_protected_and_checked() {
             .unwrap_or_else(|| panic!("no dir-access check: {doc}"))
     };
     // A root an administrator made under C:\ before the install: every user may change it.
-    fs_err::create_dir_all(s.node.c_drive("calicowindows")).expect("root");
-    let (code, doc, _) = s.node.run(&["preflight", "--offline"]);
+    fs_err::create_dir_all(s.c_drive("calicowindows")).expect("root");
+    let (code, doc, _) = s.run(&["preflight", "--offline"]);
     assert_eq!(code, 3, "{doc}");
     let c = check(&doc);
     assert_eq!(c["verdict"], "fail", "{c}");
@@ -2158,14 +2075,14 @@ fn directories_whose_files_run_as_system_are_protected_and_checked() {
         "{c}"
     );
     // --fix protects it; the check passes.
-    let (_, doc, stderr) = s.node.run(&["preflight", "--offline", "--fix"]);
+    let (_, doc, stderr) = s.run(&["preflight", "--offline", "--fix"]);
     assert_eq!(check(&doc)["verdict"], "pass", "{doc} {stderr}");
     // A local user made it and owns it: named by the owner's right to change the list.
     set_security(
         r"c:\calicowindows",
         "O:S-1-5-21-1-2-3-1001D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;S-1-5-21-1-2-3-1001)",
     );
-    let (_, doc, _) = s.node.run(&["preflight", "--offline"]);
+    let (_, doc, _) = s.run(&["preflight", "--offline"]);
     let c = check(&doc);
     assert!(
         c["message"].as_str().is_some_and(|m| m
@@ -2200,7 +2117,7 @@ fn directories_whose_files_run_as_system_are_protected_and_checked() {
         "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)",
         "{security}"
     );
-    let (code, doc, stderr) = s.node.run(&["status", "--offline"]);
+    let (code, doc, stderr) = s.run(&["status", "--offline"]);
     assert_eq!(code, 0, "{doc} {stderr}");
     // Nothing to change the second time.
     let (code, doc, stderr) = s.install_local(&[]);
@@ -2211,7 +2128,7 @@ fn directories_whose_files_run_as_system_are_protected_and_checked() {
         r"c:\calicowindows",
         "O:BAD:(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;WD)",
     );
-    let (code, doc, _) = s.node.run(&["status", "--offline"]);
+    let (code, doc, _) = s.run(&["status", "--offline"]);
     assert_eq!(code, 1, "{doc}");
     assert!(
         doc["dir_access"].to_string().contains("Everyone may write"),
@@ -2229,9 +2146,9 @@ fn directories_whose_files_run_as_system_are_protected_and_checked() {
 /// back with the directory, so the purge leaves the host exactly as it found it.
 #[test]
 fn a_root_that_was_there_gets_its_access_list_back_from_uninstall() {
-    let s = Setup::new("calico-node.exe");
-    fs_err::create_dir_all(s.node.c_drive("calicowindows")).expect("root");
-    fs_err::write(s.node.c_drive("calicowindows/notes.txt"), "someone's\n").expect("file");
+    let s = setup("calico-node.exe");
+    fs_err::create_dir_all(s.c_drive("calicowindows")).expect("root");
+    fs_err::write(s.c_drive("calicowindows/notes.txt"), "someone's\n").expect("file");
     let initial = s.snapshot();
     let (code, doc, stderr) = s.install_local(&[]);
     assert_eq!(code, 0, "{doc} {stderr}");
@@ -2243,7 +2160,7 @@ fn a_root_that_was_there_gets_its_access_list_back_from_uninstall() {
         "{first}"
     );
     let record: Value = serde_json::from_slice(
-        &fs_err::read(s.node.c_drive("calicowindows/calicoctl-win-install.json")).expect("record"),
+        &fs_err::read(s.c_drive("calicowindows/calicoctl-win-install.json")).expect("record"),
     )
     .expect("json");
     assert_eq!(
@@ -2293,8 +2210,8 @@ fn the_host_lock_is_taken_before_the_hosts_state_is_read() {
 /// than kubelet's maxPods is a problem.
 #[test]
 fn status_shows_the_addresses_used_of_the_nodes_block() {
-    let s = Setup::new("calico-node.exe");
-    s.api
+    let s = setup("calico-node.exe");
+    s.api()
         .set_node_ready("win-1", "True", "kubelet is posting ready status");
     let (code, _, stderr) = s.install(&[]);
     assert_eq!(code, 0, "{stderr}");
@@ -2317,15 +2234,15 @@ fn status_shows_the_addresses_used_of_the_nodes_block() {
         )
     };
     let crd = "/apis/crd.projectcalico.org/v1/ipamblocks";
-    s.api.put(
+    s.api().put(
         &format!("{crd}/10-244-1-0-26"),
         block("10.244.1.0/26", "win-1"),
     );
-    s.api.put(
+    s.api().put(
         &format!("{crd}/10-244-2-0-26"),
         block("10.244.2.0/26", "linux-1"),
     );
-    let (code, doc, stderr) = s.node.run(&["status"]);
+    let (code, doc, stderr) = s.run(&["status"]);
     assert_eq!(code, 0, "status: {stderr} {doc}");
     assert_eq!(doc["ipam"]["blocks"][0]["cidr"], "10.244.1.0/26", "{doc}");
     assert_eq!(
@@ -2342,10 +2259,10 @@ fn status_shows_the_addresses_used_of_the_nodes_block() {
     );
     assert_eq!(doc["ipam"]["blocks"][0]["reserved"], 4);
 
-    let mut node = s.api.get("/api/v1/nodes/win-1").unwrap();
+    let mut node = s.api().get("/api/v1/nodes/win-1").unwrap();
     node["status"]["capacity"]["pods"] = json!("110");
-    s.api.put("/api/v1/nodes/win-1", node);
-    let (code, doc, _) = s.node.run(&["status"]);
+    s.api().put("/api/v1/nodes/win-1", node);
+    let (code, doc, _) = s.run(&["status"]);
     assert_eq!(code, 1, "{doc}");
     let problems = doc["problems"].to_string();
     assert!(
@@ -2354,16 +2271,16 @@ fn status_shows_the_addresses_used_of_the_nodes_block() {
     );
 
     // Back to 60 pods, and every pod address of the block taken: a new pod gets none.
-    let mut node = s.api.get("/api/v1/nodes/win-1").unwrap();
+    let mut node = s.api().get("/api/v1/nodes/win-1").unwrap();
     node["status"]["capacity"]["pods"] = json!("60");
-    s.api.put("/api/v1/nodes/win-1", node);
+    s.api().put("/api/v1/nodes/win-1", node);
     let path = format!("{crd}/10-244-1-0-26");
-    let mut full = s.api.get(&path).unwrap();
+    let mut full = s.api().get(&path).unwrap();
     for i in 3..63 {
         full["spec"]["allocations"][i] = json!(1);
     }
-    s.api.put(&path, full);
-    let (code, doc, _) = s.node.run(&["status"]);
+    s.api().put(&path, full);
+    let (code, doc, _) = s.run(&["status"]);
     assert_eq!(code, 1, "{doc}");
     assert_eq!(doc["ipam"]["pods"], 60);
     let problems = doc["problems"].to_string();
@@ -2376,7 +2293,7 @@ fn status_shows_the_addresses_used_of_the_nodes_block() {
 fn uninstall_without_the_config_finds_the_install_root_install_recorded() {
     let api = FakeApi::start();
     api.healthy_calico();
-    let node = SimNode::new(&api);
+    let node = Node::new(&api);
     let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let zip = zip.display().to_string();
     let (code, _, err) = node.run(&[
@@ -2408,7 +2325,7 @@ fn an_install_renders_its_releases_cni_version() {
     for (release, cni) in [("3.31.6", "0.3.1"), ("3.31.7", "1.0.0")] {
         let api = FakeApi::start();
         api.healthy_calico();
-        let node = SimNode::new(&api);
+        let node = Node::new(&api);
         let zip = release_zip(node.dir.path(), release, "calico-node.exe");
         let zip = zip.display().to_string();
         let (code, _, err) = node.run(&["install", "--no-start", "--release-zip", &zip]);
@@ -2432,7 +2349,7 @@ fn an_install_renders_its_releases_cni_version() {
 fn install_refuses_windows_bgp_on_a_release_whose_confd_writes_no_bgp_config() {
     let api = FakeApi::start();
     api.healthy_calico();
-    let node = SimNode::new(&api);
+    let node = Node::new(&api);
     let run = |release: &str, extra: &[&str]| {
         let zip = release_zip(node.dir.path(), release, "calico-node.exe");
         let zip = zip.display().to_string();
@@ -2476,7 +2393,7 @@ fn install_refuses_windows_bgp_on_a_release_whose_confd_writes_no_bgp_config() {
 fn a_junction_on_the_way_to_the_install_root_is_refused() {
     let api = FakeApi::start();
     api.healthy_calico();
-    let node = SimNode::new(&api);
+    let node = Node::new(&api);
     let (code, _, err) = node.run(&["preflight", "--offline"]);
     assert!(code == 0 || code == 3, "{err}");
     let root = node.c_drive("calicowindows");
@@ -2541,7 +2458,7 @@ fn a_junction_on_the_way_to_the_install_root_is_refused() {
 fn the_zips_own_template_gives_the_cni_version() {
     let api = FakeApi::start();
     api.healthy_calico();
-    let node = SimNode::new(&api);
+    let node = Node::new(&api);
     let mut entries = crate::support::release::entries_of("calico-node.exe", Some("3.31.6"));
     for (name, data) in &mut entries {
         if name.ends_with("cni.conf.template") {
@@ -2570,10 +2487,10 @@ fn the_zips_own_template_gives_the_cni_version() {
 /// the protected directory (`CREATE_NEW`, then renamed over it) drops what was planted.
 #[test]
 fn a_file_with_the_right_bytes_but_a_foreign_owner_is_written_anew() {
-    let s = Setup::new("calico-node.exe");
+    let s = setup("calico-node.exe");
     let (code, doc, stderr) = s.install_local(&[]);
     assert_eq!(code, 0, "{doc} {stderr}");
-    let state_path = s.node.sim().join("state.json");
+    let state_path = s.sim().join("state.json");
     let target = r"c:\calicowindows\calico-node.exe";
     let user = "S-1-5-21-1-2-3-1001";
     let mut st = s.state();

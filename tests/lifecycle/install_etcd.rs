@@ -6,7 +6,7 @@ use crate::support::etcd::Etcd;
 use crate::support::fake_api::{FakeApi, TestCa, meta};
 use crate::support::release::release_zip;
 use crate::support::snapshot::{assert_same, snapshot};
-use crate::support::{SimNode, tool};
+use crate::support::{Node, tool};
 use serde_json::json;
 
 /// An operator install whose datastore is etcd at `url`: calico-config names the endpoints,
@@ -41,7 +41,7 @@ fn install_fetches_the_etcd_files_checks_them_and_uninstall_removes_them() {
     let (cert, key) = ca.issue("calico-node", &["calico-node"]);
 
     let api = etcd_cluster(&etcd.url, &ca, (&cert, &key));
-    let node = SimNode::new(&api);
+    let node = Node::new(&api);
     let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let zip = zip.display().to_string();
     node.run(&["preflight", "--offline"]);
@@ -128,7 +128,7 @@ fn an_etcd_install_runs_with_the_installers_etcd_roles_and_needs_the_secret_rule
             "kube-system",
             "calicoctl-win-installer",
         );
-        let node = SimNode::new(&api);
+        let node = Node::new(&api);
         let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
         let run = |args: &[&str]| {
             let out = crate::support::on_node()

@@ -5,66 +5,37 @@
 use crate::support::fake_api::FakeApi;
 use crate::support::release::release_zip;
 use crate::support::snapshot::{assert_same, snapshot};
-use crate::support::{SimNode, on_node};
+use crate::support::{Node, on_node};
 use serde_json::{Value, json};
-
-struct Node {
-    api: FakeApi,
-    node: SimNode,
-}
 
 const VNI_4097: &[&str] = &["--set", "vxlan.vni=4097"];
 
+/// Calico installed (VNI 4096, the cluster's) on win-1, which is Ready and runs two ReplicaSet
+/// pods and a DaemonSet pod; another node runs one pod.
+fn installed() -> Node {
+    let b = Node::healthy();
+    let api = b.api();
+    api.set_node_ready("win-1", "True", "kubelet is posting ready status");
+    for (ns, name, node, owner) in [
+        ("default", "web-1", "win-1", "ReplicaSet"),
+        ("default", "web-2", "win-1", "ReplicaSet"),
+        ("kube-system", "calico-node-win", "win-1", "DaemonSet"),
+        ("default", "web-3", "linux-1", "ReplicaSet"),
+    ] {
+        api.put_pod(ns, name, node, Some(owner));
+    }
+    b.installed().build()
+}
+
 impl Node {
-    /// Calico installed (VNI 4096, the cluster's) on win-1, which is Ready and runs two
-    /// ReplicaSet pods and a DaemonSet pod; another node runs one pod.
-    fn installed() -> Self {
-        let api = FakeApi::start();
-        api.healthy_calico();
-        api.set_node_ready("win-1", "True", "kubelet is posting ready status");
-        for (ns, name, node, owner) in [
-            ("default", "web-1", "win-1", "ReplicaSet"),
-            ("default", "web-2", "win-1", "ReplicaSet"),
-            ("kube-system", "calico-node-win", "win-1", "DaemonSet"),
-            ("default", "web-3", "linux-1", "ReplicaSet"),
-        ] {
-            api.put_pod(ns, name, node, Some(owner));
-        }
-        let node = SimNode::new(&api);
-        let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-        let (code, _, err) = node.run(&["install", "--release-zip", &zip.display().to_string()]);
-        assert_eq!(code, 0, "install: {err}");
-        Self { api, node }
-    }
-
     fn reconfigure(&self, extra: &[&str]) -> (i32, Value, String) {
-        self.node.run(&[&["reconfigure"][..], extra].concat())
+        self.run(&[&["reconfigure"][..], extra].concat())
     }
 
-    /// `reconfigure` whose stdout may be empty (a simulated crash): exit code and stderr.
-    fn reconfigure_raw(&self, args: &[&str]) -> (i32, String) {
-        let out = on_node()
-            .arg("reconfigure")
-            .args(args)
-            .args(["-o", "json", "--sim-host"])
-            .arg(self.node.sim())
-            .arg("--kubeconfig")
-            .arg(&self.node.admin)
-            .output()
-            .expect("run");
-        (
-            out.status.code().expect("code"),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
-    fn calico_vsid(&self) -> Option<u64> {
-        crate::support::calico_vsid(&self.node.sim())
-    }
-
+    /// The names of the pods on the fake API server.
     fn pods(&self) -> Vec<String> {
         let mut v: Vec<String> = self
-            .api
+            .api()
             .lock()
             .objects
             .iter()
@@ -81,7 +52,7 @@ impl Node {
     }
 
     fn cordoned(&self) -> bool {
-        self.api.get("/api/v1/nodes/win-1").expect("node")["spec"]["unschedulable"] == true
+        self.api().get("/api/v1/nodes/win-1").expect("node")["spec"]["unschedulable"] == true
     }
 }
 
@@ -96,17 +67,17 @@ fn actions(doc: &Value) -> Vec<String> {
 
 #[test]
 fn vni_change_recreates_the_network_after_a_drain_and_uncordons() {
-    let n = Node::installed();
+    let n = installed();
     assert_eq!(n.calico_vsid(), Some(4096));
-    n.api.set_felix_vni(4097);
+    n.api().set_felix_vni(4097);
 
     // Without --drain: refused, nothing changed.
-    let before = snapshot(&n.node.sim());
+    let before = snapshot(&n.sim());
     let (code, doc, err) = n.reconfigure(VNI_4097);
     assert_eq!(code, 6, "needs a drain: its own exit code; {err}");
     assert!(err.contains("--drain"), "{err}");
     assert_eq!(doc["error"]["kind"], "needs-drain", "{doc}");
-    assert_same(&snapshot(&n.node.sim()), &before, "refused without --drain");
+    assert_same(&snapshot(&n.sim()), &before, "refused without --drain");
 
     // The dry run lists the pods it would evict and changes nothing.
     let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain", "--dry-run"]].concat());
@@ -120,12 +91,12 @@ fn vni_change_recreates_the_network_after_a_drain_and_uncordons() {
         .collect();
     assert_eq!(evict, ["web-1", "web-2"]);
     assert_eq!(doc["pods"]["skipped"][0]["name"], "calico-node-win");
-    assert_same(&snapshot(&n.node.sim()), &before, "dry run");
+    assert_same(&snapshot(&n.sim()), &before, "dry run");
     assert!(!n.cordoned());
 
     let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain", "--grace-period", "7"]].concat());
     assert_eq!(code, 0, "{err}");
-    let evictions = n.api.lock().evictions.clone();
+    let evictions = n.api().lock().evictions.clone();
     assert_eq!(evictions.len(), 2, "{evictions:?}");
     for e in &evictions {
         assert_eq!(e["kind"], "Eviction", "{e}");
@@ -159,7 +130,7 @@ fn vni_change_recreates_the_network_after_a_drain_and_uncordons() {
         "evicted, DaemonSet pod left"
     );
     assert!(!n.cordoned(), "uncordoned");
-    let env = fs_err::read_to_string(n.node.c_drive("calicowindows/calico-node.env")).expect("env");
+    let env = fs_err::read_to_string(n.c_drive("calicowindows/calico-node.env")).expect("env");
     assert!(env.contains("4097"), "{env}");
 
     // Again: nothing to do.
@@ -171,19 +142,29 @@ fn vni_change_recreates_the_network_after_a_drain_and_uncordons() {
 
 #[test]
 fn an_eviction_refused_for_a_while_is_retried_until_the_budget_allows_it() {
-    let n = Node::installed();
-    n.api.set_felix_vni(4097);
-    n.api.lock().eviction_blocked.insert("default/web-2".into());
+    let n = installed();
+    n.api().set_felix_vni(4097);
+    n.api()
+        .lock()
+        .eviction_blocked
+        .insert("default/web-2".into());
     let (code, err) = std::thread::scope(|scope| {
         scope.spawn(|| {
             std::thread::sleep(std::time::Duration::from_millis(1500));
-            n.api.lock().eviction_blocked.clear();
+            n.api().lock().eviction_blocked.clear();
         });
-        n.reconfigure_raw(&[VNI_4097, &["--drain", "--drain-timeout", "30s"]].concat())
+        n.run_raw(
+            &[
+                &["reconfigure"][..],
+                VNI_4097,
+                &["--drain", "--drain-timeout", "30s"],
+            ]
+            .concat(),
+        )
     });
     assert_eq!(code, 0, "{err}");
     let refused = n
-        .api
+        .api()
         .requests()
         .iter()
         .filter(|(m, p)| m == "POST" && p.ends_with("/web-2/eviction"))
@@ -195,14 +176,14 @@ fn an_eviction_refused_for_a_while_is_retried_until_the_budget_allows_it() {
 
 #[test]
 fn a_vni_other_than_the_clusters_is_refused_unless_forced() {
-    let n = Node::installed();
-    let before = snapshot(&n.node.sim());
+    let n = installed();
+    let before = snapshot(&n.sim());
     let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("vxlanVNI 4096"), "{err}");
     assert_eq!(doc["error"]["kind"], "vni-mismatch", "{doc}");
     assert!(err.contains("kubectl patch felixconfiguration"), "{err}");
-    assert_same(&snapshot(&n.node.sim()), &before, "refused");
+    assert_same(&snapshot(&n.sim()), &before, "refused");
     assert!(!n.cordoned());
 
     // --force is about pods without a controller (as kubectl's), not the VNI.
@@ -216,10 +197,13 @@ fn a_vni_other_than_the_clusters_is_refused_unless_forced() {
 
 #[test]
 fn a_disruption_budget_that_never_allows_eviction_times_out_and_undoes_the_cordon() {
-    let n = Node::installed();
-    n.api.set_felix_vni(4097);
-    n.api.lock().eviction_blocked.insert("default/web-2".into());
-    let before = snapshot(&n.node.sim());
+    let n = installed();
+    n.api().set_felix_vni(4097);
+    n.api()
+        .lock()
+        .eviction_blocked
+        .insert("default/web-2".into());
+    let before = snapshot(&n.sim());
     let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain", "--drain-timeout", "2s"]].concat());
     assert_eq!(code, 4, "{err}");
     assert!(err.contains("disruption budget"), "{err}");
@@ -241,11 +225,7 @@ fn a_disruption_budget_that_never_allows_eviction_times_out_and_undoes_the_cordo
     );
     assert!(!n.cordoned(), "uncordoned after the failure");
     assert_eq!(n.calico_vsid(), Some(4096), "the network was not deleted");
-    assert_same(
-        &snapshot(&n.node.sim()),
-        &before,
-        "nothing on the host changed",
-    );
+    assert_same(&snapshot(&n.sim()), &before, "nothing on the host changed");
     assert!(n.pods().contains(&"web-2".to_owned()));
 }
 
@@ -256,20 +236,20 @@ fn a_disruption_budget_that_never_allows_eviction_times_out_and_undoes_the_cordo
 #[test]
 fn reconfigure_killed_from_outside_at_every_call_is_finished_by_a_rerun() {
     // A clean run, for the state to converge to.
-    let clean = Node::installed();
-    clean.api.set_felix_vni(4097);
+    let clean = installed();
+    clean.api().set_felix_vni(4097);
     let (code, doc, err) = clean.reconfigure(&[VNI_4097, &["--drain"]].concat());
     assert_eq!(code, 0, "{err}");
     let mutating = doc["actions"].as_array().expect("actions").len();
-    let want = snapshot(&clean.node.sim());
+    let want = snapshot(&clean.sim());
 
     for n in 1.. {
-        let node = Node::installed();
-        node.api.set_felix_vni(4097);
-        let tmp = node.node.dir.path().join("tmp");
+        let node = installed();
+        node.api().set_felix_vni(4097);
+        let tmp = node.dir.path().join("tmp");
         fs_err::create_dir_all(&tmp).expect("tmp");
         let args = [&["reconfigure"][..], VNI_4097, &["--drain"]].concat();
-        let at = match crate::support::kill_at(&node.node.sim(), &node.node.admin, &args, n, &tmp) {
+        let at = match crate::support::kill_at(&node.sim(), &node.admin, &args, n, &tmp) {
             crate::support::Killed::At(at) => at,
             crate::support::Killed::Ended(code, err) => {
                 // The pause came after the last mutating call: the walk is over.
@@ -282,26 +262,32 @@ fn reconfigure_killed_from_outside_at_every_call_is_finished_by_a_rerun() {
         assert_eq!(code, 0, "killed {at}: the rerun failed: {err}");
         assert_eq!(node.calico_vsid(), Some(4097), "killed {at}");
         assert!(!node.cordoned(), "killed {at}: left cordoned");
-        assert_same(&snapshot(&node.node.sim()), &want, &format!("killed {at}"));
+        assert_same(&snapshot(&node.sim()), &want, &format!("killed {at}"));
     }
 }
 
 #[test]
 fn a_failure_at_every_step_is_undone_before_the_network_goes_and_finished_by_a_rerun_after() {
-    let clean = Node::installed();
-    clean.api.set_felix_vni(4097);
+    let clean = installed();
+    clean.api().set_felix_vni(4097);
     let (code, _, err) = clean.reconfigure(&[VNI_4097, &["--drain"]].concat());
     assert_eq!(code, 0, "{err}");
-    let want = snapshot(&clean.node.sim());
+    let want = snapshot(&clean.sim());
 
     let (mut before_deletion, mut after_deletion) = (0, 0);
     for n in 1.. {
-        let node = Node::installed();
-        node.api.set_felix_vni(4097);
-        let initial = snapshot(&node.node.sim());
+        let node = installed();
+        node.api().set_felix_vni(4097);
+        let initial = snapshot(&node.sim());
         let fault = format!("fail:{n}");
-        let (code, err) =
-            node.reconfigure_raw(&[VNI_4097, &["--drain", "--sim-fault", &fault]].concat());
+        let (code, err) = node.run_raw(
+            &[
+                &["reconfigure"][..],
+                VNI_4097,
+                &["--drain", "--sim-fault", &fault],
+            ]
+            .concat(),
+        );
         if code == 0 {
             break;
         }
@@ -316,7 +302,7 @@ fn a_failure_at_every_step_is_undone_before_the_network_goes_and_finished_by_a_r
             // Measured, and the whole simulated host agrees.
             assert!(err.contains("the node is as it was"), "{fault}: {err}");
             assert!(!node.cordoned(), "{fault}: left cordoned");
-            assert_same(&snapshot(&node.node.sim()), &initial, &fault);
+            assert_same(&snapshot(&node.sim()), &initial, &fault);
         } else {
             // After: nothing undone, the node stays cordoned, a rerun finishes.
             after_deletion += 1;
@@ -328,7 +314,7 @@ fn a_failure_at_every_step_is_undone_before_the_network_goes_and_finished_by_a_r
             let (code, _, err) = node.reconfigure(&[VNI_4097, &["--drain"]].concat());
             assert_eq!(code, 0, "{fault}: the rerun failed: {err}");
             assert!(!node.cordoned(), "{fault}: left cordoned");
-            assert_same(&snapshot(&node.node.sim()), &want, &fault);
+            assert_same(&snapshot(&node.sim()), &want, &fault);
         }
     }
     assert!(
@@ -339,9 +325,9 @@ fn a_failure_at_every_step_is_undone_before_the_network_goes_and_finished_by_a_r
 
 #[test]
 fn a_files_only_change_restarts_only_the_services_concerned() {
-    let n = Node::installed();
+    let n = installed();
     // Extra environment for felix is in calico-felix.env only.
-    let config = n.node.dir.path().join("calico-windows.yaml");
+    let config = n.dir.path().join("calico-windows.yaml");
     fs_err::write(
         &config,
         "extra_env:\n  felix:\n    FELIX_PROMETHEUSMETRICSENABLED: \"true\"\n",
@@ -379,17 +365,17 @@ fn a_files_only_change_restarts_only_the_services_concerned() {
 
 #[test]
 fn a_pod_without_a_controller_is_evicted_only_with_force() {
-    let n = Node::installed();
-    n.api.set_felix_vni(4097);
-    n.api.put_pod("default", "bare", "win-1", None);
-    let before = snapshot(&n.node.sim());
+    let n = installed();
+    n.api().set_felix_vni(4097);
+    n.api().put_pod("default", "bare", "win-1", None);
+    let before = snapshot(&n.sim());
     let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("default/bare"), "{err}");
     assert!(err.contains("--force"), "{err}");
-    assert_same(&snapshot(&n.node.sim()), &before, "refused");
+    assert_same(&snapshot(&n.sim()), &before, "refused");
     assert!(!n.cordoned());
-    assert_eq!(n.api.pod_count(), 5);
+    assert_eq!(n.api().pod_count(), 5);
 
     let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain", "--force"]].concat());
     assert_eq!(code, 0, "{err}");
@@ -400,7 +386,7 @@ fn a_pod_without_a_controller_is_evicted_only_with_force() {
 fn no_install_means_nothing_to_reconfigure() {
     let api = FakeApi::start();
     api.healthy_calico();
-    let node = SimNode::new(&api);
+    let node = Node::new(&api);
     let out = on_node()
         .args(["reconfigure", "--sim-host"])
         .arg(node.sim())
@@ -413,8 +399,8 @@ fn no_install_means_nothing_to_reconfigure() {
 
 #[test]
 fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
-    let n = Node::installed();
-    let (code, doc, err) = n.node.run(&["status"]);
+    let n = installed();
+    let (code, doc, err) = n.run(&["status"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(doc["healthy"], true, "{doc}");
     assert_eq!(doc["services"][0]["state"], "running");
@@ -446,7 +432,7 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
     assert_eq!(doc["kube_proxy"]["verdict"], "warn", "{doc}");
 
     // A pod's endpoint on the Calico network is listed with it (HNS's endpoint calls).
-    let state_path = n.node.sim().join("state.json");
+    let state_path = n.sim().join("state.json");
     let mut state: Value =
         serde_json::from_str(&fs_err::read_to_string(&state_path).expect("state")).expect("json");
     let calico_id = calico["id"].as_str().expect("id").to_owned();
@@ -462,16 +448,16 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
             "remote": true}),
     );
     fs_err::write(&state_path, state.to_string()).expect("write state");
-    let (code, doc, err) = n.node.run(&["status"]);
+    let (code, doc, err) = n.run(&["status"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(doc["endpoints"]["Calico"][1]["ip"], "10.244.1.7", "{doc}");
     assert_eq!(doc["endpoints"]["Calico"][1]["state"], 3, "{doc}");
     assert_eq!(doc["endpoints"]["Calico"][2]["remote"], true, "{doc}");
     let text = on_node()
         .args(["status", "--sim-host"])
-        .arg(n.node.sim())
+        .arg(n.sim())
         .arg("--kubeconfig")
-        .arg(&n.node.admin)
+        .arg(&n.admin)
         .output()
         .expect("status");
     let text = String::from_utf8_lossy(&text.stdout);
@@ -482,15 +468,15 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
 
     // A config with another VNI, a cordoned node and felix set to start by hand: exit 1,
     // every reason.
-    let state_path = n.node.sim().join("state.json");
+    let state_path = n.sim().join("state.json");
     let mut state: Value =
         serde_json::from_str(&fs_err::read_to_string(&state_path).expect("state")).expect("json");
     state["services"]["calicofelix"]["start"] = json!("manual");
     fs_err::write(&state_path, state.to_string()).expect("write state");
-    let mut node = n.api.get("/api/v1/nodes/win-1").expect("node");
+    let mut node = n.api().get("/api/v1/nodes/win-1").expect("node");
     node["spec"] = json!({"unschedulable": true});
-    n.api.put("/api/v1/nodes/win-1", node);
-    let (code, doc, err) = n.node.run(&["status", "--set", "vxlan.vni=4097"]);
+    n.api().put("/api/v1/nodes/win-1", node);
+    let (code, doc, err) = n.run(&["status", "--set", "vxlan.vni=4097"]);
     assert_eq!(code, 1, "{err}");
     assert_eq!(doc["healthy"], false);
     let problems = doc["problems"].to_string();
@@ -516,9 +502,9 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
 
 #[test]
 fn a_node_that_is_not_ready_times_out_after_the_network_and_a_rerun_finishes() {
-    let n = Node::installed();
-    n.api.set_felix_vni(4097);
-    n.api
+    let n = installed();
+    n.api().set_felix_vni(4097);
+    n.api()
         .set_node_ready("win-1", "False", "kubelet stopped posting node status");
     let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain", "--wait-timeout", "1s"]].concat());
     assert_eq!(code, 4, "{err}");
@@ -534,7 +520,7 @@ fn a_node_that_is_not_ready_times_out_after_the_network_and_a_rerun_finishes() {
     );
     assert!(n.cordoned(), "the node stays cordoned until it is Ready");
 
-    n.api
+    n.api()
         .set_node_ready("win-1", "True", "kubelet is posting ready status");
     let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
     assert_eq!(code, 0, "{err}");
@@ -545,15 +531,19 @@ fn a_node_that_is_not_ready_times_out_after_the_network_and_a_rerun_finishes() {
 
 #[test]
 fn an_install_does_not_continue_an_interrupted_reconfigure() {
-    let n = Node::installed();
-    n.api.set_felix_vni(4097);
-    let (code, err) =
-        n.reconfigure_raw(&[VNI_4097, &["--drain", "--sim-fault", "crash:6"]].concat());
+    let n = installed();
+    n.api().set_felix_vni(4097);
+    let (code, err) = n.run_raw(
+        &[
+            &["reconfigure"][..],
+            VNI_4097,
+            &["--drain", "--sim-fault", "crash:6"],
+        ]
+        .concat(),
+    );
     assert_eq!(code, 86, "{err}");
-    let zip = release_zip(n.node.dir.path(), "3.30.2", "calico-node.exe");
-    let (code, _, err) = n
-        .node
-        .run(&["install", "--release-zip", &zip.display().to_string()]);
+    let zip = release_zip(n.dir.path(), "3.30.2", "calico-node.exe");
+    let (code, _, err) = n.run(&["install", "--release-zip", &zip.display().to_string()]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("an earlier reconfigure did not finish"),
@@ -568,20 +558,20 @@ fn an_install_does_not_continue_an_interrupted_reconfigure() {
 
 #[test]
 fn a_pod_with_emptydir_data_is_evicted_only_with_delete_emptydir_data() {
-    let n = Node::installed();
-    n.api.set_felix_vni(4097);
+    let n = installed();
+    n.api().set_felix_vni(4097);
     let path = "/api/v1/namespaces/default/pods/web-1";
-    let mut pod = n.api.get(path).expect("web-1");
+    let mut pod = n.api().get(path).expect("web-1");
     pod["spec"]["volumes"] = json!([{"name": "scratch", "emptyDir": {}}]);
-    n.api.put(path, pod);
-    let before = snapshot(&n.node.sim());
+    n.api().put(path, pod);
+    let before = snapshot(&n.sim());
     // Not even --force evicts it, as in kubectl.
     let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain", "--force"]].concat());
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("emptyDir data"), "{err}");
     assert!(err.contains("default/web-1"), "{err}");
     assert!(err.contains("--delete-emptydir-data"), "{err}");
-    assert_same(&snapshot(&n.node.sim()), &before, "refused");
+    assert_same(&snapshot(&n.sim()), &before, "refused");
     assert!(!n.cordoned());
     let (code, _, err) =
         n.reconfigure(&[VNI_4097, &["--drain", "--delete-emptydir-data"]].concat());
@@ -593,14 +583,14 @@ fn a_pod_with_emptydir_data_is_evicted_only_with_delete_emptydir_data() {
 /// until its Retry-After has passed, and is not taken for a PodDisruptionBudget.
 #[test]
 fn an_overloaded_servers_429_is_waited_out_as_it_asks() {
-    let n = Node::installed();
-    n.api.set_felix_vni(4097);
-    n.api.lock().throttle = 1;
+    let n = installed();
+    n.api().set_felix_vni(4097);
+    n.api().lock().throttle = 1;
     let (code, _, err) =
         n.reconfigure(&[VNI_4097, &["--drain", "--drain-timeout", "30s"]].concat());
     assert_eq!(code, 0, "{err}");
     assert_eq!(n.pods(), ["calico-node-win", "web-3"]);
-    let times = n.api.lock().eviction_times.clone();
+    let times = n.api().lock().eviction_times.clone();
     assert_eq!(times.len(), 3, "two pods, one asked again");
     let (first, last) = (times[0], times[2]);
     let waited = last.duration_since(first);
@@ -618,21 +608,21 @@ fn an_overloaded_servers_429_is_waited_out_as_it_asks() {
 /// (the client reuses them), however many pods the node has.
 #[test]
 fn evictions_are_bounded_in_flight_and_reuse_their_connections() {
-    let n = Node::installed();
-    n.api.set_felix_vni(4097);
+    let n = installed();
+    n.api().set_felix_vni(4097);
     for i in 0..60 {
-        n.api
+        n.api()
             .put_pod("default", &format!("many-{i}"), "win-1", Some("ReplicaSet"));
     }
     // Each round changes the VNI, so that each drains: the default limit, then 4.
     for (limit, vni, flag) in [(16, 4097, None), (4, 4096, Some("4"))] {
         {
-            let mut st = n.api.lock();
+            let mut st = n.api().lock();
             st.eviction_delay = std::time::Duration::from_millis(30);
             st.max_in_flight = 0;
             st.connections = 0;
         }
-        n.api.set_felix_vni(vni);
+        n.api().set_felix_vni(vni);
         let set = format!("vxlan.vni={vni}");
         let mut args = vec!["--set", set.as_str(), "--drain"];
         if let Some(f) = flag {
@@ -640,7 +630,7 @@ fn evictions_are_bounded_in_flight_and_reuse_their_connections() {
         }
         let (code, _, err) = n.reconfigure(&args);
         assert_eq!(code, 0, "{err}");
-        let st = n.api.lock();
+        let st = n.api().lock();
         assert!(
             st.max_in_flight <= limit && st.max_in_flight >= limit.min(2),
             "{} in flight with a limit of {limit}",
@@ -654,7 +644,7 @@ fn evictions_are_bounded_in_flight_and_reuse_their_connections() {
         );
         drop(st);
         for i in 0..60 {
-            n.api
+            n.api()
                 .put_pod("default", &format!("many-{i}"), "win-1", Some("ReplicaSet"));
         }
     }
@@ -664,12 +654,12 @@ fn evictions_are_bounded_in_flight_and_reuse_their_connections() {
 /// and the new VNI would silently not apply): it refuses and names reconfigure --drain.
 #[test]
 fn install_refuses_a_vni_change_on_an_installed_node_and_names_reconfigure() {
-    let n = Node::installed();
+    let n = installed();
     assert_eq!(n.calico_vsid(), Some(4096));
-    n.api.set_felix_vni(4097);
-    let before = snapshot(&n.node.sim());
-    let zip = n.node.dir.path().join("calico-windows-v3.30.2.zip");
-    let (code, doc, err) = n.node.run(
+    n.api().set_felix_vni(4097);
+    let before = snapshot(&n.sim());
+    let zip = n.dir.path().join("calico-windows-v3.30.2.zip");
+    let (code, doc, err) = n.run(
         &[
             &["install", "--release-zip", &zip.display().to_string()][..],
             VNI_4097,
@@ -680,7 +670,7 @@ fn install_refuses_a_vni_change_on_an_installed_node_and_names_reconfigure() {
     assert_eq!(doc["error"]["kind"], "needs-drain", "{doc}");
     assert!(err.contains("VXLAN VNI 4096 -> 4097"), "{err}");
     assert!(err.contains("reconfigure --drain"), "{err}");
-    assert_same(&snapshot(&n.node.sim()), &before, "refused install");
+    assert_same(&snapshot(&n.sim()), &before, "refused install");
     assert_eq!(n.calico_vsid(), Some(4096));
 }
 
@@ -689,19 +679,19 @@ fn install_refuses_a_vni_change_on_an_installed_node_and_names_reconfigure() {
 /// nothing, and leaves the uncordon to the engine.
 #[test]
 fn drain_external_leaves_the_cordon_and_the_drain_to_the_engine() {
-    let n = Node::installed();
-    n.api.set_felix_vni(4097);
-    let before = snapshot(&n.node.sim());
+    let n = installed();
+    n.api().set_felix_vni(4097);
+    let before = snapshot(&n.sim());
     let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain=external"]].concat());
     assert_eq!(code, 6, "not cordoned: not drained by anyone; {err}");
     assert_eq!(doc["error"]["kind"], "needs-drain", "{doc}");
     assert!(err.contains("is not cordoned"), "{err}");
-    assert_same(&snapshot(&n.node.sim()), &before, "refused");
+    assert_same(&snapshot(&n.sim()), &before, "refused");
 
     // The engine cordons (and drains) the node.
-    let mut node = n.api.get("/api/v1/nodes/win-1").expect("node");
+    let mut node = n.api().get("/api/v1/nodes/win-1").expect("node");
     node["spec"]["unschedulable"] = json!(true);
-    n.api.put("/api/v1/nodes/win-1", node);
+    n.api().put("/api/v1/nodes/win-1", node);
     let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain=external"]].concat());
     assert_eq!(code, 0, "{err}");
     let steps = actions(&doc);
@@ -709,7 +699,7 @@ fn drain_external_leaves_the_cordon_and_the_drain_to_the_engine() {
         assert!(!steps.iter().any(|s| s == own), "{own} in {steps:?}");
     }
     assert!(steps.iter().any(|s| s == "delete-network"), "{steps:?}");
-    assert!(n.api.lock().evictions.is_empty(), "nothing evicted");
+    assert!(n.api().lock().evictions.is_empty(), "nothing evicted");
     assert_eq!(n.calico_vsid(), Some(4097));
     assert!(
         n.cordoned(),
@@ -722,9 +712,9 @@ fn drain_external_leaves_the_cordon_and_the_drain_to_the_engine() {
 /// follows the rendered configuration.
 #[test]
 fn the_node_is_annotated_with_the_calico_version_and_the_config_hash() {
-    let n = Node::installed();
+    let n = installed();
     let annotations =
-        || n.api.get("/api/v1/nodes/win-1").expect("node")["metadata"]["annotations"].clone();
+        || n.api().get("/api/v1/nodes/win-1").expect("node")["metadata"]["annotations"].clone();
     let first = annotations();
     assert_eq!(first["calicoctl-win/calico-version"], "3.30.2", "{first}");
     assert_eq!(
@@ -738,7 +728,7 @@ fn the_node_is_annotated_with_the_calico_version_and_the_config_hash() {
         .to_owned();
     assert!(hash.starts_with("sha256:") && hash.len() == 71, "{hash}");
 
-    n.api.set_felix_vni(4097);
+    n.api().set_felix_vni(4097);
     let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
     assert_eq!(code, 0, "{err}");
     let second = annotations();
@@ -762,8 +752,8 @@ fn the_node_is_annotated_with_the_calico_version_and_the_config_hash() {
 /// preflight check its network, its source VIP against Calico_ep, and DSR.
 #[test]
 fn status_and_preflight_check_the_kube_proxy_service() {
-    let n = Node::installed();
-    let state_path = n.node.sim().join("state.json");
+    let n = installed();
+    let state_path = n.sim().join("state.json");
     let set_kube_proxy = |command_line: &str| {
         let mut state: Value =
             serde_json::from_str(&fs_err::read_to_string(&state_path).expect("state"))
@@ -779,7 +769,7 @@ fn status_and_preflight_check_the_kube_proxy_service() {
     set_kube_proxy(
         r"C:\k\kube-proxy.exe --network-name=vxlan0 --source-vip=10.244.1.9 --enable-dsr=true --feature-gates=WinDSR=true,WinOverlay=true",
     );
-    let (code, doc, err) = n.node.run(&["status"]);
+    let (code, doc, err) = n.run(&["status"]);
     assert_eq!(code, 1, "{err}");
     assert_eq!(doc["kube_proxy"]["verdict"], "fail", "{doc}");
     let problems = doc["problems"].to_string();
@@ -789,7 +779,7 @@ fn status_and_preflight_check_the_kube_proxy_service() {
     );
     assert!(problems.contains("--source-vip=10.244.1.2"), "{problems}");
     assert!(problems.contains("\\\"vxlan0\\\""), "{problems}");
-    let (_, doc, _) = n.node.run(&["preflight"]);
+    let (_, doc, _) = n.run(&["preflight"]);
     let check = doc["checks"]
         .as_array()
         .expect("checks")
@@ -803,7 +793,7 @@ fn status_and_preflight_check_the_kube_proxy_service() {
     set_kube_proxy(
         r"C:\k\kube-proxy.exe --hostname-override=win-1 --proxy-mode=kernelspace --network-name=Calico --source-vip=10.244.1.2 --enable-dsr=true --feature-gates=WinDSR=true,WinOverlay=true",
     );
-    let (code, doc, err) = n.node.run(&["status"]);
+    let (code, doc, err) = n.run(&["status"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(doc["kube_proxy"]["verdict"], "pass", "{doc}");
 }
@@ -812,8 +802,8 @@ fn status_and_preflight_check_the_kube_proxy_service() {
 /// check, exit 3), and nothing is rewritten.
 #[test]
 fn reconfigure_refuses_a_node_name_kubelet_does_not_use() {
-    let n = Node::installed();
-    let env = n.node.c_drive("calicowindows/calico-node.env");
+    let n = installed();
+    let env = n.c_drive("calicowindows/calico-node.env");
     let before = fs_err::read(&env).ok();
     let out = crate::support::cmd()
         .args([
@@ -824,9 +814,9 @@ fn reconfigure_refuses_a_node_name_kubelet_does_not_use() {
             "json",
             "--sim-host",
         ])
-        .arg(n.node.sim())
+        .arg(n.sim())
         .arg("--kubeconfig")
-        .arg(&n.node.admin)
+        .arg(&n.admin)
         .output()
         .expect("run");
     let err = String::from_utf8_lossy(&out.stderr);

@@ -3,7 +3,7 @@
 //! host, and the exact command lines the services start them with (node-service.ps1 at each
 //! release tag).
 
-use crate::support::SimNode;
+use crate::support::Node;
 use crate::support::fake_api::FakeApi;
 use crate::support::release::{entries_of, write_zip};
 use crate::support::snapshot::{assert_same, snapshot};
@@ -11,10 +11,10 @@ use serde_json::Value;
 
 /// Installs a release zip named without its version (`calico-windows.zip`), so the version can
 /// only come from the binary; returns the install's JSON, the host state and the node.
-fn install(binary: &str, version: &str) -> (Value, Value, SimNode, FakeApi, Value) {
+fn install(binary: &str, version: &str) -> (Value, Value, Node, FakeApi, Value) {
     let api = FakeApi::start();
     api.healthy_calico();
-    let node = SimNode::new(&api);
+    let node = Node::new(&api);
     let zip = node.dir.path().join("calico-windows.zip");
     write_zip(&zip, &entries_of(binary, Some(version)));
     let (code, _, stderr) = node.run(&["preflight", "--offline"]);
@@ -103,7 +103,7 @@ fn each_release_is_started_with_its_own_command_lines() {
 fn the_version_follows_the_cluster_and_a_downgrade_needs_to_be_asked_for() {
     let api = FakeApi::start();
     api.healthy_calico(); // ClusterInformation calicoVersion v3.30.2
-    let node = SimNode::new(&api);
+    let node = Node::new(&api);
     let initial_dir = node.sim();
 
     // No version given: the cluster's, not the built-in default.

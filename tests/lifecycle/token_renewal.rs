@@ -9,7 +9,7 @@
 
 use crate::support::fake_api::{FakeApi, claims};
 use crate::support::release::release_zip;
-use crate::support::{SimNode, files_holding, on_node};
+use crate::support::{Node, files_holding, on_node};
 use serde_json::Value;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -47,7 +47,7 @@ fn admin_with_key(api: &FakeApi, dir: &Path) -> (std::path::PathBuf, String) {
 }
 
 /// The token the node's kubeconfig names, as the node has it now.
-fn node_token(node: &SimNode) -> Option<String> {
+fn node_token(node: &Node) -> Option<String> {
     let kubeconfig =
         fs_err::read_to_string(node.c_drive("calicowindows/calico-kube-config")).ok()?;
     assert!(
@@ -60,7 +60,7 @@ fn node_token(node: &SimNode) -> Option<String> {
 }
 
 /// `status --offline -o json` on the node: its problems.
-fn problems(node: &SimNode) -> Vec<String> {
+fn problems(node: &Node) -> Vec<String> {
     let out = on_node()
         .args(["status", "--offline", "-o", "json", "--sim-host"])
         .arg(node.sim())
@@ -69,7 +69,7 @@ fn problems(node: &SimNode) -> Vec<String> {
     crate::support::status_problems(&crate::support::json(&out.stdout))
 }
 
-fn state(node: &SimNode) -> Value {
+fn state(node: &Node) -> Value {
     let text = fs_err::read_to_string(node.sim().join("state.json")).expect("state");
     serde_json::from_str(&text).expect("json")
 }
@@ -79,7 +79,7 @@ fn the_node_renews_its_own_token_over_several_lifetimes_without_an_admin_credent
     let api = FakeApi::start();
     api.healthy_calico();
     api.lock().max_token_seconds = Some(CAP);
-    let node = SimNode::new(&api);
+    let node = Node::new(&api);
     let (admin, key) = admin_with_key(&api, node.dir.path());
     let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let out = on_node()
@@ -215,7 +215,7 @@ fn the_node_renews_its_own_token_over_several_lifetimes_without_an_admin_credent
 fn a_failed_install_removes_the_grant_it_made() {
     let api = FakeApi::start();
     api.healthy_calico();
-    let node = SimNode::new(&api);
+    let node = Node::new(&api);
     let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let zip = zip.display().to_string();
     // The first service registration fails: the plan rolls back.
@@ -249,7 +249,7 @@ fn a_failed_install_removes_the_grant_it_made() {
 fn uninstall_purge_without_the_cluster_says_how_to_remove_the_grant() {
     let api = FakeApi::start();
     api.healthy_calico();
-    let node = SimNode::new(&api);
+    let node = Node::new(&api);
     let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let zip = zip.display().to_string();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);

@@ -8,7 +8,7 @@
 
 use crate::support::fake_api::FakeApi;
 use crate::support::release::release_zip;
-use crate::support::{SimNode, on_node};
+use crate::support::{Node, on_node};
 use base64::Engine;
 use serde_json::Value;
 use std::time::Duration;
@@ -29,8 +29,8 @@ fn jwt(claims: &str) -> String {
 }
 
 /// A node installed (services not started) against `api`.
-fn installed(api: &FakeApi) -> SimNode {
-    let node = SimNode::new(api);
+fn installed(api: &FakeApi) -> Node {
+    let node = Node::new(api);
     let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let zip = zip.display().to_string();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
@@ -38,12 +38,12 @@ fn installed(api: &FakeApi) -> SimNode {
     node
 }
 
-fn token_file(node: &SimNode) -> std::path::PathBuf {
+fn token_file(node: &Node) -> std::path::PathBuf {
     node.c_drive("calicowindows/calico-kube-config.token")
 }
 
 /// `status --offline -o json` (and `--verify` with `verify`): exit code and document.
-fn status(node: &SimNode, verify: bool) -> (Option<i32>, Value, String) {
+fn status(node: &Node, verify: bool) -> (Option<i32>, Value, String) {
     let mut cmd = on_node();
     cmd.args(["status", "--offline", "-o", "json", "--sim-host"])
         .arg(node.sim());
@@ -64,7 +64,7 @@ fn problems(doc: &Value) -> Vec<String> {
 
 /// CalicoNode in the foreground until what it adds to its log file satisfies `ready` (at most
 /// 60 s: a loaded CI machine starts it slowly), then `more` seconds; then stopped: its log.
-fn run_node_until(node: &SimNode, ready: impl Fn(&str) -> bool, more: u64) -> String {
+fn run_node_until(node: &Node, ready: impl Fn(&str) -> bool, more: u64) -> String {
     let log_file = node.c_drive("calicowindows/logs/calico-node.log");
     let before = fs_err::read_to_string(&log_file).map_or(0, |t| t.len());
     let child = crate::support::console_node(&node.sim());
@@ -91,7 +91,7 @@ fn token_requests(api: &FakeApi) -> usize {
         .count()
 }
 
-fn renewal_events(node: &SimNode) -> usize {
+fn renewal_events(node: &Node) -> usize {
     let text = fs_err::read_to_string(node.sim().join("state.json")).expect("state");
     let state: Value = serde_json::from_str(&text).expect("json");
     state["events"]

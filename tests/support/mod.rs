@@ -3,9 +3,13 @@
 
 pub mod etcd;
 pub mod fake_api;
+pub mod node;
 pub mod proxy;
 pub mod release;
 pub mod snapshot;
+
+#[allow(unused_imports)] // Not every test binary builds a node.
+pub use node::Node;
 
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
@@ -79,44 +83,6 @@ pub fn tool(name: &str) -> Option<PathBuf> {
         eprintln!("skipped: {name} is not installed (apt-get install -y {name}); CI requires it");
     }
     found
-}
-
-/// A simulated node (kept in a temp dir) with an admin kubeconfig for a fake API server.
-pub struct SimNode {
-    pub dir: tempfile::TempDir,
-    pub admin: PathBuf,
-}
-
-impl SimNode {
-    pub fn new(api: &fake_api::FakeApi) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let admin = api.kubeconfig(dir.path(), None);
-        Self { dir, admin }
-    }
-
-    /// The simulated host's directory.
-    pub fn sim(&self) -> PathBuf {
-        self.dir.path().join("host")
-    }
-
-    /// Where the simulated host keeps `C:\<rel>` (lower case, `/`-separated).
-    pub fn c_drive(&self, rel: &str) -> PathBuf {
-        self.sim().join("fs/c").join(rel)
-    }
-
-    /// Runs `calicoctl-win ARGS -o json` on this node: exit code, stdout's JSON, stderr.
-    pub fn run(&self, args: &[&str]) -> (i32, serde_json::Value, String) {
-        let out = on_node()
-            .args(args)
-            .args(["-o", "json", "--sim-host"])
-            .arg(self.sim())
-            .arg("--kubeconfig")
-            .arg(&self.admin)
-            .output()
-            .expect("run");
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        (out.status.code().expect("code"), json(&out.stdout), stderr)
-    }
 }
 
 /// How a run stopped at a pause point (`--sim-fault pause:N`) ended.

@@ -1,0 +1,342 @@
+//! The one harness the integration tests build a Windows node with: a simulated host kept in a
+//! temp dir, the admin kubeconfig of a fake API server, and on demand a release zip (served
+//! over HTTPS or read from disk), a host profile, a kubelet name, and Calico installed.
+
+use super::fake_api::FakeApi;
+use super::release::{ReleaseServer, release_zip, sha256};
+use super::{cmd, json};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// A simulated node with an admin kubeconfig for a fake API server.
+pub struct Node {
+    pub dir: tempfile::TempDir,
+    pub admin: PathBuf,
+    /// The node name runs are given (`--set node.name=`); `None` when the host's kubelet
+    /// names it, as on a real node.
+    name: Option<String>,
+    release: Option<Release>,
+    /// The fake API server, when the node was built with its own (`Node::healthy`).
+    api: Option<FakeApi>,
+}
+
+/// The fake API server a node is built on: the test's, or the node's own.
+enum Api<'a> {
+    Borrowed(&'a FakeApi),
+    Owned(FakeApi),
+}
+
+/// A release zip on disk, and the HTTPS server that serves it when one was asked for.
+pub struct Release {
+    pub zip: PathBuf,
+    pub served: Option<Served>,
+}
+
+/// Where the release is served: its URL, the server's CA certificate file, the server.
+pub struct Served {
+    pub url: String,
+    pub ca: PathBuf,
+    pub server: ReleaseServer,
+}
+
+/// How to build a `Node` (`Node::on(&api)...build()`).
+pub struct NodeBuilder<'a> {
+    api: Api<'a>,
+    profile: Option<String>,
+    kubelet: Option<String>,
+    created: bool,
+    release: Option<(String, String, bool)>,
+    installed: bool,
+}
+
+impl<'a> NodeBuilder<'a> {
+    /// The fake API server, to set it up before the node is built.
+    pub fn api(&self) -> &FakeApi {
+        match &self.api {
+            Api::Borrowed(a) => a,
+            Api::Owned(a) => a,
+        }
+    }
+
+    /// The simulated host is created now from this profile (`--sim-profile`).
+    pub fn profile(mut self, profile: &str) -> Self {
+        self.profile = Some(profile.to_owned());
+        self
+    }
+
+    /// The simulated host is created now (else on the node's first run), so that its
+    /// initial state can be read.
+    pub fn created(mut self) -> Self {
+        self.created = true;
+        self
+    }
+
+    /// The host's kubelet runs as node `name` (its `--hostname-override`), and runs name no
+    /// node, so the name comes from the host as on a real one.
+    pub fn kubelet(mut self, name: &str) -> Self {
+        self.kubelet = Some(name.to_owned());
+        self
+    }
+
+    /// A release zip of Calico `version` whose binary is `binary`, on disk.
+    pub fn release(mut self, version: &str, binary: &str) -> Self {
+        self.release = Some((version.to_owned(), binary.to_owned(), false));
+        self
+    }
+
+    /// Like `release`, also served over HTTPS by a local server with its own CA.
+    pub fn serving(mut self, version: &str, binary: &str) -> Self {
+        self.release = Some((version.to_owned(), binary.to_owned(), true));
+        self
+    }
+
+    /// Calico installed from the release zip (3.30.2's `calico-node.exe` unless one was
+    /// given); the install must succeed.
+    pub fn installed(mut self) -> Self {
+        self.installed = true;
+        self
+    }
+
+    pub fn build(self) -> Node {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let admin = self.api().kubeconfig(dir.path(), None);
+        let mut node = Node {
+            dir,
+            admin,
+            name: self.kubelet.is_none().then(|| "win-1".to_owned()),
+            release: None,
+            api: None,
+        };
+        if self.created || self.profile.is_some() || self.kubelet.is_some() {
+            node.create(self.profile.as_deref());
+        }
+        if let Some(name) = &self.kubelet {
+            node.edit_state(|state| {
+                let kubelet = &mut state["services"]["kubelet"]["command_line"];
+                let line = kubelet.as_str().expect("kubelet").replace("win-1", name);
+                *kubelet = Value::from(line);
+            });
+        }
+        let release = self.release.or(self
+            .installed
+            .then(|| ("3.30.2".into(), "calico-node.exe".into(), false)));
+        if let Some((version, binary, serve)) = release {
+            node.release = Some(node.make_release(&version, &binary, serve));
+        }
+        if self.installed {
+            let (code, _, err) = node.install_local(&[]);
+            assert_eq!(code, 0, "install: {err}");
+        }
+        if let Api::Owned(api) = self.api {
+            node.api = Some(api);
+        }
+        node
+    }
+}
+
+impl Node {
+    /// A node on `api` named win-1, its host made on its first run.
+    pub fn new(api: &FakeApi) -> Self {
+        Self::on(api).build()
+    }
+
+    /// A builder for a node on `api`.
+    pub fn on(api: &FakeApi) -> NodeBuilder<'_> {
+        Self::builder(Api::Borrowed(api))
+    }
+
+    /// A builder for a node with its own fake API server, which runs a healthy Calico
+    /// (`FakeApi::healthy_calico`).
+    pub fn healthy() -> NodeBuilder<'static> {
+        let api = FakeApi::start();
+        api.healthy_calico();
+        Self::builder(Api::Owned(api))
+    }
+
+    fn builder(api: Api<'_>) -> NodeBuilder<'_> {
+        NodeBuilder {
+            api,
+            profile: None,
+            kubelet: None,
+            created: false,
+            release: None,
+            installed: false,
+        }
+    }
+
+    /// The node's own fake API server (`Node::healthy`).
+    pub fn api(&self) -> &FakeApi {
+        self.api
+            .as_ref()
+            .expect("the node was built with Node::healthy()")
+    }
+
+    /// Creates the simulated host now (a read-only run), from `profile` when given.
+    fn create(&self, profile: Option<&str>) {
+        let mut c = cmd();
+        c.args(["-o", "json", "status", "--offline", "--sim-host"])
+            .arg(self.sim());
+        if let Some(p) = profile {
+            c.args(["--sim-profile", p]);
+        }
+        let out = c.output().expect("create the host");
+        assert!(self.sim().join("state.json").is_file(), "{out:?}");
+    }
+
+    fn make_release(&self, version: &str, binary: &str, serve: bool) -> Release {
+        let zip = release_zip(self.dir.path(), version, binary);
+        let served = serve.then(|| {
+            let server = ReleaseServer::start();
+            let url = server.serve(
+                &format!("/v{version}/calico-windows-v{version}.zip"),
+                fs_err::read(&zip).expect("zip"),
+            );
+            let ca = server.ca_file(self.dir.path());
+            Served { url, ca, server }
+        });
+        Release { zip, served }
+    }
+
+    /// The simulated host's directory.
+    pub fn sim(&self) -> PathBuf {
+        self.dir.path().join("host")
+    }
+
+    /// Where the simulated host keeps `C:\<rel>` (lower case, `/`-separated).
+    pub fn c_drive(&self, rel: &str) -> PathBuf {
+        self.sim().join("fs/c").join(rel)
+    }
+
+    /// The node name runs are given, or `None` when the host's kubelet names it.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// `calicoctl-win` on this node: the node name when runs are given one, the simulated
+    /// host, `-o json`, the admin kubeconfig; add the command's arguments.
+    pub fn command(&self, args: &[&str]) -> assert_cmd::Command {
+        self.command_as(&self.admin, args)
+    }
+
+    /// Like `command`, with the kubeconfig `kubeconfig` in place of the admin's.
+    pub fn command_as(&self, kubeconfig: &Path, args: &[&str]) -> assert_cmd::Command {
+        let mut c = match &self.name {
+            Some(name) => {
+                let mut c = cmd();
+                c.args(["--set", &format!("node.name={name}")]);
+                c
+            }
+            None => cmd(),
+        };
+        c.args(args)
+            .args(["-o", "json", "--sim-host"])
+            .arg(self.sim())
+            .arg("--kubeconfig")
+            .arg(kubeconfig);
+        c
+    }
+
+    /// Runs `calicoctl-win ARGS -o json` on this node: exit code, stdout's JSON, stderr.
+    pub fn run(&self, args: &[&str]) -> (i32, Value, String) {
+        self.run_as(&self.admin, args)
+    }
+
+    /// Like `run`, with the kubeconfig `kubeconfig` in place of the admin's.
+    pub fn run_as(&self, kubeconfig: &Path, args: &[&str]) -> (i32, Value, String) {
+        let out = self.command_as(kubeconfig, args).output().expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code().expect("code"), json(&out.stdout), stderr)
+    }
+
+    /// A run whose stdout may be empty (a simulated crash): exit code and stderr.
+    pub fn run_raw(&self, args: &[&str]) -> (i32, String) {
+        let out = self.command(args).output().expect("run");
+        (
+            out.status.code().expect("code"),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// The release this node was built with.
+    pub fn release(&self) -> &Release {
+        self.release
+            .as_ref()
+            .expect("the node was built with .release(..) or .serving(..)")
+    }
+
+    /// The release zip on disk.
+    pub fn zip(&self) -> &Path {
+        &self.release().zip
+    }
+
+    /// Where the release is served.
+    pub fn served(&self) -> &Served {
+        self.release()
+            .served
+            .as_ref()
+            .expect("the node was built with .serving(..)")
+    }
+
+    /// `install` from the HTTPS server with the zip's checksum.
+    pub fn install(&self, extra: &[&str]) -> (i32, Value, String) {
+        let sha = sha256(self.zip());
+        let served = self.served();
+        let ca = served.ca.display().to_string();
+        let args = [
+            &[
+                "install",
+                "--release-zip",
+                &served.url,
+                "--sha256",
+                &sha,
+                "--release-ca-cert",
+                &ca,
+            ][..],
+            extra,
+        ]
+        .concat();
+        self.run(&args)
+    }
+
+    /// `install` from the zip file (no download cache).
+    pub fn install_local(&self, extra: &[&str]) -> (i32, Value, String) {
+        let zip = self.zip().display().to_string();
+        self.run(&[&["install", "--release-zip", &zip][..], extra].concat())
+    }
+
+    pub fn uninstall(&self, extra: &[&str]) -> (i32, Value, String) {
+        self.run(&[&["uninstall"][..], extra].concat())
+    }
+
+    /// What the simulated host holds, for comparisons (`snapshot::assert_same`).
+    pub fn snapshot(&self) -> Value {
+        super::snapshot::snapshot(&self.sim())
+    }
+
+    /// The simulated host's state document.
+    pub fn state(&self) -> Value {
+        serde_json::from_str(&fs_err::read_to_string(self.sim().join("state.json")).expect("state"))
+            .expect("json")
+    }
+
+    /// Edits the simulated host's state document.
+    pub fn edit_state(&self, f: impl FnOnce(&mut Value)) {
+        let mut state = self.state();
+        f(&mut state);
+        fs_err::write(
+            self.sim().join("state.json"),
+            serde_json::to_vec_pretty(&state).expect("json"),
+        )
+        .expect("write the state");
+    }
+
+    /// The VSID (VXLAN VNI) of the Calico HNS network on this node.
+    pub fn calico_vsid(&self) -> Option<u64> {
+        super::calico_vsid(&self.sim())
+    }
+
+    /// Runs `ARGS` on this node stopped at its `n`th mutating call and killed (`kill_at`).
+    pub fn kill_at(&self, args: &[&str], n: u64, tmp: &Path) -> super::Killed {
+        super::kill_at(&self.sim(), &self.admin, args, n, tmp)
+    }
+}
