@@ -679,6 +679,10 @@ pub struct StatusArgs {
     /// hashed again
     #[arg(long)]
     pub verify: bool,
+    /// How long a pod's HNS endpoint may take to attach, and a new endpoint's address to be
+    /// claimed by a pod, before it counts as stuck or stale (like 90s, 2m)
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = crate::duration::parse)]
+    pub grace: std::time::Duration,
 }
 
 /// Who drains the node around a network change.

@@ -9,6 +9,7 @@ pub mod fix;
 mod guard;
 pub mod ipam;
 pub mod node;
+pub mod pods;
 pub mod proxy;
 pub mod renewal;
 pub mod rights;

@@ -15,6 +15,7 @@ use crate::installed::record::InstallRecord;
 use crate::layout::CALICO_NETWORK;
 use crate::layout::EXTERNAL_NETWORK;
 use crate::plan::drift;
+use crate::plan::endpoints;
 use anyhow::Context as _;
 use serde_json::json;
 
@@ -50,7 +51,8 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let h = host.as_ref();
     let services = services(h, config, &rec, &mut r)?;
     metadata_route(h, &rec, &mut r)?;
-    let (networks, endpoints) = networks(h, &rec, &mut r)?;
+    let (networks, lists) = networks(h, &rec, &mut r)?;
+    let endpoints = endpoints(&lists, &cluster, &node_name, args.grace, &mut r)?;
     // Drift: files, and the VNI in HNS, the config and the cluster.
     let rendered = crate::plan::desired::rendered_files(h, config, rec.release())?;
     let stats = (!args.verify).then(|| FileStats::read(h, &root));
@@ -345,11 +347,13 @@ fn kube_proxy(host: &dyn Host, config: &Config, r: &mut Report) -> serde_json::V
 
 /// Calico's HNS networks, with the pods' endpoints on each (how many a network recreation
 /// would cut off).
+type EndpointLists = Vec<(String, Vec<crate::host::HnsEndpoint>)>;
+
 fn networks(
     host: &dyn Host,
     rec: &InstallRecord,
     r: &mut Report,
-) -> anyhow::Result<(Vec<HnsNetwork>, serde_json::Map<String, serde_json::Value>)> {
+) -> anyhow::Result<(Vec<HnsNetwork>, EndpointLists)> {
     let networks: Vec<HnsNetwork> = if rec.networks.is_empty() {
         Vec::new()
     } else {
@@ -359,14 +363,14 @@ fn networks(
             .filter(|n| n.name == CALICO_NETWORK || n.name == EXTERNAL_NETWORK)
             .collect()
     };
-    let mut endpoints = serde_json::Map::new();
+    let mut endpoints = Vec::new();
     let mut summaries = std::collections::BTreeMap::new();
     for n in &networks {
         let list = host
             .hns_endpoints(&n.id)
             .with_context(|| format!("cannot read the endpoints of HNS network {}", n.name))?;
         summaries.insert(n.name.clone(), endpoint_summary(&list));
-        endpoints.insert(n.name.clone(), json!(list));
+        endpoints.push((n.name.clone(), list));
     }
     let count = |name: &str| summaries.get(name).cloned().unwrap_or_default();
     r.text.push("HNS networks:".into());
@@ -393,6 +397,37 @@ fn networks(
         ));
     }
     Ok((networks, endpoints))
+}
+
+/// The endpoints judged against the pods (with the cluster): each fault past the grace period
+/// is a problem, named with its pod and why.
+fn endpoints(
+    lists: &EndpointLists,
+    cluster: &ClusterRead,
+    node_name: &str,
+    grace: std::time::Duration,
+    r: &mut Report,
+) -> anyhow::Result<Vec<endpoints::Judged>> {
+    let c = match cluster {
+        ClusterRead::Read(c, _) => Some(c.as_ref()),
+        _ => None,
+    };
+    let judged = endpoints::survey(lists, c, node_name, grace)?;
+    let faults: Vec<&endpoints::Judged> = judged.iter().filter(|j| j.verdict.is_fault()).collect();
+    for j in &faults {
+        r.problems.push(format!(
+            "HNS endpoint {} ({}, {}) is {}: {} (calicoctl-win repair removes it)",
+            j.name,
+            j.ip.as_deref().unwrap_or("no address"),
+            j.network,
+            serde_json::to_value(j.verdict)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            j.why.as_deref().unwrap_or_default()
+        ));
+    }
+    Ok(judged)
 }
 
 /// The VXLAN VNI in the config, in HNS and in the cluster, and how they disagree.

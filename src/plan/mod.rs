@@ -4,6 +4,7 @@
 
 pub mod desired;
 pub mod drift;
+pub mod endpoints;
 pub mod install;
 pub mod reconfigure;
 pub mod uninstall;

@@ -426,12 +426,17 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
     assert_eq!(calico["subnets"][0]["vsid"], 4096);
     assert!(doc["token"]["expires"].is_string(), "{doc}");
     // calico-node's host endpoint, kube-proxy's source VIP on overlay: block .2.
-    assert_eq!(doc["endpoints"]["Calico"][0]["name"], "Calico_ep", "{doc}");
-    assert_eq!(doc["endpoints"]["Calico"][0]["ip"], "10.244.1.2", "{doc}");
+    assert_eq!(doc["endpoints"][0]["name"], "Calico_ep", "{doc}");
+    assert_eq!(doc["endpoints"][0]["ip"], "10.244.1.2", "{doc}");
+    assert_eq!(doc["endpoints"][0]["network"], "Calico", "{doc}");
+    assert_eq!(doc["endpoints"][0]["verdict"], "ok", "{doc}");
     // No kube-proxy service (it may run as a HostProcess DaemonSet): shown, not a problem.
     assert_eq!(doc["kube_proxy"]["verdict"], "warn", "{doc}");
 
-    // A pod's endpoint on the Calico network is listed with it (HNS's endpoint calls).
+    // A pod's endpoint on the Calico network is listed with it (HNS's endpoint calls), and
+    // another node's pod's (VXLAN's remote endpoint), each with the pod that has its address.
+    n.api().set_pod_ip("default", "web-1", "10.244.1.7");
+    n.api().set_pod_ip("default", "web-3", "10.244.2.3");
     let state_path = n.sim().join("state.json");
     let mut state: Value =
         serde_json::from_str(&fs_err::read_to_string(&state_path).expect("state")).expect("json");
@@ -450,9 +455,12 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
     fs_err::write(&state_path, state.to_string()).expect("write state");
     let (code, doc, err) = n.run(&["status"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(doc["endpoints"]["Calico"][1]["ip"], "10.244.1.7", "{doc}");
-    assert_eq!(doc["endpoints"]["Calico"][1]["state"], 3, "{doc}");
-    assert_eq!(doc["endpoints"]["Calico"][2]["remote"], true, "{doc}");
+    assert_eq!(doc["endpoints"][1]["ip"], "10.244.1.7", "{doc}");
+    assert_eq!(doc["endpoints"][1]["state"], "AttachedSharing", "{doc}");
+    assert_eq!(doc["endpoints"][1]["pod"], "default/web-1", "{doc}");
+    assert_eq!(doc["endpoints"][1]["verdict"], "ok", "{doc}");
+    assert_eq!(doc["endpoints"][2]["remote"], true, "{doc}");
+    assert_eq!(doc["endpoints"][2]["verdict"], "ok", "{doc}");
     let text = on_node()
         .args(["status", "--sim-host"])
         .arg(n.sim())

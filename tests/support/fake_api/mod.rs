@@ -425,6 +425,15 @@ impl FakeApi {
         self.put(&format!("/api/v1/namespaces/{namespace}/pods/{name}"), p);
     }
 
+    /// Gives a pod its address, as kubelet reports it (`status.podIP`, `status.podIPs`).
+    pub fn set_pod_ip(&self, namespace: &str, name: &str, ip: &str) {
+        let path = format!("/api/v1/namespaces/{namespace}/pods/{name}");
+        let mut pod = self.get(&path).expect("pod");
+        pod["status"]["podIP"] = json!(ip);
+        pod["status"]["podIPs"] = json!([{ "ip": ip }]);
+        self.put(&path, pod);
+    }
+
     /// How many pods the server holds.
     pub fn pod_count(&self) -> usize {
         self.lock()
