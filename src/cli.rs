@@ -196,6 +196,22 @@ cordoned, pods on it) when the admin kubeconfig is available; and the expiry of 
 Exits 0 when healthy, 1 when degraded, with every reason listed (-o json: \"problems\"). Changes nothing."
     )]
     Status(StatusArgs),
+    /// Remove stuck and stale HNS endpoints, evict the pods that held them and restart Felix
+    #[command(
+        long_about = "Judges each endpoint of the Calico HNS network against the pods (as status does): stuck \
+(a pod's endpoint that is not attached, still Created, or Detached, Degraded or Destroyed, past --grace), stale \
+(an endpoint whose address no pod on this node has, or that is not attached while another endpoint with its \
+address is) and remote-stale (another host's endpoint whose address no pod in the cluster has). \
+AttachedSharing is the state of every running pod's endpoint and is no fault.\n\n\
+Then: evicts the pods whose endpoints are stuck through the Eviction API, as a drain does (PodDisruptionBudgets \
+honoured until --drain-timeout; pods without a controller only with --force; at most --drain-concurrency \
+requests in flight), so that their controllers recreate them with new endpoints; deletes the stuck and stale \
+endpoints; restarts CalicoFelix (and the kube-proxy service when this tool runs it); and waits up to \
+--wait-timeout until no endpoint is at fault. A repair that cannot finish says what remains (exit 1).\n\n\
+Every step is journaled; a run that was cut off is finished by the next one. --dry-run prints the plan. Needs \
+the admin kubeconfig (or a reader's that may evict pods)."
+    )]
+    Repair(RepairArgs),
     /// Run a Calico service body: what the CalicoNode, CalicoFelix, CalicoConfd and kube-proxy services run
     #[command(subcommand)]
     Service(ServiceCommand),
@@ -727,6 +743,32 @@ pub struct ReconfigureArgs {
     pub grace_period: Option<u32>,
     /// How long to wait for CalicoNode, the new Calico network and the node to be Ready
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::duration::parse)]
+    pub wait_timeout: std::time::Duration,
+    /// How long to wait for a service to stop or start
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = crate::duration::parse)]
+    pub service_timeout: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct RepairArgs {
+    /// How long a pod's HNS endpoint may take to attach, and a new endpoint's address to be
+    /// claimed by a pod, before it counts as stuck or stale (like 90s, 2m)
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = crate::duration::parse)]
+    pub grace: std::time::Duration,
+    /// Evict pods without a controller too (nothing recreates them), as kubectl drain --force
+    #[arg(long)]
+    pub force: bool,
+    /// Eviction requests in flight at once (1 to 256)
+    #[arg(long, value_name = "N", default_value_t = crate::cluster::drain::DEFAULT_CONCURRENCY as u16, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub drain_concurrency: u16,
+    /// How long evictions may be refused (PodDisruptionBudget) and pods take to go
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::duration::parse)]
+    pub drain_timeout: std::time::Duration,
+    /// Seconds each evicted pod gets to stop (default: the pod's own grace period)
+    #[arg(long, value_name = "SECONDS")]
+    pub grace_period: Option<u32>,
+    /// How long to wait, after the repair, until no endpoint is at fault
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = crate::duration::parse)]
     pub wait_timeout: std::time::Duration,
     /// How long to wait for a service to stop or start
     #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = crate::duration::parse)]

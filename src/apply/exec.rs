@@ -45,7 +45,10 @@ pub fn execute(
     let mut past_no_return = journal.entries.iter().any(|e| e.irreversible);
     for (i, action) in actions.iter().enumerate() {
         report(i + 1, total, action);
-        let irreversible = matches!(action, Action::DeleteNetwork { .. });
+        let irreversible = matches!(
+            action,
+            Action::DeleteNetwork { .. } | Action::DeleteEndpoint { .. } | Action::EvictPods { .. }
+        );
         let committed_before = past_no_return;
         let step = (|| -> anyhow::Result<()> {
             let undo = if opts.rollback {
@@ -222,6 +225,12 @@ fn run(
         )?,
         Action::Cordon { node } => opts.cluster()?.set_cordoned(node, true)?,
         Action::Uncordon { node } => opts.cluster()?.set_cordoned(node, false)?,
+        Action::EvictPods {
+            node,
+            pods,
+            options,
+        } => opts.cluster()?.evict(node, pods, options)?,
+        Action::DeleteEndpoint { id, .. } => ignore_not_found(host.hns_delete_endpoint(id))?,
         Action::Drain { node, options, .. } => opts.cluster()?.drain(node, options)?,
         Action::WaitNodeReady { node, timeout } => opts.cluster()?.wait_ready(node, *timeout)?,
         Action::RemoveDir { path } => _ = host.remove_empty_dir(path)?,

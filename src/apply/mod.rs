@@ -179,6 +179,25 @@ pub enum Action {
     Uncordon {
         node: String,
     },
+    /// Evicts these pods of the node through the Eviction API, as a drain does (their
+    /// PodDisruptionBudgets honoured), and waits until they are gone; a pod that is gone
+    /// already is skipped.
+    EvictPods {
+        node: String,
+        /// `namespace/name`.
+        pods: Vec<String>,
+        #[serde(flatten)]
+        options: crate::cluster::drain::DrainOptions,
+    },
+    /// Deletes one HNS endpoint; one that is gone already is skipped.
+    DeleteEndpoint {
+        id: String,
+        name: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        ip: Option<String>,
+        /// Why it goes: its verdict and the reason.
+        why: String,
+    },
     /// Removes a directory if it is empty.
     RemoveDir {
         path: String,
@@ -276,6 +295,19 @@ impl Action {
                 crate::duration::show(*timeout)
             ),
             Self::Uncordon { node } => format!("uncordon node {node}"),
+            Self::EvictPods {
+                node,
+                pods,
+                options,
+            } => format!(
+                "evict pod(s) {} from node {node} and wait up to {} until they are gone",
+                pods.join(", "),
+                crate::duration::show(options.timeout)
+            ),
+            Self::DeleteEndpoint { id, name, ip, why } => format!(
+                "delete HNS endpoint {name} ({}, {id}): {why}",
+                ip.as_deref().unwrap_or("no address")
+            ),
             Self::RemoveDir { path } => format!("remove {path} if empty"),
             Self::ProtectDir { path, writers } => protect_text(path, writers),
             Self::RestoreSecurity { path, .. } => {

@@ -80,6 +80,8 @@ pub(super) fn prepare_undo(
         | Action::Drain { .. }
         | Action::WaitNodeReady { .. }
         | Action::Uncordon { .. }
+        | Action::EvictPods { .. }
+        | Action::DeleteEndpoint { .. }
         | Action::DeleteRegistryKey { .. }
         | Action::DeleteRegistryValue { .. }
         | Action::DeleteNetwork { .. }

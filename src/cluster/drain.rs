@@ -589,6 +589,9 @@ pub trait NodeControl {
     fn set_cordoned(&self, node: &str, on: bool) -> anyhow::Result<()>;
     /// Evicts the node's pods and waits until they are gone.
     fn drain(&self, node: &str, opts: &DrainOptions) -> anyhow::Result<()>;
+    /// Evicts these pods of the node (`namespace/name`; those gone already are skipped) and
+    /// waits until they are gone.
+    fn evict(&self, node: &str, pods: &[String], opts: &DrainOptions) -> anyhow::Result<()>;
     fn wait_ready(&self, node: &str, timeout: Duration) -> anyhow::Result<()>;
 }
 
@@ -607,6 +610,18 @@ impl NodeControl for Cluster {
             return Err(refused.into());
         }
         evict_and_wait(self, node, s.to_evict(), opts)?;
+        Ok(())
+    }
+
+    fn evict(&self, node: &str, pods: &[String], opts: &DrainOptions) -> anyhow::Result<()> {
+        let there: Vec<PodRef> = pods_on(self, node)?
+            .iter()
+            .map(pod_ref)
+            .filter(|p| pods.contains(&p.to_string()))
+            .collect();
+        if !there.is_empty() {
+            evict_and_wait(self, node, there, opts)?;
+        }
         Ok(())
     }
 

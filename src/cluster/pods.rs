@@ -14,8 +14,8 @@ pub struct NodePod {
     pub ips: Vec<String>,
     /// When it was created, in seconds since 1970.
     pub created: Option<i64>,
-    /// Whether a controller will recreate it once it is evicted (any controller but a
-    /// DaemonSet, whose pod comes back on this node at once and is not evicted by a drain).
+    /// Whether a controller recreates it once it is evicted (a DaemonSet's pod comes back on
+    /// this node); a mirror pod (kubelet's static pod) or a bare pod is not.
     pub managed: bool,
 }
 
@@ -46,6 +46,11 @@ fn node_pod(p: &Pod) -> NodePod {
         .iter()
         .flatten()
         .find(|o| o.controller == Some(true));
+    let mirror = p
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key("kubernetes.io/config.mirror"));
     NodePod {
         pod: PodRef {
             namespace: p.metadata.namespace.clone().unwrap_or_default(),
@@ -58,7 +63,7 @@ fn node_pod(p: &Pod) -> NodePod {
             .creation_timestamp
             .as_ref()
             .map(|t| t.0.as_second()),
-        managed: owner.is_some_and(|o| o.kind != "DaemonSet"),
+        managed: owner.is_some() && !mirror,
     }
 }
 

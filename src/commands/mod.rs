@@ -14,6 +14,7 @@ mod lint;
 mod preflight;
 mod reconfigure;
 mod render;
+mod repair;
 pub mod service;
 mod status;
 mod uninstall;
@@ -34,6 +35,7 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
         Command::Uninstall(args) => uninstall::run(args, ctx),
         Command::Reconfigure(args) => reconfigure::run(args, ctx),
         Command::Status(args) => status::run(args, ctx),
+        Command::Repair(args) => repair::run(args, ctx),
         Command::Service(ServiceCommand::Run(args)) => service::run(args, ctx),
         Command::Fetch(FetchCommand::Kubeconfig(args)) => fetch::kubeconfig(args, ctx),
         Command::Fetch(FetchCommand::InstallerKubeconfig(args)) => {

@@ -225,8 +225,8 @@ pub fn network(name: &str) -> String {
 }
 
 /// HNS: a created network is listed with its VSID and a management IP; its name cannot be
-/// taken twice; its endpoints are listed with it and deleted with it; a second deletion is
-/// NotFound. `attach` puts an endpoint on a network as the CNI plugin would. Returns the
+/// taken twice; its endpoints are listed with it, one is deleted alone (a second time:
+/// NotFound), the rest with the network; a second deletion is NotFound. `attach` puts an endpoint on a network as the CNI plugin would. Returns the
 /// network as created (now deleted).
 pub fn hns(h: &dyn Host, name: &str, attach: &dyn Fn(&str, &str, &str)) -> HnsNetwork {
     let n = h.hns_create_network(&network(name)).expect("create");
@@ -243,6 +243,19 @@ pub fn hns(h: &dyn Host, name: &str, attach: &dyn Fn(&str, &str, &str)) -> HnsNe
         Err(HostError::Exists { .. })
     ));
     attach(&n.id, "pod1_Calico", "10.244.1.5");
+    attach(&n.id, "pod2_Calico", "10.244.1.6");
+    let eps = h.hns_endpoints(&n.id).expect("endpoints");
+    assert_eq!(eps.len(), 2, "{eps:?}");
+    let gone = eps
+        .iter()
+        .find(|e| e.ip.as_deref() == Some("10.244.1.6"))
+        .expect("pod2's endpoint");
+    h.hns_delete_endpoint(&gone.id)
+        .expect("delete the endpoint");
+    assert!(matches!(
+        h.hns_delete_endpoint(&gone.id),
+        Err(HostError::NotFound { .. })
+    ));
     let eps = h.hns_endpoints(&n.id).expect("endpoints");
     assert_eq!(eps.len(), 1, "{eps:?}");
     assert_eq!(eps[0].ip.as_deref(), Some("10.244.1.5"));

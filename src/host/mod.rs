@@ -401,6 +401,8 @@ pub trait Hns {
     fn hns_create_network(&self, spec_json: &str) -> HostResult<HnsNetwork>;
     /// Deletes a network and its endpoints.
     fn hns_delete_network(&self, id: &str) -> HostResult<()>;
+    /// Deletes one endpoint (`HcnDeleteEndpoint`); `NotFound` when there is none with `id`.
+    fn hns_delete_endpoint(&self, id: &str) -> HostResult<()>;
     /// The HNS service's version, (major, minor): hcsshim's `GetGlobals`, an HNS v1 call
     /// (`HNSCall("GET", "/globals/version")` of vmcompute.dll).
     fn hns_version(&self) -> HostResult<(u32, u32)>;

@@ -257,9 +257,9 @@ fn remote_lookups(
         if out.len() >= MAX_REMOTE_LOOKUPS {
             break;
         }
-        if !out.contains_key(&ip) {
-            let used = pods::ip_in_use(c, &ip)?;
-            out.insert(ip, used);
+        if let std::collections::btree_map::Entry::Vacant(slot) = out.entry(ip) {
+            let used = pods::ip_in_use(c, slot.key())?;
+            slot.insert(used);
         }
     }
     Ok(out)

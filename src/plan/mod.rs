@@ -7,6 +7,7 @@ pub mod drift;
 pub mod endpoints;
 pub mod install;
 pub mod reconfigure;
+pub mod repair;
 pub mod uninstall;
 
 #[cfg(all(test, windows))]

@@ -7,7 +7,7 @@ use crate::support::snapshot::{assert_same, snapshot};
 use crate::support::{Node, on_node};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A node on a healthy fake cluster with a release zip of `binary` (Calico 3.34.0 for
 /// `calico.exe`, 3.30.2 for `calico-node.exe`) served over HTTPS.
@@ -1826,7 +1826,7 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
         serde_json::from_slice::<Value>(&out.stdout).expect("json")
     };
     let wait_result = |doc: &Value| {
-        let result = PathBuf::from(doc["result"].as_str().expect("result"));
+        let result = std::path::PathBuf::from(doc["result"].as_str().expect("result"));
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
         while !result.is_file() {
             assert!(
@@ -1845,7 +1845,7 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
     assert_eq!(doc["detached"], true, "{doc}");
     let pid =
         nix::unistd::Pid::from_raw(i32::try_from(doc["pid"].as_u64().expect("pid")).expect("pid"));
-    let marker = PathBuf::from(format!("{}.paused", s.sim().display()));
+    let marker = std::path::PathBuf::from(format!("{}.paused", s.sim().display()));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !marker.is_file() {
         assert!(
@@ -1869,7 +1869,7 @@ fn a_detached_install_outlives_its_session_and_records_its_result() {
             .contains("is changing this node now"),
         "{status}"
     );
-    let result_file = PathBuf::from(doc["result"].as_str().expect("result"));
+    let result_file = std::path::PathBuf::from(doc["result"].as_str().expect("result"));
     let zip = s.zip().display().to_string();
     let (code, second, err) = s.run(&["install", "--detach", "--release-zip", &zip]);
     assert_eq!(code, 5, "{second} {err}");

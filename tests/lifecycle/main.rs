@@ -11,6 +11,7 @@ mod install_etcd;
 mod packaging;
 mod reconfigure;
 mod releases;
+mod repair;
 mod service_run;
 mod token_renewal;
 mod token_trouble;

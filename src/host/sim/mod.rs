@@ -147,9 +147,28 @@ impl Hns for SimHost {
             Ok(())
         })
     }
+
+    fn hns_delete_endpoint(&self, id: &str) -> HostResult<()> {
+        self.delete_endpoint(id)
+    }
 }
 
 impl SimHost {
+    /// Deletes one endpoint, as `HcnDeleteEndpoint` does.
+    fn delete_endpoint(&self, id: &str) -> HostResult<()> {
+        self.hns_available()?;
+        self.mutate(&format!("delete HNS endpoint {id}"), |s| {
+            let before = s.endpoints.len();
+            s.endpoints.retain(|e| !e.id.eq_ignore_ascii_case(id));
+            if s.endpoints.len() == before {
+                return Err(HostError::NotFound {
+                    what: format!("HNS endpoint {id}"),
+                });
+            }
+            Ok(())
+        })
+    }
+
     fn hns_available(&self) -> HostResult<()> {
         if self.read(|s| s.settings.hns_available) {
             Ok(())

@@ -157,6 +157,15 @@ impl Hcn {
         check(hr, record, &format!("delete HNS network {id}"))
     }
 
+    pub fn delete_endpoint(&self, id: &str) -> HostResult<()> {
+        let delete: Symbol<Delete> = self.sym(b"HcnDeleteEndpoint\0")?;
+        let guid = parse_guid(id)?;
+        let mut record: PWSTR = std::ptr::null_mut();
+        // SAFETY: guid lives across the call; record is an out-pointer.
+        let hr = unsafe { delete(&guid, &mut record) };
+        check(hr, record, &format!("delete HNS endpoint {id}"))
+    }
+
     fn enumerate(&self, name: &[u8], query: &str, op: &str) -> HostResult<Vec<String>> {
         let enumerate: Symbol<Enumerate> = self.sym(name)?;
         let q = wide(query);

@@ -100,6 +100,9 @@ impl Hns for WindowsHost {
     fn hns_delete_network(&self, id: &str) -> HostResult<()> {
         hcn::Hcn::load()?.delete_network(id)
     }
+    fn hns_delete_endpoint(&self, id: &str) -> HostResult<()> {
+        hcn::Hcn::load()?.delete_endpoint(id)
+    }
 }
 
 impl Files for WindowsHost {

@@ -580,6 +580,21 @@ pub unsafe extern "system" fn HcnDeleteNetwork(id: *const GUID, record: *mut PWS
     unsafe { ok(record) }
 }
 
+/// `HcnDeleteEndpoint(REFGUID Id, PWSTR *ErrorRecord)` (Microsoft's HCN reference, "HcnDeleteEndpoint"):
+/// `HCN_E_ENDPOINT_NOT_FOUND` for an id HNS does not have.
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn HcnDeleteEndpoint(id: *const GUID, record: *mut PWSTR) -> HRESULT {
+    if id.is_null() {
+        return E_POINTER;
+    }
+    // SAFETY: id points to a GUID.
+    let id = guid_text(unsafe { &*id });
+    if std::fs::remove_file(dir("endpoints").join(format!("{id}.json"))).is_err() {
+        return unsafe { fail(record, HCN_E_ENDPOINT_NOT_FOUND, "The endpoint was not found") };
+    }
+    unsafe { ok(record) }
+}
+
 /// Test-only: strings handed out and not freed, and handles open.
 #[unsafe(no_mangle)]
 pub unsafe extern "system" fn HcnStandinStats(

@@ -1,0 +1,238 @@
+//! `status` judging HNS endpoints against the pods, and `repair` through the binary: an
+//! installed simulated node whose Calico network holds a stuck, a stale and a healthy pod
+//! endpoint and another host's endpoint for a gone pod.
+
+use crate::support::Node;
+use crate::support::snapshot::{assert_same, snapshot};
+use serde_json::{Value, json};
+
+/// Calico installed on win-1 (Ready), with pods web-1 (its endpoint still Created: stuck),
+/// web-2 (AttachedSharing: healthy) and an endpoint for 10.244.1.50, which no pod has (stale),
+/// and another host's endpoint for 10.244.9.9, which no pod has (remote-stale).
+fn broken() -> Node {
+    let b = Node::healthy();
+    let api = b.api();
+    api.set_node_ready("win-1", "True", "kubelet is posting ready status");
+    for (name, ip) in [("web-1", "10.244.1.7"), ("web-2", "10.244.1.8")] {
+        api.put_pod("default", name, "win-1", Some("ReplicaSet"));
+        api.set_pod_ip("default", name, ip);
+    }
+    let node = b.installed().build();
+    node.edit_state(|state| {
+        let calico = state["networks"]
+            .as_array()
+            .expect("networks")
+            .iter()
+            .find(|n| n["Name"] == "Calico")
+            .expect("the Calico network")["ID"]
+            .clone();
+        let eps = state["endpoints"].as_array_mut().expect("endpoints");
+        // The states hcsshim internal/hns/hnsendpoint.go names: 1 Created, 3 AttachedSharing.
+        for (i, (name, ip, st, remote)) in [
+            ("web1_Calico", "10.244.1.7", 1, false),
+            ("web2_Calico", "10.244.1.8", 3, false),
+            ("gone_Calico", "10.244.1.50", 3, false),
+            ("remote_gone", "10.244.9.9", 3, true),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            eps.push(
+                json!({"id": format!("5eb1a7e0-0000-4000-8000-00000000000{i}"),
+                "name": name, "network_id": calico, "ip": ip, "state": st, "remote": remote}),
+            );
+        }
+    });
+    node
+}
+
+fn verdicts(doc: &Value) -> Vec<(String, String)> {
+    doc["endpoints"]
+        .as_array()
+        .expect("endpoints")
+        .iter()
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap_or_default().to_owned(),
+                e["verdict"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn endpoint_names(node: &Node) -> Vec<String> {
+    node.state()["endpoints"]
+        .as_array()
+        .expect("endpoints")
+        .iter()
+        .map(|e| e["name"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn status_names_stuck_and_stale_endpoints_and_repair_removes_them_and_brings_the_pod_back() {
+    let node = broken();
+    let (code, doc, err) = node.run(&["status"]);
+    assert_eq!(code, 1, "{err}");
+    let mut got = verdicts(&doc);
+    got.sort();
+    let want: Vec<(String, String)> = [
+        ("Calico_ep", "ok"),
+        ("gone_Calico", "stale"),
+        ("remote_gone", "remote-stale"),
+        ("web1_Calico", "stuck"),
+        ("web2_Calico", "ok"),
+    ]
+    .iter()
+    .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+    .collect();
+    assert_eq!(got, want, "{doc}");
+    let problems = crate::support::status_problems(&doc);
+    assert_eq!(
+        problems
+            .iter()
+            .filter(|p| p.contains("HNS endpoint"))
+            .count(),
+        3,
+        "{problems:?}"
+    );
+    assert!(
+        problems.iter().any(|p| p.contains("web1_Calico")
+            && p.contains("stuck")
+            && p.contains("default/web-1")),
+        "{problems:?}"
+    );
+    // Within a grace period longer than the pod's age, web-1's endpoint is only attaching.
+    let (_, doc, _) = node.run(&["status", "--grace", "10000d"]);
+    assert!(
+        verdicts(&doc).contains(&("web1_Calico".into(), "attaching".into())),
+        "{doc}"
+    );
+
+    // A dry run shows the plan and changes nothing.
+    let before = snapshot(&node.sim());
+    let (code, doc, err) = node.run(&["repair", "--dry-run"]);
+    assert_eq!(code, 0, "{err}");
+    let actions: Vec<&str> = doc["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .map(|a| a["action"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "evict-pods",
+            "delete-endpoint",
+            "delete-endpoint",
+            "delete-endpoint",
+            "stop-service",
+            "start-service"
+        ],
+        "{doc}"
+    );
+    assert_same(&snapshot(&node.sim()), &before, "dry run");
+
+    // The repair: web-1 evicted (its ReplicaSet makes it again), the three endpoints gone,
+    // Felix restarted.
+    let pid_before = node.state()["services"]["calicofelix"]["pid"].clone();
+    let (code, doc, err) = node.run(&["repair"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(doc["changed"], true);
+    assert_eq!(doc["remaining"], json!([]), "{doc}");
+    assert!(
+        node.api()
+            .get("/api/v1/namespaces/default/pods/web-1")
+            .is_none()
+    );
+    assert!(
+        node.api()
+            .get("/api/v1/namespaces/default/pods/web-2")
+            .is_some()
+    );
+    let mut names = endpoint_names(&node);
+    names.sort();
+    assert_eq!(names, ["Calico_ep", "web2_Calico"]);
+    let felix = &node.state()["services"]["calicofelix"];
+    assert_eq!(felix["state"], "running", "{felix}");
+    assert_ne!(felix["pid"], pid_before, "Felix was not restarted");
+    let (code, doc, err) = node.run(&["status"]);
+    assert_eq!(code, 0, "{err} {doc}");
+
+    // Nothing left: nothing to do.
+    let (code, doc, err) = node.run(&["repair"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(doc["actions"], json!([]), "{doc}");
+}
+
+#[test]
+fn a_bare_pods_stuck_endpoint_is_repaired_only_with_force() {
+    let node = broken();
+    node.api().put_pod("default", "bare", "win-1", None);
+    node.api().set_pod_ip("default", "bare", "10.244.1.60");
+    node.edit_state(|state| {
+        let first = state["endpoints"][0].clone();
+        state["endpoints"].as_array_mut().expect("eps").push(json!({
+            "id": "5eb1a7e0-0000-4000-8000-0000000000ba", "name": "bare_Calico",
+            "network_id": first["network_id"], "ip": "10.244.1.60", "state": 4}));
+    });
+    let before = snapshot(&node.sim());
+    let (code, _, err) = node.run(&["repair"]);
+    // Refused before anything changes, with the usage exit code a drain's refusal has.
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("default/bare") && err.contains("--force"),
+        "{err}"
+    );
+    assert_same(&snapshot(&node.sim()), &before, "refused");
+    let (code, _, err) = node.run(&["repair", "--force"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        node.api()
+            .get("/api/v1/namespaces/default/pods/bare")
+            .is_none()
+    );
+}
+
+#[test]
+fn repair_killed_from_outside_at_every_call_is_finished_by_a_rerun() {
+    let clean = broken();
+    let (code, _, err) = clean.run(&["repair"]);
+    assert_eq!(code, 0, "{err}");
+    let want = endpoint_names(&clean);
+    for n in 1.. {
+        let node = broken();
+        let tmp = node.dir.path().join("tmp");
+        fs_err::create_dir_all(&tmp).expect("tmp");
+        let at = match node.kill_at(&["repair"], n, &tmp) {
+            crate::support::Killed::At(at) => at,
+            crate::support::Killed::Ended(code, err) => {
+                assert_eq!(code, 0, "{err}");
+                assert!(n > 4, "only {n} calls");
+                break;
+            }
+        };
+        let (code, doc, err) = node.run(&["repair"]);
+        assert_eq!(code, 0, "killed {at}: the rerun failed: {err}");
+        assert_eq!(endpoint_names(&node), want, "killed {at}");
+        assert!(
+            node.api()
+                .get("/api/v1/namespaces/default/pods/web-1")
+                .is_none(),
+            "killed {at}: web-1, whose endpoint was stuck, was never evicted"
+        );
+        assert_eq!(
+            node.state()["services"]["calicofelix"]["state"],
+            "running",
+            "killed {at}: {doc}"
+        );
+        let (code, _, err) = node.run(&["status"]);
+        assert_eq!(code, 0, "killed {at}: {err}");
+        assert!(
+            !node
+                .c_drive("calicowindows/calicoctl-win.journal.json")
+                .exists(),
+            "killed {at}: the journal is left"
+        );
+    }
+}
