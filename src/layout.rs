@@ -19,18 +19,21 @@ pub const ROUTES_VALUE: &str = "RoutesBeforeVswitch";
 pub const RENEWAL_VALUE: &str = "TokenRenewal";
 /// The registry value (REG_SZ, JSON) describing the token the last renewal wrote.
 pub const ISSUED_VALUE: &str = "TokenIssued";
+/// The registry value (REG_SZ, JSON) holding the last HNS restart CalicoNode answered.
+pub const HNS_RESTART_VALUE: &str = "HnsRestart";
 /// The registry value install sets under `HKLM\Software\Tigera\Calico`.
 pub const INSTALL_ROOT_VALUE: &str = "InstallRoot";
 
 /// Every value calicoctl-win and its services keep under `CALICO_KEY` (uninstall deletes the
 /// key with them; the snapshot a rollback compares reads these).
-pub const CALICO_VALUES: [&str; 7] = [
+pub const CALICO_VALUES: [&str; 8] = [
     BOOT_ID_VALUE,
     LEGACY_BOOT_VALUE,
     FAILURES_VALUE,
     ROUTES_VALUE,
     RENEWAL_VALUE,
     ISSUED_VALUE,
+    HNS_RESTART_VALUE,
     INSTALL_ROOT_VALUE,
 ];
 

@@ -295,25 +295,33 @@ impl Action {
                 crate::duration::show(*timeout)
             ),
             Self::Uncordon { node } => format!("uncordon node {node}"),
-            Self::EvictPods {
-                node,
-                pods,
-                options,
-            } => format!(
-                "evict pod(s) {} from node {node} and wait up to {} until they are gone",
-                pods.join(", "),
-                crate::duration::show(options.timeout)
-            ),
-            Self::DeleteEndpoint { id, name, ip, why } => format!(
-                "delete HNS endpoint {name} ({}, {id}): {why}",
-                ip.as_deref().unwrap_or("no address")
-            ),
+            Self::EvictPods { .. } | Self::DeleteEndpoint { .. } => repair_text(self),
             Self::RemoveDir { path } => format!("remove {path} if empty"),
             Self::ProtectDir { path, writers } => protect_text(path, writers),
             Self::RestoreSecurity { path, .. } => {
                 format!("give {path} back the access list it had before install")
             }
         }
+    }
+}
+
+/// `Action::describe` of repair's actions.
+fn repair_text(action: &Action) -> String {
+    match action {
+        Action::EvictPods {
+            node,
+            pods,
+            options,
+        } => format!(
+            "evict pod(s) {} from node {node} and wait up to {} until they are gone",
+            pods.join(", "),
+            crate::duration::show(options.timeout)
+        ),
+        Action::DeleteEndpoint { id, name, ip, why } => format!(
+            "delete HNS endpoint {name} ({}, {id}): {why}",
+            ip.as_deref().unwrap_or("no address")
+        ),
+        _ => String::new(),
     }
 }
 

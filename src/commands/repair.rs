@@ -20,27 +20,51 @@ use anyhow::Context as _;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
-pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let host = ctx.open_host_to_change("repair")?;
+/// What a repair works on: the node's name, the install root and record, the cluster.
+struct Target {
+    node: String,
+    root: String,
+    rec: record::InstallRecord,
+    cluster: Box<Cluster>,
+}
+
+/// The node, its install and the cluster; no install, or no cluster, is refused.
+fn target(ctx: &mut Context, host: &dyn Host) -> anyhow::Result<Target> {
     let base = ctx.load_config()?;
     let node = base.config.node.name.to_string();
     let cluster = read_cluster(false, ctx, &node)?;
     let loaded = with_cluster(ctx, &cluster, base)?;
     let root = crate::plan::install::install_root(&loaded.config);
-    let Some(rec) = record::read(host.as_ref(), &root)? else {
+    let Some(rec) = record::read(host, &root)? else {
         return Err(UsageError::new(
             format!("Calico is not installed in {root}: there is nothing to repair"),
             "install it first ('calicoctl-win install')",
         )
         .into());
     };
-    let c = match cluster {
+    let cluster = match cluster {
         ClusterRead::Read(c, _) => c,
         ClusterRead::Skipped(why) => anyhow::bail!("repair needs the cluster, which was {why}"),
         ClusterRead::Failed(e) => {
             return Err(anyhow::Error::new(e).context("repair needs the cluster"));
         }
     };
+    Ok(Target {
+        node,
+        root,
+        rec,
+        cluster,
+    })
+}
+
+pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let host = ctx.open_host_to_change("repair")?;
+    let Target {
+        node,
+        root,
+        rec,
+        cluster: c,
+    } = target(ctx, host.as_ref())?;
     let journal_path = join(&root, crate::layout::JOURNAL_FILE);
     let mut change = Change::begin(ctx, host.as_ref(), "repair", &root, journal_path)?;
     let interrupted = change.journal.take();
@@ -90,10 +114,14 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let left = wait_healthy(ctx, host.as_ref(), &c, &node, args)?;
     doc["remaining"] = json!(left);
     ctx.printer.json(&doc);
+    finished(ctx, actions.len(), &left)
+}
+
+/// After the plan ran: done, or what is still at fault (exit 1).
+fn finished(ctx: &mut Context, steps: usize, left: &[Judged]) -> anyhow::Result<()> {
     if left.is_empty() {
         ctx.printer.text(&format!(
-            "Repaired: {} step(s); no endpoint is at fault.",
-            actions.len()
+            "Repaired: {steps} step(s); no endpoint is at fault."
         ));
         return Ok(());
     }

@@ -51,19 +51,8 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let h = host.as_ref();
     let services = services(h, config, &rec, &mut r)?;
     metadata_route(h, &rec, &mut r)?;
-    let (networks, lists) = networks(h, &rec, &mut r)?;
-    let endpoints = endpoints(&lists, &cluster, &node_name, args.grace, &mut r)?;
-    // Drift: files, and the VNI in HNS, the config and the cluster.
-    let rendered = crate::plan::desired::rendered_files(h, config, rec.release())?;
-    let stats = (!args.verify).then(|| FileStats::read(h, &root));
-    // calico-node's token file changes with every renewal: expected, not drift.
-    let token_file = config
-        .kubeconfig
-        .as_ref()
-        .map(|k| crate::render::kubeconfig::token_path(k.as_str()));
-    let files = drift::files(h, &rec, &rendered, stats.as_ref(), token_file.as_deref())?;
-    r.problems
-        .extend(files.iter().map(drift::FileDrift::describe));
+    let (networks, endpoints, hns_restart) = hns(h, &rec, &cluster, &node_name, args, &mut r)?;
+    let files = file_drift(h, config, &rec, &root, args.verify, &mut r)?;
     let vni = vni(config, &networks, &cluster, &mut r);
     let node = node(&cluster, &node_name, &mut r)?;
     let ipam = ipam(&cluster, config, &node_name, &mut r)?;
@@ -89,6 +78,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
         "services": services,
         "networks": networks,
         "endpoints": endpoints,
+        "hns_restart": hns_restart,
         "vni": vni,
         "drift": files,
         "node": node,
@@ -347,7 +337,48 @@ fn kube_proxy(host: &dyn Host, config: &Config, r: &mut Report) -> serde_json::V
 
 /// Calico's HNS networks, with the pods' endpoints on each (how many a network recreation
 /// would cut off).
+/// Drift of the files: installed ones changed or missing, rendered ones the config now renders
+/// otherwise.
+fn file_drift(
+    h: &dyn Host,
+    config: &Config,
+    rec: &InstallRecord,
+    root: &str,
+    verify: bool,
+    r: &mut Report,
+) -> anyhow::Result<Vec<drift::FileDrift>> {
+    let rendered = crate::plan::desired::rendered_files(h, config, rec.release())?;
+    let stats = (!verify).then(|| FileStats::read(h, root));
+    // calico-node's token file changes with every renewal: expected, not drift.
+    let token_file = config
+        .kubeconfig
+        .as_ref()
+        .map(|k| crate::render::kubeconfig::token_path(k.as_str()));
+    let files = drift::files(h, rec, &rendered, stats.as_ref(), token_file.as_deref())?;
+    r.problems
+        .extend(files.iter().map(drift::FileDrift::describe));
+    Ok(files)
+}
+
 type EndpointLists = Vec<(String, Vec<crate::host::HnsEndpoint>)>;
+
+/// HNS as the services left it: the networks, their endpoints judged, the last HNS restart.
+fn hns(
+    h: &dyn Host,
+    rec: &InstallRecord,
+    cluster: &ClusterRead,
+    node_name: &str,
+    args: &StatusArgs,
+    r: &mut Report,
+) -> anyhow::Result<(
+    Vec<HnsNetwork>,
+    Vec<endpoints::Judged>,
+    Option<crate::supervise::hns_watch::HnsRestart>,
+)> {
+    let (networks, lists) = networks(h, rec, r)?;
+    let judged = endpoints(&lists, cluster, node_name, args.grace, r)?;
+    Ok((networks, judged, hns_restart(h, r)))
+}
 
 fn networks(
     host: &dyn Host,
@@ -428,6 +459,30 @@ fn endpoints(
         ));
     }
     Ok(judged)
+}
+
+/// The last HNS restart CalicoNode answered (`supervise::hns_watch`): shown; a service it could
+/// not restart then is a problem.
+fn hns_restart(h: &dyn Host, r: &mut Report) -> Option<crate::supervise::hns_watch::HnsRestart> {
+    let last = crate::supervise::hns_watch::last(h)?;
+    r.text.push(format!(
+        "HNS restarted at {} (process {} -> {}); CalicoNode restarted {}",
+        time_text(last.at),
+        last.from_pid,
+        last.to_pid,
+        if last.restarted.is_empty() {
+            "nothing".to_owned()
+        } else {
+            last.restarted.join(", ")
+        }
+    ));
+    for f in &last.failed {
+        r.problems.push(format!(
+            "after the HNS restart at {}, CalicoNode could not restart {f}",
+            time_text(last.at)
+        ));
+    }
+    Some(last)
 }
 
 /// The VXLAN VNI in the config, in HNS and in the cluster, and how they disagree.

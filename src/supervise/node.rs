@@ -78,7 +78,9 @@ fn watch_kubelet(
 ) -> Result<()> {
     let mut last: Option<u32> = None;
     let mut said_waiting = false;
+    let mut hns = super::hns_watch::HnsWatch::default();
     loop {
+        hns.check(host, s, log);
         match host.process_pid("kubelet.exe") {
             Ok(Some(pid)) if last != Some(pid) => {
                 let again = if last.is_some() { " again" } else { "" };

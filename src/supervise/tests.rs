@@ -1045,3 +1045,76 @@ fn children_take_the_allow_listed_service_environment_under_the_env_file() {
     );
     assert!(env.contains_key("FELIX_FELIXHOSTNAME"), "{env:?}");
 }
+
+/// The HNS restart watchdog (Azure/AgentBaker hnsremediator.ps1's rule: a changed process id of
+/// the `hns` service is a restart): Felix restarted once per restart, the restart recorded in
+/// the registry and the Application event log; a stopped HNS is no restart yet.
+#[test]
+fn an_hns_restart_restarts_felix_once_and_is_recorded() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    let svchost = r"C:\Windows\system32\svchost.exe";
+    let exe = format!(r"{ROOT}\calicoctl-win.exe");
+    for program in [svchost, exe.as_str()] {
+        host.write_file(program, b"simulated program\n", crate::host::Access::Normal)
+            .expect("write");
+    }
+    host.service_create(&crate::host::ServiceSpec {
+        name: "CalicoFelix".into(),
+        display_name: "Calico Felix".into(),
+        description: String::new(),
+        program: exe.clone(),
+        args: vec!["service".into(), "run".into(), "felix".into()],
+        dependencies: vec![],
+        start: StartType::Auto,
+        recovery: None,
+    })
+    .expect("create");
+    host.service_start("CalicoFelix", Duration::from_secs(1))
+        .expect("start");
+    let felix_pid = || {
+        host.service_query("CalicoFelix")
+            .expect("q")
+            .expect("there")
+            .pid
+    };
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    let mut watch = hns_watch::HnsWatch::default();
+    assert_eq!(
+        watch.check(&host, &s, &log),
+        None,
+        "the first look only notes HNS"
+    );
+    assert_eq!(
+        watch.check(&host, &s, &log),
+        None,
+        "the same process: no restart"
+    );
+    let before = felix_pid();
+
+    host.service_stop("hns", Duration::from_secs(1))
+        .expect("stop");
+    assert_eq!(
+        watch.check(&host, &s, &log),
+        None,
+        "HNS stopped: not answered yet"
+    );
+    host.service_start("hns", Duration::from_secs(1))
+        .expect("start");
+    let r = watch.check(&host, &s, &log).expect("a restart");
+    assert_eq!(r.restarted, ["CalicoFelix"]);
+    assert!(r.failed.is_empty(), "{r:?}");
+    assert_ne!(felix_pid(), before, "Felix was not restarted");
+    assert_eq!(hns_watch::last(&host), Some(r.clone()));
+    assert!(read(&path).contains("the HNS service restarted"));
+    assert!(
+        host.events()
+            .iter()
+            .any(|e| e.id == hns_watch::EVENT_HNS_RESTARTED && e.message.contains("CalicoFelix")),
+        "{:?}",
+        host.events()
+    );
+    let after = felix_pid();
+    assert_eq!(watch.check(&host, &s, &log), None, "once per restart");
+    assert_eq!(felix_pid(), after);
+}

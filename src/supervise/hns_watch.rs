@@ -1,0 +1,141 @@
+//! CalicoNode's HNS restart watchdog. When the Host Network Service restarts (a crash, an
+//! update), HNS forgets the policies it held while Felix and kube-proxy keep programming from
+//! what they believe HNS has, until they are restarted (projectcalico/calico#5164: pods cannot
+//! be reached after an HNS restart). AKS runs a scheduled task for exactly this:
+//! Azure/AgentBaker `staging/cse/windows/provisioningscripts/hnsremediator.ps1` reads the `hns`
+//! service's process id (`Win32_Service.ProcessId`) and, when it changed, restarts kube-proxy
+//! and Calico's services.
+//! CalicoNode does the same each time it looks for kubelet: once per change of HNS's process id
+//! it restarts CalicoFelix and the kube-proxy service (those registered), with a log line, an
+//! Application event and the registry value `HnsRestart` that `status` shows.
+
+use super::log::Log;
+use super::settings::Settings;
+use crate::host::{EventLevel, Host, RegValue};
+use crate::layout::{CALICO_KEY, EVENT_SOURCE, HNS_RESTART_VALUE, Role};
+use serde::{Deserialize, Serialize};
+
+/// The Application event id of an HNS restart CalicoNode answered.
+pub const EVENT_HNS_RESTARTED: u32 = 6;
+
+/// The HNS service's name (`Get-Service hns`: "Host Network Service").
+pub const HNS_SERVICE: &str = "hns";
+
+/// The last HNS restart CalicoNode saw and what it did (`HnsRestart`, JSON).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HnsRestart {
+    /// When it was seen, in seconds since 1970.
+    pub at: i64,
+    pub from_pid: u32,
+    pub to_pid: u32,
+    /// The services restarted.
+    pub restarted: Vec<String>,
+    /// The services that could not be restarted, with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<String>,
+}
+
+/// HNS's process id as last seen.
+#[derive(Debug, Default)]
+pub struct HnsWatch {
+    last: Option<u32>,
+}
+
+impl HnsWatch {
+    /// Looks at HNS's process id; after a change from one running process to another, restarts
+    /// the services that program HNS and says so. A stopped HNS (no process) is only noted:
+    /// the restart is answered once HNS runs again.
+    pub fn check(&mut self, host: &dyn Host, s: &Settings, log: &Log) -> Option<HnsRestart> {
+        let pid = match host.service_query(HNS_SERVICE) {
+            Ok(Some(svc)) => svc.pid,
+            Ok(None) => return None,
+            Err(e) => {
+                log.warn(&format!("cannot read the HNS service: {e}"));
+                return None;
+            }
+        }?;
+        let previous = self.last.replace(pid)?;
+        if previous == pid {
+            return None;
+        }
+        log.info(&format!(
+            "the HNS service restarted (process {previous} -> {pid}): it has forgotten its policies; restarting the services that program it"
+        ));
+        let restart = restart_programmers(host, s, previous, pid, log);
+        record(host, &restart, log);
+        Some(restart)
+    }
+}
+
+fn restart_programmers(
+    host: &dyn Host,
+    s: &Settings,
+    from_pid: u32,
+    to_pid: u32,
+    log: &Log,
+) -> HnsRestart {
+    let mut out = HnsRestart {
+        at: crate::duration::now(),
+        from_pid,
+        to_pid,
+        restarted: Vec::new(),
+        failed: Vec::new(),
+    };
+    for role in [Role::Felix, Role::KubeProxy] {
+        let name = role.service_name();
+        if !matches!(host.service_query(name), Ok(Some(_))) {
+            continue;
+        }
+        let done = host
+            .service_stop(name, s.stop_timeout)
+            .and_then(|()| host.service_start(name, s.stop_timeout));
+        match done {
+            Ok(()) => {
+                log.info(&format!("restarted {name} after the HNS restart"));
+                out.restarted.push(name.to_owned());
+            }
+            Err(e) => {
+                log.warn(&format!("cannot restart {name} after the HNS restart: {e}"));
+                out.failed.push(format!("{name}: {e}"));
+            }
+        }
+    }
+    out
+}
+
+/// The restart in the Application event log and in `HnsRestart`.
+fn record(host: &dyn Host, r: &HnsRestart, log: &Log) {
+    let mut message = format!(
+        "The HNS service restarted (process {} -> {}); CalicoNode restarted {}",
+        r.from_pid,
+        r.to_pid,
+        if r.restarted.is_empty() {
+            "nothing".to_owned()
+        } else {
+            r.restarted.join(", ")
+        }
+    );
+    if !r.failed.is_empty() {
+        message.push_str(&format!("; could not restart {}", r.failed.join("; ")));
+    }
+    let level = if r.failed.is_empty() {
+        EventLevel::Warning
+    } else {
+        EventLevel::Error
+    };
+    if let Err(e) = host.report_event(EVENT_SOURCE, level, EVENT_HNS_RESTARTED, &message) {
+        log.warn(&format!("cannot write to the Application event log: {e}"));
+    }
+    let value = serde_json::to_string(r).unwrap_or_default();
+    if let Err(e) = host.reg_set(CALICO_KEY, HNS_RESTART_VALUE, &RegValue::Sz(value)) {
+        log.warn(&format!("cannot record the HNS restart: {e}"));
+    }
+}
+
+/// The last HNS restart CalicoNode recorded, if any (a value that does not read is none).
+pub fn last(host: &dyn Host) -> Option<HnsRestart> {
+    match host.reg_get(CALICO_KEY, HNS_RESTART_VALUE) {
+        Ok(Some(RegValue::Sz(text))) if text.len() <= 4096 => serde_json::from_str(&text).ok(),
+        _ => None,
+    }
+}
