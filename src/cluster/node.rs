@@ -66,6 +66,37 @@ pub fn annotate(
 }
 
 /// A JSON merge patch of the node: what it names changes, the rest stays.
+/// Sets one condition of the node's status (a strategic merge patch of `nodes/status`: the
+/// API merges `status.conditions` by `type`, k8s.io/api core/v1 `NodeStatus.Conditions`
+/// `patchStrategy:"merge" patchMergeKey:"type"`, so kubelet's conditions stay).
+pub fn set_condition(
+    c: &Cluster,
+    node: &str,
+    condition: &serde_json::Value,
+) -> Result<(), ClusterError> {
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let body = serde_json::json!({ "status": { "conditions": [condition] } });
+    c.call(
+        "patch",
+        "nodes/status",
+        nodes.patch_status(node, &PatchParams::default(), &Patch::Strategic(body)),
+    )?;
+    Ok(())
+}
+
+/// The node's condition of `type`, as the API server has it.
+pub fn condition(
+    c: &Cluster,
+    node: &str,
+    kind: &str,
+) -> Result<Option<k8s_openapi::api::core::v1::NodeCondition>, ClusterError> {
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let n = c.call("get", "nodes", nodes.get(node))?;
+    Ok(n.status
+        .and_then(|s| s.conditions)
+        .and_then(|cs| cs.into_iter().find(|x| x.type_ == kind)))
+}
+
 pub fn patch(c: &Cluster, node: &str, patch: &serde_json::Value) -> Result<(), ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
     c.call(

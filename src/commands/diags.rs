@@ -219,7 +219,7 @@ fn commands(args: &DiagsArgs, ctx: &mut Context, b: &mut Bundle) {
             &StatusArgs {
                 offline,
                 verify: false,
-                grace: crate::plan::endpoints::DEFAULT_GRACE,
+                grace: crate::installed::endpoints::DEFAULT_GRACE,
             },
             c,
         )

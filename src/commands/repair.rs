@@ -12,9 +12,9 @@ use crate::context::Context;
 use crate::duration::now;
 use crate::error::UsageError;
 use crate::host::Host;
+use crate::installed::endpoints::{self, Judged};
 use crate::installed::record;
 use crate::layout::{CALICO_NETWORK, join};
-use crate::plan::endpoints::{self, Judged};
 use crate::plan::repair;
 use anyhow::Context as _;
 use serde_json::json;
@@ -132,7 +132,7 @@ fn finished(ctx: &mut Context, steps: usize, left: &[Judged]) -> anyhow::Result<
                     "after the repair, HNS endpoint {} ({}) is still {}",
                     j.name,
                     j.ip.as_deref().unwrap_or("no address"),
-                    verdict_word(j)
+                    j.verdict.word()
                 )
             })
             .collect(),
@@ -188,13 +188,6 @@ fn wait_healthy(
         std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
         pause = (pause * 2).min(Duration::from_secs(5));
     }
-}
-
-fn verdict_word(j: &Judged) -> String {
-    serde_json::to_value(j.verdict)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
 }
 
 fn drain_options(args: &RepairArgs) -> DrainOptions {

@@ -9,13 +9,13 @@ use crate::context::Context;
 use crate::duration::{now, time_text};
 use crate::host::select::Intent;
 use crate::host::{HnsNetwork, Host, ServiceState};
+use crate::installed::endpoints;
 use crate::installed::file_stat::FileStats;
 use crate::installed::record;
 use crate::installed::record::InstallRecord;
 use crate::layout::CALICO_NETWORK;
 use crate::layout::EXTERNAL_NETWORK;
 use crate::plan::drift;
-use crate::plan::endpoints;
 use anyhow::Context as _;
 use serde_json::json;
 
@@ -451,10 +451,7 @@ fn endpoints(
             j.name,
             j.ip.as_deref().unwrap_or("no address"),
             j.network,
-            serde_json::to_value(j.verdict)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
+            j.verdict.word(),
             j.why.as_deref().unwrap_or_default()
         ));
     }

@@ -4,7 +4,6 @@
 
 pub mod desired;
 pub mod drift;
-pub mod endpoints;
 pub mod install;
 pub mod reconfigure;
 pub mod repair;

@@ -6,9 +6,9 @@
 //! pod, which a rerun finds stale and deletes; killed after the deletions, it leaves a journal,
 //! and the rerun restarts the services it owed.
 
-use super::endpoints::Judged;
 use crate::apply::Action;
 use crate::cluster::drain::DrainOptions;
+use crate::installed::endpoints::Judged;
 use crate::layout::Role;
 
 /// What the plan is made from.
@@ -77,7 +77,7 @@ pub fn plan(i: &Inputs) -> Result<Vec<Action>, Unmanaged> {
 mod tests {
     use super::*;
     use crate::cluster::drain::PodRef;
-    use crate::plan::endpoints::Verdict;
+    use crate::installed::endpoints::Verdict;
     use std::time::Duration;
 
     fn judged(id: &str, verdict: Verdict, owner: Option<(&str, bool)>) -> Judged {

@@ -14,6 +14,7 @@
 mod agent;
 mod child;
 pub mod cni;
+pub mod condition;
 pub mod hns_watch;
 mod kube_proxy;
 mod log;

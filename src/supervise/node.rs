@@ -66,7 +66,8 @@ pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> 
 }
 
 /// Runs calico-node startup whenever kubelet's process changes (node-service.ps1's loop),
-/// and renews calico-node's token when it is due.
+/// renews calico-node's token when it is due, answers an HNS restart (`hns_watch`) and keeps
+/// the node's condition in the cluster (`condition`).
 fn watch_kubelet(
     host: &dyn Host,
     s: &Settings,
@@ -79,6 +80,7 @@ fn watch_kubelet(
     let mut last: Option<u32> = None;
     let mut said_waiting = false;
     let mut hns = super::hns_watch::HnsWatch::default();
+    let mut condition = super::condition::Reporter::prepare(env);
     loop {
         hns.check(host, s, log);
         match host.process_pid("kubelet.exe") {
@@ -103,6 +105,11 @@ fn watch_kubelet(
         if let Some(r) = renewal.as_deref_mut() {
             r.keep(host, log);
             wait = wait.min(r.due_in());
+        }
+        // The condition once kubelet runs (its node exists and calico-node startup ran).
+        if let Some(c) = condition.as_mut().filter(|_| last.is_some()) {
+            c.keep(host, log);
+            wait = wait.min(c.due_in());
         }
         if stop.wait(wait) {
             return Err(SuperviseError::Stopped);

@@ -236,3 +236,65 @@ fn repair_killed_from_outside_at_every_call_is_finished_by_a_rerun() {
         );
     }
 }
+
+/// The node's `CalicoWindowsReady` condition, when CalicoNode has set one.
+fn calico_condition(node: &Node) -> Option<Value> {
+    let n = node.api().get("/api/v1/nodes/win-1").expect("node");
+    n["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "CalicoWindowsReady")
+        .cloned()
+}
+
+/// CalicoNode, as calico-node (its own token, Calico's ClusterRole: list pods, patch
+/// nodes/status), sets the condition with the reasons, beside kubelet's Ready; after a repair
+/// it sets it True.
+#[cfg(unix)]
+#[test]
+fn calico_node_sets_the_node_condition_with_the_reasons_and_true_once_repaired() {
+    let node = broken();
+    let wait_for = |want: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            if let Some(c) = calico_condition(&node).filter(|c| c["status"] == want) {
+                return c;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no condition {want}: {:?}",
+                calico_condition(&node)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    let child = crate::support::console_node(&node.sim());
+    let c = wait_for("False");
+    let log = crate::support::stop_console(child);
+    let message = c["message"].as_str().unwrap_or_default();
+    for needle in [
+        "web1_Calico (10.244.1.7) is stuck",
+        "gone_Calico (10.244.1.50) is stale",
+        "remote_gone (10.244.9.9) is remote-stale",
+    ] {
+        assert!(message.contains(needle), "{needle}: {c} {log}");
+    }
+    assert_eq!(c["reason"], "CalicoDegraded");
+    assert!(c["lastTransitionTime"].is_string(), "{c}");
+    let n = node.api().get("/api/v1/nodes/win-1").expect("node");
+    assert!(
+        n["status"]["conditions"]
+            .as_array()
+            .expect("conditions")
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True"),
+        "kubelet's Ready condition was lost: {n}"
+    );
+
+    let (code, _, err) = node.run(&["repair"]);
+    assert_eq!(code, 0, "{err}");
+    let child = crate::support::console_node(&node.sim());
+    let c = wait_for("True");
+    crate::support::stop_console(child);
+    assert_eq!(c["reason"], "CalicoHealthy", "{c}");
+}

@@ -366,10 +366,11 @@ impl FakeApi {
         self.calico_node_rbac();
     }
 
-    /// calico-node's ClusterRole and its binding, as Calico installs them: the first two rules
-    /// of ClusterRole `calico-node` in Calico v3.30.2's `manifests/calico.yaml` (tokens for the
-    /// CNI plugin's service account; get pods, nodes and namespaces), which are all any test
-    /// uses calico-node's own token for.
+    /// calico-node's ClusterRole and its binding, as Calico installs them: the rules of
+    /// ClusterRole `calico-node` in Calico v3.31.7's `manifests/calico.yaml` that any test uses
+    /// calico-node's own token for: tokens for the CNI plugin's service account; get pods,
+    /// nodes and namespaces; patch and update `nodes/status`; list and watch pods, namespaces
+    /// and service accounts.
     pub fn calico_node_rbac(&self) {
         let rbac = "/apis/rbac.authorization.k8s.io/v1";
         let mut role = meta(
@@ -382,6 +383,9 @@ impl FakeApi {
             {"apiGroups": [""], "resources": ["serviceaccounts/token"],
                 "resourceNames": ["calico-cni-plugin"], "verbs": ["create"]},
             {"apiGroups": [""], "resources": ["pods", "nodes", "namespaces"], "verbs": ["get"]},
+            {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch", "update"]},
+            {"apiGroups": [""], "resources": ["pods", "namespaces", "serviceaccounts"],
+                "verbs": ["list", "watch"]},
         ]);
         self.put(&format!("{rbac}/clusterroles/calico-node"), role);
         let mut binding = meta(

@@ -333,6 +333,9 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
             evict(&mut st, &target, body)
         }
         ("PATCH", true, None) => patch(&mut st, &target, &body),
+        ("PATCH", true, Some("status")) if target.resource.plural == "nodes" => {
+            patch_node_status(&mut st, &target, &content_type, &body)
+        }
         ("PUT", true, None) => replace(&mut st, &target, body),
         ("DELETE", true, None) => delete(&mut st, &target),
         _ => status(
@@ -629,6 +632,37 @@ fn patch(st: &mut State, t: &Target, body: &Value) -> Reply {
         return not_found(t);
     };
     merge_patch(object, body);
+    bump(object);
+    let object = object.clone();
+    respond(StatusCode::OK, &object)
+}
+
+/// A patch of a node's status. A strategic merge patch merges `status.conditions` by `type`
+/// (k8s.io/api core/v1 `NodeStatus.Conditions`: `patchStrategy:"merge" patchMergeKey:"type"`),
+/// so a condition set by one writer leaves kubelet's; a JSON merge patch replaces the list
+/// (RFC 7386), as kube-apiserver does.
+fn patch_node_status(st: &mut State, t: &Target, content_type: &str, body: &Value) -> Reply {
+    let Some(object) = t.object_path().and_then(|p| st.objects.get_mut(&p)) else {
+        return not_found(t);
+    };
+    let mut body = body.clone();
+    if content_type.contains("strategic-merge-patch")
+        && let Some(new) = body["status"]["conditions"].as_array().cloned()
+    {
+        let mut merged: Vec<Value> = object["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for c in new {
+            match merged.iter_mut().find(|m| m["type"] == c["type"]) {
+                Some(m) => merge_patch(m, &c),
+                None => merged.push(c),
+            }
+        }
+        body["status"]["conditions"] = Value::Array(merged);
+    }
+    // Only the status: anything else in the patch is ignored, as the subresource does.
+    merge_patch(&mut object["status"], &body["status"]);
     bump(object);
     let object = object.clone();
     respond(StatusCode::OK, &object)

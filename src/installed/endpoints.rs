@@ -50,6 +50,19 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The verdict's word, as JSON has it (`remote-stale`).
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Attaching => "attaching",
+            Self::Unclaimed => "unclaimed",
+            Self::Unchecked => "unchecked",
+            Self::Stuck => "stuck",
+            Self::Stale => "stale",
+            Self::RemoteStale => "remote-stale",
+        }
+    }
+
     /// Whether this verdict is a fault that `repair` removes.
     pub fn is_fault(self) -> bool {
         matches!(self, Self::Stuck | Self::Stale | Self::RemoteStale)

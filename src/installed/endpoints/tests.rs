@@ -157,5 +157,17 @@ fn a_stuck_endpoint_names_its_pod_and_whether_a_controller_recreates_it() {
     assert!(j.why.as_deref().is_some_and(|w| w.contains("5m")), "{j:?}");
     let doc = serde_json::to_value(j).expect("json");
     assert_eq!(doc["verdict"], "stuck");
+    // The word JSON has is the word the messages use.
+    for v in [
+        Verdict::Ok,
+        Verdict::Attaching,
+        Verdict::Unclaimed,
+        Verdict::Unchecked,
+        Verdict::Stuck,
+        Verdict::Stale,
+        Verdict::RemoteStale,
+    ] {
+        assert_eq!(serde_json::to_value(v).expect("json"), v.word());
+    }
     assert!(doc.get("owner").is_none(), "{doc}");
 }

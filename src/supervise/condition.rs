@@ -1,0 +1,189 @@
+//! CalicoNode tells the cluster how Calico on this node is: a Node condition,
+//! `CalicoWindowsReady`, True when nothing below is wrong and False with the reasons, set
+//! whenever that changes. It is set with calico-node's own credential: Calico's ClusterRole
+//! `calico-node` may patch `nodes/status` and list pods (projectcalico/calico v3.31.7
+//! `manifests/calico.yaml`, ClusterRole calico-node: "Needed for clearing NodeNetworkUnavailable
+//! flag"; "Used by Calico for policy information"). `fleet status` reads it for every node.
+//!
+//! What counts: CalicoFelix not running, the Calico HNS network missing, HNS endpoints at
+//! fault (`installed::endpoints`, with the default grace period), and a service the HNS
+//! restart watchdog could not restart.
+
+use super::log::Log;
+use crate::cluster::Cluster;
+use crate::host::{Host, ServiceState};
+use crate::installed::endpoints;
+use crate::layout::{CALICO_NETWORK, Role};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// The condition's type.
+pub const CONDITION: &str = "CalicoWindowsReady";
+
+/// How often CalicoNode looks again.
+pub const EVERY: Duration = Duration::from_secs(60);
+
+/// At most this many reasons are named in the condition's message.
+const MAX_REASONS: usize = 10;
+
+/// CalicoNode's reporter: its credential and what it last set.
+pub struct Reporter {
+    kubeconfig: String,
+    node: String,
+    env: BTreeMap<String, String>,
+    last: Option<Vec<String>>,
+    next: Instant,
+}
+
+impl Reporter {
+    /// The reporter of node `NODENAME` with calico-node's kubeconfig (`KUBECONFIG`), when the
+    /// datastore is Kubernetes.
+    pub fn prepare(env: &BTreeMap<String, String>) -> Option<Self> {
+        if env.get("CALICO_DATASTORE_TYPE").map(String::as_str) != Some("kubernetes") {
+            return None;
+        }
+        Some(Self {
+            kubeconfig: env.get("KUBECONFIG").filter(|k| !k.is_empty())?.clone(),
+            node: env.get("NODENAME").filter(|n| !n.is_empty())?.clone(),
+            env: env.clone(),
+            last: None,
+            next: Instant::now(),
+        })
+    }
+
+    /// How long until it looks again.
+    pub fn due_in(&self) -> Duration {
+        self.next.saturating_duration_since(Instant::now())
+    }
+
+    /// When due: the reasons computed, and the condition set when they changed.
+    pub fn keep(&mut self, host: &dyn Host, log: &Log) {
+        if self.due_in() > Duration::ZERO {
+            return;
+        }
+        self.next = Instant::now() + EVERY;
+        let cluster = match self.connect(host) {
+            Ok(c) => c,
+            Err(e) => {
+                log.warn(&format!(
+                    "the node's condition {CONDITION} is not set: {e:#}"
+                ));
+                return;
+            }
+        };
+        let reasons = reasons(host, Some(&cluster), &self.node);
+        if self.last.as_ref() == Some(&reasons) {
+            return;
+        }
+        let ready = reasons.is_empty();
+        let changed_state = self.last.as_ref().is_none_or(|l| l.is_empty() != ready);
+        match crate::cluster::node::set_condition(
+            &cluster,
+            &self.node,
+            &condition(ready, &reasons, changed_state),
+        ) {
+            Ok(()) => {
+                log.info(&format!(
+                    "node {} condition {CONDITION}: {}",
+                    self.node,
+                    if ready {
+                        "True".to_owned()
+                    } else {
+                        format!("False ({})", reasons.join("; "))
+                    }
+                ));
+                self.last = Some(reasons);
+            }
+            Err(e) => log.warn(&format!("cannot set the node's condition {CONDITION}: {e}")),
+        }
+    }
+
+    fn connect(&self, host: &dyn Host) -> anyhow::Result<Cluster> {
+        let text = host
+            .read_file(&self.kubeconfig)?
+            .ok_or_else(|| anyhow::anyhow!("{} is missing", self.kubeconfig))?;
+        let text = String::from_utf8_lossy(&text);
+        let token = crate::cluster::credentials::node_token(host, &self.kubeconfig)?
+            .ok_or_else(|| anyhow::anyhow!("calico-node's token file is missing or empty"))?;
+        Ok(Cluster::connect_as_node(
+            &self.kubeconfig,
+            &text,
+            &token,
+            &self.env,
+        )?)
+    }
+}
+
+/// The condition, as the API server keeps one: the transition time only when the status
+/// changed.
+fn condition(ready: bool, reasons: &[String], changed_state: bool) -> serde_json::Value {
+    let now = crate::duration::time_text(crate::duration::now());
+    let mut shown: Vec<String> = reasons.iter().take(MAX_REASONS).cloned().collect();
+    if reasons.len() > MAX_REASONS {
+        shown.push(format!("and {} more", reasons.len() - MAX_REASONS));
+    }
+    let mut c = serde_json::json!({
+        "type": CONDITION,
+        "status": if ready { "True" } else { "False" },
+        "reason": if ready { "CalicoHealthy" } else { "CalicoDegraded" },
+        "message": if ready {
+            "Calico for Windows is healthy (calicoctl-win)".to_owned()
+        } else {
+            shown.join("; ")
+        },
+        "lastHeartbeatTime": now,
+    });
+    if changed_state {
+        c["lastTransitionTime"] = serde_json::json!(now);
+    }
+    c
+}
+
+/// What is wrong with Calico on this node, as CalicoNode sees it; empty when nothing is.
+pub fn reasons(host: &dyn Host, cluster: Option<&Cluster>, node: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let felix = Role::Felix.service_name();
+    match host.service_query(felix) {
+        Ok(Some(svc)) if svc.state != ServiceState::Running => {
+            out.push(format!("{felix} is {:?}", svc.state));
+        }
+        Err(e) => out.push(format!("{felix} cannot be read: {e}")),
+        _ => {}
+    }
+    let calico = match host.hns_networks() {
+        Ok(nets) => nets.into_iter().find(|n| n.name == CALICO_NETWORK),
+        Err(e) => {
+            out.push(format!("the HNS networks cannot be read: {e}"));
+            return out;
+        }
+    };
+    let Some(calico) = calico else {
+        out.push(format!("the HNS network {CALICO_NETWORK} does not exist"));
+        return out;
+    };
+    match host.hns_endpoints(&calico.id) {
+        Ok(list) => {
+            let lists = [(calico.name.clone(), list)];
+            match endpoints::survey(&lists, cluster, node, endpoints::DEFAULT_GRACE) {
+                Ok(judged) => out.extend(judged.iter().filter(|j| j.verdict.is_fault()).map(|j| {
+                    format!(
+                        "HNS endpoint {} ({}) is {}",
+                        j.name,
+                        j.ip.as_deref().unwrap_or("no address"),
+                        j.verdict.word()
+                    )
+                })),
+                Err(e) => out.push(format!("the pods cannot be read: {e}")),
+            }
+        }
+        Err(e) => out.push(format!("the HNS endpoints cannot be read: {e}")),
+    }
+    if let Some(r) = super::hns_watch::last(host) {
+        out.extend(
+            r.failed
+                .iter()
+                .map(|f| format!("after an HNS restart CalicoNode could not restart {f}")),
+        );
+    }
+    out
+}
