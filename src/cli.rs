@@ -339,7 +339,20 @@ The manifests go to standard output as YAML for 'kubectl apply -f -' (-o json: o
 'manifests'), or to --out-file. Changes nothing on this machine or in the cluster."
     )]
     Rbac(FleetRbacArgs),
+    /// Show every Windows node: calicoctl-win and Calico versions, config hash, Calico's condition
+    #[command(
+        long_about = "Reads every node labelled kubernetes.io/os=windows and prints, one line each: the \
+calicoctl-win version, the Calico release and the config hash install and reconfigure annotate it \
+with, kubelet's Ready, and the CalicoWindowsReady condition CalicoNode sets (its reasons when False); \
+then which nodes differ from the fleet's config (the hash most nodes have). Needs a kubeconfig that \
+may list nodes (an admin's or a reader's). Changes nothing. Exit 0 when every node is ready, Calico \
+is ready on it and it has the fleet's config; 1 otherwise, with each reason."
+    )]
+    Status(FleetStatusArgs),
 }
+
+#[derive(Debug, Args)]
+pub struct FleetStatusArgs {}
 
 /// The datastores `fleet rbac` writes roles for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

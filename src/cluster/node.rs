@@ -97,6 +97,15 @@ pub fn condition(
         .and_then(|cs| cs.into_iter().find(|x| x.type_ == kind)))
 }
 
+/// The Windows nodes (label `kubernetes.io/os=windows`, which kubelet sets), sorted by name.
+pub fn windows_nodes(c: &Cluster) -> Result<Vec<Node>, ClusterError> {
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let lp = kube::api::ListParams::default().labels("kubernetes.io/os=windows");
+    let mut list = c.call("list", "nodes", nodes.list(&lp))?.items;
+    list.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    Ok(list)
+}
+
 pub fn patch(c: &Cluster, node: &str, patch: &serde_json::Value) -> Result<(), ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
     c.call(

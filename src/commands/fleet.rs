@@ -265,3 +265,148 @@ fn node_selector(flags: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
         })
         .collect()
 }
+
+/// One Windows node as `fleet status` shows it.
+#[derive(Debug, serde::Serialize)]
+struct NodeRow {
+    name: String,
+    calicoctl_win: Option<String>,
+    calico: Option<String>,
+    config_hash: Option<String>,
+    /// kubelet's Ready condition.
+    ready: Option<String>,
+    /// CalicoNode's `CalicoWindowsReady`: True, False, or none yet.
+    calico_ready: Option<String>,
+    reasons: Option<String>,
+}
+
+fn node_row(n: &k8s_openapi::api::core::v1::Node) -> NodeRow {
+    use crate::cluster::node::{
+        ANNOTATION_CALICO_VERSION, ANNOTATION_CONFIG_HASH, ANNOTATION_TOOL_VERSION,
+    };
+    let note = |k: &str| {
+        n.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(k).cloned())
+    };
+    let conditions = n.status.as_ref().and_then(|s| s.conditions.as_ref());
+    let condition = |kind: &str| conditions.and_then(|cs| cs.iter().find(|c| c.type_ == kind));
+    let calico = condition(crate::supervise::condition::CONDITION);
+    NodeRow {
+        name: n.metadata.name.clone().unwrap_or_default(),
+        calicoctl_win: note(ANNOTATION_TOOL_VERSION),
+        calico: note(ANNOTATION_CALICO_VERSION),
+        config_hash: note(ANNOTATION_CONFIG_HASH),
+        ready: condition("Ready").map(|c| c.status.clone()),
+        calico_ready: calico.map(|c| c.status.clone()),
+        reasons: calico
+            .filter(|c| c.status != "True")
+            .and_then(|c| c.message.clone()),
+    }
+}
+
+/// `fleet status`: every Windows node's versions, config hash and Calico's condition, and the
+/// nodes that differ from the fleet's config; exit 1 with the reasons when any node is not as
+/// it should be.
+pub fn status(_args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let c = ctx.require_cluster()?;
+    let rows: Vec<NodeRow> = crate::cluster::node::windows_nodes(&c)?
+        .iter()
+        .map(node_row)
+        .collect();
+    let fleet_hash = most_common(rows.iter().filter_map(|r| r.config_hash.as_deref()));
+    let mut problems = Vec::new();
+    for r in &rows {
+        problems.extend(row_problems(r, fleet_hash.as_deref()));
+    }
+    let dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    ctx.printer.text(&format!(
+        "{:<24} {:<14} {:<10} {:<16} {:<6} {:<7} REASONS",
+        "NODE", "CALICOCTL-WIN", "CALICO", "CONFIG", "READY", "CALICO"
+    ));
+    for r in &rows {
+        let hash = r.config_hash.as_deref().map_or("-".to_owned(), short_hash);
+        ctx.printer.text(&format!(
+            "{:<24} {:<14} {:<10} {:<16} {:<6} {:<7} {}",
+            r.name,
+            dash(&r.calicoctl_win),
+            dash(&r.calico),
+            hash,
+            dash(&r.ready),
+            dash(&r.calico_ready),
+            r.reasons.as_deref().unwrap_or("")
+        ));
+    }
+    ctx.printer.text(&format!(
+        "{} Windows node(s); the fleet's config: {}",
+        rows.len(),
+        fleet_hash.as_deref().unwrap_or("none recorded")
+    ));
+    let healthy = problems.is_empty();
+    ctx.printer.json(&serde_json::json!({
+        "nodes": rows,
+        "config_hash": fleet_hash,
+        "healthy": healthy,
+        "problems": problems,
+    }));
+    if healthy {
+        return Ok(());
+    }
+    for p in &problems {
+        ctx.printer.text(&format!("  - {p}"));
+    }
+    Err(super::status::Degraded(problems).into())
+}
+
+/// What is not as it should be on one node.
+fn row_problems(r: &NodeRow, fleet_hash: Option<&str>) -> Vec<String> {
+    let mut out = Vec::new();
+    if r.ready.as_deref() != Some("True") {
+        out.push(format!("node {} is not Ready", r.name));
+    }
+    match r.calico_ready.as_deref() {
+        Some("True") => {}
+        Some(_) => out.push(format!(
+            "Calico on node {} is degraded: {}",
+            r.name,
+            r.reasons.as_deref().unwrap_or("no reason given")
+        )),
+        None => out.push(format!(
+            "node {} has no CalicoWindowsReady condition (no CalicoNode of this calicoctl-win runs there)",
+            r.name
+        )),
+    }
+    if r.config_hash.as_deref() != fleet_hash {
+        out.push(format!(
+            "node {} has {} config, not the fleet's",
+            r.name,
+            r.config_hash
+                .as_deref()
+                .map_or("no recorded".to_owned(), |h| format!(
+                    "another ({})",
+                    short_hash(h)
+                ))
+        ));
+    }
+    out
+}
+
+/// The value most items have (the first of equals in sort order), if any.
+fn most_common<'a>(items: impl Iterator<Item = &'a str>) -> Option<String> {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for i in items {
+        *counts.entry(i).or_default() += 1;
+    }
+    let best = counts.values().copied().max()?;
+    counts
+        .into_iter()
+        .find(|(_, n)| *n == best)
+        .map(|(k, _)| k.to_owned())
+}
+
+/// `sha256:` and the first 8 hex digits.
+fn short_hash(h: &str) -> String {
+    let hex = h.strip_prefix("sha256:").unwrap_or(h);
+    format!("sha256:{}", hex.get(..8).unwrap_or(hex))
+}

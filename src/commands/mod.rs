@@ -49,6 +49,7 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
         Command::Diags(args) => diags::run(args, ctx),
         Command::Fleet(FleetCommand::Plan(args)) => fleet::plan(args, ctx),
         Command::Fleet(FleetCommand::Rbac(args)) => fleet::rbac(args, ctx),
+        Command::Fleet(FleetCommand::Status(args)) => fleet::status(args, ctx),
         Command::Lint(LintCommand::Policies(args)) => lint::policies(args, ctx),
     }
     .map_err(failure)
@@ -97,6 +98,10 @@ fn refuse_unread_settings(command: &Command, ctx: &Context) -> anyhow::Result<()
         Command::Config(ConfigCommand::ImportPs1(_)) => (
             "config import-ps1",
             "it converts the config.ps1 it is given; set the value in the YAML it writes",
+        ),
+        Command::Fleet(FleetCommand::Status(_)) => (
+            "fleet status",
+            "it reads each node's annotations and condition from the cluster",
         ),
         _ => return Ok(()),
     };

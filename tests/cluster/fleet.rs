@@ -1041,3 +1041,87 @@ fn fleet_rbac_for_calico_in_kube_system_writes_each_object_once() {
         }
     }
 }
+
+/// A Windows node as install annotates it and CalicoNode sets its condition.
+fn annotated(api: &FakeApi, name: &str, hash: &str, calico: Option<(&str, &str)>) {
+    let mut node = json!({"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "uid": format!("uid-{name}"),
+            "labels": {"kubernetes.io/os": "windows"},
+            "annotations": {"calicoctl-win/version": "0.1.0",
+                "calicoctl-win/calico-version": "3.30.2", "calicoctl-win/config-hash": hash}},
+        "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+    if let Some((status, message)) = calico {
+        node["status"]["conditions"]
+            .as_array_mut()
+            .expect("conditions")
+            .push(
+                json!({"type": "CalicoWindowsReady", "status": status, "message": message,
+                "reason": if status == "True" { "CalicoHealthy" } else { "CalicoDegraded" }}),
+            );
+    }
+    api.put(&format!("/api/v1/nodes/{name}"), node);
+}
+
+#[test]
+fn fleet_status_lists_every_windows_node_and_names_those_that_differ() {
+    let api = FakeApi::start();
+    let dir = tempfile::tempdir().expect("tmp");
+    let admin = api.kubeconfig(dir.path(), None);
+    let same = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    annotated(&api, "win-1", same, Some(("True", "healthy")));
+    annotated(
+        &api,
+        "win-2",
+        same,
+        Some(("False", "HNS endpoint x_Calico (10.244.1.7) is stuck")),
+    );
+    annotated(
+        &api,
+        "win-3",
+        "sha256:bbbbbbbbbbbbbbbb",
+        Some(("True", "healthy")),
+    );
+    annotated(&api, "win-4", same, None);
+    api.put(
+        "/api/v1/nodes/linux-1",
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "linux-1",
+            "labels": {"kubernetes.io/os": "linux"}}, "spec": {}}),
+    );
+    let run = || {
+        let out = cmd()
+            .args(["fleet", "status", "-o", "json", "--kubeconfig"])
+            .arg(&admin)
+            .output()
+            .expect("runs");
+        (out.status.code().expect("code"), json(&out.stdout))
+    };
+    let (code, doc) = run();
+    assert_eq!(code, 1, "{doc}");
+    let names: Vec<&str> = doc["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| n["name"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(names, ["win-1", "win-2", "win-3", "win-4"], "{doc}");
+    assert_eq!(doc["config_hash"], same);
+    assert_eq!(doc["nodes"][0]["calico"], "3.30.2");
+    assert_eq!(doc["nodes"][1]["calico_ready"], "False");
+    let problems = doc["problems"].to_string();
+    for needle in [
+        "Calico on node win-2 is degraded: HNS endpoint x_Calico (10.244.1.7) is stuck",
+        "node win-3 has another (sha256:bbbbbbbb) config",
+        "node win-4 has no CalicoWindowsReady condition",
+    ] {
+        assert!(problems.contains(needle), "{needle}: {problems}");
+    }
+    assert!(!problems.contains("win-1"), "{problems}");
+
+    // All alike and healthy: exit 0.
+    annotated(&api, "win-2", same, Some(("True", "healthy")));
+    annotated(&api, "win-3", same, Some(("True", "healthy")));
+    annotated(&api, "win-4", same, Some(("True", "healthy")));
+    let (code, doc) = run();
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["healthy"], true);
+}

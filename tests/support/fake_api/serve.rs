@@ -422,6 +422,32 @@ fn not_found_resource() -> Reply {
     )
 }
 
+/// A list's `labelSelector`, with the equality-based requirements of Kubernetes' label
+/// selectors ("Labels and Selectors": `key=value`, `key==value`, `key!=value`, `key` exists,
+/// `!key` absent; comma means and). Set-based ones (`in`, `notin`) are not used by the tool.
+fn labels_match(labels: &Value, query: &str) -> bool {
+    let Some(selector) = query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == "labelSelector")
+        .map(|(_, v)| percent_decode(v))
+    else {
+        return true;
+    };
+    selector.split(',').filter(|r| !r.is_empty()).all(|r| {
+        let label = |k: &str| labels.get(k.trim()).and_then(Value::as_str);
+        if let Some((k, v)) = r.split_once("!=") {
+            label(k) != Some(v.trim())
+        } else if let Some((k, v)) = r.split_once("==").or_else(|| r.split_once('=')) {
+            label(k) == Some(v.trim())
+        } else if let Some(k) = r.strip_prefix('!') {
+            label(k).is_none()
+        } else {
+            label(r).is_some()
+        }
+    })
+}
+
 fn get(st: &State, t: &Target) -> Reply {
     match t.object_path().and_then(|p| st.objects.get(&p)) {
         Some(o) => respond(StatusCode::OK, o),
@@ -458,6 +484,7 @@ fn list(st: &State, t: &Target, query: &str) -> Reply {
                 got.as_str().unwrap_or_default() == want
             })
         })
+        .filter(|o| labels_match(&o["metadata"]["labels"], query))
         .collect();
     // Paging as kube-apiserver pages a list (apimachinery ListOptions: `limit` caps the items,
     // `continue` is an opaque token from the previous page's metadata.continue, empty on the
