@@ -238,6 +238,7 @@ fn repair_killed_from_outside_at_every_call_is_finished_by_a_rerun() {
 }
 
 /// The node's `CalicoWindowsReady` condition, when CalicoNode has set one.
+#[cfg(unix)]
 fn calico_condition(node: &Node) -> Option<Value> {
     let n = node.api().get("/api/v1/nodes/win-1").expect("node");
     n["status"]["conditions"]
