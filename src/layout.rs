@@ -37,6 +37,15 @@ pub const CALICO_VALUES: [&str; 8] = [
     INSTALL_ROOT_VALUE,
 ];
 
+// Felix's health endpoint.
+
+/// The port Felix serves `/liveness` and `/readiness` on: its default `HealthPort`
+/// (projectcalico/calico v3.31.7 felix/config/config_params.go), which calico-node's own probe
+/// assumes too (node/pkg/health/health.go).
+pub const FELIX_HEALTH_PORT: u16 = 9099;
+/// Where Felix serves it: the loopback only.
+pub const FELIX_HEALTH_HOST: &str = "127.0.0.1";
+
 // The Application event log source.
 
 /// The Application event log source the service bodies write under; install registers it

@@ -53,6 +53,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     metadata_route(h, &rec, &mut r)?;
     let (networks, endpoints, hns_restart) = hns(h, &rec, &cluster, &node_name, args, &mut r)?;
     let files = file_drift(h, config, &rec, &root, args.verify, &mut r)?;
+    let felix = felix_health(h, &root, &mut r)?;
     let vni = vni(config, &networks, &cluster, &mut r);
     let node = node(&cluster, &node_name, &mut r)?;
     let ipam = ipam(&cluster, config, &node_name, &mut r)?;
@@ -79,6 +80,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
         "networks": networks,
         "endpoints": endpoints,
         "hns_restart": hns_restart,
+        "felix_health": felix,
         "vni": vni,
         "drift": files,
         "node": node,
@@ -337,6 +339,20 @@ fn kube_proxy(host: &dyn Host, config: &Config, r: &mut Report) -> serde_json::V
 
 /// Calico's HNS networks, with the pods' endpoints on each (how many a network recreation
 /// would cut off).
+/// Felix's own health (`installed::felix_health`): a line, and a problem when it is not live
+/// or not ready, or silent past its start-up.
+fn felix_health(
+    h: &dyn Host,
+    root: &str,
+    r: &mut Report,
+) -> anyhow::Result<crate::installed::felix_health::FelixHealth> {
+    let health =
+        crate::installed::felix_health::read(h, root).context("cannot ask Felix for its health")?;
+    r.text.push(health.describe());
+    r.problems.extend(health.problem(now()));
+    Ok(health)
+}
+
 /// Drift of the files: installed ones changed or missing, rendered ones the config now renders
 /// otherwise.
 fn file_drift(

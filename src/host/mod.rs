@@ -8,6 +8,7 @@
 pub mod acl;
 pub mod boot;
 pub mod hns;
+pub mod http_probe;
 pub mod lock;
 pub mod process;
 pub mod runtime;
@@ -636,6 +637,14 @@ pub trait Network {
     fn routes(&self) -> HostResult<Vec<Route>>;
     /// Adds a route; an identical existing route is refused with `Exists`.
     fn add_route(&self, route: &Route) -> HostResult<()>;
+    /// `GET path` from a server on the host's loopback (`127.0.0.1:port`), within `timeout`:
+    /// its answer, or `None` when nothing listens (Felix's health endpoint).
+    fn local_http_get(
+        &self,
+        port: u16,
+        path: &str,
+        timeout: Duration,
+    ) -> HostResult<Option<http_probe::Answer>>;
 }
 
 /// Facts about the operating system.

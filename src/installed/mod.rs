@@ -6,6 +6,7 @@
 
 pub mod endpoints;
 pub mod failure;
+pub mod felix_health;
 pub mod file_stat;
 pub mod platform;
 pub mod record;

@@ -113,6 +113,16 @@ pub fn environment(c: &Config, role: Role) -> BTreeMap<String, String> {
             env.insert("FELIX_FELIXHOSTNAME".into(), c.node.name.to_string());
             env.insert("FELIX_METADATAADDR".into(), "none".into());
             env.insert("FELIX_VXLANVNI".into(), c.vxlan.vni.to_string());
+            // Felix's health endpoint on the loopback, which status and CalicoNode ask.
+            env.insert("FELIX_HEALTHENABLED".into(), "true".into());
+            env.insert(
+                "FELIX_HEALTHHOST".into(),
+                crate::layout::FELIX_HEALTH_HOST.into(),
+            );
+            env.insert(
+                "FELIX_HEALTHPORT".into(),
+                crate::layout::FELIX_HEALTH_PORT.to_string(),
+            );
             &c.extra_env.felix
         }
         Role::Confd => &c.extra_env.confd,

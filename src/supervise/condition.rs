@@ -5,7 +5,8 @@
 //! `manifests/calico.yaml`, ClusterRole calico-node: "Needed for clearing NodeNetworkUnavailable
 //! flag"; "Used by Calico for policy information"). `fleet status` reads it for every node.
 //!
-//! What counts: CalicoFelix not running, the Calico HNS network missing, HNS endpoints at
+//! What counts: CalicoFelix not running or not live or ready (its health endpoint), the Calico
+//! HNS network missing, HNS endpoints at
 //! fault (`installed::endpoints`, with the default grace period), and a service the HNS
 //! restart watchdog could not restart.
 
@@ -28,6 +29,7 @@ const MAX_REASONS: usize = 10;
 
 /// CalicoNode's reporter: its credential and what it last set.
 pub struct Reporter {
+    root: String,
     kubeconfig: String,
     node: String,
     env: BTreeMap<String, String>,
@@ -38,11 +40,12 @@ pub struct Reporter {
 impl Reporter {
     /// The reporter of node `NODENAME` with calico-node's kubeconfig (`KUBECONFIG`), when the
     /// datastore is Kubernetes.
-    pub fn prepare(env: &BTreeMap<String, String>) -> Option<Self> {
+    pub fn prepare(env: &BTreeMap<String, String>, root: &str) -> Option<Self> {
         if env.get("CALICO_DATASTORE_TYPE").map(String::as_str) != Some("kubernetes") {
             return None;
         }
         Some(Self {
+            root: root.to_owned(),
             kubeconfig: env.get("KUBECONFIG").filter(|k| !k.is_empty())?.clone(),
             node: env.get("NODENAME").filter(|n| !n.is_empty())?.clone(),
             env: env.clone(),
@@ -71,7 +74,7 @@ impl Reporter {
                 return;
             }
         };
-        let reasons = reasons(host, Some(&cluster), &self.node);
+        let reasons = reasons(host, Some(&cluster), &self.node, &self.root);
         if self.last.as_ref() == Some(&reasons) {
             return;
         }
@@ -140,7 +143,7 @@ fn condition(ready: bool, reasons: &[String], changed_state: bool) -> serde_json
 }
 
 /// What is wrong with Calico on this node, as CalicoNode sees it; empty when nothing is.
-pub fn reasons(host: &dyn Host, cluster: Option<&Cluster>, node: &str) -> Vec<String> {
+pub fn reasons(host: &dyn Host, cluster: Option<&Cluster>, node: &str, root: &str) -> Vec<String> {
     let mut out = Vec::new();
     let felix = Role::Felix.service_name();
     match host.service_query(felix) {
@@ -149,6 +152,10 @@ pub fn reasons(host: &dyn Host, cluster: Option<&Cluster>, node: &str) -> Vec<St
         }
         Err(e) => out.push(format!("{felix} cannot be read: {e}")),
         _ => {}
+    }
+    match crate::installed::felix_health::read(host, root) {
+        Ok(h) => out.extend(h.problem(crate::duration::now())),
+        Err(e) => out.push(format!("Felix's health cannot be asked: {e}")),
     }
     let calico = match host.hns_networks() {
         Ok(nets) => nets.into_iter().find(|n| n.name == CALICO_NETWORK),

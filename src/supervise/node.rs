@@ -80,7 +80,7 @@ fn watch_kubelet(
     let mut last: Option<u32> = None;
     let mut said_waiting = false;
     let mut hns = super::hns_watch::HnsWatch::default();
-    let mut condition = super::condition::Reporter::prepare(env);
+    let mut condition = super::condition::Reporter::prepare(env, &s.install_root);
     loop {
         hns.check(host, s, log);
         match host.process_pid("kubelet.exe") {

@@ -11,7 +11,7 @@ mod install_etcd;
 mod packaging;
 mod reconfigure;
 mod releases;
-mod repair;
+mod node_health;
 mod service_run;
 mod token_renewal;
 mod token_trouble;

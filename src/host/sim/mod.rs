@@ -305,6 +305,46 @@ impl Network for SimHost {
             Ok(())
         })
     }
+
+    /// The simulated loopback has one server: Felix's health endpoint (its default port,
+    /// `layout::FELIX_HEALTH_PORT`), while CalicoFelix runs, answering as libcalico-go
+    /// lib/health/health.go does (`/liveness`, `/readiness`: 200 with the reporters' table
+    /// when good, 503 when not); `SimSettings::felix_health` picks the answer.
+    fn local_http_get(
+        &self,
+        port: u16,
+        path: &str,
+        _timeout: std::time::Duration,
+    ) -> HostResult<Option<crate::host::http_probe::Answer>> {
+        use state::SimFelixHealth;
+        let (felix_runs, health) = self.read(|s| {
+            (
+                s.services
+                    .get(
+                        &crate::layout::Role::Felix
+                            .service_name()
+                            .to_ascii_lowercase(),
+                    )
+                    .is_some_and(|f| f.state == crate::host::ServiceState::Running),
+                s.settings.felix_health,
+            )
+        });
+        if port != crate::layout::FELIX_HEALTH_PORT
+            || !felix_runs
+            || health == SimFelixHealth::Silent
+        {
+            return Ok(None);
+        }
+        let answer = |code: u16, body: &str| crate::host::http_probe::Answer {
+            code,
+            body: body.to_owned(),
+        };
+        Ok(Some(match (path, health) {
+            ("/readiness", SimFelixHealth::NotReady) => answer(503, "felix-startup  not ready"),
+            ("/liveness" | "/readiness", _) => answer(200, "felix-startup  live  ready"),
+            _ => answer(404, "404 page not found"),
+        }))
+    }
 }
 
 impl SystemInfo for SimHost {

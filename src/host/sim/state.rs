@@ -97,6 +97,22 @@ pub struct SimSettings {
     pub hns_version: Option<(u32, u32)>,
     #[serde(default)]
     pub firewall_modify_state: crate::host::FirewallModifyState,
+    /// What Felix's health endpoint answers while CalicoFelix runs.
+    #[serde(default)]
+    pub felix_health: SimFelixHealth,
+}
+
+/// How the simulated Felix's health endpoint answers (libcalico-go lib/health/health.go).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SimFelixHealth {
+    /// Live and ready: 200 with the reporters' table.
+    #[default]
+    Ready,
+    /// Live, not ready: `/readiness` answers 503.
+    NotReady,
+    /// Nothing listens (health not enabled, or Felix not serving yet).
+    Silent,
 }
 
 impl SimSettings {

@@ -166,6 +166,14 @@ impl Network for WindowsHost {
     fn add_route(&self, route: &Route) -> HostResult<()> {
         network::add_route(route)
     }
+    fn local_http_get(
+        &self,
+        port: u16,
+        path: &str,
+        timeout: std::time::Duration,
+    ) -> HostResult<Option<crate::host::http_probe::Answer>> {
+        crate::host::http_probe::get(port, path, timeout)
+    }
 }
 
 impl SystemInfo for WindowsHost {

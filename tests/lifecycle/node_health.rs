@@ -299,3 +299,45 @@ fn calico_node_sets_the_node_condition_with_the_reasons_and_true_once_repaired()
     crate::support::stop_console(child);
     assert_eq!(c["reason"], "CalicoHealthy", "{c}");
 }
+
+/// Felix's own health, from its endpoint as calico-node's probe asks it; the simulated host's
+/// loopback answers as Felix's health server does while CalicoFelix runs.
+#[test]
+fn status_asks_felix_for_its_health_and_names_a_felix_that_is_not_ready() {
+    let node = Node::healthy().installed().build();
+    node.api()
+        .set_node_ready("win-1", "True", "kubelet is posting ready status");
+    let env = fs_err::read_to_string(node.c_drive("calicowindows/calico-felix.env")).expect("env");
+    assert!(env.contains("FELIX_HEALTHENABLED=true\n"), "{env}");
+    assert!(env.contains("FELIX_HEALTHPORT=9099\n"), "{env}");
+    let (code, doc, err) = node.run(&["status"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(doc["felix_health"]["live"], true, "{doc}");
+    assert_eq!(doc["felix_health"]["ready"], true, "{doc}");
+
+    node.edit_state(|s| s["settings"]["felix_health"] = json!("not-ready"));
+    let (code, doc, _) = node.run(&["status"]);
+    assert_eq!(code, 1, "{doc}");
+    let problems = crate::support::status_problems(&doc);
+    assert!(
+        problems
+            .iter()
+            .any(|p| p == "Felix is not ready: felix-startup  not ready"),
+        "{problems:?}"
+    );
+
+    // Silent: no problem just after Felix started, one once it has run past its start-up.
+    node.edit_state(|s| s["settings"]["felix_health"] = json!("silent"));
+    let (code, doc, err) = node.run(&["status"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(doc["felix_health"]["live"], Value::Null, "{doc}");
+    node.edit_state(|s| s["services"]["calicofelix"]["since"] = json!(1_000_000));
+    let (code, doc, _) = node.run(&["status"]);
+    assert_eq!(code, 1, "{doc}");
+    assert!(
+        crate::support::status_problems(&doc)
+            .iter()
+            .any(|p| p.contains("does not answer")),
+        "{doc}"
+    );
+}

@@ -1,0 +1,144 @@
+//! A GET to a server on this machine's loopback, for a health endpoint (Felix's): the status
+//! code and a bounded body, or `None` when nothing listens. HTTP/1.0 with `Connection: close`,
+//! so the body ends with the connection; every step has the one timeout, and at most
+//! `MAX_ANSWER` bytes are read.
+
+use super::{HostError, HostResult};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::time::Duration;
+
+/// The most of an answer that is read (status line, headers and body).
+pub const MAX_ANSWER: u64 = 64 * 1024;
+
+/// What a local HTTP server answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub code: u16,
+    /// The body, as text (lossy), trimmed.
+    pub body: String,
+}
+
+impl Answer {
+    /// Success as Calico's own probe takes it: 2xx or 3xx (node/pkg/health/health.go
+    /// `checkFelixHealth`: `resp.StatusCode < 200 || resp.StatusCode >= 400` is a failure).
+    pub fn is_good(&self) -> bool {
+        (200..400).contains(&self.code)
+    }
+}
+
+/// `GET path` from `127.0.0.1:port`; `None` when the connection is refused (nothing listens).
+pub fn get(port: u16, path: &str, timeout: Duration) -> HostResult<Option<Answer>> {
+    let what = format!("GET http://127.0.0.1:{port}{path}");
+    let io = |e: std::io::Error| HostError::io(what.clone(), e);
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut stream = match TcpStream::connect_timeout(&addr, timeout) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Ok(None),
+        Err(e) => return Err(io(e)),
+    };
+    stream.set_read_timeout(Some(timeout)).map_err(io)?;
+    stream.set_write_timeout(Some(timeout)).map_err(io)?;
+    let request =
+        format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).map_err(io)?;
+    let mut raw = Vec::new();
+    stream.take(MAX_ANSWER).read_to_end(&mut raw).map_err(io)?;
+    parse(&raw).map(Some).ok_or_else(|| HostError::Refused {
+        what,
+        reason: "the answer is not HTTP".into(),
+    })
+}
+
+/// The status code and body of an HTTP/1.x answer.
+fn parse(raw: &[u8]) -> Option<Answer> {
+    let text = String::from_utf8_lossy(raw);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.lines().next()?;
+    let mut parts = status.split_whitespace();
+    if !parts.next()?.starts_with("HTTP/1.") {
+        return None;
+    }
+    let code = parts
+        .next()?
+        .parse()
+        .ok()
+        .filter(|c| (100..600).contains(c))?;
+    Some(Answer {
+        code,
+        body: body.trim().to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A loopback server that answers one request with `answer`, as Felix's health server
+    /// does (libcalico-go lib/health/health.go `genResponse`: 200 with the reporters' table,
+    /// 204 when there is no detail, 503 when not live or not ready).
+    fn serve(answer: &'static [u8]) -> u16 {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        std::thread::spawn(move || {
+            if let Ok((mut s, _)) = l.accept() {
+                let mut buf = [0u8; 1024];
+                let _ = s.read(&mut buf);
+                let _ = s.write_all(answer);
+            }
+        });
+        port
+    }
+
+    #[test]
+    fn felixs_answers_are_read_as_calicos_probe_reads_them() {
+        let t = Duration::from_secs(5);
+        let ok = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\ntable\r\n\r\n");
+        let a = get(ok, "/readiness", t).expect("get").expect("answer");
+        assert_eq!(a.code, 200);
+        assert!(a.is_good());
+        let none = serve(b"HTTP/1.1 204 No Content\r\n\r\n");
+        assert!(
+            get(none, "/liveness", t)
+                .expect("get")
+                .expect("answer")
+                .is_good()
+        );
+        let bad = serve(b"HTTP/1.1 503 Service Unavailable\r\n\r\nfelix-startup  not ready");
+        let a = get(bad, "/readiness", t).expect("get").expect("answer");
+        assert!(!a.is_good());
+        assert_eq!(a.body, "felix-startup  not ready");
+        let garbage = serve(b"SSH-2.0-OpenSSH\r\n");
+        assert!(get(garbage, "/readiness", t).is_err());
+    }
+
+    #[test]
+    fn nothing_listening_is_none() {
+        let port = {
+            let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+            l.local_addr().expect("addr").port()
+        };
+        assert_eq!(
+            get(port, "/readiness", Duration::from_secs(2)).expect("get"),
+            None
+        );
+    }
+
+    #[test]
+    fn an_endless_answer_is_cut_at_the_cap() {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        std::thread::spawn(move || {
+            if let Ok((mut s, _)) = l.accept() {
+                let _ = s.write_all(b"HTTP/1.1 200 OK\r\n\r\n");
+                let chunk = vec![b'x'; 8192];
+                while s.write_all(&chunk).is_ok() {}
+            }
+        });
+        let a = get(port, "/readiness", Duration::from_secs(5))
+            .expect("get")
+            .expect("answer");
+        assert!(a.body.len() < MAX_ANSWER as usize, "{}", a.body.len());
+    }
+}

@@ -1,0 +1,161 @@
+//! Felix's own health, asked as calico-node's probe asks it (projectcalico/calico v3.31.7
+//! node/pkg/health/health.go: `GET /liveness` and `/readiness` on Felix's health port, good on
+//! 2xx and 3xx). Felix serves them when its environment enables them (`FELIX_HEALTHENABLED`,
+//! which install renders, on `FELIX_HEALTHPORT`, 9099 unless the config's extra_env says
+//! otherwise); `status` shows the answer and CalicoNode's condition counts it.
+
+use crate::host::{Host, HostResult, ServiceState};
+use crate::layout::{FELIX_HEALTH_PORT, Role, join};
+use serde::Serialize;
+use std::time::Duration;
+
+/// How long one question may take.
+const TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long Felix may run before its health endpoint must answer: it serves it as soon as it
+/// has read its configuration (felix/daemon/daemon.go, `ServeHTTP` in the config loop).
+pub const STARTUP: i64 = 60;
+
+/// The most of an answer's body that is kept.
+const MAX_DETAIL: usize = 500;
+
+/// What Felix says of itself.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FelixHealth {
+    /// Whether the installed environment enables the endpoint (an install by an earlier
+    /// calicoctl-win does not: `reconfigure` renders it).
+    pub enabled: bool,
+    /// The port asked: `FELIX_HEALTHPORT` of the installed environment, else Felix's default.
+    pub port: u16,
+    /// Whether CalicoFelix runs, and since when (seconds since 1970).
+    pub running_since: Option<i64>,
+    /// `None` when nothing answered.
+    pub live: Option<bool>,
+    pub ready: Option<bool>,
+    /// Felix's words when it is not live or not ready.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// Asks Felix on the host whose install root is `root`.
+pub fn read(host: &dyn Host, root: &str) -> HostResult<FelixHealth> {
+    let env = host
+        .read_file(&join(root, Role::Felix.env_file()))?
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default();
+    let value = |name: &str| {
+        env.lines().find_map(|l| {
+            l.trim_end_matches('\r')
+                .split_once('=')
+                .filter(|(k, _)| k.trim() == name)
+                .map(|(_, v)| v.trim().to_owned())
+        })
+    };
+    let enabled = value("FELIX_HEALTHENABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    // A port the config's extra_env set instead of Felix's default.
+    let port = value("FELIX_HEALTHPORT")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(FELIX_HEALTH_PORT);
+    let running_since = host
+        .service_query(Role::Felix.service_name())?
+        .filter(|s| s.state == ServiceState::Running)
+        .map(|s| s.since.unwrap_or(0));
+    let mut out = FelixHealth {
+        enabled,
+        port,
+        running_since,
+        ..FelixHealth::default()
+    };
+    if !enabled || running_since.is_none() {
+        return Ok(out);
+    }
+    for (path, slot) in [("/liveness", &mut out.live), ("/readiness", &mut out.ready)] {
+        let answer = host.local_http_get(port, path, TIMEOUT)?;
+        if let Some(a) = &answer
+            && !a.is_good()
+            && out.detail.is_none()
+        {
+            out.detail = Some(a.body.chars().take(MAX_DETAIL).collect());
+        }
+        *slot = answer.map(|a| a.is_good());
+    }
+    Ok(out)
+}
+
+impl FelixHealth {
+    /// What is wrong, if anything, `now` being seconds since 1970.
+    pub fn problem(&self, now: i64) -> Option<String> {
+        let since = self.running_since.filter(|_| self.enabled)?;
+        let detail = self.detail.as_deref().unwrap_or("no detail");
+        match (self.live, self.ready) {
+            (Some(false), _) => Some(format!("Felix is not live: {detail}")),
+            (_, Some(false)) => Some(format!("Felix is not ready: {detail}")),
+            (None, _) | (_, None) if now.saturating_sub(since) > STARTUP => Some(format!(
+                "Felix's health endpoint (127.0.0.1:{}) does not answer although CalicoFelix has run for more than {STARTUP} s",
+                self.port
+            )),
+            _ => None,
+        }
+    }
+
+    /// One line for people.
+    pub fn describe(&self) -> String {
+        if !self.enabled {
+            return "Felix health: not enabled by the installed environment ('calicoctl-win reconfigure' enables it)".into();
+        }
+        if self.running_since.is_none() {
+            return "Felix health: CalicoFelix is not running".into();
+        }
+        let word = |v: Option<bool>, yes: &str, no: &str| match v {
+            Some(true) => yes.to_owned(),
+            Some(false) => no.to_owned(),
+            None => "no answer".to_owned(),
+        };
+        format!(
+            "Felix health: {}, {}",
+            word(self.live, "live", "not live"),
+            word(self.ready, "ready", "not ready")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn health(live: Option<bool>, ready: Option<bool>, since: i64) -> FelixHealth {
+        FelixHealth {
+            enabled: true,
+            port: FELIX_HEALTH_PORT,
+            running_since: Some(since),
+            live,
+            ready,
+            detail: Some("felix-startup  not ready".into()),
+        }
+    }
+
+    #[test]
+    fn not_live_not_ready_and_silent_past_start_up_are_problems() {
+        let now = 10_000;
+        assert_eq!(health(Some(true), Some(true), 0).problem(now), None);
+        assert!(
+            health(Some(false), Some(true), 0)
+                .problem(now)
+                .is_some_and(|p| p.contains("not live"))
+        );
+        assert!(
+            health(Some(true), Some(false), 0)
+                .problem(now)
+                .is_some_and(|p| p.contains("not ready: felix-startup"))
+        );
+        assert!(health(None, None, 0).problem(now).is_some());
+        // Just started: not answering yet is no problem.
+        assert_eq!(health(None, None, now - 5).problem(now), None);
+        // Not enabled (an older install): nothing to ask.
+        let off = FelixHealth {
+            enabled: false,
+            ..health(None, None, 0)
+        };
+        assert_eq!(off.problem(now), None);
+    }
+}
