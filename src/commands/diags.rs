@@ -87,11 +87,7 @@ pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let h = host.as_ref();
 
     commands(args, ctx, &mut b);
-    b.section("host/system.json", system(h));
-    b.section("host/services.json", services(h, rec.as_ref()));
-    b.section("host/hns.json", hns(h));
-    b.section("host/network.json", network(h));
-    b.section("host/firewall.json", firewall(h, rec.as_ref()));
+    host_sections(h, rec.as_ref(), &mut b);
     install_files(h, &root, &mut b);
     if let Some(rec) = &rec {
         logs(h, &rec.logs_dir, args.log_tail_bytes, &mut b);
@@ -233,6 +229,19 @@ fn commands(args: &DiagsArgs, ctx: &mut Context, b: &mut Bundle) {
     };
     let checks = captured(ctx, |c| super::preflight::run(&preflight, c));
     b.json("preflight.json", &checks);
+}
+
+/// What the host itself holds: the system, the services, HNS, the network, the firewall rule.
+fn host_sections(h: &dyn Host, rec: Option<&InstallRecord>, b: &mut Bundle) {
+    b.section("host/system.json", system(h));
+    b.section("host/services.json", services(h, rec));
+    b.section("host/hns.json", hns(h));
+    b.section(
+        "host/hns-policy-lists.json",
+        h.hns_policy_lists().map(Value::Array).map_err(Into::into),
+    );
+    b.section("host/network.json", network(h));
+    b.section("host/firewall.json", firewall(h, rec));
 }
 
 fn system(h: &dyn Host) -> anyhow::Result<Value> {

@@ -392,18 +392,42 @@ pub fn dsr_supported(version: (u32, u32)) -> bool {
     }
 }
 
-/// The version in an HNS v1 answer to `GET /globals/version`
-/// (`{"Success":true,"Output":{"Major":13,"Minor":3}}`; hcsshim's `hnsCall` reads `Success`,
-/// `Error` and `Output`).
-pub fn parse_version(answer: &str) -> Result<(u32, u32), String> {
-    let doc: Value = serde_json::from_str(answer).map_err(|e| format!("not JSON ({e})"))?;
+/// The `Output` of an HNS v1 answer (hcsshim internal/hns/hnsfuncs.go `hnsResponse`:
+/// `Success`, `Error`, `Output`), or HNS's error.
+pub fn hns_output(answer: &str) -> Result<Value, String> {
+    let mut doc: Value = serde_json::from_str(answer).map_err(|e| format!("not JSON ({e})"))?;
     if doc["Success"].as_bool() != Some(true) {
         return Err(doc["Error"]
             .as_str()
             .map_or_else(|| format!("HNS did not succeed: {answer}"), str::to_owned));
     }
+    Ok(doc["Output"].take())
+}
+
+/// The most policy lists kept for diags.
+pub const MAX_POLICY_LISTS: usize = 10_000;
+
+/// The policy lists of an answer to `GET /policylists/` (hcsshim internal/hns/hnspolicylist.go
+/// `HNSListPolicyListRequest`: `ID`, `EndpointReferences`, `Policies`), at most
+/// `MAX_POLICY_LISTS`.
+pub fn parse_policy_lists(answer: &str) -> Result<Vec<Value>, String> {
+    match hns_output(answer)? {
+        Value::Array(mut lists) => {
+            lists.truncate(MAX_POLICY_LISTS);
+            Ok(lists)
+        }
+        Value::Null => Ok(Vec::new()),
+        other => Err(format!("policy lists are not a list: {other}")),
+    }
+}
+
+/// The version in an HNS v1 answer to `GET /globals/version`
+/// (`{"Success":true,"Output":{"Major":13,"Minor":3}}`; hcsshim's `hnsCall` reads `Success`,
+/// `Error` and `Output`).
+pub fn parse_version(answer: &str) -> Result<(u32, u32), String> {
+    let output = hns_output(answer)?;
     let part = |k: &str| {
-        doc["Output"][k]
+        output[k]
             .as_u64()
             .and_then(|n| u32::try_from(n).ok())
             .ok_or_else(|| format!("no {k} in {answer}"))
@@ -414,6 +438,29 @@ pub fn parse_version(answer: &str) -> Result<(u32, u32), String> {
 #[cfg(test)]
 mod version_tests {
     use super::*;
+
+    /// hcsshim's `hnsResponse` envelope: the lists in `Output`, HNS's error kept, none as
+    /// an empty list, and no more than the cap.
+    #[test]
+    fn policy_lists_are_read_from_hnss_answer() {
+        let one = r#"{"Success":true,"Output":[{"ID":"a","EndpointReferences":[],"Policies":[{"Type":"ELB"}]}]}"#;
+        assert_eq!(parse_policy_lists(one).expect("lists")[0]["ID"], "a");
+        assert_eq!(
+            parse_policy_lists(r#"{"Success":true}"#).expect("none"),
+            Vec::<Value>::new()
+        );
+        assert_eq!(
+            parse_policy_lists(r#"{"Success":false,"Error":"Element not found."}"#),
+            Err("Element not found.".to_owned())
+        );
+        assert!(parse_policy_lists(r#"{"Success":true,"Output":{"ID":"a"}}"#).is_err());
+        let many = serde_json::json!({"Success": true,
+            "Output": vec![serde_json::json!({}); MAX_POLICY_LISTS + 5]});
+        assert_eq!(
+            parse_policy_lists(&many.to_string()).expect("lists").len(),
+            MAX_POLICY_LISTS
+        );
+    }
 
     /// hcsshim's `DSRVersion` ranges, at their edges.
     #[test]

@@ -407,6 +407,10 @@ pub trait Hns {
     /// The HNS service's version, (major, minor): hcsshim's `GetGlobals`, an HNS v1 call
     /// (`HNSCall("GET", "/globals/version")` of vmcompute.dll).
     fn hns_version(&self) -> HostResult<(u32, u32)>;
+    /// HNS's policy lists (what `Get-HnsPolicyList` shows: kube-proxy's load balancers), an
+    /// HNS v1 call (`HNSCall("GET", "/policylists/")`, hcsshim internal/hns/hnspolicylist.go),
+    /// at most `hns::MAX_POLICY_LISTS`.
+    fn hns_policy_lists(&self) -> HostResult<Vec<serde_json::Value>>;
 }
 
 /// Who may read a written file.

@@ -1474,6 +1474,7 @@ fn diags_collect_the_node_into_one_zip_with_every_secret_redacted() {
         "preflight.json",
         "host/services.json",
         "host/hns.json",
+        "host/hns-policy-lists.json",
         "host/network.json",
         "host/firewall.json",
         "install/calicoctl-win-install.json",
@@ -1522,6 +1523,9 @@ fn diags_collect_the_node_into_one_zip_with_every_secret_redacted() {
             .any(|n| n["network"]["name"] == "Calico"),
         "{hns}"
     );
+    // Calico_ep with its HNS state, as the endpoint lists carry it.
+    assert!(hns.to_string().contains(r#""state":3"#), "{hns}");
+    assert_eq!(member("host/hns-policy-lists.json"), serde_json::json!([]));
     let versions = member("versions.json");
     assert_eq!(versions["calico"], "3.30.2", "{versions}");
     assert_eq!(

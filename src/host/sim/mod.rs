@@ -64,6 +64,11 @@ impl Registry for SimHost {
 }
 
 impl Hns for SimHost {
+    fn hns_policy_lists(&self) -> HostResult<Vec<serde_json::Value>> {
+        self.hns_available()?;
+        Ok(self.read(|s| s.policy_lists.clone()))
+    }
+
     fn hns_version(&self) -> HostResult<(u32, u32)> {
         self.hns_available()?;
         self.read(|s| s.settings.hns_version)

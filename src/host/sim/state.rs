@@ -18,6 +18,9 @@ pub struct State {
     /// HNS networks as HCN documents (with their `ID`).
     pub networks: Vec<serde_json::Value>,
     pub endpoints: Vec<SimEndpoint>,
+    /// HNS's policy lists as v1 documents (kube-proxy's load balancers), as a test puts them.
+    #[serde(default)]
+    pub policy_lists: Vec<serde_json::Value>,
     /// Lower-case paths of files written as secrets.
     pub secrets: BTreeSet<String>,
     /// Owners and access lists set on paths (lower case, `\`-separated), in SDDL; a path

@@ -230,8 +230,26 @@ type HnsCall = unsafe extern "system" fn(PCWSTR, PCWSTR, PCWSTR, *mut PWSTR) -> 
 
 /// The HNS service's version, as hcsshim's `GetGlobals` asks it: `GET /globals/version`.
 pub fn hns_version() -> HostResult<(u32, u32)> {
+    let answer = hns_call("GET", "/globals/version", "the HNS version")?;
+    hns::parse_version(&answer).map_err(|why| HostError::Refused {
+        what: "read the HNS version".into(),
+        reason: why,
+    })
+}
+
+/// HNS's policy lists, as hcsshim's `HNSListPolicyListRequest` asks them.
+pub fn policy_lists() -> HostResult<Vec<serde_json::Value>> {
+    let answer = hns_call("GET", "/policylists/", "the HNS policy lists")?;
+    hns::parse_policy_lists(&answer).map_err(|why| HostError::Refused {
+        what: "read the HNS policy lists".into(),
+        reason: why,
+    })
+}
+
+/// One HNS v1 call through vmcompute.dll's `HNSCall`: its answer's text.
+fn hns_call(method: &str, path: &str, what: &str) -> HostResult<String> {
     let unavailable = |reason: String| HostError::Unavailable {
-        what: "the HNS version".into(),
+        what: what.to_owned(),
         reason,
     };
     // SAFETY: vmcompute.dll is a system DLL whose initialisation has no preconditions; the
@@ -241,7 +259,7 @@ pub fn hns_version() -> HostResult<(u32, u32)> {
     // SAFETY: HNSCall has the signature above (hcsshim's generated syscall wrapper).
     let call: Symbol<HnsCall> = unsafe { lib.get(b"HNSCall\0") }
         .map_err(|e| unavailable(format!("HNSCall is missing from vmcompute.dll: {e}")))?;
-    let (method, path, object) = (wide("GET"), wide("/globals/version"), wide(""));
+    let (method, path, object) = (wide(method), wide(path), wide(""));
     let mut response: PWSTR = std::ptr::null_mut();
     // SAFETY: three NUL-terminated strings and an out-pointer owned by this frame; the
     // response is freed by take_string whatever the outcome.
@@ -256,15 +274,12 @@ pub fn hns_version() -> HostResult<(u32, u32)> {
     let answer = take_string(response);
     if hr < 0 {
         return Err(HostError::Api {
-            op: "read the HNS version".into(),
+            op: format!("read {what}"),
             code: hr as u32,
             message: answer,
         });
     }
-    hns::parse_version(&answer).map_err(|why| HostError::Refused {
-        what: "read the HNS version".into(),
-        reason: why,
-    })
+    Ok(answer)
 }
 
 fn take_string(p: PWSTR) -> String {

@@ -214,6 +214,33 @@ fn the_hns_version_is_read_through_hnscall() {
     assert!(err.to_string().contains("no version.json"), "{err}");
 }
 
+/// HNS's policy lists are asked as hcsshim's `HNSListPolicyListRequest` asks them
+/// (`HNSCall GET /policylists/`): none, then the ones HNS holds.
+#[test]
+fn the_policy_lists_are_read_through_hnscall() {
+    if standin().is_none() {
+        return;
+    }
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let h = WindowsHost::new();
+    assert_eq!(
+        h.hns_policy_lists().expect("none"),
+        Vec::<serde_json::Value>::new()
+    );
+    let knob = std::path::Path::new(r"C:\calicoctl-win-hcn\policylists.json");
+    std::fs::create_dir_all(knob.parent().expect("dir")).expect("dir");
+    std::fs::write(
+        knob,
+        r#"[{"ID":"5c2a8a6e-0000-4000-8000-000000000001","EndpointReferences":["/endpoints/x"],"Policies":[{"Type":"ELB"}]}]"#,
+    )
+    .expect("write");
+    let read = h.hns_policy_lists();
+    std::fs::remove_file(knob).expect("remove");
+    let lists = read.expect("lists");
+    assert_eq!(lists.len(), 1, "{lists:?}");
+    assert_eq!(lists[0]["Policies"][0]["Type"], "ELB");
+}
+
 /// The HNS contract on a host whose HNS must not be disturbed (real Windows, where the
 /// workflow sets CALICOCTL_WIN_REAL_HOST; the stand-in too): a NAT network, which takes no
 /// network adapter into a vSwitch, is created, listed, refused a second time by name, has no

@@ -86,6 +86,9 @@ impl Hns for WindowsHost {
     fn hns_version(&self) -> HostResult<(u32, u32)> {
         hcn::hns_version()
     }
+    fn hns_policy_lists(&self) -> HostResult<Vec<serde_json::Value>> {
+        hcn::policy_lists()
+    }
     fn hns_create_network(&self, spec_json: &str) -> HostResult<HnsNetwork> {
         let (_, name) = hns::checked_spec(spec_json)?;
         let hcn = hcn::Hcn::load()?;

@@ -638,6 +638,15 @@ pub unsafe extern "system" fn HNSCall(
         (Some("GET"), Some("/globals/version"), None) => {
             json!({"Success": false, "Error": "the stand-in has no version.json"})
         }
+        // hcsshim internal/hns/hnspolicylist.go `HNSListPolicyListRequest`: the lists the
+        // test left in policylists.json, none without it.
+        (Some("GET"), Some("/policylists/"), _) => {
+            let lists = std::fs::read_to_string(root().join("policylists.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                .unwrap_or_else(|| json!([]));
+            json!({"Success": true, "Output": lists})
+        }
         _ => json!({"Success": false, "Error": "not implemented by the stand-in"}),
     };
     unsafe { put(response, &answer.to_string()) }
