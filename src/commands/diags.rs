@@ -242,6 +242,67 @@ fn host_sections(h: &dyn Host, rec: Option<&InstallRecord>, b: &mut Bundle) {
     );
     b.section("host/network.json", network(h));
     b.section("host/firewall.json", firewall(h, rec));
+    b.section("host/events.json", events(h));
+}
+
+/// The events a support engineer reads first, newest first: the System log's boots and
+/// shutdowns (EventLog 6005 started, 6006 stopped, 6008 an unexpected shutdown; User32 1074 a
+/// shutdown someone started; Kernel-Power 41 a restart without a clean shutdown), the Service
+/// Control Manager's events of the Calico services, kube-proxy and HNS (7000 and 7009 failed
+/// to start, 7023 and 7024 ended with an error, 7031 and 7034 ended unexpectedly, 7036 changed
+/// state), the crashes and hangs of the Calico binaries (Application Error 1000, Windows Error
+/// Reporting 1001, Application Hang 1002), and calicoctl-win's own events.
+fn events(h: &dyn Host) -> anyhow::Result<Value> {
+    use crate::host::events::EventQuery;
+    const OURS: &[&str] = &[
+        "CalicoNode",
+        "CalicoFelix",
+        "CalicoConfd",
+        "kube-proxy",
+        "Host Network Service",
+        "calicoctl-win",
+        "calico-node",
+        "calico.exe",
+        "calico-felix",
+    ];
+    let ask = |channel, providers: &[&str], ids: &[u32], max| {
+        let q = EventQuery {
+            channel,
+            providers,
+            ids,
+        };
+        h.read_events(&q, max)
+    };
+    let about_ours = |list: Vec<crate::host::events::LoggedEvent>, max: usize| {
+        list.into_iter()
+            .filter(|e| e.data.iter().any(|d| OURS.iter().any(|o| d.contains(o))))
+            .take(max)
+            .collect::<Vec<_>>()
+    };
+    let boots = ask("System", &[], &[41, 1074, 6005, 6006, 6008], 50)?;
+    let scm = ask(
+        "System",
+        &["Service Control Manager"],
+        &[7000, 7009, 7023, 7024, 7031, 7034, 7036],
+        2000,
+    )?;
+    let crashes = ask(
+        "Application",
+        &[
+            "Application Error",
+            "Windows Error Reporting",
+            "Application Hang",
+        ],
+        &[1000, 1001, 1002],
+        500,
+    )?;
+    let own = ask("Application", &[crate::layout::EVENT_SOURCE], &[], 200)?;
+    Ok(json!({
+        "boots": boots,
+        "services": about_ours(scm, 200),
+        "crashes": about_ours(crashes, 50),
+        "calicoctl-win": own,
+    }))
 }
 
 fn system(h: &dyn Host) -> anyhow::Result<Value> {
@@ -421,4 +482,37 @@ fn redactor(h: &dyn Host, rec: Option<&InstallRecord>) -> Redactor {
         }
     }
     Redactor::new(&secrets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::EventLog;
+    use crate::host::sim::SimHost;
+
+    /// The events section on a simulated host: a restart's EventLog 6006 and 6005 in the
+    /// System log, calicoctl-win's own in Application, newest first.
+    #[test]
+    fn the_events_section_has_the_boots_and_our_own_events() {
+        let h = SimHost::in_memory("ws2022").expect("host");
+        h.report_event(
+            crate::layout::EVENT_SOURCE,
+            crate::host::EventLevel::Error,
+            3,
+            "CalicoFelix failed",
+        )
+        .expect("event");
+        h.reboot().expect("reboot");
+        let doc = events(&h).expect("events");
+        let ids: Vec<u64> = doc["boots"]
+            .as_array()
+            .expect("boots")
+            .iter()
+            .filter_map(|e| e["id"].as_u64())
+            .collect();
+        assert_eq!(ids, [6005, 6006], "{doc}");
+        assert_eq!(doc["calicoctl-win"][0]["data"][0], "CalicoFelix failed");
+        assert_eq!(doc["calicoctl-win"][0]["level"], 2);
+        assert_eq!(doc["services"], json!([]));
+    }
 }

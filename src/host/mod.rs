@@ -7,6 +7,7 @@
 
 pub mod acl;
 pub mod boot;
+pub mod events;
 pub mod hns;
 pub mod http_probe;
 pub mod lock;
@@ -837,6 +838,12 @@ pub trait EventLog {
         id: u32,
         message: &str,
     ) -> HostResult<()>;
+    /// The newest `max` events of a log that answer `query` (`EvtQuery`), newest first.
+    fn read_events(
+        &self,
+        query: &events::EventQuery,
+        max: usize,
+    ) -> HostResult<Vec<events::LoggedEvent>>;
 }
 
 /// Which implementation a host is, for output.

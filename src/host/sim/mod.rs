@@ -203,6 +203,22 @@ impl SimHost {
     pub fn reboot(&self) -> HostResult<()> {
         self.world(|s| {
             let next = s.system.boot_id.parse::<i64>().unwrap_or(0) + 3600;
+            // The System log of a clean restart: the Event Log service stopped (6006) as the
+            // machine went down and started (6005) as it came up (EventLog's events, which
+            // Microsoft Learn's "Determine when a computer was last restarted" reads).
+            for (id, time, message) in [
+                (6006, next - 1, "The Event log service was stopped."),
+                (6005, next, "The Event log service was started."),
+            ] {
+                s.events.push(state::SimEvent {
+                    source: "EventLog".into(),
+                    level: EventLevel::Information,
+                    id,
+                    message: message.into(),
+                    channel: "System".into(),
+                    time,
+                });
+            }
             s.system.boot_id = next.to_string();
             s.system.boot_local_seconds = s.system.boot_local_seconds.map(|l| l + 3600);
             let pids: Vec<String> = s.processes.keys().cloned().collect();
@@ -477,10 +493,38 @@ impl EventLog for SimHost {
             level,
             id,
             message: message.to_owned(),
+            channel: "Application".into(),
+            time: crate::duration::now(),
         });
         self.save(&next)?;
         *guard = next;
         Ok(())
+    }
+
+    fn read_events(
+        &self,
+        query: &crate::host::events::EventQuery,
+        max: usize,
+    ) -> HostResult<Vec<crate::host::events::LoggedEvent>> {
+        Ok(self.read(|s| {
+            s.events
+                .iter()
+                .rev()
+                .filter(|e| e.channel == query.channel && query.matches(&e.source, e.id))
+                .take(max)
+                .map(|e| crate::host::events::LoggedEvent {
+                    time: crate::duration::time_text(e.time),
+                    provider: e.source.clone(),
+                    id: e.id,
+                    level: match e.level {
+                        EventLevel::Error => 2,
+                        EventLevel::Warning => 3,
+                        EventLevel::Information => 4,
+                    },
+                    data: vec![e.message.clone()],
+                })
+                .collect()
+        }))
     }
 }
 

@@ -53,6 +53,24 @@ pub struct SimEvent {
     pub level: crate::host::EventLevel,
     pub id: u32,
     pub message: String,
+    /// The log it is in: `Application` (what `ReportEventW` writes to) unless said.
+    #[serde(default = "application", skip_serializing_if = "is_application")]
+    pub channel: String,
+    /// When, in seconds since 1970 (0: not recorded).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub time: i64,
+}
+
+fn application() -> String {
+    "Application".into()
+}
+
+fn is_application(c: &str) -> bool {
+    c == "Application"
+}
+
+fn is_zero(t: &i64) -> bool {
+    *t == 0
 }
 
 impl Default for SystemFacts {

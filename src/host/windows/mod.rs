@@ -219,6 +219,13 @@ impl EventLog for WindowsHost {
     ) -> HostResult<()> {
         eventlog::report(source, level, id, message)
     }
+    fn read_events(
+        &self,
+        query: &crate::host::events::EventQuery,
+        max: usize,
+    ) -> HostResult<Vec<crate::host::events::LoggedEvent>> {
+        eventlog::read(query, max)
+    }
 }
 
 impl Host for WindowsHost {
