@@ -214,6 +214,48 @@ fn the_hns_version_is_read_through_hnscall() {
     assert!(err.to_string().contains("no version.json"), "{err}");
 }
 
+/// An endpoint's state and whether it is another host's, as HCN's document gives them: the
+/// stand-in sets `State` (hcsshim's `EndpointState`) and `Flags` bit 1, and the endpoint is
+/// listed with both, then deleted alone (`HcnDeleteEndpoint`).
+#[test]
+fn an_endpoints_state_and_remote_flag_are_read_and_it_is_deleted_alone() {
+    let Some(lib) = standin() else { return };
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    type Add = unsafe extern "system" fn(PCWSTR, PCWSTR, PCWSTR) -> HRESULT;
+    type SetState = unsafe extern "system" fn(PCWSTR, u32, u32) -> HRESULT;
+    // SAFETY: the exports have these signatures.
+    let add: Symbol<Add> = unsafe { lib.get(b"HcnStandinAddEndpoint\0") }.expect("export");
+    // SAFETY: as above.
+    let set: Symbol<SetState> = unsafe { lib.get(b"HcnStandinEndpointState\0") }.expect("export");
+    let h = WindowsHost::new();
+    let spec = serde_json::json!({"SchemaVersion": {"Major": 2, "Minor": 0},
+        "Name": unique("States-"), "Type": "NAT"});
+    let n = h.hns_create_network(&spec.to_string()).expect("create");
+    for (name, ip, state, flags) in [
+        ("stuck_Calico", "10.9.0.2", 1, 0),
+        ("remote_x", "10.9.1.2", 3, 1),
+    ] {
+        let (net, nm, addr) = (wide(&n.id), wide(name), wide(ip));
+        // SAFETY: NUL-terminated strings that outlive the calls.
+        assert_eq!(unsafe { add(net.as_ptr(), nm.as_ptr(), addr.as_ptr()) }, 0);
+        // SAFETY: as above.
+        assert_eq!(unsafe { set(nm.as_ptr(), state, flags) }, 0);
+    }
+    let eps = h.hns_endpoints(&n.id).expect("endpoints");
+    let stuck = eps
+        .iter()
+        .find(|e| e.name == "stuck_Calico")
+        .expect("stuck");
+    let remote = eps.iter().find(|e| e.name == "remote_x").expect("remote");
+    assert_eq!((stuck.state, stuck.remote), (Some(1), false), "{eps:?}");
+    assert_eq!((remote.state, remote.remote), (Some(3), true), "{eps:?}");
+    h.hns_delete_endpoint(&stuck.id).expect("delete");
+    let left = h.hns_endpoints(&n.id).expect("endpoints");
+    h.hns_delete_network(&n.id).expect("delete the network");
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0].name, "remote_x");
+}
+
 /// HNS's policy lists are asked as hcsshim's `HNSListPolicyListRequest` asks them
 /// (`HNSCall GET /policylists/`): none, then the ones HNS holds.
 #[test]

@@ -590,7 +590,13 @@ pub unsafe extern "system" fn HcnDeleteEndpoint(id: *const GUID, record: *mut PW
     // SAFETY: id points to a GUID.
     let id = guid_text(unsafe { &*id });
     if std::fs::remove_file(dir("endpoints").join(format!("{id}.json"))).is_err() {
-        return unsafe { fail(record, HCN_E_ENDPOINT_NOT_FOUND, "The endpoint was not found") };
+        return unsafe {
+            fail(
+                record,
+                HCN_E_ENDPOINT_NOT_FOUND,
+                "The endpoint was not found",
+            )
+        };
     }
     unsafe { ok(record) }
 }
@@ -683,6 +689,41 @@ pub unsafe extern "system" fn HcnStandinAddEndpoint(
     match store("endpoints", &id, &doc) {
         Ok(()) => S_OK,
         Err(_) => 0x8007_0005_u32 as HRESULT,
+    }
+}
+
+/// Test-only: gives the endpoints named `name` a `State` (hcsshim internal/hns/hnsendpoint.go
+/// `EndpointState`; the v2 document carries it, as azure-container-networking's filter on
+/// `{"State": 3}` relies on) and HCN `Flags` (bit 1: another host's endpoint).
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn HcnStandinEndpointState(
+    name: PCWSTR,
+    state: u32,
+    flags: u32,
+) -> HRESULT {
+    // SAFETY: the caller passes a NUL-terminated string or null.
+    let Some(name) = (unsafe { read_wide(name) }) else {
+        return E_POINTER;
+    };
+    let mut found = false;
+    for mut e in all("endpoints") {
+        if e["Name"] != name.as_str() {
+            continue;
+        }
+        let Some(id) = e["ID"].as_str().map(str::to_owned) else {
+            continue;
+        };
+        e["State"] = json!(state);
+        e["Flags"] = json!(flags);
+        if store("endpoints", &id, &e).is_err() {
+            return 0x8007_0005_u32 as HRESULT;
+        }
+        found = true;
+    }
+    if found {
+        S_OK
+    } else {
+        HCN_E_ENDPOINT_NOT_FOUND as HRESULT
     }
 }
 
