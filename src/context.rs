@@ -30,6 +30,8 @@ pub struct Options {
 
 /// The source `cluster_kubeconfig` names for a pod's service account.
 pub const IN_CLUSTER: &str = "in-cluster service account";
+/// Where `cluster_kubeconfig` found the host's `C:\k\config`: read through the host's files.
+pub const ON_HOST: &str = "default, on the host";
 
 /// Everything a command may touch of the outside world.
 pub struct Context {
@@ -41,9 +43,10 @@ pub struct Context {
     host_layer: BTreeMap<&'static str, config::Raw>,
     /// The host's drives, to check every path setting is on a fixed one (empty: unknown).
     host_drives: BTreeMap<char, crate::host::DriveKind>,
-    /// `C:\k\config` on the host, where join scripts put the admin kubeconfig, as a path on
-    /// this machine; known once the host is opened.
-    host_kubeconfig: Option<PathBuf>,
+    /// `C:\k\config` on the host, where join scripts put the admin kubeconfig, read through
+    /// the host's files with the files it names (or why it could not be); known once the host
+    /// is opened.
+    host_kubeconfig: Option<Result<crate::cluster::OnHost, String>>,
     log: Option<Box<dyn Write>>,
     /// The host lock, held from `open_host_to_change` until the command ends, or until the
     /// change that took it (`take_lock`) does.
@@ -167,7 +170,8 @@ impl Context {
         self.adopt_winhttp_proxy(host.as_ref());
         self.host_layer = config::host::HostDefaults::read(host.as_ref()).layer();
         self.host_drives = host.system_facts().map(|f| f.drives).unwrap_or_default();
-        self.host_kubeconfig = host.local_path(HOST_KUBECONFIG).ok();
+        let read = |p: &str| host.read_file(p).map_err(|e| e.to_string());
+        self.host_kubeconfig = crate::cluster::OnHost::read(HOST_KUBECONFIG, &read).transpose();
         match host.kind() {
             HostKind::InMemory { profile } => self.printer.note(&format!(
                 "this machine is not Windows: using a simulated {profile} host (--sim-host DIR keeps one, --sim-profile NAME picks another)"
@@ -288,6 +292,21 @@ impl Context {
             ));
             return Cluster::connect_in_cluster(&sa, &self.env).map(Some);
         }
+        if source == ON_HOST {
+            self.log(&format!(
+                "reading the cluster through {HOST_KUBECONFIG} ({source})"
+            ));
+        }
+        if source == ON_HOST
+            && let Some(k) = &self.host_kubeconfig
+        {
+            let k = k.as_ref().map_err(|e| ClusterError::Kubeconfig {
+                path: PathBuf::from(HOST_KUBECONFIG),
+                source: e.clone().into(),
+            })?;
+            return Cluster::connect_on_host(k, &self.env, self.options.allow_exec_plugin)
+                .map(Some);
+        }
         let Some(path) = path.filter(|p| source != "default" || p.is_file()) else {
             return Ok(None);
         };
@@ -331,7 +350,9 @@ impl Context {
         if let Some(sa) = crate::cluster::InCluster::detect(&self.env) {
             return (Some(sa.dir.join("token")), IN_CLUSTER);
         }
-        let found = self.host_kubeconfig.iter().find(|p| p.is_file()).cloned();
-        (found.or(home), "default")
+        if self.host_kubeconfig.is_some() {
+            return (Some(PathBuf::from(HOST_KUBECONFIG)), ON_HOST);
+        }
+        (home, "default")
     }
 }

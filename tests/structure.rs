@@ -410,11 +410,7 @@ fn the_documented_ranks_are_the_checked_ones() {
 /// service logs a process appends to, the release's download and extraction directory, the
 /// admin kubeconfig handed to the Kubernetes client). Everything else goes through `Files`,
 /// where the simulated host's faults and the contract suite reach it.
-const LOCAL_PATH_USES: &[(&str, usize)] = &[
-    ("commands::install::beginning", 2),
-    ("context", 1),
-    ("supervise", 1),
-];
+const LOCAL_PATH_USES: &[(&str, usize)] = &[("commands::install::beginning", 2), ("supervise", 1)];
 
 fn local_path_uses(sources: &BTreeMap<String, String>) -> BTreeMap<String, usize> {
     sources

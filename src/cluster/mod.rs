@@ -294,7 +294,11 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// header may hold (CR, LF, DEL, other controls): such a token is refused here, without it.
 fn refuse_control_in_token(path: &Path) -> Result<(), BoxError> {
     let text = crate::files::read_text_capped(path, crate::files::SMALL_FILE_CAP)?;
-    if let Some(token) = crate::render::kubeconfig::token_of(&text)
+    refuse_control_in_token_text(&text)
+}
+
+fn refuse_control_in_token_text(text: &str) -> Result<(), BoxError> {
+    if let Some(token) = crate::render::kubeconfig::token_of(text)
         && let Some(at) = token
             .bytes()
             .position(|b| b != b'\t' && (b < 0x20 || b == 0x7f))
@@ -315,7 +319,11 @@ fn refuse_expired_token(path: &Path) -> Result<(), ClusterError> {
     let Ok(text) = crate::files::read_text_capped(path, crate::files::SMALL_FILE_CAP) else {
         return Ok(());
     };
-    let token = crate::render::kubeconfig::token_of(&text).map(credentials::Token::new);
+    refuse_expired_token_text(path, &text)
+}
+
+fn refuse_expired_token_text(path: &Path, text: &str) -> Result<(), ClusterError> {
+    let token = crate::render::kubeconfig::token_of(text).map(credentials::Token::new);
     match token.and_then(|t| t.expiry()) {
         Some(exp) if exp <= crate::duration::now() => Err(ClusterError::ExpiredToken {
             path: path.to_owned(),
@@ -323,6 +331,96 @@ fn refuse_expired_token(path: &Path) -> Result<(), ClusterError> {
         }),
         _ => Ok(()),
     }
+}
+
+/// Reads a file of the host whole: `None` when it is not there, else its bytes or why not.
+pub type ReadFile<'a> = dyn Fn(&str) -> Result<Option<Vec<u8>>, String> + 'a;
+
+/// A kubeconfig kept on the node (the node-join scripts' `C:\\k\\config`), read through the
+/// host's files with the files it names. `Debug` shows its path only: it holds credentials.
+pub struct OnHost {
+    pub path: String,
+    text: String,
+    /// The files it names, by their full path on the host; one missing is not here.
+    files: std::collections::BTreeMap<String, Vec<u8>>,
+}
+
+impl std::fmt::Debug for OnHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OnHost")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OnHost {
+    /// Reads the kubeconfig at `path` and the files it names through `read`; `None` when
+    /// there is no file at `path`. A kubeconfig that does not parse is read as text only, and
+    /// refused when it is used.
+    pub fn read(path: &str, read: &ReadFile) -> Result<Option<Self>, String> {
+        let Some(bytes) = read(path)? else {
+            return Ok(None);
+        };
+        let text = String::from_utf8(bytes).map_err(|_| format!("{path} is not UTF-8"))?;
+        let mut k = Self {
+            path: path.to_owned(),
+            text,
+            files: Default::default(),
+        };
+        if let Ok(mut kubeconfig) = Kubeconfig::from_yaml(&k.text) {
+            let files = std::cell::RefCell::new(std::collections::BTreeMap::new());
+            let _ = inline_files(&mut kubeconfig, &k.dir(), &|p| {
+                let got = read(p)?;
+                if let Some(b) = &got {
+                    files.borrow_mut().insert(p.to_owned(), b.clone());
+                }
+                Ok(got)
+            });
+            k.files = files.into_inner();
+        }
+        Ok(Some(k))
+    }
+
+    fn dir(&self) -> String {
+        self.path
+            .rsplit_once('\\')
+            .map_or(String::new(), |(d, _)| d.to_owned())
+    }
+}
+
+/// Puts the files a kubeconfig names into it, read through `read`: a path with a drive or a
+/// UNC prefix as it is, any other from `dir` (kubectl resolves a kubeconfig's relative paths
+/// from its directory: client-go `ResolveLocalPaths`).
+fn inline_files(k: &mut Kubeconfig, dir: &str, read: &ReadFile) -> Result<(), BoxError> {
+    use base64::Engine;
+    let b64 = |b: Vec<u8>| base64::engine::general_purpose::STANDARD.encode(b);
+    let load = |p: &str| -> Result<Vec<u8>, BoxError> {
+        let absolute = p.as_bytes().get(1) == Some(&b':') || p.starts_with("\\\\");
+        let full = if absolute || dir.is_empty() {
+            p.to_owned()
+        } else {
+            crate::layout::join(dir, p)
+        };
+        read(&full)?.ok_or_else(|| format!("{full}, which it names, does not exist").into())
+    };
+    for c in k.clusters.iter_mut().filter_map(|c| c.cluster.as_mut()) {
+        if let Some(p) = c.certificate_authority.take() {
+            c.certificate_authority_data = Some(b64(load(&p)?));
+        }
+    }
+    for a in k.auth_infos.iter_mut().filter_map(|a| a.auth_info.as_mut()) {
+        if let Some(p) = a.client_certificate.take() {
+            a.client_certificate_data = Some(b64(load(&p)?));
+        }
+        if let Some(p) = a.client_key.take() {
+            a.client_key_data = Some(secrecy::SecretString::from(b64(load(&p)?)));
+        }
+        if let Some(p) = a.token_file.take() {
+            let token = String::from_utf8_lossy(&load(&p)?).trim().to_owned();
+            a.token = Some(secrecy::SecretString::from(token));
+        }
+    }
+    Ok(())
 }
 
 /// kube's client config from the kubeconfig. Loading may run an exec credential plugin, so
@@ -388,6 +486,32 @@ impl Cluster {
                 command,
             });
         }
+        Self::from_kubeconfig(kubeconfig, env).map_err(bad)
+    }
+
+    /// Connects with a kubeconfig kept on the node (`OnHost`, read through the host's files):
+    /// the files it names are put in it, so the Kubernetes client opens no path of its own.
+    /// The same checks as `connect`.
+    pub fn connect_on_host(
+        k: &OnHost,
+        env: &std::collections::BTreeMap<String, String>,
+        allow_exec_plugin: bool,
+    ) -> Result<Self, ClusterError> {
+        let named = PathBuf::from(&k.path);
+        let bad = |source: BoxError| ClusterError::Kubeconfig {
+            path: named.clone(),
+            source,
+        };
+        refuse_control_in_token_text(&k.text).map_err(bad)?;
+        refuse_expired_token_text(&named, &k.text)?;
+        let mut kubeconfig = Kubeconfig::from_yaml(&k.text).map_err(|e| bad(Box::new(e)))?;
+        if let Some(command) = credential_plugin(&kubeconfig).filter(|_| !allow_exec_plugin) {
+            return Err(ClusterError::ExecPlugin {
+                path: named,
+                command,
+            });
+        }
+        inline_files(&mut kubeconfig, &k.dir(), &|p| Ok(k.files.get(p).cloned())).map_err(bad)?;
         Self::from_kubeconfig(kubeconfig, env).map_err(bad)
     }
 
@@ -628,5 +752,64 @@ impl crate::error::Diagnose for ClusterError {
             kind,
             hint: Some(self.hint()),
         })
+    }
+}
+
+#[cfg(test)]
+mod on_host_tests {
+    use super::*;
+
+    /// The files a kubeconfig on the node names are read through the host: a relative one
+    /// from the kubeconfig's directory (client-go `ResolveLocalPaths`), one with a drive or a
+    /// UNC prefix as it is; a token file's token is trimmed; `Debug` shows the path only.
+    #[test]
+    fn the_files_it_names_are_read_from_its_directory_or_as_given() {
+        let text = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://10.0.0.1:6443\n    certificate-authority: ca.pem\nusers:\n- name: u\n  user:\n    client-certificate: D:\\pki\\client.crt\n    client-key: \\\\share\\pki\\client.key\n    tokenFile: token\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n";
+        let files: std::collections::BTreeMap<&str, &[u8]> = [
+            (r"C:\k\config", text.as_bytes()),
+            (r"C:\k\ca.pem", &b"CA"[..]),
+            (r"D:\pki\client.crt", &b"CRT"[..]),
+            (r"\\share\pki\client.key", &b"KEY"[..]),
+            (r"C:\k\token", &b"secret-token\r\n"[..]),
+        ]
+        .into();
+        let read = |p: &str| Ok(files.get(p).map(|b| b.to_vec()));
+        let k = OnHost::read(r"C:\k\config", &read)
+            .expect("read")
+            .expect("there");
+        assert_eq!(k.files.len(), 4, "{:?}", k.files.keys());
+        assert!(!format!("{k:?}").contains("secret"), "{k:?}");
+        let mut kubeconfig = Kubeconfig::from_yaml(&k.text).expect("yaml");
+        inline_files(&mut kubeconfig, &k.dir(), &|p| Ok(k.files.get(p).cloned())).expect("inline");
+        let cluster = kubeconfig.clusters[0].cluster.as_ref().expect("cluster");
+        assert_eq!(cluster.certificate_authority, None);
+        assert_eq!(cluster.certificate_authority_data.as_deref(), Some("Q0E="));
+        let user = kubeconfig.auth_infos[0].auth_info.as_ref().expect("user");
+        assert_eq!(user.client_certificate_data.as_deref(), Some("Q1JU"));
+        use secrecy::ExposeSecret;
+        assert_eq!(
+            user.token
+                .as_ref()
+                .map(|t| t.expose_secret().to_owned())
+                .as_deref(),
+            Some("secret-token")
+        );
+        // A file it names that is not there is said, with its full path.
+        let without_ca = |p: &str| {
+            Ok(files
+                .get(p)
+                .filter(|_| !p.ends_with("ca.pem"))
+                .map(|b| b.to_vec()))
+        };
+        let k = OnHost::read(r"C:\k\config", &without_ca)
+            .expect("read")
+            .expect("there");
+        let err = Cluster::connect_on_host(&k, &Default::default(), false).expect_err("no CA");
+        assert!(
+            crate::error::chain(&err).contains(r"C:\k\ca.pem, which it names, does not exist"),
+            "{}",
+            crate::error::chain(&err)
+        );
+        assert!(OnHost::read(r"C:\k\none", &read).expect("read").is_none());
     }
 }

@@ -107,10 +107,11 @@ fn with_cluster(
                 json!({"read": false, "reason": "no admin kubeconfig"}),
             ),
             Err(e) => {
+                let why = crate::error::chain(&e);
                 ctx.printer.warn(&format!(
-                    "the cluster was not read, so settings it would fill show their defaults: {e}"
+                    "the cluster was not read, so settings it would fill show their defaults: {why}"
                 ));
-                (base, json!({"read": false, "reason": e.to_string()}))
+                (base, json!({"read": false, "reason": why}))
             }
         }
     })

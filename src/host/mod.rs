@@ -600,10 +600,10 @@ pub trait Files {
     fn set_security(&self, path: &str, sddl: &str) -> HostResult<()>;
     /// Where a host path lives in this machine's file system: the path itself on Windows, a
     /// file under the state directory on SimHost. Only for what another program's API needs
-    /// as a path of its own: the service logs a process keeps open and appends to, the
-    /// release's download and extraction (the downloader and the zip reader write there), and
-    /// the admin kubeconfig handed to the Kubernetes client (which resolves its relative
-    /// paths from its directory). Everything else goes through the methods above.
+    /// as a path of its own: the service logs a process keeps open and appends to, and the
+    /// release's download and extraction (the downloader and the zip reader write there).
+    /// Everything else goes through the methods above (the admin kubeconfig at `C:\k\config`
+    /// too: it and the files it names are read as bytes, `cluster::OnHost`).
     fn local_path(&self, path: &str) -> HostResult<std::path::PathBuf>;
 }
 

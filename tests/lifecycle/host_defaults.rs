@@ -178,12 +178,32 @@ fn the_admin_kubeconfig_is_found_at_c_k_config_after_the_usual_places() {
     let sim = dir.path().join("host");
     let (_, doc, _) = run(&sim, &["config", "show"]);
     assert_eq!(doc["cluster"]["read"], false, "{doc}");
+    // As a join script leaves it: the CA and the token in files beside it, named relative to
+    // its directory (kubectl resolves them from there: client-go `ResolveLocalPaths`), all
+    // read through the host's files.
     let admin = api.kubeconfig(dir.path(), None);
+    let text = fs_err::read_to_string(&admin).expect("kubeconfig");
+    let ca = dir.path().join("fake-api-ca.pem");
+    let text = text
+        .replace(&ca.display().to_string(), "ca.pem")
+        .replace(&format!("token: {}", api.token), "tokenFile: admin.token");
     fs_err::create_dir_all(sim.join("fs/c/k")).expect("mkdir");
-    fs_err::copy(&admin, sim.join("fs/c/k/config")).expect("copy");
+    fs_err::write(sim.join("fs/c/k/config"), &text).expect("write");
+    let (code, doc, _) = run(&sim, &["config", "show"]);
+    assert_eq!(code, 0);
+    assert_eq!(doc["cluster"]["read"], false, "the CA is missing: {doc}");
+    assert!(
+        doc["cluster"]["reason"]
+            .to_string()
+            .contains(r"C:\\k\\ca.pem, which it names, does not exist"),
+        "{doc}"
+    );
+    fs_err::copy(&ca, sim.join("fs/c/k/ca.pem")).expect("copy");
+    fs_err::write(sim.join("fs/c/k/admin.token"), format!("{}\n", api.token)).expect("token");
     let (code, doc, stderr) = run(&sim, &["config", "show"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(doc["cluster"]["read"], true, "{doc}");
+    assert_eq!(doc["cluster_kubeconfig"]["path"], r"C:\k\config", "{doc}");
     // The cluster's VNI and the host's node name, each named by its source.
     assert_eq!(setting(&doc, "node.name").1, "host");
 }
