@@ -735,9 +735,8 @@ pub struct ReconfigureArgs {
     /// cordoned and drained the node; it is neither cordoned, drained nor uncordoned here
     #[arg(long, value_enum, value_name = "BY", num_args = 0..=1, require_equals = true, default_missing_value = "self")]
     pub drain: Option<DrainBy>,
-    /// Evict pods without a controller too (nothing recreates them), as kubectl drain --force
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub evict: EvictArgs,
     /// Evict pods with emptyDir volumes too (their data is deleted), as kubectl drain does
     #[arg(long)]
     pub delete_emptydir_data: bool,
@@ -745,15 +744,6 @@ pub struct ReconfigureArgs {
     /// cannot reach pods on the other nodes until they change too)
     #[arg(long)]
     pub allow_vni_mismatch: bool,
-    /// Eviction requests in flight at once (1 to 256)
-    #[arg(long, value_name = "N", default_value_t = crate::cluster::drain::DEFAULT_CONCURRENCY as u16, value_parser = clap::value_parser!(u16).range(1..=256))]
-    pub drain_concurrency: u16,
-    /// How long evictions may be refused (PodDisruptionBudget) and pods take to go
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::duration::parse)]
-    pub drain_timeout: std::time::Duration,
-    /// Seconds each evicted pod gets to stop (default: the pod's own grace period)
-    #[arg(long, value_name = "SECONDS")]
-    pub grace_period: Option<u32>,
     /// How long to wait for CalicoNode, the new Calico network and the node to be Ready
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::duration::parse)]
     pub wait_timeout: std::time::Duration,
@@ -762,12 +752,9 @@ pub struct ReconfigureArgs {
     pub service_timeout: std::time::Duration,
 }
 
+/// How pods are evicted, by a drain's rules (reconfigure's drain, repair).
 #[derive(Debug, Args)]
-pub struct RepairArgs {
-    /// How long a pod's HNS endpoint may take to attach, and a new endpoint's address to be
-    /// claimed by a pod, before it counts as stuck or stale (like 90s, 2m)
-    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = crate::duration::parse)]
-    pub grace: std::time::Duration,
+pub struct EvictArgs {
     /// Evict pods without a controller too (nothing recreates them), as kubectl drain --force
     #[arg(long)]
     pub force: bool,
@@ -780,6 +767,29 @@ pub struct RepairArgs {
     /// Seconds each evicted pod gets to stop (default: the pod's own grace period)
     #[arg(long, value_name = "SECONDS")]
     pub grace_period: Option<u32>,
+}
+
+impl EvictArgs {
+    /// The drain's options, with whether pods with emptyDir data may go too.
+    pub fn options(&self, delete_emptydir_data: bool) -> crate::cluster::drain::DrainOptions {
+        crate::cluster::drain::DrainOptions {
+            timeout: self.drain_timeout,
+            grace_period: self.grace_period,
+            force: self.force,
+            delete_emptydir_data,
+            concurrency: usize::from(self.drain_concurrency),
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RepairArgs {
+    /// How long a pod's HNS endpoint may take to attach, and a new endpoint's address to be
+    /// claimed by a pod, before it counts as stuck or stale (like 90s, 2m)
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = crate::duration::parse)]
+    pub grace: std::time::Duration,
+    #[command(flatten)]
+    pub evict: EvictArgs,
     /// How long to wait, after the repair, until no endpoint is at fault
     #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = crate::duration::parse)]
     pub wait_timeout: std::time::Duration,

@@ -164,7 +164,26 @@ fn list(pods: &[PodRef]) -> String {
         .join(", ")
 }
 
-fn pod_ref(p: &Pod) -> PodRef {
+/// The pod's controller, if it has one.
+pub(super) fn controller(
+    p: &Pod,
+) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
+    p.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
+}
+
+/// Whether the pod is kubelet's mirror of a static pod (`kubernetes.io/config.mirror`).
+pub(super) fn is_mirror(p: &Pod) -> bool {
+    p.metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key("kubernetes.io/config.mirror"))
+}
+
+pub(super) fn pod_ref(p: &Pod) -> PodRef {
     PodRef {
         namespace: p.metadata.namespace.clone().unwrap_or_default(),
         name: p.metadata.name.clone().unwrap_or_default(),
@@ -178,17 +197,8 @@ fn pod_ref(p: &Pod) -> PodRef {
 pub fn select(pods: &[Pod]) -> Selection {
     let mut s = Selection::default();
     for p in pods {
-        let owner = p
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|o| o.controller == Some(true));
-        let mirror = p
-            .metadata
-            .annotations
-            .as_ref()
-            .is_some_and(|a| a.contains_key("kubernetes.io/config.mirror"));
+        let owner = controller(p);
+        let mirror = is_mirror(p);
         let r = pod_ref(p);
         if mirror || owner.is_some_and(|o| o.kind == "DaemonSet") {
             s.skipped.push(r);

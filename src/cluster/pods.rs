@@ -1,7 +1,6 @@
 //! The pods an HNS endpoint may belong to: those on this node with their addresses and ages,
 //! and whether any pod in the cluster has an address (for another host's endpoints).
 
-use super::drain::PodRef;
 use super::{Cluster, ClusterError};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
@@ -9,7 +8,7 @@ use kube::api::{Api, ListParams};
 /// A pod on this node, as an endpoint is judged against it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodePod {
-    pub pod: PodRef,
+    pub pod: super::drain::PodRef,
     /// Its addresses (`status.podIPs`, else `status.podIP`); empty until kubelet reports them.
     pub ips: Vec<String>,
     /// When it was created, in seconds since 1970.
@@ -40,30 +39,15 @@ fn node_pod(p: &Pod) -> NodePod {
     {
         ips.push(ip);
     }
-    let owner = p
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|o| o.controller == Some(true));
-    let mirror = p
-        .metadata
-        .annotations
-        .as_ref()
-        .is_some_and(|a| a.contains_key("kubernetes.io/config.mirror"));
     NodePod {
-        pod: PodRef {
-            namespace: p.metadata.namespace.clone().unwrap_or_default(),
-            name: p.metadata.name.clone().unwrap_or_default(),
-            uid: p.metadata.uid.clone().unwrap_or_default(),
-        },
+        pod: super::drain::pod_ref(p),
         ips,
         created: p
             .metadata
             .creation_timestamp
             .as_ref()
             .map(|t| t.0.as_second()),
-        managed: owner.is_some() && !mirror,
+        managed: super::drain::controller(p).is_some() && !super::drain::is_mirror(p),
     }
 }
 

@@ -395,13 +395,7 @@ fn drain_action(
     c: &crate::cluster::Cluster,
     node_name: &str,
 ) -> anyhow::Result<(Action, serde_json::Value)> {
-    let options = drain::DrainOptions {
-        timeout: args.drain_timeout,
-        grace_period: args.grace_period,
-        force: args.force,
-        delete_emptydir_data: args.delete_emptydir_data,
-        concurrency: usize::from(args.drain_concurrency),
-    };
+    let options = args.evict.options(args.delete_emptydir_data);
     let s = drain::select(&drain::pods_on(c, node_name)?);
     if let Some(refused) = s.refusal(node_name, &options) {
         let hint = refused.hint();

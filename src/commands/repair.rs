@@ -190,14 +190,9 @@ fn wait_healthy(
     }
 }
 
+/// A repair evicts pods with emptyDir data too: they have no network to use it with.
 fn drain_options(args: &RepairArgs) -> DrainOptions {
-    DrainOptions {
-        timeout: args.drain_timeout,
-        grace_period: args.grace_period,
-        force: args.force,
-        delete_emptydir_data: true,
-        concurrency: usize::from(args.drain_concurrency),
-    }
+    args.evict.options(true)
 }
 
 /// Pods with a stuck endpoint that nothing recreates: refused before anything changes.
