@@ -30,21 +30,26 @@ fn installer_kubeconfig(api: &FakeApi, dir: &Path) -> std::path::PathBuf {
     crate::support::service_account_kubeconfig(api, dir, "kube-system", "calicoctl-win-installer")
 }
 
-/// install, status, reconfigure --drain, uninstall --purge and preflight on a new node as
-/// `kubeconfig`'s identity: the first that fails, with its error document.
+/// install, status, repair (of a stuck endpoint and another host's stale one), reconfigure
+/// --drain, uninstall --purge and preflight on a new node as `kubeconfig`'s identity: the
+/// first that fails, with its error document.
 fn lifecycle(api: &FakeApi, kubeconfig: &Path) -> Option<(String, Value)> {
     let node = Node::new(api);
     let zip = crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let zip = zip.display().to_string();
     api.set_felix_vni(4096);
-    let steps: [&[&str]; 5] = [
+    let steps: [&[&str]; 6] = [
         &["preflight"],
         &["install", "--release-zip", &zip, "--taint-windows"],
         &["status"],
+        &["repair"],
         &["reconfigure", "--drain", "--set", "vxlan.vni=4097"],
         &["uninstall", "--purge"],
     ];
     for args in steps {
+        if args[0] == "repair" {
+            break_endpoints(api, &node);
+        }
         if args[0] == "reconfigure" {
             api.set_felix_vni(4097);
             api.put_pod("default", "web-1", "win-1", Some("ReplicaSet"));
@@ -73,6 +78,44 @@ fn lifecycle(api: &FakeApi, kubeconfig: &Path) -> Option<(String, Value)> {
         }
     }
     None
+}
+
+/// A pod on win-1 whose HNS endpoint is still Created (stuck), and another host's endpoint for
+/// an address no pod has (remote-stale): what repair evicts, looks up and deletes.
+fn break_endpoints(api: &FakeApi, node: &Node) {
+    api.put_pod("default", "stuck", "win-1", Some("ReplicaSet"));
+    api.set_pod_ip("default", "stuck", "10.244.1.9");
+    node.edit_state(|state| {
+        let calico = state["networks"]
+            .as_array()
+            .expect("networks")
+            .iter()
+            .find(|n| n["Name"] == "Calico")
+            .expect("the Calico network")["ID"]
+            .clone();
+        let eps = state["endpoints"].as_array_mut().expect("endpoints");
+        for (id, name, ip, st, remote) in [
+            (
+                "5eb1a7e0-0000-4000-8000-0000000000a1",
+                "stuck_Calico",
+                "10.244.1.9",
+                1,
+                false,
+            ),
+            (
+                "5eb1a7e0-0000-4000-8000-0000000000a2",
+                "gone",
+                "10.244.9.9",
+                3,
+                true,
+            ),
+        ] {
+            eps.push(
+                serde_json::json!({"id": id, "name": name, "network_id": calico,
+                "ip": ip, "state": st, "remote": remote}),
+            );
+        }
+    });
 }
 
 fn cluster() -> FakeApi {
