@@ -84,19 +84,6 @@ pub fn set_condition(
     Ok(())
 }
 
-/// The node's condition of `type`, as the API server has it.
-pub fn condition(
-    c: &Cluster,
-    node: &str,
-    kind: &str,
-) -> Result<Option<k8s_openapi::api::core::v1::NodeCondition>, ClusterError> {
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call("get", "nodes", nodes.get(node))?;
-    Ok(n.status
-        .and_then(|s| s.conditions)
-        .and_then(|cs| cs.into_iter().find(|x| x.type_ == kind)))
-}
-
 /// The Windows nodes (label `kubernetes.io/os=windows`, which kubelet sets), sorted by name.
 pub fn windows_nodes(c: &Cluster) -> Result<Vec<Node>, ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());

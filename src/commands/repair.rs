@@ -159,7 +159,13 @@ fn survey(
             .with_context(|| format!("cannot read the endpoints of HNS network {}", n.name))?;
         lists.push((n.name, list));
     }
-    Ok(endpoints::survey(&lists, Some(c), node, grace)?)
+    Ok(endpoints::survey(
+        &lists,
+        Some(c),
+        node,
+        grace,
+        endpoints::Remote::Ask,
+    )?)
 }
 
 /// After the repair, until `--wait-timeout`: the endpoints still at fault (none when healthy).

@@ -459,7 +459,7 @@ fn endpoints(
         ClusterRead::Read(c, _) => Some(c.as_ref()),
         _ => None,
     };
-    let judged = endpoints::survey(lists, c, node_name, grace)?;
+    let judged = endpoints::survey(lists, c, node_name, grace, endpoints::Remote::Ask)?;
     let faults: Vec<&endpoints::Judged> = judged.iter().filter(|j| j.verdict.is_fault()).collect();
     for j in &faults {
         r.problems.push(format!(

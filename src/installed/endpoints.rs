@@ -27,7 +27,7 @@ use std::time::Duration;
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(120);
 
 /// What an endpoint is found to be.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// An attached endpoint of a pod on this node, the node's own endpoint (`Calico_ep`), or
@@ -231,17 +231,35 @@ fn local(
 /// list call each); the rest are `unchecked`.
 pub const MAX_REMOTE_LOOKUPS: usize = 256;
 
+/// Whether a survey asks the cluster about another host's endpoints (one list call per
+/// address, at most `MAX_REMOTE_LOOKUPS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Remote {
+    Ask,
+    /// Left `unchecked`: a question asked every minute on every node would cost the API server
+    /// a call per address per node.
+    Skip,
+}
+
 /// The endpoints of each HNS network in `lists` (its name, its endpoints) judged: with the
-/// cluster, against the pods on `node` and, for another host's endpoints, whether a pod in the
-/// cluster has the address; without it, nothing is called a fault.
+/// cluster, against the pods on `node` (one list call) and, when asked, for another host's
+/// endpoints, whether a pod in the cluster has the address; without it, nothing is called a
+/// fault.
 pub fn survey(
     lists: &[(String, Vec<HnsEndpoint>)],
     cluster: Option<&Cluster>,
     node: &str,
     grace: Duration,
+    remote: Remote,
 ) -> Result<Vec<Judged>, ClusterError> {
     let (pods, remote_in_use) = match cluster {
-        Some(c) => (Some(pods::on_node(c, node)?), remote_lookups(c, lists)?),
+        Some(c) => (
+            Some(pods::on_node(c, node)?),
+            match remote {
+                Remote::Ask => remote_lookups(c, lists)?,
+                Remote::Skip => BTreeMap::new(),
+            },
+        ),
         None => (None, BTreeMap::new()),
     };
     let ev = Evidence {

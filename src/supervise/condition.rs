@@ -6,9 +6,9 @@
 //! flag"; "Used by Calico for policy information"). `fleet status` reads it for every node.
 //!
 //! What counts: CalicoFelix not running or not live or ready (its health endpoint), the Calico
-//! HNS network missing, HNS endpoints at
-//! fault (`installed::endpoints`, with the default grace period), and a service the HNS
-//! restart watchdog could not restart.
+//! HNS network missing, this host's HNS endpoints at fault (`installed::endpoints`, with the
+//! default grace period; another host's endpoints are left to `status` and `repair`, which ask
+//! the cluster about each address), and a service the HNS restart watchdog could not restart.
 
 use super::log::Log;
 use crate::cluster::Cluster;
@@ -171,7 +171,8 @@ pub fn reasons(host: &dyn Host, cluster: Option<&Cluster>, node: &str, root: &st
     match host.hns_endpoints(&calico.id) {
         Ok(list) => {
             let lists = [(calico.name.clone(), list)];
-            match endpoints::survey(&lists, cluster, node, endpoints::DEFAULT_GRACE) {
+            let skip = endpoints::Remote::Skip;
+            match endpoints::survey(&lists, cluster, node, endpoints::DEFAULT_GRACE, skip) {
                 Ok(judged) => out.extend(judged.iter().filter(|j| j.verdict.is_fault()).map(|j| {
                     format!(
                         "HNS endpoint {} ({}) is {}",
