@@ -85,37 +85,10 @@ fn lifecycle(api: &FakeApi, kubeconfig: &Path) -> Option<(String, Value)> {
 fn break_endpoints(api: &FakeApi, node: &Node) {
     api.put_pod("default", "stuck", "win-1", Some("ReplicaSet"));
     api.set_pod_ip("default", "stuck", "10.244.1.9");
-    node.edit_state(|state| {
-        let calico = state["networks"]
-            .as_array()
-            .expect("networks")
-            .iter()
-            .find(|n| n["Name"] == "Calico")
-            .expect("the Calico network")["ID"]
-            .clone();
-        let eps = state["endpoints"].as_array_mut().expect("endpoints");
-        for (id, name, ip, st, remote) in [
-            (
-                "5eb1a7e0-0000-4000-8000-0000000000a1",
-                "stuck_Calico",
-                "10.244.1.9",
-                1,
-                false,
-            ),
-            (
-                "5eb1a7e0-0000-4000-8000-0000000000a2",
-                "gone",
-                "10.244.9.9",
-                3,
-                true,
-            ),
-        ] {
-            eps.push(
-                serde_json::json!({"id": id, "name": name, "network_id": calico,
-                "ip": ip, "state": st, "remote": remote}),
-            );
-        }
-    });
+    node.add_endpoints(&[
+        ("stuck_Calico", "10.244.1.9", 1, false),
+        ("gone", "10.244.9.9", 3, true),
+    ]);
 }
 
 fn cluster() -> FakeApi {

@@ -18,31 +18,13 @@ fn broken() -> Node {
         api.set_pod_ip("default", name, ip);
     }
     let node = b.installed().build();
-    node.edit_state(|state| {
-        let calico = state["networks"]
-            .as_array()
-            .expect("networks")
-            .iter()
-            .find(|n| n["Name"] == "Calico")
-            .expect("the Calico network")["ID"]
-            .clone();
-        let eps = state["endpoints"].as_array_mut().expect("endpoints");
-        // The states hcsshim internal/hns/hnsendpoint.go names: 1 Created, 3 AttachedSharing.
-        for (i, (name, ip, st, remote)) in [
-            ("web1_Calico", "10.244.1.7", 1, false),
-            ("web2_Calico", "10.244.1.8", 3, false),
-            ("gone_Calico", "10.244.1.50", 3, false),
-            ("remote_gone", "10.244.9.9", 3, true),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            eps.push(
-                json!({"id": format!("5eb1a7e0-0000-4000-8000-00000000000{i}"),
-                "name": name, "network_id": calico, "ip": ip, "state": st, "remote": remote}),
-            );
-        }
-    });
+    // The states hcsshim internal/hns/hnsendpoint.go names: 1 Created, 3 AttachedSharing.
+    node.add_endpoints(&[
+        ("web1_Calico", "10.244.1.7", 1, false),
+        ("web2_Calico", "10.244.1.8", 3, false),
+        ("gone_Calico", "10.244.1.50", 3, false),
+        ("remote_gone", "10.244.9.9", 3, true),
+    ]);
     node
 }
 
@@ -170,12 +152,7 @@ fn a_bare_pods_stuck_endpoint_is_repaired_only_with_force() {
     let node = broken();
     node.api().put_pod("default", "bare", "win-1", None);
     node.api().set_pod_ip("default", "bare", "10.244.1.60");
-    node.edit_state(|state| {
-        let first = state["endpoints"][0].clone();
-        state["endpoints"].as_array_mut().expect("eps").push(json!({
-            "id": "5eb1a7e0-0000-4000-8000-0000000000ba", "name": "bare_Calico",
-            "network_id": first["network_id"], "ip": "10.244.1.60", "state": 4}));
-    });
+    node.add_endpoints(&[("bare_Calico", "10.244.1.60", 4, false)]);
     let before = snapshot(&node.sim());
     let (code, _, err) = node.run(&["repair"]);
     // Refused before anything changes, with the usage exit code a drain's refusal has.

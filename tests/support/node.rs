@@ -330,6 +330,29 @@ impl Node {
         .expect("write the state");
     }
 
+    /// Puts endpoints on the Calico HNS network as HNS would hold them: `(name, ip, state,
+    /// remote)`, the state a number of hcsshim's `EndpointState` (1 Created, 3
+    /// AttachedSharing, ...), `remote` another host's (HCN `Flags` bit 1).
+    pub fn add_endpoints(&self, endpoints: &[(&str, &str, u16, bool)]) {
+        self.edit_state(|state| {
+            let calico = state["networks"]
+                .as_array()
+                .expect("networks")
+                .iter()
+                .find(|n| n["Name"] == "Calico")
+                .expect("the Calico network")["ID"]
+                .clone();
+            let eps = state["endpoints"].as_array_mut().expect("endpoints");
+            for (name, ip, st, remote) in endpoints {
+                let id = format!("5eb1a7e0-0000-4000-8000-{:012x}", eps.len() + 0xa0);
+                eps.push(
+                    serde_json::json!({"id": id, "name": name, "network_id": calico,
+                    "ip": ip, "state": st, "remote": remote}),
+                );
+            }
+        });
+    }
+
     /// The VSID (VXLAN VNI) of the Calico HNS network on this node.
     pub fn calico_vsid(&self) -> Option<u64> {
         super::calico_vsid(&self.sim())
