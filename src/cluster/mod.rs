@@ -6,6 +6,7 @@ pub mod drain;
 pub mod etcd;
 pub mod facts;
 pub mod fix;
+pub mod fleet_view;
 mod guard;
 pub mod ipam;
 pub mod node;

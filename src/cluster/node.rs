@@ -51,6 +51,8 @@ pub fn info(
 pub const ANNOTATION_CALICO_VERSION: &str = "calicoctl-win/calico-version";
 pub const ANNOTATION_TOOL_VERSION: &str = "calicoctl-win/version";
 pub const ANNOTATION_CONFIG_HASH: &str = "calicoctl-win/config-hash";
+/// The Node condition CalicoNode keeps (`supervise::condition`) and `fleet status` reads.
+pub const CONDITION_CALICO_READY: &str = "CalicoWindowsReady";
 
 /// Sets `annotations` on the node (a merge patch: others stay).
 pub fn annotate(

@@ -55,10 +55,50 @@ fn node_pod(p: &Pod) -> NodePod {
 /// `status.podIP`, which kube-apiserver offers for pods (kubernetes
 /// pkg/registry/core/pod/strategy.go, `ToSelectableFields`: the first of `status.podIPs`);
 /// one item is enough.
-pub fn ip_in_use(c: &Cluster, ip: &str) -> Result<bool, ClusterError> {
+/// An address, never free text: it becomes part of the selector.
+pub fn ip_in_use(c: &Cluster, ip: std::net::IpAddr) -> Result<bool, ClusterError> {
     let pods: Api<Pod> = Api::all(c.client.clone());
     let lp = ListParams::default()
         .fields(&format!("status.podIP={ip}"))
         .limit(1);
     Ok(!c.call("list", "pods", pods.list(&lp))?.items.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(owner: Option<&str>, mirror: bool) -> Pod {
+        let mut p: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "default", "uid": "u",
+                "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "status": {"podIP": "10.244.1.7", "podIPs": [{"ip": "10.244.1.7"}]}
+        }))
+        .expect("pod");
+        if let Some(kind) = owner {
+            p.metadata.owner_references = Some(vec![
+                serde_json::from_value(serde_json::json!({"apiVersion": "apps/v1",
+                    "kind": kind, "name": "o", "uid": "o", "controller": true}))
+                .expect("owner"),
+            ]);
+        }
+        if mirror {
+            p.metadata.annotations =
+                Some([("kubernetes.io/config.mirror".to_owned(), "x".to_owned())].into());
+        }
+        p
+    }
+
+    /// Who recreates an evicted pod: its controller, a DaemonSet too (on this node); a bare
+    /// pod and kubelet's mirror of a static pod are recreated by nobody.
+    #[test]
+    fn a_pod_is_managed_when_a_controller_recreates_it() {
+        assert!(node_pod(&pod(Some("ReplicaSet"), false)).managed);
+        assert!(node_pod(&pod(Some("DaemonSet"), false)).managed);
+        assert!(!node_pod(&pod(None, false)).managed);
+        assert!(!node_pod(&pod(Some("Node"), true)).managed);
+        let p = node_pod(&pod(None, false));
+        assert_eq!(p.ips, ["10.244.1.7"]);
+        assert_eq!(p.created, Some(1_767_225_600));
+    }
 }

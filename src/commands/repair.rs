@@ -14,7 +14,7 @@ use crate::error::UsageError;
 use crate::host::Host;
 use crate::installed::endpoints::{self, Judged};
 use crate::installed::record;
-use crate::layout::{CALICO_NETWORK, join};
+use crate::layout::join;
 use crate::plan::repair;
 use anyhow::Context as _;
 use serde_json::json;
@@ -140,32 +140,15 @@ fn finished(ctx: &mut Context, steps: usize, left: &[Judged]) -> anyhow::Result<
     .into())
 }
 
-/// The Calico network's endpoints, judged against the cluster.
+/// The Calico network's endpoints, judged against the cluster (none without the network).
 fn survey(
     host: &dyn Host,
     c: &Cluster,
     node: &str,
     grace: Duration,
 ) -> anyhow::Result<Vec<Judged>> {
-    let mut lists = Vec::new();
-    for n in host
-        .hns_networks()
-        .context("cannot read the HNS networks")?
-        .into_iter()
-        .filter(|n| n.name == CALICO_NETWORK)
-    {
-        let list = host
-            .hns_endpoints(&n.id)
-            .with_context(|| format!("cannot read the endpoints of HNS network {}", n.name))?;
-        lists.push((n.name, list));
-    }
-    Ok(endpoints::survey(
-        &lists,
-        Some(c),
-        node,
-        grace,
-        endpoints::Remote::Ask,
-    )?)
+    let remote = endpoints::Remote::Ask;
+    Ok(endpoints::survey_calico(host, Some(c), node, grace, remote)?.unwrap_or_default())
 }
 
 /// After the repair, until `--wait-timeout`: the endpoints still at fault (none when healthy).

@@ -274,23 +274,50 @@ pub fn survey(
         .collect())
 }
 
+/// The Calico HNS network's endpoints on `host`, judged as `survey` does; `None` when there is
+/// no Calico network.
+pub fn survey_calico(
+    host: &dyn crate::host::Host,
+    cluster: Option<&Cluster>,
+    node: &str,
+    grace: Duration,
+    remote: Remote,
+) -> anyhow::Result<Option<Vec<Judged>>> {
+    use anyhow::Context as _;
+    let calico = host
+        .hns_networks()
+        .context("cannot read the HNS networks")?
+        .into_iter()
+        .find(|n| n.name == crate::layout::CALICO_NETWORK);
+    let Some(calico) = calico else {
+        return Ok(None);
+    };
+    let list = host
+        .hns_endpoints(&calico.id)
+        .with_context(|| format!("cannot read the endpoints of HNS network {}", calico.name))?;
+    let judged = survey(&[(calico.name, list)], cluster, node, grace, remote)
+        .context("cannot read the pods")?;
+    Ok(Some(judged))
+}
+
 fn remote_lookups(
     c: &Cluster,
     lists: &[(String, Vec<HnsEndpoint>)],
 ) -> Result<BTreeMap<String, bool>, ClusterError> {
     let mut out = BTreeMap::new();
+    // What HNS gives as an address is asked about only when it is one (it goes into a field
+    // selector); anything else stays `unchecked`.
     let ips = lists
         .iter()
         .flat_map(|(_, l)| l)
         .filter(|e| e.remote)
-        .filter_map(|e| e.ip.clone());
-    for ip in ips {
+        .filter_map(|e| Some((e.ip.clone()?, e.ip.as_deref()?.parse().ok()?)));
+    for (text, ip) in ips {
         if out.len() >= MAX_REMOTE_LOOKUPS {
             break;
         }
-        if let std::collections::btree_map::Entry::Vacant(slot) = out.entry(ip) {
-            let used = pods::ip_in_use(c, slot.key())?;
-            slot.insert(used);
+        if let std::collections::btree_map::Entry::Vacant(slot) = out.entry(text) {
+            slot.insert(pods::ip_in_use(c, ip)?);
         }
     }
     Ok(out)

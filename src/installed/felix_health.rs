@@ -41,16 +41,9 @@ pub struct FelixHealth {
 pub fn read(host: &dyn Host, root: &str) -> HostResult<FelixHealth> {
     let env = host
         .read_file(&join(root, Role::Felix.env_file()))?
-        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .map(|bytes| crate::render::env::parse(&String::from_utf8_lossy(&bytes)))
         .unwrap_or_default();
-    let value = |name: &str| {
-        env.lines().find_map(|l| {
-            l.trim_end_matches('\r')
-                .split_once('=')
-                .filter(|(k, _)| k.trim() == name)
-                .map(|(_, v)| v.trim().to_owned())
-        })
-    };
+    let value = |name: &str| env.get(name).map(|v| v.trim().to_owned());
     let enabled = value("FELIX_HEALTHENABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"));
     // A port the config's extra_env set instead of Felix's default.
     let port = value("FELIX_HEALTHPORT")
@@ -59,7 +52,8 @@ pub fn read(host: &dyn Host, root: &str) -> HostResult<FelixHealth> {
     let running_since = host
         .service_query(Role::Felix.service_name())?
         .filter(|s| s.state == ServiceState::Running)
-        .map(|s| s.since.unwrap_or(0));
+        // A start time that could not be read counts as just started: no silence is blamed on it.
+        .map(|s| s.since.unwrap_or_else(crate::duration::now));
     let mut out = FelixHealth {
         enabled,
         port,

@@ -157,3 +157,14 @@ pub fn render(c: &Config, role: Role) -> String {
     }
     out
 }
+
+/// An environment file's `NAME=VALUE` lines, as `render` writes them and the services read
+/// them; blank lines and `#` comments are skipped.
+pub fn parse(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_owned(), v.to_owned()))
+        .collect()
+}

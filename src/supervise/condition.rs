@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// The condition's type.
-pub const CONDITION: &str = "CalicoWindowsReady";
+pub use crate::cluster::node::CONDITION_CALICO_READY as CONDITION;
 
 /// How often CalicoNode looks again.
 pub const EVERY: Duration = Duration::from_secs(60);
@@ -157,34 +157,18 @@ pub fn reasons(host: &dyn Host, cluster: Option<&Cluster>, node: &str, root: &st
         Ok(h) => out.extend(h.problem(crate::duration::now())),
         Err(e) => out.push(format!("Felix's health cannot be asked: {e}")),
     }
-    let calico = match host.hns_networks() {
-        Ok(nets) => nets.into_iter().find(|n| n.name == CALICO_NETWORK),
-        Err(e) => {
-            out.push(format!("the HNS networks cannot be read: {e}"));
-            return out;
-        }
-    };
-    let Some(calico) = calico else {
-        out.push(format!("the HNS network {CALICO_NETWORK} does not exist"));
-        return out;
-    };
-    match host.hns_endpoints(&calico.id) {
-        Ok(list) => {
-            let lists = [(calico.name.clone(), list)];
-            let skip = endpoints::Remote::Skip;
-            match endpoints::survey(&lists, cluster, node, endpoints::DEFAULT_GRACE, skip) {
-                Ok(judged) => out.extend(judged.iter().filter(|j| j.verdict.is_fault()).map(|j| {
-                    format!(
-                        "HNS endpoint {} ({}) is {}",
-                        j.name,
-                        j.ip.as_deref().unwrap_or("no address"),
-                        j.verdict.word()
-                    )
-                })),
-                Err(e) => out.push(format!("the pods cannot be read: {e}")),
-            }
-        }
-        Err(e) => out.push(format!("the HNS endpoints cannot be read: {e}")),
+    let skip = endpoints::Remote::Skip;
+    match endpoints::survey_calico(host, cluster, node, endpoints::DEFAULT_GRACE, skip) {
+        Ok(Some(judged)) => out.extend(judged.iter().filter(|j| j.verdict.is_fault()).map(|j| {
+            format!(
+                "HNS endpoint {} ({}) is {}",
+                j.name,
+                j.ip.as_deref().unwrap_or("no address"),
+                j.verdict.word()
+            )
+        })),
+        Ok(None) => out.push(format!("the HNS network {CALICO_NETWORK} does not exist")),
+        Err(e) => out.push(format!("{e:#}")),
     }
     if let Some(r) = super::hns_watch::last(host) {
         out.extend(

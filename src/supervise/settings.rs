@@ -247,15 +247,8 @@ pub fn inherited(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// `NAME=VALUE` lines; blank lines and `#` comments are skipped.
-pub fn parse_env(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .map(|l| l.trim_end_matches('\r'))
-        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.trim().to_owned(), v.to_owned()))
-        .collect()
-}
+/// `NAME=VALUE` lines, as install renders them (`render::env::parse`).
+pub use crate::render::env::parse as parse_env;
 
 /// How the installed release is run: its binary and the start-up flags that release knows
 /// (`release::version` has the facts, from Calico's service scripts at each tag).

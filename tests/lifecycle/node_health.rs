@@ -319,3 +319,55 @@ fn status_asks_felix_for_its_health_and_names_a_felix_that_is_not_ready() {
         "{doc}"
     );
 }
+
+/// Another host's addresses are asked about one list call each, at most 256 a run (the rest
+/// `unchecked`), and what is not an address is never put into a field selector.
+#[test]
+fn remote_lookups_are_capped_and_only_addresses_are_asked_about() {
+    let node = Node::healthy().installed().build();
+    let pod_lists = || {
+        node.api()
+            .requests()
+            .iter()
+            .filter(|(m, p)| m == "GET" && p == "/api/v1/pods")
+            .count()
+    };
+    let before = pod_lists();
+    node.run(&["status"]);
+    let baseline = pod_lists() - before;
+    let names: Vec<String> = (0..300).map(|i| format!("remote-{i}")).collect();
+    let ips: Vec<String> = (0..300)
+        .map(|i| format!("10.250.{}.{}", i / 250, i % 250 + 1))
+        .collect();
+    let mut eps: Vec<(&str, &str, u16, bool)> = names
+        .iter()
+        .zip(&ips)
+        .map(|(n, ip)| (n.as_str(), ip.as_str(), 3, true))
+        .collect();
+    eps.insert(0, ("odd", "10.0.0.1,spec.nodeName=win-1", 3, true));
+    node.add_endpoints(&eps);
+    let before = pod_lists();
+    let (_, doc, _) = node.run(&["status"]);
+    assert_eq!(
+        pod_lists() - before - baseline,
+        256,
+        "one list per address, 256 at most"
+    );
+    let count = |verdict: &str| {
+        doc["endpoints"]
+            .as_array()
+            .expect("endpoints")
+            .iter()
+            .filter(|e| e["verdict"] == verdict)
+            .count()
+    };
+    assert_eq!(count("remote-stale"), 256, "{doc}");
+    assert_eq!(count("unchecked"), 300 - 256 + 1, "{doc}");
+    let odd = doc["endpoints"]
+        .as_array()
+        .expect("endpoints")
+        .iter()
+        .find(|e| e["name"] == "odd")
+        .expect("odd");
+    assert_eq!(odd["verdict"], "unchecked", "{odd}");
+}

@@ -149,21 +149,21 @@ impl Hcn {
     }
 
     pub fn delete_network(&self, id: &str) -> HostResult<()> {
-        let delete: Symbol<Delete> = self.sym(b"HcnDeleteNetwork\0")?;
-        let guid = parse_guid(id)?;
-        let mut record: PWSTR = std::ptr::null_mut();
-        // SAFETY: guid lives across the call; record is an out-pointer.
-        let hr = unsafe { delete(&guid, &mut record) };
-        check(hr, record, &format!("delete HNS network {id}"))
+        self.delete(b"HcnDeleteNetwork\0", id, "network")
     }
 
     pub fn delete_endpoint(&self, id: &str) -> HostResult<()> {
-        let delete: Symbol<Delete> = self.sym(b"HcnDeleteEndpoint\0")?;
+        self.delete(b"HcnDeleteEndpoint\0", id, "endpoint")
+    }
+
+    /// `HcnDeleteNetwork` or `HcnDeleteEndpoint` (`HRESULT (REFGUID Id, PWSTR *ErrorRecord)`).
+    fn delete(&self, symbol: &[u8], id: &str, what: &str) -> HostResult<()> {
+        let delete: Symbol<Delete> = self.sym(symbol)?;
         let guid = parse_guid(id)?;
         let mut record: PWSTR = std::ptr::null_mut();
         // SAFETY: guid lives across the call; record is an out-pointer.
         let hr = unsafe { delete(&guid, &mut record) };
-        check(hr, record, &format!("delete HNS endpoint {id}"))
+        check(hr, record, &format!("delete HNS {what} {id}"))
     }
 
     fn enumerate(&self, name: &[u8], query: &str, op: &str) -> HostResult<Vec<String>> {
