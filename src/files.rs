@@ -23,7 +23,11 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// Hex SHA-256 of a file on this machine, read in blocks: a release binary is never held
 /// in memory.
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut f = std::fs::File::open(path)?;
+    sha256_read(std::fs::File::open(path)?)
+}
+
+/// Hex SHA-256 of what a reader gives, read in blocks.
+pub fn sha256_read(mut f: impl std::io::Read) -> std::io::Result<String> {
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {

@@ -406,11 +406,11 @@ fn the_documented_ranks_are_the_checked_ones() {
 }
 
 /// Where code outside `host/` may reach a host path through this machine's file system
-/// (`Files::local_path`): what another program's API needs as a path of its own (the
-/// service logs a process appends to, the release's download and extraction directory, the
-/// admin kubeconfig handed to the Kubernetes client). Everything else goes through `Files`,
-/// where the simulated host's faults and the contract suite reach it.
-const LOCAL_PATH_USES: &[(&str, usize)] = &[("commands::install::beginning", 2), ("supervise", 1)];
+/// (`Files::local_path`): only what another program's API needs as a path of its own, the
+/// service logs a process keeps open and appends to. Everything else goes through `Files`
+/// (the release's download and staging too, `host::ReleaseDisk`), where the simulated host's
+/// faults and the contract suite reach it.
+const LOCAL_PATH_USES: &[(&str, usize)] = &[("supervise", 1)];
 
 fn local_path_uses(sources: &BTreeMap<String, String>) -> BTreeMap<String, usize> {
     sources

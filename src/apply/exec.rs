@@ -179,14 +179,7 @@ fn run(
             secret,
             ..
         } => {
-            let access = Access::secret_if(*secret);
-            match content {
-                // Always written anew (a new temporary renamed over it), even with the same
-                // bytes: the plan writes a file whose owner or access list is someone else's.
-                Content::Bytes(b) => host.replace_file(path, b, access)?,
-                Content::Local(p) => host.copy_in(p, path)?,
-                Content::Pending => anyhow::bail!("the contents of {path} are not known yet"),
-            }
+            write_content(host, path, content, Access::secret_if(*secret))?;
         }
         Action::RemoveFile { path } => {
             host.remove_file(path)?;
@@ -267,4 +260,25 @@ fn took_effect(host: &dyn Host, action: &Action) -> bool {
         }),
         _ => true,
     }
+}
+
+/// Puts a file's contents at `path`: always written anew (a new temporary renamed over it),
+/// even with the same bytes, since the plan writes a file whose owner or access list is
+/// someone else's.
+fn write_content(
+    host: &dyn Host,
+    path: &str,
+    content: &Content,
+    access: Access,
+) -> anyhow::Result<()> {
+    match content {
+        Content::Bytes(b) => host.replace_file(path, b, access)?,
+        Content::Local(p) => host.copy_in(p, path)?,
+        Content::OnNode(p) => anyhow::ensure!(
+            host.copy_file(p, path, access)?,
+            "{p} disappeared before it was copied to {path}"
+        ),
+        Content::Pending => anyhow::bail!("the contents of {path} are not known yet"),
+    }
+    Ok(())
 }

@@ -53,8 +53,11 @@ use std::time::Duration;
 pub enum Content {
     /// Rendered in memory.
     Bytes(Vec<u8>),
-    /// A file on this machine (an extracted release).
+    /// A file on this machine (calicoctl-win itself, a release a dry run extracted).
     Local(PathBuf),
+    /// A file on the node (the release staged under the install root's cache), copied with
+    /// the host's own copy.
+    OnNode(String),
     /// Known only once the release is downloaded (a dry run without the zip).
     #[default]
     Pending,
@@ -222,6 +225,7 @@ impl std::fmt::Debug for Content {
         match self {
             Self::Bytes(b) => write!(f, "Bytes({} bytes)", b.len()),
             Self::Local(p) => f.debug_tuple("Local").field(p).finish(),
+            Self::OnNode(p) => f.debug_tuple("OnNode").field(p).finish(),
             Self::Pending => f.write_str("Pending"),
         }
     }

@@ -9,6 +9,7 @@ use crate::context::Context;
 use crate::duration::{self, now, time_text};
 use crate::error::UsageError;
 use crate::host::Access;
+use crate::release::{Local, Place};
 use crate::render::kubeconfig;
 use anyhow::Context as _;
 use serde_json::json;
@@ -235,8 +236,14 @@ pub fn release(args: &crate::cli::FetchReleaseArgs, ctx: &mut Context) -> anyhow
     let staging = tempfile::Builder::new()
         .prefix(".calicoctl-win-extract-")
         .tempdir_in(out)?;
-    let (obtained, x) =
-        crate::release::obtain(&want, out, staging.path(), &ctx.env, &mut progress)?;
+    let (out_dir, staging_dir) = (Local::name(out)?, Local::name(staging.path())?);
+    let (obtained, x) = crate::release::obtain(
+        &want,
+        Place::new(&Local, &out_dir),
+        Place::new(&Local, &staging_dir),
+        &ctx.env,
+        &mut progress,
+    )?;
     if let Some(why) = &obtained.extracted_again {
         ctx.log(&format!("extracted again from the finished zip: {why}"));
     }
@@ -245,7 +252,7 @@ pub fn release(args: &crate::cli::FetchReleaseArgs, ctx: &mut Context) -> anyhow
     let version = x.version.clone();
     ctx.printer.text(&format!(
         "{} (sha256 {}): Calico {} with {}, extracted into {}",
-        obtained.path.display(),
+        obtained.path,
         obtained.sha256,
         version.as_deref().unwrap_or("of unknown version"),
         x.binary.file_name(),

@@ -309,6 +309,70 @@ pub fn tree(h: &dyn Host, root: &str) {
     assert!(!h.remove_tree(&dir).expect("remove again"));
 }
 
+/// Files written and read as streams (the release's download and staging): a new file's
+/// directories are made, it is read while its writer still holds it, appended to, renamed over
+/// another; a missing file or a directory opens as `None`. The same calls through
+/// `ReleaseDisk`, as the release sees them.
+pub fn streams(h: &dyn Host, root: &str) {
+    use crate::release::Disk;
+    use std::io::{Read, Write};
+    let dir = format!("{root}\\{}", unique("streams"));
+    let part = format!("{dir}\\cache\\r.zip.part");
+    let read = |p: &str| {
+        let mut text = String::new();
+        h.open_read(p)
+            .expect("open")
+            .expect("there")
+            .read_to_string(&mut text)
+            .expect("read");
+        text
+    };
+    assert!(h.open_read(&part).expect("open").is_none());
+    let mut w = h.open_write(&part, false).expect("create");
+    w.write_all(b"first").expect("write");
+    w.flush().expect("flush");
+    assert_eq!(read(&part), "first", "read while its writer holds it");
+    drop(w);
+    let mut w = h.open_write(&part, true).expect("append");
+    w.write_all(b" second").expect("write");
+    drop(w);
+    assert_eq!(read(&part), "first second");
+    let zip = format!("{dir}\\cache\\r.zip");
+    h.write_file(&zip, b"old", Access::Normal).expect("write");
+    h.rename(&part, &zip).expect("rename over");
+    assert_eq!(read(&zip), "first second");
+    assert!(h.open_read(&part).expect("open").is_none());
+    // Emptied when opened again without appending.
+    drop(h.open_write(&zip, false).expect("truncate"));
+    assert_eq!(read(&zip), "");
+    assert!(
+        h.open_read(&format!("{dir}\\cache"))
+            .expect("open")
+            .is_none()
+    );
+
+    let disk = super::ReleaseDisk(h);
+    let staged = disk.join(&dir, "staging-1");
+    let file = disk.join(&disk.join(&staged, "CalicoWindows"), "calico.exe");
+    disk.write(&file, false)
+        .expect("write")
+        .write_all(b"exe")
+        .expect("write");
+    assert!(disk.is_file(&file).expect("is file"));
+    // (The simulated host keeps names in lower case; Windows keeps their case. Both find a
+    // name in any case.)
+    let listed = disk.list(&staged).expect("list").expect("there");
+    assert!(
+        matches!(&listed[..], [(n, true)] if n.eq_ignore_ascii_case("CalicoWindows")),
+        "{listed:?}"
+    );
+    disk.remove_file(&file).expect("remove");
+    disk.remove_file(&file).expect("a missing file is no error");
+    disk.remove_tree(&staged).expect("remove tree");
+    assert_eq!(disk.list(&staged).expect("list"), None);
+    assert!(h.remove_tree(&dir).expect("remove"));
+}
+
 /// Firewall rules: a missing rule reads as `None`; an added one reads back as written; a name
 /// cannot be added twice; removal says whether there was a rule.
 pub fn firewall(h: &dyn Host) {
@@ -402,6 +466,7 @@ pub fn system(h: &dyn Host) {
 /// keeps no access lists (Wine on a Linux file system ignores them).
 pub fn files(h: &dyn Host, root: &str, acls: bool) {
     tree(h, root);
+    streams(h, root);
     let path = format!("{root}\\{}\\calico-kube-config", unique("d"));
     assert_eq!(h.read_file(&path).expect("read"), None);
     assert!(h.write_file(&path, b"one", Access::Normal).expect("write"));

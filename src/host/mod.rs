@@ -585,6 +585,40 @@ pub trait Files {
             .map(Some)
             .map_err(|e| HostError::io(format!("read {path}"), e))
     }
+    /// A file opened for reading (streamed, or at offsets while another handle still writes
+    /// it: a release zip followed as it downloads); `None` when there is no regular file.
+    fn open_read(&self, path: &str) -> HostResult<Option<std::fs::File>> {
+        let local = self.local_path(path)?;
+        if !local.is_file() {
+            return Ok(None);
+        }
+        std::fs::File::open(&local)
+            .map(Some)
+            .map_err(|e| HostError::io(format!("read {path}"), e))
+    }
+    /// A file opened for writing, its parent directories created: emptied first, or appended
+    /// to (`append`, a download resumed). For what is written in a stream under the install
+    /// root's cache (the release's download and its staged extraction); everything the plan
+    /// puts in place is written atomically by the methods above.
+    fn open_write(&self, path: &str, append: bool) -> HostResult<std::fs::File> {
+        let local = self.local_path(path)?;
+        if let Some(parent) = local.parent() {
+            fs_err::create_dir_all(parent)
+                .map_err(|e| HostError::io(format!("create the directory of {path}"), e))?;
+        }
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .append(append)
+            .truncate(!append)
+            .open(&local)
+            .map_err(|e| HostError::io(format!("write {path}"), e))
+    }
+    /// Renames a file (a finished download to its name), replacing what had `to`'s name.
+    fn rename(&self, from: &str, to: &str) -> HostResult<()> {
+        let (f, t) = (self.local_path(from)?, self.local_path(to)?);
+        fs_err::rename(&f, &t).map_err(|e| HostError::io(format!("rename {from} to {to}"), e))
+    }
     fn dir_exists(&self, path: &str) -> HostResult<bool>;
     /// The owner and access list of a file or directory in SDDL, which `acl` reads by meaning;
     /// `None` when it does not exist.
@@ -600,10 +634,10 @@ pub trait Files {
     fn set_security(&self, path: &str, sddl: &str) -> HostResult<()>;
     /// Where a host path lives in this machine's file system: the path itself on Windows, a
     /// file under the state directory on SimHost. Only for what another program's API needs
-    /// as a path of its own: the service logs a process keeps open and appends to, and the
-    /// release's download and extraction (the downloader and the zip reader write there).
+    /// as a path of its own: the service logs a process keeps open and appends to.
     /// Everything else goes through the methods above (the admin kubeconfig at `C:\k\config`
-    /// too: it and the files it names are read as bytes, `cluster::OnHost`).
+    /// too: it and the files it names are read as bytes, `cluster::OnHost`; the release is
+    /// downloaded and staged through `open_write`, `open_read` and `rename`, `ReleaseDisk`).
     fn local_path(&self, path: &str) -> HostResult<std::path::PathBuf>;
 }
 
@@ -864,9 +898,56 @@ pub enum HostKind {
 
 /// A Windows node: everything above.
 pub trait Host:
-    Registry + Services + Hns + Files + Network + SystemInfo + Processes + Firewall + EventLog
+    Registry + Services + Hns + Files + Network + SystemInfo + Processes + Firewall + EventLog + Sync
 {
     fn kind(&self) -> HostKind;
+}
+
+/// The node's file system as the release's download and extraction see it: the install
+/// root's cache on the node, every file opened, made, renamed and removed through `Files`
+/// (so the simulated host's faults and the contract reach it).
+pub struct ReleaseDisk<'a>(pub &'a dyn Host);
+
+impl crate::release::Disk for ReleaseDisk<'_> {
+    fn join(&self, dir: &str, name: &str) -> String {
+        crate::layout::join(dir, name)
+    }
+    fn open(&self, path: &str) -> std::io::Result<Option<std::fs::File>> {
+        self.0.open_read(path).map_err(std::io::Error::other)
+    }
+    fn write(&self, path: &str, append: bool) -> std::io::Result<std::fs::File> {
+        self.0
+            .open_write(path, append)
+            .map_err(std::io::Error::other)
+    }
+    fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
+        self.0.rename(from, to).map_err(std::io::Error::other)
+    }
+    fn remove_file(&self, path: &str) -> std::io::Result<()> {
+        self.0
+            .remove_file(path)
+            .map(drop)
+            .map_err(std::io::Error::other)
+    }
+    fn create_dir(&self, path: &str) -> std::io::Result<()> {
+        self.0
+            .create_dir(path)
+            .map(drop)
+            .map_err(std::io::Error::other)
+    }
+    fn list(&self, dir: &str) -> std::io::Result<Option<Vec<(String, bool)>>> {
+        let entries = self.0.list_dir(dir).map_err(std::io::Error::other)?;
+        Ok(entries.map(|es| es.into_iter().map(|e| (e.name, e.is_dir)).collect()))
+    }
+    fn remove_tree(&self, path: &str) -> std::io::Result<()> {
+        self.0
+            .remove_tree(path)
+            .map(drop)
+            .map_err(std::io::Error::other)
+    }
+    fn on_node(&self) -> bool {
+        true
+    }
 }
 
 impl crate::error::Diagnose for HostError {

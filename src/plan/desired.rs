@@ -5,7 +5,7 @@ use crate::apply::Content;
 use crate::config::Config;
 use crate::config::types::Backend;
 use crate::host::Host;
-use crate::release::{Binary, CalicoVersion, Extracted, Want};
+use crate::release::{Binary, CalicoVersion, Extracted, Staged, Want};
 use crate::render::{self, CniTemplate, HostFacts, OsBuild};
 use anyhow::Context as _;
 
@@ -36,6 +36,7 @@ impl DesiredFile {
                 crate::files::sha256_file(p)
                     .with_context(|| format!("cannot read {}", p.display()))?,
             ),
+            Content::OnNode(p) => anyhow::bail!("{p} is on the node: stage it with its checksum"),
             Content::Pending => None,
         };
         Ok(Self {
@@ -45,6 +46,22 @@ impl DesiredFile {
             sha256,
             secret,
         })
+    }
+
+    /// A file of the extracted release to put at `path`, with the checksum its extraction
+    /// read.
+    pub fn staged(path: String, from: impl Into<String>, x: &Extracted, file: &Staged) -> Self {
+        Self {
+            path,
+            from: from.into(),
+            content: if x.on_node {
+                Content::OnNode(file.path.clone())
+            } else {
+                Content::Local(file.path.clone().into())
+            },
+            sha256: Some(file.sha256.clone()),
+            secret: false,
+        }
     }
 }
 
@@ -70,12 +87,7 @@ impl Got {
         let Self::Release { x, .. } = self else {
             return None;
         };
-        let text = crate::files::read_text_capped(
-            &x.root.join("cni.conf.template"),
-            crate::files::SMALL_FILE_CAP,
-        )
-        .ok()?;
-        crate::render::cni::cni_version_in(&text)
+        crate::render::cni::cni_version_in(x.cni_template.as_deref()?)
     }
 
     pub fn version(&self) -> Option<String> {
@@ -88,24 +100,25 @@ impl Got {
 
 /// The CNI plugins from the release's `cni` folder, where the runtime looks for them; a
 /// release without a separate IPAM plugin gets calico.exe under that name too.
-fn cni_plugins(
-    c: &Config,
-    cni: &[(String, std::path::PathBuf)],
-) -> anyhow::Result<Vec<DesiredFile>> {
-    let plugin = cni.iter().find(|(n, _)| n == "calico.exe");
-    let ipam = cni.iter().find(|(n, _)| n == "calico-ipam.exe").or(plugin);
+fn cni_plugins(c: &Config, x: &Extracted) -> Vec<DesiredFile> {
+    let plugin = x.cni.iter().find(|(n, _)| n == "calico.exe");
+    let ipam = x
+        .cni
+        .iter()
+        .find(|(n, _)| n == "calico-ipam.exe")
+        .or(plugin);
     let mut out = Vec::new();
     for (name, src) in [("calico.exe", plugin), ("calico-ipam.exe", ipam)] {
-        if let Some((from, local)) = src {
-            out.push(DesiredFile::new(
+        if let Some((from, file)) = src {
+            out.push(DesiredFile::staged(
                 c.cni.bin_dir.join(name).as_str().to_owned(),
                 format!("release CalicoWindows\\cni\\{from}"),
-                Content::Local(local.clone()),
-                false,
-            )?);
+                x,
+                file,
+            ));
         }
     }
-    Ok(out)
+    out
 }
 
 /// The Calico binary, confd's files (windows-bgp) and the CNI plugins.
@@ -127,24 +140,24 @@ pub fn release_files(
                 x.binary.file_name()
             ));
             let bin = x.binary.file_name();
-            out.push(DesiredFile::new(
+            out.push(DesiredFile::staged(
                 root.join(bin).as_str().to_owned(),
                 format!("release CalicoWindows\\{bin}"),
-                Content::Local(x.root.join(bin)),
-                false,
-            )?);
+                x,
+                &x.binary_file,
+            ));
             if c.backend == Backend::WindowsBgp {
-                for (rel, local) in &x.confd {
-                    out.push(DesiredFile::new(
+                for (rel, file) in &x.confd {
+                    out.push(DesiredFile::staged(
                         root.join(rel).as_str().to_owned(),
                         format!("release CalicoWindows\\{rel}"),
-                        Content::Local(local.clone()),
-                        false,
-                    )?);
+                        x,
+                        file,
+                    ));
                 }
             }
             if cni {
-                out.extend(cni_plugins(c, &x.cni)?);
+                out.extend(cni_plugins(c, x));
             }
         }
         Got::Pending { url, version } => {

@@ -2,6 +2,7 @@
 //! an interrupted run is resumed with a Range request; the finished file gets its name only
 //! when its checksum is right.
 
+use super::disk::Disk;
 use super::error::ReleaseError;
 use super::stream::{FailOnDrop, Growth};
 use super::want::{Want, parse_sha256};
@@ -9,7 +10,6 @@ use crate::files::hex;
 use sha2::Digest;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Reports how a download advances (a bar on a terminal, periodic lines otherwise).
@@ -26,10 +26,8 @@ impl Progress for () {
     fn end(&mut self) {}
 }
 
-fn part_path(dest: &Path) -> PathBuf {
-    let mut name = dest.file_name().unwrap_or_default().to_owned();
-    name.push(".part");
-    dest.with_file_name(name)
+fn part_path(dest: &str) -> String {
+    format!("{dest}.part")
 }
 
 /// The proxy for `url` from the environment captured at start-up: `HTTPS_PROXY` (or
@@ -139,12 +137,13 @@ fn send(
     })
 }
 
-/// Downloads `url` to `dest`, returning its SHA-256. The checksum asked for is checked before
-/// `dest` gets its name; a wrong one removes the partial file. `growth`, when given, is told
-/// how much of the partial file is written, for an extraction that follows it.
+/// Downloads `url` to `dest` on `disk`, returning its SHA-256. The checksum asked for is
+/// checked before `dest` gets its name; a wrong one removes the partial file. `growth`, when
+/// given, is told how much of the partial file is written, for an extraction that follows it.
 pub fn download(
     url: &str,
-    dest: &Path,
+    disk: &dyn Disk,
+    dest: &str,
     want: &Want,
     env: &BTreeMap<String, String>,
     progress: &mut dyn Progress,
@@ -155,20 +154,19 @@ pub fn download(
     let client = client(url, want, env)?;
     let limits = Limits::new(url, want);
     // What an interrupted run left: hashed again, then resumed.
-    let (mut hasher, mut have) = hash_part(&part)?;
+    let (mut hasher, mut have) = hash_part(disk, &part)?;
     let mut resp = send(&client, url, have, &limits)?;
     let status = resp.status().as_u16();
     let resumed = status == 206 && have > 0;
     let complete_already = status == 416 && have > 0;
     let mut file = if resumed || complete_already {
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&part)
+        disk.write(&part, true)
             .map_err(part_io(&part, "cannot open"))?
     } else if (200..300).contains(&status) {
         hasher = sha2::Sha256::new();
         have = 0;
-        std::fs::File::create(&part).map_err(part_io(&part, "cannot create"))?
+        disk.write(&part, false)
+            .map_err(part_io(&part, "cannot create"))?
     } else {
         return Err(ReleaseError::Status {
             url: url.into(),
@@ -176,7 +174,10 @@ pub fn download(
         });
     };
     if let Some(g) = growth {
-        let reader = std::fs::File::open(&part).map_err(part_io(&part, "cannot read"))?;
+        let reader = disk
+            .open(&part)
+            .and_then(|f| f.ok_or_else(|| std::io::ErrorKind::NotFound.into()))
+            .map_err(part_io(&part, "cannot read"))?;
         g.start(reader, have);
     }
     if !complete_already {
@@ -201,31 +202,31 @@ pub fn download(
     if let Some(expected) = &want.sha256
         && *expected != actual
     {
-        let _ = fs_err::remove_file(&part);
+        let _ = disk.remove_file(&part);
         return Err(ReleaseError::Checksum {
             what: url.into(),
             expected: expected.clone(),
             actual,
         });
     }
-    fs_err::rename(&part, dest).map_err(part_io(&part, "cannot rename"))?;
+    disk.rename(&part, dest)
+        .map_err(part_io(&part, "cannot rename"))?;
     Ok(actual)
 }
 
 /// An I/O error on the partial file, naming it.
-fn part_io(part: &Path, op: &str) -> impl Fn(std::io::Error) -> ReleaseError {
-    let op = format!("{op} {}", part.display());
+fn part_io(part: &str, op: &str) -> impl Fn(std::io::Error) -> ReleaseError {
+    let op = format!("{op} {part}");
     move |e| ReleaseError::io(op.clone(), e)
 }
 
 /// The SHA-256 state and length of what an interrupted run left in `part` (nothing: empty).
-fn hash_part(part: &Path) -> Result<(sha2::Sha256, u64), ReleaseError> {
+fn hash_part(disk: &dyn Disk, part: &str) -> Result<(sha2::Sha256, u64), ReleaseError> {
     let mut hasher = sha2::Sha256::new();
     let mut have = 0u64;
-    if !part.is_file() {
+    let Some(mut f) = disk.open(part).map_err(part_io(part, "cannot read"))? else {
         return Ok((hasher, have));
-    }
-    let mut f = std::fs::File::open(part).map_err(part_io(part, "cannot read"))?;
+    };
     let mut buf = vec![0u8; 1 << 16];
     loop {
         let n = f.read(&mut buf).map_err(part_io(part, "cannot read"))?;
@@ -280,7 +281,7 @@ struct Body<'a> {
     resp: &'a mut reqwest::blocking::Response,
     file: &'a mut std::fs::File,
     hasher: &'a mut sha2::Sha256,
-    part: &'a Path,
+    part: &'a str,
 }
 
 /// Writes and hashes the body from `have` bytes on; the length at its end.
@@ -301,8 +302,7 @@ fn receive(
                 ReleaseError::io(
                     format!(
                         "the download of {} broke off (the partial file {} is resumed by the next run)",
-                        limits.url,
-                        b.part.display()
+                        limits.url, b.part
                     ),
                     e,
                 )

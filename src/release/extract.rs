@@ -1,25 +1,39 @@
 //! Safe extraction: every entry is checked before anything is written (no path escaping the
 //! target, no symlinks, a cap on the expanded size), then the layout is recognised.
 
+use super::disk::Place;
 use super::error::ReleaseError;
 use super::version::{Binary, CalicoVersion, VersionScan};
+use std::fs::File;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
 
-/// An extracted release.
+/// An extracted release, staged on a disk (`on_node`: the node's, else this machine's).
 #[derive(Clone, Debug)]
 pub struct Extracted {
     /// The `CalicoWindows` directory.
-    pub root: PathBuf,
+    pub root: String,
+    pub on_node: bool,
     pub binary: Binary,
+    /// The Calico binary itself.
+    pub binary_file: Staged,
     /// Without a leading `v`; `None` when neither the binary, a VERSION file nor the zip's
     /// name tell.
     pub version: Option<String>,
-    /// The CNI plugins under `cni/`: file name and local path.
-    pub cni: Vec<(String, PathBuf)>,
+    /// The CNI plugins under `cni/`: file name and staged file.
+    pub cni: Vec<(String, Staged)>,
     /// confd's files (`confd/conf.d/*`, `confd/templates/*`): path relative to the root
-    /// (backslash-separated) and local path.
-    pub confd: Vec<(String, PathBuf)>,
+    /// (backslash-separated) and staged file.
+    pub confd: Vec<(String, Staged)>,
+    /// The release's own `cni.conf.template` (for its `cniVersion`), when it is UTF-8 text
+    /// of at most 16 MiB.
+    pub cni_template: Option<String>,
+}
+
+/// A staged file of the release and its SHA-256.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Staged {
+    pub path: String,
+    pub sha256: String,
 }
 
 /// Path components of an entry name, or why it is refused.
@@ -42,9 +56,8 @@ pub(super) fn components(name: &str) -> Result<Vec<&str>, &'static str> {
 
 /// The entry count the archive's end-of-central-directory record states (`None` for a zip64
 /// archive, whose record says 0xFFFF, or when the record cannot be found).
-fn listed_entries(zip: &Path) -> std::io::Result<Option<u64>> {
+fn listed_entries(mut f: &File) -> std::io::Result<Option<u64>> {
     use std::io::{Seek, SeekFrom};
-    let mut f = std::fs::File::open(zip)?;
     let len = f.metadata()?.len();
     // The record (22 bytes) ends the file, after a comment of at most 65535 bytes.
     let tail = len.min(22 + 65_535);
@@ -104,32 +117,40 @@ fn is_short_name(name: &str) -> bool {
 /// The files of an archive: size and CRC-32 by name in the archive.
 pub type Listing = std::collections::BTreeMap<String, (u64, u32)>;
 
-type Archive = zip::ZipArchive<std::io::BufReader<std::fs::File>>;
+type Archive = zip::ZipArchive<std::io::BufReader<File>>;
 
-fn open(zip: &Path) -> Result<Archive, ReleaseError> {
-    let what = zip.display().to_string();
-    let file =
-        std::fs::File::open(zip).map_err(|e| ReleaseError::io(format!("cannot read {what}"), e))?;
-    zip::ZipArchive::new(std::io::BufReader::new(file))
-        .map_err(|source| ReleaseError::Zip { what, source })
+/// The archive and the entry count its end record states.
+fn open(zip: Place<'_>) -> Result<(Archive, Option<u64>), ReleaseError> {
+    let what = zip.path.to_owned();
+    let read = |e| ReleaseError::io(format!("cannot read {what}"), e);
+    let file = zip.open().map_err(read)?;
+    let listed = listed_entries(&file).map_err(read)?;
+    let archive = zip::ZipArchive::new(std::io::BufReader::new(file))
+        .map_err(|source| ReleaseError::Zip { what, source })?;
+    Ok((archive, listed))
 }
 
 /// Checks every entry of `zip` without writing anything: the files it holds (name in the
 /// archive, size, CRC-32), or why it is refused.
-pub(super) fn check(zip: &Path, cap: u64) -> Result<Listing, ReleaseError> {
-    check_archive(&mut open(zip)?, zip, cap)
+pub(super) fn check(zip: Place<'_>, cap: u64) -> Result<Listing, ReleaseError> {
+    let (mut archive, listed) = open(zip)?;
+    check_archive(&mut archive, listed, zip.path, cap)
 }
 
-fn check_archive(archive: &mut Archive, zip: &Path, cap: u64) -> Result<Listing, ReleaseError> {
-    let what = zip.display().to_string();
+fn check_archive(
+    archive: &mut Archive,
+    listed: Option<u64>,
+    what: &str,
+    cap: u64,
+) -> Result<Listing, ReleaseError> {
+    let what = what.to_owned();
     let zerr = |source| ReleaseError::Zip {
         what: what.clone(),
         source,
     };
     // The zip crate keeps one entry per name; an archive that lists more entries than names
     // holds duplicates, and which one would count is the reader's choice.
-    if let Some(listed) =
-        listed_entries(zip).map_err(|e| ReleaseError::io(format!("cannot read {what}"), e))?
+    if let Some(listed) = listed
         && listed != archive.len() as u64
     {
         return Err(ReleaseError::Unsafe {
@@ -180,16 +201,16 @@ fn check_archive(archive: &mut Archive, zip: &Path, cap: u64) -> Result<Listing,
 }
 
 /// Extracts `zip` into the new directory `into` and recognises the layout. Every entry is
-/// checked before anything is written. On any error the caller removes `into` (a temporary
+/// checked before anything is written. On any error the caller removes `into` (a staging
 /// directory).
-pub fn extract(zip: &Path, into: &Path, cap: u64) -> Result<Extracted, ReleaseError> {
-    let what = zip.display().to_string();
+pub fn extract(zip: Place<'_>, into: Place<'_>, cap: u64) -> Result<Extracted, ReleaseError> {
+    let what = zip.path.to_owned();
     let zerr = |source| ReleaseError::Zip {
         what: what.clone(),
         source,
     };
-    let mut archive = open(zip)?;
-    check_archive(&mut archive, zip, cap)?;
+    let (mut archive, listed) = open(zip)?;
+    check_archive(&mut archive, listed, &what, cap)?;
 
     let mut written = 0u64;
     let mut versions = Versions::new();
@@ -201,16 +222,13 @@ pub fn extract(zip: &Path, into: &Path, cap: u64) -> Result<Extracted, ReleaseEr
             entry: name.clone(),
             why,
         })?;
-        let target = parts.iter().fold(into.to_path_buf(), |p, c| p.join(c));
+        let target = target_of(into, &parts);
         let io = |e| ReleaseError::io(format!("cannot extract {name} from {what}"), e);
         if entry.is_dir() {
-            fs_err::create_dir_all(&target).map_err(io)?;
+            into.disk.create_dir(&target).map_err(io)?;
             continue;
         }
-        if let Some(parent) = target.parent() {
-            fs_err::create_dir_all(parent).map_err(io)?;
-        }
-        let mut out = std::fs::File::create(&target).map_err(io)?;
+        let mut out = into.disk.write(&target, false).map_err(io)?;
         let mut scan = is_calico_binary(&parts).then(VersionScan::default);
         // The declared sizes can lie: count what really comes out.
         let within_cap = |n: u64| {
@@ -226,11 +244,18 @@ pub fn extract(zip: &Path, into: &Path, cap: u64) -> Result<Extracted, ReleaseEr
             versions.insert(target, scan.finish());
         }
     }
-    layout(into, zip, &versions)
+    layout(into, &what, &versions)
+}
+
+/// Where an entry of these path components goes in `into`.
+pub(super) fn target_of(into: Place<'_>, parts: &[&str]) -> String {
+    parts
+        .iter()
+        .fold(into.path.to_owned(), |p, c| into.disk.join(&p, c))
 }
 
 /// Versions read from the Calico binaries as they were written, by the path written.
-pub(super) type Versions = std::collections::BTreeMap<PathBuf, Option<CalicoVersion>>;
+pub(super) type Versions = std::collections::BTreeMap<String, Option<CalicoVersion>>;
 
 /// Whether an entry is the release's Calico binary (`CalicoWindows/calico-node.exe` or
 /// `CalicoWindows/calico.exe`), whose version is read while it is written.
@@ -272,62 +297,70 @@ pub(super) fn copy_entry(
 }
 
 /// Recognises the extracted release in `into`; `versions` holds what the extraction read of
-/// the Calico binary's version.
+/// the Calico binary's version. `what` names the zip.
 pub(super) fn layout(
-    into: &Path,
-    zip: &Path,
+    into: Place<'_>,
+    what: &str,
     versions: &Versions,
 ) -> Result<Extracted, ReleaseError> {
-    let what = zip.display().to_string();
     let bad = |why: String| ReleaseError::Layout {
-        what: what.clone(),
+        what: what.to_owned(),
         why,
     };
+    let disk = into.disk;
+    let read = |p: &str| {
+        let p = p.to_owned();
+        move |e| ReleaseError::io(format!("cannot read {p}"), e)
+    };
     let root = into.join("CalicoWindows");
-    if !root.is_dir() {
+    if disk.list(&root).map_err(read(&root))?.is_none() {
         return Err(bad("there is no CalicoWindows folder at its top".into()));
     }
-    let binary = if root.join("calico.exe").is_file() {
+    let at = |name: &str| disk.join(&root, name);
+    let is_file = |p: &str| disk.is_file(p).map_err(read(p));
+    let binary = if is_file(&at("calico.exe"))? {
         Binary::Calico
-    } else if root.join("calico-node.exe").is_file() {
+    } else if is_file(&at("calico-node.exe"))? {
         Binary::CalicoNode
     } else {
         return Err(bad(
             "CalicoWindows holds neither calico.exe (v3.33+) nor calico-node.exe".into(),
         ));
     };
-    if !root.join("cni").join("calico.exe").is_file() {
+    let cni_dir = at("cni");
+    if !is_file(&disk.join(&cni_dir, "calico.exe"))? {
         return Err(bad("CalicoWindows\\cni\\calico.exe is missing".into()));
     }
-    if !root.join("cni.conf.template").is_file() {
+    let template = at("cni.conf.template");
+    if !is_file(&template)? {
         return Err(bad("CalicoWindows\\cni.conf.template is missing".into()));
     }
+    let staged = |p: String| staged(Place::new(disk, &p)).map_err(read(&p));
     let mut cni = Vec::new();
     for name in ["calico.exe", "calico-ipam.exe"] {
-        let p = root.join("cni").join(name);
-        if p.is_file() {
-            cni.push((name.to_owned(), p));
+        let p = disk.join(&cni_dir, name);
+        if is_file(&p)? {
+            cni.push((name.to_owned(), staged(p)?));
         }
     }
     let mut confd = Vec::new();
     for sub in ["conf.d", "templates"] {
-        let dir = root.join("confd").join(sub);
-        let Ok(entries) = fs_err::read_dir(&dir) else {
-            continue;
-        };
-        let mut names: Vec<String> = entries
-            .filter_map(Result::ok)
-            .filter(|e| e.path().is_file())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        for n in names {
-            confd.push((format!("confd\\{sub}\\{n}"), dir.join(&n)));
+        let dir = disk.join(&at("confd"), sub);
+        let entries = disk.list(&dir).map_err(read(&dir))?.unwrap_or_default();
+        for (n, is_dir) in entries {
+            let p = disk.join(&dir, &n);
+            if !is_dir && is_file(&p)? {
+                confd.push((format!("confd\\{sub}\\{n}"), staged(p)?));
+            }
         }
     }
-    let version = read_version(&root, binary, zip, versions)?;
+    let exe = at(binary.file_name());
+    let version = read_version(Place::new(disk, &root), &exe, what, versions)?;
     Ok(Extracted {
+        binary_file: staged(exe)?,
+        cni_template: read_text(Place::new(disk, &template), crate::files::SMALL_FILE_CAP),
         root,
+        on_node: disk.on_node(),
         binary,
         version,
         cni,
@@ -335,38 +368,59 @@ pub(super) fn layout(
     })
 }
 
+/// A staged file with its SHA-256, read in blocks.
+fn staged(file: Place<'_>) -> std::io::Result<Staged> {
+    Ok(Staged {
+        path: file.path.to_owned(),
+        sha256: crate::files::sha256_read(file.open()?)?,
+    })
+}
+
+/// A small text file: `None` when it is missing, larger than `cap` or not UTF-8.
+fn read_text(file: Place<'_>, cap: u64) -> Option<String> {
+    let mut text = String::new();
+    file.open()
+        .ok()?
+        .take(cap + 1)
+        .read_to_string(&mut text)
+        .ok()?;
+    (text.len() as u64 <= cap).then_some(text)
+}
+
 /// The version where the release records it: the Go build information of its Calico binary
 /// (`buildinfo.Version=vX.Y.Z`); else a `CalicoWindows\VERSION` file; else a name like
 /// `calico-windows-v3.30.0.zip`.
 fn read_version(
-    root: &Path,
-    binary: Binary,
-    zip: &Path,
+    root: Place<'_>,
+    exe: &str,
+    what: &str,
     versions: &Versions,
 ) -> Result<Option<String>, ReleaseError> {
-    let exe = root.join(binary.file_name());
-    let recorded = match versions.get(&exe) {
+    let recorded = match versions.get(exe) {
         Some(v) => v.clone(),
         // Only where the file system found the binary under a name of other case than the
         // entry's (Windows): read from the file.
-        None => super::version::read_binary_version(&exe)
-            .map_err(|e| ReleaseError::io(format!("cannot read {}", exe.display()), e))?,
+        None => Place::new(root.disk, exe)
+            .open()
+            .and_then(super::version::read_binary_version)
+            .map_err(|e| ReleaseError::io(format!("cannot read {exe}"), e))?,
     };
     if let Some(v) = recorded {
         return Ok(Some(v.to_string()));
     }
     // A version is a few bytes: a VERSION file past 4 KiB is not one, and is not read whole.
-    if let Ok(text) = crate::files::read_text_capped(&root.join("VERSION"), 4 << 10) {
+    if let Some(text) = read_text(Place::new(root.disk, &root.join("VERSION")), 4 << 10) {
         let v = text.trim().trim_start_matches('v');
         if !v.is_empty() && v.len() < 64 {
             return Ok(Some(v.to_owned()));
         }
     }
-    Ok(version_in_name(zip))
+    Ok(version_in_name(what))
 }
 
-fn version_in_name(zip: &Path) -> Option<String> {
-    let name = zip.file_name()?.to_string_lossy().into_owned();
+/// The version in a zip's name like `calico-windows-v3.30.0.zip` (`what` is its path).
+fn version_in_name(what: &str) -> Option<String> {
+    let name = what.rsplit(['/', '\\']).next()?;
     let v = name
         .strip_prefix("calico-windows-v")?
         .strip_suffix(".zip")?;

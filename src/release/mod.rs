@@ -2,6 +2,7 @@
 //! (streamed to disk while hashed, resumable, through the configured proxy), its checksum, and
 //! its safe extraction into a recognised layout.
 
+mod disk;
 mod download;
 mod error;
 mod extract;
@@ -9,14 +10,15 @@ mod stream;
 pub mod version;
 mod want;
 
+pub use disk::{Disk, Local, Place};
 pub use download::{Progress, download};
 pub use error::ReleaseError;
-pub use extract::{Extracted, extract};
+pub use extract::{Extracted, Staged, extract};
 pub use version::{Binary, CalicoVersion, Features};
 pub use want::{Source, Want, parse_sha256};
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The Calico version install uses when none is given.
 pub const DEFAULT_CALICO_VERSION: &str = "3.31.0";
@@ -44,22 +46,23 @@ pub fn check_url(want: &Want, url: &str) -> Result<(), ReleaseError> {
     Ok(())
 }
 
-/// The SHA-256 of a file on this machine, read in blocks.
-pub fn sha256_file(path: &Path) -> Result<String, ReleaseError> {
-    crate::files::sha256_file(path)
-        .map_err(|e| ReleaseError::io(format!("cannot read {}", path.display()), e))
+/// The SHA-256 of a file on a disk, read in blocks.
+pub fn sha256_of(file: Place<'_>) -> Result<String, ReleaseError> {
+    file.open()
+        .and_then(crate::files::sha256_read)
+        .map_err(|e| ReleaseError::io(format!("cannot read {}", file.path), e))
 }
 
-/// The zip to use, extracted into `staging` (an empty directory): the given file (checked
-/// against `--sha256`), or the download, kept as `cache_dir/<name>` (a cached copy is reused
-/// only when it has the asked checksum). The work overlaps: a file is hashed while it is
+/// The zip to use, extracted into `staging` (an empty directory): the given file on this
+/// machine (checked against `--sha256`), or the download, kept as `<cache>\<name>` (a cached
+/// copy is reused only when it has the asked checksum). The work overlaps: a file is hashed while it is
 /// extracted, and a download extracted while it arrives (see `stream`); what is extracted
 /// stays in `staging`, and counts only once the checksum matched. A cached or downloaded zip
 /// that cannot be extracted is removed.
 pub fn obtain(
     want: &Want,
-    cache_dir: &Path,
-    staging: &Path,
+    cache: Place<'_>,
+    staging: Place<'_>,
     env: &BTreeMap<String, String>,
     progress: &mut dyn Progress,
 ) -> Result<(Obtained, Extracted), ReleaseError> {
@@ -83,15 +86,16 @@ pub fn obtain(
         want
     };
     check_url(want, url)?;
-    let dest = cache_dir.join(want.source.file_name());
+    let dest = cache.join(&want.source.file_name());
+    let zip = Place::new(cache.disk, &dest);
     let refused = |e| {
-        let _ = fs_err::remove_file(&dest);
+        let _ = cache.disk.remove_file(&dest);
         e
     };
     if let Some(expected) = &want.sha256
-        && dest.is_file()
+        && cache.disk.is_file(&dest).unwrap_or(false)
     {
-        let (sha256, x) = hash_and_extract(&dest, staging);
+        let (sha256, x) = hash_and_extract(zip, staging);
         if sha256.ok().as_ref() == Some(expected) {
             let obtained = Obtained {
                 path: dest.clone(),
@@ -105,13 +109,15 @@ pub fn obtain(
         // Another zip under that name: downloaded again.
         stream::clear(staging)?;
     }
-    fs_err::create_dir_all(cache_dir)
-        .map_err(|e| ReleaseError::io(format!("cannot create {}", cache_dir.display()), e))?;
+    cache
+        .disk
+        .create_dir(cache.path)
+        .map_err(|e| ReleaseError::io(format!("cannot create {}", cache.path), e))?;
     let Downloaded {
         sha256,
         extracted: x,
         extracted_again,
-    } = download_and_extract(url, &dest, staging, want, env, progress)?;
+    } = download_and_extract(url, zip, staging, want, env, progress)?;
     let obtained = Obtained {
         path: dest.clone(),
         sha256,
@@ -127,7 +133,7 @@ pub fn obtain(
 fn obtain_file(
     want: &Want,
     p: &Path,
-    staging: &Path,
+    staging: Place<'_>,
 ) -> Result<(Obtained, Extracted), ReleaseError> {
     // A pipe or a device would block or never end.
     if !p.is_file() {
@@ -135,7 +141,8 @@ fn obtain_file(
             what: p.display().to_string(),
         });
     }
-    let (sha256, x) = hash_and_extract(p, staging);
+    let name = Local::name(p).map_err(|e| ReleaseError::io("cannot read the release zip", e))?;
+    let (sha256, x) = hash_and_extract(Place::new(&Local, &name), staging);
     let sha256 = sha256?;
     if let Some(expected) = &want.sha256
         && *expected != sha256
@@ -147,7 +154,7 @@ fn obtain_file(
         });
     }
     let obtained = Obtained {
-        path: p.to_path_buf(),
+        path: name,
         sha256,
         downloaded: false,
         cached: None,
@@ -160,8 +167,8 @@ fn obtain_file(
 /// the extraction (confirmed against the finished zip, or done again from it, with why).
 fn download_and_extract(
     url: &str,
-    dest: &Path,
-    staging: &Path,
+    dest: Place<'_>,
+    staging: Place<'_>,
     want: &Want,
     env: &BTreeMap<String, String>,
     progress: &mut dyn Progress,
@@ -169,7 +176,15 @@ fn download_and_extract(
     let growth = stream::Growth::default();
     let (sha256, streamed) = std::thread::scope(|s| {
         let follower = s.spawn(|| stream::follow(&growth, staging, EXTRACT_CAP));
-        let sha256 = download(url, dest, want, env, progress, Some(&growth));
+        let sha256 = download(
+            url,
+            dest.disk,
+            dest.path,
+            want,
+            env,
+            progress,
+            Some(&growth),
+        );
         let streamed = follower
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -181,7 +196,10 @@ fn download_and_extract(
         Ok(followed)
     });
     let (x, extracted_again) = match confirmed {
-        Ok(followed) => (extract::layout(staging, dest, &followed.versions), None),
+        Ok(followed) => (
+            extract::layout(staging, dest.path, &followed.versions),
+            None,
+        ),
         Err(stream::GaveUp(why)) => {
             stream::clear(staging)?;
             (extract(dest, staging, EXTRACT_CAP), Some(why))
@@ -205,28 +223,28 @@ struct Downloaded {
 
 /// Hashes `zip` on this thread while another extracts it into `staging`.
 fn hash_and_extract(
-    zip: &Path,
-    staging: &Path,
+    zip: Place<'_>,
+    staging: Place<'_>,
 ) -> (
     Result<String, ReleaseError>,
     Result<Extracted, ReleaseError>,
 ) {
     std::thread::scope(|s| {
         let x = s.spawn(|| stream::extract_whole(zip, staging, EXTRACT_CAP));
-        let sha256 = sha256_file(zip);
+        let sha256 = sha256_of(zip);
         let x = x.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
         (sha256, x)
     })
 }
 
-/// The zip on this machine.
+/// The zip: given on this machine, or in the cache.
 #[derive(Clone, Debug)]
 pub struct Obtained {
-    pub path: PathBuf,
+    pub path: String,
     pub sha256: String,
     pub downloaded: bool,
     /// Set when the zip lives in the cache (the install owns that file).
-    pub cached: Option<PathBuf>,
+    pub cached: Option<String>,
     /// Why the extraction that followed the download was not used and the finished zip was
     /// extracted again (an entry whose sizes follow its data, say).
     pub extracted_again: Option<String>,

@@ -10,14 +10,14 @@
 //! does not list, a name refused on the way) gives up the streamed copy and the finished zip is
 //! extracted again from the start, the same way a zip file given on the command line is.
 
+use super::disk::Place;
 use super::error::ReleaseError;
 use super::extract::{
-    Listing, Stop, Versions, components, copy_entry, is_calico_binary, windows_key,
+    Listing, Stop, Versions, components, copy_entry, is_calico_binary, target_of, windows_key,
 };
 use super::version::{CalicoVersion, VersionScan};
 use std::fs::File;
 use std::io::{BufReader, Read};
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -169,7 +169,7 @@ pub struct GaveUp(pub String);
 /// An entry found by the header reader, for a worker to inflate.
 struct Job {
     name: String,
-    target: PathBuf,
+    target: String,
     /// Where its local header begins.
     at: u64,
     /// The release's Calico binary: its version is read as it is inflated.
@@ -187,7 +187,7 @@ pub struct Followed {
 /// written, to be confirmed against the finished archive by [`confirm`]. An entry is handed to
 /// a worker as soon as its local header arrives, and inflates as its data arrives: when the
 /// last byte is written, only that byte's inflation remains.
-pub fn follow(growth: &Growth, into: &Path, cap: u64) -> Result<Followed, GaveUp> {
+pub fn follow(growth: &Growth, into: Place<'_>, cap: u64) -> Result<Followed, GaveUp> {
     let Some(file) = growth.started() else {
         return Err(GaveUp("the download did not start".into()));
     };
@@ -205,7 +205,7 @@ pub fn follow(growth: &Growth, into: &Path, cap: u64) -> Result<Followed, GaveUp
                         let Ok(job) = job else {
                             return done;
                         };
-                        done.push(inflate(&file, growth, &job, &written, cap));
+                        done.push(inflate(&file, growth, &job, into, &written, cap));
                     }
                 })
             })
@@ -314,7 +314,7 @@ fn zip64_compressed(mut extra: &[u8], has_original: bool) -> Option<u64> {
 fn read_headers(
     file: &Arc<File>,
     growth: &Growth,
-    into: &Path,
+    into: Place<'_>,
     send: &std::sync::mpsc::Sender<Job>,
 ) -> Result<(), GaveUp> {
     let gave_up = |why: String| GaveUp(why);
@@ -323,9 +323,11 @@ fn read_headers(
     while let Some(Local { name, next }) = local_header(file, growth, at)? {
         let parts = components(&name).map_err(|why| gave_up(format!("{name:?} {why}")))?;
         windows_key(&parts).map_err(|why| gave_up(format!("{name:?} {why}")))?;
-        let target = parts.iter().fold(into.to_path_buf(), |p, c| p.join(c));
+        let target = target_of(into, &parts);
         if name.ends_with(['/', '\\']) {
-            fs_err::create_dir_all(&target).map_err(|e| gave_up(format!("{name}: {e}")))?;
+            into.disk
+                .create_dir(&target)
+                .map_err(|e| gave_up(format!("{name}: {e}")))?;
         } else {
             if !names.insert(name.clone()) {
                 return Err(gave_up(format!("{name:?} appears twice")));
@@ -349,7 +351,7 @@ struct Inflated {
     name: String,
     /// Size and CRC-32.
     listed: (u64, u32),
-    target: PathBuf,
+    target: String,
     /// Read from the Calico binary as it was inflated.
     version: Option<Option<CalicoVersion>>,
 }
@@ -359,6 +361,7 @@ fn inflate(
     file: &Arc<File>,
     growth: &Growth,
     job: &Job,
+    into: Place<'_>,
     written: &AtomicU64,
     cap: u64,
 ) -> Result<Inflated, GaveUp> {
@@ -373,10 +376,7 @@ fn inflate(
     if entry.name().ok().as_deref() != Some(job.name.as_str()) {
         return Err(GaveUp(format!("{}: the header reads otherwise", job.name)));
     }
-    if let Some(parent) = job.target.parent() {
-        fs_err::create_dir_all(parent).map_err(io)?;
-    }
-    let mut out = File::create(&job.target).map_err(io)?;
+    let mut out = into.disk.write(&job.target, false).map_err(io)?;
     let mut scan = job.scan.then(VersionScan::default);
     let within_cap = |n: u64| written.fetch_add(n, Ordering::Relaxed) + n <= cap;
     let size = match copy_entry(&mut entry, &mut out, scan.as_mut(), within_cap) {
@@ -393,7 +393,7 @@ fn inflate(
 }
 
 /// Whether the finished zip, checked whole, holds exactly the files that were streamed.
-pub fn confirm(zip: &Path, streamed: &Followed, cap: u64) -> Result<(), GaveUp> {
+pub fn confirm(zip: Place<'_>, streamed: &Followed, cap: u64) -> Result<(), GaveUp> {
     let listed = super::extract::check(zip, cap).map_err(|e| GaveUp(e.to_string()))?;
     if listed != streamed.files {
         return Err(GaveUp(
@@ -404,15 +404,14 @@ pub fn confirm(zip: &Path, streamed: &Followed, cap: u64) -> Result<(), GaveUp> 
 }
 
 /// Empties `dir` for a fresh extraction.
-pub fn clear(dir: &Path) -> Result<(), ReleaseError> {
-    let io = |e| ReleaseError::io(format!("cannot empty {}", dir.display()), e);
-    for entry in fs_err::read_dir(dir).map_err(io)? {
-        let entry = entry.map_err(io)?;
-        let path = entry.path();
-        if entry.file_type().map_err(io)?.is_dir() {
-            fs_err::remove_dir_all(&path).map_err(io)?;
+pub fn clear(dir: Place<'_>) -> Result<(), ReleaseError> {
+    let io = |e| ReleaseError::io(format!("cannot empty {}", dir.path), e);
+    for (name, is_dir) in dir.disk.list(dir.path).map_err(io)?.unwrap_or_default() {
+        let path = dir.join(&name);
+        if is_dir {
+            dir.disk.remove_tree(&path).map_err(io)?;
         } else {
-            fs_err::remove_file(&path).map_err(io)?;
+            dir.disk.remove_file(&path).map_err(io)?;
         }
     }
     Ok(())
@@ -422,23 +421,20 @@ pub fn clear(dir: &Path) -> Result<(), ReleaseError> {
 /// anything is written, then its entries inflated at once and confirmed; the one-by-one
 /// extraction from the start when the stream gives up.
 pub fn extract_whole(
-    zip: &Path,
-    into: &Path,
+    zip: Place<'_>,
+    into: Place<'_>,
     cap: u64,
 ) -> Result<super::extract::Extracted, ReleaseError> {
     let listed = super::extract::check(zip, cap)?;
-    let file = File::open(zip)
-        .map_err(|e| ReleaseError::io(format!("cannot read {}", zip.display()), e))?;
-    let len = file
-        .metadata()
-        .map_err(|e| ReleaseError::io(format!("cannot read {}", zip.display()), e))?
-        .len();
+    let read = |e| ReleaseError::io(format!("cannot read {}", zip.path), e);
+    let file = zip.open().map_err(read)?;
+    let len = file.metadata().map_err(read)?.len();
     let growth = Growth::default();
     growth.start(file, len);
     growth.complete(len);
     match follow(&growth, into, cap) {
         Ok(followed) if followed.files == listed => {
-            super::extract::layout(into, zip, &followed.versions)
+            super::extract::layout(into, zip.path, &followed.versions)
         }
         _ => {
             clear(into)?;

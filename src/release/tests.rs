@@ -1,5 +1,10 @@
 use super::*;
 use std::io::Write;
+
+/// A path of this machine as a place on its disk.
+fn on(p: &Path) -> Place<'_> {
+    Place::new(&Local, p.to_str().expect("a UTF-8 temporary path"))
+}
 use std::time::Duration;
 
 /// Writes a zip with these (name, contents) entries; a name ending in `@link` is a symlink.
@@ -36,7 +41,7 @@ fn extract_entries(name: &str, entries: &[(&str, &[u8])]) -> Result<Extracted, R
     let zip = dir.path().join(name);
     zip_of(&zip, entries);
     let out = dir.path().join("out");
-    let r = extract(&zip, &out, 1 << 20);
+    let r = extract(on(&zip), on(&out), 1 << 20);
     // Keep the directory alive only for the assertions on the result.
     std::mem::forget(dir);
     r
@@ -80,7 +85,7 @@ fn entries_escaping_the_target_are_refused_before_anything_is_written() {
         entries.push((evil.into(), b"x".to_vec()));
         zip_of(&zip, &borrowed(&entries));
         let out = dir.path().join("out");
-        let err = extract(&zip, &out, 1 << 20).expect_err(evil);
+        let err = extract(on(&zip), on(&out), 1 << 20).expect_err(evil);
         assert!(matches!(err, ReleaseError::Unsafe { .. }), "{evil}: {err}");
         assert!(!out.exists(), "{evil}: nothing written");
         assert!(!dir.path().join("evil.txt").exists());
@@ -116,7 +121,7 @@ fn a_truncated_zip_is_not_readable() {
     zip_of(&zip, &borrowed(&release("calico.exe")));
     let bytes = fs_err::read(&zip).expect("read");
     fs_err::write(&zip, &bytes[..bytes.len() / 2]).expect("truncate");
-    let err = extract(&zip, &dir.path().join("out"), 1 << 20).expect_err("truncated");
+    let err = extract(on(&zip), on(&dir.path().join("out")), 1 << 20).expect_err("truncated");
     assert!(matches!(err, ReleaseError::Zip { .. }), "{err}");
 }
 
@@ -209,7 +214,7 @@ fn entries_that_are_one_file_on_windows_are_refused_before_anything_is_written()
         let zip = dir.path().join("r.zip");
         zip_of(&zip, &borrowed(&entries));
         let out = dir.path().join("out");
-        let err = extract(&zip, &out, 1 << 20).expect_err(b);
+        let err = extract(on(&zip), on(&out), 1 << 20).expect_err(b);
         assert!(
             matches!(&err, ReleaseError::Unsafe { why, .. } if why.contains("same file on Windows")),
             "{b}: {err}"
@@ -249,7 +254,7 @@ fn entries_that_are_one_file_on_windows_are_refused_before_anything_is_written()
     }
     fs_err::write(&zip, bytes).expect("write");
     let out = dir.path().join("out");
-    let err = extract(&zip, &out, 1 << 20).expect_err("duplicate");
+    let err = extract(on(&zip), on(&out), 1 << 20).expect_err("duplicate");
     assert!(
         matches!(&err, ReleaseError::Unsafe { why, .. } if why.contains("more than once")),
         "{err}"
@@ -341,7 +346,7 @@ fn a_download_is_extracted_while_it_arrives_and_confirmed_against_the_finished_z
     let part = dir.path().join("r.zip.part");
     let growth = stream::Growth::default();
     let followed = std::thread::scope(|s| {
-        let follower = s.spawn(|| stream::follow(&growth, &staging, 1 << 30));
+        let follower = s.spawn(|| stream::follow(&growth, on(&staging), 1 << 30));
         // A failed assertion ends the follower instead of leaving it waiting for bytes.
         let _unfinished = stream::FailOnDrop(Some(&growth));
         let mut arriving = Arriving::new(&part, &growth);
@@ -363,12 +368,18 @@ fn a_download_is_extracted_while_it_arrives_and_confirmed_against_the_finished_z
     })
     .expect("streamed");
     assert_eq!(followed.files.len(), entries.len());
-    stream::confirm(&part, &followed, 1 << 30).expect("the finished zip lists what was streamed");
+    stream::confirm(on(&part), &followed, 1 << 30)
+        .expect("the finished zip lists what was streamed");
     // The version was read while the binary was inflated, never from the file afterwards: a
     // binary changed since tells nothing.
     let exe = staging.join("CalicoWindows/calico-node.exe");
     fs_err::write(&exe, b"buildinfo.Version=v9.9.9 ").expect("overwrite");
-    let x = extract::layout(&staging, &zip, &followed.versions).expect("layout");
+    let x = extract::layout(
+        on(&staging),
+        zip.to_str().expect("utf-8"),
+        &followed.versions,
+    )
+    .expect("layout");
     assert_eq!(x.binary, Binary::CalicoNode);
     assert_eq!(x.version.as_deref(), Some("3.30.1"));
 }
@@ -390,7 +401,7 @@ fn a_download_that_fails_or_never_starts_ends_the_follower() {
     let central_directory = u32::from_le_bytes([eocd[16], eocd[17], eocd[18], eocd[19]]) as usize;
     let growth = stream::Growth::default();
     let gave_up = std::thread::scope(|s| {
-        let follower = s.spawn(|| stream::follow(&growth, &staging, 1 << 30));
+        let follower = s.spawn(|| stream::follow(&growth, on(&staging), 1 << 30));
         let mut arriving = Arriving::new(&part, &growth);
         arriving.add(&bytes[..central_directory / 2]);
         drop(stream::FailOnDrop(Some(&growth)));
@@ -401,7 +412,7 @@ fn a_download_that_fails_or_never_starts_ends_the_follower() {
     // Never started (the request failed): the follower does not open anything.
     let growth = stream::Growth::default();
     growth.failed();
-    let never = stream::follow(&growth, &staging, 1 << 30);
+    let never = stream::follow(&growth, on(&staging), 1 << 30);
     assert!(never.is_err());
 }
 
@@ -416,8 +427,8 @@ fn entries_sized_after_their_data_or_hidden_from_the_central_directory_are_not_c
         let growth = stream::Growth::default();
         growth.start(std::fs::File::open(&part).expect("reader"), 0);
         growth.complete(bytes.len() as u64);
-        stream::clear(&staging).expect("clear");
-        stream::follow(&growth, &staging, 1 << 30).map(|f| (part, f))
+        stream::clear(on(&staging)).expect("clear");
+        stream::follow(&growth, on(&staging), 1 << 30).map(|f| (part, f))
     };
 
     // A zip written to a pipe (sizes in a data descriptor after each entry's data).
@@ -448,7 +459,7 @@ fn entries_sized_after_their_data_or_hidden_from_the_central_directory_are_not_c
     let (part, files) = followed(&bytes).expect("every local entry streams");
     assert!(files.files.contains_key("CalicoWindows/hidden.exe"));
     assert!(
-        stream::confirm(&part, &files, 1 << 30).is_err(),
+        stream::confirm(on(&part), &files, 1 << 30).is_err(),
         "the stream held a file the archive does not list"
     );
 }

@@ -19,7 +19,6 @@
 
 use std::fmt;
 use std::io::Read;
-use std::path::Path;
 
 /// Which Calico binary the release ships.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -213,8 +212,7 @@ const BUILDINFO_MARKER: &[u8] = b"buildinfo.Version=";
 
 /// The version recorded in a Calico binary's Go build information, read in blocks (the
 /// binary is about 70 MB and is never held whole); `None` when it records none.
-pub fn read_binary_version(path: &Path) -> std::io::Result<Option<CalicoVersion>> {
-    let mut f = std::fs::File::open(path)?;
+pub fn read_binary_version(mut f: impl Read) -> std::io::Result<Option<CalicoVersion>> {
     let mut buf = vec![0u8; 1 << 16];
     let mut scan = VersionScan::default();
     while !scan.decided() {
@@ -465,16 +463,22 @@ mod tests {
             let p = dir.path().join(format!("calico-node-{offset}.exe"));
             fs_err::write(&p, &bytes).expect("write");
             assert_eq!(
-                read_binary_version(&p).expect("read"),
+                read_binary_version(fs_err::File::open(&p).expect("open")).expect("read"),
                 Some(v("3.31.2")),
                 "{offset}"
             );
         }
         let end = dir.path().join("end.exe");
         fs_err::write(&end, b"xxbuildinfo.Version=v3.28.1").expect("write");
-        assert_eq!(read_binary_version(&end).expect("read"), Some(v("3.28.1")));
+        assert_eq!(
+            read_binary_version(fs_err::File::open(&end).expect("open")).expect("read"),
+            Some(v("3.28.1"))
+        );
         let none = dir.path().join("none.exe");
         fs_err::write(&none, vec![7u8; 200_000]).expect("write");
-        assert_eq!(read_binary_version(&none).expect("read"), None);
+        assert_eq!(
+            read_binary_version(fs_err::File::open(&none).expect("open")).expect("read"),
+            None
+        );
     }
 }

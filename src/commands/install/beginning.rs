@@ -6,37 +6,93 @@ use crate::apply;
 use crate::config::Config;
 use crate::context::Context;
 use crate::duration::now;
-use crate::host::Host;
+use crate::host::{Host, ReleaseDisk};
 use crate::installed::record::{self};
 use crate::layout::join;
 use crate::output::DownloadProgress;
 use crate::plan::install::Got;
-use crate::release::{self, Source, Want};
+use crate::release::{self, Local, Place, Source, Want};
 use anyhow::Context as _;
 use std::io::IsTerminal;
 
-/// Where an install unpacks the release: under the install root's cache (not the temp
-/// directory, which a killed run would leave it in), after removing what killed runs left
-/// there. A dry run writes nothing under the root and unpacks into the temp directory.
-pub(super) fn staging_dir(
-    host: &dyn Host,
+/// Where an install unpacks the release.
+pub(super) enum Staging<'h> {
+    /// A dry run's, in this machine's temporary directory: it writes nothing under the root.
+    Local {
+        /// Removed when dropped.
+        _dir: tempfile::TempDir,
+        path: String,
+    },
+    /// Under the install root's cache on the node (not the temporary directory, which a killed
+    /// run would leave it in); removed when dropped, and by the next run when killed.
+    OnNode(ReleaseDisk<'h>, String),
+}
+
+impl Staging<'_> {
+    /// The staging directory on its disk.
+    pub fn place(&self) -> Place<'_> {
+        match self {
+            Self::Local { path, .. } => Place::new(&Local, path),
+            Self::OnNode(disk, dir) => Place::new(disk, dir),
+        }
+    }
+}
+
+impl Staging<'_> {
+    /// Removes the directory on the node now, saying why it could not (the next install or
+    /// uninstall removes what is left).
+    pub fn remove(mut self) -> anyhow::Result<()> {
+        let Self::OnNode(disk, dir) = &mut self else {
+            return Ok(());
+        };
+        let dir = std::mem::take(dir);
+        disk.0.remove_tree(&dir).map(drop).with_context(|| {
+            format!("cannot remove the staging directory {dir} (the next install or uninstall removes it)")
+        })
+    }
+}
+
+impl Drop for Staging<'_> {
+    fn drop(&mut self) {
+        if let Self::OnNode(disk, dir) = self
+            && !dir.is_empty()
+        {
+            let _ = disk.0.remove_tree(dir);
+        }
+    }
+}
+
+/// The staging directory, made after removing what killed runs left in the cache.
+fn staging_dir<'h>(
+    host: &'h dyn Host,
     cache_dir: &str,
     dry_run: bool,
-) -> anyhow::Result<tempfile::TempDir> {
+) -> anyhow::Result<Staging<'h>> {
     if dry_run {
-        return tempfile::Builder::new()
+        let dir = tempfile::Builder::new()
             .prefix("calicoctl-win-release-")
             .tempdir()
-            .context("cannot create a temporary directory for the release");
+            .context("cannot create a temporary directory for the release")?;
+        let path = Local::name(dir.path())?;
+        return Ok(Staging::Local { _dir: dir, path });
     }
-    let cache = host.local_path(cache_dir)?;
-    fs_err::create_dir_all(&cache).with_context(|| format!("cannot create {cache_dir}"))?;
+    host.create_dir(cache_dir)
+        .with_context(|| format!("cannot create {cache_dir}"))?;
     shield_cache(host, cache_dir)?;
     remove_stale_staging(host, cache_dir)?;
-    tempfile::Builder::new()
-        .prefix(STAGING_PREFIX)
-        .tempdir_in(&cache)
-        .with_context(|| format!("cannot create a staging directory in {cache_dir}"))
+    // The host lock is held: no other run makes one at the same time.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let dir = join(
+        cache_dir,
+        &format!("{STAGING_PREFIX}{}-{nanos}", std::process::id()),
+    );
+    let made = host
+        .create_dir(&dir)
+        .with_context(|| format!("cannot create a staging directory in {cache_dir}"))?;
+    anyhow::ensure!(made, "the staging directory {dir} exists already");
+    Ok(Staging::OnNode(ReleaseDisk(host), dir))
 }
 
 /// The cache gets the protected access list when the install root it is in may still be
@@ -166,42 +222,92 @@ impl<'a> Begun<'a> {
     }
 }
 
-impl Drop for Begun<'_> {
-    fn drop(&mut self) {
-        // A download that broke off keeps its partial file for the next run to resume, and
-        // the journal that owns it with it.
-        let resumable = self.journal.owned_cache.as_ref().is_some_and(|c| {
+impl Begun<'_> {
+    /// A download that broke off keeps its partial file for the next run to resume, and the
+    /// journal that owns it with it.
+    fn resumable(&self) -> bool {
+        self.journal.owned_cache.as_ref().is_some_and(|c| {
             self.host.list_dir(c).is_ok_and(|entries| {
                 entries
                     .unwrap_or_default()
                     .iter()
                     .any(|e| !e.is_dir && e.name.ends_with(".part"))
             })
-        });
-        if self.armed && !resumable {
+        })
+    }
+
+    /// The run stopped before its plan (the release could not be staged or obtained): what
+    /// it began is undone now, and `e` says whether the node is as it was.
+    pub fn stop(mut self, e: anyhow::Error) -> anyhow::Error {
+        self.armed = false;
+        if self.resumable() {
+            return e.context(
+                "install failed before its plan ran; the partial download stays in the cache for the next run to resume",
+            );
+        }
+        let left = apply::undo::undo_journal(self.host, &self.journal, &self.path, self.timeout);
+        if left.is_empty() {
+            e.context("install failed before changing anything")
+        } else {
+            e.context(format!(
+                "install failed before its plan ran, and what it began is not all undone ({}); 'calicoctl-win uninstall' undoes it",
+                left.join("; ")
+            ))
+        }
+    }
+}
+
+impl Drop for Begun<'_> {
+    fn drop(&mut self) {
+        if self.armed && !self.resumable() {
             let _ = apply::undo::undo_journal(self.host, &self.journal, &self.path, self.timeout);
         }
     }
 }
 
+/// The release staged and obtained. A failure removes the staging directory, then undoes
+/// what the run began (`begun`) and says whether the node is as it was.
+pub(super) fn stage<'h>(
+    ctx: &mut Context,
+    host: &'h dyn Host,
+    want: &Want,
+    cache_dir: &str,
+    begun: &mut Option<Begun<'_>>,
+) -> anyhow::Result<(Staging<'h>, Got)> {
+    let staged = staging_dir(host, cache_dir, ctx.options.dry_run).and_then(|staging| {
+        let got = obtain_release(ctx, host, want, cache_dir, staging.place())?;
+        Ok((staging, got))
+    });
+    match (staged, begun.take()) {
+        (Ok(staged), b) => {
+            *begun = b;
+            Ok(staged)
+        }
+        (Err(e), Some(b)) => Err(b.stop(e)),
+        (Err(e), None) => Err(e),
+    }
+}
+
 /// Downloads (or takes) and extracts the release into `staging`. In a dry run a URL is only
 /// checked: its download is part of the plan. A zip that fails a check is removed.
-pub(crate) fn obtain_release(
+fn obtain_release(
     ctx: &mut Context,
     host: &dyn Host,
     want: &Want,
     cache_dir: &str,
-    staging: &std::path::Path,
+    staging: Place<'_>,
 ) -> anyhow::Result<Got> {
-    let cache_local = host.local_path(cache_dir)?;
+    let cache_disk = ReleaseDisk(host);
+    let cache = Place::new(&cache_disk, cache_dir);
     let cached_name = want.source.file_name();
     if ctx.options.dry_run
         && let Source::Url(url) = &want.source
     {
-        let cached = cache_local.join(&cached_name);
-        let usable = want.sha256.as_ref().is_some_and(|s| {
-            cached.is_file() && release::sha256_file(&cached).ok().as_ref() == Some(s)
-        });
+        let cached = cache.join(&cached_name);
+        let usable = want
+            .sha256
+            .as_ref()
+            .is_some_and(|s| host.sha256(&cached).ok().flatten().as_ref() == Some(s));
         if !usable {
             if let Err(e) = release::check_url(want, url) {
                 ctx.printer.warn(&format!(
@@ -218,14 +324,14 @@ pub(crate) fn obtain_release(
     let mut progress =
         DownloadProgress::new(std::io::stderr().is_terminal(), ctx.printer.is_quiet());
     let result = (|| -> Result<Got, release::ReleaseError> {
-        let (obtained, x) = release::obtain(want, &cache_local, staging, &ctx.env, &mut progress)?;
+        let (obtained, x) = release::obtain(want, cache, staging, &ctx.env, &mut progress)?;
         if let Some(why) = &obtained.extracted_again {
             ctx.log(&format!("extracted again from the finished zip: {why}"));
         }
         let what = want.source.show();
         let cleanup = |e| {
-            if obtained.cached.is_some() {
-                let _ = fs_err::remove_file(&obtained.path);
+            if let Some(cached) = &obtained.cached {
+                let _ = host.remove_file(cached);
             }
             e
         };
@@ -233,7 +339,7 @@ pub(crate) fn obtain_release(
         let cached = obtained
             .cached
             .as_ref()
-            .map(|_| (join(cache_dir, &cached_name), obtained.sha256.clone()));
+            .map(|_| (cache.join(&cached_name), obtained.sha256.clone()));
         Ok(Got::Release {
             x,
             sha256: obtained.sha256,

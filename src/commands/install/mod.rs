@@ -6,7 +6,7 @@ mod prepare;
 
 use super::change::{Change, Failed};
 pub(crate) use beginning::remove_stale_staging;
-use beginning::{Begun, begin_journal, obtain_release, staging_dir};
+use beginning::{Begun, begin_journal, stage};
 use prepare::{credential_files, merged_config, renewal_grant, self_file};
 
 use super::preflight::{ClusterRead, check_skips, cluster_checks, read_cluster};
@@ -114,8 +114,7 @@ fn install(
     let cache_dir = join(&c.change.root, crate::layout::CACHE_DIR);
     let cache_dirs = record::missing_parents(host, &join(&cache_dir, "x"))?;
     let (journal, mut begun) = begin(host, args, config, &mut c, &cache_dir, dry_run)?;
-    let staging = staging_dir(host, &cache_dir, dry_run)?;
-    let got = obtain_release(ctx, host, &c.want, &cache_dir, staging.path())?;
+    let (staging, got) = stage(ctx, host, &c.want, &cache_dir, &mut begun)?;
     given_release_against_cluster(ctx, args, &c.want, &got, c.cluster_version.as_deref())?;
 
     // Credentials, rendered files, CNI plugins, calicoctl-win itself.
@@ -171,7 +170,9 @@ fn install(
     }
     let granted = grant(ctx, &c.cluster, renewal.as_ref(), &c.node_name)?;
     let result = execute(ctx, &c.change, args, config, &actions, journal);
-    drop(staging);
+    if let Err(e) = staging.remove() {
+        ctx.printer.warn(&format!("{e:#}"));
+    }
     if result.is_err() && granted {
         ungrant(ctx, &c.cluster, renewal.as_ref());
     }

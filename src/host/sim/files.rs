@@ -159,6 +159,31 @@ impl Files for SimHost {
         })
     }
 
+    fn open_write(&self, path: &str, append: bool) -> HostResult<std::fs::File> {
+        let local = self.sim_path(path)?;
+        // Not "write ...": a pause there would wait for an atomic write's temporary file.
+        self.mutate(&format!("open {path} to write"), |_| {
+            if let Some(parent) = local.parent() {
+                fs_err::create_dir_all(parent)
+                    .map_err(|e| HostError::io(format!("create the directory of {path}"), e))?;
+            }
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .append(append)
+                .truncate(!append)
+                .open(&local)
+                .map_err(|e| HostError::io(format!("write {path}"), e))
+        })
+    }
+
+    fn rename(&self, from: &str, to: &str) -> HostResult<()> {
+        let (f, t) = (self.sim_path(from)?, self.sim_path(to)?);
+        self.mutate(&format!("rename {from} to {to}"), |_| {
+            fs_err::rename(&f, &t).map_err(|e| HostError::io(format!("rename {from} to {to}"), e))
+        })
+    }
+
     fn remove_tree(&self, path: &str) -> HostResult<bool> {
         let local = self.sim_path(path)?;
         self.mutate(&format!("remove directory {path} and all it holds"), |s| {

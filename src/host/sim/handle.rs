@@ -271,10 +271,16 @@ impl SimHost {
             return Ok(());
         }
         match fault.kind {
-            FaultKind::Fail => Err(HostError::Injected {
-                n,
-                op: op.to_owned(),
-            }),
+            FaultKind::Fail => {
+                // Said as it fires: a caller may retry a call and succeed (the release's
+                // extraction that follows the download starts again), and a test walking
+                // every call tells such a run from one past the last call.
+                eprintln!("simulated host: a failure injected at mutating call {n} ({op})");
+                Err(HostError::Injected {
+                    n,
+                    op: op.to_owned(),
+                })
+            }
             FaultKind::Deny => Err(HostError::win32(op, 5)),
             FaultKind::Crash => {
                 eprintln!("simulated crash at mutating call {n} ({op})");

@@ -393,10 +393,10 @@ impl Processes for SimHost {
             s.started.push(command.clone());
             Ok(s.settings.next_pid())
         })?;
-        let release =
-            crate::release::version::read_binary_version(&self.local_path(&spec.program)?)
-                .ok()
-                .flatten();
+        let release = self
+            .open_read(&spec.program)?
+            .and_then(|f| crate::release::version::read_binary_version(f).ok())
+            .flatten();
         let (exited, log) = match calico_node::component(spec, release.as_ref()) {
             Some(Err((code, message))) => (Some(code), format!("{message}\n")),
             Some(Ok(calico_node::Component::Startup)) => {
