@@ -11,7 +11,15 @@ fuzz_target!(|data: &[u8]| {
     std::fs::write(&zip, data).expect("write");
     let into = dir.path().join("out");
     std::fs::create_dir(&into).expect("mkdir");
-    let _ = release::extract(&zip, &into, 1 << 20);
+    let (zip_path, into_path) = (
+        zip.to_str().expect("a UTF-8 temporary path"),
+        into.to_str().expect("a UTF-8 temporary path"),
+    );
+    let _ = release::extract(
+        release::Place::new(&release::Local, zip_path),
+        release::Place::new(&release::Local, into_path),
+        1 << 20,
+    );
     // Nothing but the zip and the target directory beside it.
     let mut names: Vec<String> = std::fs::read_dir(dir.path())
         .expect("list")

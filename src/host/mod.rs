@@ -512,7 +512,7 @@ pub trait Files {
     fn replace_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<()>;
     /// The access a file was written with, `None` if it does not exist.
     fn file_access(&self, path: &str) -> HostResult<Option<Access>>;
-    /// Copies a file from this machine's file system (an extracted release) onto the host,
+    /// Copies a file from this machine's file system (calicoctl-win itself) onto the host,
     /// streamed and atomically (a temporary file renamed).
     fn copy_in(&self, from: &Path, to: &str) -> HostResult<()>;
     /// Copies a file on the host to another path on it with `access` (a backup before a

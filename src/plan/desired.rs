@@ -5,7 +5,7 @@ use crate::apply::Content;
 use crate::config::Config;
 use crate::config::types::Backend;
 use crate::host::Host;
-use crate::release::{Binary, CalicoVersion, Extracted, Staged, Want};
+use crate::release::{Binary, CalicoVersion, Extracted, Want};
 use crate::render::{self, CniTemplate, HostFacts, OsBuild};
 use anyhow::Context as _;
 
@@ -48,20 +48,28 @@ impl DesiredFile {
         })
     }
 
-    /// A file of the extracted release to put at `path`, with the checksum its extraction
-    /// read.
-    pub fn staged(path: String, from: impl Into<String>, x: &Extracted, file: &Staged) -> Self {
-        Self {
+    /// A file of the extracted release (`staged`, on the node or, in a dry run, on this
+    /// machine) to put at `path`, hashed now.
+    pub fn staged(
+        host: &dyn Host,
+        path: String,
+        from: impl Into<String>,
+        x: &Extracted,
+        staged: &str,
+    ) -> anyhow::Result<Self> {
+        if !x.on_node {
+            return Self::new(path, from, Content::Local(staged.into()), false);
+        }
+        let sha256 = host
+            .sha256(staged)?
+            .with_context(|| format!("{staged} disappeared from the staging directory"))?;
+        Ok(Self {
             path,
             from: from.into(),
-            content: if x.on_node {
-                Content::OnNode(file.path.clone())
-            } else {
-                Content::Local(file.path.clone().into())
-            },
-            sha256: Some(file.sha256.clone()),
+            content: Content::OnNode(staged.to_owned()),
+            sha256: Some(sha256),
             secret: false,
-        }
+        })
     }
 }
 
@@ -100,7 +108,7 @@ impl Got {
 
 /// The CNI plugins from the release's `cni` folder, where the runtime looks for them; a
 /// release without a separate IPAM plugin gets calico.exe under that name too.
-fn cni_plugins(c: &Config, x: &Extracted) -> Vec<DesiredFile> {
+fn cni_plugins(host: &dyn Host, c: &Config, x: &Extracted) -> anyhow::Result<Vec<DesiredFile>> {
     let plugin = x.cni.iter().find(|(n, _)| n == "calico.exe");
     let ipam = x
         .cni
@@ -111,18 +119,20 @@ fn cni_plugins(c: &Config, x: &Extracted) -> Vec<DesiredFile> {
     for (name, src) in [("calico.exe", plugin), ("calico-ipam.exe", ipam)] {
         if let Some((from, file)) = src {
             out.push(DesiredFile::staged(
+                host,
                 c.cni.bin_dir.join(name).as_str().to_owned(),
                 format!("release CalicoWindows\\cni\\{from}"),
                 x,
                 file,
-            ));
+            )?);
         }
     }
-    out
+    Ok(out)
 }
 
 /// The Calico binary, confd's files (windows-bgp) and the CNI plugins.
 pub fn release_files(
+    host: &dyn Host,
     c: &Config,
     got: &Got,
     want: &Want,
@@ -141,23 +151,25 @@ pub fn release_files(
             ));
             let bin = x.binary.file_name();
             out.push(DesiredFile::staged(
+                host,
                 root.join(bin).as_str().to_owned(),
                 format!("release CalicoWindows\\{bin}"),
                 x,
                 &x.binary_file,
-            ));
+            )?);
             if c.backend == Backend::WindowsBgp {
                 for (rel, file) in &x.confd {
                     out.push(DesiredFile::staged(
+                        host,
                         root.join(rel).as_str().to_owned(),
                         format!("release CalicoWindows\\{rel}"),
                         x,
                         file,
-                    ));
+                    )?);
                 }
             }
             if cni {
-                out.extend(cni_plugins(c, x));
+                out.extend(cni_plugins(host, c, x)?);
             }
         }
         Got::Pending { url, version } => {

@@ -15,25 +15,18 @@ pub struct Extracted {
     pub on_node: bool,
     pub binary: Binary,
     /// The Calico binary itself.
-    pub binary_file: Staged,
+    pub binary_file: String,
     /// Without a leading `v`; `None` when neither the binary, a VERSION file nor the zip's
     /// name tell.
     pub version: Option<String>,
-    /// The CNI plugins under `cni/`: file name and staged file.
-    pub cni: Vec<(String, Staged)>,
+    /// The CNI plugins under `cni/`: file name and staged path.
+    pub cni: Vec<(String, String)>,
     /// confd's files (`confd/conf.d/*`, `confd/templates/*`): path relative to the root
-    /// (backslash-separated) and staged file.
-    pub confd: Vec<(String, Staged)>,
+    /// (backslash-separated) and staged path.
+    pub confd: Vec<(String, String)>,
     /// The release's own `cni.conf.template` (for its `cniVersion`), when it is UTF-8 text
     /// of at most 16 MiB.
     pub cni_template: Option<String>,
-}
-
-/// A staged file of the release and its SHA-256.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Staged {
-    pub path: String,
-    pub sha256: String,
 }
 
 /// Path components of an entry name, or why it is refused.
@@ -335,12 +328,11 @@ pub(super) fn layout(
     if !is_file(&template)? {
         return Err(bad("CalicoWindows\\cni.conf.template is missing".into()));
     }
-    let staged = |p: String| staged(Place::new(disk, &p)).map_err(read(&p));
     let mut cni = Vec::new();
     for name in ["calico.exe", "calico-ipam.exe"] {
         let p = disk.join(&cni_dir, name);
         if is_file(&p)? {
-            cni.push((name.to_owned(), staged(p)?));
+            cni.push((name.to_owned(), p));
         }
     }
     let mut confd = Vec::new();
@@ -350,14 +342,14 @@ pub(super) fn layout(
         for (n, is_dir) in entries {
             let p = disk.join(&dir, &n);
             if !is_dir && is_file(&p)? {
-                confd.push((format!("confd\\{sub}\\{n}"), staged(p)?));
+                confd.push((format!("confd\\{sub}\\{n}"), p));
             }
         }
     }
     let exe = at(binary.file_name());
     let version = read_version(Place::new(disk, &root), &exe, what, versions)?;
     Ok(Extracted {
-        binary_file: staged(exe)?,
+        binary_file: exe,
         cni_template: read_text(Place::new(disk, &template), crate::files::SMALL_FILE_CAP),
         root,
         on_node: disk.on_node(),
@@ -365,14 +357,6 @@ pub(super) fn layout(
         version,
         cni,
         confd,
-    })
-}
-
-/// A staged file with its SHA-256, read in blocks.
-fn staged(file: Place<'_>) -> std::io::Result<Staged> {
-    Ok(Staged {
-        path: file.path.to_owned(),
-        sha256: crate::files::sha256_read(file.open()?)?,
     })
 }
 

@@ -13,7 +13,7 @@ mod want;
 pub use disk::{Disk, Local, Place};
 pub use download::{Progress, download};
 pub use error::ReleaseError;
-pub use extract::{Extracted, Staged, extract};
+pub use extract::{Extracted, extract};
 pub use version::{Binary, CalicoVersion, Features};
 pub use want::{Source, Want, parse_sha256};
 

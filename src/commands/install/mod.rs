@@ -568,7 +568,7 @@ fn desired_files(
     got: &Got,
     prepare: &mut Vec<String>,
 ) -> anyhow::Result<Vec<crate::plan::install::DesiredFile>> {
-    let mut files = release_files(config, got, &c.want, prepare)?;
+    let mut files = release_files(host, config, got, &c.want, prepare)?;
     files.push(self_file(host, config)?);
     let etcd_files = c.etcd_files.take();
     files.extend(credential_files(
