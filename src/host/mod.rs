@@ -486,6 +486,26 @@ pub fn read_capped(local: &std::path::Path, path: &str) -> HostResult<Option<Vec
     Ok(Some(out))
 }
 
+/// Opens `local`, the host's `path`, to write (emptied, or appended to), making its
+/// directories.
+pub(crate) fn open_to_write(
+    local: &std::path::Path,
+    path: &str,
+    append: bool,
+) -> HostResult<std::fs::File> {
+    if let Some(parent) = local.parent() {
+        fs_err::create_dir_all(parent)
+            .map_err(|e| HostError::io(format!("create the directory of {path}"), e))?;
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .append(append)
+        .truncate(!append)
+        .open(local)
+        .map_err(|e| HostError::io(format!("write {path}"), e))
+}
+
 /// An entry of a directory on the host.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DirEntry {
@@ -601,18 +621,7 @@ pub trait Files {
     /// root's cache (the release's download and its staged extraction); everything the plan
     /// puts in place is written atomically by the methods above.
     fn open_write(&self, path: &str, append: bool) -> HostResult<std::fs::File> {
-        let local = self.local_path(path)?;
-        if let Some(parent) = local.parent() {
-            fs_err::create_dir_all(parent)
-                .map_err(|e| HostError::io(format!("create the directory of {path}"), e))?;
-        }
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .append(append)
-            .truncate(!append)
-            .open(&local)
-            .map_err(|e| HostError::io(format!("write {path}"), e))
+        open_to_write(&self.local_path(path)?, path, append)
     }
     /// Renames a file (a finished download to its name), replacing what had `to`'s name.
     fn rename(&self, from: &str, to: &str) -> HostResult<()> {

@@ -969,16 +969,19 @@ fn a_failed_migration_puts_the_legacy_services_back() {
     // The release is staged under the cache first; then the plan's first mutating calls stop
     // and delete the legacy services. A failure at any of them, or at the steps right after,
     // undoes what was done.
-    let (code, _, stderr) = s.run(&[
-        "install",
-        "--release-zip",
-        &zip,
-        "--migrate-legacy",
-        "--skip",
-        "firewall-vxlan",
-        "--sim-fault",
-        "fail:~stop service",
-    ]);
+    let install = |fault: &str| {
+        s.run(&[
+            "install",
+            "--release-zip",
+            &zip,
+            "--migrate-legacy",
+            "--skip",
+            "firewall-vxlan",
+            "--sim-fault",
+            fault,
+        ])
+    };
+    let (code, _, stderr) = install("fail:~stop service");
     assert_eq!(code, 1, "{stderr}");
     let first: u64 = stderr
         .split("injected at mutating call ")
@@ -988,16 +991,7 @@ fn a_failed_migration_puts_the_legacy_services_back() {
         .unwrap_or_else(|| panic!("no injected call in {stderr}"));
     for n in first..first + 16 {
         let fault = format!("fail:{n}");
-        let (code, _, stderr) = s.run(&[
-            "install",
-            "--release-zip",
-            &zip,
-            "--migrate-legacy",
-            "--skip",
-            "firewall-vxlan",
-            "--sim-fault",
-            &fault,
-        ]);
+        let (code, _, stderr) = install(&fault);
         assert_eq!(code, 1, "{fault}: {stderr}");
         assert_same(
             &unquoted(s.snapshot()),

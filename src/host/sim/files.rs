@@ -163,17 +163,7 @@ impl Files for SimHost {
         let local = self.sim_path(path)?;
         // Not "write ...": a pause there would wait for an atomic write's temporary file.
         self.mutate(&format!("open {path} to write"), |_| {
-            if let Some(parent) = local.parent() {
-                fs_err::create_dir_all(parent)
-                    .map_err(|e| HostError::io(format!("create the directory of {path}"), e))?;
-            }
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .append(append)
-                .truncate(!append)
-                .open(&local)
-                .map_err(|e| HostError::io(format!("write {path}"), e))
+            crate::host::open_to_write(&local, path, append)
         })
     }
 
