@@ -125,6 +125,47 @@ impl Disk for Local {
     }
 }
 
+/// A disk a dry run reads (the node's cache, whose zip it may use): whatever would change it
+/// is refused, so a refused zip stays where it is.
+pub struct ReadOnly<'a>(pub &'a dyn Disk);
+
+fn refused(path: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!("a dry run does not change {path}"),
+    )
+}
+
+impl Disk for ReadOnly<'_> {
+    fn join(&self, dir: &str, name: &str) -> String {
+        self.0.join(dir, name)
+    }
+    fn open(&self, path: &str) -> io::Result<Option<File>> {
+        self.0.open(path)
+    }
+    fn write(&self, path: &str, _: bool) -> io::Result<File> {
+        Err(refused(path))
+    }
+    fn rename(&self, from: &str, _: &str) -> io::Result<()> {
+        Err(refused(from))
+    }
+    fn remove_file(&self, path: &str) -> io::Result<()> {
+        Err(refused(path))
+    }
+    fn create_dir(&self, path: &str) -> io::Result<()> {
+        Err(refused(path))
+    }
+    fn list(&self, dir: &str) -> io::Result<Option<Vec<(String, bool)>>> {
+        self.0.list(dir)
+    }
+    fn remove_tree(&self, path: &str) -> io::Result<()> {
+        Err(refused(path))
+    }
+    fn on_node(&self) -> bool {
+        self.0.on_node()
+    }
+}
+
 /// A path on a disk: a zip to read, a directory to extract into.
 #[derive(Clone, Copy)]
 pub struct Place<'a> {

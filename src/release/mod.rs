@@ -10,7 +10,7 @@ mod stream;
 pub mod version;
 mod want;
 
-pub use disk::{Disk, Local, Place};
+pub use disk::{Disk, Local, Place, ReadOnly};
 pub use download::{Progress, download};
 pub use error::ReleaseError;
 pub use extract::{Extracted, extract};

@@ -159,3 +159,51 @@ fn the_version_follows_the_cluster_and_a_downgrade_needs_to_be_asked_for() {
     );
     assert_same(&snapshot(&initial_dir), &before, "refused downgrade");
 }
+
+/// A dry run may use the zip a download left in the cache (it has the asked checksum), and
+/// changes nothing on the node: a cached zip it refuses stays where it is.
+#[test]
+fn a_dry_run_reads_the_cached_zip_and_leaves_a_refused_one_in_place() {
+    let api = FakeApi::start();
+    api.healthy_calico(); // ClusterInformation calicoVersion v3.30.2
+    let node = Node::new(&api);
+    let (code, _, stderr) = node.run(&["preflight", "--offline"]);
+    assert!(code == 0 || code == 3, "{stderr}");
+    // As a download that finished left it; nothing serves the URL.
+    let cache = node
+        .sim()
+        .join("fs")
+        .join("c")
+        .join("calicowindows")
+        .join("cache");
+    fs_err::create_dir_all(&cache).expect("cache");
+    let zip = cache.join("calico-windows-v3.31.0.zip");
+    write_zip(&zip, &entries_of("calico-node.exe", Some("3.29.1")));
+    let sha = crate::support::release::sha256(&zip);
+    let before = snapshot(&node.sim());
+    let url = "https://127.0.0.1:9/calico-windows-v3.31.0.zip";
+    let dry_run = |version: &str| {
+        node.run(&[
+            "install",
+            "--dry-run",
+            "--release-zip",
+            url,
+            "--sha256",
+            &sha,
+            "--calico-version",
+            version,
+            "--allow-downgrade",
+        ])
+    };
+    // Its binary says 3.29.1, not the 3.31.0 asked for: refused, and kept.
+    let (code, doc, stderr) = dry_run("3.31.0");
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(doc["error"]["kind"], "version-mismatch", "{doc}");
+    assert!(zip.is_file(), "the dry run removed the cached zip");
+    assert_same(&snapshot(&node.sim()), &before, "a refusing dry run");
+    // Asked for what it is, the dry run's plan is made from it, not from a download.
+    let (code, doc, stderr) = dry_run("3.29.1");
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(doc["calico_version"], "3.29.1", "{doc}");
+    assert_same(&snapshot(&node.sim()), &before, "a dry run");
+}

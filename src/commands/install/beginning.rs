@@ -11,7 +11,7 @@ use crate::installed::record::{self};
 use crate::layout::join;
 use crate::output::DownloadProgress;
 use crate::plan::install::Got;
-use crate::release::{self, Local, Place, Source, Want};
+use crate::release::{self, Local, Place, ReadOnly, Source, Want};
 use anyhow::Context as _;
 use std::io::IsTerminal;
 
@@ -297,12 +297,14 @@ fn obtain_release(
     cache_dir: &str,
     staging: Place<'_>,
 ) -> anyhow::Result<Got> {
-    let cache_disk = ReleaseDisk(host);
-    let cache = Place::new(&cache_disk, cache_dir);
+    let dry_run = ctx.options.dry_run;
+    // A dry run may use a cached zip and changes nothing: not even a refused zip is removed.
+    let node_disk = ReleaseDisk(host);
+    let read_only = ReadOnly(&node_disk);
+    let cache_disk: &dyn release::Disk = if dry_run { &read_only } else { &node_disk };
+    let cache = Place::new(cache_disk, cache_dir);
     let cached_name = want.source.file_name();
-    if ctx.options.dry_run
-        && let Source::Url(url) = &want.source
-    {
+    if dry_run && let Source::Url(url) = &want.source {
         let cached = cache.join(&cached_name);
         let usable = want
             .sha256
@@ -330,7 +332,7 @@ fn obtain_release(
         }
         let what = want.source.show();
         let cleanup = |e| {
-            if let Some(cached) = &obtained.cached {
+            if let Some(cached) = obtained.cached.as_ref().filter(|_| !dry_run) {
                 let _ = host.remove_file(cached);
             }
             e
