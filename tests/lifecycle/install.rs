@@ -365,8 +365,10 @@ fn a_failure_at_every_install_step_rolls_back_or_a_rerun_converges() {
         assert_eq!(code, 0, "{fault}, rerun: {stderr}");
         // A rollback does not remove the HNS networks the run made (it names them, with the
         // command that does); the rerun then records the node's routes and addresses with
-        // the vSwitch as those it found before. Everything else converges.
-        let (after, expected) = if said.contains("was made while the command ran") {
+        // the vSwitch as those it found before. Everything else converges, and a purge still
+        // gives the node back as it was: routes go back where their address is now.
+        let networks_left = said.contains("was made while the command ran");
+        let (after, expected) = if networks_left {
             (
                 without_found_before(snapshot(&host)),
                 without_found_before(installed.clone()),
@@ -379,6 +381,15 @@ fn a_failure_at_every_install_step_rolls_back_or_a_rerun_converges() {
             &expected,
             &format!("{fault} ({said}), then a rerun"),
         );
+        if networks_left {
+            let (code, stderr) = run_at(&s, &host, &["uninstall", "--purge", "--remove-logs"]);
+            assert_eq!(code, 0, "{fault}, rerun, purge: {stderr}");
+            assert_same(
+                &snapshot(&host),
+                &initial,
+                &format!("{fault}, rerun, then a purge"),
+            );
+        }
         converged += 1;
     }
     assert!(
