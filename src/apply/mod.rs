@@ -34,6 +34,32 @@ pub struct Options<'a> {
 }
 
 impl<'a> Options<'a> {
+    /// How a command runs a plan that changes an installed node (no install record, routes
+    /// or logs directory of its own to keep): `rollback` on failure or not, services stopped
+    /// and started within `service_timeout`, continuing `previous`.
+    pub fn for_change(
+        command: &'static str,
+        journal_path: String,
+        rollback: bool,
+        service_timeout: std::time::Duration,
+        previous: Option<journal::Journal>,
+        cluster: Option<&'a dyn crate::cluster::drain::NodeControl>,
+    ) -> Self {
+        Self {
+            command,
+            journal_path,
+            rollback,
+            stop_timeout: service_timeout,
+            start_timeout: service_timeout,
+            previous,
+            routes_before: Vec::new(),
+            record: None,
+            logs_dir: None,
+            now: crate::duration::now(),
+            cluster,
+        }
+    }
+
     /// The cluster, for a step that needs it.
     pub fn cluster(&self) -> anyhow::Result<&'a dyn crate::cluster::drain::NodeControl> {
         self.cluster.ok_or_else(|| {

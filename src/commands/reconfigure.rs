@@ -9,7 +9,6 @@ use crate::cli::{DrainBy, ReconfigureArgs};
 use crate::cluster::drain;
 use crate::config::types::Backend;
 use crate::context::Context;
-use crate::duration::now;
 use crate::error::UsageError;
 use crate::installed::record::{self, NetworkSettings};
 use crate::layout::CALICO_NETWORK;
@@ -127,19 +126,15 @@ fn options<'a>(
     journal: Option<crate::apply::journal::Journal>,
     cluster: Option<&'a crate::cluster::Cluster>,
 ) -> apply::Options<'a> {
-    apply::Options {
-        command: "reconfigure",
+    let cluster = cluster.map(|c| c as &dyn crate::cluster::drain::NodeControl);
+    apply::Options::for_change(
+        "reconfigure",
         journal_path,
-        rollback: true,
-        stop_timeout: args.service_timeout,
-        start_timeout: args.service_timeout,
-        previous: journal,
-        routes_before: Vec::new(),
-        record: None,
-        logs_dir: None,
-        now: now(),
-        cluster: cluster.map(|c| c as &dyn crate::cluster::drain::NodeControl),
-    }
+        true,
+        args.service_timeout,
+        journal,
+        cluster,
+    )
 }
 
 /// The install record, refused when there is none or when the new backend needs files only an

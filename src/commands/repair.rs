@@ -9,7 +9,6 @@ use crate::cli::RepairArgs;
 use crate::cluster::Cluster;
 use crate::cluster::drain::DrainOptions;
 use crate::context::Context;
-use crate::duration::now;
 use crate::error::UsageError;
 use crate::host::Host;
 use crate::installed::endpoints::{self, Judged};
@@ -205,17 +204,13 @@ fn options<'a>(
     journal: Option<crate::apply::journal::Journal>,
     cluster: &'a Cluster,
 ) -> apply::Options<'a> {
-    apply::Options {
-        command: "repair",
+    let cluster = Some(cluster as &dyn crate::cluster::drain::NodeControl);
+    apply::Options::for_change(
+        "repair",
         journal_path,
-        rollback: false,
-        stop_timeout: args.service_timeout,
-        start_timeout: args.service_timeout,
-        previous: journal,
-        routes_before: Vec::new(),
-        record: None,
-        logs_dir: None,
-        now: now(),
-        cluster: Some(cluster as &dyn crate::cluster::drain::NodeControl),
-    }
+        false,
+        args.service_timeout,
+        journal,
+        cluster,
+    )
 }

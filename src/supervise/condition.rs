@@ -75,11 +75,9 @@ impl Reporter {
             }
         };
         let reasons = reasons(host, Some(&cluster), &self.node, &self.root);
-        if self.last.as_ref() == Some(&reasons) {
+        let Some((ready, changed_state)) = to_set(self.last.as_deref(), &reasons) else {
             return;
-        }
-        let ready = reasons.is_empty();
-        let changed_state = self.last.as_ref().is_none_or(|l| l.is_empty() != ready);
+        };
         match crate::cluster::node::set_condition(
             &cluster,
             &self.node,
@@ -115,6 +113,17 @@ impl Reporter {
             &self.env,
         )?)
     }
+}
+
+/// What a look sets, given the reasons last set (`None`: nothing set yet): nothing when they
+/// are the same (no patch every minute on every node); else the status and whether it changed
+/// (a new transition time). A patch that failed set nothing, so the next look sets it again.
+fn to_set(last: Option<&[String]>, reasons: &[String]) -> Option<(bool, bool)> {
+    if last == Some(reasons) {
+        return None;
+    }
+    let ready = reasons.is_empty();
+    Some((ready, last.is_none_or(|l| l.is_empty() != ready)))
 }
 
 /// The condition, as the API server keeps one: the transition time only when the status
@@ -178,4 +187,26 @@ pub fn reasons(host: &dyn Host, cluster: Option<&Cluster>, node: &str, root: &st
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::to_set;
+
+    #[test]
+    fn the_condition_is_set_only_when_the_answer_changes() {
+        let felix = vec!["CalicoFelix is Stopped".to_owned()];
+        let network = vec!["the HNS network Calico does not exist".to_owned()];
+        // The first look sets it, with a transition.
+        assert_eq!(to_set(None, &[]), Some((true, true)));
+        assert_eq!(to_set(None, &felix), Some((false, true)));
+        // The same answer again: no patch.
+        assert_eq!(to_set(Some(&[]), &[]), None);
+        assert_eq!(to_set(Some(&felix), &felix), None);
+        // Other reasons, still False: set, without a new transition time.
+        assert_eq!(to_set(Some(&felix), &network), Some((false, false)));
+        // Healthy again, or not any more: a transition.
+        assert_eq!(to_set(Some(&felix), &[]), Some((true, true)));
+        assert_eq!(to_set(Some(&[]), &network), Some((false, true)));
+    }
 }
