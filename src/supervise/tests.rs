@@ -1046,12 +1046,8 @@ fn children_take_the_allow_listed_service_environment_under_the_env_file() {
     assert!(env.contains_key("FELIX_FELIXHOSTNAME"), "{env:?}");
 }
 
-/// The HNS restart watchdog (Azure/AgentBaker hnsremediator.ps1's rule: a changed process id of
-/// the `hns` service is a restart): Felix restarted once per restart, the restart recorded in
-/// the registry and the Application event log; a stopped HNS is no restart yet.
-#[test]
-fn an_hns_restart_restarts_felix_once_and_is_recorded() {
-    let host = SimHost::in_memory("ws2022").expect("host");
+/// CalicoFelix registered and running, and the `hns` service's program in place.
+fn felix_running(host: &SimHost) {
     let svchost = r"C:\Windows\system32\svchost.exe";
     let exe = format!(r"{ROOT}\calicoctl-win.exe");
     for program in [svchost, exe.as_str()] {
@@ -1071,12 +1067,43 @@ fn an_hns_restart_restarts_felix_once_and_is_recorded() {
     .expect("create");
     host.service_start("CalicoFelix", Duration::from_secs(1))
         .expect("start");
-    let felix_pid = || {
-        host.service_query("CalicoFelix")
-            .expect("q")
-            .expect("there")
-            .pid
-    };
+}
+
+/// CalicoFelix's process id.
+fn felix_pid(host: &SimHost) -> Option<u32> {
+    host.service_query("CalicoFelix")
+        .expect("query")
+        .expect("registered")
+        .pid
+}
+
+/// CalicoNode's loop answers an HNS restart while it runs (the watchdog's call in
+/// `watch_kubelet`, not only `HnsWatch::check` alone).
+#[test]
+fn calico_node_answers_an_hns_restart_while_it_runs() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    felix_running(&host);
+    let before = felix_pid(&host);
+    let text = while_running(&host, &settings(Role::Node), |path| {
+        wait_for_log(path, "calico-node startup finished", 1);
+        host.service_stop("hns", Duration::from_secs(1))
+            .expect("stop");
+        host.service_start("hns", Duration::from_secs(1))
+            .expect("start");
+        wait_for_log(path, "the HNS service restarted", 1);
+    });
+    assert_ne!(felix_pid(&host), before, "Felix was not restarted: {text}");
+    assert!(hns_watch::last(&host).is_some_and(|r| r.restarted == ["CalicoFelix"]));
+}
+
+/// The HNS restart watchdog (Azure/AgentBaker hnsremediator.ps1's rule: a changed process id of
+/// the `hns` service is a restart): Felix restarted once per restart, the restart recorded in
+/// the registry and the Application event log; a stopped HNS is no restart yet.
+#[test]
+fn an_hns_restart_restarts_felix_once_and_is_recorded() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    felix_running(&host);
     let s = settings(Role::Node);
     let (log, path) = log_for(&host, &s);
     let mut watch = hns_watch::HnsWatch::default();
@@ -1090,7 +1117,7 @@ fn an_hns_restart_restarts_felix_once_and_is_recorded() {
         None,
         "the same process: no restart"
     );
-    let before = felix_pid();
+    let before = felix_pid(&host);
 
     host.service_stop("hns", Duration::from_secs(1))
         .expect("stop");
@@ -1104,7 +1131,7 @@ fn an_hns_restart_restarts_felix_once_and_is_recorded() {
     let r = watch.check(&host, &s, &log).expect("a restart");
     assert_eq!(r.restarted, ["CalicoFelix"]);
     assert!(r.failed.is_empty(), "{r:?}");
-    assert_ne!(felix_pid(), before, "Felix was not restarted");
+    assert_ne!(felix_pid(&host), before, "Felix was not restarted");
     assert_eq!(hns_watch::last(&host), Some(r.clone()));
     assert!(read(&path).contains("the HNS service restarted"));
     assert!(
@@ -1114,7 +1141,7 @@ fn an_hns_restart_restarts_felix_once_and_is_recorded() {
         "{:?}",
         host.events()
     );
-    let after = felix_pid();
+    let after = felix_pid(&host);
     assert_eq!(watch.check(&host, &s, &log), None, "once per restart");
-    assert_eq!(felix_pid(), after);
+    assert_eq!(felix_pid(&host), after);
 }
