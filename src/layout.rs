@@ -53,6 +53,25 @@ pub const FELIX_HEALTH_HOST: &str = "127.0.0.1";
 pub const EVENT_SOURCE: &str = "calicoctl-win";
 pub const EVENT_SOURCE_KEY: &str =
     r"HKLM\SYSTEM\CurrentControlSet\Services\EventLog\Application\calicoctl-win";
+/// The ids of the events written under that source: a service body started, stopped on
+/// request, failed; a failure CalicoNode records for the waits (a warning: the service runs
+/// on); a failed token renewal (a warning: the token is still valid); an HNS restart
+/// CalicoNode answered.
+pub const EVENT_STARTED: u32 = 1;
+pub const EVENT_STOPPED: u32 = 2;
+pub const EVENT_FAILED: u32 = 3;
+pub const EVENT_FAILURE: u32 = 4;
+pub const EVENT_RENEWAL_FAILED: u32 = 5;
+pub const EVENT_HNS_RESTARTED: u32 = 6;
+/// Every event id above, each once.
+pub const EVENT_IDS: [u32; 6] = [
+    EVENT_STARTED,
+    EVENT_STOPPED,
+    EVENT_FAILED,
+    EVENT_FAILURE,
+    EVENT_RENEWAL_FAILED,
+    EVENT_HNS_RESTARTED,
+];
 
 // HNS.
 
@@ -79,6 +98,12 @@ pub const JOURNAL_FILE: &str = "calicoctl-win.journal.json";
 pub const UNINSTALL_JOURNAL_FILE: &str = "calicoctl-win-uninstall.journal.json";
 /// The release cache under the install root: downloads and their staging.
 pub const CACHE_DIR: &str = "cache";
+/// How the directories a release is unpacked into start, in the cache (followed by the
+/// process id and the time); what a killed run left is removed by the next.
+pub const STAGING_PREFIX: &str = "staging-";
+/// Appended to a download's name while it arrives (`<zip>.part`); an interrupted one is
+/// resumed by the next run.
+pub const PARTIAL_SUFFIX: &str = ".part";
 /// What a running calicoctl-win.exe that is replaced or removed is renamed to, followed by the
 /// process id (`<exe>.calicoctl-win-old-<pid>`); Windows deletes it at the next reboot.
 pub const RUNNING_IMAGE_ASIDE: &str = ".calicoctl-win-old-";
@@ -216,4 +241,22 @@ pub fn is_service_log(name: &str) -> bool {
                 .strip_prefix('-')
                 .is_some_and(|t| !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric()))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One name or id means one thing on the node: no value or event id is listed twice.
+    #[test]
+    fn the_lists_name_each_value_and_event_once() {
+        let mut ids = EVENT_IDS.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), EVENT_IDS.len(), "{EVENT_IDS:?}");
+        let mut values: Vec<String> = CALICO_VALUES.iter().map(|v| v.to_lowercase()).collect();
+        values.sort();
+        values.dedup();
+        assert_eq!(values.len(), CALICO_VALUES.len(), "{CALICO_VALUES:?}");
+    }
 }

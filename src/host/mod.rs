@@ -607,6 +607,10 @@ pub trait Files {
     }
     /// A file opened for reading (streamed, or at offsets while another handle still writes
     /// it: a release zip followed as it downloads); `None` when there is no regular file.
+    /// On Windows both handles share read, write and delete (Rust's std
+    /// `library/std/src/sys/fs/windows.rs`, `OpenOptions::new`: `share_mode` is
+    /// `FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE`), so neither blocks the other
+    /// nor the rename that gives the finished download its name.
     fn open_read(&self, path: &str) -> HostResult<Option<std::fs::File>> {
         let local = self.local_path(path)?;
         if !local.is_file() {
@@ -623,7 +627,8 @@ pub trait Files {
     fn open_write(&self, path: &str, append: bool) -> HostResult<std::fs::File> {
         open_to_write(&self.local_path(path)?, path, append)
     }
-    /// Renames a file (a finished download to its name), replacing what had `to`'s name.
+    /// Renames a file (a finished download to its name), replacing what had `to`'s name (on
+    /// Windows std's `rename` is `MoveFileExW` with `MOVEFILE_REPLACE_EXISTING`, same file).
     fn rename(&self, from: &str, to: &str) -> HostResult<()> {
         let (f, t) = (self.local_path(from)?, self.local_path(to)?);
         fs_err::rename(&f, &t).map_err(|e| HostError::io(format!("rename {from} to {to}"), e))

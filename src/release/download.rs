@@ -27,7 +27,7 @@ impl Progress for () {
 }
 
 fn part_path(dest: &str) -> String {
-    format!("{dest}.part")
+    format!("{dest}{}", crate::layout::PARTIAL_SUFFIX)
 }
 
 /// The proxy for `url` from the environment captured at start-up: `HTTPS_PROXY` (or

@@ -91,9 +91,8 @@ impl Backoff {
     }
 }
 
-/// The event id of a failure CalicoNode records for the waits (a warning: the service itself
-/// runs on).
-pub const EVENT_FAILURE: u32 = 4;
+/// The event id of a failure CalicoNode records for the waits (listed in `layout`).
+pub use crate::layout::EVENT_FAILURE;
 
 /// Says a failure in the service's log and the event log and records it for the waits
 /// (`installed::failure`), which then end at once with the service's own error.

@@ -15,8 +15,8 @@ use crate::host::{EventLevel, Host, RegValue};
 use crate::layout::{CALICO_KEY, EVENT_SOURCE, HNS_RESTART_VALUE, Role};
 use serde::{Deserialize, Serialize};
 
-/// The Application event id of an HNS restart CalicoNode answered.
-pub const EVENT_HNS_RESTARTED: u32 = 6;
+/// The Application event id of an HNS restart CalicoNode answered (listed in `layout`).
+pub use crate::layout::EVENT_HNS_RESTARTED;
 
 /// The HNS service's name (`Get-Service hns`: "Host Network Service").
 pub const HNS_SERVICE: &str = "hns";

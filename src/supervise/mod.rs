@@ -61,10 +61,8 @@ pub fn role_name(role: Role) -> &'static str {
     role.name()
 }
 
-/// The event ids: a service body started, stopped on request, failed.
-pub const EVENT_STARTED: u32 = 1;
-pub const EVENT_STOPPED: u32 = 2;
-pub const EVENT_FAILED: u32 = 3;
+/// The event ids: a service body started, stopped on request, failed (listed in `layout`).
+pub use crate::layout::{EVENT_FAILED, EVENT_STARTED, EVENT_STOPPED};
 
 /// Runs a role until a stop is requested (then `Ok`) or it fails; its start, its stop and its
 /// failure are written to the Application event log too.

@@ -34,8 +34,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// The event id of a failed renewal (a warning: the token is still valid).
-pub const EVENT_RENEWAL_FAILED: u32 = 5;
+/// The event id of a failed renewal (listed in `layout`).
+pub use crate::layout::EVENT_RENEWAL_FAILED;
 /// How often a token that never expires, or a node without one, is looked at again.
 const IDLE: Duration = Duration::from_secs(3600);
 /// The lifetime asked for when the current token's is unknown: the TokenRequest API's own

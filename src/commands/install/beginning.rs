@@ -8,7 +8,7 @@ use crate::context::Context;
 use crate::duration::now;
 use crate::host::{Host, ReleaseDisk};
 use crate::installed::record::{self};
-use crate::layout::join;
+use crate::layout::{PARTIAL_SUFFIX, STAGING_PREFIX, join};
 use crate::output::DownloadProgress;
 use crate::plan::install::Got;
 use crate::release::{self, Local, Place, ReadOnly, Source, Want};
@@ -119,9 +119,6 @@ fn shield_cache(host: &dyn Host, cache_dir: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// How the directories a release is unpacked into start, in the cache.
-pub(crate) const STAGING_PREFIX: &str = "staging-";
-
 /// Removes the staging directories killed runs left in `cache` (a local path).
 pub(crate) fn remove_stale_staging(host: &dyn Host, cache_dir: &str) -> anyhow::Result<()> {
     let entries = host.list_dir(cache_dir)?.unwrap_or_default();
@@ -231,7 +228,7 @@ impl Begun<'_> {
                 entries
                     .unwrap_or_default()
                     .iter()
-                    .any(|e| !e.is_dir && e.name.ends_with(".part"))
+                    .any(|e| !e.is_dir && e.name.ends_with(PARTIAL_SUFFIX))
             })
         })
     }

@@ -694,7 +694,8 @@ pub unsafe extern "system" fn HcnStandinAddEndpoint(
 
 /// Test-only: gives the endpoints named `name` a `State` (hcsshim internal/hns/hnsendpoint.go
 /// `EndpointState`; the v2 document carries it, as azure-container-networking's filter on
-/// `{"State": 3}` relies on) and HCN `Flags` (bit 1: another host's endpoint).
+/// `{"State": 3}` relies on) and HCN `Flags` (hcsshim hcn/hcnendpoint.go:
+/// `EndpointFlagsRemoteEndpoint = 1`, another host's endpoint).
 #[unsafe(no_mangle)]
 pub unsafe extern "system" fn HcnStandinEndpointState(
     name: PCWSTR,
