@@ -2069,10 +2069,18 @@ fn the_kube_proxy_service_runs_on_calicos_network_and_goes_with_uninstall() {
     assert_eq!(code, 0, "{err} {doc}");
     assert_eq!(doc["kube_proxy"]["verdict"], "pass", "{doc}");
 
-    let (code, _, err) = s.run(&["uninstall"]);
+    // Its service body wrote its log; `--remove-logs` removes it with the others (once the
+    // list of service logs forgot kube-proxy's).
+    let log = s.c_drive("calicowindows/logs/calico-kube-proxy.log");
+    assert!(log.is_file(), "kube-proxy's service wrote no log");
+    let (code, _, err) = s.run(&["uninstall", "--remove-logs"]);
     assert_eq!(code, 0, "{err}");
     assert!(state()["services"]["kube-proxy"].is_null());
     assert!(!s.c_drive("calicowindows/kube-proxy.env").exists());
+    assert!(
+        !log.exists(),
+        "uninstall --remove-logs left kube-proxy's log"
+    );
     assert!(exe.is_file(), "kube-proxy.exe is not calicoctl-win's");
 
     // Someone else's kube-proxy service: refused, nothing changed.
