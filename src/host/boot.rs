@@ -17,13 +17,23 @@ fn unix(ticks: i64) -> i64 {
 /// The boot instant in Unix seconds (the same in every culture and time zone), and the same
 /// instant on the local wall clock, from the three fields of SYSTEM_TIMEOFDAY_INFORMATION;
 /// `None` when the kernel gave no boot time.
+///
+/// `BootTimeBias` is declared unsigned (`ULONGLONG`) but the kernel adds each step's signed
+/// delta to it with wrapping 64-bit arithmetic (`KeBootTimeBias = KeBootTimeBias + DeltaTime.QuadPart;`
+/// in ReactOS `ntoskrnl/ke/clock.c` `KeSetSystemTime`, after NT's `TimeDelta`): after a net backward step (Hyper-V or VMware time sync at
+/// boot or resume, `w32tm /resync` when the RTC runs fast) it holds a negative delta in two's
+/// complement, far above `i64::MAX` when read unsigned. It is subtracted as the kernel added it.
 pub fn boot_instant(
     boot_time: i64,
     boot_time_bias: u64,
     time_zone_bias: i64,
 ) -> Option<(i64, i64)> {
-    let bias = i64::try_from(boot_time_bias).ok()?;
-    let boot = boot_time.checked_sub(bias).filter(|b| *b > 0)?;
+    // Two's complement: the same bits read as the signed delta the kernel accumulated.
+    let bias = boot_time_bias as i64;
+    let boot = boot_time.wrapping_sub(bias);
+    if boot <= 0 {
+        return None;
+    }
     Some((unix(boot), unix(boot.checked_sub(time_zone_bias)?)))
 }
 
@@ -53,6 +63,28 @@ mod tests {
             Some((1_763_942_400, 1_763_946_000))
         );
         assert_eq!(boot_instant(0, 0, 0), None);
-        assert_eq!(boot_instant(BOOT, u64::MAX, 0), None);
+    }
+
+    /// A net backward step: `KeSetSystemTime` adds the negative delta to `BootTime` and, with
+    /// wrapping arithmetic, to the unsigned `BootTimeBias`, which then reads as a number above
+    /// `i64::MAX`. The boot instant is the same as before any step (it once gave `None`, and
+    /// CalicoNode took the start for a new boot and deleted every pod's network).
+    #[test]
+    fn a_backward_clock_step_does_not_move_the_boot_instant() {
+        let before = boot_instant(BOOT, 0, 0);
+        for delta in [-1_i64, -HOUR, -90 * 10_000_000, -HOUR + 5 * HOUR - 6 * HOUR] {
+            let bias = 0_u64.wrapping_add(delta as u64);
+            assert!(bias > i64::MAX as u64, "the bias of {delta} reads unsigned");
+            assert_eq!(
+                boot_instant(BOOT + delta, bias, 0),
+                before,
+                "a step of {delta} ticks moved the boot"
+            );
+        }
+        // Forward then back past zero: the wrapped sum is the net delta.
+        let bias = (HOUR as u64).wrapping_add((-2 * HOUR) as u64);
+        assert_eq!(boot_instant(BOOT - HOUR, bias, 0), before);
+        // A boot time before 1601 is no boot time.
+        assert_eq!(boot_instant(HOUR, (2 * HOUR) as u64, 0), None);
     }
 }

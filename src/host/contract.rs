@@ -457,7 +457,11 @@ pub fn system(h: &dyn Host) {
     let a = h.system_facts().expect("facts");
     let b = h.system_facts().expect("facts");
     assert!(a.build >= 7601, "build {}", a.build);
-    assert!(!a.boot_id.is_empty());
+    assert!(
+        a.boot_id.as_ref().is_some_and(|b| !b.is_empty()),
+        "{:?}",
+        a.boot_id
+    );
     assert_eq!(a.boot_id, b.boot_id, "the boot identity must be stable");
     assert!(a.is_64bit);
 }
@@ -1042,7 +1046,7 @@ pub(crate) mod on_windows {
             format!("# rendered\r\nCALICO_LOG_DIR={root_s}\\logs\r\nFELIX_VXLANVNI=4097\r\n"),
         )
         .expect("env");
-        let boot = h.system_facts().expect("facts").boot_id;
+        let boot = h.system_facts().expect("facts").boot_id.expect("boot");
         h.reg_set(CALICO_KEY, BOOT_ID_VALUE, &RegValue::Sz(boot))
             .expect("marker");
         let _marker = Defer(|| {

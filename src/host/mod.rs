@@ -713,8 +713,9 @@ pub struct SystemFacts {
     pub is_64bit: bool,
     pub elevated: bool,
     /// Identifies the current boot, the same string in any culture (the boot time in seconds
-    /// since the Unix epoch on Windows).
-    pub boot_id: String,
+    /// since the Unix epoch on Windows); `None` when the kernel's answer gave no boot time.
+    /// Never empty: an unknown boot is no boot to compare (`supervise::node`).
+    pub boot_id: Option<String>,
     /// The boot time on the local wall clock, in seconds since 1970-01-01T00:00 local time:
     /// what Calico's scripts formatted into the legacy `LastBootTime` registry value.
     #[serde(default)]

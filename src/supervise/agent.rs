@@ -93,6 +93,7 @@ fn wait_for_init(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Resul
         }
         if !said {
             let boot = host.system_facts()?.boot_id;
+            let boot = boot.as_deref().unwrap_or("unknown");
             log.info(&format!(
                 "waiting for CalicoNode to finish initialising in this boot ({boot}): \
                  {}\\{} does not hold it yet",

@@ -6,7 +6,7 @@ use super::log::Log;
 use super::renew::Renewal;
 use super::settings::{Component, Launch, Result, Settings, SuperviseError, environment, required};
 use super::stop::Stop;
-use crate::host::{HnsNetwork, Host, HostError, HostResult, RegValue, Route, SystemFacts};
+use crate::host::{HnsNetwork, Host, HostError, HostResult, RegValue, Route};
 use crate::installed::failure::{self, Blocks};
 use crate::installed::platform::{self, Platform};
 use crate::layout::EXTERNAL_NETWORK;
@@ -35,15 +35,20 @@ pub struct StartPhase {
     pub platform: Option<Platform>,
 }
 
-/// Whether CalicoNode has finished initialising in the current boot.
+/// Whether CalicoNode has finished initialising in the current boot; never while the boot is
+/// unknown (an empty identity once matched an empty marker and hid a real reboot).
 pub fn init_done(host: &dyn Host) -> HostResult<bool> {
-    let boot = host.system_facts()?.boot_id;
+    let Some(boot) = host.system_facts()?.boot_id else {
+        return Ok(false);
+    };
     Ok(stored_boot(host)?.as_deref() == Some(boot.as_str()))
 }
 
+/// The boot CalicoNode last initialised in; an empty value (written by an older version when
+/// the boot was unknown) is none.
 fn stored_boot(host: &dyn Host) -> HostResult<Option<String>> {
     Ok(match host.reg_get(CALICO_KEY, BOOT_ID_VALUE)? {
-        Some(RegValue::Sz(s)) => Some(s),
+        Some(RegValue::Sz(s)) if !s.is_empty() => Some(s),
         _ => None,
     })
 }
@@ -176,14 +181,18 @@ fn init_steps(
     log: &Log,
 ) -> Result<StartPhase> {
     let facts = host.system_facts()?;
+    // Neither a new boot (which deletes every pod's network) nor the same one (which keeps a
+    // network a real reboot left in an unknown state) is guessed: init stops and says so.
+    let Some(boot) = facts.boot_id.clone() else {
+        return Err(SuperviseError::UnknownBoot);
+    };
     let stored = stored_boot(host)?;
     let mut phase = StartPhase {
-        first_run_since_boot: stored.as_deref() != Some(facts.boot_id.as_str()),
+        first_run_since_boot: stored.as_deref() != Some(boot.as_str()),
         ..StartPhase::default()
     };
     log.info(&format!(
-        "boot {} (last initialised in boot {}): {}",
-        facts.boot_id,
+        "boot {boot} (last initialised in boot {}): {}",
         stored.as_deref().unwrap_or("none"),
         if phase.first_run_since_boot {
             "first run since boot"
@@ -203,7 +212,7 @@ fn init_steps(
     } else {
         log.info(&format!("backend {backend}: no HNS networks to prepare"));
     }
-    write_marker(host, &facts)?;
+    write_marker(host, &boot, facts.boot_local_seconds)?;
     log.info("initialisation done; felix and confd may start");
     Ok(phase)
 }
@@ -615,13 +624,9 @@ fn restart_remote_access(host: &dyn Host, s: &Settings, log: &Log) -> Result<()>
         .map_err(SuperviseError::RemoteAccess)
 }
 
-fn write_marker(host: &dyn Host, facts: &SystemFacts) -> Result<()> {
-    host.reg_set(
-        CALICO_KEY,
-        BOOT_ID_VALUE,
-        &RegValue::Sz(facts.boot_id.clone()),
-    )?;
-    if let Some(local) = facts.boot_local_seconds {
+fn write_marker(host: &dyn Host, boot: &str, boot_local_seconds: Option<i64>) -> Result<()> {
+    host.reg_set(CALICO_KEY, BOOT_ID_VALUE, &RegValue::Sz(boot.to_owned()))?;
+    if let Some(local) = boot_local_seconds {
         host.reg_set(
             CALICO_KEY,
             LEGACY_BOOT_VALUE,

@@ -34,6 +34,10 @@ pub enum SuperviseError {
     Startup { attempts: u32, last: String },
     #[error("CalicoNode has not finished initialising in this boot")]
     NotInitialised,
+    #[error(
+        "unknown boot: Windows gave no boot time, so CalicoNode cannot tell a restart from a reboot and changes nothing"
+    )]
+    UnknownBoot,
     #[error("kube-proxy is not at {path:?} (kube_proxy.path)")]
     NoKubeProxy { path: String },
     #[error(
@@ -70,6 +74,9 @@ impl SuperviseError {
                 "check 'Get-Service RemoteAccess' (windows-bgp needs the RemoteAccess feature)"
             }
             Self::NotInitialised => "start CalicoNode first and read its log, calico-node.log",
+            Self::UnknownBoot => {
+                "the pods' networks were left as they are; the service tries again when restarted (check NtQuerySystemInformation's boot time with 'Get-CimInstance Win32_OperatingSystem | Select LastBootUpTime')"
+            }
             Self::NoKubeProxy { .. } => {
                 "put kube-proxy.exe there, or set kube_proxy.path and run 'calicoctl-win reconfigure'"
             }

@@ -127,7 +127,7 @@ fn the_first_start_creates_the_networks_restores_the_metadata_route_and_marks_in
         .expect("metadata route restored");
     assert_eq!(metadata.interface_index, vswitch.index);
 
-    let boot = host.system_facts().expect("facts").boot_id;
+    let boot = host.system_facts().expect("facts").boot_id.expect("boot");
     assert_eq!(marker(&host), Some(RegValue::Sz(boot)));
     assert_eq!(
         host.reg_get(CALICO_KEY, LEGACY_BOOT_VALUE).expect("read"),
@@ -141,6 +141,43 @@ fn the_first_start_creates_the_networks_restores_the_metadata_route_and_marks_in
         "the child's output: {text}"
     );
     assert!(text.contains("calico-node startup finished"), "{text}");
+}
+
+/// A boot whose time the kernel did not give is neither a reboot (which would delete every
+/// pod's network) nor the boot CalicoNode last initialised in: init stops with "unknown boot",
+/// touches no network and writes no marker; an empty marker an older version wrote is no boot.
+#[test]
+fn an_unknown_boot_stops_init_and_deletes_no_network() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    let s = settings(Role::Node);
+    let (log, _) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("first start");
+    let before = network_ids(&host);
+    let boot = host.system_facts().expect("facts").boot_id.expect("boot");
+
+    host.set_boot_known(false, &boot)
+        .expect("lose the boot time");
+    assert!(!init_done(&host).expect("read"), "no boot is done in none");
+    let err = node::start_phase(&host, &s, &log).expect_err("an unknown boot");
+    assert!(matches!(err, SuperviseError::UnknownBoot), "{err}");
+    assert_eq!(network_ids(&host), before, "no network was touched");
+    assert_eq!(marker(&host), Some(RegValue::Sz(boot.clone())));
+
+    // An empty marker is not this boot either, and matches no unknown boot.
+    host.reg_set(CALICO_KEY, BOOT_ID_VALUE, &RegValue::Sz(String::new()))
+        .expect("empty marker");
+    assert!(matches!(
+        node::start_phase(&host, &s, &log),
+        Err(SuperviseError::UnknownBoot)
+    ));
+    assert_eq!(network_ids(&host), before);
+    host.set_boot_known(true, &boot)
+        .expect("the boot time back");
+    assert!(
+        !init_done(&host).expect("read"),
+        "an empty marker is no boot"
+    );
 }
 
 #[test]
@@ -490,7 +527,7 @@ fn counting(dir: &std::path::Path, name: &str, then: &str) -> String {
 const FOREVER: &str = "while :; do read x < /dev/null; done";
 
 fn mark_init_done(host: &SimHost) {
-    let boot = host.system_facts().expect("facts").boot_id;
+    let boot = host.system_facts().expect("facts").boot_id.expect("boot");
     host.reg_set(CALICO_KEY, BOOT_ID_VALUE, &RegValue::Sz(boot))
         .expect("marker");
 }

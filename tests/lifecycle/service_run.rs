@@ -53,7 +53,7 @@ fn network_names(host: &SimHost) -> Vec<String> {
 }
 
 fn init_done(host: &SimHost) -> bool {
-    let boot = host.system_facts().expect("facts").boot_id;
+    let boot = host.system_facts().expect("facts").boot_id.expect("boot");
     host.reg_get(
         calicoctl_win::layout::CALICO_KEY,
         calicoctl_win::layout::BOOT_ID_VALUE,

@@ -202,7 +202,13 @@ impl SimHost {
     /// as the SCM would). HNS networks survive, as they do on Windows.
     pub fn reboot(&self) -> HostResult<()> {
         self.world(|s| {
-            let next = s.system.boot_id.parse::<i64>().unwrap_or(0) + 3600;
+            let next = s
+                .system
+                .boot_id
+                .as_deref()
+                .and_then(|b| b.parse::<i64>().ok())
+                .unwrap_or(0)
+                + 3600;
             // The System log of a clean restart: the Event Log service stopped (6006) as the
             // machine went down and started (6005) as it came up (EventLog's events, which
             // Microsoft Learn's "Determine when a computer was last restarted" reads).
@@ -219,7 +225,7 @@ impl SimHost {
                     time,
                 });
             }
-            s.system.boot_id = next.to_string();
+            s.system.boot_id = Some(next.to_string());
             s.system.boot_local_seconds = s.system.boot_local_seconds.map(|l| l + 3600);
             let pids: Vec<String> = s.processes.keys().cloned().collect();
             for image in pids {
@@ -264,6 +270,12 @@ impl SimHost {
     /// While pending, HNS reports no management IP on any network.
     pub fn set_management_ip_pending(&self, pending: bool) -> HostResult<()> {
         self.world(|s| s.settings.management_ip_pending = pending)
+    }
+
+    /// Whether the kernel's answer gives the boot time (`false`: `system_facts` has no boot
+    /// identity, as when `NtQuerySystemInformation` fails or gives a boot before 1601).
+    pub fn set_boot_known(&self, known: bool, boot_id: &str) -> HostResult<()> {
+        self.world(|s| s.system.boot_id = known.then(|| boot_id.to_owned()))
     }
 
     /// What HNS answers for its version (`None`: no answer, as under Wine).

@@ -141,7 +141,7 @@ fn base(profile: &str, build: u32, ubr: u32, product: &str) -> State {
             installation_type: Some("Server Core".into()),
             is_64bit: true,
             elevated: true,
-            boot_id: "1763712000".into(),
+            boot_id: Some("1763712000".into()),
             // The same boot on a wall clock one hour ahead of UTC.
             boot_local_seconds: Some(1_763_715_600),
             // Windows names hosts in capitals; kubelet registers the node as `win-1`.
@@ -224,7 +224,7 @@ fn add_service(state: &mut State, name: &str, display: &str, command_line: &str)
             state: ServiceState::Running,
             pid: Some(state.settings.next_pid()),
             // Started at boot.
-            since: state.system.boot_id.parse().ok(),
+            since: state.system.boot_id.as_deref().and_then(|b| b.parse().ok()),
         },
     );
 }

@@ -83,7 +83,7 @@ impl Default for SystemFacts {
             installation_type: None,
             is_64bit: true,
             elevated: true,
-            boot_id: String::new(),
+            boot_id: None,
             boot_local_seconds: None,
             hostname: None,
             winhttp_proxy: None,

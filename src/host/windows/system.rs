@@ -49,7 +49,7 @@ pub fn facts() -> HostResult<SystemFacts> {
         installation_type: text("InstallationType"),
         is_64bit: is_64bit(),
         elevated: elevated()?,
-        boot_id: boot.map(|(utc, _)| utc.to_string()).unwrap_or_default(),
+        boot_id: boot.map(|(utc, _)| utc.to_string()),
         boot_local_seconds: boot.map(|(_, local)| local),
         // What hostname.exe prints (config.ps1's `$(hostname)`): the DNS host name.
         hostname: gethostname::gethostname().into_string().ok(),
