@@ -14,6 +14,7 @@ pub mod lock;
 pub mod process;
 pub mod runtime;
 pub mod select;
+pub mod sharing;
 pub mod sim;
 #[cfg(windows)]
 pub mod windows;
@@ -631,7 +632,9 @@ pub trait Files {
     /// Windows std's `rename` is `MoveFileExW` with `MOVEFILE_REPLACE_EXISTING`, same file).
     fn rename(&self, from: &str, to: &str) -> HostResult<()> {
         let (f, t) = (self.local_path(from)?, self.local_path(to)?);
-        fs_err::rename(&f, &t).map_err(|e| HostError::io(format!("rename {from} to {to}"), e))
+        // A Go reader's handle blocks a rename for a moment on Windows (`sharing`).
+        sharing::on_windows(|| std::fs::rename(&f, &t))
+            .map_err(|e| HostError::io(format!("rename {from} to {to}"), e))
     }
     fn dir_exists(&self, path: &str) -> HostResult<bool>;
     /// The owner and access list of a file or directory in SDDL, which `acl` reads by meaning;

@@ -52,16 +52,30 @@ pub fn replace_with(path: &str, contents: Contents<'_>, access: Access) -> HostR
         let _ = std::fs::remove_file(&tmp);
         return Err(HostError::io(format!("write {tmp_s}"), e));
     }
-    match std::fs::rename(&tmp, p) {
+    let renamed = match rename_shared(&tmp, p) {
         // Windows keeps a running program's image locked: it cannot be replaced, but it can
         // be renamed. The running calicoctl-win.exe (an upgrade run from the install root) is
         // moved aside, deleted at the next reboot, and the new one takes its name.
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && is_running_image(p) => {
-            move_running_image_aside(p)?;
-            std::fs::rename(&tmp, p).map_err(io(format!("replace {path}")))
+            move_running_image_aside(p)
+                .and_then(|()| rename_shared(&tmp, p).map_err(io(format!("replace {path}"))))
         }
         other => other.map_err(io(format!("replace {path}"))),
+    };
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
+    renamed
+}
+
+/// A rename that a reader without `FILE_SHARE_DELETE` (a Go program) blocks for a moment is
+/// tried again (`host::sharing`); the running image's lock is no reader's and is not waited on.
+fn rename_shared(from: &Path, to: &Path) -> std::io::Result<()> {
+    crate::host::sharing::retried(
+        || std::fs::rename(from, to),
+        |e| crate::host::sharing::is_transient(e.raw_os_error()) && !is_running_image(to),
+        &mut std::thread::sleep,
+    )
 }
 
 /// Whether `path` is this process's own executable.
@@ -268,7 +282,15 @@ pub fn copy_file(from: &str, to: &str, access: Access) -> HostResult<bool> {
 
 pub fn remove(path: &str) -> HostResult<bool> {
     let _ = std::fs::remove_file(crate::files::temporary_of(Path::new(path)));
-    match std::fs::remove_file(path) {
+    let removed = crate::host::sharing::retried(
+        || std::fs::remove_file(path),
+        |e| {
+            crate::host::sharing::is_transient(e.raw_os_error())
+                && !is_running_image(Path::new(path))
+        },
+        &mut std::thread::sleep,
+    );
+    match removed {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         // uninstall run from <install root>\calicoctl-win.exe: its own image cannot be deleted
@@ -499,5 +521,47 @@ mod tests {
             "D:(A;;FA;;;SY)(A;;FA;;;S-1-5-21-0-0-0-1000)(A;;0x1200a9;;;WD)"
         ));
         assert!(!is_secret_dacl(""));
+    }
+
+    /// A Go reader (containerd, the CNI plugin, client-go) opens without `FILE_SHARE_DELETE`
+    /// (golang/go `syscall_windows.go`): a replace of the file it reads fails until it lets
+    /// go, and is tried again; a reader that never lets go fails the write, which leaves no
+    /// temporary behind. Runs on Windows (under Wine in CI).
+    #[test]
+    fn a_replace_waits_for_a_reader_without_share_delete() {
+        use std::os::windows::fs::OpenOptionsExt;
+        use windows_sys::Win32::Storage::FileSystem::{FILE_SHARE_READ, FILE_SHARE_WRITE};
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("10-calico.conf");
+        let path_s = path.to_string_lossy().into_owned();
+        std::fs::write(&path, b"old").expect("write");
+        let go_open = || {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE)
+                .open(&path)
+                .expect("open as Go does")
+        };
+        let held = go_open();
+        // Is a rename blocked at all here (Wine may not enforce it)? Then the retry matters.
+        let probe = dir.path().join("probe");
+        std::fs::write(&probe, b"x").expect("probe");
+        let blocked = std::fs::rename(&probe, &path).is_err();
+        let reader = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(150));
+            drop(held);
+        });
+        replace(&path_s, b"new", Access::Normal).expect("replaced once the reader let go");
+        reader.join().expect("reader");
+        assert_eq!(std::fs::read(&path).expect("read"), b"new");
+        if blocked {
+            let _held = go_open();
+            let err = replace(&path_s, b"newer", Access::Normal).expect_err("held for good");
+            assert!(err.to_string().contains("replace"), "{err}");
+            assert!(
+                !crate::files::temporary_of(&path).exists(),
+                "the temporary is removed"
+            );
+        }
     }
 }
