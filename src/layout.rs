@@ -21,12 +21,17 @@ pub const RENEWAL_VALUE: &str = "TokenRenewal";
 pub const ISSUED_VALUE: &str = "TokenIssued";
 /// The registry value (REG_SZ, JSON) holding the last HNS restart CalicoNode answered.
 pub const HNS_RESTART_VALUE: &str = "HnsRestart";
+/// The registry value (REG_SZ, `<boot id>:<pid>`) holding the HNS service's process id as
+/// CalicoNode last saw it, so that a restart of CalicoNode does not forget it.
+pub const HNS_PID_VALUE: &str = "HnsProcess";
+/// The registry value (REG_SZ, seconds since 1970) of when CalicoFelix last started Felix.
+pub const FELIX_STARTED_VALUE: &str = "FelixStarted";
 /// The registry value install sets under `HKLM\Software\Tigera\Calico`.
 pub const INSTALL_ROOT_VALUE: &str = "InstallRoot";
 
 /// Every value calicoctl-win and its services keep under `CALICO_KEY` (uninstall deletes the
 /// key with them; the snapshot a rollback compares reads these).
-pub const CALICO_VALUES: [&str; 8] = [
+pub const CALICO_VALUES: [&str; 10] = [
     BOOT_ID_VALUE,
     LEGACY_BOOT_VALUE,
     FAILURES_VALUE,
@@ -34,6 +39,8 @@ pub const CALICO_VALUES: [&str; 8] = [
     RENEWAL_VALUE,
     ISSUED_VALUE,
     HNS_RESTART_VALUE,
+    HNS_PID_VALUE,
+    FELIX_STARTED_VALUE,
     INSTALL_ROOT_VALUE,
 ];
 

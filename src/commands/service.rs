@@ -82,7 +82,7 @@ fn under_scm(settings: Settings, ctx: &mut Context) -> anyhow::Result<()> {
         return Err(not_under_scm().into());
     }
     let name = settings.role.service_name();
-    let hint = settings.stop_timeout + std::time::Duration::from_secs(5);
+    let hint = settings.service_stop_wait();
     let body: supervise::scm::Body = Box::new(move |stop| {
         let host = crate::host::windows::WindowsHost::new();
         let env = supervise::environment(&host, &settings).ok();

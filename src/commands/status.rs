@@ -489,7 +489,7 @@ fn hns_restart(h: &dyn Host, r: &mut Report) -> Option<crate::supervise::hns_wat
             last.restarted.join(", ")
         }
     ));
-    for f in &last.failed {
+    for f in last.still_failing(h) {
         r.problems.push(format!(
             "after the HNS restart at {}, CalicoNode could not restart {f}",
             time_text(last.at)

@@ -27,14 +27,35 @@ impl Answer {
     }
 }
 
-/// `GET path` from `127.0.0.1:port`; `None` when the connection is refused (nothing listens).
+/// `GET path` from `127.0.0.1:port`; `None` when nothing listens.
 pub fn get(port: u16, path: &str, timeout: Duration) -> HostResult<Option<Answer>> {
+    get_with(port, path, timeout, TcpStream::connect_timeout)
+}
+
+/// Whether a failed connect to the loopback means nothing listens there: refused, or timed
+/// out. Windows answers a connect to a loopback port with no listener only after its SYN
+/// retries, about 2 s (Microsoft KB175523, "Winsock TCP connection performance to unused
+/// ports": "the client will try to connect three times"), as long as the probe's own timeout,
+/// so a Felix that is down reads as a timeout there, where Linux refuses at once.
+fn not_listening(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::TimedOut
+    )
+}
+
+fn get_with(
+    port: u16,
+    path: &str,
+    timeout: Duration,
+    connect: impl FnOnce(&SocketAddr, Duration) -> std::io::Result<TcpStream>,
+) -> HostResult<Option<Answer>> {
     let what = format!("GET http://127.0.0.1:{port}{path}");
     let io = |e: std::io::Error| HostError::io(what.clone(), e);
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let mut stream = match TcpStream::connect_timeout(&addr, timeout) {
+    let mut stream = match connect(&addr, timeout) {
         Ok(s) => s,
-        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Ok(None),
+        Err(e) if not_listening(&e) => return Ok(None),
         Err(e) => return Err(io(e)),
     };
     stream.set_read_timeout(Some(timeout)).map_err(io)?;
@@ -123,6 +144,24 @@ mod tests {
             get(port, "/readiness", Duration::from_secs(2)).expect("get"),
             None
         );
+    }
+
+    /// A connect that Windows' SYN retries time out (KB175523: about 2 s to a loopback port
+    /// with no listener, the probe's own timeout) is nothing listening, as a refusal is; any
+    /// other failure is still an error.
+    #[test]
+    fn a_loopback_connect_that_times_out_is_nothing_listening() {
+        use std::io::{Error, ErrorKind};
+        let t = Duration::from_secs(2);
+        let timed_out = |_: &SocketAddr, _: Duration| Err(Error::from(ErrorKind::TimedOut));
+        assert_eq!(
+            get_with(9099, "/liveness", t, timed_out).expect("get"),
+            None
+        );
+        let refused = |_: &SocketAddr, _: Duration| Err(Error::from(ErrorKind::ConnectionRefused));
+        assert_eq!(get_with(9099, "/liveness", t, refused).expect("get"), None);
+        let denied = |_: &SocketAddr, _: Duration| Err(Error::from(ErrorKind::PermissionDenied));
+        assert!(get_with(9099, "/liveness", t, denied).is_err());
     }
 
     #[test]

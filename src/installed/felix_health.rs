@@ -53,7 +53,9 @@ pub fn read(host: &dyn Host, root: &str) -> HostResult<FelixHealth> {
         .service_query(Role::Felix.service_name())?
         .filter(|s| s.state == ServiceState::Running)
         // A start time that could not be read counts as just started: no silence is blamed on it.
-        .map(|s| s.since.unwrap_or_else(crate::duration::now));
+        .map(|s| s.since.unwrap_or_else(crate::duration::now))
+        // Felix is aged by its own last start (CalicoFelix restarts it while the service runs on).
+        .map(|service| felix_started(host).map_or(service, |felix| felix.max(service)));
     let mut out = FelixHealth {
         enabled,
         port,
@@ -74,6 +76,17 @@ pub fn read(host: &dyn Host, root: &str) -> HostResult<FelixHealth> {
         *slot = answer.map(|a| a.is_good());
     }
     Ok(out)
+}
+
+/// When CalicoFelix last started Felix (`FelixStarted`), if it says.
+fn felix_started(host: &dyn Host) -> Option<i64> {
+    match host.reg_get(
+        crate::layout::CALICO_KEY,
+        crate::layout::FELIX_STARTED_VALUE,
+    ) {
+        Ok(Some(crate::host::RegValue::Sz(s))) => s.trim().parse().ok(),
+        _ => None,
+    }
 }
 
 impl FelixHealth {

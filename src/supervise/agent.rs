@@ -116,6 +116,22 @@ fn wait_for_init(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Resul
     }
 }
 
+/// Felix's start, kept where `status` reads it: Felix is aged by its own start, not by its
+/// service's, which runs on while Felix is restarted.
+fn note_start(host: &dyn Host, s: &Settings, log: &Log) {
+    if s.role != Role::Felix {
+        return;
+    }
+    let now = crate::host::RegValue::Sz(crate::duration::now().to_string());
+    if let Err(e) = host.reg_set(
+        crate::layout::CALICO_KEY,
+        crate::layout::FELIX_STARTED_VALUE,
+        &now,
+    ) {
+        log.warn(&format!("cannot record Felix's start: {e}"));
+    }
+}
+
 /// Runs the component until a stop is requested: again at once after `reload_exit`, else
 /// after a doubling delay (reset when it had run longer than the longest delay).
 pub(super) fn supervise(
@@ -130,6 +146,7 @@ pub(super) fn supervise(
     let mut backoff = Backoff::new(&s.timing);
     loop {
         let started = Instant::now();
+        note_start(host, s, log);
         let delay = match run_child(host, s, program, env, None, stop, log) {
             Err(SuperviseError::Stopped) => return Err(SuperviseError::Stopped),
             Ok(ChildEnd::Exited(code)) if Some(code) == reload_exit => {

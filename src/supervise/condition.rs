@@ -181,8 +181,8 @@ pub fn reasons(host: &dyn Host, cluster: Option<&Cluster>, node: &str, root: &st
     }
     if let Some(r) = super::hns_watch::last(host) {
         out.extend(
-            r.failed
-                .iter()
+            r.still_failing(host)
+                .into_iter()
                 .map(|f| format!("after an HNS restart CalicoNode could not restart {f}")),
         );
     }

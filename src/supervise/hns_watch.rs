@@ -7,13 +7,22 @@
 //! and Calico's services.
 //! CalicoNode does the same each time it looks for kubelet: once per change of HNS's process id
 //! it restarts CalicoFelix and the kube-proxy service (those registered), with a log line, an
-//! Application event and the registry value `HnsRestart` that `status` shows.
+//! Application event and the registry value `HnsRestart` that `status` shows. The process id
+//! it last saw is kept in the registry (`HnsProcess`, with the boot it was seen in), so an HNS
+//! restart while CalicoNode itself restarts is answered too, and a reboot is not one.
+//!
+//! A restart waits for each service as long as that service may take to stop
+//! (`Settings::service_stop_wait`: CalicoFelix waits its stop timeout before it kills Felix,
+//! and tells the SCM so in its wait hint), and starts it once it reaches Stopped: a Felix slow
+//! to stop right after an HNS restart once timed the wait out and was never started again.
 
 use super::log::Log;
 use super::settings::Settings;
+use crate::host::ServiceState;
 use crate::host::{EventLevel, Host, RegValue};
-use crate::layout::{CALICO_KEY, EVENT_SOURCE, HNS_RESTART_VALUE, Role};
+use crate::layout::{CALICO_KEY, EVENT_SOURCE, HNS_PID_VALUE, HNS_RESTART_VALUE, Role};
 use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
 
 /// The Application event id of an HNS restart CalicoNode answered (listed in `layout`).
 pub use crate::layout::EVENT_HNS_RESTARTED;
@@ -39,6 +48,33 @@ pub struct HnsRestart {
 #[derive(Debug, Default)]
 pub struct HnsWatch {
     last: Option<u32>,
+    /// Whether the id kept in the registry was read (once, at the first look).
+    loaded: bool,
+}
+
+/// The id kept for this boot (`<boot id>:<pid>`); one of another boot, or none, is no id.
+fn kept_pid(host: &dyn Host) -> Option<u32> {
+    let boot = host.system_facts().ok()?.boot_id?;
+    match host.reg_get(CALICO_KEY, HNS_PID_VALUE) {
+        Ok(Some(RegValue::Sz(text))) => {
+            let (b, pid) = text.split_once(':')?;
+            (b == boot).then(|| pid.parse().ok()).flatten()
+        }
+        _ => None,
+    }
+}
+
+fn keep_pid(host: &dyn Host, pid: u32, log: &Log) {
+    let Some(boot) = host.system_facts().ok().and_then(|f| f.boot_id) else {
+        return;
+    };
+    if let Err(e) = host.reg_set(
+        CALICO_KEY,
+        HNS_PID_VALUE,
+        &RegValue::Sz(format!("{boot}:{pid}")),
+    ) {
+        log.warn(&format!("cannot keep the HNS process id: {e}"));
+    }
 }
 
 impl HnsWatch {
@@ -54,7 +90,15 @@ impl HnsWatch {
                 return None;
             }
         }?;
-        let previous = self.last.replace(pid)?;
+        if !self.loaded {
+            self.loaded = true;
+            self.last = kept_pid(host);
+        }
+        let previous = self.last.replace(pid);
+        if previous != Some(pid) {
+            keep_pid(host, pid, log);
+        }
+        let previous = previous?;
         if previous == pid {
             return None;
         }
@@ -86,10 +130,7 @@ fn restart_programmers(
         if !matches!(host.service_query(name), Ok(Some(_))) {
             continue;
         }
-        let done = host
-            .service_stop(name, s.stop_timeout)
-            .and_then(|()| host.service_start(name, s.stop_timeout));
-        match done {
+        match restart(host, name, s.service_stop_wait()) {
             Ok(()) => {
                 log.info(&format!("restarted {name} after the HNS restart"));
                 out.restarted.push(name.to_owned());
@@ -101,6 +142,28 @@ fn restart_programmers(
         }
     }
     out
+}
+
+/// Stops `name`, waiting up to `wait` (the service's own stop timeout and hint), then once more
+/// as long for a stop still pending, and starts it once it is Stopped.
+pub fn restart(host: &dyn Host, name: &str, wait: Duration) -> crate::host::HostResult<()> {
+    if let Err(e) = host.service_stop(name, wait) {
+        if !matches!(e, crate::host::HostError::Timeout { .. }) {
+            return Err(e);
+        }
+        let deadline = Instant::now() + wait;
+        loop {
+            let state = host.service_query(name)?.map(|q| q.state);
+            if state == Some(ServiceState::Stopped) {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(e);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    host.service_start(name, wait)
 }
 
 /// The restart in the Application event log and in `HnsRestart`.
@@ -129,6 +192,24 @@ fn record(host: &dyn Host, r: &HnsRestart, log: &Log) {
     let value = serde_json::to_string(r).unwrap_or_default();
     if let Err(e) = host.reg_set(CALICO_KEY, HNS_RESTART_VALUE, &RegValue::Sz(value)) {
         log.warn(&format!("cannot record the HNS restart: {e}"));
+    }
+}
+
+impl HnsRestart {
+    /// The services it could not restart that still do not run (one restarted since, by the
+    /// SCM's recovery or by hand, is no fault any more), with why.
+    pub fn still_failing<'a>(&'a self, host: &dyn Host) -> Vec<&'a str> {
+        self.failed
+            .iter()
+            .filter(|f| {
+                let name = f.split_once(':').map_or(f.as_str(), |(n, _)| n);
+                !matches!(
+                    host.service_query(name),
+                    Ok(Some(q)) if q.state == ServiceState::Running
+                )
+            })
+            .map(String::as_str)
+            .collect()
     }
 }
 

@@ -167,7 +167,17 @@ pub struct Settings {
     pub inherited: BTreeMap<String, String>,
 }
 
+/// What a service body tells the SCM to allow beyond its own stop timeout (its wait hint).
+pub const STOP_HINT_SLACK: Duration = Duration::from_secs(5);
+
 impl Settings {
+    /// How long a service running this body may take to stop: its stop timeout (after which
+    /// the child is killed) and the slack of its SCM wait hint. Whoever stops one of the
+    /// services waits at least this long.
+    pub fn service_stop_wait(&self) -> Duration {
+        self.stop_timeout + STOP_HINT_SLACK
+    }
+
     pub fn new(role: Role, install_root: &str) -> Self {
         Self {
             role,

@@ -634,6 +634,15 @@ fn felix_restarts_at_once_after_129_and_with_growing_delays_after_a_crash() {
         text.contains("-felix"),
         "felix is started with -felix: {text}"
     );
+    // Each start is recorded where status ages Felix by it.
+    let started = host
+        .reg_get(CALICO_KEY, crate::layout::FELIX_STARTED_VALUE)
+        .expect("read");
+    let Some(RegValue::Sz(at)) = started else {
+        panic!("no FelixStarted: {started:?}");
+    };
+    let at: i64 = at.parse().expect("seconds");
+    assert!((crate::duration::now() - at).abs() < 60, "{at}");
 }
 
 #[test]
@@ -1181,4 +1190,103 @@ fn an_hns_restart_restarts_felix_once_and_is_recorded() {
     let after = felix_pid(&host);
     assert_eq!(watch.check(&host, &s, &log), None, "once per restart");
     assert_eq!(felix_pid(&host), after);
+}
+
+/// Restarts HNS on the simulated host (a new process id).
+fn restart_hns(host: &SimHost) {
+    host.service_stop("hns", Duration::from_secs(1))
+        .expect("stop");
+    host.service_start("hns", Duration::from_secs(1))
+        .expect("start");
+}
+
+/// A Felix that does not exit on its first stop signal: CalicoFelix kills it after its own
+/// stop timeout, so its service takes longer than that to stop. The watchdog waits as long as
+/// the service may take (its stop timeout and its SCM wait hint), then starts it. It once
+/// waited only CalicoNode's own stop timeout, recorded `"restarted":[]` with a timeout in
+/// `failed`, and left CalicoFelix stopped (seen under Wine).
+#[test]
+fn the_hns_watchdog_waits_for_a_felix_slow_to_stop_and_starts_it_again() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    felix_running(&host);
+    let mut s = settings(Role::Node);
+    s.stop_timeout = Duration::from_millis(200);
+    // Longer than the stop timeout, within the stop timeout and the wait hint.
+    host.set_stop_takes("CalicoFelix", s.stop_timeout + Duration::from_secs(2))
+        .expect("slow stop");
+    let (log, _) = log_for(&host, &s);
+    let mut watch = hns_watch::HnsWatch::default();
+    assert_eq!(watch.check(&host, &s, &log), None);
+    let before = felix_pid(&host);
+    restart_hns(&host);
+    let r = watch.check(&host, &s, &log).expect("a restart");
+    assert_eq!(r.restarted, ["CalicoFelix"], "{r:?}");
+    assert!(r.failed.is_empty(), "{r:?}");
+    assert_ne!(felix_pid(&host), before);
+    let felix = host
+        .service_query("CalicoFelix")
+        .expect("query")
+        .expect("there");
+    assert_eq!(felix.state, crate::host::ServiceState::Running);
+
+    // Slower than even that wait: still StopPending when it ends, so it is waited for once
+    // more and started once it is Stopped.
+    let wait = s.service_stop_wait();
+    host.set_stop_takes("CalicoFelix", wait + Duration::from_millis(300))
+        .expect("slower");
+    restart_hns(&host);
+    let r = watch.check(&host, &s, &log).expect("a restart");
+    assert_eq!(r.restarted, ["CalicoFelix"], "{r:?}");
+    let felix = host
+        .service_query("CalicoFelix")
+        .expect("query")
+        .expect("there");
+    assert_eq!(felix.state, crate::host::ServiceState::Running);
+}
+
+/// A failure recorded once is a fault only while the service still does not run: one the SCM
+/// or an admin started since is none (a failure once kept CalicoWindowsReady False forever).
+#[test]
+fn a_failed_restart_counts_only_while_the_service_is_still_down() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    felix_running(&host);
+    let r = hns_watch::HnsRestart {
+        at: 1,
+        from_pid: 1,
+        to_pid: 2,
+        restarted: vec![],
+        failed: vec!["CalicoFelix: timed out after 9s waiting for service CalicoFelix".into()],
+    };
+    assert!(r.still_failing(&host).is_empty(), "Felix runs again");
+    host.service_stop("CalicoFelix", Duration::from_secs(1))
+        .expect("stop");
+    assert_eq!(r.still_failing(&host), [r.failed[0].as_str()]);
+}
+
+/// HNS's process id is kept across a restart of CalicoNode (a new watch): an HNS restart
+/// in between is answered; after a reboot the kept id is another boot's and nothing is.
+#[test]
+fn the_hns_process_id_outlives_calico_node_but_not_the_boot() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    felix_running(&host);
+    let s = settings(Role::Node);
+    let (log, _) = log_for(&host, &s);
+    assert_eq!(hns_watch::HnsWatch::default().check(&host, &s, &log), None);
+    // CalicoNode restarts while HNS does.
+    restart_hns(&host);
+    let r = hns_watch::HnsWatch::default().check(&host, &s, &log);
+    assert!(r.is_some_and(|r| r.restarted == ["CalicoFelix"]));
+    assert_eq!(hns_watch::HnsWatch::default().check(&host, &s, &log), None);
+    host.reboot().expect("reboot");
+    felix_running_again(&host);
+    assert_eq!(
+        hns_watch::HnsWatch::default().check(&host, &s, &log),
+        None,
+        "a reboot gives HNS a new process: no HNS restart to answer"
+    );
+}
+
+fn felix_running_again(host: &SimHost) {
+    host.service_start("CalicoFelix", Duration::from_secs(1))
+        .expect("start");
 }

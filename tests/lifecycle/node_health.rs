@@ -318,6 +318,18 @@ fn status_asks_felix_for_its_health_and_names_a_felix_that_is_not_ready() {
             .any(|p| p.contains("does not answer")),
         "{doc}"
     );
+    // Felix is aged by its own start: CalicoFelix restarted it a moment ago, under a service
+    // that has run for long (it once was aged by the service and blamed at once).
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    node.edit_state(|s| {
+        s["registry"][r"hklm\software\tigera\calico"]["felixstarted"] =
+            json!({"type": "REG_SZ", "data": now.to_string()})
+    });
+    let (code, doc, err) = node.run(&["status"]);
+    assert_eq!(code, 0, "{err} {doc}");
 }
 
 /// Another host's addresses are asked about one list call each, at most 256 a run (the rest

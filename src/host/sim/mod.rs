@@ -278,6 +278,16 @@ impl SimHost {
         self.world(|s| s.system.boot_id = known.then(|| boot_id.to_owned()))
     }
 
+    /// How long the service `name` takes to stop once asked (a Felix that does not exit on
+    /// its first stop signal); a caller that waits less finds it StopPending.
+    pub fn set_stop_takes(&self, name: &str, takes: Duration) -> HostResult<()> {
+        self.world(|s| {
+            if let Some(svc) = s.services.get_mut(&name.to_ascii_lowercase()) {
+                svc.stop_takes_ms = Some(u64::try_from(takes.as_millis()).unwrap_or(u64::MAX));
+            }
+        })
+    }
+
     /// What HNS answers for its version (`None`: no answer, as under Wine).
     pub fn set_hns_version(&self, version: Option<(u32, u32)>) -> HostResult<()> {
         self.world(|s| s.settings.hns_version = version)

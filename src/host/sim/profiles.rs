@@ -225,6 +225,8 @@ fn add_service(state: &mut State, name: &str, display: &str, command_line: &str)
             pid: Some(state.settings.next_pid()),
             // Started at boot.
             since: state.system.boot_id.as_deref().and_then(|b| b.parse().ok()),
+            stop_takes_ms: None,
+            stopped_at_ms: None,
         },
     );
 }

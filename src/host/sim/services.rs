@@ -27,6 +27,8 @@ impl SimService {
             state,
             pid: None,
             since: None,
+            stop_takes_ms: None,
+            stopped_at_ms: None,
         }
     }
 }
@@ -44,6 +46,11 @@ impl Services for SimHost {
         Ok(self.read(|s| {
             s.services
                 .get(&name.to_ascii_lowercase())
+                .cloned()
+                .map(|mut svc| {
+                    svc.settle();
+                    svc
+                })
                 .map(|svc| InstalledService {
                     name: svc.name.clone(),
                     state: svc.state,
@@ -99,11 +106,22 @@ impl Services for SimHost {
     // The simulated start is immediate, so the timeout only passes on to the dependencies.
     #[allow(clippy::only_used_in_recursion)]
     fn service_start(&self, name: &str, timeout: Duration) -> HostResult<()> {
-        let Some(svc) = self.read(|s| s.services.get(&name.to_ascii_lowercase()).cloned()) else {
+        let Some(mut svc) = self.read(|s| s.services.get(&name.to_ascii_lowercase()).cloned())
+        else {
             return Err(not_found(name));
         };
+        svc.settle();
         if svc.state == ServiceState::Running {
             return Ok(());
+        }
+        if svc.state == ServiceState::StopPending {
+            // StartService on a service still stopping: ERROR_SERVICE_ALREADY_RUNNING (1056).
+            return Err(HostError::Api {
+                op: format!("start service {name}"),
+                code: 1056,
+                message: "an instance of the service is already running (it is still stopping)"
+                    .into(),
+            });
         }
         if svc.start == StartType::Disabled {
             return Err(HostError::Refused {
@@ -160,9 +178,9 @@ impl Services for SimHost {
         })
     }
 
-    fn service_stop(&self, name: &str, _timeout: Duration) -> HostResult<()> {
-        self.mutate(&format!("stop service {name}"), |s| {
-            let key = name.to_ascii_lowercase();
+    fn service_stop(&self, name: &str, timeout: Duration) -> HostResult<()> {
+        let key = name.to_ascii_lowercase();
+        let pending = self.mutate(&format!("stop service {name}"), |s| {
             let running_dependent = s.services.values().find(|d| {
                 d.state != ServiceState::Stopped
                     && d.dependencies.iter().any(|x| x.eq_ignore_ascii_case(name))
@@ -174,11 +192,38 @@ impl Services for SimHost {
                 });
             }
             let svc = s.services.get_mut(&key).ok_or_else(|| not_found(name))?;
+            svc.settle();
+            if svc.state == ServiceState::Stopped {
+                return Ok(false);
+            }
+            // A body slower to stop than the caller waits: the control was sent, the service
+            // stays StopPending until its time comes, and the caller's wait ends first.
+            let now = super::state::unix_now_ms();
+            let at = match (svc.state, svc.stop_takes_ms) {
+                (ServiceState::StopPending, _) => svc.stopped_at_ms.unwrap_or(now),
+                (_, Some(ms)) => now + i64::try_from(ms).unwrap_or(i64::MAX / 2),
+                (_, None) => now,
+            };
+            if at - now > i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX) {
+                svc.state = ServiceState::StopPending;
+                svc.stopped_at_ms = Some(at);
+                return Ok(true);
+            }
             svc.state = ServiceState::Stopped;
             svc.pid = None;
             svc.since = None;
-            Ok(())
-        })
+            svc.stopped_at_ms = None;
+            Ok(false)
+        })?;
+        if pending {
+            // The caller's wait runs out, as it would on Windows, before it is told so.
+            std::thread::sleep(timeout);
+            return Err(HostError::Timeout {
+                what: format!("service {name} to reach Stopped"),
+                after: timeout,
+            });
+        }
+        Ok(())
     }
 
     fn service_delete(&self, name: &str) -> HostResult<()> {

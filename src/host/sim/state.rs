@@ -163,6 +163,34 @@ pub struct SimService {
     /// Unix seconds when it started (the machine's clock).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<i64>,
+    /// How long its body takes to stop after the SCM's stop control (a Felix that does not
+    /// exit on the first signal is killed after CalicoFelix's own stop timeout); `None`: at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_takes_ms: Option<u64>,
+    /// While StopPending: when (Unix milliseconds) it reaches Stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_at_ms: Option<i64>,
+}
+
+/// The machine's clock in Unix milliseconds.
+pub fn unix_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+impl SimService {
+    /// Its state now: a stop that was pending has finished once its time came.
+    pub fn settle(&mut self) {
+        if self.state == ServiceState::StopPending
+            && self.stopped_at_ms.is_some_and(|t| unix_now_ms() >= t)
+        {
+            self.state = ServiceState::Stopped;
+            self.pid = None;
+            self.since = None;
+            self.stopped_at_ms = None;
+        }
+    }
 }
 
 /// The machine's clock in Unix seconds, for start times.
