@@ -326,7 +326,7 @@ apply them with kubectl."
         long_about = "Writes a ServiceAccount (--name, in --namespace) and the roles that allow exactly \
 the Kubernetes API calls install, reconfigure (with its drain), uninstall --purge, status and preflight \
 make, bound to it: a ClusterRole (get namespaces calico-system and kube-system; get and patch nodes; list \
-pods; create pods/eviction; get Calico's clusterinformations, felixconfigurations and ipamconfigs named \
+pods; list discovery.k8s.io endpointslices, for another host's HNS endpoints; create pods/eviction; get Calico's clusterinformations, felixconfigurations and ipamconfigs named \
 default; list ippools and ipamblocks; get servicecidrs named kubernetes and the operator's installations named default), \
 a Role in --calico-namespace (get configmaps calico-config and kube-root-ca.crt; create \
 serviceaccounts/token of calico-node; get, create and delete roles and rolebindings, for each node's \
@@ -784,10 +784,14 @@ impl EvictArgs {
 
 #[derive(Debug, Args)]
 pub struct RepairArgs {
-    /// How long a pod's HNS endpoint may take to attach, and a new endpoint's address to be
-    /// claimed by a pod, before it counts as stuck or stale (like 90s, 2m)
+    /// How long a pod's HNS endpoint may take to attach, and a fault must last, before it
+    /// counts as stuck or stale (at least 1m; like 90s, 2m)
     #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = crate::duration::parse)]
     pub grace: std::time::Duration,
+    /// Repair even when more than half of the node's pod endpoints are judged at fault (by
+    /// default that is taken for a misjudgement and refused)
+    #[arg(long)]
+    pub allow_majority: bool,
     #[command(flatten)]
     pub evict: EvictArgs,
     /// How long to wait, after the repair, until no endpoint is at fault

@@ -26,12 +26,15 @@ pub const HNS_RESTART_VALUE: &str = "HnsRestart";
 pub const HNS_PID_VALUE: &str = "HnsProcess";
 /// The registry value (REG_SZ, seconds since 1970) of when CalicoFelix last started Felix.
 pub const FELIX_STARTED_VALUE: &str = "FelixStarted";
+/// The registry value (REG_SZ, JSON) holding when CalicoNode or `repair` first saw each HNS
+/// endpoint at fault, by endpoint id (`installed::endpoints::seen`).
+pub const ENDPOINT_FAULTS_VALUE: &str = "EndpointFaults";
 /// The registry value install sets under `HKLM\Software\Tigera\Calico`.
 pub const INSTALL_ROOT_VALUE: &str = "InstallRoot";
 
 /// Every value calicoctl-win and its services keep under `CALICO_KEY` (uninstall deletes the
 /// key with them; the snapshot a rollback compares reads these).
-pub const CALICO_VALUES: [&str; 10] = [
+pub const CALICO_VALUES: [&str; 11] = [
     BOOT_ID_VALUE,
     LEGACY_BOOT_VALUE,
     FAILURES_VALUE,
@@ -41,8 +44,13 @@ pub const CALICO_VALUES: [&str; 10] = [
     HNS_RESTART_VALUE,
     HNS_PID_VALUE,
     FELIX_STARTED_VALUE,
+    ENDPOINT_FAULTS_VALUE,
     INSTALL_ROOT_VALUE,
 ];
+
+/// kube-proxy's image name, however it runs (the service this tool registers, a HostProcess
+/// pod, another installer's service): while it runs, another host's HNS endpoints are its own.
+pub const KUBE_PROXY_IMAGE: &str = "kube-proxy.exe";
 
 // Felix's health endpoint.
 

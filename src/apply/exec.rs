@@ -223,7 +223,16 @@ fn run(
             pods,
             options,
         } => opts.cluster()?.evict(node, pods, options)?,
-        Action::DeleteEndpoint { id, .. } => ignore_not_found(host.hns_delete_endpoint(id))?,
+        Action::DeleteEndpoint { id, name, .. } => {
+            let keep = match opts.recheck {
+                Some(check) => check(id)?,
+                None => None,
+            };
+            match keep {
+                Some(why) => warnings.push(format!("kept HNS endpoint {name} ({id}): {why}")),
+                None => ignore_not_found(host.hns_delete_endpoint(id))?,
+            }
+        }
         Action::Drain { node, options, .. } => opts.cluster()?.drain(node, options)?,
         Action::WaitNodeReady { node, timeout } => opts.cluster()?.wait_ready(node, *timeout)?,
         Action::RemoveDir { path } => _ = host.remove_empty_dir(path)?,

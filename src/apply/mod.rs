@@ -31,7 +31,13 @@ pub struct Options<'a> {
     pub now: i64,
     /// The cluster, for plans that cordon, drain or wait for the node.
     pub cluster: Option<&'a dyn crate::cluster::drain::NodeControl>,
+    /// Asked just before each HNS endpoint is deleted, with its id: why it is kept after all
+    /// (no longer at fault on a new look), or `None` to delete it.
+    pub recheck: Option<&'a Recheck<'a>>,
 }
+
+/// A look at one endpoint again before it is deleted (`Options::recheck`).
+pub type Recheck<'a> = dyn Fn(&str) -> anyhow::Result<Option<String>> + 'a;
 
 impl<'a> Options<'a> {
     /// How a command runs a plan that changes an installed node (no install record, routes
@@ -57,6 +63,7 @@ impl<'a> Options<'a> {
             logs_dir: None,
             now: crate::duration::now(),
             cluster,
+            recheck: None,
         }
     }
 

@@ -40,3 +40,55 @@ fn debug_output_of_a_planned_file_never_holds_its_contents() {
     let json = serde_json::to_string(&super::to_json(&[action]).expect("json")).expect("text");
     assert!(!json.contains("eyJhbGciOi"), "{json}");
 }
+
+/// A repair looks at each endpoint again just before it deletes it (`Options::recheck`): one
+/// a pod has claimed since the plan was made is kept, with why; one still at fault goes.
+#[test]
+fn an_endpoint_a_new_look_finds_healthy_is_kept() {
+    use crate::host::Hns;
+    let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+    let spec = serde_json::json!({"Name": "Calico", "Type": "NAT",
+        "SchemaVersion": {"Major": 2, "Minor": 0}});
+    let net = host.hns_create_network(&spec.to_string()).expect("network");
+    host.add_endpoint(&net.id, "claimed_Calico", "10.244.1.7")
+        .expect("endpoint");
+    host.add_endpoint(&net.id, "gone_Calico", "10.244.1.8")
+        .expect("endpoint");
+    let eps = host.hns_endpoints(&net.id).expect("endpoints");
+    let actions: Vec<super::Action> = eps
+        .iter()
+        .map(|e| super::Action::DeleteEndpoint {
+            id: e.id.clone(),
+            name: e.name.clone(),
+            ip: e.ip.clone(),
+            why: "stale".into(),
+        })
+        .collect();
+    let claimed = eps[0].id.clone();
+    let recheck = |id: &str| -> anyhow::Result<Option<String>> {
+        Ok((id == claimed).then(|| "a new look finds it ok".to_owned()))
+    };
+    let mut opts = super::Options::for_change(
+        "repair",
+        r"C:\CalicoWindows\calicoctl-win.journal.json".into(),
+        false,
+        std::time::Duration::from_secs(1),
+        None,
+        None,
+    );
+    opts.recheck = Some(&recheck);
+    let warnings = super::execute(&host, &actions, opts, &mut |_, _, _| {}).expect("runs");
+    let left: Vec<String> = host
+        .hns_endpoints(&net.id)
+        .expect("endpoints")
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(left, ["claimed_Calico"]);
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("kept HNS endpoint claimed_Calico")),
+        "{warnings:?}"
+    );
+}

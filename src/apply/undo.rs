@@ -138,6 +138,7 @@ pub fn undo_journal(
         logs_dir: None,
         now: 0,
         cluster: None,
+        recheck: None,
     };
     rollback(host, journal, &opts).failures
 }

@@ -19,13 +19,63 @@ pub struct NodePod {
 }
 
 /// The pods on `node` that have a network of their own (host-network pods share the node's
-/// address and have no endpoint).
+/// address and have no endpoint) and may still use it: a pod that has finished (`Succeeded`
+/// or `Failed`) owns no endpoint, and its address may be a new pod's already.
 pub fn on_node(c: &Cluster, node: &str) -> Result<Vec<NodePod>, ClusterError> {
     Ok(super::drain::pods_on(c, node)?
         .iter()
         .filter(|p| p.spec.as_ref().and_then(|s| s.host_network) != Some(true))
+        .filter(|p| !is_terminal(p))
         .map(node_pod)
         .collect())
+}
+
+/// A pod whose containers have all ended for good (`status.phase` Succeeded or Failed,
+/// k8s.io/api core/v1 `PodPhase`): kubelet tears its sandbox down.
+fn is_terminal(p: &Pod) -> bool {
+    matches!(
+        p.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// Of the addresses `wanted`, those some EndpointSlice in the cluster lists as an endpoint:
+/// kube-proxy's own input for the remote HNS endpoints it makes for every Service backend
+/// that is not on its node (kubernetes pkg/proxy/winkernel/proxier.go `syncProxyRules`),
+/// including the `kubernetes` Service's API server addresses and selectorless Services' ones,
+/// which no pod has. Read a page at a time; only the wanted addresses are kept. `None` when
+/// the server does not serve EndpointSlices.
+pub fn in_endpoint_slices(
+    c: &Cluster,
+    wanted: &std::collections::BTreeSet<String>,
+) -> Result<Option<std::collections::BTreeSet<String>>, ClusterError> {
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+    let api: Api<DynamicObject> = Api::all_with(
+        c.client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("discovery.k8s.io", "v1", "EndpointSlice"),
+            "endpointslices",
+        ),
+    );
+    let mut found = std::collections::BTreeSet::new();
+    let served = c.for_each_page(&api, "endpointslices", |items| {
+        for slice in &items {
+            let endpoints = slice.data.get("endpoints").and_then(|e| e.as_array());
+            for a in endpoints
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.get("addresses").and_then(|a| a.as_array()))
+                .flatten()
+                .filter_map(|a| a.as_str())
+            {
+                if wanted.contains(a) {
+                    found.insert(a.to_owned());
+                }
+            }
+        }
+        Ok::<(), ClusterError>(())
+    })?;
+    Ok(served.then_some(found))
 }
 
 fn node_pod(p: &Pod) -> NodePod {
@@ -87,6 +137,24 @@ mod tests {
                 Some([("kubernetes.io/config.mirror".to_owned(), "x".to_owned())].into());
         }
         p
+    }
+
+    /// k8s.io/api core/v1 `PodPhase`: "Succeeded: All containers in the pod have voluntarily
+    /// terminated ... and the system is not going to restart any of these containers";
+    /// "Failed: All containers in the pod have terminated". Neither owns an endpoint.
+    #[test]
+    fn a_finished_pod_is_terminal_and_a_running_or_pending_one_is_not() {
+        for (phase, terminal) in [
+            ("Succeeded", true),
+            ("Failed", true),
+            ("Running", false),
+            ("Pending", false),
+        ] {
+            let mut p = pod(None, false);
+            p.status.get_or_insert_default().phase = Some(phase.into());
+            assert_eq!(is_terminal(&p), terminal, "{phase}");
+        }
+        assert!(!is_terminal(&pod(None, false)), "no phase yet");
     }
 
     /// Who recreates an evicted pod: its controller, a DaemonSet too (on this node); a bare

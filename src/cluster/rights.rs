@@ -83,6 +83,14 @@ pub const INSTALLER: &[Right] = &[
     ),
     r(
         Scope::Cluster,
+        "discovery.k8s.io",
+        "endpointslices",
+        &["list"],
+        &[],
+        "whether another host's HNS endpoint is a Service backend, for status and repair",
+    ),
+    r(
+        Scope::Cluster,
         "",
         "pods/eviction",
         &["create"],
@@ -213,16 +221,17 @@ pub const FLEET: &[Right] = &[
     INSTALLER[0],  // namespaces
     INSTALLER[1],  // nodes
     INSTALLER[2],  // pods
-    INSTALLER[3],  // pods/eviction
-    INSTALLER[4],  // clusterinformations
-    INSTALLER[5],  // felixconfigurations
-    INSTALLER[6],  // ipamconfigs
-    INSTALLER[7],  // ippools
-    INSTALLER[8],  // ipamblocks
-    INSTALLER[9],  // servicecidrs
-    INSTALLER[10], // installations
-    INSTALLER[11], // kube-dns
-    INSTALLER[12], // calico-config
+    INSTALLER[3],  // endpointslices
+    INSTALLER[4],  // pods/eviction
+    INSTALLER[5],  // clusterinformations
+    INSTALLER[6],  // felixconfigurations
+    INSTALLER[7],  // ipamconfigs
+    INSTALLER[8],  // ippools
+    INSTALLER[9],  // ipamblocks
+    INSTALLER[10], // servicecidrs
+    INSTALLER[11], // installations
+    INSTALLER[12], // kube-dns
+    INSTALLER[13], // calico-config
 ];
 
 /// The rules of one scope, as Kubernetes writes them.

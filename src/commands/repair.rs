@@ -3,7 +3,7 @@
 //! then a wait until no endpoint is at fault.
 
 use super::change::Change;
-use super::preflight::{ClusterRead, read_cluster, with_cluster};
+use super::preflight::{ClusterRead, read_cluster};
 use crate::apply;
 use crate::cli::RepairArgs;
 use crate::cluster::Cluster;
@@ -19,31 +19,42 @@ use anyhow::Context as _;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
-/// What a repair works on: the node's name, the install root and record, the cluster.
+/// What a repair works on: the node's name, the install root, the cluster.
 struct Target {
     node: String,
     root: String,
-    rec: record::InstallRecord,
     cluster: Box<Cluster>,
 }
 
-/// The node, its install and the cluster; no install, or no cluster, is refused.
+/// The least `--grace` a repair takes: HNS can take tens of seconds to attach an endpoint on a
+/// loaded node, and a grace shorter than that would call a pod being made stuck.
+pub const MIN_GRACE: Duration = Duration::from_secs(60);
+
+/// The node, its install and the cluster; no install (`not-installed`), or no cluster
+/// (`no-admin-kubeconfig`), is refused before anything is read of the cluster.
 fn target(ctx: &mut Context, host: &dyn Host) -> anyhow::Result<Target> {
     let base = ctx.load_config()?;
     let node = base.config.node.name.to_string();
-    let cluster = read_cluster(false, ctx, &node)?;
-    let loaded = with_cluster(ctx, &cluster, base)?;
-    let root = crate::plan::install::install_root(&loaded.config);
-    let Some(rec) = record::read(host, &root)? else {
+    let root = crate::plan::install::install_root(&base.config);
+    if record::read(host, &root)?.is_none() {
         return Err(UsageError::new(
             format!("Calico is not installed in {root}: there is nothing to repair"),
-            "install it first ('calicoctl-win install')",
+            "install it first ('calicoctl-win install'), or point install_root at where it is",
         )
+        .of_kind(crate::error::Kind::NotInstalled)
         .into());
-    };
+    }
+    let cluster = read_cluster(false, ctx, &node)?;
     let cluster = match cluster {
         ClusterRead::Read(c, _) => c,
-        ClusterRead::Skipped(why) => anyhow::bail!("repair needs the cluster, which was {why}"),
+        ClusterRead::Skipped(why) => {
+            return Err(UsageError::new(
+                format!("repair judges the endpoints against the cluster, which was {why}"),
+                "pass the admin or installer kubeconfig with --kubeconfig, or set KUBECONFIG",
+            )
+            .of_kind(crate::error::Kind::NoAdminKubeconfig)
+            .into());
+        }
         ClusterRead::Failed(e) => {
             return Err(anyhow::Error::new(e).context("repair needs the cluster"));
         }
@@ -51,48 +62,53 @@ fn target(ctx: &mut Context, host: &dyn Host) -> anyhow::Result<Target> {
     Ok(Target {
         node,
         root,
-        rec,
         cluster,
     })
 }
 
 pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    check_grace(args.grace)?;
     let host = ctx.open_host_to_change("repair")?;
     let Target {
         node,
         root,
-        rec,
         cluster: c,
     } = target(ctx, host.as_ref())?;
     let journal_path = join(&root, crate::layout::JOURNAL_FILE);
     let mut change = Change::begin(ctx, host.as_ref(), "repair", &root, journal_path)?;
     let interrupted = change.journal.take();
-    let judged = survey(host.as_ref(), &c, &node, args.grace)?;
-    let installed: Vec<String> = rec.services.iter().map(|s| s.name.clone()).collect();
-    let actions = repair::plan(&repair::Inputs {
-        node: &node,
-        judged: &judged,
-        drain: drain_options(args),
-        installed: &installed,
-        interrupted: interrupted.is_some(),
-    })
-    .map_err(|u| refused(&node, u))?;
+    let (judged, actions) = planned(ctx, host.as_ref(), &c, &node, args)?;
     let faults: Vec<&Judged> = judged.iter().filter(|j| j.verdict.is_fault()).collect();
+    let suspect: Vec<&Judged> = judged
+        .iter()
+        .filter(|j| j.verdict == endpoints::Verdict::Suspect)
+        .collect();
     let mut doc = json!({
         "dry_run": ctx.options.dry_run,
         "node": node,
         "endpoints": faults,
+        "suspect": suspect,
+        "restarts": [],
         "actions": apply::to_json(&actions).context("cannot show the plan as JSON")?,
         "changed": false,
     });
+    for j in &suspect {
+        ctx.printer.text(&format!("Not yet: {}", j.sentence()));
+    }
     if actions.is_empty() {
-        ctx.printer
-            .text("No HNS endpoint of the Calico network is stuck or stale: nothing to repair.");
+        // An interrupted repair whose steps a new look finds done: its journal is finished.
+        if interrupted.is_some() && !ctx.options.dry_run {
+            host.remove_file(&change.journal_path)
+                .context("cannot remove the finished repair's journal")?;
+        }
+        ctx.printer.text(
+            "No HNS endpoint of the Calico network has been at fault for longer than the grace period: nothing to repair.",
+        );
         ctx.printer.json(&doc);
         return Ok(());
     }
     ctx.printer.text(&format!(
-        "Repair {} HNS endpoint(s) on node {node}:",
+        "Repair {} HNS endpoint(s) on node {node}. No service is restarted: Felix and kube-proxy keep running, ClusterIPs stay up; only the pods evicted are without their network until their controllers make them again.",
         faults.len()
     ));
     if ctx.options.dry_run {
@@ -101,7 +117,9 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ctx.printer.json(&doc);
         return Ok(());
     }
-    let opts = options(args, change.journal_path.clone(), interrupted, &c);
+    let recheck = |id: &str| still_at_fault(host.as_ref(), &c, &node, args.grace, id);
+    let mut opts = options(args, change.journal_path.clone(), interrupted, &c);
+    opts.recheck = Some(&recheck);
     if let Err(f) = change.run(ctx, &actions, opts)? {
         let e = f.error;
         let step = e.action.clone();
@@ -116,6 +134,71 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
     finished(ctx, actions.len(), &left)
 }
 
+/// `--grace` below the floor is refused.
+fn check_grace(grace: Duration) -> anyhow::Result<()> {
+    if grace >= MIN_GRACE {
+        return Ok(());
+    }
+    Err(UsageError::new(
+        format!(
+            "--grace {} is shorter than an HNS attach can take",
+            crate::duration::show(grace)
+        ),
+        format!("pass --grace {} or more", crate::duration::show(MIN_GRACE)),
+    )
+    .into())
+}
+
+/// The endpoints as judged now and the plan; this look is recorded (a dry run changes nothing,
+/// so only reads), so a fault seen now for the first time is repaired by a later run. A
+/// refusal leaves no trace, not even this look.
+fn planned(
+    ctx: &Context,
+    host: &dyn Host,
+    c: &Cluster,
+    node: &str,
+    args: &RepairArgs,
+) -> anyhow::Result<(Vec<Judged>, Vec<apply::Action>)> {
+    let ageing = if ctx.options.dry_run {
+        endpoints::Ageing::Read
+    } else {
+        endpoints::Ageing::Record
+    };
+    let seen_before = endpoints::seen::load(host);
+    let judged = survey(host, c, node, args.grace, ageing)?;
+    let planned = repair::plan(&repair::Inputs {
+        node,
+        judged: &judged,
+        drain: drain_options(args),
+        allow_majority: args.allow_majority,
+    });
+    match planned {
+        Ok(actions) => Ok((judged, actions)),
+        Err(r) => {
+            endpoints::seen::store(host, &seen_before)
+                .context("cannot put back the record of endpoint faults")?;
+            Err(refused(node, &judged, r))
+        }
+    }
+}
+
+/// The look just before an endpoint is deleted: kept, with why, unless it is still at fault
+/// (a pod may have claimed it since the plan was made).
+fn still_at_fault(
+    host: &dyn Host,
+    c: &Cluster,
+    node: &str,
+    grace: Duration,
+    id: &str,
+) -> anyhow::Result<Option<String>> {
+    let now = survey(host, c, node, grace, endpoints::Ageing::Read)?;
+    Ok(match now.iter().find(|j| j.id.eq_ignore_ascii_case(id)) {
+        None => Some("it is gone already".into()),
+        Some(j) if j.verdict.is_fault() => None,
+        Some(j) => Some(format!("a new look finds it {}", j.verdict.word())),
+    })
+}
+
 /// After the plan ran: done, or what is still at fault (exit 1).
 fn finished(ctx: &mut Context, steps: usize, left: &[Judged]) -> anyhow::Result<()> {
     if left.is_empty() {
@@ -126,28 +209,29 @@ fn finished(ctx: &mut Context, steps: usize, left: &[Judged]) -> anyhow::Result<
     }
     Err(super::status::Degraded(
         left.iter()
-            .map(|j| {
-                format!(
-                    "after the repair, HNS endpoint {} ({}) is still {}",
-                    j.name,
-                    j.ip.as_deref().unwrap_or("no address"),
-                    j.verdict.word()
-                )
-            })
+            .map(|j| format!("after the repair, {}", j.sentence()))
             .collect(),
     )
     .into())
 }
 
-/// The Calico network's endpoints, judged against the cluster (none without the network).
+/// The Calico network's endpoints, judged against the cluster (none without the network), by
+/// the survey `status` makes; `Record` takes this look into the faults' ages.
 fn survey(
     host: &dyn Host,
     c: &Cluster,
     node: &str,
     grace: Duration,
+    ageing: endpoints::Ageing,
 ) -> anyhow::Result<Vec<Judged>> {
-    let remote = endpoints::Remote::Ask;
-    Ok(endpoints::survey_calico(host, Some(c), node, grace, remote)?.unwrap_or_default())
+    let how = endpoints::Survey {
+        cluster: Some(c),
+        node,
+        grace,
+        remote: endpoints::Remote::Ask,
+        ageing,
+    };
+    Ok(endpoints::survey_calico(host, &how)?.unwrap_or_default())
 }
 
 /// After the repair, until `--wait-timeout`: the endpoints still at fault (none when healthy).
@@ -162,7 +246,7 @@ fn wait_healthy(
     let deadline = Instant::now() + args.wait_timeout;
     let mut pause = Duration::from_millis(100);
     loop {
-        let left: Vec<Judged> = survey(host, c, node, args.grace)?
+        let left: Vec<Judged> = survey(host, c, node, args.grace, endpoints::Ageing::Read)?
             .into_iter()
             .filter(|j| j.verdict.is_fault())
             .collect();
@@ -183,17 +267,35 @@ fn drain_options(args: &RepairArgs) -> DrainOptions {
     args.evict.options(true)
 }
 
-/// Pods with a stuck endpoint that nothing recreates: refused before anything changes.
-fn refused(node: &str, u: repair::Unmanaged) -> anyhow::Error {
-    UsageError::new(
-        format!(
-            "the endpoints of pod(s) {} on node {node} are stuck, and no controller recreates them once evicted; nothing was changed",
-            u.0.join(", ")
-        ),
-        "recreate them yourself, or pass --force to evict them all the same",
-    )
-    .of_kind(crate::error::Kind::DrainRefused)
-    .into()
+/// Refused before anything changes: pods nothing recreates, or the breaker.
+fn refused(node: &str, judged: &[Judged], r: repair::Refusal) -> anyhow::Error {
+    match r {
+        repair::Refusal::Unmanaged(pods) => UsageError::new(
+            format!(
+                "the endpoints of pod(s) {} on node {node} are stuck, and no controller recreates them once evicted; nothing was changed",
+                pods.join(", ")
+            ),
+            "recreate them yourself, or pass --force to evict them all the same",
+        )
+        .of_kind(crate::error::Kind::DrainRefused)
+        .into(),
+        repair::Refusal::Breaker { faults, of } => {
+            let evidence: Vec<String> = judged
+                .iter()
+                .filter(|j| j.verdict.is_fault())
+                .map(Judged::sentence)
+                .collect();
+            UsageError::new(
+                format!(
+                    "{faults} of the {of} pod endpoints on node {node} are judged at fault, more than half: that is likelier a misjudgement (pods or addresses the cluster has not posted) than such a node; nothing was changed. The evidence: {}",
+                    evidence.join("; ")
+                ),
+                "check the pods ('kubectl get pods -o wide --field-selector spec.nodeName=<node>') and 'calicoctl-win status'; pass --allow-majority to repair them all the same",
+            )
+            .of_kind(crate::error::Kind::DrainRefused)
+            .into()
+        }
+    }
 }
 
 /// How the plan runs: journaled, no rollback (a deleted endpoint or an evicted pod cannot be

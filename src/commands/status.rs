@@ -376,8 +376,6 @@ fn file_drift(
     Ok(files)
 }
 
-type EndpointLists = Vec<(String, Vec<crate::host::HnsEndpoint>)>;
-
 /// HNS as the services left it: the networks, their endpoints judged, the last HNS restart.
 fn hns(
     h: &dyn Host,
@@ -391,8 +389,8 @@ fn hns(
     Vec<endpoints::Judged>,
     Option<crate::supervise::hns_watch::HnsRestart>,
 )> {
-    let (networks, lists) = networks(h, rec, r)?;
-    let judged = endpoints(&lists, cluster, node_name, args.grace, r)?;
+    let networks = networks(h, rec, r)?;
+    let judged = endpoints(h, cluster, node_name, args.grace, r)?;
     Ok((networks, judged, hns_restart(h, r)))
 }
 
@@ -400,7 +398,7 @@ fn networks(
     host: &dyn Host,
     rec: &InstallRecord,
     r: &mut Report,
-) -> anyhow::Result<(Vec<HnsNetwork>, EndpointLists)> {
+) -> anyhow::Result<Vec<HnsNetwork>> {
     let networks: Vec<HnsNetwork> = if rec.networks.is_empty() {
         Vec::new()
     } else {
@@ -410,14 +408,12 @@ fn networks(
             .filter(|n| n.name == CALICO_NETWORK || n.name == EXTERNAL_NETWORK)
             .collect()
     };
-    let mut endpoints = Vec::new();
     let mut summaries = std::collections::BTreeMap::new();
     for n in &networks {
         let list = host
             .hns_endpoints(&n.id)
             .with_context(|| format!("cannot read the endpoints of HNS network {}", n.name))?;
         summaries.insert(n.name.clone(), endpoint_summary(&list));
-        endpoints.push((n.name.clone(), list));
     }
     let count = |name: &str| summaries.get(name).cloned().unwrap_or_default();
     r.text.push("HNS networks:".into());
@@ -443,13 +439,14 @@ fn networks(
             count(&n.name)
         ));
     }
-    Ok((networks, endpoints))
+    Ok(networks)
 }
 
-/// The endpoints judged against the pods (with the cluster): each fault past the grace period
-/// is a problem, named with its pod and why.
+/// The Calico network's endpoints judged against the pods (with the cluster), by the one survey
+/// `repair` makes too: each fault seen for longer than the grace period is a problem, named
+/// with its pod and why; a suspect one is shown.
 fn endpoints(
-    lists: &EndpointLists,
+    h: &dyn Host,
     cluster: &ClusterRead,
     node_name: &str,
     grace: std::time::Duration,
@@ -459,16 +456,31 @@ fn endpoints(
         ClusterRead::Read(c, _) => Some(c.as_ref()),
         _ => None,
     };
-    let judged = endpoints::survey(lists, c, node_name, grace, endpoints::Remote::Ask)?;
-    let faults: Vec<&endpoints::Judged> = judged.iter().filter(|j| j.verdict.is_fault()).collect();
-    for j in &faults {
-        r.problems.push(format!(
-            "HNS endpoint {} ({}, {}) is {}: {} (calicoctl-win repair removes it)",
-            j.name,
-            j.ip.as_deref().unwrap_or("no address"),
-            j.network,
-            j.verdict.word(),
-            j.why.as_deref().unwrap_or_default()
+    let how = endpoints::Survey {
+        cluster: c,
+        node: node_name,
+        grace,
+        remote: endpoints::Remote::Ask,
+        ageing: endpoints::Ageing::Read,
+    };
+    let judged = endpoints::survey_calico(h, &how)?.unwrap_or_default();
+    for j in &judged {
+        if j.verdict.is_fault() {
+            r.problems.push(format!(
+                "{} (calicoctl-win repair removes it)",
+                j.sentence()
+            ));
+        } else if j.verdict == endpoints::Verdict::Suspect {
+            r.text.push(format!("  {}", j.sentence()));
+        }
+    }
+    let unknown = judged
+        .iter()
+        .filter(|j| j.is_pod_endpoint() && j.state.is_none())
+        .count();
+    if unknown > 0 {
+        r.text.push(format!(
+            "  the state of {unknown} endpoint(s) cannot be read (HNS v1 GET /endpoints/ did not give it): a stuck endpoint cannot be told from an attached one, and none is called stuck"
         ));
     }
     Ok(judged)

@@ -238,6 +238,7 @@ fn execute(
         logs_dir: None,
         now: now(),
         cluster: None,
+        recheck: None,
     };
     change.run(ctx, actions, opts)?.map_err(|failed| {
         let e = failed.error;

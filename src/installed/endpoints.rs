@@ -1,6 +1,18 @@
 //! The health of the Calico network's HNS endpoints, judged against the pods: a pod's endpoint
 //! that never attached (`stuck`), an endpoint no pod owns (`stale`), another host's endpoint
-//! for an address no pod has any more (`remote-stale`).
+//! for an address neither a pod nor an EndpointSlice has any more (`remote-stale`).
+//!
+//! What `repair` deletes is judged on evidence, never on one look:
+//! - a fault counts only once it has been seen at fault for longer than the grace period
+//!   (`seen`: CalicoNode records when it first saw each endpoint at fault, every minute; until
+//!   then it is `suspect`), and a pod's endpoint is never stuck while its pod is younger than
+//!   that;
+//! - an endpoint whose address no pod has is `unclaimed`, not stale, while a pod on the node has
+//!   no address yet, or has addresses none of which has an endpoint here (its sandbox is being
+//!   made again, and kubelet has not posted the new address); a finished pod owns nothing;
+//! - another host's endpoints are kube-proxy's (kubernetes pkg/proxy/winkernel/proxier.go makes
+//!   one for every Service backend not on its node): while kube-proxy runs they are left to it;
+//!   otherwise one is in use when an EndpointSlice or a pod has its address.
 //!
 //! Which states are healthy, from the sources: HNS names an endpoint's states Created 1,
 //! Attached 2, AttachedSharing 3, Detached 4, Degraded 5, Destroyed 6 (hcsshim
@@ -14,9 +26,9 @@
 //! which is not what HNS names it, and were closed without a cause. An endpoint of a pod that
 //! is still Created, or Detached, Degraded or Destroyed, after the grace period is stuck.
 
+use crate::cluster::Cluster;
 use crate::cluster::drain::PodRef;
 use crate::cluster::pods::{self, NodePod};
-use crate::cluster::{Cluster, ClusterError};
 use crate::host::HnsEndpoint;
 use crate::layout::SOURCE_VIP_ENDPOINT;
 use serde::Serialize;
@@ -31,21 +43,22 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(120);
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// An attached endpoint of a pod on this node, the node's own endpoint (`Calico_ep`), or
-    /// another host's endpoint for an address a pod has.
+    /// another host's endpoint in use (or kube-proxy's while it runs).
     Ok,
     /// A pod's endpoint that is not attached yet, within the grace period.
     Attaching,
-    /// An endpoint whose address no pod has yet while a pod on this node that is younger than
-    /// the grace period waits for its address.
+    /// An endpoint whose address no pod has yet while a pod on this node may still claim it.
     Unclaimed,
     /// Another host's endpoint that was not checked (the cluster was not read).
     Unchecked,
+    /// A fault not yet seen for longer than the grace period: not counted, not repaired.
+    Suspect,
     /// A pod's endpoint that is not attached past the grace period.
     Stuck,
     /// An endpoint of this host whose address no pod on this node has, or that is not
     /// attached while another endpoint with its address is.
     Stale,
-    /// Another host's endpoint whose address no pod in the cluster has.
+    /// Another host's endpoint whose address no pod and no EndpointSlice has.
     RemoteStale,
 }
 
@@ -57,6 +70,7 @@ impl Verdict {
             Self::Attaching => "attaching",
             Self::Unclaimed => "unclaimed",
             Self::Unchecked => "unchecked",
+            Self::Suspect => "suspect",
             Self::Stuck => "stuck",
             Self::Stale => "stale",
             Self::RemoteStale => "remote-stale",
@@ -90,12 +104,37 @@ pub struct Judged {
     pub owner: Option<(PodRef, bool)>,
 }
 
+impl Judged {
+    /// One line for people: the endpoint, its address and network, its verdict and why.
+    pub fn sentence(&self) -> String {
+        let mut s = format!(
+            "HNS endpoint {} ({}, {}) is {}",
+            self.name,
+            self.ip.as_deref().unwrap_or("no address"),
+            self.network,
+            self.verdict.word()
+        );
+        if let Some(why) = &self.why {
+            s.push_str(": ");
+            s.push_str(why);
+        }
+        s
+    }
+
+    /// A pod's endpoint on this host (not `Calico_ep`, not another host's).
+    pub fn is_pod_endpoint(&self) -> bool {
+        !self.remote && self.name != SOURCE_VIP_ENDPOINT
+    }
+}
+
 /// What the endpoints are judged against.
 pub struct Evidence<'a> {
     /// The pods on this node with a network of their own; `None` when the cluster was not read.
     pub pods: Option<&'a [NodePod]>,
-    /// For another host's endpoints: whether a pod in the cluster has the address.
+    /// For another host's endpoints: whether a pod or an EndpointSlice has the address.
     pub remote_in_use: &'a BTreeMap<String, bool>,
+    /// kube-proxy runs on this node: another host's endpoints are its own, left to it.
+    pub kube_proxy_runs: bool,
     /// Now, in seconds since 1970.
     pub now: i64,
     pub grace: Duration,
@@ -108,12 +147,12 @@ impl Evidence<'_> {
 }
 
 /// An endpoint attached to its compartment: Attached 2 or AttachedSharing 3; an endpoint
-/// whose state HNS does not report is taken as attached.
+/// whose state HNS does not report is taken as attached (never stuck on no evidence).
 fn attached(e: &HnsEndpoint) -> bool {
     e.state.is_none_or(|s| s == 2 || s == 3)
 }
 
-/// Judges the endpoints of the HNS network `network`.
+/// Judges the endpoints of the HNS network `network`, from one look.
 pub fn judge(endpoints: &[HnsEndpoint], network: &str, ev: &Evidence) -> Vec<Judged> {
     endpoints
         .iter()
@@ -150,12 +189,15 @@ fn remote(e: &HnsEndpoint, ev: &Evidence) -> (Verdict, Option<String>) {
     let Some(ip) = &e.ip else {
         return (Verdict::Ok, None);
     };
+    if ev.kube_proxy_runs {
+        return (Verdict::Ok, None);
+    }
     match ev.remote_in_use.get(ip) {
         Some(true) => (Verdict::Ok, None),
         Some(false) => (
             Verdict::RemoteStale,
             Some(format!(
-                "another host's endpoint for {ip}, which no pod has"
+                "another host's endpoint for {ip}, which no pod and no EndpointSlice has"
             )),
         ),
         None => (
@@ -163,6 +205,29 @@ fn remote(e: &HnsEndpoint, ev: &Evidence) -> (Verdict, Option<String>) {
             Some("the cluster was not asked for its address".into()),
         ),
     }
+}
+
+/// Why a pod on this node may still claim an endpoint no pod has the address of: it has no
+/// address yet, or none of its addresses has an endpoint here (its sandbox is being made
+/// again). `None` when no pod may.
+fn may_claim(all: &[HnsEndpoint], pods: &[NodePod]) -> Option<String> {
+    let held = |ip: &String| {
+        all.iter()
+            .any(|o| !o.remote && o.ip.as_deref() == Some(ip.as_str()))
+    };
+    pods.iter().find_map(|p| {
+        if p.ips.is_empty() {
+            Some(format!("pod {} has no address yet", p.pod))
+        } else if !p.ips.iter().any(held) {
+            Some(format!(
+                "pod {} has no endpoint for its address {} (its sandbox may be being made again)",
+                p.pod,
+                p.ips.join(",")
+            ))
+        } else {
+            None
+        }
+    })
 }
 
 fn local(
@@ -175,22 +240,18 @@ fn local(
     let ip = e.ip.as_deref();
     let owner = ip.and_then(|ip| pods.iter().find(|p| p.ips.iter().any(|i| i == ip)));
     let Some(pod) = owner else {
-        let waiting = pods
-            .iter()
-            .any(|p| p.ips.is_empty() && !ev.older_than_grace(p.created));
-        return if waiting {
-            (
+        return match may_claim(all, pods) {
+            Some(who) => (
                 Verdict::Unclaimed,
-                Some("no pod has its address yet, and a pod on this node waits for one".into()),
-            )
-        } else {
-            (
+                Some(format!("no pod has its address, and {who}")),
+            ),
+            None => (
                 Verdict::Stale,
                 Some(format!(
                     "no pod on this node has {}",
                     ip.unwrap_or("its address (it has none)")
                 )),
-            )
+            ),
         };
     };
     j.pod = Some(pod.pod.to_string());
@@ -227,61 +288,87 @@ fn local(
     }
 }
 
+/// Takes this look's judgements into the record of when faults were first seen.
+pub fn observe(record: &mut seen::Seen, judged: &[Judged], now: i64) {
+    let looks: Vec<(String, seen::Look)> = judged
+        .iter()
+        .map(|j| {
+            let look = if j.verdict.is_fault() {
+                seen::Look::Fault
+            } else if j.verdict == Verdict::Unchecked {
+                seen::Look::Unjudged
+            } else {
+                seen::Look::Healthy
+            };
+            (j.id.clone(), look)
+        })
+        .collect();
+    record.observe(&looks, now);
+}
+
+/// Faults not yet seen at fault for longer than the grace period become `suspect`: one look
+/// never makes a fault.
+pub fn age(judged: &mut [Judged], seen: &seen::Seen, now: i64, grace: Duration) {
+    let grace_s = i64::try_from(grace.as_secs()).unwrap_or(i64::MAX);
+    for j in judged.iter_mut().filter(|j| j.verdict.is_fault()) {
+        let since = seen.first(&j.id);
+        if since.is_some_and(|t| now.saturating_sub(t) > grace_s) {
+            continue;
+        }
+        let word = j.verdict.word();
+        let why = j.why.take().unwrap_or_default();
+        j.verdict = Verdict::Suspect;
+        j.why = Some(match since {
+            Some(t) => format!(
+                "{word} ({why}) for {} so far; counted once it stays so for longer than {}",
+                crate::duration::show(Duration::from_secs(now.saturating_sub(t).max(0) as u64)),
+                crate::duration::show(grace)
+            ),
+            None => format!(
+                "{word} ({why}) at this look, first; counted once it stays so for longer than {}",
+                crate::duration::show(grace)
+            ),
+        });
+        j.owner = None;
+    }
+}
+
 /// At most this many of another host's addresses are looked up in the cluster per survey (one
 /// list call each); the rest are `unchecked`.
 pub const MAX_REMOTE_LOOKUPS: usize = 256;
 
-/// Whether a survey asks the cluster about another host's endpoints (one list call per
-/// address, at most `MAX_REMOTE_LOOKUPS`).
+/// Whether a survey asks the cluster about another host's endpoints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Remote {
     Ask,
     /// Left `unchecked`: a question asked every minute on every node would cost the API server
-    /// a call per address per node.
+    /// a list of every EndpointSlice per node.
     Skip,
 }
 
-/// The endpoints of each HNS network in `lists` (its name, its endpoints) judged: with the
-/// cluster, against the pods on `node` (one list call) and, when asked, for another host's
-/// endpoints, whether a pod in the cluster has the address; without it, nothing is called a
-/// fault.
-pub fn survey(
-    lists: &[(String, Vec<HnsEndpoint>)],
-    cluster: Option<&Cluster>,
-    node: &str,
-    grace: Duration,
-    remote: Remote,
-) -> Result<Vec<Judged>, ClusterError> {
-    let (pods, remote_in_use) = match cluster {
-        Some(c) => (
-            Some(pods::on_node(c, node)?),
-            match remote {
-                Remote::Ask => remote_lookups(c, lists)?,
-                Remote::Skip => BTreeMap::new(),
-            },
-        ),
-        None => (None, BTreeMap::new()),
-    };
-    let ev = Evidence {
-        pods: pods.as_deref(),
-        remote_in_use: &remote_in_use,
-        now: crate::duration::now(),
-        grace,
-    };
-    Ok(lists
-        .iter()
-        .flat_map(|(network, list)| judge(list, network, &ev))
-        .collect())
+/// Whether a survey records the faults it sees (CalicoNode every minute, `repair`), or only
+/// reads when they were first seen (`status`, `repair`'s look before each delete).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ageing {
+    Record,
+    Read,
 }
 
-/// The Calico HNS network's endpoints on `host`, judged as `survey` does; `None` when there is
-/// no Calico network.
+/// How a survey is made.
+#[derive(Clone, Copy, Debug)]
+pub struct Survey<'a> {
+    pub cluster: Option<&'a Cluster>,
+    pub node: &'a str,
+    pub grace: Duration,
+    pub remote: Remote,
+    pub ageing: Ageing,
+}
+
+/// The Calico HNS network's endpoints on `host`, judged and aged; `None` when there is no
+/// Calico network. The one survey `status`, `repair` and CalicoNode's condition make.
 pub fn survey_calico(
     host: &dyn crate::host::Host,
-    cluster: Option<&Cluster>,
-    node: &str,
-    grace: Duration,
-    remote: Remote,
+    how: &Survey,
 ) -> anyhow::Result<Option<Vec<Judged>>> {
     use anyhow::Context as _;
     let calico = host
@@ -295,33 +382,87 @@ pub fn survey_calico(
     let list = host
         .hns_endpoints(&calico.id)
         .with_context(|| format!("cannot read the endpoints of HNS network {}", calico.name))?;
-    let judged = survey(&[(calico.name, list)], cluster, node, grace, remote)
-        .context("cannot read the pods")?;
+    let (pods, remote_in_use, kube_proxy_runs) = match how.cluster {
+        Some(c) => {
+            let pods = pods::on_node(c, how.node).context("cannot read the pods")?;
+            let (in_use, runs) = remote_evidence(host, c, &list, how.remote)?;
+            (Some(pods), in_use, runs)
+        }
+        None => (None, BTreeMap::new(), false),
+    };
+    let now = crate::duration::now();
+    let ev = Evidence {
+        pods: pods.as_deref(),
+        remote_in_use: &remote_in_use,
+        kube_proxy_runs,
+        now,
+        grace: how.grace,
+    };
+    let mut judged = judge(&list, &calico.name, &ev);
+    let mut record = seen::load(host);
+    if how.ageing == Ageing::Record {
+        let before = record.clone();
+        observe(&mut record, &judged, now);
+        if record != before {
+            seen::store(host, &record)
+                .context("cannot record when the endpoint faults were seen")?;
+        }
+    }
+    age(&mut judged, &record, now, how.grace);
     Ok(Some(judged))
 }
 
-fn remote_lookups(
+/// For another host's endpoints: whether kube-proxy runs here (they are its own), else which
+/// addresses an EndpointSlice or a pod has.
+fn remote_evidence(
+    host: &dyn crate::host::Host,
     c: &Cluster,
-    lists: &[(String, Vec<HnsEndpoint>)],
-) -> Result<BTreeMap<String, bool>, ClusterError> {
-    let mut out = BTreeMap::new();
-    // What HNS gives as an address is asked about only when it is one (it goes into a field
-    // selector); anything else stays `unchecked`.
-    let ips = lists
+    list: &[HnsEndpoint],
+    remote: Remote,
+) -> anyhow::Result<(BTreeMap<String, bool>, bool)> {
+    use anyhow::Context as _;
+    // What HNS gives as an address is asked about only when it is one.
+    let ips: std::collections::BTreeSet<String> = list
         .iter()
-        .flat_map(|(_, l)| l)
         .filter(|e| e.remote)
-        .filter_map(|e| Some((e.ip.clone()?, e.ip.as_deref()?.parse().ok()?)));
-    for (text, ip) in ips {
-        if out.len() >= MAX_REMOTE_LOOKUPS {
-            break;
-        }
-        if let std::collections::btree_map::Entry::Vacant(slot) = out.entry(text) {
-            slot.insert(pods::ip_in_use(c, ip)?);
-        }
+        .filter_map(|e| e.ip.clone())
+        .filter(|ip| ip.parse::<std::net::IpAddr>().is_ok())
+        .collect();
+    if remote == Remote::Skip || ips.is_empty() {
+        return Ok((BTreeMap::new(), false));
     }
-    Ok(out)
+    if host
+        .process_pid(crate::layout::KUBE_PROXY_IMAGE)
+        .context("cannot look for kube-proxy")?
+        .is_some()
+    {
+        return Ok((BTreeMap::new(), true));
+    }
+    let Some(sliced) =
+        pods::in_endpoint_slices(c, &ips).context("cannot read the EndpointSlices")?
+    else {
+        // No EndpointSlices served: no evidence, nothing is called stale.
+        return Ok((BTreeMap::new(), false));
+    };
+    let mut out = BTreeMap::new();
+    let mut lookups = 0;
+    for ip in ips {
+        if sliced.contains(&ip) {
+            out.insert(ip, true);
+            continue;
+        }
+        if lookups >= MAX_REMOTE_LOOKUPS {
+            continue;
+        }
+        lookups += 1;
+        let Ok(addr) = ip.parse() else { continue };
+        let used = pods::ip_in_use(c, addr).context("cannot read the pods")?;
+        out.insert(ip, used);
+    }
+    Ok((out, false))
 }
+
+pub mod seen;
 
 #[cfg(test)]
 mod tests;

@@ -1,15 +1,21 @@
 //! `repair`'s plan: the pods whose endpoints are stuck evicted (their controllers recreate
-//! them with a new endpoint), the stuck and stale endpoints deleted, Felix (and the kube-proxy
-//! service this tool runs) restarted so that it programs the endpoints again.
+//! them with a new endpoint), then the stuck and stale endpoints deleted. Nothing is restarted:
+//! Felix refreshes its HNS endpoint cache before it handles any workload endpoint update
+//! ("HnsEndpointCache needs to be refreshed before endpoint manager processes any WEP updates.
+//! This is because an IP address can be recycled", projectcalico/calico v3.31.7
+//! felix/dataplane/windows/endpoint_mgr.go `CompleteDeferredWork`), so a deleted endpoint is
+//! forgotten when its address is used again; and another host's endpoints are judged only while
+//! kube-proxy does not run (`installed::endpoints`), so none of kube-proxy's is ever taken from
+//! under it. A Felix restart would reset connections on Calico before 3.31, and a kube-proxy
+//! restart deletes every HNS load balancer and leaves every ClusterIP on the node down until its
+//! first sync, at least 10 s on an overlay network.
 //!
 //! The pods go first: a repair killed after the evictions leaves their endpoints without a
-//! pod, which a rerun finds stale and deletes; killed after the deletions, it leaves a journal,
-//! and the rerun restarts the services it owed.
+//! pod, which a rerun finds stale and deletes.
 
 use crate::apply::Action;
 use crate::cluster::drain::DrainOptions;
 use crate::installed::endpoints::Judged;
-use crate::layout::Role;
 
 /// What the plan is made from.
 pub struct Inputs<'a> {
@@ -17,22 +23,35 @@ pub struct Inputs<'a> {
     /// The endpoints as judged now; the faults are repaired.
     pub judged: &'a [Judged],
     pub drain: DrainOptions,
-    /// The services installed, by name: Felix is restarted, and kube-proxy when this tool
-    /// runs it.
-    pub installed: &'a [String],
-    /// An interrupted repair's journal is continued: its restarts are owed even when no fault
-    /// is left.
-    pub interrupted: bool,
+    /// Repair even when more than half of the pods' endpoints are at fault.
+    pub allow_majority: bool,
 }
 
-/// Pods with a stuck endpoint that no controller recreates, which are evicted only with
-/// `--force`.
+/// Why the plan is refused before anything changes.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Unmanaged(pub Vec<String>);
+pub enum Refusal {
+    /// Pods with a stuck endpoint that no controller recreates, evicted only with `--force`.
+    Unmanaged(Vec<String>),
+    /// More than half of this host's pod endpoints judged at fault (at least `BREAKER_MIN`):
+    /// a misjudgement is likelier than such a node, and nothing is done on it.
+    Breaker { faults: usize, of: usize },
+}
 
-/// The repair's actions, or the pods it may not evict without `--force`.
-pub fn plan(i: &Inputs) -> Result<Vec<Action>, Unmanaged> {
+/// The fewest faults the breaker counts: two bad endpoints of three pods are a node, not a
+/// misjudgement.
+pub const BREAKER_MIN: usize = 3;
+
+/// The repair's actions, or why it is refused.
+pub fn plan(i: &Inputs) -> Result<Vec<Action>, Refusal> {
     let faults: Vec<&Judged> = i.judged.iter().filter(|j| j.verdict.is_fault()).collect();
+    let pods_total = i.judged.iter().filter(|j| j.is_pod_endpoint()).count();
+    let pod_faults = faults.iter().filter(|j| j.is_pod_endpoint()).count();
+    if !i.allow_majority && pod_faults >= BREAKER_MIN && pod_faults * 2 > pods_total {
+        return Err(Refusal::Breaker {
+            faults: pod_faults,
+            of: pods_total,
+        });
+    }
     let owners: Vec<_> = faults.iter().filter_map(|j| j.owner.as_ref()).collect();
     let unmanaged: Vec<String> = owners
         .iter()
@@ -40,7 +59,7 @@ pub fn plan(i: &Inputs) -> Result<Vec<Action>, Unmanaged> {
         .map(|(p, _)| p.to_string())
         .collect();
     if !unmanaged.is_empty() && !i.drain.force {
-        return Err(Unmanaged(unmanaged));
+        return Err(Refusal::Unmanaged(unmanaged));
     }
     let mut actions = Vec::new();
     let mut pods: Vec<String> = owners.iter().map(|(p, _)| p.to_string()).collect();
@@ -60,15 +79,6 @@ pub fn plan(i: &Inputs) -> Result<Vec<Action>, Unmanaged> {
             ip: j.ip.clone(),
             why: j.why.clone().unwrap_or_default(),
         });
-    }
-    if !actions.is_empty() || i.interrupted {
-        for role in [Role::Felix, Role::KubeProxy] {
-            let name = role.service_name();
-            if i.installed.iter().any(|s| s.eq_ignore_ascii_case(name)) {
-                actions.push(Action::StopService { name: name.into() });
-                actions.push(Action::StartService { name: name.into() });
-            }
-        }
     }
     Ok(actions)
 }
@@ -104,7 +114,7 @@ mod tests {
         }
     }
 
-    fn inputs<'a>(judged: &'a [Judged], installed: &'a [String], force: bool) -> Inputs<'a> {
+    fn inputs(judged: &[Judged], force: bool) -> Inputs<'_> {
         Inputs {
             node: "win-1",
             judged,
@@ -115,8 +125,7 @@ mod tests {
                 delete_emptydir_data: false,
                 concurrency: 4,
             },
-            installed,
-            interrupted: false,
+            allow_majority: false,
         }
     }
 
@@ -133,60 +142,80 @@ mod tests {
             .collect()
     }
 
+    fn healthy(n: usize) -> Vec<Judged> {
+        (0..n)
+            .map(|i| judged(&format!("ok{i}"), Verdict::Ok, Some(("db", true))))
+            .collect()
+    }
+
+    /// Pods first, then their endpoints; no service is restarted (Felix refreshes its endpoint
+    /// cache before each workload endpoint update; a kube-proxy restart would take every
+    /// ClusterIP down).
     #[test]
-    fn pods_go_first_then_their_endpoints_then_felix_and_kube_proxy_restart() {
-        let j = [
+    fn pods_go_first_then_their_endpoints_and_nothing_is_restarted() {
+        let mut j = vec![
             judged("a", Verdict::Stuck, Some(("web", true))),
             judged("b", Verdict::Stale, None),
-            judged("c", Verdict::Ok, Some(("db", true))),
             judged("d", Verdict::Attaching, Some(("new", true))),
+            judged("s", Verdict::Suspect, None),
         ];
-        let installed = [
-            "CalicoNode".into(),
-            "CalicoFelix".into(),
-            "kube-proxy".into(),
-        ];
-        let actions = plan(&inputs(&j, &installed, false)).expect("plan");
+        j.extend(healthy(3));
+        let actions = plan(&inputs(&j, false)).expect("plan");
         assert_eq!(
             kinds(&actions),
-            [
-                "evict pod(s)",
-                "delete HNS",
-                "delete HNS",
-                "stop service",
-                "start service",
-                "stop service",
-                "start service"
-            ]
+            ["evict pod(s)", "delete HNS", "delete HNS"]
         );
         assert!(actions[0].describe().contains("default/web"), "{actions:?}");
         assert!(actions[1].describe().contains("a_Calico"));
         assert!(actions[2].describe().contains("b_Calico"));
-        assert!(actions[5].describe().contains("kube-proxy"));
+        assert!(
+            !actions
+                .iter()
+                .any(|a| matches!(a, Action::StopService { .. } | Action::StartService { .. })),
+            "{actions:?}"
+        );
     }
 
     #[test]
-    fn nothing_wrong_is_nothing_to_do_unless_an_interrupted_repair_owes_its_restarts() {
-        let j = [judged("c", Verdict::Ok, Some(("db", true)))];
-        let installed = ["CalicoFelix".into()];
-        let mut i = inputs(&j, &installed, false);
-        assert!(plan(&i).expect("plan").is_empty());
-        i.interrupted = true;
-        assert_eq!(
-            kinds(&plan(&i).expect("plan")),
-            ["stop service", "start service"]
-        );
+    fn nothing_wrong_is_nothing_to_do() {
+        let j = healthy(2);
+        assert!(plan(&inputs(&j, false)).expect("plan").is_empty());
     }
 
     #[test]
     fn a_pod_no_controller_recreates_is_evicted_only_with_force() {
-        let j = [judged("a", Verdict::Stuck, Some(("bare", false)))];
-        let installed = ["CalicoFelix".into()];
+        let mut j = vec![judged("a", Verdict::Stuck, Some(("bare", false)))];
+        j.extend(healthy(2));
         assert_eq!(
-            plan(&inputs(&j, &installed, false)).err(),
-            Some(Unmanaged(vec!["default/bare".into()]))
+            plan(&inputs(&j, false)).err(),
+            Some(Refusal::Unmanaged(vec!["default/bare".into()]))
         );
-        let actions = plan(&inputs(&j, &installed, true)).expect("plan");
+        let actions = plan(&inputs(&j, true)).expect("plan");
         assert!(actions[0].describe().contains("default/bare"));
+    }
+
+    /// More than half of the pods' endpoints at fault (three or more) is a misjudgement more
+    /// likely than a node: refused, unless the user says it is meant.
+    #[test]
+    fn the_breaker_refuses_when_most_pod_endpoints_would_go() {
+        let mut j: Vec<Judged> = (0..3)
+            .map(|i| judged(&format!("s{i}"), Verdict::Stale, None))
+            .collect();
+        j.extend(healthy(2));
+        assert_eq!(
+            plan(&inputs(&j, false)).err(),
+            Some(Refusal::Breaker { faults: 3, of: 5 })
+        );
+        let mut i = inputs(&j, false);
+        i.allow_majority = true;
+        assert_eq!(plan(&i).expect("allowed").len(), 3);
+        // Half, or fewer than three, is repaired.
+        j.extend(healthy(1));
+        assert_eq!(plan(&inputs(&j, false)).expect("half").len(), 3);
+        let two = [
+            judged("s0", Verdict::Stale, None),
+            judged("s1", Verdict::Stale, None),
+        ];
+        assert_eq!(plan(&inputs(&two, false)).expect("two").len(), 2);
     }
 }

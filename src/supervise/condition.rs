@@ -166,16 +166,21 @@ pub fn reasons(host: &dyn Host, cluster: Option<&Cluster>, node: &str, root: &st
         Ok(h) => out.extend(h.problem(crate::duration::now())),
         Err(e) => out.push(format!("Felix's health cannot be asked: {e}")),
     }
-    let skip = endpoints::Remote::Skip;
-    match endpoints::survey_calico(host, cluster, node, endpoints::DEFAULT_GRACE, skip) {
-        Ok(Some(judged)) => out.extend(judged.iter().filter(|j| j.verdict.is_fault()).map(|j| {
-            format!(
-                "HNS endpoint {} ({}) is {}",
-                j.name,
-                j.ip.as_deref().unwrap_or("no address"),
-                j.verdict.word()
-            )
-        })),
+    // CalicoNode's look every minute is what ages the faults (`endpoints::seen`).
+    let how = endpoints::Survey {
+        cluster,
+        node,
+        grace: endpoints::DEFAULT_GRACE,
+        remote: endpoints::Remote::Skip,
+        ageing: endpoints::Ageing::Record,
+    };
+    match endpoints::survey_calico(host, &how) {
+        Ok(Some(judged)) => out.extend(
+            judged
+                .iter()
+                .filter(|j| j.verdict.is_fault())
+                .map(endpoints::Judged::sentence),
+        ),
         Ok(None) => out.push(format!("the HNS network {CALICO_NETWORK} does not exist")),
         Err(e) => out.push(format!("{e:#}")),
     }

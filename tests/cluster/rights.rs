@@ -326,6 +326,11 @@ fn every_fleet_rule_is_needed_and_enough() {
             &["reconfigure", "--drain", "--set", "vxlan.vni=4097"][..],
             &["status"][..],
         ] {
+            if args == ["status"] {
+                // Another host's endpoint, which status looks for in the EndpointSlices (on
+                // the network reconfigure made again).
+                node.add_endpoints(&[("remote_gone", "10.244.9.9", 3, true)]);
+            }
             let out = on_node()
                 .args(args)
                 .args(["-o", "json", "--sim-host"])

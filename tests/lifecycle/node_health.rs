@@ -7,13 +7,18 @@ use crate::support::snapshot::{assert_same, snapshot};
 use serde_json::{Value, json};
 
 /// Calico installed on win-1 (Ready), with pods web-1 (its endpoint still Created: stuck),
-/// web-2 (AttachedSharing: healthy) and an endpoint for 10.244.1.50, which no pod has (stale),
+/// web-2 to web-4 (AttachedSharing: healthy) and an endpoint for 10.244.1.50, which no pod has (stale),
 /// and another host's endpoint for 10.244.9.9, which no pod has (remote-stale).
 fn broken() -> Node {
     let b = Node::healthy();
     let api = b.api();
     api.set_node_ready("win-1", "True", "kubelet is posting ready status");
-    for (name, ip) in [("web-1", "10.244.1.7"), ("web-2", "10.244.1.8")] {
+    for (name, ip) in [
+        ("web-1", "10.244.1.7"),
+        ("web-2", "10.244.1.8"),
+        ("web-3", "10.244.1.9"),
+        ("web-4", "10.244.1.10"),
+    ] {
         api.put_pod("default", name, "win-1", Some("ReplicaSet"));
         api.set_pod_ip("default", name, ip);
     }
@@ -22,9 +27,13 @@ fn broken() -> Node {
     node.add_endpoints(&[
         ("web1_Calico", "10.244.1.7", 1, false),
         ("web2_Calico", "10.244.1.8", 3, false),
+        ("web3_Calico", "10.244.1.9", 3, false),
+        ("web4_Calico", "10.244.1.10", 3, false),
         ("gone_Calico", "10.244.1.50", 3, false),
         ("remote_gone", "10.244.9.9", 3, true),
     ]);
+    // CalicoNode's looks (or a repair's) saw them at fault ten minutes ago.
+    node.faults_seen_since(&["web1_Calico", "gone_Calico", "remote_gone"], 600);
     node
 }
 
@@ -64,6 +73,8 @@ fn status_names_stuck_and_stale_endpoints_and_repair_removes_them_and_brings_the
         ("remote_gone", "remote-stale"),
         ("web1_Calico", "stuck"),
         ("web2_Calico", "ok"),
+        ("web3_Calico", "ok"),
+        ("web4_Calico", "ok"),
     ]
     .iter()
     .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
@@ -107,16 +118,15 @@ fn status_names_stuck_and_stale_endpoints_and_repair_removes_them_and_brings_the
             "evict-pods",
             "delete-endpoint",
             "delete-endpoint",
-            "delete-endpoint",
-            "stop-service",
-            "start-service"
+            "delete-endpoint"
         ],
         "{doc}"
     );
+    assert_eq!(doc["restarts"], json!([]), "nothing is restarted: {doc}");
     assert_same(&snapshot(&node.sim()), &before, "dry run");
 
     // The repair: web-1 evicted (its ReplicaSet makes it again), the three endpoints gone,
-    // Felix restarted.
+    // Felix and kube-proxy left running.
     let pid_before = node.state()["services"]["calicofelix"]["pid"].clone();
     let (code, doc, err) = node.run(&["repair"]);
     assert_eq!(code, 0, "{err} {doc}");
@@ -134,10 +144,13 @@ fn status_names_stuck_and_stale_endpoints_and_repair_removes_them_and_brings_the
     );
     let mut names = endpoint_names(&node);
     names.sort();
-    assert_eq!(names, ["Calico_ep", "web2_Calico"]);
+    assert_eq!(
+        names,
+        ["Calico_ep", "web2_Calico", "web3_Calico", "web4_Calico"]
+    );
     let felix = &node.state()["services"]["calicofelix"];
     assert_eq!(felix["state"], "running", "{felix}");
-    assert_ne!(felix["pid"], pid_before, "Felix was not restarted");
+    assert_eq!(felix["pid"], pid_before, "Felix was restarted");
     let (code, doc, err) = node.run(&["status"]);
     assert_eq!(code, 0, "{err} {doc}");
 
@@ -153,6 +166,10 @@ fn a_bare_pods_stuck_endpoint_is_repaired_only_with_force() {
     node.api().put_pod("default", "bare", "win-1", None);
     node.api().set_pod_ip("default", "bare", "10.244.1.60");
     node.add_endpoints(&[("bare_Calico", "10.244.1.60", 4, false)]);
+    node.faults_seen_since(
+        &["web1_Calico", "gone_Calico", "remote_gone", "bare_Calico"],
+        600,
+    );
     let before = snapshot(&node.sim());
     let (code, _, err) = node.run(&["repair"]);
     // Refused before anything changes, with the usage exit code a drain's refusal has.
@@ -214,6 +231,102 @@ fn repair_killed_from_outside_at_every_call_is_finished_by_a_rerun() {
     }
 }
 
+/// One look never deletes: a repair on faults nobody saw before only records them and changes
+/// no endpoint; once they have lasted past the grace period, the next repair removes them.
+#[test]
+fn a_fault_seen_once_is_not_repaired_until_it_has_lasted() {
+    let node = broken();
+    node.edit_state(|s| {
+        s["registry"][r"hklm\software\tigera\calico"]
+            .as_object_mut()
+            .expect("key")
+            .remove("endpointfaults");
+    });
+    let (code, doc, err) = node.run(&["status"]);
+    assert_eq!(code, 0, "suspects are no problem: {err} {doc}");
+    assert!(
+        verdicts(&doc).contains(&("gone_Calico".into(), "suspect".into())),
+        "{doc}"
+    );
+    let names = endpoint_names(&node);
+    let (code, doc, err) = node.run(&["repair"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(doc["actions"], json!([]), "{doc}");
+    assert_eq!(doc["suspect"].as_array().map(Vec::len), Some(3), "{doc}");
+    assert_eq!(endpoint_names(&node), names, "nothing was deleted");
+    assert!(
+        node.api()
+            .get("/api/v1/namespaces/default/pods/web-1")
+            .is_some(),
+        "no pod was evicted"
+    );
+    node.age_endpoint_faults(600);
+    let (code, doc, err) = node.run(&["repair"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(doc["changed"], true, "{doc}");
+    assert!(!endpoint_names(&node).contains(&"gone_Calico".to_owned()));
+}
+
+/// More than half of the node's pod endpoints judged at fault is refused with the evidence
+/// and changes nothing; `--allow-majority` repairs them.
+#[test]
+fn the_breaker_refuses_a_repair_of_most_pod_endpoints() {
+    let node = broken();
+    node.add_endpoints(&[
+        ("gone2_Calico", "10.244.1.51", 3, false),
+        ("gone3_Calico", "10.244.1.52", 3, false),
+        ("gone4_Calico", "10.244.1.53", 3, false),
+        ("gone5_Calico", "10.244.1.54", 3, false),
+    ]);
+    node.faults_seen_since(
+        &[
+            "web1_Calico",
+            "gone_Calico",
+            "gone2_Calico",
+            "gone3_Calico",
+            "gone4_Calico",
+            "gone5_Calico",
+        ],
+        600,
+    );
+    let before = snapshot(&node.sim());
+    let (code, _, err) = node.run(&["repair"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("6 of the 9 pod endpoints")
+            && err.contains("gone3_Calico")
+            && err.contains("--allow-majority"),
+        "{err}"
+    );
+    assert_same(&snapshot(&node.sim()), &before, "refused");
+    let (code, _, err) = node.run(&["repair", "--allow-majority"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!endpoint_names(&node).contains(&"gone5_Calico".to_owned()));
+}
+
+/// `--grace` has a floor (an HNS attach can take tens of seconds); a node with nothing
+/// installed is `not-installed`; no cluster is `no-admin-kubeconfig`.
+#[test]
+fn repair_refuses_a_short_grace_no_install_and_no_cluster_by_kind() {
+    let node = broken();
+    let (code, doc, _) = node.run(&["repair", "--grace", "1s"]);
+    assert_eq!(code, 2);
+    assert_eq!(doc["error"]["kind"], "usage", "{doc}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("--grace 1s")),
+        "{doc}"
+    );
+    let bare = Node::healthy().build();
+    let (code, doc, _) = bare.run(&["repair"]);
+    assert_eq!(code, 2, "{doc}");
+    assert_eq!(doc["error"]["kind"], "not-installed", "{doc}");
+    let (code, doc, _) = node.run_without_kubeconfig(&["repair"]);
+    assert_eq!(code, 2, "{doc}");
+    assert_eq!(doc["error"]["kind"], "no-admin-kubeconfig", "{doc}");
+}
+
 /// The node's `CalicoWindowsReady` condition, when CalicoNode has set one.
 #[cfg(unix)]
 fn calico_condition(node: &Node) -> Option<Value> {
@@ -251,8 +364,8 @@ fn calico_node_sets_the_node_condition_with_the_reasons_and_true_once_repaired()
     let log = crate::support::stop_console(child);
     let message = c["message"].as_str().unwrap_or_default();
     for needle in [
-        "web1_Calico (10.244.1.7) is stuck",
-        "gone_Calico (10.244.1.50) is stale",
+        "web1_Calico (10.244.1.7, Calico) is stuck",
+        "gone_Calico (10.244.1.50, Calico) is stale",
     ] {
         assert!(message.contains(needle), "{needle}: {c} {log}");
     }
@@ -332,8 +445,11 @@ fn status_asks_felix_for_its_health_and_names_a_felix_that_is_not_ready() {
     assert_eq!(code, 0, "{err} {doc}");
 }
 
-/// Another host's addresses are asked about one list call each, at most 256 a run (the rest
-/// `unchecked`), and what is not an address is never put into a field selector.
+/// Another host's addresses are looked for in the EndpointSlices (one paged list: kube-proxy's
+/// own input, which holds the API server's and selectorless Services' addresses no pod has),
+/// then asked about one pod list call each, at most 256 a run (the rest `unchecked`); what is
+/// not an address is never put into a field selector. While kube-proxy runs, they are its own
+/// and nothing is asked.
 #[test]
 fn remote_lookups_are_capped_and_only_addresses_are_asked_about() {
     let node = Node::healthy().installed().build();
@@ -357,7 +473,17 @@ fn remote_lookups_are_capped_and_only_addresses_are_asked_about() {
         .map(|(n, ip)| (n.as_str(), ip.as_str(), 3, true))
         .collect();
     eps.insert(0, ("odd", "10.0.0.1,spec.nodeName=win-1", 3, true));
+    eps.push(("api-server", "10.0.0.4", 3, true));
     node.add_endpoints(&eps);
+    // The `kubernetes` Service's endpoint, the API server's address, which no pod has.
+    node.api().put(
+        "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes",
+        json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "kubernetes", "namespace": "default"},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["10.0.0.4"]}],
+            "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}]}),
+    );
     let before = pod_lists();
     let (_, doc, _) = node.run(&["status"]);
     assert_eq!(
@@ -365,6 +491,15 @@ fn remote_lookups_are_capped_and_only_addresses_are_asked_about() {
         256,
         "one list per address, 256 at most"
     );
+    let verdict_of = |doc: &Value, name: &str| {
+        doc["endpoints"]
+            .as_array()
+            .expect("endpoints")
+            .iter()
+            .find(|e| e["name"] == name)
+            .map(|e| e["verdict"].clone())
+    };
+    assert_eq!(verdict_of(&doc, "api-server"), Some(json!("ok")), "{doc}");
     let count = |verdict: &str| {
         doc["endpoints"]
             .as_array()
@@ -373,7 +508,8 @@ fn remote_lookups_are_capped_and_only_addresses_are_asked_about() {
             .filter(|e| e["verdict"] == verdict)
             .count()
     };
-    assert_eq!(count("remote-stale"), 256, "{doc}");
+    // Not seen at fault before (status only reads the record): suspect, not stale yet.
+    assert_eq!(count("suspect"), 256, "{doc}");
     assert_eq!(count("unchecked"), 300 - 256 + 1, "{doc}");
     let odd = doc["endpoints"]
         .as_array()
@@ -382,4 +518,28 @@ fn remote_lookups_are_capped_and_only_addresses_are_asked_about() {
         .find(|e| e["name"] == "odd")
         .expect("odd");
     assert_eq!(odd["verdict"], "unchecked", "{odd}");
+}
+
+/// kube-proxy makes and deletes another host's endpoints (kubernetes
+/// pkg/proxy/winkernel/proxier.go): while it runs, they are its own, judged `ok`, and neither
+/// status nor repair asks the cluster about them or deletes one, even one seen at fault before.
+#[test]
+fn another_hosts_endpoints_are_left_to_kube_proxy_while_it_runs() {
+    let node = broken();
+    node.edit_state(|s| s["processes"]["kube-proxy.exe"] = json!(5120));
+    let before = node.api().requests().len();
+    let (code, doc, err) = node.run(&["status"]);
+    let asked = node.api().requests()[before..]
+        .iter()
+        .filter(|(_, p)| p.contains("endpointslices"))
+        .count();
+    assert_eq!(asked, 0, "the EndpointSlices were read");
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        verdicts(&doc).contains(&("remote_gone".into(), "ok".into())),
+        "{doc}"
+    );
+    let (code, _, err) = node.run(&["repair"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(endpoint_names(&node).contains(&"remote_gone".to_owned()));
 }

@@ -248,6 +248,24 @@ impl Node {
         (out.status.code().expect("code"), json(&out.stdout), stderr)
     }
 
+    /// Runs `calicoctl-win ARGS -o json` on this node with no kubeconfig at all (none given,
+    /// no `KUBECONFIG`, none at `C:\k\config`).
+    pub fn run_without_kubeconfig(&self, args: &[&str]) -> (i32, Value, String) {
+        let mut c = cmd();
+        if let Some(name) = &self.name {
+            c.args(["--set", &format!("node.name={name}")]);
+        }
+        let out = c
+            .args(args)
+            .args(["-o", "json", "--sim-host"])
+            .arg(self.sim())
+            .env_remove("KUBECONFIG")
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code().expect("code"), json(&out.stdout), stderr)
+    }
+
     /// A run whose stdout may be empty (a simulated crash): exit code and stderr.
     pub fn run_raw(&self, args: &[&str]) -> (i32, String) {
         let out = self.command(args).output().expect("run");
@@ -350,6 +368,48 @@ impl Node {
                     "ip": ip, "state": st, "remote": remote}),
                 );
             }
+        });
+    }
+
+    /// Moves every fault CalicoNode or `repair` recorded (`EndpointFaults`) `secs` into the
+    /// past, as if that much time had gone by since they were first seen.
+    pub fn age_endpoint_faults(&self, secs: i64) {
+        self.edit_state(|state| {
+            let value = &mut state["registry"][r"hklm\software\tigera\calico"]["endpointfaults"];
+            let Some(text) = value["data"].as_str() else {
+                return;
+            };
+            let mut seen: serde_json::Map<String, Value> =
+                serde_json::from_str(text).expect("the record");
+            for t in seen.values_mut() {
+                *t = serde_json::json!(t.as_i64().expect("seconds") - secs);
+            }
+            value["data"] = serde_json::json!(Value::Object(seen).to_string());
+        });
+    }
+
+    /// Records the endpoints named `names` as at fault since `secs` ago, as CalicoNode's looks
+    /// every minute would have.
+    pub fn faults_seen_since(&self, names: &[&str], secs: i64) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_secs() as i64;
+        self.edit_state(|state| {
+            let seen: serde_json::Map<String, Value> = state["endpoints"]
+                .as_array()
+                .expect("endpoints")
+                .iter()
+                .filter(|e| names.iter().any(|n| e["name"] == *n))
+                .map(|e| {
+                    (
+                        e["id"].as_str().expect("id").to_ascii_lowercase(),
+                        serde_json::json!(now - secs),
+                    )
+                })
+                .collect();
+            state["registry"][r"hklm\software\tigera\calico"]["endpointfaults"] =
+                serde_json::json!({"type": "REG_SZ", "data": Value::Object(seen).to_string()});
         });
     }
 

@@ -354,6 +354,7 @@ fn execute(
         logs_dir: Some(config.logs.dir.as_str().to_owned()),
         now: now(),
         cluster: None,
+        recheck: None,
     };
     // The executor has shown its warnings; they are not the result.
     match change.run(ctx, actions, opts)? {

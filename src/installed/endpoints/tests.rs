@@ -38,6 +38,7 @@ fn verdicts(
     let ev = Evidence {
         pods,
         remote_in_use: &remote_in_use,
+        kube_proxy_runs: false,
         now: NOW,
         grace: DEFAULT_GRACE,
     };
@@ -79,15 +80,116 @@ fn a_pods_endpoint_not_attached_past_the_grace_period_is_stuck() {
 }
 
 #[test]
-fn an_endpoint_whose_address_no_pod_has_is_stale_unless_a_young_pod_waits_for_one() {
-    let eps = [ep("a", "x_Calico", "10.244.1.9", Some(3), false)];
+fn an_endpoint_whose_address_no_pod_has_is_stale_unless_a_pod_may_still_claim_it() {
+    let eps = [
+        ep("a", "x_Calico", "10.244.1.9", Some(3), false),
+        ep("w", "web_Calico", "10.244.1.7", Some(3), false),
+    ];
     let others = [pod("web", Some("10.244.1.7"), 3600)];
-    assert_eq!(verdicts(&eps, Some(&others), &[]), [Verdict::Stale]);
+    assert_eq!(
+        verdicts(&eps, Some(&others), &[]),
+        [Verdict::Stale, Verdict::Ok]
+    );
     let waiting = [pod("web", Some("10.244.1.7"), 3600), pod("new", None, 20)];
-    assert_eq!(verdicts(&eps, Some(&waiting), &[]), [Verdict::Unclaimed]);
-    // A pod that has waited past the grace period for an address claims nothing.
-    let old_waiting = [pod("new", None, 600)];
-    assert_eq!(verdicts(&eps, Some(&old_waiting), &[]), [Verdict::Stale]);
+    assert_eq!(verdicts(&eps, Some(&waiting), &[])[0], Verdict::Unclaimed);
+    // Any pod without an address may still claim it, however old: a pod scheduled long ago
+    // whose CNI ADD is slow on a loaded node.
+    let old_waiting = [pod("web", Some("10.244.1.7"), 3600), pod("new", None, 600)];
+    assert_eq!(
+        verdicts(&eps, Some(&old_waiting), &[])[0],
+        Verdict::Unclaimed
+    );
+}
+
+/// A Running pod created weeks ago whose sandbox was made again after a reboot: its new
+/// endpoint is attached with a new address, and kubelet still posts the old one, which no
+/// endpoint has. The new endpoint is no one's yet, never stale: the pod may claim it.
+#[test]
+fn a_remade_sandboxs_endpoint_is_kept_while_its_pod_posts_the_old_address() {
+    let eps = [
+        ep("new", "new_Calico", "10.244.1.30", Some(3), false),
+        ep("w", "web_Calico", "10.244.1.7", Some(3), false),
+    ];
+    let pods = [
+        pod("old", Some("10.244.1.12"), 30 * 86_400),
+        pod("web", Some("10.244.1.7"), 3600),
+    ];
+    let ev_pods = Some(&pods[..]);
+    assert_eq!(
+        verdicts(&eps, ev_pods, &[]),
+        [Verdict::Unclaimed, Verdict::Ok]
+    );
+    let why = {
+        let none = BTreeMap::new();
+        let ev = Evidence {
+            pods: ev_pods,
+            remote_in_use: &none,
+            kube_proxy_runs: false,
+            now: NOW,
+            grace: DEFAULT_GRACE,
+        };
+        judge(&eps, "Calico", &ev)[0]
+            .why
+            .clone()
+            .unwrap_or_default()
+    };
+    assert!(why.contains("default/old"), "{why}");
+}
+
+/// A pod that has finished is left out of the owners by `pods::on_node` (its phase): the
+/// judge never sees it, so a Detached endpoint with its address is stale, not stuck (no
+/// completed pod is evicted), and a new pod waiting for that address may claim it.
+#[test]
+fn without_the_finished_pod_its_old_endpoint_is_stale_and_a_new_pod_may_claim_its_address() {
+    let eps = [ep("a", "x_Calico", "10.244.1.7", Some(4), false)];
+    assert_eq!(verdicts(&eps, Some(&[]), &[]), [Verdict::Stale]);
+    let new = [pod("new", None, 5)];
+    assert_eq!(verdicts(&eps, Some(&new), &[]), [Verdict::Unclaimed]);
+}
+
+/// One look never makes a fault: a fault not yet seen (or seen for less than the grace
+/// period) by CalicoNode's or repair's recorded looks is `suspect`, owns no pod to evict.
+#[test]
+fn a_fault_counts_only_once_seen_for_longer_than_the_grace_period() {
+    let eps = [ep("a", "x_Calico", "10.244.1.9", Some(3), false)];
+    let none = BTreeMap::new();
+    let pods: [NodePod; 0] = [];
+    let ev = |now| Evidence {
+        pods: Some(&pods),
+        remote_in_use: &none,
+        kube_proxy_runs: false,
+        now,
+        grace: DEFAULT_GRACE,
+    };
+    let mut seen = seen::Seen::default();
+    let look = |now: i64, seen: &mut seen::Seen| {
+        let mut j = judge(&eps, "Calico", &ev(now));
+        observe(seen, &j, now);
+        age(&mut j, seen, now, DEFAULT_GRACE);
+        j[0].verdict
+    };
+    assert_eq!(look(NOW, &mut seen), Verdict::Suspect, "the first look");
+    assert_eq!(look(NOW + 60, &mut seen), Verdict::Suspect);
+    assert_eq!(look(NOW + 121, &mut seen), Verdict::Stale, "past the grace");
+    // Healthy at one look: forgotten, and aged again from the next fault.
+    let ok = [ep("a", "x_Calico", "10.244.1.9", Some(3), false)];
+    let claimed = [pod("p", Some("10.244.1.9"), 10)];
+    let j = judge(
+        &ok,
+        "Calico",
+        &Evidence {
+            pods: Some(&claimed),
+            ..ev(NOW + 130)
+        },
+    );
+    observe(&mut seen, &j, NOW + 130);
+    assert_eq!(seen.first("a"), None);
+    assert_eq!(look(NOW + 200, &mut seen), Verdict::Suspect);
+    // Without a record (a read-only look, CalicoNode not running) nothing is a fault.
+    let mut j = judge(&eps, "Calico", &ev(NOW + 10_000));
+    age(&mut j, &seen::Seen::default(), NOW + 10_000, DEFAULT_GRACE);
+    assert_eq!(j[0].verdict, Verdict::Suspect);
+    assert!(j[0].owner.is_none());
 }
 
 /// microsoft/Windows-Containers#631: an endpoint that outlives its pod breaks the pod that gets
@@ -102,6 +204,29 @@ fn of_two_endpoints_with_one_address_the_one_not_attached_is_stale() {
     assert_eq!(
         verdicts(&eps, Some(&pods), &[]),
         [Verdict::Stale, Verdict::Ok]
+    );
+}
+
+/// kube-proxy makes a remote endpoint for every Service backend that is not on its node
+/// (kubernetes pkg/proxy/winkernel/proxier.go `syncProxyRules`): the `kubernetes` Service's
+/// API server address is one, which no pod has. While kube-proxy runs, they are its own;
+/// otherwise an address an EndpointSlice lists is in use (`remote_evidence` puts it in).
+#[test]
+fn another_hosts_endpoint_for_the_api_server_is_kept() {
+    let eps = [ep("api", "api", "10.0.0.4", None, true)];
+    let none = BTreeMap::new();
+    let ev = Evidence {
+        pods: Some(&[]),
+        remote_in_use: &none,
+        kube_proxy_runs: true,
+        now: NOW,
+        grace: DEFAULT_GRACE,
+    };
+    assert_eq!(judge(&eps, "Calico", &ev)[0].verdict, Verdict::Ok);
+    // kube-proxy not running: in an EndpointSlice, so in use.
+    assert_eq!(
+        verdicts(&eps, Some(&[]), &[("10.0.0.4", true)]),
+        [Verdict::Ok]
     );
 }
 
@@ -147,6 +272,7 @@ fn a_stuck_endpoint_names_its_pod_and_whether_a_controller_recreates_it() {
     let ev = Evidence {
         pods: Some(&pods),
         remote_in_use: &none,
+        kube_proxy_runs: false,
         now: NOW,
         grace: Duration::from_secs(300),
     };
@@ -163,6 +289,7 @@ fn a_stuck_endpoint_names_its_pod_and_whether_a_controller_recreates_it() {
         Verdict::Attaching,
         Verdict::Unclaimed,
         Verdict::Unchecked,
+        Verdict::Suspect,
         Verdict::Stuck,
         Verdict::Stale,
         Verdict::RemoteStale,

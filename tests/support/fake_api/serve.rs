@@ -48,6 +48,12 @@ static RESOURCES: &[Resource] = &[
     ),
     r("networking.k8s.io/v1", "servicecidrs", "ServiceCIDR", false),
     r(
+        "discovery.k8s.io/v1",
+        "endpointslices",
+        "EndpointSlice",
+        true,
+    ),
+    r(
         "networking.k8s.io/v1",
         "networkpolicies",
         "NetworkPolicy",
