@@ -201,8 +201,10 @@ fn under_way(
         return Ok(json!(null));
     };
     let done = j.entries.iter().filter(|e| e.done).count();
-    let again = if j.command == "uninstall" {
-        "'calicoctl-win uninstall' finishes it".to_owned()
+    // Only what the commands do: uninstall refuses another command's unfinished journal, and a
+    // repair's steps (deleted endpoints, evicted pods) cannot be undone.
+    let again = if j.command == "uninstall" || j.command == "repair" {
+        format!("'calicoctl-win {}' finishes it", j.command)
     } else {
         format!(
             "'calicoctl-win {}' with the same inputs finishes it, 'calicoctl-win uninstall' undoes it",

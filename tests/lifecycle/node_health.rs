@@ -206,6 +206,21 @@ fn repair_killed_from_outside_at_every_call_is_finished_by_a_rerun() {
                 break;
             }
         };
+        if node
+            .c_drive("calicowindows/calicoctl-win.journal.json")
+            .exists()
+        {
+            // Status says what finishes it, and no command that would refuse.
+            let (_, doc, _) = node.run(&["status"]);
+            let problems = crate::support::status_problems(&doc);
+            assert!(
+                problems
+                    .iter()
+                    .any(|p| p.contains("'calicoctl-win repair' finishes it")
+                        && !p.contains("uninstall")),
+                "killed {at}: {problems:?}"
+            );
+        }
         let (code, doc, err) = node.run(&["repair"]);
         assert_eq!(code, 0, "killed {at}: the rerun failed: {err}");
         assert_eq!(endpoint_names(&node), want, "killed {at}");
