@@ -7,6 +7,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// One subnet of an HNS network.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -421,6 +422,43 @@ pub fn parse_policy_lists(answer: &str) -> Result<Vec<Value>, String> {
     }
 }
 
+/// The most endpoints whose v1 state is kept.
+pub const MAX_V1_ENDPOINTS: usize = 65_536;
+
+/// Each endpoint's `State` by its id (lower case) from an HNS v1 answer to `GET /endpoints/`
+/// (hcsshim internal/hns/hnsendpoint.go `HNSListEndpointRequest`, `HNSEndpoint.State`).
+/// `State` is an HNS v1 field: "This attribute is used by calico to define stale containers
+/// and is dependent on HNS v1 api" (the same file, `EndpointState`); Felix reads it so
+/// (projectcalico/calico felix/dataplane/windows/endpoint_mgr.go `RefreshHnsEndpointCache`,
+/// through hcsshim's v1 `HNSListEndpointRequest`). An endpoint without one is left out.
+pub fn parse_v1_endpoint_states(answer: &str) -> Result<BTreeMap<String, u16>, String> {
+    let list = match hns_output(answer)? {
+        Value::Array(list) => list,
+        Value::Null => Vec::new(),
+        other => return Err(format!("endpoints are not a list: {other}")),
+    };
+    Ok(list
+        .iter()
+        .take(MAX_V1_ENDPOINTS)
+        .filter_map(|e| {
+            let id = str_field(e, &["ID", "Id"])?.to_ascii_lowercase();
+            let state = e
+                .get("State")?
+                .as_u64()
+                .and_then(|s| u16::try_from(s).ok())?;
+            Some((id, state))
+        })
+        .collect())
+}
+
+/// Gives each endpoint its state from HNS v1 (`parse_v1_endpoint_states`), the only source
+/// of it; with none (v1 did not answer), no endpoint has a state, whatever HCN v2 said.
+pub fn with_v1_states(endpoints: &mut [HnsEndpoint], states: Option<&BTreeMap<String, u16>>) {
+    for e in endpoints {
+        e.state = states.and_then(|s| s.get(&e.id.to_ascii_lowercase()).copied());
+    }
+}
+
 /// The version in an HNS v1 answer to `GET /globals/version`
 /// (`{"Success":true,"Output":{"Major":13,"Minor":3}}`; hcsshim's `hnsCall` reads `Success`,
 /// `Error` and `Output`).
@@ -459,6 +497,44 @@ mod version_tests {
         assert_eq!(
             parse_policy_lists(&many.to_string()).expect("lists").len(),
             MAX_POLICY_LISTS
+        );
+    }
+
+    /// The state comes from HNS v1 only (`HNSEndpoint.State`, hcsshim: "dependent on HNS v1
+    /// api"): a v2 document's `State`, or an absent one, is replaced by v1's; with no v1 answer
+    /// no endpoint has a state (and none is called stuck on it).
+    #[test]
+    fn endpoint_states_are_hns_v1s() {
+        let answer = r#"{"Success":true,"Output":[
+            {"ID":"AAAA-1","VirtualNetwork":"n","State":1,"IsRemoteEndpoint":false},
+            {"ID":"aaaa-2","VirtualNetwork":"n","State":3},
+            {"ID":"aaaa-3","VirtualNetwork":"n"}]}"#;
+        let states = parse_v1_endpoint_states(answer).expect("states");
+        assert_eq!(states.get("aaaa-1"), Some(&1));
+        assert_eq!(states.get("aaaa-3"), None);
+        let ep = |id: &str, state| HnsEndpoint {
+            id: id.into(),
+            name: id.into(),
+            network_id: "n".into(),
+            ip: None,
+            remote: false,
+            state,
+        };
+        // HCN v2 queried with default flags: no State, or one v1 disagrees with.
+        let mut eps = vec![
+            ep("aaaa-1", None),
+            ep("AAAA-2", Some(1)),
+            ep("aaaa-3", Some(3)),
+        ];
+        with_v1_states(&mut eps, Some(&states));
+        let got: Vec<Option<u16>> = eps.iter().map(|e| e.state).collect();
+        assert_eq!(got, [Some(1), Some(3), None]);
+        with_v1_states(&mut eps, None);
+        assert!(eps.iter().all(|e| e.state.is_none()));
+        assert!(parse_v1_endpoint_states(r#"{"Success":false,"Error":"x"}"#).is_err());
+        assert_eq!(
+            parse_v1_endpoint_states(r#"{"Success":true}"#).expect("none"),
+            BTreeMap::new()
         );
     }
 

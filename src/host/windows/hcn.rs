@@ -200,7 +200,15 @@ impl Hcn {
         let mut record: PWSTR = std::ptr::null_mut();
         // SAFETY: guid lives across the call; handle and record are out-pointers.
         let hr = unsafe { open(&guid, &mut handle, &mut record) };
-        check(hr, record, &format!("open HNS object {id}"))?;
+        if let Err(e) = check(hr, record, &format!("open HNS object {id}")) {
+            // An error record beside a handle (hcsshim counts a record as an error even with
+            // a successful HRESULT): the handle is closed, never leaked.
+            if !handle.is_null() {
+                // SAFETY: a handle the open above gave, closed once.
+                unsafe { close(handle) };
+            }
+            return Err(e);
+        }
         let q = wide(QUERY);
         let mut props: PWSTR = std::ptr::null_mut();
         let mut record: PWSTR = std::ptr::null_mut();
@@ -228,58 +236,82 @@ fn free(p: PWSTR) {
 /// = vmcompute.HNSCall?`); the response is CoTaskMemAlloc'd.
 type HnsCall = unsafe extern "system" fn(PCWSTR, PCWSTR, PCWSTR, *mut PWSTR) -> HRESULT;
 
-/// The HNS service's version, as hcsshim's `GetGlobals` asks it: `GET /globals/version`.
-pub fn hns_version() -> HostResult<(u32, u32)> {
-    let answer = hns_call("GET", "/globals/version", "the HNS version")?;
-    hns::parse_version(&answer).map_err(|why| HostError::Refused {
-        what: "read the HNS version".into(),
-        reason: why,
-    })
+/// vmcompute.dll, loaded at run time for HNS v1's `HNSCall`.
+pub struct VmCompute {
+    lib: Library,
 }
 
-/// HNS's policy lists, as hcsshim's `HNSListPolicyListRequest` asks them.
-pub fn policy_lists() -> HostResult<Vec<serde_json::Value>> {
-    let answer = hns_call("GET", "/policylists/", "the HNS policy lists")?;
-    hns::parse_policy_lists(&answer).map_err(|why| HostError::Refused {
-        what: "read the HNS policy lists".into(),
-        reason: why,
-    })
-}
-
-/// One HNS v1 call through vmcompute.dll's `HNSCall`: its answer's text.
-fn hns_call(method: &str, path: &str, what: &str) -> HostResult<String> {
-    let unavailable = |reason: String| HostError::Unavailable {
-        what: what.to_owned(),
-        reason,
-    };
-    // SAFETY: vmcompute.dll is a system DLL whose initialisation has no preconditions; the
-    // search is restricted to System32 so no planted DLL is loaded.
-    let lib = unsafe { Library::load_with_flags("vmcompute.dll", LOAD_LIBRARY_SEARCH_SYSTEM32) }
-        .map_err(|e| unavailable(format!("vmcompute.dll cannot be loaded ({e})")))?;
-    // SAFETY: HNSCall has the signature above (hcsshim's generated syscall wrapper).
-    let call: Symbol<HnsCall> = unsafe { lib.get(b"HNSCall\0") }
-        .map_err(|e| unavailable(format!("HNSCall is missing from vmcompute.dll: {e}")))?;
-    let (method, path, object) = (wide(method), wide(path), wide(""));
-    let mut response: PWSTR = std::ptr::null_mut();
-    // SAFETY: three NUL-terminated strings and an out-pointer owned by this frame; the
-    // response is freed by take_string whatever the outcome.
-    let hr = unsafe {
-        call(
-            method.as_ptr(),
-            path.as_ptr(),
-            object.as_ptr(),
-            &mut response,
-        )
-    };
-    let answer = take_string(response);
-    if hr < 0 {
-        return Err(HostError::Api {
-            op: format!("read {what}"),
-            code: hr as u32,
-            message: answer,
-        });
+impl VmCompute {
+    pub fn load() -> HostResult<Self> {
+        // SAFETY: vmcompute.dll is a system DLL whose initialisation has no preconditions; the
+        // search is restricted to System32 so no planted DLL is loaded.
+        let lib =
+            unsafe { Library::load_with_flags("vmcompute.dll", LOAD_LIBRARY_SEARCH_SYSTEM32) }
+                .map_err(|e| HostError::Unavailable {
+                    what: "HNS v1 (vmcompute.dll)".into(),
+                    reason: format!("vmcompute.dll cannot be loaded ({e})"),
+                })?;
+        Ok(Self { lib })
     }
-    Ok(answer)
+
+    /// The HNS service's version, as hcsshim's `GetGlobals` asks it: `GET /globals/version`.
+    pub fn version(&self) -> HostResult<(u32, u32)> {
+        let answer = self.call("GET", "/globals/version", "the HNS version")?;
+        hns::parse_version(&answer).map_err(|why| HostError::Refused {
+            what: "read the HNS version".into(),
+            reason: why,
+        })
+    }
+
+    /// HNS's policy lists, as hcsshim's `HNSListPolicyListRequest` asks them.
+    pub fn policy_lists(&self) -> HostResult<Vec<serde_json::Value>> {
+        let answer = self.call("GET", "/policylists/", "the HNS policy lists")?;
+        hns::parse_policy_lists(&answer).map_err(|why| HostError::Refused {
+            what: "read the HNS policy lists".into(),
+            reason: why,
+        })
+    }
+
+    /// Every endpoint's HNS v1 `State`, as hcsshim's `HNSListEndpointRequest` (which Felix
+    /// uses) asks them: `GET /endpoints/`.
+    pub fn endpoint_states(&self) -> HostResult<std::collections::BTreeMap<String, u16>> {
+        let answer = self.call("GET", "/endpoints/", "the HNS v1 endpoints")?;
+        hns::parse_v1_endpoint_states(&answer).map_err(|why| HostError::Refused {
+            what: "read the HNS v1 endpoints".into(),
+            reason: why,
+        })
+    }
+
+    /// One HNS v1 call through `HNSCall`: its answer's text.
+    fn call(&self, method: &str, path: &str, what: &str) -> HostResult<String> {
+        // SAFETY: HNSCall has the signature above (hcsshim's generated syscall wrapper).
+        let call: Symbol<HnsCall> =
+            unsafe { self.lib.get(b"HNSCall\0") }.map_err(|e| HostError::Unavailable {
+                what: what.to_owned(),
+                reason: format!("HNSCall is missing from vmcompute.dll: {e}"),
+            })?;
+        let (method, path, object) = (wide(method), wide(path), wide(""));
+        let mut response: PWSTR = std::ptr::null_mut();
+        // SAFETY: three NUL-terminated strings and an out-pointer owned by this frame; the
+        // response is freed by take_string whatever the outcome.
+        let hr = unsafe {
+            call(
+                method.as_ptr(),
+                path.as_ptr(),
+                object.as_ptr(),
+                &mut response,
+            )
+        };
+        let answer = take_string(response);
+        if hr < 0 {
+            return Err(HostError::Api {
+                op: format!("read {what}"),
+                code: hr as u32,
+                message: answer,
+            });
+        }
+        Ok(answer)
+    }
 }
 
 fn take_string(p: PWSTR) -> String {

@@ -214,9 +214,10 @@ fn the_hns_version_is_read_through_hnscall() {
     assert!(err.to_string().contains("no version.json"), "{err}");
 }
 
-/// An endpoint's state and whether it is another host's, as HCN's document gives them: the
-/// stand-in sets `State` (hcsshim's `EndpointState`) and `Flags` bit 1, and the endpoint is
-/// listed with both, then deleted alone (`HcnDeleteEndpoint`).
+/// An endpoint's state and whether it is another host's: the stand-in sets `State` (hcsshim's
+/// `EndpointState`, which only HNS v1's `GET /endpoints/` answers, as hcsshim says of it) and
+/// HCN `Flags` bit 1; the endpoint is listed with both, the state read through `HNSCall` (read
+/// from HCN's v2 document, as before, it would be none), then deleted alone (`HcnDeleteEndpoint`).
 #[test]
 fn an_endpoints_state_and_remote_flag_are_read_and_it_is_deleted_alone() {
     let Some(lib) = standin() else { return };

@@ -27,13 +27,35 @@ use super::process::LocalChild;
 use super::*;
 pub use ffi::is_wine;
 
-/// This machine.
+/// This machine. HCN's `computenetwork.dll` and HNS v1's `vmcompute.dll` are loaded at the
+/// first call that needs them and kept for the host's life (not loaded and freed per call).
 #[derive(Default)]
-pub struct WindowsHost;
+pub struct WindowsHost {
+    hcn: std::sync::OnceLock<hcn::Hcn>,
+    vmcompute: std::sync::OnceLock<hcn::VmCompute>,
+}
 
 impl WindowsHost {
     pub fn new() -> Self {
-        Self
+        Self::default()
+    }
+
+    /// HCN, loaded once; a failed load is tried again at the next call.
+    fn hcn(&self) -> HostResult<&hcn::Hcn> {
+        if let Some(h) = self.hcn.get() {
+            return Ok(h);
+        }
+        let loaded = hcn::Hcn::load()?;
+        Ok(self.hcn.get_or_init(|| loaded))
+    }
+
+    /// HNS v1's entry point, loaded once; a failed load is tried again at the next call.
+    fn vmcompute(&self) -> HostResult<&hcn::VmCompute> {
+        if let Some(v) = self.vmcompute.get() {
+            return Ok(v);
+        }
+        let loaded = hcn::VmCompute::load()?;
+        Ok(self.vmcompute.get_or_init(|| loaded))
     }
 }
 
@@ -78,20 +100,25 @@ impl Services for WindowsHost {
 
 impl Hns for WindowsHost {
     fn hns_networks(&self) -> HostResult<Vec<HnsNetwork>> {
-        hcn::Hcn::load()?.networks()
+        self.hcn()?.networks()
     }
+    /// The endpoints from HCN v2; their state from HNS v1 (`hns::with_v1_states`), as Felix
+    /// reads it; none when v1 does not answer.
     fn hns_endpoints(&self, network_id: &str) -> HostResult<Vec<HnsEndpoint>> {
-        hcn::Hcn::load()?.endpoints(network_id)
+        let mut endpoints = self.hcn()?.endpoints(network_id)?;
+        let states = self.vmcompute().and_then(|v| v.endpoint_states()).ok();
+        hns::with_v1_states(&mut endpoints, states.as_ref());
+        Ok(endpoints)
     }
     fn hns_version(&self) -> HostResult<(u32, u32)> {
-        hcn::hns_version()
+        self.vmcompute()?.version()
     }
     fn hns_policy_lists(&self) -> HostResult<Vec<serde_json::Value>> {
-        hcn::policy_lists()
+        self.vmcompute()?.policy_lists()
     }
     fn hns_create_network(&self, spec_json: &str) -> HostResult<HnsNetwork> {
         let (_, name) = hns::checked_spec(spec_json)?;
-        let hcn = hcn::Hcn::load()?;
+        let hcn = self.hcn()?;
         // HNS itself allows two networks of one name; the contract does not.
         if hcn.networks()?.iter().any(|n| n.name == name) {
             return Err(HostError::Exists {
@@ -101,10 +128,10 @@ impl Hns for WindowsHost {
         hcn.create_network(spec_json, &name)
     }
     fn hns_delete_network(&self, id: &str) -> HostResult<()> {
-        hcn::Hcn::load()?.delete_network(id)
+        self.hcn()?.delete_network(id)
     }
     fn hns_delete_endpoint(&self, id: &str) -> HostResult<()> {
-        hcn::Hcn::load()?.delete_endpoint(id)
+        self.hcn()?.delete_endpoint(id)
     }
 }
 

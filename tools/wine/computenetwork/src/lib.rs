@@ -365,10 +365,17 @@ unsafe fn query(handle: *const c_void, q: PCWSTR, out: *mut PWSTR, record: *mut 
     }
     // SAFETY: handle came from an open or create of this DLL and is not closed.
     let h = unsafe { &*(handle as *const Handle) };
-    let Some(doc) = load(h.kind, &h.id) else {
+    let Some(mut doc) = load(h.kind, &h.id) else {
         let (code, what) = not_found(h.kind);
         return unsafe { fail(record, code, what) };
     };
+    // An endpoint's `State` is an HNS v1 field (hcsshim internal/hns/hnsendpoint.go: "dependent
+    // on HNS v1 api"): the v2 answer leaves it out, and only `HNSCall GET /endpoints/` gives it.
+    if h.kind == "endpoints"
+        && let Some(o) = doc.as_object_mut()
+    {
+        o.remove("State");
+    }
     let hr = unsafe { put(out, &doc.to_string()) };
     if hr != S_OK {
         return hr;
@@ -623,6 +630,21 @@ pub unsafe extern "system" fn HcnStandinStats(
 }
 
 /// Test-only: attaches an endpoint to a network, as the CNI plugin does for a pod.
+/// A stored (v2) endpoint as HNS v1 lists it.
+fn v1_endpoint(e: &Value) -> Value {
+    let mut v1 = json!({
+        "ID": e["ID"],
+        "Name": e["Name"],
+        "VirtualNetwork": e["HostComputeNetwork"],
+        "IPAddress": e["IpConfigurations"][0]["IpAddress"],
+        "IsRemoteEndpoint": e["Flags"].as_u64().unwrap_or(0) & 1 == 1,
+    });
+    if let Some(state) = e.get("State") {
+        v1["State"] = state.clone();
+    }
+    v1
+}
+
 /// vmcompute.dll's `HNSCall(method, path, object, response)`.
 #[unsafe(no_mangle)]
 pub unsafe extern "system" fn HNSCall(
@@ -652,6 +674,13 @@ pub unsafe extern "system" fn HNSCall(
                 .and_then(|t| serde_json::from_str::<Value>(&t).ok())
                 .unwrap_or_else(|| json!([]));
             json!({"Success": true, "Output": lists})
+        }
+        // hcsshim internal/hns/hnsendpoint.go `HNSListEndpointRequest`: every endpoint as HNS
+        // v1 writes it (`ID`, `Name`, `VirtualNetwork`, `IPAddress`, `IsRemoteEndpoint`,
+        // `State`), the state a test gave with `HcnStandinEndpointState`.
+        (Some("GET"), Some("/endpoints/"), _) => {
+            let list: Vec<Value> = all("endpoints").iter().map(v1_endpoint).collect();
+            json!({"Success": true, "Output": list})
         }
         _ => json!({"Success": false, "Error": "not implemented by the stand-in"}),
     };
@@ -693,8 +722,7 @@ pub unsafe extern "system" fn HcnStandinAddEndpoint(
 }
 
 /// Test-only: gives the endpoints named `name` a `State` (hcsshim internal/hns/hnsendpoint.go
-/// `EndpointState`; the v2 document carries it, as azure-container-networking's filter on
-/// `{"State": 3}` relies on) and HCN `Flags` (hcsshim hcn/hcnendpoint.go:
+/// `EndpointState`, answered by HNS v1 only) and HCN `Flags` (hcsshim hcn/hcnendpoint.go:
 /// `EndpointFlagsRemoteEndpoint = 1`, another host's endpoint).
 #[unsafe(no_mangle)]
 pub unsafe extern "system" fn HcnStandinEndpointState(
