@@ -35,6 +35,8 @@ pub struct HostSnapshot {
     /// CalicoNode and CalicoFelix as registered now.
     pub calico_services: Vec<InstalledService>,
     pub kubelet_service: Option<InstalledService>,
+    /// `Parameters\AppParameters` of kubelet's service key: what NSSM runs for it.
+    pub kubelet_app_parameters: Option<String>,
     pub kubelet_pid: Option<u32>,
     /// The host's name, for kubelet's default node name.
     pub hostname: Option<String>,
@@ -75,11 +77,18 @@ pub fn snapshot(h: &dyn Host) -> HostSnapshot {
             .filter_map(service)
             .collect(),
         kubelet_service: service("kubelet"),
+        kubelet_app_parameters: match h.reg_get(KUBELET_PARAMETERS_KEY, "AppParameters") {
+            Ok(Some(RegValue::Sz(s) | RegValue::ExpandSz(s))) => Some(s),
+            _ => None,
+        },
         kubelet_pid: h.process_pid("kubelet.exe").ok().flatten(),
         hostname: h.system_facts().ok().and_then(|f| f.hostname),
         kube_proxy: kube_proxy_facts(h),
     }
 }
+
+/// Where NSSM keeps what it runs for the kubelet service (its `AppParameters`).
+const KUBELET_PARAMETERS_KEY: &str = r"HKLM\SYSTEM\CurrentControlSet\Services\kubelet\Parameters";
 
 /// Where Windows keeps a service's environment (`REG_MULTI_SZ` of `NAME=VALUE`).
 const KUBE_PROXY_KEY: &str = r"HKLM\SYSTEM\CurrentControlSet\Services\kube-proxy";
@@ -622,12 +631,9 @@ pub fn known_issues(
     let facts = super::known_issues::Facts {
         calico: version.as_ref(),
         backend: c.backend,
-        windows: s
-            .system
-            .as_ref()
-            .ok()
-            .map(|f| (f.build, f.ubr.unwrap_or(0))),
+        windows: s.system.as_ref().ok().map(|f| (f.build, f.ubr)),
         kubelet_command_line: s.kubelet_service.as_ref().map(|k| k.command_line.as_str()),
+        kubelet_app_parameters: s.kubelet_app_parameters.as_deref(),
         install_root: c.install_root.as_str(),
     };
     super::known_issues::check(&facts, allowed)

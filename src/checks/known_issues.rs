@@ -173,10 +173,15 @@ pub struct Facts<'a> {
     /// The Calico release installed or to install, when known.
     pub calico: Option<&'a CalicoVersion>,
     pub backend: Backend,
-    /// The Windows build and update revision, when known.
-    pub windows: Option<(u32, u32)>,
+    /// The Windows build and its update revision (`None` when the registry does not hold it:
+    /// an unknown UBR is no UBR 0), when known.
+    pub windows: Option<(u32, Option<u32>)>,
     /// kubelet's service command line, when it is a service.
     pub kubelet_command_line: Option<&'a str>,
+    /// What NSSM runs for kubelet (`Parameters\AppParameters` of its service key): Calico's
+    /// install-kube-services.ps1 registered kubelet as `nssm install kubelet powershell` with
+    /// the script there, so the command line names only nssm.exe.
+    pub kubelet_app_parameters: Option<&'a str>,
     pub install_root: &'a str,
 }
 
@@ -198,18 +203,34 @@ impl KnownIssue {
                 backend,
             } => {
                 backend_ok(backend)
-                    && f.windows
-                        .is_some_and(|(b, u)| b == build && (lo..=hi).contains(&u))
+                    && f.windows.is_some_and(|(b, u)| {
+                        b == build
+                            && match u {
+                                Some(u) => (lo..=hi).contains(&u),
+                                // Unknown: only an entry for every update of the build applies.
+                                None => lo == 0 && hi == u32::MAX,
+                            }
+                    })
             }
-            When::KubeletFromInstallRoot => f.kubelet_command_line.is_some_and(|cmd| {
+            When::KubeletFromInstallRoot => {
                 let script = format!(
                     "{}\\kubernetes\\kubelet-service.ps1",
                     f.install_root.trim_end_matches('\\')
-                );
-                cmd.to_ascii_lowercase()
-                    .contains(&script.to_ascii_lowercase())
-            }),
+                )
+                .to_ascii_lowercase();
+                [f.kubelet_command_line, f.kubelet_app_parameters]
+                    .into_iter()
+                    .flatten()
+                    .any(|cmd| cmd.to_ascii_lowercase().contains(&script))
+            }
         }
+    }
+
+    /// Whether the entry is for this Windows build but the update revision is unknown, so
+    /// whether it applies cannot be told.
+    fn undecided(&self, f: &Facts<'_>) -> bool {
+        matches!(self.when, When::Windows { build, .. }
+            if f.windows == Some((build, None)) && !self.applies(f))
     }
 }
 
@@ -230,6 +251,22 @@ pub fn check(f: &Facts<'_>, allowed: &[String]) -> Check {
             .iter()
             .map(|k| format!("{} accepted with --allow-known-issue", k.id)),
     );
+    let undecided: Vec<&str> = KNOWN_ISSUES
+        .iter()
+        .filter(|k| k.undecided(f))
+        .map(|k| k.id)
+        .collect();
+    if counted.is_empty() && !undecided.is_empty() {
+        message.push(format!(
+            "the Windows update revision (UBR) is unknown, so whether {} applies cannot be told",
+            undecided.join(", ")
+        ));
+        return Check::warn(
+            ID,
+            message.join("; "),
+            "read it with (Get-ItemProperty 'HKLM:\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion').UBR and compare it with docs/known-issues.md",
+        );
+    }
     if counted.is_empty() {
         let what = match f.calico {
             Some(v) => format!("Calico {v}, backend {}", f.backend),
@@ -287,8 +324,9 @@ mod tests {
         let f = Facts {
             calico: Some(&v),
             backend,
-            windows: Some(windows),
+            windows: Some((windows.0, Some(windows.1))),
             kubelet_command_line: None,
+            kubelet_app_parameters: None,
             install_root: r"C:\CalicoWindows",
         };
         let allowed: Vec<String> = allowed.iter().map(|s| (*s).to_owned()).collect();
@@ -388,11 +426,57 @@ mod tests {
             kubelet_command_line: Some(
                 r#"powershell.exe -ExecutionPolicy Bypass -File C:\CalicoWindows\kubernetes\kubelet-service.ps1"#,
             ),
+            kubelet_app_parameters: None,
             install_root: r"C:\CalicoWindows\",
         };
         let c = check(&f, &[]);
         assert_eq!(c.verdict, super::super::Verdict::Warn, "{}", c.message);
         assert!(c.message.contains("kubelet-from-install-root"));
+        // As Calico's install-kube-services.ps1 registered it (v3.29.5
+        // node/windows-packaging/CalicoWindows/kubernetes/install-kube-services.ps1:
+        // `nssm install kubelet $powerShellPath`, `nssm set kubelet AppParameters
+        // $baseDir\kubernetes\kubelet-service.ps1`): the image is nssm.exe, the script in
+        // AppParameters.
+        let nssm = Facts {
+            kubelet_command_line: Some(r"C:\CalicoWindows\nssm\win64\nssm.exe"),
+            kubelet_app_parameters: Some(r"C:\CalicoWindows\kubernetes\kubelet-service.ps1"),
+            ..f
+        };
+        assert!(
+            check(&nssm, &[])
+                .message
+                .contains("kubelet-from-install-root")
+        );
+        let neither = Facts {
+            kubelet_app_parameters: None,
+            ..nssm
+        };
+        assert!(
+            !check(&neither, &[])
+                .message
+                .contains("kubelet-from-install-root")
+        );
+    }
+
+    /// An unknown UBR is not UBR 0: an entry for some updates of the build cannot be told,
+    /// which is said (a warning); one for every update of the build applies.
+    #[test]
+    fn an_unknown_update_revision_is_said_not_taken_for_zero() {
+        let f = |windows| Facts {
+            calico: None,
+            backend: Backend::Vxlan,
+            windows,
+            kubelet_command_line: None,
+            kubelet_app_parameters: None,
+            install_root: r"C:\CalicoWindows",
+        };
+        let c = check(&f(Some((20348, None))), &[]);
+        assert_eq!(c.verdict, super::super::Verdict::Warn, "{}", c.message);
+        assert!(c.message.contains("UBR) is unknown"), "{}", c.message);
+        let c = check(&f(Some((26100, None))), &[]);
+        assert!(c.message.contains("ws2025"), "{}", c.message);
+        let c = check(&f(Some((20348, Some(2762)))), &[]);
+        assert_eq!(c.verdict, super::super::Verdict::Pass, "{}", c.message);
     }
 
     #[test]

@@ -275,7 +275,7 @@ fn events(h: &dyn Host) -> anyhow::Result<Value> {
     };
     let about_ours = |list: Vec<crate::host::events::LoggedEvent>, max: usize| {
         list.into_iter()
-            .filter(|e| e.data.iter().any(|d| OURS.iter().any(|o| d.contains(o))))
+            .filter(|e| e.mentions(OURS))
             .take(max)
             .collect::<Vec<_>>()
     };
@@ -514,5 +514,15 @@ mod tests {
         assert_eq!(doc["calicoctl-win"][0]["data"][0], "CalicoFelix failed");
         assert_eq!(doc["calicoctl-win"][0]["level"], 2);
         assert_eq!(doc["services"], json!([]));
+        // The SCM names a service by its display name in the message and by its key name in
+        // the binary data only: found by the key (a display name matched nothing before).
+        h.log_scm_event(7031, "Calico Felix", "CalicoFelix")
+            .expect("event");
+        h.log_scm_event(7036, "Windows Update", "wuauserv")
+            .expect("event");
+        let doc = events(&h).expect("events");
+        let services = doc["services"].as_array().expect("services");
+        assert_eq!(services.len(), 1, "{doc}");
+        assert_eq!(services[0]["binary"], "CalicoFelix", "{doc}");
     }
 }

@@ -33,6 +33,42 @@ pub struct LoggedEvent {
     pub level: u8,
     /// The event's data, in order (`EventData/Data`, or `UserData`'s text).
     pub data: Vec<String>,
+    /// `EventData/Binary` read as UTF-16LE text up to its first NUL, when it is such text:
+    /// where the Service Control Manager puts a service's key name (its `Data` has only the
+    /// display name: "The %1 service entered the %2 state", %1 the display name; the binary
+    /// data `<key name>/<state>` for 7036 and `<key name>` for 7031 and 7034).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<String>,
+}
+
+impl LoggedEvent {
+    /// Whether any of its data or its binary text contains one of `needles`.
+    pub fn mentions(&self, needles: &[&str]) -> bool {
+        self.data
+            .iter()
+            .chain(self.binary.iter())
+            .any(|d| needles.iter().any(|n| d.contains(n)))
+    }
+}
+
+/// `EventData/Binary` (hexadecimal) as UTF-16LE text up to the first NUL; `None` when it is
+/// not text (odd length, not hex, a code unit that is no character or a control).
+fn binary_text(hex: &str) -> Option<String> {
+    let hex = hex.trim();
+    if hex.is_empty() || hex.len() % 4 != 0 || hex.len() > 4 * MAX_DATUM {
+        return None;
+    }
+    let units: Vec<u16> = (0..hex.len())
+        .step_by(4)
+        .map(|i| {
+            let lo = u8::from_str_radix(hex.get(i..i + 2)?, 16).ok()?;
+            let hi = u8::from_str_radix(hex.get(i + 2..i + 4)?, 16).ok()?;
+            Some(u16::from_le_bytes([lo, hi]))
+        })
+        .collect::<Option<_>>()?;
+    let end = units.iter().position(|u| *u == 0).unwrap_or(units.len());
+    let text = String::from_utf16(&units[..end]).ok()?;
+    (!text.is_empty() && !text.chars().any(char::is_control)).then_some(text)
 }
 
 impl EventQuery<'_> {
@@ -98,6 +134,7 @@ pub fn parse(xml: &str) -> Option<LoggedEvent> {
             .and_then(|l| l.trim().parse().ok())
             .unwrap_or(0),
         data,
+        binary: element_text(xml, "Binary").and_then(binary_text),
     })
 }
 
@@ -165,10 +202,14 @@ mod tests {
     }
 
     /// An event as Windows renders it (the shape of `EvtRenderEventXml`'s output, as
-    /// `wevtutil qe System /f:xml` prints it).
+    /// `wevtutil qe System /f:xml` prints it): the Service Control Manager's 7031 names the
+    /// service by its display name in `param1` ("The %1 service terminated unexpectedly",
+    /// Microsoft Learn's message for 7031) and by its key name only in `Binary`, UTF-16LE
+    /// (Geoff Chappell's study of the SCM's events: the binary data of its service events is
+    /// the service name, with `/<state>` for 7036).
     #[test]
     fn an_events_xml_is_read_into_its_parts() {
-        let xml = r#"<Event xmlns='http://schemas.microsoft.com/win/2004/08/events/event'><System><Provider Name='Service Control Manager' Guid='{555908d1-a6d7-4695-8e1e-26931d2012f4}' EventSourceName='Service Control Manager'/><EventID Qualifiers='49152'>7031</EventID><Version>0</Version><Level>2</Level><Task>0</Task><TimeCreated SystemTime='2026-11-24T10:00:01.1234567Z'/><Channel>System</Channel></System><EventData><Data Name='param1'>CalicoFelix</Data><Data Name='param2'>1</Data><Data Name='param3'>60000</Data><Data Name='param4'>1</Data><Data Name='param5'>Restart the service &amp; wait</Data><Binary>43</Binary></EventData></Event>"#;
+        let xml = r#"<Event xmlns='http://schemas.microsoft.com/win/2004/08/events/event'><System><Provider Name='Service Control Manager' Guid='{555908d1-a6d7-4695-8e1e-26931d2012f4}' EventSourceName='Service Control Manager'/><EventID Qualifiers='49152'>7031</EventID><Version>0</Version><Level>2</Level><Task>0</Task><TimeCreated SystemTime='2026-11-24T10:00:01.1234567Z'/><Channel>System</Channel></System><EventData><Data Name='param1'>Calico Felix</Data><Data Name='param2'>1</Data><Data Name='param3'>60000</Data><Data Name='param4'>1</Data><Data Name='param5'>Restart the service &amp; wait</Data><Binary>430061006C00690063006F00460065006C0069007800</Binary></EventData></Event>"#;
         let e = parse(xml).expect("an event");
         assert_eq!(e.provider, "Service Control Manager");
         assert_eq!(e.id, 7031);
@@ -177,13 +218,23 @@ mod tests {
         assert_eq!(
             e.data,
             [
-                "CalicoFelix",
+                "Calico Felix",
                 "1",
                 "60000",
                 "1",
                 "Restart the service & wait"
             ]
         );
+        assert_eq!(e.binary.as_deref(), Some("CalicoFelix"));
+        assert!(e.mentions(&["CalicoFelix"]), "found by its key name");
+        // 7036: `<key name>/<state>` and a NUL.
+        assert_eq!(
+            binary_text("430061006C00690063006F00460065006C00690078002F0034000000").as_deref(),
+            Some("CalicoFelix/4")
+        );
+        for not_text in ["43", "zz00", "0100", ""] {
+            assert_eq!(binary_text(not_text), None, "{not_text}");
+        }
         assert_eq!(parse("<Event><System></System></Event>"), None);
     }
 }

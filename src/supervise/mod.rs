@@ -154,7 +154,9 @@ pub fn service_spec(role: Role, exe: &str, args: Vec<String>) -> ServiceSpec {
         program: exe.into(),
         args,
         dependencies: match role {
-            Role::Node => vec![],
+            // CalicoNode makes the HNS networks at start: the SCM starts the Host Network
+            // Service first (at boot too, where `hns` is demand-start).
+            Role::Node => vec![crate::supervise::hns_watch::HNS_SERVICE.into()],
             Role::Felix | Role::Confd | Role::KubeProxy => vec!["CalicoNode".into()],
         },
         start: StartType::Auto,

@@ -901,11 +901,8 @@ fn the_service_registration_runs_calicoctl_win_with_recovery() {
         spec.command_line(),
         r"C:\CalicoWindows\calicoctl-win.exe service run felix --install-root C:\CalicoWindows"
     );
-    assert!(
-        service_spec(Role::Node, "x", vec![])
-            .dependencies
-            .is_empty()
-    );
+    // CalicoNode makes HNS networks as it starts: the SCM starts HNS first.
+    assert_eq!(service_spec(Role::Node, "x", vec![]).dependencies, ["hns"]);
 }
 
 #[test]

@@ -223,6 +223,7 @@ impl SimHost {
                     message: message.into(),
                     channel: "System".into(),
                     time,
+                    binary: None,
                 });
             }
             s.system.boot_id = Some(next.to_string());
@@ -285,6 +286,33 @@ impl SimHost {
             if let Some(svc) = s.services.get_mut(&name.to_ascii_lowercase()) {
                 svc.stop_takes_ms = Some(u64::try_from(takes.as_millis()).unwrap_or(u64::MAX));
             }
+        })
+    }
+
+    /// Writes an event to the System log as the Service Control Manager does: its message
+    /// names the service by `display_name`, its binary data by `key` (with `/<state>` for
+    /// 7036).
+    pub fn log_scm_event(&self, id: u32, display_name: &str, key: &str) -> HostResult<()> {
+        self.world(|s| {
+            let (message, binary) = match id {
+                7036 => (
+                    format!("The {display_name} service entered the running state."),
+                    format!("{key}/4"),
+                ),
+                _ => (
+                    format!("The {display_name} service terminated unexpectedly."),
+                    key.to_owned(),
+                ),
+            };
+            s.events.push(state::SimEvent {
+                source: "Service Control Manager".into(),
+                level: EventLevel::Error,
+                id,
+                message,
+                channel: "System".into(),
+                time: crate::duration::now(),
+                binary: Some(binary),
+            });
         })
     }
 
@@ -517,6 +545,7 @@ impl EventLog for SimHost {
             message: message.to_owned(),
             channel: "Application".into(),
             time: crate::duration::now(),
+            binary: None,
         });
         self.save(&next)?;
         *guard = next;
@@ -544,6 +573,7 @@ impl EventLog for SimHost {
                         EventLevel::Information => 4,
                     },
                     data: vec![e.message.clone()],
+                    binary: e.binary.clone(),
                 })
                 .collect()
         }))

@@ -59,6 +59,9 @@ pub struct SimEvent {
     /// When, in seconds since 1970 (0: not recorded).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub time: i64,
+    /// The text of its binary data (the Service Control Manager's key name of a service).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<String>,
 }
 
 fn application() -> String {
