@@ -55,7 +55,7 @@ impl LoggedEvent {
 /// not text (odd length, not hex, a code unit that is no character or a control).
 fn binary_text(hex: &str) -> Option<String> {
     let hex = hex.trim();
-    if hex.is_empty() || hex.len() % 4 != 0 || hex.len() > 4 * MAX_DATUM {
+    if hex.is_empty() || !hex.len().is_multiple_of(4) || hex.len() > 4 * MAX_DATUM {
         return None;
     }
     let units: Vec<u16> = (0..hex.len())
