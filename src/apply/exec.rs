@@ -47,7 +47,10 @@ pub fn execute(
         report(i + 1, total, action);
         let irreversible = matches!(
             action,
-            Action::DeleteNetwork { .. } | Action::DeleteEndpoint { .. } | Action::EvictPods { .. }
+            Action::DeleteNetwork { .. }
+                | Action::DeleteEndpoint { .. }
+                | Action::EvictPods { .. }
+                | Action::RecreateDaemonSetPods { .. }
         );
         let committed_before = past_no_return;
         let step = (|| -> anyhow::Result<()> {
@@ -179,6 +182,10 @@ fn run(
             secret,
             ..
         } => {
+            // Checked at the write, not only by the checks before the plan: a junction made
+            // since would send the file, run as SYSTEM, wherever its maker chose.
+            let dir = path.rsplit_once('\\').map_or(path.as_str(), |(d, _)| d);
+            refuse_link_on_the_way(host, dir, &format!("write {path}"))?;
             write_content(host, path, content, Access::secret_if(*secret))?;
         }
         Action::RemoveFile { path } => {
@@ -223,6 +230,15 @@ fn run(
             pods,
             options,
         } => opts.cluster()?.evict(node, pods, options)?,
+        Action::RecreateDaemonSetPods { node, options } => {
+            let pods = opts.cluster()?.recreate_daemonset_pods(node, options)?;
+            if !pods.is_empty() {
+                warnings.push(format!(
+                    "evicted DaemonSet pod(s) {} so that they are made again on the new network",
+                    pods.join(", ")
+                ));
+            }
+        }
         Action::DeleteEndpoint { id, name, .. } => {
             let keep = match opts.recheck {
                 Some(check) => check(id)?,
@@ -245,19 +261,26 @@ fn run(
 /// Gives `path` the protected access list. A junction on the way is refused here too: one
 /// made after the checks would take the access list, and later the files, elsewhere.
 fn protect_dir(host: &dyn Host, path: &str) -> anyhow::Result<()> {
-    if let Some(link) = crate::checks::host::ancestors(path)
-        .into_iter()
-        .find(|a| host.is_reparse_point(a).unwrap_or(true))
-    {
-        return Err(crate::host::HostError::Refused {
-            what: format!("protect {path}"),
-            reason: format!("{link} is a junction or another reparse point"),
-        }
-        .into());
-    }
+    refuse_link_on_the_way(host, path, &format!("protect {path}"))?;
     host.create_dir(path)?;
     host.set_security(path, crate::host::acl::PROTECTED_DIR)?;
     Ok(())
+}
+
+/// Refuses `what` when a directory on the way to `dir` (itself included) is a junction or
+/// another reparse point; one whose kind cannot be read counts as one.
+fn refuse_link_on_the_way(host: &dyn Host, dir: &str, what: &str) -> anyhow::Result<()> {
+    match crate::checks::host::ancestors(dir)
+        .into_iter()
+        .find(|a| host.is_reparse_point(a).unwrap_or(true))
+    {
+        None => Ok(()),
+        Some(link) => Err(crate::host::HostError::Refused {
+            what: what.to_owned(),
+            reason: format!("{link} is a junction or another reparse point"),
+        }
+        .into()),
+    }
 }
 
 /// Whether a failed irreversible action changed the host anyway; when that cannot be told,

@@ -215,6 +215,16 @@ pub enum Action {
     Uncordon {
         node: String,
     },
+    /// After the Calico network was made again: evicts the node's DaemonSet pods that have a
+    /// network of their own (a drain leaves them, as `kubectl drain` does, and the network
+    /// under them is gone), so that their DaemonSets make them again on the new network; waits
+    /// until they are gone.
+    #[serde(rename = "recreate-daemonset-pods")]
+    RecreateDaemonSetPods {
+        node: String,
+        #[serde(flatten)]
+        options: crate::cluster::drain::DrainOptions,
+    },
     /// Evicts these pods of the node through the Eviction API, as a drain does (their
     /// PodDisruptionBudgets honoured), and waits until they are gone; a pod that is gone
     /// already is skipped.
@@ -333,6 +343,10 @@ impl Action {
             ),
             Self::Uncordon { node } => format!("uncordon node {node}"),
             Self::EvictPods { .. } | Self::DeleteEndpoint { .. } => repair_text(self),
+            Self::RecreateDaemonSetPods { node, options } => format!(
+                "evict node {node}'s DaemonSet pods with a pod network, so their DaemonSets make them again on the new network (wait up to {})",
+                crate::duration::show(options.timeout)
+            ),
             Self::RemoveDir { path } => format!("remove {path} if empty"),
             Self::ProtectDir { path, writers } => protect_text(path, writers),
             Self::RestoreSecurity { path, .. } => {

@@ -81,6 +81,7 @@ pub(super) fn prepare_undo(
         | Action::WaitNodeReady { .. }
         | Action::Uncordon { .. }
         | Action::EvictPods { .. }
+        | Action::RecreateDaemonSetPods { .. }
         | Action::DeleteEndpoint { .. }
         | Action::DeleteRegistryKey { .. }
         | Action::DeleteRegistryValue { .. }

@@ -603,6 +603,25 @@ pub trait NodeControl {
     /// waits until they are gone.
     fn evict(&self, node: &str, pods: &[String], opts: &DrainOptions) -> anyhow::Result<()>;
     fn wait_ready(&self, node: &str, timeout: Duration) -> anyhow::Result<()>;
+    /// Evicts the node's DaemonSet pods that have a network of their own (`networked_daemons`)
+    /// and waits until they are gone; their names.
+    fn recreate_daemonset_pods(
+        &self,
+        node: &str,
+        opts: &DrainOptions,
+    ) -> anyhow::Result<Vec<String>>;
+}
+
+/// The DaemonSet pods of a node that have a network of their own: what a drain leaves (their
+/// DaemonSet would put them back at once) but a network made again leaves without one.
+/// hostNetwork pods (kube-proxy, Calico's own HostProcess pods) and mirror pods stay.
+pub fn networked_daemons(pods: &[Pod]) -> Vec<PodRef> {
+    pods.iter()
+        .filter(|p| controller(p).is_some_and(|o| o.kind == "DaemonSet"))
+        .filter(|p| !is_mirror(p))
+        .filter(|p| p.spec.as_ref().and_then(|s| s.host_network) != Some(true))
+        .map(pod_ref)
+        .collect()
 }
 
 impl NodeControl for Cluster {
@@ -638,6 +657,19 @@ impl NodeControl for Cluster {
     fn wait_ready(&self, node: &str, timeout: Duration) -> anyhow::Result<()> {
         Ok(wait_ready(self, node, timeout)?)
     }
+
+    fn recreate_daemonset_pods(
+        &self,
+        node: &str,
+        opts: &DrainOptions,
+    ) -> anyhow::Result<Vec<String>> {
+        let pods = networked_daemons(&pods_on(self, node)?);
+        let names = pods.iter().map(ToString::to_string).collect();
+        if !pods.is_empty() {
+            evict_and_wait(self, node, pods, opts)?;
+        }
+        Ok(names)
+    }
 }
 
 impl crate::error::Diagnose for DrainError {
@@ -671,6 +703,26 @@ mod tests {
             v["metadata"]["annotations"] = serde_json::json!({"kubernetes.io/config.mirror": "h"});
         }
         serde_json::from_value(v).expect("pod")
+    }
+
+    /// After the network is made again: the DaemonSet pods with a pod network are evicted
+    /// (their DaemonSet makes them again), hostNetwork ones and other pods are not.
+    #[test]
+    fn the_networked_daemonset_pods_are_the_ones_made_again() {
+        let mut host_net = pod("kube-proxy", Some("DaemonSet"), false);
+        host_net.spec = Some(
+            serde_json::from_value(serde_json::json!({
+            "containers": [], "hostNetwork": true}))
+            .expect("spec"),
+        );
+        let picked = networked_daemons(&[
+            pod("agent", Some("DaemonSet"), false),
+            host_net,
+            pod("web", Some("ReplicaSet"), false),
+            pod("static", Some("Node"), true),
+        ]);
+        let names: Vec<String> = picked.iter().map(ToString::to_string).collect();
+        assert_eq!(names, ["default/agent"]);
     }
 
     #[test]

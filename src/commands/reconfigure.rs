@@ -326,6 +326,9 @@ fn node_plan(
             uncordon: (need.recreate && !cordoned) || need.we_cordoned,
             drain: drain_action,
             ready_timeout: args.wait_timeout,
+            // DaemonSet pods are recreated by their DaemonSet; their emptyDir is of no use on
+            // a pod without a network.
+            recreate: args.evict.options(true),
         }),
         preview,
         cluster: Some(c),

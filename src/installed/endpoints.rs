@@ -60,6 +60,10 @@ pub enum Verdict {
     Stale,
     /// Another host's endpoint whose address no pod and no EndpointSlice has.
     RemoteStale,
+    /// A pod on this node, past the grace period, whose address no endpoint on this network
+    /// has: it has no network (its endpoint was deleted under it, as a network made again
+    /// does to the pods a drain left). Not an endpoint: its `id` is `pod:<uid>`.
+    NoEndpoint,
 }
 
 impl Verdict {
@@ -74,14 +78,21 @@ impl Verdict {
             Self::Stuck => "stuck",
             Self::Stale => "stale",
             Self::RemoteStale => "remote-stale",
+            Self::NoEndpoint => "no-endpoint",
         }
     }
 
     /// Whether this verdict is a fault that `repair` removes.
     pub fn is_fault(self) -> bool {
-        matches!(self, Self::Stuck | Self::Stale | Self::RemoteStale)
+        matches!(
+            self,
+            Self::Stuck | Self::Stale | Self::RemoteStale | Self::NoEndpoint
+        )
     }
 }
+
+/// The `id` prefix of a pod judged `no-endpoint` (no HNS endpoint has an id like it).
+pub const POD_ID_PREFIX: &str = "pod:";
 
 /// One endpoint and what it was found to be.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -121,9 +132,15 @@ impl Judged {
         s
     }
 
-    /// A pod's endpoint on this host (not `Calico_ep`, not another host's).
+    /// A pod's endpoint on this host (not `Calico_ep`, not another host's), or a pod judged
+    /// to have none.
     pub fn is_pod_endpoint(&self) -> bool {
         !self.remote && self.name != SOURCE_VIP_ENDPOINT
+    }
+
+    /// Whether this is an HNS endpoint (not a pod judged `no-endpoint`).
+    pub fn is_endpoint(&self) -> bool {
+        self.verdict != Verdict::NoEndpoint
     }
 }
 
@@ -152,8 +169,48 @@ fn attached(e: &HnsEndpoint) -> bool {
     e.state.is_none_or(|s| s == 2 || s == 3)
 }
 
-/// Judges the endpoints of the HNS network `network`, from one look.
+/// Judges the endpoints of the HNS network `network`, from one look, and the pods past the
+/// grace period whose address none of them has.
 pub fn judge(endpoints: &[HnsEndpoint], network: &str, ev: &Evidence) -> Vec<Judged> {
+    let mut out = judge_endpoints(endpoints, network, ev);
+    out.extend(without_endpoint(endpoints, network, ev));
+    out
+}
+
+/// The pods on this node, older than the grace period, with addresses none of which a local
+/// endpoint of this network has.
+fn without_endpoint(endpoints: &[HnsEndpoint], network: &str, ev: &Evidence) -> Vec<Judged> {
+    let Some(pods) = ev.pods else {
+        return Vec::new();
+    };
+    let held = |ip: &String| {
+        endpoints
+            .iter()
+            .any(|e| !e.remote && e.ip.as_deref() == Some(ip.as_str()))
+    };
+    pods.iter()
+        .filter(|p| !p.ips.is_empty() && !p.ips.iter().any(held))
+        .filter(|p| ev.older_than_grace(p.created))
+        .map(|p| Judged {
+            id: format!("{POD_ID_PREFIX}{}", p.pod.uid),
+            name: p.pod.to_string(),
+            network: network.to_owned(),
+            ip: p.ips.first().cloned(),
+            state: None,
+            remote: false,
+            pod: Some(p.pod.to_string()),
+            verdict: Verdict::NoEndpoint,
+            why: Some(format!(
+                "pod {} has {}, which no endpoint on this network has",
+                p.pod,
+                p.ips.join(",")
+            )),
+            owner: Some((p.pod.clone(), p.managed)),
+        })
+        .collect()
+}
+
+fn judge_endpoints(endpoints: &[HnsEndpoint], network: &str, ev: &Evidence) -> Vec<Judged> {
     endpoints
         .iter()
         .map(|e| {

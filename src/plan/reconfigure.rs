@@ -135,6 +135,8 @@ pub struct NodeSteps {
     /// `None` when resuming after the pods are gone and the network made again.
     pub drain: Option<Action>,
     pub ready_timeout: Duration,
+    /// How the DaemonSet pods left on the node are evicted once the network is made again.
+    pub recreate: crate::cluster::drain::DrainOptions,
 }
 
 /// Everything the reconfigure plan is made from.
@@ -179,6 +181,13 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
         }
     }
     actions.extend(super::install::plan(host, &i.install)?);
+    if let Some(n) = i.node.as_ref().filter(|_| !i.delete.is_empty()) {
+        // The drain left them (as `kubectl drain` does) on the network deleted under them.
+        actions.push(Action::RecreateDaemonSetPods {
+            node: n.node.clone(),
+            options: n.recreate,
+        });
+    }
     if let Some(n) = &i.node {
         if !actions.is_empty() || n.uncordon {
             actions.push(Action::WaitNodeReady {

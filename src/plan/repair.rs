@@ -72,7 +72,8 @@ pub fn plan(i: &Inputs) -> Result<Vec<Action>, Refusal> {
             options: i.drain,
         });
     }
-    for j in &faults {
+    // A pod judged `no-endpoint` has no endpoint to delete: its eviction is its repair.
+    for j in faults.iter().filter(|j| j.is_endpoint()) {
         actions.push(Action::DeleteEndpoint {
             id: j.id.clone(),
             name: j.name.clone(),
@@ -217,5 +218,16 @@ mod tests {
             judged("s1", Verdict::Stale, None),
         ];
         assert_eq!(plan(&inputs(&two, false)).expect("two").len(), 2);
+    }
+
+    /// A pod without an endpoint is repaired by its eviction alone: there is no endpoint to
+    /// delete.
+    #[test]
+    fn a_pod_without_an_endpoint_is_evicted_and_nothing_deleted() {
+        let mut j = vec![judged("pod:u", Verdict::NoEndpoint, Some(("lost", true)))];
+        j.extend(healthy(3));
+        let actions = plan(&inputs(&j, false)).expect("plan");
+        assert_eq!(kinds(&actions), ["evict pod(s)"]);
+        assert!(actions[0].describe().contains("default/lost"));
     }
 }

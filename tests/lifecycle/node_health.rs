@@ -558,3 +558,41 @@ fn another_hosts_endpoints_are_left_to_kube_proxy_while_it_runs() {
     assert_eq!(code, 0, "{err}");
     assert!(endpoint_names(&node).contains(&"remote_gone".to_owned()));
 }
+
+/// A pod whose address no endpoint has (its network deleted under it) is named `no-endpoint`
+/// by status once seen so past the grace period, and repair evicts it so that its controller
+/// makes it again; no endpoint is deleted for it.
+#[test]
+fn a_pod_without_an_endpoint_is_named_and_evicted() {
+    let node = broken();
+    node.api()
+        .put_pod("default", "lost", "win-1", Some("ReplicaSet"));
+    node.api().set_pod_ip("default", "lost", "10.244.1.20");
+    // The fake API stamps no creation time: the pod counts as older than the grace period.
+    let (code, _, err) = node.run(&["repair"]);
+    assert_eq!(code, 0, "{err}");
+    node.age_endpoint_faults(600);
+    let (code, doc, err) = node.run(&["status"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        verdicts(&doc).contains(&("default/lost".into(), "no-endpoint".into())),
+        "{doc}"
+    );
+    let (code, doc, err) = node.run(&["repair"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert!(
+        node.api()
+            .get("/api/v1/namespaces/default/pods/lost")
+            .is_none(),
+        "evicted"
+    );
+    assert!(
+        !doc["actions"]
+            .as_array()
+            .expect("actions")
+            .iter()
+            .any(|a| a["action"] == "delete-endpoint"
+                && a["id"].as_str().is_some_and(|i| i.starts_with("pod:"))),
+        "{doc}"
+    );
+}

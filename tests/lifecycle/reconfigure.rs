@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 const VNI_4097: &[&str] = &["--set", "vxlan.vni=4097"];
 
 /// Calico installed (VNI 4096, the cluster's) on win-1, which is Ready and runs two ReplicaSet
-/// pods and a DaemonSet pod; another node runs one pod.
+/// pods, a DaemonSet pod on the host's network (as Calico's own HostProcess pod is) and a
+/// DaemonSet pod with a pod network (a log agent); another node runs one pod.
 fn installed() -> Node {
     let b = Node::healthy();
     let api = b.api();
@@ -20,10 +21,12 @@ fn installed() -> Node {
         ("default", "web-1", "win-1", "ReplicaSet"),
         ("default", "web-2", "win-1", "ReplicaSet"),
         ("kube-system", "calico-node-win", "win-1", "DaemonSet"),
+        ("kube-system", "log-agent-win", "win-1", "DaemonSet"),
         ("default", "web-3", "linux-1", "ReplicaSet"),
     ] {
         api.put_pod(ns, name, node, Some(owner));
     }
+    api.set_host_network("kube-system", "calico-node-win");
     b.installed().build()
 }
 
@@ -97,7 +100,11 @@ fn vni_change_recreates_the_network_after_a_drain_and_uncordons() {
     let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain", "--grace-period", "7"]].concat());
     assert_eq!(code, 0, "{err}");
     let evictions = n.api().lock().evictions.clone();
-    assert_eq!(evictions.len(), 2, "{evictions:?}");
+    assert_eq!(
+        evictions.len(),
+        3,
+        "the two drained, then the log agent: {evictions:?}"
+    );
     for e in &evictions {
         assert_eq!(e["kind"], "Eviction", "{e}");
         assert_eq!(e["deleteOptions"]["gracePeriodSeconds"], 7, "{e}");
@@ -127,8 +134,14 @@ fn vni_change_recreates_the_network_after_a_drain_and_uncordons() {
     assert_eq!(
         n.pods(),
         ["calico-node-win", "web-3"],
-        "evicted, DaemonSet pod left"
+        "evicted; the DaemonSet pod with a pod network evicted once the network was made again (its DaemonSet makes it again), the one on the host's network left"
     );
+    let remade = steps
+        .iter()
+        .position(|s| s == "recreate-daemonset-pods")
+        .expect("recreate");
+    let ready = steps.iter().position(|s| s == "wait-ready").expect("wait");
+    assert!(ready < remade, "{steps:?}");
     assert!(!n.cordoned(), "uncordoned");
     let env = fs_err::read_to_string(n.c_drive("calicowindows/calico-node.env")).expect("env");
     assert!(env.contains("4097"), "{env}");
@@ -375,7 +388,7 @@ fn a_pod_without_a_controller_is_evicted_only_with_force() {
     assert!(err.contains("--force"), "{err}");
     assert_same(&snapshot(&n.sim()), &before, "refused");
     assert!(!n.cordoned());
-    assert_eq!(n.api().pod_count(), 5);
+    assert_eq!(n.api().pod_count(), 6);
 
     let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain", "--force"]].concat());
     assert_eq!(code, 0, "{err}");
@@ -416,7 +429,7 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
         json!({"config": 4096, "hns": 4096, "cluster": 4096})
     );
     assert_eq!(doc["node"]["ready"], true);
-    assert_eq!(doc["node"]["pods"].as_array().expect("pods").len(), 3);
+    assert_eq!(doc["node"]["pods"].as_array().expect("pods").len(), 4);
     let calico = doc["networks"]
         .as_array()
         .expect("networks")
@@ -599,7 +612,11 @@ fn an_overloaded_servers_429_is_waited_out_as_it_asks() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(n.pods(), ["calico-node-win", "web-3"]);
     let times = n.api().lock().eviction_times.clone();
-    assert_eq!(times.len(), 3, "two pods, one asked again");
+    assert_eq!(
+        times.len(),
+        4,
+        "two pods, one asked again, then the log agent once the network was made again"
+    );
     let (first, last) = (times[0], times[2]);
     let waited = last.duration_since(first);
     assert!(
@@ -707,7 +724,23 @@ fn drain_external_leaves_the_cordon_and_the_drain_to_the_engine() {
         assert!(!steps.iter().any(|s| s == own), "{own} in {steps:?}");
     }
     assert!(steps.iter().any(|s| s == "delete-network"), "{steps:?}");
-    assert!(n.api().lock().evictions.is_empty(), "nothing evicted");
+    let evicted: Vec<String> = n
+        .api()
+        .lock()
+        .evictions
+        .iter()
+        .map(|e| {
+            e["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        evicted,
+        ["log-agent-win"],
+        "only the DaemonSet pod the engine's drain left on the deleted network"
+    );
     assert_eq!(n.calico_vsid(), Some(4097));
     assert!(
         n.cordoned(),

@@ -115,9 +115,12 @@ fn a_remade_sandboxs_endpoint_is_kept_while_its_pod_posts_the_old_address() {
         pod("web", Some("10.244.1.7"), 3600),
     ];
     let ev_pods = Some(&pods[..]);
+    // The endpoint is kept (unclaimed); the pod, whose posted address has no endpoint, is
+    // named `no-endpoint`: a fault only once it has lasted (`age`), and its repair is its
+    // eviction, never the endpoint's deletion.
     assert_eq!(
         verdicts(&eps, ev_pods, &[]),
-        [Verdict::Unclaimed, Verdict::Ok]
+        [Verdict::Unclaimed, Verdict::Ok, Verdict::NoEndpoint]
     );
     let why = {
         let none = BTreeMap::new();
@@ -293,8 +296,41 @@ fn a_stuck_endpoint_names_its_pod_and_whether_a_controller_recreates_it() {
         Verdict::Stuck,
         Verdict::Stale,
         Verdict::RemoteStale,
+        Verdict::NoEndpoint,
     ] {
         assert_eq!(serde_json::to_value(v).expect("json"), v.word());
     }
     assert!(doc.get("owner").is_none(), "{doc}");
+}
+
+/// A pod past the grace period whose address no endpoint has (a network made again under it)
+/// is `no-endpoint`, owned for its eviction; a young one, or one without an address yet, is
+/// not judged.
+#[test]
+fn a_pod_whose_address_has_no_endpoint_is_named() {
+    let eps = [ep("w", "web_Calico", "10.244.1.7", Some(3), false)];
+    let pods = [
+        pod("web", Some("10.244.1.7"), 3600),
+        pod("lost", Some("10.244.1.9"), 3600),
+        pod("young", Some("10.244.1.10"), 10),
+        pod("pending", None, 3600),
+    ];
+    let none = BTreeMap::new();
+    let ev = Evidence {
+        pods: Some(&pods),
+        remote_in_use: &none,
+        kube_proxy_runs: false,
+        now: NOW,
+        grace: DEFAULT_GRACE,
+    };
+    let j = judge(&eps, "Calico", &ev);
+    let lost: Vec<&Judged> = j
+        .iter()
+        .filter(|j| j.verdict == Verdict::NoEndpoint)
+        .collect();
+    assert_eq!(lost.len(), 1, "{j:?}");
+    assert_eq!(lost[0].pod.as_deref(), Some("default/lost"));
+    assert_eq!(lost[0].id, "pod:uid-lost");
+    assert!(!lost[0].is_endpoint() && lost[0].verdict.is_fault());
+    assert_eq!(lost[0].owner, Some((pods[1].pod.clone(), true)));
 }

@@ -429,6 +429,15 @@ impl FakeApi {
         self.put(&format!("/api/v1/namespaces/{namespace}/pods/{name}"), p);
     }
 
+    /// Puts a pod on its node's network (`spec.hostNetwork`: kube-proxy's and Calico's own
+    /// HostProcess pods).
+    pub fn set_host_network(&self, namespace: &str, name: &str) {
+        let path = format!("/api/v1/namespaces/{namespace}/pods/{name}");
+        let mut pod = self.get(&path).expect("pod");
+        pod["spec"]["hostNetwork"] = json!(true);
+        self.put(&path, pod);
+    }
+
     /// Gives a pod its address, as kubelet reports it (`status.podIP`, `status.podIPs`).
     pub fn set_pod_ip(&self, namespace: &str, name: &str, ip: &str) {
         let path = format!("/api/v1/namespaces/{namespace}/pods/{name}");
