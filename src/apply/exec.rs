@@ -239,14 +239,24 @@ fn run(
                 ));
             }
         }
-        Action::DeleteEndpoint { id, name, .. } => {
+        Action::DeleteEndpoint {
+            id,
+            name,
+            namespace,
+            ..
+        } => {
             let keep = match opts.recheck {
                 Some(check) => check(id)?,
                 None => None,
             };
             match keep {
                 Some(why) => warnings.push(format!("kept HNS endpoint {name} ({id}): {why}")),
-                None => ignore_not_found(host.hns_delete_endpoint(id))?,
+                None => {
+                    if let Some(ns) = namespace {
+                        ignore_not_found(host.hns_remove_namespace_endpoint(ns, id))?;
+                    }
+                    ignore_not_found(host.hns_delete_endpoint(id))?;
+                }
             }
         }
         Action::Drain { node, options, .. } => opts.cluster()?.drain(node, options)?,

@@ -235,12 +235,15 @@ pub enum Action {
         #[serde(flatten)]
         options: crate::cluster::drain::DrainOptions,
     },
-    /// Deletes one HNS endpoint; one that is gone already is skipped.
+    /// Deletes one HNS endpoint, taken out of the HCN namespace it is still in first (as
+    /// containerd does: hcsshim `RemoveNamespaceEndpoint`); one that is gone already is skipped.
     DeleteEndpoint {
         id: String,
         name: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         ip: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
         /// Why it goes: its verdict and the reason.
         why: String,
     },
@@ -368,8 +371,17 @@ fn repair_text(action: &Action) -> String {
             pods.join(", "),
             crate::duration::show(options.timeout)
         ),
-        Action::DeleteEndpoint { id, name, ip, why } => format!(
-            "delete HNS endpoint {name} ({}, {id}): {why}",
+        Action::DeleteEndpoint {
+            id,
+            name,
+            ip,
+            namespace,
+            why,
+        } => format!(
+            "{}delete HNS endpoint {name} ({}, {id}): {why}",
+            namespace.as_deref().map_or(String::new(), |n| format!(
+                "take it out of namespace {n} and "
+            )),
             ip.as_deref().unwrap_or("no address")
         ),
         _ => String::new(),

@@ -61,6 +61,7 @@ fn an_endpoint_a_new_look_finds_healthy_is_kept() {
             id: e.id.clone(),
             name: e.name.clone(),
             ip: e.ip.clone(),
+            namespace: None,
             why: "stale".into(),
         })
         .collect();
@@ -90,5 +91,60 @@ fn an_endpoint_a_new_look_finds_healthy_is_kept() {
             .iter()
             .any(|w| w.contains("kept HNS endpoint claimed_Calico")),
         "{warnings:?}"
+    );
+}
+
+/// An endpoint still in an HCN namespace is taken out of it before it is deleted, as
+/// containerd does (hcsshim `RemoveNamespaceEndpoint`), and the plan says so: with that call
+/// failing, the endpoint is not deleted.
+#[test]
+fn an_endpoint_in_a_namespace_is_taken_out_before_it_is_deleted() {
+    use crate::host::Hns;
+    use crate::host::sim::{At, Fault, FaultKind, SimHost};
+    let run = |fault: Option<Fault>| {
+        let host = SimHost::in_memory("ws2022")
+            .expect("host")
+            .with_fault(fault);
+        let spec = serde_json::json!({"Name": "Calico", "Type": "NAT",
+            "SchemaVersion": {"Major": 2, "Minor": 0}});
+        let net = host.hns_create_network(&spec.to_string()).expect("network");
+        host.add_endpoint(&net.id, "pod_Calico", "10.244.1.7")
+            .expect("endpoint");
+        host.put_in_namespace("pod_Calico", "ns-1")
+            .expect("namespace");
+        let e = host.hns_endpoints(&net.id).expect("endpoints").remove(0);
+        assert_eq!(e.namespace.as_deref(), Some("ns-1"));
+        let action = super::Action::DeleteEndpoint {
+            id: e.id.clone(),
+            name: e.name.clone(),
+            ip: e.ip.clone(),
+            namespace: e.namespace.clone(),
+            why: "stale".into(),
+        };
+        assert!(
+            action.describe().contains("take it out of namespace ns-1"),
+            "{}",
+            action.describe()
+        );
+        let opts = super::Options::for_change(
+            "repair",
+            r"C:\CalicoWindows\calicoctl-win.journal.json".into(),
+            false,
+            std::time::Duration::from_secs(1),
+            None,
+            None,
+        );
+        let ran = super::execute(&host, &[action], opts, &mut |_, _, _| {}).is_ok();
+        (ran, host.hns_endpoints(&net.id).expect("endpoints").len())
+    };
+    assert_eq!(run(None), (true, 0));
+    let fail = Fault {
+        kind: FaultKind::Fail,
+        at: At::Op("remove HNS endpoint".into()),
+    };
+    assert_eq!(
+        run(Some(fail)),
+        (false, 1),
+        "deleted without leaving its namespace"
     );
 }

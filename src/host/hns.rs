@@ -55,6 +55,10 @@ pub struct HnsEndpoint {
     /// Destroyed 6; azure-container-networking's Windows policy manager queries HCN for
     /// `{"State": 3}`, which it says every running pod's endpoint is in).
     pub state: Option<u16>,
+    /// The HCN namespace (a pod's network compartment) it is in, when it is in one (HCN's
+    /// `HostComputeNamespace`, hcsshim hcn/hcnendpoint.go).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
 }
 
 /// The name of an endpoint state number (`EndpointState`, hcsshim internal/hns/hnsendpoint.go).
@@ -227,6 +231,7 @@ pub fn parse_endpoint(doc: &Value) -> Option<HnsEndpoint> {
             .get("State")
             .and_then(Value::as_u64)
             .and_then(|s| u16::try_from(s).ok()),
+        namespace: str_field(doc, &["HostComputeNamespace"]).filter(|n| !n.is_empty()),
     })
 }
 
@@ -422,6 +427,18 @@ pub fn parse_policy_lists(answer: &str) -> Result<Vec<Value>, String> {
     }
 }
 
+/// The `HcnModifyNamespace` settings that take `endpoint` out of a namespace, as hcsshim
+/// hcn/hcnnamespace.go `RemoveNamespaceEndpoint` writes them (`ModifyNamespaceSettingRequest`
+/// with `ResourceType` `Endpoint`, `RequestType` `Remove` and `Settings` `{"EndpointId": id}`).
+pub fn remove_namespace_endpoint_request(endpoint: &str) -> String {
+    serde_json::json!({
+        "ResourceType": "Endpoint",
+        "RequestType": "Remove",
+        "Settings": {"EndpointId": endpoint},
+    })
+    .to_string()
+}
+
 /// The most endpoints whose v1 state is kept.
 pub const MAX_V1_ENDPOINTS: usize = 65_536;
 
@@ -519,6 +536,7 @@ mod version_tests {
             ip: None,
             remote: false,
             state,
+            namespace: None,
         };
         // HCN v2 queried with default flags: no State, or one v1 disagrees with.
         let mut eps = vec![

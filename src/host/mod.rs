@@ -406,6 +406,11 @@ pub trait Hns {
     fn hns_delete_network(&self, id: &str) -> HostResult<()>;
     /// Deletes one endpoint (`HcnDeleteEndpoint`); `NotFound` when there is none with `id`.
     fn hns_delete_endpoint(&self, id: &str) -> HostResult<()>;
+    /// Takes an endpoint out of the HCN namespace it is in (`HcnModifyNamespace` with a
+    /// `Remove` of the `Endpoint`, as hcsshim hcn/hcnnamespace.go `RemoveNamespaceEndpoint`
+    /// asks it, which containerd calls before it deletes a pod's endpoint); `NotFound` when
+    /// there is no such namespace or endpoint.
+    fn hns_remove_namespace_endpoint(&self, namespace: &str, endpoint: &str) -> HostResult<()>;
     /// The HNS service's version, (major, minor): hcsshim's `GetGlobals`, an HNS v1 call
     /// (`HNSCall("GET", "/globals/version")` of vmcompute.dll).
     fn hns_version(&self) -> HostResult<(u32, u32)>;

@@ -113,6 +113,9 @@ pub struct Judged {
     /// The pod, to evict after its endpoint is removed when a controller recreates it.
     #[serde(skip)]
     pub owner: Option<(PodRef, bool)>,
+    /// The HCN namespace the endpoint is still in: it is taken out before it is deleted.
+    #[serde(skip)]
+    pub namespace: Option<String>,
 }
 
 impl Judged {
@@ -206,6 +209,7 @@ fn without_endpoint(endpoints: &[HnsEndpoint], network: &str, ev: &Evidence) -> 
                 p.ips.join(",")
             )),
             owner: Some((p.pod.clone(), p.managed)),
+            namespace: None,
         })
         .collect()
 }
@@ -225,6 +229,7 @@ fn judge_endpoints(endpoints: &[HnsEndpoint], network: &str, ev: &Evidence) -> V
                 verdict: Verdict::Ok,
                 why: None,
                 owner: None,
+                namespace: e.namespace.clone(),
             };
             let (verdict, why) = if e.remote {
                 remote(e, ev)

@@ -78,6 +78,7 @@ pub fn plan(i: &Inputs) -> Result<Vec<Action>, Refusal> {
             id: j.id.clone(),
             name: j.name.clone(),
             ip: j.ip.clone(),
+            namespace: j.namespace.clone(),
             why: j.why.clone().unwrap_or_default(),
         });
     }
@@ -112,6 +113,7 @@ mod tests {
                     m,
                 )
             }),
+            namespace: None,
         }
     }
 

@@ -103,6 +103,7 @@ impl Hns for SimHost {
                     ip: e.ip.clone(),
                     remote: e.remote,
                     state: e.state,
+                    namespace: e.namespace.clone(),
                 })
                 .collect()
         }))
@@ -155,6 +156,29 @@ impl Hns for SimHost {
 
     fn hns_delete_endpoint(&self, id: &str) -> HostResult<()> {
         self.delete_endpoint(id)
+    }
+
+    fn hns_remove_namespace_endpoint(&self, namespace: &str, endpoint: &str) -> HostResult<()> {
+        self.hns_available()?;
+        self.mutate(
+            &format!("remove HNS endpoint {endpoint} from namespace {namespace}"),
+            |s| {
+                let e = s
+                    .endpoints
+                    .iter_mut()
+                    .find(|e| {
+                        e.id.eq_ignore_ascii_case(endpoint)
+                            && e.namespace
+                                .as_deref()
+                                .is_some_and(|n| n.eq_ignore_ascii_case(namespace))
+                    })
+                    .ok_or_else(|| HostError::NotFound {
+                        what: format!("HNS endpoint {endpoint} in namespace {namespace}"),
+                    })?;
+                e.namespace = None;
+                Ok(())
+            },
+        )
     }
 }
 
@@ -316,6 +340,16 @@ impl SimHost {
         })
     }
 
+    /// Puts the endpoints named `name` in the HCN namespace `namespace`, as a container's
+    /// start does.
+    pub fn put_in_namespace(&self, name: &str, namespace: &str) -> HostResult<()> {
+        self.world(|s| {
+            for e in s.endpoints.iter_mut().filter(|e| e.name == name) {
+                e.namespace = Some(namespace.to_owned());
+            }
+        })
+    }
+
     /// What HNS answers for its version (`None`: no answer, as under Wine).
     pub fn set_hns_version(&self, version: Option<(u32, u32)>) -> HostResult<()> {
         self.world(|s| s.settings.hns_version = version)
@@ -336,6 +370,7 @@ impl SimHost {
                 ip: Some(ip.to_owned()),
                 remote: false,
                 state: Some(3),
+                namespace: None,
             });
             Ok(())
         })

@@ -216,6 +216,9 @@ pub struct SimEndpoint {
     /// attached reads 3 (AttachedSharing).
     #[serde(default)]
     pub state: Option<u16>,
+    /// The HCN namespace (a pod's compartment) it is in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
 }
 
 pub fn key_of(key: &str) -> String {

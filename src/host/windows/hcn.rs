@@ -17,6 +17,7 @@ type Create =
     unsafe extern "system" fn(*const GUID, PCWSTR, *mut *mut c_void, *mut PWSTR) -> HRESULT;
 type Delete = unsafe extern "system" fn(*const GUID, *mut PWSTR) -> HRESULT;
 type Close = unsafe extern "system" fn(*const c_void) -> HRESULT;
+type Modify = unsafe extern "system" fn(*const c_void, PCWSTR, *mut PWSTR) -> HRESULT;
 
 const QUERY: &str = r#"{"SchemaVersion":{"Major":2,"Minor":0},"Flags":0}"#;
 
@@ -154,6 +155,38 @@ impl Hcn {
 
     pub fn delete_endpoint(&self, id: &str) -> HostResult<()> {
         self.delete(b"HcnDeleteEndpoint\0", id, "endpoint")
+    }
+
+    /// `HcnOpenNamespace`, `HcnModifyNamespace` with hcsshim's `RemoveNamespaceEndpoint`
+    /// request (`hns::remove_namespace_endpoint_request`), `HcnCloseNamespace`.
+    pub fn remove_namespace_endpoint(&self, namespace: &str, endpoint: &str) -> HostResult<()> {
+        let open: Symbol<Open> = self.sym(b"HcnOpenNamespace\0")?;
+        let modify: Symbol<Modify> = self.sym(b"HcnModifyNamespace\0")?;
+        let close: Symbol<Close> = self.sym(b"HcnCloseNamespace\0")?;
+        let guid = parse_guid(namespace)?;
+        let mut handle: *mut c_void = std::ptr::null_mut();
+        let mut record: PWSTR = std::ptr::null_mut();
+        // SAFETY: guid lives across the call; handle and record are out-pointers.
+        let hr = unsafe { open(&guid, &mut handle, &mut record) };
+        let opened = check(hr, record, &format!("open HNS namespace {namespace}"));
+        if let Err(e) = opened {
+            if !handle.is_null() {
+                // SAFETY: a handle the open above gave, closed once.
+                unsafe { close(handle) };
+            }
+            return Err(e);
+        }
+        let request = wide(&hns::remove_namespace_endpoint_request(endpoint));
+        let mut record: PWSTR = std::ptr::null_mut();
+        // SAFETY: handle is open until the close below; request is NUL-terminated.
+        let hr = unsafe { modify(handle, request.as_ptr(), &mut record) };
+        // SAFETY: handle came from the open above.
+        unsafe { close(handle) };
+        check(
+            hr,
+            record,
+            &format!("remove HNS endpoint {endpoint} from namespace {namespace}"),
+        )
     }
 
     /// `HcnDeleteNetwork` or `HcnDeleteEndpoint` (`HRESULT (REFGUID Id, PWSTR *ErrorRecord)`).

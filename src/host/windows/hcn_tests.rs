@@ -257,6 +257,46 @@ fn an_endpoints_state_and_remote_flag_are_read_and_it_is_deleted_alone() {
     assert_eq!(left[0].name, "remote_x");
 }
 
+/// An endpoint still in a pod's namespace is read with it (`HostComputeNamespace`), taken out
+/// of it as hcsshim's `RemoveNamespaceEndpoint` asks (`HcnModifyNamespace`), then deleted; no
+/// string or handle is left.
+#[test]
+fn an_endpoint_is_taken_out_of_its_namespace_before_it_is_deleted() {
+    let Some(lib) = standin() else { return };
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    type Add = unsafe extern "system" fn(PCWSTR, PCWSTR, PCWSTR) -> HRESULT;
+    type InNamespace = unsafe extern "system" fn(PCWSTR, PCWSTR) -> HRESULT;
+    // SAFETY: the exports have these signatures.
+    let add: Symbol<Add> = unsafe { lib.get(b"HcnStandinAddEndpoint\0") }.expect("export");
+    // SAFETY: as above.
+    let put: Symbol<InNamespace> =
+        unsafe { lib.get(b"HcnStandinEndpointNamespace\0") }.expect("export");
+    let before = stats(&lib);
+    let h = WindowsHost::new();
+    let spec = serde_json::json!({"SchemaVersion": {"Major": 2, "Minor": 0},
+        "Name": unique("Namespaced-"), "Type": "NAT"});
+    let n = h.hns_create_network(&spec.to_string()).expect("create");
+    let ns = "0f0e0d0c-0b0a-4009-8807-060504030201";
+    let (net, nm, addr, nsw) = (wide(&n.id), wide("pod_Calico"), wide("10.9.2.2"), wide(ns));
+    // SAFETY: NUL-terminated strings that outlive the calls.
+    assert_eq!(unsafe { add(net.as_ptr(), nm.as_ptr(), addr.as_ptr()) }, 0);
+    // SAFETY: as above.
+    assert_eq!(unsafe { put(nm.as_ptr(), nsw.as_ptr()) }, 0);
+    let ep = h.hns_endpoints(&n.id).expect("endpoints").remove(0);
+    assert_eq!(ep.namespace.as_deref(), Some(ns), "{ep:?}");
+    h.hns_remove_namespace_endpoint(ns, &ep.id)
+        .expect("taken out");
+    let again = h.hns_endpoints(&n.id).expect("endpoints").remove(0);
+    assert_eq!(again.namespace, None);
+    let err = h
+        .hns_remove_namespace_endpoint(ns, &ep.id)
+        .expect_err("not in it any more");
+    assert!(matches!(err, HostError::NotFound { .. }), "{err}");
+    h.hns_delete_endpoint(&ep.id).expect("delete");
+    h.hns_delete_network(&n.id).expect("delete the network");
+    assert_eq!(stats(&lib), before, "strings or handles leaked");
+}
+
 /// HNS's policy lists are asked as hcsshim's `HNSListPolicyListRequest` asks them
 /// (`HNSCall GET /policylists/`): none, then the ones HNS holds.
 #[test]

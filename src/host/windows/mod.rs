@@ -133,6 +133,9 @@ impl Hns for WindowsHost {
     fn hns_delete_endpoint(&self, id: &str) -> HostResult<()> {
         self.hcn()?.delete_endpoint(id)
     }
+    fn hns_remove_namespace_endpoint(&self, namespace: &str, endpoint: &str) -> HostResult<()> {
+        self.hcn()?.remove_namespace_endpoint(namespace, endpoint)
+    }
 }
 
 impl Files for WindowsHost {

@@ -10,6 +10,7 @@ fn ep(id: &str, name: &str, ip: &str, state: Option<u16>, remote: bool) -> HnsEn
         ip: Some(ip.into()),
         remote,
         state,
+        namespace: None,
     }
 }
 

@@ -608,6 +608,102 @@ pub unsafe extern "system" fn HcnDeleteEndpoint(id: *const GUID, record: *mut PW
     unsafe { ok(record) }
 }
 
+/// `HcnOpenNamespace(REFGUID Id, PHCN_NAMESPACE Namespace, PWSTR *ErrorRecord)`: a namespace a
+/// test made (`HcnStandinEndpointNamespace`).
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn HcnOpenNamespace(
+    id: *const GUID,
+    out: *mut *mut c_void,
+    record: *mut PWSTR,
+) -> HRESULT {
+    unsafe { open("namespaces", id, out, record) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn HcnCloseNamespace(h: *const c_void) -> HRESULT {
+    unsafe { close(h) }
+}
+
+/// `HcnModifyNamespace(HCN_NAMESPACE Namespace, PCWSTR Settings, PWSTR *ErrorRecord)` with
+/// hcsshim's `ModifyNamespaceSettingRequest` (hcn/hcnnamespace.go): `ResourceType` `Endpoint`,
+/// `RequestType` `Add` or `Remove`, `Settings` `{"EndpointId": ..}`; an endpoint not in the
+/// namespace cannot be removed from it (`HCN_E_ENDPOINT_NOT_FOUND`, the stand-in's guess).
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn HcnModifyNamespace(
+    h: *const c_void,
+    settings: PCWSTR,
+    record: *mut PWSTR,
+) -> HRESULT {
+    if h.is_null() {
+        return E_POINTER;
+    }
+    let request = match unsafe { document(settings, record) } {
+        Ok(d) => d,
+        Err(hr) => return hr,
+    };
+    // SAFETY: h came from HcnOpenNamespace and is not closed.
+    let ns = unsafe { &*(h as *const Handle) }.id.clone();
+    let endpoint = request["Settings"]["EndpointId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let Some(mut e) = load("endpoints", &endpoint) else {
+        return unsafe { fail(record, HCN_E_ENDPOINT_NOT_FOUND, "The endpoint was not found") };
+    };
+    let in_ns = e["HostComputeNamespace"]
+        .as_str()
+        .is_some_and(|n| n.eq_ignore_ascii_case(&ns));
+    match (request["ResourceType"].as_str(), request["RequestType"].as_str()) {
+        (Some("Endpoint"), Some("Remove")) if in_ns => {
+            if let Some(o) = e.as_object_mut() {
+                o.remove("HostComputeNamespace");
+            }
+        }
+        (Some("Endpoint"), Some("Add")) => e["HostComputeNamespace"] = json!(ns),
+        (Some("Endpoint"), Some("Remove")) => {
+            return unsafe {
+                fail(
+                    record,
+                    HCN_E_ENDPOINT_NOT_FOUND,
+                    "The endpoint is not in the namespace",
+                )
+            };
+        }
+        _ => return unsafe { fail(record, HCN_E_INVALID_JSON, "Unknown namespace request") },
+    }
+    if store("endpoints", &endpoint, &e).is_err() {
+        return 0x8007_0005_u32 as HRESULT;
+    }
+    unsafe { ok(record) }
+}
+
+/// Test-only: makes the namespace `ns` and puts the endpoints named `name` in it, as a
+/// container's start does (their `HostComputeNamespace`).
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn HcnStandinEndpointNamespace(name: PCWSTR, ns: PCWSTR) -> HRESULT {
+    // SAFETY: the caller passes NUL-terminated strings or null.
+    let (Some(name), Some(ns)) = (unsafe { (read_wide(name), read_wide(ns)) }) else {
+        return E_POINTER;
+    };
+    let ns = ns.to_ascii_lowercase();
+    if store("namespaces", &ns, &json!({"ID": ns})).is_err() {
+        return 0x8007_0005_u32 as HRESULT;
+    }
+    for mut e in all("endpoints") {
+        if e["Name"] != name.as_str() {
+            continue;
+        }
+        let Some(id) = e["ID"].as_str().map(str::to_owned) else {
+            continue;
+        };
+        e["HostComputeNamespace"] = json!(ns);
+        if store("endpoints", &id, &e).is_err() {
+            return 0x8007_0005_u32 as HRESULT;
+        }
+    }
+    S_OK
+}
+
 /// Test-only: strings handed out and not freed, and handles open.
 #[unsafe(no_mangle)]
 pub unsafe extern "system" fn HcnStandinStats(
