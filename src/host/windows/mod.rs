@@ -14,6 +14,8 @@ mod hcn_tests;
 #[cfg(test)]
 mod job_tests;
 mod network;
+#[cfg(test)]
+mod probe_tests;
 pub mod process;
 mod registry;
 mod services;
