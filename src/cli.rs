@@ -326,7 +326,7 @@ apply them with kubectl."
         long_about = "Writes a ServiceAccount (--name, in --namespace) and the roles that allow exactly \
 the Kubernetes API calls install, reconfigure (with its drain), uninstall --purge, status and preflight \
 make, bound to it: a ClusterRole (get namespaces calico-system and kube-system; get and patch nodes; list \
-pods; list discovery.k8s.io endpointslices, for another host's HNS endpoints; create pods/eviction; get Calico's clusterinformations, felixconfigurations and ipamconfigs named \
+pods; patch nodes/status, for uninstall's CalicoWindowsReady condition; list discovery.k8s.io endpointslices, for another host's HNS endpoints; create pods/eviction; get Calico's clusterinformations, felixconfigurations and ipamconfigs named \
 default; list ippools and ipamblocks; get servicecidrs named kubernetes and the operator's installations named default), \
 a Role in --calico-namespace (get configmaps calico-config and kube-root-ca.crt; create \
 serviceaccounts/token of calico-node; get, create and delete roles and rolebindings, for each node's \

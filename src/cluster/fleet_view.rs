@@ -1,13 +1,23 @@
 //! The fleet as its nodes say it: each Windows node's annotations (what install and
 //! reconfigure put there) and CalicoNode's condition, and what is not as it should be,
 //! against the config most nodes have.
+//!
+//! Whoever may patch a Node writes what is read here: every value is capped as it is kept
+//! (`MAX_TEXT`), checked for its form (a hash is `sha256:` and 64 hex digits, a condition's
+//! status True, False or Unknown; anything else is named `malformed`), and escaped for a
+//! terminal (`shown`) before it is printed.
 
 use super::node::{
     ANNOTATION_CALICO_VERSION, ANNOTATION_CONFIG_HASH, ANNOTATION_TOOL_VERSION,
-    CONDITION_CALICO_READY,
+    CONDITION_CALICO_READY, CONDITION_STALE_AFTER, REASON_NOT_INSTALLED,
 };
 use k8s_openapi::api::core::v1::Node;
 use std::collections::BTreeMap;
+
+/// The most characters of a node's text (an annotation, a condition's message) kept.
+pub const MAX_TEXT: usize = 2048;
+/// The most characters of one value printed in a table cell or a problem line.
+pub const MAX_SHOWN: usize = 160;
 
 /// One Windows node as `fleet status` shows it.
 #[derive(Debug, serde::Serialize)]
@@ -18,57 +28,128 @@ pub struct NodeRow {
     pub config_hash: Option<String>,
     /// kubelet's Ready condition.
     pub ready: Option<String>,
-    /// CalicoNode's `CalicoWindowsReady`: True, False, or none yet.
+    /// CalicoNode's `CalicoWindowsReady` as judged: True, False, Unknown (its heartbeat is
+    /// older than `CONDITION_STALE_AFTER`, or its status is malformed), or none yet.
     pub calico_ready: Option<String>,
     pub reasons: Option<String>,
+    /// The condition's `lastHeartbeatTime`, and its age in seconds when read.
+    pub heartbeat: Option<String>,
+    pub heartbeat_age_seconds: Option<i64>,
+    /// Values that do not have their form, named.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub malformed: Vec<String>,
 }
 
-/// What a node says of itself.
-pub fn node_row(n: &Node) -> NodeRow {
+/// At most `MAX_TEXT` characters of `s`.
+fn capped(s: &str) -> String {
+    s.chars().take(MAX_TEXT).collect()
+}
+
+/// Whether `h` is `sha256:` and 64 lower-case hex digits, as install writes it.
+pub fn is_hash(h: &str) -> bool {
+    h.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// What a node says of itself, `now` being seconds since 1970.
+pub fn node_row(n: &Node, now: i64) -> NodeRow {
     let note = |k: &str| {
         n.metadata
             .annotations
             .as_ref()
-            .and_then(|a| a.get(k).cloned())
+            .and_then(|a| a.get(k).map(|v| capped(v)))
     };
     let conditions = n.status.as_ref().and_then(|s| s.conditions.as_ref());
     let condition = |kind: &str| conditions.and_then(|cs| cs.iter().find(|c| c.type_ == kind));
     let calico = condition(CONDITION_CALICO_READY);
+    let mut malformed = Vec::new();
+    let config_hash = note(ANNOTATION_CONFIG_HASH);
+    if let Some(h) = config_hash.as_deref().filter(|h| !is_hash(h)) {
+        malformed.push(format!(
+            "annotation {ANNOTATION_CONFIG_HASH} is no sha256: hash: {}",
+            shown(h)
+        ));
+    }
+    let heartbeat = calico.and_then(|c| c.last_heartbeat_time.as_ref());
+    let heartbeat_age_seconds = heartbeat.map(|t| now.saturating_sub(t.0.as_second()));
+    let mut calico_ready = calico.map(|c| capped(&c.status));
+    let mut reasons = calico
+        .filter(|c| c.status != "True")
+        .and_then(|c| c.message.as_deref().map(capped));
+    if let Some(s) = calico_ready
+        .as_deref()
+        .filter(|s| !matches!(*s, "True" | "False" | "Unknown"))
+    {
+        malformed.push(format!(
+            "condition {CONDITION_CALICO_READY} has status {}, not True, False or Unknown",
+            shown(s)
+        ));
+        calico_ready = Some("Unknown".into());
+    }
+    let stale = CONDITION_STALE_AFTER.as_secs() as i64;
+    if calico.is_some_and(|c| c.reason.as_deref() != Some(REASON_NOT_INSTALLED)) {
+        match heartbeat_age_seconds {
+            Some(age) if age > stale => {
+                calico_ready = Some("Unknown".into());
+                reasons = Some(format!(
+                    "CalicoNode's last heartbeat is {} old (it sets one every 5m): it has stopped, or cannot reach the API server",
+                    crate::duration::show(std::time::Duration::from_secs(age.max(0) as u64))
+                ));
+            }
+            None => {
+                calico_ready = Some("Unknown".into());
+                reasons = Some("the condition has no heartbeat time".into());
+            }
+            _ => {}
+        }
+    }
     NodeRow {
-        name: n.metadata.name.clone().unwrap_or_default(),
+        name: capped(n.metadata.name.as_deref().unwrap_or_default()),
         calicoctl_win: note(ANNOTATION_TOOL_VERSION),
         calico: note(ANNOTATION_CALICO_VERSION),
-        config_hash: note(ANNOTATION_CONFIG_HASH),
-        ready: condition("Ready").map(|c| c.status.clone()),
-        calico_ready: calico.map(|c| c.status.clone()),
-        reasons: calico
-            .filter(|c| c.status != "True")
-            .and_then(|c| c.message.clone()),
+        config_hash,
+        ready: condition("Ready").map(|c| capped(&c.status)),
+        calico_ready,
+        reasons,
+        heartbeat: heartbeat.map(|t| t.0.to_string()),
+        heartbeat_age_seconds,
+        malformed,
     }
 }
 
 /// What is not as it should be on one node.
 pub fn row_problems(r: &NodeRow, fleet_hash: Option<&str>) -> Vec<String> {
-    let mut out = Vec::new();
+    let name = shown(&r.name);
+    let mut out: Vec<String> = r
+        .malformed
+        .iter()
+        .map(|m| format!("node {name}: {m}"))
+        .collect();
     if r.ready.as_deref() != Some("True") {
-        out.push(format!("node {} is not Ready", r.name));
+        out.push(format!("node {name} is not Ready"));
     }
     match r.calico_ready.as_deref() {
         Some("True") => {}
-        Some(_) => out.push(format!(
-            "Calico on node {} is degraded: {}",
-            r.name,
-            r.reasons.as_deref().unwrap_or("no reason given")
+        Some(status) => out.push(format!(
+            "Calico on node {name} is {}: {}",
+            if status == "Unknown" {
+                "unknown"
+            } else {
+                "degraded"
+            },
+            r.reasons.as_deref().map_or("no reason given".into(), shown)
         )),
         None => out.push(format!(
-            "node {} has no CalicoWindowsReady condition (no CalicoNode of this calicoctl-win runs there)",
-            r.name
+            "node {name} has no CalicoWindowsReady condition (no CalicoNode of this calicoctl-win runs there)"
         )),
     }
     if r.config_hash.as_deref() != fleet_hash {
         out.push(format!(
-            "node {} has {} config, not the fleet's",
-            r.name,
+            "node {name} has {} config, not the fleet's",
             r.config_hash
                 .as_deref()
                 .map_or("no recorded".to_owned(), |h| format!(
@@ -80,21 +161,64 @@ pub fn row_problems(r: &NodeRow, fleet_hash: Option<&str>) -> Vec<String> {
     out
 }
 
-/// The value most items have (the first of equals in sort order), if any.
-pub fn most_common<'a>(items: impl Iterator<Item = &'a str>) -> Option<String> {
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for i in items {
-        *counts.entry(i).or_default() += 1;
+/// Counts of the config hashes seen, to find the fleet's (only well-formed hashes vote).
+#[derive(Debug, Default)]
+pub struct HashVotes(BTreeMap<String, usize>);
+
+impl HashVotes {
+    pub fn add(&mut self, r: &NodeRow) {
+        if let Some(h) = r.config_hash.as_deref().filter(|h| is_hash(h)) {
+            *self.0.entry(h.to_owned()).or_default() += 1;
+        }
     }
-    let best = counts.values().copied().max()?;
-    counts
-        .into_iter()
-        .find(|(_, n)| *n == best)
-        .map(|(k, _)| k.to_owned())
+
+    /// The hash most nodes have (the first of equals in sort order), if any.
+    pub fn most_common(&self) -> Option<String> {
+        let best = self.0.values().copied().max()?;
+        self.0
+            .iter()
+            .find(|(_, n)| **n == best)
+            .map(|(k, _)| k.clone())
+    }
 }
 
-/// `sha256:` and the first 8 hex digits.
+/// `sha256:` and the first 8 hex digits, escaped.
 pub fn short_hash(h: &str) -> String {
     let hex = h.strip_prefix("sha256:").unwrap_or(h);
-    format!("sha256:{}", hex.get(..8).unwrap_or(hex))
+    shown(&format!(
+        "sha256:{}",
+        hex.chars().take(8).collect::<String>()
+    ))
 }
+
+/// A value as a terminal may show it: control characters (escape sequences, newlines that
+/// would forge table lines, carriage returns) written as `\n`, `\x1b`, and at most
+/// `MAX_SHOWN` characters, with an ellipsis when cut.
+pub fn shown(s: &str) -> String {
+    let mut out = String::new();
+    let mut count = 0;
+    for c in s.chars() {
+        let piece = match c {
+            '\n' => "\\n".to_owned(),
+            '\r' => "\\r".to_owned(),
+            '\t' => "\\t".to_owned(),
+            c if c.is_control() || is_bidi_control(c) => format!("\\u{{{:x}}}", c as u32),
+            c => c.to_string(),
+        };
+        count += piece.chars().count();
+        if count > MAX_SHOWN {
+            out.push('…');
+            break;
+        }
+        out.push_str(&piece);
+    }
+    out
+}
+
+/// The Unicode bidirectional controls, which reorder what a terminal shows.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
+}
+
+#[cfg(test)]
+mod tests;

@@ -677,7 +677,6 @@ impl Cluster {
         }
     }
 
-    /// Like `call`, with 404 as `None`.
     /// Lists `api` a page of `PAGE` objects at a time (each page well under the answer cap),
     /// giving each page's items to `each`; `Ok(false)` when the resource does not exist. A
     /// server that keeps sending continue tokens is stopped after `PAGES_CAP` pages.
@@ -685,11 +684,28 @@ impl Cluster {
         &self,
         api: &kube::Api<kube::api::DynamicObject>,
         what: &str,
-        mut each: impl FnMut(Vec<kube::api::DynamicObject>) -> Result<(), E>,
+        each: impl FnMut(Vec<kube::api::DynamicObject>) -> Result<(), E>,
     ) -> Result<bool, E> {
+        let base = kube::api::ListParams::default().limit(PAGE);
+        self.for_each_page_of(api, what, &base, each)
+    }
+
+    /// `for_each_page` of any kind, with `base`'s selectors and page size (`limit`), as
+    /// kubectl pages a list (apimachinery `ListOptions`: `limit`, then `continue`).
+    pub fn for_each_page_of<K, E>(
+        &self,
+        api: &kube::Api<K>,
+        what: &str,
+        base: &kube::api::ListParams,
+        mut each: impl FnMut(Vec<K>) -> Result<(), E>,
+    ) -> Result<bool, E>
+    where
+        K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+        E: From<ClusterError>,
+    {
         let mut token: Option<String> = None;
         for _ in 0..PAGES_CAP {
-            let mut lp = kube::api::ListParams::default().limit(PAGE);
+            let mut lp = base.clone();
             if let Some(t) = &token {
                 lp = lp.continue_token(t);
             }
@@ -710,6 +726,7 @@ impl Cluster {
         .into())
     }
 
+    /// Like `call`, with 404 as `None`.
     pub fn call_opt<T>(
         &self,
         verb: &str,

@@ -53,6 +53,44 @@ pub const ANNOTATION_TOOL_VERSION: &str = "calicoctl-win/version";
 pub const ANNOTATION_CONFIG_HASH: &str = "calicoctl-win/config-hash";
 /// The Node condition CalicoNode keeps (`supervise::condition`) and `fleet status` reads.
 pub const CONDITION_CALICO_READY: &str = "CalicoWindowsReady";
+/// How often CalicoNode sets its condition although the answer is the same (its heartbeat).
+pub const CONDITION_HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(300);
+/// A heartbeat older than this (three missed beats) is a CalicoNode that stopped looking:
+/// `fleet status` shows the condition as Unknown.
+pub const CONDITION_STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(900);
+/// The reason of the condition uninstall leaves: nothing of calicoctl-win runs there.
+pub const REASON_NOT_INSTALLED: &str = "NotInstalled";
+
+/// What uninstall leaves on the node: no calicoctl-win annotations (a merge patch with null
+/// values removes them), and the condition False, `NotInstalled`.
+pub fn forget(c: &Cluster, node: &str) -> Result<(), ClusterError> {
+    let gone: serde_json::Map<String, serde_json::Value> = [
+        ANNOTATION_CALICO_VERSION,
+        ANNOTATION_TOOL_VERSION,
+        ANNOTATION_CONFIG_HASH,
+    ]
+    .into_iter()
+    .map(|k| (k.to_owned(), serde_json::Value::Null))
+    .collect();
+    patch(
+        c,
+        node,
+        &serde_json::json!({ "metadata": { "annotations": gone } }),
+    )?;
+    let now = crate::duration::time_text(crate::duration::now());
+    set_condition(
+        c,
+        node,
+        &serde_json::json!({
+            "type": CONDITION_CALICO_READY,
+            "status": "False",
+            "reason": REASON_NOT_INSTALLED,
+            "message": "calicoctl-win uninstalled Calico for Windows from this node",
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": now,
+        }),
+    )
+}
 
 /// Sets `annotations` on the node (a merge patch: others stay).
 pub fn annotate(
@@ -86,13 +124,22 @@ pub fn set_condition(
     Ok(())
 }
 
-/// The Windows nodes (label `kubernetes.io/os=windows`, which kubelet sets), sorted by name.
-pub fn windows_nodes(c: &Cluster) -> Result<Vec<Node>, ClusterError> {
+/// Windows nodes per page: a Windows Node object is about 12 KB (the images kubelet lists),
+/// so a page is about 1.2 MB, far under the answer cap.
+pub const NODE_PAGE: u32 = 100;
+
+/// Each Windows node (label `kubernetes.io/os=windows`, which kubelet sets), a page at a time
+/// as kubectl reads a long list (`limit`, `continue`): memory holds one page, not the fleet.
+pub fn for_each_windows_node(c: &Cluster, mut each: impl FnMut(&Node)) -> Result<(), ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
-    let lp = kube::api::ListParams::default().labels("kubernetes.io/os=windows");
-    let mut list = c.call("list", "nodes", nodes.list(&lp))?.items;
-    list.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    Ok(list)
+    let lp = kube::api::ListParams::default()
+        .labels("kubernetes.io/os=windows")
+        .limit(NODE_PAGE);
+    c.for_each_page_of(&nodes, "nodes", &lp, |page| {
+        page.iter().for_each(&mut each);
+        Ok::<(), ClusterError>(())
+    })?;
+    Ok(())
 }
 
 pub fn patch(c: &Cluster, node: &str, patch: &serde_json::Value) -> Result<(), ClusterError> {

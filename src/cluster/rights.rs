@@ -76,6 +76,14 @@ pub const INSTALLER: &[Right] = &[
     r(
         Scope::Cluster,
         "",
+        "nodes/status",
+        &["patch"],
+        &[],
+        "uninstall's CalicoWindowsReady condition (NotInstalled)",
+    ),
+    r(
+        Scope::Cluster,
+        "",
         "pods",
         &["list"],
         &[],
@@ -220,18 +228,18 @@ pub fn installer(etcd: bool) -> Vec<Right> {
 pub const FLEET: &[Right] = &[
     INSTALLER[0],  // namespaces
     INSTALLER[1],  // nodes
-    INSTALLER[2],  // pods
-    INSTALLER[3],  // endpointslices
-    INSTALLER[4],  // pods/eviction
-    INSTALLER[5],  // clusterinformations
-    INSTALLER[6],  // felixconfigurations
-    INSTALLER[7],  // ipamconfigs
-    INSTALLER[8],  // ippools
-    INSTALLER[9],  // ipamblocks
-    INSTALLER[10], // servicecidrs
-    INSTALLER[11], // installations
-    INSTALLER[12], // kube-dns
-    INSTALLER[13], // calico-config
+    INSTALLER[3],  // pods
+    INSTALLER[4],  // endpointslices
+    INSTALLER[5],  // pods/eviction
+    INSTALLER[6],  // clusterinformations
+    INSTALLER[7],  // felixconfigurations
+    INSTALLER[8],  // ipamconfigs
+    INSTALLER[9],  // ippools
+    INSTALLER[10], // ipamblocks
+    INSTALLER[11], // servicecidrs
+    INSTALLER[12], // installations
+    INSTALLER[13], // kube-dns
+    INSTALLER[14], // calico-config
 ];
 
 /// The rules of one scope, as Kubernetes writes them.
@@ -354,7 +362,7 @@ mod tests {
         assert!(FLEET.iter().all(
             |r| r.resource != "serviceaccounts/token" && r.group != "rbac.authorization.k8s.io"
         ));
-        assert_eq!(FLEET.len(), INSTALLER.len() - 3);
+        assert_eq!(FLEET.len(), INSTALLER.len() - 4);
     }
 
     #[test]

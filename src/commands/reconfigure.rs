@@ -71,6 +71,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
             journal: journal.as_ref(),
             restart,
             expect_vsid: (config.backend == Backend::Vxlan).then_some(new_net.vni),
+            config_hash: Some(crate::config::fleet_hash(&loaded)),
         },
         installed_services: rec.services.iter().map(|s| s.name.clone()).collect(),
         delete,

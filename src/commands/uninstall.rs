@@ -71,6 +71,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     if let Some(g) = &grant {
         warnings.extend(remove_grant(ctx, g));
     }
+    warnings.extend(forget_node(ctx));
     if !args.purge {
         ctx.printer.text(
             "Uninstalled. HNS networks Calico created stay until the node is drained; 'uninstall --purge' removes them.",
@@ -188,6 +189,46 @@ fn nothing_installed(
     ctx.printer
         .json(&json!({"dry_run": dry_run, "install_root": root, "actions": [], "changed": false}));
     Ok(())
+}
+
+/// The Node no longer says Calico runs there: its calicoctl-win annotations removed and its
+/// `CalicoWindowsReady` condition False, `NotInstalled` (`fleet status` once showed an
+/// uninstalled node as healthy). Without a cluster to ask it is said, and left; a failure is a
+/// warning: the node itself is uninstalled.
+fn forget_node(ctx: &mut Context) -> Option<String> {
+    let node = match ctx.load_config() {
+        Ok(l) => l.config.node.name.to_string(),
+        Err(_) => {
+            let w = "the node's name cannot be read from the config: its calicoctl-win annotations and CalicoWindowsReady condition stay".to_owned();
+            ctx.printer.warn(&w);
+            return Some(w);
+        }
+    };
+    let forgotten = match ctx.connect_cluster() {
+        Ok(Some(c)) => crate::cluster::node::forget(&c, &node).map_err(|e| e.to_string()),
+        Ok(None) => {
+            ctx.printer.text(&format!(
+                "Node {node} keeps its calicoctl-win annotations and CalicoWindowsReady condition (no kubeconfig): 'kubectl annotate node {node} calicoctl-win/version- calicoctl-win/calico-version- calicoctl-win/config-hash-' removes the annotations."
+            ));
+            return None;
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    match forgotten {
+        Ok(()) => {
+            ctx.printer.text(&format!(
+                "Node {node}: calicoctl-win's annotations removed, CalicoWindowsReady False (NotInstalled)."
+            ));
+            None
+        }
+        Err(why) => {
+            let w = format!(
+                "node {node} still says Calico for Windows runs there ({why}): its annotations and CalicoWindowsReady condition stay"
+            );
+            ctx.printer.warn(&w);
+            Some(w)
+        }
+    }
 }
 
 /// `--purge`: the node's grant to renew its token, deleted with the admin kubeconfig; a

@@ -139,6 +139,21 @@ pub fn per_node_settings(path: PathBuf, text: &str) -> Result<Vec<String>, Confi
         .collect())
 }
 
+/// The hash of the fleet-wide configuration (`sha256:` hex): every effective setting and its
+/// value, but the per-node ones (`PER_NODE`) and those read from this host (its name, its
+/// container runtime's directories). Two nodes given one config file get the same hash; any
+/// fleet-wide setting that differs, from the file, a flag, the environment or the cluster,
+/// gives another. What install and reconfigure annotate the Node with (`fleet status`).
+pub fn fleet_hash(loaded: &Loaded) -> String {
+    let listing: String = loaded
+        .shown
+        .iter()
+        .filter(|(key, shown)| !PER_NODE.contains(key) && shown.source != layer::Source::Host)
+        .map(|(key, shown)| format!("{key}={}\n", shown.value))
+        .collect();
+    format!("sha256:{}", crate::files::sha256_hex(listing.as_bytes()))
+}
+
 /// Computes the effective configuration from its inputs, reporting every problem at once.
 pub fn load(inputs: &Inputs) -> Result<Loaded, ConfigError> {
     let file_path = inputs.file.as_ref().map(|(p, _)| p.clone());

@@ -42,6 +42,10 @@ pub struct InstallRecord {
     pub addresses_before: Vec<crate::host::InterfaceAddress>,
     /// The HNS networks Calico creates, by name, which `--purge` deletes.
     pub networks: Vec<String>,
+    /// The hash of the fleet-wide configuration applied (`config::fleet_hash`), which the
+    /// Node is annotated with (absent in records of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_hash: Option<String>,
     /// The settings the Calico network was made with, which cannot change without recreating
     /// it (absent in records of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -232,9 +236,9 @@ pub fn service_logs(host: &dyn Host, dir: &str) -> anyhow::Result<Vec<String>> {
 }
 
 /// The annotations for what an install record says: the Calico release, the version of
-/// calicoctl-win that wrote it, and `sha256:` of the rendered files' paths and checksums (the
-/// configuration as applied; the same config gives the same hash on every node that renders
-/// it alike).
+/// calicoctl-win that wrote it, and the hash of the fleet-wide configuration applied (the same
+/// on every node given the same config: `config::fleet_hash`). A record of an older version
+/// without one gives the hash of its rendered files, as those versions annotated.
 pub fn annotations_for(rec: &InstallRecord) -> std::collections::BTreeMap<String, String> {
     let mut rendered: Vec<(String, &str)> = rec
         .files
@@ -260,7 +264,9 @@ pub fn annotations_for(rec: &InstallRecord) -> std::collections::BTreeMap<String
         ),
         (
             crate::cluster::node::ANNOTATION_CONFIG_HASH,
-            format!("sha256:{}", crate::files::sha256_hex(listing.as_bytes())),
+            rec.config_hash.clone().unwrap_or_else(|| {
+                format!("sha256:{}", crate::files::sha256_hex(listing.as_bytes()))
+            }),
         ),
     ]
     .into_iter()

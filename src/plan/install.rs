@@ -47,6 +47,8 @@ pub struct Inputs<'a> {
     pub expect_vsid: Option<u32>,
     /// The node's grant to renew its token; `None` keeps the previous record's.
     pub renewal: Option<crate::cluster::renewal::Grant>,
+    /// The hash of the fleet-wide configuration (`config::fleet_hash`), kept in the record.
+    pub config_hash: Option<String>,
 }
 
 /// Which running services a change stops and starts again.
@@ -786,6 +788,7 @@ fn record_write(
         routes_before: routes.before.clone(),
         addresses_before: routes.addresses_before.clone(),
         networks: networks(c),
+        config_hash: i.config_hash.clone(),
         network: Some(record::NetworkSettings::of(c)),
         protected,
         renewal: i

@@ -24,6 +24,12 @@ pub use crate::cluster::node::CONDITION_CALICO_READY as CONDITION;
 /// How often CalicoNode looks again.
 pub const EVERY: Duration = Duration::from_secs(60);
 
+/// How often the condition is set although its answer is the same, so that its
+/// `lastHeartbeatTime` says CalicoNode still looks: kubelet's own node status cadence
+/// (`nodeStatusReportFrequency`, 5m by default: kubernetes pkg/kubelet/apis/config/v1beta1
+/// defaults). `fleet status` takes an older heartbeat for a CalicoNode that stopped looking.
+pub use crate::cluster::node::CONDITION_HEARTBEAT as HEARTBEAT;
+
 /// At most this many reasons are named in the condition's message.
 const MAX_REASONS: usize = 10;
 
@@ -34,6 +40,8 @@ pub struct Reporter {
     node: String,
     env: BTreeMap<String, String>,
     last: Option<Vec<String>>,
+    /// When the condition was last set.
+    last_set: Option<Instant>,
     next: Instant,
 }
 
@@ -50,6 +58,7 @@ impl Reporter {
             node: env.get("NODENAME").filter(|n| !n.is_empty())?.clone(),
             env: env.clone(),
             last: None,
+            last_set: None,
             next: Instant::now(),
         })
     }
@@ -75,7 +84,8 @@ impl Reporter {
             }
         };
         let reasons = reasons(host, Some(&cluster), &self.node, &self.root);
-        let Some((ready, changed_state)) = to_set(self.last.as_deref(), &reasons) else {
+        let beat_due = self.last_set.is_none_or(|t| t.elapsed() >= HEARTBEAT);
+        let Some((ready, changed_state)) = to_set(self.last.as_deref(), &reasons, beat_due) else {
             return;
         };
         match crate::cluster::node::set_condition(
@@ -94,6 +104,7 @@ impl Reporter {
                     }
                 ));
                 self.last = Some(reasons);
+                self.last_set = Some(Instant::now());
             }
             Err(e) => log.warn(&format!("cannot set the node's condition {CONDITION}: {e}")),
         }
@@ -116,10 +127,11 @@ impl Reporter {
 }
 
 /// What a look sets, given the reasons last set (`None`: nothing set yet): nothing when they
-/// are the same (no patch every minute on every node); else the status and whether it changed
-/// (a new transition time). A patch that failed set nothing, so the next look sets it again.
-fn to_set(last: Option<&[String]>, reasons: &[String]) -> Option<(bool, bool)> {
-    if last == Some(reasons) {
+/// are the same and no heartbeat is due (no patch every minute on every node); else the status
+/// and whether it changed (a new transition time). A patch that failed set nothing, so the
+/// next look sets it again.
+fn to_set(last: Option<&[String]>, reasons: &[String], beat_due: bool) -> Option<(bool, bool)> {
+    if last == Some(reasons) && !beat_due {
         return None;
     }
     let ready = reasons.is_empty();
@@ -203,15 +215,18 @@ mod tests {
         let felix = vec!["CalicoFelix is Stopped".to_owned()];
         let network = vec!["the HNS network Calico does not exist".to_owned()];
         // The first look sets it, with a transition.
-        assert_eq!(to_set(None, &[]), Some((true, true)));
-        assert_eq!(to_set(None, &felix), Some((false, true)));
+        assert_eq!(to_set(None, &[], true), Some((true, true)));
+        assert_eq!(to_set(None, &felix, true), Some((false, true)));
         // The same answer again: no patch.
-        assert_eq!(to_set(Some(&[]), &[]), None);
-        assert_eq!(to_set(Some(&felix), &felix), None);
+        assert_eq!(to_set(Some(&[]), &[], false), None);
+        assert_eq!(to_set(Some(&felix), &felix, false), None);
+        // ... until the heartbeat is due: set again, no new transition time.
+        assert_eq!(to_set(Some(&[]), &[], true), Some((true, false)));
+        assert_eq!(to_set(Some(&felix), &felix, true), Some((false, false)));
         // Other reasons, still False: set, without a new transition time.
-        assert_eq!(to_set(Some(&felix), &network), Some((false, false)));
+        assert_eq!(to_set(Some(&felix), &network, false), Some((false, false)));
         // Healthy again, or not any more: a transition.
-        assert_eq!(to_set(Some(&felix), &[]), Some((true, true)));
-        assert_eq!(to_set(Some(&[]), &network), Some((false, true)));
+        assert_eq!(to_set(Some(&felix), &[], false), Some((true, true)));
+        assert_eq!(to_set(Some(&[]), &network, false), Some((false, true)));
     }
 }

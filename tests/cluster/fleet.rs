@@ -1042,6 +1042,17 @@ fn fleet_rbac_for_calico_in_kube_system_writes_each_object_once() {
     }
 }
 
+/// Now, as the API server writes a time.
+fn now_text() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    jiff::Timestamp::from_second(secs as i64)
+        .expect("time")
+        .to_string()
+}
+
 /// A Windows node as install annotates it and CalicoNode sets its condition.
 fn annotated(api: &FakeApi, name: &str, hash: &str, calico: Option<(&str, &str)>) {
     let mut node = json!({"apiVersion": "v1", "kind": "Node",
@@ -1056,7 +1067,8 @@ fn annotated(api: &FakeApi, name: &str, hash: &str, calico: Option<(&str, &str)>
             .expect("conditions")
             .push(
                 json!({"type": "CalicoWindowsReady", "status": status, "message": message,
-                "reason": if status == "True" { "CalicoHealthy" } else { "CalicoDegraded" }}),
+                "reason": if status == "True" { "CalicoHealthy" } else { "CalicoDegraded" },
+                "lastHeartbeatTime": now_text()}),
             );
     }
     api.put(&format!("/api/v1/nodes/{name}"), node);
@@ -1124,4 +1136,117 @@ fn fleet_status_lists_every_windows_node_and_names_those_that_differ() {
     let (code, doc) = run();
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["healthy"], true);
+}
+
+fn fleet_status(api: &FakeApi, text: bool) -> (i32, String) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let admin = api.kubeconfig(dir.path(), None);
+    let out = cmd()
+        .args([
+            "fleet",
+            "status",
+            "-o",
+            if text { "text" } else { "json" },
+            "--kubeconfig",
+        ])
+        .arg(&admin)
+        .output()
+        .expect("runs");
+    (
+        out.status.code().expect("code"),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+/// No Windows node at all is no healthy fleet.
+#[test]
+fn no_windows_node_is_not_a_healthy_fleet() {
+    let api = FakeApi::start();
+    let (code, out) = fleet_status(&api, false);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("no Windows nodes"), "{out}");
+}
+
+/// Whoever may patch a node writes what fleet status prints: escape sequences and newlines are
+/// written out in the table, a long message cut, a long cloud name fits its column.
+#[test]
+fn hostile_node_text_is_escaped_in_the_table() {
+    let api = FakeApi::start();
+    let same = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    annotated(
+        &api,
+        "ip-10-0-1-23.us-west-2.compute.internal",
+        same,
+        Some((
+            "False",
+            &format!(
+                "\u{1b}[2Jgone\nwin-9 0.1.0 3.30.2 sha256:aaaaaaaa True True {}",
+                "y".repeat(5000)
+            ),
+        )),
+    );
+    let (code, out) = fleet_status(&api, true);
+    assert_eq!(code, 1, "{out}");
+    assert!(!out.contains('\u{1b}'), "{out}");
+    assert!(
+        !out.lines().any(|l| l.starts_with("win-9")),
+        "a forged table line: {out}"
+    );
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("ip-10-0-1-23.us-west-2.compute.internal "))
+        .expect("the node's row, its name whole");
+    assert!(row.chars().count() < 400, "{row}");
+    assert!(row.contains("\\u{1b}[2Jgone\\nwin-9"), "{row}");
+}
+
+/// Two nodes installed from one config share the fleet's hash, and a fleet of them is healthy;
+/// once one is uninstalled it no longer reads healthy.
+#[test]
+fn two_nodes_from_one_config_share_a_hash_and_an_uninstalled_one_is_not_healthy() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    api.remove("/api/v1/nodes/win-1");
+    let nodes: Vec<crate::support::Node> = ["win-a", "win-b"]
+        .into_iter()
+        .map(|name| {
+            api.put(
+                &format!("/api/v1/nodes/{name}"),
+                json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name,
+                    "labels": {"kubernetes.io/os": "windows"}}, "spec": {}}),
+            );
+            api.set_node_ready(name, "True", "kubelet is posting ready status");
+            crate::support::Node::on(&api)
+                .kubelet(name)
+                .installed()
+                .build()
+        })
+        .collect();
+    let hash = |name: &str| {
+        api.get(&format!("/api/v1/nodes/{name}")).expect("node")["metadata"]["annotations"]
+            ["calicoctl-win/config-hash"]
+            .clone()
+    };
+    assert!(hash("win-a").is_string());
+    assert_eq!(hash("win-a"), hash("win-b"), "one config, one hash");
+    for name in ["win-a", "win-b"] {
+        let mut n = api.get(&format!("/api/v1/nodes/{name}")).expect("node");
+        n["status"]["conditions"]
+            .as_array_mut()
+            .expect("conditions")
+            .push(json!({"type": "CalicoWindowsReady", "status": "True",
+                "reason": "CalicoHealthy", "lastHeartbeatTime": now_text()}));
+        api.put(&format!("/api/v1/nodes/{name}"), n);
+    }
+    let (code, out) = fleet_status(&api, false);
+    assert_eq!(code, 0, "{out}");
+    let (code, _, err) = nodes[1].run(&["uninstall", "--purge"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(hash("win-b").is_null(), "the annotations are removed");
+    let (code, out) = fleet_status(&api, false);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("Calico on node win-b is degraded: calicoctl-win uninstalled"),
+        "{out}"
+    );
 }

@@ -49,6 +49,21 @@ fn lifecycle(api: &FakeApi, kubeconfig: &Path) -> Option<(String, Value)> {
     for args in steps {
         if args[0] == "repair" {
             break_endpoints(api, &node);
+            // A look first (one look never deletes), then the faults have lasted.
+            let out = on_node()
+                .args(["repair", "-o", "json", "--sim-host"])
+                .arg(node.sim())
+                .arg("--kubeconfig")
+                .arg(kubeconfig)
+                .output()
+                .expect("runs");
+            if out.status.code() != Some(0) {
+                return Some((
+                    "repair (the first look)".into(),
+                    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
+                ));
+            }
+            node.age_endpoint_faults(600);
         }
         if args[0] == "reconfigure" {
             api.set_felix_vni(4097);

@@ -71,6 +71,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let change = Change::begin(ctx, host.as_ref(), "install", &root, journal_path)?;
     refuse_network_changes(host.as_ref(), previous.as_ref(), config)?;
     let checked = Checked {
+        config_hash: crate::config::fleet_hash(&loaded),
         want,
         legacy,
         cluster,
@@ -87,6 +88,8 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
 
 /// What the checks found and what is installed: what the plan is made from.
 struct Checked<'h> {
+    /// The hash of the fleet-wide configuration (`config::fleet_hash`).
+    config_hash: String,
     want: release::Want,
     legacy: Vec<crate::host::InstalledService>,
     cluster: ClusterRead,
@@ -145,6 +148,7 @@ fn install(
         restart: plan::install::Restart::All,
         expect_vsid: None,
         renewal: renewal.clone(),
+        config_hash: Some(c.config_hash.clone()),
     };
     let actions = plan::install::plan(host, &inputs)?;
     let version = got.version();

@@ -290,3 +290,38 @@ fn the_kube_proxy_service_needs_a_calico_network() {
     assert!(kp.message.contains("none backend"), "{kp:?}");
     assert!(load(&inputs(None, &[], &[path])).is_ok());
 }
+
+/// Two nodes given one config file get one hash (their names come from their hosts); a
+/// fleet-wide setting that differs, from the file or the cluster, gives another; the node's own
+/// settings in a flag do not count.
+#[test]
+fn two_nodes_from_one_config_share_the_fleet_hash() {
+    let yaml = "vxlan:\n  vni: 4097\n";
+    let node = |hostname: &str, sets: &[&str]| {
+        let mut i = inputs(Some(yaml), &[], sets);
+        i.host = host::HostDefaults {
+            hostname: Some(hostname.into()),
+            ..Default::default()
+        }
+        .layer();
+        fleet_hash(&load(&i).expect("loads"))
+    };
+    let a = node("WIN-A", &[]);
+    assert!(a.starts_with("sha256:") && a.len() == 71, "{a}");
+    assert_eq!(a, node("WIN-B", &[]), "one config, two nodes");
+    assert_eq!(
+        a,
+        node("WIN-C", &["node.ip=10.0.0.9"]),
+        "a node's own address"
+    );
+    assert_ne!(
+        a,
+        node("WIN-A", &["vxlan.vni=4098"]),
+        "a fleet-wide setting"
+    );
+    let mut from_cluster = inputs(Some(yaml), &[], &[]);
+    from_cluster
+        .cluster
+        .insert("service_cidrs", Raw::Scalar("10.96.0.0/16".into()));
+    assert_ne!(a, fleet_hash(&load(&from_cluster).expect("loads")));
+}

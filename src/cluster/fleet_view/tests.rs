@@ -1,0 +1,86 @@
+use super::*;
+
+const HASH: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const NOW: i64 = 1_800_000_000;
+
+fn node(name: &str, hash: &str, status: &str, message: &str, beat_ago: Option<i64>) -> Node {
+    let mut c = serde_json::json!({"type": CONDITION_CALICO_READY, "status": status,
+        "reason": "CalicoDegraded", "message": message});
+    if let Some(ago) = beat_ago {
+        c["lastHeartbeatTime"] = serde_json::json!(crate::duration::time_text(NOW - ago));
+    }
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "annotations": {ANNOTATION_CONFIG_HASH: hash}},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}, c]}
+    }))
+    .expect("node")
+}
+
+/// Anyone who may patch a node's status controls its text: escape sequences and newlines are
+/// written out, a long message cut, and neither can forge a table line.
+#[test]
+fn hostile_node_text_cannot_forge_output() {
+    let forged = "ok\nwin-9                  0.1.0 3.30.2 sha256:aaaaaaaa True True";
+    let r = node_row(
+        &node(
+            "win-1\u{1b}[2J",
+            HASH,
+            "False",
+            &format!("\u{1b}[31m{forged}{}", "x".repeat(5000)),
+            Some(30),
+        ),
+        NOW,
+    );
+    let shown_name = shown(&r.name);
+    assert_eq!(shown_name, "win-1\\u{1b}[2J");
+    let reason = shown(r.reasons.as_deref().expect("reasons"));
+    assert!(
+        !reason.contains('\n') && !reason.contains('\u{1b}'),
+        "{reason}"
+    );
+    assert!(reason.contains("\\n") && reason.ends_with('…'), "{reason}");
+    assert!(reason.chars().count() <= MAX_SHOWN + 1);
+    // JSON keeps the value, capped while it is read.
+    assert_eq!(
+        r.reasons.as_deref().map(|m| m.chars().count()),
+        Some(MAX_TEXT)
+    );
+    for p in row_problems(&r, Some(HASH)) {
+        assert!(!p.contains('\n') && !p.contains('\u{1b}'), "{p}");
+    }
+    assert_eq!(shown("a\u{202e}b"), "a\\u{202e}b", "a bidi override");
+}
+
+/// A hash that is no `sha256:` hex and a status that is not True/False/Unknown are named, and
+/// a malformed hash gets no vote for the fleet's config.
+#[test]
+fn malformed_values_are_flagged() {
+    let r = node_row(&node("win-1", "sha256:zz", "Maybe", "", Some(30)), NOW);
+    assert_eq!(r.malformed.len(), 2, "{:?}", r.malformed);
+    assert_eq!(r.calico_ready.as_deref(), Some("Unknown"));
+    let mut votes = HashVotes::default();
+    votes.add(&r);
+    assert_eq!(votes.most_common(), None);
+    votes.add(&node_row(&node("win-2", HASH, "True", "", Some(30)), NOW));
+    assert_eq!(votes.most_common().as_deref(), Some(HASH));
+    assert!(is_hash(HASH) && !is_hash("sha256:AAAA") && !is_hash(&HASH.to_uppercase()));
+}
+
+/// A condition whose heartbeat is older than three beats is Unknown, with its age: a
+/// CalicoNode that died days ago no longer reads True.
+#[test]
+fn a_stale_heartbeat_is_unknown_with_its_age() {
+    let fresh = node_row(&node("win-1", HASH, "True", "", Some(60)), NOW);
+    assert_eq!(fresh.calico_ready.as_deref(), Some("True"));
+    assert!(row_problems(&fresh, Some(HASH)).is_empty());
+    let stale = node_row(&node("win-1", HASH, "True", "", Some(3 * 86_400)), NOW);
+    assert_eq!(stale.calico_ready.as_deref(), Some("Unknown"));
+    assert_eq!(stale.heartbeat_age_seconds, Some(3 * 86_400));
+    let problems = row_problems(&stale, Some(HASH)).join("; ");
+    assert!(
+        problems.contains("Calico on node win-1 is unknown") && problems.contains("3d"),
+        "{problems}"
+    );
+    let none = node_row(&node("win-1", HASH, "True", "", None), NOW);
+    assert_eq!(none.calico_ready.as_deref(), Some("Unknown"));
+}
