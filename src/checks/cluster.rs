@@ -361,8 +361,10 @@ fn datastore(f: &ClusterFacts, c: &Config) -> Check {
 
 fn rbac(f: &ClusterFacts) -> Check {
     const ID: &str = "rbac";
-    let denied: Vec<String> = f
-        .permissions
+    let Some(permissions) = &f.permissions else {
+        return Check::skip(ID, "the identity's rights were not asked by this command");
+    };
+    let denied: Vec<String> = permissions
         .iter()
         .filter(|p| !p.allowed)
         .map(crate::cluster::facts::Permission::describe)
@@ -372,7 +374,7 @@ fn rbac(f: &ClusterFacts) -> Check {
             ID,
             format!(
                 "the kubeconfig may make every API call install, reconfigure, uninstall and status make ({} access reviews)",
-                f.permissions.len()
+                permissions.len()
             ),
         )
     } else {

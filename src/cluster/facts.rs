@@ -112,7 +112,16 @@ pub struct ClusterFacts {
     pub node_labels: BTreeMap<String, String>,
     /// The pods kubelet schedules on the node at most (`status.capacity.pods`, its maxPods).
     pub node_max_pods: Option<u64>,
-    pub permissions: Vec<Permission>,
+    /// What the identity may do, one access review per right; `None` when not asked (a command
+    /// that does not show the `rbac` check asks nothing: 23 reviews a `status` once).
+    pub permissions: Option<Vec<Permission>>,
+}
+
+/// Whether a read of the cluster asks for the identity's rights (`preflight`, `install`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rights {
+    Ask,
+    Skip,
 }
 
 pub(crate) fn calico(kind: &str, plural: &str) -> ApiResource {
@@ -161,7 +170,7 @@ pub fn etcd_endpoints(c: &Cluster, namespace: &str) -> Result<Vec<String>, Clust
 }
 
 /// Reads the facts; `node` is this node's name.
-pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
+pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, ClusterError> {
     let namespace = calico_namespace(c)?;
     let info = calico_default(c, "ClusterInformation", "clusterinformations")?;
     let etcd_endpoints = etcd_endpoints(c, &namespace)?;
@@ -196,7 +205,14 @@ pub fn gather(c: &Cluster, node: &str) -> Result<ClusterFacts, ClusterError> {
         .as_ref()
         .and_then(|n| n.status.as_ref()?.capacity.as_ref()?.get("pods"))
         .and_then(|q| q.0.parse::<u64>().ok());
-    let permissions = permissions(c, &namespace, datastore.as_deref() == Some("etcdv3"))?;
+    let permissions = match rights {
+        Rights::Ask => Some(permissions(
+            c,
+            &namespace,
+            datastore.as_deref() == Some("etcdv3"),
+        )?),
+        Rights::Skip => None,
+    };
     Ok(ClusterFacts {
         server: c.server.clone(),
         windows_dataplane: windows_dataplane(c)?,

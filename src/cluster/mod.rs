@@ -67,6 +67,13 @@ pub enum ClusterError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// An answer longer than calicoctl-win reads in one (`guard::TooLong`).
+    #[error("the API server {server} answered {what} with more than {} MiB, the most calicoctl-win reads in one answer", .cap >> 20)]
+    TooLarge {
+        server: String,
+        what: String,
+        cap: usize,
+    },
     #[error("the API server {server} did not answer within {}s ({what})", .after.as_secs())]
     Timeout {
         server: String,
@@ -93,6 +100,9 @@ impl ClusterError {
             ClusterError::ExecPlugin { command, .. } => format!(
                 "pass --allow-exec-plugin if {command} may run as administrator on this node; otherwise use a kubeconfig with a token or a client certificate"
             ),
+            ClusterError::TooLarge { what, .. } => format!(
+                "the answer to {what} is larger than calicoctl-win reads at once (long lists are read a page at a time): report it with the command that asked, and how many objects the cluster holds"
+            ),
             ClusterError::BadAnswer { .. } => "the server in the kubeconfig may not be the API server (a proxy or a load balancer answering in its place): check it with 'kubectl --kubeconfig FILE get --raw /version', and HTTPS_PROXY/NO_PROXY".into(),
             ClusterError::Unreachable { .. } | ClusterError::Timeout { .. } => {
                 "check the server address in the kubeconfig, the network path to it, and HTTPS_PROXY/NO_PROXY (or the WinHTTP proxy: netsh winhttp show proxy); the CA in the kubeconfig must sign the server's certificate".into()
@@ -103,6 +113,9 @@ impl ClusterError {
             ClusterError::Api { code: 403, verb, resource, .. } => format!(
                 "the identity in the kubeconfig may not {verb} {resource}; grant it in a ClusterRole (check with 'kubectl auth can-i {verb} {resource}')"
             ),
+            ClusterError::Api { code: 429, .. } => {
+                "the API server is overloaded (429 Too Many Requests) or its priority and fairness limits refused this client: run the command again in a minute".into()
+            }
             ClusterError::Api { code: 404, resource, .. } => {
                 format!("{resource} does not exist: is Calico installed in this cluster, and is this the right cluster?")
             }
@@ -114,6 +127,25 @@ impl ClusterError {
     pub fn is_not_found(&self) -> bool {
         matches!(self, ClusterError::Api { code: 404, .. })
     }
+}
+
+/// The first cause of `e` of type `T`.
+fn cause_of<T: std::error::Error + 'static>(e: &kube::Error) -> Option<&T> {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(t) = c.downcast_ref::<T>() {
+            return Some(t);
+        }
+        cause = c.source();
+    }
+    None
+}
+
+/// Whether kube's error is a wait that ran out: the client's read or connect timeout
+/// (`read_timeout`, `connect_timeout`, which hyper-timeout reports as an I/O `TimedOut`), not
+/// a server that cannot be reached.
+fn is_timeout(e: &kube::Error) -> bool {
+    cause_of::<std::io::Error>(e).is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
 }
 
 /// Whether kube's error is an answer that came but cannot be used (not JSON, too long, not
@@ -655,6 +687,16 @@ impl Cluster {
                 after: CALL_TIMEOUT,
             }),
             Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) if is_timeout(&e) => Err(ClusterError::Timeout {
+                server: self.server.clone(),
+                what: format!("{verb} {resource}"),
+                after: CALL_TIMEOUT,
+            }),
+            Ok(Err(e)) if cause_of::<guard::TooLong>(&e).is_some() => Err(ClusterError::TooLarge {
+                server: self.server.clone(),
+                what: format!("{verb} {resource}"),
+                cap: cause_of::<guard::TooLong>(&e).map_or(0, |t| t.cap),
+            }),
             Ok(Err(kube::Error::Api(status))) => Err(ClusterError::Api {
                 server: self.server.clone(),
                 verb: verb.to_owned(),
@@ -750,7 +792,7 @@ impl crate::error::Diagnose for ClusterError {
                 Kind::BadKubeconfig
             }
             Self::Unreachable { .. } => Kind::ClusterUnreachable,
-            Self::BadAnswer { .. } => Kind::ClusterBadAnswer,
+            Self::BadAnswer { .. } | Self::TooLarge { .. } => Kind::ClusterBadAnswer,
             Self::Timeout { .. } => Kind::ClusterTimeout,
             Self::Api { .. } => Kind::ClusterRefused,
         };
@@ -761,9 +803,10 @@ impl crate::error::Diagnose for ClusterError {
             | Self::Kubeconfig { .. }
             | Self::ExecPlugin { .. }
             | Self::ExpiredToken { .. } => crate::error::Exit::Usage,
-            Self::Unreachable { .. } | Self::Api { .. } | Self::BadAnswer { .. } => {
-                crate::error::Exit::Failed
-            }
+            Self::Unreachable { .. }
+            | Self::Api { .. }
+            | Self::BadAnswer { .. }
+            | Self::TooLarge { .. } => crate::error::Exit::Failed,
         };
         Some(crate::error::Diagnosis {
             exit,
@@ -829,5 +872,54 @@ mod on_host_tests {
             crate::error::chain(&err)
         );
         assert!(OnHost::read(r"C:\k\none", &read).expect("read").is_none());
+    }
+}
+
+#[cfg(test)]
+mod answer_tests {
+    use super::*;
+
+    /// A client read or connect timeout (hyper-timeout reports an I/O `TimedOut`) is a wait that
+    /// ran out (`cluster-timeout`, exit 4), not an unreachable server.
+    #[test]
+    fn a_read_timeout_is_a_timeout() {
+        let timed_out = kube::Error::Service(Box::new(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "read timed out",
+        )));
+        assert!(is_timeout(&timed_out));
+        let refused = kube::Error::Service(Box::new(std::io::Error::from(
+            std::io::ErrorKind::ConnectionRefused,
+        )));
+        assert!(!is_timeout(&refused));
+        let too_long = kube::Error::Service(Box::new(guard::TooLong { cap: 8 << 20 }));
+        assert_eq!(
+            cause_of::<guard::TooLong>(&too_long).map(|t| t.cap),
+            Some(8 << 20)
+        );
+    }
+
+    /// A 429 and an answer over the cap have their own words, not the proxy or CA hint.
+    #[test]
+    fn an_overload_and_an_over_cap_answer_say_what_they_are() {
+        let server = "https://10.0.0.1:6443".to_owned();
+        let busy = ClusterError::Api {
+            server: server.clone(),
+            verb: "list".into(),
+            resource: "pods".into(),
+            code: 429,
+            message: "Too Many Requests".into(),
+        };
+        assert!(busy.hint().contains("overloaded"), "{}", busy.hint());
+        let big = ClusterError::TooLarge {
+            server,
+            what: "list nodes".into(),
+            cap: 8 << 20,
+        };
+        assert!(big.to_string().contains("more than 8 MiB"), "{big}");
+        assert!(!big.hint().contains("proxy"), "{}", big.hint());
+        for e in [&busy, &big] {
+            assert!(!e.hint().contains("HTTPS_PROXY"), "{}", e.hint());
+        }
     }
 }

@@ -94,9 +94,10 @@ fn with_cluster(
         (base, json!({"read": false, "reason": "--offline"}))
     } else {
         let node = base.config.node.name.to_string();
-        let read = ctx
-            .connect_cluster()
-            .and_then(|c| c.map(|c| facts::gather(&c, &node)).transpose());
+        let read = ctx.connect_cluster().and_then(|c| {
+            c.map(|c| facts::gather(&c, &node, facts::Rights::Skip))
+                .transpose()
+        });
         match read {
             Ok(Some(f)) => (
                 ctx.load_config_with(f.settings())?,

@@ -63,7 +63,7 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let base = ctx.load_config()?;
     let snapshot = checks::host::snapshot(host.as_ref());
     let node = base.config.node.name.to_string();
-    let mut cluster = read_cluster(args.offline, ctx, &node)?;
+    let mut cluster = read_cluster(args.offline, ctx, &node, facts::Rights::Ask)?;
     let mut loaded = with_cluster(ctx, &cluster, base)?;
 
     let mut fixes = Vec::new();
@@ -72,7 +72,7 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
     {
         fixes = fix::plan(f, loaded.config.backend);
         if apply_fixes(ctx, c, &fixes)? {
-            **f = facts::gather(c, &node)?;
+            **f = facts::gather(c, &node, facts::Rights::Ask)?;
             loaded = with_cluster(ctx, &cluster, loaded)?;
         }
     }
@@ -142,6 +142,7 @@ pub(crate) fn read_cluster(
     offline: bool,
     ctx: &mut Context,
     node: &str,
+    rights: facts::Rights,
 ) -> Result<ClusterRead, ClusterError> {
     if offline {
         return Ok(ClusterRead::Skipped("skipped with --offline"));
@@ -150,7 +151,7 @@ pub(crate) fn read_cluster(
         Ok(None) => ClusterRead::Skipped(
             "no admin kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config or C:\\k\\config)",
         ),
-        Ok(Some(c)) => match facts::gather(&c, node) {
+        Ok(Some(c)) => match facts::gather(&c, node, rights) {
             Ok(f) => ClusterRead::Read(Box::new(c), Box::new(f)),
             Err(e) => ClusterRead::Failed(e),
         },

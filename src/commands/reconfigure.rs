@@ -23,7 +23,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host_to_change("reconfigure")?;
     let base = ctx.load_config()?;
     let node_name = base.config.node.name.to_string();
-    let cluster = read_cluster(false, ctx, &node_name)?;
+    let cluster = read_cluster(false, ctx, &node_name, crate::cluster::facts::Rights::Skip)?;
     let loaded = with_cluster(ctx, &cluster, base)?;
     let config = &loaded.config;
     let root = crate::plan::install::install_root(config);

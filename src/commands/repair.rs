@@ -44,7 +44,7 @@ fn target(ctx: &mut Context, host: &dyn Host) -> anyhow::Result<Target> {
         .of_kind(crate::error::Kind::NotInstalled)
         .into());
     }
-    let cluster = read_cluster(false, ctx, &node)?;
+    let cluster = read_cluster(false, ctx, &node, crate::cluster::facts::Rights::Skip)?;
     let cluster = match cluster {
         ClusterRead::Read(c, _) => c,
         ClusterRead::Skipped(why) => {

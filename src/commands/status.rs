@@ -33,7 +33,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let cluster = if args.offline {
         ClusterRead::Skipped("skipped with --offline")
     } else {
-        read_cluster(false, ctx, &node_name)?
+        read_cluster(false, ctx, &node_name, crate::cluster::facts::Rights::Skip)?
     };
     let loaded = with_cluster(ctx, &cluster, base)?;
     let config = &loaded.config;
@@ -444,6 +444,16 @@ fn networks(
     Ok(networks)
 }
 
+/// Whether a cluster read in `e`'s chain timed out.
+fn is_cluster_timeout(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<crate::cluster::ClusterError>(),
+            Some(crate::cluster::ClusterError::Timeout { .. })
+        )
+    })
+}
+
 /// The Calico network's endpoints judged against the pods (with the cluster), by the one survey
 /// `repair` makes too: each fault seen for longer than the grace period is a problem, named
 /// with its pod and why; a suspect one is shown.
@@ -465,7 +475,17 @@ fn endpoints(
         remote: endpoints::Remote::Ask,
         ageing: endpoints::Ageing::Read,
     };
-    let judged = endpoints::survey_calico(h, &how)?.unwrap_or_default();
+    // A read that fails (the pods, the EndpointSlices) is a problem in the report, not its end.
+    let judged = match endpoints::survey_calico(h, &how) {
+        Ok(judged) => judged.unwrap_or_default(),
+        // A wait that ran out is the command's end, as everywhere: cluster-timeout, exit 4.
+        Err(e) if is_cluster_timeout(&e) => return Err(e),
+        Err(e) => {
+            r.problems
+                .push(format!("the HNS endpoints cannot be judged: {e:#}"));
+            Vec::new()
+        }
+    };
     for j in &judged {
         if j.verdict.is_fault() {
             r.problems.push(format!(
@@ -562,16 +582,25 @@ fn node(
     };
     let ready = drain::readiness(c, node_name)?;
     let cordoned = drain::is_cordoned(c, node_name)?;
-    let pods: Vec<String> = drain::pods_on(c, node_name)?
-        .iter()
-        .map(|p| {
-            format!(
-                "{}/{}",
-                p.metadata.namespace.as_deref().unwrap_or_default(),
-                p.metadata.name.as_deref().unwrap_or_default()
-            )
-        })
-        .collect();
+    // The pods not read is a problem of the report, not its end.
+    let pods: Vec<String> = match drain::pods_on(c, node_name) {
+        Ok(list) => list
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}/{}",
+                    p.metadata.namespace.as_deref().unwrap_or_default(),
+                    p.metadata.name.as_deref().unwrap_or_default()
+                )
+            })
+            .collect(),
+        Err(e @ crate::cluster::ClusterError::Timeout { .. }) => return Err(e.into()),
+        Err(e) => {
+            r.problems
+                .push(format!("the pods on node {node_name} cannot be read: {e}"));
+            Vec::new()
+        }
+    };
     if let Err(why) = &ready {
         r.problems
             .push(format!("node {node_name} is not Ready: {why}"));

@@ -395,10 +395,6 @@ pub fn age(judged: &mut [Judged], seen: &seen::Seen, now: i64, grace: Duration) 
     }
 }
 
-/// At most this many of another host's addresses are looked up in the cluster per survey (one
-/// list call each); the rest are `unchecked`.
-pub const MAX_REMOTE_LOOKUPS: usize = 256;
-
 /// Whether a survey asks the cluster about another host's endpoints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Remote {
@@ -475,7 +471,8 @@ pub fn survey_calico(
 }
 
 /// For another host's endpoints: whether kube-proxy runs here (they are its own), else which
-/// addresses an EndpointSlice or a pod has.
+/// addresses an EndpointSlice or a pod has: one read of each, a page at a time, however many
+/// endpoints there are.
 fn remote_evidence(
     host: &dyn crate::host::Host,
     c: &Cluster,
@@ -506,22 +503,21 @@ fn remote_evidence(
         // No EndpointSlices served: no evidence, nothing is called stale.
         return Ok((BTreeMap::new(), false));
     };
-    let mut out = BTreeMap::new();
-    let mut lookups = 0;
-    for ip in ips {
-        if sliced.contains(&ip) {
-            out.insert(ip, true);
-            continue;
-        }
-        if lookups >= MAX_REMOTE_LOOKUPS {
-            continue;
-        }
-        lookups += 1;
-        let Ok(addr) = ip.parse() else { continue };
-        let used = pods::ip_in_use(c, addr).context("cannot read the pods")?;
-        out.insert(ip, used);
-    }
-    Ok((out, false))
+    let rest: std::collections::BTreeSet<String> = ips.difference(&sliced).cloned().collect();
+    let pods = if rest.is_empty() {
+        Default::default()
+    } else {
+        pods::addresses_in_use(c, &rest).context("cannot read the pods")?
+    };
+    Ok((
+        ips.into_iter()
+            .map(|ip| {
+                let used = sliced.contains(&ip) || pods.contains(&ip);
+                (ip, used)
+            })
+            .collect(),
+        false,
+    ))
 }
 
 pub mod seen;

@@ -44,7 +44,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
 
     // Checks: host, then cluster; nothing changes when one blocks.
     let node_name = base.config.node.name.to_string();
-    let cluster = read_cluster(false, ctx, &node_name)?;
+    let cluster = read_cluster(false, ctx, &node_name, crate::cluster::facts::Rights::Ask)?;
     let (loaded, etcd_files) = merged_config(ctx, &cluster, base)?;
     let config = &loaded.config;
 
