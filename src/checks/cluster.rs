@@ -105,6 +105,15 @@ fn calico_version(f: &ClusterFacts) -> Check {
         Some(v) if version(v).is_some_and(|x| x >= (3, 12)) => {
             Check::pass(ID, format!("Calico {v} on {}", f.server))
         }
+        // "master", a build's own tag, empty: not a release, so no release to compare.
+        Some(v) if version(v).is_none() => Check::warn(
+            ID,
+            format!(
+                "the cluster's Calico version {:?} is no release version: which Windows fixes it has is unknown",
+                crate::cluster::fleet_view::shown(v)
+            ),
+            "install a Calico release on the cluster, or pass --calico-version for the Windows release to install",
+        ),
         Some(v) => Check::fail(
             ID,
             format!("Calico {v} is older than 3.12, the first release that supports Windows nodes"),

@@ -40,9 +40,10 @@ pub(crate) fn check_skips(skip: &[String]) -> Result<(), UsageError> {
         Some(bad) => Err(UsageError::new(
             format!("--skip {bad}: there is no check with that id"),
             format!(
-                "check ids: {}, {}",
+                "check ids: {}, {}, {}",
                 checks::host::IDS.join(", "),
-                checks::cluster::IDS.join(", ")
+                checks::cluster::IDS.join(", "),
+                checks::known_issues::ID
             ),
         )),
         None => Ok(()),
@@ -253,4 +254,25 @@ fn causes(e: &dyn std::error::Error) -> String {
         cur = c.source();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    /// `--skip`'s hint lists every id `--skip` takes, `known-issues` too: each one it names is
+    /// one it accepts.
+    #[test]
+    fn the_skip_hint_names_every_valid_id() {
+        let err = super::check_skips(&["nope".into()]).expect_err("unknown");
+        let hint = err.hint.clone().expect("a hint");
+        assert!(hint.contains(crate::checks::known_issues::ID), "{hint}");
+        let ids: Vec<String> = hint
+            .trim_start_matches("check ids: ")
+            .split(", ")
+            .map(str::to_owned)
+            .collect();
+        assert!(ids.len() > 10, "{ids:?}");
+        for id in ids {
+            assert!(super::check_skips(&[id.clone()]).is_ok(), "{id}");
+        }
+    }
 }

@@ -172,6 +172,27 @@ fn the_datastore_must_match_and_calico_must_be_installed() {
         "{}",
         run.text("datastore")
     );
+    // A version that is no release ("master", empty) is unknown, not "older than 3.12".
+    for unreadable in ["master", ""] {
+        let api = FakeApi::start();
+        api.healthy_calico();
+        let path = format!("{CRD}/clusterinformations/default");
+        let mut info = api.get(&path).expect("info");
+        info["spec"]["calicoVersion"] = serde_json::json!(unreadable);
+        api.put(&path, info);
+        let run = preflight(&api, None, &[]);
+        assert_eq!(
+            run.verdicts["calico-version"],
+            "warn",
+            "{unreadable:?}: {}",
+            run.text("calico-version")
+        );
+        assert!(
+            !run.text("calico-version").contains("older than"),
+            "{}",
+            run.text("calico-version")
+        );
+    }
     let bare = FakeApi::start();
     let run = preflight(&bare, None, &[]);
     assert_eq!(run.verdicts["calico-version"], "fail");
