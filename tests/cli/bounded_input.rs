@@ -164,7 +164,7 @@ fn hostile_answers_are_named_for_what_they_are_and_an_endless_one_ends_at_the_ca
         let (kind, says) = match answer {
             Answer::Endless => (
                 "cluster-bad-answer",
-                "longer than 8 MiB, the most calicoctl-win reads",
+                "with more than 8 MiB, the most calicoctl-win reads in one answer",
             ),
             Answer::Html => (
                 "cluster-bad-answer",
