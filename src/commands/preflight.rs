@@ -272,7 +272,10 @@ mod tests {
             .collect();
         assert!(ids.len() > 10, "{ids:?}");
         for id in ids {
-            assert!(super::check_skips(std::slice::from_ref(&id)).is_ok(), "{id}");
+            assert!(
+                super::check_skips(std::slice::from_ref(&id)).is_ok(),
+                "{id}"
+            );
         }
     }
 }

@@ -289,14 +289,31 @@ fn node_plan(
         });
     }
     if need.recreate && args.drain.is_none() {
-        return Err(UsageError::new(
+        let drain = UsageError::new(
             format!(
                 "this change needs the Calico HNS network made again ({}), which disconnects every pod on node {node_name}",
                 need.changes.join("; ")
             ),
             "pass --drain to cordon and drain the node around it (--dry-run shows the pods it would evict)",
         )
-        .of_kind(crate::error::Kind::NeedsDrain)
+        .of_kind(crate::error::Kind::NeedsDrain);
+        // Every refusal at once: a drain would not get past a VNI the cluster does not use.
+        let vni = match &cluster {
+            ClusterRead::Read(_, facts) => vni_refusal(args, config, facts, need),
+            _ => None,
+        };
+        return Err(match vni {
+            Some(v) => UsageError {
+                message: format!("{}; and {}", v.message, drain.message),
+                hint: Some(format!(
+                    "{}; then {}",
+                    v.hint.unwrap_or_default(),
+                    drain.hint.unwrap_or_default()
+                )),
+                kind: v.kind,
+            },
+            None => drain,
+        }
         .into());
     }
     let (c, facts) = connected(cluster, node_name)?;
@@ -365,13 +382,26 @@ fn check_vni(
     facts: &crate::cluster::facts::ClusterFacts,
     need: &Need<'_>,
 ) -> anyhow::Result<()> {
+    match vni_refusal(args, config, facts, need) {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
+}
+
+/// The refusal of a new VNI the cluster's Felix does not use, if it is one.
+fn vni_refusal(
+    args: &ReconfigureArgs,
+    config: &crate::config::Config,
+    facts: &crate::cluster::facts::ClusterFacts,
+    need: &Need<'_>,
+) -> Option<UsageError> {
     if config.backend == Backend::Vxlan
         && need.recreate
         && let Some(cluster_vni) = facts.felix.vxlan_vni
         && cluster_vni != need.vni
         && !args.allow_vni_mismatch
     {
-        return Err(UsageError::new(
+        return Some(UsageError::new(
             format!(
                 "VNI {} differs from the cluster's FelixConfiguration vxlanVNI {cluster_vni}: this node could not reach pods on the other nodes",
                 need.vni
@@ -381,10 +411,9 @@ fn check_vni(
                 need.vni
             ),
         )
-        .of_kind(crate::error::Kind::VniMismatch)
-        .into());
+        .of_kind(crate::error::Kind::VniMismatch));
     }
-    Ok(())
+    None
 }
 
 /// The drain step, with the pods it evicts as JSON; refused (nothing changed) when a pod

@@ -449,13 +449,27 @@ impl crate::error::Diagnose for ConfigError {
                 f.display()
             ),
             Self::Invalid { file: None, .. } => "override settings with --set KEY=VALUE, or write them in a file passed with --config; docs/configuration.md lists every key".into(),
-            Self::Read { .. } => "pass an existing file with --config, or leave --config out to use the built-in defaults".into(),
+            Self::Read { source, .. } => read_hint(source),
         };
         let kind = match self {
             Self::Invalid { .. } => crate::error::Kind::InvalidConfig,
             Self::Read { .. } => crate::error::Kind::ConfigUnreadable,
         };
         crate::error::Diagnosis::new(crate::error::Exit::Usage, kind, hint)
+    }
+}
+
+/// What to do about a config file that cannot be read, by why: missing, not UTF-8 (PowerShell
+/// 5's `>` and `Out-File` write UTF-16), too large or not a file, or refused.
+fn read_hint(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "pass an existing file with --config, or leave --config out to use the built-in defaults".into(),
+        std::io::ErrorKind::InvalidData => "save it as UTF-8 (in Windows PowerShell 5: Set-Content -Encoding utf8, or Out-File -Encoding utf8; '>' writes UTF-16)".into(),
+        std::io::ErrorKind::InvalidInput if text.contains("larger than") => "a config is a few KB: pass the calico-windows.yaml itself with --config, not another file".into(),
+        std::io::ErrorKind::InvalidInput => "pass a regular file with --config, not a directory, pipe or device".into(),
+        std::io::ErrorKind::PermissionDenied => "run from an elevated PowerShell, or give Administrators read access to the file".into(),
+        _ => "check the file and its access list, then pass it with --config".into(),
     }
 }
 

@@ -866,3 +866,28 @@ fn reconfigure_refuses_a_node_name_kubelet_does_not_use() {
     assert_eq!(doc["blocking"], json!(["node-name"]), "{doc}");
     assert_eq!(fs_err::read(&env).ok(), before, "NODENAME was rewritten");
 }
+
+/// Every refusal at once: a VNI the cluster's Felix does not use and a change that needs a
+/// drain are both said, not the drain first and the VNI only once --drain is added.
+#[test]
+fn a_vni_mismatch_and_a_missing_drain_are_refused_together() {
+    let n = installed();
+    n.api().set_felix_vni(4096);
+    let before = snapshot(&n.sim());
+    let (code, doc, err) = n.reconfigure(VNI_4097);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(doc["error"]["kind"], "vni-mismatch", "{doc}");
+    let message = doc["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("differs from the cluster's FelixConfiguration")
+            && message.contains("needs the Calico HNS network made again"),
+        "{message}"
+    );
+    assert!(
+        doc["error"]["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("--drain") && h.contains("vxlanVNI")),
+        "{doc}"
+    );
+    assert_same(&snapshot(&n.sim()), &before, "refused");
+}

@@ -325,3 +325,47 @@ fn two_nodes_from_one_config_share_the_fleet_hash() {
         .insert("service_cidrs", Raw::Scalar("10.96.0.0/16".into()));
     assert_ne!(a, fleet_hash(&load(&from_cluster).expect("loads")));
 }
+
+/// A config file that exists but cannot be used is not told to "pass an existing file": the
+/// hint follows why (not UTF-8, too large); an alias bomb says what was refused, not the YAML
+/// library's debug text.
+#[test]
+fn an_unusable_config_file_gets_the_hint_for_its_fault() {
+    use crate::error::Diagnose;
+    let dir = tempfile::tempdir().expect("dir");
+    let hint_for = |name: &str, bytes: &[u8]| {
+        let path = dir.path().join(name);
+        fs_err::write(&path, bytes).expect("write");
+        let err = read_file(Some(&path)).expect_err("unreadable");
+        err.diagnose().and_then(|d| d.hint).unwrap_or_default()
+    };
+    let utf16 = hint_for("utf16.yaml", b"\xff\xfeb\0a\0");
+    assert!(
+        utf16.contains("UTF-8") && !utf16.contains("existing"),
+        "{utf16}"
+    );
+    let big = hint_for(
+        "big.yaml",
+        &vec![b'#'; (crate::files::SMALL_FILE_CAP + 1) as usize],
+    );
+    assert!(big.contains("a config is a few KB"), "{big}");
+    let missing = read_file(Some(&dir.path().join("nope.yaml"))).expect_err("missing");
+    let hint = missing.diagnose().and_then(|d| d.hint).unwrap_or_default();
+    assert!(hint.contains("pass an existing file"), "{hint}");
+
+    let mut bomb = String::from("a: &a [x, x, x, x, x, x, x, x, x]\n");
+    for (i, name) in ["b", "c", "d", "e", "f", "g", "h"].iter().enumerate() {
+        let prev = ["a", "b", "c", "d", "e", "f", "g"][i];
+        bomb.push_str(&format!(
+            "{name}: &{name} [{}]\n",
+            vec![format!("*{prev}"); 9].join(", ")
+        ));
+    }
+    let (_, problems) = file::parse(&bomb);
+    let text = format!("{problems:?}");
+    assert!(
+        text.contains("expands to more than any config holds"),
+        "{text}"
+    );
+    assert!(!text.contains("budget breached"), "{text}");
+}
