@@ -53,8 +53,9 @@ pub struct Suggestion {
     pub rewrite: Option<Vec<Value>>,
 }
 
-/// The policy's row, from what it renders on one endpoint and the Windows endpoints it reaches.
-pub fn row(p: &Policy, rendered: &render::Rendered, applies_to: u64) -> Row {
+/// The policy's row, from what it renders on one endpoint, the Windows endpoints it applies to
+/// and those Felix programs it on (`programmed`), which its figures count.
+pub fn row(p: &Policy, rendered: &render::Rendered, applies_to: u64, programmed: u64) -> Row {
     Row {
         api_version: p.api_version.clone(),
         kind: p.kind.clone(),
@@ -62,8 +63,8 @@ pub fn row(p: &Policy, rendered: &render::Rendered, applies_to: u64) -> Row {
         name: p.name.clone(),
         tier: p.tier.clone(),
         applies_to,
-        hns_acls: applies_to.saturating_mul(rendered.acls),
-        address_pairs: applies_to.saturating_mul(rendered.pairs),
+        hns_acls: programmed.saturating_mul(rendered.acls),
+        address_pairs: programmed.saturating_mul(rendered.pairs),
     }
 }
 
@@ -197,7 +198,7 @@ fn split(
         };
         let rendered = render::policy(renderer, &policy);
         let applies_to = renderer.matched(&policy.applies).windows;
-        let row = row(&policy, &rendered, applies_to);
+        let row = row(&policy, &rendered, applies_to, applies_to);
         after.hns_acls = after.hns_acls.saturating_add(row.hns_acls);
         after.address_pairs = after.address_pairs.saturating_add(row.address_pairs);
     }

@@ -329,20 +329,22 @@ pub fn lint(c: &Collected, release: felix::Release) -> Result<Report, PolicyErro
         release,
     };
     let applies = render::applies(&eps, &c.policies);
+    let assembled = render::endpoints(&eps, &cluster, &applies);
     let mut policies = Vec::with_capacity(c.policies.len());
     let mut findings = Vec::new();
-    for ((p, r), classes) in c.policies.iter().zip(&rendered).zip(&applies) {
+    for (i, ((p, r), classes)) in c.policies.iter().zip(&rendered).zip(&applies).enumerate() {
         let windows = if cluster.reaches_workloads(p) {
             classes.iter().map(|&k| eps.classes[k].windows).sum()
         } else {
             0
         };
-        let row = cost::row(p, r, windows);
+        // The figures are what Felix programs: none where it loses the policy.
+        let row = cost::row(p, r, windows, assembled.programmed[i]);
         findings.extend(cost::findings(&mut renderer, p, &row)?);
         policies.push(row);
     }
-    let (mut endpoints, lost) = render::endpoints(&eps, &cluster, &applies);
-    findings.extend(lost.iter().map(|l| lost_finding(c, l)));
+    let mut endpoints = assembled.endpoints;
+    findings.extend(assembled.lost.iter().map(|l| lost_finding(c, l)));
     endpoints.truncate(WORST_ENDPOINTS);
     let key = |e: &cost::Row| {
         (

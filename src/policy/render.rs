@@ -153,13 +153,19 @@ pub fn applies(eps: &Endpoints, policies: &[Policy]) -> Vec<std::rc::Rc<Vec<usiz
         .collect()
 }
 
+/// What `endpoints` finds: each Windows endpoint class's ACL list, what Felix loses on the
+/// way, and for each policy the Windows endpoints Felix programs it on (fewer than it applies
+/// to where it is lost: after a staged policy in its tier, in a tier never reached, in a tier
+/// a release renders no policy of).
+pub struct Assembled {
+    pub endpoints: Vec<EndpointAcls>,
+    pub lost: Vec<Lost>,
+    pub programmed: Vec<u64>,
+}
+
 /// Every Windows endpoint class's ACL list and what Felix loses on the way; `applies` holds
 /// each policy's classes.
-pub fn endpoints(
-    eps: &Endpoints,
-    c: &Cluster,
-    applies: &[std::rc::Rc<Vec<usize>>],
-) -> (Vec<EndpointAcls>, Vec<Lost>) {
+pub fn endpoints(eps: &Endpoints, c: &Cluster, applies: &[std::rc::Rc<Vec<usize>>]) -> Assembled {
     let mut per_class: Vec<Vec<usize>> = vec![Vec::new(); eps.classes.len()];
     for i in c.sorted() {
         for &k in applies[i].iter() {
@@ -168,6 +174,7 @@ pub fn endpoints(
     }
     let mut lost: BTreeMap<(&'static str, Option<usize>, String), Lost> = BTreeMap::new();
     let mut out = Vec::new();
+    let mut programmed = vec![0_u64; c.policies.len()];
     for (k, class) in eps
         .classes
         .iter()
@@ -176,7 +183,11 @@ pub fn endpoints(
     {
         let name = class.example.clone().unwrap_or_default();
         let mut found = Vec::new();
-        let one = assemble(c, &per_class[k], &mut found);
+        let mut on_it = std::collections::BTreeSet::new();
+        let one = assemble(c, &per_class[k], &mut found, &mut on_it);
+        for i in on_it {
+            programmed[i] = programmed[i].saturating_add(class.windows);
+        }
         for mut f in found {
             let entry = lost
                 .entry((f.code, f.policy, f.tier.clone()))
@@ -212,11 +223,21 @@ pub fn endpoints(
             .cmp(&a.hns_acls)
             .then(a.endpoint.cmp(&b.endpoint))
     });
-    (out, lost.into_values().collect())
+    Assembled {
+        endpoints: out,
+        lost: lost.into_values().collect(),
+        programmed,
+    }
 }
 
-/// One endpoint's list from the policies that apply to it (in Felix's order).
-fn assemble(c: &Cluster, applying: &[usize], found: &mut Vec<Lost>) -> EndpointAcls {
+/// One endpoint's list from the policies that apply to it (in Felix's order); the policies
+/// Felix programs on it go into `programmed`.
+fn assemble(
+    c: &Cluster,
+    applying: &[usize],
+    found: &mut Vec<Lost>,
+    programmed: &mut std::collections::BTreeSet<usize>,
+) -> EndpointAcls {
     // workload.Tiers: the tiers with a policy for the endpoint, in order; `applying` is in
     // Felix's order, so each tier's policies are one run of it.
     let mut runs: Vec<(&str, &[usize])> = Vec::new();
@@ -244,8 +265,8 @@ fn assemble(c: &Cluster, applying: &[usize], found: &mut Vec<Lost>) -> EndpointA
     } else {
         &runs[..runs.len().min(1)]
     };
-    let ingress = direction(c, rendered, Direction::Ingress, found);
-    let egress = direction(c, rendered, Direction::Egress, found);
+    let ingress = direction(c, rendered, Direction::Ingress, found, programmed);
+    let egress = direction(c, rendered, Direction::Egress, found, programmed);
     // The node-to-endpoint allow and one host ACL per direction.
     let fixed = 3;
     EndpointAcls {
@@ -270,7 +291,13 @@ struct Part<'p> {
     profiles: bool,
 }
 
-fn direction(c: &Cluster, runs: &[(&str, &[usize])], d: Direction, found: &mut Vec<Lost>) -> u64 {
+fn direction(
+    c: &Cluster,
+    runs: &[(&str, &[usize])],
+    d: Direction,
+    found: &mut Vec<Lost>,
+    programmed: &mut std::collections::BTreeSet<usize>,
+) -> u64 {
     let mut parts: Vec<Part> = Vec::new();
     let mut default_applies = false;
     for &(tier, run) in runs {
@@ -324,6 +351,12 @@ fn direction(c: &Cluster, runs: &[(&str, &[usize])], d: Direction, found: &mut V
         });
     }
     let (acls, unreachable) = flattened(c, &parts, d);
+    let reached = unreachable.unwrap_or(parts.len());
+    programmed.extend(
+        parts[..reached]
+            .iter()
+            .flat_map(|p| p.policies.iter().copied()),
+    );
     // A tier without a pass rule ends every packet: the profiles after it are what policies
     // are for, but a real tier after it is dead for this endpoint.
     let lost: Vec<String> = unreachable

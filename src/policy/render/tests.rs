@@ -134,6 +134,13 @@ fn a_staged_policy_ahead_of_enforced_ones_hides_them() {
     assert!(f.message.contains("2 Windows endpoint(s)"), "{}", f.message);
     // The hidden rules are not in the list: the end-of-tier ACL only.
     assert_eq!(r.endpoints[0].ingress, 1);
+    // Nor in the hidden policy's figures: it applies to the endpoints, Felix programs none of
+    // its ACLs there.
+    let real = r.policies.iter().find(|p| p.name == "real").expect("row");
+    assert_eq!(
+        (real.applies_to, real.hns_acls, real.address_pairs),
+        (2, 0, 0)
+    );
     // Ordered after the enforced policy, nothing is lost.
     let mut late = staged;
     late["spec"]["order"] = json!(30);
@@ -191,6 +198,10 @@ fn a_tier_without_pass_hides_the_next_and_a_tier_before_default_misses_changes()
         "{}",
         unreachable.message
     );
+    // The default tier is never reached where security applies: the web policy's figures are
+    // what Felix programs there, none.
+    let web = r.policies.iter().find(|p| p.name == "web").expect("row");
+    assert_eq!(web.hns_acls, 0, "{web:?}");
     // A pass rule reaches the default tier: its rules combine with the pass (1 deny + the
     // default tier's allow and end-of-tier, each combined with the pass ACL + the security
     // tier's end-of-tier block).
