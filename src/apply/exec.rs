@@ -181,13 +181,7 @@ fn run(
             content,
             secret,
             ..
-        } => {
-            // Checked at the write, not only by the checks before the plan: a junction made
-            // since would send the file, run as SYSTEM, wherever its maker chose.
-            let dir = path.rsplit_once('\\').map_or(path.as_str(), |(d, _)| d);
-            refuse_link_on_the_way(host, dir, &format!("write {path}"))?;
-            write_content(host, path, content, Access::secret_if(*secret))?;
-        }
+        } => write_checked(host, path, content, Access::secret_if(*secret))?,
         Action::RemoveFile { path } => {
             host.remove_file(path)?;
         }
@@ -231,34 +225,14 @@ fn run(
             options,
         } => opts.cluster()?.evict(node, pods, options)?,
         Action::RecreateDaemonSetPods { node, options } => {
-            let pods = opts.cluster()?.recreate_daemonset_pods(node, options)?;
-            if !pods.is_empty() {
-                warnings.push(format!(
-                    "evicted DaemonSet pod(s) {} so that they are made again on the new network",
-                    pods.join(", ")
-                ));
-            }
+            warnings.extend(recreate_daemonset_pods(opts, node, options)?);
         }
         Action::DeleteEndpoint {
             id,
             name,
             namespace,
             ..
-        } => {
-            let keep = match opts.recheck {
-                Some(check) => check(id)?,
-                None => None,
-            };
-            match keep {
-                Some(why) => warnings.push(format!("kept HNS endpoint {name} ({id}): {why}")),
-                None => {
-                    if let Some(ns) = namespace {
-                        ignore_not_found(host.hns_remove_namespace_endpoint(ns, id))?;
-                    }
-                    ignore_not_found(host.hns_delete_endpoint(id))?;
-                }
-            }
-        }
+        } => warnings.extend(delete_endpoint(host, opts, id, name, namespace.as_deref())?),
         Action::Drain { node, options, .. } => opts.cluster()?.drain(node, options)?,
         Action::WaitNodeReady { node, timeout } => opts.cluster()?.wait_ready(node, *timeout)?,
         Action::RemoveDir { path } => _ = host.remove_empty_dir(path)?,
@@ -275,6 +249,57 @@ fn protect_dir(host: &dyn Host, path: &str) -> anyhow::Result<()> {
     host.create_dir(path)?;
     host.set_security(path, crate::host::acl::PROTECTED_DIR)?;
     Ok(())
+}
+
+/// Writes a file, the way to it checked at the write, not only by the checks before the plan:
+/// a junction made since would send the file, run as SYSTEM, wherever its maker chose.
+fn write_checked(
+    host: &dyn Host,
+    path: &str,
+    content: &super::Content,
+    access: Access,
+) -> anyhow::Result<()> {
+    let dir = path.rsplit_once('\\').map_or(path, |(d, _)| d);
+    refuse_link_on_the_way(host, dir, &format!("write {path}"))?;
+    write_content(host, path, content, access)
+}
+
+/// Deletes an HNS endpoint after a new look (`Options::recheck`) finds it still at fault,
+/// taking it out of the namespace it is in first; a warning when it is kept.
+fn delete_endpoint(
+    host: &dyn Host,
+    opts: &Options<'_>,
+    id: &str,
+    name: &str,
+    namespace: Option<&str>,
+) -> anyhow::Result<Option<String>> {
+    let keep = match opts.recheck {
+        Some(check) => check(id)?,
+        None => None,
+    };
+    if let Some(why) = keep {
+        return Ok(Some(format!("kept HNS endpoint {name} ({id}): {why}")));
+    }
+    if let Some(ns) = namespace {
+        ignore_not_found(host.hns_remove_namespace_endpoint(ns, id))?;
+    }
+    ignore_not_found(host.hns_delete_endpoint(id))?;
+    Ok(None)
+}
+
+/// The node's DaemonSet pods with a pod network evicted; a line saying which.
+fn recreate_daemonset_pods(
+    opts: &Options<'_>,
+    node: &str,
+    options: &crate::cluster::drain::DrainOptions,
+) -> anyhow::Result<Option<String>> {
+    let pods = opts.cluster()?.recreate_daemonset_pods(node, options)?;
+    Ok((!pods.is_empty()).then(|| {
+        format!(
+            "evicted DaemonSet pod(s) {} so that they are made again on the new network",
+            pods.join(", ")
+        )
+    }))
 }
 
 /// Refuses `what` when a directory on the way to `dir` (itself included) is a junction or

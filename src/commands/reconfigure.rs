@@ -289,32 +289,7 @@ fn node_plan(
         });
     }
     if need.recreate && args.drain.is_none() {
-        let drain = UsageError::new(
-            format!(
-                "this change needs the Calico HNS network made again ({}), which disconnects every pod on node {node_name}",
-                need.changes.join("; ")
-            ),
-            "pass --drain to cordon and drain the node around it (--dry-run shows the pods it would evict)",
-        )
-        .of_kind(crate::error::Kind::NeedsDrain);
-        // Every refusal at once: a drain would not get past a VNI the cluster does not use.
-        let vni = match &cluster {
-            ClusterRead::Read(_, facts) => vni_refusal(args, config, facts, need),
-            _ => None,
-        };
-        return Err(match vni {
-            Some(v) => UsageError {
-                message: format!("{}; and {}", v.message, drain.message),
-                hint: Some(format!(
-                    "{}; then {}",
-                    v.hint.unwrap_or_default(),
-                    drain.hint.unwrap_or_default()
-                )),
-                kind: v.kind,
-            },
-            None => drain,
-        }
-        .into());
+        return Err(needs_drain(args, config, &cluster, node_name, need).into());
     }
     let (c, facts) = connected(cluster, node_name)?;
     check_vni(args, config, &facts, need)?;
@@ -351,6 +326,41 @@ fn node_plan(
         preview,
         cluster: Some(c),
     })
+}
+
+/// The refusal of a change that needs a drain without `--drain`, with every other refusal at
+/// once: a drain would not get past a VNI the cluster does not use.
+fn needs_drain(
+    args: &ReconfigureArgs,
+    config: &crate::config::Config,
+    cluster: &ClusterRead,
+    node_name: &str,
+    need: &Need<'_>,
+) -> UsageError {
+    let drain = UsageError::new(
+        format!(
+            "this change needs the Calico HNS network made again ({}), which disconnects every pod on node {node_name}",
+            need.changes.join("; ")
+        ),
+        "pass --drain to cordon and drain the node around it (--dry-run shows the pods it would evict)",
+    )
+    .of_kind(crate::error::Kind::NeedsDrain);
+    let vni = match cluster {
+        ClusterRead::Read(_, facts) => vni_refusal(args, config, facts, need),
+        _ => None,
+    };
+    match vni {
+        Some(v) => UsageError {
+            message: format!("{}; and {}", v.message, drain.message),
+            hint: Some(format!(
+                "{}; then {}",
+                v.hint.unwrap_or_default(),
+                drain.hint.unwrap_or_default()
+            )),
+            kind: v.kind,
+        },
+        None => drain,
+    }
 }
 
 /// The cluster a drain needs, or why it cannot be had.

@@ -309,25 +309,7 @@ fn direction(
             continue;
         };
         default_applies |= tier == DEFAULT_TIER;
-        let mut rendered = Vec::new();
-        for i in std::iter::once(first).chain(pols.by_ref()) {
-            if c.policies[i].staged {
-                // No policy set exists for a staged policy (policy_mgr.go:42-45) and
-                // GetPolicySetRules stops at a missing set (policysets.go:142-146).
-                let rest: Vec<usize> = pols.filter(|&j| !c.policies[j].staged).collect();
-                if !rest.is_empty() {
-                    found.push(Lost {
-                        code: "staged-policy-hides-later-policies",
-                        policy: Some(i),
-                        tier: tier.to_owned(),
-                        policies_lost: rest,
-                        ..Lost::default()
-                    });
-                }
-                break;
-            }
-            rendered.push(i);
-        }
+        let rendered = up_to_staged(c, tier, std::iter::once(first).chain(pols), found);
         let end = if c.tier(tier).pass_at_end {
             Action::Pass
         } else {
@@ -375,6 +357,35 @@ fn direction(
         });
     }
     acls
+}
+
+/// A tier's policies of one direction as Felix renders them: up to the first staged one. No
+/// policy set exists for a staged policy (policy_mgr.go:42-45) and GetPolicySetRules stops at
+/// a missing set (policysets.go:142-146), so the enforced ones after it are lost (a finding).
+fn up_to_staged(
+    c: &Cluster,
+    tier: &str,
+    mut pols: impl Iterator<Item = usize>,
+    found: &mut Vec<Lost>,
+) -> Vec<usize> {
+    let mut rendered = Vec::new();
+    while let Some(i) = pols.next() {
+        if c.policies[i].staged {
+            let rest: Vec<usize> = pols.filter(|&j| !c.policies[j].staged).collect();
+            if !rest.is_empty() {
+                found.push(Lost {
+                    code: "staged-policy-hides-later-policies",
+                    policy: Some(i),
+                    tier: tier.to_owned(),
+                    policies_lost: rest,
+                    ..Lost::default()
+                });
+            }
+            break;
+        }
+        rendered.push(i);
+    }
+    rendered
 }
 
 /// The ACLs of the parts once flattened, and the first part never reached. Counted without
