@@ -167,7 +167,7 @@ A change to files only (the CNI config, a service's environment) rewrites them a
 concerned. A change HNS cannot make on an existing network (the VXLAN VNI, the VXLAN MAC prefix or adapter, \
 the backend, windows_use_single_network; or a Calico network whose VSID is not the config's VNI) needs the \
 Calico network deleted and made again, which disconnects every pod on the node, so it is refused unless \
---drain. It is also refused when the new VNI differs from the cluster's FelixConfiguration vxlanVNI (traffic \
+--drain. It is also refused when the new VNI differs from the one the cluster's Felix uses (FelixConfiguration vxlanVNI, 4096 when unset) (traffic \
 between nodes would break) unless --allow-vni-mismatch.\n\n\
 With --drain: cordon the node; evict its pods through the Eviction API (DaemonSet and mirror pods stay; \
 evictions a PodDisruptionBudget refuses are retried until --drain-timeout; pods without a controller only \

@@ -310,7 +310,7 @@ fn vxlan_vni(f: &ClusterFacts, c: &Config, asked: &Asked) -> Check {
     if c.backend != Backend::Vxlan {
         return Check::skip(ID, format!("backend is {}", c.backend));
     }
-    let cluster = f.felix.vxlan_vni.unwrap_or(4096);
+    let cluster = f.felix.vni();
     let ours = c.vxlan.vni.get();
     if !asked.vni_explicit || ours == cluster {
         Check::pass(ID, format!("VNI {cluster} (FelixConfiguration vxlanVNI)"))
@@ -318,7 +318,12 @@ fn vxlan_vni(f: &ClusterFacts, c: &Config, asked: &Asked) -> Check {
         Check::fail(
             ID,
             format!(
-                "vxlan.vni is {ours} but the cluster's FelixConfiguration vxlanVNI is {cluster}; cross-node traffic would break"
+                "vxlan.vni is {ours} but the VNI the cluster's Felix uses is {cluster} ({}); cross-node traffic would break",
+                if f.felix.vxlan_vni.is_some() {
+                    "FelixConfiguration vxlanVNI"
+                } else {
+                    "Felix's default: FelixConfiguration sets no vxlanVNI"
+                }
             ),
             format!(
                 "remove vxlan.vni from the config (the cluster's {cluster} is used), or --set vxlan.vni={cluster}"

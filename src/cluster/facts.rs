@@ -32,10 +32,23 @@ pub struct IpPool {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Felix {
     pub vxlan_enabled: Option<bool>,
+    /// `vxlanVNI` as the FelixConfiguration sets it; `vni()` is the one Felix uses.
     pub vxlan_vni: Option<u32>,
     pub vxlan_port: Option<u16>,
     pub ipip_enabled: Option<bool>,
     pub wireguard_enabled: Option<bool>,
+}
+
+/// The VNI Felix uses when its FelixConfiguration sets none (projectcalico/calico v3.31.7
+/// felix/config/config_params.go:351, `VXLANVNI int \`config:"int;4096"\``).
+pub const FELIX_DEFAULT_VNI: u32 = 4096;
+
+impl Felix {
+    /// The VXLAN VNI Felix uses: `vxlanVNI`, else its default. The one place the default is
+    /// applied: install's check, reconfigure's refusal and status's drift all compare this.
+    pub fn vni(&self) -> u32 {
+        self.vxlan_vni.unwrap_or(FELIX_DEFAULT_VNI)
+    }
 }
 
 /// A permission the identity was asked about.

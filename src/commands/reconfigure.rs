@@ -407,14 +407,19 @@ fn vni_refusal(
 ) -> Option<UsageError> {
     if config.backend == Backend::Vxlan
         && need.recreate
-        && let Some(cluster_vni) = facts.felix.vxlan_vni
-        && cluster_vni != need.vni
+        && facts.felix.vni() != need.vni
         && !args.allow_vni_mismatch
     {
         return Some(UsageError::new(
             format!(
-                "VNI {} differs from the cluster's FelixConfiguration vxlanVNI {cluster_vni}: this node could not reach pods on the other nodes",
-                need.vni
+                "VNI {} differs from the VNI the cluster's Felix uses, {} ({}): this node could not reach pods on the other nodes",
+                need.vni,
+                facts.felix.vni(),
+                if facts.felix.vxlan_vni.is_some() {
+                    "FelixConfiguration vxlanVNI"
+                } else {
+                    "Felix's default: FelixConfiguration sets no vxlanVNI"
+                }
             ),
             format!(
                 "change the cluster first ('kubectl patch felixconfiguration default --type merge -p '{{\"spec\":{{\"vxlanVNI\":{}}}}}''), or pass --allow-vni-mismatch if that is what you mean",

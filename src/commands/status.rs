@@ -544,7 +544,7 @@ fn vni(
         .find(|n| n.name == CALICO_NETWORK)
         .and_then(HnsNetwork::vsid);
     let cluster_vni = match cluster {
-        ClusterRead::Read(_, f) => f.felix.vxlan_vni,
+        ClusterRead::Read(_, f) => Some(f.felix.vni()),
         _ => None,
     };
     let config_vni = config.vxlan.vni.get();

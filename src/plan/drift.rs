@@ -113,7 +113,7 @@ pub fn vni_problems(
     }
     if let Some(v) = cluster.filter(|v| *v != config) {
         out.push(format!(
-            "the cluster's FelixConfiguration vxlanVNI is {v}, the config says {config}"
+            "the VNI the cluster's Felix uses is {v} (its FelixConfiguration's vxlanVNI, or Felix's default 4096 when unset), the config says {config}"
         ));
     }
     out

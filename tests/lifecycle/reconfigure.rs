@@ -193,7 +193,7 @@ fn a_vni_other_than_the_clusters_is_refused_unless_forced() {
     let before = snapshot(&n.sim());
     let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("vxlanVNI 4096"), "{err}");
+    assert!(err.contains("the cluster's Felix uses, 4096"), "{err}");
     assert_eq!(doc["error"]["kind"], "vni-mismatch", "{doc}");
     assert!(err.contains("kubectl patch felixconfiguration"), "{err}");
     assert_same(&snapshot(&n.sim()), &before, "refused");
@@ -506,7 +506,7 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
         "{problems}"
     );
     assert!(
-        problems.contains("FelixConfiguration vxlanVNI is 4096"),
+        problems.contains("the VNI the cluster's Felix uses is 4096"),
         "{problems}"
     );
     assert!(
@@ -879,7 +879,7 @@ fn a_vni_mismatch_and_a_missing_drain_are_refused_together() {
     assert_eq!(doc["error"]["kind"], "vni-mismatch", "{doc}");
     let message = doc["error"]["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains("differs from the cluster's FelixConfiguration")
+        message.contains("differs from the VNI the cluster's Felix uses")
             && message.contains("needs the Calico HNS network made again"),
         "{message}"
     );
@@ -890,4 +890,43 @@ fn a_vni_mismatch_and_a_missing_drain_are_refused_together() {
         "{doc}"
     );
     assert_same(&snapshot(&n.sim()), &before, "refused");
+}
+
+/// Most clusters leave FelixConfiguration's vxlanVNI unset, and Felix uses its default, 4096
+/// (felix/config/config_params.go `VXLANVNI int;4096`). A VNI other than that is compared with
+/// it everywhere: install's check, reconfigure's refusal, status's drift (reconfigure and status
+/// once skipped the comparison and made a network Felix does not use).
+#[test]
+fn a_vni_is_compared_with_felixs_default_when_the_cluster_sets_none() {
+    let n = installed();
+    n.api().unset_felix_vni();
+    let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
+    assert_eq!(code, 2, "{err} {doc}");
+    assert_eq!(doc["error"]["kind"], "vni-mismatch", "{doc}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Felix's default")),
+        "{doc}"
+    );
+    assert_eq!(n.calico_vsid(), Some(4096), "nothing was changed");
+    let (code, doc, _) = n.run(&["status", "--set", "vxlan.vni=4097"]);
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(doc["vni"]["cluster"], 4096, "{doc}");
+    assert!(
+        crate::support::status_problems(&doc)
+            .iter()
+            .any(|p| p.contains("the VNI the cluster's Felix uses is 4096")),
+        "{doc}"
+    );
+    let (code, doc, _) = n.run(&["preflight", "--set", "vxlan.vni=4097"]);
+    assert_eq!(code, 3, "{doc}");
+    let check = doc["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["id"] == "vxlan-vni")
+        .cloned()
+        .expect("vxlan-vni");
+    assert_eq!(check["verdict"], "fail", "{check}");
 }

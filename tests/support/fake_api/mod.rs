@@ -416,6 +416,17 @@ impl FakeApi {
         self.put(path, f);
     }
 
+    /// Leaves `vxlanVNI` out of the default FelixConfiguration, as most clusters do: Felix
+    /// then uses its default, 4096.
+    pub fn unset_felix_vni(&self) {
+        let path = "/apis/crd.projectcalico.org/v1/felixconfigurations/default";
+        let mut f = self.get(path).expect("felixconfiguration");
+        if let Some(spec) = f["spec"].as_object_mut() {
+            spec.remove("vxlanVNI");
+        }
+        self.put(path, f);
+    }
+
     /// Stores a pod scheduled on `node`, owned by a controller of `owner` kind (`None`: a bare
     /// pod).
     pub fn put_pod(&self, namespace: &str, name: &str, node: &str, owner: Option<&str>) {
