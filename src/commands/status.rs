@@ -8,9 +8,10 @@ use crate::config::Config;
 use crate::context::Context;
 use crate::duration::{now, time_text};
 use crate::host::select::Intent;
-use crate::host::{HnsNetwork, Host, ServiceState};
+use crate::host::{HnsNetwork, Host};
 use crate::installed::endpoints;
 use crate::installed::file_stat::FileStats;
+use crate::installed::health::{self, Code, Finding};
 use crate::installed::record;
 use crate::installed::record::InstallRecord;
 use crate::layout::CALICO_NETWORK;
@@ -62,14 +63,19 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let access = dir_access(h, config, &mut r);
     let admins = admin_kubeconfigs(ctx, h, &cluster, &mut r);
 
-    let healthy = r.problems.is_empty();
+    let problems = r.problems();
+    let healthy = problems.is_empty();
     for line in &r.text {
         ctx.printer.text(line);
     }
     ctx.printer
         .text(if healthy { "Healthy." } else { "Degraded:" });
-    for p in &r.problems {
-        ctx.printer.text(&format!("  - {p}"));
+    for f in &r.findings {
+        ctx.printer
+            .text(&format!("  - {} [{}]", f.message, f.code.word()));
+        if let Some(remedy) = &f.remedy {
+            ctx.printer.text(&format!("    fix: {remedy}"));
+        }
     }
     ctx.printer.json(&json!({
         "installed": true,
@@ -91,12 +97,13 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
         "admin_kubeconfigs": admins,
         "under_way": under_way,
         "healthy": healthy,
-        "problems": r.problems,
+        "problems": problems,
+        "findings": r.findings,
     }));
     if healthy {
         Ok(())
     } else {
-        Err(Degraded(r.problems).into())
+        Err(Degraded(problems).into())
     }
 }
 
@@ -131,7 +138,7 @@ fn admin_kubeconfigs(
                 crate::cluster::facts::can_i(&c, &crate::cluster::facts::Permission::anything())
             });
         if let Ok(true) = admin {
-            r.problems.push(format!(
+            r.problem(Code::AdminKubeconfig, path.as_str(), format!(
                 "{path} holds a kubeconfig whose identity may do anything in the cluster (cluster-admin): a node should keep none; remove it (install needs only the installer's short-lived kubeconfig, 'calicoctl-win fetch installer-kubeconfig')"
             ));
             found.push(path);
@@ -150,7 +157,7 @@ fn not_installed(
     for line in &r.text {
         ctx.printer.text(line);
     }
-    let mut problems = r.problems;
+    let mut problems = r.problems();
     if problems.is_empty() {
         ctx.printer.text(&format!(
             "Calico is not installed in {root} (no install record)."
@@ -183,15 +190,17 @@ fn under_way(
         .and_then(|dir| crate::host::lock::busy(&dir));
     if let Some(holder) = busy {
         let who = holder.map_or_else(|| "a command".to_owned(), |h| h.to_string());
-        r.problems.push(format!(
-            "{who} is changing this node now: run status again when it has finished"
-        ));
+        r.problem(
+            Code::UnderWay,
+            "node",
+            format!("{who} is changing this node now: run status again when it has finished"),
+        );
         return Ok(json!({"running": who}));
     }
     if let Some(dir) = ctx.state_dir(host)
         && let Some(died) = super::detach::settle(&dir)?
     {
-        r.problems.push(died);
+        r.problem(Code::UnderWay, "detached run", died);
     }
     let journal = crate::apply::journal::Journal::load(
         host,
@@ -219,11 +228,15 @@ fn under_way(
         .find(|e| !e.done)
         .or(j.entries.last())
         .map_or(String::new(), |e| format!(" (at: {})", e.action));
-    r.problems.push(format!(
-        "{} was cut off after {done} finished step(s){stopped_at}, started {}: {again}",
-        j.command,
-        time_text(j.started)
-    ));
+    r.problem(
+        Code::UnderWay,
+        j.command.as_str(),
+        format!(
+            "{} was cut off after {done} finished step(s){stopped_at}, started {}: {again}",
+            j.command,
+            time_text(j.started)
+        ),
+    );
     Ok(json!({"interrupted": j.command, "steps_done": done, "steps": j.entries.len()}))
 }
 
@@ -233,7 +246,7 @@ fn dir_access(h: &dyn Host, config: &Config, r: &mut Report) -> Vec<serde_json::
     crate::checks::host::weak_dirs(h, config)
         .into_iter()
         .map(|(dir, who)| {
-            r.problems.push(format!(
+            r.problem(Code::DirAccess, dir.as_str(), format!(
                 "{dir} can be changed by others than SYSTEM and Administrators ({}): fix with 'calicoctl-win preflight --fix'",
                 who.join("; ")
             ));
@@ -242,11 +255,23 @@ fn dir_access(h: &dyn Host, config: &Config, r: &mut Report) -> Vec<serde_json::
         .collect()
 }
 
-/// What status shows, section by section, and the problems it found.
+/// What status shows, section by section, and what it found wrong (`installed::health`).
 #[derive(Default)]
 struct Report {
     text: Vec<String>,
-    problems: Vec<String>,
+    findings: Vec<Finding>,
+}
+
+impl Report {
+    /// A finding of `code` about `subject`, in one sentence.
+    fn problem(&mut self, code: Code, subject: &str, message: String) {
+        self.findings.push(Finding::new(code, subject, message));
+    }
+
+    /// The findings' sentences (JSON `problems`, what scripts read).
+    fn problems(&self) -> Vec<String> {
+        self.findings.iter().map(|f| f.message.clone()).collect()
+    }
 }
 
 /// The recorded services: their state, and how they differ from the config.
@@ -269,20 +294,22 @@ fn services(
             ),
             None => ("not registered".into(), None, None),
         };
-        if q.as_ref().is_none_or(|s| s.state != ServiceState::Running) {
-            r.problems.push(format!("service {} is {state}", spec.name));
-        }
+        r.findings.extend(health::service(&spec.name, q.as_ref()));
         let config_drift = match (&q, wanted.iter().find(|w| w.name == spec.name)) {
             (Some(now), Some(want)) => crate::plan::install::service_changes(now, want, Some(spec)),
             (_, None) => vec!["not wanted by the config".into()],
             (None, _) => Vec::new(),
         };
         if !config_drift.is_empty() {
-            r.problems.push(format!(
-                "service {} differs from the config: {}",
-                spec.name,
-                config_drift.join(", ")
-            ));
+            r.problem(
+                Code::ServiceDrift,
+                spec.name.as_str(),
+                format!(
+                    "service {} differs from the config: {}",
+                    spec.name,
+                    config_drift.join(", ")
+                ),
+            );
         }
         let detail = match (pid, &since) {
             (Some(p), Some(t)) => format!(" (pid {p}, since {t})"),
@@ -312,7 +339,7 @@ fn metadata_route(host: &dyn Host, rec: &InstallRecord, r: &mut Report) -> anyho
     let now = host.routes().context("cannot read the routes")?;
     for route in kept {
         if !crate::installed::routes::has_destination(&now, route) {
-            r.problems.push(format!(
+            r.problem(Code::RouteMissing, "route", format!(
                 "the cloud metadata route {}/{} is missing: the node had it before the install and CalicoNode restores it (its log says why not)",
                 route.destination, route.prefix_len
             ));
@@ -330,11 +357,15 @@ fn kube_proxy(host: &dyn Host, config: &Config, r: &mut Report) -> serde_json::V
     let check = crate::checks::kube_proxy::check(&facts, config);
     r.text.push(format!("kube-proxy: {}", check.message));
     if check.verdict == Verdict::Fail {
-        r.problems.push(format!(
-            "kube-proxy: {} (fix: {})",
-            check.message,
-            check.remedy.as_deref().unwrap_or("")
-        ));
+        r.problem(
+            Code::KubeProxy,
+            "kube-proxy",
+            format!(
+                "kube-proxy: {} (fix: {})",
+                check.message,
+                check.remedy.as_deref().unwrap_or("")
+            ),
+        );
     }
     json!({"verdict": check.verdict, "message": check.message, "remedy": check.remedy})
 }
@@ -351,7 +382,7 @@ fn felix_health(
     let health =
         crate::installed::felix_health::read(h, root).context("cannot ask Felix for its health")?;
     r.text.push(health.describe());
-    r.problems.extend(health.problem(now()));
+    r.findings.extend(health::felix(&health, now()));
     Ok(health)
 }
 
@@ -373,8 +404,9 @@ fn file_drift(
         .as_ref()
         .map(|k| crate::render::kubeconfig::token_path(k.as_str()));
     let files = drift::files(h, rec, &rendered, stats.as_ref(), token_file.as_deref())?;
-    r.problems
-        .extend(files.iter().map(drift::FileDrift::describe));
+    for f in &files {
+        r.problem(Code::FileDrift, f.path.as_str(), f.describe());
+    }
     Ok(files)
 }
 
@@ -421,8 +453,11 @@ fn networks(
     r.text.push("HNS networks:".into());
     for name in &rec.networks {
         let Some(n) = networks.iter().find(|n| &n.name == name) else {
-            r.problems
-                .push(format!("HNS network {name} does not exist"));
+            r.problem(
+                Code::NetworkMissing,
+                name.as_str(),
+                format!("HNS network {name} does not exist"),
+            );
             r.text.push(format!("  {name:<12} missing"));
             continue;
         };
@@ -481,17 +516,17 @@ fn endpoints(
         // A wait that ran out is the command's end, as everywhere: cluster-timeout, exit 4.
         Err(e) if is_cluster_timeout(&e) => return Err(e),
         Err(e) => {
-            r.problems
-                .push(format!("the HNS endpoints cannot be judged: {e:#}"));
+            r.problem(
+                Code::EndpointsUnjudged,
+                "endpoints",
+                format!("the HNS endpoints cannot be judged: {e:#}"),
+            );
             Vec::new()
         }
     };
     for j in &judged {
-        if j.verdict.is_fault() {
-            r.problems.push(format!(
-                "{} (calicoctl-win repair removes it)",
-                j.sentence()
-            ));
+        if let Some(f) = health::endpoint(j) {
+            r.findings.push(f);
         } else if j.verdict == endpoints::Verdict::Suspect {
             r.text.push(format!("  {}", j.sentence()));
         }
@@ -523,12 +558,10 @@ fn hns_restart(h: &dyn Host, r: &mut Report) -> Option<crate::supervise::hns_wat
             last.restarted.join(", ")
         }
     ));
-    for f in last.still_failing(h) {
-        r.problems.push(format!(
-            "after the HNS restart at {}, CalicoNode could not restart {f}",
-            time_text(last.at)
-        ));
-    }
+    r.findings.extend(health::hns_restart(
+        &last.still_failing(h),
+        &time_text(last.at),
+    ));
     Some(last)
 }
 
@@ -548,12 +581,10 @@ fn vni(
         _ => None,
     };
     let config_vni = config.vxlan.vni.get();
-    r.problems.extend(drift::vni_problems(
-        config.backend,
-        config_vni,
-        hns_vni,
-        cluster_vni,
-    ));
+    if config.backend == crate::config::types::Backend::Vxlan {
+        r.findings
+            .extend(health::vni(config_vni, hns_vni, cluster_vni));
+    }
     let show = |v: Option<u32>| v.map_or("-".into(), |v| v.to_string());
     r.text.push(format!(
         "VXLAN VNI: config {config_vni}, HNS {}, cluster {}",
@@ -576,7 +607,11 @@ fn node(
             return Ok(json!(null));
         }
         ClusterRead::Failed(e) => {
-            r.problems.push(format!("the cluster cannot be read: {e}"));
+            r.problem(
+                Code::ClusterUnreadable,
+                "cluster",
+                format!("the cluster cannot be read: {e}"),
+            );
             return Ok(json!(null));
         }
     };
@@ -596,17 +631,27 @@ fn node(
             .collect(),
         Err(e @ crate::cluster::ClusterError::Timeout { .. }) => return Err(e.into()),
         Err(e) => {
-            r.problems
-                .push(format!("the pods on node {node_name} cannot be read: {e}"));
+            r.problem(
+                Code::ClusterUnreadable,
+                node_name,
+                format!("the pods on node {node_name} cannot be read: {e}"),
+            );
             Vec::new()
         }
     };
     if let Err(why) = &ready {
-        r.problems
-            .push(format!("node {node_name} is not Ready: {why}"));
+        r.problem(
+            Code::NodeNotReady,
+            node_name,
+            format!("node {node_name} is not Ready: {why}"),
+        );
     }
     if cordoned {
-        r.problems.push(format!("node {node_name} is cordoned"));
+        r.problem(
+            Code::NodeCordoned,
+            node_name,
+            format!("node {node_name} is cordoned"),
+        );
     }
     r.text.push(format!(
         "Node {node_name}: {}{}, {} pod(s)",
@@ -647,14 +692,16 @@ fn ipam(
     });
     let single = config.windows_use_single_network;
     if single && !blocks.is_empty() && max_pods.is_some_and(|m| m > capacity) {
-        r.problems.push(format!(
+        r.problem(Code::IpamCapacity, node_name, format!(
             "kubelet schedules up to {} pods but the node's block holds {capacity}: pods beyond it get no address (see preflight's block-capacity)",
             max_pods.unwrap_or_default()
         ));
     } else if single && !blocks.is_empty() && pods >= capacity {
-        r.problems.push(format!(
-            "the node's block is full ({pods} of {capacity}): a new pod gets no address"
-        ));
+        r.problem(
+            Code::IpamCapacity,
+            node_name,
+            format!("the node's block is full ({pods} of {capacity}): a new pod gets no address"),
+        );
     }
     Ok(json!({"blocks": blocks, "pods": pods, "capacity": capacity, "max_pods": max_pods}))
 }
@@ -673,16 +720,21 @@ fn token(host: &dyn Host, config: &Config, r: &mut Report) -> serde_json::Value 
     };
     let now = now();
     if let Some(why) = token.unusable() {
-        r.problems.push(format!(
-            "calico-node's token in {path} is unusable: {why}; {NEW_TOKEN}"
-        ));
+        r.problem(
+            Code::Token,
+            "calico-node's token",
+            format!("calico-node's token in {path} is unusable: {why}; {NEW_TOKEN}"),
+        );
         return json!({"path": path, "present": true, "usable": false, "error": why});
     }
     // A token that is no JWT has the expiry its TokenRequest answer gave, when CalicoNode
     // renewed it; a record also says the clock difference with the API server.
     let record = renew::issued(host, &token).unwrap_or_else(|e| {
-        r.problems
-            .push(format!("cannot read the renewal record: {e}"));
+        r.problem(
+            Code::Token,
+            "token",
+            format!("cannot read the renewal record: {e}"),
+        );
         None
     });
     let expiry = token.expiry().or(record.as_ref().map(|rec| rec.expires));
@@ -694,11 +746,11 @@ fn token(host: &dyn Host, config: &Config, r: &mut Report) -> serde_json::Value 
         (None, None) => TOKEN_WARN_SECS,
     };
     match expiry.map(|t| t.saturating_sub(now)) {
-        Some(l) if l <= 0 => r.problems.push(format!(
+        Some(l) if l <= 0 => r.problem(Code::Token, "calico-node's token", format!(
             "calico-node's token in {path} expired {}: no renewal can succeed with it; {NEW_TOKEN}",
             time_text(now.saturating_add(l))
         )),
-        Some(l) if l < overdue => r.problems.push(format!(
+        Some(l) if l < overdue => r.problem(Code::Token, "calico-node's token", format!(
             "calico-node's token in {path} expires {} and CalicoNode has not renewed it: read calico-node.log",
             time_text(now.saturating_add(l))
         )),
@@ -737,26 +789,37 @@ fn node_token(
     let kubeconfig = match host.read_file(path) {
         Ok(Some(k)) => k,
         Ok(None) => {
-            r.problems
-                .push(format!("calico-node's kubeconfig {path} is missing"));
+            r.problem(
+                Code::Token,
+                path,
+                format!("calico-node's kubeconfig {path} is missing"),
+            );
             return Err(json!({"path": path, "present": false}));
         }
         Err(e) => {
-            r.problems.push(format!("calico-node's kubeconfig: {e}"));
+            r.problem(
+                Code::Token,
+                "calico-node's token",
+                format!("calico-node's kubeconfig: {e}"),
+            );
             return Err(json!({"path": path, "present": false, "error": e.to_string()}));
         }
     };
     match credentials::node_token_in(host, &String::from_utf8_lossy(&kubeconfig)) {
         Ok(Some(token)) => Ok(token),
         Ok(None) => {
-            r.problems.push(format!(
+            r.problem(Code::Token, "calico-node's token", format!(
                 "calico-node's kubeconfig {path} holds no token, or the token file it names is missing or empty; {}",
                 NEW_TOKEN
             ));
             Err(json!({"path": path, "present": false}))
         }
         Err(e) => {
-            r.problems.push(format!("{e}; {}", e.hint()));
+            r.problem(
+                Code::Token,
+                "calico-node's token",
+                format!("{e}; {}", e.hint()),
+            );
             Err(json!({"path": path, "present": false, "error": e.to_string()}))
         }
     }
@@ -770,24 +833,31 @@ fn refused_renewal(
     r: &mut Report,
 ) -> Option<crate::supervise::renew::Refused> {
     let refused = crate::supervise::renew::refused(host).unwrap_or_else(|e| {
-        r.problems
-            .push(format!("cannot read the failed renewal's record: {e}"));
+        r.problem(
+            Code::Token,
+            "token",
+            format!("cannot read the failed renewal's record: {e}"),
+        );
         None
     });
     if let Some(f) = &refused {
         let expired_said = expiry.is_some_and(|e| e <= now);
-        r.problems.push(format!(
-            "CalicoNode could not renew calico-node's token at {}{}: {}{}",
-            time_text(f.at),
-            f.expires
-                .map_or(String::new(), |e| format!(" (it expires {})", time_text(e))),
-            f.error,
-            if f.unauthorized && !expired_said {
-                format!("; the API server refuses the token itself (401): {NEW_TOKEN}")
-            } else {
-                String::new()
-            }
-        ));
+        r.problem(
+            Code::Token,
+            "calico-node's token",
+            format!(
+                "CalicoNode could not renew calico-node's token at {}{}: {}{}",
+                time_text(f.at),
+                f.expires
+                    .map_or(String::new(), |e| format!(" (it expires {})", time_text(e))),
+                f.error,
+                if f.unauthorized && !expired_said {
+                    format!("; the API server refuses the token itself (401): {NEW_TOKEN}")
+                } else {
+                    String::new()
+                }
+            ),
+        );
     }
     refused
 }

@@ -174,7 +174,7 @@ pub static SETTINGS: &[Spec] = &[
         "vxlan.vni",
         "VXLAN_VNI",
         Value("4096"),
-        "VXLAN VNI; must equal FelixConfiguration vxlanVNI. At least 4096.",
+        "VXLAN VNI; must equal the VNI the cluster's Felix uses: FelixConfiguration vxlanVNI, or Felix's default 4096 when it sets none. At least 4096.",
     ),
     s(
         "vxlan.mac_prefix",

@@ -8,6 +8,7 @@ pub mod endpoints;
 pub mod failure;
 pub mod felix_health;
 pub mod file_stat;
+pub mod health;
 pub mod platform;
 pub mod record;
 pub mod routes;

@@ -1,7 +1,6 @@
 //! Drift: how the installed node differs from its install record and from the config.
 
 use super::install::DesiredFile;
-use crate::config::types::Backend;
 use crate::host::Host;
 use crate::installed::file_stat::FileStats;
 use crate::installed::file_stat::host_sha256;
@@ -93,46 +92,4 @@ pub fn files(
         }
     }
     Ok(out)
-}
-
-/// What is wrong with the VXLAN VNI in HNS and in the cluster, against the config's.
-pub fn vni_problems(
-    backend: Backend,
-    config: u32,
-    hns: Option<u32>,
-    cluster: Option<u32>,
-) -> Vec<String> {
-    if backend != Backend::Vxlan {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    if let Some(v) = hns.filter(|v| *v != config) {
-        out.push(format!(
-            "the Calico network has VSID {v}, the config says VNI {config}: 'calicoctl-win reconfigure --drain' makes the network again"
-        ));
-    }
-    if let Some(v) = cluster.filter(|v| *v != config) {
-        out.push(format!(
-            "the VNI the cluster's Felix uses is {v} (its FelixConfiguration's vxlanVNI, or Felix's default 4096 when unset), the config says {config}"
-        ));
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_vni_is_compared_with_hns_and_the_cluster_only_for_vxlan() {
-        assert!(vni_problems(Backend::Vxlan, 4096, Some(4096), Some(4096)).is_empty());
-        assert!(vni_problems(Backend::Vxlan, 4096, None, None).is_empty());
-        let p = vni_problems(Backend::Vxlan, 4097, Some(4096), Some(4098));
-        assert_eq!(p.len(), 2, "{p:?}");
-        assert!(
-            p[0].contains("VSID 4096") && p[1].contains("vxlanVNI is 4098"),
-            "{p:?}"
-        );
-        assert!(vni_problems(Backend::WindowsBgp, 4097, Some(4096), Some(4096)).is_empty());
-    }
 }

@@ -12,9 +12,9 @@
 
 use super::log::Log;
 use crate::cluster::Cluster;
-use crate::host::{Host, ServiceState};
-use crate::installed::endpoints;
-use crate::layout::{CALICO_NETWORK, Role};
+use crate::host::Host;
+use crate::installed::{endpoints, health};
+use crate::layout::Role;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -166,16 +166,14 @@ fn condition(ready: bool, reasons: &[String], changed_state: bool) -> serde_json
 /// What is wrong with Calico on this node, as CalicoNode sees it; empty when nothing is.
 pub fn reasons(host: &dyn Host, cluster: Option<&Cluster>, node: &str, root: &str) -> Vec<String> {
     let mut out = Vec::new();
+    // The same judges and sentences as status's (`installed::health`).
     let felix = Role::Felix.service_name();
     match host.service_query(felix) {
-        Ok(Some(svc)) if svc.state != ServiceState::Running => {
-            out.push(format!("{felix} is {:?}", svc.state));
-        }
+        Ok(found) => out.extend(health::service(felix, found.as_ref()).map(|f| f.message)),
         Err(e) => out.push(format!("{felix} cannot be read: {e}")),
-        _ => {}
     }
     match crate::installed::felix_health::read(host, root) {
-        Ok(h) => out.extend(h.problem(crate::duration::now())),
+        Ok(h) => out.extend(health::felix(&h, crate::duration::now()).map(|f| f.message)),
         Err(e) => out.push(format!("Felix's health cannot be asked: {e}")),
     }
     // CalicoNode's look every minute is what ages the faults (`endpoints::seen`).
@@ -190,17 +188,18 @@ pub fn reasons(host: &dyn Host, cluster: Option<&Cluster>, node: &str, root: &st
         Ok(Some(judged)) => out.extend(
             judged
                 .iter()
-                .filter(|j| j.verdict.is_fault())
-                .map(endpoints::Judged::sentence),
+                .filter_map(health::endpoint)
+                .map(|f| f.message),
         ),
-        Ok(None) => out.push(format!("the HNS network {CALICO_NETWORK} does not exist")),
+        Ok(None) => out.extend(health::calico_network(false).map(|f| f.message)),
         Err(e) => out.push(format!("{e:#}")),
     }
     if let Some(r) = super::hns_watch::last(host) {
+        let at = crate::duration::time_text(r.at);
         out.extend(
-            r.still_failing(host)
+            health::hns_restart(&r.still_failing(host), &at)
                 .into_iter()
-                .map(|f| format!("after an HNS restart CalicoNode could not restart {f}")),
+                .map(|f| f.message),
         );
     }
     out

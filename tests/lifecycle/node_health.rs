@@ -95,6 +95,21 @@ fn status_names_stuck_and_stale_endpoints_and_repair_removes_them_and_brings_the
             && p.contains("default/web-1")),
         "{problems:?}"
     );
+    // The same as typed findings (docs/findings.md): a code, a subject, a remedy.
+    let stuck = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["code"] == "endpoint-stuck")
+        .cloned()
+        .expect("an endpoint-stuck finding");
+    assert_eq!(stuck["subject"], "web1_Calico", "{stuck}");
+    assert_eq!(stuck["remedy"], "calicoctl-win repair", "{stuck}");
+    assert_eq!(
+        doc["findings"].as_array().map(Vec::len),
+        Some(problems.len()),
+        "one finding per problem"
+    );
     // Within a grace period longer than the pod's age, web-1's endpoint is only attaching.
     let (_, doc, _) = node.run(&["status", "--grace", "10000d"]);
     assert!(
