@@ -201,6 +201,9 @@ pub enum Role {
 impl Role {
     /// Every role, in start order.
     pub const ALL: [Role; 4] = [Role::Node, Role::Felix, Role::Confd, Role::KubeProxy];
+    /// The roles whose programs keep state in HNS (Felix its ACL policies, kube-proxy its load
+    /// balancers and remote endpoints): what an HNS restart makes them program again.
+    pub const PROGRAMS_HNS: [Role; 2] = [Role::Felix, Role::KubeProxy];
 
     /// The role's name in its log file (`calico-<name>.log`) and on the command line.
     pub fn name(self) -> &'static str {

@@ -41,6 +41,18 @@ fn debug_output_of_a_planned_file_never_holds_its_contents() {
     assert!(!json.contains("eyJhbGciOi"), "{json}");
 }
 
+/// How a repair runs its plan, for the tests: journaled, no rollback, no cluster.
+fn repair_options<'a>() -> super::Options<'a> {
+    super::Options::for_change(
+        "repair",
+        r"C:\CalicoWindows\calicoctl-win.journal.json".into(),
+        false,
+        std::time::Duration::from_secs(1),
+        None,
+        None,
+    )
+}
+
 /// A repair looks at each endpoint again just before it deletes it (`Options::recheck`): one
 /// a pod has claimed since the plan was made is kept, with why; one still at fault goes.
 #[test]
@@ -69,14 +81,7 @@ fn an_endpoint_a_new_look_finds_healthy_is_kept() {
     let recheck = |id: &str| -> anyhow::Result<Option<String>> {
         Ok((id == claimed).then(|| "a new look finds it ok".to_owned()))
     };
-    let mut opts = super::Options::for_change(
-        "repair",
-        r"C:\CalicoWindows\calicoctl-win.journal.json".into(),
-        false,
-        std::time::Duration::from_secs(1),
-        None,
-        None,
-    );
+    let mut opts = repair_options();
     opts.recheck = Some(&recheck);
     let warnings = super::execute(&host, &actions, opts, &mut |_, _, _| {}).expect("runs");
     let left: Vec<String> = host
@@ -126,14 +131,7 @@ fn an_endpoint_in_a_namespace_is_taken_out_before_it_is_deleted() {
             "{}",
             action.describe()
         );
-        let opts = super::Options::for_change(
-            "repair",
-            r"C:\CalicoWindows\calicoctl-win.journal.json".into(),
-            false,
-            std::time::Duration::from_secs(1),
-            None,
-            None,
-        );
+        let opts = repair_options();
         let ran = super::execute(&host, &[action], opts, &mut |_, _, _| {}).is_ok();
         (ran, host.hns_endpoints(&net.id).expect("endpoints").len())
     };

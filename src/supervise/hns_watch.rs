@@ -125,7 +125,7 @@ fn restart_programmers(
         restarted: Vec::new(),
         failed: Vec::new(),
     };
-    for role in [Role::Felix, Role::KubeProxy] {
+    for role in Role::PROGRAMS_HNS {
         let name = role.service_name();
         if !matches!(host.service_query(name), Ok(Some(_))) {
             continue;

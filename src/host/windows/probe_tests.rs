@@ -76,19 +76,28 @@ impl Hcn {
         serde_json::from_str(&take(list)).unwrap_or_default()
     }
 
-    /// The endpoint's document as `HcnQueryEndpointProperties` answers `query`.
-    fn endpoint(&self, id: &str, query: &str) -> Value {
-        let open: Symbol<Open> = self.sym(b"HcnOpenEndpoint\0");
-        let props: Symbol<Query> = self.sym(b"HcnQueryEndpointProperties\0");
-        let close: Symbol<Close> = self.sym(b"HcnCloseEndpoint\0");
+    /// Opens the object `id` with the open function `symbol`: its handle, or what HNS said.
+    fn open(&self, symbol: &[u8], id: &str) -> Result<*mut c_void, Value> {
+        let open: Symbol<Open> = self.sym(symbol);
         let g = guid(id);
         let (mut h, mut record) = (std::ptr::null_mut(), std::ptr::null_mut());
         // SAFETY: g lives across the call; the out-pointers are this frame's.
         let hr = unsafe { open(&g, &mut h, &mut record) };
         if hr < 0 || h.is_null() {
-            return json!({"open": outcome(hr, record)});
+            return Err(outcome(hr, record));
         }
         take(record);
+        Ok(h)
+    }
+
+    /// The endpoint's document as `HcnQueryEndpointProperties` answers `query`.
+    fn endpoint(&self, id: &str, query: &str) -> Value {
+        let props: Symbol<Query> = self.sym(b"HcnQueryEndpointProperties\0");
+        let close: Symbol<Close> = self.sym(b"HcnCloseEndpoint\0");
+        let h = match self.open(b"HcnOpenEndpoint\0", id) {
+            Ok(h) => h,
+            Err(e) => return json!({"open": e}),
+        };
         let q = wide(query);
         let (mut doc, mut record) = (std::ptr::null_mut(), std::ptr::null_mut());
         // SAFETY: h is open until the close below.
@@ -101,18 +110,10 @@ impl Hcn {
 
     /// Makes an endpoint on the network `network` from `settings`; its id, or what HNS said.
     fn create_endpoint(&self, network: &str, settings: &Value) -> Result<String, Value> {
-        let open: Symbol<Open> = self.sym(b"HcnOpenNetwork\0");
         let create: Symbol<CreateEndpoint> = self.sym(b"HcnCreateEndpoint\0");
         let close_net: Symbol<Close> = self.sym(b"HcnCloseNetwork\0");
         let close: Symbol<Close> = self.sym(b"HcnCloseEndpoint\0");
-        let g = guid(network);
-        let (mut net, mut record) = (std::ptr::null_mut(), std::ptr::null_mut());
-        // SAFETY: g lives across the call; the out-pointers are this frame's.
-        let hr = unsafe { open(&g, &mut net, &mut record) };
-        if hr < 0 || net.is_null() {
-            return Err(outcome(hr, record));
-        }
-        take(record);
+        let net = self.open(b"HcnOpenNetwork\0", network)?;
         let id = format!("{:032x}", rand_id());
         let eg = guid(&id);
         let s = wide(&settings.to_string());

@@ -27,6 +27,17 @@ fn pod(name: &str, ip: Option<&str>, age_secs: i64) -> NodePod {
     }
 }
 
+/// The evidence of the pods `pods` at `NOW`, with the default grace period.
+fn evidence<'a>(pods: &'a [NodePod], remote: &'a BTreeMap<String, bool>) -> Evidence<'a> {
+    Evidence {
+        pods: Some(pods),
+        remote_in_use: remote,
+        kube_proxy_runs: false,
+        now: NOW,
+        grace: DEFAULT_GRACE,
+    }
+}
+
 fn verdicts(
     eps: &[HnsEndpoint],
     pods: Option<&[NodePod]>,
@@ -274,11 +285,8 @@ fn a_stuck_endpoint_names_its_pod_and_whether_a_controller_recreates_it() {
     let pods = [pod("web", Some("10.244.1.7"), 600)];
     let none = BTreeMap::new();
     let ev = Evidence {
-        pods: Some(&pods),
-        remote_in_use: &none,
-        kube_proxy_runs: false,
-        now: NOW,
         grace: Duration::from_secs(300),
+        ..evidence(&pods, &none)
     };
     let j = &judge(&eps, "Calico", &ev)[0];
     assert_eq!(j.pod.as_deref(), Some("default/web"));
@@ -317,13 +325,7 @@ fn a_pod_whose_address_has_no_endpoint_is_named() {
         pod("pending", None, 3600),
     ];
     let none = BTreeMap::new();
-    let ev = Evidence {
-        pods: Some(&pods),
-        remote_in_use: &none,
-        kube_proxy_runs: false,
-        now: NOW,
-        grace: DEFAULT_GRACE,
-    };
+    let ev = evidence(&pods, &none);
     let j = judge(&eps, "Calico", &ev);
     let lost: Vec<&Judged> = j
         .iter()
