@@ -305,7 +305,7 @@ pub fn status(_args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow:
     for p in &problems {
         ctx.printer.text(&format!("  - {p}"));
     }
-    Err(super::status::Degraded(problems).into())
+    Err(super::common::Degraded(problems).into())
 }
 
 /// The table, every value escaped (`fleet_view::shown`); the NODE column as wide as the

@@ -1,6 +1,7 @@
 //! One file per command; each reads like the recipe of that command.
 
 mod change;
+mod common;
 mod config_show;
 pub mod detach;
 mod diags;

@@ -1,61 +1,16 @@
 //! `preflight`: check that this node and its cluster can run Calico, before changing anything;
 //! with `--fix`, apply the documented cluster patches first.
 
+use super::common::{
+    ClusterRead, check_known_issue_ids, check_skips, cluster_checks, read_cluster, with_cluster,
+};
 use crate::checks::{self, Blocked, Check, Verdict};
 use crate::cli::PreflightArgs;
 use crate::cluster::fix::{self, Fix};
-use crate::cluster::{Cluster, ClusterError, facts};
-use crate::config::{Loaded, Source};
+use crate::cluster::{Cluster, facts};
 use crate::context::Context;
-use crate::error::UsageError;
 use crate::host::select::Intent;
 use serde_json::json;
-
-/// Refuses a `--skip` that names no check.
-/// `--allow-known-issue` names entries of the known-issues table only.
-pub(crate) fn check_known_issue_ids(allowed: &[String]) -> Result<(), UsageError> {
-    match checks::known_issues::unknown_ids(allowed).first() {
-        Some(bad) => Err(UsageError::new(
-            format!("--allow-known-issue {bad}: there is no known issue with that id"),
-            format!(
-                "ids: {} (docs/known-issues.md)",
-                checks::known_issues::KNOWN_ISSUES
-                    .iter()
-                    .map(|k| k.id)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        )),
-        None => Ok(()),
-    }
-}
-
-pub(crate) fn check_skips(skip: &[String]) -> Result<(), UsageError> {
-    let known = |id: &str| {
-        checks::host::IDS.contains(&id)
-            || checks::cluster::IDS.contains(&id)
-            || id == checks::known_issues::ID
-    };
-    match skip.iter().find(|s| !known(s)) {
-        Some(bad) => Err(UsageError::new(
-            format!("--skip {bad}: there is no check with that id"),
-            format!(
-                "check ids: {}, {}, {}",
-                checks::host::IDS.join(", "),
-                checks::cluster::IDS.join(", "),
-                checks::known_issues::ID
-            ),
-        )),
-        None => Ok(()),
-    }
-}
-
-/// What became of reading the cluster.
-pub(crate) enum ClusterRead {
-    Skipped(&'static str),
-    Failed(ClusterError),
-    Read(Box<Cluster>, Box<facts::ClusterFacts>),
-}
 
 pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
     check_skips(&args.skip)?;
@@ -136,69 +91,6 @@ fn fix_dir_access(ctx: &mut Context, config: &crate::config::Config) -> anyhow::
     Ok(checks::host::dir_access(host.as_ref(), config))
 }
 
-/// The cluster, unless `--offline` or there is no admin kubeconfig.
-/// A kubeconfig that was given (a flag, `KUBECONFIG`) but cannot be read or used is bad input
-/// (exit 2), not a cluster that fails every check.
-pub(crate) fn read_cluster(
-    offline: bool,
-    ctx: &mut Context,
-    node: &str,
-    rights: facts::Rights,
-) -> Result<ClusterRead, ClusterError> {
-    if offline {
-        return Ok(ClusterRead::Skipped("skipped with --offline"));
-    }
-    Ok(match ctx.connect_cluster() {
-        Ok(None) => ClusterRead::Skipped(
-            "no admin kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config or C:\\k\\config)",
-        ),
-        Ok(Some(c)) => match facts::gather(&c, node, rights) {
-            Ok(f) => ClusterRead::Read(Box::new(c), Box::new(f)),
-            Err(e) => ClusterRead::Failed(e),
-        },
-        Err(
-            e @ (ClusterError::NoKubeconfig { .. }
-            | ClusterError::Kubeconfig { .. }
-            | ClusterError::ExpiredToken { .. }),
-        ) => {
-            return Err(e);
-        }
-        Err(e) => ClusterRead::Failed(e),
-    })
-}
-
-/// The configuration with what the cluster says filling unset settings.
-pub(crate) fn with_cluster(
-    ctx: &mut Context,
-    cluster: &ClusterRead,
-    base: Loaded,
-) -> anyhow::Result<Loaded> {
-    match cluster {
-        ClusterRead::Read(_, f) => Ok(ctx.load_config_with(f.settings())?),
-        _ => Ok(base),
-    }
-}
-
-/// The cluster checks: evaluated, skipped (with why), or failed with the reason and its hint.
-pub(crate) fn cluster_checks(cluster: &ClusterRead, loaded: &Loaded) -> Vec<Check> {
-    match cluster {
-        ClusterRead::Skipped(why) => checks::cluster::all(Verdict::Skip, why, None),
-        ClusterRead::Failed(e) => {
-            let msg = format!("cannot read the cluster: {e}{}", causes(e));
-            checks::cluster::unreadable(&msg, &e.hint())
-        }
-        ClusterRead::Read(_, f) => {
-            let asked = checks::cluster::Asked {
-                vni_explicit: loaded
-                    .shown
-                    .get("vxlan.vni")
-                    .is_some_and(|s| !matches!(s.source, Source::Default | Source::Cluster)),
-            };
-            checks::cluster::evaluate(f, &loaded.config, &asked)
-        }
-    }
-}
-
 /// Shows the fixes and applies them once confirmed; returns whether anything was applied.
 fn apply_fixes(ctx: &mut Context, c: &Cluster, fixes: &[Fix]) -> anyhow::Result<bool> {
     if fixes.is_empty() {
@@ -246,23 +138,13 @@ fn apply_fixes(ctx: &mut Context, c: &Cluster, fixes: &[Fix]) -> anyhow::Result<
     Ok(true)
 }
 
-fn causes(e: &dyn std::error::Error) -> String {
-    let mut out = String::new();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        out.push_str(&format!(": {c}"));
-        cur = c.source();
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     /// `--skip`'s hint lists every id `--skip` takes, `known-issues` too: each one it names is
     /// one it accepts.
     #[test]
     fn the_skip_hint_names_every_valid_id() {
-        let err = super::check_skips(&["nope".into()]).expect_err("unknown");
+        let err = super::super::common::check_skips(&["nope".into()]).expect_err("unknown");
         let hint = err.hint.clone().expect("a hint");
         assert!(hint.contains(crate::checks::known_issues::ID), "{hint}");
         let ids: Vec<String> = hint
@@ -273,7 +155,7 @@ mod tests {
         assert!(ids.len() > 10, "{ids:?}");
         for id in ids {
             assert!(
-                super::check_skips(std::slice::from_ref(&id)).is_ok(),
+                super::super::common::check_skips(std::slice::from_ref(&id)).is_ok(),
                 "{id}"
             );
         }

@@ -2,7 +2,7 @@
 //! Calico HNS network again when the change is one HNS cannot make in place.
 
 use super::change::{Change, Failed};
-use super::preflight::{ClusterRead, read_cluster, with_cluster};
+use super::common::{ClusterRead, read_cluster, with_cluster};
 use crate::apply;
 use crate::apply::Action;
 use crate::cli::{DrainBy, ReconfigureArgs};
@@ -512,7 +512,7 @@ fn host_checks(
     allowed: &[String],
 ) -> anyhow::Result<()> {
     use crate::checks::{Verdict, host as checks};
-    super::preflight::check_known_issue_ids(allowed)?;
+    super::common::check_known_issue_ids(allowed)?;
     checks::refuse_reparse_points(host, config)?;
     let snapshot = checks::snapshot(host);
     let version = rec.calico_version.as_deref();

@@ -3,7 +3,7 @@
 //! then a wait until no endpoint is at fault.
 
 use super::change::Change;
-use super::preflight::{ClusterRead, read_cluster};
+use super::common::{ClusterRead, read_cluster};
 use crate::apply;
 use crate::cli::RepairArgs;
 use crate::cluster::Cluster;
@@ -207,7 +207,7 @@ fn finished(ctx: &mut Context, steps: usize, left: &[Judged]) -> anyhow::Result<
         ));
         return Ok(());
     }
-    Err(super::status::Degraded(
+    Err(super::common::Degraded(
         left.iter()
             .map(|j| format!("after the repair, {}", j.sentence()))
             .collect(),

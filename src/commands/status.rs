@@ -1,7 +1,7 @@
 //! `status`: the services, the HNS networks, drift between the config and the host, the node
 //! and the kubeconfig's token; exit 1 with the reasons when anything is degraded.
 
-use super::preflight::{ClusterRead, read_cluster, with_cluster};
+use super::common::{ClusterRead, Degraded, read_cluster, with_cluster};
 use crate::cli::StatusArgs;
 use crate::cluster::drain;
 use crate::config::Config;
@@ -22,10 +22,6 @@ use serde_json::json;
 
 /// A token closer to its expiry than this is a problem worth reporting.
 const TOKEN_WARN_SECS: i64 = 7 * 24 * 3600;
-
-#[derive(Debug, thiserror::Error)]
-#[error("Calico on this node is degraded: {}", .0.join("; "))]
-pub struct Degraded(pub Vec<String>);
 
 pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host(Intent::Read)?;

@@ -9,7 +9,7 @@ pub(crate) use beginning::remove_stale_staging;
 use beginning::{Begun, begin_journal, stage};
 use prepare::{credential_files, merged_config, renewal_grant, self_file};
 
-use super::preflight::{ClusterRead, check_skips, cluster_checks, read_cluster};
+use super::common::{ClusterRead, check_skips, cluster_checks, read_cluster};
 use crate::apply;
 use crate::checks::host::{legacy_error, legacy_services};
 use crate::checks::{self, Blocked};
@@ -407,7 +407,7 @@ fn run_checks(
     cluster: &ClusterRead,
     loaded: &crate::config::Loaded,
 ) -> anyhow::Result<(Vec<checks::Check>, Vec<&'static str>)> {
-    super::preflight::check_known_issue_ids(&args.allow_known_issue)?;
+    super::common::check_known_issue_ids(&args.allow_known_issue)?;
     let mut snapshot = checks::host::snapshot(host);
     snapshot
         .calico_services

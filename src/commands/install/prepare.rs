@@ -2,7 +2,7 @@
 //! the release: calico-node's credentials (a kubeconfig with a requested token, kept while it
 //! stays valid, or etcd's TLS files from Calico's secret) and calicoctl-win itself.
 
-use super::super::preflight::ClusterRead;
+use super::super::common::ClusterRead;
 use crate::apply::Content;
 use crate::cli::InstallArgs;
 use crate::cluster::renewal::Grant;

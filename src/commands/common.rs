@@ -1,0 +1,131 @@
+//! What the commands share, so that no command imports another: reading the cluster (with
+//! what it gives the config and its checks), the checks' ids, and the degraded result.
+
+use crate::checks::{self, Check, Verdict};
+use crate::cluster::{Cluster, ClusterError, facts};
+use crate::config::{Loaded, Source};
+use crate::context::Context;
+use crate::error::UsageError;
+
+#[derive(Debug, thiserror::Error)]
+#[error("Calico on this node is degraded: {}", .0.join("; "))]
+pub struct Degraded(pub Vec<String>);
+
+/// Refuses a `--skip` that names no check.
+/// `--allow-known-issue` names entries of the known-issues table only.
+pub(crate) fn check_known_issue_ids(allowed: &[String]) -> Result<(), UsageError> {
+    match checks::known_issues::unknown_ids(allowed).first() {
+        Some(bad) => Err(UsageError::new(
+            format!("--allow-known-issue {bad}: there is no known issue with that id"),
+            format!(
+                "ids: {} (docs/known-issues.md)",
+                checks::known_issues::KNOWN_ISSUES
+                    .iter()
+                    .map(|k| k.id)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+pub(crate) fn check_skips(skip: &[String]) -> Result<(), UsageError> {
+    let known = |id: &str| {
+        checks::host::IDS.contains(&id)
+            || checks::cluster::IDS.contains(&id)
+            || id == checks::known_issues::ID
+    };
+    match skip.iter().find(|s| !known(s)) {
+        Some(bad) => Err(UsageError::new(
+            format!("--skip {bad}: there is no check with that id"),
+            format!(
+                "check ids: {}, {}, {}",
+                checks::host::IDS.join(", "),
+                checks::cluster::IDS.join(", "),
+                checks::known_issues::ID
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// What became of reading the cluster.
+pub(crate) enum ClusterRead {
+    Skipped(&'static str),
+    Failed(ClusterError),
+    Read(Box<Cluster>, Box<facts::ClusterFacts>),
+}
+
+/// The cluster, unless `--offline` or there is no admin kubeconfig.
+/// A kubeconfig that was given (a flag, `KUBECONFIG`) but cannot be read or used is bad input
+/// (exit 2), not a cluster that fails every check.
+pub(crate) fn read_cluster(
+    offline: bool,
+    ctx: &mut Context,
+    node: &str,
+    rights: facts::Rights,
+) -> Result<ClusterRead, ClusterError> {
+    if offline {
+        return Ok(ClusterRead::Skipped("skipped with --offline"));
+    }
+    Ok(match ctx.connect_cluster() {
+        Ok(None) => ClusterRead::Skipped(
+            "no admin kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config or C:\\k\\config)",
+        ),
+        Ok(Some(c)) => match facts::gather(&c, node, rights) {
+            Ok(f) => ClusterRead::Read(Box::new(c), Box::new(f)),
+            Err(e) => ClusterRead::Failed(e),
+        },
+        Err(
+            e @ (ClusterError::NoKubeconfig { .. }
+            | ClusterError::Kubeconfig { .. }
+            | ClusterError::ExpiredToken { .. }),
+        ) => {
+            return Err(e);
+        }
+        Err(e) => ClusterRead::Failed(e),
+    })
+}
+
+/// The configuration with what the cluster says filling unset settings.
+pub(crate) fn with_cluster(
+    ctx: &mut Context,
+    cluster: &ClusterRead,
+    base: Loaded,
+) -> anyhow::Result<Loaded> {
+    match cluster {
+        ClusterRead::Read(_, f) => Ok(ctx.load_config_with(f.settings())?),
+        _ => Ok(base),
+    }
+}
+
+/// The cluster checks: evaluated, skipped (with why), or failed with the reason and its hint.
+pub(crate) fn cluster_checks(cluster: &ClusterRead, loaded: &Loaded) -> Vec<Check> {
+    match cluster {
+        ClusterRead::Skipped(why) => checks::cluster::all(Verdict::Skip, why, None),
+        ClusterRead::Failed(e) => {
+            let msg = format!("cannot read the cluster: {e}{}", causes(e));
+            checks::cluster::unreadable(&msg, &e.hint())
+        }
+        ClusterRead::Read(_, f) => {
+            let asked = checks::cluster::Asked {
+                vni_explicit: loaded
+                    .shown
+                    .get("vxlan.vni")
+                    .is_some_and(|s| !matches!(s.source, Source::Default | Source::Cluster)),
+            };
+            checks::cluster::evaluate(f, &loaded.config, &asked)
+        }
+    }
+}
+
+pub(crate) fn causes(e: &dyn std::error::Error) -> String {
+    let mut out = String::new();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        out.push_str(&format!(": {c}"));
+        cur = c.source();
+    }
+    out
+}
