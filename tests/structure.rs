@@ -285,7 +285,7 @@ const RANKS: &[(&str, u32)] = &[
     ("context", 8),
     ("checks", 8),
     ("supervise", 9),
-    ("apply", 10),
+    ("apply", 9),
     ("plan", 11),
     ("policy", 11),
     ("cli", 12),

@@ -90,7 +90,7 @@ pub(super) fn wait_ready(
     let deadline = Instant::now() + timeout;
     let mut pause = Duration::from_millis(100);
     loop {
-        let init = crate::supervise::init_done(host)?;
+        let init = crate::installed::boot_marker::init_done(host)?;
         let present = host.hns_networks()?;
         let missing: Vec<String> = networks
             .iter()

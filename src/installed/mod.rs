@@ -4,6 +4,7 @@
 //! facts (AKS, EC2, ...) the services and install read alike, and the health of the HNS
 //! endpoints the pods were given.
 
+pub mod boot_marker;
 pub mod endpoints;
 pub mod failure;
 pub mod felix_health;

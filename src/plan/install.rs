@@ -836,7 +836,7 @@ fn start_and_wait(
         }
     }
     let started = !actions.is_empty();
-    let ready = crate::supervise::init_done(host)? && !routes.lost && {
+    let ready = crate::installed::boot_marker::init_done(host)? && !routes.lost && {
         let present = host.hns_networks()?;
         networks(c)
             .iter()

@@ -6,7 +6,7 @@ use super::log::Log;
 use super::renew::Renewal;
 use super::settings::{Component, Launch, Result, Settings, SuperviseError, environment, required};
 use super::stop::Stop;
-use crate::host::{HnsNetwork, Host, HostError, HostResult, RegValue, Route};
+use crate::host::{HnsNetwork, Host, HostError, RegValue, Route};
 use crate::installed::failure::{self, Blocks};
 use crate::installed::platform::{self, Platform};
 use crate::layout::EXTERNAL_NETWORK;
@@ -35,23 +35,7 @@ pub struct StartPhase {
     pub platform: Option<Platform>,
 }
 
-/// Whether CalicoNode has finished initialising in the current boot; never while the boot is
-/// unknown (an empty identity once matched an empty marker and hid a real reboot).
-pub fn init_done(host: &dyn Host) -> HostResult<bool> {
-    let Some(boot) = host.system_facts()?.boot_id else {
-        return Ok(false);
-    };
-    Ok(stored_boot(host)?.as_deref() == Some(boot.as_str()))
-}
-
-/// The boot CalicoNode last initialised in; an empty value (written by an older version when
-/// the boot was unknown) is none.
-fn stored_boot(host: &dyn Host) -> HostResult<Option<String>> {
-    Ok(match host.reg_get(CALICO_KEY, BOOT_ID_VALUE)? {
-        Some(RegValue::Sz(s)) if !s.is_empty() => Some(s),
-        _ => None,
-    })
-}
+pub use crate::installed::boot_marker::{init_done, stored_boot};
 
 /// The CalicoNode service body: start-up, then startup runs until stopped, with the renewal
 /// of calico-node's token beside it. Calico's own token refresher (`-monitor-token`) is not
