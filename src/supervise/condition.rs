@@ -163,17 +163,23 @@ fn condition(ready: bool, reasons: &[String], changed_state: bool) -> serde_json
     c
 }
 
+/// A finding as the condition's message gives it: its sentence and its code, which `fleet
+/// status` shows with it (docs/findings.md).
+fn said(f: health::Finding) -> String {
+    format!("{} [{}]", f.message, f.code.word())
+}
+
 /// What is wrong with Calico on this node, as CalicoNode sees it; empty when nothing is.
 pub fn reasons(host: &dyn Host, cluster: Option<&Cluster>, node: &str, root: &str) -> Vec<String> {
     let mut out = Vec::new();
     // The same judges and sentences as status's (`installed::health`).
     let felix = Role::Felix.service_name();
     match host.service_query(felix) {
-        Ok(found) => out.extend(health::service(felix, found.as_ref()).map(|f| f.message)),
+        Ok(found) => out.extend(health::service(felix, found.as_ref()).map(said)),
         Err(e) => out.push(format!("{felix} cannot be read: {e}")),
     }
     match crate::installed::felix_health::read(host, root) {
-        Ok(h) => out.extend(health::felix(&h, crate::duration::now()).map(|f| f.message)),
+        Ok(h) => out.extend(health::felix(&h, crate::duration::now()).map(said)),
         Err(e) => out.push(format!("Felix's health cannot be asked: {e}")),
     }
     // CalicoNode's look every minute is what ages the faults (`endpoints::seen`).
@@ -185,13 +191,8 @@ pub fn reasons(host: &dyn Host, cluster: Option<&Cluster>, node: &str, root: &st
         ageing: endpoints::Ageing::Record,
     };
     match endpoints::survey_calico(host, &how) {
-        Ok(Some(judged)) => out.extend(
-            judged
-                .iter()
-                .filter_map(health::endpoint)
-                .map(|f| f.message),
-        ),
-        Ok(None) => out.extend(health::calico_network(false).map(|f| f.message)),
+        Ok(Some(judged)) => out.extend(judged.iter().filter_map(health::endpoint).map(said)),
+        Ok(None) => out.extend(health::calico_network(false).map(said)),
         Err(e) => out.push(format!("{e:#}")),
     }
     if let Some(r) = super::hns_watch::last(host) {
@@ -199,7 +200,7 @@ pub fn reasons(host: &dyn Host, cluster: Option<&Cluster>, node: &str, root: &st
         out.extend(
             health::hns_restart(&r.still_failing(host), &at)
                 .into_iter()
-                .map(|f| f.message),
+                .map(said),
         );
     }
     out

@@ -396,6 +396,9 @@ fn calico_node_sets_the_node_condition_with_the_reasons_and_true_once_repaired()
     for needle in [
         "web1_Calico (10.244.1.7, Calico) is stuck",
         "gone_Calico (10.244.1.50, Calico) is stale",
+        // Each reason with its finding's code (docs/findings.md), which fleet status shows.
+        "[endpoint-stuck]",
+        "[endpoint-stale]",
     ] {
         assert!(message.contains(needle), "{needle}: {c} {log}");
     }
