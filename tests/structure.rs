@@ -301,9 +301,6 @@ fn rank(module: &str) -> Option<u32> {
 fn climbing(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
     let mut out = Vec::new();
     for (from, deps) in edges {
-        if from.starts_with("host::contract") {
-            continue;
-        }
         for to in deps {
             match (rank(from), rank(to)) {
                 (Some(a), Some(b)) if b > a => out.push(format!("{from} -> {to}")),

@@ -1058,10 +1058,15 @@ pub(crate) mod on_windows {
         let _ = h.service_delete(name);
         let remove = remove_service_at_end(&h, name);
         let exe = built("calicoctl-win.exe").display().to_string();
-        let mut spec = crate::supervise::service_spec(
-            crate::supervise::Role::Felix,
-            &exe,
-            [
+        // The contract builds its own registration (the host ranks below the service bodies,
+        // and a test service depends on no CalicoNode, which does not exist here).
+        let spec = crate::host::ServiceSpec {
+            name: name.into(),
+            // Not Felix's own display name, which the SCM holds unique among services.
+            display_name: "calicoctl-win test (felix role)".into(),
+            description: "calicoctl-win's host contract suite".into(),
+            program: exe.clone(),
+            args: [
                 "service",
                 "run",
                 "felix",
@@ -1072,11 +1077,10 @@ pub(crate) mod on_windows {
             ]
             .map(String::from)
             .to_vec(),
-        );
-        spec.name = name.into();
-        // Not Felix's own display name, which the SCM holds unique among services.
-        spec.display_name = "calicoctl-win test (felix role)".into();
-        spec.recovery = None;
+            dependencies: Vec::new(),
+            start: crate::host::StartType::Manual,
+            recovery: None,
+        };
         h.service_create(&spec).expect("create");
         start_service(&h, name).expect("start");
         let log = root.path().join("logs").join("calico-felix.log");
