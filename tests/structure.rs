@@ -436,3 +436,96 @@ fn local_paths_are_reached_only_where_another_api_needs_one() {
     let planted = BTreeMap::from([("plan".to_owned(), "host.local_path(p)".to_owned())]);
     assert_eq!(local_path_uses(&planted)["plan"], 1);
 }
+
+/// `text` with every test module (`#[cfg(test)]`, `#[cfg(all(test, ...))]`, inline or declared)
+/// blanked, its lines kept so that line numbers hold.
+fn without_any_tests(text: &str) -> String {
+    let start = regex::Regex::new(
+        r"#\[cfg\((?:all\()?test[^\]]*\]\s*(?:pub(?:\([a-z]+\))?\s+)?mod\s+\w+\s*\{",
+    )
+    .expect("regex");
+    let mut out = String::new();
+    let mut at = 0;
+    while let Some(m) = start.find_at(text, at) {
+        out.push_str(&text[at..m.start()]);
+        let mut depth = 0;
+        let mut end = text.len();
+        for (i, c) in text[m.end() - 1..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = m.end() - 1 + i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.push_str(&"\n".repeat(text[m.start()..end].matches('\n').count()));
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// STYLE.md: no `unwrap()`/`expect()` outside tests unless a comment states why it cannot
+/// fail (within the five lines above it); the rest return errors with context.
+#[test]
+fn every_unwrap_outside_tests_says_why_it_cannot_fail() {
+    let call = regex::Regex::new(r"\.(unwrap|expect)\(").expect("regex");
+    let mut found = Vec::new();
+    let mut seen = 0;
+    let mut files = BTreeMap::new();
+    sources(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
+    for main in ["main.rs", "lib.rs"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(main);
+        files.insert(main.to_owned(), fs_err::read_to_string(path).expect("read"));
+    }
+    for (module, _) in files {
+        // The host contract suite is test code (compiled for tests only).
+        if module == "host::contract" {
+            continue;
+        }
+        let rel = if module.ends_with(".rs") {
+            module.clone()
+        } else {
+            let base = module.replace("::", "/");
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+            if dir.join(format!("{base}.rs")).exists() {
+                format!("{base}.rs")
+            } else {
+                format!("{base}/mod.rs")
+            }
+        };
+        let text =
+            fs_err::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(&rel))
+                .expect("read source");
+        let code = without_any_tests(&text);
+        let lines: Vec<&str> = code.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            if line.trim_start().starts_with("//") || !call.is_match(line) {
+                continue;
+            }
+            seen += 1;
+            // A reason in a plain comment, not a doc comment of an item around it.
+            let said = lines[i.saturating_sub(5)..=i].iter().any(|l| {
+                let t = l.trim_start();
+                l.contains("//") && !t.starts_with("///") && !t.starts_with("//!")
+            });
+            if !said {
+                found.push(format!("src/{rel}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "unwrap/expect outside tests without a comment saying why it cannot fail ({seen} seen):\n{}",
+        found.join("\n")
+    );
+}
