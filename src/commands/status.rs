@@ -449,11 +449,7 @@ fn networks(
     r.text.push("HNS networks:".into());
     for name in &rec.networks {
         let Some(n) = networks.iter().find(|n| &n.name == name) else {
-            r.problem(
-                Code::NetworkMissing,
-                name.as_str(),
-                format!("HNS network {name} does not exist"),
-            );
+            r.findings.push(health::network_missing(name));
             r.text.push(format!("  {name:<12} missing"));
             continue;
         };

@@ -157,19 +157,19 @@ pub fn felix(h: &FelixHealth, now: i64) -> Option<Finding> {
     })
 }
 
+/// An HNS network the install made (`Calico`, `External`) that does not exist.
+pub fn network_missing(name: &str) -> Finding {
+    Finding::new(
+        Code::NetworkMissing,
+        name,
+        format!("the HNS network {name} does not exist"),
+    )
+    .with_remedy("Restart-Service CalicoNode (it makes the networks), and read calico-node.log")
+}
+
 /// The Calico network: missing is a finding.
 pub fn calico_network(exists: bool) -> Option<Finding> {
-    (!exists).then(|| {
-        Finding::new(
-            Code::NetworkMissing,
-            crate::layout::CALICO_NETWORK,
-            format!(
-                "the HNS network {} does not exist",
-                crate::layout::CALICO_NETWORK
-            ),
-        )
-        .with_remedy("Restart-Service CalicoNode (it makes the network), and read calico-node.log")
-    })
+    (!exists).then(|| network_missing(crate::layout::CALICO_NETWORK))
 }
 
 /// An endpoint judged at fault (`installed::endpoints`), with its sentence.
