@@ -10,7 +10,6 @@ use super::ready::{restore_routes, wait_ready};
 use super::undo::{ignore_not_found, prepare_undo, rollback};
 use super::{Action, Content, Options};
 use crate::host::{Access, Host};
-use crate::installed::record::missing_parents;
 use anyhow::Context as _;
 
 /// A failed run.
@@ -117,15 +116,17 @@ fn start_journal(host: &dyn Host, opts: &Options<'_>, total: usize) -> Result<Jo
         entries: Vec::new(),
     };
     if total > 0 {
-        journal.new_dirs = missing_parents(host, &opts.journal_path).map_err(|err| ExecError {
-            index: 0,
-            total,
-            action: format!("prepare the journal {}", opts.journal_path),
-            source: err.into(),
-            rollback_failures: None,
-            kept_logs: None,
-            past_no_return: false,
-        })?;
+        journal.new_dirs = host
+            .missing_parents(&opts.journal_path)
+            .map_err(|err| ExecError {
+                index: 0,
+                total,
+                action: format!("prepare the journal {}", opts.journal_path),
+                source: err.into(),
+                rollback_failures: None,
+                kept_logs: None,
+                past_no_return: false,
+            })?;
     }
     Ok(journal)
 }
@@ -305,10 +306,7 @@ fn recreate_daemonset_pods(
 /// Refuses `what` when a directory on the way to `dir` (itself included) is a junction or
 /// another reparse point; one whose kind cannot be read counts as one.
 fn refuse_link_on_the_way(host: &dyn Host, dir: &str, what: &str) -> anyhow::Result<()> {
-    match crate::checks::host::ancestors(dir)
-        .into_iter()
-        .find(|a| host.is_reparse_point(a).unwrap_or(true))
-    {
+    match crate::installed::protection::link_on_the_way(host, dir) {
         None => Ok(()),
         Some(link) => Err(crate::host::HostError::Refused {
             what: what.to_owned(),

@@ -6,7 +6,6 @@ use super::journal::{Journal, Undo, missing_keys};
 use super::ready::restore_routes;
 use super::{Action, Options};
 use crate::host::{Access, Host, HostError};
-use crate::installed::record::missing_parents;
 use crate::layout::KEPT_LOGS_DIR;
 use anyhow::Context as _;
 use std::time::Duration;
@@ -51,7 +50,7 @@ pub(super) fn prepare_undo(
             }
             None => Undo::RemoveFile {
                 path: path.clone(),
-                new_dirs: missing_parents(host, path)?,
+                new_dirs: host.missing_parents(path)?,
             },
         },
         Action::SetRegistryValue { key, name, .. } => Undo::RestoreRegistryValue {
@@ -101,7 +100,7 @@ fn undo_protection(host: &dyn Host, path: &str) -> anyhow::Result<Undo> {
             sddl,
         },
         None => {
-            let mut new_dirs = missing_parents(host, path)?;
+            let mut new_dirs = host.missing_parents(path)?;
             new_dirs.push(path.to_owned());
             Undo::RemoveDirs { new_dirs }
         }

@@ -8,6 +8,8 @@ use crate::host::{
     FirewallRule, HnsNetwork, Host, HostError, InstalledService, Protocol, RegValue, ServiceState,
     StartType, SystemFacts, split_command_line,
 };
+use crate::installed::legacy::is_legacy_service;
+use crate::installed::protection::{protect_command, reparse_points, weak_dirs};
 use crate::layout::CALICO_SCRIPT_VXLAN_RULE;
 use crate::layout::VXLAN_RULE;
 use serde::Serialize;
@@ -549,15 +551,6 @@ fn firewall_policy(s: &HostSnapshot, rules: &[FirewallRule]) -> Option<Check> {
     }
 }
 
-/// Whether a Calico service is run by Calico's scripts (NSSM, or PowerShell directly) rather
-/// than by calicoctl-win.
-pub fn is_legacy_service(s: &InstalledService) -> bool {
-    matches!(
-        s.program_file_name().as_str(),
-        "nssm.exe" | "powershell.exe" | "pwsh.exe"
-    )
-}
-
 fn foreign_cni(s: &HostSnapshot) -> Check {
     const ID: &str = "foreign-cni";
     let mut found = Vec::new();
@@ -676,162 +669,12 @@ pub fn node_name(s: &HostSnapshot, c: &Config) -> Check {
     }
 }
 
-/// Services a legacy install registered, by the names it used.
-const LEGACY_SERVICES: [&str; 4] = ["CalicoNode", "CalicoFelix", "CalicoConfd", "CalicoUpgrade"];
-
-/// The services of a legacy NSSM-based install (or one driven by PowerShell directly).
-pub fn legacy_services(host: &dyn Host) -> anyhow::Result<Vec<crate::host::InstalledService>> {
-    let mut out = Vec::new();
-    for name in LEGACY_SERVICES {
-        if let Some(s) = host.service_query(name)?
-            && is_legacy_service(&s)
-        {
-            out.push(s);
-        }
-    }
-    Ok(out)
-}
-
-pub fn legacy_error(legacy: &[crate::host::InstalledService]) -> crate::error::UsageError {
-    crate::error::UsageError::new(
-        format!(
-            "this node has Calico's legacy NSSM-based install (services {})",
-            legacy
-                .iter()
-                .map(|s| s.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        "pass --migrate-legacy to stop and delete its services before installing (its files in the install root stay), or remove it with its own uninstall-calico.ps1",
-    )
-    .of_kind(crate::error::Kind::LegacyInstall)
-}
-
 #[cfg(test)]
 #[path = "host_tests.rs"]
 mod tests;
 
-/// The directories install protects, the install root first: the CNI bin and conf
-/// directories and the logs directory too, when install makes them or someone else may change
-/// them.
-pub fn protected_dirs(c: &Config) -> Vec<String> {
-    let mut dirs = vec![
-        c.install_root.as_str().to_owned(),
-        c.logs.dir.as_str().to_owned(),
-    ];
-    // Without a CNI backend install puts no plugin there.
-    if c.backend != crate::config::types::Backend::None {
-        dirs.push(c.cni.bin_dir.as_str().to_owned());
-        dirs.push(c.cni.conf_dir.as_str().to_owned());
-    }
-    let mut dirs: Vec<String> = dirs
-        .into_iter()
-        .map(|d| d.trim_end_matches(['\\', '/']).to_owned())
-        .collect();
-    let mut seen = std::collections::BTreeSet::new();
-    dirs.retain(|d| seen.insert(d.to_ascii_lowercase()));
-    dirs
-}
-
-/// The directories whose files run as SYSTEM, as configured: those install protects, and
-/// kube-proxy's (`kube_proxy.path`), which it does not make.
-pub fn system_dirs(c: &Config) -> Vec<String> {
-    let mut dirs = protected_dirs(c);
-    if let Some(kp) = &c.kube_proxy.path
-        && let Some((dir, _)) = kp.as_str().rsplit_once(['\\', '/'])
-        && !dirs.iter().any(|d| d.eq_ignore_ascii_case(dir))
-    {
-        dirs.push(dir.to_owned());
-    }
-    dirs
-}
-
-/// Each existing directory of `system_dirs` that someone other than SYSTEM and
-/// Administrators may change, with who; an unreadable one with why.
-pub fn weak_dirs(h: &dyn Host, c: &Config) -> Vec<(String, Vec<String>)> {
-    let admin = elevated_user(h);
-    let mut out = Vec::new();
-    for d in system_dirs(c) {
-        let found = match h.security(&d) {
-            Ok(None) => continue,
-            Ok(Some(sddl)) => match crate::host::acl::parse(&sddl) {
-                Ok(desc) => crate::host::acl::writers_but(&desc, admin.as_deref()),
-                Err(why) => vec![format!("its access list cannot be read ({why}): {sddl}")],
-            },
-            Err(e) => vec![format!("its access list cannot be read: {e}")],
-        };
-        if !found.is_empty() {
-            out.push((d, found));
-        }
-    }
-    out
-}
-
-/// The account this process runs as, when it runs elevated: an administrator, so an owner or
-/// entry of its own is not someone else's (under Wine every file is the Wine user's).
-pub fn elevated_user(h: &dyn Host) -> Option<String> {
-    h.system_facts()
-        .ok()
-        .filter(|f| f.elevated)
-        .and_then(|f| f.user_sid)
-}
-
-/// What protects a directory as install does, by hand (elevated PowerShell).
-pub fn protect_command(dir: &str) -> String {
-    format!(
-        "icacls \"{dir}\" /inheritance:r /grant:r *S-1-5-18:(OI)(CI)F *S-1-5-32-544:(OI)(CI)F *S-1-5-32-545:(OI)(CI)RX; icacls \"{dir}\" /setowner *S-1-5-32-544"
-    )
-}
-
 /// `dir-access`: what runs as SYSTEM must come from directories only SYSTEM and
 /// Administrators can change. Checked whenever the directories exist.
-/// Each directory on the way to a directory whose files run as SYSTEM, from the drive down,
-/// that is a reparse point (a junction): what is written there, and the access list set on
-/// it, would go wherever it points.
-pub fn reparse_points(h: &dyn Host, c: &Config) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for d in system_dirs(c) {
-        for at in ancestors(&d) {
-            if !out.iter().any(|o| o.eq_ignore_ascii_case(&at))
-                && h.is_reparse_point(&at).unwrap_or(false)
-            {
-                out.push(at);
-            }
-        }
-    }
-    out
-}
-
-/// Refuses a junction on the way to a directory whose files run as SYSTEM, whatever checks
-/// were skipped: install and reconfigure call it before they change anything.
-pub fn refuse_reparse_points(h: &dyn Host, c: &Config) -> crate::host::HostResult<()> {
-    match reparse_points(h, c).first() {
-        None => Ok(()),
-        Some(link) => Err(crate::host::HostError::Refused {
-            what: format!("write under {link}"),
-            reason: format!(
-                "{link} is a junction or another reparse point: what is written there would go wherever it points (remove it and make a directory in its place: rmdir \"{link}\"; mkdir \"{link}\")"
-            ),
-        }),
-    }
-}
-
-/// `C:\a\b\c` as `C:\a`, `C:\a\b`, `C:\a\b\c`: every directory below the drive.
-pub fn ancestors(dir: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut at = String::new();
-    for (i, part) in dir.split('\\').filter(|p| !p.is_empty()).enumerate() {
-        if i > 0 {
-            at.push('\\');
-        }
-        at.push_str(part);
-        if i > 0 {
-            out.push(at.clone());
-        }
-    }
-    out
-}
-
 pub fn dir_access(h: &dyn Host, c: &Config) -> Check {
     const ID: &str = "dir-access";
     let links = reparse_points(h, c);

@@ -81,7 +81,7 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
 /// access list (with the host lock, as any change), and the check runs again.
 fn fix_dir_access(ctx: &mut Context, config: &crate::config::Config) -> anyhow::Result<Check> {
     let host = ctx.open_host_to_change("preflight --fix")?;
-    for (dir, who) in checks::host::weak_dirs(host.as_ref(), config) {
+    for (dir, who) in crate::installed::protection::weak_dirs(host.as_ref(), config) {
         host.set_security(&dir, crate::host::acl::PROTECTED_DIR)?;
         ctx.printer.note(&format!(
             "protected {dir}: only SYSTEM and Administrators may change it now (before: {})",

@@ -513,7 +513,7 @@ fn host_checks(
 ) -> anyhow::Result<()> {
     use crate::checks::{Verdict, host as checks};
     super::common::check_known_issue_ids(allowed)?;
-    checks::refuse_reparse_points(host, config)?;
+    crate::installed::protection::refuse_reparse_points(host, config)?;
     let snapshot = checks::snapshot(host);
     let version = rec.calico_version.as_deref();
     let all = [

@@ -239,7 +239,7 @@ fn under_way(
 /// What runs as SYSTEM must still come from directories only SYSTEM and Administrators can
 /// change: each one others may change now is a problem.
 fn dir_access(h: &dyn Host, config: &Config, r: &mut Report) -> Vec<serde_json::Value> {
-    crate::checks::host::weak_dirs(h, config)
+    crate::installed::protection::weak_dirs(h, config)
         .into_iter()
         .map(|(dir, who)| {
             r.problem(Code::DirAccess, dir.as_str(), format!(
@@ -417,7 +417,7 @@ fn hns(
 ) -> anyhow::Result<(
     Vec<HnsNetwork>,
     Vec<endpoints::Judged>,
-    Option<crate::supervise::hns_watch::HnsRestart>,
+    Option<crate::installed::hns_restart::HnsRestart>,
 )> {
     let networks = networks(h, rec, r)?;
     let judged = endpoints(h, cluster, node_name, args.grace, r)?;
@@ -537,8 +537,8 @@ fn endpoints(
 
 /// The last HNS restart CalicoNode answered (`supervise::hns_watch`): shown; a service it could
 /// not restart then is a problem.
-fn hns_restart(h: &dyn Host, r: &mut Report) -> Option<crate::supervise::hns_watch::HnsRestart> {
-    let last = crate::supervise::hns_watch::last(h)?;
+fn hns_restart(h: &dyn Host, r: &mut Report) -> Option<crate::installed::hns_restart::HnsRestart> {
+    let last = crate::installed::hns_restart::last(h)?;
     r.text.push(format!(
         "HNS restarted at {} (process {} -> {}); CalicoNode restarted {}",
         time_text(last.at),
@@ -701,7 +701,7 @@ fn ipam(
 /// calico-node's token: present, and how long it stays valid. Whatever is wrong with it is a
 /// problem among the others, never the end of the report.
 fn token(host: &dyn Host, config: &Config, r: &mut Report) -> serde_json::Value {
-    use crate::supervise::renew;
+    use crate::installed::token_records as renew;
     let path = match config.kubeconfig.as_ref().map(|p| p.as_str().to_owned()) {
         Some(path) if config.datastore == crate::config::types::Datastore::Kubernetes => path,
         _ => return json!(null),
@@ -823,8 +823,8 @@ fn refused_renewal(
     expiry: Option<i64>,
     now: i64,
     r: &mut Report,
-) -> Option<crate::supervise::renew::Refused> {
-    let refused = crate::supervise::renew::refused(host).unwrap_or_else(|e| {
+) -> Option<crate::installed::token_records::Refused> {
+    let refused = crate::installed::token_records::refused(host).unwrap_or_else(|e| {
         r.problem(
             Code::Token,
             "token",

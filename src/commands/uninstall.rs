@@ -4,10 +4,10 @@ use super::change::Change;
 use crate::apply;
 use crate::apply::Options;
 use crate::apply::journal::Journal;
-use crate::checks::host::{legacy_error, legacy_services};
 use crate::cli::UninstallArgs;
 use crate::context::Context;
 use crate::duration::now;
+use crate::installed::legacy::{legacy_error, legacy_services};
 use crate::installed::record;
 use crate::plan::uninstall;
 use anyhow::Context as _;
@@ -175,9 +175,9 @@ fn nothing_installed(
         .into());
     }
     // A run killed while it created the root leaves it holding at most a temporary file.
-    let vacant = record::is_vacant(host, root).unwrap_or(false);
+    let vacant = host.is_vacant(root).unwrap_or(false);
     if vacant && !dry_run {
-        record::remove_vacant(host, root)?;
+        host.remove_vacant(root)?;
         ctx.printer.text(&format!(
             "Nothing to uninstall: there is no install record in {root}; removed that directory, which held only what a killed run left"
         ));

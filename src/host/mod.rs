@@ -520,6 +520,13 @@ pub struct DirEntry {
     pub is_dir: bool,
 }
 
+/// Whether `dir` is a drive (`C:`) or a UNC share's root, where the walks up stop.
+fn is_volume_root(dir: &str) -> bool {
+    dir.len() <= 2
+        || dir.ends_with(':')
+        || dir.starts_with("\\\\") && dir.matches('\\').count() <= 3
+}
+
 /// The host's file system.
 pub trait Files {
     fn read_file(&self, path: &str) -> HostResult<Option<Vec<u8>>>;
@@ -642,6 +649,71 @@ pub trait Files {
             .map_err(|e| HostError::io(format!("rename {from} to {to}"), e))
     }
     fn dir_exists(&self, path: &str) -> HostResult<bool>;
+    /// The parent directories of `path` that do not exist yet, outermost first.
+    fn missing_parents(&self, path: &str) -> HostResult<Vec<String>> {
+        let mut out = Vec::new();
+        let mut cur = path;
+        while let Some((parent, _)) = cur.rsplit_once('\\') {
+            if is_volume_root(parent) {
+                break;
+            }
+            if self.dir_exists(parent)? {
+                break;
+            }
+            out.push(parent.to_owned());
+            cur = parent;
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// The parent directories of `path` that a new install may call its own, outermost first:
+    /// those missing, and those holding nothing but the temporary files of killed writes (and
+    /// such directories): what a run killed while it created them leaves.
+    fn vacant_parents(&self, path: &str) -> HostResult<Vec<String>> {
+        let mut out = self.missing_parents(path)?;
+        let mut cur = out.first().map_or(path, String::as_str).to_owned();
+        while let Some((parent, _)) = cur.rsplit_once('\\') {
+            if is_volume_root(parent) || !self.is_vacant(parent)? {
+                break;
+            }
+            out.insert(0, parent.to_owned());
+            cur = parent.to_owned();
+        }
+        Ok(out)
+    }
+
+    /// Whether `dir` (a host path) holds only temporaries of killed writes and vacant directories.
+    fn is_vacant(&self, dir: &str) -> HostResult<bool> {
+        let Some(entries) = self.list_dir(dir)? else {
+            return Ok(false);
+        };
+        for e in entries {
+            let vacant = if e.is_dir {
+                self.is_vacant(&crate::layout::join(dir, &e.name))?
+            } else {
+                crate::files::is_stale_temporary(&e.name)
+            };
+            if !vacant {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Removes `dir` (a host path) when it is vacant (`is_vacant`): its vacant subdirectories
+    /// first, then it; whether it is gone.
+    fn remove_vacant(&self, dir: &str) -> HostResult<bool> {
+        if !self.is_vacant(dir)? {
+            return Ok(false);
+        }
+        for e in self.list_dir(dir)?.unwrap_or_default() {
+            if e.is_dir {
+                self.remove_vacant(&crate::layout::join(dir, &e.name))?;
+            }
+        }
+        self.remove_empty_dir(dir)
+    }
     /// The owner and access list of a file or directory in SDDL, which `acl` reads by meaning;
     /// `None` when it does not exist.
     fn security(&self, path: &str) -> HostResult<Option<String>>;

@@ -1,7 +1,7 @@
 //! The install record: what install created, kept under the install root so that uninstall
 //! works from it alone, without the config or the cluster.
 
-use crate::host::{Files, FirewallRule, Host, HostResult, Route, ServiceSpec};
+use crate::host::{Files, FirewallRule, Host, Route, ServiceSpec};
 use crate::layout::RECORD_FILE;
 use crate::layout::is_service_log;
 use crate::layout::join;
@@ -147,79 +147,6 @@ impl InstallRecord {
         text.push('\n');
         Ok(text.into_bytes())
     }
-}
-
-/// The parent directories of `path` that do not exist yet, outermost first.
-pub fn missing_parents(host: &dyn Files, path: &str) -> HostResult<Vec<String>> {
-    let mut out = Vec::new();
-    let mut cur = path;
-    while let Some((parent, _)) = cur.rsplit_once('\\') {
-        if is_volume_root(parent) {
-            break;
-        }
-        if host.dir_exists(parent)? {
-            break;
-        }
-        out.push(parent.to_owned());
-        cur = parent;
-    }
-    out.reverse();
-    Ok(out)
-}
-
-/// The parent directories of `path` that a new install may call its own, outermost first:
-/// those missing, and those holding nothing but the temporary files of killed writes (and
-/// such directories): what a run killed while it created them leaves.
-pub fn vacant_parents(host: &dyn Files, path: &str) -> HostResult<Vec<String>> {
-    let mut out = missing_parents(host, path)?;
-    let mut cur = out.first().map_or(path, String::as_str).to_owned();
-    while let Some((parent, _)) = cur.rsplit_once('\\') {
-        if is_volume_root(parent) || !is_vacant(host, parent)? {
-            break;
-        }
-        out.insert(0, parent.to_owned());
-        cur = parent.to_owned();
-    }
-    Ok(out)
-}
-
-/// Whether `dir` is a drive (`C:`) or a UNC share's root, where the walks up stop.
-fn is_volume_root(dir: &str) -> bool {
-    dir.len() <= 2
-        || dir.ends_with(':')
-        || dir.starts_with("\\\\") && dir.matches('\\').count() <= 3
-}
-
-/// Whether `dir` (a host path) holds only temporaries of killed writes and vacant directories.
-pub fn is_vacant(host: &dyn Files, dir: &str) -> HostResult<bool> {
-    let Some(entries) = host.list_dir(dir)? else {
-        return Ok(false);
-    };
-    for e in entries {
-        let vacant = if e.is_dir {
-            is_vacant(host, &join(dir, &e.name))?
-        } else {
-            crate::files::is_stale_temporary(&e.name)
-        };
-        if !vacant {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
-/// Removes `dir` (a host path) when it is vacant (`is_vacant`): its vacant subdirectories
-/// first, then it; whether it is gone.
-pub fn remove_vacant(host: &dyn Files, dir: &str) -> HostResult<bool> {
-    if !is_vacant(host, dir)? {
-        return Ok(false);
-    }
-    for e in host.list_dir(dir)?.unwrap_or_default() {
-        if e.is_dir {
-            remove_vacant(host, &join(dir, &e.name))?;
-        }
-    }
-    host.remove_empty_dir(dir)
 }
 
 /// The services' log files in `dir`, as host paths.

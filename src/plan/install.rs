@@ -10,7 +10,7 @@ use crate::host::{
     split_command_line,
 };
 use crate::installed::file_stat::host_sha256;
-use crate::installed::record::{self, InstallRecord, RecordedFile, missing_parents};
+use crate::installed::record::{self, InstallRecord, RecordedFile};
 use crate::layout::CALICO_KEY;
 use crate::layout::CALICO_SCRIPT_VXLAN_RULE;
 use crate::layout::EVENT_SOURCE_KEY;
@@ -296,7 +296,7 @@ fn protections(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Protection
         .unwrap_or_default();
     own.extend(i.journal.map(|j| j.created_dirs()).unwrap_or_default());
     let c = i.config;
-    let dirs = crate::checks::host::protected_dirs(c);
+    let dirs = crate::installed::protection::protected_dirs(c);
     let under_another = |d: &str| {
         let lower = d.to_ascii_lowercase();
         dirs.iter()
@@ -314,7 +314,7 @@ fn protections(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Protection
             .map_err(|why| anyhow::anyhow!("cannot read the access list of {d} ({sddl}): {why}"))?;
         // The root and what install made are its own and get the protected list; another
         // existing directory (containerd's) is changed only when someone else may change it.
-        let admin = crate::checks::host::elevated_user(host);
+        let admin = crate::installed::protection::elevated_user(host);
         let writers = crate::host::acl::writers_but(&now, admin.as_deref());
         let ours = d.eq_ignore_ascii_case(dirs[0].as_str())
             || own.iter().any(|o| o.eq_ignore_ascii_case(d));
@@ -359,7 +359,7 @@ fn foreign_writers(host: &dyn Host, path: &str) -> anyhow::Result<Vec<String>> {
     };
     let now = crate::host::acl::parse(&sddl)
         .map_err(|why| anyhow::anyhow!("cannot read the access list of {path} ({sddl}): {why}"))?;
-    let admin = crate::checks::host::elevated_user(host);
+    let admin = crate::installed::protection::elevated_user(host);
     Ok(crate::host::acl::writers_but(&now, admin.as_deref()))
 }
 
@@ -670,11 +670,11 @@ fn owned_dirs(
         .map(|f| f.path.as_str())
         .chain([record_path.as_str()])
     {
-        dirs.extend(missing_parents(host, path)?);
+        dirs.extend(host.missing_parents(path)?);
     }
     for (path, _, before) in protect {
         if before.is_none() {
-            dirs.extend(missing_parents(host, path)?);
+            dirs.extend(host.missing_parents(path)?);
             dirs.push(path.clone());
         }
     }

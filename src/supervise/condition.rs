@@ -195,7 +195,7 @@ pub fn reasons(host: &dyn Host, cluster: Option<&Cluster>, node: &str, root: &st
         Ok(None) => out.extend(health::calico_network(false).map(said)),
         Err(e) => out.push(format!("{e:#}")),
     }
-    if let Some(r) = super::hns_watch::last(host) {
+    if let Some(r) = crate::installed::hns_restart::last(host) {
         let at = crate::duration::time_text(r.at);
         out.extend(
             health::hns_restart(&r.still_failing(host), &at)

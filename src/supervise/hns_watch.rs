@@ -20,8 +20,8 @@ use super::log::Log;
 use super::settings::Settings;
 use crate::host::ServiceState;
 use crate::host::{EventLevel, Host, RegValue};
-use crate::layout::{CALICO_KEY, EVENT_SOURCE, HNS_PID_VALUE, HNS_RESTART_VALUE, Role};
-use serde::{Deserialize, Serialize};
+pub use crate::installed::hns_restart::{self, HnsRestart};
+use crate::layout::{CALICO_KEY, EVENT_SOURCE, HNS_PID_VALUE, Role};
 use std::time::{Duration, Instant};
 
 /// The Application event id of an HNS restart CalicoNode answered (listed in `layout`).
@@ -29,20 +29,6 @@ pub use crate::layout::EVENT_HNS_RESTARTED;
 
 /// The HNS service's name (`Get-Service hns`: "Host Network Service").
 pub const HNS_SERVICE: &str = "hns";
-
-/// The last HNS restart CalicoNode saw and what it did (`HnsRestart`, JSON).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HnsRestart {
-    /// When it was seen, in seconds since 1970.
-    pub at: i64,
-    pub from_pid: u32,
-    pub to_pid: u32,
-    /// The services restarted.
-    pub restarted: Vec<String>,
-    /// The services that could not be restarted, with why.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failed: Vec<String>,
-}
 
 /// HNS's process id as last seen.
 #[derive(Debug, Default)]
@@ -189,34 +175,7 @@ fn record(host: &dyn Host, r: &HnsRestart, log: &Log) {
     if let Err(e) = host.report_event(EVENT_SOURCE, level, EVENT_HNS_RESTARTED, &message) {
         log.warn(&format!("cannot write to the Application event log: {e}"));
     }
-    let value = serde_json::to_string(r).unwrap_or_default();
-    if let Err(e) = host.reg_set(CALICO_KEY, HNS_RESTART_VALUE, &RegValue::Sz(value)) {
+    if let Err(e) = hns_restart::keep(host, r) {
         log.warn(&format!("cannot record the HNS restart: {e}"));
-    }
-}
-
-impl HnsRestart {
-    /// The services it could not restart that still do not run (one restarted since, by the
-    /// SCM's recovery or by hand, is no fault any more), with why.
-    pub fn still_failing<'a>(&'a self, host: &dyn Host) -> Vec<&'a str> {
-        self.failed
-            .iter()
-            .filter(|f| {
-                let name = f.split_once(':').map_or(f.as_str(), |(n, _)| n);
-                !matches!(
-                    host.service_query(name),
-                    Ok(Some(q)) if q.state == ServiceState::Running
-                )
-            })
-            .map(String::as_str)
-            .collect()
-    }
-}
-
-/// The last HNS restart CalicoNode recorded, if any (a value that does not read is none).
-pub fn last(host: &dyn Host) -> Option<HnsRestart> {
-    match host.reg_get(CALICO_KEY, HNS_RESTART_VALUE) {
-        Ok(Some(RegValue::Sz(text))) if text.len() <= 4096 => serde_json::from_str(&text).ok(),
-        _ => None,
     }
 }

@@ -25,12 +25,9 @@
 use super::log::Log;
 use crate::cluster::credentials::{self, Token};
 use crate::cluster::{Cluster, ClusterError};
-use crate::host::{Access, EventLevel, Host, HostResult, RegValue};
-use crate::layout::CALICO_KEY;
+use crate::host::{Access, EventLevel, Host};
+use crate::installed::token_records::{self, IssuedRecord, Refused};
 use crate::layout::EVENT_SOURCE;
-use crate::layout::ISSUED_VALUE;
-use crate::layout::RENEWAL_VALUE;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -46,82 +43,8 @@ const DEFAULT_LIFETIME: i64 = 3600;
 const MIN_LIFETIME: i64 = 600;
 /// The most time between successful renewals may shrink to; less for a shorter-lived token.
 const FLOOR: i64 = 60;
-/// A clock difference with the API server larger than this (or than a quarter of the token's
-/// life) is said.
-const SKEW_SAID: i64 = 60;
 /// Retries once no retry can succeed (expired, or refused as 401): from 5 to 30 minutes.
 const OUTAGE_RETRY: (u64, u64) = (300, 1800);
-
-/// A failed renewal, as recorded for `status`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Refused {
-    /// Unix seconds of the attempt.
-    pub at: i64,
-    /// When the current token expires (Unix seconds).
-    pub expires: Option<i64>,
-    /// The error, with its cause (the API server's answer).
-    pub error: String,
-    /// The API server refused the current token itself (401): only a new token helps.
-    #[serde(default)]
-    pub unauthorized: bool,
-}
-
-impl Refused {
-    /// Whether no renewal can succeed until someone issues a new token.
-    pub fn needs_new_token(&self, now: i64) -> bool {
-        self.unauthorized || self.expires.is_some_and(|e| e <= now)
-    }
-}
-
-/// The token the last renewal wrote, as recorded for the next renewal and for `status`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IssuedRecord {
-    /// `Token::fingerprint` of the token written.
-    pub fingerprint: String,
-    pub namespace: String,
-    pub service_account: String,
-    /// When the answer came, by this node's clock (Unix seconds).
-    pub received: i64,
-    /// The life the API server granted it, in seconds.
-    pub lifetime: i64,
-    /// When it expires (Unix seconds): its `exp`, else the answer's `expirationTimestamp`.
-    pub expires: i64,
-    /// This node's clock minus the API server's when it was issued (from `iat`), if known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub skew: Option<i64>,
-}
-
-impl IssuedRecord {
-    /// The clock difference with the API server, when it is large enough to say.
-    pub fn skew_to_say(&self) -> Option<i64> {
-        self.skew
-            .filter(|s| s.unsigned_abs() > SKEW_SAID.min(self.lifetime / 4).unsigned_abs())
-    }
-
-    /// When the token it describes is due: two thirds of its life after it came.
-    pub fn due(&self) -> i64 {
-        self.received
-            .saturating_add(self.lifetime.saturating_mul(2) / 3)
-    }
-}
-
-/// The last failed renewal, if the last attempt failed.
-pub fn refused(host: &dyn Host) -> HostResult<Option<Refused>> {
-    Ok(match host.reg_get(CALICO_KEY, RENEWAL_VALUE)? {
-        Some(RegValue::Sz(json)) => serde_json::from_str(&json).ok(),
-        _ => None,
-    })
-}
-
-/// The record of the last renewal, when it describes `token`.
-pub fn issued(host: &dyn Host, token: &Token) -> HostResult<Option<IssuedRecord>> {
-    Ok(match host.reg_get(CALICO_KEY, ISSUED_VALUE)? {
-        Some(RegValue::Sz(json)) => serde_json::from_str::<IssuedRecord>(&json)
-            .ok()
-            .filter(|r| r.fingerprint == token.fingerprint()),
-        _ => None,
-    })
-}
 
 /// When a token is due for renewal (Unix seconds): at two thirds of its life; `None` when it
 /// never expires. A token without `iat` is renewed a third of the smallest lifetime before it
@@ -255,7 +178,7 @@ impl Renewal {
                 return;
             }
         };
-        let record = issued(host, &token).ok().flatten();
+        let record = token_records::issued(host, &token).ok().flatten();
         let Some(due) = due(&token, record.as_ref(), now) else {
             self.next = Instant::now() + IDLE;
             return;
@@ -288,11 +211,7 @@ impl Renewal {
                 if skew > 0 { "ahead of" } else { "behind" }
             ));
         }
-        if let Err(e) = host.reg_delete_value(CALICO_KEY, RENEWAL_VALUE) {
-            log.warn(&format!("cannot clear the renewal record: {e}"));
-        }
-        let json = serde_json::to_string(fresh).unwrap_or_default();
-        if let Err(e) = host.reg_set(CALICO_KEY, ISSUED_VALUE, &RegValue::Sz(json)) {
+        if let Err(e) = token_records::keep_issued(host, fresh) {
             log.warn(&format!("cannot record the renewal for status: {e}"));
         }
         self.failures = 0;
@@ -406,8 +325,7 @@ impl Renewal {
         {
             log.warn(&format!("cannot write to the Application event log: {e}"));
         }
-        let json = serde_json::to_string(&record).unwrap_or_default();
-        if let Err(e) = host.reg_set(CALICO_KEY, RENEWAL_VALUE, &RegValue::Sz(json)) {
+        if let Err(e) = token_records::keep_refused(host, &record) {
             log.warn(&format!("cannot record the failed renewal for status: {e}"));
         }
         self.next = Instant::now() + retry_after(expires, now, needs_new, self.failures);

@@ -1137,7 +1137,9 @@ fn calico_node_answers_an_hns_restart_while_it_runs() {
         wait_for_log(path, "the HNS service restarted", 1);
     });
     assert_ne!(felix_pid(&host), before, "Felix was not restarted: {text}");
-    assert!(hns_watch::last(&host).is_some_and(|r| r.restarted == ["CalicoFelix"]));
+    assert!(
+        crate::installed::hns_restart::last(&host).is_some_and(|r| r.restarted == ["CalicoFelix"])
+    );
 }
 
 /// The HNS restart watchdog (Azure/AgentBaker hnsremediator.ps1's rule: a changed process id of
@@ -1175,7 +1177,7 @@ fn an_hns_restart_restarts_felix_once_and_is_recorded() {
     assert_eq!(r.restarted, ["CalicoFelix"]);
     assert!(r.failed.is_empty(), "{r:?}");
     assert_ne!(felix_pid(&host), before, "Felix was not restarted");
-    assert_eq!(hns_watch::last(&host), Some(r.clone()));
+    assert_eq!(crate::installed::hns_restart::last(&host), Some(r.clone()));
     assert!(read(&path).contains("the HNS service restarted"));
     assert!(
         host.events()

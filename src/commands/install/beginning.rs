@@ -7,7 +7,6 @@ use crate::config::Config;
 use crate::context::Context;
 use crate::duration::now;
 use crate::host::{Host, ReleaseDisk};
-use crate::installed::record::{self};
 use crate::layout::{PARTIAL_SUFFIX, STAGING_PREFIX, join};
 use crate::output::DownloadProgress;
 use crate::plan::install::Got;
@@ -106,8 +105,11 @@ fn shield_cache(host: &dyn Host, cache_dir: &str) -> anyhow::Result<()> {
     let weak = match host.security(root)? {
         None => false,
         Some(sddl) => crate::host::acl::parse(&sddl).map_or(true, |d| {
-            !crate::host::acl::writers_but(&d, crate::checks::host::elevated_user(host).as_deref())
-                .is_empty()
+            !crate::host::acl::writers_but(
+                &d,
+                crate::installed::protection::elevated_user(host).as_deref(),
+            )
+            .is_empty()
         }),
     };
     if weak {
@@ -146,7 +148,7 @@ pub(super) fn begin_journal(
     cache_dir: &str,
     config: &Config,
 ) -> anyhow::Result<Option<apply::journal::Journal>> {
-    let new_dirs = record::vacant_parents(host, &join(cache_dir, "x"))?;
+    let new_dirs = host.vacant_parents(&join(cache_dir, "x"))?;
     if new_dirs.is_empty() {
         return Ok(None);
     }

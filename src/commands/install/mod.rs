@@ -11,7 +11,6 @@ use prepare::{credential_files, merged_config, renewal_grant, self_file};
 
 use super::common::{ClusterRead, check_skips, cluster_checks, read_cluster};
 use crate::apply;
-use crate::checks::host::{legacy_error, legacy_services};
 use crate::checks::{self, Blocked};
 use crate::cli::InstallArgs;
 use crate::cluster::renewal::{self, Grant};
@@ -19,6 +18,7 @@ use crate::cluster::{etcd, node};
 use crate::context::Context;
 use crate::duration::now;
 use crate::host::{Host, HostKind};
+use crate::installed::legacy::{legacy_error, legacy_services};
 use crate::installed::record::{self, RecordedFile};
 use crate::layout::join;
 use crate::plan::install::{Got, Inputs, release_files};
@@ -115,7 +115,7 @@ fn install(
     let dry_run = ctx.options.dry_run;
     // The release: downloaded and extracted on this machine, or (dry run) what would be.
     let cache_dir = join(&c.change.root, crate::layout::CACHE_DIR);
-    let cache_dirs = record::missing_parents(host, &join(&cache_dir, "x"))?;
+    let cache_dirs = host.missing_parents(&join(&cache_dir, "x"))?;
     let (journal, mut begun) = begin(host, args, config, &mut c, &cache_dir, dry_run)?;
     let (staging, got) = stage(ctx, host, &c.want, &cache_dir, &mut begun)?;
     given_release_against_cluster(ctx, args, &c.want, &got, c.cluster_version.as_deref())?;
@@ -417,7 +417,7 @@ fn run_checks(
     let mut access = checks::host::dir_access(host, &loaded.config);
     // A junction on the way is refused: protecting it would protect where it points.
     if access.verdict == checks::Verdict::Fail
-        && checks::host::reparse_points(host, &loaded.config).is_empty()
+        && crate::installed::protection::reparse_points(host, &loaded.config).is_empty()
     {
         access.verdict = checks::Verdict::Warn;
         access.remedy =
@@ -442,7 +442,7 @@ fn run_checks(
     }
     if !ctx.options.dry_run {
         // Even with dir-access skipped: writing through a junction writes where its maker chose.
-        checks::host::refuse_reparse_points(host, &loaded.config)?;
+        crate::installed::protection::refuse_reparse_points(host, &loaded.config)?;
     }
     Ok((results, blocking))
 }

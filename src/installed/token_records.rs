@@ -1,0 +1,95 @@
+//! What CalicoNode's token renewal records in Calico's registry key for the next renewal and
+//! for `status`: the token the last renewal wrote (`TokenIssued`) and the last failed attempt
+//! (`TokenRenewal`, cleared by a success). Written by `supervise::renew`, read by both.
+
+use crate::cluster::credentials::Token;
+use crate::host::{Host, HostResult, RegValue};
+use crate::layout::{CALICO_KEY, ISSUED_VALUE, RENEWAL_VALUE};
+use serde::{Deserialize, Serialize};
+
+/// A clock difference with the API server larger than this (or than a quarter of the token's
+/// life) is said.
+const SKEW_SAID: i64 = 60;
+/// A failed renewal, as recorded for `status`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refused {
+    /// Unix seconds of the attempt.
+    pub at: i64,
+    /// When the current token expires (Unix seconds).
+    pub expires: Option<i64>,
+    /// The error, with its cause (the API server's answer).
+    pub error: String,
+    /// The API server refused the current token itself (401): only a new token helps.
+    #[serde(default)]
+    pub unauthorized: bool,
+}
+
+impl Refused {
+    /// Whether no renewal can succeed until someone issues a new token.
+    pub fn needs_new_token(&self, now: i64) -> bool {
+        self.unauthorized || self.expires.is_some_and(|e| e <= now)
+    }
+}
+
+/// The token the last renewal wrote, as recorded for the next renewal and for `status`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssuedRecord {
+    /// `Token::fingerprint` of the token written.
+    pub fingerprint: String,
+    pub namespace: String,
+    pub service_account: String,
+    /// When the answer came, by this node's clock (Unix seconds).
+    pub received: i64,
+    /// The life the API server granted it, in seconds.
+    pub lifetime: i64,
+    /// When it expires (Unix seconds): its `exp`, else the answer's `expirationTimestamp`.
+    pub expires: i64,
+    /// This node's clock minus the API server's when it was issued (from `iat`), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skew: Option<i64>,
+}
+
+impl IssuedRecord {
+    /// The clock difference with the API server, when it is large enough to say.
+    pub fn skew_to_say(&self) -> Option<i64> {
+        self.skew
+            .filter(|s| s.unsigned_abs() > SKEW_SAID.min(self.lifetime / 4).unsigned_abs())
+    }
+
+    /// When the token it describes is due: two thirds of its life after it came.
+    pub fn due(&self) -> i64 {
+        self.received
+            .saturating_add(self.lifetime.saturating_mul(2) / 3)
+    }
+}
+
+/// The last failed renewal, if the last attempt failed.
+pub fn refused(host: &dyn Host) -> HostResult<Option<Refused>> {
+    Ok(match host.reg_get(CALICO_KEY, RENEWAL_VALUE)? {
+        Some(RegValue::Sz(json)) => serde_json::from_str(&json).ok(),
+        _ => None,
+    })
+}
+
+/// The record of the last renewal, when it describes `token`.
+pub fn issued(host: &dyn Host, token: &Token) -> HostResult<Option<IssuedRecord>> {
+    Ok(match host.reg_get(CALICO_KEY, ISSUED_VALUE)? {
+        Some(RegValue::Sz(json)) => serde_json::from_str::<IssuedRecord>(&json)
+            .ok()
+            .filter(|r| r.fingerprint == token.fingerprint()),
+        _ => None,
+    })
+}
+
+/// Records a failed renewal.
+pub fn keep_refused(host: &dyn Host, r: &Refused) -> HostResult<()> {
+    let json = serde_json::to_string(r).unwrap_or_default();
+    host.reg_set(CALICO_KEY, RENEWAL_VALUE, &RegValue::Sz(json))
+}
+
+/// Records a renewal that succeeded, and clears the record of a failed one.
+pub fn keep_issued(host: &dyn Host, fresh: &IssuedRecord) -> HostResult<()> {
+    host.reg_delete_value(CALICO_KEY, RENEWAL_VALUE)?;
+    let json = serde_json::to_string(fresh).unwrap_or_default();
+    host.reg_set(CALICO_KEY, ISSUED_VALUE, &RegValue::Sz(json))
+}
