@@ -152,38 +152,101 @@ pub fn join(dir: &str, name: &str) -> String {
     format!("{}\\{name}", dir.trim_end_matches('\\'))
 }
 
-/// What Calico's components and the services write under the install root while they run,
-/// as host paths: calico-node's `nodename` (`CALICO_NODENAME_FILE`), and the sandbox files of
-/// Calico's token refresher, which earlier calicoctl-win versions ran with
-/// `CONTAINER_SANDBOX_MOUNT_POINT=<root>\token-refresher` (no longer: see `release::version`);
-/// then the sandbox's directories, deepest first. Install records none of them, and uninstall
-/// removes them with the recorded files, so a node installed by an earlier version is left
-/// clean too.
-pub fn owned_paths(root: &str) -> (Vec<String>, Vec<String>) {
-    let root = root.trim_end_matches('\\');
-    let base = join(root, REFRESHER_DIR);
-    let files = std::iter::once(join(root, "nodename"))
-        .chain(
-            [REFRESHER_NAMESPACE, REFRESHED_KUBECONFIG]
-                .iter()
-                .map(|f| join(&base, f)),
-        )
-        .collect();
-    let mut dirs = Vec::new();
-    for f in [REFRESHER_NAMESPACE, REFRESHED_KUBECONFIG] {
-        let mut parts: Vec<&str> = f.split('\\').collect();
-        parts.pop();
-        while !parts.is_empty() {
-            let d = format!("{base}\\{}", parts.join("\\"));
-            if !dirs.contains(&d) {
-                dirs.push(d);
-            }
-            parts.pop();
-        }
+/// The install root as one value: the directory trimmed once (no trailing backslash, as the
+/// install record and the journal name it) and every path install derives from it, so that no
+/// command joins a root and a name by hand (rustup's `InstallPrefix`, `src/dist/prefix.rs`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct InstallRoot(String);
+
+impl InstallRoot {
+    pub fn new(dir: &str) -> Self {
+        Self(dir.trim_end_matches(['\\', '/']).to_owned())
     }
-    dirs.sort_by_key(|d: &String| std::cmp::Reverse(d.matches('\\').count()));
-    dirs.push(base);
-    (files, dirs)
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// A file or directory directly under the root.
+    pub fn path(&self, name: &str) -> String {
+        join(&self.0, name)
+    }
+
+    /// The install record: what install created, which uninstall removes.
+    pub fn record(&self) -> String {
+        self.path(RECORD_FILE)
+    }
+
+    /// The journal of install, reconfigure and repair.
+    pub fn journal(&self) -> String {
+        self.path(JOURNAL_FILE)
+    }
+
+    /// Uninstall's journal, in the root's parent (uninstall removes the root itself).
+    pub fn uninstall_journal(&self) -> String {
+        let parent = self.0.rsplit_once('\\').map_or(self.0.as_str(), |(p, _)| p);
+        join(parent, UNINSTALL_JOURNAL_FILE)
+    }
+
+    /// The file stats kept beside the record.
+    pub fn file_stats(&self) -> String {
+        self.path(FILE_STAT_FILE)
+    }
+
+    /// The release cache: downloads and their staging.
+    pub fn cache(&self) -> String {
+        self.path(CACHE_DIR)
+    }
+
+    /// calicoctl-win itself, which the services run.
+    pub fn self_exe(&self) -> String {
+        self.path("calicoctl-win.exe")
+    }
+
+    /// What Calico's components and the services write under the install root while they run,
+    /// as host paths: calico-node's `nodename` (`CALICO_NODENAME_FILE`), and the sandbox files of
+    /// Calico's token refresher, which earlier calicoctl-win versions ran with
+    /// `CONTAINER_SANDBOX_MOUNT_POINT=<root>\token-refresher` (no longer: see `release::version`);
+    /// then the sandbox's directories, deepest first. Install records none of them, and uninstall
+    /// removes them with the recorded files, so a node installed by an earlier version is left
+    /// clean too.
+    pub fn owned_paths(&self) -> (Vec<String>, Vec<String>) {
+        let root = self.as_str();
+        let base = join(root, REFRESHER_DIR);
+        let files = std::iter::once(join(root, "nodename"))
+            .chain(
+                [REFRESHER_NAMESPACE, REFRESHED_KUBECONFIG]
+                    .iter()
+                    .map(|f| join(&base, f)),
+            )
+            .collect();
+        let mut dirs = Vec::new();
+        for f in [REFRESHER_NAMESPACE, REFRESHED_KUBECONFIG] {
+            let mut parts: Vec<&str> = f.split('\\').collect();
+            parts.pop();
+            while !parts.is_empty() {
+                let d = format!("{base}\\{}", parts.join("\\"));
+                if !dirs.contains(&d) {
+                    dirs.push(d);
+                }
+                parts.pop();
+            }
+        }
+        dirs.sort_by_key(|d: &String| std::cmp::Reverse(d.matches('\\').count()));
+        dirs.push(base);
+        (files, dirs)
+    }
+
+    /// A service's environment file.
+    pub fn env_file(&self, role: Role) -> String {
+        self.path(role.env_file())
+    }
+}
+
+impl std::fmt::Display for InstallRoot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 // The services.
@@ -276,5 +339,31 @@ mod tests {
         values.sort();
         values.dedup();
         assert_eq!(values.len(), CALICO_VALUES.len(), "{CALICO_VALUES:?}");
+    }
+
+    /// The root is trimmed once, however it was written, and every path is derived from it:
+    /// `C:\CalicoWindows\` and `C:\CalicoWindows` name one record and one journal, and
+    /// uninstall's journal lies beside the root it removes.
+    #[test]
+    fn an_install_root_is_trimmed_once_and_derives_its_paths() {
+        let a = InstallRoot::new(r"C:\CalicoWindows\\");
+        assert_eq!(a, InstallRoot::new(r"C:\CalicoWindows"));
+        assert_eq!(a.record(), r"C:\CalicoWindows\calicoctl-win-install.json");
+        assert_eq!(a.journal(), r"C:\CalicoWindows\calicoctl-win.journal.json");
+        assert_eq!(
+            a.uninstall_journal(),
+            r"C:\calicoctl-win-uninstall.journal.json"
+        );
+        assert_eq!(a.cache(), r"C:\CalicoWindows\cache");
+        assert_eq!(
+            a.env_file(Role::Felix),
+            r"C:\CalicoWindows\calico-felix.env"
+        );
+        let (files, dirs) = InstallRoot::new(r"D:\c\").owned_paths();
+        assert_eq!(files[0], r"D:\c\nodename");
+        assert_eq!(
+            dirs.last().map(String::as_str),
+            Some(r"D:\c\token-refresher")
+        );
     }
 }

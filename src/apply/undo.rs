@@ -268,7 +268,7 @@ fn remove_runtime_files(host: &dyn Host, journal_path: &str) -> Vec<String> {
     let Some((root, _)) = journal_path.rsplit_once('\\') else {
         return Vec::new();
     };
-    let (files, dirs) = crate::layout::owned_paths(root);
+    let (files, dirs) = crate::layout::InstallRoot::new(root).owned_paths();
     let mut failures: Vec<String> = files
         .iter()
         .filter_map(|f| {

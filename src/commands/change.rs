@@ -8,13 +8,14 @@ use crate::apply::journal::Journal;
 use crate::context::Context;
 use crate::host::Host;
 use crate::host::lock::HostLock;
+use crate::layout::InstallRoot;
 
 /// One run of a changing command on this host.
 pub(crate) struct Change<'h> {
     pub host: &'h dyn Host,
     /// `install`, `reconfigure`, `uninstall`: the journal's command and the messages' word.
     pub command: &'static str,
-    pub root: String,
+    pub root: InstallRoot,
     pub journal_path: String,
     /// The journal an interrupted run of this command left, continued by this one.
     pub journal: Option<Journal>,
@@ -31,14 +32,14 @@ impl<'h> Change<'h> {
         ctx: &mut Context,
         host: &'h dyn Host,
         command: &'static str,
-        root: &str,
+        root: &InstallRoot,
         journal_path: String,
     ) -> anyhow::Result<Self> {
         let journal = continue_journal(ctx, host, &journal_path, command)?;
         Ok(Self {
             host,
             command,
-            root: root.to_owned(),
+            root: root.clone(),
             journal_path,
             journal,
             _lock: ctx.take_lock(),
@@ -102,7 +103,7 @@ fn annotate_node(
     ctx: &mut Context,
     cluster: Option<&crate::cluster::Cluster>,
     host: &dyn crate::host::Host,
-    root: &str,
+    root: &InstallRoot,
     node: &str,
 ) {
     let Some(c) = cluster else {
@@ -214,7 +215,7 @@ fn execute_measured(
 /// After an install or reconfigure: the installed files' sizes and times, which
 /// spare `status` hashing them (`plan::file_stat`). Only a warning when they cannot be kept:
 /// status then hashes every file.
-fn keep_file_stats(ctx: &mut Context, host: &dyn crate::host::Host, root: &str) {
+fn keep_file_stats(ctx: &mut Context, host: &dyn crate::host::Host, root: &InstallRoot) {
     let kept = crate::installed::record::read(host, root)
         .map_err(anyhow::Error::from)
         .and_then(|rec| match rec {

@@ -10,6 +10,7 @@ use crate::context::Context;
 use crate::host::select::Intent;
 use crate::host::{Access, Host};
 use crate::installed::record::{self, InstallRecord};
+use crate::layout::InstallRoot;
 use crate::output::{Format, Printer};
 use crate::redact::Redactor;
 use serde_json::{Value, json};
@@ -69,8 +70,8 @@ pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| default_name(node.as_deref()));
     let root = config.as_ref().map_or_else(
-        |_| DEFAULT_ROOT.to_owned(),
-        crate::plan::install::install_root,
+        |_| InstallRoot::new(DEFAULT_ROOT),
+        crate::config::Config::root,
     );
     let mut b = Bundle::default();
     if let Err(e) = &config {
@@ -96,7 +97,7 @@ pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     b.section("versions.json", versions);
     let index = json!({
         "tool": "calicoctl-win diags",
-        "install_root": root,
+        "install_root": root.as_str(),
         "files": b.members.iter().map(|(n, _)| n).collect::<Vec<_>>(),
         "problems": b.problems,
         "redacted": "tokens, keys and passwords are replaced by <redacted>",
@@ -361,9 +362,9 @@ fn firewall(h: &dyn Host, rec: Option<&InstallRecord>) -> anyhow::Result<Value> 
 }
 
 /// The install record and a journal left by an unfinished command, as they are on disk.
-fn install_files(h: &dyn Host, root: &str, b: &mut Bundle) {
+fn install_files(h: &dyn Host, root: &InstallRoot, b: &mut Bundle) {
     for name in [crate::layout::RECORD_FILE, crate::layout::JOURNAL_FILE] {
-        let path = crate::layout::join(root, name);
+        let path = root.path(name);
         match h.read_file(&path) {
             Ok(Some(bytes)) => b.members.push((format!("install/{name}"), bytes)),
             Ok(None) => {}

@@ -12,7 +12,7 @@ use crate::context::Context;
 use crate::error::UsageError;
 use crate::installed::record::{self, NetworkSettings};
 use crate::layout::CALICO_NETWORK;
-use crate::layout::join;
+use crate::layout::InstallRoot;
 use crate::plan::desired::rendered_files;
 use crate::plan::install::{Inputs, Restart};
 use crate::plan::reconfigure::{self, NodeSteps, network_changes};
@@ -26,10 +26,10 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let cluster = read_cluster(false, ctx, &node_name, crate::cluster::facts::Rights::Skip)?;
     let loaded = with_cluster(ctx, &cluster, base)?;
     let config = &loaded.config;
-    let root = crate::plan::install::install_root(config);
+    let root = config.root();
     let rec = installed(host.as_ref(), &root, config)?;
     host_checks(ctx, host.as_ref(), config, &rec, &args.allow_known_issue)?;
-    let journal_path = join(&root, crate::layout::JOURNAL_FILE);
+    let journal_path = root.journal();
     let mut change = Change::begin(ctx, host.as_ref(), "reconfigure", &root, journal_path)?;
     let journal = change.journal.take();
 
@@ -142,7 +142,7 @@ fn options<'a>(
 /// install brings.
 fn installed(
     host: &dyn crate::host::Host,
-    root: &str,
+    root: &InstallRoot,
     config: &crate::config::Config,
 ) -> anyhow::Result<record::InstallRecord> {
     let Some(rec) = record::read(host, root)? else {
@@ -192,7 +192,7 @@ fn network_plan(
 
 /// What the plan is shown with.
 struct Shown<'a> {
-    root: &'a str,
+    root: &'a InstallRoot,
     node_name: &'a str,
     backend: Backend,
     changes: &'a [String],
@@ -227,7 +227,7 @@ fn show<'a>(
     let doc = move |changed: bool| {
         json!({
             "dry_run": dry_run,
-            "install_root": shown.root,
+            "install_root": shown.root.as_str(),
             "change": kind,
             "network_changes": shown.changes,
             "pods": shown.pods,

@@ -13,7 +13,7 @@ use crate::error::UsageError;
 use crate::host::Host;
 use crate::installed::endpoints::{self, Judged};
 use crate::installed::record;
-use crate::layout::join;
+use crate::layout::InstallRoot;
 use crate::plan::repair;
 use anyhow::Context as _;
 use serde_json::json;
@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 /// What a repair works on: the node's name, the install root, the cluster.
 struct Target {
     node: String,
-    root: String,
+    root: InstallRoot,
     cluster: Box<Cluster>,
 }
 
@@ -35,7 +35,7 @@ pub const MIN_GRACE: Duration = Duration::from_secs(60);
 fn target(ctx: &mut Context, host: &dyn Host) -> anyhow::Result<Target> {
     let base = ctx.load_config()?;
     let node = base.config.node.name.to_string();
-    let root = crate::plan::install::install_root(&base.config);
+    let root = base.config.root();
     if record::read(host, &root)?.is_none() {
         return Err(UsageError::new(
             format!("Calico is not installed in {root}: there is nothing to repair"),
@@ -74,7 +74,7 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
         root,
         cluster: c,
     } = target(ctx, host.as_ref())?;
-    let journal_path = join(&root, crate::layout::JOURNAL_FILE);
+    let journal_path = root.journal();
     let mut change = Change::begin(ctx, host.as_ref(), "repair", &root, journal_path)?;
     let interrupted = change.journal.take();
     let (judged, actions) = planned(ctx, host.as_ref(), &c, &node, args)?;

@@ -173,7 +173,7 @@ mod tests {
             "--delete-all-non-nat-networks",
         ]);
         assert_eq!(s.role, Role::Confd);
-        assert_eq!(s.install_root, r"D:\Calico");
+        assert_eq!(s.install_root.as_str(), r"D:\Calico");
         assert_eq!(
             s.log,
             LogSettings {
@@ -186,7 +186,7 @@ mod tests {
         assert!(s.delete_all_non_nat_networks);
         let d = parsed(&["node"]);
         assert_eq!(d.log, LogSettings::default());
-        assert_eq!(d.install_root, r"C:\CalicoWindows");
+        assert_eq!(d.install_root.as_str(), r"C:\CalicoWindows");
         assert!(!d.delete_all_non_nat_networks);
     }
 

@@ -16,6 +16,7 @@ use crate::installed::record;
 use crate::installed::record::InstallRecord;
 use crate::layout::CALICO_NETWORK;
 use crate::layout::EXTERNAL_NETWORK;
+use crate::layout::InstallRoot;
 use crate::plan::drift;
 use anyhow::Context as _;
 use serde_json::json;
@@ -34,7 +35,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     };
     let loaded = with_cluster(ctx, &cluster, base)?;
     let config = &loaded.config;
-    let root = crate::plan::install::install_root(config);
+    let root = config.root();
     let mut r = Report::default();
     let under_way = under_way(ctx, host.as_ref(), &root, &mut r)?;
     let Some(rec) = record::read(host.as_ref(), &root)? else {
@@ -75,7 +76,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
     ctx.printer.json(&json!({
         "installed": true,
-        "install_root": root,
+        "install_root": root.as_str(),
         "calico_version": rec.calico_version,
         "backend": rec.backend,
         "services": services,
@@ -146,7 +147,7 @@ fn admin_kubeconfigs(
 /// No install record: what is under way, or that Calico is not installed.
 fn not_installed(
     ctx: &mut Context,
-    root: &str,
+    root: &InstallRoot,
     r: Report,
     under_way: serde_json::Value,
 ) -> anyhow::Result<()> {
@@ -165,7 +166,7 @@ fn not_installed(
         }
     }
     ctx.printer.json(
-        &json!({"installed": false, "install_root": root, "healthy": false,
+        &json!({"installed": false, "install_root": root.as_str(), "healthy": false,
         "under_way": under_way, "problems": problems}),
     );
     Err(Degraded(problems).into())
@@ -178,7 +179,7 @@ fn not_installed(
 fn under_way(
     ctx: &mut Context,
     host: &dyn Host,
-    root: &str,
+    root: &InstallRoot,
     r: &mut Report,
 ) -> anyhow::Result<serde_json::Value> {
     let busy = ctx
@@ -198,10 +199,7 @@ fn under_way(
     {
         r.problem(Code::UnderWay, "detached run", died);
     }
-    let journal = crate::apply::journal::Journal::load(
-        host,
-        &crate::layout::join(root, crate::layout::JOURNAL_FILE),
-    )?;
+    let journal = crate::apply::journal::Journal::load(host, &root.journal())?;
     let Some(j) = journal else {
         return Ok(json!(null));
     };
@@ -372,7 +370,7 @@ fn kube_proxy(host: &dyn Host, config: &Config, r: &mut Report) -> serde_json::V
 /// or not ready, or silent past its start-up.
 fn felix_health(
     h: &dyn Host,
-    root: &str,
+    root: &InstallRoot,
     r: &mut Report,
 ) -> anyhow::Result<crate::installed::felix_health::FelixHealth> {
     let health =
@@ -388,7 +386,7 @@ fn file_drift(
     h: &dyn Host,
     config: &Config,
     rec: &InstallRecord,
-    root: &str,
+    root: &InstallRoot,
     verify: bool,
     r: &mut Report,
 ) -> anyhow::Result<Vec<drift::FileDrift>> {

@@ -9,6 +9,7 @@ use crate::context::Context;
 use crate::duration::now;
 use crate::installed::legacy::{legacy_error, legacy_services};
 use crate::installed::record;
+use crate::layout::InstallRoot;
 use crate::plan::uninstall;
 use anyhow::Context as _;
 use serde_json::json;
@@ -21,7 +22,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let root = install_root(args, ctx, host.as_ref());
     let dry_run = ctx.options.dry_run;
     undo_interrupted_install(ctx, host.as_ref(), &root, args.service_timeout)?;
-    let journal_path = uninstall::journal_path(&root);
+    let journal_path = root.uninstall_journal();
     let mut change = Change::begin(ctx, host.as_ref(), "uninstall", &root, journal_path)?;
     let Some(rec) = installed(ctx, host.as_ref(), &root, change.journal.as_ref())? else {
         return nothing_installed(ctx, host.as_ref(), &root);
@@ -43,7 +44,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     ));
     let mut doc = json!({
         "dry_run": dry_run,
-        "install_root": root,
+        "install_root": root.as_str(),
         "purge": args.purge,
         "actions": apply::to_json(&actions).context("cannot show the plan as JSON")?,
         "changed": false,
@@ -65,7 +66,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ctx.printer.json(&doc);
         return Ok(());
     }
-    let cache_dir = crate::layout::join(&root, crate::layout::CACHE_DIR);
+    let cache_dir = root.cache();
     super::install::remove_stale_staging(host.as_ref(), &cache_dir)?;
     let mut warnings = execute(ctx, &mut change, args, rec, &actions)?;
     if let Some(g) = &grant {
@@ -87,23 +88,27 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
 
 /// Where the install record is: `--install-root`, else the config's. The config is only a
 /// hint: a broken one does not stop uninstall, which then looks in the default root.
-fn install_root(args: &UninstallArgs, ctx: &mut Context, host: &dyn crate::host::Host) -> String {
+fn install_root(
+    args: &UninstallArgs,
+    ctx: &mut Context,
+    host: &dyn crate::host::Host,
+) -> InstallRoot {
     if let Some(r) = &args.install_root {
-        return r.trim_end_matches('\\').to_owned();
+        return InstallRoot::new(r);
     }
     let configured = match ctx.load_config() {
-        Ok(l) => crate::plan::install::install_root(&l.config),
+        Ok(l) => l.config.root(),
         Err(e) => {
             ctx.printer.warn(&format!(
                 "the config cannot be read ({e}); looking for the install record where install recorded its root, else in {DEFAULT_ROOT} (--install-root DIR for another)"
             ));
-            DEFAULT_ROOT.to_owned()
+            InstallRoot::new(DEFAULT_ROOT)
         }
     };
-    let has_install = |root: &str| {
+    let has_install = |root: &InstallRoot| {
         matches!(record::read(host, root), Ok(Some(_)))
             || host
-                .file_access(&uninstall::journal_path(root))
+                .file_access(&root.uninstall_journal())
                 .is_ok_and(|a| a.is_some())
     };
     if has_install(&configured) {
@@ -112,7 +117,10 @@ fn install_root(args: &UninstallArgs, ctx: &mut Context, host: &dyn crate::host:
     // Install writes its root into Calico's registry key: an install made with another config
     // (or --set install_root) is found there when this run's config does not name it.
     match recorded_root(host) {
-        Some(recorded) if !recorded.eq_ignore_ascii_case(&configured) && has_install(&recorded) => {
+        Some(recorded)
+            if !recorded.as_str().eq_ignore_ascii_case(configured.as_str())
+                && has_install(&recorded) =>
+        {
             ctx.printer.note(&format!(
                 "no install in {configured}; install recorded its root {recorded} in {}\\{}: uninstalling that",
                 crate::layout::CALICO_KEY,
@@ -125,10 +133,10 @@ fn install_root(args: &UninstallArgs, ctx: &mut Context, host: &dyn crate::host:
 }
 
 /// The install root install recorded in Calico's registry key, if any.
-fn recorded_root(host: &dyn crate::host::Host) -> Option<String> {
+fn recorded_root(host: &dyn crate::host::Host) -> Option<InstallRoot> {
     match host.reg_get(crate::layout::CALICO_KEY, crate::layout::INSTALL_ROOT_VALUE) {
         Ok(Some(crate::host::RegValue::Sz(root))) if !root.is_empty() => {
-            Some(root.trim_end_matches('\\').to_owned())
+            Some(InstallRoot::new(&root))
         }
         _ => None,
     }
@@ -138,7 +146,7 @@ fn recorded_root(host: &dyn crate::host::Host) -> Option<String> {
 fn installed(
     ctx: &mut Context,
     host: &dyn crate::host::Host,
-    root: &str,
+    root: &InstallRoot,
     journal: Option<&Journal>,
 ) -> anyhow::Result<Option<record::InstallRecord>> {
     Ok(match (record::read(host, root)?, journal) {
@@ -159,7 +167,7 @@ fn installed(
 fn nothing_installed(
     ctx: &mut Context,
     host: &dyn crate::host::Host,
-    root: &str,
+    root: &InstallRoot,
 ) -> anyhow::Result<()> {
     let dry_run = ctx.options.dry_run;
     let legacy = legacy_services(host)?;
@@ -175,9 +183,9 @@ fn nothing_installed(
         .into());
     }
     // A run killed while it created the root leaves it holding at most a temporary file.
-    let vacant = host.is_vacant(root).unwrap_or(false);
+    let vacant = host.is_vacant(root.as_str()).unwrap_or(false);
     if vacant && !dry_run {
-        host.remove_vacant(root)?;
+        host.remove_vacant(root.as_str())?;
         ctx.printer.text(&format!(
             "Nothing to uninstall: there is no install record in {root}; removed that directory, which held only what a killed run left"
         ));
@@ -187,7 +195,7 @@ fn nothing_installed(
         ));
     }
     ctx.printer
-        .json(&json!({"dry_run": dry_run, "install_root": root, "actions": [], "changed": false}));
+        .json(&json!({"dry_run": dry_run, "install_root": root.as_str(), "actions": [], "changed": false}));
     Ok(())
 }
 
@@ -297,10 +305,10 @@ fn execute(
 fn undo_interrupted_install(
     ctx: &mut Context,
     host: &dyn crate::host::Host,
-    root: &str,
+    root: &InstallRoot,
     timeout: std::time::Duration,
 ) -> anyhow::Result<()> {
-    let path = crate::layout::join(root, crate::layout::JOURNAL_FILE);
+    let path = root.journal();
     let Some(journal) = Journal::load(host, &path)? else {
         return Ok(());
     };
@@ -320,7 +328,7 @@ fn undo_interrupted_install(
     let started = crate::duration::time_text(journal.started);
     // Once the run wrote its record, the record names all it owns, and the uninstall that
     // follows removes it: the journal only goes. Before, what it did is undone.
-    let record_path = crate::layout::join(root, crate::layout::RECORD_FILE);
+    let record_path = root.record();
     let covered = journal.wrote(&record_path);
     let what = if covered {
         "its record covers what it did, so its journal is dropped"

@@ -25,6 +25,11 @@ pub struct Config {
 }
 
 impl Config {
+    /// The install root, trimmed once, with the paths under it.
+    pub fn root(&self) -> crate::layout::InstallRoot {
+        crate::layout::InstallRoot::new(self.install_root.as_str())
+    }
+
     /// Every setting that names a path on the node, with its key.
     pub fn path_settings(&self) -> Vec<(&'static str, &WinPath)> {
         let mut out = vec![

@@ -5,7 +5,7 @@
 //! otherwise); `status` shows the answer and CalicoNode's condition counts it.
 
 use crate::host::{Host, HostResult, ServiceState};
-use crate::layout::{FELIX_HEALTH_PORT, Role, join};
+use crate::layout::{FELIX_HEALTH_PORT, Role};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -38,9 +38,9 @@ pub struct FelixHealth {
 }
 
 /// Asks Felix on the host whose install root is `root`.
-pub fn read(host: &dyn Host, root: &str) -> HostResult<FelixHealth> {
+pub fn read(host: &dyn Host, root: &crate::layout::InstallRoot) -> HostResult<FelixHealth> {
     let env = host
-        .read_file(&join(root, Role::Felix.env_file()))?
+        .read_file(&root.env_file(Role::Felix))?
         .map(|bytes| crate::render::env::parse(&String::from_utf8_lossy(&bytes)))
         .unwrap_or_default();
     let value = |name: &str| env.get(name).map(|v| v.trim().to_owned());

@@ -18,8 +18,6 @@
 
 use super::record::InstallRecord;
 use crate::host::{Access, Host};
-use crate::layout::FILE_STAT_FILE;
-use crate::layout::join;
 use serde::{Deserialize, Serialize};
 
 /// The format version; a file of another is not used.
@@ -49,8 +47,8 @@ fn stat(host: &dyn Host, path: &str) -> anyhow::Result<Option<(u64, u128)>> {
 impl FileStats {
     /// The stats kept under `root`; none (everything is hashed) when there are none, or they
     /// cannot be read or are of another format.
-    pub fn read(host: &dyn Host, root: &str) -> Self {
-        let path = join(root, FILE_STAT_FILE);
+    pub fn read(host: &dyn Host, root: &crate::layout::InstallRoot) -> Self {
+        let path = root.file_stats();
         host.read_file(&path)
             .ok()
             .flatten()
@@ -80,7 +78,7 @@ impl FileStats {
     /// unchanged carries over, any other file is hashed (and left out when it does not match,
     /// or changed while it was hashed). A file that drifted gets no entry, so status hashes it.
     pub fn write(host: &dyn Host, rec: &InstallRecord) -> anyhow::Result<()> {
-        let before = Self::read(host, &rec.install_root);
+        let before = Self::read(host, &rec.root());
         let mut files = Vec::with_capacity(rec.files.len());
         for f in rec.files.iter().filter(|f| !f.sha256.is_empty()) {
             let Some((size, modified)) = stat(host, &f.path)? else {
@@ -103,7 +101,7 @@ impl FileStats {
             format: FORMAT,
             files,
         })?;
-        let path = join(&rec.install_root, FILE_STAT_FILE);
+        let path = rec.root().file_stats();
         host.replace_file(&path, &bytes, Access::Normal)?;
         Ok(())
     }
@@ -123,6 +121,7 @@ mod tests {
     use crate::host::Files;
     use crate::host::sim::SimHost;
     use crate::installed::record::RecordedFile;
+    use crate::layout::InstallRoot;
 
     const ROOT: &str = r"C:\CalicoWindows";
 
@@ -152,7 +151,7 @@ mod tests {
             ..InstallRecord::default()
         };
         FileStats::write(&host, &rec).expect("keep");
-        let stats = FileStats::read(&host, ROOT);
+        let stats = FileStats::read(&host, &InstallRoot::new(ROOT));
         let unchanged = |path: &str, contents: &[u8]| {
             stats
                 .unchanged(&host, path, &sha256_hex(contents))
@@ -172,12 +171,20 @@ mod tests {
         assert!(!unchanged(&good, b"good"), "the size changed");
 
         // A stats file of another format, or not JSON, is not used.
-        let path = join(ROOT, FILE_STAT_FILE);
+        let path = InstallRoot::new(ROOT).file_stats();
         host.replace_file(&path, br#"{"format": 2, "files": []}"#, Access::Normal)
             .expect("write");
-        assert!(FileStats::read(&host, ROOT).files.is_empty());
+        assert!(
+            FileStats::read(&host, &InstallRoot::new(ROOT))
+                .files
+                .is_empty()
+        );
         host.replace_file(&path, b"not json", Access::Normal)
             .expect("write");
-        assert!(FileStats::read(&host, ROOT).files.is_empty());
+        assert!(
+            FileStats::read(&host, &InstallRoot::new(ROOT))
+                .files
+                .is_empty()
+        );
     }
 }

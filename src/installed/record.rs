@@ -2,7 +2,6 @@
 //! works from it alone, without the config or the cluster.
 
 use crate::host::{Files, FirewallRule, Host, Route, ServiceSpec};
-use crate::layout::RECORD_FILE;
 use crate::layout::is_service_log;
 use crate::layout::join;
 use serde::{Deserialize, Serialize};
@@ -121,8 +120,11 @@ pub enum RecordError {
 }
 
 /// The record under `install_root`, if there is one.
-pub fn read(host: &dyn Files, install_root: &str) -> Result<Option<InstallRecord>, RecordError> {
-    let path = crate::layout::join(install_root, RECORD_FILE);
+pub fn read(
+    host: &dyn Files,
+    install_root: &crate::layout::InstallRoot,
+) -> Result<Option<InstallRecord>, RecordError> {
+    let path = install_root.record();
     let Some(bytes) = host.read_file(&path)? else {
         return Ok(None);
     };
@@ -135,11 +137,13 @@ pub fn read(host: &dyn Files, install_root: &str) -> Result<Option<InstallRecord
 }
 
 impl InstallRecord {
+    /// The install root the record names.
+    pub fn root(&self) -> crate::layout::InstallRoot {
+        crate::layout::InstallRoot::new(&self.install_root)
+    }
+
     pub fn path(&self) -> String {
-        format!(
-            "{}\\{RECORD_FILE}",
-            self.install_root.trim_end_matches('\\')
-        )
+        self.root().record()
     }
 
     pub fn to_bytes(&self) -> serde_json::Result<Vec<u8>> {

@@ -15,6 +15,7 @@ use crate::layout::CALICO_KEY;
 use crate::layout::CALICO_SCRIPT_VXLAN_RULE;
 use crate::layout::EVENT_SOURCE_KEY;
 use crate::layout::INSTALL_ROOT_VALUE;
+use crate::layout::InstallRoot;
 use crate::layout::Role;
 use crate::layout::VXLAN_RULE;
 use crate::layout::join;
@@ -64,20 +65,10 @@ pub enum Restart {
     AlreadyStopped,
 }
 
-/// The install root as the record and the journal name it, without a trailing backslash.
-pub fn install_root(c: &Config) -> String {
-    c.install_root.as_str().trim_end_matches('\\').to_owned()
-}
-
-/// The path of calicoctl-win itself under the install root: what the services run.
-pub fn self_path(c: &Config) -> String {
-    c.install_root.join("calicoctl-win.exe").as_str().to_owned()
-}
-
 /// The service registrations; the Calico version, when known, decides how the services
 /// start its binary.
 pub fn services(c: &Config, calico_version: Option<&str>) -> Vec<ServiceSpec> {
-    let root = install_root(c);
+    let root = c.root();
     let version = calico_version.and_then(|v| crate::release::CalicoVersion::parse(v).ok());
     crate::render::env::roles_for(c)
         .into_iter()
@@ -87,7 +78,7 @@ pub fn services(c: &Config, calico_version: Option<&str>) -> Vec<ServiceSpec> {
                 "run".into(),
                 supervise::role_name(role).into(),
                 "--install-root".into(),
-                root.clone(),
+                root.to_string(),
             ];
             if let Some(v) = &version {
                 args.extend(["--calico-version".into(), v.to_string()]);
@@ -95,7 +86,7 @@ pub fn services(c: &Config, calico_version: Option<&str>) -> Vec<ServiceSpec> {
             if role == Role::Node && c.node.platform != PlatformChoice::Auto {
                 args.extend(["--platform".into(), c.node.platform.to_string()]);
             }
-            supervise::service_spec(role, &self_path(c), args)
+            supervise::service_spec(role, &root.self_exe(), args)
         })
         .collect()
 }
@@ -211,7 +202,7 @@ fn affected_services(c: &Config, writes: &[Action], service_actions: &[Action]) 
 /// The plan; its last file action writes the install record.
 pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     let c = i.config;
-    let root = install_root(c);
+    let root = c.root();
     // 0. The directories whose files run as SYSTEM are protected before anything is written.
     let protect = protections(host, i)?;
     let mut actions: Vec<Action> = protect
@@ -576,11 +567,11 @@ impl KeptRoutes {
 fn registry_and_firewall(
     host: &dyn Host,
     i: &Inputs<'_>,
-    root: &str,
+    root: &InstallRoot,
 ) -> anyhow::Result<(Vec<Action>, Option<FirewallRule>)> {
     let c = i.config;
     let mut actions = Vec::new();
-    let reg_value = RegValue::Sz(root.to_owned());
+    let reg_value = RegValue::Sz(root.to_string());
     if host.reg_get(CALICO_KEY, INSTALL_ROOT_VALUE)? != Some(reg_value.clone()) {
         actions.push(Action::SetRegistryValue {
             key: CALICO_KEY.into(),
@@ -651,7 +642,7 @@ struct Owned {
 fn owned_dirs(
     host: &dyn Host,
     i: &Inputs<'_>,
-    root: &str,
+    root: &InstallRoot,
     protect: &[Protection],
 ) -> anyhow::Result<Vec<String>> {
     let mut dirs: Vec<String> = i
@@ -663,7 +654,7 @@ fn owned_dirs(
         dirs.extend(j.created_dirs());
     }
     dirs.extend(i.extra_dirs.iter().cloned());
-    let record_path = join(root, crate::layout::RECORD_FILE);
+    let record_path = root.record();
     for path in i
         .files
         .iter()
@@ -753,7 +744,7 @@ fn protected_before(i: &Inputs<'_>, now: &[Protection]) -> Vec<record::Protected
 fn record_write(
     host: &dyn Host,
     i: &Inputs<'_>,
-    root: &str,
+    root: &InstallRoot,
     wanted: &[ServiceSpec],
     owned: Owned,
     routes: &KeptRoutes,
@@ -775,7 +766,7 @@ fn record_write(
         tool_version: env!("CARGO_PKG_VERSION").into(),
         calico_version: i.calico_version.clone(),
         cni_version: i.cni_version.clone(),
-        install_root: root.to_owned(),
+        install_root: root.to_string(),
         logs_dir: c.logs.dir.as_str().to_owned(),
         backend: c.backend.to_string(),
         files,
@@ -799,7 +790,7 @@ fn record_write(
     let bytes = record
         .to_bytes()
         .context("cannot serialise the install record")?;
-    let record_path = join(root, crate::layout::RECORD_FILE);
+    let record_path = root.record();
     if host.read_file(&record_path)?.as_deref() == Some(bytes.as_slice()) {
         return Ok(None);
     }

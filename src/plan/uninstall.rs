@@ -13,13 +13,6 @@ pub struct Options {
     pub remove_logs: bool,
 }
 
-/// Where uninstall keeps its journal: beside the install root, which it removes.
-pub fn journal_path(install_root: &str) -> String {
-    let root = install_root.trim_end_matches('\\');
-    let parent = root.rsplit_once('\\').map_or(root, |(p, _)| p);
-    crate::layout::join(parent, crate::layout::UNINSTALL_JOURNAL_FILE)
-}
-
 pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<Vec<Action>> {
     let mut actions = Vec::new();
     // Services: felix and confd stop before the node they depend on.
@@ -50,7 +43,7 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
         }
     }
     // What the services and Calico wrote while they ran (nodename, the token refresher's).
-    let (runtime_files, runtime_dirs) = crate::layout::owned_paths(&r.install_root);
+    let (runtime_files, runtime_dirs) = r.root().owned_paths();
     for path in runtime_files {
         if host.file_access(&path)?.is_some() {
             actions.push(Action::RemoveFile { path });
@@ -100,7 +93,7 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
 
 /// The sizes and times status compares (`plan::file_stat`), then the record itself.
 fn remove_record(host: &dyn Host, r: &InstallRecord, actions: &mut Vec<Action>) -> HostResult<()> {
-    let stats = crate::layout::join(&r.install_root, crate::layout::FILE_STAT_FILE);
+    let stats = r.root().file_stats();
     if host.file_access(&stats)?.is_some() {
         actions.push(Action::RemoveFile { path: stats });
     }

@@ -67,7 +67,7 @@ fn backend(env: &BTreeMap<String, String>) -> &str {
 
 fn clear_generated(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {
     for name in CONFD_GENERATED {
-        let path = crate::layout::join(&s.install_root, &format!("confd\\{name}"));
+        let path = s.install_root.path(&format!("confd\\{name}"));
         if host.remove_file(&path)? {
             log.info(&format!(
                 "removed the stale {path} so that confd reconfigures BGP"

@@ -35,7 +35,7 @@ const MAX_REASONS: usize = 10;
 
 /// CalicoNode's reporter: its credential and what it last set.
 pub struct Reporter {
-    root: String,
+    root: crate::layout::InstallRoot,
     kubeconfig: String,
     node: String,
     env: BTreeMap<String, String>,
@@ -48,12 +48,15 @@ pub struct Reporter {
 impl Reporter {
     /// The reporter of node `NODENAME` with calico-node's kubeconfig (`KUBECONFIG`), when the
     /// datastore is Kubernetes.
-    pub fn prepare(env: &BTreeMap<String, String>, root: &str) -> Option<Self> {
+    pub fn prepare(
+        env: &BTreeMap<String, String>,
+        root: &crate::layout::InstallRoot,
+    ) -> Option<Self> {
         if env.get("CALICO_DATASTORE_TYPE").map(String::as_str) != Some("kubernetes") {
             return None;
         }
         Some(Self {
-            root: root.to_owned(),
+            root: root.clone(),
             kubeconfig: env.get("KUBECONFIG").filter(|k| !k.is_empty())?.clone(),
             node: env.get("NODENAME").filter(|n| !n.is_empty())?.clone(),
             env: env.clone(),
@@ -170,7 +173,12 @@ fn said(f: health::Finding) -> String {
 }
 
 /// What is wrong with Calico on this node, as CalicoNode sees it; empty when nothing is.
-pub fn reasons(host: &dyn Host, cluster: Option<&Cluster>, node: &str, root: &str) -> Vec<String> {
+pub fn reasons(
+    host: &dyn Host,
+    cluster: Option<&Cluster>,
+    node: &str,
+    root: &crate::layout::InstallRoot,
+) -> Vec<String> {
     let mut out = Vec::new();
     // The same judges and sentences as status's (`installed::health`).
     let felix = Role::Felix.service_name();

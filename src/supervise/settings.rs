@@ -139,7 +139,7 @@ impl Default for Timing {
 pub struct Settings {
     pub role: Role,
     /// The install root on the host (`C:\CalicoWindows`).
-    pub install_root: String,
+    pub install_root: crate::layout::InstallRoot,
     pub log: LogSettings,
     /// How long a stopping child gets before it is killed.
     pub stop_timeout: Duration,
@@ -181,7 +181,7 @@ impl Settings {
     pub fn new(role: Role, install_root: &str) -> Self {
         Self {
             role,
-            install_root: install_root.trim_end_matches('\\').to_owned(),
+            install_root: crate::layout::InstallRoot::new(install_root),
             log: LogSettings::default(),
             stop_timeout: Duration::from_secs(10),
             init_timeout: Duration::from_secs(300),
@@ -198,7 +198,7 @@ impl Settings {
     }
 
     pub(super) fn path(&self, name: &str) -> String {
-        crate::layout::join(&self.install_root, name)
+        self.install_root.path(name)
     }
 }
 
@@ -290,7 +290,7 @@ impl Layout {
             Binary::CalicoNode
         } else {
             return Err(SuperviseError::NoCalicoBinary {
-                root: s.install_root.clone(),
+                root: s.install_root.to_string(),
             });
         };
         Ok(Self::of(binary, s.calico_version.as_ref()))
@@ -367,7 +367,7 @@ pub(super) fn required(host: &dyn Host, s: &Settings, c: Component) -> Result<La
             args,
             cwd: Some(match c {
                 Component::Confd => s.path("confd"),
-                _ => s.install_root.clone(),
+                _ => s.install_root.to_string(),
             }),
         },
     })

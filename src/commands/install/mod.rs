@@ -20,7 +20,7 @@ use crate::duration::now;
 use crate::host::{Host, HostKind};
 use crate::installed::legacy::{legacy_error, legacy_services};
 use crate::installed::record::{self, RecordedFile};
-use crate::layout::join;
+use crate::layout::{InstallRoot, join};
 use crate::plan::install::{Got, Inputs, release_files};
 use crate::plan::{self};
 use crate::release::{self};
@@ -65,9 +65,9 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         &cluster,
         &loaded,
     )?;
-    let root = crate::plan::install::install_root(config);
+    let root = config.root();
     let previous = record::read(host.as_ref(), &root)?;
-    let journal_path = join(&root, crate::layout::JOURNAL_FILE);
+    let journal_path = root.journal();
     let change = Change::begin(ctx, host.as_ref(), "install", &root, journal_path)?;
     refuse_network_changes(host.as_ref(), previous.as_ref(), config)?;
     let checked = Checked {
@@ -114,7 +114,7 @@ fn install(
     let host = c.change.host;
     let dry_run = ctx.options.dry_run;
     // The release: downloaded and extracted on this machine, or (dry run) what would be.
-    let cache_dir = join(&c.change.root, crate::layout::CACHE_DIR);
+    let cache_dir = c.change.root.cache();
     let cache_dirs = host.missing_parents(&join(&cache_dir, "x"))?;
     let (journal, mut begun) = begin(host, args, config, &mut c, &cache_dir, dry_run)?;
     let (staging, got) = stage(ctx, host, &c.want, &cache_dir, &mut begun)?;
@@ -451,7 +451,7 @@ fn run_checks(
 struct Shown<'a> {
     version: Option<&'a str>,
     config: &'a crate::config::Config,
-    root: &'a str,
+    root: &'a InstallRoot,
     prepare: &'a [String],
     actions: &'a [apply::Action],
     taint: Option<&'a k8s_openapi::api::core::v1::Taint>,
@@ -471,7 +471,7 @@ fn present(
     let doc = json!({
         "dry_run": ctx.options.dry_run,
         "calico_version": p.version,
-        "install_root": p.root,
+        "install_root": p.root.as_str(),
         "checks": p.checks,
         "blocking": p.blocking,
         "prepare": p.prepare,

@@ -33,12 +33,7 @@ pub(super) fn self_file(host: &dyn Host, c: &Config) -> anyhow::Result<DesiredFi
             .into_bytes(),
         ),
     };
-    DesiredFile::new(
-        crate::plan::install::self_path(c),
-        "calicoctl-win itself",
-        content,
-        false,
-    )
+    DesiredFile::new(c.root().self_exe(), "calicoctl-win itself", content, false)
 }
 
 /// The etcd TLS files from Calico's secret, checked (and against etcd when its endpoints
