@@ -3,6 +3,8 @@
 //! the install root, and the services' roles with their service, environment and log names.
 //! A leaf: it imports only `std`, so every layer may read it and none is pulled up by it.
 
+pub mod env;
+
 // Calico's registry key and the values calicoctl-win and the services keep there.
 
 /// Calico's registry key: the init-done marker lives here.

@@ -5,6 +5,7 @@
 //! otherwise); `status` shows the answer and CalicoNode's condition counts it.
 
 use crate::host::{Host, HostResult, ServiceState};
+use crate::layout::env::EnvVars;
 use crate::layout::{FELIX_HEALTH_PORT, Role};
 use serde::Serialize;
 use std::time::Duration;
@@ -44,9 +45,10 @@ pub fn read(host: &dyn Host, root: &crate::layout::InstallRoot) -> HostResult<Fe
         .map(|bytes| crate::render::env::parse(&String::from_utf8_lossy(&bytes)))
         .unwrap_or_default();
     let value = |name: &str| env.get(name).map(|v| v.trim().to_owned());
-    let enabled = value("FELIX_HEALTHENABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let enabled =
+        value(EnvVars::FELIX_HEALTHENABLED).is_some_and(|v| v.eq_ignore_ascii_case("true"));
     // A port the config's extra_env set instead of Felix's default.
-    let port = value("FELIX_HEALTHPORT")
+    let port = value(EnvVars::FELIX_HEALTHPORT)
         .and_then(|p| p.parse().ok())
         .unwrap_or(FELIX_HEALTH_PORT);
     let running_since = host

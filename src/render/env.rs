@@ -3,6 +3,7 @@
 use crate::config::Config;
 use crate::config::types::{Backend, IpamType, NodeIp};
 use crate::layout::Role;
+use crate::layout::env::EnvVars;
 use std::collections::BTreeMap;
 
 /// The roles a configuration runs, in start order: confd only for windows-bgp, kube-proxy
@@ -21,68 +22,71 @@ pub fn roles_for(c: &Config) -> Vec<Role> {
 /// The variables every service sees: what config.ps1 sets (each service script dot-sources it).
 fn common(c: &Config) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
-    let mut set = |k: &str, v: String| {
+    let mut set = |k: &'static str, v: String| {
         env.insert(k.to_owned(), v);
     };
-    set("KUBE_NETWORK", c.kube_network.to_string());
-    set("CALICO_NETWORKING_BACKEND", c.backend.to_string());
-    set("K8S_SERVICE_CIDR", joined(&c.service_cidrs));
-    set("DNS_NAME_SERVERS", joined(&c.dns.servers));
-    set("DNS_SEARCH", joined(&c.dns.search));
-    set("CALICO_DATASTORE_TYPE", c.datastore.to_string());
+    set(EnvVars::KUBE_NETWORK, c.kube_network.to_string());
+    set(EnvVars::CALICO_NETWORKING_BACKEND, c.backend.to_string());
+    set(EnvVars::K8S_SERVICE_CIDR, joined(&c.service_cidrs));
+    set(EnvVars::DNS_NAME_SERVERS, joined(&c.dns.servers));
+    set(EnvVars::DNS_SEARCH, joined(&c.dns.search));
+    set(EnvVars::CALICO_DATASTORE_TYPE, c.datastore.to_string());
     if let Some(k) = &c.kubeconfig {
-        set("KUBECONFIG", k.to_string());
+        set(EnvVars::KUBECONFIG, k.to_string());
     }
     if !c.etcd.endpoints.is_empty() {
-        set("ETCD_ENDPOINTS", joined(&c.etcd.endpoints));
+        set(EnvVars::ETCD_ENDPOINTS, joined(&c.etcd.endpoints));
     }
     if let Some(tls) = &c.etcd.tls {
-        set("ETCD_KEY_FILE", tls.key_file.to_string());
-        set("ETCD_CERT_FILE", tls.cert_file.to_string());
-        set("ETCD_CA_CERT_FILE", tls.ca_cert_file.to_string());
+        set(EnvVars::ETCD_KEY_FILE, tls.key_file.to_string());
+        set(EnvVars::ETCD_CERT_FILE, tls.cert_file.to_string());
+        set(EnvVars::ETCD_CA_CERT_FILE, tls.ca_cert_file.to_string());
     }
-    set("CNI_BIN_DIR", c.cni.bin_dir.to_string());
-    set("CNI_CONF_DIR", c.cni.conf_dir.to_string());
-    set("CNI_CONF_FILENAME", c.cni.conf_filename.to_string());
-    set("CNI_IPAM_TYPE", c.cni.ipam_type.to_string());
-    set("VXLAN_VNI", c.vxlan.vni.to_string());
-    set("VXLAN_MAC_PREFIX", c.vxlan.mac_prefix.to_string());
+    set(EnvVars::CNI_BIN_DIR, c.cni.bin_dir.to_string());
+    set(EnvVars::CNI_CONF_DIR, c.cni.conf_dir.to_string());
+    set(EnvVars::CNI_CONF_FILENAME, c.cni.conf_filename.to_string());
+    set(EnvVars::CNI_IPAM_TYPE, c.cni.ipam_type.to_string());
+    set(EnvVars::VXLAN_VNI, c.vxlan.vni.to_string());
+    set(EnvVars::VXLAN_MAC_PREFIX, c.vxlan.mac_prefix.to_string());
     if let Some(a) = &c.vxlan.adapter {
-        set("VXLAN_ADAPTER", a.to_string());
+        set(EnvVars::VXLAN_ADAPTER, a.to_string());
     }
-    set("NODENAME", c.node.name.to_string());
-    set("CALICO_K8S_NODE_REF", c.node.k8s_node_ref.to_string());
+    set(EnvVars::NODENAME, c.node.name.to_string());
     set(
-        "STARTUP_VALID_IP_TIMEOUT",
+        EnvVars::CALICO_K8S_NODE_REF,
+        c.node.k8s_node_ref.to_string(),
+    );
+    set(
+        EnvVars::STARTUP_VALID_IP_TIMEOUT,
         c.node.startup_valid_ip_timeout.as_secs().to_string(),
     );
     set(
-        "IP",
+        EnvVars::IP,
         match c.node.ip {
             NodeIp::Autodetect => "autodetect".to_owned(),
             fixed @ NodeIp::Fixed(..) => fixed.to_string(),
         },
     );
     if let Some(m) = &c.node.ip_autodetection_method {
-        set("IP_AUTODETECTION_METHOD", m.to_string());
+        set(EnvVars::IP_AUTODETECTION_METHOD, m.to_string());
     }
-    set("CALICO_LOG_DIR", c.logs.dir.to_string());
+    set(EnvVars::CALICO_LOG_DIR, c.logs.dir.to_string());
     set(
-        "FELIX_LOGSEVERITYFILE",
+        EnvVars::FELIX_LOGSEVERITYFILE,
         c.logs.felix_file_severity.to_string(),
     );
     set(
-        "FELIX_LOGSEVERITYSYS",
+        EnvVars::FELIX_LOGSEVERITYSYS,
         c.logs.felix_sys_severity.to_string(),
     );
     if let Some(s) = &c.logs.felix_screen_severity {
-        set("FELIX_LOGSEVERITYSCREEN", s.to_string());
+        set(EnvVars::FELIX_LOGSEVERITYSCREEN, s.to_string());
     }
     if let Some(s) = &c.logs.bgp_screen_severity {
-        set("BGP_LOGSEVERITYSCREEN", s.to_string());
+        set(EnvVars::BGP_LOGSEVERITYSCREEN, s.to_string());
     }
     set(
-        "USE_POD_CIDR",
+        EnvVars::USE_POD_CIDR,
         (c.cni.ipam_type == IpamType::HostLocal).to_string(),
     );
     env
@@ -104,23 +108,23 @@ pub fn environment(c: &Config, role: Role) -> BTreeMap<String, String> {
     let extra = match role {
         Role::Node => {
             env.insert(
-                "CALICO_NODENAME_FILE".into(),
+                EnvVars::CALICO_NODENAME_FILE.into(),
                 c.install_root.join("nodename").to_string(),
             );
             &c.extra_env.node
         }
         Role::Felix => {
-            env.insert("FELIX_FELIXHOSTNAME".into(), c.node.name.to_string());
-            env.insert("FELIX_METADATAADDR".into(), "none".into());
-            env.insert("FELIX_VXLANVNI".into(), c.vxlan.vni.to_string());
+            env.insert(EnvVars::FELIX_FELIXHOSTNAME.into(), c.node.name.to_string());
+            env.insert(EnvVars::FELIX_METADATAADDR.into(), "none".into());
+            env.insert(EnvVars::FELIX_VXLANVNI.into(), c.vxlan.vni.to_string());
             // Felix's health endpoint on the loopback, which status and CalicoNode ask.
-            env.insert("FELIX_HEALTHENABLED".into(), "true".into());
+            env.insert(EnvVars::FELIX_HEALTHENABLED.into(), "true".into());
             env.insert(
-                "FELIX_HEALTHHOST".into(),
+                EnvVars::FELIX_HEALTHHOST.into(),
                 crate::layout::FELIX_HEALTH_HOST.into(),
             );
             env.insert(
-                "FELIX_HEALTHPORT".into(),
+                EnvVars::FELIX_HEALTHPORT.into(),
                 crate::layout::FELIX_HEALTH_PORT.to_string(),
             );
             &c.extra_env.felix
@@ -129,12 +133,15 @@ pub fn environment(c: &Config, role: Role) -> BTreeMap<String, String> {
         Role::KubeProxy => {
             // What kube-proxy-service.ps1 set: the literal network name (KUBE_NETWORK may be a
             // pattern for felix, kube-proxy takes a name), and its own inputs.
-            env.insert("KUBE_NETWORK".into(), crate::layout::CALICO_NETWORK.into());
+            env.insert(
+                EnvVars::KUBE_NETWORK.into(),
+                crate::layout::CALICO_NETWORK.into(),
+            );
             if let Some(p) = &c.kube_proxy.path {
-                env.insert("KUBE_PROXY_PATH".into(), p.to_string());
+                env.insert(EnvVars::KUBE_PROXY_PATH.into(), p.to_string());
             }
             env.insert(
-                "KUBE_PROXY_KUBECONFIG".into(),
+                EnvVars::KUBE_PROXY_KUBECONFIG.into(),
                 c.kube_proxy.kubeconfig.to_string(),
             );
             return env;
@@ -167,4 +174,58 @@ pub fn parse(text: &str) -> BTreeMap<String, String> {
         .filter_map(|l| l.split_once('='))
         .map(|(k, v)| (k.trim().to_owned(), v.to_owned()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(sets: &[&str]) -> Config {
+        crate::config::load(&crate::config::Inputs {
+            sets: sets.iter().map(|s| (*s).to_owned()).collect(),
+            ..crate::config::Inputs::default()
+        })
+        .expect("config")
+        .config
+    }
+
+    /// Every key a service's file carries is one `layout::env` names (so docs/configuration.md,
+    /// which lists them, is complete): the settings that add a key only when set are all set,
+    /// for each role. A key written here by hand and not listed fails.
+    #[test]
+    fn every_key_the_files_carry_is_listed_once() {
+        let c = config(&[
+            "node.name=win-1",
+            "datastore=etcdv3",
+            "etcd.endpoints=https://10.0.0.5:2379",
+            r"etcd.key_file=C:\e\key.pem",
+            r"etcd.cert_file=C:\e\cert.pem",
+            r"etcd.ca_cert_file=C:\e\ca.pem",
+            r"kubeconfig=C:\k\calico.kubeconfig",
+            "vxlan.adapter=Ethernet 2",
+            "node.ip_autodetection_method=interface=Ethernet.*",
+            "logs.felix_screen_severity=info",
+            "logs.bgp_screen_severity=info",
+            r"kube_proxy.path=C:\k\kube-proxy.exe",
+        ]);
+        let mut seen = std::collections::BTreeSet::new();
+        for role in [Role::Node, Role::Felix, Role::Confd, Role::KubeProxy] {
+            for key in environment(&c, role).into_keys() {
+                assert!(
+                    crate::layout::env::ALL.contains(&key.as_str()),
+                    "{key} ({role:?}) is not in layout::env::ALL"
+                );
+                seen.insert(key);
+            }
+        }
+        let unused: Vec<&&str> = crate::layout::env::ALL
+            .iter()
+            .filter(|k| !seen.contains(**k))
+            .collect();
+        assert!(unused.is_empty(), "listed but never written: {unused:?}");
+        let mut once = crate::layout::env::ALL.to_vec();
+        once.sort_unstable();
+        once.dedup();
+        assert_eq!(once.len(), crate::layout::env::ALL.len());
+    }
 }

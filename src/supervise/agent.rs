@@ -8,6 +8,7 @@ use super::settings::{Component, Launch, Result, Settings, SuperviseError, envir
 use super::stop::Stop;
 use crate::host::Host;
 use crate::layout::Role;
+use crate::layout::env::EnvVars;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -61,7 +62,7 @@ pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {
 }
 
 fn backend(env: &BTreeMap<String, String>) -> &str {
-    env.get("CALICO_NETWORKING_BACKEND")
+    env.get(EnvVars::CALICO_NETWORKING_BACKEND)
         .map_or("vxlan", String::as_str)
 }
 

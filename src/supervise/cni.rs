@@ -9,13 +9,16 @@
 use super::log::Log;
 use crate::host::{Access, Host, HostResult};
 use crate::layout::WITHHELD_SUFFIX;
+use crate::layout::env::EnvVars;
 use crate::layout::join;
 use std::collections::BTreeMap;
 
 /// The CNI config's path, from the service environment (`CNI_CONF_DIR`, `CNI_CONF_FILENAME`).
 fn config_path(env: &BTreeMap<String, String>) -> Option<String> {
-    let dir = env.get("CNI_CONF_DIR").filter(|d| !d.is_empty())?;
-    let name = env.get("CNI_CONF_FILENAME").filter(|n| !n.is_empty())?;
+    let dir = env.get(EnvVars::CNI_CONF_DIR).filter(|d| !d.is_empty())?;
+    let name = env
+        .get(EnvVars::CNI_CONF_FILENAME)
+        .filter(|n| !n.is_empty())?;
     Some(join(dir, name))
 }
 

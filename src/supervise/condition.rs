@@ -15,6 +15,7 @@ use crate::cluster::Cluster;
 use crate::host::Host;
 use crate::installed::{endpoints, health};
 use crate::layout::Role;
+use crate::layout::env::EnvVars;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -52,13 +53,19 @@ impl Reporter {
         env: &BTreeMap<String, String>,
         root: &crate::layout::InstallRoot,
     ) -> Option<Self> {
-        if env.get("CALICO_DATASTORE_TYPE").map(String::as_str) != Some("kubernetes") {
+        if env.get(EnvVars::CALICO_DATASTORE_TYPE).map(String::as_str) != Some("kubernetes") {
             return None;
         }
         Some(Self {
             root: root.clone(),
-            kubeconfig: env.get("KUBECONFIG").filter(|k| !k.is_empty())?.clone(),
-            node: env.get("NODENAME").filter(|n| !n.is_empty())?.clone(),
+            kubeconfig: env
+                .get(EnvVars::KUBECONFIG)
+                .filter(|k| !k.is_empty())?
+                .clone(),
+            node: env
+                .get(EnvVars::NODENAME)
+                .filter(|n| !n.is_empty())?
+                .clone(),
             env: env.clone(),
             last: None,
             last_set: None,

@@ -24,6 +24,7 @@ use super::stop::Stop;
 use crate::host::{Host, Output, ProcessSpec};
 use crate::layout::CALICO_NETWORK;
 use crate::layout::SOURCE_VIP_ENDPOINT;
+use crate::layout::env::EnvVars;
 use crate::render::facts::OsBuild;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -109,7 +110,10 @@ fn prepare(
     log: &Log,
 ) -> Result<Launch> {
     let var = |name: &str| env.get(name).cloned().unwrap_or_default();
-    let exe = s.program.clone().unwrap_or_else(|| var("KUBE_PROXY_PATH"));
+    let exe = s
+        .program
+        .clone()
+        .unwrap_or_else(|| var(EnvVars::KUBE_PROXY_PATH));
     if exe.is_empty() || (s.program.is_none() && host.file_access(&exe)?.is_none()) {
         return Err(SuperviseError::NoKubeProxy { path: exe });
     }
@@ -144,8 +148,8 @@ fn prepare(
         None
     };
     let inputs = Inputs {
-        node_name: var("NODENAME"),
-        kubeconfig: var("KUBE_PROXY_KUBECONFIG"),
+        node_name: var(EnvVars::NODENAME),
+        kubeconfig: var(EnvVars::KUBE_PROXY_KUBECONFIG),
         version,
         dsr: dsr(host, log)?,
         source_vip,

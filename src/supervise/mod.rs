@@ -37,6 +37,7 @@ pub use stop::Stop;
 
 use crate::host::{EventLevel, Host, Recovery, ServiceSpec, StartType};
 use crate::layout::EVENT_SOURCE;
+use crate::layout::env::EnvVars;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -49,7 +50,7 @@ pub fn open_log(
     echo: bool,
 ) -> Result<Log> {
     let dir = env
-        .and_then(|e| e.get("CALICO_LOG_DIR"))
+        .and_then(|e| e.get(EnvVars::CALICO_LOG_DIR))
         .filter(|d| !d.is_empty())
         .cloned()
         .unwrap_or_else(|| s.path("logs"));

@@ -10,6 +10,7 @@ use crate::host::{HnsNetwork, Host, HostError, RegValue, Route};
 use crate::installed::failure::{self, Blocks};
 use crate::installed::platform::{self, Platform};
 use crate::layout::EXTERNAL_NETWORK;
+use crate::layout::env::EnvVars;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
@@ -189,7 +190,7 @@ fn init_steps(
         super::cni::withhold(host, env, "first start in this boot", log)?;
     }
     let backend = env
-        .get("CALICO_NETWORKING_BACKEND")
+        .get(EnvVars::CALICO_NETWORKING_BACKEND)
         .map_or("vxlan", String::as_str);
     if matches!(backend, "vxlan" | "windows-bgp") {
         prepare_networks(host, s, env, stop, log, &mut phase)?;
@@ -213,7 +214,7 @@ fn prepare_networks(
     phase: &mut StartPhase,
 ) -> Result<()> {
     let backend = env
-        .get("CALICO_NETWORKING_BACKEND")
+        .get(EnvVars::CALICO_NETWORKING_BACKEND)
         .map_or("vxlan", String::as_str);
     // Probe before the vSwitch exists: creating it drops the metadata route.
     let platform = platform_for(host, s, log)?;
@@ -371,7 +372,7 @@ fn wait_for_usable_ip(
     log: &Log,
 ) -> Result<()> {
     let limit = env
-        .get("STARTUP_VALID_IP_TIMEOUT")
+        .get(EnvVars::STARTUP_VALID_IP_TIMEOUT)
         .and_then(|v| v.parse().ok())
         .map_or(Duration::from_secs(90), Duration::from_secs);
     let started = Instant::now();

@@ -28,6 +28,7 @@ use crate::cluster::{Cluster, ClusterError};
 use crate::host::{Access, EventLevel, Host};
 use crate::installed::token_records::{self, IssuedRecord, Refused};
 use crate::layout::EVENT_SOURCE;
+use crate::layout::env::EnvVars;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -119,10 +120,13 @@ impl Renewal {
     /// datastore is Kubernetes and the kubeconfig reads its token from a file; `None`, with
     /// the reason in the log, otherwise.
     pub fn prepare(host: &dyn Host, env: &BTreeMap<String, String>, log: &Log) -> Option<Self> {
-        if env.get("CALICO_DATASTORE_TYPE").map(String::as_str) != Some("kubernetes") {
+        if env.get(EnvVars::CALICO_DATASTORE_TYPE).map(String::as_str) != Some("kubernetes") {
             return None;
         }
-        let kubeconfig = env.get("KUBECONFIG").filter(|k| !k.is_empty())?.clone();
+        let kubeconfig = env
+            .get(EnvVars::KUBECONFIG)
+            .filter(|k| !k.is_empty())?
+            .clone();
         let text = match host.read_file(&kubeconfig) {
             Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
             Ok(None) => {

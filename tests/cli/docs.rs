@@ -642,3 +642,21 @@ fn the_readmes_dry_run_says_what_the_readme_says() {
     );
     assert!(stdout.contains("needs the admin kubeconfig"), "{stdout}");
 }
+
+/// docs/configuration.md lists every key of the services' environment files, in
+/// `layout::env::ALL`'s order, and nothing else.
+#[test]
+fn every_environment_key_is_in_the_configuration_page() {
+    let text = fs_err::read_to_string(root().join("docs/configuration.md")).expect("page");
+    let table = text
+        .split("<!-- env:start -->")
+        .nth(1)
+        .and_then(|t| t.split("<!-- env:end -->").next())
+        .expect("the env table's markers");
+    let listed: Vec<&str> = table
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split_once('`').map(|(k, _)| k))
+        .collect();
+    assert_eq!(listed, calicoctl_win::layout::env::ALL);
+}
