@@ -173,14 +173,14 @@ fn peak_rss_kib() -> Option<i64> {
 /// `policy::lint` alone at scale `k`: its wall time, the Windows endpoints and policies, and
 /// this process's peak RSS in KiB so far.
 fn model(k: usize) -> (Duration, u64, usize, Option<i64>) {
-    use calicoctl_win::policy::{Collected, felix::Release, lint};
+    use calicoctl_win::policy::{Collected, felix::DEFAULT_RELEASE, lint};
     let mut c = Collected::default();
     cluster_items(k, &mut |o| c.add(o, "bench").expect("object"));
     for i in 0..10_000 * k {
         c.add(scaled_policy(i, k), "bench").expect("policy");
     }
     let started = Instant::now();
-    let report = lint(&c, Release::DEFAULT).expect("lint");
+    let report = lint(&c, DEFAULT_RELEASE).expect("lint");
     let took = started.elapsed();
     (
         took,

@@ -293,7 +293,7 @@ pub struct LintPoliciesArgs {
 }
 
 fn calico_release(raw: &str) -> Result<crate::policy::felix::Release, String> {
-    crate::policy::felix::Release::parse(raw)
+    crate::policy::felix::modelled(raw)
 }
 
 #[derive(Debug, Subcommand)]

@@ -4,7 +4,7 @@ use serde_json::json;
 
 use crate::cli::LintPoliciesArgs;
 use crate::context::Context;
-use crate::policy::felix::Release;
+use crate::policy::felix::{DEFAULT_RELEASE, Release, modelled, release_name};
 use crate::policy::{self, Collected, Report, input};
 
 /// The most policies the text table shows (JSON lists them all).
@@ -28,7 +28,7 @@ impl crate::error::Diagnose for Findings {
 }
 
 pub fn policies(args: &LintPoliciesArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let mut release = args.calico_version;
+    let mut release = args.calico_version.clone();
     let collected = if args.from_file.is_empty() {
         let c = ctx.require_cluster()?;
         let mut collected = Collected::default();
@@ -40,7 +40,7 @@ pub fn policies(args: &LintPoliciesArgs, ctx: &mut Context) -> anyhow::Result<()
     } else {
         input::read_files(&input::files(&args.from_file)?)?
     };
-    let release = release.unwrap_or(Release::DEFAULT);
+    let release = release.unwrap_or(DEFAULT_RELEASE);
     let mut collected = collected;
     let duplicates = collected.drop_duplicates();
     if duplicates > 0 {
@@ -77,16 +77,18 @@ fn cluster_release(ctx: &mut Context, c: &crate::cluster::Cluster) -> Option<Rel
         Err(e) => {
             ctx.printer.warn(&format!(
                 "the cluster's Calico version cannot be read ({e}): rendering as {}; pass --calico-version to choose",
-                Release::DEFAULT
+                release_name(&DEFAULT_RELEASE)
             ));
             return None;
         }
     };
-    match Release::parse(&version) {
+    match modelled(&version) {
         Ok(r) => Some(r),
         Err(e) => {
-            ctx.printer
-                .warn(&format!("{e}: rendering as {}", Release::DEFAULT));
+            ctx.printer.warn(&format!(
+                "{e}: rendering as {}",
+                release_name(&DEFAULT_RELEASE)
+            ));
             None
         }
     }

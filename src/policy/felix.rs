@@ -24,65 +24,42 @@ use crate::selector::Node;
 /// `ipPortsPerRule` (policysets.go:261): a list of more entries is split over several ACLs.
 pub const PER_ACL: u64 = 4000;
 
-/// The Calico release whose Windows rendering is modelled (`--calico-version`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Release {
-    pub major: u32,
-    pub minor: u32,
+/// The Calico release whose Windows rendering is modelled (`--calico-version`): the one
+/// version type, `release::CalicoVersion`; the lint reads its major and minor numbers.
+pub use crate::release::CalicoVersion as Release;
+
+/// The release modelled when none is given and the cluster says none.
+pub const DEFAULT_RELEASE: Release = Release::new(3, 31, 0);
+
+/// `3.31`, `v3.31.7`, as a release whose rendering this lint models. Releases before 3.16
+/// packed nothing (one ACL per address pair for Windows RS3) and are refused.
+pub fn modelled(text: &str) -> Result<Release, String> {
+    let r = Release::parse(text)
+        .map_err(|_| format!("{text:?} is not a Calico release (3.31 or v3.31.7)"))?;
+    if (r.major, r.minor) < (3, 16) {
+        return Err(format!(
+            "Calico {}.{} is older than 3.16, the first release whose Windows rendering (one ACL per rule) this lint models",
+            r.major, r.minor
+        ));
+    }
+    Ok(r)
 }
 
-impl Release {
-    pub const DEFAULT: Release = Release {
-        major: 3,
-        minor: 31,
-    };
-
-    /// `3.31`, `v3.31.7`. Releases before 3.16 packed nothing (one ACL per address pair for
-    /// Windows RS3) and are refused.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let t = text.trim().trim_start_matches('v');
-        let mut parts = t.split('.');
-        let number = |p: Option<&str>| p.and_then(|p| p.parse::<u32>().ok());
-        let (Some(major), Some(minor)) = (number(parts.next()), number(parts.next())) else {
-            return Err(format!(
-                "{text:?} is not a Calico release (3.31 or v3.31.7)"
-            ));
-        };
-        let r = Release { major, minor };
-        if r < (Release {
-            major: 3,
-            minor: 16,
-        }) {
-            return Err(format!(
-                "Calico {major}.{minor} is older than 3.16, the first release whose Windows rendering (one ACL per rule) this lint models"
-            ));
-        }
-        Ok(r)
-    }
-
-    /// Every tier is rendered and flattened from v3.29.0 (flattener.go first there); before,
-    /// endpoint_mgr.go renders only the endpoint's first tier (`workload.Tiers[0]`, v3.28.0
-    /// endpoint_mgr.go:349-359).
-    pub fn all_tiers(self) -> bool {
-        self >= Release {
-            major: 3,
-            minor: 29,
-        }
-    }
-
-    /// Staged policies reach Felix from v3.30.0 (policy_mgr.go's `PolicyIsStaged` first there).
-    pub fn staged_policies(self) -> bool {
-        self >= Release {
-            major: 3,
-            minor: 30,
-        }
-    }
+/// The release as the lint names it: its major and minor numbers, which decide the rendering.
+pub fn release_name(r: &Release) -> String {
+    format!("{}.{}", r.major, r.minor)
 }
 
-impl std::fmt::Display for Release {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)
-    }
+/// Every tier is rendered and flattened from v3.29.0 (flattener.go first there); before,
+/// endpoint_mgr.go renders only the endpoint's first tier (`workload.Tiers[0]`, v3.28.0
+/// endpoint_mgr.go:349-359).
+pub fn all_tiers(r: &Release) -> bool {
+    (r.major, r.minor) >= (3, 29)
+}
+
+/// Staged policies reach Felix from v3.30.0 (policy_mgr.go's `PolicyIsStaged` first there).
+pub fn staged_policies(r: &Release) -> bool {
+    (r.major, r.minor) >= (3, 30)
 }
 
 /// What one Calico rule renders into on each endpoint.

@@ -315,6 +315,7 @@ pub struct Report {
 /// Renders every policy and endpoint as Felix of `release` does and lists the findings,
 /// costliest policy first.
 pub fn lint(c: &Collected, release: felix::Release) -> Result<Report, PolicyError> {
+    let name = felix::release_name(&release);
     let eps = Endpoints::of(&c.inventory);
     let mut renderer = felix::Renderer::new(&eps);
     let rendered: Vec<render::Rendered> = c
@@ -358,7 +359,7 @@ pub fn lint(c: &Collected, release: felix::Release) -> Result<Report, PolicyErro
     findings.sort_by_key(|f| std::cmp::Reverse(f.before.hns_acls.saturating_sub(f.after.hns_acls)));
     Ok(Report {
         schema: 2,
-        calico_version: release.to_string(),
+        calico_version: name,
         windows_endpoints: eps.windows_in(None),
         policies,
         endpoints,

@@ -108,7 +108,7 @@ impl Cluster<'_> {
 
     /// Whether Felix renders the policy for workloads at all.
     pub fn reaches_workloads(&self, p: &Policy) -> bool {
-        !p.host_only && (!p.staged || self.release.staged_policies())
+        !p.host_only && (!p.staged || super::felix::staged_policies(&self.release))
     }
 
     /// The policies in Felix's order: tiers by order (`None` last) then name
@@ -260,7 +260,7 @@ fn assemble(
             ..Lost::default()
         });
     }
-    let rendered = if c.release.all_tiers() {
+    let rendered = if super::felix::all_tiers(&c.release) {
         &runs[..]
     } else {
         &runs[..runs.len().min(1)]

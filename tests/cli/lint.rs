@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::support::fake_api::{FakeApi, meta};
 use calicoctl_win::policy::endpoints::{Class, Endpoints};
-use calicoctl_win::policy::felix::Release;
+use calicoctl_win::policy::felix::DEFAULT_RELEASE;
 use calicoctl_win::policy::model::{Direction, Policy};
 use calicoctl_win::policy::{self, Collected};
 use serde_json::{Value, json};
@@ -266,7 +266,7 @@ fn rules_whose_order_matters_get_a_suggestion_without_a_rewrite() {
         .as_array_mut()
         .unwrap()
         .push(json!({"action": "Deny", "source": {"selector": "role == 'db'"}}));
-    let report = policy::lint(&collected(&[p]), Release::DEFAULT).unwrap();
+    let report = policy::lint(&collected(&[p]), DEFAULT_RELEASE).unwrap();
     let f = &report.findings[0];
     assert_eq!(f.code, "source-and-destination-selectors");
     assert!(f.suggestion.rewrite.is_none(), "{:?}", f.suggestion);
@@ -290,7 +290,7 @@ fn a_namespaced_policy_applies_only_in_its_namespace_and_egress_moves_the_source
     });
     let mut other = p.clone();
     other["metadata"]["namespace"] = json!("elsewhere");
-    let report = policy::lint(&collected(&[p.clone(), other]), Release::DEFAULT).unwrap();
+    let report = policy::lint(&collected(&[p.clone(), other]), DEFAULT_RELEASE).unwrap();
     let shop = report
         .policies
         .iter()
@@ -330,7 +330,7 @@ fn kubernetes_policies_are_converted_and_rules_windows_leaves_out_are_found() {
             ],
         },
     });
-    let report = policy::lint(&collected(&[k8s]), Release::DEFAULT).unwrap();
+    let report = policy::lint(&collected(&[k8s]), DEFAULT_RELEASE).unwrap();
     let e = &report.policies[0];
     assert_eq!(e.api_version, "networking.k8s.io/v1");
     assert_eq!(e.applies_to, 20);
@@ -533,7 +533,7 @@ fn rules_felix_on_windows_leaves_out_are_each_found() {
         "metadata": {"name": "mixed", "namespace": "shop"},
         "spec": {"selector": "role == 'webserver'", "ingress": rules},
     });
-    let report = policy::lint(&collected(&[p]), Release::DEFAULT).unwrap();
+    let report = policy::lint(&collected(&[p]), DEFAULT_RELEASE).unwrap();
     let found: Vec<&str> = report.findings.iter().map(|f| f.rule.as_str()).collect();
     assert_eq!(
         found,
@@ -580,7 +580,7 @@ fn service_account_and_namespace_selectors_scope_as_calico_builds_them() {
     for p in policies {
         c.add(p, "the test").unwrap();
     }
-    let report = policy::lint(&c, Release::DEFAULT).unwrap();
+    let report = policy::lint(&c, DEFAULT_RELEASE).unwrap();
     let row = |name: &str| report.policies.iter().find(|p| p.name == name).unwrap();
     // Every pod in shop runs as service account web, whose labels only exist on the object.
     assert_eq!(row("by-sa").applies_to, 30);

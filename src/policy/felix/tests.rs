@@ -549,19 +549,15 @@ fn a_pod_without_an_address_is_no_endpoint_and_long_service_accounts_are_labelle
 
 #[test]
 fn releases_are_read_and_the_oldest_modelled_is_3_16() {
+    assert_eq!(modelled("v3.31.7"), Ok(Release::new(3, 31, 7)));
     assert_eq!(
-        Release::parse("v3.31.7"),
-        Ok(Release {
-            major: 3,
-            minor: 31
-        })
+        modelled("v3.31.7").map(|r| release_name(&r)).as_deref(),
+        Ok("3.31")
     );
-    assert_eq!(Release::parse("3.29").map(Release::all_tiers), Ok(true));
-    assert_eq!(Release::parse("3.28.2").map(Release::all_tiers), Ok(false));
-    assert_eq!(
-        Release::parse("3.29").map(Release::staged_policies),
-        Ok(false)
-    );
-    assert!(Release::parse("3.15").is_err());
-    assert!(Release::parse("latest").is_err());
+    assert_eq!(modelled("3.29").map(|r| all_tiers(&r)), Ok(true));
+    assert_eq!(modelled("3.28.2").map(|r| all_tiers(&r)), Ok(false));
+    assert_eq!(modelled("3.29.0-0.dev").map(|r| all_tiers(&r)), Ok(true));
+    assert_eq!(modelled("3.29").map(|r| staged_policies(&r)), Ok(false));
+    assert!(modelled("3.15").is_err());
+    assert!(modelled("latest").is_err());
 }

@@ -1,6 +1,5 @@
 //! Endpoint ACL lists and Felix's Windows defects, each from its source at v3.31.7.
 
-use crate::policy::felix::Release;
 use crate::policy::{Collected, Report, lint};
 use serde_json::{Value, json};
 
@@ -40,7 +39,11 @@ fn run(extra: Vec<Value>, release: &str) -> Report {
     for o in objects().into_iter().chain(extra) {
         c.add(o, "test").expect("add");
     }
-    lint(&c, Release::parse(release).expect("release")).expect("lint")
+    lint(
+        &c,
+        crate::policy::felix::modelled(release).expect("release"),
+    )
+    .expect("lint")
 }
 
 fn codes(r: &Report) -> Vec<&str> {
