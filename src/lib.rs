@@ -41,6 +41,7 @@ pub mod files;
 #[allow(clippy::disallowed_methods)]
 pub mod host;
 pub mod installed;
+pub mod k8s_name;
 pub mod layout;
 pub mod net;
 pub mod output;

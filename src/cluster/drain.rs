@@ -270,6 +270,9 @@ enum Evicted {
     Throttled(Duration),
     /// Another answer: the status code and the server's message.
     Failed(u16, String),
+    /// Not sent: the pods list named the pod with what is no Kubernetes name, which would
+    /// change the request's path (a '/' or a '?' in it).
+    BadName(String),
 }
 
 /// Reads an eviction answer as the API server sends it: a `Status` whose `details.causes`
@@ -324,6 +327,13 @@ async fn evict_one(
         .filter(|left| !left.is_zero());
     if let Some(left) = held {
         return (pod, Ok(Evicted::Throttled(left)));
+    }
+    if !crate::k8s_name::is_label(&pod.namespace) || !crate::k8s_name::is_subdomain(&pod.name) {
+        let why = format!(
+            "a pod named {:?} in namespace {:?}: no Kubernetes name, no eviction sent",
+            pod.name, pod.namespace
+        );
+        return (pod, Ok(Evicted::BadName(why)));
     }
     let path = format!(
         "/api/v1/namespaces/{}/pods/{}/eviction",
@@ -492,6 +502,14 @@ fn sort_round(
                     resource: "pods/eviction".into(),
                     code,
                     message: format!("{pod}: {message}"),
+                }
+                .into());
+            }
+            Ok(Evicted::BadName(why)) => {
+                return Err(ClusterError::BadAnswer {
+                    server: c.server.clone(),
+                    what: "the node's pods".into(),
+                    source: why.into(),
                 }
                 .into());
             }
@@ -813,5 +831,37 @@ mod tests {
         assert_eq!(body["deleteOptions"]["gracePeriodSeconds"], 7);
         assert_eq!(body["metadata"]["namespace"], "ns");
         assert!(eviction_body(&p, None).get("deleteOptions").is_none());
+    }
+
+    /// A pod the list names with what is no Kubernetes name gets no request: its name would
+    /// change the eviction's path. The client points at a loopback port nothing answers on,
+    /// so a request sent would come back as an error, not as `BadName`.
+    #[test]
+    fn a_pod_named_with_no_kubernetes_name_gets_no_eviction() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let config = kube::Config::new("http://127.0.0.1:9".parse().expect("url"));
+            let client = kube::Client::try_from(config).expect("client");
+            for (namespace, name) in [
+                ("ns", "../../nodes/win-1"),
+                ("a/b", "web"),
+                ("ns", "web?x=1"),
+            ] {
+                let pod = PodRef {
+                    namespace: namespace.into(),
+                    name: name.into(),
+                    uid: String::new(),
+                };
+                let hold = std::sync::Arc::new(std::sync::Mutex::new(None));
+                let (_, r) = evict_one(client.clone(), pod, None, hold).await;
+                assert!(
+                    matches!(r, Ok(Evicted::BadName(_))),
+                    "{namespace}/{name}: {r:?}"
+                );
+            }
+        });
     }
 }

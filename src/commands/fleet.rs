@@ -5,6 +5,7 @@ use crate::cli::{Engine, FleetPlanArgs, FleetRbacArgs};
 use crate::cluster::fleet_view::{HashVotes, NodeRow, node_row, row_problems, short_hash, shown};
 use crate::context::Context;
 use crate::error::UsageError;
+use crate::k8s_name;
 use crate::render::fleet::Fleet;
 use anyhow::Context as _;
 use std::collections::BTreeMap;
@@ -201,46 +202,10 @@ fn tagged_image(image: &str, version: &str) -> anyhow::Result<String> {
     Ok(format!("{image}:{version}"))
 }
 
-/// A label's name part, or a label value: at most 63 letters, digits, '-', '_' and '.',
-/// starting and ending with a letter or digit (Kubernetes' `IsQualifiedName` and
-/// `IsValidLabelValue`, apimachinery `pkg/util/validation/validation.go`).
-fn is_label_name(v: &str) -> bool {
-    let alnum = |b: &u8| b.is_ascii_alphanumeric();
-    !v.is_empty()
-        && v.len() <= 63
-        && v.as_bytes().first().is_some_and(alnum)
-        && v.as_bytes().last().is_some_and(alnum)
-        && v.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
-}
-
-/// A label key: an optional DNS-subdomain prefix (at most 253 lower-case letters, digits, '-'
-/// and '.') and '/', then a name.
-fn is_label_key(k: &str) -> bool {
-    match k.split_once('/') {
-        Some((prefix, name)) => {
-            !prefix.is_empty()
-                && prefix.len() <= 253
-                && prefix
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-                && is_label_name(name)
-        }
-        None => is_label_name(k),
-    }
-}
-
 /// A Kubernetes object name (RFC 1123 label): lower-case letters, digits and '-', at most 63,
 /// starting and ending with a letter or digit.
 fn dns_label(what: &str, value: &str) -> anyhow::Result<()> {
-    let ok = !value.is_empty()
-        && value.len() <= 63
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !value.starts_with('-')
-        && !value.ends_with('-');
-    if ok {
+    if crate::k8s_name::is_label(value) {
         return Ok(());
     }
     Err(UsageError::new(
@@ -255,7 +220,7 @@ fn node_selector(flags: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
     flags
         .iter()
         .map(|f| match f.split_once('=') {
-            Some((k, v)) if is_label_key(k) && (v.is_empty() || is_label_name(v)) => {
+            Some((k, v)) if k8s_name::is_qualified_name(k) && k8s_name::is_label_value(v) => {
                 Ok((k.to_owned(), v.to_owned()))
             }
             _ => Err(UsageError::new(

@@ -354,16 +354,7 @@ pub struct NodeName(String);
 
 impl Setting for NodeName {
     fn parse(raw: &str) -> Result<Self, Rejection> {
-        let label_ok = |l: &str| {
-            let b = l.as_bytes();
-            !b.is_empty()
-                && b.len() <= 63
-                && b.iter()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-                && b[0] != b'-'
-                && b[b.len() - 1] != b'-'
-        };
-        if raw.len() <= 253 && raw.split('.').all(label_ok) {
+        if crate::k8s_name::is_subdomain(raw) {
             Ok(Self(raw.to_owned()))
         } else {
             Err("allowed: a lower-case DNS-1123 name (a-z, 0-9, '-' and '.', at most 253 characters), equal to kubelet's node name".into())

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 /// The longest object name (a DNS subdomain).
-pub const NAME_CAP: usize = 253;
+pub const NAME_CAP: usize = crate::k8s_name::SUBDOMAIN_MAX;
 
 /// Input `lint policies` cannot use.
 #[derive(Debug, thiserror::Error)]
@@ -80,12 +80,7 @@ impl Source {
             ("namespace", src.namespace.as_ref()),
         ] {
             let Some(v) = v else { continue };
-            let ok = !v.is_empty()
-                && v.len() <= NAME_CAP
-                && v.bytes().all(|b| {
-                    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.'
-                });
-            if !ok {
+            if !crate::k8s_name::is_subdomain(v) {
                 return Err(src.invalid(format!(
                     "metadata.{what} {:?} is not a DNS subdomain of at most {NAME_CAP} characters",
                     v.chars().take(80).collect::<String>()

@@ -1,0 +1,165 @@
+//! Kubernetes' name grammar, once: what apimachinery's `pkg/util/validation/validation.go`
+//! accepts as a DNS-1123 label (namespaces, most object names), a DNS-1123 subdomain (node
+//! names, policy names), a qualified name (a label key) and a label value. The config's node
+//! name, the fleet's flags, the objects `lint policies` reads and the names calicoctl-win puts
+//! in an API path all use it. A leaf: only `std`.
+
+/// `DNS1123LabelMaxLength`.
+pub const LABEL_MAX: usize = 63;
+/// `DNS1123SubdomainMaxLength`.
+pub const SUBDOMAIN_MAX: usize = 253;
+/// `qualifiedNameMaxLength`.
+const QUALIFIED_NAME_MAX: usize = 63;
+
+/// `dns1123LabelFmt`: `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters
+/// (`IsDNS1123Label`).
+pub fn is_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= LABEL_MAX
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
+
+/// `dns1123SubdomainFmt`: labels joined by '.', at most 253 characters in all
+/// (`IsDNS1123Subdomain`).
+pub fn is_subdomain(s: &str) -> bool {
+    s.len() <= SUBDOMAIN_MAX && s.split('.').all(is_label_part)
+}
+
+/// A label inside a subdomain: the label grammar without its own length cap (apimachinery's
+/// subdomain regexp caps only the whole).
+fn is_label_part(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
+
+/// `qualifiedNameFmt` without its prefix: `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`, at most
+/// 63 characters.
+fn is_name_part(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= QUALIFIED_NAME_MAX
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(c))
+}
+
+/// A label key (`IsQualifiedName`): an optional DNS-1123 subdomain prefix and '/', then a
+/// name part.
+pub fn is_qualified_name(s: &str) -> bool {
+    match s.split_once('/') {
+        Some((prefix, name)) => is_subdomain(prefix) && is_name_part(name),
+        None => is_name_part(s),
+    }
+}
+
+/// A label value (`IsValidLabelValue`): empty, or a name part.
+pub fn is_label_value(s: &str) -> bool {
+    s.is_empty() || is_name_part(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// apimachinery's own tables (`validation_test.go`: `TestIsDNS1123Label`,
+    /// `TestIsDNS1123Subdomain`, `TestIsQualifiedName`, `TestIsValidLabelValue`), in part.
+    #[test]
+    fn the_grammar_is_apimachinerys() {
+        for good in [
+            "a",
+            "ab",
+            "abc",
+            "a1",
+            "a-1",
+            "a--1--2--b",
+            "0",
+            "01",
+            "1-2",
+        ] {
+            assert!(is_label(good), "{good}");
+            assert!(is_subdomain(good), "{good}");
+        }
+        let long = "a".repeat(64);
+        for bad in [
+            "",
+            "A",
+            "ABC",
+            "aBc",
+            "a.b",
+            "-1",
+            "1-",
+            "a_b",
+            "a b",
+            long.as_str(),
+        ] {
+            assert!(!is_label(bad), "{bad:?}");
+        }
+        for good in ["a.a", "ab.b", "a-1.b-2", "0.a", "a--1.b"] {
+            assert!(is_subdomain(good), "{good}");
+        }
+        let too_long = format!("{}.{}", "a".repeat(200), "b".repeat(60));
+        for bad in [
+            "",
+            "A",
+            "a..b",
+            ".a",
+            "a.",
+            "a.-b",
+            "a-.b",
+            "a_b",
+            too_long.as_str(),
+        ] {
+            assert!(!is_subdomain(bad), "{bad:?}");
+        }
+        for good in [
+            "simple",
+            "now-with-dashes",
+            "1-starts-with-num",
+            "1234",
+            "simple/simple",
+            "now-with-dashes/simple",
+            "example.com/Uppercase_And.Dots",
+            "a.b/c_d",
+        ] {
+            assert!(is_qualified_name(good), "{good}");
+        }
+        for bad in [
+            "nospecialchars%^=@",
+            "cantendwithadash-",
+            "-cantstartwithadash-",
+            "only/one/slash",
+            "Example.com/abc",
+            "example_com/abc",
+            "example.com/",
+            "/simple",
+        ] {
+            assert!(!is_qualified_name(bad), "{bad}");
+        }
+        for good in [
+            "",
+            "simple",
+            "now-with-dashes",
+            "1-starts-with-num",
+            "end-with-num-1",
+        ] {
+            assert!(is_label_value(good), "{good}");
+        }
+        for bad in [
+            "nospecialchars%^=@",
+            "Tama-nui-te-rā.is.Māori.sun",
+            "\\backslashes\\",
+            "-starts-with-dash",
+        ] {
+            assert!(!is_label_value(bad), "{bad}");
+        }
+    }
+}
