@@ -40,6 +40,7 @@ pub mod files;
 // (`HostError::io`), which fs-err's local paths would not be.
 #[allow(clippy::disallowed_methods)]
 pub mod host;
+pub mod http1;
 pub mod installed;
 pub mod k8s_name;
 pub mod layout;

@@ -274,6 +274,7 @@ const RANKS: &[(&str, u32)] = &[
     ("redact", 0),
     ("duration", 0),
     ("k8s_name", 0),
+    ("http1", 0),
     ("files", 1),
     ("release", 2),
     ("host", 3),

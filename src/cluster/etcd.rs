@@ -4,7 +4,6 @@
 use crate::net::resolve;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
@@ -198,24 +197,21 @@ pub fn health(endpoint: &str, files: &EtcdTlsFiles, timeout: Duration) -> Result
     let _ = tcp.set_read_timeout(Some(timeout));
     let _ = tcp.set_write_timeout(Some(timeout));
     let mut stream = rustls::StreamOwned::new(tls, tcp);
-    let request = format!(
-        "GET /health HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: calicoctl-win\r\nConnection: close\r\n\r\n"
+    let request = crate::http1::request(
+        "GET",
+        "/health",
+        authority,
+        &[("User-Agent", "calicoctl-win")],
     );
-    // etcd's /health answer is a few dozen bytes: more than the cap is not etcd's.
-    let mut answer = Vec::new();
-    let io = stream
-        .write_all(request.as_bytes())
-        .and_then(|()| (&mut stream).take(HEALTH_CAP).read_to_end(&mut answer));
-    if let Err(e) = io {
-        // A clean close after the body is how `Connection: close` ends.
-        let closed = e.kind() == std::io::ErrorKind::UnexpectedEof && !answer.is_empty();
-        if !closed {
-            return Err(classify(endpoint, e, timed_out));
-        }
-    }
+    // etcd's /health answer is a few dozen bytes: more than the cap is not etcd's. A clean
+    // close after the body is how `Connection: close` ends.
+    let deadline = std::time::Instant::now() + timeout.saturating_mul(2);
+    let answer = crate::http1::exchange(&mut stream, &request, HEALTH_CAP, deadline)
+        .map_err(|e| classify(endpoint, e, timed_out))?;
     let text = String::from_utf8_lossy(&answer);
-    let ok_status = text.starts_with("HTTP/1.1 200") || text.starts_with("HTTP/1.0 200");
-    let body = text.split("\r\n\r\n").nth(1).unwrap_or_default();
+    let parsed = crate::http1::parse(&answer);
+    let ok_status = parsed.as_ref().is_some_and(|a| a.code == 200);
+    let body = parsed.map(|a| a.body).unwrap_or_default();
     let healthy = body.replace(' ', "").contains("\"health\":\"true\"");
     if ok_status && healthy {
         Ok(())

@@ -1,10 +1,9 @@
 //! A GET to a server on this machine's loopback, for a health endpoint (Felix's): the status
-//! code and a bounded body, or `None` when nothing listens. HTTP/1.0 with `Connection: close`,
-//! so the body ends with the connection; every step has the one timeout, and at most
+//! code and a bounded body, or `None` when nothing listens, through the one HTTP/1 exchange
+//! (`http1`): the body ends with the connection; every step has the one timeout, and at most
 //! `MAX_ANSWER` bytes are read.
 
 use super::{HostError, HostResult};
-use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::time::Duration;
 
@@ -60,40 +59,25 @@ fn get_with(
     };
     stream.set_read_timeout(Some(timeout)).map_err(io)?;
     stream.set_write_timeout(Some(timeout)).map_err(io)?;
-    let request =
-        format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).map_err(io)?;
-    let mut raw = Vec::new();
-    stream.take(MAX_ANSWER).read_to_end(&mut raw).map_err(io)?;
-    parse(&raw).map(Some).ok_or_else(|| HostError::Refused {
-        what,
-        reason: "the answer is not HTTP".into(),
-    })
-}
-
-/// The status code and body of an HTTP/1.x answer.
-fn parse(raw: &[u8]) -> Option<Answer> {
-    let text = String::from_utf8_lossy(raw);
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.lines().next()?;
-    let mut parts = status.split_whitespace();
-    if !parts.next()?.starts_with("HTTP/1.") {
-        return None;
+    let request = crate::http1::request("GET", path, &format!("127.0.0.1:{port}"), &[]);
+    let deadline = std::time::Instant::now() + timeout.saturating_mul(2);
+    let raw = crate::http1::exchange(&mut stream, &request, MAX_ANSWER, deadline).map_err(io)?;
+    match crate::http1::parse(&raw) {
+        Some(a) => Ok(Some(Answer {
+            code: a.code,
+            body: a.body.trim().to_owned(),
+        })),
+        None => Err(HostError::Refused {
+            what,
+            reason: "the answer is not HTTP".into(),
+        }),
     }
-    let code = parts
-        .next()?
-        .parse()
-        .ok()
-        .filter(|c| (100..600).contains(c))?;
-    Some(Answer {
-        code,
-        body: body.trim().to_owned(),
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Read, Write};
     use std::net::TcpListener;
 
     /// A loopback server that answers one request with `answer`, as Felix's health server

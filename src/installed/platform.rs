@@ -3,7 +3,6 @@
 //! bare metal, where nothing answers, never stalls the service.
 
 use crate::host::HnsNetwork;
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -147,43 +146,21 @@ fn get(
     let mut stream = TcpStream::connect_timeout(&addr, left).ok()?;
     stream.set_read_timeout(Some(timeout)).ok()?;
     stream.set_write_timeout(Some(timeout)).ok()?;
-    let mut request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Length: 0\r\n"
-    );
-    for (k, v) in headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    request.push_str("\r\n");
-    stream.write_all(request.as_bytes()).ok()?;
-    let mut answer = Vec::new();
-    // Read until the server closes or the answer stops coming; cap it, metadata is small.
-    let mut buf = [0u8; 4096];
-    while answer.len() < 64 * 1024 && start.elapsed() < timeout * 2 {
-        match stream.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => answer.extend_from_slice(&buf[..n]),
-            Err(_) if !answer.is_empty() => break,
-            Err(_) => return None,
-        }
-    }
-    let text = String::from_utf8_lossy(&answer);
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    let google = head.lines().any(|l| {
-        l.split_once(':').is_some_and(|(k, v)| {
-            k.trim().eq_ignore_ascii_case("metadata-flavor") && v.trim() == "Google"
-        })
-    });
+    // Metadata is small: 64 KiB is plenty, and the whole answer comes within twice the timeout.
+    let request = crate::http1::request(method, path, authority, headers);
+    let raw = crate::http1::exchange(&mut stream, &request, 64 * 1024, start + timeout * 2).ok()?;
+    let answer = crate::http1::parse(&raw)?;
     Some(Response {
-        status,
-        body: body.to_owned(),
-        google,
+        status: answer.code,
+        google: answer.header("metadata-flavor") == Some("Google"),
+        body: answer.body,
     })
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use std::io::{Read, Write};
     use std::net::TcpListener;
 
     /// A metadata server on loopback: answers each request with `respond(request text)`.
