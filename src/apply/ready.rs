@@ -1,6 +1,7 @@
 //! The node ready again: the recorded routes put back where their interfaces are now, and the
 //! wait for CalicoNode's start-up, the networks and the routes.
 
+use crate::duration::{Look, Pauses, poll_until};
 use crate::host::{Host, HostError, Route};
 use crate::installed::failure::{self, Blocks, Failure};
 use std::time::{Duration, Instant};
@@ -87,9 +88,7 @@ pub(super) fn wait_ready(
     timeout: Duration,
     since: i64,
 ) -> Result<(), ReadyError> {
-    let deadline = Instant::now() + timeout;
-    let mut pause = Duration::from_millis(100);
-    loop {
+    let look = || -> Result<Look<(), String>, ReadyError> {
         let init = crate::installed::boot_marker::init_done(host)?;
         let present = host.hns_networks()?;
         let missing: Vec<String> = networks
@@ -125,7 +124,7 @@ pub(super) fn wait_ready(
             None => false,
         };
         if init && missing.is_empty() && lost.is_empty() && !withheld {
-            return Ok(());
+            return Ok(Look::Done(()));
         }
         let blocking: Vec<Failure> = failure::recorded_since(host, since)?
             .into_iter()
@@ -137,17 +136,19 @@ pub(super) fn wait_ready(
         if !blocking.is_empty() {
             return Err(ReadyError::ServiceFailed(blocking));
         }
-        if Instant::now() >= deadline {
-            let what = waited_for(init, &missing, &lost, withheld);
-            return Err(HostError::Timeout {
-                what,
-                after: timeout,
-            }
-            .into());
+        Ok(Look::Pending(waited_for(init, &missing, &lost, withheld)))
+    };
+    let pauses = Pauses {
+        first: Duration::from_millis(100),
+        most: Duration::from_secs(2),
+    };
+    poll_until(Instant::now() + timeout, pauses, look, |what| {
+        Err(HostError::Timeout {
+            what,
+            after: timeout,
         }
-        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
-        pause = (pause * 2).min(Duration::from_secs(2));
-    }
+        .into())
+    })
 }
 
 /// What a ready wait that timed out was still waiting for.

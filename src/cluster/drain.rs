@@ -6,6 +6,7 @@
 //! be Ready again.
 
 use super::{Cluster, ClusterError};
+use crate::duration::{Look, Pauses, poll_until};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
 use serde::Serialize;
@@ -534,29 +535,27 @@ fn wait_gone(
     opts: &DrainOptions,
     deadline: Instant,
 ) -> Result<(), DrainError> {
-    let mut pause = Duration::from_millis(50);
-    loop {
+    let pauses = Pauses {
+        first: Duration::from_millis(50),
+        most: Duration::from_secs(1),
+    };
+    let look = || -> Result<Look<(), String>, DrainError> {
         let now: Vec<PodRef> = pods_on(c, node)?.iter().map(pod_ref).collect();
-        let left: Vec<&PodRef> = evicted
+        let left: Vec<String> = evicted
             .iter()
             .filter(|p| now.iter().any(|n| n.uid == p.uid && n.name == p.name))
+            .map(ToString::to_string)
             .collect();
-        if left.is_empty() {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            let detail = format!(
-                "pods still terminating: {}",
-                left.iter()
-                    .map(|p| p.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            return Err(timed_out(node, opts, detail, evicted));
-        }
-        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
-        pause = (pause * 2).min(Duration::from_secs(1));
-    }
+        Ok(if left.is_empty() {
+            Look::Done(())
+        } else {
+            Look::Pending(left.join(", "))
+        })
+    };
+    poll_until(deadline, pauses, look, |left| {
+        let detail = format!("pods still terminating: {left}");
+        Err(timed_out(node, opts, detail, evicted))
+    })
 }
 
 /// Why the node is not Ready, or `None` when it is.
@@ -592,23 +591,27 @@ pub fn readiness(c: &Cluster, node: &str) -> Result<Result<(), String>, ClusterE
 
 /// Waits until the node reports Ready.
 pub fn wait_ready(c: &Cluster, node: &str, timeout: Duration) -> Result<(), DrainError> {
-    let deadline = Instant::now() + timeout;
-    let mut pause = Duration::from_millis(100);
-    loop {
-        let reason = match readiness(c, node)? {
-            Ok(()) => return Ok(()),
-            Err(why) => why,
-        };
-        if Instant::now() >= deadline {
-            return Err(DrainError::NotReady {
+    let pauses = Pauses {
+        first: Duration::from_millis(100),
+        most: Duration::from_secs(2),
+    };
+    poll_until(
+        Instant::now() + timeout,
+        pauses,
+        || {
+            Ok(match readiness(c, node)? {
+                Ok(()) => Look::Done(()),
+                Err(why) => Look::Pending(why),
+            })
+        },
+        |reason| {
+            Err(DrainError::NotReady {
                 node: node.to_owned(),
                 after: timeout,
                 reason,
-            });
-        }
-        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
-        pause = (pause * 2).min(Duration::from_secs(2));
-    }
+            })
+        },
+    )
 }
 
 /// The cluster side of a plan: the node object and the pods on it.

@@ -182,16 +182,17 @@ impl Child for LocalChild {
     }
 
     fn wait_timeout(&mut self, timeout: Duration) -> HostResult<Option<i32>> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(code) = self.poll()? {
-                return Ok(Some(code));
-            }
-            if Instant::now() >= deadline {
-                return Ok(None);
-            }
-            std::thread::sleep(Duration::from_millis(10).min(timeout));
-        }
+        crate::duration::poll_until(
+            Instant::now() + timeout,
+            crate::duration::Pauses::every(Duration::from_millis(10)),
+            || {
+                Ok(match self.poll()? {
+                    Some(code) => crate::duration::Look::Done(Some(code)),
+                    None => crate::duration::Look::Pending(()),
+                })
+            },
+            |()| Ok(None),
+        )
     }
 
     fn stop(&mut self, grace: Duration) -> HostResult<i32> {

@@ -18,6 +18,7 @@
 
 use super::log::Log;
 use super::settings::Settings;
+use crate::duration::{Look, Pauses, poll_until};
 use crate::host::ServiceState;
 use crate::host::{EventLevel, Host, RegValue};
 pub use crate::installed::hns_restart::{self, HnsRestart};
@@ -137,17 +138,18 @@ pub fn restart(host: &dyn Host, name: &str, wait: Duration) -> crate::host::Host
         if !matches!(e, crate::host::HostError::Timeout { .. }) {
             return Err(e);
         }
-        let deadline = Instant::now() + wait;
-        loop {
-            let state = host.service_query(name)?.map(|q| q.state);
-            if state == Some(ServiceState::Stopped) {
-                break;
-            }
-            if Instant::now() >= deadline {
-                return Err(e);
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        poll_until(
+            Instant::now() + wait,
+            Pauses::every(Duration::from_millis(100)),
+            || {
+                let state = host.service_query(name)?.map(|q| q.state);
+                Ok(match state {
+                    Some(ServiceState::Stopped) => Look::Done(()),
+                    _ => Look::Pending(()),
+                })
+            },
+            |()| Err(e),
+        )?;
     }
     host.service_start(name, wait)
 }

@@ -400,15 +400,21 @@ pub fn delete(name: &str) -> HostResult<()> {
             .map_err(|e| api(format!("delete service {name}"), e))?;
         // The handle closes here: the SCM removes a service only when no handle is open.
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while open(name, ServiceAccess::QUERY_STATUS)?.is_some() {
-        if Instant::now() >= deadline {
-            return Err(HostError::Timeout {
+    let wait = Duration::from_secs(10);
+    crate::duration::poll_until(
+        Instant::now() + wait,
+        crate::duration::Pauses::every(Duration::from_millis(100)),
+        || {
+            Ok(match open(name, ServiceAccess::QUERY_STATUS)? {
+                Some(_) => crate::duration::Look::Pending(()),
+                None => crate::duration::Look::Done(()),
+            })
+        },
+        |()| {
+            Err(HostError::Timeout {
                 what: format!("service {name} to be removed (a handle to it is still open)"),
-                after: Duration::from_secs(10),
-            });
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Ok(())
+                after: wait,
+            })
+        },
+    )
 }
