@@ -5,6 +5,7 @@ use crate::cluster::facts::{ClusterFacts, IpPool};
 use crate::cluster::ipam;
 use crate::config::Config;
 use crate::config::types::Backend;
+use crate::installed::health;
 
 /// The ids of the cluster checks, in the order they are shown.
 pub const IDS: &[&str] = &[
@@ -311,24 +312,13 @@ fn vxlan_vni(f: &ClusterFacts, c: &Config, asked: &Asked) -> Check {
         return Check::skip(ID, format!("backend is {}", c.backend));
     }
     let cluster = f.felix.vni();
-    let ours = c.vxlan.vni.get();
-    if !asked.vni_explicit || ours == cluster {
-        Check::pass(ID, format!("VNI {cluster} (FelixConfiguration vxlanVNI)"))
-    } else {
-        Check::fail(
+    let judged = health::vni_cluster(c.vxlan.vni.get(), &f.felix).filter(|_| asked.vni_explicit);
+    match judged {
+        None => Check::pass(
             ID,
-            format!(
-                "vxlan.vni is {ours} but the VNI the cluster's Felix uses is {cluster} ({}); cross-node traffic would break",
-                if f.felix.vxlan_vni.is_some() {
-                    "FelixConfiguration vxlanVNI"
-                } else {
-                    "Felix's default: FelixConfiguration sets no vxlanVNI"
-                }
-            ),
-            format!(
-                "remove vxlan.vni from the config (the cluster's {cluster} is used), or --set vxlan.vni={cluster}"
-            ),
-        )
+            format!("VNI {cluster} ({})", health::vni_source(&f.felix)),
+        ),
+        Some(finding) => Check::fail(ID, finding.message, finding.remedy.unwrap_or_default()),
     }
 }
 

@@ -32,6 +32,8 @@ pub struct NodeRow {
     /// older than `CONDITION_STALE_AFTER`, or its status is malformed), or none yet.
     pub calico_ready: Option<String>,
     pub reasons: Option<String>,
+    /// The finding codes the reasons name (`[code]` after each sentence, docs/findings.md).
+    pub codes: Vec<String>,
     /// The condition's `lastHeartbeatTime`, and its age in seconds when read.
     pub heartbeat: Option<String>,
     pub heartbeat_age_seconds: Option<i64>,
@@ -108,6 +110,7 @@ pub fn node_row(n: &Node, now: i64) -> NodeRow {
         }
     }
     NodeRow {
+        codes: reasons.as_deref().map(finding_codes).unwrap_or_default(),
         name: capped(n.metadata.name.as_deref().unwrap_or_default()),
         calicoctl_win: note(ANNOTATION_TOOL_VERSION),
         calico: note(ANNOTATION_CALICO_VERSION),
@@ -119,6 +122,38 @@ pub fn node_row(n: &Node, now: i64) -> NodeRow {
         heartbeat_age_seconds,
         malformed,
     }
+}
+
+/// The most finding codes read from one node's reasons.
+const MAX_CODES: usize = 32;
+
+/// The finding codes a condition's message names: each sentence CalicoNode writes ends in its
+/// code in brackets (`... [endpoint-stuck]`); a bracketed word of other characters is no code.
+/// Each code once, in the order named.
+pub fn finding_codes(message: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for part in message.split('[').skip(1) {
+        let Some((word, _)) = part.split_once(']') else {
+            continue;
+        };
+        let code = !word.is_empty()
+            && word.len() <= 40
+            && word.starts_with(|c: char| c.is_ascii_lowercase())
+            && word.bytes().all(|b| b.is_ascii_lowercase() || b == b'-');
+        if code && !out.iter().any(|o| o == word) && out.len() < MAX_CODES {
+            out.push(word.to_owned());
+        }
+    }
+    out
+}
+
+/// How many nodes name each finding code.
+pub fn code_counts(rows: &[NodeRow]) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for code in rows.iter().flat_map(|r| &r.codes) {
+        *out.entry(code.clone()).or_insert(0) += 1;
+    }
+    out
 }
 
 /// What is not as it should be on one node.

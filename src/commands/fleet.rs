@@ -2,7 +2,9 @@
 //! calicoctl-win over the Windows nodes, with the config every node gets.
 
 use crate::cli::{Engine, FleetPlanArgs, FleetRbacArgs};
-use crate::cluster::fleet_view::{HashVotes, NodeRow, node_row, row_problems, short_hash, shown};
+use crate::cluster::fleet_view::{
+    HashVotes, NodeRow, code_counts, node_row, row_problems, short_hash, shown,
+};
 use crate::context::Context;
 use crate::error::UsageError;
 use crate::k8s_name;
@@ -257,9 +259,19 @@ pub fn status(_args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow:
         problems.extend(row_problems(r, fleet_hash.as_deref()));
     }
     print_table(ctx, &rows, fleet_hash.as_deref());
+    let findings = code_counts(&rows);
+    if !findings.is_empty() {
+        let said: Vec<String> = findings
+            .iter()
+            .map(|(code, n)| format!("{code} on {n} node(s)"))
+            .collect();
+        ctx.printer
+            .text(&format!("Findings (docs/findings.md): {}", said.join(", ")));
+    }
     let healthy = problems.is_empty();
     ctx.printer.json(&serde_json::json!({
         "nodes": rows,
+        "findings": findings,
         "config_hash": fleet_hash,
         "healthy": healthy,
         "problems": problems,

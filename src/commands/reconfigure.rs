@@ -405,28 +405,18 @@ fn vni_refusal(
     facts: &crate::cluster::facts::ClusterFacts,
     need: &Need<'_>,
 ) -> Option<UsageError> {
-    if config.backend == Backend::Vxlan
-        && need.recreate
-        && facts.felix.vni() != need.vni
-        && !args.allow_vni_mismatch
-    {
-        return Some(UsageError::new(
-            format!(
-                "VNI {} differs from the VNI the cluster's Felix uses, {} ({}): this node could not reach pods on the other nodes",
-                need.vni,
-                facts.felix.vni(),
-                if facts.felix.vxlan_vni.is_some() {
-                    "FelixConfiguration vxlanVNI"
-                } else {
-                    "Felix's default: FelixConfiguration sets no vxlanVNI"
-                }
-            ),
-            format!(
-                "change the cluster first ('kubectl patch felixconfiguration default --type merge -p '{{\"spec\":{{\"vxlanVNI\":{}}}}}''), or pass --allow-vni-mismatch if that is what you mean",
-                need.vni
-            ),
-        )
-        .of_kind(crate::error::Kind::VniMismatch));
+    if config.backend == Backend::Vxlan && need.recreate && !args.allow_vni_mismatch {
+        let f = crate::installed::health::vni_cluster(need.vni, &facts.felix)?;
+        return Some(
+            UsageError::new(
+                f.message,
+                format!(
+                    "{}; or pass --allow-vni-mismatch if that is what you mean",
+                    f.remedy.unwrap_or_default()
+                ),
+            )
+            .of_kind(crate::error::Kind::VniMismatch),
+        );
     }
     None
 }

@@ -9,9 +9,11 @@ use crate::cli::RepairArgs;
 use crate::cluster::Cluster;
 use crate::cluster::drain::DrainOptions;
 use crate::context::Context;
+use crate::duration::{Look, Pauses, poll_until};
 use crate::error::UsageError;
 use crate::host::Host;
 use crate::installed::endpoints::{self, Judged};
+use crate::installed::health::{self, Finding};
 use crate::installed::record;
 use crate::layout::InstallRoot;
 use crate::plan::repair;
@@ -130,8 +132,18 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
     doc["changed"] = json!(true);
     let left = wait_healthy(ctx, host.as_ref(), &c, &node, args)?;
     doc["remaining"] = json!(left);
+    // The node judged again as status and the condition judge it, now the repair is done.
+    let how = endpoints::Survey {
+        cluster: Some(&c),
+        node: &node,
+        grace: args.grace,
+        remote: endpoints::Remote::Ask,
+        ageing: endpoints::Ageing::Read,
+    };
+    let findings = health::on_node(host.as_ref(), &root, &how);
+    doc["findings"] = json!(findings);
     ctx.printer.json(&doc);
-    finished(ctx, actions.len(), &left)
+    finished(ctx, actions.len(), &findings)
 }
 
 /// `--grace` below the floor is refused.
@@ -199,17 +211,29 @@ fn still_at_fault(
     })
 }
 
-/// After the plan ran: done, or what is still at fault (exit 1).
-fn finished(ctx: &mut Context, steps: usize, left: &[Judged]) -> anyhow::Result<()> {
-    if left.is_empty() {
+/// After the plan ran: done, or what the node's judges still find (exit 1), each with its
+/// code and fix as status prints them.
+fn finished(ctx: &mut Context, steps: usize, findings: &[Finding]) -> anyhow::Result<()> {
+    if findings.is_empty() {
         ctx.printer.text(&format!(
-            "Repaired: {steps} step(s); no endpoint is at fault."
+            "Repaired: {steps} step(s); nothing is at fault on the node."
         ));
         return Ok(());
     }
+    for f in findings {
+        ctx.printer.text(&format!(
+            "after the repair: {} [{}]",
+            f.message,
+            f.code.word()
+        ));
+        if let Some(remedy) = &f.remedy {
+            ctx.printer.text(&format!("    fix: {remedy}"));
+        }
+    }
     Err(super::common::Degraded(
-        left.iter()
-            .map(|j| format!("after the repair, {}", j.sentence()))
+        findings
+            .iter()
+            .map(|f| format!("after the repair, {} [{}]", f.message, f.code.word()))
             .collect(),
     )
     .into())
@@ -243,23 +267,25 @@ fn wait_healthy(
     node: &str,
     args: &RepairArgs,
 ) -> anyhow::Result<Vec<Judged>> {
-    let deadline = Instant::now() + args.wait_timeout;
-    let mut pause = Duration::from_millis(100);
-    loop {
+    let pauses = Pauses {
+        first: Duration::from_millis(100),
+        most: Duration::from_secs(5),
+    };
+    let look = || -> anyhow::Result<Look<Vec<Judged>, Vec<Judged>>> {
         let left: Vec<Judged> = survey(host, c, node, args.grace, endpoints::Ageing::Read)?
             .into_iter()
             .filter(|j| j.verdict.is_fault())
             .collect();
-        if left.is_empty() || Instant::now() >= deadline {
-            return Ok(left);
+        if left.is_empty() {
+            return Ok(Look::Done(left));
         }
         ctx.log(&format!(
             "{} endpoint(s) still at fault; looking again",
             left.len()
         ));
-        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
-        pause = (pause * 2).min(Duration::from_secs(5));
-    }
+        Ok(Look::Pending(left))
+    };
+    poll_until(Instant::now() + args.wait_timeout, pauses, look, Ok)
 }
 
 /// A repair evicts pods with emptyDir data too: they have no network to use it with.

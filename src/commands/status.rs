@@ -566,14 +566,14 @@ fn vni(
         .iter()
         .find(|n| n.name == CALICO_NETWORK)
         .and_then(HnsNetwork::vsid);
-    let cluster_vni = match cluster {
-        ClusterRead::Read(_, f) => Some(f.felix.vni()),
+    let felix = match cluster {
+        ClusterRead::Read(_, f) => Some(&f.felix),
         _ => None,
     };
+    let cluster_vni = felix.map(crate::cluster::facts::Felix::vni);
     let config_vni = config.vxlan.vni.get();
     if config.backend == crate::config::types::Backend::Vxlan {
-        r.findings
-            .extend(health::vni(config_vni, hns_vni, cluster_vni));
+        r.findings.extend(health::vni(config_vni, hns_vni, felix));
     }
     let show = |v: Option<u32>| v.map_or("-".into(), |v| v.to_string());
     r.text.push(format!(
@@ -629,20 +629,8 @@ fn node(
             Vec::new()
         }
     };
-    if let Err(why) = &ready {
-        r.problem(
-            Code::NodeNotReady,
-            node_name,
-            format!("node {node_name} is not Ready: {why}"),
-        );
-    }
-    if cordoned {
-        r.problem(
-            Code::NodeCordoned,
-            node_name,
-            format!("node {node_name} is cordoned"),
-        );
-    }
+    r.findings
+        .extend(health::node_state(node_name, &ready, cordoned));
     r.text.push(format!(
         "Node {node_name}: {}{}, {} pod(s)",
         if ready.is_ok() { "Ready" } else { "not Ready" },
@@ -680,18 +668,9 @@ fn ipam(
                 .unwrap_or_default()
         ),
     });
-    let single = config.windows_use_single_network;
-    if single && !blocks.is_empty() && max_pods.is_some_and(|m| m > capacity) {
-        r.problem(Code::IpamCapacity, node_name, format!(
-            "kubelet schedules up to {} pods but the node's block holds {capacity}: pods beyond it get no address (see preflight's block-capacity)",
-            max_pods.unwrap_or_default()
-        ));
-    } else if single && !blocks.is_empty() && pods >= capacity {
-        r.problem(
-            Code::IpamCapacity,
-            node_name,
-            format!("the node's block is full ({pods} of {capacity}): a new pod gets no address"),
-        );
+    if config.windows_use_single_network && !blocks.is_empty() {
+        r.findings
+            .extend(health::ipam_capacity(node_name, max_pods, capacity, pods));
     }
     Ok(json!({"blocks": blocks, "pods": pods, "capacity": capacity, "max_pods": max_pods}))
 }

@@ -2,11 +2,14 @@
 //! once into a typed finding (a stable code, its subject, one sentence, the remedy). `status`
 //! prints the findings and lists them in its JSON (`findings`, beside `problems`, their
 //! sentences); CalicoNode's `CalicoWindowsReady` condition summarises the ones it can see
-//! (`supervise::condition`), with the same sentences; `repair` names the endpoint ones.
+//! (`supervise::condition`, through `on_node`), with the same sentences; `repair` judges the
+//! node again by `on_node` after its run; preflight's `vxlan-vni` check and reconfigure's
+//! refusal give `vni_cluster`'s sentence; `fleet status` counts the codes the conditions name.
 //! docs/findings.md lists every code (a test keeps it complete).
 
 use super::endpoints::{Judged, Verdict};
 use super::felix_health::FelixHealth;
+use crate::cluster::facts::Felix;
 use crate::host::{InstalledService, ServiceState};
 use serde::Serialize;
 
@@ -59,11 +62,13 @@ pub enum Code {
     DirAccess,
     /// A kubeconfig with cluster-admin rights is kept on the node.
     AdminKubeconfig,
+    /// The node's own state (a service, Felix's health, the HNS endpoints) cannot be read.
+    HostUnreadable,
 }
 
 impl Code {
     /// Every code, for the documentation's completeness test.
-    pub const ALL: [Code; 23] = [
+    pub const ALL: [Code; 24] = [
         Code::UnderWay,
         Code::ServiceNotRunning,
         Code::ServiceDrift,
@@ -87,6 +92,7 @@ impl Code {
         Code::KubeProxy,
         Code::DirAccess,
         Code::AdminKubeconfig,
+        Code::HostUnreadable,
     ];
 
     /// The code's word, as JSON has it.
@@ -200,9 +206,120 @@ pub fn hns_restart(failed: &[&str], at: &str) -> Vec<Finding> {
         .collect()
 }
 
+/// What this node can judge of itself, with the cluster when it has one: CalicoFelix's
+/// service, Felix's health, the Calico network's endpoints (by `how`'s survey) and the HNS
+/// restart watchdog's services. CalicoNode's condition gives these every minute, `repair`
+/// after its run. What cannot be read is a finding too.
+pub fn on_node(
+    host: &dyn crate::host::Host,
+    root: &crate::layout::InstallRoot,
+    how: &super::endpoints::Survey<'_>,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let unreadable =
+        |subject: &str, message: String| Finding::new(Code::HostUnreadable, subject, message);
+    let felix = crate::layout::Role::Felix.service_name();
+    match host.service_query(felix) {
+        Ok(found) => out.extend(service(felix, found.as_ref())),
+        Err(e) => out.push(unreadable(felix, format!("{felix} cannot be read: {e}"))),
+    }
+    match super::felix_health::read(host, root) {
+        Ok(h) => out.extend(self::felix(&h, crate::duration::now())),
+        Err(e) => out.push(unreadable(
+            "Felix",
+            format!("Felix's health cannot be asked: {e}"),
+        )),
+    }
+    match super::endpoints::survey_calico(host, how) {
+        Ok(Some(judged)) => out.extend(judged.iter().filter_map(endpoint)),
+        Ok(None) => out.extend(calico_network(false)),
+        Err(e) => out.push(unreadable("HNS endpoints", format!("{e:#}"))),
+    }
+    if let Some(r) = super::hns_restart::last(host) {
+        let at = crate::duration::time_text(r.at);
+        out.extend(hns_restart(&r.still_failing(host), &at));
+    }
+    out
+}
+
+/// The node in the cluster: not Ready (with kubelet's reason), cordoned.
+pub fn node_state(node: &str, ready: &Result<(), String>, cordoned: bool) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Err(why) = ready {
+        out.push(Finding::new(
+            Code::NodeNotReady,
+            node,
+            format!("node {node} is not Ready: {why}"),
+        ));
+    }
+    if cordoned {
+        out.push(
+            Finding::new(Code::NodeCordoned, node, format!("node {node} is cordoned")).with_remedy(
+                format!("kubectl uncordon {node}, once it is meant to take pods"),
+            ),
+        );
+    }
+    out
+}
+
+/// The node's IPAM block against what kubelet schedules, on a node with one network (one
+/// block): `max_pods` more than it holds, or every address in use.
+pub fn ipam_capacity(
+    node: &str,
+    max_pods: Option<u64>,
+    capacity: u64,
+    pods: u64,
+) -> Option<Finding> {
+    if let Some(m) = max_pods.filter(|m| *m > capacity) {
+        return Some(Finding::new(
+            Code::IpamCapacity,
+            node,
+            format!(
+                "kubelet schedules up to {m} pods but the node's block holds {capacity}: pods beyond it get no address (see preflight's block-capacity)"
+            ),
+        ));
+    }
+    (pods >= capacity).then(|| {
+        Finding::new(
+            Code::IpamCapacity,
+            node,
+            format!("the node's block is full ({pods} of {capacity}): a new pod gets no address"),
+        )
+    })
+}
+
+/// Where the VNI the cluster's Felix uses comes from, in words.
+pub fn vni_source(felix: &Felix) -> &'static str {
+    if felix.vxlan_vni.is_some() {
+        "FelixConfiguration vxlanVNI"
+    } else {
+        "Felix's default: FelixConfiguration sets no vxlanVNI"
+    }
+}
+
+/// The config's VNI against the one the cluster's Felix uses (`Felix::vni`, its default
+/// applied in that one place): the one judge preflight's `vxlan-vni`, reconfigure's refusal
+/// and status use.
+pub fn vni_cluster(config: u32, felix: &Felix) -> Option<Finding> {
+    let v = felix.vni();
+    (v != config).then(|| {
+        Finding::new(
+            Code::VniCluster,
+            "FelixConfiguration",
+            format!(
+                "the VNI the cluster's Felix uses is {v} ({}), the config says {config}: this node could not reach pods on the other nodes",
+                vni_source(felix)
+            ),
+        )
+        .with_remedy(format!(
+            "set vxlan.vni to {v} (--set vxlan.vni={v}, or leave it unset: the cluster's is used), or change the cluster first ('kubectl patch felixconfiguration default --type merge -p '{{\"spec\":{{\"vxlanVNI\":{config}}}}}'')"
+        ))
+    })
+}
+
 /// The VNI in the config, in HNS (the Calico network's VSID) and the one the cluster's Felix
-/// uses (`Felix::vni`, its default applied), on a vxlan node.
-pub fn vni(config: u32, hns: Option<u32>, cluster: Option<u32>) -> Vec<Finding> {
+/// uses, on a vxlan node.
+pub fn vni(config: u32, hns: Option<u32>, cluster: Option<&Felix>) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Some(v) = hns.filter(|v| *v != config) {
         out.push(
@@ -214,20 +331,7 @@ pub fn vni(config: u32, hns: Option<u32>, cluster: Option<u32>) -> Vec<Finding> 
             .with_remedy("calicoctl-win reconfigure --drain makes the network again"),
         );
     }
-    if let Some(v) = cluster.filter(|v| *v != config) {
-        out.push(
-            Finding::new(
-                Code::VniCluster,
-                "FelixConfiguration",
-                format!(
-                    "the VNI the cluster's Felix uses is {v} (its FelixConfiguration's vxlanVNI, or Felix's default 4096 when unset), the config says {config}"
-                ),
-            )
-            .with_remedy(format!(
-                "set vxlan.vni to {v}, or change the cluster's FelixConfiguration first"
-            )),
-        );
-    }
+    out.extend(cluster.and_then(|f| vni_cluster(config, f)));
     out
 }
 
@@ -250,13 +354,33 @@ mod tests {
         }
     }
 
+    /// A FelixConfiguration with no `vxlanVNI` means Felix's default, 4096 (Felix v3.31.7
+    /// `config_params.go`: `VXLANVNI int;4096`): a config that says 4097 is judged against it,
+    /// and one that says 4096 matches it.
     #[test]
     fn the_vni_is_judged_against_hns_and_the_cluster() {
-        assert!(vni(4096, Some(4096), Some(4096)).is_empty());
-        let f = vni(4097, Some(4096), Some(4096));
+        let unset = Felix::default();
+        let set = |v| Felix {
+            vxlan_vni: Some(v),
+            ..Felix::default()
+        };
+        assert!(vni(4096, Some(4096), Some(&unset)).is_empty());
+        let f = vni(4097, Some(4096), Some(&unset));
         assert_eq!(
             f.iter().map(|f| f.code).collect::<Vec<_>>(),
             [Code::VniHns, Code::VniCluster]
+        );
+        assert!(
+            f[1].message.contains("uses is 4096 (Felix's default"),
+            "{}",
+            f[1].message
+        );
+        assert!(vni_cluster(5000, &set(5000)).is_none());
+        let named = vni_cluster(4096, &set(5000)).expect("differs");
+        assert!(
+            named.message.contains("(FelixConfiguration vxlanVNI)"),
+            "{}",
+            named.message
         );
         assert!(vni(4097, None, None).is_empty(), "nothing to compare");
     }

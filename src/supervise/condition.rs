@@ -14,7 +14,6 @@ use super::log::Log;
 use crate::cluster::Cluster;
 use crate::host::Host;
 use crate::installed::{endpoints, health};
-use crate::layout::Role;
 use crate::layout::env::EnvVars;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -186,17 +185,6 @@ pub fn reasons(
     node: &str,
     root: &crate::layout::InstallRoot,
 ) -> Vec<String> {
-    let mut out = Vec::new();
-    // The same judges and sentences as status's (`installed::health`).
-    let felix = Role::Felix.service_name();
-    match host.service_query(felix) {
-        Ok(found) => out.extend(health::service(felix, found.as_ref()).map(said)),
-        Err(e) => out.push(format!("{felix} cannot be read: {e}")),
-    }
-    match crate::installed::felix_health::read(host, root) {
-        Ok(h) => out.extend(health::felix(&h, crate::duration::now()).map(said)),
-        Err(e) => out.push(format!("Felix's health cannot be asked: {e}")),
-    }
     // CalicoNode's look every minute is what ages the faults (`endpoints::seen`).
     let how = endpoints::Survey {
         cluster,
@@ -205,20 +193,10 @@ pub fn reasons(
         remote: endpoints::Remote::Skip,
         ageing: endpoints::Ageing::Record,
     };
-    match endpoints::survey_calico(host, &how) {
-        Ok(Some(judged)) => out.extend(judged.iter().filter_map(health::endpoint).map(said)),
-        Ok(None) => out.extend(health::calico_network(false).map(said)),
-        Err(e) => out.push(format!("{e:#}")),
-    }
-    if let Some(r) = crate::installed::hns_restart::last(host) {
-        let at = crate::duration::time_text(r.at);
-        out.extend(
-            health::hns_restart(&r.still_failing(host), &at)
-                .into_iter()
-                .map(said),
-        );
-    }
-    out
+    health::on_node(host, root, &how)
+        .into_iter()
+        .map(said)
+        .collect()
 }
 
 #[cfg(test)]

@@ -1085,7 +1085,10 @@ fn fleet_status_lists_every_windows_node_and_names_those_that_differ() {
         &api,
         "win-2",
         same,
-        Some(("False", "HNS endpoint x_Calico (10.244.1.7) is stuck")),
+        Some((
+            "False",
+            "HNS endpoint x_Calico (10.244.1.7) is stuck [endpoint-stuck]",
+        )),
     );
     annotated(
         &api,
@@ -1119,6 +1122,8 @@ fn fleet_status_lists_every_windows_node_and_names_those_that_differ() {
     assert_eq!(doc["config_hash"], same);
     assert_eq!(doc["nodes"][0]["calico"], "3.30.2");
     assert_eq!(doc["nodes"][1]["calico_ready"], "False");
+    assert_eq!(doc["nodes"][1]["codes"], json!(["endpoint-stuck"]), "{doc}");
+    assert_eq!(doc["findings"], json!({"endpoint-stuck": 1}), "{doc}");
     let problems = doc["problems"].to_string();
     for needle in [
         "Calico on node win-2 is degraded: HNS endpoint x_Calico (10.244.1.7) is stuck",

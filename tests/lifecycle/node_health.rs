@@ -147,6 +147,11 @@ fn status_names_stuck_and_stale_endpoints_and_repair_removes_them_and_brings_the
     assert_eq!(code, 0, "{err} {doc}");
     assert_eq!(doc["changed"], true);
     assert_eq!(doc["remaining"], json!([]), "{doc}");
+    assert_eq!(
+        doc["findings"],
+        json!([]),
+        "the node judged again after: {doc}"
+    );
     assert!(
         node.api()
             .get("/api/v1/namespaces/default/pods/web-1")
@@ -173,6 +178,30 @@ fn status_names_stuck_and_stale_endpoints_and_repair_removes_them_and_brings_the
     let (code, doc, err) = node.run(&["repair"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(doc["actions"], json!([]), "{doc}");
+}
+
+/// After its run, repair judges the node as status and the condition do: what the endpoints'
+/// repair could not mend (here Felix, not ready) is a finding with its code, and exit 1.
+#[test]
+fn repair_judges_the_node_again_after_its_run() {
+    let node = broken();
+    node.edit_state(|s| s["settings"]["felix_health"] = json!("not-ready"));
+    let (code, doc, err) = node.run(&["repair"]);
+    assert_eq!(code, 1, "{err} {doc}");
+    assert_eq!(doc["changed"], true, "{doc}");
+    assert_eq!(
+        doc["remaining"],
+        json!([]),
+        "the endpoints are mended: {doc}"
+    );
+    let codes: Vec<&str> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["code"].as_str())
+        .collect();
+    assert_eq!(codes, ["felix-unhealthy"], "{doc}");
+    assert!(err.contains("[felix-unhealthy]"), "{err}");
 }
 
 #[test]

@@ -193,7 +193,7 @@ fn a_vni_other_than_the_clusters_is_refused_unless_forced() {
     let before = snapshot(&n.sim());
     let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("the cluster's Felix uses, 4096"), "{err}");
+    assert!(err.contains("the cluster's Felix uses is 4096"), "{err}");
     assert_eq!(doc["error"]["kind"], "vni-mismatch", "{doc}");
     assert!(err.contains("kubectl patch felixconfiguration"), "{err}");
     assert_same(&snapshot(&n.sim()), &before, "refused");
@@ -879,7 +879,7 @@ fn a_vni_mismatch_and_a_missing_drain_are_refused_together() {
     assert_eq!(doc["error"]["kind"], "vni-mismatch", "{doc}");
     let message = doc["error"]["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains("differs from the VNI the cluster's Felix uses")
+        message.contains("the VNI the cluster's Felix uses is 4096 (FelixConfiguration vxlanVNI), the config says 4097")
             && message.contains("needs the Calico HNS network made again"),
         "{message}"
     );

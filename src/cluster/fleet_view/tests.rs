@@ -84,3 +84,18 @@ fn a_stale_heartbeat_is_unknown_with_its_age() {
     let none = node_row(&node("win-1", HASH, "True", "", None), NOW);
     assert_eq!(none.calico_ready.as_deref(), Some("Unknown"));
 }
+
+/// The codes are read from the sentences CalicoNode writes (`supervise::condition`: each
+/// ends in `[code]`), each once; a bracketed word that is no code (an escape sequence's `[31m`,
+/// a path) is not one, and a healthy node names none.
+#[test]
+fn each_nodes_finding_codes_are_read_from_its_reasons() {
+    let message = "HNS endpoint web1_Calico is stuck [endpoint-stuck]; HNS endpoint web2_Calico is stuck [endpoint-stuck]; Felix is not ready: felix-startup [felix-unhealthy]; \u{1b}[31m [C:\\x] [Not-A-Code]";
+    let r = node_row(&node("win-1", HASH, "False", message, Some(30)), NOW);
+    assert_eq!(r.codes, ["endpoint-stuck", "felix-unhealthy"]);
+    let healthy = node_row(&node("win-2", HASH, "True", "", Some(30)), NOW);
+    assert!(healthy.codes.is_empty());
+    let counts = code_counts(&[r, healthy]);
+    assert_eq!(counts.get("endpoint-stuck"), Some(&1));
+    assert_eq!(counts.len(), 2);
+}
