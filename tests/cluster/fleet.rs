@@ -1124,6 +1124,7 @@ fn fleet_status_lists_every_windows_node_and_names_those_that_differ() {
     assert_eq!(doc["nodes"][1]["calico_ready"], "False");
     assert_eq!(doc["nodes"][1]["codes"], json!(["endpoint-stuck"]), "{doc}");
     assert_eq!(doc["findings"], json!({"endpoint-stuck": 1}), "{doc}");
+    crate::support::documents::snapshot_in(dir.path(), "fleet-status", &doc);
     let problems = doc["problems"].to_string();
     for needle in [
         "Calico on node win-2 is degraded: HNS endpoint x_Calico (10.244.1.7) is stuck",

@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod documents;
 mod host_defaults;
 mod hostile;
 mod install;

@@ -1,6 +1,7 @@
 //! Shared helpers for the binary's integration tests.
 #![allow(dead_code)] // Each test crate uses a different subset.
 
+pub mod documents;
 pub mod etcd;
 pub mod fake_api;
 pub mod node;
@@ -44,26 +45,19 @@ pub fn json(stdout: &[u8]) -> serde_json::Value {
     })
 }
 
-/// Compares `actual` with the golden file, or rewrites the golden file when UPDATE_GOLDEN=1.
+/// Compares `actual` with the reviewed golden file `golden` (`<golden>.snap`, insta's format:
+/// a short header, then the text): `cargo insta review`, or `INSTA_UPDATE=always cargo test`,
+/// takes an intended change, and `git diff` shows it.
 pub fn assert_golden(golden: &Path, actual: &str) {
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        fs_err::create_dir_all(golden.parent().expect("golden file has a parent"))
-            .expect("create golden dir");
-        fs_err::write(golden, actual).expect("write golden");
-        return;
-    }
-    let expected = fs_err::read_to_string(golden).unwrap_or_else(|e| {
-        panic!(
-            "missing golden file {} ({e}); run with UPDATE_GOLDEN=1 and review it",
-            golden.display()
-        )
+    let dir = golden.parent().expect("a golden file has a directory");
+    let name = golden
+        .file_name()
+        .expect("a golden file has a name")
+        .to_string_lossy()
+        .into_owned();
+    insta::with_settings!({snapshot_path => dir, prepend_module_to_snapshot => false, omit_expression => true}, {
+        insta::assert_snapshot!(name, actual);
     });
-    assert_eq!(
-        actual,
-        expected,
-        "{} differs; if the change is intended, run with UPDATE_GOLDEN=1 and review the diff",
-        golden.display()
-    );
 }
 
 /// A program from Debian's packages that some tests run (`kubectl`, `etcd`). On a machine
