@@ -2,20 +2,33 @@
 # Runs every fuzz target for SECONDS each (default 10: CI's smoke run; a longer run is
 # `fuzz/run.sh 1800`). Seeds come from the project's own fixtures and fuzz/seeds; what the
 # fuzzer finds and any crash stay under target/ (target/fuzz-corpus, target/fuzz-artifacts).
-# Needs cargo-fuzz (installed into target/tools when missing). The targets build with the
-# machine's stable toolchain (RUSTC_BOOTSTRAP=1 lets it take the sanitizer flags), in debug
-# with overflow checks and without AddressSanitizer (-s none) by default, so CI builds them in
-# minutes; FUZZ_BUILD="-O -s address" builds as cargo fuzz does by default.
+# The targets are built as cargo-fuzz 0.13 builds them (its `project.rs`: libFuzzer's
+# coverage passes, `--cfg fuzzing`, the host triple given so build scripts stay uninstrumented),
+# by cargo itself: no cargo-fuzz to install on a fresh machine. By default in the dev profile
+# (debug assertions and overflow checks) and without AddressSanitizer, so CI builds them in
+# minutes; FUZZ_RELEASE=1 builds optimised, FUZZ_ASAN=1 adds AddressSanitizer (the stable
+# toolchain takes the flag with RUSTC_BOOTSTRAP=1), as `cargo fuzz` does by default.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-10}"
-build="${FUZZ_BUILD:---dev -s none}"
-tools="$(pwd)/target/tools"
-if ! command -v cargo-fuzz >/dev/null && [ ! -x "$tools/bin/cargo-fuzz" ]; then
-    cargo install cargo-fuzz --locked --version 0.13.2 --root "$tools"
-fi
-export PATH="$tools/bin:$PATH" RUSTC_BOOTSTRAP=1
+host="$(rustc -vV | sed -n 's/^host: //p')"
 target_dir="$(pwd)/target/fuzz"
+flags="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4"
+flags="$flags -Cllvm-args=-sanitizer-coverage-inline-8bit-counters"
+flags="$flags -Cllvm-args=-sanitizer-coverage-pc-table"
+flags="$flags -Cllvm-args=-sanitizer-coverage-trace-compares"
+flags="$flags -Cllvm-args=-simplifycfg-branch-fold-threshold=0 --cfg fuzzing"
+profile=debug
+build_args=()
+if [ "${FUZZ_RELEASE:-0}" = 1 ]; then
+    profile=release
+    build_args+=(--release)
+    flags="$flags -Cdebug-assertions -Coverflow-checks"
+fi
+if [ "${FUZZ_ASAN:-0}" = 1 ]; then
+    flags="$flags -Zsanitizer=address"
+    export RUSTC_BOOTSTRAP=1
+fi
 
 seeds() {
     case "$1" in
@@ -28,20 +41,20 @@ seeds() {
     esac
 }
 
-# shellcheck disable=SC2086
-cargo fuzz build $build --target-dir "$target_dir"
+RUSTFLAGS="$flags" cargo build --locked --manifest-path fuzz/Cargo.toml --target "$host" \
+    --target-dir "$target_dir" --bins "${build_args[@]}"
 for t in config_yaml import_ps1 hns_json env_file zip_listing selector; do
     corpus="target/fuzz-corpus/$t"
     artifacts="target/fuzz-artifacts/$t/"
     mkdir -p "$corpus" "$artifacts"
     echo "== fuzz $t for ${seconds}s"
     log="target/fuzz-artifacts/$t.log"
-    # shellcheck disable=SC2046,SC2086
-    if ! cargo fuzz run $build --target-dir "$target_dir" "$t" "$corpus" $(seeds "$t") -- \
+    # shellcheck disable=SC2046
+    if ! "$target_dir/$host/$profile/$t" "$corpus" $(seeds "$t") \
         -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=20 \
         -artifact_prefix="$artifacts" >"$log" 2>&1; then
         tail -n 60 "$log" >&2
-        echo "error: fuzz target $t failed; its input is in $artifacts (replay: cargo fuzz run $t FILE)" >&2
+        echo "error: fuzz target $t failed; its input is in $artifacts (replay: $target_dir/$host/$profile/$t FILE)" >&2
         exit 1
     fi
     grep -E "^Done|INFO: seed corpus: files" "$log" || true
