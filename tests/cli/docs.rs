@@ -660,3 +660,116 @@ fn every_environment_key_is_in_the_configuration_page() {
         .collect();
     assert_eq!(listed, calicoctl_win::layout::env::ALL);
 }
+
+/// The source a name in backticks points at, or why it points nowhere: `installed/health.rs`
+/// (a path from the repository's root, or under `src/`) must exist; `installed::health::vni`
+/// (a module path whose first segment is a room of `src/`) must name modules that exist, and
+/// what follows the last module must be defined in its file (an item, a field, a variant) or
+/// re-exported there (`pub use`). Names of other crates
+/// (`std::`, `kube::`) and paths with placeholders are left alone.
+fn stale_reference(name: &str) -> Option<String> {
+    let src = root().join("src");
+    if name.contains('<') || name.contains('*') || name.contains(' ') {
+        return None;
+    }
+    if let Some((first, _)) = name.split_once("::") {
+        let first_is_room = src.join(format!("{first}.rs")).is_file() || src.join(first).is_dir();
+        if !first_is_room
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+        {
+            return None;
+        }
+        let mut at = src.clone();
+        let mut file: Option<PathBuf> = None;
+        let mut rest = Vec::new();
+        for seg in name.split("::") {
+            if !rest.is_empty() {
+                rest.push(seg);
+                continue;
+            }
+            let as_file = at.join(format!("{seg}.rs"));
+            let as_dir = at.join(seg);
+            if as_file.is_file() {
+                file = Some(as_file);
+                at = as_dir;
+            } else if as_dir.join("mod.rs").is_file() {
+                file = Some(as_dir.join("mod.rs"));
+                at = as_dir;
+            } else {
+                rest.push(seg);
+            }
+        }
+        let file = file?;
+        let text = fs_err::read_to_string(&file).unwrap_or_default();
+        let missing: Vec<&&str> = rest
+            .iter()
+            .filter(|item| {
+                // Defined there (an item, a field or a variant), or re-exported (`pub use`).
+                let item = regex::escape(item);
+                let defined = regex::Regex::new(&format!(
+                    r"(?m)\b(fn|struct|enum|const|static|mod|type|trait)\s+{item}\b|\bpub use [^;]*\b{item}\b|^\s*(pub(\([a-z]+\))? )?{item}\s*[:,({{]"
+                ))
+                .expect("regex");
+                !defined.is_match(&text)
+            })
+            .collect();
+        return (!missing.is_empty())
+            .then(|| format!("{name}: {} has no {missing:?}", file.display()));
+    }
+    let looks_like_source = name.ends_with(".rs")
+        || ["src/", "tests/", "tools/", "scripts/", "benches/", "fuzz/"]
+            .iter()
+            .any(|p| name.starts_with(p));
+    if !looks_like_source || name.contains("::") {
+        return None;
+    }
+    let path = name.split(':').next().unwrap_or(name);
+    let found = root().join(path).exists() || src.join(path).exists();
+    (!found).then(|| format!("{name}: no such file"))
+}
+
+/// Every source file and module path the docs and the README name in backticks exists, and
+/// every item they name after a module is in it: a renamed or moved module fails here.
+#[test]
+fn the_docs_name_todays_modules_and_files() {
+    let mut files = vec![root().join("README.md")];
+    markdown_files(&root().join("docs"), &mut files);
+    let tick = regex::Regex::new(r"`([^`\n]+)`").expect("regex");
+    let mut stale = Vec::new();
+    for f in &files {
+        let text = fs_err::read_to_string(f).expect("read");
+        for (n, line) in text.lines().enumerate() {
+            for c in tick.captures_iter(line) {
+                if let Some(why) = stale_reference(&c[1]) {
+                    stale.push(format!("{}:{}: {why}", f.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "stale names in the docs:\n{}",
+        stale.join("\n")
+    );
+}
+
+#[test]
+fn a_stale_module_or_file_name_is_found() {
+    assert_eq!(stale_reference("installed::health::vni_cluster"), None);
+    assert_eq!(stale_reference("layout::env::EnvVars"), None);
+    assert_eq!(stale_reference("src/installed/health.rs"), None);
+    assert_eq!(stale_reference("std::fs::rename"), None);
+    assert!(
+        stale_reference("supervise::renew::refused").is_some(),
+        "moved to installed::token_records"
+    );
+    assert_eq!(stale_reference("installed::token_records::refused"), None);
+    assert!(
+        stale_reference("installed::nowhere").is_some(),
+        "no item of installed/mod.rs"
+    );
+    assert!(stale_reference("checks::host::weak_dirs").is_some());
+    assert!(stale_reference("src/plan/exec.rs").is_some());
+}
