@@ -21,9 +21,11 @@ pub fn run(args: &ShowArgs, ctx: &mut Context) -> anyhow::Result<()> {
             Some((s.key.to_owned(), entry))
         })
         .collect();
+    let method = crate::render::env::autodetection_method(&loaded.config);
     ctx.printer.json(&json!({
         "config_file": file,
         "settings": settings,
+        "ip_autodetection": method.as_ref().map(|(m, why)| json!({"method": m, "why": why})),
         "cluster_kubeconfig": { "path": kubeconfig.as_ref().map(|p| p.display().to_string()), "source": kubeconfig_source },
         "cluster": cluster,
     }));
@@ -52,6 +54,11 @@ pub fn run(args: &ShowArgs, ctx: &mut Context) -> anyhow::Result<()> {
         .text(&format!("{:key_w$}  {:val_w$}  SOURCE", "KEY", "VALUE"));
     for (k, v, s) in rows {
         ctx.printer.text(&format!("{k:key_w$}  {v:val_w$}  {s}"));
+    }
+    if let Some((m, why)) = &method {
+        ctx.printer.text(&format!(
+            "\ncalico-node finds this node's address by {m} ({why})"
+        ));
     }
     let kubeconfig = kubeconfig.map_or("none".to_owned(), |p| p.display().to_string());
     ctx.printer.text(&format!(

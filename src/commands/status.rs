@@ -240,10 +240,7 @@ fn dir_access(h: &dyn Host, config: &Config, r: &mut Report) -> Vec<serde_json::
     crate::installed::protection::weak_dirs(h, config)
         .into_iter()
         .map(|(dir, who)| {
-            r.problem(Code::DirAccess, dir.as_str(), format!(
-                "{dir} can be changed by others than SYSTEM and Administrators ({}): fix with 'calicoctl-win preflight --fix'",
-                who.join("; ")
-            ));
+            r.findings.push(health::dir_access(&dir, &who));
             json!({"dir": dir, "writers": who})
         })
         .collect()
@@ -333,10 +330,7 @@ fn metadata_route(host: &dyn Host, rec: &InstallRecord, r: &mut Report) -> anyho
     let now = host.routes().context("cannot read the routes")?;
     for route in kept {
         if !crate::installed::routes::has_destination(&now, route) {
-            r.problem(Code::RouteMissing, "route", format!(
-                "the cloud metadata route {}/{} is missing: the node had it before the install and CalicoNode restores it (its log says why not)",
-                route.destination, route.prefix_len
-            ));
+            r.findings.push(health::route_missing(route));
         }
     }
     Ok(())
@@ -689,11 +683,7 @@ fn token(host: &dyn Host, config: &Config, r: &mut Report) -> serde_json::Value 
     };
     let now = now();
     if let Some(why) = token.unusable() {
-        r.problem(
-            Code::Token,
-            "calico-node's token",
-            format!("calico-node's token in {path} is unusable: {why}; {NEW_TOKEN}"),
-        );
+        r.findings.push(health::token_unusable(&path, &why));
         return json!({"path": path, "present": true, "usable": false, "error": why});
     }
     // A token that is no JWT has the expiry its TokenRequest answer gave, when CalicoNode
@@ -714,17 +704,8 @@ fn token(host: &dyn Host, config: &Config, r: &mut Report) -> serde_json::Value 
         (None, Some(rec)) => rec.lifetime / 4,
         (None, None) => TOKEN_WARN_SECS,
     };
-    match expiry.map(|t| t.saturating_sub(now)) {
-        Some(l) if l <= 0 => r.problem(Code::Token, "calico-node's token", format!(
-            "calico-node's token in {path} expired {}: no renewal can succeed with it; {NEW_TOKEN}",
-            time_text(now.saturating_add(l))
-        )),
-        Some(l) if l < overdue => r.problem(Code::Token, "calico-node's token", format!(
-            "calico-node's token in {path} expires {} and CalicoNode has not renewed it: read calico-node.log",
-            time_text(now.saturating_add(l))
-        )),
-        _ => {}
-    }
+    r.findings
+        .extend(health::token_expiry(&path, expiry, overdue, now));
     let refused = refused_renewal(host, expiry, now, r);
     let skew = record.as_ref().and_then(renew::IssuedRecord::skew_to_say);
     r.text.push(format!(
@@ -810,29 +791,12 @@ fn refused_renewal(
         None
     });
     if let Some(f) = &refused {
-        let expired_said = expiry.is_some_and(|e| e <= now);
-        r.problem(
-            Code::Token,
-            "calico-node's token",
-            format!(
-                "CalicoNode could not renew calico-node's token at {}{}: {}{}",
-                time_text(f.at),
-                f.expires
-                    .map_or(String::new(), |e| format!(" (it expires {})", time_text(e))),
-                f.error,
-                if f.unauthorized && !expired_said {
-                    format!("; the API server refuses the token itself (401): {NEW_TOKEN}")
-                } else {
-                    String::new()
-                }
-            ),
-        );
+        r.findings.push(health::token_refused(f, expiry, now));
     }
     refused
 }
 
-/// How to put a new token on the node, said where one is needed.
-const NEW_TOKEN: &str = "issue a new one with 'calicoctl-win fetch kubeconfig --kubeconfig installer.kubeconfig' (an admin makes installer.kubeconfig with 'calicoctl-win fetch installer-kubeconfig')";
+use health::NEW_TOKEN;
 
 /// How many endpoints a network has, how many are other hosts', and their states.
 fn endpoint_summary(list: &[crate::host::HnsEndpoint]) -> String {

@@ -216,7 +216,7 @@ pub static SETTINGS: &[Spec] = &[
         "node.ip_autodetection_method",
         "IP_AUTODETECTION_METHOD",
         Unset,
-        "calico-node IP autodetection method, like interface=Ethernet.* (calico-node's default when unset).",
+        "calico-node IP autodetection method, like interface=Ethernet.*; when unset and node.ip is autodetect, kubernetes-internal-ip (the Node's InternalIP) on the kubernetes datastore, else calico-node's first-found. config show says which.",
     ),
     s(
         "node.startup_valid_ip_timeout",

@@ -242,6 +242,107 @@ pub fn on_node(
     out
 }
 
+/// How to put a new token on the node, said where only a new one helps.
+pub const NEW_TOKEN: &str = "issue a new one with 'calicoctl-win fetch kubeconfig --kubeconfig installer.kubeconfig' (an admin makes installer.kubeconfig with 'calicoctl-win fetch installer-kubeconfig')";
+
+/// Something about calico-node's token, said as it is (it cannot be read, a record is
+/// unreadable).
+pub fn token(subject: &str, message: String) -> Finding {
+    Finding::new(Code::Token, subject, message)
+}
+
+/// calico-node's token cannot be used at all.
+pub fn token_unusable(path: &str, why: &str) -> Finding {
+    token(
+        "calico-node's token",
+        format!("calico-node's token in {path} is unusable: {why}; {NEW_TOKEN}"),
+    )
+    .with_remedy(NEW_TOKEN)
+}
+
+/// calico-node's token by its expiry, `now` being seconds since 1970: expired (no renewal
+/// can succeed with it), or with less than `overdue` seconds left, past when CalicoNode renews
+/// (at two thirds of its life: less than a quarter left means renewals failed for a while).
+pub fn token_expiry(path: &str, expiry: Option<i64>, overdue: i64, now: i64) -> Option<Finding> {
+    let expiry = expiry?;
+    let left = expiry.saturating_sub(now);
+    if left <= 0 {
+        return Some(
+            token(
+                "calico-node's token",
+                format!(
+                    "calico-node's token in {path} expired {}: no renewal can succeed with it; {NEW_TOKEN}",
+                    crate::duration::time_text(expiry)
+                ),
+            )
+            .with_remedy(NEW_TOKEN),
+        );
+    }
+    (left < overdue).then(|| {
+        token(
+            "calico-node's token",
+            format!(
+                "calico-node's token in {path} expires {} and CalicoNode has not renewed it: read calico-node.log",
+                crate::duration::time_text(expiry)
+            ),
+        )
+    })
+}
+
+/// CalicoNode's last renewal failed; a 401 (the API server refuses the token itself) needs a
+/// new token, said unless the token's expiry already says so.
+pub fn token_refused(f: &super::token_records::Refused, expiry: Option<i64>, now: i64) -> Finding {
+    let expired_said = expiry.is_some_and(|e| e <= now);
+    let needs_new = f.unauthorized && !expired_said;
+    let found = token(
+        "calico-node's token",
+        format!(
+            "CalicoNode could not renew calico-node's token at {}{}: {}{}",
+            crate::duration::time_text(f.at),
+            f.expires.map_or(String::new(), |e| format!(
+                " (it expires {})",
+                crate::duration::time_text(e)
+            )),
+            f.error,
+            if needs_new {
+                format!("; the API server refuses the token itself (401): {NEW_TOKEN}")
+            } else {
+                String::new()
+            }
+        ),
+    );
+    if needs_new {
+        found.with_remedy(NEW_TOKEN)
+    } else {
+        found
+    }
+}
+
+/// A directory whose files run as SYSTEM that others may change, with who.
+pub fn dir_access(dir: &str, who: &[String]) -> Finding {
+    Finding::new(
+        Code::DirAccess,
+        dir,
+        format!(
+            "{dir} can be changed by others than SYSTEM and Administrators ({}): fix with 'calicoctl-win preflight --fix'",
+            who.join("; ")
+        ),
+    )
+    .with_remedy("calicoctl-win preflight --fix")
+}
+
+/// A route the node had before the vSwitch (the cloud metadata route) that is gone.
+pub fn route_missing(route: &crate::host::Route) -> Finding {
+    Finding::new(
+        Code::RouteMissing,
+        "route",
+        format!(
+            "the cloud metadata route {}/{} is missing: the node had it before the install and CalicoNode restores it (its log says why not)",
+            route.destination, route.prefix_len
+        ),
+    )
+}
+
 /// The node in the cluster: not Ready (with kubelet's reason), cordoned.
 pub fn node_state(node: &str, ready: &Result<(), String>, cordoned: bool) -> Vec<Finding> {
     let mut out = Vec::new();

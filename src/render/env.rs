@@ -1,7 +1,7 @@
 //! The environment of each Calico service, as config.ps1 plus the service scripts set it.
 
 use crate::config::Config;
-use crate::config::types::{Backend, IpamType, NodeIp};
+use crate::config::types::{Backend, Datastore, IpamType, NodeIp};
 use crate::layout::Role;
 use crate::layout::env::EnvVars;
 use std::collections::BTreeMap;
@@ -67,8 +67,8 @@ fn common(c: &Config) -> BTreeMap<String, String> {
             fixed @ NodeIp::Fixed(..) => fixed.to_string(),
         },
     );
-    if let Some(m) = &c.node.ip_autodetection_method {
-        set(EnvVars::IP_AUTODETECTION_METHOD, m.to_string());
+    if let Some((m, _)) = autodetection_method(c) {
+        set(EnvVars::IP_AUTODETECTION_METHOD, m);
     }
     set(EnvVars::CALICO_LOG_DIR, c.logs.dir.to_string());
     set(
@@ -90,6 +90,31 @@ fn common(c: &Config) -> BTreeMap<String, String> {
         (c.cni.ipam_type == IpamType::HostLocal).to_string(),
     );
     env
+}
+
+/// calico-node's own default when `IP_AUTODETECTION_METHOD` is unset: the first address of
+/// the first interface it enumerates (`first-found`, projectcalico/calico v3.31.0
+/// `node/pkg/lifecycle/startup/autodetection/autodetection_methods.go`), which on a node with
+/// two NICs may be the wrong one (rancher/rke2#3388).
+pub const KUBERNETES_INTERNAL_IP: &str = "kubernetes-internal-ip";
+
+/// How calico-node finds this node's address, and why: the configured method; else, with
+/// `node.ip` autodetect on the Kubernetes datastore, whose kubeconfig calico-node reads the
+/// Node with (only through `KUBECONFIG`: `startup.go`,
+/// `winutils.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))`),
+/// `kubernetes-internal-ip`, the Node's InternalIP, which cannot pick another NIC; else none
+/// (calico-node's first-found, or the fixed `node.ip`).
+pub fn autodetection_method(c: &Config) -> Option<(String, &'static str)> {
+    if let Some(m) = &c.node.ip_autodetection_method {
+        return Some((m.to_string(), "node.ip_autodetection_method"));
+    }
+    let reads_node = c.datastore == Datastore::Kubernetes && c.kubeconfig.is_some();
+    (c.node.ip == NodeIp::Autodetect && reads_node).then(|| {
+        (
+            KUBERNETES_INTERNAL_IP.to_owned(),
+            "node.ip is autodetect and node.ip_autodetection_method unset: the Node's InternalIP, never another NIC (calico-node's own default, first-found, takes the first interface it lists)",
+        )
+    })
 }
 
 /// Items as Calico's scripts pass lists: comma-separated.
@@ -227,5 +252,42 @@ mod tests {
         once.sort_unstable();
         once.dedup();
         assert_eq!(once.len(), crate::layout::env::ALL.len());
+    }
+
+    /// With `node.ip` autodetect and no method, calico-node is told `kubernetes-internal-ip`
+    /// when it can read the Node (a kubeconfig), never left to first-found; a method given is
+    /// kept, a fixed address needs none, and without a kubeconfig calico-node could not read
+    /// the Node (`AutoDetectCIDR`: "Cannot use method 'kubernetes-internal-ip' when not
+    /// running on a Kubernetes cluster"), so none is set.
+    #[test]
+    fn calico_node_finds_the_address_by_the_nodes_internal_ip() {
+        let method = |sets: &[&str]| {
+            environment(&config(sets), Role::Node)
+                .get(EnvVars::IP_AUTODETECTION_METHOD)
+                .cloned()
+        };
+        let k = r"kubeconfig=C:\k\calico.kubeconfig";
+        assert_eq!(
+            method(&["node.name=win-1", k]).as_deref(),
+            Some(KUBERNETES_INTERNAL_IP)
+        );
+        assert_eq!(
+            method(&[
+                "node.name=win-1",
+                k,
+                "node.ip_autodetection_method=interface=Ethernet 2"
+            ])
+            .as_deref(),
+            Some("interface=Ethernet 2")
+        );
+        assert_eq!(method(&["node.name=win-1", k, "node.ip=10.0.0.5"]), None);
+        assert_eq!(
+            method(&[
+                "node.name=win-1",
+                "datastore=etcdv3",
+                "etcd.endpoints=https://10.0.0.9:2379"
+            ]),
+            None
+        );
     }
 }

@@ -2,7 +2,15 @@
 # Runs the Windows-target tests (host contract suite, Windows host code) under Wine.
 # Needs: wine64 and gcc-mingw-w64-x86-64 (Debian), the x86_64-pc-windows-gnu Rust target.
 # Writes only inside target/: the shim DLL and a fresh Wine prefix.
+# `tools/wine/test.sh --build-only` builds everything the ring runs (the Windows test programs,
+# the stand-in DLLs, the Linux test that drives them) and stops: CI builds first, then runs the
+# ring, which mostly waits on Wine, beside its other builds.
 set -euo pipefail
+build_only=0
+if [ "${1:-}" = --build-only ]; then
+    build_only=1
+    shift
+fi
 cd "$(dirname "$0")/../.."
 root=$(pwd)
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
@@ -23,6 +31,18 @@ command -v x86_64-w64-mingw32-gcc >/dev/null || {
 }
 
 work="$target_dir/wine"
+target=x86_64-pc-windows-gnu
+if [ "$build_only" = 1 ]; then
+    cargo build --locked --target $target --bin calicoctl-win --example contract-test-service --example fake-calico-node
+    cargo test --locked --target $target --lib --no-run
+    cargo test --locked --target $target --test windows --no-run
+    cargo test --locked --test windows --no-run
+    for dll in computenetwork hnetcfg iphlpapi; do
+        CARGO_TARGET_DIR="$work/standin" cargo build --locked \
+            --manifest-path "tools/wine/$dll/Cargo.toml" --target $target
+    done
+    exit 0
+fi
 mkdir -p "$work"
 x86_64-w64-mingw32-gcc -shared -O2 -o "$work/bcryptprimitives.dll" \
     tools/wine/bcryptprimitives.c tools/wine/bcryptprimitives.def -ladvapi32
