@@ -125,6 +125,13 @@ pub struct ClusterFacts {
     pub node_labels: BTreeMap<String, String>,
     /// The pods kubelet schedules on the node at most (`status.capacity.pods`, its maxPods).
     pub node_max_pods: Option<u64>,
+    /// The Node's first IPv4 `InternalIP` (`status.addresses`), as kubelet posts it.
+    pub node_internal_ip: Option<std::net::Ipv4Addr>,
+    /// The Calico Node's `spec.bgp.ipv4Address` without its prefix: on the Kubernetes
+    /// datastore, the Node's annotation `projectcalico.org/IPv4Address` (libcalico-go v3.31.0
+    /// `lib/backend/k8s/resources/node.go`, `nodeBgpIpv4AddrAnnotation`), which calico-node's
+    /// start-up writes and Felix sends VXLAN to (`felix/calc/vxlan_resolver.go`).
+    pub node_bgp_ipv4: Option<std::net::Ipv4Addr>,
     /// What the identity may do, one access review per right; `None` when not asked (a command
     /// that does not show the `rbac` check asks nothing: 23 reviews a `status` once).
     pub permissions: Option<Vec<Permission>>,
@@ -218,6 +225,8 @@ pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, C
         .as_ref()
         .and_then(|n| n.status.as_ref()?.capacity.as_ref()?.get("pods"))
         .and_then(|q| q.0.parse::<u64>().ok());
+    let node_internal_ip = node_object.as_ref().and_then(internal_ip);
+    let node_bgp_ipv4 = node_object.as_ref().and_then(bgp_ipv4);
     let permissions = match rights {
         Rights::Ask => Some(permissions(
             c,
@@ -243,8 +252,32 @@ pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, C
         node_exists,
         node_labels,
         node_max_pods,
+        node_internal_ip,
+        node_bgp_ipv4,
         permissions,
     })
+}
+
+/// The Node's first IPv4 `InternalIP`.
+pub fn internal_ip(n: &Node) -> Option<std::net::Ipv4Addr> {
+    n.status
+        .as_ref()?
+        .addresses
+        .as_ref()?
+        .iter()
+        .filter(|a| a.type_ == "InternalIP")
+        .find_map(|a| a.address.parse().ok())
+}
+
+/// The Calico Node's BGP IPv4 address as the Kubernetes datastore keeps it, without its
+/// prefix (`10.0.0.5/24`).
+pub fn bgp_ipv4(n: &Node) -> Option<std::net::Ipv4Addr> {
+    let a = n
+        .metadata
+        .annotations
+        .as_ref()?
+        .get("projectcalico.org/IPv4Address")?;
+    a.split('/').next()?.trim().parse().ok()
 }
 
 /// ClusterInformation's `calicoVersion`, when Calico is installed and says one (a `get` of

@@ -63,6 +63,19 @@ pub const REASON_NOT_INSTALLED: &str = "NotInstalled";
 
 /// What uninstall leaves on the node: no calicoctl-win annotations (a merge patch with null
 /// values removes them), and the condition False, `NotInstalled`.
+/// The node's address as the cluster holds it: the Node's InternalIP and the Calico Node's
+/// BGP address (`facts::internal_ip`, `facts::bgp_ipv4`); none for a Node that does not exist.
+pub fn addresses(
+    c: &Cluster,
+    node: &str,
+) -> Result<(Option<std::net::Ipv4Addr>, Option<std::net::Ipv4Addr>), ClusterError> {
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let n = c.call_opt("get", &format!("nodes/{node}"), nodes.get(node))?;
+    Ok(n.as_ref().map_or((None, None), |n| {
+        (super::facts::internal_ip(n), super::facts::bgp_ipv4(n))
+    }))
+}
+
 pub fn forget(c: &Cluster, node: &str) -> Result<(), ClusterError> {
     let gone: serde_json::Map<String, serde_json::Value> = [
         ANNOTATION_CALICO_VERSION,

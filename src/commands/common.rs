@@ -129,3 +129,19 @@ pub(crate) fn causes(e: &dyn std::error::Error) -> String {
     }
     out
 }
+
+/// Findings for people: each sentence after `lead` with its code in brackets, its fix below
+/// (status, repair).
+pub(crate) fn print_findings(
+    ctx: &mut Context,
+    lead: &str,
+    findings: &[crate::installed::health::Finding],
+) {
+    for f in findings {
+        ctx.printer
+            .text(&format!("{lead}{} [{}]", f.message, f.code.word()));
+        if let Some(remedy) = &f.remedy {
+            ctx.printer.text(&format!("    fix: {remedy}"));
+        }
+    }
+}

@@ -220,16 +220,7 @@ fn finished(ctx: &mut Context, steps: usize, findings: &[Finding]) -> anyhow::Re
         ));
         return Ok(());
     }
-    for f in findings {
-        ctx.printer.text(&format!(
-            "after the repair: {} [{}]",
-            f.message,
-            f.code.word()
-        ));
-        if let Some(remedy) = &f.remedy {
-            ctx.printer.text(&format!("    fix: {remedy}"));
-        }
-    }
+    super::common::print_findings(ctx, "after the repair: ", findings);
     Err(super::common::Degraded(
         findings
             .iter()

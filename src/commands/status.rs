@@ -53,6 +53,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let files = file_drift(h, config, &rec, &root, args.verify, &mut r)?;
     let felix = felix_health(h, &root, &mut r)?;
     let vni = vni(config, &networks, &cluster, &mut r);
+    let address = address(&networks, &cluster, &node_name, &mut r);
     let node = node(&cluster, &node_name, &mut r)?;
     let ipam = ipam(&cluster, config, &node_name, &mut r)?;
     let token = token(h, config, &mut r);
@@ -62,18 +63,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
 
     let problems = r.problems();
     let healthy = problems.is_empty();
-    for line in &r.text {
-        ctx.printer.text(line);
-    }
-    ctx.printer
-        .text(if healthy { "Healthy." } else { "Degraded:" });
-    for f in &r.findings {
-        ctx.printer
-            .text(&format!("  - {} [{}]", f.message, f.code.word()));
-        if let Some(remedy) = &f.remedy {
-            ctx.printer.text(&format!("    fix: {remedy}"));
-        }
-    }
+    print_text(ctx, &r, healthy);
     ctx.printer.json(&json!({
         "installed": true,
         "install_root": root.as_str(),
@@ -85,6 +75,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
         "hns_restart": hns_restart,
         "felix_health": felix,
         "vni": vni,
+        "address": address,
         "drift": files,
         "node": node,
         "ipam": ipam,
@@ -576,6 +567,49 @@ fn vni(
         show(cluster_vni)
     ));
     json!({"config": config_vni, "hns": hns_vni, "cluster": cluster_vni})
+}
+
+/// The report for people: each section's line, then healthy, or each finding with its code
+/// and its fix.
+fn print_text(ctx: &mut Context, r: &Report, healthy: bool) {
+    for line in &r.text {
+        ctx.printer.text(line);
+    }
+    ctx.printer
+        .text(if healthy { "Healthy." } else { "Degraded:" });
+    super::common::print_findings(ctx, "  - ", &r.findings);
+}
+
+/// The node's address in each layer that must agree (`health::node_address`): the Node's
+/// InternalIP, the Calico Node's BGP address, the management IP of Calico's HNS networks.
+fn address(
+    networks: &[HnsNetwork],
+    cluster: &ClusterRead,
+    node_name: &str,
+    r: &mut Report,
+) -> serde_json::Value {
+    let ours = health::management_ips(networks);
+    let (internal, bgp) = match cluster {
+        ClusterRead::Read(_, f) => (f.node_internal_ip, f.node_bgp_ipv4),
+        _ => (None, None),
+    };
+    r.findings
+        .extend(health::node_address(node_name, internal, bgp, &ours));
+    let shown = |ip: Option<std::net::Ipv4Addr>| ip.map_or("-".to_owned(), |ip| ip.to_string());
+    r.text.push(format!(
+        "Address: InternalIP {}, BGP {}, {}",
+        shown(internal),
+        shown(bgp),
+        ours.iter()
+            .map(|(n, ip)| format!("{n} {}", shown(*ip)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    let nets: serde_json::Map<String, serde_json::Value> = ours
+        .iter()
+        .map(|(n, ip)| ((*n).to_owned(), json!(ip)))
+        .collect();
+    json!({"internal_ip": internal, "bgp": bgp, "networks": nets})
 }
 
 /// The node in the cluster: Ready, cordoned, its pods.

@@ -64,11 +64,14 @@ pub enum Code {
     AdminKubeconfig,
     /// The node's own state (a service, Felix's health, the HNS endpoints) cannot be read.
     HostUnreadable,
+    /// The node's address differs between the layers that must agree: the Node's InternalIP,
+    /// the Calico Node's BGP address, the HNS networks' management IP.
+    AddressMismatch,
 }
 
 impl Code {
     /// Every code, for the documentation's completeness test.
-    pub const ALL: [Code; 24] = [
+    pub const ALL: [Code; 25] = [
         Code::UnderWay,
         Code::ServiceNotRunning,
         Code::ServiceDrift,
@@ -93,6 +96,7 @@ impl Code {
         Code::DirAccess,
         Code::AdminKubeconfig,
         Code::HostUnreadable,
+        Code::AddressMismatch,
     ];
 
     /// The code's word, as JSON has it.
@@ -343,6 +347,76 @@ pub fn route_missing(route: &crate::host::Route) -> Finding {
     )
 }
 
+/// The management IP of the networks install makes (External, Calico), by name.
+pub fn management_ips(
+    networks: &[crate::host::HnsNetwork],
+) -> Vec<(&str, Option<std::net::Ipv4Addr>)> {
+    networks
+        .iter()
+        .filter(|n| {
+            n.name == crate::layout::CALICO_NETWORK || n.name == crate::layout::EXTERNAL_NETWORK
+        })
+        .map(|n| {
+            let ip = n.management_ip.as_deref().and_then(|m| m.parse().ok());
+            (n.name.as_str(), ip)
+        })
+        .collect()
+}
+
+/// One address everywhere: the Calico Node's BGP address and the management IP of the HNS
+/// networks must be the Node's InternalIP (or, without one, the BGP address). Felix sends the
+/// VXLAN traffic for this node's pods to the BGP address (projectcalico/calico v3.31.0
+/// `felix/calc/vxlan_resolver.go`), and the CNI plugin stamps each pod's endpoint with its
+/// network's management IP as the provider address (`cni-plugin/pkg/dataplane/windows/
+/// dataplane_windows.go`, `{"Type":"PA","PA": ManagementIP}`): a node whose layers disagree
+/// advertises one address and tunnels from another (rancher/rke2#3533). Each layer that
+/// differs is one finding naming both addresses and the fix.
+pub fn node_address(
+    node: &str,
+    internal: Option<std::net::Ipv4Addr>,
+    bgp: Option<std::net::Ipv4Addr>,
+    networks: &[(&str, Option<std::net::Ipv4Addr>)],
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let Some((truth, named)) = internal
+        .map(|ip| (ip, "the Node's InternalIP"))
+        .or(bgp.map(|ip| (ip, "the Calico Node's BGP address")))
+    else {
+        return out;
+    };
+    if let Some(b) = bgp.filter(|b| *b != truth) {
+        out.push(
+            Finding::new(
+                Code::AddressMismatch,
+                node,
+                format!(
+                    "the Calico Node's BGP address (projectcalico.org/IPv4Address) is {b}, {named} is {truth}: other nodes send this node's VXLAN traffic to {b}"
+                ),
+            )
+            .with_remedy(
+                "restart CalicoNode ('Restart-Service CalicoNode'): calico-node's start-up sets the address again from the Node's InternalIP (kubernetes-internal-ip), or set node.ip to the right one",
+            ),
+        );
+    }
+    for (name, ip) in networks {
+        if let Some(m) = ip.filter(|m| *m != truth) {
+            out.push(
+                Finding::new(
+                    Code::AddressMismatch,
+                    *name,
+                    format!(
+                        "the HNS network {name} has management IP {m}, {named} is {truth}: the vSwitch is bound to another adapter, and pods' endpoints carry {m} as their provider address"
+                    ),
+                )
+                .with_remedy(format!(
+                    "set vxlan.adapter to the adapter that holds {truth}, then 'calicoctl-win reconfigure --drain' makes the networks again"
+                )),
+            );
+        }
+    }
+    out
+}
+
 /// The node in the cluster: not Ready (with kubelet's reason), cordoned.
 pub fn node_state(node: &str, ready: &Result<(), String>, cordoned: bool) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -484,5 +558,27 @@ mod tests {
             named.message
         );
         assert!(vni(4097, None, None).is_empty(), "nothing to compare");
+    }
+
+    /// The InternalIP is the address the others must have; without one, the BGP address is.
+    /// A layer that has no address yet (a network not made, no annotation) is no mismatch.
+    #[test]
+    fn each_layer_whose_address_differs_is_named_with_both() {
+        let ip = |s: &str| Some(s.parse::<std::net::Ipv4Addr>().expect("ip"));
+        let nets = [("External", ip("10.0.0.5")), ("Calico", ip("10.0.0.5"))];
+        assert!(node_address("win-1", ip("10.0.0.5"), ip("10.0.0.5"), &nets).is_empty());
+        assert!(node_address("win-1", ip("10.0.0.5"), None, &[("Calico", None)]).is_empty());
+        assert!(node_address("win-1", None, None, &nets).is_empty());
+        let f = node_address("win-1", ip("10.0.1.9"), ip("10.0.0.5"), &nets);
+        assert_eq!(f.len(), 3, "{f:?}");
+        assert!(f.iter().all(|f| f.code == Code::AddressMismatch));
+        assert!(f[0].message.contains("10.0.0.5") && f[0].message.contains("10.0.1.9"));
+        assert_eq!(f[2].subject, "Calico");
+        let by_bgp = node_address("win-1", None, ip("10.0.1.9"), &nets);
+        assert_eq!(
+            by_bgp.len(),
+            2,
+            "the networks against the BGP address: {by_bgp:?}"
+        );
     }
 }

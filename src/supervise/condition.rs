@@ -193,10 +193,28 @@ pub fn reasons(
         remote: endpoints::Remote::Skip,
         ageing: endpoints::Ageing::Record,
     };
-    health::on_node(host, root, &how)
-        .into_iter()
-        .map(said)
-        .collect()
+    let mut found = health::on_node(host, root, &how);
+    if let Some(c) = cluster {
+        found.extend(address(host, c, node));
+    }
+    found.into_iter().map(said).collect()
+}
+
+/// The node's address in the cluster against the Calico HNS networks' management IP
+/// (`health::node_address`), which `fleet status` then shows per node.
+fn address(host: &dyn Host, c: &Cluster, node: &str) -> Vec<health::Finding> {
+    let (internal, bgp) = match crate::cluster::node::addresses(c, node) {
+        Ok(a) => a,
+        Err(e) => {
+            return vec![health::Finding::new(
+                health::Code::ClusterUnreadable,
+                node,
+                format!("the Node's addresses cannot be read: {e}"),
+            )];
+        }
+    };
+    let networks = host.hns_networks().unwrap_or_default();
+    health::node_address(node, internal, bgp, &health::management_ips(&networks))
 }
 
 #[cfg(test)]

@@ -204,6 +204,55 @@ fn repair_judges_the_node_again_after_its_run() {
     assert!(err.contains("[felix-unhealthy]"), "{err}");
 }
 
+/// One address everywhere: the Node's InternalIP, the Calico Node's BGP address (its
+/// `projectcalico.org/IPv4Address` annotation on the Kubernetes datastore) and the HNS
+/// networks' management IP. Each layer that differs is a finding naming both addresses.
+#[test]
+fn status_names_each_layer_whose_address_differs_from_the_nodes() {
+    let node = Node::healthy().installed().build();
+    node.api()
+        .set_node_ready("win-1", "True", "kubelet is posting ready status");
+    let (code, doc, err) = node.run(&["status"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(doc["address"]["internal_ip"], "10.0.0.5", "{doc}");
+    assert_eq!(doc["address"]["networks"]["Calico"], "10.0.0.5", "{doc}");
+
+    // calico-node advertised another address: Felix on the other nodes tunnels there.
+    let path = "/api/v1/nodes/win-1";
+    let mut n = node.api().get(path).expect("node");
+    n["metadata"]["annotations"] = json!({"projectcalico.org/IPv4Address": "10.0.0.6/24"});
+    node.api().put(path, n.clone());
+    let (code, doc, _) = node.run(&["status"]);
+    assert_eq!(code, 1, "{doc}");
+    let mismatch: Vec<&Value> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["code"] == "address-mismatch")
+        .collect();
+    assert_eq!(mismatch.len(), 1, "{doc}");
+    let said = mismatch[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("10.0.0.6") && said.contains("10.0.0.5"),
+        "{said}"
+    );
+
+    // The Node's InternalIP moved: the networks' management IP (and the BGP address) differ.
+    n["metadata"]["annotations"] = json!({"projectcalico.org/IPv4Address": "10.0.0.7/24"});
+    n["status"]["addresses"] = json!([{"type": "InternalIP", "address": "10.0.0.7"}]);
+    node.api().put(path, n);
+    let (code, doc, _) = node.run(&["status"]);
+    assert_eq!(code, 1, "{doc}");
+    let subjects: Vec<&str> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["code"] == "address-mismatch")
+        .filter_map(|f| f["subject"].as_str())
+        .collect();
+    assert_eq!(subjects, ["External", "Calico"], "{doc}");
+}
+
 #[test]
 fn a_bare_pods_stuck_endpoint_is_repaired_only_with_force() {
     let node = broken();

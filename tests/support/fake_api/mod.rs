@@ -361,7 +361,9 @@ impl FakeApi {
         node["metadata"]["labels"] = json!({"kubernetes.io/os": "windows"});
         // kubelet started with --max-pods=60, what a /26 block holds on Windows (kubelet's
         // default 110 fails preflight's block-capacity: tests/cluster/cluster_preflight.rs).
-        node["status"] = json!({"capacity": {"pods": "60"}});
+        // Its address as kubelet posts it: the simulated host's (10.0.0.5 on "Ethernet").
+        node["status"] = json!({"capacity": {"pods": "60"},
+            "addresses": [{"type": "InternalIP", "address": "10.0.0.5"}, {"type": "Hostname", "address": "win-1"}]});
         self.put("/api/v1/nodes/win-1", node);
         self.calico_node_rbac();
     }
