@@ -14,13 +14,7 @@ const QUALIFIED_NAME_MAX: usize = 63;
 /// `dns1123LabelFmt`: `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters
 /// (`IsDNS1123Label`).
 pub fn is_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= LABEL_MAX
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
+    s.len() <= LABEL_MAX && is_label_part(s)
 }
 
 /// `dns1123SubdomainFmt`: labels joined by '.', at most 253 characters in all

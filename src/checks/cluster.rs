@@ -20,6 +20,7 @@ pub const IDS: &[&str] = &[
     "datastore",
     "rbac",
     "block-capacity",
+    "node-address",
 ];
 
 /// What the checks need from the configuration besides `Config`.
@@ -42,7 +43,29 @@ pub fn evaluate(f: &ClusterFacts, c: &Config, asked: &Asked) -> Vec<Check> {
         datastore(f, c),
         rbac(f),
         block_capacity(f, c),
+        node_address(f),
     ]
+}
+
+/// `node-address`: the Calico Node's BGP address a calico-node already set on this node (a
+/// reinstall, a node joined before) must be the Node's InternalIP (`health::node_address`);
+/// a difference is a warning here, since calico-node's start-up sets it again, by
+/// `kubernetes-internal-ip`, when the node's address is autodetected.
+fn node_address(f: &ClusterFacts) -> Check {
+    const ID: &str = "node-address";
+    let (Some(internal), Some(bgp)) = (f.node_internal_ip, f.node_bgp_ipv4) else {
+        return Check::skip(
+            ID,
+            "the Node has no InternalIP or calico-node has not set its BGP address yet",
+        );
+    };
+    match health::node_address(&f.node, Some(internal), Some(bgp), &[]).pop() {
+        None => Check::pass(
+            ID,
+            format!("InternalIP and BGP address are both {internal}"),
+        ),
+        Some(found) => Check::warn(ID, found.message, found.remedy.unwrap_or_default()),
+    }
 }
 
 /// Every cluster check with the same verdict and message: skipped (`--offline`, no
@@ -59,7 +82,7 @@ pub fn all(verdict: super::Verdict, message: &str, remedy: Option<&str>) -> Vec<
 }
 
 /// Every cluster check when the cluster cannot be read: the first says why and what to do,
-/// the others fail with a pointer to it (the same error eleven times hides the rest).
+/// the others fail with a pointer to it (the same error a dozen times hides the rest).
 pub fn unreadable(message: &str, remedy: &str) -> Vec<Check> {
     let first = IDS[0];
     IDS.iter()

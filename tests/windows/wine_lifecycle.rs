@@ -497,6 +497,9 @@ fn the_whole_lifecycle_under_wine_returns_the_prefix_to_its_initial_state() {
     );
     fs_err::write(&kc, text).expect("kubeconfig");
     api.set_node_ready("win-1", "True", "kubelet is posting ready status");
+    // kubelet's address on this node: the IP helper stand-in's Ethernet adapter (10.0.2.15),
+    // which the vSwitch takes over and the networks' management IP must be.
+    api.set_node_internal_ip("win-1", Some("10.0.2.15"));
     let zip = n.release("3.30.2");
     let zip = z(&zip);
     // The settings in a config file, as an administrator keeps them: every command reads it.

@@ -410,6 +410,20 @@ impl FakeApi {
         self.put(&path, n);
     }
 
+    /// Sets the node's InternalIP as kubelet posts it, or leaves it none (a node whose
+    /// address the test cannot know: a real Windows runner's).
+    pub fn set_node_internal_ip(&self, node: &str, ip: Option<&str>) {
+        let path = format!("/api/v1/nodes/{node}");
+        let mut n = self.get(&path).expect("node");
+        n["status"]["addresses"] = match ip {
+            Some(ip) => {
+                json!([{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": node}])
+            }
+            None => json!([{"type": "Hostname", "address": node}]),
+        };
+        self.put(&path, n);
+    }
+
     /// Sets the default FelixConfiguration's vxlanVNI.
     pub fn set_felix_vni(&self, vni: u32) {
         let path = "/apis/crd.projectcalico.org/v1/felixconfigurations/default";
