@@ -2,9 +2,11 @@
 # Runs every fuzz target for SECONDS each (default 10: CI's smoke run; a longer run is
 # `fuzz/run.sh 1800`). Seeds come from the project's own fixtures and fuzz/seeds; what the
 # fuzzer finds and any crash stay under target/ (target/fuzz-corpus, target/fuzz-artifacts).
-# The targets are built as cargo-fuzz 0.13 builds them (its `project.rs`: libFuzzer's
-# coverage passes, `--cfg fuzzing`, the host triple given so build scripts stay uninstrumented),
-# by cargo itself: no cargo-fuzz to install on a fresh machine. By default in the dev profile
+# The targets are built as cargo-fuzz builds them (rust-fuzz/cargo-fuzz `src/project.rs`,
+# `Project::cargo`, at 02471f053f: libFuzzer's coverage passes, no branch folding,
+# `--cfg fuzzing`, dead code linked, stack depth on Linux, the host triple given so build
+# scripts stay uninstrumented, one codegen unit in release), by cargo itself: no cargo-fuzz to
+# compile on a fresh machine. By default in the dev profile
 # (debug assertions and overflow checks) and without AddressSanitizer, so CI builds them in
 # minutes; FUZZ_RELEASE=1 builds optimised, FUZZ_ASAN=1 adds AddressSanitizer (the stable
 # toolchain takes the flag with RUSTC_BOOTSTRAP=1), as `cargo fuzz` does by default.
@@ -17,13 +19,16 @@ flags="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4"
 flags="$flags -Cllvm-args=-sanitizer-coverage-inline-8bit-counters"
 flags="$flags -Cllvm-args=-sanitizer-coverage-pc-table"
 flags="$flags -Cllvm-args=-sanitizer-coverage-trace-compares"
-flags="$flags -Cllvm-args=-simplifycfg-branch-fold-threshold=0 --cfg fuzzing"
+flags="$flags -Cllvm-args=-simplifycfg-branch-fold-threshold=0 --cfg fuzzing -Clink-dead-code"
+flags="$flags -Cllvm-args=-sanitizer-coverage-stack-depth"
 profile=debug
 build_args=()
 if [ "${FUZZ_RELEASE:-0}" = 1 ]; then
     profile=release
     build_args+=(--release)
-    flags="$flags -Cdebug-assertions -Coverflow-checks"
+    # cargo-fuzz's release build has one codegen unit; debug assertions and overflow checks
+    # are kept as `cargo fuzz --debug-assertions` keeps them.
+    flags="$flags -Ccodegen-units=1 -Cdebug-assertions -Coverflow-checks"
 fi
 if [ "${FUZZ_ASAN:-0}" = 1 ]; then
     flags="$flags -Zsanitizer=address"

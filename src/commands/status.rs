@@ -11,7 +11,7 @@ use crate::host::select::Intent;
 use crate::host::{HnsNetwork, Host};
 use crate::installed::endpoints;
 use crate::installed::file_stat::FileStats;
-use crate::installed::health::{self, Code, Finding};
+use crate::installed::health::{self, Code, Finding, NEW_TOKEN};
 use crate::installed::record;
 use crate::installed::record::InstallRecord;
 use crate::layout::CALICO_NETWORK;
@@ -829,8 +829,6 @@ fn refused_renewal(
     }
     refused
 }
-
-use health::NEW_TOKEN;
 
 /// How many endpoints a network has, how many are other hosts', and their states.
 fn endpoint_summary(list: &[crate::host::HnsEndpoint]) -> String {

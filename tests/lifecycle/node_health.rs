@@ -467,6 +467,15 @@ fn calico_node_sets_the_node_condition_with_the_reasons_and_true_once_repaired()
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
     };
+    // calico-node advertised another address than the Node's InternalIP (10.0.0.5, the
+    // networks' management IP too): the condition says so, and fleet status shows the code.
+    let path = "/api/v1/nodes/win-1";
+    let set_bgp = |v: Value| {
+        let mut n = node.api().get(path).expect("node");
+        n["metadata"]["annotations"] = v;
+        node.api().put(path, n);
+    };
+    set_bgp(json!({"projectcalico.org/IPv4Address": "10.0.0.6/24"}));
     let child = crate::support::console_node(&node.sim());
     let c = wait_for("False");
     let log = crate::support::stop_console(child);
@@ -477,6 +486,8 @@ fn calico_node_sets_the_node_condition_with_the_reasons_and_true_once_repaired()
         // Each reason with its finding's code (docs/findings.md), which fleet status shows.
         "[endpoint-stuck]",
         "[endpoint-stale]",
+        "is 10.0.0.6, the Node's InternalIP is 10.0.0.5",
+        "[address-mismatch]",
     ] {
         assert!(message.contains(needle), "{needle}: {c} {log}");
     }
@@ -494,6 +505,7 @@ fn calico_node_sets_the_node_condition_with_the_reasons_and_true_once_repaired()
         "kubelet's Ready condition was lost: {n}"
     );
 
+    set_bgp(json!({"projectcalico.org/IPv4Address": "10.0.0.5/24"}));
     let (code, _, err) = node.run(&["repair"]);
     assert_eq!(code, 0, "{err}");
     let child = crate::support::console_node(&node.sim());
