@@ -37,6 +37,9 @@ pub enum Kind {
     Locked,
     LockFailed,
     PreflightFailed,
+    /// The adapter the vSwitch binds cannot be chosen for certain (none or several hold the
+    /// node IP, another vSwitch's adapter holds it, a named one is missing).
+    AdapterChoice,
     NoAdminKubeconfig,
     BadKubeconfig,
     ClusterUnreachable,
@@ -94,6 +97,7 @@ impl Kind {
         Kind::Locked,
         Kind::LockFailed,
         Kind::PreflightFailed,
+        Kind::AdapterChoice,
         Kind::NoAdminKubeconfig,
         Kind::BadKubeconfig,
         Kind::ClusterUnreachable,
@@ -151,7 +155,7 @@ impl Kind {
             | Kind::InvalidInput
             | Kind::InputUnreadable => &[Usage],
             Kind::Locked => &[Busy],
-            Kind::PreflightFailed | Kind::PolicyFindings => &[Preflight],
+            Kind::PreflightFailed | Kind::AdapterChoice | Kind::PolicyFindings => &[Preflight],
             Kind::NoAdminKubeconfig | Kind::DrainRefused => &[Usage, Failed],
             Kind::ClusterUnreachable => &[Failed, Usage],
             Kind::ClusterTimeout

@@ -7,10 +7,11 @@ use crate::context::Context;
 use serde_json::{Value, json};
 
 pub fn run(args: &ShowArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    ctx.open_host(crate::host::select::Intent::Read)?;
+    let host = ctx.open_host(crate::host::select::Intent::Read)?;
     let base = ctx.load_config()?;
     let (kubeconfig, kubeconfig_source) = ctx.cluster_kubeconfig();
-    let (loaded, cluster) = with_cluster(args, ctx, base)?;
+    let (loaded, cluster, internal_ip) = with_cluster(args, ctx, base)?;
+    let uplink = uplink_shown(host.as_ref(), &loaded.config, internal_ip);
     let file = loaded.file.as_ref().map(|f| f.display().to_string());
 
     let settings: serde_json::Map<String, Value> = spec::SETTINGS
@@ -26,6 +27,7 @@ pub fn run(args: &ShowArgs, ctx: &mut Context) -> anyhow::Result<()> {
         "config_file": file,
         "settings": settings,
         "ip_autodetection": method.as_ref().map(|(m, why)| json!({"method": m, "why": why})),
+        "uplink": uplink.1,
         "cluster_kubeconfig": { "path": kubeconfig.as_ref().map(|p| p.display().to_string()), "source": kubeconfig_source },
         "cluster": cluster,
     }));
@@ -60,6 +62,7 @@ pub fn run(args: &ShowArgs, ctx: &mut Context) -> anyhow::Result<()> {
             "\ncalico-node finds this node's address by {m} ({why})"
         ));
     }
+    ctx.printer.text(&format!("\n{}", uplink.0));
     let kubeconfig = kubeconfig.map_or("none".to_owned(), |p| p.display().to_string());
     ctx.printer.text(&format!(
         "\ncluster access: kubeconfig {kubeconfig} ({kubeconfig_source})"
@@ -72,6 +75,28 @@ pub fn run(args: &ShowArgs, ctx: &mut Context) -> anyhow::Result<()> {
             (_, r) => format!("cluster: not read ({})", r.as_str().unwrap_or("unknown")),
         });
     Ok(())
+}
+
+/// The adapter the External network binds and why, or why none can be chosen (showing the
+/// config never fails on it): the sentence and the JSON.
+fn uplink_shown(
+    host: &dyn crate::host::Host,
+    config: &crate::config::Config,
+    internal_ip: Option<std::net::Ipv4Addr>,
+) -> (String, Value) {
+    match crate::plan::desired::choose_uplink(host, config, internal_ip) {
+        Ok(c) => (c.describe(), json!(c)),
+        Err(e) => {
+            let remedy = e
+                .downcast_ref::<crate::host::uplink::ChoiceError>()
+                .map(|c| c.remedy().to_owned());
+            let why = format!("{e:#}");
+            (
+                format!("no adapter can be chosen for the External network: {why}"),
+                json!({"adapter": null, "error": why, "remedy": remedy}),
+            )
+        }
+    }
 }
 
 /// A value as one cell of the table.
@@ -91,14 +116,15 @@ fn text_value(v: &Value) -> String {
     }
 }
 
-/// The configuration with what the cluster fills, and what `cluster` shows of reading it.
+/// The configuration with what the cluster fills, what `cluster` shows of reading it, and the
+/// Node's InternalIP when it was read.
 fn with_cluster(
     args: &ShowArgs,
     ctx: &mut Context,
     base: crate::config::Loaded,
-) -> anyhow::Result<(crate::config::Loaded, Value)> {
+) -> anyhow::Result<(crate::config::Loaded, Value, Option<std::net::Ipv4Addr>)> {
     Ok(if args.offline {
-        (base, json!({"read": false, "reason": "--offline"}))
+        (base, json!({"read": false, "reason": "--offline"}), None)
     } else {
         let node = base.config.node.name.to_string();
         let read = ctx.connect_cluster().and_then(|c| {
@@ -109,17 +135,19 @@ fn with_cluster(
             Ok(Some(f)) => (
                 ctx.load_config_with(f.settings())?,
                 json!({"read": true, "server": f.server}),
+                f.node_internal_ip,
             ),
             Ok(None) => (
                 base,
                 json!({"read": false, "reason": "no admin kubeconfig"}),
+                None,
             ),
             Err(e) => {
                 let why = crate::error::chain(&e);
                 ctx.printer.warn(&format!(
                     "the cluster was not read, so settings it would fill show their defaults: {why}"
                 ));
-                (base, json!({"read": false, "reason": why}))
+                (base, json!({"read": false, "reason": why}), None)
             }
         }
     })

@@ -23,6 +23,7 @@ const KNOWN_ERRORS: &[Recogniser] = &[
     recognise::<crate::commands::lint::Findings>,
     recognise::<crate::files::OutFileError>,
     recognise::<crate::cluster::credentials::TokenFileError>,
+    recognise::<crate::host::uplink::ChoiceError>,
 ];
 
 /// The error a command failed with, with its exit code and hint.

@@ -34,10 +34,10 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let journal = change.journal.take();
 
     // Files: the new rendered ones; the release's and the credentials stay as they are.
-    let rendered = rendered_files(host.as_ref(), config, rec.release())?;
+    let (uplink, rendered) = rendered_for(host.as_ref(), config, &rec, &cluster)?;
     let kept = reconfigure::kept_files(&rec, &rendered);
     // Networks: what HNS cannot change in place.
-    let new_net = NetworkSettings::of(config);
+    let new_net = NetworkSettings::of(config, uplink.adapter.as_deref());
     let (changes, delete) = network_plan(host.as_ref(), config, &rec, &new_net)?;
     let recreate = !changes.is_empty();
 
@@ -72,6 +72,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
             restart,
             expect_vsid: (config.backend == Backend::Vxlan).then_some(new_net.vni),
             config_hash: Some(crate::config::fleet_hash(&loaded)),
+            uplink: uplink.adapter.clone(),
         },
         installed_services: rec.services.iter().map(|s| s.name.clone()).collect(),
         delete,
@@ -168,6 +169,26 @@ fn installed(
 
 /// The settings HNS cannot change in place that differ, and the networks deleted to make the
 /// Calico network again (none when nothing differs).
+/// The adapter the External network binds (chosen again, with the Node's InternalIP when the
+/// cluster was read) and the files rendered for it.
+fn rendered_for(
+    host: &dyn crate::host::Host,
+    config: &crate::config::Config,
+    rec: &record::InstallRecord,
+    cluster: &ClusterRead,
+) -> anyhow::Result<(
+    crate::host::uplink::Choice,
+    Vec<crate::plan::install::DesiredFile>,
+)> {
+    let internal_ip = match cluster {
+        ClusterRead::Read(_, f) => f.node_internal_ip,
+        _ => None,
+    };
+    let uplink = crate::plan::desired::choose_uplink(host, config, internal_ip)?;
+    let rendered = rendered_files(host, config, rec.release(), uplink.adapter.as_deref())?;
+    Ok((uplink, rendered))
+}
+
 fn network_plan(
     host: &dyn crate::host::Host,
     config: &crate::config::Config,
@@ -181,11 +202,15 @@ fn network_plan(
             .context("cannot read the HNS networks to compare them with the config")?
     };
     let calico = networks.iter().find(|n| n.name == CALICO_NETWORK);
-    let changes = network_changes(rec.network.as_ref(), new_net, calico);
+    let old = rec
+        .network
+        .as_ref()
+        .map(|o| crate::plan::desired::with_current_uplink(host, o));
+    let changes = network_changes(old.as_ref(), new_net, calico);
     let delete = if changes.is_empty() {
         Vec::new()
     } else {
-        reconfigure::networks_to_delete(rec.network.as_ref(), new_net, &networks)
+        reconfigure::networks_to_delete(old.as_ref(), new_net, &networks)
     };
     Ok((changes, delete))
 }

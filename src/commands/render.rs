@@ -31,11 +31,16 @@ pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
             OsBuild::SERVER_2022
         }
     };
+    // The adapter from the host alone: render reads no cluster, so the Node's InternalIP
+    // is not among the node IP's sources here (install reads it).
+    let uplink = crate::plan::desired::choose_uplink(host.as_ref(), config, None)?;
+    ctx.printer.detail(&uplink.describe());
     let facts = HostFacts {
         os_build,
         aks: crate::plan::desired::on_aks(host.as_ref(), config)?,
         calico_version: args.calico_version.clone(),
         release_cni_version: None,
+        uplink: uplink.adapter.clone(),
     };
 
     // Render everything before writing anything.
@@ -64,6 +69,7 @@ pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
             json!({ "path": path.display().to_string(), "sha256": files::sha256_hex(bytes) }),
         );
     }
-    ctx.printer.json(&json!({"files": listed}));
+    ctx.printer
+        .json(&json!({"files": listed, "uplink": uplink}));
     Ok(())
 }

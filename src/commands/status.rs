@@ -375,7 +375,10 @@ fn file_drift(
     verify: bool,
     r: &mut Report,
 ) -> anyhow::Result<Vec<drift::FileDrift>> {
-    let rendered = crate::plan::desired::rendered_files(h, config, rec.release())?;
+    // The External network as the install chose its adapter (re-choosing needs the cluster,
+    // and a different choice is reconfigure's to make, which says so).
+    let uplink = rec.network.as_ref().and_then(|n| n.adapter.as_deref());
+    let rendered = crate::plan::desired::rendered_files(h, config, rec.release(), uplink)?;
     let stats = (!verify).then(|| FileStats::read(h, root));
     // calico-node's token file changes with every renewal: expected, not drift.
     let token_file = config

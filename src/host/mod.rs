@@ -16,6 +16,7 @@ pub mod runtime;
 pub mod select;
 pub mod sharing;
 pub mod sim;
+pub mod uplink;
 #[cfg(windows)]
 pub mod windows;
 
@@ -764,9 +765,71 @@ impl Route {
     }
 }
 
+/// A network adapter as the IP helper's `GetAdaptersAddresses` describes it (Microsoft's
+/// iphlpapi reference, `IP_ADAPTER_ADDRESSES_LH`, on every Windows Server the tool supports):
+/// what the adapter the vSwitch binds is chosen by and what it must keep across it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Adapter {
+    /// `FriendlyName`: `Ethernet`, `vEthernet (Ethernet)`.
+    pub name: String,
+    pub index: u32,
+    /// `Description`, the driver's name: `Hyper-V Virtual Ethernet Adapter` for a vSwitch's
+    /// host adapter, `Microsoft Network Adapter Multiplexor Driver` for an LBFO team.
+    pub description: String,
+    /// `PhysicalAddress`, written `00-15-5D-01-02-03` as `Get-NetAdapter` shows it.
+    pub mac: String,
+    pub addresses: Vec<AdapterAddress>,
+    /// `IP_ADAPTER_DHCP_ENABLED` in `Flags`.
+    pub dhcp: bool,
+    /// `FirstGatewayAddress` (asked for with `GAA_FLAG_INCLUDE_GATEWAYS`).
+    pub gateways: Vec<Ipv4Addr>,
+    /// `FirstDnsServerAddress`.
+    pub dns_servers: Vec<Ipv4Addr>,
+    /// `DnsSuffix`.
+    pub dns_suffix: String,
+    /// `Ipv4Metric`: the interface metric.
+    pub metric: u32,
+}
+
+/// One IPv4 address of an adapter.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdapterAddress {
+    pub ip: Ipv4Addr,
+    pub prefix_len: u8,
+    /// `DadState` is `IpDadStatePreferred`: duplicate address detection is done and the
+    /// address is in use (a tentative or duplicate one is not).
+    pub preferred: bool,
+}
+
+/// The description Windows gives a vSwitch's host (vEthernet) adapter.
+pub const VSWITCH_ADAPTER_DESCRIPTION: &str = "Hyper-V Virtual Ethernet Adapter";
+
+impl Adapter {
+    /// A vSwitch's host adapter (its description, `Hyper-V Virtual Ethernet Adapter`, with
+    /// ` #2` and so on when there are several).
+    pub fn is_vswitch_port(&self) -> bool {
+        self.description.starts_with(VSWITCH_ADAPTER_DESCRIPTION)
+    }
+
+    /// Whether it holds exactly this address (never by text: 10.0.0.1 is not 10.0.0.15).
+    pub fn holds(&self, ip: Ipv4Addr) -> bool {
+        self.addresses.iter().any(|a| a.ip == ip)
+    }
+
+    /// A Preferred address that is neither loopback nor link-local (169.254/16, APIPA).
+    pub fn stable_address(&self) -> Option<&AdapterAddress> {
+        self.addresses
+            .iter()
+            .find(|a| a.preferred && !a.ip.is_link_local() && !a.ip.is_loopback())
+    }
+}
+
 /// IP configuration.
 pub trait Network {
     fn ipv4_addresses(&self) -> HostResult<Vec<InterfaceAddress>>;
+    /// Every adapter with its IPv4 configuration (loopback included).
+    fn adapters(&self) -> HostResult<Vec<Adapter>>;
+
     fn routes(&self) -> HostResult<Vec<Route>>;
     /// Adds a route; an identical existing route is refused with `Exists`.
     fn add_route(&self, route: &Route) -> HostResult<()>;

@@ -91,12 +91,14 @@ pub struct NetworkSettings {
 }
 
 impl NetworkSettings {
-    pub fn of(c: &crate::config::Config) -> Self {
+    /// The settings of `c`, the External network on `uplink` (the adapter chosen for it:
+    /// `plan::desired::choose_uplink`).
+    pub fn of(c: &crate::config::Config, uplink: Option<&str>) -> Self {
         Self {
             backend: c.backend.to_string(),
             vni: c.vxlan.vni.get(),
             mac_prefix: c.vxlan.mac_prefix.to_string(),
-            adapter: c.vxlan.adapter.as_ref().map(|a| a.to_string()),
+            adapter: uplink.map(str::to_owned),
             single_network: c.windows_use_single_network,
         }
     }

@@ -235,11 +235,13 @@ pub fn render_files(
 }
 
 /// The CNI config, the services' environment files and the External network, for the Calico
-/// release `calico_version` (the built-in CNI template gives that release's `cniVersion`).
+/// release `calico_version` (the built-in CNI template gives that release's `cniVersion`),
+/// the External network on `uplink` (`choose_uplink`).
 pub fn rendered_files(
     host: &dyn Host,
     c: &Config,
     (calico_version, release_cni_version): (Option<&str>, Option<&str>),
+    uplink: Option<&str>,
 ) -> anyhow::Result<Vec<DesiredFile>> {
     let f = host
         .system_facts()
@@ -254,6 +256,7 @@ pub fn rendered_files(
         calico_version: calico_version
             .and_then(|v| crate::release::version::CalicoVersion::parse(v).ok()),
         release_cni_version: release_cni_version.map(str::to_owned),
+        uplink: uplink.map(str::to_owned),
     };
     let rendered = render_files(c, &facts)?;
     rendered
@@ -287,4 +290,82 @@ pub fn on_aks(host: &dyn Host, c: &Config) -> anyhow::Result<bool> {
         Err(e) => Err(anyhow::Error::new(e)
             .context("cannot list the HNS networks to tell whether this is an AKS node")),
     }
+}
+
+/// The adapter the External network's vSwitch binds on this host (`host::uplink`): the
+/// configured one, else the one holding the node IP (the Node's InternalIP when the cluster
+/// gave it, else kubelet's `--node-ip`), else the default route's. The none backend makes no
+/// vSwitch.
+pub fn choose_uplink(
+    host: &dyn Host,
+    c: &Config,
+    internal_ip: Option<std::net::Ipv4Addr>,
+) -> anyhow::Result<crate::host::uplink::Choice> {
+    use crate::host::uplink;
+    if c.backend == crate::config::types::Backend::None {
+        return Ok(uplink::Choice {
+            adapter: None,
+            why: "the none backend makes no vSwitch".into(),
+        });
+    }
+    let adapters = host
+        .adapters()
+        .context("cannot list the network adapters to choose the one the vSwitch binds")?;
+    let routes = host.routes().context("cannot read the routing table")?;
+    let networks = match host.hns_networks() {
+        Ok(n) => n,
+        Err(crate::host::HostError::Unavailable { .. }) => Vec::new(),
+        Err(e) => return Err(anyhow::Error::new(e).context("cannot list the HNS networks")),
+    };
+    let external = networks
+        .iter()
+        .find(|n| n.name == crate::layout::EXTERNAL_NETWORK);
+    let kubelet = host
+        .service_query("kubelet")
+        .ok()
+        .flatten()
+        .map(|s| s.command_line);
+    let flags = host
+        .read_file(uplink::KUBEADM_FLAGS)
+        .ok()
+        .flatten()
+        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    let node = uplink::node_ip(internal_ip, kubelet.as_deref(), flags.as_deref());
+    let configured = c.vxlan.adapter.as_ref().map(|a| a.to_string());
+    Ok(uplink::choose(
+        configured.as_deref(),
+        node.as_ref(),
+        &adapters,
+        &routes,
+        external,
+    )?)
+}
+
+/// The physical adapter the External network is on now, when it exists and that can be told
+/// for certain: for a record written before the adapter was chosen by the node IP.
+pub fn current_uplink(host: &dyn Host) -> Option<String> {
+    let networks = host.hns_networks().ok()?;
+    let external = networks
+        .iter()
+        .find(|n| n.name == crate::layout::EXTERNAL_NETWORK)?;
+    let ip: std::net::Ipv4Addr = external.management_ip.as_deref()?.parse().ok()?;
+    let adapters = host.adapters().ok()?;
+    let vnic = adapters
+        .iter()
+        .find(|a| a.is_vswitch_port() && a.holds(ip))?;
+    crate::host::uplink::uplink_of(vnic, &adapters, Some(external)).map(|a| a.name.clone())
+}
+
+/// A record's network settings with the adapter the External network is on now filled in when
+/// the record names none (it was written before the adapter was chosen by the node IP), so
+/// that choosing the adapter it already binds is no change.
+pub fn with_current_uplink(
+    host: &dyn Host,
+    old: &crate::installed::record::NetworkSettings,
+) -> crate::installed::record::NetworkSettings {
+    let mut old = old.clone();
+    if old.adapter.is_none() {
+        old.adapter = current_uplink(host);
+    }
+    old
 }

@@ -58,6 +58,8 @@ pub struct HostFacts {
     /// The `cniVersion` of the release's own `cni.conf.template`, when it was read (install,
     /// and what the install record kept since): it wins over the table by release.
     pub release_cni_version: Option<String>,
+    /// The adapter the External network's vSwitch binds (`host::uplink`), when one is named.
+    pub uplink: Option<String>,
 }
 
 impl HostFacts {

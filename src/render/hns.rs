@@ -12,9 +12,12 @@ const GATEWAY: &str = "192.168.255.1";
 const EXTERNAL_VSID: u32 = 9999;
 
 /// The network document, or `None` for the `none` backend (no Calico networking, no vSwitch).
-pub fn external_network(c: &Config) -> Option<Value> {
+/// `uplink` is the adapter the vSwitch binds (`NetAdapterName`, hcsshim
+/// `hcn/hcnpolicy.go` `NetAdapterNameNetworkPolicySetting`); without one HNS takes the
+/// default route's.
+pub fn external_network(c: &Config, uplink: Option<&str>) -> Option<Value> {
     let route = json!([{ "NextHop": GATEWAY, "DestinationPrefix": "0.0.0.0/0" }]);
-    let (kind, subnet, policies) = match c.backend {
+    let (kind, subnet) = match c.backend {
         Backend::None => return None,
         Backend::Vxlan => {
             let subnet = json!({
@@ -22,20 +25,17 @@ pub fn external_network(c: &Config) -> Option<Value> {
                 "Routes": route,
                 "Policies": [{ "Type": "VSID", "Settings": { "IsolationId": EXTERNAL_VSID } }],
             });
-            let policies: Vec<Value> = c
-                .vxlan
-                .adapter
-                .iter()
-                .map(|a| json!({ "Type": "NetAdapterName", "Settings": { "NetworkAdapterName": a.as_str() } }))
-                .collect();
-            ("Overlay", subnet, policies)
+            ("Overlay", subnet)
         }
         Backend::WindowsBgp => (
             "L2Bridge",
             json!({ "IpAddressPrefix": PREFIX, "Routes": route }),
-            Vec::new(),
         ),
     };
+    let policies: Vec<Value> = uplink
+        .iter()
+        .map(|a| json!({ "Type": "NetAdapterName", "Settings": { "NetworkAdapterName": a } }))
+        .collect();
     Some(json!({
         "SchemaVersion": { "Major": 2, "Minor": 0 },
         "Name": EXTERNAL_NETWORK,

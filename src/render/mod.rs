@@ -74,7 +74,7 @@ pub fn render_all(
             contents: env::render(c, role),
         });
     }
-    if let Some(network) = hns::external_network(c) {
+    if let Some(network) = hns::external_network(c, facts.uplink.as_deref()) {
         let mut text =
             serde_json::to_string_pretty(&network).map_err(|e| RenderError::NotJson {
                 template: "external-network.json".into(),

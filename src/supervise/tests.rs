@@ -45,7 +45,8 @@ fn install(host: &SimHost, sets: &[&str]) {
             crate::render::env::render(&c, role).as_bytes(),
         );
     }
-    if let Some(doc) = crate::render::hns::external_network(&c) {
+    let uplink = c.vxlan.adapter.as_ref().map(|a| a.to_string());
+    if let Some(doc) = crate::render::hns::external_network(&c, uplink.as_deref()) {
         put("external-network.json", doc.to_string().as_bytes());
     }
 }

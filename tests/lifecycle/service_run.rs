@@ -39,7 +39,8 @@ fn installed_host(dir: &Path) -> SimHost {
             calicoctl_win::render::env::render(&c, role).as_bytes(),
         );
     }
-    let external = calicoctl_win::render::hns::external_network(&c).expect("vxlan");
+    let external =
+        calicoctl_win::render::hns::external_network(&c, Some("Ethernet")).expect("vxlan");
     put("external-network.json", external.to_string().as_bytes());
     host
 }

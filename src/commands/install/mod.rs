@@ -20,7 +20,7 @@ use crate::duration::now;
 use crate::host::{Host, HostKind};
 use crate::installed::legacy::{legacy_error, legacy_services};
 use crate::installed::record::{self, RecordedFile};
-use crate::layout::{InstallRoot, join};
+use crate::layout::join;
 use crate::plan::install::{Got, Inputs, release_files};
 use crate::plan::{self};
 use crate::release::{self};
@@ -68,8 +68,13 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let root = config.root();
     let previous = record::read(host.as_ref(), &root)?;
     let journal_path = root.journal();
+    let internal_ip = match &cluster {
+        ClusterRead::Read(_, f) => f.node_internal_ip,
+        _ => None,
+    };
+    let uplink = plan::desired::choose_uplink(host.as_ref(), config, internal_ip)?;
     let change = Change::begin(ctx, host.as_ref(), "install", &root, journal_path)?;
-    refuse_network_changes(host.as_ref(), previous.as_ref(), config)?;
+    refuse_network_changes(host.as_ref(), previous.as_ref(), config, &uplink)?;
     let checked = Checked {
         config_hash: crate::config::fleet_hash(&loaded),
         want,
@@ -82,6 +87,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         node_name,
         previous,
         change,
+        uplink,
     };
     install(ctx, args, config, checked)
 }
@@ -101,6 +107,8 @@ struct Checked<'h> {
     previous: Option<record::InstallRecord>,
     /// The host, the root and the journal of an interrupted run, continued.
     change: Change<'h>,
+    /// The adapter the External network binds, and why.
+    uplink: crate::host::uplink::Choice,
 }
 
 /// The release, the files and the plan after the checks passed: shown, then run (or, in a dry
@@ -140,15 +148,16 @@ fn install(
         extra_dirs,
         calico_version: got.version(),
         cni_version: got.cni_version(),
-        legacy: c.legacy,
+        legacy: std::mem::take(&mut c.legacy),
         start: !args.no_start,
         wait_timeout: args.wait_timeout,
-        previous: c.previous,
+        previous: c.previous.take(),
         journal: journal.as_ref(),
         restart: plan::install::Restart::All,
         expect_vsid: None,
         renewal: renewal.clone(),
         config_hash: Some(c.config_hash.clone()),
+        uplink: c.uplink.adapter.clone(),
     };
     let actions = plan::install::plan(host, &inputs)?;
     let version = got.version();
@@ -156,13 +165,10 @@ fn install(
     let shown = Shown {
         version: version.as_deref(),
         config,
-        root: &c.change.root,
         prepare: &prepare,
         actions: &actions,
         taint: taint.as_ref(),
-        node_name: &c.node_name,
-        checks: &c.results,
-        blocking: &c.blocking,
+        checked: &c,
     };
     let Some(doc) = present(ctx, &c.change, &shown)? else {
         return Ok(());
@@ -451,13 +457,11 @@ fn run_checks(
 struct Shown<'a> {
     version: Option<&'a str>,
     config: &'a crate::config::Config,
-    root: &'a InstallRoot,
     prepare: &'a [String],
     actions: &'a [apply::Action],
     taint: Option<&'a k8s_openapi::api::core::v1::Taint>,
-    node_name: &'a str,
-    checks: &'a [checks::Check],
-    blocking: &'a [&'static str],
+    /// The root, the node, the checks and the adapter chosen.
+    checked: &'a Checked<'a>,
 }
 
 /// Shows the plan; the JSON document to print once it ran, or `None` when a dry run ends here
@@ -471,15 +475,16 @@ fn present(
     let doc = json!({
         "dry_run": ctx.options.dry_run,
         "calico_version": p.version,
-        "install_root": p.root.as_str(),
-        "checks": p.checks,
-        "blocking": p.blocking,
+        "install_root": p.checked.change.root.as_str(),
+        "checks": p.checked.results,
+        "blocking": p.checked.blocking,
         "prepare": p.prepare,
+        "uplink": p.checked.uplink,
         "actions": apply::to_json(p.actions).context("cannot show the plan as JSON")?,
         "changed": false,
     });
     if ctx.options.dry_run {
-        end_dry_run(ctx, p.blocking, &doc)?;
+        end_dry_run(ctx, &p.checked.blocking, &doc)?;
         return Ok(None);
     }
     Ok(Some(doc))
@@ -493,7 +498,7 @@ fn show(ctx: &mut Context, change: &Change, p: &Shown<'_>) {
         p.version.unwrap_or("(version unknown)"),
         p.config.backend,
         p.config.datastore,
-        p.root,
+        p.checked.change.root,
         host_name(change.host),
     ));
     for line in p.prepare {
@@ -513,7 +518,7 @@ fn show(ctx: &mut Context, change: &Change, p: &Shown<'_>) {
         };
         ctx.printer.text(&format!(
             "  {verb} node {} {}={}:{}",
-            p.node_name,
+            p.checked.node_name,
             t.key,
             t.value.as_deref().unwrap_or_default(),
             t.effect
@@ -583,7 +588,9 @@ fn desired_files(
         host,
         config,
         (got.version().as_deref(), got.cni_version().as_deref()),
+        c.uplink.adapter.as_deref(),
     )?);
+    prepare.push(c.uplink.describe());
     Ok(files)
 }
 
@@ -595,13 +602,15 @@ fn refuse_network_changes(
     host: &dyn Host,
     previous: Option<&record::InstallRecord>,
     config: &crate::config::Config,
+    uplink: &crate::host::uplink::Choice,
 ) -> anyhow::Result<()> {
     let Some(old) = previous.and_then(|p| p.network.as_ref()) else {
         return Ok(());
     };
+    let old = plan::desired::with_current_uplink(host, old);
     let changes = crate::plan::reconfigure::network_changes(
-        Some(old),
-        &record::NetworkSettings::of(config),
+        Some(&old),
+        &record::NetworkSettings::of(config, uplink.adapter.as_deref()),
         None,
     );
     if changes.is_empty() {

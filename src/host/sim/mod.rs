@@ -119,16 +119,17 @@ impl Hns for SimHost {
                 });
             }
             doc["ID"] = s.settings.next_guid().into();
-            if let Some(ip) = s.primary_ip() {
+            if s.networks.is_empty() {
+                let named = hns::parse_network(&doc).and_then(|n| n.adapter);
+                s.create_vswitch(named.as_deref())?;
+            }
+            if let Some(ip) = s.vswitch_ip().or_else(|| s.primary_ip()) {
                 let policies = doc
                     .as_object_mut()
                     .map(|o| o.entry("Policies").or_insert_with(|| serde_json::json!([])));
                 if let Some(serde_json::Value::Array(p)) = policies {
                     p.push(serde_json::json!({"Type": "ProviderAddress", "Settings": {"ProviderAddress": ip}}));
                 }
-            }
-            if s.networks.is_empty() {
-                s.create_vswitch();
             }
             s.networks.push(doc.clone());
             hns::parse_network(&doc).ok_or_else(|| HostError::Refused {
@@ -292,6 +293,24 @@ impl SimHost {
         self.world(|s| s.interfaces = addresses)
     }
 
+    /// Replaces the host's adapters, with their addresses.
+    pub fn set_adapters(&self, adapters: Vec<Adapter>) -> HostResult<()> {
+        self.world(|s| {
+            s.interfaces = adapters
+                .iter()
+                .flat_map(|a| {
+                    a.addresses.iter().map(|x| InterfaceAddress {
+                        interface: a.name.clone(),
+                        index: a.index,
+                        ip: x.ip,
+                        prefix_len: x.prefix_len,
+                    })
+                })
+                .collect();
+            s.adapters = adapters.iter().map(state::SimAdapter::of).collect();
+        })
+    }
+
     /// While pending, HNS reports no management IP on any network.
     pub fn set_management_ip_pending(&self, pending: bool) -> HostResult<()> {
         self.world(|s| s.settings.management_ip_pending = pending)
@@ -380,6 +399,10 @@ impl SimHost {
 impl Network for SimHost {
     fn ipv4_addresses(&self) -> HostResult<Vec<InterfaceAddress>> {
         Ok(self.read(|s| s.interfaces.clone()))
+    }
+
+    fn adapters(&self) -> HostResult<Vec<Adapter>> {
+        Ok(self.read(|s| s.all_adapters()))
     }
 
     fn routes(&self) -> HostResult<Vec<Route>> {

@@ -37,6 +37,10 @@ pub const PROFILES: &[(&str, &str)] = &[
         "Windows Server 2022 on AKS: Azure CNI's L2Bridge network azure (policy-only Calico)",
     ),
     (
+        "ws2022-two-nics",
+        "Windows Server 2022 with two NICs on one subnet: the default route on Ethernet, kubelet's --node-ip on Ethernet 2",
+    ),
+    (
         "ws2022-legacy-calico",
         "Windows Server 2022 with an NSSM-based Calico install in C:\\CalicoWindows",
     ),
@@ -104,11 +108,19 @@ pub fn build(name: &str) -> Option<(State, Vec<SeedFile>)> {
     }
     let kubelet = r"C:\k\kubelet.exe";
     program(&mut files, kubelet);
+    let node_ip = if name == "ws2022-two-nics" {
+        two_nics(&mut state);
+        " --node-ip=10.0.0.6"
+    } else {
+        ""
+    };
     add_service(
         &mut state,
         "kubelet",
         "kubelet",
-        &format!("{kubelet} --hostname-override=win-1 --config=C:\\var\\lib\\kubelet\\config.yaml"),
+        &format!(
+            "{kubelet} --hostname-override=win-1 --config=C:\\var\\lib\\kubelet\\config.yaml{node_ip}"
+        ),
     );
     state.processes.insert("kubelet.exe".into(), 3120);
 
@@ -188,6 +200,7 @@ fn base(profile: &str, build: u32, ubr: u32, product: &str) -> State {
         ip: Ipv4Addr::new(10, 0, 0, 5),
         prefix_len: 24,
     });
+    state.adapters.push(cloud_nic());
     state.interfaces.push(InterfaceAddress {
         interface: "Loopback Pseudo-Interface 1".into(),
         index: 1,
@@ -208,6 +221,46 @@ fn base(profile: &str, build: u32, ubr: u32, product: &str) -> State {
         route([169, 254, 169, 254], 32, [10, 0, 0, 1], 15),
     ];
     state
+}
+
+/// A cloud VM's NIC: DHCP gives its address, gateway and DNS server.
+fn cloud_nic() -> super::state::SimAdapter {
+    super::state::SimAdapter {
+        name: "Ethernet".into(),
+        index: 4,
+        description: "Microsoft Hyper-V Network Adapter".into(),
+        mac: "00-15-5D-00-00-05".into(),
+        dhcp: true,
+        gateways: vec![Ipv4Addr::new(10, 0, 0, 1)],
+        dns_servers: vec![Ipv4Addr::new(10, 0, 0, 2)],
+        dns_suffix: "cluster.example".into(),
+        metric: 15,
+        tentative: Vec::new(),
+    }
+}
+
+/// A second NIC on the first one's subnet, without a default route: the node IP kubelet is
+/// given is on it, and HNS left to itself would bind the vSwitch to Ethernet (the default
+/// route's), the case of rancher/rke2#3533.
+fn two_nics(state: &mut State) {
+    state.interfaces.push(InterfaceAddress {
+        interface: "Ethernet 2".into(),
+        index: 6,
+        ip: Ipv4Addr::new(10, 0, 0, 6),
+        prefix_len: 24,
+    });
+    state.adapters.push(super::state::SimAdapter {
+        name: "Ethernet 2".into(),
+        index: 6,
+        description: "Microsoft Hyper-V Network Adapter #2".into(),
+        mac: "00-15-5D-00-00-06".into(),
+        dhcp: false,
+        gateways: Vec::new(),
+        dns_servers: vec![Ipv4Addr::new(10, 0, 0, 2)],
+        dns_suffix: String::new(),
+        metric: 15,
+        tentative: Vec::new(),
+    });
 }
 
 fn add_service(state: &mut State, name: &str, display: &str, command_line: &str) {

@@ -2,10 +2,12 @@
 //! `<dir>/fs/`).
 
 use crate::host::{
-    FirewallRule, InterfaceAddress, Recovery, RegValue, Route, ServiceState, StartType, SystemFacts,
+    Adapter, AdapterAddress, FirewallRule, HostError, InterfaceAddress, Recovery, RegValue, Route,
+    ServiceState, StartType, SystemFacts, VSWITCH_ADAPTER_DESCRIPTION,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct State {
@@ -28,6 +30,10 @@ pub struct State {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub security: BTreeMap<String, String>,
     pub interfaces: Vec<InterfaceAddress>,
+    /// What `GetAdaptersAddresses` says of each adapter beside its addresses (which are
+    /// `interfaces`, by index); an index with no entry here is described by `default_adapter`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adapters: Vec<SimAdapter>,
     pub routes: Vec<Route>,
     /// Running processes by lower-case image name.
     pub processes: BTreeMap<String, u32>,
@@ -44,6 +50,71 @@ pub struct State {
     /// The Application event log: what was reported, in order (history, as `started`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<SimEvent>,
+}
+
+/// An adapter of the simulated host, but for its addresses.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SimAdapter {
+    pub name: String,
+    pub index: u32,
+    pub description: String,
+    pub mac: String,
+    pub dhcp: bool,
+    pub gateways: Vec<Ipv4Addr>,
+    pub dns_servers: Vec<Ipv4Addr>,
+    #[serde(default)]
+    pub dns_suffix: String,
+    pub metric: u32,
+    /// Addresses still tentative (duplicate address detection not done, or a duplicate).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tentative: Vec<Ipv4Addr>,
+}
+
+impl SimAdapter {
+    /// The adapter as `Network::adapters` answers, with the addresses it holds.
+    pub fn with_addresses(&self, interfaces: &[InterfaceAddress]) -> Adapter {
+        Adapter {
+            name: self.name.clone(),
+            index: self.index,
+            description: self.description.clone(),
+            mac: self.mac.clone(),
+            addresses: interfaces
+                .iter()
+                .filter(|i| i.index == self.index)
+                .map(|i| AdapterAddress {
+                    ip: i.ip,
+                    prefix_len: i.prefix_len,
+                    preferred: !self.tentative.contains(&i.ip),
+                })
+                .collect(),
+            dhcp: self.dhcp,
+            gateways: self.gateways.clone(),
+            dns_servers: self.dns_servers.clone(),
+            dns_suffix: self.dns_suffix.clone(),
+            metric: self.metric,
+        }
+    }
+
+    /// Its details as a test gives them.
+    pub fn of(a: &Adapter) -> Self {
+        Self {
+            name: a.name.clone(),
+            index: a.index,
+            description: a.description.clone(),
+            mac: a.mac.clone(),
+            dhcp: a.dhcp,
+            gateways: a.gateways.clone(),
+            dns_servers: a.dns_servers.clone(),
+            dns_suffix: a.dns_suffix.clone(),
+            metric: a.metric,
+            tentative: a
+                .addresses
+                .iter()
+                .filter(|x| !x.preferred)
+                .map(|x| x.ip)
+                .collect(),
+        }
+    }
 }
 
 /// One event written to the simulated Application event log.
@@ -254,18 +325,120 @@ impl State {
             .find(|n| n.get("Name").and_then(|v| v.as_str()) == Some(name))
     }
 
-    /// Creating the first non-NAT network creates the vSwitch: the host's address moves to a
-    /// new `vEthernet (NIC)` interface, its routes follow, and persistent /32 link-local routes
-    /// such as the cloud metadata route are lost (node-service.ps1 restores that one).
-    pub fn create_vswitch(&mut self) {
-        let Some(i) = self.primary_interface() else {
-            return;
+    /// Every adapter: the described ones, and a plain Ethernet (or loopback) adapter for an
+    /// index only `interfaces` names.
+    pub fn all_adapters(&self) -> Vec<Adapter> {
+        let mut out: Vec<Adapter> = self
+            .adapters
+            .iter()
+            .map(|a| a.with_addresses(&self.interfaces))
+            .collect();
+        for i in &self.interfaces {
+            if !out.iter().any(|a| a.index == i.index) {
+                out.push(self.default_adapter(i).with_addresses(&self.interfaces));
+            }
+        }
+        out
+    }
+
+    fn default_adapter(&self, i: &InterfaceAddress) -> SimAdapter {
+        let gateways = self
+            .routes
+            .iter()
+            .filter(|r| r.interface_index == i.index && r.prefix_len == 0)
+            .map(|r| r.next_hop)
+            .collect();
+        SimAdapter {
+            name: i.interface.clone(),
+            index: i.index,
+            description: if i.ip.is_loopback() {
+                "Software Loopback Interface 1".into()
+            } else {
+                "Microsoft Hyper-V Network Adapter".into()
+            },
+            mac: if i.ip.is_loopback() {
+                String::new()
+            } else {
+                format!("00-15-5D-00-00-{:02X}", i.index & 0xff)
+            },
+            dhcp: !i.ip.is_loopback(),
+            gateways,
+            dns_servers: Vec::new(),
+            dns_suffix: String::new(),
+            metric: if i.ip.is_loopback() { 75 } else { 15 },
+            tentative: Vec::new(),
+        }
+    }
+
+    /// The adapter HNS binds the vSwitch to: the one the network document names
+    /// (`NetAdapterName`), else the one the default route with the lowest metric leaves by
+    /// (rancher/rke2#3533, projectcalico/calico#10536: with no adapter named, HNS takes the
+    /// default-route adapter).
+    fn uplink(&self, named: Option<&str>) -> Result<SimAdapter, HostError> {
+        let all = self.all_adapters();
+        let found = match named {
+            Some(n) => all.iter().find(|a| a.name.eq_ignore_ascii_case(n)),
+            None => self
+                .routes
+                .iter()
+                .filter(|r| r.prefix_len == 0)
+                .min_by_key(|r| r.metric)
+                .and_then(|r| all.iter().find(|a| a.index == r.interface_index))
+                .or_else(|| {
+                    all.iter()
+                        .find(|a| a.addresses.iter().any(|x| !x.ip.is_loopback()))
+                }),
         };
-        let old = self.interfaces[i].index;
-        let new = self.interfaces.iter().map(|a| a.index).max().unwrap_or(0) + 1;
-        let nic = &mut self.interfaces[i];
-        nic.interface = format!("vEthernet ({})", nic.interface);
-        nic.index = new;
+        let a = found.ok_or_else(|| HostError::NotFound {
+            what: format!(
+                "network adapter {}",
+                named.unwrap_or("of the default route")
+            ),
+        })?;
+        if a.is_vswitch_port() {
+            return Err(HostError::Refused {
+                what: "create the vSwitch".into(),
+                reason: format!("{} is another vSwitch's host adapter", a.name),
+            });
+        }
+        Ok(self
+            .adapters
+            .iter()
+            .find(|d| d.index == a.index)
+            .cloned()
+            .unwrap_or_else(|| SimAdapter::of(a)))
+    }
+
+    /// Creating the first non-NAT network creates the vSwitch on the uplink: the uplink's
+    /// addresses move to a new `vEthernet (<uplink>)` adapter with the uplink's MAC (antrea
+    /// `pkg/agent/util/net_windows.go`, `adapterIPExists`, finds it by that MAC and the
+    /// `vEthernet` name), its routes follow, and persistent /32 link-local routes such as the
+    /// cloud metadata route are lost (node-service.ps1 restores that one).
+    pub fn create_vswitch(&mut self, named: Option<&str>) -> Result<(), HostError> {
+        let uplink = self.uplink(named)?;
+        let old = uplink.index;
+        let new = self
+            .interfaces
+            .iter()
+            .map(|a| a.index)
+            .chain(self.adapters.iter().map(|a| a.index))
+            .max()
+            .unwrap_or(0)
+            + 1;
+        let name = format!("vEthernet ({})", uplink.name);
+        for a in self.interfaces.iter_mut().filter(|a| a.index == old) {
+            a.interface = name.clone();
+            a.index = new;
+        }
+        if !self.adapters.iter().any(|a| a.index == old) {
+            self.adapters.push(uplink.clone());
+        }
+        self.adapters.push(SimAdapter {
+            name,
+            index: new,
+            description: VSWITCH_ADAPTER_DESCRIPTION.into(),
+            ..uplink
+        });
         self.vswitch = Some((old, new));
         self.routes
             .retain(|r| !(r.destination.is_link_local() && r.prefix_len == 32));
@@ -274,41 +447,45 @@ impl State {
                 r.interface_index = new;
             }
         }
+        Ok(())
     }
 
     /// Deleting the last network removes the vSwitch: the address returns to the NIC, with
     /// its own name and index; the vEthernet's routes go with it, but for those of the NIC's
     /// configuration (the /32 link-local routes added on the vEthernet are lost).
     pub fn remove_vswitch(&mut self) {
-        let vswitch = self.vswitch.take();
-        for a in &mut self.interfaces {
-            if let Some(nic) = a
-                .interface
-                .strip_prefix("vEthernet (")
-                .and_then(|n| n.strip_suffix(')'))
-            {
-                a.interface = nic.to_owned();
-                if let Some((old, _)) = vswitch {
-                    a.index = old;
-                }
+        let Some((old, new)) = self.vswitch.take() else {
+            return;
+        };
+        let nic = self
+            .adapters
+            .iter()
+            .find(|a| a.index == old)
+            .map(|a| a.name.clone());
+        self.adapters.retain(|a| a.index != new);
+        for a in self.interfaces.iter_mut().filter(|a| a.index == new) {
+            if let Some(n) = &nic {
+                a.interface = n.clone();
             }
+            a.index = old;
         }
-        if let Some((old, new)) = vswitch {
-            self.routes.retain(|r| {
-                !(r.interface_index == new && r.destination.is_link_local() && r.prefix_len == 32)
-            });
-            for r in &mut self.routes {
-                if r.interface_index == new {
-                    r.interface_index = old;
-                }
+        self.routes.retain(|r| {
+            !(r.interface_index == new && r.destination.is_link_local() && r.prefix_len == 32)
+        });
+        for r in &mut self.routes {
+            if r.interface_index == new {
+                r.interface_index = old;
             }
         }
     }
 
-    fn primary_interface(&self) -> Option<usize> {
+    /// The vSwitch's host adapter's address: the provider address HNS gives the networks.
+    pub fn vswitch_ip(&self) -> Option<String> {
+        let (_, new) = self.vswitch?;
         self.interfaces
             .iter()
-            .position(|i| !i.ip.is_loopback() && !i.ip.is_link_local())
+            .find(|i| i.index == new && !i.ip.is_link_local())
+            .map(|i| i.ip.to_string())
     }
 
     /// The host's address on the vSwitch: the first non-loopback IPv4 address.

@@ -195,6 +195,9 @@ impl Network for WindowsHost {
     fn ipv4_addresses(&self) -> HostResult<Vec<InterfaceAddress>> {
         network::addresses()
     }
+    fn adapters(&self) -> HostResult<Vec<crate::host::Adapter>> {
+        network::adapters()
+    }
     fn routes(&self) -> HostResult<Vec<Route>> {
         network::routes()
     }

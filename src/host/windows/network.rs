@@ -1,18 +1,19 @@
 //! IPv4 addresses and routes through the IP helper API.
 
-use crate::host::{HostError, HostResult, InterfaceAddress, Route};
+use crate::host::{Adapter, AdapterAddress, HostError, HostResult, InterfaceAddress, Route};
 use libloading::os::windows::{Library, Symbol};
 use std::net::Ipv4Addr;
 use windows_sys::Win32::Foundation::{
     ERROR_BUFFER_OVERFLOW, ERROR_NOT_FOUND, ERROR_OBJECT_ALREADY_EXISTS,
 };
 use windows_sys::Win32::NetworkManagement::IpHelper::{
-    FreeMibTable, GAA_FLAG_SKIP_ANYCAST, GAA_FLAG_SKIP_DNS_SERVER, GAA_FLAG_SKIP_MULTICAST,
-    GetAdaptersAddresses, GetIpForwardTable2, IP_ADAPTER_ADDRESSES_LH, MIB_IPFORWARD_ROW2,
-    MIB_IPFORWARD_TABLE2,
+    FreeMibTable, GAA_FLAG_INCLUDE_GATEWAYS, GAA_FLAG_SKIP_ANYCAST, GAA_FLAG_SKIP_MULTICAST,
+    GetAdaptersAddresses, GetIpForwardTable2, IP_ADAPTER_ADDRESSES_LH, IP_ADAPTER_DHCP_ENABLED,
+    MIB_IPFORWARD_ROW2, MIB_IPFORWARD_TABLE2,
 };
 use windows_sys::Win32::Networking::WinSock::{
-    AF_INET, IN_ADDR, IN_ADDR_0, MIB_IPPROTO_NETMGMT, SOCKADDR_IN, SOCKADDR_INET,
+    AF_INET, IN_ADDR, IN_ADDR_0, IpDadStatePreferred, MIB_IPPROTO_NETMGMT, SOCKADDR, SOCKADDR_IN,
+    SOCKADDR_INET,
 };
 use windows_sys::Win32::System::LibraryLoader::LOAD_LIBRARY_SEARCH_SYSTEM32;
 
@@ -40,8 +41,49 @@ fn sockaddr(ip: Ipv4Addr) -> SOCKADDR_INET {
     }
 }
 
+/// Every adapter's IPv4 addresses.
 pub fn addresses() -> HostResult<Vec<InterfaceAddress>> {
-    let flags = GAA_FLAG_SKIP_ANYCAST | GAA_FLAG_SKIP_MULTICAST | GAA_FLAG_SKIP_DNS_SERVER;
+    Ok(adapters()?
+        .into_iter()
+        .flat_map(|a| {
+            a.addresses.into_iter().map(move |x| InterfaceAddress {
+                interface: a.name.clone(),
+                index: a.index,
+                ip: x.ip,
+                prefix_len: x.prefix_len,
+            })
+        })
+        .collect())
+}
+
+/// The IPv4 addresses of a list of socket addresses (`FirstDnsServerAddress`,
+/// `FirstGatewayAddress`: each node's `Address` and `Next`).
+///
+/// # Safety
+/// `first` is null or the head of a list GetAdaptersAddresses filled, still alive.
+unsafe fn ipv4_list<T>(
+    first: *const T,
+    addr: impl Fn(&T) -> (*const SOCKADDR, *const T),
+) -> Vec<Ipv4Addr> {
+    let mut out = Vec::new();
+    let mut at = first;
+    while !at.is_null() {
+        // SAFETY: the caller's list, alive; each node points to a SOCKADDR of its family.
+        let (sa, next) = addr(unsafe { &*at });
+        let sa = sa as *const SOCKADDR_IN;
+        if !sa.is_null() && unsafe { (*sa).sin_family } == AF_INET {
+            // SAFETY: checked to be an AF_INET address above.
+            out.push(ipv4(unsafe { &(*sa).sin_addr }));
+        }
+        at = next;
+    }
+    out
+}
+
+/// Every adapter with its IPv4 configuration (Microsoft's iphlpapi reference,
+/// `GetAdaptersAddresses` and `IP_ADAPTER_ADDRESSES_LH`, present from Windows Vista on).
+pub fn adapters() -> HostResult<Vec<Adapter>> {
+    let flags = GAA_FLAG_SKIP_ANYCAST | GAA_FLAG_SKIP_MULTICAST | GAA_FLAG_INCLUDE_GATEWAYS;
     let buf = crate::host::with_growing_buffer(16 * 1024, 4, ERROR_BUFFER_OVERFLOW, |buf, size| {
         // SAFETY: buf holds at least `size` bytes, 8-aligned as IP_ADAPTER_ADDRESSES requires.
         unsafe {
@@ -60,25 +102,48 @@ pub fn addresses() -> HostResult<Vec<InterfaceAddress>> {
     while !adapter.is_null() {
         // SAFETY: the list was filled by GetAdaptersAddresses inside buf, which is alive.
         let a = unsafe { &*adapter };
-        let name = super::ffi::take_wide(a.FriendlyName);
         // SAFETY: the Length/IfIndex variant is the one GetAdaptersAddresses fills.
         let index = unsafe { a.Anonymous1.Anonymous.IfIndex };
+        let mut addresses = Vec::new();
         let mut unicast = a.FirstUnicastAddress;
         while !unicast.is_null() {
             // SAFETY: as above; each address points to a SOCKADDR of the adapter's family.
             let u = unsafe { &*unicast };
             let sa = u.Address.lpSockaddr as *const SOCKADDR_IN;
             if !sa.is_null() && unsafe { (*sa).sin_family } == AF_INET {
-                out.push(InterfaceAddress {
-                    interface: name.clone(),
-                    index,
+                addresses.push(AdapterAddress {
                     // SAFETY: checked to be an AF_INET address above.
                     ip: ipv4(unsafe { &(*sa).sin_addr }),
                     prefix_len: u.OnLinkPrefixLength,
+                    preferred: u.DadState == IpDadStatePreferred,
                 });
             }
             unicast = u.Next;
         }
+        let len = (a.PhysicalAddressLength as usize).min(a.PhysicalAddress.len());
+        let mac: Vec<String> = a.PhysicalAddress[..len]
+            .iter()
+            .map(|b| format!("{b:02X}"))
+            .collect();
+        // SAFETY: both lists were filled by GetAdaptersAddresses inside buf.
+        let dns_servers =
+            unsafe { ipv4_list(a.FirstDnsServerAddress, |d| (d.Address.lpSockaddr, d.Next)) };
+        // SAFETY: as above.
+        let gateways =
+            unsafe { ipv4_list(a.FirstGatewayAddress, |g| (g.Address.lpSockaddr, g.Next)) };
+        out.push(Adapter {
+            name: super::ffi::take_wide(a.FriendlyName),
+            index,
+            description: super::ffi::take_wide(a.Description),
+            mac: mac.join("-"),
+            addresses,
+            // SAFETY: Flags is the variant GetAdaptersAddresses fills.
+            dhcp: unsafe { a.Anonymous2.Flags } & IP_ADAPTER_DHCP_ENABLED != 0,
+            gateways,
+            dns_servers,
+            dns_suffix: super::ffi::take_wide(a.DnsSuffix),
+            metric: a.Ipv4Metric,
+        });
         adapter = a.Next;
     }
     Ok(out)

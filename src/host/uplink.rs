@@ -1,0 +1,349 @@
+//! The adapter the External network's vSwitch binds (its uplink), chosen by the node's IP.
+//!
+//! HNS binds the default-route adapter when the network document names none, so a node whose
+//! node IP is on another adapter advertises one address and tunnels from another
+//! (rancher/rke2#3533, projectcalico/calico#10536). The uplink is therefore the adapter that
+//! holds the node IP: the Node's InternalIP, else kubelet's `--node-ip`, else the default
+//! route's adapter. Addresses compare as addresses, never as text (rke2's
+//! `pkg/windows/utils.go` matches with `strings.Contains`, so node IP 10.0.0.1 picked the
+//! adapter holding 10.0.0.15).
+//!
+//! Once the vSwitch exists the node IP is on its host adapter, `vEthernet (<uplink>)`, which
+//! carries the uplink's MAC (antrea `pkg/agent/util/net_windows.go`, `adapterIPExists`, finds
+//! it by address, that MAC and the `vEthernet` name): the uplink is then read back from the
+//! External network (the adapter HNS reports it bound) or, failing that, from the one adapter
+//! with that MAC whose name the vEthernet adapter's carries; never from the name alone.
+
+use super::{Adapter, Route, hns::HnsNetwork};
+use serde::Serialize;
+use std::net::Ipv4Addr;
+
+/// The node's IP and where it was read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeIp {
+    pub ip: Ipv4Addr,
+    /// `the Node's InternalIP`, `kubelet's --node-ip` ...
+    pub source: String,
+}
+
+/// The adapter chosen and why, as `config show`, `render` and the install plan say it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Choice {
+    /// The adapter's name; `None` when nothing names one (no node IP and no default route:
+    /// HNS picks).
+    pub adapter: Option<String>,
+    pub why: String,
+}
+
+impl Choice {
+    pub fn describe(&self) -> String {
+        match &self.adapter {
+            Some(a) => format!("the External network binds {a}: {}", self.why),
+            None => format!(
+                "the External network binds the adapter HNS picks: {}",
+                self.why
+            ),
+        }
+    }
+}
+
+/// No adapter can be chosen for certain.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ChoiceError {
+    #[error("vxlan.adapter is {name}, and this host has no adapter of that name (it has {list})")]
+    Missing { name: String, list: String },
+    #[error("{ip} ({from}) is held by several adapters: {list}")]
+    Several {
+        ip: Ipv4Addr,
+        from: String,
+        list: String,
+    },
+    #[error("no adapter holds {ip} ({from}); the adapters hold {list}")]
+    NoneHolds {
+        ip: Ipv4Addr,
+        from: String,
+        list: String,
+    },
+    #[error(
+        "{adapter} holds {ip} ({from}) but is the host adapter of a vSwitch calicoctl-win did not make (no External network is on it): HNS cannot bind another vSwitch to it"
+    )]
+    Foreign {
+        adapter: String,
+        ip: Ipv4Addr,
+        from: String,
+    },
+    #[error(
+        "{adapter} is the External vSwitch's host adapter, and which physical adapter it sits on cannot be told for certain (no adapter has its MAC {mac} and the name it carries)"
+    )]
+    UnknownUplink { adapter: String, mac: String },
+}
+
+impl ChoiceError {
+    /// What to do about it.
+    pub fn remedy(&self) -> &'static str {
+        match self {
+            Self::Missing { .. } => {
+                "set vxlan.adapter to an adapter of this host (Get-NetAdapter lists them), or unset it to bind the adapter that holds the node IP"
+            }
+            Self::Foreign { .. } => {
+                "bind the node IP to a physical adapter (remove the other vSwitch, or move the address), or set vxlan.adapter to a physical adapter that holds it"
+            }
+            _ => {
+                "set vxlan.adapter to the physical adapter that holds the node IP (Get-NetAdapter lists them)"
+            }
+        }
+    }
+}
+
+fn listed(adapters: &[Adapter]) -> String {
+    let shown: Vec<String> = adapters
+        .iter()
+        .filter(|a| !a.addresses.iter().all(|x| x.ip.is_loopback()) || a.addresses.is_empty())
+        .map(|a| {
+            let ips: Vec<String> = a.addresses.iter().map(|x| x.ip.to_string()).collect();
+            if ips.is_empty() {
+                format!("{} (no IPv4 address)", a.name)
+            } else {
+                format!("{} ({})", a.name, ips.join(", "))
+            }
+        })
+        .collect();
+    if shown.is_empty() {
+        "none".into()
+    } else {
+        shown.join("; ")
+    }
+}
+
+/// The physical adapter under a vSwitch host adapter of the External network, or `None` when
+/// the vSwitch is not ours (`external` is `None`: no External network) or cannot be told.
+pub fn uplink_of<'a>(
+    vnic: &Adapter,
+    adapters: &'a [Adapter],
+    external: Option<&HnsNetwork>,
+) -> Option<&'a Adapter> {
+    external?;
+    let same_mac = |a: &&Adapter| {
+        !a.is_vswitch_port() && !vnic.mac.is_empty() && a.mac.eq_ignore_ascii_case(&vnic.mac)
+    };
+    // What HNS says it bound, when it says (HNS v1's `NetworkAdapterName`, or the policy).
+    if let Some(bound) = external.and_then(|n| n.adapter.as_deref())
+        && let Some(a) = adapters
+            .iter()
+            .filter(same_mac)
+            .find(|a| a.name.eq_ignore_ascii_case(bound))
+    {
+        return Some(a);
+    }
+    let mut candidates = adapters.iter().filter(same_mac).filter(|a| {
+        vnic.name
+            .eq_ignore_ascii_case(&format!("vEthernet ({})", a.name))
+    });
+    let one = candidates.next()?;
+    candidates.next().is_none().then_some(one)
+}
+
+/// The adapter the default route with the lowest metric (route plus interface metric, as
+/// Windows sums them) leaves by.
+pub fn default_route_adapter<'a>(adapters: &'a [Adapter], routes: &[Route]) -> Option<&'a Adapter> {
+    routes
+        .iter()
+        .filter(|r| r.prefix_len == 0 && r.destination.is_unspecified())
+        .filter_map(|r| {
+            let a = adapters.iter().find(|a| a.index == r.interface_index)?;
+            Some((r.metric.saturating_add(a.metric), a))
+        })
+        .min_by_key(|(m, _)| *m)
+        .map(|(_, a)| a)
+}
+
+/// Chooses the uplink: the configured adapter, else the one holding the node IP, else the
+/// default route's (read through the vSwitch when it exists).
+pub fn choose(
+    configured: Option<&str>,
+    node_ip: Option<&NodeIp>,
+    adapters: &[Adapter],
+    routes: &[Route],
+    external: Option<&HnsNetwork>,
+) -> Result<Choice, ChoiceError> {
+    if let Some(name) = configured {
+        return match adapters.iter().find(|a| a.name.eq_ignore_ascii_case(name)) {
+            Some(a) => Ok(Choice {
+                adapter: Some(a.name.clone()),
+                why: "vxlan.adapter names it".into(),
+            }),
+            None => Err(ChoiceError::Missing {
+                name: name.to_owned(),
+                list: listed(adapters),
+            }),
+        };
+    }
+    let Some(node) = node_ip else {
+        return Ok(by_default_route(adapters, routes, external));
+    };
+    let holders: Vec<&Adapter> = adapters.iter().filter(|a| a.holds(node.ip)).collect();
+    let holder = match holders.as_slice() {
+        [one] => *one,
+        [] => {
+            return Err(ChoiceError::NoneHolds {
+                ip: node.ip,
+                from: node.source.clone(),
+                list: listed(adapters),
+            });
+        }
+        several => {
+            return Err(ChoiceError::Several {
+                ip: node.ip,
+                from: node.source.clone(),
+                list: several
+                    .iter()
+                    .map(|a| a.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+    };
+    if !holder.is_vswitch_port() {
+        return Ok(Choice {
+            adapter: Some(holder.name.clone()),
+            why: format!("it holds {} ({})", node.ip, node.source),
+        });
+    }
+    through_vswitch(holder, adapters, external)
+        .map_err(|e| match e {
+            ChoiceError::Foreign { adapter, .. } => ChoiceError::Foreign {
+                adapter,
+                ip: node.ip,
+                from: node.source.clone(),
+            },
+            other => other,
+        })
+        .map(|uplink| Choice {
+            adapter: Some(uplink.name.clone()),
+            why: format!(
+                "it holds {} ({}) through the External vSwitch's host adapter {}",
+                node.ip, node.source, holder.name
+            ),
+        })
+}
+
+fn through_vswitch<'a>(
+    vnic: &Adapter,
+    adapters: &'a [Adapter],
+    external: Option<&HnsNetwork>,
+) -> Result<&'a Adapter, ChoiceError> {
+    if external.is_none() {
+        return Err(ChoiceError::Foreign {
+            adapter: vnic.name.clone(),
+            ip: Ipv4Addr::UNSPECIFIED,
+            from: String::new(),
+        });
+    }
+    uplink_of(vnic, adapters, external).ok_or_else(|| ChoiceError::UnknownUplink {
+        adapter: vnic.name.clone(),
+        mac: vnic.mac.clone(),
+    })
+}
+
+fn by_default_route(
+    adapters: &[Adapter],
+    routes: &[Route],
+    external: Option<&HnsNetwork>,
+) -> Choice {
+    let why = "no node IP is known, and it carries the default route";
+    match default_route_adapter(adapters, routes) {
+        Some(a) if !a.is_vswitch_port() => Choice {
+            adapter: Some(a.name.clone()),
+            why: why.into(),
+        },
+        Some(vnic) => match uplink_of(vnic, adapters, external) {
+            Some(a) => Choice {
+                adapter: Some(a.name.clone()),
+                why: format!(
+                    "{why} through the External vSwitch's host adapter {}",
+                    vnic.name
+                ),
+            },
+            None => Choice {
+                adapter: None,
+                why: format!(
+                    "no node IP is known, and the default route leaves by {}, a vSwitch's host adapter whose physical adapter cannot be told",
+                    vnic.name
+                ),
+            },
+        },
+        None => Choice {
+            adapter: None,
+            why: "no node IP is known and no default route".into(),
+        },
+    }
+}
+
+#[cfg(test)]
+#[path = "uplink_tests.rs"]
+mod tests;
+
+impl crate::error::Diagnose for ChoiceError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        crate::error::Diagnosis::new(
+            crate::error::Exit::Preflight,
+            crate::error::Kind::AdapterChoice,
+            self.remedy(),
+        )
+    }
+}
+
+/// Where kubeadm keeps kubelet's flags on a Windows node (`KUBELET_KUBEADM_ARGS="..."`,
+/// which kubelet's service reads: kubernetes-sigs/sig-windows-tools `PrepareNode.ps1`).
+pub const KUBEADM_FLAGS: &str = r"C:\var\lib\kubelet\kubeadm-flags.env";
+
+/// The IPv4 address of `--node-ip=A[,B]` or `--node-ip A` among kubelet's arguments (a
+/// dual-stack value gives its IPv4 one).
+pub fn node_ip_flag<'a>(args: impl IntoIterator<Item = &'a str>) -> Option<Ipv4Addr> {
+    let mut args = args.into_iter();
+    while let Some(a) = args.next() {
+        let value = match a.strip_prefix("--node-ip") {
+            Some(rest) if rest.starts_with('=') => rest[1..].to_owned(),
+            Some("") => args.next()?.to_owned(),
+            _ => continue,
+        };
+        return value
+            .split(',')
+            .find_map(|v| v.trim().trim_matches('"').parse().ok());
+    }
+    None
+}
+
+/// The node IP: the Node's InternalIP, else kubelet's `--node-ip` from its service's command
+/// line, else from kubeadm's flags file.
+pub fn node_ip(
+    internal_ip: Option<Ipv4Addr>,
+    kubelet_command_line: Option<&str>,
+    kubeadm_flags: Option<&str>,
+) -> Option<NodeIp> {
+    if let Some(ip) = internal_ip {
+        return Some(NodeIp {
+            ip,
+            source: "the Node's InternalIP".into(),
+        });
+    }
+    if let Some(line) = kubelet_command_line {
+        let (_, args) = super::split_command_line(line);
+        if let Some(ip) = node_ip_flag(args.iter().map(String::as_str)) {
+            return Some(NodeIp {
+                ip,
+                source: "kubelet's --node-ip".into(),
+            });
+        }
+    }
+    let text = kubeadm_flags?;
+    let args = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("KUBELET_KUBEADM_ARGS="))?
+        .trim()
+        .trim_matches('"');
+    node_ip_flag(args.split_whitespace()).map(|ip| NodeIp {
+        ip,
+        source: format!("--node-ip in {KUBEADM_FLAGS}"),
+    })
+}

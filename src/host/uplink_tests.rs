@@ -1,0 +1,224 @@
+use super::*;
+use crate::host::{AdapterAddress, VSWITCH_ADAPTER_DESCRIPTION};
+
+fn nic(name: &str, index: u32, mac: &str, ips: &[&str]) -> Adapter {
+    Adapter {
+        name: name.into(),
+        index,
+        description: "Microsoft Hyper-V Network Adapter".into(),
+        mac: mac.into(),
+        addresses: ips
+            .iter()
+            .map(|ip| AdapterAddress {
+                ip: ip.parse().expect("ip"),
+                prefix_len: 24,
+                preferred: true,
+            })
+            .collect(),
+        dhcp: true,
+        gateways: Vec::new(),
+        dns_servers: Vec::new(),
+        dns_suffix: String::new(),
+        metric: 15,
+    }
+}
+
+fn vnic(of: &str, index: u32, mac: &str, ips: &[&str]) -> Adapter {
+    Adapter {
+        description: VSWITCH_ADAPTER_DESCRIPTION.into(),
+        ..nic(&format!("vEthernet ({of})"), index, mac, ips)
+    }
+}
+
+fn node(ip: &str) -> NodeIp {
+    NodeIp {
+        ip: ip.parse().expect("ip"),
+        source: "the Node's InternalIP".into(),
+    }
+}
+
+fn default_route(index: u32, metric: u32) -> Route {
+    Route {
+        destination: Ipv4Addr::UNSPECIFIED,
+        prefix_len: 0,
+        next_hop: Ipv4Addr::new(10, 0, 0, 1),
+        interface_index: index,
+        metric,
+    }
+}
+
+fn external(adapter: Option<&str>) -> HnsNetwork {
+    HnsNetwork {
+        id: "ext".into(),
+        name: "External".into(),
+        network_type: "Overlay".into(),
+        subnets: Vec::new(),
+        management_ip: Some("10.0.0.1".into()),
+        dr_mac: None,
+        adapter: adapter.map(str::to_owned),
+    }
+}
+
+/// rke2's `pkg/windows/utils.go` matched the node IP as text (`strings.Contains`): the
+/// adapter listed first whose address contains it.
+fn by_substring<'a>(adapters: &'a [Adapter], ip: &str) -> Option<&'a Adapter> {
+    adapters
+        .iter()
+        .find(|a| a.addresses.iter().any(|x| x.ip.to_string().contains(ip)))
+}
+
+#[test]
+fn the_adapter_holding_the_node_ip_is_chosen_by_address_not_by_text() {
+    // Node IP 10.0.0.1; Ethernet (listed first, with the default route) holds 10.0.0.15.
+    let adapters = [
+        nic("Ethernet", 4, "00-15-5D-00-00-04", &["10.0.0.15"]),
+        nic("Ethernet 2", 6, "00-15-5D-00-00-06", &["10.0.0.1"]),
+    ];
+    let routes = [default_route(4, 0)];
+    let chosen = choose(None, Some(&node("10.0.0.1")), &adapters, &routes, None).expect("choice");
+    assert_eq!(chosen.adapter.as_deref(), Some("Ethernet 2"));
+    assert!(
+        chosen.why.contains("10.0.0.1 (the Node's InternalIP)"),
+        "{}",
+        chosen.why
+    );
+    // The fixture tells the two matches apart: by text the wrong adapter would be chosen.
+    assert_eq!(
+        by_substring(&adapters, "10.0.0.1").map(|a| a.name.as_str()),
+        Some("Ethernet")
+    );
+}
+
+#[test]
+fn two_adapters_or_none_holding_the_node_ip_is_an_error_naming_them_and_the_fix() {
+    let two = [
+        nic("Ethernet", 4, "00-15-5D-00-00-04", &["10.0.0.5"]),
+        nic("Ethernet 2", 6, "00-15-5D-00-00-06", &["10.0.0.5"]),
+    ];
+    let e = choose(None, Some(&node("10.0.0.5")), &two, &[], None).expect_err("several");
+    assert!(e.to_string().contains("Ethernet, Ethernet 2"), "{e}");
+    assert!(e.remedy().contains("vxlan.adapter"));
+    let none = [nic("Ethernet", 4, "00-15-5D-00-00-04", &["10.0.0.6"])];
+    let e = choose(None, Some(&node("10.0.0.5")), &none, &[], None).expect_err("none");
+    assert_eq!(
+        e.to_string(),
+        "no adapter holds 10.0.0.5 (the Node's InternalIP); the adapters hold Ethernet (10.0.0.6)"
+    );
+}
+
+#[test]
+fn a_configured_adapter_wins_and_one_the_host_lacks_is_refused() {
+    let adapters = [
+        nic("Ethernet", 4, "00-15-5D-00-00-04", &["10.0.0.5"]),
+        nic("Ethernet 2", 6, "00-15-5D-00-00-06", &["10.1.0.5"]),
+    ];
+    let c = choose(
+        Some("ethernet 2"),
+        Some(&node("10.0.0.5")),
+        &adapters,
+        &[],
+        None,
+    )
+    .expect("named");
+    assert_eq!(c.adapter.as_deref(), Some("Ethernet 2"));
+    let e = choose(Some("Ethernet 9"), None, &adapters, &[], None).expect_err("missing");
+    assert!(matches!(e, ChoiceError::Missing { .. }), "{e}");
+}
+
+#[test]
+fn without_a_node_ip_the_default_route_with_the_lowest_summed_metric_decides() {
+    let mut second = nic("Ethernet 2", 6, "00-15-5D-00-00-06", &["10.1.0.5"]);
+    second.metric = 5;
+    let adapters = [
+        nic("Ethernet", 4, "00-15-5D-00-00-04", &["10.0.0.5"]),
+        second,
+    ];
+    // Route metrics 0 and 5: 0 + 15 on Ethernet against 5 + 5 on Ethernet 2.
+    let routes = [default_route(4, 0), default_route(6, 5)];
+    let c = choose(None, None, &adapters, &routes, None).expect("choice");
+    assert_eq!(c.adapter.as_deref(), Some("Ethernet 2"));
+    let c = choose(None, None, &adapters, &[], None).expect("choice");
+    assert_eq!(c.adapter, None);
+}
+
+#[test]
+fn behind_the_vswitch_the_uplink_is_found_by_address_mac_and_name_together() {
+    let adapters = [
+        nic("Ethernet", 4, "00-15-5D-00-00-04", &[]),
+        nic("Ethernet 2", 6, "00-15-5D-00-00-06", &["10.1.0.5"]),
+        vnic("Ethernet", 9, "00-15-5D-00-00-04", &["10.0.0.5"]),
+    ];
+    let ext = external(None);
+    let c = choose(None, Some(&node("10.0.0.5")), &adapters, &[], Some(&ext)).expect("choice");
+    assert_eq!(c.adapter.as_deref(), Some("Ethernet"));
+    assert!(c.why.contains("vEthernet (Ethernet)"), "{}", c.why);
+    // The default route through the vSwitch reads back the same way.
+    let c = choose(None, None, &adapters, &[default_route(9, 0)], Some(&ext)).expect("choice");
+    assert_eq!(c.adapter.as_deref(), Some("Ethernet"));
+
+    // A name alone is not enough: the MAC must be the uplink's too.
+    let renamed_mac = [
+        nic("Ethernet", 4, "00-15-5D-00-00-04", &[]),
+        vnic("Ethernet", 9, "00-15-5D-00-00-99", &["10.0.0.5"]),
+    ];
+    let e = choose(None, Some(&node("10.0.0.5")), &renamed_mac, &[], Some(&ext))
+        .expect_err("uncertain");
+    assert!(matches!(e, ChoiceError::UnknownUplink { .. }), "{e}");
+    // Nor a MAC alone: a vEthernet named after another adapter.
+    let other_name = [
+        nic("Ethernet", 4, "00-15-5D-00-00-04", &[]),
+        vnic("Uplink", 9, "00-15-5D-00-00-04", &["10.0.0.5"]),
+    ];
+    assert!(choose(None, Some(&node("10.0.0.5")), &other_name, &[], Some(&ext)).is_err());
+    // What HNS reports bound settles it, MAC checked.
+    let bound = external(Some("Ethernet"));
+    let c = choose(
+        None,
+        Some(&node("10.0.0.5")),
+        &other_name,
+        &[],
+        Some(&bound),
+    )
+    .expect("bound");
+    assert_eq!(c.adapter.as_deref(), Some("Ethernet"));
+}
+
+#[test]
+fn a_vswitch_adapter_with_no_external_network_is_another_vswitch_and_refused() {
+    let adapters = [
+        nic("Ethernet", 4, "00-15-5D-00-00-04", &[]),
+        vnic("Ethernet", 9, "00-15-5D-00-00-04", &["10.0.0.5"]),
+    ];
+    let e = choose(None, Some(&node("10.0.0.5")), &adapters, &[], None).expect_err("foreign");
+    assert_eq!(
+        e.to_string(),
+        "vEthernet (Ethernet) holds 10.0.0.5 (the Node's InternalIP) but is the host adapter of a vSwitch calicoctl-win did not make (no External network is on it): HNS cannot bind another vSwitch to it"
+    );
+    assert!(e.remedy().contains("remove the other vSwitch"));
+}
+
+#[test]
+fn the_node_ip_comes_from_the_internal_ip_then_kubelet_then_kubeadms_flags() {
+    let kubelet = r#""C:\k\kubelet.exe" --node-ip=10.0.0.7,fd00::7 --v=2"#;
+    let flags = "KUBELET_KUBEADM_ARGS=\"--container-runtime-endpoint=npipe:////./pipe/containerd-containerd --node-ip=10.0.0.8\"\n";
+    let ip = |s: &str| Some(s.parse::<Ipv4Addr>().expect("ip"));
+    let n = node_ip(ip("10.0.0.6"), Some(kubelet), Some(flags)).expect("ip");
+    assert_eq!(
+        (n.ip, n.source.as_str()),
+        (
+            ip("10.0.0.6").unwrap_or(Ipv4Addr::UNSPECIFIED),
+            "the Node's InternalIP"
+        )
+    );
+    let n = node_ip(None, Some(kubelet), Some(flags)).expect("ip");
+    assert_eq!(n.ip.to_string(), "10.0.0.7");
+    let n = node_ip(None, Some(r#"kubelet.exe --node-ip 10.0.0.9"#), None).expect("ip");
+    assert_eq!(n.ip.to_string(), "10.0.0.9");
+    let n = node_ip(None, Some("kubelet.exe --v=2"), Some(flags)).expect("ip");
+    assert_eq!(n.ip.to_string(), "10.0.0.8");
+    assert!(n.source.contains("kubeadm-flags.env"));
+    assert_eq!(
+        node_ip(None, Some("kubelet.exe --node-ip-x=1.2.3.4"), None),
+        None
+    );
+}
