@@ -44,6 +44,9 @@ pub struct HostSnapshot {
     pub hostname: Option<String>,
     /// kube-proxy's service, its network setting and Calico's source VIP endpoint.
     pub kube_proxy: super::kube_proxy::KubeProxyFacts,
+    /// The network adapters and the routing table (`adapter`, `default-routes`).
+    pub adapters: Result<Vec<crate::host::Adapter>, String>,
+    pub routes: Result<Vec<crate::host::Route>, String>,
 }
 
 fn dword(h: &dyn Host, key: &str, name: &str) -> Option<u32> {
@@ -86,6 +89,8 @@ pub fn snapshot(h: &dyn Host) -> HostSnapshot {
         kubelet_pid: h.process_pid("kubelet.exe").ok().flatten(),
         hostname: h.system_facts().ok().and_then(|f| f.hostname),
         kube_proxy: kube_proxy_facts(h),
+        adapters: h.adapters().map_err(text),
+        routes: h.routes().map_err(text),
     }
 }
 
@@ -143,7 +148,45 @@ pub const IDS: &[&str] = &[
     "node-name",
     "kube-proxy",
     "dir-access",
+    "adapter",
+    "default-routes",
 ];
+
+/// The checks of the adapter the External vSwitch binds (`checks::adapter`), given the choice
+/// (`plan::desired::choose_uplink`) or why there is none and its remedy.
+pub fn adapter_checks(
+    s: &HostSnapshot,
+    c: &Config,
+    choice: &Result<crate::host::uplink::Choice, String>,
+    remedy: Option<&str>,
+) -> Vec<Check> {
+    if c.backend == Backend::None {
+        return ["adapter", "default-routes"]
+            .into_iter()
+            .map(|id| Check::skip(id, "the none backend makes no vSwitch"))
+            .collect();
+    }
+    let (adapters, routes) = match (&s.adapters, &s.routes) {
+        (Ok(a), Ok(r)) => (a, r),
+        (Err(e), _) | (_, Err(e)) => {
+            return ["adapter", "default-routes"]
+                .into_iter()
+                .map(|id| {
+                    Check::fail(
+                        id,
+                        format!("the network adapters or routes cannot be read: {e}"),
+                        "run elevated on the node; the IP helper API must answer",
+                    )
+                })
+                .collect();
+        }
+    };
+    let build = s.system.as_ref().ok().map(|f| f.build);
+    vec![
+        super::adapter::adapter(choice, remedy, adapters, build),
+        super::adapter::default_routes(adapters, routes),
+    ]
+}
 
 /// Every host check, in the order of `IDS`.
 pub fn evaluate(s: &HostSnapshot, c: &Config) -> Vec<Check> {

@@ -1,6 +1,7 @@
 //! Preflight checks: each has a stable id, a verdict, a message and a remedy. Verdicts are pure
 //! functions of facts gathered beforehand, so every check is tested on Linux.
 
+pub mod adapter;
 pub mod cluster;
 pub mod host;
 pub mod known_issues;

@@ -145,3 +145,27 @@ pub(crate) fn print_findings(
         }
     }
 }
+
+/// The checks of the adapter the External vSwitch binds: the choice made with the Node's
+/// InternalIP when the cluster was read (`plan::desired::choose_uplink`).
+pub(crate) fn adapter_checks(
+    host: &dyn crate::host::Host,
+    snapshot: &checks::host::HostSnapshot,
+    cluster: &ClusterRead,
+    config: &crate::config::Config,
+) -> Vec<checks::Check> {
+    let internal_ip = match cluster {
+        ClusterRead::Read(_, f) => f.node_internal_ip,
+        _ => None,
+    };
+    let (choice, remedy) = match crate::plan::desired::choose_uplink(host, config, internal_ip) {
+        Ok(c) => (Ok(c), None),
+        Err(e) => {
+            let remedy = e
+                .downcast_ref::<crate::host::uplink::ChoiceError>()
+                .map(|c| c.remedy());
+            (Err(format!("{e:#}")), remedy)
+        }
+    };
+    checks::host::adapter_checks(snapshot, config, &choice, remedy)
+}

@@ -2,7 +2,8 @@
 //! with `--fix`, apply the documented cluster patches first.
 
 use super::common::{
-    ClusterRead, check_known_issue_ids, check_skips, cluster_checks, read_cluster, with_cluster,
+    ClusterRead, adapter_checks, check_known_issue_ids, check_skips, cluster_checks, read_cluster,
+    with_cluster,
 };
 use crate::checks::{self, Blocked, Check, Verdict};
 use crate::cli::PreflightArgs;
@@ -39,6 +40,12 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
         access = fix_dir_access(ctx, &loaded.config)?;
     }
     results.push(access);
+    results.extend(adapter_checks(
+        host.as_ref(),
+        &snapshot,
+        &cluster,
+        &loaded.config,
+    ));
     results.extend(cluster_checks(&cluster, &loaded));
     let calico = match &cluster {
         ClusterRead::Read(_, f) => f.calico_version.clone(),

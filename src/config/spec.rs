@@ -186,7 +186,7 @@ pub static SETTINGS: &[Spec] = &[
         "vxlan.adapter",
         "VXLAN_ADAPTER",
         Unset,
-        "Network adapter for the External overlay network; the primary NIC when unset.",
+        "Network adapter the External vSwitch binds; unset: the one holding the node IP (the Node's InternalIP, else kubelet's --node-ip), else the default route's.",
     ),
     s(
         "kube_network",

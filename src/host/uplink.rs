@@ -65,7 +65,7 @@ pub enum ChoiceError {
         list: String,
     },
     #[error(
-        "{adapter} holds {ip} ({from}) but is the host adapter of a vSwitch calicoctl-win did not make (no External network is on it): HNS cannot bind another vSwitch to it"
+        "{adapter}{} is the host adapter of a vSwitch calicoctl-win did not make (no External network is on it): HNS cannot bind another vSwitch to it", holding(*.ip, .from)
     )]
     Foreign {
         adapter: String,
@@ -92,6 +92,15 @@ impl ChoiceError {
                 "set vxlan.adapter to the physical adapter that holds the node IP (Get-NetAdapter lists them)"
             }
         }
+    }
+}
+
+/// ` holds 10.0.0.5 (the Node's InternalIP) but`, when the address is known.
+fn holding(ip: Ipv4Addr, from: &str) -> String {
+    if ip.is_unspecified() {
+        String::new()
+    } else {
+        format!(" holds {ip} ({from}) but")
     }
 }
 
@@ -168,9 +177,16 @@ pub fn choose(
 ) -> Result<Choice, ChoiceError> {
     if let Some(name) = configured {
         return match adapters.iter().find(|a| a.name.eq_ignore_ascii_case(name)) {
-            Some(a) => Ok(Choice {
+            Some(a) if !a.is_vswitch_port() => Ok(Choice {
                 adapter: Some(a.name.clone()),
                 why: "vxlan.adapter names it".into(),
+            }),
+            Some(vnic) => through_vswitch(vnic, adapters, external).map(|uplink| Choice {
+                adapter: Some(uplink.name.clone()),
+                why: format!(
+                    "vxlan.adapter names {}, the External vSwitch's host adapter on it",
+                    vnic.name
+                ),
             }),
             None => Err(ChoiceError::Missing {
                 name: name.to_owned(),

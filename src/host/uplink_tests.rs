@@ -222,3 +222,26 @@ fn the_node_ip_comes_from_the_internal_ip_then_kubelet_then_kubeadms_flags() {
         None
     );
 }
+
+#[test]
+fn a_configured_vswitch_adapter_is_read_back_when_ours_and_refused_when_not() {
+    let adapters = [
+        nic("Ethernet", 4, "00-15-5D-00-00-04", &[]),
+        vnic("Ethernet", 9, "00-15-5D-00-00-04", &["10.0.0.5"]),
+    ];
+    let ext = external(None);
+    let c = choose(
+        Some("vEthernet (Ethernet)"),
+        None,
+        &adapters,
+        &[],
+        Some(&ext),
+    )
+    .expect("ours");
+    assert_eq!(c.adapter.as_deref(), Some("Ethernet"));
+    let e = choose(Some("vEthernet (Ethernet)"), None, &adapters, &[], None).expect_err("foreign");
+    assert_eq!(
+        e.to_string(),
+        "vEthernet (Ethernet) is the host adapter of a vSwitch calicoctl-win did not make (no External network is on it): HNS cannot bind another vSwitch to it"
+    );
+}

@@ -39,6 +39,114 @@ fn preflight(profile: &str, extra: &[&str]) -> (i32, BTreeMap<String, String>, s
     (out.status.code().expect("exit code"), verdicts, doc)
 }
 
+/// Runs preflight on a simulated host of `profile` whose state `edit` changed first; returns
+/// the `adapter` and `default-routes` checks.
+fn preflight_edited(
+    profile: &str,
+    edit: impl FnOnce(&mut serde_json::Value),
+) -> (serde_json::Value, serde_json::Value) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sim = dir.path().join("host");
+    let run = || {
+        let out = on_node()
+            .args([
+                "preflight",
+                "-o",
+                "json",
+                "--offline",
+                "--sim-profile",
+                profile,
+                "--sim-host",
+            ])
+            .arg(&sim)
+            .output()
+            .expect("run");
+        json(&out.stdout)
+    };
+    run();
+    let path = sim.join("state.json");
+    let mut state: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(&path).expect("state")).expect("json");
+    edit(&mut state);
+    fs_err::write(&path, state.to_string()).expect("write");
+    let doc = run();
+    let check = |id: &str| {
+        doc["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .find(|c| c["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {id} check: {doc}"))
+    };
+    (check("adapter"), check("default-routes"))
+}
+
+/// Ethernet, described as Windows describes an LBFO team's adapter.
+fn lbfo(state: &mut serde_json::Value) {
+    state["adapters"][0]["description"] = "Microsoft Network Adapter Multiplexor Driver".into();
+}
+
+#[test]
+fn an_lbfo_team_fails_from_server_2022_on_and_warns_on_2019() {
+    let (adapter, _) = preflight_edited("ws2022", lbfo);
+    assert_eq!(adapter["verdict"], "fail", "{adapter}");
+    assert!(
+        adapter["remedy"]
+            .as_str()
+            .is_some_and(|r| r.contains("Switch Embedded Teaming")),
+        "{adapter}"
+    );
+    let (adapter, _) = preflight_edited("ws2019", lbfo);
+    assert_eq!(adapter["verdict"], "warn", "{adapter}");
+}
+
+#[test]
+fn another_vswitchs_adapter_holding_the_node_ip_fails_naming_it() {
+    // The address is on a vEthernet adapter of a vSwitch no HNS network of ours is on.
+    let (adapter, _) = preflight_edited("ws2022", |s| {
+        s["interfaces"][0]["interface"] = "vEthernet (Ethernet)".into();
+        s["interfaces"][0]["index"] = 9.into();
+        s["routes"][0]["interface_index"] = 9.into();
+        let mut vnic = s["adapters"][0].clone();
+        vnic["name"] = "vEthernet (Ethernet)".into();
+        vnic["index"] = 9.into();
+        vnic["description"] = "Hyper-V Virtual Ethernet Adapter".into();
+        s["adapters"].as_array_mut().expect("adapters").push(vnic);
+        // kubelet names the node IP, as on a node where the cluster is not read.
+        let kubelet = s["services"]["kubelet"]["command_line"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        s["services"]["kubelet"]["command_line"] = format!("{kubelet} --node-ip=10.0.0.5").into();
+    });
+    assert_eq!(adapter["verdict"], "fail", "{adapter}");
+    let said = adapter["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("vEthernet (Ethernet) holds 10.0.0.5 (kubelet's --node-ip) but is the host adapter of a vSwitch calicoctl-win did not make"),
+        "{said}"
+    );
+}
+
+#[test]
+fn two_default_routes_that_tie_are_a_warning() {
+    let (adapter, routes) = preflight_edited("ws2022-two-nics", |s| {
+        // Ethernet 2 gets a default route of the same summed metric as Ethernet's.
+        let mut r = s["routes"][0].clone();
+        r["interface_index"] = 6.into();
+        s["routes"].as_array_mut().expect("routes").push(r);
+    });
+    assert_eq!(routes["verdict"], "warn", "{routes}");
+    assert!(
+        routes["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Ethernet 2")),
+        "{routes}"
+    );
+    // The adapter is still chosen by the node IP.
+    assert_eq!(adapter["verdict"], "pass", "{adapter}");
+}
+
 fn failed(verdicts: &BTreeMap<String, String>) -> Vec<&str> {
     verdicts
         .iter()
@@ -62,12 +170,14 @@ fn every_profile_gets_the_right_verdicts() {
         ("ws2022-flannel", &["foreign-cni"]),
         // Calico's scripts made C:\CalicoWindows under C:\, where every user may change it.
         ("ws2022-legacy-calico", &["dir-access", "foreign-cni"]),
+        // kubelet's --node-ip is on Ethernet 2, which is chosen: nothing fails.
+        ("ws2022-two-nics", &[]),
     ];
     for (profile, fails) in cases {
         let (code, verdicts, doc) = preflight(profile, &[]);
         assert_eq!(failed(&verdicts), *fails, "{profile}: {doc}");
         assert_eq!(code, if fails.is_empty() { 0 } else { 3 }, "{profile}");
-        assert_eq!(verdicts.len(), 26, "{profile}");
+        assert_eq!(verdicts.len(), 28, "{profile}");
         assert_eq!(doc["host"]["kind"]["profile"], *profile);
         assert_eq!(doc["blocking"].as_array().map(Vec::len), Some(fails.len()));
     }

@@ -111,12 +111,19 @@ fn an_install_that_cannot_choose_the_adapter_stops_before_changing_anything() {
         .build();
     let before = snapshot(&node.sim());
 
-    // No adapter holds the Node's InternalIP.
+    // No adapter holds the Node's InternalIP: preflight's adapter check blocks.
     node.api().set_node_internal_ip("win-1", Some("10.0.0.9"));
     let (code, doc, _) = node.install_local(&[]);
     assert_eq!(code, 3, "{doc}");
-    assert_eq!(doc["error"]["kind"], "adapter-choice", "{doc}");
-    let message = doc["error"]["message"].as_str().unwrap_or_default();
+    assert_eq!(doc["blocking"], serde_json::json!(["adapter"]), "{doc}");
+    let check = doc["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["id"] == "adapter")
+        .cloned()
+        .expect("adapter check");
+    let message = check["message"].as_str().unwrap_or_default();
     assert!(
         message.contains("no adapter holds 10.0.0.9 (the Node's InternalIP)")
             && message.contains("Ethernet (10.0.0.5)")
@@ -124,17 +131,23 @@ fn an_install_that_cannot_choose_the_adapter_stops_before_changing_anything() {
         "{message}"
     );
     assert!(
-        doc["error"]["hint"]
+        check["remedy"]
             .as_str()
             .is_some_and(|h| h.contains("vxlan.adapter")),
-        "{doc}"
+        "{check}"
     );
     assert_same(&snapshot(&node.sim()), &before, "after the refusal");
+
+    // Skipping the check does not skip the choice: install stops on it all the same.
+    let (code, doc, _) = node.install_local(&["--skip", "adapter"]);
+    assert_eq!(code, 3, "{doc}");
+    assert_eq!(doc["error"]["kind"], "adapter-choice", "{doc}");
+    assert_same(&snapshot(&node.sim()), &before, "after the skipped check");
 
     // A configured adapter the host lacks is refused the same way.
     node.api().set_node_internal_ip("win-1", Some("10.0.0.6"));
     let (code, doc, _) = node.install_local(&["--set", "vxlan.adapter=Ethernet 9"]);
     assert_eq!(code, 3, "{doc}");
-    assert_eq!(doc["error"]["kind"], "adapter-choice", "{doc}");
+    assert_eq!(doc["blocking"], serde_json::json!(["adapter"]), "{doc}");
     assert_same(&snapshot(&node.sim()), &before, "after the second refusal");
 }

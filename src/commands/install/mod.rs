@@ -430,6 +430,12 @@ fn run_checks(
             Some("install gives each the protected access list before it writes there".into());
     }
     results.push(access);
+    results.extend(super::common::adapter_checks(
+        host,
+        &snapshot,
+        cluster,
+        &loaded.config,
+    ));
     results.extend(cluster_checks(cluster, loaded));
     results.push(checks::host::known_issues(
         &snapshot,

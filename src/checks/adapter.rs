@@ -1,0 +1,215 @@
+//! The adapter the External vSwitch binds, checked before anything changes: `adapter` (one
+//! can be chosen for certain, and it can carry a vSwitch) and `default-routes` (no two default
+//! routes tie).
+
+use super::Check;
+use crate::host::uplink::Choice;
+use crate::host::{Adapter, Route};
+
+/// The description Windows gives an LBFO team's adapter.
+pub const LBFO_DESCRIPTION: &str = "Microsoft Network Adapter Multiplexor Driver";
+
+/// Windows Server 2022's build: from it on a Hyper-V vSwitch cannot be bound to an LBFO team
+/// (Microsoft Learn, "Features removed or no longer developed starting with Windows Server
+/// 2022": LBFO with Hyper-V is not supported, Switch Embedded Teaming replaces it;
+/// projectcalico/calico#9915 is a node lost this way).
+const SERVER_2022: u32 = 20348;
+
+const SET_REMEDY: &str = "bind the vSwitch to one physical adapter (vxlan.adapter), or replace the LBFO team with Switch Embedded Teaming (New-VMSwitch -EnableEmbeddedTeaming), which calicoctl-win does not make: docs/network-identity.md";
+
+/// `adapter`: the choice (`host::uplink::choose`) or why there is none, and whether the chosen
+/// adapter can carry a vSwitch.
+pub fn adapter(
+    choice: &Result<Choice, String>,
+    remedy: Option<&str>,
+    adapters: &[Adapter],
+    build: Option<u32>,
+) -> Check {
+    const ID: &str = "adapter";
+    let choice = match choice {
+        Ok(c) => c,
+        Err(why) => {
+            return Check::fail(
+                ID,
+                format!("the External vSwitch's adapter cannot be chosen: {why}"),
+                remedy
+                    .unwrap_or("set vxlan.adapter to the physical adapter that holds the node IP"),
+            );
+        }
+    };
+    let Some(name) = &choice.adapter else {
+        return Check::pass(ID, choice.describe());
+    };
+    let Some(a) = adapters.iter().find(|a| &a.name == name) else {
+        return Check::pass(ID, choice.describe());
+    };
+    if a.description.starts_with(LBFO_DESCRIPTION) {
+        let message = format!(
+            "{name} is an LBFO team ({}): {}",
+            a.description,
+            if build.is_some_and(|b| b >= SERVER_2022) {
+                "from Windows Server 2022 on a Hyper-V vSwitch cannot be bound to one, and creating the External network would cut the node off"
+            } else {
+                "Windows Server 2022 and later refuse a vSwitch on one, and Microsoft no longer develops LBFO with Hyper-V"
+            }
+        );
+        return if build.is_some_and(|b| b >= SERVER_2022) {
+            Check::fail(ID, message, SET_REMEDY)
+        } else {
+            Check::warn(ID, message, SET_REMEDY)
+        };
+    }
+    Check::pass(ID, choice.describe())
+}
+
+/// `default-routes`: two default routes whose metrics (route plus interface metric, as Windows
+/// sums them) tie leave the outgoing adapter, and the one HNS binds, to chance
+/// (rancher/windows#121).
+pub fn default_routes(adapters: &[Adapter], routes: &[Route]) -> Check {
+    const ID: &str = "default-routes";
+    let mut defaults: Vec<(u32, &Route, &str)> = routes
+        .iter()
+        .filter(|r| r.prefix_len == 0 && r.destination.is_unspecified())
+        .map(|r| {
+            let a = adapters.iter().find(|a| a.index == r.interface_index);
+            let metric = r.metric.saturating_add(a.map_or(0, |a| a.metric));
+            (
+                metric,
+                r,
+                a.map_or("an unknown interface", |a| a.name.as_str()),
+            )
+        })
+        .collect();
+    defaults.sort_by_key(|(m, r, _)| (*m, r.interface_index));
+    let tied: Vec<String> = defaults
+        .windows(2)
+        .filter(|w| w[0].0 == w[1].0 && w[0].1.interface_index != w[1].1.interface_index)
+        .flat_map(|w| [&w[0], &w[1]])
+        .map(|(m, r, name)| format!("via {} on {name} (metric {m})", r.next_hop))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if tied.is_empty() {
+        let n = defaults.len();
+        return Check::pass(
+            ID,
+            match n {
+                0 => "no default route".to_owned(),
+                1 => "one default route".to_owned(),
+                _ => format!("{n} default routes, none tied"),
+            },
+        );
+    }
+    Check::warn(
+        ID,
+        format!(
+            "default routes tie: {}; which adapter traffic leaves by is left to chance",
+            tied.join(", ")
+        ),
+        "give the adapter that should not carry the default route a higher metric (Set-NetIPInterface -InterfaceMetric), or remove its default route",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::AdapterAddress;
+    use std::net::Ipv4Addr;
+
+    fn nic(name: &str, index: u32, description: &str, metric: u32) -> Adapter {
+        Adapter {
+            name: name.into(),
+            index,
+            description: description.into(),
+            mac: format!("00-15-5D-00-00-{index:02X}"),
+            addresses: vec![AdapterAddress {
+                ip: Ipv4Addr::new(10, 0, 0, index as u8),
+                prefix_len: 24,
+                preferred: true,
+            }],
+            dhcp: true,
+            gateways: Vec::new(),
+            dns_servers: Vec::new(),
+            dns_suffix: String::new(),
+            metric,
+        }
+    }
+
+    fn default_route(index: u32, metric: u32) -> Route {
+        Route {
+            destination: Ipv4Addr::UNSPECIFIED,
+            prefix_len: 0,
+            next_hop: Ipv4Addr::new(10, 0, 0, 1),
+            interface_index: index,
+            metric,
+        }
+    }
+
+    fn chosen(name: &str) -> Result<Choice, String> {
+        Ok(Choice {
+            adapter: Some(name.into()),
+            why: "it holds 10.0.0.4 (the Node's InternalIP)".into(),
+        })
+    }
+
+    #[test]
+    fn an_lbfo_team_is_refused_from_server_2022_and_a_warning_on_2019() {
+        let team = [nic(
+            "Team1",
+            4,
+            "Microsoft Network Adapter Multiplexor Driver",
+            15,
+        )];
+        let c = adapter(&chosen("Team1"), None, &team, Some(20348));
+        assert_eq!(c.verdict, super::super::Verdict::Fail, "{}", c.message);
+        assert!(
+            c.remedy
+                .as_deref()
+                .is_some_and(|r| r.contains("Switch Embedded Teaming"))
+        );
+        let c = adapter(&chosen("Team1"), None, &team, Some(17763));
+        assert_eq!(c.verdict, super::super::Verdict::Warn, "{}", c.message);
+        let plain = [nic("Ethernet", 4, "Microsoft Hyper-V Network Adapter", 15)];
+        let c = adapter(&chosen("Ethernet"), None, &plain, Some(20348));
+        assert_eq!(c.verdict, super::super::Verdict::Pass, "{}", c.message);
+    }
+
+    #[test]
+    fn no_choice_fails_with_its_reason_and_remedy() {
+        let c = adapter(
+            &Err("no adapter holds 10.0.0.9".into()),
+            Some("set vxlan.adapter"),
+            &[],
+            Some(20348),
+        );
+        assert_eq!(c.verdict, super::super::Verdict::Fail);
+        assert!(
+            c.message.contains("no adapter holds 10.0.0.9"),
+            "{}",
+            c.message
+        );
+        assert_eq!(c.remedy.as_deref(), Some("set vxlan.adapter"));
+    }
+
+    #[test]
+    fn default_routes_that_tie_on_summed_metric_are_a_warning() {
+        let adapters = [
+            nic("Ethernet", 4, "NIC", 15),
+            nic("Ethernet 2", 6, "NIC", 10),
+        ];
+        // 0 + 15 and 5 + 10: a tie Windows cannot break.
+        let c = default_routes(&adapters, &[default_route(4, 0), default_route(6, 5)]);
+        assert_eq!(c.verdict, super::super::Verdict::Warn, "{}", c.message);
+        assert!(
+            c.message.contains("on Ethernet (metric 15)")
+                && c.message.contains("on Ethernet 2 (metric 15)"),
+            "{}",
+            c.message
+        );
+        // 0 + 15 and 0 + 10: Ethernet 2 wins.
+        let c = default_routes(&adapters, &[default_route(4, 0), default_route(6, 0)]);
+        assert_eq!(c.verdict, super::super::Verdict::Pass, "{}", c.message);
+        let c = default_routes(&adapters, &[default_route(4, 0)]);
+        assert_eq!(c.verdict, super::super::Verdict::Pass, "{}", c.message);
+    }
+}
