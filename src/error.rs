@@ -78,6 +78,8 @@ pub enum Kind {
     ServiceFailed,
     /// A wait on the host (a service, CalicoNode's start-up, a network) timed out.
     Timeout,
+    /// The External network's adapter held no stable address in time: the vSwitch was not made.
+    AdapterAddress,
     /// `lint policies` found policies to change.
     PolicyFindings,
     /// An object `lint policies` read is not one Calico would accept.
@@ -128,6 +130,7 @@ impl Kind {
         Kind::BadRelease,
         Kind::ServiceFailed,
         Kind::Timeout,
+        Kind::AdapterAddress,
         Kind::PolicyFindings,
         Kind::InvalidInput,
         Kind::InputUnreadable,
@@ -164,7 +167,8 @@ impl Kind {
             | Kind::TokenTimeout
             | Kind::EtcdTimeout
             | Kind::DownloadTimeout
-            | Kind::Timeout => &[Timeout],
+            | Kind::Timeout
+            | Kind::AdapterAddress => &[Timeout],
             Kind::NeedsDrain => &[NeedsDrain],
             Kind::Failed
             | Kind::LockFailed

@@ -46,10 +46,18 @@ fn a_healthy_ws2022_node_passes_every_check_that_applies() {
         assert!(matches!(c.verdict, Verdict::Pass | Verdict::Skip), "{c:?}");
     }
     let ids: Vec<&str> = checks.iter().map(|c| c.id).collect();
-    // `dir-access` reads the host itself, for the configured directories (`dir_access`).
+    // `dir-access` reads the host itself, for the configured directories (`dir_access`); the
+    // adapter's checks take the choice made with the cluster's facts (`adapter_checks`).
     let mut want = IDS.to_vec();
-    want.retain(|id| *id != "dir-access");
+    want.retain(|id| !["dir-access", "adapter", "default-routes"].contains(id));
     assert_eq!(ids, want);
+    let choice = Ok(crate::host::uplink::Choice {
+        adapter: Some("Ethernet".into()),
+        why: "it carries the default route".into(),
+    });
+    for c in adapter_checks(&s, &config(&[]), &choice, None) {
+        assert_eq!(c.verdict, Verdict::Pass, "{c:?}");
+    }
     let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
     let access = dir_access(&host, &config(&[]));
     assert_eq!(access.verdict, Verdict::Pass, "{access:?}");

@@ -412,6 +412,78 @@ pub fn firewall(h: &dyn Host) {
     assert_eq!(h.firewall_rule(&name).expect("read"), None);
 }
 
+/// Adapters: every address `ipv4_addresses` lists is on the adapter of its index; a NIC has
+/// a MAC written `XX-XX-XX-XX-XX-XX`, a description and a Preferred address.
+pub fn adapters(h: &dyn Host) -> Vec<crate::host::Adapter> {
+    let adapters = h.adapters().expect("adapters");
+    for a in h.ipv4_addresses().expect("addresses") {
+        let on = adapters
+            .iter()
+            .find(|x| x.index == a.index)
+            .unwrap_or_else(|| panic!("no adapter of index {}: {adapters:?}", a.index));
+        assert_eq!(on.name, a.interface);
+        assert!(on.holds(a.ip), "{on:?}");
+    }
+    let nic = adapters
+        .iter()
+        .find(|a| a.addresses.iter().any(|x| !x.ip.is_loopback()))
+        .unwrap_or_else(|| panic!("no adapter but the loopback: {adapters:?}"));
+    let octets: Vec<&str> = nic.mac.split('-').collect();
+    assert_eq!(octets.len(), 6, "{nic:?}");
+    assert!(
+        octets
+            .iter()
+            .all(|o| o.len() == 2 && u8::from_str_radix(o, 16).is_ok()),
+        "{nic:?}"
+    );
+    assert!(!nic.description.is_empty(), "{nic:?}");
+    assert!(nic.stable_address().is_some(), "{nic:?}");
+    adapters
+}
+
+/// The vSwitch made on a named adapter: its address moves to `vEthernet (<adapter>)`, a
+/// vSwitch port with the adapter's MAC; the adapter stays listed without it; deleting the
+/// network gives it back.
+pub fn vswitch_adapter(h: &dyn Host, uplink: &str) {
+    let before = h.adapters().expect("adapters");
+    let nic = before
+        .iter()
+        .find(|a| a.name == uplink)
+        .expect("the uplink")
+        .clone();
+    let ip = nic.stable_address().expect("an address").ip;
+    let mut doc: serde_json::Value = serde_json::from_str(&network("External")).expect("json");
+    doc["Policies"] =
+        json!([{"Type": "NetAdapterName", "Settings": {"NetworkAdapterName": uplink}}]);
+    let n = h.hns_create_network(&doc.to_string()).expect("create");
+    assert_eq!(
+        n.management_ip.as_deref(),
+        Some(ip.to_string().as_str()),
+        "{n:?}"
+    );
+    let after = h.adapters().expect("adapters");
+    let vnic = after
+        .iter()
+        .find(|a| a.name == format!("vEthernet ({uplink})"))
+        .unwrap_or_else(|| panic!("no vEthernet adapter: {after:?}"));
+    assert!(
+        vnic.is_vswitch_port() && vnic.mac == nic.mac && vnic.holds(ip),
+        "{vnic:?}"
+    );
+    let bound = after
+        .iter()
+        .find(|a| a.name == uplink)
+        .expect("still listed");
+    assert!(bound.addresses.is_empty(), "{bound:?}");
+    h.hns_delete_network(&n.id).expect("delete");
+    let back = h.adapters().expect("adapters");
+    assert!(
+        back.iter().any(|a| a.name == uplink && a.holds(ip)),
+        "{back:?}"
+    );
+    assert!(!back.iter().any(|a| a.is_vswitch_port()), "{back:?}");
+}
+
 /// Routes: an added route is listed; the same route again is `Exists`; a route on an
 /// interface no adapter has is `NotFound` (CreateIpForwardEntry2's ERROR_NOT_FOUND).
 pub fn routes(h: &dyn Host) {
@@ -611,6 +683,14 @@ mod on_simhost {
     #[test]
     fn routes_contract() {
         routes(&host());
+    }
+
+    #[test]
+    fn adapters_contract() {
+        adapters(&host());
+        let two = SimHost::in_memory("ws2022-two-nics").expect("host");
+        vswitch_adapter(&two, "Ethernet 2");
+        vswitch_adapter(&two, "Ethernet");
     }
 
     #[test]
@@ -915,6 +995,40 @@ pub(crate) mod on_windows {
         }
         let _turn = ROUTES.lock().unwrap_or_else(|p| p.into_inner());
         routes(&WindowsHost::new());
+    }
+
+    /// Through the stand-in: both adapters with their MAC, DNS servers, gateway and DHCP
+    /// state as `GetAdaptersAddresses` fills them (tools/wine/netstate.rs).
+    #[test]
+    fn adapters_contract() {
+        if std::env::var_os("CALICOCTL_WIN_IPHLP_STANDIN").is_none() && !real_host() {
+            return;
+        }
+        let _turn = ROUTES.lock().unwrap_or_else(|p| p.into_inner());
+        let all = adapters(&WindowsHost::new());
+        if real_host() {
+            return;
+        }
+        let second = all
+            .iter()
+            .find(|a| a.name == "Ethernet 2")
+            .expect("Ethernet 2");
+        assert_eq!(second.mac, "00-15-5D-00-03-0F", "{second:?}");
+        assert_eq!(second.dns_servers, [std::net::Ipv4Addr::new(10, 0, 3, 3)]);
+        assert!(!second.dhcp && second.gateways.is_empty(), "{second:?}");
+        assert_eq!(second.metric, 25);
+        assert_eq!(second.description, "Microsoft Hyper-V Network Adapter #2");
+        let first = all
+            .iter()
+            .find(|a| a.name.ends_with("Ethernet)") || a.name == "Ethernet")
+            .expect("Ethernet");
+        assert!(first.dhcp, "{first:?}");
+        assert_eq!(
+            first.gateways,
+            [std::net::Ipv4Addr::new(10, 0, 2, 2)],
+            "{first:?}"
+        );
+        assert_eq!(first.dns_suffix, "cluster.example");
     }
 
     /// The route tests change one routing table: they take turns.

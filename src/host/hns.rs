@@ -126,6 +126,17 @@ pub fn hcn_outcome(hr: i32, record: &str, op: &str) -> Result<(), crate::host::H
     })
 }
 
+/// The adapter a network document binds (its `NetAdapterName` policy), before HNS made it.
+pub fn document_adapter(doc: &Value) -> Option<String> {
+    doc.get("Policies")?
+        .as_array()?
+        .iter()
+        .find(|p| p.get("Type").and_then(Value::as_str) == Some("NetAdapterName"))?
+        .pointer("/Settings/NetworkAdapterName")?
+        .as_str()
+        .map(str::to_owned)
+}
+
 /// Reads a network from an HCN (or HNS v1) JSON document; `None` without an id or a name.
 pub fn parse_network(doc: &Value) -> Option<HnsNetwork> {
     let id = str_field(doc, &["ID", "Id", "id"])?;

@@ -179,7 +179,9 @@ mod tests;
 
 impl crate::error::Diagnose for SuperviseError {
     fn diagnose(&self) -> Option<crate::error::Diagnosis> {
-        let kind = if self.is_timeout() {
+        let kind = if matches!(self, SuperviseError::AdapterAddress { .. }) {
+            crate::error::Kind::AdapterAddress
+        } else if self.is_timeout() {
             crate::error::Kind::Timeout
         } else {
             crate::error::Kind::ServiceFailed

@@ -224,8 +224,14 @@ fn prepare_networks(
         phase.deleted_networks = delete_stale_networks(host, s, stop, log)?;
         wait_for_usable_ip(host, s, env, stop, log)?;
     }
-    phase.created_external = ensure_external(host, s, stop, log)?;
+    let uplink = ensure_external(host, s, stop, log)?;
+    phase.created_external = uplink.is_some();
     let mgmt = wait_for_management_ip(host, s, stop, log)?;
+    // The routes the vSwitch dropped go to its host adapter, found for certain.
+    let vnic = match uplink.flatten() {
+        Some(before) => Some(find_vswitch_adapter(host, s, &before, stop, log)?),
+        None => None,
+    };
     if phase.created_external {
         log.info(&format!(
             "giving the networking stack {:?} to settle",
@@ -234,11 +240,11 @@ fn prepare_networks(
         if stop.wait(s.timing.settle) {
             return Err(SuperviseError::Stopped);
         }
-        phase.restored_routes = restore_routes(host, &snapshot, mgmt, log)?;
+        phase.restored_routes = restore_routes(host, &snapshot, (mgmt, vnic), log)?;
     } else if host.reg_get(CALICO_KEY, ROUTES_VALUE)?.is_some() {
         // A start before this one created the vSwitch and stopped before restoring, or could
         // not restore them all.
-        phase.restored_routes = restore_routes(host, &snapshot, mgmt, log)?;
+        phase.restored_routes = restore_routes(host, &snapshot, (mgmt, None), log)?;
     }
     let now = host.routes()?;
     if snapshot
@@ -408,20 +414,33 @@ fn wait_for_usable_ip(
 }
 
 /// Creates the External network from the rendered document unless it exists; retries with
-/// backoff up to the network timeout. Returns whether it created it.
-fn ensure_external(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<bool> {
+/// backoff up to the network timeout. `None` when it existed; else the adapter it binds as
+/// it was before (`None` inside when the document names none and HNS picks).
+fn ensure_external(
+    host: &dyn Host,
+    s: &Settings,
+    stop: &Stop,
+    log: &Log,
+) -> Result<Option<Option<Uplink>>> {
     if host
         .hns_networks()?
         .iter()
         .any(|n| n.name == EXTERNAL_NETWORK)
     {
-        return Ok(false);
+        return Ok(None);
     }
     let path = s.path(crate::layout::EXTERNAL_FILE);
     let spec = host
         .read_file(&path)?
         .ok_or(SuperviseError::NoExternalSpec { path })?;
     let spec = String::from_utf8_lossy(&spec);
+    let named = serde_json::from_str(&spec)
+        .ok()
+        .and_then(|d| crate::host::hns::document_adapter(&d));
+    let uplink = match named {
+        Some(name) => Some(wait_for_stable_address(host, s, &name, stop, log)?),
+        None => None,
+    };
     log.info("creating the External HNS network: this creates the vSwitch, and remote desktop may drop for a few seconds");
     let started = Instant::now();
     let mut backoff = Backoff::new(&s.timing);
@@ -429,9 +448,9 @@ fn ensure_external(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Res
         match host.hns_create_network(&spec) {
             Ok(n) => {
                 log.info(&format!("created HNS network External ({})", n.id));
-                return Ok(true);
+                return Ok(Some(uplink));
             }
-            Err(HostError::Exists { .. }) => return Ok(false),
+            Err(HostError::Exists { .. }) => return Ok(None),
             Err(e) => {
                 let left = s.network_timeout.saturating_sub(started.elapsed());
                 if left.is_zero() {
@@ -449,6 +468,125 @@ fn ensure_external(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Res
                     return Err(SuperviseError::Stopped);
                 }
             }
+        }
+    }
+}
+
+/// The adapter the vSwitch is made on, as it was just before: its name, MAC and the stable
+/// address it held.
+#[derive(Clone, Debug)]
+pub(super) struct Uplink {
+    pub(super) name: String,
+    pub(super) mac: String,
+    pub(super) ip: Ipv4Addr,
+}
+
+impl Uplink {
+    /// Whether `a` is the vSwitch's host adapter made on it: a vSwitch port with its MAC, a
+    /// `vEthernet` name, and its address; any one alone is not enough.
+    pub(super) fn is_its_vswitch_adapter(&self, a: &crate::host::Adapter) -> bool {
+        a.is_vswitch_port()
+            && !self.mac.is_empty()
+            && a.mac.eq_ignore_ascii_case(&self.mac)
+            && a.name.starts_with("vEthernet")
+            && a.holds(self.ip)
+    }
+}
+
+/// Waits until the adapter the External network binds holds a Preferred IPv4 address that is
+/// not 169.254/16: a vSwitch made on a tentative or APIPA address keeps it as the node's
+/// provider address (Azure/AgentBaker 6e2dbb2a24 added the same wait to AKS's
+/// `azurecnifunc.ps1`).
+fn wait_for_stable_address(
+    host: &dyn Host,
+    s: &Settings,
+    name: &str,
+    stop: &Stop,
+    log: &Log,
+) -> Result<Uplink> {
+    let started = Instant::now();
+    let mut said = false;
+    loop {
+        let adapters = host.adapters()?;
+        let adapter = adapters.iter().find(|a| a.name.eq_ignore_ascii_case(name));
+        if let Some(a) = adapter
+            && let Some(x) = a.stable_address()
+        {
+            log.info(&format!(
+                "{} holds {} (Preferred): making the vSwitch on it",
+                a.name, x.ip
+            ));
+            return Ok(Uplink {
+                name: a.name.clone(),
+                mac: a.mac.clone(),
+                ip: x.ip,
+            });
+        }
+        if started.elapsed() >= s.adapter_address_timeout {
+            let seen = adapter.map_or_else(
+                || vec![format!("no adapter named {name}")],
+                |a| {
+                    a.addresses
+                        .iter()
+                        .map(|x| {
+                            let state = if x.preferred { "" } else { " (tentative)" };
+                            format!("{}{state}", x.ip)
+                        })
+                        .collect()
+                },
+            );
+            return Err(SuperviseError::AdapterAddress {
+                adapter: name.to_owned(),
+                waited: s.adapter_address_timeout,
+                seen,
+            });
+        }
+        if !said {
+            log.info(&format!(
+                "waiting up to {:?} for {name} to hold a stable IPv4 address (Preferred, not 169.254/16) before making the vSwitch on it",
+                s.adapter_address_timeout
+            ));
+            said = true;
+        }
+        if stop.wait(s.timing.ip_poll) {
+            return Err(SuperviseError::Stopped);
+        }
+    }
+}
+
+/// The vSwitch's host adapter for `uplink`, found by its address, the uplink's MAC and its
+/// `vEthernet` name together, never by the name alone (antrea `pkg/agent/util/net_windows.go`,
+/// `adapterIPExists`); its interface index.
+fn find_vswitch_adapter(
+    host: &dyn Host,
+    s: &Settings,
+    uplink: &Uplink,
+    stop: &Stop,
+    log: &Log,
+) -> Result<u32> {
+    let started = Instant::now();
+    loop {
+        let found = host
+            .adapters()?
+            .into_iter()
+            .find(|a| uplink.is_its_vswitch_adapter(a));
+        if let Some(a) = found {
+            log.info(&format!(
+                "the vSwitch's host adapter is {} (index {}, MAC {}, {})",
+                a.name, a.index, a.mac, uplink.ip
+            ));
+            return Ok(a.index);
+        }
+        if started.elapsed() >= s.network_timeout {
+            return Err(SuperviseError::VswitchAdapter {
+                uplink: uplink.name.clone(),
+                mac: uplink.mac.clone(),
+                ip: uplink.ip,
+                after: s.network_timeout,
+            });
+        }
+        if stop.wait(s.timing.poll) {
+            return Err(SuperviseError::Stopped);
         }
     }
 }
@@ -491,16 +629,17 @@ fn wait_for_management_ip(
 }
 
 /// Adds back the routes of the snapshot that creating the vSwitch dropped; a route whose
-/// interface went away moves to the vSwitch's interface (the one holding the management IP).
+/// interface went away moves to the vSwitch's host adapter (`vnic`, found by address, MAC
+/// and name; else the one holding the management IP).
 fn restore_routes(
     host: &dyn Host,
     snapshot: &[Route],
-    mgmt: Ipv4Addr,
+    (mgmt, vnic): (Ipv4Addr, Option<u32>),
     log: &Log,
 ) -> Result<Vec<String>> {
     let now = host.routes()?;
     let addrs = host.ipv4_addresses()?;
-    let vswitch = addrs.iter().find(|a| a.ip == mgmt).map(|a| a.index);
+    let vswitch = vnic.or_else(|| addrs.iter().find(|a| a.ip == mgmt).map(|a| a.index));
     let mut restored = Vec::new();
     for r in snapshot {
         let present = now

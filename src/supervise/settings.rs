@@ -22,6 +22,25 @@ pub enum SuperviseError {
         .waited.as_secs(), if .seen.is_empty() { "none".to_owned() } else { .seen.join(", ") }
     )]
     NoUsableIp { waited: Duration, seen: Vec<String> },
+    #[error(
+        "the adapter {adapter} had no stable IPv4 address (Preferred, not 169.254/16) after {}s, so the vSwitch was not made on it (it holds: {})",
+        .waited.as_secs(), if .seen.is_empty() { "nothing".to_owned() } else { .seen.join(", ") }
+    )]
+    AdapterAddress {
+        adapter: String,
+        waited: Duration,
+        seen: Vec<String>,
+    },
+    #[error(
+        "the vSwitch's host adapter for {uplink} (MAC {mac}, named vEthernet, holding {ip}) did not appear within {}s",
+        .after.as_secs()
+    )]
+    VswitchAdapter {
+        uplink: String,
+        mac: String,
+        ip: std::net::Ipv4Addr,
+        after: Duration,
+    },
     #[error("could not create the External HNS network within {}s: {last}", .after.as_secs())]
     ExternalNetwork { after: Duration, last: String },
     #[error("the External HNS network got no management IP within {}s", .after.as_secs())]
@@ -65,6 +84,12 @@ impl SuperviseError {
             Self::NoUsableIp { .. } => {
                 "the NIC has no address yet (DHCP?); raise node.startup_valid_ip_timeout if it is only slow"
             }
+            Self::AdapterAddress { .. } => {
+                "the vSwitch is made only once its adapter holds a stable address, so that HNS does not take a tentative or APIPA one as the node's provider address: check DHCP (or the static address) on the adapter; the service restarts and waits again"
+            }
+            Self::VswitchAdapter { .. } => {
+                "check 'Get-NetAdapter' and 'Get-NetIPAddress': the vSwitch's host adapter should carry the adapter's MAC and address; the service restarts and looks again"
+            }
             Self::ExternalNetwork { .. }
             | Self::ManagementIp { .. }
             | Self::NetworksRemain { .. } => {
@@ -95,6 +120,8 @@ impl SuperviseError {
         matches!(
             self,
             Self::NoUsableIp { .. }
+                | Self::AdapterAddress { .. }
+                | Self::VswitchAdapter { .. }
                 | Self::ExternalNetwork { .. }
                 | Self::ManagementIp { .. }
                 | Self::NetworksRemain { .. }
@@ -147,6 +174,9 @@ pub struct Settings {
     pub init_timeout: Duration,
     /// Bound on HNS work: deleting old networks, creating External, its management IP.
     pub network_timeout: Duration,
+    /// How long the External network's adapter gets to hold a stable address before the
+    /// vSwitch is made on it.
+    pub adapter_address_timeout: Duration,
     /// Bound on one calico-node startup run.
     pub startup_timeout: Duration,
     /// After a boot, delete every non-NAT HNS network as Calico's scripts do, instead of only
@@ -186,6 +216,7 @@ impl Settings {
             stop_timeout: Duration::from_secs(10),
             init_timeout: Duration::from_secs(300),
             network_timeout: Duration::from_secs(300),
+            adapter_address_timeout: Duration::from_secs(120),
             startup_timeout: Duration::from_secs(300),
             delete_all_non_nat_networks: false,
             probes: crate::installed::platform::Probes::default(),

@@ -1290,3 +1290,132 @@ fn felix_running_again(host: &SimHost) {
     host.service_start("CalicoFelix", Duration::from_secs(1))
         .expect("start");
 }
+
+/// The adapter's addresses marked Preferred or not (tentative).
+fn mark_preferred(host: &SimHost, name: &str, preferred: bool) {
+    let mut adapters = host.adapters().expect("adapters");
+    for a in adapters.iter_mut().filter(|a| a.name == name) {
+        for x in &mut a.addresses {
+            x.preferred = preferred;
+        }
+    }
+    host.set_adapters(adapters).expect("set");
+}
+
+#[test]
+fn the_vswitch_waits_for_a_stable_address_and_its_absence_is_its_own_error() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet"]);
+    mark_preferred(&host, "Ethernet", false);
+    let mut s = settings(Role::Node);
+    s.adapter_address_timeout = Duration::from_millis(100);
+    let (log, path) = log_for(&host, &s);
+    let err = node::start_phase(&host, &s, &log).unwrap_err();
+    assert!(
+        matches!(err, SuperviseError::AdapterAddress { .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("it holds: 10.0.0.5 (tentative)"),
+        "{err}"
+    );
+    let d = crate::error::Diagnose::diagnose(&err).expect("diagnosis");
+    assert_eq!(
+        (d.exit, d.kind),
+        (
+            crate::error::Exit::Timeout,
+            crate::error::Kind::AdapterAddress
+        )
+    );
+    assert!(
+        network_ids(&host).is_empty(),
+        "no vSwitch on a tentative address"
+    );
+    assert!(read(&path).contains("waiting up to 100ms for Ethernet to hold a stable IPv4 address"));
+
+    // An adapter with only an APIPA address (the other NIC's address lets the boot's
+    // usable-address wait pass): the same.
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    let mut adapters = host.adapters().expect("adapters");
+    for a in adapters.iter_mut().filter(|a| a.name == "Ethernet 2") {
+        a.addresses[0].ip = Ipv4Addr::new(169, 254, 3, 4);
+    }
+    host.set_adapters(adapters).expect("set");
+    let err = node::start_phase(&host, &s, &log).unwrap_err();
+    assert!(err.to_string().contains("it holds: 169.254.3.4)"), "{err}");
+    assert!(network_ids(&host).is_empty());
+}
+
+#[test]
+fn an_address_that_turns_preferred_while_waited_for_gets_the_vswitch() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet"]);
+    mark_preferred(&host, "Ethernet", false);
+    let mut s = settings(Role::Node);
+    s.adapter_address_timeout = Duration::from_secs(10);
+    let (log, path) = log_for(&host, &s);
+    let phase = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // Duplicate address detection finishes while CalicoNode waits.
+            std::thread::sleep(Duration::from_millis(150));
+            mark_preferred(&host, "Ethernet", true);
+        });
+        node::start_phase(&host, &s, &log).expect("start phase")
+    });
+    assert!(phase.created_external);
+    let text = read(&path);
+    assert!(
+        text.contains("Ethernet holds 10.0.0.5 (Preferred): making the vSwitch on it"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the vSwitch's host adapter is vEthernet (Ethernet) (index 5, MAC 00-15-5D-00-00-05, 10.0.0.5)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_vswitch_adapter_is_known_by_address_mac_and_name_together() {
+    let uplink = node::Uplink {
+        name: "Ethernet".into(),
+        mac: "00-15-5D-00-00-05".into(),
+        ip: Ipv4Addr::new(10, 0, 0, 5),
+    };
+    let vnic = crate::host::Adapter {
+        name: "vEthernet (Ethernet)".into(),
+        index: 9,
+        description: crate::host::VSWITCH_ADAPTER_DESCRIPTION.into(),
+        mac: "00-15-5d-00-00-05".into(),
+        addresses: vec![crate::host::AdapterAddress {
+            ip: Ipv4Addr::new(10, 0, 0, 5),
+            prefix_len: 24,
+            preferred: true,
+        }],
+        dhcp: true,
+        gateways: Vec::new(),
+        dns_servers: Vec::new(),
+        dns_suffix: String::new(),
+        metric: 15,
+    };
+    assert!(uplink.is_its_vswitch_adapter(&vnic));
+    let other_mac = crate::host::Adapter {
+        mac: "00-15-5D-00-00-99".into(),
+        ..vnic.clone()
+    };
+    let other_name = crate::host::Adapter {
+        name: "Ethernet 3".into(),
+        ..vnic.clone()
+    };
+    let not_a_port = crate::host::Adapter {
+        description: "Microsoft Hyper-V Network Adapter".into(),
+        ..vnic.clone()
+    };
+    let no_address = crate::host::Adapter {
+        addresses: Vec::new(),
+        ..vnic.clone()
+    };
+    for wrong in [other_mac, other_name, not_a_port, no_address] {
+        assert!(!uplink.is_its_vswitch_adapter(&wrong), "{wrong:?}");
+    }
+}

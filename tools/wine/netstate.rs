@@ -14,14 +14,17 @@ use serde_json::{Value, json};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
-/// The node's first configuration: a loopback and one Ethernet adapter on a /24 with a
-/// gateway, and the cloud metadata route a VM on EC2 has.
+/// The node's first configuration: a loopback, the Ethernet adapter on a /24 with a gateway
+/// and a DNS server (DHCP), and a second adapter `Ethernet 2` with a static address and its
+/// own DNS server but no gateway; and the cloud metadata route a VM on EC2 has.
 pub const PHYSICAL: &str = "Ethernet";
 pub const PHYSICAL_INDEX: u32 = 4;
 pub const HOST_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 15);
 pub const GATEWAY: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
 pub const PREFIX: u8 = 24;
 pub const METADATA: Ipv4Addr = Ipv4Addr::new(169, 254, 169, 254);
+/// What Windows calls a vSwitch's host adapter (its `Description`).
+pub const VSWITCH_DESCRIPTION: &str = "Hyper-V Virtual Ethernet Adapter";
 
 fn root() -> PathBuf {
     PathBuf::from(r"C:\calicoctl-win-net")
@@ -36,14 +39,32 @@ pub fn route(dest: Ipv4Addr, prefix: u8, next_hop: Ipv4Addr, index: u32, metric:
            "next_hop": next_hop.to_string(), "interface_index": index, "metric": metric})
 }
 
-/// The routes Windows derives from an address on an interface.
-fn derived(index: u32) -> Vec<Value> {
-    let subnet = Ipv4Addr::from(u32::from(HOST_IP) & (u32::MAX << (32 - PREFIX)));
-    vec![
-        route(Ipv4Addr::UNSPECIFIED, 0, GATEWAY, index, 0),
-        route(subnet, PREFIX, Ipv4Addr::UNSPECIFIED, index, 256),
-        route(HOST_IP, 32, Ipv4Addr::UNSPECIFIED, index, 256),
-    ]
+fn ipv4(v: &Value) -> Option<Ipv4Addr> {
+    v.as_str().and_then(|s| s.parse().ok())
+}
+
+/// The routes Windows derives from an adapter's address (the on-link subnet, the host route)
+/// and, when it has a gateway, the default route through it.
+fn derived(adapter: &Value, index: u32) -> Vec<Value> {
+    let Some(ip) = ipv4(&adapter["ip"]) else {
+        return Vec::new();
+    };
+    let prefix = adapter["prefix_len"].as_u64().unwrap_or(24) as u8;
+    let subnet = Ipv4Addr::from(u32::from(ip) & (u32::MAX << (32 - u32::from(prefix))));
+    let mut out = Vec::new();
+    if let Some(gw) = ipv4(&adapter["gateway"]) {
+        out.push(route(Ipv4Addr::UNSPECIFIED, 0, gw, index, 0));
+    }
+    out.push(route(subnet, prefix, Ipv4Addr::UNSPECIFIED, index, 256));
+    out.push(route(ip, 32, Ipv4Addr::UNSPECIFIED, index, 256));
+    out
+}
+
+fn physical() -> Value {
+    json!({"name": PHYSICAL, "index": PHYSICAL_INDEX, "ip": HOST_IP.to_string(), "prefix_len": PREFIX,
+           "description": "Microsoft Hyper-V Network Adapter", "mac": [0, 0x15, 0x5d, 0, 2, 0x0f],
+           "dhcp": true, "gateway": GATEWAY.to_string(), "dns": ["10.0.2.3"], "suffix": "cluster.example",
+           "metric": 15})
 }
 
 fn initial() -> Value {
@@ -54,12 +75,18 @@ fn initial() -> Value {
         1,
         256,
     )];
-    routes.extend(derived(PHYSICAL_INDEX));
+    let second = json!({"name": "Ethernet 2", "index": 6, "ip": "10.0.3.15", "prefix_len": 24,
+           "description": "Microsoft Hyper-V Network Adapter #2", "mac": [0, 0x15, 0x5d, 0, 3, 0x0f],
+           "dhcp": false, "dns": ["10.0.3.3"], "metric": 25});
+    routes.extend(derived(&physical(), PHYSICAL_INDEX));
+    routes.extend(derived(&second, 6));
     routes.push(route(METADATA, 32, GATEWAY, PHYSICAL_INDEX, 256));
     json!({
         "adapters": [
-            {"name": "Loopback Pseudo-Interface 1", "index": 1, "ip": "127.0.0.1", "prefix_len": 8},
-            {"name": PHYSICAL, "index": PHYSICAL_INDEX, "ip": HOST_IP.to_string(), "prefix_len": PREFIX},
+            {"name": "Loopback Pseudo-Interface 1", "index": 1, "ip": "127.0.0.1", "prefix_len": 8,
+             "description": "Software Loopback Interface 1", "metric": 75},
+            physical(),
+            second,
         ],
         "routes": routes,
         "next_index": 10,
@@ -93,49 +120,70 @@ pub fn store(state: &Value) -> std::io::Result<()> {
     std::fs::rename(tmp, path())
 }
 
-fn vswitch_name() -> String {
-    format!("vEthernet ({PHYSICAL})")
-}
-
-/// Creating the vSwitch: the host address moves to a new `vEthernet` interface, which gets
-/// the derived routes; every other route of the physical interface is dropped. Returns the
-/// management IP.
-pub fn create_vswitch() -> std::io::Result<Ipv4Addr> {
+/// Creating the vSwitch on `named` (the document's `NetAdapterName`), else on the adapter of
+/// the default route: the adapter's address moves to a new `vEthernet (<adapter>)` adapter
+/// with its MAC and the description of a vSwitch port (antrea `pkg/agent/util/net_windows.go`
+/// `adapterIPExists` finds it by that MAC and name), which gets the derived routes; every
+/// other route of the adapter is dropped, and the adapter stays, without an address. Returns
+/// the management IP; a second network on the vSwitch gets the same.
+pub fn create_vswitch(named: Option<&str>) -> std::io::Result<Ipv4Addr> {
     let mut s = load();
-    if s["adapters"]
-        .as_array()
-        .is_some_and(|a| a.iter().any(|x| x["name"] == vswitch_name()))
-    {
-        return Ok(HOST_IP);
+    let mut adapters: Vec<Value> = s["adapters"].as_array().cloned().unwrap_or_default();
+    if let Some(v) = adapters.iter().find(|a| a["description"] == VSWITCH_DESCRIPTION) {
+        return Ok(ipv4(&v["ip"]).unwrap_or(Ipv4Addr::UNSPECIFIED));
     }
+    let default_index = s["routes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["prefix_len"] == 0)
+        .and_then(|r| r["interface_index"].as_u64());
+    let Some(at) = adapters.iter().position(|a| match named {
+        Some(n) => a["name"].as_str().is_some_and(|x| x.eq_ignore_ascii_case(n)),
+        None => a["index"].as_u64() == default_index,
+    }) else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("no network adapter {}", named.unwrap_or("of the default route")),
+        ));
+    };
     let index = s["next_index"].as_u64().unwrap_or(10) as u32;
     s["next_index"] = json!(index + 1);
-    let mut adapters: Vec<Value> = s["adapters"].as_array().cloned().unwrap_or_default();
-    adapters.retain(|a| a["name"] != PHYSICAL);
-    adapters.push(json!({"name": vswitch_name(), "index": index, "ip": HOST_IP.to_string(), "prefix_len": PREFIX}));
+    let uplink = adapters[at].clone();
+    let old = uplink["index"].clone();
+    let mut vnic = uplink.clone();
+    vnic["name"] = json!(format!("vEthernet ({})", uplink["name"].as_str().unwrap_or_default()));
+    vnic["index"] = json!(index);
+    vnic["description"] = json!(VSWITCH_DESCRIPTION);
+    vnic["uplink_index"] = old.clone();
+    adapters[at]["ip"] = Value::Null;
+    adapters.push(vnic.clone());
     let mut routes: Vec<Value> = s["routes"].as_array().cloned().unwrap_or_default();
-    routes.retain(|r| r["interface_index"] != PHYSICAL_INDEX);
-    routes.extend(derived(index));
+    routes.retain(|r| r["interface_index"] != old);
+    routes.extend(derived(&vnic, index));
     s["adapters"] = json!(adapters);
     s["routes"] = json!(routes);
     store(&s)?;
-    Ok(HOST_IP)
+    Ok(ipv4(&vnic["ip"]).unwrap_or(Ipv4Addr::UNSPECIFIED))
 }
 
-/// Deleting the last network on the vSwitch: the address returns to the physical adapter
-/// with its derived routes; the routes of the vEthernet interface go with it.
+/// Deleting the last network on the vSwitch: the address returns to the adapter with its
+/// derived routes; the routes of the vEthernet adapter go with it.
 pub fn delete_vswitch() -> std::io::Result<()> {
     let mut s = load();
     let mut adapters: Vec<Value> = s["adapters"].as_array().cloned().unwrap_or_default();
-    let Some(v) = adapters.iter().position(|a| a["name"] == vswitch_name()) else {
+    let Some(v) = adapters.iter().position(|a| a["description"] == VSWITCH_DESCRIPTION) else {
         return Ok(());
     };
-    let gone = adapters.remove(v)["index"].clone();
-    adapters.push(json!({"name": PHYSICAL, "index": PHYSICAL_INDEX, "ip": HOST_IP.to_string(), "prefix_len": PREFIX}));
-    adapters.sort_by_key(|a| a["index"].as_u64());
+    let vnic = adapters.remove(v);
+    let gone = vnic["index"].clone();
     let mut routes: Vec<Value> = s["routes"].as_array().cloned().unwrap_or_default();
     routes.retain(|r| r["interface_index"] != gone);
-    routes.extend(derived(PHYSICAL_INDEX));
+    if let Some(a) = adapters.iter_mut().find(|a| a["index"] == vnic["uplink_index"]) {
+        a["ip"] = vnic["ip"].clone();
+        let index = a["index"].as_u64().unwrap_or(0) as u32;
+        routes.extend(derived(a, index));
+    }
     s["adapters"] = json!(adapters);
     s["routes"] = json!(routes);
     store(&s)

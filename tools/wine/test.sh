@@ -100,7 +100,7 @@ cp "$work/standin/x86_64-pc-windows-gnu/debug/iphlpapi.dll" "$WINEPREFIX/drive_c
 export WINEDLLOVERRIDES="$WINEDLLOVERRIDES;hnetcfg=n"
 CALICOCTL_WIN_HCN_STANDIN=1 CALICOCTL_WIN_FW_STANDIN=1 CALICOCTL_WIN_IPHLP_STANDIN=1 \
     WINEDLLOVERRIDES="$WINEDLLOVERRIDES;iphlpapi=n" \
-    cargo test --locked --target $target --lib -- hcn_tests firewall_contract routes_contract "$@"
+    cargo test --locked --target $target --lib -- hcn_tests firewall_contract routes_contract adapters_contract "$@"
 set +e
 "$wine" "$target_dir/$target/debug/calicoctl-win.exe" preflight --offline -o json --set node.name=wine >"$out" 2>"$work/preflight.err"
 set -e

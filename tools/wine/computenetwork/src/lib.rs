@@ -437,7 +437,13 @@ fn checked_network(mut doc: Value, id: String) -> Result<Value, (u32, String)> {
     }
     doc["ID"] = json!(id);
     let management = if on_vswitch(&doc) {
-        netstate::create_vswitch()
+        let named = doc["Policies"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["Type"] == "NetAdapterName")
+            .and_then(|p| p["Settings"]["NetworkAdapterName"].as_str());
+        netstate::create_vswitch(named)
             .map_err(|e| (0x8007_0005, format!("cannot create the vSwitch: {e}")))?
     } else {
         std::net::Ipv4Addr::LOCALHOST

@@ -7,6 +7,9 @@
 //! Semantics follow Microsoft's netioapi reference:
 //! - `GetAdaptersAddresses`: `ERROR_BUFFER_OVERFLOW` with the size needed when the buffer is
 //!   too small (or null); only IPv4 (`AF_INET`, or `AF_UNSPEC` answered with IPv4) is kept here;
+//!   DNS servers unless `GAA_FLAG_SKIP_DNS_SERVER`, gateways only with
+//!   `GAA_FLAG_INCLUDE_GATEWAYS`; an address is `IpDadStatePreferred` unless the state marks it
+//!   `"preferred": false`; an adapter without an address (one bound to a vSwitch) lists none;
 //! - `GetIpForwardTable2`: a table the caller frees with `FreeMibTable`; the tables handed
 //!   out and not freed are counted (`IphlpStandinStats`), so a test fails on a leak;
 //! - `InitializeIpForwardEntry`: lifetimes infinite; Loopback, AutoconfigureAddress, Publish
@@ -34,11 +37,13 @@ use windows_sys::Win32::Foundation::{
     ERROR_OBJECT_ALREADY_EXISTS,
 };
 use windows_sys::Win32::NetworkManagement::IpHelper::{
-    IP_ADAPTER_ADDRESSES_LH, IP_ADAPTER_UNICAST_ADDRESS_LH, MIB_IPFORWARD_ROW2,
-    MIB_IPFORWARD_TABLE2,
+    GAA_FLAG_INCLUDE_GATEWAYS, GAA_FLAG_SKIP_DNS_SERVER, IP_ADAPTER_ADDRESSES_LH,
+    IP_ADAPTER_DHCP_ENABLED, IP_ADAPTER_DNS_SERVER_ADDRESS_XP, IP_ADAPTER_GATEWAY_ADDRESS_LH,
+    IP_ADAPTER_UNICAST_ADDRESS_LH, MIB_IPFORWARD_ROW2, MIB_IPFORWARD_TABLE2,
 };
 use windows_sys::Win32::Networking::WinSock::{
-    AF_INET, AF_UNSPEC, IN_ADDR, IN_ADDR_0, MIB_IPPROTO_NETMGMT, SOCKADDR_IN, SOCKADDR_INET,
+    AF_INET, AF_UNSPEC, IN_ADDR, IN_ADDR_0, IpDadStatePreferred, IpDadStateTentative,
+    MIB_IPPROTO_NETMGMT, SOCKADDR_IN, SOCKADDR_INET,
 };
 
 const ILLEGAL_SITE_PREFIX: u8 = 255;
@@ -99,22 +104,72 @@ fn routes() -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// One adapter's block in the caller's buffer: the adapter, its one unicast address and
-/// socket address, and its strings.
+/// One adapter's block in the caller's buffer: the adapter, its one unicast address, up to
+/// two DNS servers and one gateway with their socket addresses, and its strings.
 #[repr(C)]
 struct Block {
     adapter: IP_ADAPTER_ADDRESSES_LH,
     unicast: IP_ADAPTER_UNICAST_ADDRESS_LH,
     sockaddr: SOCKADDR_IN,
+    dns: [IP_ADAPTER_DNS_SERVER_ADDRESS_XP; 2],
+    dns_sa: [SOCKADDR_IN; 2],
+    gateway: IP_ADAPTER_GATEWAY_ADDRESS_LH,
+    gateway_sa: SOCKADDR_IN,
     friendly: [u16; 64],
-    empty: [u16; 1],
+    description: [u16; 64],
+    suffix: [u16; 64],
     name: [u8; 40],
+}
+
+fn wide(to: &mut [u16; 64], text: &str) {
+    for (d, s) in to.iter_mut().zip(text.encode_utf16().take(63)) {
+        *d = s;
+    }
+}
+
+/// The adapter's DNS servers and gateway in its block, as the flags ask.
+///
+/// # Safety
+/// `b` is a block inside the caller's buffer.
+unsafe fn fill_lists(b: &mut Block, a: &Value, flags: u32) {
+    if flags & GAA_FLAG_SKIP_DNS_SERVER == 0 {
+        let servers: Vec<Ipv4Addr> = a["dns"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|d| d.as_str()?.parse().ok())
+            .take(2)
+            .collect();
+        for (i, ip) in servers.iter().enumerate() {
+            b.dns_sa[i] = sockaddr_in(*ip);
+            b.dns[i].Anonymous.Anonymous.Length =
+                std::mem::size_of::<IP_ADAPTER_DNS_SERVER_ADDRESS_XP>() as u32;
+            b.dns[i].Address.lpSockaddr = (&mut b.dns_sa[i] as *mut SOCKADDR_IN).cast();
+            b.dns[i].Address.iSockaddrLength = std::mem::size_of::<SOCKADDR_IN>() as i32;
+        }
+        if servers.len() == 2 {
+            b.dns[0].Next = &mut b.dns[1];
+        }
+        if !servers.is_empty() {
+            b.adapter.FirstDnsServerAddress = &mut b.dns[0];
+        }
+    }
+    if flags & GAA_FLAG_INCLUDE_GATEWAYS != 0
+        && let Some(gw) = a["gateway"].as_str().and_then(|g| g.parse::<Ipv4Addr>().ok())
+    {
+        b.gateway_sa = sockaddr_in(gw);
+        b.gateway.Anonymous.Anonymous.Length =
+            std::mem::size_of::<IP_ADAPTER_GATEWAY_ADDRESS_LH>() as u32;
+        b.gateway.Address.lpSockaddr = (&mut b.gateway_sa as *mut SOCKADDR_IN).cast();
+        b.gateway.Address.iSockaddrLength = std::mem::size_of::<SOCKADDR_IN>() as i32;
+        b.adapter.FirstGatewayAddress = &mut b.gateway;
+    }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "system" fn GetAdaptersAddresses(
     family: u32,
-    _flags: u32,
+    flags: u32,
     _reserved: *const c_void,
     out: *mut IP_ADAPTER_ADDRESSES_LH,
     size: *mut u32,
@@ -141,30 +196,34 @@ pub unsafe extern "system" fn GetAdaptersAddresses(
         let b = unsafe { &mut *blocks.add(i) };
         // SAFETY: every field is plain data or a pointer, for which zero is valid.
         *b = unsafe { std::mem::zeroed() };
-        let name = a["name"].as_str().unwrap_or_default();
-        for (d, s) in b.friendly.iter_mut().zip(name.encode_utf16().take(63)) {
-            *d = s;
-        }
+        wide(&mut b.friendly, a["name"].as_str().unwrap_or_default());
+        wide(
+            &mut b.description,
+            a["description"].as_str().or(a["name"].as_str()).unwrap_or_default(),
+        );
+        wide(&mut b.suffix, a["suffix"].as_str().unwrap_or_default());
         let index = a["index"].as_u64().unwrap_or(0) as u32;
         let guid = format!("{{00000000-0000-0000-0000-{index:012}}}");
         b.name[..guid.len()].copy_from_slice(guid.as_bytes());
-        b.sockaddr = sockaddr_in(ip(&a["ip"]));
-        b.unicast.Anonymous.Anonymous.Length =
-            std::mem::size_of::<IP_ADAPTER_UNICAST_ADDRESS_LH>() as u32;
-        b.unicast.Address.lpSockaddr = (&mut b.sockaddr as *mut SOCKADDR_IN).cast();
-        b.unicast.Address.iSockaddrLength = std::mem::size_of::<SOCKADDR_IN>() as i32;
-        b.unicast.OnLinkPrefixLength = a["prefix_len"].as_u64().unwrap_or(0) as u8;
-        b.unicast.ValidLifetime = u32::MAX;
-        b.unicast.PreferredLifetime = u32::MAX;
-        b.unicast.LeaseLifetime = u32::MAX;
         let ad = &mut b.adapter;
         ad.Anonymous1.Anonymous.Length = std::mem::size_of::<IP_ADAPTER_ADDRESSES_LH>() as u32;
         ad.Anonymous1.Anonymous.IfIndex = index;
         ad.AdapterName = b.name.as_mut_ptr();
-        ad.FirstUnicastAddress = &mut b.unicast;
         ad.FriendlyName = b.friendly.as_mut_ptr();
-        ad.Description = b.friendly.as_mut_ptr();
-        ad.DnsSuffix = b.empty.as_mut_ptr();
+        ad.Description = b.description.as_mut_ptr();
+        ad.DnsSuffix = b.suffix.as_mut_ptr();
+        let mac: Vec<u8> = a["mac"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|x| x.as_u64().map(|v| v as u8))
+            .take(8)
+            .collect();
+        ad.PhysicalAddress[..mac.len()].copy_from_slice(&mac);
+        ad.PhysicalAddressLength = mac.len() as u32;
+        if a["dhcp"].as_bool() == Some(true) {
+            ad.Anonymous2.Flags = IP_ADAPTER_DHCP_ENABLED;
+        }
         ad.Mtu = 1500;
         ad.IfType = if index == 1 {
             IF_TYPE_SOFTWARE_LOOPBACK
@@ -172,8 +231,27 @@ pub unsafe extern "system" fn GetAdaptersAddresses(
             IF_TYPE_ETHERNET_CSMACD
         };
         ad.OperStatus = IF_OPER_STATUS_UP;
-        ad.Ipv4Metric = 25;
-        ad.Next = if i + 1 < list.len() {
+        ad.Ipv4Metric = a["metric"].as_u64().unwrap_or(25) as u32;
+        if let Some(addr) = a["ip"].as_str().and_then(|s| s.parse::<Ipv4Addr>().ok()) {
+            b.sockaddr = sockaddr_in(addr);
+            b.unicast.Anonymous.Anonymous.Length =
+                std::mem::size_of::<IP_ADAPTER_UNICAST_ADDRESS_LH>() as u32;
+            b.unicast.Address.lpSockaddr = (&mut b.sockaddr as *mut SOCKADDR_IN).cast();
+            b.unicast.Address.iSockaddrLength = std::mem::size_of::<SOCKADDR_IN>() as i32;
+            b.unicast.OnLinkPrefixLength = a["prefix_len"].as_u64().unwrap_or(0) as u8;
+            b.unicast.ValidLifetime = u32::MAX;
+            b.unicast.PreferredLifetime = u32::MAX;
+            b.unicast.LeaseLifetime = u32::MAX;
+            b.unicast.DadState = if a["preferred"].as_bool() == Some(false) {
+                IpDadStateTentative
+            } else {
+                IpDadStatePreferred
+            };
+            b.adapter.FirstUnicastAddress = &mut b.unicast;
+        }
+        // SAFETY: b is this adapter's block in the caller's buffer.
+        unsafe { fill_lists(b, a, flags) };
+        b.adapter.Next = if i + 1 < list.len() {
             // SAFETY: the next block is inside the buffer.
             unsafe { &mut (*blocks.add(i + 1)).adapter }
         } else {
