@@ -73,21 +73,23 @@ pub const EVENT_SOURCE_KEY: &str =
 /// The ids of the events written under that source: a service body started, stopped on
 /// request, failed; a failure CalicoNode records for the waits (a warning: the service runs
 /// on); a failed token renewal (a warning: the token is still valid); an HNS restart
-/// CalicoNode answered.
+/// CalicoNode answered; a change of the node's address CalicoNode followed.
 pub const EVENT_STARTED: u32 = 1;
 pub const EVENT_STOPPED: u32 = 2;
 pub const EVENT_FAILED: u32 = 3;
 pub const EVENT_FAILURE: u32 = 4;
 pub const EVENT_RENEWAL_FAILED: u32 = 5;
 pub const EVENT_HNS_RESTARTED: u32 = 6;
+pub const EVENT_ADDRESS_CHANGED: u32 = 7;
 /// Every event id above, each once.
-pub const EVENT_IDS: [u32; 6] = [
+pub const EVENT_IDS: [u32; 7] = [
     EVENT_STARTED,
     EVENT_STOPPED,
     EVENT_FAILED,
     EVENT_FAILURE,
     EVENT_RENEWAL_FAILED,
     EVENT_HNS_RESTARTED,
+    EVENT_ADDRESS_CHANGED,
 ];
 
 // HNS.

@@ -59,6 +59,12 @@ pub struct HnsEndpoint {
     /// `HostComputeNamespace`, hcsshim hcn/hcnendpoint.go).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// The provider address the endpoint's traffic is encapsulated from: the network's
+    /// management IP when the CNI plugin made it (projectcalico/calico v3.31.0
+    /// `cni-plugin/pkg/dataplane/windows/dataplane_windows.go` writes both HNS v1's
+    /// `{"Type":"PA","PA":...}` and HCN's `ProviderAddress` policy for an Overlay endpoint).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider_address: Option<String>,
 }
 
 /// The name of an endpoint state number (`EndpointState`, hcsshim internal/hns/hnsendpoint.go).
@@ -243,7 +249,21 @@ pub fn parse_endpoint(doc: &Value) -> Option<HnsEndpoint> {
             .and_then(Value::as_u64)
             .and_then(|s| u16::try_from(s).ok()),
         namespace: str_field(doc, &["HostComputeNamespace"]).filter(|n| !n.is_empty()),
+        provider_address: endpoint_provider_address(doc),
     })
+}
+
+/// The endpoint's provider address: HCN's `ProviderAddress` policy, or HNS v1's `PA`.
+fn endpoint_provider_address(doc: &Value) -> Option<String> {
+    doc.get("Policies")?
+        .as_array()?
+        .iter()
+        .find_map(|p| match p.get("Type").and_then(Value::as_str)? {
+            "ProviderAddress" => p.pointer("/Settings/ProviderAddress")?.as_str(),
+            "PA" => p.get("PA")?.as_str(),
+            _ => None,
+        })
+        .map(str::to_owned)
 }
 
 fn str_field(v: &Value, keys: &[&str]) -> Option<String> {
@@ -548,6 +568,7 @@ mod version_tests {
             remote: false,
             state,
             namespace: None,
+            provider_address: None,
         };
         // HCN v2 queried with default flags: no State, or one v1 disagrees with.
         let mut eps = vec![

@@ -60,6 +60,10 @@ pub enum Verdict {
     Stale,
     /// Another host's endpoint whose address no pod and no EndpointSlice has.
     RemoteStale,
+    /// A pod's attached endpoint whose provider address is not the network's management IP
+    /// any more: the node's address changed after it was made, and other nodes send its
+    /// traffic to the old address.
+    OldAddress,
     /// A pod on this node, past the grace period, whose address no endpoint on this network
     /// has: it has no network (its endpoint was deleted under it, as a network made again
     /// does to the pods a drain left). Not an endpoint: its `id` is `pod:<uid>`.
@@ -78,6 +82,7 @@ impl Verdict {
             Self::Stuck => "stuck",
             Self::Stale => "stale",
             Self::RemoteStale => "remote-stale",
+            Self::OldAddress => "old-address",
             Self::NoEndpoint => "no-endpoint",
         }
     }
@@ -86,7 +91,7 @@ impl Verdict {
     pub fn is_fault(self) -> bool {
         matches!(
             self,
-            Self::Stuck | Self::Stale | Self::RemoteStale | Self::NoEndpoint
+            Self::Stuck | Self::Stale | Self::RemoteStale | Self::OldAddress | Self::NoEndpoint
         )
     }
 }
@@ -158,6 +163,8 @@ pub struct Evidence<'a> {
     /// Now, in seconds since 1970.
     pub now: i64,
     pub grace: Duration,
+    /// The network's management IP now: the provider address a pod's endpoint must carry.
+    pub provider: Option<&'a str>,
 }
 
 impl Evidence<'_> {
@@ -318,7 +325,19 @@ fn local(
     };
     j.pod = Some(pod.pod.to_string());
     if attached(e) {
-        return (Verdict::Ok, None);
+        return match (e.provider_address.as_deref(), ev.provider) {
+            (Some(old), Some(now)) if old != now => {
+                j.owner = Some((pod.pod.clone(), pod.managed));
+                (
+                    Verdict::OldAddress,
+                    Some(format!(
+                        "its provider address is {old}, the node's is now {now}: other nodes send pod {}'s traffic to the old address",
+                        pod.pod
+                    )),
+                )
+            }
+            _ => (Verdict::Ok, None),
+        };
     }
     let state = e.state.map_or("unknown", crate::host::hns::state_name);
     let sibling = all
@@ -455,6 +474,7 @@ pub fn survey_calico(
         kube_proxy_runs,
         now,
         grace: how.grace,
+        provider: calico.management_ip.as_deref(),
     };
     let mut judged = judge(&list, &calico.name, &ev);
     let mut record = seen::load(host);

@@ -33,6 +33,8 @@ pub enum Code {
     EndpointStale,
     /// Another host's endpoint whose address nobody uses.
     EndpointRemoteStale,
+    /// A pod's endpoint that carries the node's old address as its provider address.
+    EndpointOldAddress,
     /// A pod whose address no endpoint has.
     PodNoEndpoint,
     /// The endpoints could not be judged (the cluster could not be read).
@@ -71,7 +73,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, for the documentation's completeness test.
-    pub const ALL: [Code; 25] = [
+    pub const ALL: [Code; 26] = [
         Code::UnderWay,
         Code::ServiceNotRunning,
         Code::ServiceDrift,
@@ -80,6 +82,7 @@ impl Code {
         Code::EndpointStuck,
         Code::EndpointStale,
         Code::EndpointRemoteStale,
+        Code::EndpointOldAddress,
         Code::PodNoEndpoint,
         Code::EndpointsUnjudged,
         Code::HnsRestartFailed,
@@ -188,6 +191,7 @@ pub fn endpoint(j: &Judged) -> Option<Finding> {
         Verdict::Stuck => Code::EndpointStuck,
         Verdict::Stale => Code::EndpointStale,
         Verdict::RemoteStale => Code::EndpointRemoteStale,
+        Verdict::OldAddress => Code::EndpointOldAddress,
         Verdict::NoEndpoint => Code::PodNoEndpoint,
         _ => return None,
     };

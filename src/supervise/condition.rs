@@ -43,6 +43,8 @@ pub struct Reporter {
     /// When the condition was last set.
     last_set: Option<Instant>,
     next: Instant,
+    /// The Node's InternalIP as last read.
+    internal_ip: Option<std::net::Ipv4Addr>,
 }
 
 impl Reporter {
@@ -69,7 +71,13 @@ impl Reporter {
             last: None,
             last_set: None,
             next: Instant::now(),
+            internal_ip: None,
         })
+    }
+
+    /// The Node's InternalIP as the last look read it.
+    pub fn internal_ip(&self) -> Option<std::net::Ipv4Addr> {
+        self.internal_ip
     }
 
     /// How long until it looks again.
@@ -92,7 +100,10 @@ impl Reporter {
                 return;
             }
         };
-        let reasons = reasons(host, Some(&cluster), &self.node, &self.root);
+        let (reasons, internal_ip) = reasons(host, Some(&cluster), &self.node, &self.root);
+        if internal_ip.is_some() {
+            self.internal_ip = internal_ip;
+        }
         let beat_due = self.last_set.is_none_or(|t| t.elapsed() >= HEARTBEAT);
         let Some((ready, changed_state)) = to_set(self.last.as_deref(), &reasons, beat_due) else {
             return;
@@ -178,13 +189,14 @@ fn said(f: health::Finding) -> String {
     format!("{} [{}]", f.message, f.code.word())
 }
 
-/// What is wrong with Calico on this node, as CalicoNode sees it; empty when nothing is.
+/// What is wrong with Calico on this node, as CalicoNode sees it (empty when nothing is), and
+/// the Node's InternalIP when it was read.
 pub fn reasons(
     host: &dyn Host,
     cluster: Option<&Cluster>,
     node: &str,
     root: &crate::layout::InstallRoot,
-) -> Vec<String> {
+) -> (Vec<String>, Option<std::net::Ipv4Addr>) {
     // CalicoNode's look every minute is what ages the faults (`endpoints::seen`).
     let how = endpoints::Survey {
         cluster,
@@ -194,27 +206,36 @@ pub fn reasons(
         ageing: endpoints::Ageing::Record,
     };
     let mut found = health::on_node(host, root, &how);
+    let mut internal_ip = None;
     if let Some(c) = cluster {
-        found.extend(address(host, c, node));
+        let (f, ip) = address(host, c, node);
+        found.extend(f);
+        internal_ip = ip;
     }
-    found.into_iter().map(said).collect()
+    (found.into_iter().map(said).collect(), internal_ip)
 }
 
 /// The node's address in the cluster against the Calico HNS networks' management IP
 /// (`health::node_address`), which `fleet status` then shows per node.
-fn address(host: &dyn Host, c: &Cluster, node: &str) -> Vec<health::Finding> {
+fn address(
+    host: &dyn Host,
+    c: &Cluster,
+    node: &str,
+) -> (Vec<health::Finding>, Option<std::net::Ipv4Addr>) {
     let (internal, bgp) = match crate::cluster::node::addresses(c, node) {
         Ok(a) => a,
         Err(e) => {
-            return vec![health::Finding::new(
+            let f = health::Finding::new(
                 health::Code::ClusterUnreadable,
                 node,
                 format!("the Node's addresses cannot be read: {e}"),
-            )];
+            );
+            return (vec![f], None);
         }
     };
     let networks = host.hns_networks().unwrap_or_default();
-    health::node_address(node, internal, bgp, &health::management_ips(&networks))
+    let found = health::node_address(node, internal, bgp, &health::management_ips(&networks));
+    (found, internal)
 }
 
 #[cfg(test)]

@@ -71,8 +71,10 @@ fn watch_kubelet(
     let mut said_waiting = false;
     let mut hns = super::hns_watch::HnsWatch::default();
     let mut condition = super::condition::Reporter::prepare(env, &s.install_root);
+    let mut addresses = AddressWatch::default();
     loop {
         hns.check(host, s, log);
+        let internal = condition.as_ref().and_then(|c| c.internal_ip());
         match host.process_pid("kubelet.exe") {
             Ok(Some(pid)) if last != Some(pid) => {
                 let again = if last.is_some() { " again" } else { "" };
@@ -81,8 +83,17 @@ fn watch_kubelet(
                 ));
                 startup(host, s, env, program, None, stop, log)?;
                 super::cni::release(host, env, log)?;
+                addresses.ran(host, internal);
                 last = Some(pid);
                 said_waiting = false;
+            }
+            Ok(Some(_)) => {
+                if let Some(what) = addresses.changed(host, internal) {
+                    follow_address(host, log, &what);
+                    startup(host, s, env, program, None, stop, log)?;
+                    super::cni::release(host, env, log)?;
+                    addresses.ran(host, internal);
+                }
             }
             Ok(None) if !said_waiting => {
                 log.info("kubelet is not running; waiting for it to start");
@@ -104,6 +115,90 @@ fn watch_kubelet(
         if stop.wait(wait) {
             return Err(SuperviseError::Stopped);
         }
+    }
+}
+
+/// The node's addresses as calico-node's startup last ran with them: the host's stable IPv4
+/// addresses and the Node's InternalIP. A change is followed at once, without waiting for
+/// kubelet to restart (projectcalico/calico#8700: after a node IP change pods stayed
+/// unreachable until calico-node was restarted by hand, since node-service.ps1 reruns it only
+/// when kubelet's process changes).
+#[derive(Debug, Default)]
+pub(super) struct AddressWatch {
+    host: Vec<Ipv4Addr>,
+    internal: Option<Ipv4Addr>,
+}
+
+impl AddressWatch {
+    /// The host's Preferred IPv4 addresses but loopback and 169.254/16, sorted.
+    fn host_addresses(host: &dyn Host) -> Vec<Ipv4Addr> {
+        let mut out: Vec<Ipv4Addr> = host
+            .adapters()
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|a| a.addresses.iter())
+            .filter(|x| x.preferred && !x.ip.is_loopback() && !x.ip.is_link_local())
+            .map(|x| x.ip)
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// What calico-node's startup just ran with.
+    pub(super) fn ran(&mut self, host: &dyn Host, internal: Option<Ipv4Addr>) {
+        self.host = Self::host_addresses(host);
+        self.internal = internal.or(self.internal);
+    }
+
+    /// What changed since, in words: the host's addresses (not while it has none: an address
+    /// being renewed), or the Node's InternalIP (one first read is taken, not a change).
+    pub(super) fn changed(
+        &mut self,
+        host: &dyn Host,
+        internal: Option<Ipv4Addr>,
+    ) -> Option<String> {
+        let show = |v: &[Ipv4Addr]| {
+            v.iter()
+                .map(Ipv4Addr::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let now = Self::host_addresses(host);
+        if !now.is_empty() && !self.host.is_empty() && now != self.host {
+            return Some(format!(
+                "the node's addresses changed from {} to {}",
+                show(&self.host),
+                show(&now)
+            ));
+        }
+        match (self.internal, internal) {
+            (Some(was), Some(is)) if was != is => {
+                Some(format!("the Node's InternalIP changed from {was} to {is}"))
+            }
+            (None, Some(is)) => {
+                self.internal = Some(is);
+                None
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Says that the node's address changed and calico-node's startup runs again for it: in the
+/// log and, as information, in the Application event log.
+fn follow_address(host: &dyn Host, log: &Log, what: &str) {
+    let line = format!(
+        "{what}: running calico-node startup again, so that the Calico Node's BGP address follows; pods made before keep the old provider address until 'calicoctl-win repair' recreates them"
+    );
+    log.info(&line);
+    if let Err(e) = host.report_event(
+        crate::layout::EVENT_SOURCE,
+        crate::host::EventLevel::Information,
+        crate::layout::EVENT_ADDRESS_CHANGED,
+        &format!("CalicoNode: {line}"),
+    ) {
+        log.warn(&format!("cannot write to the Application event log: {e}"));
     }
 }
 

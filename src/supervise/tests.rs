@@ -1419,3 +1419,65 @@ fn the_vswitch_adapter_is_known_by_address_mac_and_name_together() {
         assert!(!uplink.is_its_vswitch_adapter(&wrong), "{wrong:?}");
     }
 }
+
+/// projectcalico/calico#8700: after the node's IP changed, pods stayed unreachable until
+/// calico-node was restarted by hand. CalicoNode follows the change without kubelet
+/// restarting: calico-node's startup runs again (so the Calico Node's BGP address follows) and
+/// the Application event log says why.
+#[test]
+fn calico_node_follows_a_change_of_the_nodes_address_without_kubelet_restarting() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    let text = while_running(&host, &settings(Role::Node), |path| {
+        wait_for_log(path, "calico-node startup finished", 1);
+        host.readdress(Ipv4Addr::new(10, 0, 0, 5), Ipv4Addr::new(10, 0, 0, 7))
+            .expect("readdress");
+        wait_for_log(path, "calico-node startup finished", 2);
+    });
+    assert!(
+        text.contains("the node's addresses changed from 10.0.0.5 to 10.0.0.7: running calico-node startup again"),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("kubelet is running").count(),
+        1,
+        "kubelet did not restart: {text}"
+    );
+    assert!(
+        host.events()
+            .iter()
+            .any(|e| e.id == crate::layout::EVENT_ADDRESS_CHANGED && e.message.contains("10.0.0.7")),
+        "{:?}",
+        host.events()
+    );
+}
+
+#[test]
+fn only_a_real_change_of_address_is_followed() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    let ip = |d| Some(Ipv4Addr::new(10, 0, 0, d));
+    let mut w = node::AddressWatch::default();
+    w.ran(&host, None);
+    assert_eq!(w.changed(&host, None), None, "nothing changed");
+    assert_eq!(
+        w.changed(&host, ip(5)),
+        None,
+        "an InternalIP first read is taken"
+    );
+    assert_eq!(w.changed(&host, ip(5)), None);
+    assert_eq!(
+        w.changed(&host, ip(9)).as_deref(),
+        Some("the Node's InternalIP changed from 10.0.0.5 to 10.0.0.9")
+    );
+    w.ran(&host, ip(9));
+    // An address being renewed (only a tentative one for a moment) is not a change.
+    mark_preferred(&host, "Ethernet", false);
+    assert_eq!(w.changed(&host, ip(9)), None);
+    mark_preferred(&host, "Ethernet", true);
+    host.readdress(Ipv4Addr::new(10, 0, 0, 5), Ipv4Addr::new(10, 0, 0, 9))
+        .expect("readdress");
+    assert!(
+        w.changed(&host, ip(9))
+            .is_some_and(|w| w.contains("from 10.0.0.5 to 10.0.0.9"))
+    );
+}

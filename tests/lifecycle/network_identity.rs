@@ -151,3 +151,99 @@ fn an_install_that_cannot_choose_the_adapter_stops_before_changing_anything() {
     assert_eq!(doc["blocking"], serde_json::json!(["adapter"]), "{doc}");
     assert_same(&snapshot(&node.sim()), &before, "after the second refusal");
 }
+
+/// The node's address moves from 10.0.0.5 to 10.0.0.7 (a new lease): the adapter's address and
+/// the networks' management IP follow it (`SimHost::readdress`), kubelet posts the new
+/// InternalIP, and the endpoints made before keep the provider address they were stamped with.
+fn readdress(node: &Node, pa: &[(&str, &str)]) {
+    node.edit_state(|state| {
+        for a in state["interfaces"].as_array_mut().expect("interfaces") {
+            if a["ip"] == "10.0.0.5" {
+                a["ip"] = "10.0.0.7".into();
+            }
+        }
+        for n in state["networks"].as_array_mut().expect("networks") {
+            for p in n["Policies"].as_array_mut().into_iter().flatten() {
+                if p["Type"] == "ProviderAddress" {
+                    p["Settings"]["ProviderAddress"] = "10.0.0.7".into();
+                }
+            }
+        }
+        for e in state["endpoints"].as_array_mut().expect("endpoints") {
+            if let Some((_, to)) = pa.iter().find(|(name, _)| e["name"] == *name) {
+                e["provider_address"] = (*to).into();
+            }
+        }
+    });
+    node.api().set_node_internal_ip("win-1", Some("10.0.0.7"));
+}
+
+#[test]
+fn after_the_nodes_address_changes_status_names_the_pods_left_behind_and_repair_makes_them_again() {
+    let b = Node::healthy();
+    let api = b.api();
+    api.set_node_ready("win-1", "True", "kubelet is posting ready status");
+    for (name, ip) in [
+        ("web-1", "10.244.1.7"),
+        ("web-2", "10.244.1.8"),
+        ("web-3", "10.244.1.9"),
+    ] {
+        api.put_pod("default", name, "win-1", Some("ReplicaSet"));
+        api.set_pod_ip("default", name, ip);
+    }
+    let node = b.installed().build();
+    node.add_endpoints(&[
+        ("web1_Calico", "10.244.1.7", 3, false),
+        ("web2_Calico", "10.244.1.8", 3, false),
+        ("web3_Calico", "10.244.1.9", 3, false),
+    ]);
+    // web-1 was made before the change; the others after it, with the new address.
+    readdress(
+        &node,
+        &[
+            ("web1_Calico", "10.0.0.5"),
+            ("web2_Calico", "10.0.0.7"),
+            ("web3_Calico", "10.0.0.7"),
+        ],
+    );
+    node.faults_seen_since(&["web1_Calico"], 600);
+
+    let (code, doc, err) = node.run(&["status"]);
+    assert_eq!(code, 1, "{err} {doc}");
+    let old: Vec<&Value> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["code"] == "endpoint-old-address")
+        .collect();
+    assert_eq!(old.len(), 1, "{doc}");
+    let said = old[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("default/web-1") && said.contains("10.0.0.5") && said.contains("10.0.0.7"),
+        "{said}"
+    );
+    assert_eq!(old[0]["remedy"], "calicoctl-win repair");
+
+    // repair: web-1 evicted (its ReplicaSet makes it again, with the new address), its
+    // endpoint deleted; the pods made after the change are left alone.
+    let (code, doc, err) = node.run(&["repair"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert!(
+        node.api()
+            .get("/api/v1/namespaces/default/pods/web-1")
+            .is_none()
+    );
+    assert!(
+        node.api()
+            .get("/api/v1/namespaces/default/pods/web-2")
+            .is_some()
+    );
+    let names: Vec<String> = node.state()["endpoints"]
+        .as_array()
+        .expect("endpoints")
+        .iter()
+        .filter_map(|e| e["name"].as_str().map(str::to_owned))
+        .collect();
+    assert!(!names.contains(&"web1_Calico".to_owned()), "{names:?}");
+    assert!(names.contains(&"web2_Calico".to_owned()), "{names:?}");
+}

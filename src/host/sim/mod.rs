@@ -104,6 +104,7 @@ impl Hns for SimHost {
                     remote: e.remote,
                     state: e.state,
                     namespace: e.namespace.clone(),
+                    provider_address: e.provider_address.clone(),
                 })
                 .collect()
         }))
@@ -293,6 +294,29 @@ impl SimHost {
         self.world(|s| s.interfaces = addresses)
     }
 
+    /// The node's address changes from `from` to `to` on its adapter, as a new DHCP lease or a
+    /// re-addressed VM does; the HNS networks' management IP follows it, and the endpoints
+    /// made before keep the provider address they were stamped with (the pods of
+    /// projectcalico/calico#8700, unreachable after a node IP change). That HNS updates the
+    /// networks' management IP is the account of it, not verified on Windows.
+    pub fn readdress(&self, from: Ipv4Addr, to: Ipv4Addr) -> HostResult<()> {
+        self.world(|s| {
+            for a in s.interfaces.iter_mut().filter(|a| a.ip == from) {
+                a.ip = to;
+            }
+            let (old, new) = (from.to_string(), to.to_string());
+            for n in &mut s.networks {
+                for p in n["Policies"].as_array_mut().into_iter().flatten() {
+                    if p["Type"] == "ProviderAddress"
+                        && p["Settings"]["ProviderAddress"] == old.as_str()
+                    {
+                        p["Settings"]["ProviderAddress"] = new.clone().into();
+                    }
+                }
+            }
+        })
+    }
+
     /// Replaces the host's adapters, with their addresses.
     pub fn set_adapters(&self, adapters: Vec<Adapter>) -> HostResult<()> {
         self.world(|s| {
@@ -375,12 +399,17 @@ impl SimHost {
     }
 
     /// Attaches an endpoint to a network, as the CNI plugin does for a pod.
+    /// A pod's endpoint as Calico's CNI plugin makes it: attached, stamped with the
+    /// network's management IP as its provider address.
     pub fn add_endpoint(&self, network_id: &str, name: &str, ip: &str) -> HostResult<()> {
         self.mutate(&format!("add endpoint {name}"), |s| {
-            s.network_index(network_id)
+            let at = s
+                .network_index(network_id)
                 .ok_or_else(|| HostError::NotFound {
                     what: format!("HNS network {network_id}"),
                 })?;
+            let provider_address =
+                hns::parse_network(&s.networks[at]).and_then(|n| n.management_ip);
             let id = s.settings.next_guid();
             s.endpoints.push(state::SimEndpoint {
                 id,
@@ -390,6 +419,7 @@ impl SimHost {
                 remote: false,
                 state: Some(3),
                 namespace: None,
+                provider_address,
             });
             Ok(())
         })

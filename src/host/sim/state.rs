@@ -290,6 +290,9 @@ pub struct SimEndpoint {
     /// The HCN namespace (a pod's compartment) it is in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// The provider address the CNI plugin stamped it with (see `HnsEndpoint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_address: Option<String>,
 }
 
 pub fn key_of(key: &str) -> String {

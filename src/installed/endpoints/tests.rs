@@ -11,6 +11,7 @@ fn ep(id: &str, name: &str, ip: &str, state: Option<u16>, remote: bool) -> HnsEn
         remote,
         state,
         namespace: None,
+        provider_address: None,
     }
 }
 
@@ -35,6 +36,7 @@ fn evidence<'a>(pods: &'a [NodePod], remote: &'a BTreeMap<String, bool>) -> Evid
         kube_proxy_runs: false,
         now: NOW,
         grace: DEFAULT_GRACE,
+        provider: None,
     }
 }
 
@@ -53,6 +55,7 @@ fn verdicts(
         kube_proxy_runs: false,
         now: NOW,
         grace: DEFAULT_GRACE,
+        provider: None,
     };
     judge(eps, "Calico", &ev)
         .iter()
@@ -142,6 +145,7 @@ fn a_remade_sandboxs_endpoint_is_kept_while_its_pod_posts_the_old_address() {
             kube_proxy_runs: false,
             now: NOW,
             grace: DEFAULT_GRACE,
+            provider: None,
         };
         judge(&eps, "Calico", &ev)[0]
             .why
@@ -175,6 +179,7 @@ fn a_fault_counts_only_once_seen_for_longer_than_the_grace_period() {
         kube_proxy_runs: false,
         now,
         grace: DEFAULT_GRACE,
+        provider: None,
     };
     let mut seen = seen::Seen::default();
     let look = |now: i64, seen: &mut seen::Seen| {
@@ -236,6 +241,7 @@ fn another_hosts_endpoint_for_the_api_server_is_kept() {
         kube_proxy_runs: true,
         now: NOW,
         grace: DEFAULT_GRACE,
+        provider: None,
     };
     assert_eq!(judge(&eps, "Calico", &ev)[0].verdict, Verdict::Ok);
     // kube-proxy not running: in an EndpointSlice, so in use.
@@ -336,4 +342,53 @@ fn a_pod_whose_address_has_no_endpoint_is_named() {
     assert_eq!(lost[0].id, "pod:uid-lost");
     assert!(!lost[0].is_endpoint() && lost[0].verdict.is_fault());
     assert_eq!(lost[0].owner, Some((pods[1].pod.clone(), true)));
+}
+
+/// projectcalico/calico v3.31.0 `cni-plugin/pkg/dataplane/windows/dataplane_windows.go`
+/// stamps a pod's Overlay endpoint with the network's management IP as its provider address:
+/// after the node's address changed, the endpoints made before carry the old one.
+#[test]
+fn a_pods_endpoint_with_the_old_provider_address_is_judged_and_its_pod_named() {
+    let pods = [
+        pod("web", Some("10.244.1.7"), 3600),
+        pod("new", Some("10.244.1.8"), 30),
+    ];
+    let with = |id: &str, ip: &str, pa: Option<&str>| HnsEndpoint {
+        provider_address: pa.map(str::to_owned),
+        ..ep(id, &format!("{id}_Calico"), ip, Some(3), false)
+    };
+    let eps = [
+        with("a", "10.244.1.7", Some("10.0.0.5")),
+        with("b", "10.244.1.8", Some("10.0.0.7")),
+    ];
+    let remote = BTreeMap::new();
+    let ev = Evidence {
+        provider: Some("10.0.0.7"),
+        ..evidence(&pods, &remote)
+    };
+    let judged = judge(&eps, "Calico", &ev);
+    assert_eq!(judged[0].verdict, Verdict::OldAddress, "{:?}", judged[0]);
+    assert_eq!(judged[0].pod.as_deref(), Some("default/web"));
+    assert!(judged[0].owner.is_some(), "its pod is evicted with it");
+    assert!(
+        judged[0]
+            .why
+            .as_deref()
+            .is_some_and(|w| w.contains("10.0.0.5") && w.contains("10.0.0.7")),
+        "{:?}",
+        judged[0].why
+    );
+    assert_eq!(judged[1].verdict, Verdict::Ok);
+    // No management IP known, or no provider address on the endpoint: no evidence, no fault.
+    let unknown = Evidence {
+        provider: None,
+        ..evidence(&pods, &remote)
+    };
+    assert!(
+        judge(&eps, "Calico", &unknown)
+            .iter()
+            .all(|j| j.verdict == Verdict::Ok)
+    );
+    let bare = [with("c", "10.244.1.7", None)];
+    assert_eq!(judge(&bare, "Calico", &ev)[0].verdict, Verdict::Ok);
 }
