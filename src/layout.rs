@@ -31,12 +31,15 @@ pub const FELIX_STARTED_VALUE: &str = "FelixStarted";
 /// The registry value (REG_SZ, JSON) holding when CalicoNode or `repair` first saw each HNS
 /// endpoint at fault, by endpoint id (`installed::endpoints::seen`).
 pub const ENDPOINT_FAULTS_VALUE: &str = "EndpointFaults";
+/// The registry value (REG_SZ, JSON) holding the External vSwitch's adapter's addressing from
+/// before the vSwitch (`installed::addressing`).
+pub const ADDRESSING_VALUE: &str = "AddressingBeforeVswitch";
 /// The registry value install sets under `HKLM\Software\Tigera\Calico`.
 pub const INSTALL_ROOT_VALUE: &str = "InstallRoot";
 
 /// Every value calicoctl-win and its services keep under `CALICO_KEY` (uninstall deletes the
 /// key with them; the snapshot a rollback compares reads these).
-pub const CALICO_VALUES: [&str; 11] = [
+pub const CALICO_VALUES: [&str; 12] = [
     BOOT_ID_VALUE,
     LEGACY_BOOT_VALUE,
     FAILURES_VALUE,
@@ -47,6 +50,7 @@ pub const CALICO_VALUES: [&str; 11] = [
     HNS_PID_VALUE,
     FELIX_STARTED_VALUE,
     ENDPOINT_FAULTS_VALUE,
+    ADDRESSING_VALUE,
     INSTALL_ROOT_VALUE,
 ];
 

@@ -132,6 +132,7 @@ mod tests {
             dns_servers: Vec::new(),
             dns_suffix: String::new(),
             metric,
+            guid: String::new(),
         }
     }
 

@@ -54,6 +54,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let felix = felix_health(h, &root, &mut r)?;
     let vni = vni(config, &networks, &cluster, &mut r);
     let address = address(&networks, &cluster, &node_name, &mut r);
+    let addressing = addressing(h, &mut r);
     let node = node(&cluster, &node_name, &mut r)?;
     let ipam = ipam(&cluster, config, &node_name, &mut r)?;
     let token = token(h, config, &mut r);
@@ -76,6 +77,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
         "felix_health": felix,
         "vni": vni,
         "address": address,
+        "addressing": addressing,
         "drift": files,
         "node": node,
         "ipam": ipam,
@@ -581,6 +583,23 @@ fn print_text(ctx: &mut Context, r: &Report, healthy: bool) {
     ctx.printer
         .text(if healthy { "Healthy." } else { "Degraded:" });
     super::common::print_findings(ctx, "  - ", &r.findings);
+}
+
+/// The vSwitch's host adapter against its adapter's addressing before the vSwitch
+/// (`health::addressing`): what CalicoNode kept, and the findings.
+fn addressing(h: &dyn crate::host::Host, r: &mut Report) -> serde_json::Value {
+    let Some(before) = crate::installed::addressing::recorded(h) else {
+        return serde_json::Value::Null;
+    };
+    match h.adapters() {
+        Ok(adapters) => r.findings.extend(health::addressing(&before, &adapters)),
+        Err(e) => r.problem(
+            Code::HostUnreadable,
+            "network adapters",
+            format!("the network adapters cannot be read: {e}"),
+        ),
+    }
+    json!({"before_vswitch": before})
 }
 
 /// The node's address in each layer that must agree (`health::node_address`): the Node's

@@ -789,6 +789,10 @@ pub struct Adapter {
     pub dns_suffix: String,
     /// `Ipv4Metric`: the interface metric.
     pub metric: u32,
+    /// `AdapterName`, the interface's GUID (`{...}`): its key under
+    /// `HKLM\SYSTEM\CurrentControlSet\Services\Tcpip\Parameters\Interfaces`.
+    #[serde(default)]
+    pub guid: String,
 }
 
 /// One IPv4 address of an adapter.
@@ -829,6 +833,12 @@ pub trait Network {
     fn ipv4_addresses(&self) -> HostResult<Vec<InterfaceAddress>>;
     /// Every adapter with its IPv4 configuration (loopback included).
     fn adapters(&self) -> HostResult<Vec<Adapter>>;
+    /// Sets an interface's IPv4 metric and turns its automatic metric off
+    /// (`GetIpInterfaceEntry` and `SetIpInterfaceEntry`, netioapi.h, Windows Vista and later).
+    fn set_interface_metric(&self, index: u32, metric: u32) -> HostResult<()>;
+    /// Adds a manual IPv4 address to an interface (`CreateUnicastIpAddressEntry`, netioapi.h,
+    /// Windows Vista and later); one already there is `Exists`.
+    fn add_address(&self, index: u32, ip: Ipv4Addr, prefix_len: u8) -> HostResult<()>;
 
     fn routes(&self) -> HostResult<Vec<Route>>;
     /// Adds a route; an identical existing route is refused with `Exists`.

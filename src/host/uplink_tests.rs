@@ -20,6 +20,7 @@ fn nic(name: &str, index: u32, mac: &str, ips: &[&str]) -> Adapter {
         dns_servers: Vec::new(),
         dns_suffix: String::new(),
         metric: 15,
+        guid: String::new(),
     }
 }
 

@@ -69,11 +69,14 @@ pub enum Code {
     /// The node's address differs between the layers that must agree: the Node's InternalIP,
     /// the Calico Node's BGP address, the HNS networks' management IP.
     AddressMismatch,
+    /// The vSwitch's host adapter lacks what its adapter had before the vSwitch (static
+    /// address, DNS servers and suffix, metric), or `Calico_ep` is not above the LAN's metric.
+    AdapterDrift,
 }
 
 impl Code {
     /// Every code, for the documentation's completeness test.
-    pub const ALL: [Code; 26] = [
+    pub const ALL: [Code; 27] = [
         Code::UnderWay,
         Code::ServiceNotRunning,
         Code::ServiceDrift,
@@ -100,6 +103,7 @@ impl Code {
         Code::AdminKubeconfig,
         Code::HostUnreadable,
         Code::AddressMismatch,
+        Code::AdapterDrift,
     ];
 
     /// The code's word, as JSON has it.
@@ -246,6 +250,49 @@ pub fn on_node(
     if let Some(r) = super::hns_restart::last(host) {
         let at = crate::duration::time_text(r.at);
         out.extend(hns_restart(&r.still_failing(host), &at));
+    }
+    if let Some(before) = super::addressing::recorded(host) {
+        match host.adapters() {
+            Ok(adapters) => out.extend(addressing(&before, &adapters)),
+            Err(e) => out.push(unreadable("network adapters", e.to_string())),
+        }
+    }
+    out
+}
+
+/// The vSwitch's host adapter against its adapter's addressing before the vSwitch
+/// (`addressing::drift`), and `Calico_ep`'s metric against the LAN's.
+pub fn addressing(
+    before: &super::addressing::Addressing,
+    adapters: &[crate::host::Adapter],
+) -> Vec<Finding> {
+    const REMEDY: &str = "Restart-Service CalicoNode: its start puts the adapter's addressing back (docs/network-identity.md)";
+    let Some(now) = before.host_adapter(adapters) else {
+        return Vec::new();
+    };
+    let mut out: Vec<Finding> = super::addressing::drift(before, now)
+        .iter()
+        .map(|d| {
+            Finding::new(
+                Code::AdapterDrift,
+                now.name.clone(),
+                d.describe(before, now),
+            )
+            .with_remedy(REMEDY)
+        })
+        .collect();
+    if let Some(ep) = super::addressing::ep_metric_clash(adapters, now) {
+        out.push(
+            Finding::new(
+                Code::AdapterDrift,
+                ep.name.clone(),
+                format!(
+                    "{} has the interface metric {}, not above {}'s {}: Windows may send the LAN's traffic into the pod network",
+                    ep.name, ep.metric, now.name, now.metric
+                ),
+            )
+            .with_remedy(REMEDY),
+        );
     }
     out
 }

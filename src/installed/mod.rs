@@ -5,6 +5,7 @@
 //! endpoints the pods were given, the directories whose files run as SYSTEM and what protects
 //! them, and the services of Calico's legacy script-driven install.
 
+pub mod addressing;
 pub mod boot_marker;
 pub mod endpoints;
 pub mod failure;

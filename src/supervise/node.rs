@@ -7,6 +7,7 @@ use super::renew::Renewal;
 use super::settings::{Component, Launch, Result, Settings, SuperviseError, environment, required};
 use super::stop::Stop;
 use crate::host::{HnsNetwork, Host, HostError, RegValue, Route};
+use crate::installed::addressing;
 use crate::installed::failure::{self, Blocks};
 use crate::installed::platform::{self, Platform};
 use crate::layout::EXTERNAL_NETWORK;
@@ -83,6 +84,7 @@ fn watch_kubelet(
                 ));
                 startup(host, s, env, program, None, stop, log)?;
                 super::cni::release(host, env, log)?;
+                keep_ep_metric(host, log);
                 addresses.ran(host, internal);
                 last = Some(pid);
                 said_waiting = false;
@@ -341,6 +343,7 @@ fn prepare_networks(
         // not restore them all.
         phase.restored_routes = restore_routes(host, &snapshot, (mgmt, None), log)?;
     }
+    put_back_addressing(host, log)?;
     let now = host.routes()?;
     if snapshot
         .iter()
@@ -357,6 +360,55 @@ fn prepare_networks(
         restart_remote_access(host, s, log)?;
     }
     Ok(())
+}
+
+/// What the vSwitch's host adapter lacks of its adapter's addressing before (static address,
+/// DHCP off, DNS servers and suffix, metric), put back; at every start, so that a restart
+/// mends what drifted since.
+fn put_back_addressing(host: &dyn Host, log: &Log) -> Result<()> {
+    let Some(before) = addressing::recorded(host) else {
+        return Ok(());
+    };
+    let adapters = host.adapters()?;
+    let Some(now) = before.host_adapter(&adapters) else {
+        log.info(&format!(
+            "the vSwitch's host adapter for {} is not there: its addressing is left as it is",
+            before.adapter
+        ));
+        return Ok(());
+    };
+    let (done, failed) = addressing::reconcile(host, &before, now);
+    for d in done {
+        log.info(&format!("{}: {d}", now.name));
+    }
+    for f in failed {
+        log.warn(&format!("{}: {f}", now.name));
+    }
+    Ok(())
+}
+
+/// `Calico_ep`'s interface metric kept above the LAN's host adapter's, once calico-node made
+/// it (projectcalico/calico#4664).
+fn keep_ep_metric(host: &dyn Host, log: &Log) {
+    let Some(before) = addressing::recorded(host) else {
+        return;
+    };
+    let Ok(adapters) = host.adapters() else {
+        return;
+    };
+    let Some(lan) = before.host_adapter(&adapters) else {
+        return;
+    };
+    if let Some(ep) = addressing::ep_metric_clash(&adapters, lan) {
+        let metric = lan.metric + addressing::EP_METRIC_ABOVE;
+        match host.set_interface_metric(ep.index, metric) {
+            Ok(()) => log.info(&format!(
+                "{} had the interface metric {}, not above {}'s {}: set to {metric}",
+                ep.name, ep.metric, lan.name, lan.metric
+            )),
+            Err(e) => log.warn(&format!("cannot set {}'s interface metric: {e}", ep.name)),
+        }
+    }
 }
 
 /// The platform: configured, or probed.
@@ -611,6 +663,8 @@ fn wait_for_stable_address(
                 "{} holds {} (Preferred): making the vSwitch on it",
                 a.name, x.ip
             ));
+            // What the vSwitch may lose of it, kept to be put back (`addressing`).
+            addressing::record(host, &addressing::Addressing::of(a))?;
             return Ok(Uplink {
                 name: a.name.clone(),
                 mac: a.mac.clone(),

@@ -1397,6 +1397,7 @@ fn the_vswitch_adapter_is_known_by_address_mac_and_name_together() {
         dns_servers: Vec::new(),
         dns_suffix: String::new(),
         metric: 15,
+        guid: String::new(),
     };
     assert!(uplink.is_its_vswitch_adapter(&vnic));
     let other_mac = crate::host::Adapter {
@@ -1480,4 +1481,53 @@ fn only_a_real_change_of_address_is_followed() {
         w.changed(&host, ip(9))
             .is_some_and(|w| w.contains("from 10.0.0.5 to 10.0.0.9"))
     );
+}
+
+/// A static adapter's DNS servers do not come over to the vSwitch's host adapter
+/// (microsoft/SDN#498, as the simulated host models it): CalicoNode puts them back, where
+/// Windows reads them, and `Calico_ep` is kept above the LAN's metric
+/// (projectcalico/calico#4664).
+#[test]
+fn what_the_vswitch_loses_of_a_static_adapter_is_put_back() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    // calico-node's host endpoint adapter, made with the LAN's metric.
+    let mut adapters = host.adapters().expect("adapters");
+    adapters.push(crate::host::Adapter {
+        name: "vEthernet (Calico_ep)".into(),
+        index: 20,
+        description: crate::host::VSWITCH_ADAPTER_DESCRIPTION.into(),
+        mac: "00-15-5D-AA-00-02".into(),
+        addresses: vec![crate::host::AdapterAddress {
+            ip: Ipv4Addr::new(10, 244, 1, 2),
+            prefix_len: 26,
+            preferred: true,
+        }],
+        dhcp: false,
+        gateways: Vec::new(),
+        dns_servers: Vec::new(),
+        dns_suffix: String::new(),
+        metric: 15,
+        guid: String::new(),
+    });
+    host.set_adapters(adapters).expect("set");
+    let text = while_running(&host, &settings(Role::Node), |path| {
+        wait_for_log(path, "calico-node startup finished", 1);
+        wait_for_log(path, "Calico_ep) had the interface metric 15", 1);
+    });
+    assert!(
+        text.contains("vEthernet (Ethernet 2): put back: Ethernet 2 had the DNS servers 10.0.0.2; vEthernet (Ethernet 2) has none"),
+        "{text}"
+    );
+    let now = host.adapters().expect("adapters");
+    let vnic = now
+        .iter()
+        .find(|a| a.name == "vEthernet (Ethernet 2)")
+        .expect("vnic");
+    assert_eq!(vnic.dns_servers, [Ipv4Addr::new(10, 0, 0, 2)], "{vnic:?}");
+    let ep = now
+        .iter()
+        .find(|a| a.name == "vEthernet (Calico_ep)")
+        .expect("ep");
+    assert_eq!(ep.metric, 115, "{text}");
 }

@@ -68,6 +68,35 @@ fn the_external_network_binds_the_adapter_holding_the_nodes_internal_ip() {
         .collect();
     assert!(!codes.contains(&"address-mismatch"), "{doc}");
 
+    // Ethernet 2 is static: its DNS server did not come over to vEthernet (Ethernet 2)
+    // (the simulated host's model of microsoft/SDN#498), and CalicoNode put it back.
+    assert!(!codes.contains(&"adapter-drift"), "{doc}");
+    assert_eq!(
+        doc["addressing"]["before_vswitch"]["adapter"], "Ethernet 2",
+        "{doc}"
+    );
+    let saved = node.state();
+    node.edit_state(|state| {
+        let reg = state["registry"].as_object_mut().expect("registry");
+        reg.retain(|k, _| {
+            !k.starts_with(r"hklm\system\currentcontrolset\services\tcpip\parameters\interfaces\")
+        });
+    });
+    let (code, doc, _) = node.run(&["status"]);
+    assert_eq!(code, 1, "{doc}");
+    let drift: Vec<&Value> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["code"] == "adapter-drift")
+        .collect();
+    assert_eq!(drift.len(), 1, "{doc}");
+    assert_eq!(
+        drift[0]["message"],
+        "Ethernet 2 had the DNS servers 10.0.0.2; vEthernet (Ethernet 2) has none"
+    );
+    node.edit_state(|state| *state = saved);
+
     // Installing again reads the adapter back through the vSwitch: nothing to change.
     let (code, doc, err) = node.install_local(&[]);
     assert_eq!(code, 0, "{err} {doc}");

@@ -435,6 +435,36 @@ impl Network for SimHost {
         Ok(self.read(|s| s.all_adapters()))
     }
 
+    fn set_interface_metric(&self, index: u32, metric: u32) -> HostResult<()> {
+        self.mutate(&format!("set the metric of interface {index}"), |s| {
+            let a = s.described_adapter(index)?;
+            a.metric = metric;
+            Ok(())
+        })
+    }
+
+    fn add_address(&self, index: u32, ip: Ipv4Addr, prefix_len: u8) -> HostResult<()> {
+        self.mutate(
+            &format!("add {ip}/{prefix_len} to interface {index}"),
+            |s| {
+                let a = s.described_adapter(index)?;
+                let name = a.name.clone();
+                if s.interfaces.iter().any(|x| x.index == index && x.ip == ip) {
+                    return Err(HostError::Exists {
+                        what: format!("address {ip} on {name}"),
+                    });
+                }
+                s.interfaces.push(InterfaceAddress {
+                    interface: name,
+                    index,
+                    ip,
+                    prefix_len,
+                });
+                Ok(())
+            },
+        )
+    }
+
     fn routes(&self) -> HostResult<Vec<Route>> {
         Ok(self.read(|s| s.routes.clone()))
     }

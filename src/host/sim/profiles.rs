@@ -236,6 +236,7 @@ fn cloud_nic() -> super::state::SimAdapter {
         dns_suffix: "cluster.example".into(),
         metric: 15,
         tentative: Vec::new(),
+        guid: String::new(),
     }
 }
 
@@ -260,6 +261,7 @@ fn two_nics(state: &mut State) {
         dns_suffix: String::new(),
         metric: 15,
         tentative: Vec::new(),
+        guid: String::new(),
     });
 }
 

@@ -68,6 +68,8 @@ pub struct SimAdapter {
     /// Addresses still tentative (duplicate address detection not done, or a duplicate).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tentative: Vec<Ipv4Addr>,
+    #[serde(default)]
+    pub guid: String,
 }
 
 impl SimAdapter {
@@ -92,6 +94,11 @@ impl SimAdapter {
             dns_servers: self.dns_servers.clone(),
             dns_suffix: self.dns_suffix.clone(),
             metric: self.metric,
+            guid: if self.guid.is_empty() {
+                format!("{{5eb1a7e0-0000-4000-8000-{:012x}}}", self.index)
+            } else {
+                self.guid.clone()
+            },
         }
     }
 
@@ -107,6 +114,7 @@ impl SimAdapter {
             dns_servers: a.dns_servers.clone(),
             dns_suffix: a.dns_suffix.clone(),
             metric: a.metric,
+            guid: a.guid.clone(),
             tentative: a
                 .addresses
                 .iter()
@@ -195,6 +203,10 @@ pub struct SimSettings {
     /// What Felix's health endpoint answers while CalicoFelix runs.
     #[serde(default)]
     pub felix_health: SimFelixHealth,
+    /// While true, a vSwitch made on a static adapter gives its host adapter DHCP instead of
+    /// the address (projectcalico/calico#4631).
+    #[serde(default)]
+    pub vswitch_takes_dhcp: bool,
 }
 
 /// How the simulated Felix's health endpoint answers (libcalico-go lib/health/health.go).
@@ -341,7 +353,59 @@ impl State {
                 out.push(self.default_adapter(i).with_addresses(&self.interfaces));
             }
         }
+        for a in &mut out {
+            self.tcpip_parameters(a);
+        }
         out
+    }
+
+    /// What the interface's TCP/IP parameters set (learn.microsoft.com, "TCP/IP and NetBT
+    /// configuration parameters"): `NameServer` the DNS servers, `Domain` the suffix,
+    /// `EnableDHCP` 0 a static interface.
+    fn tcpip_parameters(&self, a: &mut Adapter) {
+        let key = key_of(&format!(
+            r"HKLM\SYSTEM\CurrentControlSet\Services\Tcpip\Parameters\Interfaces\{}",
+            a.guid
+        ));
+        let Some(values) = self.registry.get(&key) else {
+            return;
+        };
+        if let Some(RegValue::Sz(servers)) = values.get("nameserver") {
+            a.dns_servers = servers
+                .split([',', ' '])
+                .filter_map(|x| x.trim().parse().ok())
+                .collect();
+        }
+        if let Some(RegValue::Sz(domain)) = values.get("domain") {
+            a.dns_suffix = domain.clone();
+        }
+        if let Some(RegValue::Dword(0)) = values.get("enabledhcp") {
+            a.dhcp = false;
+        }
+    }
+
+    /// The adapter of an interface index, described from now on (so that a change to it
+    /// stays); an index no adapter has is `NotFound`, as the IP helper answers
+    /// (ERROR_NOT_FOUND).
+    pub fn described_adapter(&mut self, index: u32) -> Result<&mut SimAdapter, HostError> {
+        if !self.adapters.iter().any(|a| a.index == index) {
+            let i = self
+                .interfaces
+                .iter()
+                .find(|i| i.index == index)
+                .cloned()
+                .ok_or_else(|| HostError::NotFound {
+                    what: format!("interface {index}"),
+                })?;
+            let d = self.default_adapter(&i);
+            self.adapters.push(d);
+        }
+        self.adapters
+            .iter_mut()
+            .find(|a| a.index == index)
+            .ok_or_else(|| HostError::NotFound {
+                what: format!("interface {index}"),
+            })
     }
 
     fn default_adapter(&self, i: &InterfaceAddress) -> SimAdapter {
@@ -370,6 +434,7 @@ impl State {
             dns_suffix: String::new(),
             metric: if i.ip.is_loopback() { 75 } else { 15 },
             tentative: Vec::new(),
+            guid: String::new(),
         }
     }
 
@@ -436,12 +501,29 @@ impl State {
         if !self.adapters.iter().any(|a| a.index == old) {
             self.adapters.push(uplink.clone());
         }
-        self.adapters.push(SimAdapter {
+        // A static adapter's DNS servers and suffix do not come over to the vEthernet adapter
+        // (microsoft/SDN#498, kubernetes-sigs/sig-windows-tools#162: "DNS servers vanish");
+        // with `vswitch_takes_dhcp` its address does not either, and the vEthernet adapter asks
+        // DHCP, and holds only an APIPA address where none answers (projectcalico/calico#4631).
+        let mut vnic = SimAdapter {
             name,
             index: new,
             description: VSWITCH_ADAPTER_DESCRIPTION.into(),
-            ..uplink
-        });
+            guid: String::new(),
+            ..uplink.clone()
+        };
+        if !uplink.dhcp {
+            vnic.dns_servers.clear();
+            vnic.dns_suffix.clear();
+            if self.settings.vswitch_takes_dhcp {
+                vnic.dhcp = true;
+                for a in self.interfaces.iter_mut().filter(|a| a.index == new) {
+                    a.ip = Ipv4Addr::new(169, 254, 7, 9);
+                    a.prefix_len = 16;
+                }
+            }
+        }
+        self.adapters.push(vnic);
         self.vswitch = Some((old, new));
         self.routes
             .retain(|r| !(r.destination.is_link_local() && r.prefix_len == 32));

@@ -198,6 +198,12 @@ impl Network for WindowsHost {
     fn adapters(&self) -> HostResult<Vec<crate::host::Adapter>> {
         network::adapters()
     }
+    fn set_interface_metric(&self, index: u32, metric: u32) -> HostResult<()> {
+        network::set_interface_metric(index, metric)
+    }
+    fn add_address(&self, index: u32, ip: std::net::Ipv4Addr, prefix_len: u8) -> HostResult<()> {
+        network::add_address(index, ip, prefix_len)
+    }
     fn routes(&self) -> HostResult<Vec<Route>> {
         network::routes()
     }

@@ -9,11 +9,11 @@ use windows_sys::Win32::Foundation::{
 use windows_sys::Win32::NetworkManagement::IpHelper::{
     FreeMibTable, GAA_FLAG_INCLUDE_GATEWAYS, GAA_FLAG_SKIP_ANYCAST, GAA_FLAG_SKIP_MULTICAST,
     GetAdaptersAddresses, GetIpForwardTable2, IP_ADAPTER_ADDRESSES_LH, IP_ADAPTER_DHCP_ENABLED,
-    MIB_IPFORWARD_ROW2, MIB_IPFORWARD_TABLE2,
+    MIB_IPFORWARD_ROW2, MIB_IPFORWARD_TABLE2, MIB_IPINTERFACE_ROW, MIB_UNICASTIPADDRESS_ROW,
 };
 use windows_sys::Win32::Networking::WinSock::{
-    AF_INET, IN_ADDR, IN_ADDR_0, IpDadStatePreferred, MIB_IPPROTO_NETMGMT, SOCKADDR, SOCKADDR_IN,
-    SOCKADDR_INET,
+    AF_INET, IN_ADDR, IN_ADDR_0, IpDadStatePreferred, IpPrefixOriginManual, IpSuffixOriginManual,
+    MIB_IPPROTO_NETMGMT, SOCKADDR, SOCKADDR_IN, SOCKADDR_INET,
 };
 use windows_sys::Win32::System::LibraryLoader::LOAD_LIBRARY_SEARCH_SYSTEM32;
 
@@ -80,6 +80,20 @@ unsafe fn ipv4_list<T>(
     out
 }
 
+/// A NUL-terminated ANSI string, or empty for null.
+///
+/// # Safety
+/// `p` is null or points to a NUL-terminated string that is alive.
+unsafe fn ansi(p: *const u8) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: as the caller promises.
+    unsafe { std::ffi::CStr::from_ptr(p.cast()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// Every adapter with its IPv4 configuration (Microsoft's iphlpapi reference,
 /// `GetAdaptersAddresses` and `IP_ADAPTER_ADDRESSES_LH`, present from Windows Vista on).
 pub fn adapters() -> HostResult<Vec<Adapter>> {
@@ -143,6 +157,8 @@ pub fn adapters() -> HostResult<Vec<Adapter>> {
             dns_servers,
             dns_suffix: super::ffi::take_wide(a.DnsSuffix),
             metric: a.Ipv4Metric,
+            // SAFETY: AdapterName is a NUL-terminated ANSI string inside buf, or null.
+            guid: unsafe { ansi(a.AdapterName) },
         });
         adapter = a.Next;
     }
@@ -233,6 +249,75 @@ pub fn add_route(route: &Route) -> HostResult<()> {
             ),
         }),
         other => Err(win32(&format!("add {}", route.describe()), other)),
+    }
+}
+
+type InterfaceRowCall = unsafe extern "system" fn(*mut MIB_IPINTERFACE_ROW) -> u32;
+type InitializeAddress = unsafe extern "system" fn(*mut MIB_UNICASTIPADDRESS_ROW);
+type CreateAddress = unsafe extern "system" fn(*const MIB_UNICASTIPADDRESS_ROW) -> u32;
+
+/// Sets an interface's IPv4 metric: its row read with `GetIpInterfaceEntry`, `Metric` set and
+/// `UseAutomaticMetric` off, written with `SetIpInterfaceEntry` (Microsoft's netioapi
+/// reference: for IPv4 `SitePrefixLength` must be 0 when the row is set).
+pub fn set_interface_metric(index: u32, metric: u32) -> HostResult<()> {
+    let lib = iphlpapi()?;
+    let get: Symbol<InterfaceRowCall> = resolve(&lib, b"GetIpInterfaceEntry\0")?;
+    let set: Symbol<InterfaceRowCall> = resolve(&lib, b"SetIpInterfaceEntry\0")?;
+    // SAFETY: MIB_IPINTERFACE_ROW is plain data; the family and index say which row to read.
+    let mut row: MIB_IPINTERFACE_ROW = unsafe { std::mem::zeroed() };
+    row.Family = AF_INET;
+    row.InterfaceIndex = index;
+    let what = format!("set the metric of interface {index}");
+    // SAFETY: row is a writable MIB_IPINTERFACE_ROW.
+    match unsafe { get(&mut row) } {
+        0 => {}
+        ERROR_NOT_FOUND => {
+            return Err(HostError::NotFound {
+                what: format!("interface {index}"),
+            });
+        }
+        other => return Err(win32(&what, other)),
+    }
+    row.Metric = metric;
+    row.UseAutomaticMetric = false;
+    row.SitePrefixLength = 0;
+    // SAFETY: row is the interface's row as read, changed in documented fields.
+    match unsafe { set(&mut row) } {
+        0 => Ok(()),
+        other => Err(win32(&what, other)),
+    }
+}
+
+/// Adds a manual IPv4 address: `InitializeUnicastIpAddressEntry`, then
+/// `CreateUnicastIpAddressEntry` (Microsoft's netioapi reference).
+pub fn add_address(index: u32, ip: Ipv4Addr, prefix_len: u8) -> HostResult<()> {
+    let lib = iphlpapi()?;
+    let initialize: Symbol<InitializeAddress> =
+        resolve(&lib, b"InitializeUnicastIpAddressEntry\0")?;
+    let create: Symbol<CreateAddress> = resolve(&lib, b"CreateUnicastIpAddressEntry\0")?;
+    // SAFETY: MIB_UNICASTIPADDRESS_ROW is plain data; the initializer sets its defaults.
+    let mut row: MIB_UNICASTIPADDRESS_ROW = unsafe { std::mem::zeroed() };
+    // SAFETY: row is a writable MIB_UNICASTIPADDRESS_ROW.
+    unsafe { initialize(&mut row) };
+    row.Address = sockaddr(ip);
+    row.InterfaceIndex = index;
+    row.OnLinkPrefixLength = prefix_len;
+    row.PrefixOrigin = IpPrefixOriginManual;
+    row.SuffixOrigin = IpSuffixOriginManual;
+    row.DadState = IpDadStatePreferred;
+    // SAFETY: row is fully initialised.
+    match unsafe { create(&row) } {
+        0 => Ok(()),
+        ERROR_OBJECT_ALREADY_EXISTS => Err(HostError::Exists {
+            what: format!("address {ip} on interface {index}"),
+        }),
+        ERROR_NOT_FOUND => Err(HostError::NotFound {
+            what: format!("interface {index}"),
+        }),
+        other => Err(win32(
+            &format!("add {ip}/{prefix_len} to interface {index}"),
+            other,
+        )),
     }
 }
 

@@ -1,0 +1,179 @@
+use super::*;
+use crate::host::sim::SimHost;
+use crate::host::{AdapterAddress, Network, Registry, VSWITCH_ADAPTER_DESCRIPTION};
+
+fn adapter(
+    name: &str,
+    index: u32,
+    dhcp: bool,
+    ip: Option<&str>,
+    dns: &[&str],
+    metric: u32,
+) -> Adapter {
+    Adapter {
+        name: name.into(),
+        index,
+        description: "Microsoft Hyper-V Network Adapter".into(),
+        mac: "00-15-5D-00-00-06".into(),
+        addresses: ip
+            .map(|ip| AdapterAddress {
+                ip: ip.parse().expect("ip"),
+                prefix_len: 24,
+                preferred: true,
+            })
+            .into_iter()
+            .collect(),
+        dhcp,
+        gateways: Vec::new(),
+        dns_servers: dns.iter().map(|d| d.parse().expect("dns")).collect(),
+        dns_suffix: if dhcp {
+            String::new()
+        } else {
+            "corp.example".into()
+        },
+        metric,
+        guid: format!("{{00000000-0000-0000-0000-{index:012}}}"),
+    }
+}
+
+fn vnic(of: &Adapter, index: u32) -> Adapter {
+    Adapter {
+        name: format!("vEthernet ({})", of.name),
+        index,
+        description: VSWITCH_ADAPTER_DESCRIPTION.into(),
+        guid: format!("{{00000000-0000-0000-0000-{index:012}}}"),
+        ..of.clone()
+    }
+}
+
+#[test]
+fn a_static_adapters_lost_dns_dhcp_address_and_metric_are_each_a_drift() {
+    let before = Addressing::of(&adapter(
+        "Ethernet 2",
+        6,
+        false,
+        Some("10.0.0.6"),
+        &["10.0.0.2"],
+        15,
+    ));
+    let same = vnic(
+        &adapter("Ethernet 2", 6, false, Some("10.0.0.6"), &["10.0.0.2"], 15),
+        9,
+    );
+    assert_eq!(drift(&before, &same), []);
+    // microsoft/SDN#498: the DNS servers vanish; calico#4631: DHCP and an APIPA address.
+    let lost = Adapter {
+        dhcp: true,
+        dns_servers: Vec::new(),
+        dns_suffix: String::new(),
+        metric: 5,
+        addresses: vec![AdapterAddress {
+            ip: Ipv4Addr::new(169, 254, 7, 9),
+            prefix_len: 16,
+            preferred: true,
+        }],
+        ..same.clone()
+    };
+    let found = drift(&before, &lost);
+    assert_eq!(
+        found,
+        [
+            Drift::Dhcp,
+            Drift::Address(Ipv4Addr::new(10, 0, 0, 6), 24),
+            Drift::Dns {
+                was: vec![Ipv4Addr::new(10, 0, 0, 2)],
+                now: Vec::new()
+            },
+            Drift::Suffix {
+                was: "corp.example".into(),
+                now: String::new()
+            },
+            Drift::Metric { was: 15, now: 5 },
+        ]
+    );
+    assert_eq!(
+        found[2].describe(&before, &lost),
+        "Ethernet 2 had the DNS servers 10.0.0.2; vEthernet (Ethernet 2) has none"
+    );
+}
+
+#[test]
+fn a_dhcp_adapter_counts_only_dns_servers_that_vanish() {
+    let before = Addressing::of(&adapter(
+        "Ethernet",
+        4,
+        true,
+        Some("10.0.0.5"),
+        &["10.0.0.2"],
+        15,
+    ));
+    // DHCP gave the host adapter another address and server: DHCP's to give.
+    let renewed = vnic(
+        &adapter("Ethernet", 4, true, Some("10.0.0.8"), &["10.0.0.3"], 15),
+        9,
+    );
+    assert_eq!(drift(&before, &renewed), []);
+    let none = Adapter {
+        dns_servers: Vec::new(),
+        ..renewed
+    };
+    assert!(matches!(drift(&before, &none)[..], [Drift::Dns { .. }]));
+}
+
+#[test]
+fn reconcile_puts_it_back_with_calls_that_exist_on_server_2019() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    let adapters = host.adapters().expect("adapters");
+    let nic = adapters
+        .iter()
+        .find(|a| a.name == "Ethernet 2")
+        .expect("nic");
+    let before = Addressing::of(nic);
+    // The host adapter as microsoft/SDN#498 reports it: no DNS servers, another metric.
+    let mut now = nic.clone();
+    now.dns_servers.clear();
+    now.metric = 5;
+    host.set_adapters(
+        adapters
+            .iter()
+            .map(|a| {
+                if a.index == now.index {
+                    now.clone()
+                } else {
+                    a.clone()
+                }
+            })
+            .collect(),
+    )
+    .expect("set");
+    let (done, failed) = reconcile(&host, &before, &now);
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(done.len(), 2, "{done:?}");
+    let after = host.adapters().expect("adapters");
+    let back = after
+        .iter()
+        .find(|a| a.index == now.index)
+        .expect("adapter");
+    assert_eq!(back.dns_servers, before.dns_servers);
+    assert_eq!(back.metric, 15);
+    assert_eq!(drift(&before, back), []);
+    // Written where Windows reads it.
+    assert_eq!(
+        host.reg_get(&tcpip_key(&back.guid), "NameServer")
+            .expect("read"),
+        Some(RegValue::Sz("10.0.0.2".into()))
+    );
+}
+
+#[test]
+fn calico_ep_must_sit_above_the_lans_metric() {
+    let lan = vnic(&adapter("Ethernet", 4, true, Some("10.0.0.5"), &[], 15), 9);
+    let ep = |metric| Adapter {
+        name: "vEthernet (Calico_ep)".into(),
+        metric,
+        ..vnic(&adapter("x", 11, true, Some("10.244.1.2"), &[], metric), 11)
+    };
+    assert!(ep_metric_clash(&[lan.clone(), ep(15)], &lan).is_some());
+    assert!(ep_metric_clash(&[lan.clone(), ep(5)], &lan).is_some());
+    assert!(ep_metric_clash(&[lan.clone(), ep(115)], &lan).is_none());
+}
