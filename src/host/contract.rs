@@ -441,6 +441,39 @@ pub fn adapters(h: &dyn Host) -> Vec<crate::host::Adapter> {
     adapters
 }
 
+/// An interface's metric is set and read back; the address an interface holds is `Exists`;
+/// an interface no adapter has is `NotFound` for both.
+pub fn interface_settings(h: &dyn Host, name: &str) {
+    let find = |h: &dyn Host| {
+        h.adapters()
+            .expect("adapters")
+            .into_iter()
+            .find(|a| a.name == name)
+            .unwrap_or_else(|| panic!("no adapter {name}"))
+    };
+    let a = find(h);
+    h.set_interface_metric(a.index, a.metric + 7)
+        .expect("set the metric");
+    assert_eq!(find(h).metric, a.metric + 7);
+    h.set_interface_metric(a.index, a.metric)
+        .expect("set it back");
+    assert_eq!(find(h).metric, a.metric);
+    let ip = a.stable_address().expect("an address");
+    assert!(matches!(
+        h.add_address(a.index, ip.ip, ip.prefix_len),
+        Err(HostError::Exists { .. })
+    ));
+    let none = 9999;
+    assert!(matches!(
+        h.set_interface_metric(none, 10),
+        Err(HostError::NotFound { .. })
+    ));
+    assert!(matches!(
+        h.add_address(none, std::net::Ipv4Addr::new(192, 0, 2, 1), 24),
+        Err(HostError::NotFound { .. })
+    ));
+}
+
 /// The vSwitch made on a named adapter: its address moves to `vEthernet (<adapter>)`, a
 /// vSwitch port with the adapter's MAC; the adapter stays listed without it; deleting the
 /// network gives it back.
@@ -691,6 +724,7 @@ mod on_simhost {
         let two = SimHost::in_memory("ws2022-two-nics").expect("host");
         vswitch_adapter(&two, "Ethernet 2");
         vswitch_adapter(&two, "Ethernet");
+        interface_settings(&two, "Ethernet 2");
     }
 
     #[test]
@@ -1029,6 +1063,7 @@ pub(crate) mod on_windows {
             "{first:?}"
         );
         assert_eq!(first.dns_suffix, "cluster.example");
+        interface_settings(&WindowsHost::new(), "Ethernet 2");
     }
 
     /// The route tests change one routing table: they take turns.

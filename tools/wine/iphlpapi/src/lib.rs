@@ -19,7 +19,16 @@
 //!   `ERROR_INVALID_PARAMETER` for a prefix over 32 bits, a non-IPv4 family or a metric or
 //!   protocol left illegal, `ERROR_OBJECT_ALREADY_EXISTS` for a route already there (same
 //!   destination, prefix, next hop and interface);
-//! - `DeleteIpForwardEntry2`: `ERROR_NOT_FOUND` for a route that is not there.
+//! - `DeleteIpForwardEntry2`: `ERROR_NOT_FOUND` for a route that is not there;
+//! - `GetIpInterfaceEntry` / `SetIpInterfaceEntry`: the row of an IPv4 interface by index
+//!   (`ERROR_NOT_FOUND` for none); the metric kept in the state; a set row whose
+//!   `SitePrefixLength` is not 0 is `ERROR_INVALID_PARAMETER` ("for IPv4 ... must be set to
+//!   0"), so the row read back (which reports 32 here) must be changed before it is set;
+//! - `InitializeUnicastIpAddressEntry`: lifetimes infinite, `OnLinkPrefixLength` an illegal
+//!   value (255 here, which `CreateUnicastIpAddressEntry` refuses), the rest zero;
+//! - `CreateUnicastIpAddressEntry`: `ERROR_NOT_FOUND` for an unknown index,
+//!   `ERROR_OBJECT_ALREADY_EXISTS` for the address it has; an adapter holds one address in
+//!   this stand-in, so a second, different one is `ERROR_NOT_SUPPORTED`.
 
 #![allow(clippy::missing_safety_doc, non_snake_case)]
 
@@ -39,7 +48,8 @@ use windows_sys::Win32::Foundation::{
 use windows_sys::Win32::NetworkManagement::IpHelper::{
     GAA_FLAG_INCLUDE_GATEWAYS, GAA_FLAG_SKIP_DNS_SERVER, IP_ADAPTER_ADDRESSES_LH,
     IP_ADAPTER_DHCP_ENABLED, IP_ADAPTER_DNS_SERVER_ADDRESS_XP, IP_ADAPTER_GATEWAY_ADDRESS_LH,
-    IP_ADAPTER_UNICAST_ADDRESS_LH, MIB_IPFORWARD_ROW2, MIB_IPFORWARD_TABLE2,
+    IP_ADAPTER_UNICAST_ADDRESS_LH, MIB_IPFORWARD_ROW2, MIB_IPFORWARD_TABLE2, MIB_IPINTERFACE_ROW,
+    MIB_UNICASTIPADDRESS_ROW,
 };
 use windows_sys::Win32::Networking::WinSock::{
     AF_INET, AF_UNSPEC, IN_ADDR, IN_ADDR_0, IpDadStatePreferred, IpDadStateTentative,
@@ -434,6 +444,109 @@ pub unsafe extern "system" fn DeleteIpForwardEntry2(r: *const MIB_IPFORWARD_ROW2
             .raw_os_error()
             .map_or(ERROR_INVALID_PARAMETER, |c| c as u32),
     }
+}
+
+fn with_adapter(index: u32, f: impl FnOnce(&mut Value) -> u32) -> u32 {
+    let mut state = netstate::load();
+    let mut adapters: Vec<Value> = state["adapters"].as_array().cloned().unwrap_or_default();
+    let Some(a) = adapters
+        .iter_mut()
+        .find(|a| a["index"].as_u64() == Some(u64::from(index)))
+    else {
+        return ERROR_NOT_FOUND;
+    };
+    let rc = f(a);
+    if rc != 0 {
+        return rc;
+    }
+    state["adapters"] = Value::Array(adapters);
+    match netstate::store(&state) {
+        Ok(()) => 0,
+        Err(e) => e
+            .raw_os_error()
+            .map_or(ERROR_INVALID_PARAMETER, |c| c as u32),
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn GetIpInterfaceEntry(row: *mut MIB_IPINTERFACE_ROW) -> u32 {
+    if row.is_null() {
+        return ERROR_INVALID_PARAMETER;
+    }
+    // SAFETY: the caller passes a writable row.
+    let r = unsafe { &mut *row };
+    if r.Family != AF_INET {
+        return ERROR_NOT_SUPPORTED;
+    }
+    let Some(a) = adapters()
+        .into_iter()
+        .find(|a| a["index"].as_u64() == Some(u64::from(r.InterfaceIndex)))
+    else {
+        return ERROR_NOT_FOUND;
+    };
+    r.Metric = a["metric"].as_u64().unwrap_or(25) as u32;
+    r.UseAutomaticMetric = a["automatic_metric"].as_bool() != Some(false);
+    r.SitePrefixLength = 32;
+    r.NlMtu = 1500;
+    r.Connected = true;
+    0
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn SetIpInterfaceEntry(row: *mut MIB_IPINTERFACE_ROW) -> u32 {
+    if row.is_null() {
+        return ERROR_INVALID_PARAMETER;
+    }
+    // SAFETY: the caller passes a readable row.
+    let r = unsafe { &*row };
+    if r.Family != AF_INET || r.SitePrefixLength != 0 {
+        return ERROR_INVALID_PARAMETER;
+    }
+    let (metric, automatic) = (r.Metric, r.UseAutomaticMetric);
+    with_adapter(r.InterfaceIndex, |a| {
+        a["metric"] = metric.into();
+        a["automatic_metric"] = automatic.into();
+        0
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn InitializeUnicastIpAddressEntry(row: *mut MIB_UNICASTIPADDRESS_ROW) {
+    if row.is_null() {
+        return;
+    }
+    // SAFETY: the caller passes a writable row; all-zero is a valid row.
+    unsafe {
+        *row = std::mem::zeroed();
+        (*row).ValidLifetime = u32::MAX;
+        (*row).PreferredLifetime = u32::MAX;
+        (*row).OnLinkPrefixLength = ILLEGAL_SITE_PREFIX;
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn CreateUnicastIpAddressEntry(row: *const MIB_UNICASTIPADDRESS_ROW) -> u32 {
+    if row.is_null() {
+        return ERROR_INVALID_PARAMETER;
+    }
+    // SAFETY: the caller passes a readable row.
+    let r = unsafe { &*row };
+    let Some(ip) = from_sockaddr(&r.Address) else {
+        return ERROR_INVALID_PARAMETER;
+    };
+    if r.OnLinkPrefixLength > 32 {
+        return ERROR_INVALID_PARAMETER;
+    }
+    let prefix = r.OnLinkPrefixLength;
+    with_adapter(r.InterfaceIndex, |a| match a["ip"].as_str() {
+        Some(have) if have == ip.to_string() => ERROR_OBJECT_ALREADY_EXISTS,
+        Some(_) => ERROR_NOT_SUPPORTED,
+        None => {
+            a["ip"] = ip.to_string().into();
+            a["prefix_len"] = prefix.into();
+            0
+        }
+    })
 }
 
 /// Test-only: the routing tables handed out and not freed.
