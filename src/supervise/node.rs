@@ -329,6 +329,8 @@ fn prepare_networks(
         Some(before) => Some(find_vswitch_adapter(host, s, &before, stop, log)?),
         None => None,
     };
+    // What the vSwitch lost of the adapter's addressing, back before the routes go on it.
+    put_back_addressing(host, log)?;
     if phase.created_external {
         log.info(&format!(
             "giving the networking stack {:?} to settle",
@@ -343,7 +345,6 @@ fn prepare_networks(
         // not restore them all.
         phase.restored_routes = restore_routes(host, &snapshot, (mgmt, None), log)?;
     }
-    put_back_addressing(host, log)?;
     let now = host.routes()?;
     if snapshot
         .iter()
@@ -626,6 +627,8 @@ pub(super) struct Uplink {
     pub(super) name: String,
     pub(super) mac: String,
     pub(super) ip: Ipv4Addr,
+    /// On DHCP: its host adapter gets an address from DHCP, never from what was kept.
+    pub(super) dhcp: bool,
 }
 
 impl Uplink {
@@ -637,6 +640,15 @@ impl Uplink {
             && a.mac.eq_ignore_ascii_case(&self.mac)
             && a.name.starts_with("vEthernet")
             && a.holds(self.ip)
+    }
+
+    /// A vSwitch port with its MAC named exactly `vEthernet (<uplink>)`, whatever it holds.
+    pub(super) fn is_its_vswitch_adapter_but_address(&self, a: &crate::host::Adapter) -> bool {
+        a.is_vswitch_port()
+            && !self.mac.is_empty()
+            && a.mac.eq_ignore_ascii_case(&self.mac)
+            && a.name
+                .eq_ignore_ascii_case(&format!("vEthernet ({})", self.name))
     }
 }
 
@@ -669,6 +681,7 @@ fn wait_for_stable_address(
                 name: a.name.clone(),
                 mac: a.mac.clone(),
                 ip: x.ip,
+                dhcp: a.dhcp,
             });
         }
         if started.elapsed() >= s.adapter_address_timeout {
@@ -715,13 +728,25 @@ fn find_vswitch_adapter(
 ) -> Result<u32> {
     let started = Instant::now();
     loop {
-        let found = host
-            .adapters()?
+        let found = adapters_now(host)?
             .into_iter()
             .find(|a| uplink.is_its_vswitch_adapter(a));
         if let Some(a) = found {
             log.info(&format!(
                 "the vSwitch's host adapter is {} (index {}, MAC {}, {})",
+                a.name, a.index, a.mac, uplink.ip
+            ));
+            return Ok(a.index);
+        }
+        // A static adapter's address may not come over at all (projectcalico/calico#4631):
+        // its host adapter, known by MAC and name, gets it back from what was kept.
+        if !uplink.dhcp
+            && let Some(a) = adapters_now(host)?
+                .into_iter()
+                .find(|a| uplink.is_its_vswitch_adapter_but_address(a))
+        {
+            log.warn(&format!(
+                "the vSwitch's host adapter {} (index {}, MAC {}) does not hold {}: the static address did not come over, and is put back",
                 a.name, a.index, a.mac, uplink.ip
             ));
             return Ok(a.index);
@@ -738,6 +763,10 @@ fn find_vswitch_adapter(
             return Err(SuperviseError::Stopped);
         }
     }
+}
+
+fn adapters_now(host: &dyn Host) -> Result<Vec<crate::host::Adapter>> {
+    Ok(host.adapters()?)
 }
 
 fn wait_for_management_ip(

@@ -1381,6 +1381,7 @@ fn the_vswitch_adapter_is_known_by_address_mac_and_name_together() {
         name: "Ethernet".into(),
         mac: "00-15-5D-00-00-05".into(),
         ip: Ipv4Addr::new(10, 0, 0, 5),
+        dhcp: true,
     };
     let vnic = crate::host::Adapter {
         name: "vEthernet (Ethernet)".into(),
@@ -1530,4 +1531,35 @@ fn what_the_vswitch_loses_of_a_static_adapter_is_put_back() {
         .find(|a| a.name == "vEthernet (Calico_ep)")
         .expect("ep");
     assert_eq!(ep.metric, 115, "{text}");
+}
+
+/// projectcalico/calico#4631: the vSwitch left a static adapter's host adapter on DHCP with
+/// an APIPA address. CalicoNode finds it by MAC and name and puts the static address back
+/// (DHCP off, the address added), before the routes go on it.
+#[test]
+fn a_static_address_that_did_not_come_over_is_put_back() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    host.set_vswitch_takes_dhcp(true).expect("set");
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase");
+    let text = read(&path);
+    assert!(
+        text.contains(
+            "vEthernet (Ethernet 2) (index 7, MAC 00-15-5D-00-00-06) does not hold 10.0.0.6"
+        ),
+        "{text}"
+    );
+    let now = host.adapters().expect("adapters");
+    let vnic = now
+        .iter()
+        .find(|a| a.name == "vEthernet (Ethernet 2)")
+        .expect("vnic");
+    assert!(
+        vnic.holds(Ipv4Addr::new(10, 0, 0, 6)) && !vnic.dhcp,
+        "{vnic:?}"
+    );
+    let before = crate::installed::addressing::recorded(&host).expect("kept");
+    assert_eq!(crate::installed::addressing::drift(&before, vnic), []);
 }

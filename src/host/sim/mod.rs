@@ -335,6 +335,12 @@ impl SimHost {
         })
     }
 
+    /// While true, a vSwitch made on a static adapter leaves its host adapter on DHCP with an
+    /// APIPA address (`SimSettings::vswitch_takes_dhcp`).
+    pub fn set_vswitch_takes_dhcp(&self, on: bool) -> HostResult<()> {
+        self.world(|s| s.settings.vswitch_takes_dhcp = on)
+    }
+
     /// While pending, HNS reports no management IP on any network.
     pub fn set_management_ip_pending(&self, pending: bool) -> HostResult<()> {
         self.world(|s| s.settings.management_ip_pending = pending)

@@ -204,7 +204,7 @@ pub struct SimSettings {
     #[serde(default)]
     pub felix_health: SimFelixHealth,
     /// While true, a vSwitch made on a static adapter gives its host adapter DHCP instead of
-    /// the address (projectcalico/calico#4631).
+    /// the address (projectcalico/calico#4631): it holds only an APIPA address.
     #[serde(default)]
     pub vswitch_takes_dhcp: bool,
 }
@@ -567,9 +567,14 @@ impl State {
     /// The vSwitch's host adapter's address: the provider address HNS gives the networks.
     pub fn vswitch_ip(&self) -> Option<String> {
         let (_, new) = self.vswitch?;
+        let on = |i: &&InterfaceAddress| i.index == new;
+        // An APIPA address is what HNS latches when the host adapter has no other
+        // (Azure/AgentBaker 6e2dbb2a24), so it is taken when it is the only one.
         self.interfaces
             .iter()
-            .find(|i| i.index == new && !i.ip.is_link_local())
+            .filter(on)
+            .find(|i| !i.ip.is_link_local())
+            .or_else(|| self.interfaces.iter().find(on))
             .map(|i| i.ip.to_string())
     }
 
