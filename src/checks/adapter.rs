@@ -113,26 +113,14 @@ pub fn default_routes(adapters: &[Adapter], routes: &[Route]) -> Check {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::AdapterAddress;
     use std::net::Ipv4Addr;
 
     fn nic(name: &str, index: u32, description: &str, metric: u32) -> Adapter {
+        let ip = format!("10.0.0.{index}");
         Adapter {
-            name: name.into(),
-            index,
             description: description.into(),
-            mac: format!("00-15-5D-00-00-{index:02X}"),
-            addresses: vec![AdapterAddress {
-                ip: Ipv4Addr::new(10, 0, 0, index as u8),
-                prefix_len: 24,
-                preferred: true,
-            }],
-            dhcp: true,
-            gateways: Vec::new(),
-            dns_servers: Vec::new(),
-            dns_suffix: String::new(),
             metric,
-            guid: String::new(),
+            ..Adapter::for_test(name, index, &format!("00-15-5D-00-00-{index:02X}"), &[&ip])
         }
     }
 

@@ -1,27 +1,8 @@
 use super::*;
-use crate::host::{AdapterAddress, VSWITCH_ADAPTER_DESCRIPTION};
+use crate::host::VSWITCH_ADAPTER_DESCRIPTION;
 
 fn nic(name: &str, index: u32, mac: &str, ips: &[&str]) -> Adapter {
-    Adapter {
-        name: name.into(),
-        index,
-        description: "Microsoft Hyper-V Network Adapter".into(),
-        mac: mac.into(),
-        addresses: ips
-            .iter()
-            .map(|ip| AdapterAddress {
-                ip: ip.parse().expect("ip"),
-                prefix_len: 24,
-                preferred: true,
-            })
-            .collect(),
-        dhcp: true,
-        gateways: Vec::new(),
-        dns_servers: Vec::new(),
-        dns_suffix: String::new(),
-        metric: 15,
-        guid: String::new(),
-    }
+    Adapter::for_test(name, index, mac, ips)
 }
 
 fn vnic(of: &str, index: u32, mac: &str, ips: &[&str]) -> Adapter {
