@@ -94,6 +94,7 @@ fn watch_kubelet(
                     follow_address(host, log, &what);
                     startup(host, s, env, program, None, stop, log)?;
                     super::cni::release(host, env, log)?;
+                    keep_ep_metric(host, log);
                     addresses.ran(host, internal);
                 }
             }
@@ -132,11 +133,27 @@ pub(super) struct AddressWatch {
 }
 
 impl AddressWatch {
-    /// The host's Preferred IPv4 addresses but loopback and 169.254/16, sorted.
+    /// The node's Preferred IPv4 addresses but loopback and 169.254/16, sorted: those of the
+    /// External vSwitch's host adapter (found by what CalicoNode kept of its adapter), else of
+    /// every physical adapter and every vSwitch port that took one over (it carries that
+    /// adapter's MAC). Never `Calico_ep`'s, which comes and goes with the pod network.
     fn host_addresses(host: &dyn Host) -> Vec<Ipv4Addr> {
-        let mut out: Vec<Ipv4Addr> = host
-            .adapters()
-            .unwrap_or_default()
+        let adapters = host.adapters().unwrap_or_default();
+        let kept = addressing::recorded(host);
+        let physical_mac = |a: &crate::host::Adapter| {
+            adapters.iter().any(|p| {
+                !p.is_vswitch_port() && !p.mac.is_empty() && p.mac.eq_ignore_ascii_case(&a.mac)
+            })
+        };
+        let ours: Vec<&crate::host::Adapter> =
+            match kept.as_ref().and_then(|k| k.host_adapter(&adapters)) {
+                Some(a) => vec![a],
+                None => adapters
+                    .iter()
+                    .filter(|a| !a.is_vswitch_port() || physical_mac(a))
+                    .collect(),
+            };
+        let mut out: Vec<Ipv4Addr> = ours
             .iter()
             .flat_map(|a| a.addresses.iter())
             .filter(|x| x.preferred && !x.ip.is_loopback() && !x.ip.is_link_local())

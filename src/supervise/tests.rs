@@ -1482,6 +1482,20 @@ fn only_a_real_change_of_address_is_followed() {
         w.changed(&host, ip(9))
             .is_some_and(|w| w.contains("from 10.0.0.5 to 10.0.0.9"))
     );
+    w.ran(&host, ip(9));
+    // Calico_ep's adapter appearing (calico-node made the pod network) is no node address.
+    let mut adapters = host.adapters().expect("adapters");
+    adapters.push(crate::host::Adapter {
+        description: crate::host::VSWITCH_ADAPTER_DESCRIPTION.into(),
+        ..crate::host::Adapter::for_test(
+            "vEthernet (Calico_ep)",
+            20,
+            "00-15-5D-AA-00-02",
+            &["10.244.1.2"],
+        )
+    });
+    host.set_adapters(adapters).expect("set");
+    assert_eq!(w.changed(&host, ip(9)), None);
 }
 
 /// A static adapter's DNS servers do not come over to the vSwitch's host adapter
