@@ -93,6 +93,22 @@ impl Token {
         serde_json::from_slice(&bytes).ok()
     }
 
+    /// The service account's uid it was issued for: the private claim `kubernetes.io` /
+    /// `serviceaccount` / `uid` (kubernetes/kubernetes `pkg/serviceaccount/claims.go`), or a
+    /// legacy token's `kubernetes.io/serviceaccount/service-account.uid`.
+    pub fn service_account_uid(&self) -> Option<String> {
+        let c = self.claims()?;
+        c.pointer("/kubernetes.io/serviceaccount/uid")
+            .or_else(|| c.get("kubernetes.io/serviceaccount/service-account.uid"))?
+            .as_str()
+            .map(str::to_owned)
+    }
+
+    /// Its issuer (`iss`).
+    pub fn issuer(&self) -> Option<String> {
+        self.claims()?.get("iss")?.as_str().map(str::to_owned)
+    }
+
     /// When it was issued (Unix seconds, the `iat` claim).
     pub fn issued_at(&self) -> Option<i64> {
         self.claim_time("iat")

@@ -12,6 +12,7 @@ pub mod ipam;
 pub mod node;
 pub mod pods;
 pub mod proxy;
+pub mod refusal;
 pub mod renewal;
 pub mod rights;
 

@@ -57,7 +57,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let addressing = addressing(h, &mut r);
     let node = node(&cluster, &node_name, &mut r)?;
     let ipam = ipam(&cluster, config, &node_name, &mut r)?;
-    let token = token(h, config, &mut r);
+    let token = token(h, config, &cluster, &mut r);
     let kube_proxy = kube_proxy(h, config, &mut r);
     let access = dir_access(h, config, &mut r);
     let admins = admin_kubeconfigs(ctx, h, &cluster, &mut r);
@@ -727,7 +727,12 @@ fn ipam(
 
 /// calico-node's token: present, and how long it stays valid. Whatever is wrong with it is a
 /// problem among the others, never the end of the report.
-fn token(host: &dyn Host, config: &Config, r: &mut Report) -> serde_json::Value {
+fn token(
+    host: &dyn Host,
+    config: &Config,
+    cluster: &ClusterRead,
+    r: &mut Report,
+) -> serde_json::Value {
     use crate::installed::token_records as renew;
     let path = match config.kubeconfig.as_ref().map(|p| p.as_str().to_owned()) {
         Some(path) if config.datastore == crate::config::types::Datastore::Kubernetes => path,
@@ -762,7 +767,7 @@ fn token(host: &dyn Host, config: &Config, r: &mut Report) -> serde_json::Value 
     };
     r.findings
         .extend(health::token_expiry(&path, expiry, overdue, now));
-    let refused = refused_renewal(host, expiry, now, r);
+    let refused = refused_renewal(host, (&token, expiry), now, cluster, r);
     let skew = record.as_ref().and_then(renew::IssuedRecord::skew_to_say);
     r.text.push(format!(
         "Token: {}{}",
@@ -831,11 +836,13 @@ fn node_token(
     }
 }
 
-/// The last failed renewal, said as a problem (with what to do when only a new token helps).
+/// The last failed renewal, said as a problem (with what to do when only a new token helps);
+/// a 401's cause told (`cluster::refusal`) when the cluster could be read.
 fn refused_renewal(
     host: &dyn Host,
-    expiry: Option<i64>,
+    (token, expiry): (&crate::cluster::credentials::Token, Option<i64>),
     now: i64,
+    cluster: &ClusterRead,
     r: &mut Report,
 ) -> Option<crate::installed::token_records::Refused> {
     let refused = crate::installed::token_records::refused(host).unwrap_or_else(|e| {
@@ -847,7 +854,16 @@ fn refused_renewal(
         None
     });
     if let Some(f) = &refused {
-        r.findings.push(health::token_refused(f, expiry, now));
+        let cause = match (f.unauthorized, cluster, token.service_account()) {
+            (true, ClusterRead::Read(c, _), Some((ns, name))) => {
+                let said = crate::cluster::refusal::read_now(c, &ns, &name);
+                crate::cluster::refusal::cause(token, now, &said)
+            }
+            (true, _, _) => crate::cluster::refusal::cause(token, now, &Default::default()),
+            _ => None,
+        };
+        r.findings
+            .push(health::token_refused(f, expiry, now, cause.as_ref()));
     }
     refused
 }

@@ -346,9 +346,19 @@ pub fn token_expiry(path: &str, expiry: Option<i64>, overdue: i64, now: i64) -> 
 
 /// CalicoNode's last renewal failed; a 401 (the API server refuses the token itself) needs a
 /// new token, said unless the token's expiry already says so.
-pub fn token_refused(f: &super::token_records::Refused, expiry: Option<i64>, now: i64) -> Finding {
+pub fn token_refused(
+    f: &super::token_records::Refused,
+    expiry: Option<i64>,
+    now: i64,
+    cause: Option<&crate::cluster::refusal::Cause>,
+) -> Finding {
     let expired_said = expiry.is_some_and(|e| e <= now);
     let needs_new = f.unauthorized && !expired_said;
+    let why = match cause {
+        Some(c) => format!(" (cause {}: {})", c.word(), c.describe()),
+        None if needs_new => " (its cause was not told: the cluster could not be read)".into(),
+        None => String::new(),
+    };
     let found = token(
         "calico-node's token",
         format!(
@@ -360,16 +370,16 @@ pub fn token_refused(f: &super::token_records::Refused, expiry: Option<i64>, now
             )),
             f.error,
             if needs_new {
-                format!("; the API server refuses the token itself (401): {NEW_TOKEN}")
+                format!("; the API server refuses the token itself (401){why}: {NEW_TOKEN}")
             } else {
                 String::new()
             }
         ),
     );
-    if needs_new {
-        found.with_remedy(NEW_TOKEN)
-    } else {
-        found
+    match (needs_new, cause) {
+        (true, Some(c)) => found.with_remedy(c.remedy()),
+        (true, None) => found.with_remedy(NEW_TOKEN),
+        _ => found,
     }
 }
 

@@ -317,6 +317,14 @@ impl Renewal {
                 ""
             }
         );
+        // A refused token cannot read what tells the other causes apart: status can.
+        let line = if unauthorized && expires.is_none_or(|e| e > now) {
+            format!(
+                "{line} (the token has not expired by this node's clock: 'calicoctl-win status' with an admin kubeconfig tells whether its ServiceAccount was made again, the issuer changed or the signing key rotated)"
+            )
+        } else {
+            line
+        };
         log.warn(&line);
         self.failures = self.failures.saturating_add(1);
         if self.failures == 1

@@ -10,7 +10,7 @@ use crate::support::fake_api::FakeApi;
 use crate::support::release::release_zip;
 use crate::support::{Node, on_node};
 use base64::Engine;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::time::Duration;
 
 const TOKEN_PATH: &str = "/api/v1/namespaces/calico-system/serviceaccounts/calico-node/token";
@@ -278,4 +278,56 @@ fn a_token_file_status_cannot_use_is_one_problem_among_the_others() {
     assert!(p.contains("control characters"), "{p}");
     let log = run_node_until(&node, |l| l.contains("control characters"), 0);
     assert!(log.contains("control characters"), "{log}");
+}
+
+/// A renewal refused with 401, as CalicoNode records it (`TokenRenewal` in Calico's key).
+fn refused_now(node: &Node) {
+    let record = json!({"at": now(), "expires": now() + 3600,
+        "error": "the API server refused the request: Unauthorized (401)", "unauthorized": true});
+    node.edit_state(|state| {
+        state["registry"][r"hklm\software\tigera\calico"]["tokenrenewal"] =
+            json!({"type": "REG_SZ", "data": record.to_string()});
+    });
+}
+
+/// `status` with the cluster read: the cause of the 401 its token finding names.
+fn cause_said(node: &Node) -> String {
+    let (code, doc, err) = node.run(&["status"]);
+    assert_eq!(code, 1, "{err} {doc}");
+    problems(&doc)
+        .into_iter()
+        .find(|p| p.contains("refuses the token itself"))
+        .unwrap_or_else(|| panic!("no refusal said: {doc}"))
+}
+
+/// Each cause of a 401 told apart: the ServiceAccount made again (kube-apiserver refuses a
+/// token whose account uid is gone), the issuer changed, the signing key rotated.
+#[test]
+fn status_names_the_cause_of_a_refused_token() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = installed(&api);
+    refused_now(&node);
+    // Nothing changed in the cluster: the token's account and issuer are current.
+    api.rotate_signing_key();
+    let said = cause_said(&node);
+    assert!(said.contains("cause signing-key"), "{said}");
+
+    api.recreate_service_account("calico-system", "calico-node");
+    let said = cause_said(&node);
+    assert!(
+        said.contains("cause serviceaccount-recreated") && said.contains("-again"),
+        "{said}"
+    );
+
+    let node = installed(&api);
+    refused_now(&node);
+    api.set_issuer("https://issuer.example");
+    let said = cause_said(&node);
+    assert!(
+        said.contains("cause issuer-changed")
+            && said.contains("https://kubernetes.default.svc")
+            && said.contains("https://issuer.example"),
+        "{said}"
+    );
 }

@@ -61,6 +61,9 @@ pub struct State {
     /// `status.token` is documented as opaque (authentication/v1 TokenRequestStatus: "Token
     /// is the opaque bearer token").
     pub opaque_tokens: bool,
+    /// The service-account issuer it signs tokens with and announces at
+    /// `/.well-known/openid-configuration`; a token of another issuer is refused.
+    pub issuer: String,
     /// The CA certificate, as the token controller puts it into `ca.crt`.
     ca_pem: String,
     /// Counts issued tokens, so each is different.
@@ -194,6 +197,7 @@ impl FakeApi {
             connections: 0,
             clock_behind: 0,
             opaque_tokens: false,
+            issuer: "https://kubernetes.default.svc".into(),
             ca_pem: ca.pem(),
             issued: 0,
         }));
@@ -257,6 +261,28 @@ impl FakeApi {
             &format!("{rbac}/clusterrolebindings/system:basic-user"),
             binding,
         );
+    }
+
+    /// The ServiceAccount deleted and made again, with a new uid: every token issued for it
+    /// is refused from now on (a Calico reinstall, an operator upgrade).
+    pub fn recreate_service_account(&self, namespace: &str, name: &str) {
+        let path = format!("/api/v1/namespaces/{namespace}/serviceaccounts/{name}");
+        let mut st = self.lock();
+        if let Some(o) = st.objects.get_mut(&path) {
+            let uid = o["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
+            o["metadata"]["uid"] = json!(format!("{uid}-again"));
+        }
+    }
+
+    /// The service-account issuer changed: tokens of the old one are refused.
+    pub fn set_issuer(&self, issuer: &str) {
+        self.lock().issuer = issuer.to_owned();
+    }
+
+    /// The signing key rotated: every token the server issued is refused (the admin's stays).
+    pub fn rotate_signing_key(&self) {
+        let mut st = self.lock();
+        st.tokens.retain(|t| t.starts_with("fake-admin-token-"));
     }
 
     /// Stores an object at its API path.

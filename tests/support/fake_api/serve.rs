@@ -247,8 +247,17 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
     let expired = claims["exp"]
         .as_i64()
         .is_some_and(|exp| exp <= now_secs() - st.clock_behind);
-    if expired || !bearer.is_some_and(|t| st.tokens.contains(&t)) {
+    if expired || !bearer.is_some_and(|t| st.tokens.contains(&t)) || !still_valid(&st, &claims) {
         return status(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized");
+    }
+    if method == "GET" && path == "/.well-known/openid-configuration" {
+        // kube-apiserver's service-account issuer discovery (the issuer it signs with).
+        return respond(
+            StatusCode::OK,
+            &json!({"issuer": st.issuer, "jwks_uri": format!("{}/openid/v1/jwks", st.issuer),
+                "response_types_supported": ["id_token"], "subject_types_supported": ["public"],
+                "id_token_signing_alg_values_supported": ["RS256"]}),
+        );
     }
     let who = super::rbac::identity(&claims);
     if method == "GET"
@@ -603,13 +612,47 @@ fn token_request(st: &mut State, t: &Target, body: &Value) -> Reply {
     )
 }
 
+/// Whether a service-account token's claims still hold, as kube-apiserver validates them: its
+/// issuer is the one the server signs with, and the account it names still exists with the
+/// uid it names (kubernetes/kubernetes pkg/serviceaccount/claims.go, `Validate`). A token
+/// without the private claim (the admin's) is checked by the token list alone.
+fn still_valid(st: &State, claims: &Value) -> bool {
+    if claims
+        .get("iss")
+        .is_some_and(|iss| iss.as_str() != Some(st.issuer.as_str()))
+    {
+        return false;
+    }
+    let Some(sa) = claims.get("kubernetes.io") else {
+        return true;
+    };
+    let path = format!(
+        "/api/v1/namespaces/{}/serviceaccounts/{}",
+        sa["namespace"].as_str().unwrap_or_default(),
+        sa["serviceaccount"]["name"].as_str().unwrap_or_default()
+    );
+    st.objects
+        .get(&path)
+        .is_some_and(|o| o["metadata"]["uid"] == sa["serviceaccount"]["uid"])
+}
+
 /// A JWT for the service account, accepted by this server from now on; `None` never expires
 /// (a legacy token secret's).
 fn issue(st: &mut State, ns: &str, sa: &str, seconds: Option<i64>) -> String {
     st.issued += 1;
     let now = now_secs() - st.clock_behind;
-    let mut claims = json!({"iss": "https://kubernetes.default.svc", "sub": format!("system:serviceaccount:{ns}:{sa}"),
+    // The private claim kube-apiserver puts in a service-account token
+    // (kubernetes/kubernetes pkg/serviceaccount/claims.go): the account's namespace, name and uid.
+    let uid = st
+        .objects
+        .get(&format!("/api/v1/namespaces/{ns}/serviceaccounts/{sa}"))
+        .and_then(|o| o["metadata"]["uid"].as_str().map(str::to_owned));
+    let mut claims = json!({"iss": st.issuer, "sub": format!("system:serviceaccount:{ns}:{sa}"),
         "iat": now, "jti": format!("fake-{}", st.issued)});
+    if let Some(uid) = uid {
+        claims["kubernetes.io"] =
+            json!({"namespace": ns, "serviceaccount": {"name": sa, "uid": uid}});
+    }
     if let Some(s) = seconds {
         claims["exp"] = json!(now + s);
         claims["aud"] = json!(["https://kubernetes.default.svc"]);

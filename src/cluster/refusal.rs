@@ -1,0 +1,223 @@
+//! Why the API server refuses calico-node's token (401), told apart from what the token says
+//! and what the cluster announces now:
+//! - `expired`: its `exp` has passed, by this node's clock;
+//! - `serviceaccount-recreated`: the service account's uid in the token (the private claim
+//!   `kubernetes.io` / `serviceaccount` / `uid`, kubernetes/kubernetes
+//!   `pkg/serviceaccount/claims.go`) is not the current ServiceAccount's: kube-apiserver's
+//!   validator refuses a token whose account was deleted and made again (a Calico reinstall, an
+//!   operator upgrade);
+//! - `issuer-changed`: its `iss` is not the issuer the cluster announces at
+//!   `/.well-known/openid-configuration` (the service-account issuer was changed);
+//! - `signing-key`: none of these, so the key that signed it is no longer trusted (rotated).
+
+use super::Cluster;
+use super::credentials::Token;
+use serde::Serialize;
+
+/// What the cluster says now, as far as it could be read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Now {
+    /// The calico-node ServiceAccount's uid; `None` when it could not be read.
+    pub service_account_uid: Option<String>,
+    /// Whether the ServiceAccount was read and does not exist.
+    pub service_account_missing: bool,
+    /// The issuer at `/.well-known/openid-configuration`.
+    pub issuer: Option<String>,
+}
+
+/// The cause of a 401.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "cause", rename_all = "kebab-case")]
+pub enum Cause {
+    Expired { at: i64, ago: i64 },
+    ServiceaccountRecreated { token: String, now: Option<String> },
+    IssuerChanged { token: String, now: String },
+    SigningKey,
+}
+
+impl Cause {
+    /// The cause's word: `expired`, `serviceaccount-recreated` ...
+    pub fn word(&self) -> &'static str {
+        match self {
+            Cause::Expired { .. } => "expired",
+            Cause::ServiceaccountRecreated { .. } => "serviceaccount-recreated",
+            Cause::IssuerChanged { .. } => "issuer-changed",
+            Cause::SigningKey => "signing-key",
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Cause::Expired { at, ago } => format!(
+                "it expired at {} ({} ago by this node's clock)",
+                crate::duration::time_text(*at),
+                crate::duration::show(std::time::Duration::from_secs((*ago).max(0) as u64))
+            ),
+            Cause::ServiceaccountRecreated { token, now } => match now {
+                Some(now) => format!(
+                    "the calico-node ServiceAccount was made again: the token is of uid {token}, the account's uid is now {now}"
+                ),
+                None => format!(
+                    "the calico-node ServiceAccount the token is of (uid {token}) no longer exists"
+                ),
+            },
+            Cause::IssuerChanged { token, now } => format!(
+                "the service-account issuer changed: the token's is {token}, the cluster's is now {now}"
+            ),
+            Cause::SigningKey => "its issuer and service account are current, so the key that signed it is no longer trusted (the signing key was rotated)".into(),
+        }
+    }
+
+    /// What to do about it.
+    pub fn remedy(&self) -> &'static str {
+        match self {
+            Cause::Expired { .. } => {
+                "check the node's clock against the API server's, then issue a new token ('calicoctl-win fetch kubeconfig')"
+            }
+            Cause::ServiceaccountRecreated { .. } => {
+                "issue a new token for the new account ('calicoctl-win fetch kubeconfig'); the renewal grant is by name and stays"
+            }
+            Cause::IssuerChanged { .. } | Cause::SigningKey => {
+                "issue a new token ('calicoctl-win fetch kubeconfig'): every token of the old issuer or key is refused"
+            }
+        }
+    }
+}
+
+/// Tells the cause from the token and the cluster now; `None` when neither the account nor the
+/// issuer could be read and the token has not expired (nothing to tell it by).
+pub fn cause(token: &Token, now_secs: i64, now: &Now) -> Option<Cause> {
+    if let Some(exp) = token.expiry().filter(|e| *e <= now_secs) {
+        return Some(Cause::Expired {
+            at: exp,
+            ago: now_secs - exp,
+        });
+    }
+    if let Some(uid) = token.service_account_uid() {
+        if now.service_account_missing {
+            return Some(Cause::ServiceaccountRecreated {
+                token: uid,
+                now: None,
+            });
+        }
+        if let Some(current) = &now.service_account_uid
+            && *current != uid
+        {
+            return Some(Cause::ServiceaccountRecreated {
+                token: uid,
+                now: Some(current.clone()),
+            });
+        }
+    }
+    if let (Some(iss), Some(current)) = (token.issuer(), &now.issuer)
+        && iss != *current
+    {
+        return Some(Cause::IssuerChanged {
+            token: iss,
+            now: current.clone(),
+        });
+    }
+    (now.service_account_uid.is_some() && now.issuer.is_some()).then_some(Cause::SigningKey)
+}
+
+/// Reads what `cause` compares: the ServiceAccount `name` in `namespace` and the announced
+/// issuer. What cannot be read stays `None`.
+pub fn read_now(c: &Cluster, namespace: &str, name: &str) -> Now {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    let accounts: kube::Api<ServiceAccount> = kube::Api::namespaced(c.client.clone(), namespace);
+    let sa = c.call_opt(
+        "get",
+        &format!("serviceaccounts/{name}"),
+        accounts.get(name),
+    );
+    let issuer = http::Request::get("/.well-known/openid-configuration")
+        .body(Vec::new())
+        .ok()
+        .and_then(|req| {
+            c.call(
+                "get",
+                ".well-known/openid-configuration",
+                c.client.request::<serde_json::Value>(req),
+            )
+            .ok()
+        })
+        .and_then(|v| v["issuer"].as_str().map(str::to_owned));
+    Now {
+        service_account_uid: sa
+            .as_ref()
+            .ok()
+            .and_then(|s| s.as_ref()?.metadata.uid.clone()),
+        service_account_missing: matches!(sa, Ok(None)),
+        issuer,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine as _;
+
+    fn token(claims: serde_json::Value) -> Token {
+        let enc = |v: &serde_json::Value| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
+        };
+        Token::new(format!(
+            "{}.{}.sig",
+            enc(&serde_json::json!({"alg": "RS256"})),
+            enc(&claims)
+        ))
+    }
+
+    const NOW: i64 = 1_800_000_000;
+
+    fn current() -> Now {
+        Now {
+            service_account_uid: Some("uid-2".into()),
+            service_account_missing: false,
+            issuer: Some("https://kubernetes.default.svc".into()),
+        }
+    }
+
+    fn of(uid: &str, iss: &str, exp: i64) -> Token {
+        token(serde_json::json!({"iss": iss, "exp": exp, "iat": NOW - 100,
+            "kubernetes.io": {"namespace": "calico-system",
+                "serviceaccount": {"name": "calico-node", "uid": uid}}}))
+    }
+
+    #[test]
+    fn each_cause_of_a_401_is_told_apart() {
+        let iss = "https://kubernetes.default.svc";
+        let c = |t: &Token| cause(t, NOW, &current()).map(|c| c.word());
+        assert_eq!(c(&of("uid-2", iss, NOW - 60)), Some("expired"));
+        assert_eq!(
+            c(&of("uid-1", iss, NOW + 600)),
+            Some("serviceaccount-recreated")
+        );
+        assert_eq!(
+            c(&of("uid-2", "https://old.example", NOW + 600)),
+            Some("issuer-changed")
+        );
+        assert_eq!(c(&of("uid-2", iss, NOW + 600)), Some("signing-key"));
+        let gone = Now {
+            service_account_uid: None,
+            service_account_missing: true,
+            ..current()
+        };
+        assert_eq!(
+            cause(&of("uid-2", iss, NOW + 600), NOW, &gone).map(|c| c.describe()),
+            Some(
+                "the calico-node ServiceAccount the token is of (uid uid-2) no longer exists"
+                    .into()
+            )
+        );
+        // Nothing read: nothing to tell by, unless the token says it expired.
+        assert_eq!(
+            cause(&of("uid-2", iss, NOW + 600), NOW, &Now::default()),
+            None
+        );
+        assert_eq!(
+            cause(&of("uid-2", iss, NOW - 1), NOW, &Now::default()).map(|c| c.word()),
+            Some("expired")
+        );
+    }
+}
