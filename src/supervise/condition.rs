@@ -45,6 +45,8 @@ pub struct Reporter {
     next: Instant,
     /// The Node's InternalIP as last read.
     internal_ip: Option<std::net::Ipv4Addr>,
+    /// The last look's read of the Node was refused (401): calico-node's token is refused.
+    refused: bool,
 }
 
 impl Reporter {
@@ -72,7 +74,13 @@ impl Reporter {
             last_set: None,
             next: Instant::now(),
             internal_ip: None,
+            refused: false,
         })
+    }
+
+    /// Whether the last look's read of the Node with calico-node's token was refused (401).
+    pub fn refused(&self) -> bool {
+        self.refused
     }
 
     /// The Node's InternalIP as the last look read it.
@@ -100,10 +108,12 @@ impl Reporter {
                 return;
             }
         };
-        let (reasons, internal_ip) = reasons(host, Some(&cluster), &self.node, &self.root);
-        if internal_ip.is_some() {
-            self.internal_ip = internal_ip;
+        let look = reasons(host, Some(&cluster), &self.node, &self.root);
+        if look.internal_ip.is_some() {
+            self.internal_ip = look.internal_ip;
         }
+        self.refused = look.refused;
+        let reasons = look.reasons;
         let beat_due = self.last_set.is_none_or(|t| t.elapsed() >= HEARTBEAT);
         let Some((ready, changed_state)) = to_set(self.last.as_deref(), &reasons, beat_due) else {
             return;
@@ -189,14 +199,23 @@ fn said(f: health::Finding) -> String {
     format!("{} [{}]", f.message, f.code.word())
 }
 
-/// What is wrong with Calico on this node, as CalicoNode sees it (empty when nothing is), and
-/// the Node's InternalIP when it was read.
+/// What one look found.
+pub struct Look {
+    /// What is wrong with Calico on this node (empty when nothing is).
+    pub reasons: Vec<String>,
+    /// The Node's InternalIP, when it was read.
+    pub internal_ip: Option<std::net::Ipv4Addr>,
+    /// The API server refused the read of the Node (401).
+    pub refused: bool,
+}
+
+/// What is wrong with Calico on this node, as CalicoNode sees it, with what it read of the Node.
 pub fn reasons(
     host: &dyn Host,
     cluster: Option<&Cluster>,
     node: &str,
     root: &crate::layout::InstallRoot,
-) -> (Vec<String>, Option<std::net::Ipv4Addr>) {
+) -> Look {
     // CalicoNode's look every minute is what ages the faults (`endpoints::seen`).
     let how = endpoints::Survey {
         cluster,
@@ -206,13 +225,17 @@ pub fn reasons(
         ageing: endpoints::Ageing::Record,
     };
     let mut found = health::on_node(host, root, &how);
-    let mut internal_ip = None;
+    let (mut internal_ip, mut refused) = (None, false);
     if let Some(c) = cluster {
-        let (f, ip) = address(host, c, node);
+        let (f, ip, no) = address(host, c, node);
         found.extend(f);
-        internal_ip = ip;
+        (internal_ip, refused) = (ip, no);
     }
-    (found.into_iter().map(said).collect(), internal_ip)
+    Look {
+        reasons: found.into_iter().map(said).collect(),
+        internal_ip,
+        refused,
+    }
 }
 
 /// The node's address in the cluster against the Calico HNS networks' management IP
@@ -221,21 +244,22 @@ fn address(
     host: &dyn Host,
     c: &Cluster,
     node: &str,
-) -> (Vec<health::Finding>, Option<std::net::Ipv4Addr>) {
+) -> (Vec<health::Finding>, Option<std::net::Ipv4Addr>, bool) {
     let (internal, bgp) = match crate::cluster::node::addresses(c, node) {
         Ok(a) => a,
         Err(e) => {
+            let refused = matches!(e, crate::cluster::ClusterError::Api { code: 401, .. });
             let f = health::Finding::new(
                 health::Code::ClusterUnreadable,
                 node,
                 format!("the Node's addresses cannot be read: {e}"),
             );
-            return (vec![f], None);
+            return (vec![f], None, refused);
         }
     };
     let networks = host.hns_networks().unwrap_or_default();
     let found = health::node_address(node, internal, bgp, &health::management_ips(&networks));
-    (found, internal)
+    (found, internal, false)
 }
 
 #[cfg(test)]

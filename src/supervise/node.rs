@@ -114,6 +114,13 @@ fn watch_kubelet(
         if let Some(c) = condition.as_mut().filter(|_| last.is_some()) {
             c.keep(host, log);
             wait = wait.min(c.due_in());
+            // A refused token is known within the minute, not at its renewal time.
+            if c.refused()
+                && let Some(r) = renewal.as_deref_mut()
+            {
+                r.refused_elsewhere(log);
+                r.keep(host, log);
+            }
         }
         if stop.wait(wait) {
             return Err(SuperviseError::Stopped);

@@ -331,3 +331,26 @@ fn status_names_the_cause_of_a_refused_token() {
         "{said}"
     );
 }
+
+/// A refused token is noticed within the minute: CalicoNode's look at its Node gets a 401, a
+/// renewal is tried at once (not at two thirds of the token's year), refused and recorded, and
+/// `status` names the cause.
+#[test]
+fn a_refused_token_is_noticed_at_the_first_look_not_at_its_renewal_time() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = installed(&api);
+    api.recreate_service_account("calico-system", "calico-node");
+    let before = token_requests(&api);
+    let log = run_node_until(&node, |l| l.contains("could not renew"), 0);
+    assert!(
+        log.contains(
+            "refused calico-node's token (401) when CalicoNode read its Node: trying a renewal now"
+        ),
+        "{log}"
+    );
+    assert_eq!(token_requests(&api) - before, 1, "{log}");
+    assert_eq!(renewal_events(&node), 1, "{log}");
+    let said = cause_said(&node);
+    assert!(said.contains("cause serviceaccount-recreated"), "{said}");
+}
