@@ -4,7 +4,7 @@
 
 use super::{Cluster, ClusterError};
 use base64::Engine;
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use kube::Api;
 use kube::api::{ListParams, ObjectMeta, PostParams};
@@ -100,6 +100,23 @@ impl Token {
         let c = self.claims()?;
         c.pointer("/kubernetes.io/serviceaccount/uid")
             .or_else(|| c.get("kubernetes.io/serviceaccount/service-account.uid"))?
+            .as_str()
+            .map(str::to_owned)
+    }
+
+    /// The Node it is bound to (the private claim `kubernetes.io` / `node` / `name`, in a
+    /// token whose TokenRequest named a Node): deleting that Node revokes it.
+    pub fn bound_node(&self) -> Option<String> {
+        self.claims()?
+            .pointer("/kubernetes.io/node/name")?
+            .as_str()
+            .map(str::to_owned)
+    }
+
+    /// The uid of the Node it is bound to.
+    pub fn bound_node_uid(&self) -> Option<String> {
+        self.claims()?
+            .pointer("/kubernetes.io/node/uid")?
             .as_str()
             .map(str::to_owned)
     }
@@ -303,6 +320,8 @@ pub struct Issued {
     pub expires: Option<i64>,
     /// The CA a legacy token secret carries.
     pub ca_pem: Option<String>,
+    /// Why a token asked to be bound to a Node is not.
+    pub unbound: Option<String>,
 }
 
 /// The service account, or a clear error when it does not exist.
@@ -320,29 +339,40 @@ pub fn service_account(c: &Cluster, namespace: &str, name: &str) -> Result<(), a
     }
 }
 
-/// A token from the TokenRequest API, asked to live `lifetime` (the server may shorten it).
+/// A token from the TokenRequest API, asked to live `lifetime` (the server may shorten it),
+/// bound to the Node `node` when one is given and the server binds tokens to Nodes
+/// (`boundObjectRef` of kind Node, Kubernetes 1.33 and later, `ServiceAccountTokenNodeBinding`):
+/// deleting the Node then revokes it. A server that refuses the binding (an older one, or a
+/// Node that does not exist yet) gives an unbound token, and `Issued::unbound` says why.
 pub fn token_request(
     c: &Cluster,
     namespace: &str,
     name: &str,
     lifetime: Duration,
+    node: Option<&str>,
 ) -> Result<Issued, anyhow::Error> {
-    let api: Api<ServiceAccount> = Api::namespaced(c.client.clone(), namespace);
-    let request = TokenRequest {
-        metadata: ObjectMeta::default(),
-        spec: TokenRequestSpec {
-            audiences: Vec::new(),
-            expiration_seconds: Some(i64::try_from(lifetime.as_secs()).unwrap_or(i64::MAX)),
-            bound_object_ref: None,
-        },
-        status: None,
-    };
     let what = format!("serviceaccounts/{name}/token in {namespace}");
-    let answer = match c.call(
-        "create",
-        &what,
-        api.create_token_request(name, &PostParams::default(), &request),
-    ) {
+    let bound = node.map(|n| request_token(c, namespace, name, lifetime, Some(n)));
+    let (answer, unbound) = match bound {
+        Some(Ok(a)) => (Ok(a), None),
+        Some(Err(e))
+            if matches!(
+                e,
+                ClusterError::Api {
+                    code: 400 | 404 | 422,
+                    ..
+                }
+            ) =>
+        {
+            (
+                request_token(c, namespace, name, lifetime, None),
+                Some(format!("the API server did not bind it to the Node: {e}")),
+            )
+        }
+        Some(Err(e)) => (Err(e), None),
+        None => (request_token(c, namespace, name, lifetime, None), None),
+    };
+    let answer = match answer {
         Err(e) if e.is_not_found() => {
             return Err(CredentialError::NoServiceAccount {
                 server: c.server.clone(),
@@ -353,6 +383,45 @@ pub fn token_request(
         }
         other => other?,
     };
+    let mut issued = issued_from(c, &what, answer)?;
+    issued.unbound = unbound;
+    Ok(issued)
+}
+
+/// One TokenRequest, bound to the Node `node` when given.
+fn request_token(
+    c: &Cluster,
+    namespace: &str,
+    name: &str,
+    lifetime: Duration,
+    node: Option<&str>,
+) -> Result<TokenRequest, ClusterError> {
+    let api: Api<ServiceAccount> = Api::namespaced(c.client.clone(), namespace);
+    let request = TokenRequest {
+        metadata: ObjectMeta::default(),
+        spec: TokenRequestSpec {
+            audiences: Vec::new(),
+            expiration_seconds: Some(i64::try_from(lifetime.as_secs()).unwrap_or(i64::MAX)),
+            bound_object_ref: node.map(|n| BoundObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Node".into()),
+                name: Some(n.to_owned()),
+                uid: None,
+            }),
+        },
+        status: None,
+    };
+    let what = format!("serviceaccounts/{name}/token in {namespace}");
+    c.call(
+        "create",
+        &what,
+        api.create_token_request(name, &PostParams::default(), &request),
+    )
+}
+
+/// The token of a TokenRequest's answer, checked.
+fn issued_from(c: &Cluster, what: &str, answer: TokenRequest) -> Result<Issued, anyhow::Error> {
+    let what = what.to_owned();
     let status = answer.status.ok_or_else(|| ClusterError::Api {
         server: c.server.clone(),
         verb: "create".into(),
@@ -381,6 +450,7 @@ pub fn token_request(
         token,
         expires,
         ca_pem: None,
+        unbound: None,
     })
 }
 
@@ -453,6 +523,7 @@ pub fn legacy_secret(
                 ca_pem: data
                     .get("ca.crt")
                     .map(|c| String::from_utf8_lossy(&c.0).into_owned()),
+                unbound: None,
             });
         }
         if started.elapsed() >= timeout {
@@ -619,6 +690,7 @@ mod tests {
             token: t,
             expires: None,
             ca_pem: None,
+            unbound: None,
         };
         assert!(!format!("{issued:?}").contains("secret-value"));
     }

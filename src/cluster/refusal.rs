@@ -8,6 +8,8 @@
 //!   operator upgrade);
 //! - `issuer-changed`: its `iss` is not the issuer the cluster announces at
 //!   `/.well-known/openid-configuration` (the service-account issuer was changed);
+//! - `node-deleted`: it is bound to a Node (`kubernetes.io` / `node`) that no longer exists,
+//!   or exists with another uid (deleting the Node revokes the tokens bound to it);
 //! - `signing-key`: none of these, so the key that signed it is no longer trusted (rotated).
 
 use super::Cluster;
@@ -23,6 +25,8 @@ pub struct Now {
     pub service_account_missing: bool,
     /// The issuer at `/.well-known/openid-configuration`.
     pub issuer: Option<String>,
+    /// The Node the token is bound to was read and is gone (or is another Node of its name).
+    pub bound_node_gone: bool,
 }
 
 /// The cause of a 401.
@@ -32,6 +36,7 @@ pub enum Cause {
     Expired { at: i64, ago: i64 },
     ServiceaccountRecreated { token: String, now: Option<String> },
     IssuerChanged { token: String, now: String },
+    NodeDeleted { node: String },
     SigningKey,
 }
 
@@ -42,6 +47,7 @@ impl Cause {
             Cause::Expired { .. } => "expired",
             Cause::ServiceaccountRecreated { .. } => "serviceaccount-recreated",
             Cause::IssuerChanged { .. } => "issuer-changed",
+            Cause::NodeDeleted { .. } => "node-deleted",
             Cause::SigningKey => "signing-key",
         }
     }
@@ -64,6 +70,9 @@ impl Cause {
             Cause::IssuerChanged { token, now } => format!(
                 "the service-account issuer changed: the token's is {token}, the cluster's is now {now}"
             ),
+            Cause::NodeDeleted { node } => format!(
+                "it is bound to the Node {node}, which was deleted (deleting a Node revokes the tokens bound to it)"
+            ),
             Cause::SigningKey => "its issuer and service account are current, so the key that signed it is no longer trusted (the signing key was rotated)".into(),
         }
     }
@@ -76,6 +85,9 @@ impl Cause {
             }
             Cause::ServiceaccountRecreated { .. } => {
                 "issue a new token for the new account ('calicoctl-win fetch kubeconfig'); the renewal grant is by name and stays"
+            }
+            Cause::NodeDeleted { .. } => {
+                "once kubelet has registered the Node again, issue a new token ('calicoctl-win fetch kubeconfig')"
             }
             Cause::IssuerChanged { .. } | Cause::SigningKey => {
                 "issue a new token ('calicoctl-win fetch kubeconfig'): every token of the old issuer or key is refused"
@@ -117,12 +129,15 @@ pub fn cause(token: &Token, now_secs: i64, now: &Now) -> Option<Cause> {
             now: current.clone(),
         });
     }
+    if let Some(node) = token.bound_node().filter(|_| now.bound_node_gone) {
+        return Some(Cause::NodeDeleted { node });
+    }
     (now.service_account_uid.is_some() && now.issuer.is_some()).then_some(Cause::SigningKey)
 }
 
-/// Reads what `cause` compares: the ServiceAccount `name` in `namespace` and the announced
-/// issuer. What cannot be read stays `None`.
-pub fn read_now(c: &Cluster, namespace: &str, name: &str) -> Now {
+/// Reads what `cause` compares: the ServiceAccount `name` in `namespace`, the announced
+/// issuer and the Node `token` is bound to. What cannot be read stays unknown.
+pub fn read_now(c: &Cluster, token: &Token, (namespace, name): (&str, &str)) -> Now {
     use k8s_openapi::api::core::v1::ServiceAccount;
     let accounts: kube::Api<ServiceAccount> = kube::Api::namespaced(c.client.clone(), namespace);
     let sa = c.call_opt(
@@ -142,6 +157,14 @@ pub fn read_now(c: &Cluster, namespace: &str, name: &str) -> Now {
             .ok()
         })
         .and_then(|v| v["issuer"].as_str().map(str::to_owned));
+    let bound_node_gone = token.bound_node().is_some_and(|node| {
+        let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(c.client.clone());
+        match c.call_opt("get", &format!("nodes/{node}"), nodes.get(&node)) {
+            Ok(None) => true,
+            Ok(Some(n)) => n.metadata.uid != token.bound_node_uid(),
+            Err(_) => false,
+        }
+    });
     Now {
         service_account_uid: sa
             .as_ref()
@@ -149,6 +172,7 @@ pub fn read_now(c: &Cluster, namespace: &str, name: &str) -> Now {
             .and_then(|s| s.as_ref()?.metadata.uid.clone()),
         service_account_missing: matches!(sa, Ok(None)),
         issuer,
+        bound_node_gone,
     }
 }
 
@@ -175,6 +199,7 @@ mod tests {
             service_account_uid: Some("uid-2".into()),
             service_account_missing: false,
             issuer: Some("https://kubernetes.default.svc".into()),
+            bound_node_gone: false,
         }
     }
 
@@ -203,6 +228,22 @@ mod tests {
             service_account_missing: true,
             ..current()
         };
+        let bound = token(serde_json::json!({"iss": iss, "exp": NOW + 600,
+            "kubernetes.io": {"namespace": "calico-system",
+                "serviceaccount": {"name": "calico-node", "uid": "uid-2"},
+                "node": {"name": "win-1", "uid": "n-1"}}}));
+        let node_gone = Now {
+            bound_node_gone: true,
+            ..current()
+        };
+        assert_eq!(
+            cause(&bound, NOW, &node_gone).map(|c| c.word()),
+            Some("node-deleted")
+        );
+        assert_eq!(
+            cause(&bound, NOW, &current()).map(|c| c.word()),
+            Some("signing-key")
+        );
         assert_eq!(
             cause(&of("uid-2", iss, NOW + 600), NOW, &gone).map(|c| c.describe()),
             Some(

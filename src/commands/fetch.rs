@@ -69,7 +69,9 @@ pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Resu
     let issued: Issued = if args.legacy_secret {
         credentials::legacy_secret(&c, &ns, sa, args.timeout)?
     } else {
-        credentials::token_request(&c, &ns, sa, args.lifetime)?
+        // calico-node's token for this node: bound to its Node where the server allows it.
+        let node = loaded.config.node.name.to_string();
+        credentials::token_request(&c, &ns, sa, args.lifetime, Some(&node))?
     };
     let ca = credentials::ca_for(&c, &ns, &issued)?;
     // The token first: the kubeconfig names its file, so it never names a missing one.
@@ -310,7 +312,8 @@ pub fn installer_kubeconfig(
         ));
         return Ok(());
     }
-    let issued = credentials::token_request(&c, ns, sa, args.lifetime)?;
+    // The installer's: the new node's Node may not exist yet, and it is no node's.
+    let issued = credentials::token_request(&c, ns, sa, args.lifetime, None)?;
     let ca = credentials::ca_for(&c, ns, &issued)?;
     let text = kubeconfig::kubeconfig_with_token(&c.server, &ca, issued.token.expose(), ns);
     let expires = issued.expires.map(time_text);

@@ -783,7 +783,15 @@ fn token(
             if s > 0 { "ahead of" } else { "behind" }
         ))
     ));
+    let bound = token.bound_node();
+    if token.is_jwt() {
+        r.text.push(match &bound {
+            Some(n) => format!("Token: bound to Node {n}: deleting the Node revokes it"),
+            None => "Token: not bound to the Node (the API server binds service-account tokens to Nodes from Kubernetes 1.33; before, or for a token issued before, deleting the Node does not revoke it)".into(),
+        });
+    }
     json!({"path": path, "present": true, "usable": true, "expires": expiry.map(time_text),
+        "bound_to_node": bound,
         "clock_skew_seconds": record.and_then(|rec| rec.skew),
         "renewal_failed": refused.map(|f| json!({"at": time_text(f.at), "error": f.error,
             "needs_new_token": f.needs_new_token(now)}))})
@@ -856,7 +864,7 @@ fn refused_renewal(
     if let Some(f) = &refused {
         let cause = match (f.unauthorized, cluster, token.service_account()) {
             (true, ClusterRead::Read(c, _), Some((ns, name))) => {
-                let said = crate::cluster::refusal::read_now(c, &ns, &name);
+                let said = crate::cluster::refusal::read_now(c, token, (&ns, &name));
                 crate::cluster::refusal::cause(token, now, &said)
             }
             (true, _, _) => crate::cluster::refusal::cause(token, now, &Default::default()),

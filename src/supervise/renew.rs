@@ -292,11 +292,14 @@ impl Renewal {
             _ => DEFAULT_LIFETIME,
         };
         let cluster = Cluster::connect_as_node(&self.kubeconfig, &text, token, &self.env)?;
+        // Bound to the node's Node again where the server allows it.
+        let node = self.env.get(EnvVars::NODENAME).filter(|n| !n.is_empty());
         let issued = credentials::token_request(
             &cluster,
             &namespace,
             &name,
             Duration::from_secs(lifetime.unsigned_abs()),
+            node.map(String::as_str),
         )?;
         let received = crate::duration::now();
         let fresh = issued_record(&issued, &namespace, &name, received)?;

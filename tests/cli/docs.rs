@@ -762,7 +762,7 @@ fn a_stale_module_or_file_name_is_found() {
     assert_eq!(stale_reference("src/installed/health.rs"), None);
     assert_eq!(stale_reference("std::fs::rename"), None);
     assert!(
-        stale_reference("supervise::renew::refused").is_some(),
+        stale_reference("supervise::renew::keep_refused").is_some(),
         "moved to installed::token_records"
     );
     assert_eq!(stale_reference("installed::token_records::refused"), None);

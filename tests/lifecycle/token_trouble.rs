@@ -354,3 +354,55 @@ fn a_refused_token_is_noticed_at_the_first_look_not_at_its_renewal_time() {
     let said = cause_said(&node);
     assert!(said.contains("cause serviceaccount-recreated"), "{said}");
 }
+
+/// Tokens bound to the Node where the server binds them (Kubernetes 1.33 and later): status
+/// says so, deleting the Node revokes the token, noticed at CalicoNode's first look and told
+/// as `node-deleted`; an older server (no Node binding) gives an unbound token, and install
+/// and status say so.
+#[test]
+fn tokens_are_bound_to_the_node_where_the_server_allows_and_status_says_which() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = installed(&api);
+    let (_, doc, err) = node.run(&["status"]);
+    assert_eq!(doc["token"]["bound_to_node"], "win-1", "{err} {doc}");
+
+    let mut saved = api.get("/api/v1/nodes/win-1").expect("node");
+    api.remove("/api/v1/nodes/win-1");
+    run_node_until(&node, |l| l.contains("could not renew"), 0);
+    // kubelet registers the Node again: a new object, with a new uid.
+    saved["metadata"]["uid"] = "uid-win-1-again".into();
+    api.put("/api/v1/nodes/win-1", saved);
+    let said = {
+        let (_, doc, _) = node.run(&["status"]);
+        problems(&doc)
+            .into_iter()
+            .find(|p| p.contains("refuses the token itself"))
+            .unwrap_or_else(|| panic!("{doc}"))
+    };
+    assert!(
+        said.contains("cause node-deleted") && said.contains("win-1"),
+        "{said}"
+    );
+
+    let old = FakeApi::start();
+    old.healthy_calico();
+    old.set_node_binding(false);
+    let node = Node::new(&old);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    let (code, doc, err) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        doc["prepare"]
+            .as_array()
+            .expect("prepare")
+            .iter()
+            .any(|p| p.as_str().is_some_and(
+                |p| p.contains("not bound to the Node") && p.contains("Unsupported value")
+            )),
+        "{doc}"
+    );
+    let (_, doc, _) = node.run(&["status"]);
+    assert_eq!(doc["token"]["bound_to_node"], Value::Null, "{doc}");
+}

@@ -203,7 +203,17 @@ fn requested_kubeconfig(
         ));
         return Ok((Content::Pending, Content::Pending));
     }
-    let issued = credentials::token_request(cl, &ns, "calico-node", args.token_lifetime)?;
+    // Bound to this node's Node where the server allows it (deleting the Node revokes it).
+    let node = match cluster {
+        ClusterRead::Read(_, f) => Some(f.node.as_str()),
+        _ => None,
+    };
+    let issued = credentials::token_request(cl, &ns, "calico-node", args.token_lifetime, node)?;
+    if let Some(why) = &issued.unbound {
+        prepare.push(format!(
+            "calico-node's token is not bound to the Node (deleting the Node does not revoke it): {why}"
+        ));
+    }
     let ca = credentials::ca_for(cl, &ns, &issued)?;
     let text = render::kubeconfig::kubeconfig(&cl.server, &ca, token_path, &ns);
     prepare.push(format!(

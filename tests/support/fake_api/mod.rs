@@ -64,6 +64,9 @@ pub struct State {
     /// The service-account issuer it signs tokens with and announces at
     /// `/.well-known/openid-configuration`; a token of another issuer is refused.
     pub issuer: String,
+    /// Binds tokens to Nodes as kube-apiserver 1.33 and later does; `false` refuses a Node as
+    /// `boundObjectRef` as older servers do.
+    pub node_binding: bool,
     /// The CA certificate, as the token controller puts it into `ca.crt`.
     ca_pem: String,
     /// Counts issued tokens, so each is different.
@@ -198,6 +201,7 @@ impl FakeApi {
             clock_behind: 0,
             opaque_tokens: false,
             issuer: "https://kubernetes.default.svc".into(),
+            node_binding: true,
             ca_pem: ca.pem(),
             issued: 0,
         }));
@@ -272,6 +276,11 @@ impl FakeApi {
             let uid = o["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
             o["metadata"]["uid"] = json!(format!("{uid}-again"));
         }
+    }
+
+    /// Whether the server binds tokens to Nodes (Kubernetes 1.33 and later).
+    pub fn set_node_binding(&self, on: bool) {
+        self.lock().node_binding = on;
     }
 
     /// The service-account issuer changed: tokens of the old one are refused.

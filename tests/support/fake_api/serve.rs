@@ -570,7 +570,7 @@ fn token_controller(st: &mut State, t: &Target, secret: &mut Value) {
     if !st.token_controller || !st.objects.contains_key(&sa_path) {
         return;
     }
-    let token = issue(st, ns, &sa, None);
+    let token = issue(st, ns, &sa, None, None);
     secret["data"] = json!({"token": b64(token.as_bytes()), "ca.crt": b64(st.ca_pem.as_bytes()),
         "namespace": b64(ns.as_bytes())});
 }
@@ -592,13 +592,39 @@ fn token_request(st: &mut State, t: &Target, body: &Value) -> Reply {
         t.namespace.clone().unwrap_or_default(),
         t.name.clone().unwrap_or_default(),
     );
+    // A token bound to a Node (kube-apiserver 1.33 and later, ServiceAccountTokenNodeBinding):
+    // the Node must exist; an older server refuses the kind as its validation does.
+    let bound = &body["spec"]["boundObjectRef"];
+    let node = match bound["kind"].as_str() {
+        Some("Node") if !st.node_binding => {
+            return status(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Invalid",
+                "spec.boundObjectRef.kind: Unsupported value: \"Node\": supported values: \"Pod\", \"Secret\"",
+            );
+        }
+        Some("Node") => {
+            let name = bound["name"].as_str().unwrap_or_default();
+            match st.objects.get(&format!("/api/v1/nodes/{name}")) {
+                Some(n) => Some((name.to_owned(), n["metadata"]["uid"].clone())),
+                None => {
+                    return status(
+                        StatusCode::NOT_FOUND,
+                        "NotFound",
+                        &format!("nodes \"{name}\" not found"),
+                    );
+                }
+            }
+        }
+        _ => None,
+    };
     let token = if st.opaque_tokens {
         st.issued += 1;
         let token = format!("opaque-token-{}", st.issued);
         st.tokens.insert(token.clone());
         token
     } else {
-        issue(st, &ns, &sa, Some(seconds))
+        issue(st, &ns, &sa, Some(seconds), node)
     };
     let expiration = now_text(seconds - st.clock_behind);
     let audiences = body["spec"]["audiences"].clone();
@@ -631,14 +657,31 @@ fn still_valid(st: &State, claims: &Value) -> bool {
         sa["namespace"].as_str().unwrap_or_default(),
         sa["serviceaccount"]["name"].as_str().unwrap_or_default()
     );
-    st.objects
+    let account = st
+        .objects
         .get(&path)
-        .is_some_and(|o| o["metadata"]["uid"] == sa["serviceaccount"]["uid"])
+        .is_some_and(|o| o["metadata"]["uid"] == sa["serviceaccount"]["uid"]);
+    // A token bound to a Node lives as long as that Node does.
+    let node = sa.get("node").is_none_or(|n| {
+        st.objects
+            .get(&format!(
+                "/api/v1/nodes/{}",
+                n["name"].as_str().unwrap_or_default()
+            ))
+            .is_some_and(|o| o["metadata"]["uid"] == n["uid"])
+    });
+    account && node
 }
 
 /// A JWT for the service account, accepted by this server from now on; `None` never expires
 /// (a legacy token secret's).
-fn issue(st: &mut State, ns: &str, sa: &str, seconds: Option<i64>) -> String {
+fn issue(
+    st: &mut State,
+    ns: &str,
+    sa: &str,
+    seconds: Option<i64>,
+    node: Option<(String, Value)>,
+) -> String {
     st.issued += 1;
     let now = now_secs() - st.clock_behind;
     // The private claim kube-apiserver puts in a service-account token
@@ -652,6 +695,9 @@ fn issue(st: &mut State, ns: &str, sa: &str, seconds: Option<i64>) -> String {
     if let Some(uid) = uid {
         claims["kubernetes.io"] =
             json!({"namespace": ns, "serviceaccount": {"name": sa, "uid": uid}});
+        if let Some((name, node_uid)) = node {
+            claims["kubernetes.io"]["node"] = json!({"name": name, "uid": node_uid});
+        }
     }
     if let Some(s) = seconds {
         claims["exp"] = json!(now + s);
