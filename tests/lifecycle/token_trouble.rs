@@ -406,3 +406,52 @@ fn tokens_are_bound_to_the_node_where_the_server_allows_and_status_says_which() 
     let (_, doc, _) = node.run(&["status"]);
     assert_eq!(doc["token"]["bound_to_node"], Value::Null, "{doc}");
 }
+
+/// No restart: a client that reads the kubeconfig's `tokenFile` as client-go does
+/// (`support::client_go`) uses a new token written over the file within 50 s, or at its next
+/// request after a 401 (the token refused: the ServiceAccount made again), with no restart of
+/// the program that holds it.
+#[test]
+fn a_new_token_written_over_the_file_is_used_without_a_restart() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = installed(&api);
+    let mut felix = crate::support::client_go::FileTokenSource::new(token_file(&node));
+    let accepts = |t: &str| api.accepts(t);
+    let (old, ok) = felix.request(accepts);
+    assert!(ok, "the installed token is accepted");
+
+    // A new token written over the file (here by 'fetch kubeconfig' again): used at the next
+    // read, at most 50 s later, without a restart.
+    let (code, _, err) = node.run(&[
+        "fetch",
+        "kubeconfig",
+        "--refresh-if-expiring-within",
+        "1000d",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    felix.now = 49;
+    assert_eq!(felix.request(accepts).0, old, "cached within the period");
+    felix.now = 50;
+    let (fresh, ok) = felix.request(accepts);
+    assert!(ok && fresh != old, "read again after 50 s");
+
+    // The token refused: the 401 makes the next request read the file, where the new token
+    // written since is taken at once.
+    api.recreate_service_account("calico-system", "calico-node");
+    felix.now = 60;
+    assert!(!felix.request(accepts).1, "refused");
+    let (code, _, err) = node.run(&[
+        "fetch",
+        "kubeconfig",
+        "--refresh-if-expiring-within",
+        "1000d",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    felix.now = 61;
+    let (newest, ok) = felix.request(accepts);
+    assert!(
+        ok && newest != fresh,
+        "taken at the first request after the 401"
+    );
+}

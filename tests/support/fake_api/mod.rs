@@ -278,6 +278,11 @@ impl FakeApi {
         }
     }
 
+    /// Whether a request with this bearer token would be authenticated (or get 401).
+    pub fn accepts(&self, token: &str) -> bool {
+        serve::authenticates(&self.lock(), token)
+    }
+
     /// Whether the server binds tokens to Nodes (Kubernetes 1.33 and later).
     pub fn set_node_binding(&self, on: bool) {
         self.lock().node_binding = on;

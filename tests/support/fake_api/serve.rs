@@ -244,10 +244,7 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
     // A token is valid when the server issued it (or it is the admin's) and, as
     // kube-apiserver's JWT authenticator checks, its `exp` has not passed.
     let claims = bearer.as_deref().and_then(jwt_claims).unwrap_or_default();
-    let expired = claims["exp"]
-        .as_i64()
-        .is_some_and(|exp| exp <= now_secs() - st.clock_behind);
-    if expired || !bearer.is_some_and(|t| st.tokens.contains(&t)) || !still_valid(&st, &claims) {
+    if !bearer.as_deref().is_some_and(|t| authenticates(&st, t)) {
         return status(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized");
     }
     if method == "GET" && path == "/.well-known/openid-configuration" {
@@ -636,6 +633,16 @@ fn token_request(st: &mut State, t: &Target, body: &Value) -> Reply {
                 "expirationSeconds": seconds, "boundObjectRef": null},
             "status": {"token": token, "expirationTimestamp": expiration}}),
     )
+}
+
+/// Whether the server takes `token`: one it issued (or the admin's) whose `exp` has not passed
+/// (kube-apiserver's JWT authenticator) and whose claims still hold (`still_valid`).
+pub(super) fn authenticates(st: &State, token: &str) -> bool {
+    let claims = jwt_claims(token).unwrap_or_default();
+    let expired = claims["exp"]
+        .as_i64()
+        .is_some_and(|exp| exp <= now_secs() - st.clock_behind);
+    !expired && st.tokens.contains(token) && still_valid(st, &claims)
 }
 
 /// Whether a service-account token's claims still hold, as kube-apiserver validates them: its
