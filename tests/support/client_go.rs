@@ -36,7 +36,7 @@ impl FileTokenSource {
         {
             return Some(t.clone());
         }
-        match std::fs::read_to_string(&self.path).map(|t| t.trim().to_owned()) {
+        match fs_err::read_to_string(&self.path).map(|t| t.trim().to_owned()) {
             Ok(t) if !t.is_empty() => {
                 self.cached = Some((t.clone(), self.now));
                 Some(t)
