@@ -65,7 +65,7 @@ pub enum ChoiceError {
         list: String,
     },
     #[error(
-        "{adapter}{} is the host adapter of a vSwitch calicoctl-win did not make (no External network is on it): HNS cannot bind another vSwitch to it", holding(*.ip, .from)
+        "{adapter}{} is the host adapter of a vSwitch calicoctl-win did not make{} (no External network is on it): HNS cannot bind another vSwitch to it", holding(*.ip, .from), switch_named(.adapter)
     )]
     Foreign {
         adapter: String,
@@ -93,6 +93,18 @@ impl ChoiceError {
             }
         }
     }
+}
+
+/// `, the vSwitch X`: the name in a vSwitch host adapter's `vEthernet (X)`, which is the
+/// switch's name for one made with `New-VMSwitch` (Microsoft Learn, "Create a virtual switch
+/// for Hyper-V virtual machines") and the bound adapter's for one HNS made.
+fn switch_named(adapter: &str) -> String {
+    adapter
+        .strip_prefix("vEthernet (")
+        .and_then(|r| r.strip_suffix(')'))
+        .map_or(String::new(), |x| {
+            format!(" (the vSwitch {x}, or the one bound to {x})")
+        })
 }
 
 /// ` holds 10.0.0.5 (the Node's InternalIP) but`, when the address is known.

@@ -174,7 +174,7 @@ fn a_vswitch_adapter_with_no_external_network_is_another_vswitch_and_refused() {
     let e = choose(None, Some(&node("10.0.0.5")), &adapters, &[], None).expect_err("foreign");
     assert_eq!(
         e.to_string(),
-        "vEthernet (Ethernet) holds 10.0.0.5 (the Node's InternalIP) but is the host adapter of a vSwitch calicoctl-win did not make (no External network is on it): HNS cannot bind another vSwitch to it"
+        "vEthernet (Ethernet) holds 10.0.0.5 (the Node's InternalIP) but is the host adapter of a vSwitch calicoctl-win did not make (the vSwitch Ethernet, or the one bound to Ethernet) (no External network is on it): HNS cannot bind another vSwitch to it"
     );
     assert!(e.remedy().contains("remove the other vSwitch"));
 }
@@ -224,6 +224,6 @@ fn a_configured_vswitch_adapter_is_read_back_when_ours_and_refused_when_not() {
     let e = choose(Some("vEthernet (Ethernet)"), None, &adapters, &[], None).expect_err("foreign");
     assert_eq!(
         e.to_string(),
-        "vEthernet (Ethernet) is the host adapter of a vSwitch calicoctl-win did not make (no External network is on it): HNS cannot bind another vSwitch to it"
+        "vEthernet (Ethernet) is the host adapter of a vSwitch calicoctl-win did not make (the vSwitch Ethernet, or the one bound to Ethernet) (no External network is on it): HNS cannot bind another vSwitch to it"
     );
 }
