@@ -293,7 +293,9 @@ impl Renewal {
         };
         let cluster = Cluster::connect_as_node(&self.kubeconfig, &text, token, &self.env)?;
         // Bound to the node's Node again where the server allows it.
-        let node = self.env.get(EnvVars::NODENAME).filter(|n| !n.is_empty());
+        let node = [EnvVars::CALICO_K8S_NODE_REF, EnvVars::NODENAME]
+            .iter()
+            .find_map(|k| self.env.get(*k).filter(|n| !n.is_empty()));
         let issued = credentials::token_request(
             &cluster,
             &namespace,

@@ -128,7 +128,8 @@ pub(super) fn credential_files(
             Content::Bytes(token.expose().as_bytes().to_vec()),
         )
     } else {
-        requested_kubeconfig(ctx, args, cluster, (&path, &token_path), prepare)?
+        let node = c.node.k8s_node_ref.to_string();
+        requested_kubeconfig(ctx, args, (cluster, &node), (&path, &token_path), prepare)?
     };
     Ok(vec![
         DesiredFile::new(
@@ -163,7 +164,7 @@ fn etcd_tls_files(c: &Config, files: &etcd::EtcdTlsFiles) -> anyhow::Result<Vec<
 fn requested_kubeconfig(
     ctx: &mut Context,
     args: &InstallArgs,
-    cluster: &ClusterRead,
+    (cluster, node): (&ClusterRead, &str),
     (path, token_path): (&str, &str),
     prepare: &mut Vec<String>,
 ) -> anyhow::Result<(Content, Content)> {
@@ -204,11 +205,8 @@ fn requested_kubeconfig(
         return Ok((Content::Pending, Content::Pending));
     }
     // Bound to this node's Node where the server allows it (deleting the Node revokes it).
-    let node = match cluster {
-        ClusterRead::Read(_, f) => Some(f.node.as_str()),
-        _ => None,
-    };
-    let issued = credentials::token_request(cl, &ns, "calico-node", args.token_lifetime, node)?;
+    let issued =
+        credentials::token_request(cl, &ns, "calico-node", args.token_lifetime, Some(node))?;
     if let Some(why) = &issued.unbound {
         prepare.push(format!(
             "calico-node's token is not bound to the Node (deleting the Node does not revoke it): {why}"
