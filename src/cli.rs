@@ -994,7 +994,22 @@ The child's environment is exactly <install root>\\calico-<role>.env (kube-proxy
 lines go to <logs dir>\\calico-<role>.log, rotated by size and age. On stop the child is asked to stop, \
 then killed after --stop-timeout."
     )]
-    Run(ServiceRunArgs),
+    Run(Box<ServiceRunArgs>),
+    /// Keep calico-node's token valid as the node's renewer of last resort (the fleet DaemonSet's container)
+    #[command(
+        long_about = "Run by the fleet DaemonSet's HostProcess container (fleet plan) after its reconfigure: every --every it reads this node's Node with calico-node's token; when the API server refuses that token (401: its ServiceAccount made again, the issuer or signing key changed, the token revoked), it asks the TokenRequest API for a new one with the pod's own service-account token, which kubelet renews, bound to this node's Node, and writes it atomically over calico-node's token file, recorded as CalicoNode records its own renewals. No admin credential is on the node and no service is restarted: Felix, confd and the CNI plugin read the file again. The fleet's account may create only calico-node's token (resourceNames), and the admission policy fleet plan writes admits only a token bound to the caller's own Node."
+    )]
+    KeepToken(KeepTokenArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct KeepTokenArgs {
+    /// How often calico-node's token is checked
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = crate::duration::parse)]
+    pub every: std::time::Duration,
+    /// Check (and replace) once, then exit
+    #[arg(long)]
+    pub once: bool,
 }
 
 /// Which service body to run.

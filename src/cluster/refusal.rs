@@ -84,13 +84,13 @@ impl Cause {
                 "check the node's clock against the API server's, then issue a new token ('calicoctl-win fetch kubeconfig')"
             }
             Cause::ServiceaccountRecreated { .. } => {
-                "issue a new token for the new account ('calicoctl-win fetch kubeconfig'); the renewal grant is by name and stays"
+                "issue a new token for the new account ('calicoctl-win fetch kubeconfig', or the fleet DaemonSet's 'service keep-token' does it); the renewal grant is by name and stays"
             }
             Cause::NodeDeleted { .. } => {
                 "once kubelet has registered the Node again, issue a new token ('calicoctl-win fetch kubeconfig')"
             }
             Cause::IssuerChanged { .. } | Cause::SigningKey => {
-                "issue a new token ('calicoctl-win fetch kubeconfig'): every token of the old issuer or key is refused"
+                "issue a new token ('calicoctl-win fetch kubeconfig', or the fleet DaemonSet's 'service keep-token' does it): every token of the old issuer or key is refused"
             }
         }
     }

@@ -223,8 +223,10 @@ pub fn installer(etcd: bool) -> Vec<Right> {
 }
 
 /// What the fleet's jobs call (`fleet plan`: the Plan's `reconfigure --drain=external`, the
-/// DaemonSet's `reconfigure --drain` and its readiness `status`): the installer's reads, the
-/// node's annotations and the drain; no token, no grant (reconfigure makes none).
+/// DaemonSet's `reconfigure --drain`, its readiness `status` and `service keep-token`): the
+/// installer's reads, the node's annotations and the drain, and calico-node's token (only
+/// calico-node's, by `resourceNames`; only bound to the caller's own Node, by the admission
+/// policy `token_policy`); no grant (reconfigure makes none).
 pub const FLEET: &[Right] = &[
     INSTALLER[0],  // namespaces
     INSTALLER[1],  // nodes
@@ -240,7 +242,40 @@ pub const FLEET: &[Right] = &[
     INSTALLER[12], // installations
     INSTALLER[13], // kube-dns
     INSTALLER[14], // calico-config
+    INSTALLER[15], // serviceaccounts/token, calico-node's only: the node's renewer of last resort
 ];
+
+/// The name of the admission policy that keeps the fleet's token requests to its own Node.
+pub const TOKEN_POLICY: &str = "calicoctl-win-token-per-node";
+
+/// A ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, Kubernetes 1.30 and later)
+/// and its binding that admit a TokenRequest by the fleet's service account `sa` in
+/// `namespace` only when it is bound to the Node named in the caller's node claim
+/// (`request.userInfo.extra["authentication.kubernetes.io/node-name"]`, which kube-apiserver
+/// sets from a pod's projected token: beta from 1.30, GA in 1.32), the pattern of
+/// kubernetes/kubernetes `test/e2e/auth/per_node_update.go`. A server without the node claim
+/// has no such key, and the policy then refuses every request: said in docs/security.md.
+pub fn token_policy(sa: &str, namespace: &str) -> Vec<serde_json::Value> {
+    use serde_json::json;
+    let user = format!("system:serviceaccount:{namespace}:{sa}");
+    vec![
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": TOKEN_POLICY},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["serviceaccounts/token"]}]},
+                "matchConditions": [{"name": "fleet-only",
+                    "expression": format!("request.userInfo.username == '{user}'")}],
+                "validations": [{
+                    "expression": "'authentication.kubernetes.io/node-name' in request.userInfo.extra && has(object.spec.boundObjectRef) && object.spec.boundObjectRef.kind == 'Node' && object.spec.boundObjectRef.name == request.userInfo.extra['authentication.kubernetes.io/node-name'][0]",
+                    "message": format!("{sa} may only request a token bound to its own Node"),
+                    "reason": "Forbidden"}]}}),
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": TOKEN_POLICY},
+            "spec": {"policyName": TOKEN_POLICY, "validationActions": ["Deny"]}}),
+    ]
+}
 
 /// The rules of one scope, as Kubernetes writes them.
 pub fn policy_rules(rights: &[Right], scope: Scope) -> Vec<PolicyRule> {
@@ -357,12 +392,17 @@ mod tests {
     }
 
     #[test]
-    fn the_fleet_has_the_installers_reads_and_drain_and_nothing_to_create_credentials() {
+    fn the_fleet_has_the_installers_reads_and_drain_and_calico_nodes_token_only() {
         assert!(FLEET.iter().all(|r| INSTALLER.contains(r)));
-        assert!(FLEET.iter().all(
-            |r| r.resource != "serviceaccounts/token" && r.group != "rbac.authorization.k8s.io"
-        ));
-        assert_eq!(FLEET.len(), INSTALLER.len() - 4);
+        assert!(FLEET.iter().all(|r| r.group != "rbac.authorization.k8s.io"));
+        let tokens: Vec<&Right> = FLEET
+            .iter()
+            .filter(|r| r.resource == "serviceaccounts/token")
+            .collect();
+        assert_eq!(tokens.len(), 1);
+        assert_eq!(tokens[0].names, ["calico-node"]);
+        assert_eq!(tokens[0].verbs, ["create"]);
+        assert_eq!(FLEET.len(), INSTALLER.len() - 3);
     }
 
     #[test]

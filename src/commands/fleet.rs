@@ -21,6 +21,10 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
         &args.namespace,
         &args.calico_namespace,
     );
+    docs.extend(crate::cluster::rights::token_policy(
+        &args.service_account,
+        &args.namespace,
+    ));
     docs.push(serde_json::to_value(fleet.secret())?);
     if matches!(args.engine, Engine::SystemUpgradeController | Engine::Both) {
         docs.push(serde_json::to_value(fleet.plan())?);
@@ -56,7 +60,11 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     ] {
         dns_label(flag, value)?;
     }
-    let docs = crate::cluster::rights::manifests(&rights, name, namespace, &args.calico_namespace);
+    let mut docs =
+        crate::cluster::rights::manifests(&rights, name, namespace, &args.calico_namespace);
+    if args.identity == RbacIdentity::Fleet {
+        docs.extend(crate::cluster::rights::token_policy(name, namespace));
+    }
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
 

@@ -10,6 +10,7 @@ mod flags;
 mod fleet;
 mod import_ps1;
 mod install;
+mod keep_token;
 mod known_errors;
 mod lint;
 mod preflight;
@@ -38,6 +39,7 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
         Command::Status(args) => status::run(args, ctx),
         Command::Repair(args) => repair::run(args, ctx),
         Command::Service(ServiceCommand::Run(args)) => service::run(args, ctx),
+        Command::Service(ServiceCommand::KeepToken(args)) => keep_token::run(args, ctx),
         Command::Fetch(FetchCommand::Kubeconfig(args)) => fetch::kubeconfig(args, ctx),
         Command::Fetch(FetchCommand::InstallerKubeconfig(args)) => {
             fetch::installer_kubeconfig(args, ctx)

@@ -298,7 +298,7 @@ pub fn addressing(
 }
 
 /// How to put a new token on the node, said where only a new one helps.
-pub const NEW_TOKEN: &str = "issue a new one with 'calicoctl-win fetch kubeconfig --kubeconfig installer.kubeconfig' (an admin makes installer.kubeconfig with 'calicoctl-win fetch installer-kubeconfig')";
+pub const NEW_TOKEN: &str = "issue a new one with 'calicoctl-win fetch kubeconfig --kubeconfig installer.kubeconfig' (an admin makes installer.kubeconfig with 'calicoctl-win fetch installer-kubeconfig'); where the fleet DaemonSet runs ('fleet plan'), its container ('service keep-token') writes a new one within 20 s of a refusal";
 
 /// Something about calico-node's token, said as it is (it cannot be read, a record is
 /// unreadable).

@@ -257,7 +257,8 @@ impl Fleet {
     }
 
     /// The HostProcess DaemonSet: on each Windows node, `reconfigure --drain` (the node drains
-    /// itself; this pod, a DaemonSet pod, stays), then the container stays running. The pod
+    /// itself; this pod, a DaemonSet pod, stays), then the container stays running as the
+    /// node's renewer of last resort (`service keep-token`). The pod
     /// is Ready while `status` finds the node healthy, so a rolling update with
     /// `maxUnavailable: concurrency` moves on only from healthy nodes and stops at a failing one.
     pub fn daemon_set(&self) -> DaemonSet {
@@ -301,8 +302,16 @@ impl Fleet {
     fn pod(&self) -> PodSpec {
         let mut command = vec!["cmd.exe".to_owned(), "/c".to_owned(), Self::exe()];
         command.extend(self.args(false));
-        // cmd.exe runs what follows only when calicoctl-win exited 0, and then waits forever.
-        command.extend(["&&", "ping", "-t", "127.0.0.1", ">", "NUL"].map(String::from));
+        // cmd.exe runs what follows only when calicoctl-win exited 0: then the container stays
+        // as the node's renewer of last resort for calico-node's token (`service keep-token`),
+        // with this pod's own service-account token, which kubelet renews.
+        command.extend([
+            "&&".to_owned(),
+            Self::exe(),
+            "--config".to_owned(),
+            Self::config_path(),
+        ]);
+        command.extend(["service", "keep-token"].map(String::from));
         let status = [
             "cmd.exe".to_owned(),
             "/c".to_owned(),

@@ -204,6 +204,13 @@ impl Renewal {
             }
         };
         let record = token_records::issued(host, &token).ok().flatten();
+        // A token someone else wrote and recorded (the fleet's renewer of last resort) is
+        // this node's renewal: the refusal of the one before is over.
+        if record.is_some() && self.refused {
+            log.info("calico-node's token was replaced (by the fleet's renewer): taken as this node's renewal");
+            self.refused = false;
+            self.failures = 0;
+        }
         let Some(due) = due(&token, record.as_ref(), now) else {
             self.next = Instant::now() + IDLE;
             return;
@@ -373,8 +380,9 @@ impl Renewal {
 }
 
 /// What a TokenRequest's answer says of the token it carries, timed by this node's clock.
-/// Refused when the token has no life left by that clock.
-fn issued_record(
+/// Refused when the token has no life left by that clock. The record CalicoNode keeps of its
+/// own renewals; `service keep-token` keeps the same of the tokens it writes.
+pub fn issued_record(
     issued: &credentials::Issued,
     namespace: &str,
     name: &str,

@@ -355,6 +355,8 @@ fn kubectl_parses_the_manifests() {
             "RoleBinding",
             "Role",
             "RoleBinding",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
             "Secret",
             "Plan",
             "DaemonSet"
@@ -363,7 +365,7 @@ fn kubectl_parses_the_manifests() {
     for i in &items {
         assert_eq!(i["metadata"]["annotations"]["checked"], "yes", "{i}");
     }
-    let ds = &items[9];
+    let ds = &items[11];
     assert_eq!(
         ds["spec"]["template"]["spec"]["securityContext"]["windowsOptions"]["hostProcess"],
         true
@@ -1255,4 +1257,95 @@ fn two_nodes_from_one_config_share_a_hash_and_an_uninstalled_one_is_not_healthy(
         out.contains("Calico on node win-b is degraded: calicoctl-win uninstalled"),
         "{out}"
     );
+}
+
+/// The fleet DaemonSet's container as the node's renewer of last resort: calico-node's token
+/// refused (its ServiceAccount made again), `service keep-token` in the pod, with the pod's own
+/// projected token (which names its Node, as kubelet's does) and the fleet's roles and admission
+/// policy as `fleet plan` writes them, writes a new token the server takes at its first look,
+/// with no admin kubeconfig on the node; a pod of another node may not get this node's token.
+#[test]
+fn the_daemonset_pod_replaces_a_refused_token_for_its_own_node_only() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let out = cmd()
+        .args([
+            "--config", CONFIG, "-o", "json", "fleet", "plan", "--image", "i",
+        ])
+        .current_dir(crate::support::root())
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan = json(&out.stdout);
+    let applied = plan["manifests"]
+        .as_array()
+        .expect("manifests")
+        .iter()
+        .filter(|m| api.apply(m))
+        .count();
+    assert_eq!(
+        applied, 9,
+        "roles, bindings, the account and the admission policy"
+    );
+    let node = crate::support::Node::new(&api);
+    let zip = crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let (code, _, err) = node.run(&[
+        "install",
+        "--no-start",
+        "--release-zip",
+        zip.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let token_file = node.c_drive("calicowindows/calico-kube-config.token");
+    api.recreate_service_account("calico-system", "calico-node");
+    let refused = fs_err::read_to_string(&token_file).expect("token");
+    assert!(!api.accepts(&refused));
+
+    let keep = |pod: &Pod| {
+        on_node()
+            .envs(pod.env())
+            .args(["-o", "json", "--sim-host"])
+            .arg(node.sim())
+            .args(["service", "keep-token", "--once"])
+            .output()
+            .expect("runs")
+    };
+    let own = Pod::new(
+        &api,
+        &api.pod_token("system-upgrade", "calicoctl-win-fleet", "win-1"),
+    );
+    let out = keep(&own);
+    let doc = json(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{doc}");
+    assert_eq!(doc["replaced"], true, "{doc}");
+    let fresh = fs_err::read_to_string(&token_file).expect("token");
+    assert!(api.accepts(&fresh), "the new token is taken");
+    let (_, status, _) = node.run(&["status"]);
+    assert_eq!(status["token"]["bound_to_node"], "win-1", "{status}");
+    // Taken: nothing more to do.
+    assert_eq!(json(&keep(&own).stdout)["replaced"], false);
+
+    // A pod of another node asks for win-1's calico-node token: the policy refuses it.
+    let mut win2 = api.get("/api/v1/nodes/win-1").expect("node");
+    win2["metadata"]["name"] = "win-2".into();
+    win2["metadata"]["uid"] = "uid-win-2".into();
+    api.put("/api/v1/nodes/win-2", win2);
+    api.recreate_service_account("calico-system", "calico-node");
+    let other = Pod::new(
+        &api,
+        &api.pod_token("system-upgrade", "calicoctl-win-fleet", "win-2"),
+    );
+    let out = keep(&other);
+    let doc = json(&out.stdout);
+    assert_ne!(out.status.code(), Some(0), "{doc}");
+    assert!(
+        doc.to_string()
+            .contains("may only request a token bound to its own Node"),
+        "{doc}"
+    );
+    assert_eq!(fs_err::read_to_string(&token_file).expect("token"), fresh);
 }

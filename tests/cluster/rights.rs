@@ -276,8 +276,9 @@ fn status_names_an_admin_kubeconfig_left_on_the_node() {
 }
 
 /// The fleet's roles (`fleet plan`'s) are what its jobs need, each rule of them: on a node an
-/// admin installed, the DaemonSet's job (`reconfigure --drain` with a VNI change) and its
-/// readiness `status` run as the fleet's service account, and fail without any one rule,
+/// admin installed, the DaemonSet's job (`reconfigure --drain` with a VNI change), its
+/// readiness `status` and its renewer of last resort (`service keep-token`, once calico-node's
+/// token is refused) run as the fleet's service account, and fail without any one rule,
 /// naming the resource.
 #[test]
 fn every_fleet_rule_is_needed_and_enough() {
@@ -340,11 +341,16 @@ fn every_fleet_rule_is_needed_and_enough() {
         for args in [
             &["reconfigure", "--drain", "--set", "vxlan.vni=4097"][..],
             &["status"][..],
+            &["service", "keep-token", "--once"][..],
         ] {
             if args == ["status"] {
                 // Another host's endpoint, which status looks for in the EndpointSlices (on
                 // the network reconfigure made again).
                 node.add_endpoints(&[("remote_gone", "10.244.9.9", 3, true)]);
+            }
+            if args[0] == "service" {
+                // calico-node's token refused: the renewer of last resort makes a new one.
+                api.recreate_service_account("calico-system", "calico-node");
             }
             let out = on_node()
                 .args(args)
@@ -406,9 +412,11 @@ fn fleet_rbac_writes_the_fleets_roles_as_fleet_plan_does() {
         .expect("manifests")
         .iter()
         .filter(|m| {
-            m["kind"]
-                .as_str()
-                .is_some_and(|k| k.contains("Role") || k == "ServiceAccount")
+            m["kind"].as_str().is_some_and(|k| {
+                k.contains("Role")
+                    || k == "ServiceAccount"
+                    || k.starts_with("ValidatingAdmissionPolicy")
+            })
         })
         .collect();
     let from_rbac: Vec<&Value> = rbac["manifests"]

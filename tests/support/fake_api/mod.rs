@@ -278,6 +278,23 @@ impl FakeApi {
         }
     }
 
+    /// A pod's projected token for the service account `sa` on Node `node`, as kubelet gets it
+    /// (its private claim names the Node: kube-apiserver 1.30 and later), a year long.
+    pub fn pod_token(&self, namespace: &str, sa: &str, node: &str) -> String {
+        let mut st = self.lock();
+        let uid = st
+            .objects
+            .get(&format!("/api/v1/nodes/{node}"))
+            .map_or(Value::Null, |n| n["metadata"]["uid"].clone());
+        serve::issue(
+            &mut st,
+            namespace,
+            sa,
+            Some(365 * 86400),
+            Some((node.to_owned(), uid)),
+        )
+    }
+
     /// Whether a request with this bearer token would be authenticated (or get 401).
     pub fn accepts(&self, token: &str) -> bool {
         serve::authenticates(&self.lock(), token)
@@ -576,6 +593,12 @@ pub fn rbac_path(o: &Value) -> Option<String> {
         ("ClusterRoleBinding", None) => format!("{rbac}/clusterrolebindings/{name}"),
         ("Role", Some(ns)) => format!("{rbac}/namespaces/{ns}/roles/{name}"),
         ("RoleBinding", Some(ns)) => format!("{rbac}/namespaces/{ns}/rolebindings/{name}"),
+        ("ValidatingAdmissionPolicy", None) => {
+            format!("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}")
+        }
+        ("ValidatingAdmissionPolicyBinding", None) => format!(
+            "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{name}"
+        ),
         _ => return None,
     })
 }

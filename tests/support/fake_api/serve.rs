@@ -339,7 +339,10 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
         ("GET", false, None) => list(&st, &target, &query),
         ("POST", false, None) => create(&mut st, &target, body),
         ("POST", true, Some("token")) if target.resource.plural == "serviceaccounts" => {
-            token_request(&mut st, &target, &body)
+            match admit_token_request(&st, &claims, &body) {
+                Some(denied) => denied,
+                None => token_request(&mut st, &target, &body),
+            }
         }
         ("POST", true, Some("eviction")) if target.resource.plural == "pods" => {
             evict(&mut st, &target, body)
@@ -635,6 +638,45 @@ fn token_request(st: &mut State, t: &Target, body: &Value) -> Reply {
     )
 }
 
+/// The admission policy `calicoctl-win-token-per-node` (`cluster::rights::token_policy`), when
+/// it and its binding exist, as kube-apiserver's validating admission policy plugin applies it
+/// (k8s.io/apiserver `pkg/admission/plugin/policy/validating`: the match conditions first, then
+/// each validation; a failed one with `reason: Forbidden` is a 403 with its message). Its CEL
+/// is evaluated here by what it says: for the user its match condition names, the request must
+/// be bound to a Node named as the caller's node claim (`authentication.kubernetes.io/node-name`
+/// in `userInfo.extra`, which kube-apiserver fills from the token's `kubernetes.io` / `node`).
+fn admit_token_request(st: &State, claims: &Value, body: &Value) -> Option<Reply> {
+    let base = "/apis/admissionregistration.k8s.io/v1";
+    let name = "calicoctl-win-token-per-node";
+    let policy = st
+        .objects
+        .get(&format!("{base}/validatingadmissionpolicies/{name}"))?;
+    st.objects
+        .get(&format!("{base}/validatingadmissionpolicybindings/{name}"))?;
+    let condition = policy["spec"]["matchConditions"][0]["expression"].as_str()?;
+    let user = condition.split('\'').nth(1)?;
+    if claims["sub"].as_str() != Some(user) {
+        return None;
+    }
+    let node_claim = claims
+        .pointer("/kubernetes.io/node/name")
+        .and_then(Value::as_str);
+    let bound = &body["spec"]["boundObjectRef"];
+    let admitted = node_claim.is_some_and(|n| {
+        bound["kind"].as_str() == Some("Node") && bound["name"].as_str() == Some(n)
+    });
+    (!admitted).then(|| {
+        let message = policy["spec"]["validations"][0]["message"]
+            .as_str()
+            .unwrap_or("denied");
+        status(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            &format!("serviceaccounts \"calico-node\" is forbidden: ValidatingAdmissionPolicy '{name}' with binding '{name}' denied request: {message}"),
+        )
+    })
+}
+
 /// Whether the server takes `token`: one it issued (or the admin's) whose `exp` has not passed
 /// (kube-apiserver's JWT authenticator) and whose claims still hold (`still_valid`).
 pub(super) fn authenticates(st: &State, token: &str) -> bool {
@@ -682,7 +724,7 @@ fn still_valid(st: &State, claims: &Value) -> bool {
 
 /// A JWT for the service account, accepted by this server from now on; `None` never expires
 /// (a legacy token secret's).
-fn issue(
+pub(super) fn issue(
     st: &mut State,
     ns: &str,
     sa: &str,
@@ -696,7 +738,7 @@ fn issue(
     let uid = st
         .objects
         .get(&format!("/api/v1/namespaces/{ns}/serviceaccounts/{sa}"))
-        .and_then(|o| o["metadata"]["uid"].as_str().map(str::to_owned));
+        .map(|o| o["metadata"]["uid"].clone());
     let mut claims = json!({"iss": st.issuer, "sub": format!("system:serviceaccount:{ns}:{sa}"),
         "iat": now, "jti": format!("fake-{}", st.issued)});
     if let Some(uid) = uid {

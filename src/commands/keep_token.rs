@@ -1,0 +1,119 @@
+//! `service keep-token`: the fleet DaemonSet's container as the node's renewer of last resort.
+//! CalicoNode renews calico-node's token with the token itself, which fails for good once the
+//! API server refuses it (401). This pod's own service-account token is renewed by kubelet with
+//! the node's credential (kubernetes/kubernetes `pkg/kubelet/token/token_manager.go`), so it can
+//! still ask the TokenRequest API for calico-node's token: only calico-node's (the fleet Role's
+//! `resourceNames`) and only bound to this node's Node (the admission policy
+//! `cluster::rights::token_policy`).
+
+use crate::cli::KeepTokenArgs;
+use crate::cluster::credentials::{self, Token};
+use crate::cluster::{Cluster, ClusterError, facts};
+use crate::context::Context;
+use crate::host::select::Intent;
+use crate::host::{Access, EventLevel, Host};
+use std::time::Duration;
+
+/// The lifetime asked for when the refused token's is unknown: install's default.
+const DEFAULT_LIFETIME: Duration = Duration::from_secs(365 * 86400);
+
+pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    // No host lock: CalicoNode writes the same file the same way (temporary file and rename),
+    // and a reconfigure must not wait on this loop.
+    let host = ctx.open_host(Intent::Change)?;
+    let loaded = ctx.load_config()?;
+    let config = &loaded.config;
+    let Some(kubeconfig) = config.kubeconfig.as_ref().map(|k| k.as_str().to_owned()) else {
+        anyhow::bail!("the kubeconfig setting is empty: calico-node has no token file to keep");
+    };
+    let node = config.node.k8s_node_ref.to_string();
+    loop {
+        match look(ctx, host.as_ref(), &kubeconfig, &node) {
+            Ok(Some(said)) => {
+                ctx.printer.text(&said);
+                ctx.printer
+                    .json(&serde_json::json!({"replaced": true, "said": said}));
+            }
+            Ok(None) => {
+                if args.once {
+                    ctx.printer
+                        .text("calico-node's token is taken: nothing to do");
+                    ctx.printer.json(&serde_json::json!({"replaced": false}));
+                }
+            }
+            Err(e) if args.once => return Err(e),
+            Err(e) => ctx.printer.warn(&format!("{e:#}")),
+        }
+        if args.once {
+            return Ok(());
+        }
+        std::thread::sleep(args.every);
+    }
+}
+
+/// One look: `None` while the API server takes calico-node's token; else the new token
+/// written and what was done, in words.
+fn look(
+    ctx: &mut Context,
+    host: &dyn Host,
+    kubeconfig: &str,
+    node: &str,
+) -> anyhow::Result<Option<String>> {
+    let Some(token) = credentials::node_token(host, kubeconfig)? else {
+        return Ok(None);
+    };
+    let text = host
+        .read_file(kubeconfig)?
+        .ok_or_else(|| anyhow::anyhow!("{kubeconfig} is missing"))?;
+    let text = String::from_utf8_lossy(&text);
+    let as_node = Cluster::connect_as_node(kubeconfig, &text, &token, &ctx.env)?;
+    match crate::cluster::node::addresses(&as_node, node) {
+        Err(ClusterError::Api { code: 401, .. }) => {}
+        Ok(_) | Err(_) => return Ok(None),
+    }
+    let cluster = ctx.connect_cluster()?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "calico-node's token is refused, and this process has no credential of its own to ask for a new one (it runs in the fleet DaemonSet's pod)"
+        )
+    })?;
+    replace(host, &cluster, (kubeconfig, node), &token)
+}
+
+/// A new token for calico-node, bound to `node`, written over the token file and recorded as
+/// CalicoNode records its renewals.
+fn replace(
+    host: &dyn Host,
+    cluster: &Cluster,
+    (kubeconfig, node): (&str, &str),
+    refused: &Token,
+) -> anyhow::Result<Option<String>> {
+    let namespace = facts::calico_namespace(cluster)?;
+    let lifetime = match (refused.issued_at(), refused.expiry()) {
+        (Some(iat), Some(exp)) if iat < exp => Duration::from_secs((exp - iat).unsigned_abs()),
+        _ => DEFAULT_LIFETIME,
+    };
+    let issued =
+        credentials::token_request(cluster, &namespace, "calico-node", lifetime, Some(node))?;
+    let received = crate::duration::now();
+    let record =
+        crate::supervise::renew::issued_record(&issued, &namespace, "calico-node", received)?;
+    let path = crate::render::kubeconfig::token_path(kubeconfig);
+    host.replace_file(&path, issued.token.expose().as_bytes(), Access::Secret)?;
+    crate::installed::token_records::keep_issued(host, &record)?;
+    let said = format!(
+        "the API server refused calico-node's token (401): wrote a new one into {path}, from {namespace}/calico-node{}, valid until {}, with this pod's own credential",
+        if issued.unbound.is_some() {
+            ""
+        } else {
+            " bound to the Node"
+        },
+        crate::duration::time_text(record.expires)
+    );
+    let _ = host.report_event(
+        crate::layout::EVENT_SOURCE,
+        EventLevel::Warning,
+        crate::layout::EVENT_TOKEN_REPLACED,
+        &format!("calicoctl-win keep-token: {said}"),
+    );
+    Ok(Some(said))
+}
