@@ -1329,12 +1329,35 @@ fn the_daemonset_pod_replaces_a_refused_token_for_its_own_node_only() {
     // Taken: nothing more to do.
     assert_eq!(json(&keep(&own).stdout)["replaced"], false);
 
+    // The signing key rotated, then the issuer changed: every token is refused, the pod's
+    // too until kubelet renews it (a new projected token here); the renewer replaces
+    // calico-node's each time.
+    let revocations: [(&str, &dyn Fn()); 2] = [
+        ("signing key", &|| api.rotate_signing_key()),
+        ("issuer", &|| api.set_issuer("https://issuer.example")),
+    ];
+    for (what, revoke) in revocations {
+        revoke();
+        let before = fs_err::read_to_string(&token_file).expect("token");
+        assert!(!api.accepts(&before), "{what}");
+        let renewed = Pod::new(
+            &api,
+            &api.pod_token("system-upgrade", "calicoctl-win-fleet", "win-1"),
+        );
+        let out = keep(&renewed);
+        let doc = json(&out.stdout);
+        assert_eq!(doc["replaced"], true, "{what}: {doc}");
+        let now = fs_err::read_to_string(&token_file).expect("token");
+        assert!(api.accepts(&now), "{what}: the new token is taken");
+    }
+
     // A pod of another node asks for win-1's calico-node token: the policy refuses it.
     let mut win2 = api.get("/api/v1/nodes/win-1").expect("node");
     win2["metadata"]["name"] = "win-2".into();
     win2["metadata"]["uid"] = "uid-win-2".into();
     api.put("/api/v1/nodes/win-2", win2);
     api.recreate_service_account("calico-system", "calico-node");
+    let kept = fs_err::read_to_string(&token_file).expect("token");
     let other = Pod::new(
         &api,
         &api.pod_token("system-upgrade", "calicoctl-win-fleet", "win-2"),
@@ -1347,5 +1370,9 @@ fn the_daemonset_pod_replaces_a_refused_token_for_its_own_node_only() {
             .contains("may only request a token bound to its own Node"),
         "{doc}"
     );
-    assert_eq!(fs_err::read_to_string(&token_file).expect("token"), fresh);
+    assert_eq!(
+        fs_err::read_to_string(&token_file).expect("token"),
+        kept,
+        "nothing written"
+    );
 }
