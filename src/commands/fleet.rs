@@ -25,6 +25,7 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
         &args.service_account,
         &args.namespace,
     ));
+    ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
     docs.push(serde_json::to_value(fleet.secret())?);
     if matches!(args.engine, Engine::SystemUpgradeController | Engine::Both) {
         docs.push(serde_json::to_value(fleet.plan())?);
@@ -64,6 +65,7 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
         crate::cluster::rights::manifests(&rights, name, namespace, &args.calico_namespace);
     if args.identity == RbacIdentity::Fleet {
         docs.extend(crate::cluster::rights::token_policy(name, namespace));
+        ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
     }
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
