@@ -14,6 +14,9 @@ use crate::host::select::Intent;
 use crate::host::{Access, EventLevel, Host};
 use std::time::Duration;
 
+/// The longest pause after failed looks.
+const MOST_PAUSE: Duration = Duration::from_secs(300);
+
 /// The lifetime asked for when the refused token's is unknown: install's default.
 const DEFAULT_LIFETIME: Duration = Duration::from_secs(365 * 86400);
 
@@ -27,8 +30,17 @@ pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
         anyhow::bail!("the kubeconfig setting is empty: calico-node has no token file to keep");
     };
     let node = config.node.k8s_node_ref.to_string();
+    // A look that fails (the server refuses this pod's request too) is tried again later and
+    // later, up to five minutes, so that a persistent refusal is not said every 20 s.
+    let mut pause = args.every;
     loop {
-        match look(ctx, host.as_ref(), &kubeconfig, &node) {
+        let result = look(ctx, host.as_ref(), &kubeconfig, &node);
+        pause = if result.is_err() {
+            (pause * 2).min(MOST_PAUSE.max(args.every))
+        } else {
+            args.every
+        };
+        match result {
             Ok(Some(said)) => {
                 ctx.printer.text(&said);
                 ctx.printer
@@ -47,7 +59,7 @@ pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
         if args.once {
             return Ok(());
         }
-        std::thread::sleep(args.every);
+        std::thread::sleep(pause);
     }
 }
 
@@ -109,6 +121,7 @@ fn replace(
         },
         crate::duration::time_text(record.expires)
     );
+    // The token is written: an event that cannot be written changes nothing of that.
     let _ = host.report_event(
         crate::layout::EVENT_SOURCE,
         EventLevel::Warning,
