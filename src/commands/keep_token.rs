@@ -100,6 +100,16 @@ fn replace(
     refused: &Token,
 ) -> anyhow::Result<Option<String>> {
     let namespace = facts::calico_namespace(cluster)?;
+    // The cause, as far as this pod's rights read it (the issuer, the Node; not the account).
+    let cause = crate::cluster::refusal::cause(
+        refused,
+        crate::duration::now(),
+        &crate::cluster::refusal::read_now(cluster, refused, (&namespace, "calico-node")),
+    )
+    .map_or(
+        "its cause is told by 'calicoctl-win status' with an admin kubeconfig".to_owned(),
+        |c| format!("cause {}: {}", c.word(), c.describe()),
+    );
     let lifetime = match (refused.issued_at(), refused.expiry()) {
         (Some(iat), Some(exp)) if iat < exp => Duration::from_secs((exp - iat).unsigned_abs()),
         _ => DEFAULT_LIFETIME,
@@ -113,7 +123,7 @@ fn replace(
     host.replace_file(&path, issued.token.expose().as_bytes(), Access::Secret)?;
     crate::installed::token_records::keep_issued(host, &record)?;
     let said = format!(
-        "the API server refused calico-node's token (401): wrote a new one into {path}, from {namespace}/calico-node{}, valid until {}, with this pod's own credential",
+        "the API server refused calico-node's token (401; {cause}): wrote a new one into {path}, from {namespace}/calico-node{}, valid until {}, with this pod's own credential",
         if issued.unbound.is_some() {
             ""
         } else {

@@ -1347,6 +1347,14 @@ fn the_daemonset_pod_replaces_a_refused_token_for_its_own_node_only() {
         let out = keep(&renewed);
         let doc = json(&out.stdout);
         assert_eq!(doc["replaced"], true, "{what}: {doc}");
+        if what == "issuer" {
+            assert!(
+                doc["said"]
+                    .as_str()
+                    .is_some_and(|s| s.contains("cause issuer-changed")),
+                "{doc}"
+            );
+        }
         let now = fs_err::read_to_string(&token_file).expect("token");
         assert!(api.accepts(&now), "{what}: the new token is taken");
     }
