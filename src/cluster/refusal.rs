@@ -27,16 +27,31 @@ pub struct Now {
     pub issuer: Option<String>,
     /// The Node the token is bound to was read and is gone (or is another Node of its name).
     pub bound_node_gone: bool,
+    /// This node's clock minus the API server's, from the record of the token's issue
+    /// (`IssuedRecord::skew`), when known.
+    pub clock_skew: Option<i64>,
 }
 
 /// The cause of a 401.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "cause", rename_all = "kebab-case")]
 pub enum Cause {
-    Expired { at: i64, ago: i64 },
-    ServiceaccountRecreated { token: String, now: Option<String> },
-    IssuerChanged { token: String, now: String },
-    NodeDeleted { node: String },
+    Expired {
+        at: i64,
+        ago: i64,
+        skew: Option<i64>,
+    },
+    ServiceaccountRecreated {
+        token: String,
+        now: Option<String>,
+    },
+    IssuerChanged {
+        token: String,
+        now: String,
+    },
+    NodeDeleted {
+        node: String,
+    },
     SigningKey,
 }
 
@@ -54,10 +69,18 @@ impl Cause {
 
     pub fn describe(&self) -> String {
         match self {
-            Cause::Expired { at, ago } => format!(
-                "it expired at {} ({} ago by this node's clock)",
+            Cause::Expired { at, ago, skew } => format!(
+                "it expired at {} ({} ago by this node's clock{})",
                 crate::duration::time_text(*at),
-                crate::duration::show(std::time::Duration::from_secs((*ago).max(0) as u64))
+                crate::duration::show(std::time::Duration::from_secs((*ago).max(0) as u64)),
+                match skew {
+                    Some(s) if *s != 0 => format!(
+                        ", which is {}s {} the API server's",
+                        s.unsigned_abs(),
+                        if *s > 0 { "ahead of" } else { "behind" }
+                    ),
+                    _ => ", whose difference with the API server's is not known".into(),
+                }
             ),
             Cause::ServiceaccountRecreated { token, now } => match now {
                 Some(now) => format!(
@@ -103,6 +126,7 @@ pub fn cause(token: &Token, now_secs: i64, now: &Now) -> Option<Cause> {
         return Some(Cause::Expired {
             at: exp,
             ago: now_secs - exp,
+            skew: now.clock_skew,
         });
     }
     if let Some(uid) = token.service_account_uid() {
@@ -173,6 +197,7 @@ pub fn read_now(c: &Cluster, token: &Token, (namespace, name): (&str, &str)) -> 
         service_account_missing: matches!(sa, Ok(None)),
         issuer,
         bound_node_gone,
+        clock_skew: None,
     }
 }
 
@@ -200,6 +225,7 @@ mod tests {
             service_account_missing: false,
             issuer: Some("https://kubernetes.default.svc".into()),
             bound_node_gone: false,
+            clock_skew: Some(30),
         }
     }
 
@@ -214,6 +240,12 @@ mod tests {
         let iss = "https://kubernetes.default.svc";
         let c = |t: &Token| cause(t, NOW, &current()).map(|c| c.word());
         assert_eq!(c(&of("uid-2", iss, NOW - 60)), Some("expired"));
+        let said = cause(&of("uid-2", iss, NOW - 60), NOW, &current()).map(|c| c.describe());
+        assert!(
+            said.as_deref().is_some_and(|s| s
+                .contains("1m ago by this node's clock, which is 30s ahead of the API server's")),
+            "{said:?}"
+        );
         assert_eq!(
             c(&of("uid-1", iss, NOW + 600)),
             Some("serviceaccount-recreated")

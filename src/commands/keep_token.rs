@@ -104,7 +104,13 @@ fn replace(
     let cause = crate::cluster::refusal::cause(
         refused,
         crate::duration::now(),
-        &crate::cluster::refusal::read_now(cluster, refused, (&namespace, "calico-node")),
+        &crate::cluster::refusal::Now {
+            clock_skew: crate::installed::token_records::issued(host, refused)
+                .ok()
+                .flatten()
+                .and_then(|r| r.skew),
+            ..crate::cluster::refusal::read_now(cluster, refused, (&namespace, "calico-node"))
+        },
     )
     .map_or(
         "its cause is told by 'calicoctl-win status' with an admin kubeconfig".to_owned(),

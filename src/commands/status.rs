@@ -862,12 +862,26 @@ fn refused_renewal(
         None
     });
     if let Some(f) = &refused {
+        let skew = crate::installed::token_records::issued(host, token)
+            .ok()
+            .flatten()
+            .and_then(|r| r.skew);
         let cause = match (f.unauthorized, cluster, token.service_account()) {
             (true, ClusterRead::Read(c, _), Some((ns, name))) => {
-                let said = crate::cluster::refusal::read_now(c, token, (&ns, &name));
+                let said = crate::cluster::refusal::Now {
+                    clock_skew: skew,
+                    ..crate::cluster::refusal::read_now(c, token, (&ns, &name))
+                };
                 crate::cluster::refusal::cause(token, now, &said)
             }
-            (true, _, _) => crate::cluster::refusal::cause(token, now, &Default::default()),
+            (true, _, _) => crate::cluster::refusal::cause(
+                token,
+                now,
+                &crate::cluster::refusal::Now {
+                    clock_skew: skew,
+                    ..Default::default()
+                },
+            ),
             _ => None,
         };
         r.findings
