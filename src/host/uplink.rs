@@ -136,6 +136,19 @@ fn listed(adapters: &[Adapter]) -> String {
     }
 }
 
+/// Whether `vnic` is the vSwitch host adapter made on the adapter `name` whose MAC is `mac`:
+/// a vSwitch port with that MAC named `vEthernet (<name>)` (antrea
+/// `pkg/agent/util/net_windows.go`, `adapterIPExists`, finds it by the MAC and the `vEthernet`
+/// name); never by the name alone, and no MAC is no match.
+pub fn is_host_adapter_of(vnic: &Adapter, name: &str, mac: &str) -> bool {
+    vnic.is_vswitch_port()
+        && !mac.is_empty()
+        && vnic.mac.eq_ignore_ascii_case(mac)
+        && vnic
+            .name
+            .eq_ignore_ascii_case(&format!("vEthernet ({name})"))
+}
+
 /// The physical adapter under a vSwitch host adapter of the External network, or `None` when
 /// the vSwitch is not ours (`external` is `None`: no External network) or cannot be told.
 pub fn uplink_of<'a>(
@@ -156,10 +169,10 @@ pub fn uplink_of<'a>(
     {
         return Some(a);
     }
-    let mut candidates = adapters.iter().filter(same_mac).filter(|a| {
-        vnic.name
-            .eq_ignore_ascii_case(&format!("vEthernet ({})", a.name))
-    });
+    let mut candidates = adapters
+        .iter()
+        .filter(same_mac)
+        .filter(|a| is_host_adapter_of(vnic, &a.name, &a.mac));
     let one = candidates.next()?;
     candidates.next().is_none().then_some(one)
 }

@@ -52,13 +52,9 @@ impl Addressing {
     /// The vSwitch's host adapter made on this adapter: a vSwitch port with its MAC named
     /// `vEthernet (<adapter>)` (its address may be what went missing).
     pub fn host_adapter<'a>(&self, adapters: &'a [Adapter]) -> Option<&'a Adapter> {
-        let name = format!("vEthernet ({})", self.adapter);
-        adapters.iter().find(|a| {
-            a.is_vswitch_port()
-                && !self.mac.is_empty()
-                && a.mac.eq_ignore_ascii_case(&self.mac)
-                && a.name.eq_ignore_ascii_case(&name)
-        })
+        adapters
+            .iter()
+            .find(|a| crate::host::uplink::is_host_adapter_of(a, &self.adapter, &self.mac))
     }
 }
 

@@ -659,20 +659,12 @@ impl Uplink {
     /// Whether `a` is the vSwitch's host adapter made on it: a vSwitch port with its MAC, a
     /// `vEthernet` name, and its address; any one alone is not enough.
     pub(super) fn is_its_vswitch_adapter(&self, a: &crate::host::Adapter) -> bool {
-        a.is_vswitch_port()
-            && !self.mac.is_empty()
-            && a.mac.eq_ignore_ascii_case(&self.mac)
-            && a.name.starts_with("vEthernet")
-            && a.holds(self.ip)
+        self.is_its_vswitch_adapter_but_address(a) && a.holds(self.ip)
     }
 
-    /// A vSwitch port with its MAC named exactly `vEthernet (<uplink>)`, whatever it holds.
+    /// Its host adapter by MAC and name (`uplink::is_host_adapter_of`), whatever it holds.
     pub(super) fn is_its_vswitch_adapter_but_address(&self, a: &crate::host::Adapter) -> bool {
-        a.is_vswitch_port()
-            && !self.mac.is_empty()
-            && a.mac.eq_ignore_ascii_case(&self.mac)
-            && a.name
-                .eq_ignore_ascii_case(&format!("vEthernet ({})", self.name))
+        crate::host::uplink::is_host_adapter_of(a, &self.name, &self.mac)
     }
 }
 
