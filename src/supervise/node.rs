@@ -948,23 +948,10 @@ fn write_marker(host: &dyn Host, boot: &str, boot_local_seconds: Option<i64>) ->
         host.reg_set(
             CALICO_KEY,
             LEGACY_BOOT_VALUE,
-            &RegValue::Sz(legacy_boot_time(local)),
+            &RegValue::Sz(crate::installed::boot_marker::legacy_value(host, local)?),
         )?;
     }
     Ok(())
-}
-
-/// The boot time as Calico's scripts stored it: `DateTime.ToString("G")` of the local time,
-/// here in the en-US culture (`11/21/2025 9:00:00 AM`). The scripts' comparison only ever
-/// worked within one culture; calicoctl-win itself compares `BootId`.
-pub fn legacy_boot_time(local_seconds: i64) -> String {
-    jiff::Timestamp::from_second(local_seconds)
-        .map(|t| {
-            t.to_zoned(jiff::tz::TimeZone::UTC)
-                .strftime("%-m/%-d/%Y %-I:%M:%S %p")
-                .to_string()
-        })
-        .unwrap_or_default()
 }
 
 /// Runs calico-node startup until it succeeds (or `max_attempts`), with backoff.

@@ -187,6 +187,22 @@ fn base(profile: &str, build: u32, ubr: u32, product: &str) -> State {
     ] {
         state.reg_set(cv, k, v);
     }
+    // SYSTEM's regional settings as a Windows Server installed in en-US writes them (the
+    // values `Control Panel\International` holds: LocaleName, sShortDate, sTimeFormat, s1159,
+    // s2359), which the operator's scripts format the boot marker with.
+    for (k, v) in [
+        ("LocaleName", "en-US"),
+        ("sShortDate", "M/d/yyyy"),
+        ("sTimeFormat", "h:mm:ss tt"),
+        ("s1159", "AM"),
+        ("s2359", "PM"),
+    ] {
+        state.reg_set(
+            crate::installed::boot_marker::SYSTEM_INTERNATIONAL,
+            k,
+            RegValue::Sz(v.into()),
+        );
+    }
     // Every Windows has the Application event log (20 MB by default); event sources are keys
     // under it.
     state.reg_set(

@@ -1,7 +1,7 @@
 //! The registry through windows-registry.
 
 use crate::host::{HostError, HostResult, RegValue};
-use windows_registry::{CURRENT_USER, Key, LOCAL_MACHINE, Type};
+use windows_registry::{CURRENT_USER, Key, LOCAL_MACHINE, Type, USERS};
 
 /// `HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND)`: the key or value does not exist.
 const NOT_FOUND: i32 = 0x8007_0002_u32 as i32;
@@ -11,10 +11,11 @@ fn root(path: &str) -> HostResult<(&'static Key, &str)> {
     let key = match root.to_ascii_uppercase().as_str() {
         "HKLM" | "HKEY_LOCAL_MACHINE" => LOCAL_MACHINE,
         "HKCU" | "HKEY_CURRENT_USER" => CURRENT_USER,
+        "HKU" | "HKEY_USERS" => USERS,
         _ => {
             return Err(HostError::Refused {
                 what: format!("registry key {path}"),
-                reason: "it must start with HKLM\\ or HKCU\\".into(),
+                reason: "it must start with HKLM\\, HKCU\\ or HKU\\".into(),
             });
         }
     };
