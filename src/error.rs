@@ -80,6 +80,10 @@ pub enum Kind {
     Timeout,
     /// The External network's adapter held no stable address in time: the vSwitch was not made.
     AdapterAddress,
+    /// `migrate` would break the node or its pods this way: nothing was changed.
+    MigrationRefused,
+    /// The operator's pod on the node did not come (or go) in time during `migrate`.
+    OperatorPodTimeout,
     /// `lint policies` found policies to change.
     PolicyFindings,
     /// An object `lint policies` read is not one Calico would accept.
@@ -131,6 +135,8 @@ impl Kind {
         Kind::ServiceFailed,
         Kind::Timeout,
         Kind::AdapterAddress,
+        Kind::MigrationRefused,
+        Kind::OperatorPodTimeout,
         Kind::PolicyFindings,
         Kind::InvalidInput,
         Kind::InputUnreadable,
@@ -158,7 +164,10 @@ impl Kind {
             | Kind::InvalidInput
             | Kind::InputUnreadable => &[Usage],
             Kind::Locked => &[Busy],
-            Kind::PreflightFailed | Kind::AdapterChoice | Kind::PolicyFindings => &[Preflight],
+            Kind::PreflightFailed
+            | Kind::AdapterChoice
+            | Kind::PolicyFindings
+            | Kind::MigrationRefused => &[Preflight],
             Kind::NoAdminKubeconfig | Kind::DrainRefused => &[Usage, Failed],
             Kind::ClusterUnreachable => &[Failed, Usage],
             Kind::ClusterTimeout
@@ -168,7 +177,8 @@ impl Kind {
             | Kind::EtcdTimeout
             | Kind::DownloadTimeout
             | Kind::Timeout
-            | Kind::AdapterAddress => &[Timeout],
+            | Kind::AdapterAddress
+            | Kind::OperatorPodTimeout => &[Timeout],
             Kind::NeedsDrain => &[NeedsDrain],
             Kind::Failed
             | Kind::LockFailed

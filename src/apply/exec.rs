@@ -220,6 +220,18 @@ fn run(
         )?,
         Action::Cordon { node } => opts.cluster()?.set_cordoned(node, true)?,
         Action::Uncordon { node } => opts.cluster()?.set_cordoned(node, false)?,
+        Action::PatchInstallation { patch, .. } => opts.cluster()?.patch_installation(patch)?,
+        Action::SetNodeLabel { node, value } => {
+            opts.cluster()?.set_label(node, value.as_deref())?;
+        }
+        Action::WaitOperatorPod {
+            node,
+            want,
+            timeout,
+        } => opts.cluster()?.wait_operator_pod(node, *want, *timeout)?,
+        Action::ClearNetworkUnavailable { node } => {
+            opts.cluster()?.clear_network_unavailable(node)?;
+        }
         Action::EvictPods {
             node,
             pods,

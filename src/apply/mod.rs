@@ -215,6 +215,30 @@ pub enum Action {
     Uncordon {
         node: String,
     },
+    /// A JSON merge patch of the operator's Installation `default` (`migrate`).
+    PatchInstallation {
+        /// What it changes, for people.
+        what: String,
+        patch: serde_json::Value,
+    },
+    /// Sets calicoctl-win's node label (`cluster::operator::LABEL`), or removes it (`None`):
+    /// the operator's DaemonSet keeps off labelled nodes.
+    SetNodeLabel {
+        node: String,
+        value: Option<String>,
+    },
+    /// Waits until the operator's `calico-node-windows` pod on the node is running and ready,
+    /// or gone.
+    WaitOperatorPod {
+        node: String,
+        want: crate::cluster::operator::Want,
+        #[serde(serialize_with = "crate::duration::text::serialize")]
+        timeout: Duration,
+    },
+    /// The node's `NetworkUnavailable` condition False, as calico-node sets it when it runs.
+    ClearNetworkUnavailable {
+        node: String,
+    },
     /// After the Calico network was made again: evicts the node's DaemonSet pods that have a
     /// network of their own (a drain leaves them, as `kubectl drain` does, and the network
     /// under them is gone), so that their DaemonSets make them again on the new network; waits
@@ -345,6 +369,10 @@ impl Action {
                 crate::duration::show(*timeout)
             ),
             Self::Uncordon { node } => format!("uncordon node {node}"),
+            Self::PatchInstallation { .. }
+            | Self::SetNodeLabel { .. }
+            | Self::WaitOperatorPod { .. }
+            | Self::ClearNetworkUnavailable { .. } => operator_text(self),
             Self::EvictPods { .. } | Self::DeleteEndpoint { .. } => repair_text(self),
             Self::RecreateDaemonSetPods { node, options } => format!(
                 "evict node {node}'s DaemonSet pods with a pod network, so their DaemonSets make them again on the new network (wait up to {})",
@@ -356,6 +384,32 @@ impl Action {
                 format!("give {path} back the access list it had before install")
             }
         }
+    }
+}
+
+/// `Action::describe` of migrate's actions.
+fn operator_text(action: &Action) -> String {
+    use crate::cluster::operator::{DAEMONSET, LABEL, Want};
+    match action {
+        Action::PatchInstallation { what, .. } => {
+            format!("patch the operator's Installation default: {what}")
+        }
+        Action::SetNodeLabel { node, value: Some(v) } => format!("label node {node} {LABEL}={v}"),
+        Action::SetNodeLabel { node, value: None } => format!(
+            "remove label {LABEL} from node {node}, so that the operator's {DAEMONSET} DaemonSet runs there"
+        ),
+        Action::WaitOperatorPod { node, want, timeout } => format!(
+            "wait up to {} for the operator's {DAEMONSET} pod on node {node} to be {}",
+            crate::duration::show(*timeout),
+            match want {
+                Want::Ready => "running and ready",
+                Want::Gone => "gone",
+            }
+        ),
+        Action::ClearNetworkUnavailable { node } => format!(
+            "set node {node}'s NetworkUnavailable condition False (the operator pod's preStop set it True)"
+        ),
+        other => format!("{other:?}"),
     }
 }
 

@@ -79,6 +79,10 @@ pub(super) fn prepare_undo(
         | Action::Drain { .. }
         | Action::WaitNodeReady { .. }
         | Action::Uncordon { .. }
+        | Action::PatchInstallation { .. }
+        | Action::SetNodeLabel { .. }
+        | Action::WaitOperatorPod { .. }
+        | Action::ClearNetworkUnavailable { .. }
         | Action::EvictPods { .. }
         | Action::RecreateDaemonSetPods { .. }
         | Action::DeleteEndpoint { .. }

@@ -149,18 +149,31 @@ fn calico_version(f: &ClusterFacts) -> Check {
 /// The operator installs Calico on Windows nodes itself when its Installation says
 /// `windowsDataplane: HNS` (the calico-node-windows HostProcess DaemonSet), and that
 /// DaemonSet's uninstall init container removes script-installed services: the two must not
-/// meet on one node.
+/// meet on one node. A node the DaemonSet's affinity keeps off (`cluster::operator::LABEL`,
+/// which `migrate` writes) is safe while the operator runs elsewhere.
 fn operator_windows(f: &ClusterFacts) -> Check {
     const ID: &str = "operator-windows";
-    match f.windows_dataplane.as_deref() {
-        Some(d) if d.eq_ignore_ascii_case("HNS") => Check::fail(
+    let label = crate::cluster::operator::LABEL;
+    match &f.installation {
+        Some(i) if i.windows_enabled() && i.keeps_off(&f.node_labels) => Check::pass(
+            ID,
+            format!(
+                "the operator runs Calico on Windows nodes, and its DaemonSet's affinity keeps it off this node (label {label}=true)"
+            ),
+        ),
+        Some(i) if i.windows_enabled() => Check::fail(
             ID,
             "the operator's Installation has calicoNetwork.windowsDataplane: HNS, so the operator deploys calico-node-windows to this node, and its init container removes services installed outside it",
-            "choose one path: keep the operator's HostProcess install (do not run calicoctl-win install on this node), or set windowsDataplane: Disabled (kubectl patch installation default --type merge -p '{\"spec\":{\"calicoNetwork\":{\"windowsDataplane\":\"Disabled\"}}}') and install with calicoctl-win",
+            format!(
+                "move this node from the operator with 'calicoctl-win migrate from-operator' (it keeps the node's pods' networks and labels it {label}=true, which the DaemonSet's affinity then excludes); or set windowsDataplane: Disabled (kubectl patch installation default --type merge -p '{{\"spec\":{{\"calicoNetwork\":{{\"windowsDataplane\":\"Disabled\"}}}}}}') once no node runs the operator's pods"
+            ),
         ),
-        Some(d) => Check::pass(
+        Some(i) => Check::pass(
             ID,
-            format!("the operator does not install Calico on Windows (windowsDataplane: {d})"),
+            format!(
+                "the operator does not install Calico on Windows (windowsDataplane: {})",
+                i.windows_dataplane.as_deref().unwrap_or("unset")
+            ),
         ),
         None => Check::pass(ID, "no operator Installation manages Windows nodes"),
     }

@@ -631,6 +631,17 @@ pub trait NodeControl {
         node: &str,
         opts: &DrainOptions,
     ) -> anyhow::Result<Vec<String>>;
+    /// A JSON merge patch of the operator's Installation `default`.
+    fn patch_installation(&self, patch: &serde_json::Value) -> anyhow::Result<()>;
+    /// calicoctl-win's node label set, or removed (`None`).
+    fn set_label(&self, node: &str, value: Option<&str>) -> anyhow::Result<()>;
+    fn wait_operator_pod(
+        &self,
+        node: &str,
+        want: super::operator::Want,
+        timeout: Duration,
+    ) -> anyhow::Result<()>;
+    fn clear_network_unavailable(&self, node: &str) -> anyhow::Result<()>;
 }
 
 /// The DaemonSet pods of a node that have a network of their own: what a drain leaves (their
@@ -690,6 +701,27 @@ impl NodeControl for Cluster {
             evict_and_wait(self, node, pods, opts)?;
         }
         Ok(names)
+    }
+
+    fn patch_installation(&self, patch: &serde_json::Value) -> anyhow::Result<()> {
+        Ok(super::operator::patch_installation(self, patch)?)
+    }
+
+    fn set_label(&self, node: &str, value: Option<&str>) -> anyhow::Result<()> {
+        Ok(super::operator::set_label(self, node, value)?)
+    }
+
+    fn wait_operator_pod(
+        &self,
+        node: &str,
+        want: super::operator::Want,
+        timeout: Duration,
+    ) -> anyhow::Result<()> {
+        Ok(super::operator::wait_pod(self, node, want, timeout)?)
+    }
+
+    fn clear_network_unavailable(&self, node: &str) -> anyhow::Result<()> {
+        Ok(super::operator::clear_network_unavailable(self, node)?)
     }
 }
 

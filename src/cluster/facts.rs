@@ -107,9 +107,9 @@ pub struct ClusterFacts {
     /// The etcd endpoints in the `calico-config` ConfigMap (etcd datastore only).
     pub etcd_endpoints: Vec<String>,
     pub calico_version: Option<String>,
-    /// The operator's Installation `spec.calicoNetwork.windowsDataplane` (`HNS` or
-    /// `Disabled`); `None` without an operator Installation.
-    pub windows_dataplane: Option<String>,
+    /// The operator's Installation `default`, the parts that decide where and how it runs
+    /// Calico on Windows; `None` without one.
+    pub installation: Option<super::operator::Installation>,
     pub ip_pools: Vec<IpPool>,
     pub strict_affinity: Option<bool>,
     pub felix: Felix,
@@ -237,7 +237,7 @@ pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, C
     };
     Ok(ClusterFacts {
         server: c.server.clone(),
-        windows_dataplane: windows_dataplane(c)?,
+        installation: super::operator::read(c)?,
         service_cidrs: service_cidrs(c)?,
         dns_ip: dns_ip(c)?,
         namespace,
@@ -300,28 +300,6 @@ fn calico_default(
 ) -> Result<Option<DynamicObject>, ClusterError> {
     let api: Api<DynamicObject> = Api::all_with(c.client.clone(), &calico(kind, plural));
     c.call_opt("get", &format!("{plural}/default"), api.get("default"))
-}
-
-/// The operator Installation's `calicoNetwork.windowsDataplane`, if there is one.
-fn windows_dataplane(c: &Cluster) -> Result<Option<String>, ClusterError> {
-    let api: Api<DynamicObject> = Api::all_with(
-        c.client.clone(),
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("operator.tigera.io", "v1", "Installation"),
-            "installations",
-        ),
-    );
-    Ok(c.call_opt(
-        "get",
-        "installations.operator.tigera.io/default",
-        api.get("default"),
-    )?
-    .and_then(|i| {
-        spec(&i, "calicoNetwork")
-            .and_then(|n| n.get("windowsDataplane"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    }))
 }
 
 fn ip_pools(c: &Cluster) -> Result<Vec<IpPool>, ClusterError> {

@@ -10,6 +10,7 @@ pub mod fleet_view;
 mod guard;
 pub mod ipam;
 pub mod node;
+pub mod operator;
 pub mod pods;
 pub mod proxy;
 pub mod refusal;

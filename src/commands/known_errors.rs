@@ -24,6 +24,8 @@ const KNOWN_ERRORS: &[Recogniser] = &[
     recognise::<crate::files::OutFileError>,
     recognise::<crate::cluster::credentials::TokenFileError>,
     recognise::<crate::host::uplink::ChoiceError>,
+    recognise::<crate::cluster::operator::OperatorError>,
+    recognise::<crate::plan::migrate::Refused>,
 ];
 
 /// The error a command failed with, with its exit code and hint.

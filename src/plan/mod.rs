@@ -5,6 +5,7 @@
 pub mod desired;
 pub mod drift;
 pub mod install;
+pub mod migrate;
 pub mod reconfigure;
 pub mod repair;
 pub mod uninstall;

@@ -1,0 +1,374 @@
+//! The operator's HostProcess install on Windows (tigera/operator release-v1.44): its
+//! Installation `default`, its `calico-node-windows` DaemonSet, and the node label that keeps
+//! that DaemonSet off the nodes calicoctl-win runs Calico on, so that nodes move between the
+//! two one at a time.
+//!
+//! Facts this module is built on, each from the operator's source at release-v1.44:
+//! - The DaemonSet tolerates every taint (`pkg/render/windows.go`: `Tolerations:
+//!   rmeta.TolerateAll`), so a cordon or a taint does not keep it off a node; only its node
+//!   selector (`kubernetes.io/os: windows`) and its affinity do.
+//! - Its affinity is the provider's (AKS: `type NotIn [virtual-kubelet]`; EKS:
+//!   `eks.amazonaws.com/compute-type NotIn [fargate]`; none otherwise), and an Installation's
+//!   `calicoNodeWindowsDaemonSet.spec.template.spec.affinity` replaces it whole
+//!   (`pkg/render/common/components/components.go` `applyDaemonSetOverrides`), so an override
+//!   must carry the provider's terms itself.
+//! - With `calicoNetwork.windowsDataplane` other than `HNS` the Windows controller returns
+//!   before rendering (`pkg/controller/installation/windows_controller.go`): the DaemonSet and
+//!   its pods stay where they are.
+//! - The Windows CNI config's `cniVersion` is `spec.cni.specVersion`, `Auto` or unset being
+//!   1.0.0 (`api/v1/installation_types.go` `ResolvedSpecVersion`).
+
+use super::{Cluster, ClusterError};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// The node label that keeps the operator's DaemonSet off a node: calicoctl-win runs Calico
+/// there. The Installation's affinity says `NotIn [true]`, which a node without it satisfies.
+pub const LABEL: &str = "calicoctl-win/runs-calico";
+pub const LABEL_VALUE: &str = "true";
+/// Where the operator runs Calico, and its Windows DaemonSet (`common.CalicoNamespace`,
+/// `common.WindowsDaemonSetName`).
+pub const NAMESPACE: &str = "calico-system";
+pub const DAEMONSET: &str = "calico-node-windows";
+/// The `cniVersion` the operator writes for `Auto` or no `specVersion`.
+pub const AUTO_CNI_SPEC_VERSION: &str = "1.0.0";
+
+/// The parts of the Installation that decide where and how the operator runs on Windows.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Installation {
+    /// `spec.calicoNetwork.windowsDataplane`: `HNS` or `Disabled` (unset is disabled).
+    pub windows_dataplane: Option<String>,
+    /// `spec.kubernetesProvider` (`AKS`, `EKS`, ...).
+    pub provider: Option<String>,
+    /// `spec.calicoNodeWindowsDaemonSet.spec.template.spec.affinity`, when overridden.
+    pub affinity: Option<Value>,
+    /// `spec.cni.specVersion` as written (`Auto`, `0.3.1`, `0.4.0`, `1.0.0`).
+    pub cni_spec_version: Option<String>,
+}
+
+impl Installation {
+    /// Read from the object's JSON.
+    pub fn of(object: &Value) -> Self {
+        let spec = &object["spec"];
+        let text = |v: &Value| v.as_str().map(str::to_owned);
+        let affinity = &spec["calicoNodeWindowsDaemonSet"]["spec"]["template"]["spec"]["affinity"];
+        Self {
+            windows_dataplane: text(&spec["calicoNetwork"]["windowsDataplane"]),
+            provider: text(&spec["kubernetesProvider"]),
+            affinity: (!affinity.is_null()).then(|| affinity.clone()),
+            cni_spec_version: text(&spec["cni"]["specVersion"]),
+        }
+    }
+
+    /// Whether the operator runs Calico on Windows nodes.
+    pub fn windows_enabled(&self) -> bool {
+        self.windows_dataplane
+            .as_deref()
+            .is_some_and(|d| d.eq_ignore_ascii_case("HNS"))
+    }
+
+    /// Whether the operator's DaemonSet keeps off a node with these labels: its affinity
+    /// excludes our label, and the node carries it.
+    pub fn keeps_off(&self, labels: &std::collections::BTreeMap<String, String>) -> bool {
+        labels.get(LABEL).map(String::as_str) == Some(LABEL_VALUE)
+            && self.effective_affinity().is_some_and(|a| excludes(&a))
+    }
+
+    /// The `cniVersion` of the operator's Windows CNI config.
+    pub fn cni_version(&self) -> &str {
+        match self.cni_spec_version.as_deref() {
+            None | Some("Auto") => AUTO_CNI_SPEC_VERSION,
+            Some(v) => v,
+        }
+    }
+
+    /// The affinity the DaemonSet has now: the override, else the provider's.
+    pub fn effective_affinity(&self) -> Option<Value> {
+        self.affinity.clone().or_else(|| provider_affinity(self.provider.as_deref()))
+    }
+
+    /// The affinity that also keeps the DaemonSet off labelled nodes; `None` when it does so
+    /// already. Our requirement is added to every required term (terms are ORed, the
+    /// expressions of one ANDed), so every way onto a node needs the label absent.
+    pub fn excluding_affinity(&self) -> Option<Value> {
+        let mut affinity = self.effective_affinity().unwrap_or_else(|| json!({}));
+        if excludes(&affinity) {
+            return None;
+        }
+        let required = &mut affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+        let ours = exclusion();
+        match required["nodeSelectorTerms"].as_array_mut() {
+            Some(terms) if !terms.is_empty() => {
+                for t in terms {
+                    if !has_exclusion(t) {
+                        match t["matchExpressions"].as_array_mut() {
+                            Some(e) => e.push(ours.clone()),
+                            None => t["matchExpressions"] = json!([ours.clone()]),
+                        }
+                    }
+                }
+            }
+            _ => required["nodeSelectorTerms"] = json!([{ "matchExpressions": [ours] }]),
+        }
+        Some(affinity)
+    }
+}
+
+/// The provider's own affinity the operator renders (`pkg/render/windows.go`).
+fn provider_affinity(provider: Option<&str>) -> Option<Value> {
+    let (key, value) = match provider? {
+        "AKS" => ("type", "virtual-kubelet"),
+        "EKS" => ("eks.amazonaws.com/compute-type", "fargate"),
+        _ => return None,
+    };
+    Some(json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": key, "operator": "NotIn", "values": [value]}]}]}}}))
+}
+
+/// Our requirement: the label not `true`.
+fn exclusion() -> Value {
+    json!({"key": LABEL, "operator": "NotIn", "values": [LABEL_VALUE]})
+}
+
+fn has_exclusion(term: &Value) -> bool {
+    term["matchExpressions"]
+        .as_array()
+        .is_some_and(|e| e.iter().any(|x| x == &exclusion()))
+}
+
+/// Whether an affinity keeps the DaemonSet off every labelled node: it has required terms,
+/// and each carries our requirement.
+pub fn excludes(affinity: &Value) -> bool {
+    affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        .as_array()
+        .is_some_and(|terms| !terms.is_empty() && terms.iter().all(has_exclusion))
+}
+
+/// The merge patch that sets the DaemonSet's affinity override (`null`: none).
+pub fn affinity_patch(affinity: Option<&Value>) -> Value {
+    json!({"spec": {"calicoNodeWindowsDaemonSet": {"spec": {"template": {"spec": {
+        "affinity": affinity.cloned().unwrap_or(Value::Null)}}}}}})
+}
+
+/// The merge patch that sets `windowsDataplane` (`null`: unset).
+pub fn dataplane_patch(value: Option<&str>) -> Value {
+    json!({"spec": {"calicoNetwork": {"windowsDataplane": value}}})
+}
+
+fn installations(c: &Cluster) -> Api<DynamicObject> {
+    Api::all_with(
+        c.client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("operator.tigera.io", "v1", "Installation"),
+            "installations",
+        ),
+    )
+}
+
+/// The operator's Installation `default`, if there is one.
+pub fn read(c: &Cluster) -> Result<Option<Installation>, ClusterError> {
+    let found = c.call_opt(
+        "get",
+        "installations.operator.tigera.io/default",
+        installations(c).get("default"),
+    )?;
+    Ok(found.map(|o| Installation::of(&serde_json::to_value(&o).unwrap_or_default())))
+}
+
+/// A JSON merge patch of the Installation `default`.
+pub fn patch_installation(c: &Cluster, patch: &Value) -> Result<(), ClusterError> {
+    c.call(
+        "patch",
+        "installations.operator.tigera.io/default",
+        installations(c).patch("default", &PatchParams::default(), &Patch::Merge(patch)),
+    )?;
+    Ok(())
+}
+
+/// Sets the label on a node (`None`: removes it).
+pub fn set_label(c: &Cluster, node: &str, value: Option<&str>) -> Result<(), ClusterError> {
+    super::node::patch(c, node, &json!({"metadata": {"labels": {LABEL: value}}}))
+}
+
+/// The label's value on a Node object.
+pub fn label_of(n: &Node) -> Option<&str> {
+    n.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(LABEL))
+        .map(String::as_str)
+}
+
+/// The Windows nodes calicoctl-win installed (its version annotation) that lack the label,
+/// which the operator would take once it runs on Windows.
+pub fn unlabelled_nodes_of_ours(c: &Cluster) -> Result<Vec<String>, ClusterError> {
+    let mut names = Vec::new();
+    super::node::for_each_windows_node(c, |n| {
+        let ours = n
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(super::node::ANNOTATION_TOOL_VERSION));
+        if ours && label_of(n) != Some(LABEL_VALUE) {
+            names.extend(n.metadata.name.clone());
+        }
+    })?;
+    Ok(names)
+}
+
+/// The node's label now.
+pub fn node_label(c: &Cluster, node: &str) -> Result<Option<String>, ClusterError> {
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node))?;
+    Ok(label_of(&n).map(str::to_owned))
+}
+
+/// Where the operator's pod on a node is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PodState {
+    /// No pod of the DaemonSet on the node.
+    Gone,
+    /// A pod, not yet Running and Ready: its name and phase.
+    Starting(String),
+    /// A pod on its way out (a deletion timestamp): its name.
+    Terminating(String),
+    Ready(String),
+}
+
+impl std::fmt::Display for PodState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Gone => write!(f, "no {DAEMONSET} pod"),
+            Self::Starting(p) => write!(f, "{p} starting"),
+            Self::Terminating(p) => write!(f, "{p} terminating"),
+            Self::Ready(p) => write!(f, "{p} running and ready"),
+        }
+    }
+}
+
+/// Whether a pod is the operator's Windows DaemonSet's.
+fn is_operator_pod(p: &Pod) -> bool {
+    p.metadata.namespace.as_deref() == Some(NAMESPACE)
+        && p.metadata.owner_references.as_ref().is_some_and(|o| {
+            o.iter()
+                .any(|r| r.kind == "DaemonSet" && r.name == DAEMONSET)
+        })
+}
+
+/// The state of a set of pods on one node.
+pub fn pod_state(pods: &[Pod]) -> PodState {
+    let Some(p) = pods.iter().find(|p| is_operator_pod(p)) else {
+        return PodState::Gone;
+    };
+    let name = p.metadata.name.clone().unwrap_or_default();
+    if p.metadata.deletion_timestamp.is_some() {
+        return PodState::Terminating(name);
+    }
+    let status = p.status.as_ref();
+    let ready = status
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    let phase = status.and_then(|s| s.phase.clone()).unwrap_or_default();
+    if phase == "Running" && ready {
+        PodState::Ready(name)
+    } else {
+        PodState::Starting(format!("{name} ({})", if phase.is_empty() { "Pending" } else { &phase }))
+    }
+}
+
+/// What a wait for the operator's pod waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Want {
+    Ready,
+    Gone,
+}
+
+/// Why a wait for the operator's pod failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorError {
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    #[error(
+        "the operator's {DAEMONSET} pod on node {node} was not {} within {}: {state}",
+        match .want { Want::Ready => "running and ready", Want::Gone => "gone" },
+        crate::duration::show(*.after)
+    )]
+    PodTimeout {
+        node: String,
+        want: Want,
+        after: Duration,
+        state: PodState,
+    },
+}
+
+impl crate::error::Diagnose for OperatorError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        match self {
+            Self::Cluster(e) => e.diagnose(),
+            Self::PodTimeout { node, .. } => crate::error::Diagnosis::new(
+                crate::error::Exit::Timeout,
+                crate::error::Kind::OperatorPodTimeout,
+                format!(
+                    "see 'kubectl -n {NAMESPACE} get pods -o wide --field-selector spec.nodeName={node}' and 'kubectl -n {NAMESPACE} describe ds {DAEMONSET}'; the node stays cordoned until 'kubectl uncordon {node}'"
+                ),
+            ),
+        }
+    }
+}
+
+/// Waits until the node's operator pod is as wanted; the error says what it was at the end.
+pub fn wait_pod(c: &Cluster, node: &str, want: Want, timeout: Duration) -> Result<(), OperatorError> {
+    use crate::duration::{Look, Pauses, poll_until};
+    let pauses = Pauses {
+        first: Duration::from_millis(100),
+        most: Duration::from_secs(2),
+    };
+    poll_until(
+        std::time::Instant::now() + timeout,
+        pauses,
+        || {
+            let state = pod_state(&super::drain::pods_on(c, node)?);
+            let done = match want {
+                Want::Ready => matches!(state, PodState::Ready(_)),
+                Want::Gone => state == PodState::Gone,
+            };
+            Ok(if done { Look::Done(()) } else { Look::Pending(state) })
+        },
+        |state| {
+            Err(OperatorError::PodTimeout {
+                node: node.to_owned(),
+                want,
+                after: timeout,
+                state,
+            })
+        },
+    )
+}
+
+/// `NetworkUnavailable` False, as calico-node sets it when it runs (calico v3.32.1
+/// `node/pkg/lifecycle/utils/utils.go` `SetNodeNetworkUnavailableCondition`: reason
+/// `CalicoIsUp`): the operator pod's preStop (`calico.exe component node shutdown`) set it True
+/// with a hundred-year timeout (`node/pkg/lifecycle/shutdown/shutdown.go`).
+pub fn clear_network_unavailable(c: &Cluster, node: &str) -> Result<(), ClusterError> {
+    let now = crate::duration::time_text(crate::duration::now());
+    super::node::set_condition(
+        c,
+        node,
+        &json!({
+            "type": "NetworkUnavailable",
+            "status": "False",
+            "reason": "CalicoIsUp",
+            "message": "Calico is running on this node",
+            "lastTransitionTime": now,
+            "lastHeartbeatTime": now,
+        }),
+    )
+}
+
+#[cfg(test)]
+#[path = "operator_tests.rs"]
+mod tests;

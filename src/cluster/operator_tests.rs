@@ -1,0 +1,123 @@
+use super::*;
+
+fn install(spec: Value) -> Installation {
+    Installation::of(&json!({"apiVersion": "operator.tigera.io/v1", "kind": "Installation",
+        "metadata": {"name": "default"}, "spec": spec}))
+}
+
+fn terms(a: &Value) -> Vec<Value> {
+    a["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Without a provider the operator renders no affinity: ours is the only term.
+#[test]
+fn the_exclusion_alone_where_the_operator_renders_no_affinity() {
+    let i = install(json!({"calicoNetwork": {"windowsDataplane": "HNS"}}));
+    assert!(i.windows_enabled());
+    let a = i.excluding_affinity().expect("needed");
+    assert_eq!(
+        terms(&a),
+        vec![json!({"matchExpressions": [
+            {"key": LABEL, "operator": "NotIn", "values": ["true"]}]})]
+    );
+    assert!(excludes(&a));
+    // Once written, nothing more is needed.
+    let written = install(json!({"calicoNodeWindowsDaemonSet": {"spec": {"template": {"spec": {"affinity": a}}}}}));
+    assert_eq!(written.excluding_affinity(), None);
+}
+
+/// The override replaces the operator's affinity whole (components.go), so AKS's and EKS's
+/// own requirements are carried into it (windows.go), in the same term as ours.
+#[test]
+fn the_providers_requirements_are_kept() {
+    for (provider, key, value) in [
+        ("AKS", "type", "virtual-kubelet"),
+        ("EKS", "eks.amazonaws.com/compute-type", "fargate"),
+    ] {
+        let i = install(json!({"kubernetesProvider": provider}));
+        let a = i.excluding_affinity().expect("needed");
+        let t = terms(&a);
+        assert_eq!(t.len(), 1, "{provider}");
+        let e = t[0]["matchExpressions"].as_array().expect("expressions");
+        assert!(
+            e.contains(&json!({"key": key, "operator": "NotIn", "values": [value]})),
+            "{provider}: {a}"
+        );
+        assert!(e.contains(&exclusion()), "{provider}: {a}");
+    }
+    // Another provider renders none.
+    assert_eq!(provider_affinity(Some("GKE")), None);
+}
+
+/// A user's own override with two terms (ORed): each gets the requirement, or a node could
+/// match the other term and take the operator's pod. Preferred terms stay as they were.
+#[test]
+fn every_term_of_an_override_gets_the_requirement() {
+    let own = json!({"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]}]},
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["win-9"]}]}]},
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {}}]}});
+    let i = install(json!({"calicoNodeWindowsDaemonSet": {"spec": {"template": {"spec": {"affinity": own}}}}}));
+    let half = {
+        let mut a = own.clone();
+        a["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+            ["matchExpressions"]
+            .as_array_mut()
+            .expect("e")
+            .push(exclusion());
+        a
+    };
+    // One term excluded is not enough: a check that passed it would let win-9 through.
+    assert!(!excludes(&half));
+    let a = i.excluding_affinity().expect("needed");
+    assert!(excludes(&a));
+    let t = terms(&a);
+    assert_eq!(t.len(), 2);
+    assert_eq!(t[1]["matchExpressions"], json!([exclusion()]));
+    assert_eq!(t[1]["matchFields"], own["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][1]["matchFields"]);
+    assert_eq!(
+        a["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"],
+        own["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    );
+}
+
+/// api/v1/installation_types.go `ResolvedSpecVersion`: Auto and unset are 1.0.0.
+#[test]
+fn cni_version_follows_the_spec_version() {
+    assert_eq!(install(json!({})).cni_version(), "1.0.0");
+    assert_eq!(install(json!({"cni": {"specVersion": "Auto"}})).cni_version(), "1.0.0");
+    assert_eq!(install(json!({"cni": {"specVersion": "0.3.1"}})).cni_version(), "0.3.1");
+}
+
+fn pod(name: &str, ns: &str, owner: &str, phase: &str, ready: bool) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": ns,
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": owner,
+                "uid": "u", "controller": true}]},
+        "status": {"phase": phase, "conditions": [
+            {"type": "Ready", "status": if ready { "True" } else { "False" }}]}}))
+    .expect("pod")
+}
+
+#[test]
+fn the_operator_pod_is_told_from_others() {
+    let other = pod("kube-proxy-x", "kube-system", "kube-proxy", "Running", true);
+    let ours_elsewhere = pod("calico-node-windows-x", "other", DAEMONSET, "Running", true);
+    assert_eq!(pod_state(&[other.clone(), ours_elsewhere]), PodState::Gone);
+    let starting = pod("calico-node-windows-a", NAMESPACE, DAEMONSET, "Running", false);
+    assert!(matches!(pod_state(&[other.clone(), starting]), PodState::Starting(_)));
+    let ready = pod("calico-node-windows-a", NAMESPACE, DAEMONSET, "Running", true);
+    assert_eq!(
+        pod_state(&[other, ready.clone()]),
+        PodState::Ready("calico-node-windows-a".into())
+    );
+    let mut leaving = ready;
+    leaving.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        jiff::Timestamp::UNIX_EPOCH,
+    ));
+    assert!(matches!(pod_state(&[leaving]), PodState::Terminating(_)));
+}

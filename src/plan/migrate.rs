@@ -1,0 +1,315 @@
+//! `migrate`: a node handed to the operator's HostProcess install (`to-operator`), or taken
+//! back from it (`from-operator`), one node at a time, with the HNS networks and every pod's
+//! endpoint kept. What would break the node is refused first, each reason with its fix.
+//!
+//! What the operator's scripts do to a node they find (projectcalico/calico v3.32.1,
+//! `node/windows-packaging/CalicoWindows`), which the refusals follow:
+//! - `node/node-service.ps1`: when `LastBootTime` under `HKLM\Software\Tigera\Calico` is not
+//!   `Get-LastBootTime` (`calico.psm1`: `LastBootUpTime.ToString("G")`, run as SYSTEM), every
+//!   non-NAT HNS network is deleted: every pod's network. So the marker is written in SYSTEM's
+//!   culture, or the handover refused (`installed::boot_marker`).
+//! - `uninstall-calico-hpc.ps1` (the DaemonSet's init container) deletes the services
+//!   CalicoNode, CalicoFelix, CalicoConfd, CalicoUpgrade and, when Calico is the CNI, the
+//!   service named `kube-proxy`: a node whose kube-proxy is that service would lose it.
+//! - The operator's CNI plugin reuses a network named `Calico` without comparing its VSID
+//!   (`cni-plugin/pkg/dataplane/windows/dataplane_windows.go`): a network whose VSID is not the
+//!   cluster's VNI would stay wrong under it.
+
+use crate::apply::Action;
+use crate::cluster::operator::{self, Installation, LABEL_VALUE, Want};
+use crate::host::{HnsNetwork, Host, HostResult, RegValue};
+use crate::installed::boot_marker::Culture;
+use crate::layout::{BOOT_ID_VALUE, CALICO_KEY, CALICO_NETWORK, LEGACY_BOOT_VALUE};
+use std::time::Duration;
+
+/// One reason a migration would break the node, with what fixes it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Refusal {
+    /// A stable name (`vni`, `kube-proxy-service`, `boot-marker`, ...).
+    pub code: &'static str,
+    pub message: String,
+    pub fix: String,
+}
+
+/// The migration was refused; nothing was changed.
+#[derive(Debug, thiserror::Error)]
+#[error("migrate {direction} refused: {}", .reasons.iter().map(|r| r.message.as_str()).collect::<Vec<_>>().join("; "))]
+pub struct Refused {
+    pub direction: &'static str,
+    pub reasons: Vec<Refusal>,
+}
+
+impl crate::error::Diagnose for Refused {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        crate::error::Diagnosis::new(
+            crate::error::Exit::Preflight,
+            crate::error::Kind::MigrationRefused,
+            self.reasons
+                .iter()
+                .map(|r| r.fix.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    }
+}
+
+/// What both directions judge the node by.
+pub struct Facts<'a> {
+    pub node: &'a str,
+    pub installation: Option<&'a Installation>,
+    /// The VNI the cluster's Felix uses.
+    pub cluster_vni: u32,
+    pub networks: &'a [HnsNetwork],
+    /// SYSTEM's culture, or why it cannot be known.
+    pub culture: &'a Result<Culture, String>,
+    pub boot_local_seconds: Option<i64>,
+    /// Whether a service named `kube-proxy` is registered on the host.
+    pub kube_proxy_service: bool,
+}
+
+impl Facts<'_> {
+    /// The boot time as the operator's node-service.ps1 formats it, or why it cannot be.
+    pub fn operator_marker(&self) -> Result<String, String> {
+        let culture = self.culture.as_ref().map_err(Clone::clone)?;
+        let local = self
+            .boot_local_seconds
+            .ok_or("the host did not say when it booted")?;
+        culture.general(local)
+    }
+
+    fn no_installation(&self) -> Option<Refusal> {
+        self.installation.is_none().then(|| Refusal {
+            code: "no-installation",
+            message: "the cluster has no operator Installation named default".into(),
+            fix: "install the Tigera operator and its Installation first (calicoctl-win migrates nodes between itself and an operator that runs Calico on the cluster)".into(),
+        })
+    }
+
+    fn vni(&self) -> Option<Refusal> {
+        let vsid = self
+            .networks
+            .iter()
+            .find(|n| n.name == CALICO_NETWORK)
+            .and_then(HnsNetwork::vsid)?;
+        (vsid != self.cluster_vni).then(|| Refusal {
+            code: "vni",
+            message: format!(
+                "the HNS network {CALICO_NETWORK} has VSID {vsid}, not the cluster's VXLAN VNI {}, and the operator's CNI plugin reuses the network without comparing",
+                self.cluster_vni
+            ),
+            fix: format!(
+                "make the network again with the cluster's VNI first: 'calicoctl-win reconfigure --set vxlan.vni={} --drain'",
+                self.cluster_vni
+            ),
+        })
+    }
+
+    fn boot_marker(&self) -> Option<Refusal> {
+        let why = self.operator_marker().err()?;
+        Some(Refusal {
+            code: "boot-marker",
+            message: format!(
+                "the boot marker cannot be written as the operator's node-service.ps1 reads it ({why}), and a marker it reads as another boot makes it delete every HNS network"
+            ),
+            fix: format!(
+                "give SYSTEM a date format calicoctl-win can write: set {}'s sShortDate and sTimeFormat to numeric patterns (for example M/d/yyyy and h:mm:ss tt), or copy the settings to the system accounts (intl.cpl, Administrative, Copy settings)",
+                crate::installed::boot_marker::SYSTEM_INTERNATIONAL
+            ),
+        })
+    }
+}
+
+/// Why `to-operator` must not run now; empty when it may.
+pub fn to_operator_refusals(f: &Facts<'_>) -> Vec<Refusal> {
+    let mut out: Vec<Refusal> = [f.no_installation(), f.vni(), f.boot_marker()]
+        .into_iter()
+        .flatten()
+        .collect();
+    if f.kube_proxy_service {
+        out.push(Refusal {
+            code: "kube-proxy-service",
+            message: "kube-proxy runs here as the Windows service kube-proxy, which the operator's init container deletes (uninstall-calico-hpc.ps1, when Calico is the CNI)".into(),
+            fix: format!(
+                "run kube-proxy as a HostProcess DaemonSet pod on node {} first (sig-windows-tools' kube-proxy DaemonSet, with KUBE_NETWORK=Calico), then remove the service ('calicoctl-win reconfigure --set kube_proxy.path=' for calicoctl-win's)",
+                f.node
+            ),
+        });
+    }
+    out
+}
+
+/// Why `from-operator` must not run now; empty when it may. `stored` is the operator's
+/// `LastBootTime`.
+pub fn from_operator_refusals(f: &Facts<'_>, stored: Option<&str>) -> Vec<Refusal> {
+    let mut out: Vec<Refusal> = [f.no_installation(), f.vni(), f.boot_marker()]
+        .into_iter()
+        .flatten()
+        .collect();
+    if let (Ok(now), Some(stored)) = (f.operator_marker(), stored)
+        && stored != now
+    {
+        out.push(Refusal {
+            code: "not-initialised",
+            message: format!(
+                "the operator has not initialised this node in this boot (its LastBootTime is {stored:?}, this boot is {now:?}), so its networks are from an earlier boot"
+            ),
+            fix: format!(
+                "let the operator's {} pod on node {} start and initialise the node first",
+                operator::DAEMONSET,
+                f.node
+            ),
+        });
+    }
+    out
+}
+
+/// The cluster steps that keep the operator off calicoctl-win's nodes before it runs on
+/// Windows: the affinity (when the Installation lacks it), then the label on `label` (nodes
+/// that run calicoctl-win and lack it).
+pub fn keep_operator_off(inst: &Installation, label: &[String]) -> Vec<Action> {
+    let mut actions = Vec::new();
+    if let Some(affinity) = inst.excluding_affinity() {
+        actions.push(Action::PatchInstallation {
+            what: format!(
+                "calicoNodeWindowsDaemonSet affinity: not on nodes labelled {}={LABEL_VALUE}{}",
+                operator::LABEL,
+                match inst.effective_affinity() {
+                    Some(_) => ", with the requirements it had",
+                    None => "",
+                }
+            ),
+            patch: operator::affinity_patch(Some(&affinity)),
+        });
+    }
+    for node in label {
+        actions.push(Action::SetNodeLabel {
+            node: node.clone(),
+            value: Some(LABEL_VALUE.into()),
+        });
+    }
+    actions
+}
+
+/// The cluster steps of `to-operator` before the host is touched: the operator kept off
+/// calicoctl-win's nodes, then on Windows (`windowsDataplane: HNS`), this node cordoned.
+pub fn to_operator_before(
+    inst: &Installation,
+    label: &[String],
+    node: &str,
+    cordoned: bool,
+) -> Vec<Action> {
+    let mut actions = keep_operator_off(inst, label);
+    if !inst.windows_enabled() {
+        actions.push(Action::PatchInstallation {
+            what: "calicoNetwork.windowsDataplane: HNS (the operator runs Calico on the Windows nodes its DaemonSet's affinity allows)".into(),
+            patch: operator::dataplane_patch(Some("HNS")),
+        });
+    }
+    if !cordoned {
+        actions.push(Action::Cordon {
+            node: node.to_owned(),
+        });
+    }
+    actions
+}
+
+/// The boot marker as the operator reads it, written unless it is so already.
+pub fn marker_for_operator(host: &dyn Host, marker: &str) -> HostResult<Option<Action>> {
+    let now = host.reg_get(CALICO_KEY, LEGACY_BOOT_VALUE)?;
+    Ok((now.as_ref() != Some(&RegValue::Sz(marker.to_owned()))).then(|| {
+        Action::SetRegistryValue {
+            key: CALICO_KEY.into(),
+            name: LEGACY_BOOT_VALUE.into(),
+            value: RegValue::Sz(marker.to_owned()),
+        }
+    }))
+}
+
+/// The cluster steps of `to-operator` after the host: the label off this node, the
+/// operator's pod waited for, the node uncordoned when this migration cordoned it.
+pub fn to_operator_after(node: &str, timeout: Duration, uncordon: bool) -> Vec<Action> {
+    let mut actions = vec![
+        Action::SetNodeLabel {
+            node: node.to_owned(),
+            value: None,
+        },
+        Action::WaitOperatorPod {
+            node: node.to_owned(),
+            want: Want::Ready,
+            timeout,
+        },
+    ];
+    if uncordon {
+        actions.push(Action::Uncordon {
+            node: node.to_owned(),
+        });
+    }
+    actions
+}
+
+/// The files the operator's CNI installer leaves in the CNI config directory
+/// (`10-calico.conflist` and `calico-kubeconfig`: tigera/operator release-v1.44
+/// `pkg/render/windows.go`, `CNI_CONF_NAME` and the conflist's `kubeconfig`). libcni loads
+/// every config file of the directory in name order (containernetworking/cni `libcni/conf.go`
+/// `ConfFiles`), so a conflist left beside ours could be loaded once ours is gone; its token
+/// is no longer renewed once the operator's pod is.
+pub const OPERATOR_CNI_FILES: &[&str] = &["10-calico.conflist", "calico-kubeconfig"];
+
+/// The steps of `from-operator` before install: the operator kept off this node (affinity,
+/// label), the node cordoned, the operator's pod waited out, the boot marker CalicoNode reads
+/// set to this boot (the operator initialised it, so CalicoNode's first start must not delete
+/// the networks as after a boot), the operator's CNI files removed.
+pub fn from_operator_before(
+    host: &dyn Host,
+    inst: &Installation,
+    node: &str,
+    steps: FromOperator<'_>,
+) -> HostResult<Vec<Action>> {
+    let label = if steps.labelled {
+        Vec::new()
+    } else {
+        vec![node.to_owned()]
+    };
+    let mut actions = keep_operator_off(inst, &label);
+    if !steps.cordoned {
+        actions.push(Action::Cordon {
+            node: node.to_owned(),
+        });
+    }
+    actions.push(Action::WaitOperatorPod {
+        node: node.to_owned(),
+        want: Want::Gone,
+        timeout: steps.timeout,
+    });
+    if let Some(boot) = steps.boot_id {
+        let set = RegValue::Sz(boot.to_owned());
+        if host.reg_get(CALICO_KEY, BOOT_ID_VALUE)?.as_ref() != Some(&set) {
+            actions.push(Action::SetRegistryValue {
+                key: CALICO_KEY.into(),
+                name: BOOT_ID_VALUE.into(),
+                value: set,
+            });
+        }
+    }
+    for name in OPERATOR_CNI_FILES {
+        let path = crate::layout::join(steps.cni_conf_dir, name);
+        if host.file_access(&path)?.is_some() {
+            actions.push(Action::RemoveFile { path });
+        }
+    }
+    Ok(actions)
+}
+
+/// What `from_operator_before` is told of the node.
+pub struct FromOperator<'a> {
+    pub labelled: bool,
+    pub cordoned: bool,
+    pub timeout: Duration,
+    /// The current boot, when the operator initialised the node in it.
+    pub boot_id: Option<&'a str>,
+    pub cni_conf_dir: &'a str,
+}
+
+#[cfg(test)]
+#[path = "migrate_tests.rs"]
+mod tests;

@@ -1,0 +1,125 @@
+use super::*;
+use crate::host::HnsNetwork;
+
+fn network(name: &str, vsid: Option<u32>) -> HnsNetwork {
+    HnsNetwork {
+        id: format!("id-{name}"),
+        name: name.into(),
+        network_type: "Overlay".into(),
+        subnets: vec![crate::host::hns::HnsSubnet {
+            prefix: "10.244.1.0/26".into(),
+            gateway: None,
+            vsid,
+        }],
+        management_ip: None,
+        dr_mac: None,
+        adapter: None,
+    }
+}
+
+struct Case {
+    installation: Option<Installation>,
+    networks: Vec<HnsNetwork>,
+    culture: Result<Culture, String>,
+    kube_proxy: bool,
+}
+
+impl Case {
+    fn healthy() -> Self {
+        Self {
+            installation: Some(Installation::default()),
+            networks: vec![network("External", None), network("Calico", Some(4096))],
+            culture: Ok(Culture::known("de-DE").expect("de-DE")),
+            kube_proxy: false,
+        }
+    }
+
+    fn facts(&self) -> Facts<'_> {
+        Facts {
+            node: "win-1",
+            installation: self.installation.as_ref(),
+            cluster_vni: 4096,
+            networks: &self.networks,
+            culture: &self.culture,
+            boot_local_seconds: Some(1_245_073_530),
+            kube_proxy_service: self.kube_proxy,
+        }
+    }
+}
+
+fn codes(r: &[Refusal]) -> Vec<&'static str> {
+    r.iter().map(|r| r.code).collect()
+}
+
+/// Each refusal on its own input, and none on a healthy node: the marker in SYSTEM's culture.
+#[test]
+fn each_refusal_has_its_cause() {
+    let ok = Case::healthy();
+    assert_eq!(to_operator_refusals(&ok.facts()), vec![]);
+    assert_eq!(ok.facts().operator_marker().as_deref(), Ok("15.06.2009 13:45:30"));
+
+    let mut c = Case::healthy();
+    c.networks = vec![network("Calico", Some(4097))];
+    let r = to_operator_refusals(&c.facts());
+    assert_eq!(codes(&r), ["vni"]);
+    assert!(r[0].fix.contains("--set vxlan.vni=4096 --drain"), "{}", r[0].fix);
+
+    let mut c = Case::healthy();
+    c.kube_proxy = true;
+    assert_eq!(codes(&to_operator_refusals(&c.facts())), ["kube-proxy-service"]);
+
+    let mut c = Case::healthy();
+    c.culture = Err("no locale".into());
+    assert_eq!(codes(&to_operator_refusals(&c.facts())), ["boot-marker"]);
+    let mut c = Case::healthy();
+    c.culture = Ok(Culture {
+        short_date: "dd-MMM-yyyy".into(),
+        ..Culture::known("en-US").expect("en-US")
+    });
+    assert_eq!(codes(&to_operator_refusals(&c.facts())), ["boot-marker"]);
+
+    let mut c = Case::healthy();
+    c.installation = None;
+    assert_eq!(codes(&to_operator_refusals(&c.facts())), ["no-installation"]);
+}
+
+/// From the operator: its marker must say this boot in SYSTEM's culture, or its networks are
+/// an earlier boot's; one in another culture is another boot too (the operator's own script
+/// would delete the networks on it).
+#[test]
+fn from_operator_needs_the_operator_initialised_in_this_boot() {
+    let ok = Case::healthy();
+    let f = ok.facts();
+    assert_eq!(from_operator_refusals(&f, Some("15.06.2009 13:45:30")), vec![]);
+    assert_eq!(
+        codes(&from_operator_refusals(&f, Some("6/15/2009 1:45:30 PM"))),
+        ["not-initialised"]
+    );
+    assert_eq!(from_operator_refusals(&f, None), vec![]);
+}
+
+/// The operator is kept off every node of ours before it is switched on for Windows, and the
+/// node's label goes only after its host is handed over.
+#[test]
+fn to_operator_orders_the_cluster_around_the_host() {
+    let inst = Installation::default();
+    let before = to_operator_before(&inst, &["win-1".into(), "win-2".into()], "win-1", false);
+    let kinds: Vec<String> = before.iter().map(Action::describe).collect();
+    assert!(kinds[0].contains("affinity"), "{kinds:?}");
+    assert!(kinds[1].contains("label node win-1"), "{kinds:?}");
+    assert!(kinds[2].contains("label node win-2"), "{kinds:?}");
+    assert!(kinds[3].contains("windowsDataplane: HNS"), "{kinds:?}");
+    assert_eq!(kinds[4], "cordon node win-1");
+    // Already on Windows, affinity written, nodes labelled, cordoned: nothing before.
+    let done = Installation {
+        windows_dataplane: Some("HNS".into()),
+        affinity: inst.excluding_affinity(),
+        ..Installation::default()
+    };
+    assert!(to_operator_before(&done, &[], "win-1", true).is_empty());
+    let after = to_operator_after("win-1", Duration::from_secs(600), true);
+    assert!(matches!(&after[0], Action::SetNodeLabel { value: None, .. }));
+    assert!(matches!(&after[1], Action::WaitOperatorPod { want: Want::Ready, .. }));
+    assert!(matches!(&after[2], Action::Uncordon { .. }));
+    assert_eq!(to_operator_after("win-1", Duration::from_secs(1), false).len(), 2);
+}
