@@ -247,6 +247,44 @@ keys, bearer tokens, token:/password: values). Changes on the host: none; the zi
     /// Check the cluster's network policies for what they cost Windows nodes
     #[command(subcommand)]
     Lint(LintCommand),
+    /// Move this node to the operator's HostProcess install, or back, keeping its pods' networks
+    #[command(subcommand)]
+    Migrate(MigrateCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MigrateCommand {
+    /// Hand this node to the operator's calico-node-windows DaemonSet, its HNS networks and pods' endpoints kept
+    #[command(
+        name = "to-operator",
+        long_about = "Hands this node to the operator's HostProcess install (Installation calicoNetwork.windowsDataplane: HNS, the calico-node-windows DaemonSet) without taking its pods' networking down: the HNS networks, every endpoint and the boot marker stay.\n\nRefused (exit 3, nothing changed), each with its fix, when: the cluster has no operator Installation; the Calico network's VSID is not the cluster's VNI (the operator's CNI reuses the network without comparing); a service named kube-proxy runs here (the operator's init container deletes it); or the boot marker cannot be written in SYSTEM's date format, as the operator's node-service.ps1 compares it (a mismatch makes it delete every HNS network).\n\nChanges in the cluster (admin kubeconfig): the Installation's calicoNodeWindowsDaemonSet affinity keeps the DaemonSet off nodes labelled calicoctl-win/runs-calico=true (the provider's own requirements kept); every node calicoctl-win installed gets that label; windowsDataplane is set to HNS; this node is cordoned (the DaemonSet tolerates every taint, so a cordon does not stop it, but it stops new pods meeting no CNI). On the host: calicoctl-win's services are stopped and deleted, the files it recorded removed, LastBootTime written as the operator reads it. Then this node's label is removed, the operator's pod waited for (--pod-timeout; exit 4 if it is not running and ready, the node left cordoned), the node uncordoned if this command cordoned it, and the node's token-renewal grant deleted.\n\nEvery step is journaled: run it again to finish a run that stopped. --dry-run prints the plan."
+    )]
+    ToOperator(MigrateArgs),
+    /// Take this node from the operator's DaemonSet and install calicoctl-win over its HNS networks, pods' endpoints kept
+    #[command(
+        name = "from-operator",
+        long_about = "Takes this node out of the operator's calico-node-windows DaemonSet and installs calicoctl-win over the HNS networks the operator made, deleting none: its pods' endpoints stay.\n\nRefused (exit 3, nothing changed), each with its fix, when: the cluster has no operator Installation; the Calico network's VSID is not the cluster's VNI; SYSTEM's date format is unknown; or the operator's boot marker says it has not initialised this node in this boot.\n\nSteps: the Installation's affinity keeps the DaemonSet off labelled nodes (written when missing); this node is cordoned and labelled calicoctl-win/runs-calico=true; the operator's pod is waited out (--pod-timeout, exit 4); CalicoNode's boot marker is set to this boot (the operator initialised the networks in it, so CalicoNode keeps them); the operator's 10-calico.conflist and calico-kubeconfig are removed from the CNI config directory; then install runs as 'calicoctl-win install' with the same flags; NetworkUnavailable (which the operator pod's preStop set True) is set False and the node uncordoned if this command cordoned it.\n\n--dry-run prints the steps before install, and install's own plan."
+    )]
+    FromOperator(MigrateFromArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// How long to wait for the operator's pod on this node
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::duration::parse)]
+    pub pod_timeout: std::time::Duration,
+    /// How long to wait for a service to stop
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = crate::duration::parse)]
+    pub service_timeout: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateFromArgs {
+    /// How long to wait for the operator's pod on this node to be gone
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::duration::parse)]
+    pub pod_timeout: std::time::Duration,
+    #[command(flatten)]
+    pub install: InstallArgs,
 }
 
 #[derive(Debug, Subcommand)]

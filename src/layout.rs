@@ -122,6 +122,7 @@ pub const RECORD_FILE: &str = "calicoctl-win-install.json";
 pub const JOURNAL_FILE: &str = "calicoctl-win.journal.json";
 /// Uninstall's journal, in the install root's parent (uninstall removes the root itself).
 pub const UNINSTALL_JOURNAL_FILE: &str = "calicoctl-win-uninstall.journal.json";
+pub const MIGRATE_JOURNAL_FILE: &str = "calicoctl-win-migrate.journal.json";
 /// The release cache under the install root: downloads and their staging.
 pub const CACHE_DIR: &str = "cache";
 /// How the directories a release is unpacked into start, in the cache (followed by the
@@ -197,6 +198,12 @@ impl InstallRoot {
     pub fn uninstall_journal(&self) -> String {
         let parent = self.0.rsplit_once('\\').map_or(self.0.as_str(), |(p, _)| p);
         join(parent, UNINSTALL_JOURNAL_FILE)
+    }
+
+    /// `migrate to-operator`'s journal, in the root's parent (it removes the root's files).
+    pub fn migrate_journal(&self) -> String {
+        let parent = self.0.rsplit_once('\\').map_or(self.0.as_str(), |(p, _)| p);
+        join(parent, MIGRATE_JOURNAL_FILE)
     }
 
     /// The file stats kept beside the record.

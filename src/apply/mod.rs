@@ -394,11 +394,18 @@ fn operator_text(action: &Action) -> String {
         Action::PatchInstallation { what, .. } => {
             format!("patch the operator's Installation default: {what}")
         }
-        Action::SetNodeLabel { node, value: Some(v) } => format!("label node {node} {LABEL}={v}"),
+        Action::SetNodeLabel {
+            node,
+            value: Some(v),
+        } => format!("label node {node} {LABEL}={v}"),
         Action::SetNodeLabel { node, value: None } => format!(
             "remove label {LABEL} from node {node}, so that the operator's {DAEMONSET} DaemonSet runs there"
         ),
-        Action::WaitOperatorPod { node, want, timeout } => format!(
+        Action::WaitOperatorPod {
+            node,
+            want,
+            timeout,
+        } => format!(
             "wait up to {} for the operator's {DAEMONSET} pod on node {node} to be {}",
             crate::duration::show(*timeout),
             match want {

@@ -86,7 +86,9 @@ impl Installation {
 
     /// The affinity the DaemonSet has now: the override, else the provider's.
     pub fn effective_affinity(&self) -> Option<Value> {
-        self.affinity.clone().or_else(|| provider_affinity(self.provider.as_deref()))
+        self.affinity
+            .clone()
+            .or_else(|| provider_affinity(self.provider.as_deref()))
     }
 
     /// The affinity that also keeps the DaemonSet off labelled nodes; `None` when it does so
@@ -97,7 +99,8 @@ impl Installation {
         if excludes(&affinity) {
             return None;
         }
-        let required = &mut affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+        let required =
+            &mut affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
         let ours = exclusion();
         match required["nodeSelectorTerms"].as_array_mut() {
             Some(terms) if !terms.is_empty() => {
@@ -123,9 +126,11 @@ fn provider_affinity(provider: Option<&str>) -> Option<Value> {
         "EKS" => ("eks.amazonaws.com/compute-type", "fargate"),
         _ => return None,
     };
-    Some(json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+    Some(
+        json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [
-            {"key": key, "operator": "NotIn", "values": [value]}]}]}}}))
+            {"key": key, "operator": "NotIn", "values": [value]}]}]}}}),
+    )
 }
 
 /// Our requirement: the label not `true`.
@@ -275,7 +280,10 @@ pub fn pod_state(pods: &[Pod]) -> PodState {
     if phase == "Running" && ready {
         PodState::Ready(name)
     } else {
-        PodState::Starting(format!("{name} ({})", if phase.is_empty() { "Pending" } else { &phase }))
+        PodState::Starting(format!(
+            "{name} ({})",
+            if phase.is_empty() { "Pending" } else { &phase }
+        ))
     }
 }
 
@@ -321,7 +329,12 @@ impl crate::error::Diagnose for OperatorError {
 }
 
 /// Waits until the node's operator pod is as wanted; the error says what it was at the end.
-pub fn wait_pod(c: &Cluster, node: &str, want: Want, timeout: Duration) -> Result<(), OperatorError> {
+pub fn wait_pod(
+    c: &Cluster,
+    node: &str,
+    want: Want,
+    timeout: Duration,
+) -> Result<(), OperatorError> {
     use crate::duration::{Look, Pauses, poll_until};
     let pauses = Pauses {
         first: Duration::from_millis(100),
@@ -336,7 +349,11 @@ pub fn wait_pod(c: &Cluster, node: &str, want: Want, timeout: Duration) -> Resul
                 Want::Ready => matches!(state, PodState::Ready(_)),
                 Want::Gone => state == PodState::Gone,
             };
-            Ok(if done { Look::Done(()) } else { Look::Pending(state) })
+            Ok(if done {
+                Look::Done(())
+            } else {
+                Look::Pending(state)
+            })
         },
         |state| {
             Err(OperatorError::PodTimeout {

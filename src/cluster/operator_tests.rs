@@ -1,8 +1,10 @@
 use super::*;
 
 fn install(spec: Value) -> Installation {
-    Installation::of(&json!({"apiVersion": "operator.tigera.io/v1", "kind": "Installation",
-        "metadata": {"name": "default"}, "spec": spec}))
+    Installation::of(
+        &json!({"apiVersion": "operator.tigera.io/v1", "kind": "Installation",
+        "metadata": {"name": "default"}, "spec": spec}),
+    )
 }
 
 fn terms(a: &Value) -> Vec<Value> {
@@ -25,7 +27,9 @@ fn the_exclusion_alone_where_the_operator_renders_no_affinity() {
     );
     assert!(excludes(&a));
     // Once written, nothing more is needed.
-    let written = install(json!({"calicoNodeWindowsDaemonSet": {"spec": {"template": {"spec": {"affinity": a}}}}}));
+    let written = install(
+        json!({"calicoNodeWindowsDaemonSet": {"spec": {"template": {"spec": {"affinity": a}}}}}),
+    );
     assert_eq!(written.excluding_affinity(), None);
 }
 
@@ -61,7 +65,9 @@ fn every_term_of_an_override_gets_the_requirement() {
             {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]}]},
             {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["win-9"]}]}]},
         "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {}}]}});
-    let i = install(json!({"calicoNodeWindowsDaemonSet": {"spec": {"template": {"spec": {"affinity": own}}}}}));
+    let i = install(
+        json!({"calicoNodeWindowsDaemonSet": {"spec": {"template": {"spec": {"affinity": own}}}}}),
+    );
     let half = {
         let mut a = own.clone();
         a["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
@@ -78,7 +84,11 @@ fn every_term_of_an_override_gets_the_requirement() {
     let t = terms(&a);
     assert_eq!(t.len(), 2);
     assert_eq!(t[1]["matchExpressions"], json!([exclusion()]));
-    assert_eq!(t[1]["matchFields"], own["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][1]["matchFields"]);
+    assert_eq!(
+        t[1]["matchFields"],
+        own["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+            [1]["matchFields"]
+    );
     assert_eq!(
         a["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"],
         own["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
@@ -89,8 +99,14 @@ fn every_term_of_an_override_gets_the_requirement() {
 #[test]
 fn cni_version_follows_the_spec_version() {
     assert_eq!(install(json!({})).cni_version(), "1.0.0");
-    assert_eq!(install(json!({"cni": {"specVersion": "Auto"}})).cni_version(), "1.0.0");
-    assert_eq!(install(json!({"cni": {"specVersion": "0.3.1"}})).cni_version(), "0.3.1");
+    assert_eq!(
+        install(json!({"cni": {"specVersion": "Auto"}})).cni_version(),
+        "1.0.0"
+    );
+    assert_eq!(
+        install(json!({"cni": {"specVersion": "0.3.1"}})).cni_version(),
+        "0.3.1"
+    );
 }
 
 fn pod(name: &str, ns: &str, owner: &str, phase: &str, ready: bool) -> Pod {
@@ -108,16 +124,31 @@ fn the_operator_pod_is_told_from_others() {
     let other = pod("kube-proxy-x", "kube-system", "kube-proxy", "Running", true);
     let ours_elsewhere = pod("calico-node-windows-x", "other", DAEMONSET, "Running", true);
     assert_eq!(pod_state(&[other.clone(), ours_elsewhere]), PodState::Gone);
-    let starting = pod("calico-node-windows-a", NAMESPACE, DAEMONSET, "Running", false);
-    assert!(matches!(pod_state(&[other.clone(), starting]), PodState::Starting(_)));
-    let ready = pod("calico-node-windows-a", NAMESPACE, DAEMONSET, "Running", true);
+    let starting = pod(
+        "calico-node-windows-a",
+        NAMESPACE,
+        DAEMONSET,
+        "Running",
+        false,
+    );
+    assert!(matches!(
+        pod_state(&[other.clone(), starting]),
+        PodState::Starting(_)
+    ));
+    let ready = pod(
+        "calico-node-windows-a",
+        NAMESPACE,
+        DAEMONSET,
+        "Running",
+        true,
+    );
     assert_eq!(
         pod_state(&[other, ready.clone()]),
         PodState::Ready("calico-node-windows-a".into())
     );
     let mut leaving = ready;
-    leaving.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-        jiff::Timestamp::UNIX_EPOCH,
-    ));
+    leaving.metadata.deletion_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH),
+    );
     assert!(matches!(pod_state(&[leaving]), PodState::Terminating(_)));
 }

@@ -13,6 +13,7 @@ mod install;
 mod keep_token;
 mod known_errors;
 mod lint;
+mod migrate;
 mod preflight;
 mod reconfigure;
 mod render;
@@ -21,7 +22,9 @@ pub mod service;
 mod status;
 mod uninstall;
 
-use crate::cli::{Command, ConfigCommand, FetchCommand, FleetCommand, LintCommand, ServiceCommand};
+use crate::cli::{
+    Command, ConfigCommand, FetchCommand, FleetCommand, LintCommand, MigrateCommand, ServiceCommand,
+};
 use crate::context::Context;
 use crate::error::{CliError, UsageError};
 
@@ -54,6 +57,8 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
         Command::Fleet(FleetCommand::Rbac(args)) => fleet::rbac(args, ctx),
         Command::Fleet(FleetCommand::Status(args)) => fleet::status(args, ctx),
         Command::Lint(LintCommand::Policies(args)) => lint::policies(args, ctx),
+        Command::Migrate(MigrateCommand::ToOperator(args)) => migrate::to_operator(args, ctx),
+        Command::Migrate(MigrateCommand::FromOperator(args)) => migrate::from_operator(args, ctx),
     }
     .map_err(failure)
 }

@@ -203,7 +203,7 @@ fn nothing_installed(
 /// `CalicoWindowsReady` condition False, `NotInstalled` (`fleet status` once showed an
 /// uninstalled node as healthy). Without a cluster to ask it is said, and left; a failure is a
 /// warning: the node itself is uninstalled.
-fn forget_node(ctx: &mut Context) -> Option<String> {
+pub(super) fn forget_node(ctx: &mut Context) -> Option<String> {
     let node = match ctx.load_config() {
         Ok(l) => l.config.node.name.to_string(),
         Err(_) => {
@@ -241,7 +241,10 @@ fn forget_node(ctx: &mut Context) -> Option<String> {
 
 /// `--purge`: the node's grant to renew its token, deleted with the admin kubeconfig; a
 /// warning with the command that does it when there is no cluster to ask.
-fn remove_grant(ctx: &mut Context, g: &crate::cluster::renewal::Grant) -> Option<String> {
+pub(super) fn remove_grant(
+    ctx: &mut Context,
+    g: &crate::cluster::renewal::Grant,
+) -> Option<String> {
     let removed = match ctx.connect_cluster() {
         Ok(Some(c)) => crate::cluster::renewal::remove(&c, g).map_err(|e| e.to_string()),
         Ok(None) => Err("there is no admin kubeconfig".to_owned()),

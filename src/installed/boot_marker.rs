@@ -37,6 +37,16 @@ pub fn legacy_value(host: &dyn Host, local_seconds: i64) -> HostResult<String> {
         .unwrap_or_default())
 }
 
+/// `LastBootTime` as Calico's scripts (or CalicoNode) last wrote it.
+pub fn stored_legacy(host: &dyn Host) -> HostResult<Option<String>> {
+    Ok(
+        match host.reg_get(CALICO_KEY, crate::layout::LEGACY_BOOT_VALUE)? {
+            Some(RegValue::Sz(s)) if !s.is_empty() => Some(s),
+            _ => None,
+        },
+    )
+}
+
 /// SYSTEM's regional settings. SYSTEM's profile is `HKEY_USERS\.DEFAULT` ("the .Default user is
 /// the LocalSystem account's profile": devblogs.microsoft.com/oldnewthing/20070302-00), and
 /// `Control Panel\International` holds the locale and the user's overrides of its patterns,

@@ -216,13 +216,15 @@ pub fn to_operator_before(
 /// The boot marker as the operator reads it, written unless it is so already.
 pub fn marker_for_operator(host: &dyn Host, marker: &str) -> HostResult<Option<Action>> {
     let now = host.reg_get(CALICO_KEY, LEGACY_BOOT_VALUE)?;
-    Ok((now.as_ref() != Some(&RegValue::Sz(marker.to_owned()))).then(|| {
-        Action::SetRegistryValue {
-            key: CALICO_KEY.into(),
-            name: LEGACY_BOOT_VALUE.into(),
-            value: RegValue::Sz(marker.to_owned()),
-        }
-    }))
+    Ok(
+        (now.as_ref() != Some(&RegValue::Sz(marker.to_owned()))).then(|| {
+            Action::SetRegistryValue {
+                key: CALICO_KEY.into(),
+                name: LEGACY_BOOT_VALUE.into(),
+                value: RegValue::Sz(marker.to_owned()),
+            }
+        }),
+    )
 }
 
 /// The cluster steps of `to-operator` after the host: the label off this node, the

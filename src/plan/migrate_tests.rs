@@ -56,17 +56,27 @@ fn codes(r: &[Refusal]) -> Vec<&'static str> {
 fn each_refusal_has_its_cause() {
     let ok = Case::healthy();
     assert_eq!(to_operator_refusals(&ok.facts()), vec![]);
-    assert_eq!(ok.facts().operator_marker().as_deref(), Ok("15.06.2009 13:45:30"));
+    assert_eq!(
+        ok.facts().operator_marker().as_deref(),
+        Ok("15.06.2009 13:45:30")
+    );
 
     let mut c = Case::healthy();
     c.networks = vec![network("Calico", Some(4097))];
     let r = to_operator_refusals(&c.facts());
     assert_eq!(codes(&r), ["vni"]);
-    assert!(r[0].fix.contains("--set vxlan.vni=4096 --drain"), "{}", r[0].fix);
+    assert!(
+        r[0].fix.contains("--set vxlan.vni=4096 --drain"),
+        "{}",
+        r[0].fix
+    );
 
     let mut c = Case::healthy();
     c.kube_proxy = true;
-    assert_eq!(codes(&to_operator_refusals(&c.facts())), ["kube-proxy-service"]);
+    assert_eq!(
+        codes(&to_operator_refusals(&c.facts())),
+        ["kube-proxy-service"]
+    );
 
     let mut c = Case::healthy();
     c.culture = Err("no locale".into());
@@ -80,7 +90,10 @@ fn each_refusal_has_its_cause() {
 
     let mut c = Case::healthy();
     c.installation = None;
-    assert_eq!(codes(&to_operator_refusals(&c.facts())), ["no-installation"]);
+    assert_eq!(
+        codes(&to_operator_refusals(&c.facts())),
+        ["no-installation"]
+    );
 }
 
 /// From the operator: its marker must say this boot in SYSTEM's culture, or its networks are
@@ -90,7 +103,10 @@ fn each_refusal_has_its_cause() {
 fn from_operator_needs_the_operator_initialised_in_this_boot() {
     let ok = Case::healthy();
     let f = ok.facts();
-    assert_eq!(from_operator_refusals(&f, Some("15.06.2009 13:45:30")), vec![]);
+    assert_eq!(
+        from_operator_refusals(&f, Some("15.06.2009 13:45:30")),
+        vec![]
+    );
     assert_eq!(
         codes(&from_operator_refusals(&f, Some("6/15/2009 1:45:30 PM"))),
         ["not-initialised"]
@@ -118,8 +134,20 @@ fn to_operator_orders_the_cluster_around_the_host() {
     };
     assert!(to_operator_before(&done, &[], "win-1", true).is_empty());
     let after = to_operator_after("win-1", Duration::from_secs(600), true);
-    assert!(matches!(&after[0], Action::SetNodeLabel { value: None, .. }));
-    assert!(matches!(&after[1], Action::WaitOperatorPod { want: Want::Ready, .. }));
+    assert!(matches!(
+        &after[0],
+        Action::SetNodeLabel { value: None, .. }
+    ));
+    assert!(matches!(
+        &after[1],
+        Action::WaitOperatorPod {
+            want: Want::Ready,
+            ..
+        }
+    ));
     assert!(matches!(&after[2], Action::Uncordon { .. }));
-    assert_eq!(to_operator_after("win-1", Duration::from_secs(1), false).len(), 2);
+    assert_eq!(
+        to_operator_after("win-1", Duration::from_secs(1), false).len(),
+        2
+    );
 }

@@ -9,6 +9,7 @@ mod host_defaults;
 mod hostile;
 mod install;
 mod install_etcd;
+mod migrate;
 mod network_identity;
 mod node_health;
 mod packaging;

@@ -6,6 +6,7 @@ pub mod documents;
 pub mod etcd;
 pub mod fake_api;
 pub mod node;
+pub mod operator;
 pub mod proxy;
 pub mod release;
 pub mod snapshot;

@@ -1,0 +1,293 @@
+//! `migrate to-operator` and `migrate from-operator`: this node handed to the operator's
+//! HostProcess install or taken back from it, its HNS networks and pods' endpoints kept
+//! (`plan::migrate` says what each step is and why).
+
+use super::change::Change;
+use crate::apply::{self, Options};
+use crate::cli::{MigrateArgs, MigrateFromArgs};
+use crate::cluster::Cluster;
+use crate::cluster::operator::{self, Installation};
+use crate::context::Context;
+use crate::host::Host;
+use crate::installed::{boot_marker, record};
+use crate::layout::InstallRoot;
+use crate::plan::migrate::{self, Facts, Refused};
+use anyhow::Context as _;
+use serde_json::json;
+
+const TO: &str = "migrate to-operator";
+
+/// What both directions read first: the node, the cluster, the host's networks and culture.
+struct Read {
+    node: String,
+    root: InstallRoot,
+    cluster: Cluster,
+    facts: crate::cluster::facts::ClusterFacts,
+    networks: Vec<crate::host::HnsNetwork>,
+    culture: Result<boot_marker::Culture, String>,
+    system: crate::host::SystemFacts,
+}
+
+impl Read {
+    fn take(ctx: &mut Context, host: &dyn Host) -> anyhow::Result<Self> {
+        let loaded = ctx.load_config()?;
+        let node = loaded.config.node.name.to_string();
+        let root = loaded.config.root();
+        let cluster = ctx.require_cluster()?;
+        let facts =
+            crate::cluster::facts::gather(&cluster, &node, crate::cluster::facts::Rights::Skip)?;
+        let networks = host
+            .hns_networks()
+            .context("cannot list the HNS networks")?;
+        Ok(Self {
+            node,
+            root,
+            cluster,
+            facts,
+            networks,
+            culture: boot_marker::system_culture(host)?,
+            system: host.system_facts()?,
+        })
+    }
+
+    fn facts<'a>(&'a self, kube_proxy_service: bool) -> Facts<'a> {
+        Facts {
+            node: &self.node,
+            installation: self.facts.installation.as_ref(),
+            cluster_vni: self.facts.felix.vni(),
+            networks: &self.networks,
+            culture: &self.culture,
+            boot_local_seconds: self.system.boot_local_seconds,
+            kube_proxy_service,
+        }
+    }
+
+    fn installation(&self) -> Installation {
+        self.facts.installation.clone().unwrap_or_default()
+    }
+
+    fn cordoned(&self) -> anyhow::Result<bool> {
+        Ok(crate::cluster::drain::is_cordoned(
+            &self.cluster,
+            &self.node,
+        )?)
+    }
+}
+
+fn refuse(direction: &'static str, reasons: Vec<migrate::Refusal>) -> anyhow::Result<()> {
+    if reasons.is_empty() {
+        Ok(())
+    } else {
+        Err(Refused { direction, reasons }.into())
+    }
+}
+
+pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let host = ctx.open_host_to_change("migrate")?;
+    let host = host.as_ref();
+    let read = Read::take(ctx, host)?;
+    let mut change = Change::begin(ctx, host, TO, &read.root, read.root.migrate_journal())?;
+    let Some(rec) = record::read(host, &read.root)?
+        .or_else(|| change.journal.as_ref().and_then(|j| j.record.clone()))
+    else {
+        return Err(crate::error::UsageError::new(
+            format!("calicoctl-win has not installed Calico in {}: there is nothing to hand over", read.root),
+            "install with calicoctl-win first, or let the operator's DaemonSet take a node nothing runs Calico on",
+        )
+        .of_kind(crate::error::Kind::NotInstalled)
+        .into());
+    };
+    let facts = read.facts(host.service_query("kube-proxy")?.is_some());
+    refuse("to-operator", migrate::to_operator_refusals(&facts))?;
+    let marker = facts.operator_marker().map_err(anyhow::Error::msg)?;
+    let actions = to_operator_plan(host, &read, &rec, &marker, args, change.journal.as_ref())?;
+    ctx.printer.text(&format!(
+        "Hand node {} to the operator's {} DaemonSet, keeping its HNS networks ({}) and every endpoint",
+        read.node,
+        operator::DAEMONSET,
+        read.networks.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", ")
+    ));
+    let mut doc = json!({
+        "dry_run": ctx.options.dry_run,
+        "node": read.node,
+        "direction": "to-operator",
+        "boot_marker": marker,
+        "actions": apply::to_json(&actions).context("cannot show the plan as JSON")?,
+        "changed": false,
+    });
+    if ctx.options.dry_run {
+        change.show(ctx, &actions);
+        ctx.printer.note("--dry-run: nothing was changed");
+        ctx.printer.json(&doc);
+        return Ok(());
+    }
+    let opts = Options {
+        record: Some(rec.clone()),
+        ..Options::for_change(
+            TO,
+            change.journal_path.clone(),
+            false,
+            args.service_timeout,
+            change.journal.take(),
+            Some(&read.cluster),
+        )
+    };
+    let mut warnings = change.run(ctx, &actions, opts)?.map_err(|failed| {
+        let e = failed.error;
+        let done = e.index - 1;
+        anyhow::Error::new(e).context(format!(
+            "migrate to-operator stopped after {done} step(s); running it again finishes it"
+        ))
+    })?;
+    if let Some(g) = &rec.renewal {
+        warnings.extend(super::uninstall::remove_grant(ctx, g));
+    }
+    warnings.extend(super::uninstall::forget_node(ctx));
+    ctx.printer.text(&format!(
+        "Node {} runs Calico from the operator's {} pod now.",
+        read.node,
+        operator::DAEMONSET
+    ));
+    doc["changed"] = json!(true);
+    doc["warnings"] = json!(warnings);
+    ctx.printer.json(&doc);
+    Ok(())
+}
+
+/// The whole of `to-operator`: the operator kept off calicoctl-win's other nodes and switched
+/// on for Windows, this node cordoned; calicoctl-win's services and files gone (as uninstall
+/// without `--purge`: networks, endpoints and Calico's registry key stay) and the boot marker
+/// written as the operator reads it; the label off, the operator's pod waited for, the node
+/// uncordoned when this migration cordoned it.
+fn to_operator_plan(
+    host: &dyn Host,
+    read: &Read,
+    rec: &record::InstallRecord,
+    marker: &str,
+    args: &MigrateArgs,
+    previous: Option<&crate::apply::journal::Journal>,
+) -> anyhow::Result<Vec<apply::Action>> {
+    let mut label = operator::unlabelled_nodes_of_ours(&read.cluster)?;
+    let this_labelled = read
+        .facts
+        .node_labels
+        .get(operator::LABEL)
+        .map(String::as_str)
+        == Some(operator::LABEL_VALUE);
+    if !this_labelled && !label.contains(&read.node) {
+        label.push(read.node.clone());
+    }
+    let cordoned = read.cordoned()?;
+    let inst = read.installation();
+    let mut actions = migrate::to_operator_before(&inst, &label, &read.node, cordoned);
+    actions.extend(crate::plan::uninstall::plan(
+        host,
+        rec,
+        &crate::plan::uninstall::Options {
+            purge: false,
+            remove_logs: false,
+        },
+    )?);
+    actions.extend(migrate::marker_for_operator(host, marker)?);
+    let uncordon = !cordoned || crate::plan::reconfigure::cordoned_by(previous, &read.node);
+    actions.extend(migrate::to_operator_after(
+        &read.node,
+        args.pod_timeout,
+        uncordon,
+    ));
+    Ok(actions)
+}
+
+pub fn from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let read = {
+        let host = ctx.open_host_to_change("migrate")?;
+        let host = host.as_ref();
+        let read = Read::take(ctx, host)?;
+        let stored = boot_marker::stored_legacy(host)?;
+        let facts = read.facts(false);
+        refuse(
+            "from-operator",
+            migrate::from_operator_refusals(&facts, stored.as_deref()),
+        )?;
+        let boot = (stored.is_some() && facts.operator_marker().ok() == stored)
+            .then(|| read.system.boot_id.clone())
+            .flatten();
+        let loaded = ctx.load_config()?;
+        let cordoned = read.cordoned()?;
+        let inst = read.installation();
+        let actions = migrate::from_operator_before(
+            host,
+            &inst,
+            &read.node,
+            migrate::FromOperator {
+                labelled: inst.keeps_off(&read.facts.node_labels),
+                cordoned,
+                timeout: args.pod_timeout,
+                boot_id: boot.as_deref(),
+                cni_conf_dir: loaded.config.cni.conf_dir.as_str(),
+            },
+        )?;
+        ctx.printer.text(&format!(
+            "Take node {} from the operator's {} DaemonSet, keeping its HNS networks and every endpoint, then install",
+            read.node,
+            operator::DAEMONSET
+        ));
+        let change = Change::begin(
+            ctx,
+            host,
+            "migrate from-operator",
+            &read.root,
+            read.root.journal(),
+        )?;
+        if ctx.options.dry_run {
+            change.show(ctx, &actions);
+            ctx.printer.text("then install, as planned below:");
+        } else {
+            let opts = Options::for_change(
+                "migrate from-operator",
+                change.journal_path.clone(),
+                false,
+                args.install.service_timeout,
+                None,
+                Some(&read.cluster),
+            );
+            change.run(ctx, &actions, opts)?.map_err(|failed| {
+                anyhow::Error::new(failed.error).context(
+                    "migrate from-operator stopped before install; running it again continues",
+                )
+            })?;
+        }
+        (read, cordoned)
+    };
+    // Install takes the host lock again: the one above is released with its change.
+    let (read, cordoned) = read;
+    super::install::run(&args.install, ctx)?;
+    if ctx.options.dry_run {
+        return Ok(());
+    }
+    let after = [
+        apply::Action::ClearNetworkUnavailable {
+            node: read.node.clone(),
+        },
+        apply::Action::Uncordon {
+            node: read.node.clone(),
+        },
+    ];
+    for a in &after[..if cordoned { 1 } else { 2 }] {
+        ctx.printer.text(&a.describe());
+        match a {
+            apply::Action::ClearNetworkUnavailable { node } => {
+                operator::clear_network_unavailable(&read.cluster, node)?;
+            }
+            apply::Action::Uncordon { node } => {
+                crate::cluster::drain::set_cordoned(&read.cluster, node, false)?;
+            }
+            _ => {}
+        }
+    }
+    ctx.printer.text(&format!(
+        "Node {} runs Calico from calicoctl-win's services now; the operator's DaemonSet keeps off it.",
+        read.node
+    ));
+    Ok(())
+}

@@ -1,0 +1,224 @@
+//! `migrate`: a node handed to the operator's HostProcess install and taken back, one node at a
+//! time, with its pods' HNS endpoints kept. The operator is `support::operator::FakeOperator`
+//! (its placement and its scripts' effects on the host, each cited there).
+
+use crate::support::Node;
+use crate::support::operator::{FakeOperator, POD_PREFIX};
+use crate::support::snapshot::{assert_same, snapshot};
+use serde_json::Value;
+
+const INSTALLATION: &str = "/apis/operator.tigera.io/v1/installations/default";
+const INTERNATIONAL: &str = r"hku\.default\control panel\international";
+
+/// The pods' endpoints: (id, name, address).
+fn endpoints(node: &Node) -> Vec<(String, String, String)> {
+    let mut eps: Vec<(String, String, String)> = node.state()["endpoints"]
+        .as_array()
+        .expect("endpoints")
+        .iter()
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap_or_default().to_owned();
+            (s("id"), s("name"), s("ip"))
+        })
+        .collect();
+    eps.sort();
+    eps
+}
+
+fn network_names(node: &Node) -> Vec<String> {
+    let mut n: Vec<String> = node.state()["networks"]
+        .as_array()
+        .expect("networks")
+        .iter()
+        .filter_map(|n| n["Name"].as_str().map(str::to_owned))
+        .collect();
+    n.sort();
+    n
+}
+
+fn services(node: &Node) -> Vec<String> {
+    node.state()["services"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+fn installed_with_pods() -> Node {
+    let node = Node::healthy().release("3.30.2", "calico-node.exe").build();
+    let (code, doc, err) = node.install_local(&[]);
+    assert_eq!(code, 0, "{err} {doc}");
+    node.add_endpoints(&[
+        ("pod-a", "10.244.1.10", 3, false),
+        ("pod-b", "10.244.1.11", 3, false),
+    ]);
+    node.api()
+        .set_node_ready("win-1", "True", "kubelet is posting ready status");
+    node
+}
+
+/// SYSTEM in de-DE: the marker must be written as `dd.MM.yyyy HH:mm:ss`, or the operator's
+/// node-service.ps1 reads another boot and deletes every network.
+fn system_in_german(node: &Node) {
+    node.edit_state(|s| {
+        s["registry"][INTERNATIONAL] = serde_json::json!({
+            "localename": {"type": "REG_SZ", "data": "de-DE"},
+            "sshortdate": {"type": "REG_SZ", "data": "dd.MM.yyyy"},
+            "stimeformat": {"type": "REG_SZ", "data": "HH:mm:ss"},
+        });
+    });
+}
+
+#[test]
+fn to_the_operator_and_back_keeps_every_endpoint() {
+    let node = installed_with_pods();
+    system_in_german(&node);
+    let before = endpoints(&node);
+    assert!(before.len() >= 2, "{before:?}");
+    let operator = FakeOperator::start(node.api().state.clone(), "win-1", node.sim());
+
+    let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "30s"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(doc["boot_marker"], "21.11.2025 09:00:00", "{doc}");
+    let events = operator.events();
+    assert_eq!(events.len(), 1, "{events:?} {err}");
+    assert!(!events[0].contains("deleted every"), "{events:?}");
+    assert_eq!(endpoints(&node), before);
+    assert_eq!(network_names(&node), ["Calico", "External"]);
+    assert!(
+        services(&node).iter().all(|s| !s.starts_with("calico")),
+        "{:?}",
+        services(&node)
+    );
+    let api = node.api();
+    assert!(api.get(&format!("{POD_PREFIX}win-1")).is_some());
+    let inst = api.get(INSTALLATION).expect("installation");
+    assert_eq!(inst["spec"]["calicoNetwork"]["windowsDataplane"], "HNS");
+    let n = api.get("/api/v1/nodes/win-1").expect("node");
+    assert_eq!(
+        n["metadata"]["labels"]["calicoctl-win/runs-calico"],
+        Value::Null,
+        "{n}"
+    );
+    assert_eq!(n["spec"]["unschedulable"], Value::Null, "uncordoned: {n}");
+
+    // The operator's CNI installer wrote its conflist and kubeconfig where containerd loads
+    // CNI configs (the Installation's cni confDir must be that directory for it to work).
+    let net_d = node.c_drive("program files/containerd/cni/conf");
+    fs_err::create_dir_all(&net_d).expect("net.d");
+    fs_err::write(net_d.join("10-calico.conflist"), "{}").expect("conflist");
+    fs_err::write(net_d.join("calico-kubeconfig"), "token").expect("kubeconfig");
+    let zip = node.zip().display().to_string();
+    let (code, doc, err) = node.run(&[
+        "migrate",
+        "from-operator",
+        "--pod-timeout",
+        "30s",
+        "--release-zip",
+        &zip,
+    ]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(endpoints(&node), before, "{err}");
+    assert_eq!(network_names(&node), ["Calico", "External"]);
+    assert!(services(&node).iter().any(|s| s == "caliconode"), "{err}");
+    assert!(api.get(&format!("{POD_PREFIX}win-1")).is_none());
+    assert!(!net_d.join("10-calico.conflist").exists(), "{err}");
+    assert!(!net_d.join("calico-kubeconfig").exists());
+    let n = api.get("/api/v1/nodes/win-1").expect("node");
+    assert_eq!(
+        n["metadata"]["labels"]["calicoctl-win/runs-calico"], "true",
+        "{n}"
+    );
+    assert_eq!(n["spec"]["unschedulable"], Value::Null, "{n}");
+    let unavailable = n["status"]["conditions"]
+        .as_array()
+        .expect("conditions")
+        .iter()
+        .find(|c| c["type"] == "NetworkUnavailable")
+        .cloned()
+        .expect("the condition the preStop set");
+    assert_eq!(unavailable["status"], "False", "{unavailable}");
+    assert_eq!(unavailable["reason"], "CalicoIsUp");
+    // The operator was never on the node while calicoctl-win's services ran.
+    assert_eq!(operator.events().len(), 2, "{:?}", operator.events());
+}
+
+/// The stand-in is not agreeable: a marker in another culture than SYSTEM's loses every
+/// network, as node-service.ps1 would.
+#[test]
+fn a_marker_in_another_culture_loses_the_networks() {
+    let node = installed_with_pods();
+    system_in_german(&node);
+    // What calicoctl-win wrote before it knew SYSTEM's culture: en-US.
+    node.edit_state(|s| {
+        s["registry"][r"hklm\software\tigera\calico"]["lastboottime"] =
+            serde_json::json!({"type": "REG_SZ", "data": "11/21/2025 9:00:00 AM"});
+        s["services"].as_object_mut().expect("services").clear();
+    });
+    let api = node.api();
+    let mut inst = api.get(INSTALLATION).expect("installation");
+    inst["spec"]["calicoNetwork"]["windowsDataplane"] = "HNS".into();
+    api.put(INSTALLATION, inst);
+    let operator = FakeOperator::start(api.state.clone(), "win-1", node.sim());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while operator.events().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        operator.events()[0].contains("deleted every non-NAT HNS network"),
+        "{:?}",
+        operator.events()
+    );
+    assert!(endpoints(&node).is_empty());
+}
+
+/// Each refusal changes nothing and says its fix: SYSTEM's date format unknown, a Calico
+/// network with another VSID, a kube-proxy service.
+#[test]
+fn refusals_change_nothing() {
+    let node = installed_with_pods();
+    node.edit_state(|s| {
+        s["registry"]
+            .as_object_mut()
+            .expect("registry")
+            .remove(INTERNATIONAL);
+    });
+    let before = snapshot(&node.sim());
+    let writes = node.api().writes().len();
+    let (code, doc, err) = node.run(&["migrate", "to-operator"]);
+    assert_eq!(code, 3, "{err} {doc}");
+    assert_eq!(doc["error"]["kind"], "migration-refused", "{doc}");
+    assert!(err.contains("sShortDate"), "{err}");
+    assert_same(&before, &snapshot(&node.sim()), "a refused migrate");
+    assert_eq!(node.api().writes().len(), writes);
+
+    let node = installed_with_pods();
+    node.edit_state(|s| {
+        for n in s["networks"].as_array_mut().expect("networks") {
+            if n["Name"] == "Calico" {
+                for p in n["Ipams"][0]["Subnets"][0]["Policies"]
+                    .as_array_mut()
+                    .into_iter()
+                    .flatten()
+                {
+                    if p["Type"] == "VSID" {
+                        p["Settings"]["IsolationId"] = 4097.into();
+                    }
+                }
+            }
+        }
+    });
+    assert_eq!(node.calico_vsid(), Some(4097), "the edit reached the VSID");
+    let (code, doc, err) = node.run(&["migrate", "to-operator"]);
+    assert_eq!(code, 3, "{err} {doc}");
+    assert!(err.contains("--set vxlan.vni=4096 --drain"), "{err}");
+
+    let node = installed_with_pods();
+    node.edit_state(|s| {
+        let mut svc = s["services"]["caliconode"].clone();
+        svc["name"] = "kube-proxy".into();
+        s["services"]["kube-proxy"] = svc;
+    });
+    let (code, doc, err) = node.run(&["migrate", "to-operator", "--dry-run"]);
+    assert_eq!(code, 3, "{err} {doc}");
+    assert!(err.contains("HostProcess DaemonSet pod"), "{err}");
+}

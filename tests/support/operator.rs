@@ -1,0 +1,260 @@
+//! A stand-in for the Tigera operator's Windows DaemonSet on one simulated node: the DaemonSet
+//! controller's placement and what the pod's containers do to the host. Each behaviour is
+//! modelled from the real programs' source:
+//! - placement: the pod runs on a Windows node while the Installation says
+//!   `windowsDataplane: HNS` (tigera/operator release-v1.44
+//!   `pkg/controller/installation/windows_controller.go` returns before rendering otherwise)
+//!   and the node matches the DaemonSet's required node affinity (the Installation's
+//!   `calicoNodeWindowsDaemonSet` override, else none here: `pkg/render/windows.go`); taints
+//!   and cordons do not matter (`TolerateAll`). The DaemonSet controller deletes a pod whose
+//!   node no longer matches (kubernetes `pkg/controller/daemon/daemon_controller.go`
+//!   `podsShouldBeOnNode`; affinity terms ORed, expressions ANDed, `NotIn` true for a node
+//!   without the label: `component-helpers/scheduling/corev1/nodeaffinity`).
+//! - the init container `uninstall-calico-hpc.ps1` (projectcalico/calico v3.32.1) deletes the
+//!   services CalicoConfd, CalicoFelix, CalicoNode, CalicoUpgrade and, Calico being the CNI,
+//!   kube-proxy;
+//! - `node-service.ps1` compares `LastBootTime` with `LastBootUpTime.ToString("G")` (SYSTEM's
+//!   culture; `calico.psm1` `Get-LastBootTime`) and, when they differ, deletes every non-NAT
+//!   HNS network; then stores its own `LastBootTime`;
+//! - the felix container's preStop (`calico.exe component node shutdown`) sets the node's
+//!   `NetworkUnavailable` True, reason `CalicoIsDown` (`node/pkg/lifecycle/shutdown`).
+//!
+//! The "G" format here is written out for the two cultures the tests use, from .NET's
+//! documented patterns (en-US `M/d/yyyy h:mm:ss tt`, de-DE `dd.MM.yyyy HH:mm:ss`), apart from
+//! calicoctl-win's own formatter.
+
+use super::fake_api::State;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+pub const POD_PREFIX: &str = "/api/v1/namespaces/calico-system/pods/calico-node-windows-";
+
+pub struct FakeOperator {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+    /// What it did, in order.
+    pub log: Arc<Mutex<Vec<String>>>,
+}
+
+impl FakeOperator {
+    /// Starts placing (and removing) the operator's pod of `node`, acting on the simulated
+    /// host in `sim` when it starts one.
+    pub fn start(api: Arc<Mutex<State>>, node: &str, sim: PathBuf) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (s, l, node) = (stop.clone(), log.clone(), node.to_owned());
+        let handle = std::thread::spawn(move || {
+            while !s.load(Ordering::SeqCst) {
+                step(&api, &node, &sim, &l);
+                std::thread::sleep(std::time::Duration::from_millis(30));
+            }
+        });
+        Self {
+            stop,
+            handle: Some(handle),
+            log,
+        }
+    }
+
+    pub fn events(&self) -> Vec<String> {
+        self.log.lock().expect("log").clone()
+    }
+}
+
+impl Drop for FakeOperator {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn step(api: &Mutex<State>, node: &str, sim: &std::path::Path, log: &Mutex<Vec<String>>) {
+    let pod_path = format!("{POD_PREFIX}{node}");
+    let mut st = api.lock().expect("api");
+    let inst = st
+        .objects
+        .get("/apis/operator.tigera.io/v1/installations/default")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let Some(n) = st.objects.get(&format!("/api/v1/nodes/{node}")).cloned() else {
+        return;
+    };
+    let enabled = inst["spec"]["calicoNetwork"]["windowsDataplane"] == "HNS";
+    let affinity =
+        &inst["spec"]["calicoNodeWindowsDaemonSet"]["spec"]["template"]["spec"]["affinity"];
+    let should = enabled
+        && n["metadata"]["labels"]["kubernetes.io/os"] == "windows"
+        && matches_affinity(affinity, &n["metadata"]["labels"]);
+    let exists = st.objects.contains_key(&pod_path);
+    if should && !exists {
+        drop(st);
+        let did = start_pod_on_host(sim);
+        let mut st = api.lock().expect("api");
+        st.objects.insert(
+            pod_path.clone(),
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("calico-node-windows-{node}"), "namespace": "calico-system",
+                    "uid": format!("uid-{node}"),
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                        "name": "calico-node-windows", "uid": "ds", "controller": true}]},
+                "spec": {"nodeName": node, "hostNetwork": true},
+                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}),
+        );
+        log.lock()
+            .expect("log")
+            .push(format!("pod started: {}", did.join("; ")));
+    } else if !should && exists {
+        st.objects.remove(&pod_path);
+        let path = format!("/api/v1/nodes/{node}");
+        if let Some(n) = st.objects.get_mut(&path) {
+            let conds = n["status"]["conditions"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let mut conds: Vec<Value> = conds
+                .into_iter()
+                .filter(|c| c["type"] != "NetworkUnavailable")
+                .collect();
+            conds.push(json!({"type": "NetworkUnavailable", "status": "True",
+                "reason": "CalicoIsDown", "message": "Calico is shutting down on this node"}));
+            n["status"]["conditions"] = json!(conds);
+        }
+        log.lock().expect("log").push("pod deleted".into());
+    }
+}
+
+/// Required node affinity against a node's labels: no affinity matches; terms ORed, each
+/// term's expressions ANDed.
+fn matches_affinity(affinity: &Value, labels: &Value) -> bool {
+    let Some(terms) = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"]
+        .as_array()
+    else {
+        return true;
+    };
+    terms.iter().any(|t| {
+        t["matchExpressions"]
+            .as_array()
+            .is_none_or(|e| e.iter().all(|x| expression(x, labels)))
+    })
+}
+
+fn expression(x: &Value, labels: &Value) -> bool {
+    let have = labels[x["key"].as_str().unwrap_or_default()].as_str();
+    let values: Vec<&str> = x["values"]
+        .as_array()
+        .map(|v| v.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    match x["operator"].as_str() {
+        Some("In") => have.is_some_and(|h| values.contains(&h)),
+        Some("NotIn") => have.is_none_or(|h| !values.contains(&h)),
+        Some("Exists") => have.is_some(),
+        Some("DoesNotExist") => have.is_none(),
+        _ => false,
+    }
+}
+
+const CALICO: &str = r"hklm\software\tigera\calico";
+
+/// The pod's containers on the host: services deleted, networks deleted when the marker says
+/// another boot, the marker stored. What it did.
+fn start_pod_on_host(sim: &std::path::Path) -> Vec<String> {
+    let path = sim.join("state.json");
+    let mut state: Value =
+        serde_json::from_str(&fs_err::read_to_string(&path).expect("state")).expect("json");
+    let mut did = Vec::new();
+    for name in [
+        "CalicoConfd",
+        "CalicoFelix",
+        "CalicoNode",
+        "CalicoUpgrade",
+        "kube-proxy",
+    ] {
+        if let Some(s) = state["services"].as_object_mut()
+            && s.remove(&name.to_ascii_lowercase()).is_some()
+        {
+            did.push(format!("deleted service {name}"));
+        }
+    }
+    let now = general(&state);
+    let stored = state["registry"][CALICO]["lastboottime"]["data"]
+        .as_str()
+        .map(str::to_owned);
+    if stored.as_deref() != Some(now.as_str()) {
+        let kept: Vec<Value> = state["networks"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|n| {
+                n["Type"]
+                    .as_str()
+                    .is_some_and(|t| t.eq_ignore_ascii_case("nat"))
+            })
+            .collect();
+        let gone: Vec<String> = state["networks"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .filter(|n| !kept.contains(n))
+            .filter_map(|n| n["ID"].as_str().map(str::to_owned))
+            .collect();
+        if !gone.is_empty() {
+            did.push(format!(
+                "LastBootTime {stored:?} is not {now:?}: deleted every non-NAT HNS network"
+            ));
+        }
+        state["networks"] = json!(kept);
+        if let Some(eps) = state["endpoints"].as_array_mut() {
+            eps.retain(|e| {
+                !gone
+                    .iter()
+                    .any(|g| Some(g.as_str()) == e["network_id"].as_str())
+            });
+        }
+    }
+    state["registry"][CALICO]["lastboottime"] = json!({"type": "REG_SZ", "data": now});
+    fs_err::write(&path, serde_json::to_vec_pretty(&state).expect("json")).expect("write");
+    did
+}
+
+/// `LastBootUpTime.ToString("G")` in SYSTEM's culture (`LocaleName` under
+/// `HKU\.DEFAULT\Control Panel\International`): en-US or de-DE.
+fn general(state: &Value) -> String {
+    let local = state["system"]["boot_local_seconds"]
+        .as_i64()
+        .expect("boot time");
+    let (y, mo, d) = civil(local.div_euclid(86_400));
+    let secs = local.rem_euclid(86_400);
+    let (h, mi, s) = (secs / 3600, secs % 3600 / 60, secs % 60);
+    let locale =
+        state["registry"][r"hku\.default\control panel\international"]["localename"]["data"]
+            .as_str()
+            .unwrap_or("en-US");
+    match locale {
+        "de-DE" => format!("{d:02}.{mo:02}.{y} {h:02}:{mi:02}:{s:02}"),
+        _ => {
+            let h12 = if h % 12 == 0 { 12 } else { h % 12 };
+            let tt = if h < 12 { "AM" } else { "PM" };
+            format!("{mo}/{d}/{y} {h12}:{mi:02}:{s:02} {tt}")
+        }
+    }
+}
+
+/// Days since 1970-01-01 to a civil date (Howard Hinnant's `civil_from_days`).
+fn civil(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
