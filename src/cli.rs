@@ -265,7 +265,7 @@ pub enum MigrateCommand {
         name = "from-operator",
         long_about = "Takes this node out of the operator's calico-node-windows DaemonSet and installs calicoctl-win over the HNS networks the operator made, deleting none: its pods' endpoints stay.\n\nRefused (exit 3, nothing changed), each with its fix, when: the cluster has no operator Installation; the Calico network's VSID is not the cluster's VNI; SYSTEM's date format is unknown; or the operator's boot marker says it has not initialised this node in this boot.\n\nSteps: the Installation's affinity keeps the DaemonSet off labelled nodes (written when missing); this node is cordoned and labelled calicoctl-win/runs-calico=true; the operator's pod is waited out (--pod-timeout, exit 4); CalicoNode's boot marker is set to this boot (the operator initialised the networks in it, so CalicoNode keeps them); the operator's 10-calico.conflist and calico-kubeconfig are removed from the CNI config directory; then install runs as 'calicoctl-win install' with the same flags; NetworkUnavailable (which the operator pod's preStop set True) is set False and the node uncordoned if this command cordoned it.\n\n--dry-run prints the steps before install, and install's own plan."
     )]
-    FromOperator(MigrateFromArgs),
+    FromOperator(Box<MigrateFromArgs>),
 }
 
 #[derive(Debug, Args)]

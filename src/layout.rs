@@ -123,6 +123,8 @@ pub const JOURNAL_FILE: &str = "calicoctl-win.journal.json";
 /// Uninstall's journal, in the install root's parent (uninstall removes the root itself).
 pub const UNINSTALL_JOURNAL_FILE: &str = "calicoctl-win-uninstall.journal.json";
 pub const MIGRATE_JOURNAL_FILE: &str = "calicoctl-win-migrate.journal.json";
+/// SYSTEM's regional settings (`installed::boot_marker::system_culture`).
+pub const SYSTEM_INTERNATIONAL: &str = r"HKU\.DEFAULT\Control Panel\International";
 /// The release cache under the install root: downloads and their staging.
 pub const CACHE_DIR: &str = "cache";
 /// How the directories a release is unpacked into start, in the cache (followed by the

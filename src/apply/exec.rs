@@ -218,25 +218,15 @@ fn run(
             *timeout,
             opts.now,
         )?,
-        Action::Cordon { node } => opts.cluster()?.set_cordoned(node, true)?,
-        Action::Uncordon { node } => opts.cluster()?.set_cordoned(node, false)?,
-        Action::PatchInstallation { patch, .. } => opts.cluster()?.patch_installation(patch)?,
-        Action::SetNodeLabel { node, value } => {
-            opts.cluster()?.set_label(node, value.as_deref())?;
-        }
-        Action::WaitOperatorPod {
-            node,
-            want,
-            timeout,
-        } => opts.cluster()?.wait_operator_pod(node, *want, *timeout)?,
-        Action::ClearNetworkUnavailable { node } => {
-            opts.cluster()?.clear_network_unavailable(node)?;
-        }
-        Action::EvictPods {
-            node,
-            pods,
-            options,
-        } => opts.cluster()?.evict(node, pods, options)?,
+        Action::Cordon { .. }
+        | Action::Uncordon { .. }
+        | Action::PatchInstallation { .. }
+        | Action::SetNodeLabel { .. }
+        | Action::WaitOperatorPod { .. }
+        | Action::ClearNetworkUnavailable { .. }
+        | Action::EvictPods { .. }
+        | Action::Drain { .. }
+        | Action::WaitNodeReady { .. } => cluster_step(action, opts)?,
         Action::RecreateDaemonSetPods { node, options } => {
             warnings.extend(recreate_daemonset_pods(opts, node, options)?);
         }
@@ -246,13 +236,36 @@ fn run(
             namespace,
             ..
         } => warnings.extend(delete_endpoint(host, opts, id, name, namespace.as_deref())?),
-        Action::Drain { node, options, .. } => opts.cluster()?.drain(node, options)?,
-        Action::WaitNodeReady { node, timeout } => opts.cluster()?.wait_ready(node, *timeout)?,
         Action::RemoveDir { path } => _ = host.remove_empty_dir(path)?,
         Action::ProtectDir { path, .. } => protect_dir(host, path)?,
         Action::RestoreSecurity { path, sddl } => super::undo::restore_security(host, path, sddl)?,
     }
     Ok(())
+}
+
+/// A step that changes or waits for the cluster, not the host.
+fn cluster_step(action: &Action, opts: &Options<'_>) -> anyhow::Result<()> {
+    let c = opts.cluster()?;
+    match action {
+        Action::Cordon { node } => c.set_cordoned(node, true),
+        Action::Uncordon { node } => c.set_cordoned(node, false),
+        Action::PatchInstallation { patch, .. } => c.patch_installation(patch),
+        Action::SetNodeLabel { node, value } => c.set_label(node, value.as_deref()),
+        Action::WaitOperatorPod {
+            node,
+            want,
+            timeout,
+        } => c.wait_operator_pod(node, *want, *timeout),
+        Action::ClearNetworkUnavailable { node } => c.clear_network_unavailable(node),
+        Action::EvictPods {
+            node,
+            pods,
+            options,
+        } => c.evict(node, pods, options),
+        Action::Drain { node, options, .. } => c.drain(node, options),
+        Action::WaitNodeReady { node, timeout } => c.wait_ready(node, *timeout),
+        other => anyhow::bail!("{} is not a step in the cluster", other.describe()),
+    }
 }
 
 /// Gives `path` the protected access list. A junction on the way is refused here too: one

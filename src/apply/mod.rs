@@ -369,10 +369,7 @@ impl Action {
                 crate::duration::show(*timeout)
             ),
             Self::Uncordon { node } => format!("uncordon node {node}"),
-            Self::PatchInstallation { .. }
-            | Self::SetNodeLabel { .. }
-            | Self::WaitOperatorPod { .. }
-            | Self::ClearNetworkUnavailable { .. } => operator_text(self),
+
             Self::EvictPods { .. } | Self::DeleteEndpoint { .. } => repair_text(self),
             Self::RecreateDaemonSetPods { node, options } => format!(
                 "evict node {node}'s DaemonSet pods with a pod network, so their DaemonSets make them again on the new network (wait up to {})",
@@ -383,11 +380,13 @@ impl Action {
             Self::RestoreSecurity { path, .. } => {
                 format!("give {path} back the access list it had before install")
             }
+            _ => operator_text(self),
         }
     }
 }
 
-/// `Action::describe` of migrate's actions.
+/// `Action::describe` of migrate's actions (PatchInstallation, SetNodeLabel,
+/// WaitOperatorPod, ClearNetworkUnavailable).
 fn operator_text(action: &Action) -> String {
     use crate::cluster::operator::{DAEMONSET, LABEL, Want};
     match action {

@@ -67,13 +67,7 @@ pub(super) fn prepare_undo(
             None => Undo::Nothing,
         },
         Action::ProtectDir { path, .. } => undo_protection(host, path)?,
-        Action::Cordon { node } => {
-            if opts.cluster()?.is_cordoned(node)? {
-                Undo::Nothing
-            } else {
-                Undo::Uncordon { node: node.clone() }
-            }
-        }
+        Action::Cordon { node } => undo_cordon(opts, node)?,
         Action::RemoveFile { .. }
         | Action::RestrictFile { .. }
         | Action::Drain { .. }
@@ -93,6 +87,17 @@ pub(super) fn prepare_undo(
         | Action::WaitReady { .. }
         | Action::RemoveDir { .. }
         | Action::RestoreSecurity { .. } => Undo::Nothing,
+    })
+}
+
+/// A node cordoned by the plan is uncordoned; one cordoned before stays.
+fn undo_cordon(opts: &Options<'_>, node: &str) -> anyhow::Result<Undo> {
+    Ok(if opts.cluster()?.is_cordoned(node)? {
+        Undo::Nothing
+    } else {
+        Undo::Uncordon {
+            node: node.to_owned(),
+        }
     })
 }
 

@@ -164,3 +164,20 @@ pub fn patch(c: &Cluster, node: &str, patch: &serde_json::Value) -> Result<(), C
     )?;
     Ok(())
 }
+
+/// The Windows nodes calicoctl-win installed (its version annotation) that lack the label,
+/// which the operator would take once it runs on Windows.
+pub fn unlabelled_nodes_of_ours(c: &Cluster) -> Result<Vec<String>, ClusterError> {
+    let mut names = Vec::new();
+    for_each_windows_node(c, |n| {
+        let ours = n
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(ANNOTATION_TOOL_VERSION));
+        if ours && super::operator::label_of(n) != Some(super::operator::LABEL_VALUE) {
+            names.extend(n.metadata.name.clone());
+        }
+    })?;
+    Ok(names)
+}

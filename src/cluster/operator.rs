@@ -195,7 +195,14 @@ pub fn patch_installation(c: &Cluster, patch: &Value) -> Result<(), ClusterError
 
 /// Sets the label on a node (`None`: removes it).
 pub fn set_label(c: &Cluster, node: &str, value: Option<&str>) -> Result<(), ClusterError> {
-    super::node::patch(c, node, &json!({"metadata": {"labels": {LABEL: value}}}))
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let patch = json!({"metadata": {"labels": {LABEL: value}}});
+    c.call(
+        "patch",
+        "nodes",
+        nodes.patch(node, &PatchParams::default(), &Patch::Merge(&patch)),
+    )?;
+    Ok(())
 }
 
 /// The label's value on a Node object.
@@ -205,23 +212,6 @@ pub fn label_of(n: &Node) -> Option<&str> {
         .as_ref()
         .and_then(|l| l.get(LABEL))
         .map(String::as_str)
-}
-
-/// The Windows nodes calicoctl-win installed (its version annotation) that lack the label,
-/// which the operator would take once it runs on Windows.
-pub fn unlabelled_nodes_of_ours(c: &Cluster) -> Result<Vec<String>, ClusterError> {
-    let mut names = Vec::new();
-    super::node::for_each_windows_node(c, |n| {
-        let ours = n
-            .metadata
-            .annotations
-            .as_ref()
-            .is_some_and(|a| a.contains_key(super::node::ANNOTATION_TOOL_VERSION));
-        if ours && label_of(n) != Some(LABEL_VALUE) {
-            names.extend(n.metadata.name.clone());
-        }
-    })?;
-    Ok(names)
 }
 
 /// The node's label now.
@@ -344,7 +334,9 @@ pub fn wait_pod(
         std::time::Instant::now() + timeout,
         pauses,
         || {
-            let state = pod_state(&super::drain::pods_on(c, node)?);
+            let pods: Api<Pod> = Api::all(c.client.clone());
+            let lp = kube::api::ListParams::default().fields(&format!("spec.nodeName={node}"));
+            let state = pod_state(&c.call("list", "pods", pods.list(&lp))?.items);
             let done = match want {
                 Want::Ready => matches!(state, PodState::Ready(_)),
                 Want::Gone => state == PodState::Gone,
@@ -372,18 +364,23 @@ pub fn wait_pod(
 /// with a hundred-year timeout (`node/pkg/lifecycle/shutdown/shutdown.go`).
 pub fn clear_network_unavailable(c: &Cluster, node: &str) -> Result<(), ClusterError> {
     let now = crate::duration::time_text(crate::duration::now());
-    super::node::set_condition(
-        c,
-        node,
-        &json!({
-            "type": "NetworkUnavailable",
-            "status": "False",
-            "reason": "CalicoIsUp",
-            "message": "Calico is running on this node",
-            "lastTransitionTime": now,
-            "lastHeartbeatTime": now,
-        }),
-    )
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    // A strategic merge patch: the API merges conditions by type (k8s.io/api core/v1
+    // `NodeStatus.Conditions`), so kubelet's stay.
+    let body = json!({"status": {"conditions": [{
+        "type": "NetworkUnavailable",
+        "status": "False",
+        "reason": "CalicoIsUp",
+        "message": "Calico is running on this node",
+        "lastTransitionTime": now,
+        "lastHeartbeatTime": now,
+    }]}});
+    c.call(
+        "patch",
+        "nodes/status",
+        nodes.patch_status(node, &PatchParams::default(), &Patch::Strategic(body)),
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

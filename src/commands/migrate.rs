@@ -16,6 +16,7 @@ use anyhow::Context as _;
 use serde_json::json;
 
 const TO: &str = "migrate to-operator";
+const FROM: &str = "migrate from-operator";
 
 /// What both directions read first: the node, the cluster, the host's networks and culture.
 struct Read {
@@ -167,7 +168,7 @@ fn to_operator_plan(
     args: &MigrateArgs,
     previous: Option<&crate::apply::journal::Journal>,
 ) -> anyhow::Result<Vec<apply::Action>> {
-    let mut label = operator::unlabelled_nodes_of_ours(&read.cluster)?;
+    let mut label = crate::cluster::node::unlabelled_nodes_of_ours(&read.cluster)?;
     let this_labelled = read
         .facts
         .node_labels
@@ -199,95 +200,83 @@ fn to_operator_plan(
 }
 
 pub fn from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let read = {
-        let host = ctx.open_host_to_change("migrate")?;
-        let host = host.as_ref();
-        let read = Read::take(ctx, host)?;
-        let stored = boot_marker::stored_legacy(host)?;
-        let facts = read.facts(false);
-        refuse(
-            "from-operator",
-            migrate::from_operator_refusals(&facts, stored.as_deref()),
-        )?;
-        let boot = (stored.is_some() && facts.operator_marker().ok() == stored)
-            .then(|| read.system.boot_id.clone())
-            .flatten();
-        let loaded = ctx.load_config()?;
-        let cordoned = read.cordoned()?;
-        let inst = read.installation();
-        let actions = migrate::from_operator_before(
-            host,
-            &inst,
-            &read.node,
-            migrate::FromOperator {
-                labelled: inst.keeps_off(&read.facts.node_labels),
-                cordoned,
-                timeout: args.pod_timeout,
-                boot_id: boot.as_deref(),
-                cni_conf_dir: loaded.config.cni.conf_dir.as_str(),
-            },
-        )?;
-        ctx.printer.text(&format!(
-            "Take node {} from the operator's {} DaemonSet, keeping its HNS networks and every endpoint, then install",
-            read.node,
-            operator::DAEMONSET
-        ));
-        let change = Change::begin(
-            ctx,
-            host,
-            "migrate from-operator",
-            &read.root,
-            read.root.journal(),
-        )?;
-        if ctx.options.dry_run {
-            change.show(ctx, &actions);
-            ctx.printer.text("then install, as planned below:");
-        } else {
-            let opts = Options::for_change(
-                "migrate from-operator",
-                change.journal_path.clone(),
-                false,
-                args.install.service_timeout,
-                None,
-                Some(&read.cluster),
-            );
-            change.run(ctx, &actions, opts)?.map_err(|failed| {
-                anyhow::Error::new(failed.error).context(
-                    "migrate from-operator stopped before install; running it again continues",
-                )
-            })?;
-        }
-        (read, cordoned)
-    };
-    // Install takes the host lock again: the one above is released with its change.
-    let (read, cordoned) = read;
+    let (read, cordoned) = take_from_operator(args, ctx)?;
+    // Install takes the host lock again: the one above went with its change.
     super::install::run(&args.install, ctx)?;
     if ctx.options.dry_run {
         return Ok(());
     }
-    let after = [
-        apply::Action::ClearNetworkUnavailable {
-            node: read.node.clone(),
-        },
-        apply::Action::Uncordon {
-            node: read.node.clone(),
-        },
-    ];
-    for a in &after[..if cordoned { 1 } else { 2 }] {
-        ctx.printer.text(&a.describe());
-        match a {
-            apply::Action::ClearNetworkUnavailable { node } => {
-                operator::clear_network_unavailable(&read.cluster, node)?;
-            }
-            apply::Action::Uncordon { node } => {
-                crate::cluster::drain::set_cordoned(&read.cluster, node, false)?;
-            }
-            _ => {}
+    let node = read.node.as_str();
+    ctx.printer.text(
+        &apply::Action::ClearNetworkUnavailable {
+            node: node.to_owned(),
         }
+        .describe(),
+    );
+    operator::clear_network_unavailable(&read.cluster, node)?;
+    if !cordoned {
+        ctx.printer.text(&format!("uncordon node {node}"));
+        crate::cluster::drain::set_cordoned(&read.cluster, node, false)?;
     }
     ctx.printer.text(&format!(
-        "Node {} runs Calico from calicoctl-win's services now; the operator's DaemonSet keeps off it.",
-        read.node
+        "Node {node} runs Calico from calicoctl-win's services now; the operator's DaemonSet keeps off it."
     ));
     Ok(())
+}
+
+/// `from-operator` before install: refused or planned, then shown (a dry run) or run under
+/// the host lock, which goes with the change; what was read and whether the node was cordoned
+/// before.
+fn take_from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Result<(Read, bool)> {
+    let host = ctx.open_host_to_change("migrate")?;
+    let host = host.as_ref();
+    let read = Read::take(ctx, host)?;
+    let stored = boot_marker::stored_legacy(host)?;
+    let facts = read.facts(false);
+    refuse(
+        "from-operator",
+        migrate::from_operator_refusals(&facts, stored.as_deref()),
+    )?;
+    let boot = (stored.is_some() && facts.operator_marker().ok() == stored)
+        .then(|| read.system.boot_id.clone())
+        .flatten();
+    let loaded = ctx.load_config()?;
+    let cordoned = read.cordoned()?;
+    let inst = read.installation();
+    let actions = migrate::from_operator_before(
+        host,
+        &inst,
+        &read.node,
+        migrate::FromOperator {
+            labelled: inst.keeps_off(&read.facts.node_labels),
+            cordoned,
+            timeout: args.pod_timeout,
+            boot_id: boot.as_deref(),
+            cni_conf_dir: loaded.config.cni.conf_dir.as_str(),
+        },
+    )?;
+    ctx.printer.text(&format!(
+        "Take node {} from the operator's {} DaemonSet, keeping its HNS networks and every endpoint, then install",
+        read.node,
+        operator::DAEMONSET
+    ));
+    let mut change = Change::begin(ctx, host, FROM, &read.root, read.root.journal())?;
+    if ctx.options.dry_run {
+        change.show(ctx, &actions);
+        ctx.printer.text("then install, as planned below:");
+        return Ok((read, cordoned));
+    }
+    let opts = Options::for_change(
+        FROM,
+        change.journal_path.clone(),
+        false,
+        args.install.service_timeout,
+        change.journal.take(),
+        Some(&read.cluster),
+    );
+    change.run(ctx, &actions, opts)?.map_err(|failed| {
+        anyhow::Error::new(failed.error)
+            .context("migrate from-operator stopped before install; running it again continues")
+    })?;
+    Ok((read, cordoned))
 }

@@ -51,7 +51,7 @@ pub fn stored_legacy(host: &dyn Host) -> HostResult<Option<String>> {
 /// the LocalSystem account's profile": devblogs.microsoft.com/oldnewthing/20070302-00), and
 /// `Control Panel\International` holds the locale and the user's overrides of its patterns,
 /// which .NET's current culture takes (`CultureInfo.UseUserOverride`).
-pub const SYSTEM_INTERNATIONAL: &str = r"HKU\.DEFAULT\Control Panel\International";
+pub use crate::layout::SYSTEM_INTERNATIONAL;
 
 /// The patterns .NET's `DateTime.ToString("G")` joins for a culture: "a combination of the
 /// short date ("d") and long time ("T") patterns, separated by a space"

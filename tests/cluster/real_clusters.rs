@@ -34,9 +34,10 @@ fn an_operator_that_installs_windows_itself_stops_the_install_with_a_choice() {
     let c = verdict(&doc, "operator-windows");
     assert_eq!(c["verdict"], "fail", "{c}");
     assert!(
-        c["remedy"].as_str().is_some_and(
-            |r| r.contains("choose one path") && r.contains("windowsDataplane\":\"Disabled")
-        ),
+        c["remedy"]
+            .as_str()
+            .is_some_and(|r| r.contains("migrate from-operator")
+                && r.contains("windowsDataplane\":\"Disabled")),
         "{c}"
     );
     let before = snapshot(&node.sim());
@@ -45,6 +46,24 @@ fn an_operator_that_installs_windows_itself_stops_the_install_with_a_choice() {
     assert_eq!(code, 3, "{doc}");
     assert_eq!(doc["blocking"], json!(["operator-windows"]), "{doc}");
     assert_same(&snapshot(&node.sim()), &before, "refused install");
+
+    // The node labelled, the affinity not yet written: the DaemonSet still comes.
+    let node_path = "/api/v1/nodes/win-1";
+    let mut n = api.get(node_path).expect("node");
+    n["metadata"]["labels"]["calicoctl-win/runs-calico"] = json!("true");
+    api.put(node_path, n);
+    let (code, doc, _) = node.run(&["preflight"]);
+    assert_eq!(code, 3, "{doc}");
+    // With the affinity that keeps the DaemonSet off labelled nodes, this node is safe while
+    // the operator runs Calico on the others (as `migrate` leaves it).
+    let mut inst = api.get(path).expect("installation");
+    inst["spec"]["calicoNodeWindowsDaemonSet"] = json!({"spec": {"template": {"spec": {"affinity":
+        {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "calicoctl-win/runs-calico", "operator": "NotIn", "values": ["true"]}]}]}}}}}}});
+    api.put(path, inst);
+    let (code, doc, _) = node.run(&["preflight"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(verdict(&doc, "operator-windows")["verdict"], "pass");
 
     // A manifest-based cluster has no Installation at all: nothing to fear.
     api.remove(path);

@@ -187,24 +187,8 @@ fn base(profile: &str, build: u32, ubr: u32, product: &str) -> State {
     ] {
         state.reg_set(cv, k, v);
     }
-    // SYSTEM's regional settings as a Windows Server installed in en-US writes them (the
-    // values `Control Panel\International` holds: LocaleName, sShortDate, sTimeFormat, s1159,
-    // s2359), which the operator's scripts format the boot marker with.
-    for (k, v) in [
-        ("LocaleName", "en-US"),
-        ("sShortDate", "M/d/yyyy"),
-        ("sTimeFormat", "h:mm:ss tt"),
-        ("s1159", "AM"),
-        ("s2359", "PM"),
-    ] {
-        state.reg_set(
-            crate::installed::boot_marker::SYSTEM_INTERNATIONAL,
-            k,
-            RegValue::Sz(v.into()),
-        );
-    }
-    // Every Windows has the Application event log (20 MB by default); event sources are keys
-    // under it.
+    system_international(&mut state);
+    // Every Windows has the Application event log (20 MB by default); sources are its keys.
     state.reg_set(
         r"HKLM\SYSTEM\CurrentControlSet\Services\EventLog\Application",
         "MaxSize",
@@ -374,4 +358,23 @@ fn legacy_calico(state: &mut State, files: &mut Vec<SeedFile>) {
             profiles: crate::host::ALL_PROFILES,
         },
     );
+}
+
+/// SYSTEM's regional settings as a Windows Server installed in en-US writes them (the values
+/// `Control Panel\International` holds: LocaleName, sShortDate, sTimeFormat, s1159, s2359),
+/// which the operator's scripts format the boot marker with.
+fn system_international(state: &mut State) {
+    for (k, v) in [
+        ("LocaleName", "en-US"),
+        ("sShortDate", "M/d/yyyy"),
+        ("sTimeFormat", "h:mm:ss tt"),
+        ("s1159", "AM"),
+        ("s2359", "PM"),
+    ] {
+        state.reg_set(
+            crate::layout::SYSTEM_INTERNATIONAL,
+            k,
+            RegValue::Sz(v.into()),
+        );
+    }
 }
