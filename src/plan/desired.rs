@@ -98,6 +98,20 @@ impl Got {
         crate::render::cni::cni_version_in(x.cni_template.as_deref()?)
     }
 
+    /// The `cniVersion` install renders and records: the operator's (its Installation's
+    /// `spec.cni.specVersion`, `cluster::operator::Installation::cni_version`) where the
+    /// cluster has an Installation and this release's plugin accepts it, so that this node and
+    /// the operator's agree; else the release template's.
+    pub fn chosen_cni_version(&self, operator: Option<&str>) -> Option<String> {
+        let release = self
+            .version()
+            .and_then(|v| crate::release::version::CalicoVersion::parse(&v).ok());
+        operator
+            .filter(|v| release.as_ref().is_none_or(|r| r.accepts_cni_spec(v)))
+            .map(str::to_owned)
+            .or_else(|| self.cni_version())
+    }
+
     pub fn version(&self) -> Option<String> {
         match self {
             Self::Release { x, .. } => x.version.clone(),

@@ -134,6 +134,17 @@ impl CalicoVersion {
         if one { "1.0.0" } else { "0.3.1" }
     }
 
+    /// Whether this release's CNI plugin accepts a config of CNI spec `spec`: 0.4.0 and 1.0.0
+    /// from v3.23.0 (`cni-plugin/pkg/plugin/plugin.go` `version.PluginSupports("0.1.0",
+    /// "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0")`; v3.22's stops at 0.3.1).
+    pub fn accepts_cni_spec(&self, spec: &str) -> bool {
+        match spec {
+            "0.3.1" => true,
+            "0.4.0" | "1.0.0" => self.at_least(3, 23),
+            _ => false,
+        }
+    }
+
     fn at_least(&self, major: u32, minor: u32) -> bool {
         (self.major, self.minor) >= (major, minor)
     }
@@ -366,6 +377,21 @@ mod tests {
 
     fn v(s: &str) -> CalicoVersion {
         CalicoVersion::parse(s).expect("version")
+    }
+
+    /// `version.PluginSupports` in `cni-plugin/pkg/plugin/plugin.go`, read at each tag: v3.22.0
+    /// "0.1.0".."0.3.1"; v3.23.0, v3.24.0, v3.26.0 and every later one read (to v3.32.1) add
+    /// "0.4.0" and "1.0.0".
+    #[test]
+    fn the_plugin_accepts_the_spec_versions_of_its_release() {
+        assert!(v("3.22.5").accepts_cni_spec("0.3.1"));
+        assert!(!v("3.22.5").accepts_cni_spec("1.0.0"));
+        assert!(!v("3.22.5").accepts_cni_spec("0.4.0"));
+        for r in ["3.23.0", "3.26.0", "3.32.1"] {
+            assert!(v(r).accepts_cni_spec("1.0.0"), "{r}");
+            assert!(v(r).accepts_cni_spec("0.4.0"), "{r}");
+        }
+        assert!(!v("3.32.1").accepts_cni_spec("2.0.0"));
     }
 
     #[test]

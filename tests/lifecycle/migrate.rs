@@ -222,3 +222,38 @@ fn refusals_change_nothing() {
     assert_eq!(code, 3, "{err} {doc}");
     assert!(err.contains("HostProcess DaemonSet pod"), "{err}");
 }
+
+fn cni_version_installed(node: &Node) -> String {
+    let conf =
+        fs_err::read_to_string(node.c_drive("program files/containerd/cni/conf/10-calico.conf"))
+            .expect("the CNI config");
+    let v: Value = serde_json::from_str(&conf).expect("json");
+    v["cniVersion"].as_str().expect("cniVersion").to_owned()
+}
+
+/// Where the cluster has an Installation, the CNI config declares its `spec.cni.specVersion`
+/// (`Auto` and unset: 1.0.0, tigera/operator `ResolvedSpecVersion`), so this node's and the
+/// operator's agree; without one, the release template's (0.3.1 for 3.30.2).
+#[test]
+fn the_cni_spec_version_is_the_operators() {
+    let node = Node::healthy().release("3.30.2", "calico-node.exe").build();
+    node.api().remove(INSTALLATION);
+    let (code, doc, err) = node.install_local(&[]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(cni_version_installed(&node), "0.3.1");
+
+    for (spec, want) in [(None, "1.0.0"), (Some("0.4.0"), "0.4.0")] {
+        let node = Node::healthy().release("3.30.2", "calico-node.exe").build();
+        let mut inst = node.api().get(INSTALLATION).expect("installation");
+        if let Some(s) = spec {
+            inst["spec"]["cni"] = serde_json::json!({"specVersion": s});
+        }
+        node.api().put(INSTALLATION, inst);
+        let (code, doc, err) = node.install_local(&[]);
+        assert_eq!(code, 0, "{err} {doc}");
+        assert_eq!(cni_version_installed(&node), want, "{spec:?}");
+        // status renders what install rendered (the record keeps the version): no drift.
+        let (_, doc, _) = node.run(&["status", "--offline"]);
+        assert_eq!(doc["drift"], serde_json::json!([]), "{doc}");
+    }
+}

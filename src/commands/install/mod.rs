@@ -147,7 +147,7 @@ fn install(
         extra_owned,
         extra_dirs,
         calico_version: got.version(),
-        cni_version: got.cni_version(),
+        cni_version: got.chosen_cni_version(operator_cni_version(&c.cluster)),
         legacy: std::mem::take(&mut c.legacy),
         start: !args.no_start,
         wait_timeout: args.wait_timeout,
@@ -593,11 +593,24 @@ fn desired_files(
     files.extend(plan::desired::rendered_files(
         host,
         config,
-        (got.version().as_deref(), got.cni_version().as_deref()),
+        (
+            got.version().as_deref(),
+            got.chosen_cni_version(operator_cni_version(&c.cluster))
+                .as_deref(),
+        ),
         c.uplink.adapter.as_deref(),
     )?);
     prepare.push(c.uplink.describe());
     Ok(files)
+}
+
+/// The `cniVersion` of the operator's Windows CNI config, where the cluster has an
+/// Installation.
+fn operator_cni_version(cluster: &ClusterRead) -> Option<&str> {
+    match cluster {
+        ClusterRead::Read(_, f) => f.installation.as_ref().map(|i| i.cni_version()),
+        _ => None,
+    }
 }
 
 /// A network setting HNS cannot change in place (the VNI, the MAC prefix, the adapter, the
