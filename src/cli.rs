@@ -400,6 +400,14 @@ pub enum RbacDatastore {
     Etcdv3,
 }
 
+/// The API group of Calico's resources that roles name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CalicoApi {
+    Auto,
+    V1,
+    V3,
+}
+
 /// Whose roles `fleet rbac` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum RbacIdentity {
@@ -428,6 +436,11 @@ pub struct FleetRbacArgs {
     /// The cluster's Calico datastore: etcdv3 adds reading the secret calico-etcd-secrets
     #[arg(long, value_enum, default_value = "kubernetes")]
     pub datastore: RbacDatastore,
+    /// The API group of Calico's resources the roles name: v1 (crd.projectcalico.org), v3
+    /// (projectcalico.org, a cluster installed with v3 CRDs), or auto: the cluster's, read
+    /// with the admin kubeconfig when there is one, else v1
+    #[arg(long, value_enum, default_value = "auto")]
+    pub calico_api: CalicoApi,
     /// Write the manifests to FILE instead of standard output
     #[arg(long, value_name = "FILE")]
     pub out_file: Option<PathBuf>,
@@ -464,6 +477,9 @@ pub struct FleetPlanArgs {
     /// Calico's namespace, where the jobs read calico-config
     #[arg(long, value_name = "NS", default_value = "calico-system")]
     pub calico_namespace: String,
+    /// The API group of Calico's resources the fleet's roles name (as `fleet rbac`)
+    #[arg(long, value_enum, default_value = "auto")]
+    pub calico_api: CalicoApi,
     /// The Secret that holds the config file
     #[arg(long, value_name = "NAME", default_value = "calicoctl-win-config")]
     pub config_secret: String,

@@ -10,6 +10,7 @@ use crate::installed::health;
 /// The ids of the cluster checks, in the order they are shown.
 pub const IDS: &[&str] = &[
     "calico-version",
+    "calico-api",
     "operator-windows",
     "ipip-disabled",
     "strict-affinity",
@@ -24,15 +25,18 @@ pub const IDS: &[&str] = &[
 ];
 
 /// What the checks need from the configuration besides `Config`.
-pub struct Asked {
+pub struct Asked<'a> {
     /// Whether the user set vxlan.vni (rather than taking the default).
     pub vni_explicit: bool,
+    /// The Calico release the node is to run, when known (install); else the cluster's.
+    pub release: Option<&'a str>,
 }
 
 /// Every cluster check, in the order of `IDS`.
-pub fn evaluate(f: &ClusterFacts, c: &Config, asked: &Asked) -> Vec<Check> {
+pub fn evaluate(f: &ClusterFacts, c: &Config, asked: &Asked<'_>) -> Vec<Check> {
     vec![
         calico_version(f),
+        calico_api(f, asked.release.or(f.calico_version.as_deref())),
         operator_windows(f),
         ipip(f),
         strict_affinity(f),
@@ -45,6 +49,38 @@ pub fn evaluate(f: &ClusterFacts, c: &Config, asked: &Asked) -> Vec<Check> {
         block_capacity(f, c),
         node_address(f),
     ]
+}
+
+/// `calico-api`: the group Calico's resources are served in (`cluster::calico_api`). Where
+/// the cluster serves them only as `projectcalico.org/v3` CRDs, the node's Calico must be
+/// v3.32.0 or later: an older libcalico-go reads `crd.projectcalico.org` alone and finds
+/// nothing there.
+fn calico_api(f: &ClusterFacts, release: Option<&str>) -> Check {
+    use crate::cluster::calico_api::Group;
+    const ID: &str = "calico-api";
+    if f.calico_api == Group::V1 {
+        return Check::pass(
+            ID,
+            "Calico's resources are served as crd.projectcalico.org/v1",
+        );
+    }
+    let served = "Calico's resources are served only as projectcalico.org/v3 CRDs";
+    let version = release.map(|r| (r, crate::release::version::CalicoVersion::parse(r)));
+    match version {
+        Some((r, Ok(v))) if !v.reads_v3_crds() => Check::fail(
+            ID,
+            format!(
+                "{served}, which Calico {r} cannot read (its libcalico-go reads crd.projectcalico.org only; the group is discovered from v3.32.0)"
+            ),
+            "install Calico v3.32.0 or later on the node (--calico-version, at least the cluster's)",
+        ),
+        Some((r, Ok(_))) => Check::pass(ID, format!("{served}; Calico {r} reads them")),
+        _ => Check::warn(
+            ID,
+            format!("{served}; the release is unknown, and Calico before v3.32.0 cannot read them"),
+            "install Calico v3.32.0 or later on the node",
+        ),
+    }
 }
 
 /// `node-address`: the Calico Node's BGP address a calico-node already set on this node (a

@@ -1,6 +1,7 @@
 //! What the cluster says about Calico: namespace, datastore, version, IP pools, IPAM, Felix,
 //! the backend, kube-dns, the service CIDR, this node, and what the identity may do.
 
+use super::calico_api::{Group, Kind};
 use super::{Cluster, ClusterError};
 use crate::config::Raw;
 use k8s_openapi::api::authorization::v1::{
@@ -107,6 +108,8 @@ pub struct ClusterFacts {
     /// The etcd endpoints in the `calico-config` ConfigMap (etcd datastore only).
     pub etcd_endpoints: Vec<String>,
     pub calico_version: Option<String>,
+    /// The API group Calico's resources are served in (`cluster::calico_api`).
+    pub calico_api: Group,
     /// The operator's Installation `default`, the parts that decide where and how it runs
     /// Calico on Windows; `None` without one.
     pub installation: Option<super::operator::Installation>,
@@ -142,13 +145,6 @@ pub struct ClusterFacts {
 pub enum Rights {
     Ask,
     Skip,
-}
-
-pub(crate) fn calico(kind: &str, plural: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("crd.projectcalico.org", "v1", kind),
-        plural,
-    )
 }
 
 fn spec<'a>(o: &'a DynamicObject, key: &str) -> Option<&'a Value> {
@@ -192,7 +188,7 @@ pub fn etcd_endpoints(c: &Cluster, namespace: &str) -> Result<Vec<String>, Clust
 /// Reads the facts; `node` is this node's name.
 pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, ClusterError> {
     let namespace = calico_namespace(c)?;
-    let info = calico_default(c, "ClusterInformation", "clusterinformations")?;
+    let info = calico_default(c, Kind::ClusterInformation)?;
     let etcd_endpoints = etcd_endpoints(c, &namespace)?;
     let datastore = match (&info, !etcd_endpoints.is_empty()) {
         (_, true) => Some("etcdv3".to_owned()),
@@ -210,7 +206,7 @@ pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, C
         .and_then(Value::as_str)
         .map(str::to_owned);
     let ip_pools = ip_pools(c)?;
-    let strict_affinity = calico_default(c, "IPAMConfig", "ipamconfigs")?
+    let strict_affinity = calico_default(c, Kind::IpamConfig)?
         .and_then(|o| spec(&o, "strictAffinity").and_then(Value::as_bool));
     let felix = felix(c)?;
     let backend = detect_backend(&felix, &ip_pools, info.is_some());
@@ -238,6 +234,7 @@ pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, C
     Ok(ClusterFacts {
         server: c.server.clone(),
         installation: super::operator::read(c)?,
+        calico_api: c.calico_group()?,
         service_cidrs: service_cidrs(c)?,
         dns_ip: dns_ip(c)?,
         namespace,
@@ -283,27 +280,23 @@ pub fn bgp_ipv4(n: &Node) -> Option<std::net::Ipv4Addr> {
 /// ClusterInformation's `calicoVersion`, when Calico is installed and says one (a `get` of
 /// `clusterinformations/default` only).
 pub fn calico_version(c: &Cluster) -> Result<Option<String>, ClusterError> {
-    Ok(
-        calico_default(c, "ClusterInformation", "clusterinformations")?.and_then(|i| {
-            spec(&i, "calicoVersion")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        }),
-    )
+    Ok(calico_default(c, Kind::ClusterInformation)?.and_then(|i| {
+        spec(&i, "calicoVersion")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }))
 }
 
 /// Calico's cluster-wide object `default` of a kind, if it exists.
-fn calico_default(
-    c: &Cluster,
-    kind: &str,
-    plural: &str,
-) -> Result<Option<DynamicObject>, ClusterError> {
-    let api: Api<DynamicObject> = Api::all_with(c.client.clone(), &calico(kind, plural));
-    c.call_opt("get", &format!("{plural}/default"), api.get("default"))
+fn calico_default(c: &Cluster, kind: Kind) -> Result<Option<DynamicObject>, ClusterError> {
+    let ar = c.calico_resource(kind)?;
+    let api: Api<DynamicObject> = Api::all_with(c.client.clone(), &ar);
+    c.call_opt("get", &format!("{}/default", ar.plural), api.get("default"))
 }
 
 fn ip_pools(c: &Cluster) -> Result<Vec<IpPool>, ClusterError> {
-    let api: Api<DynamicObject> = Api::all_with(c.client.clone(), &calico("IPPool", "ippools"));
+    let api: Api<DynamicObject> =
+        Api::all_with(c.client.clone(), &c.calico_resource(Kind::IpPool)?);
     Ok(
         c.call_opt("list", "ippools", api.list(&ListParams::default()))?
             .map(|l| l.items.iter().map(ip_pool).collect::<Vec<_>>())
@@ -313,21 +306,19 @@ fn ip_pools(c: &Cluster) -> Result<Vec<IpPool>, ClusterError> {
 
 /// FelixConfiguration `default`'s VXLAN, IPIP and WireGuard settings.
 fn felix(c: &Cluster) -> Result<Felix, ClusterError> {
-    Ok(
-        calico_default(c, "FelixConfiguration", "felixconfigurations")?
-            .map(|o| Felix {
-                vxlan_enabled: spec(&o, "vxlanEnabled").and_then(Value::as_bool),
-                vxlan_vni: spec(&o, "vxlanVNI")
-                    .and_then(Value::as_u64)
-                    .and_then(|v| u32::try_from(v).ok()),
-                vxlan_port: spec(&o, "vxlanPort")
-                    .and_then(Value::as_u64)
-                    .and_then(|v| u16::try_from(v).ok()),
-                ipip_enabled: spec(&o, "ipipEnabled").and_then(Value::as_bool),
-                wireguard_enabled: spec(&o, "wireguardEnabled").and_then(Value::as_bool),
-            })
-            .unwrap_or_default(),
-    )
+    Ok(calico_default(c, Kind::FelixConfiguration)?
+        .map(|o| Felix {
+            vxlan_enabled: spec(&o, "vxlanEnabled").and_then(Value::as_bool),
+            vxlan_vni: spec(&o, "vxlanVNI")
+                .and_then(Value::as_u64)
+                .and_then(|v| u32::try_from(v).ok()),
+            vxlan_port: spec(&o, "vxlanPort")
+                .and_then(Value::as_u64)
+                .and_then(|v| u16::try_from(v).ok()),
+            ipip_enabled: spec(&o, "ipipEnabled").and_then(Value::as_bool),
+            wireguard_enabled: spec(&o, "wireguardEnabled").and_then(Value::as_bool),
+        })
+        .unwrap_or_default())
 }
 
 /// The kube-dns service's cluster IP.
@@ -362,9 +353,9 @@ fn service_cidrs(c: &Cluster) -> Result<Vec<String>, ClusterError> {
 /// uninstall, status and preflight make (`rights::INSTALLER`): one access review per verb and
 /// named object.
 fn permissions(c: &Cluster, namespace: &str, etcd: bool) -> Result<Vec<Permission>, ClusterError> {
-    use super::rights::{Scope, installer};
+    use super::rights::{Scope, in_group, installer};
     let mut permissions = Vec::new();
-    for right in &installer(etcd) {
+    for right in &in_group(&installer(etcd), c.calico_group()?) {
         let ns = match right.scope {
             Scope::Cluster => None,
             Scope::Calico => Some(namespace.to_owned()),

@@ -1,7 +1,8 @@
 //! `preflight --fix`: the documented cluster patches for IPIP and IPAM strict affinity, as
 //! data first (so they can be shown, confirmed or only printed) and applied second.
 
-use super::facts::{ClusterFacts, calico};
+use super::calico_api::{Group, Kind};
+use super::facts::ClusterFacts;
 use super::{Cluster, ClusterError};
 use crate::config::types::Backend;
 use kube::Api;
@@ -16,33 +17,43 @@ pub struct Fix {
     pub check: &'static str,
     pub kind: &'static str,
     pub plural: &'static str,
+    /// The API group and version it is patched in (`cluster::calico_api`).
+    pub api_version: String,
     pub name: String,
     pub patch: Value,
     /// Create the object with the patch as its content when it does not exist.
     pub create_if_missing: bool,
     /// The same change as a `kubectl` command, for the record.
     pub command: String,
+    #[serde(skip)]
+    group: Group,
+    #[serde(skip)]
+    resource: Kind,
 }
 
 impl Fix {
     fn new(
         check: &'static str,
-        kind: &'static str,
-        plural: &'static str,
+        (group, resource): (Group, Kind),
         name: &str,
         patch: Value,
     ) -> Self {
+        let (kind, plural) = group.names(resource);
         let command = format!(
-            "kubectl patch {plural}.crd.projectcalico.org {name} --type merge -p '{patch}'"
+            "kubectl patch {plural}.{} {name} --type merge -p '{patch}'",
+            group.group()
         );
         Self {
             check,
             kind,
             plural,
+            api_version: group.api_version(),
             name: name.to_owned(),
             patch,
             create_if_missing: false,
             command,
+            group,
+            resource,
         }
     }
 }
@@ -51,12 +62,12 @@ impl Fix {
 /// IPIP become VXLAN pools for the vxlan backend (Calico's documented IPIP-to-VXLAN migration)
 /// and plain pools for windows-bgp.
 pub fn plan(f: &ClusterFacts, backend: Backend) -> Vec<Fix> {
+    let g = f.calico_api;
     let mut fixes = Vec::new();
     if f.felix.ipip_enabled == Some(true) {
         fixes.push(Fix::new(
             "ipip-disabled",
-            "FelixConfiguration",
-            "felixconfigurations",
+            (g, Kind::FelixConfiguration),
             "default",
             json!({"spec": {"ipipEnabled": false}}),
         ));
@@ -71,8 +82,7 @@ pub fn plan(f: &ClusterFacts, backend: Backend) -> Vec<Fix> {
         };
         fixes.push(Fix::new(
             "ipip-disabled",
-            "IPPool",
-            "ippools",
+            (g, Kind::IpPool),
             &pool.name,
             json!({ "spec": spec }),
         ));
@@ -80,8 +90,7 @@ pub fn plan(f: &ClusterFacts, backend: Backend) -> Vec<Fix> {
     if f.calico_version.is_some() && f.strict_affinity != Some(true) {
         let mut fix = Fix::new(
             "strict-affinity",
-            "IPAMConfig",
-            "ipamconfigs",
+            (g, Kind::IpamConfig),
             "default",
             json!({"spec": {"strictAffinity": true}}),
         );
@@ -94,7 +103,7 @@ pub fn plan(f: &ClusterFacts, backend: Backend) -> Vec<Fix> {
 /// Applies the fixes in order; stops at the first that the server refuses.
 pub fn apply(c: &Cluster, fixes: &[Fix]) -> Result<(), ClusterError> {
     for fix in fixes {
-        let ar = calico(fix.kind, fix.plural);
+        let ar = fix.group.resource(fix.resource);
         let api: Api<DynamicObject> = Api::all_with(c.client.clone(), &ar);
         let what = format!("{}/{}", fix.plural, fix.name);
         let patched = c.call_opt(

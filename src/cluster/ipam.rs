@@ -13,7 +13,7 @@ use kube::api::DynamicObject;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::facts::{IpPool, calico};
+use super::facts::IpPool;
 use super::{Cluster, ClusterError};
 
 /// The addresses of every Windows node's block that pods cannot have.
@@ -57,8 +57,10 @@ pub struct BlockUse {
 
 /// The blocks affine to `node` (`spec.affinity: host:<node>`), listed a page at a time.
 pub fn node_blocks(c: &Cluster, node: &str) -> Result<Vec<BlockUse>, ClusterError> {
-    let api: Api<DynamicObject> =
-        Api::all_with(c.client.clone(), &calico("IPAMBlock", "ipamblocks"));
+    let api: Api<DynamicObject> = Api::all_with(
+        c.client.clone(),
+        &c.calico_resource(super::calico_api::Kind::IpamBlock)?,
+    );
     let affinity = format!("host:{node}");
     let mut out = Vec::new();
     c.for_each_page(&api, "ipamblocks", |items| {

@@ -1,6 +1,7 @@
 //! The cluster: a kube client built from the admin kubeconfig, with every call bounded in time
 //! and every error naming the server and, for 401/403/404, what to do.
 
+pub mod calico_api;
 pub mod credentials;
 pub mod drain;
 pub mod etcd;
@@ -272,6 +273,9 @@ pub struct Cluster {
     /// The CA certificates the admin kubeconfig trusts, as PEM (`None` when it has none).
     pub ca_pem: Option<String>,
     rt: tokio::runtime::Runtime,
+    /// The API group Calico's resources are served in, discovered once
+    /// (`calico_api::Group`, `Cluster::calico_group`).
+    calico_group: std::sync::OnceLock<calico_api::Group>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -669,6 +673,7 @@ impl Cluster {
             server,
             ca_pem,
             rt,
+            calico_group: std::sync::OnceLock::new(),
         })
     }
 

@@ -222,6 +222,23 @@ pub fn installer(etcd: bool) -> Vec<Right> {
     out
 }
 
+/// The same rights with Calico's resources in the group the cluster serves them in
+/// (`calico_api::Group`): written for `crd.projectcalico.org`, moved to `projectcalico.org`
+/// (with `ipamconfigurations` for `ipamconfigs`) where the cluster serves v3.
+pub fn in_group(rights: &[Right], g: super::calico_api::Group) -> Vec<Right> {
+    rights
+        .iter()
+        .map(|r| match r.group {
+            CALICO => Right {
+                group: g.group(),
+                resource: g.plural_of_v1(r.resource),
+                ..*r
+            },
+            _ => *r,
+        })
+        .collect()
+}
+
 /// What the fleet's jobs call (`fleet plan`: the Plan's `reconfigure --drain=external`, the
 /// DaemonSet's `reconfigure --drain`, its readiness `status` and `service keep-token`): the
 /// installer's reads, the node's annotations and the drain, and calico-node's token (only

@@ -101,7 +101,11 @@ pub(crate) fn with_cluster(
 }
 
 /// The cluster checks: evaluated, skipped (with why), or failed with the reason and its hint.
-pub(crate) fn cluster_checks(cluster: &ClusterRead, loaded: &Loaded) -> Vec<Check> {
+pub(crate) fn cluster_checks(
+    cluster: &ClusterRead,
+    loaded: &Loaded,
+    release: Option<&str>,
+) -> Vec<Check> {
     match cluster {
         ClusterRead::Skipped(why) => checks::cluster::all(Verdict::Skip, why, None),
         ClusterRead::Failed(e) => {
@@ -114,6 +118,7 @@ pub(crate) fn cluster_checks(cluster: &ClusterRead, loaded: &Loaded) -> Vec<Chec
                     .shown
                     .get("vxlan.vni")
                     .is_some_and(|s| !matches!(s.source, Source::Default | Source::Cluster)),
+                release,
             };
             checks::cluster::evaluate(f, &loaded.config, &asked)
         }

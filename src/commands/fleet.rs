@@ -15,8 +15,9 @@ use std::collections::BTreeMap;
 pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let fleet = fleet(args, ctx)?;
     dns_label("--calico-namespace", &args.calico_namespace)?;
+    let group = calico_api(ctx, args.calico_api)?;
     let mut docs = crate::cluster::rights::manifests(
-        crate::cluster::rights::FLEET,
+        &crate::cluster::rights::in_group(crate::cluster::rights::FLEET, group),
         &args.service_account,
         &args.namespace,
         &args.calico_namespace,
@@ -52,6 +53,7 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
             crate::cluster::rights::FLEET.to_vec(),
         ),
     };
+    let rights = crate::cluster::rights::in_group(&rights, calico_api(ctx, args.calico_api)?);
     let name = args.name.as_deref().unwrap_or(name);
     let namespace = args.namespace.as_deref().unwrap_or(namespace);
     for (flag, value) in [
@@ -68,6 +70,29 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
     }
     print_manifests(ctx, &docs, args.out_file.as_deref())
+}
+
+/// The group of Calico's resources the roles name: the one asked for, else the cluster's
+/// when an admin kubeconfig reaches it, else `crd.projectcalico.org` (said).
+fn calico_api(
+    ctx: &mut Context,
+    asked: crate::cli::CalicoApi,
+) -> anyhow::Result<crate::cluster::calico_api::Group> {
+    use crate::cli::CalicoApi;
+    use crate::cluster::calico_api::Group;
+    Ok(match asked {
+        CalicoApi::V1 => Group::V1,
+        CalicoApi::V3 => Group::V3,
+        CalicoApi::Auto => match ctx.connect_cluster()? {
+            Some(c) => c.calico_group()?,
+            None => {
+                ctx.printer.note(
+                    "no admin kubeconfig: the roles name Calico's resources in crd.projectcalico.org (--calico-api v3 for a cluster that serves projectcalico.org/v3 as CRDs)",
+                );
+                Group::V1
+            }
+        },
+    })
 }
 
 /// Manifests as YAML for `kubectl apply -f -` (or into `out_file`), and as one JSON document

@@ -46,7 +46,7 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
         &cluster,
         &loaded.config,
     ));
-    results.extend(cluster_checks(&cluster, &loaded));
+    results.extend(cluster_checks(&cluster, &loaded, None));
     let calico = match &cluster {
         ClusterRead::Read(_, f) => f.calico_version.clone(),
         _ => None,

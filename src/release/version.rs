@@ -145,6 +145,13 @@ impl CalicoVersion {
         }
     }
 
+    /// Whether this release reads Calico's resources from `projectcalico.org/v3` CRDs where
+    /// the cluster serves no `crd.projectcalico.org`: libcalico-go's discovery of the group
+    /// (`libcalico-go/lib/backend/k8s/discovery.go`) is in v3.32.0 and not in v3.31.7.
+    pub fn reads_v3_crds(&self) -> bool {
+        self.at_least(3, 32)
+    }
+
     fn at_least(&self, major: u32, minor: u32) -> bool {
         (self.major, self.minor) >= (major, minor)
     }

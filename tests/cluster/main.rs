@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod calico_v3;
 mod cluster_preflight;
 mod fetch_etcd;
 mod fetch_kubeconfig;

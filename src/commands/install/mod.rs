@@ -436,7 +436,7 @@ fn run_checks(
         cluster,
         &loaded.config,
     ));
-    results.extend(cluster_checks(cluster, loaded));
+    results.extend(cluster_checks(cluster, loaded, version));
     results.push(checks::host::known_issues(
         &snapshot,
         &loaded.config,

@@ -20,6 +20,9 @@ use std::sync::{Arc, Mutex};
 pub struct State {
     /// Objects by path, like `/api/v1/namespaces/calico-system`.
     pub objects: BTreeMap<String, Value>,
+    /// Calico's resources served as `projectcalico.org/v3` CRDs, with no
+    /// `crd.projectcalico.org` group (`FakeApi::serve_calico_v3`).
+    pub calico_v3: bool,
     /// `(verb, resource)` pairs the identity may not do: requests get 403, access reviews
     /// `allowed: false`. A subresource is named `serviceaccounts/token`.
     pub forbidden: Vec<(String, String)>,
@@ -183,6 +186,7 @@ impl FakeApi {
         let token = "fake-admin-token-0123456789".to_owned();
         let state = Arc::new(Mutex::new(State {
             objects: BTreeMap::new(),
+            calico_v3: false,
             forbidden: Vec::new(),
             requests: Vec::new(),
             tokens: BTreeSet::from([token.clone()]),
@@ -314,6 +318,31 @@ impl FakeApi {
     pub fn rotate_signing_key(&self) {
         let mut st = self.lock();
         st.tokens.retain(|t| t.starts_with("fake-admin-token-"));
+    }
+
+    /// Serves Calico's resources as a cluster installed with v3 CRDs does: every
+    /// `crd.projectcalico.org/v1` object moved to `projectcalico.org/v3` (IPAMConfig becoming
+    /// IPAMConfiguration, `ipamconfigurations`), and no `crd.projectcalico.org` group.
+    pub fn serve_calico_v3(&self) {
+        let mut st = self.lock();
+        let v1 = "/apis/crd.projectcalico.org/v1/";
+        let moved: Vec<(String, Value)> = st
+            .objects
+            .iter()
+            .filter(|(k, _)| k.starts_with(v1))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for (path, mut object) in moved {
+            st.objects.remove(&path);
+            let rest = path[v1.len()..].replacen("ipamconfigs/", "ipamconfigurations/", 1);
+            object["apiVersion"] = json!("projectcalico.org/v3");
+            if object["kind"] == "IPAMConfig" {
+                object["kind"] = json!("IPAMConfiguration");
+            }
+            st.objects
+                .insert(format!("/apis/projectcalico.org/v3/{rest}"), object);
+        }
+        st.calico_v3 = true;
     }
 
     /// Stores an object at its API path.

@@ -120,6 +120,29 @@ static RESOURCES: &[Resource] = &[
         "Installation",
         false,
     ),
+    // Calico's own API served as CRDs (the release that introduced it: projectcalico/calico
+    // api/config/crd/projectcalico.org_*.yaml, every one cluster-scoped), instead of the
+    // crd.projectcalico.org ones when `State::calico_v3` is set.
+    r("projectcalico.org/v3", "ippools", "IPPool", false),
+    r(
+        "projectcalico.org/v3",
+        "ipamconfigurations",
+        "IPAMConfiguration",
+        false,
+    ),
+    r("projectcalico.org/v3", "ipamblocks", "IPAMBlock", false),
+    r(
+        "projectcalico.org/v3",
+        "felixconfigurations",
+        "FelixConfiguration",
+        false,
+    ),
+    r(
+        "projectcalico.org/v3",
+        "clusterinformations",
+        "ClusterInformation",
+        false,
+    ),
     r("rbac.authorization.k8s.io/v1", "roles", "Role", true),
     r(
         "rbac.authorization.k8s.io/v1",
@@ -257,9 +280,22 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
         );
     }
     let who = super::rbac::identity(&claims);
+    // One of Calico's two groups is served: crd.projectcalico.org, or projectcalico.org/v3
+    // alone (`calico_v3`), as a cluster installed with v3 CRDs serves it.
+    let hidden = if st.calico_v3 {
+        "crd.projectcalico.org"
+    } else {
+        "projectcalico.org"
+    };
+    if path.starts_with(&format!("/apis/{hidden}/")) || path == format!("/apis/{hidden}") {
+        return not_found_resource();
+    }
     if method == "GET"
-        && let Some(doc) = discovery(&path)
+        && let Some(mut doc) = discovery(&path)
     {
+        if let Some(groups) = doc["groups"].as_array_mut() {
+            groups.retain(|g| g["name"] != hidden);
+        }
         return respond(StatusCode::OK, &doc);
     }
     let Some(target) = parse_target(&path) else {

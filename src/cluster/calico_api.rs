@@ -1,0 +1,149 @@
+//! Which API group serves Calico's resources: `crd.projectcalico.org/v1` (the CRDs Calico has
+//! always installed) or, on clusters installed from the release that introduced it,
+//! `projectcalico.org/v3` served as CRDs with no `crd.projectcalico.org` at all (tigera/docs
+//! `calico/release-notes/index.mdx`; Kubernetes 1.32 or later).
+//!
+//! The choice is libcalico-go's (projectcalico/calico v3.32.1
+//! `libcalico-go/lib/backend/k8s/discovery.go` `UsingV3CRDs`): v3 when the server offers the
+//! group `projectcalico.org` and not `crd.projectcalico.org`; with both, the v3 group is
+//! Calico's aggregated API server in front of the v1 CRDs, which are then read directly.
+
+use super::{Cluster, ClusterError};
+use kube::api::{ApiResource, GroupVersionKind};
+
+pub const V1_GROUP: &str = "crd.projectcalico.org";
+pub const V3_GROUP: &str = "projectcalico.org";
+
+/// The API group Calico's resources are read through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Group {
+    #[serde(rename = "crd.projectcalico.org/v1")]
+    V1,
+    #[serde(rename = "projectcalico.org/v3")]
+    V3,
+}
+
+/// The Calico resources calicoctl-win reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    IpPool,
+    IpamConfig,
+    IpamBlock,
+    FelixConfiguration,
+    ClusterInformation,
+}
+
+impl Group {
+    /// libcalico-go's rule, from the names of the server's API groups.
+    pub fn choose<'a>(groups: impl IntoIterator<Item = &'a str>) -> Self {
+        let (mut v3, mut v1) = (false, false);
+        for g in groups {
+            v3 |= g == V3_GROUP;
+            v1 |= g == V1_GROUP;
+        }
+        if v3 && !v1 { Self::V3 } else { Self::V1 }
+    }
+
+    pub fn group(self) -> &'static str {
+        match self {
+            Self::V1 => V1_GROUP,
+            Self::V3 => V3_GROUP,
+        }
+    }
+
+    pub fn version(self) -> &'static str {
+        match self {
+            Self::V1 => "v1",
+            Self::V3 => "v3",
+        }
+    }
+
+    /// `group/version`, as `apiVersion` says it.
+    pub fn api_version(self) -> String {
+        format!("{}/{}", self.group(), self.version())
+    }
+
+    /// A resource's kind and plural in this group. IPAM's configuration is `IPAMConfig`
+    /// (`ipamconfigs`) in v1 and `IPAMConfiguration` (`ipamconfigurations`) in v3
+    /// (`api/config/crd/projectcalico.org_ipamconfigurations.yaml`); the rest are the same.
+    pub fn names(self, kind: Kind) -> (&'static str, &'static str) {
+        match (kind, self) {
+            (Kind::IpPool, _) => ("IPPool", "ippools"),
+            (Kind::IpamConfig, Self::V1) => ("IPAMConfig", "ipamconfigs"),
+            (Kind::IpamConfig, Self::V3) => ("IPAMConfiguration", "ipamconfigurations"),
+            (Kind::IpamBlock, _) => ("IPAMBlock", "ipamblocks"),
+            (Kind::FelixConfiguration, _) => ("FelixConfiguration", "felixconfigurations"),
+            (Kind::ClusterInformation, _) => ("ClusterInformation", "clusterinformations"),
+        }
+    }
+
+    pub fn plural(self, kind: Kind) -> &'static str {
+        self.names(kind).1
+    }
+
+    pub fn resource(self, kind: Kind) -> ApiResource {
+        let (k, plural) = self.names(kind);
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(self.group(), self.version(), k),
+            plural,
+        )
+    }
+
+    /// A v1 resource's plural in this group (the rights are written for v1).
+    pub fn plural_of_v1(self, v1_plural: &'static str) -> &'static str {
+        match (self, v1_plural) {
+            (Self::V3, "ipamconfigs") => "ipamconfigurations",
+            _ => v1_plural,
+        }
+    }
+}
+
+/// The group the server offers Calico's resources in (its `/apis` discovery).
+pub fn discover(c: &Cluster) -> Result<Group, ClusterError> {
+    let groups = c.call("list", "API groups", c.client.list_api_groups())?;
+    Ok(Group::choose(groups.groups.iter().map(|g| g.name.as_str())))
+}
+
+impl Cluster {
+    /// The group Calico's resources are read through, discovered at the first ask.
+    pub fn calico_group(&self) -> Result<Group, ClusterError> {
+        if let Some(g) = self.calico_group.get() {
+            return Ok(*g);
+        }
+        let g = discover(self)?;
+        Ok(*self.calico_group.get_or_init(|| g))
+    }
+
+    /// A Calico resource in that group.
+    pub fn calico_resource(&self, kind: Kind) -> Result<ApiResource, ClusterError> {
+        Ok(self.calico_group()?.resource(kind))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// discovery.go: "If v3 is present but v1 is not ... use the projectcalico.org/v3 API
+    /// group. If both are present ... use crd.projectcalico.org/v1 directly."
+    #[test]
+    fn v3_only_where_the_server_offers_v3_without_v1() {
+        assert_eq!(Group::choose(["apps", V3_GROUP]), Group::V3);
+        assert_eq!(Group::choose([V1_GROUP, V3_GROUP]), Group::V1);
+        assert_eq!(Group::choose([V1_GROUP]), Group::V1);
+        assert_eq!(Group::choose(["apps"]), Group::V1);
+        assert_eq!(
+            Group::V3.resource(Kind::IpamConfig).plural,
+            "ipamconfigurations"
+        );
+        assert_eq!(
+            Group::V3.resource(Kind::IpamConfig).kind,
+            "IPAMConfiguration"
+        );
+        assert_eq!(Group::V1.resource(Kind::IpamConfig).plural, "ipamconfigs");
+        assert_eq!(
+            Group::V3.resource(Kind::IpPool).api_version,
+            "projectcalico.org/v3"
+        );
+    }
+}
