@@ -78,7 +78,8 @@ pub const EVENT_SOURCE_KEY: &str =
 /// request, failed; a failure CalicoNode records for the waits (a warning: the service runs
 /// on); a failed token renewal (a warning: the token is still valid); an HNS restart
 /// CalicoNode answered; a change of the node's address CalicoNode followed; a refused token
-/// replaced by the fleet's renewer of last resort (`service keep-token`).
+/// replaced by the fleet's renewer of last resort (`service keep-token`); Calico's components
+/// restarted because the API group under them changed.
 pub const EVENT_STARTED: u32 = 1;
 pub const EVENT_STOPPED: u32 = 2;
 pub const EVENT_FAILED: u32 = 3;
@@ -87,8 +88,9 @@ pub const EVENT_RENEWAL_FAILED: u32 = 5;
 pub const EVENT_HNS_RESTARTED: u32 = 6;
 pub const EVENT_ADDRESS_CHANGED: u32 = 7;
 pub const EVENT_TOKEN_REPLACED: u32 = 8;
+pub const EVENT_API_GROUP_CHANGED: u32 = 9;
 /// Every event id above, each once.
-pub const EVENT_IDS: [u32; 8] = [
+pub const EVENT_IDS: [u32; 9] = [
     EVENT_STARTED,
     EVENT_STOPPED,
     EVENT_FAILED,
@@ -97,6 +99,7 @@ pub const EVENT_IDS: [u32; 8] = [
     EVENT_HNS_RESTARTED,
     EVENT_ADDRESS_CHANGED,
     EVENT_TOKEN_REPLACED,
+    EVENT_API_GROUP_CHANGED,
 ];
 
 // HNS.

@@ -198,49 +198,110 @@ fn with_schema(v: &serde_json::Value) -> serde_json::Value {
     }
 }
 
-/// Download progress on stderr: a bar on a terminal, otherwise a line every few seconds (so a
-/// provisioning log shows that the download advances without filling up).
+/// Download progress on stderr: a bar on a terminal, redrawn in place at most ten times a
+/// second and cleared at the end; otherwise a line every few seconds (so a provisioning log
+/// shows that the download advances without filling up).
 pub struct DownloadProgress {
-    bar: Option<indicatif::ProgressBar>,
+    terminal: bool,
     quiet: bool,
     total: Option<u64>,
+    /// Where this run's download began (a resumed one counts its speed from there), and when.
+    from: u64,
+    started: std::time::Instant,
     last: std::time::Instant,
     every: std::time::Duration,
+    /// The width of the bar line last drawn, to clear it.
+    drawn: usize,
 }
+
+/// How often the bar is redrawn at most.
+const BAR_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl DownloadProgress {
     /// `terminal`: stderr is a terminal; `quiet`: print nothing (JSON output to a script still
     /// gets the lines on stderr, so only tests turn this on).
     pub fn new(terminal: bool, quiet: bool) -> Self {
-        let bar = (terminal && !quiet).then(indicatif::ProgressBar::hidden);
+        let now = std::time::Instant::now();
         Self {
-            bar,
+            terminal: terminal && !quiet,
             quiet,
             total: None,
-            last: std::time::Instant::now(),
+            from: 0,
+            started: now,
+            last: now,
             every: std::time::Duration::from_secs(5),
+            drawn: 0,
         }
     }
 
     fn mb(n: u64) -> String {
         format!("{:.1} MB", n as f64 / 1_048_576.0)
     }
+
+    fn draw(&mut self, done: u64) {
+        use std::io::Write as _;
+        let line = bar_line(
+            done,
+            self.total,
+            done.saturating_sub(self.from),
+            self.started.elapsed(),
+        );
+        let pad = self.drawn.saturating_sub(line.len());
+        let mut err = std::io::stderr().lock();
+        // A terminal that went away leaves nothing to draw on.
+        let _ = write!(err, "\r{line}{}", " ".repeat(pad));
+        let _ = err.flush();
+        self.drawn = line.len();
+    }
+}
+
+/// The bar's line: `downloading [=====>     ] 12.3 MB/45.8 MB 5.1 MB/s eta 6s`, without the
+/// bar, the total and the time left when the size is unknown.
+pub fn bar_line(
+    done: u64,
+    total: Option<u64>,
+    this_run: u64,
+    elapsed: std::time::Duration,
+) -> String {
+    const WIDTH: u64 = 30;
+    let secs = elapsed.as_secs_f64();
+    let rate = if secs > 0.0 {
+        this_run as f64 / secs
+    } else {
+        0.0
+    };
+    let speed = format!("{}/s", DownloadProgress::mb(rate as u64));
+    match total.filter(|t| *t > 0) {
+        Some(t) => {
+            let filled = (done.min(t) * WIDTH / t) as usize;
+            let mut bar = "=".repeat(filled);
+            if filled < WIDTH as usize {
+                bar.push('>');
+                bar.push_str(&" ".repeat(WIDTH as usize - filled - 1));
+            }
+            let eta = if rate > 0.0 {
+                format!("{}s", (t.saturating_sub(done) as f64 / rate).ceil() as u64)
+            } else {
+                "?".into()
+            };
+            format!(
+                "downloading [{bar}] {}/{} {speed} eta {eta}",
+                DownloadProgress::mb(done),
+                DownloadProgress::mb(t)
+            )
+        }
+        None => format!("downloading {} {speed}", DownloadProgress::mb(done)),
+    }
 }
 
 impl crate::release::Progress for DownloadProgress {
     fn begin(&mut self, what: &str, total: Option<u64>, done: u64) {
         self.total = total;
-        self.last = std::time::Instant::now();
-        if let Some(bar) = &self.bar {
-            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-            bar.set_length(total.unwrap_or(0));
-            bar.set_position(done);
-            if let Ok(style) = indicatif::ProgressStyle::with_template(
-                "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
-            ) {
-                bar.set_style(style.progress_chars("=> "));
-            }
-            bar.set_message("downloading");
+        self.from = done;
+        self.started = std::time::Instant::now();
+        self.last = self.started;
+        if self.terminal {
+            self.draw(done);
         } else if !self.quiet {
             let resumed = if done > 0 {
                 format!(", resuming at {}", Self::mb(done))
@@ -252,8 +313,11 @@ impl crate::release::Progress for DownloadProgress {
     }
 
     fn advance(&mut self, done: u64) {
-        if let Some(bar) = &self.bar {
-            bar.set_position(done);
+        if self.terminal {
+            if self.last.elapsed() >= BAR_EVERY {
+                self.last = std::time::Instant::now();
+                self.draw(done);
+            }
         } else if !self.quiet && self.last.elapsed() >= self.every {
             self.last = std::time::Instant::now();
             match self.total.filter(|t| *t > 0) {
@@ -269,8 +333,34 @@ impl crate::release::Progress for DownloadProgress {
     }
 
     fn end(&mut self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
+        if self.terminal && self.drawn > 0 {
+            eprint!("\r{}\r", " ".repeat(self.drawn));
+            self.drawn = 0;
         }
+    }
+}
+
+#[cfg(test)]
+mod bar_tests {
+    use super::bar_line;
+    use std::time::Duration;
+
+    #[test]
+    fn the_bar_says_how_far_how_fast_and_how_long() {
+        let mb = 1_048_576;
+        let line = bar_line(15 * mb, Some(30 * mb), 15 * mb, Duration::from_secs(3));
+        assert_eq!(
+            line,
+            "downloading [===============>              ] 15.0 MB/30.0 MB 5.0 MB/s eta 3s"
+        );
+        let full = bar_line(30 * mb, Some(30 * mb), 30 * mb, Duration::from_secs(6));
+        assert!(full.contains(&format!("[{}]", "=".repeat(30))), "{full}");
+        // A resumed download's speed counts only what this run fetched.
+        let resumed = bar_line(20 * mb, Some(30 * mb), 2 * mb, Duration::from_secs(1));
+        assert!(resumed.contains("2.0 MB/s eta 5s"), "{resumed}");
+        assert_eq!(
+            bar_line(mb, None, mb, Duration::ZERO),
+            "downloading 1.0 MB 0.0 MB/s"
+        );
     }
 }

@@ -11,6 +11,7 @@ use crate::installed::health;
 pub const IDS: &[&str] = &[
     "calico-version",
     "calico-api",
+    "datastore-migration",
     "operator-windows",
     "ipip-disabled",
     "strict-affinity",
@@ -37,6 +38,7 @@ pub fn evaluate(f: &ClusterFacts, c: &Config, asked: &Asked<'_>) -> Vec<Check> {
     vec![
         calico_version(f),
         calico_api(f, asked.release.or(f.calico_version.as_deref())),
+        datastore_migration(f),
         operator_windows(f),
         ipip(f),
         strict_affinity(f),
@@ -80,6 +82,33 @@ fn calico_api(f: &ClusterFacts, release: Option<&str>) -> Check {
             format!("{served}; the release is unknown, and Calico before v3.32.0 cannot read them"),
             "install Calico v3.32.0 or later on the node",
         ),
+    }
+}
+
+/// `datastore-migration`: a migration of Calico's datastore to the v3 CRDs, or a datastore
+/// locked otherwise, is said as under way (a warning), not as a failure: Calico's components
+/// pause and keep the data plane meanwhile (`calico_api::Migration::sentence`).
+fn datastore_migration(f: &ClusterFacts) -> Check {
+    const ID: &str = "datastore-migration";
+    let wait = "wait for it to reach Complete ('kubectl get datastoremigration -w'); this node joins meanwhile and its components start once the datastore is unlocked";
+    match (&f.datastore_migration, f.datastore_ready) {
+        (Some(m), _) if m.under_way() => Check::warn(ID, m.sentence(), wait),
+        (_, Some(false)) => Check::warn(
+            ID,
+            "the datastore is locked (ClusterInformation datastoreReady: false): Calico's components pause until it is unlocked",
+            wait,
+        ),
+        (Some(m), _) => Check::pass(ID, m.sentence()),
+        (None, _) => match &f.datastore_migration_unreadable {
+            Some(why) => Check::warn(
+                ID,
+                format!(
+                    "cannot read the cluster's DatastoreMigrations ({why}): a migration under way would not be seen"
+                ),
+                "give the identity list on datastoremigrations.migration.projectcalico.org (calicoctl-win fleet rbac writes it)",
+            ),
+            None => Check::pass(ID, "no datastore migration under way"),
+        },
     }
 }
 

@@ -98,10 +98,117 @@ impl Group {
     }
 }
 
-/// The group the server offers Calico's resources in (its `/apis` discovery).
+/// The group the server offers Calico's resources in (its `/apis` discovery). Where it offers
+/// both, a `DatastoreMigration` that has converged moves Calico's components to v3 (tigera/docs
+/// `calico/operations/crd-migration.mdx`: at `Converged` the operator sets
+/// `CALICO_API_GROUP=projectcalico.org/v3` on every component), and so does calicoctl-win.
 pub fn discover(c: &Cluster) -> Result<Group, ClusterError> {
     let groups = c.call("list", "API groups", c.client.list_api_groups())?;
-    Ok(Group::choose(groups.groups.iter().map(|g| g.name.as_str())))
+    let names: Vec<&str> = groups.groups.iter().map(|g| g.name.as_str()).collect();
+    let both = names.contains(&V1_GROUP) && names.contains(&V3_GROUP);
+    Ok(match Group::choose(names) {
+        Group::V1
+            if both
+                && read_migration(c)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|m| m.switched()) =>
+        {
+            Group::V3
+        }
+        g => g,
+    })
+}
+
+/// Where Calico's datastore migration is kept (kube-controllers
+/// `pkg/controllers/migration/crd/migration.projectcalico.org_datastoremigrations.yaml`:
+/// cluster-scoped; `v1beta1` in v3.32, `v1` from v3.33).
+pub const MIGRATION_GROUP: &str = "migration.projectcalico.org";
+
+/// A `DatastoreMigration` and the phase its status says (`Pending`, `Migrating`,
+/// `WaitingForConflictResolution`, `Converged`, `Complete`, `Failed`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Migration {
+    pub name: String,
+    pub phase: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl Migration {
+    /// Whether the components read v3 from now on (`Converged` and `Complete`).
+    pub fn switched(&self) -> bool {
+        matches!(self.phase.as_str(), "Converged" | "Complete")
+    }
+
+    /// Whether it is still under way (every phase before `Complete`).
+    pub fn under_way(&self) -> bool {
+        self.phase != "Complete"
+    }
+
+    /// The one sentence preflight and status say of it (what each phase means: tigera/docs
+    /// `calico/operations/crd-migration.mdx`).
+    pub fn sentence(&self) -> String {
+        let what = match self.phase.as_str() {
+            "Pending" | "" => "its prerequisites are being checked",
+            "Migrating" => {
+                "the datastore is locked while resources are copied to the v3 CRDs: Calico's components pause and keep the data plane as it is, existing pods keep their connectivity, new pods and policy changes wait"
+            }
+            "WaitingForConflictResolution" => {
+                "it waits for conflicting v3 resources to be resolved (kubectl get datastoremigration -o yaml lists them)"
+            }
+            "Converged" => {
+                "the resources are in the v3 CRDs and the datastore is unlocked: components switch to projectcalico.org/v3 ('calicoctl-win reconfigure' sets CALICO_API_GROUP on this node's services)"
+            }
+            "Complete" => "every component reads projectcalico.org/v3",
+            "Failed" => "it failed: deleting the DatastoreMigration rolls it back",
+            _ => "its phase is not one calicoctl-win knows",
+        };
+        format!(
+            "Calico's datastore migration {} is {}: {what}",
+            self.name,
+            if self.phase.is_empty() {
+                "Pending"
+            } else {
+                &self.phase
+            }
+        )
+    }
+}
+
+/// The cluster's `DatastoreMigration`, if one exists (`v1`, else `v1beta1`); none where the
+/// group is not served.
+pub fn read_migration(c: &Cluster) -> Result<Option<Migration>, ClusterError> {
+    for version in ["v1", "v1beta1"] {
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(MIGRATION_GROUP, version, "DatastoreMigration"),
+            "datastoremigrations",
+        );
+        let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(c.client.clone(), &ar);
+        let Some(list) = c.call_opt(
+            "list",
+            "datastoremigrations",
+            api.list(&kube::api::ListParams::default()),
+        )?
+        else {
+            continue;
+        };
+        return Ok(list.items.first().map(|m| {
+            let status = m.data.get("status");
+            let text = |k: &str| {
+                status
+                    .and_then(|s| s.get(k))
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_owned)
+            };
+            Migration {
+                name: m.metadata.name.clone().unwrap_or_default(),
+                phase: text("phase").unwrap_or_default(),
+                message: text("message"),
+            }
+        }));
+    }
+    Ok(None)
 }
 
 impl Cluster {

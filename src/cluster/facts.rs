@@ -110,6 +110,14 @@ pub struct ClusterFacts {
     pub calico_version: Option<String>,
     /// The API group Calico's resources are served in (`cluster::calico_api`).
     pub calico_api: Group,
+    /// ClusterInformation's `datastoreReady`: `false` while the datastore is locked (a
+    /// datastore migration copying resources).
+    pub datastore_ready: Option<bool>,
+    /// The cluster's `DatastoreMigration`, if any.
+    pub datastore_migration: Option<super::calico_api::Migration>,
+    /// Why the DatastoreMigrations could not be read, when they could not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub datastore_migration_unreadable: Option<String>,
     /// The operator's Installation `default`, the parts that decide where and how it runs
     /// Calico on Windows; `None` without one.
     pub installation: Option<super::operator::Installation>,
@@ -205,6 +213,7 @@ pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, C
         .and_then(|i| spec(i, "calicoVersion"))
         .and_then(Value::as_str)
         .map(str::to_owned);
+    let migration = super::calico_api::read_migration(c);
     let ip_pools = ip_pools(c)?;
     let strict_affinity = calico_default(c, Kind::IpamConfig)?
         .and_then(|o| spec(&o, "strictAffinity").and_then(Value::as_bool));
@@ -235,6 +244,12 @@ pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, C
         server: c.server.clone(),
         installation: super::operator::read(c)?,
         calico_api: c.calico_group()?,
+        datastore_ready: info
+            .as_ref()
+            .and_then(|i| spec(i, "datastoreReady"))
+            .and_then(Value::as_bool),
+        datastore_migration: migration.as_ref().ok().cloned().flatten(),
+        datastore_migration_unreadable: migration.err().map(|e| e.to_string()),
         service_cidrs: service_cidrs(c)?,
         dns_ip: dns_ip(c)?,
         namespace,

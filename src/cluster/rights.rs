@@ -139,6 +139,14 @@ pub const INSTALLER: &[Right] = &[
     ),
     r(
         Scope::Cluster,
+        super::calico_api::MIGRATION_GROUP,
+        "datastoremigrations",
+        &["list"],
+        &[],
+        "a migration of Calico's datastore under way",
+    ),
+    r(
+        Scope::Cluster,
         CALICO,
         "ipamblocks",
         &["list"],
@@ -254,12 +262,13 @@ pub const FLEET: &[Right] = &[
     INSTALLER[7],  // felixconfigurations
     INSTALLER[8],  // ipamconfigs
     INSTALLER[9],  // ippools
-    INSTALLER[10], // ipamblocks
-    INSTALLER[11], // servicecidrs
-    INSTALLER[12], // installations
-    INSTALLER[13], // kube-dns
-    INSTALLER[14], // calico-config
-    INSTALLER[15], // serviceaccounts/token, calico-node's only: the node's renewer of last resort
+    INSTALLER[10], // datastoremigrations
+    INSTALLER[11], // ipamblocks
+    INSTALLER[12], // servicecidrs
+    INSTALLER[13], // installations
+    INSTALLER[14], // kube-dns
+    INSTALLER[15], // calico-config
+    INSTALLER[16], // serviceaccounts/token, calico-node's only: the node's renewer of last resort
 ];
 
 /// What the admission policy needs of the cluster, said where it is written.

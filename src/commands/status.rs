@@ -61,6 +61,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let kube_proxy = kube_proxy(h, config, &mut r);
     let access = dir_access(h, config, &mut r);
     let admins = admin_kubeconfigs(ctx, h, &cluster, &mut r);
+    let migration = datastore_migration(&cluster, &mut r);
 
     let problems = r.problems();
     let healthy = problems.is_empty();
@@ -86,6 +87,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
         "dir_access": access,
         "admin_kubeconfigs": admins,
         "under_way": under_way,
+        "calico_api": migration,
         "healthy": healthy,
         "problems": problems,
         "findings": r.findings,
@@ -95,6 +97,35 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     } else {
         Err(Degraded(problems).into())
     }
+}
+
+/// The group Calico's resources are read through, and a datastore migration under way (said
+/// as its phase, not as a problem: Calico's components pause and keep the data plane, by the
+/// sentence preflight's `datastore-migration` says); a migration that cannot be read, said.
+fn datastore_migration(cluster: &ClusterRead, r: &mut Report) -> serde_json::Value {
+    let ClusterRead::Read(_, f) = cluster else {
+        return serde_json::Value::Null;
+    };
+    if let Some(m) = &f.datastore_migration {
+        r.text.push(m.sentence());
+    } else if f.datastore_ready == Some(false) {
+        r.text.push(
+            "The datastore is locked (ClusterInformation datastoreReady: false): Calico's components pause until it is unlocked".into(),
+        );
+    }
+    if let Some(why) = &f.datastore_migration_unreadable {
+        r.text.push(format!(
+            "cannot read the cluster's DatastoreMigrations: {why}"
+        ));
+    }
+    json!({
+        "group": f.calico_api,
+        "datastore_ready": f.datastore_ready,
+        "migration": f.datastore_migration,
+        "migration_under_way": f.datastore_migration.as_ref().is_some_and(|m| m.under_way())
+            || f.datastore_ready == Some(false),
+        "migration_unreadable": f.datastore_migration_unreadable,
+    })
 }
 
 /// Where kubeconfigs are left on a node: the node-join scripts' `C:\k\config`, the file

@@ -47,6 +47,8 @@ pub struct Reporter {
     internal_ip: Option<std::net::Ipv4Addr>,
     /// The last look's read of the Node was refused (401): calico-node's token is refused.
     refused: bool,
+    /// The group Calico's resources are served in, as the last look discovered it.
+    calico_group: Option<crate::cluster::calico_api::Group>,
 }
 
 impl Reporter {
@@ -75,12 +77,18 @@ impl Reporter {
             next: Instant::now(),
             internal_ip: None,
             refused: false,
+            calico_group: None,
         })
     }
 
     /// Whether the last look's read of the Node with calico-node's token was refused (401).
     pub fn refused(&self) -> bool {
         self.refused
+    }
+
+    /// The group Calico's resources are served in, as the last look discovered it.
+    pub fn calico_group(&self) -> Option<crate::cluster::calico_api::Group> {
+        self.calico_group
     }
 
     /// The Node's InternalIP as the last look read it.
@@ -109,6 +117,8 @@ impl Reporter {
             }
         };
         let look = reasons(host, Some(&cluster), &self.node, &self.root);
+        // libcalico-go's rule, with calico-node's credential (`supervise::api_group`).
+        self.calico_group = crate::cluster::calico_api::discover(&cluster).ok();
         if look.internal_ip.is_some() {
             self.internal_ip = look.internal_ip;
         }

@@ -73,6 +73,7 @@ fn watch_kubelet(
     let mut hns = super::hns_watch::HnsWatch::default();
     let mut condition = super::condition::Reporter::prepare(env, &s.install_root);
     let mut addresses = AddressWatch::default();
+    let mut groups = super::api_group::GroupWatch::new(env);
     loop {
         hns.check(host, s, log);
         let internal = condition.as_ref().and_then(|c| c.internal_ip());
@@ -120,6 +121,10 @@ fn watch_kubelet(
             {
                 r.refused_elsewhere(log);
                 r.keep(host, log);
+            }
+            if let Some(change) = c.calico_group().and_then(|g| groups.changed(g)) {
+                super::api_group::restart_components(host, change, s.service_stop_wait(), log);
+                startup(host, s, env, program, None, stop, log)?;
             }
         }
         if stop.wait(wait) {

@@ -67,7 +67,7 @@ fn a_v3_only_cluster_is_read_and_fixed_through_projectcalico_org_v3() {
         .requests()
         .into_iter()
         .map(|(_, p)| p)
-        .filter(|p| p.contains("projectcalico.org"))
+        .filter(|p| p.contains("projectcalico.org") && !p.contains("/migration.projectcalico.org/"))
         .collect();
     assert!(!calico.is_empty());
     assert!(
@@ -111,7 +111,7 @@ fn fleet_rbac_names_the_group_the_cluster_serves() {
             .flat_map(|m| m["rules"].as_array().cloned().unwrap_or_default())
             .flat_map(|r| r["apiGroups"].as_array().cloned().unwrap_or_default())
             .filter_map(|g| g.as_str().map(str::to_owned))
-            .filter(|g| g.contains("projectcalico"))
+            .filter(|g| g.contains("projectcalico") && !g.starts_with("migration."))
             .collect();
         g.sort();
         g.dedup();
@@ -131,4 +131,54 @@ fn fleet_rbac_names_the_group_the_cluster_serves() {
     let (code, doc, _) = run(&api, &["fleet", "rbac", "--calico-api", "v1"]);
     assert_eq!(code, 0);
     assert_eq!(groups(&doc), ["crd.projectcalico.org"]);
+}
+
+/// A migration under way is said, not failed: preflight passes with a warning, its sentence
+/// names the phase; once converged, the v3 group is read although both are served; once the
+/// v1 CRDs are gone, discovery alone gives v3.
+#[test]
+fn a_datastore_migration_is_under_way_not_a_failure() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let mut info = api.get(CLUSTER_INFO).expect("info");
+    info["spec"]["calicoVersion"] = json!("v3.32.1");
+    api.put(CLUSTER_INFO, info);
+    api.datastore_migration("Migrating");
+    let (code, doc, err) = run(&api, &["preflight"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    let c = verdict(&doc, "datastore-migration");
+    assert_eq!(c["verdict"], "warn", "{c}");
+    assert!(
+        c["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("v1-to-v3 is Migrating")),
+        "{c}"
+    );
+    // Both groups served, not converged: libcalico-go's rule reads v1.
+    assert_eq!(
+        doc["cluster"]["calico_api"], "crd.projectcalico.org/v1",
+        "{doc}"
+    );
+
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let mut info = api.get(CLUSTER_INFO).expect("info");
+    info["spec"]["calicoVersion"] = json!("v3.32.1");
+    api.put(CLUSTER_INFO, info);
+    api.datastore_migration("Converged");
+    let (code, doc, err) = run(&api, &["preflight"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(
+        doc["cluster"]["calico_api"], "projectcalico.org/v3",
+        "{doc}"
+    );
+    assert_eq!(verdict(&doc, "datastore-migration")["verdict"], "warn");
+    api.finish_datastore_migration();
+    let (code, doc, err) = run(&api, &["preflight"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(
+        doc["cluster"]["calico_api"], "projectcalico.org/v3",
+        "{doc}"
+    );
+    assert_eq!(verdict(&doc, "datastore-migration")["verdict"], "pass");
 }

@@ -23,6 +23,9 @@ pub struct State {
     /// Calico's resources served as `projectcalico.org/v3` CRDs, with no
     /// `crd.projectcalico.org` group (`FakeApi::serve_calico_v3`).
     pub calico_v3: bool,
+    /// With `calico_v3`, the `crd.projectcalico.org` CRDs still served beside (a datastore
+    /// migration before its clean-up deletes them).
+    pub calico_v1_kept: bool,
     /// `(verb, resource)` pairs the identity may not do: requests get 403, access reviews
     /// `allowed: false`. A subresource is named `serviceaccounts/token`.
     pub forbidden: Vec<(String, String)>,
@@ -187,6 +190,7 @@ impl FakeApi {
         let state = Arc::new(Mutex::new(State {
             objects: BTreeMap::new(),
             calico_v3: false,
+            calico_v1_kept: false,
             forbidden: Vec::new(),
             requests: Vec::new(),
             tokens: BTreeSet::from([token.clone()]),
@@ -343,6 +347,52 @@ impl FakeApi {
                 .insert(format!("/apis/projectcalico.org/v3/{rest}"), object);
         }
         st.calico_v3 = true;
+    }
+
+    /// A datastore migration as kube-controllers' migration controller leaves the cluster in
+    /// `phase` (tigera/docs `calico/operations/crd-migration.mdx`): the v3 CRDs served beside
+    /// the v1 ones (the aggregated APIService deleted), the `DatastoreMigration` `v1-to-v3`,
+    /// and while `Migrating` the datastore locked (ClusterInformation `datastoreReady: false`).
+    pub fn datastore_migration(&self, phase: &str) {
+        let mut st = self.lock();
+        st.calico_v3 = true;
+        st.calico_v1_kept = true;
+        let v1 = "/apis/crd.projectcalico.org/v1/";
+        let copies: Vec<(String, Value)> = st
+            .objects
+            .iter()
+            .filter(|(k, _)| k.starts_with(v1))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for (path, mut object) in copies {
+            let rest = path[v1.len()..].replacen("ipamconfigs/", "ipamconfigurations/", 1);
+            object["apiVersion"] = json!("projectcalico.org/v3");
+            if object["kind"] == "IPAMConfig" {
+                object["kind"] = json!("IPAMConfiguration");
+            }
+            if object["kind"] == "ClusterInformation" {
+                object["spec"]["datastoreReady"] = json!(phase != "Migrating");
+            }
+            st.objects
+                .insert(format!("/apis/projectcalico.org/v3/{rest}"), object);
+        }
+        st.objects.insert(
+            "/apis/migration.projectcalico.org/v1/datastoremigrations/v1-to-v3".into(),
+            json!({"apiVersion": "migration.projectcalico.org/v1", "kind": "DatastoreMigration",
+                "metadata": {"name": "v1-to-v3"}, "spec": {"type": "APIServerToCRDs"},
+                "status": {"phase": phase}}),
+        );
+    }
+
+    /// The migration's clean-up: the DatastoreMigration deleted, its finalizer deleting the
+    /// `crd.projectcalico.org` CRDs and their objects.
+    pub fn finish_datastore_migration(&self) {
+        let mut st = self.lock();
+        st.objects.retain(|k, _| {
+            !k.starts_with("/apis/crd.projectcalico.org/")
+                && !k.starts_with("/apis/migration.projectcalico.org/")
+        });
+        st.calico_v1_kept = false;
     }
 
     /// Stores an object at its API path.

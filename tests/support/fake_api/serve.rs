@@ -143,6 +143,14 @@ static RESOURCES: &[Resource] = &[
         "ClusterInformation",
         false,
     ),
+    // kube-controllers' migration CRD (v3.33: migration.projectcalico.org/v1,
+    // cluster-scoped).
+    r(
+        "migration.projectcalico.org/v1",
+        "datastoremigrations",
+        "DatastoreMigration",
+        false,
+    ),
     r("rbac.authorization.k8s.io/v1", "roles", "Role", true),
     r(
         "rbac.authorization.k8s.io/v1",
@@ -282,12 +290,14 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
     let who = super::rbac::identity(&claims);
     // One of Calico's two groups is served: crd.projectcalico.org, or projectcalico.org/v3
     // alone (`calico_v3`), as a cluster installed with v3 CRDs serves it.
-    let hidden = if st.calico_v3 {
-        "crd.projectcalico.org"
-    } else {
-        "projectcalico.org"
+    let hidden = match (st.calico_v3, st.calico_v1_kept) {
+        (true, true) => "",
+        (true, false) => "crd.projectcalico.org",
+        (false, _) => "projectcalico.org",
     };
-    if path.starts_with(&format!("/apis/{hidden}/")) || path == format!("/apis/{hidden}") {
+    if !hidden.is_empty()
+        && (path.starts_with(&format!("/apis/{hidden}/")) || path == format!("/apis/{hidden}"))
+    {
         return not_found_resource();
     }
     if method == "GET"

@@ -1,0 +1,105 @@
+//! Calico's API group under the running components. libcalico-go picks the group once, at a
+//! component's start (projectcalico/calico v3.32.1 `libcalico-go/lib/backend/k8s/discovery.go`
+//! `UsingV3CRDs`, unless `CALICO_API_GROUP` pins it), so when a datastore migration's clean-up
+//! deletes the `crd.projectcalico.org` CRDs the components keep reading a group that is gone.
+//! CalicoNode discovers the group with calico-node's credential at each look of its condition
+//! (a GET of `/apis`, which any authenticated identity may make) and, when it changed since
+//! the components started, restarts them once: CalicoFelix and CalicoConfd, and calico-node's
+//! start-up again.
+
+use super::log::Log;
+use crate::cluster::calico_api::Group;
+use crate::host::Host;
+use std::collections::BTreeMap;
+
+/// The environment variable that pins the group (libcalico-go `apiconfig`
+/// `CalicoAPIGroup`, read from `CALICO_API_GROUP`).
+pub const PIN: &str = "CALICO_API_GROUP";
+
+/// The group the components run with, and what a new look changes.
+#[derive(Debug, Default)]
+pub struct GroupWatch {
+    /// The environment pins the group: the components never rediscover it.
+    pinned: bool,
+    running: Option<Group>,
+}
+
+impl GroupWatch {
+    pub fn new(env: &BTreeMap<String, String>) -> Self {
+        Self {
+            pinned: env.get(PIN).is_some_and(|v| !v.is_empty()),
+            running: None,
+        }
+    }
+
+    /// The group discovered now: `Some((from, to))` when the components started with another
+    /// (the first look only records it). A pinned group is never followed.
+    pub fn changed(&mut self, now: Group) -> Option<(Group, Group)> {
+        if self.pinned {
+            return None;
+        }
+        match self.running.replace(now) {
+            Some(was) if was != now => Some((was, now)),
+            _ => None,
+        }
+    }
+}
+
+/// Restarts the registered Calico services that read Calico's resources (CalicoFelix,
+/// CalicoConfd), said in the log and the event log; the names restarted.
+pub fn restart_components(
+    host: &dyn Host,
+    (from, to): (Group, Group),
+    wait: std::time::Duration,
+    log: &Log,
+) -> Vec<String> {
+    use crate::layout::Role;
+    let what = format!(
+        "Calico's API group changed from {} to {}: restarting Calico's components so that they read it",
+        from.api_version(),
+        to.api_version()
+    );
+    log.warn(&what);
+    if let Err(e) = host.report_event(
+        crate::layout::EVENT_SOURCE,
+        crate::host::EventLevel::Warning,
+        crate::layout::EVENT_API_GROUP_CHANGED,
+        &format!("CalicoNode: {what}"),
+    ) {
+        log.warn(&format!("cannot write to the Application event log: {e}"));
+    }
+    let mut restarted = Vec::new();
+    for role in [Role::Felix, Role::Confd] {
+        let name = role.service_name();
+        if !matches!(host.service_query(name), Ok(Some(_))) {
+            continue;
+        }
+        match super::hns_watch::restart(host, name, wait) {
+            Ok(()) => {
+                log.info(&format!("restarted {name}"));
+                restarted.push(name.to_owned());
+            }
+            Err(e) => log.warn(&format!("cannot restart {name}: {e}")),
+        }
+    }
+    restarted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_look_records_a_change_restarts_once_a_pin_never() {
+        let mut w = GroupWatch::new(&BTreeMap::new());
+        assert_eq!(w.changed(Group::V1), None);
+        assert_eq!(w.changed(Group::V1), None);
+        assert_eq!(w.changed(Group::V3), Some((Group::V1, Group::V3)));
+        assert_eq!(w.changed(Group::V3), None);
+        let pinned: BTreeMap<String, String> =
+            [(PIN.to_owned(), "projectcalico.org/v3".to_owned())].into();
+        let mut w = GroupWatch::new(&pinned);
+        assert_eq!(w.changed(Group::V1), None);
+        assert_eq!(w.changed(Group::V3), None);
+    }
+}
