@@ -214,6 +214,33 @@ pub fn label_of(n: &Node) -> Option<&str> {
         .map(String::as_str)
 }
 
+/// The node annotation that says `migrate from-operator` cordoned the node, so that the run
+/// that finishes it (after an install that failed) uncordons it.
+pub const CORDONED_ANNOTATION: &str = "calicoctl-win/migrate-cordoned";
+
+/// Whether `migrate` cordoned the node (its annotation).
+pub fn cordoned_by_migrate(c: &Cluster, node: &str) -> Result<bool, ClusterError> {
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node))?;
+    Ok(n.metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(CORDONED_ANNOTATION)))
+}
+
+/// Sets (or removes) that annotation.
+pub fn mark_cordoned(c: &Cluster, node: &str, on: bool) -> Result<(), ClusterError> {
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let value = on.then_some("true");
+    let patch = json!({"metadata": {"annotations": {CORDONED_ANNOTATION: value}}});
+    c.call(
+        "patch",
+        "nodes",
+        nodes.patch(node, &PatchParams::default(), &Patch::Merge(&patch)),
+    )?;
+    Ok(())
+}
+
 /// The node's label now.
 pub fn node_label(c: &Cluster, node: &str) -> Result<Option<String>, ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());

@@ -262,7 +262,6 @@ pub const FLEET: &[Right] = &[
     INSTALLER[7],  // felixconfigurations
     INSTALLER[8],  // ipamconfigs
     INSTALLER[9],  // ippools
-    INSTALLER[10], // datastoremigrations
     INSTALLER[11], // ipamblocks
     INSTALLER[12], // servicecidrs
     INSTALLER[13], // installations
@@ -431,7 +430,7 @@ mod tests {
         assert_eq!(tokens.len(), 1);
         assert_eq!(tokens[0].names, ["calico-node"]);
         assert_eq!(tokens[0].verbs, ["create"]);
-        assert_eq!(FLEET.len(), INSTALLER.len() - 3);
+        assert_eq!(FLEET.len(), INSTALLER.len() - 4);
     }
 
     #[test]

@@ -200,13 +200,21 @@ fn to_operator_plan(
 }
 
 pub fn from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let (read, cordoned) = take_from_operator(args, ctx)?;
+    let (read, uncordon) = take_from_operator(args, ctx)?;
     // Install takes the host lock again: the one above went with its change.
-    super::install::run(&args.install, ctx)?;
+    let node = read.node.as_str();
+    super::install::run(&args.install, ctx).with_context(|| {
+        format!(
+            "node {node} is out of the operator's DaemonSet (label {}={}) and its pods keep their networks, but calicoctl-win's install did not finish: fix what it says and run 'calicoctl-win migrate from-operator' again (it goes on from here), or give the node back to the operator with 'kubectl label node {node} {}-'{}",
+            operator::LABEL,
+            operator::LABEL_VALUE,
+            operator::LABEL,
+            if uncordon { " and 'kubectl uncordon NODE'" } else { "" }.replace("NODE", node)
+        )
+    })?;
     if ctx.options.dry_run {
         return Ok(());
     }
-    let node = read.node.as_str();
     ctx.printer.text(
         &apply::Action::ClearNetworkUnavailable {
             node: node.to_owned(),
@@ -214,9 +222,10 @@ pub fn from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Resul
         .describe(),
     );
     operator::clear_network_unavailable(&read.cluster, node)?;
-    if !cordoned {
+    if uncordon {
         ctx.printer.text(&format!("uncordon node {node}"));
         crate::cluster::drain::set_cordoned(&read.cluster, node, false)?;
+        operator::mark_cordoned(&read.cluster, node, false)?;
     }
     ctx.printer.text(&format!(
         "Node {node} runs Calico from calicoctl-win's services now; the operator's DaemonSet keeps off it."
@@ -225,8 +234,8 @@ pub fn from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Resul
 }
 
 /// `from-operator` before install: refused or planned, then shown (a dry run) or run under
-/// the host lock, which goes with the change; what was read and whether the node was cordoned
-/// before.
+/// the host lock, which goes with the change; what was read and whether to uncordon the node
+/// at the end (this run cordoned it, or an earlier one did and said so on the node).
 fn take_from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Result<(Read, bool)> {
     let host = ctx.open_host_to_change("migrate")?;
     let host = host.as_ref();
@@ -242,6 +251,7 @@ fn take_from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Resu
         .flatten();
     let loaded = ctx.load_config()?;
     let cordoned = read.cordoned()?;
+    let uncordon = !cordoned || operator::cordoned_by_migrate(&read.cluster, &read.node)?;
     let inst = read.installation();
     let actions = migrate::from_operator_before(
         host,
@@ -264,7 +274,10 @@ fn take_from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Resu
     if ctx.options.dry_run {
         change.show(ctx, &actions);
         ctx.printer.text("then install, as planned below:");
-        return Ok((read, cordoned));
+        return Ok((read, uncordon));
+    }
+    if !cordoned {
+        operator::mark_cordoned(&read.cluster, &read.node, true)?;
     }
     let opts = Options::for_change(
         FROM,
@@ -278,5 +291,5 @@ fn take_from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Resu
         anyhow::Error::new(failed.error)
             .context("migrate from-operator stopped before install; running it again continues")
     })?;
-    Ok((read, cordoned))
+    Ok((read, uncordon))
 }

@@ -177,7 +177,7 @@ fn every_profile_gets_the_right_verdicts() {
         let (code, verdicts, doc) = preflight(profile, &[]);
         assert_eq!(failed(&verdicts), *fails, "{profile}: {doc}");
         assert_eq!(code, if fails.is_empty() { 0 } else { 3 }, "{profile}");
-        assert_eq!(verdicts.len(), 28, "{profile}");
+        assert_eq!(verdicts.len(), 30, "{profile}");
         assert_eq!(doc["host"]["kind"]["profile"], *profile);
         assert_eq!(doc["blocking"].as_array().map(Vec::len), Some(fails.len()));
     }

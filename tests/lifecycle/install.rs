@@ -2347,13 +2347,17 @@ fn uninstall_without_the_config_finds_the_install_root_install_recorded() {
     assert!(!state.contains("CalicoNode"), "a service is left: {state}");
 }
 
-/// An install renders the CNI config its release's own template gives: `cniVersion` 1.0.0 for
+/// On a cluster without an operator Installation, an install renders the CNI config its
+/// release's own template gives: `cniVersion` 1.0.0 for
 /// v3.31.7 (projectcalico/calico e345d10438), 0.3.1 for v3.31.6; status finds no drift after.
 #[test]
 fn an_install_renders_its_releases_cni_version() {
     for (release, cni) in [("3.31.6", "0.3.1"), ("3.31.7", "1.0.0")] {
         let api = FakeApi::start();
         api.healthy_calico();
+        // A manifest install: with an operator's Installation, its specVersion decides
+        // (tests/lifecycle/migrate.rs).
+        api.remove("/apis/operator.tigera.io/v1/installations/default");
         let node = Node::new(&api);
         let zip = release_zip(node.dir.path(), release, "calico-node.exe");
         let zip = zip.display().to_string();
@@ -2487,6 +2491,7 @@ fn a_junction_on_the_way_to_the_install_root_is_refused() {
 fn the_zips_own_template_gives_the_cni_version() {
     let api = FakeApi::start();
     api.healthy_calico();
+    api.remove("/apis/operator.tigera.io/v1/installations/default");
     let node = Node::new(&api);
     let mut entries = crate::support::release::entries_of("calico-node.exe", Some("3.31.6"));
     for (name, data) in &mut entries {

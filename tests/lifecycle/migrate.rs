@@ -257,3 +257,50 @@ fn the_cni_spec_version_is_the_operators() {
         assert_eq!(doc["drift"], serde_json::json!([]), "{doc}");
     }
 }
+
+/// An install that fails after the node left the operator loses nothing: the pods keep their
+/// endpoints, the error says how to go on or back, and running the migration again finishes it.
+#[test]
+fn a_failed_install_from_the_operator_is_finished_by_a_rerun() {
+    let node = installed_with_pods();
+    let before = endpoints(&node);
+    let operator = FakeOperator::start(node.api().state.clone(), "win-1", node.sim());
+    let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "30s"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    let missing = node.sim().join("no-such-release.zip").display().to_string();
+    let (code, doc, err) = node.run(&[
+        "migrate",
+        "from-operator",
+        "--pod-timeout",
+        "30s",
+        "--release-zip",
+        &missing,
+    ]);
+    assert_ne!(code, 0, "{doc}");
+    assert!(
+        err.contains("run 'calicoctl-win migrate from-operator' again"),
+        "{err}"
+    );
+    assert!(
+        err.contains("kubectl label node win-1 calicoctl-win/runs-calico-"),
+        "{err}"
+    );
+    assert_eq!(endpoints(&node), before);
+    assert!(node.api().get(&format!("{POD_PREFIX}win-1")).is_none());
+
+    let zip = node.zip().display().to_string();
+    let (code, doc, err) = node.run(&[
+        "migrate",
+        "from-operator",
+        "--pod-timeout",
+        "30s",
+        "--release-zip",
+        &zip,
+    ]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(endpoints(&node), before);
+    assert!(services(&node).iter().any(|s| s == "caliconode"), "{err}");
+    let n = node.api().get("/api/v1/nodes/win-1").expect("node");
+    assert_eq!(n["spec"]["unschedulable"], Value::Null, "{n}");
+    drop(operator);
+}
