@@ -195,12 +195,17 @@ pub fn patch_installation(c: &Cluster, patch: &Value) -> Result<(), ClusterError
 
 /// Sets the label on a node (`None`: removes it).
 pub fn set_label(c: &Cluster, node: &str, value: Option<&str>) -> Result<(), ClusterError> {
+    merge_node(c, node, &json!({"metadata": {"labels": {LABEL: value}}}))
+}
+
+/// A JSON merge patch of the Node (`cluster::node::patch` is that module's, which reads this
+/// one's facts).
+fn merge_node(c: &Cluster, node: &str, patch: &Value) -> Result<(), ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
-    let patch = json!({"metadata": {"labels": {LABEL: value}}});
     c.call(
         "patch",
         "nodes",
-        nodes.patch(node, &PatchParams::default(), &Patch::Merge(&patch)),
+        nodes.patch(node, &PatchParams::default(), &Patch::Merge(patch)),
     )?;
     Ok(())
 }
@@ -230,15 +235,12 @@ pub fn cordoned_by_migrate(c: &Cluster, node: &str) -> Result<bool, ClusterError
 
 /// Sets (or removes) that annotation.
 pub fn mark_cordoned(c: &Cluster, node: &str, on: bool) -> Result<(), ClusterError> {
-    let nodes: Api<Node> = Api::all(c.client.clone());
     let value = on.then_some("true");
-    let patch = json!({"metadata": {"annotations": {CORDONED_ANNOTATION: value}}});
-    c.call(
-        "patch",
-        "nodes",
-        nodes.patch(node, &PatchParams::default(), &Patch::Merge(&patch)),
-    )?;
-    Ok(())
+    merge_node(
+        c,
+        node,
+        &json!({"metadata": {"annotations": {CORDONED_ANNOTATION: value}}}),
+    )
 }
 
 /// The node's label now.

@@ -43,6 +43,18 @@ fn services(node: &Node) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `migrate from-operator` with the release zip `zip`.
+fn from_operator(node: &Node, zip: &str) -> (i32, Value, String) {
+    node.run(&[
+        "migrate",
+        "from-operator",
+        "--pod-timeout",
+        "30s",
+        "--release-zip",
+        zip,
+    ])
+}
+
 fn installed_with_pods() -> Node {
     let node = Node::healthy().release("3.30.2", "calico-node.exe").build();
     let (code, doc, err) = node.install_local(&[]);
@@ -107,15 +119,7 @@ fn to_the_operator_and_back_keeps_every_endpoint() {
     fs_err::create_dir_all(&net_d).expect("net.d");
     fs_err::write(net_d.join("10-calico.conflist"), "{}").expect("conflist");
     fs_err::write(net_d.join("calico-kubeconfig"), "token").expect("kubeconfig");
-    let zip = node.zip().display().to_string();
-    let (code, doc, err) = node.run(&[
-        "migrate",
-        "from-operator",
-        "--pod-timeout",
-        "30s",
-        "--release-zip",
-        &zip,
-    ]);
+    let (code, doc, err) = from_operator(&node, &node.zip().display().to_string());
     assert_eq!(code, 0, "{err} {doc}");
     assert_eq!(endpoints(&node), before, "{err}");
     assert_eq!(network_names(&node), ["Calico", "External"]);
@@ -268,14 +272,7 @@ fn a_failed_install_from_the_operator_is_finished_by_a_rerun() {
     let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "30s"]);
     assert_eq!(code, 0, "{err} {doc}");
     let missing = node.sim().join("no-such-release.zip").display().to_string();
-    let (code, doc, err) = node.run(&[
-        "migrate",
-        "from-operator",
-        "--pod-timeout",
-        "30s",
-        "--release-zip",
-        &missing,
-    ]);
+    let (code, doc, err) = from_operator(&node, &missing);
     assert_ne!(code, 0, "{doc}");
     assert!(
         err.contains("run 'calicoctl-win migrate from-operator' again"),
@@ -288,15 +285,7 @@ fn a_failed_install_from_the_operator_is_finished_by_a_rerun() {
     assert_eq!(endpoints(&node), before);
     assert!(node.api().get(&format!("{POD_PREFIX}win-1")).is_none());
 
-    let zip = node.zip().display().to_string();
-    let (code, doc, err) = node.run(&[
-        "migrate",
-        "from-operator",
-        "--pod-timeout",
-        "30s",
-        "--release-zip",
-        &zip,
-    ]);
+    let (code, doc, err) = from_operator(&node, &node.zip().display().to_string());
     assert_eq!(code, 0, "{err} {doc}");
     assert_eq!(endpoints(&node), before);
     assert!(services(&node).iter().any(|s| s == "caliconode"), "{err}");

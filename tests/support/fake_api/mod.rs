@@ -329,23 +329,7 @@ impl FakeApi {
     /// IPAMConfiguration, `ipamconfigurations`), and no `crd.projectcalico.org` group.
     pub fn serve_calico_v3(&self) {
         let mut st = self.lock();
-        let v1 = "/apis/crd.projectcalico.org/v1/";
-        let moved: Vec<(String, Value)> = st
-            .objects
-            .iter()
-            .filter(|(k, _)| k.starts_with(v1))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        for (path, mut object) in moved {
-            st.objects.remove(&path);
-            let rest = path[v1.len()..].replacen("ipamconfigs/", "ipamconfigurations/", 1);
-            object["apiVersion"] = json!("projectcalico.org/v3");
-            if object["kind"] == "IPAMConfig" {
-                object["kind"] = json!("IPAMConfiguration");
-            }
-            st.objects
-                .insert(format!("/apis/projectcalico.org/v3/{rest}"), object);
-        }
+        copy_calico_to_v3(&mut st, false, None);
         st.calico_v3 = true;
     }
 
@@ -355,27 +339,9 @@ impl FakeApi {
     /// and while `Migrating` the datastore locked (ClusterInformation `datastoreReady: false`).
     pub fn datastore_migration(&self, phase: &str) {
         let mut st = self.lock();
+        copy_calico_to_v3(&mut st, true, Some(phase != "Migrating"));
         st.calico_v3 = true;
         st.calico_v1_kept = true;
-        let v1 = "/apis/crd.projectcalico.org/v1/";
-        let copies: Vec<(String, Value)> = st
-            .objects
-            .iter()
-            .filter(|(k, _)| k.starts_with(v1))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        for (path, mut object) in copies {
-            let rest = path[v1.len()..].replacen("ipamconfigs/", "ipamconfigurations/", 1);
-            object["apiVersion"] = json!("projectcalico.org/v3");
-            if object["kind"] == "IPAMConfig" {
-                object["kind"] = json!("IPAMConfiguration");
-            }
-            if object["kind"] == "ClusterInformation" {
-                object["spec"]["datastoreReady"] = json!(phase != "Migrating");
-            }
-            st.objects
-                .insert(format!("/apis/projectcalico.org/v3/{rest}"), object);
-        }
         st.objects.insert(
             "/apis/migration.projectcalico.org/v1/datastoremigrations/v1-to-v3".into(),
             json!({"apiVersion": "migration.projectcalico.org/v1", "kind": "DatastoreMigration",
@@ -680,4 +646,32 @@ pub fn rbac_path(o: &Value) -> Option<String> {
         ),
         _ => return None,
     })
+}
+
+/// Every `crd.projectcalico.org/v1` object as its `projectcalico.org/v3` twin (IPAMConfig
+/// becoming IPAMConfiguration), the v1 one kept or not, ClusterInformation's `datastoreReady`
+/// set when `ready` says.
+fn copy_calico_to_v3(st: &mut State, keep_v1: bool, ready: Option<bool>) {
+    let v1 = "/apis/crd.projectcalico.org/v1/";
+    let objects: Vec<(String, Value)> = st
+        .objects
+        .iter()
+        .filter(|(k, _)| k.starts_with(v1))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for (path, mut object) in objects {
+        if !keep_v1 {
+            st.objects.remove(&path);
+        }
+        let rest = path[v1.len()..].replacen("ipamconfigs/", "ipamconfigurations/", 1);
+        object["apiVersion"] = json!("projectcalico.org/v3");
+        if object["kind"] == "IPAMConfig" {
+            object["kind"] = json!("IPAMConfiguration");
+        }
+        if let Some(r) = ready.filter(|_| object["kind"] == "ClusterInformation") {
+            object["spec"]["datastoreReady"] = json!(r);
+        }
+        st.objects
+            .insert(format!("/apis/projectcalico.org/v3/{rest}"), object);
+    }
 }
