@@ -4,6 +4,8 @@
 
 #[cfg(test)]
 mod cmdline_tests;
+#[cfg(test)]
+mod culture_tests;
 mod eventlog;
 mod ffi;
 pub(crate) mod files;
