@@ -219,8 +219,8 @@ pub fn label_of(n: &Node) -> Option<&str> {
         .map(String::as_str)
 }
 
-/// The node annotation that says `migrate from-operator` cordoned the node, so that the run
-/// that finishes it (after an install that failed) uncordons it.
+/// The node annotation that says `migrate` cordoned the node, so that the run that finishes
+/// it (after an install that failed, or an operator pod that came late) uncordons it.
 pub const CORDONED_ANNOTATION: &str = "calicoctl-win/migrate-cordoned";
 
 /// Whether `migrate` cordoned the node (its annotation).
@@ -340,7 +340,7 @@ impl crate::error::Diagnose for OperatorError {
                 crate::error::Exit::Timeout,
                 crate::error::Kind::OperatorPodTimeout,
                 format!(
-                    "see 'kubectl -n {NAMESPACE} get pods -o wide --field-selector spec.nodeName={node}' and 'kubectl -n {NAMESPACE} describe ds {DAEMONSET}'; the node stays cordoned until 'kubectl uncordon {node}'"
+                    "see 'kubectl -n {NAMESPACE} get pods -o wide --field-selector spec.nodeName={node}' and 'kubectl -n {NAMESPACE} describe ds {DAEMONSET}'; the node stays cordoned: running the same migrate again waits for the pod and uncordons it, or 'kubectl uncordon {node}'"
                 ),
             ),
         }

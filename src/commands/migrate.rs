@@ -101,7 +101,11 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
     let facts = read.facts(host.service_query("kube-proxy")?.is_some());
     refuse("to-operator", migrate::to_operator_refusals(&facts))?;
     let marker = facts.operator_marker().map_err(anyhow::Error::msg)?;
-    let actions = to_operator_plan(host, &read, &rec, &marker, args, change.journal.as_ref())?;
+    // Whether this migration cordoned the node, said on the node so that the run that
+    // finishes it (after an operator pod that came late) uncordons it too.
+    let cordoned = read.cordoned()?;
+    let uncordon = !cordoned || operator::cordoned_by_migrate(&read.cluster, &read.node)?;
+    let actions = to_operator_plan(host, &read, &rec, &marker, args, (cordoned, uncordon))?;
     ctx.printer.text(&format!(
         "Hand node {} to the operator's {} DaemonSet, keeping its HNS networks ({}) and every endpoint",
         read.node,
@@ -122,6 +126,9 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
         ctx.printer.json(&doc);
         return Ok(());
     }
+    if !cordoned {
+        operator::mark_cordoned(&read.cluster, &read.node, true)?;
+    }
     let opts = Options {
         record: Some(rec.clone()),
         ..Options::for_change(
@@ -140,6 +147,9 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
             "migrate to-operator stopped after {done} step(s); running it again finishes it"
         ))
     })?;
+    if uncordon {
+        operator::mark_cordoned(&read.cluster, &read.node, false)?;
+    }
     if let Some(g) = &rec.renewal {
         warnings.extend(super::uninstall::remove_grant(ctx, g));
     }
@@ -166,7 +176,7 @@ fn to_operator_plan(
     rec: &record::InstallRecord,
     marker: &str,
     args: &MigrateArgs,
-    previous: Option<&crate::apply::journal::Journal>,
+    (cordoned, uncordon): (bool, bool),
 ) -> anyhow::Result<Vec<apply::Action>> {
     let mut label = crate::cluster::node::unlabelled_nodes_of_ours(&read.cluster)?;
     let this_labelled = read
@@ -175,10 +185,14 @@ fn to_operator_plan(
         .get(operator::LABEL)
         .map(String::as_str)
         == Some(operator::LABEL_VALUE);
-    if !this_labelled && !label.contains(&read.node) {
+    // A run that finishes an earlier one (the host handed over, its record gone, its label
+    // off) must not label the node again: that would take the operator's pod off it.
+    let handed_over = record::read(host, &read.root)?.is_none();
+    if handed_over {
+        label.retain(|n| n != &read.node);
+    } else if !this_labelled && !label.contains(&read.node) {
         label.push(read.node.clone());
     }
-    let cordoned = read.cordoned()?;
     let inst = read.installation();
     let mut actions = migrate::to_operator_before(&inst, &label, &read.node, cordoned);
     actions.extend(crate::plan::uninstall::plan(
@@ -190,7 +204,6 @@ fn to_operator_plan(
         },
     )?);
     actions.extend(migrate::marker_for_operator(host, marker)?);
-    let uncordon = !cordoned || crate::plan::reconfigure::cordoned_by(previous, &read.node);
     actions.extend(migrate::to_operator_after(
         &read.node,
         args.pod_timeout,

@@ -293,3 +293,39 @@ fn a_failed_install_from_the_operator_is_finished_by_a_rerun() {
     assert_eq!(n["spec"]["unschedulable"], Value::Null, "{n}");
     drop(operator);
 }
+
+/// The operator's pod that does not come in time: exit 4, the node left cordoned and handed
+/// over; a rerun once it comes waits again and uncordons, without taking the node back from the
+/// operator meanwhile (no label put back).
+#[test]
+fn an_operator_pod_that_is_late_is_waited_for_again() {
+    let node = installed_with_pods();
+    let before = endpoints(&node);
+    let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "1s"]);
+    assert_eq!(code, 4, "{err} {doc}");
+    assert_eq!(doc["error"]["kind"], "operator-pod-timeout", "{doc}");
+    assert!(err.contains("kubectl uncordon win-1"), "{err}");
+    let n = node.api().get("/api/v1/nodes/win-1").expect("node");
+    assert_eq!(n["spec"]["unschedulable"], true, "{n}");
+    assert_eq!(endpoints(&node), before);
+    let journal = node.c_drive("calicoctl-win-migrate.journal.json");
+    assert!(journal.exists(), "the journal a rerun continues");
+
+    let operator = FakeOperator::start(node.api().state.clone(), "win-1", node.sim());
+    let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "30s"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(
+        operator.events().len(),
+        1,
+        "started once, never taken off: {:?}",
+        operator.events()
+    );
+    let n = node.api().get("/api/v1/nodes/win-1").expect("node");
+    assert_eq!(n["spec"]["unschedulable"], Value::Null, "{n}");
+    assert_eq!(
+        n["metadata"]["labels"]["calicoctl-win/runs-calico"],
+        Value::Null,
+        "{n}"
+    );
+    assert_eq!(endpoints(&node), before);
+}
