@@ -329,3 +329,53 @@ fn an_operator_pod_that_is_late_is_waited_for_again() {
     );
     assert_eq!(endpoints(&node), before);
 }
+
+/// The datastore migration's clean-up deletes `crd.projectcalico.org` under a running node:
+/// CalicoNode sees the group change at its next look (a minute after the first, with
+/// calico-node's own credential) and restarts Calico's components once.
+#[cfg(unix)]
+#[test]
+fn calico_node_restarts_the_components_when_the_api_group_changes() {
+    let node = Node::healthy().installed().build();
+    node.api()
+        .set_node_ready("win-1", "True", "kubelet is posting ready status");
+    let condition = || {
+        node.api().get("/api/v1/nodes/win-1").expect("node")["status"]["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["type"] == "CalicoWindowsReady"))
+    };
+    let child = crate::support::console_node(&node.sim());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !condition() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(condition(), "CalicoNode's first look");
+    // Its first look saw crd.projectcalico.org; now only projectcalico.org/v3 is served.
+    node.api().serve_calico_v3();
+    let discoveries = || {
+        node.api()
+            .requests()
+            .iter()
+            .filter(|(m, p)| m == "GET" && p == "/apis")
+            .count()
+    };
+    let seen = discoveries();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while discoveries() == seen && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let log = crate::support::stop_console(child);
+    assert!(
+        log.contains(
+            "Calico's API group changed from crd.projectcalico.org/v1 to projectcalico.org/v3"
+        ),
+        "{log}"
+    );
+    assert!(log.contains("restarted CalicoFelix"), "{log}");
+    assert_eq!(
+        log.matches("Calico's API group changed").count(),
+        1,
+        "{log}"
+    );
+}
