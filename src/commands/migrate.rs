@@ -88,16 +88,7 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
     let host = host.as_ref();
     let read = Read::take(ctx, host)?;
     let mut change = Change::begin(ctx, host, TO, &read.root, read.root.migrate_journal())?;
-    let Some(rec) = record::read(host, &read.root)?
-        .or_else(|| change.journal.as_ref().and_then(|j| j.record.clone()))
-    else {
-        return Err(crate::error::UsageError::new(
-            format!("calicoctl-win has not installed Calico in {}: there is nothing to hand over", read.root),
-            "install with calicoctl-win first, or let the operator's DaemonSet take a node nothing runs Calico on",
-        )
-        .of_kind(crate::error::Kind::NotInstalled)
-        .into());
-    };
+    let rec = installed(host, &read.root, change.journal.as_ref())?;
     let facts = read.facts(host.service_query("kube-proxy")?.is_some());
     refuse("to-operator", migrate::to_operator_refusals(&facts))?;
     let marker = facts.operator_marker().map_err(anyhow::Error::msg)?;
@@ -163,6 +154,24 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
     doc["warnings"] = json!(warnings);
     ctx.printer.json(&doc);
     Ok(())
+}
+
+/// What is handed over: the install record, or the one an interrupted run's journal kept
+/// (its host part removed the record).
+fn installed(
+    host: &dyn Host,
+    root: &InstallRoot,
+    journal: Option<&crate::apply::journal::Journal>,
+) -> anyhow::Result<record::InstallRecord> {
+    match record::read(host, root)?.or_else(|| journal.and_then(|j| j.record.clone())) {
+        Some(rec) => Ok(rec),
+        None => Err(crate::error::UsageError::new(
+            format!("calicoctl-win has not installed Calico in {root}: there is nothing to hand over"),
+            "install with calicoctl-win first, or let the operator's DaemonSet take a node nothing runs Calico on",
+        )
+        .of_kind(crate::error::Kind::NotInstalled)
+        .into()),
+    }
 }
 
 /// The whole of `to-operator`: the operator kept off calicoctl-win's other nodes and switched
