@@ -357,9 +357,21 @@ calicoctl-win-fleet, in --namespace), which the manifests create with the roles 
 jobs call (src/cluster/rights.rs, FLEET): reads of Calico's resources, get and patch nodes, list pods, \
 create pods/eviction; no wildcard, no cluster-admin. The manifests go to standard output as YAML (-o \
 json: one document with a list), or to --out-file. Changes nothing on this machine or in the cluster: \
-apply them with kubectl."
+apply them with kubectl.\n\n\
+--migrate to-operator or from-operator writes a system-upgrade-controller Plan that rolls 'calicoctl-win \
+migrate' instead, one node at a time (--concurrency 1): each Windows node handed to the operator's \
+HostProcess install, or taken back from it, with its pods' HNS endpoints kept and no drain (migrate \
+cordons the node itself). The Plan selects the Windows nodes by kubernetes.io/os (and --node-selector), \
+never by the label migrate moves: system-upgrade-controller deletes a running job whose node stops \
+matching its Plan and starts the next node. A node already moved is done at once; a node migrate \
+refuses, or whose operator pod does not come in time, fails its job and the Plan goes no further. The \
+jobs run as --service-account (default calicoctl-win-migrate) with the installer's roles and the two \
+rules migrate adds (patch the Installation default; list nodes): delete it once the migration is over. \
+Each job may run for --pod-timeout and an hour more (the Plan's jobActiveDeadlineSecs); from-operator \
+installs the release --release-zip (an https:// URL with --sha256, or a path every node has) or \
+--calico-version names, else the cluster's."
     )]
-    Plan(FleetPlanArgs),
+    Plan(Box<FleetPlanArgs>),
     /// Write the installer's ServiceAccount and the narrow roles install, reconfigure, uninstall, status and preflight need
     #[command(
         long_about = "Writes a ServiceAccount (--name, in --namespace) and the roles that allow exactly \
@@ -459,6 +471,15 @@ pub enum Engine {
     Both,
 }
 
+/// Which way `fleet plan --migrate` moves the nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum MigrateDirection {
+    /// from calicoctl-win's services to the operator's HostProcess DaemonSet
+    ToOperator,
+    /// from the operator's DaemonSet to calicoctl-win's services
+    FromOperator,
+}
+
 #[derive(Debug, Args)]
 pub struct FleetPlanArgs {
     /// The image with calicoctl-win.exe at its root, run as a HostProcess container
@@ -467,15 +488,17 @@ pub struct FleetPlanArgs {
     /// Which engine's manifests to write
     #[arg(long, value_enum, default_value = "both")]
     pub engine: Engine,
-    /// The name of the Plan and the DaemonSet
-    #[arg(long, value_name = "NAME", default_value = "calicoctl-win")]
-    pub name: String,
+    /// The name of the Plan and the DaemonSet (default: calicoctl-win; with --migrate,
+    /// calicoctl-win-to-operator or calicoctl-win-from-operator)
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
     /// Their namespace (system-upgrade-controller's own, for the Plan)
     #[arg(long, value_name = "NS", default_value = "system-upgrade")]
     pub namespace: String,
     /// The service account the jobs run as, written with the narrow roles of what they call
-    #[arg(long, value_name = "NAME", default_value = "calicoctl-win-fleet")]
-    pub service_account: String,
+    /// (default: calicoctl-win-fleet; with --migrate, calicoctl-win-migrate)
+    #[arg(long, value_name = "NAME")]
+    pub service_account: Option<String>,
     /// Calico's namespace, where the jobs read calico-config
     #[arg(long, value_name = "NS", default_value = "calico-system")]
     pub calico_namespace: String,
@@ -485,9 +508,9 @@ pub struct FleetPlanArgs {
     /// The Secret that holds the config file
     #[arg(long, value_name = "NAME", default_value = "calicoctl-win-config")]
     pub config_secret: String,
-    /// How many nodes are changed at once
-    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub concurrency: u32,
+    /// How many nodes are changed at once (default 2; a migration moves one at a time)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub concurrency: Option<u32>,
     /// A label the nodes must have besides kubernetes.io/os=windows (repeatable)
     #[arg(long, value_name = "KEY=VALUE")]
     pub node_selector: Vec<String>,
@@ -503,6 +526,24 @@ pub struct FleetPlanArgs {
     /// The Plan's version: the tag of an image named without one (default: this calicoctl-win's)
     #[arg(long, value_name = "VERSION")]
     pub version: Option<String>,
+    /// Roll a migration instead of a reconfigure: a Plan that runs 'migrate to-operator' or
+    /// 'migrate from-operator' on each Windows node, one at a time
+    #[arg(long, value_enum, value_name = "WAY")]
+    pub migrate: Option<MigrateDirection>,
+    /// With --migrate: how long each node waits for its operator pod to come (or to go)
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::duration::parse)]
+    pub pod_timeout: std::time::Duration,
+    /// With --migrate from-operator: the release zip each node installs: an https:// URL, or
+    /// its absolute path where every node has it
+    #[arg(long, value_name = "URL")]
+    pub release_zip: Option<String>,
+    /// With --migrate from-operator and --release-zip: the zip's SHA-256 checksum
+    #[arg(long, value_name = "HEX")]
+    pub sha256: Option<String>,
+    /// With --migrate from-operator: the Calico version each node installs (default: the
+    /// cluster's)
+    #[arg(long, value_name = "X.Y.Z")]
+    pub calico_version: Option<String>,
     /// Write the manifests here instead of standard output
     #[arg(long, value_name = "FILE")]
     pub out_file: Option<PathBuf>,

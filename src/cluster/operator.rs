@@ -347,6 +347,13 @@ impl crate::error::Diagnose for OperatorError {
     }
 }
 
+/// The operator's pod on a node now.
+pub fn pod_on(c: &Cluster, node: &str) -> Result<PodState, ClusterError> {
+    let pods: Api<Pod> = Api::all(c.client.clone());
+    let lp = kube::api::ListParams::default().fields(&format!("spec.nodeName={node}"));
+    Ok(pod_state(&c.call("list", "pods", pods.list(&lp))?.items))
+}
+
 /// Waits until the node's operator pod is as wanted; the error says what it was at the end.
 pub fn wait_pod(
     c: &Cluster,
@@ -363,9 +370,7 @@ pub fn wait_pod(
         std::time::Instant::now() + timeout,
         pauses,
         || {
-            let pods: Api<Pod> = Api::all(c.client.clone());
-            let lp = kube::api::ListParams::default().fields(&format!("spec.nodeName={node}"));
-            let state = pod_state(&c.call("list", "pods", pods.list(&lp))?.items);
+            let state = pod_on(c, node)?;
             let done = match want {
                 Want::Ready => matches!(state, PodState::Ready(_)),
                 Want::Gone => state == PodState::Gone,

@@ -270,6 +270,38 @@ pub const FLEET: &[Right] = &[
     INSTALLER[16], // serviceaccounts/token, calico-node's only: the node's renewer of last resort
 ];
 
+/// What `migrate to-operator` and `migrate from-operator` call besides the installer's
+/// rights (`fleet plan --migrate`'s jobs): the Installation patched (its DaemonSet's affinity,
+/// `windowsDataplane`) and the Windows nodes listed (the ones calicoctl-win installed get the
+/// label that keeps the operator off them).
+pub const MIGRATE_EXTRA: &[Right] = &[
+    r(
+        Scope::Cluster,
+        "operator.tigera.io",
+        "installations",
+        &["patch"],
+        &["default"],
+        "migrate: the operator's DaemonSet affinity and windowsDataplane",
+    ),
+    r(
+        Scope::Cluster,
+        "",
+        "nodes",
+        &["list"],
+        &[],
+        "migrate: the Windows nodes calicoctl-win installed, to label them",
+    ),
+];
+
+/// The migration jobs' rights: the installer's for the kubernetes datastore (the operator's
+/// Windows DaemonSet has `DATASTORE_TYPE: kubernetes` only: tigera/operator release-v1.44
+/// `pkg/render/windows.go`) and `MIGRATE_EXTRA`.
+pub fn migrate() -> Vec<Right> {
+    let mut out = installer(false);
+    out.extend_from_slice(MIGRATE_EXTRA);
+    out
+}
+
 /// What the admission policy needs of the cluster, said where it is written.
 pub const TOKEN_POLICY_NEEDS: &str = "the admission policy calicoctl-win-token-per-node keeps each node's pod to its own node's calico-node token: it needs Kubernetes 1.30 or later (ValidatingAdmissionPolicy; an older server refuses the manifest, and the fleet's account may then ask for calico-node's token for any node), the node claim in pod tokens (on by default from 1.30, GA in 1.32) and tokens bound to Nodes (1.33): before 1.33 the policy refuses the renewer's requests, and a refused token is replaced with 'fetch kubeconfig'";
 
@@ -435,7 +467,7 @@ mod tests {
 
     #[test]
     fn no_rule_has_a_wildcard() {
-        for r in INSTALLER {
+        for r in INSTALLER.iter().chain(MIGRATE_EXTRA) {
             assert!(
                 !r.group.contains('*')
                     && !r.resource.contains('*')

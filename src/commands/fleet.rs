@@ -1,14 +1,14 @@
 //! `fleet plan`: the manifests that let system-upgrade-controller or a DaemonSet roll
 //! calicoctl-win over the Windows nodes, with the config every node gets.
 
-use crate::cli::{Engine, FleetPlanArgs, FleetRbacArgs};
+use crate::cli::{Engine, FleetPlanArgs, FleetRbacArgs, MigrateDirection};
 use crate::cluster::fleet_view::{
     HashVotes, NodeRow, code_counts, node_row, row_problems, short_hash, shown,
 };
 use crate::context::Context;
 use crate::error::UsageError;
 use crate::k8s_name;
-use crate::render::fleet::Fleet;
+use crate::render::fleet::{Fleet, Migration};
 use anyhow::Context as _;
 use std::collections::BTreeMap;
 
@@ -16,25 +16,126 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let fleet = fleet(args, ctx)?;
     dns_label("--calico-namespace", &args.calico_namespace)?;
     let group = calico_api(ctx, args.calico_api)?;
+    let rights = match fleet.migrate {
+        Some(_) => crate::cluster::rights::migrate(),
+        None => crate::cluster::rights::FLEET.to_vec(),
+    };
     let mut docs = crate::cluster::rights::manifests(
-        &crate::cluster::rights::in_group(crate::cluster::rights::FLEET, group),
-        &args.service_account,
+        &crate::cluster::rights::in_group(&rights, group),
+        &fleet.service_account,
         &args.namespace,
         &args.calico_namespace,
     );
-    docs.extend(crate::cluster::rights::token_policy(
-        &args.service_account,
-        &args.namespace,
-    ));
-    ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
+    if let Some(m) = &fleet.migrate {
+        ctx.printer.note(&format!(
+            "the Plan moves one Windows node at a time ({}); its account {} may patch the Installation and install: delete the manifests once every node has moved",
+            m.direction(),
+            fleet.service_account
+        ));
+    } else {
+        docs.extend(crate::cluster::rights::token_policy(
+            &fleet.service_account,
+            &args.namespace,
+        ));
+        ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
+    }
     docs.push(serde_json::to_value(fleet.secret())?);
-    if matches!(args.engine, Engine::SystemUpgradeController | Engine::Both) {
+    if fleet.migrate.is_some()
+        || matches!(args.engine, Engine::SystemUpgradeController | Engine::Both)
+    {
         docs.push(serde_json::to_value(fleet.plan())?);
     }
-    if matches!(args.engine, Engine::Daemonset | Engine::Both) {
+    if fleet.migrate.is_none() && matches!(args.engine, Engine::Daemonset | Engine::Both) {
         docs.push(serde_json::to_value(fleet.daemon_set())?);
     }
     print_manifests(ctx, &docs, args.out_file.as_deref())
+}
+
+/// `--migrate`'s Plan, from its flags: one node at a time, system-upgrade-controller only, the
+/// release flags for `from-operator` only and each one `cmd.exe` passes on as it is.
+fn migration(args: &FleetPlanArgs) -> anyhow::Result<Option<Migration>> {
+    let release = [
+        ("--release-zip", &args.release_zip),
+        ("--sha256", &args.sha256),
+        ("--calico-version", &args.calico_version),
+    ];
+    let Some(direction) = args.migrate else {
+        if let Some((flag, _)) = release.iter().find(|(_, v)| v.is_some()) {
+            return Err(UsageError::new(
+                format!("{flag} is for a migration's install"),
+                "pass it with --migrate from-operator, or leave it out",
+            )
+            .into());
+        }
+        return Ok(None);
+    };
+    if args.engine == Engine::Daemonset {
+        return Err(UsageError::new(
+            "a migration is rolled by system-upgrade-controller's Plan, not a DaemonSet (its pod would stay on a node the operator has taken)",
+            "leave out --engine, or pass --engine system-upgrade-controller",
+        )
+        .into());
+    }
+    if let Some(n) = args.concurrency.filter(|n| *n != 1) {
+        return Err(UsageError::new(
+            format!("--concurrency {n}: a migration moves one node at a time"),
+            "leave out --concurrency (a migration's is 1)",
+        )
+        .into());
+    }
+    let to_operator = direction == MigrateDirection::ToOperator;
+    let mut flags = Vec::new();
+    for (flag, value) in release {
+        let Some(value) = value else { continue };
+        if to_operator {
+            return Err(UsageError::new(
+                format!("{flag} is for from-operator's install; to-operator installs nothing"),
+                format!("leave out {flag}"),
+            )
+            .into());
+        }
+        if !is_command_line_safe(value) {
+            return Err(UsageError::new(
+                format!("{flag} {value:?} has a character cmd.exe would read in the job's command line"),
+                "give a value without spaces, quotes or any of & | < > ^ % ! (host the zip at a URL without them)",
+            )
+            .into());
+        }
+        flags.push(format!("{flag}={value}"));
+    }
+    if let Some(zip) = &args.release_zip
+        && !is_zip_for_every_node(zip)
+    {
+        return Err(UsageError::new(
+            format!("--release-zip {zip:?} is neither an https:// URL nor an absolute path, which every node could read"),
+            "give the zip's https:// URL (with --sha256), or its absolute path where every node has it (C:\\...)",
+        )
+        .into());
+    }
+    Ok(Some(Migration {
+        to_operator,
+        pod_timeout: args.pod_timeout,
+        release: flags,
+    }))
+}
+
+/// Whether every node can read the zip at `zip`: an https:// URL, or an absolute path (a
+/// drive's, `C:\...`, or one from the root).
+fn is_zip_for_every_node(zip: &str) -> bool {
+    let b = zip.as_bytes();
+    zip.starts_with("https://")
+        || zip.starts_with('/')
+        || (b.len() > 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && b[2] == b'\\')
+}
+
+/// Whether `cmd.exe /c` passes a value on as it is: no whitespace, quotes, or its operators
+/// and expansions (`& | < > ^ ( )`, `%`, and `!` under delayed expansion).
+fn is_command_line_safe(value: &str) -> bool {
+    !value.is_empty()
+        && value.len() <= 2048
+        && value
+            .chars()
+            .all(|c| c.is_ascii_graphic() && !"&|<>^%!\"()".contains(c))
 }
 
 /// `fleet rbac`: the installer's ServiceAccount and the roles of every API call install,
@@ -170,10 +271,11 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         )
         .into());
     }
+    let (name, service_account) = names(args);
     for (what, value) in [
-        ("--name", &args.name),
+        ("--name", &name),
         ("--namespace", &args.namespace),
-        ("--service-account", &args.service_account),
+        ("--service-account", &service_account),
         ("--config-secret", &args.config_secret),
     ] {
         dns_label(what, value)?;
@@ -189,20 +291,45 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         )
         .into());
     }
+    let migrate = migration(args)?;
     Ok(Fleet {
-        name: args.name.clone(),
+        name,
         namespace: args.namespace.clone(),
         image: tagged_image(&args.image, &version)?,
         version,
-        service_account: args.service_account.clone(),
+        service_account,
         config_secret: args.config_secret.clone(),
         config,
-        concurrency: args.concurrency,
+        concurrency: args
+            .concurrency
+            .unwrap_or(if migrate.is_some() { 1 } else { 2 }),
         node_selector: node_selector(&args.node_selector)?,
         drain_timeout: args.drain_timeout,
         force: args.force,
         delete_emptydir_data: args.delete_emptydir_data,
+        migrate,
     })
+}
+
+/// The Plan's (and DaemonSet's) name and the jobs' account: as given, else a reconfigure's
+/// or, for a migration, its own (so that applying it replaces neither the reconfigure Plan
+/// nor the fleet account's narrower roles).
+fn names(args: &FleetPlanArgs) -> (String, String) {
+    let (name, service_account) = match args.migrate {
+        None => ("calicoctl-win", "calicoctl-win-fleet"),
+        Some(MigrateDirection::ToOperator) => {
+            ("calicoctl-win-to-operator", "calicoctl-win-migrate")
+        }
+        Some(MigrateDirection::FromOperator) => {
+            ("calicoctl-win-from-operator", "calicoctl-win-migrate")
+        }
+    };
+    (
+        args.name.clone().unwrap_or_else(|| name.to_owned()),
+        args.service_account
+            .clone()
+            .unwrap_or_else(|| service_account.to_owned()),
+    )
 }
 
 /// An image tag, as the distribution reference grammar has it: `[\w][\w.-]{0,127}`.

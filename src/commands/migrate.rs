@@ -88,7 +88,9 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
     let host = host.as_ref();
     let read = Read::take(ctx, host)?;
     let mut change = Change::begin(ctx, host, TO, &read.root, read.root.migrate_journal())?;
-    let rec = installed(host, &read.root, change.journal.as_ref())?;
+    let Some(rec) = installed(host, &read.root, change.journal.as_ref())? else {
+        return already_the_operators(ctx, &read);
+    };
     let facts = read.facts(host.service_query("kube-proxy")?.is_some());
     refuse("to-operator", migrate::to_operator_refusals(&facts))?;
     let marker = facts.operator_marker().map_err(anyhow::Error::msg)?;
@@ -157,21 +159,43 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
 }
 
 /// What is handed over: the install record, or the one an interrupted run's journal kept
-/// (its host part removed the record).
+/// (its host part removed the record); `None` when there is neither.
 fn installed(
     host: &dyn Host,
     root: &InstallRoot,
     journal: Option<&crate::apply::journal::Journal>,
-) -> anyhow::Result<record::InstallRecord> {
-    match record::read(host, root)?.or_else(|| journal.and_then(|j| j.record.clone())) {
-        Some(rec) => Ok(rec),
-        None => Err(crate::error::UsageError::new(
-            format!("calicoctl-win has not installed Calico in {root}: there is nothing to hand over"),
+) -> anyhow::Result<Option<record::InstallRecord>> {
+    Ok(record::read(host, root)?.or_else(|| journal.and_then(|j| j.record.clone())))
+}
+
+/// A node with nothing of calicoctl-win's to hand over: done when the operator's pod runs
+/// there (a node moved earlier, or by a rollout that reaches it again), else not installed.
+fn already_the_operators(ctx: &mut Context, read: &Read) -> anyhow::Result<()> {
+    let state = operator::pod_on(&read.cluster, &read.node)?;
+    if !matches!(state, operator::PodState::Ready(_)) {
+        return Err(crate::error::UsageError::new(
+            format!(
+                "calicoctl-win has not installed Calico in {} and the operator does not run Calico on node {} ({state}): there is nothing to hand over",
+                read.root, read.node
+            ),
             "install with calicoctl-win first, or let the operator's DaemonSet take a node nothing runs Calico on",
         )
         .of_kind(crate::error::Kind::NotInstalled)
-        .into()),
+        .into());
     }
+    ctx.printer.text(&format!(
+        "Node {} runs Calico from the operator's pod already ({state}): nothing to hand over.",
+        read.node
+    ));
+    ctx.printer.json(&json!({
+        "dry_run": ctx.options.dry_run,
+        "node": read.node,
+        "direction": "to-operator",
+        "already": true,
+        "actions": [],
+        "changed": false,
+    }));
+    Ok(())
 }
 
 /// The whole of `to-operator`: the operator kept off calicoctl-win's other nodes and switched
@@ -222,7 +246,9 @@ fn to_operator_plan(
 }
 
 pub fn from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let (read, uncordon) = take_from_operator(args, ctx)?;
+    let Some((read, uncordon)) = take_from_operator(args, ctx)? else {
+        return Ok(());
+    };
     // Install takes the host lock again: the one above went with its change.
     let node = read.node.as_str();
     super::install::run(&args.install, ctx).with_context(|| {
@@ -257,11 +283,30 @@ pub fn from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Resul
 
 /// `from-operator` before install: refused or planned, then shown (a dry run) or run under
 /// the host lock, which goes with the change; what was read and whether to uncordon the node
-/// at the end (this run cordoned it, or an earlier one did and said so on the node).
-fn take_from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Result<(Read, bool)> {
+/// at the end (this run cordoned it, or an earlier one did and said so on the node); `None`
+/// when the node has moved already.
+fn take_from_operator(
+    args: &MigrateFromArgs,
+    ctx: &mut Context,
+) -> anyhow::Result<Option<(Read, bool)>> {
     let host = ctx.open_host_to_change("migrate")?;
     let host = host.as_ref();
     let read = Read::take(ctx, host)?;
+    let loaded = ctx.load_config()?;
+    if moved_already(host, &read, loaded.config.cni.conf_dir.as_str())? {
+        ctx.printer.text(&format!(
+            "Node {} runs Calico from calicoctl-win's services already and the operator's DaemonSet keeps off it: nothing to take.",
+            read.node
+        ));
+        ctx.printer.json(&json!({
+            "dry_run": ctx.options.dry_run,
+            "node": read.node,
+            "direction": "from-operator",
+            "already": true,
+            "changed": false,
+        }));
+        return Ok(None);
+    }
     let stored = boot_marker::stored_legacy(host)?;
     let facts = read.facts(false);
     refuse(
@@ -271,7 +316,6 @@ fn take_from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Resu
     let boot = (stored.is_some() && facts.operator_marker().ok() == stored)
         .then(|| read.system.boot_id.clone())
         .flatten();
-    let loaded = ctx.load_config()?;
     let cordoned = read.cordoned()?;
     let uncordon = !cordoned || operator::cordoned_by_migrate(&read.cluster, &read.node)?;
     let inst = read.installation();
@@ -296,7 +340,7 @@ fn take_from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Resu
     if ctx.options.dry_run {
         change.show(ctx, &actions);
         ctx.printer.text("then install, as planned below:");
-        return Ok((read, uncordon));
+        return Ok(Some((read, uncordon)));
     }
     if !cordoned {
         operator::mark_cordoned(&read.cluster, &read.node, true)?;
@@ -313,5 +357,28 @@ fn take_from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Resu
         anyhow::Error::new(failed.error)
             .context("migrate from-operator stopped before install; running it again continues")
     })?;
-    Ok((read, uncordon))
+    Ok(Some((read, uncordon)))
+}
+
+/// Whether a `from-operator` has nothing left to do: calicoctl-win installed, the
+/// operator's DaemonSet kept off the node and its pod gone, its CNI files gone, and no
+/// cordon of a migration left to undo (a run that stopped before its end is finished).
+fn moved_already(host: &dyn Host, read: &Read, cni_conf_dir: &str) -> anyhow::Result<bool> {
+    if record::read(host, &read.root)?.is_none()
+        || !read.installation().keeps_off(&read.facts.node_labels)
+    {
+        return Ok(false);
+    }
+    for name in migrate::OPERATOR_CNI_FILES {
+        if host
+            .file_access(&crate::layout::join(cni_conf_dir, name))?
+            .is_some()
+        {
+            return Ok(false);
+        }
+    }
+    Ok(
+        operator::pod_on(&read.cluster, &read.node)? == operator::PodState::Gone
+            && !operator::cordoned_by_migrate(&read.cluster, &read.node)?,
+    )
 }

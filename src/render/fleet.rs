@@ -63,8 +63,13 @@ pub struct PlanSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tolerations: Vec<Toleration>,
     /// The node is cordoned and drained before the upgrade container runs, and uncordoned
-    /// when its job completes (exit code 0).
-    pub drain: DrainSpec,
+    /// when its job completes (exit code 0). None for a migration: its pods stay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain: Option<DrainSpec>,
+    /// How long a job may run before Kubernetes stops it (`job.go` v0.19.0: unset is the
+    /// controller's `SYSTEM_UPGRADE_JOB_ACTIVE_DEADLINE_SECONDS`, 600 by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_active_deadline_secs: Option<i64>,
     pub upgrade: ContainerSpec,
 }
 
@@ -117,6 +122,50 @@ pub struct Fleet {
     pub drain_timeout: std::time::Duration,
     pub force: bool,
     pub delete_emptydir_data: bool,
+    /// The migration the Plan rolls instead of a reconfigure.
+    pub migrate: Option<Migration>,
+}
+
+/// A migration rolled by the Plan (`fleet plan --migrate`): `migrate to-operator` or
+/// `migrate from-operator` on each node, one at a time, no drain (the pods stay).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Migration {
+    pub to_operator: bool,
+    /// How long each node waits for its operator pod.
+    pub pod_timeout: std::time::Duration,
+    /// `from-operator`'s release flags (`--release-zip`, `--sha256`, `--calico-version`).
+    pub release: Vec<String>,
+}
+
+/// What a migration's job may take besides its wait for the operator's pod: the other
+/// waits of migrate and, from the operator, install's download and service starts.
+pub const MIGRATION_JOB_MARGIN: std::time::Duration = std::time::Duration::from_secs(3600);
+
+impl Migration {
+    /// The subcommand's name.
+    pub fn direction(&self) -> &'static str {
+        if self.to_operator {
+            "to-operator"
+        } else {
+            "from-operator"
+        }
+    }
+
+    /// calicoctl-win's arguments after the global ones.
+    fn args(&self) -> Vec<String> {
+        let mut args = vec![
+            "migrate".to_owned(),
+            self.direction().to_owned(),
+            format!("--pod-timeout={}", crate::duration::show(self.pod_timeout)),
+        ];
+        args.extend(self.release.iter().cloned());
+        args
+    }
+
+    /// The job's deadline: the wait for the pod and the margin.
+    fn deadline_secs(&self) -> i64 {
+        i64::try_from((self.pod_timeout + MIGRATION_JOB_MARGIN).as_secs()).unwrap_or(i64::MAX)
+    }
 }
 
 impl Fleet {
@@ -136,19 +185,22 @@ impl Fleet {
     /// DaemonSet). `reconfigure` installs nothing: a node without Calico fails with
     /// `not-installed`, and stops the rollout there.
     pub fn args(&self, engine_drains: bool) -> Vec<String> {
-        let drain = if engine_drains {
-            "--drain=external".to_owned()
-        } else {
-            "--drain".to_owned()
-        };
         let mut args = vec![
             "--config".to_owned(),
             Self::config_path(),
             "-o".to_owned(),
             "json".to_owned(),
-            "reconfigure".to_owned(),
-            drain,
         ];
+        if let Some(m) = &self.migrate {
+            args.extend(m.args());
+            return args;
+        }
+        let drain = if engine_drains {
+            "--drain=external".to_owned()
+        } else {
+            "--drain".to_owned()
+        };
+        args.extend(["reconfigure".to_owned(), drain]);
         // The engine's drain has its own timeout and flags (the Plan's `drain`).
         if !engine_drains {
             args.push(format!(
@@ -212,7 +264,15 @@ impl Fleet {
 
     /// The system-upgrade-controller Plan: `concurrency` nodes at a time, each cordoned and
     /// drained by the controller, then `reconfigure --drain=external` in a HostProcess
-    /// container; exit code 0 uncordons the node, any other stops there.
+    /// container; exit code 0 uncordons the node, any other stops there. For a migration:
+    /// `migrate` in that container, no drain (migrate cordons and uncordons the node itself).
+    ///
+    /// The nodes are selected by the labels asked for, never by the label `migrate` moves
+    /// (`cluster::operator::LABEL`): system-upgrade-controller v0.19.0 keeps a node in
+    /// `status.applying` only while it matches the selector (`pkg/upgrade/plan/plan.go`
+    /// `SelectConcurrentNodes`), deletes the job of a node that left it as "running
+    /// out-of-turn" (`pkg/upgrade/handle_batch.go`) and starts the next node: a migration
+    /// halfway, and two at once.
     pub fn plan(&self) -> Plan {
         let node_selector = LabelSelector {
             match_expressions: Some(
@@ -241,12 +301,13 @@ impl Fleet {
                     path: PLAN_SECRET_PATH.into(),
                 }],
                 tolerations: Self::tolerations(),
-                drain: DrainSpec {
+                drain: self.migrate.is_none().then(|| DrainSpec {
                     timeout: crate::duration::show(self.drain_timeout),
                     ignore_daemon_sets: true,
                     delete_emptydir_data: self.delete_emptydir_data,
                     force: self.force,
-                },
+                }),
+                job_active_deadline_secs: self.migrate.as_ref().map(Migration::deadline_secs),
                 upgrade: ContainerSpec {
                     image: self.image.clone(),
                     command: vec!["cmd.exe".into(), "/c".into(), Self::exe()],

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 const CONFIG: &str = "templates/calico-windows.yaml";
 
 /// `fleet plan ARGS -o json`: exit code, the JSON document, stderr.
-fn fleet_plan(args: &[&str]) -> (i32, Value, String) {
+pub(crate) fn fleet_plan(args: &[&str]) -> (i32, Value, String) {
     let out = cmd()
         .args(["-o", "json", "fleet", "plan"])
         .args(args)
@@ -21,7 +21,7 @@ fn fleet_plan(args: &[&str]) -> (i32, Value, String) {
     (out.status.code().expect("code"), json(&out.stdout), stderr)
 }
 
-fn manifest<'a>(doc: &'a Value, kind: &str) -> &'a Value {
+pub(crate) fn manifest<'a>(doc: &'a Value, kind: &str) -> &'a Value {
     doc["manifests"]
         .as_array()
         .expect("manifests")
@@ -31,7 +31,7 @@ fn manifest<'a>(doc: &'a Value, kind: &str) -> &'a Value {
 }
 
 /// The Plan CRD's openAPIV3Schema, from system-upgrade-controller v0.19.0.
-fn plan_schema() -> Value {
+pub(crate) fn plan_schema() -> Value {
     let text = fs_err::read_to_string(
         crate::support::root().join("tests/fleet/suc-v0.19.0-plans-crd.yaml"),
     )
@@ -105,7 +105,7 @@ fn check(schema: &Value, v: &Value, at: &str, problems: &mut Vec<String>) {
     }
 }
 
-fn problems(schema: &Value, v: &Value) -> Vec<String> {
+pub(crate) fn problems(schema: &Value, v: &Value) -> Vec<String> {
     let mut out = Vec::new();
     check(schema, v, "", &mut out);
     out
@@ -421,14 +421,14 @@ fn fleet_plan_needs_a_config_that_loads_and_valid_names() {
 }
 
 /// A pod's service account mounted where a HostProcess container has it.
-struct Pod {
+pub(crate) struct Pod {
     sandbox: tempfile::TempDir,
     home: tempfile::TempDir,
     port: String,
 }
 
 impl Pod {
-    fn new(api: &FakeApi, token: &str) -> Self {
+    pub(crate) fn new(api: &FakeApi, token: &str) -> Self {
         let sandbox = tempfile::tempdir().expect("tempdir");
         let sa = sandbox
             .path()
@@ -510,13 +510,13 @@ fn in_a_pod_the_service_account_reads_the_cluster() {
 }
 
 /// A Windows machine of the fleet: a simulated host whose kubelet runs as node `name`.
-struct Machine {
-    name: String,
-    node: crate::support::Node,
+pub(crate) struct Machine {
+    pub(crate) name: String,
+    pub(crate) node: crate::support::Node,
 }
 
 impl Machine {
-    fn new(api: &FakeApi, name: &str) -> Self {
+    pub(crate) fn new(api: &FakeApi, name: &str) -> Self {
         let m = Self {
             name: name.to_owned(),
             node: crate::support::Node::on(api).kubelet(name).build(),
@@ -539,16 +539,16 @@ impl Machine {
         m
     }
 
-    fn sim(&self) -> PathBuf {
+    pub(crate) fn sim(&self) -> PathBuf {
         self.node.sim()
     }
 
     /// `calicoctl-win ARGS -o json` on this machine with the admin kubeconfig.
-    fn run(&self, admin: &Path, args: &[&str]) -> (i32, Value, String) {
+    pub(crate) fn run(&self, admin: &Path, args: &[&str]) -> (i32, Value, String) {
         self.node.run_as(admin, args)
     }
 
-    fn install(&self, admin: &Path, extra: &[&str]) {
+    pub(crate) fn install(&self, admin: &Path, extra: &[&str]) {
         let zip =
             crate::support::release::release_zip(self.node.dir.path(), "3.30.2", "calico-node.exe");
         let zip = zip.display().to_string();
@@ -560,12 +560,12 @@ impl Machine {
     }
 
     /// The VSID of the Calico network on this machine.
-    fn calico_vsid(&self) -> Option<u64> {
+    pub(crate) fn calico_vsid(&self) -> Option<u64> {
         self.node.calico_vsid()
     }
 }
 
-fn cordoned(api: &FakeApi, node: &str) -> bool {
+pub(crate) fn cordoned(api: &FakeApi, node: &str) -> bool {
     api.get(&format!("/api/v1/nodes/{node}")).expect("node")["spec"]["unschedulable"] == true
 }
 
@@ -624,7 +624,7 @@ fn host_process_view(sandbox: &Path, container_path: &str) -> Option<PathBuf> {
 /// Mounts the Plan's secrets (their `stringData`) into the pod's sandbox as the controller,
 /// kubelet and containerd would; `false` when one cannot be mounted (the job then fails to
 /// start).
-fn mount_plan_secrets(plan: &Value, secrets: &[&Value], pod: &Pod) -> bool {
+pub(crate) fn mount_plan_secrets(plan: &Value, secrets: &[&Value], pod: &Pod) -> bool {
     for s in plan["spec"]["secrets"].as_array().expect("secrets") {
         let name = s["name"].as_str().expect("name");
         let path = s["path"].as_str().unwrap_or_default();
@@ -674,28 +674,36 @@ fn the_mount_rules_follow_their_sources() {
 
 /// What the driver saw.
 #[derive(Default)]
-struct Rollout {
+pub(crate) struct Rollout {
     /// Nodes whose job exited 0, in order.
-    done: Vec<String>,
+    pub(crate) done: Vec<String>,
     /// Nodes whose job failed, with the JSON it printed.
-    failed: Vec<(String, Value)>,
+    pub(crate) failed: Vec<(String, Value)>,
     /// The most nodes cordoned at any time (sampled from the API server).
-    most_out: usize,
+    pub(crate) most_out: usize,
+    /// Nodes that stopped matching the Plan's selector while their job ran: the controller
+    /// would have deleted that job as running out of turn and started the next node
+    /// (`pkg/upgrade/handle_batch.go`, `pkg/upgrade/plan/plan.go` `SelectConcurrentNodes`).
+    pub(crate) left_selector: Vec<String>,
 }
 
 /// A driver that behaves as system-upgrade-controller v0.19 does with the Plan
 /// (`pkg/upgrade/handle_upgrade.go`, `pkg/upgrade/job/job.go`): it selects the nodes matching
 /// `nodeSelector` that do not carry the plan's done label, runs at most `concurrency` jobs at
-/// once, and for each cordons and drains the node (kubectl drain --ignore-daemonsets), runs
-/// the upgrade container, and on exit code 0 uncordons the node and labels it done. A failed
-/// job leaves its node cordoned and keeps it in `status.applying`, so it holds its slot: once
-/// every slot is held by a failure, nothing more starts.
+/// once, and for each cordons and drains the node (kubectl drain --ignore-daemonsets) when the
+/// Plan has a `drain` (or `cordon`), runs the upgrade container, and on exit code 0 labels the
+/// node done and uncordons it if the Plan cordoned or drained (`handle_batch.go`: `if
+/// node.Spec.Unschedulable && (plan.Spec.Cordon || plan.Spec.Drain != nil)`). A failed job
+/// leaves its node in `status.applying`, so it holds its slot: once every slot is held by a
+/// failure, nothing more starts. While a job runs, its node is checked against the selector:
+/// the controller keeps only matching nodes in `applying` and deletes the job of one that left
+/// (recorded in `left_selector`).
 ///
 /// The upgrade container runs on the node's simulated host as a HostProcess container would:
 /// its `cmd.exe /c` command line with `%CONTAINER_SANDBOX_MOUNT_POINT%` expanded to the pod's
 /// sandbox, which holds the Secret at the Plan's path and the service account the job reads the
 /// cluster with.
-fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod) -> Rollout {
+pub(crate) fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod) -> Rollout {
     let spec = &plan["spec"];
     let concurrency =
         usize::try_from(spec["concurrency"].as_u64().expect("concurrency")).expect("usize");
@@ -711,11 +719,19 @@ fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod) -> Rollou
             .expect("expressions")
             .iter()
             .all(|e| {
-                e["operator"] == "In"
-                    && e["values"]
-                        .as_array()
-                        .expect("values")
-                        .contains(&labels[e["key"].as_str().expect("key")])
+                // Label selector requirements as k8s.io/apimachinery `labels.Requirement`
+                // matches them.
+                let have = &labels[e["key"].as_str().expect("key")];
+                let listed = e["values"]
+                    .as_array()
+                    .is_some_and(|v| !have.is_null() && v.contains(have));
+                match e["operator"].as_str() {
+                    Some("In") => listed,
+                    Some("NotIn") => !listed,
+                    Some("Exists") => !have.is_null(),
+                    Some("DoesNotExist") => have.is_null(),
+                    other => panic!("operator {other:?}"),
+                }
             })
             && labels[&done_label].is_null()
     };
@@ -748,16 +764,25 @@ fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod) -> Rollou
         .map(expand)
         .collect();
 
+    let engine_cordons = !spec["drain"].is_null() || spec["cordon"] == true;
     let finished = std::sync::atomic::AtomicBool::new(false);
+    let running_now = std::sync::Mutex::new(std::collections::BTreeSet::<String>::new());
     let mut out = Rollout::default();
     std::thread::scope(|s| {
         let sampler = s.spawn(|| {
             let mut most = 0;
+            let mut left = std::collections::BTreeSet::new();
             while !finished.load(std::sync::atomic::Ordering::Relaxed) {
                 most = most.max(machines.iter().filter(|m| cordoned(api, &m.name)).count());
+                let now = running_now.lock().expect("running").clone();
+                for m in machines.iter().filter(|m| now.contains(&m.name)) {
+                    if !selects(m) {
+                        left.insert(m.name.clone());
+                    }
+                }
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
-            most
+            (most, left)
         });
         let (tx, rx) = std::sync::mpsc::channel();
         let (mut running, mut held) = (0, 0);
@@ -766,17 +791,21 @@ fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod) -> Rollou
                 && let Some(m) = queue.pop_front()
             {
                 running += 1;
+                running_now.lock().expect("running").insert(m.name.clone());
                 let tx = tx.clone();
                 let args = &args;
                 s.spawn(move || {
                     // The controller's cordon and drain containers.
-                    set_cordon(api, &m.name, true);
+                    if engine_cordons {
+                        set_cordon(api, &m.name, true);
+                    }
                     let pods: Vec<String> = api
                         .lock()
                         .objects
                         .iter()
                         .filter(|(k, p)| {
-                            k.contains("/pods/")
+                            !spec["drain"].is_null()
+                                && k.contains("/pods/")
                                 && p["spec"]["nodeName"] == m.name.as_str()
                                 && p["metadata"]["ownerReferences"][0]["kind"] != "DaemonSet"
                         })
@@ -821,8 +850,11 @@ fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod) -> Rollou
             }
             let (m, code, doc) = rx.recv().expect("a job ends");
             running -= 1;
+            running_now.lock().expect("running").remove(&m.name);
             if code == 0 {
-                set_cordon(api, &m.name, false);
+                if engine_cordons {
+                    set_cordon(api, &m.name, false);
+                }
                 let path = format!("/api/v1/nodes/{}", m.name);
                 let mut node = api.get(&path).expect("node");
                 node["metadata"]["labels"][&done_label] = json!("hash");
@@ -834,7 +866,9 @@ fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod) -> Rollou
             }
         }
         finished.store(true, std::sync::atomic::Ordering::Relaxed);
-        out.most_out = sampler.join().expect("sampler");
+        let (most, left) = sampler.join().expect("sampler");
+        out.most_out = most;
+        out.left_selector = left.into_iter().collect();
     });
     out
 }

@@ -9,6 +9,7 @@ mod cluster_preflight;
 mod fetch_etcd;
 mod fetch_kubeconfig;
 mod fleet;
+mod fleet_migrate;
 mod kubectl_fake_api;
 mod preflight;
 mod real_clusters;

@@ -5,7 +5,7 @@
 use crate::support::Node;
 use crate::support::operator::{FakeOperator, POD_PREFIX};
 use crate::support::snapshot::{assert_same, snapshot};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const INSTALLATION: &str = "/apis/operator.tigera.io/v1/installations/default";
 const INTERNATIONAL: &str = r"hku\.default\control panel\international";
@@ -112,6 +112,15 @@ fn to_the_operator_and_back_keeps_every_endpoint() {
         "{n}"
     );
     assert_eq!(n["spec"]["unschedulable"], Value::Null, "uncordoned: {n}");
+    // Again (a rollout that reaches the node twice): nothing to hand over, nothing changed.
+    let writes = api.writes().len();
+    let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "30s"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(
+        (&doc["already"], &doc["changed"]),
+        (&json!(true), &json!(false))
+    );
+    assert_eq!(api.writes().len(), writes, "{:?}", &api.writes()[writes..]);
 
     // The operator's CNI installer wrote its conflist and kubeconfig where containerd loads
     // CNI configs (the Installation's cni confDir must be that directory for it to work).
@@ -144,6 +153,33 @@ fn to_the_operator_and_back_keeps_every_endpoint() {
     assert_eq!(unavailable["reason"], "CalicoIsUp");
     // The operator was never on the node while calicoctl-win's services ran.
     assert_eq!(operator.events().len(), 2, "{:?}", operator.events());
+    // Again: the node is calicoctl-win's already; not even cordoned for a moment.
+    let writes = api.writes().len();
+    let (code, doc, err) = from_operator(&node, &node.zip().display().to_string());
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(
+        (&doc["already"], &doc["changed"]),
+        (&json!(true), &json!(false))
+    );
+    assert_eq!(api.writes().len(), writes, "{:?}", &api.writes()[writes..]);
+}
+
+/// A node neither calicoctl-win nor the operator runs Calico on has nothing to hand over:
+/// refused as not installed, naming the operator pod's state, nothing changed.
+#[test]
+fn a_node_with_nothing_to_hand_over_is_not_installed() {
+    let node = Node::healthy().created().build();
+    let writes = node.api().writes().len();
+    let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "5s"]);
+    assert_eq!(code, 2, "{err} {doc}");
+    assert_eq!(doc["error"]["kind"], "not-installed", "{doc}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no calico-node-windows pod")),
+        "{doc}"
+    );
+    assert_eq!(node.api().writes().len(), writes);
 }
 
 /// The stand-in is not agreeable: a marker in another culture than SYSTEM's loses every

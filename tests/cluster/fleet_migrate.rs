@@ -1,0 +1,483 @@
+//! `fleet plan --migrate`: a system-upgrade-controller Plan that moves the Windows nodes to the
+//! operator's HostProcess install and back, one node at a time, each pod's HNS endpoint kept.
+//! Driven as the controller drives a Plan (`super::fleet::drive`), with the operator's
+//! DaemonSet stood in for by `support::operator::FakeOperator` on every node.
+
+use super::fleet::{
+    Machine, Pod, cordoned, drive, fleet_plan, manifest, mount_plan_secrets, plan_schema, problems,
+};
+use crate::support::fake_api::FakeApi;
+use crate::support::operator::{FakeOperator, POD_PREFIX};
+use serde_json::{Value, json};
+
+const CONFIG: &str = "templates/calico-windows.yaml";
+const LABEL: &str = "calicoctl-win/runs-calico";
+
+fn config() -> String {
+    crate::support::root().join(CONFIG).display().to_string()
+}
+
+/// The pods' endpoints on a machine: (id, name, address), sorted.
+fn endpoints(m: &Machine) -> Vec<(String, String, String)> {
+    let mut eps: Vec<(String, String, String)> = m.node.state()["endpoints"]
+        .as_array()
+        .expect("endpoints")
+        .iter()
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap_or_default().to_owned();
+            (s("id"), s("name"), s("ip"))
+        })
+        .collect();
+    eps.sort();
+    eps
+}
+
+fn calico_services(m: &Machine) -> Vec<String> {
+    m.node.state()["services"]
+        .as_object()
+        .map(|s| {
+            s.keys()
+                .filter(|k| k.starts_with("calico"))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The Plan for a migration: system-upgrade-controller's schema accepts it; one node at a
+/// time, no drain, a deadline past the pod's wait; the migrate account's roles; no DaemonSet
+/// and no per-node token policy (the account is the installer's, for the migration only).
+#[test]
+fn a_migration_plan_moves_one_node_at_a_time_without_a_drain() {
+    let cfg = config();
+    let (code, doc, err) = fleet_plan(&[
+        "--config",
+        &cfg,
+        "--image",
+        "registry.example.com/calicoctl-win:1.2.0",
+        "--migrate",
+        "to-operator",
+        "--pod-timeout",
+        "15m",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let plan = manifest(&doc, "Plan");
+    assert_eq!(problems(&plan_schema(), plan), Vec::<String>::new());
+    let spec = &plan["spec"];
+    assert_eq!(plan["metadata"]["name"], "calicoctl-win-to-operator");
+    assert_eq!(spec["concurrency"], 1);
+    assert_eq!(spec["drain"], Value::Null, "{spec}");
+    assert_eq!(spec["cordon"], Value::Null, "{spec}");
+    assert_eq!(spec["jobActiveDeadlineSecs"], 15 * 60 + 3600);
+    assert_eq!(spec["serviceAccountName"], "calicoctl-win-migrate");
+    let args: Vec<&str> = spec["upgrade"]["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        args[args.len() - 3..],
+        ["migrate", "to-operator", "--pod-timeout=15m"]
+    );
+    let keys: Vec<&str> = spec["nodeSelector"]["matchExpressions"]
+        .as_array()
+        .expect("expressions")
+        .iter()
+        .filter_map(|e| e["key"].as_str())
+        .collect();
+    assert_eq!(keys, ["kubernetes.io/os"]);
+    let kinds: Vec<&str> = doc["manifests"]
+        .as_array()
+        .expect("manifests")
+        .iter()
+        .filter_map(|m| m["kind"].as_str())
+        .collect();
+    assert!(!kinds.contains(&"DaemonSet"), "{kinds:?}");
+    assert!(!kinds.contains(&"ValidatingAdmissionPolicy"), "{kinds:?}");
+    let role = manifest(&doc, "ClusterRole");
+    let rules = role["rules"].as_array().expect("rules");
+    assert!(
+        rules
+            .iter()
+            .any(|r| r["resources"] == json!(["installations"])
+                && r["verbs"] == json!(["patch"])
+                && r["resourceNames"] == json!(["default"])),
+        "{role}"
+    );
+
+    let (code, doc, err) = fleet_plan(&[
+        "--config",
+        &cfg,
+        "--image",
+        "r/x:1",
+        "--migrate",
+        "from-operator",
+        "--release-zip",
+        "https://mirror.example.com/calico-windows-v3.30.2.zip",
+        "--sha256",
+        "ab12",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let plan = manifest(&doc, "Plan");
+    assert_eq!(plan["metadata"]["name"], "calicoctl-win-from-operator");
+    let args = plan["spec"]["upgrade"]["args"].to_string();
+    assert!(
+        args.contains("\"from-operator\"")
+            && args.contains("--release-zip=https://mirror.example.com/calico-windows-v3.30.2.zip")
+            && args.contains("--sha256=ab12"),
+        "{args}"
+    );
+}
+
+/// What a migration's Plan cannot be, each refused (exit 2) with what to do instead.
+#[test]
+fn a_migration_plan_refuses_what_would_not_be_one_node_at_a_time() {
+    let cfg = config();
+    let base = ["--config", cfg.as_str(), "--image", "r/x:1"];
+    for (bad, says) in [
+        (
+            &["--migrate", "to-operator", "--concurrency", "2"][..],
+            "one node at a time",
+        ),
+        (
+            &["--migrate", "to-operator", "--engine", "daemonset"],
+            "not a DaemonSet",
+        ),
+        (
+            &[
+                "--migrate",
+                "to-operator",
+                "--release-zip",
+                "https://x/y.zip",
+            ],
+            "installs nothing",
+        ),
+        (&["--release-zip", "https://x/y.zip"], "migration's install"),
+        (
+            &[
+                "--migrate",
+                "from-operator",
+                "--release-zip",
+                "https://x/y.zip?a=1&b=2",
+            ],
+            "cmd.exe",
+        ),
+        (
+            &["--migrate", "from-operator", "--release-zip", "zips\\y.zip"],
+            "absolute path",
+        ),
+    ] {
+        let args = [&base[..], bad].concat();
+        let (code, doc, err) = fleet_plan(&args);
+        assert_eq!(code, 2, "{bad:?}: {err}");
+        assert!(
+            doc["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(says)),
+            "{bad:?}: {doc}"
+        );
+    }
+}
+
+/// Three Windows nodes run calicoctl-win, each with its pods' endpoints (SYSTEM in en-US on
+/// two, de-DE on one). The Plan `fleet plan --migrate to-operator` writes, driven as
+/// system-upgrade-controller drives it under the migrate account's roles (enforced), hands
+/// each to the operator's DaemonSet one at a time: at most one node cordoned at once, no node
+/// leaving the Plan's selector while its job runs, every endpoint's id and address kept, the
+/// operator's pod on each, no network deleted by its scripts. Driven again (a new Plan
+/// version), every node is done at once. Then `--migrate from-operator` takes them all back
+/// the same way, from a zip every node has, and the operator's CNI files go.
+#[test]
+fn a_fleet_moves_to_the_operator_and_back_one_node_at_a_time_keeping_every_endpoint() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let admin_dir = tempfile::tempdir().expect("tempdir");
+    let admin = api.kubeconfig(admin_dir.path(), None);
+    let names = ["win-1", "win-2", "win-3"];
+    let machines: Vec<Machine> = names.iter().map(|n| Machine::new(&api, n)).collect();
+    for (i, m) in machines.iter().enumerate() {
+        m.install(&admin, &[]);
+        m.node.add_endpoints(&[
+            (&format!("pod-a-{i}"), &format!("10.244.{i}.10"), 3, false),
+            (&format!("pod-b-{i}"), &format!("10.244.{i}.11"), 3, false),
+        ]);
+    }
+    machines[1].node.edit_state(|s| {
+        s["registry"][r"hku\.default\control panel\international"] = json!({
+            "localename": {"type": "REG_SZ", "data": "de-DE"},
+            "sshortdate": {"type": "REG_SZ", "data": "dd.MM.yyyy"},
+            "stimeformat": {"type": "REG_SZ", "data": "HH:mm:ss"},
+        });
+    });
+    let before: Vec<_> = machines.iter().map(endpoints).collect();
+    let operators: Vec<FakeOperator> = machines
+        .iter()
+        .map(|m| FakeOperator::start(api.state.clone(), &m.name, m.sim()))
+        .collect();
+
+    let plan = apply_plan(&api, &["--migrate", "to-operator", "--pod-timeout", "30s"]);
+    let pod = migrate_pod(&api, &plan);
+    let first = drive(&api, &plan.0, &machines, &pod);
+    assert!(first.failed.is_empty(), "{:?}", first.failed);
+    assert_eq!(first.done.len(), 3, "{:?}", first.done);
+    assert!(first.most_out <= 1, "{} nodes out at once", first.most_out);
+    assert!(first.left_selector.is_empty(), "{:?}", first.left_selector);
+    for (i, m) in machines.iter().enumerate() {
+        assert_eq!(endpoints(m), before[i], "{}", m.name);
+        assert!(calico_services(m).is_empty(), "{}", m.name);
+        assert!(
+            api.get(&format!("{POD_PREFIX}{}", m.name)).is_some(),
+            "{}",
+            m.name
+        );
+        assert!(!cordoned(&api, &m.name), "{}", m.name);
+        let events = operators[i].events();
+        assert!(
+            events.iter().all(|e| !e.contains("deleted every")),
+            "{}: {events:?}",
+            m.name
+        );
+    }
+
+    // A new version of the Plan reaches every node again: each is the operator's already.
+    clear_done_labels(&api, &machines, &plan.1);
+    let again = drive(&api, &plan.0, &machines, &pod);
+    assert!(again.failed.is_empty(), "{:?}", again.failed);
+    assert_eq!(again.done.len(), 3);
+    assert_eq!(again.most_out, 0, "a node already moved is not cordoned");
+
+    // The operator's CNI installer left its conflist and kubeconfig on each node.
+    for m in &machines {
+        let net_d = m.node.c_drive("program files/containerd/cni/conf");
+        fs_err::create_dir_all(&net_d).expect("net.d");
+        fs_err::write(net_d.join("10-calico.conflist"), "{}").expect("conflist");
+        fs_err::write(net_d.join("calico-kubeconfig"), "token").expect("kubeconfig");
+    }
+    let shared = tempfile::tempdir().expect("tempdir");
+    let zip = crate::support::release::release_zip(shared.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    let back = apply_plan(
+        &api,
+        &[
+            "--migrate",
+            "from-operator",
+            "--pod-timeout",
+            "30s",
+            "--release-zip",
+            &zip,
+        ],
+    );
+    let pod = migrate_pod(&api, &back);
+    let back_run = drive(&api, &back.0, &machines, &pod);
+    assert!(back_run.failed.is_empty(), "{:?}", back_run.failed);
+    assert_eq!(back_run.done.len(), 3);
+    assert!(back_run.most_out <= 1, "{} out at once", back_run.most_out);
+    assert!(back_run.left_selector.is_empty());
+    for (i, m) in machines.iter().enumerate() {
+        assert_eq!(endpoints(m), before[i], "{}", m.name);
+        assert!(
+            calico_services(m).contains(&"caliconode".to_owned()),
+            "{}",
+            m.name
+        );
+        assert!(api.get(&format!("{POD_PREFIX}{}", m.name)).is_none());
+        let node = api.get(&format!("/api/v1/nodes/{}", m.name)).expect("node");
+        assert_eq!(node["metadata"]["labels"][LABEL], "true", "{}", m.name);
+        assert!(!cordoned(&api, &m.name), "{}", m.name);
+        let net_d = m.node.c_drive("program files/containerd/cni/conf");
+        assert!(!net_d.join("10-calico.conflist").exists(), "{}", m.name);
+        let (code, doc, err) = m.run(&admin, &["status"]);
+        assert_eq!(code, 0, "{}: {err} {doc}", m.name);
+    }
+    clear_done_labels(&api, &machines, &back.1);
+    let again = drive(&api, &back.0, &machines, &pod);
+    assert!(again.failed.is_empty(), "{:?}", again.failed);
+    assert_eq!(
+        again.most_out, 0,
+        "a node already taken back is not cordoned"
+    );
+}
+
+/// The selector is what keeps the Plan one node at a time: a Plan that selected the nodes by
+/// the label migrate moves would lose each node from it halfway through its job, which the
+/// controller answers by deleting that job and starting the next node. The driver sees it.
+#[test]
+fn a_plan_selecting_by_the_moving_label_would_lose_its_nodes_halfway() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let admin_dir = tempfile::tempdir().expect("tempdir");
+    let admin = api.kubeconfig(admin_dir.path(), None);
+    let machines: Vec<Machine> = ["win-1", "win-2"]
+        .iter()
+        .map(|n| Machine::new(&api, n))
+        .collect();
+    for m in &machines {
+        m.install(&admin, &[]);
+        let path = format!("/api/v1/nodes/{}", m.name);
+        let mut node = api.get(&path).expect("node");
+        node["metadata"]["labels"][LABEL] = json!("true");
+        api.put(&path, node);
+    }
+    let _operators: Vec<FakeOperator> = machines
+        .iter()
+        .map(|m| FakeOperator::start(api.state.clone(), &m.name, m.sim()))
+        .collect();
+    let applied = apply_plan(&api, &["--migrate", "to-operator", "--pod-timeout", "30s"]);
+    let pod = migrate_pod(&api, &applied);
+    let mut plan = applied.0;
+    plan["spec"]["nodeSelector"]["matchExpressions"]
+        .as_array_mut()
+        .expect("expressions")
+        .push(json!({"key": LABEL, "operator": "In", "values": ["true"]}));
+    let run = drive(&api, &plan, &machines, &pod);
+    assert_eq!(run.left_selector, ["win-1", "win-2"], "{:?}", run.done);
+}
+
+/// `fleet plan ARGS` applied to the cluster (the Plan, its Secret, the account and roles):
+/// the Plan, its name and the Secret.
+fn apply_plan(api: &FakeApi, extra: &[&str]) -> (Value, String, Value) {
+    let cfg = config();
+    let args = [
+        &[
+            "--config",
+            cfg.as_str(),
+            "--image",
+            "registry.example.com/calicoctl-win:1.2.0",
+        ][..],
+        extra,
+    ]
+    .concat();
+    let (code, doc, err) = fleet_plan(&args);
+    assert_eq!(code, 0, "{err}");
+    // The account and its roles (the Plan and the Secret are the driver's and the pod's).
+    for m in doc["manifests"].as_array().expect("manifests") {
+        api.apply(m);
+    }
+    let plan = manifest(&doc, "Plan").clone();
+    let name = plan["metadata"]["name"].as_str().expect("name").to_owned();
+    (plan, name, manifest(&doc, "Secret").clone())
+}
+
+/// The job's pod: the migrate account's token where a HostProcess container has it, and the
+/// Plan's Secret mounted as the controller, kubelet and containerd mount it.
+fn migrate_pod(api: &FakeApi, plan: &(Value, String, Value)) -> Pod {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = crate::support::service_account_kubeconfig(
+        api,
+        dir.path(),
+        "system-upgrade",
+        "calicoctl-win-migrate",
+    );
+    let pod = Pod::new(api, &crate::support::token_in(&kubeconfig));
+    assert!(mount_plan_secrets(&plan.0, &[&plan.2], &pod));
+    pod
+}
+
+/// What a new version of a Plan does to the nodes: its done label no longer matches.
+fn clear_done_labels(api: &FakeApi, machines: &[Machine], plan: &str) {
+    for m in machines {
+        let path = format!("/api/v1/nodes/{}", m.name);
+        let mut node = api.get(&path).expect("node");
+        if let Some(labels) = node["metadata"]["labels"].as_object_mut() {
+            labels.remove(&format!("plan.upgrade.cattle.io/{plan}"));
+        }
+        api.put(&path, node);
+    }
+}
+
+/// The migrate account's roles (`fleet plan --migrate`'s) are what `migrate to-operator` and
+/// `migrate from-operator` need, each rule of them: on a node an admin installed, both run as
+/// that account with the operator's DaemonSet stood in for, and fail without any one rule,
+/// naming its resource. (The installer's rules that no migrate step calls itself, such as
+/// pods/eviction, are needed by from-operator's install, whose preflight `rbac` check asks
+/// the API server for each of them.)
+#[test]
+fn every_migrate_rule_is_needed_and_enough() {
+    let (code, doc, err) = fleet_plan(&[
+        "--config",
+        &config(),
+        "--image",
+        "r/x:1",
+        "--migrate",
+        "to-operator",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let rbac: Vec<Value> = doc["manifests"]
+        .as_array()
+        .expect("manifests")
+        .iter()
+        .filter(|m| {
+            m["kind"]
+                .as_str()
+                .is_some_and(|k| k.contains("Role") || k == "ServiceAccount")
+        })
+        .cloned()
+        .collect();
+    let rules: Vec<(usize, Option<usize>)> = std::iter::once((0, None))
+        .chain(rbac.iter().enumerate().flat_map(|(i, m)| {
+            (0..m["rules"].as_array().map_or(0, Vec::len)).map(move |j| (i, Some(j)))
+        }))
+        .collect();
+    let mut unused = Vec::new();
+    for (i, j) in rules {
+        let mut objects = rbac.clone();
+        let removed = j.map(|j| objects[i]["rules"].as_array_mut().expect("rules").remove(j));
+        match (removed, migrate_both_ways(&objects)) {
+            (None, None) => {}
+            (None, Some(doc)) => panic!("the migrate account's roles are not enough: {doc}"),
+            (Some(rule), None) => unused.push(rule.to_string()),
+            (Some(rule), Some(doc)) => {
+                let resource = rule["resources"][0].as_str().expect("resource");
+                let plural = resource.split('/').next().unwrap_or(resource);
+                assert!(doc.contains(plural), "without {rule}: {doc}");
+            }
+        }
+    }
+    assert!(
+        unused.is_empty(),
+        "rules a migration never needs: {unused:#?}"
+    );
+}
+
+/// A node an admin installed, with a pod's endpoint, moved to the operator and back by the
+/// migrate account with `rbac`'s rules: the JSON of the first run that failed.
+fn migrate_both_ways(rbac: &[Value]) -> Option<String> {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    api.set_node_ready("win-1", "True", "kubelet is posting ready status");
+    for m in rbac {
+        assert!(api.apply(m));
+    }
+    let node = crate::support::Node::new(&api);
+    let zip = crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    let (code, _, err) = node.run(&["install", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{err}");
+    node.add_endpoints(&[("pod-a", "10.244.1.10", 3, false)]);
+    let _operator = FakeOperator::start(api.state.clone(), "win-1", node.sim());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let account = crate::support::service_account_kubeconfig(
+        &api,
+        dir.path(),
+        "system-upgrade",
+        "calicoctl-win-migrate",
+    );
+    for args in [
+        &["migrate", "to-operator", "--pod-timeout", "10s"][..],
+        &[
+            "migrate",
+            "from-operator",
+            "--pod-timeout",
+            "10s",
+            "--release-zip",
+            &zip,
+        ],
+    ] {
+        let (code, doc, err) = node.run_as(&account, args);
+        if code != 0 {
+            return Some(format!("{} {doc} {err}", args[1]));
+        }
+    }
+    None
+}
