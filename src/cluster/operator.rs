@@ -46,6 +46,16 @@ pub struct Installation {
     pub affinity: Option<Value>,
     /// `spec.cni.specVersion` as written (`Auto`, `0.3.1`, `0.4.0`, `1.0.0`).
     pub cni_spec_version: Option<String>,
+    /// `spec.windowsNodes.cniBinDir` and `cniConfigDir` as written.
+    pub cni_bin_dir: Option<String>,
+    pub cni_config_dir: Option<String>,
+}
+
+/// Where CNI plugins and their config live on a Windows node, as Windows paths.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CniDirs {
+    pub bin: String,
+    pub conf: String,
 }
 
 impl Installation {
@@ -59,6 +69,29 @@ impl Installation {
             provider: text(&spec["kubernetesProvider"]),
             affinity: (!affinity.is_null()).then(|| affinity.clone()),
             cni_spec_version: text(&spec["cni"]["specVersion"]),
+            cni_bin_dir: text(&spec["windowsNodes"]["cniBinDir"]),
+            cni_config_dir: text(&spec["windowsNodes"]["cniConfigDir"]),
+        }
+    }
+
+    /// Where the operator's pods put Calico's CNI plugins and its `10-calico.conflist` on a
+    /// Windows node (containerd must read them there: the Installation's own API docs say
+    /// both must match containerd's `bin_dir` and `conf_dir`): `spec.windowsNodes`, else the
+    /// provider's defaults, which the operator fills in once Windows is enabled
+    /// (release-v1.44 `pkg/render/windows.go` `DefaultWindowsCNIDirectories`, called by
+    /// `pkg/controller/installation/core_controller.go`).
+    pub fn windows_cni_dirs(&self) -> CniDirs {
+        let (bin, conf) = match self.provider.as_deref() {
+            Some("AKS") => ("/k/azurecni/bin", "/k/azurecni/netconf"),
+            Some("EKS") => (
+                "/Program Files/Amazon/EKS/cni",
+                "/Program Files/Amazon/EKS/cni/config",
+            ),
+            _ => ("/opt/cni/bin", "/etc/cni/net.d"),
+        };
+        CniDirs {
+            bin: on_system_drive(self.cni_bin_dir.as_deref().unwrap_or(bin)),
+            conf: on_system_drive(self.cni_config_dir.as_deref().unwrap_or(conf)),
         }
     }
 
@@ -116,6 +149,20 @@ impl Installation {
             _ => required["nodeSelectorTerms"] = json!([{ "matchExpressions": [ours] }]),
         }
         Some(affinity)
+    }
+}
+
+/// A path of the operator's (`/etc/cni/net.d`) as Windows reads it on the node: a path rooted
+/// without a drive is on the current drive ("Naming Files, Paths, and Namespaces", Microsoft
+/// Learn: "a path ... relative to the root of the current drive"), the system drive C: in a
+/// HostProcess container, whose files are under `C:\C\<container id>` ("Create a Windows
+/// HostProcess Pod", Kubernetes docs); slashes as backslashes.
+fn on_system_drive(p: &str) -> String {
+    let p = p.replace('/', "\\");
+    if p.starts_with('\\') && !p.starts_with("\\\\") {
+        format!("C:{p}")
+    } else {
+        p
     }
 }
 

@@ -27,6 +27,8 @@ struct Read {
     networks: Vec<crate::host::HnsNetwork>,
     culture: Result<boot_marker::Culture, String>,
     system: crate::host::SystemFacts,
+    /// calicoctl-win's CNI directories, from its config.
+    cni: operator::CniDirs,
 }
 
 impl Read {
@@ -40,9 +42,14 @@ impl Read {
         let networks = host
             .hns_networks()
             .context("cannot list the HNS networks")?;
+        let cni = operator::CniDirs {
+            bin: loaded.config.cni.bin_dir.as_str().to_owned(),
+            conf: loaded.config.cni.conf_dir.as_str().to_owned(),
+        };
         Ok(Self {
             node,
             root,
+            cni,
             cluster,
             facts,
             networks,
@@ -60,6 +67,7 @@ impl Read {
             culture: &self.culture,
             boot_local_seconds: self.system.boot_local_seconds,
             kube_proxy_service,
+            cni: &self.cni,
         }
     }
 

@@ -14,9 +14,13 @@
 //! - The operator's CNI plugin reuses a network named `Calico` without comparing its VSID
 //!   (`cni-plugin/pkg/dataplane/windows/dataplane_windows.go`): a network whose VSID is not the
 //!   cluster's VNI would stay wrong under it.
+//! - The operator's pods install the CNI plugins and `10-calico.conflist` into the
+//!   Installation's `windowsNodes` directories, by default `/opt/cni/bin` and `/etc/cni/net.d`
+//!   (tigera/operator release-v1.44 `pkg/render/windows.go`), not calicoctl-win's default for
+//!   containerd: where the two differ, one side's CNI config is not containerd's.
 
 use crate::apply::Action;
-use crate::cluster::operator::{self, Installation, LABEL_VALUE, Want};
+use crate::cluster::operator::{self, CniDirs, Installation, LABEL_VALUE, Want};
 use crate::host::{HnsNetwork, Host, HostResult, RegValue};
 use crate::installed::boot_marker::Culture;
 use crate::layout::{BOOT_ID_VALUE, CALICO_KEY, CALICO_NETWORK, LEGACY_BOOT_VALUE};
@@ -65,6 +69,9 @@ pub struct Facts<'a> {
     pub boot_local_seconds: Option<i64>,
     /// Whether a service named `kube-proxy` is registered on the host.
     pub kube_proxy_service: bool,
+    /// calicoctl-win's CNI directories (its config's: containerd's, which preflight's
+    /// `cni-dirs` check compares).
+    pub cni: &'a CniDirs,
 }
 
 impl Facts<'_> {
@@ -104,6 +111,74 @@ impl Facts<'_> {
         })
     }
 
+    /// The operator's CNI directories are not calicoctl-win's: the one side's CNI config
+    /// would go where containerd does not read it, and the node would make no new pod's
+    /// network.
+    fn cni_dirs(&self, to_operator: bool) -> Option<Refusal> {
+        let theirs = self.installation?.windows_cni_dirs();
+        let differ: Vec<(&str, &str, &str, &str)> = [
+            (
+                "cniBinDir",
+                "cni.bin_dir",
+                theirs.bin.as_str(),
+                self.cni.bin.as_str(),
+            ),
+            (
+                "cniConfigDir",
+                "cni.conf_dir",
+                theirs.conf.as_str(),
+                self.cni.conf.as_str(),
+            ),
+        ]
+        .into_iter()
+        .filter(|(_, _, a, b)| !crate::host::runtime::same_dir(a, b))
+        .collect();
+        if differ.is_empty() {
+            return None;
+        }
+        let said = differ
+            .iter()
+            .map(|(spec, key, theirs, ours)| {
+                format!("the Installation's windowsNodes.{spec} is {theirs} where {key} is {ours}")
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let (message, fix) = if to_operator {
+            let dirs = differ
+                .iter()
+                .map(|(spec, _, _, ours)| format!("\"{spec}\":\"{}\"", ours.replace('\\', "/")))
+                .collect::<Vec<_>>()
+                .join(",");
+            (
+                format!(
+                    "{said}: the operator would write its CNI config and plugins where containerd does not read them, and this node would make no new pod's network"
+                ),
+                format!(
+                    "point the operator at containerd's directories (every Windows node it runs on must use them): kubectl patch installation default --type merge -p '{{\"spec\":{{\"windowsNodes\":{{{dirs}}}}}}}'"
+                ),
+            )
+        } else {
+            let sets = differ
+                .iter()
+                .map(|(_, key, theirs, _)| format!("--set {key}=\"{theirs}\""))
+                .collect::<Vec<_>>()
+                .join(" ");
+            (
+                format!(
+                    "{said}: calicoctl-win would write its CNI config and plugins where containerd does not read them (it reads the operator's)"
+                ),
+                format!(
+                    "give calicoctl-win the operator's directories, which containerd reads: pass {sets}, or set them in calico-windows.yaml"
+                ),
+            )
+        };
+        Some(Refusal {
+            code: "cni-dirs",
+            message,
+            fix,
+        })
+    }
+
     fn boot_marker(&self) -> Option<Refusal> {
         let why = self.operator_marker().err()?;
         Some(Refusal {
@@ -121,10 +196,15 @@ impl Facts<'_> {
 
 /// Why `to-operator` must not run now; empty when it may.
 pub fn to_operator_refusals(f: &Facts<'_>) -> Vec<Refusal> {
-    let mut out: Vec<Refusal> = [f.no_installation(), f.vni(), f.boot_marker()]
-        .into_iter()
-        .flatten()
-        .collect();
+    let mut out: Vec<Refusal> = [
+        f.no_installation(),
+        f.vni(),
+        f.cni_dirs(true),
+        f.boot_marker(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     if f.kube_proxy_service {
         out.push(Refusal {
             code: "kube-proxy-service",
@@ -141,10 +221,15 @@ pub fn to_operator_refusals(f: &Facts<'_>) -> Vec<Refusal> {
 /// Why `from-operator` must not run now; empty when it may. `stored` is the operator's
 /// `LastBootTime`.
 pub fn from_operator_refusals(f: &Facts<'_>, stored: Option<&str>) -> Vec<Refusal> {
-    let mut out: Vec<Refusal> = [f.no_installation(), f.vni(), f.boot_marker()]
-        .into_iter()
-        .flatten()
-        .collect();
+    let mut out: Vec<Refusal> = [
+        f.no_installation(),
+        f.vni(),
+        f.cni_dirs(false),
+        f.boot_marker(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     if let (Ok(now), Some(stored)) = (f.operator_marker(), stored)
         && stored != now
     {

@@ -18,6 +18,7 @@ fn network(name: &str, vsid: Option<u32>) -> HnsNetwork {
 }
 
 struct Case {
+    cni: CniDirs,
     installation: Option<Installation>,
     networks: Vec<HnsNetwork>,
     culture: Result<Culture, String>,
@@ -27,6 +28,11 @@ struct Case {
 impl Case {
     fn healthy() -> Self {
         Self {
+            // The operator's defaults for a cluster of no named provider.
+            cni: CniDirs {
+                bin: r"c:/opt/cni/bin/".into(),
+                conf: r"C:\etc\CNI\net.d".into(),
+            },
             installation: Some(Installation::default()),
             networks: vec![network("External", None), network("Calico", Some(4096))],
             culture: Ok(Culture::known("de-DE").expect("de-DE")),
@@ -43,6 +49,7 @@ impl Case {
             culture: &self.culture,
             boot_local_seconds: Some(1_245_073_530),
             kube_proxy_service: self.kube_proxy,
+            cni: &self.cni,
         }
     }
 }
@@ -94,6 +101,65 @@ fn each_refusal_has_its_cause() {
         codes(&to_operator_refusals(&c.facts())),
         ["no-installation"]
     );
+}
+
+/// The operator's CNI directories (its Installation's `windowsNodes`, else its provider's
+/// defaults) against calicoctl-win's: where they differ, each way is refused with the fix of
+/// that way, and a `windowsNodes` that names calicoctl-win's (in any case and slashes) passes.
+#[test]
+fn cni_dirs_that_are_not_the_same_are_refused_each_way_with_its_fix() {
+    let mut c = Case::healthy();
+    c.cni = CniDirs {
+        bin: r"C:\Program Files\containerd\cni\bin".into(),
+        conf: r"C:\Program Files\containerd\cni\conf".into(),
+    };
+    let to = to_operator_refusals(&c.facts());
+    assert_eq!(codes(&to), ["cni-dirs"]);
+    assert!(
+        to[0]
+            .message
+            .contains(r"windowsNodes.cniConfigDir is C:\etc\cni\net.d"),
+        "{}",
+        to[0].message
+    );
+    assert!(
+        to[0].fix.contains(r#"{"spec":{"windowsNodes":{"cniBinDir":"C:/Program Files/containerd/cni/bin","cniConfigDir":"C:/Program Files/containerd/cni/conf"}}}"#),
+        "{}",
+        to[0].fix
+    );
+    let from = from_operator_refusals(&c.facts(), None);
+    assert_eq!(codes(&from), ["cni-dirs"]);
+    assert!(
+        from[0].fix.contains(
+            r#"--set cni.bin_dir="C:\opt\cni\bin" --set cni.conf_dir="C:\etc\cni\net.d""#
+        ),
+        "{}",
+        from[0].fix
+    );
+
+    // AKS's defaults: only the one that differs is named.
+    c.cni.bin = r"C:\k\azurecni\bin".into();
+    c.installation = Some(Installation {
+        provider: Some("AKS".into()),
+        ..Installation::default()
+    });
+    let to = to_operator_refusals(&c.facts());
+    assert!(
+        to[0]
+            .fix
+            .contains(r#"{"cniConfigDir":"C:/Program Files/containerd/cni/conf"}"#),
+        "{}",
+        to[0].fix
+    );
+
+    // The Installation names calicoctl-win's directories.
+    c.installation = Some(Installation {
+        cni_bin_dir: Some("/k/azurecni/bin".into()),
+        cni_config_dir: Some("C:/Program Files/containerd/cni/conf/".into()),
+        ..Installation::default()
+    });
+    assert_eq!(to_operator_refusals(&c.facts()), vec![]);
+    assert_eq!(from_operator_refusals(&c.facts(), None), vec![]);
 }
 
 /// From the operator: its marker must say this boot in SYSTEM's culture, or its networks are

@@ -123,11 +123,10 @@ fn to_the_operator_and_back_keeps_every_endpoint() {
     assert_eq!(api.writes().len(), writes, "{:?}", &api.writes()[writes..]);
 
     // The operator's CNI installer wrote its conflist and kubeconfig where containerd loads
-    // CNI configs (the Installation's cni confDir must be that directory for it to work).
+    // CNI configs (the Installation's windowsNodes.cniConfigDir).
     let net_d = node.c_drive("program files/containerd/cni/conf");
-    fs_err::create_dir_all(&net_d).expect("net.d");
-    fs_err::write(net_d.join("10-calico.conflist"), "{}").expect("conflist");
-    fs_err::write(net_d.join("calico-kubeconfig"), "token").expect("kubeconfig");
+    assert!(net_d.join("10-calico.conflist").exists());
+    assert!(net_d.join("calico-kubeconfig").exists());
     let (code, doc, err) = from_operator(&node, &node.zip().display().to_string());
     assert_eq!(code, 0, "{err} {doc}");
     assert_eq!(endpoints(&node), before, "{err}");
@@ -261,6 +260,33 @@ fn refusals_change_nothing() {
     let (code, doc, err) = node.run(&["migrate", "to-operator", "--dry-run"]);
     assert_eq!(code, 3, "{err} {doc}");
     assert!(err.contains("HostProcess DaemonSet pod"), "{err}");
+
+    // The operator's default CNI directories (no windowsNodes: /opt/cni/bin, /etc/cni/net.d)
+    // are not this node's containerd's: refused both ways, each with its fix.
+    let node = installed_with_pods();
+    let api = node.api();
+    let mut inst = api.get(INSTALLATION).expect("installation");
+    inst["spec"]
+        .as_object_mut()
+        .expect("spec")
+        .remove("windowsNodes");
+    api.put(INSTALLATION, inst);
+    let before = snapshot(&node.sim());
+    let writes = api.writes().len();
+    let (code, doc, err) = node.run(&["migrate", "to-operator"]);
+    assert_eq!(code, 3, "{err} {doc}");
+    assert!(
+        err.contains(r#""cniConfigDir":"C:/Program Files/containerd/cni/conf""#),
+        "{err}"
+    );
+    let (code, doc, err) = from_operator(&node, &node.zip().display().to_string());
+    assert_eq!(code, 3, "{err} {doc}");
+    assert!(
+        err.contains(r#"--set cni.conf_dir="C:\etc\cni\net.d""#),
+        "{err}"
+    );
+    assert_same(&before, &snapshot(&node.sim()), "a refused migrate");
+    assert_eq!(api.writes().len(), writes);
 }
 
 fn cni_version_installed(node: &Node) -> String {

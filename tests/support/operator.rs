@@ -16,6 +16,11 @@
 //! - `node-service.ps1` compares `LastBootTime` with `LastBootUpTime.ToString("G")` (SYSTEM's
 //!   culture; `calico.psm1` `Get-LastBootTime`) and, when they differ, deletes every non-NAT
 //!   HNS network; then stores its own `LastBootTime`;
+//! - the install-cni init container writes `10-calico.conflist` and `calico-kubeconfig` (a
+//!   token of its own) into the CNI config directory (calico v3.32.1
+//!   `cni-plugin/pkg/install/install.go` `writeCNIConfig`, `writeKubeconfig`), which is the
+//!   Installation's `windowsNodes.cniConfigDir`, `/etc/cni/net.d` by default (tigera/operator
+//!   release-v1.44 `pkg/render/windows.go`: `CNI_NET_DIR`, `DefaultWindowsCNIDirectories`);
 //! - the felix container's preStop (`calico.exe component node shutdown`) sets the node's
 //!   `NetworkUnavailable` True, reason `CalicoIsDown` (`node/pkg/lifecycle/shutdown`).
 //!
@@ -92,7 +97,8 @@ fn step(api: &Mutex<State>, node: &str, sim: &std::path::Path, log: &Mutex<Vec<S
     let exists = st.objects.contains_key(&pod_path);
     if should && !exists {
         drop(st);
-        let did = start_pod_on_host(sim);
+        let mut did = start_pod_on_host(sim);
+        did.extend(install_cni(sim, &inst));
         let mut st = api.lock().expect("api");
         st.objects.insert(
             pod_path.clone(),
@@ -159,6 +165,44 @@ fn expression(x: &Value, labels: &Value) -> bool {
 }
 
 const CALICO: &str = r"hklm\software\tigera\calico";
+
+/// The install-cni container: the conflist and the kubeconfig with the CNI's own token, in
+/// the Installation's Windows CNI config directory on the simulated host's C: drive.
+fn install_cni(sim: &std::path::Path, inst: &Value) -> Vec<String> {
+    let dir = inst["spec"]["windowsNodes"]["cniConfigDir"]
+        .as_str()
+        .unwrap_or("/etc/cni/net.d");
+    let rel = dir
+        .replace('\\', "/")
+        .trim_start_matches("C:")
+        .trim_start_matches("c:")
+        .trim_start_matches('/')
+        .to_ascii_lowercase();
+    let at = sim.join("fs/c").join(rel);
+    fs_err::create_dir_all(&at).expect("cni dir");
+    let kubeconfig = format!("{dir}/calico-kubeconfig");
+    let version = inst["spec"]["cni"]["specVersion"]
+        .as_str()
+        .filter(|v| *v != "Auto")
+        .unwrap_or("1.0.0");
+    let conflist = json!({"name": "Calico", "cniVersion": version, "plugins": [{
+        "type": "calico", "mode": "vxlan", "vxlan_mac_prefix": "0E-2A", "vxlan_vni": 4096,
+        "kubernetes": {"kubeconfig": kubeconfig}, "datastore_type": "kubernetes",
+        "ipam": {"type": "calico-ipam"}}]});
+    fs_err::write(
+        at.join("10-calico.conflist"),
+        serde_json::to_vec_pretty(&conflist).expect("json"),
+    )
+    .expect("conflist");
+    fs_err::write(
+        at.join("calico-kubeconfig"),
+        "# Kubeconfig file for Calico CNI plugin.\napiVersion: v1\nkind: Config\nusers:\n- name: calico\n  user:\n    token: operator-cni-token\n",
+    )
+    .expect("kubeconfig");
+    vec![format!(
+        "wrote {dir}/10-calico.conflist and calico-kubeconfig"
+    )]
+}
 
 /// The pod's containers on the host: services deleted, networks deleted when the marker says
 /// another boot, the marker stored. What it did.

@@ -441,7 +441,11 @@ impl FakeApi {
             "/apis/operator.tigera.io/v1/installations/default",
             json!({"apiVersion": "operator.tigera.io/v1", "kind": "Installation",
                 "metadata": {"name": "default"},
-                "spec": {"calicoNetwork": {"bgp": "Disabled", "windowsDataplane": "Disabled"}}}),
+                // Its Windows CNI directories are containerd's on the simulated hosts (their
+                // config.toml), as the Installation's API asks of them.
+                "spec": {"calicoNetwork": {"bgp": "Disabled", "windowsDataplane": "Disabled"},
+                    "windowsNodes": {"cniBinDir": "C:/Program Files/containerd/cni/bin",
+                        "cniConfigDir": "C:/Program Files/containerd/cni/conf"}}}),
         );
         self.put(&format!("{crd}/ippools/default-ipv4-ippool"), calico("IPPool", "default-ipv4-ippool", json!({"cidr": "10.244.0.0/16", "blockSize": 26, "ipipMode": "Never", "vxlanMode": "Always", "natOutgoing": true})));
         self.put(
