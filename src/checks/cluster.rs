@@ -91,15 +91,10 @@ fn calico_api(f: &ClusterFacts, release: Option<&str>) -> Check {
 fn datastore_migration(f: &ClusterFacts) -> Check {
     const ID: &str = "datastore-migration";
     let wait = "wait for it to reach Complete ('kubectl get datastoremigration -w'); this node joins meanwhile and its components start once the datastore is unlocked";
-    match (&f.datastore_migration, f.datastore_ready) {
-        (Some(m), _) if m.under_way() => Check::warn(ID, m.sentence(), wait),
-        (_, Some(false)) => Check::warn(
-            ID,
-            "the datastore is locked (ClusterInformation datastoreReady: false): Calico's components pause until it is unlocked",
-            wait,
-        ),
-        (Some(m), _) => Check::pass(ID, m.sentence()),
-        (None, _) => match &f.datastore_migration_unreadable {
+    match f.datastore_state() {
+        Some(s) if s.under_way => Check::warn(ID, s.sentence, wait),
+        Some(s) => Check::pass(ID, s.sentence),
+        None => match &f.datastore_migration_unreadable {
             Some(why) => Check::warn(
                 ID,
                 format!(

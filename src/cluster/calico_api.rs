@@ -7,6 +7,12 @@
 //! `libcalico-go/lib/backend/k8s/discovery.go` `UsingV3CRDs`): v3 when the server offers the
 //! group `projectcalico.org` and not `crd.projectcalico.org`; with both, the v3 group is
 //! Calico's aggregated API server in front of the v1 CRDs, which are then read directly.
+//!
+//! Calico's Nodes are in neither group on the Kubernetes datastore: libcalico-go keeps them
+//! on the Kubernetes Node, as its annotations (v3.32.1
+//! `libcalico-go/lib/backend/k8s/resources/node.go`; neither `api/config/crd` nor
+//! `libcalico-go/config/crd` has a Node CRD), so they are read from the Node whichever group
+//! serves the rest.
 
 use super::{Cluster, ClusterError};
 use kube::api::{ApiResource, GroupVersionKind};

@@ -399,7 +399,35 @@ fn permissions(c: &Cluster, namespace: &str, etcd: bool) -> Result<Vec<Permissio
     Ok(permissions)
 }
 
+/// What Calico's datastore is doing, judged once for preflight, status and the fleet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DatastoreState {
+    /// Its one sentence (the migration's phase, or the lock).
+    pub sentence: String,
+    /// A migration under way or a locked datastore: Calico's components pause meanwhile.
+    pub under_way: bool,
+}
+
 impl ClusterFacts {
+    /// The datastore's migration or lock, if there is one to say: a migration before
+    /// `Complete`, else `datastoreReady: false` (locked for another reason), else a finished
+    /// migration.
+    pub fn datastore_state(&self) -> Option<DatastoreState> {
+        let (sentence, under_way) = match (&self.datastore_migration, self.datastore_ready) {
+            (Some(m), _) if m.under_way() => (m.sentence(), true),
+            (_, Some(false)) => (
+                "the datastore is locked (ClusterInformation datastoreReady: false): Calico's components pause until it is unlocked".to_owned(),
+                true,
+            ),
+            (Some(m), _) => (m.sentence(), false),
+            (None, _) => return None,
+        };
+        Some(DatastoreState {
+            sentence,
+            under_way,
+        })
+    }
+
     /// The settings these facts fill when the user left them unset, by config key: backend,
     /// datastore, the VXLAN VNI, the IPv4 service CIDRs, the DNS IP and the etcd endpoints.
     pub fn settings(&self) -> BTreeMap<&'static str, Raw> {

@@ -106,12 +106,9 @@ fn datastore_migration(cluster: &ClusterRead, r: &mut Report) -> serde_json::Val
     let ClusterRead::Read(_, f) = cluster else {
         return serde_json::Value::Null;
     };
-    if let Some(m) = &f.datastore_migration {
-        r.text.push(m.sentence());
-    } else if f.datastore_ready == Some(false) {
-        r.text.push(
-            "The datastore is locked (ClusterInformation datastoreReady: false): Calico's components pause until it is unlocked".into(),
-        );
+    let state = f.datastore_state();
+    if let Some(s) = &state {
+        r.text.push(s.sentence.clone());
     }
     if let Some(why) = &f.datastore_migration_unreadable {
         r.text.push(format!(
@@ -122,8 +119,7 @@ fn datastore_migration(cluster: &ClusterRead, r: &mut Report) -> serde_json::Val
         "group": f.calico_api,
         "datastore_ready": f.datastore_ready,
         "migration": f.datastore_migration,
-        "migration_under_way": f.datastore_migration.as_ref().is_some_and(|m| m.under_way())
-            || f.datastore_ready == Some(false),
+        "migration_under_way": state.is_some_and(|s| s.under_way),
         "migration_unreadable": f.datastore_migration_unreadable,
     })
 }

@@ -181,4 +181,20 @@ fn a_datastore_migration_is_under_way_not_a_failure() {
         "{doc}"
     );
     assert_eq!(verdict(&doc, "datastore-migration")["verdict"], "pass");
+    // The datastore locked again with the migration finished (an upgrade's lock): said as the
+    // lock, under way, by the same judge status reads.
+    let v3_info = "/apis/projectcalico.org/v3/clusterinformations/default";
+    let mut info = api.get(v3_info).expect("info");
+    info["spec"]["datastoreReady"] = json!(false);
+    api.put(v3_info, info);
+    let (code, doc, err) = run(&api, &["preflight"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    let c = verdict(&doc, "datastore-migration");
+    assert_eq!(c["verdict"], "warn", "{c}");
+    assert!(
+        c["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("datastoreReady: false")),
+        "{c}"
+    );
 }
