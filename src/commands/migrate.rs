@@ -191,18 +191,12 @@ fn already_the_operators(ctx: &mut Context, read: &Read) -> anyhow::Result<()> {
         .of_kind(crate::error::Kind::NotInstalled)
         .into());
     }
-    ctx.printer.text(&format!(
-        "Node {} runs Calico from the operator's pod already ({state}): nothing to hand over.",
-        read.node
-    ));
-    ctx.printer.json(&json!({
-        "dry_run": ctx.options.dry_run,
-        "node": read.node,
-        "direction": "to-operator",
-        "already": true,
-        "actions": [],
-        "changed": false,
-    }));
+    moved(
+        ctx,
+        read,
+        "to-operator",
+        &format!("runs Calico from the operator's pod already ({state}): nothing to hand over"),
+    );
     Ok(())
 }
 
@@ -302,17 +296,12 @@ fn take_from_operator(
     let read = Read::take(ctx, host)?;
     let loaded = ctx.load_config()?;
     if moved_already(host, &read, loaded.config.cni.conf_dir.as_str())? {
-        ctx.printer.text(&format!(
-            "Node {} runs Calico from calicoctl-win's services already and the operator's DaemonSet keeps off it: nothing to take.",
-            read.node
-        ));
-        ctx.printer.json(&json!({
-            "dry_run": ctx.options.dry_run,
-            "node": read.node,
-            "direction": "from-operator",
-            "already": true,
-            "changed": false,
-        }));
+        moved(
+            ctx,
+            &read,
+            "from-operator",
+            "runs Calico from calicoctl-win's services already and the operator's DaemonSet keeps off it: nothing to take",
+        );
         return Ok(None);
     }
     let stored = boot_marker::stored_legacy(host)?;
@@ -366,6 +355,19 @@ fn take_from_operator(
             .context("migrate from-operator stopped before install; running it again continues")
     })?;
     Ok(Some((read, uncordon)))
+}
+
+/// Says that the node has moved already and nothing was changed (`"already": true`).
+fn moved(ctx: &mut Context, read: &Read, direction: &str, what: &str) {
+    ctx.printer.text(&format!("Node {} {what}.", read.node));
+    ctx.printer.json(&json!({
+        "dry_run": ctx.options.dry_run,
+        "node": read.node,
+        "direction": direction,
+        "already": true,
+        "actions": [],
+        "changed": false,
+    }));
 }
 
 /// Whether a `from-operator` has nothing left to do: calicoctl-win installed, the

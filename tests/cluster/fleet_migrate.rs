@@ -19,17 +19,7 @@ fn config() -> String {
 
 /// The pods' endpoints on a machine: (id, name, address), sorted.
 fn endpoints(m: &Machine) -> Vec<(String, String, String)> {
-    let mut eps: Vec<(String, String, String)> = m.node.state()["endpoints"]
-        .as_array()
-        .expect("endpoints")
-        .iter()
-        .map(|e| {
-            let s = |k: &str| e[k].as_str().unwrap_or_default().to_owned();
-            (s("id"), s("name"), s("ip"))
-        })
-        .collect();
-    eps.sort();
-    eps
+    m.node.endpoints()
 }
 
 fn calico_services(m: &Machine) -> Vec<String> {
@@ -401,41 +391,7 @@ fn every_migrate_rule_is_needed_and_enough() {
         "to-operator",
     ]);
     assert_eq!(code, 0, "{err}");
-    let rbac: Vec<Value> = doc["manifests"]
-        .as_array()
-        .expect("manifests")
-        .iter()
-        .filter(|m| {
-            m["kind"]
-                .as_str()
-                .is_some_and(|k| k.contains("Role") || k == "ServiceAccount")
-        })
-        .cloned()
-        .collect();
-    let rules: Vec<(usize, Option<usize>)> = std::iter::once((0, None))
-        .chain(rbac.iter().enumerate().flat_map(|(i, m)| {
-            (0..m["rules"].as_array().map_or(0, Vec::len)).map(move |j| (i, Some(j)))
-        }))
-        .collect();
-    let mut unused = Vec::new();
-    for (i, j) in rules {
-        let mut objects = rbac.clone();
-        let removed = j.map(|j| objects[i]["rules"].as_array_mut().expect("rules").remove(j));
-        match (removed, migrate_both_ways(&objects)) {
-            (None, None) => {}
-            (None, Some(doc)) => panic!("the migrate account's roles are not enough: {doc}"),
-            (Some(rule), None) => unused.push(rule.to_string()),
-            (Some(rule), Some(doc)) => {
-                let resource = rule["resources"][0].as_str().expect("resource");
-                let plural = resource.split('/').next().unwrap_or(resource);
-                assert!(doc.contains(plural), "without {rule}: {doc}");
-            }
-        }
-    }
-    assert!(
-        unused.is_empty(),
-        "rules a migration never needs: {unused:#?}"
-    );
+    super::rights::every_rule_is_needed(&doc, "a migration", migrate_both_ways);
 }
 
 /// A node an admin installed, with a pod's endpoint, moved to the operator and back by the

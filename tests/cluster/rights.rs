@@ -299,28 +299,9 @@ fn every_fleet_rule_is_needed_and_enough() {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
-    let rbac: Vec<Value> = doc["manifests"]
-        .as_array()
-        .expect("manifests")
-        .iter()
-        .filter(|m| {
-            m["kind"]
-                .as_str()
-                .is_some_and(|k| k.contains("Role") || k == "ServiceAccount")
-        })
-        .cloned()
-        .collect();
-    let rules: Vec<(usize, Option<usize>)> = std::iter::once((0, None))
-        .chain(rbac.iter().enumerate().flat_map(|(i, m)| {
-            (0..m["rules"].as_array().map_or(0, Vec::len)).map(move |j| (i, Some(j)))
-        }))
-        .collect();
-    let mut unused = Vec::new();
-    for (i, j) in rules {
+    every_rule_is_needed(&doc, "the fleet's jobs", |objects| {
         let api = cluster();
-        let mut objects = rbac.clone();
-        let removed = j.map(|j| objects[i]["rules"].as_array_mut().expect("rules").remove(j));
-        for m in &objects {
+        for m in objects {
             assert!(api.apply(m));
         }
         let node = Node::new(&api);
@@ -365,21 +346,8 @@ fn every_fleet_rule_is_needed_and_enough() {
                 break;
             }
         }
-        match (removed, failed) {
-            (None, None) => {}
-            (None, Some(doc)) => panic!("the fleet's roles are not enough: {doc}"),
-            (Some(rule), None) => unused.push(rule.to_string()),
-            (Some(rule), Some(doc)) => {
-                let resource = rule["resources"][0].as_str().expect("resource");
-                let plural = resource.split('/').next().unwrap_or(resource);
-                assert!(doc.contains(plural), "without {rule}: {doc}");
-            }
-        }
-    }
-    assert!(
-        unused.is_empty(),
-        "rules the fleet's jobs never need: {unused:#?}"
-    );
+        failed
+    });
 }
 
 /// `fleet rbac --identity fleet` writes the same ServiceAccount and roles `fleet plan` does.
@@ -459,4 +427,46 @@ fn the_help_and_the_docs_name_every_granted_resource() {
             }
         }
     }
+}
+
+/// Each rule of the roles in `doc`'s manifests is needed and all are enough: `run` (which
+/// applies the objects it is given and runs what `who` runs, returning the JSON of the first
+/// run that failed) succeeds with all of them, and fails without any one, naming its resource.
+pub(crate) fn every_rule_is_needed(
+    doc: &Value,
+    who: &str,
+    run: impl Fn(&[Value]) -> Option<String>,
+) {
+    let rbac: Vec<Value> = doc["manifests"]
+        .as_array()
+        .expect("manifests")
+        .iter()
+        .filter(|m| {
+            m["kind"]
+                .as_str()
+                .is_some_and(|k| k.contains("Role") || k == "ServiceAccount")
+        })
+        .cloned()
+        .collect();
+    let rules: Vec<(usize, Option<usize>)> = std::iter::once((0, None))
+        .chain(rbac.iter().enumerate().flat_map(|(i, m)| {
+            (0..m["rules"].as_array().map_or(0, Vec::len)).map(move |j| (i, Some(j)))
+        }))
+        .collect();
+    let mut unused = Vec::new();
+    for (i, j) in rules {
+        let mut objects = rbac.clone();
+        let removed = j.map(|j| objects[i]["rules"].as_array_mut().expect("rules").remove(j));
+        match (removed, run(&objects)) {
+            (None, None) => {}
+            (None, Some(doc)) => panic!("the roles of {who} are not enough: {doc}"),
+            (Some(rule), None) => unused.push(rule.to_string()),
+            (Some(rule), Some(doc)) => {
+                let resource = rule["resources"][0].as_str().expect("resource");
+                let plural = resource.split('/').next().unwrap_or(resource);
+                assert!(doc.contains(plural), "without {rule}: {doc}");
+            }
+        }
+    }
+    assert!(unused.is_empty(), "rules {who} never need: {unused:#?}");
 }

@@ -12,17 +12,7 @@ const INTERNATIONAL: &str = r"hku\.default\control panel\international";
 
 /// The pods' endpoints: (id, name, address).
 fn endpoints(node: &Node) -> Vec<(String, String, String)> {
-    let mut eps: Vec<(String, String, String)> = node.state()["endpoints"]
-        .as_array()
-        .expect("endpoints")
-        .iter()
-        .map(|e| {
-            let s = |k: &str| e[k].as_str().unwrap_or_default().to_owned();
-            (s("id"), s("name"), s("ip"))
-        })
-        .collect();
-    eps.sort();
-    eps
+    node.endpoints()
 }
 
 fn network_names(node: &Node) -> Vec<String> {

@@ -326,6 +326,21 @@ impl Node {
         self.run(&[&["uninstall"][..], extra].concat())
     }
 
+    /// The HNS endpoints: (id, name, address), sorted; what a pod keeps across a handover.
+    pub fn endpoints(&self) -> Vec<(String, String, String)> {
+        let mut eps: Vec<(String, String, String)> = self.state()["endpoints"]
+            .as_array()
+            .expect("endpoints")
+            .iter()
+            .map(|e| {
+                let s = |k: &str| e[k].as_str().unwrap_or_default().to_owned();
+                (s("id"), s("name"), s("ip"))
+            })
+            .collect();
+        eps.sort();
+        eps
+    }
+
     /// What the simulated host holds, for comparisons (`snapshot::assert_same`).
     pub fn snapshot(&self) -> Value {
         super::snapshot::snapshot(&self.sim())
