@@ -9,7 +9,7 @@
 
 use super::node::{
     ANNOTATION_CALICO_VERSION, ANNOTATION_CONFIG_HASH, ANNOTATION_TOOL_VERSION,
-    CONDITION_CALICO_READY, CONDITION_STALE_AFTER, REASON_NOT_INSTALLED,
+    CONDITION_CALICO_READY, CONDITION_STALE_AFTER, REASON_HANDED_TO_OPERATOR, REASON_NOT_INSTALLED,
 };
 use k8s_openapi::api::core::v1::Node;
 use std::collections::BTreeMap;
@@ -40,6 +40,12 @@ pub struct NodeRow {
     /// Values that do not have their form, named.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub malformed: Vec<String>,
+    /// `migrate to-operator` handed the node to the operator's DaemonSet (the condition's
+    /// reason): its Calico is judged by the NetworkUnavailable condition calico-node keeps
+    /// (False `CalicoIsUp` at each start, True `CalicoIsDown` from its pod's preStop: calico
+    /// v3.32.1 `node/pkg/lifecycle/utils/utils.go`), not by calicoctl-win's condition or config.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub handed_to_operator: bool,
 }
 
 /// At most `MAX_TEXT` characters of `s`.
@@ -93,7 +99,21 @@ pub fn node_row(n: &Node, now: i64) -> NodeRow {
         calico_ready = Some("Unknown".into());
     }
     let stale = CONDITION_STALE_AFTER.as_secs() as i64;
-    if calico.is_some_and(|c| c.reason.as_deref() != Some(REASON_NOT_INSTALLED)) {
+    let handed_to_operator = calico.is_some_and(|c| {
+        c.status == "False" && c.reason.as_deref() == Some(REASON_HANDED_TO_OPERATOR)
+    });
+    if handed_to_operator {
+        // The operator's Calico, said by calico-node's NetworkUnavailable: down when True.
+        reasons = condition("NetworkUnavailable")
+            .filter(|c| c.status == "True")
+            .map(|c| {
+                capped(&format!(
+                    "the operator's Calico is down: NetworkUnavailable {} ({})",
+                    c.reason.as_deref().unwrap_or("no reason"),
+                    c.message.as_deref().unwrap_or("no message")
+                ))
+            });
+    } else if calico.is_some_and(|c| c.reason.as_deref() != Some(REASON_NOT_INSTALLED)) {
         match heartbeat_age_seconds {
             Some(age) if age > stale => {
                 calico_ready = Some("Unknown".into());
@@ -121,6 +141,7 @@ pub fn node_row(n: &Node, now: i64) -> NodeRow {
         heartbeat: heartbeat.map(|t| t.0.to_string()),
         heartbeat_age_seconds,
         malformed,
+        handed_to_operator,
     }
 }
 
@@ -166,6 +187,13 @@ pub fn row_problems(r: &NodeRow, fleet_hash: Option<&str>) -> Vec<String> {
         .collect();
     if r.ready.as_deref() != Some("True") {
         out.push(format!("node {name} is not Ready"));
+    }
+    if r.handed_to_operator {
+        // Neither calicoctl-win's condition nor its config is this node's any more.
+        if let Some(why) = &r.reasons {
+            out.push(format!("node {name}: {}", shown(why)));
+        }
+        return out;
     }
     match r.calico_ready.as_deref() {
         Some("True") => {}

@@ -60,9 +60,36 @@ pub const CONDITION_HEARTBEAT: std::time::Duration = std::time::Duration::from_s
 pub const CONDITION_STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(900);
 /// The reason of the condition uninstall leaves: nothing of calicoctl-win runs there.
 pub const REASON_NOT_INSTALLED: &str = "NotInstalled";
+/// The reason of the condition `migrate to-operator` leaves: the operator's DaemonSet runs
+/// Calico there now, which `fleet status` shows as such rather than as a failure.
+pub const REASON_HANDED_TO_OPERATOR: &str = "HandedToOperator";
 
-/// What uninstall leaves on the node: no calicoctl-win annotations (a merge patch with null
-/// values removes them), and the condition False, `NotInstalled`.
+/// Why calicoctl-win left a node, said in the condition it leaves there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Left {
+    Uninstalled,
+    HandedToOperator,
+}
+
+impl Left {
+    /// The condition's reason and message.
+    pub fn reason(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Uninstalled => (
+                REASON_NOT_INSTALLED,
+                "calicoctl-win uninstalled Calico for Windows from this node",
+            ),
+            Self::HandedToOperator => (
+                REASON_HANDED_TO_OPERATOR,
+                "the operator's calico-node-windows DaemonSet runs Calico on this node (calicoctl-win migrate to-operator)",
+            ),
+        }
+    }
+}
+
+/// What uninstall (or a handover to the operator) leaves on the node: no calicoctl-win
+/// annotations (a merge patch with null values removes them), and the condition False with
+/// the reason of `left`.
 /// The node's address as the cluster holds it: the Node's InternalIP and the Calico Node's
 /// BGP address (`facts::internal_ip`, `facts::bgp_ipv4`); none for a Node that does not exist.
 pub fn addresses(
@@ -76,7 +103,7 @@ pub fn addresses(
     }))
 }
 
-pub fn forget(c: &Cluster, node: &str) -> Result<(), ClusterError> {
+pub fn forget(c: &Cluster, node: &str, left: Left) -> Result<(), ClusterError> {
     let gone: serde_json::Map<String, serde_json::Value> = [
         ANNOTATION_CALICO_VERSION,
         ANNOTATION_TOOL_VERSION,
@@ -97,8 +124,8 @@ pub fn forget(c: &Cluster, node: &str) -> Result<(), ClusterError> {
         &serde_json::json!({
             "type": CONDITION_CALICO_READY,
             "status": "False",
-            "reason": REASON_NOT_INSTALLED,
-            "message": "calicoctl-win uninstalled Calico for Windows from this node",
+            "reason": left.reason().0,
+            "message": left.reason().1,
             "lastHeartbeatTime": now,
             "lastTransitionTime": now,
         }),

@@ -458,20 +458,24 @@ fn print_table(ctx: &mut Context, rows: &[NodeRow], fleet_hash: Option<&str>) {
         .unwrap_or(4)
         .clamp(4, 63);
     ctx.printer.text(&format!(
-        "{:<width$} {:<14} {:<10} {:<16} {:<7} {:<7} REASONS",
+        "{:<width$} {:<14} {:<10} {:<16} {:<7} {:<8} REASONS",
         "NODE", "CALICOCTL-WIN", "CALICO", "CONFIG", "READY", "CALICO"
     ));
     for r in rows {
         let name: String = shown(&r.name).chars().take(width).collect();
         let hash = r.config_hash.as_deref().map_or("-".to_owned(), short_hash);
         ctx.printer.text(&format!(
-            "{:<width$} {:<14} {:<10} {:<16} {:<7} {:<7} {}",
+            "{:<width$} {:<14} {:<10} {:<16} {:<7} {:<8} {}",
             name,
             cell(&r.calicoctl_win),
             cell(&r.calico),
             hash,
             cell(&r.ready),
-            cell(&r.calico_ready),
+            if r.handed_to_operator {
+                "operator".to_owned()
+            } else {
+                cell(&r.calico_ready)
+            },
             r.reasons.as_deref().map_or(String::new(), shown)
         ));
     }

@@ -154,7 +154,10 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
     if let Some(g) = &rec.renewal {
         warnings.extend(super::uninstall::remove_grant(ctx, g));
     }
-    warnings.extend(super::uninstall::forget_node(ctx));
+    warnings.extend(super::uninstall::forget_node(
+        ctx,
+        crate::cluster::node::Left::HandedToOperator,
+    ));
     ctx.printer.text(&format!(
         "Node {} runs Calico from the operator's {} pod now.",
         read.node,

@@ -72,7 +72,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     if let Some(g) = &grant {
         warnings.extend(remove_grant(ctx, g));
     }
-    warnings.extend(forget_node(ctx));
+    warnings.extend(forget_node(ctx, crate::cluster::node::Left::Uninstalled));
     if !args.purge {
         ctx.printer.text(
             "Uninstalled. HNS networks Calico created stay until the node is drained; 'uninstall --purge' removes them.",
@@ -203,7 +203,7 @@ fn nothing_installed(
 /// `CalicoWindowsReady` condition False, `NotInstalled` (`fleet status` once showed an
 /// uninstalled node as healthy). Without a cluster to ask it is said, and left; a failure is a
 /// warning: the node itself is uninstalled.
-pub(super) fn forget_node(ctx: &mut Context) -> Option<String> {
+pub(super) fn forget_node(ctx: &mut Context, left: crate::cluster::node::Left) -> Option<String> {
     let node = match ctx.load_config() {
         Ok(l) => l.config.node.name.to_string(),
         Err(_) => {
@@ -213,7 +213,7 @@ pub(super) fn forget_node(ctx: &mut Context) -> Option<String> {
         }
     };
     let forgotten = match ctx.connect_cluster() {
-        Ok(Some(c)) => crate::cluster::node::forget(&c, &node).map_err(|e| e.to_string()),
+        Ok(Some(c)) => crate::cluster::node::forget(&c, &node, left).map_err(|e| e.to_string()),
         Ok(None) => {
             ctx.printer.text(&format!(
                 "Node {node} keeps its calicoctl-win annotations and CalicoWindowsReady condition (no kubeconfig): 'kubectl annotate node {node} calicoctl-win/version- calicoctl-win/calico-version- calicoctl-win/config-hash-' removes the annotations."
@@ -225,7 +225,8 @@ pub(super) fn forget_node(ctx: &mut Context) -> Option<String> {
     match forgotten {
         Ok(()) => {
             ctx.printer.text(&format!(
-                "Node {node}: calicoctl-win's annotations removed, CalicoWindowsReady False (NotInstalled)."
+                "Node {node}: calicoctl-win's annotations removed, CalicoWindowsReady False ({}).",
+                left.reason().0
             ));
             None
         }

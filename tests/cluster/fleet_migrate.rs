@@ -230,6 +230,39 @@ fn a_fleet_moves_to_the_operator_and_back_one_node_at_a_time_keeping_every_endpo
         );
     }
 
+    // fleet status shows the nodes as the operator's, healthy, until the operator's Calico
+    // says it is down on one (its pod's preStop: NetworkUnavailable True, CalicoIsDown).
+    let (code, doc) = fleet_status(&admin);
+    assert_eq!(code, 0, "{doc}");
+    assert!(
+        doc["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .all(|n| n["handed_to_operator"] == true),
+        "{doc}"
+    );
+    let path = "/api/v1/nodes/win-2";
+    let mut node = api.get(path).expect("node");
+    let mut conditions = node["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    conditions.push(json!({"type": "NetworkUnavailable", "status": "True",
+        "reason": "CalicoIsDown", "message": "Calico is shutting down on this node"}));
+    node["status"]["conditions"] = json!(conditions);
+    api.put(path, node.clone());
+    let (code, doc) = fleet_status(&admin);
+    assert_eq!(code, 1, "{doc}");
+    assert!(
+        doc["problems"]
+            .to_string()
+            .contains("node win-2: the operator's Calico is down: NetworkUnavailable CalicoIsDown"),
+        "{doc}"
+    );
+    node["status"]["conditions"] = json!(conditions[..conditions.len() - 1]);
+    api.put(path, node);
+
     // A new version of the Plan reaches every node again: each is the operator's already.
     clear_done_labels(&api, &machines, &plan.1);
     let again = drive(&api, &plan.0, &machines, &pod);
@@ -287,6 +320,62 @@ fn a_fleet_moves_to_the_operator_and_back_one_node_at_a_time_keeping_every_endpo
     );
 }
 
+/// A node migrate refuses (its kube-proxy is the Windows service the operator's init
+/// container would delete) fails its job, unchanged and uncordoned, and holds the Plan's one
+/// slot: the nodes after it are not started. Once kube-proxy runs otherwise there, the Plan
+/// goes on and every node moves.
+#[test]
+fn a_refused_node_stops_the_migration_there() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let admin_dir = tempfile::tempdir().expect("tempdir");
+    let admin = api.kubeconfig(admin_dir.path(), None);
+    let machines: Vec<Machine> = ["win-1", "win-2", "win-3"]
+        .iter()
+        .map(|n| Machine::new(&api, n))
+        .collect();
+    for m in &machines {
+        m.install(&admin, &[]);
+    }
+    machines[0].node.edit_state(|s| {
+        let mut svc = s["services"]["caliconode"].clone();
+        svc["name"] = "kube-proxy".into();
+        s["services"]["kube-proxy"] = svc;
+    });
+    let _operators: Vec<FakeOperator> = machines
+        .iter()
+        .map(|m| FakeOperator::start(api.state.clone(), &m.name, m.sim()))
+        .collect();
+    let plan = apply_plan(&api, &["--migrate", "to-operator", "--pod-timeout", "30s"]);
+    let pod = migrate_pod(&api, &plan);
+    let run = drive(&api, &plan.0, &machines, &pod);
+    assert!(run.done.is_empty(), "{:?}", run.done);
+    assert_eq!(run.failed.len(), 1, "{:?}", run.failed);
+    let (node, doc) = &run.failed[0];
+    assert_eq!(node, "win-1");
+    assert_eq!(doc["error"]["kind"], "migration-refused", "{doc}");
+    for m in &machines {
+        assert!(!cordoned(&api, &m.name), "{}", m.name);
+        assert!(
+            calico_services(m).contains(&"caliconode".to_owned()),
+            "{} untouched",
+            m.name
+        );
+    }
+
+    // kube-proxy runs as a HostProcess pod now; the controller tries the node again.
+    machines[0].node.edit_state(|s| {
+        s["services"]
+            .as_object_mut()
+            .expect("services")
+            .remove("kube-proxy");
+    });
+    let run = drive(&api, &plan.0, &machines, &pod);
+    assert!(run.failed.is_empty(), "{:?}", run.failed);
+    assert_eq!(run.done, ["win-1", "win-2", "win-3"]);
+    assert!(run.most_out <= 1);
+}
+
 /// The selector is what keeps the Plan one node at a time: a Plan that selected the nodes by
 /// the label migrate moves would lose each node from it halfway through its job, which the
 /// controller answers by deleting that job and starting the next node. The driver sees it.
@@ -320,6 +409,19 @@ fn a_plan_selecting_by_the_moving_label_would_lose_its_nodes_halfway() {
         .push(json!({"key": LABEL, "operator": "In", "values": ["true"]}));
     let run = drive(&api, &plan, &machines, &pod);
     assert_eq!(run.left_selector, ["win-1", "win-2"], "{:?}", run.done);
+}
+
+/// `fleet status -o json` with the admin kubeconfig: its exit code and document.
+fn fleet_status(admin: &std::path::Path) -> (i32, Value) {
+    let out = crate::support::cmd()
+        .args(["fleet", "status", "-o", "json", "--kubeconfig"])
+        .arg(admin)
+        .output()
+        .expect("runs");
+    (
+        out.status.code().expect("code"),
+        crate::support::json(&out.stdout),
+    )
 }
 
 /// `fleet plan ARGS` applied to the cluster (the Plan, its Secret, the account and roles):
