@@ -192,16 +192,30 @@ pub fn patch(c: &Cluster, node: &str, patch: &serde_json::Value) -> Result<(), C
     Ok(())
 }
 
-/// The Windows nodes calicoctl-win installed (its version annotation) that lack the label,
-/// which the operator would take once it runs on Windows.
+/// The Windows nodes calicoctl-win runs on that lack the label, which the operator would
+/// take once it runs on Windows: its version annotation (install's), or a `CalicoWindowsReady`
+/// condition that CalicoNode set (an install whose annotation did not reach the Node), not
+/// one uninstall or a handover left.
 pub fn unlabelled_nodes_of_ours(c: &Cluster) -> Result<Vec<String>, ClusterError> {
     let mut names = Vec::new();
     for_each_windows_node(c, |n| {
-        let ours = n
+        let annotated = n
             .metadata
             .annotations
             .as_ref()
             .is_some_and(|a| a.contains_key(ANNOTATION_TOOL_VERSION));
+        let condition = n
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == CONDITION_CALICO_READY))
+            .is_some_and(|c| {
+                !matches!(
+                    c.reason.as_deref(),
+                    Some(REASON_NOT_INSTALLED | REASON_HANDED_TO_OPERATOR)
+                )
+            });
+        let ours = annotated || condition;
         if ours && super::operator::label_of(n) != Some(super::operator::LABEL_VALUE) {
             names.extend(n.metadata.name.clone());
         }

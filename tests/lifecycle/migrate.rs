@@ -431,3 +431,26 @@ fn calico_node_restarts_the_components_when_the_api_group_changes() {
         "{log}"
     );
 }
+
+/// Before the operator is switched on for Windows, every node calicoctl-win runs on is
+/// labelled out of its DaemonSet: one install annotated, and one whose annotation never
+/// reached the Node but whose CalicoNode keeps its condition; not a node uninstall left.
+#[test]
+fn every_node_calicoctl_win_runs_on_is_kept_from_the_operator_first() {
+    let node = installed_with_pods();
+    let api = node.api();
+    for (name, reason) in [("win-2", "CalicoReady"), ("win-3", "NotInstalled")] {
+        api.put(
+            &format!("/api/v1/nodes/{name}"),
+            json!({"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "labels": {"kubernetes.io/os": "windows"}},
+                "status": {"conditions": [{"type": "CalicoWindowsReady", "status": "True",
+                    "reason": reason, "message": "", "lastHeartbeatTime": "2026-11-25T00:00:00Z"}]}}),
+        );
+    }
+    let (code, doc, err) = node.run(&["migrate", "to-operator", "--dry-run"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    let plan = doc["actions"].to_string();
+    assert!(plan.contains("win-2"), "{plan}");
+    assert!(!plan.contains("win-3"), "{plan}");
+}
