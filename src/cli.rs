@@ -514,14 +514,14 @@ pub struct FleetPlanArgs {
     /// A label the nodes must have besides kubernetes.io/os=windows (repeatable)
     #[arg(long, value_name = "KEY=VALUE")]
     pub node_selector: Vec<String>,
-    /// How long a node's drain may take
-    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::duration::parse)]
+    /// How long a node's drain may take (a migration drains nothing)
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::duration::parse, conflicts_with = "migrate")]
     pub drain_timeout: std::time::Duration,
     /// Evict pods without a controller too
-    #[arg(long)]
+    #[arg(long, conflicts_with = "migrate")]
     pub force: bool,
     /// Evict pods with emptyDir data too (their data is lost)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "migrate")]
     pub delete_emptydir_data: bool,
     /// The Plan's version: the tag of an image named without one (default: this calicoctl-win's)
     #[arg(long, value_name = "VERSION")]
@@ -531,7 +531,7 @@ pub struct FleetPlanArgs {
     #[arg(long, value_enum, value_name = "WAY")]
     pub migrate: Option<MigrateDirection>,
     /// With --migrate: how long each node waits for its operator pod to come (or to go)
-    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::duration::parse)]
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::duration::parse, requires = "migrate")]
     pub pod_timeout: std::time::Duration,
     /// With --migrate from-operator: the release zip each node installs: an https:// URL, or
     /// its absolute path where every node has it

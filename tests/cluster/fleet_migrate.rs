@@ -157,6 +157,15 @@ fn a_migration_plan_refuses_what_would_not_be_one_node_at_a_time() {
             &["--migrate", "from-operator", "--release-zip", "zips\\y.zip"],
             "absolute path",
         ),
+        (
+            &["--migrate", "to-operator", "--force"],
+            "cannot be used with '--force'",
+        ),
+        (
+            &["--migrate", "from-operator", "--drain-timeout", "5m"],
+            "cannot be used with '--drain-timeout",
+        ),
+        (&["--pod-timeout", "5m"], "--migrate <WAY>"),
     ] {
         let args = [&base[..], bad].concat();
         let (code, doc, err) = fleet_plan(&args);
