@@ -379,7 +379,7 @@ the Kubernetes API calls install, reconfigure (with its drain), uninstall --purg
 make, bound to it: a ClusterRole (get namespaces calico-system and kube-system; get and patch nodes; list \
 pods; patch nodes/status, for uninstall's CalicoWindowsReady condition; list discovery.k8s.io endpointslices, for another host's HNS endpoints; create pods/eviction; get Calico's clusterinformations, felixconfigurations and ipamconfigs named \
 default; list ippools and ipamblocks; list migration.projectcalico.org datastoremigrations, for a migration of \
-Calico's datastore under way (the installer only); get servicecidrs named kubernetes and the operator's installations named default; \
+Calico's datastore under way (the installer only); get servicecidrs named kubernetes and the operator's installations named default and overlay; \
 in projectcalico.org, with ipamconfigurations, where the cluster serves Calico's resources there: --calico-api), \
 a Role in --calico-namespace (get configmaps calico-config and kube-root-ca.crt; create \
 serviceaccounts/token of calico-node; get, create and delete roles and rolebindings, for each node's \

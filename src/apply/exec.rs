@@ -249,7 +249,7 @@ fn cluster_step(action: &Action, opts: &Options<'_>) -> anyhow::Result<()> {
     match action {
         Action::Cordon { node } => c.set_cordoned(node, true),
         Action::Uncordon { node } => c.set_cordoned(node, false),
-        Action::PatchInstallation { patch, .. } => c.patch_installation(patch),
+        Action::PatchInstallation { name, patch, .. } => c.patch_installation(name, patch),
         Action::SetNodeLabel { node, value } => c.set_label(node, value.as_deref()),
         Action::WaitOperatorPod {
             node,

@@ -215,10 +215,13 @@ pub enum Action {
     Uncordon {
         node: String,
     },
-    /// A JSON merge patch of the operator's Installation `default` (`migrate`).
+    /// A JSON merge patch of the operator's Installation `default`, or of its `overlay` where
+    /// that sets the field (`migrate`).
     PatchInstallation {
         /// What it changes, for people.
         what: String,
+        /// `default` or `overlay`.
+        name: String,
         patch: serde_json::Value,
     },
     /// Sets calicoctl-win's node label (`cluster::operator::LABEL`), or removes it (`None`):
@@ -390,8 +393,8 @@ impl Action {
 fn operator_text(action: &Action) -> String {
     use crate::cluster::operator::{DAEMONSET, LABEL, Want};
     match action {
-        Action::PatchInstallation { what, .. } => {
-            format!("patch the operator's Installation default: {what}")
+        Action::PatchInstallation { what, name, .. } => {
+            format!("patch the operator's Installation {name}: {what}")
         }
         Action::SetNodeLabel {
             node,

@@ -631,8 +631,8 @@ pub trait NodeControl {
         node: &str,
         opts: &DrainOptions,
     ) -> anyhow::Result<Vec<String>>;
-    /// A JSON merge patch of the operator's Installation `default`.
-    fn patch_installation(&self, patch: &serde_json::Value) -> anyhow::Result<()>;
+    /// A JSON merge patch of the operator's Installation `name`.
+    fn patch_installation(&self, name: &str, patch: &serde_json::Value) -> anyhow::Result<()>;
     /// calicoctl-win's node label set, or removed (`None`).
     fn set_label(&self, node: &str, value: Option<&str>) -> anyhow::Result<()>;
     fn wait_operator_pod(
@@ -703,8 +703,8 @@ impl NodeControl for Cluster {
         Ok(names)
     }
 
-    fn patch_installation(&self, patch: &serde_json::Value) -> anyhow::Result<()> {
-        Ok(super::operator::patch_installation(self, patch)?)
+    fn patch_installation(&self, name: &str, patch: &serde_json::Value) -> anyhow::Result<()> {
+        Ok(super::operator::patch_installation(self, name, patch)?)
     }
 
     fn set_label(&self, node: &str, value: Option<&str>) -> anyhow::Result<()> {

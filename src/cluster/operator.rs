@@ -36,7 +36,7 @@ pub const DAEMONSET: &str = "calico-node-windows";
 pub const AUTO_CNI_SPEC_VERSION: &str = "1.0.0";
 
 /// The parts of the Installation that decide where and how the operator runs on Windows.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Installation {
     /// `spec.calicoNetwork.windowsDataplane`: `HNS` or `Disabled` (unset is disabled).
     pub windows_dataplane: Option<String>,
@@ -49,7 +49,31 @@ pub struct Installation {
     /// `spec.windowsNodes.cniBinDir` and `cniConfigDir` as written.
     pub cni_bin_dir: Option<String>,
     pub cni_config_dir: Option<String>,
+    /// The Installation that sets the DaemonSet's affinity and `windowsDataplane`, which a
+    /// patch of them must change: `overlay` where it sets them, else `default`.
+    pub affinity_in: &'static str,
+    pub dataplane_in: &'static str,
 }
+
+impl Default for Installation {
+    fn default() -> Self {
+        Self {
+            windows_dataplane: None,
+            provider: None,
+            affinity: None,
+            cni_spec_version: None,
+            cni_bin_dir: None,
+            cni_config_dir: None,
+            affinity_in: DEFAULT,
+            dataplane_in: DEFAULT,
+        }
+    }
+}
+
+/// The operator's Installation, and the one whose fields override it
+/// (`utils.OverlayInstanceKey`).
+pub const DEFAULT: &str = "default";
+pub const OVERLAY: &str = "overlay";
 
 /// Where CNI plugins and their config live on a Windows node, as Windows paths.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -61,16 +85,43 @@ pub struct CniDirs {
 impl Installation {
     /// Read from the object's JSON.
     pub fn of(object: &Value) -> Self {
-        let spec = &object["spec"];
-        let text = |v: &Value| v.as_str().map(str::to_owned);
-        let affinity = &spec["calicoNodeWindowsDaemonSet"]["spec"]["template"]["spec"]["affinity"];
+        Self::merged(object, None)
+    }
+
+    /// The spec the operator works from: `default`'s, each field `overlay` sets taking its
+    /// place (tigera/operator release-v1.44 `pkg/controller/utils/merge.go`
+    /// `OverrideInstallationSpec`, applied by `windows_controller.go` and `core_controller.go`:
+    /// a field set only in the overlay, or set differently, is the overlay's; the fields read
+    /// here are merged one by one, the DaemonSet's affinity as a whole).
+    pub fn merged(default: &Value, overlay: Option<&Value>) -> Self {
+        let at = |v: &Value, path: &[&str]| -> Option<Value> {
+            let leaf = path.iter().fold(&v["spec"], |v, k| &v[*k]);
+            (!leaf.is_null()).then(|| leaf.clone())
+        };
+        let pick = |path: &[&str]| -> (Option<Value>, &'static str) {
+            match overlay.and_then(|o| at(o, path)) {
+                Some(v) => (Some(v), OVERLAY),
+                None => (at(default, path), DEFAULT),
+            }
+        };
+        let text = |path: &[&str]| pick(path).0.and_then(|v| v.as_str().map(str::to_owned));
+        let (affinity, affinity_in) = pick(&[
+            "calicoNodeWindowsDaemonSet",
+            "spec",
+            "template",
+            "spec",
+            "affinity",
+        ]);
+        let (dataplane, dataplane_in) = pick(&["calicoNetwork", "windowsDataplane"]);
         Self {
-            windows_dataplane: text(&spec["calicoNetwork"]["windowsDataplane"]),
-            provider: text(&spec["kubernetesProvider"]),
-            affinity: (!affinity.is_null()).then(|| affinity.clone()),
-            cni_spec_version: text(&spec["cni"]["specVersion"]),
-            cni_bin_dir: text(&spec["windowsNodes"]["cniBinDir"]),
-            cni_config_dir: text(&spec["windowsNodes"]["cniConfigDir"]),
+            windows_dataplane: dataplane.and_then(|v| v.as_str().map(str::to_owned)),
+            provider: text(&["kubernetesProvider"]),
+            affinity,
+            cni_spec_version: text(&["cni", "specVersion"]),
+            cni_bin_dir: text(&["windowsNodes", "cniBinDir"]),
+            cni_config_dir: text(&["windowsNodes", "cniConfigDir"]),
+            affinity_in,
+            dataplane_in,
         }
     }
 
@@ -220,22 +271,29 @@ fn installations(c: &Cluster) -> Api<DynamicObject> {
     )
 }
 
-/// The operator's Installation `default`, if there is one.
+/// The operator's Installation `default`, if there is one, with what its `overlay` sets.
 pub fn read(c: &Cluster) -> Result<Option<Installation>, ClusterError> {
-    let found = c.call_opt(
-        "get",
-        "installations.operator.tigera.io/default",
-        installations(c).get("default"),
-    )?;
-    Ok(found.map(|o| Installation::of(&serde_json::to_value(&o).unwrap_or_default())))
+    let get = |name: &str| {
+        c.call_opt(
+            "get",
+            &format!("installations.operator.tigera.io/{name}"),
+            installations(c).get(name),
+        )
+        .map(|o| o.map(|o| serde_json::to_value(&o).unwrap_or_default()))
+    };
+    let Some(default) = get(DEFAULT)? else {
+        return Ok(None);
+    };
+    let overlay = get(OVERLAY)?;
+    Ok(Some(Installation::merged(&default, overlay.as_ref())))
 }
 
-/// A JSON merge patch of the Installation `default`.
-pub fn patch_installation(c: &Cluster, patch: &Value) -> Result<(), ClusterError> {
+/// A JSON merge patch of the Installation `name` (`default` or `overlay`).
+pub fn patch_installation(c: &Cluster, name: &str, patch: &Value) -> Result<(), ClusterError> {
     c.call(
         "patch",
-        "installations.operator.tigera.io/default",
-        installations(c).patch("default", &PatchParams::default(), &Patch::Merge(patch)),
+        &format!("installations.operator.tigera.io/{name}"),
+        installations(c).patch(name, &PatchParams::default(), &Patch::Merge(patch)),
     )?;
     Ok(())
 }

@@ -152,3 +152,41 @@ fn the_operator_pod_is_told_from_others() {
     );
     assert!(matches!(pod_state(&[leaving]), PodState::Terminating(_)));
 }
+
+/// The overlay's fields take default's place one by one (merge.go's rule), and say which
+/// Installation a patch of the affinity or windowsDataplane must change.
+#[test]
+fn the_overlay_overrides_default_field_by_field() {
+    let default = json!({"spec": {"kubernetesProvider": "AKS",
+        "calicoNetwork": {"windowsDataplane": "HNS"},
+        "windowsNodes": {"cniBinDir": "/k/azurecni/bin", "cniConfigDir": "/k/azurecni/netconf"}}});
+    let overlay = json!({"spec": {"calicoNetwork": {"windowsDataplane": "Disabled"},
+        "windowsNodes": {"cniConfigDir": "C:/etc/cni/net.d"}}});
+    let i = Installation::merged(&default, Some(&overlay));
+    assert_eq!(i.provider.as_deref(), Some("AKS"));
+    assert!(!i.windows_enabled());
+    assert_eq!((i.dataplane_in, i.affinity_in), (OVERLAY, DEFAULT));
+    assert_eq!(
+        i.windows_cni_dirs(),
+        CniDirs {
+            bin: r"C:\k\azurecni\bin".into(),
+            conf: r"C:\etc\cni\net.d".into(),
+        }
+    );
+    let alone = Installation::merged(&default, None);
+    assert!(alone.windows_enabled());
+    assert_eq!(alone.dataplane_in, DEFAULT);
+    assert_eq!(
+        Installation::of(&json!({"spec": {}})).windows_cni_dirs(),
+        CniDirs {
+            bin: r"C:\opt\cni\bin".into(),
+            conf: r"C:\etc\cni\net.d".into(),
+        }
+    );
+    assert_eq!(
+        Installation::of(&json!({"spec": {"kubernetesProvider": "EKS"}}))
+            .windows_cni_dirs()
+            .conf,
+        r"C:\Program Files\Amazon\EKS\cni\config"
+    );
+}

@@ -166,8 +166,8 @@ pub const INSTALLER: &[Right] = &[
         "operator.tigera.io",
         "installations",
         &["get"],
-        &["default"],
-        "an operator install's settings",
+        &["default", "overlay"],
+        "an operator install's settings (default, and overlay, whose fields override it)",
     ),
     r(
         Scope::KubeSystem,
@@ -280,8 +280,8 @@ pub const MIGRATE_EXTRA: &[Right] = &[
         "operator.tigera.io",
         "installations",
         &["patch"],
-        &["default"],
-        "migrate: the operator's DaemonSet affinity and windowsDataplane",
+        &["default", "overlay"],
+        "migrate: the operator's DaemonSet affinity and windowsDataplane (in overlay where it sets them)",
     ),
     r(
         Scope::Cluster,

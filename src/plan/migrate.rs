@@ -255,6 +255,7 @@ pub fn keep_operator_off(inst: &Installation, label: &[String]) -> Vec<Action> {
     let mut actions = Vec::new();
     if let Some(affinity) = inst.excluding_affinity() {
         actions.push(Action::PatchInstallation {
+            name: inst.affinity_in.to_owned(),
             what: format!(
                 "calicoNodeWindowsDaemonSet affinity: not on nodes labelled {}={LABEL_VALUE}{}",
                 operator::LABEL,
@@ -286,6 +287,7 @@ pub fn to_operator_before(
     let mut actions = keep_operator_off(inst, label);
     if !inst.windows_enabled() {
         actions.push(Action::PatchInstallation {
+            name: inst.dataplane_in.to_owned(),
             what: "calicoNetwork.windowsDataplane: HNS (the operator runs Calico on the Windows nodes its DaemonSet's affinity allows)".into(),
             patch: operator::dataplane_patch(Some("HNS")),
         });

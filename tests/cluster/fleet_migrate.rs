@@ -92,7 +92,7 @@ fn a_migration_plan_moves_one_node_at_a_time_without_a_drain() {
             .iter()
             .any(|r| r["resources"] == json!(["installations"])
                 && r["verbs"] == json!(["patch"])
-                && r["resourceNames"] == json!(["default"])),
+                && r["resourceNames"] == json!(["default", "overlay"])),
         "{role}"
     );
 

@@ -454,3 +454,50 @@ fn every_node_calicoctl_win_runs_on_is_kept_from_the_operator_first() {
     assert!(plan.contains("win-2"), "{plan}");
     assert!(!plan.contains("win-3"), "{plan}");
 }
+
+/// An `overlay` Installation whose fields override `default`'s (as the operator merges them):
+/// migrate writes the DaemonSet's affinity and `windowsDataplane` where the operator reads
+/// them, in the overlay, keeping the overlay's own affinity term; `default` is left as it was.
+/// The stand-in operator merges the two as the operator does, and takes the node.
+#[test]
+fn an_overlay_installation_is_patched_where_it_overrides_default() {
+    const OVERLAY: &str = "/apis/operator.tigera.io/v1/installations/overlay";
+    let node = installed_with_pods();
+    let api = node.api();
+    let term = json!({"key": "node.kubernetes.io/windows-build", "operator": "In", "values": ["10.0.20348"]});
+    api.put(
+        OVERLAY,
+        json!({"apiVersion": "operator.tigera.io/v1", "kind": "Installation",
+            "metadata": {"name": "overlay"},
+            "spec": {"calicoNetwork": {"windowsDataplane": "Disabled"},
+                "calicoNodeWindowsDaemonSet": {"spec": {"template": {"spec": {"affinity":
+                    {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                        {"nodeSelectorTerms": [{"matchExpressions": [term.clone()]}]}}}}}}}}}),
+    );
+    let mut n = api.get("/api/v1/nodes/win-1").expect("node");
+    n["metadata"]["labels"]["node.kubernetes.io/windows-build"] = json!("10.0.20348");
+    api.put("/api/v1/nodes/win-1", n);
+    let default_before = api.get(INSTALLATION).expect("default");
+    let before = endpoints(&node);
+    let operator = FakeOperator::start(api.state.clone(), "win-1", node.sim());
+
+    let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "30s"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    let overlay = api.get(OVERLAY).expect("overlay");
+    assert_eq!(overlay["spec"]["calicoNetwork"]["windowsDataplane"], "HNS");
+    let expressions = overlay["spec"]["calicoNodeWindowsDaemonSet"]["spec"]["template"]["spec"]
+        ["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"][0]["matchExpressions"]
+        .clone();
+    assert_eq!(
+        expressions,
+        json!([term, {"key": "calicoctl-win/runs-calico", "operator": "NotIn", "values": ["true"]}])
+    );
+    assert_eq!(api.get(INSTALLATION).expect("default"), default_before);
+    assert_eq!(endpoints(&node), before);
+    assert!(
+        api.get(&format!("{POD_PREFIX}win-1")).is_some(),
+        "{:?}",
+        operator.events()
+    );
+}

@@ -80,11 +80,15 @@ impl Drop for FakeOperator {
 fn step(api: &Mutex<State>, node: &str, sim: &std::path::Path, log: &Mutex<Vec<String>>) {
     let pod_path = format!("{POD_PREFIX}{node}");
     let mut st = api.lock().expect("api");
-    let inst = st
-        .objects
-        .get("/apis/operator.tigera.io/v1/installations/default")
-        .cloned()
-        .unwrap_or(Value::Null);
+    let inst = effective(
+        st.objects
+            .get("/apis/operator.tigera.io/v1/installations/default")
+            .cloned()
+            .unwrap_or(Value::Null),
+        st.objects
+            .get("/apis/operator.tigera.io/v1/installations/overlay")
+            .cloned(),
+    );
     let Some(n) = st.objects.get(&format!("/api/v1/nodes/{node}")).cloned() else {
         return;
     };
@@ -131,6 +135,38 @@ fn step(api: &Mutex<State>, node: &str, sim: &std::path::Path, log: &Mutex<Vec<S
         }
         log.lock().expect("log").push("pod deleted".into());
     }
+}
+
+/// The Installation the operator works from: `default` with each field the `overlay`
+/// Installation sets in its place (tigera/operator release-v1.44
+/// `pkg/controller/utils/merge.go` `OverrideInstallationSpec`, which `windows_controller.go`
+/// applies), for the fields this stand-in reads.
+fn effective(mut default: Value, overlay: Option<Value>) -> Value {
+    let Some(overlay) = overlay else {
+        return default;
+    };
+    for path in [
+        &["calicoNetwork", "windowsDataplane"][..],
+        &[
+            "calicoNodeWindowsDaemonSet",
+            "spec",
+            "template",
+            "spec",
+            "affinity",
+        ],
+        &["windowsNodes", "cniConfigDir"],
+        &["cni", "specVersion"],
+    ] {
+        let set = path.iter().fold(&overlay["spec"], |v, k| &v[*k]);
+        if !set.is_null() {
+            let mut at = &mut default["spec"];
+            for k in path {
+                at = &mut at[*k];
+            }
+            *at = set.clone();
+        }
+    }
+    default
 }
 
 /// Required node affinity against a node's labels: no affinity matches; terms ORed, each
