@@ -767,6 +767,7 @@ pub(crate) fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod
     let engine_cordons = !spec["drain"].is_null() || spec["cordon"] == true;
     let finished = std::sync::atomic::AtomicBool::new(false);
     let running_now = std::sync::Mutex::new(std::collections::BTreeSet::<String>::new());
+    let mut ended_outside = std::collections::BTreeSet::new();
     let mut out = Rollout::default();
     std::thread::scope(|s| {
         let sampler = s.spawn(|| {
@@ -850,6 +851,11 @@ pub(crate) fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod
             }
             let (m, code, doc) = rx.recv().expect("a job ends");
             running -= 1;
+            // Checked again as the job ends (before its node is marked done), so that a node
+            // that left the selector late in its job is seen whatever the sampler's timing.
+            if !selects(m) {
+                ended_outside.insert(m.name.clone());
+            }
             running_now.lock().expect("running").remove(&m.name);
             if code == 0 {
                 if engine_cordons {
@@ -866,7 +872,8 @@ pub(crate) fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod
             }
         }
         finished.store(true, std::sync::atomic::Ordering::Relaxed);
-        let (most, left) = sampler.join().expect("sampler");
+        let (most, mut left) = sampler.join().expect("sampler");
+        left.extend(ended_outside);
         out.most_out = most;
         out.left_selector = left.into_iter().collect();
     });
