@@ -288,14 +288,63 @@ pub fn read(c: &Cluster) -> Result<Option<Installation>, ClusterError> {
     Ok(Some(Installation::merged(&default, overlay.as_ref())))
 }
 
-/// A JSON merge patch of the Installation `name` (`default` or `overlay`).
-pub fn patch_installation(c: &Cluster, name: &str, patch: &Value) -> Result<(), ClusterError> {
-    c.call(
-        "patch",
-        &format!("installations.operator.tigera.io/{name}"),
-        installations(c).patch(name, &PatchParams::default(), &Patch::Merge(patch)),
-    )?;
-    Ok(())
+/// A JSON merge patch of the Installation `name` (`default` or `overlay`), which must keep
+/// every field it sets. An operator older than release-v1.32 has neither
+/// `calicoNetwork.windowsDataplane` nor `calicoNodeWindowsDaemonSet` in its CRD (both came with
+/// its Windows support), and an API server drops the fields a structural schema does not know
+/// ("Field pruning", Kubernetes' CustomResourceDefinition docs): the patch asks for strict
+/// field validation (a 400 naming the field, from Kubernetes 1.27) and the object it returns
+/// is read for each field, for servers that ignore the directive.
+pub fn patch_installation(c: &Cluster, name: &str, patch: &Value) -> Result<(), OperatorError> {
+    let params = PatchParams::default().validation(kube::api::ValidationDirective::Strict);
+    let patched = c
+        .call(
+            "patch",
+            &format!("installations.operator.tigera.io/{name}"),
+            installations(c).patch(name, &params, &Patch::Merge(patch)),
+        )
+        .map_err(|e| match &e {
+            // apiextensions-apiserver: `strict decoding error: unknown field "spec.x"`.
+            ClusterError::Api {
+                code: 400, message, ..
+            } if message.contains("unknown field") => OperatorError::FieldDropped {
+                installation: name.to_owned(),
+                field: message
+                    .split('"')
+                    .nth(1)
+                    .unwrap_or("a field of the patch")
+                    .to_owned(),
+            },
+            _ => OperatorError::Cluster(e),
+        })?;
+    let got = serde_json::to_value(&patched).unwrap_or_default();
+    match dropped(patch, &got, "") {
+        Some(field) => Err(OperatorError::FieldDropped {
+            installation: name.to_owned(),
+            field,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The first field a merge patch sets (a value that is not null) that `got` lacks, as a
+/// dotted path.
+fn dropped(patch: &Value, got: &Value, at: &str) -> Option<String> {
+    match patch {
+        Value::Object(fields) => fields.iter().find_map(|(k, v)| {
+            let path = if at.is_empty() {
+                k.clone()
+            } else {
+                format!("{at}.{k}")
+            };
+            match (v, got.get(k)) {
+                (Value::Null, _) => None,
+                (_, None | Some(Value::Null)) => Some(path),
+                (v, Some(g)) => dropped(v, g, &path),
+            }
+        }),
+        _ => None,
+    }
 }
 
 /// Sets the label on a node (`None`: removes it).
@@ -435,12 +484,21 @@ pub enum OperatorError {
         after: Duration,
         state: PodState,
     },
+    #[error(
+        "the operator's Installation {installation} did not keep {field}: its CRD does not know the field"
+    )]
+    FieldDropped { installation: String, field: String },
 }
 
 impl crate::error::Diagnose for OperatorError {
     fn diagnose(&self) -> Option<crate::error::Diagnosis> {
         match self {
             Self::Cluster(e) => e.diagnose(),
+            Self::FieldDropped { .. } => crate::error::Diagnosis::new(
+                crate::error::Exit::Preflight,
+                crate::error::Kind::MigrationRefused,
+                "upgrade the Tigera operator (and its CRDs) to v1.32 or later, the first to run Calico on Windows nodes (migrate patches the Installation before it changes anything on the node)",
+            ),
             Self::PodTimeout { node, .. } => crate::error::Diagnosis::new(
                 crate::error::Exit::Timeout,
                 crate::error::Kind::OperatorPodTimeout,

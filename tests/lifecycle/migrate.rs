@@ -501,3 +501,49 @@ fn an_overlay_installation_is_patched_where_it_overrides_default() {
         operator.events()
     );
 }
+
+/// An operator older than release-v1.32 knows neither `calicoNetwork.windowsDataplane` nor
+/// `calicoNodeWindowsDaemonSet` in its Installation CRD: the API server refuses them when asked
+/// for strict field validation, and drops them when it ignores that (before Kubernetes 1.25).
+/// Either way migrate stops at its first step, the Installation's patch, with nothing on the
+/// node changed and the upgrade as its fix, instead of handing the node to an operator that
+/// will never come.
+#[test]
+fn an_operator_too_old_for_windows_is_refused_before_the_node_changes() {
+    for strict in [true, false] {
+        let node = installed_with_pods();
+        let api = node.api();
+        {
+            let mut st = api.lock();
+            st.unknown_fields.insert(
+                "installations".into(),
+                vec![
+                    "spec.calicoNetwork.windowsDataplane".into(),
+                    "spec.calicoNodeWindowsDaemonSet".into(),
+                ],
+            );
+            st.strict_validation = strict;
+        }
+        let before = snapshot(&node.sim());
+        let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "5s"]);
+        assert_eq!(code, 3, "strict {strict}: {err} {doc}");
+        assert_eq!(doc["error"]["kind"], "migration-refused", "{doc}");
+        assert!(
+            doc.to_string().contains("spec.calicoNodeWindowsDaemonSet"),
+            "strict {strict}: {doc}"
+        );
+        assert!(err.contains("v1.32 or later"), "{err}");
+        // Only the journal of a run that stopped at its first step, for the rerun after the
+        // upgrade.
+        let mut after = snapshot(&node.sim());
+        let journal = after["files"]
+            .as_object_mut()
+            .expect("files")
+            .remove("c/calicoctl-win-migrate.journal.json");
+        assert!(journal.is_some(), "{after}");
+        assert_same(&before, &after, "a migrate the operator cannot take");
+        assert!(
+            api.get(INSTALLATION).expect("default")["spec"]["calicoNodeWindowsDaemonSet"].is_null()
+        );
+    }
+}

@@ -98,6 +98,21 @@ fn walk(base: &Path, dir: &Path, out: &mut serde_json::Map<String, Value>) {
 
 pub fn assert_same(a: &Value, b: &Value, what: &str) {
     if a != b {
+        if let (Some(fa), Some(fb)) = (a["files"].as_object(), b["files"].as_object()) {
+            let only: Vec<&String> = fa
+                .keys()
+                .filter(|k| !fb.contains_key(*k))
+                .chain(fb.keys().filter(|k| !fa.contains_key(*k)))
+                .collect();
+            let changed: Vec<&String> = fa
+                .keys()
+                .filter(|k| fb.get(*k).is_some_and(|v| v != &fa[*k]))
+                .collect();
+            assert!(
+                only.is_empty() && changed.is_empty(),
+                "{what}: files differ: in one only {only:?}, changed {changed:?}"
+            );
+        }
         let (sa, sb) = (
             serde_json::to_string_pretty(a).expect("json"),
             serde_json::to_string_pretty(b).expect("json"),

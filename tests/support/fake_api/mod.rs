@@ -26,6 +26,15 @@ pub struct State {
     /// With `calico_v3`, the `crd.projectcalico.org` CRDs still served beside (a datastore
     /// migration before its clean-up deletes them).
     pub calico_v1_kept: bool,
+    /// Fields the served CRD's structural schema does not know, by resource plural, as
+    /// dotted paths (`spec.calicoNetwork.windowsDataplane` for an operator older than
+    /// release-v1.32): a write drops them ("Field pruning", Kubernetes'
+    /// CustomResourceDefinition docs), or, asked `fieldValidation=Strict`, is refused with a
+    /// 400 naming the first (apiextensions-apiserver's strict decoding, Kubernetes 1.27).
+    pub unknown_fields: BTreeMap<String, Vec<String>>,
+    /// Whether `fieldValidation=Strict` is honoured (a server before Kubernetes 1.25 ignores
+    /// the parameter and drops the fields all the same).
+    pub strict_validation: bool,
     /// `(verb, resource)` pairs the identity may not do: requests get 403, access reviews
     /// `allowed: false`. A subresource is named `serviceaccounts/token`.
     pub forbidden: Vec<(String, String)>,
@@ -191,6 +200,8 @@ impl FakeApi {
             objects: BTreeMap::new(),
             calico_v3: false,
             calico_v1_kept: false,
+            unknown_fields: BTreeMap::new(),
+            strict_validation: true,
             forbidden: Vec::new(),
             requests: Vec::new(),
             tokens: BTreeSet::from([token.clone()]),

@@ -393,7 +393,7 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
         ("POST", true, Some("eviction")) if target.resource.plural == "pods" => {
             evict(&mut st, &target, body)
         }
-        ("PATCH", true, None) => patch(&mut st, &target, &body),
+        ("PATCH", true, None) => patch(&mut st, &target, &body, &query),
         ("PATCH", true, Some("status")) if target.resource.plural == "nodes" => {
             patch_node_status(&mut st, &target, &content_type, &body)
         }
@@ -841,14 +841,41 @@ fn evict(st: &mut State, t: &Target, body: Value) -> Reply {
     )
 }
 
-fn patch(st: &mut State, t: &Target, body: &Value) -> Reply {
+fn patch(st: &mut State, t: &Target, body: &Value, query: &str) -> Reply {
     let Some(path) = t.object_path() else {
         return not_found(t);
     };
+    let unknown = st
+        .unknown_fields
+        .get(t.resource.plural)
+        .cloned()
+        .unwrap_or_default();
     let Some(object) = st.objects.get_mut(&path) else {
         return not_found(t);
     };
+    let set = |field: &String| !field.split('.').fold(body, |v, k| &v[k]).is_null();
+    if let Some(field) = unknown.iter().find(|f| set(f))
+        && st.strict_validation
+        && query.split('&').any(|q| q == "fieldValidation=Strict")
+    {
+        return respond(
+            StatusCode::BAD_REQUEST,
+            &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": format!("strict decoding error: unknown field \"{field}\""),
+                "reason": "BadRequest", "code": 400}),
+        );
+    }
     merge_patch(object, body);
+    for field in &unknown {
+        let (parent, leaf) = field.rsplit_once('.').unwrap_or(("", field));
+        let at = parent
+            .split('.')
+            .filter(|k| !k.is_empty())
+            .fold(&mut *object, |v, k| &mut v[k]);
+        if let Some(m) = at.as_object_mut() {
+            m.remove(leaf);
+        }
+    }
     bump(object);
     let object = object.clone();
     respond(StatusCode::OK, &object)
