@@ -53,6 +53,10 @@ pub struct Installation {
     /// patch of them must change: `overlay` where it sets them, else `default`.
     pub affinity_in: &'static str,
     pub dataplane_in: &'static str,
+    /// Why the `overlay` Installation could not be read (roles written before calicoctl-win
+    /// read it may not get it): these facts are then `default`'s alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overlay_unreadable: Option<String>,
 }
 
 impl Default for Installation {
@@ -66,6 +70,7 @@ impl Default for Installation {
             cni_config_dir: None,
             affinity_in: DEFAULT,
             dataplane_in: DEFAULT,
+            overlay_unreadable: None,
         }
     }
 }
@@ -122,6 +127,7 @@ impl Installation {
             cni_config_dir: text(&["windowsNodes", "cniConfigDir"]),
             affinity_in,
             dataplane_in,
+            overlay_unreadable: None,
         }
     }
 
@@ -284,8 +290,16 @@ pub fn read(c: &Cluster) -> Result<Option<Installation>, ClusterError> {
     let Some(default) = get(DEFAULT)? else {
         return Ok(None);
     };
-    let overlay = get(OVERLAY)?;
-    Ok(Some(Installation::merged(&default, overlay.as_ref())))
+    Ok(Some(match get(OVERLAY) {
+        Ok(overlay) => Installation::merged(&default, overlay.as_ref()),
+        // Refused to an identity whose roles name only `default`: said, and refused by
+        // `migrate`, which needs the operator's whole view.
+        Err(e @ ClusterError::Api { code: 403, .. }) => Installation {
+            overlay_unreadable: Some(e.to_string()),
+            ..Installation::of(&default)
+        },
+        Err(e) => return Err(e),
+    }))
 }
 
 /// A JSON merge patch of the Installation `name` (`default` or `overlay`), which must keep

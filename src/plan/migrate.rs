@@ -85,10 +85,19 @@ impl Facts<'_> {
     }
 
     fn no_installation(&self) -> Option<Refusal> {
-        self.installation.is_none().then(|| Refusal {
-            code: "no-installation",
-            message: "the cluster has no operator Installation named default".into(),
-            fix: "install the Tigera operator and its Installation first (calicoctl-win migrates nodes between itself and an operator that runs Calico on the cluster)".into(),
+        let Some(inst) = self.installation else {
+            return Some(Refusal {
+                code: "no-installation",
+                message: "the cluster has no operator Installation named default".into(),
+                fix: "install the Tigera operator and its Installation first (calicoctl-win migrates nodes between itself and an operator that runs Calico on the cluster)".into(),
+            });
+        };
+        inst.overlay_unreadable.as_ref().map(|why| Refusal {
+            code: "installation-overlay",
+            message: format!(
+                "the operator's Installation overlay, whose fields override default's, cannot be read ({why}), so where the operator runs is not known"
+            ),
+            fix: "let the identity get installations.operator.tigera.io named overlay: apply the roles 'calicoctl-win fleet rbac' (or 'fleet plan') writes now, or use an admin kubeconfig".into(),
         })
     }
 

@@ -546,3 +546,51 @@ fn migrate_both_ways(rbac: &[Value]) -> Option<String> {
     }
     None
 }
+
+/// Roles written before calicoctl-win read the `overlay` Installation name only `default`: the
+/// overlay's refusal is no failure of the facts (install and status go on with `default`'s),
+/// but migrate, which must see where the operator runs, refuses with the roles to apply.
+#[test]
+fn roles_without_the_overlay_refuse_a_migration_not_the_rest() {
+    let (code, doc, err) = fleet_plan(&[
+        "--config",
+        &config(),
+        "--image",
+        "r/x:1",
+        "--migrate",
+        "to-operator",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let api = FakeApi::start();
+    api.healthy_calico();
+    api.set_node_ready("win-1", "True", "kubelet is posting ready status");
+    let mut narrowed = 0;
+    for m in doc["manifests"].as_array().expect("manifests") {
+        let mut m = m.clone();
+        for rule in m["rules"].as_array_mut().into_iter().flatten() {
+            if rule["resourceNames"] == json!(["default", "overlay"]) {
+                rule["resourceNames"] = json!(["default"]);
+                narrowed += 1;
+            }
+        }
+        api.apply(&m);
+    }
+    assert_eq!(narrowed, 2);
+    let node = crate::support::Node::new(&api);
+    let zip = crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let (code, _, err) = node.run(&["install", "--release-zip", zip.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{err}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let account = crate::support::service_account_kubeconfig(
+        &api,
+        dir.path(),
+        "system-upgrade",
+        "calicoctl-win-migrate",
+    );
+    let (code, doc, err) = node.run_as(&account, &["status"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    let (code, doc, err) = node.run_as(&account, &["migrate", "to-operator", "--dry-run"]);
+    assert_eq!(code, 3, "{err} {doc}");
+    assert_eq!(doc["error"]["kind"], "migration-refused", "{doc}");
+    assert!(err.contains("named overlay"), "{err}");
+}
