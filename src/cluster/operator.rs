@@ -51,7 +51,9 @@ pub struct Installation {
     pub cni_config_dir: Option<String>,
     /// The Installation that sets the DaemonSet's affinity and `windowsDataplane`, which a
     /// patch of them must change: `overlay` where it sets them, else `default`.
+    #[serde(skip)]
     pub affinity_in: &'static str,
+    #[serde(skip)]
     pub dataplane_in: &'static str,
     /// Why the `overlay` Installation could not be read (roles written before calicoctl-win
     /// read it may not get it): these facts are then `default`'s alone.
