@@ -9,6 +9,7 @@ pub mod facts;
 pub mod fix;
 pub mod fleet_view;
 mod guard;
+pub mod installation;
 pub mod ipam;
 pub mod node;
 pub mod operator;

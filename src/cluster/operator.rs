@@ -7,361 +7,26 @@
 //! - The DaemonSet tolerates every taint (`pkg/render/windows.go`: `Tolerations:
 //!   rmeta.TolerateAll`), so a cordon or a taint does not keep it off a node; only its node
 //!   selector (`kubernetes.io/os: windows`) and its affinity do.
-//! - Its affinity is the provider's (AKS: `type NotIn [virtual-kubelet]`; EKS:
-//!   `eks.amazonaws.com/compute-type NotIn [fargate]`; none otherwise), and an Installation's
-//!   `calicoNodeWindowsDaemonSet.spec.template.spec.affinity` replaces it whole
-//!   (`pkg/render/common/components/components.go` `applyDaemonSetOverrides`), so an override
-//!   must carry the provider's terms itself.
 //! - With `calicoNetwork.windowsDataplane` other than `HNS` the Windows controller returns
 //!   before rendering (`pkg/controller/installation/windows_controller.go`): the DaemonSet and
 //!   its pods stay where they are.
-//! - The Windows CNI config's `cniVersion` is `spec.cni.specVersion`, `Auto` or unset being
-//!   1.0.0 (`api/v1/installation_types.go` `ResolvedSpecVersion`).
+//!
+//! The Installation itself, as the operator reads it, is `cluster::installation`'s.
 
+pub use super::installation::{
+    AUTO_CNI_SPEC_VERSION, CniDirs, DEFAULT, Installation, LABEL, LABEL_VALUE, OVERLAY,
+    affinity_patch, dataplane_patch, excludes, patch_installation, read,
+};
 use super::{Cluster, ClusterError};
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 use std::time::Duration;
 
-/// The node label that keeps the operator's DaemonSet off a node: calicoctl-win runs Calico
-/// there. The Installation's affinity says `NotIn [true]`, which a node without it satisfies.
-pub const LABEL: &str = "calicoctl-win/runs-calico";
-pub const LABEL_VALUE: &str = "true";
 /// Where the operator runs Calico, and its Windows DaemonSet (`common.CalicoNamespace`,
 /// `common.WindowsDaemonSetName`).
 pub const NAMESPACE: &str = "calico-system";
 pub const DAEMONSET: &str = "calico-node-windows";
-/// The `cniVersion` the operator writes for `Auto` or no `specVersion`.
-pub const AUTO_CNI_SPEC_VERSION: &str = "1.0.0";
-
-/// The parts of the Installation that decide where and how the operator runs on Windows.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct Installation {
-    /// `spec.calicoNetwork.windowsDataplane`: `HNS` or `Disabled` (unset is disabled).
-    pub windows_dataplane: Option<String>,
-    /// `spec.kubernetesProvider` (`AKS`, `EKS`, ...).
-    pub provider: Option<String>,
-    /// `spec.calicoNodeWindowsDaemonSet.spec.template.spec.affinity`, when overridden.
-    pub affinity: Option<Value>,
-    /// `spec.cni.specVersion` as written (`Auto`, `0.3.1`, `0.4.0`, `1.0.0`).
-    pub cni_spec_version: Option<String>,
-    /// `spec.windowsNodes.cniBinDir` and `cniConfigDir` as written.
-    pub cni_bin_dir: Option<String>,
-    pub cni_config_dir: Option<String>,
-    /// The Installation that sets the DaemonSet's affinity and `windowsDataplane`, which a
-    /// patch of them must change: `overlay` where it sets them, else `default`.
-    #[serde(skip)]
-    pub affinity_in: &'static str,
-    #[serde(skip)]
-    pub dataplane_in: &'static str,
-    /// Why the `overlay` Installation could not be read (roles written before calicoctl-win
-    /// read it may not get it): these facts are then `default`'s alone.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub overlay_unreadable: Option<String>,
-}
-
-impl Default for Installation {
-    fn default() -> Self {
-        Self {
-            windows_dataplane: None,
-            provider: None,
-            affinity: None,
-            cni_spec_version: None,
-            cni_bin_dir: None,
-            cni_config_dir: None,
-            affinity_in: DEFAULT,
-            dataplane_in: DEFAULT,
-            overlay_unreadable: None,
-        }
-    }
-}
-
-/// The operator's Installation, and the one whose fields override it
-/// (`utils.OverlayInstanceKey`).
-pub const DEFAULT: &str = "default";
-pub const OVERLAY: &str = "overlay";
-
-/// Where CNI plugins and their config live on a Windows node, as Windows paths.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct CniDirs {
-    pub bin: String,
-    pub conf: String,
-}
-
-impl Installation {
-    /// Read from the object's JSON.
-    pub fn of(object: &Value) -> Self {
-        Self::merged(object, None)
-    }
-
-    /// The spec the operator works from: `default`'s, each field `overlay` sets taking its
-    /// place (tigera/operator release-v1.44 `pkg/controller/utils/merge.go`
-    /// `OverrideInstallationSpec`, applied by `windows_controller.go` and `core_controller.go`:
-    /// a field set only in the overlay, or set differently, is the overlay's; the fields read
-    /// here are merged one by one, the DaemonSet's affinity as a whole).
-    pub fn merged(default: &Value, overlay: Option<&Value>) -> Self {
-        let at = |v: &Value, path: &[&str]| -> Option<Value> {
-            let leaf = path.iter().fold(&v["spec"], |v, k| &v[*k]);
-            (!leaf.is_null()).then(|| leaf.clone())
-        };
-        let pick = |path: &[&str]| -> (Option<Value>, &'static str) {
-            match overlay.and_then(|o| at(o, path)) {
-                Some(v) => (Some(v), OVERLAY),
-                None => (at(default, path), DEFAULT),
-            }
-        };
-        let text = |path: &[&str]| pick(path).0.and_then(|v| v.as_str().map(str::to_owned));
-        let (affinity, affinity_in) = pick(&[
-            "calicoNodeWindowsDaemonSet",
-            "spec",
-            "template",
-            "spec",
-            "affinity",
-        ]);
-        let (dataplane, dataplane_in) = pick(&["calicoNetwork", "windowsDataplane"]);
-        Self {
-            windows_dataplane: dataplane.and_then(|v| v.as_str().map(str::to_owned)),
-            provider: text(&["kubernetesProvider"]),
-            affinity,
-            cni_spec_version: text(&["cni", "specVersion"]),
-            cni_bin_dir: text(&["windowsNodes", "cniBinDir"]),
-            cni_config_dir: text(&["windowsNodes", "cniConfigDir"]),
-            affinity_in,
-            dataplane_in,
-            overlay_unreadable: None,
-        }
-    }
-
-    /// Where the operator's pods put Calico's CNI plugins and its `10-calico.conflist` on a
-    /// Windows node (containerd must read them there: the Installation's own API docs say
-    /// both must match containerd's `bin_dir` and `conf_dir`): `spec.windowsNodes`, else the
-    /// provider's defaults, which the operator fills in once Windows is enabled
-    /// (release-v1.44 `pkg/render/windows.go` `DefaultWindowsCNIDirectories`, called by
-    /// `pkg/controller/installation/core_controller.go`).
-    pub fn windows_cni_dirs(&self) -> CniDirs {
-        let (bin, conf) = match self.provider.as_deref() {
-            Some("AKS") => ("/k/azurecni/bin", "/k/azurecni/netconf"),
-            Some("EKS") => (
-                "/Program Files/Amazon/EKS/cni",
-                "/Program Files/Amazon/EKS/cni/config",
-            ),
-            _ => ("/opt/cni/bin", "/etc/cni/net.d"),
-        };
-        CniDirs {
-            bin: on_system_drive(self.cni_bin_dir.as_deref().unwrap_or(bin)),
-            conf: on_system_drive(self.cni_config_dir.as_deref().unwrap_or(conf)),
-        }
-    }
-
-    /// Whether the operator runs Calico on Windows nodes.
-    pub fn windows_enabled(&self) -> bool {
-        self.windows_dataplane
-            .as_deref()
-            .is_some_and(|d| d.eq_ignore_ascii_case("HNS"))
-    }
-
-    /// Whether the operator's DaemonSet keeps off a node with these labels: its affinity
-    /// excludes our label, and the node carries it.
-    pub fn keeps_off(&self, labels: &std::collections::BTreeMap<String, String>) -> bool {
-        labels.get(LABEL).map(String::as_str) == Some(LABEL_VALUE)
-            && self.effective_affinity().is_some_and(|a| excludes(&a))
-    }
-
-    /// The `cniVersion` of the operator's Windows CNI config.
-    pub fn cni_version(&self) -> &str {
-        match self.cni_spec_version.as_deref() {
-            None | Some("Auto") => AUTO_CNI_SPEC_VERSION,
-            Some(v) => v,
-        }
-    }
-
-    /// The affinity the DaemonSet has now: the override, else the provider's.
-    pub fn effective_affinity(&self) -> Option<Value> {
-        self.affinity
-            .clone()
-            .or_else(|| provider_affinity(self.provider.as_deref()))
-    }
-
-    /// The affinity that also keeps the DaemonSet off labelled nodes; `None` when it does so
-    /// already. Our requirement is added to every required term (terms are ORed, the
-    /// expressions of one ANDed), so every way onto a node needs the label absent.
-    pub fn excluding_affinity(&self) -> Option<Value> {
-        let mut affinity = self.effective_affinity().unwrap_or_else(|| json!({}));
-        if excludes(&affinity) {
-            return None;
-        }
-        let required =
-            &mut affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
-        let ours = exclusion();
-        match required["nodeSelectorTerms"].as_array_mut() {
-            Some(terms) if !terms.is_empty() => {
-                for t in terms {
-                    if !has_exclusion(t) {
-                        match t["matchExpressions"].as_array_mut() {
-                            Some(e) => e.push(ours.clone()),
-                            None => t["matchExpressions"] = json!([ours.clone()]),
-                        }
-                    }
-                }
-            }
-            _ => required["nodeSelectorTerms"] = json!([{ "matchExpressions": [ours] }]),
-        }
-        Some(affinity)
-    }
-}
-
-/// A path of the operator's (`/etc/cni/net.d`) as Windows reads it on the node: a path rooted
-/// without a drive is on the current drive ("Naming Files, Paths, and Namespaces", Microsoft
-/// Learn: "a path ... relative to the root of the current drive"), the system drive C: in a
-/// HostProcess container, whose files are under `C:\C\<container id>` ("Create a Windows
-/// HostProcess Pod", Kubernetes docs); slashes as backslashes.
-fn on_system_drive(p: &str) -> String {
-    let p = p.replace('/', "\\");
-    if p.starts_with('\\') && !p.starts_with("\\\\") {
-        format!("C:{p}")
-    } else {
-        p
-    }
-}
-
-/// The provider's own affinity the operator renders (`pkg/render/windows.go`).
-fn provider_affinity(provider: Option<&str>) -> Option<Value> {
-    let (key, value) = match provider? {
-        "AKS" => ("type", "virtual-kubelet"),
-        "EKS" => ("eks.amazonaws.com/compute-type", "fargate"),
-        _ => return None,
-    };
-    Some(
-        json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [
-            {"key": key, "operator": "NotIn", "values": [value]}]}]}}}),
-    )
-}
-
-/// Our requirement: the label not `true`.
-fn exclusion() -> Value {
-    json!({"key": LABEL, "operator": "NotIn", "values": [LABEL_VALUE]})
-}
-
-fn has_exclusion(term: &Value) -> bool {
-    term["matchExpressions"]
-        .as_array()
-        .is_some_and(|e| e.iter().any(|x| x == &exclusion()))
-}
-
-/// Whether an affinity keeps the DaemonSet off every labelled node: it has required terms,
-/// and each carries our requirement.
-pub fn excludes(affinity: &Value) -> bool {
-    affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-        .as_array()
-        .is_some_and(|terms| !terms.is_empty() && terms.iter().all(has_exclusion))
-}
-
-/// The merge patch that sets the DaemonSet's affinity override (`null`: none).
-pub fn affinity_patch(affinity: Option<&Value>) -> Value {
-    json!({"spec": {"calicoNodeWindowsDaemonSet": {"spec": {"template": {"spec": {
-        "affinity": affinity.cloned().unwrap_or(Value::Null)}}}}}})
-}
-
-/// The merge patch that sets `windowsDataplane` (`null`: unset).
-pub fn dataplane_patch(value: Option<&str>) -> Value {
-    json!({"spec": {"calicoNetwork": {"windowsDataplane": value}}})
-}
-
-fn installations(c: &Cluster) -> Api<DynamicObject> {
-    Api::all_with(
-        c.client.clone(),
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("operator.tigera.io", "v1", "Installation"),
-            "installations",
-        ),
-    )
-}
-
-/// The operator's Installation `default`, if there is one, with what its `overlay` sets.
-pub fn read(c: &Cluster) -> Result<Option<Installation>, ClusterError> {
-    let get = |name: &str| {
-        c.call_opt(
-            "get",
-            &format!("installations.operator.tigera.io/{name}"),
-            installations(c).get(name),
-        )
-        .map(|o| o.map(|o| serde_json::to_value(&o).unwrap_or_default()))
-    };
-    let Some(default) = get(DEFAULT)? else {
-        return Ok(None);
-    };
-    Ok(Some(match get(OVERLAY) {
-        Ok(overlay) => Installation::merged(&default, overlay.as_ref()),
-        // Refused to an identity whose roles name only `default`: said, and refused by
-        // `migrate`, which needs the operator's whole view.
-        Err(e @ ClusterError::Api { code: 403, .. }) => Installation {
-            overlay_unreadable: Some(e.to_string()),
-            ..Installation::of(&default)
-        },
-        Err(e) => return Err(e),
-    }))
-}
-
-/// A JSON merge patch of the Installation `name` (`default` or `overlay`), which must keep
-/// every field it sets. An operator older than release-v1.32 has neither
-/// `calicoNetwork.windowsDataplane` nor `calicoNodeWindowsDaemonSet` in its CRD (both came with
-/// its Windows support), and an API server drops the fields a structural schema does not know
-/// ("Field pruning", Kubernetes' CustomResourceDefinition docs): the patch asks for strict
-/// field validation (a 400 naming the field, from Kubernetes 1.27) and the object it returns
-/// is read for each field, for servers that ignore the directive.
-pub fn patch_installation(c: &Cluster, name: &str, patch: &Value) -> Result<(), OperatorError> {
-    let params = PatchParams::default().validation(kube::api::ValidationDirective::Strict);
-    let patched = c
-        .call(
-            "patch",
-            &format!("installations.operator.tigera.io/{name}"),
-            installations(c).patch(name, &params, &Patch::Merge(patch)),
-        )
-        .map_err(|e| match &e {
-            // apiextensions-apiserver: `strict decoding error: unknown field "spec.x"`.
-            ClusterError::Api {
-                code: 400, message, ..
-            } if message.contains("unknown field") => OperatorError::FieldDropped {
-                installation: name.to_owned(),
-                field: message
-                    .split('"')
-                    .nth(1)
-                    .unwrap_or("a field of the patch")
-                    .to_owned(),
-            },
-            _ => OperatorError::Cluster(e),
-        })?;
-    let got = serde_json::to_value(&patched).unwrap_or_default();
-    match dropped(patch, &got, "") {
-        Some(field) => Err(OperatorError::FieldDropped {
-            installation: name.to_owned(),
-            field,
-        }),
-        None => Ok(()),
-    }
-}
-
-/// The first field a merge patch sets (a value that is not null) that `got` lacks, as a
-/// dotted path.
-fn dropped(patch: &Value, got: &Value, at: &str) -> Option<String> {
-    match patch {
-        Value::Object(fields) => fields.iter().find_map(|(k, v)| {
-            let path = if at.is_empty() {
-                k.clone()
-            } else {
-                format!("{at}.{k}")
-            };
-            match (v, got.get(k)) {
-                (Value::Null, _) => None,
-                (_, None | Some(Value::Null)) => Some(path),
-                (v, Some(g)) => dropped(v, g, &path),
-            }
-        }),
-        _ => None,
-    }
-}
 
 /// Sets the label on a node (`None`: removes it).
 pub fn set_label(c: &Cluster, node: &str, value: Option<&str>) -> Result<(), ClusterError> {
@@ -500,21 +165,12 @@ pub enum OperatorError {
         after: Duration,
         state: PodState,
     },
-    #[error(
-        "the operator's Installation {installation} did not keep {field}: its CRD does not know the field"
-    )]
-    FieldDropped { installation: String, field: String },
 }
 
 impl crate::error::Diagnose for OperatorError {
     fn diagnose(&self) -> Option<crate::error::Diagnosis> {
         match self {
             Self::Cluster(e) => e.diagnose(),
-            Self::FieldDropped { .. } => crate::error::Diagnosis::new(
-                crate::error::Exit::Preflight,
-                crate::error::Kind::MigrationRefused,
-                "upgrade the Tigera operator (and its CRDs) to v1.32 or later, the first to run Calico on Windows nodes (migrate patches the Installation before it changes anything on the node)",
-            ),
             Self::PodTimeout { node, .. } => crate::error::Diagnosis::new(
                 crate::error::Exit::Timeout,
                 crate::error::Kind::OperatorPodTimeout,

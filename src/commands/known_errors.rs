@@ -25,6 +25,7 @@ const KNOWN_ERRORS: &[Recogniser] = &[
     recognise::<crate::cluster::credentials::TokenFileError>,
     recognise::<crate::host::uplink::ChoiceError>,
     recognise::<crate::cluster::operator::OperatorError>,
+    recognise::<crate::cluster::installation::PatchError>,
     recognise::<crate::plan::migrate::Refused>,
 ];
 
