@@ -2,9 +2,6 @@
 //! calicoctl-win over the Windows nodes, with the config every node gets.
 
 use crate::cli::{Engine, FleetPlanArgs, FleetRbacArgs, MigrateDirection};
-use crate::cluster::fleet_view::{
-    HashVotes, NodeRow, code_counts, node_row, row_problems, short_hash, shown,
-};
 use crate::context::Context;
 use crate::error::UsageError;
 use crate::k8s_name;
@@ -394,94 +391,4 @@ fn node_selector(flags: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
             .into()),
         })
         .collect()
-}
-
-/// `fleet status`: every Windows node's versions, config hash and Calico's condition, and the
-/// nodes that differ from the fleet's config; exit 1 with the reasons when any node is not as
-/// it should be, or when there is no Windows node. Read a page at a time: memory holds the
-/// rows, not the Node objects.
-pub fn status(_args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let c = ctx.require_cluster()?;
-    let now = crate::duration::now();
-    let mut rows: Vec<NodeRow> = Vec::new();
-    let mut votes = HashVotes::default();
-    crate::cluster::node::for_each_windows_node(&c, |n| {
-        let row = node_row(n, now);
-        votes.add(&row);
-        rows.push(row);
-    })?;
-    rows.sort_by(|a, b| a.name.cmp(&b.name));
-    let fleet_hash = votes.most_common();
-    let mut problems = Vec::new();
-    if rows.is_empty() {
-        problems
-            .push("no Windows nodes: no node has the label kubernetes.io/os=windows".to_owned());
-    }
-    for r in &rows {
-        problems.extend(row_problems(r, fleet_hash.as_deref()));
-    }
-    print_table(ctx, &rows, fleet_hash.as_deref());
-    let findings = code_counts(&rows);
-    if !findings.is_empty() {
-        let said: Vec<String> = findings
-            .iter()
-            .map(|(code, n)| format!("{code} on {n} node(s)"))
-            .collect();
-        ctx.printer
-            .text(&format!("Findings (docs/findings.md): {}", said.join(", ")));
-    }
-    let healthy = problems.is_empty();
-    ctx.printer.json(&serde_json::json!({
-        "nodes": rows,
-        "findings": findings,
-        "config_hash": fleet_hash,
-        "healthy": healthy,
-        "problems": problems,
-    }));
-    if healthy {
-        return Ok(());
-    }
-    for p in &problems {
-        ctx.printer.text(&format!("  - {p}"));
-    }
-    Err(super::common::Degraded(problems).into())
-}
-
-/// The table, every value escaped (`fleet_view::shown`); the NODE column as wide as the
-/// longest name (cloud names like ip-10-0-1-23.us-west-2.compute.internal), at most 63.
-fn print_table(ctx: &mut Context, rows: &[NodeRow], fleet_hash: Option<&str>) {
-    let cell = |v: &Option<String>| v.as_deref().map_or("-".to_owned(), shown);
-    let width = rows
-        .iter()
-        .map(|r| shown(&r.name).chars().count())
-        .max()
-        .unwrap_or(4)
-        .clamp(4, 63);
-    ctx.printer.text(&format!(
-        "{:<width$} {:<14} {:<10} {:<16} {:<7} {:<8} REASONS",
-        "NODE", "CALICOCTL-WIN", "CALICO", "CONFIG", "READY", "CALICO"
-    ));
-    for r in rows {
-        let name: String = shown(&r.name).chars().take(width).collect();
-        let hash = r.config_hash.as_deref().map_or("-".to_owned(), short_hash);
-        ctx.printer.text(&format!(
-            "{:<width$} {:<14} {:<10} {:<16} {:<7} {:<8} {}",
-            name,
-            cell(&r.calicoctl_win),
-            cell(&r.calico),
-            hash,
-            cell(&r.ready),
-            if r.handed_to_operator {
-                "operator".to_owned()
-            } else {
-                cell(&r.calico_ready)
-            },
-            r.reasons.as_deref().map_or(String::new(), shown)
-        ));
-    }
-    ctx.printer.text(&format!(
-        "{} Windows node(s); the fleet's config: {}",
-        rows.len(),
-        fleet_hash.unwrap_or("none recorded")
-    ));
 }

@@ -8,6 +8,7 @@ mod diags;
 mod fetch;
 mod flags;
 mod fleet;
+mod fleet_status;
 mod import_ps1;
 mod install;
 mod keep_token;
@@ -55,7 +56,7 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
         Command::Diags(args) => diags::run(args, ctx),
         Command::Fleet(FleetCommand::Plan(args)) => fleet::plan(args, ctx),
         Command::Fleet(FleetCommand::Rbac(args)) => fleet::rbac(args, ctx),
-        Command::Fleet(FleetCommand::Status(args)) => fleet::status(args, ctx),
+        Command::Fleet(FleetCommand::Status(args)) => fleet_status::run(args, ctx),
         Command::Lint(LintCommand::Policies(args)) => lint::policies(args, ctx),
         Command::Migrate(MigrateCommand::ToOperator(args)) => migrate::to_operator(args, ctx),
         Command::Migrate(MigrateCommand::FromOperator(args)) => migrate::from_operator(args, ctx),
