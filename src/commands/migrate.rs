@@ -66,6 +66,7 @@ impl Read {
             networks: &self.networks,
             culture: &self.culture,
             boot_local_seconds: self.system.boot_local_seconds,
+            boot_local_reported: self.system.boot_local_reported(),
             kube_proxy_service,
             cni: &self.cni,
         }
@@ -233,14 +234,17 @@ fn to_operator_plan(
     }
     let inst = read.installation();
     let mut actions = migrate::to_operator_before(&inst, &label, &read.node, cordoned);
-    actions.extend(crate::plan::uninstall::plan(
-        host,
-        rec,
-        &crate::plan::uninstall::Options {
-            purge: false,
-            remove_logs: false,
-        },
-    )?);
+    actions.extend(migrate::keeping_cni_dirs(
+        crate::plan::uninstall::plan(
+            host,
+            rec,
+            &crate::plan::uninstall::Options {
+                purge: false,
+                remove_logs: false,
+            },
+        )?,
+        &read.cni,
+    ));
     actions.extend(migrate::marker_for_operator(host, marker)?);
     actions.extend(migrate::to_operator_after(
         &read.node,
@@ -313,7 +317,9 @@ fn take_from_operator(
         "from-operator",
         migrate::from_operator_refusals(&facts, stored.as_deref()),
     )?;
-    let boot = (stored.is_some() && facts.operator_marker().ok() == stored)
+    let boot = stored
+        .as_deref()
+        .is_some_and(|s| facts.is_this_boot(s))
         .then(|| read.system.boot_id.clone())
         .flatten();
     let cordoned = read.cordoned()?;

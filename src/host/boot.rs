@@ -37,6 +37,20 @@ pub fn boot_instant(
     Some((unix(boot), unix(boot.checked_sub(time_zone_bias)?)))
 }
 
+/// The boot time on the local wall clock as Windows reports it now: `BootTime` itself, which
+/// every clock step since the boot moved, less the time zone's bias. That is WMI's
+/// `Win32_OperatingSystem.LastBootUpTime`, which Calico's scripts format into `LastBootTime`
+/// (`calico.psm1` `Get-LastBootTime`): Microsoft documents PowerShell's `Get-Uptime -Since`,
+/// the current time less the time since boot, as "the same as the LastBootUpTime property of
+/// the Win32_OperatingSystem class" (PowerShell 7 `Get-Uptime` notes), and a step moves the
+/// current time and `BootTime` alike (the ReactOS comment above). `None` without a boot time.
+pub fn reported_local(boot_time: i64, time_zone_bias: i64) -> Option<i64> {
+    if boot_time <= 0 {
+        return None;
+    }
+    boot_time.checked_sub(time_zone_bias).map(unix)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,6 +76,13 @@ mod tests {
             boot_instant(BOOT, 0, -HOUR),
             Some((1_763_942_400, 1_763_946_000))
         );
+        // What Windows reports (and Calico's scripts compare) moves with every step.
+        assert_eq!(reported_local(BOOT, 0), Some(1_763_942_400));
+        assert_eq!(
+            reported_local(BOOT + HOUR, -HOUR),
+            Some(1_763_942_400 + 7200)
+        );
+        assert_eq!(reported_local(0, 0), None);
         assert_eq!(boot_instant(0, 0, 0), None);
     }
 

@@ -881,6 +881,13 @@ pub trait Network {
     ) -> HostResult<Option<http_probe::Answer>>;
 }
 
+impl SystemFacts {
+    /// The boot on the local wall clock as Windows reports it now (Calico's scripts' view).
+    pub fn boot_local_reported(&self) -> Option<i64> {
+        self.boot_local_seconds_reported.or(self.boot_local_seconds)
+    }
+}
+
 /// Facts about the operating system.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SystemFacts {
@@ -897,10 +904,16 @@ pub struct SystemFacts {
     /// since the Unix epoch on Windows); `None` when the kernel's answer gave no boot time.
     /// Never empty: an unknown boot is no boot to compare (`supervise::node`).
     pub boot_id: Option<String>,
-    /// The boot time on the local wall clock, in seconds since 1970-01-01T00:00 local time:
-    /// what Calico's scripts formatted into the legacy `LastBootTime` registry value.
+    /// The boot time on the local wall clock, in seconds since 1970-01-01T00:00 local time,
+    /// unmoved by clock steps (`host::boot::boot_instant`).
     #[serde(default)]
     pub boot_local_seconds: Option<i64>,
+    /// The same on the local wall clock as Windows reports it now, moved by every clock step
+    /// since the boot (`host::boot::reported_local`): what Calico's scripts format into the
+    /// legacy `LastBootTime` and compare with it. `None` where nothing stepped the clock
+    /// (a simulated host): then `boot_local_seconds` (`SystemFacts::boot_local_reported`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_local_seconds_reported: Option<i64>,
     /// The host's name as `hostname` prints it; kubelet's node name unless it is overridden.
     #[serde(default)]
     pub hostname: Option<String>,

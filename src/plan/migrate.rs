@@ -66,7 +66,10 @@ pub struct Facts<'a> {
     pub networks: &'a [HnsNetwork],
     /// SYSTEM's culture, or why it cannot be known.
     pub culture: &'a Result<Culture, String>,
+    /// This boot on the local wall clock: unmoved by clock steps, and as Windows reports it
+    /// now (moved by every step since the boot: what node-service.ps1 formats and compares).
     pub boot_local_seconds: Option<i64>,
+    pub boot_local_reported: Option<i64>,
     /// Whether a service named `kube-proxy` is registered on the host.
     pub kube_proxy_service: bool,
     /// calicoctl-win's CNI directories (its config's: containerd's, which preflight's
@@ -75,13 +78,27 @@ pub struct Facts<'a> {
 }
 
 impl Facts<'_> {
-    /// The boot time as the operator's node-service.ps1 formats it, or why it cannot be.
+    /// The boot time as the operator's node-service.ps1 formats it now
+    /// (`LastBootUpTime.ToString("G")`: the boot as Windows reports it, moved by each clock
+    /// step since), or why it cannot be.
     pub fn operator_marker(&self) -> Result<String, String> {
+        self.marker_of(self.boot_local_reported.or(self.boot_local_seconds))
+    }
+
+    /// This boot in SYSTEM's "G", from one reading of it.
+    fn marker_of(&self, local: Option<i64>) -> Result<String, String> {
         let culture = self.culture.as_ref().map_err(Clone::clone)?;
-        let local = self
-            .boot_local_seconds
-            .ok_or("the host did not say when it booted")?;
-        culture.general(local)
+        culture.general(local.ok_or("the host did not say when it booted")?)
+    }
+
+    /// Whether a stored `LastBootTime` says this boot: as Windows reports it now, or as it
+    /// was before any clock step (the operator wrote it when its pod started; a step since
+    /// then moved the reported boot, not the boot).
+    pub fn is_this_boot(&self, stored: &str) -> bool {
+        [self.boot_local_reported, self.boot_local_seconds]
+            .into_iter()
+            .filter_map(|l| self.marker_of(l).ok())
+            .any(|m| m == stored)
     }
 
     fn no_installation(&self) -> Option<Refusal> {
@@ -240,17 +257,17 @@ pub fn from_operator_refusals(f: &Facts<'_>, stored: Option<&str>) -> Vec<Refusa
     .flatten()
     .collect();
     if let (Ok(now), Some(stored)) = (f.operator_marker(), stored)
-        && stored != now
+        && !f.is_this_boot(stored)
     {
         out.push(Refusal {
             code: "not-initialised",
             message: format!(
-                "the operator has not initialised this node in this boot (its LastBootTime is {stored:?}, this boot is {now:?}), so its networks are from an earlier boot"
+                "the operator's LastBootTime {stored:?} is not this boot as Windows reports it ({now:?}): the operator has not initialised this node in this boot, so its networks may be an earlier boot's, or a clock step since its pod started moved the reported boot time"
             ),
             fix: format!(
-                "let the operator's {} pod on node {} start and initialise the node first",
-                operator::DAEMONSET,
-                f.node
+                "drain node {node} ('kubectl drain {node} --ignore-daemonsets'), delete its {ds} pod so that the operator initialises the node again in this boot (its node-service.ps1 then makes the HNS networks again), and run migrate from-operator once that pod is ready; or reboot the node and let the pod start",
+                node = f.node,
+                ds = operator::DAEMONSET,
             ),
         });
     }
@@ -307,6 +324,30 @@ pub fn to_operator_before(
         });
     }
     actions
+}
+
+/// An uninstall's plan without the removal of the CNI directories or a directory above
+/// them, where the operator's pod writes its plugins and conflist next. containerd makes its
+/// CNI config directory once, at start, and watches it for changes (containerd v1.7.34
+/// `pkg/cri/server/cni_conf_syncer.go` `newCNINetConfSyncer`: `os.MkdirAll(confDir)`, then
+/// `watcher.Add(confDir)`, never again): a directory removed and made anew is no longer
+/// watched, and the operator's conflist would not be loaded until containerd restarts.
+pub fn keeping_cni_dirs(actions: Vec<Action>, cni: &CniDirs) -> Vec<Action> {
+    let under = |dir: &str, path: &str| {
+        let (dir, path) = (
+            dir.replace('/', "\\").to_ascii_lowercase(),
+            path.replace('/', "\\").to_ascii_lowercase(),
+        );
+        let path = path.trim_end_matches('\\');
+        dir.trim_end_matches('\\') == path || dir.starts_with(&format!("{path}\\"))
+    };
+    actions
+        .into_iter()
+        .filter(|a| match a {
+            Action::RemoveDir { path } => !under(&cni.conf, path) && !under(&cni.bin, path),
+            _ => true,
+        })
+        .collect()
 }
 
 /// The boot marker as the operator reads it, written unless it is so already.

@@ -18,6 +18,8 @@ fn network(name: &str, vsid: Option<u32>) -> HnsNetwork {
 }
 
 struct Case {
+    /// The boot as Windows reports it, where a clock step moved it.
+    reported: Option<i64>,
     cni: CniDirs,
     installation: Option<Installation>,
     networks: Vec<HnsNetwork>,
@@ -28,6 +30,7 @@ struct Case {
 impl Case {
     fn healthy() -> Self {
         Self {
+            reported: None,
             // The operator's defaults for a cluster of no named provider.
             cni: CniDirs {
                 bin: r"c:/opt/cni/bin/".into(),
@@ -48,6 +51,7 @@ impl Case {
             networks: &self.networks,
             culture: &self.culture,
             boot_local_seconds: Some(1_245_073_530),
+            boot_local_reported: self.reported,
             kube_proxy_service: self.kube_proxy,
             cni: &self.cni,
         }
@@ -215,5 +219,44 @@ fn to_operator_orders_the_cluster_around_the_host() {
     assert_eq!(
         to_operator_after("win-1", Duration::from_secs(1), false).len(),
         2
+    );
+}
+
+/// A handover keeps containerd's CNI directories and those above them (containerd watches the
+/// one it made at start only), and removes the other empty directories of the install.
+#[test]
+fn the_handover_keeps_the_cni_directories() {
+    let cni = CniDirs {
+        bin: r"C:\Program Files\containerd\cni\bin".into(),
+        conf: r"C:/Program Files/containerd/cni/conf/".into(),
+    };
+    let dirs = [
+        r"C:\Program Files\containerd\cni\bin",
+        r"C:\Program Files\containerd\cni\conf",
+        r"C:\Program Files\containerd\cni",
+        r"C:\Program Files\containerd\cni-other",
+        r"C:\CalicoWindows",
+    ];
+    let kept = keeping_cni_dirs(
+        dirs.iter()
+            .map(|d| Action::RemoveDir {
+                path: (*d).to_owned(),
+            })
+            .collect(),
+        &cni,
+    );
+    let left: Vec<String> = kept
+        .iter()
+        .map(|a| match a {
+            Action::RemoveDir { path } => path.clone(),
+            _ => String::new(),
+        })
+        .collect();
+    assert_eq!(
+        left,
+        [
+            r"C:\Program Files\containerd\cni-other",
+            r"C:\CalicoWindows"
+        ]
     );
 }

@@ -323,7 +323,8 @@ fn init_steps(
     } else {
         log.info(&format!("backend {backend}: no HNS networks to prepare"));
     }
-    write_marker(host, &boot, facts.boot_local_seconds)?;
+    // The legacy marker as Calico's scripts compare it: the boot as Windows reports it now.
+    write_marker(host, &boot, facts.boot_local_reported())?;
     log.info("initialisation done; felix and confd may start");
     Ok(phase)
 }

@@ -81,6 +81,23 @@ fn to_the_operator_and_back_keeps_every_endpoint() {
     let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "30s"]);
     assert_eq!(code, 0, "{err} {doc}");
     assert_eq!(doc["boot_marker"], "21.11.2025 09:00:00", "{doc}");
+    // containerd's CNI directories stay for the operator's files (containerd watches the one
+    // it made at start only); the install root's empty directories go.
+    let removed_dirs: Vec<&str> = doc["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .filter(|a| a["action"] == "remove-dir")
+        .filter_map(|a| a["path"].as_str())
+        .collect();
+    assert!(
+        removed_dirs.iter().all(|d| !d.contains("containerd")),
+        "{removed_dirs:?}"
+    );
+    assert!(
+        removed_dirs.contains(&r"C:\CalicoWindows"),
+        "{removed_dirs:?}"
+    );
     let events = operator.events();
     assert_eq!(events.len(), 1, "{events:?} {err}");
     assert!(!events[0].contains("deleted every"), "{events:?}");
@@ -546,4 +563,51 @@ fn an_operator_too_old_for_windows_is_refused_before_the_node_changes() {
             api.get(INSTALLATION).expect("default")["spec"]["calicoNodeWindowsDaemonSet"].is_null()
         );
     }
+}
+
+/// The clock was stepped 7 s ahead since the boot (a time sync), which moves the boot time
+/// Windows reports (what node-service.ps1 formats) but not the boot: the marker is written as
+/// the operator will read it, and its networks stay. Back from the operator, its marker is
+/// this boot as reported. Had the clock been stepped again after its pod started, that marker
+/// would be neither this boot nor this boot as reported now: refused (the networks' boot is
+/// not certain), changing nothing, with a way that does not rest on it.
+#[test]
+fn a_clock_step_since_the_boot_does_not_cost_the_networks() {
+    let node = installed_with_pods();
+    let before = endpoints(&node);
+    let stepped = |by: i64| {
+        node.edit_state(|s| {
+            let boot = s["system"]["boot_local_seconds"].as_i64().expect("boot");
+            s["system"]["boot_local_seconds_reported"] = json!(boot + by);
+        });
+    };
+    stepped(7);
+    let operator = FakeOperator::start(node.api().state.clone(), "win-1", node.sim());
+    let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "30s"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(doc["boot_marker"], "11/21/2025 9:00:07 AM", "{doc}");
+    assert!(
+        operator
+            .events()
+            .iter()
+            .all(|e| !e.contains("deleted every")),
+        "{:?}",
+        operator.events()
+    );
+    assert_eq!(endpoints(&node), before);
+
+    stepped(-3);
+    let snap = snapshot(&node.sim());
+    let (code, doc, err) = from_operator(&node, &node.zip().display().to_string());
+    assert_eq!(code, 3, "{err} {doc}");
+    assert!(
+        err.contains("clock step") && err.contains("kubectl drain win-1"),
+        "{err}"
+    );
+    assert_same(&snap, &snapshot(&node.sim()), "a refused from-operator");
+
+    stepped(7);
+    let (code, doc, err) = from_operator(&node, &node.zip().display().to_string());
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(endpoints(&node), before);
 }

@@ -306,8 +306,13 @@ fn start_pod_on_host(sim: &std::path::Path) -> Vec<String> {
 /// `LastBootUpTime.ToString("G")` in SYSTEM's culture (`LocaleName` under
 /// `HKU\.DEFAULT\Control Panel\International`): en-US or de-DE.
 fn general(state: &Value) -> String {
-    let local = state["system"]["boot_local_seconds"]
+    // WMI's LastBootUpTime: the boot as Windows reports it now, moved by every clock step
+    // since (Microsoft's PowerShell `Get-Uptime` notes: the current time less the uptime is
+    // "the same as the LastBootUpTime property"); the simulated host keeps it apart once a
+    // step moved it.
+    let local = state["system"]["boot_local_seconds_reported"]
         .as_i64()
+        .or_else(|| state["system"]["boot_local_seconds"].as_i64())
         .expect("boot time");
     let (y, mo, d) = civil(local.div_euclid(86_400));
     let secs = local.rem_euclid(86_400);

@@ -254,6 +254,8 @@ impl SimHost {
             }
             s.system.boot_id = Some(next.to_string());
             s.system.boot_local_seconds = s.system.boot_local_seconds.map(|l| l + 3600);
+            // A new boot: no clock step has moved it yet.
+            s.system.boot_local_seconds_reported = None;
             let pids: Vec<String> = s.processes.keys().cloned().collect();
             for image in pids {
                 let pid = s.settings.next_pid();

@@ -156,6 +156,7 @@ fn base(profile: &str, build: u32, ubr: u32, product: &str) -> State {
             boot_id: Some("1763712000".into()),
             // The same boot on a wall clock one hour ahead of UTC.
             boot_local_seconds: Some(1_763_715_600),
+            boot_local_seconds_reported: None,
             // Windows names hosts in capitals; kubelet registers the node as `win-1`.
             hostname: Some("WIN-1".into()),
             winhttp_proxy: None,

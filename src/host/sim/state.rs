@@ -167,6 +167,7 @@ impl Default for SystemFacts {
             elevated: true,
             boot_id: None,
             boot_local_seconds: None,
+            boot_local_seconds_reported: None,
             hostname: None,
             winhttp_proxy: None,
             user_sid: None,

@@ -49,8 +49,9 @@ pub fn facts() -> HostResult<SystemFacts> {
         installation_type: text("InstallationType"),
         is_64bit: is_64bit(),
         elevated: elevated()?,
-        boot_id: boot.map(|(utc, _)| utc.to_string()),
-        boot_local_seconds: boot.map(|(_, local)| local),
+        boot_id: boot.and_then(|(b, _)| b).map(|(utc, _)| utc.to_string()),
+        boot_local_seconds: boot.and_then(|(b, _)| b).map(|(_, local)| local),
+        boot_local_seconds_reported: boot.and_then(|(_, reported)| reported),
         // What hostname.exe prints (config.ps1's `$(hostname)`): the DNS host name.
         hostname: gethostname::gethostname().into_string().ok(),
         winhttp_proxy: winhttp_proxy()?,
@@ -215,9 +216,12 @@ struct TimeOfDay {
     sleep_time_bias: u64,
 }
 
-/// The boot time in seconds since the Unix epoch (the same in every culture and time zone),
-/// and the same instant on the local wall clock, unmoved by clock steps.
-fn boot_time() -> Option<(i64, i64)> {
+/// The boot time in seconds since the Unix epoch (the same in every culture and time zone)
+/// and the same instant on the local wall clock, unmoved by clock steps; and the local boot
+/// time as Windows reports it now, moved by them.
+type Boot = (Option<(i64, i64)>, Option<i64>);
+
+fn boot_time() -> Option<Boot> {
     let mut t = TimeOfDay {
         boot_time: 0,
         current_time: 0,
@@ -241,7 +245,10 @@ fn boot_time() -> Option<(i64, i64)> {
     if status < 0 {
         return None;
     }
-    crate::host::boot::boot_instant(t.boot_time, t.boot_time_bias, t.time_zone_bias)
+    Some((
+        crate::host::boot::boot_instant(t.boot_time, t.boot_time_bias, t.time_zone_bias),
+        crate::host::boot::reported_local(t.boot_time, t.time_zone_bias),
+    ))
 }
 
 fn unsafe_zeroed<T>() -> T {
