@@ -568,6 +568,15 @@ pub fn system(h: &dyn Host) {
         a.boot_id
     );
     assert_eq!(a.boot_id, b.boot_id, "the boot identity must be stable");
+    // The boot as Windows reports it (what Calico's scripts compare), on the local clock: the
+    // same as the unmoved boot but for the clock steps since, which are seconds, not years.
+    let (Some(unmoved), Some(reported)) = (a.boot_local_seconds, a.boot_local_reported()) else {
+        panic!("no local boot time: {a:?}");
+    };
+    assert!(
+        (reported - unmoved).abs() < 366 * 86_400,
+        "{reported} against {unmoved}"
+    );
     assert!(a.is_64bit);
 }
 
