@@ -189,14 +189,9 @@ fn a_migration_plan_refuses_what_would_not_be_one_node_at_a_time() {
 /// the same way, from a zip every node has, and the operator's CNI files go.
 #[test]
 fn a_fleet_moves_to_the_operator_and_back_one_node_at_a_time_keeping_every_endpoint() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let admin_dir = tempfile::tempdir().expect("tempdir");
-    let admin = api.kubeconfig(admin_dir.path(), None);
-    let names = ["win-1", "win-2", "win-3"];
-    let machines: Vec<Machine> = names.iter().map(|n| Machine::new(&api, n)).collect();
+    let fleet = Fleet::installed(&["win-1", "win-2", "win-3"]);
+    let machines = &fleet.machines;
     for (i, m) in machines.iter().enumerate() {
-        m.install(&admin, &[]);
         m.node.add_endpoints(&[
             (&format!("pod-a-{i}"), &format!("10.244.{i}.10"), 3, false),
             (&format!("pod-b-{i}"), &format!("10.244.{i}.11"), 3, false),
@@ -210,14 +205,13 @@ fn a_fleet_moves_to_the_operator_and_back_one_node_at_a_time_keeping_every_endpo
         });
     });
     let before: Vec<_> = machines.iter().map(endpoints).collect();
-    let operators: Vec<FakeOperator> = machines
-        .iter()
-        .map(|m| FakeOperator::start(api.state.clone(), &m.name, m.sim()))
-        .collect();
+    let fleet = fleet.with_operator();
+    let (api, admin, machines) = (&fleet.api, &fleet.admin, &fleet.machines);
+    let operators = &fleet.operators;
 
-    let plan = apply_plan(&api, &["--migrate", "to-operator", "--pod-timeout", "30s"]);
-    let pod = migrate_pod(&api, &plan);
-    let first = drive(&api, &plan.0, &machines, &pod);
+    let plan = apply_plan(api, &["--migrate", "to-operator", "--pod-timeout", "30s"]);
+    let pod = migrate_pod(api, &plan);
+    let first = drive(api, &plan.0, machines, &pod);
     assert!(first.failed.is_empty(), "{:?}", first.failed);
     assert_eq!(first.done.len(), 3, "{:?}", first.done);
     assert!(first.most_out <= 1, "{} nodes out at once", first.most_out);
@@ -230,7 +224,7 @@ fn a_fleet_moves_to_the_operator_and_back_one_node_at_a_time_keeping_every_endpo
             "{}",
             m.name
         );
-        assert!(!cordoned(&api, &m.name), "{}", m.name);
+        assert!(!cordoned(api, &m.name), "{}", m.name);
         let events = operators[i].events();
         assert!(
             events.iter().all(|e| !e.contains("deleted every")),
@@ -241,7 +235,7 @@ fn a_fleet_moves_to_the_operator_and_back_one_node_at_a_time_keeping_every_endpo
 
     // fleet status shows the nodes as the operator's, healthy, until the operator's Calico
     // says it is down on one (its pod's preStop: NetworkUnavailable True, CalicoIsDown).
-    let (code, doc) = fleet_status(&admin);
+    let (code, doc) = fleet_status(admin);
     assert_eq!(code, 0, "{doc}");
     assert!(
         doc["nodes"]
@@ -261,7 +255,7 @@ fn a_fleet_moves_to_the_operator_and_back_one_node_at_a_time_keeping_every_endpo
         "reason": "CalicoIsDown", "message": "Calico is shutting down on this node"}));
     node["status"]["conditions"] = json!(conditions);
     api.put(path, node.clone());
-    let (code, doc) = fleet_status(&admin);
+    let (code, doc) = fleet_status(admin);
     assert_eq!(code, 1, "{doc}");
     assert!(
         doc["problems"]
@@ -273,14 +267,14 @@ fn a_fleet_moves_to_the_operator_and_back_one_node_at_a_time_keeping_every_endpo
     api.put(path, node);
 
     // A new version of the Plan reaches every node again: each is the operator's already.
-    clear_done_labels(&api, &machines, &plan.1);
-    let again = drive(&api, &plan.0, &machines, &pod);
+    clear_done_labels(api, machines, &plan.1);
+    let again = drive(api, &plan.0, machines, &pod);
     assert!(again.failed.is_empty(), "{:?}", again.failed);
     assert_eq!(again.done.len(), 3);
     assert_eq!(again.most_out, 0, "a node already moved is not cordoned");
 
     // The operator's CNI installer left its conflist and kubeconfig on each node.
-    for m in &machines {
+    for m in machines {
         let net_d = m.node.c_drive("program files/containerd/cni/conf");
         assert!(net_d.join("10-calico.conflist").exists(), "{}", m.name);
     }
@@ -288,7 +282,7 @@ fn a_fleet_moves_to_the_operator_and_back_one_node_at_a_time_keeping_every_endpo
     let zip = crate::support::release::release_zip(shared.path(), "3.30.2", "calico-node.exe");
     let zip = zip.display().to_string();
     let back = apply_plan(
-        &api,
+        api,
         &[
             "--migrate",
             "from-operator",
@@ -298,8 +292,8 @@ fn a_fleet_moves_to_the_operator_and_back_one_node_at_a_time_keeping_every_endpo
             &zip,
         ],
     );
-    let pod = migrate_pod(&api, &back);
-    let back_run = drive(&api, &back.0, &machines, &pod);
+    let pod = migrate_pod(api, &back);
+    let back_run = drive(api, &back.0, machines, &pod);
     assert!(back_run.failed.is_empty(), "{:?}", back_run.failed);
     assert_eq!(back_run.done.len(), 3);
     assert!(back_run.most_out <= 1, "{} out at once", back_run.most_out);
@@ -314,14 +308,14 @@ fn a_fleet_moves_to_the_operator_and_back_one_node_at_a_time_keeping_every_endpo
         assert!(api.get(&format!("{POD_PREFIX}{}", m.name)).is_none());
         let node = api.get(&format!("/api/v1/nodes/{}", m.name)).expect("node");
         assert_eq!(node["metadata"]["labels"][LABEL], "true", "{}", m.name);
-        assert!(!cordoned(&api, &m.name), "{}", m.name);
+        assert!(!cordoned(api, &m.name), "{}", m.name);
         let net_d = m.node.c_drive("program files/containerd/cni/conf");
         assert!(!net_d.join("10-calico.conflist").exists(), "{}", m.name);
-        let (code, doc, err) = m.run(&admin, &["status"]);
+        let (code, doc, err) = m.run(admin, &["status"]);
         assert_eq!(code, 0, "{}: {err} {doc}", m.name);
     }
-    clear_done_labels(&api, &machines, &back.1);
-    let again = drive(&api, &back.0, &machines, &pod);
+    clear_done_labels(api, machines, &back.1);
+    let again = drive(api, &back.0, machines, &pod);
     assert!(again.failed.is_empty(), "{:?}", again.failed);
     assert_eq!(
         again.most_out, 0,
@@ -335,36 +329,24 @@ fn a_fleet_moves_to_the_operator_and_back_one_node_at_a_time_keeping_every_endpo
 /// goes on and every node moves.
 #[test]
 fn a_refused_node_stops_the_migration_there() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let admin_dir = tempfile::tempdir().expect("tempdir");
-    let admin = api.kubeconfig(admin_dir.path(), None);
-    let machines: Vec<Machine> = ["win-1", "win-2", "win-3"]
-        .iter()
-        .map(|n| Machine::new(&api, n))
-        .collect();
-    for m in &machines {
-        m.install(&admin, &[]);
-    }
-    machines[0].node.edit_state(|s| {
+    let fleet = Fleet::installed(&["win-1", "win-2", "win-3"]);
+    fleet.machines[0].node.edit_state(|s| {
         let mut svc = s["services"]["caliconode"].clone();
         svc["name"] = "kube-proxy".into();
         s["services"]["kube-proxy"] = svc;
     });
-    let _operators: Vec<FakeOperator> = machines
-        .iter()
-        .map(|m| FakeOperator::start(api.state.clone(), &m.name, m.sim()))
-        .collect();
-    let plan = apply_plan(&api, &["--migrate", "to-operator", "--pod-timeout", "30s"]);
-    let pod = migrate_pod(&api, &plan);
-    let run = drive(&api, &plan.0, &machines, &pod);
+    let fleet = fleet.with_operator();
+    let (api, machines) = (&fleet.api, &fleet.machines);
+    let plan = apply_plan(api, &["--migrate", "to-operator", "--pod-timeout", "30s"]);
+    let pod = migrate_pod(api, &plan);
+    let run = drive(api, &plan.0, machines, &pod);
     assert!(run.done.is_empty(), "{:?}", run.done);
     assert_eq!(run.failed.len(), 1, "{:?}", run.failed);
     let (node, doc) = &run.failed[0];
     assert_eq!(node, "win-1");
     assert_eq!(doc["error"]["kind"], "migration-refused", "{doc}");
-    for m in &machines {
-        assert!(!cordoned(&api, &m.name), "{}", m.name);
+    for m in machines {
+        assert!(!cordoned(api, &m.name), "{}", m.name);
         assert!(
             calico_services(m).contains(&"caliconode".to_owned()),
             "{} untouched",
@@ -379,7 +361,7 @@ fn a_refused_node_stops_the_migration_there() {
             .expect("services")
             .remove("kube-proxy");
     });
-    let run = drive(&api, &plan.0, &machines, &pod);
+    let run = drive(api, &plan.0, machines, &pod);
     assert!(run.failed.is_empty(), "{:?}", run.failed);
     assert_eq!(run.done, ["win-1", "win-2", "win-3"]);
     assert!(run.most_out <= 1);
@@ -390,34 +372,64 @@ fn a_refused_node_stops_the_migration_there() {
 /// controller answers by deleting that job and starting the next node. The driver sees it.
 #[test]
 fn a_plan_selecting_by_the_moving_label_would_lose_its_nodes_halfway() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let admin_dir = tempfile::tempdir().expect("tempdir");
-    let admin = api.kubeconfig(admin_dir.path(), None);
-    let machines: Vec<Machine> = ["win-1", "win-2"]
-        .iter()
-        .map(|n| Machine::new(&api, n))
-        .collect();
-    for m in &machines {
-        m.install(&admin, &[]);
+    let fleet = Fleet::installed(&["win-1", "win-2"]);
+    for m in &fleet.machines {
         let path = format!("/api/v1/nodes/{}", m.name);
-        let mut node = api.get(&path).expect("node");
+        let mut node = fleet.api.get(&path).expect("node");
         node["metadata"]["labels"][LABEL] = json!("true");
-        api.put(&path, node);
+        fleet.api.put(&path, node);
     }
-    let _operators: Vec<FakeOperator> = machines
-        .iter()
-        .map(|m| FakeOperator::start(api.state.clone(), &m.name, m.sim()))
-        .collect();
-    let applied = apply_plan(&api, &["--migrate", "to-operator", "--pod-timeout", "30s"]);
-    let pod = migrate_pod(&api, &applied);
+    let fleet = fleet.with_operator();
+    let (api, machines) = (&fleet.api, &fleet.machines);
+    let applied = apply_plan(api, &["--migrate", "to-operator", "--pod-timeout", "30s"]);
+    let pod = migrate_pod(api, &applied);
     let mut plan = applied.0;
     plan["spec"]["nodeSelector"]["matchExpressions"]
         .as_array_mut()
         .expect("expressions")
         .push(json!({"key": LABEL, "operator": "In", "values": ["true"]}));
-    let run = drive(&api, &plan, &machines, &pod);
+    let run = drive(api, &plan, machines, &pod);
     assert_eq!(run.left_selector, ["win-1", "win-2"], "{:?}", run.done);
+}
+
+/// A cluster with Calico and Windows machines of these names, each installed by an admin and
+/// stood over by the operator's DaemonSet (which keeps off them until migrate lets it on).
+struct Fleet {
+    api: FakeApi,
+    _admin_dir: tempfile::TempDir,
+    admin: std::path::PathBuf,
+    machines: Vec<Machine>,
+    operators: Vec<FakeOperator>,
+}
+
+impl Fleet {
+    fn installed(names: &[&str]) -> Self {
+        let api = FakeApi::start();
+        api.healthy_calico();
+        let admin_dir = tempfile::tempdir().expect("tempdir");
+        let admin = api.kubeconfig(admin_dir.path(), None);
+        let machines: Vec<Machine> = names.iter().map(|n| Machine::new(&api, n)).collect();
+        for m in &machines {
+            m.install(&admin, &[]);
+        }
+        Self {
+            api,
+            _admin_dir: admin_dir,
+            admin,
+            machines,
+            operators: Vec::new(),
+        }
+    }
+
+    /// The operator's DaemonSet, placing its pods from now on.
+    fn with_operator(mut self) -> Self {
+        self.operators = self
+            .machines
+            .iter()
+            .map(|m| FakeOperator::start(self.api.state.clone(), &m.name, m.sim()))
+            .collect();
+        self
+    }
 }
 
 /// `fleet status -o json` with the admin kubeconfig: its exit code and document.
