@@ -142,32 +142,37 @@ state = 'C:\ProgramData\containerd\state'
   conf_dir = 'C:\Program Files\containerd\cni\conf'
 "#;
 
+/// The operating system of a simulated Windows Server host.
+fn system(build: u32, ubr: u32, product: &str) -> SystemFacts {
+    SystemFacts {
+        build,
+        ubr: Some(ubr),
+        product_name: Some(product.to_owned()),
+        edition: Some("ServerDatacenter".into()),
+        installation_type: Some("Server Core".into()),
+        is_64bit: true,
+        elevated: true,
+        boot_id: Some("1763712000".into()),
+        // The same boot on a wall clock one hour ahead of UTC.
+        boot_local_seconds: Some(1_763_715_600),
+        boot_local_seconds_reported: None,
+        // Windows names hosts in capitals; kubelet registers the node as `win-1`.
+        hostname: Some("WIN-1".into()),
+        winhttp_proxy: None,
+        user_sid: None,
+        // The system drive and a data disk (cloud VMs have one: Azure's D:).
+        drives: [
+            ('C', crate::host::DriveKind::Fixed),
+            ('D', crate::host::DriveKind::Fixed),
+        ]
+        .into(),
+    }
+}
+
 fn base(profile: &str, build: u32, ubr: u32, product: &str) -> State {
     let mut state = State {
         profile: profile.to_owned(),
-        system: SystemFacts {
-            build,
-            ubr: Some(ubr),
-            product_name: Some(product.to_owned()),
-            edition: Some("ServerDatacenter".into()),
-            installation_type: Some("Server Core".into()),
-            is_64bit: true,
-            elevated: true,
-            boot_id: Some("1763712000".into()),
-            // The same boot on a wall clock one hour ahead of UTC.
-            boot_local_seconds: Some(1_763_715_600),
-            boot_local_seconds_reported: None,
-            // Windows names hosts in capitals; kubelet registers the node as `win-1`.
-            hostname: Some("WIN-1".into()),
-            winhttp_proxy: None,
-            user_sid: None,
-            // The system drive and a data disk (cloud VMs have one: Azure's D:).
-            drives: [
-                ('C', crate::host::DriveKind::Fixed),
-                ('D', crate::host::DriveKind::Fixed),
-            ]
-            .into(),
-        },
+        system: system(build, ubr, product),
         settings: SimSettings {
             hns_available: true,
             pod_block: "10.244.1.0/26".into(),
