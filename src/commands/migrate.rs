@@ -67,6 +67,7 @@ impl Read {
             culture: &self.culture,
             boot_local_seconds: self.system.boot_local_seconds,
             boot_local_reported: self.system.boot_local_reported(),
+            boot_local_dated: self.system.boot_local_seconds_dated,
             kube_proxy_service,
             cni: &self.cni,
         }

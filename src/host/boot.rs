@@ -10,7 +10,7 @@
 //! the HNS networks again, dropping every pod's network).
 
 /// FILETIME ticks (100 ns since 1601) to Unix seconds.
-fn unix(ticks: i64) -> i64 {
+pub fn unix(ticks: i64) -> i64 {
     ticks / 10_000_000 - 11_644_473_600
 }
 

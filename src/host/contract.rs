@@ -1355,6 +1355,18 @@ pub(crate) mod on_windows {
     #[test]
     fn system_contract() {
         system(&WindowsHost::new());
+        // Windows reads the boot as reported and by its date's time-zone rule itself (the
+        // simulated host keeps them unset): both there, at most a DST shift apart.
+        let f = WindowsHost::new().system_facts().expect("facts");
+        let (Some(reported), Some(dated)) =
+            (f.boot_local_seconds_reported, f.boot_local_seconds_dated)
+        else {
+            panic!("the boot's local readings: {f:?}");
+        };
+        assert!(
+            (reported - dated).abs() <= 2 * 3600,
+            "{reported} against {dated}"
+        );
     }
 
     #[test]

@@ -914,6 +914,12 @@ pub struct SystemFacts {
     /// (a simulated host): then `boot_local_seconds` (`SystemFacts::boot_local_reported`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot_local_seconds_reported: Option<i64>,
+    /// The reported boot on the local wall clock by the time zone's rule for the boot's date
+    /// (daylight saving time as it was then, `SystemTimeToTzSpecificLocalTimeEx`). Where it is
+    /// not `boot_local_seconds_reported`, a DST change since the boot leaves open which of the
+    /// two Calico's scripts format.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_local_seconds_dated: Option<i64>,
     /// The host's name as `hostname` prints it; kubelet's node name unless it is overridden.
     #[serde(default)]
     pub hostname: Option<String>,

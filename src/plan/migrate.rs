@@ -70,6 +70,8 @@ pub struct Facts<'a> {
     /// now (moved by every step since the boot: what node-service.ps1 formats and compares).
     pub boot_local_seconds: Option<i64>,
     pub boot_local_reported: Option<i64>,
+    /// The reported boot by the time zone's rule for its date (`SystemFacts`).
+    pub boot_local_dated: Option<i64>,
     /// Whether a service named `kube-proxy` is registered on the host.
     pub kube_proxy_service: bool,
     /// calicoctl-win's CNI directories (its config's: containerd's, which preflight's
@@ -95,10 +97,14 @@ impl Facts<'_> {
     /// was before any clock step (the operator wrote it when its pod started; a step since
     /// then moved the reported boot, not the boot).
     pub fn is_this_boot(&self, stored: &str) -> bool {
-        [self.boot_local_reported, self.boot_local_seconds]
-            .into_iter()
-            .filter_map(|l| self.marker_of(l).ok())
-            .any(|m| m == stored)
+        [
+            self.boot_local_reported,
+            self.boot_local_seconds,
+            self.boot_local_dated,
+        ]
+        .into_iter()
+        .filter_map(|l| self.marker_of(l).ok())
+        .any(|m| m == stored)
     }
 
     fn no_installation(&self) -> Option<Refusal> {
@@ -205,6 +211,33 @@ impl Facts<'_> {
         })
     }
 
+    /// A daylight-saving change since the boot: the boot reads one way by the bias of its
+    /// date and another by today's, and which of the two node-service.ps1 formats is not
+    /// certain here; the wrong one makes it delete every HNS network.
+    fn boot_marker_dst(&self) -> Option<Refusal> {
+        let (Some(dated), Some(reported)) = (self.boot_local_dated, self.boot_local_reported)
+        else {
+            return None;
+        };
+        if dated == reported {
+            return None;
+        }
+        let (a, b) = (
+            self.marker_of(Some(dated)).ok()?,
+            self.marker_of(Some(reported)).ok()?,
+        );
+        Some(Refusal {
+            code: "boot-marker-dst",
+            message: format!(
+                "daylight saving time changed since the boot: the boot reads {a:?} by the time zone's rule for its date and {b:?} by today's bias, and a marker the operator's node-service.ps1 reads as another boot makes it delete every HNS network"
+            ),
+            fix: format!(
+                "hand the node over after its next reboot, or drain it first ('kubectl drain {} --ignore-daemonsets') so that no pod's network is at stake",
+                self.node
+            ),
+        })
+    }
+
     fn boot_marker(&self) -> Option<Refusal> {
         let why = self.operator_marker().err()?;
         Some(Refusal {
@@ -223,6 +256,7 @@ impl Facts<'_> {
 /// Why `to-operator` must not run now; empty when it may.
 pub fn to_operator_refusals(f: &Facts<'_>) -> Vec<Refusal> {
     let mut out: Vec<Refusal> = [
+        f.boot_marker_dst(),
         f.no_installation(),
         f.vni(),
         f.cni_dirs(true),

@@ -18,8 +18,9 @@ fn network(name: &str, vsid: Option<u32>) -> HnsNetwork {
 }
 
 struct Case {
-    /// The boot as Windows reports it, where a clock step moved it.
+    /// The boot as Windows reports it, where a clock step moved it, and by its date's rule.
     reported: Option<i64>,
+    dated: Option<i64>,
     cni: CniDirs,
     installation: Option<Installation>,
     networks: Vec<HnsNetwork>,
@@ -31,6 +32,7 @@ impl Case {
     fn healthy() -> Self {
         Self {
             reported: None,
+            dated: None,
             // The operator's defaults for a cluster of no named provider.
             cni: CniDirs {
                 bin: r"c:/opt/cni/bin/".into(),
@@ -52,6 +54,7 @@ impl Case {
             culture: &self.culture,
             boot_local_seconds: Some(1_245_073_530),
             boot_local_reported: self.reported,
+            boot_local_dated: self.dated,
             kube_proxy_service: self.kube_proxy,
             cni: &self.cni,
         }
@@ -259,4 +262,27 @@ fn the_handover_keeps_the_cni_directories() {
             r"C:\CalicoWindows"
         ]
     );
+}
+
+/// A boot before a daylight-saving change reads an hour apart by its date's rule and by today's
+/// bias: the handover is refused (which one the operator's script formats is not certain), and
+/// the operator's marker in either reading is this boot on the way back.
+#[test]
+fn a_dst_change_since_the_boot_refuses_the_handover() {
+    let mut c = Case::healthy();
+    c.reported = Some(1_245_073_530);
+    c.dated = Some(1_245_073_530 + 3600);
+    let r = to_operator_refusals(&c.facts());
+    assert_eq!(codes(&r), ["boot-marker-dst"]);
+    assert!(
+        r[0].message.contains("15.06.2009 14:45:30")
+            && r[0].message.contains("15.06.2009 13:45:30"),
+        "{}",
+        r[0].message
+    );
+    for stored in ["15.06.2009 14:45:30", "15.06.2009 13:45:30"] {
+        assert_eq!(from_operator_refusals(&c.facts(), Some(stored)), vec![]);
+    }
+    c.dated = c.reported;
+    assert_eq!(to_operator_refusals(&c.facts()), vec![]);
 }

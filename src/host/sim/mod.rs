@@ -256,6 +256,7 @@ impl SimHost {
             s.system.boot_local_seconds = s.system.boot_local_seconds.map(|l| l + 3600);
             // A new boot: no clock step has moved it yet.
             s.system.boot_local_seconds_reported = None;
+            s.system.boot_local_seconds_dated = None;
             let pids: Vec<String> = s.processes.keys().cloned().collect();
             for image in pids {
                 let pid = s.settings.next_pid();

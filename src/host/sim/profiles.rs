@@ -156,6 +156,7 @@ fn system(build: u32, ubr: u32, product: &str) -> SystemFacts {
         // The same boot on a wall clock one hour ahead of UTC.
         boot_local_seconds: Some(1_763_715_600),
         boot_local_seconds_reported: None,
+        boot_local_seconds_dated: None,
         // Windows names hosts in capitals; kubelet registers the node as `win-1`.
         hostname: Some("WIN-1".into()),
         winhttp_proxy: None,

@@ -168,6 +168,7 @@ impl Default for SystemFacts {
             boot_id: None,
             boot_local_seconds: None,
             boot_local_seconds_reported: None,
+            boot_local_seconds_dated: None,
             hostname: None,
             winhttp_proxy: None,
             user_sid: None,

@@ -49,9 +49,12 @@ pub fn facts() -> HostResult<SystemFacts> {
         installation_type: text("InstallationType"),
         is_64bit: is_64bit(),
         elevated: elevated()?,
-        boot_id: boot.and_then(|(b, _)| b).map(|(utc, _)| utc.to_string()),
-        boot_local_seconds: boot.and_then(|(b, _)| b).map(|(_, local)| local),
-        boot_local_seconds_reported: boot.and_then(|(_, reported)| reported),
+        boot_id: boot.and_then(|(b, _, _)| b).map(|(utc, _)| utc.to_string()),
+        boot_local_seconds: boot.and_then(|(b, _, _)| b).map(|(_, local)| local),
+        boot_local_seconds_reported: boot.and_then(|(_, reported, _)| reported),
+        boot_local_seconds_dated: boot
+            .and_then(|(_, _, ticks)| local_by_date_rule(ticks))
+            .map(crate::host::boot::unix),
         // What hostname.exe prints (config.ps1's `$(hostname)`): the DNS host name.
         hostname: gethostname::gethostname().into_string().ok(),
         winhttp_proxy: winhttp_proxy()?,
@@ -219,7 +222,7 @@ struct TimeOfDay {
 /// The boot time in seconds since the Unix epoch (the same in every culture and time zone)
 /// and the same instant on the local wall clock, unmoved by clock steps; and the local boot
 /// time as Windows reports it now, moved by them.
-type Boot = (Option<(i64, i64)>, Option<i64>);
+type Boot = (Option<(i64, i64)>, Option<i64>, i64);
 
 fn boot_time() -> Option<Boot> {
     let mut t = TimeOfDay {
@@ -248,7 +251,38 @@ fn boot_time() -> Option<Boot> {
     Some((
         crate::host::boot::boot_instant(t.boot_time, t.boot_time_bias, t.time_zone_bias),
         crate::host::boot::reported_local(t.boot_time, t.time_zone_bias),
+        t.boot_time,
     ))
+}
+
+/// A UTC time in FILETIME ticks on the local wall clock by the current time zone's rule for
+/// that date's year: `GetTimeZoneInformationForYear` (no zone given: the current one) and
+/// `SystemTimeToTzSpecificLocalTime` with it, which applies daylight saving time as that
+/// year's rule has it on that date (Microsoft Learn). Not `SystemTimeToTzSpecificLocalTimeEx`:
+/// Wine 8.0 has it as a stub that aborts the process.
+fn local_by_date_rule(utc_ticks: i64) -> Option<i64> {
+    use windows_sys::Win32::Foundation::{FILETIME, SYSTEMTIME};
+    use windows_sys::Win32::System::Time::{
+        FileTimeToSystemTime, GetTimeZoneInformationForYear, SystemTimeToFileTime,
+        SystemTimeToTzSpecificLocalTime, TIME_ZONE_INFORMATION,
+    };
+    let ft = FILETIME {
+        dwLowDateTime: utc_ticks as u32,
+        dwHighDateTime: (utc_ticks >> 32) as u32,
+    };
+    let mut utc: SYSTEMTIME = unsafe_zeroed();
+    let mut local: SYSTEMTIME = unsafe_zeroed();
+    let mut zone: TIME_ZONE_INFORMATION = unsafe_zeroed();
+    let mut out: FILETIME = unsafe_zeroed();
+    // SAFETY: each pointer is to a local of the type the function reads or fills; a null
+    // dynamic zone asks for the current one.
+    let ok = unsafe {
+        FileTimeToSystemTime(&ft, &mut utc) != 0
+            && GetTimeZoneInformationForYear(utc.wYear, std::ptr::null(), &mut zone) != 0
+            && SystemTimeToTzSpecificLocalTime(&zone, &utc, &mut local) != 0
+            && SystemTimeToFileTime(&local, &mut out) != 0
+    };
+    ok.then(|| (i64::from(out.dwHighDateTime) << 32) | i64::from(out.dwLowDateTime))
 }
 
 fn unsafe_zeroed<T>() -> T {
