@@ -120,7 +120,7 @@ pub struct ClusterFacts {
     pub datastore_migration_unreadable: Option<String>,
     /// The operator's Installation `default`, the parts that decide where and how it runs
     /// Calico on Windows; `None` without one.
-    pub installation: Option<super::operator::Installation>,
+    pub installation: Option<super::installation::Installation>,
     pub ip_pools: Vec<IpPool>,
     pub strict_affinity: Option<bool>,
     pub felix: Felix,
@@ -242,7 +242,7 @@ pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, C
     };
     Ok(ClusterFacts {
         server: c.server.clone(),
-        installation: super::operator::read(c)?,
+        installation: super::installation::read(c)?,
         calico_api: c.calico_group()?,
         datastore_ready: info
             .as_ref()

@@ -23,6 +23,16 @@ use serde_json::{Value, json};
 /// there. The Installation's affinity says `NotIn [true]`, which a node without it satisfies.
 pub const LABEL: &str = "calicoctl-win/runs-calico";
 pub const LABEL_VALUE: &str = "true";
+
+/// The label's value on a Node object.
+pub fn label_of(n: &k8s_openapi::api::core::v1::Node) -> Option<&str> {
+    n.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(LABEL))
+        .map(String::as_str)
+}
+
 /// The `cniVersion` the operator writes for `Auto` or no `specVersion`.
 pub const AUTO_CNI_SPEC_VERSION: &str = "1.0.0";
 

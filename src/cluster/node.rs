@@ -216,7 +216,7 @@ pub fn unlabelled_nodes_of_ours(c: &Cluster) -> Result<Vec<String>, ClusterError
                 )
             });
         let ours = annotated || condition;
-        if ours && super::operator::label_of(n) != Some(super::operator::LABEL_VALUE) {
+        if ours && super::installation::label_of(n) != Some(super::installation::LABEL_VALUE) {
             names.extend(n.metadata.name.clone());
         }
     })?;

@@ -15,12 +15,12 @@
 
 pub use super::installation::{
     AUTO_CNI_SPEC_VERSION, CniDirs, DEFAULT, Installation, LABEL, LABEL_VALUE, OVERLAY,
-    affinity_patch, dataplane_patch, excludes, patch_installation, read,
+    affinity_patch, dataplane_patch, excludes, label_of, patch_installation, read,
 };
 use super::{Cluster, ClusterError};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, Patch, PatchParams};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::Duration;
 
 /// Where the operator runs Calico, and its Windows DaemonSet (`common.CalicoNamespace`,
@@ -30,28 +30,7 @@ pub const DAEMONSET: &str = "calico-node-windows";
 
 /// Sets the label on a node (`None`: removes it).
 pub fn set_label(c: &Cluster, node: &str, value: Option<&str>) -> Result<(), ClusterError> {
-    merge_node(c, node, &json!({"metadata": {"labels": {LABEL: value}}}))
-}
-
-/// A JSON merge patch of the Node (`cluster::node::patch` is that module's, which reads this
-/// one's facts).
-fn merge_node(c: &Cluster, node: &str, patch: &Value) -> Result<(), ClusterError> {
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    c.call(
-        "patch",
-        "nodes",
-        nodes.patch(node, &PatchParams::default(), &Patch::Merge(patch)),
-    )?;
-    Ok(())
-}
-
-/// The label's value on a Node object.
-pub fn label_of(n: &Node) -> Option<&str> {
-    n.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(LABEL))
-        .map(String::as_str)
+    super::node::patch(c, node, &json!({"metadata": {"labels": {LABEL: value}}}))
 }
 
 /// The node annotation that says `migrate` cordoned the node, so that the run that finishes
@@ -71,7 +50,7 @@ pub fn cordoned_by_migrate(c: &Cluster, node: &str) -> Result<bool, ClusterError
 /// Sets (or removes) that annotation.
 pub fn mark_cordoned(c: &Cluster, node: &str, on: bool) -> Result<(), ClusterError> {
     let value = on.then_some("true");
-    merge_node(
+    super::node::patch(
         c,
         node,
         &json!({"metadata": {"annotations": {CORDONED_ANNOTATION: value}}}),

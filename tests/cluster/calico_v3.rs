@@ -133,16 +133,22 @@ fn fleet_rbac_names_the_group_the_cluster_serves() {
     assert_eq!(groups(&doc), ["crd.projectcalico.org"]);
 }
 
-/// A migration under way is said, not failed: preflight passes with a warning, its sentence
-/// names the phase; once converged, the v3 group is read although both are served; once the
-/// v1 CRDs are gone, discovery alone gives v3.
-#[test]
-fn a_datastore_migration_is_under_way_not_a_failure() {
+/// A v3.32.1 cluster that can migrate its datastore.
+fn migrating_cluster() -> FakeApi {
     let api = FakeApi::start();
     api.healthy_calico();
     let mut info = api.get(CLUSTER_INFO).expect("info");
     info["spec"]["calicoVersion"] = json!("v3.32.1");
     api.put(CLUSTER_INFO, info);
+    api
+}
+
+/// A migration under way is said, not failed: preflight passes with a warning, its sentence
+/// names the phase; once converged, the v3 group is read although both are served; once the
+/// v1 CRDs are gone, discovery alone gives v3.
+#[test]
+fn a_datastore_migration_is_under_way_not_a_failure() {
+    let api = migrating_cluster();
     api.datastore_migration("Migrating");
     let (code, doc, err) = run(&api, &["preflight"]);
     assert_eq!(code, 0, "{err} {doc}");
@@ -160,11 +166,7 @@ fn a_datastore_migration_is_under_way_not_a_failure() {
         "{doc}"
     );
 
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let mut info = api.get(CLUSTER_INFO).expect("info");
-    info["spec"]["calicoVersion"] = json!("v3.32.1");
-    api.put(CLUSTER_INFO, info);
+    let api = migrating_cluster();
     api.datastore_migration("Converged");
     let (code, doc, err) = run(&api, &["preflight"]);
     assert_eq!(code, 0, "{err} {doc}");

@@ -520,26 +520,10 @@ fn every_migrate_rule_is_needed_and_enough() {
 /// A node an admin installed, with a pod's endpoint, moved to the operator and back by the
 /// migrate account with `rbac`'s rules: the JSON of the first run that failed.
 fn migrate_both_ways(rbac: &[Value]) -> Option<String> {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    api.set_node_ready("win-1", "True", "kubelet is posting ready status");
-    for m in rbac {
-        assert!(api.apply(m));
-    }
-    let node = crate::support::Node::new(&api);
-    let zip = crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
-    let (code, _, err) = node.run(&["install", "--release-zip", &zip]);
-    assert_eq!(code, 0, "{err}");
-    node.add_endpoints(&[("pod-a", "10.244.1.10", 3, false)]);
-    let _operator = FakeOperator::start(api.state.clone(), "win-1", node.sim());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let account = crate::support::service_account_kubeconfig(
-        &api,
-        dir.path(),
-        "system-upgrade",
-        "calicoctl-win-migrate",
-    );
+    let m = AccountNode::with(rbac);
+    m.node.add_endpoints(&[("pod-a", "10.244.1.10", 3, false)]);
+    let _operator = FakeOperator::start(m.api.state.clone(), "win-1", m.node.sim());
+    let (node, account, zip) = (&m.node, &m.account, &m.zip);
     for args in [
         &["migrate", "to-operator", "--pod-timeout", "10s"][..],
         &[
@@ -548,10 +532,10 @@ fn migrate_both_ways(rbac: &[Value]) -> Option<String> {
             "--pod-timeout",
             "10s",
             "--release-zip",
-            &zip,
+            zip,
         ],
     ] {
-        let (code, doc, err) = node.run_as(&account, args);
+        let (code, doc, err) = node.run_as(account, args);
         if code != 0 {
             return Some(format!("{} {doc} {err}", args[1]));
         }
@@ -573,36 +557,70 @@ fn roles_without_the_overlay_refuse_a_migration_not_the_rest() {
         "to-operator",
     ]);
     assert_eq!(code, 0, "{err}");
-    let api = FakeApi::start();
-    api.healthy_calico();
-    api.set_node_ready("win-1", "True", "kubelet is posting ready status");
     let mut narrowed = 0;
-    for m in doc["manifests"].as_array().expect("manifests") {
-        let mut m = m.clone();
+    let mut rbac: Vec<Value> = doc["manifests"].as_array().expect("manifests").clone();
+    rbac.retain(|m| {
+        m["kind"]
+            .as_str()
+            .is_some_and(|k| k.contains("Role") || k == "ServiceAccount")
+    });
+    for m in &mut rbac {
         for rule in m["rules"].as_array_mut().into_iter().flatten() {
             if rule["resourceNames"] == json!(["default", "overlay"]) {
                 rule["resourceNames"] = json!(["default"]);
                 narrowed += 1;
             }
         }
-        api.apply(&m);
     }
     assert_eq!(narrowed, 2);
-    let node = crate::support::Node::new(&api);
-    let zip = crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let (code, _, err) = node.run(&["install", "--release-zip", zip.to_str().expect("utf-8")]);
-    assert_eq!(code, 0, "{err}");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let account = crate::support::service_account_kubeconfig(
-        &api,
-        dir.path(),
-        "system-upgrade",
-        "calicoctl-win-migrate",
-    );
-    let (code, doc, err) = node.run_as(&account, &["status"]);
+    let m = AccountNode::with(&rbac);
+    let (node, account) = (&m.node, &m.account);
+    let (code, doc, err) = node.run_as(account, &["status"]);
     assert_eq!(code, 0, "{err} {doc}");
-    let (code, doc, err) = node.run_as(&account, &["migrate", "to-operator", "--dry-run"]);
+    let (code, doc, err) = node.run_as(account, &["migrate", "to-operator", "--dry-run"]);
     assert_eq!(code, 3, "{err} {doc}");
     assert_eq!(doc["error"]["kind"], "migration-refused", "{doc}");
     assert!(err.contains("named overlay"), "{err}");
+}
+
+/// A node an admin installed from a local zip, on a cluster whose migrate account has the
+/// roles `rbac` (their ServiceAccount, Roles and bindings), and that account's kubeconfig.
+struct AccountNode {
+    api: FakeApi,
+    node: crate::support::Node,
+    _dir: tempfile::TempDir,
+    account: std::path::PathBuf,
+    zip: String,
+}
+
+impl AccountNode {
+    fn with(rbac: &[Value]) -> Self {
+        let api = FakeApi::start();
+        api.healthy_calico();
+        api.set_node_ready("win-1", "True", "kubelet is posting ready status");
+        for m in rbac {
+            assert!(api.apply(m), "{m}");
+        }
+        let node = crate::support::Node::new(&api);
+        let zip =
+            crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe")
+                .display()
+                .to_string();
+        let (code, _, err) = node.run(&["install", "--release-zip", &zip]);
+        assert_eq!(code, 0, "{err}");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let account = crate::support::service_account_kubeconfig(
+            &api,
+            dir.path(),
+            "system-upgrade",
+            "calicoctl-win-migrate",
+        );
+        Self {
+            api,
+            node,
+            _dir: dir,
+            account,
+            zip,
+        }
+    }
 }
