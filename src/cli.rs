@@ -505,9 +505,11 @@ pub struct FleetPlanArgs {
     /// The API group of Calico's resources the fleet's roles name (as `fleet rbac`)
     #[arg(long, value_enum, default_value = "auto")]
     pub calico_api: CalicoApi,
-    /// The Secret that holds the config file
-    #[arg(long, value_name = "NAME", default_value = "calicoctl-win-config")]
-    pub config_secret: String,
+    /// The Secret that holds the config file (default: calicoctl-win-config; with --migrate,
+    /// calicoctl-win-migrate-config, so that a migration's config never re-runs the
+    /// reconfigure Plan, which watches its own Secret)
+    #[arg(long, value_name = "NAME")]
+    pub config_secret: Option<String>,
     /// How many nodes are changed at once (default 2; a migration moves one at a time)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub concurrency: Option<u32>,

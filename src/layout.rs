@@ -126,6 +126,8 @@ pub const JOURNAL_FILE: &str = "calicoctl-win.journal.json";
 /// Uninstall's journal, in the install root's parent (uninstall removes the root itself).
 pub const UNINSTALL_JOURNAL_FILE: &str = "calicoctl-win-uninstall.journal.json";
 pub const MIGRATE_JOURNAL_FILE: &str = "calicoctl-win-migrate.journal.json";
+/// `migrate to-operator`'s cluster steps before the host, undone when they fail.
+pub const MIGRATE_CLUSTER_JOURNAL_FILE: &str = "calicoctl-win-migrate.cluster.journal.json";
 /// SYSTEM's regional settings (`installed::boot_marker::system_culture`).
 pub const SYSTEM_INTERNATIONAL: &str = r"HKU\.DEFAULT\Control Panel\International";
 /// The release cache under the install root: downloads and their staging.
@@ -209,6 +211,23 @@ impl InstallRoot {
     pub fn migrate_journal(&self) -> String {
         let parent = self.0.rsplit_once('\\').map_or(self.0.as_str(), |(p, _)| p);
         join(parent, MIGRATE_JOURNAL_FILE)
+    }
+
+    /// The journal of `migrate to-operator`'s cluster steps before the host, beside it.
+    pub fn migrate_cluster_journal(&self) -> String {
+        let parent = self.0.rsplit_once('\\').map_or(self.0.as_str(), |(p, _)| p);
+        join(parent, MIGRATE_CLUSTER_JOURNAL_FILE)
+    }
+
+    /// Every journal a command cut off can leave for this root: install's, reconfigure's and
+    /// repair's under it, uninstall's and the migrations' beside it.
+    pub fn journals(&self) -> [String; 4] {
+        [
+            self.journal(),
+            self.uninstall_journal(),
+            self.migrate_journal(),
+            self.migrate_cluster_journal(),
+        ]
     }
 
     /// The file stats kept beside the record.

@@ -218,15 +218,6 @@ fn run(
             *timeout,
             opts.now,
         )?,
-        Action::Cordon { .. }
-        | Action::Uncordon { .. }
-        | Action::PatchInstallation { .. }
-        | Action::SetNodeLabel { .. }
-        | Action::WaitOperatorPod { .. }
-        | Action::ClearNetworkUnavailable { .. }
-        | Action::EvictPods { .. }
-        | Action::Drain { .. }
-        | Action::WaitNodeReady { .. } => cluster_step(action, opts)?,
         Action::RecreateDaemonSetPods { node, options } => {
             warnings.extend(recreate_daemonset_pods(opts, node, options)?);
         }
@@ -239,6 +230,8 @@ fn run(
         Action::RemoveDir { path } => _ = host.remove_empty_dir(path)?,
         Action::ProtectDir { path, .. } => protect_dir(host, path)?,
         Action::RestoreSecurity { path, sddl } => super::undo::restore_security(host, path, sddl)?,
+        // The rest change or wait for the cluster (`Action::in_cluster`).
+        _ => cluster_step(action, opts)?,
     }
     Ok(())
 }
@@ -257,6 +250,12 @@ fn cluster_step(action: &Action, opts: &Options<'_>) -> anyhow::Result<()> {
             timeout,
         } => c.wait_operator_pod(node, *want, *timeout),
         Action::ClearNetworkUnavailable { node } => c.clear_network_unavailable(node),
+        Action::MarkCordoned { node, on } => c.mark_cordoned(node, *on),
+        Action::WaitOperatorDaemonSet { node, timeout } => {
+            c.wait_operator_daemonset(node, *timeout)
+        }
+        Action::RemoveRenewalGrant { namespace, name } => c.remove_grant(namespace, name),
+        Action::ForgetNode { node } => c.forget_node(node),
         Action::EvictPods {
             node,
             pods,

@@ -51,6 +51,15 @@ pub enum Undo {
     Uncordon {
         node: String,
     },
+    /// A patch of the operator's Installation that puts back what one changed.
+    PatchInstallation {
+        name: String,
+        patch: serde_json::Value,
+    },
+    /// `migrate`'s cordon annotation removed again.
+    UnmarkCordoned {
+        node: String,
+    },
     /// A directory made by `ProtectDir`: these, outermost first, are removed when empty.
     RemoveDirs {
         new_dirs: Vec<String>,

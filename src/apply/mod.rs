@@ -223,6 +223,9 @@ pub enum Action {
         /// `default` or `overlay`.
         name: String,
         patch: serde_json::Value,
+        /// The patch that puts back what this one changes, when a rollback should.
+        #[serde(skip)]
+        restore: Option<serde_json::Value>,
     },
     /// Sets calicoctl-win's node label (`cluster::operator::LABEL`), or removes it (`None`):
     /// the operator's DaemonSet keeps off labelled nodes.
@@ -240,6 +243,32 @@ pub enum Action {
     },
     /// The node's `NetworkUnavailable` condition False, as calico-node sets it when it runs.
     ClearNetworkUnavailable {
+        node: String,
+    },
+    /// Sets (or removes) the node annotation that says `migrate` cordoned the node
+    /// (`cluster::operator::CORDONED_ANNOTATION`): set just before its cordon, removed just
+    /// after its uncordon, so that it is never there without the cordon it marks.
+    MarkCordoned {
+        node: String,
+        on: bool,
+    },
+    /// Waits until the operator has rendered its `calico-node-windows` DaemonSet, that
+    /// DaemonSet's placement would take this node once calicoctl-win's label is off, and its
+    /// TigeraStatus `calico` is not Degraded.
+    WaitOperatorDaemonSet {
+        node: String,
+        #[serde(serialize_with = "crate::duration::text::serialize")]
+        timeout: Duration,
+    },
+    /// Deletes the Role and RoleBinding that let this node's CalicoNode renew calico-node's
+    /// token (one that is gone already is skipped).
+    RemoveRenewalGrant {
+        namespace: String,
+        name: String,
+    },
+    /// The node no longer says calicoctl-win runs Calico there: its `calicoctl-win/*`
+    /// annotations removed and `CalicoWindowsReady` False, reason `HandedToOperator`.
+    ForgetNode {
         node: String,
     },
     /// After the Calico network was made again: evicts the node's DaemonSet pods that have a
@@ -388,8 +417,31 @@ impl Action {
     }
 }
 
+impl Action {
+    /// Whether the action changes or waits for the cluster, not the host.
+    pub fn in_cluster(&self) -> bool {
+        matches!(
+            self,
+            Self::Cordon { .. }
+                | Self::Uncordon { .. }
+                | Self::PatchInstallation { .. }
+                | Self::SetNodeLabel { .. }
+                | Self::WaitOperatorPod { .. }
+                | Self::ClearNetworkUnavailable { .. }
+                | Self::MarkCordoned { .. }
+                | Self::WaitOperatorDaemonSet { .. }
+                | Self::RemoveRenewalGrant { .. }
+                | Self::ForgetNode { .. }
+                | Self::EvictPods { .. }
+                | Self::Drain { .. }
+                | Self::WaitNodeReady { .. }
+        )
+    }
+}
+
 /// `Action::describe` of migrate's actions (PatchInstallation, SetNodeLabel,
-/// WaitOperatorPod, ClearNetworkUnavailable).
+/// WaitOperatorPod, ClearNetworkUnavailable, MarkCordoned, WaitOperatorDaemonSet,
+/// RemoveRenewalGrant, ForgetNode).
 fn operator_text(action: &Action) -> String {
     use crate::cluster::operator::{DAEMONSET, LABEL, Want};
     match action {
@@ -417,6 +469,24 @@ fn operator_text(action: &Action) -> String {
         ),
         Action::ClearNetworkUnavailable { node } => format!(
             "set node {node}'s NetworkUnavailable condition False (the operator pod's preStop set it True)"
+        ),
+        Action::MarkCordoned { node, on: true } => format!(
+            "annotate node {node} {}=true: this migration cordons it, and the run that finishes it uncordons it",
+            crate::cluster::operator::CORDONED_ANNOTATION
+        ),
+        Action::MarkCordoned { node, on: false } => format!(
+            "remove annotation {} from node {node}",
+            crate::cluster::operator::CORDONED_ANNOTATION
+        ),
+        Action::WaitOperatorDaemonSet { node, timeout } => format!(
+            "wait up to {} for the operator to render its {DAEMONSET} DaemonSet for node {node} (TigeraStatus calico not Degraded)",
+            crate::duration::show(*timeout)
+        ),
+        Action::RemoveRenewalGrant { namespace, name } => format!(
+            "delete Role and RoleBinding {name} in {namespace} (CalicoNode's grant to renew calico-node's token)"
+        ),
+        Action::ForgetNode { node } => format!(
+            "remove node {node}'s calicoctl-win annotations and set its CalicoWindowsReady condition False (HandedToOperator)"
         ),
         other => format!("{other:?}"),
     }

@@ -35,24 +35,7 @@ pub(super) fn prepare_undo(
             Some(spec) => Undo::RestoreServiceConfig { spec: spec.clone() },
             None => Undo::Nothing,
         },
-        Action::WriteFile { path, .. } => match host.file_access(path)? {
-            Some(access) => {
-                // Streamed: a replaced release binary is never held whole in memory.
-                let secret = access == Access::Secret;
-                let backup = format!("{path}.calicoctl-win.bak");
-                host.copy_file(path, &backup, access)
-                    .with_context(|| format!("cannot back up {path}"))?;
-                Undo::RestoreFile {
-                    path: path.clone(),
-                    backup,
-                    secret,
-                }
-            }
-            None => Undo::RemoveFile {
-                path: path.clone(),
-                new_dirs: host.missing_parents(path)?,
-            },
-        },
+        Action::WriteFile { path, .. } => undo_write(host, path)?,
         Action::SetRegistryValue { key, name, .. } => Undo::RestoreRegistryValue {
             key: key.clone(),
             name: name.clone(),
@@ -67,9 +50,10 @@ pub(super) fn prepare_undo(
             None => Undo::Nothing,
         },
         Action::ProtectDir { path, .. } => undo_protection(host, path)?,
-        Action::Cordon { node } => undo_cordon(opts, node)?,
+        a if a.in_cluster() => undo_in_cluster(a, opts)?,
         Action::RemoveFile { .. }
         | Action::RestrictFile { .. }
+        | Action::Cordon { .. }
         | Action::Drain { .. }
         | Action::WaitNodeReady { .. }
         | Action::Uncordon { .. }
@@ -77,6 +61,10 @@ pub(super) fn prepare_undo(
         | Action::SetNodeLabel { .. }
         | Action::WaitOperatorPod { .. }
         | Action::ClearNetworkUnavailable { .. }
+        | Action::MarkCordoned { .. }
+        | Action::WaitOperatorDaemonSet { .. }
+        | Action::RemoveRenewalGrant { .. }
+        | Action::ForgetNode { .. }
         | Action::EvictPods { .. }
         | Action::RecreateDaemonSetPods { .. }
         | Action::DeleteEndpoint { .. }
@@ -87,6 +75,46 @@ pub(super) fn prepare_undo(
         | Action::WaitReady { .. }
         | Action::RemoveDir { .. }
         | Action::RestoreSecurity { .. } => Undo::Nothing,
+    })
+}
+
+/// What undoes a file's write: the file as it was (backed up now, streamed: a replaced
+/// release binary is never held whole in memory), or no file and the directories made.
+fn undo_write(host: &dyn Host, path: &str) -> anyhow::Result<Undo> {
+    Ok(match host.file_access(path)? {
+        Some(access) => {
+            let secret = access == Access::Secret;
+            let backup = format!("{path}.calicoctl-win.bak");
+            host.copy_file(path, &backup, access)
+                .with_context(|| format!("cannot back up {path}"))?;
+            Undo::RestoreFile {
+                path: path.to_owned(),
+                backup,
+                secret,
+            }
+        }
+        None => Undo::RemoveFile {
+            path: path.to_owned(),
+            new_dirs: host.missing_parents(path)?,
+        },
+    })
+}
+
+/// What undoes a step in the cluster: a cordon this plan made, an Installation patch that
+/// says how to put it back, `migrate`'s cordon mark; nothing else.
+fn undo_in_cluster(action: &Action, opts: &Options<'_>) -> anyhow::Result<Undo> {
+    Ok(match action {
+        Action::Cordon { node } => undo_cordon(opts, node)?,
+        Action::PatchInstallation {
+            name,
+            restore: Some(patch),
+            ..
+        } => Undo::PatchInstallation {
+            name: name.clone(),
+            patch: patch.clone(),
+        },
+        Action::MarkCordoned { node, on: true } => Undo::UnmarkCordoned { node: node.clone() },
+        _ => Undo::Nothing,
     })
 }
 
@@ -390,6 +418,10 @@ fn undo(host: &dyn Host, undo: &Undo, opts: &Options<'_>) -> anyhow::Result<()> 
             Err(e) => return Err(e.into()),
         },
         Undo::Uncordon { node } => opts.cluster()?.set_cordoned(node, false)?,
+        Undo::PatchInstallation { name, patch } => {
+            opts.cluster()?.patch_installation(name, patch)?
+        }
+        Undo::UnmarkCordoned { node } => opts.cluster()?.mark_cordoned(node, false)?,
         // The directories go with the rest the run created, once they are empty.
         Undo::RemoveDirs { .. } => {}
         Undo::RestoreSecurity { path, sddl } => restore_security(host, path, sddl)?,

@@ -642,6 +642,15 @@ pub trait NodeControl {
         timeout: Duration,
     ) -> anyhow::Result<()>;
     fn clear_network_unavailable(&self, node: &str) -> anyhow::Result<()>;
+    /// Sets or removes `migrate`'s cordon annotation.
+    fn mark_cordoned(&self, node: &str, on: bool) -> anyhow::Result<()>;
+    /// Waits until the operator rendered its Windows DaemonSet for the node
+    /// (`operator::wait_daemonset`).
+    fn wait_operator_daemonset(&self, node: &str, timeout: Duration) -> anyhow::Result<()>;
+    /// Deletes the node's token-renewal Role and RoleBinding.
+    fn remove_grant(&self, namespace: &str, name: &str) -> anyhow::Result<()>;
+    /// Removes calicoctl-win's annotations and says the operator runs Calico there.
+    fn forget_node(&self, node: &str) -> anyhow::Result<()>;
 }
 
 /// The DaemonSet pods of a node that have a network of their own: what a drain leaves (their
@@ -722,6 +731,31 @@ impl NodeControl for Cluster {
 
     fn clear_network_unavailable(&self, node: &str) -> anyhow::Result<()> {
         Ok(super::operator::clear_network_unavailable(self, node)?)
+    }
+
+    fn mark_cordoned(&self, node: &str, on: bool) -> anyhow::Result<()> {
+        Ok(super::operator::mark_cordoned(self, node, on)?)
+    }
+
+    fn wait_operator_daemonset(&self, node: &str, timeout: Duration) -> anyhow::Result<()> {
+        Ok(super::operator::wait_daemonset(self, node, timeout)?)
+    }
+
+    fn remove_grant(&self, namespace: &str, name: &str) -> anyhow::Result<()> {
+        let g = super::renewal::Grant {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            service_account: String::new(),
+        };
+        Ok(super::renewal::remove(self, &g)?)
+    }
+
+    fn forget_node(&self, node: &str) -> anyhow::Result<()> {
+        Ok(super::node::forget(
+            self,
+            node,
+            super::node::Left::HandedToOperator,
+        )?)
     }
 }
 

@@ -375,6 +375,7 @@ fn permissions(c: &Cluster, namespace: &str, etcd: bool) -> Result<Vec<Permissio
             Scope::Cluster => None,
             Scope::Calico => Some(namespace.to_owned()),
             Scope::KubeSystem => Some("kube-system".to_owned()),
+            Scope::TigeraOperator => Some("tigera-operator".to_owned()),
         };
         let names: Vec<Option<&str>> = if right.names.is_empty() {
             vec![None]

@@ -60,6 +60,72 @@ pub struct Installation {
     /// read it may not get it): these facts are then `default`'s alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overlay_unreadable: Option<String>,
+    /// What the operator validates before it renders Windows (`operator_readiness`): the
+    /// spec's fields, else the ones the operator computed (`status.computed`).
+    #[serde(skip)]
+    pub windows_inputs: WindowsInputs,
+}
+
+/// The parts of the Installation the operator's validation of a Windows install reads
+/// (tigera/operator release-v1.44 `pkg/controller/installation/validation.go`), and the
+/// address detection its Windows DaemonSet is given (`pkg/render/windows.go`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WindowsInputs {
+    /// `spec.serviceCIDRs`.
+    pub service_cidrs: Vec<String>,
+    /// `spec.cni.type` (`Calico`, `AmazonVPC`, ...), when set or computed.
+    pub cni_type: Option<String>,
+    /// The first IPv4 pool of `spec.calicoNetwork.ipPools` (`render.GetIPv4Pool`): its CIDR
+    /// and encapsulation.
+    pub ipv4_pool: Option<(String, String)>,
+    /// `spec.calicoNetwork.nodeAddressAutodetectionV4`, when set or computed.
+    pub autodetection_v4: Option<Value>,
+}
+
+impl WindowsInputs {
+    /// From the Installations' JSON: `overlay`'s field where it sets one, else `default`'s,
+    /// else the one the operator computed into `default`'s `status.computed`.
+    fn of(default: &Value, overlay: Option<&Value>) -> Self {
+        let at = |root: &Value, path: &[&str]| -> Option<Value> {
+            let leaf = path.iter().fold(root, |v, k| &v[*k]);
+            (!leaf.is_null()).then(|| leaf.clone())
+        };
+        let pick = |path: &[&str]| {
+            overlay
+                .and_then(|o| at(&o["spec"], path))
+                .or_else(|| at(&default["spec"], path))
+                .or_else(|| at(&default["status"]["computed"], path))
+        };
+        let ipv4_pool = pick(&["calicoNetwork", "ipPools"]).and_then(|pools| {
+            pools.as_array()?.iter().find_map(|p| {
+                let cidr = p["cidr"].as_str()?;
+                let v4 = cidr
+                    .split('/')
+                    .next()
+                    .is_some_and(|a| a.parse::<std::net::Ipv4Addr>().is_ok());
+                v4.then(|| {
+                    (
+                        cidr.to_owned(),
+                        p["encapsulation"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+            })
+        });
+        Self {
+            service_cidrs: pick(&["serviceCIDRs"])
+                .and_then(|v| {
+                    v.as_array().map(|a| {
+                        a.iter()
+                            .filter_map(|c| c.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                })
+                .unwrap_or_default(),
+            cni_type: pick(&["cni", "type"]).and_then(|v| v.as_str().map(str::to_owned)),
+            ipv4_pool,
+            autodetection_v4: pick(&["calicoNetwork", "nodeAddressAutodetectionV4"]),
+        }
+    }
 }
 
 impl Default for Installation {
@@ -74,6 +140,7 @@ impl Default for Installation {
             affinity_in: DEFAULT,
             dataplane_in: DEFAULT,
             overlay_unreadable: None,
+            windows_inputs: WindowsInputs::default(),
         }
     }
 }
@@ -131,6 +198,7 @@ impl Installation {
             affinity_in,
             dataplane_in,
             overlay_unreadable: None,
+            windows_inputs: WindowsInputs::of(default, overlay),
         }
     }
 
@@ -278,6 +346,57 @@ fn installations(c: &Cluster) -> Api<DynamicObject> {
             "installations",
         ),
     )
+}
+
+/// Whether a required node affinity takes a node with these labels: no requirement takes
+/// every node; terms are ORed and the expressions of one ANDed; `NotIn` and `DoesNotExist`
+/// hold for a node without the label (kubernetes `staging/src/k8s.io/component-helpers/
+/// scheduling/corev1/nodeaffinity/nodeaffinity.go`; `Gt`/`Lt` compare integers).
+pub fn affinity_matches(
+    affinity: &Value,
+    labels: &std::collections::BTreeMap<String, String>,
+) -> bool {
+    let Some(terms) = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"]
+        .as_array()
+    else {
+        return true;
+    };
+    let holds = |x: &Value| {
+        let have = labels.get(x["key"].as_str().unwrap_or_default());
+        let values: Vec<&str> = x["values"]
+            .as_array()
+            .map(|v| v.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let number = |s: &str| s.parse::<i64>().ok();
+        match x["operator"].as_str() {
+            Some("In") => have.is_some_and(|h| values.contains(&h.as_str())),
+            Some("NotIn") => have.is_none_or(|h| !values.contains(&h.as_str())),
+            Some("Exists") => have.is_some(),
+            Some("DoesNotExist") => have.is_none(),
+            Some(op @ ("Gt" | "Lt")) => {
+                match (
+                    have.and_then(|h| number(h)),
+                    values.first().and_then(|v| number(v)),
+                ) {
+                    (Some(h), Some(v)) => {
+                        if op == "Gt" {
+                            h > v
+                        } else {
+                            h < v
+                        }
+                    }
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
+    };
+    terms.iter().any(|t| {
+        t["matchExpressions"]
+            .as_array()
+            .is_none_or(|e| e.iter().all(holds))
+    })
 }
 
 /// The operator's Installation `default`, if there is one, with what its `overlay` sets.

@@ -134,6 +134,15 @@ pub enum OperatorError {
     #[error(transparent)]
     Cluster(#[from] ClusterError),
     #[error(
+        "the operator did not render its {DAEMONSET} DaemonSet for node {node} within {}: {state}",
+        crate::duration::show(*.after)
+    )]
+    DaemonSetTimeout {
+        node: String,
+        after: Duration,
+        state: String,
+    },
+    #[error(
         "the operator's {DAEMONSET} pod on node {node} was not {} within {}: {state}",
         match .want { Want::Ready => "running and ready", Want::Gone => "gone" },
         crate::duration::show(*.after)
@@ -150,6 +159,13 @@ impl crate::error::Diagnose for OperatorError {
     fn diagnose(&self) -> Option<crate::error::Diagnosis> {
         match self {
             Self::Cluster(e) => e.diagnose(),
+            Self::DaemonSetTimeout { .. } => crate::error::Diagnosis::new(
+                crate::error::Exit::Timeout,
+                crate::error::Kind::OperatorPodTimeout,
+                format!(
+                    "see 'kubectl get tigerastatus calico -o yaml' and the operator's log ('kubectl -n tigera-operator logs deploy/tigera-operator'); running the same migrate again puts the Installation back if it has not come, or goes on when it has"
+                ),
+            ),
             Self::PodTimeout { node, .. } => crate::error::Diagnosis::new(
                 crate::error::Exit::Timeout,
                 crate::error::Kind::OperatorPodTimeout,
@@ -199,6 +215,132 @@ pub fn wait_pod(
             Err(OperatorError::PodTimeout {
                 node: node.to_owned(),
                 want,
+                after: timeout,
+                state,
+            })
+        },
+    )
+}
+
+/// The operator's ConfigMap of the API server's address (`render.K8sSvcEndpointConfigMapName`),
+/// which its Windows controller reads before it validates (tigera/operator release-v1.44
+/// `windows_controller.go`: `utils.GetK8sServiceEndPoint`, `PopulateK8sServiceEndPoint`).
+pub const SERVICES_ENDPOINT: &str = "kubernetes-services-endpoint";
+pub const OPERATOR_NAMESPACE: &str = "tigera-operator";
+
+/// `KUBERNETES_SERVICE_HOST` and `_PORT` of the operator's `tigera-operator/
+/// kubernetes-services-endpoint` ConfigMap (`plan::operator_readiness`); `None` without one.
+pub fn services_endpoint(
+    c: &Cluster,
+) -> Result<Option<(Option<String>, Option<String>)>, ClusterError> {
+    let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(c.client.clone(), OPERATOR_NAMESPACE);
+    let map = c.call_opt(
+        "get",
+        &format!("configmaps/{SERVICES_ENDPOINT} in {OPERATOR_NAMESPACE}"),
+        maps.get(SERVICES_ENDPOINT),
+    )?;
+    Ok(map.map(|m| {
+        let data = m.data.unwrap_or_default();
+        (
+            data.get("KUBERNETES_SERVICE_HOST").cloned(),
+            data.get("KUBERNETES_SERVICE_PORT").cloned(),
+        )
+    }))
+}
+
+/// The TigeraStatus objects of the two controllers that render for Windows: the core
+/// controller's (`calico`) and the Windows controller's (`calico-windows`: tigera/operator
+/// release-v1.44 `pkg/controller/installation/windows_controller.go`, `status.New(...,
+/// "calico-windows", ...)`).
+pub const TIGERA_STATUSES: [&str; 2] = ["calico", "calico-windows"];
+
+/// What stands between the operator and this node's pod, or `None` when nothing does: a
+/// TigeraStatus Degraded (each controller's `SetDegraded`, with the reason, on an
+/// Installation it cannot render: release-v1.44 `core_controller.go`,
+/// `windows_controller.go`), its Windows DaemonSet not rendered, or that DaemonSet's
+/// placement not taking the node once calicoctl-win's label is off.
+pub fn daemonset_blocker(c: &Cluster, node: &str) -> Result<Option<String>, ClusterError> {
+    let ar = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("operator.tigera.io", "v1", "TigeraStatus"),
+        "tigerastatuses",
+    );
+    let statuses: Api<kube::api::DynamicObject> = Api::all_with(c.client.clone(), &ar);
+    for name in TIGERA_STATUSES {
+        let status = c
+            .call_opt(
+                "get",
+                &format!("tigerastatuses.operator.tigera.io/{name}"),
+                statuses.get(name),
+            )?
+            .map(|o| o.data);
+        if let Some(why) = status.as_ref().and_then(degraded) {
+            return Ok(Some(format!("TigeraStatus {name} is Degraded: {why}")));
+        }
+    }
+    let sets: Api<k8s_openapi::api::apps::v1::DaemonSet> =
+        Api::namespaced(c.client.clone(), NAMESPACE);
+    let Some(ds) = c.call_opt(
+        "get",
+        &format!("daemonsets/{DAEMONSET} in {NAMESPACE}"),
+        sets.get(DAEMONSET),
+    )?
+    else {
+        return Ok(Some(format!("no DaemonSet {NAMESPACE}/{DAEMONSET} yet")));
+    };
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node))?;
+    let mut labels = n.metadata.labels.unwrap_or_default();
+    labels.remove(LABEL);
+    let spec = ds.spec.and_then(|s| s.template.spec).unwrap_or_default();
+    let selects = spec
+        .node_selector
+        .unwrap_or_default()
+        .iter()
+        .all(|(k, v)| labels.get(k) == Some(v));
+    let affinity = serde_json::to_value(&spec.affinity).unwrap_or_default();
+    if !selects || !super::installation::affinity_matches(&affinity, &labels) {
+        return Ok(Some(format!(
+            "the DaemonSet's node selector and affinity do not take node {node} even without label {LABEL}"
+        )));
+    }
+    Ok(None)
+}
+
+/// The message of a TigeraStatus's `Degraded` condition that is True.
+fn degraded(status: &serde_json::Value) -> Option<String> {
+    status["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Degraded" && c["status"] == "True")
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c["reason"].as_str().unwrap_or("no reason"),
+                c["message"].as_str().unwrap_or("no message")
+            )
+        })
+}
+
+/// Waits until `daemonset_blocker` finds nothing; the error says what stood in the way last.
+pub fn wait_daemonset(c: &Cluster, node: &str, timeout: Duration) -> Result<(), OperatorError> {
+    use crate::duration::{Look, Pauses, poll_until};
+    let pauses = Pauses {
+        first: Duration::from_millis(100),
+        most: Duration::from_secs(2),
+    };
+    poll_until(
+        std::time::Instant::now() + timeout,
+        pauses,
+        || {
+            Ok(match daemonset_blocker(c, node)? {
+                None => Look::Done(()),
+                Some(why) => Look::Pending(why),
+            })
+        },
+        |state| {
+            Err(OperatorError::DaemonSetTimeout {
+                node: node.to_owned(),
                 after: timeout,
                 state,
             })

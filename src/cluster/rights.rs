@@ -20,6 +20,8 @@ pub enum Scope {
     Calico,
     /// In `kube-system` (a Role there): the cluster DNS Service.
     KubeSystem,
+    /// In `tigera-operator` (a Role there): the operator's own settings (`migrate`).
+    TigeraOperator,
 }
 
 /// One rule: verbs on a resource of an API group, in a scope, maybe for named objects only.
@@ -291,6 +293,30 @@ pub const MIGRATE_EXTRA: &[Right] = &[
         &[],
         "migrate: the Windows nodes calicoctl-win installed, to label them",
     ),
+    r(
+        Scope::Cluster,
+        "operator.tigera.io",
+        "tigerastatuses",
+        &["get"],
+        &["calico", "calico-windows"],
+        "migrate to-operator: whether the operator renders the Installation (not Degraded)",
+    ),
+    r(
+        Scope::Calico,
+        "apps",
+        "daemonsets",
+        &["get"],
+        &["calico-node-windows"],
+        "migrate to-operator: the operator's Windows DaemonSet, rendered and placed on the node",
+    ),
+    r(
+        Scope::TigeraOperator,
+        "",
+        "configmaps",
+        &["get"],
+        &["kubernetes-services-endpoint"],
+        "migrate to-operator: the API server's address the operator gives Windows nodes",
+    ),
 ];
 
 /// The migration jobs' rights: the installer's for the kubernetes datastore (the operator's
@@ -387,6 +413,7 @@ pub fn manifests(
     for (scope, ns) in [
         (Scope::Calico, calico_namespace),
         (Scope::KubeSystem, "kube-system"),
+        (Scope::TigeraOperator, "tigera-operator"),
     ] {
         let rules = policy_rules(rights, scope);
         match namespaces.iter_mut().find(|(n, _)| *n == ns) {

@@ -268,12 +268,12 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         )
         .into());
     }
-    let (name, service_account) = names(args);
+    let (name, service_account, config_secret) = names(args);
     for (what, value) in [
         ("--name", &name),
         ("--namespace", &args.namespace),
         ("--service-account", &service_account),
-        ("--config-secret", &args.config_secret),
+        ("--config-secret", &config_secret),
     ] {
         dns_label(what, value)?;
     }
@@ -295,7 +295,7 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         image: tagged_image(&args.image, &version)?,
         version,
         service_account,
-        config_secret: args.config_secret.clone(),
+        config_secret,
         config,
         concurrency: args
             .concurrency
@@ -308,26 +308,41 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
     })
 }
 
-/// The Plan's (and DaemonSet's) name and the jobs' account: as given, else a reconfigure's
-/// or, for a migration, its own (so that applying it replaces neither the reconfigure Plan
-/// nor the fleet account's narrower roles).
-fn names(args: &FleetPlanArgs) -> (String, String) {
-    let (name, service_account) = match args.migrate {
-        None => ("calicoctl-win", "calicoctl-win-fleet"),
-        Some(MigrateDirection::ToOperator) => {
-            ("calicoctl-win-to-operator", "calicoctl-win-migrate")
-        }
-        Some(MigrateDirection::FromOperator) => {
-            ("calicoctl-win-from-operator", "calicoctl-win-migrate")
-        }
+/// The Plan's (and DaemonSet's) name, the jobs' account and the config's Secret: as given,
+/// else a reconfigure's or, for a migration, its own (so that applying it replaces neither
+/// the reconfigure Plan, its Secret nor the fleet account's narrower roles: a Plan's jobs run
+/// again when a Secret it mounts changes, system-upgrade-controller v0.19
+/// `pkg/upgrade/plan/plan.go` `DigestStatus` hashing `spec.secrets`).
+fn names(args: &FleetPlanArgs) -> (String, String, String) {
+    let (name, service_account, secret) = match args.migrate {
+        None => (
+            "calicoctl-win",
+            "calicoctl-win-fleet",
+            "calicoctl-win-config",
+        ),
+        Some(MigrateDirection::ToOperator) => (
+            "calicoctl-win-to-operator",
+            "calicoctl-win-migrate",
+            MIGRATE_CONFIG_SECRET,
+        ),
+        Some(MigrateDirection::FromOperator) => (
+            "calicoctl-win-from-operator",
+            "calicoctl-win-migrate",
+            MIGRATE_CONFIG_SECRET,
+        ),
     };
+    let or =
+        |given: &Option<String>, default: &str| given.clone().unwrap_or_else(|| default.to_owned());
     (
-        args.name.clone().unwrap_or_else(|| name.to_owned()),
-        args.service_account
-            .clone()
-            .unwrap_or_else(|| service_account.to_owned()),
+        or(&args.name, name),
+        or(&args.service_account, service_account),
+        or(&args.config_secret, secret),
     )
 }
+
+/// The Secret a migration Plan mounts its config from: never the reconfigure Plan's, whose
+/// change would run that Plan (cordon, drain, reconfigure) on every node again.
+pub(crate) const MIGRATE_CONFIG_SECRET: &str = "calicoctl-win-migrate-config";
 
 /// An image tag, as the distribution reference grammar has it: `[\w][\w.-]{0,127}`.
 fn is_image_tag(tag: &str) -> bool {

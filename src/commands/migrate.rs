@@ -29,6 +29,10 @@ struct Read {
     system: crate::host::SystemFacts,
     /// calicoctl-win's CNI directories, from its config.
     cni: operator::CniDirs,
+    /// Whether node.name is the name kubelet registers the node as (install's check).
+    node_name: crate::checks::Check,
+    /// The config's service CIDRs (for the fix of an Installation without them).
+    service_cidrs: Vec<String>,
 }
 
 impl Read {
@@ -46,6 +50,8 @@ impl Read {
             bin: loaded.config.cni.bin_dir.as_str().to_owned(),
             conf: loaded.config.cni.conf_dir.as_str().to_owned(),
         };
+        let node_name =
+            crate::checks::host::node_name(&crate::checks::host::snapshot(host), &loaded.config);
         Ok(Self {
             node,
             root,
@@ -55,6 +61,13 @@ impl Read {
             networks,
             culture: boot_marker::system_culture(host)?,
             system: host.system_facts()?,
+            node_name,
+            service_cidrs: loaded
+                .config
+                .service_cidrs
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
         })
     }
 
@@ -83,6 +96,22 @@ impl Read {
             &self.node,
         )?)
     }
+
+    /// Whether to uncordon the node at the end: it is not cordoned now (this run cordons it),
+    /// or an earlier run of this migration cordoned it and said so on the node.
+    fn uncordon(&self, cordoned: bool) -> anyhow::Result<bool> {
+        Ok(!cordoned || operator::cordoned_by_migrate(&self.cluster, &self.node)?)
+    }
+
+    /// node.name not kubelet's: a migration would hand over or take another node than this
+    /// host (install's own check, which gates install).
+    fn node_name_refusal(&self) -> Option<migrate::Refusal> {
+        (self.node_name.verdict == crate::checks::Verdict::Fail).then(|| migrate::Refusal {
+            code: "node-name",
+            message: self.node_name.message.clone(),
+            fix: self.node_name.remedy.clone().unwrap_or_default(),
+        })
+    }
 }
 
 fn refuse(direction: &'static str, reasons: Vec<migrate::Refusal>) -> anyhow::Result<()> {
@@ -93,73 +122,120 @@ fn refuse(direction: &'static str, reasons: Vec<migrate::Refusal>) -> anyhow::Re
     }
 }
 
+/// Another command's journal left for the install root (an install, reconfigure, repair,
+/// uninstall or the other migration cut off): a migration over it would plan from a node
+/// halfway through that command. `ours` is this migration's own command, and `except` one it
+/// continues (from-operator goes on with an install it began).
+fn refuse_unfinished(
+    host: &dyn Host,
+    root: &InstallRoot,
+    (ours, except): (&str, &str),
+) -> anyhow::Result<()> {
+    for path in root.journals() {
+        if let Some(j) = crate::apply::journal::Journal::load(host, &path)?
+            && j.command != ours
+            && j.command != except
+        {
+            return Err(crate::error::UsageError::new(
+                format!(
+                    "an earlier {} did not finish (its journal is {path})",
+                    j.command
+                ),
+                format!(
+                    "run 'calicoctl-win {}' again to finish it first, then migrate",
+                    j.command
+                ),
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Why the operator could not take this node (`plan::operator_readiness`): its validation of
+/// a Windows install, its address detection here, and node.name.
+fn operator_refusals(read: &Read, host: &dyn Host) -> anyhow::Result<Vec<migrate::Refusal>> {
+    use crate::plan::operator_readiness as ready;
+    let mut out: Vec<migrate::Refusal> = read.node_name_refusal().into_iter().collect();
+    let Some(inst) = read.facts.installation.as_ref() else {
+        return Ok(out);
+    };
+    let endpoint = operator::services_endpoint(&read.cluster)?;
+    out.extend(ready::windows_config(
+        inst,
+        endpoint,
+        &read.facts.server,
+        &read.service_cidrs,
+    ));
+    let addresses = host
+        .ipv4_addresses()
+        .context("cannot list the host's IPv4 addresses")?;
+    out.extend(ready::autodetection(
+        inst,
+        read.facts.node_internal_ip,
+        &addresses,
+    ));
+    Ok(out)
+}
+
 pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host_to_change("migrate")?;
     let host = host.as_ref();
     let read = Read::take(ctx, host)?;
+    refuse_unfinished(host, &read.root, (TO, TO))?;
     let mut change = Change::begin(ctx, host, TO, &read.root, read.root.migrate_journal())?;
+    let before_path = read.root.migrate_cluster_journal();
+    let before_journal = continue_before(ctx, host, &before_path)?;
     let Some(rec) = installed(host, &read.root, change.journal.as_ref())? else {
         return already_the_operators(ctx, &read);
     };
     let facts = read.facts(host.service_query("kube-proxy")?.is_some());
-    refuse("to-operator", migrate::to_operator_refusals(&facts))?;
+    let mut reasons = migrate::to_operator_refusals(&facts);
+    reasons.extend(operator_refusals(&read, host)?);
+    refuse("to-operator", reasons)?;
     let marker = facts.operator_marker().map_err(anyhow::Error::msg)?;
-    // Whether this migration cordoned the node, said on the node so that the run that
-    // finishes it (after an operator pod that came late) uncordons it too.
     let cordoned = read.cordoned()?;
-    let uncordon = !cordoned || operator::cordoned_by_migrate(&read.cluster, &read.node)?;
-    let actions = to_operator_plan(host, &read, &rec, &marker, args, (cordoned, uncordon))?;
+    let uncordon = read.uncordon(cordoned)?;
+    // A run that finishes one that reached the node goes on from its host part: the
+    // operator runs on Windows already and the node is cordoned.
+    let before = if change.journal.is_some() {
+        Vec::new()
+    } else {
+        to_operator_before(&read, cordoned, args)?
+    };
+    let actions = to_operator_plan(host, &read, &rec, &marker, args, uncordon)?;
     ctx.printer.text(&format!(
         "Hand node {} to the operator's {} DaemonSet, keeping its HNS networks ({}) and every endpoint",
         read.node,
         operator::DAEMONSET,
         read.networks.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", ")
     ));
+    let all: Vec<apply::Action> = before.iter().chain(&actions).cloned().collect();
     let mut doc = json!({
         "dry_run": ctx.options.dry_run,
         "node": read.node,
         "direction": "to-operator",
         "boot_marker": marker,
-        "actions": apply::to_json(&actions).context("cannot show the plan as JSON")?,
+        "actions": apply::to_json(&all).context("cannot show the plan as JSON")?,
         "changed": false,
     });
     if ctx.options.dry_run {
-        change.show(ctx, &actions);
+        change.show(ctx, &all);
         ctx.printer.note("--dry-run: nothing was changed");
         ctx.printer.json(&doc);
         return Ok(());
     }
-    if !cordoned {
-        operator::mark_cordoned(&read.cluster, &read.node, true)?;
-    }
-    let opts = Options {
-        record: Some(rec.clone()),
-        ..Options::for_change(
-            TO,
-            change.journal_path.clone(),
-            false,
-            args.service_timeout,
-            change.journal.take(),
-            Some(&read.cluster),
-        )
-    };
-    let mut warnings = change.run(ctx, &actions, opts)?.map_err(|failed| {
-        let e = failed.error;
-        let done = e.index - 1;
-        anyhow::Error::new(e).context(format!(
-            "migrate to-operator stopped after {done} step(s); running it again finishes it"
-        ))
-    })?;
-    if uncordon {
-        operator::mark_cordoned(&read.cluster, &read.node, false)?;
-    }
-    if let Some(g) = &rec.renewal {
-        warnings.extend(super::uninstall::remove_grant(ctx, g));
-    }
-    warnings.extend(super::uninstall::forget_node(
+    let timeout = args.service_timeout;
+    run_cluster_first(
         ctx,
-        crate::cluster::node::Left::HandedToOperator,
-    ));
+        &change,
+        &read,
+        &before,
+        (before_path, before_journal),
+        timeout,
+    )?;
+    let journal = change.journal.take();
+    let warnings = run_hand_over(ctx, &change, &read, (rec, journal), &actions, timeout)?;
     ctx.printer.text(&format!(
         "Node {} runs Calico from the operator's {} pod now.",
         read.node,
@@ -169,6 +245,100 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
     doc["warnings"] = json!(warnings);
     ctx.printer.json(&doc);
     Ok(())
+}
+
+/// `to-operator`'s cluster steps before the host, undone if one fails: an operator that does
+/// not render Windows for this node gets its Installation back before the node is touched.
+fn run_cluster_first(
+    ctx: &mut Context,
+    change: &Change,
+    read: &Read,
+    before: &[apply::Action],
+    (path, journal): (String, Option<crate::apply::journal::Journal>),
+    timeout: std::time::Duration,
+) -> anyhow::Result<()> {
+    let opts = Options::for_change(TO, path, true, timeout, journal, Some(&read.cluster));
+    change.run(ctx, before, opts)?.map_err(|failed| {
+        let e = failed.error;
+        let undone = match &e.rollback_failures {
+            Some(f) if f.is_empty() => "every cluster step it made was undone (the Installation's windowsDataplane as it was, the node uncordoned)".to_owned(),
+            Some(f) => format!("undoing its cluster steps failed partly: {}; running it again finishes them", f.join("; ")),
+            None => "running it again goes on from there".to_owned(),
+        };
+        anyhow::Error::new(e).context(format!(
+            "migrate to-operator stopped before it touched node {}: nothing on the node was changed, and {undone}",
+            read.node
+        ))
+    })?;
+    Ok(())
+}
+
+/// `to-operator`'s host part and the cluster steps after it, journaled with the record they
+/// hand over and never undone: a run that stops is finished by the next, and its error says
+/// whether the node is the operator's already and what is left.
+fn run_hand_over(
+    ctx: &mut Context,
+    change: &Change,
+    read: &Read,
+    (rec, journal): (
+        record::InstallRecord,
+        Option<crate::apply::journal::Journal>,
+    ),
+    actions: &[apply::Action],
+    timeout: std::time::Duration,
+) -> anyhow::Result<Vec<String>> {
+    let host_steps = actions
+        .iter()
+        .position(|a| matches!(a, apply::Action::SetNodeLabel { value: None, .. }))
+        .unwrap_or(actions.len());
+    let opts = Options {
+        record: Some(rec),
+        ..Options::for_change(
+            TO,
+            change.journal_path.clone(),
+            false,
+            timeout,
+            journal,
+            Some(&read.cluster),
+        )
+    };
+    Ok(change.run(ctx, actions, opts)?.map_err(|failed| {
+        let e = failed.error;
+        let done = e.index - 1;
+        let left = actions[done..]
+            .iter()
+            .map(apply::Action::describe)
+            .collect::<Vec<_>>()
+            .join("; ");
+        let said = if done > host_steps {
+            format!(
+                "node {} is the operator's now (calicoctl-win's services and files are gone and its label is off); left to do: {left}; running it again finishes them",
+                read.node
+            )
+        } else {
+            format!(
+                "migrate to-operator stopped after {done} step(s) on node {}; running it again finishes it",
+                read.node
+            )
+        };
+        anyhow::Error::new(e).context(said)
+    })?)
+}
+
+/// The journal of an interrupted run's cluster steps, continued (and undone if they fail).
+fn continue_before(
+    ctx: &mut Context,
+    host: &dyn Host,
+    path: &str,
+) -> anyhow::Result<Option<crate::apply::journal::Journal>> {
+    let j = crate::apply::journal::Journal::load(host, path)?;
+    if let Some(j) = &j {
+        ctx.printer.note(&format!(
+            "an earlier migrate to-operator stopped in its cluster steps ({} journaled): this run continues them",
+            j.entries.len()
+        ));
+    }
+    Ok(j)
 }
 
 /// What is handed over: the install record, or the one an interrupted run's journal kept
@@ -205,18 +375,12 @@ fn already_the_operators(ctx: &mut Context, read: &Read) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The whole of `to-operator`: the operator kept off calicoctl-win's other nodes and switched
-/// on for Windows, this node cordoned; calicoctl-win's services and files gone (as uninstall
-/// without `--purge`: networks, endpoints and Calico's registry key stay) and the boot marker
-/// written as the operator reads it; the label off, the operator's pod waited for, the node
-/// uncordoned when this migration cordoned it.
-fn to_operator_plan(
-    host: &dyn Host,
+/// `to-operator`'s cluster steps before the host: the operator kept off calicoctl-win's other
+/// nodes and switched on for Windows, its DaemonSet waited for, this node cordoned.
+fn to_operator_before(
     read: &Read,
-    rec: &record::InstallRecord,
-    marker: &str,
+    cordoned: bool,
     args: &MigrateArgs,
-    (cordoned, uncordon): (bool, bool),
 ) -> anyhow::Result<Vec<apply::Action>> {
     let mut label = crate::cluster::node::unlabelled_nodes_of_ours(&read.cluster)?;
     let this_labelled = read
@@ -225,17 +389,31 @@ fn to_operator_plan(
         .get(operator::LABEL)
         .map(String::as_str)
         == Some(operator::LABEL_VALUE);
-    // A run that finishes an earlier one (the host handed over, its record gone, its label
-    // off) must not label the node again: that would take the operator's pod off it.
-    let handed_over = record::read(host, &read.root)?.is_none();
-    if handed_over {
-        label.retain(|n| n != &read.node);
-    } else if !this_labelled && !label.contains(&read.node) {
+    if !this_labelled && !label.contains(&read.node) {
         label.push(read.node.clone());
     }
-    let inst = read.installation();
-    let mut actions = migrate::to_operator_before(&inst, &label, &read.node, cordoned);
-    actions.extend(migrate::keeping_cni_dirs(
+    Ok(migrate::to_operator_before(
+        &read.installation(),
+        &label,
+        &read.node,
+        cordoned,
+        args.pod_timeout,
+    ))
+}
+
+/// The rest of `to-operator`: calicoctl-win's services and files gone (as uninstall without
+/// `--purge`: networks, endpoints and Calico's registry key stay) and the boot marker written
+/// as the operator reads it; the label off, the operator's pod waited for, the node
+/// uncordoned when this migration cordoned it, its grant and annotations gone.
+fn to_operator_plan(
+    host: &dyn Host,
+    read: &Read,
+    rec: &record::InstallRecord,
+    marker: &str,
+    args: &MigrateArgs,
+    uncordon: bool,
+) -> anyhow::Result<Vec<apply::Action>> {
+    let mut actions = migrate::keeping_cni_dirs(
         crate::plan::uninstall::plan(
             host,
             rec,
@@ -245,64 +423,117 @@ fn to_operator_plan(
             },
         )?,
         &read.cni,
-    ));
+    );
     actions.extend(migrate::marker_for_operator(host, marker)?);
     actions.extend(migrate::to_operator_after(
         &read.node,
         args.pod_timeout,
         uncordon,
+        rec.renewal.as_ref(),
     ));
     Ok(actions)
 }
 
 pub fn from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let Some((read, uncordon)) = take_from_operator(args, ctx)? else {
+    let Some(taken) = plan_from_operator(args, ctx)? else {
         return Ok(());
     };
-    // Install takes the host lock again: the one above went with its change.
-    let node = read.node.as_str();
-    super::install::run(&args.install, ctx).with_context(|| {
-        format!(
-            "node {node} is out of the operator's DaemonSet (label {}={}) and its pods keep their networks, but calicoctl-win's install did not finish: fix what it says and run 'calicoctl-win migrate from-operator' again (it goes on from here), or give the node back to the operator with 'kubectl label node {node} {}-'{}",
-            operator::LABEL,
-            operator::LABEL_VALUE,
-            operator::LABEL,
-            if uncordon { " and 'kubectl uncordon NODE'" } else { "" }.replace("NODE", node)
-        )
-    })?;
-    if ctx.options.dry_run {
-        return Ok(());
-    }
-    ctx.printer.text(
-        &apply::Action::ClearNetworkUnavailable {
-            node: node.to_owned(),
+    let node = taken.node.clone();
+    let dry_run = ctx.options.dry_run;
+    let doc = json!({
+        "node": node,
+        "direction": "from-operator",
+        "migrate_actions": apply::to_json(&taken.before)
+            .context("cannot show the plan as JSON")?,
+        "migrate_actions_after": apply::to_json(&taken.after)
+            .context("cannot show the plan as JSON")?,
+    });
+    let cluster = taken.cluster;
+    let root = taken.root;
+    let (before, after) = (taken.before, taken.after);
+    let journal = taken.journal_path;
+    let timeout = args.install.service_timeout;
+    let mut run_before = |ctx: &mut Context, host: &dyn Host| -> anyhow::Result<()> {
+        run_steps(ctx, host, (&cluster, &root), &before, &journal, timeout).map_err(|e| {
+            e.context(format!(
+                "migrate from-operator stopped before install; calicoctl-win changed nothing of install's yet: running it again continues, or give node {node} back to the operator with 'kubectl label node {node} {}-' and 'kubectl uncordon {node}' if it cordoned it",
+                operator::LABEL
+            ))
+        })
+    };
+    let mut run_after = |ctx: &mut Context, host: &dyn Host| -> anyhow::Result<Vec<String>> {
+        run_steps(ctx, host, (&cluster, &root), &after, &journal, timeout).map_err(|e| {
+            e.context("calicoctl-win runs Calico on this node now, but the steps after install did not finish: running migrate from-operator again finishes them")
+        })?;
+        ctx.printer.text(
+            "Calico runs from calicoctl-win's services now; the operator's DaemonSet keeps off this node.",
+        );
+        Ok(Vec::new())
+    };
+    let as_labelled = |f: &mut crate::cluster::facts::ClusterFacts| migrate::as_handed_back(f);
+    let within = super::install::Within {
+        facts: &as_labelled,
+        doc,
+        before: &mut run_before,
+        after: &mut run_after,
+    };
+    let label = operator::LABEL;
+    super::install::run_within(&args.install, ctx, Some(within)).map_err(|e| {
+        if dry_run {
+            return e;
         }
-        .describe(),
+        e.context(format!(
+            "migrate from-operator did not finish on node {node}: fix what it says and run it again (it goes on from where it stopped); while it has not, the operator's DaemonSet keeps off the node (label {label}=true)"
+        ))
+    })
+}
+
+/// Runs `steps` journaled at `journal` (a rerun continues them), not undone.
+fn run_steps(
+    ctx: &mut Context,
+    host: &dyn Host,
+    (cluster, root): (&Cluster, &InstallRoot),
+    steps: &[apply::Action],
+    journal: &str,
+    timeout: std::time::Duration,
+) -> anyhow::Result<()> {
+    let mut change = Change::begin(ctx, host, FROM, root, journal.to_owned())?;
+    let opts = Options::for_change(
+        FROM,
+        journal.to_owned(),
+        false,
+        timeout,
+        change.journal.take(),
+        Some(cluster),
     );
-    operator::clear_network_unavailable(&read.cluster, node)?;
-    if uncordon {
-        ctx.printer.text(&format!("uncordon node {node}"));
-        crate::cluster::drain::set_cordoned(&read.cluster, node, false)?;
-        operator::mark_cordoned(&read.cluster, node, false)?;
-    }
-    ctx.printer.text(&format!(
-        "Node {node} runs Calico from calicoctl-win's services now; the operator's DaemonSet keeps off it."
-    ));
+    change
+        .run(ctx, steps, opts)?
+        .map_err(|failed| anyhow::Error::new(failed.error))?;
     Ok(())
 }
 
-/// `from-operator` before install: refused or planned, then shown (a dry run) or run under
-/// the host lock, which goes with the change; what was read and whether to uncordon the node
-/// at the end (this run cordoned it, or an earlier one did and said so on the node); `None`
-/// when the node has moved already.
-fn take_from_operator(
+/// What `from-operator` does around install, planned before anything changes.
+struct FromPlan {
+    node: String,
+    root: InstallRoot,
+    cluster: Cluster,
+    before: Vec<apply::Action>,
+    after: Vec<apply::Action>,
+    journal_path: String,
+}
+
+/// `from-operator` before install: refused, or the steps around install planned and shown;
+/// `None` when the node has moved already. The host lock goes with it (install takes it).
+fn plan_from_operator(
     args: &MigrateFromArgs,
     ctx: &mut Context,
-) -> anyhow::Result<Option<(Read, bool)>> {
+) -> anyhow::Result<Option<FromPlan>> {
     let host = ctx.open_host_to_change("migrate")?;
     let host = host.as_ref();
     let read = Read::take(ctx, host)?;
     let loaded = ctx.load_config()?;
+    let journal_path = read.root.migrate_journal();
+    refuse_unfinished(host, &read.root, (FROM, "install"))?;
     if moved_already(host, &read, loaded.config.cni.conf_dir.as_str())? {
         moved(
             ctx,
@@ -314,19 +545,18 @@ fn take_from_operator(
     }
     let stored = boot_marker::stored_legacy(host)?;
     let facts = read.facts(false);
-    refuse(
-        "from-operator",
-        migrate::from_operator_refusals(&facts, stored.as_deref()),
-    )?;
+    let mut reasons = migrate::from_operator_refusals(&facts, stored.as_deref());
+    reasons.extend(read.node_name_refusal());
+    refuse("from-operator", reasons)?;
     let boot = stored
         .as_deref()
         .is_some_and(|s| facts.is_this_boot(s))
         .then(|| read.system.boot_id.clone())
         .flatten();
     let cordoned = read.cordoned()?;
-    let uncordon = !cordoned || operator::cordoned_by_migrate(&read.cluster, &read.node)?;
+    let uncordon = read.uncordon(cordoned)?;
     let inst = read.installation();
-    let actions = migrate::from_operator_before(
+    let before = migrate::from_operator_before(
         host,
         &inst,
         &read.node,
@@ -338,33 +568,40 @@ fn take_from_operator(
             cni_conf_dir: loaded.config.cni.conf_dir.as_str(),
         },
     )?;
+    let mut after = vec![apply::Action::ClearNetworkUnavailable {
+        node: read.node.clone(),
+    }];
+    if uncordon {
+        after.extend(migrate::uncordon(&read.node));
+    }
     ctx.printer.text(&format!(
         "Take node {} from the operator's {} DaemonSet, keeping its HNS networks and every endpoint, then install",
         read.node,
         operator::DAEMONSET
     ));
-    let mut change = Change::begin(ctx, host, FROM, &read.root, read.root.journal())?;
     if ctx.options.dry_run {
-        change.show(ctx, &actions);
-        ctx.printer.text("then install, as planned below:");
-        return Ok(Some((read, uncordon)));
+        print_steps(ctx, "Before install:", &before);
+        print_steps(ctx, "After install:", &after);
+        ctx.printer.text("Install, as planned below:");
     }
-    if !cordoned {
-        operator::mark_cordoned(&read.cluster, &read.node, true)?;
+    // Install takes the host lock again.
+    drop(ctx.take_lock());
+    Ok(Some(FromPlan {
+        node: read.node.clone(),
+        root: read.root.clone(),
+        cluster: read.cluster,
+        before,
+        after,
+        journal_path,
+    }))
+}
+
+fn print_steps(ctx: &mut Context, title: &str, steps: &[apply::Action]) {
+    ctx.printer.text(title);
+    for (i, a) in steps.iter().enumerate() {
+        ctx.printer
+            .text(&format!("  {:>2}. {}", i + 1, a.describe()));
     }
-    let opts = Options::for_change(
-        FROM,
-        change.journal_path.clone(),
-        false,
-        args.install.service_timeout,
-        change.journal.take(),
-        Some(&read.cluster),
-    );
-    change.run(ctx, &actions, opts)?.map_err(|failed| {
-        anyhow::Error::new(failed.error)
-            .context("migrate from-operator stopped before install; running it again continues")
-    })?;
-    Ok(Some((read, uncordon)))
 }
 
 /// Says that the node has moved already and nothing was changed (`"already": true`).
@@ -394,6 +631,11 @@ fn moved_already(host: &dyn Host, read: &Read, cni_conf_dir: &str) -> anyhow::Re
             .file_access(&crate::layout::join(cni_conf_dir, name))?
             .is_some()
         {
+            return Ok(false);
+        }
+    }
+    for path in [read.root.journal(), read.root.migrate_journal()] {
+        if crate::apply::journal::Journal::load(host, &path)?.is_some() {
             return Ok(false);
         }
     }

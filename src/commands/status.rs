@@ -219,14 +219,30 @@ fn under_way(
     {
         r.problem(Code::UnderWay, "detached run", died);
     }
-    let journal = crate::apply::journal::Journal::load(host, &root.journal())?;
-    let Some(j) = journal else {
-        return Ok(json!(null));
-    };
+    let mut cut_off = Vec::new();
+    for path in root.journals() {
+        if let Some(j) = crate::apply::journal::Journal::load(host, &path)? {
+            cut_off.push(interrupted(&j, r));
+        }
+    }
+    Ok(match cut_off.len() {
+        0 => json!(null),
+        1 => cut_off.remove(0),
+        _ => json!(cut_off),
+    })
+}
+
+/// A run cut off, said with the command that finishes or undoes it.
+fn interrupted(j: &crate::apply::journal::Journal, r: &mut Report) -> serde_json::Value {
     let done = j.entries.iter().filter(|e| e.done).count();
-    // Only what the commands do: uninstall refuses another command's unfinished journal, and a
-    // repair's steps (deleted endpoints, evicted pods) cannot be undone.
-    let again = if j.command == "uninstall" || j.command == "repair" {
+    // Only what the commands do: uninstall refuses another command's unfinished journal, a
+    // repair's steps (deleted endpoints, evicted pods) cannot be undone, and a migration goes
+    // on from where it stopped (to-operator's cluster steps before the host are undone by it
+    // when they fail).
+    let again = if j.command == "uninstall"
+        || j.command == "repair"
+        || j.command.starts_with("migrate")
+    {
         format!("'calicoctl-win {}' finishes it", j.command)
     } else {
         format!(
@@ -251,7 +267,7 @@ fn under_way(
             time_text(j.started)
         ),
     );
-    Ok(json!({"interrupted": j.command, "steps_done": done, "steps": j.entries.len()}))
+    json!({"interrupted": j.command, "steps_done": done, "steps": j.entries.len()})
 }
 
 /// What runs as SYSTEM must still come from directories only SYSTEM and Administrators can

@@ -325,6 +325,7 @@ pub fn keep_operator_off(inst: &Installation, label: &[String]) -> Vec<Action> {
                 }
             ),
             patch: operator::affinity_patch(Some(&affinity)),
+            restore: None,
         });
     }
     for node in label {
@@ -337,12 +338,17 @@ pub fn keep_operator_off(inst: &Installation, label: &[String]) -> Vec<Action> {
 }
 
 /// The cluster steps of `to-operator` before the host is touched: the operator kept off
-/// calicoctl-win's nodes, then on Windows (`windowsDataplane: HNS`), this node cordoned.
+/// calicoctl-win's nodes, then on Windows (`windowsDataplane: HNS`), its Windows DaemonSet
+/// waited for (rendered, taking this node once the label is off, TigeraStatus not Degraded),
+/// this node cordoned (marked first, so that the mark never outlives a cordon it did not
+/// make). Run with rollback: a DaemonSet that does not come puts `windowsDataplane` back as
+/// it was, and uncordons the node.
 pub fn to_operator_before(
     inst: &Installation,
     label: &[String],
     node: &str,
     cordoned: bool,
+    timeout: Duration,
 ) -> Vec<Action> {
     let mut actions = keep_operator_off(inst, label);
     if !inst.windows_enabled() {
@@ -350,14 +356,46 @@ pub fn to_operator_before(
             name: inst.dataplane_in.to_owned(),
             what: "calicoNetwork.windowsDataplane: HNS (the operator runs Calico on the Windows nodes its DaemonSet's affinity allows)".into(),
             patch: operator::dataplane_patch(Some("HNS")),
+            restore: Some(operator::dataplane_patch(
+                inst.windows_dataplane.as_deref(),
+            )),
         });
     }
-    if !cordoned {
-        actions.push(Action::Cordon {
-            node: node.to_owned(),
-        });
-    }
+    actions.push(Action::WaitOperatorDaemonSet {
+        node: node.to_owned(),
+        timeout,
+    });
+    actions.extend(cordon(node, cordoned));
     actions
+}
+
+/// This migration's cordon of the node, unless it is cordoned already: the mark first.
+fn cordon(node: &str, cordoned: bool) -> Vec<Action> {
+    if cordoned {
+        return Vec::new();
+    }
+    vec![
+        Action::MarkCordoned {
+            node: node.to_owned(),
+            on: true,
+        },
+        Action::Cordon {
+            node: node.to_owned(),
+        },
+    ]
+}
+
+/// The uncordon of a node this migration cordoned: the mark last.
+pub fn uncordon(node: &str) -> Vec<Action> {
+    vec![
+        Action::Uncordon {
+            node: node.to_owned(),
+        },
+        Action::MarkCordoned {
+            node: node.to_owned(),
+            on: false,
+        },
+    ]
 }
 
 /// An uninstall's plan without the removal of the CNI directories or a directory above
@@ -399,8 +437,15 @@ pub fn marker_for_operator(host: &dyn Host, marker: &str) -> HostResult<Option<A
 }
 
 /// The cluster steps of `to-operator` after the host: the label off this node, the
-/// operator's pod waited for, the node uncordoned when this migration cordoned it.
-pub fn to_operator_after(node: &str, timeout: Duration, uncordon: bool) -> Vec<Action> {
+/// operator's pod waited for, the node uncordoned when this migration cordoned it, the node's
+/// token-renewal grant deleted and the node's calicoctl-win annotations and condition said
+/// gone: each journaled, so that a run cut off after any of them is finished by the next.
+pub fn to_operator_after(
+    node: &str,
+    timeout: Duration,
+    uncordon_it: bool,
+    grant: Option<&crate::cluster::renewal::Grant>,
+) -> Vec<Action> {
     let mut actions = vec![
         Action::SetNodeLabel {
             node: node.to_owned(),
@@ -412,12 +457,32 @@ pub fn to_operator_after(node: &str, timeout: Duration, uncordon: bool) -> Vec<A
             timeout,
         },
     ];
-    if uncordon {
-        actions.push(Action::Uncordon {
-            node: node.to_owned(),
+    if uncordon_it {
+        actions.extend(uncordon(node));
+    }
+    if let Some(g) = grant {
+        actions.push(Action::RemoveRenewalGrant {
+            namespace: g.namespace.clone(),
+            name: g.name.clone(),
         });
     }
+    actions.push(Action::ForgetNode {
+        node: node.to_owned(),
+    });
     actions
+}
+
+/// The cluster's facts as install will find them once `from-operator`'s steps before it have
+/// run: this node labelled, and the Installation's affinity keeping the operator off it (the
+/// checks judge that node, so that a dry run says what the real run does).
+pub fn as_handed_back(f: &mut crate::cluster::facts::ClusterFacts) {
+    f.node_labels
+        .insert(operator::LABEL.to_owned(), LABEL_VALUE.to_owned());
+    if let Some(inst) = f.installation.as_mut()
+        && let Some(affinity) = inst.excluding_affinity()
+    {
+        inst.affinity = Some(affinity);
+    }
 }
 
 /// The files the operator's CNI installer leaves in the CNI config directory
@@ -444,11 +509,7 @@ pub fn from_operator_before(
         vec![node.to_owned()]
     };
     let mut actions = keep_operator_off(inst, &label);
-    if !steps.cordoned {
-        actions.push(Action::Cordon {
-            node: node.to_owned(),
-        });
-    }
+    actions.extend(cordon(node, steps.cordoned));
     actions.push(Action::WaitOperatorPod {
         node: node.to_owned(),
         want: Want::Gone,

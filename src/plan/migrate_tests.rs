@@ -187,26 +187,57 @@ fn from_operator_needs_the_operator_initialised_in_this_boot() {
     assert_eq!(from_operator_refusals(&f, None), vec![]);
 }
 
-/// The operator is kept off every node of ours before it is switched on for Windows, and the
-/// node's label goes only after its host is handed over.
+/// The operator is kept off every node of ours before it is switched on for Windows; its
+/// DaemonSet is waited for before the node is cordoned (marked first, so that the mark never
+/// outlives a cordon it did not make), and the node's label goes only after its host is handed
+/// over; the grant and the node's annotations go last, journaled with the rest.
 #[test]
 fn to_operator_orders_the_cluster_around_the_host() {
     let inst = Installation::default();
-    let before = to_operator_before(&inst, &["win-1".into(), "win-2".into()], "win-1", false);
+    let wait = Duration::from_secs(600);
+    let before = to_operator_before(
+        &inst,
+        &["win-1".into(), "win-2".into()],
+        "win-1",
+        false,
+        wait,
+    );
     let kinds: Vec<String> = before.iter().map(Action::describe).collect();
     assert!(kinds[0].contains("affinity"), "{kinds:?}");
     assert!(kinds[1].contains("label node win-1"), "{kinds:?}");
     assert!(kinds[2].contains("label node win-2"), "{kinds:?}");
     assert!(kinds[3].contains("windowsDataplane: HNS"), "{kinds:?}");
-    assert_eq!(kinds[4], "cordon node win-1");
-    // Already on Windows, affinity written, nodes labelled, cordoned: nothing before.
+    assert!(
+        matches!(before[4], Action::WaitOperatorDaemonSet { .. }),
+        "{kinds:?}"
+    );
+    assert!(
+        matches!(before[5], Action::MarkCordoned { on: true, .. }),
+        "{kinds:?}"
+    );
+    assert_eq!(kinds[6], "cordon node win-1");
+    // The dataplane's patch says how to put it back: as it was (unset).
+    let Action::PatchInstallation { restore, .. } = &before[3] else {
+        panic!("{kinds:?}");
+    };
+    assert_eq!(
+        restore.as_ref().map(ToString::to_string).as_deref(),
+        Some(r#"{"spec":{"calicoNetwork":{"windowsDataplane":null}}}"#)
+    );
+    // Already on Windows, affinity written, nodes labelled, cordoned: only the DaemonSet's
+    // wait.
     let done = Installation {
         windows_dataplane: Some("HNS".into()),
         affinity: inst.excluding_affinity(),
         ..Installation::default()
     };
-    assert!(to_operator_before(&done, &[], "win-1", true).is_empty());
-    let after = to_operator_after("win-1", Duration::from_secs(600), true);
+    let again = to_operator_before(&done, &[], "win-1", true, wait);
+    assert!(
+        matches!(again[..], [Action::WaitOperatorDaemonSet { .. }]),
+        "{again:?}"
+    );
+    let grant = crate::cluster::renewal::Grant::for_node("calico-system", "win-1", "calico-node");
+    let after = to_operator_after("win-1", wait, true, Some(&grant));
     assert!(matches!(
         &after[0],
         Action::SetNodeLabel { value: None, .. }
@@ -219,9 +250,12 @@ fn to_operator_orders_the_cluster_around_the_host() {
         }
     ));
     assert!(matches!(&after[2], Action::Uncordon { .. }));
+    assert!(matches!(&after[3], Action::MarkCordoned { on: false, .. }));
+    assert!(matches!(&after[4], Action::RemoveRenewalGrant { .. }));
+    assert!(matches!(&after[5], Action::ForgetNode { .. }));
     assert_eq!(
-        to_operator_after("win-1", Duration::from_secs(1), false).len(),
-        2
+        to_operator_after("win-1", Duration::from_secs(1), false, None).len(),
+        3
     );
 }
 

@@ -6,6 +6,7 @@ pub mod desired;
 pub mod drift;
 pub mod install;
 pub mod migrate;
+pub mod operator_readiness;
 pub mod reconfigure;
 pub mod repair;
 pub mod uninstall;

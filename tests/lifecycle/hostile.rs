@@ -285,17 +285,7 @@ fn reads_config(command: &[String]) -> bool {
     )
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    fs_err::create_dir_all(to).expect("mkdir");
-    for e in fs_err::read_dir(from).expect("read dir").flatten() {
-        let (src, dst) = (e.path(), to.join(e.file_name()));
-        if src.is_dir() {
-            copy_dir(&src, &dst);
-        } else {
-            fs_err::copy(&src, &dst).expect("copy");
-        }
-    }
-}
+use crate::support::copy_dir;
 
 const DURATIONS: &[&str] = &[
     "18446744073709551615s",

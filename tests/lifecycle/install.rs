@@ -183,18 +183,7 @@ fn uninstall_without_purge_keeps_networks_and_works_without_config() {
     assert_eq!(doc["changed"], false, "nothing left to uninstall");
 }
 
-/// Copies a simulated host directory.
-fn copy_dir(from: &Path, to: &Path) {
-    fs_err::create_dir_all(to).expect("mkdir");
-    for e in fs_err::read_dir(from).expect("read dir").flatten() {
-        let (src, dst) = (e.path(), to.join(e.file_name()));
-        if src.is_dir() {
-            copy_dir(&src, &dst);
-        } else {
-            fs_err::copy(&src, &dst).expect("copy");
-        }
-    }
-}
+use crate::support::copy_dir;
 
 /// Runs on a fresh copy of `template`.
 fn run_on(s: &Node, template: &Path, host: &Path, args: &[&str]) -> (i32, String) {

@@ -331,28 +331,32 @@ fn the_cni_spec_version_is_the_operators() {
     }
 }
 
-/// An install that fails after the node left the operator loses nothing: the pods keep their
-/// endpoints, the error says how to go on or back, and running the migration again finishes it.
+/// A release that install cannot use is refused before the node leaves the operator: the
+/// operator's pod, its CNI files and the cluster stay as they were; the right release then
+/// takes the node.
 #[test]
-fn a_failed_install_from_the_operator_is_finished_by_a_rerun() {
+fn a_release_install_cannot_use_is_refused_before_the_node_leaves_the_operator() {
     let node = installed_with_pods();
     let before = endpoints(&node);
     let operator = FakeOperator::start(node.api().state.clone(), "win-1", node.sim());
     let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "30s"]);
     assert_eq!(code, 0, "{err} {doc}");
     let missing = node.sim().join("no-such-release.zip").display().to_string();
+    let host = snapshot(&node.sim());
+    let writes = node.api().writes().len();
     let (code, doc, err) = from_operator(&node, &missing);
     assert_ne!(code, 0, "{doc}");
-    assert!(
-        err.contains("run 'calicoctl-win migrate from-operator' again"),
-        "{err}"
+    assert_same(&host, &snapshot(&node.sim()), "a refused from-operator");
+    assert_eq!(
+        node.api().writes().len(),
+        writes,
+        "{:?}",
+        node.api().writes()
     );
     assert!(
-        err.contains("kubectl label node win-1 calicoctl-win/runs-calico-"),
+        node.api().get(&format!("{POD_PREFIX}win-1")).is_some(),
         "{err}"
     );
-    assert_eq!(endpoints(&node), before);
-    assert!(node.api().get(&format!("{POD_PREFIX}win-1")).is_none());
 
     let (code, doc, err) = from_operator(&node, &node.zip().display().to_string());
     assert_eq!(code, 0, "{err} {doc}");
@@ -363,24 +367,36 @@ fn a_failed_install_from_the_operator_is_finished_by_a_rerun() {
     drop(operator);
 }
 
-/// The operator's pod that does not come in time: exit 4, the node left cordoned and handed
-/// over; a rerun once it comes waits again and uncordons, without taking the node back from the
-/// operator meanwhile (no label put back).
+/// The operator renders its DaemonSet but the pod does not come in time: exit 4, the node left
+/// cordoned and handed over, `status` naming the run to finish; a rerun once the pod comes
+/// waits again and uncordons, without taking the node back from the operator meanwhile (no
+/// label put back).
 #[test]
 fn an_operator_pod_that_is_late_is_waited_for_again() {
     let node = installed_with_pods();
     let before = endpoints(&node);
+    // The operator's controllers ran (TigeraStatus, DaemonSet), its pod has not come yet.
+    let operator = FakeOperator::start(node.api().state.clone(), "win-1", node.sim());
+    operator.hold_pods(true);
     let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "1s"]);
     assert_eq!(code, 4, "{err} {doc}");
     assert_eq!(doc["error"]["kind"], "operator-pod-timeout", "{doc}");
     assert!(err.contains("kubectl uncordon win-1"), "{err}");
+    assert!(err.contains("is the operator's now"), "{err}");
     let n = node.api().get("/api/v1/nodes/win-1").expect("node");
     assert_eq!(n["spec"]["unschedulable"], true, "{n}");
     assert_eq!(endpoints(&node), before);
     let journal = node.c_drive("calicoctl-win-migrate.journal.json");
     assert!(journal.exists(), "the journal a rerun continues");
+    let (_, status, _) = node.run(&["status"]);
+    assert!(
+        status
+            .to_string()
+            .contains("'calicoctl-win migrate to-operator' finishes it"),
+        "{status}"
+    );
 
-    let operator = FakeOperator::start(node.api().state.clone(), "win-1", node.sim());
+    operator.hold_pods(false);
     let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "30s"]);
     assert_eq!(code, 0, "{err} {doc}");
     assert_eq!(
@@ -550,15 +566,12 @@ fn an_operator_too_old_for_windows_is_refused_before_the_node_changes() {
             "strict {strict}: {doc}"
         );
         assert!(err.contains("v1.32 or later"), "{err}");
-        // Only the journal of a run that stopped at its first step, for the rerun after the
-        // upgrade.
-        let mut after = snapshot(&node.sim());
-        let journal = after["files"]
-            .as_object_mut()
-            .expect("files")
-            .remove("c/calicoctl-win-migrate.journal.json");
-        assert!(journal.is_some(), "{after}");
-        assert_same(&before, &after, "a migrate the operator cannot take");
+        // Its cluster steps are undone: not even a journal is left.
+        assert_same(
+            &before,
+            &snapshot(&node.sim()),
+            "a migrate the operator cannot take",
+        );
         assert!(
             api.get(INSTALLATION).expect("default")["spec"]["calicoNodeWindowsDaemonSet"].is_null()
         );

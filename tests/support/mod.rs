@@ -137,6 +137,19 @@ pub fn kill_at(host: &Path, admin: &Path, args: &[&str], n: u64, tmp: &Path) -> 
     }
 }
 
+/// Copies a simulated host directory.
+pub fn copy_dir(from: &Path, to: &Path) {
+    fs_err::create_dir_all(to).expect("mkdir");
+    for e in fs_err::read_dir(from).expect("read dir").flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if src.is_dir() {
+            copy_dir(&src, &dst);
+        } else {
+            fs_err::copy(&src, &dst).expect("copy");
+        }
+    }
+}
+
 /// The entries of `dir` (a killed run's temp directory), for an assertion that it is empty.
 pub fn entries(dir: &Path) -> Vec<String> {
     fs_err::read_dir(dir)

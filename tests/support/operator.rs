@@ -38,6 +38,8 @@ pub const POD_PREFIX: &str = "/api/v1/namespaces/calico-system/pods/calico-node-
 
 pub struct FakeOperator {
     stop: Arc<AtomicBool>,
+    /// Pods not started for now (an image pull that takes long): the controllers still run.
+    hold: Arc<AtomicBool>,
     handle: Option<std::thread::JoinHandle<()>>,
     /// What it did, in order.
     pub log: Arc<Mutex<Vec<String>>>,
@@ -48,19 +50,26 @@ impl FakeOperator {
     /// host in `sim` when it starts one.
     pub fn start(api: Arc<Mutex<State>>, node: &str, sim: PathBuf) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
+        let hold = Arc::new(AtomicBool::new(false));
         let log = Arc::new(Mutex::new(Vec::new()));
-        let (s, l, node) = (stop.clone(), log.clone(), node.to_owned());
+        let (s, h, l, node) = (stop.clone(), hold.clone(), log.clone(), node.to_owned());
         let handle = std::thread::spawn(move || {
             while !s.load(Ordering::SeqCst) {
-                step(&api, &node, &sim, &l);
+                step(&api, &node, &sim, &l, h.load(Ordering::SeqCst));
                 std::thread::sleep(std::time::Duration::from_millis(30));
             }
         });
         Self {
             stop,
+            hold,
             handle: Some(handle),
             log,
         }
+    }
+
+    /// Holds the node's pod back (or lets it come).
+    pub fn hold_pods(&self, on: bool) {
+        self.hold.store(on, Ordering::SeqCst);
     }
 
     pub fn events(&self) -> Vec<String> {
@@ -77,7 +86,13 @@ impl Drop for FakeOperator {
     }
 }
 
-fn step(api: &Mutex<State>, node: &str, sim: &std::path::Path, log: &Mutex<Vec<String>>) {
+fn step(
+    api: &Mutex<State>,
+    node: &str,
+    sim: &std::path::Path,
+    log: &Mutex<Vec<String>>,
+    hold: bool,
+) {
     let pod_path = format!("{POD_PREFIX}{node}");
     let mut st = api.lock().expect("api");
     let inst = effective(
@@ -95,11 +110,14 @@ fn step(api: &Mutex<State>, node: &str, sim: &std::path::Path, log: &Mutex<Vec<S
     let enabled = inst["spec"]["calicoNetwork"]["windowsDataplane"] == "HNS";
     let affinity =
         &inst["spec"]["calicoNodeWindowsDaemonSet"]["spec"]["template"]["spec"]["affinity"];
+    let invalid = enabled.then(|| invalid(&st, &inst)).flatten();
+    render(&mut st, enabled, invalid.as_deref(), affinity);
     let should = enabled
         && n["metadata"]["labels"]["kubernetes.io/os"] == "windows"
         && matches_affinity(affinity, &n["metadata"]["labels"]);
     let exists = st.objects.contains_key(&pod_path);
-    if should && !exists {
+    // An invalid Installation renders nothing: no new pod, and the pods there stay.
+    if should && !exists && invalid.is_none() && !hold {
         drop(st);
         let mut did = start_pod_on_host(sim);
         did.extend(install_cni(sim, &inst));
@@ -137,6 +155,87 @@ fn step(api: &Mutex<State>, node: &str, sim: &std::path::Path, log: &Mutex<Vec<S
     }
 }
 
+/// Why the operator refuses an Installation with Windows on, as its validation does before
+/// it renders anything (tigera/operator release-v1.44
+/// `pkg/controller/installation/validation.go` `validateCustomResource`: the services endpoint
+/// ConfigMap's host and port, `spec.serviceCIDRs` with the Calico CNI, the first IPv4 pool's
+/// encapsulation VXLAN or None).
+fn invalid(st: &State, inst: &Value) -> Option<String> {
+    let cm = st
+        .objects
+        .get("/api/v1/namespaces/tigera-operator/configmaps/kubernetes-services-endpoint");
+    let has = |k: &str| {
+        cm.and_then(|c| c["data"][k].as_str())
+            .is_some_and(|v| !v.is_empty())
+    };
+    if !has("KUBERNETES_SERVICE_HOST") || !has("KUBERNETES_SERVICE_PORT") {
+        return Some("services endpoint configmap 'kubernetes-services-endpoint' does not have all required information for Calico Windows daemonset configuration".into());
+    }
+    if inst["spec"]["serviceCIDRs"]
+        .as_array()
+        .is_none_or(Vec::is_empty)
+    {
+        return Some(
+            "installation spec.ServiceCIDRs must be provided when using Calico CNI on Windows"
+                .into(),
+        );
+    }
+    let v4 = inst["spec"]["calicoNetwork"]["ipPools"]
+        .as_array()
+        .and_then(|p| {
+            p.iter().find(|p| {
+                p["cidr"]
+                    .as_str()
+                    .and_then(|c| c.split('/').next())
+                    .is_some_and(|a| a.parse::<std::net::Ipv4Addr>().is_ok())
+            })
+        });
+    if let Some(enc) = v4.and_then(|p| p["encapsulation"].as_str())
+        && enc != "VXLAN"
+        && enc != "None"
+    {
+        return Some(format!(
+            "IPv4 IPPool encapsulation {enc} is not supported by Calico for Windows"
+        ));
+    }
+    None
+}
+
+/// What the controllers leave in the cluster: TigeraStatus `calico` Degraded with the
+/// validation's error (`core_controller.go`: `SetDegraded(InvalidConfigurationError, "Invalid
+/// Installation provided", err)`), else Available, and with Windows on and a valid
+/// Installation the `calico-node-windows` DaemonSet (`pkg/render/windows.go`: node selector
+/// `kubernetes.io/os: windows`, the `calicoNodeWindowsDaemonSet` override's affinity).
+fn render(st: &mut State, enabled: bool, invalid: Option<&str>, affinity: &Value) {
+    let (degraded, reason, message) = match invalid {
+        Some(why) => ("True", "InvalidConfigurationError", why),
+        None => ("False", "", ""),
+    };
+    st.objects.insert(
+        "/apis/operator.tigera.io/v1/tigerastatuses/calico".into(),
+        json!({"apiVersion": "operator.tigera.io/v1", "kind": "TigeraStatus",
+            "metadata": {"name": "calico"},
+            "status": {"conditions": [
+                {"type": "Degraded", "status": degraded, "reason": reason, "message": message},
+                {"type": "Available", "status": if invalid.is_some() { "False" } else { "True" }}]}}),
+    );
+    let ds = "/apis/apps/v1/namespaces/calico-system/daemonsets/calico-node-windows";
+    if enabled && invalid.is_none() {
+        let mut spec = json!({"nodeSelector": {"kubernetes.io/os": "windows"}});
+        if !affinity.is_null() {
+            spec["affinity"] = affinity.clone();
+        }
+        st.objects.insert(
+            ds.into(),
+            json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
+                "metadata": {"name": "calico-node-windows", "namespace": "calico-system"},
+                "spec": {"selector": {"matchLabels": {"k8s-app": "calico-node-windows"}},
+                    "template": {"metadata": {"labels": {"k8s-app": "calico-node-windows"}},
+                        "spec": spec}}}),
+        );
+    }
+}
+
 /// The Installation the operator works from: `default` with each field the `overlay`
 /// Installation sets in its place (tigera/operator release-v1.44
 /// `pkg/controller/utils/merge.go` `OverrideInstallationSpec`, which `windows_controller.go`
@@ -156,6 +255,8 @@ fn effective(mut default: Value, overlay: Option<Value>) -> Value {
         ],
         &["windowsNodes", "cniConfigDir"],
         &["cni", "specVersion"],
+        &["serviceCIDRs"],
+        &["calicoNetwork", "ipPools"],
     ] {
         let set = path.iter().fold(&overlay["spec"], |v, k| &v[*k]);
         if !set.is_null() {
@@ -299,7 +400,11 @@ fn start_pod_on_host(sim: &std::path::Path) -> Vec<String> {
         }
     }
     state["registry"][CALICO]["lastboottime"] = json!({"type": "REG_SZ", "data": now});
-    fs_err::write(&path, serde_json::to_vec_pretty(&state).expect("json")).expect("write");
+    // Whole or not at all, as the simulated host writes it: a run reading it meanwhile must
+    // never see half a file.
+    let tmp = path.with_extension("json.operator");
+    fs_err::write(&tmp, serde_json::to_vec_pretty(&state).expect("json")).expect("write");
+    fs_err::rename(&tmp, &path).expect("rename");
     did
 }
 

@@ -28,6 +28,31 @@ use anyhow::Context as _;
 use serde_json::json;
 
 pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    run_within(args, ctx, None)
+}
+
+/// What a command that installs as one part of its own change (`migrate from-operator`)
+/// adds to install, so that every check of both runs before either changes anything.
+pub(crate) struct Within<'a> {
+    /// The cluster as it will be when install's plan runs (the label the caller writes
+    /// first), which the checks judge.
+    pub facts: &'a dyn Fn(&mut crate::cluster::facts::ClusterFacts),
+    /// Fields of the command's own added to install's JSON document.
+    pub doc: serde_json::Value,
+    /// Runs once every check passed and the release is staged, before install's plan (not
+    /// in a dry run).
+    pub before: &'a mut dyn FnMut(&mut Context, &dyn Host) -> anyhow::Result<()>,
+    /// Runs after install's plan succeeded, before its document is printed; its warnings go
+    /// into the document.
+    pub after: &'a mut dyn FnMut(&mut Context, &dyn Host) -> anyhow::Result<Vec<String>>,
+}
+
+/// `install`, within another command's change when `within` says how.
+pub(crate) fn run_within(
+    args: &InstallArgs,
+    ctx: &mut Context,
+    mut within: Option<Within>,
+) -> anyhow::Result<()> {
     let mut want = super::flags::release_want(&args.release)?;
     check_skips(&args.skip)?;
     if args.detach {
@@ -44,7 +69,10 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
 
     // Checks: host, then cluster; nothing changes when one blocks.
     let node_name = base.config.node.name.to_string();
-    let cluster = read_cluster(false, ctx, &node_name, crate::cluster::facts::Rights::Ask)?;
+    let mut cluster = read_cluster(false, ctx, &node_name, crate::cluster::facts::Rights::Ask)?;
+    if let (Some(w), ClusterRead::Read(_, f)) = (&within, &mut cluster) {
+        (w.facts)(f);
+    }
     let (loaded, etcd_files) = merged_config(ctx, &cluster, base)?;
     let config = &loaded.config;
 
@@ -89,7 +117,7 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         change,
         uplink,
     };
-    install(ctx, args, config, checked)
+    install(ctx, args, config, checked, within.as_mut())
 }
 
 /// What the checks found and what is installed: what the plan is made from.
@@ -118,6 +146,7 @@ fn install(
     args: &InstallArgs,
     config: &crate::config::Config,
     mut c: Checked,
+    mut within: Option<&mut Within>,
 ) -> anyhow::Result<()> {
     let host = c.change.host;
     let dry_run = ctx.options.dry_run;
@@ -170,14 +199,11 @@ fn install(
         taint: taint.as_ref(),
         checked: &c,
     };
-    let Some(doc) = present(ctx, &c.change, &shown)? else {
+    let extra = within.as_ref().map(|w| &w.doc);
+    let Some(doc) = present(ctx, &c.change, &shown, extra)? else {
         return Ok(());
     };
-
-    // Run it; from here the executor keeps or undoes the journal.
-    if let Some(b) = begun.as_mut() {
-        b.armed = false;
-    }
+    hand_over(ctx, host, within.as_deref_mut(), &mut begun)?;
     let granted = grant(ctx, &c.cluster, renewal.as_ref(), &c.node_name)?;
     let result = execute(ctx, &c.change, args, config, &actions, journal);
     if let Err(e) = staging.remove() {
@@ -188,7 +214,25 @@ fn install(
     }
     result?;
     let at = (&c.change, &c.cluster, c.node_name.as_str());
-    finish(ctx, at, taint, actions.len(), doc)
+    finish(ctx, at, taint, actions.len(), doc, within)
+}
+
+/// The enclosing command's own steps, before install's (a failure there undoes install's
+/// beginning, `Begun`, as a refused install does); then the beginning is the plan's: from
+/// here the executor keeps or undoes the journal.
+fn hand_over(
+    ctx: &mut Context,
+    host: &dyn Host,
+    within: Option<&mut Within>,
+    begun: &mut Option<Begun>,
+) -> anyhow::Result<()> {
+    if let Some(w) = within {
+        (w.before)(ctx, host)?;
+    }
+    if let Some(b) = begun.as_mut() {
+        b.armed = false;
+    }
+    Ok(())
 }
 
 /// The node's grant to renew its token, made before the host changes (a refusal changes
@@ -237,17 +281,25 @@ fn finish(
     taint: Option<k8s_openapi::api::core::v1::Taint>,
     changes: usize,
     mut doc: serde_json::Value,
+    within: Option<&mut Within>,
 ) -> anyhow::Result<()> {
     taint_node(ctx, taint.as_ref(), cluster, node_name)?;
     if let ClusterRead::Read(c, _) = cluster {
         change.annotate(ctx, Some(c), node_name);
+    }
+    if let Some(w) = within {
+        let warnings = (w.after)(ctx, change.host)?;
+        doc["warnings"] = json!(warnings);
+        doc["changed"] = json!(true);
     }
     if changes > 0 {
         ctx.printer.text(&format!(
             "Installed: {changes} change(s); uninstall with 'calicoctl-win uninstall'"
         ));
     }
-    doc["changed"] = json!(changes > 0);
+    if !doc["changed"].as_bool().unwrap_or(false) {
+        doc["changed"] = json!(changes > 0);
+    }
     ctx.printer.json(&doc);
     Ok(())
 }
@@ -476,9 +528,10 @@ fn present(
     ctx: &mut Context,
     change: &Change,
     p: &Shown<'_>,
+    extra: Option<&serde_json::Value>,
 ) -> anyhow::Result<Option<serde_json::Value>> {
     show(ctx, change, p);
-    let doc = json!({
+    let mut doc = json!({
         "dry_run": ctx.options.dry_run,
         "calico_version": p.version,
         "install_root": p.checked.change.root.as_str(),
@@ -489,6 +542,11 @@ fn present(
         "actions": apply::to_json(p.actions).context("cannot show the plan as JSON")?,
         "changed": false,
     });
+    if let (Some(serde_json::Value::Object(extra)), Some(d)) = (extra, doc.as_object_mut()) {
+        for (k, v) in extra {
+            d.insert(k.clone(), v.clone());
+        }
+    }
     if ctx.options.dry_run {
         end_dry_run(ctx, &p.checked.blocking, &doc)?;
         return Ok(None);

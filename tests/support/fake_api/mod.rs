@@ -82,6 +82,10 @@ pub struct State {
     /// Binds tokens to Nodes as kube-apiserver 1.33 and later does; `false` refuses a Node as
     /// `boundObjectRef` as older servers do.
     pub node_binding: bool,
+    /// Writes (requests other than reads and access reviews) answered so far, and the one
+    /// that gets a 500 (`FakeApi::fail_write_at`).
+    pub writes_seen: usize,
+    pub fail_write: Option<usize>,
     /// The CA certificate, as the token controller puts it into `ca.crt`.
     ca_pem: String,
     /// Counts issued tokens, so each is different.
@@ -223,6 +227,8 @@ impl FakeApi {
             node_binding: true,
             ca_pem: ca.pem(),
             issued: 0,
+            writes_seen: 0,
+            fail_write: None,
         }));
         let st = state.clone();
         runtime.spawn(async move {
@@ -414,6 +420,13 @@ impl FakeApi {
             .collect()
     }
 
+    /// The `n`th write from now (1: the next) fails with a 500, as a server whose etcd timed
+    /// out answers; the writes before and after it are served.
+    pub fn fail_write_at(&self, n: usize) {
+        let mut st = self.lock();
+        st.fail_write = Some(st.writes_seen + n);
+    }
+
     pub fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().expect("fake api state")
     }
@@ -454,9 +467,25 @@ impl FakeApi {
                 "metadata": {"name": "default"},
                 // Its Windows CNI directories are containerd's on the simulated hosts (their
                 // config.toml), as the Installation's API asks of them.
-                "spec": {"calicoNetwork": {"bgp": "Disabled", "windowsDataplane": "Disabled"},
+                // What the operator's validation of a Windows install asks (tigera/operator
+                // release-v1.44 validation.go): serviceCIDRs and a VXLAN IPv4 pool.
+                "spec": {"calicoNetwork": {"bgp": "Disabled", "windowsDataplane": "Disabled",
+                        "ipPools": [{"cidr": "10.244.0.0/16", "encapsulation": "VXLAN"}]},
+                    "serviceCIDRs": ["10.96.0.0/12"],
                     "windowsNodes": {"cniBinDir": "C:/Program Files/containerd/cni/bin",
                         "cniConfigDir": "C:/Program Files/containerd/cni/conf"}}}),
+        );
+        let mut endpoint = meta(
+            "v1",
+            "ConfigMap",
+            "kubernetes-services-endpoint",
+            Some("tigera-operator"),
+        );
+        endpoint["data"] =
+            json!({"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "6443"});
+        self.put(
+            "/api/v1/namespaces/tigera-operator/configmaps/kubernetes-services-endpoint",
+            endpoint,
         );
         self.put(&format!("{crd}/ippools/default-ipv4-ippool"), calico("IPPool", "default-ipv4-ippool", json!({"cidr": "10.244.0.0/16", "blockSize": 26, "ipipMode": "Never", "vxlanMode": "Always", "natOutgoing": true})));
         self.put(

@@ -120,6 +120,14 @@ static RESOURCES: &[Resource] = &[
         "Installation",
         false,
     ),
+    // The operator's status of each controller (tigera/operator release-v1.44
+    // `api/v1/tigerastatus_types.go`: cluster-scoped).
+    r(
+        "operator.tigera.io/v1",
+        "tigerastatuses",
+        "TigeraStatus",
+        false,
+    ),
     // Calico's own API served as CRDs (the release that introduced it: projectcalico/calico
     // api/config/crd/projectcalico.org_*.yaml, every one cluster-scoped), instead of the
     // crd.projectcalico.org ones when `State::calico_v3` is set.
@@ -338,6 +346,18 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
     };
     if !super::rbac::allows(&st.objects, &who, &request) {
         return forbidden(&who, &request, target.resource.plural);
+    }
+    // A write refused by a server in trouble (etcd unavailable: kube-apiserver's 500 with
+    // reason InternalError), at the write a test chose, counted from 1.
+    if method != "GET" && !path.ends_with("/selfsubjectaccessreviews") {
+        st.writes_seen += 1;
+        if st.fail_write == Some(st.writes_seen) {
+            return status(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "InternalError",
+                "Internal error occurred: etcdserver: request timed out",
+            );
+        }
     }
     if st
         .forbidden
