@@ -75,9 +75,9 @@ pub struct WindowsInputs {
     pub service_cidrs: Vec<String>,
     /// `spec.cni.type` (`Calico`, `AmazonVPC`, ...), when set or computed.
     pub cni_type: Option<String>,
-    /// The first IPv4 pool of `spec.calicoNetwork.ipPools` (`render.GetIPv4Pool`): its CIDR
-    /// and encapsulation.
-    pub ipv4_pool: Option<(String, String)>,
+    /// The first IPv4 pool of `spec.calicoNetwork.ipPools` (`render.GetIPv4Pool`): its
+    /// index in the list, CIDR and encapsulation.
+    pub ipv4_pool: Option<(usize, String, String)>,
     /// `spec.calicoNetwork.nodeAddressAutodetectionV4`, when set or computed.
     pub autodetection_v4: Option<Value>,
 }
@@ -97,7 +97,7 @@ impl WindowsInputs {
                 .or_else(|| at(&default["status"]["computed"], path))
         };
         let ipv4_pool = pick(&["calicoNetwork", "ipPools"]).and_then(|pools| {
-            pools.as_array()?.iter().find_map(|p| {
+            pools.as_array()?.iter().enumerate().find_map(|(i, p)| {
                 let cidr = p["cidr"].as_str()?;
                 let v4 = cidr
                     .split('/')
@@ -105,6 +105,7 @@ impl WindowsInputs {
                     .is_some_and(|a| a.parse::<std::net::Ipv4Addr>().is_ok());
                 v4.then(|| {
                     (
+                        i,
                         cidr.to_owned(),
                         p["encapsulation"].as_str().unwrap_or_default().to_owned(),
                     )

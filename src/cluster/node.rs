@@ -145,6 +145,16 @@ pub fn annotate(
     )
 }
 
+/// The node's annotations now.
+pub fn annotations(
+    c: &Cluster,
+    node: &str,
+) -> Result<std::collections::BTreeMap<String, String>, ClusterError> {
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(c.client.clone());
+    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node))?;
+    Ok(n.metadata.annotations.unwrap_or_default())
+}
+
 /// A JSON merge patch of the node: what it names changes, the rest stays.
 /// Sets one condition of the node's status (a strategic merge patch of `nodes/status`: the
 /// API merges `status.conditions` by `type`, k8s.io/api core/v1 `NodeStatus.Conditions`

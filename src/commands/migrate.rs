@@ -369,6 +369,7 @@ fn already_the_operators(ctx: &mut Context, read: &Read) -> anyhow::Result<()> {
     moved(
         ctx,
         read,
+        false,
         "to-operator",
         &format!("runs Calico from the operator's pod already ({state}): nothing to hand over"),
     );
@@ -535,9 +536,11 @@ fn plan_from_operator(
     let journal_path = read.root.migrate_journal();
     refuse_unfinished(host, &read.root, (FROM, "install"))?;
     if moved_already(host, &read, loaded.config.cni.conf_dir.as_str())? {
+        let annotated = annotate_if_missing(ctx, host, &read)?;
         moved(
             ctx,
             &read,
+            annotated,
             "from-operator",
             "runs Calico from calicoctl-win's services already and the operator's DaemonSet keeps off it: nothing to take",
         );
@@ -604,8 +607,42 @@ fn print_steps(ctx: &mut Context, title: &str, steps: &[apply::Action]) {
     }
 }
 
-/// Says that the node has moved already and nothing was changed (`"already": true`).
-fn moved(ctx: &mut Context, read: &Read, direction: &str, what: &str) {
+/// The node's calicoctl-win annotations, which install writes after its plan (only a
+/// warning when refused) and `fleet status` tells calicoctl-win's nodes by: written when they
+/// are not the install's, so that a node is not said to have moved until they are. A refusal
+/// fails the run, for the next one to try again.
+fn annotate_if_missing(ctx: &mut Context, host: &dyn Host, read: &Read) -> anyhow::Result<bool> {
+    let Some(rec) = record::read(host, &read.root)? else {
+        return Ok(false);
+    };
+    let want = record::annotations_for(&rec);
+    let have = crate::cluster::node::annotations(&read.cluster, &read.node)?;
+    if want.iter().all(|(k, v)| have.get(k) == Some(v)) {
+        return Ok(false);
+    }
+    if ctx.options.dry_run {
+        ctx.printer.text(&format!(
+            "would annotate node {} with the installed Calico version and config hash",
+            read.node
+        ));
+        return Ok(false);
+    }
+    crate::cluster::node::annotate(&read.cluster, &read.node, &want).with_context(|| {
+        format!(
+            "node {} runs Calico from calicoctl-win's services, but its annotations could not be written: run migrate from-operator again",
+            read.node
+        )
+    })?;
+    ctx.printer.text(&format!(
+        "annotated node {} with the installed Calico version and config hash",
+        read.node
+    ));
+    Ok(true)
+}
+
+/// Says that the node has moved already (`"already": true`); `changed` when this run only
+/// wrote what was missing of the end (the node's annotations).
+fn moved(ctx: &mut Context, read: &Read, changed: bool, direction: &str, what: &str) {
     ctx.printer.text(&format!("Node {} {what}.", read.node));
     ctx.printer.json(&json!({
         "dry_run": ctx.options.dry_run,
@@ -613,7 +650,7 @@ fn moved(ctx: &mut Context, read: &Read, direction: &str, what: &str) {
         "direction": direction,
         "already": true,
         "actions": [],
-        "changed": false,
+        "changed": changed,
     }));
 }
 

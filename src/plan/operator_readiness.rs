@@ -61,7 +61,7 @@ pub fn windows_config(
         ));
     }
     if calico_cni
-        && let Some((cidr, enc)) = &w.ipv4_pool
+        && let Some((index, cidr, enc)) = &w.ipv4_pool
         && enc != "VXLAN"
         && enc != "None"
     {
@@ -70,7 +70,7 @@ pub fn windows_config(
             if enc.is_empty() { "unset" } else { enc }
         ));
         fixes.push(format!(
-            "make the pool {cidr} VXLAN in the Installation (spec.calicoNetwork.ipPools, encapsulation: VXLAN) and in its IPPool"
+            "make the pool {cidr} VXLAN, which every node of the cluster then uses: kubectl patch installation default --type json -p '[{{\"op\":\"replace\",\"path\":\"/spec/calicoNetwork/ipPools/{index}/encapsulation\",\"value\":\"VXLAN\"}}]'"
         ));
     }
     (!missing.is_empty()).then(|| Refusal {

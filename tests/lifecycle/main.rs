@@ -10,6 +10,8 @@ mod hostile;
 mod install;
 mod install_etcd;
 mod migrate;
+mod migrate_stranded;
+mod migrate_walk;
 mod network_identity;
 mod node_health;
 mod packaging;
