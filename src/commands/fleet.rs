@@ -100,6 +100,24 @@ fn migration(args: &FleetPlanArgs) -> anyhow::Result<Option<Migration>> {
         }
         flags.push(format!("{flag}={value}"));
     }
+    // What each node's install would refuse is refused here, before a rollout takes its
+    // first node out of the operator's hands.
+    if let Some(v) = &args.calico_version
+        && let Err(why) = crate::release::CalicoVersion::parse_release(v.trim_start_matches('v'))
+    {
+        return Err(UsageError::new(
+            format!("--calico-version: {why}"),
+            "write the release like 3.30.2 (without --calico-version, each node installs the cluster's)",
+        )
+        .into());
+    }
+    if let Some(sha) = &args.sha256
+        && let Err(e) = crate::release::parse_sha256(sha)
+    {
+        return Err(
+            UsageError::new(e.to_string(), "copy the checksum from the release page").into(),
+        );
+    }
     if let Some(zip) = &args.release_zip
         && !is_zip_for_every_node(zip)
     {

@@ -521,9 +521,11 @@ impl Machine {
             name: name.to_owned(),
             node: crate::support::Node::on(api).kubelet(name).build(),
         };
+        // Its address as kubelet posts it: the simulated host's (10.0.0.5 on "Ethernet").
         let mut node = json!({"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "uid": format!("uid-{name}"),
-                "labels": {"kubernetes.io/os": "windows"}}, "spec": {}});
+                "labels": {"kubernetes.io/os": "windows"}}, "spec": {},
+            "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.5"}]}});
         if let Some(existing) = api.get(&format!("/api/v1/nodes/{name}")) {
             node["metadata"]["uid"] = existing["metadata"]["uid"].clone();
         }

@@ -106,7 +106,7 @@ fn a_migration_plan_moves_one_node_at_a_time_without_a_drain() {
         "--release-zip",
         "https://mirror.example.com/calico-windows-v3.30.2.zip",
         "--sha256",
-        "ab12",
+        SHA,
     ]);
     assert_eq!(code, 0, "{err}");
     let plan = manifest(&doc, "Plan");
@@ -115,9 +115,44 @@ fn a_migration_plan_moves_one_node_at_a_time_without_a_drain() {
     assert!(
         args.contains("\"from-operator\"")
             && args.contains("--release-zip=https://mirror.example.com/calico-windows-v3.30.2.zip")
-            && args.contains("--sha256=ab12"),
+            && args.contains(&format!("--sha256={SHA}")),
         "{args}"
     );
+    // Its own Secret: a config applied for a migration never runs the reconfigure Plan, which
+    // watches calicoctl-win-config.
+    assert_eq!(
+        plan["spec"]["secrets"][0]["name"],
+        "calicoctl-win-migrate-config"
+    );
+    assert_eq!(
+        manifest(&doc, "Secret")["metadata"]["name"],
+        "calicoctl-win-migrate-config"
+    );
+}
+
+const SHA: &str = "4b9f3c2a1e0d8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a";
+
+/// A release each node's install would refuse is refused when the Plan is written, before a
+/// rollout takes its first node out of the operator's hands.
+#[test]
+fn a_migration_plan_refuses_the_release_flags_install_would_refuse() {
+    let cfg = config();
+    for (flag, value) in [("--sha256", "ab12"), ("--calico-version", "3.30")] {
+        let (code, _, err) = fleet_plan(&[
+            "--config",
+            &cfg,
+            "--image",
+            "r/x:1",
+            "--migrate",
+            "from-operator",
+            "--release-zip",
+            "https://mirror.example.com/calico-windows-v3.30.2.zip",
+            flag,
+            value,
+        ]);
+        assert_eq!(code, 2, "{flag} {value}: {err}");
+        assert!(err.contains(flag), "{err}");
+    }
 }
 
 /// What a migration's Plan cannot be, each refused (exit 2) with what to do instead.

@@ -122,7 +122,10 @@ fn walk(node: &Node, args: &[&str], (host, objects): (&Path, &BTreeMap<String, V
             Killed::Ended(code, err) => {
                 assert_eq!(code, 0, "{err}");
                 assert!(n > 3, "only {n} host calls");
-                eprintln!("{args:?}: {writes} writes refused, killed at {} host calls", n - 1);
+                eprintln!(
+                    "{args:?}: {writes} writes refused, killed at {} host calls",
+                    n - 1
+                );
                 break;
             }
         };
