@@ -65,6 +65,10 @@ pub struct HnsEndpoint {
     /// `{"Type":"PA","PA":...}` and HCN's `ProviderAddress` policy for an Overlay endpoint).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider_address: Option<String>,
+    /// The endpoint's MAC address (HCN's and HNS v1's `MacAddress`), as its maker gave it:
+    /// kube-proxy conjures its remote endpoints' from their address (`installed::endpoints`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
 }
 
 /// The name of an endpoint state number (`EndpointState`, hcsshim internal/hns/hnsendpoint.go).
@@ -250,6 +254,7 @@ pub fn parse_endpoint(doc: &Value) -> Option<HnsEndpoint> {
             .and_then(|s| u16::try_from(s).ok()),
         namespace: str_field(doc, &["HostComputeNamespace"]).filter(|n| !n.is_empty()),
         provider_address: endpoint_provider_address(doc),
+        mac: str_field(doc, &["MacAddress"]).filter(|m| !m.is_empty()),
     })
 }
 
@@ -569,6 +574,7 @@ mod version_tests {
             state,
             namespace: None,
             provider_address: None,
+            mac: None,
         };
         // HCN v2 queried with default flags: no State, or one v1 disagrees with.
         let mut eps = vec![

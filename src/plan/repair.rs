@@ -100,6 +100,7 @@ mod tests {
             ip: Some("10.244.1.7".into()),
             state: Some("Created"),
             remote: false,
+            kind: crate::installed::endpoints::Kind::Pod,
             pod: owner.map(|(n, _)| format!("default/{n}")),
             verdict,
             why: Some("why".into()),
