@@ -444,9 +444,14 @@ impl Node {
 }
 
 /// The MAC kube-proxy gives another host's endpoint for a Service backend at `ip` (kubernetes
-/// pkg/proxy/winkernel/proxier.go `conjureMac("02-11", ip)`: `02-11` and the four octets).
+/// pkg/proxy/winkernel/proxier.go `conjureMac("02-11", ip)`: `02-11` and the four octets, or
+/// `02-11-22-33-44-55` for what is not an IPv4 address).
 pub fn kube_proxy_mac(ip: &str) -> String {
-    let ip: std::net::Ipv4Addr = ip.parse().expect("an IPv4 address");
-    let [a, b, c, d] = ip.octets();
-    format!("02-11-{a:02x}-{b:02x}-{c:02x}-{d:02x}")
+    match ip.parse::<std::net::Ipv4Addr>() {
+        Ok(ip) => {
+            let [a, b, c, d] = ip.octets();
+            format!("02-11-{a:02x}-{b:02x}-{c:02x}-{d:02x}")
+        }
+        Err(_) => "02-11-22-33-44-55".to_owned(),
+    }
 }
