@@ -280,7 +280,10 @@ fn unknown(e: &HnsEndpoint, ev: &Evidence) -> (Verdict, Option<String>) {
     } else {
         "neither named as Calico's CNI plugin names a pod's endpoint (<container id>_Calico) nor Calico's host endpoint"
     };
-    (Verdict::Unknown, Some(format!("{what}: kept, never deleted")))
+    (
+        Verdict::Unknown,
+        Some(format!("{what}: kept, never deleted")),
+    )
 }
 
 fn remote(e: &HnsEndpoint, ev: &Evidence) -> (Verdict, Option<String>) {

@@ -28,14 +28,14 @@ fn node() -> Node {
     ]);
     node.edit_state(|s| {
         let calico = s["endpoints"][0]["network_id"].clone();
-        s["endpoints"].as_array_mut().expect("endpoints").push(json!({
+        s["endpoints"]
+            .as_array_mut()
+            .expect("endpoints")
+            .push(json!({
             "id": "5eb1a7e0-0000-4000-8000-0000000000ff", "name": "", "network_id": calico,
             "ip": "10.244.9.20", "remote": true, "mac": "00-15-5d-aa-bb-cc"}));
     });
-    node.faults_seen_since(
-        &["Calico_ep", "deadbeef_Calico", "admins-probe", ""],
-        600,
-    );
+    node.faults_seen_since(&["Calico_ep", "deadbeef_Calico", "admins-probe", ""], 600);
     node
 }
 
@@ -70,14 +70,21 @@ fn calicos_remote_host_endpoint_is_infrastructure_and_two_repairs_keep_it() {
         .find(|e| e["name"] == "Calico_ep")
         .cloned()
         .expect("Calico_ep");
-    assert_eq!((made["remote"].clone(), made["ip"].clone()), (json!(true), json!("10.244.1.2")));
+    assert_eq!(
+        (made["remote"].clone(), made["ip"].clone()),
+        (json!(true), json!("10.244.1.2"))
+    );
     assert!(node.state()["processes"].get("kube-proxy.exe").is_none());
 
     let (_, doc, err) = node.run(&["status"]);
     let ep = endpoint(&doc, "Calico_ep");
     assert_eq!(ep["verdict"], "ok", "{err} {ep}");
     assert_eq!(ep["kind"], "infrastructure", "{ep}");
-    assert_eq!(endpoint(&doc, "deadbeef_Calico")["verdict"], "stale", "{doc}");
+    assert_eq!(
+        endpoint(&doc, "deadbeef_Calico")["verdict"],
+        "stale",
+        "{doc}"
+    );
     let subjects: Vec<&str> = doc["findings"]
         .as_array()
         .expect("findings")
@@ -96,12 +103,18 @@ fn calicos_remote_host_endpoint_is_infrastructure_and_two_repairs_keep_it() {
             .filter_map(|e| e["name"].as_str())
             .collect();
         assert!(!gone.contains(&"Calico_ep"), "repair {run}: {doc}");
-        assert!(names(&node).contains(&"Calico_ep".to_owned()), "repair {run}");
+        assert!(
+            names(&node).contains(&"Calico_ep".to_owned()),
+            "repair {run}"
+        );
         // As if the next minute's looks had passed: whatever was recorded is old enough.
         node.age_endpoint_faults(600);
     }
     // The dead pod's endpoint went; the host endpoint and what cannot be told stayed.
-    assert_eq!(names(&node), ["", "Calico_ep", "admins-probe", "web2_Calico"]);
+    assert_eq!(
+        names(&node),
+        ["", "Calico_ep", "admins-probe", "web2_Calico"]
+    );
 }
 
 #[test]
@@ -111,7 +124,11 @@ fn what_cannot_be_told_is_listed_unknown_and_kept_while_a_dead_pods_endpoint_goe
     assert_eq!(code, 1, "{err} {doc}");
     for name in ["admins-probe", ""] {
         let ep = endpoint(&doc, name);
-        assert_eq!((ep["verdict"].clone(), ep["kind"].clone()), (json!("unknown"), json!("unknown")), "{ep}");
+        assert_eq!(
+            (ep["verdict"].clone(), ep["kind"].clone()),
+            (json!("unknown"), json!("unknown")),
+            "{ep}"
+        );
     }
     let unknown: Vec<&Value> = doc["findings"]
         .as_array()
@@ -123,7 +140,12 @@ fn what_cannot_be_told_is_listed_unknown_and_kept_while_a_dead_pods_endpoint_goe
     for f in &unknown {
         let said = f["message"].as_str().unwrap_or_default();
         assert!(said.contains("kept"), "{f}");
-        assert!(f["remedy"].as_str().is_some_and(|r| r.contains("repair keeps it")), "{f}");
+        assert!(
+            f["remedy"]
+                .as_str()
+                .is_some_and(|r| r.contains("repair keeps it")),
+            "{f}"
+        );
     }
 
     let (code, doc, err) = node.run(&["repair"]);
@@ -144,5 +166,8 @@ fn what_cannot_be_told_is_listed_unknown_and_kept_while_a_dead_pods_endpoint_goe
         .filter_map(|f| f["code"].as_str())
         .collect();
     assert_eq!(codes, ["endpoint-unknown", "endpoint-unknown"], "{doc}");
-    assert_eq!(names(&node), ["", "Calico_ep", "admins-probe", "web2_Calico"]);
+    assert_eq!(
+        names(&node),
+        ["", "Calico_ep", "admins-probe", "web2_Calico"]
+    );
 }

@@ -419,11 +419,22 @@ impl SimHost {
     /// (projectcalico/calico v3.32.1 `cni-plugin/pkg/dataplane/windows/dataplane_windows.go`,
     /// `createAndAttachVxlanHostEP`: `IsRemoteEndpoint: true`, a `PA` policy with the
     /// network's management IP, attached to nothing, so no state is claimed for it).
-    pub fn add_remote_host_endpoint(&self, network_id: &str, name: &str, ip: &str) -> HostResult<()> {
+    pub fn add_remote_host_endpoint(
+        &self,
+        network_id: &str,
+        name: &str,
+        ip: &str,
+    ) -> HostResult<()> {
         self.push_endpoint(network_id, name, ip, true)
     }
 
-    fn push_endpoint(&self, network_id: &str, name: &str, ip: &str, remote: bool) -> HostResult<()> {
+    fn push_endpoint(
+        &self,
+        network_id: &str,
+        name: &str,
+        ip: &str,
+        remote: bool,
+    ) -> HostResult<()> {
         self.mutate(&format!("add endpoint {name}"), |s| {
             let at = s
                 .network_index(network_id)

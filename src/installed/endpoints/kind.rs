@@ -131,7 +131,15 @@ mod tests {
         let pod = |name: &str, remote| classify(&ep(name, "10.244.1.7", remote, None), None);
         assert_eq!(pod(&format!("{id}_Calico"), false), Kind::Pod);
         assert_eq!(pod("web1_Calico", false), Kind::Pod);
-        for name in ["_Calico", "a-b_Calico", "x_Calico_2", "Calico", "x_calico", "x_Other", ""] {
+        for name in [
+            "_Calico",
+            "a-b_Calico",
+            "x_Calico_2",
+            "Calico",
+            "x_calico",
+            "x_Other",
+            "",
+        ] {
             assert_eq!(pod(name, false), Kind::Unknown, "{name}");
         }
         // The CNI plugin never makes a pod's endpoint remote.
@@ -143,15 +151,33 @@ mod tests {
     #[test]
     fn a_service_backend_is_told_by_the_mac_kube_proxy_conjures() {
         let remote = |ip: &str, mac| classify(&ep("", ip, true, mac), None);
-        assert_eq!(remote("10.244.9.9", Some("02-11-0a-f4-09-09")), Kind::ServiceBackend);
-        assert_eq!(remote("10.244.9.9", Some("02:11:0A:F4:09:09")), Kind::ServiceBackend);
-        assert_eq!(remote("fd00::9", Some("02-11-22-33-44-55")), Kind::ServiceBackend);
-        assert_eq!(remote("10.244.9.9", Some("02-11-0a-f4-09-08")), Kind::Unknown);
-        assert_eq!(remote("10.244.9.9", Some("00-15-5d-0a-f4-09")), Kind::Unknown);
+        assert_eq!(
+            remote("10.244.9.9", Some("02-11-0a-f4-09-09")),
+            Kind::ServiceBackend
+        );
+        assert_eq!(
+            remote("10.244.9.9", Some("02:11:0A:F4:09:09")),
+            Kind::ServiceBackend
+        );
+        assert_eq!(
+            remote("fd00::9", Some("02-11-22-33-44-55")),
+            Kind::ServiceBackend
+        );
+        assert_eq!(
+            remote("10.244.9.9", Some("02-11-0a-f4-09-08")),
+            Kind::Unknown
+        );
+        assert_eq!(
+            remote("10.244.9.9", Some("00-15-5d-0a-f4-09")),
+            Kind::Unknown
+        );
         assert_eq!(remote("10.244.9.9", None), Kind::Unknown);
         // A local endpoint with that MAC is no remote endpoint kube-proxy made for a backend.
         assert_eq!(
-            classify(&ep("", "10.244.9.9", false, Some("02-11-0a-f4-09-09")), None),
+            classify(
+                &ep("", "10.244.9.9", false, Some("02-11-0a-f4-09-09")),
+                None
+            ),
             Kind::Unknown
         );
     }
@@ -167,8 +193,14 @@ mod tests {
             assert_eq!(classify(&e, None), Kind::Infrastructure);
         }
         let vip = Some("10.244.1.2");
-        assert_eq!(classify(&ep("", "10.244.1.2", false, None), vip), Kind::Infrastructure);
-        assert_eq!(classify(&ep("x_Calico", "10.244.1.2", false, None), vip), Kind::Infrastructure);
+        assert_eq!(
+            classify(&ep("", "10.244.1.2", false, None), vip),
+            Kind::Infrastructure
+        );
+        assert_eq!(
+            classify(&ep("x_Calico", "10.244.1.2", false, None), vip),
+            Kind::Infrastructure
+        );
         let backend = ep("", "10.244.1.2", true, Some("02-11-0a-f4-01-02"));
         assert_eq!(classify(&backend, vip), Kind::Infrastructure);
     }

@@ -20,7 +20,10 @@ fn ep(id: &str, name: &str, ip: &str, state: Option<u16>, remote: bool) -> HnsEn
 }
 
 fn backend_mac(ip: &str) -> String {
-    let o: Vec<String> = ip.split('.').map(|x| format!("{:02x}", x.parse::<u8>().unwrap_or(0))).collect();
+    let o: Vec<String> = ip
+        .split('.')
+        .map(|x| format!("{:02x}", x.parse::<u8>().unwrap_or(0)))
+        .collect();
     format!("02-11-{}", o.join("-"))
 }
 
@@ -426,7 +429,11 @@ fn calicos_remote_host_endpoint_is_infrastructure_whatever_the_cluster_says() {
     };
     for e in [host_ep, vip] {
         let j = &judge(std::slice::from_ref(&e), "Calico", &ev)[0];
-        assert_eq!((j.kind, j.verdict), (Kind::Infrastructure, Verdict::Ok), "{j:?}");
+        assert_eq!(
+            (j.kind, j.verdict),
+            (Kind::Infrastructure, Verdict::Ok),
+            "{j:?}"
+        );
         assert!(!j.is_pod_endpoint());
     }
 }
@@ -456,9 +463,15 @@ fn what_cannot_be_told_is_unknown_and_no_fault() {
         kube_proxy_runs: true,
         ..evidence(&[], &none)
     };
-    let v: Vec<Verdict> = judge(&eps, "Calico", &runs).iter().map(|j| j.verdict).collect();
+    let v: Vec<Verdict> = judge(&eps, "Calico", &runs)
+        .iter()
+        .map(|j| j.verdict)
+        .collect();
     assert_eq!(v, [Verdict::Unknown, Verdict::Unknown, Verdict::Ok]);
     let j = &judge(&eps, "Calico", &runs)[0];
-    assert!(j.why.as_deref().is_some_and(|w| w.contains("kept")), "{j:?}");
+    assert!(
+        j.why.as_deref().is_some_and(|w| w.contains("kept")),
+        "{j:?}"
+    );
     assert_eq!(j.kind, Kind::Unknown);
 }
