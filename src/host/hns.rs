@@ -649,7 +649,17 @@ mod endpoint_doc_tests {
         assert_eq!((e.remote, e.state), (true, Some(5)));
         let plain = json!({"ID": "e3", "HostComputeNetwork": "n1", "Flags": 2});
         let e = parse_endpoint(&plain).expect("endpoint");
-        assert_eq!((e.remote, e.state), (false, None));
+        assert_eq!((e.remote, e.state, e.mac), (false, None, None));
+        // `MacAddress` in both schemas (hcn `HostComputeEndpoint`, v1 `HNSEndpoint`): kube-proxy
+        // gives another host's endpoint for a Service backend one of its own making.
+        let v2 = json!({"ID": "e4", "HostComputeNetwork": "n1", "Flags": 1,
+            "MacAddress": "02-11-0a-f4-09-09"});
+        assert_eq!(
+            parse_endpoint(&v2).expect("endpoint").mac.as_deref(),
+            Some("02-11-0a-f4-09-09")
+        );
+        let v1 = json!({"Id": "e5", "VirtualNetwork": "n1", "MacAddress": ""});
+        assert_eq!(parse_endpoint(&v1).expect("endpoint").mac, None);
         assert_eq!(
             (1..=7).map(state_name).collect::<Vec<_>>(),
             [
