@@ -108,6 +108,9 @@ pub const EVENT_IDS: [u32; 9] = [
 pub const EXTERNAL_NETWORK: &str = "External";
 /// The pod network calico-node creates.
 pub const CALICO_NETWORK: &str = "Calico";
+/// The CNI network's name in the CNI config install renders (`templates/cni.conf.template`,
+/// `name`): Calico's CNI plugin names each pod's endpoint `<sandbox id>_<this>`.
+pub const CNI_NETWORK_NAME: &str = "Calico";
 /// The HNS endpoint calico-node makes for the host on the Calico network (block .2,
 /// `SetupVxlanNetwork`): kube-proxy's source VIP on overlay.
 pub const SOURCE_VIP_ENDPOINT: &str = "Calico_ep";

@@ -65,6 +65,10 @@ pub struct HnsEndpoint {
     /// `{"Type":"PA","PA":...}` and HCN's `ProviderAddress` policy for an Overlay endpoint).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider_address: Option<String>,
+    /// The endpoint's MAC address (HCN's and HNS v1's `MacAddress`), as its maker gave it:
+    /// kube-proxy conjures its remote endpoints' from their address (`installed::endpoints`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
 }
 
 /// The name of an endpoint state number (`EndpointState`, hcsshim internal/hns/hnsendpoint.go).
@@ -250,6 +254,7 @@ pub fn parse_endpoint(doc: &Value) -> Option<HnsEndpoint> {
             .and_then(|s| u16::try_from(s).ok()),
         namespace: str_field(doc, &["HostComputeNamespace"]).filter(|n| !n.is_empty()),
         provider_address: endpoint_provider_address(doc),
+        mac: str_field(doc, &["MacAddress"]).filter(|m| !m.is_empty()),
     })
 }
 
@@ -569,6 +574,7 @@ mod version_tests {
             state,
             namespace: None,
             provider_address: None,
+            mac: None,
         };
         // HCN v2 queried with default flags: no State, or one v1 disagrees with.
         let mut eps = vec![
@@ -643,7 +649,17 @@ mod endpoint_doc_tests {
         assert_eq!((e.remote, e.state), (true, Some(5)));
         let plain = json!({"ID": "e3", "HostComputeNetwork": "n1", "Flags": 2});
         let e = parse_endpoint(&plain).expect("endpoint");
-        assert_eq!((e.remote, e.state), (false, None));
+        assert_eq!((e.remote, e.state, e.mac), (false, None, None));
+        // `MacAddress` in both schemas (hcn `HostComputeEndpoint`, v1 `HNSEndpoint`): kube-proxy
+        // gives another host's endpoint for a Service backend one of its own making.
+        let v2 = json!({"ID": "e4", "HostComputeNetwork": "n1", "Flags": 1,
+            "MacAddress": "02-11-0a-f4-09-09"});
+        assert_eq!(
+            parse_endpoint(&v2).expect("endpoint").mac.as_deref(),
+            Some("02-11-0a-f4-09-09")
+        );
+        let v1 = json!({"Id": "e5", "VirtualNetwork": "n1", "MacAddress": ""});
+        assert_eq!(parse_endpoint(&v1).expect("endpoint").mac, None);
         assert_eq!(
             (1..=7).map(state_name).collect::<Vec<_>>(),
             [

@@ -2,6 +2,12 @@
 //! that never attached (`stuck`), an endpoint no pod owns (`stale`), another host's endpoint
 //! for an address neither a pod nor an EndpointSlice has any more (`remote-stale`).
 //!
+//! Only what is told positively is judged so (`kind`): a pod's endpoint by the name Calico's
+//! CNI plugin gives it, another host's by the MAC kube-proxy gives a Service backend's. Calico's
+//! host endpoint `Calico_ep` and whatever holds the block's `.2` (kube-proxy's source VIP) are
+//! infrastructure, `ok` whatever the pods say; anything else is `unknown`: reported, never a
+//! fault, never deleted.
+//!
 //! What `repair` deletes is judged on evidence, never on one look:
 //! - a fault counts only once it has been seen at fault for longer than the grace period
 //!   (`seen`: CalicoNode records when it first saw each endpoint at fault, every minute; until
@@ -30,7 +36,7 @@ use crate::cluster::Cluster;
 use crate::cluster::drain::PodRef;
 use crate::cluster::pods::{self, NodePod};
 use crate::host::HnsEndpoint;
-use crate::layout::SOURCE_VIP_ENDPOINT;
+pub use kind::Kind;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -42,8 +48,8 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(120);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
-    /// An attached endpoint of a pod on this node, the node's own endpoint (`Calico_ep`), or
-    /// another host's endpoint in use (or kube-proxy's while it runs).
+    /// An attached endpoint of a pod on this node, infrastructure (`Calico_ep`, the block's
+    /// `.2`), or another host's endpoint in use (or any while kube-proxy runs).
     Ok,
     /// A pod's endpoint that is not attached yet, within the grace period.
     Attaching,
@@ -51,6 +57,9 @@ pub enum Verdict {
     Unclaimed,
     /// Another host's endpoint that was not checked (the cluster was not read).
     Unchecked,
+    /// An endpoint told to be neither a pod's made by Calico's CNI plugin, nor kube-proxy's for
+    /// a Service backend, nor infrastructure: reported and kept.
+    Unknown,
     /// A fault not yet seen for longer than the grace period: not counted, not repaired.
     Suspect,
     /// A pod's endpoint that is not attached past the grace period.
@@ -78,6 +87,7 @@ impl Verdict {
             Self::Attaching => "attaching",
             Self::Unclaimed => "unclaimed",
             Self::Unchecked => "unchecked",
+            Self::Unknown => "unknown",
             Self::Suspect => "suspect",
             Self::Stuck => "stuck",
             Self::Stale => "stale",
@@ -109,6 +119,8 @@ pub struct Judged {
     /// HNS's name for the endpoint's state, when HNS reports one.
     pub state: Option<&'static str>,
     pub remote: bool,
+    /// Whose it is, told from its name and MAC (`kind`).
+    pub kind: Kind,
     /// The pod on this node with the endpoint's address (`namespace/name`).
     pub pod: Option<String>,
     pub verdict: Verdict,
@@ -140,10 +152,9 @@ impl Judged {
         s
     }
 
-    /// A pod's endpoint on this host (not `Calico_ep`, not another host's), or a pod judged
-    /// to have none.
+    /// A pod's endpoint made by Calico's CNI plugin on this host, or a pod judged to have none.
     pub fn is_pod_endpoint(&self) -> bool {
-        !self.remote && self.name != SOURCE_VIP_ENDPOINT
+        self.kind == Kind::Pod
     }
 
     /// Whether this is an HNS endpoint (not a pod judged `no-endpoint`).
@@ -165,6 +176,8 @@ pub struct Evidence<'a> {
     pub grace: Duration,
     /// The network's management IP now: the provider address a pod's endpoint must carry.
     pub provider: Option<&'a str>,
+    /// The network's block `.2`: Calico's host endpoint's address, kube-proxy's source VIP.
+    pub source_vip: Option<&'a str>,
 }
 
 impl Evidence<'_> {
@@ -208,6 +221,7 @@ fn without_endpoint(endpoints: &[HnsEndpoint], network: &str, ev: &Evidence) -> 
             ip: p.ips.first().cloned(),
             state: None,
             remote: false,
+            kind: Kind::Pod,
             pod: Some(p.pod.to_string()),
             verdict: Verdict::NoEndpoint,
             why: Some(format!(
@@ -225,6 +239,7 @@ fn judge_endpoints(endpoints: &[HnsEndpoint], network: &str, ev: &Evidence) -> V
     endpoints
         .iter()
         .map(|e| {
+            let kind = kind::classify(e, ev.source_vip);
             let mut j = Judged {
                 id: e.id.clone(),
                 name: e.name.clone(),
@@ -232,26 +247,43 @@ fn judge_endpoints(endpoints: &[HnsEndpoint], network: &str, ev: &Evidence) -> V
                 ip: e.ip.clone(),
                 state: e.state.map(crate::host::hns::state_name),
                 remote: e.remote,
+                kind,
                 pod: None,
                 verdict: Verdict::Ok,
                 why: None,
                 owner: None,
                 namespace: e.namespace.clone(),
             };
-            let (verdict, why) = if e.remote {
-                remote(e, ev)
-            } else if e.name == SOURCE_VIP_ENDPOINT {
-                (Verdict::Ok, None)
-            } else if let Some(pods) = ev.pods {
-                local(e, endpoints, pods, ev, &mut j)
-            } else {
-                (Verdict::Unchecked, Some("the cluster was not read".into()))
+            let (verdict, why) = match (kind, ev.pods) {
+                (Kind::Infrastructure, _) => (Verdict::Ok, None),
+                (Kind::ServiceBackend, _) => remote(e, ev),
+                (Kind::Pod, Some(pods)) => local(e, endpoints, pods, ev, &mut j),
+                (Kind::Pod, None) => (Verdict::Unchecked, Some("the cluster was not read".into())),
+                (Kind::Unknown, _) => unknown(e, ev),
             };
             j.verdict = verdict;
             j.why = why;
             j
         })
         .collect()
+}
+
+/// An endpoint told to be none of the kinds `repair` may delete: kept. Another host's while
+/// kube-proxy runs is left to it (it makes one for each Service's ClusterIP too, which carries
+/// the host's MAC and is not told apart).
+fn unknown(e: &HnsEndpoint, ev: &Evidence) -> (Verdict, Option<String>) {
+    if e.remote && ev.kube_proxy_runs {
+        return (Verdict::Ok, None);
+    }
+    let what = if e.remote {
+        "another host's endpoint without the MAC kube-proxy gives a Service backend's (02-11 and its address)"
+    } else {
+        "neither named as Calico's CNI plugin names a pod's endpoint (<container id>_Calico) nor Calico's host endpoint"
+    };
+    (
+        Verdict::Unknown,
+        Some(format!("{what}: kept, never deleted")),
+    )
 }
 
 fn remote(e: &HnsEndpoint, ev: &Evidence) -> (Verdict, Option<String>) {
@@ -459,13 +491,26 @@ pub fn survey_calico(
     let list = host
         .hns_endpoints(&calico.id)
         .with_context(|| format!("cannot read the endpoints of HNS network {}", calico.name))?;
-    let (pods, remote_in_use, kube_proxy_runs) = match how.cluster {
+    let source_vip = calico
+        .subnets
+        .first()
+        .and_then(|s| kind::source_vip(&s.prefix));
+    let kinds: Vec<Kind> = list
+        .iter()
+        .map(|e| kind::classify(e, source_vip.as_deref()))
+        .collect();
+    let kube_proxy_runs = kube_proxy_runs(host, &list, &kinds)?;
+    let (pods, remote_in_use) = match how.cluster {
         Some(c) => {
             let pods = pods::on_node(c, how.node).context("cannot read the pods")?;
-            let (in_use, runs) = remote_evidence(host, c, &list, how.remote)?;
-            (Some(pods), in_use, runs)
+            let in_use = if kube_proxy_runs || how.remote == Remote::Skip {
+                BTreeMap::new()
+            } else {
+                remote_in_use(c, &list, &kinds)?
+            };
+            (Some(pods), in_use)
         }
-        None => (None, BTreeMap::new(), false),
+        None => (None, BTreeMap::new()),
     };
     let now = crate::duration::now();
     let ev = Evidence {
@@ -475,6 +520,7 @@ pub fn survey_calico(
         now,
         grace: how.grace,
         provider: calico.management_ip.as_deref(),
+        source_vip: source_vip.as_deref(),
     };
     let mut judged = judge(&list, &calico.name, &ev);
     let mut record = seen::load(host);
@@ -490,38 +536,52 @@ pub fn survey_calico(
     Ok(Some(judged))
 }
 
-/// For another host's endpoints: whether kube-proxy runs here (they are its own), else which
-/// addresses an EndpointSlice or a pod has: one read of each, a page at a time, however many
-/// endpoints there are.
-fn remote_evidence(
+/// Whether kube-proxy runs here (a `kube-proxy.exe` process), asked only when another host's
+/// endpoint may be its own: those are left to it while it runs.
+fn kube_proxy_runs(
     host: &dyn crate::host::Host,
+    list: &[HnsEndpoint],
+    kinds: &[Kind],
+) -> anyhow::Result<bool> {
+    use anyhow::Context as _;
+    let any = list
+        .iter()
+        .zip(kinds)
+        .any(|(e, k)| e.remote && matches!(k, Kind::ServiceBackend | Kind::Unknown));
+    if !any {
+        return Ok(false);
+    }
+    Ok(host
+        .process_pid(crate::layout::KUBE_PROXY_IMAGE)
+        .context("cannot look for kube-proxy")?
+        .is_some())
+}
+
+/// For kube-proxy's endpoints of Service backends on other hosts, which addresses an
+/// EndpointSlice or a pod has: one read of each, a page at a time, however many endpoints
+/// there are.
+fn remote_in_use(
     c: &Cluster,
     list: &[HnsEndpoint],
-    remote: Remote,
-) -> anyhow::Result<(BTreeMap<String, bool>, bool)> {
+    kinds: &[Kind],
+) -> anyhow::Result<BTreeMap<String, bool>> {
     use anyhow::Context as _;
     // What HNS gives as an address is asked about only when it is one.
     let ips: std::collections::BTreeSet<String> = list
         .iter()
-        .filter(|e| e.remote)
-        .filter_map(|e| e.ip.clone())
+        .zip(kinds)
+        .filter(|(_, k)| **k == Kind::ServiceBackend)
+        .filter_map(|(e, _)| e.ip.clone())
         .filter(|ip| ip.parse::<std::net::IpAddr>().is_ok())
         .collect();
-    if remote == Remote::Skip || ips.is_empty() {
-        return Ok((BTreeMap::new(), false));
-    }
-    if host
-        .process_pid(crate::layout::KUBE_PROXY_IMAGE)
-        .context("cannot look for kube-proxy")?
-        .is_some()
-    {
-        return Ok((BTreeMap::new(), true));
+    if ips.is_empty() {
+        return Ok(BTreeMap::new());
     }
     let Some(sliced) =
         pods::in_endpoint_slices(c, &ips).context("cannot read the EndpointSlices")?
     else {
         // No EndpointSlices served: no evidence, nothing is called stale.
-        return Ok((BTreeMap::new(), false));
+        return Ok(BTreeMap::new());
     };
     let rest: std::collections::BTreeSet<String> = ips.difference(&sliced).cloned().collect();
     let pods = if rest.is_empty() {
@@ -529,17 +589,16 @@ fn remote_evidence(
     } else {
         pods::addresses_in_use(c, &rest).context("cannot read the pods")?
     };
-    Ok((
-        ips.into_iter()
-            .map(|ip| {
-                let used = sliced.contains(&ip) || pods.contains(&ip);
-                (ip, used)
-            })
-            .collect(),
-        false,
-    ))
+    Ok(ips
+        .into_iter()
+        .map(|ip| {
+            let used = sliced.contains(&ip) || pods.contains(&ip);
+            (ip, used)
+        })
+        .collect())
 }
 
+pub mod kind;
 pub mod seen;
 
 #[cfg(test)]

@@ -37,6 +37,9 @@ pub enum Code {
     EndpointOldAddress,
     /// A pod whose address no endpoint has.
     PodNoEndpoint,
+    /// An endpoint told to be neither a pod's (Calico's CNI plugin), nor kube-proxy's for a
+    /// Service backend, nor infrastructure: kept.
+    EndpointUnknown,
     /// The endpoints could not be judged (the cluster could not be read).
     EndpointsUnjudged,
     /// After an HNS restart, a service CalicoNode could not restart still does not run.
@@ -76,7 +79,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, for the documentation's completeness test.
-    pub const ALL: [Code; 27] = [
+    pub const ALL: [Code; 28] = [
         Code::UnderWay,
         Code::ServiceNotRunning,
         Code::ServiceDrift,
@@ -87,6 +90,7 @@ impl Code {
         Code::EndpointRemoteStale,
         Code::EndpointOldAddress,
         Code::PodNoEndpoint,
+        Code::EndpointUnknown,
         Code::EndpointsUnjudged,
         Code::HnsRestartFailed,
         Code::FileDrift,
@@ -189,8 +193,16 @@ pub fn calico_network(exists: bool) -> Option<Finding> {
     (!exists).then(|| network_missing(crate::layout::CALICO_NETWORK))
 }
 
-/// An endpoint judged at fault (`installed::endpoints`), with its sentence.
+/// An endpoint judged at fault (`installed::endpoints`), with its sentence; one that cannot be
+/// told whose it is, with what keeps it.
 pub fn endpoint(j: &Judged) -> Option<Finding> {
+    if j.verdict == Verdict::Unknown {
+        return Some(
+            Finding::new(Code::EndpointUnknown, j.name.clone(), j.sentence()).with_remedy(
+                "none needed: repair keeps it; if no program on the node made it, remove it yourself (Remove-HnsEndpoint)",
+            ),
+        );
+    }
     let code = match j.verdict {
         Verdict::Stuck => Code::EndpointStuck,
         Verdict::Stale => Code::EndpointStale,

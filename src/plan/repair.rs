@@ -4,9 +4,11 @@
 //! ("HnsEndpointCache needs to be refreshed before endpoint manager processes any WEP updates.
 //! This is because an IP address can be recycled", projectcalico/calico v3.31.7
 //! felix/dataplane/windows/endpoint_mgr.go `CompleteDeferredWork`), so a deleted endpoint is
-//! forgotten when its address is used again; and another host's endpoints are judged only while
-//! kube-proxy does not run (`installed::endpoints`), so none of kube-proxy's is ever taken from
-//! under it. A Felix restart would reset connections on Calico before 3.31, and a kube-proxy
+//! forgotten when its address is used again. Only the endpoints `installed::endpoints` tells
+//! positively to be a pod's made by Calico's CNI plugin, or kube-proxy's for a Service backend,
+//! can be at fault: `Calico_ep` (another host's endpoint on VXLAN), the block's `.2` and whatever
+//! cannot be told are never in the plan; kube-proxy's are judged only while it does not run, so
+//! none is ever taken from under it. A Felix restart would reset connections on Calico before 3.31, and a kube-proxy
 //! restart deletes every HNS load balancer and leaves every ClusterIP on the node down until its
 //! first sync, at least 10 s on an overlay network.
 //!
@@ -100,6 +102,7 @@ mod tests {
             ip: Some("10.244.1.7".into()),
             state: Some("Created"),
             remote: false,
+            kind: crate::installed::endpoints::Kind::Pod,
             pod: owner.map(|(n, _)| format!("default/{n}")),
             verdict,
             why: Some("why".into()),

@@ -228,8 +228,18 @@ fn a_fleet_moves_to_the_operator_and_back_one_node_at_a_time_keeping_every_endpo
     let machines = &fleet.machines;
     for (i, m) in machines.iter().enumerate() {
         m.node.add_endpoints(&[
-            (&format!("pod-a-{i}"), &format!("10.244.{i}.10"), 3, false),
-            (&format!("pod-b-{i}"), &format!("10.244.{i}.11"), 3, false),
+            (
+                &format!("poda{i}_Calico"),
+                &format!("10.244.{i}.10"),
+                3,
+                false,
+            ),
+            (
+                &format!("podb{i}_Calico"),
+                &format!("10.244.{i}.11"),
+                3,
+                false,
+            ),
         ]);
     }
     machines[1].node.edit_state(|s| {
@@ -556,7 +566,8 @@ fn every_migrate_rule_is_needed_and_enough() {
 /// migrate account with `rbac`'s rules: the JSON of the first run that failed.
 fn migrate_both_ways(rbac: &[Value]) -> Option<String> {
     let m = AccountNode::with(rbac);
-    m.node.add_endpoints(&[("pod-a", "10.244.1.10", 3, false)]);
+    m.node
+        .add_endpoints(&[("poda_Calico", "10.244.1.10", 3, false)]);
     let _operator = FakeOperator::start(m.api.state.clone(), "win-1", m.node.sim());
     let (node, account, zip) = (&m.node, &m.account, &m.zip);
     for args in [

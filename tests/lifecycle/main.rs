@@ -5,6 +5,7 @@
 mod support;
 
 mod documents;
+mod endpoint_kinds;
 mod host_defaults;
 mod hostile;
 mod install;

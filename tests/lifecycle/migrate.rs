@@ -50,8 +50,8 @@ fn installed_with_pods() -> Node {
     let (code, doc, err) = node.install_local(&[]);
     assert_eq!(code, 0, "{err} {doc}");
     node.add_endpoints(&[
-        ("pod-a", "10.244.1.10", 3, false),
-        ("pod-b", "10.244.1.11", 3, false),
+        ("poda_Calico", "10.244.1.10", 3, false),
+        ("podb_Calico", "10.244.1.11", 3, false),
     ]);
     node.api()
         .set_node_ready("win-1", "True", "kubelet is posting ready status");

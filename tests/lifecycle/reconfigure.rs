@@ -458,12 +458,13 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
         .as_array_mut()
         .expect("endpoints")
         .push(json!({"id": "5eb1a7e0-0000-4000-8000-0000000000ee",
-            "name": "web-0_default", "network_id": calico_id, "ip": "10.244.1.7", "state": 3}));
-    // Another node's pod, as VXLAN's remote endpoint (HCN Flags bit 1).
+            "name": "0e1f2a3b_Calico", "network_id": calico_id, "ip": "10.244.1.7", "state": 3}));
+    // Another node's pod, as kube-proxy's remote endpoint for a Service backend (HCN Flags
+    // bit 1, the MAC it conjures from the address).
     state["endpoints"].as_array_mut().expect("endpoints").push(
         json!({"id": "5eb1a7e0-0000-4000-8000-0000000000ef",
-            "name": "remote_10.244.2.3", "network_id": calico_id, "ip": "10.244.2.3",
-            "remote": true}),
+            "name": "", "network_id": calico_id, "ip": "10.244.2.3",
+            "remote": true, "mac": crate::support::node::kube_proxy_mac("10.244.2.3")}),
     );
     fs_err::write(&state_path, state.to_string()).expect("write state");
     let (code, doc, err) = n.run(&["status"]);
@@ -483,7 +484,8 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
         .expect("status");
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
-        text.contains("3 endpoint(s), 1 remote (states: AttachedSharing 2)"),
+        // Calico_ep is remote on VXLAN (createAndAttachVxlanHostEP), a kube-proxy backend too.
+        text.contains("3 endpoint(s), 2 remote (states: AttachedSharing 1)"),
         "{text}"
     );
 

@@ -365,7 +365,9 @@ impl Node {
 
     /// Puts endpoints on the Calico HNS network as HNS would hold them: `(name, ip, state,
     /// remote)`, the state a number of hcsshim's `EndpointState` (1 Created, 3
-    /// AttachedSharing, ...), `remote` another host's (HCN `Flags` bit 1).
+    /// AttachedSharing, ...), `remote` another host's (HCN `Flags` bit 1) as kube-proxy makes
+    /// one for a Service backend, with the MAC it conjures from the address (kubernetes
+    /// pkg/proxy/winkernel/proxier.go: `conjureMac("02-11", ip)`, `isLocal: false`).
     pub fn add_endpoints(&self, endpoints: &[(&str, &str, u16, bool)]) {
         self.edit_state(|state| {
             let calico = state["networks"]
@@ -378,10 +380,12 @@ impl Node {
             let eps = state["endpoints"].as_array_mut().expect("endpoints");
             for (name, ip, st, remote) in endpoints {
                 let id = format!("5eb1a7e0-0000-4000-8000-{:012x}", eps.len() + 0xa0);
-                eps.push(
-                    serde_json::json!({"id": id, "name": name, "network_id": calico,
-                    "ip": ip, "state": st, "remote": remote}),
-                );
+                let mut ep = serde_json::json!({"id": id, "name": name, "network_id": calico,
+                    "ip": ip, "state": st, "remote": remote});
+                if *remote {
+                    ep["mac"] = serde_json::json!(kube_proxy_mac(ip));
+                }
+                eps.push(ep);
             }
         });
     }
@@ -436,5 +440,18 @@ impl Node {
     /// Runs `ARGS` on this node stopped at its `n`th mutating call and killed (`kill_at`).
     pub fn kill_at(&self, args: &[&str], n: u64, tmp: &Path) -> super::Killed {
         super::kill_at(&self.sim(), &self.admin, args, n, tmp)
+    }
+}
+
+/// The MAC kube-proxy gives another host's endpoint for a Service backend at `ip` (kubernetes
+/// pkg/proxy/winkernel/proxier.go `conjureMac("02-11", ip)`: `02-11` and the four octets, or
+/// `02-11-22-33-44-55` for what is not an IPv4 address).
+pub fn kube_proxy_mac(ip: &str) -> String {
+    match ip.parse::<std::net::Ipv4Addr>() {
+        Ok(ip) => {
+            let [a, b, c, d] = ip.octets();
+            format!("02-11-{a:02x}-{b:02x}-{c:02x}-{d:02x}")
+        }
+        Err(_) => "02-11-22-33-44-55".to_owned(),
     }
 }

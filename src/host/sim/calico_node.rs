@@ -170,7 +170,11 @@ pub fn startup(host: &SimHost, spec: &ProcessSpec) -> HostResult<(i32, String)> 
 
 /// The host endpoint `Calico_ep` calico-node makes on the Calico network (block .2): the
 /// address kube-proxy takes as its source VIP on overlay (Calico's `SetupVxlanNetwork` and
-/// `SetupL2bridgeNetwork`); added when the network has none with block .2.
+/// `SetupL2bridgeNetwork`); added when the network has none with block .2. On an Overlay
+/// network it is a remote endpoint (projectcalico/calico v3.32.1
+/// `cni-plugin/pkg/dataplane/windows/dataplane_windows.go`, `createAndAttachVxlanHostEP`:
+/// `IsRemoteEndpoint: true`), on L2Bridge a local one attached to the host
+/// (`CreateAndAttachHostEP`: `HostAttach(1)`).
 fn source_vip_endpoint(host: &SimHost, block: &str, log: &mut String) -> HostResult<()> {
     let Some(calico) = host
         .hns_networks()?
@@ -194,7 +198,11 @@ fn source_vip_endpoint(host: &SimHost, block: &str, log: &mut String) -> HostRes
     {
         return Ok(());
     }
-    host.add_endpoint(&calico.id, SOURCE_VIP_ENDPOINT, &want)?;
+    if calico.network_type == "Overlay" {
+        host.add_remote_host_endpoint(&calico.id, SOURCE_VIP_ENDPOINT, &want)?;
+    } else {
+        host.add_endpoint(&calico.id, SOURCE_VIP_ENDPOINT, &want)?;
+    }
     let _ = writeln!(
         log,
         "created host endpoint Calico_ep ({want}) on HNS network Calico"

@@ -105,6 +105,7 @@ impl Hns for SimHost {
                     state: e.state,
                     namespace: e.namespace.clone(),
                     provider_address: e.provider_address.clone(),
+                    mac: e.mac.clone(),
                 })
                 .collect()
         }))
@@ -411,6 +412,29 @@ impl SimHost {
     /// A pod's endpoint as Calico's CNI plugin makes it: attached, stamped with the
     /// network's management IP as its provider address.
     pub fn add_endpoint(&self, network_id: &str, name: &str, ip: &str) -> HostResult<()> {
+        self.push_endpoint(network_id, name, ip, false)
+    }
+
+    /// Calico's host endpoint on an Overlay network as calico-node's startup makes it
+    /// (projectcalico/calico v3.32.1 `cni-plugin/pkg/dataplane/windows/dataplane_windows.go`,
+    /// `createAndAttachVxlanHostEP`: `IsRemoteEndpoint: true`, a `PA` policy with the
+    /// network's management IP, attached to nothing, so no state is claimed for it).
+    pub fn add_remote_host_endpoint(
+        &self,
+        network_id: &str,
+        name: &str,
+        ip: &str,
+    ) -> HostResult<()> {
+        self.push_endpoint(network_id, name, ip, true)
+    }
+
+    fn push_endpoint(
+        &self,
+        network_id: &str,
+        name: &str,
+        ip: &str,
+        remote: bool,
+    ) -> HostResult<()> {
         self.mutate(&format!("add endpoint {name}"), |s| {
             let at = s
                 .network_index(network_id)
@@ -425,10 +449,11 @@ impl SimHost {
                 name: name.to_owned(),
                 network_id: network_id.to_owned(),
                 ip: Some(ip.to_owned()),
-                remote: false,
-                state: Some(3),
+                remote,
+                state: (!remote).then_some(3),
                 namespace: None,
                 provider_address,
+                mac: None,
             });
             Ok(())
         })

@@ -307,6 +307,9 @@ pub struct SimEndpoint {
     /// The provider address the CNI plugin stamped it with (see `HnsEndpoint`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_address: Option<String>,
+    /// Its MAC address (see `HnsEndpoint::mac`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
 }
 
 pub fn key_of(key: &str) -> String {

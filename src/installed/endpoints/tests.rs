@@ -1,4 +1,5 @@
 use super::*;
+use crate::layout::SOURCE_VIP_ENDPOINT;
 
 const NOW: i64 = 1_800_000_000;
 
@@ -12,7 +13,18 @@ fn ep(id: &str, name: &str, ip: &str, state: Option<u16>, remote: bool) -> HnsEn
         state,
         namespace: None,
         provider_address: None,
+        // Another host's as kube-proxy makes it for a Service backend (kubernetes
+        // pkg/proxy/winkernel/proxier.go: `conjureMac("02-11", ip)`).
+        mac: remote.then(|| backend_mac(ip)),
     }
+}
+
+fn backend_mac(ip: &str) -> String {
+    let o: Vec<String> = ip
+        .split('.')
+        .map(|x| format!("{:02x}", x.parse::<u8>().unwrap_or(0)))
+        .collect();
+    format!("02-11-{}", o.join("-"))
 }
 
 fn pod(name: &str, ip: Option<&str>, age_secs: i64) -> NodePod {
@@ -37,6 +49,7 @@ fn evidence<'a>(pods: &'a [NodePod], remote: &'a BTreeMap<String, bool>) -> Evid
         now: NOW,
         grace: DEFAULT_GRACE,
         provider: None,
+        source_vip: None,
     }
 }
 
@@ -56,6 +69,7 @@ fn verdicts(
         now: NOW,
         grace: DEFAULT_GRACE,
         provider: None,
+        source_vip: None,
     };
     judge(eps, "Calico", &ev)
         .iter()
@@ -146,6 +160,7 @@ fn a_remade_sandboxs_endpoint_is_kept_while_its_pod_posts_the_old_address() {
             now: NOW,
             grace: DEFAULT_GRACE,
             provider: None,
+            source_vip: None,
         };
         judge(&eps, "Calico", &ev)[0]
             .why
@@ -180,6 +195,7 @@ fn a_fault_counts_only_once_seen_for_longer_than_the_grace_period() {
         now,
         grace: DEFAULT_GRACE,
         provider: None,
+        source_vip: None,
     };
     let mut seen = seen::Seen::default();
     let look = |now: i64, seen: &mut seen::Seen| {
@@ -242,6 +258,7 @@ fn another_hosts_endpoint_for_the_api_server_is_kept() {
         now: NOW,
         grace: DEFAULT_GRACE,
         provider: None,
+        source_vip: None,
     };
     assert_eq!(judge(&eps, "Calico", &ev)[0].verdict, Verdict::Ok);
     // kube-proxy not running: in an EndpointSlice, so in use.
@@ -391,4 +408,70 @@ fn a_pods_endpoint_with_the_old_provider_address_is_judged_and_its_pod_named() {
     );
     let bare = [with("c", "10.244.1.7", None)];
     assert_eq!(judge(&bare, "Calico", &ev)[0].verdict, Verdict::Ok);
+}
+
+/// Calico's host endpoint on VXLAN is another host's endpoint at the block's `.2`
+/// (projectcalico/calico v3.32.1 `cni-plugin/pkg/dataplane/windows/dataplane_windows.go`,
+/// `createAndAttachVxlanHostEP`: `IsRemoteEndpoint: true`), kube-proxy's source VIP. No pod and
+/// no EndpointSlice has its address; with kube-proxy not running it is still infrastructure,
+/// `ok`, never `remote-stale`; so is whatever holds the block's `.2`.
+#[test]
+fn calicos_remote_host_endpoint_is_infrastructure_whatever_the_cluster_says() {
+    let host_ep = HnsEndpoint {
+        mac: Some("00-15-5d-01-02-03".into()),
+        ..ep("h", SOURCE_VIP_ENDPOINT, "10.244.1.2", None, true)
+    };
+    let vip = ep("v", "", "10.244.1.2", Some(3), false);
+    let none = BTreeMap::new();
+    let ev = Evidence {
+        source_vip: Some("10.244.1.2"),
+        ..evidence(&[], &none)
+    };
+    for e in [host_ep, vip] {
+        let j = &judge(std::slice::from_ref(&e), "Calico", &ev)[0];
+        assert_eq!(
+            (j.kind, j.verdict),
+            (Kind::Infrastructure, Verdict::Ok),
+            "{j:?}"
+        );
+        assert!(!j.is_pod_endpoint());
+    }
+}
+
+/// What is told to be neither a pod's endpoint Calico's CNI plugin made (`<container id>_Calico`,
+/// local) nor kube-proxy's for a Service backend (remote, MAC `02-11` and its address) is
+/// `unknown`: reported, never a fault, whatever the pods say. Another host's that kube-proxy may
+/// have made (a ClusterIP's) is left to kube-proxy while it runs.
+#[test]
+fn what_cannot_be_told_is_unknown_and_no_fault() {
+    let stranger_remote = HnsEndpoint {
+        mac: Some("00-15-5d-01-02-03".into()),
+        ..ep("r", "", "10.244.2.5", None, true)
+    };
+    let eps = [
+        ep("a", "admins-test", "10.244.1.40", Some(3), false),
+        ep("b", "x_Calico_extra", "10.244.1.41", Some(1), false),
+        stranger_remote,
+    ];
+    let got = verdicts(&eps, Some(&[]), &[("10.244.2.5", false)]);
+    assert_eq!(got, [Verdict::Unknown; 3]);
+    assert!(!got.iter().any(|v| v.is_fault()));
+    // Without the cluster too: whose it is needs no pod.
+    assert_eq!(verdicts(&eps, None, &[]), [Verdict::Unknown; 3]);
+    let none = BTreeMap::new();
+    let runs = Evidence {
+        kube_proxy_runs: true,
+        ..evidence(&[], &none)
+    };
+    let v: Vec<Verdict> = judge(&eps, "Calico", &runs)
+        .iter()
+        .map(|j| j.verdict)
+        .collect();
+    assert_eq!(v, [Verdict::Unknown, Verdict::Unknown, Verdict::Ok]);
+    let j = &judge(&eps, "Calico", &runs)[0];
+    assert!(
+        j.why.as_deref().is_some_and(|w| w.contains("kept")),
+        "{j:?}"
+    );
+    assert_eq!(j.kind, Kind::Unknown);
 }
