@@ -6,10 +6,16 @@
 //!   `pkg/serviceaccount/claims.go`) is not the current ServiceAccount's: kube-apiserver's
 //!   validator refuses a token whose account was deleted and made again (a Calico reinstall, an
 //!   operator upgrade);
-//! - `issuer-changed`: its `iss` is not the issuer the cluster announces at
-//!   `/.well-known/openid-configuration` (the service-account issuer was changed);
 //! - `node-deleted`: it is bound to a Node (`kubernetes.io` / `node`) that no longer exists,
-//!   or exists with another uid (deleting the Node revokes the tokens bound to it);
+//!   or exists with another uid (deleting the Node revokes the tokens bound to it); told
+//!   before the issuer, which may differ from the announced one for a token that is valid;
+//! - `issuer-changed`: its `iss` differs from the first announced issuer, the one at
+//!   `/.well-known/openid-configuration`. kube-apiserver accepts every issuer its
+//!   `--service-account-issuer` flags name and announces only the first (kubernetes PR
+//!   #101155; `pkg/controlplane/apiserver/config.go`: `ServiceAccountIssuerURL =
+//!   Issuers[0]`, which the discovery document serves), so
+//!   during an issuer rotation a token of another accepted issuer differs without being
+//!   refused for it: the word says what is compared, not that the issuer was dropped;
 //! - `signing-key`: none of these, so the key that signed it is no longer trusted (rotated).
 
 use super::Cluster;
@@ -91,7 +97,7 @@ impl Cause {
                 ),
             },
             Cause::IssuerChanged { token, now } => format!(
-                "the service-account issuer changed: the token's is {token}, the cluster's is now {now}"
+                "the token's issuer {token} differs from the first announced issuer {now} (/.well-known/openid-configuration): the service-account issuer changed, and the API server no longer accepts the token's"
             ),
             Cause::NodeDeleted { node } => format!(
                 "it is bound to the Node {node}, which was deleted (deleting a Node revokes the tokens bound to it)"
@@ -129,6 +135,9 @@ pub fn cause(token: &Token, now_secs: i64, now: &Now) -> Option<Cause> {
             skew: now.clock_skew,
         });
     }
+    if let Some(node) = token.bound_node().filter(|_| now.bound_node_gone) {
+        return Some(Cause::NodeDeleted { node });
+    }
     if let Some(uid) = token.service_account_uid() {
         if now.service_account_missing {
             return Some(Cause::ServiceaccountRecreated {
@@ -152,9 +161,6 @@ pub fn cause(token: &Token, now_secs: i64, now: &Now) -> Option<Cause> {
             token: iss,
             now: current.clone(),
         });
-    }
-    if let Some(node) = token.bound_node().filter(|_| now.bound_node_gone) {
-        return Some(Cause::NodeDeleted { node });
     }
     (now.service_account_uid.is_some() && now.issuer.is_some()).then_some(Cause::SigningKey)
 }
@@ -275,6 +281,24 @@ mod tests {
         assert_eq!(
             cause(&bound, NOW, &current()).map(|c| c.word()),
             Some("signing-key")
+        );
+        // A deleted Node is told before the issuer: during an issuer rotation the token's may
+        // differ from the first announced one and still be accepted.
+        let rotated = Now {
+            issuer: Some("https://new.example".into()),
+            ..node_gone.clone()
+        };
+        assert_eq!(
+            cause(&bound, NOW, &rotated).map(|c| c.word()),
+            Some("node-deleted")
+        );
+        let said = cause(&of("uid-2", "https://old.example", NOW + 600), NOW, &current())
+            .map(|c| c.describe());
+        assert!(
+            said.as_deref().is_some_and(|s| s.contains(
+                "https://old.example differs from the first announced issuer https://kubernetes.default.svc"
+            )),
+            "{said:?}"
         );
         assert_eq!(
             cause(&of("uid-2", iss, NOW + 600), NOW, &gone).map(|c| c.describe()),

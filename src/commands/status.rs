@@ -814,7 +814,7 @@ fn token(
     if token.is_jwt() {
         r.text.push(match &bound {
             Some(n) => format!("Token: bound to Node {n}: deleting the Node revokes it"),
-            None => "Token: not bound to the Node (the API server binds service-account tokens to Nodes from Kubernetes 1.33; before, or for a token issued before, deleting the Node does not revoke it)".into(),
+            None => crate::cluster::credentials::unbound_sentence(),
         });
     }
     json!({"path": path, "present": true, "usable": true, "expires": expiry.map(time_text),

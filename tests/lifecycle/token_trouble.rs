@@ -355,7 +355,7 @@ fn a_refused_token_is_noticed_at_the_first_look_not_at_its_renewal_time() {
     assert!(said.contains("cause serviceaccount-recreated"), "{said}");
 }
 
-/// Tokens bound to the Node where the server binds them (Kubernetes 1.33 and later): status
+/// Tokens bound to the Node where the server binds them (by default from Kubernetes 1.31): status
 /// says so, deleting the Node revokes the token, noticed at CalicoNode's first look and told
 /// as `node-deleted`; an older server (no Node binding) gives an unbound token, and install
 /// and status say so.
