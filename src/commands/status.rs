@@ -174,20 +174,29 @@ fn not_installed(
     for line in &r.text {
         ctx.printer.text(line);
     }
-    let mut problems = r.problems();
-    if problems.is_empty() {
+    let mut r = r;
+    if r.findings.is_empty() {
         ctx.printer.text(&format!(
             "Calico is not installed in {root} (no install record)."
         ));
-        problems.push(format!("not installed in {root}"));
+        r.findings.push(
+            Finding::new(
+                Code::NotInstalled,
+                root.as_str(),
+                format!("not installed in {root}"),
+            )
+            .with_remedy("calicoctl-win install"),
+        );
     } else {
-        for p in &problems {
+        for p in r.problems() {
             ctx.printer.text(&format!("  - {p}"));
         }
     }
+    let problems = r.problems();
+    // The same keys as an installed node's document: `findings` is always there.
     ctx.printer.json(
         &json!({"installed": false, "install_root": root.as_str(), "healthy": false,
-        "under_way": under_way, "problems": problems}),
+        "under_way": under_way, "problems": problems, "findings": r.findings}),
     );
     Err(Degraded(problems).into())
 }
