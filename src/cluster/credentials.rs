@@ -157,8 +157,7 @@ impl Token {
 /// From when kube-apiserver binds service-account tokens to Nodes by default (kubernetes
 /// `pkg/features/kube_features.go`, `ServiceAccountTokenNodeBinding`: alpha in 1.29, beta and
 /// on by default from 1.31, GA in 1.33).
-pub const NODE_BINDING_SINCE: &str =
-    "Kubernetes 1.31 (ServiceAccountTokenNodeBinding: beta and on by default from 1.31, GA in 1.33)";
+pub const NODE_BINDING_SINCE: &str = "Kubernetes 1.31 (ServiceAccountTokenNodeBinding: beta and on by default from 1.31, GA in 1.33)";
 
 /// What status says of a token that is not bound to a Node.
 pub fn unbound_sentence() -> String {

@@ -146,6 +146,10 @@ pub struct ClusterFacts {
     /// What the identity may do, one access review per right; `None` when not asked (a command
     /// that does not show the `rbac` check asks nothing: 23 reviews a `status` once).
     pub permissions: Option<Vec<Permission>>,
+    /// The Node as read (`None` when it does not exist): its readiness and cordon are judged
+    /// from this one read.
+    #[serde(skip)]
+    pub node_object: Option<Node>,
 }
 
 /// Whether a read of the cluster asks for the identity's rights (`preflight`, `install`).
@@ -153,6 +157,9 @@ pub struct ClusterFacts {
 pub enum Rights {
     Ask,
     Skip,
+    /// Neither the rights nor what only the checks, install and migrate judge by (the
+    /// operator's Installation, the IPAMConfig's strict affinity): `status`'s one look.
+    Look,
 }
 
 fn spec<'a>(o: &'a DynamicObject, key: &str) -> Option<&'a Value> {
@@ -195,6 +202,16 @@ pub fn etcd_endpoints(c: &Cluster, namespace: &str) -> Result<Vec<String>, Clust
 
 /// Reads the facts; `node` is this node's name.
 pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, ClusterError> {
+    gather_knowing(c, node, rights, None)
+}
+
+/// `gather`, with the Node already read by the caller (`Some`), so that it is not read again.
+pub fn gather_knowing(
+    c: &Cluster,
+    node: &str,
+    rights: Rights,
+    known: Option<Node>,
+) -> Result<ClusterFacts, ClusterError> {
     let namespace = calico_namespace(c)?;
     let info = calico_default(c, Kind::ClusterInformation)?;
     let etcd_endpoints = etcd_endpoints(c, &namespace)?;
@@ -215,12 +232,20 @@ pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, C
         .map(str::to_owned);
     let migration = super::calico_api::read_migration(c);
     let ip_pools = ip_pools(c)?;
-    let strict_affinity = calico_default(c, Kind::IpamConfig)?
-        .and_then(|o| spec(&o, "strictAffinity").and_then(Value::as_bool));
+    let strict_affinity = match rights {
+        Rights::Look => None,
+        _ => calico_default(c, Kind::IpamConfig)?
+            .and_then(|o| spec(&o, "strictAffinity").and_then(Value::as_bool)),
+    };
     let felix = felix(c)?;
     let backend = detect_backend(&felix, &ip_pools, info.is_some());
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    let node_object = c.call_opt("get", &format!("nodes/{node}"), nodes.get(node))?;
+    let node_object = match known {
+        Some(n) => Some(n),
+        None => {
+            let nodes: Api<Node> = Api::all(c.client.clone());
+            c.call_opt("get", &format!("nodes/{node}"), nodes.get(node))?
+        }
+    };
     let node_exists = node_object.is_some();
     let node_labels = node_object
         .as_ref()
@@ -238,11 +263,15 @@ pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, C
             &namespace,
             datastore.as_deref() == Some("etcdv3"),
         )?),
-        Rights::Skip => None,
+        Rights::Skip | Rights::Look => None,
+    };
+    let installation = match rights {
+        Rights::Look => None,
+        _ => super::installation::read(c)?,
     };
     Ok(ClusterFacts {
         server: c.server.clone(),
-        installation: super::installation::read(c)?,
+        installation,
         calico_api: c.calico_group()?,
         datastore_ready: info
             .as_ref()
@@ -266,6 +295,7 @@ pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, C
         node_max_pods,
         node_internal_ip,
         node_bgp_ipv4,
+        node_object,
         permissions,
     })
 }

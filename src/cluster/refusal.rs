@@ -1,6 +1,7 @@
 //! Why the API server refuses calico-node's token (401), told apart from what the token says
 //! and what the cluster announces now:
-//! - `expired`: its `exp` has passed, by this node's clock;
+//! - `expired`: its `exp` has passed, by the API server's clock where the difference with
+//!   this node's is known (the token's `exp` is the server's time), else by this node's;
 //! - `serviceaccount-recreated`: the service account's uid in the token (the private claim
 //!   `kubernetes.io` / `serviceaccount` / `uid`, kubernetes/kubernetes
 //!   `pkg/serviceaccount/claims.go`) is not the current ServiceAccount's: kube-apiserver's
@@ -76,16 +77,17 @@ impl Cause {
     pub fn describe(&self) -> String {
         match self {
             Cause::Expired { at, ago, skew } => format!(
-                "it expired at {} ({} ago by this node's clock{})",
+                "it expired at {} ({} ago by {})",
                 crate::duration::time_text(*at),
                 crate::duration::show(std::time::Duration::from_secs((*ago).max(0) as u64)),
                 match skew {
                     Some(s) if *s != 0 => format!(
-                        ", which is {}s {} the API server's",
+                        "the API server's clock; this node's is {}s {} it",
                         s.unsigned_abs(),
                         if *s > 0 { "ahead of" } else { "behind" }
                     ),
-                    _ => ", whose difference with the API server's is not known".into(),
+                    Some(_) => "the API server's clock, which is this node's".into(),
+                    None => "this node's clock, whose difference with the API server's is not known".into(),
                 }
             ),
             Cause::ServiceaccountRecreated { token, now } => match now {
@@ -125,13 +127,15 @@ impl Cause {
     }
 }
 
-/// Tells the cause from the token and the cluster now; `None` when neither the account nor the
-/// issuer could be read and the token has not expired (nothing to tell it by).
+/// Tells the cause from the token and the cluster now (`now_secs` by this node's clock, judged
+/// on the API server's where `now.clock_skew` is known); `None` when neither the account nor
+/// the issuer could be read and the token has not expired (nothing to tell it by).
 pub fn cause(token: &Token, now_secs: i64, now: &Now) -> Option<Cause> {
-    if let Some(exp) = token.expiry().filter(|e| *e <= now_secs) {
+    let server_now = now_secs.saturating_sub(now.clock_skew.unwrap_or(0));
+    if let Some(exp) = token.expiry().filter(|e| *e <= server_now) {
         return Some(Cause::Expired {
             at: exp,
-            ago: now_secs - exp,
+            ago: server_now - exp,
             skew: now.clock_skew,
         });
     }
@@ -248,9 +252,19 @@ mod tests {
         assert_eq!(c(&of("uid-2", iss, NOW - 60)), Some("expired"));
         let said = cause(&of("uid-2", iss, NOW - 60), NOW, &current()).map(|c| c.describe());
         assert!(
-            said.as_deref().is_some_and(|s| s
-                .contains("1m ago by this node's clock, which is 30s ahead of the API server's")),
+            said.as_deref()
+                .is_some_and(|s| s
+                    .contains("30s ago by the API server's clock; this node's is 30s ahead of it")),
             "{said:?}"
+        );
+        // Expired by this node's clock, two hours ahead, not by the API server's: not the cause.
+        let ahead = Now {
+            clock_skew: Some(7200),
+            ..current()
+        };
+        assert_eq!(
+            cause(&of("uid-2", iss, NOW - 3600), NOW, &ahead).map(|c| c.word()),
+            Some("signing-key")
         );
         assert_eq!(
             c(&of("uid-1", iss, NOW + 600)),
@@ -292,8 +306,12 @@ mod tests {
             cause(&bound, NOW, &rotated).map(|c| c.word()),
             Some("node-deleted")
         );
-        let said = cause(&of("uid-2", "https://old.example", NOW + 600), NOW, &current())
-            .map(|c| c.describe());
+        let said = cause(
+            &of("uid-2", "https://old.example", NOW + 600),
+            NOW,
+            &current(),
+        )
+        .map(|c| c.describe());
         assert!(
             said.as_deref().is_some_and(|s| s.contains(
                 "https://old.example differs from the first announced issuer https://kubernetes.default.svc"
