@@ -475,12 +475,6 @@ fn status_asks_the_api_server_whether_it_takes_the_token() {
     let api = FakeApi::start();
     api.healthy_calico();
     let node = installed(&api);
-    let (_, doc, err) = node.run(&["status"]);
-    assert_eq!(
-        doc["token"]["api_server"]["answer"], "accepted",
-        "{err} {doc}"
-    );
-    assert_eq!(doc["token"]["usable"], true, "{doc}");
     api.recreate_service_account("calico-system", "calico-node");
     let (code, doc, err) = node.run(&["status"]);
     assert_eq!(code, 1, "{err}");
@@ -501,6 +495,15 @@ fn status_asks_the_api_server_whether_it_takes_the_token() {
             .any(|p| p.contains("refuses calico-node's token")),
         "{doc}"
     );
+    // A new token for the new account: taken.
+    let (code, _, err) = node.run(&["fetch", "kubeconfig"]);
+    assert_eq!(code, 0, "{err}");
+    let (_, doc, err) = node.run(&["status"]);
+    assert_eq!(
+        doc["token"]["api_server"]["answer"], "accepted",
+        "{err} {doc}"
+    );
+    assert_eq!(doc["token"]["usable"], true, "{doc}");
 }
 
 /// A recorded refusal is of the one token it was made with: once 'fetch kubeconfig' wrote a
@@ -552,9 +555,11 @@ fn a_node_clock_two_hours_ahead_does_not_expire_a_working_token() {
     let node = Node::new(&api);
     let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let zip = zip.display().to_string();
-    let (code, _, err) = node.run(&["install", "--no-start", "--release-zip", &zip]);
-    assert_eq!(code, 0, "{err}");
-    assert!(err.contains("s ahead of the API server's"), "{err}");
+    let (code, _, install_err) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{install_err}");
+    let expired = |doc: &Value| problems(doc).into_iter().any(|p| p.contains("expired"));
+    let (_, doc, _) = node.run(&["status"]);
+    assert!(!expired(&doc), "{doc}");
     let (code, _, err) = node.run(&["fetch", "kubeconfig", "--lifetime", "2h"]);
     assert_eq!(code, 0, "{err}");
     assert!(!err.contains("granted 0s"), "{err}");
@@ -562,9 +567,10 @@ fn a_node_clock_two_hours_ahead_does_not_expire_a_working_token() {
         err.contains("granted 1h") && err.contains("s ahead of the API server's"),
         "{err}"
     );
-    let expired = |doc: &Value| problems(doc).into_iter().any(|p| p.contains("expired"));
-    let (_, doc, _) = node.run(&["status"]);
-    assert!(!expired(&doc), "{doc}");
+    assert!(
+        install_err.contains("s ahead of the API server's"),
+        "{install_err}"
+    );
     // CalicoNode's renewal measures the difference and records it with the new token.
     run_node_until(&node, |l| l.contains("renewed calico-node's token"), 0);
     let (_, doc, _) = status(&node, false);
