@@ -215,16 +215,7 @@ pub fn gather_knowing(
     let namespace = calico_namespace(c)?;
     let info = calico_default(c, Kind::ClusterInformation)?;
     let etcd_endpoints = etcd_endpoints(c, &namespace)?;
-    let datastore = match (&info, !etcd_endpoints.is_empty()) {
-        (_, true) => Some("etcdv3".to_owned()),
-        (Some(i), false) => Some(
-            spec(i, "datastoreType")
-                .and_then(Value::as_str)
-                .unwrap_or("kubernetes")
-                .to_owned(),
-        ),
-        (None, false) => None,
-    };
+    let datastore = datastore_of(info.as_ref(), &etcd_endpoints);
     let calico_version = info
         .as_ref()
         .and_then(|i| spec(i, "calicoVersion"))
@@ -232,19 +223,12 @@ pub fn gather_knowing(
         .map(str::to_owned);
     let migration = super::calico_api::read_migration(c);
     let ip_pools = ip_pools(c)?;
-    let strict_affinity = match rights {
-        Rights::Look => None,
-        _ => calico_default(c, Kind::IpamConfig)?
-            .and_then(|o| spec(&o, "strictAffinity").and_then(Value::as_bool)),
-    };
+    let strict_affinity = strict_affinity(c, rights)?;
     let felix = felix(c)?;
     let backend = detect_backend(&felix, &ip_pools, info.is_some());
     let node_object = match known {
         Some(n) => Some(n),
-        None => {
-            let nodes: Api<Node> = Api::all(c.client.clone());
-            c.call_opt("get", &format!("nodes/{node}"), nodes.get(node))?
-        }
+        None => read_node(c, node)?,
     };
     let node_exists = node_object.is_some();
     let node_labels = node_object
@@ -265,13 +249,12 @@ pub fn gather_knowing(
         )?),
         Rights::Skip | Rights::Look => None,
     };
-    let installation = match rights {
-        Rights::Look => None,
-        _ => super::installation::read(c)?,
-    };
     Ok(ClusterFacts {
         server: c.server.clone(),
-        installation,
+        installation: match rights {
+            Rights::Look => None,
+            _ => super::installation::read(c)?,
+        },
         calico_api: c.calico_group()?,
         datastore_ready: info
             .as_ref()
@@ -298,6 +281,36 @@ pub fn gather_knowing(
         node_object,
         permissions,
     })
+}
+
+/// The datastore: etcd where calico-config names etcd endpoints, else the ClusterInformation's
+/// `datastoreType` (kubernetes when unset); `None` without Calico.
+fn datastore_of(info: Option<&DynamicObject>, etcd_endpoints: &[String]) -> Option<String> {
+    match (info, !etcd_endpoints.is_empty()) {
+        (_, true) => Some("etcdv3".to_owned()),
+        (Some(i), false) => Some(
+            spec(i, "datastoreType")
+                .and_then(Value::as_str)
+                .unwrap_or("kubernetes")
+                .to_owned(),
+        ),
+        (None, false) => None,
+    }
+}
+
+/// The IPAMConfig's strict affinity, unless the read is status's look, which does not judge it.
+fn strict_affinity(c: &Cluster, rights: Rights) -> Result<Option<bool>, ClusterError> {
+    Ok(match rights {
+        Rights::Look => None,
+        _ => calico_default(c, Kind::IpamConfig)?
+            .and_then(|o| spec(&o, "strictAffinity").and_then(Value::as_bool)),
+    })
+}
+
+/// The Node named `node`, if it exists.
+fn read_node(c: &Cluster, node: &str) -> Result<Option<Node>, ClusterError> {
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    c.call_opt("get", &format!("nodes/{node}"), nodes.get(node))
 }
 
 /// The Node's first IPv4 `InternalIP`.

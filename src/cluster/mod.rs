@@ -280,7 +280,7 @@ pub struct Cluster {
     /// (`calico_api::Group`, `Cluster::calico_group`).
     calico_group: std::sync::OnceLock<calico_api::Group>,
     /// The versions of the DatastoreMigration group the server offers, as the same discovery
-    /// listed them (`calico_api::read_migration` asks only those).
+    /// listed them (`read_migration` asks only those).
     migration_versions: std::sync::OnceLock<Vec<String>>,
     /// The DatastoreMigration as read once (discovery and the facts both want it).
     migration: std::sync::OnceLock<Option<calico_api::Migration>>,

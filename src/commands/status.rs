@@ -29,21 +29,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host(Intent::Read)?;
     let base = ctx.load_config()?;
     let node_name = base.config.node.name.to_string();
-    // calico-node's own credential is asked first, offline too (the fleet DaemonSet's
-    // readiness): the Node it reads is the one this look judges, read once.
-    let mut asked = ask_token(ctx, host.as_ref(), &base.config, &node_name);
-    let known = match &mut asked {
-        Some(token_check::Answer::Accepted(node)) => node.take().map(|n| *n),
-        _ => None,
-    };
-    let cluster = if args.offline {
-        ClusterRead::Skipped("skipped with --offline")
-    } else {
-        read_cluster_knowing(ctx, &node_name, crate::cluster::facts::Rights::Look, known)?
-    };
-    if let ClusterRead::Read(c, _) = &cluster {
-        c.keep_one_look();
-    }
+    let (asked, cluster) = look(args, ctx, host.as_ref(), &base.config, &node_name)?;
     let loaded = with_cluster(ctx, &cluster, base)?;
     let config = &loaded.config;
     let root = config.root();
@@ -108,6 +94,33 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     } else {
         Err(Degraded(problems).into())
     }
+}
+
+/// The API server asked whether it takes calico-node's token, offline too (the fleet
+/// DaemonSet's readiness), and the cluster read with the admin kubeconfig (not offline): the
+/// Node the token's request read is the one this look judges, read once, and so are the
+/// node's pods.
+fn look(
+    args: &StatusArgs,
+    ctx: &mut Context,
+    host: &dyn Host,
+    config: &Config,
+    node_name: &str,
+) -> anyhow::Result<(Option<token_check::Answer>, ClusterRead)> {
+    let mut asked = ask_token(ctx, host, config, node_name);
+    let known = match &mut asked {
+        Some(token_check::Answer::Accepted(node)) => node.take().map(|n| *n),
+        _ => None,
+    };
+    let cluster = if args.offline {
+        ClusterRead::Skipped("skipped with --offline")
+    } else {
+        read_cluster_knowing(ctx, node_name, crate::cluster::facts::Rights::Look, known)?
+    };
+    if let ClusterRead::Read(c, _) = &cluster {
+        c.keep_one_look();
+    }
+    Ok((asked, cluster))
 }
 
 /// The group Calico's resources are read through, and a datastore migration under way (said
@@ -827,7 +840,8 @@ fn token(
     };
     let taken = matches!(asked, Some(token_check::Answer::Accepted(_)));
     // The API server just took it: not expired, whatever this node's clock says.
-    if !refused_now && !(taken && expiry.is_some_and(|e| e <= clock.server_now)) {
+    let taken_past_expiry = taken && expiry.is_some_and(|e| e <= clock.server_now);
+    if !(refused_now || taken_past_expiry) {
         let overdue = overdue(&token, record.as_ref());
         r.findings.extend(health::token_expiry(
             &path,
