@@ -721,20 +721,31 @@ impl Cluster {
         resource: &str,
         fut: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<T, ClusterError> {
+        self.call_within(CALL_TIMEOUT, (verb, resource), fut)
+    }
+
+    /// `call`, bounded by `within` (at most the client's own timeouts, `CALL_TIMEOUT`).
+    pub fn call_within<T>(
+        &self,
+        within: Duration,
+        (verb, resource): (&str, &str),
+        fut: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, ClusterError> {
+        let within = within.min(CALL_TIMEOUT);
         let result = self
             .rt
-            .block_on(async { tokio::time::timeout(CALL_TIMEOUT, fut).await });
+            .block_on(async { tokio::time::timeout(within, fut).await });
         match result {
             Err(_) => Err(ClusterError::Timeout {
                 server: self.server.clone(),
                 what: format!("{verb} {resource}"),
-                after: CALL_TIMEOUT,
+                after: within,
             }),
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) if is_timeout(&e) => Err(ClusterError::Timeout {
                 server: self.server.clone(),
                 what: format!("{verb} {resource}"),
-                after: CALL_TIMEOUT,
+                after: within,
             }),
             Ok(Err(e)) if cause_of::<guard::TooLong>(&e).is_some() => Err(ClusterError::TooLarge {
                 server: self.server.clone(),

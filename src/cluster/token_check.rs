@@ -12,6 +12,10 @@ use super::credentials::Token;
 use super::{Cluster, ClusterError};
 use k8s_openapi::api::core::v1::Node;
 
+/// How long the question may take: the fleet DaemonSet's readiness runs `status` within 20 s,
+/// and a server that does not answer in 5 leaves the answer unknown, not the probe timed out.
+const WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// What the API server said of the token.
 #[derive(Debug)]
 pub enum Answer {
@@ -48,7 +52,13 @@ pub fn ask(
         Err(e) => return Answer::Unknown(e.to_string()),
     };
     let nodes: kube::Api<Node> = kube::Api::all(c.client.clone());
-    judge(c.call_opt("get", &format!("nodes/{node}"), nodes.get(node)))
+    let what = format!("nodes/{node}");
+    judge(
+        match c.call_within(WITHIN, ("get", &what), nodes.get(node)) {
+            Err(e) if e.is_not_found() => Ok(None),
+            other => other.map(Some),
+        },
+    )
 }
 
 /// The answer of one authenticated request.
