@@ -800,7 +800,8 @@ pub struct InstallArgs {
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// Do not read the cluster (node, FelixConfiguration)
+    /// Do not read the cluster with the admin kubeconfig (node, FelixConfiguration); whether
+    /// the API server takes calico-node's token is still asked, once, with its own kubeconfig
     #[arg(long)]
     pub offline: bool,
     /// Hash every installed file against the install record. Without it, a file whose size

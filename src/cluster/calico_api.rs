@@ -110,6 +110,13 @@ impl Group {
 /// `CALICO_API_GROUP=projectcalico.org/v3` on every component), and so does calicoctl-win.
 pub fn discover(c: &Cluster) -> Result<Group, ClusterError> {
     let groups = c.call("list", "API groups", c.client.list_api_groups())?;
+    let migration_versions = groups
+        .groups
+        .iter()
+        .filter(|g| g.name == MIGRATION_GROUP)
+        .flat_map(|g| g.versions.iter().map(|v| v.version.clone()))
+        .collect();
+    let _ = c.migration_versions.set(migration_versions);
     let names: Vec<&str> = groups.groups.iter().map(|g| g.name.as_str()).collect();
     let both = names.contains(&V1_GROUP) && names.contains(&V3_GROUP);
     Ok(match Group::choose(names) {
@@ -183,9 +190,18 @@ impl Migration {
 }
 
 /// The cluster's `DatastoreMigration`, if one exists (`v1`, else `v1beta1`); none where the
-/// group is not served.
+/// group is not served. Read once per client, and only in the versions the server's discovery
+/// offers (none asked where it offers the group in no version).
 pub fn read_migration(c: &Cluster) -> Result<Option<Migration>, ClusterError> {
+    if let Some(m) = c.migration.get() {
+        return Ok(m.clone());
+    }
+    let offered = c.migration_versions.get();
+    let mut found = None;
     for version in ["v1", "v1beta1"] {
+        if offered.is_some_and(|o| !o.iter().any(|v| v == version)) {
+            continue;
+        }
         let ar = ApiResource::from_gvk_with_plural(
             &GroupVersionKind::gvk(MIGRATION_GROUP, version, "DatastoreMigration"),
             "datastoremigrations",
@@ -199,7 +215,7 @@ pub fn read_migration(c: &Cluster) -> Result<Option<Migration>, ClusterError> {
         else {
             continue;
         };
-        return Ok(list.items.first().map(|m| {
+        found = list.items.first().map(|m| {
             let status = m.data.get("status");
             let text = |k: &str| {
                 status
@@ -212,9 +228,10 @@ pub fn read_migration(c: &Cluster) -> Result<Option<Migration>, ClusterError> {
                 phase: text("phase").unwrap_or_default(),
                 message: text("message"),
             }
-        }));
+        });
+        break;
     }
-    Ok(None)
+    Ok(c.migration.get_or_init(|| found).clone())
 }
 
 impl Cluster {

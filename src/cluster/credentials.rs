@@ -154,6 +154,18 @@ impl Token {
     }
 }
 
+/// From when kube-apiserver binds service-account tokens to Nodes by default (kubernetes
+/// `pkg/features/kube_features.go`, `ServiceAccountTokenNodeBinding`: alpha in 1.29, beta and
+/// on by default from 1.31, GA in 1.33).
+pub const NODE_BINDING_SINCE: &str = "Kubernetes 1.31 (ServiceAccountTokenNodeBinding: beta and on by default from 1.31, GA in 1.33)";
+
+/// What status says of a token that is not bound to a Node.
+pub fn unbound_sentence() -> String {
+    format!(
+        "Token: not bound to the Node (the API server binds service-account tokens to Nodes from {NODE_BINDING_SINCE}; before, where the feature gate is off, or for a token issued before, deleting the Node does not revoke it)"
+    )
+}
+
 /// The most a token file may hold: a service-account JWT is a few kilobytes.
 pub const TOKEN_FILE_CAP: usize = 64 * 1024;
 
@@ -341,7 +353,7 @@ pub fn service_account(c: &Cluster, namespace: &str, name: &str) -> Result<(), a
 
 /// A token from the TokenRequest API, asked to live `lifetime` (the server may shorten it),
 /// bound to the Node `node` when one is given and the server binds tokens to Nodes
-/// (`boundObjectRef` of kind Node, Kubernetes 1.33 and later, `ServiceAccountTokenNodeBinding`):
+/// (`boundObjectRef` of kind Node, from Kubernetes 1.31, `NODE_BINDING_SINCE`):
 /// deleting the Node then revokes it. A server that refuses the binding (an older one, or a
 /// Node that does not exist yet) gives an unbound token, and `Issued::unbound` says why.
 pub fn token_request(
@@ -680,6 +692,14 @@ mod tests {
         assert_eq!(t.outlives(999), Some(Some(1000)));
         assert_eq!(t.outlives(1000), None);
         assert_eq!(Token::new(jwt("{}")).outlives(i64::MAX), Some(None));
+    }
+
+    #[test]
+    fn tokens_are_bound_to_nodes_by_default_from_kubernetes_1_31() {
+        let said = unbound_sentence();
+        assert!(said.contains("from Kubernetes 1.31"), "{said}");
+        assert!(said.contains("GA in 1.33"), "{said}");
+        assert!(!said.contains("from Kubernetes 1.33"), "{said}");
     }
 
     #[test]

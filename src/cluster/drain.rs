@@ -224,16 +224,29 @@ pub fn select(pods: &[Pod]) -> Selection {
 
 /// The pods scheduled on `node`, in every namespace.
 pub fn pods_on(c: &Cluster, node: &str) -> Result<Vec<Pod>, ClusterError> {
+    if let Some(pods) = c.looked_at_pods(node) {
+        return Ok(pods);
+    }
     let pods: Api<Pod> = Api::all(c.client.clone());
     let lp = ListParams::default().fields(&format!("spec.nodeName={node}"));
-    Ok(c.call("list", "pods", pods.list(&lp))?.items)
+    let items = c.call("list", "pods", pods.list(&lp))?.items;
+    c.keep_pods(node, &items);
+    Ok(items)
 }
 
 /// Whether the node is marked unschedulable.
 pub fn is_cordoned(c: &Cluster, node: &str) -> Result<bool, ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
     let n = c.call("get", "nodes", nodes.get(node))?;
-    Ok(n.spec.and_then(|s| s.unschedulable).unwrap_or(false))
+    Ok(unschedulable(&n))
+}
+
+/// Whether a Node, as read, is marked unschedulable.
+pub fn unschedulable(n: &Node) -> bool {
+    n.spec
+        .as_ref()
+        .and_then(|s| s.unschedulable)
+        .unwrap_or(false)
 }
 
 /// Marks the node unschedulable (`on`) or schedulable again.
@@ -559,7 +572,7 @@ fn wait_gone(
 }
 
 /// Why the node is not Ready, or `None` when it is.
-fn not_ready(n: &Node) -> Option<String> {
+pub fn not_ready(n: &Node) -> Option<String> {
     let ready = n
         .status
         .as_ref()

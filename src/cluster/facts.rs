@@ -146,6 +146,10 @@ pub struct ClusterFacts {
     /// What the identity may do, one access review per right; `None` when not asked (a command
     /// that does not show the `rbac` check asks nothing: 23 reviews a `status` once).
     pub permissions: Option<Vec<Permission>>,
+    /// The Node as read (`None` when it does not exist): its readiness and cordon are judged
+    /// from this one read.
+    #[serde(skip)]
+    pub node_object: Option<Node>,
 }
 
 /// Whether a read of the cluster asks for the identity's rights (`preflight`, `install`).
@@ -153,6 +157,9 @@ pub struct ClusterFacts {
 pub enum Rights {
     Ask,
     Skip,
+    /// Neither the rights nor what only the checks, install and migrate judge by (the
+    /// operator's Installation, the IPAMConfig's strict affinity): `status`'s one look.
+    Look,
 }
 
 fn spec<'a>(o: &'a DynamicObject, key: &str) -> Option<&'a Value> {
@@ -195,19 +202,20 @@ pub fn etcd_endpoints(c: &Cluster, namespace: &str) -> Result<Vec<String>, Clust
 
 /// Reads the facts; `node` is this node's name.
 pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, ClusterError> {
+    gather_knowing(c, node, rights, None)
+}
+
+/// `gather`, with the Node already read by the caller (`Some`), so that it is not read again.
+pub fn gather_knowing(
+    c: &Cluster,
+    node: &str,
+    rights: Rights,
+    known: Option<Node>,
+) -> Result<ClusterFacts, ClusterError> {
     let namespace = calico_namespace(c)?;
     let info = calico_default(c, Kind::ClusterInformation)?;
     let etcd_endpoints = etcd_endpoints(c, &namespace)?;
-    let datastore = match (&info, !etcd_endpoints.is_empty()) {
-        (_, true) => Some("etcdv3".to_owned()),
-        (Some(i), false) => Some(
-            spec(i, "datastoreType")
-                .and_then(Value::as_str)
-                .unwrap_or("kubernetes")
-                .to_owned(),
-        ),
-        (None, false) => None,
-    };
+    let datastore = datastore_of(info.as_ref(), &etcd_endpoints);
     let calico_version = info
         .as_ref()
         .and_then(|i| spec(i, "calicoVersion"))
@@ -215,12 +223,13 @@ pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, C
         .map(str::to_owned);
     let migration = super::calico_api::read_migration(c);
     let ip_pools = ip_pools(c)?;
-    let strict_affinity = calico_default(c, Kind::IpamConfig)?
-        .and_then(|o| spec(&o, "strictAffinity").and_then(Value::as_bool));
+    let strict_affinity = strict_affinity(c, rights)?;
     let felix = felix(c)?;
     let backend = detect_backend(&felix, &ip_pools, info.is_some());
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    let node_object = c.call_opt("get", &format!("nodes/{node}"), nodes.get(node))?;
+    let node_object = match known {
+        Some(n) => Some(n),
+        None => read_node(c, node)?,
+    };
     let node_exists = node_object.is_some();
     let node_labels = node_object
         .as_ref()
@@ -238,11 +247,14 @@ pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, C
             &namespace,
             datastore.as_deref() == Some("etcdv3"),
         )?),
-        Rights::Skip => None,
+        Rights::Skip | Rights::Look => None,
     };
     Ok(ClusterFacts {
         server: c.server.clone(),
-        installation: super::installation::read(c)?,
+        installation: match rights {
+            Rights::Look => None,
+            _ => super::installation::read(c)?,
+        },
         calico_api: c.calico_group()?,
         datastore_ready: info
             .as_ref()
@@ -266,8 +278,39 @@ pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, C
         node_max_pods,
         node_internal_ip,
         node_bgp_ipv4,
+        node_object,
         permissions,
     })
+}
+
+/// The datastore: etcd where calico-config names etcd endpoints, else the ClusterInformation's
+/// `datastoreType` (kubernetes when unset); `None` without Calico.
+fn datastore_of(info: Option<&DynamicObject>, etcd_endpoints: &[String]) -> Option<String> {
+    match (info, !etcd_endpoints.is_empty()) {
+        (_, true) => Some("etcdv3".to_owned()),
+        (Some(i), false) => Some(
+            spec(i, "datastoreType")
+                .and_then(Value::as_str)
+                .unwrap_or("kubernetes")
+                .to_owned(),
+        ),
+        (None, false) => None,
+    }
+}
+
+/// The IPAMConfig's strict affinity, unless the read is status's look, which does not judge it.
+fn strict_affinity(c: &Cluster, rights: Rights) -> Result<Option<bool>, ClusterError> {
+    Ok(match rights {
+        Rights::Look => None,
+        _ => calico_default(c, Kind::IpamConfig)?
+            .and_then(|o| spec(&o, "strictAffinity").and_then(Value::as_bool)),
+    })
+}
+
+/// The Node named `node`, if it exists.
+fn read_node(c: &Cluster, node: &str) -> Result<Option<Node>, ClusterError> {
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    c.call_opt("get", &format!("nodes/{node}"), nodes.get(node))
 }
 
 /// The Node's first IPv4 `InternalIP`.

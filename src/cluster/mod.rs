@@ -18,7 +18,9 @@ pub mod proxy;
 pub mod refusal;
 pub mod renewal;
 pub mod rights;
+pub mod token_check;
 
+use k8s_openapi::api::core::v1::Pod;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use rustls::pki_types::pem::PemObject;
 use std::future::Future;
@@ -277,6 +279,14 @@ pub struct Cluster {
     /// The API group Calico's resources are served in, discovered once
     /// (`calico_api::Group`, `Cluster::calico_group`).
     calico_group: std::sync::OnceLock<calico_api::Group>,
+    /// The versions of the DatastoreMigration group the server offers, as the same discovery
+    /// listed them (`read_migration` asks only those).
+    migration_versions: std::sync::OnceLock<Vec<String>>,
+    /// The DatastoreMigration as read once (discovery and the facts both want it).
+    migration: std::sync::OnceLock<Option<calico_api::Migration>>,
+    /// The pods on each node as read once, when the client is kept for one look
+    /// (`keep_one_look`); `None` otherwise, when every read asks again.
+    one_look: std::sync::Mutex<Option<std::collections::BTreeMap<String, Vec<Pod>>>>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -675,7 +685,33 @@ impl Cluster {
             ca_pem,
             rt,
             calico_group: std::sync::OnceLock::new(),
+            migration_versions: std::sync::OnceLock::new(),
+            migration: std::sync::OnceLock::new(),
+            one_look: std::sync::Mutex::new(None),
         })
+    }
+
+    /// From now on, the pods on a node are read once for this client: one look at the node
+    /// (`status`), whose judges all read the same pods. Not for commands that change what
+    /// they read (a drain, a repair) and read it again.
+    pub fn keep_one_look(&self) {
+        if let Ok(mut memo) = self.one_look.lock() {
+            memo.get_or_insert_with(Default::default);
+        }
+    }
+
+    /// The pods on `node` as this look read them, if it keeps them and has read them.
+    pub(crate) fn looked_at_pods(&self, node: &str) -> Option<Vec<Pod>> {
+        self.one_look.lock().ok()?.as_ref()?.get(node).cloned()
+    }
+
+    /// Keeps the pods on `node` read now, when this client is kept for one look.
+    pub(crate) fn keep_pods(&self, node: &str, pods: &[Pod]) {
+        if let Ok(mut memo) = self.one_look.lock()
+            && let Some(memo) = memo.as_mut()
+        {
+            memo.insert(node.to_owned(), pods.to_vec());
+        }
     }
 
     /// Runs one API call, bounded in time; `verb` and `resource` name it in errors.
@@ -685,20 +721,31 @@ impl Cluster {
         resource: &str,
         fut: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<T, ClusterError> {
+        self.call_within(CALL_TIMEOUT, (verb, resource), fut)
+    }
+
+    /// `call`, bounded by `within` (at most the client's own timeouts, `CALL_TIMEOUT`).
+    pub fn call_within<T>(
+        &self,
+        within: Duration,
+        (verb, resource): (&str, &str),
+        fut: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, ClusterError> {
+        let within = within.min(CALL_TIMEOUT);
         let result = self
             .rt
-            .block_on(async { tokio::time::timeout(CALL_TIMEOUT, fut).await });
+            .block_on(async { tokio::time::timeout(within, fut).await });
         match result {
             Err(_) => Err(ClusterError::Timeout {
                 server: self.server.clone(),
                 what: format!("{verb} {resource}"),
-                after: CALL_TIMEOUT,
+                after: within,
             }),
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) if is_timeout(&e) => Err(ClusterError::Timeout {
                 server: self.server.clone(),
                 what: format!("{verb} {resource}"),
-                after: CALL_TIMEOUT,
+                after: within,
             }),
             Ok(Err(e)) if cause_of::<guard::TooLong>(&e).is_some() => Err(ClusterError::TooLarge {
                 server: self.server.clone(),

@@ -1,15 +1,22 @@
 //! Why the API server refuses calico-node's token (401), told apart from what the token says
 //! and what the cluster announces now:
-//! - `expired`: its `exp` has passed, by this node's clock;
+//! - `expired`: its `exp` has passed, by the API server's clock where the difference with
+//!   this node's is known (the token's `exp` is the server's time), else by this node's;
 //! - `serviceaccount-recreated`: the service account's uid in the token (the private claim
 //!   `kubernetes.io` / `serviceaccount` / `uid`, kubernetes/kubernetes
 //!   `pkg/serviceaccount/claims.go`) is not the current ServiceAccount's: kube-apiserver's
 //!   validator refuses a token whose account was deleted and made again (a Calico reinstall, an
 //!   operator upgrade);
-//! - `issuer-changed`: its `iss` is not the issuer the cluster announces at
-//!   `/.well-known/openid-configuration` (the service-account issuer was changed);
 //! - `node-deleted`: it is bound to a Node (`kubernetes.io` / `node`) that no longer exists,
-//!   or exists with another uid (deleting the Node revokes the tokens bound to it);
+//!   or exists with another uid (deleting the Node revokes the tokens bound to it); told
+//!   before the issuer, which may differ from the announced one for a token that is valid;
+//! - `issuer-changed`: its `iss` differs from the first announced issuer, the one at
+//!   `/.well-known/openid-configuration`. kube-apiserver accepts every issuer its
+//!   `--service-account-issuer` flags name and announces only the first (kubernetes PR
+//!   #101155; `pkg/controlplane/apiserver/config.go`: `ServiceAccountIssuerURL =
+//!   Issuers[0]`, which the discovery document serves), so
+//!   during an issuer rotation a token of another accepted issuer differs without being
+//!   refused for it: the word says what is compared, not that the issuer was dropped;
 //! - `signing-key`: none of these, so the key that signed it is no longer trusted (rotated).
 
 use super::Cluster;
@@ -70,16 +77,17 @@ impl Cause {
     pub fn describe(&self) -> String {
         match self {
             Cause::Expired { at, ago, skew } => format!(
-                "it expired at {} ({} ago by this node's clock{})",
+                "it expired at {} ({} ago by {})",
                 crate::duration::time_text(*at),
                 crate::duration::show(std::time::Duration::from_secs((*ago).max(0) as u64)),
                 match skew {
                     Some(s) if *s != 0 => format!(
-                        ", which is {}s {} the API server's",
+                        "the API server's clock; this node's is {}s {} it",
                         s.unsigned_abs(),
                         if *s > 0 { "ahead of" } else { "behind" }
                     ),
-                    _ => ", whose difference with the API server's is not known".into(),
+                    Some(_) => "the API server's clock, which is this node's".into(),
+                    None => "this node's clock, whose difference with the API server's is not known".into(),
                 }
             ),
             Cause::ServiceaccountRecreated { token, now } => match now {
@@ -91,7 +99,7 @@ impl Cause {
                 ),
             },
             Cause::IssuerChanged { token, now } => format!(
-                "the service-account issuer changed: the token's is {token}, the cluster's is now {now}"
+                "the token's issuer {token} differs from the first announced issuer {now} (/.well-known/openid-configuration): the service-account issuer changed, and the API server no longer accepts the token's"
             ),
             Cause::NodeDeleted { node } => format!(
                 "it is bound to the Node {node}, which was deleted (deleting a Node revokes the tokens bound to it)"
@@ -119,15 +127,20 @@ impl Cause {
     }
 }
 
-/// Tells the cause from the token and the cluster now; `None` when neither the account nor the
-/// issuer could be read and the token has not expired (nothing to tell it by).
+/// Tells the cause from the token and the cluster now (`now_secs` by this node's clock, judged
+/// on the API server's where `now.clock_skew` is known); `None` when neither the account nor
+/// the issuer could be read and the token has not expired (nothing to tell it by).
 pub fn cause(token: &Token, now_secs: i64, now: &Now) -> Option<Cause> {
-    if let Some(exp) = token.expiry().filter(|e| *e <= now_secs) {
+    let server_now = now_secs.saturating_sub(now.clock_skew.unwrap_or(0));
+    if let Some(exp) = token.expiry().filter(|e| *e <= server_now) {
         return Some(Cause::Expired {
             at: exp,
-            ago: now_secs - exp,
+            ago: server_now - exp,
             skew: now.clock_skew,
         });
+    }
+    if let Some(node) = token.bound_node().filter(|_| now.bound_node_gone) {
+        return Some(Cause::NodeDeleted { node });
     }
     if let Some(uid) = token.service_account_uid() {
         if now.service_account_missing {
@@ -152,9 +165,6 @@ pub fn cause(token: &Token, now_secs: i64, now: &Now) -> Option<Cause> {
             token: iss,
             now: current.clone(),
         });
-    }
-    if let Some(node) = token.bound_node().filter(|_| now.bound_node_gone) {
-        return Some(Cause::NodeDeleted { node });
     }
     (now.service_account_uid.is_some() && now.issuer.is_some()).then_some(Cause::SigningKey)
 }
@@ -242,9 +252,19 @@ mod tests {
         assert_eq!(c(&of("uid-2", iss, NOW - 60)), Some("expired"));
         let said = cause(&of("uid-2", iss, NOW - 60), NOW, &current()).map(|c| c.describe());
         assert!(
-            said.as_deref().is_some_and(|s| s
-                .contains("1m ago by this node's clock, which is 30s ahead of the API server's")),
+            said.as_deref()
+                .is_some_and(|s| s
+                    .contains("30s ago by the API server's clock; this node's is 30s ahead of it")),
             "{said:?}"
+        );
+        // Expired by this node's clock, two hours ahead, not by the API server's: not the cause.
+        let ahead = Now {
+            clock_skew: Some(7200),
+            ..current()
+        };
+        assert_eq!(
+            cause(&of("uid-2", iss, NOW - 3600), NOW, &ahead).map(|c| c.word()),
+            Some("signing-key")
         );
         assert_eq!(
             c(&of("uid-1", iss, NOW + 600)),
@@ -275,6 +295,28 @@ mod tests {
         assert_eq!(
             cause(&bound, NOW, &current()).map(|c| c.word()),
             Some("signing-key")
+        );
+        // A deleted Node is told before the issuer: during an issuer rotation the token's may
+        // differ from the first announced one and still be accepted.
+        let rotated = Now {
+            issuer: Some("https://new.example".into()),
+            ..node_gone.clone()
+        };
+        assert_eq!(
+            cause(&bound, NOW, &rotated).map(|c| c.word()),
+            Some("node-deleted")
+        );
+        let said = cause(
+            &of("uid-2", "https://old.example", NOW + 600),
+            NOW,
+            &current(),
+        )
+        .map(|c| c.describe());
+        assert!(
+            said.as_deref().is_some_and(|s| s.contains(
+                "https://old.example differs from the first announced issuer https://kubernetes.default.svc"
+            )),
+            "{said:?}"
         );
         assert_eq!(
             cause(&of("uid-2", iss, NOW + 600), NOW, &gone).map(|c| c.describe()),

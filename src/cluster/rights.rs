@@ -329,7 +329,7 @@ pub fn migrate() -> Vec<Right> {
 }
 
 /// What the admission policy needs of the cluster, said where it is written.
-pub const TOKEN_POLICY_NEEDS: &str = "the admission policy calicoctl-win-token-per-node keeps each node's pod to its own node's calico-node token: it needs Kubernetes 1.30 or later (ValidatingAdmissionPolicy; an older server refuses the manifest, and the fleet's account may then ask for calico-node's token for any node), the node claim in pod tokens (on by default from 1.30, GA in 1.32) and tokens bound to Nodes (1.33): before 1.33 the policy refuses the renewer's requests, and a refused token is replaced with 'fetch kubeconfig'";
+pub const TOKEN_POLICY_NEEDS: &str = "the admission policy calicoctl-win-token-per-node keeps each node's pod to its own node's calico-node token: it needs Kubernetes 1.30 or later (ValidatingAdmissionPolicy; an older server refuses the manifest, and the fleet's account may then ask for calico-node's token for any node), the node claim in pod tokens (on by default from 1.30, GA in 1.32) and tokens bound to Nodes (on by default from 1.31, GA in 1.33): where they are not, the policy refuses the renewer's requests, and a refused token is replaced with 'fetch kubeconfig'";
 
 /// The name of the admission policy that keeps the fleet's token requests to its own Node.
 pub const TOKEN_POLICY: &str = "calicoctl-win-token-per-node";

@@ -69,11 +69,21 @@ pub(crate) fn read_cluster(
     if offline {
         return Ok(ClusterRead::Skipped("skipped with --offline"));
     }
+    read_cluster_knowing(ctx, node, rights, None)
+}
+
+/// `read_cluster` (not offline), with the node's Node already read (`Some`).
+pub(crate) fn read_cluster_knowing(
+    ctx: &mut Context,
+    node: &str,
+    rights: facts::Rights,
+    known: Option<k8s_openapi::api::core::v1::Node>,
+) -> Result<ClusterRead, ClusterError> {
     Ok(match ctx.connect_cluster() {
         Ok(None) => ClusterRead::Skipped(
             "no admin kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config or C:\\k\\config)",
         ),
-        Ok(Some(c)) => match facts::gather(&c, node, rights) {
+        Ok(Some(c)) => match facts::gather_knowing(&c, node, rights, known) {
             Ok(f) => ClusterRead::Read(Box::new(c), Box::new(f)),
             Err(e) => ClusterRead::Failed(e),
         },

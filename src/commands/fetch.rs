@@ -86,7 +86,7 @@ pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Resu
     ctx.log(&format!("wrote {token_path} and {path} ({method})"));
 
     let expires = issued.expires.map(time_text);
-    let validity = validity(args, ctx, issued.expires);
+    let validity = validity(args, ctx, &issued, now());
     ctx.printer.text(&format!(
         "wrote {path}: token for {ns}/{sa} from {}, {validity}",
         c.server
@@ -128,12 +128,29 @@ fn still_valid(
     Ok(true)
 }
 
-/// How long the issued token is valid, warning when the server granted less than asked.
-fn validity(args: &FetchKubeconfigArgs, ctx: &mut Context, expires: Option<i64>) -> String {
-    let Some(secs) = expires else {
+/// How long the issued token is valid, warning when the server granted less than asked and
+/// when this node's clock differs from the API server's. The life granted is measured on the
+/// server's clock (the token's `exp - iat`, both its stamps), so a node clock ahead is not
+/// taken for a cap; `received` is when the answer came, by this node's clock.
+fn validity(
+    args: &FetchKubeconfigArgs,
+    ctx: &mut Context,
+    issued: &Issued,
+    received: i64,
+) -> String {
+    let Some(secs) = issued.expires else {
         return "does not expire (legacy token secret)".to_owned();
     };
-    let granted = std::time::Duration::from_secs(u64::try_from(secs - now()).unwrap_or(0));
+    let iat = issued.token.issued_at();
+    let life = secs - iat.unwrap_or(received);
+    if let Some(said) = iat.and_then(|iat| {
+        crate::installed::token_records::skew_sentence(received.saturating_sub(iat), life)
+    }) {
+        ctx.printer.warn(&format!(
+            "{said}: the token's times are the API server's, and CalicoNode times its renewals by when each token came"
+        ));
+    }
+    let granted = std::time::Duration::from_secs(u64::try_from(life).unwrap_or(0));
     if !args.legacy_secret && granted + std::time::Duration::from_secs(60) < args.lifetime {
         ctx.printer.warn(&format!(
             "the API server granted {} of the {} asked for (its --service-account-max-token-expiration); once installed, CalicoNode renews the token itself before it expires",

@@ -1,9 +1,10 @@
 //! `status`: the services, the HNS networks, drift between the config and the host, the node
 //! and the kubeconfig's token; exit 1 with the reasons when anything is degraded.
 
-use super::common::{ClusterRead, Degraded, read_cluster, with_cluster};
+use super::common::{ClusterRead, Degraded, read_cluster_knowing, with_cluster};
 use crate::cli::StatusArgs;
 use crate::cluster::drain;
+use crate::cluster::token_check;
 use crate::config::Config;
 use crate::context::Context;
 use crate::duration::{now, time_text};
@@ -28,11 +29,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host(Intent::Read)?;
     let base = ctx.load_config()?;
     let node_name = base.config.node.name.to_string();
-    let cluster = if args.offline {
-        ClusterRead::Skipped("skipped with --offline")
-    } else {
-        read_cluster(false, ctx, &node_name, crate::cluster::facts::Rights::Skip)?
-    };
+    let (asked, cluster) = look(args, ctx, host.as_ref(), &base.config, &node_name)?;
     let loaded = with_cluster(ctx, &cluster, base)?;
     let config = &loaded.config;
     let root = config.root();
@@ -57,7 +54,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let addressing = addressing(h, &mut r);
     let node = node(&cluster, &node_name, &mut r)?;
     let ipam = ipam(&cluster, config, &node_name, &mut r)?;
-    let token = token(h, config, &cluster, &mut r);
+    let token = token(h, config, &cluster, asked.as_ref(), &mut r);
     let kube_proxy = kube_proxy(h, config, &mut r);
     let access = dir_access(h, config, &mut r);
     let admins = admin_kubeconfigs(ctx, h, &cluster, &mut r);
@@ -97,6 +94,33 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     } else {
         Err(Degraded(problems).into())
     }
+}
+
+/// The API server asked whether it takes calico-node's token, offline too (the fleet
+/// DaemonSet's readiness), and the cluster read with the admin kubeconfig (not offline): the
+/// Node the token's request read is the one this look judges, read once, and so are the
+/// node's pods.
+fn look(
+    args: &StatusArgs,
+    ctx: &mut Context,
+    host: &dyn Host,
+    config: &Config,
+    node_name: &str,
+) -> anyhow::Result<(Option<token_check::Answer>, ClusterRead)> {
+    let mut asked = ask_token(ctx, host, config, node_name);
+    let known = match &mut asked {
+        Some(token_check::Answer::Accepted(node)) => node.take().map(|n| *n),
+        _ => None,
+    };
+    let cluster = if args.offline {
+        ClusterRead::Skipped("skipped with --offline")
+    } else {
+        read_cluster_knowing(ctx, node_name, crate::cluster::facts::Rights::Look, known)?
+    };
+    if let ClusterRead::Read(c, _) = &cluster {
+        c.keep_one_look();
+    }
+    Ok((asked, cluster))
 }
 
 /// The group Calico's resources are read through, and a datastore migration under way (said
@@ -174,20 +198,29 @@ fn not_installed(
     for line in &r.text {
         ctx.printer.text(line);
     }
-    let mut problems = r.problems();
-    if problems.is_empty() {
+    let mut r = r;
+    if r.findings.is_empty() {
         ctx.printer.text(&format!(
             "Calico is not installed in {root} (no install record)."
         ));
-        problems.push(format!("not installed in {root}"));
+        r.findings.push(
+            Finding::new(
+                Code::NotInstalled,
+                root.as_str(),
+                format!("not installed in {root}"),
+            )
+            .with_remedy("calicoctl-win install"),
+        );
     } else {
-        for p in &problems {
+        for p in r.problems() {
             ctx.printer.text(&format!("  - {p}"));
         }
     }
+    let problems = r.problems();
+    // The same keys as an installed node's document: `findings` is always there.
     ctx.printer.json(
         &json!({"installed": false, "install_root": root.as_str(), "healthy": false,
-        "under_way": under_way, "problems": problems}),
+        "under_way": under_way, "problems": problems, "findings": r.findings}),
     );
     Err(Degraded(problems).into())
 }
@@ -683,8 +716,8 @@ fn node(
     node_name: &str,
     r: &mut Report,
 ) -> anyhow::Result<serde_json::Value> {
-    let c = match cluster {
-        ClusterRead::Read(c, _) => c,
+    let (c, f) = match cluster {
+        ClusterRead::Read(c, f) => (c, f),
         ClusterRead::Skipped(why) => {
             r.text.push(format!("Node {node_name}: not read ({why})"));
             return Ok(json!(null));
@@ -698,8 +731,17 @@ fn node(
             return Ok(json!(null));
         }
     };
-    let ready = drain::readiness(c, node_name)?;
-    let cordoned = drain::is_cordoned(c, node_name)?;
+    // The Node as this look read it, once (`facts::gather`).
+    let (ready, cordoned) = match f.node_object.as_ref() {
+        Some(n) => (
+            drain::not_ready(n).map_or(Ok(()), Err),
+            drain::unschedulable(n),
+        ),
+        None => (
+            Err(format!("there is no Node named {node_name} in the cluster")),
+            false,
+        ),
+    };
     // The pods not read is a problem of the report, not its end.
     let pods: Vec<String> = match drain::pods_on(c, node_name) {
         Ok(list) => list
@@ -768,12 +810,14 @@ fn ipam(
     Ok(json!({"blocks": blocks, "pods": pods, "capacity": capacity, "max_pods": max_pods}))
 }
 
-/// calico-node's token: present, and how long it stays valid. Whatever is wrong with it is a
-/// problem among the others, never the end of the report.
+/// calico-node's token: present, whether the API server takes it now (`asked`, with
+/// calico-node's own kubeconfig), and how long it stays valid by the API server's clock.
+/// Whatever is wrong with it is a problem among the others, never the end of the report.
 fn token(
     host: &dyn Host,
     config: &Config,
     cluster: &ClusterRead,
+    asked: Option<&token_check::Answer>,
     r: &mut Report,
 ) -> serde_json::Value {
     use crate::installed::token_records as renew;
@@ -785,7 +829,6 @@ fn token(
         Ok(token) => token,
         Err(doc) => return doc,
     };
-    let now = now();
     if let Some(why) = token.unusable() {
         r.findings.push(health::token_unusable(&path, &why));
         return json!({"path": path, "present": true, "usable": false, "error": why});
@@ -800,22 +843,91 @@ fn token(
         );
         None
     });
+    let clock = Clock::of(record.as_ref());
     let expiry = token.expiry().or(record.as_ref().map(|rec| rec.expires));
-    // CalicoNode renews at two thirds of the token's life: less than a quarter left means
-    // renewals have failed for a while.
-    let overdue = match (token.issued_at().zip(token.expiry()), &record) {
+    let refused_now = match asked {
+        Some(token_check::Answer::Refused(_)) => {
+            let cause = cause_of_refusal(&token, clock, cluster);
+            r.findings
+                .push(health::token_refused_now(&path, cause.as_ref()));
+            true
+        }
+        _ => false,
+    };
+    let taken = matches!(asked, Some(token_check::Answer::Accepted(_)));
+    // The API server just took it: not expired, whatever this node's clock says.
+    let taken_past_expiry = taken && expiry.is_some_and(|e| e <= clock.server_now);
+    if !(refused_now || taken_past_expiry) {
+        let overdue = overdue(&token, record.as_ref());
+        r.findings.extend(health::token_expiry(
+            &path,
+            expiry,
+            overdue,
+            clock.server_now,
+        ));
+    }
+    let refused = refused_renewal(host, (&token, expiry), clock, cluster, refused_now, r);
+    token_text(&token, expiry, record.as_ref(), asked, clock, r);
+    json!({"path": path, "present": true, "usable": !refused_now,
+        "api_server": asked.map(|a| json!({"answer": a.word(), "error": match a {
+            token_check::Answer::Refused(e) | token_check::Answer::Unknown(e) => Some(e),
+            token_check::Answer::Accepted(_) => None,
+        }})),
+        "expires": expiry.map(time_text),
+        "bound_to_node": token.bound_node(),
+        "clock_skew_seconds": record.and_then(|rec| rec.skew),
+        "renewal_failed": refused.map(|f| json!({"at": time_text(f.at), "error": f.error,
+            "needs_new_token": f.needs_new_token(clock.server_now)}))})
+}
+
+/// Now, by this node's clock and by the API server's (the node's minus the difference the
+/// record of the token's issue measured; the node's when none was measured).
+#[derive(Clone, Copy)]
+struct Clock {
+    node_now: i64,
+    server_now: i64,
+    skew: Option<i64>,
+}
+
+impl Clock {
+    fn of(record: Option<&crate::installed::token_records::IssuedRecord>) -> Self {
+        let skew = record.and_then(|rec| rec.skew);
+        let node_now = now();
+        Self {
+            node_now,
+            server_now: node_now.saturating_sub(skew.unwrap_or(0)),
+            skew,
+        }
+    }
+}
+
+/// How little life left means renewals have failed for a while: CalicoNode renews at two
+/// thirds of the token's life, so less than a quarter left.
+fn overdue(
+    token: &crate::cluster::credentials::Token,
+    record: Option<&crate::installed::token_records::IssuedRecord>,
+) -> i64 {
+    match (token.issued_at().zip(token.expiry()), record) {
         (Some((iat, exp)), _) => (exp - iat) / 4,
         (None, Some(rec)) => rec.lifetime / 4,
         (None, None) => TOKEN_WARN_SECS,
-    };
-    r.findings
-        .extend(health::token_expiry(&path, expiry, overdue, now));
-    let refused = refused_renewal(host, (&token, expiry), now, cluster, r);
-    let skew = record.as_ref().and_then(renew::IssuedRecord::skew_to_say);
+    }
+}
+
+/// The token's lines: its expiry, the clock difference, the API server's answer, its Node.
+fn token_text(
+    token: &crate::cluster::credentials::Token,
+    expiry: Option<i64>,
+    record: Option<&crate::installed::token_records::IssuedRecord>,
+    asked: Option<&token_check::Answer>,
+    clock: Clock,
+    r: &mut Report,
+) {
+    let skew = record.and_then(crate::installed::token_records::IssuedRecord::skew_to_say);
     r.text.push(format!(
         "Token: {}{}",
         match expiry {
-            Some(t) => format!("valid until {}", time_text(t)),
+            Some(t) => format!("valid until {} (the API server's clock)", time_text(t)),
             None if !token.is_jwt() =>
                 "not a JWT: its expiry is known once CalicoNode renews it".into(),
             None => "does not expire".into(),
@@ -826,18 +938,64 @@ fn token(
             if s > 0 { "ahead of" } else { "behind" }
         ))
     ));
-    let bound = token.bound_node();
+    let past = expiry.is_some_and(|e| e <= clock.node_now);
+    r.text.push(match asked {
+        Some(token_check::Answer::Accepted(_)) if past && clock.skew.is_none() => "Token: the API server takes it (asked with calico-node's kubeconfig), though it has expired by this node's clock: this node's clock is ahead of the API server's".into(),
+        Some(token_check::Answer::Accepted(_)) => "Token: the API server takes it (asked with calico-node's kubeconfig)".into(),
+        Some(token_check::Answer::Refused(_)) => "Token: the API server refuses it (401, asked with calico-node's kubeconfig)".into(),
+        Some(token_check::Answer::Unknown(e)) => format!("Token: whether the API server takes it is not known: {e}"),
+        None => "Token: the API server was not asked".into(),
+    });
     if token.is_jwt() {
-        r.text.push(match &bound {
+        r.text.push(match token.bound_node() {
             Some(n) => format!("Token: bound to Node {n}: deleting the Node revokes it"),
-            None => "Token: not bound to the Node (the API server binds service-account tokens to Nodes from Kubernetes 1.33; before, or for a token issued before, deleting the Node does not revoke it)".into(),
+            None => crate::cluster::credentials::unbound_sentence(),
         });
     }
-    json!({"path": path, "present": true, "usable": true, "expires": expiry.map(time_text),
-        "bound_to_node": bound,
-        "clock_skew_seconds": record.and_then(|rec| rec.skew),
-        "renewal_failed": refused.map(|f| json!({"at": time_text(f.at), "error": f.error,
-            "needs_new_token": f.needs_new_token(now)}))})
+}
+
+/// Why the API server refuses the token (`cluster::refusal`): told from the cluster when it
+/// was read with an admin kubeconfig, else from the token alone (its expiry).
+fn cause_of_refusal(
+    token: &crate::cluster::credentials::Token,
+    clock: Clock,
+    cluster: &ClusterRead,
+) -> Option<crate::cluster::refusal::Cause> {
+    use crate::cluster::refusal;
+    let said = match (cluster, token.service_account()) {
+        (ClusterRead::Read(c, _), Some((ns, name))) => refusal::read_now(c, token, (&ns, &name)),
+        _ => refusal::Now::default(),
+    };
+    refusal::cause(
+        token,
+        clock.node_now,
+        &refusal::Now {
+            clock_skew: clock.skew,
+            ..said
+        },
+    )
+}
+
+/// Whether the API server takes calico-node's token now (`cluster::token_check`), asked with
+/// the kubeconfig install wrote for calico-node; `None` where there is none to ask with.
+fn ask_token(
+    ctx: &Context,
+    host: &dyn Host,
+    config: &Config,
+    node_name: &str,
+) -> Option<token_check::Answer> {
+    let path = config.kubeconfig.as_ref()?.as_str().to_owned();
+    let text = String::from_utf8_lossy(&host.read_file(&path).ok()??).into_owned();
+    let token = crate::cluster::credentials::node_token_in(host, &text).ok()??;
+    if token.unusable().is_some() {
+        return None;
+    }
+    Some(token_check::ask(
+        (&path, &text),
+        &token,
+        &ctx.env,
+        node_name,
+    ))
 }
 
 /// calico-node's token as its kubeconfig at `path` names it; what status reports instead
@@ -887,48 +1045,42 @@ fn node_token(
     }
 }
 
-/// The last failed renewal, said as a problem (with what to do when only a new token helps);
-/// a 401's cause told (`cluster::refusal`) when the cluster could be read.
+/// The last failed renewal of this token (a record of another token says nothing of this
+/// one), said as a problem with what to do when only a new token helps; a 401's cause told
+/// (`cluster::refusal`). A refusal the API server has just repeated (`refused_now`) is said
+/// once, by that answer.
 fn refused_renewal(
     host: &dyn Host,
     (token, expiry): (&crate::cluster::credentials::Token, Option<i64>),
-    now: i64,
+    clock: Clock,
     cluster: &ClusterRead,
+    refused_now: bool,
     r: &mut Report,
 ) -> Option<crate::installed::token_records::Refused> {
-    let refused = crate::installed::token_records::refused(host).unwrap_or_else(|e| {
-        r.problem(
-            Code::Token,
-            "token",
-            format!("cannot read the failed renewal's record: {e}"),
-        );
-        None
-    });
-    if let Some(f) = &refused {
-        let skew = crate::installed::token_records::issued(host, token)
-            .ok()
-            .flatten()
-            .and_then(|r| r.skew);
-        let cause = match (f.unauthorized, cluster, token.service_account()) {
-            (true, ClusterRead::Read(c, _), Some((ns, name))) => {
-                let said = crate::cluster::refusal::Now {
-                    clock_skew: skew,
-                    ..crate::cluster::refusal::read_now(c, token, (&ns, &name))
-                };
-                crate::cluster::refusal::cause(token, now, &said)
-            }
-            (true, _, _) => crate::cluster::refusal::cause(
-                token,
-                now,
-                &crate::cluster::refusal::Now {
-                    clock_skew: skew,
-                    ..Default::default()
-                },
-            ),
-            _ => None,
+    let refused = crate::installed::token_records::refused(host)
+        .unwrap_or_else(|e| {
+            r.problem(
+                Code::Token,
+                "token",
+                format!("cannot read the failed renewal's record: {e}"),
+            );
+            None
+        })
+        .filter(|f| f.is_of(token));
+    if let Some(f) = &refused
+        && !(refused_now && f.unauthorized)
+    {
+        let cause = if f.unauthorized {
+            cause_of_refusal(token, clock, cluster)
+        } else {
+            None
         };
-        r.findings
-            .push(health::token_refused(f, expiry, now, cause.as_ref()));
+        r.findings.push(health::token_refused(
+            f,
+            expiry,
+            clock.server_now,
+            cause.as_ref(),
+        ));
     }
     refused
 }

@@ -75,11 +75,13 @@ pub enum Code {
     /// The vSwitch's host adapter lacks what its adapter had before the vSwitch (static
     /// address, DNS servers and suffix, metric), or `Calico_ep` is not above the LAN's metric.
     AdapterDrift,
+    /// Calico is not installed here (no install record).
+    NotInstalled,
 }
 
 impl Code {
     /// Every code, for the documentation's completeness test.
-    pub const ALL: [Code; 28] = [
+    pub const ALL: &[Code] = &[
         Code::UnderWay,
         Code::ServiceNotRunning,
         Code::ServiceDrift,
@@ -108,6 +110,7 @@ impl Code {
         Code::HostUnreadable,
         Code::AddressMismatch,
         Code::AdapterDrift,
+        Code::NotInstalled,
     ];
 
     /// The code's word, as JSON has it.
@@ -354,6 +357,22 @@ pub fn token_expiry(path: &str, expiry: Option<i64>, overdue: i64, now: i64) -> 
             ),
         )
     })
+}
+
+/// The API server refuses calico-node's token now (401 to a request made with calico-node's
+/// own kubeconfig), with its cause where it was told.
+pub fn token_refused_now(path: &str, cause: Option<&crate::cluster::refusal::Cause>) -> Finding {
+    let why = match cause {
+        Some(c) => format!("cause {}: {}", c.word(), c.describe()),
+        None => "its cause is told by 'calicoctl-win status' with an admin kubeconfig".into(),
+    };
+    token(
+        "calico-node's token",
+        format!(
+            "the API server refuses calico-node's token in {path} (401 to calico-node's own kubeconfig; {why}): no renewal can succeed with it; {NEW_TOKEN}"
+        ),
+    )
+    .with_remedy(cause.map_or(NEW_TOKEN, crate::cluster::refusal::Cause::remedy))
 }
 
 /// CalicoNode's last renewal failed; a 401 (the API server refuses the token itself) needs a

@@ -22,13 +22,39 @@ pub struct Refused {
     /// The API server refused the current token itself (401): only a new token helps.
     #[serde(default)]
     pub unauthorized: bool,
+    /// `Token::fingerprint` of the token the attempt was made with, never the token: the
+    /// record is of that one token, and says nothing of a new one written since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
 }
 
 impl Refused {
-    /// Whether no renewal can succeed until someone issues a new token.
+    /// Whether no renewal can succeed until someone issues a new token, `now` by the API
+    /// server's clock.
     pub fn needs_new_token(&self, now: i64) -> bool {
         self.unauthorized || self.expires.is_some_and(|e| e <= now)
     }
+
+    /// Whether the attempt was made with `token` (a record of an earlier version, without a
+    /// fingerprint, is taken as of the token there is).
+    pub fn is_of(&self, token: &Token) -> bool {
+        self.token
+            .as_deref()
+            .is_none_or(|f| f == token.fingerprint())
+    }
+}
+
+/// The clock difference measured when a token arrived (this node's clock at `received`
+/// minus the token's `iat`, the API server's clock when it issued it), said when it is large
+/// enough to matter for a token of `lifetime` seconds.
+pub fn skew_sentence(skew: i64, lifetime: i64) -> Option<String> {
+    (skew.unsigned_abs() > SKEW_SAID.min(lifetime / 4).unsigned_abs()).then(|| {
+        format!(
+            "this node's clock is {}s {} the API server's ('w32tm /query /status' shows the time source, 'w32tm /resync' sets it)",
+            skew.unsigned_abs(),
+            if skew > 0 { "ahead of" } else { "behind" }
+        )
+    })
 }
 
 /// The token the last renewal wrote, as recorded for the next renewal and for `status`.
@@ -53,7 +79,7 @@ impl IssuedRecord {
     /// The clock difference with the API server, when it is large enough to say.
     pub fn skew_to_say(&self) -> Option<i64> {
         self.skew
-            .filter(|s| s.unsigned_abs() > SKEW_SAID.min(self.lifetime / 4).unsigned_abs())
+            .filter(|s| skew_sentence(*s, self.lifetime).is_some())
     }
 
     /// When the token it describes is due: two thirds of its life after it came.

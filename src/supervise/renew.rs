@@ -199,7 +199,7 @@ impl Renewal {
             }
             Err(e) => {
                 let error = format!("{e}; {}", e.hint());
-                self.fail(host, None, &error, true, log);
+                self.fail(host, (None, None), &error, true, log);
                 return;
             }
         };
@@ -224,7 +224,8 @@ impl Renewal {
             Ok(fresh) => self.succeeded(host, &fresh, log),
             Err(e) => {
                 let needs_new = unauthorized(&e);
-                self.fail(host, expires, &format!("{e:#}"), needs_new, log);
+                let attempt = (expires, Some(token.fingerprint()));
+                self.fail(host, attempt, &format!("{e:#}"), needs_new, log);
             }
         }
     }
@@ -321,11 +322,12 @@ impl Renewal {
     }
 
     /// Says a failed renewal everywhere `status` and an administrator look (the event once
-    /// per outage), and schedules the next attempt.
+    /// per outage), and schedules the next attempt; `attempt` is the token's expiry and
+    /// fingerprint, when there was a token.
     fn fail(
         &mut self,
         host: &dyn Host,
-        expires: Option<i64>,
+        (expires, token): (Option<i64>, Option<String>),
         error: &str,
         unauthorized: bool,
         log: &Log,
@@ -336,6 +338,7 @@ impl Renewal {
             expires,
             error: error.to_owned(),
             unauthorized,
+            token,
         };
         let needs_new = record.needs_new_token(now);
         self.refused = unauthorized;

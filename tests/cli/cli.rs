@@ -795,3 +795,22 @@ fn a_dry_run_without_an_admin_kubeconfig_warns_that_the_install_would_stop() {
     assert!(warnings.contains("no-admin-kubeconfig"), "{doc}");
     assert!(warnings.contains("SHA-256"), "{doc}");
 }
+
+/// `status -o json` on a node where Calico is not installed has the keys an installed node's
+/// document has for its verdict: `healthy`, `problems` and `findings`, the finding coded.
+#[test]
+fn status_json_has_findings_when_calico_is_not_installed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = cmd()
+        .args(["status", "--offline", "-o", "json", "--sim-host"])
+        .arg(dir.path().join("host"))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let doc = json(&out.stdout);
+    assert_eq!(doc["installed"], false, "{doc}");
+    let findings = doc["findings"].as_array().expect("findings");
+    assert_eq!(findings.len(), 1, "{doc}");
+    assert_eq!(findings[0]["code"], "not-installed", "{doc}");
+    assert_eq!(doc["problems"][0], findings[0]["message"], "{doc}");
+}

@@ -757,3 +757,42 @@ fn status_asks_the_api_server_a_bounded_number_of_times() {
     );
     assert!(asked.len() <= 25, "{} requests: {asked:?}", asked.len());
 }
+
+/// `status` on a node with nothing wrong asks the API server at most 12 times, the same with
+/// one pod's endpoint as with sixty: each object it judges by is read once (the Node, with
+/// calico-node's own kubeconfig, which also asks whether the API server takes its token; the
+/// node's pods; the DatastoreMigration in the one version discovery offers), and nothing only
+/// preflight judges by (the operator's Installation, the IPAMConfig) is read.
+#[test]
+fn status_on_a_healthy_node_asks_at_most_twelve_times_whatever_its_endpoints() {
+    let node = Node::healthy().installed().build();
+    let api = node.api();
+    api.set_node_ready("win-1", "True", "kubelet is posting ready status");
+    let pod = |i: usize| {
+        let (name, ip) = (format!("web-{i}"), format!("10.244.1.{}", i + 2));
+        api.put_pod("default", &name, "win-1", Some("ReplicaSet"));
+        api.set_pod_ip("default", &name, &ip);
+        (format!("web{i}_Calico"), ip)
+    };
+    let asked = |node: &Node| {
+        let before = node.api().requests().len();
+        let (code, doc, err) = node.run(&["status"]);
+        assert_eq!(code, 0, "{err} {doc}");
+        node.api().requests()[before..].to_vec()
+    };
+    let first = pod(0);
+    node.add_endpoints(&[(first.0.as_str(), first.1.as_str(), 3, false)]);
+    let one = asked(&node);
+    assert!(one.len() <= 12, "{} requests: {one:#?}", one.len());
+    let reads = |of: &str| one.iter().filter(|(m, p)| m == "GET" && p == of).count();
+    assert_eq!(reads("/api/v1/nodes/win-1"), 1, "{one:#?}");
+    assert_eq!(reads("/api/v1/pods"), 1, "{one:#?}");
+    let more: Vec<(String, String)> = (1..60).map(pod).collect();
+    let eps: Vec<(&str, &str, u16, bool)> = more
+        .iter()
+        .map(|(n, ip)| (n.as_str(), ip.as_str(), 3, false))
+        .collect();
+    node.add_endpoints(&eps);
+    let sixty = asked(&node);
+    assert_eq!(one, sixty, "the same requests with sixty endpoints");
+}

@@ -296,7 +296,7 @@ fn cause_said(node: &Node) -> String {
     assert_eq!(code, 1, "{err} {doc}");
     problems(&doc)
         .into_iter()
-        .find(|p| p.contains("refuses the token itself"))
+        .find(|p| p.contains("refuses calico-node's token"))
         .unwrap_or_else(|| panic!("no refusal said: {doc}"))
 }
 
@@ -355,7 +355,7 @@ fn a_refused_token_is_noticed_at_the_first_look_not_at_its_renewal_time() {
     assert!(said.contains("cause serviceaccount-recreated"), "{said}");
 }
 
-/// Tokens bound to the Node where the server binds them (Kubernetes 1.33 and later): status
+/// Tokens bound to the Node where the server binds them (by default from Kubernetes 1.31): status
 /// says so, deleting the Node revokes the token, noticed at CalicoNode's first look and told
 /// as `node-deleted`; an older server (no Node binding) gives an unbound token, and install
 /// and status say so.
@@ -377,7 +377,7 @@ fn tokens_are_bound_to_the_node_where_the_server_allows_and_status_says_which() 
         let (_, doc, _) = node.run(&["status"]);
         problems(&doc)
             .into_iter()
-            .find(|p| p.contains("refuses the token itself"))
+            .find(|p| p.contains("refuses calico-node's token"))
             .unwrap_or_else(|| panic!("{doc}"))
     };
     assert!(
@@ -454,4 +454,135 @@ fn a_new_token_written_over_the_file_is_used_without_a_restart() {
         ok && newest != fresh,
         "taken at the first request after the 401"
     );
+}
+
+/// The token's fingerprint as CalicoNode records it (`Token::fingerprint`: the first 16 hex
+/// digits of its SHA-256), never the token.
+fn fingerprint(token: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(token.trim().as_bytes())[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A token the API server refuses is a problem at status's first look, with CalicoNode
+/// stopped and no renewal recorded: status asks with calico-node's own kubeconfig, online
+/// (the cause told with the admin kubeconfig) and offline, as the fleet DaemonSet's readiness
+/// runs it.
+#[test]
+fn status_asks_the_api_server_whether_it_takes_the_token() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = installed(&api);
+    api.recreate_service_account("calico-system", "calico-node");
+    let (code, doc, err) = node.run(&["status"]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(doc["token"]["usable"], false, "{doc}");
+    assert!(doc["token"]["renewal_failed"].is_null(), "{doc}");
+    let said = problems(&doc).join("\n");
+    assert!(
+        said.contains("refuses calico-node's token")
+            && said.contains("cause serviceaccount-recreated"),
+        "{said}"
+    );
+    let (code, doc, _) = status(&node, false);
+    assert_eq!(code, Some(1));
+    assert_eq!(doc["token"]["api_server"]["answer"], "refused", "{doc}");
+    assert!(
+        problems(&doc)
+            .iter()
+            .any(|p| p.contains("refuses calico-node's token")),
+        "{doc}"
+    );
+    // A new token for the new account: taken.
+    let (code, _, err) = node.run(&["fetch", "kubeconfig"]);
+    assert_eq!(code, 0, "{err}");
+    let (_, doc, err) = node.run(&["status"]);
+    assert_eq!(
+        doc["token"]["api_server"]["answer"], "accepted",
+        "{err} {doc}"
+    );
+    assert_eq!(doc["token"]["usable"], true, "{doc}");
+}
+
+/// A recorded refusal is of the one token it was made with: once 'fetch kubeconfig' wrote a
+/// new token, the old refusal no longer degrades the node.
+#[test]
+fn a_refusal_of_the_old_token_is_not_the_new_ones() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = installed(&api);
+    let old = fs_err::read_to_string(token_file(&node)).expect("token");
+    let record = json!({"at": now(), "expires": now() + 3600, "unauthorized": false,
+        "error": "serviceaccounts \"calico-node\" is forbidden (403)", "token": fingerprint(&old)});
+    node.edit_state(|state| {
+        state["registry"][r"hklm\software\tigera\calico"]["tokenrenewal"] =
+            json!({"type": "REG_SZ", "data": record.to_string()});
+    });
+    let refusal = |doc: &Value| {
+        problems(doc)
+            .into_iter()
+            .any(|p| p.contains("could not renew calico-node's token"))
+    };
+    let (_, doc, _) = status(&node, false);
+    assert!(refusal(&doc), "{doc}");
+    let (code, _, err) = node.run(&["fetch", "kubeconfig"]);
+    assert_eq!(code, 0, "{err}");
+    assert_ne!(
+        fs_err::read_to_string(token_file(&node)).expect("token"),
+        old
+    );
+    let (_, doc, _) = status(&node, false);
+    assert!(!refusal(&doc), "{doc}");
+    assert!(doc["token"]["renewal_failed"].is_null(), "{doc}");
+}
+
+/// The node's clock two hours ahead of the API server's, tokens of an hour: install and
+/// 'fetch kubeconfig' say the difference they measure (and fetch does not take it for the
+/// server's cap); status judges the token by the API server's clock, with the difference
+/// CalicoNode's renewal measured, so a working token is not called expired, the API server
+/// unreachable or not.
+#[test]
+fn a_node_clock_two_hours_ahead_does_not_expire_a_working_token() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    {
+        let mut st = api.lock();
+        st.max_token_seconds = Some(3600);
+        st.clock_behind = 7200;
+    }
+    let node = Node::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    let (code, _, install_err) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{install_err}");
+    let expired = |doc: &Value| problems(doc).into_iter().any(|p| p.contains("expired"));
+    let (_, doc, _) = node.run(&["status"]);
+    assert!(!expired(&doc), "{doc}");
+    let (code, _, err) = node.run(&["fetch", "kubeconfig", "--lifetime", "2h"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("granted 0s"), "{err}");
+    assert!(
+        err.contains("granted 1h") && err.contains("s ahead of the API server's"),
+        "{err}"
+    );
+    assert!(
+        install_err.contains("s ahead of the API server's"),
+        "{install_err}"
+    );
+    // CalicoNode's renewal measures the difference and records it with the new token.
+    run_node_until(&node, |l| l.contains("renewed calico-node's token"), 0);
+    let (_, doc, _) = status(&node, false);
+    assert!(
+        doc["token"]["clock_skew_seconds"]
+            .as_i64()
+            .is_some_and(|s| s >= 7199),
+        "{doc}"
+    );
+    // No API server to ask: judged on its clock by the recorded difference.
+    drop(api);
+    let (_, doc, _) = status(&node, false);
+    assert_eq!(doc["token"]["api_server"]["answer"], "unknown", "{doc}");
+    assert!(!expired(&doc), "{doc}");
 }

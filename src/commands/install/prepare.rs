@@ -207,6 +207,9 @@ fn requested_kubeconfig(
     // Bound to this node's Node where the server allows it (deleting the Node revokes it).
     let issued =
         credentials::token_request(cl, &ns, "calico-node", args.token_lifetime, Some(node))?;
+    if let Some(said) = skew_said(&issued) {
+        ctx.printer.warn(&said);
+    }
     if let Some(why) = &issued.unbound {
         prepare.push(format!(
             "calico-node's token is not bound to the Node (deleting the Node does not revoke it): {why}"
@@ -227,6 +230,19 @@ fn requested_kubeconfig(
     Ok((
         Content::Bytes(text.into_bytes()),
         Content::Bytes(issued.token.expose().as_bytes().to_vec()),
+    ))
+}
+
+/// This node's clock against the API server's, measured on the token it just issued (the
+/// answer's arrival by this node's clock minus the token's `iat`, the server's), when the
+/// difference matters.
+fn skew_said(issued: &credentials::Issued) -> Option<String> {
+    let received = crate::duration::now();
+    let iat = issued.token.issued_at()?;
+    let life = issued.expires.map_or(i64::MAX, |e| e.saturating_sub(iat));
+    let said = crate::installed::token_records::skew_sentence(received.saturating_sub(iat), life)?;
+    Some(format!(
+        "{said}: token expiry is judged on the API server's clock, but TLS certificates, logs and kubelet go by this node's; set the node's time source"
     ))
 }
 

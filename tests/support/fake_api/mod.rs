@@ -79,7 +79,7 @@ pub struct State {
     /// The service-account issuer it signs tokens with and announces at
     /// `/.well-known/openid-configuration`; a token of another issuer is refused.
     pub issuer: String,
-    /// Binds tokens to Nodes as kube-apiserver 1.33 and later does; `false` refuses a Node as
+    /// Binds tokens to Nodes as kube-apiserver does by default from 1.31 (GA in 1.33); `false` refuses a Node as
     /// `boundObjectRef` as older servers do.
     pub node_binding: bool,
     /// Writes (requests other than reads and access reviews) answered so far, and the one
@@ -325,7 +325,7 @@ impl FakeApi {
         serve::authenticates(&self.lock(), token)
     }
 
-    /// Whether the server binds tokens to Nodes (Kubernetes 1.33 and later).
+    /// Whether the server binds tokens to Nodes (by default from Kubernetes 1.31).
     pub fn set_node_binding(&self, on: bool) {
         self.lock().node_binding = on;
     }

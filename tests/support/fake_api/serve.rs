@@ -658,7 +658,8 @@ fn token_request(st: &mut State, t: &Target, body: &Value) -> Reply {
         t.namespace.clone().unwrap_or_default(),
         t.name.clone().unwrap_or_default(),
     );
-    // A token bound to a Node (kube-apiserver 1.33 and later, ServiceAccountTokenNodeBinding):
+    // A token bound to a Node (kube-apiserver from 1.31, where ServiceAccountTokenNodeBinding
+    // is beta and on by default; GA in 1.33: kubernetes pkg/features/kube_features.go):
     // the Node must exist; an older server refuses the kind as its validation does.
     let bound = &body["spec"]["boundObjectRef"];
     let node = match bound["kind"].as_str() {

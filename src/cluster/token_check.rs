@@ -1,0 +1,98 @@
+//! Whether the API server takes calico-node's token now, asked once with calico-node's own
+//! kubeconfig: a GET of the node's own Node, the request CalicoNode makes every minute and
+//! which calico-node's ClusterRole allows (tigera/operator `pkg/render/node.go`, `nodeRole`:
+//! `get` on `pods`, `nodes`, `namespaces`, "The CNI plugin needs to get pods, nodes,
+//! namespaces"). kube-apiserver authenticates a request before it authorizes or serves it
+//! (kubernetes `staging/src/k8s.io/apiserver/pkg/server/config.go`,
+//! `DefaultBuildHandlerChain`: `WithAuthentication` outside `WithAuthorization`), so a 401 is
+//! the token refused whatever was asked, and any other answer from the server (the Node, a
+//! 404, a 403) is the token taken.
+
+use super::credentials::Token;
+use super::{Cluster, ClusterError};
+use k8s_openapi::api::core::v1::Node;
+
+/// How long the question may take: the fleet DaemonSet's readiness runs `status` within 20 s,
+/// and a server that does not answer in 5 leaves the answer unknown, not the probe timed out.
+const WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What the API server said of the token.
+#[derive(Debug)]
+pub enum Answer {
+    /// It took the token; the Node as it answered (`None`: no such Node, or the token may not
+    /// read it).
+    Accepted(Option<Box<Node>>),
+    /// It refused the token (401), with its message.
+    Refused(String),
+    /// No answer that tells either: the server could not be reached or asked, said.
+    Unknown(String),
+}
+
+impl Answer {
+    /// The answer's word, as JSON has it: `accepted`, `refused` or `unknown`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Answer::Accepted(_) => "accepted",
+            Answer::Refused(_) => "refused",
+            Answer::Unknown(_) => "unknown",
+        }
+    }
+}
+
+/// Asks, with the kubeconfig at `path` (its text `kubeconfig`) and `token` as its credential,
+/// for the Node `node`.
+pub fn ask(
+    (path, kubeconfig): (&str, &str),
+    token: &Token,
+    env: &std::collections::BTreeMap<String, String>,
+    node: &str,
+) -> Answer {
+    let c = match Cluster::connect_as_node(path, kubeconfig, token, env) {
+        Ok(c) => c,
+        Err(e) => return Answer::Unknown(e.to_string()),
+    };
+    let nodes: kube::Api<Node> = kube::Api::all(c.client.clone());
+    let what = format!("nodes/{node}");
+    judge(
+        match c.call_within(WITHIN, ("get", &what), nodes.get(node)) {
+            Err(e) if e.is_not_found() => Ok(None),
+            other => other.map(Some),
+        },
+    )
+}
+
+/// The answer of one authenticated request.
+fn judge(answer: Result<Option<Node>, ClusterError>) -> Answer {
+    match answer {
+        Ok(n) => Answer::Accepted(n.map(Box::new)),
+        Err(ClusterError::Api {
+            code: 401, message, ..
+        }) => Answer::Refused(message),
+        Err(ClusterError::Api { code: 403, .. }) => Answer::Accepted(None),
+        Err(e) => Answer::Unknown(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(code: u16) -> ClusterError {
+        ClusterError::Api {
+            server: "https://k".into(),
+            verb: "get".into(),
+            resource: "nodes/win-1".into(),
+            code,
+            message: "Unauthorized".into(),
+        }
+    }
+
+    #[test]
+    fn only_a_401_is_a_refused_token() {
+        assert_eq!(judge(Err(api(401))).word(), "refused");
+        // Authenticated, then not allowed: the token was taken.
+        assert_eq!(judge(Err(api(403))).word(), "accepted");
+        assert_eq!(judge(Ok(None)).word(), "accepted");
+        assert_eq!(judge(Err(api(500))).word(), "unknown");
+    }
+}
