@@ -475,8 +475,8 @@ pub fn interface_settings(h: &dyn Host, name: &str) {
 }
 
 /// The vSwitch made on a named adapter: its address moves to `vEthernet (<adapter>)`, a
-/// vSwitch port with the adapter's MAC; the adapter stays listed without it; deleting the
-/// network gives it back.
+/// vSwitch port with the adapter's MAC; the adapter, its IPv4 unbound, is listed only as an
+/// interface, by which the uplink is read back; deleting the network gives it back.
 pub fn vswitch_adapter(h: &dyn Host, uplink: &str) {
     let before = h.adapters().expect("adapters");
     let nic = before
@@ -503,11 +503,28 @@ pub fn vswitch_adapter(h: &dyn Host, uplink: &str) {
         vnic.is_vswitch_port() && vnic.mac == nic.mac && vnic.holds(ip),
         "{vnic:?}"
     );
-    let bound = after
+    // The adapter the vSwitch binds has IPv4 unbound: `GetAdaptersAddresses(AF_INET)` leaves
+    // it out ("adapters with IPv4 enabled"), the interface table still lists it, with its MAC,
+    // and the uplink is read back through it.
+    assert!(!after.iter().any(|a| a.name == uplink), "{after:?}");
+    let interfaces = h.ethernet_interfaces().expect("interfaces");
+    let bound = interfaces
         .iter()
         .find(|a| a.name == uplink)
-        .expect("still listed");
-    assert!(bound.addresses.is_empty(), "{bound:?}");
+        .unwrap_or_else(|| panic!("no interface {uplink}: {interfaces:?}"));
+    assert!(
+        bound.addresses.is_empty() && bound.mac == nic.mac && bound.index == nic.index,
+        "{bound:?}"
+    );
+    let every = crate::host::uplink::every_adapter(h).expect("every adapter");
+    let external = crate::host::hns::HnsNetwork {
+        adapter: None,
+        ..n.clone()
+    };
+    assert_eq!(
+        crate::host::uplink::uplink_of(vnic, &every, Some(&external)).as_deref(),
+        Some(uplink)
+    );
     h.hns_delete_network(&n.id).expect("delete");
     let back = h.adapters().expect("adapters");
     assert!(

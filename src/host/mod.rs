@@ -859,8 +859,16 @@ impl Adapter {
 /// IP configuration.
 pub trait Network {
     fn ipv4_addresses(&self) -> HostResult<Vec<InterfaceAddress>>;
-    /// Every adapter with its IPv4 configuration (loopback included).
+    /// Every adapter with IPv4 enabled, with its IPv4 configuration (loopback included):
+    /// `GetAdaptersAddresses(AF_INET)`, which Microsoft's iphlpapi reference documents as
+    /// "Return only IPv4 addresses associated with adapters with IPv4 enabled". The physical
+    /// adapter an External vSwitch binds has IPv4 unbound and is not among them
+    /// (`ethernet_interfaces` lists it; `uplink::every_adapter` joins the two).
     fn adapters(&self) -> HostResult<Vec<Adapter>>;
+    /// Every Ethernet interface Windows lists, IPv4 bound or not (`GetIfTable2`, which lists
+    /// every interface, filter modules left out): name, index, description, MAC and GUID, with
+    /// no addresses and no IPv4 settings.
+    fn ethernet_interfaces(&self) -> HostResult<Vec<Adapter>>;
     /// Sets an interface's IPv4 metric and turns its automatic metric off
     /// (`GetIpInterfaceEntry` and `SetIpInterfaceEntry`, netioapi.h, Windows Vista and later).
     fn set_interface_metric(&self, index: u32, metric: u32) -> HostResult<()>;

@@ -441,7 +441,11 @@ impl Network for SimHost {
     }
 
     fn adapters(&self) -> HostResult<Vec<Adapter>> {
-        Ok(self.read(|s| s.all_adapters()))
+        Ok(self.read(|s| s.ipv4_adapters()))
+    }
+
+    fn ethernet_interfaces(&self) -> HostResult<Vec<Adapter>> {
+        Ok(self.read(|s| s.ethernet_interfaces()))
     }
 
     fn set_interface_metric(&self, index: u32, metric: u32) -> HostResult<()> {

@@ -361,6 +361,37 @@ impl State {
         out
     }
 
+    /// The adapters with IPv4 enabled, as `GetAdaptersAddresses(AF_INET)` lists them
+    /// (Microsoft's iphlpapi reference: "Return only IPv4 addresses associated with adapters
+    /// with IPv4 enabled"): all but the one the vSwitch binds, whose IPv4 is unbound while the
+    /// vSwitch exists (its host adapter, `vEthernet (<adapter>)`, has the IP configuration).
+    pub fn ipv4_adapters(&self) -> Vec<Adapter> {
+        let bound = self.vswitch.map(|(nic, _)| nic);
+        self.all_adapters()
+            .into_iter()
+            .filter(|a| Some(a.index) != bound)
+            .collect()
+    }
+
+    /// Every Ethernet interface, IPv4 bound or not, as `GetIfTable2` lists it (Microsoft's
+    /// netioapi reference, `MIB_IF_ROW2`: alias, description, MAC, GUID; no IP settings): the
+    /// adapters with a MAC.
+    pub fn ethernet_interfaces(&self) -> Vec<Adapter> {
+        self.all_adapters()
+            .into_iter()
+            .filter(|a| !a.mac.is_empty())
+            .map(|a| Adapter {
+                addresses: Vec::new(),
+                dhcp: false,
+                gateways: Vec::new(),
+                dns_servers: Vec::new(),
+                dns_suffix: String::new(),
+                metric: 0,
+                ..a
+            })
+            .collect()
+    }
+
     /// What the interface's TCP/IP parameters set (learn.microsoft.com, "TCP/IP and NetBT
     /// configuration parameters"): `NameServer` the DNS servers, `Domain` the suffix,
     /// `EnableDHCP` 0 a static interface.

@@ -200,6 +200,9 @@ impl Network for WindowsHost {
     fn adapters(&self) -> HostResult<Vec<crate::host::Adapter>> {
         network::adapters()
     }
+    fn ethernet_interfaces(&self) -> HostResult<Vec<crate::host::Adapter>> {
+        network::ethernet_interfaces()
+    }
     fn set_interface_metric(&self, index: u32, metric: u32) -> HostResult<()> {
         network::set_interface_metric(index, metric)
     }
