@@ -10,6 +10,7 @@ pub mod boot;
 pub mod events;
 pub mod hns;
 pub mod http_probe;
+pub mod ip_config;
 pub mod lock;
 pub mod process;
 pub mod runtime;
@@ -875,6 +876,10 @@ pub trait Network {
     /// Adds a manual IPv4 address to an interface (`CreateUnicastIpAddressEntry`, netioapi.h,
     /// Windows Vista and later); one already there is `Exists`.
     fn add_address(&self, index: u32, ip: Ipv4Addr, prefix_len: u8) -> HostResult<()>;
+    /// Makes a setting of an interface's IPv4 configuration through WMI's
+    /// `Win32_NetworkAdapterConfiguration`, which tells the DHCP and DNS clients
+    /// (`ip_config::AdapterSetting`); an interface no instance has is `NotFound`.
+    fn configure_adapter(&self, index: u32, setting: &ip_config::AdapterSetting) -> HostResult<()>;
 
     fn routes(&self) -> HostResult<Vec<Route>>;
     /// Adds a route; an identical existing route is refused with `Exists`.

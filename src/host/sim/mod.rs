@@ -456,6 +456,33 @@ impl Network for SimHost {
         })
     }
 
+    /// As Microsoft documents the methods: `EnableStatic` turns DHCP off and makes the
+    /// addresses given the interface's, `SetDNSServerSearchOrder` and `SetDNSDomain` set the
+    /// servers and the suffix `GetAdaptersAddresses` then reports.
+    fn configure_adapter(&self, index: u32, setting: &ip_config::AdapterSetting) -> HostResult<()> {
+        use ip_config::AdapterSetting;
+        self.mutate(&format!("configure interface {index}"), |s| {
+            let a = s.described_adapter(index)?;
+            let name = a.name.clone();
+            match setting {
+                AdapterSetting::Static(addresses) => {
+                    a.dhcp = false;
+                    s.interfaces.retain(|x| x.index != index);
+                    s.interfaces
+                        .extend(addresses.iter().map(|(ip, prefix_len)| InterfaceAddress {
+                            interface: name.clone(),
+                            index,
+                            ip: *ip,
+                            prefix_len: *prefix_len,
+                        }));
+                }
+                AdapterSetting::DnsServers(servers) => a.dns_servers = servers.clone(),
+                AdapterSetting::DnsSuffix(suffix) => a.dns_suffix = suffix.clone(),
+            }
+            Ok(())
+        })
+    }
+
     fn add_address(&self, index: u32, ip: Ipv4Addr, prefix_len: u8) -> HostResult<()> {
         self.mutate(
             &format!("add {ip}/{prefix_len} to interface {index}"),

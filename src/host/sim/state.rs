@@ -343,7 +343,11 @@ impl State {
     }
 
     /// Every adapter: the described ones, and a plain Ethernet (or loopback) adapter for an
-    /// index only `interfaces` names.
+    /// index only `interfaces` names. Values written under the interface's TCP/IP parameters
+    /// in the registry (`EnableDHCP`, `NameServer`, `Domain`) change nothing here: Windows
+    /// reads them at a restart or a DHCP renewal (Microsoft's TCP/IP registry reference for
+    /// Windows Server 2003, each entry's "Activation Method"); `configure_adapter`'s WMI
+    /// methods do.
     pub fn all_adapters(&self) -> Vec<Adapter> {
         let mut out: Vec<Adapter> = self
             .adapters
@@ -354,9 +358,6 @@ impl State {
             if !out.iter().any(|a| a.index == i.index) {
                 out.push(self.default_adapter(i).with_addresses(&self.interfaces));
             }
-        }
-        for a in &mut out {
-            self.tcpip_parameters(a);
         }
         out
     }
@@ -390,31 +391,6 @@ impl State {
                 ..a
             })
             .collect()
-    }
-
-    /// What the interface's TCP/IP parameters set (learn.microsoft.com, "TCP/IP and NetBT
-    /// configuration parameters"): `NameServer` the DNS servers, `Domain` the suffix,
-    /// `EnableDHCP` 0 a static interface.
-    fn tcpip_parameters(&self, a: &mut Adapter) {
-        let key = key_of(&format!(
-            r"HKLM\SYSTEM\CurrentControlSet\Services\Tcpip\Parameters\Interfaces\{}",
-            a.guid
-        ));
-        let Some(values) = self.registry.get(&key) else {
-            return;
-        };
-        if let Some(RegValue::Sz(servers)) = values.get("nameserver") {
-            a.dns_servers = servers
-                .split([',', ' '])
-                .filter_map(|x| x.trim().parse().ok())
-                .collect();
-        }
-        if let Some(RegValue::Sz(domain)) = values.get("domain") {
-            a.dns_suffix = domain.clone();
-        }
-        if let Some(RegValue::Dword(0)) = values.get("enabledhcp") {
-            a.dhcp = false;
-        }
     }
 
     /// The adapter of an interface index, described from now on (so that a change to it
