@@ -864,7 +864,7 @@ pub trait Network {
     /// `GetAdaptersAddresses(AF_INET)`, which Microsoft's iphlpapi reference documents as
     /// "Return only IPv4 addresses associated with adapters with IPv4 enabled". The physical
     /// adapter an External vSwitch binds has IPv4 unbound and is not among them
-    /// (`ethernet_interfaces` lists it; `uplink::every_adapter` joins the two).
+    /// (`ethernet_interfaces` lists it; the adapter choice reads both).
     fn adapters(&self) -> HostResult<Vec<Adapter>>;
     /// Every Ethernet interface Windows lists, IPv4 bound or not (`GetIfTable2`, which lists
     /// every interface, filter modules left out): name, index, description, MAC and GUID, with

@@ -239,26 +239,7 @@ pub fn choose(
     external: Option<&HnsNetwork>,
 ) -> Result<Choice, ChoiceError> {
     if let Some(name) = configured {
-        return match adapters.iter().find(|a| a.name.eq_ignore_ascii_case(name)) {
-            Some(a) if !a.is_vswitch_port() => Ok(Choice {
-                adapter: Some(a.name.clone()),
-                why: "vxlan.adapter names it".into(),
-            }),
-            Some(vnic) => through_vswitch(vnic, adapters, external).map(|uplink| Choice {
-                why: match &uplink {
-                    Some(_) => format!(
-                        "vxlan.adapter names {}, the External vSwitch's host adapter on it",
-                        vnic.name
-                    ),
-                    None => format!("vxlan.adapter names {}, {}", vnic.name, UNTOLD),
-                },
-                adapter: uplink,
-            }),
-            None => Err(ChoiceError::Missing {
-                name: name.to_owned(),
-                list: listed(adapters),
-            }),
-        };
+        return by_name(name, adapters, external);
     }
     let Some(node) = node_ip else {
         return Ok(by_default_route(adapters, routes, external));
@@ -313,6 +294,35 @@ pub fn choose(
             },
             adapter: uplink,
         })
+}
+
+/// The adapter `vxlan.adapter` names, read back through our vSwitch when it names its host
+/// adapter.
+fn by_name(
+    name: &str,
+    adapters: &[Adapter],
+    external: Option<&HnsNetwork>,
+) -> Result<Choice, ChoiceError> {
+    match adapters.iter().find(|a| a.name.eq_ignore_ascii_case(name)) {
+        Some(a) if !a.is_vswitch_port() => Ok(Choice {
+            adapter: Some(a.name.clone()),
+            why: "vxlan.adapter names it".into(),
+        }),
+        Some(vnic) => through_vswitch(vnic, adapters, external).map(|uplink| Choice {
+            why: match &uplink {
+                Some(_) => format!(
+                    "vxlan.adapter names {}, the External vSwitch's host adapter on it",
+                    vnic.name
+                ),
+                None => format!("vxlan.adapter names {}, {}", vnic.name, UNTOLD),
+            },
+            adapter: uplink,
+        }),
+        None => Err(ChoiceError::Missing {
+            name: name.to_owned(),
+            list: listed(adapters),
+        }),
+    }
 }
 
 /// Why a choice through our vSwitch is unknown: an unknown is no change (`NetworkSettings`).

@@ -126,12 +126,8 @@ fn services(op: &str) -> HostResult<IWbemServices> {
     Ok(services)
 }
 
-/// Calls `call` on the `Win32_NetworkAdapterConfiguration` of interface `index`: its
-/// `ReturnValue`, as `ip_config::wmi_result` reads it.
-pub fn call_method(index: u32, call: &WmiCall) -> HostResult<()> {
-    let op = format!("{} on interface {index}", call.method);
-    let _com = super::firewall::com_init();
-    let wmi = services(&op)?;
+/// The `__PATH` of interface `index`'s `Win32_NetworkAdapterConfiguration`.
+fn instance_path(wmi: &IWbemServices, index: u32, op: &str) -> HostResult<BSTR> {
     let wql = BSTR::from("WQL");
     // SAFETY: a query on the connection above.
     let found = unsafe {
@@ -142,21 +138,30 @@ pub fn call_method(index: u32, call: &WmiCall) -> HostResult<()> {
             None,
         )
     }
-    .map_err(api(&op))?;
+    .map_err(api(op))?;
     let mut first = [None];
     let mut returned = 0u32;
     // SAFETY: one object asked for, into `first`.
     unsafe { found.Next(WBEM_INFINITE, &mut first, &mut returned) }
         .ok()
-        .map_err(api(&op))?;
+        .map_err(api(op))?;
     let Some(instance) = first[0].take().filter(|_| returned == 1) else {
         return Err(HostError::NotFound {
             what: format!("the {} of interface {index}", ip_config::WMI_CLASS),
         });
     };
-    let path = property(&instance, "__PATH", &op)?;
+    let path = property(&instance, "__PATH", op)?;
     // SAFETY: __PATH is a VT_BSTR property, read before the VARIANT is cleared.
-    let path = unsafe { (*path.0.Anonymous.Anonymous.Anonymous.bstrVal).clone() };
+    Ok(unsafe { (*path.0.Anonymous.Anonymous.Anonymous.bstrVal).clone() })
+}
+
+/// Calls `call` on the `Win32_NetworkAdapterConfiguration` of interface `index`: its
+/// `ReturnValue`, as `ip_config::wmi_result` reads it.
+pub fn call_method(index: u32, call: &WmiCall) -> HostResult<()> {
+    let op = format!("{} on interface {index}", call.method);
+    let _com = super::firewall::com_init();
+    let wmi = services(&op)?;
+    let path = instance_path(&wmi, index, &op)?;
     let mut class = None;
     // SAFETY: the class object, into `class`.
     unsafe {
