@@ -95,8 +95,9 @@ unsafe fn ansi(p: *const u8) -> String {
         .into_owned()
 }
 
-/// Every adapter with its IPv4 configuration (Microsoft's iphlpapi reference,
-/// `GetAdaptersAddresses` and `IP_ADAPTER_ADDRESSES_LH`, present from Windows Vista on).
+/// Every adapter with IPv4 enabled, with its IPv4 configuration (Microsoft's iphlpapi
+/// reference, `GetAdaptersAddresses` and `IP_ADAPTER_ADDRESSES_LH`, present from Windows Vista
+/// on; `AF_INET` lists "only ... adapters with IPv4 enabled", so not the one a vSwitch binds).
 pub fn adapters() -> HostResult<Vec<Adapter>> {
     let flags = GAA_FLAG_SKIP_ANYCAST | GAA_FLAG_SKIP_MULTICAST | GAA_FLAG_INCLUDE_GATEWAYS;
     let buf = crate::host::with_growing_buffer(16 * 1024, 4, ERROR_BUFFER_OVERFLOW, |buf, size| {
