@@ -184,7 +184,9 @@ fn rendered_for(
         ClusterRead::Read(_, f) => f.node_internal_ip,
         _ => None,
     };
-    let uplink = crate::plan::desired::choose_uplink(host, config, internal_ip)?;
+    let recorded = rec.network.as_ref().and_then(|n| n.adapter.as_deref());
+    let uplink =
+        crate::plan::desired::choose_uplink(host, config, internal_ip)?.or_recorded(recorded);
     let rendered = rendered_files(host, config, rec.release(), uplink.adapter.as_deref())?;
     Ok((uplink, rendered))
 }

@@ -475,8 +475,8 @@ pub fn interface_settings(h: &dyn Host, name: &str) {
 }
 
 /// The vSwitch made on a named adapter: its address moves to `vEthernet (<adapter>)`, a
-/// vSwitch port with the adapter's MAC; the adapter stays listed without it; deleting the
-/// network gives it back.
+/// vSwitch port with the adapter's MAC; the adapter, its IPv4 unbound, is listed only as an
+/// interface, by which the uplink is read back; deleting the network gives it back.
 pub fn vswitch_adapter(h: &dyn Host, uplink: &str) {
     let before = h.adapters().expect("adapters");
     let nic = before
@@ -503,11 +503,28 @@ pub fn vswitch_adapter(h: &dyn Host, uplink: &str) {
         vnic.is_vswitch_port() && vnic.mac == nic.mac && vnic.holds(ip),
         "{vnic:?}"
     );
-    let bound = after
+    // The adapter the vSwitch binds has IPv4 unbound: `GetAdaptersAddresses(AF_INET)` leaves
+    // it out ("adapters with IPv4 enabled"), the interface table still lists it, with its MAC,
+    // and the uplink is read back through it.
+    assert!(!after.iter().any(|a| a.name == uplink), "{after:?}");
+    let interfaces = h.ethernet_interfaces().expect("interfaces");
+    let bound = interfaces
         .iter()
         .find(|a| a.name == uplink)
-        .expect("still listed");
-    assert!(bound.addresses.is_empty(), "{bound:?}");
+        .unwrap_or_else(|| panic!("no interface {uplink}: {interfaces:?}"));
+    assert!(
+        bound.addresses.is_empty() && bound.mac == nic.mac && bound.index == nic.index,
+        "{bound:?}"
+    );
+    let every = crate::host::uplink::every_adapter(h).expect("every adapter");
+    let external = crate::host::hns::HnsNetwork {
+        adapter: None,
+        ..n.clone()
+    };
+    assert_eq!(
+        crate::host::uplink::uplink_of(vnic, &every, Some(&external)).as_deref(),
+        Some(uplink)
+    );
     h.hns_delete_network(&n.id).expect("delete");
     let back = h.adapters().expect("adapters");
     assert!(
@@ -1073,6 +1090,84 @@ pub(crate) mod on_windows {
         );
         assert_eq!(first.dns_suffix, "cluster.example");
         interface_settings(&WindowsHost::new(), "Ethernet 2");
+    }
+
+    /// Through both stand-ins, HCN's and the IP helper's (`tools/wine/test.sh` runs it alone:
+    /// the network it makes takes an adapter into a vSwitch): the adapter the vSwitch binds
+    /// has IPv4 unbound, so `GetAdaptersAddresses(AF_INET)` leaves it out and `GetIfTable2`
+    /// lists it, through which the uplink is read back. Not on a real host, whose one adapter
+    /// it would take (the lifecycle there makes the vSwitch).
+    #[test]
+    fn the_uplink_behind_the_vswitch_is_read_from_the_interface_table() {
+        if std::env::var_os("CALICOCTL_WIN_IPHLP_STANDIN").is_none()
+            || std::env::var_os("CALICOCTL_WIN_HCN_STANDIN").is_none()
+        {
+            return;
+        }
+        let _turn = ROUTES.lock().unwrap_or_else(|p| p.into_inner());
+        vswitch_adapter(&WindowsHost::new(), "Ethernet 2");
+    }
+
+    /// Real Windows only (the workflow sets `CALICOCTL_WIN_REAL_HOST`; Wine's WMI has no
+    /// `Win32_NetworkAdapterConfiguration` methods): what WMI's setters make is what
+    /// `GetAdaptersAddresses` reads back, on the default route's adapter. Its DNS suffix is set
+    /// to a test name and back (`SetDNSDomain`), its DNS servers to the ones it has
+    /// (`SetDNSServerSearchOrder`; on a DHCP adapter then cleared, which should hand them back
+    /// to DHCP: printed, not asserted). `EnableStatic` is not run here: it would end the
+    /// runner's DHCP lease.
+    #[test]
+    fn wmi_settings_are_read_back_on_a_real_host() {
+        use crate::host::ip_config::AdapterSetting;
+        if !real_host() {
+            return;
+        }
+        let _turn = ROUTES.lock().unwrap_or_else(|p| p.into_inner());
+        let h = WindowsHost::new();
+        let adapters = h.adapters().expect("adapters");
+        let routes = h.routes().expect("routes");
+        let a = crate::host::uplink::default_route_adapter(&adapters, &routes)
+            .expect("the default route's adapter")
+            .clone();
+        let read = || {
+            h.adapters()
+                .expect("adapters")
+                .into_iter()
+                .find(|x| x.index == a.index)
+                .expect("the adapter")
+        };
+        eprintln!("before: {a:?}");
+        h.configure_adapter(
+            a.index,
+            &AdapterSetting::DnsSuffix("calicoctl-win.test".into()),
+        )
+        .expect("SetDNSDomain");
+        let set = read();
+        let restore = if a.dhcp {
+            String::new()
+        } else {
+            a.dns_suffix.clone()
+        };
+        h.configure_adapter(a.index, &AdapterSetting::DnsSuffix(restore))
+            .expect("SetDNSDomain back");
+        eprintln!(
+            "suffix set: {:?}; restored: {:?}",
+            set.dns_suffix,
+            read().dns_suffix
+        );
+        assert_eq!(set.dns_suffix, "calicoctl-win.test", "{set:?}");
+        h.configure_adapter(a.index, &AdapterSetting::DnsServers(a.dns_servers.clone()))
+            .expect("SetDNSServerSearchOrder");
+        let set = read();
+        if a.dhcp {
+            h.configure_adapter(a.index, &AdapterSetting::DnsServers(Vec::new()))
+                .expect("SetDNSServerSearchOrder cleared");
+        }
+        eprintln!(
+            "servers set: {:?}; after: {:?}",
+            set.dns_servers,
+            read().dns_servers
+        );
+        assert_eq!(set.dns_servers, a.dns_servers, "{set:?}");
     }
 
     /// The route tests change one routing table: they take turns.

@@ -10,6 +10,7 @@ pub mod boot;
 pub mod events;
 pub mod hns;
 pub mod http_probe;
+pub mod ip_config;
 pub mod lock;
 pub mod process;
 pub mod runtime;
@@ -859,14 +860,26 @@ impl Adapter {
 /// IP configuration.
 pub trait Network {
     fn ipv4_addresses(&self) -> HostResult<Vec<InterfaceAddress>>;
-    /// Every adapter with its IPv4 configuration (loopback included).
+    /// Every adapter with IPv4 enabled, with its IPv4 configuration (loopback included):
+    /// `GetAdaptersAddresses(AF_INET)`, which Microsoft's iphlpapi reference documents as
+    /// "Return only IPv4 addresses associated with adapters with IPv4 enabled". The physical
+    /// adapter an External vSwitch binds has IPv4 unbound and is not among them
+    /// (`ethernet_interfaces` lists it; the adapter choice reads both).
     fn adapters(&self) -> HostResult<Vec<Adapter>>;
+    /// Every Ethernet interface Windows lists, IPv4 bound or not (`GetIfTable2`, which lists
+    /// every interface, filter modules left out): name, index, description, MAC and GUID, with
+    /// no addresses and no IPv4 settings.
+    fn ethernet_interfaces(&self) -> HostResult<Vec<Adapter>>;
     /// Sets an interface's IPv4 metric and turns its automatic metric off
     /// (`GetIpInterfaceEntry` and `SetIpInterfaceEntry`, netioapi.h, Windows Vista and later).
     fn set_interface_metric(&self, index: u32, metric: u32) -> HostResult<()>;
     /// Adds a manual IPv4 address to an interface (`CreateUnicastIpAddressEntry`, netioapi.h,
     /// Windows Vista and later); one already there is `Exists`.
     fn add_address(&self, index: u32, ip: Ipv4Addr, prefix_len: u8) -> HostResult<()>;
+    /// Makes a setting of an interface's IPv4 configuration through WMI's
+    /// `Win32_NetworkAdapterConfiguration`, which tells the DHCP and DNS clients
+    /// (`ip_config::AdapterSetting`); an interface no instance has is `NotFound`.
+    fn configure_adapter(&self, index: u32, setting: &ip_config::AdapterSetting) -> HostResult<()>;
 
     fn routes(&self) -> HostResult<Vec<Route>>;
     /// Adds a route; an identical existing route is refused with `Exists`.

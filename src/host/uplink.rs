@@ -12,7 +12,12 @@
 //! carries the uplink's MAC (antrea `pkg/agent/util/net_windows.go`, `adapterIPExists`, finds
 //! it by address, that MAC and the `vEthernet` name): the uplink is then read back from the
 //! External network (the adapter HNS reports it bound) or, failing that, from the one adapter
-//! with that MAC whose name the vEthernet adapter's carries; never from the name alone.
+//! with that MAC whose name the vEthernet adapter's carries; never from the name alone. The
+//! physical adapter then has IPv4 unbound, so `GetAdaptersAddresses(AF_INET)` leaves it out
+//! (Microsoft's iphlpapi reference: "Return only IPv4 addresses associated with adapters with
+//! IPv4 enabled"): it is read from the interface table (`every_adapter`). When neither HNS nor
+//! Windows tells it, the choice is unknown (`None`), which install and reconfigure take as no
+//! change: the External network stays where it is.
 
 use super::{Adapter, Route, hns::HnsNetwork};
 use serde::Serialize;
@@ -47,6 +52,20 @@ impl Choice {
     }
 }
 
+impl Choice {
+    /// An unknown is no change: with no adapter chosen (the one behind our vSwitch cannot be
+    /// told, or nothing names one), the adapter the install record keeps (`recorded`) stays.
+    pub fn or_recorded(self, recorded: Option<&str>) -> Choice {
+        match (&self.adapter, recorded) {
+            (None, Some(kept)) => Choice {
+                adapter: Some(kept.to_owned()),
+                why: format!("the install record's adapter, kept: {}", self.why),
+            },
+            _ => self,
+        }
+    }
+}
+
 /// No adapter can be chosen for certain.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ChoiceError {
@@ -72,10 +91,6 @@ pub enum ChoiceError {
         ip: Ipv4Addr,
         from: String,
     },
-    #[error(
-        "{adapter} is the External vSwitch's host adapter, and which physical adapter it sits on cannot be told for certain (no adapter has its MAC {mac} and the name it carries)"
-    )]
-    UnknownUplink { adapter: String, mac: String },
 }
 
 impl ChoiceError {
@@ -136,6 +151,21 @@ fn listed(adapters: &[Adapter]) -> String {
     }
 }
 
+/// Every adapter Windows lists: those with IPv4 enabled (`Network::adapters`) and, without
+/// addresses, the Ethernet interfaces with IPv4 unbound (`Network::ethernet_interfaces`),
+/// among them the physical adapter under an External vSwitch, which
+/// `GetAdaptersAddresses(AF_INET)` leaves out.
+pub fn every_adapter(host: &dyn super::Host) -> super::HostResult<Vec<Adapter>> {
+    let mut all = host.adapters()?;
+    let unbound: Vec<Adapter> = host
+        .ethernet_interfaces()?
+        .into_iter()
+        .filter(|i| !all.iter().any(|a| a.index == i.index))
+        .collect();
+    all.extend(unbound);
+    Ok(all)
+}
+
 /// Whether `vnic` is the vSwitch host adapter made on the adapter `name` whose MAC is `mac`:
 /// a vSwitch port with that MAC named `vEthernet (<name>)` (antrea
 /// `pkg/agent/util/net_windows.go`, `adapterIPExists`, finds it by the MAC and the `vEthernet`
@@ -149,32 +179,40 @@ pub fn is_host_adapter_of(vnic: &Adapter, name: &str, mac: &str) -> bool {
             .eq_ignore_ascii_case(&format!("vEthernet ({name})"))
 }
 
-/// The physical adapter under a vSwitch host adapter of the External network, or `None` when
-/// the vSwitch is not ours (`external` is `None`: no External network) or cannot be told.
-pub fn uplink_of<'a>(
+/// The name of the physical adapter under a vSwitch host adapter of the External network, or
+/// `None` when the vSwitch is not ours (`external` is `None`: no External network) or cannot
+/// be told. `adapters` is every adapter Windows lists (`every_adapter`), the physical one
+/// with IPv4 unbound among them.
+pub fn uplink_of(
     vnic: &Adapter,
-    adapters: &'a [Adapter],
+    adapters: &[Adapter],
     external: Option<&HnsNetwork>,
-) -> Option<&'a Adapter> {
+) -> Option<String> {
     external?;
     let same_mac = |a: &&Adapter| {
         !a.is_vswitch_port() && !vnic.mac.is_empty() && a.mac.eq_ignore_ascii_case(&vnic.mac)
     };
-    // What HNS says it bound, when it says (HNS v1's `NetworkAdapterName`, or the policy).
-    if let Some(bound) = external.and_then(|n| n.adapter.as_deref())
-        && let Some(a) = adapters
+    // What HNS says it bound, when it says (HNS v1's `NetworkAdapterName`, or the policy):
+    // the adapter of that name with the vEthernet adapter's MAC, or HNS's word alone when
+    // Windows lists no adapter of that name (none contradicts it).
+    if let Some(bound) = external.and_then(|n| n.adapter.as_deref()) {
+        let mut named = adapters
             .iter()
-            .filter(same_mac)
-            .find(|a| a.name.eq_ignore_ascii_case(bound))
-    {
-        return Some(a);
+            .filter(|a| !a.is_vswitch_port() && a.name.eq_ignore_ascii_case(bound))
+            .peekable();
+        if named.peek().is_none() {
+            return Some(bound.to_owned());
+        }
+        if let Some(a) = named.find(same_mac) {
+            return Some(a.name.clone());
+        }
     }
     let mut candidates = adapters
         .iter()
         .filter(same_mac)
         .filter(|a| is_host_adapter_of(vnic, &a.name, &a.mac));
     let one = candidates.next()?;
-    candidates.next().is_none().then_some(one)
+    candidates.next().is_none().then(|| one.name.clone())
 }
 
 /// The adapter the default route with the lowest metric (route plus interface metric, as
@@ -201,23 +239,7 @@ pub fn choose(
     external: Option<&HnsNetwork>,
 ) -> Result<Choice, ChoiceError> {
     if let Some(name) = configured {
-        return match adapters.iter().find(|a| a.name.eq_ignore_ascii_case(name)) {
-            Some(a) if !a.is_vswitch_port() => Ok(Choice {
-                adapter: Some(a.name.clone()),
-                why: "vxlan.adapter names it".into(),
-            }),
-            Some(vnic) => through_vswitch(vnic, adapters, external).map(|uplink| Choice {
-                adapter: Some(uplink.name.clone()),
-                why: format!(
-                    "vxlan.adapter names {}, the External vSwitch's host adapter on it",
-                    vnic.name
-                ),
-            }),
-            None => Err(ChoiceError::Missing {
-                name: name.to_owned(),
-                list: listed(adapters),
-            }),
-        };
+        return by_name(name, adapters, external);
     }
     let Some(node) = node_ip else {
         return Ok(by_default_route(adapters, routes, external));
@@ -260,19 +282,59 @@ pub fn choose(
             other => other,
         })
         .map(|uplink| Choice {
-            adapter: Some(uplink.name.clone()),
-            why: format!(
-                "it holds {} ({}) through the External vSwitch's host adapter {}",
-                node.ip, node.source, holder.name
-            ),
+            why: match &uplink {
+                Some(_) => format!(
+                    "it holds {} ({}) through the External vSwitch's host adapter {}",
+                    node.ip, node.source, holder.name
+                ),
+                None => format!(
+                    "{} ({}) is on {}, {}",
+                    node.ip, node.source, holder.name, UNTOLD
+                ),
+            },
+            adapter: uplink,
         })
 }
 
-fn through_vswitch<'a>(
-    vnic: &Adapter,
-    adapters: &'a [Adapter],
+/// The adapter `vxlan.adapter` names, read back through our vSwitch when it names its host
+/// adapter.
+fn by_name(
+    name: &str,
+    adapters: &[Adapter],
     external: Option<&HnsNetwork>,
-) -> Result<&'a Adapter, ChoiceError> {
+) -> Result<Choice, ChoiceError> {
+    match adapters.iter().find(|a| a.name.eq_ignore_ascii_case(name)) {
+        Some(a) if !a.is_vswitch_port() => Ok(Choice {
+            adapter: Some(a.name.clone()),
+            why: "vxlan.adapter names it".into(),
+        }),
+        Some(vnic) => through_vswitch(vnic, adapters, external).map(|uplink| Choice {
+            why: match &uplink {
+                Some(_) => format!(
+                    "vxlan.adapter names {}, the External vSwitch's host adapter on it",
+                    vnic.name
+                ),
+                None => format!("vxlan.adapter names {}, {}", vnic.name, UNTOLD),
+            },
+            adapter: uplink,
+        }),
+        None => Err(ChoiceError::Missing {
+            name: name.to_owned(),
+            list: listed(adapters),
+        }),
+    }
+}
+
+/// Why a choice through our vSwitch is unknown: an unknown is no change (`NetworkSettings`).
+const UNTOLD: &str = "the External vSwitch's host adapter, whose physical adapter neither HNS nor Windows tells: the External network stays on the adapter it is bound to";
+
+/// The physical adapter under our External vSwitch's host adapter `vnic`: `None` when it
+/// cannot be told; another vSwitch's host adapter is `Foreign`.
+fn through_vswitch(
+    vnic: &Adapter,
+    adapters: &[Adapter],
+    external: Option<&HnsNetwork>,
+) -> Result<Option<String>, ChoiceError> {
     if external.is_none() {
         return Err(ChoiceError::Foreign {
             adapter: vnic.name.clone(),
@@ -280,10 +342,7 @@ fn through_vswitch<'a>(
             from: String::new(),
         });
     }
-    uplink_of(vnic, adapters, external).ok_or_else(|| ChoiceError::UnknownUplink {
-        adapter: vnic.name.clone(),
-        mac: vnic.mac.clone(),
-    })
+    Ok(uplink_of(vnic, adapters, external))
 }
 
 fn by_default_route(
@@ -299,7 +358,7 @@ fn by_default_route(
         },
         Some(vnic) => match uplink_of(vnic, adapters, external) {
             Some(a) => Choice {
-                adapter: Some(a.name.clone()),
+                adapter: Some(a),
                 why: format!(
                     "{why} through the External vSwitch's host adapter {}",
                     vnic.name

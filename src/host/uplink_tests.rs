@@ -138,20 +138,27 @@ fn behind_the_vswitch_the_uplink_is_found_by_address_mac_and_name_together() {
     let c = choose(None, None, &adapters, &[default_route(9, 0)], Some(&ext)).expect("choice");
     assert_eq!(c.adapter.as_deref(), Some("Ethernet"));
 
-    // A name alone is not enough: the MAC must be the uplink's too.
+    // A name alone is not enough: the MAC must be the uplink's too. What cannot be told is
+    // no adapter (an unknown, which is no change), not a guess and not an error.
     let renamed_mac = [
         nic("Ethernet", 4, "00-15-5D-00-00-04", &[]),
         vnic("Ethernet", 9, "00-15-5D-00-00-99", &["10.0.0.5"]),
     ];
-    let e = choose(None, Some(&node("10.0.0.5")), &renamed_mac, &[], Some(&ext))
-        .expect_err("uncertain");
-    assert!(matches!(e, ChoiceError::UnknownUplink { .. }), "{e}");
+    let c =
+        choose(None, Some(&node("10.0.0.5")), &renamed_mac, &[], Some(&ext)).expect("an unknown");
+    assert_eq!(c.adapter, None);
+    assert!(
+        c.why.contains("stays on the adapter it is bound to"),
+        "{}",
+        c.why
+    );
     // Nor a MAC alone: a vEthernet named after another adapter.
     let other_name = [
         nic("Ethernet", 4, "00-15-5D-00-00-04", &[]),
         vnic("Uplink", 9, "00-15-5D-00-00-04", &["10.0.0.5"]),
     ];
-    assert!(choose(None, Some(&node("10.0.0.5")), &other_name, &[], Some(&ext)).is_err());
+    let c = choose(None, Some(&node("10.0.0.5")), &other_name, &[], Some(&ext)).expect("unknown");
+    assert_eq!(c.adapter, None);
     // What HNS reports bound settles it, MAC checked.
     let bound = external(Some("Ethernet"));
     let c = choose(
@@ -163,6 +170,24 @@ fn behind_the_vswitch_the_uplink_is_found_by_address_mac_and_name_together() {
     )
     .expect("bound");
     assert_eq!(c.adapter.as_deref(), Some("Ethernet"));
+    // HNS's word alone when Windows lists no adapter of that name; not when one of that name
+    // has another MAC.
+    let unlisted = [vnic("Ethernet", 9, "00-15-5D-00-00-04", &["10.0.0.5"])];
+    let c = choose(None, Some(&node("10.0.0.5")), &unlisted, &[], Some(&bound)).expect("HNS");
+    assert_eq!(c.adapter.as_deref(), Some("Ethernet"));
+    let contradicted = [
+        nic("Ethernet", 4, "00-15-5D-00-00-77", &[]),
+        vnic("Uplink", 9, "00-15-5D-00-00-04", &["10.0.0.5"]),
+    ];
+    let c = choose(
+        None,
+        Some(&node("10.0.0.5")),
+        &contradicted,
+        &[],
+        Some(&bound),
+    )
+    .expect("unknown");
+    assert_eq!(c.adapter, None);
 }
 
 #[test]
@@ -226,4 +251,23 @@ fn a_configured_vswitch_adapter_is_read_back_when_ours_and_refused_when_not() {
         e.to_string(),
         "vEthernet (Ethernet) is the host adapter of a vSwitch calicoctl-win did not make (the vSwitch Ethernet, or the one bound to Ethernet) (no External network is on it): HNS cannot bind another vSwitch to it"
     );
+}
+
+/// An unknown is no change: no adapter chosen keeps the one the install record names; a
+/// choice made is never overridden by the record.
+#[test]
+fn an_adapter_that_cannot_be_told_keeps_the_recorded_one() {
+    let unknown = Choice {
+        adapter: None,
+        why: "cannot be told".into(),
+    };
+    let kept = unknown.clone().or_recorded(Some("Ethernet"));
+    assert_eq!(kept.adapter.as_deref(), Some("Ethernet"));
+    assert!(kept.why.contains("install record"), "{}", kept.why);
+    assert_eq!(unknown.clone().or_recorded(None), unknown);
+    let chosen = Choice {
+        adapter: Some("Ethernet 2".into()),
+        why: "it holds 10.0.0.6".into(),
+    };
+    assert_eq!(chosen.clone().or_recorded(Some("Ethernet")), chosen);
 }

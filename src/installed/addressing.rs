@@ -8,11 +8,12 @@
 //! The calls exist on Windows Server 2019 (17763) and later: `SetInterfaceDnsSettings` (build
 //! 19041 and later) is not used. An address is added with `CreateUnicastIpAddressEntry` and a
 //! metric set with `SetIpInterfaceEntry` (netioapi.h, Windows Vista and later: `Network`); DHCP
-//! is turned off, and the DNS servers and suffix set, in the interface's TCP/IP parameters, the
-//! values Microsoft documents for them (learn.microsoft.com, "TCP/IP and NetBT configuration
-//! parameters": `EnableDHCP` REG_DWORD, `NameServer` REG_SZ with the servers separated by
-//! commas, `Domain` REG_SZ, under `Tcpip\Parameters\Interfaces\<adapter GUID>`).
+//! is turned off, and the DNS servers and suffix set, with WMI's
+//! `Win32_NetworkAdapterConfiguration` methods (`host::ip_config`), which tell the DHCP and DNS
+//! clients, as writing the interface's TCP/IP parameters in the registry does not. What was
+//! put back is read back: a change Windows does not report is not done.
 
+use crate::host::ip_config::AdapterSetting;
 use crate::host::{Adapter, Host, HostResult, RegValue};
 use crate::layout::{ADDRESSING_VALUE, CALICO_KEY};
 use serde::{Deserialize, Serialize};
@@ -168,40 +169,62 @@ pub fn drift(before: &Addressing, now: &Adapter) -> Vec<Drift> {
     out
 }
 
-/// The interface's TCP/IP parameters key.
-pub fn tcpip_key(guid: &str) -> String {
-    format!(r"HKLM\SYSTEM\CurrentControlSet\Services\Tcpip\Parameters\Interfaces\{guid}")
-}
-
-/// Puts back on the host adapter what differs; what was done, in words, and what could not be.
+/// Puts back on the host adapter what differs, then reads it back; what was done, in words,
+/// and what could not be (a change Windows does not report afterwards among them).
 pub fn reconcile(
     host: &dyn Host,
     before: &Addressing,
     now: &Adapter,
 ) -> (Vec<String>, Vec<String>) {
     let (mut done, mut failed) = (Vec::new(), Vec::new());
-    let key = tcpip_key(&now.guid);
+    let set = |s: AdapterSetting| host.configure_adapter(now.index, &s);
     for d in drift(before, now) {
         let what = d.describe(before, now);
         let out = match &d {
-            Drift::Dhcp => host.reg_set(&key, "EnableDHCP", &RegValue::Dword(0)),
+            Drift::Dhcp => set(AdapterSetting::Static(before.addresses.clone())),
             Drift::Address(ip, p) => match host.add_address(now.index, *ip, *p) {
                 Err(crate::host::HostError::Exists { .. }) => Ok(()),
                 other => other,
             },
-            Drift::Dns { was, .. } => {
-                let servers = was.iter().map(Ipv4Addr::to_string).collect::<Vec<_>>();
-                host.reg_set(&key, "NameServer", &RegValue::Sz(servers.join(",")))
-            }
-            Drift::Suffix { was, .. } => host.reg_set(&key, "Domain", &RegValue::Sz(was.clone())),
+            Drift::Dns { was, .. } => set(AdapterSetting::DnsServers(was.clone())),
+            Drift::Suffix { was, .. } => set(AdapterSetting::DnsSuffix(was.clone())),
             Drift::Metric { was, .. } => host.set_interface_metric(now.index, *was),
         };
         match out {
-            Ok(()) => done.push(format!("put back: {what}")),
+            Ok(()) => done.push((d, what)),
             Err(e) => failed.push(format!("could not put back ({what}): {e}")),
         }
     }
-    (done, failed)
+    if done.is_empty() {
+        return (Vec::new(), failed);
+    }
+    let back = host
+        .adapters()
+        .ok()
+        .and_then(|all| all.into_iter().find(|a| a.index == now.index));
+    let still = back.as_ref().map_or_else(Vec::new, |b| drift(before, b));
+    let mut put_back = Vec::new();
+    for (d, what) in done {
+        match (&back, still.iter().find(|s| same_kind(s, &d))) {
+            (Some(b), Some(s)) => failed.push(format!(
+                "put back but not read back ({what}): {}",
+                s.describe(before, b)
+            )),
+            (None, _) => failed.push(format!(
+                "put back but not read back ({what}): the adapter is not listed any more"
+            )),
+            (Some(_), None) => put_back.push(format!("put back: {what}")),
+        }
+    }
+    (put_back, failed)
+}
+
+/// Whether two drifts are of the same fact (an address by its address).
+fn same_kind(a: &Drift, b: &Drift) -> bool {
+    match (a, b) {
+        (Drift::Address(x, _), Drift::Address(y, _)) => x == y,
+        _ => std::mem::discriminant(a) == std::mem::discriminant(b),
+    }
 }
 
 /// The name HNS gives the host's adapter on the Calico network (`Calico_ep`'s).

@@ -157,12 +157,63 @@ fn reconcile_puts_it_back_with_calls_that_exist_on_server_2019() {
     assert_eq!(back.dns_servers, before.dns_servers);
     assert_eq!(back.metric, 15);
     assert_eq!(drift(&before, back), []);
-    // Written where Windows reads it.
-    assert_eq!(
-        host.reg_get(&tcpip_key(&back.guid), "NameServer")
-            .expect("read"),
-        Some(RegValue::Sz("10.0.0.2".into()))
+    // Through the DNS client (WMI's SetDNSServerSearchOrder), not by a registry value that
+    // Windows reads only at a restart.
+    let key = format!(
+        r"HKLM\SYSTEM\CurrentControlSet\Services\Tcpip\Parameters\Interfaces\{}",
+        back.guid
     );
+    assert_eq!(host.reg_get(&key, "NameServer").expect("read"), None);
+}
+
+/// A static adapter whose host adapter asks DHCP, without its DNS servers and suffix: DHCP is
+/// turned off with the static address (EnableStatic), the servers and the suffix set, each
+/// read back from what Windows reports.
+#[test]
+fn reconcile_turns_dhcp_off_and_sets_dns_through_wmi_and_reads_them_back() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    let adapters = host.adapters().expect("adapters");
+    let nic = adapters
+        .iter()
+        .find(|a| a.name == "Ethernet 2")
+        .expect("nic");
+    let before = Addressing {
+        dns_suffix: "corp.example".into(),
+        ..Addressing::of(nic)
+    };
+    assert!(!before.dhcp, "{before:?}");
+    let now = Adapter {
+        dhcp: true,
+        dns_servers: Vec::new(),
+        dns_suffix: String::new(),
+        ..nic.clone()
+    };
+    host.set_adapters(
+        adapters
+            .iter()
+            .map(|a| {
+                if a.index == now.index {
+                    now.clone()
+                } else {
+                    a.clone()
+                }
+            })
+            .collect(),
+    )
+    .expect("set");
+    let (done, failed) = reconcile(&host, &before, &now);
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(done.len(), 3, "{done:?}");
+    let back = host
+        .adapters()
+        .expect("adapters")
+        .into_iter()
+        .find(|a| a.index == now.index)
+        .expect("adapter");
+    assert!(!back.dhcp, "{back:?}");
+    assert_eq!(back.dns_servers, before.dns_servers);
+    assert_eq!(back.dns_suffix, "corp.example");
+    assert_eq!(drift(&before, &back), []);
 }
 
 #[test]

@@ -322,8 +322,7 @@ pub fn choose_uplink(
             why: "the none backend makes no vSwitch".into(),
         });
     }
-    let adapters = host
-        .adapters()
+    let adapters = uplink::every_adapter(host)
         .context("cannot list the network adapters to choose the one the vSwitch binds")?;
     let routes = host.routes().context("cannot read the routing table")?;
     let networks = match host.hns_networks() {
@@ -363,11 +362,11 @@ pub fn current_uplink(host: &dyn Host) -> Option<String> {
         .iter()
         .find(|n| n.name == crate::layout::EXTERNAL_NETWORK)?;
     let ip: std::net::Ipv4Addr = external.management_ip.as_deref()?.parse().ok()?;
-    let adapters = host.adapters().ok()?;
+    let adapters = crate::host::uplink::every_adapter(host).ok()?;
     let vnic = adapters
         .iter()
         .find(|a| a.is_vswitch_port() && a.holds(ip))?;
-    crate::host::uplink::uplink_of(vnic, &adapters, Some(external)).map(|a| a.name.clone())
+    crate::host::uplink::uplink_of(vnic, &adapters, Some(external))
 }
 
 /// A record's network settings with the adapter the External network is on now filled in when

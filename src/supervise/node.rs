@@ -152,8 +152,11 @@ impl AddressWatch {
     fn host_addresses(host: &dyn Host) -> Vec<Ipv4Addr> {
         let adapters = host.adapters().unwrap_or_default();
         let kept = addressing::recorded(host);
+        // The physical adapter under a vSwitch has IPv4 unbound: only the interface table
+        // lists it.
+        let every = crate::host::uplink::every_adapter(host).unwrap_or_default();
         let physical_mac = |a: &crate::host::Adapter| {
-            adapters.iter().any(|p| {
+            every.iter().any(|p| {
                 !p.is_vswitch_port() && !p.mac.is_empty() && p.mac.eq_ignore_ascii_case(&a.mac)
             })
         };

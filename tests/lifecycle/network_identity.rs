@@ -77,10 +77,11 @@ fn the_external_network_binds_the_adapter_holding_the_nodes_internal_ip() {
     );
     let saved = node.state();
     node.edit_state(|state| {
-        let reg = state["registry"].as_object_mut().expect("registry");
-        reg.retain(|k, _| {
-            !k.starts_with(r"hklm\system\currentcontrolset\services\tcpip\parameters\interfaces\")
-        });
+        for a in state["adapters"].as_array_mut().expect("adapters") {
+            if a["name"] == "vEthernet (Ethernet 2)" {
+                a["dns_servers"] = serde_json::json!([]);
+            }
+        }
     });
     let (code, doc, _) = node.run(&["status"]);
     assert_eq!(code, 1, "{doc}");
@@ -179,6 +180,60 @@ fn an_install_that_cannot_choose_the_adapter_stops_before_changing_anything() {
     assert_eq!(code, 3, "{doc}");
     assert_eq!(doc["blocking"], serde_json::json!(["adapter"]), "{doc}");
     assert_same(&snapshot(&node.sim()), &before, "after the second refusal");
+}
+
+/// A provisioned node installed again (Terraform, cloud-init) changes nothing: the adapter
+/// behind the vSwitch has IPv4 unbound, so Windows lists it only in its interface table
+/// (`GetAdaptersAddresses(AF_INET)` leaves it out), where it is read back. When nothing tells
+/// it any more (HNS names no adapter and it was renamed), the unknown is no change: the
+/// recorded adapter stays, and neither install nor reconfigure asks for a drain.
+#[test]
+fn a_provisioned_node_installed_again_changes_nothing_even_when_its_adapter_cannot_be_told() {
+    let node = Node::healthy()
+        .profile("ws2022-two-nics")
+        .release("3.30.2", "calico-node.exe")
+        .build();
+    node.api().set_node_internal_ip("win-1", Some("10.0.0.6"));
+    let (code, doc, err) = node.install_local(&[]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(doc["uplink"]["adapter"], "Ethernet 2", "{doc}");
+
+    let (code, doc, err) = node.install_local(&[]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(doc["changed"], false, "{doc}");
+    assert_eq!(doc["uplink"]["adapter"], "Ethernet 2", "{doc}");
+    assert!(
+        doc["uplink"]["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("through the External vSwitch's host adapter")),
+        "{doc}"
+    );
+
+    node.edit_state(|s| {
+        for n in s["networks"].as_array_mut().expect("networks") {
+            if n["Name"] == "External" {
+                n["Policies"] = serde_json::json!([]);
+            }
+        }
+        for a in s["adapters"].as_array_mut().expect("adapters") {
+            if a["name"] == "Ethernet 2" {
+                a["name"] = "LAN 2".into();
+            }
+        }
+    });
+    let (code, doc, err) = node.install_local(&[]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(doc["changed"], false, "{doc}");
+    assert_eq!(doc["uplink"]["adapter"], "Ethernet 2", "{doc}");
+    assert!(
+        doc["uplink"]["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("install record")),
+        "{doc}"
+    );
+    let (code, doc, err) = node.run(&["reconfigure"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert!(!err.contains("VXLAN adapter"), "{err} {doc}");
 }
 
 /// The node's address moves from 10.0.0.5 to 10.0.0.7 (a new lease): the adapter's address and

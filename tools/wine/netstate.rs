@@ -124,8 +124,10 @@ pub fn store(state: &Value) -> std::io::Result<()> {
 /// the default route: the adapter's address moves to a new `vEthernet (<adapter>)` adapter
 /// with its MAC and the description of a vSwitch port (antrea `pkg/agent/util/net_windows.go`
 /// `adapterIPExists` finds it by that MAC and name), which gets the derived routes; every
-/// other route of the adapter is dropped, and the adapter stays, without an address. Returns
-/// the management IP; a second network on the vSwitch gets the same.
+/// other route of the adapter is dropped, and the adapter stays, without an address and with
+/// IPv4 unbound (`"ipv4": false`: the vSwitch takes the physical adapter and its host
+/// adapter carries the IP configuration), so that `GetAdaptersAddresses(AF_INET)` leaves it
+/// out. Returns the management IP; a second network on the vSwitch gets the same.
 pub fn create_vswitch(named: Option<&str>) -> std::io::Result<Ipv4Addr> {
     let mut s = load();
     let mut adapters: Vec<Value> = s["adapters"].as_array().cloned().unwrap_or_default();
@@ -157,6 +159,7 @@ pub fn create_vswitch(named: Option<&str>) -> std::io::Result<Ipv4Addr> {
     vnic["description"] = json!(VSWITCH_DESCRIPTION);
     vnic["uplink_index"] = old.clone();
     adapters[at]["ip"] = Value::Null;
+    adapters[at]["ipv4"] = json!(false);
     adapters.push(vnic.clone());
     let mut routes: Vec<Value> = s["routes"].as_array().cloned().unwrap_or_default();
     routes.retain(|r| r["interface_index"] != old);
@@ -167,8 +170,8 @@ pub fn create_vswitch(named: Option<&str>) -> std::io::Result<Ipv4Addr> {
     Ok(ipv4(&vnic["ip"]).unwrap_or(Ipv4Addr::UNSPECIFIED))
 }
 
-/// Deleting the last network on the vSwitch: the address returns to the adapter with its
-/// derived routes; the routes of the vEthernet adapter go with it.
+/// Deleting the last network on the vSwitch: the address returns to the adapter, IPv4 bound
+/// again, with its derived routes; the routes of the vEthernet adapter go with it.
 pub fn delete_vswitch() -> std::io::Result<()> {
     let mut s = load();
     let mut adapters: Vec<Value> = s["adapters"].as_array().cloned().unwrap_or_default();
@@ -181,6 +184,9 @@ pub fn delete_vswitch() -> std::io::Result<()> {
     routes.retain(|r| r["interface_index"] != gone);
     if let Some(a) = adapters.iter_mut().find(|a| a["index"] == vnic["uplink_index"]) {
         a["ip"] = vnic["ip"].clone();
+        if let Some(o) = a.as_object_mut() {
+            o.remove("ipv4");
+        }
         let index = a["index"].as_u64().unwrap_or(0) as u32;
         routes.extend(derived(a, index));
     }

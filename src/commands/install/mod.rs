@@ -100,7 +100,9 @@ pub(crate) fn run_within(
         ClusterRead::Read(_, f) => f.node_internal_ip,
         _ => None,
     };
-    let uplink = plan::desired::choose_uplink(host.as_ref(), config, internal_ip)?;
+    let recorded = previous.as_ref().and_then(|p| p.network.as_ref());
+    let uplink = plan::desired::choose_uplink(host.as_ref(), config, internal_ip)?
+        .or_recorded(recorded.and_then(|n| n.adapter.as_deref()));
     let change = Change::begin(ctx, host.as_ref(), "install", &root, journal_path)?;
     refuse_network_changes(host.as_ref(), previous.as_ref(), config, &uplink)?;
     let checked = Checked {

@@ -466,13 +466,44 @@ impl Network for SimHost {
     }
 
     fn adapters(&self) -> HostResult<Vec<Adapter>> {
-        Ok(self.read(|s| s.all_adapters()))
+        Ok(self.read(|s| s.ipv4_adapters()))
+    }
+
+    fn ethernet_interfaces(&self) -> HostResult<Vec<Adapter>> {
+        Ok(self.read(|s| s.ethernet_interfaces()))
     }
 
     fn set_interface_metric(&self, index: u32, metric: u32) -> HostResult<()> {
         self.mutate(&format!("set the metric of interface {index}"), |s| {
             let a = s.described_adapter(index)?;
             a.metric = metric;
+            Ok(())
+        })
+    }
+
+    /// As Microsoft documents the methods: `EnableStatic` turns DHCP off and makes the
+    /// addresses given the interface's, `SetDNSServerSearchOrder` and `SetDNSDomain` set the
+    /// servers and the suffix `GetAdaptersAddresses` then reports.
+    fn configure_adapter(&self, index: u32, setting: &ip_config::AdapterSetting) -> HostResult<()> {
+        use ip_config::AdapterSetting;
+        self.mutate(&format!("configure interface {index}"), |s| {
+            let a = s.described_adapter(index)?;
+            let name = a.name.clone();
+            match setting {
+                AdapterSetting::Static(addresses) => {
+                    a.dhcp = false;
+                    s.interfaces.retain(|x| x.index != index);
+                    s.interfaces
+                        .extend(addresses.iter().map(|(ip, prefix_len)| InterfaceAddress {
+                            interface: name.clone(),
+                            index,
+                            ip: *ip,
+                            prefix_len: *prefix_len,
+                        }));
+                }
+                AdapterSetting::DnsServers(servers) => a.dns_servers = servers.clone(),
+                AdapterSetting::DnsSuffix(suffix) => a.dns_suffix = suffix.clone(),
+            }
             Ok(())
         })
     }

@@ -346,7 +346,11 @@ impl State {
     }
 
     /// Every adapter: the described ones, and a plain Ethernet (or loopback) adapter for an
-    /// index only `interfaces` names.
+    /// index only `interfaces` names. Values written under the interface's TCP/IP parameters
+    /// in the registry (`EnableDHCP`, `NameServer`, `Domain`) change nothing here: Windows
+    /// reads them at a restart or a DHCP renewal (Microsoft's TCP/IP registry reference for
+    /// Windows Server 2003, each entry's "Activation Method"); `configure_adapter`'s WMI
+    /// methods do.
     pub fn all_adapters(&self) -> Vec<Adapter> {
         let mut out: Vec<Adapter> = self
             .adapters
@@ -358,35 +362,38 @@ impl State {
                 out.push(self.default_adapter(i).with_addresses(&self.interfaces));
             }
         }
-        for a in &mut out {
-            self.tcpip_parameters(a);
-        }
         out
     }
 
-    /// What the interface's TCP/IP parameters set (learn.microsoft.com, "TCP/IP and NetBT
-    /// configuration parameters"): `NameServer` the DNS servers, `Domain` the suffix,
-    /// `EnableDHCP` 0 a static interface.
-    fn tcpip_parameters(&self, a: &mut Adapter) {
-        let key = key_of(&format!(
-            r"HKLM\SYSTEM\CurrentControlSet\Services\Tcpip\Parameters\Interfaces\{}",
-            a.guid
-        ));
-        let Some(values) = self.registry.get(&key) else {
-            return;
-        };
-        if let Some(RegValue::Sz(servers)) = values.get("nameserver") {
-            a.dns_servers = servers
-                .split([',', ' '])
-                .filter_map(|x| x.trim().parse().ok())
-                .collect();
-        }
-        if let Some(RegValue::Sz(domain)) = values.get("domain") {
-            a.dns_suffix = domain.clone();
-        }
-        if let Some(RegValue::Dword(0)) = values.get("enabledhcp") {
-            a.dhcp = false;
-        }
+    /// The adapters with IPv4 enabled, as `GetAdaptersAddresses(AF_INET)` lists them
+    /// (Microsoft's iphlpapi reference: "Return only IPv4 addresses associated with adapters
+    /// with IPv4 enabled"): all but the one the vSwitch binds, whose IPv4 is unbound while the
+    /// vSwitch exists (its host adapter, `vEthernet (<adapter>)`, has the IP configuration).
+    pub fn ipv4_adapters(&self) -> Vec<Adapter> {
+        let bound = self.vswitch.map(|(nic, _)| nic);
+        self.all_adapters()
+            .into_iter()
+            .filter(|a| Some(a.index) != bound)
+            .collect()
+    }
+
+    /// Every Ethernet interface, IPv4 bound or not, as `GetIfTable2` lists it (Microsoft's
+    /// netioapi reference, `MIB_IF_ROW2`: alias, description, MAC, GUID; no IP settings): the
+    /// adapters with a MAC.
+    pub fn ethernet_interfaces(&self) -> Vec<Adapter> {
+        self.all_adapters()
+            .into_iter()
+            .filter(|a| !a.mac.is_empty())
+            .map(|a| Adapter {
+                addresses: Vec::new(),
+                dhcp: false,
+                gateways: Vec::new(),
+                dns_servers: Vec::new(),
+                dns_suffix: String::new(),
+                metric: 0,
+                ..a
+            })
+            .collect()
     }
 
     /// The adapter of an interface index, described from now on (so that a change to it

@@ -42,7 +42,14 @@ impl std::ops::Deref for Policy {
     }
 }
 
-struct ComInit(bool);
+pub(super) struct ComInit(bool);
+
+/// This thread's COM initialisation (multithreaded), balanced by the value's drop.
+pub(super) fn com_init() -> ComInit {
+    // SAFETY: COM initialisation for this thread, balanced by ComInit's drop.
+    let hr = unsafe { CoInitializeEx(None, COINIT_MULTITHREADED) };
+    ComInit(hr.is_ok())
+}
 
 impl Drop for ComInit {
     fn drop(&mut self) {
@@ -54,9 +61,7 @@ impl Drop for ComInit {
 }
 
 fn policy() -> HostResult<Policy> {
-    // SAFETY: COM initialisation for this thread, balanced by ComInit's drop.
-    let hr = unsafe { CoInitializeEx(None, COINIT_MULTITHREADED) };
-    let com = ComInit(hr.is_ok());
+    let com = com_init();
     // SAFETY: creating the documented firewall policy object.
     let policy = unsafe { CoCreateInstance(&NetFwPolicy2, None, CLSCTX_INPROC_SERVER) }
         .map_err(api("open the Windows Firewall policy".into()))?;

@@ -26,6 +26,7 @@ mod system;
 mod version_tests;
 #[cfg(test)]
 mod winhttp_tests;
+mod wmi;
 
 use super::process::LocalChild;
 use super::*;
@@ -200,8 +201,24 @@ impl Network for WindowsHost {
     fn adapters(&self) -> HostResult<Vec<crate::host::Adapter>> {
         network::adapters()
     }
+    fn ethernet_interfaces(&self) -> HostResult<Vec<crate::host::Adapter>> {
+        network::ethernet_interfaces()
+    }
     fn set_interface_metric(&self, index: u32, metric: u32) -> HostResult<()> {
         network::set_interface_metric(index, metric)
+    }
+    fn configure_adapter(
+        &self,
+        index: u32,
+        setting: &crate::host::ip_config::AdapterSetting,
+    ) -> HostResult<()> {
+        let call = setting
+            .wmi_call()
+            .map_err(|reason| crate::host::HostError::Refused {
+                what: format!("configure interface {index}"),
+                reason,
+            })?;
+        wmi::call_method(index, &call)
     }
     fn add_address(&self, index: u32, ip: std::net::Ipv4Addr, prefix_len: u8) -> HostResult<()> {
         network::add_address(index, ip, prefix_len)

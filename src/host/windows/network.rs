@@ -8,8 +8,9 @@ use windows_sys::Win32::Foundation::{
 };
 use windows_sys::Win32::NetworkManagement::IpHelper::{
     FreeMibTable, GAA_FLAG_INCLUDE_GATEWAYS, GAA_FLAG_SKIP_ANYCAST, GAA_FLAG_SKIP_MULTICAST,
-    GetAdaptersAddresses, GetIpForwardTable2, IP_ADAPTER_ADDRESSES_LH, IP_ADAPTER_DHCP_ENABLED,
-    MIB_IPFORWARD_ROW2, MIB_IPFORWARD_TABLE2, MIB_IPINTERFACE_ROW, MIB_UNICASTIPADDRESS_ROW,
+    GetAdaptersAddresses, GetIfTable2, GetIpForwardTable2, IF_TYPE_ETHERNET_CSMACD,
+    IP_ADAPTER_ADDRESSES_LH, IP_ADAPTER_DHCP_ENABLED, MIB_IF_TABLE2, MIB_IPFORWARD_ROW2,
+    MIB_IPFORWARD_TABLE2, MIB_IPINTERFACE_ROW, MIB_UNICASTIPADDRESS_ROW,
 };
 use windows_sys::Win32::Networking::WinSock::{
     AF_INET, IN_ADDR, IN_ADDR_0, IpDadStatePreferred, IpPrefixOriginManual, IpSuffixOriginManual,
@@ -94,8 +95,9 @@ unsafe fn ansi(p: *const u8) -> String {
         .into_owned()
 }
 
-/// Every adapter with its IPv4 configuration (Microsoft's iphlpapi reference,
-/// `GetAdaptersAddresses` and `IP_ADAPTER_ADDRESSES_LH`, present from Windows Vista on).
+/// Every adapter with IPv4 enabled, with its IPv4 configuration (Microsoft's iphlpapi
+/// reference, `GetAdaptersAddresses` and `IP_ADAPTER_ADDRESSES_LH`, present from Windows Vista
+/// on; `AF_INET` lists "only ... adapters with IPv4 enabled", so not the one a vSwitch binds).
 pub fn adapters() -> HostResult<Vec<Adapter>> {
     let flags = GAA_FLAG_SKIP_ANYCAST | GAA_FLAG_SKIP_MULTICAST | GAA_FLAG_INCLUDE_GATEWAYS;
     let buf = crate::host::with_growing_buffer(16 * 1024, 4, ERROR_BUFFER_OVERFLOW, |buf, size| {
@@ -162,6 +164,75 @@ pub fn adapters() -> HostResult<Vec<Adapter>> {
         });
         adapter = a.Next;
     }
+    Ok(out)
+}
+
+/// A wide string in a fixed array, up to its NUL.
+fn wide_array(w: &[u16]) -> String {
+    let end = w.iter().position(|&c| c == 0).unwrap_or(w.len());
+    String::from_utf16_lossy(&w[..end])
+}
+
+/// `FilterInterface` in `MIB_IF_ROW2`'s `InterfaceAndOperStatusFlags`, the second bit
+/// (netioapi.h: `HardwareInterface : 1; FilterInterface : 1; ...`).
+const FILTER_INTERFACE: u8 = 0b10;
+
+/// Every Ethernet interface, IPv4 bound or not: `GetIfTable2` (Microsoft's netioapi
+/// reference, Windows Vista and later), the rows of `IF_TYPE_ETHERNET_CSMACD` with a MAC that
+/// are not a filter module's (`FilterInterface`: a lightweight filter's interface carries its
+/// adapter's MAC). `Alias` is the name `GetAdaptersAddresses` calls `FriendlyName`.
+pub fn ethernet_interfaces() -> HostResult<Vec<Adapter>> {
+    let mut table: *mut MIB_IF_TABLE2 = std::ptr::null_mut();
+    // SAFETY: table is an out-pointer freed with FreeMibTable below.
+    let rc = unsafe { GetIfTable2(&mut table) };
+    if rc != 0 {
+        return Err(win32("list the network interfaces", rc));
+    }
+    // SAFETY: the table holds NumEntries rows starting at Table.
+    let rows = unsafe {
+        std::slice::from_raw_parts((*table).Table.as_ptr(), (*table).NumEntries as usize)
+    };
+    let out = rows
+        .iter()
+        .filter(|r| {
+            r.Type == IF_TYPE_ETHERNET_CSMACD
+                && r.PhysicalAddressLength == 6
+                && r.InterfaceAndOperStatusFlags._bitfield & FILTER_INTERFACE == 0
+        })
+        .map(|r| {
+            let g = &r.InterfaceGuid;
+            let mac: Vec<String> = r.PhysicalAddress[..6]
+                .iter()
+                .map(|b| format!("{b:02X}"))
+                .collect();
+            Adapter {
+                name: wide_array(&r.Alias),
+                index: r.InterfaceIndex,
+                description: wide_array(&r.Description),
+                mac: mac.join("-"),
+                addresses: Vec::new(),
+                dhcp: false,
+                gateways: Vec::new(),
+                dns_servers: Vec::new(),
+                dns_suffix: String::new(),
+                metric: 0,
+                guid: format!(
+                    "{{{:08X}-{:04X}-{:04X}-{:02X}{:02X}-{}}}",
+                    g.data1,
+                    g.data2,
+                    g.data3,
+                    g.data4[0],
+                    g.data4[1],
+                    g.data4[2..]
+                        .iter()
+                        .map(|b| format!("{b:02X}"))
+                        .collect::<String>()
+                ),
+            }
+        })
+        .collect();
+    // SAFETY: table came from GetIfTable2 and is not used after this.
+    unsafe { FreeMibTable(table.cast()) };
     Ok(out)
 }
 

@@ -7,6 +7,14 @@
 //! Semantics follow Microsoft's netioapi reference:
 //! - `GetAdaptersAddresses`: `ERROR_BUFFER_OVERFLOW` with the size needed when the buffer is
 //!   too small (or null); only IPv4 (`AF_INET`, or `AF_UNSPEC` answered with IPv4) is kept here;
+//!   `AF_INET` lists only the adapters with IPv4 enabled ("Return only IPv4 addresses
+//!   associated with adapters with IPv4 enabled"), which carry `IP_ADAPTER_IPV4_ENABLED`: an
+//!   adapter with IPv4 unbound (`"ipv4": false`, the one a vSwitch binds) is listed only for
+//!   `AF_UNSPEC` with `GAA_FLAG_INCLUDE_ALL_INTERFACES` ("Return addresses for all NDIS
+//!   interfaces");
+//! - `GetIfTable2`: every interface, IPv4 bound or not (`MIB_IF_ROW2`: `Alias`, `Description`,
+//!   the MAC, `Type`, `InterfaceGuid` the GUID `GetAdaptersAddresses` names, no filter
+//!   module's interface), a table the caller frees with `FreeMibTable`;
 //!   DNS servers unless `GAA_FLAG_SKIP_DNS_SERVER`, gateways only with
 //!   `GAA_FLAG_INCLUDE_GATEWAYS`; an address is `IpDadStatePreferred` unless the state marks it
 //!   `"preferred": false`; an adapter without an address (one bound to a vSwitch) lists none;
@@ -46,9 +54,10 @@ use windows_sys::Win32::Foundation::{
     ERROR_OBJECT_ALREADY_EXISTS,
 };
 use windows_sys::Win32::NetworkManagement::IpHelper::{
-    GAA_FLAG_INCLUDE_GATEWAYS, GAA_FLAG_SKIP_DNS_SERVER, IP_ADAPTER_ADDRESSES_LH,
-    IP_ADAPTER_DHCP_ENABLED, IP_ADAPTER_DNS_SERVER_ADDRESS_XP, IP_ADAPTER_GATEWAY_ADDRESS_LH,
-    IP_ADAPTER_UNICAST_ADDRESS_LH, MIB_IPFORWARD_ROW2, MIB_IPFORWARD_TABLE2, MIB_IPINTERFACE_ROW,
+    GAA_FLAG_INCLUDE_ALL_INTERFACES, GAA_FLAG_INCLUDE_GATEWAYS, GAA_FLAG_SKIP_DNS_SERVER,
+    IP_ADAPTER_ADDRESSES_LH, IP_ADAPTER_DHCP_ENABLED, IP_ADAPTER_DNS_SERVER_ADDRESS_XP,
+    IP_ADAPTER_GATEWAY_ADDRESS_LH, IP_ADAPTER_IPV4_ENABLED, IP_ADAPTER_UNICAST_ADDRESS_LH,
+    MIB_IF_ROW2, MIB_IF_TABLE2, MIB_IPFORWARD_ROW2, MIB_IPFORWARD_TABLE2, MIB_IPINTERFACE_ROW,
     MIB_UNICASTIPADDRESS_ROW,
 };
 use windows_sys::Win32::Networking::WinSock::{
@@ -105,6 +114,17 @@ fn adapters() -> Vec<Value> {
         .as_array()
         .cloned()
         .unwrap_or_default()
+}
+
+/// Whether IPv4 is bound to the adapter: all but the one a vSwitch binds (`netstate.rs`).
+fn ipv4_enabled(a: &Value) -> bool {
+    a["ipv4"].as_bool() != Some(false)
+}
+
+/// The GUID the stand-in gives the adapter of `index`: `AdapterName` in
+/// `GetAdaptersAddresses`, `InterfaceGuid` in `GetIfTable2`.
+fn guid_text(index: u32) -> String {
+    format!("{{00000000-0000-0000-0000-{index:012}}}")
 }
 
 fn routes() -> Vec<Value> {
@@ -190,7 +210,12 @@ pub unsafe extern "system" fn GetAdaptersAddresses(
     if family != u32::from(AF_INET) && family != u32::from(AF_UNSPEC) {
         return ERROR_NOT_SUPPORTED;
     }
-    let list = adapters();
+    let all_interfaces =
+        family == u32::from(AF_UNSPEC) && flags & GAA_FLAG_INCLUDE_ALL_INTERFACES != 0;
+    let list: Vec<Value> = adapters()
+        .into_iter()
+        .filter(|a| ipv4_enabled(a) || all_interfaces)
+        .collect();
     let need = (list.len() * std::mem::size_of::<Block>()) as u32;
     // SAFETY: size is a valid pointer (checked above).
     if out.is_null() || unsafe { *size } < need {
@@ -213,7 +238,7 @@ pub unsafe extern "system" fn GetAdaptersAddresses(
         );
         wide(&mut b.suffix, a["suffix"].as_str().unwrap_or_default());
         let index = a["index"].as_u64().unwrap_or(0) as u32;
-        let guid = format!("{{00000000-0000-0000-0000-{index:012}}}");
+        let guid = guid_text(index);
         b.name[..guid.len()].copy_from_slice(guid.as_bytes());
         let ad = &mut b.adapter;
         ad.Anonymous1.Anonymous.Length = std::mem::size_of::<IP_ADAPTER_ADDRESSES_LH>() as u32;
@@ -233,6 +258,10 @@ pub unsafe extern "system" fn GetAdaptersAddresses(
         ad.PhysicalAddressLength = mac.len() as u32;
         if a["dhcp"].as_bool() == Some(true) {
             ad.Anonymous2.Flags = IP_ADAPTER_DHCP_ENABLED;
+        }
+        if ipv4_enabled(a) {
+            // SAFETY: Flags is the variant of this union the API fills.
+            unsafe { ad.Anonymous2.Flags |= IP_ADAPTER_IPV4_ENABLED };
         }
         ad.Mtu = 1500;
         ad.IfType = if index == 1 {
@@ -316,16 +345,72 @@ pub unsafe extern "system" fn GetIpForwardTable2(
     0
 }
 
-/// The interface table, which Wine's own processes ask for once the stand-in is loaded in
-/// their place (without it such a process aborted on an unimplemented import). The stand-in
-/// keeps adapters and routes only, so it says so, as the documented ERROR_NOT_SUPPORTED.
-#[unsafe(no_mangle)]
-pub unsafe extern "system" fn GetIfTable2(table: *mut *mut c_void) -> u32 {
-    if !table.is_null() {
-        // SAFETY: the caller passes where to put the table's address.
-        unsafe { *table = std::ptr::null_mut() };
+/// One adapter as an interface row: what `MIB_IF_ROW2` says of it (Microsoft's netioapi
+/// reference), IPv4 bound or not; `HardwareInterface` for all but the loopback, never a
+/// filter module's interface.
+fn if_row(a: &Value) -> MIB_IF_ROW2 {
+    // SAFETY: MIB_IF_ROW2 is plain data.
+    let mut row: MIB_IF_ROW2 = unsafe { std::mem::zeroed() };
+    let index = a["index"].as_u64().unwrap_or(0) as u32;
+    row.InterfaceIndex = index;
+    let tail = &guid_text(index)[25..37];
+    row.InterfaceGuid.data4 = [0; 8];
+    for (i, d) in row.InterfaceGuid.data4[2..].iter_mut().enumerate() {
+        *d = u8::from_str_radix(&tail[2 * i..2 * i + 2], 16).unwrap_or(0);
     }
-    50 // ERROR_NOT_SUPPORTED
+    for (d, c) in row.Alias.iter_mut().zip(a["name"].as_str().unwrap_or_default().encode_utf16().take(256)) {
+        *d = c;
+    }
+    let description = a["description"].as_str().or(a["name"].as_str()).unwrap_or_default();
+    for (d, c) in row.Description.iter_mut().zip(description.encode_utf16().take(256)) {
+        *d = c;
+    }
+    let mac: Vec<u8> = a["mac"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|x| x.as_u64().map(|v| v as u8))
+        .take(8)
+        .collect();
+    row.PhysicalAddress[..mac.len()].copy_from_slice(&mac);
+    row.PermanentPhysicalAddress[..mac.len()].copy_from_slice(&mac);
+    row.PhysicalAddressLength = mac.len() as u32;
+    row.Mtu = 1500;
+    row.Type = if index == 1 {
+        IF_TYPE_SOFTWARE_LOOPBACK
+    } else {
+        IF_TYPE_ETHERNET_CSMACD
+    };
+    // HardwareInterface (the first bit) for a NIC; FilterInterface (the second) never.
+    row.InterfaceAndOperStatusFlags._bitfield = u8::from(index != 1);
+    row.OperStatus = IF_OPER_STATUS_UP;
+    row
+}
+
+/// The interface table: every adapter in the state, those with IPv4 unbound too. Wine's own
+/// processes ask for it as well once the stand-in is loaded in their place.
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn GetIfTable2(table: *mut *mut MIB_IF_TABLE2) -> u32 {
+    if table.is_null() {
+        return ERROR_INVALID_PARAMETER;
+    }
+    let rows: Vec<MIB_IF_ROW2> = adapters().iter().map(if_row).collect();
+    let header = std::mem::offset_of!(MIB_IF_TABLE2, Table);
+    let bytes = header + rows.len().max(1) * std::mem::size_of::<MIB_IF_ROW2>();
+    let mut buf = vec![0u64; bytes.div_ceil(8)];
+    let t = buf.as_mut_ptr().cast::<MIB_IF_TABLE2>();
+    // SAFETY: buf holds the header and every row, 8-aligned.
+    unsafe {
+        (*t).NumEntries = rows.len() as u32;
+        let first = std::ptr::addr_of_mut!((*t).Table).cast::<MIB_IF_ROW2>();
+        std::ptr::copy_nonoverlapping(rows.as_ptr(), first, rows.len());
+        *table = t;
+    }
+    if let Ok(mut live) = TABLES.lock() {
+        live.get_or_insert_with(HashMap::new)
+            .insert(t as usize, buf);
+    }
+    0
 }
 
 #[unsafe(no_mangle)]
