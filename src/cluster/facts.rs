@@ -113,6 +113,9 @@ pub struct ClusterFacts {
     /// ClusterInformation's `datastoreReady`: `false` while the datastore is locked (a
     /// datastore migration copying resources).
     pub datastore_ready: Option<bool>,
+    /// Each Calico group's lock, which decides the group this node's components must be
+    /// pinned to (`calico_api::Locks::pin`); the default (nothing served) on etcd.
+    pub calico_locks: super::calico_api::Locks,
     /// The cluster's `DatastoreMigration`, if any.
     pub datastore_migration: Option<super::calico_api::Migration>,
     /// Why the DatastoreMigrations could not be read, when they could not.
@@ -248,6 +251,11 @@ pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, C
             .as_ref()
             .and_then(|i| spec(i, "datastoreReady"))
             .and_then(Value::as_bool),
+        calico_locks: if datastore.as_deref() == Some("kubernetes") {
+            super::calico_api::read_locks(c)?
+        } else {
+            super::calico_api::Locks::default()
+        },
         datastore_migration: migration.as_ref().ok().cloned().flatten(),
         datastore_migration_unreadable: migration.err().map(|e| e.to_string()),
         service_cidrs: service_cidrs(c)?,

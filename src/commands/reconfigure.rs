@@ -185,7 +185,13 @@ fn rendered_for(
         _ => None,
     };
     let uplink = crate::plan::desired::choose_uplink(host, config, internal_ip)?;
-    let rendered = rendered_files(host, config, rec.release(), uplink.adapter.as_deref())?;
+    let rendered = rendered_files(
+        host,
+        config,
+        rec.release(),
+        uplink.adapter.as_deref(),
+        cluster.api_group_pin(host, &config.root()),
+    )?;
     Ok((uplink, rendered))
 }
 

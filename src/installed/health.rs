@@ -72,11 +72,13 @@ pub enum Code {
     /// The vSwitch's host adapter lacks what its adapter had before the vSwitch (static
     /// address, DNS servers and suffix, metric), or `Calico_ep` is not above the LAN's metric.
     AdapterDrift,
+    /// The node's Calico components read an API group the datastore migration left locked.
+    ApiGroup,
 }
 
 impl Code {
     /// Every code, for the documentation's completeness test.
-    pub const ALL: [Code; 27] = [
+    pub const ALL: [Code; 28] = [
         Code::UnderWay,
         Code::ServiceNotRunning,
         Code::ServiceDrift,
@@ -104,6 +106,7 @@ impl Code {
         Code::HostUnreadable,
         Code::AddressMismatch,
         Code::AdapterDrift,
+        Code::ApiGroup,
     ];
 
     /// The code's word, as JSON has it.

@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod api_group;
 mod documents;
 mod host_defaults;
 mod hostile;
