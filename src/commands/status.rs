@@ -53,7 +53,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let files = file_drift(h, config, (&rec, &cluster), &root, args.verify, &mut r)?;
     let felix = felix_health(h, &root, &mut r)?;
     let vni = vni(config, &networks, &cluster, &mut r);
-    let address = address(&networks, &cluster, &node_name, &mut r);
+    let address = address(h, &networks, &cluster, &node_name, &mut r);
     let addressing = addressing(h, &mut r);
     let node = node(&cluster, &node_name, &mut r)?;
     let ipam = ipam(&cluster, config, &node_name, &mut r)?;
@@ -653,6 +653,7 @@ fn addressing(h: &dyn crate::host::Host, r: &mut Report) -> serde_json::Value {
 /// The node's address in each layer that must agree (`health::node_address`): the Node's
 /// InternalIP, the Calico Node's BGP address, the management IP of Calico's HNS networks.
 fn address(
+    h: &dyn Host,
     networks: &[HnsNetwork],
     cluster: &ClusterRead,
     node_name: &str,
@@ -663,8 +664,13 @@ fn address(
         ClusterRead::Read(_, f) => (f.node_internal_ip, f.node_bgp_ipv4),
         _ => (None, None),
     };
-    r.findings
-        .extend(health::node_address(node_name, internal, bgp, &ours));
+    let adapters = h.adapters().ok();
+    r.findings.extend(health::node_address(
+        node_name,
+        (internal, bgp),
+        &ours,
+        adapters.as_deref(),
+    ));
     let shown = |ip: Option<std::net::Ipv4Addr>| ip.map_or("-".to_owned(), |ip| ip.to_string());
     r.text.push(format!(
         "Address: InternalIP {}, BGP {}, {}",

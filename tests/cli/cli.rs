@@ -795,3 +795,31 @@ fn a_dry_run_without_an_admin_kubeconfig_warns_that_the_install_would_stop() {
     assert!(warnings.contains("no-admin-kubeconfig"), "{doc}");
     assert!(warnings.contains("SHA-256"), "{doc}");
 }
+
+/// An empty `CALICOCTL_WIN_CONFIG` (a machine-wide variable cleared to nothing) is unset, as
+/// an empty `KUBECONFIG` is to kubectl, not a `--config` given no value; one naming a file is
+/// read.
+#[test]
+fn an_empty_config_variable_is_unset() {
+    let out = cmd()
+        .env("CALICOCTL_WIN_CONFIG", "")
+        .args(["config", "show", "-o", "json", "--offline"])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("calico-windows.yaml");
+    fs_err::write(&file, "vxlan:\n  vni: 4097\n").expect("write");
+    let out = cmd()
+        .env("CALICOCTL_WIN_CONFIG", &file)
+        .args(["config", "show", "-o", "json", "--offline"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("4097"));
+}
