@@ -131,8 +131,12 @@ pub fn discover(c: &Cluster) -> Result<Group, ClusterError> {
 
 /// The names of the API groups the server offers (its `/apis` discovery).
 fn served(c: &Cluster) -> Result<Vec<String>, ClusterError> {
+    if let Some(names) = c.served_groups.get() {
+        return Ok(names.clone());
+    }
     let groups = c.call("list", "API groups", c.client.list_api_groups())?;
-    Ok(groups.groups.into_iter().map(|g| g.name).collect())
+    let names: Vec<String> = groups.groups.into_iter().map(|g| g.name).collect();
+    Ok(c.served_groups.get_or_init(|| names).clone())
 }
 
 /// Each group's lock as its ClusterInformation `default` says it (`datastoreReady`), for
@@ -166,10 +170,14 @@ impl Locks {
     }
 }
 
-/// The server's Calico groups and each one's lock (the Kubernetes datastore only).
-pub fn read_locks(c: &Cluster) -> Result<Locks, ClusterError> {
+/// The server's Calico groups and each one's lock (the Kubernetes datastore only); `known` is
+/// a group whose ClusterInformation was read already, with its `datastoreReady`.
+pub fn read_locks(c: &Cluster, known: (Group, Option<bool>)) -> Result<Locks, ClusterError> {
     let names = served(c)?;
     let ready = |g: Group| -> Result<Option<bool>, ClusterError> {
+        if g == known.0 {
+            return Ok(known.1);
+        }
         let ar = g.resource(Kind::ClusterInformation);
         let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(c.client.clone(), &ar);
         let info = c.call_opt(

@@ -252,7 +252,15 @@ pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, C
             .and_then(|i| spec(i, "datastoreReady"))
             .and_then(Value::as_bool),
         calico_locks: if datastore.as_deref() == Some("kubernetes") {
-            super::calico_api::read_locks(c)?
+            super::calico_api::read_locks(
+                c,
+                (
+                    c.calico_group()?,
+                    info.as_ref()
+                        .and_then(|i| spec(i, "datastoreReady"))
+                        .and_then(Value::as_bool),
+                ),
+            )?
         } else {
             super::calico_api::Locks::default()
         },

@@ -277,6 +277,8 @@ pub struct Cluster {
     /// The API group Calico's resources are served in, discovered once
     /// (`calico_api::Group`, `Cluster::calico_group`).
     calico_group: std::sync::OnceLock<calico_api::Group>,
+    /// The server's API group names, listed once (`calico_api::served`).
+    pub(super) served_groups: std::sync::OnceLock<Vec<String>>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -720,6 +722,7 @@ impl Cluster {
             ca_pem,
             rt,
             calico_group: std::sync::OnceLock::new(),
+            served_groups: std::sync::OnceLock::new(),
         })
     }
 
