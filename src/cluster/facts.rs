@@ -196,6 +196,22 @@ pub fn etcd_endpoints(c: &Cluster, namespace: &str) -> Result<Vec<String>, Clust
         .unwrap_or_default())
 }
 
+/// Each Calico group's lock on the Kubernetes datastore (`calico_api::read_locks`), the
+/// ClusterInformation `info` already read counted for its group; none on etcd.
+fn locks(
+    c: &Cluster,
+    datastore: Option<&str>,
+    info: Option<&DynamicObject>,
+) -> Result<super::calico_api::Locks, ClusterError> {
+    if datastore != Some("kubernetes") {
+        return Ok(super::calico_api::Locks::default());
+    }
+    let ready = info
+        .and_then(|i| spec(i, "datastoreReady"))
+        .and_then(Value::as_bool);
+    super::calico_api::read_locks(c, (c.calico_group()?, ready))
+}
+
 /// Reads the facts; `node` is this node's name.
 pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, ClusterError> {
     let namespace = calico_namespace(c)?;
@@ -251,19 +267,7 @@ pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, C
             .as_ref()
             .and_then(|i| spec(i, "datastoreReady"))
             .and_then(Value::as_bool),
-        calico_locks: if datastore.as_deref() == Some("kubernetes") {
-            super::calico_api::read_locks(
-                c,
-                (
-                    c.calico_group()?,
-                    info.as_ref()
-                        .and_then(|i| spec(i, "datastoreReady"))
-                        .and_then(Value::as_bool),
-                ),
-            )?
-        } else {
-            super::calico_api::Locks::default()
-        },
+        calico_locks: locks(c, datastore.as_deref(), info.as_ref())?,
         datastore_migration: migration.as_ref().ok().cloned().flatten(),
         datastore_migration_unreadable: migration.err().map(|e| e.to_string()),
         service_cidrs: service_cidrs(c)?,

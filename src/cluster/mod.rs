@@ -277,7 +277,7 @@ pub struct Cluster {
     /// The API group Calico's resources are served in, discovered once
     /// (`calico_api::Group`, `Cluster::calico_group`).
     calico_group: std::sync::OnceLock<calico_api::Group>,
-    /// The server's API group names, listed once (`calico_api::served`).
+    /// The server's API group names, listed once (`served` in calico_api.rs).
     pub(super) served_groups: std::sync::OnceLock<Vec<String>>,
 }
 
