@@ -34,8 +34,8 @@ pub struct Cli {
 /// Flags every command accepts.
 #[derive(Debug, Args)]
 pub struct Global {
-    /// Configuration file (calico-windows.yaml). Default on a node: C:\CalicoWindows\calico-windows.yaml if present
-    #[arg(long, global = true, value_name = "FILE", env = "CALICOCTL_WIN_CONFIG")]
+    /// Configuration file (calico-windows.yaml). Default: $CALICOCTL_WIN_CONFIG when it is not empty, then on a node C:\CalicoWindows\calico-windows.yaml if present
+    #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Admin kubeconfig for talking to the cluster (default: $KUBECONFIG, then ~/.kube/config)
     #[arg(long, global = true, value_name = "FILE")]

@@ -314,7 +314,11 @@ impl Context {
             "reading the cluster through {} ({source})",
             path.display()
         ));
-        Cluster::connect(&path, &self.env, self.options.allow_exec_plugin).map(Some)
+        let paths = match source {
+            "env KUBECONFIG" => self.kubeconfig_list(),
+            _ => vec![path],
+        };
+        Cluster::connect(&paths, &self.env, self.options.allow_exec_plugin).map(Some)
     }
 
     /// Like `connect_cluster`, for commands that cannot work without the cluster.
@@ -330,12 +334,28 @@ impl Context {
     /// token's path, `IN_CLUSTER`), then the host's `C:\k\config` (where Calico's quickstart
     /// and most join scripts put it). `~/.kube/config` and `C:\k\config` count only when the
     /// file exists ("default").
+    /// `$KUBECONFIG` as kubectl reads it: a list of paths (`;` apart on Windows, `:`
+    /// elsewhere: client-go `tools/clientcmd/loader.go` `NewDefaultClientConfigLoadingRules`,
+    /// `filepath.SplitList`), empty items dropped, the files that exist first (a missing one is
+    /// skipped as the loader skips it), merged by `Cluster::connect`.
+    pub fn kubeconfig_list(&self) -> Vec<PathBuf> {
+        let Some(value) = self.env.get("KUBECONFIG").filter(|k| !k.is_empty()) else {
+            return Vec::new();
+        };
+        let listed: Vec<PathBuf> = std::env::split_paths(value)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
+        let (present, missing): (Vec<PathBuf>, Vec<PathBuf>) =
+            listed.into_iter().partition(|p| p.is_file());
+        if present.is_empty() { missing } else { present }
+    }
+
     pub fn cluster_kubeconfig(&self) -> (Option<PathBuf>, &'static str) {
         if let Some(k) = &self.options.kubeconfig {
             return (Some(k.clone()), "flag --kubeconfig");
         }
-        if let Some(k) = self.env.get("KUBECONFIG").filter(|k| !k.is_empty()) {
-            return (Some(PathBuf::from(k)), "env KUBECONFIG");
+        if let Some(first) = self.kubeconfig_list().first() {
+            return (Some(first.clone()), "env KUBECONFIG");
         }
         let home = self
             .env

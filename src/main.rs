@@ -42,7 +42,13 @@ fn main() -> ExitCode {
     )
     .with_quiet(g.quiet);
     let options = Options {
-        config: g.config.clone(),
+        // An empty CALICOCTL_WIN_CONFIG is unset, as an empty KUBECONFIG is to kubectl (a
+        // machine-wide variable cleared to nothing must not make every command a flag error).
+        config: g.config.clone().or_else(|| {
+            env.get("CALICOCTL_WIN_CONFIG")
+                .filter(|v| !v.trim().is_empty())
+                .map(std::path::PathBuf::from)
+        }),
         kubeconfig: g.kubeconfig.clone(),
         dry_run: g.dry_run,
         yes: g.yes,

@@ -15,6 +15,15 @@ pub const LBFO_DESCRIPTION: &str = "Microsoft Network Adapter Multiplexor Driver
 /// projectcalico/calico#9915 is a node lost this way).
 const SERVER_2022: u32 = 20348;
 
+/// An APIPA address (169.254.0.0/16, what Windows gives itself when DHCP does not answer) is
+/// no node IP: Calico's start-up waits for an address outside 169.254.0.0/16 and 127.0.0.0/8
+/// before it makes the External network (projectcalico/calico v3.32.1
+/// `node/windows-packaging/CalicoWindows/node/node-service.ps1`, `$IPRegEx2='(^169\.254\.)'`),
+/// and gives up after `node.startup_valid_ip_timeout`.
+const APIPA_FACT: &str = "an APIPA address (169.254.0.0/16: Windows' own when DHCP did not answer), which Calico's start-up never takes as the node IP, so install would wait node.startup_valid_ip_timeout and fail";
+
+const APIPA_REMEDY: &str = "give the adapter its real address first (check that DHCP answers: ipconfig /renew; or set a static one with New-NetIPAddress), or set vxlan.adapter to the adapter that holds the node IP; then run preflight again";
+
 const SET_REMEDY: &str = "bind the vSwitch to one physical adapter (vxlan.adapter), or replace the LBFO team with Switch Embedded Teaming (New-VMSwitch -EnableEmbeddedTeaming), which calicoctl-win does not make: docs/network-identity.md";
 
 /// `adapter`: the choice (`host::uplink::choose`) or why there is none, and whether the chosen
@@ -38,11 +47,32 @@ pub fn adapter(
         }
     };
     let Some(name) = &choice.adapter else {
+        // HNS picks among them: with nothing but APIPA addresses there is nothing to pick.
+        let all: Vec<&crate::host::AdapterAddress> = adapters
+            .iter()
+            .flat_map(|a| &a.addresses)
+            .filter(|x| !x.ip.is_loopback())
+            .collect();
+        if !all.is_empty() && all.iter().all(|x| x.ip.is_link_local()) {
+            return Check::fail(
+                ID,
+                format!("{APIPA_FACT}: no adapter of this host has another"),
+                APIPA_REMEDY,
+            );
+        }
         return Check::pass(ID, choice.describe());
     };
     let Some(a) = adapters.iter().find(|a| &a.name == name) else {
         return Check::pass(ID, choice.describe());
     };
+    if !a.addresses.is_empty() && a.addresses.iter().all(|x| x.ip.is_link_local()) {
+        let ips: Vec<String> = a.addresses.iter().map(|x| x.ip.to_string()).collect();
+        return Check::fail(
+            ID,
+            format!("{name} holds only {} ({APIPA_FACT})", ips.join(", ")),
+            APIPA_REMEDY,
+        );
+    }
     if a.description.starts_with(LBFO_DESCRIPTION) {
         let message = format!(
             "{name} is an LBFO team ({}): {}",
@@ -160,6 +190,38 @@ mod tests {
         assert_eq!(c.verdict, super::super::Verdict::Warn, "{}", c.message);
         let plain = [nic("Ethernet", 4, "Microsoft Hyper-V Network Adapter", 15)];
         let c = adapter(&chosen("Ethernet"), None, &plain, Some(20348));
+        assert_eq!(c.verdict, super::super::Verdict::Pass, "{}", c.message);
+    }
+
+    /// An adapter DHCP never answered holds only its APIPA address: Calico's start-up would
+    /// wait for another and fail, so preflight fails it now, with what to do.
+    #[test]
+    fn an_adapter_with_only_an_apipa_address_fails_with_a_hint() {
+        let apipa = Adapter {
+            description: "NIC".into(),
+            ..Adapter::for_test("Ethernet", 4, "00-15-5D-00-00-04", &["169.254.12.7"])
+        };
+        let c = adapter(
+            &chosen("Ethernet"),
+            None,
+            std::slice::from_ref(&apipa),
+            Some(20348),
+        );
+        assert_eq!(c.verdict, super::super::Verdict::Fail, "{}", c.message);
+        assert!(c.message.contains("169.254.12.7"), "{}", c.message);
+        assert!(
+            c.remedy
+                .as_deref()
+                .is_some_and(|r| r.contains("ipconfig /renew"))
+        );
+        let hns_picks = Ok(Choice {
+            adapter: None,
+            why: "no node IP and no default route".into(),
+        });
+        let c = adapter(&hns_picks, None, &[apipa], Some(20348));
+        assert_eq!(c.verdict, super::super::Verdict::Fail, "{}", c.message);
+        let plain = [nic("Ethernet", 4, "NIC", 15)];
+        let c = adapter(&hns_picks, None, &plain, Some(20348));
         assert_eq!(c.verdict, super::super::Verdict::Pass, "{}", c.message);
     }
 

@@ -119,7 +119,7 @@ fn node_address(f: &ClusterFacts) -> Check {
             "the Node has no InternalIP or calico-node has not set its BGP address yet",
         );
     };
-    match health::node_address(&f.node, Some(internal), Some(bgp), &[]).pop() {
+    match health::node_address(&f.node, (Some(internal), Some(bgp)), &[], None).pop() {
         None => Check::pass(
             ID,
             format!("InternalIP and BGP address are both {internal}"),

@@ -65,8 +65,11 @@ impl Group {
     }
 
     /// `group/version`, as `apiVersion` says it.
-    pub fn api_version(self) -> String {
-        format!("{}/{}", self.group(), self.version())
+    pub fn api_version(self) -> &'static str {
+        match self {
+            Self::V1 => "crd.projectcalico.org/v1",
+            Self::V3 => "projectcalico.org/v3",
+        }
     }
 
     /// A resource's kind and plural in this group. IPAM's configuration is `IPAMConfig`
@@ -109,16 +112,9 @@ impl Group {
 /// `calico/operations/crd-migration.mdx`: at `Converged` the operator sets
 /// `CALICO_API_GROUP=projectcalico.org/v3` on every component), and so does calicoctl-win.
 pub fn discover(c: &Cluster) -> Result<Group, ClusterError> {
-    let groups = c.call("list", "API groups", c.client.list_api_groups())?;
-    let migration_versions = groups
-        .groups
-        .iter()
-        .filter(|g| g.name == MIGRATION_GROUP)
-        .flat_map(|g| g.versions.iter().map(|v| v.version.clone()))
-        .collect();
-    let _ = c.migration_versions.set(migration_versions);
-    let names: Vec<&str> = groups.groups.iter().map(|g| g.name.as_str()).collect();
-    let both = names.contains(&V1_GROUP) && names.contains(&V3_GROUP);
+    let names = served(c)?;
+    let both = names.contains(&V1_GROUP.to_owned()) && names.contains(&V3_GROUP.to_owned());
+    let names = names.iter().map(String::as_str);
     Ok(match Group::choose(names) {
         Group::V1
             if both
@@ -130,6 +126,85 @@ pub fn discover(c: &Cluster) -> Result<Group, ClusterError> {
             Group::V3
         }
         g => g,
+    })
+}
+
+/// The names of the API groups the server offers (its `/apis` discovery).
+fn served(c: &Cluster) -> Result<Vec<String>, ClusterError> {
+    if let Some(names) = c.served_groups.get() {
+        return Ok(names.clone());
+    }
+    let groups = c.call("list", "API groups", c.client.list_api_groups())?;
+    // The DatastoreMigration's versions from the same listing (`read_migration` asks only
+    // those).
+    let migration_versions = groups
+        .groups
+        .iter()
+        .filter(|g| g.name == MIGRATION_GROUP)
+        .flat_map(|g| g.versions.iter().map(|v| v.version.clone()))
+        .collect();
+    let _ = c.migration_versions.set(migration_versions);
+    let names: Vec<String> = groups.groups.into_iter().map(|g| g.name).collect();
+    Ok(c.served_groups.get_or_init(|| names).clone())
+}
+
+/// Each group's lock as its ClusterInformation `default` says it (`datastoreReady`), for
+/// the groups the server offers: what decides the group Calico's components must be told.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Locks {
+    pub v1_served: bool,
+    /// `datastoreReady` of the v1 ClusterInformation; `None` unread or unset.
+    pub v1_ready: Option<bool>,
+    pub v3_served: bool,
+    pub v3_ready: Option<bool>,
+}
+
+impl Locks {
+    /// The group Calico's components must be pinned to (`CALICO_API_GROUP`, the CNI config's
+    /// `calico_api_group`): v3 when v1 is gone, or locked while v3 is ready.
+    ///
+    /// kube-controllers' migration controller locks v1 (`datastoreReady: false`) when the
+    /// migration starts and, at `Converged`, unlocks only v3: "The v1 ClusterInformation is
+    /// intentionally left locked" (projectcalico/calico release-v3.33
+    /// `kube-controllers/pkg/controllers/migration/controller.go` `unlockV3CRDDatastore`; so
+    /// does v3.32.1). While both groups are served, libcalico-go's discovery reads v1
+    /// (`discovery.go` `UsingV3CRDs`), and the CNI plugin refuses every ADD on a locked
+    /// datastore (v3.32.1 `cni-plugin/pkg/plugin/plugin.go` `cmdAdd`: "Calico is currently
+    /// not ready to process requests"): only the pin moves a component to v3. With v1 gone,
+    /// discovery reads v3 anyway, and the pin (the operator's rule: tigera/operator
+    /// master 40788b9b6 `pkg/apigroup/apigroup.go`, v3 set once and kept) changes nothing.
+    pub fn pin(&self) -> Option<Group> {
+        let moved = self.v1_ready == Some(false) && self.v3_ready == Some(true);
+        (self.v3_served && (!self.v1_served || moved)).then_some(Group::V3)
+    }
+}
+
+/// The server's Calico groups and each one's lock (the Kubernetes datastore only); `known` is
+/// a group whose ClusterInformation was read already, with its `datastoreReady`.
+pub fn read_locks(c: &Cluster, known: (Group, Option<bool>)) -> Result<Locks, ClusterError> {
+    let names = served(c)?;
+    let ready = |g: Group| -> Result<Option<bool>, ClusterError> {
+        if g == known.0 {
+            return Ok(known.1);
+        }
+        let ar = g.resource(Kind::ClusterInformation);
+        let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(c.client.clone(), &ar);
+        let info = c.call_opt(
+            "get",
+            &format!("{}/default in {}", ar.plural, g.group()),
+            api.get("default"),
+        )?;
+        Ok(info.and_then(|i| i.data.get("spec")?.get("datastoreReady")?.as_bool()))
+    };
+    let (v1_served, v3_served) = (
+        names.iter().any(|n| n == V1_GROUP),
+        names.iter().any(|n| n == V3_GROUP),
+    );
+    Ok(Locks {
+        v1_served,
+        v1_ready: if v1_served { ready(Group::V1)? } else { None },
+        v3_served,
+        v3_ready: if v3_served { ready(Group::V3)? } else { None },
     })
 }
 
@@ -171,9 +246,11 @@ impl Migration {
                 "it waits for conflicting v3 resources to be resolved (kubectl get datastoremigration -o yaml lists them)"
             }
             "Converged" => {
-                "the resources are in the v3 CRDs and the datastore is unlocked: components switch to projectcalico.org/v3 ('calicoctl-win reconfigure' sets CALICO_API_GROUP on this node's services)"
+                "the resources are in the v3 CRDs and projectcalico.org/v3 is unlocked; crd.projectcalico.org/v1 stays locked, so a component must be told CALICO_API_GROUP=projectcalico.org/v3 to work"
             }
-            "Complete" => "every component reads projectcalico.org/v3",
+            "Complete" => {
+                "the resources are in the v3 CRDs; crd.projectcalico.org/v1 stays locked until the DatastoreMigration is deleted, which deletes its CRDs"
+            }
             "Failed" => "it failed: deleting the DatastoreMigration rolls it back",
             _ => "its phase is not one calicoctl-win knows",
         };

@@ -113,6 +113,9 @@ pub struct ClusterFacts {
     /// ClusterInformation's `datastoreReady`: `false` while the datastore is locked (a
     /// datastore migration copying resources).
     pub datastore_ready: Option<bool>,
+    /// Each Calico group's lock, which decides the group this node's components must be
+    /// pinned to (`calico_api::Locks::pin`); the default (nothing served) on etcd.
+    pub calico_locks: super::calico_api::Locks,
     /// The cluster's `DatastoreMigration`, if any.
     pub datastore_migration: Option<super::calico_api::Migration>,
     /// Why the DatastoreMigrations could not be read, when they could not.
@@ -200,6 +203,22 @@ pub fn etcd_endpoints(c: &Cluster, namespace: &str) -> Result<Vec<String>, Clust
         .unwrap_or_default())
 }
 
+/// Each Calico group's lock on the Kubernetes datastore (`calico_api::read_locks`), the
+/// ClusterInformation `info` already read counted for its group; none on etcd.
+fn locks(
+    c: &Cluster,
+    datastore: Option<&str>,
+    info: Option<&DynamicObject>,
+) -> Result<super::calico_api::Locks, ClusterError> {
+    if datastore != Some("kubernetes") {
+        return Ok(super::calico_api::Locks::default());
+    }
+    let ready = info
+        .and_then(|i| spec(i, "datastoreReady"))
+        .and_then(Value::as_bool);
+    super::calico_api::read_locks(c, (c.calico_group()?, ready))
+}
+
 /// Reads the facts; `node` is this node's name.
 pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, ClusterError> {
     gather_knowing(c, node, rights, None)
@@ -260,6 +279,7 @@ pub fn gather_knowing(
             .as_ref()
             .and_then(|i| spec(i, "datastoreReady"))
             .and_then(Value::as_bool),
+        calico_locks: locks(c, datastore.as_deref(), info.as_ref())?,
         datastore_migration: migration.as_ref().ok().cloned().flatten(),
         datastore_migration_unreadable: migration.err().map(|e| e.to_string()),
         service_cidrs: service_cidrs(c)?,

@@ -47,7 +47,7 @@ impl Fix {
             check,
             kind,
             plural,
-            api_version: group.api_version(),
+            api_version: group.api_version().to_owned(),
             name: name.to_owned(),
             patch,
             create_if_missing: false,

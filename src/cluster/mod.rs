@@ -287,6 +287,8 @@ pub struct Cluster {
     /// The pods on each node as read once, when the client is kept for one look
     /// (`keep_one_look`); `None` otherwise, when every read asks again.
     one_look: std::sync::Mutex<Option<std::collections::BTreeMap<String, Vec<Pod>>>>,
+    /// The server's API group names, listed once (`served` in calico_api.rs).
+    pub(super) served_groups: std::sync::OnceLock<Vec<String>>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -359,6 +361,38 @@ fn refuse_control_in_token_text(text: &str) -> Result<(), BoxError> {
             token.as_bytes()[at]
         )
         .into());
+    }
+    Ok(())
+}
+
+/// Puts each `tokenFile`'s token in the kubeconfig, trimmed as kubectl trims it (client-go
+/// `transport/token_source.go`, `fileTokenSource.Token`: `strings.TrimSpace`), so that a file
+/// ending in a line break (CR/LF from a Windows editor) is the token it holds; a control
+/// character inside it is said as such. kube's `read_from` made the path absolute.
+fn token_files_read(k: &mut Kubeconfig) -> Result<(), BoxError> {
+    for a in k.auth_infos.iter_mut().filter_map(|a| a.auth_info.as_mut()) {
+        let Some(p) = a.token_file.take() else {
+            continue;
+        };
+        // As client-go: the file's token first, the inline one when the file cannot be read.
+        let text = match crate::files::read_text_capped(Path::new(&p), crate::files::SMALL_FILE_CAP)
+        {
+            Ok(text) => text,
+            Err(_) if a.token.is_some() => continue,
+            Err(e) => return Err(format!("cannot read its tokenFile {p}: {e}").into()),
+        };
+        let token = text.trim();
+        if let Some(at) = token
+            .bytes()
+            .position(|b| b != b'\t' && (b < 0x20 || b == 0x7f))
+        {
+            return Err(format!(
+                "its tokenFile {p} holds a control character inside the token (byte {at} of {}), which no HTTP header may carry; write the token on one line",
+                token.len()
+            )
+            .into());
+        }
+        a.token = Some(secrecy::SecretString::from(token.to_owned()));
     }
     Ok(())
 }
@@ -513,23 +547,36 @@ fn ca_pem(config: &kube::Config) -> Result<Option<String>, BoxError> {
 impl Cluster {
     /// Connects with the admin kubeconfig at `path`; `env` is the process environment, for
     /// the proxy variables.
+    /// Several files (a `$KUBECONFIG` list) are merged as kubectl merges them: the first file
+    /// to name a cluster, user or context, or to set `current-context`, wins (kube's
+    /// `Kubeconfig::merge`, which follows client-go `tools/clientcmd/loader.go`
+    /// `ClientConfigLoadingRules.Load`).
     pub fn connect(
-        path: &Path,
+        paths: &[std::path::PathBuf],
         env: &std::collections::BTreeMap<String, String>,
         allow_exec_plugin: bool,
     ) -> Result<Self, ClusterError> {
-        if !path.exists() {
+        let Some(path) = paths.first().filter(|p| p.exists()) else {
             return Err(ClusterError::NoKubeconfig {
-                path: path.to_owned(),
+                path: paths.first().cloned().unwrap_or_default(),
             });
-        }
+        };
         let bad = |source: BoxError| ClusterError::Kubeconfig {
             path: path.to_owned(),
             source,
         };
-        refuse_control_in_token(path).map_err(bad)?;
-        refuse_expired_token(path)?;
-        let kubeconfig = Kubeconfig::read_from(path).map_err(|e| bad(Box::new(e)))?;
+        let mut kubeconfig = Kubeconfig::default();
+        for each in paths.iter().filter(|p| p.exists()) {
+            let bad = |source: BoxError| ClusterError::Kubeconfig {
+                path: each.to_owned(),
+                source,
+            };
+            refuse_control_in_token(each).map_err(bad)?;
+            refuse_expired_token(each)?;
+            let read = Kubeconfig::read_from(each).map_err(|e| bad(Box::new(e)))?;
+            kubeconfig = kubeconfig.merge(read).map_err(|e| bad(Box::new(e)))?;
+        }
+        token_files_read(&mut kubeconfig).map_err(bad)?;
         if let Some(command) = credential_plugin(&kubeconfig).filter(|_| !allow_exec_plugin) {
             return Err(ClusterError::ExecPlugin {
                 path: path.to_owned(),
@@ -688,6 +735,7 @@ impl Cluster {
             migration_versions: std::sync::OnceLock::new(),
             migration: std::sync::OnceLock::new(),
             one_look: std::sync::Mutex::new(None),
+            served_groups: std::sync::OnceLock::new(),
         })
     }
 

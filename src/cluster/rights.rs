@@ -329,37 +329,66 @@ pub fn migrate() -> Vec<Right> {
 }
 
 /// What the admission policy needs of the cluster, said where it is written.
-pub const TOKEN_POLICY_NEEDS: &str = "the admission policy calicoctl-win-token-per-node keeps each node's pod to its own node's calico-node token: it needs Kubernetes 1.30 or later (ValidatingAdmissionPolicy; an older server refuses the manifest, and the fleet's account may then ask for calico-node's token for any node), the node claim in pod tokens (on by default from 1.30, GA in 1.32) and tokens bound to Nodes (on by default from 1.31, GA in 1.33): where they are not, the policy refuses the renewer's requests, and a refused token is replaced with 'fetch kubeconfig'";
+pub const TOKEN_POLICY_NEEDS: &str = "the admission policies calicoctl-win-token-per-node and calicoctl-win-token-calico-node keep each node's pod, and each calico-node token, to its own node's calico-node token of at most a year: they need Kubernetes 1.30 or later (ValidatingAdmissionPolicy; an older server refuses the manifests, and the fleet's and calico-node's accounts may then ask for calico-node's token for any node), the node claim in pod tokens (on by default from 1.30, GA in 1.32) and tokens bound to Nodes (on by default from 1.31, GA in 1.33): where they are not, the policies refuse the renewers' requests, and a refused token is replaced with 'fetch kubeconfig'";
 
 /// The name of the admission policy that keeps the fleet's token requests to its own Node.
 pub const TOKEN_POLICY: &str = "calicoctl-win-token-per-node";
+
+/// The name of the admission policy that keeps calico-node's own token requests (the node's
+/// renewal grant, `cluster::renewal`) to its own Node.
+pub const CALICO_NODE_TOKEN_POLICY: &str = "calicoctl-win-token-calico-node";
+
+/// The longest token either policy admits: install's default lifetime, one year. CalicoNode's
+/// renewals and the fleet's replacements ask for no more (`supervise::renew`,
+/// `commands::keep_token`).
+pub const TOKEN_LIFETIME_CAP: std::time::Duration = std::time::Duration::from_secs(365 * 86400);
 
 /// A ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, Kubernetes 1.30 and later)
 /// and its binding that admit a TokenRequest by the fleet's service account `sa` in
 /// `namespace` only when it is bound to the Node named in the caller's node claim
 /// (`request.userInfo.extra["authentication.kubernetes.io/node-name"]`, which kube-apiserver
 /// sets from a pod's projected token: beta from 1.30, GA in 1.32), the pattern of
-/// kubernetes/kubernetes `test/e2e/auth/per_node_update.go`. A server without the node claim
-/// has no such key, and the policy then refuses every request: said in docs/security.md.
+/// kubernetes/kubernetes `test/e2e/auth/per_node_update.go`, and lives at most
+/// `TOKEN_LIFETIME_CAP`. A server without the node claim has no such key, and the policy then
+/// refuses every request: said in docs/security.md.
 pub fn token_policy(sa: &str, namespace: &str) -> Vec<serde_json::Value> {
+    per_node_policy(TOKEN_POLICY, sa, namespace)
+}
+
+/// The same policy for the `calico-node` service account in Calico's namespace, which the
+/// node's renewal grant lets create its own tokens: every holder of a calico-node token (each
+/// Linux calico-node pod's projected token too) gets only a token bound to the Node its own
+/// token names (a Node-bound token carries its Node's name as the node claim, as a pod's does
+/// its pod's Node), of at most a year; an unbound token, or one for another node, is refused.
+pub fn calico_node_token_policy(calico_namespace: &str) -> Vec<serde_json::Value> {
+    per_node_policy(CALICO_NODE_TOKEN_POLICY, "calico-node", calico_namespace)
+}
+
+fn per_node_policy(name: &str, sa: &str, namespace: &str) -> Vec<serde_json::Value> {
     use serde_json::json;
     let user = format!("system:serviceaccount:{namespace}:{sa}");
+    let claim = "request.userInfo.extra['authentication.kubernetes.io/node-name']";
+    let cap = TOKEN_LIFETIME_CAP.as_secs();
     vec![
         json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-            "metadata": {"name": TOKEN_POLICY},
+            "metadata": {"name": name},
             "spec": {
                 "failurePolicy": "Fail",
                 "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
                     "operations": ["CREATE"], "resources": ["serviceaccounts/token"]}]},
-                "matchConditions": [{"name": "fleet-only",
+                "matchConditions": [{"name": "this-account-only",
                     "expression": format!("request.userInfo.username == '{user}'")}],
-                "validations": [{
-                    "expression": "'authentication.kubernetes.io/node-name' in request.userInfo.extra && has(object.spec.boundObjectRef) && object.spec.boundObjectRef.kind == 'Node' && object.spec.boundObjectRef.name == request.userInfo.extra['authentication.kubernetes.io/node-name'][0]",
-                    "message": format!("{sa} may only request a token bound to its own Node"),
-                    "reason": "Forbidden"}]}}),
+                "validations": [
+                    {"expression": format!("'authentication.kubernetes.io/node-name' in request.userInfo.extra && has(object.spec.boundObjectRef) && object.spec.boundObjectRef.kind == 'Node' && object.spec.boundObjectRef.name == {claim}[0]"),
+                        "message": format!("{sa} may only request a token bound to its own Node"),
+                        "reason": "Forbidden"},
+                    // kube-apiserver defaults an absent expirationSeconds to an hour.
+                    {"expression": format!("!has(object.spec.expirationSeconds) || object.spec.expirationSeconds <= {cap}"),
+                        "message": format!("{sa} may only request a token of at most {cap} seconds"),
+                        "reason": "Forbidden"}]}}),
         json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-            "metadata": {"name": TOKEN_POLICY},
-            "spec": {"policyName": TOKEN_POLICY, "validationActions": ["Deny"]}}),
+            "metadata": {"name": name},
+            "spec": {"policyName": name, "validationActions": ["Deny"]}}),
     ]
 }
 

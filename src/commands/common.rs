@@ -57,6 +57,23 @@ pub(crate) enum ClusterRead {
     Read(Box<Cluster>, Box<facts::ClusterFacts>),
 }
 
+impl ClusterRead {
+    /// The API group Calico's components must be pinned to, as `apiVersion` says it: the
+    /// cluster's answer (`calico_api::Locks::pin`) when it was read, else the pin calico-node's
+    /// environment file carries now (an unknown is no change).
+    pub(crate) fn api_group_pin(
+        &self,
+        host: &dyn crate::host::Host,
+        root: &crate::layout::InstallRoot,
+    ) -> Option<&'static str> {
+        use crate::cluster::calico_api::Group;
+        match self {
+            Self::Read(_, f) => f.calico_locks.pin().map(Group::api_version),
+            _ => crate::installed::api_group::pinned(host, root).map(Group::api_version),
+        }
+    }
+}
+
 /// The cluster, unless `--offline` or there is no admin kubeconfig.
 /// A kubeconfig that was given (a flag, `KUBECONFIG`) but cannot be read or used is bad input
 /// (exit 2), not a cluster that fails every check.

@@ -34,6 +34,9 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
             &fleet.service_account,
             &args.namespace,
         ));
+        docs.extend(crate::cluster::rights::calico_node_token_policy(
+            &args.calico_namespace,
+        ));
         ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
     }
     docs.push(serde_json::to_value(fleet.secret())?);
@@ -183,8 +186,12 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
         crate::cluster::rights::manifests(&rights, name, namespace, &args.calico_namespace);
     if args.identity == RbacIdentity::Fleet {
         docs.extend(crate::cluster::rights::token_policy(name, namespace));
-        ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
     }
+    // Every identity that installs makes nodes' renewal grants to calico-node's account.
+    docs.extend(crate::cluster::rights::calico_node_token_policy(
+        &args.calico_namespace,
+    ));
+    ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
 

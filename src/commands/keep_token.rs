@@ -116,10 +116,12 @@ fn replace(
         "its cause is told by 'calicoctl-win status' with an admin kubeconfig".to_owned(),
         |c| format!("cause {}: {}", c.word(), c.describe()),
     );
+    // At most what the admission policy admits (`cluster::rights::TOKEN_LIFETIME_CAP`).
     let lifetime = match (refused.issued_at(), refused.expiry()) {
         (Some(iat), Some(exp)) if iat < exp => Duration::from_secs((exp - iat).unsigned_abs()),
         _ => DEFAULT_LIFETIME,
-    };
+    }
+    .min(crate::cluster::rights::TOKEN_LIFETIME_CAP);
     let issued =
         credentials::token_request(cluster, &namespace, "calico-node", lifetime, Some(node))?;
     let received = crate::duration::now();

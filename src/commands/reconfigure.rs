@@ -187,7 +187,13 @@ fn rendered_for(
     let recorded = rec.network.as_ref().and_then(|n| n.adapter.as_deref());
     let uplink =
         crate::plan::desired::choose_uplink(host, config, internal_ip)?.or_recorded(recorded);
-    let rendered = rendered_files(host, config, rec.release(), uplink.adapter.as_deref())?;
+    let rendered = rendered_files(
+        host,
+        config,
+        rec.release(),
+        uplink.adapter.as_deref(),
+        cluster.api_group_pin(host, &config.root()),
+    )?;
     Ok((uplink, rendered))
 }
 

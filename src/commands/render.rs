@@ -41,6 +41,9 @@ pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
         calico_version: args.calico_version.clone(),
         release_cni_version: None,
         uplink: uplink.adapter.clone(),
+        // render reads no cluster: the pin a datastore migration needs is install's and
+        // reconfigure's to add.
+        calico_api_group: None,
     };
 
     // Render everything before writing anything.

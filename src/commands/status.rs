@@ -47,10 +47,10 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let services = services(h, config, &rec, &mut r)?;
     metadata_route(h, &rec, &mut r)?;
     let (networks, endpoints, hns_restart) = hns(h, &rec, &cluster, &node_name, args, &mut r)?;
-    let files = file_drift(h, config, &rec, &root, args.verify, &mut r)?;
+    let files = file_drift(h, config, (&rec, &cluster), &root, args.verify, &mut r)?;
     let felix = felix_health(h, &root, &mut r)?;
     let vni = vni(config, &networks, &cluster, &mut r);
-    let address = address(&networks, &cluster, &node_name, &mut r);
+    let address = address(h, &networks, &cluster, &node_name, &mut r);
     let addressing = addressing(h, &mut r);
     let node = node(&cluster, &node_name, &mut r)?;
     let ipam = ipam(&cluster, config, &node_name, &mut r)?;
@@ -58,7 +58,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let kube_proxy = kube_proxy(h, config, &mut r);
     let access = dir_access(h, config, &mut r);
     let admins = admin_kubeconfigs(ctx, h, &cluster, &mut r);
-    let migration = datastore_migration(&cluster, &mut r);
+    let migration = datastore_migration(h, (&rec, &root), &cluster, &mut r);
 
     let problems = r.problems();
     let healthy = problems.is_empty();
@@ -126,10 +126,27 @@ fn look(
 /// The group Calico's resources are read through, and a datastore migration under way (said
 /// as its phase, not as a problem: Calico's components pause and keep the data plane, by the
 /// sentence preflight's `datastore-migration` says); a migration that cannot be read, said.
-fn datastore_migration(cluster: &ClusterRead, r: &mut Report) -> serde_json::Value {
+/// The group this node's components read, judged against the locks (`installed::api_group`).
+fn datastore_migration(
+    h: &dyn Host,
+    (rec, root): (&InstallRecord, &InstallRoot),
+    cluster: &ClusterRead,
+    r: &mut Report,
+) -> serde_json::Value {
     let ClusterRead::Read(_, f) = cluster else {
         return serde_json::Value::Null;
     };
+    let pin = crate::installed::api_group::pinned(h, root);
+    let release = rec
+        .calico_version
+        .as_deref()
+        .and_then(|v| crate::release::version::CalicoVersion::parse(v).ok());
+    let components = crate::installed::api_group::read_by_components(&f.calico_locks, pin);
+    if let Some(finding) =
+        crate::installed::api_group::judge(&f.calico_locks, pin, release.as_ref())
+    {
+        r.findings.push(finding);
+    }
     let state = f.datastore_state();
     if let Some(s) = &state {
         r.text.push(s.sentence.clone());
@@ -142,6 +159,9 @@ fn datastore_migration(cluster: &ClusterRead, r: &mut Report) -> serde_json::Val
     json!({
         "group": f.calico_api,
         "datastore_ready": f.datastore_ready,
+        "locks": f.calico_locks,
+        "components_read": components,
+        "components_pinned": pin,
         "migration": f.datastore_migration,
         "migration_under_way": state.is_some_and(|s| s.under_way),
         "migration_unreadable": f.datastore_migration_unreadable,
@@ -448,7 +468,7 @@ fn felix_health(
 fn file_drift(
     h: &dyn Host,
     config: &Config,
-    rec: &InstallRecord,
+    (rec, cluster): (&InstallRecord, &ClusterRead),
     root: &InstallRoot,
     verify: bool,
     r: &mut Report,
@@ -456,7 +476,8 @@ fn file_drift(
     // The External network as the install chose its adapter (re-choosing needs the cluster,
     // and a different choice is reconfigure's to make, which says so).
     let uplink = rec.network.as_ref().and_then(|n| n.adapter.as_deref());
-    let rendered = crate::plan::desired::rendered_files(h, config, rec.release(), uplink)?;
+    let pin = cluster.api_group_pin(h, root);
+    let rendered = crate::plan::desired::rendered_files(h, config, rec.release(), uplink, pin)?;
     let stats = (!verify).then(|| FileStats::read(h, root));
     // calico-node's token file changes with every renewal: expected, not drift.
     let token_file = config
@@ -681,6 +702,7 @@ fn addressing(h: &dyn crate::host::Host, r: &mut Report) -> serde_json::Value {
 /// The node's address in each layer that must agree (`health::node_address`): the Node's
 /// InternalIP, the Calico Node's BGP address, the management IP of Calico's HNS networks.
 fn address(
+    h: &dyn Host,
     networks: &[HnsNetwork],
     cluster: &ClusterRead,
     node_name: &str,
@@ -691,8 +713,13 @@ fn address(
         ClusterRead::Read(_, f) => (f.node_internal_ip, f.node_bgp_ipv4),
         _ => (None, None),
     };
-    r.findings
-        .extend(health::node_address(node_name, internal, bgp, &ours));
+    let adapters = h.adapters().ok();
+    r.findings.extend(health::node_address(
+        node_name,
+        (internal, bgp),
+        &ours,
+        adapters.as_deref(),
+    ));
     let shown = |ip: Option<std::net::Ipv4Addr>| ip.map_or("-".to_owned(), |ip| ip.to_string());
     r.text.push(format!(
         "Address: InternalIP {}, BGP {}, {}",

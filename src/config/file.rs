@@ -87,10 +87,18 @@ pub fn parse(text: &str) -> (Layer, Vec<Problem>) {
         Ok(root) => root,
         Err(e) => {
             let line = e.location().map(|l| l.line());
-            return (
-                Layer::new(),
-                vec![Problem::syntax(line, syntax_text(&e.to_string()))],
-            );
+            // The library's own words advise its functions for several documents; the file
+            // holds settings, one document.
+            let mut inner = &e;
+            while let serde_saphyr::Error::WithSnippet { error, .. } = inner {
+                inner = error;
+            }
+            let text = if matches!(inner, serde_saphyr::Error::MultipleDocuments { .. }) {
+                "one YAML document expected, and a second one (after a `---` line) is here: put every setting in one document".to_owned()
+            } else {
+                syntax_text(&e.to_string())
+            };
+            return (Layer::new(), vec![Problem::syntax(line, text)]);
         }
     };
     let mut reader = Reader {

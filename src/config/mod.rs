@@ -367,7 +367,9 @@ fn flag_layer(sets: &[String], problems: &mut Vec<Problem>) -> Layer {
         if let Some(spec) = spec::find(key) {
             let raw = match spec.kind {
                 spec::Kind::List => Raw::list_from_text(value),
-                spec::Kind::Scalar => Raw::Scalar(value.to_owned()),
+                // Surrounding blanks are no part of a value, from --set as from the
+                // environment (`env_layer`) and as YAML drops them around a plain scalar.
+                spec::Kind::Scalar => Raw::Scalar(value.trim().to_owned()),
                 spec::Kind::Map => {
                     problems.push(Problem::new(
                         key,

@@ -228,11 +228,21 @@ impl Setting for MacPrefix {
         let b = raw.as_bytes();
         let ok =
             b.len() == 5 && b[2] == b'-' && [0, 1, 3, 4].iter().all(|&i| b[i].is_ascii_hexdigit());
-        if ok {
-            Ok(Self(raw.to_ascii_uppercase()))
-        } else {
-            Err("allowed: two hex bytes joined by a dash, like 0E-2A".into())
+        if !ok {
+            return Err("allowed: two hex bytes joined by a dash, like 0E-2A".into());
         }
+        // The first byte's lowest bit is the I/G bit (IEEE 802, "individual/group"): set, it
+        // makes every pod's MAC a multicast (group) address, which no interface may have.
+        let first = u8::from_str_radix(&raw[..2], 16).map_err(|e| e.to_string())?;
+        if first & 1 == 1 {
+            return Err(format!(
+                "{} has the multicast (I/G) bit set in its first byte, so no pod could use the MACs it makes: use an even first byte, like {:02X}-{}",
+                raw.to_ascii_uppercase(),
+                first & !1,
+                raw[3..].to_ascii_uppercase()
+            ));
+        }
+        Ok(Self(raw.to_ascii_uppercase()))
     }
     string_shown!(MacPrefix);
 }
@@ -703,6 +713,12 @@ mod tests {
         for bad in ["0E2A", "0E-2G", "0E-2A-", "0E:2A"] {
             assert!(MacPrefix::parse(bad).is_err(), "{bad}");
         }
+        // The I/G bit (the first byte's lowest) makes a multicast MAC: refused, with the
+        // even prefix beside it named.
+        let multicast = MacPrefix::parse("0f-2a").expect_err("multicast");
+        assert!(multicast.contains("0E-2A"), "{multicast}");
+        assert!(MacPrefix::parse("01-00").is_err());
+        assert!(MacPrefix::parse("02-00").is_ok());
     }
 
     #[test]

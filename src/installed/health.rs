@@ -77,6 +77,8 @@ pub enum Code {
     AdapterDrift,
     /// Calico is not installed here (no install record).
     NotInstalled,
+    /// The node's Calico components read an API group the datastore migration left locked.
+    ApiGroup,
 }
 
 impl Code {
@@ -111,6 +113,7 @@ impl Code {
         Code::AddressMismatch,
         Code::AdapterDrift,
         Code::NotInstalled,
+        Code::ApiGroup,
     ];
 
     /// The code's word, as JSON has it.
@@ -463,11 +466,13 @@ pub fn management_ips(
 /// dataplane_windows.go`, `{"Type":"PA","PA": ManagementIP}`): a node whose layers disagree
 /// advertises one address and tunnels from another (rancher/rke2#3533). Each layer that
 /// differs is one finding naming both addresses and the fix.
+/// `adapters` are the host's, when they could be read: the fix for a network on another
+/// adapter names the adapter that holds the address, or says that none does.
 pub fn node_address(
     node: &str,
-    internal: Option<std::net::Ipv4Addr>,
-    bgp: Option<std::net::Ipv4Addr>,
+    (internal, bgp): (Option<std::net::Ipv4Addr>, Option<std::net::Ipv4Addr>),
     networks: &[(&str, Option<std::net::Ipv4Addr>)],
+    adapters: Option<&[crate::host::Adapter]>,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     let Some((truth, named)) = internal
@@ -500,13 +505,41 @@ pub fn node_address(
                         "the HNS network {name} has management IP {m}, {named} is {truth}: the vSwitch is bound to another adapter, and pods' endpoints carry {m} as their provider address"
                     ),
                 )
-                .with_remedy(format!(
-                    "set vxlan.adapter to the adapter that holds {truth}, then 'calicoctl-win reconfigure --drain' makes the networks again"
-                )),
+                .with_remedy(adapter_remedy(truth, named, adapters)),
             );
         }
     }
     out
+}
+
+/// What moves the networks to the adapter that holds `truth`: that adapter named, or, when no
+/// adapter of this host holds it, that the address itself is wrong for this node.
+fn adapter_remedy(
+    truth: std::net::Ipv4Addr,
+    named: &str,
+    adapters: Option<&[crate::host::Adapter]>,
+) -> String {
+    let again = "then 'calicoctl-win reconfigure --drain' makes the networks again";
+    let Some(adapters) = adapters else {
+        return format!(
+            "find the adapter that holds {truth} (Get-NetIPAddress -IPAddress {truth}) and set vxlan.adapter to it, {again}; if none does, {named} is not this node's address"
+        );
+    };
+    let holders: Vec<&str> = adapters
+        .iter()
+        .filter(|a| a.holds(truth))
+        .map(|a| a.name.as_str())
+        .collect();
+    match holders.as_slice() {
+        [] => format!(
+            "no adapter of this host holds {truth}: {named} is not this node's address (a NAT address, or one the node no longer has); give the Node its real address (kubelet's --node-ip, or node.ip), or give an adapter {truth}, {again}"
+        ),
+        [one] => format!("set vxlan.adapter to {one} (it holds {truth}), {again}"),
+        several => format!(
+            "{truth} is held by several adapters ({}): leave it on one, set vxlan.adapter to that one, {again}",
+            several.join(", ")
+        ),
+    }
 }
 
 /// The node in the cluster: not Ready (with kubelet's reason), cordoned.
@@ -658,19 +691,50 @@ mod tests {
     fn each_layer_whose_address_differs_is_named_with_both() {
         let ip = |s: &str| Some(s.parse::<std::net::Ipv4Addr>().expect("ip"));
         let nets = [("External", ip("10.0.0.5")), ("Calico", ip("10.0.0.5"))];
-        assert!(node_address("win-1", ip("10.0.0.5"), ip("10.0.0.5"), &nets).is_empty());
-        assert!(node_address("win-1", ip("10.0.0.5"), None, &[("Calico", None)]).is_empty());
-        assert!(node_address("win-1", None, None, &nets).is_empty());
-        let f = node_address("win-1", ip("10.0.1.9"), ip("10.0.0.5"), &nets);
+        assert!(node_address("win-1", (ip("10.0.0.5"), ip("10.0.0.5")), &nets, None).is_empty());
+        assert!(
+            node_address("win-1", (ip("10.0.0.5"), None), &[("Calico", None)], None).is_empty()
+        );
+        assert!(node_address("win-1", (None, None), &nets, None).is_empty());
+        let f = node_address("win-1", (ip("10.0.1.9"), ip("10.0.0.5")), &nets, None);
         assert_eq!(f.len(), 3, "{f:?}");
         assert!(f.iter().all(|f| f.code == Code::AddressMismatch));
         assert!(f[0].message.contains("10.0.0.5") && f[0].message.contains("10.0.1.9"));
         assert_eq!(f[2].subject, "Calico");
-        let by_bgp = node_address("win-1", None, ip("10.0.1.9"), &nets);
+        let by_bgp = node_address("win-1", (None, ip("10.0.1.9")), &nets, None);
         assert_eq!(
             by_bgp.len(),
             2,
             "the networks against the BGP address: {by_bgp:?}"
+        );
+    }
+
+    /// The fix names the adapter that holds the address, and never sends the user to pick an
+    /// adapter that holds an address no adapter of the host holds.
+    #[test]
+    fn the_fix_names_the_adapter_that_holds_the_address_or_says_none_does() {
+        let ip = |s: &str| Some(s.parse::<std::net::Ipv4Addr>().expect("ip"));
+        let nets = [("External", ip("10.0.0.5"))];
+        let host = [
+            crate::host::Adapter::for_test("Ethernet", 4, "00-15-5D-00-00-04", &["10.0.0.5"]),
+            crate::host::Adapter::for_test("Ethernet 2", 6, "00-15-5D-00-00-06", &["10.0.1.9"]),
+        ];
+        let remedy = |internal: &str| {
+            node_address("win-1", (ip(internal), None), &nets, Some(&host))[0]
+                .remedy
+                .clone()
+                .unwrap_or_default()
+        };
+        let named = remedy("10.0.1.9");
+        assert!(
+            named.starts_with("set vxlan.adapter to Ethernet 2 (it holds 10.0.1.9)"),
+            "{named}"
+        );
+        let none = remedy("203.0.113.7");
+        assert!(
+            none.starts_with("no adapter of this host holds 203.0.113.7")
+                && !none.contains("set vxlan.adapter to the adapter"),
+            "{none}"
         );
     }
 }

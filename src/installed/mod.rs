@@ -6,6 +6,7 @@
 //! them, and the services of Calico's legacy script-driven install.
 
 pub mod addressing;
+pub mod api_group;
 pub mod boot_marker;
 pub mod endpoints;
 pub mod failure;

@@ -19,6 +19,9 @@ impl EnvVars {
     pub const DNS_SEARCH: &'static str = "DNS_SEARCH";
     /// `kubernetes` or `etcdv3`.
     pub const CALICO_DATASTORE_TYPE: &'static str = "CALICO_DATASTORE_TYPE";
+    /// The API group libcalico-go reads Calico's resources in, instead of discovering it
+    /// (v3.32.0 `libcalico-go/lib/apiconfig/apiconfig.go`, `envconfig:"CALICO_API_GROUP"`).
+    pub const CALICO_API_GROUP: &'static str = "CALICO_API_GROUP";
     /// calico-node's kubeconfig (its token renewed by CalicoNode).
     pub const KUBECONFIG: &'static str = "KUBECONFIG";
     /// The etcd endpoints, comma-separated (etcdv3 only).
@@ -79,6 +82,7 @@ pub const ALL: &[&str] = &[
     EnvVars::DNS_NAME_SERVERS,
     EnvVars::DNS_SEARCH,
     EnvVars::CALICO_DATASTORE_TYPE,
+    EnvVars::CALICO_API_GROUP,
     EnvVars::KUBECONFIG,
     EnvVars::ETCD_ENDPOINTS,
     EnvVars::ETCD_KEY_FILE,

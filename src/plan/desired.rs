@@ -250,12 +250,14 @@ pub fn render_files(
 
 /// The CNI config, the services' environment files and the External network, for the Calico
 /// release `calico_version` (the built-in CNI template gives that release's `cniVersion`),
-/// the External network on `uplink` (`choose_uplink`).
+/// the External network on `uplink` (`choose_uplink`), Calico's components pinned to
+/// `api_group` when the cluster needs it (`HostFacts::calico_api_group`).
 pub fn rendered_files(
     host: &dyn Host,
     c: &Config,
     (calico_version, release_cni_version): (Option<&str>, Option<&str>),
     uplink: Option<&str>,
+    api_group: Option<&'static str>,
 ) -> anyhow::Result<Vec<DesiredFile>> {
     let f = host
         .system_facts()
@@ -271,6 +273,7 @@ pub fn rendered_files(
             .and_then(|v| crate::release::version::CalicoVersion::parse(v).ok()),
         release_cni_version: release_cni_version.map(str::to_owned),
         uplink: uplink.map(str::to_owned),
+        calico_api_group: api_group,
     };
     let rendered = render_files(c, &facts)?;
     rendered

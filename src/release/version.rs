@@ -152,6 +152,15 @@ impl CalicoVersion {
         self.at_least(3, 32)
     }
 
+    /// Whether this release's components can be told the API group: `CALICO_API_GROUP`
+    /// (`libcalico-go/lib/apiconfig/apiconfig.go` `CalicoAPIGroup`, read by calico-node,
+    /// Felix and confd through `LoadClientConfig`) and the CNI config's `calico_api_group`
+    /// (`cni-plugin/pkg/types/types.go` `NetConf.CalicoAPIGroup`) are in v3.32.0, in neither
+    /// file at v3.31.7.
+    pub fn reads_api_group_pin(&self) -> bool {
+        self.at_least(3, 32)
+    }
+
     fn at_least(&self, major: u32, minor: u32) -> bool {
         (self.major, self.minor) >= (major, minor)
     }

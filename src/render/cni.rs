@@ -144,6 +144,12 @@ pub fn render(
         "windows_use_single_network".into(),
         Value::Bool(c.windows_use_single_network),
     );
+    // The group the plugin's libcalico-go reads (`cni-plugin/pkg/types/types.go`
+    // `calico_api_group`, which `CreateClient` sets as `CALICO_API_GROUP`), as the operator
+    // writes it into its CNI config (tigera/operator master 40788b9b6 `pkg/render/node.go`).
+    if let Some(g) = facts.api_group_pin() {
+        obj.insert("calico_api_group".into(), Value::String(g.to_owned()));
+    }
     if let Some(dns) = obj.get_mut("DNS").and_then(Value::as_object_mut) {
         dns.insert(
             "Search".into(),

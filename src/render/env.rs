@@ -128,8 +128,13 @@ fn joined<T: ToString>(items: &[T]) -> String {
 
 /// The full environment of one service: common variables, the ones its script derives, and
 /// the user's extra variables for it.
-pub fn environment(c: &Config, role: Role) -> BTreeMap<String, String> {
+/// `api_group` pins the group libcalico-go reads for calico-node, Felix and confd
+/// (`HostFacts::api_group_pin`); the user's extra variables still win.
+pub fn environment(c: &Config, role: Role, api_group: Option<&str>) -> BTreeMap<String, String> {
     let mut env = common(c);
+    if let Some(g) = api_group.filter(|_| role != Role::KubeProxy) {
+        env.insert(EnvVars::CALICO_API_GROUP.into(), g.to_owned());
+    }
     let extra = match role {
         Role::Node => {
             env.insert(
@@ -177,11 +182,11 @@ pub fn environment(c: &Config, role: Role) -> BTreeMap<String, String> {
 }
 
 /// The environment file: a header comment, then `NAME=VALUE` lines sorted by name.
-pub fn render(c: &Config, role: Role) -> String {
+pub fn render(c: &Config, role: Role, api_group: Option<&str>) -> String {
     let mut out = String::from(
         "# Environment of this Calico service, rendered by calicoctl-win. Do not edit: change calico-windows.yaml.\n",
     );
-    for (k, v) in environment(c, role) {
+    for (k, v) in environment(c, role, api_group) {
         out.push_str(&k);
         out.push('=');
         out.push_str(&v);
@@ -235,7 +240,7 @@ mod tests {
         ]);
         let mut seen = std::collections::BTreeSet::new();
         for role in [Role::Node, Role::Felix, Role::Confd, Role::KubeProxy] {
-            for key in environment(&c, role).into_keys() {
+            for key in environment(&c, role, Some("projectcalico.org/v3")).into_keys() {
                 assert!(
                     crate::layout::env::ALL.contains(&key.as_str()),
                     "{key} ({role:?}) is not in layout::env::ALL"
@@ -262,7 +267,7 @@ mod tests {
     #[test]
     fn calico_node_finds_the_address_by_the_nodes_internal_ip() {
         let method = |sets: &[&str]| {
-            environment(&config(sets), Role::Node)
+            environment(&config(sets), Role::Node, None)
                 .get(EnvVars::IP_AUTODETECTION_METHOD)
                 .cloned()
         };

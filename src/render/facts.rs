@@ -60,9 +60,22 @@ pub struct HostFacts {
     pub release_cni_version: Option<String>,
     /// The adapter the External network's vSwitch binds (`host::uplink`), when one is named.
     pub uplink: Option<String>,
+    /// The API group the cluster needs Calico's components pinned to, as `apiVersion` says
+    /// it (`cluster::calico_api::Locks::pin`), when it needs one.
+    pub calico_api_group: Option<&'static str>,
 }
 
 impl HostFacts {
+    /// The pin, where the release reads it (`CalicoVersion::reads_api_group_pin`; an unknown
+    /// release is given it: one that cannot read it ignores an unknown variable and field).
+    pub fn api_group_pin(&self) -> Option<&'static str> {
+        self.calico_api_group.filter(|_| {
+            self.calico_version
+                .as_ref()
+                .is_none_or(crate::release::version::CalicoVersion::reads_api_group_pin)
+        })
+    }
+
     pub fn dsr_supported(&self) -> bool {
         self.os_build.supports_dsr()
     }

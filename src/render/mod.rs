@@ -71,7 +71,7 @@ pub fn render_all(
     for role in env::roles_for(c) {
         files.push(RenderedFile {
             name: role.env_file().to_owned(),
-            contents: env::render(c, role),
+            contents: env::render(c, role, facts.api_group_pin()),
         });
     }
     if let Some(network) = hns::external_network(c, facts.uplink.as_deref()) {

@@ -268,7 +268,13 @@ fn address(
         }
     };
     let networks = host.hns_networks().unwrap_or_default();
-    let found = health::node_address(node, internal, bgp, &health::management_ips(&networks));
+    let adapters = host.adapters().ok();
+    let found = health::node_address(
+        node,
+        (internal, bgp),
+        &health::management_ips(&networks),
+        adapters.as_deref(),
+    );
     (found, internal, false)
 }
 

@@ -294,11 +294,16 @@ impl Renewal {
             .ok_or_else(|| anyhow::anyhow!("{} is missing", self.kubeconfig))?;
         let text = String::from_utf8_lossy(&text);
         let (namespace, name) = self.service_account(token, record, &text)?;
+        // At most what the admission policy admits of calico-node's account (a token made
+        // longer by install's --token-lifetime is renewed at the cap).
+        let cap =
+            i64::try_from(crate::cluster::rights::TOKEN_LIFETIME_CAP.as_secs()).unwrap_or(i64::MAX);
         let lifetime = match (token.issued_at(), token.expiry(), record) {
             (Some(iat), Some(exp), _) if iat < exp => (exp - iat).max(MIN_LIFETIME),
             (_, _, Some(r)) => r.lifetime.max(MIN_LIFETIME),
             _ => DEFAULT_LIFETIME,
-        };
+        }
+        .min(cap);
         let cluster = Cluster::connect_as_node(&self.kubeconfig, &text, token, &self.env)?;
         // Bound to the node's Node again where the server allows it.
         let node = [EnvVars::CALICO_K8S_NODE_REF, EnvVars::NODENAME]

@@ -42,7 +42,7 @@ fn install(host: &SimHost, sets: &[&str]) {
     for role in crate::render::env::roles_for(&c) {
         put(
             role.env_file(),
-            crate::render::env::render(&c, role).as_bytes(),
+            crate::render::env::render(&c, role, None).as_bytes(),
         );
     }
     let uplink = c.vxlan.adapter.as_ref().map(|a| a.to_string());

@@ -169,3 +169,20 @@ fn a_path_on_a_network_drive_is_refused() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A file of two YAML documents is said in the file's words, not the YAML library's (which
+/// advised its own functions for several documents).
+#[test]
+fn two_yaml_documents_are_said_as_such() {
+    let out = cmd()
+        .arg("--config")
+        .arg(root().join("tests/bad-configs/53-two-yaml-documents.yaml"))
+        .args(["-o", "json", "config", "show"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let doc = json(&out.stdout);
+    let said = doc["error"]["problems"].to_string();
+    assert!(said.contains("one YAML document expected"), "{said}");
+    assert!(!said.contains("from_str_multiple"), "{said}");
+}

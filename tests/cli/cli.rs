@@ -814,3 +814,31 @@ fn status_json_has_findings_when_calico_is_not_installed() {
     assert_eq!(findings[0]["code"], "not-installed", "{doc}");
     assert_eq!(doc["problems"][0], findings[0]["message"], "{doc}");
 }
+
+/// An empty `CALICOCTL_WIN_CONFIG` (a machine-wide variable cleared to nothing) is unset, as
+/// an empty `KUBECONFIG` is to kubectl, not a `--config` given no value; one naming a file is
+/// read.
+#[test]
+fn an_empty_config_variable_is_unset() {
+    let out = cmd()
+        .env("CALICOCTL_WIN_CONFIG", "")
+        .args(["config", "show", "-o", "json", "--offline"])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("calico-windows.yaml");
+    fs_err::write(&file, "vxlan:\n  vni: 4097\n").expect("write");
+    let out = cmd()
+        .env("CALICOCTL_WIN_CONFIG", &file)
+        .args(["config", "show", "-o", "json", "--offline"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("4097"));
+}

@@ -357,6 +357,8 @@ fn kubectl_parses_the_manifests() {
             "RoleBinding",
             "ValidatingAdmissionPolicy",
             "ValidatingAdmissionPolicyBinding",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
             "Secret",
             "Plan",
             "DaemonSet"
@@ -365,7 +367,7 @@ fn kubectl_parses_the_manifests() {
     for i in &items {
         assert_eq!(i["metadata"]["annotations"]["checked"], "yes", "{i}");
     }
-    let ds = &items[11];
+    let ds = &items[13];
     assert_eq!(
         ds["spec"]["template"]["spec"]["securityContext"]["windowsOptions"]["hostProcess"],
         true
@@ -1331,8 +1333,8 @@ fn the_daemonset_pod_replaces_a_refused_token_for_its_own_node_only() {
         .filter(|m| api.apply(m))
         .count();
     assert_eq!(
-        applied, 9,
-        "roles, bindings, the account and the admission policy"
+        applied, 11,
+        "roles, bindings, the account and the two admission policies"
     );
     let node = crate::support::Node::new(&api);
     let zip = crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
@@ -1426,4 +1428,94 @@ fn the_daemonset_pod_replaces_a_refused_token_for_its_own_node_only() {
         kept,
         "nothing written"
     );
+}
+
+/// calico-node's account holds each node's renewal grant, so every calico-node token in the
+/// cluster (each Linux calico-node pod's projected token) could mint tokens for it: with the
+/// admission policy `fleet rbac` writes for that account, a Linux node's calico-node pod gets
+/// no token for a Windows node, and a calico-node token of a Windows node's own gets its own
+/// Node's, at most a year long (install made a two-year one here; the renewer asks the cap).
+#[test]
+fn a_calico_node_token_gets_only_its_own_nodes_token_of_at_most_a_year() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let out = cmd()
+        .args(["-o", "json", "fleet", "rbac", "--calico-api", "v1"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rbac = json(&out.stdout);
+    let manifests = rbac["manifests"].as_array().expect("manifests");
+    assert!(
+        manifests.iter().any(
+            |m| m["metadata"]["name"] == "calicoctl-win-token-calico-node"
+                && m["kind"] == "ValidatingAdmissionPolicy"
+        ),
+        "{rbac}"
+    );
+    for m in manifests {
+        api.apply(m);
+    }
+    let node = crate::support::Node::new(&api);
+    let zip = crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let (code, _, err) = node.run(&[
+        "install",
+        "--no-start",
+        "--token-lifetime",
+        "2y",
+        "--release-zip",
+        zip.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let mut linux = api.get("/api/v1/nodes/win-1").expect("node");
+    linux["metadata"]["name"] = "linux-1".into();
+    linux["metadata"]["uid"] = "uid-linux-1".into();
+    api.put("/api/v1/nodes/linux-1", linux);
+    let token_file = node.c_drive("calicowindows/calico-kube-config.token");
+    api.recreate_service_account("calico-system", "calico-node");
+    let kept = fs_err::read_to_string(&token_file).expect("token");
+    let keep = |pod: &Pod| {
+        on_node()
+            .envs(pod.env())
+            .args(["-o", "json", "--sim-host"])
+            .arg(node.sim())
+            .args(["service", "keep-token", "--once"])
+            .output()
+            .expect("runs")
+    };
+
+    // A Linux node's calico-node pod asks for win-1's token: refused, nothing written.
+    let linux_pod = Pod::new(
+        &api,
+        &api.pod_token("calico-system", "calico-node", "linux-1"),
+    );
+    let out = keep(&linux_pod);
+    let doc = json(&out.stdout);
+    assert_ne!(out.status.code(), Some(0), "{doc}");
+    assert!(
+        doc.to_string()
+            .contains("calico-node may only request a token bound to its own Node"),
+        "{doc}"
+    );
+    assert_eq!(fs_err::read_to_string(&token_file).expect("token"), kept);
+
+    // A calico-node token naming win-1 gets win-1's, a year long (not the two install asked).
+    let own = Pod::new(
+        &api,
+        &api.pod_token("calico-system", "calico-node", "win-1"),
+    );
+    let out = keep(&own);
+    let doc = json(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{doc}");
+    assert_eq!(doc["replaced"], true, "{doc}");
+    let fresh = fs_err::read_to_string(&token_file).expect("token");
+    assert!(api.accepts(&fresh));
+    let c = crate::support::fake_api::claims(&fresh);
+    let life = c["exp"].as_i64().unwrap_or_default() - c["iat"].as_i64().unwrap_or_default();
+    assert_eq!(life, 365 * 86400, "{c}");
+    assert_eq!(c["kubernetes.io"]["node"]["name"], "win-1", "{c}");
 }

@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod api_group;
 mod documents;
 mod endpoint_kinds;
 mod host_defaults;

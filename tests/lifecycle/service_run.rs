@@ -36,7 +36,7 @@ fn installed_host(dir: &Path) -> SimHost {
     for role in calicoctl_win::render::env::roles_for(&c) {
         put(
             role.env_file(),
-            calicoctl_win::render::env::render(&c, role).as_bytes(),
+            calicoctl_win::render::env::render(&c, role, None).as_bytes(),
         );
     }
     let external =

@@ -659,6 +659,7 @@ fn desired_files(
                 .as_deref(),
         ),
         c.uplink.adapter.as_deref(),
+        c.cluster.api_group_pin(host, &config.root()),
     )?);
     prepare.push(c.uplink.describe());
     Ok(files)

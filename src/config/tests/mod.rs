@@ -369,3 +369,15 @@ fn an_unusable_config_file_gets_the_hint_for_its_fault() {
     );
     assert!(!text.contains("budget breached"), "{text}");
 }
+
+/// One rule for both sources: blanks around a value are no part of it, from `--set` as from
+/// the environment.
+#[test]
+fn a_value_with_blanks_around_it_is_read_alike_from_set_and_environment() {
+    let by_set = load(&inputs(None, &[], &["vxlan.vni= 4097 "])).expect("valid");
+    let by_env = load(&inputs(None, &[("VXLAN_VNI", " 4097 ")], &[])).expect("valid");
+    assert_eq!(by_set.config.vxlan.vni.get(), 4097);
+    assert_eq!(by_env.config.vxlan.vni.get(), 4097);
+    let by_set = load(&inputs(None, &[], &["vxlan.mac_prefix=\t0e-2b"])).expect("valid");
+    assert_eq!(by_set.config.vxlan.mac_prefix.to_string(), "0E-2B");
+}

@@ -352,11 +352,24 @@ impl FakeApi {
 
     /// A datastore migration as kube-controllers' migration controller leaves the cluster in
     /// `phase` (tigera/docs `calico/operations/crd-migration.mdx`): the v3 CRDs served beside
-    /// the v1 ones (the aggregated APIService deleted), the `DatastoreMigration` `v1-to-v3`,
-    /// and while `Migrating` the datastore locked (ClusterInformation `datastoreReady: false`).
+    /// the v1 ones (the aggregated APIService deleted), the `DatastoreMigration` `v1-to-v3`.
+    /// The locks follow projectcalico/calico release-v3.33
+    /// `kube-controllers/pkg/controllers/migration/controller.go`: `handlePending` locks v1
+    /// (`lockV1Datastore`, ClusterInformation `datastoreReady: false`) once its prechecks
+    /// pass, `handleMigrating` locks v3 (`lockV3Datastore`), and at `Converged`
+    /// `unlockV3CRDDatastore` unlocks v3 only: "The v1 ClusterInformation is intentionally
+    /// left locked" (its only unlock is `handleAbort`'s, on a deletion before `Converged`).
+    /// `Pending` is modelled before its prechecks passed: nothing locked yet.
     pub fn datastore_migration(&self, phase: &str) {
         let mut st = self.lock();
-        copy_calico_to_v3(&mut st, true, Some(phase != "Migrating"));
+        let v3_ready = matches!(phase, "Pending" | "Converged" | "Complete");
+        copy_calico_to_v3(&mut st, true, Some(v3_ready));
+        if phase != "Pending" {
+            let v1_info = "/apis/crd.projectcalico.org/v1/clusterinformations/default";
+            if let Some(info) = st.objects.get_mut(v1_info) {
+                info["spec"]["datastoreReady"] = json!(false);
+            }
+        }
         st.calico_v3 = true;
         st.calico_v1_kept = true;
         st.objects.insert(

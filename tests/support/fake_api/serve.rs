@@ -705,43 +705,72 @@ fn token_request(st: &mut State, t: &Target, body: &Value) -> Reply {
     )
 }
 
-/// The admission policy `calicoctl-win-token-per-node` (`cluster::rights::token_policy`), when
-/// it and its binding exist, as kube-apiserver's validating admission policy plugin applies it
-/// (k8s.io/apiserver `pkg/admission/plugin/policy/validating`: the match conditions first, then
-/// each validation; a failed one with `reason: Forbidden` is a 403 with its message). Its CEL
-/// is evaluated here by what it says: for the user its match condition names, the request must
-/// be bound to a Node named as the caller's node claim (`authentication.kubernetes.io/node-name`
-/// in `userInfo.extra`, which kube-apiserver fills from the token's `kubernetes.io` / `node`).
+/// The admission policies on TokenRequests (`cluster::rights::token_policy`,
+/// `calico_node_token_policy`), each when it and its binding exist, as kube-apiserver's
+/// validating admission policy plugin applies them (k8s.io/apiserver
+/// `pkg/admission/plugin/policy/validating`: the match conditions first, then each validation
+/// in order; the first that fails, with `reason: Forbidden`, is a 403 with its message). Their
+/// CEL is evaluated here by what it says: for the user its match condition names, the request
+/// must be bound to a Node named as the caller's node claim (`authentication.kubernetes.io/
+/// node-name` in `userInfo.extra`, which kube-apiserver fills from the token's `kubernetes.io`
+/// / `node`, a pod's Node or the Node a token is bound to), and ask for no more seconds than
+/// the second validation's `expirationSeconds <= N` (an absent one is an hour).
 fn admit_token_request(st: &State, claims: &Value, body: &Value) -> Option<Reply> {
     let base = "/apis/admissionregistration.k8s.io/v1";
-    let name = "calicoctl-win-token-per-node";
-    let policy = st
-        .objects
-        .get(&format!("{base}/validatingadmissionpolicies/{name}"))?;
-    st.objects
-        .get(&format!("{base}/validatingadmissionpolicybindings/{name}"))?;
-    let condition = policy["spec"]["matchConditions"][0]["expression"].as_str()?;
-    let user = condition.split('\'').nth(1)?;
-    if claims["sub"].as_str() != Some(user) {
-        return None;
-    }
-    let node_claim = claims
-        .pointer("/kubernetes.io/node/name")
-        .and_then(Value::as_str);
-    let bound = &body["spec"]["boundObjectRef"];
-    let admitted = node_claim.is_some_and(|n| {
-        bound["kind"].as_str() == Some("Node") && bound["name"].as_str() == Some(n)
-    });
-    (!admitted).then(|| {
-        let message = policy["spec"]["validations"][0]["message"]
+    for name in [
+        "calicoctl-win-token-per-node",
+        "calicoctl-win-token-calico-node",
+    ] {
+        let Some(policy) = st
+            .objects
+            .get(&format!("{base}/validatingadmissionpolicies/{name}"))
+        else {
+            continue;
+        };
+        if !st
+            .objects
+            .contains_key(&format!("{base}/validatingadmissionpolicybindings/{name}"))
+        {
+            continue;
+        }
+        let condition = policy["spec"]["matchConditions"][0]["expression"].as_str()?;
+        let user = condition.split('\'').nth(1)?;
+        if claims["sub"].as_str() != Some(user) {
+            continue;
+        }
+        let node_claim = claims
+            .pointer("/kubernetes.io/node/name")
+            .and_then(Value::as_str);
+        let bound = &body["spec"]["boundObjectRef"];
+        let own_node = node_claim.is_some_and(|n| {
+            bound["kind"].as_str() == Some("Node") && bound["name"].as_str() == Some(n)
+        });
+        let cap = policy["spec"]["validations"][1]["expression"]
             .as_str()
-            .unwrap_or("denied");
-        status(
-            StatusCode::FORBIDDEN,
-            "Forbidden",
-            &format!("serviceaccounts \"calico-node\" is forbidden: ValidatingAdmissionPolicy '{name}' with binding '{name}' denied request: {message}"),
-        )
-    })
+            .and_then(|e| e.split("expirationSeconds <= ").nth(1))
+            .and_then(|n| n.trim().parse::<i64>().ok());
+        let asked = body["spec"]["expirationSeconds"].as_i64().unwrap_or(3600);
+        let failed = if !own_node {
+            Some(0)
+        } else if cap.is_some_and(|c| asked > c) {
+            Some(1)
+        } else {
+            None
+        };
+        if let Some(i) = failed {
+            let message = policy["spec"]["validations"][i]["message"]
+                .as_str()
+                .unwrap_or("denied");
+            return Some(status(
+                StatusCode::FORBIDDEN,
+                "Forbidden",
+                &format!(
+                    "serviceaccounts \"calico-node\" is forbidden: ValidatingAdmissionPolicy '{name}' with binding '{name}' denied request: {message}"
+                ),
+            ));
+        }
+    }
+    None
 }
 
 /// Whether the server takes `token`: one it issued (or the admin's) whose `exp` has not passed
