@@ -163,6 +163,17 @@ pub fn undo_journal(
     journal_path: &str,
     timeout: Duration,
 ) -> Vec<String> {
+    undo_journal_in(host, journal, journal_path, timeout, None)
+}
+
+/// `undo_journal` of a journal whose steps include the cluster's (`cluster` undoes them).
+pub fn undo_journal_in(
+    host: &dyn Host,
+    journal: &Journal,
+    journal_path: &str,
+    timeout: Duration,
+    cluster: Option<&dyn crate::cluster::drain::NodeControl>,
+) -> Vec<String> {
     let opts = Options {
         command: "rollback",
         journal_path: journal_path.to_owned(),
@@ -174,7 +185,7 @@ pub fn undo_journal(
         record: None,
         logs_dir: None,
         now: 0,
-        cluster: None,
+        cluster,
         recheck: None,
     };
     rollback(host, journal, &opts).failures

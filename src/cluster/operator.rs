@@ -261,6 +261,58 @@ pub const TIGERA_STATUSES: [&str; 2] = ["calico", "calico-windows"];
 /// `windows_controller.go`), its Windows DaemonSet not rendered, or that DaemonSet's
 /// placement not taking the node once calicoctl-win's label is off.
 pub fn daemonset_blocker(c: &Cluster, node: &str) -> Result<Option<String>, ClusterError> {
+    if let Some(why) = degraded_status(c)? {
+        return Ok(Some(why));
+    }
+    let sets: Api<k8s_openapi::api::apps::v1::DaemonSet> =
+        Api::namespaced(c.client.clone(), NAMESPACE);
+    let Some(ds) = c.call_opt(
+        "get",
+        &format!("daemonsets/{DAEMONSET} in {NAMESPACE}"),
+        sets.get(DAEMONSET),
+    )?
+    else {
+        return Ok(Some(format!("no DaemonSet {NAMESPACE}/{DAEMONSET} yet")));
+    };
+    // A DaemonSet an earlier switch-on left (the operator never deletes it when Windows goes
+    // off: `windows_controller.go` returns) is not this one until it carries the affinity
+    // that keeps it off calicoctl-win's nodes and its controller has seen that spec.
+    let generation = ds.metadata.generation;
+    let observed = ds.status.as_ref().and_then(|s| s.observed_generation);
+    if let (Some(g), Some(o)) = (generation, observed)
+        && o < g
+    {
+        return Ok(Some(format!(
+            "the DaemonSet's controller has not seen its generation {g} yet"
+        )));
+    }
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node))?;
+    let mut labels = n.metadata.labels.unwrap_or_default();
+    labels.remove(LABEL);
+    let spec = ds.spec.and_then(|s| s.template.spec).unwrap_or_default();
+    let selects = spec
+        .node_selector
+        .unwrap_or_default()
+        .iter()
+        .all(|(k, v)| labels.get(k) == Some(v));
+    let affinity = serde_json::to_value(&spec.affinity).unwrap_or_default();
+    if !super::installation::excludes(&affinity) {
+        return Ok(Some(format!(
+            "the DaemonSet does not keep off nodes labelled {LABEL}={LABEL_VALUE} yet"
+        )));
+    }
+    if !selects || !super::installation::affinity_matches(&affinity, &labels) {
+        return Ok(Some(format!(
+            "the DaemonSet's node selector and affinity do not take node {node} even without label {LABEL}"
+        )));
+    }
+    Ok(None)
+}
+
+/// A TigeraStatus of the controllers that render for Windows that is Degraded, said with its
+/// reason; `None` when neither is.
+pub fn degraded_status(c: &Cluster) -> Result<Option<String>, ClusterError> {
     let ar = kube::api::ApiResource::from_gvk_with_plural(
         &kube::api::GroupVersionKind::gvk("operator.tigera.io", "v1", "TigeraStatus"),
         "tigerastatuses",
@@ -277,32 +329,6 @@ pub fn daemonset_blocker(c: &Cluster, node: &str) -> Result<Option<String>, Clus
         if let Some(why) = status.as_ref().and_then(degraded) {
             return Ok(Some(format!("TigeraStatus {name} is Degraded: {why}")));
         }
-    }
-    let sets: Api<k8s_openapi::api::apps::v1::DaemonSet> =
-        Api::namespaced(c.client.clone(), NAMESPACE);
-    let Some(ds) = c.call_opt(
-        "get",
-        &format!("daemonsets/{DAEMONSET} in {NAMESPACE}"),
-        sets.get(DAEMONSET),
-    )?
-    else {
-        return Ok(Some(format!("no DaemonSet {NAMESPACE}/{DAEMONSET} yet")));
-    };
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node))?;
-    let mut labels = n.metadata.labels.unwrap_or_default();
-    labels.remove(LABEL);
-    let spec = ds.spec.and_then(|s| s.template.spec).unwrap_or_default();
-    let selects = spec
-        .node_selector
-        .unwrap_or_default()
-        .iter()
-        .all(|(k, v)| labels.get(k) == Some(v));
-    let affinity = serde_json::to_value(&spec.affinity).unwrap_or_default();
-    if !selects || !super::installation::affinity_matches(&affinity, &labels) {
-        return Ok(Some(format!(
-            "the DaemonSet's node selector and affinity do not take node {node} even without label {LABEL}"
-        )));
     }
     Ok(None)
 }
@@ -346,6 +372,19 @@ pub fn wait_daemonset(c: &Cluster, node: &str, timeout: Duration) -> Result<(), 
             })
         },
     )
+}
+
+/// Whether the node's `NetworkUnavailable` condition is True (the operator pod's preStop sets
+/// it so for a hundred years: calico v3.32.1 `node/pkg/lifecycle/shutdown/shutdown.go`).
+pub fn network_unavailable(c: &Cluster, node: &str) -> Result<bool, ClusterError> {
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node))?;
+    Ok(n.status
+        .and_then(|s| s.conditions)
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.type_ == "NetworkUnavailable" && c.status == "True")
+        }))
 }
 
 /// `NetworkUnavailable` False, as calico-node sets it when it runs (calico v3.32.1

@@ -376,8 +376,14 @@ fn per_node_policy(name: &str, sa: &str, namespace: &str) -> Vec<serde_json::Val
                 "failurePolicy": "Fail",
                 "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
                     "operations": ["CREATE"], "resources": ["serviceaccounts/token"]}]},
+                // Only calico-node's own token: the account may ask for others' (Linux
+                // calico-node refreshes the CNI plugin's `calico-cni-plugin` token, unbound, a
+                // day long: calico v3.32.1 `node/pkg/cni/token_watch.go`), and those are not
+                // this policy's to judge. `request.name` of a subresource is its object's.
                 "matchConditions": [{"name": "this-account-only",
-                    "expression": format!("request.userInfo.username == '{user}'")}],
+                    "expression": format!("request.userInfo.username == '{user}'")},
+                    {"name": "calico-node-token-only",
+                    "expression": "request.name == 'calico-node'"}],
                 "validations": [
                     {"expression": format!("'authentication.kubernetes.io/node-name' in request.userInfo.extra && has(object.spec.boundObjectRef) && object.spec.boundObjectRef.kind == 'Node' && object.spec.boundObjectRef.name == {claim}[0]"),
                         "message": format!("{sa} may only request a token bound to its own Node"),

@@ -160,6 +160,7 @@ fn operator_refusals(read: &Read, host: &dyn Host) -> anyhow::Result<Vec<migrate
     let Some(inst) = read.facts.installation.as_ref() else {
         return Ok(out);
     };
+    out.extend(degraded_refusal(read)?);
     let endpoint = operator::services_endpoint(&read.cluster)?;
     out.extend(ready::windows_config(
         inst,
@@ -178,6 +179,36 @@ fn operator_refusals(read: &Read, host: &dyn Host) -> anyhow::Result<Vec<migrate
     Ok(out)
 }
 
+/// The operator does not render its Installation now (a TigeraStatus Degraded): a change it
+/// must act on (Windows on, the DaemonSet's affinity) would wait for it in vain.
+fn degraded_refusal(read: &Read) -> anyhow::Result<Option<migrate::Refusal>> {
+    Ok(operator::degraded_status(&read.cluster)?.map(|why| migrate::Refusal {
+        code: "operator-degraded",
+        message: format!(
+            "the operator does not render its Installation now ({why}), so it would not act on what migrate changes"
+        ),
+        fix: "see 'kubectl get tigerastatus -o yaml' and the operator's log ('kubectl -n tigera-operator logs deploy/tigera-operator'), and migrate once TigeraStatus is Available".into(),
+    }))
+}
+
+/// A refusal on a run that goes on with one an earlier run began: said as what it is (this run
+/// changed nothing more), with the journal that holds what was done.
+fn refuse_begun(
+    direction: &'static str,
+    reasons: Vec<migrate::Refusal>,
+    begun: Option<&str>,
+) -> anyhow::Result<()> {
+    let refused = refuse(direction, reasons);
+    match begun {
+        Some(journal) => refused.with_context(|| {
+            format!(
+                "an earlier migrate {direction} changed the node already (its journal is {journal}); this run changed nothing more: fix what it says and run it again to finish"
+            )
+        }),
+        None => refused,
+    }
+}
+
 pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host_to_change("migrate")?;
     let host = host.as_ref();
@@ -191,8 +222,20 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
     };
     let facts = read.facts(host.service_query("kube-proxy")?.is_some());
     let mut reasons = migrate::to_operator_refusals(&facts);
-    reasons.extend(operator_refusals(&read, host)?);
-    refuse("to-operator", reasons)?;
+    // The operator's readiness is judged before the first change only: a run that goes on
+    // with the host part finds the operator switched on already.
+    if change.journal.is_none() {
+        reasons.extend(operator_refusals(&read, host)?);
+    }
+    if !reasons.is_empty()
+        && let Some(j) = &before_journal
+    {
+        // The cluster steps an earlier run began, undone before saying no.
+        let left = undo_cluster_steps(host, j, &before_path, &read.cluster, args);
+        return refuse("to-operator", reasons).with_context(|| left);
+    }
+    let begun = change.journal.is_some().then_some(change.journal_path.as_str());
+    refuse_begun("to-operator", reasons, begun)?;
     let marker = facts.operator_marker().map_err(anyhow::Error::msg)?;
     let cordoned = read.cordoned()?;
     let uncordon = read.uncordon(cordoned)?;
@@ -304,7 +347,7 @@ fn run_hand_over(
     };
     Ok(change.run(ctx, actions, opts)?.map_err(|failed| {
         let e = failed.error;
-        let done = e.index - 1;
+        let done = e.index.saturating_sub(1);
         let left = actions[done..]
             .iter()
             .map(apply::Action::describe)
@@ -323,6 +366,32 @@ fn run_hand_over(
         };
         anyhow::Error::new(e).context(said)
     })?)
+}
+
+/// Undoes the cluster steps an interrupted run journaled before the host (the Installation's
+/// windowsDataplane as it was, the node uncordoned and unmarked); what it says of them.
+fn undo_cluster_steps(
+    host: &dyn Host,
+    journal: &crate::apply::journal::Journal,
+    path: &str,
+    cluster: &Cluster,
+    args: &MigrateArgs,
+) -> String {
+    let failed = crate::apply::undo::undo_journal_in(
+        host,
+        journal,
+        path,
+        args.service_timeout,
+        Some(cluster),
+    );
+    if failed.is_empty() {
+        "the cluster steps an earlier run made before the node (journal {path}) were undone; nothing on the node was changed".replace("{path}", path)
+    } else {
+        format!(
+            "undoing the cluster steps an earlier run made (journal {path}) failed partly: {}; running migrate to-operator again goes on with them",
+            failed.join("; ")
+        )
+    }
 }
 
 /// The journal of an interrupted run's cluster steps, continued (and undone if they fail).
@@ -396,7 +465,7 @@ fn to_operator_before(
     Ok(migrate::to_operator_before(
         &read.installation(),
         &label,
-        &read.node,
+        (&read.node, &read.cni),
         cordoned,
         args.pod_timeout,
     ))
@@ -425,7 +494,11 @@ fn to_operator_plan(
         )?,
         &read.cni,
     );
-    actions.extend(migrate::marker_for_operator(host, marker)?);
+    actions.extend(migrate::marker_for_operator(
+        host,
+        marker,
+        read.system.boot_id.as_deref(),
+    )?);
     actions.extend(migrate::to_operator_after(
         &read.node,
         args.pod_timeout,
@@ -454,8 +527,14 @@ pub fn from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Resul
     let (before, after) = (taken.before, taken.after);
     let journal = taken.journal_path;
     let timeout = args.install.service_timeout;
+    // How far the run got: migrate's steps before install done, install done.
+    let stage = std::cell::Cell::new(0u8);
     let mut run_before = |ctx: &mut Context, host: &dyn Host| -> anyhow::Result<()> {
-        run_steps(ctx, host, (&cluster, &root), &before, &journal, timeout).map_err(|e| {
+        let ran = run_steps(ctx, host, (&cluster, &root), &before, &journal, timeout);
+        if ran.is_ok() {
+            stage.set(1);
+        }
+        ran.map_err(|e| {
             e.context(format!(
                 "migrate from-operator stopped before install; calicoctl-win changed nothing of install's yet: running it again continues, or give node {node} back to the operator with 'kubectl label node {node} {}-' and 'kubectl uncordon {node}' if it cordoned it",
                 operator::LABEL
@@ -463,6 +542,7 @@ pub fn from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Resul
         })
     };
     let mut run_after = |ctx: &mut Context, host: &dyn Host| -> anyhow::Result<Vec<String>> {
+        stage.set(2);
         run_steps(ctx, host, (&cluster, &root), &after, &journal, timeout).map_err(|e| {
             e.context("calicoctl-win runs Calico on this node now, but the steps after install did not finish: running migrate from-operator again finishes them")
         })?;
@@ -479,14 +559,92 @@ pub fn from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Resul
         after: &mut run_after,
     };
     let label = operator::LABEL;
-    super::install::run_within(&args.install, ctx, Some(within)).map_err(|e| {
-        if dry_run {
-            return e;
-        }
-        e.context(format!(
-            "migrate from-operator did not finish on node {node}: fix what it says and run it again (it goes on from where it stopped); while it has not, the operator's DaemonSet keeps off the node (label {label}=true)"
-        ))
-    })
+    let installed = super::install::run_within(&args.install, ctx, Some(within));
+    let Err(e) = installed else {
+        return Ok(());
+    };
+    if dry_run {
+        return Err(e);
+    }
+    // Install failed after the node left the operator: when it undid itself wholly (no
+    // journal of its left), the node goes back to the operator rather than stay without Calico.
+    if stage.get() == 1 {
+        let back = GiveBack {
+            node: &node,
+            root: &root,
+            cluster: &cluster,
+            journal: &journal,
+            uncordon: taken.uncordon,
+        };
+        return Err(match give_back(ctx, &back, args) {
+            Ok(Some(said)) => e.context(said),
+            Ok(None) => e.context(format!(
+                "migrate from-operator did not finish on node {node}: its install stopped with its journal kept; run migrate from-operator again to finish it (the operator's DaemonSet keeps off the node meanwhile: label {label}=true)"
+            )),
+            Err(g) => e.context(format!(
+                "install failed and was undone, and giving node {node} back to the operator failed too ({g:#}): run migrate from-operator again, or 'kubectl label node {node} {label}-', 'kubectl uncordon {node}' and 'kubectl annotate node {node} {}-'",
+                operator::CORDONED_ANNOTATION
+            )),
+        });
+    }
+    Err(e.context(format!(
+        "migrate from-operator did not finish on node {node}: fix what it says and run it again (it goes on from where it stopped); while it has not, the operator's DaemonSet keeps off the node (label {label}=true)"
+    )))
+}
+
+/// What giving a node back to the operator needs.
+struct GiveBack<'a> {
+    node: &'a str,
+    root: &'a InstallRoot,
+    cluster: &'a Cluster,
+    journal: &'a str,
+    uncordon: bool,
+}
+
+/// After an install that failed and undid itself: the label off (the operator's DaemonSet
+/// takes the node again, its install-cni writes its CNI files anew), its pod waited for, the
+/// node uncordoned when this migration cordoned it; journaled. `None` when install left its
+/// journal (it is then finished by the next run, not given back).
+fn give_back(
+    ctx: &mut Context,
+    back: &GiveBack<'_>,
+    args: &MigrateFromArgs,
+) -> anyhow::Result<Option<String>> {
+    let host = ctx.open_host_to_change("migrate")?;
+    let host = host.as_ref();
+    if crate::apply::journal::Journal::load(host, &back.root.journal())?.is_some() {
+        return Ok(None);
+    }
+    let mut steps = vec![
+        apply::Action::SetNodeLabel {
+            node: back.node.to_owned(),
+            value: None,
+        },
+        apply::Action::WaitOperatorPod {
+            node: back.node.to_owned(),
+            want: operator::Want::Ready,
+            timeout: args.pod_timeout,
+        },
+    ];
+    if back.uncordon {
+        steps.extend(migrate::uncordon(back.node));
+    }
+    ctx.printer
+        .text("install failed and was undone: the node goes back to the operator");
+    run_steps(
+        ctx,
+        host,
+        (back.cluster, back.root),
+        &steps,
+        back.journal,
+        args.install.service_timeout,
+    )?;
+    Ok(Some(format!(
+        "install failed and was undone; node {} is the operator's again (its {} pod is ready{}): fix what install says and run migrate from-operator again",
+        back.node,
+        operator::DAEMONSET,
+        if back.uncordon { ", the node uncordoned" } else { "" }
+    )))
 }
 
 /// Runs `steps` journaled at `journal` (a rerun continues them), not undone.
@@ -516,6 +674,8 @@ fn run_steps(
 /// What `from-operator` does around install, planned before anything changes.
 struct FromPlan {
     node: String,
+    /// Whether to uncordon the node at the end (this migration cordoned it).
+    uncordon: bool,
     root: InstallRoot,
     cluster: Cluster,
     before: Vec<apply::Action>,
@@ -550,7 +710,25 @@ fn plan_from_operator(
     let facts = read.facts(false);
     let mut reasons = migrate::from_operator_refusals(&facts, stored.as_deref());
     reasons.extend(read.node_name_refusal());
-    refuse("from-operator", reasons)?;
+    // Past the first change (a journal, or the node ours-labelled with the operator's pod
+    // gone), the operator cannot initialise the node again: its marker of another boot then
+    // means only that CalicoNode must make the networks anew, as after a boot (no BootId).
+    let journal = crate::apply::journal::Journal::load(host, &journal_path)?;
+    let begun = journal.is_some()
+        || (read.installation().keeps_off(&read.facts.node_labels)
+            && operator::pod_on(&read.cluster, &read.node)? == operator::PodState::Gone);
+    if begun {
+        reasons.retain(|r| r.code != "not-initialised");
+    }
+    let inst = read.installation();
+    if inst.excluding_affinity().is_some() {
+        reasons.extend(degraded_refusal(&read)?);
+    }
+    refuse_begun(
+        "from-operator",
+        reasons,
+        journal.is_some().then_some(journal_path.as_str()),
+    )?;
     let boot = stored
         .as_deref()
         .is_some_and(|s| facts.is_this_boot(s))
@@ -558,7 +736,6 @@ fn plan_from_operator(
         .flatten();
     let cordoned = read.cordoned()?;
     let uncordon = read.uncordon(cordoned)?;
-    let inst = read.installation();
     let before = migrate::from_operator_before(
         host,
         &inst,
@@ -591,6 +768,7 @@ fn plan_from_operator(
     drop(ctx.take_lock());
     Ok(Some(FromPlan {
         node: read.node.clone(),
+        uncordon,
         root: read.root.clone(),
         cluster: read.cluster,
         before,
@@ -678,6 +856,7 @@ fn moved_already(host: &dyn Host, read: &Read, cni_conf_dir: &str) -> anyhow::Re
     }
     Ok(
         operator::pod_on(&read.cluster, &read.node)? == operator::PodState::Gone
-            && !operator::cordoned_by_migrate(&read.cluster, &read.node)?,
+            && !operator::cordoned_by_migrate(&read.cluster, &read.node)?
+            && !operator::network_unavailable(&read.cluster, &read.node)?,
     )
 }

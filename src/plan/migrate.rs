@@ -147,7 +147,13 @@ impl Facts<'_> {
     /// would go where containerd does not read it, and the node would make no new pod's
     /// network.
     fn cni_dirs(&self, to_operator: bool) -> Option<Refusal> {
-        let theirs = self.installation?.windows_cni_dirs();
+        let inst = self.installation?;
+        // With Windows off, to-operator writes containerd's directories itself, with
+        // windowsDataplane (`enable_windows`): the operator refuses them while it is off.
+        if to_operator && !inst.windows_enabled() {
+            return None;
+        }
+        let theirs = inst.windows_cni_dirs();
         let differ: Vec<(&str, &str, &str, &str)> = [
             (
                 "cniBinDir",
@@ -346,20 +352,13 @@ pub fn keep_operator_off(inst: &Installation, label: &[String]) -> Vec<Action> {
 pub fn to_operator_before(
     inst: &Installation,
     label: &[String],
-    node: &str,
+    (node, cni): (&str, &CniDirs),
     cordoned: bool,
     timeout: Duration,
 ) -> Vec<Action> {
     let mut actions = keep_operator_off(inst, label);
     if !inst.windows_enabled() {
-        actions.push(Action::PatchInstallation {
-            name: inst.dataplane_in.to_owned(),
-            what: "calicoNetwork.windowsDataplane: HNS (the operator runs Calico on the Windows nodes its DaemonSet's affinity allows)".into(),
-            patch: operator::dataplane_patch(Some("HNS")),
-            restore: Some(operator::dataplane_patch(
-                inst.windows_dataplane.as_deref(),
-            )),
-        });
+        actions.push(enable_windows(inst, cni));
     }
     actions.push(Action::WaitOperatorDaemonSet {
         node: node.to_owned(),
@@ -367,6 +366,38 @@ pub fn to_operator_before(
     });
     actions.extend(cordon(node, cordoned));
     actions
+}
+
+/// `windowsDataplane: HNS`, with `windowsNodes` set to containerd's CNI directories in the
+/// same patch where the Installation has none: the operator refuses `windowsNodes` while
+/// Windows is off and fills it with its defaults once on (tigera/operator release-v1.44
+/// `validation.go`: "spec.WindowsNodes is not valid and should not be provided when Calico for
+/// Windows is disabled"; `core_controller.go` `fillDefaults` writes the defaults back into the
+/// spec), so the patch that puts it back also takes `windowsNodes` away, or the operator would
+/// stop for every node.
+fn enable_windows(inst: &Installation, cni: &CniDirs) -> Action {
+    let slash = |p: &str| p.replace('\\', "/");
+    let unset = inst.cni_bin_dir.is_none() && inst.cni_config_dir.is_none();
+    let mut patch = operator::dataplane_patch(Some("HNS"));
+    let mut restore = operator::dataplane_patch(inst.windows_dataplane.as_deref());
+    let mut what = "calicoNetwork.windowsDataplane: HNS (the operator runs Calico on the Windows nodes its DaemonSet's affinity allows)".to_owned();
+    if unset {
+        patch["spec"]["windowsNodes"] = serde_json::json!({
+            "cniBinDir": slash(&cni.bin),
+            "cniConfigDir": slash(&cni.conf),
+        });
+        restore["spec"]["windowsNodes"] = serde_json::Value::Null;
+        what.push_str(&format!(
+            ", and windowsNodes' CNI directories containerd's ({}, {})",
+            cni.bin, cni.conf
+        ));
+    }
+    Action::PatchInstallation {
+        name: inst.dataplane_in.to_owned(),
+        what,
+        patch,
+        restore: Some(restore),
+    }
 }
 
 /// This migration's cordon of the node, unless it is cordoned already: the mark first.
@@ -422,8 +453,20 @@ pub fn keeping_cni_dirs(actions: Vec<Action>, cni: &CniDirs) -> Vec<Action> {
         .collect()
 }
 
-/// The boot marker as the operator reads it, written unless it is so already.
-pub fn marker_for_operator(host: &dyn Host, marker: &str) -> HostResult<Option<Action>> {
+/// The boot marker as the operator reads it, written unless it is so already, and only when
+/// CalicoNode initialised the networks in this boot (its `BootId` is this boot's): after a
+/// reboot it did not, the marker of the last boot makes the operator's node-service.ps1 make
+/// the networks again, as it should.
+pub fn marker_for_operator(
+    host: &dyn Host,
+    marker: &str,
+    boot_id: Option<&str>,
+) -> HostResult<Option<Action>> {
+    let ours = host.reg_get(CALICO_KEY, BOOT_ID_VALUE)?;
+    let this_boot = matches!((&ours, boot_id), (Some(RegValue::Sz(b)), Some(id)) if b == id);
+    if !this_boot {
+        return Ok(None);
+    }
     let now = host.reg_get(CALICO_KEY, LEGACY_BOOT_VALUE)?;
     Ok(
         (now.as_ref() != Some(&RegValue::Sz(marker.to_owned()))).then(|| {
@@ -503,13 +546,15 @@ pub fn from_operator_before(
     node: &str,
     steps: FromOperator<'_>,
 ) -> HostResult<Vec<Action>> {
-    let label = if steps.labelled {
-        Vec::new()
-    } else {
-        vec![node.to_owned()]
-    };
-    let mut actions = keep_operator_off(inst, &label);
+    // The cordon before the label: no new pod lands on the node once its operator pod
+    // starts to go.
+    let mut actions = keep_operator_off(inst, &[]);
     actions.extend(cordon(node, steps.cordoned));
+    if !steps.labelled {
+        actions.extend(keep_operator_off(&Installation::default(), &[node.to_owned()])
+            .into_iter()
+            .filter(|a| matches!(a, Action::SetNodeLabel { .. })));
+    }
     actions.push(Action::WaitOperatorPod {
         node: node.to_owned(),
         want: Want::Gone,

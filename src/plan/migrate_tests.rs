@@ -113,6 +113,8 @@ fn each_refusal_has_its_cause() {
 /// The operator's CNI directories (its Installation's `windowsNodes`, else its provider's
 /// defaults) against calicoctl-win's: where they differ, each way is refused with the fix of
 /// that way, and a `windowsNodes` that names calicoctl-win's (in any case and slashes) passes.
+/// With Windows off, to-operator is not refused: it writes containerd's directories with
+/// `windowsDataplane` (the operator refuses `windowsNodes` while Windows is off).
 #[test]
 fn cni_dirs_that_are_not_the_same_are_refused_each_way_with_its_fix() {
     let mut c = Case::healthy();
@@ -120,6 +122,11 @@ fn cni_dirs_that_are_not_the_same_are_refused_each_way_with_its_fix() {
         bin: r"C:\Program Files\containerd\cni\bin".into(),
         conf: r"C:\Program Files\containerd\cni\conf".into(),
     };
+    assert_eq!(to_operator_refusals(&c.facts()), vec![]);
+    c.installation = Some(Installation {
+        windows_dataplane: Some("HNS".into()),
+        ..Installation::default()
+    });
     let to = to_operator_refusals(&c.facts());
     assert_eq!(codes(&to), ["cni-dirs"]);
     assert!(
@@ -148,6 +155,7 @@ fn cni_dirs_that_are_not_the_same_are_refused_each_way_with_its_fix() {
     c.cni.bin = r"C:\k\azurecni\bin".into();
     c.installation = Some(Installation {
         provider: Some("AKS".into()),
+        windows_dataplane: Some("HNS".into()),
         ..Installation::default()
     });
     let to = to_operator_refusals(&c.facts());
@@ -195,10 +203,14 @@ fn from_operator_needs_the_operator_initialised_in_this_boot() {
 fn to_operator_orders_the_cluster_around_the_host() {
     let inst = Installation::default();
     let wait = Duration::from_secs(600);
+    let cni = CniDirs {
+        bin: r"C:\Program Files\containerd\cni\bin".into(),
+        conf: r"C:\Program Files\containerd\cni\conf".into(),
+    };
     let before = to_operator_before(
         &inst,
         &["win-1".into(), "win-2".into()],
-        "win-1",
+        ("win-1", &cni),
         false,
         wait,
     );
@@ -222,7 +234,7 @@ fn to_operator_orders_the_cluster_around_the_host() {
     };
     assert_eq!(
         restore.as_ref().map(ToString::to_string).as_deref(),
-        Some(r#"{"spec":{"calicoNetwork":{"windowsDataplane":null}}}"#)
+        Some(r#"{"spec":{"calicoNetwork":{"windowsDataplane":null},"windowsNodes":null}}"#)
     );
     // Already on Windows, affinity written, nodes labelled, cordoned: only the DaemonSet's
     // wait.
@@ -231,7 +243,7 @@ fn to_operator_orders_the_cluster_around_the_host() {
         affinity: inst.excluding_affinity(),
         ..Installation::default()
     };
-    let again = to_operator_before(&done, &[], "win-1", true, wait);
+    let again = to_operator_before(&done, &[], ("win-1", &cni), true, wait);
     assert!(
         matches!(again[..], [Action::WaitOperatorDaemonSet { .. }]),
         "{again:?}"

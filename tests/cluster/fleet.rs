@@ -1437,6 +1437,7 @@ fn the_daemonset_pod_replaces_a_refused_token_for_its_own_node_only() {
 /// Node's, at most a year long (install made a two-year one here; the renewer asks the cap).
 #[test]
 fn a_calico_node_token_gets_only_its_own_nodes_token_of_at_most_a_year() {
+    calico_node_still_refreshes_the_cni_plugins_token_under_the_policies();
     let api = FakeApi::start();
     api.healthy_calico();
     let out = cmd()
@@ -1518,4 +1519,43 @@ fn a_calico_node_token_gets_only_its_own_nodes_token_of_at_most_a_year() {
     let life = c["exp"].as_i64().unwrap_or_default() - c["iat"].as_i64().unwrap_or_default();
     assert_eq!(life, 365 * 86400, "{c}");
     assert_eq!(c["kubernetes.io"]["node"]["name"], "win-1", "{c}");
+}
+
+/// The policies judge only calico-node's own token: a Linux calico-node pod still gets the
+/// CNI plugin's token it refreshes every day, unbound (calico v3.32.1
+/// `node/pkg/cni/token_watch.go`: `calico-cni-plugin`, 24 h, no bound object), while an
+/// unbound calico-node token is refused.
+fn calico_node_still_refreshes_the_cni_plugins_token_under_the_policies() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let mut sa = api
+        .get("/api/v1/namespaces/calico-system/serviceaccounts/calico-node")
+        .expect("sa");
+    sa["metadata"]["name"] = "calico-cni-plugin".into();
+    api.put(
+        "/api/v1/namespaces/calico-system/serviceaccounts/calico-cni-plugin",
+        sa,
+    );
+    let out = cmd()
+        .args(["-o", "json", "fleet", "rbac", "--calico-api", "v1"])
+        .output()
+        .expect("runs");
+    for m in json(&out.stdout)["manifests"].as_array().expect("manifests") {
+        api.apply(m);
+    }
+    let pod = api.pod_token("calico-system", "calico-node", "win-1");
+    let unbound = serde_json::json!({"apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest", "spec": {"audiences": [], "expirationSeconds": 86400}});
+    let (code, answer) = api.post_as(
+        &pod,
+        "/api/v1/namespaces/calico-system/serviceaccounts/calico-cni-plugin/token",
+        &unbound,
+    );
+    assert_eq!(code, 201, "the CNI plugin's token: {answer}");
+    let (code, answer) = api.post_as(
+        &pod,
+        "/api/v1/namespaces/calico-system/serviceaccounts/calico-node/token",
+        &unbound,
+    );
+    assert_eq!(code, 403, "an unbound calico-node token: {answer}");
 }

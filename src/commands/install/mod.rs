@@ -205,8 +205,15 @@ fn install(
     let Some(doc) = present(ctx, &c.change, &shown, extra)? else {
         return Ok(());
     };
-    hand_over(ctx, host, within.as_deref_mut(), &mut begun)?;
+    // The grant before the enclosing command's steps: a refused grant changes nothing of
+    // them (a migration's node stays with the operator).
     let granted = grant(ctx, &c.cluster, renewal.as_ref(), &c.node_name)?;
+    if let Err(e) = hand_over(ctx, host, within.as_deref_mut(), &mut begun) {
+        if granted {
+            ungrant(ctx, &c.cluster, renewal.as_ref());
+        }
+        return Err(e);
+    }
     let result = execute(ctx, &c.change, args, config, &actions, journal);
     if let Err(e) = staging.remove() {
         ctx.printer.warn(&format!("{e:#}"));

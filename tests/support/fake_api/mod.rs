@@ -433,6 +433,52 @@ impl FakeApi {
             .collect()
     }
 
+    /// POSTs `body` to `path` as the bearer of `token`, as any client of the API would (a
+    /// plain HTTP/1.1 request over TLS, the server's CA trusted): the status code and the
+    /// answer's JSON.
+    pub fn post_as(&self, token: &str, path: &str, body: &Value) -> (u16, Value) {
+        use std::io::{Read, Write};
+        let der = pem::parse(&self.ca_pem).expect("ca pem").into_contents();
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(rustls::pki_types::CertificateDer::from(der))
+            .expect("ca");
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("tls versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let authority = self.url.trim_start_matches("https://");
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
+        let conn = rustls::ClientConnection::new(Arc::new(config), name).expect("tls");
+        let tcp = std::net::TcpStream::connect(authority).expect("connect");
+        let mut tls = rustls::StreamOwned::new(conn, tcp);
+        let body = body.to_string();
+        write!(
+            tls,
+            "POST {path} HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("write");
+        let mut answer = Vec::new();
+        let _ = tls.read_to_end(&mut answer);
+        let text = String::from_utf8_lossy(&answer);
+        let code = text
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let json = text
+            .find("\r\n\r\n")
+            .and_then(|i| text[i + 4..].find('{').map(|j| &text[i + 4 + j..]))
+            .and_then(|b| serde_json::Deserializer::from_str(b).into_iter().next())
+            .and_then(Result::ok)
+            .unwrap_or(Value::Null);
+        (code, json)
+    }
+
     /// The `n`th write from now (1: the next) fails with a 500, as a server whose etcd timed
     /// out answers; the writes before and after it are served.
     pub fn fail_write_at(&self, n: usize) {

@@ -405,7 +405,7 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
         ("GET", false, None) => list(&st, &target, &query),
         ("POST", false, None) => create(&mut st, &target, body),
         ("POST", true, Some("token")) if target.resource.plural == "serviceaccounts" => {
-            match admit_token_request(&st, &claims, &body) {
+            match admit_token_request(&st, &claims, &body, target.name.as_deref()) {
                 Some(denied) => denied,
                 None => token_request(&mut st, &target, &body),
             }
@@ -715,7 +715,12 @@ fn token_request(st: &mut State, t: &Target, body: &Value) -> Reply {
 /// node-name` in `userInfo.extra`, which kube-apiserver fills from the token's `kubernetes.io`
 /// / `node`, a pod's Node or the Node a token is bound to), and ask for no more seconds than
 /// the second validation's `expirationSeconds <= N` (an absent one is an hour).
-fn admit_token_request(st: &State, claims: &Value, body: &Value) -> Option<Reply> {
+fn admit_token_request(
+    st: &State,
+    claims: &Value,
+    body: &Value,
+    account: Option<&str>,
+) -> Option<Reply> {
     let base = "/apis/admissionregistration.k8s.io/v1";
     for name in [
         "calicoctl-win-token-per-node",
@@ -736,6 +741,15 @@ fn admit_token_request(st: &State, claims: &Value, body: &Value) -> Option<Reply
         let condition = policy["spec"]["matchConditions"][0]["expression"].as_str()?;
         let user = condition.split('\'').nth(1)?;
         if claims["sub"].as_str() != Some(user) {
+            continue;
+        }
+        // Every match condition must hold (Kubernetes' ValidatingAdmissionPolicy docs: "If
+        // any match condition evaluates to false, the policy is skipped"): the second names
+        // the account whose token is asked for (`request.name == '...'`).
+        let wanted = policy["spec"]["matchConditions"][1]["expression"]
+            .as_str()
+            .and_then(|e| e.split('\'').nth(1));
+        if wanted.is_some_and(|w| account != Some(w)) {
             continue;
         }
         let node_claim = claims
