@@ -343,6 +343,7 @@ fn prepare_networks(
     let backend = env
         .get(EnvVars::CALICO_NETWORKING_BACKEND)
         .map_or("vxlan", String::as_str);
+    super::hns_watch::ensure_running(host, s, log)?;
     // Probe before the vSwitch exists: creating it drops the metadata route.
     let platform = platform_for(host, s, log)?;
     phase.platform = Some(platform);

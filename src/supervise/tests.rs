@@ -902,8 +902,13 @@ fn the_service_registration_runs_calicoctl_win_with_recovery() {
         spec.command_line(),
         r"C:\CalicoWindows\calicoctl-win.exe service run felix --install-root C:\CalicoWindows"
     );
-    // CalicoNode makes HNS networks as it starts: the SCM starts HNS first.
-    assert_eq!(service_spec(Role::Node, "x", vec![]).dependencies, ["hns"]);
+    // No SCM dependency on HNS (Calico's Install-NodeService registers none): CalicoNode
+    // starts it itself.
+    assert!(
+        service_spec(Role::Node, "x", vec![])
+            .dependencies
+            .is_empty()
+    );
 }
 
 #[test]
@@ -1576,4 +1581,114 @@ fn a_static_address_that_did_not_come_over_is_put_back() {
     );
     let before = crate::installed::addressing::recorded(&host).expect("kept");
     assert_eq!(crate::installed::addressing::drift(&before, vnic), []);
+}
+
+/// Registers and starts CalicoNode and CalicoFelix as install registers them (`service_spec`).
+fn calico_services_running(host: &SimHost) {
+    let exe = format!(r"{ROOT}\calicoctl-win.exe");
+    host.write_file(&exe, b"simulated program\n", crate::host::Access::Normal)
+        .expect("exe");
+    hns_startable(host);
+    for role in [Role::Node, Role::Felix] {
+        host.service_create(&service_spec(role, &exe, vec![]))
+            .expect("create");
+        host.service_start(role.service_name(), Duration::from_secs(1))
+            .expect("start");
+    }
+}
+
+/// HNS's program, which the profile registers it with, so that it can be started again.
+fn hns_startable(host: &SimHost) {
+    host.write_file(
+        r"C:\Windows\system32\svchost.exe",
+        b"simulated program\n",
+        crate::host::Access::Normal,
+    )
+    .expect("svchost");
+}
+
+fn state_of(host: &SimHost, name: &str) -> Option<crate::host::ServiceState> {
+    host.service_query(name).expect("query").map(|q| q.state)
+}
+
+/// `Restart-Service hns` stops HNS and starts it again; PowerShell refuses the stop without
+/// -Force while a service that depends on HNS runs (PowerShell `Service.cs`, `DoStopService`:
+/// "ServiceHasDependentServices"), as the SCM does (`ERROR_DEPENDENT_SERVICES_RUNNING`). With
+/// no SCM dependency on HNS, the restart goes through and Calico's services keep running.
+#[test]
+fn restart_service_hns_goes_through_and_calico_keeps_running() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    calico_services_running(&host);
+    host.service_stop("hns", Duration::from_secs(1))
+        .expect("HNS stops while CalicoNode runs");
+    host.service_start("hns", Duration::from_secs(1))
+        .expect("start");
+    for name in ["hns", "CalicoNode", "CalicoFelix"] {
+        assert_eq!(
+            state_of(&host, name),
+            Some(crate::host::ServiceState::Running),
+            "{name}"
+        );
+    }
+}
+
+/// The simulated SCM's dependency rules, as Microsoft documents them: a service with a running
+/// dependent is not stopped; starting a service starts its dependencies first; starting a
+/// service starts none of its dependents. So with CalicoNode depending on HNS, a forced stop
+/// of HNS (its dependents first, as `Stop-Service -Force` does) and a start of HNS left Calico
+/// stopped: what dropping the dependency avoids.
+#[test]
+fn the_simulated_scm_keeps_dependency_rules() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    calico_services_running(&host);
+    let mut node = service_spec(Role::Node, r"C:\CalicoWindows\calicoctl-win.exe", vec![]);
+    node.dependencies = vec![hns_watch::HNS_SERVICE.into()];
+    host.service_update(&node).expect("update");
+    let refused = host.service_stop("hns", Duration::from_secs(1));
+    assert!(
+        matches!(refused, Err(crate::host::HostError::Refused { .. })),
+        "{refused:?}"
+    );
+    for name in ["CalicoFelix", "CalicoNode", "hns"] {
+        host.service_stop(name, Duration::from_secs(1))
+            .expect("stop");
+    }
+    host.service_start("hns", Duration::from_secs(1))
+        .expect("start");
+    assert_eq!(
+        state_of(&host, "CalicoNode"),
+        Some(crate::host::ServiceState::Stopped)
+    );
+    host.service_stop("hns", Duration::from_secs(1))
+        .expect("stop");
+    host.service_start("CalicoFelix", Duration::from_secs(1))
+        .expect("start");
+    for name in ["hns", "CalicoNode", "CalicoFelix"] {
+        assert_eq!(
+            state_of(&host, name),
+            Some(crate::host::ServiceState::Running),
+            "{name}"
+        );
+    }
+}
+
+/// With no SCM dependency to start it, CalicoNode's start-up starts a stopped HNS before it
+/// makes the networks.
+#[test]
+fn calico_node_starts_a_stopped_hns_before_making_the_networks() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    hns_startable(&host);
+    host.service_stop("hns", Duration::from_secs(1))
+        .expect("stop");
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase");
+    assert_eq!(
+        state_of(&host, "hns"),
+        Some(crate::host::ServiceState::Running),
+        "{}",
+        read(&path)
+    );
+    assert!(read(&path).contains("the Host Network Service is stopped: starting it"));
 }
