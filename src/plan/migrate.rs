@@ -431,7 +431,8 @@ pub const OPERATOR_CNI_FILES: &[&str] = &["10-calico.conflist", "calico-kubeconf
 /// The steps of `from-operator` before install: the operator kept off this node (affinity,
 /// label), the node cordoned, the operator's pod waited out, the boot marker CalicoNode reads
 /// set to this boot (the operator initialised it, so CalicoNode's first start must not delete
-/// the networks as after a boot), the operator's CNI files removed.
+/// the networks as after a boot), the operator's CNI files removed, an addressing record
+/// dropped (`to-operator` drops it with the uninstall's plan).
 pub fn from_operator_before(
     host: &dyn Host,
     inst: &Installation,
@@ -470,6 +471,8 @@ pub fn from_operator_before(
             actions.push(Action::RemoveFile { path });
         }
     }
+    // An addressing record left from before the operator belongs to no network of ours.
+    actions.extend(super::uninstall::forget_addressing(host)?);
     Ok(actions)
 }
 

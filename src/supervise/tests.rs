@@ -1462,6 +1462,10 @@ fn calico_node_follows_a_change_of_the_nodes_address_without_kubelet_restarting(
 #[test]
 fn only_a_real_change_of_address_is_followed() {
     let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    let s = settings(Role::Node);
+    let (log, _) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase");
     let ip = |d| Some(Ipv4Addr::new(10, 0, 0, d));
     let mut w = node::AddressWatch::default();
     w.ran(&host, None);
@@ -1478,9 +1482,9 @@ fn only_a_real_change_of_address_is_followed() {
     );
     w.ran(&host, ip(9));
     // An address being renewed (only a tentative one for a moment) is not a change.
-    mark_preferred(&host, "Ethernet", false);
+    mark_preferred(&host, "vEthernet (Ethernet)", false);
     assert_eq!(w.changed(&host, ip(9)), None);
-    mark_preferred(&host, "Ethernet", true);
+    mark_preferred(&host, "vEthernet (Ethernet)", true);
     host.readdress(Ipv4Addr::new(10, 0, 0, 5), Ipv4Addr::new(10, 0, 0, 9))
         .expect("readdress");
     assert!(
@@ -1691,4 +1695,158 @@ fn calico_node_starts_a_stopped_hns_before_making_the_networks() {
         read(&path)
     );
     assert!(read(&path).contains("the Host Network Service is stopped: starting it"));
+}
+
+/// The vSwitch's host adapter on the simulated host, by name.
+fn adapter_named(host: &SimHost, name: &str) -> crate::host::Adapter {
+    host.adapters()
+        .expect("adapters")
+        .into_iter()
+        .find(|a| a.name == name)
+        .expect("adapter")
+}
+
+/// What the vSwitch dropped is put back once, right after it was made: DNS servers an
+/// administrator set later (`Set-DnsClientServerAddress`) stay at the next CalicoNode start.
+#[test]
+fn an_administrators_later_dns_servers_are_not_put_back() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase");
+    let vnic = "vEthernet (Ethernet 2)";
+    assert_eq!(
+        adapter_named(&host, vnic).dns_servers,
+        [Ipv4Addr::new(10, 0, 0, 2)],
+        "{}",
+        read(&path)
+    );
+    // Keyed to the External network it was made with.
+    let external = host
+        .hns_networks()
+        .expect("networks")
+        .into_iter()
+        .find(|n| n.name == "External")
+        .expect("External");
+    let kept = crate::installed::addressing::recorded(&host).expect("kept");
+    assert_eq!(kept.network.as_deref(), Some(external.id.as_str()));
+    // Set-DnsClientServerAddress, where the simulated host reads the servers from.
+    let admins = vec![Ipv4Addr::new(10, 0, 0, 3)];
+    let guid = adapter_named(&host, vnic).guid;
+    host.reg_set(
+        &crate::installed::addressing::tcpip_key(&guid),
+        "NameServer",
+        &RegValue::Sz("10.0.0.3".into()),
+    )
+    .expect("set");
+    node::start_phase(&host, &s, &log).expect("start phase again");
+    assert_eq!(
+        adapter_named(&host, vnic).dns_servers,
+        admins,
+        "{}",
+        read(&path)
+    );
+}
+
+/// projectcalico/calico#4631's node put back once; renumbered since by its administrator, its
+/// old address is not added beside the new one at the next start (an address conflict once
+/// that address is another host's).
+#[test]
+fn a_renumbered_static_node_does_not_get_its_old_address_back() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    host.set_vswitch_takes_dhcp(true).expect("set");
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase");
+    let vnic = "vEthernet (Ethernet 2)";
+    assert!(adapter_named(&host, vnic).holds(Ipv4Addr::new(10, 0, 0, 6)));
+    host.readdress(Ipv4Addr::new(10, 0, 0, 6), Ipv4Addr::new(10, 0, 0, 7))
+        .expect("renumber");
+    node::start_phase(&host, &s, &log).expect("start phase again");
+    let now = adapter_named(&host, vnic);
+    assert!(
+        now.holds(Ipv4Addr::new(10, 0, 0, 7)) && !now.holds(Ipv4Addr::new(10, 0, 0, 6)),
+        "{now:?} {}",
+        read(&path)
+    );
+}
+
+/// A record of an External network that is gone is dropped, not put back on whatever adapter
+/// the next vSwitch has.
+#[test]
+fn addressing_kept_for_a_network_that_is_gone_is_dropped() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &[]);
+    let nic = adapter_named(&host, "Ethernet");
+    let mut stale = crate::installed::addressing::Addressing::of(&nic);
+    stale.network = Some("{00000000-0000-0000-0000-00000000dead}".into());
+    stale.dns_servers = vec![Ipv4Addr::new(10, 9, 9, 9)];
+    crate::installed::addressing::record(&host, &stale).expect("record");
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase");
+    assert_eq!(
+        crate::installed::addressing::recorded(&host),
+        None,
+        "{}",
+        read(&path)
+    );
+    assert!(
+        !adapter_named(&host, "vEthernet (Ethernet)")
+            .dns_servers
+            .contains(&Ipv4Addr::new(10, 9, 9, 9))
+    );
+}
+
+/// projectcalico/calico#4631 where HNS gives the vSwitch no management IP while its host
+/// adapter holds only an APIPA address: the static address is put back before the wait for
+/// the management IP, which then comes (calico v3.32.1 `Wait-ForManagementIP` would wait for
+/// ever).
+#[test]
+fn the_lost_static_address_is_put_back_before_the_wait_for_the_management_ip() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    host.set_vswitch_takes_dhcp(true).expect("set");
+    host.set_management_ip_needs_stable_address(true)
+        .expect("set");
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    let phase = node::start_phase(&host, &s, &log);
+    assert!(phase.is_ok(), "{phase:?} {}", read(&path));
+    let external = host
+        .hns_networks()
+        .expect("networks")
+        .into_iter()
+        .find(|n| n.name == "External")
+        .expect("External");
+    assert_eq!(external.management_ip.as_deref(), Some("10.0.0.6"));
+    assert!(read(&path).contains("management IP on the vSwitch: 10.0.0.6"));
+}
+
+/// Without an addressing record (no adapter named: HNS picks), a second NIC renewing its
+/// DHCP lease is not the node's address changing: only the External vSwitch's host adapter is
+/// followed.
+#[test]
+fn only_the_external_networks_adapter_is_followed() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &[]);
+    let s = settings(Role::Node);
+    let (log, _) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase");
+    assert_eq!(crate::installed::addressing::recorded(&host), None);
+    let mut w = node::AddressWatch::default();
+    w.ran(&host, None);
+    // Ethernet 2, the second NIC, gets another lease.
+    host.readdress(Ipv4Addr::new(10, 0, 0, 6), Ipv4Addr::new(10, 0, 0, 9))
+        .expect("readdress");
+    assert_eq!(w.changed(&host, None), None);
+    // The vSwitch's host adapter's address is the node's.
+    host.readdress(Ipv4Addr::new(10, 0, 0, 5), Ipv4Addr::new(10, 0, 0, 7))
+        .expect("readdress");
+    assert!(
+        w.changed(&host, None)
+            .is_some_and(|c| c.contains("from 10.0.0.5 to 10.0.0.7"))
+    );
 }
