@@ -96,11 +96,40 @@ pub fn addresses(
     c: &Cluster,
     node: &str,
 ) -> Result<(Option<std::net::Ipv4Addr>, Option<std::net::Ipv4Addr>), ClusterError> {
+    let (view, _) = view(c, node)?;
+    Ok(view)
+}
+
+/// The node's addresses (`addresses`) and its `CalicoWindowsReady` status (`Some(true)` for
+/// True), from one read.
+#[allow(clippy::type_complexity)]
+pub fn view(
+    c: &Cluster,
+    node: &str,
+) -> Result<
+    (
+        (Option<std::net::Ipv4Addr>, Option<std::net::Ipv4Addr>),
+        Option<bool>,
+    ),
+    ClusterError,
+> {
     let nodes: Api<Node> = Api::all(c.client.clone());
     let n = c.call_opt("get", &format!("nodes/{node}"), nodes.get(node))?;
-    Ok(n.as_ref().map_or((None, None), |n| {
-        (super::facts::internal_ip(n), super::facts::bgp_ipv4(n))
+    Ok(n.as_ref().map_or(((None, None), None), |n| {
+        (
+            (super::facts::internal_ip(n), super::facts::bgp_ipv4(n)),
+            calico_ready(n),
+        )
     }))
+}
+
+/// The node's `CalicoWindowsReady` status as it is set: `Some(true)` for True.
+pub fn calico_ready(n: &Node) -> Option<bool> {
+    n.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == CONDITION_CALICO_READY))
+        .map(|c| c.status == "True")
 }
 
 pub fn forget(c: &Cluster, node: &str, left: Left) -> Result<(), ClusterError> {

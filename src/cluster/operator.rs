@@ -379,12 +379,10 @@ pub fn wait_daemonset(c: &Cluster, node: &str, timeout: Duration) -> Result<(), 
 pub fn network_unavailable(c: &Cluster, node: &str) -> Result<bool, ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
     let n = c.call("get", &format!("nodes/{node}"), nodes.get(node))?;
-    Ok(n.status
-        .and_then(|s| s.conditions)
-        .is_some_and(|cs| {
-            cs.iter()
-                .any(|c| c.type_ == "NetworkUnavailable" && c.status == "True")
-        }))
+    Ok(n.status.and_then(|s| s.conditions).is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c.type_ == "NetworkUnavailable" && c.status == "True")
+    }))
 }
 
 /// `NetworkUnavailable` False, as calico-node sets it when it runs (calico v3.32.1

@@ -234,7 +234,10 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
         let left = undo_cluster_steps(host, j, &before_path, &read.cluster, args);
         return refuse("to-operator", reasons).with_context(|| left);
     }
-    let begun = change.journal.is_some().then_some(change.journal_path.as_str());
+    let begun = change
+        .journal
+        .is_some()
+        .then_some(change.journal_path.as_str());
     refuse_begun("to-operator", reasons, begun)?;
     let marker = facts.operator_marker().map_err(anyhow::Error::msg)?;
     let cordoned = read.cordoned()?;
@@ -643,7 +646,11 @@ fn give_back(
         "install failed and was undone; node {} is the operator's again (its {} pod is ready{}): fix what install says and run migrate from-operator again",
         back.node,
         operator::DAEMONSET,
-        if back.uncordon { ", the node uncordoned" } else { "" }
+        if back.uncordon {
+            ", the node uncordoned"
+        } else {
+            ""
+        }
     )))
 }
 

@@ -683,20 +683,42 @@ fn print_text(ctx: &mut Context, r: &Report, healthy: bool) {
 }
 
 /// The vSwitch's host adapter against its adapter's addressing before the vSwitch
-/// (`health::addressing`): what CalicoNode kept, and the findings.
+/// (`health::addressing`): what CalicoNode kept for the External network there is now, the
+/// findings (lost when the vSwitch was made and not back), and what changed since (an
+/// administrator's: shown, never a finding, never put back).
 fn addressing(h: &dyn crate::host::Host, r: &mut Report) -> serde_json::Value {
-    let Some(before) = crate::installed::addressing::recorded(h) else {
+    use crate::installed::addressing as kept_addressing;
+    let networks = h.hns_networks().unwrap_or_default();
+    let Some(before) = kept_addressing::current(h, &networks) else {
         return serde_json::Value::Null;
     };
-    match h.adapters() {
-        Ok(adapters) => r.findings.extend(health::addressing(&before, &adapters)),
-        Err(e) => r.problem(
-            Code::HostUnreadable,
-            "network adapters",
-            format!("the network adapters cannot be read: {e}"),
-        ),
+    let adapters = match h.adapters() {
+        Ok(adapters) => adapters,
+        Err(e) => {
+            r.problem(
+                Code::HostUnreadable,
+                "network adapters",
+                format!("the network adapters cannot be read: {e}"),
+            );
+            return json!({"before_vswitch": before});
+        }
+    };
+    r.findings.extend(health::addressing(&before, &adapters));
+    let Some(now) = before.host_adapter(&adapters) else {
+        return json!({"before_vswitch": before});
+    };
+    let said = |v: Vec<kept_addressing::Drift>| -> Vec<String> {
+        v.iter().map(|d| d.describe(&before, now)).collect()
+    };
+    let lost = said(kept_addressing::as_left(&before, now));
+    let since = said(kept_addressing::changed_since(&before, now));
+    if !since.is_empty() {
+        r.text.push(format!(
+            "Addressing: changed since the vSwitch was made (kept as it is): {}",
+            since.join("; ")
+        ));
     }
-    json!({"before_vswitch": before})
+    json!({"before_vswitch": before, "lost_when_made": lost, "changed_since": since})
 }
 
 /// The node's address in each layer that must agree (`health::node_address`): the Node's

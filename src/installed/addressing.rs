@@ -1,9 +1,16 @@
 //! The External vSwitch's adapter's addressing from before the vSwitch: recorded by CalicoNode
-//! just before it makes the vSwitch, put back on the vSwitch's host adapter where it differs,
-//! and compared by `status`. Creating a vSwitch on a static adapter can leave its host adapter
-//! without the DNS servers, or on DHCP or an APIPA address (kubernetes-sigs/sig-windows-tools#162,
-//! microsoft/SDN#498, projectcalico/calico#4631, ovn-org/ovn-kubernetes#2530), and `Calico_ep`
-//! can take the LAN's interface metric, after which the LAN is lost (projectcalico/calico#4664).
+//! just before it makes the vSwitch and keyed to that External network's id once it is made.
+//! Creating a vSwitch on a static adapter can leave its host adapter without the DNS servers,
+//! or on DHCP or an APIPA address (kubernetes-sigs/sig-windows-tools#162, microsoft/SDN#498,
+//! projectcalico/calico#4631, ovn-org/ovn-kubernetes#2530), and `Calico_ep` can take the LAN's
+//! interface metric, after which the LAN is lost (projectcalico/calico#4664).
+//!
+//! What the host adapter lacks right after the vSwitch was made is what the vSwitch dropped
+//! (`lost`): that, and only that, is put back, once; an item whose put-back failed is tried
+//! again at the next start only while the adapter is still as the vSwitch left it. Whatever
+//! differs later is an administrator's change (`Set-DnsClientServerAddress`, a new static
+//! address), which is never reverted: `status` tells the two apart. The record goes with its
+//! network: a record of a network that is gone is dropped, and uninstall and migrate drop it.
 //!
 //! The calls exist on Windows Server 2019 (17763) and later: `SetInterfaceDnsSettings` (build
 //! 19041 and later) is not used. An address is added with `CreateUnicastIpAddressEntry` and a
@@ -14,8 +21,8 @@
 //! put back is read back: a change Windows does not report is not done.
 
 use crate::host::ip_config::AdapterSetting;
-use crate::host::{Adapter, Host, HostResult, RegValue};
-use crate::layout::{ADDRESSING_VALUE, CALICO_KEY};
+use crate::host::{Adapter, HnsNetwork, Host, HostResult, RegValue};
+use crate::layout::{ADDRESSING_VALUE, CALICO_KEY, EXTERNAL_NETWORK};
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 
@@ -30,6 +37,19 @@ pub struct Addressing {
     pub dns_servers: Vec<Ipv4Addr>,
     pub dns_suffix: String,
     pub metric: u32,
+    /// The id of the External network made right after: the record belongs to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
+    /// The boot it was taken in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot: Option<String>,
+    /// What the host adapter lacked right after the vSwitch was made (`None`: not compared
+    /// yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<Vec<Drift>>,
+    /// Of what was lost, what is not put back yet.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<Drift>,
 }
 
 impl Addressing {
@@ -47,6 +67,28 @@ impl Addressing {
             dns_servers: a.dns_servers.clone(),
             dns_suffix: a.dns_suffix.clone(),
             metric: a.metric,
+            network: None,
+            boot: None,
+            lost: None,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Taken in this boot.
+    pub fn taken_in(mut self, boot: Option<String>) -> Self {
+        self.boot = boot;
+        self
+    }
+
+    /// Whether it belongs to the External network there is now: keyed to its id, or taken in
+    /// this boot just before it was made and not keyed yet (a start cut off in between).
+    pub fn belongs(&self, networks: &[HnsNetwork], boot: Option<&str>) -> bool {
+        let Some(external) = networks.iter().find(|n| n.name == EXTERNAL_NETWORK) else {
+            return false;
+        };
+        match &self.network {
+            Some(id) => id.eq_ignore_ascii_case(&external.id),
+            None => self.lost.is_none() && boot.is_some() && self.boot.as_deref() == boot,
         }
     }
 
@@ -76,8 +118,65 @@ pub fn recorded(host: &dyn Host) -> Option<Addressing> {
     }
 }
 
+/// What was kept for the External network there is now (`Addressing::belongs`).
+pub fn current(host: &dyn Host, networks: &[HnsNetwork]) -> Option<Addressing> {
+    let boot = host.system_facts().ok().and_then(|f| f.boot_id);
+    recorded(host).filter(|k| k.belongs(networks, boot.as_deref()))
+}
+
+/// Keys the record taken just before to the External network just made.
+pub fn key_to(host: &dyn Host, network_id: &str) -> HostResult<()> {
+    match recorded(host) {
+        Some(mut k) if k.network.is_none() => {
+            k.network = Some(network_id.to_owned());
+            record(host, &k)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Drops the record (its network is gone, or goes).
+pub fn forget(host: &dyn Host) -> HostResult<()> {
+    if host.reg_get(CALICO_KEY, ADDRESSING_VALUE)?.is_some() {
+        host.reg_delete_value(CALICO_KEY, ADDRESSING_VALUE)?;
+    }
+    Ok(())
+}
+
+/// The External vSwitch's host adapter: by the record (`current`), else the vSwitch port
+/// whose physical adapter the External network binds (`uplink::uplink_of`), the one holding
+/// its management IP where several are; never another adapter.
+pub fn external_adapter<'a>(
+    kept: Option<&Addressing>,
+    adapters: &'a [Adapter],
+    networks: &[HnsNetwork],
+) -> Option<&'a Adapter> {
+    if let Some(a) = kept.and_then(|k| k.host_adapter(adapters)) {
+        return Some(a);
+    }
+    let external = networks.iter().find(|n| n.name == EXTERNAL_NETWORK)?;
+    let ports: Vec<&Adapter> = adapters
+        .iter()
+        .filter(|a| {
+            a.is_vswitch_port()
+                && crate::host::uplink::uplink_of(a, adapters, Some(external)).is_some()
+        })
+        .collect();
+    let mgmt = external
+        .management_ip
+        .as_deref()
+        .and_then(|ip| ip.parse::<Ipv4Addr>().ok());
+    match ports[..] {
+        [one] => Some(one),
+        _ => ports
+            .into_iter()
+            .find(|a| mgmt.is_some_and(|ip| a.holds(ip))),
+    }
+}
+
 /// One way the vSwitch's host adapter differs from its adapter before.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Drift {
     /// A static adapter's host adapter asks DHCP.
     Dhcp,
@@ -169,43 +268,129 @@ pub fn drift(before: &Addressing, now: &Adapter) -> Vec<Drift> {
     out
 }
 
-/// Puts back on the host adapter what differs, then reads it back; what was done, in words,
-/// and what could not be (a change Windows does not report afterwards among them).
-pub fn reconcile(
+/// The interface's TCP/IP parameters key.
+pub fn tcpip_key(guid: &str) -> String {
+    format!(r"HKLM\SYSTEM\CurrentControlSet\Services\Tcpip\Parameters\Interfaces\{guid}")
+}
+
+/// Of what the vSwitch dropped and is not put back yet, what the host adapter still lacks as
+/// the vSwitch left it (the rest was changed since, by someone else).
+pub fn as_left(kept: &Addressing, now: &Adapter) -> Vec<Drift> {
+    let current = drift(kept, now);
+    kept.pending
+        .iter()
+        .filter(|d| current.contains(d))
+        .cloned()
+        .collect()
+}
+
+/// How the host adapter differs from before beyond what the vSwitch dropped and is still
+/// missing: what changed since (an administrator's), which is never put back.
+pub fn changed_since(kept: &Addressing, now: &Adapter) -> Vec<Drift> {
+    let left = as_left(kept, now);
+    drift(kept, now)
+        .into_iter()
+        .filter(|d| !left.contains(d))
+        .collect()
+}
+
+/// Right after the vSwitch was made: what its host adapter lacks is what the vSwitch dropped
+/// (kept as `lost`, once). Then puts back what of it is not back yet and still as the vSwitch
+/// left it; what was done, in words, and what could not be (left for the next start).
+pub fn put_back(
+    host: &dyn Host,
+    kept: &mut Addressing,
+    now: &Adapter,
+) -> (Vec<String>, Vec<String>) {
+    if kept.lost.is_none() {
+        let lost = drift(kept, now);
+        kept.pending.clone_from(&lost);
+        kept.lost = Some(lost);
+    }
+    kept.pending = as_left(kept, now);
+    let todo = kept.pending.clone();
+    let (done, failed, back) = reconcile(host, kept, now, &todo);
+    kept.pending.retain(|d| !back.contains(d));
+    (done, failed)
+}
+
+/// Another static address of `ip/p`'s subnet on the adapter: adding `ip` beside it would give
+/// the adapter two addresses of one subnet, one of which may be another host's now.
+fn static_neighbour(now: &Adapter, ip: Ipv4Addr, p: u8) -> Option<Ipv4Addr> {
+    let mask = u32::MAX.checked_shl(32 - u32::from(p.min(32))).unwrap_or(0);
+    let net = |a: Ipv4Addr| u32::from(a) & mask;
+    (!now.dhcp)
+        .then(|| {
+            now.addresses
+                .iter()
+                .find(|x| x.ip != ip && !x.ip.is_link_local() && net(x.ip) == net(ip))
+                .map(|x| x.ip)
+        })
+        .flatten()
+}
+
+/// Puts `what` back on the host adapter with the setters Windows documents (WMI's
+/// `Win32_NetworkAdapterConfiguration`, `host::ip_config`), then reads the adapter back; what
+/// was done, in words, what could not be (a change Windows does not report afterwards among
+/// them), and which were put back.
+fn reconcile(
     host: &dyn Host,
     before: &Addressing,
     now: &Adapter,
-) -> (Vec<String>, Vec<String>) {
+    what: &[Drift],
+) -> (Vec<String>, Vec<String>, Vec<Drift>) {
     let (mut done, mut failed) = (Vec::new(), Vec::new());
     let set = |s: AdapterSetting| host.configure_adapter(now.index, &s);
-    for d in drift(before, now) {
-        let what = d.describe(before, now);
-        let out = match &d {
+    for d in what {
+        let said = d.describe(before, now);
+        let out = match d {
             Drift::Dhcp => set(AdapterSetting::Static(before.addresses.clone())),
-            Drift::Address(ip, p) => match host.add_address(now.index, *ip, *p) {
-                Err(crate::host::HostError::Exists { .. }) => Ok(()),
-                other => other,
+            Drift::Address(ip, p) => match static_neighbour(now, *ip, *p) {
+                Some(other) => Err(crate::host::HostError::Refused {
+                    what: format!("add {ip}/{p}"),
+                    reason: format!(
+                        "{} holds the static address {other} of the same subnet",
+                        now.name
+                    ),
+                }),
+                None => match host.add_address(now.index, *ip, *p) {
+                    Err(crate::host::HostError::Exists { .. }) => Ok(()),
+                    other => other,
+                },
             },
             Drift::Dns { was, .. } => set(AdapterSetting::DnsServers(was.clone())),
             Drift::Suffix { was, .. } => set(AdapterSetting::DnsSuffix(was.clone())),
             Drift::Metric { was, .. } => host.set_interface_metric(now.index, *was),
         };
         match out {
-            Ok(()) => done.push((d, what)),
-            Err(e) => failed.push(format!("could not put back ({what}): {e}")),
+            Ok(()) => done.push((d.clone(), said)),
+            Err(e) => failed.push(format!("could not put back ({said}): {e}")),
         }
     }
+    let (put_back, back) = read_back(host, before, now, done, &mut failed);
+    (put_back, failed, back)
+}
+
+/// What was put back, read back from the adapter: each one Windows reports as done, in
+/// words and as drifts; the rest go to `failed`.
+fn read_back(
+    host: &dyn Host,
+    before: &Addressing,
+    now: &Adapter,
+    done: Vec<(Drift, String)>,
+    failed: &mut Vec<String>,
+) -> (Vec<String>, Vec<Drift>) {
     if done.is_empty() {
-        return (Vec::new(), failed);
+        return (Vec::new(), Vec::new());
     }
-    let back = host
+    let read = host
         .adapters()
         .ok()
         .and_then(|all| all.into_iter().find(|a| a.index == now.index));
-    let still = back.as_ref().map_or_else(Vec::new, |b| drift(before, b));
-    let mut put_back = Vec::new();
+    let still = read.as_ref().map_or_else(Vec::new, |b| drift(before, b));
+    let (mut put_back, mut back) = (Vec::new(), Vec::new());
     for (d, what) in done {
-        match (&back, still.iter().find(|s| same_kind(s, &d))) {
+        match (&read, still.iter().find(|s| same_kind(s, &d))) {
             (Some(b), Some(s)) => failed.push(format!(
                 "put back but not read back ({what}): {}",
                 s.describe(before, b)
@@ -213,10 +398,13 @@ pub fn reconcile(
             (None, _) => failed.push(format!(
                 "put back but not read back ({what}): the adapter is not listed any more"
             )),
-            (Some(_), None) => put_back.push(format!("put back: {what}")),
+            (Some(_), None) => {
+                put_back.push(format!("put back: {what}"));
+                back.push(d);
+            }
         }
     }
-    (put_back, failed)
+    (put_back, back)
 }
 
 /// Whether two drifts are of the same fact (an address by its address).

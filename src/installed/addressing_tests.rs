@@ -121,14 +121,14 @@ fn a_dhcp_adapter_counts_only_dns_servers_that_vanish() {
 }
 
 #[test]
-fn reconcile_puts_it_back_with_calls_that_exist_on_server_2019() {
+fn what_the_vswitch_dropped_is_put_back_once_with_calls_that_exist_on_server_2019() {
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
     let adapters = host.adapters().expect("adapters");
     let nic = adapters
         .iter()
         .find(|a| a.name == "Ethernet 2")
         .expect("nic");
-    let before = Addressing::of(nic);
+    let mut kept = Addressing::of(nic);
     // The host adapter as microsoft/SDN#498 reports it: no DNS servers, another metric.
     let mut now = nic.clone();
     now.dns_servers.clear();
@@ -146,24 +146,33 @@ fn reconcile_puts_it_back_with_calls_that_exist_on_server_2019() {
             .collect(),
     )
     .expect("set");
-    let (done, failed) = reconcile(&host, &before, &now);
+    let (done, failed) = put_back(&host, &mut kept, &now);
     assert!(failed.is_empty(), "{failed:?}");
     assert_eq!(done.len(), 2, "{done:?}");
+    assert_eq!(kept.lost.as_ref().map(Vec::len), Some(2));
+    assert!(kept.pending.is_empty(), "{kept:?}");
     let after = host.adapters().expect("adapters");
     let back = after
         .iter()
         .find(|a| a.index == now.index)
         .expect("adapter");
-    assert_eq!(back.dns_servers, before.dns_servers);
+    assert_eq!(back.dns_servers, kept.dns_servers);
     assert_eq!(back.metric, 15);
-    assert_eq!(drift(&before, back), []);
+    assert_eq!(drift(&kept, back), []);
     // Through the DNS client (WMI's SetDNSServerSearchOrder), not by a registry value that
     // Windows reads only at a restart.
-    let key = format!(
-        r"HKLM\SYSTEM\CurrentControlSet\Services\Tcpip\Parameters\Interfaces\{}",
-        back.guid
+    assert_eq!(
+        host.reg_get(&tcpip_key(&back.guid), "NameServer")
+            .expect("read"),
+        None
     );
-    assert_eq!(host.reg_get(&key, "NameServer").expect("read"), None);
+    // Done once: what changes later is not put back.
+    let mut later = back.clone();
+    later.dns_servers = vec![Ipv4Addr::new(10, 0, 0, 3)];
+    let (done, failed) = put_back(&host, &mut kept, &later);
+    assert!(done.is_empty() && failed.is_empty(), "{done:?} {failed:?}");
+    assert_eq!(changed_since(&kept, &later).len(), 1);
+    assert_eq!(as_left(&kept, &later), []);
 }
 
 /// A static adapter whose host adapter asks DHCP, without its DNS servers and suffix: DHCP is
@@ -177,11 +186,11 @@ fn reconcile_turns_dhcp_off_and_sets_dns_through_wmi_and_reads_them_back() {
         .iter()
         .find(|a| a.name == "Ethernet 2")
         .expect("nic");
-    let before = Addressing {
+    let mut kept = Addressing {
         dns_suffix: "corp.example".into(),
         ..Addressing::of(nic)
     };
-    assert!(!before.dhcp, "{before:?}");
+    assert!(!kept.dhcp, "{kept:?}");
     let now = Adapter {
         dhcp: true,
         dns_servers: Vec::new(),
@@ -201,7 +210,7 @@ fn reconcile_turns_dhcp_off_and_sets_dns_through_wmi_and_reads_them_back() {
             .collect(),
     )
     .expect("set");
-    let (done, failed) = reconcile(&host, &before, &now);
+    let (done, failed) = put_back(&host, &mut kept, &now);
     assert!(failed.is_empty(), "{failed:?}");
     assert_eq!(done.len(), 3, "{done:?}");
     let back = host
@@ -211,9 +220,90 @@ fn reconcile_turns_dhcp_off_and_sets_dns_through_wmi_and_reads_them_back() {
         .find(|a| a.index == now.index)
         .expect("adapter");
     assert!(!back.dhcp, "{back:?}");
-    assert_eq!(back.dns_servers, before.dns_servers);
+    assert_eq!(back.dns_servers, kept.dns_servers);
     assert_eq!(back.dns_suffix, "corp.example");
-    assert_eq!(drift(&before, &back), []);
+    assert_eq!(drift(&kept, &back), []);
+}
+
+/// A static address the vSwitch dropped is not added beside another static address of its
+/// subnet (that address may be another host's by then): it stays lost, and said so.
+#[test]
+fn an_address_is_never_added_beside_a_static_one_of_its_subnet() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    let adapters = host.adapters().expect("adapters");
+    let nic = adapters
+        .iter()
+        .find(|a| a.name == "Ethernet 2")
+        .expect("nic");
+    let mut kept = Addressing::of(nic);
+    let mut now = nic.clone();
+    now.addresses[0].ip = Ipv4Addr::new(10, 0, 0, 7);
+    host.readdress(Ipv4Addr::new(10, 0, 0, 6), Ipv4Addr::new(10, 0, 0, 7))
+        .expect("readdress");
+    let (done, failed) = put_back(&host, &mut kept, &now);
+    assert!(done.is_empty(), "{done:?}");
+    assert!(
+        failed.len() == 1
+            && failed[0].contains("holds the static address 10.0.0.7 of the same subnet"),
+        "{failed:?}"
+    );
+    assert!(
+        !host
+            .adapters()
+            .expect("adapters")
+            .iter()
+            .any(|a| a.index == now.index && a.holds(Ipv4Addr::new(10, 0, 0, 6)))
+    );
+    assert_eq!(
+        kept.pending,
+        [Drift::Address(Ipv4Addr::new(10, 0, 0, 6), 24)]
+    );
+}
+
+/// `status` tells what the vSwitch dropped and is still missing (a finding, with the restart
+/// that puts it back) from what changed since (an administrator's: no finding, no fix).
+#[test]
+fn status_tells_lost_when_made_from_changed_since() {
+    let before = adapter("Ethernet 2", 6, false, Some("10.0.0.6"), &["10.0.0.2"], 15);
+    let mut kept = Addressing::of(&before);
+    let lost = Drift::Dns {
+        was: vec![Ipv4Addr::new(10, 0, 0, 2)],
+        now: Vec::new(),
+    };
+    kept.lost = Some(vec![lost.clone()]);
+    kept.pending = vec![lost];
+    let bare = vnic(
+        &adapter("Ethernet 2", 6, false, Some("10.0.0.6"), &[], 15),
+        9,
+    );
+    let found = crate::installed::health::addressing(&kept, std::slice::from_ref(&bare));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0]
+            .message
+            .starts_with("lost when the vSwitch was made, not put back yet: "),
+        "{found:?}"
+    );
+    assert!(
+        found[0]
+            .remedy
+            .as_deref()
+            .is_some_and(|r| r.contains("Restart-Service CalicoNode"))
+    );
+    // Put back, then set to another server by an administrator.
+    kept.pending.clear();
+    let changed = vnic(
+        &adapter("Ethernet 2", 6, false, Some("10.0.0.6"), &["10.0.0.3"], 15),
+        9,
+    );
+    assert_eq!(
+        crate::installed::health::addressing(&kept, std::slice::from_ref(&changed)),
+        []
+    );
+    assert!(matches!(
+        changed_since(&kept, &changed)[..],
+        [Drift::Dns { .. }]
+    ));
 }
 
 #[test]

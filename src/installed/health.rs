@@ -269,7 +269,8 @@ pub fn on_node(
         let at = crate::duration::time_text(r.at);
         out.extend(hns_restart(&r.still_failing(host), &at));
     }
-    if let Some(before) = super::addressing::recorded(host) {
+    let networks = host.hns_networks().unwrap_or_default();
+    if let Some(before) = super::addressing::current(host, &networks) {
         match host.adapters() {
             Ok(adapters) => out.extend(addressing(&before, &adapters)),
             Err(e) => out.push(unreadable("network adapters", e.to_string())),
@@ -278,23 +279,28 @@ pub fn on_node(
     out
 }
 
-/// The vSwitch's host adapter against its adapter's addressing before the vSwitch
-/// (`addressing::drift`), and `Calico_ep`'s metric against the LAN's.
+/// What the vSwitch dropped of its adapter's addressing and its host adapter still lacks as the
+/// vSwitch left it (`addressing::as_left`), and `Calico_ep`'s metric against the LAN's. What
+/// changed since the vSwitch was made is an administrator's (`addressing::changed_since`):
+/// no finding, and nothing puts it back.
 pub fn addressing(
     before: &super::addressing::Addressing,
     adapters: &[crate::host::Adapter],
 ) -> Vec<Finding> {
-    const REMEDY: &str = "Restart-Service CalicoNode: its start puts the adapter's addressing back (docs/network-identity.md)";
+    const REMEDY: &str = "Restart-Service CalicoNode: its start puts back what the vSwitch dropped, while it is as the vSwitch left it (docs/network-identity.md)";
     let Some(now) = before.host_adapter(adapters) else {
         return Vec::new();
     };
-    let mut out: Vec<Finding> = super::addressing::drift(before, now)
+    let mut out: Vec<Finding> = super::addressing::as_left(before, now)
         .iter()
         .map(|d| {
             Finding::new(
                 Code::AdapterDrift,
                 now.name.clone(),
-                d.describe(before, now),
+                format!(
+                    "lost when the vSwitch was made, not put back yet: {}",
+                    d.describe(before, now)
+                ),
             )
             .with_remedy(REMEDY)
         })
@@ -309,7 +315,9 @@ pub fn addressing(
                     ep.name, ep.metric, now.name, now.metric
                 ),
             )
-            .with_remedy(REMEDY),
+            .with_remedy(
+                "Restart-Service CalicoNode: once calico-node made Calico_ep, it sets Calico_ep's metric above the LAN's (docs/network-identity.md)",
+            ),
         );
     }
     out

@@ -539,7 +539,8 @@ pub const OPERATOR_CNI_FILES: &[&str] = &["10-calico.conflist", "calico-kubeconf
 /// The steps of `from-operator` before install: the operator kept off this node (affinity,
 /// label), the node cordoned, the operator's pod waited out, the boot marker CalicoNode reads
 /// set to this boot (the operator initialised it, so CalicoNode's first start must not delete
-/// the networks as after a boot), the operator's CNI files removed.
+/// the networks as after a boot), the operator's CNI files removed, an addressing record
+/// dropped (`to-operator` drops it with the uninstall's plan).
 pub fn from_operator_before(
     host: &dyn Host,
     inst: &Installation,
@@ -551,9 +552,11 @@ pub fn from_operator_before(
     let mut actions = keep_operator_off(inst, &[]);
     actions.extend(cordon(node, steps.cordoned));
     if !steps.labelled {
-        actions.extend(keep_operator_off(&Installation::default(), &[node.to_owned()])
-            .into_iter()
-            .filter(|a| matches!(a, Action::SetNodeLabel { .. })));
+        actions.extend(
+            keep_operator_off(&Installation::default(), &[node.to_owned()])
+                .into_iter()
+                .filter(|a| matches!(a, Action::SetNodeLabel { .. })),
+        );
     }
     actions.push(Action::WaitOperatorPod {
         node: node.to_owned(),
@@ -576,6 +579,8 @@ pub fn from_operator_before(
             actions.push(Action::RemoveFile { path });
         }
     }
+    // An addressing record left from before the operator belongs to no network of ours.
+    actions.extend(super::uninstall::forget_addressing(host)?);
     Ok(actions)
 }
 

@@ -332,3 +332,43 @@ fn a_dst_change_since_the_boot_refuses_the_handover() {
     c.dated = c.reported;
     assert_eq!(to_operator_refusals(&c.facts()), vec![]);
 }
+
+/// The addressing CalicoNode kept from before the vSwitch goes with the install: uninstall's
+/// plan (which `to-operator` runs too) and `from-operator`'s drop it.
+#[test]
+fn uninstall_and_migrate_drop_the_addressing_kept_from_before_the_vswitch() {
+    use crate::host::Registry;
+    use crate::layout::ADDRESSING_VALUE;
+    let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+    let drop = |plan: &[Action]| {
+        plan.iter().any(|a| {
+            matches!(a, Action::DeleteRegistryValue { key, name }
+                if key == CALICO_KEY && name == ADDRESSING_VALUE)
+        })
+    };
+    let rec = crate::installed::record::InstallRecord {
+        install_root: r"C:\CalicoWindows".into(),
+        logs_dir: r"C:\CalicoWindows\logs".into(),
+        ..Default::default()
+    };
+    let options = crate::plan::uninstall::Options {
+        purge: false,
+        remove_logs: false,
+    };
+    let steps = || FromOperator {
+        labelled: true,
+        cordoned: true,
+        timeout: Duration::from_secs(1),
+        boot_id: None,
+        cni_conf_dir: r"C:\etc\cni\net.d",
+    };
+    let inst = Installation::default();
+    let uninstall = crate::plan::uninstall::plan(&host, &rec, &options).expect("plan");
+    assert!(!drop(&uninstall), "nothing kept, nothing dropped");
+    host.reg_set(CALICO_KEY, ADDRESSING_VALUE, &RegValue::Sz("{}".into()))
+        .expect("set");
+    let uninstall = crate::plan::uninstall::plan(&host, &rec, &options).expect("plan");
+    assert!(drop(&uninstall), "{uninstall:?}");
+    let from = from_operator_before(&host, &inst, "win-1", steps()).expect("plan");
+    assert!(drop(&from), "{from:?}");
+}

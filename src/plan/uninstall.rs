@@ -5,7 +5,7 @@
 use crate::apply::Action;
 use crate::host::{Host, HostResult, ServiceState};
 use crate::installed::record::InstallRecord;
-use crate::layout::INSTALL_ROOT_VALUE;
+use crate::layout::{ADDRESSING_VALUE, CALICO_KEY, INSTALL_ROOT_VALUE};
 use anyhow::Context as _;
 
 pub struct Options {
@@ -49,6 +49,7 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
             actions.push(Action::RemoveFile { path });
         }
     }
+    actions.extend(forget_addressing(host)?);
     if o.purge {
         purge(host, r, &mut actions)?;
     }
@@ -89,6 +90,19 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
         }
     }
     Ok(actions)
+}
+
+/// The addressing CalicoNode kept from before the vSwitch goes with the install: nothing puts
+/// it back any more, and the External network it belongs to is deleted, or left to whoever
+/// runs Calico next (`installed::addressing`).
+pub fn forget_addressing(host: &dyn Host) -> HostResult<Option<Action>> {
+    Ok(host
+        .reg_get(CALICO_KEY, ADDRESSING_VALUE)?
+        .is_some()
+        .then(|| Action::DeleteRegistryValue {
+            key: CALICO_KEY.into(),
+            name: ADDRESSING_VALUE.into(),
+        }))
 }
 
 /// The sizes and times status compares (`plan::file_stat`), then the record itself.

@@ -125,7 +125,9 @@ impl Reporter {
         self.refused = look.refused;
         let reasons = look.reasons;
         let beat_due = self.last_set.is_none_or(|t| t.elapsed() >= HEARTBEAT);
-        let Some((ready, changed_state)) = to_set(self.last.as_deref(), &reasons, beat_due) else {
+        let Some((ready, changed_state)) =
+            to_set(self.last.as_deref(), &reasons, beat_due, look.on_node)
+        else {
             return;
         };
         match crate::cluster::node::set_condition(
@@ -166,16 +168,29 @@ impl Reporter {
     }
 }
 
-/// What a look sets, given the reasons last set (`None`: nothing set yet): nothing when they
-/// are the same and no heartbeat is due (no patch every minute on every node); else the status
-/// and whether it changed (a new transition time). A patch that failed set nothing, so the
-/// next look sets it again.
-fn to_set(last: Option<&[String]>, reasons: &[String], beat_due: bool) -> Option<(bool, bool)> {
+/// What a look sets, given the reasons last set (`None`: nothing set since CalicoNode
+/// started) and the status the Node carries now (`on_node`): nothing when the reasons are the
+/// same and no heartbeat is due (no patch every minute on every node); else the status and
+/// whether it changed (a new transition time). A CalicoNode that just started compares with
+/// the Node's condition, as kubelet's own conditions keep their transition time across its
+/// restarts (kubernetes pkg/kubelet/nodestatus/setters.go, `ReadyCondition`: `LastTransitionTime` moves only
+/// when the status differs from the one the Node holds). A patch that failed set nothing, so
+/// the next look sets it again.
+fn to_set(
+    last: Option<&[String]>,
+    reasons: &[String],
+    beat_due: bool,
+    on_node: Option<bool>,
+) -> Option<(bool, bool)> {
     if last == Some(reasons) && !beat_due {
         return None;
     }
     let ready = reasons.is_empty();
-    Some((ready, last.is_none_or(|l| l.is_empty() != ready)))
+    let changed = match last {
+        Some(l) => l.is_empty() != ready,
+        None => on_node != Some(ready),
+    };
+    Some((ready, changed))
 }
 
 /// The condition, as the API server keeps one: the transition time only when the status
@@ -217,6 +232,8 @@ pub struct Look {
     pub internal_ip: Option<std::net::Ipv4Addr>,
     /// The API server refused the read of the Node (401).
     pub refused: bool,
+    /// The Node's `CalicoWindowsReady` status as read (`Some(true)`: True).
+    pub on_node: Option<bool>,
 }
 
 /// What is wrong with Calico on this node, as CalicoNode sees it, with what it read of the Node.
@@ -235,27 +252,35 @@ pub fn reasons(
         ageing: endpoints::Ageing::Record,
     };
     let mut found = health::on_node(host, root, &how);
-    let (mut internal_ip, mut refused) = (None, false);
+    let (mut internal_ip, mut refused, mut on_node) = (None, false, None);
     if let Some(c) = cluster {
-        let (f, ip, no) = address(host, c, node);
+        let (f, ip, no, status) = address(host, c, node);
         found.extend(f);
-        (internal_ip, refused) = (ip, no);
+        (internal_ip, refused, on_node) = (ip, no, status);
     }
     Look {
         reasons: found.into_iter().map(said).collect(),
         internal_ip,
         refused,
+        on_node,
     }
 }
 
 /// The node's address in the cluster against the Calico HNS networks' management IP
-/// (`health::node_address`), which `fleet status` then shows per node.
+/// (`health::node_address`), which `fleet status` then shows per node; with the Node's
+/// condition status as read.
+#[allow(clippy::type_complexity)]
 fn address(
     host: &dyn Host,
     c: &Cluster,
     node: &str,
-) -> (Vec<health::Finding>, Option<std::net::Ipv4Addr>, bool) {
-    let (internal, bgp) = match crate::cluster::node::addresses(c, node) {
+) -> (
+    Vec<health::Finding>,
+    Option<std::net::Ipv4Addr>,
+    bool,
+    Option<bool>,
+) {
+    let ((internal, bgp), on_node) = match crate::cluster::node::view(c, node) {
         Ok(a) => a,
         Err(e) => {
             let refused = matches!(e, crate::cluster::ClusterError::Api { code: 401, .. });
@@ -264,7 +289,7 @@ fn address(
                 node,
                 format!("the Node's addresses cannot be read: {e}"),
             );
-            return (vec![f], None, refused);
+            return (vec![f], None, refused, None);
         }
     };
     let networks = host.hns_networks().unwrap_or_default();
@@ -275,7 +300,7 @@ fn address(
         &health::management_ips(&networks),
         adapters.as_deref(),
     );
-    (found, internal, false)
+    (found, internal, false, on_node)
 }
 
 #[cfg(test)]
@@ -286,19 +311,42 @@ mod tests {
     fn the_condition_is_set_only_when_the_answer_changes() {
         let felix = vec!["CalicoFelix is Stopped".to_owned()];
         let network = vec!["the HNS network Calico does not exist".to_owned()];
-        // The first look sets it, with a transition.
-        assert_eq!(to_set(None, &[], true), Some((true, true)));
-        assert_eq!(to_set(None, &felix, true), Some((false, true)));
+        // The first look on a Node without the condition sets it, with a transition.
+        assert_eq!(to_set(None, &[], true, None), Some((true, true)));
+        assert_eq!(to_set(None, &felix, true, None), Some((false, true)));
         // The same answer again: no patch.
-        assert_eq!(to_set(Some(&[]), &[], false), None);
-        assert_eq!(to_set(Some(&felix), &felix, false), None);
+        assert_eq!(to_set(Some(&[]), &[], false, None), None);
+        assert_eq!(to_set(Some(&felix), &felix, false, None), None);
         // ... until the heartbeat is due: set again, no new transition time.
-        assert_eq!(to_set(Some(&[]), &[], true), Some((true, false)));
-        assert_eq!(to_set(Some(&felix), &felix, true), Some((false, false)));
+        assert_eq!(to_set(Some(&[]), &[], true, None), Some((true, false)));
+        assert_eq!(
+            to_set(Some(&felix), &felix, true, None),
+            Some((false, false))
+        );
         // Other reasons, still False: set, without a new transition time.
-        assert_eq!(to_set(Some(&felix), &network, false), Some((false, false)));
+        assert_eq!(
+            to_set(Some(&felix), &network, false, None),
+            Some((false, false))
+        );
         // Healthy again, or not any more: a transition.
-        assert_eq!(to_set(Some(&felix), &[], false), Some((true, true)));
-        assert_eq!(to_set(Some(&[]), &network, false), Some((false, true)));
+        assert_eq!(to_set(Some(&felix), &[], false, None), Some((true, true)));
+        assert_eq!(
+            to_set(Some(&[]), &network, false, None),
+            Some((false, true))
+        );
+    }
+
+    /// A CalicoNode restart is no transition: its first look keeps the time when the Node
+    /// already carries the same status, and sets one when the status differs.
+    #[test]
+    fn a_restarted_calico_node_keeps_the_transition_time_of_the_same_status() {
+        let felix = vec!["CalicoFelix is Stopped".to_owned()];
+        assert_eq!(to_set(None, &[], true, Some(true)), Some((true, false)));
+        assert_eq!(
+            to_set(None, &felix, true, Some(false)),
+            Some((false, false))
+        );
+        assert_eq!(to_set(None, &[], true, Some(false)), Some((true, true)));
+        assert_eq!(to_set(None, &felix, true, Some(true)), Some((false, true)));
     }
 }

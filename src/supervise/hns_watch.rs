@@ -39,6 +39,27 @@ pub struct HnsWatch {
     loaded: bool,
 }
 
+/// Starts the Host Network Service unless it runs, before CalicoNode makes its networks: the
+/// SCM no longer starts it as a dependency (`service_spec`), and it is demand-start. A host
+/// without the service registered is left to HNS's own answer (preflight's `hns` check says
+/// what is missing; under Wine the HCN stand-in answers without one).
+pub fn ensure_running(host: &dyn Host, s: &Settings, log: &Log) -> crate::host::HostResult<()> {
+    let Some(state) = host.service_query(HNS_SERVICE)?.map(|q| q.state) else {
+        log.warn(&format!(
+            "no service {HNS_SERVICE} (the Host Network Service) is registered: going on with what HNS answers"
+        ));
+        return Ok(());
+    };
+    if state == ServiceState::Running {
+        return Ok(());
+    }
+    log.info(&format!(
+        "the Host Network Service is {}: starting it before making the networks",
+        format!("{state:?}").to_ascii_lowercase()
+    ));
+    host.service_start(HNS_SERVICE, s.network_timeout)
+}
+
 /// The id kept for this boot (`<boot id>:<pid>`); one of another boot, or none, is no id.
 fn kept_pid(host: &dyn Host) -> Option<u32> {
     let boot = host.system_facts().ok()?.boot_id?;

@@ -156,9 +156,12 @@ pub fn service_spec(role: Role, exe: &str, args: Vec<String>) -> ServiceSpec {
         program: exe.into(),
         args,
         dependencies: match role {
-            // CalicoNode makes the HNS networks at start: the SCM starts the Host Network
-            // Service first (at boot too, where `hns` is demand-start).
-            Role::Node => vec![crate::supervise::hns_watch::HNS_SERVICE.into()],
+            // None on the Host Network Service, as Calico's own `Install-NodeService`
+            // (v3.32.1 `calico.psm1`) registers none: the SCM refuses to stop a service with
+            // a running dependent (`Restart-Service hns` fails without -Force) and never
+            // starts a dependent again (with -Force, an HNS stop would leave Calico stopped).
+            // CalicoNode starts HNS in its start-up instead (`hns_watch::ensure_running`).
+            Role::Node => Vec::new(),
             Role::Felix | Role::Confd | Role::KubeProxy => vec!["CalicoNode".into()],
         },
         start: StartType::Auto,

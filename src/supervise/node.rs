@@ -146,28 +146,16 @@ pub(super) struct AddressWatch {
 
 impl AddressWatch {
     /// The node's Preferred IPv4 addresses but loopback and 169.254/16, sorted: those of the
-    /// External vSwitch's host adapter (found by what CalicoNode kept of its adapter), else of
-    /// every physical adapter and every vSwitch port that took one over (it carries that
-    /// adapter's MAC). Never `Calico_ep`'s, which comes and goes with the pod network.
+    /// External vSwitch's host adapter only (`addressing::external_adapter`), whose address
+    /// calico-node's startup takes; another adapter's (a second NIC renewing its DHCP lease) is
+    /// not the node's, and neither is `Calico_ep`'s, which comes and goes with the pod network.
     fn host_addresses(host: &dyn Host) -> Vec<Ipv4Addr> {
-        let adapters = host.adapters().unwrap_or_default();
-        let kept = addressing::recorded(host);
         // The physical adapter under a vSwitch has IPv4 unbound: only the interface table
-        // lists it.
-        let every = crate::host::uplink::every_adapter(host).unwrap_or_default();
-        let physical_mac = |a: &crate::host::Adapter| {
-            every.iter().any(|p| {
-                !p.is_vswitch_port() && !p.mac.is_empty() && p.mac.eq_ignore_ascii_case(&a.mac)
-            })
-        };
-        let ours: Vec<&crate::host::Adapter> =
-            match kept.as_ref().and_then(|k| k.host_adapter(&adapters)) {
-                Some(a) => vec![a],
-                None => adapters
-                    .iter()
-                    .filter(|a| !a.is_vswitch_port() || physical_mac(a))
-                    .collect(),
-            };
+        // lists it (`uplink::every_adapter`), and the External network's port is found by it.
+        let adapters = crate::host::uplink::every_adapter(host).unwrap_or_default();
+        let networks = host.hns_networks().unwrap_or_default();
+        let kept = addressing::current(host, &networks);
+        let ours = addressing::external_adapter(kept.as_ref(), &adapters, &networks);
         let mut out: Vec<Ipv4Addr> = ours
             .iter()
             .flat_map(|a| a.addresses.iter())
@@ -346,6 +334,7 @@ fn prepare_networks(
     let backend = env
         .get(EnvVars::CALICO_NETWORKING_BACKEND)
         .map_or("vxlan", String::as_str);
+    super::hns_watch::ensure_running(host, s, log)?;
     // Probe before the vSwitch exists: creating it drops the metadata route.
     let platform = platform_for(host, s, log)?;
     phase.platform = Some(platform);
@@ -356,14 +345,24 @@ fn prepare_networks(
     }
     let uplink = ensure_external(host, s, stop, log)?;
     phase.created_external = uplink.is_some();
-    let mgmt = wait_for_management_ip(host, s, stop, log)?;
+    let uplink = uplink.flatten();
     // The routes the vSwitch dropped go to its host adapter, found for certain.
-    let vnic = match uplink.flatten() {
-        Some(before) => Some(find_vswitch_adapter(host, s, &before, stop, log)?),
+    let vnic = match &uplink {
+        Some(before) => Some(find_vswitch_adapter(host, s, before, stop, log)?),
         None => None,
     };
-    // What the vSwitch lost of the adapter's addressing, back before the routes go on it.
+    // What the vSwitch lost of the adapter's addressing, back before the wait for the
+    // management IP: a host adapter left on DHCP or APIPA (projectcalico/calico#4631) may
+    // give HNS no management IP until its static address is back (calico v3.32.1
+    // `calico.psm1`, `Wait-ForManagementIP`, waits for one that is not null).
     put_back_addressing(host, log)?;
+    let mgmt = wait_for_management_ip(host, s, stop, log)?;
+    if let Some(u) = uplink.as_ref().filter(|u| u.ip != mgmt) {
+        log.warn(&format!(
+            "the vSwitch's management IP is {mgmt}, not {}, the address {} had before: pods get {mgmt} as their provider address",
+            u.ip, u.name
+        ));
+    }
     if phase.created_external {
         log.info(&format!(
             "giving the networking stack {:?} to settle",
@@ -396,35 +395,56 @@ fn prepare_networks(
     Ok(())
 }
 
-/// What the vSwitch's host adapter lacks of its adapter's addressing before (static address,
-/// DHCP off, DNS servers and suffix, metric), put back; at every start, so that a restart
-/// mends what drifted since.
+/// What the vSwitch dropped of its adapter's addressing (static address, DHCP off, DNS servers
+/// and suffix, metric), found right after it was made and put back once (`addressing`); never
+/// what changed since. A record of a network that is gone is dropped.
 fn put_back_addressing(host: &dyn Host, log: &Log) -> Result<()> {
-    let Some(before) = addressing::recorded(host) else {
+    let Some(mut kept) = addressing::recorded(host) else {
         return Ok(());
     };
+    let networks = host.hns_networks()?;
+    let boot = host.system_facts()?.boot_id;
+    if !kept.belongs(&networks, boot.as_deref()) {
+        log.info(&format!(
+            "the addressing of {} kept from before the vSwitch belongs to an External network that is gone: dropped",
+            kept.adapter
+        ));
+        addressing::forget(host)?;
+        return Ok(());
+    }
+    if kept.lost.is_some() && kept.pending.is_empty() {
+        return Ok(());
+    }
+    if kept.network.is_none() {
+        kept.network = networks
+            .iter()
+            .find(|n| n.name == EXTERNAL_NETWORK)
+            .map(|n| n.id.clone());
+    }
     let adapters = host.adapters()?;
-    let Some(now) = before.host_adapter(&adapters) else {
+    let Some(now) = kept.host_adapter(&adapters) else {
         log.info(&format!(
             "the vSwitch's host adapter for {} is not there: its addressing is left as it is",
-            before.adapter
+            kept.adapter
         ));
         return Ok(());
     };
-    let (done, failed) = addressing::reconcile(host, &before, now);
+    let (done, failed) = addressing::put_back(host, &mut kept, now);
     for d in done {
         log.info(&format!("{}: {d}", now.name));
     }
     for f in failed {
         log.warn(&format!("{}: {f}", now.name));
     }
+    addressing::record(host, &kept)?;
     Ok(())
 }
 
 /// `Calico_ep`'s interface metric kept above the LAN's host adapter's, once calico-node made
 /// it (projectcalico/calico#4664).
 fn keep_ep_metric(host: &dyn Host, log: &Log) {
-    let Some(before) = addressing::recorded(host) else {
+    let networks = host.hns_networks().unwrap_or_default();
+    let Some(before) = addressing::current(host, &networks) else {
         return;
     };
     let Ok(adapters) = host.adapters() else {
@@ -629,6 +649,9 @@ fn ensure_external(
         match host.hns_create_network(&spec) {
             Ok(n) => {
                 log.info(&format!("created HNS network External ({})", n.id));
+                if uplink.is_some() {
+                    addressing::key_to(host, &n.id)?;
+                }
                 return Ok(Some(uplink));
             }
             Err(HostError::Exists { .. }) => return Ok(None),
@@ -701,7 +724,8 @@ fn wait_for_stable_address(
                 a.name, x.ip
             ));
             // What the vSwitch may lose of it, kept to be put back (`addressing`).
-            addressing::record(host, &addressing::Addressing::of(a))?;
+            let boot = host.system_facts()?.boot_id;
+            addressing::record(host, &addressing::Addressing::of(a).taken_in(boot))?;
             return Ok(Uplink {
                 name: a.name.clone(),
                 mac: a.mac.clone(),

@@ -902,8 +902,13 @@ fn the_service_registration_runs_calicoctl_win_with_recovery() {
         spec.command_line(),
         r"C:\CalicoWindows\calicoctl-win.exe service run felix --install-root C:\CalicoWindows"
     );
-    // CalicoNode makes HNS networks as it starts: the SCM starts HNS first.
-    assert_eq!(service_spec(Role::Node, "x", vec![]).dependencies, ["hns"]);
+    // No SCM dependency on HNS (Calico's Install-NodeService registers none): CalicoNode
+    // starts it itself.
+    assert!(
+        service_spec(Role::Node, "x", vec![])
+            .dependencies
+            .is_empty()
+    );
 }
 
 #[test]
@@ -1457,6 +1462,10 @@ fn calico_node_follows_a_change_of_the_nodes_address_without_kubelet_restarting(
 #[test]
 fn only_a_real_change_of_address_is_followed() {
     let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    let s = settings(Role::Node);
+    let (log, _) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase");
     let ip = |d| Some(Ipv4Addr::new(10, 0, 0, d));
     let mut w = node::AddressWatch::default();
     w.ran(&host, None);
@@ -1473,9 +1482,9 @@ fn only_a_real_change_of_address_is_followed() {
     );
     w.ran(&host, ip(9));
     // An address being renewed (only a tentative one for a moment) is not a change.
-    mark_preferred(&host, "Ethernet", false);
+    mark_preferred(&host, "vEthernet (Ethernet)", false);
     assert_eq!(w.changed(&host, ip(9)), None);
-    mark_preferred(&host, "Ethernet", true);
+    mark_preferred(&host, "vEthernet (Ethernet)", true);
     host.readdress(Ipv4Addr::new(10, 0, 0, 5), Ipv4Addr::new(10, 0, 0, 9))
         .expect("readdress");
     assert!(
@@ -1576,4 +1585,268 @@ fn a_static_address_that_did_not_come_over_is_put_back() {
     );
     let before = crate::installed::addressing::recorded(&host).expect("kept");
     assert_eq!(crate::installed::addressing::drift(&before, vnic), []);
+}
+
+/// Registers and starts CalicoNode and CalicoFelix as install registers them (`service_spec`).
+fn calico_services_running(host: &SimHost) {
+    let exe = format!(r"{ROOT}\calicoctl-win.exe");
+    host.write_file(&exe, b"simulated program\n", crate::host::Access::Normal)
+        .expect("exe");
+    hns_startable(host);
+    for role in [Role::Node, Role::Felix] {
+        host.service_create(&service_spec(role, &exe, vec![]))
+            .expect("create");
+        host.service_start(role.service_name(), Duration::from_secs(1))
+            .expect("start");
+    }
+}
+
+/// HNS's program, which the profile registers it with, so that it can be started again.
+fn hns_startable(host: &SimHost) {
+    host.write_file(
+        r"C:\Windows\system32\svchost.exe",
+        b"simulated program\n",
+        crate::host::Access::Normal,
+    )
+    .expect("svchost");
+}
+
+fn state_of(host: &SimHost, name: &str) -> Option<crate::host::ServiceState> {
+    host.service_query(name).expect("query").map(|q| q.state)
+}
+
+/// `Restart-Service hns` stops HNS and starts it again; PowerShell refuses the stop without
+/// -Force while a service that depends on HNS runs (PowerShell `Service.cs`, `DoStopService`:
+/// "ServiceHasDependentServices"), as the SCM does (`ERROR_DEPENDENT_SERVICES_RUNNING`). With
+/// no SCM dependency on HNS, the restart goes through and Calico's services keep running.
+#[test]
+fn restart_service_hns_goes_through_and_calico_keeps_running() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    calico_services_running(&host);
+    host.service_stop("hns", Duration::from_secs(1))
+        .expect("HNS stops while CalicoNode runs");
+    host.service_start("hns", Duration::from_secs(1))
+        .expect("start");
+    for name in ["hns", "CalicoNode", "CalicoFelix"] {
+        assert_eq!(
+            state_of(&host, name),
+            Some(crate::host::ServiceState::Running),
+            "{name}"
+        );
+    }
+}
+
+/// The simulated SCM's dependency rules, as Microsoft documents them: a service with a running
+/// dependent is not stopped; starting a service starts its dependencies first; starting a
+/// service starts none of its dependents. So with CalicoNode depending on HNS, a forced stop
+/// of HNS (its dependents first, as `Stop-Service -Force` does) and a start of HNS left Calico
+/// stopped: what dropping the dependency avoids.
+#[test]
+fn the_simulated_scm_keeps_dependency_rules() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    calico_services_running(&host);
+    let mut node = service_spec(Role::Node, r"C:\CalicoWindows\calicoctl-win.exe", vec![]);
+    node.dependencies = vec![hns_watch::HNS_SERVICE.into()];
+    host.service_update(&node).expect("update");
+    let refused = host.service_stop("hns", Duration::from_secs(1));
+    assert!(
+        matches!(refused, Err(crate::host::HostError::Refused { .. })),
+        "{refused:?}"
+    );
+    for name in ["CalicoFelix", "CalicoNode", "hns"] {
+        host.service_stop(name, Duration::from_secs(1))
+            .expect("stop");
+    }
+    host.service_start("hns", Duration::from_secs(1))
+        .expect("start");
+    assert_eq!(
+        state_of(&host, "CalicoNode"),
+        Some(crate::host::ServiceState::Stopped)
+    );
+    host.service_stop("hns", Duration::from_secs(1))
+        .expect("stop");
+    host.service_start("CalicoFelix", Duration::from_secs(1))
+        .expect("start");
+    for name in ["hns", "CalicoNode", "CalicoFelix"] {
+        assert_eq!(
+            state_of(&host, name),
+            Some(crate::host::ServiceState::Running),
+            "{name}"
+        );
+    }
+}
+
+/// With no SCM dependency to start it, CalicoNode's start-up starts a stopped HNS before it
+/// makes the networks.
+#[test]
+fn calico_node_starts_a_stopped_hns_before_making_the_networks() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    hns_startable(&host);
+    host.service_stop("hns", Duration::from_secs(1))
+        .expect("stop");
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase");
+    assert_eq!(
+        state_of(&host, "hns"),
+        Some(crate::host::ServiceState::Running),
+        "{}",
+        read(&path)
+    );
+    assert!(read(&path).contains("the Host Network Service is stopped: starting it"));
+}
+
+/// The vSwitch's host adapter on the simulated host, by name.
+fn adapter_named(host: &SimHost, name: &str) -> crate::host::Adapter {
+    host.adapters()
+        .expect("adapters")
+        .into_iter()
+        .find(|a| a.name == name)
+        .expect("adapter")
+}
+
+/// What the vSwitch dropped is put back once, right after it was made: DNS servers an
+/// administrator set later (`Set-DnsClientServerAddress`) stay at the next CalicoNode start.
+#[test]
+fn an_administrators_later_dns_servers_are_not_put_back() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase");
+    let vnic = "vEthernet (Ethernet 2)";
+    assert_eq!(
+        adapter_named(&host, vnic).dns_servers,
+        [Ipv4Addr::new(10, 0, 0, 2)],
+        "{}",
+        read(&path)
+    );
+    // Keyed to the External network it was made with.
+    let external = host
+        .hns_networks()
+        .expect("networks")
+        .into_iter()
+        .find(|n| n.name == "External")
+        .expect("External");
+    let kept = crate::installed::addressing::recorded(&host).expect("kept");
+    assert_eq!(kept.network.as_deref(), Some(external.id.as_str()));
+    // Set-DnsClientServerAddress, where the simulated host reads the servers from.
+    let admins = vec![Ipv4Addr::new(10, 0, 0, 3)];
+    let guid = adapter_named(&host, vnic).guid;
+    host.reg_set(
+        &crate::installed::addressing::tcpip_key(&guid),
+        "NameServer",
+        &RegValue::Sz("10.0.0.3".into()),
+    )
+    .expect("set");
+    node::start_phase(&host, &s, &log).expect("start phase again");
+    assert_eq!(
+        adapter_named(&host, vnic).dns_servers,
+        admins,
+        "{}",
+        read(&path)
+    );
+}
+
+/// projectcalico/calico#4631's node put back once; renumbered since by its administrator, its
+/// old address is not added beside the new one at the next start (an address conflict once
+/// that address is another host's).
+#[test]
+fn a_renumbered_static_node_does_not_get_its_old_address_back() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    host.set_vswitch_takes_dhcp(true).expect("set");
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase");
+    let vnic = "vEthernet (Ethernet 2)";
+    assert!(adapter_named(&host, vnic).holds(Ipv4Addr::new(10, 0, 0, 6)));
+    host.readdress(Ipv4Addr::new(10, 0, 0, 6), Ipv4Addr::new(10, 0, 0, 7))
+        .expect("renumber");
+    node::start_phase(&host, &s, &log).expect("start phase again");
+    let now = adapter_named(&host, vnic);
+    assert!(
+        now.holds(Ipv4Addr::new(10, 0, 0, 7)) && !now.holds(Ipv4Addr::new(10, 0, 0, 6)),
+        "{now:?} {}",
+        read(&path)
+    );
+}
+
+/// A record of an External network that is gone is dropped, not put back on whatever adapter
+/// the next vSwitch has.
+#[test]
+fn addressing_kept_for_a_network_that_is_gone_is_dropped() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &[]);
+    let nic = adapter_named(&host, "Ethernet");
+    let mut stale = crate::installed::addressing::Addressing::of(&nic);
+    stale.network = Some("{00000000-0000-0000-0000-00000000dead}".into());
+    stale.dns_servers = vec![Ipv4Addr::new(10, 9, 9, 9)];
+    crate::installed::addressing::record(&host, &stale).expect("record");
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase");
+    assert_eq!(
+        crate::installed::addressing::recorded(&host),
+        None,
+        "{}",
+        read(&path)
+    );
+    assert!(
+        !adapter_named(&host, "vEthernet (Ethernet)")
+            .dns_servers
+            .contains(&Ipv4Addr::new(10, 9, 9, 9))
+    );
+}
+
+/// projectcalico/calico#4631 where HNS gives the vSwitch no management IP while its host
+/// adapter holds only an APIPA address: the static address is put back before the wait for
+/// the management IP, which then comes (calico v3.32.1 `Wait-ForManagementIP` would wait for
+/// ever).
+#[test]
+fn the_lost_static_address_is_put_back_before_the_wait_for_the_management_ip() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    host.set_vswitch_takes_dhcp(true).expect("set");
+    host.set_management_ip_needs_stable_address(true)
+        .expect("set");
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    let phase = node::start_phase(&host, &s, &log);
+    assert!(phase.is_ok(), "{phase:?} {}", read(&path));
+    let external = host
+        .hns_networks()
+        .expect("networks")
+        .into_iter()
+        .find(|n| n.name == "External")
+        .expect("External");
+    assert_eq!(external.management_ip.as_deref(), Some("10.0.0.6"));
+    assert!(read(&path).contains("management IP on the vSwitch: 10.0.0.6"));
+}
+
+/// Without an addressing record (no adapter named: HNS picks), a second NIC renewing its
+/// DHCP lease is not the node's address changing: only the External vSwitch's host adapter is
+/// followed.
+#[test]
+fn only_the_external_networks_adapter_is_followed() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &[]);
+    let s = settings(Role::Node);
+    let (log, _) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase");
+    assert_eq!(crate::installed::addressing::recorded(&host), None);
+    let mut w = node::AddressWatch::default();
+    w.ran(&host, None);
+    // Ethernet 2, the second NIC, gets another lease.
+    host.readdress(Ipv4Addr::new(10, 0, 0, 6), Ipv4Addr::new(10, 0, 0, 9))
+        .expect("readdress");
+    assert_eq!(w.changed(&host, None), None);
+    // The vSwitch's host adapter's address is the node's.
+    host.readdress(Ipv4Addr::new(10, 0, 0, 5), Ipv4Addr::new(10, 0, 0, 7))
+        .expect("readdress");
+    assert!(
+        w.changed(&host, None)
+            .is_some_and(|c| c.contains("from 10.0.0.5 to 10.0.0.7"))
+    );
 }

@@ -1540,7 +1540,10 @@ fn calico_node_still_refreshes_the_cni_plugins_token_under_the_policies() {
         .args(["-o", "json", "fleet", "rbac", "--calico-api", "v1"])
         .output()
         .expect("runs");
-    for m in json(&out.stdout)["manifests"].as_array().expect("manifests") {
+    for m in json(&out.stdout)["manifests"]
+        .as_array()
+        .expect("manifests")
+    {
         api.apply(m);
     }
     let pod = api.pod_token("calico-system", "calico-node", "win-1");

@@ -75,26 +75,60 @@ fn the_external_network_binds_the_adapter_holding_the_nodes_internal_ip() {
         doc["addressing"]["before_vswitch"]["adapter"], "Ethernet 2",
         "{doc}"
     );
+    assert_eq!(
+        doc["addressing"]["before_vswitch"]["lost"][0]["dns"]["was"][0], "10.0.0.2",
+        "{doc}"
+    );
     let saved = node.state();
-    node.edit_state(|state| {
+    // The simulated adapter's DNS servers, as Windows reports them (the registry's values
+    // change nothing until a restart).
+    let no_dns = |state: &mut Value| {
         for a in state["adapters"].as_array_mut().expect("adapters") {
             if a["name"] == "vEthernet (Ethernet 2)" {
                 a["dns_servers"] = serde_json::json!([]);
             }
         }
+    };
+    // The DNS servers gone since they were put back: a change since, not put back, no finding.
+    node.edit_state(no_dns);
+    let (code, doc, _) = node.run(&["status"]);
+    let drift = |doc: &Value| -> Vec<Value> {
+        doc["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter(|f| f["code"] == "adapter-drift")
+            .cloned()
+            .collect()
+    };
+    assert!(drift(&doc).is_empty(), "{code} {doc}");
+    assert_eq!(
+        doc["addressing"]["changed_since"],
+        serde_json::json!([
+            "Ethernet 2 had the DNS servers 10.0.0.2; vEthernet (Ethernet 2) has none"
+        ]),
+        "{doc}"
+    );
+    // Lost when the vSwitch was made and not back yet (its put-back failed): a finding.
+    node.edit_state(|state| {
+        let key = r"hklm\software\tigera\calico";
+        let value = &mut state["registry"][key]["addressingbeforevswitch"]["data"];
+        let mut kept: Value = serde_json::from_str(value.as_str().expect("kept")).expect("json");
+        kept["pending"] = kept["lost"].clone();
+        *value = Value::String(kept.to_string());
     });
     let (code, doc, _) = node.run(&["status"]);
     assert_eq!(code, 1, "{doc}");
-    let drift: Vec<&Value> = doc["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
-        .filter(|f| f["code"] == "adapter-drift")
-        .collect();
+    let drift = drift(&doc);
     assert_eq!(drift.len(), 1, "{doc}");
     assert_eq!(
         drift[0]["message"],
-        "Ethernet 2 had the DNS servers 10.0.0.2; vEthernet (Ethernet 2) has none"
+        "lost when the vSwitch was made, not put back yet: Ethernet 2 had the DNS servers 10.0.0.2; vEthernet (Ethernet 2) has none"
+    );
+    assert_eq!(
+        doc["addressing"]["changed_since"],
+        serde_json::json!([]),
+        "{doc}"
     );
     node.edit_state(|state| *state = saved);
 

@@ -514,6 +514,51 @@ fn calico_node_sets_the_node_condition_with_the_reasons_and_true_once_repaired()
     assert_eq!(c["reason"], "CalicoHealthy", "{c}");
 }
 
+/// A CalicoNode restart is no transition: its first look finds the Node already carrying the
+/// same status and keeps its `lastTransitionTime`, as kubelet keeps its own conditions'
+/// (kubernetes `pkg/kubelet/nodestatus/setters.go`, `ReadyCondition`); only the heartbeat moves.
+#[cfg(unix)]
+#[test]
+fn a_calico_node_restart_keeps_the_conditions_transition_time() {
+    let node = broken();
+    let child = crate::support::console_node(&node.sim());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while calico_condition(&node).is_none() {
+        assert!(std::time::Instant::now() < deadline, "no condition set");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    crate::support::stop_console(child);
+    // As if the status had held since long ago.
+    let (long_ago, beat) = ("2020-01-01T00:00:00Z", "2020-01-01T00:05:00Z");
+    let path = "/api/v1/nodes/win-1";
+    let mut n = node.api().get(path).expect("node");
+    for c in n["status"]["conditions"]
+        .as_array_mut()
+        .expect("conditions")
+        .iter_mut()
+        .filter(|c| c["type"] == "CalicoWindowsReady")
+    {
+        c["lastTransitionTime"] = json!(long_ago);
+        c["lastHeartbeatTime"] = json!(beat);
+    }
+    node.api().put(path, n);
+    let status = calico_condition(&node).expect("condition")["status"].clone();
+
+    let child = crate::support::console_node(&node.sim());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let c = loop {
+        let c = calico_condition(&node).expect("condition");
+        if c["lastHeartbeatTime"] != beat {
+            break c;
+        }
+        assert!(std::time::Instant::now() < deadline, "not set again: {c}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let log = crate::support::stop_console(child);
+    assert_eq!(c["status"], status, "{c} {log}");
+    assert_eq!(c["lastTransitionTime"], long_ago, "{c} {log}");
+}
+
 /// Felix's own health, from its endpoint as calico-node's probe asks it; the simulated host's
 /// loopback answers as Felix's health server does while CalicoFelix runs.
 #[test]

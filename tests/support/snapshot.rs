@@ -36,6 +36,22 @@ pub fn snapshot(sim: &Path) -> Value {
             n["ID"] = json!("id");
         }
     }
+    // The addressing CalicoNode kept is keyed to the External network's generated id.
+    let kept = state
+        .get_mut("registry")
+        .and_then(|r| r.get_mut(r"hklm\software\tigera\calico"))
+        .and_then(|k| k.get_mut("addressingbeforevswitch"))
+        .and_then(|v| v.get_mut("data"));
+    if let Some(data) = kept
+        && let Some(mut record) = data
+            .as_str()
+            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+    {
+        if !record["network"].is_null() {
+            record["network"] = json!("id");
+        }
+        *data = json!(record.to_string());
+    }
     // Endpoints (calico-node's Calico_ep) carry generated ids too, and their network's.
     if let Some(eps) = state["endpoints"].as_array_mut() {
         for e in eps {

@@ -87,6 +87,18 @@ impl Hns for SimHost {
                 n.management_ip = None;
             }
         }
+        let (needs_stable, stable, vswitch) = self.read(|s| {
+            (
+                s.settings.management_ip_needs_stable_address,
+                s.vswitch_stable_ip(),
+                s.vswitch.is_some(),
+            )
+        });
+        if needs_stable && vswitch {
+            for n in &mut networks {
+                n.management_ip.clone_from(&stable);
+            }
+        }
         Ok(networks)
     }
 
@@ -343,6 +355,12 @@ impl SimHost {
     /// APIPA address (`SimSettings::vswitch_takes_dhcp`).
     pub fn set_vswitch_takes_dhcp(&self, on: bool) -> HostResult<()> {
         self.world(|s| s.settings.vswitch_takes_dhcp = on)
+    }
+
+    /// HNS reports a management IP only once the vSwitch's host adapter holds an address
+    /// that is not APIPA (`SimSettings::management_ip_needs_stable_address`).
+    pub fn set_management_ip_needs_stable_address(&self, on: bool) -> HostResult<()> {
+        self.world(|s| s.settings.management_ip_needs_stable_address = on)
     }
 
     /// While pending, HNS reports no management IP on any network.

@@ -129,7 +129,13 @@ impl Services for SimHost {
                 reason: "the service is disabled".into(),
             });
         }
-        // The SCM starts the services a service depends on first.
+        // The SCM starts the services a service depends on first ("If any service in the
+        // array is not running then, the SCM tries to start them": learn.microsoft.com,
+        // ServiceInstaller.ServicesDependedOn; "Automatically Starting Services": an
+        // auto-start service's demand-start dependencies start with it). The other way round
+        // nothing happens: starting a service starts none of the services that depend on it
+        // (StartService starts the one service and its dependencies), so the dependents a
+        // forced stop took down stay stopped.
         for dep in &svc.dependencies {
             self.service_start(dep, timeout)?;
         }
@@ -181,6 +187,10 @@ impl Services for SimHost {
     fn service_stop(&self, name: &str, timeout: Duration) -> HostResult<()> {
         let key = name.to_ascii_lowercase();
         let pending = self.mutate(&format!("stop service {name}"), |s| {
+            // "If the SCM determines that other running services are dependent on the
+            // specified service, it will not forward the stop request. Instead, it returns
+            // ERROR_DEPENDENT_SERVICES_RUNNING" (learn.microsoft.com, "Stopping a Service");
+            // the Windows implementation answers that error as this refusal.
             let running_dependent = s.services.values().find(|d| {
                 d.state != ServiceState::Stopped
                     && d.dependencies.iter().any(|x| x.eq_ignore_ascii_case(name))

@@ -209,6 +209,14 @@ pub struct SimSettings {
     /// the address (projectcalico/calico#4631): it holds only an APIPA address.
     #[serde(default)]
     pub vswitch_takes_dhcp: bool,
+    /// While true, HNS reports a network's management IP only once the vSwitch's host adapter
+    /// holds an address that is not 169.254/16, and reports that one: the case calico v3.32.1
+    /// `calico.psm1` `Wait-ForManagementIP` waits out (it loops while `ManagementIP` is null).
+    /// Whether HNS on a host adapter left on APIPA reports null or latches the APIPA address
+    /// (the default here, `vswitch_ip`) is not documented; the real-Windows workflow records
+    /// what it sees.
+    #[serde(default)]
+    pub management_ip_needs_stable_address: bool,
 }
 
 /// How the simulated Felix's health endpoint answers (libcalico-go lib/health/health.go).
@@ -587,6 +595,15 @@ impl State {
             .filter(on)
             .find(|i| !i.ip.is_link_local())
             .or_else(|| self.interfaces.iter().find(on))
+            .map(|i| i.ip.to_string())
+    }
+
+    /// The vSwitch's host adapter's address that is not 169.254/16, if it holds one.
+    pub fn vswitch_stable_ip(&self) -> Option<String> {
+        let (_, new) = self.vswitch?;
+        self.interfaces
+            .iter()
+            .find(|i| i.index == new && !i.ip.is_link_local())
             .map(|i| i.ip.to_string())
     }
 
