@@ -168,6 +168,11 @@ pub fn external_adapter<'a>(
         .and_then(|ip| ip.parse::<Ipv4Addr>().ok());
     match ports[..] {
         [one] => Some(one),
+        // No port told by its uplink (the adapter under it not listed, HNS naming none): the
+        // vSwitch port that holds the External network's management IP, HNS's own word.
+        [] => adapters
+            .iter()
+            .find(|a| a.is_vswitch_port() && mgmt.is_some_and(|ip| a.holds(ip))),
         _ => ports
             .into_iter()
             .find(|a| mgmt.is_some_and(|ip| a.holds(ip))),

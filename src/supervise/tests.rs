@@ -1731,13 +1731,13 @@ fn an_administrators_later_dns_servers_are_not_put_back() {
         .expect("External");
     let kept = crate::installed::addressing::recorded(&host).expect("kept");
     assert_eq!(kept.network.as_deref(), Some(external.id.as_str()));
-    // Set-DnsClientServerAddress, where the simulated host reads the servers from.
+    // The administrator's Set-DnsClientServerAddress: the DNS client's setter, as WMI's
+    // SetDNSServerSearchOrder is.
     let admins = vec![Ipv4Addr::new(10, 0, 0, 3)];
-    let guid = adapter_named(&host, vnic).guid;
-    host.reg_set(
-        &crate::installed::addressing::tcpip_key(&guid),
-        "NameServer",
-        &RegValue::Sz("10.0.0.3".into()),
+    let index = adapter_named(&host, vnic).index;
+    host.configure_adapter(
+        index,
+        &crate::host::ip_config::AdapterSetting::DnsServers(admins.clone()),
     )
     .expect("set");
     node::start_phase(&host, &s, &log).expect("start phase again");
