@@ -268,15 +268,13 @@ fn refusals_change_nothing() {
     assert_eq!(code, 3, "{err} {doc}");
     assert!(err.contains("HostProcess DaemonSet pod"), "{err}");
 
-    // The operator's default CNI directories (no windowsNodes: /opt/cni/bin, /etc/cni/net.d)
-    // are not this node's containerd's: refused both ways, each with its fix.
+    // The operator on Windows with its default CNI directories (no windowsNodes:
+    // /opt/cni/bin, /etc/cni/net.d), which are not this node's containerd's: refused both
+    // ways, each with its fix. (With Windows off, to-operator writes containerd's itself.)
     let node = installed_with_pods();
     let api = node.api();
     let mut inst = api.get(INSTALLATION).expect("installation");
-    inst["spec"]
-        .as_object_mut()
-        .expect("spec")
-        .remove("windowsNodes");
+    inst["spec"]["calicoNetwork"]["windowsDataplane"] = json!("HNS");
     api.put(INSTALLATION, inst);
     let before = snapshot(&node.sim());
     let writes = api.writes().len();

@@ -195,26 +195,101 @@ fn to_operator_refuses_an_installation_the_operator_would_not_render() {
     }
 }
 
-/// An operator that does not render Windows for the node once switched on (its controller
-/// Degraded for a reason its validation does not say here): the DaemonSet is waited for before
-/// the node is touched, and when it does not come the Installation's windowsDataplane is put
-/// back, the node uncordoned and unmarked, and nothing on the node changed.
+/// An operator that does not render Windows for the node once switched on (its Windows
+/// controller Degraded for a reason of its own): the DaemonSet is waited for before the node
+/// is touched, and when it does not come the Installation is put back as it was (Windows off
+/// and no windowsNodes, which the operator refuses while Windows is off, so that it is not
+/// left Degraded for every node), the node uncordoned and unmarked, and nothing on the node
+/// changed.
 #[test]
 fn an_operator_that_does_not_render_windows_gets_its_installation_back() {
     let node = installed_with_pods();
+    let operator = FakeOperator::start(node.api().state.clone(), "win-1", node.sim());
+    operator.hold_render(true);
     let host = snapshot(&node.sim());
     let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "2s"]);
     assert_eq!(code, 4, "{err} {doc}");
     assert!(err.contains("nothing on the node was changed"), "{err}");
+    assert!(err.contains("calico-windows is Degraded"), "{err}");
     assert_same(&host, &snapshot(&node.sim()), "an operator that never came");
     let inst = node.api().get(INSTALLATION).expect("installation");
     assert_eq!(
         inst["spec"]["calicoNetwork"]["windowsDataplane"], "Disabled",
         "{inst}"
     );
+    assert_eq!(inst["spec"]["windowsNodes"], Value::Null, "{inst}");
     let n = node_object(&node);
     assert_eq!(n["spec"]["unschedulable"], Value::Null, "{n}");
     assert_eq!(n["metadata"]["annotations"][MARK], Value::Null, "{n}");
+    // The operator, given its Installation back, is not Degraded.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let status = node
+        .api()
+        .get("/apis/operator.tigera.io/v1/tigerastatuses/calico")
+        .expect("status");
+    assert_eq!(
+        status["status"]["conditions"][0]["status"], "False",
+        "{status}"
+    );
+}
+
+/// An operator Degraded before anything changes is refused, with nothing changed.
+#[test]
+fn a_degraded_operator_is_refused_before_any_change() {
+    let node = installed_with_pods();
+    let _operator = FakeOperator::start(node.api().state.clone(), "win-1", node.sim());
+    // windowsNodes while Windows is off: the operator's validation refuses it.
+    let mut inst = node.api().get(INSTALLATION).expect("installation");
+    inst["spec"]["windowsNodes"] = json!({"cniBinDir": "C:/x"});
+    node.api().put(INSTALLATION, inst);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (code, _, err) =
+        refused_changing_nothing(&node, &["migrate", "to-operator"], "a Degraded operator");
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("TigeraStatus calico is Degraded"), "{err}");
+}
+
+/// An install that fails after the node left the operator, and undoes itself (CalicoNode's
+/// service refused every start): the node goes back to the operator, its pod ready again
+/// and the node uncordoned, rather than stay without Calico.
+#[test]
+fn a_failed_install_gives_the_node_back_to_the_operator() {
+    let (node, _operator) = the_operators();
+    let zip = node.zip().display().to_string();
+    let (code, doc, err) = node.run(&[
+        "migrate",
+        "from-operator",
+        "--pod-timeout",
+        "30s",
+        "--release-zip",
+        &zip,
+        "--sim-fault",
+        "deny:~start service CalicoNode",
+    ]);
+    assert_ne!(code, 0, "{doc}");
+    assert!(err.contains("is the operator's again"), "{err}");
+    assert!(
+        node.api().get(&format!("{POD_PREFIX}win-1")).is_some(),
+        "{err}"
+    );
+    let n = node_object(&node);
+    assert_eq!(n["spec"]["unschedulable"], Value::Null, "{n}");
+    assert_eq!(n["metadata"]["annotations"][MARK], Value::Null, "{n}");
+    assert_eq!(
+        n["metadata"]["labels"]["calicoctl-win/runs-calico"],
+        Value::Null,
+        "{n}"
+    );
+    // And the next run, without the fault, takes it.
+    let (code, doc, err) = node.run(&[
+        "migrate",
+        "from-operator",
+        "--pod-timeout",
+        "30s",
+        "--release-zip",
+        &zip,
+    ]);
+    assert_eq!(code, 0, "{err} {doc}");
 }
 
 /// A second NIC the operator's first-found detection would take (calico-node walks the

@@ -1,12 +1,14 @@
 //! A stand-in for the Tigera operator's Windows DaemonSet on one simulated node: the DaemonSet
 //! controller's placement and what the pod's containers do to the host. Each behaviour is
 //! modelled from the real programs' source:
-//! - placement: the pod runs on a Windows node while the Installation says
-//!   `windowsDataplane: HNS` (tigera/operator release-v1.44
-//!   `pkg/controller/installation/windows_controller.go` returns before rendering otherwise)
-//!   and the node matches the DaemonSet's required node affinity (the Installation's
-//!   `calicoNodeWindowsDaemonSet` override, else none here: `pkg/render/windows.go`); taints
-//!   and cordons do not matter (`TolerateAll`). The DaemonSet controller deletes a pod whose
+//! - rendering: with `windowsDataplane: HNS` and an Installation its validation takes, the
+//!   operator renders the `calico-node-windows` DaemonSet (its affinity the Installation's
+//!   `calicoNodeWindowsDaemonSet` override, else none here: `pkg/render/windows.go`) and keeps
+//!   TigeraStatus `calico` and `calico-windows`; with Windows off the Windows controller
+//!   returns before rendering (tigera/operator release-v1.44
+//!   `pkg/controller/installation/windows_controller.go`) and the DaemonSet stays as it was.
+//! - placement: the pod runs on a Windows node the rendered DaemonSet's required node affinity
+//!   takes; taints and cordons do not matter (`TolerateAll`). The DaemonSet controller deletes a pod whose
 //!   node no longer matches (kubernetes `pkg/controller/daemon/daemon_controller.go`
 //!   `podsShouldBeOnNode`; affinity terms ORed, expressions ANDed, `NotIn` true for a node
 //!   without the label: `component-helpers/scheduling/corev1/nodeaffinity`).
@@ -40,6 +42,8 @@ pub struct FakeOperator {
     stop: Arc<AtomicBool>,
     /// Pods not started for now (an image pull that takes long): the controllers still run.
     hold: Arc<AtomicBool>,
+    /// The Windows controller not rendering for now.
+    hold_render: Arc<AtomicBool>,
     handle: Option<std::thread::JoinHandle<()>>,
     /// What it did, in order.
     pub log: Arc<Mutex<Vec<String>>>,
@@ -51,17 +55,29 @@ impl FakeOperator {
     pub fn start(api: Arc<Mutex<State>>, node: &str, sim: PathBuf) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let hold = Arc::new(AtomicBool::new(false));
+        let hold_render = Arc::new(AtomicBool::new(false));
         let log = Arc::new(Mutex::new(Vec::new()));
-        let (s, h, l, node) = (stop.clone(), hold.clone(), log.clone(), node.to_owned());
+        let (s, h, r, l, node) = (
+            stop.clone(),
+            hold.clone(),
+            hold_render.clone(),
+            log.clone(),
+            node.to_owned(),
+        );
         let handle = std::thread::spawn(move || {
             while !s.load(Ordering::SeqCst) {
-                step(&api, &node, &sim, &l, h.load(Ordering::SeqCst));
+                let held = Hold {
+                    pods: h.load(Ordering::SeqCst),
+                    render: r.load(Ordering::SeqCst),
+                };
+                step(&api, &node, &sim, &l, held);
                 std::thread::sleep(std::time::Duration::from_millis(30));
             }
         });
         Self {
             stop,
             hold,
+            hold_render,
             handle: Some(handle),
             log,
         }
@@ -70,6 +86,11 @@ impl FakeOperator {
     /// Holds the node's pod back (or lets it come).
     pub fn hold_pods(&self, on: bool) {
         self.hold.store(on, Ordering::SeqCst);
+    }
+
+    /// Holds the Windows controller's rendering back (or lets it render).
+    pub fn hold_render(&self, on: bool) {
+        self.hold_render.store(on, Ordering::SeqCst);
     }
 
     pub fn events(&self) -> Vec<String> {
@@ -86,12 +107,39 @@ impl Drop for FakeOperator {
     }
 }
 
+/// What the stand-in holds back: the node's pod (an image pull that takes long), or the
+/// Windows controller's rendering (it stops Degraded for a reason of its own, as
+/// `windows_controller.go` does on "Unable to create the Tigera CA").
+#[derive(Clone, Copy, Default)]
+struct Hold {
+    pods: bool,
+    render: bool,
+}
+
+const DAEMONSET: &str = "/apis/apps/v1/namespaces/calico-system/daemonsets/calico-node-windows";
+
+/// The core controller fills `windowsNodes` with the provider's defaults once Windows is on
+/// and neither Installation sets them, and writes them back into `default`'s spec (tigera/operator release-v1.44
+/// `core_controller.go` `fillDefaults`, then the update of the Installation); whether it did.
+fn fill_windows_nodes(st: &mut State) -> bool {
+    let path = "/apis/operator.tigera.io/v1/installations/default";
+    let Some(default) = st.objects.get_mut(path) else {
+        return false;
+    };
+    if !default["spec"]["windowsNodes"].is_null() {
+        return false;
+    }
+    default["spec"]["windowsNodes"] =
+        json!({"cniBinDir": "/opt/cni/bin", "cniConfigDir": "/etc/cni/net.d"});
+    true
+}
+
 fn step(
     api: &Mutex<State>,
     node: &str,
     sim: &std::path::Path,
     log: &Mutex<Vec<String>>,
-    hold: bool,
+    hold: Hold,
 ) {
     let pod_path = format!("{POD_PREFIX}{node}");
     let mut st = api.lock().expect("api");
@@ -108,16 +156,30 @@ fn step(
         return;
     };
     let enabled = inst["spec"]["calicoNetwork"]["windowsDataplane"] == "HNS";
+    if enabled && inst["spec"]["windowsNodes"].is_null() && fill_windows_nodes(&mut st) {
+        return;
+    }
     let affinity =
         &inst["spec"]["calicoNodeWindowsDaemonSet"]["spec"]["template"]["spec"]["affinity"];
-    let invalid = enabled.then(|| invalid(&st, &inst)).flatten();
-    render(&mut st, enabled, invalid.as_deref(), affinity);
-    let should = enabled
-        && n["metadata"]["labels"]["kubernetes.io/os"] == "windows"
-        && matches_affinity(affinity, &n["metadata"]["labels"]);
+    let invalid = invalid(&st, &inst, enabled);
+    render(
+        &mut st,
+        (enabled, hold.render),
+        invalid.as_deref(),
+        affinity,
+    );
+    // The DaemonSet controller places pods by the rendered DaemonSet, which stays when Windows
+    // goes off (`windows_controller.go` returns before rendering: nothing is deleted).
+    let ds = st.objects.get(DAEMONSET).cloned();
+    let should = ds.as_ref().is_some_and(|ds| {
+        n["metadata"]["labels"]["kubernetes.io/os"] == "windows"
+            && matches_affinity(
+                &ds["spec"]["template"]["spec"]["affinity"],
+                &n["metadata"]["labels"],
+            )
+    });
     let exists = st.objects.contains_key(&pod_path);
-    // An invalid Installation renders nothing: no new pod, and the pods there stay.
-    if should && !exists && invalid.is_none() && !hold {
+    if should && !exists && !hold.pods {
         drop(st);
         let mut did = start_pod_on_host(sim);
         did.extend(install_cni(sim, &inst));
@@ -160,7 +222,14 @@ fn step(
 /// `pkg/controller/installation/validation.go` `validateCustomResource`: the services endpoint
 /// ConfigMap's host and port, `spec.serviceCIDRs` with the Calico CNI, the first IPv4 pool's
 /// encapsulation VXLAN or None).
-fn invalid(st: &State, inst: &Value) -> Option<String> {
+fn invalid(st: &State, inst: &Value, enabled: bool) -> Option<String> {
+    if !enabled {
+        // "spec.WindowsNodes is not valid and should not be provided when Calico for Windows
+        // is disabled" (the same function, Windows off).
+        return (!inst["spec"]["windowsNodes"].is_null()).then(|| {
+            "installation spec.WindowsNodes is not valid and should not be provided when Calico for Windows is disabled".into()
+        });
+    }
     let cm = st
         .objects
         .get("/api/v1/namespaces/tigera-operator/configmaps/kubernetes-services-endpoint");
@@ -206,32 +275,43 @@ fn invalid(st: &State, inst: &Value) -> Option<String> {
 /// Installation provided", err)`), else Available, and with Windows on and a valid
 /// Installation the `calico-node-windows` DaemonSet (`pkg/render/windows.go`: node selector
 /// `kubernetes.io/os: windows`, the `calicoNodeWindowsDaemonSet` override's affinity).
-fn render(st: &mut State, enabled: bool, invalid: Option<&str>, affinity: &Value) {
-    let (degraded, reason, message) = match invalid {
-        Some(why) => ("True", "InvalidConfigurationError", why),
-        None => ("False", "", ""),
+fn render(st: &mut State, (enabled, held): (bool, bool), invalid: Option<&str>, affinity: &Value) {
+    let status = |degraded: Option<(&str, &str)>, name: &str| {
+        let (d, reason, message) = match degraded {
+            Some((r, m)) => ("True", r, m),
+            None => ("False", "", ""),
+        };
+        json!({"apiVersion": "operator.tigera.io/v1", "kind": "TigeraStatus",
+            "metadata": {"name": name},
+            "status": {"conditions": [
+                {"type": "Degraded", "status": d, "reason": reason, "message": message},
+                {"type": "Available", "status": if degraded.is_some() { "False" } else { "True" }}]}})
     };
+    let core = invalid.map(|why| ("InvalidConfigurationError", why));
     st.objects.insert(
         "/apis/operator.tigera.io/v1/tigerastatuses/calico".into(),
-        json!({"apiVersion": "operator.tigera.io/v1", "kind": "TigeraStatus",
-            "metadata": {"name": "calico"},
-            "status": {"conditions": [
-                {"type": "Degraded", "status": degraded, "reason": reason, "message": message},
-                {"type": "Available", "status": if invalid.is_some() { "False" } else { "True" }}]}}),
+        status(core, "calico"),
     );
-    let ds = "/apis/apps/v1/namespaces/calico-system/daemonsets/calico-node-windows";
-    if enabled && invalid.is_none() {
+    let windows =
+        (enabled && held).then_some(("ResourceCreateError", "Unable to create the Tigera CA"));
+    st.objects.insert(
+        "/apis/operator.tigera.io/v1/tigerastatuses/calico-windows".into(),
+        status(windows.or(core.filter(|_| enabled)), "calico-windows"),
+    );
+    if enabled && invalid.is_none() && !held {
         let mut spec = json!({"nodeSelector": {"kubernetes.io/os": "windows"}});
         if !affinity.is_null() {
             spec["affinity"] = affinity.clone();
         }
         st.objects.insert(
-            ds.into(),
+            DAEMONSET.into(),
             json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
-                "metadata": {"name": "calico-node-windows", "namespace": "calico-system"},
+                "metadata": {"name": "calico-node-windows", "namespace": "calico-system",
+                    "generation": 1},
                 "spec": {"selector": {"matchLabels": {"k8s-app": "calico-node-windows"}},
                     "template": {"metadata": {"labels": {"k8s-app": "calico-node-windows"}},
-                        "spec": spec}}}),
+                        "spec": spec}},
+                "status": {"observedGeneration": 1}}),
         );
     }
 }
@@ -254,6 +334,7 @@ fn effective(mut default: Value, overlay: Option<Value>) -> Value {
             "affinity",
         ],
         &["windowsNodes", "cniConfigDir"],
+        &["windowsNodes", "cniBinDir"],
         &["cni", "specVersion"],
         &["serviceCIDRs"],
         &["calicoNetwork", "ipPools"],

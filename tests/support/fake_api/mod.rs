@@ -527,12 +527,11 @@ impl FakeApi {
                 // Its Windows CNI directories are containerd's on the simulated hosts (their
                 // config.toml), as the Installation's API asks of them.
                 // What the operator's validation of a Windows install asks (tigera/operator
-                // release-v1.44 validation.go): serviceCIDRs and a VXLAN IPv4 pool.
+                // release-v1.44 validation.go): serviceCIDRs and a VXLAN IPv4 pool; no
+                // windowsNodes while Windows is off (it refuses them then).
                 "spec": {"calicoNetwork": {"bgp": "Disabled", "windowsDataplane": "Disabled",
                         "ipPools": [{"cidr": "10.244.0.0/16", "encapsulation": "VXLAN"}]},
-                    "serviceCIDRs": ["10.96.0.0/12"],
-                    "windowsNodes": {"cniBinDir": "C:/Program Files/containerd/cni/bin",
-                        "cniConfigDir": "C:/Program Files/containerd/cni/conf"}}}),
+                    "serviceCIDRs": ["10.96.0.0/12"]}}),
         );
         let mut endpoint = meta(
             "v1",
