@@ -36,7 +36,8 @@ pub fn windows_config(
     let mut fixes = Vec::new();
     let (host, port) = endpoint.clone().unwrap_or_default();
     let blank = |v: &Option<String>| v.as_deref().is_none_or(|s| s.trim().is_empty());
-    if blank(&host) || blank(&port) {
+    let endpoint_missing = blank(&host) || blank(&port);
+    if endpoint_missing {
         missing.push(match endpoint {
             None => format!("the ConfigMap {OPERATOR_NAMESPACE}/{SERVICES_ENDPOINT} does not exist"),
             Some(_) => format!(
@@ -73,10 +74,18 @@ pub fn windows_config(
             "make the pool {cidr} VXLAN, which every node of the cluster then uses: kubectl patch installation default --type json -p '[{{\"op\":\"replace\",\"path\":\"/spec/calicoNetwork/ipPools/{index}/encapsulation\",\"value\":\"VXLAN\"}}]'"
         ));
     }
+    // Without the ConfigMap only the Windows controller stops (TigeraStatus calico-windows,
+    // `windows_controller.go`: "Error reading services endpoint configmap"); the rest is the
+    // core controller's validation too, which stops it for every node.
+    let whom = if endpoint_missing && missing.len() == 1 {
+        "set TigeraStatus calico-windows Degraded and render nothing for Windows"
+    } else {
+        "set TigeraStatus calico Degraded and render nothing, for Linux nodes too"
+    };
     (!missing.is_empty()).then(|| Refusal {
         code: "operator-windows-invalid",
         message: format!(
-            "the operator would refuse its Installation with Windows on ({}), set TigeraStatus calico Degraded and render nothing, for Linux nodes too",
+            "the operator would refuse its Installation with Windows on ({}), {whom}",
             missing.join("; ")
         ),
         fix: fixes.join("; "),
@@ -135,26 +144,31 @@ fn method(inst: &Installation) -> Method {
     if m["kubernetes"] == "NodeInternalIP" {
         return Method::InternalIp;
     }
+    // Several patterns are given comma-separated (`autodetection_methods.go`:
+    // `strings.Split(ifaceStr, ",")` for `interface=` and `skip-interface=`).
+    let split = |v: String| v.split(',').map(str::to_owned).collect::<Vec<_>>();
     if let Some(i) = text("interface") {
         return Method::Enumerate {
-            include: vec![i],
+            include: split(i),
             exclude: Vec::new(),
             cidrs: Vec::new(),
         };
     }
     if let Some(s) = text("skipInterface") {
         let mut exclude = excluded();
-        exclude.push(s);
+        exclude.extend(split(s));
         return Method::Enumerate {
             include: Vec::new(),
             exclude,
             cidrs: Vec::new(),
         };
     }
+    // The CIDR method applies no exclusions (`autoDetectCIDRByCIDR`:
+    // `FilteredEnumeration(nil, nil, cidrs, ...)`).
     if let Some(cidrs) = m["cidrs"].as_array() {
         return Method::Enumerate {
             include: Vec::new(),
-            exclude: excluded(),
+            exclude: Vec::new(),
             cidrs: cidrs
                 .iter()
                 .filter_map(|c| c.as_str()?.parse().ok())

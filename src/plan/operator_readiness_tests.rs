@@ -114,3 +114,28 @@ fn the_methods_that_pick_the_internal_ip_pass_and_can_reach_is_refused() {
     assert!(autodetection(&eks, ip, &addresses).is_some());
     assert!(autodetection(&inst(json!({"calicoNetwork": {"nodeAddressAutodetectionV4": {"kubernetes": "NodeInternalIP"}}})), None, &addresses).is_none());
 }
+
+/// As calico-node reads the methods: `interface` and `skipInterface` take comma-separated
+/// patterns, and `cidrs` applies none of Windows' exclusions.
+#[test]
+fn interface_lists_are_split_and_cidrs_exclude_nothing() {
+    let addresses = [
+        addr("vEthernet (Ethernet)", "10.0.0.5"),
+        addr("Ethernet 2", "192.168.50.5"),
+    ];
+    let ip = Some("10.0.0.5".parse().expect("ip"));
+    let skip = inst(json!({"calicoNetwork": {"nodeAddressAutodetectionV4":
+        {"skipInterface": "nothing-like-it,Ethernet 2"}}}));
+    assert_eq!(autodetection(&skip, ip, &addresses), None);
+    let pick = inst(json!({"calicoNetwork": {"nodeAddressAutodetectionV4":
+        {"interface": "Ethernet 2,vEthernet.*"}}}));
+    assert!(
+        autodetection(&pick, ip, &addresses).is_some_and(|r| r.message.contains("192.168.50.5"))
+    );
+    // A node address on an interface Windows' first-found would skip is found by CIDR.
+    let nat = [addr("vEthernet (nat)", "10.0.0.5")];
+    let cidr =
+        inst(json!({"calicoNetwork": {"nodeAddressAutodetectionV4": {"cidrs": ["10.0.0.0/24"]}}}));
+    assert_eq!(autodetection(&cidr, ip, &nat), None);
+    assert!(autodetection(&inst(json!({})), ip, &nat).is_some());
+}
