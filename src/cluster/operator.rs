@@ -162,9 +162,7 @@ impl crate::error::Diagnose for OperatorError {
             Self::DaemonSetTimeout { .. } => crate::error::Diagnosis::new(
                 crate::error::Exit::Timeout,
                 crate::error::Kind::OperatorPodTimeout,
-                format!(
-                    "see 'kubectl get tigerastatus calico -o yaml' and the operator's log ('kubectl -n tigera-operator logs deploy/tigera-operator'); running the same migrate again puts the Installation back if it has not come, or goes on when it has"
-                ),
+                "see 'kubectl get tigerastatus -o yaml' and the operator's log ('kubectl -n tigera-operator logs deploy/tigera-operator'); migrate put the Installation back and changed nothing on the node: run it again once the operator renders Windows",
             ),
             Self::PodTimeout { node, .. } => crate::error::Diagnosis::new(
                 crate::error::Exit::Timeout,
@@ -228,11 +226,12 @@ pub fn wait_pod(
 pub const SERVICES_ENDPOINT: &str = "kubernetes-services-endpoint";
 pub const OPERATOR_NAMESPACE: &str = "tigera-operator";
 
+/// The ConfigMap's `KUBERNETES_SERVICE_HOST` and `KUBERNETES_SERVICE_PORT`, each if set.
+pub type ServicesEndpoint = (Option<String>, Option<String>);
+
 /// `KUBERNETES_SERVICE_HOST` and `_PORT` of the operator's `tigera-operator/
 /// kubernetes-services-endpoint` ConfigMap (`plan::operator_readiness`); `None` without one.
-pub fn services_endpoint(
-    c: &Cluster,
-) -> Result<Option<(Option<String>, Option<String>)>, ClusterError> {
+pub fn services_endpoint(c: &Cluster) -> Result<Option<ServicesEndpoint>, ClusterError> {
     let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
         Api::namespaced(c.client.clone(), OPERATOR_NAMESPACE);
     let map = c.call_opt(

@@ -348,7 +348,7 @@ fn run_hand_over(
             Some(&read.cluster),
         )
     };
-    Ok(change.run(ctx, actions, opts)?.map_err(|failed| {
+    change.run(ctx, actions, opts)?.map_err(|failed| {
         let e = failed.error;
         let done = e.index.saturating_sub(1);
         let left = actions[done..]
@@ -368,7 +368,7 @@ fn run_hand_over(
             )
         };
         anyhow::Error::new(e).context(said)
-    })?)
+    })
 }
 
 /// Undoes the cluster steps an interrupted run journaled before the host (the Installation's

@@ -27,7 +27,7 @@ use crate::cluster::operator::{OPERATOR_NAMESPACE, SERVICES_ENDPOINT};
 /// as this node reaches it, and `service_cidrs` the config's: both for the fix.
 pub fn windows_config(
     inst: &Installation,
-    endpoint: Option<(Option<String>, Option<String>)>,
+    endpoint: Option<crate::cluster::operator::ServicesEndpoint>,
     server: &str,
     service_cidrs: &[String],
 ) -> Option<Refusal> {

@@ -151,7 +151,8 @@ fn to_operator_refuses_an_installation_the_operator_would_not_render() {
     let api = node.api();
     let endpoint = api.get(ENDPOINT).expect("endpoint");
     let inst = api.get(INSTALLATION).expect("installation");
-    let breakages: [(&str, &str, Box<dyn Fn()>); 3] = [
+    type Breakage<'a> = (&'a str, &'a str, Box<dyn Fn() + 'a>);
+    let breakages: [Breakage; 3] = [
         (
             "no services endpoint",
             "kubernetes-services-endpoint does not exist",

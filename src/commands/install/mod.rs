@@ -41,11 +41,14 @@ pub(crate) struct Within<'a> {
     pub doc: serde_json::Value,
     /// Runs once every check passed and the release is staged, before install's plan (not
     /// in a dry run).
-    pub before: &'a mut dyn FnMut(&mut Context, &dyn Host) -> anyhow::Result<()>,
+    pub before: &'a mut Step<'a, ()>,
     /// Runs after install's plan succeeded, before its document is printed; its warnings go
     /// into the document.
-    pub after: &'a mut dyn FnMut(&mut Context, &dyn Host) -> anyhow::Result<Vec<String>>,
+    pub after: &'a mut Step<'a, Vec<String>>,
 }
+
+/// A step of the enclosing command's, run on install's host.
+pub(crate) type Step<'a, T> = dyn FnMut(&mut Context, &dyn Host) -> anyhow::Result<T> + 'a;
 
 /// `install`, within another command's change when `within` says how.
 pub(crate) fn run_within(
