@@ -162,7 +162,8 @@ pub const NODE_BINDING_SINCE: &str = "Kubernetes 1.31 (ServiceAccountTokenNodeBi
 /// What status says of a token that is not bound to a Node.
 pub fn unbound_sentence() -> String {
     format!(
-        "Token: not bound to the Node (the API server binds service-account tokens to Nodes from {NODE_BINDING_SINCE}; before, where the feature gate is off, or for a token issued before, deleting the Node does not revoke it)"
+        "Token: not bound to the Node (the API server binds service-account tokens to Nodes from {NODE_BINDING_SINCE}; before, where the feature gate is off, or for a token issued before, deleting the Node does not revoke it); where the admission policy {} is applied, an unbound token cannot renew itself: run 'calicoctl-win fetch kubeconfig' once the Node exists for a Node-bound one",
+        crate::cluster::rights::CALICO_NODE_TOKEN_POLICY
     )
 }
 

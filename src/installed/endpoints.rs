@@ -519,7 +519,13 @@ pub fn survey_calico(
         kube_proxy_runs,
         now,
         grace: how.grace,
-        provider: calico.management_ip.as_deref(),
+        // A management IP that is no node address (APIPA while the vNIC waits for DHCP or a
+        // put-back: calico#4631, or none during an HNS restart) says nothing of the pods'
+        // provider address: no endpoint is judged old by it.
+        provider: calico
+            .management_ip
+            .as_deref()
+            .filter(|ip| ip.parse::<std::net::Ipv4Addr>().is_ok_and(|a| !a.is_link_local() && !a.is_unspecified())),
         source_vip: source_vip.as_deref(),
     };
     let mut judged = judge(&list, &calico.name, &ev);
