@@ -519,13 +519,7 @@ pub fn survey_calico(
         kube_proxy_runs,
         now,
         grace: how.grace,
-        // A management IP that is no node address (APIPA while the vNIC waits for DHCP or a
-        // put-back: calico#4631, or none during an HNS restart) says nothing of the pods'
-        // provider address: no endpoint is judged old by it.
-        provider: calico
-            .management_ip
-            .as_deref()
-            .filter(|ip| ip.parse::<std::net::Ipv4Addr>().is_ok_and(|a| !a.is_link_local() && !a.is_unspecified())),
+        provider: node_provider(calico.management_ip.as_deref()),
         source_vip: source_vip.as_deref(),
     };
     let mut judged = judge(&list, &calico.name, &ev);
@@ -606,6 +600,16 @@ fn remote_in_use(
 
 pub mod kind;
 pub mod seen;
+
+/// The management IP as the pods' provider address, when it is a node address: one that is
+/// not (APIPA while the vNIC waits for DHCP or a put-back, calico#4631; unspecified during an
+/// HNS restart) says nothing of it, and no endpoint is judged old by it.
+fn node_provider(management_ip: Option<&str>) -> Option<&str> {
+    management_ip.filter(|ip| {
+        ip.parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|a| !a.is_link_local() && !a.is_unspecified())
+    })
+}
 
 #[cfg(test)]
 mod tests;

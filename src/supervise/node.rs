@@ -83,20 +83,23 @@ fn watch_kubelet(
                 log.info(&format!(
                     "kubelet is running{again} (pid {pid}): running calico-node startup"
                 ));
+                // The addresses as startup begins: a change while it runs is followed next.
+                let seen = AddressWatch::look(host);
                 startup(host, s, env, program, None, stop, log)?;
                 super::cni::release(host, env, log)?;
                 keep_ep_metric(host, log);
-                addresses.ran(host, internal);
+                addresses.ran_with(seen, internal);
                 last = Some(pid);
                 said_waiting = false;
             }
             Ok(Some(_)) => {
                 if let Some(what) = addresses.changed(host, internal) {
                     follow_address(host, log, &what);
+                    let seen = AddressWatch::look(host);
                     startup(host, s, env, program, None, stop, log)?;
                     super::cni::release(host, env, log)?;
                     keep_ep_metric(host, log);
-                    addresses.ran(host, internal);
+                    addresses.ran_with(seen, internal);
                 }
             }
             Ok(None) if !said_waiting => {
@@ -167,9 +170,21 @@ impl AddressWatch {
         out
     }
 
-    /// What calico-node's startup just ran with.
+    /// What calico-node's startup just ran with (the addresses now).
+    #[cfg(test)]
     pub(super) fn ran(&mut self, host: &dyn Host, internal: Option<Ipv4Addr>) {
-        self.host = Self::host_addresses(host);
+        self.ran_with(Self::look(host), internal);
+    }
+
+    /// The node's addresses now, for `ran_with` once startup ran.
+    pub(super) fn look(host: &dyn Host) -> Vec<Ipv4Addr> {
+        Self::host_addresses(host)
+    }
+
+    /// What calico-node's startup ran with: the addresses as it began (`look`), so that a
+    /// change while it ran is followed at the next look, not taken as what it ran with.
+    pub(super) fn ran_with(&mut self, seen: Vec<Ipv4Addr>, internal: Option<Ipv4Addr>) {
+        self.host = seen;
         self.internal = internal.or(self.internal);
     }
 

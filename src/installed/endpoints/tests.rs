@@ -475,3 +475,13 @@ fn what_cannot_be_told_is_unknown_and_no_fault() {
     );
     assert_eq!(j.kind, Kind::Unknown);
 }
+
+/// An APIPA or unspecified management IP (the vNIC waiting for DHCP, an HNS restart) is no
+/// node address: no pod endpoint is judged old by it, and repair evicts nothing for it.
+#[test]
+fn a_management_ip_that_is_no_node_address_judges_nothing_old() {
+    assert_eq!(super::node_provider(Some("169.254.10.3")), None);
+    assert_eq!(super::node_provider(Some("0.0.0.0")), None);
+    assert_eq!(super::node_provider(Some("not an address")), None);
+    assert_eq!(super::node_provider(Some("10.0.0.5")), Some("10.0.0.5"));
+}
