@@ -103,8 +103,26 @@ fn migration(args: &FleetPlanArgs) -> anyhow::Result<Option<Migration>> {
         }
         flags.push(format!("{flag}={value}"));
     }
-    // What each node's install would refuse is refused here, before a rollout takes its
-    // first node out of the operator's hands.
+    check_release_flags(args)?;
+    if let Some(zip) = &args.release_zip
+        && !is_zip_for_every_node(zip)
+    {
+        return Err(UsageError::new(
+            format!("--release-zip {zip:?} is neither an https:// URL nor an absolute path, which every node could read"),
+            "give the zip's https:// URL (with --sha256), or its absolute path where every node has it (C:\\...)",
+        )
+        .into());
+    }
+    Ok(Some(Migration {
+        to_operator,
+        pod_timeout: args.pod_timeout,
+        release: flags,
+    }))
+}
+
+/// What each node's install would refuse of the release flags, refused when the Plan is
+/// written, before a rollout takes its first node out of the operator's hands.
+fn check_release_flags(args: &FleetPlanArgs) -> anyhow::Result<()> {
     if let Some(v) = &args.calico_version
         && let Err(why) = crate::release::CalicoVersion::parse_release(v.trim_start_matches('v'))
     {
@@ -121,20 +139,7 @@ fn migration(args: &FleetPlanArgs) -> anyhow::Result<Option<Migration>> {
             UsageError::new(e.to_string(), "copy the checksum from the release page").into(),
         );
     }
-    if let Some(zip) = &args.release_zip
-        && !is_zip_for_every_node(zip)
-    {
-        return Err(UsageError::new(
-            format!("--release-zip {zip:?} is neither an https:// URL nor an absolute path, which every node could read"),
-            "give the zip's https:// URL (with --sha256), or its absolute path where every node has it (C:\\...)",
-        )
-        .into());
-    }
-    Ok(Some(Migration {
-        to_operator,
-        pod_timeout: args.pod_timeout,
-        release: flags,
-    }))
+    Ok(())
 }
 
 /// Whether every node can read the zip at `zip`: an https:// URL, or an absolute path (a

@@ -221,24 +221,15 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
         return already_the_operators(ctx, &read);
     };
     let facts = read.facts(host.service_query("kube-proxy")?.is_some());
-    let mut reasons = migrate::to_operator_refusals(&facts);
-    // The operator's readiness is judged before the first change only: a run that goes on
-    // with the host part finds the operator switched on already.
-    if change.journal.is_none() {
-        reasons.extend(operator_refusals(&read, host)?);
-    }
-    if !reasons.is_empty()
-        && let Some(j) = &before_journal
-    {
-        // The cluster steps an earlier run began, undone before saying no.
-        let left = undo_cluster_steps(host, j, &before_path, &read.cluster, args);
-        return refuse("to-operator", reasons).with_context(|| left);
-    }
     let begun = change
         .journal
         .is_some()
         .then_some(change.journal_path.as_str());
-    refuse_begun("to-operator", reasons, begun)?;
+    let earlier = (
+        begun,
+        before_journal.as_ref().map(|j| (j, before_path.as_str())),
+    );
+    refuse_to_operator(host, &read, &facts, earlier, args)?;
     let marker = facts.operator_marker().map_err(anyhow::Error::msg)?;
     let cordoned = read.cordoned()?;
     let uncordon = read.uncordon(cordoned)?;
@@ -307,7 +298,7 @@ fn run_cluster_first(
     change.run(ctx, before, opts)?.map_err(|failed| {
         let e = failed.error;
         let undone = match &e.rollback_failures {
-            Some(f) if f.is_empty() => "every cluster step it made was undone (the Installation's windowsDataplane as it was, the node uncordoned)".to_owned(),
+            Some(f) if f.is_empty() => "its cluster steps were undone: the Installation's windowsDataplane (and the windowsNodes it set) as they were, the node uncordoned and unmarked; the labels and the DaemonSet's affinity, which only keep the operator off calicoctl-win's nodes, stay".to_owned(),
             Some(f) => format!("undoing its cluster steps failed partly: {}; running it again finishes them", f.join("; ")),
             None => "running it again goes on from there".to_owned(),
         };
@@ -369,6 +360,33 @@ fn run_hand_over(
         };
         anyhow::Error::new(e).context(said)
     })
+}
+
+/// Why `to-operator` must not run now, refused before this run changes anything. The
+/// operator's readiness is judged before the first change only (a run that goes on with an
+/// earlier one's host part, `begun`, finds the operator switched on already); a refusal that
+/// meets an earlier run's cluster steps before the host undoes them first.
+fn refuse_to_operator(
+    host: &dyn Host,
+    read: &Read,
+    facts: &Facts<'_>,
+    (begun, cluster_steps): (
+        Option<&str>,
+        Option<(&crate::apply::journal::Journal, &str)>,
+    ),
+    args: &MigrateArgs,
+) -> anyhow::Result<()> {
+    let mut reasons = migrate::to_operator_refusals(facts);
+    if begun.is_none() {
+        reasons.extend(operator_refusals(read, host)?);
+    }
+    if !reasons.is_empty()
+        && let Some((j, path)) = cluster_steps
+    {
+        let left = undo_cluster_steps(host, j, path, &read.cluster, args);
+        return refuse("to-operator", reasons).with_context(|| left);
+    }
+    refuse_begun("to-operator", reasons, begun)
 }
 
 /// Undoes the cluster steps an interrupted run journaled before the host (the Installation's
@@ -561,7 +579,6 @@ pub fn from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Resul
         before: &mut run_before,
         after: &mut run_after,
     };
-    let label = operator::LABEL;
     let installed = super::install::run_within(&args.install, ctx, Some(within));
     let Err(e) = installed else {
         return Ok(());
@@ -569,30 +586,42 @@ pub fn from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Resul
     if dry_run {
         return Err(e);
     }
-    // Install failed after the node left the operator: when it undid itself wholly (no
-    // journal of its left), the node goes back to the operator rather than stay without Calico.
-    if stage.get() == 1 {
-        let back = GiveBack {
-            node: &node,
-            root: &root,
-            cluster: &cluster,
-            journal: &journal,
-            uncordon: taken.uncordon,
-        };
-        return Err(match give_back(ctx, &back, args) {
-            Ok(Some(said)) => e.context(said),
-            Ok(None) => e.context(format!(
-                "migrate from-operator did not finish on node {node}: its install stopped with its journal kept; run migrate from-operator again to finish it (the operator's DaemonSet keeps off the node meanwhile: label {label}=true)"
-            )),
-            Err(g) => e.context(format!(
-                "install failed and was undone, and giving node {node} back to the operator failed too ({g:#}): run migrate from-operator again, or 'kubectl label node {node} {label}-', 'kubectl uncordon {node}' and 'kubectl annotate node {node} {}-'",
-                operator::CORDONED_ANNOTATION
-            )),
-        });
+    let back = GiveBack {
+        node: &node,
+        root: &root,
+        cluster: &cluster,
+        journal: &journal,
+        uncordon: taken.uncordon,
+    };
+    Err(after_failure(ctx, e, &back, stage.get() == 1, args))
+}
+
+/// The error of a from-operator whose install failed. After the node left the operator
+/// (`left`), an install that undid itself wholly (no journal of its left) gives the node back
+/// to the operator rather than leave it without Calico, and the error says so.
+fn after_failure(
+    ctx: &mut Context,
+    e: anyhow::Error,
+    back: &GiveBack<'_>,
+    left: bool,
+    args: &MigrateFromArgs,
+) -> anyhow::Error {
+    let (node, label) = (back.node, operator::LABEL);
+    if !left {
+        return e.context(format!(
+            "migrate from-operator did not finish on node {node}: fix what it says and run it again (it goes on from where it stopped); while it has not, the operator's DaemonSet keeps off the node (label {label}=true)"
+        ));
     }
-    Err(e.context(format!(
-        "migrate from-operator did not finish on node {node}: fix what it says and run it again (it goes on from where it stopped); while it has not, the operator's DaemonSet keeps off the node (label {label}=true)"
-    )))
+    match give_back(ctx, back, args) {
+        Ok(Some(said)) => e.context(said),
+        Ok(None) => e.context(format!(
+            "migrate from-operator did not finish on node {node}: its install stopped with its journal kept; run migrate from-operator again to finish it (the operator's DaemonSet keeps off the node meanwhile: label {label}=true)"
+        )),
+        Err(g) => e.context(format!(
+            "install failed and was undone, and giving node {node} back to the operator failed too ({g:#}): run migrate from-operator again, or 'kubectl label node {node} {label}-', 'kubectl uncordon {node}' and 'kubectl annotate node {node} {}-'",
+            operator::CORDONED_ANNOTATION
+        )),
+    }
 }
 
 /// What giving a node back to the operator needs.
@@ -690,6 +719,36 @@ struct FromPlan {
     journal_path: String,
 }
 
+/// Why `from-operator` must not run now, refused before this run changes anything. Past the
+/// first change (a journal, or the node ours-labelled with the operator's pod gone), the
+/// operator cannot initialise the node again: its marker of another boot then means only that
+/// CalicoNode must make the networks anew, as after a boot (no BootId), and is no refusal.
+fn refuse_from_operator(
+    host: &dyn Host,
+    read: &Read,
+    facts: &Facts<'_>,
+    stored: Option<&str>,
+    journal_path: &str,
+) -> anyhow::Result<()> {
+    let mut reasons = migrate::from_operator_refusals(facts, stored);
+    reasons.extend(read.node_name_refusal());
+    let journal = crate::apply::journal::Journal::load(host, journal_path)?;
+    let begun = journal.is_some()
+        || (read.installation().keeps_off(&read.facts.node_labels)
+            && operator::pod_on(&read.cluster, &read.node)? == operator::PodState::Gone);
+    if begun {
+        reasons.retain(|r| r.code != "not-initialised");
+    }
+    if read.installation().excluding_affinity().is_some() {
+        reasons.extend(degraded_refusal(read)?);
+    }
+    refuse_begun(
+        "from-operator",
+        reasons,
+        journal.is_some().then_some(journal_path),
+    )
+}
+
 /// `from-operator` before install: refused, or the steps around install planned and shown;
 /// `None` when the node has moved already. The host lock goes with it (install takes it).
 fn plan_from_operator(
@@ -715,27 +774,7 @@ fn plan_from_operator(
     }
     let stored = boot_marker::stored_legacy(host)?;
     let facts = read.facts(false);
-    let mut reasons = migrate::from_operator_refusals(&facts, stored.as_deref());
-    reasons.extend(read.node_name_refusal());
-    // Past the first change (a journal, or the node ours-labelled with the operator's pod
-    // gone), the operator cannot initialise the node again: its marker of another boot then
-    // means only that CalicoNode must make the networks anew, as after a boot (no BootId).
-    let journal = crate::apply::journal::Journal::load(host, &journal_path)?;
-    let begun = journal.is_some()
-        || (read.installation().keeps_off(&read.facts.node_labels)
-            && operator::pod_on(&read.cluster, &read.node)? == operator::PodState::Gone);
-    if begun {
-        reasons.retain(|r| r.code != "not-initialised");
-    }
-    let inst = read.installation();
-    if inst.excluding_affinity().is_some() {
-        reasons.extend(degraded_refusal(&read)?);
-    }
-    refuse_begun(
-        "from-operator",
-        reasons,
-        journal.is_some().then_some(journal_path.as_str()),
-    )?;
+    refuse_from_operator(host, &read, &facts, stored.as_deref(), &journal_path)?;
     let boot = stored
         .as_deref()
         .is_some_and(|s| facts.is_this_boot(s))
@@ -743,6 +782,7 @@ fn plan_from_operator(
         .flatten();
     let cordoned = read.cordoned()?;
     let uncordon = read.uncordon(cordoned)?;
+    let inst = read.installation();
     let before = migrate::from_operator_before(
         host,
         &inst,

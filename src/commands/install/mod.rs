@@ -208,15 +208,13 @@ fn install(
     let Some(doc) = present(ctx, &c.change, &shown, extra)? else {
         return Ok(());
     };
-    // The grant before the enclosing command's steps: a refused grant changes nothing of
-    // them (a migration's node stays with the operator).
-    let granted = grant(ctx, &c.cluster, renewal.as_ref(), &c.node_name)?;
-    if let Err(e) = hand_over(ctx, host, within.as_deref_mut(), &mut begun) {
-        if granted {
-            ungrant(ctx, &c.cluster, renewal.as_ref());
-        }
-        return Err(e);
-    }
+    let granted = grant_then_hand_over(
+        ctx,
+        (host, &c.cluster, &c.node_name),
+        renewal.as_ref(),
+        within.as_deref_mut(),
+        &mut begun,
+    )?;
     let result = execute(ctx, &c.change, args, config, &actions, journal);
     if let Err(e) = staging.remove() {
         ctx.printer.warn(&format!("{e:#}"));
@@ -227,6 +225,26 @@ fn install(
     result?;
     let at = (&c.change, &c.cluster, c.node_name.as_str());
     finish(ctx, at, taint, actions.len(), doc, within)
+}
+
+/// The node's grant, then the enclosing command's steps (`hand_over`): the grant first, so
+/// that a refused grant changes nothing of them (a migration's node stays with the operator),
+/// and undone when they fail; whether this run created the grant.
+fn grant_then_hand_over(
+    ctx: &mut Context,
+    (host, cluster, node_name): (&dyn Host, &ClusterRead, &str),
+    renewal: Option<&Grant>,
+    within: Option<&mut Within>,
+    begun: &mut Option<Begun>,
+) -> anyhow::Result<bool> {
+    let granted = grant(ctx, cluster, renewal, node_name)?;
+    if let Err(e) = hand_over(ctx, host, within, begun) {
+        if granted {
+            ungrant(ctx, cluster, renewal);
+        }
+        return Err(e);
+    }
+    Ok(granted)
 }
 
 /// The enclosing command's own steps, before install's (a failure there undoes install's
