@@ -45,7 +45,8 @@ fn from_operator(node: &Node, zip: &str) -> (i32, Value, String) {
     ])
 }
 
-fn installed_with_pods() -> Node {
+/// A node calicoctl-win installed, with two pods' endpoints and its Node Ready.
+pub(crate) fn installed_with_pods() -> Node {
     let node = Node::healthy().release("3.30.2", "calico-node.exe").build();
     let (code, doc, err) = node.install_local(&[]);
     assert_eq!(code, 0, "{err} {doc}");

@@ -13,18 +13,7 @@ use std::path::Path;
 
 const MARK: &str = "calicoctl-win/migrate-cordoned";
 
-fn installed_with_pods() -> Node {
-    let node = Node::healthy().release("3.30.2", "calico-node.exe").build();
-    let (code, doc, err) = node.install_local(&[]);
-    assert_eq!(code, 0, "{err} {doc}");
-    node.add_endpoints(&[
-        ("pod-a", "10.244.1.10", 3, false),
-        ("pod-b", "10.244.1.11", 3, false),
-    ]);
-    node.api()
-        .set_node_ready("win-1", "True", "kubelet is posting ready status");
-    node
-}
+use crate::migrate::installed_with_pods;
 
 /// The API server's objects, to put back before each stopped run.
 fn objects(node: &Node) -> BTreeMap<String, Value> {
