@@ -1,6 +1,8 @@
 //! `migrate` stopped at every step, both ways: killed from outside at each mutating call on
-//! the host (`--sim-fault pause:N`, then SIGKILL), and refused by the API server at each of its
-//! writes (a 500, as a server whose etcd timed out answers). Each stopped run is followed by a
+//! the host (`--sim-fault pause:N`, then SIGKILL) and at each of its API writes (held by the
+//! server, not applied, then SIGKILL: a kill after write N applied is the kill at write N+1),
+//! and refused by the API server at each of its writes (a 500, as a server whose etcd timed
+//! out answers). Each stopped run is followed by a
 //! rerun, which must give the node of an uninterrupted run: the same host, the same owner,
 //! the node uncordoned and unmarked, no journal left.
 
@@ -100,6 +102,15 @@ fn walk(node: &Node, args: &[&str], (host, objects): (&Path, &BTreeMap<String, V
         check(&what);
     }
 
+    for k in 1..=writes {
+        restore(node, host, objects);
+        let operator = FakeOperator::start(node.api().state.clone(), "win-1", node.sim());
+        let reached = kill_at_write(node, args, k);
+        drop(operator);
+        assert!(reached, "write {k} of {writes} never came");
+        check(&format!("killed at API write {k} of {writes}"));
+    }
+
     let tmp = node.dir.path().join("walk-tmp");
     for n in 1.. {
         restore(node, host, objects);
@@ -121,6 +132,41 @@ fn walk(node: &Node, args: &[&str], (host, objects): (&Path, &BTreeMap<String, V
         drop(operator);
         check(&format!("killed at host call {n} ({at})"));
     }
+}
+
+/// Runs `args` with the API server holding its `k`th write, and kills it from outside
+/// (SIGKILL) while it waits on that call; whether the write came.
+fn kill_at_write(node: &Node, args: &[&str], k: usize) -> bool {
+    let api = node.api();
+    api.hold_write_at(k);
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .current_dir(crate::support::root())
+        .args(["--set", "node.name=win-1"])
+        .args(args)
+        .args(["-o", "json", "--sim-host"])
+        .arg(node.sim())
+        .arg("--kubeconfig")
+        .arg(&node.admin)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start calicoctl-win");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let reached = loop {
+        if api.lock().held {
+            child.kill().expect("SIGKILL");
+            break true;
+        }
+        if child.try_wait().expect("wait").is_some() {
+            break false;
+        }
+        assert!(std::time::Instant::now() < deadline, "write {k} never came");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    child.wait().expect("reap");
+    api.release_write();
+    reached
 }
 
 fn first_line(s: &str) -> &str {

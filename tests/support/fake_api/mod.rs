@@ -86,6 +86,9 @@ pub struct State {
     /// that gets a 500 (`FakeApi::fail_write_at`).
     pub writes_seen: usize,
     pub fail_write: Option<usize>,
+    /// The write held until it is cleared (`FakeApi::hold_write_at`), and whether it came.
+    pub hold_write: Option<usize>,
+    pub held: bool,
     /// The CA certificate, as the token controller puts it into `ca.crt`.
     ca_pem: String,
     /// Counts issued tokens, so each is different.
@@ -229,6 +232,8 @@ impl FakeApi {
             issued: 0,
             writes_seen: 0,
             fail_write: None,
+            hold_write: None,
+            held: false,
         }));
         let st = state.clone();
         runtime.spawn(async move {
@@ -484,6 +489,19 @@ impl FakeApi {
     pub fn fail_write_at(&self, n: usize) {
         let mut st = self.lock();
         st.fail_write = Some(st.writes_seen + n);
+    }
+
+    /// The `n`th write from now is held, not applied, until `release_write` (a client to be
+    /// killed while it waits on that call).
+    pub fn hold_write_at(&self, n: usize) {
+        let mut st = self.lock();
+        st.hold_write = Some(st.writes_seen + n);
+        st.held = false;
+    }
+
+    /// Lets a held write go (it is answered 503, not applied).
+    pub fn release_write(&self) {
+        self.lock().hold_write = None;
     }
 
     pub fn lock(&self) -> std::sync::MutexGuard<'_, State> {

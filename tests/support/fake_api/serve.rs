@@ -358,6 +358,22 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
                 "Internal error occurred: etcdserver: request timed out",
             );
         }
+        // The write a test kills the client at: held, not applied, until the test lets go
+        // (`FakeApi::hold_write_at`), then answered as a server going away would.
+        if st.hold_write == Some(st.writes_seen) {
+            st.held = true;
+            drop(st);
+            // Blocking this worker only (the runtime has others): no await while a guard of
+            // the state could be thought held across it.
+            while state.lock().expect("fake api state").hold_write.is_some() {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            return status(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "ServiceUnavailable",
+                "the server is shutting down",
+            );
+        }
     }
     if st
         .forbidden
