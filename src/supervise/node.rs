@@ -170,8 +170,9 @@ impl AddressWatch {
         out
     }
 
-    /// What calico-node's startup just ran with (the addresses now).
-    #[cfg(test)]
+    /// What calico-node's startup just ran with (the addresses now); for the tests, which run
+    /// on Unix only (`supervise::tests`).
+    #[cfg(all(test, unix))]
     pub(super) fn ran(&mut self, host: &dyn Host, internal: Option<Ipv4Addr>) {
         self.ran_with(Self::look(host), internal);
     }
