@@ -9,4 +9,6 @@ pub mod image;
 pub mod judge;
 pub mod matrix;
 pub mod objects;
+pub mod probe;
+pub mod run;
 pub mod settle;

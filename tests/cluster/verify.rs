@@ -1,0 +1,201 @@
+//! `verify` against the fake API server's scripted dataplane (tests/support/fake_api/dataplane.rs):
+//! a healthy cluster passes every check, each broken layer is named by that layer only, what
+//! a run made is gone after it (and a killed run's namespace after the next), and the run's
+//! deadline holds.
+
+use crate::support::fake_api::{FakeApi, meta};
+use calicoctl_win::cluster::Cluster;
+use calicoctl_win::installed::health::Code;
+use calicoctl_win::verify::judge::Outcome;
+use calicoctl_win::verify::matrix::CheckId;
+use calicoctl_win::verify::run::{Options, Report, run};
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+fn node(api: &FakeApi, name: &str, os: &str, build: Option<&str>) {
+    let mut n = meta("v1", "Node", name, None);
+    n["metadata"]["labels"] = json!({"kubernetes.io/os": os});
+    if let Some(b) = build {
+        n["metadata"]["labels"]["node.kubernetes.io/windows-build"] = json!(b);
+    }
+    n["status"] = json!({"conditions": [{"type": "Ready", "status": "True"}]});
+    api.put(&format!("/api/v1/nodes/{name}"), n);
+}
+
+/// A cluster of a Linux worker and two Windows Server 2022 nodes, with the API server's
+/// `kubernetes` Service.
+fn cluster() -> (FakeApi, tempfile::TempDir) {
+    let api = FakeApi::start();
+    node(&api, "linux-1", "linux", None);
+    node(&api, "win-a", "windows", Some("10.0.20348"));
+    node(&api, "win-b", "windows", Some("10.0.20348"));
+    let mut k = meta("v1", "Service", "kubernetes", Some("default"));
+    k["spec"] = json!({"clusterIP": "10.96.0.1", "ports": [{"port": 443}]});
+    api.put("/api/v1/namespaces/default/services/kubernetes", k);
+    (api, tempfile::tempdir().expect("tempdir"))
+}
+
+fn options(timeout_s: u64) -> Options {
+    Options {
+        node: "win-a".into(),
+        image: calicoctl_win::verify::image::AGNHOST.into(),
+        egress: None,
+        timeout: Duration::from_secs(timeout_s),
+        keep_on_failure: false,
+        suffix: "t1".into(),
+        // Felix's 30 s, shortened: the scripted dataplane applies at once or never.
+        policy_wait: Duration::from_secs(3),
+    }
+}
+
+fn verify(api: &FakeApi, dir: &tempfile::TempDir, o: &Options) -> Report {
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    let c = Cluster::connect(&kubeconfig, &Default::default(), false).expect("connect");
+    run(&c, o, jiff::Timestamp::now().as_second()).expect("run")
+}
+
+/// The layers (finding codes) the failed checks name, and the failed checks.
+fn failed(r: &Report) -> (BTreeSet<Code>, Vec<CheckId>) {
+    let mut codes = BTreeSet::new();
+    let mut ids = Vec::new();
+    for v in &r.checks {
+        if let Outcome::Fail { finding } = &v.outcome {
+            codes.insert(finding.code);
+            ids.push(v.check);
+        }
+    }
+    (codes, ids)
+}
+
+fn nothing_left(api: &FakeApi) {
+    let left: Vec<String> = api
+        .lock()
+        .objects
+        .keys()
+        .filter(|k| k.contains("calicoctl-win-verify"))
+        .cloned()
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn a_healthy_cluster_passes_every_check_and_nothing_is_left() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.outside.insert("192.0.2.80:80".into());
+    let mut o = options(120);
+    o.egress = Some("192.0.2.80:80".into());
+    let r = verify(&api, &dir, &o);
+    assert!(r.passed, "{:#?}", r.checks);
+    assert_eq!(r.checks.len(), 13, "{:#?}", r.checks);
+    assert!(r.checks.iter().all(|v| v.outcome == Outcome::Pass));
+    assert!(r.skipped.is_empty());
+    assert!(r.cleaned_up);
+    nothing_left(&api);
+    // Only through the pod proxy: no exec.
+    assert!(
+        api.requests()
+            .iter()
+            .any(|(_, p)| p.contains("/pods/client-local:8080/proxy/dial"))
+    );
+    assert!(!api.requests().iter().any(|(_, p)| p.ends_with("/exec")));
+}
+
+fn broken(set: impl FnOnce(&mut crate::support::fake_api::dataplane::Dataplane)) -> Report {
+    let (api, dir) = cluster();
+    set(&mut api.lock().dataplane);
+    let r = verify(&api, &dir, &options(120));
+    assert!(!r.passed);
+    assert!(r.cleaned_up, "a failed run cleans up too");
+    nothing_left(&api);
+    r
+}
+
+#[test]
+fn no_overlay_between_the_oses_is_named_the_overlay_only() {
+    let r = broken(|d| d.no_overlay = true);
+    let (codes, ids) = failed(&r);
+    assert_eq!(
+        codes,
+        BTreeSet::from([Code::TrafficOverlay]),
+        "{:#?}",
+        r.checks
+    );
+    assert_eq!(ids, [CheckId::WindowsToLinux, CheckId::LinuxToWindows]);
+}
+
+#[test]
+fn no_service_load_balancer_is_named_kube_proxy_only() {
+    let r = broken(|d| d.no_service_lb = true);
+    let (codes, ids) = failed(&r);
+    assert_eq!(
+        codes,
+        BTreeSet::from([Code::TrafficKubeProxy]),
+        "{:#?}",
+        r.checks
+    );
+    assert_eq!(ids, [CheckId::ClusterIp, CheckId::ApiServer]);
+}
+
+#[test]
+fn no_dns_is_named_dns_only() {
+    let r = broken(|d| d.no_dns = true);
+    let (codes, ids) = failed(&r);
+    assert_eq!(codes, BTreeSet::from([Code::TrafficDns]), "{:#?}", r.checks);
+    assert_eq!(ids, [CheckId::DnsService, CheckId::DnsKubernetes]);
+}
+
+#[test]
+fn a_policy_never_applied_is_named_felix_and_its_removal_blocked() {
+    let r = broken(|d| d.policy_applies_after = None);
+    let (codes, ids) = failed(&r);
+    assert_eq!(
+        codes,
+        BTreeSet::from([Code::TrafficPolicy]),
+        "{:#?}",
+        r.checks
+    );
+    assert_eq!(ids, [CheckId::PolicyApplied]);
+    let removed = r
+        .checks
+        .iter()
+        .find(|v| v.check == CheckId::PolicyRemoved)
+        .unwrap();
+    assert_eq!(
+        removed.outcome,
+        Outcome::Blocked {
+            by: CheckId::PolicyApplied
+        }
+    );
+}
+
+#[test]
+fn a_policy_never_removed_is_named_felix() {
+    let r = broken(|d| d.policy_removed_after = None);
+    let (codes, ids) = failed(&r);
+    assert_eq!(
+        codes,
+        BTreeSet::from([Code::TrafficPolicy]),
+        "{:#?}",
+        r.checks
+    );
+    assert_eq!(ids, [CheckId::PolicyRemoved]);
+}
+
+#[test]
+fn a_pod_stuck_without_an_address_is_the_cnis_with_its_event() {
+    let r = broken(|d| {
+        d.stuck_on.insert("linux-1".into());
+    });
+    let (codes, ids) = failed(&r);
+    assert_eq!(codes, BTreeSet::from([Code::TrafficCni]), "{:#?}", r.checks);
+    assert_eq!(ids, [CheckId::PodAddress]);
+    let Outcome::Fail { finding } = &r.checks[0].outcome else {
+        panic!()
+    };
+    assert!(
+        finding.message.contains("FailedCreatePodSandBox"),
+        "{}",
+        finding.message
+    );
+}
