@@ -39,6 +39,8 @@ pub struct Options {
     pub suffix: String,
     /// How long a policy may take to be enforced, and to be lifted (`POLICY_WAIT`).
     pub policy_wait: Duration,
+    /// How long the pods may take to run (`PODS_WAIT`).
+    pub pods_wait: Duration,
 }
 
 /// What the run found.
@@ -150,7 +152,10 @@ fn checks(
     deadline: Instant,
 ) -> Result<(Ledger, bool), ClusterError> {
     let mut ledger = Ledger::default();
-    let states = make(c, o, m, ns, deadline)?;
+    let (states, cut) = make(c, o, m, ns, deadline)?;
+    if cut {
+        return Ok((ledger, true));
+    }
     let addresses = Addresses {
         namespace: ns.to_owned(),
         pods: states
@@ -168,6 +173,7 @@ fn checks(
         addresses: &addresses,
         deadline,
         policy_wait: o.policy_wait,
+        cut: std::cell::Cell::new(false),
     };
     for check in &m.checks {
         if Instant::now() >= deadline {
@@ -180,6 +186,10 @@ fn checks(
             CheckId::PolicyApplied | CheckId::PolicyRemoved => (run.policy(check, &ledger), None),
             _ => run.dial(check, &ledger),
         };
+        if run.cut.get() {
+            // The wait ended at the run's deadline, not with an answer: no verdict.
+            return Ok((ledger, true));
+        }
         let v = Verdict {
             check: check.id,
             outcome,
@@ -197,14 +207,15 @@ fn make(
     m: &Matrix,
     ns: &str,
     deadline: Instant,
-) -> Result<BTreeMap<Role, PodState>, ClusterError> {
+) -> Result<(BTreeMap<Role, PodState>, bool), ClusterError> {
     let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
     probe::create(c, &services, "services", &objects::service(ns))?;
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
     for p in &m.pods {
         probe::create(c, &pods, "pods", &objects::pod(ns, p, &o.image))?;
     }
-    let until = deadline.min(Instant::now() + PODS_WAIT);
+    let own = Instant::now() + o.pods_wait;
+    let until = deadline.min(own);
     loop {
         let states = probe::pods(c, ns)?;
         let settled = states.iter().all(|s| {
@@ -222,7 +233,9 @@ fn make(
             (runs && (s.ready || s.name != Role::Server.pod_name())) || pull || sandbox
         });
         if settled || Instant::now() + POLL >= until {
-            return Ok(by_role(m, states));
+            // Cut by the run's deadline before its own limit: the run timed out.
+            let cut = !settled && deadline < own;
+            return Ok((by_role(m, states), cut));
         }
         std::thread::sleep(POLL);
     }
@@ -256,6 +269,8 @@ struct Step<'a> {
     addresses: &'a Addresses,
     deadline: Instant,
     policy_wait: Duration,
+    /// A wait was cut by the run's deadline.
+    cut: std::cell::Cell<bool>,
 }
 
 impl Step<'_> {
@@ -336,6 +351,9 @@ impl Step<'_> {
                 };
             }
             if Instant::now() + POLL >= until {
+                if self.deadline < start + self.policy_wait {
+                    self.cut.set(true);
+                }
                 break Change::Never {
                     waited_ms: ms(start.elapsed()),
                     last: a,

@@ -1,8 +1,8 @@
 //! Each fault named once: a check that failed because one under it failed is `blocked` by
 //! that one, and a client pod the API server cannot reach is not asked again.
 //!
-//! What lies under what: the Service's backend is the server on the same node (cluster-ip
-//! needs pod-to-pod); a name resolves through the cluster DNS Service, whose pods usually run
+//! What lies under what: the Service's backend is the server on the same node, once Ready
+//! (cluster-ip needs pod-to-pod and the kubelet's probe); a name resolves through the cluster DNS Service, whose pods usually run
 //! on Linux (the DNS checks need cluster-ip and windows-to-linux); the policy checks measure a
 //! change of traffic that pod-to-pod proved flows (and its removal, that it was applied).
 
@@ -13,7 +13,9 @@ use std::collections::BTreeMap;
 /// The checks a check's failure is blamed on first, when they failed.
 pub fn under(id: CheckId) -> &'static [CheckId] {
     match id {
-        CheckId::ClusterIp => &[CheckId::PodToPod],
+        // kube-proxy balances to Ready endpoints only (the EndpointSlice controller marks a
+        // pod not Ready as such): a server the kubelet never found Ready has none.
+        CheckId::ClusterIp => &[CheckId::PodToPod, CheckId::KubeletProbe],
         CheckId::DnsService | CheckId::DnsKubernetes => {
             &[CheckId::ClusterIp, CheckId::WindowsToLinux]
         }

@@ -46,6 +46,7 @@ fn options(timeout_s: u64) -> Options {
         suffix: "t1".into(),
         // Felix's 30 s, shortened: the scripted dataplane applies at once or never.
         policy_wait: Duration::from_secs(3),
+        pods_wait: Duration::from_secs(90),
     }
 }
 
@@ -198,4 +199,85 @@ fn a_pod_stuck_without_an_address_is_the_cnis_with_its_event() {
         "{}",
         finding.message
     );
+}
+
+#[test]
+fn the_overall_timeout_holds_and_the_run_still_cleans_up() {
+    let (api, dir) = cluster();
+    // The server never gets Ready: the pods' wait runs into the run's deadline.
+    api.lock().dataplane.never_ready = true;
+    let r = verify(&api, &dir, &options(2));
+    assert!(r.timed_out, "{:#?}", r.checks);
+    assert!(!r.passed);
+    assert!(r.cleaned_up);
+    nothing_left(&api);
+}
+
+#[test]
+fn a_killed_runs_namespace_is_removed_by_the_next_run_and_only_ours() {
+    let (api, dir) = cluster();
+    let mut old = meta("v1", "Namespace", "calicoctl-win-verify-old", None);
+    old["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
+    api.put("/api/v1/namespaces/calicoctl-win-verify-old", old.clone());
+    let mut pod = meta("v1", "Pod", "server", Some("calicoctl-win-verify-old"));
+    pod["spec"] = json!({"nodeName": "win-a"});
+    api.put(
+        "/api/v1/namespaces/calicoctl-win-verify-old/pods/server",
+        pod,
+    );
+    // A namespace of someone else's, and one named like ours without our label: kept.
+    old["metadata"]["name"] = json!("team-a");
+    api.put("/api/v1/namespaces/team-a", old);
+    let plain = meta("v1", "Namespace", "calicoctl-win-verify-mine", None);
+    api.put("/api/v1/namespaces/calicoctl-win-verify-mine", plain);
+    let r = verify(&api, &dir, &options(120));
+    assert!(r.passed, "{:#?}", r.checks);
+    assert_eq!(r.leftovers_removed, ["calicoctl-win-verify-old"]);
+    assert!(
+        api.get("/api/v1/namespaces/calicoctl-win-verify-old")
+            .is_none()
+    );
+    assert!(
+        api.get("/api/v1/namespaces/calicoctl-win-verify-old/pods/server")
+            .is_none()
+    );
+    assert!(api.get("/api/v1/namespaces/team-a").is_some());
+    assert!(
+        api.get("/api/v1/namespaces/calicoctl-win-verify-mine")
+            .is_some()
+    );
+}
+
+#[test]
+fn a_run_cut_off_by_a_failed_write_deletes_what_it_made() {
+    let (api, dir) = cluster();
+    // Writes: the namespace, the Service, the server pod, then the local client: refused.
+    api.fail_write_at(4);
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    let c = Cluster::connect(&kubeconfig, &Default::default(), false).expect("connect");
+    let err = run(&c, &options(120), jiff::Timestamp::now().as_second()).unwrap_err();
+    assert!(
+        err.to_string().contains("pods") || format!("{err:?}").contains("500"),
+        "{err:?}"
+    );
+    nothing_left(&api);
+}
+
+#[test]
+fn a_server_the_kubelet_never_reaches_is_the_firewall_only() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.never_ready = true;
+    let mut o = options(120);
+    o.pods_wait = Duration::from_secs(2);
+    let r = verify(&api, &dir, &o);
+    let (codes, ids) = failed(&r);
+    assert_eq!(
+        codes,
+        BTreeSet::from([Code::TrafficFirewall]),
+        "{:#?}",
+        r.checks
+    );
+    assert_eq!(ids, [CheckId::KubeletProbe]);
+    assert!(!r.timed_out);
+    nothing_left(&api);
 }

@@ -37,6 +37,8 @@ pub struct Dataplane {
     pub no_service_lb: bool,
     /// Names do not resolve in pods on Windows nodes.
     pub no_dns: bool,
+    /// The kubelet's readiness probe never reaches the pods (Ready stays False).
+    pub never_ready: bool,
     /// Nodes whose pods get no address (the CNI plugin fails the sandbox).
     pub stuck_on: BTreeSet<String>,
     /// How long after its creation a NetworkPolicy is enforced; `None`: never.
@@ -95,8 +97,9 @@ pub fn run_pod(d: &mut Dataplane, ns: &str, pod: &mut Value) -> Option<Value> {
     }
     d.next_pod += 1;
     let ip = format!("10.244.{}.{}", d.next_pod / 200, 10 + d.next_pod % 200);
+    let ready = if d.never_ready { "False" } else { "True" };
     pod["status"] = json!({"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
-        "conditions": [{"type": "Ready", "status": "True"}],
+        "conditions": [{"type": "Ready", "status": ready}],
         "containerStatuses": [{"name": "netexec", "ready": true, "state": {"running": {}}}]});
     None
 }
@@ -243,8 +246,11 @@ fn reach(
             return Some("Client sent an HTTP request to an HTTPS server.\n".into());
         }
         let selector = s["spec"]["selector"].as_object()?;
+        // Only Ready pods are a Service's endpoints (pkg/controller/endpointslice's
+        // `ready` condition, which kube-proxy balances to).
         let backend = pods.clone().find(|p| {
             p["metadata"]["namespace"] == s["metadata"]["namespace"]
+                && p["status"]["conditions"][0]["status"] == "True"
                 && selector
                     .iter()
                     .all(|(k, v)| p["metadata"]["labels"][k] == *v)
