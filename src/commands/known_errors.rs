@@ -27,6 +27,9 @@ const KNOWN_ERRORS: &[Recogniser] = &[
     recognise::<crate::cluster::operator::OperatorError>,
     recognise::<crate::cluster::installation::PatchError>,
     recognise::<crate::plan::migrate::Refused>,
+    recognise::<crate::commands::verify::NotPassing>,
+    recognise::<crate::commands::verify::TimedOut>,
+    recognise::<crate::verify::matrix::PlanError>,
 ];
 
 /// The error a command failed with, with its exit code and hint.

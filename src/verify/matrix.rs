@@ -155,6 +155,31 @@ pub enum PlanError {
     NotUsable(String),
 }
 
+impl crate::error::Diagnose for PlanError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        use crate::error::{Diagnosis, Exit, Kind};
+        match self {
+            PlanError::NotUsable(n) => Diagnosis::new(
+                Exit::Failed,
+                Kind::Failed,
+                &format!(
+                    "make node {n} Ready and uncordon it ('kubectl uncordon {n}'), then verify it"
+                ),
+            ),
+            PlanError::BuildNotCarried { .. } => Diagnosis::new(
+                Exit::Usage,
+                Kind::Usage,
+                "give --image a mirror of agnhost built for the node's Windows build",
+            ),
+            _ => Diagnosis::new(
+                Exit::Usage,
+                Kind::Usage,
+                "name a Windows node of the cluster with --node ('kubectl get nodes -l kubernetes.io/os=windows')",
+            ),
+        }
+    }
+}
+
 /// Plans the matrix for `node` from the cluster's nodes.
 pub fn plan(
     node: &str,

@@ -281,3 +281,74 @@ fn a_server_the_kubelet_never_reaches_is_the_firewall_only() {
     assert!(!r.timed_out);
     nothing_left(&api);
 }
+
+/// The command itself, through the binary: its document and exit codes.
+mod command {
+    use super::*;
+    use crate::support::Node;
+
+    #[test]
+    fn a_healthy_node_exits_0_with_every_check_in_its_document() {
+        let (api, _dir) = cluster();
+        let node = Node::new(&api);
+        let (code, doc, stderr) = node.run(&["verify", "--node", "win-a"]);
+        assert_eq!(code, 0, "{stderr}\n{doc:#}");
+        assert_eq!(doc["passed"], true);
+        assert_eq!(doc["node"], "win-a");
+        assert_eq!(
+            doc["checks"][0],
+            json!({"check": "pod-address", "result": "pass",
+            "took_ms": doc["checks"][0]["took_ms"]})
+        );
+        assert_eq!(doc["checks"].as_array().map(Vec::len), Some(12));
+        assert_eq!(doc["skipped"][0]["id"], "egress");
+        assert_eq!(doc["cleaned_up"], true);
+        nothing_left(&api);
+    }
+
+    #[test]
+    fn a_broken_overlay_exits_1_naming_the_layer() {
+        let (api, _dir) = cluster();
+        api.lock().dataplane.no_overlay = true;
+        let node = Node::new(&api);
+        let (code, doc, stderr) = node.run(&["verify", "--node", "win-a"]);
+        assert_eq!(code, 1, "{stderr}\n{doc:#}");
+        let failed: Vec<&serde_json::Value> = doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["result"] == "fail")
+            .collect();
+        assert_eq!(failed.len(), 2, "{doc:#}");
+        assert!(
+            failed
+                .iter()
+                .all(|c| c["finding"]["code"] == "traffic-overlay")
+        );
+        assert!(
+            failed[0]["finding"]["remedy"]
+                .as_str()
+                .unwrap()
+                .contains("UDP 4789")
+        );
+        assert!(
+            stderr.contains("does not pass traffic: windows-to-linux, linux-to-windows"),
+            "{stderr}"
+        );
+        nothing_left(&api);
+    }
+
+    #[test]
+    fn the_overall_timeout_exits_4_and_a_linux_node_is_bad_usage() {
+        let (api, _dir) = cluster();
+        api.lock().dataplane.never_ready = true;
+        let node = Node::new(&api);
+        let (code, doc, stderr) = node.run(&["verify", "--node", "win-a", "--timeout", "2s"]);
+        assert_eq!(code, 4, "{stderr}\n{doc:#}");
+        assert_eq!(doc["timed_out"], true);
+        nothing_left(&api);
+        let (code, _, stderr) = node.run(&["verify", "--node", "linux-1"]);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stderr.contains("not a Windows node"), "{stderr}");
+    }
+}
