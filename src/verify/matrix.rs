@@ -162,7 +162,7 @@ impl crate::error::Diagnose for PlanError {
             PlanError::NotUsable(n) => Diagnosis::new(
                 Exit::Failed,
                 Kind::Failed,
-                &format!(
+                format!(
                     "make node {n} Ready and uncordon it ('kubectl uncordon {n}'), then verify it"
                 ),
             ),

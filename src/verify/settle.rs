@@ -51,10 +51,10 @@ impl Ledger {
         if let Some(r) = lost {
             self.unreachable.entry(r).or_insert(v.check);
         }
-        if matches!(v.outcome, Outcome::Fail { .. }) {
-            if let Some(by) = under(v.check).iter().copied().find(|d| self.not_passed(*d)) {
-                v.outcome = Outcome::Blocked { by };
-            }
+        if matches!(v.outcome, Outcome::Fail { .. })
+            && let Some(by) = under(v.check).iter().copied().find(|d| self.not_passed(*d))
+        {
+            v.outcome = Outcome::Blocked { by };
         }
         self.verdicts.push(v);
     }
