@@ -426,7 +426,9 @@ grant to renew its token; with --datastore etcdv3 get secrets calico-etcd-secret
 kube-system (get services kube-dns). No wildcard. The list is the code's own \
 (src/cluster/rights.rs), tested against an API server that enforces RBAC.\n\n\
 --identity fleet writes the fleet jobs' account and roles instead (as 'fleet plan' does); a node's own \
-right to renew its token is made per node by install.\n\n\
+right to renew its token is made per node by install. --identity verify writes calicoctl-win-verify's: a \
+ClusterRole to create, get, list and delete namespaces, list nodes, create and list pods, get pods/proxy, \
+list events, create and get services, create and delete networking.k8s.io networkpolicies (one verb a rule).\n\n\
 The manifests go to standard output as YAML for 'kubectl apply -f -' (-o json: one document with \
 'manifests'), or to --out-file. Changes nothing on this machine or in the cluster."
     )]
@@ -468,6 +470,8 @@ pub enum RbacIdentity {
     Installer,
     /// the fleet's jobs (the same objects 'fleet plan' writes)
     Fleet,
+    /// 'verify': its own namespace, probe pods, Service and NetworkPolicy, and the pod proxy
+    Verify,
 }
 
 #[derive(Debug, Args)]
@@ -476,8 +480,8 @@ pub struct FleetRbacArgs {
     /// token is made by install, per node)
     #[arg(long, value_enum, default_value = "installer")]
     pub identity: RbacIdentity,
-    /// The ServiceAccount and its roles' name (default: calicoctl-win-installer, or
-    /// calicoctl-win-fleet)
+    /// The ServiceAccount and its roles' name (default: calicoctl-win-installer,
+    /// calicoctl-win-fleet, or calicoctl-win-verify)
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
     /// The ServiceAccount's namespace (default: kube-system, or system-upgrade)

@@ -168,6 +168,11 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
             "system-upgrade",
             crate::cluster::rights::FLEET.to_vec(),
         ),
+        RbacIdentity::Verify => (
+            "calicoctl-win-verify",
+            "kube-system",
+            crate::cluster::verify_rights::VERIFY.to_vec(),
+        ),
     };
     let rights = crate::cluster::rights::in_group(&rights, calico_api(ctx, args.calico_api)?);
     let name = args.name.as_deref().unwrap_or(name);

@@ -103,14 +103,15 @@ pub fn pods(c: &Cluster, ns: &str) -> Result<Vec<PodState>, ClusterError> {
         .call("list", "pods", api.list(&ListParams::default()))?
         .items;
     let events: Api<Event> = Api::namespaced(c.client.clone(), ns);
+    // Why a pod has no address is in its events: a missing right to read them is said, not
+    // waited out.
     let events = c
         .call(
             "list",
             "events",
             events.list(&ListParams::default().limit(500)),
-        )
-        .map(|l| l.items)
-        .unwrap_or_default();
+        )?
+        .items;
     Ok(pods.iter().map(|p| state(p, &events)).collect())
 }
 

@@ -134,10 +134,12 @@ fn clean_up(c: &Cluster, ns: &str) -> bool {
     }
     let until = Instant::now() + CLEANUP_WAIT;
     while Instant::now() < until {
-        if matches!(probe::namespace_exists(c, ns), Ok(false)) {
-            return true;
+        match probe::namespace_exists(c, ns) {
+            Ok(false) => return true,
+            Ok(true) => std::thread::sleep(POLL),
+            // Not known to be gone: said, not waited for.
+            Err(_) => return false,
         }
-        std::thread::sleep(POLL);
     }
     false
 }
@@ -162,8 +164,8 @@ fn checks(
             .iter()
             .filter_map(|(r, s)| Some((*r, s.ip.clone()?)))
             .collect(),
-        service_ip: probe::cluster_ip(c, ns, dial::SERVICE_NAME).ok().flatten(),
-        api_server_ip: probe::cluster_ip(c, "default", "kubernetes").ok().flatten(),
+        service_ip: probe::cluster_ip(c, ns, dial::SERVICE_NAME)?,
+        api_server_ip: probe::cluster_ip(c, "default", "kubernetes")?,
     };
     let all: Vec<PodState> = states.values().cloned().collect();
     let run = Step {
@@ -183,7 +185,7 @@ fn checks(
         let (outcome, lost) = match check.id {
             CheckId::PodAddress => (judge::pods(&all), None),
             CheckId::KubeletProbe => (run.kubelet(), None),
-            CheckId::PolicyApplied | CheckId::PolicyRemoved => (run.policy(check, &ledger), None),
+            CheckId::PolicyApplied | CheckId::PolicyRemoved => (run.policy(check, &ledger)?, None),
             _ => run.dial(check, &ledger),
         };
         if run.cut.get() {
@@ -319,7 +321,7 @@ impl Step<'_> {
     }
 
     /// Applies (or deletes) the policy and measures how long until the traffic changes.
-    fn policy(&self, check: &Check, ledger: &Ledger) -> Outcome {
+    fn policy(&self, check: &Check, ledger: &Ledger) -> Result<Outcome, ClusterError> {
         let on = check.id == CheckId::PolicyApplied;
         if let Some(by) = settle::under(check.id).iter().copied().find(|d| {
             ledger
@@ -327,19 +329,16 @@ impl Step<'_> {
                 .iter()
                 .any(|v| v.check == *d && !matches!(v.outcome, Outcome::Pass))
         }) {
-            return Outcome::Blocked { by };
+            return Ok(Outcome::Blocked { by });
         }
         let from = check.from.unwrap_or(Role::Local);
         let Some(d) = dial::dial(from, &check.to, self.addresses) else {
-            return Outcome::Blocked {
+            return Ok(Outcome::Blocked {
                 by: CheckId::PodAddress,
-            };
+            });
         };
-        if let Err(e) = probe::policy(self.c, self.ns, on) {
-            return Outcome::Skipped {
-                why: format!("the NetworkPolicy could not be changed: {e}"),
-            };
-        }
+        // A policy that cannot be changed is the run's failure, not a check's.
+        probe::policy(self.c, self.ns, on)?;
         let start = Instant::now();
         let until = self.deadline.min(start + self.policy_wait);
         let change = loop {
@@ -361,7 +360,7 @@ impl Step<'_> {
             }
             std::thread::sleep(POLL);
         };
-        judge::policy(check.id, &self.state(from), &change)
+        Ok(judge::policy(check.id, &self.state(from), &change))
     }
 }
 

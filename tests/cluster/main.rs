@@ -15,3 +15,4 @@ mod preflight;
 mod real_clusters;
 mod rights;
 mod verify;
+mod verify_rights;

@@ -25,7 +25,7 @@ fn node(api: &FakeApi, name: &str, os: &str, build: Option<&str>) {
 
 /// A cluster of a Linux worker and two Windows Server 2022 nodes, with the API server's
 /// `kubernetes` Service.
-fn cluster() -> (FakeApi, tempfile::TempDir) {
+pub(crate) fn cluster() -> (FakeApi, tempfile::TempDir) {
     let api = FakeApi::start();
     node(&api, "linux-1", "linux", None);
     node(&api, "win-a", "windows", Some("10.0.20348"));
