@@ -29,6 +29,7 @@ const KNOWN_ERRORS: &[Recogniser] = &[
     recognise::<crate::plan::migrate::Refused>,
     recognise::<crate::commands::verify::NotPassing>,
     recognise::<crate::commands::verify::TimedOut>,
+    recognise::<crate::commands::verify::Interrupted>,
     recognise::<crate::verify::matrix::PlanError>,
 ];
 

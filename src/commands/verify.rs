@@ -43,6 +43,23 @@ impl Diagnose for TimedOut {
     }
 }
 
+/// Ctrl-C or a termination signal stopped the run: exit 1, what it made deleted.
+#[derive(Debug, thiserror::Error)]
+#[error("verify of node {node} was interrupted")]
+pub struct Interrupted {
+    pub node: String,
+}
+
+impl Diagnose for Interrupted {
+    fn diagnose(&self) -> Option<Diagnosis> {
+        Diagnosis::new(
+            Exit::Failed,
+            Kind::Failed,
+            "run it again to judge every check",
+        )
+    }
+}
+
 pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let node = match &args.node {
         Some(n) => n.clone(),
@@ -66,7 +83,18 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         suffix: suffix(),
         policy_wait: run::POLICY_WAIT,
         pods_wait: run::PODS_WAIT,
+        interrupted: Default::default(),
     };
+    // Ctrl-C or a termination signal stops the run where it is; it deletes what it made
+    // before it exits. (A kill that cannot be caught leaves the namespace to the next run.)
+    let flag = o.interrupted.clone();
+    if let Err(e) =
+        ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst))
+    {
+        ctx.printer.warn(&format!(
+            "Ctrl-C will not clean up ({e}): a run stopped that way leaves its namespace to the next run"
+        ));
+    }
     let now = jiff::Timestamp::now().as_second();
     let report = match run::run(&c, &o, now) {
         Ok(r) => r,
@@ -75,6 +103,9 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
     };
     ctx.printer.text(&table(&report));
     ctx.printer.json(&serde_json::json!(report));
+    if report.interrupted {
+        return Err(Interrupted { node }.into());
+    }
     if report.timed_out {
         return Err(TimedOut {
             node,

@@ -14,6 +14,8 @@ use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use kube::Api;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long a policy may take to be enforced, and to be lifted.
@@ -41,6 +43,12 @@ pub struct Options {
     pub policy_wait: Duration,
     /// How long the pods may take to run (`PODS_WAIT`).
     pub pods_wait: Duration,
+    /// Set by Ctrl-C or a termination signal: the run stops where it is and cleans up.
+    pub interrupted: Arc<AtomicBool>,
+}
+
+fn interrupted(o: &Options) -> bool {
+    o.interrupted.load(Ordering::SeqCst)
 }
 
 /// What the run found.
@@ -53,6 +61,8 @@ pub struct Report {
     pub skipped: Vec<Skipped>,
     pub passed: bool,
     pub timed_out: bool,
+    /// Ctrl-C or a termination signal stopped it.
+    pub interrupted: bool,
     /// The namespaces of killed runs this run deleted.
     pub leftovers_removed: Vec<String>,
     /// Whether the namespace is gone at the end (kept on failure, or its deletion not done).
@@ -94,7 +104,9 @@ pub fn run(c: &Cluster, o: &Options, now_s: i64) -> Result<Report, RunError> {
             return Err(e.into());
         }
     };
-    let passed = ledger.passed() && !timed_out;
+    let stopped = interrupted(o);
+    let timed_out = timed_out && !stopped;
+    let passed = ledger.passed() && !timed_out && !stopped;
     let cleaned_up = if o.keep_on_failure && !passed {
         false
     } else {
@@ -108,6 +120,7 @@ pub fn run(c: &Cluster, o: &Options, now_s: i64) -> Result<Report, RunError> {
         skipped: m.skipped,
         passed,
         timed_out,
+        interrupted: stopped,
         leftovers_removed,
         cleaned_up,
         took_ms: ms(start.elapsed()),
@@ -176,9 +189,10 @@ fn checks(
         deadline,
         policy_wait: o.policy_wait,
         cut: std::cell::Cell::new(false),
+        interrupted: &o.interrupted,
     };
     for check in &m.checks {
-        if Instant::now() >= deadline {
+        if Instant::now() >= deadline || interrupted(o) {
             return Ok((ledger, true));
         }
         let started = Instant::now();
@@ -234,9 +248,9 @@ fn make(
                 .any(|e| e.starts_with("FailedCreatePodSandBox"));
             (runs && (s.ready || s.name != Role::Server.pod_name())) || pull || sandbox
         });
-        if settled || Instant::now() + POLL >= until {
+        if settled || Instant::now() + POLL >= until || interrupted(o) {
             // Cut by the run's deadline before its own limit: the run timed out.
-            let cut = !settled && deadline < own;
+            let cut = !settled && (deadline < own || interrupted(o));
             return Ok((by_role(m, states), cut));
         }
         std::thread::sleep(POLL);
@@ -271,8 +285,9 @@ struct Step<'a> {
     addresses: &'a Addresses,
     deadline: Instant,
     policy_wait: Duration,
-    /// A wait was cut by the run's deadline.
+    /// A wait was cut by the run's deadline, or by an interruption.
     cut: std::cell::Cell<bool>,
+    interrupted: &'a AtomicBool,
 }
 
 impl Step<'_> {
@@ -349,8 +364,9 @@ impl Step<'_> {
                     ms: ms(start.elapsed()),
                 };
             }
-            if Instant::now() + POLL >= until {
-                if self.deadline < start + self.policy_wait {
+            let stopped = self.interrupted.load(Ordering::SeqCst);
+            if Instant::now() + POLL >= until || stopped {
+                if self.deadline < start + self.policy_wait || stopped {
                     self.cut.set(true);
                 }
                 break Change::Never {

@@ -47,6 +47,7 @@ fn options(timeout_s: u64) -> Options {
         // Felix's 30 s, shortened: the scripted dataplane applies at once or never.
         policy_wait: Duration::from_secs(3),
         pods_wait: Duration::from_secs(90),
+        interrupted: Default::default(),
     }
 }
 
@@ -282,6 +283,18 @@ fn a_server_the_kubelet_never_reaches_is_the_firewall_only() {
     nothing_left(&api);
 }
 
+#[test]
+fn an_interrupted_run_stops_and_deletes_what_it_made() {
+    let (api, dir) = cluster();
+    let o = options(120);
+    o.interrupted
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let r = verify(&api, &dir, &o);
+    assert!(r.interrupted && !r.passed && !r.timed_out, "{r:#?}");
+    assert!(r.cleaned_up);
+    nothing_left(&api);
+}
+
 /// The command itself, through the binary: its document and exit codes.
 mod command {
     use super::*;
@@ -335,6 +348,47 @@ mod command {
             stderr.contains("does not pass traffic: windows-to-linux, linux-to-windows"),
             "{stderr}"
         );
+        nothing_left(&api);
+    }
+
+    /// Ctrl-C (SIGINT) in the middle of a run: the run stops and deletes its namespace.
+    #[cfg(unix)]
+    #[test]
+    fn ctrl_c_in_the_middle_deletes_what_the_run_made() {
+        let (api, _dir) = cluster();
+        // The server never gets Ready: the run waits for it until the signal.
+        api.lock().dataplane.never_ready = true;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = api.kubeconfig(dir.path(), None);
+        let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+            .args(["verify", "--node", "win-a", "-o", "json", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let made = |api: &FakeApi| {
+            api.lock()
+                .objects
+                .keys()
+                .any(|k| k.contains("calicoctl-win-verify") && k.contains("/pods/server"))
+        };
+        for _ in 0..600 {
+            if made(&api) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(made(&api), "the run made its pods");
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("signal");
+        let out = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("was interrupted"), "{stderr}");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert_eq!(doc["interrupted"], true);
+        assert_eq!(doc["cleaned_up"], true);
         nothing_left(&api);
     }
 
