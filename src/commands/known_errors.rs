@@ -27,9 +27,7 @@ const KNOWN_ERRORS: &[Recogniser] = &[
     recognise::<crate::cluster::operator::OperatorError>,
     recognise::<crate::cluster::installation::PatchError>,
     recognise::<crate::plan::migrate::Refused>,
-    recognise::<crate::commands::verify::NotPassing>,
-    recognise::<crate::commands::verify::TimedOut>,
-    recognise::<crate::commands::verify::Interrupted>,
+    recognise::<crate::verify::failure::Failed>,
     recognise::<crate::verify::matrix::PlanError>,
 ];
 

@@ -5,10 +5,12 @@
 //! next step (judge.rs).
 
 pub mod dial;
+pub mod failure;
 pub mod image;
 pub mod judge;
 pub mod matrix;
 pub mod objects;
+pub mod options;
 pub mod probe;
 pub mod run;
 pub mod settle;

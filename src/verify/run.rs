@@ -7,6 +7,7 @@ use super::dial::{self, Addresses, Answer};
 use super::judge::{self, Change, Outcome, PodState, Verdict};
 use super::matrix::{self, Check, CheckId, Matrix, Role, Skipped, Target};
 use super::objects;
+pub use super::options::{Options, PODS_WAIT, POLICY_WAIT};
 use super::probe;
 use super::settle::{self, Ledger};
 use crate::cluster::{Cluster, ClusterError};
@@ -14,38 +15,15 @@ use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use kube::Api;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// How long a policy may take to be enforced, and to be lifted.
-pub const POLICY_WAIT: Duration = Duration::from_secs(30);
-/// How long the pods may take to run once made (within the run's deadline).
-pub const PODS_WAIT: Duration = Duration::from_secs(90);
 /// How long the namespace's deletion is waited for.
 pub const CLEANUP_WAIT: Duration = Duration::from_secs(60);
 /// A namespace of ours older than this is a killed run's: the longest run (`--timeout` at
 /// most 10 minutes) and its clean-up are shorter.
 pub const LEFTOVER_AGE_S: i64 = 15 * 60;
 const POLL: Duration = Duration::from_secs(1);
-
-/// What the run is asked to do.
-#[derive(Clone, Debug)]
-pub struct Options {
-    pub node: String,
-    pub image: String,
-    pub egress: Option<String>,
-    pub timeout: Duration,
-    pub keep_on_failure: bool,
-    /// The namespace's random suffix.
-    pub suffix: String,
-    /// How long a policy may take to be enforced, and to be lifted (`POLICY_WAIT`).
-    pub policy_wait: Duration,
-    /// How long the pods may take to run (`PODS_WAIT`).
-    pub pods_wait: Duration,
-    /// Set by Ctrl-C or a termination signal: the run stops where it is and cleans up.
-    pub interrupted: Arc<AtomicBool>,
-}
 
 fn interrupted(o: &Options) -> bool {
     o.interrupted.load(Ordering::SeqCst)
