@@ -839,6 +839,11 @@ pub struct InstallArgs {
     /// Keep an existing calico-node kubeconfig whose token is valid for longer than this
     #[arg(long, value_name = "DURATION", default_value = "30d", value_parser = crate::duration::parse)]
     pub token_keep_if_valid_for: std::time::Duration,
+    /// After the install, prove this node passes traffic ('calicoctl-win verify' for it, with
+    /// the admin kubeconfig): the command fails when it does not (exit 1, 4 on verify's 120 s
+    /// timeout), the install stays, and the document's 'verify' says what to look at
+    #[arg(long)]
+    pub verify: bool,
 }
 
 #[derive(Debug, Args)]

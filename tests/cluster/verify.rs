@@ -406,3 +406,68 @@ mod command {
         assert!(stderr.contains("not a Windows node"), "{stderr}");
     }
 }
+
+/// `install --verify`: the install, then `verify` for the node; a node that does not pass
+/// traffic fails the command and the install stays.
+mod install {
+    use super::*;
+    use crate::support::Node;
+
+    fn installed_cluster() -> Node {
+        let node = Node::healthy().release("3.30.2", "calico-node.exe").build();
+        let api = node.api();
+        let mut win = api.get("/api/v1/nodes/win-1").expect("win-1");
+        win["metadata"]["labels"]["node.kubernetes.io/windows-build"] = json!("10.0.20348");
+        win["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
+        api.put("/api/v1/nodes/win-1", win);
+        node_object(api, "linux-1");
+        let mut k = meta("v1", "Service", "kubernetes", Some("default"));
+        k["spec"] = json!({"clusterIP": "10.96.0.1", "ports": [{"port": 443}]});
+        api.put("/api/v1/namespaces/default/services/kubernetes", k);
+        node
+    }
+
+    fn node_object(api: &FakeApi, name: &str) {
+        super::node(api, name, "linux", None);
+    }
+
+    #[test]
+    fn install_verify_reports_the_nodes_traffic_in_its_document() {
+        let node = installed_cluster();
+        let (code, doc, stderr) = node.install_local(&["--verify"]);
+        assert_eq!(code, 0, "{stderr}\n{doc:#}");
+        assert_eq!(doc["changed"], true, "{doc:#}");
+        assert_eq!(
+            doc["verify"]["checks"].as_array().map(Vec::len),
+            Some(11),
+            "{doc:#}"
+        );
+        assert_eq!(doc["verify"]["passed"], true, "{doc:#}");
+        assert_eq!(doc["verify"]["node"], "win-1");
+        assert_eq!(doc["verify"]["cleaned_up"], true);
+        nothing_left(node.api());
+    }
+
+    #[test]
+    fn install_verify_fails_on_a_node_without_traffic_and_the_install_stays() {
+        let node = installed_cluster();
+        node.api().lock().dataplane.no_service_lb = true;
+        let (code, doc, stderr) = node.install_local(&["--verify"]);
+        assert_eq!(code, 1, "{stderr}\n{doc:#}");
+        assert!(
+            stderr.contains("installed, but the node does not pass traffic"),
+            "{stderr}"
+        );
+        assert_eq!(doc["verify"]["passed"], false);
+        assert!(
+            doc["verify"]["checks"]
+                .to_string()
+                .contains("traffic-kube-proxy")
+        );
+        // The install stays: status finds it installed.
+        let (_, status, _) = node.run(&["status"]);
+        assert_eq!(status["installed"], true, "{status:#}");
+        assert_eq!(status["calico_version"], "3.30.2", "{status:#}");
+        nothing_left(node.api());
+    }
+}

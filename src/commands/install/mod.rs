@@ -214,7 +214,8 @@ fn install(
     }
     result?;
     let at = (&c.change, &c.cluster, c.node_name.as_str());
-    finish(ctx, at, taint, actions.len(), doc, within)
+    let verify = args.verify;
+    finish(ctx, at, taint, (actions.len(), verify), doc, within)
 }
 
 /// The enclosing command's own steps, before install's (a failure there undoes install's
@@ -279,7 +280,7 @@ fn finish(
     ctx: &mut Context,
     (change, cluster, node_name): (&Change, &ClusterRead, &str),
     taint: Option<k8s_openapi::api::core::v1::Taint>,
-    changes: usize,
+    (changes, verify): (usize, bool),
     mut doc: serde_json::Value,
     within: Option<&mut Within>,
 ) -> anyhow::Result<()> {
@@ -300,8 +301,18 @@ fn finish(
     if !doc["changed"].as_bool().unwrap_or(false) {
         doc["changed"] = json!(changes > 0);
     }
+    let failed = if verify {
+        super::common::verify_after(ctx, cluster, node_name, &mut doc)?
+    } else {
+        None
+    };
     ctx.printer.json(&doc);
-    Ok(())
+    match failed {
+        Some(e) => {
+            Err(anyhow::Error::new(e).context("installed, but the node does not pass traffic"))
+        }
+        None => Ok(()),
+    }
 }
 
 /// The journal this run goes on with: an interrupted run's, or for a fresh install (not a dry
