@@ -899,6 +899,11 @@ pub struct ReconfigureArgs {
     /// How long to wait for a service to stop or start
     #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = crate::duration::parse)]
     pub service_timeout: std::time::Duration,
+    /// After the change, prove this node passes traffic ('calicoctl-win verify' for it, with
+    /// the admin kubeconfig): the command fails when it does not (exit 1, 4 on verify's 120 s
+    /// timeout), the change stays, and the document's 'verify' says what to look at
+    #[arg(long)]
+    pub verify: bool,
 }
 
 /// How pods are evicted, by a drain's rules (reconfigure's drain, repair).

@@ -190,13 +190,13 @@ pub(crate) fn adapter_checks(
 /// on the text output; the failure to end the command with, if any. The change stays.
 pub fn verify_after(
     ctx: &mut Context,
-    cluster: &ClusterRead,
+    cluster: Option<&Cluster>,
     node: &str,
     doc: &mut serde_json::Value,
 ) -> anyhow::Result<Option<crate::verify::failure::Failed>> {
     use crate::verify::judge::Outcome;
     use crate::verify::run::{self, Options, RunError};
-    let ClusterRead::Read(c, _) = cluster else {
+    let Some(c) = cluster else {
         return Err(crate::error::UsageError::new(
             "--verify needs the cluster, read with the admin kubeconfig",
             "pass --kubeconfig with an admin's, or run 'calicoctl-win verify' where one is",

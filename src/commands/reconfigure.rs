@@ -96,8 +96,19 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Err(failed(*e, &node_name));
     }
     finished(ctx, &change, cluster, &node_name, actions.len());
-    ctx.printer.json(&doc(true));
-    Ok(())
+    let mut doc = doc(true);
+    let failed = if args.verify {
+        super::common::verify_after(ctx, cluster, &node_name, &mut doc)?
+    } else {
+        None
+    };
+    ctx.printer.json(&doc);
+    match failed {
+        Some(e) => {
+            Err(anyhow::Error::new(e).context("reconfigured, but the node does not pass traffic"))
+        }
+        None => Ok(()),
+    }
 }
 
 /// After a run that succeeded: the file stats kept, the node annotated, the steps counted.

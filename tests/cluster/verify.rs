@@ -413,7 +413,7 @@ mod install {
     use super::*;
     use crate::support::Node;
 
-    fn installed_cluster() -> Node {
+    pub(super) fn installed_cluster() -> Node {
         let node = Node::healthy().release("3.30.2", "calico-node.exe").build();
         let api = node.api();
         let mut win = api.get("/api/v1/nodes/win-1").expect("win-1");
@@ -469,5 +469,44 @@ mod install {
         assert_eq!(status["installed"], true, "{status:#}");
         assert_eq!(status["calico_version"], "3.30.2", "{status:#}");
         nothing_left(node.api());
+    }
+}
+
+/// `reconfigure --verify`: the change, then `verify` for the node.
+mod reconfigure {
+    use super::*;
+
+    #[test]
+    fn reconfigure_verify_fails_on_a_node_without_dns_and_the_change_stays() {
+        let node = super::install::installed_cluster();
+        let (code, _, stderr) = node.install_local(&[]);
+        assert_eq!(code, 0, "{stderr}");
+        node.api().lock().dataplane.no_dns = true;
+        let (code, doc, stderr) = node.run(&[
+            "reconfigure",
+            "--verify",
+            "--set",
+            "logs.felix_screen_severity=debug",
+        ]);
+        assert_eq!(code, 1, "{stderr}\n{doc:#}");
+        assert!(
+            stderr.contains("reconfigured, but the node does not pass traffic"),
+            "{stderr}"
+        );
+        assert_eq!(doc["changed"], true, "{doc:#}");
+        assert!(
+            doc["verify"]["checks"].to_string().contains("traffic-dns"),
+            "{doc:#}"
+        );
+        nothing_left(node.api());
+        node.api().lock().dataplane.no_dns = false;
+        let (code, doc, stderr) = node.run(&[
+            "reconfigure",
+            "--verify",
+            "--set",
+            "logs.felix_screen_severity=info",
+        ]);
+        assert_eq!(code, 0, "{stderr}\n{doc:#}");
+        assert_eq!(doc["verify"]["passed"], true, "{doc:#}");
     }
 }

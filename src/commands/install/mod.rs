@@ -302,7 +302,11 @@ fn finish(
         doc["changed"] = json!(changes > 0);
     }
     let failed = if verify {
-        super::common::verify_after(ctx, cluster, node_name, &mut doc)?
+        let c = match cluster {
+            ClusterRead::Read(c, _) => Some(c.as_ref()),
+            _ => None,
+        };
+        super::common::verify_after(ctx, c, node_name, &mut doc)?
     } else {
         None
     };
