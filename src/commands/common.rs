@@ -229,3 +229,27 @@ pub fn verify_after(
     doc["verify"] = serde_json::json!(report);
     Ok(crate::verify::failure::of(&report, o.timeout.as_secs()))
 }
+
+/// A changing command's document printed, after `verify` when `--verify` asked for it: the
+/// command's end (`what` names the change that stays when the node does not pass traffic).
+pub fn print_verified(
+    ctx: &mut Context,
+    (verify, what): (bool, &str),
+    cluster: Option<&Cluster>,
+    node: &str,
+    mut doc: serde_json::Value,
+) -> anyhow::Result<()> {
+    let failed = if verify {
+        verify_after(ctx, cluster, node, &mut doc)?
+    } else {
+        None
+    };
+    ctx.printer.json(&doc);
+    match failed {
+        Some(e) => {
+            Err(anyhow::Error::new(e)
+                .context(format!("{what}, but the node does not pass traffic")))
+        }
+        None => Ok(()),
+    }
+}

@@ -96,19 +96,8 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Err(failed(*e, &node_name));
     }
     finished(ctx, &change, cluster, &node_name, actions.len());
-    let mut doc = doc(true);
-    let failed = if args.verify {
-        super::common::verify_after(ctx, cluster, &node_name, &mut doc)?
-    } else {
-        None
-    };
-    ctx.printer.json(&doc);
-    match failed {
-        Some(e) => {
-            Err(anyhow::Error::new(e).context("reconfigured, but the node does not pass traffic"))
-        }
-        None => Ok(()),
-    }
+    let verify = (args.verify, "reconfigured");
+    super::common::print_verified(ctx, verify, cluster, &node_name, doc(true))
 }
 
 /// After a run that succeeded: the file stats kept, the node annotated, the steps counted.

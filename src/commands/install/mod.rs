@@ -301,22 +301,11 @@ fn finish(
     if !doc["changed"].as_bool().unwrap_or(false) {
         doc["changed"] = json!(changes > 0);
     }
-    let failed = if verify {
-        let c = match cluster {
-            ClusterRead::Read(c, _) => Some(c.as_ref()),
-            _ => None,
-        };
-        super::common::verify_after(ctx, c, node_name, &mut doc)?
-    } else {
-        None
+    let c = match cluster {
+        ClusterRead::Read(c, _) => Some(c.as_ref()),
+        _ => None,
     };
-    ctx.printer.json(&doc);
-    match failed {
-        Some(e) => {
-            Err(anyhow::Error::new(e).context("installed, but the node does not pass traffic"))
-        }
-        None => Ok(()),
-    }
+    super::common::print_verified(ctx, (verify, "installed"), c, node_name, doc)
 }
 
 /// The journal this run goes on with: an interrupted run's, or for a fresh install (not a dry
