@@ -27,11 +27,21 @@ fn a_pod_is_dialled_through_the_clients_pod_proxy_and_must_answer_its_name() {
 #[test]
 fn names_addresses_and_outside_hosts_are_dialled_as_netexec_takes_them() {
     let a = addresses();
+    // A Windows pod resolves a single label (its namespace's suffix) or a fully qualified
+    // name, never a partly qualified one (Kubernetes' DNS docs, Windows nodes).
     let by_name = dial(Role::Local, &Target::ServiceName, &a).unwrap();
     assert!(
-        by_name
+        by_name.path.contains("host=server&port=80&"),
+        "{}",
+        by_name.path
+    );
+    let kubernetes = dial(Role::Local, &Target::KubernetesName, &a).unwrap();
+    assert!(
+        kubernetes
             .path
-            .contains("host=server.calicoctl-win-verify-x1&port=80&")
+            .contains("host=kubernetes.default.svc.cluster.local&port=443"),
+        "{}",
+        kubernetes.path
     );
     let api = dial(Role::Local, &Target::ApiServerIp, &a).unwrap();
     assert!(api.path.contains("host=10.96.0.1&port=443"), "{}", api.path);
