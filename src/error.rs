@@ -90,8 +90,6 @@ pub enum Kind {
     InvalidInput,
     /// A file or directory `lint policies` was given cannot be read.
     InputUnreadable,
-    /// `verify`: the node does not pass traffic (a check failed).
-    TrafficFailed,
 }
 
 impl Kind {
@@ -142,7 +140,6 @@ impl Kind {
         Kind::PolicyFindings,
         Kind::InvalidInput,
         Kind::InputUnreadable,
-        Kind::TrafficFailed,
     ];
 
     /// The name in JSON (`needs-drain`).
@@ -195,8 +192,7 @@ impl Kind {
             | Kind::VersionMismatch
             | Kind::DownloadFailed
             | Kind::BadRelease
-            | Kind::ServiceFailed
-            | Kind::TrafficFailed => &[Failed],
+            | Kind::ServiceFailed => &[Failed],
         }
     }
 

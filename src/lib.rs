@@ -53,4 +53,3 @@ pub mod release;
 pub mod render;
 pub mod selector;
 pub mod supervise;
-pub mod verify;

@@ -286,7 +286,6 @@ const RANKS: &[(&str, u32)] = &[
     ("installed", 7),
     ("context", 8),
     ("checks", 8),
-    ("verify", 8),
     ("supervise", 9),
     ("apply", 9),
     ("plan", 11),

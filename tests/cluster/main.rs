@@ -15,4 +15,3 @@ mod kubectl_fake_api;
 mod preflight;
 mod real_clusters;
 mod rights;
-mod verify;
