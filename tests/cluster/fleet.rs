@@ -1350,15 +1350,7 @@ fn the_daemonset_pod_replaces_a_refused_token_for_its_own_node_only() {
     let refused = fs_err::read_to_string(&token_file).expect("token");
     assert!(!api.accepts(&refused));
 
-    let keep = |pod: &Pod| {
-        on_node()
-            .envs(pod.env())
-            .args(["-o", "json", "--sim-host"])
-            .arg(node.sim())
-            .args(["service", "keep-token", "--once"])
-            .output()
-            .expect("runs")
-    };
+    let keep = |pod: &Pod| keep_token(&node, pod);
     let own = Pod::new(
         &api,
         &api.pod_token("system-upgrade", "calicoctl-win-fleet", "win-1"),
@@ -1479,15 +1471,7 @@ fn a_calico_node_token_gets_only_its_own_nodes_token_of_at_most_a_year() {
     let token_file = node.c_drive("calicowindows/calico-kube-config.token");
     api.recreate_service_account("calico-system", "calico-node");
     let kept = fs_err::read_to_string(&token_file).expect("token");
-    let keep = |pod: &Pod| {
-        on_node()
-            .envs(pod.env())
-            .args(["-o", "json", "--sim-host"])
-            .arg(node.sim())
-            .args(["service", "keep-token", "--once"])
-            .output()
-            .expect("runs")
-    };
+    let keep = |pod: &Pod| keep_token(&node, pod);
 
     // A Linux node's calico-node pod asks for win-1's token: refused, nothing written.
     let linux_pod = Pod::new(
@@ -1561,4 +1545,15 @@ fn calico_node_still_refreshes_the_cni_plugins_token_under_the_policies() {
         &unbound,
     );
     assert_eq!(code, 403, "an unbound calico-node token: {answer}");
+}
+
+/// `service keep-token --once` on `node` as the fleet DaemonSet's pod `pod` runs it.
+fn keep_token(node: &crate::support::Node, pod: &Pod) -> std::process::Output {
+    on_node()
+        .envs(pod.env())
+        .args(["-o", "json", "--sim-host"])
+        .arg(node.sim())
+        .args(["service", "keep-token", "--once"])
+        .output()
+        .expect("runs")
 }
