@@ -255,7 +255,7 @@ fn cluster_step(action: &Action, opts: &Options<'_>) -> anyhow::Result<()> {
             c.wait_operator_daemonset(node, *timeout)
         }
         Action::RemoveRenewalGrant { namespace, name } => c.remove_grant(namespace, name),
-        Action::ForgetNode { node } => c.forget_node(node),
+        Action::ForgetNode { node, left } => c.forget_node(node, *left),
         Action::EvictPods {
             node,
             pods,

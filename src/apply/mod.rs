@@ -267,9 +267,13 @@ pub enum Action {
         name: String,
     },
     /// The node no longer says calicoctl-win runs Calico there: its `calicoctl-win/*`
-    /// annotations removed and `CalicoWindowsReady` False, reason `HandedToOperator`.
+    /// annotations removed and `CalicoWindowsReady` False, for the reason `left` says
+    /// (`HandedToOperator`, or `NotInstalled` after uninstall).
     ForgetNode {
         node: String,
+        /// Not shown for `migrate to-operator`'s, whose document had no reason.
+        #[serde(skip_serializing_if = "crate::cluster::node::Left::is_handed_to_operator")]
+        left: crate::cluster::node::Left,
     },
     /// After the Calico network was made again: evicts the node's DaemonSet pods that have a
     /// network of their own (a drain leaves them, as `kubectl drain` does, and the network
@@ -485,8 +489,9 @@ fn operator_text(action: &Action) -> String {
         Action::RemoveRenewalGrant { namespace, name } => format!(
             "delete Role and RoleBinding {name} in {namespace} (CalicoNode's grant to renew calico-node's token)"
         ),
-        Action::ForgetNode { node } => format!(
-            "remove node {node}'s calicoctl-win annotations and set its CalicoWindowsReady condition False (HandedToOperator)"
+        Action::ForgetNode { node, left } => format!(
+            "remove node {node}'s calicoctl-win annotations and set its CalicoWindowsReady condition False ({})",
+            left.reason().0
         ),
         other => format!("{other:?}"),
     }

@@ -146,3 +146,27 @@ fn an_endpoint_in_a_namespace_is_taken_out_before_it_is_deleted() {
         "deleted without leaving its namespace"
     );
 }
+
+/// uninstall's `forget-node` shows its reason in the plan's document; migrate's is shown as
+/// it was, without one.
+#[test]
+fn forget_node_shows_uninstalls_reason_only() {
+    use crate::cluster::node::Left;
+    for left in [Left::Uninstalled, Left::HandedToOperator] {
+        let step = super::Action::ForgetNode {
+            node: "win-1".into(),
+            left,
+        };
+        let text = serde_json::to_string(&step).expect("json");
+        assert_eq!(
+            text.contains(r#""left":"uninstalled""#),
+            left == Left::Uninstalled,
+            "{text}"
+        );
+        assert!(
+            step.describe().contains(left.reason().0),
+            "{}",
+            step.describe()
+        );
+    }
+}

@@ -663,7 +663,7 @@ pub trait NodeControl {
     /// Deletes the node's token-renewal Role and RoleBinding.
     fn remove_grant(&self, namespace: &str, name: &str) -> anyhow::Result<()>;
     /// Removes calicoctl-win's annotations and says the operator runs Calico there.
-    fn forget_node(&self, node: &str) -> anyhow::Result<()>;
+    fn forget_node(&self, node: &str, left: super::node::Left) -> anyhow::Result<()>;
 }
 
 /// The DaemonSet pods of a node that have a network of their own: what a drain leaves (their
@@ -763,12 +763,8 @@ impl NodeControl for Cluster {
         Ok(super::renewal::remove(self, &g)?)
     }
 
-    fn forget_node(&self, node: &str) -> anyhow::Result<()> {
-        Ok(super::node::forget(
-            self,
-            node,
-            super::node::Left::HandedToOperator,
-        )?)
+    fn forget_node(&self, node: &str, left: super::node::Left) -> anyhow::Result<()> {
+        Ok(super::node::forget(self, node, left)?)
     }
 }
 

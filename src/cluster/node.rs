@@ -47,6 +47,15 @@ pub fn info(
     Ok(n.and_then(|n| n.status).and_then(|s| s.node_info))
 }
 
+/// Whether the cluster has the node (one read: it also tells that the cluster answers).
+pub fn exists(c: &Cluster, node: &str) -> Result<bool, ClusterError> {
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    Ok(
+        c.call_opt("get", &format!("nodes/{node}"), nodes.get(node))?
+            .is_some(),
+    )
+}
+
 /// The annotations that say what runs on a node calicoctl-win installed.
 pub const ANNOTATION_CALICO_VERSION: &str = "calicoctl-win/calico-version";
 pub const ANNOTATION_TOOL_VERSION: &str = "calicoctl-win/version";
@@ -64,14 +73,21 @@ pub const REASON_NOT_INSTALLED: &str = "NotInstalled";
 /// Calico there now, which `fleet status` shows as such rather than as a failure.
 pub const REASON_HANDED_TO_OPERATOR: &str = "HandedToOperator";
 
-/// Why calicoctl-win left a node, said in the condition it leaves there.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Why calicoctl-win left a node, said in the condition it leaves there; shown in a plan's
+/// document by its name (`uninstalled`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Left {
     Uninstalled,
     HandedToOperator,
 }
 
 impl Left {
+    /// `migrate to-operator`'s, the reason its plan's document does not show.
+    pub fn is_handed_to_operator(&self) -> bool {
+        *self == Self::HandedToOperator
+    }
+
     /// The condition's reason and message.
     pub fn reason(self) -> (&'static str, &'static str) {
         match self {

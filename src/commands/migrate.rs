@@ -511,6 +511,7 @@ fn to_operator_plan(
             &crate::plan::uninstall::Options {
                 purge: false,
                 remove_logs: false,
+                cluster_steps: Vec::new(),
             },
         )?,
         &read.cni,

@@ -27,15 +27,17 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let Some(rec) = installed(ctx, host.as_ref(), &root, change.journal.as_ref())? else {
         return nothing_installed(ctx, host.as_ref(), &root);
     };
+    let grant = rec.renewal.clone().filter(|_| args.purge);
+    let cluster = cluster_part(ctx, grant.as_ref());
     let actions = uninstall::plan(
         host.as_ref(),
         &rec,
         &uninstall::Options {
             purge: args.purge,
             remove_logs: args.remove_logs,
+            cluster_steps: cluster.steps.clone(),
         },
     )?;
-    let grant = rec.renewal.clone().filter(|_| args.purge);
     say_if_running_from_root(ctx, host.as_ref(), &rec);
     ctx.printer.text(&format!(
         "Uninstall Calico {} from {root}{}",
@@ -51,11 +53,8 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     });
     if dry_run {
         change.show(ctx, &actions);
-        if let Some(g) = &grant {
-            ctx.printer.text(&format!(
-                "  then deletes Role and RoleBinding {} in {} (the cluster, with the admin kubeconfig)",
-                g.name, g.namespace
-            ));
+        if !cluster.warnings.is_empty() {
+            doc["warnings"] = json!(cluster.warnings);
         }
         if !args.purge {
             ctx.printer.text(
@@ -68,11 +67,15 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
     let cache_dir = root.cache();
     super::install::remove_stale_staging(host.as_ref(), &cache_dir)?;
-    let mut warnings = execute(ctx, &mut change, args, rec, &actions)?;
-    if let Some(g) = &grant {
-        warnings.extend(remove_grant(ctx, g));
-    }
-    warnings.extend(forget_node(ctx, crate::cluster::node::Left::Uninstalled));
+    let mut warnings = cluster.warnings;
+    warnings.extend(execute(
+        ctx,
+        &mut change,
+        args,
+        rec,
+        &actions,
+        cluster.cluster.as_ref(),
+    )?);
     if !args.purge {
         ctx.printer.text(
             "Uninstalled. HNS networks Calico created stay until the node is drained; 'uninstall --purge' removes them.",
@@ -199,76 +202,98 @@ fn nothing_installed(
     Ok(())
 }
 
-/// The Node no longer says Calico runs there: its calicoctl-win annotations removed and its
-/// `CalicoWindowsReady` condition False, `NotInstalled` (`fleet status` once showed an
-/// uninstalled node as healthy). Without a cluster to ask it is said, and left; a failure is a
-/// warning: the node itself is uninstalled.
-pub(super) fn forget_node(ctx: &mut Context, left: crate::cluster::node::Left) -> Option<String> {
-    let node = match ctx.load_config() {
-        Ok(l) => l.config.node.name.to_string(),
-        Err(_) => {
-            let w = "the node's name cannot be read from the config: its calicoctl-win annotations and CalicoWindowsReady condition stay".to_owned();
-            ctx.printer.warn(&w);
-            return Some(w);
-        }
-    };
-    let forgotten = match ctx.connect_cluster() {
-        Ok(Some(c)) => crate::cluster::node::forget(&c, &node, left).map_err(|e| e.to_string()),
-        Ok(None) => {
-            ctx.printer.text(&format!(
-                "Node {node} keeps its calicoctl-win annotations and CalicoWindowsReady condition (no kubeconfig): 'kubectl annotate node {node} calicoctl-win/version- calicoctl-win/calico-version- calicoctl-win/config-hash-' removes the annotations."
-            ));
-            return None;
-        }
-        Err(e) => Err(e.to_string()),
-    };
-    match forgotten {
-        Ok(()) => {
-            ctx.printer.text(&format!(
-                "Node {node}: calicoctl-win's annotations removed, CalicoWindowsReady False ({}).",
-                left.reason().0
-            ));
-            None
-        }
-        Err(why) => {
-            let w = format!(
-                "node {node} still says Calico for Windows runs there ({why}): its annotations and CalicoWindowsReady condition stay"
-            );
-            ctx.printer.warn(&w);
-            Some(w)
-        }
-    }
+/// The cluster's part of uninstall, decided before any change. When the cluster answers, the
+/// node's grant to renew its token (`--purge`) and the node's annotations and
+/// `CalicoWindowsReady` condition (False, `NotInstalled`: `fleet status` once showed an
+/// uninstalled node as healthy) are steps of the plan, journaled with the host's, so that a
+/// run cut off after the host's steps finishes them when run again. When it does not answer
+/// (no admin kubeconfig, or the cluster is gone), they are said now, with the commands that do
+/// them, and uninstall goes on: the node itself is uninstalled.
+const NO_KUBECONFIG: &str = "there is no admin kubeconfig";
+
+struct ClusterPart {
+    cluster: Option<crate::cluster::Cluster>,
+    steps: Vec<apply::Action>,
+    warnings: Vec<String>,
 }
 
-/// `--purge`: the node's grant to renew its token, deleted with the admin kubeconfig; a
-/// warning with the command that does it when there is no cluster to ask.
-pub(super) fn remove_grant(
-    ctx: &mut Context,
-    g: &crate::cluster::renewal::Grant,
-) -> Option<String> {
-    let removed = match ctx.connect_cluster() {
-        Ok(Some(c)) => crate::cluster::renewal::remove(&c, g).map_err(|e| e.to_string()),
-        Ok(None) => Err("there is no admin kubeconfig".to_owned()),
+fn cluster_part(ctx: &mut Context, grant: Option<&crate::cluster::renewal::Grant>) -> ClusterPart {
+    use crate::cluster::node::Left;
+    let node = ctx
+        .load_config()
+        .ok()
+        .map(|l| l.config.node.name.to_string());
+    let reached = match ctx.connect_cluster() {
+        Ok(Some(c)) => match &node {
+            // One read tells that the cluster answers, and whether the node is there at all.
+            Some(n) => crate::cluster::node::exists(&c, n)
+                .map(|there| (c, there))
+                .map_err(|e| e.to_string()),
+            None => Ok((c, false)),
+        },
+        Ok(None) => Err(NO_KUBECONFIG.to_owned()),
         Err(e) => Err(e.to_string()),
     };
-    match removed {
-        Ok(()) => {
-            ctx.printer.text(&format!(
-                "deleted Role and RoleBinding {} in {}",
-                g.name, g.namespace
-            ));
-            None
+    let mut part = ClusterPart {
+        cluster: None,
+        steps: Vec::new(),
+        warnings: Vec::new(),
+    };
+    match reached {
+        Ok((c, node_there)) => {
+            if let Some(g) = grant {
+                part.steps.push(apply::Action::RemoveRenewalGrant {
+                    namespace: g.namespace.clone(),
+                    name: g.name.clone(),
+                });
+            }
+            match &node {
+                Some(n) if node_there => part.steps.push(apply::Action::ForgetNode {
+                    node: n.clone(),
+                    left: Left::Uninstalled,
+                }),
+                Some(n) => ctx.printer.note(&format!(
+                    "node {n} is not in the cluster: it has nothing to forget"
+                )),
+                None => part.warnings.push(unnamed_node(ctx)),
+            }
+            part.cluster = Some(c);
         }
         Err(why) => {
-            let w = format!(
-                "the Role and RoleBinding {} that let this node renew calico-node's token stay ({why}): '{}' removes them",
-                g.name,
-                g.delete_command()
-            );
-            ctx.printer.warn(&w);
-            Some(w)
+            let no_kubeconfig = why == NO_KUBECONFIG;
+            if let Some(g) = grant {
+                let w = format!(
+                    "the Role and RoleBinding {} that let this node renew calico-node's token stay ({why}): '{}' removes them",
+                    g.name,
+                    g.delete_command()
+                );
+                ctx.printer.warn(&w);
+                part.warnings.push(w);
+            }
+            match &node {
+                // Without a kubeconfig, this is how uninstall is run on a node only: said, not
+                // warned.
+                Some(n) if no_kubeconfig => ctx.printer.text(&format!(
+                    "Node {n} keeps its calicoctl-win annotations and CalicoWindowsReady condition (no kubeconfig): 'kubectl annotate node {n} calicoctl-win/version- calicoctl-win/calico-version- calicoctl-win/config-hash-' removes the annotations."
+                )),
+                Some(n) => {
+                    let w = format!(
+                        "node {n} keeps its calicoctl-win annotations and CalicoWindowsReady condition ({why}): 'kubectl annotate node {n} calicoctl-win/version- calicoctl-win/calico-version- calicoctl-win/config-hash-' removes the annotations"
+                    );
+                    ctx.printer.warn(&w);
+                    part.warnings.push(w);
+                }
+                None => part.warnings.push(unnamed_node(ctx)),
+            }
         }
     }
+    part
+}
+
+fn unnamed_node(ctx: &mut Context) -> String {
+    let w = "the node's name cannot be read from the config: its calicoctl-win annotations and CalicoWindowsReady condition stay".to_owned();
+    ctx.printer.warn(&w);
+    w
 }
 
 /// Runs the plan, journaled and not rolled back (a rerun finishes it); the warnings.
@@ -278,6 +303,7 @@ fn execute(
     args: &UninstallArgs,
     rec: record::InstallRecord,
     actions: &[apply::Action],
+    cluster: Option<&crate::cluster::Cluster>,
 ) -> anyhow::Result<Vec<String>> {
     let opts = Options {
         command: change.command,
@@ -290,7 +316,7 @@ fn execute(
         record: Some(rec),
         logs_dir: None,
         now: now(),
-        cluster: None,
+        cluster: cluster.map(|c| c as &dyn crate::cluster::drain::NodeControl),
         recheck: None,
     };
     change.run(ctx, actions, opts)?.map_err(|failed| {

@@ -511,6 +511,7 @@ pub fn to_operator_after(
     }
     actions.push(Action::ForgetNode {
         node: node.to_owned(),
+        left: crate::cluster::node::Left::HandedToOperator,
     });
     actions
 }

@@ -354,6 +354,7 @@ fn uninstall_and_migrate_drop_the_addressing_kept_from_before_the_vswitch() {
     let options = crate::plan::uninstall::Options {
         purge: false,
         remove_logs: false,
+        cluster_steps: Vec::new(),
     };
     let steps = || FromOperator {
         labelled: true,

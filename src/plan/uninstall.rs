@@ -11,6 +11,9 @@ use anyhow::Context as _;
 pub struct Options {
     pub purge: bool,
     pub remove_logs: bool,
+    /// The cluster's steps (the node's grant and condition), run once the services are gone
+    /// and before any file goes, so that a rerun still finds the config naming the node.
+    pub cluster_steps: Vec<Action>,
 }
 
 pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<Vec<Action>> {
@@ -33,6 +36,9 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
             });
         }
     }
+    // The cluster's steps: once CalicoNode is stopped (it sets the condition no more), and
+    // while the config that names the node is still there for a rerun to read.
+    actions.extend(o.cluster_steps.iter().cloned());
     for f in &r.files {
         // With it, the copy CalicoNode withholds while Calico's network is not ready.
         let withheld = format!("{}{}", f.path, crate::layout::WITHHELD_SUFFIX);

@@ -329,3 +329,43 @@ mod rbac {
         assert_eq!(identity(&json!({"sub": "admin"})), Identity::Admin);
     }
 }
+
+/// The cluster's steps of uninstall are journaled with the host's: cut off in the cluster (the
+/// grant's first delete refused, as a server whose etcd timed out answers), uninstall stops
+/// and keeps its record, and the rerun removes the grant and leaves the node's condition
+/// saying Calico is not installed. (They ran after the plan as warnings once: a run cut off
+/// there left the grant, and the rerun found nothing installed.)
+#[test]
+fn uninstall_cut_off_in_the_cluster_finishes_there_when_run_again() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = Node::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{stderr}");
+    api.fail_write_at(1);
+    let (code, _, stderr) = node.run(&["uninstall", "--purge"]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("running uninstall again finishes it"),
+        "{stderr}"
+    );
+    assert!(api.get(&format!("{RBAC}/roles/{GRANT}")).is_some());
+    let (code, doc, stderr) = node.run(&["uninstall", "--purge"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(doc["changed"], true, "{doc}");
+    assert!(api.get(&format!("{RBAC}/roles/{GRANT}")).is_none());
+    assert!(api.get(&format!("{RBAC}/rolebindings/{GRANT}")).is_none());
+    let n = api.get("/api/v1/nodes/win-1").expect("node");
+    let ready = n["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "CalicoWindowsReady"))
+        .unwrap_or_else(|| panic!("no condition: {n} {doc} {stderr}"));
+    assert_eq!(ready["reason"], "NotInstalled", "{n}");
+    let annotations = n["metadata"]["annotations"].as_object();
+    assert!(
+        annotations.is_none_or(|a| !a.contains_key("calicoctl-win/config-hash")),
+        "{n}"
+    );
+}
