@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The size of the packaged Windows exe against its target (README, "Performance"): builds
-# calicoctl-win.exe as packaging/package.sh does (release profile, x86_64-pc-windows-gnu), prints
-# its size in bytes and fails when it is over EXE_SIZE_LIMIT bytes (default 10000000, 10 MB).
+# The size of the packaged Windows exe against its target (docs/performance.md, "The exe's
+# size"). It builds calicoctl-win.exe as packaging/package.sh does (release profile,
+# x86_64-pc-windows-gnu). It prints its size in bytes, and fails when it is over EXE_SIZE_LIMIT
+# bytes (default 10000000, 10 MB).
 # CI runs it, so a dependency or profile change that crosses the target is seen when it lands.
 # Usage: scripts/exe-size.sh   (needs the x86_64-pc-windows-gnu Rust target and gcc-mingw-w64-x86-64)
 set -euo pipefail
@@ -17,6 +18,6 @@ exe="$target/x86_64-pc-windows-gnu/release/calicoctl-win.exe"
 size=$(stat -c %s "$exe")
 echo "calicoctl-win.exe (release, x86_64-pc-windows-gnu): $size bytes (target <= $limit)"
 if [ "$size" -gt "$limit" ]; then
-    echo "exe-size: $exe is $size bytes, over the target of $limit: see the release profile in Cargo.toml and README's \"Performance\"" >&2
+    echo "exe-size: $exe is $size bytes, over the target of $limit: see the release profile in Cargo.toml and docs/performance.md, \"The exe's size\"" >&2
     exit 1
 fi

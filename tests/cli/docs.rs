@@ -18,6 +18,13 @@ fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The Markdown pages the docs tests read: the README, CONTRIBUTING.md and all of docs/.
+fn doc_files() -> Vec<PathBuf> {
+    let mut files = vec![root().join("README.md"), root().join("CONTRIBUTING.md")];
+    markdown_files(&root().join("docs"), &mut files);
+    files
+}
+
 /// The fenced code blocks of a Markdown text: (language, body, line of the fence).
 fn code_blocks(text: &str) -> Vec<(String, String, usize)> {
     let mut blocks = Vec::new();
@@ -65,8 +72,7 @@ fn every_config_ps1_variable_is_in_the_migration_table() {
 
 #[test]
 fn every_yaml_and_json_example_in_the_docs_parses() {
-    let mut files = vec![root().join("README.md")];
-    markdown_files(&root().join("docs"), &mut files);
+    let files = doc_files();
     let mut checked = 0;
     let mut bad = Vec::new();
     for file in &files {
@@ -179,13 +185,12 @@ fn subcommands() -> Vec<String> {
         .collect()
 }
 
-/// Every calicoctl-win command line the README and docs/ show: in code blocks, a command
-/// that starts with `calicoctl-win` (`.exe`, or a path to it) or `cargo run --`, line
+/// Every calicoctl-win command line the README, CONTRIBUTING.md and docs/ show: in code blocks,
+/// a command that starts with `calicoctl-win` (`.exe`, or a path to it) or `cargo run --`, line
 /// continuations (PowerShell's backtick, sh's backslash) joined; in inline code, a span that
 /// starts with one of those or with a subcommand and names a flag. With the file and line.
 fn documented_command_lines() -> Vec<(String, usize, String)> {
-    let mut files = vec![root().join("README.md")];
-    markdown_files(&root().join("docs"), &mut files);
+    let files = doc_files();
     let subs = subcommands();
     let mut out = Vec::new();
     for path in files {
@@ -378,13 +383,12 @@ fn every_config_source_is_in_config_show_docs() {
     }
 }
 
-/// Every `SUBCOMMAND [SUB] --flag` the README and docs/ name in their prose, tables and code:
-/// (file, line, subcommand path, flag).
+/// Every `SUBCOMMAND [SUB] --flag` the README, CONTRIBUTING.md and docs/ name in their prose,
+/// tables and code: (file, line, subcommand path, flag).
 fn flag_mentions() -> Vec<(String, usize, Vec<String>, String)> {
     use clap::CommandFactory;
     let cli = calicoctl_win::cli::Cli::command();
-    let mut files = vec![root().join("README.md")];
-    markdown_files(&root().join("docs"), &mut files);
+    let files = doc_files();
     let mut out = Vec::new();
     for path in files {
         let text = fs_err::read_to_string(&path).expect("read");
@@ -730,12 +734,12 @@ fn stale_reference(name: &str) -> Option<String> {
     (!found).then(|| format!("{name}: no such file"))
 }
 
-/// Every source file and module path the docs and the README name in backticks exists, and
-/// every item they name after a module is in it: a renamed or moved module fails here.
+/// Every source file and module path the docs, the README and CONTRIBUTING.md name in backticks
+/// exists, and every item they name after a module is in it: a renamed or moved module fails
+/// here.
 #[test]
 fn the_docs_name_todays_modules_and_files() {
-    let mut files = vec![root().join("README.md")];
-    markdown_files(&root().join("docs"), &mut files);
+    let files = doc_files();
     let tick = regex::Regex::new(r"`([^`\n]+)`").expect("regex");
     let mut stale = Vec::new();
     for f in &files {
