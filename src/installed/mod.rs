@@ -13,6 +13,7 @@ pub mod failure;
 pub mod felix_health;
 pub mod file_stat;
 pub mod health;
+pub mod logs;
 pub mod hns_restart;
 pub mod legacy;
 pub mod platform;
