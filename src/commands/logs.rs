@@ -92,9 +92,17 @@ pub fn run(args: &LogsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let mut readers = Vec::new();
     for role in if args.roles.is_empty() { &ALL[..] } else { &args.roles } {
         let (name, set) = log_set(*role, &logs_dir);
-        // Without roles named, only the logs there are.
-        if args.roles.is_empty() && set.files(h)?.is_empty() {
-            continue;
+        if set.files(h)?.is_empty() {
+            // Without roles named, only the logs there are.
+            if args.roles.is_empty() {
+                continue;
+            }
+            if args.follow {
+                ctx.printer.note(&format!(
+                    "no {name} log in {} yet: following it when it comes",
+                    set.dir
+                ));
+            }
         }
         readers.push((name, Reader::new(h, set, record::redactor(h, rec.as_ref()))));
     }
