@@ -62,3 +62,64 @@ fn logs_refuse_a_bad_role_duration_or_flag() {
         assert!(err.contains(said), "{args:?}: {err}");
     }
 }
+
+/// `logs felix --follow --position FILE` until it has written `want` and kept its position at
+/// the end of the current log, then killed from outside (SIGKILL, as kubelet ends a container
+/// past its grace): what it wrote.
+fn follow_until_killed(node: &Node, position: &std::path::Path, want: &str) -> String {
+    let out_file = position.with_extension(format!("out{}", want.len()));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .env_clear()
+        .current_dir(crate::support::root())
+        .args(["--set", "node.name=win-1", "--sim-host"])
+        .arg(node.sim())
+        .args(["logs", "felix", "--follow", "--position"])
+        .arg(position)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&out_file).expect("out"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start calicoctl-win");
+    let current = node.c_drive("calicowindows/logs/calico-felix.log");
+    let size = fs_err::metadata(&current).expect("log").len();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let kept: Option<serde_json::Value> = fs_err::read(position)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let written = fs_err::read_to_string(&out_file).unwrap_or_default();
+        if written == want && kept.is_some_and(|p| p["offset"] == size) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the follower wrote {written:?}, not {want:?}, in 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    fs_err::read_to_string(&out_file).expect("out")
+}
+
+/// A follower killed and started again with its position (a container restarted in its
+/// pod) goes on where it stopped: the lines written while none ran, across a rotation, come
+/// once, and nothing it had shown comes again.
+#[test]
+fn a_restarted_follower_goes_on_from_its_position() {
+    let node = Node::healthy().installed().build();
+    let dir = node.c_drive("calicowindows/logs");
+    fs_err::create_dir_all(&dir).expect("dir");
+    let lines = |r: std::ops::Range<u32>| r.map(|i| format!("felix {i}\n")).collect::<String>();
+    fs_err::write(dir.join("calico-felix.log"), lines(0..3)).expect("log");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let position = tmp.path().join("felix.json");
+    let first = follow_until_killed(&node, &position, &lines(0..3));
+    // While no follower runs: more lines, the service's rotation, more lines.
+    let mut text = lines(0..3);
+    text.push_str(&lines(3..5));
+    fs_err::write(dir.join("calico-felix-20251121T080003Z.log"), text).expect("rotated");
+    fs_err::write(dir.join("calico-felix.log"), lines(5..7)).expect("log");
+    let second = follow_until_killed(&node, &position, &lines(3..7));
+    assert_eq!(format!("{first}{second}"), lines(0..7));
+}
