@@ -7,8 +7,8 @@
 
 use crate::cli::{DiagsArgs, PreflightArgs, ShowArgs, StatusArgs};
 use crate::context::Context;
-use crate::host::select::Intent;
 use crate::host::Host;
+use crate::host::select::Intent;
 use crate::installed::record::{self, InstallRecord};
 use crate::layout::InstallRoot;
 use crate::output::{Format, Printer};

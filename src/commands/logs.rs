@@ -90,7 +90,11 @@ pub fn run(args: &LogsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         (None, None) => Start::Tail(u64::MAX),
     };
     let mut readers = Vec::new();
-    for role in if args.roles.is_empty() { &ALL[..] } else { &args.roles } {
+    for role in if args.roles.is_empty() {
+        &ALL[..]
+    } else {
+        &args.roles
+    } {
         let (name, set) = log_set(*role, &logs_dir);
         if set.files(h)?.is_empty() {
             // Without roles named, only the logs there are.
@@ -107,8 +111,9 @@ pub fn run(args: &LogsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         readers.push((name, Reader::new(h, set, record::redactor(h, rec.as_ref()))));
     }
     if readers.is_empty() {
-        ctx.printer
-            .note(&format!("no service logs in {logs_dir}: is Calico installed here?"));
+        ctx.printer.note(&format!(
+            "no service logs in {logs_dir}: is Calico installed here?"
+        ));
         return Ok(());
     }
     let prefix = readers.len() > 1;
@@ -121,7 +126,20 @@ pub fn run(args: &LogsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let position = args.position.as_deref();
+    follow(ctx, h, &root, rec, readers, start, args.position.as_deref())
+}
+
+/// Follows the logs until the process is ended: every `POLL`, what was written since.
+fn follow(
+    ctx: &mut Context,
+    h: &dyn crate::host::Host,
+    root: &InstallRoot,
+    rec: Option<record::InstallRecord>,
+    mut readers: Vec<(&'static str, Reader)>,
+    start: Start,
+    position: Option<&Path>,
+) -> anyhow::Result<()> {
+    let prefix = readers.len() > 1;
     if let (Some(file), Some((_, r))) = (position, readers.first_mut()) {
         r.position = load_position(ctx, file);
     }
@@ -135,14 +153,14 @@ pub fn run(args: &LogsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let mut polls = 0u32;
     loop {
         polls = polls.wrapping_add(1);
-        if polls % SECRETS_EVERY == 0 {
-            let rec = record::read(h, &root).ok().flatten().or(rec.clone());
+        if polls.is_multiple_of(SECRETS_EVERY) {
+            let rec = record::read(h, root).ok().flatten().or(rec.clone());
             for (_, r) in &mut readers {
                 r.redactor = record::redactor(h, rec.as_ref());
             }
         }
         for (name, r) in &mut readers {
-            let mut out = Prefixed::new(stdout.lock(), prefix.then_some(*name));
+            let mut out = Prefixed::new(std::io::stdout().lock(), prefix.then_some(*name));
             r.poll(start, &mut out, &mut save)?;
             said(ctx, r);
         }

@@ -75,9 +75,10 @@ fn rotated_key(name: &str, stem: &str) -> Option<(String, u32)> {
 }
 
 fn stamp(unix: i64) -> String {
-    jiff::Timestamp::from_second(unix).map_or_else(|_| String::new(), |t| {
-        t.strftime(STAMP).to_string().to_ascii_uppercase()
-    })
+    jiff::Timestamp::from_second(unix).map_or_else(
+        |_| String::new(),
+        |t| t.strftime(STAMP).to_string().to_ascii_uppercase(),
+    )
 }
 
 /// Where a reader is: `offset` bytes into the file whose first `head_len` bytes hash to
@@ -193,17 +194,16 @@ impl<'a> Reader<'a> {
     /// Finds the file a position is in, newest first; a file whose head is nowhere (removed
     /// past `keep`, or truncated in place) is a gap: reading goes on with the first file
     /// rotated after the position was taken, else the current one from its start.
-    fn locate(
-        &mut self,
-        names: &[String],
-        p: &Position,
-    ) -> HostResult<(usize, Option<File>, u64)> {
+    fn locate(&mut self, names: &[String], p: &Position) -> HostResult<(usize, Option<File>, u64)> {
         for (i, name) in names.iter().enumerate().rev() {
             let Some((mut f, size)) = self.open(name)? else {
                 continue;
             };
             let path = self.set.path(name);
-            if head_of(&mut f, p.head_len).map_err(read_err(&path))?.as_deref() == Some(&p.head)
+            if head_of(&mut f, p.head_len)
+                .map_err(read_err(&path))?
+                .as_deref()
+                == Some(&p.head)
                 && size >= p.offset
             {
                 return Ok((i, Some(f), p.offset));
@@ -385,9 +385,10 @@ impl<'a> Reader<'a> {
     }
 
     fn moved(&mut self, head: &str, head_len: u64, offset: u64, save: &mut dyn FnMut(&Position)) {
-        let same = self.position.as_ref().is_some_and(|q| {
-            (q.head.as_str(), q.head_len, q.offset) == (head, head_len, offset)
-        });
+        let same = self
+            .position
+            .as_ref()
+            .is_some_and(|q| (q.head.as_str(), q.head_len, q.offset) == (head, head_len, offset));
         if !same {
             let p = Position {
                 head: head.to_owned(),
@@ -411,13 +412,18 @@ impl<'a> Reader<'a> {
                 if key && text.contains("-----END") {
                     self.in_key = false;
                 }
-                out.write_all(crate::redact::REDACTED.as_bytes()).map_err(w)?;
+                out.write_all(crate::redact::REDACTED.as_bytes())
+                    .map_err(w)?;
             } else {
                 if key && text.contains("-----BEGIN") && !text.contains("-----END") {
                     self.in_key = true;
                 }
-                out.write_all(&self.redactor.redact(line.strip_suffix(b"\n").unwrap_or(line)))
-                    .map_err(w)?;
+                out.write_all(
+                    &self
+                        .redactor
+                        .redact(line.strip_suffix(b"\n").unwrap_or(line)),
+                )
+                .map_err(w)?;
             }
             out.write_all(b"\n").map_err(w)?;
         }

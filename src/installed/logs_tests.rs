@@ -57,8 +57,10 @@ fn lines(range: std::ops::Range<u32>) -> String {
 
 fn poll(r: &mut Reader, saved: &mut Option<Position>) -> String {
     let mut out = Vec::new();
-    r.poll(Start::Tail(u64::MAX), &mut out, &mut |p| *saved = Some(p.clone()))
-        .expect("poll");
+    r.poll(Start::Tail(u64::MAX), &mut out, &mut |p| {
+        *saved = Some(p.clone())
+    })
+    .expect("poll");
     String::from_utf8(out).expect("utf-8")
 }
 
@@ -97,7 +99,10 @@ fn a_tail_reads_only_the_end_of_a_large_log() {
     assert_eq!(read(&mut r, Start::Tail(3)), lines(0..3));
     assert!(r.bytes_read() < 2 * CHUNK as u64, "{}", r.bytes_read());
     let mut r = n.reader();
-    assert_eq!(read(&mut r, Start::Tail(4)), format!("{line}{}", lines(0..3)));
+    assert_eq!(
+        read(&mut r, Start::Tail(4)),
+        format!("{line}{}", lines(0..3))
+    );
     assert!(r.bytes_read() < 4 * CHUNK as u64, "{}", r.bytes_read());
     // A line without its line break is the last line.
     n.append("calico-felix.log", "partial");
@@ -109,10 +114,19 @@ fn a_tail_reads_only_the_end_of_a_large_log() {
 #[test]
 fn a_huge_line_goes_out_in_pieces() {
     let n = Node::new();
-    n.append("calico-felix.log", &format!("{}\nend\n", "y".repeat(3 * CHUNK)));
+    n.append(
+        "calico-felix.log",
+        &format!("{}\nend\n", "y".repeat(3 * CHUNK)),
+    );
     let text = read(&mut n.reader(), Start::Tail(u64::MAX));
-    assert!(text.lines().all(|l| l.len() <= CHUNK), "a piece past the chunk");
-    assert_eq!(text.replace('\n', ""), format!("{}end", "y".repeat(3 * CHUNK)));
+    assert!(
+        text.lines().all(|l| l.len() <= CHUNK),
+        "a piece past the chunk"
+    );
+    assert_eq!(
+        text.replace('\n', ""),
+        format!("{}end", "y".repeat(3 * CHUNK))
+    );
 }
 
 /// A clock the test moves: the service's log rotates by it.
@@ -241,7 +255,10 @@ fn lines_are_redacted_as_diags_redacts_them() {
         assert!(!seen.contains(gone), "{gone} in {seen}");
     }
     assert!(seen.contains("using <redacted> now"), "{seen}");
-    assert!(seen.ends_with("<redacted>\n<redacted>\n<redacted>\nafter the key\n"), "{seen}");
+    assert!(
+        seen.ends_with("<redacted>\n<redacted>\n<redacted>\nafter the key\n"),
+        "{seen}"
+    );
 }
 
 /// --since starts after the last line calicoctl-win stamped before the time: Felix's own

@@ -1566,7 +1566,14 @@ fn keep_token(node: &crate::support::Node, pod: &Pod) -> std::process::Output {
 /// Kubernetes' types and kubectl's.
 #[test]
 fn the_daemonset_has_a_log_container_per_service() {
-    let (code, doc, err) = fleet_plan(&["--config", CONFIG, "--image", "i:1", "--engine", "daemonset"]);
+    let (code, doc, err) = fleet_plan(&[
+        "--config",
+        CONFIG,
+        "--image",
+        "i:1",
+        "--engine",
+        "daemonset",
+    ]);
     assert_eq!(code, 0, "{err}");
     let ds = manifest(&doc, "DaemonSet").clone();
     assert_eq!(daemonset_problems(&ds), Vec::<String>::new());
@@ -1577,9 +1584,18 @@ fn the_daemonset_has_a_log_container_per_service() {
     );
     let pod = &template["spec"];
     let containers = pod["containers"].as_array().expect("containers");
-    let names: Vec<&str> = containers.iter().filter_map(|c| c["name"].as_str()).collect();
-    assert_eq!(names, ["calicoctl-win", "node", "felix", "confd", "kube-proxy"]);
-    assert_eq!(pod["securityContext"]["windowsOptions"]["hostProcess"], true);
+    let names: Vec<&str> = containers
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["calicoctl-win", "node", "felix", "confd", "kube-proxy"]
+    );
+    assert_eq!(
+        pod["securityContext"]["windowsOptions"]["hostProcess"],
+        true
+    );
     assert_eq!(pod["hostNetwork"], true);
     let empty_dir = pod["volumes"]
         .as_array()
@@ -1612,7 +1628,10 @@ fn the_daemonset_has_a_log_container_per_service() {
         assert!(c["securityContext"].is_null(), "{c}");
         assert!(c["readinessProbe"].is_null(), "{c}");
         let mounts = c["volumeMounts"].to_string();
-        assert!(mounts.contains("C:\\\\log-positions") && mounts.contains("config"), "{mounts}");
+        assert!(
+            mounts.contains("C:\\\\log-positions") && mounts.contains("config"),
+            "{mounts}"
+        );
     }
     assert!(containers[0]["readinessProbe"]["exec"].is_object());
     let Some(kubectl) = tool("kubectl") else {

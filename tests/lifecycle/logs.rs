@@ -15,7 +15,11 @@ fn logs(node: &Node, args: &[&str]) -> (i32, String, String) {
         .output()
         .expect("run");
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    (out.status.code().expect("code"), text(&out.stdout), text(&out.stderr))
+    (
+        out.status.code().expect("code"),
+        text(&out.stdout),
+        text(&out.stderr),
+    )
 }
 
 /// The node's log with calico-node's token, a bearer credential and a private key written
@@ -50,11 +54,20 @@ fn logs_show_a_services_log_with_its_secrets_redacted() {
 fn logs_refuse_a_bad_role_duration_or_flag() {
     let node = Node::healthy().installed().build();
     for (args, said) in [
-        (&["logs", "calico"][..], "possible values: node, felix, confd, kube-proxy, calicoctl-win"),
+        (
+            &["logs", "calico"][..],
+            "possible values: node, felix, confd, kube-proxy, calicoctl-win",
+        ),
         (&["logs", "felix", "--since", "5x"], "is not a duration"),
-        (&["logs", "felix", "--since", "1h", "--tail", "3"], "cannot be used with"),
+        (
+            &["logs", "felix", "--since", "1h", "--tail", "3"],
+            "cannot be used with",
+        ),
         (&["logs", "felix", "--position", "p.json"], "--follow"),
-        (&["logs", "felix", "node", "--follow", "--position", "p.json"], "one role"),
+        (
+            &["logs", "felix", "node", "--follow", "--position", "p.json"],
+            "one role",
+        ),
         (&["-o", "json", "logs", "felix"], "leave out -o json"),
     ] {
         let (code, _, err) = logs(&node, args);
