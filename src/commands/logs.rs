@@ -77,7 +77,11 @@ pub fn run(args: &LogsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         || InstallRoot::new(DEFAULT_ROOT),
         crate::config::Config::root,
     );
-    let rec = record::read(h, &root)?;
+    // A record that cannot be read still leaves the logs to read (the config's directory).
+    let rec = record::read(h, &root).unwrap_or_else(|e| {
+        ctx.printer.warn(&format!("{e}"));
+        None
+    });
     let logs_dir = match (&rec, &config) {
         (Some(r), _) => r.logs_dir.clone(),
         (None, Some(c)) => c.logs.dir.as_str().to_owned(),
