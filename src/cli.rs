@@ -241,6 +241,22 @@ keys, bearer tokens, token:/password: values). Changes on the host: none; the zi
 --out-file, by default calicoctl-win-diags-<node>-<UTC time>.zip in the current directory."
     )]
     Diags(DiagsArgs),
+    /// Show the services' logs, rotated files in order, secrets redacted; --follow to follow them
+    #[command(
+        long_about = "Shows a service's log as one stream: its rotated files (calico-<role>-<UTC time>.log) in the order \
+they were written, then its current calico-<role>.log, from the logs directory the install record names. Roles: \
+node (CalicoNode), felix (CalicoFelix), confd (CalicoConfd), kube-proxy (the opt-in kube-proxy service), each with \
+its program's output and the service's own lines, and calicoctl-win (a detached install's log in the state \
+directory). Without a role, every role that has a log, each line prefixed with its role.\n\n\
+Every line is redacted as diags redacts: the values of the secret files install wrote, and anything shaped like a \
+secret. --tail N starts N lines from the end, read backwards (a large log is never read whole); --since DURATION \
+starts after the last line calicoctl-win stamped (UTC) before that time, so no later line is left out. --follow \
+keeps reading, across rotations (a renamed file is read to its end, then the new one) and truncation, checking \
+every second; --position FILE keeps where it is in FILE, so that a follower restarted with the same FILE goes on \
+where it stopped, nothing repeated or missed (fleet plan's DaemonSet runs one follower per role this way). \
+Changes on the host: none."
+    )]
+    Logs(LogsArgs),
     /// Write the manifests that roll calicoctl-win over the Windows nodes with an engine in the cluster
     #[command(subcommand)]
     Fleet(FleetCommand),
@@ -562,6 +578,35 @@ pub struct DiagsArgs {
     /// How much of the end of each service log to include, in bytes
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
     pub log_tail_bytes: u64,
+}
+
+/// A log `logs` reads: a service's, or calicoctl-win's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogRole {
+    Node,
+    Felix,
+    Confd,
+    KubeProxy,
+    CalicoctlWin,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// The logs to show (default: every one there is)
+    #[arg(value_enum, value_name = "ROLE")]
+    pub roles: Vec<LogRole>,
+    /// Keep reading what is written, across rotations
+    #[arg(short, long)]
+    pub follow: bool,
+    /// Start at lines from this long ago (like 10m, 2h)
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, conflicts_with = "tail")]
+    pub since: Option<std::time::Duration>,
+    /// Start this many lines from the end (default: all; with --follow, 100)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
+    pub tail: Option<u64>,
+    /// With --follow and one role: keep the position in FILE and go on from it when restarted
+    #[arg(long, value_name = "FILE", requires = "follow")]
+    pub position: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -14,6 +14,7 @@ mod install;
 mod keep_token;
 mod known_errors;
 mod lint;
+mod logs;
 mod migrate;
 mod preflight;
 mod reconfigure;
@@ -54,6 +55,7 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
         Command::Config(ConfigCommand::ImportPs1(args)) => import_ps1::run(args, ctx),
         Command::Completions(args) => completions(args, ctx),
         Command::Diags(args) => diags::run(args, ctx),
+        Command::Logs(args) => logs::run(args, ctx),
         Command::Fleet(FleetCommand::Plan(args)) => fleet::plan(args, ctx),
         Command::Fleet(FleetCommand::Rbac(args)) => fleet::rbac(args, ctx),
         Command::Fleet(FleetCommand::Status(args)) => fleet_status::run(args, ctx),

@@ -7,8 +7,9 @@ use k8s_openapi::api::apps::v1::{
     DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, RollingUpdateDaemonSet,
 };
 use k8s_openapi::api::core::v1::{
-    Container, ExecAction, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, Secret,
-    SecretVolumeSource, Toleration, Volume, VolumeMount, WindowsSecurityContextOptions,
+    Container, EmptyDirVolumeSource, ExecAction, PodSecurityContext, PodSpec, PodTemplateSpec,
+    Probe, Secret, SecretVolumeSource, Toleration, Volume, VolumeMount,
+    WindowsSecurityContextOptions,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
@@ -34,6 +35,11 @@ pub const PLAN_SECRET_PATH: &str = "/calicoctl-win";
 /// How the container's command line names its sandbox (cmd.exe expands it).
 pub const SANDBOX: &str = "%CONTAINER_SANDBOX_MOUNT_POINT%";
 const APP_LABEL: &str = "app.kubernetes.io/name";
+/// Where the log containers keep their positions: an emptyDir, the pod's own, which outlives
+/// a container's restart and goes with the pod.
+pub const POSITIONS_MOUNT: &str = "C:\\log-positions";
+/// The DaemonSet's first container, which `kubectl logs` shows when none is named.
+pub const MAIN_CONTAINER: &str = "calicoctl-win";
 
 /// system-upgrade-controller's `Plan` (upgrade.cattle.io/v1), with the fields of
 /// `pkg/apis/upgrade.cattle.io/v1/types.go` at v0.19.0 that a calicoctl-win rollout uses.
@@ -335,10 +341,17 @@ impl Fleet {
                     metadata: Some(ObjectMeta {
                         labels: Some(self.labels()),
                         // A changed config is a changed pod template: the DaemonSet rolls.
-                        annotations: Some(BTreeMap::from([(
-                            "calicoctl-win/config-sha256".to_owned(),
-                            crate::files::sha256_hex(self.config.as_bytes()),
-                        )])),
+                        annotations: Some(BTreeMap::from([
+                            (
+                                "calicoctl-win/config-sha256".to_owned(),
+                                crate::files::sha256_hex(self.config.as_bytes()),
+                            ),
+                            // `kubectl logs` without -c: the rollout's own lines.
+                            (
+                                "kubectl.kubernetes.io/default-container".to_owned(),
+                                MAIN_CONTAINER.to_owned(),
+                            ),
+                        ])),
                         ..ObjectMeta::default()
                     }),
                     spec: Some(pod),
@@ -384,7 +397,7 @@ impl Fleet {
             "--offline".to_owned(),
         ];
         let container = Container {
-            name: "calicoctl-win".into(),
+            name: MAIN_CONTAINER.into(),
             image: Some(self.image.clone()),
             command: Some(command),
             volume_mounts: Some(vec![VolumeMount {
@@ -403,8 +416,10 @@ impl Fleet {
             }),
             ..Container::default()
         };
+        let mut containers = vec![container];
+        containers.extend(crate::layout::Role::ALL.map(|r| self.log_container(r)));
         PodSpec {
-            containers: vec![container],
+            containers,
             host_network: Some(true),
             node_selector: Some(self.selected()),
             service_account_name: Some(self.service_account.clone()),
@@ -417,15 +432,61 @@ impl Fleet {
                 }),
                 ..PodSecurityContext::default()
             }),
-            volumes: Some(vec![Volume {
-                name: "config".into(),
-                secret: Some(SecretVolumeSource {
-                    secret_name: Some(self.config_secret.clone()),
-                    ..SecretVolumeSource::default()
-                }),
-                ..Volume::default()
-            }]),
+            volumes: Some(vec![
+                Volume {
+                    name: "config".into(),
+                    secret: Some(SecretVolumeSource {
+                        secret_name: Some(self.config_secret.clone()),
+                        ..SecretVolumeSource::default()
+                    }),
+                    ..Volume::default()
+                },
+                Volume {
+                    name: "log-positions".into(),
+                    empty_dir: Some(EmptyDirVolumeSource::default()),
+                    ..Volume::default()
+                },
+            ]),
             ..PodSpec::default()
+        }
+    }
+
+    /// A container that shows a service's log (`kubectl logs ds/NAME -c felix`, as the
+    /// operator's calico-node-windows pods have a container per component: tigera/operator
+    /// v1.40.0 `pkg/render/windows.go`, `nodeContainer`, `felixContainer`, `confdContainer`):
+    /// `logs ROLE --follow` with its position in the pod's emptyDir, so that a restarted
+    /// container goes on where the last one stopped. It is a HostProcess container as SYSTEM
+    /// by the pod's security context: Kubernetes refuses a pod whose containers differ in it
+    /// ("All of a Pod's containers must have the same effective HostProcess value":
+    /// `WindowsSecurityContextOptions.hostProcess`; kubernetes.io "Create a Windows
+    /// HostProcess Pod", Limitations; `validateWindowsHostProcessPod` in
+    /// pkg/apis/core/validation/validation.go). A role that does not run on a node (confd
+    /// without BGP, kube-proxy unless `kube_proxy.path`) waits quietly for its log.
+    fn log_container(&self, role: crate::layout::Role) -> Container {
+        let mount = POSITIONS_MOUNT.trim_start_matches("C:");
+        let position = format!("{SANDBOX}{mount}\\{}.json", role.name());
+        let mut command = vec!["cmd.exe".to_owned(), "/c".to_owned(), Self::exe()];
+        command.extend(["--config".to_owned(), Self::config_path()]);
+        command.extend(["logs", role.name(), "--follow", "--position"].map(String::from));
+        command.push(position);
+        Container {
+            name: role.name().into(),
+            image: Some(self.image.clone()),
+            command: Some(command),
+            volume_mounts: Some(vec![
+                VolumeMount {
+                    name: "config".into(),
+                    mount_path: CONFIG_MOUNT.into(),
+                    read_only: Some(true),
+                    ..VolumeMount::default()
+                },
+                VolumeMount {
+                    name: "log-positions".into(),
+                    mount_path: POSITIONS_MOUNT.into(),
+                    ..VolumeMount::default()
+                },
+            ]),
+            ..Container::default()
         }
     }
 }

@@ -1557,3 +1557,88 @@ fn keep_token(node: &crate::support::Node, pod: &Pod) -> std::process::Output {
         .output()
         .expect("runs")
 }
+
+/// The DaemonSet's pod has a container per service (`kubectl logs ds/NAME -c felix`), each
+/// following its log with its position in the pod's emptyDir; `kubectl logs` without `-c`
+/// still shows the rollout's; only that container has the readiness by `status`; every
+/// container is HostProcess as SYSTEM by the pod's security context alone (Kubernetes refuses
+/// a pod whose containers differ in it); and the whole DaemonSet still decodes strictly into
+/// Kubernetes' types and kubectl's.
+#[test]
+fn the_daemonset_has_a_log_container_per_service() {
+    let (code, doc, err) = fleet_plan(&[
+        "--config",
+        CONFIG,
+        "--image",
+        "i:1",
+        "--engine",
+        "daemonset",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let ds = manifest(&doc, "DaemonSet").clone();
+    assert_eq!(daemonset_problems(&ds), Vec::<String>::new());
+    let template = &ds["spec"]["template"];
+    assert_eq!(
+        template["metadata"]["annotations"]["kubectl.kubernetes.io/default-container"],
+        "calicoctl-win"
+    );
+    let pod = &template["spec"];
+    let containers = pod["containers"].as_array().expect("containers");
+    let names: Vec<&str> = containers
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["calicoctl-win", "node", "felix", "confd", "kube-proxy"]
+    );
+    assert_eq!(
+        pod["securityContext"]["windowsOptions"]["hostProcess"],
+        true
+    );
+    assert_eq!(pod["hostNetwork"], true);
+    let empty_dir = pod["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .find(|v| v["name"] == "log-positions")
+        .expect("the positions' volume");
+    assert_eq!(empty_dir["emptyDir"], json!({}));
+    for c in &containers[1..] {
+        let role = c["name"].as_str().expect("name");
+        let command: Vec<&str> = c["command"]
+            .as_array()
+            .expect("command")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let at = command.iter().position(|a| *a == "logs").expect("logs");
+        assert_eq!(
+            command[at..],
+            [
+                "logs",
+                role,
+                "--follow",
+                "--position",
+                &format!("%CONTAINER_SANDBOX_MOUNT_POINT%\\log-positions\\{role}.json"),
+            ],
+            "{c}"
+        );
+        assert!(command.contains(&"--config"), "{c}");
+        assert!(c["securityContext"].is_null(), "{c}");
+        assert!(c["readinessProbe"].is_null(), "{c}");
+        let mounts = c["volumeMounts"].to_string();
+        assert!(
+            mounts.contains("C:\\\\log-positions") && mounts.contains("config"),
+            "{mounts}"
+        );
+    }
+    assert!(containers[0]["readinessProbe"]["exec"].is_object());
+    let Some(kubectl) = tool("kubectl") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("ds.json");
+    fs_err::write(&file, ds.to_string()).expect("write");
+    assert_eq!(kubectl_decode(&kubectl, dir.path(), &file), None);
+}
