@@ -14,7 +14,6 @@ use crate::layout::InstallRoot;
 /// migrate): whether it was a dry run, the command's own keys, the plan's actions and whether
 /// the node changed; after a run, the warnings said (docs/json.md).
 #[derive(serde::Serialize)]
-#[cfg_attr(test, derive(Default))]
 pub(crate) struct Changing<D> {
     pub dry_run: bool,
     #[serde(flatten)]

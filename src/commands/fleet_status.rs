@@ -9,7 +9,6 @@ use crate::context::Context;
 /// `fleet status`'s document: a row per Windows node, how many nodes have each finding code,
 /// the fleet's config hash, whether all is well and each reason it is not.
 #[derive(serde::Serialize)]
-#[cfg_attr(test, derive(Default))]
 pub(crate) struct FleetStatus<'a> {
     pub nodes: &'a [NodeRow],
     pub findings: &'a std::collections::BTreeMap<String, usize>,

@@ -23,7 +23,6 @@ const DEFAULT_LIFETIME: Duration = Duration::from_secs(365 * 86400);
 /// `service keep-token`'s document, a line per look that replaced the token (and, with
 /// `--once`, one that did not): whether it did, and what it said.
 #[derive(serde::Serialize)]
-#[cfg_attr(test, derive(Default))]
 pub(crate) struct KeepToken<'a> {
     pub replaced: bool,
     #[serde(skip_serializing_if = "Option::is_none")]

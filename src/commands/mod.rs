@@ -5,6 +5,8 @@ mod common;
 mod config_show;
 pub mod detach;
 mod diags;
+#[cfg(test)]
+mod documents_tests;
 mod fetch;
 mod fetched;
 mod flags;

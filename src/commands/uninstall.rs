@@ -14,7 +14,6 @@ use crate::plan::uninstall;
 
 /// Uninstall's own keys of its document (`change::Changing`).
 #[derive(serde::Serialize)]
-#[cfg_attr(test, derive(Default))]
 pub(crate) struct Uninstall<'a> {
     pub install_root: &'a str,
     /// Absent when nothing is installed.
