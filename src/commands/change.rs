@@ -38,11 +38,19 @@ impl<D> Changing<D> {
         })
     }
 
-    /// The document after the plan ran, with the warnings said.
-    pub fn ran(mut self, warnings: Vec<String>) -> Self {
+    /// The document after the plan ran.
+    pub fn done(mut self) -> Self {
         self.changed = true;
-        self.warnings = Some(warnings);
         self
+    }
+
+    /// The document after the plan ran, with the warnings said.
+    pub fn ran(self, warnings: Vec<String>) -> Self {
+        let warnings = Some(warnings);
+        Self {
+            warnings,
+            ..self.done()
+        }
     }
 }
 

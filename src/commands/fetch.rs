@@ -51,6 +51,14 @@ pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Resu
     } else {
         "token-request"
     };
+    let server = c.server.as_str();
+    let (namespace, service_account) = (ns.as_str(), sa.as_str());
+    let from = TokenFrom {
+        method,
+        namespace,
+        service_account,
+        server,
+    };
     if ctx.options.dry_run {
         credentials::service_account(&c, &ns, sa)?;
         let how = if args.legacy_secret {
@@ -62,19 +70,7 @@ pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Resu
             "would {how} for {ns}/{sa} on {} and write {path}",
             c.server
         ));
-        ctx.printer.json(&Kubeconfig {
-            path: &path,
-            changed: false,
-            dry_run: Some(true),
-            refreshed: None,
-            from: Some(TokenFrom {
-                method,
-                namespace: &ns,
-                service_account: sa,
-                server: &c.server,
-            }),
-            expires: None,
-        });
+        ctx.printer.json(&Kubeconfig::planned(&path, from));
         return Ok(());
     }
 
@@ -103,19 +99,8 @@ pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Resu
         "wrote {path}: token for {ns}/{sa} from {}, {validity}",
         c.server
     ));
-    ctx.printer.json(&Kubeconfig {
-        path: &path,
-        changed,
-        dry_run: None,
-        refreshed: Some(true),
-        from: Some(TokenFrom {
-            method,
-            namespace: &ns,
-            service_account: sa,
-            server: &c.server,
-        }),
-        expires: Some(expires),
-    });
+    ctx.printer
+        .json(&Kubeconfig::done(&path, changed, Some(from), expires));
     Ok(())
 }
 
@@ -143,14 +128,9 @@ fn still_valid(
         "{path}: the token is {until}, more than {} from now; nothing to do",
         duration::show(within)
     ));
-    ctx.printer.json(&Kubeconfig {
-        path,
-        changed: false,
-        dry_run: None,
-        refreshed: Some(false),
-        from: None,
-        expires: Some(valid_until.map(time_text)),
-    });
+    let expires = valid_until.map(time_text);
+    ctx.printer
+        .json(&Kubeconfig::done(path, false, None, expires));
     Ok(true)
 }
 

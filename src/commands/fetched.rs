@@ -19,6 +19,41 @@ pub(crate) struct Kubeconfig<'a> {
     pub expires: Option<Option<String>>,
 }
 
+impl<'a> Kubeconfig<'a> {
+    /// A dry run's: what would be written.
+    pub fn planned(path: &'a str, from: TokenFrom<'a>) -> Self {
+        let (dry_run, from) = (Some(true), Some(from));
+        let (changed, refreshed, expires) = (false, None, None);
+        Self {
+            path,
+            changed,
+            dry_run,
+            refreshed,
+            from,
+            expires,
+        }
+    }
+
+    /// Written (`from` given) or still valid (`from` none, nothing written).
+    pub fn done(
+        path: &'a str,
+        changed: bool,
+        from: Option<TokenFrom<'a>>,
+        expires: Option<String>,
+    ) -> Self {
+        let refreshed = Some(from.is_some());
+        let (dry_run, expires) = (None, Some(expires));
+        Self {
+            path,
+            changed,
+            dry_run,
+            refreshed,
+            from,
+            expires,
+        }
+    }
+}
+
 /// Whose token, from where, and how: `token-request` or `legacy-secret`.
 #[derive(serde::Serialize)]
 #[cfg_attr(test, derive(Default))]

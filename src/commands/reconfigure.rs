@@ -86,7 +86,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         changes: &changes,
         pods: node.preview,
     };
-    let Some(mut doc) = show(ctx, &change, &shown, &actions)? else {
+    let Some(doc) = show(ctx, &change, &shown, &actions)? else {
         nothing_to_change(ctx, &change, &actions);
         return Ok(());
     };
@@ -96,8 +96,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Err(failed(*e, &node_name));
     }
     finished(ctx, &change, cluster, &node_name, actions.len());
-    doc.changed = true;
-    ctx.printer.json(&doc);
+    ctx.printer.json(&doc.done());
     Ok(())
 }
 
