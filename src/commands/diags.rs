@@ -61,6 +61,15 @@ impl Bundle {
     }
 }
 
+/// `diags`' document: the zip written, the files in it and what could not be collected.
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct Diags<'a> {
+    pub path: String,
+    pub files: &'a [&'a str],
+    pub problems: &'a [String],
+}
+
 pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host(Intent::Read)?;
     let config = ctx.load_config().map(|l| l.config);
@@ -129,11 +138,11 @@ pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
             out.display()
         )));
     }
-    ctx.printer.json(&json!({
-        "path": out.display().to_string(),
-        "files": files,
-        "problems": problems,
-    }));
+    ctx.printer.json(&Diags {
+        path: out.display().to_string(),
+        files: &files,
+        problems: &problems,
+    });
     Ok(())
 }
 

@@ -223,6 +223,15 @@ fn calico_api(
     })
 }
 
+/// `fleet plan`'s document: where the manifests were written (`null`: standard output) and
+/// the manifests themselves.
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct FleetPlan<'a> {
+    pub out_file: Option<String>,
+    pub manifests: &'a [serde_json::Value],
+}
+
 /// Manifests as YAML for `kubectl apply -f -` (or into `out_file`), and as one JSON document
 /// with `manifests`.
 fn print_manifests(
@@ -253,10 +262,10 @@ fn print_manifests(
         }
         None => ctx.printer.text(yaml.trim_end()),
     }
-    ctx.printer.json(&serde_json::json!({
-        "out_file": out_file.map(|p| p.display().to_string()),
-        "manifests": docs,
-    }));
+    ctx.printer.json(&FleetPlan {
+        out_file: out_file.map(|p| p.display().to_string()),
+        manifests: docs,
+    });
     Ok(())
 }
 

@@ -20,6 +20,15 @@ const MOST_PAUSE: Duration = Duration::from_secs(300);
 /// The lifetime asked for when the refused token's is unknown: install's default.
 const DEFAULT_LIFETIME: Duration = Duration::from_secs(365 * 86400);
 
+/// `service keep-token`'s document, a line per look that replaced the token (and, with
+/// `--once`, one that did not): whether it did, and what it said.
+#[derive(serde::Serialize)]
+pub(crate) struct KeepToken<'a> {
+    pub replaced: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub said: Option<&'a str>,
+}
+
 pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
     // No host lock: CalicoNode writes the same file the same way (temporary file and rename),
     // and a reconfigure must not wait on this loop.
@@ -43,14 +52,19 @@ pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
         match result {
             Ok(Some(said)) => {
                 ctx.printer.text(&said);
-                ctx.printer
-                    .json(&serde_json::json!({"replaced": true, "said": said}));
+                ctx.printer.json(&KeepToken {
+                    replaced: true,
+                    said: Some(&said),
+                });
             }
             Ok(None) => {
                 if args.once {
                     ctx.printer
                         .text("calico-node's token is taken: nothing to do");
-                    ctx.printer.json(&serde_json::json!({"replaced": false}));
+                    ctx.printer.json(&KeepToken {
+                        replaced: false,
+                        said: None,
+                    });
                 }
             }
             Err(e) if args.once => return Err(e),

@@ -5,7 +5,10 @@ mod common;
 mod config_show;
 pub mod detach;
 mod diags;
+#[cfg(test)]
+mod documents_tests;
 mod fetch;
+mod fetched;
 mod flags;
 mod fleet;
 mod fleet_status;
@@ -68,6 +71,14 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
 
 /// `completions SHELL`: the shell's tab-completion script, generated from the command line's
 /// own definition (JSON: `{"shell", "script"}`).
+/// `completions`' document: the shell and its completion script.
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct Completions<'a> {
+    pub shell: String,
+    pub script: &'a str,
+}
+
 fn completions(args: &crate::cli::CompletionsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     use clap::CommandFactory;
     let mut script = Vec::new();
@@ -79,8 +90,10 @@ fn completions(args: &crate::cli::CompletionsArgs, ctx: &mut Context) -> anyhow:
     );
     let script = String::from_utf8_lossy(&script);
     ctx.printer.text(script.trim_end());
-    ctx.printer
-        .json(&serde_json::json!({"shell": args.shell.to_string(), "script": script}));
+    ctx.printer.json(&Completions {
+        shell: args.shell.to_string(),
+        script: &script,
+    });
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! `reconfigure`: converges an installed node to a changed config, draining it and making the
 //! Calico HNS network again when the change is one HNS cannot make in place.
 
-use super::change::{Change, Failed};
+use super::change::{Change, Changing, ChecksBlocked, Failed};
 use super::common::{ClusterRead, read_cluster, with_cluster};
 use crate::apply;
 use crate::apply::Action;
@@ -96,7 +96,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Err(failed(*e, &node_name));
     }
     finished(ctx, &change, cluster, &node_name, actions.len());
-    ctx.printer.json(&doc(true));
+    ctx.printer.json(&doc.done());
     Ok(())
 }
 
@@ -232,6 +232,17 @@ struct Shown<'a> {
     pods: serde_json::Value,
 }
 
+/// Reconfigure's own keys of its document (`change::Changing`): the root, the kind of change
+/// (`none`, `files`, `network`), the network settings that change, and the pods a network
+/// change takes down.
+#[derive(serde::Serialize)]
+pub(crate) struct Reconfigure<'a> {
+    pub install_root: &'a str,
+    pub change: &'static str,
+    pub network_changes: &'a [String],
+    pub pods: &'a serde_json::Value,
+}
+
 /// Shows the plan; the JSON document to print once it ran, or `None` when the run ends here
 /// (nothing to do, or a dry run: its document is printed).
 fn show<'a>(
@@ -239,7 +250,7 @@ fn show<'a>(
     change: &Change,
     shown: &'a Shown<'a>,
     actions: &[Action],
-) -> anyhow::Result<Option<impl Fn(bool) -> serde_json::Value + 'a>> {
+) -> anyhow::Result<Option<Changing<Reconfigure<'a>>>> {
     let dry_run = ctx.options.dry_run;
     ctx.printer.text(&format!(
         "Reconfigure Calico in {} on node {} ({} backend)",
@@ -256,28 +267,23 @@ fn show<'a>(
     } else {
         "files"
     };
-    let actions_json = apply::to_json(actions).context("cannot show the plan as JSON")?;
-    let doc = move |changed: bool| {
-        json!({
-            "dry_run": dry_run,
-            "install_root": shown.root.as_str(),
-            "change": kind,
-            "network_changes": shown.changes,
-            "pods": shown.pods,
-            "actions": actions_json,
-            "changed": changed,
-        })
+    let own = Reconfigure {
+        install_root: shown.root.as_str(),
+        change: kind,
+        network_changes: shown.changes,
+        pods: &shown.pods,
     };
+    let doc = Changing::plan(dry_run, own, actions)?;
     if actions.is_empty() {
         ctx.printer
             .text("Nothing to do: the node already matches this config.");
-        ctx.printer.json(&doc(false));
+        ctx.printer.json(&doc);
         return Ok(None);
     }
     if dry_run {
         change.show(ctx, actions);
         ctx.printer.note("--dry-run: nothing was changed");
-        ctx.printer.json(&doc(false));
+        ctx.printer.json(&doc);
         return Ok(None);
     }
     Ok(Some(doc))
@@ -555,7 +561,10 @@ fn host_checks(
     }
     ctx.printer.text(crate::checks::table(&failed).trim_end());
     let ids: Vec<&'static str> = failed.iter().map(|c| c.id).collect();
-    ctx.printer
-        .json(&json!({"checks": failed, "blocking": ids, "changed": false}));
+    ctx.printer.json(&ChecksBlocked {
+        checks: &failed,
+        blocking: &ids,
+        changed: false,
+    });
     Err(crate::checks::Blocked { ids }.into())
 }
