@@ -55,11 +55,11 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         install_root: root.as_str(),
         purge: Some(args.purge),
     };
-    let doc = Changing::plan(dry_run, own, &actions)?;
+    let mut doc = Changing::plan(dry_run, own, &actions)?;
     if dry_run {
         change.show(ctx, &actions);
         if !cluster.warnings.is_empty() {
-            doc["warnings"] = json!(cluster.warnings);
+            doc.warnings = Some(cluster.warnings);
         }
         if !args.purge {
             ctx.printer.text(
