@@ -493,6 +493,22 @@ fn calico_node_sets_the_node_condition_with_the_reasons_and_true_once_repaired()
     }
     // Another host's endpoints are status's and repair's to ask about: not every minute.
     assert!(!message.contains("remote_gone"), "{c}");
+    // The codes as data beside the message, each once: what fleet status reads.
+    let codes = || -> Vec<String> {
+        let n = node.api().get(path).expect("node");
+        let list = n["metadata"]["annotations"]["calicoctl-win/finding-codes"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no codes annotation: {n}"))
+            .to_owned();
+        serde_json::from_str(&list).expect("a JSON list")
+    };
+    let mut found = codes();
+    found.sort();
+    assert_eq!(
+        found,
+        ["address-mismatch", "endpoint-stale", "endpoint-stuck"],
+        "{c}"
+    );
     assert_eq!(c["reason"], "CalicoDegraded");
     assert!(c["lastTransitionTime"].is_string(), "{c}");
     let n = node.api().get("/api/v1/nodes/win-1").expect("node");
@@ -512,6 +528,7 @@ fn calico_node_sets_the_node_condition_with_the_reasons_and_true_once_repaired()
     let c = wait_for("True");
     crate::support::stop_console(child);
     assert_eq!(c["reason"], "CalicoHealthy", "{c}");
+    assert!(codes().is_empty(), "{c}");
 }
 
 /// A CalicoNode restart is no transition: its first look finds the Node already carrying the
