@@ -39,6 +39,7 @@ pub mod files;
 // The host implementations use std::fs and name the host's own path in each error
 // (`HostError::io`), which fs-err's local paths would not be.
 #[allow(clippy::disallowed_methods)]
+pub mod health;
 pub mod host;
 pub mod http1;
 pub mod installed;

@@ -9,8 +9,8 @@
 
 use super::node::{
     ANNOTATION_CALICO_VERSION, ANNOTATION_CONFIG_HASH, ANNOTATION_FINDING_CODES,
-    ANNOTATION_TOOL_VERSION,
-    CONDITION_CALICO_READY, CONDITION_STALE_AFTER, REASON_HANDED_TO_OPERATOR, REASON_NOT_INSTALLED,
+    ANNOTATION_TOOL_VERSION, CONDITION_CALICO_READY, CONDITION_STALE_AFTER,
+    REASON_HANDED_TO_OPERATOR, REASON_NOT_INSTALLED,
 };
 use k8s_openapi::api::core::v1::Node;
 use std::collections::BTreeMap;
@@ -106,15 +106,7 @@ pub fn node_row(n: &Node, now: i64) -> NodeRow {
     });
     if handed_to_operator {
         // The operator's Calico, said by calico-node's NetworkUnavailable: down when True.
-        reasons = condition("NetworkUnavailable")
-            .filter(|c| c.status == "True")
-            .map(|c| {
-                capped(&format!(
-                    "the operator's Calico is down: NetworkUnavailable {} ({})",
-                    c.reason.as_deref().unwrap_or("no reason"),
-                    c.message.as_deref().unwrap_or("no message")
-                ))
-            });
+        reasons = condition("NetworkUnavailable").and_then(operator_down);
     } else if calico.is_some_and(|c| c.reason.as_deref() != Some(REASON_NOT_INSTALLED)) {
         match heartbeat_age_seconds {
             Some(age) if age > stale => {
@@ -136,16 +128,8 @@ pub fn node_row(n: &Node, now: i64) -> NodeRow {
     let degraded = calico_ready.as_deref() == Some("False")
         && !handed_to_operator
         && calico.is_some_and(|c| c.reason.as_deref() != Some(REASON_NOT_INSTALLED));
-    let codes = match n.metadata.annotations.as_ref().and_then(|a| a.get(ANNOTATION_FINDING_CODES)) {
-        _ if !degraded => Vec::new(),
-        Some(list) => codes_of(list).unwrap_or_else(|bad| {
-            malformed.push(bad);
-            Vec::new()
-        }),
-        None => reasons.as_deref().map(finding_codes).unwrap_or_default(),
-    };
     NodeRow {
-        codes,
+        codes: row_codes(n, degraded, reasons.as_deref(), &mut malformed),
         name: capped(n.metadata.name.as_deref().unwrap_or_default()),
         calicoctl_win: note(ANNOTATION_TOOL_VERSION),
         calico: note(ANNOTATION_CALICO_VERSION),
@@ -157,6 +141,42 @@ pub fn node_row(n: &Node, now: i64) -> NodeRow {
         heartbeat_age_seconds,
         malformed,
         handed_to_operator,
+    }
+}
+
+/// The operator's Calico down, by calico-node's NetworkUnavailable condition (True).
+fn operator_down(c: &k8s_openapi::api::core::v1::NodeCondition) -> Option<String> {
+    (c.status == "True").then(|| {
+        capped(&format!(
+            "the operator's Calico is down: NetworkUnavailable {} ({})",
+            c.reason.as_deref().unwrap_or("no reason"),
+            c.message.as_deref().unwrap_or("no message")
+        ))
+    })
+}
+
+/// A degraded node's finding codes (none for another): its codes annotation, or, from a CalicoNode older than
+/// it, the codes its reasons name; a malformed annotation is named in `malformed`.
+fn row_codes(
+    n: &Node,
+    degraded: bool,
+    reasons: Option<&str>,
+    malformed: &mut Vec<String>,
+) -> Vec<String> {
+    if !degraded {
+        return Vec::new();
+    }
+    let list = n
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ANNOTATION_FINDING_CODES));
+    match list {
+        Some(list) => codes_of(list).unwrap_or_else(|bad| {
+            malformed.push(bad);
+            Vec::new()
+        }),
+        None => reasons.map(finding_codes).unwrap_or_default(),
     }
 }
 

@@ -255,7 +255,7 @@ pub fn reasons(
         remote: endpoints::Remote::Skip,
         ageing: endpoints::Ageing::Record,
     };
-    let mut found = health::on_node(host, root, &how);
+    let mut found = crate::health::on_node(host, root, &how);
     let (mut internal_ip, mut refused, mut on_node) = (None, false, None);
     if let Some(c) = cluster {
         let (f, ip, no, status) = address(host, c, node);
@@ -295,8 +295,7 @@ fn address(
         Ok(a) => a,
         Err(e) => {
             let refused = matches!(e, crate::cluster::ClusterError::Api { code: 401, .. });
-            let f = health::Finding::new(
-                health::Code::ClusterUnreadable,
+            let f = health::cluster_unreadable(
                 node,
                 format!("the Node's addresses cannot be read: {e}"),
             );

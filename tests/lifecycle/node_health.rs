@@ -305,13 +305,14 @@ fn repair_killed_from_outside_at_every_call_is_finished_by_a_rerun() {
         {
             // Status says what finishes it, and no command that would refuse.
             let (_, doc, _) = node.run(&["status"]);
-            let problems = crate::support::status_problems(&doc);
+            let findings = doc["findings"].as_array().cloned().unwrap_or_default();
+            let said = |f: &Value, k: &str| f[k].as_str().unwrap_or_default().to_owned();
             assert!(
-                problems
-                    .iter()
-                    .any(|p| p.contains("'calicoctl-win repair' finishes it")
-                        && !p.contains("uninstall")),
-                "killed {at}: {problems:?}"
+                findings.iter().any(|f| f["code"] == "under-way"
+                    && said(f, "remedy").contains("'calicoctl-win repair' finishes it")
+                    && !said(f, "remedy").contains("uninstall")
+                    && !said(f, "message").contains("uninstall")),
+                "killed {at}: {findings:?}"
             );
         }
         let (code, doc, err) = node.run(&["repair"]);

@@ -110,7 +110,13 @@ fn each_nodes_finding_codes_are_read_whole_from_its_codes_annotation() {
         .map(|i| format!("code-{}", char::from(b'a' + i)))
         .collect();
     let with = |status: &str, list: &str, beat: i64| {
-        let mut n = node("win-1", HASH, status, "ten sentences; and 2 more", Some(beat));
+        let mut n = node(
+            "win-1",
+            HASH,
+            status,
+            "ten sentences; and 2 more",
+            Some(beat),
+        );
         n.metadata
             .annotations
             .get_or_insert_default()
