@@ -15,6 +15,7 @@ pub mod node;
 pub mod operator;
 pub mod pods;
 pub mod proxy;
+pub mod read;
 pub mod refusal;
 pub mod renewal;
 pub mod rights;

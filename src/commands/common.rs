@@ -2,7 +2,7 @@
 //! what it gives the config and its checks), the checks' ids, and the degraded result.
 
 use crate::checks::{self, Check, Verdict};
-use crate::cluster::{Cluster, ClusterError, facts};
+use crate::cluster::{ClusterError, facts};
 use crate::config::{Loaded, Source};
 use crate::context::Context;
 use crate::error::UsageError;
@@ -50,12 +50,7 @@ pub(crate) fn check_skips(skip: &[String]) -> Result<(), UsageError> {
     }
 }
 
-/// What became of reading the cluster.
-pub(crate) enum ClusterRead {
-    Skipped(&'static str),
-    Failed(ClusterError),
-    Read(Box<Cluster>, Box<facts::ClusterFacts>),
-}
+pub(crate) use crate::cluster::read::ClusterRead;
 
 impl ClusterRead {
     /// The API group Calico's components must be pinned to, as `apiVersion` says it: the
@@ -170,11 +165,7 @@ pub(crate) fn print_findings(
     findings: &[crate::installed::health::Finding],
 ) {
     for f in findings {
-        ctx.printer
-            .text(&format!("{lead}{} [{}]", f.message, f.code.word()));
-        if let Some(remedy) = &f.remedy {
-            ctx.printer.text(&format!("    fix: {remedy}"));
-        }
+        ctx.printer.text(&format!("{lead}{f:4}"));
     }
 }
 

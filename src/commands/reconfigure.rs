@@ -445,13 +445,13 @@ fn vni_refusal(
     need: &Need<'_>,
 ) -> Option<UsageError> {
     if config.backend == Backend::Vxlan && need.recreate && !args.allow_vni_mismatch {
-        let f = crate::installed::health::vni_cluster(need.vni, &facts.felix)?;
+        let said = crate::installed::health::vni_cluster(need.vni, &facts.felix)?.said;
         return Some(
             UsageError::new(
-                f.message,
+                said.message,
                 format!(
                     "{}; or pass --allow-vni-mismatch if that is what you mean",
-                    f.remedy.unwrap_or_default()
+                    said.remedy.unwrap_or_default()
                 ),
             )
             .of_kind(crate::error::Kind::VniMismatch),

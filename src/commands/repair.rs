@@ -13,7 +13,7 @@ use crate::duration::{Look, Pauses, poll_until};
 use crate::error::UsageError;
 use crate::host::Host;
 use crate::installed::endpoints::{self, Judged};
-use crate::installed::health::{self, Finding};
+use crate::installed::health::Finding;
 use crate::installed::record;
 use crate::layout::InstallRoot;
 use crate::plan::repair;
@@ -154,7 +154,7 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
         remote: endpoints::Remote::Ask,
         ageing: endpoints::Ageing::Read,
     };
-    let findings = health::on_node(host.as_ref(), &root, &how);
+    let findings = crate::health::on_node(host.as_ref(), &root, &how);
     doc.own.remaining = Some(&left);
     doc.own.findings = Some(&findings);
     ctx.printer.json(&doc);

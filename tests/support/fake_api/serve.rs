@@ -985,8 +985,15 @@ fn patch_node_status(st: &mut State, t: &Target, content_type: &str, body: &Valu
         }
         body["status"]["conditions"] = Value::Array(merged);
     }
-    // Only the status: anything else in the patch is ignored, as the subresource does.
+    // The status and the metadata: the subresource resets only the spec (kubernetes
+    // pkg/registry/core/node/strategy.go, `nodeStatusStrategy.PrepareForUpdate`:
+    // `newNode.Spec = oldNode.Spec`), so calico-node keeps its annotations through it
+    // (projectcalico/calico v3.31.7 libcalico-go lib/backend/k8s/resources/node.go,
+    // `UpdateStatus`).
     merge_patch(&mut object["status"], &body["status"]);
+    if body["metadata"].is_object() {
+        merge_patch(&mut object["metadata"], &body["metadata"]);
+    }
     bump(object);
     let object = object.clone();
     respond(StatusCode::OK, &object)
