@@ -9,6 +9,8 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+use super::error::HostResult;
+
 /// One subnet of an HNS network.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct HnsSubnet {
@@ -69,6 +71,31 @@ pub struct HnsEndpoint {
     /// kube-proxy conjures its remote endpoints' from their address (`installed::endpoints`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mac: Option<String>,
+}
+
+/// The Host Network Service.
+pub trait Hns {
+    /// Every HNS network; `Unavailable` when HNS is missing.
+    fn hns_networks(&self) -> HostResult<Vec<HnsNetwork>>;
+    fn hns_endpoints(&self, network_id: &str) -> HostResult<Vec<HnsEndpoint>>;
+    /// Creates a network from an HCN schema-2.0 JSON document; a taken name is refused.
+    fn hns_create_network(&self, spec_json: &str) -> HostResult<HnsNetwork>;
+    /// Deletes a network and its endpoints.
+    fn hns_delete_network(&self, id: &str) -> HostResult<()>;
+    /// Deletes one endpoint (`HcnDeleteEndpoint`); `NotFound` when there is none with `id`.
+    fn hns_delete_endpoint(&self, id: &str) -> HostResult<()>;
+    /// Takes an endpoint out of the HCN namespace it is in (`HcnModifyNamespace` with a
+    /// `Remove` of the `Endpoint`, as hcsshim hcn/hcnnamespace.go `RemoveNamespaceEndpoint`
+    /// asks it, which containerd calls before it deletes a pod's endpoint); `NotFound` when
+    /// there is no such namespace or endpoint.
+    fn hns_remove_namespace_endpoint(&self, namespace: &str, endpoint: &str) -> HostResult<()>;
+    /// The HNS service's version, (major, minor): hcsshim's `GetGlobals`, an HNS v1 call
+    /// (`HNSCall("GET", "/globals/version")` of vmcompute.dll).
+    fn hns_version(&self) -> HostResult<(u32, u32)>;
+    /// HNS's policy lists (what `Get-HnsPolicyList` shows: kube-proxy's load balancers), an
+    /// HNS v1 call (`HNSCall("GET", "/policylists/")`, hcsshim internal/hns/hnspolicylist.go),
+    /// at most `hns::MAX_POLICY_LISTS`.
+    fn hns_policy_lists(&self) -> HostResult<Vec<serde_json::Value>>;
 }
 
 /// The name of an endpoint state number (`EndpointState`, hcsshim internal/hns/hnsendpoint.go).
