@@ -7,7 +7,8 @@ use super::kubeconfig::{
     refuse_control_in_token, refuse_control_in_token_text, refuse_expired_token,
     refuse_expired_token_text, token_files_read,
 };
-use super::{calico_api, credentials, guard, proxy};
+use super::token::credentials;
+use super::{calico_api, guard, proxy};
 use k8s_openapi::api::core::v1::Pod;
 use kube::config::Kubeconfig;
 use std::future::Future;

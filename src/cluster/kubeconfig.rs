@@ -2,8 +2,8 @@
 //! account; tokens refused before kube sees them (control bytes, expired), the files a
 //! kubeconfig names put in it, its CA as PEM.
 
-use super::credentials;
 use super::error::ClusterError;
+use super::token::credentials;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use rustls::pki_types::pem::PemObject;
 use std::path::Path;

@@ -6,7 +6,8 @@ use super::drain::{
     DrainOptions, PodRef, evict_and_wait, is_cordoned, networked_daemons, pod_ref, pods_on, select,
     set_cordoned, wait_ready,
 };
-use super::{Cluster, node, operator, renewal};
+use super::token::renewal;
+use super::{Cluster, node, operator};
 use std::time::Duration;
 
 /// The cluster side of a plan: the node object and the pods on it.
