@@ -128,7 +128,7 @@ fn options<'a>(
     journal: Option<crate::apply::journal::Journal>,
     cluster: Option<&'a crate::cluster::Cluster>,
 ) -> apply::Options<'a> {
-    let cluster = cluster.map(|c| c as &dyn crate::cluster::drain::NodeControl);
+    let cluster = cluster.map(|c| c as &dyn crate::cluster::NodeControl);
     apply::Options::for_change(
         "reconfigure",
         journal_path,

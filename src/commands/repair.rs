@@ -338,7 +338,7 @@ fn options<'a>(
     journal: Option<crate::apply::journal::Journal>,
     cluster: &'a Cluster,
 ) -> apply::Options<'a> {
-    let cluster = Some(cluster as &dyn crate::cluster::drain::NodeControl);
+    let cluster = Some(cluster as &dyn crate::cluster::NodeControl);
     apply::Options::for_change(
         "repair",
         journal_path,
