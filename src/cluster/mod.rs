@@ -19,6 +19,7 @@ pub mod refusal;
 pub mod renewal;
 pub mod rights;
 pub mod token_check;
+pub mod verify_rights;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::config::{KubeConfigOptions, Kubeconfig};

@@ -224,7 +224,7 @@ fn install(
     }
     result?;
     let at = (&c.change, &c.cluster, c.node_name.as_str());
-    finish(ctx, at, taint, actions.len(), doc, within)
+    finish(ctx, at, taint, (actions.len(), args.verify), doc, within)
 }
 
 /// The node's grant, then the enclosing command's steps (`hand_over`): the grant first, so
@@ -309,7 +309,7 @@ fn finish(
     ctx: &mut Context,
     (change, cluster, node_name): (&Change, &ClusterRead, &str),
     taint: Option<k8s_openapi::api::core::v1::Taint>,
-    changes: usize,
+    (changes, verify): (usize, bool),
     mut doc: serde_json::Value,
     within: Option<&mut Within>,
 ) -> anyhow::Result<()> {
@@ -330,8 +330,11 @@ fn finish(
     if !doc["changed"].as_bool().unwrap_or(false) {
         doc["changed"] = json!(changes > 0);
     }
-    ctx.printer.json(&doc);
-    Ok(())
+    let c = match cluster {
+        ClusterRead::Read(c, _) => Some(c.as_ref()),
+        _ => None,
+    };
+    super::common::print_verified(ctx, (verify, "installed"), c, node_name, doc)
 }
 
 /// The journal this run goes on with: an interrupted run's, or for a fresh install (not a dry

@@ -5,6 +5,7 @@
 //! evicts pods (429 while a PodDisruptionBudget forbids it), answers 401/403/404/409/429 where
 //! a real server would, serves discovery for `kubectl`, and records requests.
 
+pub mod dataplane;
 mod proto;
 pub mod rbac;
 mod serve;
@@ -89,6 +90,8 @@ pub struct State {
     /// The write held until it is cleared (`FakeApi::hold_write_at`), and whether it came.
     pub hold_write: Option<usize>,
     pub held: bool,
+    /// What the nodes do with pods, Services, NetworkPolicies and the pod proxy (`verify`).
+    pub dataplane: dataplane::Dataplane,
     /// The CA certificate, as the token controller puts it into `ca.crt`.
     ca_pem: String,
     /// Counts issued tokens, so each is different.
@@ -228,6 +231,7 @@ impl FakeApi {
             opaque_tokens: false,
             issuer: "https://kubernetes.default.svc".into(),
             node_binding: true,
+            dataplane: dataplane::Dataplane::healthy(),
             ca_pem: ca.pem(),
             issued: 0,
             writes_seen: 0,

@@ -38,6 +38,7 @@ static RESOURCES: &[Resource] = &[
     r("v1", "secrets", "Secret", true),
     r("v1", "services", "Service", true),
     r("v1", "configmaps", "ConfigMap", true),
+    r("v1", "events", "Event", true),
     r("v1", "serviceaccounts", "ServiceAccount", true),
     r("apps/v1", "daemonsets", "DaemonSet", true),
     r(
@@ -296,6 +297,11 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
         );
     }
     let who = super::rbac::identity(&claims);
+    if method == "GET"
+        && let Some((ns, pod, _port, rest)) = super::dataplane::proxy_target(&path)
+    {
+        return pod_proxy(&st, &who, (&ns, &pod, &rest), &query);
+    }
     // One of Calico's two groups is served: crd.projectcalico.org, or projectcalico.org/v3
     // alone (`calico_v3`), as a cluster installed with v3 CRDs serves it.
     let hidden = match (st.calico_v3, st.calico_v1_kept) {
@@ -441,6 +447,36 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
             "the server does not allow this method on the requested resource",
         ),
     }
+}
+
+/// The pod proxy (`pods/proxy`, verb get), answered by the scripted dataplane.
+fn pod_proxy(
+    st: &State,
+    who: &super::rbac::Identity,
+    (ns, pod, rest): (&str, &str, &str),
+    query: &str,
+) -> Reply {
+    let request = super::rbac::Request {
+        verb: "get",
+        group: "",
+        resource: "pods/proxy",
+        namespace: Some(ns),
+        name: Some(pod),
+    };
+    if !super::rbac::allows(&st.objects, who, &request) {
+        return forbidden(who, &request, "pods");
+    }
+    let q = query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_owned(), percent_decode(v)))
+        .collect();
+    let (code, body) = super::dataplane::proxy(&st.dataplane, &st.objects, (ns, pod, rest), &q);
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_GATEWAY);
+    r.headers_mut()
+        .insert("content-type", "text/plain".parse().expect("header"));
+    r
 }
 
 fn access_review(st: &State, who: &super::rbac::Identity, mut review: Value) -> Reply {
@@ -633,6 +669,24 @@ fn create(st: &mut State, t: &Target, mut body: Value) -> Reply {
     m["creationTimestamp"] = json!(now_text(0));
     if t.resource.plural == "secrets" && body["type"] == "kubernetes.io/service-account-token" {
         token_controller(st, t, &mut body);
+    }
+    let ns = t.namespace.clone().unwrap_or_default();
+    match (t.resource.gv, t.resource.plural) {
+        ("v1", "pods") => {
+            if let Some(event) = super::dataplane::run_pod(&mut st.dataplane, &ns, &mut body) {
+                let name = event["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                st.objects
+                    .insert(format!("/api/v1/namespaces/{ns}/events/{name}"), event);
+            }
+        }
+        ("v1", "services") => super::dataplane::allocate(&mut st.dataplane, &mut body),
+        ("networking.k8s.io/v1", "networkpolicies") => {
+            super::dataplane::policy_made(&mut st.dataplane, format!("{ns}/{name}"), &body)
+        }
+        _ => {}
     }
     st.objects.insert(path, body.clone());
     respond(StatusCode::CREATED, &body)
@@ -1012,6 +1066,23 @@ fn replace(st: &mut State, t: &Target, mut body: Value) -> Reply {
 }
 
 fn delete(st: &mut State, t: &Target) -> Reply {
+    let name = t.name.clone().unwrap_or_default();
+    match (t.resource.gv, t.resource.plural) {
+        ("networking.k8s.io/v1", "networkpolicies") => {
+            let key = format!("{}/{name}", t.namespace.clone().unwrap_or_default());
+            super::dataplane::policy_deleted(&mut st.dataplane, &key);
+        }
+        // The namespace controller deletes everything in a deleted namespace, then it.
+        ("v1", "namespaces")
+            if st
+                .objects
+                .contains_key(&format!("/api/v1/namespaces/{name}")) =>
+        {
+            let inside = format!("/namespaces/{name}/");
+            st.objects.retain(|p, _| !p.contains(&inside));
+        }
+        _ => {}
+    }
     match t.object_path().and_then(|p| st.objects.remove(&p)) {
         Some(o) => respond(StatusCode::OK, &o),
         None => not_found(t),
