@@ -277,9 +277,14 @@ pub struct VerifyArgs {
     /// The Windows node to verify (default: this node's name from the configuration)
     #[arg(long, value_name = "NAME")]
     pub node: Option<String>,
-    /// The longest the whole run may take, images present (exit 4 when it passes)
+    /// The longest the whole run may take once the images are present, the sweep of a killed
+    /// run's namespace and the cleanup included (exit 4 when it passes)
     #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = crate::duration::parse)]
     pub timeout: std::time::Duration,
+    /// The longest the probe image may take to pull on the nodes, outside --timeout (a pull
+    /// still going then fails the image-pull check, exit 1)
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::duration::parse)]
+    pub pull_timeout: std::time::Duration,
     /// The probe image: agnhost, or a mirror of it for an air-gapped cluster
     #[arg(long, value_name = "IMAGE", default_value = crate::verify::image::AGNHOST)]
     pub image: String,
@@ -840,6 +845,9 @@ pub struct InstallArgs {
     /// timeout), the install stays, and the document's 'verify' says what to look at
     #[arg(long)]
     pub verify: bool,
+    /// The probe image of --verify: agnhost, or a mirror of it for an air-gapped cluster
+    #[arg(long, value_name = "IMAGE", default_value = crate::verify::image::AGNHOST, requires = "verify")]
+    pub verify_image: String,
 }
 
 #[derive(Debug, Args)]
@@ -900,6 +908,9 @@ pub struct ReconfigureArgs {
     /// timeout), the change stays, and the document's 'verify' says what to look at
     #[arg(long)]
     pub verify: bool,
+    /// The probe image of --verify: agnhost, or a mirror of it for an air-gapped cluster
+    #[arg(long, value_name = "IMAGE", default_value = crate::verify::image::AGNHOST, requires = "verify")]
+    pub verify_image: String,
 }
 
 /// How pods are evicted, by a drain's rules (reconfigure's drain, repair).

@@ -207,7 +207,7 @@ pub(crate) fn adapter_checks(
 /// on the text output; the failure to end the command with, if any. The change stays.
 pub fn verify_after(
     ctx: &mut Context,
-    cluster: Option<&Cluster>,
+    (cluster, image): (Option<&Cluster>, &str),
     node: &str,
     doc: &mut serde_json::Value,
 ) -> anyhow::Result<Option<crate::verify::failure::Failed>> {
@@ -220,8 +220,12 @@ pub fn verify_after(
         )
         .into());
     };
-    let o = Options::for_node(node);
-    let report = match run::run(c, &o, jiff::Timestamp::now().as_second()) {
+    let o = Options {
+        image: image.to_owned(),
+        ..Options::for_node(node)
+    };
+    super::verify::on_interrupt(ctx, &o);
+    let report = match run::run(c, &o) {
         Ok(r) => r,
         Err(RunError::Plan(e)) => return Err(e.into()),
         Err(RunError::Cluster(e)) => return Err(e.into()),
@@ -251,13 +255,13 @@ pub fn verify_after(
 /// command's end (`what` names the change that stays when the node does not pass traffic).
 pub fn print_verified(
     ctx: &mut Context,
-    (verify, what): (bool, &str),
+    (verify, what): (Option<&str>, &str),
     cluster: Option<&Cluster>,
     node: &str,
     mut doc: serde_json::Value,
 ) -> anyhow::Result<()> {
-    let failed = if verify {
-        verify_after(ctx, cluster, node, &mut doc)?
+    let failed = if let Some(image) = verify {
+        verify_after(ctx, (cluster, image), node, &mut doc)?
     } else {
         None
     };

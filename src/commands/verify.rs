@@ -25,21 +25,12 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         image: args.image.clone(),
         egress: args.egress.clone(),
         timeout: args.timeout,
+        pull_timeout: args.pull_timeout,
         keep_on_failure: args.keep_on_failure,
         ..Options::for_node(&node)
     };
-    // Ctrl-C or a termination signal stops the run where it is; it deletes what it made
-    // before it exits. (A kill that cannot be caught leaves the namespace to the next run.)
-    let flag = o.interrupted.clone();
-    if let Err(e) =
-        ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst))
-    {
-        ctx.printer.warn(&format!(
-            "Ctrl-C will not clean up ({e}): a run stopped that way leaves its namespace to the next run"
-        ));
-    }
-    let now = jiff::Timestamp::now().as_second();
-    let report = match run::run(&c, &o, now) {
+    on_interrupt(ctx, &o);
+    let report = match run::run(&c, &o) {
         Ok(r) => r,
         Err(RunError::Plan(e)) => return Err(e.into()),
         Err(RunError::Cluster(e)) => return Err(e.into()),
@@ -49,6 +40,19 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
     match crate::verify::failure::of(&report, args.timeout.as_secs()) {
         None => Ok(()),
         Some(e) => Err(e.into()),
+    }
+}
+
+/// Ctrl-C or a termination signal stops the run where it is; it deletes what it made before
+/// the command exits. (A kill that cannot be caught leaves the namespace to the next run.)
+pub fn on_interrupt(ctx: &mut Context, o: &Options) {
+    let flag = o.interrupted.clone();
+    if let Err(e) =
+        ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst))
+    {
+        ctx.printer.warn(&format!(
+            "Ctrl-C will not clean up ({e}): a run stopped that way leaves its namespace to the next run"
+        ));
     }
 }
 
@@ -70,10 +74,15 @@ pub fn table(r: &Report) -> String {
                     finding.remedy.clone().unwrap_or_default()
                 ),
             ),
-            Outcome::Blocked { by } => ("blocked", format!("  (by {})", by.word())),
+            Outcome::Blocked { by } => ("not run", format!("  ({} did not pass)", by.word())),
             Outcome::Skipped { why } => ("skipped", format!("  ({why})")),
         };
         let took = format!("{:.1}s", v.took_ms as f64 / 1000.0);
+        let extra = match (v.attempts, v.delay_ms) {
+            (_, Some(d)) => format!("  (changed after {:.1}s){extra}", d as f64 / 1000.0),
+            (n, None) if n > 1 => format!("  ({n} dials){extra}"),
+            _ => extra,
+        };
         out.push_str(&format!(
             "{:<18} {:<8} {:>8}{extra}\n",
             v.check.word(),
@@ -104,6 +113,10 @@ pub fn table(r: &Report) -> String {
         ),
         (false, true) => format!("namespace {} is still being deleted", r.namespace),
     };
-    out.push_str(&format!("\n{end}; {} s in all\n", r.took_ms / 1000));
+    out.push_str(&format!(
+        "\n{end} (cleanup {:.1}s); {} s in all\n",
+        r.cleanup_ms as f64 / 1000.0,
+        r.took_ms / 1000
+    ));
     out
 }

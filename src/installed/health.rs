@@ -83,9 +83,12 @@ pub enum Code {
     TrafficCni,
     /// `verify`: the probe image could not be pulled or has no variant for the node's build.
     TrafficImage,
-    /// `verify`: pods on different nodes (or the API server and a pod) do not reach each
-    /// other (VXLAN: the VNI, UDP 4789, the node's BGP address).
+    /// `verify`: pods on different nodes do not reach each other (VXLAN: the VNI, UDP 4789,
+    /// the node's BGP address).
     TrafficOverlay,
+    /// `verify`: the API server does not reach a probe pod through its pod proxy (the control
+    /// plane's path to the pod network), so no check through it can be judged.
+    TrafficControlPlane,
     /// `verify`: a ClusterIP does not reach its backend (kube-proxy's HNS load balancer).
     TrafficKubeProxy,
     /// `verify`: a name does not resolve through cluster DNS.
@@ -135,6 +138,7 @@ impl Code {
         Code::TrafficCni,
         Code::TrafficImage,
         Code::TrafficOverlay,
+        Code::TrafficControlPlane,
         Code::TrafficKubeProxy,
         Code::TrafficDns,
         Code::TrafficPolicy,

@@ -38,6 +38,8 @@ pub struct Dial {
     pub path: String,
     /// The body a reached target answers (`/hostname`: the server's name); None: any body.
     pub expect: Option<String>,
+    /// The host, when it is a name the client pod looks up first (not an address).
+    pub name: Option<String>,
 }
 
 /// The `/dial` for a client pod to a target, or None when an address is not known (the pod
@@ -86,6 +88,7 @@ pub fn dial(from: Role, to: &Target, a: &Addresses) -> Option<Dial> {
     Some(Dial {
         path: proxy_path(&a.namespace, from.pod_name(), &host, &port, request),
         expect: expect.map(str::to_owned),
+        name: host.parse::<std::net::IpAddr>().is_err().then_some(host),
     })
 }
 

@@ -34,18 +34,104 @@ pub enum Change {
 #[serde(rename_all = "kebab-case", tag = "result")]
 pub enum Outcome {
     Pass,
-    Fail { finding: Finding },
-    Blocked { by: CheckId },
-    Skipped { why: String },
+    Fail {
+        finding: Finding,
+    },
+    /// Not run: the check `by` failed under it, so this one could not be judged.
+    #[serde(rename = "not-run")]
+    Blocked {
+        by: CheckId,
+    },
+    Skipped {
+        why: String,
+    },
 }
 
-/// One named check with its result and the time it took.
+/// One named check with its result, the time it took and, for a check that dials, how many
+/// dials it made.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Verdict {
     pub check: CheckId,
     #[serde(flatten)]
     pub outcome: Outcome,
     pub took_ms: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub attempts: u32,
+    /// The policy checks: from the policy's creation (deletion) to the first dial refused
+    /// (answered) after it, counted to when that dial was sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// The waiting reasons of a container whose image or container does not run (the kubelet's:
+/// `pkg/kubelet/images/types.go` `ErrImagePull`, `ErrImagePullBackOff`, `ErrInvalidImageName`;
+/// `pkg/kubelet/container/sync_result.go` `ErrCrashLoopBackOff`, `ErrCreateContainer`,
+/// `ErrRunContainer`).
+const IMAGE_REASONS: &[&str] = &[
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "CrashLoopBackOff",
+    "CreateContainerError",
+    "RunContainerError",
+];
+
+/// Whether the pod's container waits for a reason of the image's or the container's.
+pub fn image_fault(p: &PodState) -> bool {
+    p.waiting
+        .as_deref()
+        .is_some_and(|w| IMAGE_REASONS.iter().any(|r| w.starts_with(r)))
+}
+
+/// Whether the pod's image is being pulled: its container waits (`ContainerCreating`) and the
+/// kubelet said `Pulling` without `Pulled` yet (`pkg/kubelet/events/event.go`: `PullingImage`,
+/// `PulledImage`, emitted by `pkg/kubelet/images/image_manager.go` `EnsureImageExists`).
+pub fn pulling(p: &PodState) -> bool {
+    let said = |r: &str| p.events.iter().any(|e| e.starts_with(r));
+    let creating = p
+        .waiting
+        .as_deref()
+        .is_some_and(|w| w.starts_with("ContainerCreating"));
+    creating && said("Pulling:") && !said("Pulled:")
+}
+
+/// Whether the pod can be dialled from and to: it runs, has an address and is Ready (the
+/// server's readiness is the kubelet-probe check's, so the server needs to run only).
+pub fn usable(p: &PodState) -> bool {
+    p.ip.is_some() && p.phase == "Running" && (p.ready || p.name == Role::Server.pod_name())
+}
+
+/// The probe image is present on every node: no pull failed, and none lasted longer than
+/// its limit (`pulling`: the pods still pulling when the limit came).
+pub fn image_pull(states: &[PodState], pulling: &[&PodState], limit_s: u64) -> Outcome {
+    if let Some(p) = pulling.first() {
+        return fail(
+            Code::TrafficImage,
+            &p.name,
+            format!(
+                "probe pod {} on {} was still pulling its image after {limit_s} s (--pull-timeout); events: {}",
+                p.name,
+                p.node,
+                p.events.join(" | ")
+            ),
+            format!(
+                "pull the image on {} first ('crictl pull IMAGE'), give --pull-timeout more, or --image a mirror nearer the node",
+                p.node
+            ),
+        );
+    }
+    match states.iter().find(|p| {
+        p.waiting
+            .as_deref()
+            .is_some_and(|w| w.contains("ImagePull") || w.starts_with("InvalidImageName"))
+    }) {
+        Some(p) => pods(std::slice::from_ref(p)),
+        None => Outcome::Pass,
+    }
 }
 
 fn fail(code: Code, subject: &str, message: String, next: String) -> Outcome {
@@ -57,10 +143,7 @@ fn fail(code: Code, subject: &str, message: String, next: String) -> Outcome {
 /// Every probe pod has an address and runs. A pod that does not is the CNI plugin's and
 /// IPAM's fault, or the image's when its container waits for a pull.
 pub fn pods(states: &[PodState]) -> Outcome {
-    let Some(p) = states
-        .iter()
-        .find(|p| p.ip.is_none() || p.phase != "Running")
-    else {
+    let Some(p) = states.iter().find(|p| !usable(p)) else {
         return Outcome::Pass;
     };
     let waiting = p.waiting.clone().unwrap_or_else(|| p.phase.clone());
@@ -69,12 +152,11 @@ pub fn pods(states: &[PodState]) -> Outcome {
     } else {
         format!("; events: {}", p.events.join(" | "))
     };
-    let image = waiting.contains("ErrImagePull") || waiting.contains("ImagePullBackOff");
-    if image {
+    if image_fault(p) {
         return fail(
             Code::TrafficImage,
             &p.name,
-            format!("probe pod {} on {} could not pull its image ({waiting}){events}", p.name, p.node),
+            format!("probe pod {} on {} could not pull or run its image ({waiting}){events}", p.name, p.node),
             "give a reachable mirror of agnhost with --image, one carrying the node's Windows build".into(),
         );
     }
@@ -82,7 +164,7 @@ pub fn pods(states: &[PodState]) -> Outcome {
         Code::TrafficCni,
         &p.name,
         format!(
-            "probe pod {} on {} has no address or never ran ({waiting}){events}",
+            "probe pod {} on {} has no address, never ran or is not Ready ({waiting}){events}",
             p.name, p.node
         ),
         format!(
@@ -124,6 +206,8 @@ fn layer(id: CheckId) -> Code {
         CheckId::Egress => Code::TrafficEgress,
         CheckId::PodToPod | CheckId::PolicyApplied | CheckId::PolicyRemoved => Code::TrafficPolicy,
         CheckId::PodAddress => Code::TrafficCni,
+        CheckId::ImagePull => Code::TrafficImage,
+        CheckId::ApiToPods => Code::TrafficControlPlane,
         CheckId::KubeletProbe => Code::TrafficFirewall,
     }
 }
@@ -155,6 +239,8 @@ pub fn dial(id: CheckId, from: &PodState, what: &str, a: &Answer, expect: Option
         Answer::Unresolved(e) => e.clone(),
         Answer::NoProxy(e) => return no_proxy(from, e),
     };
+    // A name that did not resolve (or whose lookup never returned) is DNS's, whatever the
+    // check tests beyond it; the egress check's name is outside the cluster.
     let code = match a {
         Answer::Unresolved(_) if id != CheckId::Egress => Code::TrafficDns,
         _ => layer(id),
@@ -168,17 +254,22 @@ pub fn dial(id: CheckId, from: &PodState, what: &str, a: &Answer, expect: Option
     fail(code, &from.name, message, next)
 }
 
-/// The API server could not reach the client pod through its pod proxy: the control plane
-/// reaches pods over the overlay.
-fn no_proxy(from: &PodState, e: &str) -> Outcome {
+/// The API server could not reach the pod through its pod proxy: the control plane's path to
+/// the pod network, not the overlay between nodes (the baseline check, and a client lost later).
+pub fn no_proxy(from: &PodState, e: &str) -> Outcome {
     fail(
-        Code::TrafficOverlay,
+        Code::TrafficControlPlane,
         &from.name,
         format!(
-            "the API server could not reach probe pod {} on {} through its pod proxy: {e}",
-            from.name, from.node
+            "the API server could not reach probe pod {} on {} ({}) through its pod proxy: {e}",
+            from.name,
+            from.node,
+            from.ip.as_deref().unwrap_or("no address")
         ),
-        next_step(CheckId::WindowsToLinux, &from.node),
+        format!(
+            "the API server must reach pod addresses on {}: its route to the pod network (the control plane's own node or network), UDP 4789 to the node, and no firewall between; 'kubectl get --raw /api/v1/namespaces/NAMESPACE/pods/{}:8080/proxy/healthz' asks the same",
+            from.node, from.name
+        ),
     )
 }
 

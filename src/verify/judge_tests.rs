@@ -89,7 +89,7 @@ fn each_dialling_check_names_its_own_layer() {
 }
 
 #[test]
-fn a_name_that_does_not_resolve_is_dns_and_a_lost_client_is_the_overlay() {
+fn a_name_that_does_not_resolve_is_dns_and_a_lost_client_is_the_control_planes() {
     let from = pod("client-local", Some("10.0.0.2"));
     let nx = Answer::Unresolved("host and/or port param are invalid. no such host".into());
     assert_eq!(
@@ -102,7 +102,7 @@ fn a_name_that_does_not_resolve_is_dns_and_a_lost_client_is_the_overlay() {
     );
     let lost = Answer::NoProxy("HTTP 503: error trying to reach service".into());
     let o = dial(CheckId::ClusterIp, &from, "x", &lost, None);
-    assert_eq!(code(&o), Some(Code::TrafficOverlay));
+    assert_eq!(code(&o), Some(Code::TrafficControlPlane));
 }
 
 #[test]

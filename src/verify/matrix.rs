@@ -68,7 +68,12 @@ pub struct Placement {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CheckId {
+    /// The probe image present on every node (its pull has a limit of its own).
+    ImagePull,
     PodAddress,
+    /// The API server reaches the server pod through its pod proxy: the baseline every check
+    /// asked through the proxy stands on.
+    ApiToPods,
     KubeletProbe,
     PodToPod,
     WindowsToLinux,
@@ -298,7 +303,9 @@ fn checks(linux: bool, remote: bool, egress: Option<&str>) -> Vec<Check> {
     let c = |id, from: Option<Role>, to| Check { id, from, to };
     let local = Some(Role::Local);
     let mut out = vec![
+        c(CheckId::ImagePull, None, Target::Pods),
         c(CheckId::PodAddress, None, Target::Pods),
+        c(CheckId::ApiToPods, None, Target::Pod(Role::Server)),
         c(CheckId::KubeletProbe, None, Target::Pod(Role::Server)),
         c(CheckId::PodToPod, local, Target::Pod(Role::Server)),
     ];

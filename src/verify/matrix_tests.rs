@@ -38,7 +38,7 @@ fn a_full_cluster_gets_every_check_and_a_linux_worker() {
     assert_eq!(on(Role::Local), Some("win-a"));
     assert_eq!(on(Role::Linux), Some("worker"));
     assert_eq!(on(Role::Remote), Some("win-b"));
-    assert_eq!(ids(&m).len(), 13);
+    assert_eq!(ids(&m).len(), 15);
     assert!(m.skipped.is_empty());
 }
 

@@ -185,9 +185,11 @@ pub fn deny_server_ingress(ns: &str) -> NetworkPolicy {
     }
 }
 
-/// The namespaces a killed run left: ours by the label, older than `max_age_s` (a run in
-/// progress elsewhere is younger than its own `--timeout` plus cleanup).
-pub fn leftovers(found: &[Namespace], now: i64, max_age_s: i64) -> Vec<String> {
+/// The namespaces a killed run left: ours by the label and the prefix, older than `max_age_s`
+/// by the API server's clock (`server_now`, its `Date`; a run in progress elsewhere is younger
+/// than its own `--timeout` plus cleanup), and not already being deleted (a namespace whose
+/// `deletionTimestamp` is set is the namespace controller's until it is gone).
+pub fn leftovers(found: &[Namespace], server_now: i64, max_age_s: i64) -> Vec<String> {
     found
         .iter()
         .filter(|n| {
@@ -204,11 +206,12 @@ pub fn leftovers(found: &[Namespace], now: i64, max_age_s: i64) -> Vec<String> {
                 .as_deref()
                 .is_some_and(|s| s.starts_with(NAMESPACE_PREFIX))
         })
+        .filter(|n| n.metadata.deletion_timestamp.is_none())
         .filter(|n| {
             n.metadata
                 .creation_timestamp
                 .as_ref()
-                .is_some_and(|t| now - t.0.as_second() > max_age_s)
+                .is_some_and(|t| server_now - t.0.as_second() > max_age_s)
         })
         .filter_map(|n| n.metadata.name.clone())
         .collect()

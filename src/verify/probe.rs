@@ -2,7 +2,7 @@
 //! deleted, the pods read into `PodState`s with their events, and netexec's `/dial` asked
 //! through the pod proxy. Every call is bounded (`Cluster::call_within`).
 
-use super::dial::{Answer, answer};
+use super::dial::{Answer, Dial, answer};
 use super::judge::PodState;
 use super::matrix::{NodeFacts, Os};
 use super::objects::{self, OWNER_LABEL, OWNER_VALUE};
@@ -12,10 +12,6 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use std::time::Duration;
-
-/// How long netexec's `/dial` may take through the proxy: its own HTTP client gives up after
-/// 5 s (`createHTTPClient`), so 10 s covers a dial that times out and the proxy's way.
-pub const DIAL_WITHIN: Duration = Duration::from_secs(10);
 
 /// The cluster's nodes, as the plan needs them.
 pub fn nodes(c: &Cluster) -> Result<Vec<NodeFacts>, ClusterError> {
@@ -60,6 +56,26 @@ pub fn our_namespaces(c: &Cluster) -> Result<Vec<Namespace>, ClusterError> {
     Ok(c.call("list", "namespaces", api.list(&lp))?.items)
 }
 
+/// The API server's clock: the `Date` of its answer to `/api` (RFC 9110's IMF-fixdate), as
+/// seconds since the epoch; `None` when it sends none. Ages of the cluster's objects are
+/// judged by it, never by this host's clock, which may be skewed.
+pub fn server_now(c: &Cluster) -> Result<Option<i64>, ClusterError> {
+    let Ok(req) = http::Request::get("/api").body(kube::client::Body::empty()) else {
+        return Ok(None);
+    };
+    let resp = c.call("get", "/api", c.client.send(req))?;
+    Ok(resp
+        .headers()
+        .get(http::header::DATE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|d| {
+            jiff::fmt::rfc2822::DateTimeParser::new()
+                .parse_timestamp(d)
+                .ok()
+        })
+        .map(|t| t.as_second()))
+}
+
 /// Makes the namespace and, in it, the Service and the probe pods.
 pub fn create<K>(c: &Cluster, api: &Api<K>, what: &str, object: &K) -> Result<(), ClusterError>
 where
@@ -70,12 +86,16 @@ where
 }
 
 /// Deletes the namespace (the namespace controller deletes what is in it); gone already is
-/// fine.
+/// fine, and so is one being deleted already: kube-apiserver answers a second delete of a
+/// Terminating namespace with 409 Conflict ("The system is ensuring all content is removed
+/// from this namespace", `pkg/registry/core/namespace/storage/storage.go`, `Delete`).
 pub fn delete_namespace(c: &Cluster, name: &str) -> Result<(), ClusterError> {
     let api: Api<Namespace> = Api::all(c.client.clone());
     let what = format!("namespaces/{name}");
-    c.call_opt("delete", &what, api.delete(name, &DeleteParams::default()))
-        .map(|_| ())
+    match c.call_opt("delete", &what, api.delete(name, &DeleteParams::default())) {
+        Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// Whether the namespace still exists.
@@ -167,18 +187,48 @@ pub fn policy(c: &Cluster, ns: &str, on: bool) -> Result<(), ClusterError> {
     }
 }
 
-/// Asks a client pod's netexec to dial, through the API server's pod proxy.
-pub fn ask(c: &Cluster, path: &str) -> Answer {
-    let Ok(req) = http::Request::get(path).body(Vec::new()) else {
-        return Answer::NoProxy(format!("not a request path: {path}"));
+/// Asks a client pod's netexec to dial, through the API server's pod proxy. A 403 is the
+/// run's failure (the identity lacks `get pods/proxy`), not the dataplane's.
+pub fn ask(c: &Cluster, d: &Dial, within: Duration) -> Result<Answer, ClusterError> {
+    let Ok(req) = http::Request::get(&d.path).body(Vec::new()) else {
+        return Ok(Answer::NoProxy(format!("not a request path: {}", d.path)));
     };
-    match c.call_within(
-        DIAL_WITHIN,
-        ("get", "pods/proxy"),
-        c.client.request_text(req),
-    ) {
-        Ok(text) => answer(200, &text),
-        Err(ClusterError::Api { code, message, .. }) => answer(code, &message),
-        Err(e) => Answer::NoProxy(e.to_string()),
+    match c.call_within(within, ("get", "pods/proxy"), c.client.request_text(req)) {
+        Ok(text) => Ok(answer(200, &text)),
+        Err(e @ ClusterError::Api { code: 403, .. }) => Err(e),
+        Err(ClusterError::Api { code, message, .. }) => Ok(answer(code, &message)),
+        // netexec bounds its dial at 5 s (`createHTTPClient`) but not the lookup before it
+        // (`net.ResolveTCPAddr` in `dialHandler`): a name's answer that never came is DNS's.
+        Err(ClusterError::Timeout { .. }) if d.name.is_some() => Ok(Answer::Unresolved(format!(
+            "no answer within {} s: the pod's lookup of {} did not return",
+            within.as_secs(),
+            d.name.as_deref().unwrap_or_default()
+        ))),
+        Err(e) => Ok(Answer::NoProxy(e.to_string())),
+    }
+}
+
+/// Asks the server pod's netexec `/healthz` through the pod proxy: the API server reaches the
+/// pod (the answer's text when it does not).
+pub fn healthz(
+    c: &Cluster,
+    ns: &str,
+    within: Duration,
+) -> Result<Result<(), String>, ClusterError> {
+    let path = format!(
+        "/api/v1/namespaces/{ns}/pods/{}:{}/proxy/healthz",
+        super::matrix::Role::Server.pod_name(),
+        super::image::HTTP_PORT
+    );
+    let Ok(req) = http::Request::get(&path).body(Vec::new()) else {
+        return Ok(Err(format!("not a request path: {path}")));
+    };
+    match c.call_within(within, ("get", "pods/proxy"), c.client.request_text(req)) {
+        Ok(_) => Ok(Ok(())),
+        Err(e @ ClusterError::Api { code: 403, .. }) => Err(e),
+        Err(ClusterError::Api { code, message, .. }) => {
+            Ok(Err(format!("HTTP {code}: {:.200}", message.trim())))
+        }
+        Err(e) => Ok(Err(e.to_string())),
     }
 }

@@ -7,7 +7,7 @@ use super::dial::{self, Addresses, Answer};
 use super::judge::{self, Change, Outcome, PodState, Verdict};
 use super::matrix::{self, Check, CheckId, Matrix, Role, Skipped, Target};
 use super::objects;
-pub use super::options::{Options, PODS_WAIT, POLICY_WAIT};
+pub use super::options::{Options, PODS_WAIT, POLICY_WAIT, PULL_TIMEOUT, SETTLE};
 use super::probe;
 use super::settle::{self, Ledger};
 use crate::cluster::{Cluster, ClusterError};
@@ -15,11 +15,12 @@ use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use kube::Api;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// How long the namespace's deletion is waited for.
-pub const CLEANUP_WAIT: Duration = Duration::from_secs(60);
+/// The longest the namespace's deletion is waited for, kept out of `--timeout`'s checks so
+/// that the whole run stays within it (a quarter of it when it is short).
+pub const CLEANUP_WAIT: Duration = Duration::from_secs(30);
 /// A namespace of ours older than this is a killed run's: the longest run (`--timeout` at
 /// most 10 minutes) and its clean-up are shorter.
 pub const LEFTOVER_AGE_S: i64 = 15 * 60;
@@ -45,7 +46,13 @@ pub struct Report {
     pub leftovers_removed: Vec<String>,
     /// Whether the namespace is gone at the end (kept on failure, or its deletion not done).
     pub cleaned_up: bool,
+    /// How long the deletion of the namespace was waited for.
+    pub cleanup_ms: u64,
+    /// The whole run, the image pull included.
     pub took_ms: u64,
+    /// This node's own health findings, when `verify` runs on the node it verifies.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub node_health: Vec<crate::installed::health::Finding>,
 }
 
 /// Why the run could not start.
@@ -57,27 +64,21 @@ pub enum RunError {
     Cluster(#[from] ClusterError),
 }
 
-/// Runs `verify` for one node.
-pub fn run(c: &Cluster, o: &Options, now_s: i64) -> Result<Report, RunError> {
+/// Runs `verify` for one node. `--timeout` bounds it all, the sweep of leftovers and the
+/// cleanup included; the image pull is added to it, up to its own limit.
+pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     let start = Instant::now();
-    let deadline = start + o.timeout;
-    let leftovers_removed = sweep(c, now_s)?;
+    let reserve = CLEANUP_WAIT.min(o.timeout / 4);
+    let checks_until = start + o.timeout - reserve;
+    let leftovers_removed = sweep(c)?;
     let m = matrix::plan(&o.node, &probe::nodes(c)?, &o.image, o.egress.as_deref())?;
-    let ns = objects::namespace(&o.suffix);
-    let name = ns.metadata.name.clone().unwrap_or_default();
-    let made = probe::create(
-        c,
-        &Api::<Namespace>::all(c.client.clone()),
-        "namespaces",
-        &ns,
-    );
-    made?;
-    let (ledger, timed_out) = match checks(c, o, &m, &name, deadline) {
+    let name = make_namespace(c, o)?;
+    let (ledger, timed_out, pull) = match checks(c, o, &m, &name, checks_until) {
         Ok(done) => done,
         Err(e) => {
             // What was made goes, whatever stopped the run.
             if !o.keep_on_failure {
-                clean_up(c, &name);
+                clean_up(c, &name, Instant::now() + reserve.max(POLL));
             }
             return Err(e.into());
         }
@@ -85,10 +86,12 @@ pub fn run(c: &Cluster, o: &Options, now_s: i64) -> Result<Report, RunError> {
     let stopped = interrupted(o);
     let timed_out = timed_out && !stopped;
     let passed = ledger.passed() && !timed_out && !stopped;
+    let cleaning = Instant::now();
     let cleaned_up = if o.keep_on_failure && !passed {
         false
     } else {
-        clean_up(c, &name)
+        let until = (start + o.timeout + pull).max(cleaning + POLL);
+        clean_up(c, &name, until)
     };
     Ok(Report {
         node: o.node.clone(),
@@ -101,7 +104,9 @@ pub fn run(c: &Cluster, o: &Options, now_s: i64) -> Result<Report, RunError> {
         interrupted: stopped,
         leftovers_removed,
         cleaned_up,
+        cleanup_ms: ms(cleaning.elapsed()),
         took_ms: ms(start.elapsed()),
+        node_health: Vec::new(),
     })
 }
 
@@ -109,46 +114,83 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Deletes the namespaces killed runs left.
-fn sweep(c: &Cluster, now_s: i64) -> Result<Vec<String>, ClusterError> {
-    let old = objects::leftovers(&probe::our_namespaces(c)?, now_s, LEFTOVER_AGE_S);
+/// Makes the namespace; a name taken (a leftover of that name still being deleted, 409
+/// AlreadyExists) is given up for a fresh random one.
+fn make_namespace(c: &Cluster, o: &Options) -> Result<String, ClusterError> {
+    let api = Api::<Namespace>::all(c.client.clone());
+    let mut suffix = o.suffix.clone();
+    for _ in 0..3 {
+        let ns = objects::namespace(&suffix);
+        match probe::create(c, &api, "namespaces", &ns) {
+            Err(ClusterError::Api { code: 409, .. }) => {
+                suffix = format!("{}{}", super::options::suffix(), suffix.len() % 10)
+            }
+            made => return made.map(|()| ns.metadata.name.unwrap_or_default()),
+        }
+    }
+    let ns = objects::namespace(&super::options::suffix());
+    probe::create(c, &api, "namespaces", &ns)?;
+    Ok(ns.metadata.name.unwrap_or_default())
+}
+
+/// Deletes the namespaces killed runs left, judged old by the API server's clock (none when
+/// it gives no `Date`).
+fn sweep(c: &Cluster) -> Result<Vec<String>, ClusterError> {
+    let found = probe::our_namespaces(c)?;
+    if found.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(now) = probe::server_now(c)? else {
+        return Ok(Vec::new());
+    };
+    let old = objects::leftovers(&found, now, LEFTOVER_AGE_S);
     for n in &old {
         probe::delete_namespace(c, n)?;
     }
     Ok(old)
 }
 
-/// Deletes the namespace and waits until it is gone.
-fn clean_up(c: &Cluster, ns: &str) -> bool {
+/// Deletes the namespace and waits until it is gone, or `until`.
+fn clean_up(c: &Cluster, ns: &str, until: Instant) -> bool {
     if probe::delete_namespace(c, ns).is_err() {
         return false;
     }
-    let until = Instant::now() + CLEANUP_WAIT;
-    while Instant::now() < until {
+    loop {
         match probe::namespace_exists(c, ns) {
             Ok(false) => return true,
-            Ok(true) => std::thread::sleep(POLL),
+            Ok(true) if Instant::now() + POLL < until => std::thread::sleep(POLL),
             // Not known to be gone: said, not waited for.
-            Err(_) => return false,
+            _ => return false,
         }
     }
-    false
 }
 
-/// Makes the objects, waits for the pods, runs every check: the verdicts, and whether the
-/// deadline cut the run short.
+/// Makes the objects, waits for the pods, runs every check: the verdicts, whether the
+/// deadline cut the run short, and how long the image pull took (added to the deadline).
 fn checks(
     c: &Cluster,
     o: &Options,
     m: &Matrix,
     ns: &str,
     deadline: Instant,
-) -> Result<(Ledger, bool), ClusterError> {
+) -> Result<(Ledger, bool, Duration), ClusterError> {
     let mut ledger = Ledger::default();
-    let (states, cut) = make(c, o, m, ns, deadline)?;
-    if cut {
-        return Ok((ledger, true));
+    let made = make(c, o, m, ns, deadline)?;
+    let deadline = deadline + made.pull;
+    let all: Vec<PodState> = made.states.values().cloned().collect();
+    let still: Vec<&PodState> = all.iter().filter(|s| judge::pulling(s)).collect();
+    let pull = Verdict {
+        check: CheckId::ImagePull,
+        outcome: judge::image_pull(&all, &still, o.pull_timeout.as_secs()),
+        took_ms: ms(made.pull),
+        attempts: 0,
+        delay_ms: None,
+    };
+    ledger.record(pull, None);
+    if made.cut {
+        return Ok((ledger, true, made.pull));
     }
+    let states = made.states;
     let addresses = Addresses {
         namespace: ns.to_owned(),
         pods: states
@@ -158,78 +200,100 @@ fn checks(
         service_ip: probe::cluster_ip(c, ns, dial::SERVICE_NAME)?,
         api_server_ip: probe::cluster_ip(c, "default", "kubernetes")?,
     };
-    let all: Vec<PodState> = states.values().cloned().collect();
     let run = Step {
         c,
+        o,
         ns,
         states: &states,
         addresses: &addresses,
         deadline,
-        policy_wait: o.policy_wait,
         cut: std::cell::Cell::new(false),
-        interrupted: &o.interrupted,
     };
-    for check in &m.checks {
+    for check in m.checks.iter().filter(|c| c.id != CheckId::ImagePull) {
         if Instant::now() >= deadline || interrupted(o) {
-            return Ok((ledger, true));
+            return Ok((ledger, true, made.pull));
         }
         let started = Instant::now();
-        let (outcome, lost) = match check.id {
-            CheckId::PodAddress => (judge::pods(&all), None),
-            CheckId::KubeletProbe => (run.kubelet(), None),
-            CheckId::PolicyApplied | CheckId::PolicyRemoved => (run.policy(check, &ledger)?, None),
-            _ => run.dial(check, &ledger),
+        let (outcome, lost, attempts, delay_ms) = match settle::blocker(check.id, &ledger) {
+            Some(by) => (Outcome::Blocked { by }, None, 0, None),
+            None => match check.id {
+                CheckId::PodAddress => (judge::pods(&all), None, 0, None),
+                CheckId::KubeletProbe => (run.kubelet(), None, 0, None),
+                CheckId::ApiToPods => run.baseline()?,
+                CheckId::PolicyApplied | CheckId::PolicyRemoved => run.policy(check)?,
+                _ => run.dial(check, &ledger)?,
+            },
         };
         if run.cut.get() {
             // The wait ended at the run's deadline, not with an answer: no verdict.
-            return Ok((ledger, true));
+            return Ok((ledger, true, made.pull));
         }
         let v = Verdict {
             check: check.id,
             outcome,
             took_ms: ms(started.elapsed()),
+            attempts,
+            delay_ms,
         };
         ledger.record(v, lost);
     }
-    Ok((ledger, false))
+    Ok((ledger, false, made.pull))
 }
 
-/// Makes the Service and the pods and waits until they run (or one cannot): their states.
+/// The pods as the wait for them ended, whether the run's deadline cut it, and how long the
+/// image pull took.
+struct Made {
+    states: BTreeMap<Role, PodState>,
+    cut: bool,
+    pull: Duration,
+}
+
+/// Makes the Service and the pods and waits until they run (or one cannot). The time while a
+/// pod pulls its image is counted apart, up to `--pull-timeout`, and added to the deadline.
 fn make(
     c: &Cluster,
     o: &Options,
     m: &Matrix,
     ns: &str,
     deadline: Instant,
-) -> Result<(BTreeMap<Role, PodState>, bool), ClusterError> {
+) -> Result<Made, ClusterError> {
     let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
     probe::create(c, &services, "services", &objects::service(ns))?;
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
     for p in &m.pods {
         probe::create(c, &pods, "pods", &objects::pod(ns, p, &o.image))?;
     }
-    let own = Instant::now() + o.pods_wait;
-    let until = deadline.min(own);
+    let made_at = Instant::now();
+    let (mut pull, mut last) = (Duration::ZERO, made_at);
     loop {
         let states = probe::pods(c, ns)?;
+        let now = Instant::now();
+        let pulling = states.iter().any(judge::pulling);
+        if pulling {
+            pull += now - last;
+        }
+        last = now;
+        let own = made_at + o.pods_wait + pull;
+        let until = (deadline + pull).min(own);
         let settled = states.iter().all(|s| {
-            let runs = s.ip.is_some() && s.phase == "Running";
-            // A pull that fails, or a sandbox the CNI plugin failed to make, is an answer
-            // (the kubelet retries both, but the check has what it needs to name the layer).
-            let pull = s
-                .waiting
-                .as_deref()
-                .is_some_and(|w| w.contains("ImagePull"));
+            // A pull that fails, a container that cannot run, or a sandbox the CNI plugin
+            // failed to make, is an answer (the kubelet retries them, but the check has what
+            // it needs to name the layer).
             let sandbox = s
                 .events
                 .iter()
                 .any(|e| e.starts_with("FailedCreatePodSandBox"));
-            (runs && (s.ready || s.name != Role::Server.pod_name())) || pull || sandbox
+            (judge::usable(s) && s.ready) || judge::image_fault(s) || sandbox
         });
-        if settled || Instant::now() + POLL >= until || interrupted(o) {
+        let pull_out = pulling && pull >= o.pull_timeout;
+        if settled || pull_out || now + POLL >= until || interrupted(o) {
             // Cut by the run's deadline before its own limit: the run timed out.
-            let cut = !settled && (deadline < own || interrupted(o));
-            return Ok((by_role(m, states), cut));
+            let cut = !settled && !pull_out && (deadline + pull < own || interrupted(o));
+            return Ok(Made {
+                states: by_role(m, states),
+                cut,
+                pull,
+            });
         }
         std::thread::sleep(POLL);
     }
@@ -255,17 +319,19 @@ fn by_role(m: &Matrix, states: Vec<PodState>) -> BTreeMap<Role, PodState> {
         .collect()
 }
 
+/// A check's outcome, the client the API server lost, the dials made and the policy's delay.
+type Judged = (Outcome, Option<Role>, u32, Option<u64>);
+
 /// What one check needs to run.
 struct Step<'a> {
     c: &'a Cluster,
+    o: &'a Options,
     ns: &'a str,
     states: &'a BTreeMap<Role, PodState>,
     addresses: &'a Addresses,
     deadline: Instant,
-    policy_wait: Duration,
     /// A wait was cut by the run's deadline, or by an interruption.
     cut: std::cell::Cell<bool>,
-    interrupted: &'a AtomicBool,
 }
 
 impl Step<'_> {
@@ -273,9 +339,14 @@ impl Step<'_> {
         self.states.get(&r).cloned().unwrap_or_default()
     }
 
+    /// The end of a settle window that starts now.
+    fn window(&self, long: Duration) -> Instant {
+        self.deadline.min(Instant::now() + long)
+    }
+
     fn kubelet(&self) -> Outcome {
         let server = self.state(Role::Server);
-        if server.ip.is_none() {
+        if !judge::usable(&server) {
             return Outcome::Blocked {
                 by: CheckId::PodAddress,
             };
@@ -283,68 +354,114 @@ impl Step<'_> {
         judge::kubelet_probe(&server)
     }
 
-    fn dial(&self, check: &Check, ledger: &Ledger) -> (Outcome, Option<Role>) {
+    /// The API server reaches the server pod through its pod proxy (`/healthz`), retried
+    /// within the settle window.
+    fn baseline(&self) -> Result<Judged, ClusterError> {
+        let server = self.state(Role::Server);
+        if !judge::usable(&server) {
+            let by = CheckId::PodAddress;
+            return Ok((Outcome::Blocked { by }, None, 0, None));
+        }
+        let until = self.window(self.o.settle);
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let why = match probe::healthz(self.c, self.ns, self.o.dial_within)? {
+                Ok(()) => return Ok((Outcome::Pass, None, attempts, None)),
+                Err(why) => why,
+            };
+            if Instant::now() + POLL >= until || interrupted(self.o) {
+                return Ok((judge::no_proxy(&server, &why), None, attempts, None));
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// Why the check's client or target pod cannot be used, as the check that says so.
+    fn unusable(&self, from: Role, to: &Target) -> Option<CheckId> {
+        let bad = |r: Role| {
+            let s = self.state(r);
+            if !judge::usable(&s) {
+                Some(CheckId::PodAddress)
+            } else if !s.ready {
+                Some(CheckId::KubeletProbe)
+            } else {
+                None
+            }
+        };
+        bad(from).or(match to {
+            Target::Pod(r) => bad(*r),
+            _ => None,
+        })
+    }
+
+    /// A client dials its target until the first success, within the settle window (a new
+    /// endpoint takes seconds to be programmed by Felix and kube-proxy).
+    fn dial(&self, check: &Check, ledger: &Ledger) -> Result<Judged, ClusterError> {
         let Some(from) = check.from else {
-            return (
-                Outcome::Skipped {
-                    why: "no client".into(),
-                },
-                None,
-            );
+            let why = "no client".into();
+            return Ok((Outcome::Skipped { why }, None, 0, None));
         };
         if let Some(by) = ledger.unreachable(Some(from)) {
-            return (Outcome::Blocked { by }, None);
+            return Ok((Outcome::Blocked { by }, None, 0, None));
         }
-        // A client without an address cannot be asked (the pod-address check names it).
-        let Some(d) = dial::dial(from, &check.to, self.addresses)
-            .filter(|_| self.addresses.pods.contains_key(&from))
-        else {
-            return (
-                Outcome::Blocked {
-                    by: CheckId::PodAddress,
-                },
-                None,
-            );
+        // A pod that does not run, or is not Ready, is its own layer's (pod-address, the
+        // kubelet's probe), not the network's.
+        if let Some(by) = self.unusable(from, &check.to) {
+            return Ok((Outcome::Blocked { by }, None, 0, None));
+        }
+        let Some(d) = dial::dial(from, &check.to, self.addresses) else {
+            let by = CheckId::PodAddress;
+            return Ok((Outcome::Blocked { by }, None, 0, None));
         };
-        let a = probe::ask(self.c, &d.path);
+        let until = self.window(self.o.settle);
+        let mut attempts = 0;
+        let a = loop {
+            attempts += 1;
+            let a = probe::ask(self.c, &d, self.o.dial_within)?;
+            if dial::reached(&a, d.expect.as_deref())
+                || Instant::now() + POLL >= until
+                || interrupted(self.o)
+            {
+                break a;
+            }
+            std::thread::sleep(POLL);
+        };
         let lost = matches!(a, Answer::NoProxy(_)).then_some(from);
         let what = describe(&check.to, self.addresses);
         let o = judge::dial(check.id, &self.state(from), &what, &a, d.expect.as_deref());
-        (o, lost)
+        Ok((o, lost, attempts, None))
     }
 
-    /// Applies (or deletes) the policy and measures how long until the traffic changes.
-    fn policy(&self, check: &Check, ledger: &Ledger) -> Result<Outcome, ClusterError> {
+    /// Applies (or deletes) the policy and measures the delay until the traffic changes: to
+    /// when the first dial refused (answered) after it was sent. netexec gives a dial 5 s
+    /// (`createHTTPClient`), so a refusal by timeout is seen 5 s after it was sent.
+    fn policy(&self, check: &Check) -> Result<Judged, ClusterError> {
         let on = check.id == CheckId::PolicyApplied;
-        if let Some(by) = settle::under(check.id).iter().copied().find(|d| {
-            ledger
-                .verdicts
-                .iter()
-                .any(|v| v.check == *d && !matches!(v.outcome, Outcome::Pass))
-        }) {
-            return Ok(Outcome::Blocked { by });
-        }
         let from = check.from.unwrap_or(Role::Local);
         let Some(d) = dial::dial(from, &check.to, self.addresses) else {
-            return Ok(Outcome::Blocked {
-                by: CheckId::PodAddress,
-            });
+            let by = CheckId::PodAddress;
+            return Ok((Outcome::Blocked { by }, None, 0, None));
         };
         // A policy that cannot be changed is the run's failure, not a check's.
         probe::policy(self.c, self.ns, on)?;
         let start = Instant::now();
-        let until = self.deadline.min(start + self.policy_wait);
+        let until = self.window(self.o.policy_wait);
+        let mut attempts = 0;
         let change = loop {
-            let a = probe::ask(self.c, &d.path);
-            let passes = dial::reached(&a, d.expect.as_deref());
-            if passes != on && !matches!(a, Answer::NoProxy(_)) {
-                break Change::Within {
-                    ms: ms(start.elapsed()),
-                };
+            attempts += 1;
+            let sent = ms(start.elapsed());
+            let a = probe::ask(self.c, &d, self.o.dial_within)?;
+            let changed = if on {
+                matches!(a, Answer::Failed(_))
+            } else {
+                dial::reached(&a, d.expect.as_deref())
+            };
+            if changed {
+                break Change::Within { ms: sent };
             }
-            let stopped = self.interrupted.load(Ordering::SeqCst);
-            if Instant::now() + POLL >= until || stopped {
-                if self.deadline < start + self.policy_wait || stopped {
+            if Instant::now() + POLL >= until || interrupted(self.o) {
+                if self.deadline < start + self.o.policy_wait || interrupted(self.o) {
                     self.cut.set(true);
                 }
                 break Change::Never {
@@ -354,7 +471,12 @@ impl Step<'_> {
             }
             std::thread::sleep(POLL);
         };
-        Ok(judge::policy(check.id, &self.state(from), &change))
+        let delay = match change {
+            Change::Within { ms } => Some(ms),
+            Change::Never { .. } => None,
+        };
+        let o = judge::policy(check.id, &self.state(from), &change);
+        Ok((o, None, attempts, delay))
     }
 }
 

@@ -10,19 +10,37 @@ use super::judge::{Outcome, Verdict};
 use super::matrix::{CheckId, Role};
 use std::collections::BTreeMap;
 
-/// The checks a check's failure is blamed on first, when they failed.
+/// The checks a check's failure is blamed on first, when they failed. Every check asked
+/// through the pod proxy stands on `api-to-pods` (the API server reaches the pods).
 pub fn under(id: CheckId) -> &'static [CheckId] {
+    use CheckId::*;
     match id {
+        PodAddress | ApiToPods | KubeletProbe => &[ImagePull],
         // kube-proxy balances to Ready endpoints only (the EndpointSlice controller marks a
         // pod not Ready as such): a server the kubelet never found Ready has none.
-        CheckId::ClusterIp => &[CheckId::PodToPod, CheckId::KubeletProbe],
-        CheckId::DnsService | CheckId::DnsKubernetes => {
-            &[CheckId::ClusterIp, CheckId::WindowsToLinux]
-        }
-        CheckId::PolicyApplied => &[CheckId::PodToPod],
-        CheckId::PolicyRemoved => &[CheckId::PodToPod, CheckId::PolicyApplied],
-        _ => &[],
+        ClusterIp => &[ApiToPods, PodToPod, KubeletProbe],
+        DnsService | DnsKubernetes => &[ApiToPods, ClusterIp, WindowsToLinux],
+        PolicyApplied => &[ApiToPods, PodToPod],
+        PolicyRemoved => &[ApiToPods, PodToPod, PolicyApplied],
+        ImagePull => &[],
+        _ => &[ApiToPods],
     }
+}
+
+/// Why a check is not run: a check under it that did not pass; the policy checks need
+/// pod-to-pod to have passed (a deny seen where nothing connects proves nothing).
+pub fn blocker(id: CheckId, ledger: &Ledger) -> Option<CheckId> {
+    if let Some(by) = under(id).iter().copied().find(|d| ledger.not_passed(*d)) {
+        return Some(by);
+    }
+    let passed = |d| {
+        ledger
+            .verdicts
+            .iter()
+            .any(|v| v.check == d && v.outcome == Outcome::Pass)
+    };
+    let policy = matches!(id, CheckId::PolicyApplied | CheckId::PolicyRemoved);
+    (policy && !passed(CheckId::PodToPod)).then_some(CheckId::PodToPod)
 }
 
 /// The verdicts so far, in the order the checks ran.
@@ -33,7 +51,7 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    fn not_passed(&self, id: CheckId) -> bool {
+    pub fn not_passed(&self, id: CheckId) -> bool {
         self.verdicts.iter().any(|v| {
             v.check == id && matches!(v.outcome, Outcome::Fail { .. } | Outcome::Blocked { .. })
         })
@@ -84,6 +102,8 @@ mod tests {
             check,
             outcome,
             took_ms: 1,
+            attempts: 1,
+            delay_ms: None,
         }
     }
 
@@ -116,6 +136,22 @@ mod tests {
         );
         assert_eq!(l.unreachable(Some(Role::Local)), None);
         assert_eq!(l.unreachable(None), None);
+    }
+
+    #[test]
+    fn the_policy_is_not_run_unless_pod_to_pod_passed() {
+        let mut l = Ledger::default();
+        assert_eq!(
+            blocker(CheckId::PolicyApplied, &l),
+            Some(CheckId::PodToPod),
+            "pod-to-pod never judged: inconclusive"
+        );
+        l.record(v(CheckId::PodToPod, true), None);
+        assert_eq!(blocker(CheckId::PolicyApplied, &l), None);
+        let mut l = Ledger::default();
+        l.record(v(CheckId::ApiToPods, false), None);
+        assert_eq!(blocker(CheckId::PodToPod, &l), Some(CheckId::ApiToPods));
+        assert_eq!(blocker(CheckId::KubeletProbe, &l), None);
     }
 
     #[test]

@@ -47,6 +47,11 @@ fn options(timeout_s: u64) -> Options {
         // Felix's 30 s, shortened: the scripted dataplane applies at once or never.
         policy_wait: Duration::from_secs(3),
         pods_wait: Duration::from_secs(90),
+        pull_timeout: Duration::from_secs(600),
+        // Felix's and kube-proxy's seconds, shortened: the scripted dataplane is programmed
+        // at once unless a test says otherwise.
+        settle: Duration::from_secs(2),
+        dial_within: Duration::from_secs(10),
         interrupted: Default::default(),
     }
 }
@@ -59,7 +64,7 @@ fn verify(api: &FakeApi, dir: &tempfile::TempDir, o: &Options) -> Report {
         false,
     )
     .expect("connect");
-    run(&c, o, jiff::Timestamp::now().as_second()).expect("run")
+    run(&c, o).expect("run")
 }
 
 /// The layers (finding codes) the failed checks name, and the failed checks.
@@ -94,7 +99,7 @@ fn a_healthy_cluster_passes_every_check_and_nothing_is_left() {
     o.egress = Some("192.0.2.80:80".into());
     let r = verify(&api, &dir, &o);
     assert!(r.passed, "{:#?}", r.checks);
-    assert_eq!(r.checks.len(), 13, "{:#?}", r.checks);
+    assert_eq!(r.checks.len(), 15, "{:#?}", r.checks);
     assert!(r.checks.iter().all(|v| v.outcome == Outcome::Pass));
     assert!(r.skipped.is_empty());
     assert!(r.cleaned_up);
@@ -197,7 +202,7 @@ fn a_pod_stuck_without_an_address_is_the_cnis_with_its_event() {
     let (codes, ids) = failed(&r);
     assert_eq!(codes, BTreeSet::from([Code::TrafficCni]), "{:#?}", r.checks);
     assert_eq!(ids, [CheckId::PodAddress]);
-    let Outcome::Fail { finding } = &r.checks[0].outcome else {
+    let Outcome::Fail { finding } = &r.checks[1].outcome else {
         panic!()
     };
     assert!(
@@ -266,7 +271,7 @@ fn a_run_cut_off_by_a_failed_write_deletes_what_it_made() {
         false,
     )
     .expect("connect");
-    let err = run(&c, &options(120), jiff::Timestamp::now().as_second()).unwrap_err();
+    let err = run(&c, &options(120)).unwrap_err();
     assert!(
         err.to_string().contains("pods") || format!("{err:?}").contains("500"),
         "{err:?}"
@@ -305,6 +310,227 @@ fn an_interrupted_run_stops_and_deletes_what_it_made() {
     nothing_left(&api);
 }
 
+fn ours(api: &FakeApi, name: &str, created: i64, terminating: bool) {
+    let mut ns = meta("v1", "Namespace", name, None);
+    ns["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
+    let at = |s: i64| jiff::Timestamp::from_second(s).expect("time").to_string();
+    ns["metadata"]["creationTimestamp"] = json!(at(created));
+    if terminating {
+        ns["metadata"]["deletionTimestamp"] = json!(at(created + 60));
+        ns["status"] = json!({"phase": "Terminating"});
+    }
+    api.put(&format!("/api/v1/namespaces/{name}"), ns);
+}
+
+#[test]
+fn a_terminating_leftover_of_the_same_name_gives_way_to_a_fresh_name() {
+    let (api, dir) = cluster();
+    let now = jiff::Timestamp::now().as_second();
+    // A killed run's namespace, old, still Terminating, named as this run would name its own.
+    ours(&api, "calicoctl-win-verify-t1", now - 3600, true);
+    let r = verify(&api, &dir, &options(120));
+    assert!(r.passed, "{:#?}", r.checks);
+    assert_ne!(r.namespace, "calicoctl-win-verify-t1");
+    assert!(r.namespace.starts_with("calicoctl-win-verify-"));
+    assert!(
+        r.leftovers_removed.is_empty(),
+        "being deleted: not deleted again"
+    );
+    assert!(
+        api.get("/api/v1/namespaces/calicoctl-win-verify-t1")
+            .is_some()
+    );
+    assert!(
+        api.get(&format!("/api/v1/namespaces/{}", r.namespace))
+            .is_none()
+    );
+}
+
+#[test]
+fn a_leftover_is_old_by_the_api_servers_clock_not_this_hosts() {
+    let (api, dir) = cluster();
+    // The API server's clock is a day behind this host's.
+    let skew = -86_400;
+    api.lock().clock_offset_s = skew;
+    let server_now = jiff::Timestamp::now().as_second() + skew;
+    ours(&api, "calicoctl-win-verify-young", server_now - 60, false);
+    ours(&api, "calicoctl-win-verify-old", server_now - 3600, false);
+    let r = verify(&api, &dir, &options(120));
+    assert_eq!(r.leftovers_removed, ["calicoctl-win-verify-old"], "{r:#?}");
+    assert!(
+        api.get("/api/v1/namespaces/calicoctl-win-verify-young")
+            .is_some()
+    );
+}
+
+#[test]
+fn a_slow_image_pull_is_its_own_phase_and_not_the_runs_timeout() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.pull_takes = Some(Duration::from_secs(8));
+    let r = verify(&api, &dir, &options(6));
+    assert!(r.passed && !r.timed_out, "{:#?}", r.checks);
+    assert_eq!(r.checks[0].check, CheckId::ImagePull);
+    assert_eq!(r.checks[0].outcome, Outcome::Pass);
+    nothing_left(&api);
+}
+
+#[test]
+fn a_pull_past_its_limit_is_the_images_only() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.pull_takes = Some(Duration::MAX);
+    let mut o = options(120);
+    o.pull_timeout = Duration::from_secs(2);
+    o.pods_wait = Duration::from_secs(5);
+    let r = verify(&api, &dir, &o);
+    let (codes, ids) = failed(&r);
+    assert_eq!(
+        codes,
+        BTreeSet::from([Code::TrafficImage]),
+        "{:#?}",
+        r.checks
+    );
+    assert_eq!(ids, [CheckId::ImagePull]);
+    assert!(!r.timed_out);
+    nothing_left(&api);
+}
+
+#[test]
+fn a_client_whose_container_does_not_run_is_the_images_not_the_overlays() {
+    let r = broken(|d| {
+        d.crash_on.insert("linux-1".into());
+    });
+    let (codes, ids) = failed(&r);
+    assert_eq!(
+        codes,
+        BTreeSet::from([Code::TrafficImage]),
+        "{:#?}",
+        r.checks
+    );
+    assert_eq!(ids, [CheckId::PodAddress]);
+    let w2l = r
+        .checks
+        .iter()
+        .find(|v| v.check == CheckId::WindowsToLinux)
+        .unwrap();
+    assert_eq!(
+        w2l.outcome,
+        Outcome::Blocked {
+            by: CheckId::PodAddress
+        }
+    );
+}
+
+#[test]
+fn a_refused_pod_proxy_is_a_missing_right_not_the_overlay() {
+    let (api, dir) = cluster();
+    api.forbid("get", "pods/proxy");
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    let c = Cluster::connect(
+        std::slice::from_ref(&kubeconfig),
+        &Default::default(),
+        false,
+    )
+    .expect("connect");
+    let err = run(&c, &options(120)).unwrap_err();
+    let calicoctl_win::verify::run::RunError::Cluster(e) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        matches!(
+            e,
+            calicoctl_win::cluster::ClusterError::Api { code: 403, .. }
+        ),
+        "{e:?}"
+    );
+    assert!(e.hint().contains("get pods/proxy"), "{}", e.hint());
+    nothing_left(&api);
+}
+
+#[test]
+fn a_dns_lookup_that_never_returns_is_dns_not_the_proxy() {
+    let (api, dir) = cluster();
+    {
+        let d = &mut api.lock().dataplane;
+        d.dns_hangs = true;
+        d.slow_for = Duration::from_secs(12);
+    }
+    let mut o = options(120);
+    o.dial_within = Duration::from_secs(1);
+    let r = verify(&api, &dir, &o);
+    let (codes, ids) = failed(&r);
+    assert_eq!(codes, BTreeSet::from([Code::TrafficDns]), "{:#?}", r.checks);
+    assert_eq!(ids, [CheckId::DnsService, CheckId::DnsKubernetes]);
+}
+
+#[test]
+fn no_path_from_the_api_server_to_the_pods_is_the_control_planes_and_the_rest_not_run() {
+    let r = broken(|d| d.proxy_broken = true);
+    let (codes, ids) = failed(&r);
+    assert_eq!(
+        codes,
+        BTreeSet::from([Code::TrafficControlPlane]),
+        "{:#?}",
+        r.checks
+    );
+    assert_eq!(ids, [CheckId::ApiToPods]);
+    let p2p = r
+        .checks
+        .iter()
+        .find(|v| v.check == CheckId::PodToPod)
+        .unwrap();
+    assert_eq!(
+        p2p.outcome,
+        Outcome::Blocked {
+            by: CheckId::ApiToPods
+        }
+    );
+}
+
+#[test]
+fn a_new_endpoint_is_dialled_again_within_the_settle_window() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.programmed_after = Duration::from_secs(3);
+    let mut o = options(120);
+    o.settle = Duration::from_secs(20);
+    let r = verify(&api, &dir, &o);
+    assert!(r.passed, "{:#?}", r.checks);
+    let p2p = r
+        .checks
+        .iter()
+        .find(|v| v.check == CheckId::PodToPod)
+        .unwrap();
+    assert!(p2p.attempts > 1, "{p2p:?}");
+}
+
+#[test]
+fn the_policy_delay_is_counted_to_the_refused_dial_not_its_timeout() {
+    let (api, dir) = cluster();
+    // A dial that reaches nothing comes back after netexec's timeout, shortened.
+    api.lock().dataplane.refused_takes = Duration::from_secs(3);
+    let mut o = options(120);
+    o.policy_wait = Duration::from_secs(10);
+    let r = verify(&api, &dir, &o);
+    assert!(r.passed, "{:#?}", r.checks);
+    let applied = r
+        .checks
+        .iter()
+        .find(|v| v.check == CheckId::PolicyApplied)
+        .unwrap();
+    let delay = applied.delay_ms.expect("a delay");
+    assert!(delay < 3000, "the dial's own timeout counted: {applied:?}");
+    assert!(applied.took_ms >= 3000, "{applied:?}");
+}
+
+#[test]
+fn a_namespace_that_stays_terminating_does_not_hold_the_run_past_its_timeout() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.namespaces_linger = true;
+    let r = verify(&api, &dir, &options(8));
+    assert!(r.passed, "{:#?}", r.checks);
+    assert!(!r.cleaned_up, "still Terminating");
+    assert!(r.took_ms < 20_000, "{}", r.took_ms);
+}
+
 /// The command itself, through the binary: its document and exit codes.
 mod command {
     use super::*;
@@ -319,11 +545,11 @@ mod command {
         assert_eq!(doc["passed"], true);
         assert_eq!(doc["node"], "win-a");
         assert_eq!(
-            doc["checks"][0],
+            doc["checks"][1],
             json!({"check": "pod-address", "result": "pass",
-            "took_ms": doc["checks"][0]["took_ms"]})
+            "took_ms": doc["checks"][1]["took_ms"]})
         );
-        assert_eq!(doc["checks"].as_array().map(Vec::len), Some(12));
+        assert_eq!(doc["checks"].as_array().map(Vec::len), Some(14));
         assert_eq!(doc["skipped"][0]["id"], "egress");
         assert_eq!(doc["cleaned_up"], true);
         nothing_left(&api);
@@ -449,12 +675,22 @@ mod install {
         assert_eq!(doc["changed"], true, "{doc:#}");
         assert_eq!(
             doc["verify"]["checks"].as_array().map(Vec::len),
-            Some(11),
+            Some(13),
             "{doc:#}"
         );
         assert_eq!(doc["verify"]["passed"], true, "{doc:#}");
         assert_eq!(doc["verify"]["node"], "win-1");
         assert_eq!(doc["verify"]["cleaned_up"], true);
+        nothing_left(node.api());
+    }
+
+    #[test]
+    fn install_verify_takes_a_mirror_of_the_probe_image() {
+        let node = installed_cluster();
+        let (code, doc, stderr) =
+            node.install_local(&["--verify", "--verify-image", "mirror.local/agnhost:2.52"]);
+        assert_eq!(code, 0, "{stderr}\n{doc:#}");
+        assert_eq!(doc["verify"]["image"], "mirror.local/agnhost:2.52");
         nothing_left(node.api());
     }
 

@@ -224,7 +224,8 @@ fn install(
     }
     result?;
     let at = (&c.change, &c.cluster, c.node_name.as_str());
-    finish(ctx, at, taint, (actions.len(), args.verify), doc, within)
+    let verify = args.verify.then_some(args.verify_image.as_str());
+    finish(ctx, at, taint, (actions.len(), verify), doc, within)
 }
 
 /// The node's grant, then the enclosing command's steps (`hand_over`): the grant first, so
@@ -309,7 +310,7 @@ fn finish(
     ctx: &mut Context,
     (change, cluster, node_name): (&Change, &ClusterRead, &str),
     taint: Option<k8s_openapi::api::core::v1::Taint>,
-    (changes, verify): (usize, bool),
+    (changes, verify): (usize, Option<&str>),
     mut doc: serde_json::Value,
     within: Option<&mut Within>,
 ) -> anyhow::Result<()> {

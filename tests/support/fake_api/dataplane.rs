@@ -47,6 +47,29 @@ pub struct Dataplane {
     pub policy_removed_after: Option<Duration>,
     /// Addresses outside the cluster that answer (`host:port`).
     pub outside: BTreeSet<String>,
+    /// How long the image pull takes on every node (`Duration::MAX`: it never ends); none by
+    /// default (the image is present).
+    pub pull_takes: Option<Duration>,
+    /// Nodes whose probe container does not run (it exits and the kubelet backs off).
+    pub crash_on: BTreeSet<String>,
+    /// The API server does not reach the pods (its pod proxy answers 503).
+    pub proxy_broken: bool,
+    /// A name's lookup in a Windows pod never returns (the answer comes after `slow_for`).
+    pub dns_hangs: bool,
+    /// How long the answer to a hanging lookup takes.
+    pub slow_for: Duration,
+    /// How long a new pod is not reached by others after it runs (Felix and kube-proxy
+    /// programming its endpoint).
+    pub programmed_after: Duration,
+    /// How long a dial that reaches nothing takes to come back (netexec's HTTP client gives
+    /// up after 5 s, `createHTTPClient`).
+    pub refused_takes: Duration,
+    /// A deleted namespace stays Terminating (a finalizer that is not done).
+    pub namespaces_linger: bool,
+    /// Pods pulling their image, by object path, until when.
+    pulling: Vec<(String, Instant)>,
+    /// When each pod by name ran.
+    ran: BTreeMap<String, Instant>,
     /// NetworkPolicies by `namespace/name`: the labels their pod selector matches, when made,
     /// and when deleted.
     policies: BTreeMap<String, (Value, Instant, Option<Instant>)>,
@@ -86,6 +109,37 @@ pub fn run_pod(d: &mut Dataplane, ns: &str, pod: &mut Value) -> Option<Value> {
         .as_str()
         .unwrap_or_default()
         .to_owned();
+    if d.crash_on.contains(&node) {
+        // The kubelet restarts a container that exits with a growing back-off
+        // (pkg/kubelet/kuberuntime/kuberuntime_manager.go `doBackOff`: `CrashLoopBackOff`);
+        // the sandbox, and so the address, stays.
+        d.next_pod += 1;
+        let ip = format!("10.244.{}.{}", d.next_pod / 200, 10 + d.next_pod % 200);
+        pod["status"] = json!({"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
+            "conditions": [{"type": "Ready", "status": "False"}],
+            "containerStatuses": [{"name": "netexec", "ready": false, "state": {"waiting": {
+                "reason": "CrashLoopBackOff",
+                "message": "back-off 10s restarting failed container=netexec"}}}]});
+        return None;
+    }
+    if let Some(takes) = d.pull_takes {
+        // The kubelet pulls before it starts the container: `Pulling` said, the container
+        // waiting `ContainerCreating` (pkg/kubelet/images/image_manager.go `EnsureImageExists`,
+        // pkg/kubelet/events/event.go `PullingImage`).
+        pod["status"] = json!({"phase": "Pending", "containerStatuses": [{"name": "netexec",
+            "ready": false, "state": {"waiting": {"reason": "ContainerCreating"}}}]});
+        let path = format!("/api/v1/namespaces/{ns}/pods/{name}");
+        let due = Instant::now()
+            .checked_add(takes)
+            .unwrap_or(Instant::now() + Duration::from_secs(86_400));
+        d.pulling.push((path, due));
+        return Some(event(
+            ns,
+            &name,
+            "Pulling",
+            "Pulling image \"registry.k8s.io/e2e-test-images/agnhost:2.52\"",
+        ));
+    }
     if d.stuck_on.contains(&node) {
         pod["status"] = json!({"phase": "Pending", "containerStatuses": [{"name": "netexec",
             "ready": false, "state": {"waiting": {"reason": "ContainerCreating"}}}]});
@@ -95,13 +149,59 @@ pub fn run_pod(d: &mut Dataplane, ns: &str, pod: &mut Value) -> Option<Value> {
             "reason": "FailedCreatePodSandBox", "type": "Warning",
             "message": "plugin type=\"calico\" failed (add): error getting ClusterInformation: connection is unauthorized"}));
     }
+    started(d, pod);
+    None
+}
+
+fn event(ns: &str, pod: &str, reason: &str, message: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": format!("{pod}.{}", reason.to_lowercase()), "namespace": ns},
+        "involvedObject": {"kind": "Pod", "name": pod, "namespace": ns},
+        "reason": reason, "type": "Normal", "message": message})
+}
+
+/// The pulls whose time has come end: `Pulled` said, the pod runs. Called on every request.
+pub fn advance(d: &mut Dataplane, objects: &mut BTreeMap<String, Value>) {
+    let now = Instant::now();
+    let (done, left): (Vec<_>, Vec<_>) = d.pulling.drain(..).partition(|(_, due)| *due <= now);
+    d.pulling = left;
+    for (path, _) in done {
+        let Some(mut pod) = objects.get(&path).cloned() else {
+            continue;
+        };
+        let ns = pod["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let name = pod["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        started(d, &mut pod);
+        objects.insert(path, pod);
+        let e = event(&ns, &name, "Pulled", "Successfully pulled image");
+        objects.insert(format!("/api/v1/namespaces/{ns}/events/{name}.pulled"), e);
+    }
+}
+
+/// A pod whose container started: an address, Running; Ready at once unless it has a
+/// readiness probe and the probe never reaches it (a container without one is Ready once it
+/// runs: pkg/kubelet/prober/prober_manager.go `UpdatePodStatus`).
+fn started(d: &mut Dataplane, pod: &mut Value) {
     d.next_pod += 1;
     let ip = format!("10.244.{}.{}", d.next_pod / 200, 10 + d.next_pod % 200);
-    let ready = if d.never_ready { "False" } else { "True" };
+    let probed = pod["spec"]["containers"][0]["readinessProbe"].is_object();
+    let ready = if d.never_ready && probed {
+        "False"
+    } else {
+        "True"
+    };
+    if let Some(n) = pod["metadata"]["name"].as_str() {
+        d.ran.insert(n.to_owned(), Instant::now());
+    }
     pod["status"] = json!({"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
         "conditions": [{"type": "Ready", "status": ready}],
         "containerStatuses": [{"name": "netexec", "ready": true, "state": {"running": {}}}]});
-    None
 }
 
 /// A Service being made gets its ClusterIP.
@@ -151,6 +251,22 @@ pub fn proxy_target(path: &str) -> Option<(String, String, String, String)> {
     Some((ns.into(), pod.into(), port.into(), rest.into()))
 }
 
+/// How long the answer to a pod proxy request takes: a name's lookup that hangs in the pod
+/// (netexec's `net.ResolveTCPAddr` before its 5 s dial, not bounded by it).
+pub fn delay(d: &Dataplane, query: &BTreeMap<String, String>, body: &str) -> Duration {
+    if body.starts_with("{\"errors\"") {
+        return d.refused_takes;
+    }
+    let name = query
+        .get("host")
+        .is_some_and(|h| h.parse::<std::net::IpAddr>().is_err());
+    if d.dns_hangs && name {
+        d.slow_for
+    } else {
+        Duration::ZERO
+    }
+}
+
 /// What the API server answers a pod proxy request with: its status and body.
 pub fn proxy(
     d: &Dataplane,
@@ -167,6 +283,24 @@ pub fn proxy(
             format!("error trying to reach service: pod {pod} has no address"),
         );
     };
+    if d.proxy_broken {
+        return (
+            503,
+            format!("error trying to reach service: dial tcp {_ip}:8080: i/o timeout"),
+        );
+    }
+    if client["status"]["containerStatuses"][0]["state"]["running"].is_null() {
+        // Nothing listens at the address: kube-apiserver's proxy says so itself.
+        return (
+            503,
+            format!(
+                "error trying to reach service: dial tcp {_ip}:8080: connect: connection refused"
+            ),
+        );
+    }
+    if rest == "/healthz" {
+        return (200, String::new());
+    }
     if rest != "/dial" {
         return (404, "404 page not found".into());
     }
@@ -181,6 +315,14 @@ pub fn proxy(
         objects,
         client["spec"]["nodeName"].as_str().unwrap_or_default(),
     );
+    if d.dns_hangs && from_os == "windows" && host.parse::<std::net::IpAddr>().is_err() {
+        return (
+            400,
+            format!(
+                "host and/or port param are invalid. lookup {host} on 10.96.0.10:53: read udp: i/o timeout"
+            ),
+        );
+    }
     let Some(ip) = resolve(d, objects, (host, ns), &from_os) else {
         return (
             400,
@@ -284,6 +426,13 @@ fn pod_answers(
         return None;
     }
     if denied(d, p) {
+        return None;
+    }
+    let name = p["metadata"]["name"].as_str().unwrap_or_default();
+    if d.ran
+        .get(name)
+        .is_some_and(|t| t.elapsed() < d.programmed_after)
+    {
         return None;
     }
     p["metadata"]["name"].as_str().map(str::to_owned)

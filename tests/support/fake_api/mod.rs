@@ -39,6 +39,9 @@ pub struct State {
     /// `(verb, resource)` pairs the identity may not do: requests get 403, access reviews
     /// `allowed: false`. A subresource is named `serviceaccounts/token`.
     pub forbidden: Vec<(String, String)>,
+    /// How far the API server's clock is from this host's, in seconds: its `Date` and the
+    /// `creationTimestamp` it gives (clock skew between the two).
+    pub clock_offset_s: i64,
     /// Every request: method and path.
     pub requests: Vec<(String, String)>,
     /// Bearer tokens the server accepts: the admin's and every token it issued.
@@ -213,6 +216,7 @@ impl FakeApi {
             unknown_fields: BTreeMap::new(),
             strict_validation: true,
             forbidden: Vec::new(),
+            clock_offset_s: 0,
             requests: Vec::new(),
             tokens: BTreeSet::from([token.clone()]),
             max_token_seconds: None,
@@ -253,7 +257,19 @@ impl FakeApi {
                     };
                     let service = hyper::service::service_fn(move |req| {
                         let st = st.clone();
-                        async move { Ok::<_, hyper::Error>(serve::handle(req, &st).await) }
+                        async move {
+                            let offset = st.lock().expect("fake api state").clock_offset_s;
+                            let mut r = serve::handle(req, &st).await;
+                            if let Some(serve::Delay(d)) = r.extensions().get::<serve::Delay>() {
+                                tokio::time::sleep(*d).await;
+                            }
+                            // kube-apiserver's answers carry its clock (Go's net/http sets
+                            // `Date` on every response, RFC 9110 IMF-fixdate).
+                            if let Some(date) = serve::http_date(offset) {
+                                r.headers_mut().insert("date", date);
+                            }
+                            Ok::<_, hyper::Error>(r)
+                        }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(tls), service)
