@@ -274,9 +274,10 @@ own namespace."
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// The Windows node to verify (default: this node's name from the configuration)
-    #[arg(long, value_name = "NAME")]
-    pub node: Option<String>,
+    /// The Windows nodes to verify, each with a server of its own (repeatable, or several
+    /// names after one --node; default: this node's name from the configuration)
+    #[arg(long, value_name = "NAME", num_args = 1..)]
+    pub node: Vec<String>,
     /// The longest the whole run may take once the images are present, the sweep of a killed
     /// run's namespace and the cleanup included (exit 4 when it passes)
     #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = crate::duration::parse)]

@@ -96,6 +96,26 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
 }
 
+/// This node's own findings from its host, judged as `status` judges them (its services,
+/// Felix's health, kube-proxy): what `verify` joins to its report when run on the node it
+/// verifies. None when it is not installed here or cannot be read.
+pub fn host_findings(ctx: &mut Context) -> Vec<Finding> {
+    let judged = (|| -> anyhow::Result<Vec<Finding>> {
+        let host = ctx.open_host(Intent::Read)?;
+        let config = ctx.load_config()?.config;
+        let root = config.root();
+        let Some(rec) = record::read(host.as_ref(), &root)? else {
+            return Ok(Vec::new());
+        };
+        let mut r = Report::default();
+        services(host.as_ref(), &config, &rec, &mut r)?;
+        felix_health(host.as_ref(), &root, &mut r)?;
+        kube_proxy(host.as_ref(), &config, &mut r);
+        Ok(r.findings)
+    })();
+    judged.unwrap_or_default()
+}
+
 /// The API server asked whether it takes calico-node's token, offline too (the fleet
 /// DaemonSet's readiness), and the cluster read with the admin kubeconfig (not offline): the
 /// Node the token's request read is the one this look judges, read once, and so are the

@@ -7,37 +7,87 @@ use crate::error::UsageError;
 use crate::verify::judge::Outcome;
 use crate::verify::run::{self, Options, Report, RunError};
 
+/// How many nodes are verified at once: each run makes five pods and asks the API server's
+/// pod proxy every second, so a long `--node` list is taken a few at a time.
+pub const AT_ONCE: usize = 3;
+
+/// The command's document: one report for every node named.
+#[derive(Debug, serde::Serialize)]
+pub struct Verified {
+    pub passed: bool,
+    pub nodes: Vec<Report>,
+}
+
 pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let node = match &args.node {
-        Some(n) => n.clone(),
-        None => ctx
-            .load_config()
-            .map(|l| l.config.node.name.to_string())
-            .map_err(|_| {
-                UsageError::new(
-                    "verify needs the node to verify",
-                    "pass --node NAME (on a node calicoctl-win installed, its configured name is the default)",
-                )
-            })?,
+    let this = ctx
+        .load_config()
+        .ok()
+        .map(|l| l.config.node.name.to_string());
+    let nodes = match (&args.node[..], &this) {
+        ([], Some(n)) => vec![n.clone()],
+        ([], None) => {
+            return Err(UsageError::new(
+                "verify needs the node to verify",
+                "pass --node NAME (on a node calicoctl-win installed, its configured name is the default)",
+            )
+            .into());
+        }
+        (named, _) => named.to_vec(),
     };
     let c = ctx.require_cluster()?;
-    let o = Options {
+    let first = Options {
         image: args.image.clone(),
         egress: args.egress.clone(),
         timeout: args.timeout,
         pull_timeout: args.pull_timeout,
         keep_on_failure: args.keep_on_failure,
-        ..Options::for_node(&node)
+        ..Options::for_node(&nodes[0])
     };
-    on_interrupt(ctx, &o);
-    let report = match run::run(&c, &o) {
-        Ok(r) => r,
-        Err(RunError::Plan(e)) => return Err(e.into()),
-        Err(RunError::Cluster(e)) => return Err(e.into()),
-    };
-    ctx.printer.text(&table(&report));
-    ctx.printer.json(&serde_json::json!(report));
-    match crate::verify::failure::of(&report, args.timeout.as_secs()) {
+    on_interrupt(ctx, &first);
+    let mut reports = Vec::new();
+    for (k, batch) in nodes.chunks(AT_ONCE).enumerate() {
+        let done: Vec<Option<Result<Report, RunError>>> = std::thread::scope(|s| {
+            let runs: Vec<_> = batch
+                .iter()
+                .enumerate()
+                .map(|(i, node)| {
+                    let o = Options {
+                        node: node.clone(),
+                        // Distinct for runs started in the same instant.
+                        suffix: format!("{}{}", first.suffix, k * AT_ONCE + i),
+                        ..first.clone()
+                    };
+                    let c = &c;
+                    s.spawn(move || run::run(c, &o))
+                })
+                .collect();
+            runs.into_iter().map(|h| h.join().ok()).collect()
+        });
+        for r in done {
+            match r {
+                Some(Ok(r)) => reports.push(r),
+                Some(Err(RunError::Plan(e))) => return Err(e.into()),
+                Some(Err(RunError::Cluster(e))) => return Err(e.into()),
+                None => anyhow::bail!("a verify run stopped unexpectedly"),
+            }
+        }
+    }
+    // Run on a node calicoctl-win installed: its own health joined in.
+    for r in reports
+        .iter_mut()
+        .filter(|r| Some(&r.node) == this.as_ref())
+    {
+        r.node_health = super::status::host_findings(ctx);
+    }
+    for r in &reports {
+        ctx.printer.text(&table(r));
+    }
+    let failed = crate::verify::failure::of_all(&reports, args.timeout.as_secs());
+    ctx.printer.json(&serde_json::json!(Verified {
+        passed: failed.is_none(),
+        nodes: reports,
+    }));
+    match failed {
         None => Ok(()),
         Some(e) => Err(e.into()),
     }
@@ -98,6 +148,9 @@ pub fn table(r: &Report) -> String {
             "-",
             s.why
         ));
+    }
+    for f in &r.node_health {
+        out.push_str(&format!("this node: {} [{}]\n", f.message, f.code.word()));
     }
     if !r.leftovers_removed.is_empty() {
         out.push_str(&format!(

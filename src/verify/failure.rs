@@ -61,3 +61,34 @@ pub fn of(r: &Report, timeout_s: u64) -> Option<Failed> {
         checks: checks.join(", "),
     })
 }
+
+/// The end of runs for several nodes: an interruption first, then a timeout, then the nodes
+/// that do not pass traffic, all named.
+pub fn of_all(reports: &[Report], timeout_s: u64) -> Option<Failed> {
+    let ends: Vec<Failed> = reports.iter().filter_map(|r| of(r, timeout_s)).collect();
+    let rank = |f: &Failed| match f {
+        Failed::Interrupted { .. } => 0,
+        Failed::TimedOut { .. } => 1,
+        Failed::NotPassing { .. } => 2,
+    };
+    let first = ends.iter().map(rank).min()?;
+    let mut same = ends.into_iter().filter(|f| rank(f) == first);
+    let one = same.next()?;
+    let rest: Vec<Failed> = same.collect();
+    if rest.is_empty() {
+        return Some(one);
+    }
+    let Failed::NotPassing { node, checks } = one else {
+        return Some(one);
+    };
+    let mut said = vec![format!("{node} ({checks})")];
+    for f in rest {
+        if let Failed::NotPassing { node, checks } = f {
+            said.push(format!("{node} ({checks})"));
+        }
+    }
+    Some(Failed::NotPassing {
+        node: said.join(", "),
+        checks: "each node's failed checks above".into(),
+    })
+}

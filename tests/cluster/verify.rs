@@ -543,6 +543,7 @@ mod command {
         let (code, doc, stderr) = node.run(&["verify", "--node", "win-a"]);
         assert_eq!(code, 0, "{stderr}\n{doc:#}");
         assert_eq!(doc["passed"], true);
+        let doc = &doc["nodes"][0];
         assert_eq!(doc["node"], "win-a");
         assert_eq!(
             doc["checks"][1],
@@ -562,7 +563,7 @@ mod command {
         let node = Node::new(&api);
         let (code, doc, stderr) = node.run(&["verify", "--node", "win-a"]);
         assert_eq!(code, 1, "{stderr}\n{doc:#}");
-        let failed: Vec<&serde_json::Value> = doc["checks"]
+        let failed: Vec<&serde_json::Value> = doc["nodes"][0]["checks"]
             .as_array()
             .unwrap()
             .iter()
@@ -582,6 +583,24 @@ mod command {
         );
         assert!(
             stderr.contains("does not pass traffic: windows-to-linux, linux-to-windows"),
+            "{stderr}"
+        );
+        nothing_left(&api);
+    }
+
+    #[test]
+    fn several_nodes_are_verified_each_with_its_own_server_in_one_report() {
+        let (api, _dir) = cluster();
+        api.lock().dataplane.no_service_lb = true;
+        let node = Node::new(&api);
+        let (code, doc, stderr) = node.run(&["verify", "--node", "win-a", "--node", "win-b"]);
+        assert_eq!(code, 1, "{stderr}\n{doc:#}");
+        let nodes = doc["nodes"].as_array().expect("nodes");
+        let names: Vec<&str> = nodes.iter().filter_map(|n| n["node"].as_str()).collect();
+        assert_eq!(names, ["win-a", "win-b"]);
+        assert_ne!(nodes[0]["namespace"], nodes[1]["namespace"]);
+        assert!(
+            stderr.contains("win-a (") && stderr.contains("win-b ("),
             "{stderr}"
         );
         nothing_left(&api);
@@ -623,8 +642,8 @@ mod command {
         assert_eq!(out.status.code(), Some(1), "{stderr}");
         assert!(stderr.contains("was interrupted"), "{stderr}");
         let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-        assert_eq!(doc["interrupted"], true);
-        assert_eq!(doc["cleaned_up"], true);
+        assert_eq!(doc["nodes"][0]["interrupted"], true);
+        assert_eq!(doc["nodes"][0]["cleaned_up"], true);
         nothing_left(&api);
     }
 
@@ -635,7 +654,7 @@ mod command {
         let node = Node::new(&api);
         let (code, doc, stderr) = node.run(&["verify", "--node", "win-a", "--timeout", "2s"]);
         assert_eq!(code, 4, "{stderr}\n{doc:#}");
-        assert_eq!(doc["timed_out"], true);
+        assert_eq!(doc["nodes"][0]["timed_out"], true);
         nothing_left(&api);
         let (code, _, stderr) = node.run(&["verify", "--node", "linux-1"]);
         assert_eq!(code, 2, "{stderr}");
@@ -691,6 +710,21 @@ mod install {
             node.install_local(&["--verify", "--verify-image", "mirror.local/agnhost:2.52"]);
         assert_eq!(code, 0, "{stderr}\n{doc:#}");
         assert_eq!(doc["verify"]["image"], "mirror.local/agnhost:2.52");
+        nothing_left(node.api());
+    }
+
+    #[test]
+    fn verify_on_the_node_joins_its_own_health() {
+        let node = installed_cluster();
+        let (code, _, stderr) = node.install_local(&[]);
+        assert_eq!(code, 0, "{stderr}");
+        node.edit_state(|s| {
+            s["services"]["calicofelix"]["state"] = json!("stopped");
+            s["services"]["calicofelix"]["pid"] = json!(null);
+        });
+        let (_, doc, stderr) = node.run(&["verify"]);
+        let health = doc["nodes"][0]["node_health"].to_string();
+        assert!(health.contains("service-not-running"), "{stderr}\n{doc:#}");
         nothing_left(node.api());
     }
 
