@@ -851,6 +851,20 @@ pub struct InstallArgs {
     pub verify_image: String,
 }
 
+impl InstallArgs {
+    /// `--verify`'s probe image, when `--verify` is asked for.
+    pub fn verify_with(&self) -> Option<&str> {
+        self.verify.then_some(self.verify_image.as_str())
+    }
+}
+
+impl ReconfigureArgs {
+    /// `--verify`'s probe image, when `--verify` is asked for.
+    pub fn verify_with(&self) -> Option<&str> {
+        self.verify.then_some(self.verify_image.as_str())
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// Do not read the cluster with the admin kubeconfig (node, FelixConfiguration); whether

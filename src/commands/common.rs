@@ -224,7 +224,7 @@ pub fn verify_after(
         image: image.to_owned(),
         ..Options::for_node(node)
     };
-    super::verify::on_interrupt(ctx, &o);
+    on_interrupt(ctx, &o);
     let report = match run::run(c, &o) {
         Ok(r) => r,
         Err(RunError::Plan(e)) => return Err(e.into()),
@@ -249,6 +249,19 @@ pub fn verify_after(
     }
     doc["verify"] = serde_json::json!(report);
     Ok(crate::verify::failure::of(&report, o.timeout.as_secs()))
+}
+
+/// Ctrl-C or a termination signal stops the run where it is; it deletes what it made before
+/// the command exits. (A kill that cannot be caught leaves the namespace to the next run.)
+pub fn on_interrupt(ctx: &mut Context, o: &crate::verify::run::Options) {
+    let flag = o.interrupted.clone();
+    if let Err(e) =
+        ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst))
+    {
+        ctx.printer.warn(&format!(
+            "Ctrl-C will not clean up ({e}): a run stopped that way leaves its namespace to the next run"
+        ));
+    }
 }
 
 /// A changing command's document printed, after `verify` when `--verify` asked for it: the

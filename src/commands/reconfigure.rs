@@ -96,10 +96,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Err(failed(*e, &node_name));
     }
     finished(ctx, &change, cluster, &node_name, actions.len());
-    let verify = (
-        args.verify.then_some(args.verify_image.as_str()),
-        "reconfigured",
-    );
+    let verify = (args.verify_with(), "reconfigured");
     super::common::print_verified(ctx, verify, cluster, &node_name, doc(true))
 }
 

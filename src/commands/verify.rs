@@ -43,7 +43,7 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         keep_on_failure: args.keep_on_failure,
         ..Options::for_node(&nodes[0])
     };
-    on_interrupt(ctx, &first);
+    super::common::on_interrupt(ctx, &first);
     let mut reports = Vec::new();
     for (k, batch) in nodes.chunks(AT_ONCE).enumerate() {
         let done: Vec<Option<Result<Report, RunError>>> = std::thread::scope(|s| {
@@ -90,19 +90,6 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
     match failed {
         None => Ok(()),
         Some(e) => Err(e.into()),
-    }
-}
-
-/// Ctrl-C or a termination signal stops the run where it is; it deletes what it made before
-/// the command exits. (A kill that cannot be caught leaves the namespace to the next run.)
-pub fn on_interrupt(ctx: &mut Context, o: &Options) {
-    let flag = o.interrupted.clone();
-    if let Err(e) =
-        ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst))
-    {
-        ctx.printer.warn(&format!(
-            "Ctrl-C will not clean up ({e}): a run stopped that way leaves its namespace to the next run"
-        ));
     }
 }
 

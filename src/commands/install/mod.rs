@@ -224,8 +224,7 @@ fn install(
     }
     result?;
     let at = (&c.change, &c.cluster, c.node_name.as_str());
-    let verify = args.verify.then_some(args.verify_image.as_str());
-    finish(ctx, at, taint, (actions.len(), verify), doc, within)
+    finish(ctx, at, taint, (actions.len(), args), doc, within)
 }
 
 /// The node's grant, then the enclosing command's steps (`hand_over`): the grant first, so
@@ -310,7 +309,7 @@ fn finish(
     ctx: &mut Context,
     (change, cluster, node_name): (&Change, &ClusterRead, &str),
     taint: Option<k8s_openapi::api::core::v1::Taint>,
-    (changes, verify): (usize, Option<&str>),
+    (changes, args): (usize, &InstallArgs),
     mut doc: serde_json::Value,
     within: Option<&mut Within>,
 ) -> anyhow::Result<()> {
@@ -335,7 +334,8 @@ fn finish(
         ClusterRead::Read(c, _) => Some(c.as_ref()),
         _ => None,
     };
-    super::common::print_verified(ctx, (verify, "installed"), c, node_name, doc)
+    let verify = (args.verify_with(), "installed");
+    super::common::print_verified(ctx, verify, c, node_name, doc)
 }
 
 /// The journal this run goes on with: an interrupted run's, or for a fresh install (not a dry
