@@ -10,12 +10,12 @@ use super::objects;
 pub use super::options::{Options, PODS_WAIT, POLICY_WAIT, PULL_TIMEOUT, SETTLE};
 use super::probe;
 use super::settle::{self, Ledger};
+use super::step::{POLL, interrupted, ms};
 use crate::cluster::{Cluster, ClusterError};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use kube::Api;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// The longest the namespace's deletion is waited for, kept out of `--timeout`'s checks so
@@ -24,11 +24,6 @@ pub const CLEANUP_WAIT: Duration = Duration::from_secs(30);
 /// A namespace of ours older than this is a killed run's: the longest run (`--timeout` at
 /// most 10 minutes) and its clean-up are shorter.
 pub const LEFTOVER_AGE_S: i64 = 15 * 60;
-pub(super) const POLL: Duration = Duration::from_secs(1);
-
-pub(super) fn interrupted(o: &Options) -> bool {
-    o.interrupted.load(Ordering::SeqCst)
-}
 
 /// What the run found.
 #[derive(Debug, Serialize)]
@@ -108,10 +103,6 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         took_ms: ms(start.elapsed()),
         node_health: Vec::new(),
     })
-}
-
-pub(super) fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Makes the namespace; a name taken (a leftover of that name still being deleted, 409

@@ -7,11 +7,24 @@ use super::judge::{self, Change, Outcome, PodState};
 use super::matrix::{Check, CheckId, Role, Target};
 use super::options::Options;
 use super::probe;
-use super::run::{POLL, interrupted, ms};
 use super::settle::Ledger;
 use crate::cluster::{Cluster, ClusterError};
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+
+/// How often a wait looks again.
+pub const POLL: Duration = Duration::from_secs(1);
+
+/// Whether Ctrl-C or a termination signal stopped the run.
+pub fn interrupted(o: &Options) -> bool {
+    o.interrupted.load(Ordering::SeqCst)
+}
+
+/// Milliseconds, for the report.
+pub fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
 
 /// A check's outcome, the client the API server lost, the dials made and the policy's delay.
 pub type Judged = (Outcome, Option<Role>, u32, Option<u64>);
