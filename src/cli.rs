@@ -266,6 +266,51 @@ Changes on the host: none."
     /// Move this node to the operator's HostProcess install, or back, keeping its pods' networks
     #[command(subcommand)]
     Migrate(MigrateCommand),
+    /// Prove a Windows node passes traffic: pods, Services, DNS, both operating systems, policy enforced
+    #[command(
+        long_about = "Places agnhost netexec probe pods in a namespace of its own (calicoctl-win-verify-<random>, \
+labelled app.kubernetes.io/managed-by=calicoctl-win-verify): a server behind a Service and a client on the node, \
+a client on one Linux node and on another Windows node when the cluster has them. Each probe is asked through \
+the API server's pod proxy (pods/proxy; no pods/exec) to dial another, and each check is reported with its \
+result and the time it took: pod-address, kubelet-probe, pod-to-pod, windows-to-linux, linux-to-windows, \
+windows-to-windows, cluster-ip, api-server, dns-service, dns-kubernetes, egress (--egress), then a NetworkPolicy \
+denying the server's ingress is applied (policy-applied: refused within 30 s) and deleted (policy-removed: \
+answered again within 30 s).\n\n\
+A failure names its layer (the CNI and IPAM, the image, the overlay, kube-proxy, DNS, Felix's policy, the \
+host firewall, egress) as a finding of docs/findings.md, with the next step; a check that failed because one \
+under it failed is blocked by that one. The namespace and everything in it is deleted at the end and waited \
+for, unless --keep-on-failure and a check failed; a namespace a killed run left is found by its label and age \
+and deleted by the next run.\n\n\
+Exits 0 when every check passes, 1 when one fails, 2 for bad usage (a node that is not a Windows node, or on a \
+Windows build the image has no variant for), 4 when --timeout passed first. Changes in the cluster: only its \
+own namespace."
+    )]
+    Verify(VerifyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The Windows nodes to verify, each with a server of its own (repeatable, or several
+    /// names after one --node; default: this node's name from the configuration)
+    #[arg(long, value_name = "NAME", num_args = 1..)]
+    pub node: Vec<String>,
+    /// The longest the whole run may take once the images are present, the sweep of a killed
+    /// run's namespace and the cleanup included (exit 4 when it passes)
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = crate::duration::parse)]
+    pub timeout: std::time::Duration,
+    /// The longest the probe image may take to pull on the nodes, outside --timeout (a pull
+    /// still going then fails the image-pull check, exit 1)
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::duration::parse)]
+    pub pull_timeout: std::time::Duration,
+    /// The probe image: agnhost, or a mirror of it for an air-gapped cluster
+    #[arg(long, value_name = "IMAGE", default_value = crate::verify::image::AGNHOST)]
+    pub image: String,
+    /// An address outside the cluster a pod must reach (HOST:PORT, HTTP)
+    #[arg(long, value_name = "HOST:PORT")]
+    pub egress: Option<String>,
+    /// Keep the namespace and its pods when a check fails, to look at them
+    #[arg(long)]
+    pub keep_on_failure: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -453,8 +498,8 @@ pub struct FleetRbacArgs {
     /// token is made by install, per node)
     #[arg(long, value_enum, default_value = "installer")]
     pub identity: RbacIdentity,
-    /// The ServiceAccount and its roles' name (default: calicoctl-win-installer, or
-    /// calicoctl-win-fleet)
+    /// The ServiceAccount and its roles' name (default: calicoctl-win-installer,
+    /// calicoctl-win-fleet, or calicoctl-win-verify)
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
     /// The ServiceAccount's namespace (default: kube-system, or system-upgrade)
@@ -841,6 +886,28 @@ pub struct InstallArgs {
     /// Keep an existing calico-node kubeconfig whose token is valid for longer than this
     #[arg(long, value_name = "DURATION", default_value = "30d", value_parser = crate::duration::parse)]
     pub token_keep_if_valid_for: std::time::Duration,
+    /// After the install, prove this node passes traffic ('calicoctl-win verify' for it, with
+    /// the admin kubeconfig): the command fails when it does not (exit 1, 4 on verify's 120 s
+    /// timeout), the install stays, and the document's 'verify' says what to look at
+    #[arg(long)]
+    pub verify: bool,
+    /// The probe image of --verify: agnhost, or a mirror of it for an air-gapped cluster
+    #[arg(long, value_name = "IMAGE", default_value = crate::verify::image::AGNHOST, requires = "verify")]
+    pub verify_image: String,
+}
+
+impl InstallArgs {
+    /// `--verify`'s probe image, when `--verify` is asked for.
+    pub fn verify_with(&self) -> Option<&str> {
+        self.verify.then_some(self.verify_image.as_str())
+    }
+}
+
+impl ReconfigureArgs {
+    /// `--verify`'s probe image, when `--verify` is asked for.
+    pub fn verify_with(&self) -> Option<&str> {
+        self.verify.then_some(self.verify_image.as_str())
+    }
 }
 
 #[derive(Debug, Args)]
@@ -896,6 +963,14 @@ pub struct ReconfigureArgs {
     /// How long to wait for a service to stop or start
     #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = crate::duration::parse)]
     pub service_timeout: std::time::Duration,
+    /// After the change, prove this node passes traffic ('calicoctl-win verify' for it, with
+    /// the admin kubeconfig): the command fails when it does not (exit 1, 4 on verify's 120 s
+    /// timeout), the change stays, and the document's 'verify' says what to look at
+    #[arg(long)]
+    pub verify: bool,
+    /// The probe image of --verify: agnhost, or a mirror of it for an air-gapped cluster
+    #[arg(long, value_name = "IMAGE", default_value = crate::verify::image::AGNHOST, requires = "verify")]
+    pub verify_image: String,
 }
 
 /// How pods are evicted, by a drain's rules (reconfigure's drain, repair).

@@ -54,3 +54,4 @@ pub mod release;
 pub mod render;
 pub mod selector;
 pub mod supervise;
+pub mod verify;

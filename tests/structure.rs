@@ -286,6 +286,7 @@ const RANKS: &[(&str, u32)] = &[
     ("installed", 7),
     ("context", 8),
     ("checks", 8),
+    ("verify", 8),
     ("apply", 9),
     ("health", 10),
     ("supervise", 11),

@@ -24,6 +24,7 @@ pub mod read;
 pub mod refusal;
 pub mod rights;
 pub mod token;
+pub mod verify_rights;
 
 pub use client::{Cluster, PAGE, PAGES_CAP};
 pub use error::ClusterError;

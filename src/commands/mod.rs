@@ -26,6 +26,7 @@ mod repair;
 pub mod service;
 mod status;
 mod uninstall;
+mod verify;
 
 use crate::cli::{
     Command, ConfigCommand, FetchCommand, FleetCommand, LintCommand, MigrateCommand, ServiceCommand,
@@ -65,6 +66,7 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
         Command::Lint(LintCommand::Policies(args)) => lint::policies(args, ctx),
         Command::Migrate(MigrateCommand::ToOperator(args)) => migrate::to_operator(args, ctx),
         Command::Migrate(MigrateCommand::FromOperator(args)) => migrate::from_operator(args, ctx),
+        Command::Verify(args) => verify::run(args, ctx),
     }
     .map_err(failure)
 }

@@ -96,8 +96,8 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Err(failed(*e, &node_name));
     }
     finished(ctx, &change, cluster, &node_name, actions.len());
-    ctx.printer.json(&doc.done());
-    Ok(())
+    let verify = (args.verify_with(), "reconfigured");
+    super::common::print_verified(ctx, verify, cluster, &node_name, doc.done())
 }
 
 /// After a run that succeeded: the file stats kept, the node annotated, the steps counted.

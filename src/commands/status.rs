@@ -56,6 +56,32 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
 }
 
+/// This node's own findings, judged as CalicoNode's minute look judges them
+/// (`health::on_node`: its services, Felix's health, the Calico network's endpoints, the HNS
+/// restart watchdog): what `verify` joins to its report when run on the node it verifies. None
+/// when it is not installed here or cannot be read.
+pub fn host_findings(ctx: &mut Context) -> Vec<crate::installed::health::Finding> {
+    use crate::installed::endpoints;
+    let judged = (|| -> anyhow::Result<Vec<crate::installed::health::Finding>> {
+        let host = ctx.open_host(Intent::Read)?;
+        let config = ctx.load_config()?.config;
+        let root = config.root();
+        if crate::installed::record::read(host.as_ref(), &root)?.is_none() {
+            return Ok(Vec::new());
+        }
+        let node = config.node.name.to_string();
+        let how = endpoints::Survey {
+            cluster: None,
+            node: &node,
+            grace: endpoints::DEFAULT_GRACE,
+            remote: endpoints::Remote::Skip,
+            ageing: endpoints::Ageing::Read,
+        };
+        Ok(health::on_node(host.as_ref(), &root, &how))
+    })();
+    judged.unwrap_or_default()
+}
+
 /// The API server asked whether it takes calico-node's token, offline too (the fleet
 /// DaemonSet's readiness), and the cluster read with the admin kubeconfig (not offline): the
 /// Node the token's request read is the one this look judges, read once, and so are the

@@ -78,6 +78,27 @@ pub enum Code {
     NotInstalled,
     /// The node's Calico components read an API group the datastore migration left locked.
     ApiGroup,
+    /// `verify`: a probe pod got no address, or never started (the CNI plugin and IPAM).
+    TrafficCni,
+    /// `verify`: the probe image could not be pulled or has no variant for the node's build.
+    TrafficImage,
+    /// `verify`: pods on different nodes do not reach each other (VXLAN: the VNI, UDP 4789,
+    /// the node's BGP address).
+    TrafficOverlay,
+    /// `verify`: the API server does not reach a probe pod through its pod proxy (the control
+    /// plane's path to the pod network), so no check through it can be judged.
+    TrafficControlPlane,
+    /// `verify`: a ClusterIP does not reach its backend (kube-proxy's HNS load balancer).
+    TrafficKubeProxy,
+    /// `verify`: a name does not resolve through cluster DNS.
+    TrafficDns,
+    /// `verify`: traffic between pods on the node is dropped, or a NetworkPolicy is not
+    /// applied or not removed in time (Felix's ACLs).
+    TrafficPolicy,
+    /// `verify`: the node cannot reach its own pod (the kubelet's probe): the host firewall.
+    TrafficFirewall,
+    /// `verify`: a pod cannot reach the address outside the cluster (outbound NAT).
+    TrafficEgress,
 }
 
 impl Code {
@@ -113,6 +134,15 @@ impl Code {
         Code::AdapterDrift,
         Code::NotInstalled,
         Code::ApiGroup,
+        Code::TrafficCni,
+        Code::TrafficImage,
+        Code::TrafficOverlay,
+        Code::TrafficControlPlane,
+        Code::TrafficKubeProxy,
+        Code::TrafficDns,
+        Code::TrafficPolicy,
+        Code::TrafficFirewall,
+        Code::TrafficEgress,
     ];
 
     /// The code's word, as JSON has it.

@@ -15,3 +15,4 @@ mod kubectl_fake_api;
 mod preflight;
 mod real_clusters;
 mod rights;
+mod verify;

@@ -225,7 +225,7 @@ fn install(
     }
     result?;
     let at = (&c.change, &c.cluster, c.node_name.as_str());
-    finish(ctx, at, taint.as_ref(), actions.len(), doc, within)
+    finish(ctx, at, taint.as_ref(), (actions.len(), args), doc, within)
 }
 
 /// The node's grant, then the enclosing command's steps (`hand_over`): the grant first, so
@@ -310,7 +310,7 @@ fn finish(
     ctx: &mut Context,
     (change, cluster, node_name): (&Change, &ClusterRead, &str),
     taint: Option<&k8s_openapi::api::core::v1::Taint>,
-    changes: usize,
+    (changes, args): (usize, &InstallArgs),
     mut doc: Changing<Install>,
     within: Option<&mut Within>,
 ) -> anyhow::Result<()> {
@@ -328,8 +328,12 @@ fn finish(
         ));
     }
     doc.changed |= changes > 0;
-    ctx.printer.json(&doc);
-    Ok(())
+    let c = match cluster {
+        ClusterRead::Read(c, _) => Some(c.as_ref()),
+        _ => None,
+    };
+    let verify = (args.verify_with(), "installed");
+    super::common::print_verified(ctx, verify, c, node_name, doc)
 }
 
 /// The journal this run goes on with: an interrupted run's, or for a fresh install (not a dry
