@@ -267,7 +267,9 @@ for, unless --keep-on-failure and a check failed; a namespace a killed run left 
 and deleted by the next run.\n\n\
 Exits 0 when every check passes, 1 when one fails, 2 for bad usage (a node that is not a Windows node, or on a \
 Windows build the image has no variant for), 4 when --timeout passed first. Changes in the cluster: only its \
-own namespace."
+own namespace.\n\nWith --namespace NS it runs in NS, which it neither makes nor deletes: what it made there is deleted, and \
+runs in NS take turns (the ConfigMap calicoctl-win-verify-run). 'fleet rbac --identity verify' writes that \
+namespace and the least roles for it."
     )]
     Verify(VerifyArgs),
 }
@@ -289,6 +291,11 @@ pub struct VerifyArgs {
     /// Keep the namespace and its pods when a check fails, to look at them
     #[arg(long)]
     pub keep_on_failure: bool,
+    /// Run in this existing namespace instead of one of its own (no namespace made or
+    /// deleted; runs in it take turns): 'fleet rbac --identity verify' makes
+    /// calicoctl-win-verify and the Role verify needs there
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -427,6 +434,11 @@ kube-system (get services kube-dns). No wildcard. The list is the code's own \
 (src/cluster/rights.rs), tested against an API server that enforces RBAC.\n\n\
 --identity fleet writes the fleet jobs' account and roles instead (as 'fleet plan' does); a node's own \
 right to renew its token is made per node by install.\n\n\
+--identity verify writes the namespace calicoctl-win-verify (Pod Security baseline enforced), a Role \
+there (create, delete, list pods; get pods/proxy; create, delete, get services; create, delete \
+networking.k8s.io networkpolicies; list events; create, delete, get configmaps, its runs' turn), a Role \
+in default (get services named kubernetes) and a ClusterRole (list nodes): for 'verify --namespace \
+calicoctl-win-verify', which makes and deletes no namespace.\n\n\
 The manifests go to standard output as YAML for 'kubectl apply -f -' (-o json: one document with \
 'manifests'), or to --out-file. Changes nothing on this machine or in the cluster."
     )]
@@ -468,6 +480,8 @@ pub enum RbacIdentity {
     Installer,
     /// the fleet's jobs (the same objects 'fleet plan' writes)
     Fleet,
+    /// 'verify --namespace calicoctl-win-verify': that namespace, and Roles in it alone
+    Verify,
 }
 
 #[derive(Debug, Args)]

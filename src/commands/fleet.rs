@@ -165,13 +165,16 @@ fn is_command_line_safe(value: &str) -> bool {
 /// reconfigure, uninstall, status and preflight make (`cluster::rights`), bound to it.
 pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     use crate::cli::RbacIdentity;
+    if args.identity == RbacIdentity::Verify {
+        return rbac_verify(args, ctx);
+    }
     let (name, namespace, rights) = match args.identity {
         RbacIdentity::Installer => (
             "calicoctl-win-installer",
             "kube-system",
             crate::cluster::rights::installer(args.datastore == crate::cli::RbacDatastore::Etcdv3),
         ),
-        RbacIdentity::Fleet => (
+        RbacIdentity::Fleet | RbacIdentity::Verify => (
             "calicoctl-win-fleet",
             "system-upgrade",
             crate::cluster::rights::FLEET.to_vec(),
@@ -197,6 +200,17 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
         &args.calico_namespace,
     ));
     ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
+    print_manifests(ctx, &docs, args.out_file.as_deref())
+}
+
+/// `fleet rbac --identity verify`: verify's namespace and its least roles
+/// (`cluster::verify_rights`), for `verify --namespace calicoctl-win-verify`.
+fn rbac_verify(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let name = args.name.as_deref().unwrap_or("calicoctl-win-verify");
+    let namespace = args.namespace.as_deref().unwrap_or("kube-system");
+    dns_label("--name", name)?;
+    dns_label("--namespace", namespace)?;
+    let docs = crate::cluster::verify_rights::manifests(name, namespace);
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
 

@@ -26,6 +26,7 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         egress: args.egress.clone(),
         timeout: args.timeout,
         keep_on_failure: args.keep_on_failure,
+        namespace: args.namespace.clone(),
         ..Options::for_node(&node)
     };
     // Ctrl-C or a termination signal stops the run where it is; it deletes what it made
@@ -96,14 +97,40 @@ pub fn table(r: &Report) -> String {
             r.leftovers_removed.join(", ")
         ));
     }
-    let end = match (r.cleaned_up, r.passed) {
+    let end = if r.namespace_given {
+        given_end(r)
+    } else {
+        own_end(r)
+    };
+    out.push_str(&format!("\n{end}; {} s in all\n", r.took_ms / 1000));
+    out
+}
+
+/// What became of what the run made in a namespace it was given (never the namespace).
+fn given_end(r: &Report) -> String {
+    match (&r.clean_up_error, r.cleaned_up) {
+        (_, true) => format!("what this run made in namespace {} deleted", r.namespace),
+        (Some(e), false) => format!(
+            "what this run made in namespace {} is not deleted: {e}",
+            r.namespace
+        ),
+        (None, false) => format!(
+            "what this run made in namespace {ns} is kept: kubectl -n {ns} delete pods,services,networkpolicies -l {l}={v}, then configmap {t}, when done",
+            ns = r.namespace,
+            l = crate::verify::objects::OWNER_LABEL,
+            v = crate::verify::objects::OWNER_VALUE,
+            t = crate::verify::shared::TURN,
+        ),
+    }
+}
+
+fn own_end(r: &Report) -> String {
+    match (r.cleaned_up, r.passed) {
         (true, _) => format!("namespace {} deleted", r.namespace),
         (false, false) => format!(
             "namespace {} kept: kubectl delete namespace {} when done",
             r.namespace, r.namespace
         ),
         (false, true) => format!("namespace {} is still being deleted", r.namespace),
-    };
-    out.push_str(&format!("\n{end}; {} s in all\n", r.took_ms / 1000));
-    out
+    }
 }

@@ -14,3 +14,4 @@ pub mod options;
 pub mod probe;
 pub mod run;
 pub mod settle;
+pub mod shared;

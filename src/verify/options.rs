@@ -19,6 +19,9 @@ pub struct Options {
     pub keep_on_failure: bool,
     /// The namespace's random suffix.
     pub suffix: String,
+    /// A namespace given to run in (made by `fleet rbac --identity verify`), instead of one of
+    /// its own: shared.rs.
+    pub namespace: Option<String>,
     /// How long a policy may take to be enforced, and to be lifted (`POLICY_WAIT`).
     pub policy_wait: Duration,
     /// How long the pods may take to run (`PODS_WAIT`).
@@ -37,6 +40,7 @@ impl Options {
             timeout: Duration::from_secs(120),
             keep_on_failure: false,
             suffix: suffix(),
+            namespace: None,
             policy_wait: POLICY_WAIT,
             pods_wait: PODS_WAIT,
             interrupted: Default::default(),

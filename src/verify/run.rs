@@ -10,6 +10,7 @@ use super::objects;
 pub use super::options::{Options, PODS_WAIT, POLICY_WAIT};
 use super::probe;
 use super::settle::{self, Ledger};
+use super::shared;
 use crate::cluster::{Cluster, ClusterError};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use kube::Api;
@@ -43,8 +44,14 @@ pub struct Report {
     pub interrupted: bool,
     /// The namespaces of killed runs this run deleted.
     pub leftovers_removed: Vec<String>,
-    /// Whether the namespace is gone at the end (kept on failure, or its deletion not done).
+    /// Whether the namespace is gone at the end (kept on failure, or its deletion not done);
+    /// in a namespace given (`--namespace`), whether what the run made there is.
     pub cleaned_up: bool,
+    /// The namespace was given (`--namespace`): neither made nor deleted by the run.
+    pub namespace_given: bool,
+    /// Why what the run made in a namespace given could not be deleted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clean_up_error: Option<String>,
     pub took_ms: u64,
 }
 
@@ -61,23 +68,29 @@ pub enum RunError {
 pub fn run(c: &Cluster, o: &Options, now_s: i64) -> Result<Report, RunError> {
     let start = Instant::now();
     let deadline = start + o.timeout;
-    let leftovers_removed = sweep(c, now_s)?;
+    let leftovers_removed = match &o.namespace {
+        None => sweep(c, now_s)?,
+        Some(ns) => shared::sweep(c, ns, now_s, LEFTOVER_AGE_S)?,
+    };
     let m = matrix::plan(&o.node, &probe::nodes(c)?, &o.image, o.egress.as_deref())?;
-    let ns = objects::namespace(&o.suffix);
-    let name = ns.metadata.name.clone().unwrap_or_default();
-    let made = probe::create(
-        c,
-        &Api::<Namespace>::all(c.client.clone()),
-        "namespaces",
-        &ns,
-    );
-    made?;
+    let name = match &o.namespace {
+        None => {
+            let ns = objects::namespace(&o.suffix);
+            let api = Api::<Namespace>::all(c.client.clone());
+            probe::create(c, &api, "namespaces", &ns)?;
+            ns.metadata.name.clone().unwrap_or_default()
+        }
+        Some(ns) => {
+            shared::claim(c, ns, &o.suffix, deadline, &o.interrupted)?;
+            ns.clone()
+        }
+    };
     let (ledger, timed_out) = match checks(c, o, &m, &name, deadline) {
         Ok(done) => done,
         Err(e) => {
             // What was made goes, whatever stopped the run.
             if !o.keep_on_failure {
-                clean_up(c, &name);
+                clean_up(c, o, &name, &mut None);
             }
             return Err(e.into());
         }
@@ -85,10 +98,11 @@ pub fn run(c: &Cluster, o: &Options, now_s: i64) -> Result<Report, RunError> {
     let stopped = interrupted(o);
     let timed_out = timed_out && !stopped;
     let passed = ledger.passed() && !timed_out && !stopped;
+    let mut clean_up_error = None;
     let cleaned_up = if o.keep_on_failure && !passed {
         false
     } else {
-        clean_up(c, &name)
+        clean_up(c, o, &name, &mut clean_up_error)
     };
     Ok(Report {
         node: o.node.clone(),
@@ -101,6 +115,8 @@ pub fn run(c: &Cluster, o: &Options, now_s: i64) -> Result<Report, RunError> {
         interrupted: stopped,
         leftovers_removed,
         cleaned_up,
+        namespace_given: o.namespace.is_some(),
+        clean_up_error,
         took_ms: ms(start.elapsed()),
     })
 }
@@ -118,8 +134,14 @@ fn sweep(c: &Cluster, now_s: i64) -> Result<Vec<String>, ClusterError> {
     Ok(old)
 }
 
-/// Deletes the namespace and waits until it is gone.
-fn clean_up(c: &Cluster, ns: &str) -> bool {
+/// Deletes the namespace and waits until it is gone (in a namespace given, what the run made).
+fn clean_up(c: &Cluster, o: &Options, ns: &str, error: &mut Option<String>) -> bool {
+    if o.namespace.is_some() {
+        return shared::release(c, ns, Instant::now() + CLEANUP_WAIT).unwrap_or_else(|e| {
+            *error = Some(format!("{e} ({})", e.hint()));
+            false
+        });
+    }
     if probe::delete_namespace(c, ns).is_err() {
         return false;
     }

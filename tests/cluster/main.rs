@@ -16,3 +16,4 @@ mod preflight;
 mod real_clusters;
 mod rights;
 mod verify;
+mod verify_rights;
