@@ -291,6 +291,10 @@ pub struct VerifyArgs {
     /// Keep the namespace and its pods when a check fails, to look at them
     #[arg(long)]
     pub keep_on_failure: bool,
+    /// Verify the node though it is cordoned (what the fleet Plan's job does: the controller
+    /// cordoned it for the change, and uncordons it when the job passes)
+    #[arg(long)]
+    pub while_cordoned: bool,
     /// Run in this existing namespace instead of one of its own (no namespace made or
     /// deleted; runs in it take turns): 'fleet rbac --identity verify' makes
     /// calicoctl-win-verify and the Role verify needs there
@@ -393,7 +397,9 @@ containers; set its SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE_WINDOWS): a Plan that takes
 nodes labelled kubernetes.io/os=windows at a time, cordons and drains each, runs 'calicoctl-win \
 reconfigure --drain=external' from --image, and uncordons it when that exits 0. A node that fails \
 stays cordoned, its job's log holds the JSON error, and the plan goes no further. A changed Secret \
-or --version runs the plan again.\n\
+or --version runs the plan again. With --verify the job then runs 'calicoctl-win verify' for its node \
+(in the namespace calicoctl-win-verify, with verify's roles for the jobs' account, which the manifests \
+hold): a node that does not pass traffic fails its job, stays cordoned and stops the rollout there.\n\
 - a HostProcess DaemonSet: on each Windows node 'calicoctl-win reconfigure --drain' (the node drains \
 itself), then the pod stays; it is Ready while 'status' finds the node healthy, and the rolling \
 update (maxUnavailable --concurrency) stops at a node that is not. A changed config changes the pod \
@@ -436,7 +442,8 @@ kube-system (get services kube-dns). No wildcard. The list is the code's own \
 right to renew its token is made per node by install.\n\n\
 --identity verify writes the namespace calicoctl-win-verify (Pod Security baseline enforced), a Role \
 there (create, delete, list pods; get pods/proxy; create, delete, get services; create, delete \
-networking.k8s.io networkpolicies; list events; create, delete, get configmaps, its runs' turn), a Role \
+networking.k8s.io networkpolicies; list, delete events; create configmaps; get, delete configmaps \
+calicoctl-win-verify-run, its runs' turn), a Role \
 in default (get services named kubernetes) and a ClusterRole (list nodes): for 'verify --namespace \
 calicoctl-win-verify', which makes and deletes no namespace.\n\n\
 The manifests go to standard output as YAML for 'kubectl apply -f -' (-o json: one document with \
@@ -581,6 +588,11 @@ pub struct FleetPlanArgs {
     /// The Plan's version: the tag of an image named without one (default: this calicoctl-win's)
     #[arg(long, value_name = "VERSION")]
     pub version: Option<String>,
+    /// After each node's reconfigure, the Plan's job runs 'verify' for it (in the namespace
+    /// calicoctl-win-verify, which the manifests make, with its roles for the jobs' account):
+    /// a node that does not pass traffic fails its job, stays cordoned and stops the rollout
+    #[arg(long, conflicts_with = "migrate")]
+    pub verify: bool,
     /// Roll a migration instead of a reconfigure: a Plan that runs 'migrate to-operator' or
     /// 'migrate from-operator' on each Windows node, one at a time
     #[arg(long, value_enum, value_name = "WAY")]

@@ -125,18 +125,23 @@ pub const IN_NAMESPACE: &[Right] = &[
 /// ClusterRole, the Roles in verify's namespace and in `default`, each bound to it.
 pub fn manifests(name: &str, sa_namespace: &str) -> Vec<Value> {
     let labels = json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
-    let mut ns_labels = labels.clone();
-    // Kubernetes' Pod Security admission: the baseline level forbids privileged pods, host
-    // namespaces, hostPath volumes and host ports (kubernetes docs, Pod Security Standards).
-    ns_labels["pod-security.kubernetes.io/enforce"] = json!("baseline");
     let mut out = vec![
-        json!({"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": NAMESPACE, "labels": ns_labels}}),
+        namespace(),
         json!({"apiVersion": "v1", "kind": "ServiceAccount",
             "metadata": {"name": name, "namespace": sa_namespace, "labels": labels}}),
     ];
     out.extend(bindings(name, sa_namespace, name));
     out
+}
+
+/// Verify's namespace. Kubernetes' Pod Security admission at the baseline level forbids
+/// privileged pods, host namespaces, hostPath volumes and host ports in it (kubernetes docs,
+/// Pod Security Standards): the pods the account may create are ordinary pods.
+pub fn namespace() -> Value {
+    json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": NAMESPACE, "labels": {
+            "app.kubernetes.io/managed-by": "calicoctl-win",
+            "pod-security.kubernetes.io/enforce": "baseline"}}})
 }
 
 /// The roles and their bindings to the ServiceAccount `sa` in `sa_namespace` (also what

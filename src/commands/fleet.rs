@@ -39,6 +39,9 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ));
         ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
     }
+    if fleet.verify {
+        docs.extend(verify_roles(&fleet, &args.namespace));
+    }
     docs.push(serde_json::to_value(fleet.secret())?);
     if fleet.migrate.is_some()
         || matches!(args.engine, Engine::SystemUpgradeController | Engine::Both)
@@ -49,6 +52,19 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
         docs.push(serde_json::to_value(fleet.daemon_set())?);
     }
     print_manifests(ctx, &docs, args.out_file.as_deref())
+}
+
+/// `--verify`: verify's namespace and its roles, bound to the jobs' account too (named
+/// `<account>-verify`, beside the account's own roles).
+fn verify_roles(fleet: &Fleet, namespace: &str) -> Vec<serde_json::Value> {
+    let sa = &fleet.service_account;
+    let mut docs = vec![crate::cluster::verify_rights::namespace()];
+    docs.extend(crate::cluster::verify_rights::bindings(
+        &format!("{sa}-verify"),
+        namespace,
+        sa,
+    ));
+    docs
 }
 
 /// `--migrate`'s Plan, from its flags: one node at a time, system-upgrade-controller only, the
@@ -349,6 +365,7 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         force: args.force,
         delete_emptydir_data: args.delete_emptydir_data,
         migrate,
+        verify: args.verify,
     })
 }
 

@@ -27,6 +27,7 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         timeout: args.timeout,
         keep_on_failure: args.keep_on_failure,
         namespace: args.namespace.clone(),
+        while_cordoned: args.while_cordoned,
         ..Options::for_node(&node)
     };
     // Ctrl-C or a termination signal stops the run where it is; it deletes what it made

@@ -72,7 +72,8 @@ pub fn run(c: &Cluster, o: &Options, now_s: i64) -> Result<Report, RunError> {
         None => sweep(c, now_s)?,
         Some(ns) => shared::sweep(c, ns, now_s, LEFTOVER_AGE_S)?,
     };
-    let m = matrix::plan(&o.node, &probe::nodes(c)?, &o.image, o.egress.as_deref())?;
+    let nodes = shared::while_cordoned(probe::nodes(c)?, o);
+    let m = matrix::plan(&o.node, &nodes, &o.image, o.egress.as_deref())?;
     let name = match &o.namespace {
         None => {
             let ns = objects::namespace(&o.suffix);

@@ -8,7 +8,7 @@
 //! ConfigMap. A ConfigMap older
 //! than `LEFTOVER_AGE_S` is a killed run's: its objects and the ConfigMap are deleted.
 
-use super::matrix::Role;
+use super::matrix::{NodeFacts, Role};
 use super::objects::{OWNER_LABEL, OWNER_VALUE, POLICY_NAME};
 use super::probe;
 use crate::cluster::{Cluster, ClusterError};
@@ -141,4 +141,17 @@ pub fn release(c: &Cluster, ns: &str, until: Instant) -> Result<bool, ClusterErr
         api.delete(TURN, &dp),
     )?;
     Ok(true)
+}
+
+/// The nodes, the one under test taken as usable when `--while-cordoned`: the fleet Plan's
+/// job runs on it, cordoned by system-upgrade-controller for the change (its drain, then the
+/// upgrade container; `pkg/upgrade/job/job.go`), and the probe pods tolerate every
+/// `NoSchedule` taint, the cordon's `node.kubernetes.io/unschedulable` too.
+pub fn while_cordoned(mut nodes: Vec<NodeFacts>, o: &super::options::Options) -> Vec<NodeFacts> {
+    if o.while_cordoned {
+        for n in nodes.iter_mut().filter(|n| n.name == o.node) {
+            n.usable = true;
+        }
+    }
+    nodes
 }
