@@ -403,7 +403,9 @@ hold): a node that does not pass traffic fails its job, stays cordoned and stops
 - a HostProcess DaemonSet: on each Windows node 'calicoctl-win reconfigure --drain' (the node drains \
 itself), then the pod stays; it is Ready while 'status' finds the node healthy, and the rolling \
 update (maxUnavailable --concurrency) stops at a node that is not. A changed config changes the pod \
-template (its sha256 is an annotation), which rolls the DaemonSet.\n\n\
+template (its sha256 is an annotation), which rolls the DaemonSet. With --verify-every DURATION the pod \
+also runs 'calicoctl-win verify' for its node that often and publishes the result in the Node's \
+condition CalicoWindowsTraffic (set with calico-node's credential).\n\n\
 --image must hold calicoctl-win.exe at its root. The jobs run as --service-account (default \
 calicoctl-win-fleet, in --namespace), which the manifests create with the roles of exactly what the \
 jobs call (src/cluster/rights.rs, FLEET): reads of Calico's resources, get and patch nodes, list pods, \
@@ -593,6 +595,10 @@ pub struct FleetPlanArgs {
     /// a node that does not pass traffic fails its job, stays cordoned and stops the rollout
     #[arg(long, conflicts_with = "migrate")]
     pub verify: bool,
+    /// The DaemonSet's pod runs 'verify' for its node this often (off by default; at least
+    /// 10m) and publishes the result in the Node's condition CalicoWindowsTraffic
+    #[arg(long, value_name = "DURATION", value_parser = verify_every, conflicts_with = "migrate")]
+    pub verify_every: Option<std::time::Duration>,
     /// Roll a migration instead of a reconfigure: a Plan that runs 'migrate to-operator' or
     /// 'migrate from-operator' on each Windows node, one at a time
     #[arg(long, value_enum, value_name = "WAY")]
@@ -1185,6 +1191,11 @@ pub struct KeepTokenArgs {
     /// Check (and replace) once, then exit
     #[arg(long)]
     pub once: bool,
+    /// Also run 'verify' for this node every DURATION (in calicoctl-win-verify, with this
+    /// pod's account) and publish the result in the Node's condition CalicoWindowsTraffic
+    /// (with --once: once, at once)
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    pub verify_every: Option<std::time::Duration>,
 }
 
 /// Which service body to run.
@@ -1327,4 +1338,14 @@ pub fn unknown_flag_tip(flag: &str, args: &[String]) -> Option<String> {
     walk(&cli, "", &name, &mut have);
     have.dedup();
     (!have.is_empty()).then(|| format!("--{name} is a flag of: {}", have.join(", ")))
+}
+
+/// `--verify-every`: a duration of at least 10 minutes (a run takes up to its 120 s timeout
+/// and the runs of the fleet's nodes take turns in one namespace).
+fn verify_every(s: &str) -> Result<std::time::Duration, String> {
+    let d = crate::duration::parse(s)?;
+    if d < std::time::Duration::from_secs(600) {
+        return Err(format!("{s} is shorter than 10m"));
+    }
+    Ok(d)
 }

@@ -39,7 +39,7 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ));
         ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
     }
-    if fleet.verify {
+    if fleet.verify || fleet.verify_every.is_some() {
         docs.extend(verify_roles(&fleet, &args.namespace));
     }
     docs.push(serde_json::to_value(fleet.secret())?);
@@ -366,6 +366,7 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         delete_emptydir_data: args.delete_emptydir_data,
         migrate,
         verify: args.verify,
+        verify_every: args.verify_every,
     })
 }
 

@@ -130,6 +130,9 @@ pub struct Fleet {
     pub migrate: Option<Migration>,
     /// The Plan's job runs `verify` for its node after the reconfigure (`fleet plan --verify`).
     pub verify: bool,
+    /// The DaemonSet's pod runs `verify` for its node this often and publishes the result in
+    /// the Node's condition (`fleet plan --verify-every`).
+    pub verify_every: Option<std::time::Duration>,
 }
 
 /// A migration rolled by the Plan (`fleet plan --migrate`): `migrate to-operator` or
@@ -407,6 +410,9 @@ impl Fleet {
             Self::config_path(),
         ]);
         command.extend(["service", "keep-token"].map(String::from));
+        if let Some(every) = self.verify_every {
+            command.push(format!("--verify-every={}", crate::duration::show(every)));
+        }
         let status = [
             "cmd.exe".to_owned(),
             "/c".to_owned(),

@@ -246,7 +246,7 @@ fn dropped_fields(original: &Value, round_trip: &Value, at: &str, out: &mut Vec<
 
 /// A DaemonSet manifest read into Kubernetes' types (k8s-openapi, generated from Kubernetes'
 /// OpenAPI): a mistyped field fails the decode, an unknown one is dropped by it and named.
-fn daemonset_problems(manifest: &Value) -> Vec<String> {
+pub(crate) fn daemonset_problems(manifest: &Value) -> Vec<String> {
     use k8s_openapi::api::apps::v1::DaemonSet;
     let typed: DaemonSet = match serde_json::from_value(manifest.clone()) {
         Ok(t) => t,
@@ -448,7 +448,7 @@ impl Pod {
     }
 
     /// The environment Kubernetes gives a HostProcess container.
-    fn env(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn env(&self) -> Vec<(&'static str, String)> {
         vec![
             ("HOME", self.home.path().display().to_string()),
             ("KUBERNETES_SERVICE_HOST", "127.0.0.1".into()),

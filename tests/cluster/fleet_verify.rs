@@ -201,3 +201,135 @@ fn a_node_that_fails_verify_stops_the_rollout_there_cordoned() {
         assert!(!cordoned(&api, &m.name), "{}", m.name);
     }
 }
+
+/// `fleet plan --verify-every 6h`: the DaemonSet's pod runs `service keep-token
+/// --verify-every=6h`; off by default. Run as that pod (its own account with verify's roles,
+/// calico-node's credential for the Node's status), verify's verdict is the Node's condition
+/// `CalicoWindowsTraffic`: True on a healthy node, False naming the failing layer's code when
+/// the node's CNI fails its pods, with a new transition time only when the status changes.
+#[test]
+fn the_daemonset_runs_verify_on_a_schedule_and_publishes_the_nodes_condition() {
+    let (code, doc, err) = fleet_plan(&[
+        "--config",
+        CONFIG,
+        "--image",
+        "i:1",
+        "--engine",
+        "daemonset",
+        "--verify-every",
+        "6h",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let ds = manifest(&doc, "DaemonSet");
+    assert_eq!(super::fleet::daemonset_problems(ds), Vec::<String>::new());
+    let command = strings(&ds["spec"]["template"]["spec"]["containers"][0]["command"]);
+    let keep = command
+        .iter()
+        .position(|a| *a == "keep-token")
+        .expect("keep-token");
+    assert_eq!(command[keep + 1..], ["--verify-every=6h"]);
+    let (code, plain, _) = fleet_plan(&[
+        "--config",
+        CONFIG,
+        "--image",
+        "i:1",
+        "--engine",
+        "daemonset",
+    ]);
+    assert_eq!(code, 0);
+    assert!(!plain.to_string().contains("verify"), "off by default");
+    let (code, _, _) = fleet_plan(&["--config", CONFIG, "--image", "i:1", "--verify-every", "1m"]);
+    assert_eq!(code, 2, "a period under 10m is refused");
+
+    let api = FakeApi::start();
+    api.healthy_calico();
+    for m in doc["manifests"].as_array().expect("manifests") {
+        if m["kind"] == "Namespace" {
+            api.put("/api/v1/namespaces/calicoctl-win-verify", m.clone());
+        } else {
+            api.apply(m);
+        }
+    }
+    let node = crate::support::Node::new(&api);
+    let zip = crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let (code, _, err) = node.run(&[
+        "install",
+        "--no-start",
+        "--release-zip",
+        zip.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let path = "/api/v1/nodes/win-1";
+    let mut n = api.get(path).expect("node");
+    n["metadata"]["labels"]["node.kubernetes.io/windows-build"] = json!("10.0.20348");
+    api.put(path, n);
+    api.set_node_ready("win-1", "True", "kubelet is posting ready status");
+    let mut linux = meta("v1", "Node", "linux-1", None);
+    linux["metadata"]["labels"] = json!({"kubernetes.io/os": "linux"});
+    linux["status"] = json!({"conditions": [{"type": "Ready", "status": "True"}]});
+    api.put("/api/v1/nodes/linux-1", linux);
+    if api
+        .get("/api/v1/namespaces/default/services/kubernetes")
+        .is_none()
+    {
+        let mut k = meta("v1", "Service", "kubernetes", Some("default"));
+        k["spec"] = json!({"clusterIP": "10.96.0.1", "ports": [{"port": 443}]});
+        api.put("/api/v1/namespaces/default/services/kubernetes", k);
+    }
+    let pod = Pod::new(
+        &api,
+        &api.pod_token("system-upgrade", "calicoctl-win-fleet", "win-1"),
+    );
+    let run = || {
+        let out = crate::support::on_node()
+            .envs(pod.env())
+            .args(["-o", "json", "--sim-host"])
+            .arg(node.sim())
+            .args(["service", "keep-token", "--once", "--verify-every", "6h"])
+            .output()
+            .expect("runs");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let n = api.get(path).expect("node");
+        n["status"]["conditions"]
+            .as_array()
+            .expect("conditions")
+            .iter()
+            .find(|c| c["type"] == "CalicoWindowsTraffic")
+            .cloned()
+            .expect("the condition")
+    };
+    let first = run();
+    assert_eq!(first["status"], "True", "{first}");
+    assert_eq!(first["reason"], "TrafficPasses");
+    assert!(first["lastTransitionTime"].is_string());
+    api.lock().dataplane.stuck_on.insert("win-1".into());
+    let failed = run();
+    assert_eq!(failed["status"], "False", "{failed}");
+    assert_eq!(failed["reason"], "TrafficFails");
+    let message = failed["message"].as_str().expect("message");
+    assert!(
+        message.contains("FailedCreatePodSandBox") && message.contains("[traffic-cni]"),
+        "{message}"
+    );
+    assert!(failed["lastTransitionTime"].is_string());
+    let again = run();
+    assert_eq!(again["status"], "False");
+    assert_eq!(
+        again["lastTransitionTime"], failed["lastTransitionTime"],
+        "no new transition"
+    );
+    // What the runs made is gone.
+    let inside = "/api/v1/namespaces/calicoctl-win-verify/";
+    let st = api.lock();
+    let left: Vec<&String> = st
+        .objects
+        .keys()
+        .filter(|k| k.starts_with(inside))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
