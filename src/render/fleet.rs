@@ -35,6 +35,9 @@ pub const PLAN_SECRET_PATH: &str = "/calicoctl-win";
 /// a Plan's job `SYSTEM_UPGRADE_NODE_NAME` from the pod's `spec.nodeName`
 /// (`pkg/upgrade/container/container.go`, `New`).
 pub const NODE_NAME: &str = "%SYSTEM_UPGRADE_NODE_NAME%";
+/// The namespace `verify --namespace` runs in for the fleet (`cluster::verify_rights` writes it
+/// and its roles).
+pub const VERIFY_NAMESPACE: &str = "calicoctl-win-verify";
 /// How the container's command line names its sandbox (cmd.exe expands it).
 pub const SANDBOX: &str = "%CONTAINER_SANDBOX_MOUNT_POINT%";
 const APP_LABEL: &str = "app.kubernetes.io/name";
@@ -245,7 +248,7 @@ impl Fleet {
                     "--node",
                     NODE_NAME,
                     "--namespace",
-                    crate::cluster::verify_rights::NAMESPACE,
+                    VERIFY_NAMESPACE,
                     "--while-cordoned",
                 ]
                 .map(String::from),
