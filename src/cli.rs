@@ -283,7 +283,9 @@ for, unless --keep-on-failure and a check failed; a namespace a killed run left 
 and deleted by the next run.\n\n\
 Exits 0 when every check passes, 1 when one fails, 2 for bad usage (a node that is not a Windows node, or on a \
 Windows build the image has no variant for), 4 when --timeout passed first. Changes in the cluster: only its \
-own namespace."
+own namespace.\n\nWith --namespace NS it runs in NS, which it neither makes nor deletes: what it made there is deleted, and \
+runs in NS take turns (the ConfigMap calicoctl-win-verify-run). 'fleet rbac --identity verify' writes that \
+namespace and the least roles for it."
     )]
     Verify(VerifyArgs),
 }
@@ -311,6 +313,15 @@ pub struct VerifyArgs {
     /// Keep the namespace and its pods when a check fails, to look at them
     #[arg(long)]
     pub keep_on_failure: bool,
+    /// Verify the node though it is cordoned (what the fleet Plan's job does: the controller
+    /// cordoned it for the change, and uncordons it when the job passes)
+    #[arg(long)]
+    pub while_cordoned: bool,
+    /// Run in this existing namespace instead of one of its own (no namespace made or
+    /// deleted; runs in it take turns): 'fleet rbac --identity verify' makes
+    /// calicoctl-win-verify and the Role verify needs there
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -408,11 +419,15 @@ containers; set its SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE_WINDOWS): a Plan that takes
 nodes labelled kubernetes.io/os=windows at a time, cordons and drains each, runs 'calicoctl-win \
 reconfigure --drain=external' from --image, and uncordons it when that exits 0. A node that fails \
 stays cordoned, its job's log holds the JSON error, and the plan goes no further. A changed Secret \
-or --version runs the plan again.\n\
+or --version runs the plan again. With --verify the job then runs 'calicoctl-win verify' for its node \
+(in the namespace calicoctl-win-verify, with verify's roles for the jobs' account, which the manifests \
+hold): a node that does not pass traffic fails its job, stays cordoned and stops the rollout there.\n\
 - a HostProcess DaemonSet: on each Windows node 'calicoctl-win reconfigure --drain' (the node drains \
 itself), then the pod stays; it is Ready while 'status' finds the node healthy, and the rolling \
 update (maxUnavailable --concurrency) stops at a node that is not. A changed config changes the pod \
-template (its sha256 is an annotation), which rolls the DaemonSet.\n\n\
+template (its sha256 is an annotation), which rolls the DaemonSet. With --verify-every DURATION the pod \
+also runs 'calicoctl-win verify' for its node that often and publishes the result in the Node's \
+condition CalicoWindowsTraffic (set with calico-node's credential).\n\n\
 --image must hold calicoctl-win.exe at its root. The jobs run as --service-account (default \
 calicoctl-win-fleet, in --namespace), which the manifests create with the roles of exactly what the \
 jobs call (src/cluster/rights.rs, FLEET): reads of Calico's resources, get and patch nodes, list pods, \
@@ -449,6 +464,12 @@ kube-system (get services kube-dns). No wildcard. The list is the code's own \
 (src/cluster/rights.rs), tested against an API server that enforces RBAC.\n\n\
 --identity fleet writes the fleet jobs' account and roles instead (as 'fleet plan' does); a node's own \
 right to renew its token is made per node by install.\n\n\
+--identity verify writes the namespace calicoctl-win-verify (Pod Security baseline enforced), a Role \
+there (create, delete, list pods; get pods/proxy; create, delete, get services; create, delete \
+networking.k8s.io networkpolicies; list, delete events; create configmaps; get, delete configmaps \
+calicoctl-win-verify-run, its runs' turn), a Role \
+in default (get services named kubernetes) and a ClusterRole (list nodes): for 'verify --namespace \
+calicoctl-win-verify', which makes and deletes no namespace.\n\n\
 The manifests go to standard output as YAML for 'kubectl apply -f -' (-o json: one document with \
 'manifests'), or to --out-file. Changes nothing on this machine or in the cluster."
     )]
@@ -490,6 +511,8 @@ pub enum RbacIdentity {
     Installer,
     /// the fleet's jobs (the same objects 'fleet plan' writes)
     Fleet,
+    /// 'verify --namespace calicoctl-win-verify': that namespace, and Roles in it alone
+    Verify,
 }
 
 #[derive(Debug, Args)]
@@ -589,6 +612,15 @@ pub struct FleetPlanArgs {
     /// The Plan's version: the tag of an image named without one (default: this calicoctl-win's)
     #[arg(long, value_name = "VERSION")]
     pub version: Option<String>,
+    /// After each node's reconfigure, the Plan's job runs 'verify' for it (in the namespace
+    /// calicoctl-win-verify, which the manifests make, with its roles for the jobs' account):
+    /// a node that does not pass traffic fails its job, stays cordoned and stops the rollout
+    #[arg(long, conflicts_with = "migrate")]
+    pub verify: bool,
+    /// The DaemonSet's pod runs 'verify' for its node this often (off by default; at least
+    /// 10m) and publishes the result in the Node's condition CalicoWindowsTraffic
+    #[arg(long, value_name = "DURATION", value_parser = verify_every, conflicts_with = "migrate")]
+    pub verify_every: Option<std::time::Duration>,
     /// Roll a migration instead of a reconfigure: a Plan that runs 'migrate to-operator' or
     /// 'migrate from-operator' on each Windows node, one at a time
     #[arg(long, value_enum, value_name = "WAY")]
@@ -1230,6 +1262,11 @@ pub struct KeepTokenArgs {
     /// Check (and replace) once, then exit
     #[arg(long)]
     pub once: bool,
+    /// Also run 'verify' for this node every DURATION (in calicoctl-win-verify, with this
+    /// pod's account) and publish the result in the Node's condition CalicoWindowsTraffic
+    /// (with --once: once, at once)
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    pub verify_every: Option<std::time::Duration>,
 }
 
 /// Which service body to run.
@@ -1372,4 +1409,14 @@ pub fn unknown_flag_tip(flag: &str, args: &[String]) -> Option<String> {
     walk(&cli, "", &name, &mut have);
     have.dedup();
     (!have.is_empty()).then(|| format!("--{name} is a flag of: {}", have.join(", ")))
+}
+
+/// `--verify-every`: a duration of at least 10 minutes (a run takes up to its 120 s timeout
+/// and the runs of the fleet's nodes take turns in one namespace).
+fn verify_every(s: &str) -> Result<std::time::Duration, String> {
+    let d = crate::duration::parse(s)?;
+    if d < std::time::Duration::from_secs(600) {
+        return Err(format!("{s} is shorter than 10m"));
+    }
+    Ok(d)
 }

@@ -39,6 +39,9 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ));
         ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
     }
+    if fleet.verify || fleet.verify_every.is_some() {
+        docs.extend(verify_roles(&fleet, &args.namespace));
+    }
     docs.push(serde_json::to_value(fleet.secret())?);
     if fleet.migrate.is_some()
         || matches!(args.engine, Engine::SystemUpgradeController | Engine::Both)
@@ -49,6 +52,19 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
         docs.push(serde_json::to_value(fleet.daemon_set())?);
     }
     print_manifests(ctx, &docs, args.out_file.as_deref())
+}
+
+/// `--verify`: verify's namespace and its roles, bound to the jobs' account too (named
+/// `<account>-verify`, beside the account's own roles).
+fn verify_roles(fleet: &Fleet, namespace: &str) -> Vec<serde_json::Value> {
+    let sa = &fleet.service_account;
+    let mut docs = vec![crate::cluster::verify_rights::namespace()];
+    docs.extend(crate::cluster::verify_rights::bindings(
+        &format!("{sa}-verify"),
+        namespace,
+        sa,
+    ));
+    docs
 }
 
 /// `--migrate`'s Plan, from its flags: one node at a time, system-upgrade-controller only, the
@@ -165,13 +181,16 @@ fn is_command_line_safe(value: &str) -> bool {
 /// reconfigure, uninstall, status and preflight make (`cluster::rights`), bound to it.
 pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     use crate::cli::RbacIdentity;
+    if args.identity == RbacIdentity::Verify {
+        return rbac_verify(args, ctx);
+    }
     let (name, namespace, rights) = match args.identity {
         RbacIdentity::Installer => (
             "calicoctl-win-installer",
             "kube-system",
             crate::cluster::rights::installer(args.datastore == crate::cli::RbacDatastore::Etcdv3),
         ),
-        RbacIdentity::Fleet => (
+        RbacIdentity::Fleet | RbacIdentity::Verify => (
             "calicoctl-win-fleet",
             "system-upgrade",
             crate::cluster::rights::FLEET.to_vec(),
@@ -197,6 +216,17 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
         &args.calico_namespace,
     ));
     ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
+    print_manifests(ctx, &docs, args.out_file.as_deref())
+}
+
+/// `fleet rbac --identity verify`: verify's namespace and its least roles
+/// (`cluster::verify_rights`), for `verify --namespace calicoctl-win-verify`.
+fn rbac_verify(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let name = args.name.as_deref().unwrap_or("calicoctl-win-verify");
+    let namespace = args.namespace.as_deref().unwrap_or("kube-system");
+    dns_label("--name", name)?;
+    dns_label("--namespace", namespace)?;
+    let docs = crate::cluster::verify_rights::manifests(name, namespace);
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
 
@@ -344,6 +374,8 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         force: args.force,
         delete_emptydir_data: args.delete_emptydir_data,
         migrate,
+        verify: args.verify,
+        verify_every: args.verify_every,
     })
 }
 

@@ -42,7 +42,27 @@ pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
     // A look that fails (the server refuses this pod's request too) is tried again later and
     // later, up to five minutes, so that a persistent refusal is not said every 20 s.
     let mut pause = args.every;
+    // The first scheduled verify one period after the start (a rolled DaemonSet starts every
+    // node's pod at once), or at once with --once.
+    let mut verify_due = args
+        .verify_every
+        .map(|d| std::time::Instant::now() + if args.once { Duration::ZERO } else { d });
     loop {
+        if let (Some(due), Some(every)) = (verify_due, args.verify_every)
+            && std::time::Instant::now() >= due
+        {
+            verify_due = Some(std::time::Instant::now() + every);
+            match super::keep_token_verify::verify_and_publish(
+                ctx,
+                host.as_ref(),
+                &kubeconfig,
+                &node,
+            ) {
+                Ok(said) => ctx.printer.text(&said),
+                Err(e) if args.once => return Err(e),
+                Err(e) => ctx.printer.warn(&format!("{e:#}")),
+            }
+        }
         let result = look(ctx, host.as_ref(), &kubeconfig, &node);
         pause = if result.is_err() {
             (pause * 2).min(MOST_PAUSE.max(args.every))

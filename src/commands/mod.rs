@@ -15,6 +15,7 @@ mod fleet_status;
 mod import_ps1;
 mod install;
 mod keep_token;
+mod keep_token_verify;
 mod known_errors;
 mod lint;
 mod logs;

@@ -41,6 +41,8 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         timeout: args.timeout,
         pull_timeout: args.pull_timeout,
         keep_on_failure: args.keep_on_failure,
+        namespace: args.namespace.clone(),
+        while_cordoned: args.while_cordoned,
         ..Options::for_node(&nodes[0])
     };
     super::common::on_interrupt(ctx, &first);
@@ -145,13 +147,10 @@ pub fn table(r: &Report) -> String {
             r.leftovers_removed.join(", ")
         ));
     }
-    let end = match (r.cleaned_up, r.passed) {
-        (true, _) => format!("namespace {} deleted", r.namespace),
-        (false, false) => format!(
-            "namespace {} kept: kubectl delete namespace {} when done",
-            r.namespace, r.namespace
-        ),
-        (false, true) => format!("namespace {} is still being deleted", r.namespace),
+    let end = if r.namespace_given {
+        given_end(r)
+    } else {
+        own_end(r)
     };
     out.push_str(&format!(
         "\n{end} (cleanup {:.1}s); {} s in all\n",
@@ -159,4 +158,33 @@ pub fn table(r: &Report) -> String {
         r.took_ms / 1000
     ));
     out
+}
+
+/// What became of what the run made in a namespace it was given (never the namespace).
+fn given_end(r: &Report) -> String {
+    match (&r.clean_up_error, r.cleaned_up) {
+        (_, true) => format!("what this run made in namespace {} deleted", r.namespace),
+        (Some(e), false) => format!(
+            "what this run made in namespace {} is not deleted: {e}",
+            r.namespace
+        ),
+        (None, false) => format!(
+            "what this run made in namespace {ns} is kept: kubectl -n {ns} delete pods,services,networkpolicies -l {l}={v}, then configmap {t}, when done",
+            ns = r.namespace,
+            l = crate::verify::objects::OWNER_LABEL,
+            v = crate::verify::objects::OWNER_VALUE,
+            t = crate::verify::shared::TURN,
+        ),
+    }
+}
+
+fn own_end(r: &Report) -> String {
+    match (r.cleaned_up, r.passed) {
+        (true, _) => format!("namespace {} deleted", r.namespace),
+        (false, false) => format!(
+            "namespace {} kept: kubectl delete namespace {} when done",
+            r.namespace, r.namespace
+        ),
+        (false, true) => format!("namespace {} is still being deleted", r.namespace),
+    }
 }

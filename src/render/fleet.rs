@@ -32,6 +32,13 @@ pub const CONFIG_MOUNT: &str = "C:\\calicoctl-win";
 /// kubelet on Windows makes `/calicoctl-win` into `c:/calicoctl-win`
 /// (`pkg/volume/util/util.go`, `MakeAbsolutePath`: a path that starts with a slash gets `c:`).
 pub const PLAN_SECRET_PATH: &str = "/calicoctl-win";
+/// The job's node, as cmd.exe expands it: system-upgrade-controller gives every container of
+/// a Plan's job `SYSTEM_UPGRADE_NODE_NAME` from the pod's `spec.nodeName`
+/// (`pkg/upgrade/container/container.go`, `New`).
+pub const NODE_NAME: &str = "%SYSTEM_UPGRADE_NODE_NAME%";
+/// The namespace `verify --namespace` runs in for the fleet (`cluster::verify_rights` writes it
+/// and its roles).
+pub const VERIFY_NAMESPACE: &str = "calicoctl-win-verify";
 /// How the container's command line names its sandbox (cmd.exe expands it).
 pub const SANDBOX: &str = "%CONTAINER_SANDBOX_MOUNT_POINT%";
 const APP_LABEL: &str = "app.kubernetes.io/name";
@@ -130,6 +137,11 @@ pub struct Fleet {
     pub delete_emptydir_data: bool,
     /// The migration the Plan rolls instead of a reconfigure.
     pub migrate: Option<Migration>,
+    /// The Plan's job runs `verify` for its node after the reconfigure (`fleet plan --verify`).
+    pub verify: bool,
+    /// The DaemonSet's pod runs `verify` for its node this often and publishes the result in
+    /// the Node's condition (`fleet plan --verify-every`).
+    pub verify_every: Option<std::time::Duration>,
 }
 
 /// A migration rolled by the Plan (`fleet plan --migrate`): `migrate to-operator` or
@@ -219,6 +231,34 @@ impl Fleet {
             if self.delete_emptydir_data {
                 args.push("--delete-emptydir-data".into());
             }
+        }
+        args
+    }
+
+    /// The Plan's job: `reconfigure --drain=external`, then, with `verify`, `verify` for the
+    /// node in verify's namespace. cmd.exe runs the command after `&&` only when the one
+    /// before exited 0, and exits with the code of the last it ran (Microsoft's cmd docs:
+    /// "command1 && command2"): a change that failed, or a node that does not pass traffic,
+    /// fails the job, which leaves the node cordoned and holds its slot.
+    fn plan_args(&self) -> Vec<String> {
+        let mut args = self.args(true);
+        if self.verify && self.migrate.is_none() {
+            args.extend(["&&".to_owned(), Self::exe()]);
+            args.extend(
+                [
+                    "--config",
+                    &Self::config_path(),
+                    "-o",
+                    "json",
+                    "verify",
+                    "--node",
+                    NODE_NAME,
+                    "--namespace",
+                    VERIFY_NAMESPACE,
+                    "--while-cordoned",
+                ]
+                .map(String::from),
+            );
         }
         args
     }
@@ -317,7 +357,7 @@ impl Fleet {
                 upgrade: ContainerSpec {
                     image: self.image.clone(),
                     command: vec!["cmd.exe".into(), "/c".into(), Self::exe()],
-                    args: self.args(true),
+                    args: self.plan_args(),
                 },
             },
         }
@@ -386,6 +426,9 @@ impl Fleet {
             Self::config_path(),
         ]);
         command.extend(["service", "keep-token"].map(String::from));
+        if let Some(every) = self.verify_every {
+            command.push(format!("--verify-every={}", crate::duration::show(every)));
+        }
         let status = [
             "cmd.exe".to_owned(),
             "/c".to_owned(),

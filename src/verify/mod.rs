@@ -14,4 +14,5 @@ pub mod options;
 pub mod probe;
 pub mod run;
 pub mod settle;
+pub mod shared;
 pub mod step;

@@ -31,6 +31,11 @@ pub struct Options {
     pub keep_on_failure: bool,
     /// The namespace's random suffix.
     pub suffix: String,
+    /// A namespace given to run in (made by `fleet rbac --identity verify`), instead of one of
+    /// its own: shared.rs.
+    pub namespace: Option<String>,
+    /// The node under test may be cordoned (the fleet Plan's job: shared.rs).
+    pub while_cordoned: bool,
     /// How long a policy may take to be enforced, and to be lifted (`POLICY_WAIT`).
     pub policy_wait: Duration,
     /// How long the pods may take to run (`PODS_WAIT`).
@@ -55,6 +60,8 @@ impl Options {
             timeout: Duration::from_secs(120),
             keep_on_failure: false,
             suffix: suffix(),
+            namespace: None,
+            while_cordoned: false,
             policy_wait: POLICY_WAIT,
             pods_wait: PODS_WAIT,
             pull_timeout: PULL_TIMEOUT,

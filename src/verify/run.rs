@@ -10,6 +10,7 @@ use super::objects;
 pub use super::options::{Options, PODS_WAIT, POLICY_WAIT, PULL_TIMEOUT, SETTLE};
 use super::probe;
 use super::settle::{self, Ledger};
+use super::shared;
 use super::step::{POLL, interrupted, ms};
 use crate::cluster::{Cluster, ClusterError};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
@@ -39,11 +40,17 @@ pub struct Report {
     pub interrupted: bool,
     /// The namespaces of killed runs this run deleted.
     pub leftovers_removed: Vec<String>,
-    /// Whether the namespace is gone at the end (kept on failure, or its deletion not done).
+    /// Whether the namespace is gone at the end (kept on failure, or its deletion not done);
+    /// in a namespace given (`--namespace`), whether what the run made there is.
     pub cleaned_up: bool,
     /// How long the deletion of the namespace was waited for.
     pub cleanup_ms: u64,
     /// The whole run, the image pull included.
+    /// The namespace was given (`--namespace`): neither made nor deleted by the run.
+    pub namespace_given: bool,
+    /// Why what the run made in a namespace given could not be deleted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clean_up_error: Option<String>,
     pub took_ms: u64,
     /// This node's own health findings, when `verify` runs on the node it verifies.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -65,15 +72,29 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     let start = Instant::now();
     let reserve = CLEANUP_WAIT.min(o.timeout / 4);
     let checks_until = start + o.timeout - reserve;
-    let leftovers_removed = sweep(c)?;
-    let m = matrix::plan(&o.node, &probe::nodes(c)?, &o.image, o.egress.as_deref())?;
-    let name = make_namespace(c, o)?;
+    let leftovers_removed = match &o.namespace {
+        None => sweep(c)?,
+        // A turn is old by the API server's clock too (none is swept without its `Date`).
+        Some(ns) => match probe::server_now(c)? {
+            Some(now) => shared::sweep(c, ns, now, LEFTOVER_AGE_S)?,
+            None => Vec::new(),
+        },
+    };
+    let nodes = shared::while_cordoned(probe::nodes(c)?, o);
+    let m = matrix::plan(&o.node, &nodes, &o.image, o.egress.as_deref())?;
+    let name = match &o.namespace {
+        None => make_namespace(c, o)?,
+        Some(ns) => {
+            shared::claim(c, ns, &o.suffix, checks_until, &o.interrupted)?;
+            ns.clone()
+        }
+    };
     let (ledger, timed_out, pull) = match checks(c, o, &m, &name, checks_until) {
         Ok(done) => done,
         Err(e) => {
             // What was made goes, whatever stopped the run.
             if !o.keep_on_failure {
-                clean_up(c, &name, Instant::now() + reserve.max(POLL));
+                clean_up(c, o, &name, Instant::now() + reserve.max(POLL), &mut None);
             }
             return Err(e.into());
         }
@@ -82,11 +103,12 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     let timed_out = timed_out && !stopped;
     let passed = ledger.passed() && !timed_out && !stopped;
     let cleaning = Instant::now();
+    let mut clean_up_error = None;
     let cleaned_up = if o.keep_on_failure && !passed {
         false
     } else {
         let until = (start + o.timeout + pull).max(cleaning + POLL);
-        clean_up(c, &name, until)
+        clean_up(c, o, &name, until, &mut clean_up_error)
     };
     Ok(Report {
         node: o.node.clone(),
@@ -100,6 +122,8 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         leftovers_removed,
         cleaned_up,
         cleanup_ms: ms(cleaning.elapsed()),
+        namespace_given: o.namespace.is_some(),
+        clean_up_error,
         took_ms: ms(start.elapsed()),
         node_health: Vec::new(),
     })
@@ -141,8 +165,21 @@ fn sweep(c: &Cluster) -> Result<Vec<String>, ClusterError> {
     Ok(old)
 }
 
-/// Deletes the namespace and waits until it is gone, or `until`.
-fn clean_up(c: &Cluster, ns: &str, until: Instant) -> bool {
+/// Deletes the namespace and waits until it is gone, or `until` (in a namespace given, what
+/// the run made).
+fn clean_up(
+    c: &Cluster,
+    o: &Options,
+    ns: &str,
+    until: Instant,
+    error: &mut Option<String>,
+) -> bool {
+    if o.namespace.is_some() {
+        return shared::release(c, ns, until).unwrap_or_else(|e| {
+            *error = Some(format!("{e} ({})", e.hint()));
+            false
+        });
+    }
     if probe::delete_namespace(c, ns).is_err() {
         return false;
     }

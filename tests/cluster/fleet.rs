@@ -8,7 +8,7 @@ use crate::support::{cmd, json, on_node, tool};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
-const CONFIG: &str = "templates/calico-windows.yaml";
+pub(crate) const CONFIG: &str = "templates/calico-windows.yaml";
 
 /// `fleet plan ARGS -o json`: exit code, the JSON document, stderr.
 pub(crate) fn fleet_plan(args: &[&str]) -> (i32, Value, String) {
@@ -246,7 +246,7 @@ fn dropped_fields(original: &Value, round_trip: &Value, at: &str, out: &mut Vec<
 
 /// A DaemonSet manifest read into Kubernetes' types (k8s-openapi, generated from Kubernetes'
 /// OpenAPI): a mistyped field fails the decode, an unknown one is dropped by it and named.
-fn daemonset_problems(manifest: &Value) -> Vec<String> {
+pub(crate) fn daemonset_problems(manifest: &Value) -> Vec<String> {
     use k8s_openapi::api::apps::v1::DaemonSet;
     let typed: DaemonSet = match serde_json::from_value(manifest.clone()) {
         Ok(t) => t,
@@ -448,7 +448,7 @@ impl Pod {
     }
 
     /// The environment Kubernetes gives a HostProcess container.
-    fn env(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn env(&self) -> Vec<(&'static str, String)> {
         vec![
             ("HOME", self.home.path().display().to_string()),
             ("KUBERNETES_SERVICE_HOST", "127.0.0.1".into()),
@@ -837,16 +837,36 @@ pub(crate) fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod
                             spec["version"].as_str().unwrap_or_default().to_owned(),
                         ),
                     ];
-                    let out = cmd()
-                        .envs(pod.env())
-                        .envs(suc_env)
-                        .args(args)
-                        .arg("--sim-host")
-                        .arg(m.sim())
-                        .output()
-                        .expect("job");
-                    let code = out.status.code().expect("code");
-                    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+                    // cmd.exe's `&&`: the next command runs only when the one before
+                    // exited 0, and the line's exit code is the last one run's (Microsoft's
+                    // cmd docs, "command1 && command2"). After `&&` comes calicoctl-win.exe
+                    // again.
+                    let (mut code, mut doc) = (0, Value::Null);
+                    for (i, part) in args.split(|a| a == "&&").enumerate() {
+                        let part = if i == 0 { part } else { &part[1..] };
+                        // cmd.exe expands `%NAME%` from the container's environment.
+                        let part: Vec<String> = part
+                            .iter()
+                            .map(|a| {
+                                suc_env
+                                    .iter()
+                                    .fold(a.clone(), |a, (k, v)| a.replace(&format!("%{k}%"), v))
+                            })
+                            .collect();
+                        let out = cmd()
+                            .envs(pod.env())
+                            .envs(suc_env.clone())
+                            .args(&part)
+                            .arg("--sim-host")
+                            .arg(m.sim())
+                            .output()
+                            .expect("job");
+                        code = out.status.code().expect("code");
+                        doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+                        if code != 0 {
+                            break;
+                        }
+                    }
                     tx.send((m, code, doc)).expect("send");
                 });
             }

@@ -44,6 +44,8 @@ fn options(timeout_s: u64) -> Options {
         timeout: Duration::from_secs(timeout_s),
         keep_on_failure: false,
         suffix: "t1".into(),
+        namespace: None,
+        while_cordoned: false,
         // Felix's 30 s, shortened: the scripted dataplane applies at once or never.
         policy_wait: Duration::from_secs(3),
         pods_wait: Duration::from_secs(90),
