@@ -17,25 +17,7 @@ pub struct Options {
 }
 
 pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<Vec<Action>> {
-    let mut actions = Vec::new();
-    // Services: felix and confd stop before the node they depend on.
-    for spec in r.services.iter().rev() {
-        if let Some(now) = host.service_query(&spec.name)?
-            && now.state != ServiceState::Stopped
-        {
-            actions.push(Action::StopService {
-                name: spec.name.clone(),
-            });
-        }
-    }
-    for spec in r.services.iter().rev() {
-        if host.service_query(&spec.name)?.is_some() {
-            actions.push(Action::DeleteService {
-                name: spec.name.clone(),
-                restore: Some(spec.clone()),
-            });
-        }
-    }
+    let mut actions = services(host, r)?;
     // The cluster's steps: once CalicoNode is stopped (it sets the condition no more), and
     // while the config that names the node is still there for a rerun to read.
     actions.extend(o.cluster_steps.iter().cloned());
@@ -112,6 +94,29 @@ pub fn forget_addressing(host: &dyn Host) -> HostResult<Option<Action>> {
 }
 
 /// The sizes and times status compares (`plan::file_stat`), then the record itself.
+/// The services stopped, felix and confd before the node they depend on, then deleted.
+fn services(host: &dyn Host, r: &InstallRecord) -> HostResult<Vec<Action>> {
+    let mut actions = Vec::new();
+    for spec in r.services.iter().rev() {
+        if let Some(now) = host.service_query(&spec.name)?
+            && now.state != ServiceState::Stopped
+        {
+            actions.push(Action::StopService {
+                name: spec.name.clone(),
+            });
+        }
+    }
+    for spec in r.services.iter().rev() {
+        if host.service_query(&spec.name)?.is_some() {
+            actions.push(Action::DeleteService {
+                name: spec.name.clone(),
+                restore: Some(spec.clone()),
+            });
+        }
+    }
+    Ok(actions)
+}
+
 fn remove_record(host: &dyn Host, r: &InstallRecord, actions: &mut Vec<Action>) -> HostResult<()> {
     let stats = r.root().file_stats();
     if host.file_access(&stats)?.is_some() {

@@ -179,10 +179,13 @@ fn a_node_that_fails_verify_stops_the_rollout_there_cordoned() {
     assert_eq!(first.done, ["win-1"], "{:?}", first.failed);
     let failed: Vec<&str> = first.failed.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(failed, ["win-bad"]);
-    let log = &first.failed[0].1;
+    let log = &first.failed[0].1["nodes"][0];
     assert_eq!(log["node"], "win-bad", "{log}");
     assert_eq!(log["passed"], false, "{log}");
-    assert_eq!(log["checks"][0]["check"], "pod-address", "{log}");
+    // The pull passed; the pod never got its address.
+    assert_eq!(log["checks"][0]["check"], "image-pull", "{log}");
+    assert_eq!(log["checks"][1]["check"], "pod-address", "{log}");
+    assert_eq!(log["checks"][1]["result"], "fail", "{log}");
     assert_eq!(log["cleaned_up"], true, "{log}");
     assert!(cordoned(&api, "win-bad"), "the failed node stays cordoned");
     assert!(!cordoned(&api, "win-1"));

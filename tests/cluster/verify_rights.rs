@@ -64,7 +64,9 @@ fn workload(api: &FakeApi, dir: &std::path::Path) -> Option<String> {
     api.put(&format!("/api/v1/namespaces/{NS}/pods/server"), pod);
     let node = Node::new(api);
     let args = ["verify", "--node", "win-a", "--namespace", NS];
-    let (code, doc, err) = node.run_as(&kubeconfig, &args);
+    let (code, all, err) = node.run_as(&kubeconfig, &args);
+    // One report a node (`{passed, nodes}`).
+    let doc = &all["nodes"][0];
     if code != 0 || doc["cleaned_up"] != true {
         return Some(format!("a healthy run: exit {code}, {err}, {doc}"));
     }
@@ -72,9 +74,12 @@ fn workload(api: &FakeApi, dir: &std::path::Path) -> Option<String> {
         return Some(format!("the killed run's objects: {doc}"));
     }
     api.lock().dataplane.stuck_on.insert("linux-1".into());
-    let (code, doc, err) = node.run_as(&kubeconfig, &args);
-    let message = doc["checks"][0]["finding"]["message"]
-        .as_str()
+    let (code, all, err) = node.run_as(&kubeconfig, &args);
+    let doc = &all["nodes"][0];
+    let message = doc["checks"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["check"] == "pod-address"))
+        .and_then(|c| c["finding"]["message"].as_str())
         .unwrap_or_default();
     if code != 1 || !message.contains("FailedCreatePodSandBox") || doc["cleaned_up"] != true {
         return Some(format!("a run with a stuck pod: exit {code}, {err}, {doc}"));
@@ -208,6 +213,6 @@ fn a_run_waits_for_the_namespaces_turn_and_never_takes_a_young_one() {
     api.lock().objects.remove(&path);
     let (code, doc, err) = node.run_as(&kubeconfig, &args[..5]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(doc["namespace_given"], true);
+    assert_eq!(doc["nodes"][0]["namespace_given"], true, "{doc}");
     assert!(left(&api).is_empty(), "{:?}", left(&api));
 }
