@@ -74,6 +74,21 @@ fn rotated_key(name: &str, stem: &str) -> Option<(String, u32)> {
     ok.then(|| (time.to_ascii_uppercase(), n))
 }
 
+/// The index of the file after `name` in `names`: the next one, or when `name` is gone
+/// (pruned) the first written after it.
+fn after(names: &[String], name: &str, stem: &str) -> usize {
+    if let Some(i) = names.iter().position(|n| n == name) {
+        return i + 1;
+    }
+    let Some(key) = rotated_key(name, stem) else {
+        return names.len();
+    };
+    names
+        .iter()
+        .position(|n| rotated_key(n, stem).is_none_or(|k| k > key))
+        .unwrap_or(names.len())
+}
+
 fn stamp(unix: i64) -> String {
     jiff::Timestamp::from_second(unix).map_or_else(
         |_| String::new(),
@@ -172,7 +187,7 @@ impl<'a> Reader<'a> {
         out: &mut dyn Write,
         save: &mut dyn FnMut(&Position),
     ) -> HostResult<()> {
-        let names = self.set.files(self.disk)?;
+        let mut names = self.set.files(self.disk)?;
         if names.is_empty() {
             // The log is not there yet: all of it is new when it comes (a head of no bytes
             // is every file's).
@@ -186,7 +201,7 @@ impl<'a> Reader<'a> {
                 let (i, o) = self.start(&names, start)?;
                 (i, None, o)
             }
-            Some(p) => self.locate(&names, &p)?,
+            Some(p) => self.locate(&mut names, &p)?,
         };
         self.emit(&names, i, file, offset, out, false, save)
     }
@@ -194,7 +209,38 @@ impl<'a> Reader<'a> {
     /// Finds the file a position is in, newest first; a file whose head is nowhere (removed
     /// past `keep`, or truncated in place) is a gap: reading goes on with the first file
     /// rotated after the position was taken, else the current one from its start.
-    fn locate(&mut self, names: &[String], p: &Position) -> HostResult<(usize, Option<File>, u64)> {
+    fn locate(
+        &mut self,
+        names: &mut Vec<String>,
+        p: &Position,
+    ) -> HostResult<(usize, Option<File>, u64)> {
+        if let Some(found) = self.find(names, p)? {
+            return Ok(found);
+        }
+        // Renamed aside between the listing and its opening: listed again, it is there.
+        *names = self.set.files(self.disk)?;
+        if let Some(found) = self.find(names, p)? {
+            return Ok(found);
+        }
+        let after = stamp(p.at);
+        let i = names
+            .iter()
+            .position(|n| rotated_key(n, &self.set.stem).is_none_or(|(t, _)| t > after))
+            .unwrap_or(names.len().saturating_sub(1));
+        self.gaps.push(format!(
+            "lines may be missing: the file followed in {} was removed or truncated; going on with {}",
+            self.set.dir,
+            names.get(i).map_or("", String::as_str)
+        ));
+        Ok((i, None, 0))
+    }
+
+    /// The file a position is in, newest first, opened.
+    fn find(
+        &self,
+        names: &[String],
+        p: &Position,
+    ) -> HostResult<Option<(usize, Option<File>, u64)>> {
         for (i, name) in names.iter().enumerate().rev() {
             let Some((mut f, size)) = self.open(name)? else {
                 continue;
@@ -206,19 +252,10 @@ impl<'a> Reader<'a> {
                 == Some(&p.head)
                 && size >= p.offset
             {
-                return Ok((i, Some(f), p.offset));
+                return Ok(Some((i, Some(f), p.offset)));
             }
         }
-        let after = stamp(p.at);
-        let i = names
-            .iter()
-            .position(|n| rotated_key(n, &self.set.stem).is_none_or(|(t, _)| t > after))
-            .unwrap_or(names.len() - 1);
-        self.gaps.push(format!(
-            "lines may be missing: the file followed in {} was removed or truncated; going on with {}",
-            self.set.dir, names[i]
-        ));
-        Ok((i, None, 0))
+        Ok(None)
     }
 
     /// The file and offset `start` begins at.
@@ -322,7 +359,8 @@ impl<'a> Reader<'a> {
 
     /// Writes `names[i..]` from `offset` in `names[i]` (`file`, when already open). The
     /// current file's last line waits for its line break unless `to_end`; a rotated file's
-    /// goes out with one, as nothing will be added to it.
+    /// goes out with one, as nothing will be added to it. After each rotated file the
+    /// directory is listed again (`next`): the service may have rotated meanwhile.
     #[allow(clippy::too_many_arguments)]
     fn emit(
         &mut self,
@@ -334,54 +372,86 @@ impl<'a> Reader<'a> {
         to_end: bool,
         save: &mut dyn FnMut(&Position),
     ) -> HostResult<()> {
+        let (mut names, mut j) = (names.to_vec(), i);
         let mut file = file;
         let mut offset = offset;
         let mut buf = vec![0u8; CHUNK];
-        for (j, name) in names.iter().enumerate().skip(i) {
-            let path = self.set.path(name);
+        while let Some(name) = names.get(j).cloned() {
+            let path = self.set.path(&name);
             let opened = match file.take() {
                 Some(f) => Some(f),
-                None => self.open(name)?.map(|(f, _)| f),
+                None => self.open(&name)?.map(|(f, _)| f),
             };
-            let Some(mut f) = opened else {
-                offset = 0;
-                continue;
-            };
-            let size = f.metadata().map_err(read_err(&path))?.len();
-            let head_len = size.min(HEAD);
-            let head = head_of(&mut f, head_len)
-                .map_err(read_err(&path))?
-                .unwrap_or_default();
-            f.seek(SeekFrom::Start(offset)).map_err(read_err(&path))?;
-            let last = j + 1 == names.len() && !to_end;
-            let mut pending = 0usize;
-            loop {
-                let n = f.read(&mut buf[pending..]).map_err(read_err(&path))?;
-                self.count(n);
-                let filled = pending + n;
-                let whole = match memchr::memrchr(b'\n', &buf[..filled]) {
-                    Some(at) => at + 1,
-                    // A line as long as the buffer goes out in pieces; a rotated file's last
-                    // line goes out at its end.
-                    None if filled == buf.len() || (n == 0 && !last) => filled,
-                    None => 0,
-                };
-                if whole > 0 {
-                    self.write_lines(&buf[..whole], out)?;
-                    offset += whole as u64;
-                    self.moved(&head, head_len, offset, save);
+            if let Some(mut f) = opened {
+                let size = f.metadata().map_err(read_err(&path))?.len();
+                let head_len = size.min(HEAD);
+                let head = head_of(&mut f, head_len)
+                    .map_err(read_err(&path))?
+                    .unwrap_or_default();
+                f.seek(SeekFrom::Start(offset)).map_err(read_err(&path))?;
+                let last = j + 1 == names.len() && !to_end;
+                let mut pending = 0usize;
+                loop {
+                    let n = f.read(&mut buf[pending..]).map_err(read_err(&path))?;
+                    self.count(n);
+                    let filled = pending + n;
+                    let whole = match memchr::memrchr(b'\n', &buf[..filled]) {
+                        Some(at) => at + 1,
+                        // A line as long as the buffer goes out in pieces; a rotated file's
+                        // last line goes out at its end.
+                        None if filled == buf.len() || (n == 0 && !last) => filled,
+                        None => 0,
+                    };
+                    if whole > 0 {
+                        self.write_lines(&buf[..whole], out)?;
+                        offset += whole as u64;
+                        self.moved(&head, head_len, offset, save);
+                    }
+                    buf.copy_within(whole..filled, 0);
+                    pending = filled - whole;
+                    if n == 0 {
+                        break;
+                    }
                 }
-                buf.copy_within(whole..filled, 0);
-                pending = filled - whole;
-                if n == 0 {
-                    break;
-                }
+                // Where to go on: this file, also when nothing was written from it yet.
+                self.moved(&head, head_len, offset, save);
             }
-            // Where to go on: this file, also when nothing was written from it yet.
-            self.moved(&head, head_len, offset, save);
             offset = 0;
+            if j + 1 == names.len() {
+                break;
+            }
+            let Some((again, k, f)) = self.next(&name)? else {
+                break;
+            };
+            (names, j, file) = (again, k, Some(f));
         }
         Ok(())
+    }
+
+    /// The file after `name` (a rotated file just read) and the listing it is in: listed
+    /// again, and once more after it is opened by name, so that a rotation between a
+    /// listing and an opening (the current file renamed aside, a new one in its place) is
+    /// seen and the renamed file read before the new one.
+    fn next(&self, name: &str) -> HostResult<Option<(Vec<String>, usize, File)>> {
+        let mut names = self.set.files(self.disk)?;
+        let mut prev = name.to_owned();
+        for _ in 0..MAX_FILES {
+            let Some(next) = names.get(after(&names, &prev, &self.set.stem)).cloned() else {
+                return Ok(None);
+            };
+            let opened = self.open(&next)?;
+            let again = self.set.files(self.disk)?;
+            let k = after(&again, &prev, &self.set.stem);
+            if again.get(k) == Some(&next) {
+                match opened {
+                    Some((f, _)) => return Ok(Some((again, k, f))),
+                    // Removed since it was listed (pruned): the one after it.
+                    None => prev = next,
+                }
+            }
+            names = again;
+        }
+        Ok(None)
     }
 
     fn moved(&mut self, head: &str, head_len: u64, offset: u64, save: &mut dyn FnMut(&Position)) {
