@@ -155,6 +155,8 @@ fn follow(
         }
     };
     let mut polls = 0u32;
+    // The last error each reader met, said once until it changes.
+    let mut failing = vec![String::new(); readers.len()];
     loop {
         polls = polls.wrapping_add(1);
         if polls.is_multiple_of(SECRETS_EVERY) {
@@ -163,10 +165,24 @@ fn follow(
                 r.redactor = record::redactor(h, rec.as_ref());
             }
         }
-        for (name, r) in &mut readers {
+        for ((name, r), last) in readers.iter_mut().zip(&mut failing) {
             let mut out = Prefixed::new(std::io::stdout().lock(), prefix.then_some(*name));
-            r.poll(start, &mut out, &mut save)?;
+            let polled = r.poll(start, &mut out, &mut save);
             said(ctx, r);
+            match polled {
+                // What cannot be written out ends the follower; a log that cannot be listed,
+                // opened or read now (a rotation under way, a file held) is tried again at
+                // the next poll: a follower in a pod that ended would stall its rollout.
+                Err(e) if out.failed => return Err(e.into()),
+                Err(e) => {
+                    let text = format!("cannot read the {name} log now ({e}): trying again");
+                    if *last != text {
+                        ctx.printer.warn(&text);
+                        *last = text;
+                    }
+                }
+                Ok(()) => last.clear(),
+            }
         }
         std::thread::sleep(POLL);
     }
@@ -199,6 +215,8 @@ struct Prefixed<W: Write> {
     out: W,
     prefix: Option<&'static str>,
     at_start: bool,
+    /// Whether writing to `out` failed (the reader's errors are its own).
+    failed: bool,
 }
 
 impl<W: Write> Prefixed<W> {
@@ -207,12 +225,11 @@ impl<W: Write> Prefixed<W> {
             out,
             prefix,
             at_start: true,
+            failed: false,
         }
     }
-}
 
-impl<W: Write> Write for Prefixed<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+    fn lines(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let Some(p) = self.prefix else {
             return self.out.write(buf);
         };
@@ -225,8 +242,18 @@ impl<W: Write> Write for Prefixed<W> {
         }
         Ok(buf.len())
     }
+}
+
+impl<W: Write> Write for Prefixed<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let r = self.lines(buf);
+        self.failed |= r.is_err();
+        r
+    }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
+        let r = self.out.flush();
+        self.failed |= r.is_err();
+        r
     }
 }

@@ -136,3 +136,68 @@ fn a_restarted_follower_goes_on_from_its_position() {
     let second = follow_until_killed(&node, &position, &lines(3..7));
     assert_eq!(format!("{first}{second}"), lines(0..7));
 }
+
+/// Waits (60 s at most) until `done` holds of the follower's stdout and stderr, or it ends.
+fn wait_for(
+    child: &mut std::process::Child,
+    out: &std::path::Path,
+    err: &std::path::Path,
+    done: impl Fn(&str, &str) -> bool,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (o, e) = (
+            fs_err::read_to_string(out).unwrap_or_default(),
+            fs_err::read_to_string(err).unwrap_or_default(),
+        );
+        if done(&o, &e) {
+            return;
+        }
+        let ended = child.try_wait().expect("wait");
+        assert!(ended.is_none(), "the follower ended ({ended:?}): {e}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the follower wrote {o:?} and {e:?} in 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A log directory that cannot be listed for a while (a poll that fails) is said on stderr
+/// and tried again: the follower goes on, and shows the lines written once it can read.
+#[test]
+fn a_follower_goes_on_past_a_log_it_cannot_read_for_a_while() {
+    let node = Node::healthy().installed().build();
+    let dir = node.c_drive("calicowindows/logs");
+    fs_err::create_dir_all(&dir).expect("dir");
+    fs_err::write(dir.join("calico-felix.log"), "felix 0\n").expect("log");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (out, err) = (tmp.path().join("out"), tmp.path().join("err"));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .env_clear()
+        .current_dir(crate::support::root())
+        .args(["--set", "node.name=win-1", "--sim-host"])
+        .arg(node.sim())
+        .args(["logs", "felix", "--follow"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&out).expect("out"))
+        .stderr(std::fs::File::create(&err).expect("err"))
+        .spawn()
+        .expect("start calicoctl-win");
+    wait_for(&mut child, &out, &err, |o, _| o == "felix 0\n");
+    // The directory's place taken by a file: listing it fails until it is back.
+    let aside = tmp.path().join("logs");
+    fs_err::rename(&dir, &aside).expect("aside");
+    fs_err::write(&dir, "not a directory").expect("file");
+    wait_for(&mut child, &out, &err, |_, e| e.contains("trying again"));
+    fs_err::remove_file(&dir).expect("file");
+    fs_err::rename(&aside, &dir).expect("back");
+    let mut log = fs_err::OpenOptions::new()
+        .append(true)
+        .open(dir.join("calico-felix.log"))
+        .expect("log");
+    std::io::Write::write_all(&mut log, b"felix 1\n").expect("append");
+    wait_for(&mut child, &out, &err, |o, _| o == "felix 0\nfelix 1\n");
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+}
