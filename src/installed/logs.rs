@@ -89,6 +89,43 @@ fn after(names: &[String], name: &str, stem: &str) -> usize {
         .unwrap_or(names.len())
 }
 
+/// Where a piece of a line longer than a chunk ends, each piece being redacted alone: after
+/// the last byte no secret holds (a space, a quote, `,{}[]`), and before the word leading
+/// into a value there (`Bearer `, `token: `, `"password":"`), so that no secret the redactor
+/// knows is cut in two. A piece without such a byte is cut at its end.
+fn cut(piece: &[u8]) -> usize {
+    const LEADS: [&[u8]; 7] = [
+        b"bearer",
+        b"token",
+        b"password",
+        b"passwd",
+        b"secret",
+        b"key-data",
+        b"etcd_key",
+    ];
+    let free = |b: &u8| b.is_ascii_whitespace() || b"\"',{}[]".contains(b);
+    let Some(at) = piece.iter().rposition(free) else {
+        return piece.len();
+    };
+    // The word before the separators ending at `at` (`token":"`, `Bearer `).
+    let seps = |b: &u8| b.is_ascii_whitespace() || b"\"':=".contains(b);
+    let word_end = piece[..=at]
+        .iter()
+        .rposition(|b| !seps(b))
+        .map_or(0, |i| i + 1);
+    let word_start = piece[..word_end]
+        .iter()
+        .rposition(free)
+        .map_or(0, |i| i + 1);
+    let word = piece[word_start..word_end].to_ascii_lowercase();
+    let end = if LEADS.iter().any(|l| word.ends_with(l)) {
+        word_start
+    } else {
+        at + 1
+    };
+    if end == 0 { piece.len() } else { end }
+}
+
 fn stamp(unix: i64) -> String {
     jiff::Timestamp::from_second(unix).map_or_else(
         |_| String::new(),
@@ -399,7 +436,8 @@ impl<'a> Reader<'a> {
                         Some(at) => at + 1,
                         // A line as long as the buffer goes out in pieces; a rotated file's
                         // last line goes out at its end.
-                        None if filled == buf.len() || (n == 0 && !last) => filled,
+                        None if filled == buf.len() => cut(&buf[..filled]),
+                        None if n == 0 && !last => filled,
                         None => 0,
                     };
                     if whole > 0 {

@@ -391,3 +391,37 @@ fn a_rotation_while_locating_the_followed_file_is_no_gap() {
     assert_eq!(poll(&mut r, &mut saved), lines(3..6));
     assert!(r.gaps.is_empty(), "{:?}", r.gaps);
 }
+
+/// A secret where a line longer than a chunk is cut in pieces is not cut in two: a JWT, a
+/// bearer credential and a `token:` value there are redacted whole.
+#[test]
+fn a_secret_at_the_cut_of_a_long_line_is_redacted() {
+    for (secret, shown) in [
+        ("eyJhbGciOi.eyJzdWIiOi.c2ln", "<redacted>"),
+        ("Bearer abcdefgh12345", "Bearer <redacted>"),
+        ("\"token\": \"abcdefgh12345\"", "token\": \"<redacted>\""),
+    ] {
+        for before in [CHUNK - 12, CHUNK - 7, CHUNK - 3] {
+            let n = Node::new();
+            let line = format!("{} {secret} after\n", "x".repeat(before));
+            n.append("calico-felix.log", &line);
+            let text = read(&mut n.reader(), Start::Tail(u64::MAX));
+            assert!(
+                text.contains(shown),
+                "{secret} at {before}: {}",
+                &text[before - 10..]
+            );
+            for part in ["bGciOi", "fgh123", "eyJhb"] {
+                assert!(
+                    !text.contains(part),
+                    "{part} at {before}: {}",
+                    &text[before - 10..]
+                );
+            }
+            assert!(
+                text.lines().all(|l| l.len() <= CHUNK),
+                "a piece past the chunk"
+            );
+        }
+    }
+}
