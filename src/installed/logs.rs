@@ -141,6 +141,9 @@ pub struct Position {
     pub head_len: u64,
     pub offset: u64,
     pub at: i64,
+    /// Inside a private key's block there (`key_line`).
+    #[serde(default)]
+    pub in_key: bool,
 }
 
 /// Where reading starts when no position is known.
@@ -212,7 +215,7 @@ impl<'a> Reader<'a> {
     /// Writes the log from `start` to its end, the last line too without its line break.
     pub fn read(&mut self, start: Start, out: &mut dyn Write) -> HostResult<()> {
         let names = self.set.files(self.disk)?;
-        let (i, offset) = self.start(&names, start)?;
+        let (i, offset) = self.begin(&names, start)?;
         self.emit(&names, i, None, offset, out, true, &mut |_| {})
     }
 
@@ -235,10 +238,15 @@ impl<'a> Reader<'a> {
         }
         let (i, file, offset) = match self.position.clone() {
             None => {
-                let (i, o) = self.start(&names, start)?;
+                let (i, o) = self.begin(&names, start)?;
                 (i, None, o)
             }
-            Some(p) => self.locate(&mut names, &p)?,
+            Some(p) => {
+                let found = self.locate(&mut names, &p)?;
+                // Where it left off, inside a key's block or not; a gap starts a file.
+                self.in_key = p.in_key && found.1.is_some();
+                found
+            }
         };
         self.emit(&names, i, file, offset, out, false, save)
     }
@@ -293,6 +301,16 @@ impl<'a> Reader<'a> {
             }
         }
         Ok(None)
+    }
+
+    /// The file and offset `start` begins at, and whether that is inside a key's block.
+    fn begin(&mut self, names: &[String], start: Start) -> HostResult<(usize, u64)> {
+        let (i, offset) = self.start(names, start)?;
+        self.in_key = match names.get(i) {
+            Some(name) if offset > 0 => self.key_before(name, offset)?,
+            _ => false,
+        };
+        Ok((i, offset))
     }
 
     /// The file and offset `start` begins at.
@@ -503,6 +521,7 @@ impl<'a> Reader<'a> {
                 head_len,
                 offset,
                 at: crate::duration::now(),
+                in_key: self.in_key,
             };
             save(&p);
             self.position = Some(p);
@@ -510,22 +529,16 @@ impl<'a> Reader<'a> {
     }
 
     /// Writes lines, each redacted; a PEM private key's lines all go, however many chunks
-    /// it spans.
+    /// it spans (`key_line`).
     fn write_lines(&mut self, bytes: &[u8], out: &mut dyn Write) -> HostResult<()> {
         let w = |e| HostError::io("write the log to the output", e);
         for line in bytes.split_inclusive(|b| *b == b'\n') {
-            let text = String::from_utf8_lossy(line);
-            let key = text.contains("PRIVATE KEY-----");
-            if self.in_key {
-                if key && text.contains("-----END") {
-                    self.in_key = false;
-                }
+            let (hidden, in_key) = key_line(self.in_key, line);
+            self.in_key = in_key;
+            if hidden {
                 out.write_all(crate::redact::REDACTED.as_bytes())
                     .map_err(w)?;
             } else {
-                if key && text.contains("-----BEGIN") && !text.contains("-----END") {
-                    self.in_key = true;
-                }
                 out.write_all(
                     &self
                         .redactor
@@ -536,6 +549,52 @@ impl<'a> Reader<'a> {
             out.write_all(b"\n").map_err(w)?;
         }
         out.flush().map_err(w)
+    }
+
+    /// Whether `offset` in `name` is inside a private key's block: the lines of the few KiB
+    /// before it read as `write_lines` reads them (a reader starting there).
+    fn key_before(&self, name: &str, offset: u64) -> HostResult<bool> {
+        let Some((mut f, _)) = self.open(name)? else {
+            return Ok(false);
+        };
+        let path = self.set.path(name);
+        let from = offset.saturating_sub(KEY_BACK);
+        let mut buf = Vec::new();
+        f.seek(SeekFrom::Start(from)).map_err(read_err(&path))?;
+        (&mut f)
+            .take(offset - from)
+            .read_to_end(&mut buf)
+            .map_err(read_err(&path))?;
+        let mut lines = buf.split_inclusive(|b| *b == b'\n');
+        if from > 0 {
+            lines.next();
+        }
+        Ok(lines.fold(false, |in_key, line| key_line(in_key, line).1))
+    }
+}
+
+/// How far back a reader starting inside a log looks for a private key's beginning.
+const KEY_BACK: u64 = 8 * 1024;
+
+/// Whether a line is hidden whole as part of a PEM private key, and whether a key's block
+/// goes on after it: from its BEGIN line (shown, redacted) to its END line, each line
+/// between that a PEM body can hold (base64 of at most 80 characters, the `Proc-Type:` and
+/// `DEK-Info:` headers, a blank line); a line that cannot be one ends the block unhidden.
+fn key_line(in_key: bool, line: &[u8]) -> (bool, bool) {
+    let text = line.trim_ascii_end();
+    let marker = |m: &[u8]| memchr::memmem::find(text, m).is_some();
+    let key = marker(b"PRIVATE KEY-----");
+    let (begin, end) = (key && marker(b"-----BEGIN"), key && marker(b"-----END"));
+    let body = text.len() <= 80
+        && text
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(b))
+        || text.starts_with(b"Proc-Type:")
+        || text.starts_with(b"DEK-Info:");
+    if in_key && (end || body) {
+        (true, !end)
+    } else {
+        (false, begin && !end)
     }
 }
 

@@ -425,3 +425,45 @@ fn a_secret_at_the_cut_of_a_long_line_is_redacted() {
         }
     }
 }
+
+const KEY: &str = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nc2VjcmV0a2V5Ym9keQ\nbW9yZWtleWJvZHk=\n-----END RSA PRIVATE KEY-----\nafter the key\n";
+
+/// A reader starting inside a private key's block (a tail, a follower started again with
+/// its position there) hides the rest of it; a block without its END line ends at the first
+/// line a key cannot hold, and the log's lines after it are shown.
+#[test]
+fn a_private_key_is_hidden_from_wherever_reading_starts_and_ends() {
+    let n = Node::new();
+    n.append("calico-felix.log", &format!("before\n{KEY}"));
+    let tail = read(&mut n.reader(), Start::Tail(3));
+    assert_eq!(tail, "<redacted>\n<redacted>\nafter the key\n");
+
+    let n = Node::new();
+    n.append("calico-felix.log", &format!("before\n{}", &KEY[..49]));
+    let mut saved = None;
+    let first = poll(&mut n.reader(), &mut saved);
+    assert_eq!(
+        first,
+        "before\n-----BEGIN RSA PRIVATE KEY-----\n<redacted>\n"
+    );
+    n.append("calico-felix.log", &KEY[49..]);
+    let mut again = n.reader();
+    again.position =
+        serde_json::from_str(&serde_json::to_string(&saved).expect("json")).expect("json");
+    let second = poll(&mut again, &mut saved);
+    assert_eq!(
+        second,
+        "<redacted>\n<redacted>\n<redacted>\nafter the key\n"
+    );
+
+    let n = Node::new();
+    n.append(
+        "calico-felix.log",
+        "-----BEGIN PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nfelix: a line of the log again\nnext\n",
+    );
+    let text = read(&mut n.reader(), Start::Tail(u64::MAX));
+    assert_eq!(
+        text,
+        "-----BEGIN PRIVATE KEY-----\n<redacted>\nfelix: a line of the log again\nnext\n"
+    );
+}
