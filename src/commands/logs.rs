@@ -147,11 +147,31 @@ fn follow(
     if let (Some(file), Some((_, r))) = (position, readers.first_mut()) {
         r.position = load_position(ctx, file);
     }
+    if let Some(dir) = position.and_then(Path::parent) {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        if !dir.is_dir() {
+            ctx.printer.warn(&format!(
+                "{} is no directory: the position cannot be kept, a follower started again repeats or skips lines",
+                dir.display()
+            ));
+        }
+    }
+    // The first position that could not be kept, said once.
+    let unkept = std::cell::RefCell::new(None::<String>);
+    let mut said_unkept = false;
     let mut save = |p: &Position| {
         if let Some(file) = position {
             let text = serde_json::to_vec(p).unwrap_or_default();
             // A position that cannot be kept costs repeats after a restart, not lines.
-            let _ = crate::files::write_atomic(file, &text);
+            if let Err(e) = crate::files::write_atomic(file, &text) {
+                unkept
+                    .borrow_mut()
+                    .get_or_insert_with(|| format!("cannot keep the position: {e:#}"));
+            }
         }
     };
     let mut polls = 0u32;
@@ -168,6 +188,10 @@ fn follow(
         for ((name, r), last) in readers.iter_mut().zip(&mut failing) {
             let mut out = Prefixed::new(std::io::stdout().lock(), prefix.then_some(*name));
             let polled = r.poll(start, &mut out, &mut save);
+            if let (Some(e), false) = (unkept.borrow().as_deref(), said_unkept) {
+                ctx.printer.warn(e);
+                said_unkept = true;
+            }
             said(ctx, r);
             match polled {
                 // What cannot be written out ends the follower; a log that cannot be listed,

@@ -259,6 +259,16 @@ impl<'a> Reader<'a> {
         names: &mut Vec<String>,
         p: &Position,
     ) -> HostResult<(usize, Option<File>, u64)> {
+        if p.head_len == 0 {
+            // Taken before anything was written (every file's head is empty): the files
+            // rotated since then are all new, then the current one.
+            let after = stamp(p.at);
+            let i = names
+                .iter()
+                .position(|n| rotated_key(n, &self.set.stem).is_none_or(|(t, _)| t >= after))
+                .unwrap_or(names.len().saturating_sub(1));
+            return Ok((i, None, 0));
+        }
         if let Some(found) = self.find(names, p)? {
             return Ok(found);
         }
@@ -286,6 +296,11 @@ impl<'a> Reader<'a> {
         names: &[String],
         p: &Position,
     ) -> HostResult<Option<(usize, Option<File>, u64)>> {
+        // A head longer than any position takes (a position file edited) is no file's: not
+        // read, however long it says.
+        if p.head_len > HEAD {
+            return Ok(None);
+        }
         for (i, name) in names.iter().enumerate().rev() {
             let Some((mut f, size)) = self.open(name)? else {
                 continue;

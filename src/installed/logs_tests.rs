@@ -467,3 +467,26 @@ fn a_private_key_is_hidden_from_wherever_reading_starts_and_ends() {
         "-----BEGIN PRIVATE KEY-----\n<redacted>\nfelix: a line of the log again\nnext\n"
     );
 }
+
+/// A position taken before the log had a byte (its head is every file's) goes on with the
+/// files rotated since it was taken, then the current one: nothing written meanwhile is lost.
+#[test]
+fn a_position_taken_on_an_empty_log_reads_what_rotated_since() {
+    let n = Node::new();
+    n.append("calico-felix-20251121T070000Z.log", "before the position\n");
+    n.append("calico-felix-20251121T090000Z.log", &lines(0..2));
+    n.append("calico-felix.log", &lines(2..4));
+    let at = "2025-11-21T08:00:00Z"
+        .parse::<jiff::Timestamp>()
+        .expect("t");
+    let mut r = n.reader();
+    r.position = Some(Position {
+        head: crate::files::sha256_hex(b""),
+        head_len: 0,
+        offset: 0,
+        at: at.as_second(),
+        in_key: false,
+    });
+    assert_eq!(poll(&mut r, &mut None), lines(0..4));
+    assert!(r.gaps.is_empty(), "{:?}", r.gaps);
+}

@@ -201,3 +201,32 @@ fn a_follower_goes_on_past_a_log_it_cannot_read_for_a_while() {
     child.kill().expect("SIGKILL");
     child.wait().expect("reap");
 }
+
+/// A position file in a directory that is not there is said on stderr: a follower started
+/// again would not go on where this one stopped.
+#[test]
+fn a_position_that_cannot_be_kept_is_said() {
+    let node = Node::healthy().installed().build();
+    let dir = node.c_drive("calicowindows/logs");
+    fs_err::create_dir_all(&dir).expect("dir");
+    fs_err::write(dir.join("calico-felix.log"), "felix 0\n").expect("log");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (out, err) = (tmp.path().join("out"), tmp.path().join("err"));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .env_clear()
+        .current_dir(crate::support::root())
+        .args(["--set", "node.name=win-1", "--sim-host"])
+        .arg(node.sim())
+        .args(["logs", "felix", "--follow", "--position"])
+        .arg(tmp.path().join("gone").join("felix.json"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&out).expect("out"))
+        .stderr(std::fs::File::create(&err).expect("err"))
+        .spawn()
+        .expect("start calicoctl-win");
+    wait_for(&mut child, &out, &err, |o, e| {
+        o == "felix 0\n" && e.contains("is no directory") && e.contains("cannot keep the position")
+    });
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+}
