@@ -105,12 +105,14 @@ pub fn run(args: &LogsArgs, ctx: &mut Context) -> anyhow::Result<()> {
             if args.roles.is_empty() {
                 continue;
             }
-            if args.follow {
-                ctx.printer.note(&format!(
+            ctx.printer.note(&if args.follow {
+                format!(
                     "no {name} log in {} yet: following it when it comes",
                     set.dir
-                ));
-            }
+                )
+            } else {
+                format!("no {name} log in {}", set.dir)
+            });
         }
         readers.push((name, Reader::new(h, set, record::redactor(h, rec.as_ref()))));
     }
@@ -125,8 +127,12 @@ pub fn run(args: &LogsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     if !args.follow {
         for (name, r) in &mut readers {
             let mut out = Prefixed::new(stdout.lock(), prefix.then_some(*name));
-            r.read(start, &mut out)?;
+            let read = r.read(start, &mut out);
             said(ctx, r);
+            match read {
+                Err(_) if out.closed() => return Ok(()),
+                r => r?,
+            }
         }
         return Ok(());
     }
@@ -197,7 +203,8 @@ fn follow(
                 // What cannot be written out ends the follower; a log that cannot be listed,
                 // opened or read now (a rotation under way, a file held) is tried again at
                 // the next poll: a follower in a pod that ended would stall its rollout.
-                Err(e) if out.failed => return Err(e.into()),
+                Err(_) if out.closed() => return Ok(()),
+                Err(e) if out.failed.is_some() => return Err(e.into()),
                 Err(e) => {
                     let text = format!("cannot read the {name} log now ({e}): trying again");
                     if *last != text {
@@ -239,8 +246,8 @@ struct Prefixed<W: Write> {
     out: W,
     prefix: Option<&'static str>,
     at_start: bool,
-    /// Whether writing to `out` failed (the reader's errors are its own).
-    failed: bool,
+    /// How writing to `out` failed (the reader's errors are its own).
+    failed: Option<std::io::ErrorKind>,
 }
 
 impl<W: Write> Prefixed<W> {
@@ -249,8 +256,14 @@ impl<W: Write> Prefixed<W> {
             out,
             prefix,
             at_start: true,
-            failed: false,
+            failed: None,
         }
+    }
+
+    /// Whether the reader of the output went away (`| head`, `Select-Object -First 5`):
+    /// what it wanted it had, as for any filter.
+    fn closed(&self) -> bool {
+        self.failed == Some(std::io::ErrorKind::BrokenPipe)
     }
 
     fn lines(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -271,13 +284,17 @@ impl<W: Write> Prefixed<W> {
 impl<W: Write> Write for Prefixed<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let r = self.lines(buf);
-        self.failed |= r.is_err();
+        if let Err(e) = &r {
+            self.failed = Some(e.kind());
+        }
         r
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         let r = self.out.flush();
-        self.failed |= r.is_err();
+        if let Err(e) = &r {
+            self.failed = Some(e.kind());
+        }
         r
     }
 }

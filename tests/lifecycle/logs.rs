@@ -230,3 +230,37 @@ fn a_position_that_cannot_be_kept_is_said() {
     child.kill().expect("SIGKILL");
     child.wait().expect("reap");
 }
+
+/// A role named without a log says so on stderr (exit 0); output whose reader went away
+/// (`| head`) ends the command quietly, exit 0, as any filter.
+#[test]
+fn logs_say_a_missing_log_and_stop_quietly_when_the_output_closes() {
+    let node = Node::healthy().installed().build();
+    let dir = node.c_drive("calicowindows/logs");
+    fs_err::create_dir_all(&dir).expect("dir");
+    let _ = fs_err::remove_file(dir.join("calico-confd.log"));
+    let (code, out, err) = logs(&node, &["logs", "confd"]);
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    assert!(err.contains("no confd log in"), "{err}");
+
+    let line = format!("{}\n", "f".repeat(99));
+    fs_err::write(dir.join("calico-felix.log"), line.repeat(20_000)).expect("log");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .env_clear()
+        .current_dir(crate::support::root())
+        .args(["--set", "node.name=win-1", "--sim-host"])
+        .arg(node.sim())
+        .args(["logs", "felix"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start calicoctl-win");
+    let mut first = [0u8; 100];
+    std::io::Read::read_exact(child.stdout.as_mut().expect("stdout"), &mut first).expect("read");
+    drop(child.stdout.take());
+    let done = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(0), "{err}");
+    assert_eq!(err, "");
+}
