@@ -122,21 +122,29 @@ pub fn run(args: &LogsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ));
         return Ok(());
     }
-    let prefix = readers.len() > 1;
-    let stdout = std::io::stdout();
     if !args.follow {
-        for (name, r) in &mut readers {
-            let mut out = Prefixed::new(stdout.lock(), prefix.then_some(*name));
-            let read = r.read(start, &mut out);
-            said(ctx, r);
-            match read {
-                Err(_) if out.closed() => return Ok(()),
-                r => r?,
-            }
-        }
-        return Ok(());
+        return read_all(ctx, readers, start);
     }
     follow(ctx, h, &root, rec, readers, start, args.position.as_deref())
+}
+
+/// Writes each log to its end; a closed output ends the command quietly.
+fn read_all(
+    ctx: &mut Context,
+    mut readers: Vec<(&'static str, Reader)>,
+    start: Start,
+) -> anyhow::Result<()> {
+    let prefix = readers.len() > 1;
+    for (name, r) in &mut readers {
+        let mut out = Prefixed::new(std::io::stdout().lock(), prefix.then_some(*name));
+        let read = r.read(start, &mut out);
+        said(ctx, r);
+        match read {
+            Err(_) if out.closed() => return Ok(()),
+            r => r?,
+        }
+    }
+    Ok(())
 }
 
 /// Follows the logs until the process is ended: every `POLL`, what was written since.
