@@ -105,12 +105,14 @@ pub fn run(args: &LogsArgs, ctx: &mut Context) -> anyhow::Result<()> {
             if args.roles.is_empty() {
                 continue;
             }
-            if args.follow {
-                ctx.printer.note(&format!(
+            ctx.printer.note(&if args.follow {
+                format!(
                     "no {name} log in {} yet: following it when it comes",
                     set.dir
-                ));
-            }
+                )
+            } else {
+                format!("no {name} log in {}", set.dir)
+            });
         }
         readers.push((name, Reader::new(h, set, record::redactor(h, rec.as_ref()))));
     }
@@ -120,17 +122,29 @@ pub fn run(args: &LogsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ));
         return Ok(());
     }
-    let prefix = readers.len() > 1;
-    let stdout = std::io::stdout();
     if !args.follow {
-        for (name, r) in &mut readers {
-            let mut out = Prefixed::new(stdout.lock(), prefix.then_some(*name));
-            r.read(start, &mut out)?;
-            said(ctx, r);
-        }
-        return Ok(());
+        return read_all(ctx, readers, start);
     }
     follow(ctx, h, &root, rec, readers, start, args.position.as_deref())
+}
+
+/// Writes each log to its end; a closed output ends the command quietly.
+fn read_all(
+    ctx: &mut Context,
+    mut readers: Vec<(&'static str, Reader)>,
+    start: Start,
+) -> anyhow::Result<()> {
+    let prefix = readers.len() > 1;
+    for (name, r) in &mut readers {
+        let mut out = Prefixed::new(std::io::stdout().lock(), prefix.then_some(*name));
+        let read = r.read(start, &mut out);
+        said(ctx, r);
+        match read {
+            Err(_) if out.closed() => return Ok(()),
+            r => r?,
+        }
+    }
+    Ok(())
 }
 
 /// Follows the logs until the process is ended: every `POLL`, what was written since.
@@ -147,14 +161,36 @@ fn follow(
     if let (Some(file), Some((_, r))) = (position, readers.first_mut()) {
         r.position = load_position(ctx, file);
     }
+    if let Some(dir) = position.and_then(Path::parent) {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        if !dir.is_dir() {
+            ctx.printer.warn(&format!(
+                "{} is no directory: the position cannot be kept, a follower started again repeats or skips lines",
+                dir.display()
+            ));
+        }
+    }
+    // The first position that could not be kept, said once.
+    let unkept = std::cell::RefCell::new(None::<String>);
+    let mut said_unkept = false;
     let mut save = |p: &Position| {
         if let Some(file) = position {
             let text = serde_json::to_vec(p).unwrap_or_default();
             // A position that cannot be kept costs repeats after a restart, not lines.
-            let _ = crate::files::write_atomic(file, &text);
+            if let Err(e) = crate::files::write_atomic(file, &text) {
+                unkept
+                    .borrow_mut()
+                    .get_or_insert_with(|| format!("cannot keep the position: {e:#}"));
+            }
         }
     };
     let mut polls = 0u32;
+    // The last error each reader met, said once until it changes.
+    let mut failing = vec![String::new(); readers.len()];
     loop {
         polls = polls.wrapping_add(1);
         if polls.is_multiple_of(SECRETS_EVERY) {
@@ -163,10 +199,29 @@ fn follow(
                 r.redactor = record::redactor(h, rec.as_ref());
             }
         }
-        for (name, r) in &mut readers {
+        for ((name, r), last) in readers.iter_mut().zip(&mut failing) {
             let mut out = Prefixed::new(std::io::stdout().lock(), prefix.then_some(*name));
-            r.poll(start, &mut out, &mut save)?;
+            let polled = r.poll(start, &mut out, &mut save);
+            if let (Some(e), false) = (unkept.borrow().as_deref(), said_unkept) {
+                ctx.printer.warn(e);
+                said_unkept = true;
+            }
             said(ctx, r);
+            match polled {
+                // What cannot be written out ends the follower; a log that cannot be listed,
+                // opened or read now (a rotation under way, a file held) is tried again at
+                // the next poll: a follower in a pod that ended would stall its rollout.
+                Err(_) if out.closed() => return Ok(()),
+                Err(e) if out.failed.is_some() => return Err(e.into()),
+                Err(e) => {
+                    let text = format!("cannot read the {name} log now ({e}): trying again");
+                    if *last != text {
+                        ctx.printer.warn(&text);
+                        *last = text;
+                    }
+                }
+                Ok(()) => last.clear(),
+            }
         }
         std::thread::sleep(POLL);
     }
@@ -199,6 +254,8 @@ struct Prefixed<W: Write> {
     out: W,
     prefix: Option<&'static str>,
     at_start: bool,
+    /// How writing to `out` failed (the reader's errors are its own).
+    failed: Option<std::io::ErrorKind>,
 }
 
 impl<W: Write> Prefixed<W> {
@@ -207,12 +264,17 @@ impl<W: Write> Prefixed<W> {
             out,
             prefix,
             at_start: true,
+            failed: None,
         }
     }
-}
 
-impl<W: Write> Write for Prefixed<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+    /// Whether the reader of the output went away (`| head`, `Select-Object -First 5`):
+    /// what it wanted it had, as for any filter.
+    fn closed(&self) -> bool {
+        self.failed == Some(std::io::ErrorKind::BrokenPipe)
+    }
+
+    fn lines(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let Some(p) = self.prefix else {
             return self.out.write(buf);
         };
@@ -225,8 +287,22 @@ impl<W: Write> Write for Prefixed<W> {
         }
         Ok(buf.len())
     }
+}
+
+impl<W: Write> Write for Prefixed<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let r = self.lines(buf);
+        if let Err(e) = &r {
+            self.failed = Some(e.kind());
+        }
+        r
+    }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
+        let r = self.out.flush();
+        if let Err(e) = &r {
+            self.failed = Some(e.kind());
+        }
+        r
     }
 }

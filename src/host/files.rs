@@ -190,9 +190,13 @@ pub trait Files {
         if !local.is_file() {
             return Ok(None);
         }
-        std::fs::File::open(&local)
-            .map(Some)
-            .map_err(|e| HostError::io(format!("read {path}"), e))
+        // Gone between the two (a log rotated aside): as if it had not been there.
+        match std::fs::File::open(&local) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            r => r
+                .map(Some)
+                .map_err(|e| HostError::io(format!("read {path}"), e)),
+        }
     }
     /// A file opened for writing, its parent directories created: emptied first, or appended
     /// to (`append`, a download resumed). For what is written in a stream under the install

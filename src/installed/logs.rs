@@ -74,6 +74,58 @@ fn rotated_key(name: &str, stem: &str) -> Option<(String, u32)> {
     ok.then(|| (time.to_ascii_uppercase(), n))
 }
 
+/// The index of the file after `name` in `names`: the next one, or when `name` is gone
+/// (pruned) the first written after it.
+fn after(names: &[String], name: &str, stem: &str) -> usize {
+    if let Some(i) = names.iter().position(|n| n == name) {
+        return i + 1;
+    }
+    let Some(key) = rotated_key(name, stem) else {
+        return names.len();
+    };
+    names
+        .iter()
+        .position(|n| rotated_key(n, stem).is_none_or(|k| k > key))
+        .unwrap_or(names.len())
+}
+
+/// Where a piece of a line longer than a chunk ends, each piece being redacted alone: after
+/// the last byte no secret holds (a space, a quote, `,{}[]`), and before the word leading
+/// into a value there (`Bearer `, `token: `, `"password":"`), so that no secret the redactor
+/// knows is cut in two. A piece without such a byte is cut at its end.
+fn cut(piece: &[u8]) -> usize {
+    const LEADS: [&[u8]; 7] = [
+        b"bearer",
+        b"token",
+        b"password",
+        b"passwd",
+        b"secret",
+        b"key-data",
+        b"etcd_key",
+    ];
+    let free = |b: &u8| b.is_ascii_whitespace() || b"\"',{}[]".contains(b);
+    let Some(at) = piece.iter().rposition(free) else {
+        return piece.len();
+    };
+    // The word before the separators ending at `at` (`token":"`, `Bearer `).
+    let seps = |b: &u8| b.is_ascii_whitespace() || b"\"':=".contains(b);
+    let word_end = piece[..=at]
+        .iter()
+        .rposition(|b| !seps(b))
+        .map_or(0, |i| i + 1);
+    let word_start = piece[..word_end]
+        .iter()
+        .rposition(free)
+        .map_or(0, |i| i + 1);
+    let word = piece[word_start..word_end].to_ascii_lowercase();
+    let end = if LEADS.iter().any(|l| word.ends_with(l)) {
+        word_start
+    } else {
+        at + 1
+    };
+    if end == 0 { piece.len() } else { end }
+}
+
 fn stamp(unix: i64) -> String {
     jiff::Timestamp::from_second(unix).map_or_else(
         |_| String::new(),
@@ -89,6 +141,9 @@ pub struct Position {
     pub head_len: u64,
     pub offset: u64,
     pub at: i64,
+    /// Inside a private key's block there (`key_line`).
+    #[serde(default)]
+    pub in_key: bool,
 }
 
 /// Where reading starts when no position is known.
@@ -160,7 +215,7 @@ impl<'a> Reader<'a> {
     /// Writes the log from `start` to its end, the last line too without its line break.
     pub fn read(&mut self, start: Start, out: &mut dyn Write) -> HostResult<()> {
         let names = self.set.files(self.disk)?;
-        let (i, offset) = self.start(&names, start)?;
+        let (i, offset) = self.begin(&names, start)?;
         self.emit(&names, i, None, offset, out, true, &mut |_| {})
     }
 
@@ -172,7 +227,7 @@ impl<'a> Reader<'a> {
         out: &mut dyn Write,
         save: &mut dyn FnMut(&Position),
     ) -> HostResult<()> {
-        let names = self.set.files(self.disk)?;
+        let mut names = self.set.files(self.disk)?;
         if names.is_empty() {
             // The log is not there yet: all of it is new when it comes (a head of no bytes
             // is every file's).
@@ -183,10 +238,15 @@ impl<'a> Reader<'a> {
         }
         let (i, file, offset) = match self.position.clone() {
             None => {
-                let (i, o) = self.start(&names, start)?;
+                let (i, o) = self.begin(&names, start)?;
                 (i, None, o)
             }
-            Some(p) => self.locate(&names, &p)?,
+            Some(p) => {
+                let found = self.locate(&mut names, &p)?;
+                // Where it left off, inside a key's block or not; a gap starts a file.
+                self.in_key = p.in_key && found.1.is_some();
+                found
+            }
         };
         self.emit(&names, i, file, offset, out, false, save)
     }
@@ -194,7 +254,53 @@ impl<'a> Reader<'a> {
     /// Finds the file a position is in, newest first; a file whose head is nowhere (removed
     /// past `keep`, or truncated in place) is a gap: reading goes on with the first file
     /// rotated after the position was taken, else the current one from its start.
-    fn locate(&mut self, names: &[String], p: &Position) -> HostResult<(usize, Option<File>, u64)> {
+    fn locate(
+        &mut self,
+        names: &mut Vec<String>,
+        p: &Position,
+    ) -> HostResult<(usize, Option<File>, u64)> {
+        if p.head_len == 0 {
+            // Taken before anything was written (every file's head is empty): the files
+            // rotated since then are all new, then the current one.
+            let after = stamp(p.at);
+            let i = names
+                .iter()
+                .position(|n| rotated_key(n, &self.set.stem).is_none_or(|(t, _)| t >= after))
+                .unwrap_or(names.len().saturating_sub(1));
+            return Ok((i, None, 0));
+        }
+        if let Some(found) = self.find(names, p)? {
+            return Ok(found);
+        }
+        // Renamed aside between the listing and its opening: listed again, it is there.
+        *names = self.set.files(self.disk)?;
+        if let Some(found) = self.find(names, p)? {
+            return Ok(found);
+        }
+        let after = stamp(p.at);
+        let i = names
+            .iter()
+            .position(|n| rotated_key(n, &self.set.stem).is_none_or(|(t, _)| t > after))
+            .unwrap_or(names.len().saturating_sub(1));
+        self.gaps.push(format!(
+            "lines may be missing: the file followed in {} was removed or truncated; going on with {}",
+            self.set.dir,
+            names.get(i).map_or("", String::as_str)
+        ));
+        Ok((i, None, 0))
+    }
+
+    /// The file a position is in, newest first, opened.
+    fn find(
+        &self,
+        names: &[String],
+        p: &Position,
+    ) -> HostResult<Option<(usize, Option<File>, u64)>> {
+        // A head longer than any position takes (a position file edited) is no file's: not
+        // read, however long it says.
+        if p.head_len > HEAD {
+            return Ok(None);
+        }
         for (i, name) in names.iter().enumerate().rev() {
             let Some((mut f, size)) = self.open(name)? else {
                 continue;
@@ -206,19 +312,20 @@ impl<'a> Reader<'a> {
                 == Some(&p.head)
                 && size >= p.offset
             {
-                return Ok((i, Some(f), p.offset));
+                return Ok(Some((i, Some(f), p.offset)));
             }
         }
-        let after = stamp(p.at);
-        let i = names
-            .iter()
-            .position(|n| rotated_key(n, &self.set.stem).is_none_or(|(t, _)| t > after))
-            .unwrap_or(names.len() - 1);
-        self.gaps.push(format!(
-            "lines may be missing: the file followed in {} was removed or truncated; going on with {}",
-            self.set.dir, names[i]
-        ));
-        Ok((i, None, 0))
+        Ok(None)
+    }
+
+    /// The file and offset `start` begins at, and whether that is inside a key's block.
+    fn begin(&mut self, names: &[String], start: Start) -> HostResult<(usize, u64)> {
+        let (i, offset) = self.start(names, start)?;
+        self.in_key = match names.get(i) {
+            Some(name) if offset > 0 => self.key_before(name, offset)?,
+            _ => false,
+        };
+        Ok((i, offset))
     }
 
     /// The file and offset `start` begins at.
@@ -322,7 +429,8 @@ impl<'a> Reader<'a> {
 
     /// Writes `names[i..]` from `offset` in `names[i]` (`file`, when already open). The
     /// current file's last line waits for its line break unless `to_end`; a rotated file's
-    /// goes out with one, as nothing will be added to it.
+    /// goes out with one, as nothing will be added to it. After each rotated file the
+    /// directory is listed again (`next`): the service may have rotated meanwhile.
     #[allow(clippy::too_many_arguments)]
     fn emit(
         &mut self,
@@ -334,54 +442,87 @@ impl<'a> Reader<'a> {
         to_end: bool,
         save: &mut dyn FnMut(&Position),
     ) -> HostResult<()> {
+        let (mut names, mut j) = (names.to_vec(), i);
         let mut file = file;
         let mut offset = offset;
         let mut buf = vec![0u8; CHUNK];
-        for (j, name) in names.iter().enumerate().skip(i) {
-            let path = self.set.path(name);
+        while let Some(name) = names.get(j).cloned() {
+            let path = self.set.path(&name);
             let opened = match file.take() {
                 Some(f) => Some(f),
-                None => self.open(name)?.map(|(f, _)| f),
+                None => self.open(&name)?.map(|(f, _)| f),
             };
-            let Some(mut f) = opened else {
-                offset = 0;
-                continue;
-            };
-            let size = f.metadata().map_err(read_err(&path))?.len();
-            let head_len = size.min(HEAD);
-            let head = head_of(&mut f, head_len)
-                .map_err(read_err(&path))?
-                .unwrap_or_default();
-            f.seek(SeekFrom::Start(offset)).map_err(read_err(&path))?;
-            let last = j + 1 == names.len() && !to_end;
-            let mut pending = 0usize;
-            loop {
-                let n = f.read(&mut buf[pending..]).map_err(read_err(&path))?;
-                self.count(n);
-                let filled = pending + n;
-                let whole = match memchr::memrchr(b'\n', &buf[..filled]) {
-                    Some(at) => at + 1,
-                    // A line as long as the buffer goes out in pieces; a rotated file's last
-                    // line goes out at its end.
-                    None if filled == buf.len() || (n == 0 && !last) => filled,
-                    None => 0,
-                };
-                if whole > 0 {
-                    self.write_lines(&buf[..whole], out)?;
-                    offset += whole as u64;
-                    self.moved(&head, head_len, offset, save);
+            if let Some(mut f) = opened {
+                let size = f.metadata().map_err(read_err(&path))?.len();
+                let head_len = size.min(HEAD);
+                let head = head_of(&mut f, head_len)
+                    .map_err(read_err(&path))?
+                    .unwrap_or_default();
+                f.seek(SeekFrom::Start(offset)).map_err(read_err(&path))?;
+                let last = j + 1 == names.len() && !to_end;
+                let mut pending = 0usize;
+                loop {
+                    let n = f.read(&mut buf[pending..]).map_err(read_err(&path))?;
+                    self.count(n);
+                    let filled = pending + n;
+                    let whole = match memchr::memrchr(b'\n', &buf[..filled]) {
+                        Some(at) => at + 1,
+                        // A line as long as the buffer goes out in pieces; a rotated file's
+                        // last line goes out at its end.
+                        None if filled == buf.len() => cut(&buf[..filled]),
+                        None if n == 0 && !last => filled,
+                        None => 0,
+                    };
+                    if whole > 0 {
+                        self.write_lines(&buf[..whole], out)?;
+                        offset += whole as u64;
+                        self.moved(&head, head_len, offset, save);
+                    }
+                    buf.copy_within(whole..filled, 0);
+                    pending = filled - whole;
+                    if n == 0 {
+                        break;
+                    }
                 }
-                buf.copy_within(whole..filled, 0);
-                pending = filled - whole;
-                if n == 0 {
-                    break;
-                }
+                // Where to go on: this file, also when nothing was written from it yet.
+                self.moved(&head, head_len, offset, save);
             }
-            // Where to go on: this file, also when nothing was written from it yet.
-            self.moved(&head, head_len, offset, save);
             offset = 0;
+            if j + 1 == names.len() {
+                break;
+            }
+            let Some((again, k, f)) = self.next(&name)? else {
+                break;
+            };
+            (names, j, file) = (again, k, Some(f));
         }
         Ok(())
+    }
+
+    /// The file after `name` (a rotated file just read) and the listing it is in: listed
+    /// again, and once more after it is opened by name, so that a rotation between a
+    /// listing and an opening (the current file renamed aside, a new one in its place) is
+    /// seen and the renamed file read before the new one.
+    fn next(&self, name: &str) -> HostResult<Option<(Vec<String>, usize, File)>> {
+        let mut names = self.set.files(self.disk)?;
+        let mut prev = name.to_owned();
+        for _ in 0..MAX_FILES {
+            let Some(next) = names.get(after(&names, &prev, &self.set.stem)).cloned() else {
+                return Ok(None);
+            };
+            let opened = self.open(&next)?;
+            let again = self.set.files(self.disk)?;
+            let k = after(&again, &prev, &self.set.stem);
+            if again.get(k) == Some(&next) {
+                match opened {
+                    Some((f, _)) => return Ok(Some((again, k, f))),
+                    // Removed since it was listed (pruned): the one after it.
+                    None => prev = next,
+                }
+            }
+            names = again;
+        }
+        Ok(None)
     }
 
     fn moved(&mut self, head: &str, head_len: u64, offset: u64, save: &mut dyn FnMut(&Position)) {
@@ -395,6 +536,7 @@ impl<'a> Reader<'a> {
                 head_len,
                 offset,
                 at: crate::duration::now(),
+                in_key: self.in_key,
             };
             save(&p);
             self.position = Some(p);
@@ -402,22 +544,16 @@ impl<'a> Reader<'a> {
     }
 
     /// Writes lines, each redacted; a PEM private key's lines all go, however many chunks
-    /// it spans.
+    /// it spans (`key_line`).
     fn write_lines(&mut self, bytes: &[u8], out: &mut dyn Write) -> HostResult<()> {
         let w = |e| HostError::io("write the log to the output", e);
         for line in bytes.split_inclusive(|b| *b == b'\n') {
-            let text = String::from_utf8_lossy(line);
-            let key = text.contains("PRIVATE KEY-----");
-            if self.in_key {
-                if key && text.contains("-----END") {
-                    self.in_key = false;
-                }
+            let (hidden, in_key) = key_line(self.in_key, line);
+            self.in_key = in_key;
+            if hidden {
                 out.write_all(crate::redact::REDACTED.as_bytes())
                     .map_err(w)?;
             } else {
-                if key && text.contains("-----BEGIN") && !text.contains("-----END") {
-                    self.in_key = true;
-                }
                 out.write_all(
                     &self
                         .redactor
@@ -428,6 +564,52 @@ impl<'a> Reader<'a> {
             out.write_all(b"\n").map_err(w)?;
         }
         out.flush().map_err(w)
+    }
+
+    /// Whether `offset` in `name` is inside a private key's block: the lines of the few KiB
+    /// before it read as `write_lines` reads them (a reader starting there).
+    fn key_before(&self, name: &str, offset: u64) -> HostResult<bool> {
+        let Some((mut f, _)) = self.open(name)? else {
+            return Ok(false);
+        };
+        let path = self.set.path(name);
+        let from = offset.saturating_sub(KEY_BACK);
+        let mut buf = Vec::new();
+        f.seek(SeekFrom::Start(from)).map_err(read_err(&path))?;
+        (&mut f)
+            .take(offset - from)
+            .read_to_end(&mut buf)
+            .map_err(read_err(&path))?;
+        let mut lines = buf.split_inclusive(|b| *b == b'\n');
+        if from > 0 {
+            lines.next();
+        }
+        Ok(lines.fold(false, |in_key, line| key_line(in_key, line).1))
+    }
+}
+
+/// How far back a reader starting inside a log looks for a private key's beginning.
+const KEY_BACK: u64 = 8 * 1024;
+
+/// Whether a line is hidden whole as part of a PEM private key, and whether a key's block
+/// goes on after it: from its BEGIN line (shown, redacted) to its END line, each line
+/// between that a PEM body can hold (base64 of at most 80 characters, the `Proc-Type:` and
+/// `DEK-Info:` headers, a blank line); a line that cannot be one ends the block unhidden.
+fn key_line(in_key: bool, line: &[u8]) -> (bool, bool) {
+    let text = line.trim_ascii_end();
+    let marker = |m: &[u8]| memchr::memmem::find(text, m).is_some();
+    let key = marker(b"PRIVATE KEY-----");
+    let (begin, end) = (key && marker(b"-----BEGIN"), key && marker(b"-----END"));
+    let body = text.len() <= 80
+        && text
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(b))
+        || text.starts_with(b"Proc-Type:")
+        || text.starts_with(b"DEK-Info:");
+    if in_key && (end || body) {
+        (true, !end)
+    } else {
+        (false, begin && !end)
     }
 }
 

@@ -281,3 +281,212 @@ fn since_starts_after_the_last_stamped_line_before_the_time() {
     let all = read(&mut n.reader(), Start::Since(t("2025-11-21T07:00:00Z")));
     assert!(all.starts_with("old rotated\n"), "{all}");
 }
+
+/// A host whose file system runs `hook` once, just before the first opening of `on`: the
+/// service rotating between a reader's listing and its opening by name.
+struct Racy<'a> {
+    host: &'a SimHost,
+    on: &'static str,
+    hook: std::cell::RefCell<Option<Box<dyn FnOnce() + 'a>>>,
+}
+
+impl crate::host::Files for Racy<'_> {
+    fn open_read(&self, path: &str) -> HostResult<Option<File>> {
+        let hook = (path.to_ascii_lowercase().ends_with(self.on))
+            .then(|| self.hook.borrow_mut().take())
+            .flatten();
+        if let Some(hook) = hook {
+            hook();
+        }
+        self.host.open_read(path)
+    }
+    fn list_dir(&self, path: &str) -> HostResult<Option<Vec<crate::host::DirEntry>>> {
+        self.host.list_dir(path)
+    }
+    fn read_file(&self, path: &str) -> HostResult<Option<Vec<u8>>> {
+        self.host.read_file(path)
+    }
+    fn replace_file(&self, path: &str, c: &[u8], a: crate::host::Access) -> HostResult<()> {
+        self.host.replace_file(path, c, a)
+    }
+    fn file_access(&self, path: &str) -> HostResult<Option<crate::host::Access>> {
+        self.host.file_access(path)
+    }
+    fn copy_in(&self, from: &std::path::Path, to: &str) -> HostResult<()> {
+        self.host.copy_in(from, to)
+    }
+    fn copy_file(&self, from: &str, to: &str, a: crate::host::Access) -> HostResult<bool> {
+        self.host.copy_file(from, to, a)
+    }
+    fn remove_file(&self, path: &str) -> HostResult<bool> {
+        self.host.remove_file(path)
+    }
+    fn remove_empty_dir(&self, path: &str) -> HostResult<bool> {
+        self.host.remove_empty_dir(path)
+    }
+    fn remove_tree(&self, path: &str) -> HostResult<bool> {
+        self.host.remove_tree(path)
+    }
+    fn dir_exists(&self, path: &str) -> HostResult<bool> {
+        self.host.dir_exists(path)
+    }
+    fn security(&self, path: &str) -> HostResult<Option<String>> {
+        self.host.security(path)
+    }
+    fn create_dir(&self, path: &str) -> HostResult<bool> {
+        self.host.create_dir(path)
+    }
+    fn is_reparse_point(&self, path: &str) -> HostResult<bool> {
+        self.host.is_reparse_point(path)
+    }
+    fn set_security(&self, path: &str, sddl: &str) -> HostResult<()> {
+        self.host.set_security(path, sddl)
+    }
+    fn local_path(&self, path: &str) -> HostResult<PathBuf> {
+        self.host.local_path(path)
+    }
+}
+
+impl Node {
+    /// The service's rotation: the current file renamed aside, `text` in a new one.
+    fn rotate(&self, rotated: &str, text: &str) {
+        fs_err::rename(self.local("calico-felix.log"), self.local(rotated)).expect("rotate");
+        self.append("calico-felix.log", text);
+    }
+
+    fn racy<'a>(&'a self, hook: impl FnOnce() + 'a) -> Racy<'a> {
+        Racy {
+            host: &self.host,
+            on: "\\calico-felix.log",
+            hook: std::cell::RefCell::new(Some(Box::new(hook))),
+        }
+    }
+}
+
+/// A rotation between the listing and the opening of the current file by name, after a
+/// rotated file was read: the renamed file is read before the new one, nothing is lost.
+#[test]
+fn a_rotation_while_reading_a_rotated_file_loses_nothing() {
+    let n = Node::new();
+    n.append("calico-felix-20251121T080000Z.log", &lines(0..2));
+    n.append("calico-felix.log", &lines(2..4));
+    let disk = n.racy(|| n.rotate("calico-felix-20251121T090000Z.log", &lines(4..5)));
+    let mut r = Reader::new(&disk, felix(), Redactor::new(&[]));
+    assert_eq!(poll(&mut r, &mut None), lines(0..5));
+    assert!(r.gaps.is_empty(), "{:?}", r.gaps);
+}
+
+/// A rotation between the listing and the opening of the file a follower is in: found
+/// under its new name, no gap, nothing lost.
+#[test]
+fn a_rotation_while_locating_the_followed_file_is_no_gap() {
+    let n = Node::new();
+    n.append("calico-felix.log", &lines(0..3));
+    let mut saved = None;
+    assert_eq!(poll(&mut n.reader(), &mut saved), lines(0..3));
+    n.append("calico-felix.log", &lines(3..5));
+    let disk = n.racy(|| n.rotate("calico-felix-20251121T090000Z.log", &lines(5..6)));
+    let mut r = Reader::new(&disk, felix(), Redactor::new(&[]));
+    r.position = saved.clone();
+    assert_eq!(poll(&mut r, &mut saved), lines(3..6));
+    assert!(r.gaps.is_empty(), "{:?}", r.gaps);
+}
+
+/// A secret where a line longer than a chunk is cut in pieces is not cut in two: a JWT, a
+/// bearer credential and a `token:` value there are redacted whole.
+#[test]
+fn a_secret_at_the_cut_of_a_long_line_is_redacted() {
+    for (secret, shown) in [
+        ("eyJhbGciOi.eyJzdWIiOi.c2ln", "<redacted>"),
+        ("Bearer abcdefgh12345", "Bearer <redacted>"),
+        ("\"token\": \"abcdefgh12345\"", "token\": \"<redacted>\""),
+    ] {
+        for before in [CHUNK - 12, CHUNK - 7, CHUNK - 3] {
+            let n = Node::new();
+            let line = format!("{} {secret} after\n", "x".repeat(before));
+            n.append("calico-felix.log", &line);
+            let text = read(&mut n.reader(), Start::Tail(u64::MAX));
+            assert!(
+                text.contains(shown),
+                "{secret} at {before}: {}",
+                &text[before - 10..]
+            );
+            for part in ["bGciOi", "fgh123", "eyJhb"] {
+                assert!(
+                    !text.contains(part),
+                    "{part} at {before}: {}",
+                    &text[before - 10..]
+                );
+            }
+            assert!(
+                text.lines().all(|l| l.len() <= CHUNK),
+                "a piece past the chunk"
+            );
+        }
+    }
+}
+
+const KEY: &str = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nc2VjcmV0a2V5Ym9keQ\nbW9yZWtleWJvZHk=\n-----END RSA PRIVATE KEY-----\nafter the key\n";
+
+/// A reader starting inside a private key's block (a tail, a follower started again with
+/// its position there) hides the rest of it; a block without its END line ends at the first
+/// line a key cannot hold, and the log's lines after it are shown.
+#[test]
+fn a_private_key_is_hidden_from_wherever_reading_starts_and_ends() {
+    let n = Node::new();
+    n.append("calico-felix.log", &format!("before\n{KEY}"));
+    let tail = read(&mut n.reader(), Start::Tail(3));
+    assert_eq!(tail, "<redacted>\n<redacted>\nafter the key\n");
+
+    let n = Node::new();
+    n.append("calico-felix.log", &format!("before\n{}", &KEY[..49]));
+    let mut saved = None;
+    let first = poll(&mut n.reader(), &mut saved);
+    assert_eq!(
+        first,
+        "before\n-----BEGIN RSA PRIVATE KEY-----\n<redacted>\n"
+    );
+    n.append("calico-felix.log", &KEY[49..]);
+    let mut again = n.reader();
+    again.position =
+        serde_json::from_str(&serde_json::to_string(&saved).expect("json")).expect("json");
+    let second = poll(&mut again, &mut saved);
+    assert_eq!(
+        second,
+        "<redacted>\n<redacted>\n<redacted>\nafter the key\n"
+    );
+
+    let n = Node::new();
+    n.append(
+        "calico-felix.log",
+        "-----BEGIN PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nfelix: a line of the log again\nnext\n",
+    );
+    let text = read(&mut n.reader(), Start::Tail(u64::MAX));
+    assert_eq!(
+        text,
+        "-----BEGIN PRIVATE KEY-----\n<redacted>\nfelix: a line of the log again\nnext\n"
+    );
+}
+
+/// A position taken before the log had a byte (its head is every file's) goes on with the
+/// files rotated since it was taken, then the current one: nothing written meanwhile is lost.
+#[test]
+fn a_position_taken_on_an_empty_log_reads_what_rotated_since() {
+    let n = Node::new();
+    n.append("calico-felix-20251121T070000Z.log", "before the position\n");
+    n.append("calico-felix-20251121T090000Z.log", &lines(0..2));
+    n.append("calico-felix.log", &lines(2..4));
+    let at = "2025-11-21T08:00:00Z"
+        .parse::<jiff::Timestamp>()
+        .expect("t");
+    let mut r = n.reader();
+    r.position = Some(Position {
+        head: crate::files::sha256_hex(b""),
+        head_len: 0,
+        offset: 0,
+        at: at.as_second(),
+        in_key: false,
+    });
+    assert_eq!(poll(&mut r, &mut None), lines(0..4));
+    assert!(r.gaps.is_empty(), "{:?}", r.gaps);
+}

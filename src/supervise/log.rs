@@ -143,8 +143,20 @@ impl RotatingFile {
             return Ok(());
         }
         self.retry_at = None;
-        prune(&dir, &stem, self.settings.keep)?;
-        self.open(now)
+        // The new file first: a rotated file that cannot be removed (a reader holds it without
+        // FILE_SHARE_DELETE) costs a warning and is tried at the next rotation, never a line.
+        self.open(now)?;
+        if let Err(e) = prune(&dir, &stem, self.settings.keep) {
+            let note = format!(
+                "{} [calicoctl-win] warning: cannot remove an old log ({e}): it is tried again at the next rotation\n",
+                utc_stamp(now, "%Y-%m-%dT%H:%M:%SZ"),
+            );
+            if let Some(f) = &mut self.file {
+                f.write_all(note.as_bytes())?;
+                self.size += note.len() as u64;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -168,24 +180,38 @@ fn stem_and_dir(path: &Path) -> (String, PathBuf) {
     (stem, dir)
 }
 
-/// Removes the oldest rotated files beyond `keep` (their names sort by time).
+/// Removes the oldest rotated files beyond `keep`, in the order they were written (`rotated`):
+/// each it can, the first failure returned.
 fn prune(dir: &Path, stem: &str, keep: usize) -> std::io::Result<()> {
-    let prefix = format!("{stem}-");
-    let mut old: Vec<PathBuf> = fs_err::read_dir(dir)?
+    let mut old: Vec<_> = fs_err::read_dir(dir)?
         .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".log"))
-        })
+        .filter_map(|e| Some((rotated(&e.file_name().to_string_lossy(), stem)?, e.path())))
         .collect();
     old.sort();
     let excess = old.len().saturating_sub(keep);
-    for p in &old[..excess] {
-        fs_err::remove_file(p)?;
+    let mut failed = Ok(());
+    for (_, p) in &old[..excess] {
+        if let Err(e) = fs_err::remove_file(p) {
+            failed = failed.and(Err(e));
+        }
     }
-    Ok(())
+    failed
+}
+
+/// A rotated file's time and number (`<stem>-20251121T080003Z.2.log`: `("20251121T080003Z",
+/// 2)`, none being 0), the order `rotate` wrote them in, which their names alone do not sort
+/// (`.10` before `.2`, `.1.log` before `.log`); `None` for a name `rotate` gives no file.
+fn rotated(name: &str, stem: &str) -> Option<(String, u32)> {
+    let rest = name
+        .strip_prefix(stem)?
+        .strip_prefix('-')?
+        .strip_suffix(".log")?;
+    let (time, n) = match rest.split_once('.') {
+        Some((t, n)) => (t, n.parse().ok()?),
+        None => (rest, 0),
+    };
+    let ok = time.len() == 16 && time.bytes().all(|c| c.is_ascii_alphanumeric());
+    ok.then(|| (time.to_owned(), n))
 }
 
 /// `now` in UTC with a strftime format.
@@ -419,5 +445,66 @@ mod tests {
         secs.fetch_add(61, Ordering::SeqCst);
         log.info("after the reader");
         assert_eq!(names(dir.path()).len(), 2, "{:?}", names(dir.path()));
+    }
+
+    fn settings(keep: usize) -> LogSettings {
+        LogSettings {
+            max_size: 100,
+            rotate_every: Duration::from_secs(86_400),
+            keep,
+        }
+    }
+
+    /// An old log that cannot be removed costs a warning in the new file, not the line that
+    /// rotated: the others beyond `keep` are still removed.
+    #[test]
+    fn an_old_log_that_cannot_be_removed_drops_no_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("calico-felix.log");
+        // A directory under a rotated file's name: removing it as a file fails.
+        fs_err::create_dir(dir.path().join("calico-felix-19990101T000000Z.log")).expect("dir");
+        fs_err::write(
+            dir.path().join("calico-felix-20000101T000000Z.log"),
+            "old\n",
+        )
+        .expect("old");
+        let log = Log::with_clock(
+            path.clone(),
+            settings(1),
+            false,
+            ahead(Arc::new(AtomicU64::new(1_763_712_000))),
+        );
+        log.raw(format!("{:059}\n", 0).as_bytes());
+        log.raw(format!("{:059}\n", 1).as_bytes());
+        let current = fs_err::read_to_string(&path).expect("read");
+        assert!(current.contains("cannot remove an old log"), "{current}");
+        assert!(current.ends_with(&format!("{:059}\n", 1)), "{current}");
+        assert!(!names(dir.path()).contains(&"calico-felix-20000101T000000Z.log".to_owned()));
+    }
+
+    /// The oldest are removed in the order they were written, by the time and number in
+    /// their names (`.log`, `.2.log`, then `.10.log`).
+    #[test]
+    fn old_logs_are_removed_in_the_order_they_were_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("calico-felix.log");
+        for n in ["", ".2", ".10"] {
+            let name = format!("calico-felix-20000101T000000Z{n}.log");
+            fs_err::write(dir.path().join(name), "old\n").expect("old");
+        }
+        let log = Log::with_clock(
+            path.clone(),
+            settings(2),
+            false,
+            ahead(Arc::new(AtomicU64::new(1_763_712_000))),
+        );
+        log.raw(format!("{:059}\n", 0).as_bytes());
+        log.raw(format!("{:059}\n", 1).as_bytes());
+        let got = names(dir.path());
+        assert!(
+            got.contains(&"calico-felix-20000101T000000Z.10.log".to_owned()),
+            "{got:?}"
+        );
+        assert_eq!(got.len(), 3, "{got:?}");
     }
 }

@@ -136,3 +136,131 @@ fn a_restarted_follower_goes_on_from_its_position() {
     let second = follow_until_killed(&node, &position, &lines(3..7));
     assert_eq!(format!("{first}{second}"), lines(0..7));
 }
+
+/// Waits (60 s at most) until `done` holds of the follower's stdout and stderr, or it ends.
+fn wait_for(
+    child: &mut std::process::Child,
+    out: &std::path::Path,
+    err: &std::path::Path,
+    done: impl Fn(&str, &str) -> bool,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (o, e) = (
+            fs_err::read_to_string(out).unwrap_or_default(),
+            fs_err::read_to_string(err).unwrap_or_default(),
+        );
+        if done(&o, &e) {
+            return;
+        }
+        let ended = child.try_wait().expect("wait");
+        assert!(ended.is_none(), "the follower ended ({ended:?}): {e}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the follower wrote {o:?} and {e:?} in 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A log directory that cannot be listed for a while (a poll that fails) is said on stderr
+/// and tried again: the follower goes on, and shows the lines written once it can read.
+#[test]
+fn a_follower_goes_on_past_a_log_it_cannot_read_for_a_while() {
+    let node = Node::healthy().installed().build();
+    let dir = node.c_drive("calicowindows/logs");
+    fs_err::create_dir_all(&dir).expect("dir");
+    fs_err::write(dir.join("calico-felix.log"), "felix 0\n").expect("log");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (out, err) = (tmp.path().join("out"), tmp.path().join("err"));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .env_clear()
+        .current_dir(crate::support::root())
+        .args(["--set", "node.name=win-1", "--sim-host"])
+        .arg(node.sim())
+        .args(["logs", "felix", "--follow"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&out).expect("out"))
+        .stderr(std::fs::File::create(&err).expect("err"))
+        .spawn()
+        .expect("start calicoctl-win");
+    wait_for(&mut child, &out, &err, |o, _| o == "felix 0\n");
+    // The directory's place taken by a file: listing it fails until it is back.
+    let aside = tmp.path().join("logs");
+    fs_err::rename(&dir, &aside).expect("aside");
+    fs_err::write(&dir, "not a directory").expect("file");
+    wait_for(&mut child, &out, &err, |_, e| e.contains("trying again"));
+    fs_err::remove_file(&dir).expect("file");
+    fs_err::rename(&aside, &dir).expect("back");
+    let mut log = fs_err::OpenOptions::new()
+        .append(true)
+        .open(dir.join("calico-felix.log"))
+        .expect("log");
+    std::io::Write::write_all(&mut log, b"felix 1\n").expect("append");
+    wait_for(&mut child, &out, &err, |o, _| o == "felix 0\nfelix 1\n");
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+}
+
+/// A position file in a directory that is not there is said on stderr: a follower started
+/// again would not go on where this one stopped.
+#[test]
+fn a_position_that_cannot_be_kept_is_said() {
+    let node = Node::healthy().installed().build();
+    let dir = node.c_drive("calicowindows/logs");
+    fs_err::create_dir_all(&dir).expect("dir");
+    fs_err::write(dir.join("calico-felix.log"), "felix 0\n").expect("log");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (out, err) = (tmp.path().join("out"), tmp.path().join("err"));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .env_clear()
+        .current_dir(crate::support::root())
+        .args(["--set", "node.name=win-1", "--sim-host"])
+        .arg(node.sim())
+        .args(["logs", "felix", "--follow", "--position"])
+        .arg(tmp.path().join("gone").join("felix.json"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&out).expect("out"))
+        .stderr(std::fs::File::create(&err).expect("err"))
+        .spawn()
+        .expect("start calicoctl-win");
+    wait_for(&mut child, &out, &err, |o, e| {
+        o == "felix 0\n" && e.contains("is no directory") && e.contains("cannot keep the position")
+    });
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+}
+
+/// A role named without a log says so on stderr (exit 0); output whose reader went away
+/// (`| head`) ends the command quietly, exit 0, as any filter.
+#[test]
+fn logs_say_a_missing_log_and_stop_quietly_when_the_output_closes() {
+    let node = Node::healthy().installed().build();
+    let dir = node.c_drive("calicowindows/logs");
+    fs_err::create_dir_all(&dir).expect("dir");
+    let _ = fs_err::remove_file(dir.join("calico-confd.log"));
+    let (code, out, err) = logs(&node, &["logs", "confd"]);
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    assert!(err.contains("no confd log in"), "{err}");
+
+    let line = format!("{}\n", "f".repeat(99));
+    fs_err::write(dir.join("calico-felix.log"), line.repeat(20_000)).expect("log");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .env_clear()
+        .current_dir(crate::support::root())
+        .args(["--set", "node.name=win-1", "--sim-host"])
+        .arg(node.sim())
+        .args(["logs", "felix"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start calicoctl-win");
+    let mut first = [0u8; 100];
+    std::io::Read::read_exact(child.stdout.as_mut().expect("stdout"), &mut first).expect("read");
+    drop(child.stdout.take());
+    let done = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(0), "{err}");
+    assert_eq!(err, "");
+}
