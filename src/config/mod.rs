@@ -13,7 +13,7 @@ pub mod types;
 mod validate;
 
 pub use layer::{Raw, Source, split_list};
-pub use model::{Cni, Config, Dns, Etcd, EtcdTls, ExtraEnv, KubeProxy, Logs, Node, Vxlan};
+pub use model::{Cni, Config, Dns, Etcd, EtcdTls, ExtraEnv, KubeProxy, Logs, Metrics, Node, Vxlan};
 pub use problem::Problem;
 pub use resolve::Shown;
 
@@ -270,6 +270,12 @@ fn build(r: &mut Resolver) -> Config {
             kubeconfig: r.one("kube_proxy.kubeconfig", || {
                 builtin_default("kube_proxy.kubeconfig")
             }),
+        },
+        metrics: Metrics {
+            enabled: r.one("metrics.enabled", || false),
+            port: r.one("metrics.port", || builtin_default("metrics.port")),
+            felix_port: r.one("metrics.felix_port", || builtin_default("metrics.felix_port")),
+            source_ranges: r.list("metrics.source_ranges"),
         },
         extra_env: ExtraEnv {
             node: r.map("extra_env.node"),
