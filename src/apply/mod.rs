@@ -371,8 +371,14 @@ impl Action {
                 format!("delete registry value {key}\\{name}")
             }
             Self::AddFirewallRule { rule } => format!(
-                "add firewall rule \"{}\" allowing inbound {:?} {}",
-                rule.name, rule.protocol, rule.local_port
+                "add firewall rule \"{}\" allowing inbound {:?} {}{}",
+                rule.name,
+                rule.protocol,
+                rule.local_port,
+                match rule.remote_addresses.as_slice() {
+                    [] => String::new(),
+                    some => format!(" from {}", some.join(", ")),
+                }
             )
             .replace("Udp", "UDP")
             .replace("Tcp", "TCP"),

@@ -1,5 +1,5 @@
 //! Uninstall's plan, from the install record alone: the services, exactly the recorded files,
-//! and with `--purge` Calico's HNS networks, the routes they took, the registry key, the
+//! the metrics ports' firewall rules, and with `--purge` Calico's HNS networks, the routes they took, the registry key, the
 //! firewall rule, the logs (`--remove-logs`) and the directories install created.
 
 use crate::apply::Action;
@@ -56,6 +56,14 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
         }
     }
     actions.extend(forget_addressing(host)?);
+    // The metrics ports: nothing serves them once the services are gone.
+    for rule in &r.metrics_rules {
+        if host.firewall_rule(&rule.name)?.is_some() {
+            actions.push(Action::RemoveFirewallRule {
+                name: rule.name.clone(),
+            });
+        }
+    }
     if o.purge {
         purge(host, r, &mut actions)?;
     }
@@ -159,12 +167,12 @@ fn purge(host: &dyn Host, r: &InstallRecord, actions: &mut Vec<Action>) -> anyho
             name: INSTALL_ROOT_VALUE.into(),
         });
     }
-    if let Some(rule) = &r.firewall_rule
-        && host.firewall_rule(&rule.name)?.is_some()
-    {
-        actions.push(Action::RemoveFirewallRule {
-            name: rule.name.clone(),
-        });
+    if let Some(rule) = &r.firewall_rule {
+        if host.firewall_rule(&rule.name)?.is_some() {
+            actions.push(Action::RemoveFirewallRule {
+                name: rule.name.clone(),
+            });
+        }
     }
     Ok(())
 }

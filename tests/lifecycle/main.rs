@@ -13,6 +13,7 @@ mod install;
 mod install_etcd;
 mod migrate;
 mod migrate_stranded;
+mod metrics;
 mod migrate_walk;
 mod network_identity;
 mod node_health;
