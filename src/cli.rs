@@ -1177,6 +1177,9 @@ pub struct ServiceRunArgs {
     /// probes the EC2 and GCE metadata services
     #[arg(long, value_name = "PLATFORM", default_value = "auto", value_parser = |s: &str| <crate::config::types::PlatformChoice as crate::config::types::Setting>::parse(s))]
     pub platform: crate::config::types::PlatformChoice,
+    /// Serve calicoctl-win's metrics on this TCP port (metrics.enabled; install sets it)
+    #[arg(long, value_name = "PORT")]
+    pub metrics_port: Option<u16>,
 }
 
 /// A local absolute Windows path, refused with why otherwise (`config::types::WinPath`'s rule).

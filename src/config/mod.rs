@@ -274,7 +274,9 @@ fn build(r: &mut Resolver) -> Config {
         metrics: Metrics {
             enabled: r.one("metrics.enabled", || false),
             port: r.one("metrics.port", || builtin_default("metrics.port")),
-            felix_port: r.one("metrics.felix_port", || builtin_default("metrics.felix_port")),
+            felix_port: r.one("metrics.felix_port", || {
+                builtin_default("metrics.felix_port")
+            }),
             source_ranges: r.list("metrics.source_ranges"),
         },
         extra_env: ExtraEnv {

@@ -40,8 +40,14 @@ fn metrics(c: &Config, r: &mut Resolver) {
         ("metrics.port", m.port.0, health),
     ] {
         if port == other && involved_ok(r, &["metrics.port", "metrics.felix_port"]) {
-            add(r, key, Some(port.to_string()),
-                format!("port {port} is taken (metrics.port, metrics.felix_port and Felix's health port {health} are three different ports)"));
+            add(
+                r,
+                key,
+                Some(port.to_string()),
+                format!(
+                    "port {port} is taken (metrics.port, metrics.felix_port and Felix's health port {health} are three different ports)"
+                ),
+            );
         }
     }
 }

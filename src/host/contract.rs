@@ -408,7 +408,10 @@ pub fn firewall(h: &dyn Host) {
         ..rule.clone()
     };
     h.firewall_add(&scoped).expect("add");
-    assert_eq!(h.firewall_rule(&scoped.name).expect("read"), Some(scoped.clone()));
+    assert_eq!(
+        h.firewall_rule(&scoped.name).expect("read"),
+        Some(scoped.clone())
+    );
     assert!(h.firewall_remove(&scoped.name).expect("remove"));
     assert_eq!(
         h.firewall_modify_state().expect("modify state"),

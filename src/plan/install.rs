@@ -88,6 +88,9 @@ pub fn services(c: &Config, calico_version: Option<&str>) -> Vec<ServiceSpec> {
             if role == Role::Node && c.node.platform != PlatformChoice::Auto {
                 args.extend(["--platform".into(), c.node.platform.to_string()]);
             }
+            if role == Role::Node && c.metrics.enabled {
+                args.extend(["--metrics-port".into(), c.metrics.port.0.to_string()]);
+            }
             supervise::service_spec(role, &root.self_exe(), args)
         })
         .collect()

@@ -395,7 +395,11 @@ fn metrics_are_off_by_default_and_need_a_source_range_when_on() {
     let p = problems(&inputs(
         None,
         &[],
-        &["metrics.enabled=true", "metrics.source_ranges=10.0.0.1/8", "metrics.port=9091"],
+        &[
+            "metrics.enabled=true",
+            "metrics.source_ranges=10.0.0.1/8",
+            "metrics.port=9091",
+        ],
     ));
     let keys: Vec<&str> = p.iter().filter_map(|p| p.key.as_deref()).collect();
     assert_eq!(keys, ["metrics.source_ranges", "metrics.port"], "{p:?}");
@@ -403,7 +407,10 @@ fn metrics_are_off_by_default_and_need_a_source_range_when_on() {
     let c = load(&inputs(
         None,
         &[],
-        &["metrics.enabled=true", "metrics.source_ranges=10.0.0.0/8,192.168.1.0/24"],
+        &[
+            "metrics.enabled=true",
+            "metrics.source_ranges=10.0.0.0/8,192.168.1.0/24",
+        ],
     ))
     .expect("valid")
     .config;
