@@ -546,6 +546,10 @@ pub struct FleetPlanArgs {
     /// cluster's)
     #[arg(long, value_name = "X.Y.Z")]
     pub calico_version: Option<String>,
+    /// Also write the headless Service a Prometheus scrapes the DaemonSet's nodes through
+    /// (calicoctl-win's and Felix's metrics ports; the config must turn metrics.enabled on)
+    #[arg(long, conflicts_with = "migrate")]
+    pub metrics_service: bool,
     /// Write the manifests here instead of standard output
     #[arg(long, value_name = "FILE")]
     pub out_file: Option<PathBuf>,

@@ -116,6 +116,16 @@ pub fn problems_of_file(path: PathBuf, text: &str) -> Result<Vec<Problem>, Confi
 /// name (and the Kubernetes Node it belongs to) and a fixed address.
 const PER_NODE: &[&str] = &["node.name", "node.k8s_node_ref", "node.ip"];
 
+/// The metrics settings of a fleet's config file (one already checked).
+pub fn metrics_of_file(text: &str) -> Result<Metrics, ConfigError> {
+    let loaded = load(&Inputs {
+        file: Some((PathBuf::from("calico-windows.yaml"), text.to_owned())),
+        host: BTreeMap::from([("node.name", Raw::Scalar("node-name-from-the-host".into()))]),
+        ..Inputs::default()
+    })?;
+    Ok(loaded.config.metrics)
+}
+
 /// The per-node settings a config file's text sets (a fixed `node.ip`, not `autodetect`),
 /// each with its line: what `config import-ps1` of one node's config.ps1 writes.
 pub fn per_node_settings(path: PathBuf, text: &str) -> Result<Vec<String>, ConfigError> {
