@@ -148,6 +148,7 @@ pub fn exposition(host: &dyn Host, root: &InstallRoot) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::Files;
 
     #[test]
     fn counters_add_up_across_writers_and_a_gauge_is_replaced() {

@@ -167,12 +167,12 @@ fn purge(host: &dyn Host, r: &InstallRecord, actions: &mut Vec<Action>) -> anyho
             name: INSTALL_ROOT_VALUE.into(),
         });
     }
-    if let Some(rule) = &r.firewall_rule {
-        if host.firewall_rule(&rule.name)?.is_some() {
-            actions.push(Action::RemoveFirewallRule {
-                name: rule.name.clone(),
-            });
-        }
+    if let Some(rule) = &r.firewall_rule
+        && host.firewall_rule(&rule.name)?.is_some()
+    {
+        actions.push(Action::RemoveFirewallRule {
+            name: rule.name.clone(),
+        });
     }
     Ok(())
 }

@@ -112,6 +112,7 @@ fn ask(port: u16, request: &str) -> Option<(String, String)> {
 
 /// The metric families Prometheus' own Python client (`prometheus_client.parser`, Debian's
 /// python3-prometheus-client) reads in `text`: (name, type, [(sample, labels, value)]).
+#[cfg(unix)]
 fn parsed_by_prometheus_client(text: &str) -> Option<Value> {
     let debian = std::path::Path::new("/usr/bin/python3");
     let python = if debian.is_file() {
