@@ -17,25 +17,7 @@ pub struct Options {
 }
 
 pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<Vec<Action>> {
-    let mut actions = Vec::new();
-    // Services: felix and confd stop before the node they depend on.
-    for spec in r.services.iter().rev() {
-        if let Some(now) = host.service_query(&spec.name)?
-            && now.state != ServiceState::Stopped
-        {
-            actions.push(Action::StopService {
-                name: spec.name.clone(),
-            });
-        }
-    }
-    for spec in r.services.iter().rev() {
-        if host.service_query(&spec.name)?.is_some() {
-            actions.push(Action::DeleteService {
-                name: spec.name.clone(),
-                restore: Some(spec.clone()),
-            });
-        }
-    }
+    let mut actions = services(host, r)?;
     // The cluster's steps: once CalicoNode is stopped (it sets the condition no more), and
     // while the config that names the node is still there for a rerun to read.
     actions.extend(o.cluster_steps.iter().cloned());
@@ -57,13 +39,7 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
     }
     actions.extend(forget_addressing(host)?);
     // The metrics ports: nothing serves them once the services are gone.
-    for rule in &r.metrics_rules {
-        if host.firewall_rule(&rule.name)?.is_some() {
-            actions.push(Action::RemoveFirewallRule {
-                name: rule.name.clone(),
-            });
-        }
-    }
+    actions.extend(remove_rules(host, &r.metrics_rules)?);
     if o.purge {
         purge(host, r, &mut actions)?;
     }
@@ -129,6 +105,42 @@ fn remove_record(host: &dyn Host, r: &InstallRecord, actions: &mut Vec<Action>) 
         actions.push(Action::RemoveFile { path: r.path() });
     }
     Ok(())
+}
+
+/// The services stopped, then deleted: felix and confd stop before the node they depend on.
+fn services(host: &dyn Host, r: &InstallRecord) -> HostResult<Vec<Action>> {
+    let mut actions = Vec::new();
+    for spec in r.services.iter().rev() {
+        if let Some(now) = host.service_query(&spec.name)?
+            && now.state != ServiceState::Stopped
+        {
+            actions.push(Action::StopService {
+                name: spec.name.clone(),
+            });
+        }
+    }
+    for spec in r.services.iter().rev() {
+        if host.service_query(&spec.name)?.is_some() {
+            actions.push(Action::DeleteService {
+                name: spec.name.clone(),
+                restore: Some(spec.clone()),
+            });
+        }
+    }
+    Ok(actions)
+}
+
+/// The removal of each of these rules still on the host.
+fn remove_rules(host: &dyn Host, rules: &[crate::host::FirewallRule]) -> HostResult<Vec<Action>> {
+    let mut out = Vec::new();
+    for rule in rules {
+        if host.firewall_rule(&rule.name)?.is_some() {
+            out.push(Action::RemoveFirewallRule {
+                name: rule.name.clone(),
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// What `--purge` removes beyond the install: Calico's HNS networks (and the routes the
