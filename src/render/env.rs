@@ -257,6 +257,8 @@ mod tests {
             "logs.felix_screen_severity=info",
             "logs.bgp_screen_severity=info",
             r"kube_proxy.path=C:\k\kube-proxy.exe",
+            "metrics.enabled=true",
+            "metrics.source_ranges=10.0.0.0/8",
         ]);
         let mut seen = std::collections::BTreeSet::new();
         for role in [Role::Node, Role::Felix, Role::Confd, Role::KubeProxy] {
