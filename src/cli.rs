@@ -241,6 +241,22 @@ keys, bearer tokens, token:/password: values). Changes on the host: none; the zi
 --out-file, by default calicoctl-win-diags-<node>-<UTC time>.zip in the current directory."
     )]
     Diags(DiagsArgs),
+    /// Show the services' logs, rotated files in order, secrets redacted; --follow to follow them
+    #[command(
+        long_about = "Shows a service's log as one stream: its rotated files (calico-<role>-<UTC time>.log) in the order \
+they were written, then its current calico-<role>.log, from the logs directory the install record names. Roles: \
+node (CalicoNode), felix (CalicoFelix), confd (CalicoConfd), kube-proxy (the opt-in kube-proxy service), each with \
+its program's output and the service's own lines, and calicoctl-win (a detached install's log in the state \
+directory). Without a role, every role that has a log, each line prefixed with its role.\n\n\
+Every line is redacted as diags redacts: the values of the secret files install wrote, and anything shaped like a \
+secret. --tail N starts N lines from the end, read backwards (a large log is never read whole); --since DURATION \
+starts after the last line calicoctl-win stamped (UTC) before that time, so no later line is left out. --follow \
+keeps reading, across rotations (a renamed file is read to its end, then the new one) and truncation, checking \
+every second; --position FILE keeps where it is in FILE, so that a follower restarted with the same FILE goes on \
+where it stopped, nothing repeated or missed (fleet plan's DaemonSet runs one follower per role this way). \
+Changes on the host: none."
+    )]
+    Logs(LogsArgs),
     /// Write the manifests that roll calicoctl-win over the Windows nodes with an engine in the cluster
     #[command(subcommand)]
     Fleet(FleetCommand),
@@ -250,6 +266,62 @@ keys, bearer tokens, token:/password: values). Changes on the host: none; the zi
     /// Move this node to the operator's HostProcess install, or back, keeping its pods' networks
     #[command(subcommand)]
     Migrate(MigrateCommand),
+    /// Prove a Windows node passes traffic: pods, Services, DNS, both operating systems, policy enforced
+    #[command(
+        long_about = "Places agnhost netexec probe pods in a namespace of its own (calicoctl-win-verify-<random>, \
+labelled app.kubernetes.io/managed-by=calicoctl-win-verify): a server behind a Service and a client on the node, \
+a client on one Linux node and on another Windows node when the cluster has them. Each probe is asked through \
+the API server's pod proxy (pods/proxy; no pods/exec) to dial another, and each check is reported with its \
+result and the time it took: pod-address, kubelet-probe, pod-to-pod, windows-to-linux, linux-to-windows, \
+windows-to-windows, cluster-ip, api-server, dns-service, dns-kubernetes, egress (--egress), then a NetworkPolicy \
+denying the server's ingress is applied (policy-applied: refused within 30 s) and deleted (policy-removed: \
+answered again within 30 s).\n\n\
+A failure names its layer (the CNI and IPAM, the image, the overlay, kube-proxy, DNS, Felix's policy, the \
+host firewall, egress) as a finding of docs/findings.md, with the next step; a check that failed because one \
+under it failed is blocked by that one. The namespace and everything in it is deleted at the end and waited \
+for, unless --keep-on-failure and a check failed; a namespace a killed run left is found by its label and age \
+and deleted by the next run.\n\n\
+Exits 0 when every check passes, 1 when one fails, 2 for bad usage (a node that is not a Windows node, or on a \
+Windows build the image has no variant for), 4 when --timeout passed first. Changes in the cluster: only its \
+own namespace.\n\nWith --namespace NS it runs in NS, which it neither makes nor deletes: what it made there is deleted, and \
+runs in NS take turns (the ConfigMap calicoctl-win-verify-run). 'fleet rbac --identity verify' writes that \
+namespace and the least roles for it."
+    )]
+    Verify(VerifyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The Windows nodes to verify, each with a server of its own (repeatable, or several
+    /// names after one --node; default: this node's name from the configuration)
+    #[arg(long, value_name = "NAME", num_args = 1..)]
+    pub node: Vec<String>,
+    /// The longest the whole run may take once the images are present, the sweep of a killed
+    /// run's namespace and the cleanup included (exit 4 when it passes)
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = crate::duration::parse)]
+    pub timeout: std::time::Duration,
+    /// The longest the probe image may take to pull on the nodes, outside --timeout (a pull
+    /// still going then fails the image-pull check, exit 1)
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::duration::parse)]
+    pub pull_timeout: std::time::Duration,
+    /// The probe image: agnhost, or a mirror of it for an air-gapped cluster
+    #[arg(long, value_name = "IMAGE", default_value = crate::verify::image::AGNHOST)]
+    pub image: String,
+    /// An address outside the cluster a pod must reach (HOST:PORT, HTTP)
+    #[arg(long, value_name = "HOST:PORT")]
+    pub egress: Option<String>,
+    /// Keep the namespace and its pods when a check fails, to look at them
+    #[arg(long)]
+    pub keep_on_failure: bool,
+    /// Verify the node though it is cordoned (what the fleet Plan's job does: the controller
+    /// cordoned it for the change, and uncordons it when the job passes)
+    #[arg(long)]
+    pub while_cordoned: bool,
+    /// Run in this existing namespace instead of one of its own (no namespace made or
+    /// deleted; runs in it take turns): 'fleet rbac --identity verify' makes
+    /// calicoctl-win-verify and the Role verify needs there
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -347,11 +419,15 @@ containers; set its SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE_WINDOWS): a Plan that takes
 nodes labelled kubernetes.io/os=windows at a time, cordons and drains each, runs 'calicoctl-win \
 reconfigure --drain=external' from --image, and uncordons it when that exits 0. A node that fails \
 stays cordoned, its job's log holds the JSON error, and the plan goes no further. A changed Secret \
-or --version runs the plan again.\n\
+or --version runs the plan again. With --verify the job then runs 'calicoctl-win verify' for its node \
+(in the namespace calicoctl-win-verify, with verify's roles for the jobs' account, which the manifests \
+hold): a node that does not pass traffic fails its job, stays cordoned and stops the rollout there.\n\
 - a HostProcess DaemonSet: on each Windows node 'calicoctl-win reconfigure --drain' (the node drains \
 itself), then the pod stays; it is Ready while 'status' finds the node healthy, and the rolling \
 update (maxUnavailable --concurrency) stops at a node that is not. A changed config changes the pod \
-template (its sha256 is an annotation), which rolls the DaemonSet.\n\n\
+template (its sha256 is an annotation), which rolls the DaemonSet. With --verify-every DURATION the pod \
+also runs 'calicoctl-win verify' for its node that often and publishes the result in the Node's \
+condition CalicoWindowsTraffic (set with calico-node's credential).\n\n\
 --image must hold calicoctl-win.exe at its root. The jobs run as --service-account (default \
 calicoctl-win-fleet, in --namespace), which the manifests create with the roles of exactly what the \
 jobs call (src/cluster/rights.rs, FLEET): reads of Calico's resources, get and patch nodes, list pods, \
@@ -388,6 +464,12 @@ kube-system (get services kube-dns). No wildcard. The list is the code's own \
 (src/cluster/rights.rs), tested against an API server that enforces RBAC.\n\n\
 --identity fleet writes the fleet jobs' account and roles instead (as 'fleet plan' does); a node's own \
 right to renew its token is made per node by install.\n\n\
+--identity verify writes the namespace calicoctl-win-verify (Pod Security baseline enforced), a Role \
+there (create, delete, list pods; get pods/proxy; create, delete, get services; create, delete \
+networking.k8s.io networkpolicies; list, delete events; create configmaps; get, delete configmaps \
+calicoctl-win-verify-run, its runs' turn), a Role \
+in default (get services named kubernetes) and a ClusterRole (list nodes): for 'verify --namespace \
+calicoctl-win-verify', which makes and deletes no namespace.\n\n\
 The manifests go to standard output as YAML for 'kubectl apply -f -' (-o json: one document with \
 'manifests'), or to --out-file. Changes nothing on this machine or in the cluster."
     )]
@@ -429,6 +511,8 @@ pub enum RbacIdentity {
     Installer,
     /// the fleet's jobs (the same objects 'fleet plan' writes)
     Fleet,
+    /// 'verify --namespace calicoctl-win-verify': that namespace, and Roles in it alone
+    Verify,
 }
 
 #[derive(Debug, Args)]
@@ -437,8 +521,8 @@ pub struct FleetRbacArgs {
     /// token is made by install, per node)
     #[arg(long, value_enum, default_value = "installer")]
     pub identity: RbacIdentity,
-    /// The ServiceAccount and its roles' name (default: calicoctl-win-installer, or
-    /// calicoctl-win-fleet)
+    /// The ServiceAccount and its roles' name (default: calicoctl-win-installer,
+    /// calicoctl-win-fleet, or calicoctl-win-verify)
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
     /// The ServiceAccount's namespace (default: kube-system, or system-upgrade)
@@ -528,6 +612,15 @@ pub struct FleetPlanArgs {
     /// The Plan's version: the tag of an image named without one (default: this calicoctl-win's)
     #[arg(long, value_name = "VERSION")]
     pub version: Option<String>,
+    /// After each node's reconfigure, the Plan's job runs 'verify' for it (in the namespace
+    /// calicoctl-win-verify, which the manifests make, with its roles for the jobs' account):
+    /// a node that does not pass traffic fails its job, stays cordoned and stops the rollout
+    #[arg(long, conflicts_with = "migrate")]
+    pub verify: bool,
+    /// The DaemonSet's pod runs 'verify' for its node this often (off by default; at least
+    /// 10m) and publishes the result in the Node's condition CalicoWindowsTraffic
+    #[arg(long, value_name = "DURATION", value_parser = verify_every, conflicts_with = "migrate")]
+    pub verify_every: Option<std::time::Duration>,
     /// Roll a migration instead of a reconfigure: a Plan that runs 'migrate to-operator' or
     /// 'migrate from-operator' on each Windows node, one at a time
     #[arg(long, value_enum, value_name = "WAY")]
@@ -566,6 +659,35 @@ pub struct DiagsArgs {
     /// How much of the end of each service log to include, in bytes
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
     pub log_tail_bytes: u64,
+}
+
+/// A log `logs` reads: a service's, or calicoctl-win's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogRole {
+    Node,
+    Felix,
+    Confd,
+    KubeProxy,
+    CalicoctlWin,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// The logs to show (default: every one there is)
+    #[arg(value_enum, value_name = "ROLE")]
+    pub roles: Vec<LogRole>,
+    /// Keep reading what is written, across rotations
+    #[arg(short, long)]
+    pub follow: bool,
+    /// Start at lines from this long ago (like 10m, 2h)
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, conflicts_with = "tail")]
+    pub since: Option<std::time::Duration>,
+    /// Start this many lines from the end (default: all; with --follow, 100)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
+    pub tail: Option<u64>,
+    /// With --follow and one role: keep the position in FILE and go on from it when restarted
+    #[arg(long, value_name = "FILE", requires = "follow")]
+    pub position: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -800,6 +922,28 @@ pub struct InstallArgs {
     /// Keep an existing calico-node kubeconfig whose token is valid for longer than this
     #[arg(long, value_name = "DURATION", default_value = "30d", value_parser = crate::duration::parse)]
     pub token_keep_if_valid_for: std::time::Duration,
+    /// After the install, prove this node passes traffic ('calicoctl-win verify' for it, with
+    /// the admin kubeconfig): the command fails when it does not (exit 1, 4 on verify's 120 s
+    /// timeout), the install stays, and the document's 'verify' says what to look at
+    #[arg(long)]
+    pub verify: bool,
+    /// The probe image of --verify: agnhost, or a mirror of it for an air-gapped cluster
+    #[arg(long, value_name = "IMAGE", default_value = crate::verify::image::AGNHOST, requires = "verify")]
+    pub verify_image: String,
+}
+
+impl InstallArgs {
+    /// `--verify`'s probe image, when `--verify` is asked for.
+    pub fn verify_with(&self) -> Option<&str> {
+        self.verify.then_some(self.verify_image.as_str())
+    }
+}
+
+impl ReconfigureArgs {
+    /// `--verify`'s probe image, when `--verify` is asked for.
+    pub fn verify_with(&self) -> Option<&str> {
+        self.verify.then_some(self.verify_image.as_str())
+    }
 }
 
 #[derive(Debug, Args)]
@@ -855,6 +999,14 @@ pub struct ReconfigureArgs {
     /// How long to wait for a service to stop or start
     #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = crate::duration::parse)]
     pub service_timeout: std::time::Duration,
+    /// After the change, prove this node passes traffic ('calicoctl-win verify' for it, with
+    /// the admin kubeconfig): the command fails when it does not (exit 1, 4 on verify's 120 s
+    /// timeout), the change stays, and the document's 'verify' says what to look at
+    #[arg(long)]
+    pub verify: bool,
+    /// The probe image of --verify: agnhost, or a mirror of it for an air-gapped cluster
+    #[arg(long, value_name = "IMAGE", default_value = crate::verify::image::AGNHOST, requires = "verify")]
+    pub verify_image: String,
 }
 
 /// How pods are evicted, by a drain's rules (reconfigure's drain, repair).
@@ -1114,6 +1266,11 @@ pub struct KeepTokenArgs {
     /// Check (and replace) once, then exit
     #[arg(long)]
     pub once: bool,
+    /// Also run 'verify' for this node every DURATION (in calicoctl-win-verify, with this
+    /// pod's account) and publish the result in the Node's condition CalicoWindowsTraffic
+    /// (with --once: once, at once)
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    pub verify_every: Option<std::time::Duration>,
 }
 
 /// Which service body to run.
@@ -1259,4 +1416,14 @@ pub fn unknown_flag_tip(flag: &str, args: &[String]) -> Option<String> {
     walk(&cli, "", &name, &mut have);
     have.dedup();
     (!have.is_empty()).then(|| format!("--{name} is a flag of: {}", have.join(", ")))
+}
+
+/// `--verify-every`: a duration of at least 10 minutes (a run takes up to its 120 s timeout
+/// and the runs of the fleet's nodes take turns in one namespace).
+fn verify_every(s: &str) -> Result<std::time::Duration, String> {
+    let d = crate::duration::parse(s)?;
+    if d < std::time::Duration::from_secs(600) {
+        return Err(format!("{s} is shorter than 10m"));
+    }
+    Ok(d)
 }

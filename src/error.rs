@@ -90,6 +90,8 @@ pub enum Kind {
     InvalidInput,
     /// A file or directory `lint policies` was given cannot be read.
     InputUnreadable,
+    /// `verify`: the node does not pass traffic (a check failed).
+    TrafficFailed,
 }
 
 impl Kind {
@@ -140,6 +142,7 @@ impl Kind {
         Kind::PolicyFindings,
         Kind::InvalidInput,
         Kind::InputUnreadable,
+        Kind::TrafficFailed,
     ];
 
     /// The name in JSON (`needs-drain`).
@@ -192,7 +195,8 @@ impl Kind {
             | Kind::VersionMismatch
             | Kind::DownloadFailed
             | Kind::BadRelease
-            | Kind::ServiceFailed => &[Failed],
+            | Kind::ServiceFailed
+            | Kind::TrafficFailed => &[Failed],
         }
     }
 

@@ -115,11 +115,12 @@ pub const CNI_NETWORK_NAME: &str = "Calico";
 /// `SetupVxlanNetwork`): kube-proxy's source VIP on overlay.
 pub const SOURCE_VIP_ENDPOINT: &str = "Calico_ep";
 
-/// calicoctl-win's metrics under the install root, one file per writer: CalicoNode's and
-/// repair's (`installed::metrics`).
-pub const METRICS_FILES: [&str; 2] = [
+/// calicoctl-win's metrics under the install root, one file per writer: CalicoNode's,
+/// repair's and the fleet pod's scheduled verify's (`installed::metrics`).
+pub const METRICS_FILES: [&str; 3] = [
     "calicoctl-win-metrics.json",
     "calicoctl-win-metrics-repair.json",
+    "calicoctl-win-metrics-verify.json",
 ];
 
 // Windows Firewall.

@@ -36,6 +36,7 @@ pub mod context;
 pub mod duration;
 pub mod error;
 pub mod files;
+pub mod health;
 // The host implementations use std::fs and name the host's own path in each error
 // (`HostError::io`), which fs-err's local paths would not be.
 #[allow(clippy::disallowed_methods)]
@@ -53,3 +54,4 @@ pub mod release;
 pub mod render;
 pub mod selector;
 pub mod supervise;
+pub mod verify;

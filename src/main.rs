@@ -153,12 +153,11 @@ fn parse_failed(e: &clap::Error) -> ExitCode {
     }
     let (doc, exit) = match e.kind() {
         ErrorKind::DisplayVersion => (
-            serde_json::json!({
-                "schema": output::SCHEMA,
-                "name": "calicoctl-win",
-                "version": env!("CARGO_PKG_VERSION"),
-                "commit": env!("CALICOCTL_WIN_COMMIT"),
-                "build_date": env!("CALICOCTL_WIN_BUILD_DATE"),
+            output::printed(&output::VersionDocument {
+                name: "calicoctl-win",
+                version: env!("CARGO_PKG_VERSION"),
+                commit: env!("CALICOCTL_WIN_COMMIT"),
+                build_date: env!("CALICOCTL_WIN_BUILD_DATE"),
             }),
             Exit::Ok,
         ),
@@ -169,21 +168,21 @@ fn parse_failed(e: &clap::Error) -> ExitCode {
                 }
                 _ => e.render().to_string().trim().to_owned(),
             };
-            let doc = serde_json::json!({
-                "schema": output::SCHEMA,
-                "error": {
-                    "kind": error::Kind::Usage,
-                    "message": message,
-                    "causes": [],
-                    "problems": [],
-                    "hint": tip.unwrap_or_else(|| "'calicoctl-win help' and 'calicoctl-win COMMAND --help' describe every command and flag".to_owned()),
+            let hint = tip.unwrap_or_else(|| "'calicoctl-win help' and 'calicoctl-win COMMAND --help' describe every command and flag".to_owned());
+            let doc = output::printed(&output::ErrorDocument {
+                error: output::ErrorBody {
+                    kind: error::Kind::Usage,
+                    message: message.clone(),
+                    causes: Vec::new(),
+                    problems: &[],
+                    hint: Some(&hint),
                 },
-                "exit_code": Exit::Usage as i32,
+                exit_code: Exit::Usage as i32,
             });
             eprintln!("{message}");
             (doc, Exit::Usage)
         }
     };
-    println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+    println!("{doc}");
     ExitCode::from(exit as u8)
 }

@@ -92,21 +92,28 @@ impl Printer {
         }
     }
 
-    /// The JSON result document (ignored in text mode).
-    pub fn json(&mut self, v: &serde_json::Value) {
+    /// The JSON result document, one typed value per command (ignored in text mode).
+    pub fn json(&mut self, doc: &impl serde::Serialize) {
         if self.format == Format::Json {
-            let mut v = with_schema(v);
-            if let Some(map) = v.as_object_mut()
-                && !self.warnings.is_empty()
-                && !map.contains_key("warnings")
-            {
-                map.insert("warnings".into(), self.warnings.clone().into());
-            }
-            let text = serde_json::to_string_pretty(&v)
-                .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-            let _ = writeln!(self.out, "{text}");
-            self.json_printed = true;
+            let v = serde_json::to_value(doc)
+                .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }));
+            self.document(v);
         }
+    }
+
+    /// Prints `v` with `schema` first and the warnings said, when it has none of its own.
+    fn document(&mut self, v: serde_json::Value) {
+        let mut v = with_schema(&v);
+        if let Some(map) = v.as_object_mut()
+            && !self.warnings.is_empty()
+            && !map.contains_key("warnings")
+        {
+            map.insert("warnings".into(), self.warnings.clone().into());
+        }
+        let text =
+            serde_json::to_string_pretty(&v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+        let _ = writeln!(self.out, "{text}");
+        self.json_printed = true;
     }
 
     /// A note on stderr about how the command ran (not a problem).
@@ -161,16 +168,16 @@ impl Printer {
         }
         let _ = self.err.write_all(text.as_bytes());
         if self.format == Format::Json && !self.json_printed {
-            let doc = serde_json::json!({
-                "error": {
-                    "kind": e.kind,
-                    "message": e.error.to_string(),
-                    "causes": causes,
-                    "problems": crate::config::problems_in(&e.error),
-                    "hint": e.hint,
+            let doc = ErrorDocument {
+                error: ErrorBody {
+                    kind: e.kind,
+                    message: e.error.to_string(),
+                    causes,
+                    problems: crate::config::problems_in(&e.error),
+                    hint: e.hint.as_deref(),
                 },
-                "exit_code": e.exit as i32,
-            });
+                exit_code: e.exit as i32,
+            };
             self.json(&doc);
         }
     }
@@ -184,6 +191,40 @@ impl Printer {
 /// The version of the JSON documents' shape: raised when a field changes meaning or goes away
 /// (added fields do not raise it). Every document carries it as `schema`.
 pub const SCHEMA: u32 = 1;
+
+/// The document of a failed command (`-o json`): what went wrong and the exit code.
+#[derive(serde::Serialize)]
+pub struct ErrorDocument<'a> {
+    pub error: ErrorBody<'a>,
+    pub exit_code: i32,
+}
+
+/// The error itself: its kind (docs/errors.md), message, causes, the configuration's
+/// problems and the hint.
+#[derive(serde::Serialize)]
+pub struct ErrorBody<'a> {
+    pub kind: crate::error::Kind,
+    pub message: String,
+    pub causes: Vec<String>,
+    pub problems: &'a [crate::config::Problem],
+    pub hint: Option<&'a str>,
+}
+
+/// `--version -o json`.
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub struct VersionDocument {
+    pub name: &'static str,
+    pub version: &'static str,
+    pub commit: &'static str,
+    pub build_date: &'static str,
+}
+
+/// A document as printed outside a Printer (before the command line is parsed): `schema` first.
+pub fn printed(doc: &impl serde::Serialize) -> String {
+    let v = serde_json::to_value(doc).unwrap_or_default();
+    serde_json::to_string_pretty(&with_schema(&v)).unwrap_or_default()
+}
 
 /// A document with `schema` first (a document that has one already is left as it is).
 fn with_schema(v: &serde_json::Value) -> serde_json::Value {

@@ -172,7 +172,7 @@ pub fn undo_journal_in(
     journal: &Journal,
     journal_path: &str,
     timeout: Duration,
-    cluster: Option<&dyn crate::cluster::drain::NodeControl>,
+    cluster: Option<&dyn crate::cluster::NodeControl>,
 ) -> Vec<String> {
     let opts = Options {
         command: "rollback",

@@ -124,7 +124,7 @@ fn node_address(f: &ClusterFacts) -> Check {
             ID,
             format!("InternalIP and BGP address are both {internal}"),
         ),
-        Some(found) => Check::warn(ID, found.message, found.remedy.unwrap_or_default()),
+        Some(found) => Check::of(ID, super::Verdict::Warn, found.said),
     }
 }
 
@@ -132,12 +132,7 @@ fn node_address(f: &ClusterFacts) -> Check {
 /// kubeconfig) or failed (the cluster could not be read).
 pub fn all(verdict: super::Verdict, message: &str, remedy: Option<&str>) -> Vec<Check> {
     IDS.iter()
-        .map(|id| Check {
-            id,
-            verdict,
-            message: message.to_owned(),
-            remedy: remedy.map(str::to_owned),
-        })
+        .map(|id| Check::new(id, verdict, message, remedy))
         .collect()
 }
 
@@ -146,15 +141,18 @@ pub fn all(verdict: super::Verdict, message: &str, remedy: Option<&str>) -> Vec<
 pub fn unreadable(message: &str, remedy: &str) -> Vec<Check> {
     let first = IDS[0];
     IDS.iter()
-        .map(|id| Check {
-            id,
-            verdict: super::Verdict::Fail,
-            message: if *id == first {
+        .map(|id| {
+            let message = if *id == first {
                 message.to_owned()
             } else {
                 format!("the cluster could not be read (see {first})")
-            },
-            remedy: (*id == first).then(|| remedy.to_owned()),
+            };
+            Check::new(
+                id,
+                super::Verdict::Fail,
+                message,
+                (*id == first).then_some(remedy),
+            )
         })
         .collect()
 }
@@ -414,7 +412,7 @@ fn vxlan_vni(f: &ClusterFacts, c: &Config, asked: &Asked) -> Check {
             ID,
             format!("VNI {cluster} ({})", health::vni_source(&f.felix)),
         ),
-        Some(finding) => Check::fail(ID, finding.message, finding.remedy.unwrap_or_default()),
+        Some(finding) => Check::of(ID, super::Verdict::Fail, finding.said),
     }
 }
 

@@ -28,7 +28,11 @@ fn verdict(id: &str, s: &HostSnapshot, c: &Config) -> (Verdict, String) {
         .expect("check exists");
     (
         check.verdict,
-        format!("{} | {}", check.message, check.remedy.unwrap_or_default()),
+        format!(
+            "{} | {}",
+            check.message,
+            check.said.remedy.clone().unwrap_or_default()
+        ),
     )
 }
 

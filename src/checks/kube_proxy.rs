@@ -338,7 +338,7 @@ mod tests {
             c.message
         );
         assert!(c.message.contains("has no DSR"), "{}", c.message);
-        let remedy = c.remedy.unwrap_or_default();
+        let remedy = c.said.remedy.unwrap_or_default();
         assert!(remedy.contains("--network-name=Calico"), "{remedy}");
         assert!(remedy.contains("--source-vip=10.244.1.2"), "{remedy}");
 
@@ -376,7 +376,12 @@ mod tests {
         };
         let c = check(&installed, &config("vxlan"));
         assert_eq!(c.verdict, Verdict::Warn);
-        assert!(c.remedy.unwrap_or_default().contains("kube-proxy-windows"));
+        assert!(
+            c.said
+                .remedy
+                .unwrap_or_default()
+                .contains("kube-proxy-windows")
+        );
         // Before install there is nothing of Calico's to check kube-proxy against.
         let c = check(&KubeProxyFacts::default(), &config("vxlan"));
         assert_eq!(c.verdict, Verdict::Skip);

@@ -7,6 +7,7 @@ pub mod host;
 pub mod known_issues;
 pub mod kube_proxy;
 
+use crate::installed::health::Said;
 use serde::Serialize;
 
 /// The outcome of one check.
@@ -30,14 +31,27 @@ impl Verdict {
     }
 }
 
-/// One check's result.
+/// One check's result: its id and verdict, its sentence and fix in the shape the node's
+/// findings have (`installed::health::Said`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Check {
     pub id: &'static str,
     pub verdict: Verdict,
-    pub message: String,
-    /// What to run or change to fix it; `None` when there is nothing to do.
-    pub remedy: Option<String>,
+    #[serde(flatten)]
+    pub said: Said,
+}
+
+impl std::ops::Deref for Check {
+    type Target = Said;
+    fn deref(&self) -> &Said {
+        &self.said
+    }
+}
+
+impl std::ops::DerefMut for Check {
+    fn deref_mut(&mut self) -> &mut Said {
+        &mut self.said
+    }
 }
 
 impl Check {
@@ -57,7 +71,12 @@ impl Check {
         Self::new(id, Verdict::Fail, message, Some(remedy))
     }
 
-    fn new(
+    /// A check judged by a finding's judge: its sentence and fix as they are.
+    pub fn of(id: &'static str, verdict: Verdict, said: Said) -> Self {
+        Self { id, verdict, said }
+    }
+
+    pub(crate) fn new(
         id: &'static str,
         verdict: Verdict,
         message: impl Into<String>,
@@ -66,8 +85,10 @@ impl Check {
         Self {
             id,
             verdict,
-            message: message.into(),
-            remedy: remedy.map(Into::into),
+            said: Said {
+                message: message.into(),
+                remedy: remedy.map(Into::into),
+            },
         }
     }
 }
@@ -132,15 +153,16 @@ pub fn table(checks: &[Check]) -> String {
             continue;
         }
         i += 1;
+        let shown = Said {
+            remedy: c.remedy.clone().filter(|_| c.verdict != Verdict::Pass),
+            ..c.said.clone()
+        };
         out.push_str(&format!(
-            "{:<4}  {:<width$}  {}\n",
+            "{:<4}  {:<width$}  {shown:pad$}\n",
             c.verdict.label(),
             c.id,
-            c.message
+            pad = width + 8
         ));
-        if let Some(r) = c.remedy.as_ref().filter(|_| c.verdict != Verdict::Pass) {
-            out.push_str(&format!("{:<4}  {:<width$}  fix: {r}\n", "", ""));
-        }
     }
     out
 }

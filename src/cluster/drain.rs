@@ -5,6 +5,8 @@
 //! server's 429 after its Retry-After; wait until the pods are gone; and wait for the node to
 //! be Ready again.
 
+/// Its room is node_control.rs; kept here too for the paths that name it through drain.
+pub use super::NodeControl;
 use super::{Cluster, ClusterError};
 use crate::duration::{Look, Pauses, poll_until};
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -627,45 +629,6 @@ pub fn wait_ready(c: &Cluster, node: &str, timeout: Duration) -> Result<(), Drai
     )
 }
 
-/// The cluster side of a plan: the node object and the pods on it.
-pub trait NodeControl {
-    fn is_cordoned(&self, node: &str) -> anyhow::Result<bool>;
-    fn set_cordoned(&self, node: &str, on: bool) -> anyhow::Result<()>;
-    /// Evicts the node's pods and waits until they are gone.
-    fn drain(&self, node: &str, opts: &DrainOptions) -> anyhow::Result<()>;
-    /// Evicts these pods of the node (`namespace/name`; those gone already are skipped) and
-    /// waits until they are gone.
-    fn evict(&self, node: &str, pods: &[String], opts: &DrainOptions) -> anyhow::Result<()>;
-    fn wait_ready(&self, node: &str, timeout: Duration) -> anyhow::Result<()>;
-    /// Evicts the node's DaemonSet pods that have a network of their own (`networked_daemons`)
-    /// and waits until they are gone; their names.
-    fn recreate_daemonset_pods(
-        &self,
-        node: &str,
-        opts: &DrainOptions,
-    ) -> anyhow::Result<Vec<String>>;
-    /// A JSON merge patch of the operator's Installation `name`.
-    fn patch_installation(&self, name: &str, patch: &serde_json::Value) -> anyhow::Result<()>;
-    /// calicoctl-win's node label set, or removed (`None`).
-    fn set_label(&self, node: &str, value: Option<&str>) -> anyhow::Result<()>;
-    fn wait_operator_pod(
-        &self,
-        node: &str,
-        want: super::operator::Want,
-        timeout: Duration,
-    ) -> anyhow::Result<()>;
-    fn clear_network_unavailable(&self, node: &str) -> anyhow::Result<()>;
-    /// Sets or removes `migrate`'s cordon annotation.
-    fn mark_cordoned(&self, node: &str, on: bool) -> anyhow::Result<()>;
-    /// Waits until the operator rendered its Windows DaemonSet for the node
-    /// (`operator::wait_daemonset`).
-    fn wait_operator_daemonset(&self, node: &str, timeout: Duration) -> anyhow::Result<()>;
-    /// Deletes the node's token-renewal Role and RoleBinding.
-    fn remove_grant(&self, namespace: &str, name: &str) -> anyhow::Result<()>;
-    /// Removes calicoctl-win's annotations and says the operator runs Calico there.
-    fn forget_node(&self, node: &str, left: super::node::Left) -> anyhow::Result<()>;
-}
-
 /// The DaemonSet pods of a node that have a network of their own: what a drain leaves (their
 /// DaemonSet would put them back at once) but a network made again leaves without one.
 /// hostNetwork pods (kube-proxy, Calico's own HostProcess pods) and mirror pods stay.
@@ -676,96 +639,6 @@ pub fn networked_daemons(pods: &[Pod]) -> Vec<PodRef> {
         .filter(|p| p.spec.as_ref().and_then(|s| s.host_network) != Some(true))
         .map(pod_ref)
         .collect()
-}
-
-impl NodeControl for Cluster {
-    fn is_cordoned(&self, node: &str) -> anyhow::Result<bool> {
-        Ok(is_cordoned(self, node)?)
-    }
-
-    fn set_cordoned(&self, node: &str, on: bool) -> anyhow::Result<()> {
-        Ok(set_cordoned(self, node, on)?)
-    }
-
-    fn drain(&self, node: &str, opts: &DrainOptions) -> anyhow::Result<()> {
-        let s = select(&pods_on(self, node)?);
-        if let Some(refused) = s.refusal(node, opts) {
-            return Err(refused.into());
-        }
-        evict_and_wait(self, node, s.to_evict(), opts)?;
-        Ok(())
-    }
-
-    fn evict(&self, node: &str, pods: &[String], opts: &DrainOptions) -> anyhow::Result<()> {
-        let there: Vec<PodRef> = pods_on(self, node)?
-            .iter()
-            .map(pod_ref)
-            .filter(|p| pods.contains(&p.to_string()))
-            .collect();
-        if !there.is_empty() {
-            evict_and_wait(self, node, there, opts)?;
-        }
-        Ok(())
-    }
-
-    fn wait_ready(&self, node: &str, timeout: Duration) -> anyhow::Result<()> {
-        Ok(wait_ready(self, node, timeout)?)
-    }
-
-    fn recreate_daemonset_pods(
-        &self,
-        node: &str,
-        opts: &DrainOptions,
-    ) -> anyhow::Result<Vec<String>> {
-        let pods = networked_daemons(&pods_on(self, node)?);
-        let names = pods.iter().map(ToString::to_string).collect();
-        if !pods.is_empty() {
-            evict_and_wait(self, node, pods, opts)?;
-        }
-        Ok(names)
-    }
-
-    fn patch_installation(&self, name: &str, patch: &serde_json::Value) -> anyhow::Result<()> {
-        Ok(super::operator::patch_installation(self, name, patch)?)
-    }
-
-    fn set_label(&self, node: &str, value: Option<&str>) -> anyhow::Result<()> {
-        Ok(super::operator::set_label(self, node, value)?)
-    }
-
-    fn wait_operator_pod(
-        &self,
-        node: &str,
-        want: super::operator::Want,
-        timeout: Duration,
-    ) -> anyhow::Result<()> {
-        Ok(super::operator::wait_pod(self, node, want, timeout)?)
-    }
-
-    fn clear_network_unavailable(&self, node: &str) -> anyhow::Result<()> {
-        Ok(super::operator::clear_network_unavailable(self, node)?)
-    }
-
-    fn mark_cordoned(&self, node: &str, on: bool) -> anyhow::Result<()> {
-        Ok(super::operator::mark_cordoned(self, node, on)?)
-    }
-
-    fn wait_operator_daemonset(&self, node: &str, timeout: Duration) -> anyhow::Result<()> {
-        Ok(super::operator::wait_daemonset(self, node, timeout)?)
-    }
-
-    fn remove_grant(&self, namespace: &str, name: &str) -> anyhow::Result<()> {
-        let g = super::renewal::Grant {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-            service_account: String::new(),
-        };
-        Ok(super::renewal::remove(self, &g)?)
-    }
-
-    fn forget_node(&self, node: &str, left: super::node::Left) -> anyhow::Result<()> {
-        Ok(super::node::forget(self, node, left)?)
-    }
 }
 
 impl crate::error::Diagnose for DrainError {

@@ -25,15 +25,15 @@ pub fn files_from_secret(
     namespace: &str,
     name: &str,
 ) -> anyhow::Result<EtcdTlsFiles> {
-    let mut data = crate::cluster::credentials::secret_data(c, namespace, name)?;
+    let mut data = crate::cluster::token::credentials::secret_data(c, namespace, name)?;
     let mut take = |key: &str| {
-        data.remove(key).ok_or_else(
-            || crate::cluster::credentials::CredentialError::MissingKey {
+        data.remove(key).ok_or_else(|| {
+            crate::cluster::token::credentials::CredentialError::MissingKey {
                 namespace: namespace.into(),
                 name: name.into(),
                 key: key.into(),
-            },
-        )
+            }
+        })
     };
     Ok(EtcdTlsFiles {
         key: take("etcd-key")?,

@@ -8,8 +8,9 @@
 //! terminal (`shown`) before it is printed.
 
 use super::node::{
-    ANNOTATION_CALICO_VERSION, ANNOTATION_CONFIG_HASH, ANNOTATION_TOOL_VERSION,
-    CONDITION_CALICO_READY, CONDITION_STALE_AFTER, REASON_HANDED_TO_OPERATOR, REASON_NOT_INSTALLED,
+    ANNOTATION_CALICO_VERSION, ANNOTATION_CONFIG_HASH, ANNOTATION_FINDING_CODES,
+    ANNOTATION_TOOL_VERSION, CONDITION_CALICO_READY, CONDITION_STALE_AFTER,
+    REASON_HANDED_TO_OPERATOR, REASON_NOT_INSTALLED,
 };
 use k8s_openapi::api::core::v1::Node;
 use std::collections::BTreeMap;
@@ -32,7 +33,8 @@ pub struct NodeRow {
     /// older than `CONDITION_STALE_AFTER`, or its status is malformed), or none yet.
     pub calico_ready: Option<String>,
     pub reasons: Option<String>,
-    /// The finding codes the reasons name (`[code]` after each sentence, docs/findings.md).
+    /// The finding codes of CalicoNode's last look, each once (its codes annotation,
+    /// docs/findings.md); of a node whose CalicoNode predates it, the codes its reasons name.
     pub codes: Vec<String>,
     /// The condition's `lastHeartbeatTime`, and its age in seconds when read.
     pub heartbeat: Option<String>,
@@ -104,15 +106,7 @@ pub fn node_row(n: &Node, now: i64) -> NodeRow {
     });
     if handed_to_operator {
         // The operator's Calico, said by calico-node's NetworkUnavailable: down when True.
-        reasons = condition("NetworkUnavailable")
-            .filter(|c| c.status == "True")
-            .map(|c| {
-                capped(&format!(
-                    "the operator's Calico is down: NetworkUnavailable {} ({})",
-                    c.reason.as_deref().unwrap_or("no reason"),
-                    c.message.as_deref().unwrap_or("no message")
-                ))
-            });
+        reasons = condition("NetworkUnavailable").and_then(operator_down);
     } else if calico.is_some_and(|c| c.reason.as_deref() != Some(REASON_NOT_INSTALLED)) {
         match heartbeat_age_seconds {
             Some(age) if age > stale => {
@@ -129,8 +123,13 @@ pub fn node_row(n: &Node, now: i64) -> NodeRow {
             _ => {}
         }
     }
+    // Codes only where the condition says Calico is degraded by CalicoNode's look (not stale,
+    // not handed over, not uninstalled): what the reasons said.
+    let degraded = calico_ready.as_deref() == Some("False")
+        && !handed_to_operator
+        && calico.is_some_and(|c| c.reason.as_deref() != Some(REASON_NOT_INSTALLED));
     NodeRow {
-        codes: reasons.as_deref().map(finding_codes).unwrap_or_default(),
+        codes: row_codes(n, degraded, reasons.as_deref(), &mut malformed),
         name: capped(n.metadata.name.as_deref().unwrap_or_default()),
         calicoctl_win: note(ANNOTATION_TOOL_VERSION),
         calico: note(ANNOTATION_CALICO_VERSION),
@@ -145,23 +144,79 @@ pub fn node_row(n: &Node, now: i64) -> NodeRow {
     }
 }
 
-/// The most finding codes read from one node's reasons.
-const MAX_CODES: usize = 32;
+/// The operator's Calico down, by calico-node's NetworkUnavailable condition (True).
+fn operator_down(c: &k8s_openapi::api::core::v1::NodeCondition) -> Option<String> {
+    (c.status == "True").then(|| {
+        capped(&format!(
+            "the operator's Calico is down: NetworkUnavailable {} ({})",
+            c.reason.as_deref().unwrap_or("no reason"),
+            c.message.as_deref().unwrap_or("no message")
+        ))
+    })
+}
 
-/// The finding codes a condition's message names: each sentence CalicoNode writes ends in its
-/// code in brackets (`... [endpoint-stuck]`); a bracketed word of other characters is no code.
-/// Each code once, in the order named.
+/// A degraded node's finding codes (none for another): its codes annotation, or, from a CalicoNode older than
+/// it, the codes its reasons name; a malformed annotation is named in `malformed`.
+fn row_codes(
+    n: &Node,
+    degraded: bool,
+    reasons: Option<&str>,
+    malformed: &mut Vec<String>,
+) -> Vec<String> {
+    if !degraded {
+        return Vec::new();
+    }
+    let list = n
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ANNOTATION_FINDING_CODES));
+    match list {
+        Some(list) => codes_of(list).unwrap_or_else(|bad| {
+            malformed.push(bad);
+            Vec::new()
+        }),
+        None => reasons.map(finding_codes).unwrap_or_default(),
+    }
+}
+
+/// Whether `word` has a finding code's form: lower-case words joined by `-`.
+fn is_code(word: &str) -> bool {
+    !word.is_empty()
+        && word.len() <= 40
+        && word.starts_with(|c: char| c.is_ascii_lowercase())
+        && word.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
+}
+
+/// The codes annotation as CalicoNode writes it (`node::report`): a JSON list of codes, read
+/// whole with no cap on their number (the API server bounds all of a node's annotations at
+/// 256 KiB), each once in the order written; anything else is named as malformed.
+pub fn codes_of(list: &str) -> Result<Vec<String>, String> {
+    let bad = || format!("annotation {ANNOTATION_FINDING_CODES} is no JSON list of finding codes");
+    let words: Vec<String> = serde_json::from_str(list).map_err(|_| bad())?;
+    if !words.iter().all(|w| is_code(w)) {
+        return Err(bad());
+    }
+    let mut out: Vec<String> = Vec::new();
+    for w in words {
+        if !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    Ok(out)
+}
+
+/// The finding codes a condition's message names, for a node whose CalicoNode predates the
+/// codes annotation (a fleet upgrades one node at a time, so `fleet status` still meets one):
+/// each sentence it wrote ends in its code in brackets (`... [endpoint-stuck]`); a bracketed
+/// word of other characters is no code. Each code once, in the order named.
 pub fn finding_codes(message: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for part in message.split('[').skip(1) {
         let Some((word, _)) = part.split_once(']') else {
             continue;
         };
-        let code = !word.is_empty()
-            && word.len() <= 40
-            && word.starts_with(|c: char| c.is_ascii_lowercase())
-            && word.bytes().all(|b| b.is_ascii_lowercase() || b == b'-');
-        if code && !out.iter().any(|o| o == word) && out.len() < MAX_CODES {
+        if is_code(word) && !out.iter().any(|o| o == word) {
             out.push(word.to_owned());
         }
     }

@@ -140,6 +140,17 @@ fn is_json(content_type: &str) -> bool {
     media == "application/json" || media.ends_with("+json") || media.contains("protobuf")
 }
 
+/// A pod proxy path (`/api/v1/namespaces/NS/pods/NAME[:PORT]/proxy/...`): the answer is the
+/// pod's, in whatever media type it writes (agnhost netexec's `/dial` writes JSON as Go's
+/// `text/plain` sniffing names it), capped like any other.
+fn is_pod_proxy(path: &str) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    matches!(
+        parts.as_slice(),
+        ["", "api", "v1", "namespaces", _, "pods", _, "proxy", ..]
+    )
+}
+
 /// Up to `SHOWN` bytes of a body, as text with nothing hidden.
 async fn first_bytes<B>(mut body: B) -> String
 where
@@ -179,6 +190,7 @@ where
 
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
         let what = format!("{} {}", req.method(), req.uri().path());
+        let proxied = is_pod_proxy(req.uri().path());
         let answer = self.inner.call(req);
         let cap = self.cap;
         Box::pin(async move {
@@ -191,7 +203,7 @@ where
                 .to_owned();
             // An error status is kube's to read (a Status, or the text of a 404 for an API
             // group the server does not have); a success must be JSON.
-            if parts.status.is_success() && !is_json(&content_type) {
+            if parts.status.is_success() && !is_json(&content_type) && !proxied {
                 return Err(Box::new(NotJson {
                     what,
                     status: parts.status.as_u16(),
@@ -218,6 +230,16 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_pod_proxys_answer_may_be_other_than_json() {
+        assert!(is_pod_proxy(
+            "/api/v1/namespaces/n/pods/client-local:8080/proxy/dial"
+        ));
+        assert!(!is_pod_proxy("/api/v1/namespaces/n/pods/client-local"));
+        assert!(!is_pod_proxy("/api/v1/namespaces/n/services/s:80/proxy/x"));
+        assert!(!is_pod_proxy("/apis/x/v1/namespaces/n/pods/p/proxy/y"));
+    }
 
     #[test]
     fn json_is_recognised_by_its_media_type() {

@@ -60,6 +60,13 @@ pub fn exists(c: &Cluster, node: &str) -> Result<bool, ClusterError> {
 pub const ANNOTATION_CALICO_VERSION: &str = "calicoctl-win/calico-version";
 pub const ANNOTATION_TOOL_VERSION: &str = "calicoctl-win/version";
 pub const ANNOTATION_CONFIG_HASH: &str = "calicoctl-win/config-hash";
+/// The finding codes of CalicoNode's last look (docs/findings.md), a JSON list of strings
+/// written in the same patch as `CONDITION_CALICO_READY`, so that `fleet status` reads them
+/// as data: every code, whatever the condition's message names. It stays small: each code
+/// once, from the codes calicoctl-win has, far under the API server's 256 KiB for all of an
+/// object's annotations (kubernetes staging/src/k8s.io/apimachinery/pkg/api/validation/
+/// objectmeta.go: `TotalAnnotationSizeLimitB`, `ValidateAnnotationsSize` sums keys and values).
+pub const ANNOTATION_FINDING_CODES: &str = "calicoctl-win/finding-codes";
 /// The Node condition CalicoNode keeps (`supervise::condition`) and `fleet status` reads.
 pub const CONDITION_CALICO_READY: &str = "CalicoWindowsReady";
 /// How often CalicoNode sets its condition although the answer is the same (its heartbeat).
@@ -153,6 +160,7 @@ pub fn forget(c: &Cluster, node: &str, left: Left) -> Result<(), ClusterError> {
         ANNOTATION_CALICO_VERSION,
         ANNOTATION_TOOL_VERSION,
         ANNOTATION_CONFIG_HASH,
+        ANNOTATION_FINDING_CODES,
     ]
     .into_iter()
     .map(|k| (k.to_owned(), serde_json::Value::Null))
@@ -211,6 +219,34 @@ pub fn set_condition(
 ) -> Result<(), ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
     let body = serde_json::json!({ "status": { "conditions": [condition] } });
+    c.call(
+        "patch",
+        "nodes/status",
+        nodes.patch_status(node, &PatchParams::default(), &Patch::Strategic(body)),
+    )?;
+    Ok(())
+}
+
+/// Sets CalicoNode's condition and, in the same patch, the finding codes beside it
+/// (`ANNOTATION_FINDING_CODES`, the JSON list `codes`). A patch of `nodes/status` keeps what
+/// it says of the metadata: the status strategy resets only the spec (kubernetes
+/// pkg/registry/core/node/strategy.go, `nodeStatusStrategy.PrepareForUpdate`), and Calico's
+/// ClusterRole gives calico-node `nodes/status` for its annotations (projectcalico/calico
+/// v3.31.7 `manifests/calico.yaml`: "Calico stores some configuration information in node
+/// annotations"; libcalico-go `lib/backend/k8s/resources/node.go` writes them with
+/// `UpdateStatus`).
+pub fn report(
+    c: &Cluster,
+    node: &str,
+    condition: &serde_json::Value,
+    codes: &[String],
+) -> Result<(), ClusterError> {
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let codes = serde_json::Value::from(codes.to_vec()).to_string();
+    let body = serde_json::json!({
+        "metadata": { "annotations": { ANNOTATION_FINDING_CODES: codes } },
+        "status": { "conditions": [condition] },
+    });
     c.call(
         "patch",
         "nodes/status",

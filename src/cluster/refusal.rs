@@ -20,7 +20,7 @@
 //! - `signing-key`: none of these, so the key that signed it is no longer trusted (rotated).
 
 use super::Cluster;
-use super::credentials::Token;
+use super::token::credentials::Token;
 use serde::Serialize;
 
 /// What the cluster says now, as far as it could be read.

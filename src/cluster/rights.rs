@@ -4,6 +4,8 @@
 //! exactly these rules, on a fake API server that enforces RBAC as kube-apiserver does) and
 //! minimal (taking away any one rule makes some command fail, naming the right).
 //!
+//! `verify`'s rules are in verify_rights.rs, rendered by the same `manifests`.
+//!
 //! No rule has a wildcard. Resource names are fixed where the code asks for a fixed object;
 //! a node's name, a pod's and the token-renewal grant's (`…-<node>`) are not known in advance.
 //! Creating a SelfSubjectAccessReview needs no rule: every authenticated user may

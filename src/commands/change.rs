@@ -10,6 +10,60 @@ use crate::host::Host;
 use crate::host::lock::HostLock;
 use crate::layout::InstallRoot;
 
+/// The document of a command that changes the node (install, uninstall, reconfigure, repair,
+/// migrate): whether it was a dry run, the command's own keys, the plan's actions and whether
+/// the node changed; after a run, the warnings said (docs/json.md).
+#[derive(serde::Serialize)]
+pub(crate) struct Changing<D> {
+    pub dry_run: bool,
+    #[serde(flatten)]
+    pub own: D,
+    /// One object per action: its fields, `index` and `description` (`apply::to_json`).
+    pub actions: Vec<serde_json::Value>,
+    pub changed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
+}
+
+impl<D> Changing<D> {
+    /// The document of a plan not run yet (`changed` false).
+    pub fn plan(dry_run: bool, own: D, actions: &[crate::apply::Action]) -> anyhow::Result<Self> {
+        use anyhow::Context as _;
+        Ok(Self {
+            dry_run,
+            own,
+            actions: crate::apply::to_json(actions).context("cannot show the plan as JSON")?,
+            changed: false,
+            warnings: None,
+        })
+    }
+
+    /// The document after the plan ran.
+    pub fn done(mut self) -> Self {
+        self.changed = true;
+        self
+    }
+
+    /// The document after the plan ran, with the warnings said.
+    pub fn ran(self, warnings: Vec<String>) -> Self {
+        let warnings = Some(warnings);
+        Self {
+            warnings,
+            ..self.done()
+        }
+    }
+}
+
+/// The document of a changing command that stopped at its checks: each check, the ids that
+/// block, and `changed` false.
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct ChecksBlocked<'a> {
+    pub checks: &'a [crate::checks::Check],
+    pub blocking: &'a [&'static str],
+    pub changed: bool,
+}
+
 /// One run of a changing command on this host.
 pub(crate) struct Change<'h> {
     pub host: &'h dyn Host,

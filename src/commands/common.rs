@@ -2,7 +2,7 @@
 //! what it gives the config and its checks), the checks' ids, and the degraded result.
 
 use crate::checks::{self, Check, Verdict};
-use crate::cluster::{Cluster, ClusterError, facts};
+use crate::cluster::{ClusterError, facts};
 use crate::config::{Loaded, Source};
 use crate::context::Context;
 use crate::error::UsageError;
@@ -50,12 +50,7 @@ pub(crate) fn check_skips(skip: &[String]) -> Result<(), UsageError> {
     }
 }
 
-/// What became of reading the cluster.
-pub(crate) enum ClusterRead {
-    Skipped(&'static str),
-    Failed(ClusterError),
-    Read(Box<Cluster>, Box<facts::ClusterFacts>),
-}
+pub(crate) use crate::cluster::read::ClusterRead;
 
 impl ClusterRead {
     /// The API group Calico's components must be pinned to, as `apiVersion` says it: the
@@ -170,11 +165,7 @@ pub(crate) fn print_findings(
     findings: &[crate::installed::health::Finding],
 ) {
     for f in findings {
-        ctx.printer
-            .text(&format!("{lead}{} [{}]", f.message, f.code.word()));
-        if let Some(remedy) = &f.remedy {
-            ctx.printer.text(&format!("    fix: {remedy}"));
-        }
+        ctx.printer.text(&format!("{lead}{f:4}"));
     }
 }
 
@@ -200,4 +191,96 @@ pub(crate) fn adapter_checks(
         }
     };
     checks::host::adapter_checks(snapshot, config, &choice, remedy)
+}
+
+/// `--verify` after a command changed the node: `verify` run for this node with the admin
+/// kubeconfig, its report put into the command's document (`verify`) and its failures said
+/// on the text output; the failure to end the command with, if any. The change stays.
+pub fn verify_after(
+    ctx: &mut Context,
+    (cluster, image): (Option<&crate::cluster::Cluster>, &str),
+    node: &str,
+    doc: &mut serde_json::Value,
+) -> anyhow::Result<Option<crate::verify::failure::Failed>> {
+    use crate::verify::judge::Outcome;
+    use crate::verify::run::{self, Options, RunError};
+    let Some(c) = cluster else {
+        return Err(crate::error::UsageError::new(
+            "--verify needs the cluster, read with the admin kubeconfig",
+            "pass --kubeconfig with an admin's, or run 'calicoctl-win verify' where one is",
+        )
+        .into());
+    };
+    let o = Options {
+        image: image.to_owned(),
+        ..Options::for_node(node)
+    };
+    on_interrupt(ctx, &o);
+    let report = match run::run(c, &o) {
+        Ok(r) => r,
+        Err(RunError::Plan(e)) => return Err(e.into()),
+        Err(RunError::Cluster(e)) => return Err(e.into()),
+    };
+    for v in &report.checks {
+        if let Outcome::Fail { finding } = &v.outcome {
+            let next = finding.remedy.clone().unwrap_or_default();
+            ctx.printer.text(&format!(
+                "verify {}: {} [{}]\n    next: {next}",
+                v.check.word(),
+                finding.message,
+                finding.code.word()
+            ));
+        }
+    }
+    if report.passed {
+        ctx.printer.text(&format!(
+            "verify: node {node} passes traffic ({} checks)",
+            report.checks.len()
+        ));
+    }
+    doc["verify"] = serde_json::json!(report);
+    Ok(crate::verify::failure::of(&report, o.timeout.as_secs()))
+}
+
+/// Ctrl-C or a termination signal stops the run where it is; it deletes what it made before
+/// the command exits. (A kill that cannot be caught leaves the namespace to the next run.)
+pub fn on_interrupt(ctx: &mut Context, o: &crate::verify::run::Options) {
+    let flag = o.interrupted.clone();
+    if let Err(e) =
+        ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst))
+    {
+        ctx.printer.warn(&format!(
+            "Ctrl-C will not clean up ({e}): a run stopped that way leaves its namespace to the next run"
+        ));
+    }
+}
+
+/// A changing command's document printed, after `verify` when `--verify` asked for it: the
+/// command's end (`what` names the change that stays when the node does not pass traffic).
+pub fn print_verified(
+    ctx: &mut Context,
+    (verify, what): (Option<&str>, &str),
+    cluster: Option<&crate::cluster::Cluster>,
+    node: &str,
+    doc: impl serde::Serialize,
+) -> anyhow::Result<()> {
+    let Some(image) = verify else {
+        ctx.printer.json(&doc);
+        return Ok(());
+    };
+    // The command's document with verify's report under `verify`.
+    let mut doc = serde_json::to_value(&doc)?;
+    let failed = if let Some(image) = Some(image) {
+        verify_after(ctx, (cluster, image), node, &mut doc)?
+    } else {
+        None
+    };
+    ctx.printer.json(&doc);
+    match failed {
+        Some(e) => {
+            Err(anyhow::Error::new(e)
+                .context(format!("{what}, but the node does not pass traffic")))
+        }
+        None => Ok(()),
+    }
 }

@@ -6,6 +6,34 @@ use crate::config::spec;
 use crate::context::Context;
 use serde_json::{Value, json};
 
+/// `config show`'s document: the file read, each setting (its value, source, default and
+/// description), how calico-node finds the node's address, the adapter the External network
+/// binds, the admin kubeconfig used and whether the cluster was read.
+#[derive(serde::Serialize)]
+pub(crate) struct ConfigShow<'a> {
+    pub config_file: Option<&'a str>,
+    pub settings: serde_json::Map<String, Value>,
+    pub ip_autodetection: Option<Autodetection<'a>>,
+    pub uplink: &'a Value,
+    pub cluster_kubeconfig: KubeconfigUsed<'a>,
+    pub cluster: &'a Value,
+}
+
+/// calico-node's way of finding the node's address, and the setting that says so.
+#[derive(serde::Serialize)]
+pub(crate) struct Autodetection<'a> {
+    pub method: &'a str,
+    pub why: &'a str,
+}
+
+/// The admin kubeconfig and where its path came from.
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct KubeconfigUsed<'a> {
+    pub path: Option<String>,
+    pub source: &'a str,
+}
+
 pub fn run(args: &ShowArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host(crate::host::select::Intent::Read)?;
     let base = ctx.load_config()?;
@@ -23,14 +51,19 @@ pub fn run(args: &ShowArgs, ctx: &mut Context) -> anyhow::Result<()> {
         })
         .collect();
     let method = crate::render::env::autodetection_method(&loaded.config);
-    ctx.printer.json(&json!({
-        "config_file": file,
-        "settings": settings,
-        "ip_autodetection": method.as_ref().map(|(m, why)| json!({"method": m, "why": why})),
-        "uplink": uplink.1,
-        "cluster_kubeconfig": { "path": kubeconfig.as_ref().map(|p| p.display().to_string()), "source": kubeconfig_source },
-        "cluster": cluster,
-    }));
+    ctx.printer.json(&ConfigShow {
+        config_file: file.as_deref(),
+        settings,
+        ip_autodetection: method
+            .as_ref()
+            .map(|(method, why)| Autodetection { method, why }),
+        uplink: &uplink.1,
+        cluster_kubeconfig: KubeconfigUsed {
+            path: kubeconfig.as_ref().map(|p| p.display().to_string()),
+            source: kubeconfig_source,
+        },
+        cluster: &cluster,
+    });
 
     let rows: Vec<(String, String, String)> = spec::SETTINGS
         .iter()

@@ -111,6 +111,18 @@ pub fn settle(dir: &Path) -> anyhow::Result<Option<String>> {
     Ok(said)
 }
 
+/// The document of a command started with `--detach`: the detached process, whether it left
+/// this session's job, its log and where its result is recorded.
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct Detached {
+    pub detached: bool,
+    pub pid: u32,
+    pub left_session_job: bool,
+    pub log: String,
+    pub result: String,
+}
+
 /// Starts this command line again, without `--detach`, as a detached process; says where its
 /// log and result will be, and returns.
 pub fn start(ctx: &mut Context, command: &str) -> anyhow::Result<()> {
@@ -167,13 +179,13 @@ pub fn start(ctx: &mut Context, command: &str) -> anyhow::Result<()> {
     if !breakaway {
         ctx.printer.warn("this session's job does not allow a process to leave it: ending the session may still end the detached run");
     }
-    ctx.printer.json(&json!({
-        "detached": true,
-        "pid": child.id(),
-        "left_session_job": breakaway,
-        "log": files.log.display().to_string(),
-        "result": files.result.display().to_string(),
-    }));
+    ctx.printer.json(&Detached {
+        detached: true,
+        pid: child.id(),
+        left_session_job: breakaway,
+        log: files.log.display().to_string(),
+        result: files.result.display().to_string(),
+    });
     Ok(())
 }
 

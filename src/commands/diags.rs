@@ -7,8 +7,8 @@
 
 use crate::cli::{DiagsArgs, PreflightArgs, ShowArgs, StatusArgs};
 use crate::context::Context;
+use crate::host::Host;
 use crate::host::select::Intent;
-use crate::host::{Access, Host};
 use crate::installed::record::{self, InstallRecord};
 use crate::layout::InstallRoot;
 use crate::output::{Format, Printer};
@@ -61,6 +61,15 @@ impl Bundle {
     }
 }
 
+/// `diags`' document: the zip written, the files in it and what could not be collected.
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct Diags<'a> {
+    pub path: String,
+    pub files: &'a [&'a str],
+    pub problems: &'a [String],
+}
+
 pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host(Intent::Read)?;
     let config = ctx.load_config().map(|l| l.config);
@@ -104,7 +113,7 @@ pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     });
     b.json("diags.json", &index);
 
-    let redactor = redactor(h, rec.as_ref());
+    let redactor = record::redactor(h, rec.as_ref());
     write_zip(&out, &b, &redactor)?;
     let files: Vec<&str> = b.members.iter().map(|(n, _)| n.as_str()).collect();
     ctx.printer.text(&format!(
@@ -129,11 +138,11 @@ pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
             out.display()
         )));
     }
-    ctx.printer.json(&json!({
-        "path": out.display().to_string(),
-        "files": files,
-        "problems": problems,
-    }));
+    ctx.printer.json(&Diags {
+        path: out.display().to_string(),
+        files: &files,
+        problems: &problems,
+    });
     Ok(())
 }
 
@@ -457,32 +466,6 @@ fn write_zip(out: &Path, b: &Bundle, redactor: &Redactor) -> anyhow::Result<()> 
             let _ = fs_err::remove_file(&tmp);
         })
         .with_context(|| format!("cannot write {}", out.display()))
-}
-
-/// A redactor that knows the secret files install wrote (and the token refresher's CNI
-/// kubeconfig), so their contents are taken out wherever they appear, whatever their shape.
-fn redactor(h: &dyn Host, rec: Option<&InstallRecord>) -> Redactor {
-    let mut secrets = Vec::new();
-    let mut paths: Vec<String> = rec
-        .map(|r| r.files.iter().map(|f| f.path.clone()).collect())
-        .unwrap_or_default();
-    if let Some(r) = rec {
-        paths.push(crate::layout::join(
-            &r.install_root,
-            &format!(
-                r"{}\host\etc\cni\net.d\calico-kubeconfig",
-                crate::layout::REFRESHER_DIR
-            ),
-        ));
-    }
-    for path in paths {
-        if matches!(h.file_access(&path), Ok(Some(Access::Secret)))
-            && let Ok(Some(bytes)) = h.read_file(&path)
-        {
-            secrets.push(String::from_utf8_lossy(&bytes).into_owned());
-        }
-    }
-    Redactor::new(&secrets)
 }
 
 #[cfg(test)]

@@ -1,6 +1,9 @@
 //! `fetch kubeconfig` and `fetch etcd-certs`: calico-node's credentials from the cluster,
 //! checked before anything is written, written atomically as secret files.
 
+use super::fetched::{
+    EtcdCerts, EtcdFile, InstallerKubeconfig, Kubeconfig, ReleaseFetched, ReleasePlan, TokenFrom,
+};
 use crate::cli::{FetchEtcdArgs, FetchKubeconfigArgs};
 use crate::cluster::credentials::{self, Issued};
 use crate::cluster::etcd;
@@ -12,7 +15,6 @@ use crate::host::Access;
 use crate::release::{Local, Place};
 use crate::render::kubeconfig;
 use anyhow::Context as _;
-use serde_json::json;
 
 fn namespace(ctx: &mut Context, c: &Cluster, given: &Option<String>) -> anyhow::Result<String> {
     Ok(match given {
@@ -49,6 +51,14 @@ pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Resu
     } else {
         "token-request"
     };
+    let server = c.server.as_str();
+    let (namespace, service_account) = (ns.as_str(), sa.as_str());
+    let from = TokenFrom {
+        method,
+        namespace,
+        service_account,
+        server,
+    };
     if ctx.options.dry_run {
         credentials::service_account(&c, &ns, sa)?;
         let how = if args.legacy_secret {
@@ -60,9 +70,7 @@ pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Resu
             "would {how} for {ns}/{sa} on {} and write {path}",
             c.server
         ));
-        ctx.printer
-            .json(&json!({"path": path, "changed": false, "dry_run": true,
-            "method": method, "namespace": ns, "service_account": sa, "server": c.server}));
+        ctx.printer.json(&Kubeconfig::planned(&path, from));
         return Ok(());
     }
 
@@ -91,10 +99,8 @@ pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Resu
         "wrote {path}: token for {ns}/{sa} from {}, {validity}",
         c.server
     ));
-    ctx.printer.json(
-        &json!({"path": path, "changed": changed, "refreshed": true, "method": method,
-        "namespace": ns, "service_account": sa, "server": c.server, "expires": expires}),
-    );
+    ctx.printer
+        .json(&Kubeconfig::done(&path, changed, Some(from), expires));
     Ok(())
 }
 
@@ -122,9 +128,9 @@ fn still_valid(
         "{path}: the token is {until}, more than {} from now; nothing to do",
         duration::show(within)
     ));
+    let expires = valid_until.map(time_text);
     ctx.printer
-        .json(&json!({"path": path, "changed": false, "refreshed": false,
-        "expires": valid_until.map(time_text)}));
+        .json(&Kubeconfig::done(path, false, None, expires));
     Ok(true)
 }
 
@@ -215,12 +221,17 @@ pub fn etcd_certs(args: &FetchEtcdArgs, ctx: &mut Context) -> anyhow::Result<()>
         ctx.printer
             .text(&format!("{verb} {path}  (--set {setting}={path})"));
     }
-    ctx.printer.json(&json!({
-        "secret": format!("{ns}/{}", args.secret),
-        "endpoints": endpoints,
-        "dry_run": ctx.options.dry_run,
-        "files": written.iter().map(|(s, p, changed)| json!({"setting": s, "path": p, "changed": changed})).collect::<Vec<_>>(),
-    }));
+    let files = written.iter().map(|(setting, path, changed)| EtcdFile {
+        setting,
+        path,
+        changed: *changed,
+    });
+    ctx.printer.json(&EtcdCerts {
+        secret: format!("{ns}/{}", args.secret),
+        endpoints: &endpoints,
+        dry_run: ctx.options.dry_run,
+        files: files.collect(),
+    });
     Ok(())
 }
 
@@ -234,8 +245,11 @@ pub fn release(args: &crate::cli::FetchReleaseArgs, ctx: &mut Context) -> anyhow
             want.source.show(),
             out.display()
         ));
-        ctx.printer
-            .json(&json!({"dry_run": true, "source": want.source.show(), "output_dir": out}));
+        ctx.printer.json(&ReleasePlan {
+            dry_run: true,
+            source: want.source.show(),
+            output_dir: out,
+        });
         return Ok(());
     }
     let extracted = out.join("CalicoWindows");
@@ -277,14 +291,14 @@ pub fn release(args: &crate::cli::FetchReleaseArgs, ctx: &mut Context) -> anyhow
         x.binary.file_name(),
         extracted.display()
     ));
-    ctx.printer.json(&json!({
-        "zip": obtained.path,
-        "sha256": obtained.sha256,
-        "downloaded": obtained.downloaded,
-        "version": version,
-        "binary": x.binary,
-        "extracted": extracted,
-    }));
+    ctx.printer.json(&ReleaseFetched {
+        zip: &obtained.path,
+        sha256: &obtained.sha256,
+        downloaded: obtained.downloaded,
+        version: version.as_deref(),
+        binary: &x.binary,
+        extracted: &extracted,
+    });
     Ok(())
 }
 
@@ -351,8 +365,12 @@ pub fn installer_kubeconfig(
         c.server,
         expires.as_deref().unwrap_or("(no expiry)")
     ));
-    ctx.printer
-        .json(&json!({"path": args.out_file.display().to_string(),
-        "namespace": ns, "service_account": sa, "server": c.server, "expires": expires}));
+    ctx.printer.json(&InstallerKubeconfig {
+        path: args.out_file.display().to_string(),
+        namespace: ns,
+        service_account: sa,
+        server: &c.server,
+        expires,
+    });
     Ok(())
 }

@@ -39,6 +39,9 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ));
         ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
     }
+    if fleet.verify || fleet.verify_every.is_some() {
+        docs.extend(verify_roles(&fleet, &args.namespace));
+    }
     docs.push(serde_json::to_value(fleet.secret())?);
     if fleet.migrate.is_some()
         || matches!(args.engine, Engine::SystemUpgradeController | Engine::Both)
@@ -71,11 +74,24 @@ fn metrics_service(
     if !m.enabled {
         return Err(UsageError::new(
             "--metrics-service: the config the nodes get does not turn metrics on",
-            "set metrics.enabled: true and metrics.source_ranges (the scraper's and the API server's CIDRs) in the config file",
+            "set metrics.enabled: true and metrics.source_ranges (the scraper's CIDRs) in the config file",
         )
         .into());
     }
     Ok(fleet.metrics_service([m.port.0, m.felix_port.0]))
+}
+
+/// `--verify`: verify's namespace and its roles, bound to the jobs' account too (named
+/// `<account>-verify`, beside the account's own roles).
+fn verify_roles(fleet: &Fleet, namespace: &str) -> Vec<serde_json::Value> {
+    let sa = &fleet.service_account;
+    let mut docs = vec![crate::cluster::verify_rights::namespace()];
+    docs.extend(crate::cluster::verify_rights::bindings(
+        &format!("{sa}-verify"),
+        namespace,
+        sa,
+    ));
+    docs
 }
 
 /// `--migrate`'s Plan, from its flags: one node at a time, system-upgrade-controller only, the
@@ -192,13 +208,16 @@ fn is_command_line_safe(value: &str) -> bool {
 /// reconfigure, uninstall, status and preflight make (`cluster::rights`), bound to it.
 pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     use crate::cli::RbacIdentity;
+    if args.identity == RbacIdentity::Verify {
+        return rbac_verify(args, ctx);
+    }
     let (name, namespace, rights) = match args.identity {
         RbacIdentity::Installer => (
             "calicoctl-win-installer",
             "kube-system",
             crate::cluster::rights::installer(args.datastore == crate::cli::RbacDatastore::Etcdv3),
         ),
-        RbacIdentity::Fleet => (
+        RbacIdentity::Fleet | RbacIdentity::Verify => (
             "calicoctl-win-fleet",
             "system-upgrade",
             crate::cluster::rights::FLEET.to_vec(),
@@ -227,6 +246,17 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
 
+/// `fleet rbac --identity verify`: verify's namespace and its least roles
+/// (`cluster::verify_rights`), for `verify --namespace calicoctl-win-verify`.
+fn rbac_verify(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let name = args.name.as_deref().unwrap_or("calicoctl-win-verify");
+    let namespace = args.namespace.as_deref().unwrap_or("kube-system");
+    dns_label("--name", name)?;
+    dns_label("--namespace", namespace)?;
+    let docs = crate::cluster::verify_rights::manifests(name, namespace);
+    print_manifests(ctx, &docs, args.out_file.as_deref())
+}
+
 /// The group of Calico's resources the roles name: the one asked for, else the cluster's
 /// when an admin kubeconfig reaches it, else `crd.projectcalico.org` (said).
 fn calico_api(
@@ -248,6 +278,15 @@ fn calico_api(
             }
         },
     })
+}
+
+/// `fleet plan`'s document: where the manifests were written (`null`: standard output) and
+/// the manifests themselves.
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct FleetPlan<'a> {
+    pub out_file: Option<String>,
+    pub manifests: &'a [serde_json::Value],
 }
 
 /// Manifests as YAML for `kubectl apply -f -` (or into `out_file`), and as one JSON document
@@ -280,10 +319,10 @@ fn print_manifests(
         }
         None => ctx.printer.text(yaml.trim_end()),
     }
-    ctx.printer.json(&serde_json::json!({
-        "out_file": out_file.map(|p| p.display().to_string()),
-        "manifests": docs,
-    }));
+    ctx.printer.json(&FleetPlan {
+        out_file: out_file.map(|p| p.display().to_string()),
+        manifests: docs,
+    });
     Ok(())
 }
 
@@ -362,6 +401,8 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         force: args.force,
         delete_emptydir_data: args.delete_emptydir_data,
         migrate,
+        verify: args.verify,
+        verify_every: args.verify_every,
     })
 }
 

@@ -6,6 +6,17 @@ use crate::cluster::fleet_view::{
 };
 use crate::context::Context;
 
+/// `fleet status`'s document: a row per Windows node, how many nodes have each finding code,
+/// the fleet's config hash, whether all is well and each reason it is not.
+#[derive(serde::Serialize)]
+pub(crate) struct FleetStatus<'a> {
+    pub nodes: &'a [NodeRow],
+    pub findings: &'a std::collections::BTreeMap<String, usize>,
+    pub config_hash: Option<&'a str>,
+    pub healthy: bool,
+    pub problems: &'a [String],
+}
+
 /// `fleet status`: every Windows node's versions, config hash and Calico's condition, and the
 /// nodes that differ from the fleet's config; exit 1 with the reasons when any node is not as
 /// it should be, or when there is no Windows node. Read a page at a time: memory holds the
@@ -41,13 +52,13 @@ pub fn run(_args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Re
             .text(&format!("Findings (docs/findings.md): {}", said.join(", ")));
     }
     let healthy = problems.is_empty();
-    ctx.printer.json(&serde_json::json!({
-        "nodes": rows,
-        "findings": findings,
-        "config_hash": fleet_hash,
-        "healthy": healthy,
-        "problems": problems,
-    }));
+    ctx.printer.json(&FleetStatus {
+        nodes: &rows,
+        findings: &findings,
+        config_hash: fleet_hash.as_deref(),
+        healthy,
+        problems: &problems,
+    });
     if healthy {
         return Ok(());
     }

@@ -6,7 +6,20 @@ use crate::context::Context;
 use crate::error::UsageError;
 use crate::files;
 use anyhow::Context as _;
-use serde_json::json;
+
+/// `config import-ps1`'s document: the file written (if any), the YAML, what was imported,
+/// left to the defaults or not understood, and the result's problems.
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct Imported<'a> {
+    pub output: Option<String>,
+    pub written: bool,
+    pub yaml: &'a str,
+    pub imported: &'a [import_ps1::Imported],
+    pub left_default: &'a [import_ps1::Skipped],
+    pub not_understood: &'a [import_ps1::Skipped],
+    pub problems: &'a [config::Problem],
+}
 
 pub fn run(args: &ImportArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let bytes = crate::files::read_capped(&args.file, crate::files::SMALL_FILE_CAP)
@@ -50,15 +63,15 @@ pub fn run(args: &ImportArgs, ctx: &mut Context) -> anyhow::Result<()> {
         )),
         None => ctx.printer.text(yaml.trim_end()),
     }
-    ctx.printer.json(&json!({
-        "output": args.out_file.as_ref().map(|p| p.display().to_string()),
-        "written": written,
-        "yaml": yaml,
-        "imported": import.imported,
-        "left_default": import.left_default,
-        "not_understood": import.not_understood,
-        "problems": problems,
-    }));
+    ctx.printer.json(&Imported {
+        output: args.out_file.as_ref().map(|p| p.display().to_string()),
+        written,
+        yaml: &yaml,
+        imported: &import.imported,
+        left_default: &import.left_default,
+        not_understood: &import.not_understood,
+        problems: &problems,
+    });
     Ok(())
 }
 

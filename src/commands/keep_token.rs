@@ -20,6 +20,15 @@ const MOST_PAUSE: Duration = Duration::from_secs(300);
 /// The lifetime asked for when the refused token's is unknown: install's default.
 const DEFAULT_LIFETIME: Duration = Duration::from_secs(365 * 86400);
 
+/// `service keep-token`'s document, a line per look that replaced the token (and, with
+/// `--once`, one that did not): whether it did, and what it said.
+#[derive(serde::Serialize)]
+pub(crate) struct KeepToken<'a> {
+    pub replaced: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub said: Option<&'a str>,
+}
+
 pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
     // No host lock: CalicoNode writes the same file the same way (temporary file and rename),
     // and a reconfigure must not wait on this loop.
@@ -33,7 +42,27 @@ pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
     // A look that fails (the server refuses this pod's request too) is tried again later and
     // later, up to five minutes, so that a persistent refusal is not said every 20 s.
     let mut pause = args.every;
+    // The first scheduled verify one period after the start (a rolled DaemonSet starts every
+    // node's pod at once), or at once with --once.
+    let mut verify_due = args
+        .verify_every
+        .map(|d| std::time::Instant::now() + if args.once { Duration::ZERO } else { d });
     loop {
+        if let (Some(due), Some(every)) = (verify_due, args.verify_every)
+            && std::time::Instant::now() >= due
+        {
+            verify_due = Some(std::time::Instant::now() + every);
+            match super::keep_token_verify::verify_and_publish(
+                ctx,
+                host.as_ref(),
+                &kubeconfig,
+                &node,
+            ) {
+                Ok(said) => ctx.printer.text(&said),
+                Err(e) if args.once => return Err(e),
+                Err(e) => ctx.printer.warn(&format!("{e:#}")),
+            }
+        }
         let result = look(ctx, host.as_ref(), &kubeconfig, &node);
         pause = if result.is_err() {
             (pause * 2).min(MOST_PAUSE.max(args.every))
@@ -43,14 +72,19 @@ pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
         match result {
             Ok(Some(said)) => {
                 ctx.printer.text(&said);
-                ctx.printer
-                    .json(&serde_json::json!({"replaced": true, "said": said}));
+                ctx.printer.json(&KeepToken {
+                    replaced: true,
+                    said: Some(&said),
+                });
             }
             Ok(None) => {
                 if args.once {
                     ctx.printer
                         .text("calico-node's token is taken: nothing to do");
-                    ctx.printer.json(&serde_json::json!({"replaced": false}));
+                    ctx.printer.json(&KeepToken {
+                        replaced: false,
+                        said: None,
+                    });
                 }
             }
             Err(e) if args.once => return Err(e),

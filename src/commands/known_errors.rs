@@ -27,6 +27,8 @@ const KNOWN_ERRORS: &[Recogniser] = &[
     recognise::<crate::cluster::operator::OperatorError>,
     recognise::<crate::cluster::installation::PatchError>,
     recognise::<crate::plan::migrate::Refused>,
+    recognise::<crate::verify::failure::Failed>,
+    recognise::<crate::verify::matrix::PlanError>,
 ];
 
 /// The error a command failed with, with its exit code and hint.

@@ -1,7 +1,5 @@
 //! `lint policies`: what each network policy costs the Windows nodes, and what to change.
 
-use serde_json::json;
-
 use crate::cli::LintPoliciesArgs;
 use crate::context::Context;
 use crate::policy::felix::{DEFAULT_RELEASE, Release, modelled, release_name};
@@ -56,7 +54,7 @@ pub fn policies(args: &LintPoliciesArgs, ctx: &mut Context) -> anyhow::Result<()
     }
     let report = policy::lint(&collected, release)?;
     ctx.printer.text(&table(&report));
-    ctx.printer.json(&json!(report));
+    ctx.printer.json(&report);
     let count = report.findings.len();
     // The process ends now: freeing a cluster's worth of objects one by one would take a
     // tenth of the run (benches/lint.rs), and the operating system takes the memory back whole.

@@ -2,7 +2,7 @@
 //! HostProcess install or taken back from it, its HNS networks and pods' endpoints kept
 //! (`plan::migrate` says what each step is and why).
 
-use super::change::Change;
+use super::change::{Change, Changing};
 use crate::apply::{self, Options};
 use crate::cli::{MigrateArgs, MigrateFromArgs};
 use crate::cluster::Cluster;
@@ -13,7 +13,22 @@ use crate::installed::{boot_marker, record};
 use crate::layout::InstallRoot;
 use crate::plan::migrate::{self, Facts, Refused};
 use anyhow::Context as _;
-use serde_json::json;
+
+/// Migrate's own keys of its document (`change::Changing`; from-operator's are install's
+/// with `install::FromOperator`).
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct Migrate<'a> {
+    pub node: &'a str,
+    /// `to-operator` or `from-operator`.
+    pub direction: &'static str,
+    /// The marker the operator's pod reads to keep the node's HNS networks (to-operator).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boot_marker: Option<&'a str>,
+    /// The node has moved already: nothing was planned.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub already: bool,
+}
 
 const TO: &str = "migrate to-operator";
 const FROM: &str = "migrate from-operator";
@@ -248,14 +263,13 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
         read.networks.iter().map(|n| n.name.as_str()).collect::<Vec<_>>().join(", ")
     ));
     let all: Vec<apply::Action> = before.iter().chain(&actions).cloned().collect();
-    let mut doc = json!({
-        "dry_run": ctx.options.dry_run,
-        "node": read.node,
-        "direction": "to-operator",
-        "boot_marker": marker,
-        "actions": apply::to_json(&all).context("cannot show the plan as JSON")?,
-        "changed": false,
-    });
+    let own = Migrate {
+        node: &read.node,
+        direction: "to-operator",
+        boot_marker: Some(&marker),
+        already: false,
+    };
+    let doc = Changing::plan(ctx.options.dry_run, own, &all)?;
     if ctx.options.dry_run {
         change.show(ctx, &all);
         ctx.printer.note("--dry-run: nothing was changed");
@@ -278,9 +292,7 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
         read.node,
         operator::DAEMONSET
     ));
-    doc["changed"] = json!(true);
-    doc["warnings"] = json!(warnings);
-    ctx.printer.json(&doc);
+    ctx.printer.json(&doc.ran(warnings));
     Ok(())
 }
 
@@ -536,14 +548,13 @@ pub fn from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Resul
     };
     let node = taken.node.clone();
     let dry_run = ctx.options.dry_run;
-    let doc = json!({
-        "node": node,
-        "direction": "from-operator",
-        "migrate_actions": apply::to_json(&taken.before)
+    let doc = super::install::FromOperator {
+        node: node.clone(),
+        direction: "from-operator",
+        migrate_actions: apply::to_json(&taken.before).context("cannot show the plan as JSON")?,
+        migrate_actions_after: apply::to_json(&taken.after)
             .context("cannot show the plan as JSON")?,
-        "migrate_actions_after": apply::to_json(&taken.after)
-            .context("cannot show the plan as JSON")?,
-    });
+    };
     let cluster = taken.cluster;
     let root = taken.root;
     let (before, after) = (taken.before, taken.after);
@@ -576,7 +587,7 @@ pub fn from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Resul
     let as_labelled = |f: &mut crate::cluster::facts::ClusterFacts| migrate::as_handed_back(f);
     let within = super::install::Within {
         facts: &as_labelled,
-        doc,
+        doc: Some(doc),
         before: &mut run_before,
         after: &mut run_after,
     };
@@ -868,16 +879,21 @@ fn annotate_if_missing(ctx: &mut Context, host: &dyn Host, read: &Read) -> anyho
 
 /// Says that the node has moved already (`"already": true`); `changed` when this run only
 /// wrote what was missing of the end (the node's annotations).
-fn moved(ctx: &mut Context, read: &Read, changed: bool, direction: &str, what: &str) {
+fn moved(ctx: &mut Context, read: &Read, changed: bool, direction: &'static str, what: &str) {
     ctx.printer.text(&format!("Node {} {what}.", read.node));
-    ctx.printer.json(&json!({
-        "dry_run": ctx.options.dry_run,
-        "node": read.node,
-        "direction": direction,
-        "already": true,
-        "actions": [],
-        "changed": changed,
-    }));
+    let own = Migrate {
+        node: &read.node,
+        direction,
+        boot_marker: None,
+        already: true,
+    };
+    ctx.printer.json(&Changing {
+        dry_run: ctx.options.dry_run,
+        own,
+        actions: Vec::new(),
+        changed,
+        warnings: None,
+    });
 }
 
 /// Whether a `from-operator` has nothing left to do: calicoctl-win installed, the

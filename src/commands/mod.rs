@@ -5,15 +5,20 @@ mod common;
 mod config_show;
 pub mod detach;
 mod diags;
+#[cfg(test)]
+mod documents_tests;
 mod fetch;
+mod fetched;
 mod flags;
 mod fleet;
 mod fleet_status;
 mod import_ps1;
 mod install;
 mod keep_token;
+mod keep_token_verify;
 mod known_errors;
 mod lint;
+mod logs;
 mod migrate;
 mod preflight;
 mod reconfigure;
@@ -22,6 +27,7 @@ mod repair;
 pub mod service;
 mod status;
 mod uninstall;
+mod verify;
 
 use crate::cli::{
     Command, ConfigCommand, FetchCommand, FleetCommand, LintCommand, MigrateCommand, ServiceCommand,
@@ -54,18 +60,28 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
         Command::Config(ConfigCommand::ImportPs1(args)) => import_ps1::run(args, ctx),
         Command::Completions(args) => completions(args, ctx),
         Command::Diags(args) => diags::run(args, ctx),
+        Command::Logs(args) => logs::run(args, ctx),
         Command::Fleet(FleetCommand::Plan(args)) => fleet::plan(args, ctx),
         Command::Fleet(FleetCommand::Rbac(args)) => fleet::rbac(args, ctx),
         Command::Fleet(FleetCommand::Status(args)) => fleet_status::run(args, ctx),
         Command::Lint(LintCommand::Policies(args)) => lint::policies(args, ctx),
         Command::Migrate(MigrateCommand::ToOperator(args)) => migrate::to_operator(args, ctx),
         Command::Migrate(MigrateCommand::FromOperator(args)) => migrate::from_operator(args, ctx),
+        Command::Verify(args) => verify::run(args, ctx),
     }
     .map_err(failure)
 }
 
 /// `completions SHELL`: the shell's tab-completion script, generated from the command line's
 /// own definition (JSON: `{"shell", "script"}`).
+/// `completions`' document: the shell and its completion script.
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct Completions<'a> {
+    pub shell: String,
+    pub script: &'a str,
+}
+
 fn completions(args: &crate::cli::CompletionsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     use clap::CommandFactory;
     let mut script = Vec::new();
@@ -77,8 +93,10 @@ fn completions(args: &crate::cli::CompletionsArgs, ctx: &mut Context) -> anyhow:
     );
     let script = String::from_utf8_lossy(&script);
     ctx.printer.text(script.trim_end());
-    ctx.printer
-        .json(&serde_json::json!({"shell": args.shell.to_string(), "script": script}));
+    ctx.printer.json(&Completions {
+        shell: args.shell.to_string(),
+        script: &script,
+    });
     Ok(())
 }
 

@@ -11,7 +11,26 @@ use crate::cluster::fix::{self, Fix};
 use crate::cluster::{Cluster, facts};
 use crate::context::Context;
 use crate::host::select::Intent;
-use serde_json::json;
+
+/// Preflight's document: every check, what was read of the host and of the cluster, the fixes
+/// (with `--fix`) and the ids that block.
+#[derive(serde::Serialize)]
+pub(crate) struct Preflight<'a> {
+    pub checks: &'a [Check],
+    pub host: HostRead<'a>,
+    pub cluster: Option<&'a facts::ClusterFacts>,
+    pub fixes: Option<&'a [Fix]>,
+    pub blocking: &'a [&'static str],
+}
+
+/// What preflight read of the host (each `null` when it could not be read).
+#[derive(serde::Serialize)]
+pub(crate) struct HostRead<'a> {
+    pub kind: crate::host::HostKind,
+    pub system: Option<&'a crate::host::SystemFacts>,
+    pub container_runtime: Option<&'a crate::host::runtime::RuntimeFacts>,
+    pub hns_networks: Option<Vec<&'a str>>,
+}
 
 pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
     check_skips(&args.skip)?;
@@ -65,18 +84,19 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ClusterRead::Read(_, f) => Some(f.as_ref()),
         _ => None,
     };
-    ctx.printer.json(&json!({
-        "checks": results,
-        "host": {
-            "kind": host.kind(),
-            "system": snapshot.system.as_ref().ok(),
-            "container_runtime": snapshot.runtime.as_ref().ok().cloned().flatten(),
-            "hns_networks": snapshot.hns.as_ref().map(|n| n.iter().map(|n| n.name.clone()).collect::<Vec<_>>()).ok(),
+    let hns = snapshot.hns.as_ref().ok();
+    ctx.printer.json(&Preflight {
+        checks: &results,
+        host: HostRead {
+            kind: host.kind(),
+            system: snapshot.system.as_ref().ok(),
+            container_runtime: snapshot.runtime.as_ref().ok().and_then(Option::as_ref),
+            hns_networks: hns.map(|n| n.iter().map(|n| n.name.as_str()).collect()),
         },
-        "cluster": cluster_facts,
-        "fixes": args.fix.then_some(&fixes),
-        "blocking": blocking,
-    }));
+        cluster: cluster_facts,
+        fixes: args.fix.then_some(&fixes),
+        blocking: &blocking,
+    });
     if blocking.is_empty() {
         Ok(())
     } else {

@@ -1,7 +1,7 @@
 //! `reconfigure`: converges an installed node to a changed config, draining it and making the
 //! Calico HNS network again when the change is one HNS cannot make in place.
 
-use super::change::{Change, Failed};
+use super::change::{Change, Changing, ChecksBlocked, Failed};
 use super::common::{ClusterRead, read_cluster, with_cluster};
 use crate::apply;
 use crate::apply::Action;
@@ -96,8 +96,8 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Err(failed(*e, &node_name));
     }
     finished(ctx, &change, cluster, &node_name, actions.len());
-    ctx.printer.json(&doc(true));
-    Ok(())
+    let verify = (args.verify_with(), "reconfigured");
+    super::common::print_verified(ctx, verify, cluster, &node_name, doc.done())
 }
 
 /// After a run that succeeded: the file stats kept, the node annotated, the steps counted.
@@ -128,7 +128,7 @@ fn options<'a>(
     journal: Option<crate::apply::journal::Journal>,
     cluster: Option<&'a crate::cluster::Cluster>,
 ) -> apply::Options<'a> {
-    let cluster = cluster.map(|c| c as &dyn crate::cluster::drain::NodeControl);
+    let cluster = cluster.map(|c| c as &dyn crate::cluster::NodeControl);
     apply::Options::for_change(
         "reconfigure",
         journal_path,
@@ -232,6 +232,17 @@ struct Shown<'a> {
     pods: serde_json::Value,
 }
 
+/// Reconfigure's own keys of its document (`change::Changing`): the root, the kind of change
+/// (`none`, `files`, `network`), the network settings that change, and the pods a network
+/// change takes down.
+#[derive(serde::Serialize)]
+pub(crate) struct Reconfigure<'a> {
+    pub install_root: &'a str,
+    pub change: &'static str,
+    pub network_changes: &'a [String],
+    pub pods: &'a serde_json::Value,
+}
+
 /// Shows the plan; the JSON document to print once it ran, or `None` when the run ends here
 /// (nothing to do, or a dry run: its document is printed).
 fn show<'a>(
@@ -239,7 +250,7 @@ fn show<'a>(
     change: &Change,
     shown: &'a Shown<'a>,
     actions: &[Action],
-) -> anyhow::Result<Option<impl Fn(bool) -> serde_json::Value + 'a>> {
+) -> anyhow::Result<Option<Changing<Reconfigure<'a>>>> {
     let dry_run = ctx.options.dry_run;
     ctx.printer.text(&format!(
         "Reconfigure Calico in {} on node {} ({} backend)",
@@ -256,28 +267,23 @@ fn show<'a>(
     } else {
         "files"
     };
-    let actions_json = apply::to_json(actions).context("cannot show the plan as JSON")?;
-    let doc = move |changed: bool| {
-        json!({
-            "dry_run": dry_run,
-            "install_root": shown.root.as_str(),
-            "change": kind,
-            "network_changes": shown.changes,
-            "pods": shown.pods,
-            "actions": actions_json,
-            "changed": changed,
-        })
+    let own = Reconfigure {
+        install_root: shown.root.as_str(),
+        change: kind,
+        network_changes: shown.changes,
+        pods: &shown.pods,
     };
+    let doc = Changing::plan(dry_run, own, actions)?;
     if actions.is_empty() {
         ctx.printer
             .text("Nothing to do: the node already matches this config.");
-        ctx.printer.json(&doc(false));
+        ctx.printer.json(&doc);
         return Ok(None);
     }
     if dry_run {
         change.show(ctx, actions);
         ctx.printer.note("--dry-run: nothing was changed");
-        ctx.printer.json(&doc(false));
+        ctx.printer.json(&doc);
         return Ok(None);
     }
     Ok(Some(doc))
@@ -439,13 +445,13 @@ fn vni_refusal(
     need: &Need<'_>,
 ) -> Option<UsageError> {
     if config.backend == Backend::Vxlan && need.recreate && !args.allow_vni_mismatch {
-        let f = crate::installed::health::vni_cluster(need.vni, &facts.felix)?;
+        let said = crate::installed::health::vni_cluster(need.vni, &facts.felix)?.said;
         return Some(
             UsageError::new(
-                f.message,
+                said.message,
                 format!(
                     "{}; or pass --allow-vni-mismatch if that is what you mean",
-                    f.remedy.unwrap_or_default()
+                    said.remedy.unwrap_or_default()
                 ),
             )
             .of_kind(crate::error::Kind::VniMismatch),
@@ -555,7 +561,10 @@ fn host_checks(
     }
     ctx.printer.text(crate::checks::table(&failed).trim_end());
     let ids: Vec<&'static str> = failed.iter().map(|c| c.id).collect();
-    ctx.printer
-        .json(&json!({"checks": failed, "blocking": ids, "changed": false}));
+    ctx.printer.json(&ChecksBlocked {
+        checks: &failed,
+        blocking: &ids,
+        changed: false,
+    });
     Err(crate::checks::Blocked { ids }.into())
 }

@@ -4,7 +4,21 @@ use crate::cli::RenderArgs;
 use crate::context::Context;
 use crate::files;
 use crate::render::{HostFacts, OsBuild};
-use serde_json::json;
+
+/// `render`'s document: each file written (or, with `--dry-run`, that would be) with its
+/// hash, and the adapter the External network binds.
+#[derive(serde::Serialize)]
+pub(crate) struct Rendered<'a> {
+    pub files: &'a [RenderedFile],
+    pub uplink: &'a crate::host::uplink::Choice,
+}
+
+/// One file `render` wrote.
+#[derive(serde::Serialize)]
+pub(crate) struct RenderedFile {
+    pub path: String,
+    pub sha256: String,
+}
 
 pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
     // The host gives its defaults (node name, runtime, CNI dirs) and its Windows build.
@@ -68,11 +82,14 @@ pub fn run(args: &RenderArgs, ctx: &mut Context) -> anyhow::Result<()> {
         };
         ctx.log(&format!("{verb} {}", path.display()));
         ctx.printer.text(&path.display().to_string());
-        listed.push(
-            json!({ "path": path.display().to_string(), "sha256": files::sha256_hex(bytes) }),
-        );
+        listed.push(RenderedFile {
+            path: path.display().to_string(),
+            sha256: files::sha256_hex(bytes),
+        });
     }
-    ctx.printer
-        .json(&json!({"files": listed, "uplink": uplink}));
+    ctx.printer.json(&Rendered {
+        files: &listed,
+        uplink: &uplink,
+    });
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! stuck ones evicted so that their controllers recreate them, Felix (and kube-proxy) restarted,
 //! then a wait until no endpoint is at fault.
 
-use super::change::Change;
+use super::change::{Change, Changing};
 use super::common::{ClusterRead, read_cluster};
 use crate::apply;
 use crate::cli::RepairArgs;
@@ -13,12 +13,11 @@ use crate::duration::{Look, Pauses, poll_until};
 use crate::error::UsageError;
 use crate::host::Host;
 use crate::installed::endpoints::{self, Judged};
-use crate::installed::health::{self, Finding};
+use crate::installed::health::Finding;
 use crate::installed::record;
 use crate::layout::InstallRoot;
 use crate::plan::repair;
 use anyhow::Context as _;
-use serde_json::json;
 use std::time::{Duration, Instant};
 
 /// What a repair works on: the node's name, the install root, the cluster.
@@ -68,6 +67,22 @@ fn target(ctx: &mut Context, host: &dyn Host) -> anyhow::Result<Target> {
     })
 }
 
+/// Repair's own keys of its document (`change::Changing`): the endpoints at fault and those
+/// not yet, the services restarted (none); after a run, the endpoints still at fault and the
+/// node's findings.
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct Repair<'a> {
+    pub node: &'a str,
+    pub endpoints: &'a [&'a Judged],
+    pub suspect: &'a [&'a Judged],
+    pub restarts: &'a [&'a str],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remaining: Option<&'a [Judged]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub findings: Option<&'a [Finding]>,
+}
+
 pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
     check_grace(args.grace)?;
     let host = ctx.open_host_to_change("repair")?;
@@ -85,15 +100,15 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
         .iter()
         .filter(|j| j.verdict == endpoints::Verdict::Suspect)
         .collect();
-    let mut doc = json!({
-        "dry_run": ctx.options.dry_run,
-        "node": node,
-        "endpoints": faults,
-        "suspect": suspect,
-        "restarts": [],
-        "actions": apply::to_json(&actions).context("cannot show the plan as JSON")?,
-        "changed": false,
-    });
+    let own = Repair {
+        node: &node,
+        endpoints: &faults,
+        suspect: &suspect,
+        restarts: &[],
+        remaining: None,
+        findings: None,
+    };
+    let mut doc = Changing::plan(ctx.options.dry_run, own, &actions)?;
     for j in &suspect {
         ctx.printer.text(&format!("Not yet: {}", j.sentence()));
     }
@@ -129,10 +144,9 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
             "repair stopped at '{step}'; the steps before it stay done (deleted endpoints and evictions cannot be undone); run 'calicoctl-win repair' again to finish"
         )));
     }
-    doc["changed"] = json!(true);
+    doc.changed = true;
     count_repair(host.as_ref(), &root, &actions, ctx);
     let left = wait_healthy(ctx, host.as_ref(), &c, &node, args)?;
-    doc["remaining"] = json!(left);
     // The node judged again as status and the condition judge it, now the repair is done.
     let how = endpoints::Survey {
         cluster: Some(&c),
@@ -141,8 +155,9 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
         remote: endpoints::Remote::Ask,
         ageing: endpoints::Ageing::Read,
     };
-    let findings = health::on_node(host.as_ref(), &root, &how);
-    doc["findings"] = json!(findings);
+    let findings = crate::health::on_node(host.as_ref(), &root, &how);
+    doc.own.remaining = Some(&left);
+    doc.own.findings = Some(&findings);
     ctx.printer.json(&doc);
     finished(ctx, actions.len(), &findings)
 }
@@ -340,7 +355,7 @@ fn options<'a>(
     journal: Option<crate::apply::journal::Journal>,
     cluster: &'a Cluster,
 ) -> apply::Options<'a> {
-    let cluster = Some(cluster as &dyn crate::cluster::drain::NodeControl);
+    let cluster = Some(cluster as &dyn crate::cluster::NodeControl);
     apply::Options::for_change(
         "repair",
         journal_path,

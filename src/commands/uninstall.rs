@@ -1,6 +1,6 @@
 //! `uninstall`: removes what install created, read from its install record.
 
-use super::change::Change;
+use super::change::{Change, Changing};
 use crate::apply;
 use crate::apply::Options;
 use crate::apply::journal::Journal;
@@ -11,8 +11,15 @@ use crate::installed::legacy::{legacy_error, legacy_services};
 use crate::installed::record;
 use crate::layout::InstallRoot;
 use crate::plan::uninstall;
-use anyhow::Context as _;
-use serde_json::json;
+
+/// Uninstall's own keys of its document (`change::Changing`).
+#[derive(serde::Serialize)]
+pub(crate) struct Uninstall<'a> {
+    pub install_root: &'a str,
+    /// Absent when nothing is installed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub purge: Option<bool>,
+}
 
 /// Where Calico is installed when neither the flag nor a readable config says.
 const DEFAULT_ROOT: &str = r"C:\CalicoWindows";
@@ -44,17 +51,15 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         rec.calico_version.as_deref().unwrap_or("(version unknown)"),
         if args.purge { ", purging" } else { "" }
     ));
-    let mut doc = json!({
-        "dry_run": dry_run,
-        "install_root": root.as_str(),
-        "purge": args.purge,
-        "actions": apply::to_json(&actions).context("cannot show the plan as JSON")?,
-        "changed": false,
-    });
+    let own = Uninstall {
+        install_root: root.as_str(),
+        purge: Some(args.purge),
+    };
+    let mut doc = Changing::plan(dry_run, own, &actions)?;
     if dry_run {
         change.show(ctx, &actions);
         if !cluster.warnings.is_empty() {
-            doc["warnings"] = json!(cluster.warnings);
+            doc.warnings = Some(cluster.warnings);
         }
         if !args.purge {
             ctx.printer.text(
@@ -83,9 +88,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     } else {
         ctx.printer.text("Uninstalled and purged.");
     }
-    doc["changed"] = json!(true);
-    doc["warnings"] = json!(warnings);
-    ctx.printer.json(&doc);
+    ctx.printer.json(&doc.ran(warnings));
     Ok(())
 }
 
@@ -197,8 +200,11 @@ fn nothing_installed(
             "Nothing to uninstall: there is no install record in {root}"
         ));
     }
-    ctx.printer
-        .json(&json!({"dry_run": dry_run, "install_root": root.as_str(), "actions": [], "changed": false}));
+    let own = Uninstall {
+        install_root: root.as_str(),
+        purge: None,
+    };
+    ctx.printer.json(&Changing::plan(dry_run, own, &[])?);
     Ok(())
 }
 

@@ -312,7 +312,7 @@ pub static SETTINGS: &[Spec] = &[
         "metrics.port",
         Kind::Scalar,
         Value("9095"),
-        "TCP port of calicoctl-win's own metrics (and fleet diags) endpoint, served by the CalicoNode service.",
+        "TCP port of calicoctl-win's own metrics endpoint, served by the CalicoNode service.",
     ),
     own(
         "metrics.felix_port",
@@ -324,7 +324,7 @@ pub static SETTINGS: &[Spec] = &[
         "metrics.source_ranges",
         Kind::List,
         Unset,
-        "CIDRs allowed to reach the metrics ports (the scraper's and the API server's addresses); required when metrics.enabled is true.",
+        "CIDRs allowed to reach the metrics ports (the scraper's addresses); required when metrics.enabled is true.",
     ),
 ];
 

@@ -3,7 +3,8 @@
 //! '...'] and (EventID=... or ...)]]`), and an event as `EvtRender(EvtRenderEventXml)` gives it,
 //! read into its parts. Platform-independent, so both are tested everywhere.
 
-use serde::Serialize;
+use super::error::HostResult;
+use serde::{Deserialize, Serialize};
 
 /// The most bytes of one event's XML that are read.
 pub const MAX_EVENT_XML: usize = 64 * 1024;
@@ -169,6 +170,30 @@ fn unescape(s: &str) -> String {
         .replace("&quot;", "\"")
         .replace("&apos;", "'")
         .replace("&amp;", "&")
+}
+
+/// How serious an event in the Application event log is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventLevel {
+    Information,
+    Warning,
+    Error,
+}
+
+/// The Windows Application event log, where the service bodies report their start, stop and
+/// failure.
+pub trait EventLog {
+    /// Writes one event of `source` with `message` as its text.
+    fn report_event(
+        &self,
+        source: &str,
+        level: EventLevel,
+        id: u32,
+        message: &str,
+    ) -> HostResult<()>;
+    /// The newest `max` events of a log that answer `query` (`EvtQuery`), newest first.
+    fn read_events(&self, query: &EventQuery, max: usize) -> HostResult<Vec<LoggedEvent>>;
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+use super::error::HostResult;
+
 /// One subnet of an HNS network.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct HnsSubnet {
@@ -69,6 +71,31 @@ pub struct HnsEndpoint {
     /// kube-proxy conjures its remote endpoints' from their address (`installed::endpoints`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mac: Option<String>,
+}
+
+/// The Host Network Service.
+pub trait Hns {
+    /// Every HNS network; `Unavailable` when HNS is missing.
+    fn hns_networks(&self) -> HostResult<Vec<HnsNetwork>>;
+    fn hns_endpoints(&self, network_id: &str) -> HostResult<Vec<HnsEndpoint>>;
+    /// Creates a network from an HCN schema-2.0 JSON document; a taken name is refused.
+    fn hns_create_network(&self, spec_json: &str) -> HostResult<HnsNetwork>;
+    /// Deletes a network and its endpoints.
+    fn hns_delete_network(&self, id: &str) -> HostResult<()>;
+    /// Deletes one endpoint (`HcnDeleteEndpoint`); `NotFound` when there is none with `id`.
+    fn hns_delete_endpoint(&self, id: &str) -> HostResult<()>;
+    /// Takes an endpoint out of the HCN namespace it is in (`HcnModifyNamespace` with a
+    /// `Remove` of the `Endpoint`, as hcsshim hcn/hcnnamespace.go `RemoveNamespaceEndpoint`
+    /// asks it, which containerd calls before it deletes a pod's endpoint); `NotFound` when
+    /// there is no such namespace or endpoint.
+    fn hns_remove_namespace_endpoint(&self, namespace: &str, endpoint: &str) -> HostResult<()>;
+    /// The HNS service's version, (major, minor): hcsshim's `GetGlobals`, an HNS v1 call
+    /// (`HNSCall("GET", "/globals/version")` of vmcompute.dll).
+    fn hns_version(&self) -> HostResult<(u32, u32)>;
+    /// HNS's policy lists (what `Get-HnsPolicyList` shows: kube-proxy's load balancers), an
+    /// HNS v1 call (`HNSCall("GET", "/policylists/")`, hcsshim internal/hns/hnspolicylist.go),
+    /// at most `hns::MAX_POLICY_LISTS`.
+    fn hns_policy_lists(&self) -> HostResult<Vec<serde_json::Value>>;
 }
 
 /// The name of an endpoint state number (`EndpointState`, hcsshim internal/hns/hnsendpoint.go).
@@ -322,106 +349,6 @@ pub fn validate_spec(doc: &Value) -> Result<String, String> {
     Ok(name)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn reads_a_schema_2_overlay_network() {
-        let doc = json!({
-            "ID": "5c2a8a6e-0000-4000-8000-000000000001", "Name": "Calico", "Type": "Overlay",
-            "Ipams": [{"Type": "Static", "Subnets": [{
-                "IpAddressPrefix": "10.244.1.0/26",
-                "Routes": [{"NextHop": "10.244.1.1", "DestinationPrefix": "0.0.0.0/0"}],
-                "Policies": [{"Type": "VSID", "Settings": {"IsolationId": 4097}}]}]}],
-            "Policies": [
-                {"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.0.0.5"}},
-                {"Type": "DrMacAddress", "Settings": {"Address": "0E-2A-0A-F4-01-01"}},
-                {"Type": "NetAdapterName", "Settings": {"NetworkAdapterName": "Ethernet"}}]
-        });
-        let n = parse_network(&doc).expect("network");
-        assert_eq!(n.vsid(), Some(4097));
-        assert_eq!(n.subnets[0].gateway.as_deref(), Some("10.244.1.1"));
-        assert_eq!(n.management_ip.as_deref(), Some("10.0.0.5"));
-        assert_eq!(n.dr_mac.as_deref(), Some("0E-2A-0A-F4-01-01"));
-        assert_eq!(n.adapter.as_deref(), Some("Ethernet"));
-    }
-
-    #[test]
-    fn reads_a_v1_network_and_defaults_a_missing_type_to_nat() {
-        let doc = json!({
-            "ID": "abc", "Name": "Calico", "Type": "Overlay", "ManagementIP": "10.0.0.5",
-            "Subnets": [{"AddressPrefix": "10.244.1.0/26", "GatewayAddress": "10.244.1.1",
-                         "Policies": [{"Type": "VSID", "VSID": 4096}]}]
-        });
-        let n = parse_network(&doc).expect("network");
-        assert_eq!(n.vsid(), Some(4096));
-        assert_eq!(n.management_ip.as_deref(), Some("10.0.0.5"));
-        let nat = parse_network(&json!({"ID": "x", "Name": "nat"})).expect("nat");
-        assert_eq!(nat.network_type, "NAT");
-        assert!(parse_network(&json!({"Name": "no id"})).is_none());
-    }
-
-    #[test]
-    fn a_subnet_without_a_default_route_is_refused_as_hnslib_does() {
-        let bad = json!({"Name": "X", "Ipams": [{"Subnets": [{"IpAddressPrefix": "10.0.0.0/30", "Routes": []}]}]});
-        assert!(validate_spec(&bad).unwrap_err().contains("10.0.0.0/30"));
-        let good = json!({"Name": "X", "Ipams": [{"Subnets": [{"IpAddressPrefix": "10.0.0.0/30",
-            "Routes": [{"NextHop": "10.0.0.1", "DestinationPrefix": "0.0.0.0/0"}]}]}]});
-        assert_eq!(validate_spec(&good).as_deref(), Ok("X"));
-        assert!(validate_spec(&json!({})).is_err());
-    }
-}
-
-#[cfg(test)]
-mod outcome_tests {
-    use super::*;
-    use crate::host::HostError;
-
-    #[test]
-    fn an_error_record_is_an_error_even_with_a_successful_hresult() {
-        assert!(hcn_outcome(0, "", "open").is_ok());
-        let e = hcn_outcome(0, r#"{"Error":"bad settings"}"#, "create").unwrap_err();
-        assert!(
-            matches!(&e, HostError::Api { message, .. } if message == "bad settings"),
-            "{e}"
-        );
-        let e = hcn_outcome(0, "not a document", "create").unwrap_err();
-        assert!(
-            matches!(&e, HostError::Api { message, .. } if message == "not a document"),
-            "{e}"
-        );
-        let e = hcn_outcome(0x8007_0057_u32 as i32, "", "create").unwrap_err();
-        assert!(
-            matches!(
-                e,
-                HostError::Api {
-                    code: 0x8007_0057,
-                    ..
-                }
-            ),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn missing_networks_and_endpoints_are_not_found() {
-        let e = hcn_outcome(HCN_E_NETWORK_ALREADY_EXISTS as i32, "", "create").unwrap_err();
-        assert!(matches!(e, HostError::Exists { .. }), "{e}");
-        // 0x80070490 (ERROR_NOT_FOUND): an object deleted while the list was read; hcsshim's
-        // IsNotFoundError counts it (ErrElementNotFound), and a listing skips it.
-        for code in [
-            HCN_E_NETWORK_NOT_FOUND,
-            HCN_E_ENDPOINT_NOT_FOUND,
-            E_ELEMENT_NOT_FOUND,
-        ] {
-            let e = hcn_outcome(code as i32, "Network not found", "open HNS object x").unwrap_err();
-            assert!(e.is_not_found(), "{e}");
-        }
-    }
-}
-
 /// Whether HNS of this version does Direct Server Return, as hcsshim decides it
 /// (`hcn/hcnglobals.go`, `DSRVersion`: "HNS 9.3 through 10.0 (not included), and 10.2+ allows
 /// for Direct Server Return for loadbalancing"; `hcn.DSRSupported()`, which rke2 asks before it
@@ -527,150 +454,5 @@ pub fn parse_version(answer: &str) -> Result<(u32, u32), String> {
 }
 
 #[cfg(test)]
-mod version_tests {
-    use super::*;
-
-    /// hcsshim's `hnsResponse` envelope: the lists in `Output`, HNS's error kept, none as
-    /// an empty list, and no more than the cap.
-    #[test]
-    fn policy_lists_are_read_from_hnss_answer() {
-        let one = r#"{"Success":true,"Output":[{"ID":"a","EndpointReferences":[],"Policies":[{"Type":"ELB"}]}]}"#;
-        assert_eq!(parse_policy_lists(one).expect("lists")[0]["ID"], "a");
-        assert_eq!(
-            parse_policy_lists(r#"{"Success":true}"#).expect("none"),
-            Vec::<Value>::new()
-        );
-        assert_eq!(
-            parse_policy_lists(r#"{"Success":false,"Error":"Element not found."}"#),
-            Err("Element not found.".to_owned())
-        );
-        assert!(parse_policy_lists(r#"{"Success":true,"Output":{"ID":"a"}}"#).is_err());
-        let many = serde_json::json!({"Success": true,
-            "Output": vec![serde_json::json!({}); MAX_POLICY_LISTS + 5]});
-        assert_eq!(
-            parse_policy_lists(&many.to_string()).expect("lists").len(),
-            MAX_POLICY_LISTS
-        );
-    }
-
-    /// The state comes from HNS v1 only (`HNSEndpoint.State`, hcsshim: "dependent on HNS v1
-    /// api"): a v2 document's `State`, or an absent one, is replaced by v1's; with no v1 answer
-    /// no endpoint has a state (and none is called stuck on it).
-    #[test]
-    fn endpoint_states_are_hns_v1s() {
-        let answer = r#"{"Success":true,"Output":[
-            {"ID":"AAAA-1","VirtualNetwork":"n","State":1,"IsRemoteEndpoint":false},
-            {"ID":"aaaa-2","VirtualNetwork":"n","State":3},
-            {"ID":"aaaa-3","VirtualNetwork":"n"}]}"#;
-        let states = parse_v1_endpoint_states(answer).expect("states");
-        assert_eq!(states.get("aaaa-1"), Some(&1));
-        assert_eq!(states.get("aaaa-3"), None);
-        let ep = |id: &str, state| HnsEndpoint {
-            id: id.into(),
-            name: id.into(),
-            network_id: "n".into(),
-            ip: None,
-            remote: false,
-            state,
-            namespace: None,
-            provider_address: None,
-            mac: None,
-        };
-        // HCN v2 queried with default flags: no State, or one v1 disagrees with.
-        let mut eps = vec![
-            ep("aaaa-1", None),
-            ep("AAAA-2", Some(1)),
-            ep("aaaa-3", Some(3)),
-        ];
-        with_v1_states(&mut eps, Some(&states));
-        let got: Vec<Option<u16>> = eps.iter().map(|e| e.state).collect();
-        assert_eq!(got, [Some(1), Some(3), None]);
-        with_v1_states(&mut eps, None);
-        assert!(eps.iter().all(|e| e.state.is_none()));
-        assert!(parse_v1_endpoint_states(r#"{"Success":false,"Error":"x"}"#).is_err());
-        assert_eq!(
-            parse_v1_endpoint_states(r#"{"Success":true}"#).expect("none"),
-            BTreeMap::new()
-        );
-    }
-
-    /// hcsshim's `DSRVersion` ranges, at their edges.
-    #[test]
-    fn dsr_follows_hcsshims_version_ranges() {
-        for (v, want) in [
-            ((9, 2), false),
-            ((9, 3), true),
-            ((9, 9), true),
-            ((10, 0), false),
-            ((10, 1), false),
-            ((10, 2), true),
-            ((11, 0), true),
-            ((15, 1), true),
-            ((8, 9), false),
-        ] {
-            assert_eq!(dsr_supported(v), want, "{v:?}");
-        }
-    }
-
-    #[test]
-    fn the_version_is_read_from_hnss_answer() {
-        assert_eq!(
-            parse_version(r#"{"Success":true,"Output":{"Major":13,"Minor":3}}"#),
-            Ok((13, 3))
-        );
-        assert!(
-            parse_version(r#"{"Success":false,"Error":"Element not found."}"#)
-                .is_err_and(|e| e.contains("Element not found"))
-        );
-        assert!(parse_version("no").is_err());
-        assert!(parse_version(r#"{"Success":true,"Output":{"Major":-1,"Minor":3}}"#).is_err());
-    }
-}
-
-#[cfg(test)]
-mod endpoint_doc_tests {
-    use super::{parse_endpoint, state_name};
-    use serde_json::json;
-
-    /// HCN's v2 document (hcsshim hcn/hcnendpoint.go `HostComputeEndpoint`): `Flags` bit 1 is
-    /// `EndpointFlagsRemoteEndpoint`; HNS v1's (internal/hns/hnsendpoint.go) says
-    /// `IsRemoteEndpoint`; `State` is read when HNS gives one.
-    #[test]
-    fn the_remote_flag_and_the_state_are_read_from_either_schema() {
-        let v2 = json!({"ID": "e1", "Name": "pod", "HostComputeNetwork": "n1", "Flags": 1,
-            "State": 3, "IpConfigurations": [{"IpAddress": "10.0.0.5", "PrefixLength": 24}]});
-        let e = parse_endpoint(&v2).expect("endpoint");
-        assert_eq!(
-            (e.remote, e.state, e.ip.as_deref()),
-            (true, Some(3), Some("10.0.0.5"))
-        );
-        let v1 = json!({"Id": "e2", "VirtualNetwork": "n1", "IsRemoteEndpoint": true, "State": 5});
-        let e = parse_endpoint(&v1).expect("endpoint");
-        assert_eq!((e.remote, e.state), (true, Some(5)));
-        let plain = json!({"ID": "e3", "HostComputeNetwork": "n1", "Flags": 2});
-        let e = parse_endpoint(&plain).expect("endpoint");
-        assert_eq!((e.remote, e.state, e.mac), (false, None, None));
-        // `MacAddress` in both schemas (hcn `HostComputeEndpoint`, v1 `HNSEndpoint`): kube-proxy
-        // gives another host's endpoint for a Service backend one of its own making.
-        let v2 = json!({"ID": "e4", "HostComputeNetwork": "n1", "Flags": 1,
-            "MacAddress": "02-11-0a-f4-09-09"});
-        assert_eq!(
-            parse_endpoint(&v2).expect("endpoint").mac.as_deref(),
-            Some("02-11-0a-f4-09-09")
-        );
-        let v1 = json!({"Id": "e5", "VirtualNetwork": "n1", "MacAddress": ""});
-        assert_eq!(parse_endpoint(&v1).expect("endpoint").mac, None);
-        assert_eq!(
-            (1..=7).map(state_name).collect::<Vec<_>>(),
-            [
-                "Created",
-                "Attached",
-                "AttachedSharing",
-                "Detached",
-                "Degraded",
-                "Destroyed",
-                "unknown"
-            ]
-        );
-    }
-}
+#[path = "hns_tests.rs"]
+mod hns_tests;

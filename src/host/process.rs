@@ -260,6 +260,14 @@ impl Child for SimulatedChild {
     }
 }
 
+/// Running programs.
+pub trait Processes {
+    /// Starts a program. The child is stopped (gracefully, then killed) when dropped.
+    fn spawn(&self, spec: &ProcessSpec) -> HostResult<Box<dyn Child>>;
+    /// The pid of a running process with this image name (`kubelet.exe`), if any.
+    fn process_pid(&self, image_name: &str) -> HostResult<Option<u32>>;
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;

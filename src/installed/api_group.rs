@@ -61,7 +61,7 @@ pub fn judge(
             needed.api_version()
         ),
     };
-    Some(Finding::new(Code::ApiGroup, "CalicoNode", message).with_remedy(remedy))
+    Some(Finding::new(Code::ApiGroup, "CalicoNode", message, remedy))
 }
 
 #[cfg(test)]

@@ -114,6 +114,37 @@ pub fn host_sha256(host: &dyn Host, path: &str) -> anyhow::Result<Option<String>
     })
 }
 
+/// A file that is not what it should be.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct FileDrift {
+    pub path: String,
+    pub state: FileState,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileState {
+    /// Install wrote it and it is gone.
+    Missing,
+    /// Its contents are not what install wrote.
+    ChangedSinceInstall,
+    /// What install rendered differs from what the config renders now.
+    DiffersFromConfig,
+}
+
+impl FileDrift {
+    /// The problem, for people.
+    pub fn describe(&self) -> String {
+        match self.state {
+            FileState::Missing => format!("{} is missing", self.path),
+            FileState::ChangedSinceInstall => format!("{} changed since install", self.path),
+            FileState::DiffersFromConfig => {
+                format!("{} differs from what the config renders", self.path)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,10 +1,9 @@
-//! The node's health in one room: what can be wrong with Calico on this node, each fact judged
-//! once into a typed finding (a stable code, its subject, one sentence, the remedy). `status`
-//! prints the findings and lists them in its JSON (`findings`, beside `problems`, their
-//! sentences); CalicoNode's `CalicoWindowsReady` condition summarises the ones it can see
-//! (`supervise::condition`, through `on_node`), with the same sentences; `repair` judges the
-//! node again by `on_node` after its run; preflight's `vxlan-vni` check and reconfigure's
-//! refusal give `vni_cluster`'s sentence; `fleet status` counts the codes the conditions name.
+//! The judges of the node's health: what can be wrong with Calico on this node, each fact
+//! judged once into a typed finding (a stable code, its subject, one sentence, its remedy),
+//! in the shape preflight's checks share (`Said`). The `health` room's survey gathers the
+//! node's facts and hands them to these judges (status, CalicoNode's condition and the codes
+//! beside it, repair's look after its run); preflight's `vxlan-vni` and `node-address` checks
+//! and reconfigure's refusal call `vni_cluster` and `node_address` too.
 //! docs/findings.md lists every code (a test keeps it complete).
 
 use super::endpoints::{Judged, Verdict};
@@ -79,6 +78,27 @@ pub enum Code {
     NotInstalled,
     /// The node's Calico components read an API group the datastore migration left locked.
     ApiGroup,
+    /// `verify`: a probe pod got no address, or never started (the CNI plugin and IPAM).
+    TrafficCni,
+    /// `verify`: the probe image could not be pulled or has no variant for the node's build.
+    TrafficImage,
+    /// `verify`: pods on different nodes do not reach each other (VXLAN: the VNI, UDP 4789,
+    /// the node's BGP address).
+    TrafficOverlay,
+    /// `verify`: the API server does not reach a probe pod through its pod proxy (the control
+    /// plane's path to the pod network), so no check through it can be judged.
+    TrafficControlPlane,
+    /// `verify`: a ClusterIP does not reach its backend (kube-proxy's HNS load balancer).
+    TrafficKubeProxy,
+    /// `verify`: a name does not resolve through cluster DNS.
+    TrafficDns,
+    /// `verify`: traffic between pods on the node is dropped, or a NetworkPolicy is not
+    /// applied or not removed in time (Felix's ACLs).
+    TrafficPolicy,
+    /// `verify`: the node cannot reach its own pod (the kubelet's probe): the host firewall.
+    TrafficFirewall,
+    /// `verify`: a pod cannot reach the address outside the cluster (outbound NAT).
+    TrafficEgress,
 }
 
 impl Code {
@@ -114,6 +134,15 @@ impl Code {
         Code::AdapterDrift,
         Code::NotInstalled,
         Code::ApiGroup,
+        Code::TrafficCni,
+        Code::TrafficImage,
+        Code::TrafficOverlay,
+        Code::TrafficControlPlane,
+        Code::TrafficKubeProxy,
+        Code::TrafficDns,
+        Code::TrafficPolicy,
+        Code::TrafficFirewall,
+        Code::TrafficEgress,
     ];
 
     /// The code's word, as JSON has it.
@@ -125,32 +154,72 @@ impl Code {
     }
 }
 
-/// One thing wrong with Calico on this node.
+/// A sentence about the node and what fixes it: the one shape preflight's checks
+/// (`checks::Check`) and the node's findings share, with one way to show it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Said {
+    /// One sentence: what is so, never what to do about it.
+    pub message: String,
+    /// What fixes it: every finding has one; a check that passed or was skipped has none.
+    pub remedy: Option<String>,
+}
+
+impl std::fmt::Display for Said {
+    /// The sentence, then its fix on a line of its own, indented by the width asked for
+    /// (`{:4}`): as status lists its findings and preflight its checks.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)?;
+        match &self.remedy {
+            Some(r) => write!(f, "\n{:pad$}fix: {r}", "", pad = f.width().unwrap_or(0)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// One thing wrong with Calico on this node: its code and subject, its sentence and its fix.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Finding {
     pub code: Code,
     /// What it is about: a service, a network, an endpoint, a file, the node, the token.
     pub subject: String,
-    /// One sentence.
-    pub message: String,
-    /// What fixes it, when one thing does.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub remedy: Option<String>,
+    #[serde(flatten)]
+    pub said: Said,
 }
 
 impl Finding {
-    pub fn new(code: Code, subject: impl Into<String>, message: impl Into<String>) -> Self {
+    /// A finding of `code` about `subject`: its sentence and what fixes it.
+    pub fn new(
+        code: Code,
+        subject: impl Into<String>,
+        message: impl Into<String>,
+        remedy: impl Into<String>,
+    ) -> Self {
         Self {
             code,
             subject: subject.into(),
-            message: message.into(),
-            remedy: None,
+            said: Said {
+                message: message.into(),
+                remedy: Some(remedy.into()),
+            },
         }
     }
+}
 
-    pub fn with_remedy(mut self, remedy: impl Into<String>) -> Self {
-        self.remedy = Some(remedy.into());
-        self
+impl std::ops::Deref for Finding {
+    type Target = Said;
+    fn deref(&self) -> &Said {
+        &self.said
+    }
+}
+
+impl std::fmt::Display for Finding {
+    /// The sentence with its code in brackets, then its fix (`Said`'s form).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tagged = Said {
+            message: format!("{} [{}]", self.message, self.code.word()),
+            remedy: self.remedy.clone(),
+        };
+        std::fmt::Display::fmt(&tagged, f)
     }
 }
 
@@ -163,22 +232,21 @@ pub fn service(name: &str, found: Option<&InstalledService>) -> Option<Finding> 
     let said = state.map_or("not registered".to_owned(), |s| {
         format!("{s:?}").to_ascii_lowercase()
     });
-    Some(
-        Finding::new(
-            Code::ServiceNotRunning,
-            name,
-            format!("service {name} is {said}"),
-        )
-        .with_remedy(format!(
-            "Start-Service {name}; its log is in the install root's logs directory"
-        )),
-    )
+    Some(Finding::new(
+        Code::ServiceNotRunning,
+        name,
+        format!("service {name} is {said}"),
+        format!("Start-Service {name}; its log is in the install root's logs directory"),
+    ))
 }
 
 /// Felix's own health (`FelixHealth::problem`), `now` being seconds since 1970.
 pub fn felix(h: &FelixHealth, now: i64) -> Option<Finding> {
     h.problem(now).map(|p| {
-        Finding::new(Code::FelixUnhealthy, "CalicoFelix", p).with_remedy(
+        Finding::new(
+            Code::FelixUnhealthy,
+            "CalicoFelix",
+            p,
             "read calico-felix.log; Restart-Service CalicoFelix once the cause is gone",
         )
     })
@@ -190,8 +258,8 @@ pub fn network_missing(name: &str) -> Finding {
         Code::NetworkMissing,
         name,
         format!("the HNS network {name} does not exist"),
+        "Restart-Service CalicoNode (it makes the networks), and read calico-node.log",
     )
-    .with_remedy("Restart-Service CalicoNode (it makes the networks), and read calico-node.log")
 }
 
 /// The Calico network: missing is a finding.
@@ -220,14 +288,20 @@ pub fn verdict_of(code: Code) -> Option<Verdict> {
 /// told whose it is, with what keeps it.
 pub fn endpoint(j: &Judged) -> Option<Finding> {
     if j.verdict == Verdict::Unknown {
-        return Some(
-            Finding::new(Code::EndpointUnknown, j.name.clone(), j.sentence()).with_remedy(
-                "none needed: repair keeps it; if no program on the node made it, remove it yourself (Remove-HnsEndpoint)",
-            ),
-        );
+        return Some(Finding::new(
+            Code::EndpointUnknown,
+            j.name.clone(),
+            j.sentence(),
+            "none needed: repair keeps it; if no program on the node made it, remove it yourself (Remove-HnsEndpoint)",
+        ));
     }
     let (_, code) = ENDPOINT_CODES.iter().find(|(v, _)| *v == j.verdict)?;
-    Some(Finding::new(*code, j.name.clone(), j.sentence()).with_remedy("calicoctl-win repair"))
+    Some(Finding::new(
+        *code,
+        j.name.clone(),
+        j.sentence(),
+        "calicoctl-win repair",
+    ))
 }
 
 /// The last HNS restart's services that still do not run.
@@ -240,53 +314,21 @@ pub fn hns_restart(failed: &[&str], at: &str) -> Vec<Finding> {
                 Code::HnsRestartFailed,
                 service,
                 format!("after the HNS restart at {at}, CalicoNode could not restart {f}"),
+                format!("Start-Service {service}"),
             )
-            .with_remedy(format!("Start-Service {service}"))
         })
         .collect()
 }
 
-/// What this node can judge of itself, with the cluster when it has one: CalicoFelix's
-/// service, Felix's health, the Calico network's endpoints (by `how`'s survey) and the HNS
-/// restart watchdog's services. CalicoNode's condition gives these every minute, `repair`
-/// after its run. What cannot be read is a finding too.
-pub fn on_node(
-    host: &dyn crate::host::Host,
-    root: &crate::layout::InstallRoot,
-    how: &super::endpoints::Survey<'_>,
-) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let unreadable =
-        |subject: &str, message: String| Finding::new(Code::HostUnreadable, subject, message);
-    let felix = crate::layout::Role::Felix.service_name();
-    match host.service_query(felix) {
-        Ok(found) => out.extend(service(felix, found.as_ref())),
-        Err(e) => out.push(unreadable(felix, format!("{felix} cannot be read: {e}"))),
-    }
-    match super::felix_health::read(host, root) {
-        Ok(h) => out.extend(self::felix(&h, crate::duration::now())),
-        Err(e) => out.push(unreadable(
-            "Felix",
-            format!("Felix's health cannot be asked: {e}"),
-        )),
-    }
-    match super::endpoints::survey_calico(host, how) {
-        Ok(Some(judged)) => out.extend(judged.iter().filter_map(endpoint)),
-        Ok(None) => out.extend(calico_network(false)),
-        Err(e) => out.push(unreadable("HNS endpoints", format!("{e:#}"))),
-    }
-    if let Some(r) = super::hns_restart::last(host) {
-        let at = crate::duration::time_text(r.at);
-        out.extend(hns_restart(&r.still_failing(host), &at));
-    }
-    let networks = host.hns_networks().unwrap_or_default();
-    if let Some(before) = super::addressing::current(host, &networks) {
-        match host.adapters() {
-            Ok(adapters) => out.extend(addressing(&before, &adapters)),
-            Err(e) => out.push(unreadable("network adapters", e.to_string())),
-        }
-    }
-    out
+/// Part of the node's own state that cannot be read (a service, Felix's health, the HNS
+/// endpoints, the adapters), said with what was asked.
+pub fn host_unreadable(subject: &str, message: String) -> Finding {
+    Finding::new(
+        Code::HostUnreadable,
+        subject,
+        message,
+        "run calicoctl-win status again as an administrator; if it stays, read calico-node.log and the System event log (HNS, the Service Control Manager)",
+    )
 }
 
 /// What the vSwitch dropped of its adapter's addressing and its host adapter still lacks as the
@@ -311,8 +353,8 @@ pub fn addressing(
                     "lost when the vSwitch was made, not put back yet: {}",
                     d.describe(before, now)
                 ),
+                REMEDY,
             )
-            .with_remedy(REMEDY)
         })
         .collect();
     if let Some(ep) = super::addressing::ep_metric_clash(adapters, now) {
@@ -324,8 +366,6 @@ pub fn addressing(
                     "{} has the interface metric {}, not above {}'s {}: Windows may send the LAN's traffic into the pod network",
                     ep.name, ep.metric, now.name, now.metric
                 ),
-            )
-            .with_remedy(
                 "Restart-Service CalicoNode: once calico-node made Calico_ep, it sets Calico_ep's metric above the LAN's (docs/network-identity.md)",
             ),
         );
@@ -336,19 +376,37 @@ pub fn addressing(
 /// How to put a new token on the node, said where only a new one helps.
 pub const NEW_TOKEN: &str = "issue a new one with 'calicoctl-win fetch kubeconfig --kubeconfig installer.kubeconfig' (an admin makes installer.kubeconfig with 'calicoctl-win fetch installer-kubeconfig'); where the fleet DaemonSet runs ('fleet plan'), its container ('service keep-token') writes a new one within 20 s of a refusal";
 
-/// Something about calico-node's token, said as it is (it cannot be read, a record is
-/// unreadable).
-pub fn token(subject: &str, message: String) -> Finding {
-    Finding::new(Code::Token, subject, message)
+/// Something about calico-node's token, said as it is, with what fixes it.
+pub fn token(subject: &str, message: String, remedy: impl Into<String>) -> Finding {
+    Finding::new(Code::Token, subject, message, remedy)
+}
+
+/// A record of the token's renewals that cannot be read (`what`: the renewal, the failed
+/// renewal).
+pub fn token_record_unreadable(what: &str, e: &dyn std::fmt::Display) -> Finding {
+    token(
+        "token",
+        format!("cannot read the {what}'s record: {e}"),
+        "read calico-node.log; the record is rewritten at CalicoNode's next renewal",
+    )
+}
+
+/// calico-node's kubeconfig at `path` is missing, cannot be read, or names no token
+/// (`why`, said as it is).
+pub fn token_missing(path: &str, why: Option<String>) -> Finding {
+    let message = why.unwrap_or_else(|| format!(
+        "calico-node's kubeconfig {path} holds no token, or the token file it names is missing or empty"
+    ));
+    token("calico-node's token", message, NEW_TOKEN)
 }
 
 /// calico-node's token cannot be used at all.
 pub fn token_unusable(path: &str, why: &str) -> Finding {
     token(
         "calico-node's token",
-        format!("calico-node's token in {path} is unusable: {why}; {NEW_TOKEN}"),
+        format!("calico-node's token in {path} is unusable: {why}"),
+        NEW_TOKEN,
     )
-    .with_remedy(NEW_TOKEN)
 }
 
 /// calico-node's token by its expiry, `now` being seconds since 1970: expired (no renewal
@@ -358,24 +416,23 @@ pub fn token_expiry(path: &str, expiry: Option<i64>, overdue: i64, now: i64) -> 
     let expiry = expiry?;
     let left = expiry.saturating_sub(now);
     if left <= 0 {
-        return Some(
-            token(
-                "calico-node's token",
-                format!(
-                    "calico-node's token in {path} expired {}: no renewal can succeed with it; {NEW_TOKEN}",
-                    crate::duration::time_text(expiry)
-                ),
-            )
-            .with_remedy(NEW_TOKEN),
-        );
+        return Some(token(
+            "calico-node's token",
+            format!(
+                "calico-node's token in {path} expired {}: no renewal can succeed with it",
+                crate::duration::time_text(expiry)
+            ),
+            NEW_TOKEN,
+        ));
     }
     (left < overdue).then(|| {
         token(
             "calico-node's token",
             format!(
-                "calico-node's token in {path} expires {} and CalicoNode has not renewed it: read calico-node.log",
+                "calico-node's token in {path} expires {} and CalicoNode has not renewed it",
                 crate::duration::time_text(expiry)
             ),
+            "read calico-node.log: it says why each renewal failed",
         )
     })
 }
@@ -390,10 +447,10 @@ pub fn token_refused_now(path: &str, cause: Option<&crate::cluster::refusal::Cau
     token(
         "calico-node's token",
         format!(
-            "the API server refuses calico-node's token in {path} (401 to calico-node's own kubeconfig; {why}): no renewal can succeed with it; {NEW_TOKEN}"
+            "the API server refuses calico-node's token in {path} (401 to calico-node's own kubeconfig; {why}): no renewal can succeed with it"
         ),
+        cause.map_or(NEW_TOKEN, crate::cluster::refusal::Cause::remedy),
     )
-    .with_remedy(cause.map_or(NEW_TOKEN, crate::cluster::refusal::Cause::remedy))
 }
 
 /// CalicoNode's last renewal failed; a 401 (the API server refuses the token itself) needs a
@@ -411,7 +468,14 @@ pub fn token_refused(
         None if needs_new => " (its cause was not told: the cluster could not be read)".into(),
         None => String::new(),
     };
-    let found = token(
+    let remedy = match (needs_new, cause) {
+        (true, Some(c)) => c.remedy(),
+        (true, None) => NEW_TOKEN,
+        _ => {
+            "none needed while the token is valid: CalicoNode tries again; read calico-node.log if it keeps failing"
+        }
+    };
+    token(
         "calico-node's token",
         format!(
             "CalicoNode could not renew calico-node's token at {}{}: {}{}",
@@ -422,17 +486,13 @@ pub fn token_refused(
             )),
             f.error,
             if needs_new {
-                format!("; the API server refuses the token itself (401){why}: {NEW_TOKEN}")
+                format!("; the API server refuses the token itself (401){why}")
             } else {
                 String::new()
             }
         ),
-    );
-    match (needs_new, cause) {
-        (true, Some(c)) => found.with_remedy(c.remedy()),
-        (true, None) => found.with_remedy(NEW_TOKEN),
-        _ => found,
-    }
+        remedy,
+    )
 }
 
 /// A directory whose files run as SYSTEM that others may change, with who.
@@ -441,11 +501,11 @@ pub fn dir_access(dir: &str, who: &[String]) -> Finding {
         Code::DirAccess,
         dir,
         format!(
-            "{dir} can be changed by others than SYSTEM and Administrators ({}): fix with 'calicoctl-win preflight --fix'",
+            "{dir} can be changed by others than SYSTEM and Administrators ({})",
             who.join("; ")
         ),
+        "calicoctl-win preflight --fix",
     )
-    .with_remedy("calicoctl-win preflight --fix")
 }
 
 /// A route the node had before the vSwitch (the cloud metadata route) that is gone.
@@ -454,9 +514,138 @@ pub fn route_missing(route: &crate::host::Route) -> Finding {
         Code::RouteMissing,
         "route",
         format!(
-            "the cloud metadata route {}/{} is missing: the node had it before the install and CalicoNode restores it (its log says why not)",
+            "the cloud metadata route {}/{} is missing: the node had it before the install",
             route.destination, route.prefix_len
         ),
+        "Restart-Service CalicoNode: its start restores the route; calico-node.log says why it did not",
+    )
+}
+
+/// The cluster, or part of it (`subject`), cannot be read: the error said as it is.
+pub fn cluster_unreadable(subject: &str, message: String) -> Finding {
+    Finding::new(
+        Code::ClusterUnreadable,
+        subject,
+        message,
+        "check that this node reaches the API server and that the kubeconfig's identity may read it ('calicoctl-win preflight' says which right is missing), then run status again",
+    )
+}
+
+/// The HNS endpoints could not be judged against the pods (`why`: the read that failed).
+pub fn endpoints_unjudged(why: String) -> Finding {
+    Finding::new(
+        Code::EndpointsUnjudged,
+        "endpoints",
+        format!("the HNS endpoints cannot be judged: {why}"),
+        "run calicoctl-win status again once the cluster can be read; 'calicoctl-win repair --dry-run' judges them alike",
+    )
+}
+
+/// A command holds the host lock now (`who`, as the lock names it).
+pub fn changing_now(who: &str) -> Finding {
+    Finding::new(
+        Code::UnderWay,
+        "node",
+        format!("{who} is changing this node now"),
+        "run calicoctl-win status again when it has finished",
+    )
+}
+
+/// A detached run that ended without its result (`commands::detach`'s sentence).
+pub fn detached_died(said: String) -> Finding {
+    Finding::new(
+        Code::UnderWay,
+        "detached run",
+        said,
+        "read its log, then run the command again: a journal it left is finished or undone by it",
+    )
+}
+
+/// A run cut off with its journal left: `command`, the steps it finished and where it stopped
+/// (` (at: <action>)` or nothing), and when it started.
+pub fn cut_off(command: &str, done: usize, stopped_at: &str, started: &str) -> Finding {
+    // Only what the commands do: uninstall refuses another command's unfinished journal, a
+    // repair's steps (deleted endpoints, evicted pods) cannot be undone, and a migration goes
+    // on from where it stopped (to-operator's cluster steps before the host are undone by it
+    // when they fail).
+    let again = if command == "uninstall" || command == "repair" || command.starts_with("migrate") {
+        format!("'calicoctl-win {command}' finishes it")
+    } else {
+        format!(
+            "'calicoctl-win {command}' with the same inputs finishes it, 'calicoctl-win uninstall' undoes it"
+        )
+    };
+    Finding::new(
+        Code::UnderWay,
+        command,
+        format!(
+            "{command} was cut off after {done} finished step(s){stopped_at}, started {started}"
+        ),
+        again,
+    )
+}
+
+/// A kubeconfig at `path` whose identity may do anything in the cluster.
+pub fn admin_kubeconfig(path: &str) -> Finding {
+    Finding::new(
+        Code::AdminKubeconfig,
+        path,
+        format!(
+            "{path} holds a kubeconfig whose identity may do anything in the cluster (cluster-admin): a node should keep none"
+        ),
+        "remove it: install needs only the installer's short-lived kubeconfig ('calicoctl-win fetch installer-kubeconfig')",
+    )
+}
+
+/// A recorded service whose registration differs from what the config wants (`changes`).
+pub fn service_drift(name: &str, changes: &[String]) -> Finding {
+    Finding::new(
+        Code::ServiceDrift,
+        name,
+        format!(
+            "service {name} differs from the config: {}",
+            changes.join(", ")
+        ),
+        "calicoctl-win reconfigure registers it as the config wants",
+    )
+}
+
+/// A file install wrote that changed, went, or differs from what the config renders
+/// (`said`: `plan::drift`'s sentence); `renders`: it is the config that differs.
+pub fn file_drift(path: &str, said: String, renders: bool) -> Finding {
+    Finding::new(
+        Code::FileDrift,
+        path,
+        said,
+        if renders {
+            "calicoctl-win reconfigure writes it as the config renders it"
+        } else {
+            "calicoctl-win reconfigure writes it again (an administrator's change is lost: make it in the config instead)"
+        },
+    )
+}
+
+/// kube-proxy as preflight's `kube-proxy` check judged it, failed: its sentence and its fix.
+pub fn kube_proxy(said: Said) -> Finding {
+    Finding {
+        code: Code::KubeProxy,
+        subject: "kube-proxy".into(),
+        said: Said {
+            message: format!("kube-proxy: {}", said.message),
+            remedy: Some(said.remedy.unwrap_or_else(|| {
+                "calicoctl-win preflight: its kube-proxy check says what Calico needs (docs/commands/preflight.md)".into()
+            })),
+        },
+    }
+}
+
+/// Calico is not installed in `root`.
+pub fn not_installed(root: &str) -> Finding {
+    Finding::new(
+        Code::NotInstalled,
+        root,
+        format!("not installed in {root}"),
+        "calicoctl-win install",
     )
 }
 
@@ -507,8 +696,6 @@ pub fn node_address(
                 format!(
                     "the Calico Node's BGP address (projectcalico.org/IPv4Address) is {b}, {named} is {truth}: other nodes send this node's VXLAN traffic to {b}"
                 ),
-            )
-            .with_remedy(
                 "restart CalicoNode ('Restart-Service CalicoNode'): calico-node's start-up sets the address again from the Node's InternalIP (kubernetes-internal-ip), or set node.ip to the right one",
             ),
         );
@@ -522,8 +709,8 @@ pub fn node_address(
                     format!(
                         "the HNS network {name} has management IP {m}, {named} is {truth}: the vSwitch is bound to another adapter, and pods' endpoints carry {m} as their provider address"
                     ),
-                )
-                .with_remedy(adapter_remedy(truth, named, adapters)),
+                    adapter_remedy(truth, named, adapters),
+                ),
             );
         }
     }
@@ -568,17 +755,22 @@ pub fn node_state(node: &str, ready: &Result<(), String>, cordoned: bool) -> Vec
             Code::NodeNotReady,
             node,
             format!("node {node} is not Ready: {why}"),
+            format!("read kubelet's log on this node and 'kubectl describe node {node}': calicoctl-win does not make a node Ready"),
         ));
     }
     if cordoned {
-        out.push(
-            Finding::new(Code::NodeCordoned, node, format!("node {node} is cordoned")).with_remedy(
-                format!("kubectl uncordon {node}, once it is meant to take pods"),
-            ),
-        );
+        out.push(Finding::new(
+            Code::NodeCordoned,
+            node,
+            format!("node {node} is cordoned"),
+            format!("kubectl uncordon {node}, once it is meant to take pods"),
+        ));
     }
     out
 }
+
+/// What gives the node's pods addresses enough.
+const IPAM_REMEDY: &str = "lower kubelet's maxPods to what the block holds, or give the pool a larger block (preflight's block-capacity says how)";
 
 /// The node's IPAM block against what kubelet schedules, on a node with one network (one
 /// block): `max_pods` more than it holds, or every address in use.
@@ -593,8 +785,9 @@ pub fn ipam_capacity(
             Code::IpamCapacity,
             node,
             format!(
-                "kubelet schedules up to {m} pods but the node's block holds {capacity}: pods beyond it get no address (see preflight's block-capacity)"
+                "kubelet schedules up to {m} pods but the node's block holds {capacity}: pods beyond it get no address"
             ),
+            IPAM_REMEDY,
         ));
     }
     (pods >= capacity).then(|| {
@@ -602,6 +795,7 @@ pub fn ipam_capacity(
             Code::IpamCapacity,
             node,
             format!("the node's block is full ({pods} of {capacity}): a new pod gets no address"),
+            IPAM_REMEDY,
         )
     })
 }
@@ -628,10 +822,10 @@ pub fn vni_cluster(config: u32, felix: &Felix) -> Option<Finding> {
                 "the VNI the cluster's Felix uses is {v} ({}), the config says {config}: this node could not reach pods on the other nodes",
                 vni_source(felix)
             ),
-        )
-        .with_remedy(format!(
+            format!(
             "set vxlan.vni to {v} (--set vxlan.vni={v}, or leave it unset: the cluster's is used), or change the cluster first ('kubectl patch felixconfiguration default --type merge -p '{{\"spec\":{{\"vxlanVNI\":{config}}}}}'')"
-        ))
+            ),
+        )
     })
 }
 
@@ -640,14 +834,12 @@ pub fn vni_cluster(config: u32, felix: &Felix) -> Option<Finding> {
 pub fn vni(config: u32, hns: Option<u32>, cluster: Option<&Felix>) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Some(v) = hns.filter(|v| *v != config) {
-        out.push(
-            Finding::new(
-                Code::VniHns,
-                crate::layout::CALICO_NETWORK,
-                format!("the Calico network has VSID {v}, the config says VNI {config}"),
-            )
-            .with_remedy("calicoctl-win reconfigure --drain makes the network again"),
-        );
+        out.push(Finding::new(
+            Code::VniHns,
+            crate::layout::CALICO_NETWORK,
+            format!("the Calico network has VSID {v}, the config says VNI {config}"),
+            "calicoctl-win reconfigure --drain makes the network again",
+        ));
     }
     out.extend(cluster.and_then(|f| vni_cluster(config, f)));
     out
@@ -670,6 +862,57 @@ mod tests {
                 "docs/findings.md has no row for {word}"
             );
         }
+    }
+
+    /// Each judge's sentence says what is so and its remedy what to do, never the one in the
+    /// other; a finding shows as a check does: the sentence (with its code), then `fix:` on a
+    /// line of its own, indented as asked.
+    #[test]
+    fn a_remedy_is_never_folded_into_the_sentence() {
+        let refused = super::super::token_records::Refused {
+            at: 1,
+            expires: None,
+            error: "401 Unauthorized".into(),
+            unauthorized: true,
+            token: None,
+        };
+        let mut found = vec![
+            token_unusable("k", "not a JWT"),
+            token_expiry("k", Some(1), 10, 100).expect("expired"),
+            token_expiry("k", Some(105), 10, 100).expect("overdue"),
+            token_refused_now("k", None),
+            token_refused(&refused, None, 100, None),
+            token_missing("k", None),
+            dir_access(r"C:\k", &["BUILTIN\\Users".into()]),
+            cut_off("install", 3, " (at: x)", "then"),
+            changing_now("install"),
+            admin_kubeconfig(r"C:\k\config"),
+            service_drift("CalicoNode", &["binary".into()]),
+            file_drift("cni.conf", "cni.conf differs".into(), true),
+            kube_proxy(Said {
+                message: "on the wrong network".into(),
+                remedy: Some("set it".into()),
+            }),
+            not_installed("C:\\CalicoWindows"),
+            cluster_unreadable("cluster", "refused".into()),
+            endpoints_unjudged("refused".into()),
+            host_unreadable("Felix", "refused".into()),
+        ];
+        found.extend(node_state("win-1", &Err("kubelet stopped".into()), true));
+        found.extend(ipam_capacity("win-1", Some(110), 64, 3));
+        for f in &found {
+            let remedy = f.remedy.as_deref().expect("every finding has a remedy");
+            assert!(!remedy.is_empty(), "{f:?}");
+            assert!(
+                !f.message.contains(remedy) && !f.message.contains("fix"),
+                "a remedy in the sentence: {f:?}"
+            );
+            assert!(!f.message.contains(NEW_TOKEN), "{f:?}");
+        }
+        assert_eq!(
+            format!("{:4}", changing_now("install")),
+            "install is changing this node now [under-way]\n    fix: run calicoctl-win status again when it has finished"
+        );
     }
 
     /// A FelixConfiguration with no `vxlanVNI` means Felix's default, 4096 (Felix v3.31.7

@@ -1,6 +1,6 @@
 //! calicoctl-win's own metrics, kept in small files under the install root (SYSTEM and
-//! Administrators only), one per writer so that no two processes write one file: CalicoNode's
-//! and repair's. CalicoNode serves them (`supervise::metrics_server`) in Prometheus' text
+//! Administrators only), one per writer so that no two processes write one file: CalicoNode's,
+//! repair's and the scheduled verify's (`service keep-token --verify-every`). CalicoNode serves them (`supervise::metrics_server`) in Prometheus' text
 //! exposition format, version 0.0.4 (prometheus/docs
 //! `content/docs/instrumenting/exposition_formats.md`: `# HELP` and `# TYPE` lines, then one
 //! `name{label="value"} value` line per sample, label values with `\`, `"` and newline
@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 pub const NODE_FILE: &str = crate::layout::METRICS_FILES[0];
 /// repair's file.
 pub const REPAIR_FILE: &str = crate::layout::METRICS_FILES[1];
+/// The scheduled verify's file (the fleet DaemonSet's `keep-token --verify-every`).
+pub const VERIFY_FILE: &str = crate::layout::METRICS_FILES[2];
 
 pub const TOKEN_RENEWALS: &str = "calicoctl_win_token_renewals_total";
 pub const TOKEN_REFUSALS: &str = "calicoctl_win_token_refusals_total";
@@ -21,6 +23,7 @@ pub const HNS_RESTARTS: &str = "calicoctl_win_hns_restarts_answered_total";
 pub const REPAIRS: &str = "calicoctl_win_repairs_total";
 pub const REPAIRED_ENDPOINTS: &str = "calicoctl_win_repaired_endpoints_total";
 pub const ENDPOINT_FAULTS: &str = "calicoctl_win_endpoint_faults";
+pub const VERIFY_PASSED: &str = "calicoctl_win_verify_passed";
 
 /// Every metric: its name, type and help, in the order served.
 const METRICS: &[(&str, &str, &str)] = &[
@@ -49,6 +52,11 @@ const METRICS: &[(&str, &str, &str)] = &[
         ENDPOINT_FAULTS,
         "gauge",
         "This host's HNS endpoints at fault at CalicoNode's last look, by verdict.",
+    ),
+    (
+        VERIFY_PASSED,
+        "gauge",
+        "1 when the last scheduled verify of this node passed every check, 0 when it did not.",
     ),
 ];
 
@@ -86,13 +94,30 @@ pub fn bump(
 /// Adds `by` to a counter of `file` under the install root the registry names (install's
 /// `InstallRoot` value); a failure is only returned: metrics never stop the node.
 pub fn count(host: &dyn Host, file: &str, name: &str, by: u64) -> HostResult<()> {
-    use crate::layout::{CALICO_KEY, INSTALL_ROOT_VALUE};
-    match host.reg_get(CALICO_KEY, INSTALL_ROOT_VALUE)? {
-        Some(crate::host::RegValue::Sz(root)) => {
-            bump(host, &InstallRoot::new(&root), file, name, by)
-        }
-        _ => Ok(()),
+    match installed_root(host)? {
+        Some(root) => bump(host, &root, file, name, by),
+        None => Ok(()),
     }
+}
+
+/// Sets a gauge with no label in `file` under the install root the registry names; as
+/// `count`, a failure is only returned.
+pub fn set(host: &dyn Host, file: &str, name: &str, value: u64) -> HostResult<()> {
+    let Some(root) = installed_root(host)? else {
+        return Ok(());
+    };
+    let mut s = read(host, &root, file);
+    s.insert(name.to_owned(), value);
+    write(host, &root, file, &s)
+}
+
+/// The install root install wrote in the registry (its `InstallRoot` value), if any.
+fn installed_root(host: &dyn Host) -> HostResult<Option<InstallRoot>> {
+    use crate::layout::{CALICO_KEY, INSTALL_ROOT_VALUE};
+    Ok(match host.reg_get(CALICO_KEY, INSTALL_ROOT_VALUE)? {
+        Some(crate::host::RegValue::Sz(root)) => Some(InstallRoot::new(&root)),
+        _ => None,
+    })
 }
 
 /// Sets a gauge's series of one label to these values, dropping its other series.
@@ -125,8 +150,10 @@ fn escape(v: &str) -> String {
 /// Every writer's samples in the text format: a counter no one bumped yet reads 0.
 pub fn exposition(host: &dyn Host, root: &InstallRoot) -> String {
     let mut all = read(host, root, NODE_FILE);
-    for (k, v) in read(host, root, REPAIR_FILE) {
-        *all.entry(k).or_default() += v;
+    for file in [REPAIR_FILE, VERIFY_FILE] {
+        for (k, v) in read(host, root, file) {
+            *all.entry(k).or_default() += v;
+        }
     }
     let mut out = String::new();
     for (name, kind, help) in METRICS {

@@ -15,6 +15,7 @@ pub mod file_stat;
 pub mod health;
 pub mod hns_restart;
 pub mod legacy;
+pub mod logs;
 pub mod metrics;
 pub mod platform;
 pub mod protection;

@@ -171,6 +171,32 @@ pub fn service_logs(host: &dyn Host, dir: &str) -> anyhow::Result<Vec<String>> {
         .collect())
 }
 
+/// A redactor that knows the secret files install wrote (and the token refresher's CNI
+/// kubeconfig), so their contents are taken out wherever they appear, whatever their shape.
+pub fn redactor(h: &dyn Files, rec: Option<&InstallRecord>) -> crate::redact::Redactor {
+    let mut secrets = Vec::new();
+    let mut paths: Vec<String> = rec
+        .map(|r| r.files.iter().map(|f| f.path.clone()).collect())
+        .unwrap_or_default();
+    if let Some(r) = rec {
+        paths.push(crate::layout::join(
+            &r.install_root,
+            &format!(
+                r"{}\host\etc\cni\net.d\calico-kubeconfig",
+                crate::layout::REFRESHER_DIR
+            ),
+        ));
+    }
+    for path in paths {
+        if matches!(h.file_access(&path), Ok(Some(crate::host::Access::Secret)))
+            && let Ok(Some(bytes)) = h.read_file(&path)
+        {
+            secrets.push(String::from_utf8_lossy(&bytes).into_owned());
+        }
+    }
+    crate::redact::Redactor::new(&secrets)
+}
+
 /// The annotations for what an install record says: the Calico release, the version of
 /// calicoctl-win that wrote it, and the hash of the fleet-wide configuration applied (the same
 /// on every node given the same config: `config::fleet_hash`). A record of an older version

@@ -5,39 +5,8 @@ use crate::host::Host;
 use crate::installed::file_stat::FileStats;
 use crate::installed::file_stat::host_sha256;
 use crate::installed::record::InstallRecord;
-use serde::Serialize;
 
-/// A file that is not what it should be.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct FileDrift {
-    pub path: String,
-    pub state: FileState,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FileState {
-    /// Install wrote it and it is gone.
-    Missing,
-    /// Its contents are not what install wrote.
-    ChangedSinceInstall,
-    /// What install rendered differs from what the config renders now.
-    DiffersFromConfig,
-}
-
-impl FileDrift {
-    /// The problem, for people.
-    pub fn describe(&self) -> String {
-        match self.state {
-            FileState::Missing => format!("{} is missing", self.path),
-            FileState::ChangedSinceInstall => format!("{} changed since install", self.path),
-            FileState::DiffersFromConfig => format!(
-                "{} differs from what the config renders: run 'calicoctl-win reconfigure'",
-                self.path
-            ),
-        }
-    }
-}
+pub use crate::installed::file_stat::{FileDrift, FileState};
 
 /// Files install wrote that changed or went since, then rendered files whose recorded
 /// contents differ from what the config renders now. With `stats`, a file whose size and

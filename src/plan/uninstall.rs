@@ -95,19 +95,7 @@ pub fn forget_addressing(host: &dyn Host) -> HostResult<Option<Action>> {
         }))
 }
 
-/// The sizes and times status compares (`plan::file_stat`), then the record itself.
-fn remove_record(host: &dyn Host, r: &InstallRecord, actions: &mut Vec<Action>) -> HostResult<()> {
-    let stats = r.root().file_stats();
-    if host.file_access(&stats)?.is_some() {
-        actions.push(Action::RemoveFile { path: stats });
-    }
-    if host.read_file(&r.path())?.is_some() {
-        actions.push(Action::RemoveFile { path: r.path() });
-    }
-    Ok(())
-}
-
-/// The services stopped, then deleted: felix and confd stop before the node they depend on.
+/// The services stopped, felix and confd before the node they depend on, then deleted.
 fn services(host: &dyn Host, r: &InstallRecord) -> HostResult<Vec<Action>> {
     let mut actions = Vec::new();
     for spec in r.services.iter().rev() {
@@ -128,6 +116,18 @@ fn services(host: &dyn Host, r: &InstallRecord) -> HostResult<Vec<Action>> {
         }
     }
     Ok(actions)
+}
+
+/// The sizes and times status compares (`plan::file_stat`), then the record itself.
+fn remove_record(host: &dyn Host, r: &InstallRecord, actions: &mut Vec<Action>) -> HostResult<()> {
+    let stats = r.root().file_stats();
+    if host.file_access(&stats)?.is_some() {
+        actions.push(Action::RemoveFile { path: stats });
+    }
+    if host.read_file(&r.path())?.is_some() {
+        actions.push(Action::RemoveFile { path: r.path() });
+    }
+    Ok(())
 }
 
 /// The removal of each of these rules still on the host.

@@ -7,9 +7,9 @@ use k8s_openapi::api::apps::v1::{
     DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, RollingUpdateDaemonSet,
 };
 use k8s_openapi::api::core::v1::{
-    Container, ExecAction, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, Secret,
-    SecretVolumeSource, Service, ServicePort, ServiceSpec, Toleration, Volume, VolumeMount,
-    WindowsSecurityContextOptions,
+    Container, EmptyDirVolumeSource, ExecAction, PodSecurityContext, PodSpec, PodTemplateSpec,
+    Probe, Secret, SecretVolumeSource, Service, ServicePort, ServiceSpec, Toleration, Volume,
+    VolumeMount, WindowsSecurityContextOptions,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
@@ -32,9 +32,21 @@ pub const CONFIG_MOUNT: &str = "C:\\calicoctl-win";
 /// kubelet on Windows makes `/calicoctl-win` into `c:/calicoctl-win`
 /// (`pkg/volume/util/util.go`, `MakeAbsolutePath`: a path that starts with a slash gets `c:`).
 pub const PLAN_SECRET_PATH: &str = "/calicoctl-win";
+/// The job's node, as cmd.exe expands it: system-upgrade-controller gives every container of
+/// a Plan's job `SYSTEM_UPGRADE_NODE_NAME` from the pod's `spec.nodeName`
+/// (`pkg/upgrade/container/container.go`, `New`).
+pub const NODE_NAME: &str = "%SYSTEM_UPGRADE_NODE_NAME%";
+/// The namespace `verify --namespace` runs in for the fleet (`cluster::verify_rights` writes it
+/// and its roles).
+pub const VERIFY_NAMESPACE: &str = "calicoctl-win-verify";
 /// How the container's command line names its sandbox (cmd.exe expands it).
 pub const SANDBOX: &str = "%CONTAINER_SANDBOX_MOUNT_POINT%";
 const APP_LABEL: &str = "app.kubernetes.io/name";
+/// Where the log containers keep their positions: an emptyDir, the pod's own, which outlives
+/// a container's restart and goes with the pod.
+pub const POSITIONS_MOUNT: &str = "C:\\log-positions";
+/// The DaemonSet's first container, which `kubectl logs` shows when none is named.
+pub const MAIN_CONTAINER: &str = "calicoctl-win";
 
 /// system-upgrade-controller's `Plan` (upgrade.cattle.io/v1), with the fields of
 /// `pkg/apis/upgrade.cattle.io/v1/types.go` at v0.19.0 that a calicoctl-win rollout uses.
@@ -125,6 +137,11 @@ pub struct Fleet {
     pub delete_emptydir_data: bool,
     /// The migration the Plan rolls instead of a reconfigure.
     pub migrate: Option<Migration>,
+    /// The Plan's job runs `verify` for its node after the reconfigure (`fleet plan --verify`).
+    pub verify: bool,
+    /// The DaemonSet's pod runs `verify` for its node this often and publishes the result in
+    /// the Node's condition (`fleet plan --verify-every`).
+    pub verify_every: Option<std::time::Duration>,
 }
 
 /// A migration rolled by the Plan (`fleet plan --migrate`): `migrate to-operator` or
@@ -214,6 +231,34 @@ impl Fleet {
             if self.delete_emptydir_data {
                 args.push("--delete-emptydir-data".into());
             }
+        }
+        args
+    }
+
+    /// The Plan's job: `reconfigure --drain=external`, then, with `verify`, `verify` for the
+    /// node in verify's namespace. cmd.exe runs the command after `&&` only when the one
+    /// before exited 0, and exits with the code of the last it ran (Microsoft's cmd docs:
+    /// "command1 && command2"): a change that failed, or a node that does not pass traffic,
+    /// fails the job, which leaves the node cordoned and holds its slot.
+    fn plan_args(&self) -> Vec<String> {
+        let mut args = self.args(true);
+        if self.verify && self.migrate.is_none() {
+            args.extend(["&&".to_owned(), Self::exe()]);
+            args.extend(
+                [
+                    "--config",
+                    &Self::config_path(),
+                    "-o",
+                    "json",
+                    "verify",
+                    "--node",
+                    NODE_NAME,
+                    "--namespace",
+                    VERIFY_NAMESPACE,
+                    "--while-cordoned",
+                ]
+                .map(String::from),
+            );
         }
         args
     }
@@ -337,7 +382,7 @@ impl Fleet {
                 upgrade: ContainerSpec {
                     image: self.image.clone(),
                     command: vec!["cmd.exe".into(), "/c".into(), Self::exe()],
-                    args: self.args(true),
+                    args: self.plan_args(),
                 },
             },
         }
@@ -361,10 +406,17 @@ impl Fleet {
                     metadata: Some(ObjectMeta {
                         labels: Some(self.labels()),
                         // A changed config is a changed pod template: the DaemonSet rolls.
-                        annotations: Some(BTreeMap::from([(
-                            "calicoctl-win/config-sha256".to_owned(),
-                            crate::files::sha256_hex(self.config.as_bytes()),
-                        )])),
+                        annotations: Some(BTreeMap::from([
+                            (
+                                "calicoctl-win/config-sha256".to_owned(),
+                                crate::files::sha256_hex(self.config.as_bytes()),
+                            ),
+                            // `kubectl logs` without -c: the rollout's own lines.
+                            (
+                                "kubectl.kubernetes.io/default-container".to_owned(),
+                                MAIN_CONTAINER.to_owned(),
+                            ),
+                        ])),
                         ..ObjectMeta::default()
                     }),
                     spec: Some(pod),
@@ -399,6 +451,9 @@ impl Fleet {
             Self::config_path(),
         ]);
         command.extend(["service", "keep-token"].map(String::from));
+        if let Some(every) = self.verify_every {
+            command.push(format!("--verify-every={}", crate::duration::show(every)));
+        }
         let status = [
             "cmd.exe".to_owned(),
             "/c".to_owned(),
@@ -410,7 +465,7 @@ impl Fleet {
             "--offline".to_owned(),
         ];
         let container = Container {
-            name: "calicoctl-win".into(),
+            name: MAIN_CONTAINER.into(),
             image: Some(self.image.clone()),
             command: Some(command),
             volume_mounts: Some(vec![VolumeMount {
@@ -429,8 +484,10 @@ impl Fleet {
             }),
             ..Container::default()
         };
+        let mut containers = vec![container];
+        containers.extend(crate::layout::Role::ALL.map(|r| self.log_container(r)));
         PodSpec {
-            containers: vec![container],
+            containers,
             host_network: Some(true),
             node_selector: Some(self.selected()),
             service_account_name: Some(self.service_account.clone()),
@@ -443,15 +500,61 @@ impl Fleet {
                 }),
                 ..PodSecurityContext::default()
             }),
-            volumes: Some(vec![Volume {
-                name: "config".into(),
-                secret: Some(SecretVolumeSource {
-                    secret_name: Some(self.config_secret.clone()),
-                    ..SecretVolumeSource::default()
-                }),
-                ..Volume::default()
-            }]),
+            volumes: Some(vec![
+                Volume {
+                    name: "config".into(),
+                    secret: Some(SecretVolumeSource {
+                        secret_name: Some(self.config_secret.clone()),
+                        ..SecretVolumeSource::default()
+                    }),
+                    ..Volume::default()
+                },
+                Volume {
+                    name: "log-positions".into(),
+                    empty_dir: Some(EmptyDirVolumeSource::default()),
+                    ..Volume::default()
+                },
+            ]),
             ..PodSpec::default()
+        }
+    }
+
+    /// A container that shows a service's log (`kubectl logs ds/NAME -c felix`, as the
+    /// operator's calico-node-windows pods have a container per component: tigera/operator
+    /// v1.40.0 `pkg/render/windows.go`, `nodeContainer`, `felixContainer`, `confdContainer`):
+    /// `logs ROLE --follow` with its position in the pod's emptyDir, so that a restarted
+    /// container goes on where the last one stopped. It is a HostProcess container as SYSTEM
+    /// by the pod's security context: Kubernetes refuses a pod whose containers differ in it
+    /// ("All of a Pod's containers must have the same effective HostProcess value":
+    /// `WindowsSecurityContextOptions.hostProcess`; kubernetes.io "Create a Windows
+    /// HostProcess Pod", Limitations; `validateWindowsHostProcessPod` in
+    /// pkg/apis/core/validation/validation.go). A role that does not run on a node (confd
+    /// without BGP, kube-proxy unless `kube_proxy.path`) waits quietly for its log.
+    fn log_container(&self, role: crate::layout::Role) -> Container {
+        let mount = POSITIONS_MOUNT.trim_start_matches("C:");
+        let position = format!("{SANDBOX}{mount}\\{}.json", role.name());
+        let mut command = vec!["cmd.exe".to_owned(), "/c".to_owned(), Self::exe()];
+        command.extend(["--config".to_owned(), Self::config_path()]);
+        command.extend(["logs", role.name(), "--follow", "--position"].map(String::from));
+        command.push(position);
+        Container {
+            name: role.name().into(),
+            image: Some(self.image.clone()),
+            command: Some(command),
+            volume_mounts: Some(vec![
+                VolumeMount {
+                    name: "config".into(),
+                    mount_path: CONFIG_MOUNT.into(),
+                    read_only: Some(true),
+                    ..VolumeMount::default()
+                },
+                VolumeMount {
+                    name: "log-positions".into(),
+                    mount_path: POSITIONS_MOUNT.into(),
+                    ..VolumeMount::default()
+                },
+            ]),
+            ..Container::default()
         }
     }
 }

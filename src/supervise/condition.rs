@@ -30,7 +30,8 @@ pub const EVERY: Duration = Duration::from_secs(60);
 /// defaults). `fleet status` takes an older heartbeat for a CalicoNode that stopped looking.
 pub use crate::cluster::node::CONDITION_HEARTBEAT as HEARTBEAT;
 
-/// At most this many reasons are named in the condition's message.
+/// At most this many reasons are named in the condition's message, which is for people: every
+/// finding's code is in the codes annotation beside it (`cluster::node::report`).
 const MAX_REASONS: usize = 10;
 
 /// CalicoNode's reporter: its credential and what it last set.
@@ -123,17 +124,18 @@ impl Reporter {
             self.internal_ip = look.internal_ip;
         }
         self.refused = look.refused;
-        let reasons = look.reasons;
+        let (reasons, codes) = (look.reasons, look.codes);
         let beat_due = self.last_set.is_none_or(|t| t.elapsed() >= HEARTBEAT);
         let Some((ready, changed_state)) =
             to_set(self.last.as_deref(), &reasons, beat_due, look.on_node)
         else {
             return;
         };
-        match crate::cluster::node::set_condition(
+        match crate::cluster::node::report(
             &cluster,
             &self.node,
             &condition(ready, &reasons, changed_state),
+            &codes,
         ) {
             Ok(()) => {
                 log.info(&format!(
@@ -218,8 +220,8 @@ fn condition(ready: bool, reasons: &[String], changed_state: bool) -> serde_json
     c
 }
 
-/// A finding as the condition's message gives it: its sentence and its code, which `fleet
-/// status` shows with it (docs/findings.md).
+/// A finding as the condition's message gives it: its sentence and its code, for people (and
+/// for the `fleet status` of a calicoctl-win before the codes' annotation).
 fn said(f: health::Finding) -> String {
     format!("{} [{}]", f.message, f.code.word())
 }
@@ -228,6 +230,8 @@ fn said(f: health::Finding) -> String {
 pub struct Look {
     /// What is wrong with Calico on this node (empty when nothing is).
     pub reasons: Vec<String>,
+    /// The findings' codes, each once in the order found: the node's codes annotation.
+    pub codes: Vec<String>,
     /// The Node's InternalIP, when it was read.
     pub internal_ip: Option<std::net::Ipv4Addr>,
     /// The API server refused the read of the Node (401).
@@ -251,7 +255,7 @@ pub fn reasons(
         remote: endpoints::Remote::Skip,
         ageing: endpoints::Ageing::Record,
     };
-    let mut found = health::on_node(host, root, &how);
+    let mut found = crate::health::on_node(host, root, &how);
     let mut faults = std::collections::BTreeMap::new();
     for v in found.iter().filter_map(|f| health::verdict_of(f.code)) {
         *faults.entry(v.word().to_owned()).or_insert(0) += 1;
@@ -265,8 +269,15 @@ pub fn reasons(
         found.extend(f);
         (internal_ip, refused, on_node) = (ip, no, status);
     }
+    let mut codes: Vec<String> = Vec::new();
+    for word in found.iter().map(|f| f.code.word()) {
+        if !codes.contains(&word) {
+            codes.push(word);
+        }
+    }
     Look {
         reasons: found.into_iter().map(said).collect(),
+        codes,
         internal_ip,
         refused,
         on_node,
@@ -291,8 +302,7 @@ fn address(
         Ok(a) => a,
         Err(e) => {
             let refused = matches!(e, crate::cluster::ClusterError::Api { code: 401, .. });
-            let f = health::Finding::new(
-                health::Code::ClusterUnreadable,
+            let f = health::cluster_unreadable(
                 node,
                 format!("the Node's addresses cannot be read: {e}"),
             );

@@ -8,7 +8,7 @@ use crate::support::{cmd, json, on_node, tool};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
-const CONFIG: &str = "templates/calico-windows.yaml";
+pub(crate) const CONFIG: &str = "templates/calico-windows.yaml";
 
 /// `fleet plan ARGS -o json`: exit code, the JSON document, stderr.
 pub(crate) fn fleet_plan(args: &[&str]) -> (i32, Value, String) {
@@ -246,7 +246,7 @@ fn dropped_fields(original: &Value, round_trip: &Value, at: &str, out: &mut Vec<
 
 /// A DaemonSet manifest read into Kubernetes' types (k8s-openapi, generated from Kubernetes'
 /// OpenAPI): a mistyped field fails the decode, an unknown one is dropped by it and named.
-fn daemonset_problems(manifest: &Value) -> Vec<String> {
+pub(crate) fn daemonset_problems(manifest: &Value) -> Vec<String> {
     use k8s_openapi::api::apps::v1::DaemonSet;
     let typed: DaemonSet = match serde_json::from_value(manifest.clone()) {
         Ok(t) => t,
@@ -448,7 +448,7 @@ impl Pod {
     }
 
     /// The environment Kubernetes gives a HostProcess container.
-    fn env(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn env(&self) -> Vec<(&'static str, String)> {
         vec![
             ("HOME", self.home.path().display().to_string()),
             ("KUBERNETES_SERVICE_HOST", "127.0.0.1".into()),
@@ -837,16 +837,36 @@ pub(crate) fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod
                             spec["version"].as_str().unwrap_or_default().to_owned(),
                         ),
                     ];
-                    let out = cmd()
-                        .envs(pod.env())
-                        .envs(suc_env)
-                        .args(args)
-                        .arg("--sim-host")
-                        .arg(m.sim())
-                        .output()
-                        .expect("job");
-                    let code = out.status.code().expect("code");
-                    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+                    // cmd.exe's `&&`: the next command runs only when the one before
+                    // exited 0, and the line's exit code is the last one run's (Microsoft's
+                    // cmd docs, "command1 && command2"). After `&&` comes calicoctl-win.exe
+                    // again.
+                    let (mut code, mut doc) = (0, Value::Null);
+                    for (i, part) in args.split(|a| a == "&&").enumerate() {
+                        let part = if i == 0 { part } else { &part[1..] };
+                        // cmd.exe expands `%NAME%` from the container's environment.
+                        let part: Vec<String> = part
+                            .iter()
+                            .map(|a| {
+                                suc_env
+                                    .iter()
+                                    .fold(a.clone(), |a, (k, v)| a.replace(&format!("%{k}%"), v))
+                            })
+                            .collect();
+                        let out = cmd()
+                            .envs(pod.env())
+                            .envs(suc_env.clone())
+                            .args(&part)
+                            .arg("--sim-host")
+                            .arg(m.sim())
+                            .output()
+                            .expect("job");
+                        code = out.status.code().expect("code");
+                        doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+                        if code != 0 {
+                            break;
+                        }
+                    }
                     tx.send((m, code, doc)).expect("send");
                 });
             }
@@ -1600,4 +1620,89 @@ fn the_metrics_service_selects_the_daemonsets_pods_with_both_ports() {
         &mut dropped,
     );
     assert_eq!(dropped, Vec::<String>::new());
+}
+
+/// The DaemonSet's pod has a container per service (`kubectl logs ds/NAME -c felix`), each
+/// following its log with its position in the pod's emptyDir; `kubectl logs` without `-c`
+/// still shows the rollout's; only that container has the readiness by `status`; every
+/// container is HostProcess as SYSTEM by the pod's security context alone (Kubernetes refuses
+/// a pod whose containers differ in it); and the whole DaemonSet still decodes strictly into
+/// Kubernetes' types and kubectl's.
+#[test]
+fn the_daemonset_has_a_log_container_per_service() {
+    let (code, doc, err) = fleet_plan(&[
+        "--config",
+        CONFIG,
+        "--image",
+        "i:1",
+        "--engine",
+        "daemonset",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let ds = manifest(&doc, "DaemonSet").clone();
+    assert_eq!(daemonset_problems(&ds), Vec::<String>::new());
+    let template = &ds["spec"]["template"];
+    assert_eq!(
+        template["metadata"]["annotations"]["kubectl.kubernetes.io/default-container"],
+        "calicoctl-win"
+    );
+    let pod = &template["spec"];
+    let containers = pod["containers"].as_array().expect("containers");
+    let names: Vec<&str> = containers
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["calicoctl-win", "node", "felix", "confd", "kube-proxy"]
+    );
+    assert_eq!(
+        pod["securityContext"]["windowsOptions"]["hostProcess"],
+        true
+    );
+    assert_eq!(pod["hostNetwork"], true);
+    let empty_dir = pod["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .find(|v| v["name"] == "log-positions")
+        .expect("the positions' volume");
+    assert_eq!(empty_dir["emptyDir"], json!({}));
+    for c in &containers[1..] {
+        let role = c["name"].as_str().expect("name");
+        let command: Vec<&str> = c["command"]
+            .as_array()
+            .expect("command")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let at = command.iter().position(|a| *a == "logs").expect("logs");
+        assert_eq!(
+            command[at..],
+            [
+                "logs",
+                role,
+                "--follow",
+                "--position",
+                &format!("%CONTAINER_SANDBOX_MOUNT_POINT%\\log-positions\\{role}.json"),
+            ],
+            "{c}"
+        );
+        assert!(command.contains(&"--config"), "{c}");
+        assert!(c["securityContext"].is_null(), "{c}");
+        assert!(c["readinessProbe"].is_null(), "{c}");
+        let mounts = c["volumeMounts"].to_string();
+        assert!(
+            mounts.contains("C:\\\\log-positions") && mounts.contains("config"),
+            "{mounts}"
+        );
+    }
+    assert!(containers[0]["readinessProbe"]["exec"].is_object());
+    let Some(kubectl) = tool("kubectl") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("ds.json");
+    fs_err::write(&file, ds.to_string()).expect("write");
+    assert_eq!(kubectl_decode(&kubectl, dir.path(), &file), None);
 }

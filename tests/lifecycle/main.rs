@@ -11,6 +11,7 @@ mod host_defaults;
 mod hostile;
 mod install;
 mod install_etcd;
+mod logs;
 mod metrics;
 mod migrate;
 mod migrate_stranded;

@@ -161,6 +161,10 @@ fn calico_node_serves_its_counters_in_the_text_format_prometheus_parses() {
             "calicoctl-win-metrics-repair.json",
             json!({"calicoctl_win_repairs_total": 1, "calicoctl_win_repaired_endpoints_total": 2}),
         ),
+        (
+            "calicoctl-win-metrics-verify.json",
+            json!({"calicoctl_win_verify_passed": 1}),
+        ),
     ] {
         host.write_file(
             &format!("{root}\\{file}"),
@@ -200,6 +204,7 @@ fn calico_node_serves_its_counters_in_the_text_format_prometheus_parses() {
         text.contains("\ncalicoctl_win_token_renewals_total 3\n"),
         "{text}"
     );
+    assert!(text.contains("\ncalicoctl_win_verify_passed 1\n"), "{text}");
 
     let Some(families) = parsed_by_prometheus_client(&text) else {
         return;
@@ -221,6 +226,9 @@ fn calico_node_serves_its_counters_in_the_text_format_prometheus_parses() {
     assert_eq!(family("calicoctl_win_repaired_endpoints")[2][0][2], 2.0);
     assert_eq!(family("calicoctl_win_token_refusals")[2][0][2], 0.0);
     assert_eq!(family("calicoctl_win_endpoint_faults")[1], "gauge");
+    let verify = family("calicoctl_win_verify_passed");
+    assert_eq!(verify[1], "gauge");
+    assert_eq!(verify[2][0][2], 1.0);
 }
 
 #[cfg(unix)]

@@ -305,13 +305,14 @@ fn repair_killed_from_outside_at_every_call_is_finished_by_a_rerun() {
         {
             // Status says what finishes it, and no command that would refuse.
             let (_, doc, _) = node.run(&["status"]);
-            let problems = crate::support::status_problems(&doc);
+            let findings = doc["findings"].as_array().cloned().unwrap_or_default();
+            let said = |f: &Value, k: &str| f[k].as_str().unwrap_or_default().to_owned();
             assert!(
-                problems
-                    .iter()
-                    .any(|p| p.contains("'calicoctl-win repair' finishes it")
-                        && !p.contains("uninstall")),
-                "killed {at}: {problems:?}"
+                findings.iter().any(|f| f["code"] == "under-way"
+                    && said(f, "remedy").contains("'calicoctl-win repair' finishes it")
+                    && !said(f, "remedy").contains("uninstall")
+                    && !said(f, "message").contains("uninstall")),
+                "killed {at}: {findings:?}"
             );
         }
         let (code, doc, err) = node.run(&["repair"]);
@@ -493,6 +494,22 @@ fn calico_node_sets_the_node_condition_with_the_reasons_and_true_once_repaired()
     }
     // Another host's endpoints are status's and repair's to ask about: not every minute.
     assert!(!message.contains("remote_gone"), "{c}");
+    // The codes as data beside the message, each once: what fleet status reads.
+    let codes = || -> Vec<String> {
+        let n = node.api().get(path).expect("node");
+        let list = n["metadata"]["annotations"]["calicoctl-win/finding-codes"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no codes annotation: {n}"))
+            .to_owned();
+        serde_json::from_str(&list).expect("a JSON list")
+    };
+    let mut found = codes();
+    found.sort();
+    assert_eq!(
+        found,
+        ["address-mismatch", "endpoint-stale", "endpoint-stuck"],
+        "{c}"
+    );
     assert_eq!(c["reason"], "CalicoDegraded");
     assert!(c["lastTransitionTime"].is_string(), "{c}");
     let n = node.api().get("/api/v1/nodes/win-1").expect("node");
@@ -512,6 +529,7 @@ fn calico_node_sets_the_node_condition_with_the_reasons_and_true_once_repaired()
     let c = wait_for("True");
     crate::support::stop_console(child);
     assert_eq!(c["reason"], "CalicoHealthy", "{c}");
+    assert!(codes().is_empty(), "{c}");
 }
 
 /// A CalicoNode restart is no transition: its first look finds the Node already carrying the

@@ -820,7 +820,21 @@ fn status_and_preflight_check_the_kube_proxy_service() {
         problems.contains("--source-vip is 10.244.1.9, but Calico_ep"),
         "{problems}"
     );
-    assert!(problems.contains("--source-vip=10.244.1.2"), "{problems}");
+    // The fix is the kube-proxy finding's remedy, not part of its sentence.
+    let finding = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["code"] == "kube-proxy")
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        finding["remedy"]
+            .as_str()
+            .is_some_and(|r| r.contains("--source-vip=10.244.1.2")),
+        "{finding}"
+    );
+    assert!(!problems.contains("fix:"), "{problems}");
     assert!(problems.contains("\\\"vxlan0\\\""), "{problems}");
     let (_, doc, _) = n.run(&["preflight"]);
     let check = doc["checks"]

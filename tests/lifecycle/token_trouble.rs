@@ -151,10 +151,16 @@ fn an_expired_token_is_not_asked_for_again_every_second_and_status_says_what_to_
     assert!(log.contains("no renewal can succeed"), "{log}");
     let (code, doc, _) = status(&node, false);
     assert_eq!(code, Some(1));
-    let p = problems(&doc).join("\n");
+    // The sentence says what is so, its remedy what to do: one finding says both.
+    let findings = doc["findings"].as_array().cloned().unwrap_or_default();
     assert!(
-        p.contains("expired") && p.contains("fetch kubeconfig"),
-        "{p}"
+        findings.iter().any(|f| f["code"] == "token"
+            && f["message"].as_str().is_some_and(|m| m.contains("expired"))
+            && f["remedy"]
+                .as_str()
+                .is_some_and(|r| r.contains("fetch kubeconfig"))),
+        "{}",
+        problems(&doc).join("\n")
     );
     assert_eq!(
         doc["token"]["renewal_failed"]["needs_new_token"], true,

@@ -100,6 +100,49 @@ fn each_nodes_finding_codes_are_read_from_its_reasons() {
     assert_eq!(counts.len(), 2);
 }
 
+/// The codes annotation CalicoNode writes beside its condition is read whole: a node with
+/// more findings than the message names (ten, then "and N more") has every code counted, and
+/// no text is parsed for them. A value that is no list of codes is named, not guessed at; a
+/// healthy or stale condition names no code whatever the annotation says.
+#[test]
+fn each_nodes_finding_codes_are_read_whole_from_its_codes_annotation() {
+    let words: Vec<String> = (0..12)
+        .map(|i| format!("code-{}", char::from(b'a' + i)))
+        .collect();
+    let with = |status: &str, list: &str, beat: i64| {
+        let mut n = node(
+            "win-1",
+            HASH,
+            status,
+            "ten sentences; and 2 more",
+            Some(beat),
+        );
+        n.metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(ANNOTATION_FINDING_CODES.into(), list.into());
+        node_row(&n, NOW)
+    };
+    let list = serde_json::json!(words).to_string();
+    let r = with("False", &list, 30);
+    assert_eq!(r.codes, words, "{r:?}");
+    assert_eq!(code_counts(&[r]).len(), 12);
+    let doubled = with("False", r#"["felix-unhealthy","felix-unhealthy"]"#, 30);
+    assert_eq!(doubled.codes, ["felix-unhealthy"]);
+    for bad in ["endpoint-stuck", r#"["[31m"]"#, r#"[1]"#] {
+        let r = with("False", bad, 30);
+        assert!(r.codes.is_empty(), "{bad}: {r:?}");
+        assert!(
+            r.malformed
+                .iter()
+                .any(|m| m.contains(ANNOTATION_FINDING_CODES)),
+            "{bad}: {r:?}"
+        );
+    }
+    assert!(with("True", &list, 30).codes.is_empty());
+    assert!(with("False", &list, 3 * 86_400).codes.is_empty(), "stale");
+}
+
 /// A node handed to the operator a day ago: its old condition's heartbeat is not a stopped
 /// CalicoNode, and neither its condition nor its missing config is a problem; calico-node's
 /// NetworkUnavailable True is. Without the reason it is a node calicoctl-win left degraded.

@@ -2,11 +2,13 @@
 //! change planned first, journaled while it runs and undone if a step fails.
 
 mod beginning;
+mod document;
 mod prepare;
 
-use super::change::{Change, Failed};
+use super::change::{Change, Changing, ChecksBlocked, Failed};
 pub(crate) use beginning::remove_stale_staging;
 use beginning::{Begun, begin_journal, stage};
+pub(crate) use document::{FromOperator, Install};
 use prepare::{credential_files, merged_config, renewal_grant, self_file};
 
 use super::common::{ClusterRead, check_skips, cluster_checks, read_cluster};
@@ -25,7 +27,6 @@ use crate::plan::install::{Got, Inputs, release_files};
 use crate::plan::{self};
 use crate::release::{self};
 use anyhow::Context as _;
-use serde_json::json;
 
 pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     run_within(args, ctx, None)
@@ -37,8 +38,8 @@ pub(crate) struct Within<'a> {
     /// The cluster as it will be when install's plan runs (the label the caller writes
     /// first), which the checks judge.
     pub facts: &'a dyn Fn(&mut crate::cluster::facts::ClusterFacts),
-    /// Fields of the command's own added to install's JSON document.
-    pub doc: serde_json::Value,
+    /// The command's own keys added to install's JSON document.
+    pub doc: Option<FromOperator>,
     /// Runs once every check passed and the release is staged, before install's plan (not
     /// in a dry run).
     pub before: &'a mut Step<'a, ()>,
@@ -204,7 +205,7 @@ fn install(
         taint: taint.as_ref(),
         checked: &c,
     };
-    let extra = within.as_ref().map(|w| &w.doc);
+    let extra = within.as_mut().and_then(|w| w.doc.take());
     let Some(doc) = present(ctx, &c.change, &shown, extra)? else {
         return Ok(());
     };
@@ -224,7 +225,7 @@ fn install(
     }
     result?;
     let at = (&c.change, &c.cluster, c.node_name.as_str());
-    finish(ctx, at, taint, actions.len(), doc, within)
+    finish(ctx, at, taint.as_ref(), (actions.len(), args), doc, within)
 }
 
 /// The node's grant, then the enclosing command's steps (`hand_over`): the grant first, so
@@ -308,30 +309,31 @@ fn ungrant(ctx: &mut Context, cluster: &ClusterRead, g: Option<&Grant>) {
 fn finish(
     ctx: &mut Context,
     (change, cluster, node_name): (&Change, &ClusterRead, &str),
-    taint: Option<k8s_openapi::api::core::v1::Taint>,
-    changes: usize,
-    mut doc: serde_json::Value,
+    taint: Option<&k8s_openapi::api::core::v1::Taint>,
+    (changes, args): (usize, &InstallArgs),
+    mut doc: Changing<Install>,
     within: Option<&mut Within>,
 ) -> anyhow::Result<()> {
-    taint_node(ctx, taint.as_ref(), cluster, node_name)?;
+    taint_node(ctx, taint, cluster, node_name)?;
     if let ClusterRead::Read(c, _) = cluster {
         change.annotate(ctx, Some(c), node_name);
     }
     if let Some(w) = within {
         let warnings = (w.after)(ctx, change.host)?;
-        doc["warnings"] = json!(warnings);
-        doc["changed"] = json!(true);
+        doc = doc.ran(warnings);
     }
     if changes > 0 {
         ctx.printer.text(&format!(
             "Installed: {changes} change(s); uninstall with 'calicoctl-win uninstall'"
         ));
     }
-    if !doc["changed"].as_bool().unwrap_or(false) {
-        doc["changed"] = json!(changes > 0);
-    }
-    ctx.printer.json(&doc);
-    Ok(())
+    doc.changed |= changes > 0;
+    let c = match cluster {
+        ClusterRead::Read(c, _) => Some(c.as_ref()),
+        _ => None,
+    };
+    let verify = (args.verify_with(), "installed");
+    super::common::print_verified(ctx, verify, c, node_name, doc)
 }
 
 /// The journal this run goes on with: an interrupted run's, or for a fresh install (not a dry
@@ -403,7 +405,7 @@ fn cache_owned(got: &Got, cache_dirs: Vec<String>) -> (Vec<RecordedFile>, Vec<St
 fn end_dry_run(
     ctx: &mut Context,
     blocking: &[&'static str],
-    doc: &serde_json::Value,
+    doc: &Changing<Install>,
 ) -> anyhow::Result<()> {
     if !blocking.is_empty() {
         ctx.printer.warn(&format!(
@@ -530,8 +532,11 @@ fn run_checks(
     ctx.printer.text(checks::table(&results).trim_end());
     ctx.printer.text("");
     if !blocking.is_empty() && !ctx.options.dry_run {
-        ctx.printer
-            .json(&json!({"checks": results, "blocking": blocking, "changed": false}));
+        ctx.printer.json(&ChecksBlocked {
+            checks: &results,
+            blocking: &blocking,
+            changed: false,
+        });
         return Err(Blocked { ids: blocking }.into());
     }
     if !ctx.options.dry_run {
@@ -554,29 +559,23 @@ struct Shown<'a> {
 
 /// Shows the plan; the JSON document to print once it ran, or `None` when a dry run ends here
 /// (its document printed, exiting as the real run would).
-fn present(
+fn present<'a>(
     ctx: &mut Context,
     change: &Change,
-    p: &Shown<'_>,
-    extra: Option<&serde_json::Value>,
-) -> anyhow::Result<Option<serde_json::Value>> {
+    p: &Shown<'a>,
+    from_operator: Option<FromOperator>,
+) -> anyhow::Result<Option<Changing<Install<'a>>>> {
     show(ctx, change, p);
-    let mut doc = json!({
-        "dry_run": ctx.options.dry_run,
-        "calico_version": p.version,
-        "install_root": p.checked.change.root.as_str(),
-        "checks": p.checked.results,
-        "blocking": p.checked.blocking,
-        "prepare": p.prepare,
-        "uplink": p.checked.uplink,
-        "actions": apply::to_json(p.actions).context("cannot show the plan as JSON")?,
-        "changed": false,
-    });
-    if let (Some(serde_json::Value::Object(extra)), Some(d)) = (extra, doc.as_object_mut()) {
-        for (k, v) in extra {
-            d.insert(k.clone(), v.clone());
-        }
-    }
+    let own = Install {
+        calico_version: p.version,
+        install_root: p.checked.change.root.as_str(),
+        checks: &p.checked.results,
+        blocking: &p.checked.blocking,
+        prepare: p.prepare,
+        uplink: &p.checked.uplink,
+        from_operator,
+    };
+    let doc = Changing::plan(ctx.options.dry_run, own, p.actions)?;
     if ctx.options.dry_run {
         end_dry_run(ctx, &p.checked.blocking, &doc)?;
         return Ok(None);

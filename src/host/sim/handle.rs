@@ -5,7 +5,7 @@
 use super::profiles::{self, DEFAULT_PROFILE};
 use super::state::{self, State};
 use crate::host::*;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 

@@ -21,6 +21,8 @@ pub use profiles::{DEFAULT_PROFILE, PROFILES};
 use super::process::{LocalChild, SimulatedChild};
 use super::*;
 use state::State;
+use std::net::Ipv4Addr;
+use std::time::Duration;
 
 impl Registry for SimHost {
     fn reg_get(&self, key: &str, name: &str) -> HostResult<Option<RegValue>> {

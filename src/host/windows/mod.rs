@@ -31,6 +31,8 @@ mod wmi;
 use super::process::LocalChild;
 use super::*;
 pub use ffi::is_wine;
+use std::path::Path;
+use std::time::Duration;
 
 /// This machine. HCN's `computenetwork.dll` and HNS v1's `vmcompute.dll` are loaded at the
 /// first call that needs them and kept for the host's life (not loaded and freed per call).

@@ -5,6 +5,7 @@
 //! evicts pods (429 while a PodDisruptionBudget forbids it), answers 401/403/404/409/429 where
 //! a real server would, serves discovery for `kubectl`, and records requests.
 
+pub mod dataplane;
 mod proto;
 pub mod rbac;
 mod serve;
@@ -38,6 +39,9 @@ pub struct State {
     /// `(verb, resource)` pairs the identity may not do: requests get 403, access reviews
     /// `allowed: false`. A subresource is named `serviceaccounts/token`.
     pub forbidden: Vec<(String, String)>,
+    /// How far the API server's clock is from this host's, in seconds: its `Date` and the
+    /// `creationTimestamp` it gives (clock skew between the two).
+    pub clock_offset_s: i64,
     /// Every request: method and path.
     pub requests: Vec<(String, String)>,
     /// Bearer tokens the server accepts: the admin's and every token it issued.
@@ -89,6 +93,8 @@ pub struct State {
     /// The write held until it is cleared (`FakeApi::hold_write_at`), and whether it came.
     pub hold_write: Option<usize>,
     pub held: bool,
+    /// What the nodes do with pods, Services, NetworkPolicies and the pod proxy (`verify`).
+    pub dataplane: dataplane::Dataplane,
     /// The CA certificate, as the token controller puts it into `ca.crt`.
     ca_pem: String,
     /// Counts issued tokens, so each is different.
@@ -210,6 +216,7 @@ impl FakeApi {
             unknown_fields: BTreeMap::new(),
             strict_validation: true,
             forbidden: Vec::new(),
+            clock_offset_s: 0,
             requests: Vec::new(),
             tokens: BTreeSet::from([token.clone()]),
             max_token_seconds: None,
@@ -228,6 +235,7 @@ impl FakeApi {
             opaque_tokens: false,
             issuer: "https://kubernetes.default.svc".into(),
             node_binding: true,
+            dataplane: dataplane::Dataplane::healthy(),
             ca_pem: ca.pem(),
             issued: 0,
             writes_seen: 0,
@@ -249,7 +257,19 @@ impl FakeApi {
                     };
                     let service = hyper::service::service_fn(move |req| {
                         let st = st.clone();
-                        async move { Ok::<_, hyper::Error>(serve::handle(req, &st).await) }
+                        async move {
+                            let offset = st.lock().expect("fake api state").clock_offset_s;
+                            let mut r = serve::handle(req, &st).await;
+                            if let Some(serve::Delay(d)) = r.extensions().get::<serve::Delay>() {
+                                tokio::time::sleep(*d).await;
+                            }
+                            // kube-apiserver's answers carry its clock (Go's net/http sets
+                            // `Date` on every response, RFC 9110 IMF-fixdate).
+                            if let Some(date) = serve::http_date(offset) {
+                                r.headers_mut().insert("date", date);
+                            }
+                            Ok::<_, hyper::Error>(r)
+                        }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(tls), service)

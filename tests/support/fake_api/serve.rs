@@ -38,6 +38,7 @@ static RESOURCES: &[Resource] = &[
     r("v1", "secrets", "Secret", true),
     r("v1", "services", "Service", true),
     r("v1", "configmaps", "ConfigMap", true),
+    r("v1", "events", "Event", true),
     r("v1", "serviceaccounts", "ServiceAccount", true),
     r("apps/v1", "daemonsets", "DaemonSet", true),
     r(
@@ -280,6 +281,10 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
     }
     let mut st = state.lock().expect("fake api state");
     st.requests.push((method.clone(), path.clone()));
+    {
+        let st = &mut *st;
+        super::dataplane::advance(&mut st.dataplane, &mut st.objects);
+    }
     // A token is valid when the server issued it (or it is the admin's) and, as
     // kube-apiserver's JWT authenticator checks, its `exp` has not passed.
     let claims = bearer.as_deref().and_then(jwt_claims).unwrap_or_default();
@@ -296,6 +301,14 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
         );
     }
     let who = super::rbac::identity(&claims);
+    if method == "GET"
+        && let Some((ns, pod, _port, rest)) = super::dataplane::proxy_target(&path)
+    {
+        // The answer's delay goes with it (`Delay`), slept once the state is let go.
+        let (mut reply, delay) = pod_proxy(&st, &who, (&ns, &pod, &rest), &query);
+        reply.extensions_mut().insert(Delay(delay));
+        return reply;
+    }
     // One of Calico's two groups is served: crd.projectcalico.org, or projectcalico.org/v3
     // alone (`calico_v3`), as a cluster installed with v3 CRDs serves it.
     let hidden = match (st.calico_v3, st.calico_v1_kept) {
@@ -441,6 +454,41 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
             "the server does not allow this method on the requested resource",
         ),
     }
+}
+
+/// The pod proxy (`pods/proxy`, verb get), answered by the scripted dataplane.
+fn pod_proxy(
+    st: &State,
+    who: &super::rbac::Identity,
+    (ns, pod, rest): (&str, &str, &str),
+    query: &str,
+) -> (Reply, std::time::Duration) {
+    let request = super::rbac::Request {
+        verb: "get",
+        group: "",
+        resource: "pods/proxy",
+        namespace: Some(ns),
+        name: Some(pod),
+    };
+    let refused = st
+        .forbidden
+        .iter()
+        .any(|(v, r)| v == "get" && r == "pods/proxy");
+    if refused || !super::rbac::allows(&st.objects, who, &request) {
+        return (forbidden(who, &request, "pods/proxy"), Default::default());
+    }
+    let q = query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_owned(), percent_decode(v)))
+        .collect();
+    let (code, body) = super::dataplane::proxy(&st.dataplane, &st.objects, (ns, pod, rest), &q);
+    let delay = super::dataplane::delay(&st.dataplane, &q, &body);
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_GATEWAY);
+    r.headers_mut()
+        .insert("content-type", "text/plain".parse().expect("header"));
+    (r, delay)
 }
 
 fn access_review(st: &State, who: &super::rbac::Identity, mut review: Value) -> Reply {
@@ -630,9 +678,27 @@ fn create(st: &mut State, t: &Target, mut body: Value) -> Reply {
     }
     m["uid"] = json!(format!("uid-{name}"));
     m["resourceVersion"] = json!("1");
-    m["creationTimestamp"] = json!(now_text(0));
+    m["creationTimestamp"] = json!(now_text(st.clock_offset_s));
     if t.resource.plural == "secrets" && body["type"] == "kubernetes.io/service-account-token" {
         token_controller(st, t, &mut body);
+    }
+    let ns = t.namespace.clone().unwrap_or_default();
+    match (t.resource.gv, t.resource.plural) {
+        ("v1", "pods") => {
+            if let Some(event) = super::dataplane::run_pod(&mut st.dataplane, &ns, &mut body) {
+                let name = event["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                st.objects
+                    .insert(format!("/api/v1/namespaces/{ns}/events/{name}"), event);
+            }
+        }
+        ("v1", "services") => super::dataplane::allocate(&mut st.dataplane, &mut body),
+        ("networking.k8s.io/v1", "networkpolicies") => {
+            super::dataplane::policy_made(&mut st.dataplane, format!("{ns}/{name}"), &body)
+        }
+        _ => {}
     }
     st.objects.insert(path, body.clone());
     respond(StatusCode::CREATED, &body)
@@ -985,8 +1051,15 @@ fn patch_node_status(st: &mut State, t: &Target, content_type: &str, body: &Valu
         }
         body["status"]["conditions"] = Value::Array(merged);
     }
-    // Only the status: anything else in the patch is ignored, as the subresource does.
+    // The status and the metadata: the subresource resets only the spec (kubernetes
+    // pkg/registry/core/node/strategy.go, `nodeStatusStrategy.PrepareForUpdate`:
+    // `newNode.Spec = oldNode.Spec`), so calico-node keeps its annotations through it
+    // (projectcalico/calico v3.31.7 libcalico-go lib/backend/k8s/resources/node.go,
+    // `UpdateStatus`).
     merge_patch(&mut object["status"], &body["status"]);
+    if body["metadata"].is_object() {
+        merge_patch(&mut object["metadata"], &body["metadata"]);
+    }
     bump(object);
     let object = object.clone();
     respond(StatusCode::OK, &object)
@@ -1012,6 +1085,42 @@ fn replace(st: &mut State, t: &Target, mut body: Value) -> Reply {
 }
 
 fn delete(st: &mut State, t: &Target) -> Reply {
+    let name = t.name.clone().unwrap_or_default();
+    match (t.resource.gv, t.resource.plural) {
+        ("networking.k8s.io/v1", "networkpolicies") => {
+            let key = format!("{}/{name}", t.namespace.clone().unwrap_or_default());
+            super::dataplane::policy_deleted(&mut st.dataplane, &key);
+        }
+        // The namespace controller deletes everything in a deleted namespace, then it. A
+        // namespace being deleted is Terminating until its finalizers are done, and a second
+        // delete is a 409 (kubernetes pkg/registry/core/namespace/storage/storage.go `Delete`).
+        ("v1", "namespaces")
+            if st
+                .objects
+                .contains_key(&format!("/api/v1/namespaces/{name}")) =>
+        {
+            let path = format!("/api/v1/namespaces/{name}");
+            if st.objects[&path]["metadata"]["deletionTimestamp"].is_string() {
+                return status(
+                    StatusCode::CONFLICT,
+                    "Conflict",
+                    &format!(
+                        "Operation cannot be fulfilled on namespaces \"{name}\": The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system."
+                    ),
+                );
+            }
+            let inside = format!("/namespaces/{name}/");
+            st.objects.retain(|p, _| !p.contains(&inside));
+            if st.dataplane.namespaces_linger {
+                let at = now_text(st.clock_offset_s);
+                let ns = st.objects.get_mut(&path).expect("checked above");
+                ns["metadata"]["deletionTimestamp"] = json!(at);
+                ns["status"]["phase"] = json!("Terminating");
+                return respond(StatusCode::OK, ns);
+            }
+        }
+        _ => {}
+    }
     match t.object_path().and_then(|p| st.objects.remove(&p)) {
         Some(o) => respond(StatusCode::OK, &o),
         None => not_found(t),
@@ -1136,6 +1245,19 @@ fn now_secs() -> i64 {
 }
 
 /// RFC 3339 time `offset` seconds from now.
+/// How long an answer is held before it is sent (a pod's lookup that hangs).
+#[derive(Clone, Copy)]
+pub struct Delay(pub std::time::Duration);
+
+/// The `Date` header of an answer, the server's clock `offset` seconds from this host's.
+pub fn http_date(offset: i64) -> Option<hyper::header::HeaderValue> {
+    let t = jiff::Timestamp::from_second(now_secs() + offset).ok()?;
+    let text = jiff::fmt::rfc2822::DateTimePrinter::new()
+        .timestamp_to_rfc9110_string(&t)
+        .ok()?;
+    text.parse().ok()
+}
+
 fn now_text(offset: i64) -> String {
     jiff::Timestamp::from_second(now_secs() + offset)
         .map(|t| t.to_string())

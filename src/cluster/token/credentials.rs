@@ -2,7 +2,7 @@
 //! secret) made into a kubeconfig, and the etcd TLS files from their secret. Secrets are
 //! kept in types whose `Debug` never shows them.
 
-use super::{Cluster, ClusterError};
+use crate::cluster::{Cluster, ClusterError};
 use base64::Engine;
 use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};

@@ -9,7 +9,7 @@
 //! 404, a 403) is the token taken.
 
 use super::credentials::Token;
-use super::{Cluster, ClusterError};
+use crate::cluster::{Cluster, ClusterError};
 use k8s_openapi::api::core::v1::Node;
 
 /// How long the question may take: the fleet DaemonSet's readiness runs `status` within 20 s,

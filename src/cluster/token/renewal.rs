@@ -9,7 +9,7 @@
 //! collector remove them. Several nodes' grants give the same right; removing one leaves the
 //! others' working.
 
-use super::{Cluster, ClusterError};
+use crate::cluster::{Cluster, ClusterError};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;

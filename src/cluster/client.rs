@@ -1,0 +1,400 @@
+//! The connected cluster: a kube client built from a kubeconfig, with every call bounded in
+//! time and every error naming the server and, for 401/403/404, what to do.
+
+use super::error::{ClusterError, cause_of, certificate_time, is_bad_answer, is_timeout};
+use super::kubeconfig::{
+    BoxError, InCluster, OnHost, ca_pem, credential_plugin, current_cluster, inline_files, load,
+    refuse_control_in_token, refuse_control_in_token_text, refuse_expired_token,
+    refuse_expired_token_text, token_files_read,
+};
+use super::token::credentials;
+use super::{calico_api, guard, proxy};
+use k8s_openapi::api::core::v1::Pod;
+use kube::config::Kubeconfig;
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Objects per page of a list (`Cluster::for_each_page`).
+pub const PAGE: u32 = 500;
+/// The most pages of one list: 2,000,000 objects.
+pub const PAGES_CAP: usize = 4_000;
+
+/// How long one API call may take.
+const CALL_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A connected cluster.
+pub struct Cluster {
+    pub client: kube::Client,
+    /// The same client without kube's own retries, for calls whose 429 the caller answers
+    /// itself (an eviction a PodDisruptionBudget refuses).
+    pub client_without_retries: kube::Client,
+    pub server: String,
+    /// The CA certificates the admin kubeconfig trusts, as PEM (`None` when it has none).
+    pub ca_pem: Option<String>,
+    rt: tokio::runtime::Runtime,
+    /// The API group Calico's resources are served in, discovered once
+    /// (`calico_api::Group`, `Cluster::calico_group`).
+    pub(super) calico_group: std::sync::OnceLock<calico_api::Group>,
+    /// The versions of the DatastoreMigration group the server offers, as the same discovery
+    /// listed them (`read_migration` asks only those).
+    pub(super) migration_versions: std::sync::OnceLock<Vec<String>>,
+    /// The DatastoreMigration as read once (discovery and the facts both want it).
+    pub(super) migration: std::sync::OnceLock<Option<calico_api::Migration>>,
+    /// The pods on each node as read once, when the client is kept for one look
+    /// (`keep_one_look`); `None` otherwise, when every read asks again.
+    one_look: std::sync::Mutex<Option<std::collections::BTreeMap<String, Vec<Pod>>>>,
+    /// The server's API group names, listed once (`served` in calico_api.rs).
+    pub(super) served_groups: std::sync::OnceLock<Vec<String>>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the client: its config holds the credentials.
+        f.debug_struct("Cluster")
+            .field("server", &self.server)
+            .finish()
+    }
+}
+
+impl Cluster {
+    /// Connects with the admin kubeconfig at `path`; `env` is the process environment, for
+    /// the proxy variables.
+    /// Several files (a `$KUBECONFIG` list) are merged as kubectl merges them: the first file
+    /// to name a cluster, user or context, or to set `current-context`, wins (kube's
+    /// `Kubeconfig::merge`, which follows client-go `tools/clientcmd/loader.go`
+    /// `ClientConfigLoadingRules.Load`).
+    pub fn connect(
+        paths: &[std::path::PathBuf],
+        env: &std::collections::BTreeMap<String, String>,
+        allow_exec_plugin: bool,
+    ) -> Result<Self, ClusterError> {
+        let Some(path) = paths.first().filter(|p| p.exists()) else {
+            return Err(ClusterError::NoKubeconfig {
+                path: paths.first().cloned().unwrap_or_default(),
+            });
+        };
+        let bad = |source: BoxError| ClusterError::Kubeconfig {
+            path: path.to_owned(),
+            source,
+        };
+        let mut kubeconfig = Kubeconfig::default();
+        for each in paths.iter().filter(|p| p.exists()) {
+            let bad = |source: BoxError| ClusterError::Kubeconfig {
+                path: each.to_owned(),
+                source,
+            };
+            refuse_control_in_token(each).map_err(bad)?;
+            refuse_expired_token(each)?;
+            let read = Kubeconfig::read_from(each).map_err(|e| bad(Box::new(e)))?;
+            kubeconfig = kubeconfig.merge(read).map_err(|e| bad(Box::new(e)))?;
+        }
+        token_files_read(&mut kubeconfig).map_err(bad)?;
+        if let Some(command) = credential_plugin(&kubeconfig).filter(|_| !allow_exec_plugin) {
+            return Err(ClusterError::ExecPlugin {
+                path: path.to_owned(),
+                command,
+            });
+        }
+        Self::from_kubeconfig(kubeconfig, env).map_err(bad)
+    }
+
+    /// Connects with a kubeconfig kept on the node (`OnHost`, read through the host's files):
+    /// the files it names are put in it, so the Kubernetes client opens no path of its own.
+    /// The same checks as `connect`.
+    pub fn connect_on_host(
+        k: &OnHost,
+        env: &std::collections::BTreeMap<String, String>,
+        allow_exec_plugin: bool,
+    ) -> Result<Self, ClusterError> {
+        let named = PathBuf::from(&k.path);
+        let bad = |source: BoxError| ClusterError::Kubeconfig {
+            path: named.clone(),
+            source,
+        };
+        refuse_control_in_token_text(&k.text).map_err(bad)?;
+        refuse_expired_token_text(&named, &k.text)?;
+        let mut kubeconfig = Kubeconfig::from_yaml(&k.text).map_err(|e| bad(Box::new(e)))?;
+        if let Some(command) = credential_plugin(&kubeconfig).filter(|_| !allow_exec_plugin) {
+            return Err(ClusterError::ExecPlugin {
+                path: named,
+                command,
+            });
+        }
+        inline_files(&mut kubeconfig, &k.dir(), &|p| Ok(k.files.get(p).cloned())).map_err(bad)?;
+        Self::from_kubeconfig(kubeconfig, env).map_err(bad)
+    }
+
+    /// Connects as the pod's service account, from its mounted token and CA (`sa.dir`) and the
+    /// API server Kubernetes names in the pod's environment. The token file is read again as
+    /// the kubelet renews it.
+    pub fn connect_in_cluster(
+        sa: &InCluster,
+        env: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Self, ClusterError> {
+        let file = |name: &str| Some(sa.dir.join(name).to_string_lossy().into_owned());
+        let kubeconfig = crate::render::kubeconfig::document(
+            kube::config::Cluster {
+                server: Some(sa.server.clone()),
+                certificate_authority: file("ca.crt"),
+                ..Default::default()
+            },
+            kube::config::AuthInfo {
+                token_file: file("token"),
+                ..Default::default()
+            },
+            None,
+        );
+        Self::from_kubeconfig(kubeconfig, env).map_err(|source| ClusterError::Kubeconfig {
+            path: sa.dir.join("token"),
+            source,
+        })
+    }
+
+    /// Connects with a kubeconfig's text read from the node (`path` names it in errors); a
+    /// credential plugin is refused unless allowed, as with `connect`.
+    pub fn connect_text(
+        path: &str,
+        text: &str,
+        env: &std::collections::BTreeMap<String, String>,
+        allow_exec_plugin: bool,
+    ) -> Result<Self, ClusterError> {
+        let bad = |source: BoxError| ClusterError::Kubeconfig {
+            path: path.into(),
+            source,
+        };
+        let kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| bad(Box::new(e)))?;
+        if let Some(command) = credential_plugin(&kubeconfig).filter(|_| !allow_exec_plugin) {
+            return Err(ClusterError::ExecPlugin {
+                path: path.into(),
+                command,
+            });
+        }
+        Self::from_kubeconfig(kubeconfig, env).map_err(bad)
+    }
+
+    /// Connects as calico-node: its kubeconfig's text (`path` names it in errors) with its
+    /// current user's credential replaced by `token`, so nothing the kubeconfig names is run
+    /// or read for it.
+    pub fn connect_as_node(
+        path: &str,
+        text: &str,
+        token: &credentials::Token,
+        env: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Self, ClusterError> {
+        let bad = |source: BoxError| ClusterError::Kubeconfig {
+            path: path.into(),
+            source,
+        };
+        let mut kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| bad(Box::new(e)))?;
+        let user = kubeconfig.current_context.clone().and_then(|name| {
+            kubeconfig
+                .contexts
+                .iter()
+                .find(|c| c.name == name)
+                .and_then(|c| c.context.as_ref()?.user.clone())
+        });
+        let auth = user
+            .and_then(|u| kubeconfig.auth_infos.iter_mut().find(|a| a.name == u))
+            .ok_or_else(|| bad("it has no current context with a user".into()))?;
+        auth.auth_info = Some(kube::config::AuthInfo {
+            token: Some(secrecy::SecretString::from(token.expose().to_owned())),
+            ..Default::default()
+        });
+        Self::from_kubeconfig(kubeconfig, env).map_err(bad)
+    }
+
+    /// The clients for a kubeconfig, bounded as every call is; `env` is the process
+    /// environment, for the proxy variables.
+    fn from_kubeconfig(
+        kubeconfig: Kubeconfig,
+        env: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Self, BoxError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let kubeconfig_proxy = current_cluster(&kubeconfig).and_then(|c| c.proxy_url.clone());
+        let mut config = load(&rt, kubeconfig, CALL_TIMEOUT)?;
+        config.proxy_url = proxy::choose(&config.cluster_url, kubeconfig_proxy.as_deref(), env)?;
+        config.connect_timeout = Some(Duration::from_secs(10));
+        config.read_timeout = Some(CALL_TIMEOUT);
+        config.write_timeout = Some(CALL_TIMEOUT);
+        let ca_pem = ca_pem(&config)?;
+        let server = config
+            .cluster_url
+            .to_string()
+            .trim_end_matches('/')
+            .to_owned();
+        let (client, client_without_retries) = {
+            let _guard = rt.enter();
+            let mut bare = config.clone();
+            bare.default_retry = false;
+            let guarded = |c: kube::Config| -> Result<kube::Client, kube::Error> {
+                Ok(kube::client::ClientBuilder::try_from(c)?
+                    .with_layer(&guard::GuardLayer {
+                        cap: guard::BODY_CAP,
+                    })
+                    .build())
+            };
+            (guarded(config)?, guarded(bare)?)
+        };
+        Ok(Self {
+            client,
+            client_without_retries,
+            server,
+            ca_pem,
+            rt,
+            calico_group: std::sync::OnceLock::new(),
+            migration_versions: std::sync::OnceLock::new(),
+            migration: std::sync::OnceLock::new(),
+            one_look: std::sync::Mutex::new(None),
+            served_groups: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// From now on, the pods on a node are read once for this client: one look at the node
+    /// (`status`), whose judges all read the same pods. Not for commands that change what
+    /// they read (a drain, a repair) and read it again.
+    pub fn keep_one_look(&self) {
+        if let Ok(mut memo) = self.one_look.lock() {
+            memo.get_or_insert_with(Default::default);
+        }
+    }
+
+    /// The pods on `node` as this look read them, if it keeps them and has read them.
+    pub(crate) fn looked_at_pods(&self, node: &str) -> Option<Vec<Pod>> {
+        self.one_look.lock().ok()?.as_ref()?.get(node).cloned()
+    }
+
+    /// Keeps the pods on `node` read now, when this client is kept for one look.
+    pub(crate) fn keep_pods(&self, node: &str, pods: &[Pod]) {
+        if let Ok(mut memo) = self.one_look.lock()
+            && let Some(memo) = memo.as_mut()
+        {
+            memo.insert(node.to_owned(), pods.to_vec());
+        }
+    }
+
+    /// Runs one API call, bounded in time; `verb` and `resource` name it in errors.
+    pub fn call<T>(
+        &self,
+        verb: &str,
+        resource: &str,
+        fut: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, ClusterError> {
+        self.call_within(CALL_TIMEOUT, (verb, resource), fut)
+    }
+
+    /// `call`, bounded by `within` (at most the client's own timeouts, `CALL_TIMEOUT`).
+    pub fn call_within<T>(
+        &self,
+        within: Duration,
+        (verb, resource): (&str, &str),
+        fut: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, ClusterError> {
+        let within = within.min(CALL_TIMEOUT);
+        let result = self
+            .rt
+            .block_on(async { tokio::time::timeout(within, fut).await });
+        match result {
+            Err(_) => Err(ClusterError::Timeout {
+                server: self.server.clone(),
+                what: format!("{verb} {resource}"),
+                after: within,
+            }),
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) if is_timeout(&e) => Err(ClusterError::Timeout {
+                server: self.server.clone(),
+                what: format!("{verb} {resource}"),
+                after: within,
+            }),
+            Ok(Err(e)) if cause_of::<guard::TooLong>(&e).is_some() => Err(ClusterError::TooLarge {
+                server: self.server.clone(),
+                what: format!("{verb} {resource}"),
+                cap: cause_of::<guard::TooLong>(&e).map_or(0, |t| t.cap),
+            }),
+            Ok(Err(kube::Error::Api(status))) => Err(ClusterError::Api {
+                server: self.server.clone(),
+                verb: verb.to_owned(),
+                resource: resource.to_owned(),
+                code: status.code,
+                message: status.message.clone(),
+            }),
+            Ok(Err(e)) if is_bad_answer(&e) => Err(ClusterError::BadAnswer {
+                server: self.server.clone(),
+                what: format!("{verb} {resource}"),
+                source: Box::new(e),
+            }),
+            Ok(Err(e)) => Err(ClusterError::Unreachable {
+                server: self.server.clone(),
+                source: match certificate_time(&e) {
+                    Some(text) => text.into(),
+                    None => Box::new(e),
+                },
+            }),
+        }
+    }
+
+    /// Lists `api` a page of `PAGE` objects at a time (each page well under the answer cap),
+    /// giving each page's items to `each`; `Ok(false)` when the resource does not exist. A
+    /// server that keeps sending continue tokens is stopped after `PAGES_CAP` pages.
+    pub fn for_each_page<E: From<ClusterError>>(
+        &self,
+        api: &kube::Api<kube::api::DynamicObject>,
+        what: &str,
+        each: impl FnMut(Vec<kube::api::DynamicObject>) -> Result<(), E>,
+    ) -> Result<bool, E> {
+        let base = kube::api::ListParams::default().limit(PAGE);
+        self.for_each_page_of(api, what, &base, each)
+    }
+
+    /// `for_each_page` of any kind, with `base`'s selectors and page size (`limit`), as
+    /// kubectl pages a list (apimachinery `ListOptions`: `limit`, then `continue`).
+    pub fn for_each_page_of<K, E>(
+        &self,
+        api: &kube::Api<K>,
+        what: &str,
+        base: &kube::api::ListParams,
+        mut each: impl FnMut(Vec<K>) -> Result<(), E>,
+    ) -> Result<bool, E>
+    where
+        K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+        E: From<ClusterError>,
+    {
+        let mut token: Option<String> = None;
+        for _ in 0..PAGES_CAP {
+            let mut lp = base.clone();
+            if let Some(t) = &token {
+                lp = lp.continue_token(t);
+            }
+            let Some(page) = self.call_opt("list", what, api.list(&lp))? else {
+                return Ok(false);
+            };
+            each(page.items)?;
+            token = page.metadata.continue_.filter(|t| !t.is_empty());
+            if token.is_none() {
+                return Ok(true);
+            }
+        }
+        Err(ClusterError::BadAnswer {
+            server: self.server.clone(),
+            what: format!("list {what}"),
+            source: format!("it still had more after {PAGES_CAP} pages of {PAGE}").into(),
+        }
+        .into())
+    }
+
+    /// Like `call`, with 404 as `None`.
+    pub fn call_opt<T>(
+        &self,
+        verb: &str,
+        resource: &str,
+        fut: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<Option<T>, ClusterError> {
+        match self.call(verb, resource, fut) {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}

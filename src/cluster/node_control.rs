@@ -1,0 +1,140 @@
+//! The cluster side of a plan, as the plan executor sees it (`apply`): the node object, the
+//! pods on it, the operator's Installation; `Cluster` does each through drain.rs, operator.rs,
+//! renewal.rs and node.rs. Passed in from the top, so that `apply` needs no client.
+
+use super::drain::{
+    DrainOptions, PodRef, evict_and_wait, is_cordoned, networked_daemons, pod_ref, pods_on, select,
+    set_cordoned, wait_ready,
+};
+use super::token::renewal;
+use super::{Cluster, node, operator};
+use std::time::Duration;
+
+/// The cluster side of a plan: the node object and the pods on it.
+pub trait NodeControl {
+    fn is_cordoned(&self, node: &str) -> anyhow::Result<bool>;
+    fn set_cordoned(&self, node: &str, on: bool) -> anyhow::Result<()>;
+    /// Evicts the node's pods and waits until they are gone.
+    fn drain(&self, node: &str, opts: &DrainOptions) -> anyhow::Result<()>;
+    /// Evicts these pods of the node (`namespace/name`; those gone already are skipped) and
+    /// waits until they are gone.
+    fn evict(&self, node: &str, pods: &[String], opts: &DrainOptions) -> anyhow::Result<()>;
+    fn wait_ready(&self, node: &str, timeout: Duration) -> anyhow::Result<()>;
+    /// Evicts the node's DaemonSet pods that have a network of their own (`networked_daemons`)
+    /// and waits until they are gone; their names.
+    fn recreate_daemonset_pods(
+        &self,
+        node: &str,
+        opts: &DrainOptions,
+    ) -> anyhow::Result<Vec<String>>;
+    /// A JSON merge patch of the operator's Installation `name`.
+    fn patch_installation(&self, name: &str, patch: &serde_json::Value) -> anyhow::Result<()>;
+    /// calicoctl-win's node label set, or removed (`None`).
+    fn set_label(&self, node: &str, value: Option<&str>) -> anyhow::Result<()>;
+    fn wait_operator_pod(
+        &self,
+        node: &str,
+        want: operator::Want,
+        timeout: Duration,
+    ) -> anyhow::Result<()>;
+    fn clear_network_unavailable(&self, node: &str) -> anyhow::Result<()>;
+    /// Sets or removes `migrate`'s cordon annotation.
+    fn mark_cordoned(&self, node: &str, on: bool) -> anyhow::Result<()>;
+    /// Waits until the operator rendered its Windows DaemonSet for the node
+    /// (`operator::wait_daemonset`).
+    fn wait_operator_daemonset(&self, node: &str, timeout: Duration) -> anyhow::Result<()>;
+    /// Deletes the node's token-renewal Role and RoleBinding.
+    fn remove_grant(&self, namespace: &str, name: &str) -> anyhow::Result<()>;
+    /// Removes calicoctl-win's annotations and says why it left the node (`left`).
+    fn forget_node(&self, node: &str, left: node::Left) -> anyhow::Result<()>;
+}
+
+impl NodeControl for Cluster {
+    fn is_cordoned(&self, node: &str) -> anyhow::Result<bool> {
+        Ok(is_cordoned(self, node)?)
+    }
+
+    fn set_cordoned(&self, node: &str, on: bool) -> anyhow::Result<()> {
+        Ok(set_cordoned(self, node, on)?)
+    }
+
+    fn drain(&self, node: &str, opts: &DrainOptions) -> anyhow::Result<()> {
+        let s = select(&pods_on(self, node)?);
+        if let Some(refused) = s.refusal(node, opts) {
+            return Err(refused.into());
+        }
+        evict_and_wait(self, node, s.to_evict(), opts)?;
+        Ok(())
+    }
+
+    fn evict(&self, node: &str, pods: &[String], opts: &DrainOptions) -> anyhow::Result<()> {
+        let there: Vec<PodRef> = pods_on(self, node)?
+            .iter()
+            .map(pod_ref)
+            .filter(|p| pods.contains(&p.to_string()))
+            .collect();
+        if !there.is_empty() {
+            evict_and_wait(self, node, there, opts)?;
+        }
+        Ok(())
+    }
+
+    fn wait_ready(&self, node: &str, timeout: Duration) -> anyhow::Result<()> {
+        Ok(wait_ready(self, node, timeout)?)
+    }
+
+    fn recreate_daemonset_pods(
+        &self,
+        node: &str,
+        opts: &DrainOptions,
+    ) -> anyhow::Result<Vec<String>> {
+        let pods = networked_daemons(&pods_on(self, node)?);
+        let names = pods.iter().map(ToString::to_string).collect();
+        if !pods.is_empty() {
+            evict_and_wait(self, node, pods, opts)?;
+        }
+        Ok(names)
+    }
+
+    fn patch_installation(&self, name: &str, patch: &serde_json::Value) -> anyhow::Result<()> {
+        Ok(operator::patch_installation(self, name, patch)?)
+    }
+
+    fn set_label(&self, node: &str, value: Option<&str>) -> anyhow::Result<()> {
+        Ok(operator::set_label(self, node, value)?)
+    }
+
+    fn wait_operator_pod(
+        &self,
+        node: &str,
+        want: operator::Want,
+        timeout: Duration,
+    ) -> anyhow::Result<()> {
+        Ok(operator::wait_pod(self, node, want, timeout)?)
+    }
+
+    fn clear_network_unavailable(&self, node: &str) -> anyhow::Result<()> {
+        Ok(operator::clear_network_unavailable(self, node)?)
+    }
+
+    fn mark_cordoned(&self, node: &str, on: bool) -> anyhow::Result<()> {
+        Ok(operator::mark_cordoned(self, node, on)?)
+    }
+
+    fn wait_operator_daemonset(&self, node: &str, timeout: Duration) -> anyhow::Result<()> {
+        Ok(operator::wait_daemonset(self, node, timeout)?)
+    }
+
+    fn remove_grant(&self, namespace: &str, name: &str) -> anyhow::Result<()> {
+        let g = renewal::Grant {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            service_account: String::new(),
+        };
+        Ok(renewal::remove(self, &g)?)
+    }
+
+    fn forget_node(&self, node: &str, left: node::Left) -> anyhow::Result<()> {
+        Ok(node::forget(self, node, left)?)
+    }
+}

@@ -1,0 +1,174 @@
+//! What `verify --namespace calicoctl-win-verify` calls, as the RBAC rules that allow it, and
+//! the objects `fleet rbac --identity verify` writes for them (beside the other identities'
+//! in rights.rs).
+//!
+//! The narrowest form RBAC allows. A run in a namespace of its own (a random name) would need
+//! cluster-wide rules: kube-apiserver cannot narrow a create by name (the name of an object
+//! being created is not part of the authorization request: kubernetes
+//! `staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go`, a POST to a collection
+//! has no `Name`; the RBAC docs: "You cannot restrict create or deletecollection requests by
+//! their resource name"), and a Role can only be made in a namespace that exists, so creating
+//! namespaces and pods in them would be creating pods anywhere. So the namespace is made once,
+//! with the roles (Pod Security `baseline` enforced in it, so its pods cannot be privileged or
+//! use the host's network or paths), and `verify --namespace` runs in it, making and deleting
+//! no namespace. Its cluster-wide rule is listing nodes (where the probe pods go); the
+//! `kubernetes` Service is read by name in `default`.
+
+use super::rights::{Right, Scope, policy_rules};
+use serde_json::{Value, json};
+
+/// The namespace `fleet rbac --identity verify` makes for `verify --namespace`.
+pub const NAMESPACE: &str = crate::render::fleet::VERIFY_NAMESPACE;
+
+const fn r(
+    resource: &'static str,
+    group: &'static str,
+    verb: &'static [&'static str],
+    names: &'static [&'static str],
+    why: &'static str,
+) -> Right {
+    Right {
+        scope: Scope::Cluster,
+        group,
+        resource,
+        verbs: verb,
+        names,
+        why,
+    }
+}
+
+/// The ConfigMap a run holds while it runs in the namespace (`verify::shared`).
+pub const TURN: &str = "calicoctl-win-verify-run";
+const TURNS: &[&str] = &[TURN];
+const NP: &str = "networking.k8s.io";
+
+/// Cluster-wide (a ClusterRole): where the probe pods go.
+pub const CLUSTER: &[Right] = &[r("nodes", "", &["list"], &[], "where the probe pods go")];
+
+/// In `default` (a Role there): the API server's Service, for the api-server check.
+pub const DEFAULT: &[Right] = &[r(
+    "services",
+    "",
+    &["get"],
+    &["kubernetes"],
+    "the kubernetes Service's ClusterIP",
+)];
+
+/// In verify's namespace (a Role there). One verb a rule, so that
+/// `tests/cluster/verify_rights.rs` proves each needed.
+pub const IN_NAMESPACE: &[Right] = &[
+    r("pods", "", &["create"], &[], "the probe pods"),
+    r("pods", "", &["delete"], &[], "the probe pods deleted"),
+    r(
+        "pods",
+        "",
+        &["list"],
+        &[],
+        "the probe pods' addresses, readiness, and their end",
+    ),
+    r(
+        "pods/proxy",
+        "",
+        &["get"],
+        &[],
+        "each client's netexec asked to dial",
+    ),
+    r(
+        "events",
+        "",
+        &["list"],
+        &[],
+        "why a probe pod has no address",
+    ),
+    r(
+        "events",
+        "",
+        &["delete"],
+        &[],
+        "the probe pods' events, before the next run's",
+    ),
+    r(
+        "services",
+        "",
+        &["create"],
+        &[],
+        "the Service in front of the server",
+    ),
+    r("services", "", &["delete"], &[], "the Service deleted"),
+    r("services", "", &["get"], &[], "the Service's ClusterIP"),
+    r(
+        "networkpolicies",
+        NP,
+        &["create"],
+        &[],
+        "the policy denying the server's ingress",
+    ),
+    r("networkpolicies", NP, &["delete"], &[], "the policy lifted"),
+    r("configmaps", "", &["create"], &[], "a run's turn taken"),
+    r(
+        "configmaps",
+        "",
+        &["get"],
+        TURNS,
+        "a killed run's turn found",
+    ),
+    r(
+        "configmaps",
+        "",
+        &["delete"],
+        TURNS,
+        "a run's turn given back",
+    ),
+];
+
+/// The objects: verify's namespace, the ServiceAccount `name` in `sa_namespace`, the
+/// ClusterRole, the Roles in verify's namespace and in `default`, each bound to it.
+pub fn manifests(name: &str, sa_namespace: &str) -> Vec<Value> {
+    let labels = json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
+    let mut out = vec![
+        namespace(),
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": name, "namespace": sa_namespace, "labels": labels}}),
+    ];
+    out.extend(bindings(name, sa_namespace, name));
+    out
+}
+
+/// Verify's namespace. Kubernetes' Pod Security admission at the baseline level forbids
+/// privileged pods, host namespaces, hostPath volumes and host ports in it (kubernetes docs,
+/// Pod Security Standards): the pods the account may create are ordinary pods.
+pub fn namespace() -> Value {
+    json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": NAMESPACE, "labels": {
+            "app.kubernetes.io/managed-by": "calicoctl-win",
+            "pod-security.kubernetes.io/enforce": "baseline"}}})
+}
+
+/// The roles and their bindings to the ServiceAccount `sa` in `sa_namespace` (also what
+/// `fleet plan --verify` gives the fleet's jobs), named `name`.
+pub fn bindings(name: &str, sa_namespace: &str, sa: &str) -> Vec<Value> {
+    let labels = json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
+    let subject = json!([{"kind": "ServiceAccount", "name": sa, "namespace": sa_namespace}]);
+    let role_ref =
+        |kind: &str| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name});
+    let rules = |r: &[Right]| policy_rules(r, Scope::Cluster);
+    let mut out = vec![
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name, "labels": labels}, "rules": rules(CLUSTER)}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": name, "labels": labels},
+            "roleRef": role_ref("ClusterRole"), "subjects": subject}),
+    ];
+    for (ns, r) in [(NAMESPACE, IN_NAMESPACE), ("default", DEFAULT)] {
+        out.push(
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": name, "namespace": ns, "labels": labels}, "rules": rules(r)}),
+        );
+        out.push(
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": name, "namespace": ns, "labels": labels},
+            "roleRef": role_ref("Role"), "subjects": subject}),
+        );
+    }
+    out
+}

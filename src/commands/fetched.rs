@@ -1,0 +1,115 @@
+//! The documents of the `fetch` commands: what was fetched, and where it was written.
+
+/// `fetch kubeconfig`: calico-node's kubeconfig written (or, `dry_run`, what would be) from
+/// the service account's token; `refreshed` false when the token on the node lasts long
+/// enough (`--refresh-if-expiring-within`), with only `path`, `changed` and `expires`.
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct Kubeconfig<'a> {
+    pub path: &'a str,
+    pub changed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dry_run: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refreshed: Option<bool>,
+    #[serde(flatten)]
+    pub from: Option<TokenFrom<'a>>,
+    /// When the token expires (`null`: it does not); absent in a dry run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires: Option<Option<String>>,
+}
+
+impl<'a> Kubeconfig<'a> {
+    /// A dry run's: what would be written.
+    pub fn planned(path: &'a str, from: TokenFrom<'a>) -> Self {
+        let (dry_run, from) = (Some(true), Some(from));
+        let (changed, refreshed, expires) = (false, None, None);
+        Self {
+            path,
+            changed,
+            dry_run,
+            refreshed,
+            from,
+            expires,
+        }
+    }
+
+    /// Written (`from` given) or still valid (`from` none, nothing written).
+    pub fn done(
+        path: &'a str,
+        changed: bool,
+        from: Option<TokenFrom<'a>>,
+        expires: Option<String>,
+    ) -> Self {
+        let refreshed = Some(from.is_some());
+        let (dry_run, expires) = (None, Some(expires));
+        Self {
+            path,
+            changed,
+            dry_run,
+            refreshed,
+            from,
+            expires,
+        }
+    }
+}
+
+/// Whose token, from where, and how: `token-request` or `legacy-secret`.
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct TokenFrom<'a> {
+    pub method: &'a str,
+    pub namespace: &'a str,
+    pub service_account: &'a str,
+    pub server: &'a str,
+}
+
+/// `fetch installer-kubeconfig`: the installer's kubeconfig written with a short-lived token.
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct InstallerKubeconfig<'a> {
+    pub path: String,
+    pub namespace: &'a str,
+    pub service_account: &'a str,
+    pub server: &'a str,
+    pub expires: Option<String>,
+}
+
+/// `fetch etcd-certs`: the Secret read, the etcd endpoints that answered with its
+/// certificates, and each file written (or, `dry_run`, that would be) with its setting.
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct EtcdCerts<'a> {
+    pub secret: String,
+    pub endpoints: &'a [String],
+    pub dry_run: bool,
+    pub files: Vec<EtcdFile<'a>>,
+}
+
+/// One certificate file of `fetch etcd-certs`.
+#[derive(serde::Serialize)]
+pub(crate) struct EtcdFile<'a> {
+    pub setting: &'a str,
+    pub path: &'a str,
+    pub changed: bool,
+}
+
+/// `fetch release --dry-run`: what would be obtained, and where it would be extracted.
+#[derive(serde::Serialize)]
+pub(crate) struct ReleasePlan<'a> {
+    pub dry_run: bool,
+    pub source: String,
+    pub output_dir: &'a std::path::Path,
+}
+
+/// `fetch release`: the zip obtained, whether it was downloaded, the release's version and
+/// binary, and where it was extracted.
+#[derive(serde::Serialize)]
+pub(crate) struct ReleaseFetched<'a> {
+    pub zip: &'a str,
+    pub sha256: &'a str,
+    pub downloaded: bool,
+    pub version: Option<&'a str>,
+    pub binary: &'a crate::release::Binary,
+    pub extracted: &'a std::path::Path,
+}

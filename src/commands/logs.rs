@@ -1,0 +1,232 @@
+//! `logs`: the services' logs (and calicoctl-win's own) as one stream each, redacted as
+//! `diags` redacts (`installed::logs`); `--follow` keeps reading, `--position` keeps where.
+
+use crate::cli::{LogRole, LogsArgs};
+use crate::context::Context;
+use crate::error::UsageError;
+use crate::host::select::Intent;
+use crate::installed::logs::{LogSet, Position, Reader, Start};
+use crate::installed::record;
+use crate::layout::{InstallRoot, KEPT_LOGS_DIR, Role};
+use anyhow::Context as _;
+use std::io::Write;
+use std::path::Path;
+
+/// The install root when the configuration cannot be read.
+const DEFAULT_ROOT: &str = r"C:\CalicoWindows";
+/// How often a follower looks: a line shows within this (and the time to read it).
+const POLL: std::time::Duration = std::time::Duration::from_secs(1);
+/// How many polls between two readings of the secret files (a renewed token is new).
+const SECRETS_EVERY: u32 = 60;
+/// The most a position file holds.
+const POSITION_CAP: u64 = 4096;
+/// Where a follower starts without --tail or --since: the last lines, as `kubectl logs -f`
+/// users expect a screenful.
+const FOLLOW_TAIL: u64 = 100;
+
+const ALL: [LogRole; 5] = [
+    LogRole::Node,
+    LogRole::Felix,
+    LogRole::Confd,
+    LogRole::KubeProxy,
+    LogRole::CalicoctlWin,
+];
+
+/// The role's name on the command line and its log's files.
+fn log_set(role: LogRole, logs_dir: &str) -> (&'static str, LogSet) {
+    let service = match role {
+        LogRole::Node => Role::Node,
+        LogRole::Felix => Role::Felix,
+        LogRole::Confd => Role::Confd,
+        LogRole::KubeProxy => Role::KubeProxy,
+        // A detached install's log (`commands/detach.rs`), in the state directory.
+        LogRole::CalicoctlWin => {
+            let set = LogSet {
+                dir: KEPT_LOGS_DIR.into(),
+                stem: "install".into(),
+            };
+            return ("calicoctl-win", set);
+        }
+    };
+    let set = LogSet {
+        dir: logs_dir.to_owned(),
+        stem: format!("calico-{}", service.name()),
+    };
+    (service.name(), set)
+}
+
+pub fn run(args: &LogsArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    if ctx.printer.format == crate::output::Format::Json {
+        return Err(UsageError::new(
+            "logs writes the logs' lines, not a JSON document",
+            "leave out -o json",
+        )
+        .into());
+    }
+    if args.position.is_some() && args.roles.len() != 1 {
+        return Err(UsageError::new(
+            "--position keeps one log's position",
+            "name one role, like 'logs felix --follow --position FILE'",
+        )
+        .into());
+    }
+    let host = ctx.open_host(Intent::Read)?;
+    let h = host.as_ref();
+    let config = ctx.load_config().ok().map(|l| l.config);
+    let root = config.as_ref().map_or_else(
+        || InstallRoot::new(DEFAULT_ROOT),
+        crate::config::Config::root,
+    );
+    // A record that cannot be read still leaves the logs to read (the config's directory).
+    let rec = record::read(h, &root).unwrap_or_else(|e| {
+        ctx.printer.warn(&format!("{e}"));
+        None
+    });
+    let logs_dir = match (&rec, &config) {
+        (Some(r), _) => r.logs_dir.clone(),
+        (None, Some(c)) => c.logs.dir.as_str().to_owned(),
+        (None, None) => root.path("logs"),
+    };
+    let start = match (args.since, args.tail) {
+        (Some(d), _) => Start::Since(crate::duration::now() - i64::try_from(d.as_secs())?),
+        (None, Some(n)) => Start::Tail(n),
+        (None, None) if args.follow => Start::Tail(FOLLOW_TAIL),
+        (None, None) => Start::Tail(u64::MAX),
+    };
+    let mut readers = Vec::new();
+    for role in if args.roles.is_empty() {
+        &ALL[..]
+    } else {
+        &args.roles
+    } {
+        let (name, set) = log_set(*role, &logs_dir);
+        if set.files(h)?.is_empty() {
+            // Without roles named, only the logs there are.
+            if args.roles.is_empty() {
+                continue;
+            }
+            if args.follow {
+                ctx.printer.note(&format!(
+                    "no {name} log in {} yet: following it when it comes",
+                    set.dir
+                ));
+            }
+        }
+        readers.push((name, Reader::new(h, set, record::redactor(h, rec.as_ref()))));
+    }
+    if readers.is_empty() {
+        ctx.printer.note(&format!(
+            "no service logs in {logs_dir}: is Calico installed here?"
+        ));
+        return Ok(());
+    }
+    let prefix = readers.len() > 1;
+    let stdout = std::io::stdout();
+    if !args.follow {
+        for (name, r) in &mut readers {
+            let mut out = Prefixed::new(stdout.lock(), prefix.then_some(*name));
+            r.read(start, &mut out)?;
+            said(ctx, r);
+        }
+        return Ok(());
+    }
+    follow(ctx, h, &root, rec, readers, start, args.position.as_deref())
+}
+
+/// Follows the logs until the process is ended: every `POLL`, what was written since.
+fn follow(
+    ctx: &mut Context,
+    h: &dyn crate::host::Host,
+    root: &InstallRoot,
+    rec: Option<record::InstallRecord>,
+    mut readers: Vec<(&'static str, Reader)>,
+    start: Start,
+    position: Option<&Path>,
+) -> anyhow::Result<()> {
+    let prefix = readers.len() > 1;
+    if let (Some(file), Some((_, r))) = (position, readers.first_mut()) {
+        r.position = load_position(ctx, file);
+    }
+    let mut save = |p: &Position| {
+        if let Some(file) = position {
+            let text = serde_json::to_vec(p).unwrap_or_default();
+            // A position that cannot be kept costs repeats after a restart, not lines.
+            let _ = crate::files::write_atomic(file, &text);
+        }
+    };
+    let mut polls = 0u32;
+    loop {
+        polls = polls.wrapping_add(1);
+        if polls.is_multiple_of(SECRETS_EVERY) {
+            let rec = record::read(h, root).ok().flatten().or(rec.clone());
+            for (_, r) in &mut readers {
+                r.redactor = record::redactor(h, rec.as_ref());
+            }
+        }
+        for (name, r) in &mut readers {
+            let mut out = Prefixed::new(std::io::stdout().lock(), prefix.then_some(*name));
+            r.poll(start, &mut out, &mut save)?;
+            said(ctx, r);
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// The gaps a reader found, said on stderr.
+fn said(ctx: &mut Context, r: &mut Reader) {
+    for gap in r.gaps.drain(..) {
+        ctx.printer.warn(&gap);
+    }
+}
+
+/// The position kept in `file`: none when there is none yet, or it cannot be read (said).
+fn load_position(ctx: &mut Context, file: &Path) -> Option<Position> {
+    if !file.exists() {
+        return None;
+    }
+    let read = crate::files::read_capped(file, POSITION_CAP)
+        .with_context(|| format!("cannot read {}", file.display()))
+        .and_then(|b| Ok(serde_json::from_slice(&b)?));
+    read.inspect_err(|e| {
+        ctx.printer
+            .warn(&format!("{e:#}: starting as without a position"))
+    })
+    .ok()
+}
+
+/// Lines written with `[role] ` before each, when several logs are shown.
+struct Prefixed<W: Write> {
+    out: W,
+    prefix: Option<&'static str>,
+    at_start: bool,
+}
+
+impl<W: Write> Prefixed<W> {
+    fn new(out: W, prefix: Option<&'static str>) -> Self {
+        Self {
+            out,
+            prefix,
+            at_start: true,
+        }
+    }
+}
+
+impl<W: Write> Write for Prefixed<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let Some(p) = self.prefix else {
+            return self.out.write(buf);
+        };
+        for line in buf.split_inclusive(|b| *b == b'\n') {
+            if self.at_start {
+                write!(self.out, "[{p}] ")?;
+            }
+            self.out.write_all(line)?;
+            self.at_start = line.ends_with(b"\n");
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}

@@ -1,0 +1,190 @@
+//! `verify`: proves a Windows node passes traffic with probe pods, then leaves nothing behind
+//! (docs/commands/verify.md).
+
+use crate::cli::VerifyArgs;
+use crate::context::Context;
+use crate::error::UsageError;
+use crate::verify::judge::Outcome;
+use crate::verify::run::{self, Options, Report, RunError};
+
+/// How many nodes are verified at once: each run makes five pods and asks the API server's
+/// pod proxy every second, so a long `--node` list is taken a few at a time.
+pub const AT_ONCE: usize = 3;
+
+/// The command's document: one report for every node named.
+#[derive(Debug, serde::Serialize)]
+pub struct Verified {
+    pub passed: bool,
+    pub nodes: Vec<Report>,
+}
+
+pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let this = ctx
+        .load_config()
+        .ok()
+        .map(|l| l.config.node.name.to_string());
+    let nodes = match (&args.node[..], &this) {
+        ([], Some(n)) => vec![n.clone()],
+        ([], None) => {
+            return Err(UsageError::new(
+                "verify needs the node to verify",
+                "pass --node NAME (on a node calicoctl-win installed, its configured name is the default)",
+            )
+            .into());
+        }
+        (named, _) => named.to_vec(),
+    };
+    let c = ctx.require_cluster()?;
+    let first = Options {
+        image: args.image.clone(),
+        egress: args.egress.clone(),
+        timeout: args.timeout,
+        pull_timeout: args.pull_timeout,
+        keep_on_failure: args.keep_on_failure,
+        namespace: args.namespace.clone(),
+        while_cordoned: args.while_cordoned,
+        ..Options::for_node(&nodes[0])
+    };
+    super::common::on_interrupt(ctx, &first);
+    let mut reports = Vec::new();
+    for (k, batch) in nodes.chunks(AT_ONCE).enumerate() {
+        let done: Vec<Option<Result<Report, RunError>>> = std::thread::scope(|s| {
+            let runs: Vec<_> = batch
+                .iter()
+                .enumerate()
+                .map(|(i, node)| {
+                    let o = Options {
+                        node: node.clone(),
+                        // Distinct for runs started in the same instant.
+                        suffix: format!("{}{}", first.suffix, k * AT_ONCE + i),
+                        ..first.clone()
+                    };
+                    let c = &c;
+                    s.spawn(move || run::run(c, &o))
+                })
+                .collect();
+            runs.into_iter().map(|h| h.join().ok()).collect()
+        });
+        for r in done {
+            match r {
+                Some(Ok(r)) => reports.push(r),
+                Some(Err(RunError::Plan(e))) => return Err(e.into()),
+                Some(Err(RunError::Cluster(e))) => return Err(e.into()),
+                None => anyhow::bail!("a verify run stopped unexpectedly"),
+            }
+        }
+    }
+    // Run on a node calicoctl-win installed: its own health joined in.
+    for r in reports
+        .iter_mut()
+        .filter(|r| Some(&r.node) == this.as_ref())
+    {
+        r.node_health = super::status::host_findings(ctx);
+    }
+    for r in &reports {
+        ctx.printer.text(&table(r));
+    }
+    let failed = crate::verify::failure::of_all(&reports, args.timeout.as_secs());
+    ctx.printer.json(&serde_json::json!(Verified {
+        passed: failed.is_none(),
+        nodes: reports,
+    }));
+    match failed {
+        None => Ok(()),
+        Some(e) => Err(e.into()),
+    }
+}
+
+/// The report for people: each check, its result and time, each failure's finding and step.
+pub fn table(r: &Report) -> String {
+    let mut out = format!(
+        "verify node {} (namespace {}, image {})\n\n{:<18} {:<8} {:>8}\n",
+        r.node, r.namespace, r.image, "CHECK", "RESULT", "TOOK"
+    );
+    for v in &r.checks {
+        let (word, extra) = match &v.outcome {
+            Outcome::Pass => ("pass", String::new()),
+            Outcome::Fail { finding } => (
+                "FAIL",
+                format!(
+                    "\n    {} [{}]\n    next: {}",
+                    finding.message,
+                    finding.code.word(),
+                    finding.remedy.clone().unwrap_or_default()
+                ),
+            ),
+            Outcome::Blocked { by } => ("not run", format!("  ({} did not pass)", by.word())),
+            Outcome::Skipped { why } => ("skipped", format!("  ({why})")),
+        };
+        let took = format!("{:.1}s", v.took_ms as f64 / 1000.0);
+        let extra = match (v.attempts, v.delay_ms) {
+            (_, Some(d)) => format!("  (changed after {:.1}s){extra}", d as f64 / 1000.0),
+            (n, None) if n > 1 => format!("  ({n} dials){extra}"),
+            _ => extra,
+        };
+        out.push_str(&format!(
+            "{:<18} {:<8} {:>8}{extra}\n",
+            v.check.word(),
+            word,
+            took
+        ));
+    }
+    for s in &r.skipped {
+        out.push_str(&format!(
+            "{:<18} {:<8} {:>8}  ({})\n",
+            s.id.word(),
+            "skipped",
+            "-",
+            s.why
+        ));
+    }
+    for f in &r.node_health {
+        out.push_str(&format!("this node: {} [{}]\n", f.message, f.code.word()));
+    }
+    if !r.leftovers_removed.is_empty() {
+        out.push_str(&format!(
+            "\nremoved what killed runs left: {}\n",
+            r.leftovers_removed.join(", ")
+        ));
+    }
+    let end = if r.namespace_given {
+        given_end(r)
+    } else {
+        own_end(r)
+    };
+    out.push_str(&format!(
+        "\n{end} (cleanup {:.1}s); {} s in all\n",
+        r.cleanup_ms as f64 / 1000.0,
+        r.took_ms / 1000
+    ));
+    out
+}
+
+/// What became of what the run made in a namespace it was given (never the namespace).
+fn given_end(r: &Report) -> String {
+    match (&r.clean_up_error, r.cleaned_up) {
+        (_, true) => format!("what this run made in namespace {} deleted", r.namespace),
+        (Some(e), false) => format!(
+            "what this run made in namespace {} is not deleted: {e}",
+            r.namespace
+        ),
+        (None, false) => format!(
+            "what this run made in namespace {ns} is kept: kubectl -n {ns} delete pods,services,networkpolicies -l {l}={v}, then configmap {t}, when done",
+            ns = r.namespace,
+            l = crate::verify::objects::OWNER_LABEL,
+            v = crate::verify::objects::OWNER_VALUE,
+            t = crate::verify::shared::TURN,
+        ),
+    }
+}
+
+fn own_end(r: &Report) -> String {
+    match (r.cleaned_up, r.passed) {
+        (true, _) => format!("namespace {} deleted", r.namespace),
+        (false, false) => format!(
+            "namespace {} kept: kubectl delete namespace {} when done",
+            r.namespace, r.namespace
+        ),
+        (false, true) => format!("namespace {} is still being deleted", r.namespace),
+    }
+}

@@ -1,0 +1,275 @@
+//! HNS as the services left it (the networks, their endpoints judged against the pods, the
+//! last HNS restart), the VNI in each layer, the node's address in each layer and the
+//! vSwitch adapter's addressing.
+
+use super::look::Notes;
+use crate::cluster::read::ClusterRead;
+use crate::config::Config;
+use crate::duration::time_text;
+use crate::host::{HnsNetwork, Host};
+use crate::installed::endpoints;
+use crate::installed::health;
+use crate::installed::record::InstallRecord;
+use crate::layout::{CALICO_NETWORK, EXTERNAL_NETWORK};
+use anyhow::Context as _;
+use serde_json::{Value, json};
+
+/// Calico's HNS networks, with the endpoints on each (how many a network recreation would
+/// cut off).
+pub(super) fn networks(
+    host: &dyn Host,
+    rec: &InstallRecord,
+    n: &mut Notes,
+) -> anyhow::Result<Vec<HnsNetwork>> {
+    let networks: Vec<HnsNetwork> = if rec.networks.is_empty() {
+        Vec::new()
+    } else {
+        host.hns_networks()
+            .context("cannot read the HNS networks")?
+            .into_iter()
+            .filter(|n| n.name == CALICO_NETWORK || n.name == EXTERNAL_NETWORK)
+            .collect()
+    };
+    let mut summaries = std::collections::BTreeMap::new();
+    for net in &networks {
+        let list = host
+            .hns_endpoints(&net.id)
+            .with_context(|| format!("cannot read the endpoints of HNS network {}", net.name))?;
+        summaries.insert(net.name.clone(), endpoint_summary(&list));
+    }
+    let count = |name: &str| summaries.get(name).cloned().unwrap_or_default();
+    n.lines.push("HNS networks:".into());
+    for name in &rec.networks {
+        let Some(net) = networks.iter().find(|net| &net.name == name) else {
+            n.findings.push(health::network_missing(name));
+            n.lines.push(format!("  {name:<12} missing"));
+            continue;
+        };
+        n.lines.push(format!(
+            "  {:<12} {} {} subnets {} VSID {} management IP {}, {}",
+            net.name,
+            net.id,
+            net.network_type,
+            net.subnets
+                .iter()
+                .map(|s| s.prefix.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            net.vsid().map_or("-".into(), |v| v.to_string()),
+            net.management_ip.as_deref().unwrap_or("-"),
+            count(&net.name)
+        ));
+    }
+    Ok(networks)
+}
+
+/// Whether a cluster read in `e`'s chain timed out.
+fn is_cluster_timeout(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<crate::cluster::ClusterError>(),
+            Some(crate::cluster::ClusterError::Timeout { .. })
+        )
+    })
+}
+
+/// The Calico network's endpoints judged against the pods (with the cluster), by the one survey
+/// `repair` makes too: each fault seen for longer than the grace period is a problem, named
+/// with its pod and why; a suspect one is shown.
+pub(super) fn endpoints(
+    h: &dyn Host,
+    cluster: &ClusterRead,
+    node_name: &str,
+    grace: std::time::Duration,
+    n: &mut Notes,
+) -> anyhow::Result<Vec<endpoints::Judged>> {
+    let c = match cluster {
+        ClusterRead::Read(c, _) => Some(c.as_ref()),
+        _ => None,
+    };
+    let how = endpoints::Survey {
+        cluster: c,
+        node: node_name,
+        grace,
+        remote: endpoints::Remote::Ask,
+        ageing: endpoints::Ageing::Read,
+    };
+    // A read that fails (the pods, the EndpointSlices) is a problem in the report, not its end.
+    let judged = match endpoints::survey_calico(h, &how) {
+        Ok(judged) => judged.unwrap_or_default(),
+        // A wait that ran out is the command's end, as everywhere: cluster-timeout, exit 4.
+        Err(e) if is_cluster_timeout(&e) => return Err(e),
+        Err(e) => {
+            n.findings
+                .push(health::endpoints_unjudged(format!("{e:#}")));
+            Vec::new()
+        }
+    };
+    for j in &judged {
+        if let Some(f) = health::endpoint(j) {
+            n.findings.push(f);
+        } else if j.verdict == endpoints::Verdict::Suspect {
+            n.lines.push(format!("  {}", j.sentence()));
+        }
+    }
+    let unknown = judged
+        .iter()
+        .filter(|j| j.is_pod_endpoint() && j.state.is_none())
+        .count();
+    if unknown > 0 {
+        n.lines.push(format!(
+            "  the state of {unknown} endpoint(s) cannot be read (HNS v1 GET /endpoints/ did not give it): a stuck endpoint cannot be told from an attached one, and none is called stuck"
+        ));
+    }
+    Ok(judged)
+}
+
+/// The last HNS restart CalicoNode answered (`supervise::hns_watch`): shown; a service it could
+/// not restart then is a problem.
+pub(super) fn hns_restart(
+    h: &dyn Host,
+    n: &mut Notes,
+) -> Option<crate::installed::hns_restart::HnsRestart> {
+    let last = crate::installed::hns_restart::last(h)?;
+    n.lines.push(format!(
+        "HNS restarted at {} (process {} -> {}); CalicoNode restarted {}",
+        time_text(last.at),
+        last.from_pid,
+        last.to_pid,
+        if last.restarted.is_empty() {
+            "nothing".to_owned()
+        } else {
+            last.restarted.join(", ")
+        }
+    ));
+    n.findings.extend(health::hns_restart(
+        &last.still_failing(h),
+        &time_text(last.at),
+    ));
+    Some(last)
+}
+
+/// The VXLAN VNI in the config, in HNS and in the cluster, and how they disagree.
+pub(super) fn vni(
+    config: &Config,
+    networks: &[HnsNetwork],
+    cluster: &ClusterRead,
+    n: &mut Notes,
+) -> Value {
+    let hns_vni = networks
+        .iter()
+        .find(|net| net.name == CALICO_NETWORK)
+        .and_then(HnsNetwork::vsid);
+    let felix = match cluster {
+        ClusterRead::Read(_, f) => Some(&f.felix),
+        _ => None,
+    };
+    let cluster_vni = felix.map(crate::cluster::facts::Felix::vni);
+    let config_vni = config.vxlan.vni.get();
+    if config.backend == crate::config::types::Backend::Vxlan {
+        n.findings.extend(health::vni(config_vni, hns_vni, felix));
+    }
+    let show = |v: Option<u32>| v.map_or("-".into(), |v| v.to_string());
+    n.lines.push(format!(
+        "VXLAN VNI: config {config_vni}, HNS {}, cluster {}",
+        show(hns_vni),
+        show(cluster_vni)
+    ));
+    json!({"config": config_vni, "hns": hns_vni, "cluster": cluster_vni})
+}
+
+/// The vSwitch's host adapter against its adapter's addressing before the vSwitch
+/// (`health::addressing`): what CalicoNode kept for the External network there is now, the
+/// findings (lost when the vSwitch was made and not back), and what changed since (an
+/// administrator's: shown, never a finding, never put back).
+pub(super) fn addressing(h: &dyn Host, n: &mut Notes) -> Value {
+    use crate::installed::addressing as kept_addressing;
+    let networks = h.hns_networks().unwrap_or_default();
+    let Some(before) = kept_addressing::current(h, &networks) else {
+        return Value::Null;
+    };
+    let adapters = match h.adapters() {
+        Ok(adapters) => adapters,
+        Err(e) => {
+            n.findings.push(health::host_unreadable(
+                "network adapters",
+                format!("the network adapters cannot be read: {e}"),
+            ));
+            return json!({"before_vswitch": before});
+        }
+    };
+    n.findings.extend(health::addressing(&before, &adapters));
+    let Some(now) = before.host_adapter(&adapters) else {
+        return json!({"before_vswitch": before});
+    };
+    let said = |v: Vec<kept_addressing::Drift>| -> Vec<String> {
+        v.iter().map(|d| d.describe(&before, now)).collect()
+    };
+    let lost = said(kept_addressing::as_left(&before, now));
+    let since = said(kept_addressing::changed_since(&before, now));
+    if !since.is_empty() {
+        n.lines.push(format!(
+            "Addressing: changed since the vSwitch was made (kept as it is): {}",
+            since.join("; ")
+        ));
+    }
+    json!({"before_vswitch": before, "lost_when_made": lost, "changed_since": since})
+}
+
+/// The node's address in each layer that must agree (`health::node_address`): the Node's
+/// InternalIP, the Calico Node's BGP address, the management IP of Calico's HNS networks.
+pub(super) fn address(
+    h: &dyn Host,
+    networks: &[HnsNetwork],
+    cluster: &ClusterRead,
+    node_name: &str,
+    n: &mut Notes,
+) -> Value {
+    let ours = health::management_ips(networks);
+    let (internal, bgp) = match cluster {
+        ClusterRead::Read(_, f) => (f.node_internal_ip, f.node_bgp_ipv4),
+        _ => (None, None),
+    };
+    let adapters = h.adapters().ok();
+    n.findings.extend(health::node_address(
+        node_name,
+        (internal, bgp),
+        &ours,
+        adapters.as_deref(),
+    ));
+    let shown = |ip: Option<std::net::Ipv4Addr>| ip.map_or("-".to_owned(), |ip| ip.to_string());
+    n.lines.push(format!(
+        "Address: InternalIP {}, BGP {}, {}",
+        shown(internal),
+        shown(bgp),
+        ours.iter()
+            .map(|(name, ip)| format!("{name} {}", shown(*ip)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    let nets: serde_json::Map<String, Value> = ours
+        .iter()
+        .map(|(name, ip)| ((*name).to_owned(), json!(ip)))
+        .collect();
+    json!({"internal_ip": internal, "bgp": bgp, "networks": nets})
+}
+
+/// How many endpoints a network has, how many are other hosts', and their states.
+fn endpoint_summary(list: &[crate::host::HnsEndpoint]) -> String {
+    let mut states: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for e in list {
+        if let Some(s) = e.state {
+            *states.entry(crate::host::hns::state_name(s)).or_default() += 1;
+        }
+    }
+    let remote = list.iter().filter(|e| e.remote).count();
+    let mut out = format!("{} endpoint(s)", list.len());
+    if remote > 0 {
+        out.push_str(&format!(", {remote} remote"));
+    }
+    if !states.is_empty() {
+        let s: Vec<String> = states.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        out.push_str(&format!(" (states: {})", s.join(", ")));
+    }
+    out
+}

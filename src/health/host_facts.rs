@@ -1,0 +1,132 @@
+//! The node's own services, routes, files, Felix, kube-proxy and protected directories, each
+//! judged by its judge (`installed::health`).
+
+use super::look::{Desired, Notes};
+use crate::config::Config;
+use crate::duration::{now, time_text};
+use crate::host::Host;
+use crate::installed::file_stat::FileDrift;
+use crate::installed::health;
+use crate::installed::record::InstallRecord;
+use crate::layout::InstallRoot;
+use anyhow::Context as _;
+use serde_json::{Value, json};
+
+/// The recorded services: their state, and how they differ from the config.
+pub(super) fn services(
+    host: &dyn Host,
+    rec: &InstallRecord,
+    desired: &Desired,
+    n: &mut Notes,
+) -> anyhow::Result<Vec<Value>> {
+    let mut services = Vec::new();
+    n.lines.push("Services:".into());
+    for spec in &rec.services {
+        let q = host.service_query(&spec.name)?;
+        let (state, pid, since) = match &q {
+            Some(s) => (
+                format!("{:?}", s.state).to_ascii_lowercase(),
+                s.pid,
+                s.since.map(time_text),
+            ),
+            None => ("not registered".into(), None, None),
+        };
+        n.findings.extend(health::service(&spec.name, q.as_ref()));
+        let wanted = desired.services.iter().find(|w| w.name == spec.name);
+        let config_drift = match (&q, wanted) {
+            (Some(now), Some(want)) => (desired.service_changes)(now, want, Some(spec)),
+            (_, None) => vec!["not wanted by the config".into()],
+            (None, _) => Vec::new(),
+        };
+        if !config_drift.is_empty() {
+            n.findings
+                .push(health::service_drift(&spec.name, &config_drift));
+        }
+        let detail = match (pid, &since) {
+            (Some(p), Some(t)) => format!(" (pid {p}, since {t})"),
+            (Some(p), None) => format!(" (pid {p})"),
+            _ => String::new(),
+        };
+        n.lines.push(format!("  {:<12} {state}{detail}", spec.name));
+        services.push(
+            json!({"name": spec.name, "state": state, "pid": pid, "since": since,
+            "drift": config_drift}),
+        );
+    }
+    Ok(services)
+}
+
+/// The cloud metadata route the node had before the install (CalicoNode restores it after
+/// the vSwitch takes it; without it pods and the node lose their cloud's metadata).
+pub(super) fn metadata_route(
+    host: &dyn Host,
+    rec: &InstallRecord,
+    n: &mut Notes,
+) -> anyhow::Result<()> {
+    let kept: Vec<&crate::host::Route> = rec
+        .routes_before
+        .iter()
+        .filter(|route| crate::installed::routes::is_metadata(route))
+        .collect();
+    if kept.is_empty() {
+        return Ok(());
+    }
+    let now = host.routes().context("cannot read the routes")?;
+    for route in kept {
+        if !crate::installed::routes::has_destination(&now, route) {
+            n.findings.push(health::route_missing(route));
+        }
+    }
+    Ok(())
+}
+
+/// kube-proxy as preflight's `kube-proxy` check sees it: a misconfiguration (the wrong
+/// network, a source VIP that is not `Calico_ep`'s, DSR the build lacks) is a problem; no
+/// kube-proxy service (it may run as a HostProcess DaemonSet) or DSR left off is shown only.
+pub(super) fn kube_proxy(host: &dyn Host, config: &Config, n: &mut Notes) -> Value {
+    use crate::checks::Verdict;
+    let facts = crate::checks::host::kube_proxy_facts(host);
+    let check = crate::checks::kube_proxy::check(&facts, config);
+    n.lines.push(format!("kube-proxy: {}", check.message));
+    if check.verdict == Verdict::Fail {
+        n.findings.push(health::kube_proxy(check.said.clone()));
+    }
+    json!({"verdict": check.verdict, "message": check.message, "remedy": check.remedy})
+}
+
+/// Felix's own health (`installed::felix_health`): a line, and a problem when it is not live
+/// or not ready, or silent past its start-up.
+pub(super) fn felix_health(
+    h: &dyn Host,
+    root: &InstallRoot,
+    n: &mut Notes,
+) -> anyhow::Result<crate::installed::felix_health::FelixHealth> {
+    let health =
+        crate::installed::felix_health::read(h, root).context("cannot ask Felix for its health")?;
+    n.lines.push(health.describe());
+    n.findings.extend(health::felix(&health, now()));
+    Ok(health)
+}
+
+/// Drift of the files (`plan::drift`, handed in): installed ones changed or missing, rendered
+/// ones the config now renders otherwise.
+pub(super) fn file_drift(files: &[FileDrift], n: &mut Notes) {
+    use crate::installed::file_stat::FileState;
+    for f in files {
+        let renders = f.state == FileState::DiffersFromConfig;
+        n.findings
+            .push(health::file_drift(f.path.as_str(), f.describe(), renders));
+    }
+}
+
+/// What runs as SYSTEM must still come from directories only SYSTEM and Administrators can
+/// change: each one others may change now is a problem.
+pub(super) fn dir_access(h: &dyn Host, config: &Config, n: &mut Notes) -> Vec<Value> {
+    crate::installed::protection::weak_dirs(h, config)
+        .into_iter()
+        .map(|(dir, who)| {
+            n.findings.push(health::dir_access(&dir, &who));
+            json!({"dir": dir, "writers": who})
+        })
+        .collect()
+}

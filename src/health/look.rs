@@ -1,0 +1,59 @@
+//! What one look is given, and what it has seen so far: the types the survey's parts share.
+
+use crate::cluster::read::ClusterRead;
+use crate::cluster::token_check;
+use crate::config::Config;
+use crate::host::{Host, InstalledService, ServiceSpec};
+use crate::installed::file_stat::FileDrift;
+use crate::installed::health::Finding;
+use crate::installed::record::InstallRecord;
+use crate::layout::InstallRoot;
+use std::collections::BTreeMap;
+
+/// What the config wants of the node, from `plan/`: the services as install registers them
+/// (and how a registered one differs from one of them), and the files that differ from the
+/// install record or from what the config renders now.
+pub struct Desired {
+    pub services: Vec<ServiceSpec>,
+    pub service_changes: fn(&InstalledService, &ServiceSpec, Option<&ServiceSpec>) -> Vec<String>,
+    pub files: Vec<FileDrift>,
+}
+
+/// A command that changes the node now or ran detached and died, as the command found it.
+#[derive(Default)]
+pub struct Running {
+    /// Who holds the host lock (`Some(None)`: someone not named).
+    pub holder: Option<Option<String>>,
+    /// A detached run that ended without its result, said (`commands::detach::settle`).
+    pub died: Option<String>,
+}
+
+/// What one look is given: the host, the config, the cluster as read and the API server's
+/// answer to calico-node's token, the environment captured at start-up, the install record
+/// and what the config wants.
+pub struct Look<'a> {
+    pub host: &'a dyn Host,
+    pub config: &'a Config,
+    pub root: &'a InstallRoot,
+    pub node: &'a str,
+    pub cluster: &'a ClusterRead,
+    pub asked: Option<&'a token_check::Answer>,
+    pub env: &'a BTreeMap<String, String>,
+    pub grace: std::time::Duration,
+    pub running: Running,
+    /// The install record and the desired state, when Calico is installed.
+    pub installed: Option<(InstallRecord, Desired)>,
+}
+
+/// What a survey has seen so far: the lines for people and the findings.
+#[derive(Default)]
+pub(super) struct Notes {
+    pub(super) lines: Vec<String>,
+    pub(super) findings: Vec<Finding>,
+}
+
+impl Notes {
+    pub(super) fn problems(&self) -> Vec<String> {
+        self.findings.iter().map(|f| f.message.clone()).collect()
+    }
+}

@@ -1,0 +1,110 @@
+//! The node's health as one value. `survey` gathers the node's facts once and judges each with
+//! its judge (`installed::health`, docs/findings.md); the `NodeReport` it returns is what
+//! `status -o json` prints, and `text` what status prints for people. `on_node` is the part of
+//! the survey a node makes of itself without an admin kubeconfig: CalicoNode's minute look
+//! (its `CalicoWindowsReady` condition and the codes beside it) and repair's look after its
+//! run. What this room needs from the rooms above it (the config's desired services and the
+//! files' drift, from `plan/`; who holds the host lock, from the command) is handed in.
+
+mod cluster_facts;
+mod hns_facts;
+mod host_facts;
+mod look;
+mod node_look;
+mod report;
+pub mod text;
+mod token;
+mod under_way;
+
+pub use look::{Desired, Look, Running};
+pub use node_look::on_node;
+pub use report::{InstalledReport, NodeReport, NotInstalledReport};
+pub use token::ask_token;
+
+use crate::layout::InstallRoot;
+use look::Notes;
+use serde_json::Value;
+
+/// The node surveyed once: each fact gathered and judged, in the order status shows them.
+pub fn survey(look: Look<'_>) -> anyhow::Result<NodeReport> {
+    let mut n = Notes::default();
+    let under_way = under_way::under_way(look.host, look.root, &look.running, &mut n)?;
+    let Some((rec, desired)) = &look.installed else {
+        return Ok(not_installed(look.root, n, under_way));
+    };
+    let (h, config, cluster, node) = (look.host, look.config, look.cluster, look.node);
+    n.lines.push(format!(
+        "Calico {} in {} ({} backend), node {node}",
+        rec.calico_version.as_deref().unwrap_or("(version unknown)"),
+        look.root,
+        rec.backend
+    ));
+    let services = host_facts::services(h, rec, desired, &mut n)?;
+    host_facts::metadata_route(h, rec, &mut n)?;
+    let networks = hns_facts::networks(h, rec, &mut n)?;
+    let judged = hns_facts::endpoints(h, cluster, node, look.grace, &mut n)?;
+    let hns_restart = hns_facts::hns_restart(h, &mut n);
+    host_facts::file_drift(&desired.files, &mut n);
+    let felix = host_facts::felix_health(h, look.root, &mut n)?;
+    let vni = hns_facts::vni(config, &networks, cluster, &mut n);
+    let address = hns_facts::address(h, &networks, cluster, node, &mut n);
+    let addressing = hns_facts::addressing(h, &mut n);
+    let node_doc = cluster_facts::node(cluster, node, &mut n)?;
+    let ipam = cluster_facts::ipam(cluster, config, node, &mut n)?;
+    let token = token::token(h, config, cluster, look.asked, &mut n);
+    let kube_proxy = host_facts::kube_proxy(h, config, &mut n);
+    let dir_access = host_facts::dir_access(h, config, &mut n);
+    let admins = cluster_facts::admin_kubeconfigs(look.env, h, cluster, &mut n);
+    let calico_api = cluster_facts::datastore_migration(h, (rec, look.root), cluster, &mut n);
+    let problems = n.problems();
+    Ok(NodeReport::Installed(Box::new(InstalledReport {
+        installed: true,
+        install_root: look.root.as_str().to_owned(),
+        calico_version: rec.calico_version.clone(),
+        backend: rec.backend.clone(),
+        services,
+        networks,
+        endpoints: judged,
+        hns_restart,
+        felix_health: felix,
+        vni,
+        address,
+        addressing,
+        drift: desired.files.clone(),
+        node: node_doc,
+        ipam,
+        token,
+        kube_proxy,
+        dir_access,
+        admin_kubeconfigs: admins,
+        under_way,
+        calico_api,
+        healthy: problems.is_empty(),
+        problems,
+        findings: n.findings,
+        lines: n.lines,
+    })))
+}
+
+/// No install record: what is under way, or that Calico is not installed.
+fn not_installed(root: &InstallRoot, mut n: Notes, under_way: Value) -> NodeReport {
+    if n.findings.is_empty() {
+        n.lines.push(format!(
+            "Calico is not installed in {root} (no install record)."
+        ));
+        n.findings
+            .push(crate::installed::health::not_installed(root.as_str()));
+    } else {
+        let said = n.problems();
+        n.lines.extend(said.iter().map(|p| format!("  - {p}")));
+    }
+    NodeReport::NotInstalled(NotInstalledReport {
+        installed: false,
+        install_root: root.as_str().to_owned(),
+        healthy: false,
+        under_way,
+        problems: n.problems(),
+        findings: n.findings,
+        lines: n.lines,
+    })
+}

@@ -1,0 +1,87 @@
+//! The node as `status` reports it, one typed value: its JSON is `status -o json`.
+
+use crate::host::HnsNetwork;
+use crate::installed::endpoints;
+use crate::installed::file_stat::FileDrift;
+use crate::installed::health::Finding;
+use serde::Serialize;
+use serde_json::Value;
+
+/// The node as `status` reports it: one JSON document (`status -o json`), its keys those
+/// scripts read.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum NodeReport {
+    Installed(Box<InstalledReport>),
+    NotInstalled(NotInstalledReport),
+}
+
+/// A node with an install record.
+#[derive(Serialize)]
+pub struct InstalledReport {
+    pub installed: bool,
+    pub install_root: String,
+    pub calico_version: Option<String>,
+    pub backend: String,
+    pub services: Vec<Value>,
+    pub networks: Vec<HnsNetwork>,
+    pub endpoints: Vec<endpoints::Judged>,
+    pub hns_restart: Option<crate::installed::hns_restart::HnsRestart>,
+    pub felix_health: crate::installed::felix_health::FelixHealth,
+    pub vni: Value,
+    pub address: Value,
+    pub addressing: Value,
+    pub drift: Vec<FileDrift>,
+    pub node: Value,
+    pub ipam: Value,
+    pub token: Value,
+    pub kube_proxy: Value,
+    pub dir_access: Vec<Value>,
+    pub admin_kubeconfigs: Vec<String>,
+    pub under_way: Value,
+    pub calico_api: Value,
+    pub healthy: bool,
+    pub problems: Vec<String>,
+    pub findings: Vec<Finding>,
+    /// The lines status shows for people before its findings (`text`).
+    #[serde(skip)]
+    pub lines: Vec<String>,
+}
+
+/// No install record: what is under way, or that Calico is not installed. The same keys
+/// `findings` and `problems` as an installed node's.
+#[derive(Serialize)]
+pub struct NotInstalledReport {
+    pub installed: bool,
+    pub install_root: String,
+    pub healthy: bool,
+    pub under_way: Value,
+    pub problems: Vec<String>,
+    pub findings: Vec<Finding>,
+    #[serde(skip)]
+    pub lines: Vec<String>,
+}
+
+impl NodeReport {
+    pub fn healthy(&self) -> bool {
+        match self {
+            Self::Installed(r) => r.healthy,
+            Self::NotInstalled(_) => false,
+        }
+    }
+
+    /// The findings' sentences (JSON `problems`).
+    pub fn problems(&self) -> &[String] {
+        match self {
+            Self::Installed(r) => &r.problems,
+            Self::NotInstalled(r) => &r.problems,
+        }
+    }
+
+    pub fn findings(&self) -> &[Finding] {
+        match self {
+            Self::Installed(r) => &r.findings,
+            Self::NotInstalled(r) => &r.findings,
+        }
+    }
+}

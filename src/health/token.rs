@@ -1,0 +1,275 @@
+//! calico-node's token: present, whether the API server takes it now (asked with
+//! calico-node's own kubeconfig), how long it stays valid by the API server's clock, and a
+//! failed renewal with its cause (`cluster::refusal`).
+
+use super::look::Notes;
+use crate::cluster::read::ClusterRead;
+use crate::cluster::token_check;
+use crate::config::Config;
+use crate::duration::{now, time_text};
+use crate::host::Host;
+use crate::installed::health;
+use serde_json::json;
+use std::collections::BTreeMap;
+
+/// A token closer to its expiry than this is a problem worth reporting.
+const TOKEN_WARN_SECS: i64 = 7 * 24 * 3600;
+
+/// calico-node's token: present, whether the API server takes it now (`asked`, with
+/// calico-node's own kubeconfig), and how long it stays valid by the API server's clock.
+/// Whatever is wrong with it is a problem among the others, never the end of the report.
+pub(super) fn token(
+    host: &dyn Host,
+    config: &Config,
+    cluster: &ClusterRead,
+    asked: Option<&token_check::Answer>,
+    n: &mut Notes,
+) -> serde_json::Value {
+    use crate::installed::token_records as renew;
+    let path = match config.kubeconfig.as_ref().map(|p| p.as_str().to_owned()) {
+        Some(path) if config.datastore == crate::config::types::Datastore::Kubernetes => path,
+        _ => return json!(null),
+    };
+    let token = match node_token(host, &path, n) {
+        Ok(token) => token,
+        Err(doc) => return doc,
+    };
+    if let Some(why) = token.unusable() {
+        n.findings.push(health::token_unusable(&path, &why));
+        return json!({"path": path, "present": true, "usable": false, "error": why});
+    }
+    // A token that is no JWT has the expiry its TokenRequest answer gave, when CalicoNode
+    // renewed it; a record also says the clock difference with the API server.
+    let record = renew::issued(host, &token).unwrap_or_else(|e| {
+        n.findings
+            .push(health::token_record_unreadable("renewal", &e));
+        None
+    });
+    let clock = Clock::of(record.as_ref());
+    let expiry = token.expiry().or(record.as_ref().map(|rec| rec.expires));
+    let refused_now = match asked {
+        Some(token_check::Answer::Refused(_)) => {
+            let cause = cause_of_refusal(&token, clock, cluster);
+            n.findings
+                .push(health::token_refused_now(&path, cause.as_ref()));
+            true
+        }
+        _ => false,
+    };
+    let taken = matches!(asked, Some(token_check::Answer::Accepted(_)));
+    // The API server just took it: not expired, whatever this node's clock says.
+    let taken_past_expiry = taken && expiry.is_some_and(|e| e <= clock.server_now);
+    if !(refused_now || taken_past_expiry) {
+        let overdue = overdue(&token, record.as_ref());
+        n.findings.extend(health::token_expiry(
+            &path,
+            expiry,
+            overdue,
+            clock.server_now,
+        ));
+    }
+    let refused = refused_renewal(host, (&token, expiry), clock, cluster, refused_now, n);
+    token_text(&token, expiry, record.as_ref(), asked, clock, n);
+    json!({"path": path, "present": true, "usable": !refused_now,
+        "api_server": asked.map(|a| json!({"answer": a.word(), "error": match a {
+            token_check::Answer::Refused(e) | token_check::Answer::Unknown(e) => Some(e),
+            token_check::Answer::Accepted(_) => None,
+        }})),
+        "expires": expiry.map(time_text),
+        "bound_to_node": token.bound_node(),
+        "clock_skew_seconds": record.and_then(|rec| rec.skew),
+        "renewal_failed": refused.map(|f| json!({"at": time_text(f.at), "error": f.error,
+            "needs_new_token": f.needs_new_token(clock.server_now)}))})
+}
+
+/// Now, by this node's clock and by the API server's (the node's minus the difference the
+/// record of the token's issue measured; the node's when none was measured).
+#[derive(Clone, Copy)]
+struct Clock {
+    node_now: i64,
+    server_now: i64,
+    skew: Option<i64>,
+}
+
+impl Clock {
+    fn of(record: Option<&crate::installed::token_records::IssuedRecord>) -> Self {
+        let skew = record.and_then(|rec| rec.skew);
+        let node_now = now();
+        Self {
+            node_now,
+            server_now: node_now.saturating_sub(skew.unwrap_or(0)),
+            skew,
+        }
+    }
+}
+
+/// How little life left means renewals have failed for a while: CalicoNode renews at two
+/// thirds of the token's life, so less than a quarter left.
+fn overdue(
+    token: &crate::cluster::credentials::Token,
+    record: Option<&crate::installed::token_records::IssuedRecord>,
+) -> i64 {
+    match (token.issued_at().zip(token.expiry()), record) {
+        (Some((iat, exp)), _) => (exp - iat) / 4,
+        (None, Some(rec)) => rec.lifetime / 4,
+        (None, None) => TOKEN_WARN_SECS,
+    }
+}
+
+/// The token's lines: its expiry, the clock difference, the API server's answer, its Node.
+fn token_text(
+    token: &crate::cluster::credentials::Token,
+    expiry: Option<i64>,
+    record: Option<&crate::installed::token_records::IssuedRecord>,
+    asked: Option<&token_check::Answer>,
+    clock: Clock,
+    n: &mut Notes,
+) {
+    let skew = record.and_then(crate::installed::token_records::IssuedRecord::skew_to_say);
+    n.lines.push(format!(
+        "Token: {}{}",
+        match expiry {
+            Some(t) => format!("valid until {} (the API server's clock)", time_text(t)),
+            None if !token.is_jwt() =>
+                "not a JWT: its expiry is known once CalicoNode renews it".into(),
+            None => "does not expire".into(),
+        },
+        skew.map_or(String::new(), |s| format!(
+            " (this node's clock is {}s {} the API server's)",
+            s.unsigned_abs(),
+            if s > 0 { "ahead of" } else { "behind" }
+        ))
+    ));
+    let past = expiry.is_some_and(|e| e <= clock.node_now);
+    n.lines.push(match asked {
+        Some(token_check::Answer::Accepted(_)) if past && clock.skew.is_none() => "Token: the API server takes it (asked with calico-node's kubeconfig), though it has expired by this node's clock: this node's clock is ahead of the API server's".into(),
+        Some(token_check::Answer::Accepted(_)) => "Token: the API server takes it (asked with calico-node's kubeconfig)".into(),
+        Some(token_check::Answer::Refused(_)) => "Token: the API server refuses it (401, asked with calico-node's kubeconfig)".into(),
+        Some(token_check::Answer::Unknown(e)) => format!("Token: whether the API server takes it is not known: {e}"),
+        None => "Token: the API server was not asked".into(),
+    });
+    if token.is_jwt() {
+        n.lines.push(match token.bound_node() {
+            Some(n) => format!("Token: bound to Node {n}: deleting the Node revokes it"),
+            None => crate::cluster::credentials::unbound_sentence(),
+        });
+    }
+}
+
+/// Why the API server refuses the token (`cluster::refusal`): told from the cluster when it
+/// was read with an admin kubeconfig, else from the token alone (its expiry).
+fn cause_of_refusal(
+    token: &crate::cluster::credentials::Token,
+    clock: Clock,
+    cluster: &ClusterRead,
+) -> Option<crate::cluster::refusal::Cause> {
+    use crate::cluster::refusal;
+    let said = match (cluster, token.service_account()) {
+        (ClusterRead::Read(c, _), Some((ns, name))) => refusal::read_now(c, token, (&ns, &name)),
+        _ => refusal::Now::default(),
+    };
+    refusal::cause(
+        token,
+        clock.node_now,
+        &refusal::Now {
+            clock_skew: clock.skew,
+            ..said
+        },
+    )
+}
+
+/// Whether the API server takes calico-node's token now (`cluster::token_check`), asked with
+/// the kubeconfig install wrote for calico-node; `None` where there is none to ask with.
+pub fn ask_token(
+    env: &BTreeMap<String, String>,
+    host: &dyn Host,
+    config: &Config,
+    node_name: &str,
+) -> Option<token_check::Answer> {
+    let path = config.kubeconfig.as_ref()?.as_str().to_owned();
+    let text = String::from_utf8_lossy(&host.read_file(&path).ok()??).into_owned();
+    let token = crate::cluster::credentials::node_token_in(host, &text).ok()??;
+    if token.unusable().is_some() {
+        return None;
+    }
+    Some(token_check::ask((&path, &text), &token, env, node_name))
+}
+
+/// calico-node's token as its kubeconfig at `path` names it; what status reports instead
+/// (the problem said) when there is none to judge.
+fn node_token(
+    host: &dyn Host,
+    path: &str,
+    n: &mut Notes,
+) -> Result<crate::cluster::credentials::Token, serde_json::Value> {
+    use crate::cluster::credentials;
+    let kubeconfig = match host.read_file(path) {
+        Ok(Some(k)) => k,
+        Ok(None) => {
+            n.findings.push(health::token_missing(
+                path,
+                Some(format!("calico-node's kubeconfig {path} is missing")),
+            ));
+            return Err(json!({"path": path, "present": false}));
+        }
+        Err(e) => {
+            n.findings.push(health::token_missing(
+                path,
+                Some(format!("calico-node's kubeconfig: {e}")),
+            ));
+            return Err(json!({"path": path, "present": false, "error": e.to_string()}));
+        }
+    };
+    match credentials::node_token_in(host, &String::from_utf8_lossy(&kubeconfig)) {
+        Ok(Some(token)) => Ok(token),
+        Ok(None) => {
+            n.findings.push(health::token_missing(path, None));
+            Err(json!({"path": path, "present": false}))
+        }
+        Err(e) => {
+            n.findings.push(health::token(
+                "calico-node's token",
+                e.to_string(),
+                e.hint(),
+            ));
+            Err(json!({"path": path, "present": false, "error": e.to_string()}))
+        }
+    }
+}
+
+/// The last failed renewal of this token (a record of another token says nothing of this
+/// one), said as a problem with what to do when only a new token helps; a 401's cause told
+/// (`cluster::refusal`). A refusal the API server has just repeated (`refused_now`) is said
+/// once, by that answer.
+fn refused_renewal(
+    host: &dyn Host,
+    (token, expiry): (&crate::cluster::credentials::Token, Option<i64>),
+    clock: Clock,
+    cluster: &ClusterRead,
+    refused_now: bool,
+    n: &mut Notes,
+) -> Option<crate::installed::token_records::Refused> {
+    let refused = crate::installed::token_records::refused(host)
+        .unwrap_or_else(|e| {
+            n.findings
+                .push(health::token_record_unreadable("failed renewal", &e));
+            None
+        })
+        .filter(|f| f.is_of(token));
+    if let Some(f) = &refused
+        && !(refused_now && f.unauthorized)
+    {
+        let cause = if f.unauthorized {
+            cause_of_refusal(token, clock, cluster)
+        } else {
+            None
+        };
+        n.findings.push(health::token_refused(
+            f,
+            expiry,
+            clock.server_now,
+            cause.as_ref(),
+        ));
+    }
+    refused
+}

@@ -1,0 +1,106 @@
+//! What a host call can fail with, and the Windows error codes in its text.
+
+use std::time::Duration;
+
+/// What a host call can fail with. An error the OS (or a Windows API) gave keeps its code and
+/// message in its own text, `add route 169.254.169.254/32 via 10.0.0.1 on interface 5: Access
+/// is denied. (os error 5)`, so that however it is formatted (a log line's `{e}`, an event, a
+/// cause in the JSON) the reason reaches the reader; it is not a separate `source`, which a
+/// `{e}` would drop.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("{what} does not exist")]
+    NotFound { what: String },
+    #[error("{what} already exists")]
+    Exists { what: String },
+    /// The host refused the call in its current state (a running service cannot be deleted).
+    #[error("{what}: {reason}")]
+    Refused { what: String, reason: String },
+    /// A whole subsystem is missing, like HNS without the Containers feature.
+    #[error("{what} is not available on this host: {reason}")]
+    Unavailable { what: String, reason: String },
+    #[error("timed out after {}s waiting for {what}", .after.as_secs())]
+    Timeout { what: String, after: Duration },
+    /// An I/O call failed: the operation and its object, then the OS's message and code.
+    #[error("{op}: {error}")]
+    Io { op: String, error: std::io::Error },
+    /// A Windows API returned an error code: a Win32 error (`os error 5`) or an HRESULT.
+    #[error("{op}: {message} ({})", code_text(*.code))]
+    Api {
+        op: String,
+        code: u32,
+        message: String,
+    },
+    /// SimHost's fault injection (tests only).
+    #[error("simulated failure injected at mutating call {n} ({op})")]
+    Injected { n: u64, op: String },
+}
+
+/// A Windows error code as Windows tools print it: a Win32 error as `os error 5` (as Rust's
+/// `io::Error` does), an HRESULT in hex.
+fn code_text(code: u32) -> String {
+    if code <= 0xFFFF {
+        format!("os error {code}")
+    } else {
+        format!("HRESULT {code:#010x}")
+    }
+}
+
+/// The message of a Win32 error as Windows words it (FormatMessage's text), for the few codes
+/// the simulated host gives; others by number.
+pub fn win32_message(code: u32) -> String {
+    match code {
+        2 => "The system cannot find the file specified.".into(),
+        3 => "The system cannot find the path specified.".into(),
+        5 => "Access is denied.".into(),
+        32 => "The process cannot access the file because it is being used by another process."
+            .into(),
+        87 => "The parameter is incorrect.".into(),
+        1058 => "The service cannot be started, either because it is disabled or because it has no enabled devices associated with it.".into(),
+        other => format!("Windows error {other}"),
+    }
+}
+
+impl HostError {
+    pub fn io(op: impl Into<String>, error: std::io::Error) -> Self {
+        Self::Io {
+            op: op.into(),
+            error,
+        }
+    }
+
+    /// A Win32 error code the OS answered `op` with.
+    pub fn win32(op: impl Into<String>, code: u32) -> Self {
+        Self::Api {
+            op: op.into(),
+            code,
+            message: win32_message(code),
+        }
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Self::NotFound { .. })
+    }
+
+    /// The OS's error code, when the OS refused the call.
+    pub fn os_code(&self) -> Option<u32> {
+        match self {
+            Self::Io { error, .. } => error.raw_os_error().map(|c| c as u32),
+            Self::Api { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+pub type HostResult<T> = Result<T, HostError>;
+
+impl crate::error::Diagnose for HostError {
+    /// Only a timeout is diagnosed here; other host errors leave it to their causes.
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        matches!(self, Self::Timeout { .. }).then(|| crate::error::Diagnosis {
+            exit: crate::error::Exit::Timeout,
+            kind: crate::error::Kind::Timeout,
+            hint: Some("the service logs under the logs directory (calico-node.log) say what it is waiting for; a longer --wait-timeout gives it more time".into()),
+        })
+    }
+}

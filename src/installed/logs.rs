@@ -1,0 +1,436 @@
+//! A service's log read as one stream (`logs`): its rotated files (`<stem>-<UTC time>.log`,
+//! `<stem>-<UTC time>.<n>.log` when several rotate in one second: `supervise/log.rs`) in the
+//! order they were written, then its current `<stem>.log`; from the last N lines, from a time,
+//! or from where a follower stopped; followed across renames and truncation; every line
+//! redacted. Memory is bounded: files are read in chunks, a longer line goes out in pieces.
+//!
+//! A follower holds no file open between polls (a rotation renames the file it reads) and
+//! knows the file it is in by the hash of its first bytes (`Position`), as a reader that
+//! restarts does: a rotation is the same file under a rotated name, a copy-and-truncate the
+//! same head in the copy, a file whose head is nowhere a gap said as one.
+
+use crate::host::{Files, HostError, HostResult};
+use crate::redact::Redactor;
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::io::{BufRead, Read, Seek, SeekFrom, Write};
+
+/// How much is read at once, and the longest line written whole.
+pub const CHUNK: usize = 64 * 1024;
+/// How many first bytes of a file tell it from another.
+const HEAD: u64 = 1024;
+/// The most rotated files read (the newest).
+const MAX_FILES: usize = 1000;
+/// How a rotated file's name gives its time (`supervise/log.rs`).
+const STAMP: &str = "%Y%m%dT%H%M%SZ";
+
+/// One log: the files in `dir` named `<stem>.log` and `<stem>-<UTC time>[.<n>].log`.
+#[derive(Clone, Debug)]
+pub struct LogSet {
+    pub dir: String,
+    pub stem: String,
+}
+
+impl LogSet {
+    /// The files' names, oldest first, the current one last (when it exists).
+    pub fn files(&self, disk: &dyn Files) -> HostResult<Vec<String>> {
+        let entries = disk.list_dir(&self.dir)?.unwrap_or_default();
+        let mut rotated: Vec<_> = entries
+            .iter()
+            .filter(|e| !e.is_dir)
+            .filter_map(|e| Some((rotated_key(&e.name, &self.stem)?, e.name.clone())))
+            .collect();
+        rotated.sort();
+        let skip = rotated.len().saturating_sub(MAX_FILES);
+        let mut names: Vec<String> = rotated.into_iter().skip(skip).map(|(_, n)| n).collect();
+        let current = format!("{}.log", self.stem);
+        if let Some(e) = entries
+            .iter()
+            .find(|e| !e.is_dir && e.name.eq_ignore_ascii_case(&current))
+        {
+            names.push(e.name.clone());
+        }
+        Ok(names)
+    }
+
+    fn path(&self, name: &str) -> String {
+        crate::layout::join(&self.dir, name)
+    }
+}
+
+/// A rotated file's time and number (`20251121T080003Z.2` is `("20251121T080003Z", 2)`): the
+/// order the files were written in, which their names alone do not sort (`.10` before `.2`).
+fn rotated_key(name: &str, stem: &str) -> Option<(String, u32)> {
+    let lower = name.to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix(&stem.to_ascii_lowercase())?
+        .strip_prefix('-')?
+        .strip_suffix(".log")?;
+    let (time, n) = match rest.split_once('.') {
+        Some((t, n)) => (t, n.parse().ok()?),
+        None => (rest, 0),
+    };
+    let ok = time.len() == 16 && time.bytes().all(|c| c.is_ascii_alphanumeric());
+    ok.then(|| (time.to_ascii_uppercase(), n))
+}
+
+fn stamp(unix: i64) -> String {
+    jiff::Timestamp::from_second(unix).map_or_else(
+        |_| String::new(),
+        |t| t.strftime(STAMP).to_string().to_ascii_uppercase(),
+    )
+}
+
+/// Where a reader is: `offset` bytes into the file whose first `head_len` bytes hash to
+/// `head`, as of `at` (Unix seconds). Kept by a follower that restarts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Position {
+    pub head: String,
+    pub head_len: u64,
+    pub offset: u64,
+    pub at: i64,
+}
+
+/// Where reading starts when no position is known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// The last N lines (`u64::MAX`: all of them).
+    Tail(u64),
+    /// The lines from this Unix time (see `since`).
+    Since(i64),
+}
+
+/// Reads one log, redacting what it writes.
+pub struct Reader<'a> {
+    disk: &'a dyn Files,
+    set: LogSet,
+    pub redactor: Redactor,
+    pub position: Option<Position>,
+    /// Inside a PEM private key block that began on an earlier line.
+    in_key: bool,
+    /// What a gap said, for the caller to show.
+    pub gaps: Vec<String>,
+    /// The bytes read from the logs so far (what bounds a tail).
+    read: std::cell::Cell<u64>,
+}
+
+fn read_err(path: &str) -> impl Fn(std::io::Error) -> HostError + '_ {
+    move |e| HostError::io(format!("read {path}"), e)
+}
+
+/// The hash of a file's first `len` bytes; `None` when it is shorter.
+fn head_of(file: &mut File, len: u64) -> std::io::Result<Option<String>> {
+    let mut buf = Vec::new();
+    file.seek(SeekFrom::Start(0))?;
+    file.take(len).read_to_end(&mut buf)?;
+    Ok((buf.len() as u64 == len).then(|| crate::files::sha256_hex(&buf)))
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(disk: &'a dyn Files, set: LogSet, redactor: Redactor) -> Self {
+        Self {
+            disk,
+            set,
+            redactor,
+            position: None,
+            in_key: false,
+            gaps: Vec::new(),
+            read: std::cell::Cell::new(0),
+        }
+    }
+
+    /// The bytes read from the logs so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.read.get()
+    }
+
+    fn count(&self, n: usize) {
+        self.read.set(self.read.get() + n as u64);
+    }
+
+    fn open(&self, name: &str) -> HostResult<Option<(File, u64)>> {
+        let path = self.set.path(name);
+        let Some(f) = self.disk.open_read(&path)? else {
+            return Ok(None);
+        };
+        let size = f.metadata().map_err(read_err(&path))?.len();
+        Ok(Some((f, size)))
+    }
+
+    /// Writes the log from `start` to its end, the last line too without its line break.
+    pub fn read(&mut self, start: Start, out: &mut dyn Write) -> HostResult<()> {
+        let names = self.set.files(self.disk)?;
+        let (i, offset) = self.start(&names, start)?;
+        self.emit(&names, i, None, offset, out, true, &mut |_| {})
+    }
+
+    /// Writes what was written since the last poll (from `start` on the first), whole lines
+    /// only; `save` is given the position after each chunk written.
+    pub fn poll(
+        &mut self,
+        start: Start,
+        out: &mut dyn Write,
+        save: &mut dyn FnMut(&Position),
+    ) -> HostResult<()> {
+        let names = self.set.files(self.disk)?;
+        if names.is_empty() {
+            // The log is not there yet: all of it is new when it comes (a head of no bytes
+            // is every file's).
+            if self.position.is_none() {
+                self.moved(&crate::files::sha256_hex(b""), 0, 0, save);
+            }
+            return Ok(());
+        }
+        let (i, file, offset) = match self.position.clone() {
+            None => {
+                let (i, o) = self.start(&names, start)?;
+                (i, None, o)
+            }
+            Some(p) => self.locate(&names, &p)?,
+        };
+        self.emit(&names, i, file, offset, out, false, save)
+    }
+
+    /// Finds the file a position is in, newest first; a file whose head is nowhere (removed
+    /// past `keep`, or truncated in place) is a gap: reading goes on with the first file
+    /// rotated after the position was taken, else the current one from its start.
+    fn locate(&mut self, names: &[String], p: &Position) -> HostResult<(usize, Option<File>, u64)> {
+        for (i, name) in names.iter().enumerate().rev() {
+            let Some((mut f, size)) = self.open(name)? else {
+                continue;
+            };
+            let path = self.set.path(name);
+            if head_of(&mut f, p.head_len)
+                .map_err(read_err(&path))?
+                .as_deref()
+                == Some(&p.head)
+                && size >= p.offset
+            {
+                return Ok((i, Some(f), p.offset));
+            }
+        }
+        let after = stamp(p.at);
+        let i = names
+            .iter()
+            .position(|n| rotated_key(n, &self.set.stem).is_none_or(|(t, _)| t > after))
+            .unwrap_or(names.len() - 1);
+        self.gaps.push(format!(
+            "lines may be missing: the file followed in {} was removed or truncated; going on with {}",
+            self.set.dir, names[i]
+        ));
+        Ok((i, None, 0))
+    }
+
+    /// The file and offset `start` begins at.
+    fn start(&self, names: &[String], start: Start) -> HostResult<(usize, u64)> {
+        match start {
+            Start::Tail(n) => self.tail(names, n),
+            Start::Since(t) => self.since(names, t),
+        }
+    }
+
+    /// The start of the N-th line from the end, read backwards a chunk at a time.
+    fn tail(&self, names: &[String], mut need: u64) -> HostResult<(usize, u64)> {
+        if need == u64::MAX {
+            return Ok((0, 0));
+        }
+        let mut buf = vec![0u8; CHUNK];
+        for (i, name) in names.iter().enumerate().rev() {
+            let Some((mut f, size)) = self.open(name)? else {
+                continue;
+            };
+            if need == 0 {
+                return Ok((i, size));
+            }
+            let path = self.set.path(name);
+            let mut end = size;
+            // The file's last line break ends its last line; it starts none.
+            let mut skip_last = true;
+            while end > 0 {
+                let from = end.saturating_sub(CHUNK as u64);
+                let len = usize::try_from(end - from).unwrap_or(CHUNK);
+                f.seek(SeekFrom::Start(from)).map_err(read_err(&path))?;
+                f.read_exact(&mut buf[..len]).map_err(read_err(&path))?;
+                self.count(len);
+                for at in memchr::memrchr_iter(b'\n', &buf[..len]) {
+                    let abs = from + at as u64;
+                    if std::mem::take(&mut skip_last) && abs + 1 == size {
+                        continue;
+                    }
+                    skip_last = false;
+                    need -= 1;
+                    if need == 0 {
+                        return Ok((i, abs + 1));
+                    }
+                }
+                skip_last = false;
+                end = from;
+            }
+            if size > 0 {
+                need -= 1;
+                if need == 0 {
+                    return Ok((i, 0));
+                }
+            }
+        }
+        Ok((0, 0))
+    }
+
+    /// The lines from `t`: calicoctl-win stamps its own lines in UTC (`2026-11-24T16:00:37Z
+    /// [calicoctl-win] ...`); a component's line (Felix's, in local time) takes no time of
+    /// its own and goes with the lines after it, so reading starts after the last stamped
+    /// line before `t` in the first file that ends after `t` (a rotated file ends at the time
+    /// in its name): a line written after `t` is never left out.
+    fn since(&self, names: &[String], t: i64) -> HostResult<(usize, u64)> {
+        let after = stamp(t);
+        let Some(i) = names
+            .iter()
+            .position(|n| rotated_key(n, &self.set.stem).is_none_or(|(s, _)| s >= after))
+        else {
+            return Ok((names.len(), 0));
+        };
+        let Some((f, _)) = self.open(&names[i])? else {
+            return Ok((i, 0));
+        };
+        let path = self.set.path(&names[i]);
+        let mut reader = std::io::BufReader::with_capacity(CHUNK, f);
+        let (mut at, mut start) = (0u64, 0u64);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let n = (&mut reader)
+                .take(CHUNK as u64)
+                .read_until(b'\n', &mut line)
+                .map_err(read_err(&path))?;
+            if n == 0 {
+                return Ok((i, start));
+            }
+            at += n as u64;
+            self.count(n);
+            let first = line.split(|b| *b == b' ').next().unwrap_or_default();
+            let time = std::str::from_utf8(first)
+                .ok()
+                .and_then(|s| s.parse::<jiff::Timestamp>().ok());
+            if let Some(time) = time {
+                if time.as_second() >= t {
+                    return Ok((i, start));
+                }
+                start = at;
+            }
+        }
+    }
+
+    /// Writes `names[i..]` from `offset` in `names[i]` (`file`, when already open). The
+    /// current file's last line waits for its line break unless `to_end`; a rotated file's
+    /// goes out with one, as nothing will be added to it.
+    #[allow(clippy::too_many_arguments)]
+    fn emit(
+        &mut self,
+        names: &[String],
+        i: usize,
+        file: Option<File>,
+        offset: u64,
+        out: &mut dyn Write,
+        to_end: bool,
+        save: &mut dyn FnMut(&Position),
+    ) -> HostResult<()> {
+        let mut file = file;
+        let mut offset = offset;
+        let mut buf = vec![0u8; CHUNK];
+        for (j, name) in names.iter().enumerate().skip(i) {
+            let path = self.set.path(name);
+            let opened = match file.take() {
+                Some(f) => Some(f),
+                None => self.open(name)?.map(|(f, _)| f),
+            };
+            let Some(mut f) = opened else {
+                offset = 0;
+                continue;
+            };
+            let size = f.metadata().map_err(read_err(&path))?.len();
+            let head_len = size.min(HEAD);
+            let head = head_of(&mut f, head_len)
+                .map_err(read_err(&path))?
+                .unwrap_or_default();
+            f.seek(SeekFrom::Start(offset)).map_err(read_err(&path))?;
+            let last = j + 1 == names.len() && !to_end;
+            let mut pending = 0usize;
+            loop {
+                let n = f.read(&mut buf[pending..]).map_err(read_err(&path))?;
+                self.count(n);
+                let filled = pending + n;
+                let whole = match memchr::memrchr(b'\n', &buf[..filled]) {
+                    Some(at) => at + 1,
+                    // A line as long as the buffer goes out in pieces; a rotated file's last
+                    // line goes out at its end.
+                    None if filled == buf.len() || (n == 0 && !last) => filled,
+                    None => 0,
+                };
+                if whole > 0 {
+                    self.write_lines(&buf[..whole], out)?;
+                    offset += whole as u64;
+                    self.moved(&head, head_len, offset, save);
+                }
+                buf.copy_within(whole..filled, 0);
+                pending = filled - whole;
+                if n == 0 {
+                    break;
+                }
+            }
+            // Where to go on: this file, also when nothing was written from it yet.
+            self.moved(&head, head_len, offset, save);
+            offset = 0;
+        }
+        Ok(())
+    }
+
+    fn moved(&mut self, head: &str, head_len: u64, offset: u64, save: &mut dyn FnMut(&Position)) {
+        let same = self
+            .position
+            .as_ref()
+            .is_some_and(|q| (q.head.as_str(), q.head_len, q.offset) == (head, head_len, offset));
+        if !same {
+            let p = Position {
+                head: head.to_owned(),
+                head_len,
+                offset,
+                at: crate::duration::now(),
+            };
+            save(&p);
+            self.position = Some(p);
+        }
+    }
+
+    /// Writes lines, each redacted; a PEM private key's lines all go, however many chunks
+    /// it spans.
+    fn write_lines(&mut self, bytes: &[u8], out: &mut dyn Write) -> HostResult<()> {
+        let w = |e| HostError::io("write the log to the output", e);
+        for line in bytes.split_inclusive(|b| *b == b'\n') {
+            let text = String::from_utf8_lossy(line);
+            let key = text.contains("PRIVATE KEY-----");
+            if self.in_key {
+                if key && text.contains("-----END") {
+                    self.in_key = false;
+                }
+                out.write_all(crate::redact::REDACTED.as_bytes())
+                    .map_err(w)?;
+            } else {
+                if key && text.contains("-----BEGIN") && !text.contains("-----END") {
+                    self.in_key = true;
+                }
+                out.write_all(
+                    &self
+                        .redactor
+                        .redact(line.strip_suffix(b"\n").unwrap_or(line)),
+                )
+                .map_err(w)?;
+            }
+            out.write_all(b"\n").map_err(w)?;
+        }
+        out.flush().map_err(w)
+    }
+}
+
+#[cfg(test)]
+#[path = "logs_tests.rs"]
+mod tests;

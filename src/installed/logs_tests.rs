@@ -1,0 +1,283 @@
+use super::*;
+use crate::host::sim::SimHost;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+const DIR: &str = r"C:\CalicoWindows\logs";
+
+struct Node {
+    _dir: tempfile::TempDir,
+    host: SimHost,
+}
+
+impl Node {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let host = SimHost::open_or_create(dir.path(), None).expect("host");
+        Self { _dir: dir, host }
+    }
+
+    /// A file in the logs directory, on this machine.
+    fn local(&self, name: &str) -> PathBuf {
+        let p = self
+            .host
+            .local_path(&crate::layout::join(DIR, name))
+            .expect("path");
+        fs_err::create_dir_all(p.parent().expect("parent")).expect("dir");
+        p
+    }
+
+    fn append(&self, name: &str, text: &str) {
+        use std::io::Write as _;
+        let mut f = fs_err::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.local(name))
+            .expect("open");
+        f.write_all(text.as_bytes()).expect("write");
+    }
+
+    fn reader(&self) -> Reader<'_> {
+        Reader::new(&self.host, felix(), Redactor::new(&[]))
+    }
+}
+
+fn felix() -> LogSet {
+    LogSet {
+        dir: DIR.into(),
+        stem: "calico-felix".into(),
+    }
+}
+
+fn lines(range: std::ops::Range<u32>) -> String {
+    range.map(|i| format!("felix line {i}\n")).collect()
+}
+
+fn poll(r: &mut Reader, saved: &mut Option<Position>) -> String {
+    let mut out = Vec::new();
+    r.poll(Start::Tail(u64::MAX), &mut out, &mut |p| {
+        *saved = Some(p.clone())
+    })
+    .expect("poll");
+    String::from_utf8(out).expect("utf-8")
+}
+
+fn read(r: &mut Reader, start: Start) -> String {
+    let mut out = Vec::new();
+    r.read(start, &mut out).expect("read");
+    String::from_utf8(out).expect("utf-8")
+}
+
+/// Rotated files are read in the order the service wrote them, by the time and number in
+/// their names (`.10` after `.2`), then the current file; other roles' files are not.
+#[test]
+fn rotated_files_are_read_in_the_order_they_were_written() {
+    let n = Node::new();
+    n.append("calico-felix-20251121T080003Z.10.log", &lines(3..4));
+    n.append("calico-felix-20251121T080003Z.2.log", &lines(2..3));
+    n.append("calico-felix-20251121T080003Z.log", &lines(1..2));
+    n.append("calico-felix-20251120T235959Z.log", &lines(0..1));
+    n.append("calico-felix.log", &lines(4..5));
+    n.append("calico-node-20251121T080003Z.log", "node line\n");
+    n.append("calico-felix-old.log", "not a rotated felix log\n");
+    assert_eq!(read(&mut n.reader(), Start::Tail(u64::MAX)), lines(0..5));
+    assert_eq!(read(&mut n.reader(), Start::Tail(2)), lines(3..5));
+}
+
+/// --tail reads backwards from the end: the last lines of a 20 MB log cost a chunk, not the
+/// file; a tail longer than one file goes on into the rotated one before it.
+#[test]
+fn a_tail_reads_only_the_end_of_a_large_log() {
+    let n = Node::new();
+    let line = format!("{}\n", "x".repeat(99));
+    let big: String = line.repeat(200_000);
+    n.append("calico-felix-20251121T080003Z.log", &big);
+    n.append("calico-felix.log", &lines(0..3));
+    let mut r = n.reader();
+    assert_eq!(read(&mut r, Start::Tail(3)), lines(0..3));
+    assert!(r.bytes_read() < 2 * CHUNK as u64, "{}", r.bytes_read());
+    let mut r = n.reader();
+    assert_eq!(
+        read(&mut r, Start::Tail(4)),
+        format!("{line}{}", lines(0..3))
+    );
+    assert!(r.bytes_read() < 4 * CHUNK as u64, "{}", r.bytes_read());
+    // A line without its line break is the last line.
+    n.append("calico-felix.log", "partial");
+    assert_eq!(read(&mut n.reader(), Start::Tail(1)), "partial\n");
+}
+
+/// A line longer than a chunk goes out in pieces, none longer than a chunk: memory stays
+/// bounded whatever a log holds.
+#[test]
+fn a_huge_line_goes_out_in_pieces() {
+    let n = Node::new();
+    n.append(
+        "calico-felix.log",
+        &format!("{}\nend\n", "y".repeat(3 * CHUNK)),
+    );
+    let text = read(&mut n.reader(), Start::Tail(u64::MAX));
+    assert!(
+        text.lines().all(|l| l.len() <= CHUNK),
+        "a piece past the chunk"
+    );
+    assert_eq!(
+        text.replace('\n', ""),
+        format!("{}end", "y".repeat(3 * CHUNK))
+    );
+}
+
+/// A clock the test moves: the service's log rotates by it.
+fn clock(secs: Arc<AtomicU64>) -> crate::supervise::Clock {
+    Arc::new(move || SystemTime::UNIX_EPOCH + Duration::from_secs(secs.load(Ordering::SeqCst)))
+}
+
+/// Following the service's own log (supervise's rotating writer, renaming the full file
+/// aside) while it rotates between polls, more than once between two: every line once, in
+/// order; a line written half waits for its end.
+#[test]
+fn a_follower_reads_across_the_services_own_rotations() {
+    let n = Node::new();
+    let secs = Arc::new(AtomicU64::new(1_763_712_000));
+    let settings = crate::supervise::LogSettings {
+        max_size: 60,
+        rotate_every: Duration::from_secs(86_400),
+        keep: 10,
+    };
+    let log = crate::supervise::Log::with_clock(
+        n.local("calico-felix.log"),
+        settings,
+        false,
+        clock(secs.clone()),
+    );
+    let (mut r, mut saved) = (n.reader(), None);
+    let mut seen = String::new();
+    for i in 0..40u32 {
+        log.raw(lines(i..i + 1).as_bytes());
+        secs.fetch_add(1, Ordering::SeqCst);
+        if i % 9 == 0 {
+            seen += &poll(&mut r, &mut saved);
+        }
+    }
+    log.raw(b"half a li");
+    seen += &poll(&mut r, &mut saved);
+    assert_eq!(seen, lines(0..40));
+    log.raw(b"ne\n");
+    seen += &poll(&mut r, &mut saved);
+    assert_eq!(seen, format!("{}half a line\n", lines(0..40)));
+    assert!(r.gaps.is_empty(), "{:?}", r.gaps);
+    assert!(felix().files(&n.host).expect("files").len() > 5);
+}
+
+/// A copy-and-truncate rotation (the copy keeps the file's head) loses and repeats nothing;
+/// a truncation in place without a copy is said as a gap, and the new lines are read.
+#[test]
+fn truncation_is_followed_and_a_gap_is_said() {
+    let n = Node::new();
+    let (mut r, mut saved) = (n.reader(), None);
+    n.append("calico-felix.log", &lines(0..5));
+    let mut seen = poll(&mut r, &mut saved);
+    n.append("calico-felix.log", &lines(5..8));
+    let current = n.local("calico-felix.log");
+    fs_err::copy(&current, n.local("calico-felix-20251121T080003Z.log")).expect("copy");
+    fs_err::write(&current, lines(8..10)).expect("truncate");
+    seen += &poll(&mut r, &mut saved);
+    assert_eq!(seen, lines(0..10));
+    assert!(r.gaps.is_empty(), "{:?}", r.gaps);
+
+    fs_err::write(&current, lines(10..11)).expect("truncate");
+    seen += &poll(&mut r, &mut saved);
+    assert_eq!(seen, lines(0..11));
+    assert_eq!(r.gaps.len(), 1, "{:?}", r.gaps);
+}
+
+/// A follower that stops and starts again with the position it kept goes on where it
+/// stopped: the lines written meanwhile, across a rotation, come once, and nothing before.
+#[test]
+fn a_restarted_follower_repeats_and_loses_nothing() {
+    let n = Node::new();
+    n.append("calico-felix.log", &lines(0..3));
+    let mut saved = None;
+    let first = poll(&mut n.reader(), &mut saved);
+    assert_eq!(first, lines(0..3));
+    // While no follower runs: more lines, a rotation, more lines.
+    n.append("calico-felix.log", &lines(3..5));
+    fs_err::rename(
+        n.local("calico-felix.log"),
+        n.local("calico-felix-20251121T080003Z.log"),
+    )
+    .expect("rotate");
+    n.append("calico-felix.log", &lines(5..7));
+    let kept: Position =
+        serde_json::from_str(&serde_json::to_string(&saved).expect("json")).expect("json");
+    let mut again = n.reader();
+    again.position = Some(kept);
+    let second = poll(&mut again, &mut saved);
+    assert_eq!(format!("{first}{second}"), lines(0..7));
+    assert!(again.gaps.is_empty(), "{:?}", again.gaps);
+}
+
+/// A follower that starts before the log exists reads all of it when it comes.
+#[test]
+fn a_log_that_comes_later_is_read_from_its_start() {
+    let n = Node::new();
+    let (mut r, mut saved) = (n.reader(), None);
+    let mut out = Vec::new();
+    r.poll(Start::Tail(1), &mut out, &mut |p| saved = Some(p.clone()))
+        .expect("poll");
+    n.append("calico-felix.log", &lines(0..3));
+    r.poll(Start::Tail(1), &mut out, &mut |p| saved = Some(p.clone()))
+        .expect("poll");
+    assert_eq!(String::from_utf8(out).expect("utf-8"), lines(0..3));
+}
+
+/// Secrets go as diags takes them out: a secret file's value, a JWT, and a private key's
+/// lines, also when its block is split between two polls.
+#[test]
+fn lines_are_redacted_as_diags_redacts_them() {
+    let n = Node::new();
+    let kubeconfig = "users:\n- user:\n    token: opaque-secret-value-1\n".to_owned();
+    let mut r = Reader::new(&n.host, felix(), Redactor::new(&[kubeconfig]));
+    let mut saved = None;
+    n.append(
+        "calico-felix.log",
+        "using opaque-secret-value-1 now\nbearer eyJhbGciOi.eyJzdWIiOi.c2ln\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n",
+    );
+    let mut seen = poll(&mut r, &mut saved);
+    n.append(
+        "calico-felix.log",
+        "c2VjcmV0a2V5Ym9keQ\n-----END RSA PRIVATE KEY-----\nafter the key\n",
+    );
+    seen += &poll(&mut r, &mut saved);
+    for gone in ["opaque-secret", "eyJhbGciOi", "MIIEow", "c2VjcmV0a2V5"] {
+        assert!(!seen.contains(gone), "{gone} in {seen}");
+    }
+    assert!(seen.contains("using <redacted> now"), "{seen}");
+    assert!(
+        seen.ends_with("<redacted>\n<redacted>\n<redacted>\nafter the key\n"),
+        "{seen}"
+    );
+}
+
+/// --since starts after the last line calicoctl-win stamped before the time: Felix's own
+/// lines after it come too, so nothing written after the time is left out; a rotated file
+/// that ended before it is not read.
+#[test]
+fn since_starts_after_the_last_stamped_line_before_the_time() {
+    let n = Node::new();
+    n.append("calico-felix-20251121T080000Z.log", "old rotated\n");
+    n.append(
+        "calico-felix.log",
+        "2025-11-21T09:00:00Z [calicoctl-win] info: started\nfelix a\n2025-11-21T10:00:00Z [calicoctl-win] info: restarted felix\nfelix b\n2025-11-21T11:00:00Z [calicoctl-win] warning: later\n",
+    );
+    let t = |s: &str| s.parse::<jiff::Timestamp>().expect("time").as_second();
+    let got = read(&mut n.reader(), Start::Since(t("2025-11-21T09:30:00Z")));
+    assert_eq!(
+        got,
+        "felix a\n2025-11-21T10:00:00Z [calicoctl-win] info: restarted felix\nfelix b\n2025-11-21T11:00:00Z [calicoctl-win] warning: later\n"
+    );
+    let all = read(&mut n.reader(), Start::Since(t("2025-11-21T07:00:00Z")));
+    assert!(all.starts_with("old rotated\n"), "{all}");
+}

@@ -1,0 +1,87 @@
+use super::*;
+
+fn addresses() -> Addresses {
+    Addresses {
+        namespace: "calicoctl-win-verify-x1".into(),
+        pods: [
+            (Role::Server, "10.244.1.5".to_owned()),
+            (Role::Local, "10.244.1.6".to_owned()),
+        ]
+        .into_iter()
+        .collect(),
+        service_ip: Some("10.96.0.20".into()),
+        api_server_ip: Some("10.96.0.1".into()),
+    }
+}
+
+#[test]
+fn a_pod_is_dialled_through_the_clients_pod_proxy_and_must_answer_its_name() {
+    let d = dial(Role::Local, &Target::Pod(Role::Server), &addresses()).unwrap();
+    assert_eq!(
+        d.path,
+        "/api/v1/namespaces/calicoctl-win-verify-x1/pods/client-local:8080/proxy/dial?request=hostname&protocol=http&host=10.244.1.5&port=8080&tries=1"
+    );
+    assert_eq!(d.expect.as_deref(), Some("server"));
+}
+
+#[test]
+fn names_addresses_and_outside_hosts_are_dialled_as_netexec_takes_them() {
+    let a = addresses();
+    // A Windows pod resolves a single label (its namespace's suffix) or a fully qualified
+    // name, never a partly qualified one (Kubernetes' DNS docs, Windows nodes).
+    let by_name = dial(Role::Local, &Target::ServiceName, &a).unwrap();
+    assert!(
+        by_name.path.contains("host=server&port=80&"),
+        "{}",
+        by_name.path
+    );
+    let kubernetes = dial(Role::Local, &Target::KubernetesName, &a).unwrap();
+    assert!(
+        kubernetes
+            .path
+            .contains("host=kubernetes.default.svc.cluster.local&port=443"),
+        "{}",
+        kubernetes.path
+    );
+    let api = dial(Role::Local, &Target::ApiServerIp, &a).unwrap();
+    assert!(api.path.contains("host=10.96.0.1&port=443"), "{}", api.path);
+    assert_eq!(api.expect, None);
+    let out = dial(
+        Role::Local,
+        &Target::External("[2001:db8::1]:80".into()),
+        &a,
+    )
+    .unwrap();
+    assert!(out.path.contains("request=%2F&"), "{}", out.path);
+    assert!(
+        out.path.contains("host=%5B2001%3Adb8%3A%3A1%5D&port=80"),
+        "{}",
+        out.path
+    );
+    // A pod without an address cannot be dialled: the pod-address check says why.
+    assert_eq!(dial(Role::Local, &Target::Pod(Role::Linux), &a), None);
+}
+
+#[test]
+fn netexecs_answers_are_read_as_it_writes_them() {
+    let ok = answer(200, r#"{"responses":["server"]}"#);
+    assert!(reached(&ok, Some("server")));
+    assert!(!reached(&ok, Some("client-linux")), "another pod answered");
+    let refused = answer(
+        200,
+        r#"{"errors":["Get \"http://10.244.1.5:8080/hostname\": dial tcp: connect: connection refused"]}"#,
+    );
+    assert!(matches!(refused, Answer::Failed(ref e) if e.len() == 1));
+    assert!(!reached(&refused, None));
+    let dns = answer(
+        400,
+        "host and/or port param are invalid. lookup server.ns: no such host\n",
+    );
+    assert!(matches!(dns, Answer::Unresolved(_)));
+    let proxy = answer(
+        503,
+        "error trying to reach service: dial tcp 10.244.1.6:8080: i/o timeout",
+    );
+    assert!(matches!(proxy, Answer::NoProxy(ref s) if s.starts_with("HTTP 503")));
+    assert!(matches!(answer(200, "<html>"), Answer::NoProxy(_)));
+}

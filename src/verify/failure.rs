@@ -1,0 +1,94 @@
+//! How a finished `verify` run ends the command that ran it (`verify`, `install --verify`):
+//! every check passed, or one failed (exit 1), or the run was cut short by `--timeout`
+//! (exit 4) or by Ctrl-C (exit 1).
+
+use super::judge::Outcome;
+use super::run::Report;
+use crate::error::{Diagnose, Diagnosis, Exit, Kind};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Failed {
+    #[error("node {node} does not pass traffic: {checks}")]
+    NotPassing { node: String, checks: String },
+    #[error("verify of node {node} did not finish within {timeout_s} s")]
+    TimedOut { node: String, timeout_s: u64 },
+    #[error("verify of node {node} was interrupted")]
+    Interrupted { node: String },
+}
+
+impl Diagnose for Failed {
+    fn diagnose(&self) -> Option<Diagnosis> {
+        match self {
+            Failed::NotPassing { .. } => Diagnosis::new(
+                Exit::Failed,
+                Kind::TrafficFailed,
+                "each failed check names its layer and the next step (-o json: checks[].finding)",
+            ),
+            Failed::TimedOut { .. } => Diagnosis::new(
+                Exit::Timeout,
+                Kind::Timeout,
+                "the checks judged so far are listed; a pod that waits for its image takes longest: pull it first, or give --timeout more",
+            ),
+            Failed::Interrupted { .. } => Diagnosis::new(
+                Exit::Failed,
+                Kind::Failed,
+                "run it again to judge every check",
+            ),
+        }
+    }
+}
+
+/// The run's end as an error, or `None` when every check passed.
+pub fn of(r: &Report, timeout_s: u64) -> Option<Failed> {
+    let node = r.node.clone();
+    if r.interrupted {
+        return Some(Failed::Interrupted { node });
+    }
+    if r.timed_out {
+        return Some(Failed::TimedOut { node, timeout_s });
+    }
+    if r.passed {
+        return None;
+    }
+    let checks: Vec<String> = r
+        .checks
+        .iter()
+        .filter(|v| matches!(v.outcome, Outcome::Fail { .. }))
+        .map(|v| v.check.word())
+        .collect();
+    Some(Failed::NotPassing {
+        node,
+        checks: checks.join(", "),
+    })
+}
+
+/// The end of runs for several nodes: an interruption first, then a timeout, then the nodes
+/// that do not pass traffic, all named.
+pub fn of_all(reports: &[Report], timeout_s: u64) -> Option<Failed> {
+    let ends: Vec<Failed> = reports.iter().filter_map(|r| of(r, timeout_s)).collect();
+    let rank = |f: &Failed| match f {
+        Failed::Interrupted { .. } => 0,
+        Failed::TimedOut { .. } => 1,
+        Failed::NotPassing { .. } => 2,
+    };
+    let first = ends.iter().map(rank).min()?;
+    let mut same = ends.into_iter().filter(|f| rank(f) == first);
+    let one = same.next()?;
+    let rest: Vec<Failed> = same.collect();
+    if rest.is_empty() {
+        return Some(one);
+    }
+    let Failed::NotPassing { node, checks } = one else {
+        return Some(one);
+    };
+    let mut said = vec![format!("{node} ({checks})")];
+    for f in rest {
+        if let Failed::NotPassing { node, checks } = f {
+            said.push(format!("{node} ({checks})"));
+        }
+    }
+    Some(Failed::NotPassing {
+        node: said.join(", "),
+        checks: "each node's failed checks above".into(),
+    })
+}

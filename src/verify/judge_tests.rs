@@ -1,0 +1,140 @@
+use super::*;
+
+fn pod(name: &str, ip: Option<&str>) -> PodState {
+    PodState {
+        name: name.into(),
+        node: "win-a".into(),
+        ip: ip.map(str::to_owned),
+        phase: "Running".into(),
+        ready: true,
+        ..Default::default()
+    }
+}
+
+fn code(o: &Outcome) -> Option<Code> {
+    match o {
+        Outcome::Fail { finding } => Some(finding.code),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_pod_without_an_address_is_the_cnis_with_its_events() {
+    let mut stuck = pod("server", None);
+    stuck.phase = "Pending".into();
+    stuck.waiting = Some("ContainerCreating".into());
+    stuck.events =
+        vec!["FailedCreatePodSandBox: plugin type=\"calico\" failed: no IPAM block".into()];
+    let o = pods(&[pod("client-local", Some("10.0.0.2")), stuck]);
+    assert_eq!(code(&o), Some(Code::TrafficCni));
+    let Outcome::Fail { finding } = o else {
+        unreachable!()
+    };
+    assert!(
+        finding.message.contains("ContainerCreating"),
+        "{}",
+        finding.message
+    );
+    assert!(
+        finding.message.contains("no IPAM block"),
+        "{}",
+        finding.message
+    );
+    assert!(
+        finding
+            .remedy
+            .as_deref()
+            .unwrap_or("")
+            .contains("calicoctl-win status")
+    );
+    assert_eq!(pods(&[pod("server", Some("10.0.0.1"))]), Outcome::Pass);
+}
+
+#[test]
+fn a_pull_that_fails_is_the_images_not_the_cnis() {
+    let mut p = pod("server", Some("10.0.0.1"));
+    p.phase = "Pending".into();
+    p.waiting = Some("ErrImagePull: no matching manifest for windows/amd64 10.0.26100".into());
+    assert_eq!(code(&pods(&[p])), Some(Code::TrafficImage));
+}
+
+#[test]
+fn a_server_never_ready_is_the_hosts_firewall() {
+    let mut s = pod("server", Some("10.0.0.1"));
+    assert_eq!(kubelet_probe(&s), Outcome::Pass);
+    s.ready = false;
+    assert_eq!(code(&kubelet_probe(&s)), Some(Code::TrafficFirewall));
+}
+
+#[test]
+fn each_dialling_check_names_its_own_layer() {
+    let from = pod("client-local", Some("10.0.0.2"));
+    let timeout = Answer::Failed(vec!["i/o timeout".into()]);
+    let cases = [
+        (CheckId::WindowsToLinux, Code::TrafficOverlay),
+        (CheckId::LinuxToWindows, Code::TrafficOverlay),
+        (CheckId::WindowsToWindows, Code::TrafficOverlay),
+        (CheckId::ClusterIp, Code::TrafficKubeProxy),
+        (CheckId::ApiServer, Code::TrafficKubeProxy),
+        (CheckId::DnsService, Code::TrafficDns),
+        (CheckId::Egress, Code::TrafficEgress),
+        (CheckId::PodToPod, Code::TrafficPolicy),
+    ];
+    for (id, want) in cases {
+        assert_eq!(
+            code(&dial(id, &from, "x", &timeout, None)),
+            Some(want),
+            "{id:?}"
+        );
+    }
+    let ok = Answer::Reached(vec!["server".into()]);
+    assert_eq!(
+        dial(CheckId::ClusterIp, &from, "x", &ok, Some("server")),
+        Outcome::Pass
+    );
+}
+
+#[test]
+fn a_name_that_does_not_resolve_is_dns_and_a_lost_client_is_the_control_planes() {
+    let from = pod("client-local", Some("10.0.0.2"));
+    let nx = Answer::Unresolved("host and/or port param are invalid. no such host".into());
+    assert_eq!(
+        code(&dial(CheckId::DnsKubernetes, &from, "x", &nx, None)),
+        Some(Code::TrafficDns)
+    );
+    assert_eq!(
+        code(&dial(CheckId::Egress, &from, "x", &nx, None)),
+        Some(Code::TrafficEgress)
+    );
+    let lost = Answer::NoProxy("HTTP 503: error trying to reach service".into());
+    let o = dial(CheckId::ClusterIp, &from, "x", &lost, None);
+    assert_eq!(code(&o), Some(Code::TrafficControlPlane));
+}
+
+#[test]
+fn a_policy_never_applied_or_never_removed_is_felixs() {
+    let from = pod("client-local", Some("10.0.0.2"));
+    assert_eq!(
+        policy(CheckId::PolicyApplied, &from, &Change::Within { ms: 2400 }),
+        Outcome::Pass
+    );
+    let never = Change::Never {
+        waited_ms: 30_000,
+        last: Answer::Reached(vec!["server".into()]),
+    };
+    let o = policy(CheckId::PolicyApplied, &from, &never);
+    assert_eq!(code(&o), Some(Code::TrafficPolicy));
+    let Outcome::Fail { finding } = o else {
+        unreachable!()
+    };
+    assert!(finding.message.contains("still answered") && finding.message.contains("30 s"));
+    let o = policy(CheckId::PolicyRemoved, &from, &never);
+    let Outcome::Fail { finding } = o else {
+        unreachable!()
+    };
+    assert!(
+        finding.message.contains("still refused"),
+        "{}",
+        finding.message
+    );
+}

@@ -1,0 +1,341 @@
+//! The matrix: which probe pods go where and which checks run between them, planned from the
+//! cluster's nodes. Pure: the nodes are read elsewhere and handed over as `NodeFacts`.
+//!
+//! Every probe pod runs agnhost's `netexec`, so each serves HTTP and can be told to dial
+//! another (`/dial`): the server on the node under test, a client beside it, one on a Linux
+//! node and one on another Windows node when the cluster has one.
+
+use super::image;
+use serde::Serialize;
+
+/// A node's operating system, as its `kubernetes.io/os` label says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Os {
+    Windows,
+    Linux,
+}
+
+/// What the plan needs to know about a node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeFacts {
+    pub name: String,
+    pub os: Os,
+    /// `node.kubernetes.io/windows-build` (such as `10.0.20348`), Windows nodes only.
+    pub windows_build: Option<String>,
+    /// The Ready condition is True and the node is not cordoned.
+    pub usable: bool,
+    /// It carries `node-role.kubernetes.io/control-plane`: a Linux worker is preferred.
+    pub control_plane: bool,
+}
+
+/// The probe pods, by their part in the matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// On the node under test, behind the Service, with the readiness probe.
+    Server,
+    /// On the node under test, beside the server.
+    Local,
+    /// On a Linux node.
+    Linux,
+    /// On another Windows node.
+    Remote,
+}
+
+impl Role {
+    /// The pod's name (and its hostname, which netexec's `/hostname` answers).
+    pub fn pod_name(self) -> &'static str {
+        match self {
+            Role::Server => "server",
+            Role::Local => "client-local",
+            Role::Linux => "client-linux",
+            Role::Remote => "client-windows",
+        }
+    }
+}
+
+/// One probe pod, placed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub role: Role,
+    pub node: String,
+    pub os: Os,
+    pub windows_build: Option<String>,
+}
+
+/// The named checks, in the order they run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckId {
+    /// The probe image present on every node (its pull has a limit of its own).
+    ImagePull,
+    PodAddress,
+    /// The API server reaches the server pod through its pod proxy: the baseline every check
+    /// asked through the proxy stands on.
+    ApiToPods,
+    KubeletProbe,
+    PodToPod,
+    WindowsToLinux,
+    LinuxToWindows,
+    WindowsToWindows,
+    ClusterIp,
+    ApiServer,
+    DnsService,
+    DnsKubernetes,
+    Egress,
+    PolicyApplied,
+    PolicyRemoved,
+}
+
+impl CheckId {
+    pub fn word(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+}
+
+/// Where a check's client dials.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "value")]
+pub enum Target {
+    /// Every probe pod (the pod-address check: each got an address and runs).
+    Pods,
+    /// A probe pod's address, port 8080.
+    Pod(Role),
+    /// The Service's ClusterIP, port 80 (kube-proxy's load balancer).
+    ServiceIp,
+    /// The Service by its name (cluster DNS, then the ClusterIP).
+    ServiceName,
+    /// The `kubernetes` Service's ClusterIP, port 443.
+    ApiServerIp,
+    /// `kubernetes.default` by name, port 443.
+    KubernetesName,
+    /// An address outside the cluster (`--egress HOST:PORT`).
+    External(String),
+}
+
+/// One check of the matrix: a client pod dials a target (the kubelet's probe has no client).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Check {
+    pub id: CheckId,
+    pub from: Option<Role>,
+    pub to: Target,
+}
+
+/// A check the matrix could not place, with the reason.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    pub id: CheckId,
+    pub why: String,
+}
+
+/// The plan for one Windows node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Matrix {
+    pub node: String,
+    pub pods: Vec<Placement>,
+    pub checks: Vec<Check>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// Why no matrix can be planned for the node.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PlanError {
+    #[error("node {0} is not in the cluster")]
+    NoSuchNode(String),
+    #[error("node {0} is not a Windows node")]
+    NotWindows(String),
+    #[error("node {0} has no node.kubernetes.io/windows-build label")]
+    NoBuild(String),
+    #[error("node {node} runs Windows build {build}, for which {image} has no variant")]
+    BuildNotCarried {
+        node: String,
+        build: String,
+        image: String,
+    },
+    #[error("node {0} is not Ready, or is cordoned")]
+    NotUsable(String),
+}
+
+impl crate::error::Diagnose for PlanError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        use crate::error::{Diagnosis, Exit, Kind};
+        match self {
+            PlanError::NotUsable(n) => Diagnosis::new(
+                Exit::Failed,
+                Kind::Failed,
+                format!(
+                    "make node {n} Ready and uncordon it ('kubectl uncordon {n}'), then verify it"
+                ),
+            ),
+            PlanError::BuildNotCarried { .. } => Diagnosis::new(
+                Exit::Usage,
+                Kind::Usage,
+                "give --image a mirror of agnhost built for the node's Windows build",
+            ),
+            _ => Diagnosis::new(
+                Exit::Usage,
+                Kind::Usage,
+                "name a Windows node of the cluster with --node ('kubectl get nodes -l kubernetes.io/os=windows')",
+            ),
+        }
+    }
+}
+
+/// Plans the matrix for `node` from the cluster's nodes.
+pub fn plan(
+    node: &str,
+    nodes: &[NodeFacts],
+    image: &str,
+    egress: Option<&str>,
+) -> Result<Matrix, PlanError> {
+    let this = under_test(node, nodes, image)?;
+    let mut pods = vec![placed(Role::Server, this), placed(Role::Local, this)];
+    let mut skipped = Vec::new();
+    match linux_peer(nodes) {
+        Some(n) => pods.push(placed(Role::Linux, n)),
+        None => skipped.push(skip(
+            CheckId::WindowsToLinux,
+            "the cluster has no usable Linux node",
+        )),
+    }
+    match windows_peer(node, nodes, image) {
+        Some(n) => pods.push(placed(Role::Remote, n)),
+        None => skipped.push(skip(
+            CheckId::WindowsToWindows,
+            "the cluster has no other usable Windows node on a build the image carries",
+        )),
+    }
+    let has = |r: Role| pods.iter().any(|p| p.role == r);
+    let checks = checks(has(Role::Linux), has(Role::Remote), egress);
+    if !has(Role::Linux) {
+        skipped.push(skip(
+            CheckId::LinuxToWindows,
+            "the cluster has no usable Linux node",
+        ));
+    }
+    if egress.is_none() {
+        skipped.push(skip(CheckId::Egress, "no --egress address was given"));
+    }
+    skipped.sort_by_key(|s| s.id);
+    Ok(Matrix {
+        node: node.to_owned(),
+        pods,
+        checks,
+        skipped,
+    })
+}
+
+fn under_test<'a>(
+    node: &str,
+    nodes: &'a [NodeFacts],
+    image: &str,
+) -> Result<&'a NodeFacts, PlanError> {
+    let this = nodes
+        .iter()
+        .find(|n| n.name == node)
+        .ok_or_else(|| PlanError::NoSuchNode(node.to_owned()))?;
+    if this.os != Os::Windows {
+        return Err(PlanError::NotWindows(node.to_owned()));
+    }
+    let build = this
+        .windows_build
+        .as_deref()
+        .ok_or_else(|| PlanError::NoBuild(node.to_owned()))?;
+    if !image::carries_build(image, build) {
+        return Err(PlanError::BuildNotCarried {
+            node: node.to_owned(),
+            build: build.to_owned(),
+            image: image.to_owned(),
+        });
+    }
+    if !this.usable {
+        return Err(PlanError::NotUsable(node.to_owned()));
+    }
+    Ok(this)
+}
+
+/// A usable Linux node, a worker before a control-plane node, by name.
+fn linux_peer(nodes: &[NodeFacts]) -> Option<&NodeFacts> {
+    let mut linux: Vec<&NodeFacts> = nodes
+        .iter()
+        .filter(|n| n.os == Os::Linux && n.usable)
+        .collect();
+    linux.sort_by(|a, b| (a.control_plane, &a.name).cmp(&(b.control_plane, &b.name)));
+    linux.first().copied()
+}
+
+/// Another usable Windows node whose build the image carries, by name.
+fn windows_peer<'a>(node: &str, nodes: &'a [NodeFacts], image: &str) -> Option<&'a NodeFacts> {
+    let mut windows: Vec<&NodeFacts> = nodes
+        .iter()
+        .filter(|n| n.os == Os::Windows && n.usable && n.name != node)
+        .filter(|n| {
+            n.windows_build
+                .as_deref()
+                .is_some_and(|b| image::carries_build(image, b))
+        })
+        .collect();
+    windows.sort_by(|a, b| a.name.cmp(&b.name));
+    windows.first().copied()
+}
+
+fn placed(role: Role, n: &NodeFacts) -> Placement {
+    Placement {
+        role,
+        node: n.name.clone(),
+        os: n.os,
+        windows_build: n.windows_build.clone(),
+    }
+}
+
+fn skip(id: CheckId, why: &str) -> Skipped {
+    Skipped {
+        id,
+        why: why.to_owned(),
+    }
+}
+
+fn checks(linux: bool, remote: bool, egress: Option<&str>) -> Vec<Check> {
+    let c = |id, from: Option<Role>, to| Check { id, from, to };
+    let local = Some(Role::Local);
+    let mut out = vec![
+        c(CheckId::ImagePull, None, Target::Pods),
+        c(CheckId::PodAddress, None, Target::Pods),
+        c(CheckId::ApiToPods, None, Target::Pod(Role::Server)),
+        c(CheckId::KubeletProbe, None, Target::Pod(Role::Server)),
+        c(CheckId::PodToPod, local, Target::Pod(Role::Server)),
+    ];
+    if linux {
+        out.push(c(CheckId::WindowsToLinux, local, Target::Pod(Role::Linux)));
+        out.push(c(
+            CheckId::LinuxToWindows,
+            Some(Role::Linux),
+            Target::Pod(Role::Server),
+        ));
+    }
+    if remote {
+        out.push(c(
+            CheckId::WindowsToWindows,
+            Some(Role::Remote),
+            Target::Pod(Role::Server),
+        ));
+    }
+    out.push(c(CheckId::ClusterIp, local, Target::ServiceIp));
+    out.push(c(CheckId::ApiServer, local, Target::ApiServerIp));
+    out.push(c(CheckId::DnsService, local, Target::ServiceName));
+    out.push(c(CheckId::DnsKubernetes, local, Target::KubernetesName));
+    if let Some(addr) = egress {
+        out.push(c(CheckId::Egress, local, Target::External(addr.to_owned())));
+    }
+    out.push(c(CheckId::PolicyApplied, local, Target::Pod(Role::Server)));
+    out.push(c(CheckId::PolicyRemoved, local, Target::Pod(Role::Server)));
+    out
+}
+
+#[cfg(test)]
+#[path = "matrix_tests.rs"]
+mod tests;

@@ -1,0 +1,222 @@
+//! The objects `verify` makes, as typed Kubernetes values: its namespace (labelled as
+//! calicoctl-win's, so a run that was killed is found by the next one), the probe pods, the
+//! Service in front of the server and the NetworkPolicy that denies the server's ingress.
+
+use super::dial::{SERVICE_NAME, SERVICE_PORT};
+use super::image::{HTTP_PORT, UDP_PORT};
+use super::matrix::{Os, Placement, Role};
+use k8s_openapi::api::core::v1::{
+    Affinity, Container, ContainerPort, HTTPGetAction, Namespace, NodeAffinity, NodeSelector,
+    NodeSelectorRequirement, NodeSelectorTerm, Pod, PodSpec, Probe, Service, ServicePort,
+    ServiceSpec, Toleration,
+};
+use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicySpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use std::collections::BTreeMap;
+
+/// The label every namespace `verify` makes carries, and its value.
+pub const OWNER_LABEL: &str = "app.kubernetes.io/managed-by";
+pub const OWNER_VALUE: &str = "calicoctl-win-verify";
+/// The label that tells the probe pods' parts apart.
+pub const ROLE_LABEL: &str = "calicoctl-win.projectcalico.org/verify-role";
+/// The namespace's name before its random suffix.
+pub const NAMESPACE_PREFIX: &str = "calicoctl-win-verify-";
+/// The NetworkPolicy that denies the server's ingress.
+pub const POLICY_NAME: &str = "deny-server-ingress";
+
+fn labels(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
+    Some(
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    )
+}
+
+/// The namespace, named with the caller's random suffix (lower-case letters and digits).
+pub fn namespace(suffix: &str) -> Namespace {
+    Namespace {
+        metadata: ObjectMeta {
+            name: Some(format!("{NAMESPACE_PREFIX}{suffix}")),
+            labels: labels(&[(OWNER_LABEL, OWNER_VALUE)]),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// A probe pod: netexec serving HTTP on 8080 and UDP on 8081, placed on its node by name and,
+/// on Windows, on the node's OS build (the image variant must match the host's build).
+pub fn pod(ns: &str, p: &Placement, image: &str) -> Pod {
+    let role = p.role.pod_name();
+    let mut selector = BTreeMap::from([("kubernetes.io/os".to_owned(), os_word(p.os).to_owned())]);
+    if let Some(build) = &p.windows_build {
+        selector.insert("node.kubernetes.io/windows-build".into(), build.clone());
+    }
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(role.to_owned()),
+            namespace: Some(ns.to_owned()),
+            labels: labels(&[(OWNER_LABEL, OWNER_VALUE), (ROLE_LABEL, role)]),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            containers: vec![netexec(image, p.role)],
+            node_selector: Some(selector),
+            affinity: Some(on_node(&p.node)),
+            // The node under test may be tainted for Windows workloads only: the pod is
+            // placed by name, so any NoSchedule taint is tolerated.
+            tolerations: Some(vec![Toleration {
+                operator: Some("Exists".into()),
+                effect: Some("NoSchedule".into()),
+                ..Default::default()
+            }]),
+            automount_service_account_token: Some(false),
+            termination_grace_period_seconds: Some(1),
+            restart_policy: Some("Always".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn os_word(os: Os) -> &'static str {
+    match os {
+        Os::Windows => "windows",
+        Os::Linux => "linux",
+    }
+}
+
+/// Pinned to one node as the DaemonSet controller pins its pods: a required node affinity on
+/// the field `metadata.name`, so the scheduler still weighs everything else.
+fn on_node(node: &str) -> Affinity {
+    Affinity {
+        node_affinity: Some(NodeAffinity {
+            required_during_scheduling_ignored_during_execution: Some(NodeSelector {
+                node_selector_terms: vec![NodeSelectorTerm {
+                    match_fields: Some(vec![NodeSelectorRequirement {
+                        key: "metadata.name".into(),
+                        operator: "In".into(),
+                        values: Some(vec![node.to_owned()]),
+                    }]),
+                    ..Default::default()
+                }],
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn netexec(image: &str, role: Role) -> Container {
+    let port = |n: i32, proto: &str| ContainerPort {
+        container_port: n,
+        protocol: Some(proto.into()),
+        ..Default::default()
+    };
+    Container {
+        name: "netexec".into(),
+        image: Some(image.to_owned()),
+        args: Some(vec![
+            "netexec".into(),
+            format!("--http-port={HTTP_PORT}"),
+            format!("--udp-port={UDP_PORT}"),
+        ]),
+        ports: Some(vec![port(HTTP_PORT, "TCP"), port(UDP_PORT, "UDP")]),
+        // The server's readiness probe is the kubelet-probe check: the kubelet on the node
+        // reaching its own pod.
+        readiness_probe: (role == Role::Server).then(|| Probe {
+            http_get: Some(HTTPGetAction {
+                path: Some("/healthz".into()),
+                port: IntOrString::Int(HTTP_PORT),
+                ..Default::default()
+            }),
+            period_seconds: Some(2),
+            timeout_seconds: Some(2),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The Service in front of the server: port 80 to netexec's 8080.
+pub fn service(ns: &str) -> Service {
+    Service {
+        metadata: ObjectMeta {
+            name: Some(SERVICE_NAME.into()),
+            namespace: Some(ns.to_owned()),
+            labels: labels(&[(OWNER_LABEL, OWNER_VALUE)]),
+            ..Default::default()
+        },
+        spec: Some(ServiceSpec {
+            selector: labels(&[(ROLE_LABEL, Role::Server.pod_name())]),
+            ports: Some(vec![ServicePort {
+                port: SERVICE_PORT,
+                target_port: Some(IntOrString::Int(HTTP_PORT)),
+                protocol: Some("TCP".into()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The policy that denies all ingress to the server: it selects the server and allows no
+/// ingress (`policyTypes: [Ingress]` with no rules).
+pub fn deny_server_ingress(ns: &str) -> NetworkPolicy {
+    NetworkPolicy {
+        metadata: ObjectMeta {
+            name: Some(POLICY_NAME.into()),
+            namespace: Some(ns.to_owned()),
+            labels: labels(&[(OWNER_LABEL, OWNER_VALUE)]),
+            ..Default::default()
+        },
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(LabelSelector {
+                match_labels: labels(&[(ROLE_LABEL, Role::Server.pod_name())]),
+                ..Default::default()
+            }),
+            policy_types: Some(vec!["Ingress".into()]),
+            ingress: None,
+            ..Default::default()
+        }),
+    }
+}
+
+/// The namespaces a killed run left: ours by the label and the prefix, older than `max_age_s`
+/// by the API server's clock (`server_now`, its `Date`; a run in progress elsewhere is younger
+/// than its own `--timeout` plus cleanup), and not already being deleted (a namespace whose
+/// `deletionTimestamp` is set is the namespace controller's until it is gone).
+pub fn leftovers(found: &[Namespace], server_now: i64, max_age_s: i64) -> Vec<String> {
+    found
+        .iter()
+        .filter(|n| {
+            n.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(OWNER_LABEL))
+                .map(String::as_str)
+                == Some(OWNER_VALUE)
+        })
+        .filter(|n| {
+            n.metadata
+                .name
+                .as_deref()
+                .is_some_and(|s| s.starts_with(NAMESPACE_PREFIX))
+        })
+        .filter(|n| n.metadata.deletion_timestamp.is_none())
+        .filter(|n| {
+            n.metadata
+                .creation_timestamp
+                .as_ref()
+                .is_some_and(|t| server_now - t.0.as_second() > max_age_s)
+        })
+        .filter_map(|n| n.metadata.name.clone())
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "objects_tests.rs"]
+mod tests;

@@ -1,0 +1,96 @@
+use super::*;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use serde_json::json;
+
+fn server() -> Placement {
+    Placement {
+        role: Role::Server,
+        node: "win-a".into(),
+        os: Os::Windows,
+        windows_build: Some("10.0.20348".into()),
+    }
+}
+
+#[test]
+fn a_windows_probe_pod_selects_the_nodes_build_and_is_pinned_by_name() {
+    let p = serde_json::to_value(pod("ns1", &server(), super::super::image::AGNHOST)).unwrap();
+    let spec = &p["spec"];
+    assert_eq!(
+        spec["nodeSelector"],
+        json!({"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348"})
+    );
+    let term = &spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"][0]["matchFields"][0];
+    assert_eq!(
+        term,
+        &json!({"key": "metadata.name", "operator": "In", "values": ["win-a"]})
+    );
+    let c = &spec["containers"][0];
+    assert_eq!(c["image"], "registry.k8s.io/e2e-test-images/agnhost:2.52");
+    assert_eq!(
+        c["args"],
+        json!(["netexec", "--http-port=8080", "--udp-port=8081"])
+    );
+    assert_eq!(
+        c["readinessProbe"]["httpGet"],
+        json!({"path": "/healthz", "port": 8080})
+    );
+    assert_eq!(p["metadata"]["labels"][ROLE_LABEL], "server");
+}
+
+#[test]
+fn only_the_server_has_the_readiness_probe_and_linux_pods_select_linux() {
+    let mut linux = server();
+    linux.role = Role::Linux;
+    linux.os = Os::Linux;
+    linux.windows_build = None;
+    let p = serde_json::to_value(pod("ns1", &linux, "m/agnhost:1")).unwrap();
+    assert_eq!(
+        p["spec"]["nodeSelector"],
+        json!({"kubernetes.io/os": "linux"})
+    );
+    assert!(p["spec"]["containers"][0].get("readinessProbe").is_none());
+    assert_eq!(p["metadata"]["name"], "client-linux");
+}
+
+#[test]
+fn the_service_and_the_policy_select_the_server() {
+    let s = serde_json::to_value(service("ns1")).unwrap();
+    assert_eq!(s["spec"]["selector"], json!({ROLE_LABEL: "server"}));
+    assert_eq!(s["spec"]["ports"][0]["port"], 80);
+    assert_eq!(s["spec"]["ports"][0]["targetPort"], 8080);
+    let n = serde_json::to_value(deny_server_ingress("ns1")).unwrap();
+    assert_eq!(
+        n["spec"]["podSelector"]["matchLabels"],
+        json!({ROLE_LABEL: "server"})
+    );
+    assert_eq!(n["spec"]["policyTypes"], json!(["Ingress"]));
+    assert!(
+        n["spec"].get("ingress").is_none(),
+        "no rule: every ingress is denied"
+    );
+}
+
+fn ns(name: &str, owned: bool, created: i64) -> Namespace {
+    let mut n = namespace("x");
+    n.metadata.name = Some(name.into());
+    if !owned {
+        n.metadata.labels = None;
+    }
+    n.metadata.creation_timestamp = Some(Time(jiff::Timestamp::from_second(created).unwrap()));
+    n
+}
+
+#[test]
+fn only_our_old_namespaces_are_leftovers() {
+    let found = [
+        ns("calicoctl-win-verify-old", true, 1000),
+        ns("calicoctl-win-verify-now", true, 9900),
+        ns("calicoctl-win-verify-foreign", false, 1000),
+        ns("team-a", true, 1000),
+    ];
+    assert_eq!(leftovers(&found, 10_000, 600), ["calicoctl-win-verify-old"]);
+    let made = serde_json::to_value(namespace("ab12")).unwrap();
+    assert_eq!(made["metadata"]["name"], "calicoctl-win-verify-ab12");
+    assert_eq!(made["metadata"]["labels"][OWNER_LABEL], OWNER_VALUE);
+}

@@ -1,0 +1,234 @@
+//! The cluster side of `verify`: the nodes read into `NodeFacts`, the probe objects made and
+//! deleted, the pods read into `PodState`s with their events, and netexec's `/dial` asked
+//! through the pod proxy. Every call is bounded (`Cluster::call_within`).
+
+use super::dial::{Answer, Dial, answer};
+use super::judge::PodState;
+use super::matrix::{NodeFacts, Os};
+use super::objects::{self, OWNER_LABEL, OWNER_VALUE};
+use crate::cluster::{Cluster, ClusterError};
+use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::Api;
+use kube::api::{DeleteParams, ListParams, PostParams};
+use std::time::Duration;
+
+/// The cluster's nodes, as the plan needs them.
+pub fn nodes(c: &Cluster) -> Result<Vec<NodeFacts>, ClusterError> {
+    let api: Api<Node> = Api::all(c.client.clone());
+    let mut out = Vec::new();
+    c.for_each_page_of(&api, "nodes", &ListParams::default().limit(250), |page| {
+        out.extend(page.iter().map(facts));
+        Ok::<(), ClusterError>(())
+    })?;
+    Ok(out)
+}
+
+fn facts(n: &Node) -> NodeFacts {
+    let labels = n.metadata.labels.clone().unwrap_or_default();
+    let ready = n
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    let cordoned = n
+        .spec
+        .as_ref()
+        .and_then(|s| s.unschedulable)
+        .unwrap_or(false);
+    NodeFacts {
+        name: n.metadata.name.clone().unwrap_or_default(),
+        os: if labels.get("kubernetes.io/os").map(String::as_str) == Some("windows") {
+            Os::Windows
+        } else {
+            Os::Linux
+        },
+        windows_build: labels.get("node.kubernetes.io/windows-build").cloned(),
+        usable: ready && !cordoned,
+        control_plane: labels.contains_key("node-role.kubernetes.io/control-plane"),
+    }
+}
+
+/// Our namespaces (by the label), to find what a killed run left.
+pub fn our_namespaces(c: &Cluster) -> Result<Vec<Namespace>, ClusterError> {
+    let api: Api<Namespace> = Api::all(c.client.clone());
+    let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
+    Ok(c.call("list", "namespaces", api.list(&lp))?.items)
+}
+
+/// The API server's clock: the `Date` of its answer to `/api` (RFC 9110's IMF-fixdate), as
+/// seconds since the epoch; `None` when it sends none. Ages of the cluster's objects are
+/// judged by it, never by this host's clock, which may be skewed.
+pub fn server_now(c: &Cluster) -> Result<Option<i64>, ClusterError> {
+    let Ok(req) = http::Request::get("/api").body(kube::client::Body::empty()) else {
+        return Ok(None);
+    };
+    let resp = c.call("get", "/api", c.client.send(req))?;
+    Ok(resp
+        .headers()
+        .get(http::header::DATE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|d| {
+            jiff::fmt::rfc2822::DateTimeParser::new()
+                .parse_timestamp(d)
+                .ok()
+        })
+        .map(|t| t.as_second()))
+}
+
+/// Makes the namespace and, in it, the Service and the probe pods.
+pub fn create<K>(c: &Cluster, api: &Api<K>, what: &str, object: &K) -> Result<(), ClusterError>
+where
+    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    c.call("create", what, api.create(&PostParams::default(), object))
+        .map(|_| ())
+}
+
+/// Deletes the namespace (the namespace controller deletes what is in it); gone already is
+/// fine, and so is one being deleted already: kube-apiserver answers a second delete of a
+/// Terminating namespace with 409 Conflict ("The system is ensuring all content is removed
+/// from this namespace", `pkg/registry/core/namespace/storage/storage.go`, `Delete`).
+pub fn delete_namespace(c: &Cluster, name: &str) -> Result<(), ClusterError> {
+    let api: Api<Namespace> = Api::all(c.client.clone());
+    let what = format!("namespaces/{name}");
+    match c.call_opt("delete", &what, api.delete(name, &DeleteParams::default())) {
+        Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether the namespace still exists.
+pub fn namespace_exists(c: &Cluster, name: &str) -> Result<bool, ClusterError> {
+    let api: Api<Namespace> = Api::all(c.client.clone());
+    Ok(
+        c.call_opt("get", &format!("namespaces/{name}"), api.get(name))?
+            .is_some(),
+    )
+}
+
+/// The Service's ClusterIP, and the `kubernetes` Service's.
+pub fn cluster_ip(c: &Cluster, ns: &str, name: &str) -> Result<Option<String>, ClusterError> {
+    let api: Api<Service> = Api::namespaced(c.client.clone(), ns);
+    let what = format!("services/{name}");
+    Ok(c.call_opt("get", &what, api.get(name))?
+        .and_then(|s| s.spec?.cluster_ip)
+        .filter(|ip| !ip.is_empty() && ip != "None"))
+}
+
+/// The probe pods as they are now, each with its events.
+pub fn pods(c: &Cluster, ns: &str) -> Result<Vec<PodState>, ClusterError> {
+    let api: Api<Pod> = Api::namespaced(c.client.clone(), ns);
+    let pods = c
+        .call("list", "pods", api.list(&ListParams::default()))?
+        .items;
+    let events: Api<Event> = Api::namespaced(c.client.clone(), ns);
+    // Why a pod has no address is in its events: a missing right to read them is said, not
+    // waited out.
+    let events = c
+        .call(
+            "list",
+            "events",
+            events.list(&ListParams::default().limit(500)),
+        )?
+        .items;
+    Ok(pods.iter().map(|p| state(p, &events)).collect())
+}
+
+fn state(p: &Pod, events: &[Event]) -> PodState {
+    let name = p.metadata.name.clone().unwrap_or_default();
+    let status = p.status.clone().unwrap_or_default();
+    let waiting = status
+        .container_statuses
+        .as_ref()
+        .and_then(|cs| cs.first()?.state.as_ref()?.waiting.clone())
+        .map(|w| match w.message {
+            Some(m) => format!("{}: {m}", w.reason.unwrap_or_default()),
+            None => w.reason.unwrap_or_default(),
+        });
+    PodState {
+        node: p
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .unwrap_or_default(),
+        ip: status.pod_ip.clone().filter(|ip| !ip.is_empty()),
+        phase: status.phase.clone().unwrap_or_default(),
+        ready: status
+            .conditions
+            .as_ref()
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True")),
+        waiting,
+        events: events
+            .iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some(name.as_str()))
+            .map(|e| {
+                let reason = e.reason.clone().unwrap_or_default();
+                format!("{reason}: {}", e.message.clone().unwrap_or_default())
+            })
+            .collect(),
+        name,
+    }
+}
+
+/// Applies or deletes the deny-ingress policy.
+pub fn policy(c: &Cluster, ns: &str, on: bool) -> Result<(), ClusterError> {
+    let api: Api<NetworkPolicy> = Api::namespaced(c.client.clone(), ns);
+    let what = format!("networkpolicies/{}", objects::POLICY_NAME);
+    if on {
+        create(c, &api, &what, &objects::deny_server_ingress(ns))
+    } else {
+        c.call_opt(
+            "delete",
+            &what,
+            api.delete(objects::POLICY_NAME, &DeleteParams::default()),
+        )
+        .map(|_| ())
+    }
+}
+
+/// Asks a client pod's netexec to dial, through the API server's pod proxy. A 403 is the
+/// run's failure (the identity lacks `get pods/proxy`), not the dataplane's.
+pub fn ask(c: &Cluster, d: &Dial, within: Duration) -> Result<Answer, ClusterError> {
+    let Ok(req) = http::Request::get(&d.path).body(Vec::new()) else {
+        return Ok(Answer::NoProxy(format!("not a request path: {}", d.path)));
+    };
+    match c.call_within(within, ("get", "pods/proxy"), c.client.request_text(req)) {
+        Ok(text) => Ok(answer(200, &text)),
+        Err(e @ ClusterError::Api { code: 403, .. }) => Err(e),
+        Err(ClusterError::Api { code, message, .. }) => Ok(answer(code, &message)),
+        // netexec bounds its dial at 5 s (`createHTTPClient`) but not the lookup before it
+        // (`net.ResolveTCPAddr` in `dialHandler`): a name's answer that never came is DNS's.
+        Err(ClusterError::Timeout { .. }) if d.name.is_some() => Ok(Answer::Unresolved(format!(
+            "no answer within {} s: the pod's lookup of {} did not return",
+            within.as_secs(),
+            d.name.as_deref().unwrap_or_default()
+        ))),
+        Err(e) => Ok(Answer::NoProxy(e.to_string())),
+    }
+}
+
+/// Asks the server pod's netexec `/healthz` through the pod proxy: the API server reaches the
+/// pod (the answer's text when it does not).
+pub fn healthz(
+    c: &Cluster,
+    ns: &str,
+    within: Duration,
+) -> Result<Result<(), String>, ClusterError> {
+    let path = format!(
+        "/api/v1/namespaces/{ns}/pods/{}:{}/proxy/healthz",
+        super::matrix::Role::Server.pod_name(),
+        super::image::HTTP_PORT
+    );
+    let Ok(req) = http::Request::get(&path).body(Vec::new()) else {
+        return Ok(Err(format!("not a request path: {path}")));
+    };
+    match c.call_within(within, ("get", "pods/proxy"), c.client.request_text(req)) {
+        Ok(_) => Ok(Ok(())),
+        Err(e @ ClusterError::Api { code: 403, .. }) => Err(e),
+        Err(ClusterError::Api { code, message, .. }) => {
+            Ok(Err(format!("HTTP {code}: {:.200}", message.trim())))
+        }
+        Err(e) => Ok(Err(e.to_string())),
+    }
+}

@@ -1,0 +1,348 @@
+//! One `verify` run: the leftovers of killed runs removed, the matrix planned, the probe
+//! objects made in a namespace of their own, each check run and judged, and the namespace
+//! deleted (and waited for) whatever happened, unless kept on failure. Every wait is bounded,
+//! and all of them by the run's deadline.
+
+use super::dial::{self, Addresses};
+use super::judge::{self, Outcome, PodState, Verdict};
+use super::matrix::{self, CheckId, Matrix, Role, Skipped};
+use super::objects;
+pub use super::options::{Options, PODS_WAIT, POLICY_WAIT, PULL_TIMEOUT, SETTLE};
+use super::probe;
+use super::settle::{self, Ledger};
+use super::shared;
+use super::step::{POLL, interrupted, ms};
+use crate::cluster::{Cluster, ClusterError};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use kube::Api;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// The longest the namespace's deletion is waited for, kept out of `--timeout`'s checks so
+/// that the whole run stays within it (a quarter of it when it is short).
+pub const CLEANUP_WAIT: Duration = Duration::from_secs(30);
+/// A namespace of ours older than this is a killed run's: the longest run (`--timeout` at
+/// most 10 minutes) and its clean-up are shorter.
+pub const LEFTOVER_AGE_S: i64 = 15 * 60;
+
+/// What the run found.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub node: String,
+    pub namespace: String,
+    pub image: String,
+    pub checks: Vec<Verdict>,
+    pub skipped: Vec<Skipped>,
+    pub passed: bool,
+    pub timed_out: bool,
+    /// Ctrl-C or a termination signal stopped it.
+    pub interrupted: bool,
+    /// The namespaces of killed runs this run deleted.
+    pub leftovers_removed: Vec<String>,
+    /// Whether the namespace is gone at the end (kept on failure, or its deletion not done);
+    /// in a namespace given (`--namespace`), whether what the run made there is.
+    pub cleaned_up: bool,
+    /// How long the deletion of the namespace was waited for.
+    pub cleanup_ms: u64,
+    /// The whole run, the image pull included.
+    /// The namespace was given (`--namespace`): neither made nor deleted by the run.
+    pub namespace_given: bool,
+    /// Why what the run made in a namespace given could not be deleted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clean_up_error: Option<String>,
+    pub took_ms: u64,
+    /// This node's own health findings, when `verify` runs on the node it verifies.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub node_health: Vec<crate::installed::health::Finding>,
+}
+
+/// Why the run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Plan(#[from] matrix::PlanError),
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+}
+
+/// Runs `verify` for one node. `--timeout` bounds it all, the sweep of leftovers and the
+/// cleanup included; the image pull is added to it, up to its own limit.
+pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
+    let start = Instant::now();
+    let reserve = CLEANUP_WAIT.min(o.timeout / 4);
+    let checks_until = start + o.timeout - reserve;
+    let leftovers_removed = match &o.namespace {
+        None => sweep(c)?,
+        // A turn is old by the API server's clock too (none is swept without its `Date`).
+        Some(ns) => match probe::server_now(c)? {
+            Some(now) => shared::sweep(c, ns, now, LEFTOVER_AGE_S)?,
+            None => Vec::new(),
+        },
+    };
+    let nodes = shared::while_cordoned(probe::nodes(c)?, o);
+    let m = matrix::plan(&o.node, &nodes, &o.image, o.egress.as_deref())?;
+    let name = match &o.namespace {
+        None => make_namespace(c, o)?,
+        Some(ns) => {
+            shared::claim(c, ns, &o.suffix, checks_until, &o.interrupted)?;
+            ns.clone()
+        }
+    };
+    let (ledger, timed_out, pull) = match checks(c, o, &m, &name, checks_until) {
+        Ok(done) => done,
+        Err(e) => {
+            // What was made goes, whatever stopped the run.
+            if !o.keep_on_failure {
+                clean_up(c, o, &name, Instant::now() + reserve.max(POLL), &mut None);
+            }
+            return Err(e.into());
+        }
+    };
+    let stopped = interrupted(o);
+    let timed_out = timed_out && !stopped;
+    let passed = ledger.passed() && !timed_out && !stopped;
+    let cleaning = Instant::now();
+    let mut clean_up_error = None;
+    let cleaned_up = if o.keep_on_failure && !passed {
+        false
+    } else {
+        let until = (start + o.timeout + pull).max(cleaning + POLL);
+        clean_up(c, o, &name, until, &mut clean_up_error)
+    };
+    Ok(Report {
+        node: o.node.clone(),
+        namespace: name,
+        image: o.image.clone(),
+        checks: ledger.verdicts,
+        skipped: m.skipped,
+        passed,
+        timed_out,
+        interrupted: stopped,
+        leftovers_removed,
+        cleaned_up,
+        cleanup_ms: ms(cleaning.elapsed()),
+        namespace_given: o.namespace.is_some(),
+        clean_up_error,
+        took_ms: ms(start.elapsed()),
+        node_health: Vec::new(),
+    })
+}
+
+/// Makes the namespace; a name taken (a leftover of that name still being deleted, 409
+/// AlreadyExists) is given up for a fresh random one.
+fn make_namespace(c: &Cluster, o: &Options) -> Result<String, ClusterError> {
+    let api = Api::<Namespace>::all(c.client.clone());
+    let mut suffix = o.suffix.clone();
+    for _ in 0..3 {
+        let ns = objects::namespace(&suffix);
+        match probe::create(c, &api, "namespaces", &ns) {
+            Err(ClusterError::Api { code: 409, .. }) => {
+                suffix = format!("{}{}", super::options::suffix(), suffix.len() % 10)
+            }
+            made => return made.map(|()| ns.metadata.name.unwrap_or_default()),
+        }
+    }
+    let ns = objects::namespace(&super::options::suffix());
+    probe::create(c, &api, "namespaces", &ns)?;
+    Ok(ns.metadata.name.unwrap_or_default())
+}
+
+/// Deletes the namespaces killed runs left, judged old by the API server's clock (none when
+/// it gives no `Date`).
+fn sweep(c: &Cluster) -> Result<Vec<String>, ClusterError> {
+    let found = probe::our_namespaces(c)?;
+    if found.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(now) = probe::server_now(c)? else {
+        return Ok(Vec::new());
+    };
+    let old = objects::leftovers(&found, now, LEFTOVER_AGE_S);
+    for n in &old {
+        probe::delete_namespace(c, n)?;
+    }
+    Ok(old)
+}
+
+/// Deletes the namespace and waits until it is gone, or `until` (in a namespace given, what
+/// the run made).
+fn clean_up(
+    c: &Cluster,
+    o: &Options,
+    ns: &str,
+    until: Instant,
+    error: &mut Option<String>,
+) -> bool {
+    if o.namespace.is_some() {
+        return shared::release(c, ns, until).unwrap_or_else(|e| {
+            *error = Some(format!("{e} ({})", e.hint()));
+            false
+        });
+    }
+    if probe::delete_namespace(c, ns).is_err() {
+        return false;
+    }
+    loop {
+        match probe::namespace_exists(c, ns) {
+            Ok(false) => return true,
+            Ok(true) if Instant::now() + POLL < until => std::thread::sleep(POLL),
+            // Not known to be gone: said, not waited for.
+            _ => return false,
+        }
+    }
+}
+
+/// Makes the objects, waits for the pods, runs every check: the verdicts, whether the
+/// deadline cut the run short, and how long the image pull took (added to the deadline).
+fn checks(
+    c: &Cluster,
+    o: &Options,
+    m: &Matrix,
+    ns: &str,
+    deadline: Instant,
+) -> Result<(Ledger, bool, Duration), ClusterError> {
+    let mut ledger = Ledger::default();
+    let made = make(c, o, m, ns, deadline)?;
+    let deadline = deadline + made.pull;
+    let all: Vec<PodState> = made.states.values().cloned().collect();
+    let still: Vec<&PodState> = all.iter().filter(|s| judge::pulling(s)).collect();
+    let pull = Verdict {
+        check: CheckId::ImagePull,
+        outcome: judge::image_pull(&all, &still, o.pull_timeout.as_secs()),
+        took_ms: ms(made.pull),
+        attempts: 0,
+        delay_ms: None,
+    };
+    ledger.record(pull, None);
+    if made.cut {
+        return Ok((ledger, true, made.pull));
+    }
+    let states = made.states;
+    let addresses = Addresses {
+        namespace: ns.to_owned(),
+        pods: states
+            .iter()
+            .filter_map(|(r, s)| Some((*r, s.ip.clone()?)))
+            .collect(),
+        service_ip: probe::cluster_ip(c, ns, dial::SERVICE_NAME)?,
+        api_server_ip: probe::cluster_ip(c, "default", "kubernetes")?,
+    };
+    let run = super::step::Step {
+        c,
+        o,
+        ns,
+        states: &states,
+        addresses: &addresses,
+        deadline,
+        cut: std::cell::Cell::new(false),
+    };
+    for check in m.checks.iter().filter(|c| c.id != CheckId::ImagePull) {
+        if Instant::now() >= deadline || interrupted(o) {
+            return Ok((ledger, true, made.pull));
+        }
+        let started = Instant::now();
+        let (outcome, lost, attempts, delay_ms) = match settle::blocker(check.id, &ledger) {
+            Some(by) => (Outcome::Blocked { by }, None, 0, None),
+            None => match check.id {
+                CheckId::PodAddress => (judge::pods(&all), None, 0, None),
+                CheckId::KubeletProbe => (run.kubelet(), None, 0, None),
+                CheckId::ApiToPods => run.baseline()?,
+                CheckId::PolicyApplied | CheckId::PolicyRemoved => run.policy(check)?,
+                _ => run.dial(check, &ledger)?,
+            },
+        };
+        if run.cut.get() {
+            // The wait ended at the run's deadline, not with an answer: no verdict.
+            return Ok((ledger, true, made.pull));
+        }
+        let v = Verdict {
+            check: check.id,
+            outcome,
+            took_ms: ms(started.elapsed()),
+            attempts,
+            delay_ms,
+        };
+        ledger.record(v, lost);
+    }
+    Ok((ledger, false, made.pull))
+}
+
+/// The pods as the wait for them ended, whether the run's deadline cut it, and how long the
+/// image pull took.
+struct Made {
+    states: BTreeMap<Role, PodState>,
+    cut: bool,
+    pull: Duration,
+}
+
+/// Makes the Service and the pods and waits until they run (or one cannot). The time while a
+/// pod pulls its image is counted apart, up to `--pull-timeout`, and added to the deadline.
+fn make(
+    c: &Cluster,
+    o: &Options,
+    m: &Matrix,
+    ns: &str,
+    deadline: Instant,
+) -> Result<Made, ClusterError> {
+    let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
+    probe::create(c, &services, "services", &objects::service(ns))?;
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
+    for p in &m.pods {
+        probe::create(c, &pods, "pods", &objects::pod(ns, p, &o.image))?;
+    }
+    let made_at = Instant::now();
+    let (mut pull, mut last) = (Duration::ZERO, made_at);
+    loop {
+        let states = probe::pods(c, ns)?;
+        let now = Instant::now();
+        let pulling = states.iter().any(judge::pulling);
+        if pulling {
+            pull += now - last;
+        }
+        last = now;
+        let own = made_at + o.pods_wait + pull;
+        let until = (deadline + pull).min(own);
+        let settled = states.iter().all(|s| {
+            // A pull that fails, a container that cannot run, or a sandbox the CNI plugin
+            // failed to make, is an answer (the kubelet retries them, but the check has what
+            // it needs to name the layer).
+            let sandbox = s
+                .events
+                .iter()
+                .any(|e| e.starts_with("FailedCreatePodSandBox"));
+            (judge::usable(s) && s.ready) || judge::image_fault(s) || sandbox
+        });
+        let pull_out = pulling && pull >= o.pull_timeout;
+        if settled || pull_out || now + POLL >= until || interrupted(o) {
+            // Cut by the run's deadline before its own limit: the run timed out.
+            let cut = !settled && !pull_out && (deadline + pull < own || interrupted(o));
+            return Ok(Made {
+                states: by_role(m, states),
+                cut,
+                pull,
+            });
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+fn by_role(m: &Matrix, states: Vec<PodState>) -> BTreeMap<Role, PodState> {
+    m.pods
+        .iter()
+        .map(|p| {
+            let name = p.role.pod_name();
+            let s = states
+                .iter()
+                .find(|s| s.name == name)
+                .cloned()
+                .unwrap_or(PodState {
+                    name: name.to_owned(),
+                    node: p.node.clone(),
+                    phase: "not made".into(),
+                    ..Default::default()
+                });
+            (p.role, s)
+        })
+        .collect()
+}

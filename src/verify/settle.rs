@@ -1,0 +1,170 @@
+//! Each fault named once: a check that failed because one under it failed is `blocked` by
+//! that one, and a client pod the API server cannot reach is not asked again.
+//!
+//! What lies under what: the Service's backend is the server on the same node, once Ready
+//! (cluster-ip needs pod-to-pod and the kubelet's probe); a name resolves through the cluster DNS Service, whose pods usually run
+//! on Linux (the DNS checks need cluster-ip and windows-to-linux); the policy checks measure a
+//! change of traffic that pod-to-pod proved flows (and its removal, that it was applied).
+
+use super::judge::{Outcome, Verdict};
+use super::matrix::{CheckId, Role};
+use std::collections::BTreeMap;
+
+/// The checks a check's failure is blamed on first, when they failed. Every check asked
+/// through the pod proxy stands on `api-to-pods` (the API server reaches the pods).
+pub fn under(id: CheckId) -> &'static [CheckId] {
+    use CheckId::*;
+    match id {
+        PodAddress | ApiToPods | KubeletProbe => &[ImagePull],
+        // kube-proxy balances to Ready endpoints only (the EndpointSlice controller marks a
+        // pod not Ready as such): a server the kubelet never found Ready has none.
+        ClusterIp => &[ApiToPods, PodToPod, KubeletProbe],
+        DnsService | DnsKubernetes => &[ApiToPods, ClusterIp, WindowsToLinux],
+        PolicyApplied => &[ApiToPods, PodToPod],
+        PolicyRemoved => &[ApiToPods, PodToPod, PolicyApplied],
+        ImagePull => &[],
+        _ => &[ApiToPods],
+    }
+}
+
+/// Why a check is not run: a check under it that did not pass; the policy checks need
+/// pod-to-pod to have passed (a deny seen where nothing connects proves nothing).
+pub fn blocker(id: CheckId, ledger: &Ledger) -> Option<CheckId> {
+    if let Some(by) = under(id).iter().copied().find(|d| ledger.not_passed(*d)) {
+        return Some(by);
+    }
+    let passed = |d| {
+        ledger
+            .verdicts
+            .iter()
+            .any(|v| v.check == d && v.outcome == Outcome::Pass)
+    };
+    let policy = matches!(id, CheckId::PolicyApplied | CheckId::PolicyRemoved);
+    (policy && !passed(CheckId::PodToPod)).then_some(CheckId::PodToPod)
+}
+
+/// The verdicts so far, in the order the checks ran.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    pub verdicts: Vec<Verdict>,
+    unreachable: BTreeMap<Role, CheckId>,
+}
+
+impl Ledger {
+    pub fn not_passed(&self, id: CheckId) -> bool {
+        self.verdicts.iter().any(|v| {
+            v.check == id && matches!(v.outcome, Outcome::Fail { .. } | Outcome::Blocked { .. })
+        })
+    }
+
+    /// The check that already stands in the way of asking `from` at all: the API server could
+    /// not reach that client pod before.
+    pub fn unreachable(&self, from: Option<Role>) -> Option<CheckId> {
+        from.and_then(|r| self.unreachable.get(&r).copied())
+    }
+
+    /// Records a verdict: a failure whose cause lies under it becomes `blocked` by that check.
+    /// `lost` names the client pod the API server could not reach for this check.
+    pub fn record(&mut self, mut v: Verdict, lost: Option<Role>) {
+        if let Some(r) = lost {
+            self.unreachable.entry(r).or_insert(v.check);
+        }
+        if matches!(v.outcome, Outcome::Fail { .. })
+            && let Some(by) = under(v.check).iter().copied().find(|d| self.not_passed(*d))
+        {
+            v.outcome = Outcome::Blocked { by };
+        }
+        self.verdicts.push(v);
+    }
+
+    /// Whether every check passed or was skipped: exit 0.
+    pub fn passed(&self) -> bool {
+        self.verdicts
+            .iter()
+            .all(|v| matches!(v.outcome, Outcome::Pass | Outcome::Skipped { .. }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::installed::health::{Code, Finding};
+
+    fn v(check: CheckId, ok: bool) -> Verdict {
+        let outcome = if ok {
+            Outcome::Pass
+        } else {
+            Outcome::Fail {
+                finding: Finding::new(Code::TrafficDns, "client-local", "x", "y"),
+            }
+        };
+        Verdict {
+            check,
+            outcome,
+            took_ms: 1,
+            attempts: 1,
+            delay_ms: None,
+        }
+    }
+
+    #[test]
+    fn a_failure_under_a_check_blocks_it_and_a_pass_does_not() {
+        let mut l = Ledger::default();
+        l.record(v(CheckId::PodToPod, true), None);
+        l.record(v(CheckId::WindowsToLinux, false), None);
+        l.record(v(CheckId::ClusterIp, true), None);
+        l.record(v(CheckId::DnsService, false), None);
+        l.record(v(CheckId::DnsKubernetes, true), None);
+        assert_eq!(
+            l.verdicts[3].outcome,
+            Outcome::Blocked {
+                by: CheckId::WindowsToLinux
+            }
+        );
+        assert_eq!(l.verdicts[4].outcome, Outcome::Pass, "a pass stays a pass");
+        assert!(!l.passed());
+    }
+
+    #[test]
+    fn a_client_lost_once_is_not_asked_again() {
+        let mut l = Ledger::default();
+        assert_eq!(l.unreachable(Some(Role::Linux)), None);
+        l.record(v(CheckId::LinuxToWindows, false), Some(Role::Linux));
+        assert_eq!(
+            l.unreachable(Some(Role::Linux)),
+            Some(CheckId::LinuxToWindows)
+        );
+        assert_eq!(l.unreachable(Some(Role::Local)), None);
+        assert_eq!(l.unreachable(None), None);
+    }
+
+    #[test]
+    fn the_policy_is_not_run_unless_pod_to_pod_passed() {
+        let mut l = Ledger::default();
+        assert_eq!(
+            blocker(CheckId::PolicyApplied, &l),
+            Some(CheckId::PodToPod),
+            "pod-to-pod never judged: inconclusive"
+        );
+        l.record(v(CheckId::PodToPod, true), None);
+        assert_eq!(blocker(CheckId::PolicyApplied, &l), None);
+        let mut l = Ledger::default();
+        l.record(v(CheckId::ApiToPods, false), None);
+        assert_eq!(blocker(CheckId::PodToPod, &l), Some(CheckId::ApiToPods));
+        assert_eq!(blocker(CheckId::KubeletProbe, &l), None);
+    }
+
+    #[test]
+    fn removal_is_blocked_by_a_policy_never_applied() {
+        let mut l = Ledger::default();
+        l.record(v(CheckId::PodToPod, true), None);
+        l.record(v(CheckId::PolicyApplied, false), None);
+        l.record(v(CheckId::PolicyRemoved, false), None);
+        assert_eq!(
+            l.verdicts[2].outcome,
+            Outcome::Blocked {
+                by: CheckId::PolicyApplied
+            }
+        );
+    }
+}

@@ -1,0 +1,214 @@
+//! How each check of a `verify` run is run: the pods it needs usable, its dials asked through
+//! the pod proxy and retried within the settle window, the policy's delay measured, and the
+//! baseline that the API server reaches the pods.
+
+use super::dial::{self, Addresses, Answer};
+use super::judge::{self, Change, Outcome, PodState};
+use super::matrix::{Check, CheckId, Role, Target};
+use super::options::Options;
+use super::probe;
+use super::settle::Ledger;
+use crate::cluster::{Cluster, ClusterError};
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// How often a wait looks again.
+pub const POLL: Duration = Duration::from_secs(1);
+
+/// Whether Ctrl-C or a termination signal stopped the run.
+pub fn interrupted(o: &Options) -> bool {
+    o.interrupted.load(Ordering::SeqCst)
+}
+
+/// Milliseconds, for the report.
+pub fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A check's outcome, the client the API server lost, the dials made and the policy's delay.
+pub type Judged = (Outcome, Option<Role>, u32, Option<u64>);
+
+/// What one check needs to run.
+pub struct Step<'a> {
+    pub c: &'a Cluster,
+    pub o: &'a Options,
+    pub ns: &'a str,
+    pub states: &'a BTreeMap<Role, PodState>,
+    pub addresses: &'a Addresses,
+    pub deadline: Instant,
+    /// A wait was cut by the run's deadline, or by an interruption.
+    pub cut: std::cell::Cell<bool>,
+}
+
+impl Step<'_> {
+    fn state(&self, r: Role) -> PodState {
+        self.states.get(&r).cloned().unwrap_or_default()
+    }
+
+    /// The end of a settle window that starts now.
+    fn window(&self, long: Duration) -> Instant {
+        self.deadline.min(Instant::now() + long)
+    }
+
+    pub fn kubelet(&self) -> Outcome {
+        let server = self.state(Role::Server);
+        if !judge::usable(&server) {
+            return Outcome::Blocked {
+                by: CheckId::PodAddress,
+            };
+        }
+        judge::kubelet_probe(&server)
+    }
+
+    /// The API server reaches the server pod through its pod proxy (`/healthz`), retried
+    /// within the settle window.
+    pub fn baseline(&self) -> Result<Judged, ClusterError> {
+        let server = self.state(Role::Server);
+        if !judge::usable(&server) {
+            let by = CheckId::PodAddress;
+            return Ok((Outcome::Blocked { by }, None, 0, None));
+        }
+        let until = self.window(self.o.settle);
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let why = match probe::healthz(self.c, self.ns, self.o.dial_within)? {
+                Ok(()) => return Ok((Outcome::Pass, None, attempts, None)),
+                Err(why) => why,
+            };
+            if Instant::now() + POLL >= until || interrupted(self.o) {
+                return Ok((judge::no_proxy(&server, &why), None, attempts, None));
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// Why the check's client or target pod cannot be used, as the check that says so.
+    fn unusable(&self, from: Role, to: &Target) -> Option<CheckId> {
+        let bad = |r: Role| {
+            let s = self.state(r);
+            if !judge::usable(&s) {
+                Some(CheckId::PodAddress)
+            } else if !s.ready {
+                Some(CheckId::KubeletProbe)
+            } else {
+                None
+            }
+        };
+        bad(from).or(match to {
+            Target::Pod(r) => bad(*r),
+            _ => None,
+        })
+    }
+
+    /// A client dials its target until the first success, within the settle window (a new
+    /// endpoint takes seconds to be programmed by Felix and kube-proxy).
+    pub fn dial(&self, check: &Check, ledger: &Ledger) -> Result<Judged, ClusterError> {
+        let Some(from) = check.from else {
+            let why = "no client".into();
+            return Ok((Outcome::Skipped { why }, None, 0, None));
+        };
+        if let Some(by) = ledger.unreachable(Some(from)) {
+            return Ok((Outcome::Blocked { by }, None, 0, None));
+        }
+        // A pod that does not run, or is not Ready, is its own layer's (pod-address, the
+        // kubelet's probe), not the network's.
+        if let Some(by) = self.unusable(from, &check.to) {
+            return Ok((Outcome::Blocked { by }, None, 0, None));
+        }
+        let Some(d) = dial::dial(from, &check.to, self.addresses) else {
+            let by = CheckId::PodAddress;
+            return Ok((Outcome::Blocked { by }, None, 0, None));
+        };
+        let until = self.window(self.o.settle);
+        let mut attempts = 0;
+        let a = loop {
+            attempts += 1;
+            let a = probe::ask(self.c, &d, self.o.dial_within)?;
+            if dial::reached(&a, d.expect.as_deref())
+                || Instant::now() + POLL >= until
+                || interrupted(self.o)
+            {
+                break a;
+            }
+            std::thread::sleep(POLL);
+        };
+        let lost = matches!(a, Answer::NoProxy(_)).then_some(from);
+        let what = describe(&check.to, self.addresses);
+        let o = judge::dial(check.id, &self.state(from), &what, &a, d.expect.as_deref());
+        Ok((o, lost, attempts, None))
+    }
+
+    /// Applies (or deletes) the policy and measures the delay until the traffic changes: to
+    /// when the first dial refused (answered) after it was sent. netexec gives a dial 5 s
+    /// (`createHTTPClient`), so a refusal by timeout is seen 5 s after it was sent.
+    pub fn policy(&self, check: &Check) -> Result<Judged, ClusterError> {
+        let on = check.id == CheckId::PolicyApplied;
+        let from = check.from.unwrap_or(Role::Local);
+        let Some(d) = dial::dial(from, &check.to, self.addresses) else {
+            let by = CheckId::PodAddress;
+            return Ok((Outcome::Blocked { by }, None, 0, None));
+        };
+        // A policy that cannot be changed is the run's failure, not a check's.
+        probe::policy(self.c, self.ns, on)?;
+        let start = Instant::now();
+        let until = self.window(self.o.policy_wait);
+        let mut attempts = 0;
+        let change = loop {
+            attempts += 1;
+            let sent = ms(start.elapsed());
+            let a = probe::ask(self.c, &d, self.o.dial_within)?;
+            let changed = if on {
+                matches!(a, Answer::Failed(_))
+            } else {
+                dial::reached(&a, d.expect.as_deref())
+            };
+            if changed {
+                break Change::Within { ms: sent };
+            }
+            if Instant::now() + POLL >= until || interrupted(self.o) {
+                if self.deadline < start + self.o.policy_wait || interrupted(self.o) {
+                    self.cut.set(true);
+                }
+                break Change::Never {
+                    waited_ms: ms(start.elapsed()),
+                    last: a,
+                };
+            }
+            std::thread::sleep(POLL);
+        };
+        let delay = match change {
+            Change::Within { ms } => Some(ms),
+            Change::Never { .. } => None,
+        };
+        let o = judge::policy(check.id, &self.state(from), &change);
+        Ok((o, None, attempts, delay))
+    }
+}
+
+/// The target in words, with its address where known.
+fn describe(to: &Target, a: &Addresses) -> String {
+    let ip = |o: &Option<String>| o.clone().unwrap_or_default();
+    match to {
+        Target::Pod(r) => format!(
+            "pod {} ({})",
+            r.pod_name(),
+            a.pods.get(r).cloned().unwrap_or_default()
+        ),
+        Target::ServiceIp => format!(
+            "the Service's ClusterIP {}:{}",
+            ip(&a.service_ip),
+            dial::SERVICE_PORT
+        ),
+        Target::ServiceName => format!(
+            "the Service by name ({}.{})",
+            dial::SERVICE_NAME,
+            a.namespace
+        ),
+        Target::ApiServerIp => format!("the kubernetes Service {}:443", ip(&a.api_server_ip)),
+        Target::KubernetesName => "kubernetes.default:443 by name".into(),
+        Target::External(addr) => format!("{addr} outside the cluster"),
+        Target::Pods => "every probe pod".into(),
+    }
+}

@@ -1,0 +1,218 @@
+//! `verify`'s role (`fleet rbac --identity verify`, from `cluster::verify_rights`) is enough and
+//! minimal: on the fake API server, which enforces RBAC as kube-apiserver does, `verify
+//! --namespace calicoctl-win-verify` runs under a service account bound to exactly those roles
+//! (a killed run's objects removed, a healthy run, a failing one whose pod's event is read,
+//! everything it made deleted and the namespace kept), and without any one rule some part of
+//! that fails, the API server's 403 named.
+
+use crate::support::fake_api::{FakeApi, meta};
+use crate::support::{Node, on_node};
+use serde_json::{Value, json};
+
+const NS: &str = "calicoctl-win-verify";
+
+fn manifests() -> Vec<Value> {
+    let out = on_node()
+        .args(["fleet", "rbac", "--identity", "verify", "-o", "json"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
+    doc["manifests"].as_array().expect("manifests").clone()
+}
+
+/// The manifests applied as `kubectl apply` would (the namespace, then the RBAC objects).
+fn apply(api: &FakeApi, all: &[Value]) {
+    for m in all {
+        if m["kind"] == "Namespace" {
+            api.put(&format!("/api/v1/namespaces/{NS}"), m.clone());
+        } else {
+            assert!(api.apply(m), "{m}");
+        }
+    }
+}
+
+/// What of a run is left in the namespace (its RBAC objects are not a run's).
+fn left(api: &FakeApi) -> Vec<String> {
+    let inside = format!("/api/v1/namespaces/{NS}/");
+    let st = api.lock();
+    st.objects
+        .keys()
+        .filter(|k| k.starts_with(&inside))
+        .cloned()
+        .collect()
+}
+
+/// Runs what `verify` does as `calicoctl-win-verify`: what went wrong first, if anything.
+fn workload(api: &FakeApi, dir: &std::path::Path) -> Option<String> {
+    let kubeconfig =
+        crate::support::service_account_kubeconfig(api, dir, "kube-system", "calicoctl-win-verify");
+    // A killed run's turn (older than any run) and its server pod.
+    let mut turn = meta("v1", "ConfigMap", "calicoctl-win-verify-run", Some(NS));
+    turn["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
+    turn["data"] = json!({"run": "killed1"});
+    api.put(
+        &format!("/api/v1/namespaces/{NS}/configmaps/calicoctl-win-verify-run"),
+        turn,
+    );
+    let mut pod = meta("v1", "Pod", "server", Some(NS));
+    pod["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
+    api.put(&format!("/api/v1/namespaces/{NS}/pods/server"), pod);
+    let node = Node::new(api);
+    let args = ["verify", "--node", "win-a", "--namespace", NS];
+    let (code, all, err) = node.run_as(&kubeconfig, &args);
+    // One report a node (`{passed, nodes}`).
+    let doc = &all["nodes"][0];
+    if code != 0 || doc["cleaned_up"] != true {
+        return Some(format!("a healthy run: exit {code}, {err}, {doc}"));
+    }
+    if doc["leftovers_removed"] != json!([format!("{NS}/killed1")]) {
+        return Some(format!("the killed run's objects: {doc}"));
+    }
+    api.lock().dataplane.stuck_on.insert("linux-1".into());
+    let (code, all, err) = node.run_as(&kubeconfig, &args);
+    let doc = &all["nodes"][0];
+    let message = doc["checks"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["check"] == "pod-address"))
+        .and_then(|c| c["finding"]["message"].as_str())
+        .unwrap_or_default();
+    if code != 1 || !message.contains("FailedCreatePodSandBox") || doc["cleaned_up"] != true {
+        return Some(format!("a run with a stuck pod: exit {code}, {err}, {doc}"));
+    }
+    let left = left(api);
+    if !left.is_empty() {
+        return Some(format!("left behind: {left:?}"));
+    }
+    None
+}
+
+#[test]
+fn the_verify_role_is_enough_and_every_rule_is_needed() {
+    let all = manifests();
+    let kinds: Vec<&str> = all.iter().filter_map(|m| m["kind"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "Namespace",
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
+            "Role",
+            "RoleBinding"
+        ]
+    );
+    // Pod Security baseline in the namespace; no namespace right, nothing outside it but
+    // listing nodes and reading the kubernetes Service.
+    assert_eq!(
+        all[0]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
+        "baseline"
+    );
+    assert_eq!(
+        all[2]["rules"],
+        json!([{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}])
+    );
+    assert_eq!(all[4]["metadata"]["namespace"], NS);
+    assert_eq!(
+        all[6]["rules"],
+        json!([{"apiGroups": [""], "resources": ["services"], "verbs": ["get"],
+            "resourceNames": ["kubernetes"]}])
+    );
+    let roles: Vec<usize> = all
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m["kind"] == "ClusterRole" || m["kind"] == "Role")
+        .map(|(i, _)| i)
+        .collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (api, _) = super::verify::cluster();
+    apply(&api, &all);
+    assert_eq!(workload(&api, dir.path()), None);
+    let mut unused = Vec::new();
+    let mut unclear = Vec::new();
+    for &role in &roles {
+        let rules = all[role]["rules"].as_array().expect("rules").len();
+        for j in 0..rules {
+            let (api, _) = super::verify::cluster();
+            let mut objects = all.clone();
+            let rule = objects[role]["rules"]
+                .as_array_mut()
+                .expect("rules")
+                .remove(j);
+            apply(&api, &objects);
+            let dir = tempfile::tempdir().expect("tempdir");
+            match workload(&api, dir.path()) {
+                None => unused.push(rule.to_string()),
+                // The failure names the API server's refusal.
+                Some(why) if !(why.contains("403") && why.contains("forbidden")) => {
+                    unclear.push(format!("{rule}: {why}"))
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    assert!(unused.is_empty(), "rules verify does not need: {unused:#?}");
+    assert!(
+        unclear.is_empty(),
+        "refused without saying so: {unclear:#?}"
+    );
+    // And without the roles the identity can do nothing.
+    let (api, _) = super::verify::cluster();
+    apply(&api, &all[..2]);
+    assert!(workload(&api, dir.path()).is_some());
+}
+
+#[test]
+fn a_run_waits_for_the_namespaces_turn_and_never_takes_a_young_one() {
+    let (api, dir) = super::verify::cluster();
+    apply(&api, &manifests());
+    let kubeconfig = crate::support::service_account_kubeconfig(
+        &api,
+        dir.path(),
+        "kube-system",
+        "calicoctl-win-verify",
+    );
+    // Another run holds the turn, made a moment ago.
+    let mut turn = meta("v1", "ConfigMap", "calicoctl-win-verify-run", Some(NS));
+    turn["metadata"]["creationTimestamp"] = json!(jiff::Timestamp::now().to_string());
+    let path = format!("/api/v1/namespaces/{NS}/configmaps/calicoctl-win-verify-run");
+    api.put(&path, turn);
+    let node = Node::new(&api);
+    let args = [
+        "verify",
+        "--node",
+        "win-a",
+        "--namespace",
+        NS,
+        "--timeout",
+        "3s",
+    ];
+    let (code, _, err) = node.run_as(&kubeconfig, &args);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("409") && err.contains("calicoctl-win-verify-run"),
+        "{err}"
+    );
+    assert!(
+        api.lock().objects.contains_key(&path),
+        "the other run's turn is kept"
+    );
+    assert!(
+        !api.requests()
+            .iter()
+            .any(|(m, p)| m == "POST" && p.contains("/pods")),
+        "nothing made before the turn"
+    );
+    // Given back, the next run takes it.
+    api.lock().objects.remove(&path);
+    let (code, doc, err) = node.run_as(&kubeconfig, &args[..5]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(doc["nodes"][0]["namespace_given"], true, "{doc}");
+    assert!(left(&api).is_empty(), "{:?}", left(&api));
+}
