@@ -639,6 +639,10 @@ pub struct FleetPlanArgs {
     /// cluster's)
     #[arg(long, value_name = "X.Y.Z")]
     pub calico_version: Option<String>,
+    /// Also write the headless Service a Prometheus scrapes the DaemonSet's nodes through
+    /// (calicoctl-win's and Felix's metrics ports; the config must turn metrics.enabled on)
+    #[arg(long, conflicts_with = "migrate")]
+    pub metrics_service: bool,
     /// Write the manifests here instead of standard output
     #[arg(long, value_name = "FILE")]
     pub out_file: Option<PathBuf>,
@@ -1334,6 +1338,9 @@ pub struct ServiceRunArgs {
     /// probes the EC2 and GCE metadata services
     #[arg(long, value_name = "PLATFORM", default_value = "auto", value_parser = |s: &str| <crate::config::types::PlatformChoice as crate::config::types::Setting>::parse(s))]
     pub platform: crate::config::types::PlatformChoice,
+    /// Serve calicoctl-win's metrics on this TCP port (metrics.enabled; install sets it)
+    #[arg(long, value_name = "PORT")]
+    pub metrics_port: Option<u16>,
 }
 
 /// A local absolute Windows path, refused with why otherwise (`config::types::WinPath`'s rule).

@@ -115,6 +115,14 @@ pub const CNI_NETWORK_NAME: &str = "Calico";
 /// `SetupVxlanNetwork`): kube-proxy's source VIP on overlay.
 pub const SOURCE_VIP_ENDPOINT: &str = "Calico_ep";
 
+/// calicoctl-win's metrics under the install root, one file per writer: CalicoNode's,
+/// repair's and the fleet pod's scheduled verify's (`installed::metrics`).
+pub const METRICS_FILES: [&str; 3] = [
+    "calicoctl-win-metrics.json",
+    "calicoctl-win-metrics-repair.json",
+    "calicoctl-win-metrics-verify.json",
+];
+
 // Windows Firewall.
 
 /// The firewall rule install creates for VXLAN, and the one Calico's scripts create (their
@@ -259,6 +267,7 @@ impl InstallRoot {
         let root = self.as_str();
         let base = join(root, REFRESHER_DIR);
         let files = std::iter::once(join(root, "nodename"))
+            .chain(METRICS_FILES.iter().map(|f| join(root, f)))
             .chain(
                 [REFRESHER_NAMESPACE, REFRESHED_KUBECONFIG]
                     .iter()

@@ -370,12 +370,7 @@ impl Action {
             Self::DeleteRegistryValue { key, name } => {
                 format!("delete registry value {key}\\{name}")
             }
-            Self::AddFirewallRule { rule } => format!(
-                "add firewall rule \"{}\" allowing inbound {:?} {}",
-                rule.name, rule.protocol, rule.local_port
-            )
-            .replace("Udp", "UDP")
-            .replace("Tcp", "TCP"),
+            Self::AddFirewallRule { rule } => adding(rule),
             Self::RemoveFirewallRule { name } => format!("remove firewall rule \"{name}\""),
             Self::DeleteNetwork { id, name } => format!("delete HNS network {name} ({id})"),
             Self::RestoreRoutes { routes, .. } => format!(
@@ -650,6 +645,20 @@ pub fn to_json(actions: &[Action]) -> serde_json::Result<Vec<serde_json::Value>>
             Ok(v)
         })
         .collect()
+}
+
+/// An added firewall rule in words, with the sources it admits when it is scoped.
+fn adding(rule: &crate::host::FirewallRule) -> String {
+    let from = match rule.remote_addresses.as_slice() {
+        [] => String::new(),
+        some => format!(" from {}", some.join(", ")),
+    };
+    format!(
+        "add firewall rule \"{}\" allowing inbound {:?} {}{from}",
+        rule.name, rule.protocol, rule.local_port
+    )
+    .replace("Udp", "UDP")
+    .replace("Tcp", "TCP")
 }
 
 #[cfg(test)]

@@ -351,10 +351,11 @@ pub(super) fn firewall(
 ) {
     let add = |r: &FirewallRule| {
         format!(
-            "New-NetFirewallRule -DisplayName {} -Direction Inbound -Protocol {:?} -LocalPort {} -Action {}",
+            "New-NetFirewallRule -DisplayName {} -Direction Inbound -Protocol {:?} -LocalPort {} -RemoteAddress {} -Action {}",
             q(&r.name),
             r.protocol,
             r.local_port,
+            r.remote_addresses_text(),
             if r.allow { "Allow" } else { "Block" }
         )
     };

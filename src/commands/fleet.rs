@@ -51,7 +51,34 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
     if fleet.migrate.is_none() && matches!(args.engine, Engine::Daemonset | Engine::Both) {
         docs.push(serde_json::to_value(fleet.daemon_set())?);
     }
+    if args.metrics_service {
+        docs.push(serde_json::to_value(metrics_service(args, &fleet)?)?);
+    }
     print_manifests(ctx, &docs, args.out_file.as_deref())
+}
+
+/// `--metrics-service`: the Service over the DaemonSet's pods, with the ports of the config
+/// the nodes get, which must turn metrics on.
+fn metrics_service(
+    args: &FleetPlanArgs,
+    fleet: &Fleet,
+) -> anyhow::Result<k8s_openapi::api::core::v1::Service> {
+    if args.engine == Engine::SystemUpgradeController {
+        return Err(UsageError::new(
+            "--metrics-service selects the DaemonSet's pods, which --engine system-upgrade-controller does not write",
+            "leave out --engine (both), or pass --engine daemonset",
+        )
+        .into());
+    }
+    let m = crate::config::metrics_of_file(&fleet.config)?;
+    if !m.enabled {
+        return Err(UsageError::new(
+            "--metrics-service: the config the nodes get does not turn metrics on",
+            "set metrics.enabled: true and metrics.source_ranges (the scraper's CIDRs) in the config file",
+        )
+        .into());
+    }
+    Ok(fleet.metrics_service([m.port.0, m.felix_port.0]))
 }
 
 /// `--verify`: verify's namespace and its roles, bound to the jobs' account too (named

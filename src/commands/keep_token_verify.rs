@@ -39,6 +39,12 @@ pub fn verify_and_publish(
         Err(RunError::Plan(e)) => anyhow::bail!("verify did not run: {e}"),
         Err(RunError::Cluster(e)) => anyhow::bail!("verify did not run: {e} ({})", e.hint()),
     };
+    // The verdict in the node's metrics too; metrics never stop the run.
+    use crate::installed::metrics::{VERIFY_FILE, VERIFY_PASSED, set};
+    if let Err(e) = set(host, VERIFY_FILE, VERIFY_PASSED, u64::from(report.passed)) {
+        ctx.printer
+            .warn(&format!("cannot keep verify's verdict in its metrics: {e}"));
+    }
     let token = credentials::node_token(host, kubeconfig)?
         .ok_or_else(|| anyhow::anyhow!("calico-node has no token in {kubeconfig}"))?;
     let text = host

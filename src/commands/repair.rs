@@ -145,6 +145,7 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
         )));
     }
     doc.changed = true;
+    count_repair(host.as_ref(), &root, &actions, ctx);
     let left = wait_healthy(ctx, host.as_ref(), &c, &node, args)?;
     // The node judged again as status and the condition judge it, now the repair is done.
     let how = endpoints::Survey {
@@ -159,6 +160,22 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
     doc.own.findings = Some(&findings);
     ctx.printer.json(&doc);
     finished(ctx, actions.len(), &findings)
+}
+
+/// Counts the repair and the endpoints it removed in repair's metrics file, which CalicoNode
+/// serves; a failure is a warning.
+fn count_repair(host: &dyn Host, root: &InstallRoot, actions: &[apply::Action], ctx: &mut Context) {
+    use crate::installed::metrics::{REPAIR_FILE, REPAIRED_ENDPOINTS, REPAIRS, bump};
+    let removed = actions
+        .iter()
+        .filter(|a| matches!(a, apply::Action::DeleteEndpoint { .. }))
+        .count() as u64;
+    let counted = bump(host, root, REPAIR_FILE, REPAIRS, 1)
+        .and_then(|()| bump(host, root, REPAIR_FILE, REPAIRED_ENDPOINTS, removed));
+    if let Err(e) = counted {
+        ctx.printer
+            .warn(&format!("cannot count the repair in its metrics: {e}"));
+    }
 }
 
 /// `--grace` below the floor is refused.

@@ -58,6 +58,7 @@ pub fn settings(args: &ServiceRunArgs) -> Settings {
     s.program = args.program.clone();
     s.calico_version = args.calico_version.clone();
     s.platform = args.platform;
+    s.metrics_port = args.metrics_port;
     s
 }
 

@@ -13,7 +13,7 @@ pub mod types;
 mod validate;
 
 pub use layer::{Raw, Source, split_list};
-pub use model::{Cni, Config, Dns, Etcd, EtcdTls, ExtraEnv, KubeProxy, Logs, Node, Vxlan};
+pub use model::{Cni, Config, Dns, Etcd, EtcdTls, ExtraEnv, KubeProxy, Logs, Metrics, Node, Vxlan};
 pub use problem::Problem;
 pub use resolve::Shown;
 
@@ -115,6 +115,16 @@ pub fn problems_of_file(path: PathBuf, text: &str) -> Result<Vec<Problem>, Confi
 /// Settings that name one node, which a config shared by a fleet must not hold: a node's
 /// name (and the Kubernetes Node it belongs to) and a fixed address.
 const PER_NODE: &[&str] = &["node.name", "node.k8s_node_ref", "node.ip"];
+
+/// The metrics settings of a fleet's config file (one already checked).
+pub fn metrics_of_file(text: &str) -> Result<Metrics, ConfigError> {
+    let loaded = load(&Inputs {
+        file: Some((PathBuf::from("calico-windows.yaml"), text.to_owned())),
+        host: BTreeMap::from([("node.name", Raw::Scalar("node-name-from-the-host".into()))]),
+        ..Inputs::default()
+    })?;
+    Ok(loaded.config.metrics)
+}
 
 /// The per-node settings a config file's text sets (a fixed `node.ip`, not `autodetect`),
 /// each with its line: what `config import-ps1` of one node's config.ps1 writes.
@@ -270,6 +280,14 @@ fn build(r: &mut Resolver) -> Config {
             kubeconfig: r.one("kube_proxy.kubeconfig", || {
                 builtin_default("kube_proxy.kubeconfig")
             }),
+        },
+        metrics: Metrics {
+            enabled: r.one("metrics.enabled", || false),
+            port: r.one("metrics.port", || builtin_default("metrics.port")),
+            felix_port: r.one("metrics.felix_port", || {
+                builtin_default("metrics.felix_port")
+            }),
+            source_ranges: r.list("metrics.source_ranges"),
         },
         extra_env: ExtraEnv {
             node: r.map("extra_env.node"),

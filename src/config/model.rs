@@ -22,6 +22,7 @@ pub struct Config {
     pub windows_use_single_network: bool,
     pub extra_env: ExtraEnv,
     pub kube_proxy: KubeProxy,
+    pub metrics: Metrics,
 }
 
 impl Config {
@@ -61,6 +62,16 @@ pub struct KubeProxy {
     pub path: Option<WinPath>,
     /// The kubeconfig kube-proxy connects with.
     pub kubeconfig: WinPath,
+}
+
+/// Opt-in Prometheus metrics: Felix's endpoint and calicoctl-win's own.
+#[derive(Clone, Debug)]
+pub struct Metrics {
+    pub enabled: bool,
+    pub port: Port,
+    pub felix_port: Port,
+    /// The sources allowed to reach both ports.
+    pub source_ranges: Vec<Cidr>,
 }
 
 /// etcd datastore settings.

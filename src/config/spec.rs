@@ -302,6 +302,30 @@ pub static SETTINGS: &[Spec] = &[
         Value("C:\\k\\config"),
         "The kubeconfig the kube-proxy service's kube-proxy connects with.",
     ),
+    own(
+        "metrics.enabled",
+        Kind::Scalar,
+        Value("false"),
+        "Serve Prometheus metrics: Felix's endpoint and calicoctl-win's own, each port opened by a firewall rule of its own only to metrics.source_ranges.",
+    ),
+    own(
+        "metrics.port",
+        Kind::Scalar,
+        Value("9095"),
+        "TCP port of calicoctl-win's own metrics endpoint, served by the CalicoNode service.",
+    ),
+    own(
+        "metrics.felix_port",
+        Kind::Scalar,
+        Value("9091"),
+        "TCP port of Felix's Prometheus endpoint (Felix's PrometheusMetricsPort).",
+    ),
+    own(
+        "metrics.source_ranges",
+        Kind::List,
+        Unset,
+        "CIDRs allowed to reach the metrics ports (the scraper's addresses); required when metrics.enabled is true.",
+    ),
 ];
 
 impl Spec {

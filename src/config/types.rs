@@ -679,6 +679,22 @@ impl fmt::Display for Domain {
     }
 }
 
+/// A TCP port other than 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Port(pub u16);
+
+impl Setting for Port {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        match raw.parse::<u16>() {
+            Ok(p) if p > 0 => Ok(Self(p)),
+            _ => Err("allowed: a TCP port, 1 to 65535".into()),
+        }
+    }
+    fn shown(&self) -> serde_json::Value {
+        self.0.into()
+    }
+}
+
 /// A plain true/false switch.
 impl Setting for bool {
     fn parse(raw: &str) -> Result<Self, Rejection> {

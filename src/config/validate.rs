@@ -20,6 +20,36 @@ pub fn cross_check(c: &Config, r: &mut Resolver) {
     partial_tls(r);
     lists_and_names(c, r);
     install_root_of_its_own(c, r);
+    metrics(c, r);
+}
+
+/// Metrics on need a source range to open their ports to, and two ports of their own.
+fn metrics(c: &Config, r: &mut Resolver) {
+    let m = &c.metrics;
+    if !m.enabled || !involved_ok(r, &["metrics.enabled"]) {
+        return;
+    }
+    if m.source_ranges.is_empty() && involved_ok(r, &["metrics.source_ranges"]) {
+        add(r, "metrics.source_ranges", None,
+            "metrics.enabled needs the CIDRs allowed to scrape (their ports are opened to nobody else), like 10.0.0.0/8".into());
+    }
+    let health = crate::layout::FELIX_HEALTH_PORT;
+    for (key, port, other) in [
+        ("metrics.port", m.port.0, m.felix_port.0),
+        ("metrics.felix_port", m.felix_port.0, health),
+        ("metrics.port", m.port.0, health),
+    ] {
+        if port == other && involved_ok(r, &["metrics.port", "metrics.felix_port"]) {
+            add(
+                r,
+                key,
+                Some(port.to_string()),
+                format!(
+                    "port {port} is taken (metrics.port, metrics.felix_port and Felix's health port {health} are three different ports)"
+                ),
+            );
+        }
+    }
 }
 
 /// Directories Windows ships with an access list of its own (owner TrustedInstaller or

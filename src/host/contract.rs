@@ -385,6 +385,7 @@ pub fn firewall(h: &dyn Host) {
         allow: true,
         enabled: true,
         profiles: crate::host::ALL_PROFILES,
+        remote_addresses: Vec::new(),
     };
     h.firewall_add(&rule).expect("add");
     // One of two profiles reads back as such: `opens` needs every profile.
@@ -398,6 +399,20 @@ pub fn firewall(h: &dyn Host) {
     assert_eq!(read, Some(private.clone()));
     assert!(read.is_some_and(|r| !r.opens(Protocol::Udp, 4789)));
     assert!(h.firewall_remove(&private.name).expect("remove"));
+    // A rule scoped to remote addresses reads back with its scope.
+    let scoped = FirewallRule {
+        name: unique("Calico contract scoped TCP "),
+        protocol: Protocol::Tcp,
+        local_port: 9095,
+        remote_addresses: vec!["10.0.0.0/8".into(), "192.168.1.0/24".into()],
+        ..rule.clone()
+    };
+    h.firewall_add(&scoped).expect("add");
+    assert_eq!(
+        h.firewall_rule(&scoped.name).expect("read"),
+        Some(scoped.clone())
+    );
+    assert!(h.firewall_remove(&scoped.name).expect("remove"));
     assert_eq!(
         h.firewall_modify_state().expect("modify state"),
         crate::host::FirewallModifyState::Ok
@@ -1233,6 +1248,7 @@ pub(crate) mod on_windows {
                 allow: true,
                 enabled: true,
                 profiles: crate::host::ALL_PROFILES,
+                remote_addresses: Vec::new(),
             })
             .expect_err("refused");
         std::fs::remove_file(refuse).expect("remove");

@@ -17,6 +17,10 @@ pub struct FirewallRule {
     /// node's network is in another.
     #[serde(default = "all_profiles")]
     pub profiles: u32,
+    /// The remote addresses it lets in, as CIDRs (`INetFwRule::RemoteAddresses`); empty for
+    /// any address.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remote_addresses: Vec<String>,
 }
 
 /// `NET_FW_PROFILE2_ALL` (icftypes.h): the rule applies in every profile.
@@ -35,6 +39,32 @@ impl FirewallRule {
             && self.protocol == protocol
             && self.local_port == port
             && self.profiles & 7 == 7
+    }
+
+    /// `INetFwRule::RemoteAddresses` for the rule: `*` (any), or the CIDRs comma-separated
+    /// (Microsoft's INetFwRule::RemoteAddresses page: a subnet in prefix or mask notation).
+    pub fn remote_addresses_text(&self) -> String {
+        if self.remote_addresses.is_empty() {
+            "*".into()
+        } else {
+            self.remote_addresses.join(",")
+        }
+    }
+
+    /// The remote addresses from `INetFwRule::RemoteAddresses`: `*` is any; a subnet read
+    /// back in mask notation (`10.0.0.0/255.0.0.0`) becomes a CIDR again.
+    pub fn remote_addresses_from(text: &str) -> Vec<String> {
+        text.split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty() && *a != "*")
+            .map(|a| match a.split_once('/') {
+                Some((ip, mask)) => match mask.parse::<std::net::Ipv4Addr>() {
+                    Ok(m) => format!("{ip}/{}", u32::from(m).leading_ones()),
+                    Err(_) => a.to_owned(),
+                },
+                None => a.to_owned(),
+            })
+            .collect()
     }
 
     /// The profiles it applies in, in words (`Domain, Private`).

@@ -267,6 +267,23 @@ pub fn calico_network(exists: bool) -> Option<Finding> {
     (!exists).then(|| network_missing(crate::layout::CALICO_NETWORK))
 }
 
+/// The finding of each endpoint fault, by its verdict.
+const ENDPOINT_CODES: [(Verdict, Code); 5] = [
+    (Verdict::Stuck, Code::EndpointStuck),
+    (Verdict::Stale, Code::EndpointStale),
+    (Verdict::RemoteStale, Code::EndpointRemoteStale),
+    (Verdict::OldAddress, Code::EndpointOldAddress),
+    (Verdict::NoEndpoint, Code::PodNoEndpoint),
+];
+
+/// The verdict an endpoint finding says (`endpoint`'s code read back).
+pub fn verdict_of(code: Code) -> Option<Verdict> {
+    ENDPOINT_CODES
+        .iter()
+        .find(|(_, c)| *c == code)
+        .map(|(v, _)| *v)
+}
+
 /// An endpoint judged at fault (`installed::endpoints`), with its sentence; one that cannot be
 /// told whose it is, with what keeps it.
 pub fn endpoint(j: &Judged) -> Option<Finding> {
@@ -278,16 +295,9 @@ pub fn endpoint(j: &Judged) -> Option<Finding> {
             "none needed: repair keeps it; if no program on the node made it, remove it yourself (Remove-HnsEndpoint)",
         ));
     }
-    let code = match j.verdict {
-        Verdict::Stuck => Code::EndpointStuck,
-        Verdict::Stale => Code::EndpointStale,
-        Verdict::RemoteStale => Code::EndpointRemoteStale,
-        Verdict::OldAddress => Code::EndpointOldAddress,
-        Verdict::NoEndpoint => Code::PodNoEndpoint,
-        _ => return None,
-    };
+    let (_, code) = ENDPOINT_CODES.iter().find(|(v, _)| *v == j.verdict)?;
     Some(Finding::new(
-        code,
+        *code,
         j.name.clone(),
         j.sentence(),
         "calicoctl-win repair",

@@ -16,6 +16,7 @@ pub mod health;
 pub mod hns_restart;
 pub mod legacy;
 pub mod logs;
+pub mod metrics;
 pub mod platform;
 pub mod protection;
 pub mod record;

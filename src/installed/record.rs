@@ -34,6 +34,9 @@ pub struct InstallRecord {
     pub event_source_keys_created: Vec<String>,
     /// The firewall rule install added; `None` when one was there already.
     pub firewall_rule: Option<FirewallRule>,
+    /// The rules install added for the metrics ports, each open to the configured sources.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics_rules: Vec<FirewallRule>,
     /// The routes before Calico's vSwitch existed, which `--purge` puts back.
     pub routes_before: Vec<Route>,
     /// The IPv4 addresses then, to put a route back whose interface is gone.

@@ -88,6 +88,9 @@ pub fn services(c: &Config, calico_version: Option<&str>) -> Vec<ServiceSpec> {
             if role == Role::Node && c.node.platform != PlatformChoice::Auto {
                 args.extend(["--platform".into(), c.node.platform.to_string()]);
             }
+            if role == Role::Node && c.metrics.enabled {
+                args.extend(["--metrics-port".into(), c.metrics.port.0.to_string()]);
+            }
             supervise::service_spec(role, &root.self_exe(), args)
         })
         .collect()
@@ -102,6 +105,7 @@ pub fn vxlan_rule(c: &Config) -> Option<FirewallRule> {
         allow: true,
         enabled: true,
         profiles: crate::host::ALL_PROFILES,
+        remote_addresses: Vec::new(),
     })
 }
 
@@ -253,7 +257,7 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     // 4. The registry key and the firewall rule.
     let new_keys = crate::apply::journal::missing_keys(host, CALICO_KEY)?;
     let new_event_keys = crate::apply::journal::missing_keys(host, EVENT_SOURCE_KEY)?;
-    let (host_actions, firewall_owned) = registry_and_firewall(host, i, &root)?;
+    let (host_actions, firewall_owned, metrics_rules) = registry_and_firewall(host, i, &root)?;
     actions.extend(host_actions);
     // 5. The record: what this install owns, merged with what earlier runs created.
     let owned = Owned {
@@ -266,6 +270,7 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
             new_event_keys,
         ),
         firewall_rule: firewall_owned,
+        metrics_rules,
     };
     let protected = protected_before(i, &protect);
     actions.extend(record_write(
@@ -565,12 +570,13 @@ impl KeptRoutes {
     }
 }
 
-/// The registry value and the firewall rule to set; the rule this install owns.
+/// The registry value and the firewall rules to set; the VXLAN rule and the metrics rules this
+/// install owns.
 fn registry_and_firewall(
     host: &dyn Host,
     i: &Inputs<'_>,
     root: &InstallRoot,
-) -> anyhow::Result<(Vec<Action>, Option<FirewallRule>)> {
+) -> anyhow::Result<(Vec<Action>, Option<FirewallRule>, Vec<FirewallRule>)> {
     let c = i.config;
     let mut actions = Vec::new();
     let reg_value = RegValue::Sz(root.to_string());
@@ -610,7 +616,9 @@ fn registry_and_firewall(
             firewall_owned = Some(rule);
         }
     }
-    Ok((actions, firewall_owned))
+    let previous = i.previous.as_ref().map_or(&[][..], |p| &p.metrics_rules);
+    let metrics = super::metrics_rules::plan(host, c, previous, i.journal, &mut actions)?;
+    Ok((actions, firewall_owned, metrics))
 }
 
 /// The Application event log source the service bodies write under: the message file is
@@ -637,6 +645,7 @@ struct Owned {
     keys_created: Vec<String>,
     event_source_keys_created: Vec<String>,
     firewall_rule: Option<FirewallRule>,
+    metrics_rules: Vec<FirewallRule>,
 }
 
 /// The directories this install owns: recorded earlier, created by an interrupted run, given,
@@ -778,6 +787,7 @@ fn record_write(
         registry_keys_created: owned.keys_created,
         event_source_keys_created: owned.event_source_keys_created,
         firewall_rule: owned.firewall_rule,
+        metrics_rules: owned.metrics_rules,
         routes_before: routes.before.clone(),
         addresses_before: routes.addresses_before.clone(),
         networks: networks(c),

@@ -5,6 +5,7 @@
 pub mod desired;
 pub mod drift;
 pub mod install;
+pub mod metrics_rules;
 pub mod migrate;
 pub mod operator_readiness;
 pub mod reconfigure;

@@ -1,5 +1,5 @@
 //! Uninstall's plan, from the install record alone: the services, exactly the recorded files,
-//! and with `--purge` Calico's HNS networks, the routes they took, the registry key, the
+//! the metrics ports' firewall rules, and with `--purge` Calico's HNS networks, the routes they took, the registry key, the
 //! firewall rule, the logs (`--remove-logs`) and the directories install created.
 
 use crate::apply::Action;
@@ -38,6 +38,8 @@ pub fn plan(host: &dyn Host, r: &InstallRecord, o: &Options) -> anyhow::Result<V
         }
     }
     actions.extend(forget_addressing(host)?);
+    // The metrics ports: nothing serves them once the services are gone.
+    actions.extend(remove_rules(host, &r.metrics_rules)?);
     if o.purge {
         purge(host, r, &mut actions)?;
     }
@@ -93,7 +95,6 @@ pub fn forget_addressing(host: &dyn Host) -> HostResult<Option<Action>> {
         }))
 }
 
-/// The sizes and times status compares (`plan::file_stat`), then the record itself.
 /// The services stopped, felix and confd before the node they depend on, then deleted.
 fn services(host: &dyn Host, r: &InstallRecord) -> HostResult<Vec<Action>> {
     let mut actions = Vec::new();
@@ -117,6 +118,7 @@ fn services(host: &dyn Host, r: &InstallRecord) -> HostResult<Vec<Action>> {
     Ok(actions)
 }
 
+/// The sizes and times status compares (`plan::file_stat`), then the record itself.
 fn remove_record(host: &dyn Host, r: &InstallRecord, actions: &mut Vec<Action>) -> HostResult<()> {
     let stats = r.root().file_stats();
     if host.file_access(&stats)?.is_some() {
@@ -126,6 +128,19 @@ fn remove_record(host: &dyn Host, r: &InstallRecord, actions: &mut Vec<Action>) 
         actions.push(Action::RemoveFile { path: r.path() });
     }
     Ok(())
+}
+
+/// The removal of each of these rules still on the host.
+fn remove_rules(host: &dyn Host, rules: &[crate::host::FirewallRule]) -> HostResult<Vec<Action>> {
+    let mut out = Vec::new();
+    for rule in rules {
+        if host.firewall_rule(&rule.name)?.is_some() {
+            out.push(Action::RemoveFirewallRule {
+                name: rule.name.clone(),
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// What `--purge` removes beyond the install: Calico's HNS networks (and the routes the

@@ -157,6 +157,26 @@ pub fn environment(c: &Config, role: Role, api_group: Option<&str>) -> BTreeMap<
                 EnvVars::FELIX_HEALTHPORT.into(),
                 crate::layout::FELIX_HEALTH_PORT.to_string(),
             );
+            if c.metrics.enabled {
+                // Felix serves Prometheus on Windows as elsewhere (calico v3.32.1
+                // felix/daemon/daemon.go: ServePrometheusMetricsHTTP on PrometheusMetricsHost
+                // and PrometheusMetricsPort when PrometheusMetricsEnabled; driver_windows.go
+                // ConfigurePrometheusMetrics); env vars outrank the datastore
+                // (config_params.go SourcesInDescendingOrder). WindowsManageFirewallRules
+                // Disabled keeps Felix from opening the port to every address
+                // (libcalico-go/lib/winutils MaybeConfigureWindowsFirewallRules): our rule
+                // opens it to metrics.source_ranges only.
+                for (k, v) in [
+                    (EnvVars::FELIX_PROMETHEUSMETRICSENABLED, "true".into()),
+                    (
+                        EnvVars::FELIX_PROMETHEUSMETRICSPORT,
+                        c.metrics.felix_port.0.to_string(),
+                    ),
+                    (EnvVars::FELIX_WINDOWSMANAGEFIREWALLRULES, "Disabled".into()),
+                ] {
+                    env.insert(k.into(), v);
+                }
+            }
             &c.extra_env.felix
         }
         Role::Confd => &c.extra_env.confd,
@@ -237,6 +257,8 @@ mod tests {
             "logs.felix_screen_severity=info",
             "logs.bgp_screen_severity=info",
             r"kube_proxy.path=C:\k\kube-proxy.exe",
+            "metrics.enabled=true",
+            "metrics.source_ranges=10.0.0.0/8",
         ]);
         let mut seen = std::collections::BTreeSet::new();
         for role in [Role::Node, Role::Felix, Role::Confd, Role::KubeProxy] {

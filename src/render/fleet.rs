@@ -8,8 +8,8 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::core::v1::{
     Container, EmptyDirVolumeSource, ExecAction, PodSecurityContext, PodSpec, PodTemplateSpec,
-    Probe, Secret, SecretVolumeSource, Toleration, Volume, VolumeMount,
-    WindowsSecurityContextOptions,
+    Probe, Secret, SecretVolumeSource, Service, ServicePort, ServiceSpec, Toleration, Volume,
+    VolumeMount, WindowsSecurityContextOptions,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
@@ -287,6 +287,31 @@ impl Fleet {
                 self.config.clone(),
             )])),
             ..Secret::default()
+        }
+    }
+
+    /// The headless Service over the DaemonSet's pods (`clusterIP: None`: its endpoints are
+    /// the pods' addresses, a HostProcess pod's being its node's), with the metrics ports
+    /// (calicoctl-win's, Felix's), for a Prometheus' Kubernetes service discovery.
+    pub fn metrics_service(&self, ports: [u16; 2]) -> Service {
+        let port = |name: &str, p: u16| ServicePort {
+            name: Some(name.into()),
+            port: i32::from(p),
+            protocol: Some("TCP".into()),
+            ..ServicePort::default()
+        };
+        Service {
+            metadata: self.meta(&format!("{}-metrics", self.name)),
+            spec: Some(ServiceSpec {
+                cluster_ip: Some("None".into()),
+                selector: Some(self.labels()),
+                ports: Some(vec![
+                    port("calicoctl-win", ports[0]),
+                    port("felix", ports[1]),
+                ]),
+                ..ServiceSpec::default()
+            }),
+            ..Service::default()
         }
     }
 

@@ -256,6 +256,13 @@ pub fn reasons(
         ageing: endpoints::Ageing::Record,
     };
     let mut found = crate::health::on_node(host, root, &how);
+    let mut faults = std::collections::BTreeMap::new();
+    for v in found.iter().filter_map(|f| health::verdict_of(f.code)) {
+        *faults.entry(v.word().to_owned()).or_insert(0) += 1;
+    }
+    use crate::installed::metrics::{ENDPOINT_FAULTS, NODE_FILE, set_gauge};
+    // Metrics never stop the look: a file that cannot be written keeps its last values.
+    let _ = set_gauge(host, root, NODE_FILE, ENDPOINT_FAULTS, "verdict", &faults);
     let (mut internal_ip, mut refused, mut on_node) = (None, false, None);
     if let Some(c) = cluster {
         let (f, ip, no, status) = address(host, c, node);

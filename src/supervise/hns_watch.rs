@@ -115,6 +115,7 @@ impl HnsWatch {
         ));
         let restart = restart_programmers(host, s, previous, pid, log);
         record(host, &restart, log);
+        super::renew::count(host, crate::installed::metrics::HNS_RESTARTS, log);
         Some(restart)
     }
 }

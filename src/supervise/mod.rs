@@ -19,6 +19,7 @@ pub mod condition;
 pub mod hns_watch;
 mod kube_proxy;
 mod log;
+pub mod metrics_server;
 mod node;
 pub mod renew;
 #[cfg(windows)]

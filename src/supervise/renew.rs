@@ -26,6 +26,7 @@ use super::log::Log;
 use crate::cluster::credentials::{self, Token};
 use crate::cluster::{Cluster, ClusterError};
 use crate::host::{Access, EventLevel, Host};
+use crate::installed::metrics;
 use crate::installed::token_records::{self, IssuedRecord, Refused};
 use crate::layout::EVENT_SOURCE;
 use crate::layout::env::EnvVars;
@@ -34,6 +35,13 @@ use std::time::{Duration, Instant};
 
 /// The event id of a failed renewal (listed in `layout`).
 pub use crate::layout::EVENT_RENEWAL_FAILED;
+/// Counts an event in CalicoNode's metrics; a failure is said, never more.
+pub(super) fn count(host: &dyn Host, name: &str, log: &Log) {
+    if let Err(e) = metrics::count(host, metrics::NODE_FILE, name, 1) {
+        log.warn(&format!("cannot count {name}: {e}"));
+    }
+}
+
 /// How often a token that never expires, or a node without one, is looked at again.
 const IDLE: Duration = Duration::from_secs(3600);
 /// The lifetime asked for when the current token's is unknown: the TokenRequest API's own
@@ -221,9 +229,15 @@ impl Renewal {
         }
         let expires = token.expiry().or(record.as_ref().map(|r| r.expires));
         match self.renew(host, &token, record.as_ref()) {
-            Ok(fresh) => self.succeeded(host, &fresh, log),
+            Ok(fresh) => {
+                count(host, metrics::TOKEN_RENEWALS, log);
+                self.succeeded(host, &fresh, log)
+            }
             Err(e) => {
                 let needs_new = unauthorized(&e);
+                if needs_new {
+                    count(host, metrics::TOKEN_REFUSALS, log);
+                }
                 let attempt = (expires, Some(token.fingerprint()));
                 self.fail(host, attempt, &format!("{e:#}"), needs_new, log);
             }

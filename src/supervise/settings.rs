@@ -185,6 +185,8 @@ pub struct Settings {
     pub probes: crate::installed::platform::Probes,
     /// The platform as configured; `Auto` probes.
     pub platform: crate::config::types::PlatformChoice,
+    /// The port of calicoctl-win's metrics endpoint (CalicoNode), when metrics are on.
+    pub metrics_port: Option<u16>,
     pub timing: Timing,
     /// Runs this program (on this machine) instead of the installed Calico binary, with the
     /// same arguments: for tests and for trying a build by hand.
@@ -221,6 +223,7 @@ impl Settings {
             delete_all_non_nat_networks: false,
             probes: crate::installed::platform::Probes::default(),
             platform: crate::config::types::PlatformChoice::Auto,
+            metrics_port: None,
             timing: Timing::default(),
             program: None,
             calico_version: None,

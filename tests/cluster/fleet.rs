@@ -1578,6 +1578,50 @@ fn keep_token(node: &crate::support::Node, pod: &Pod) -> std::process::Output {
         .expect("runs")
 }
 
+/// `--metrics-service`: a headless Service over the DaemonSet's pods with both metrics ports,
+/// which Kubernetes' types read without an unknown field; refused when the config keeps
+/// metrics off.
+#[test]
+fn the_metrics_service_selects_the_daemonsets_pods_with_both_ports() {
+    let image = "registry.example.com/calicoctl-win:1.2.0";
+    let (code, _, err) = fleet_plan(&["--config", CONFIG, "--image", image, "--metrics-service"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("does not turn metrics on"), "{err}");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("calico-windows.yaml");
+    let text = fs_err::read_to_string(CONFIG).expect("config")
+        + "\nmetrics:\n  enabled: true\n  port: 9200\n  source_ranges: [10.0.0.0/8]\n";
+    fs_err::write(&config, text).expect("write");
+    let config = config.to_str().expect("utf-8");
+    let (code, doc, err) = fleet_plan(&["--config", config, "--image", image, "--metrics-service"]);
+    assert_eq!(code, 0, "{err}");
+    let svc = manifest(&doc, "Service");
+    let ds = manifest(&doc, "DaemonSet");
+    assert_eq!(svc["spec"]["clusterIP"], "None");
+    assert_eq!(
+        svc["spec"]["selector"],
+        ds["spec"]["selector"]["matchLabels"]
+    );
+    assert_eq!(
+        svc["spec"]["ports"],
+        json!([
+            {"name": "calicoctl-win", "port": 9200, "protocol": "TCP"},
+            {"name": "felix", "port": 9091, "protocol": "TCP"}
+        ])
+    );
+    let typed: k8s_openapi::api::core::v1::Service =
+        serde_json::from_value(svc.clone()).expect("a Service");
+    let mut dropped = Vec::new();
+    dropped_fields(
+        svc,
+        &serde_json::to_value(&typed).expect("json"),
+        "",
+        &mut dropped,
+    );
+    assert_eq!(dropped, Vec::<String>::new());
+}
+
 /// The DaemonSet's pod has a container per service (`kubectl logs ds/NAME -c felix`), each
 /// following its log with its position in the pod's emptyDir; `kubectl logs` without `-c`
 /// still shows the rollout's; only that container has the readiness by `status`; every

@@ -306,13 +306,21 @@ fn the_daemonset_runs_verify_on_a_schedule_and_publishes_the_nodes_condition() {
             .cloned()
             .expect("the condition")
     };
+    // The verdict is also the node's metrics gauge (CalicoNode serves the file).
+    let passed = || {
+        let file = node.c_drive("calicowindows/calicoctl-win-metrics-verify.json");
+        let text = fs_err::read_to_string(file).expect("verify's metrics file");
+        serde_json::from_str::<Value>(&text).expect("json")["calicoctl_win_verify_passed"].clone()
+    };
     let first = run();
     assert_eq!(first["status"], "True", "{first}");
     assert_eq!(first["reason"], "TrafficPasses");
     assert!(first["lastTransitionTime"].is_string());
+    assert_eq!(passed(), 1);
     api.lock().dataplane.stuck_on.insert("win-1".into());
     let failed = run();
     assert_eq!(failed["status"], "False", "{failed}");
+    assert_eq!(passed(), 0);
     assert_eq!(failed["reason"], "TrafficFails");
     let message = failed["message"].as_str().expect("message");
     assert!(

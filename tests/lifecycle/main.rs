@@ -12,6 +12,7 @@ mod hostile;
 mod install;
 mod install_etcd;
 mod logs;
+mod metrics;
 mod migrate;
 mod migrate_stranded;
 mod migrate_walk;

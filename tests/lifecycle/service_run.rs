@@ -13,7 +13,7 @@ use std::time::Duration;
 const ROOT: &str = r"C:\CalicoWindows";
 
 /// A simulated host in `dir` with what install leaves for the services.
-fn installed_host(dir: &Path) -> SimHost {
+pub(crate) fn installed_host(dir: &Path) -> SimHost {
     let host = SimHost::open_or_create(dir, Some("ws2022")).expect("host");
     let inputs = Inputs {
         file: None,
@@ -72,7 +72,7 @@ fn closed_url() -> String {
 
 /// `service run node --console ARGS` on the simulated host in `dir`, as a child to watch.
 #[cfg(unix)]
-fn console_node(dir: &Path, args: &[&std::ffi::OsStr]) -> std::process::Child {
+pub(crate) fn console_node(dir: &Path, args: &[&std::ffi::OsStr]) -> std::process::Child {
     use std::process::{Command, Stdio};
     let closed = closed_url();
     Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
@@ -91,7 +91,7 @@ fn console_node(dir: &Path, args: &[&std::ffi::OsStr]) -> std::process::Child {
 /// Waits (bounded) until `done`, failing if the child exits first; then stops it as the SCM
 /// would (SIGTERM here) and returns its output.
 #[cfg(unix)]
-fn run_until(
+pub(crate) fn run_until(
     mut child: std::process::Child,
     what: &str,
     done: impl Fn() -> bool,

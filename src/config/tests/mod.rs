@@ -381,3 +381,41 @@ fn a_value_with_blanks_around_it_is_read_alike_from_set_and_environment() {
     let by_set = load(&inputs(None, &[], &["vxlan.mac_prefix=\t0e-2b"])).expect("valid");
     assert_eq!(by_set.config.vxlan.mac_prefix.to_string(), "0E-2B");
 }
+
+#[test]
+fn metrics_are_off_by_default_and_need_a_source_range_when_on() {
+    let c = load(&inputs(None, &[], &[])).expect("defaults").config;
+    assert!(!c.metrics.enabled);
+    let env = crate::render::env::environment(&c, crate::layout::Role::Felix, None);
+    assert!(!env.contains_key("FELIX_PROMETHEUSMETRICSENABLED"));
+
+    let p = problems(&inputs(None, &[], &["metrics.enabled=true"]));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].key.as_deref(), Some("metrics.source_ranges"));
+    let p = problems(&inputs(
+        None,
+        &[],
+        &[
+            "metrics.enabled=true",
+            "metrics.source_ranges=10.0.0.1/8",
+            "metrics.port=9091",
+        ],
+    ));
+    let keys: Vec<&str> = p.iter().filter_map(|p| p.key.as_deref()).collect();
+    assert_eq!(keys, ["metrics.source_ranges", "metrics.port"], "{p:?}");
+
+    let c = load(&inputs(
+        None,
+        &[],
+        &[
+            "metrics.enabled=true",
+            "metrics.source_ranges=10.0.0.0/8,192.168.1.0/24",
+        ],
+    ))
+    .expect("valid")
+    .config;
+    let env = crate::render::env::environment(&c, crate::layout::Role::Felix, None);
+    assert_eq!(env["FELIX_PROMETHEUSMETRICSENABLED"], "true");
+    assert_eq!(env["FELIX_PROMETHEUSMETRICSPORT"], "9091");
+    assert_eq!(env["FELIX_WINDOWSMANAGEFIREWALLRULES"], "Disabled");
+}

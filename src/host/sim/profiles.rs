@@ -363,6 +363,7 @@ fn legacy_calico(state: &mut State, files: &mut Vec<SeedFile>) {
             allow: true,
             enabled: true,
             profiles: crate::host::ALL_PROFILES,
+            remote_addresses: Vec::new(),
         },
     );
 }

@@ -91,6 +91,9 @@ pub fn get(name: &str) -> HostResult<Option<FirewallRule>> {
             allow: rule.Action().map_err(api(op()))? == NET_FW_ACTION_ALLOW,
             enabled: rule.Enabled().map_err(api(op()))? != VARIANT_FALSE,
             profiles: rule.Profiles().map_err(api(op()))? as u32,
+            remote_addresses: FirewallRule::remote_addresses_from(
+                &rule.RemoteAddresses().map_err(api(op()))?.to_string(),
+            ),
         }))
     }
 }
@@ -127,6 +130,8 @@ pub fn add(r: &FirewallRule) -> HostResult<()> {
         })
         .map_err(api(op()))?;
         rule.SetProfiles(r.profiles as i32).map_err(api(op()))?;
+        rule.SetRemoteAddresses(&BSTR::from(r.remote_addresses_text()))
+            .map_err(api(op()))?;
         rule.SetEnabled(if r.enabled {
             VARIANT_TRUE
         } else {

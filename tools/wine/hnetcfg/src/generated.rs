@@ -152,10 +152,10 @@ impl INetFwRule_Impl for Rule_Impl {
         Err(E_NOTIMPL.into())
     }
     fn RemoteAddresses(&self) -> windows::core::Result<windows::core::BSTR> {
-        Err(E_NOTIMPL.into())
+        Ok(BSTR::from(self.get().remote_addresses))
     }
-    fn SetRemoteAddresses(&self, _remoteaddrs: &windows::core::BSTR) -> windows::core::Result<()> {
-        Err(E_NOTIMPL.into())
+    fn SetRemoteAddresses(&self, remoteaddrs: &windows::core::BSTR) -> windows::core::Result<()> {
+        self.set(|r| r.remote_addresses = remoteaddrs.to_string())
     }
     fn IcmpTypesAndCodes(&self) -> windows::core::Result<windows::core::BSTR> {
         Err(E_NOTIMPL.into())

@@ -1,7 +1,8 @@
 //! A stand-in for the firewall objects of `hnetcfg.dll` under Wine, whose own
 //! `INetFwRules` answers E_NOTIMPL. It serves `HNetCfg.FwPolicy2` (`INetFwPolicy2::Rules`)
 //! and `HNetCfg.FWRule` (`INetFwRule`'s name, description, protocol, local ports,
-//! direction, action, profiles, enabled) with the semantics of Microsoft's reference for
+//! direction, action, profiles, enabled, remote addresses, kept as written: Windows may
+//! read a subnet back in mask notation, which the caller reads either way) with the semantics of Microsoft's reference for
 //! INetFwRules: `Item` of an unknown name fails with HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND);
 //! `Add` does not check names (Windows keeps rules of one name side by side); `Remove` of a
 //! name removes the rules of that name (a guess: the reference says "removes a rule"), and of
@@ -46,13 +47,15 @@ pub struct Fields {
     action: i32,
     profiles: i32,
     enabled: bool,
+    remote_addresses: String,
 }
 
 impl Fields {
     fn to_json(&self) -> Value {
         json!({"Name": self.name, "Description": self.description, "Protocol": self.protocol,
             "LocalPorts": self.local_ports, "Direction": self.direction, "Action": self.action,
-            "Profiles": self.profiles, "Enabled": self.enabled})
+            "Profiles": self.profiles, "Enabled": self.enabled,
+            "RemoteAddresses": self.remote_addresses})
     }
 
     fn from_json(v: &Value) -> Self {
@@ -71,6 +74,7 @@ impl Fields {
             action: n("Action"),
             profiles: n("Profiles"),
             enabled: v["Enabled"].as_bool().unwrap_or(false),
+            remote_addresses: s("RemoteAddresses"),
         }
     }
 }
@@ -110,6 +114,7 @@ fn add(rule: &INetFwRule) -> windows::core::Result<()> {
             action: rule.Action()?.0,
             profiles: rule.Profiles()?,
             enabled: rule.Enabled()? != VARIANT_FALSE,
+            remote_addresses: rule.RemoteAddresses()?.to_string(),
         }
     };
     // Test-only: rules named in `refuse.json` are refused with E_ACCESSDENIED, the HRESULT of

@@ -1,0 +1,211 @@
+//! calicoctl-win's own metrics, kept in small files under the install root (SYSTEM and
+//! Administrators only), one per writer so that no two processes write one file: CalicoNode's,
+//! repair's and the scheduled verify's (`service keep-token --verify-every`). CalicoNode serves them (`supervise::metrics_server`) in Prometheus' text
+//! exposition format, version 0.0.4 (prometheus/docs
+//! `content/docs/instrumenting/exposition_formats.md`: `# HELP` and `# TYPE` lines, then one
+//! `name{label="value"} value` line per sample, label values with `\`, `"` and newline
+//! escaped, lines ending in `\n`).
+
+use crate::host::{Access, Host, HostResult};
+use crate::layout::InstallRoot;
+use std::collections::BTreeMap;
+
+/// CalicoNode's file.
+pub const NODE_FILE: &str = crate::layout::METRICS_FILES[0];
+/// repair's file.
+pub const REPAIR_FILE: &str = crate::layout::METRICS_FILES[1];
+/// The scheduled verify's file (the fleet DaemonSet's `keep-token --verify-every`).
+pub const VERIFY_FILE: &str = crate::layout::METRICS_FILES[2];
+
+pub const TOKEN_RENEWALS: &str = "calicoctl_win_token_renewals_total";
+pub const TOKEN_REFUSALS: &str = "calicoctl_win_token_refusals_total";
+pub const HNS_RESTARTS: &str = "calicoctl_win_hns_restarts_answered_total";
+pub const REPAIRS: &str = "calicoctl_win_repairs_total";
+pub const REPAIRED_ENDPOINTS: &str = "calicoctl_win_repaired_endpoints_total";
+pub const ENDPOINT_FAULTS: &str = "calicoctl_win_endpoint_faults";
+pub const VERIFY_PASSED: &str = "calicoctl_win_verify_passed";
+
+/// Every metric: its name, type and help, in the order served.
+const METRICS: &[(&str, &str, &str)] = &[
+    (
+        TOKEN_RENEWALS,
+        "counter",
+        "calico-node tokens CalicoNode renewed.",
+    ),
+    (
+        TOKEN_REFUSALS,
+        "counter",
+        "Token renewals the API server refused (the token expired or revoked).",
+    ),
+    (
+        HNS_RESTARTS,
+        "counter",
+        "HNS restarts CalicoNode answered by restarting Felix and kube-proxy.",
+    ),
+    (REPAIRS, "counter", "repair runs that removed endpoints."),
+    (
+        REPAIRED_ENDPOINTS,
+        "counter",
+        "HNS endpoints repair removed.",
+    ),
+    (
+        ENDPOINT_FAULTS,
+        "gauge",
+        "This host's HNS endpoints at fault at CalicoNode's last look, by verdict.",
+    ),
+    (
+        VERIFY_PASSED,
+        "gauge",
+        "1 when the last scheduled verify of this node passed every check, 0 when it did not.",
+    ),
+];
+
+/// Samples by series: `name` or `name{verdict="..."}`.
+pub type Samples = BTreeMap<String, u64>;
+
+/// A file's samples; none when it is missing or unreadable (metrics never stop the node).
+pub fn read(host: &dyn Host, root: &InstallRoot, file: &str) -> Samples {
+    host.read_file(&root.path(file))
+        .ok()
+        .flatten()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+fn write(host: &dyn Host, root: &InstallRoot, file: &str, s: &Samples) -> HostResult<()> {
+    let text = serde_json::to_vec(s).unwrap_or_default();
+    host.write_file(&root.path(file), &text, Access::Secret)
+        .map(drop)
+}
+
+/// Adds `by` to a counter of `file`, written atomically.
+pub fn bump(
+    host: &dyn Host,
+    root: &InstallRoot,
+    file: &str,
+    name: &str,
+    by: u64,
+) -> HostResult<()> {
+    let mut s = read(host, root, file);
+    *s.entry(name.to_owned()).or_default() += by;
+    write(host, root, file, &s)
+}
+
+/// Adds `by` to a counter of `file` under the install root the registry names (install's
+/// `InstallRoot` value); a failure is only returned: metrics never stop the node.
+pub fn count(host: &dyn Host, file: &str, name: &str, by: u64) -> HostResult<()> {
+    match installed_root(host)? {
+        Some(root) => bump(host, &root, file, name, by),
+        None => Ok(()),
+    }
+}
+
+/// Sets a gauge with no label in `file` under the install root the registry names; as
+/// `count`, a failure is only returned.
+pub fn set(host: &dyn Host, file: &str, name: &str, value: u64) -> HostResult<()> {
+    let Some(root) = installed_root(host)? else {
+        return Ok(());
+    };
+    let mut s = read(host, &root, file);
+    s.insert(name.to_owned(), value);
+    write(host, &root, file, &s)
+}
+
+/// The install root install wrote in the registry (its `InstallRoot` value), if any.
+fn installed_root(host: &dyn Host) -> HostResult<Option<InstallRoot>> {
+    use crate::layout::{CALICO_KEY, INSTALL_ROOT_VALUE};
+    Ok(match host.reg_get(CALICO_KEY, INSTALL_ROOT_VALUE)? {
+        Some(crate::host::RegValue::Sz(root)) => Some(InstallRoot::new(&root)),
+        _ => None,
+    })
+}
+
+/// Sets a gauge's series of one label to these values, dropping its other series.
+pub fn set_gauge(
+    host: &dyn Host,
+    root: &InstallRoot,
+    file: &str,
+    name: &str,
+    label: &str,
+    values: &BTreeMap<String, u64>,
+) -> HostResult<()> {
+    let mut s = read(host, root, file);
+    let before = s.clone();
+    s.retain(|k, _| k != name && !k.starts_with(&format!("{name}{{")));
+    for (v, n) in values {
+        s.insert(format!("{name}{{{label}=\"{}\"}}", escape(v)), *n);
+    }
+    if s == before {
+        return Ok(());
+    }
+    write(host, root, file, &s)
+}
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Every writer's samples in the text format: a counter no one bumped yet reads 0.
+pub fn exposition(host: &dyn Host, root: &InstallRoot) -> String {
+    let mut all = read(host, root, NODE_FILE);
+    for file in [REPAIR_FILE, VERIFY_FILE] {
+        for (k, v) in read(host, root, file) {
+            *all.entry(k).or_default() += v;
+        }
+    }
+    let mut out = String::new();
+    for (name, kind, help) in METRICS {
+        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+        let series: Vec<_> = all
+            .iter()
+            .filter(|(k, _)| *k == name || k.starts_with(&format!("{name}{{")))
+            .collect();
+        if series.is_empty() && *kind == "counter" {
+            out.push_str(&format!("{name} 0\n"));
+        }
+        for (k, v) in series {
+            out.push_str(&format!("{k} {v}\n"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::Files;
+
+    #[test]
+    fn counters_add_up_across_writers_and_a_gauge_is_replaced() {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        let root = InstallRoot::new(r"C:\CalicoWindows");
+        bump(&host, &root, NODE_FILE, TOKEN_RENEWALS, 2).expect("bump");
+        bump(&host, &root, REPAIR_FILE, REPAIRS, 1).expect("bump");
+        let faults = BTreeMap::from([("stuck".to_owned(), 3), ("a\"b".to_owned(), 1)]);
+        set_gauge(&host, &root, NODE_FILE, ENDPOINT_FAULTS, "verdict", &faults).expect("set");
+        let one = BTreeMap::from([("stale".to_owned(), 1)]);
+        set_gauge(&host, &root, NODE_FILE, ENDPOINT_FAULTS, "verdict", &one).expect("set");
+        let text = exposition(&host, &root);
+        assert!(
+            text.contains("\ncalicoctl_win_token_renewals_total 2\n"),
+            "{text}"
+        );
+        assert!(text.contains("\ncalicoctl_win_repairs_total 1\n"), "{text}");
+        assert!(
+            text.contains("\ncalicoctl_win_token_refusals_total 0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("calicoctl_win_endpoint_faults{verdict=\"stale\"} 1\n"),
+            "{text}"
+        );
+        assert!(!text.contains("stuck"), "{text}");
+        assert_eq!(
+            host.file_access(&root.path(NODE_FILE)).expect("access"),
+            Some(Access::Secret)
+        );
+    }
+}

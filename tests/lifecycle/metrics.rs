@@ -1,0 +1,262 @@
+//! Opt-in metrics on the simulated host: a firewall rule per metrics port, scoped to the
+//! configured sources, kept in the install record, changed with the range and removed by
+//! uninstall.
+
+use crate::support::Node;
+use serde_json::{Value, json};
+
+/// The simulated host's metrics rules: (name, port, remote addresses), by name.
+fn metrics_rules(s: &Node) -> Vec<(String, u64, Value)> {
+    let state = s.state();
+    let mut out: Vec<_> = state["firewall"]
+        .as_object()
+        .expect("firewall")
+        .values()
+        .filter(|r| {
+            r["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("Calico metrics"))
+        })
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap_or_default().to_owned(),
+                r["local_port"].as_u64().unwrap_or_default(),
+                r["remote_addresses"].clone(),
+            )
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+#[test]
+fn metrics_ports_open_only_to_the_source_range_and_uninstall_closes_them() {
+    let s = Node::healthy()
+        .created()
+        .serving("3.30.2", "calico-node.exe")
+        .build();
+    let on = [
+        "--set",
+        "metrics.enabled=true",
+        "--set",
+        "metrics.source_ranges=10.0.0.0/8",
+    ];
+    let (code, _, stderr) = s.install(&on);
+    assert_eq!(code, 0, "{stderr}");
+    let scoped = json!(["10.0.0.0/8"]);
+    assert_eq!(
+        metrics_rules(&s),
+        [
+            (
+                "Calico metrics Felix TCP 9091".to_owned(),
+                9091,
+                scoped.clone()
+            ),
+            (
+                "Calico metrics calicoctl-win TCP 9095".to_owned(),
+                9095,
+                scoped
+            ),
+        ]
+    );
+    let record: Value = serde_json::from_slice(
+        &fs_err::read(s.c_drive("calicowindows/calicoctl-win-install.json")).expect("record"),
+    )
+    .expect("record json");
+    assert_eq!(record["metrics_rules"].as_array().map(Vec::len), Some(2));
+    let env = fs_err::read_to_string(s.c_drive("calicowindows/calico-felix.env")).expect("env");
+    assert!(env.contains("FELIX_PROMETHEUSMETRICSPORT=9091"), "{env}");
+
+    // Another range: the rules follow it.
+    let wider = [
+        "--set",
+        "metrics.enabled=true",
+        "--set",
+        "metrics.source_ranges=10.0.0.0/8,192.168.0.0/16",
+    ];
+    let (code, _, stderr) = s.install(&wider);
+    assert_eq!(code, 0, "{stderr}");
+    let both = json!(["10.0.0.0/8", "192.168.0.0/16"]);
+    assert!(
+        metrics_rules(&s).iter().all(|r| r.2 == both),
+        "{:?}",
+        metrics_rules(&s)
+    );
+
+    // Metrics off: the rules go; on again, they come back; uninstall removes them.
+    let (code, _, stderr) = s.install(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(metrics_rules(&s), []);
+    let (code, _, stderr) = s.install(&on);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(metrics_rules(&s).len(), 2);
+    let (code, _, stderr) = s.uninstall(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(metrics_rules(&s), []);
+}
+
+/// One request to the loopback endpoint: the status line's code and the body.
+#[cfg(unix)]
+fn ask(port: u16, request: &str) -> Option<(String, String)> {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .ok()?;
+    conn.write_all(request.as_bytes()).ok()?;
+    let mut raw = String::new();
+    conn.read_to_string(&mut raw).ok()?;
+    let (head, body) = raw.split_once("\r\n\r\n")?;
+    let code = head.split(' ').nth(1)?.to_owned();
+    Some((code, body.to_owned()))
+}
+
+/// The metric families Prometheus' own Python client (`prometheus_client.parser`, Debian's
+/// python3-prometheus-client) reads in `text`: (name, type, [(sample, labels, value)]).
+#[cfg(unix)]
+fn parsed_by_prometheus_client(text: &str) -> Option<Value> {
+    let debian = std::path::Path::new("/usr/bin/python3");
+    let python = if debian.is_file() {
+        Some(debian.to_path_buf())
+    } else {
+        crate::support::tool("python3")
+    }?;
+    let script = "import sys, json\n\
+        from prometheus_client.parser import text_string_to_metric_families as parse\n\
+        print(json.dumps([[f.name, f.type, [[s.name, s.labels, s.value] for s in f.samples]] for f in parse(sys.stdin.read())]))";
+    let out = assert_cmd::Command::new(python)
+        .args(["-c", script])
+        .write_stdin(text)
+        .output()
+        .expect("python");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("No module named 'prometheus_client'") {
+        assert!(
+            std::env::var_os("CALICOCTL_WIN_REQUIRE_TOOLS").is_none(),
+            "prometheus_client is required (CALICOCTL_WIN_REQUIRE_TOOLS is set): apt-get install -y python3-prometheus-client"
+        );
+        eprintln!("skipped: apt-get install -y python3-prometheus-client; CI requires it");
+        return None;
+    }
+    assert!(
+        out.status.success(),
+        "the parser refused the text: {stderr}\n{text}"
+    );
+    Some(serde_json::from_slice(&out.stdout).expect("json"))
+}
+
+#[cfg(unix)]
+#[test]
+fn calico_node_serves_its_counters_in_the_text_format_prometheus_parses() {
+    use calicoctl_win::host::{Access, Files};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let host = crate::service_run::installed_host(dir.path());
+    // What CalicoNode counted before it restarted, and what a repair run counted.
+    let root = r"C:\CalicoWindows";
+    for (file, doc) in [
+        (
+            "calicoctl-win-metrics.json",
+            json!({"calicoctl_win_token_renewals_total": 3}),
+        ),
+        (
+            "calicoctl-win-metrics-repair.json",
+            json!({"calicoctl_win_repairs_total": 1, "calicoctl_win_repaired_endpoints_total": 2}),
+        ),
+        (
+            "calicoctl-win-metrics-verify.json",
+            json!({"calicoctl_win_verify_passed": 1}),
+        ),
+    ] {
+        host.write_file(
+            &format!("{root}\\{file}"),
+            doc.to_string().as_bytes(),
+            Access::Secret,
+        )
+        .expect("write");
+    }
+    drop(host);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let port_arg = port.to_string();
+    let child = crate::service_run::console_node(
+        dir.path(),
+        &["--metrics-port".as_ref(), port_arg.as_ref()],
+    );
+    let get = format!("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+    let text = std::sync::Mutex::new(String::new());
+    let out =
+        crate::service_run::run_until(child, "the metrics endpoint", || match ask(port, &get) {
+            Some((code, body)) if code == "200" && body.contains("endpoint_faults") => {
+                *text.lock().expect("lock") = body;
+                true
+            }
+            _ => false,
+        });
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = text.into_inner().expect("text");
+    assert!(
+        text.contains("\ncalicoctl_win_token_renewals_total 3\n"),
+        "{text}"
+    );
+    assert!(text.contains("\ncalicoctl_win_verify_passed 1\n"), "{text}");
+
+    let Some(families) = parsed_by_prometheus_client(&text) else {
+        return;
+    };
+    let family = |name: &str| {
+        families
+            .as_array()
+            .and_then(|f| f.iter().find(|f| f[0] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("no family {name} in {families}"))
+    };
+    // The parser names a counter's family without `_total` and its sample with it.
+    let renewals = family("calicoctl_win_token_renewals");
+    assert_eq!(renewals[1], "counter");
+    assert_eq!(
+        renewals[2],
+        json!([["calicoctl_win_token_renewals_total", {}, 3.0]])
+    );
+    assert_eq!(family("calicoctl_win_repaired_endpoints")[2][0][2], 2.0);
+    assert_eq!(family("calicoctl_win_token_refusals")[2][0][2], 0.0);
+    assert_eq!(family("calicoctl_win_endpoint_faults")[1], "gauge");
+    let verify = family("calicoctl_win_verify_passed");
+    assert_eq!(verify[1], "gauge");
+    assert_eq!(verify[2][0][2], 1.0);
+}
+
+#[cfg(unix)]
+#[test]
+fn the_metrics_endpoint_answers_only_get_metrics_and_caps_the_request() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let server = std::thread::spawn(move || {
+        for _ in 0..3 {
+            let (conn, _) = listener.accept().expect("accept");
+            let _ = calicoctl_win::supervise::metrics_server::answer(conn, |p| {
+                (p == "/metrics").then(|| "x 1\n".to_owned())
+            });
+        }
+    });
+    assert_eq!(
+        ask(port, "GET /secret HTTP/1.1\r\n\r\n")
+            .map(|a| a.0)
+            .as_deref(),
+        Some("404")
+    );
+    assert_eq!(
+        ask(port, "POST /metrics HTTP/1.1\r\n\r\n")
+            .map(|a| a.0)
+            .as_deref(),
+        Some("405")
+    );
+    let long = format!("GET /metrics HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(20_000));
+    assert_eq!(ask(port, &long).map(|a| a.0).as_deref(), Some("431"));
+    server.join().expect("server");
+}
