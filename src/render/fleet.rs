@@ -304,6 +304,9 @@ impl Fleet {
             metadata: self.meta(&format!("{}-metrics", self.name)),
             spec: Some(ServiceSpec {
                 cluster_ip: Some("None".into()),
+                // A pod is not Ready while its node is degraded (the readiness probe is
+                // `status`): its metrics are wanted then most, so it stays in the endpoints.
+                publish_not_ready_addresses: Some(true),
                 selector: Some(self.labels()),
                 ports: Some(vec![
                     port("calicoctl-win", ports[0]),

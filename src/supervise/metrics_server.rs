@@ -10,11 +10,13 @@ use crate::host::Host;
 use crate::layout::InstallRoot;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The largest request head read; a longer one is answered 431.
 const MAX_REQUEST: usize = 8 * 1024;
-/// How long a client may take to send its request or read the answer.
+/// How long a client may take, all told, to send its request and read the answer: one
+/// deadline for the whole connection, so that a client trickling a byte at a time cannot hold
+/// the endpoint (and CalicoNode's stop, which waits for it) past it.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Serves until a stop is requested; a failed accept is said and tried again.
@@ -27,7 +29,7 @@ pub fn serve(host: &dyn Host, root: &InstallRoot, listener: &TcpListener, stop: 
         match listener.accept() {
             Ok((conn, _)) => {
                 // A client that misbehaves costs only its own answer.
-                let _ = answer(conn, |path| {
+                let _ = answer(conn, Instant::now() + IO_TIMEOUT, |path| {
                     (path == "/metrics").then(|| crate::installed::metrics::exposition(host, root))
                 });
             }
@@ -42,19 +44,18 @@ pub fn serve(host: &dyn Host, root: &InstallRoot, listener: &TcpListener, stop: 
     }
 }
 
-/// Reads one request head (capped) and answers it: `body_of` gives the body of a path it
-/// serves to GET.
+/// Reads one request head (capped) and answers it by `deadline`: `body_of` gives the body of a
+/// path it serves to GET.
 pub fn answer(
     mut conn: TcpStream,
+    deadline: Instant,
     body_of: impl FnOnce(&str) -> Option<String>,
 ) -> std::io::Result<()> {
     conn.set_nonblocking(false)?;
-    conn.set_read_timeout(Some(IO_TIMEOUT))?;
-    conn.set_write_timeout(Some(IO_TIMEOUT))?;
     let mut head = Vec::new();
     let mut buf = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() <= MAX_REQUEST {
-        let n = conn.read(&mut buf)?;
+        let n = read_by(&mut conn, &mut buf, deadline)?;
         if n == 0 {
             break;
         }
@@ -80,12 +81,36 @@ pub fn answer(
         "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
+    conn.set_write_timeout(Some(left(deadline)?))?;
     conn.write_all(reply.as_bytes())?;
     conn.flush()?;
-    // A lingering close (RFC 9112 9.6): what the client still sends is read (capped) and
-    // dropped, so that closing with unread data does not reset the answer away.
+    // A lingering close (RFC 9112 9.6): what the client still sends is read (capped, by the
+    // same deadline) and dropped, so that closing with unread data does not reset the answer
+    // away.
     conn.shutdown(std::net::Shutdown::Write)?;
-    std::io::copy(&mut conn.take(64 * 1024), &mut std::io::sink()).map(drop)
+    let mut drained = 0;
+    while drained < 64 * 1024 {
+        match read_by(&mut conn, &mut buf, deadline)? {
+            0 => break,
+            n => drained += n,
+        }
+    }
+    Ok(())
+}
+
+/// The time left before `deadline`; none left is a timeout.
+fn left(deadline: Instant) -> std::io::Result<Duration> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(std::io::ErrorKind::TimedOut.into());
+    }
+    Ok(left)
+}
+
+/// One read, given only the time left before `deadline`.
+fn read_by(conn: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> std::io::Result<usize> {
+    conn.set_read_timeout(Some(left(deadline)?))?;
+    conn.read(buf)
 }
 
 /// The address to listen on: every address on Windows (the firewall rule scopes it), the
@@ -97,4 +122,47 @@ pub fn bind(host: &dyn Host, port: u16) -> std::io::Result<TcpListener> {
         "127.0.0.1"
     };
     TcpListener::bind((ip, port))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+
+    /// A client that trickles its request a byte at a time, each within the read timeout, is
+    /// cut off at the connection's deadline, not served when it pleases (it once held the
+    /// endpoint, and CalicoNode's stop, for as long as it kept trickling).
+    #[test]
+    fn a_trickling_client_is_cut_off_at_the_connections_deadline() {
+        const REQUEST: &[u8] = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let sent = Arc::new(AtomicUsize::new(0));
+        let client_sent = sent.clone();
+        let client = std::thread::spawn(move || {
+            let mut c = std::net::TcpStream::connect(addr).expect("connect");
+            for b in REQUEST {
+                std::thread::sleep(Duration::from_millis(200));
+                if c.write_all(&[*b]).is_err() {
+                    break;
+                }
+                client_sent.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        let (conn, _) = listener.accept().expect("accept");
+        let answered = super::answer(conn, Instant::now() + Duration::from_millis(500), |_| {
+            Some("x".into())
+        });
+        let sent_by_then = sent.load(Ordering::SeqCst);
+        client.join().expect("client");
+        assert!(answered.is_err(), "served a trickling client: {answered:?}");
+        // Cut off after a few bytes, not at the end of the head (a byte each 200 ms; half the
+        // head is 3.6 s past the deadline).
+        assert!(
+            sent_by_then < REQUEST.len() / 2,
+            "the answer waited for the whole trickle ({sent_by_then} bytes)"
+        );
+    }
 }

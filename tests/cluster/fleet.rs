@@ -1599,6 +1599,8 @@ fn the_metrics_service_selects_the_daemonsets_pods_with_both_ports() {
     let svc = manifest(&doc, "Service");
     let ds = manifest(&doc, "DaemonSet");
     assert_eq!(svc["spec"]["clusterIP"], "None");
+    // A degraded node's pod is not Ready (its probe is `status`): it stays scraped.
+    assert_eq!(svc["spec"]["publishNotReadyAddresses"], true, "{svc}");
     assert_eq!(
         svc["spec"]["selector"],
         ds["spec"]["selector"]["matchLabels"]
