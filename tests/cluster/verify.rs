@@ -217,12 +217,36 @@ fn a_pod_stuck_without_an_address_is_the_cnis_with_its_event() {
 #[test]
 fn the_overall_timeout_holds_and_the_run_still_cleans_up() {
     let (api, dir) = cluster();
-    // The server never gets Ready: the pods' wait runs into the run's deadline.
-    api.lock().dataplane.never_ready = true;
+    // A name's lookup outlasts the run's deadline.
+    hang_dns(&api);
     let r = verify(&api, &dir, &options(2));
     assert!(r.timed_out, "{:#?}", r.checks);
     assert!(!r.passed);
     assert!(r.cleaned_up);
+    nothing_left(&api);
+}
+
+fn hang_dns(api: &FakeApi) {
+    let d = &mut api.lock().dataplane;
+    d.dns_hangs = true;
+    d.slow_for = Duration::from_secs(60);
+}
+
+#[test]
+fn a_server_never_ready_within_default_waits_is_named_not_timed_out() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.never_ready = true;
+    // The default pods' wait (90 s) is longer than this --timeout: it is capped at half the
+    // checks' window, and the pods are judged as they are.
+    let r = verify(&api, &dir, &options(12));
+    let (codes, ids) = failed(&r);
+    assert_eq!(
+        codes,
+        BTreeSet::from([Code::TrafficFirewall]),
+        "{:#?}",
+        r.checks
+    );
+    assert_eq!(ids, [CheckId::KubeletProbe]);
     nothing_left(&api);
 }
 
@@ -652,7 +676,7 @@ mod command {
     #[test]
     fn the_overall_timeout_exits_4_and_a_linux_node_is_bad_usage() {
         let (api, _dir) = cluster();
-        api.lock().dataplane.never_ready = true;
+        hang_dns(&api);
         let node = Node::new(&api);
         let (code, doc, stderr) = node.run(&["verify", "--node", "win-a", "--timeout", "2s"]);
         assert_eq!(code, 4, "{stderr}\n{doc:#}");
