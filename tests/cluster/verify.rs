@@ -251,6 +251,35 @@ fn a_server_never_ready_within_default_waits_is_named_not_timed_out() {
 }
 
 #[test]
+fn failed_checks_before_the_deadline_are_reported_not_the_timeout() {
+    let (api, dir) = cluster();
+    {
+        let d = &mut api.lock().dataplane;
+        d.no_service_lb = true;
+        d.policy_removed_after = None;
+    }
+    // The policy's removal is waited for past the run's deadline.
+    let mut o = options(15);
+    o.policy_wait = Duration::from_secs(60);
+    let r = verify(&api, &dir, &o);
+    assert!(r.timed_out, "{:#?}", r.checks);
+    let (codes, _) = failed(&r);
+    assert!(codes.contains(&Code::TrafficKubeProxy), "{:#?}", r.checks);
+    let end = calicoctl_win::verify::failure::of(&r, 15).expect("not passing");
+    let said = end.to_string();
+    assert!(
+        matches!(
+            end,
+            calicoctl_win::verify::failure::Failed::NotPassing { .. }
+        ),
+        "{said}"
+    );
+    assert!(said.contains("cluster-ip"), "{said}");
+    assert!(said.contains("1 checks not judged"), "{said}");
+    nothing_left(&api);
+}
+
+#[test]
 fn a_killed_runs_namespace_is_removed_by_the_next_run_and_only_ours() {
     let (api, dir) = cluster();
     let mut old = meta("v1", "Namespace", "calicoctl-win-verify-old", None);
