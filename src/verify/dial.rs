@@ -145,7 +145,9 @@ pub fn answer(status: u16, body: &str) -> Answer {
                     "netexec answered what is not its JSON: {body:.200}"
                 ));
             };
-            if j.responses.is_empty() {
+            // netexec writes each key only when its list is not empty (`dialHandler`): a 200
+            // `{}` has no error, so the dial is counted as reached.
+            if j.responses.is_empty() && !j.errors.is_empty() {
                 Answer::Failed(j.errors)
             } else {
                 Answer::Reached(j.responses)

@@ -84,4 +84,6 @@ fn netexecs_answers_are_read_as_it_writes_them() {
     );
     assert!(matches!(proxy, Answer::NoProxy(ref s) if s.starts_with("HTTP 503")));
     assert!(matches!(answer(200, "<html>"), Answer::NoProxy(_)));
+    // Neither key: netexec writes each only when not empty, and no error came.
+    assert!(reached(&answer(200, "{}"), None));
 }

@@ -1,8 +1,10 @@
 //! How a finished `verify` run ends the command that ran it (`verify`, `install --verify`):
-//! every check passed, or one failed (exit 1), or the run was cut short by `--timeout`
-//! (exit 4) or by Ctrl-C (exit 1).
+//! every check passed, or one failed (exit 1, the checks not judged counted when `--timeout`
+//! cut the rest), or the run was cut short by `--timeout` with none failed (exit 4) or by
+//! Ctrl-C (exit 1).
 
 use super::judge::Outcome;
+use super::matrix::CheckId;
 use super::run::Report;
 use crate::error::{Diagnose, Diagnosis, Exit, Kind};
 
@@ -44,22 +46,29 @@ pub fn of(r: &Report, timeout_s: u64) -> Option<Failed> {
     if r.interrupted {
         return Some(Failed::Interrupted { node });
     }
-    if r.timed_out {
-        return Some(Failed::TimedOut { node, timeout_s });
-    }
-    if r.passed {
-        return None;
-    }
-    let checks: Vec<String> = r
+    let failed: Vec<String> = r
         .checks
         .iter()
         .filter(|v| matches!(v.outcome, Outcome::Fail { .. }))
         .map(|v| v.check.word())
         .collect();
-    Some(Failed::NotPassing {
-        node,
-        checks: checks.join(", "),
-    })
+    // A check that failed is an answer: it is said before the deadline that cut the rest.
+    if r.timed_out && failed.is_empty() {
+        return Some(Failed::TimedOut { node, timeout_s });
+    }
+    if r.passed {
+        return None;
+    }
+    let mut checks = failed.join(", ");
+    if r.timed_out {
+        // Every check is judged, skipped or not reached; `PolicyRemoved` is the last of them.
+        let all = CheckId::PolicyRemoved as usize + 1;
+        let n = all.saturating_sub(r.checks.len() + r.skipped.len());
+        checks.push_str(&format!(
+            " ({n} checks not judged: the run timed out at {timeout_s} s)"
+        ));
+    }
+    Some(Failed::NotPassing { node, checks })
 }
 
 /// The end of runs for several nodes: an interruption first, then a timeout, then the nodes

@@ -273,6 +273,24 @@ pub fn no_proxy(from: &PodState, e: &str) -> Outcome {
     )
 }
 
+/// The API server reached the Linux client through its pod proxy but not the Windows server:
+/// the overlay between the OSes is broken (the API server sits on a Linux node).
+pub fn no_overlay_to(server: &PodState, linux: &PodState, e: &str) -> Outcome {
+    fail(
+        Code::TrafficOverlay,
+        &server.name,
+        format!(
+            "the API server reached probe pod {} on {} but not {} on {} ({}) through its pod proxy: {e}",
+            linux.name,
+            linux.node,
+            server.name,
+            server.node,
+            server.ip.as_deref().unwrap_or("no address")
+        ),
+        next_step(CheckId::WindowsToLinux, &server.node),
+    )
+}
+
 /// The deny-ingress policy took effect (the client was refused) or was removed (traffic came
 /// back) within the wait.
 pub fn policy(id: CheckId, from: &PodState, c: &Change) -> Outcome {

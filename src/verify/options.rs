@@ -6,7 +6,7 @@ use std::time::Duration;
 
 /// How long a policy may take to be enforced, and to be lifted.
 pub const POLICY_WAIT: Duration = Duration::from_secs(30);
-/// How long the pods may take to run once made (within the run's deadline).
+/// How long the pods may take to run once made: at most half the checks' window (run.rs).
 pub const PODS_WAIT: Duration = Duration::from_secs(90);
 /// How long the probe image may take to pull, outside `--timeout`: agnhost's Windows variant
 /// is a few hundred MB, and the kubelet's back-off between failed pulls grows to 300 s

@@ -213,11 +213,11 @@ pub fn ask(c: &Cluster, d: &Dial, within: Duration) -> Result<Answer, ClusterErr
 pub fn healthz(
     c: &Cluster,
     ns: &str,
+    pod: &str,
     within: Duration,
 ) -> Result<Result<(), String>, ClusterError> {
     let path = format!(
-        "/api/v1/namespaces/{ns}/pods/{}:{}/proxy/healthz",
-        super::matrix::Role::Server.pod_name(),
+        "/api/v1/namespaces/{ns}/pods/{pod}:{}/proxy/healthz",
         super::image::HTTP_PORT
     );
     let Ok(req) = http::Request::get(&path).body(Vec::new()) else {

@@ -73,12 +73,23 @@ impl Step<'_> {
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let why = match probe::healthz(self.c, self.ns, self.o.dial_within)? {
+            let name = Role::Server.pod_name();
+            let why = match probe::healthz(self.c, self.ns, name, self.o.dial_within)? {
                 Ok(()) => return Ok((Outcome::Pass, None, attempts, None)),
                 Err(why) => why,
             };
             if Instant::now() + POLL >= until || interrupted(self.o) {
-                return Ok((judge::no_proxy(&server, &why), None, attempts, None));
+                // The API server reaches the Linux client but not the Windows server: the
+                // path between the OSes (the overlay), not the control plane's.
+                let linux = self.state(Role::Linux);
+                let to_linux = judge::usable(&linux)
+                    && probe::healthz(self.c, self.ns, &linux.name, self.o.dial_within)?.is_ok();
+                let outcome = if to_linux {
+                    judge::no_overlay_to(&server, &linux, &why)
+                } else {
+                    judge::no_proxy(&server, &why)
+                };
+                return Ok((outcome, None, attempts, None));
             }
             std::thread::sleep(POLL);
         }

@@ -31,7 +31,8 @@ use std::time::{Duration, Instant};
 /// The scripted dataplane: healthy by default.
 #[derive(Default)]
 pub struct Dataplane {
-    /// Pods on Windows nodes and pods on Linux nodes do not reach each other (VXLAN broken).
+    /// Pods on Windows nodes and pods on Linux nodes do not reach each other (VXLAN broken),
+    /// nor does the API server (on a Linux node) reach pods on Windows nodes.
     pub no_overlay: bool,
     /// ClusterIPs do not reach their backends from pods on Windows nodes (no HNS load balancer).
     pub no_service_lb: bool,
@@ -284,6 +285,20 @@ pub fn proxy(
         );
     };
     if d.proxy_broken {
+        return (
+            503,
+            format!("error trying to reach service: dial tcp {_ip}:8080: i/o timeout"),
+        );
+    }
+    // kube-apiserver dials the pod's own IP for the pod proxy (kubernetes/kubernetes
+    // `pkg/registry/core/pod/strategy.go`, `ResourceLocation`: the location is the pod IP and
+    // port), from the control plane's node, which is Linux: a Windows pod is then reached
+    // across the overlay between the OSes.
+    let pod_os = node_os(
+        objects,
+        client["spec"]["nodeName"].as_str().unwrap_or_default(),
+    );
+    if d.no_overlay && pod_os == "windows" {
         return (
             503,
             format!("error trying to reach service: dial tcp {_ip}:8080: i/o timeout"),
