@@ -233,8 +233,8 @@ fn cluster_part(ctx: &mut Context, grant: Option<&crate::cluster::renewal::Grant
         Ok(Some(c)) => match &node {
             // One read tells that the cluster answers, and whether the node is there at all.
             Some(n) => crate::cluster::node::exists(&c, n)
-                .map(|there| (c, there))
-                .map_err(|e| e.to_string()),
+                .map_err(|e| e.to_string())
+                .and_then(|there| refused_right(&c, grant, n, there).map(|()| (c, there))),
             None => Ok((c, false)),
         },
         Ok(None) => Err(NO_KUBECONFIG.to_owned()),
@@ -280,11 +280,11 @@ fn cluster_part(ctx: &mut Context, grant: Option<&crate::cluster::renewal::Grant
                 // Without a kubeconfig, this is how uninstall is run on a node only: said, not
                 // warned.
                 Some(n) if no_kubeconfig => ctx.printer.text(&format!(
-                    "Node {n} keeps its calicoctl-win annotations and CalicoWindowsReady condition (no kubeconfig): 'kubectl annotate node {n} calicoctl-win/version- calicoctl-win/calico-version- calicoctl-win/config-hash-' removes the annotations."
+                    "Node {n} keeps its calicoctl-win annotations and CalicoWindowsReady condition (no kubeconfig): 'kubectl annotate node {n} calicoctl-win/version- calicoctl-win/calico-version- calicoctl-win/config-hash- calicoctl-win/finding-codes-' removes the annotations (its CalicoWindowsReady condition keeps its last value)."
                 )),
                 Some(n) => {
                     let w = format!(
-                        "node {n} keeps its calicoctl-win annotations and CalicoWindowsReady condition ({why}): 'kubectl annotate node {n} calicoctl-win/version- calicoctl-win/calico-version- calicoctl-win/config-hash-' removes the annotations"
+                        "node {n} keeps its calicoctl-win annotations and CalicoWindowsReady condition ({why}): 'kubectl annotate node {n} calicoctl-win/version- calicoctl-win/calico-version- calicoctl-win/config-hash- calicoctl-win/finding-codes-' removes the annotations (its CalicoWindowsReady condition keeps its last value)"
                     );
                     ctx.printer.warn(&w);
                     part.warnings.push(w);
@@ -294,6 +294,51 @@ fn cluster_part(ctx: &mut Context, grant: Option<&crate::cluster::renewal::Grant
         }
     }
     part
+}
+
+/// Whether this kubeconfig may take the cluster's steps, asked before any change: a step it
+/// may not take would stop every rerun at the same place (a kubeconfig that may read nodes
+/// and no more, such as kubelet's own at `C:\k\config`), so such a cluster is treated as one
+/// that does not answer. `Err` names the right missing.
+fn refused_right(
+    c: &crate::cluster::Cluster,
+    grant: Option<&crate::cluster::renewal::Grant>,
+    node: &str,
+    node_there: bool,
+) -> Result<(), String> {
+    use crate::cluster::facts::{Permission, can_i};
+    let right =
+        |verb: &str, group: &str, resource: &str, name: &str, ns: Option<&str>| Permission {
+            verb: verb.into(),
+            group: group.into(),
+            resource: resource.into(),
+            name: Some(name.into()),
+            namespace: ns.map(str::to_owned),
+            allowed: false,
+        };
+    let rbac = "rbac.authorization.k8s.io";
+    let mut wanted = Vec::new();
+    if let Some(g) = grant {
+        for kind in ["rolebindings", "roles"] {
+            wanted.push(right("delete", rbac, kind, &g.name, Some(&g.namespace)));
+        }
+    }
+    if node_there {
+        for resource in ["nodes", "nodes/status"] {
+            wanted.push(right("patch", "", resource, node, None));
+        }
+    }
+    for p in &wanted {
+        if !can_i(c, p).map_err(|e| e.to_string())? {
+            return Err(format!(
+                "the kubeconfig may not {} {} {}",
+                p.verb,
+                p.resource,
+                p.name.as_deref().unwrap_or_default()
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn unnamed_node(ctx: &mut Context) -> String {

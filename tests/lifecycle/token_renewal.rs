@@ -369,3 +369,31 @@ fn uninstall_cut_off_in_the_cluster_finishes_there_when_run_again() {
         "{n}"
     );
 }
+
+/// A kubeconfig that may read the node but not change it (kubelet's own, say) is asked its
+/// rights before any change: uninstall takes the node off the host and says what stays in the
+/// cluster, instead of stopping at the refused step on every rerun.
+#[test]
+fn uninstall_with_a_kubeconfig_that_may_not_change_the_node_says_so_and_finishes() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = Node::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{stderr}");
+    api.forbid("patch", "nodes/status");
+    let (code, doc, stderr) = node.run(&["uninstall", "--purge"]);
+    assert_eq!(code, 0, "{stderr}");
+    let warnings = doc["warnings"].to_string();
+    assert!(
+        warnings.contains("may not patch nodes/status win-1"),
+        "{warnings}"
+    );
+    // Nothing in the cluster was changed: the grant and the node's annotations stay, said.
+    assert!(api.get(&format!("{RBAC}/roles/{GRANT}")).is_some());
+    assert!(warnings.contains("rolebinding,role"), "{warnings}");
+    let (code, doc, stderr) = node.run(&["uninstall"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(doc["changed"], false, "{doc}");
+}
