@@ -30,7 +30,8 @@ pub fn on_node(
     match crate::installed::endpoints::survey_calico(host, how) {
         Ok(Some(judged)) => out.extend(judged.iter().filter_map(health::endpoint)),
         Ok(None) => out.extend(health::calico_network(false)),
-        Err(e) => out.push(unreadable("HNS endpoints", format!("{e:#}"))),
+        // As `status` words it (`hns_facts`): one judge for a survey that could not be made.
+        Err(e) => out.push(health::endpoints_unjudged(format!("{e:#}"))),
     }
     if let Some(r) = crate::installed::hns_restart::last(host) {
         let at = crate::duration::time_text(r.at);
