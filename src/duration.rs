@@ -3,54 +3,15 @@
 
 use std::time::Duration;
 
+mod stop;
+mod wait;
+
+pub use stop::Stop;
+pub use wait::{Look, Pauses, SAY_EVERY, Stopped, Wait, poll_quietly, poll_until};
+
 /// The longest duration accepted: 100 years. Any longer one is a typo, and a bound keeps
 /// every `Instant + Duration` and every timestamp computed from a flag from overflowing.
 pub const MAX: Duration = Duration::from_secs(100 * 365 * 86_400);
-
-/// One look of a wait: done with a value, or still waiting for what it says.
-pub enum Look<T, P> {
-    Done(T),
-    Pending(P),
-}
-
-/// The pauses between looks: `first`, doubling up to `most`.
-#[derive(Clone, Copy, Debug)]
-pub struct Pauses {
-    pub first: Duration,
-    pub most: Duration,
-}
-
-impl Pauses {
-    /// The same pause every time.
-    pub const fn every(d: Duration) -> Self {
-        Self { first: d, most: d }
-    }
-}
-
-/// The one poll loop: looks until `look` is done (or fails), else until `deadline`, when
-/// `timed_out` gets what the last look was still waiting for. No pause outlasts the
-/// deadline, and there is always one last look at it. Measured by the monotonic clock
-/// (`Instant`), so a clock step neither ends a wait early nor prolongs it.
-pub fn poll_until<T, P, E>(
-    deadline: std::time::Instant,
-    pauses: Pauses,
-    mut look: impl FnMut() -> Result<Look<T, P>, E>,
-    timed_out: impl FnOnce(P) -> Result<T, E>,
-) -> Result<T, E> {
-    let mut pause = pauses.first;
-    loop {
-        let pending = match look()? {
-            Look::Done(v) => return Ok(v),
-            Look::Pending(p) => p,
-        };
-        let now = std::time::Instant::now();
-        if now >= deadline {
-            return timed_out(pending);
-        }
-        std::thread::sleep(pause.min(deadline.saturating_duration_since(now)));
-        pause = pause.saturating_mul(2).min(pauses.most.max(pauses.first));
-    }
-}
 
 /// Now, in seconds since the Unix epoch.
 pub fn now() -> i64 {
@@ -244,53 +205,5 @@ mod tests {
         }
         assert_eq!(show(Duration::from_secs(31_536_000)), "365d");
         assert_eq!(show(Duration::from_secs(5400)), "1h30m");
-    }
-
-    /// A wait is done at the first look that is, fails at the first failure, and at its
-    /// deadline hands what it still waited for to `timed_out`, after a last look.
-    #[test]
-    fn a_poll_ends_done_failed_or_timed_out() {
-        use std::time::Instant;
-        let quick = Pauses::every(Duration::from_millis(1));
-        let mut n = 0;
-        let done: Result<u32, String> = poll_until(
-            Instant::now() + Duration::from_secs(60),
-            quick,
-            || {
-                n += 1;
-                Ok(if n == 3 {
-                    Look::Done(n)
-                } else {
-                    Look::Pending(n)
-                })
-            },
-            |p| Err(format!("timed out at {p}")),
-        );
-        assert_eq!(done, Ok(3));
-        let failed: Result<(), String> = poll_until(
-            Instant::now() + Duration::from_secs(60),
-            quick,
-            || Err::<Look<(), ()>, _>("broken".to_owned()),
-            |()| Ok(()),
-        );
-        assert_eq!(failed.unwrap_err(), "broken");
-        let mut looks = 0;
-        let timed_out: Result<u32, String> = poll_until(
-            Instant::now(),
-            Pauses {
-                first: Duration::from_secs(3600),
-                most: Duration::from_secs(3600),
-            },
-            || {
-                looks += 1;
-                Ok(Look::Pending("the node"))
-            },
-            |p| Err(format!("still waiting for {p}")),
-        );
-        assert_eq!(timed_out.unwrap_err(), "still waiting for the node");
-        assert_eq!(
-            looks, 1,
-            "a deadline already passed gets one look and no pause"
-        );
     }
 }

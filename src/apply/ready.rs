@@ -1,7 +1,7 @@
 //! The node ready again: the recorded routes put back where their interfaces are now, and the
 //! wait for CalicoNode's start-up, the networks and the routes.
 
-use crate::duration::{Look, Pauses, poll_until};
+use crate::duration::{Look, Pauses, poll_quietly};
 use crate::host::{Host, HostError, Route};
 use crate::installed::failure::{self, Blocks, Failure};
 use std::time::{Duration, Instant};
@@ -142,7 +142,7 @@ pub(super) fn wait_ready(
         first: Duration::from_millis(100),
         most: Duration::from_secs(2),
     };
-    poll_until(Instant::now() + timeout, pauses, look, |what| {
+    poll_quietly(Instant::now() + timeout, pauses, look, |what| {
         Err(HostError::Timeout {
             what,
             after: timeout,

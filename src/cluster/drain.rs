@@ -8,7 +8,7 @@
 /// Its room is node_control.rs; kept here too for the paths that name it through drain.
 pub use super::NodeControl;
 use super::{Cluster, ClusterError};
-use crate::duration::{Look, Pauses, poll_until};
+use crate::duration::{Look, Pauses, poll_quietly};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
 use serde::Serialize;
@@ -567,7 +567,7 @@ fn wait_gone(
             Look::Pending(left.join(", "))
         })
     };
-    poll_until(deadline, pauses, look, |left| {
+    poll_quietly(deadline, pauses, look, |left| {
         let detail = format!("pods still terminating: {left}");
         Err(timed_out(node, opts, detail, evicted))
     })
@@ -610,7 +610,7 @@ pub fn wait_ready(c: &Cluster, node: &str, timeout: Duration) -> Result<(), Drai
         first: Duration::from_millis(100),
         most: Duration::from_secs(2),
     };
-    poll_until(
+    poll_quietly(
         Instant::now() + timeout,
         pauses,
         || {

@@ -189,12 +189,12 @@ pub fn wait_pod(
     want: Want,
     timeout: Duration,
 ) -> Result<(), OperatorError> {
-    use crate::duration::{Look, Pauses, poll_until};
+    use crate::duration::{Look, Pauses, poll_quietly};
     let pauses = Pauses {
         first: Duration::from_millis(100),
         most: Duration::from_secs(2),
     };
-    poll_until(
+    poll_quietly(
         std::time::Instant::now() + timeout,
         pauses,
         || {
@@ -349,12 +349,12 @@ fn degraded(status: &serde_json::Value) -> Option<String> {
 
 /// Waits until `daemonset_blocker` finds nothing; the error says what stood in the way last.
 pub fn wait_daemonset(c: &Cluster, node: &str, timeout: Duration) -> Result<(), OperatorError> {
-    use crate::duration::{Look, Pauses, poll_until};
+    use crate::duration::{Look, Pauses, poll_quietly};
     let pauses = Pauses {
         first: Duration::from_millis(100),
         most: Duration::from_secs(2),
     };
-    poll_until(
+    poll_quietly(
         std::time::Instant::now() + timeout,
         pauses,
         || {

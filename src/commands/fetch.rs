@@ -75,7 +75,9 @@ pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Resu
     }
 
     let issued: Issued = if args.legacy_secret {
-        credentials::legacy_secret(&c, &ns, sa, args.timeout)?
+        credentials::legacy_secret(&c, &ns, sa, args.timeout, &mut |l: &str| {
+            ctx.printer.detail(l);
+        })?
     } else {
         // calico-node's token for this node: bound to its Node where the server allows it.
         let node = loaded.config.node.k8s_node_ref.to_string();

@@ -9,7 +9,7 @@ use crate::cli::RepairArgs;
 use crate::cluster::Cluster;
 use crate::cluster::drain::DrainOptions;
 use crate::context::Context;
-use crate::duration::{Look, Pauses, poll_until};
+use crate::duration::{Look, Pauses, poll_quietly};
 use crate::error::UsageError;
 use crate::host::Host;
 use crate::installed::endpoints::{self, Judged};
@@ -308,7 +308,7 @@ fn wait_healthy(
         ));
         Ok(Look::Pending(left))
     };
-    poll_until(Instant::now() + args.wait_timeout, pauses, look, Ok)
+    poll_quietly(Instant::now() + args.wait_timeout, pauses, look, Ok)
 }
 
 /// A repair evicts pods with emptyDir data too: they have no network to use it with.

@@ -182,7 +182,7 @@ impl Child for LocalChild {
     }
 
     fn wait_timeout(&mut self, timeout: Duration) -> HostResult<Option<i32>> {
-        crate::duration::poll_until(
+        crate::duration::poll_quietly(
             Instant::now() + timeout,
             crate::duration::Pauses::every(Duration::from_millis(10)),
             || {

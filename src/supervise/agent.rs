@@ -5,7 +5,7 @@ use super::child::{Backoff, ChildEnd, run_child};
 use super::log::Log;
 use super::node::init_done;
 use super::settings::{Component, Launch, Result, Settings, SuperviseError, environment, required};
-use super::stop::Stop;
+use crate::duration::Stop;
 use crate::host::Host;
 use crate::layout::Role;
 use crate::layout::env::EnvVars;

@@ -3,7 +3,7 @@
 
 use super::log::Log;
 use super::settings::{Launch, Result, Settings, SuperviseError, Timing};
-use super::stop::Stop;
+use crate::duration::Stop;
 use crate::host::{Host, Output, ProcessSpec};
 use crate::layout::EVENT_SOURCE;
 use std::collections::BTreeMap;

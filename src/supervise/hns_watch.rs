@@ -18,7 +18,7 @@
 
 use super::log::Log;
 use super::settings::Settings;
-use crate::duration::{Look, Pauses, poll_until};
+use crate::duration::{Look, Pauses, poll_quietly};
 use crate::host::ServiceState;
 use crate::host::{EventLevel, Host, RegValue};
 pub use crate::installed::hns_restart::{self, HnsRestart};
@@ -160,7 +160,7 @@ pub fn restart(host: &dyn Host, name: &str, wait: Duration) -> crate::host::Host
         if !matches!(e, crate::host::HostError::Timeout { .. }) {
             return Err(e);
         }
-        poll_until(
+        poll_quietly(
             Instant::now() + wait,
             Pauses::every(Duration::from_millis(100)),
             || {

@@ -20,7 +20,7 @@
 
 use super::log::Log;
 use super::settings::{Launch, Result, Settings, SuperviseError, environment};
-use super::stop::Stop;
+use crate::duration::{Look, Pauses, Stop, Wait, poll_until};
 use crate::host::{Host, Output, ProcessSpec};
 use crate::layout::CALICO_NETWORK;
 use crate::layout::SOURCE_VIP_ENDPOINT;
@@ -28,7 +28,7 @@ use crate::layout::env::EnvVars;
 use crate::render::facts::OsBuild;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long `kube-proxy --version` may take.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(30);
@@ -224,26 +224,20 @@ fn wait<T>(
     what: &str,
     mut found: impl FnMut() -> crate::host::HostResult<Option<T>>,
 ) -> Result<T> {
-    let started = Instant::now();
-    let mut said = false;
-    loop {
-        if let Some(v) = found()? {
-            return Ok(v);
-        }
-        if started.elapsed() >= s.network_timeout {
-            return Err(SuperviseError::KubeProxyWait {
-                what: what.to_owned(),
-                after: s.network_timeout,
-            });
-        }
-        if !said {
-            log.info(&format!("waiting up to {:?} for {what}", s.network_timeout));
-            said = true;
-        }
-        if stop.wait(s.timing.poll) {
-            return Err(SuperviseError::Stopped);
-        }
-    }
+    let wait = Wait {
+        what,
+        timeout: s.network_timeout,
+        pauses: Pauses::every(s.timing.poll),
+        stop,
+        say: &mut |l: &str| log.info(l),
+    };
+    let look = || -> Result<Look<T, ()>> { Ok(found()?.map_or(Look::Pending(()), Look::Done)) };
+    poll_until(wait, look, |()| {
+        Err(SuperviseError::KubeProxyWait {
+            what: what.to_owned(),
+            after: s.network_timeout,
+        })
+    })
 }
 
 /// `kube-proxy --version`, bounded in time.

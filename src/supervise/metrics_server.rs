@@ -5,7 +5,7 @@
 //! loopback only.
 
 use super::log::Log;
-use super::stop::Stop;
+use crate::duration::Stop;
 use crate::host::Host;
 use crate::layout::InstallRoot;
 use std::io::{Read, Write};

@@ -25,8 +25,8 @@ pub mod renew;
 #[cfg(windows)]
 pub mod scm;
 mod settings;
-mod stop;
 
+pub use crate::duration::Stop;
 pub use crate::layout::Role;
 pub use child::{EVENT_FAILURE, report_failure};
 pub use log::{Clock, Log, LogSettings, parse_size};
@@ -35,7 +35,6 @@ pub use settings::{
     Component, INHERITED, Layout, Result, Settings, SuperviseError, Timing, environment, inherited,
     parse_env,
 };
-pub use stop::Stop;
 
 use crate::host::{EventLevel, Host, Recovery, ServiceSpec, StartType};
 use crate::layout::EVENT_SOURCE;

@@ -5,7 +5,7 @@ use super::child::{Backoff, ChildEnd, report_failure, run_child};
 use super::log::Log;
 use super::renew::Renewal;
 use super::settings::{Component, Launch, Result, Settings, SuperviseError, environment, required};
-use super::stop::Stop;
+use crate::duration::{Look, Pauses, Stop, Wait, poll_until};
 use crate::host::{HnsNetwork, Host, HostError, RegValue, Route};
 use crate::installed::addressing;
 use crate::installed::failure::{self, Blocks};
@@ -559,29 +559,20 @@ fn delete_stale_networks(
     stop: &Stop,
     log: &Log,
 ) -> Result<Vec<String>> {
-    let started = Instant::now();
-    let mut deleted = Vec::new();
-    loop {
-        let stale: Vec<HnsNetwork> = host
+    let stale = || -> Result<Vec<HnsNetwork>> {
+        Ok(host
             .hns_networks()?
             .into_iter()
             .filter(|n| is_ours(n, s.delete_all_non_nat_networks))
-            .collect();
-        if stale.is_empty() {
-            return Ok(deleted);
+            .collect())
+    };
+    let mut deleted = Vec::new();
+    let look = || -> Result<Look<Vec<String>, String>> {
+        let found = stale()?;
+        if found.is_empty() {
+            return Ok(Look::Done(std::mem::take(&mut deleted)));
         }
-        if started.elapsed() >= s.network_timeout {
-            return Err(SuperviseError::NetworksRemain {
-                names: stale
-                    .iter()
-                    .map(|n| n.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                after: s.network_timeout,
-            });
-        }
-        let mut failed = false;
-        for n in &stale {
+        for n in &found {
             match host.hns_delete_network(&n.id) {
                 Ok(()) | Err(HostError::NotFound { .. }) => {
                     log.info(&format!(
@@ -590,16 +581,35 @@ fn delete_stale_networks(
                     ));
                     deleted.push(n.name.clone());
                 }
-                Err(e) => {
-                    log.warn(&format!("could not delete HNS network {}: {e}", n.name));
-                    failed = true;
-                }
+                Err(e) => log.warn(&format!("could not delete HNS network {}: {e}", n.name)),
             }
         }
-        if failed && stop.wait(s.timing.poll) {
-            return Err(SuperviseError::Stopped);
-        }
-    }
+        // Gone at once (HNS deletes as it answers): no pause before saying so.
+        let left = stale()?;
+        Ok(if left.is_empty() {
+            Look::Done(std::mem::take(&mut deleted))
+        } else {
+            Look::Pending(
+                left.iter()
+                    .map(|n| n.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )
+        })
+    };
+    let wait = Wait {
+        what: "the stale HNS networks to be deleted",
+        timeout: s.network_timeout,
+        pauses: Pauses::every(s.timing.poll),
+        stop,
+        say: &mut |l: &str| log.info(l),
+    };
+    poll_until(wait, look, |names| {
+        Err(SuperviseError::NetworksRemain {
+            names,
+            after: s.network_timeout,
+        })
+    })
 }
 
 fn wait_for_usable_ip(
@@ -613,36 +623,35 @@ fn wait_for_usable_ip(
         .get(EnvVars::STARTUP_VALID_IP_TIMEOUT)
         .and_then(|v| v.parse().ok())
         .map_or(Duration::from_secs(90), Duration::from_secs);
-    let started = Instant::now();
-    let mut said = false;
-    loop {
+    let look = || -> Result<Look<(), Vec<String>>> {
         let addrs = host.ipv4_addresses()?;
         if let Some(a) = addrs
             .iter()
             .find(|a| !a.ip.is_loopback() && !a.ip.is_link_local() && !a.ip.is_unspecified())
         {
             log.info(&format!("usable IPv4 address {} on {}", a.ip, a.interface));
-            return Ok(());
+            return Ok(Look::Done(()));
         }
-        if started.elapsed() >= limit {
-            return Err(SuperviseError::NoUsableIp {
-                waited: limit,
-                seen: addrs
-                    .iter()
-                    .map(|a| format!("{} on {}", a.ip, a.interface))
-                    .collect(),
-            });
-        }
-        if !said {
-            log.info(&format!(
-                "waiting up to {limit:?} for a usable IPv4 address (not 127/8 or 169.254/16)"
-            ));
-            said = true;
-        }
-        if stop.wait(s.timing.ip_poll) {
-            return Err(SuperviseError::Stopped);
-        }
-    }
+        Ok(Look::Pending(
+            addrs
+                .iter()
+                .map(|a| format!("{} on {}", a.ip, a.interface))
+                .collect(),
+        ))
+    };
+    let wait = Wait {
+        what: "a usable IPv4 address (not 127/8 or 169.254/16)",
+        timeout: limit,
+        pauses: Pauses::every(s.timing.ip_poll),
+        stop,
+        say: &mut |l: &str| log.info(l),
+    };
+    poll_until(wait, look, |seen| {
+        Err(SuperviseError::NoUsableIp {
+            waited: limit,
+            seen,
+        })
+    })
 }
 
 /// Creates the External network from the rendered document unless it exists; retries with
@@ -742,9 +751,7 @@ fn wait_for_stable_address(
     stop: &Stop,
     log: &Log,
 ) -> Result<Uplink> {
-    let started = Instant::now();
-    let mut said = false;
-    loop {
+    let look = || -> Result<Look<Uplink, Vec<String>>> {
         let adapters = host.adapters()?;
         let adapter = adapters.iter().find(|a| a.name.eq_ignore_ascii_case(name));
         if let Some(a) = adapter
@@ -757,43 +764,43 @@ fn wait_for_stable_address(
             // What the vSwitch may lose of it, kept to be put back (`addressing`).
             let boot = host.system_facts()?.boot_id;
             addressing::record(host, &addressing::Addressing::of(a).taken_in(boot))?;
-            return Ok(Uplink {
+            return Ok(Look::Done(Uplink {
                 name: a.name.clone(),
                 mac: a.mac.clone(),
                 ip: x.ip,
                 dhcp: a.dhcp,
-            });
+            }));
         }
-        if started.elapsed() >= s.adapter_address_timeout {
-            let seen = adapter.map_or_else(
-                || vec![format!("no adapter named {name}")],
-                |a| {
-                    a.addresses
-                        .iter()
-                        .map(|x| {
-                            let state = if x.preferred { "" } else { " (tentative)" };
-                            format!("{}{state}", x.ip)
-                        })
-                        .collect()
-                },
-            );
-            return Err(SuperviseError::AdapterAddress {
-                adapter: name.to_owned(),
-                waited: s.adapter_address_timeout,
-                seen,
-            });
-        }
-        if !said {
-            log.info(&format!(
-                "waiting up to {:?} for {name} to hold a stable IPv4 address (Preferred, not 169.254/16) before making the vSwitch on it",
-                s.adapter_address_timeout
-            ));
-            said = true;
-        }
-        if stop.wait(s.timing.ip_poll) {
-            return Err(SuperviseError::Stopped);
-        }
-    }
+        Ok(Look::Pending(adapter.map_or_else(
+            || vec![format!("no adapter named {name}")],
+            |a| {
+                a.addresses
+                    .iter()
+                    .map(|x| {
+                        let state = if x.preferred { "" } else { " (tentative)" };
+                        format!("{}{state}", x.ip)
+                    })
+                    .collect()
+            },
+        )))
+    };
+    let what = format!(
+        "{name} to hold a stable IPv4 address (Preferred, not 169.254/16) before making the vSwitch on it"
+    );
+    let wait = Wait {
+        what: &what,
+        timeout: s.adapter_address_timeout,
+        pauses: Pauses::every(s.timing.ip_poll),
+        stop,
+        say: &mut |l: &str| log.info(l),
+    };
+    poll_until(wait, look, |seen| {
+        Err(SuperviseError::AdapterAddress {
+            adapter: name.to_owned(),
+            waited: s.adapter_address_timeout,
+            seen,
+        })
+    })
 }
 
 /// The vSwitch's host adapter for `uplink`, found by its address, the uplink's MAC and its
@@ -806,8 +813,7 @@ fn find_vswitch_adapter(
     stop: &Stop,
     log: &Log,
 ) -> Result<u32> {
-    let started = Instant::now();
-    loop {
+    let look = || -> Result<Look<u32, ()>> {
         let found = adapters_now(host)?
             .into_iter()
             .find(|a| uplink.is_its_vswitch_adapter(a));
@@ -816,7 +822,7 @@ fn find_vswitch_adapter(
                 "the vSwitch's host adapter is {} (index {}, MAC {}, {})",
                 a.name, a.index, a.mac, uplink.ip
             ));
-            return Ok(a.index);
+            return Ok(Look::Done(a.index));
         }
         // A static adapter's address may not come over at all (projectcalico/calico#4631):
         // its host adapter, known by MAC and name, gets it back from what was kept.
@@ -829,20 +835,29 @@ fn find_vswitch_adapter(
                 "the vSwitch's host adapter {} (index {}, MAC {}) does not hold {}: the static address did not come over, and is put back",
                 a.name, a.index, a.mac, uplink.ip
             ));
-            return Ok(a.index);
+            return Ok(Look::Done(a.index));
         }
-        if started.elapsed() >= s.network_timeout {
-            return Err(SuperviseError::VswitchAdapter {
-                uplink: uplink.name.clone(),
-                mac: uplink.mac.clone(),
-                ip: uplink.ip,
-                after: s.network_timeout,
-            });
-        }
-        if stop.wait(s.timing.poll) {
-            return Err(SuperviseError::Stopped);
-        }
-    }
+        Ok(Look::Pending(()))
+    };
+    let what = format!(
+        "the vSwitch's host adapter on {} (MAC {})",
+        uplink.name, uplink.mac
+    );
+    let wait = Wait {
+        what: &what,
+        timeout: s.network_timeout,
+        pauses: Pauses::every(s.timing.poll),
+        stop,
+        say: &mut |l: &str| log.info(l),
+    };
+    poll_until(wait, look, |()| {
+        Err(SuperviseError::VswitchAdapter {
+            uplink: uplink.name.clone(),
+            mac: uplink.mac.clone(),
+            ip: uplink.ip,
+            after: s.network_timeout,
+        })
+    })
 }
 
 fn adapters_now(host: &dyn Host) -> Result<Vec<crate::host::Adapter>> {
@@ -855,35 +870,30 @@ fn wait_for_management_ip(
     stop: &Stop,
     log: &Log,
 ) -> Result<Ipv4Addr> {
-    let started = Instant::now();
-    let mut said = false;
-    loop {
+    let look = || -> Result<Look<Ipv4Addr, ()>> {
         let ip = host
             .hns_networks()?
             .into_iter()
             .find(|n| n.name == EXTERNAL_NETWORK)
             .and_then(|n| n.management_ip)
             .and_then(|ip| ip.parse::<Ipv4Addr>().ok());
-        if let Some(ip) = ip {
+        Ok(ip.map_or(Look::Pending(()), |ip| {
             log.info(&format!("management IP on the vSwitch: {ip}"));
-            return Ok(ip);
-        }
-        if started.elapsed() >= s.network_timeout {
-            return Err(SuperviseError::ManagementIp {
-                after: s.network_timeout,
-            });
-        }
-        if !said {
-            log.info(&format!(
-                "waiting up to {:?} for the vSwitch's management IP",
-                s.network_timeout
-            ));
-            said = true;
-        }
-        if stop.wait(s.timing.poll) {
-            return Err(SuperviseError::Stopped);
-        }
-    }
+            Look::Done(ip)
+        }))
+    };
+    let wait = Wait {
+        what: "the vSwitch's management IP",
+        timeout: s.network_timeout,
+        pauses: Pauses::every(s.timing.poll),
+        stop,
+        say: &mut |l: &str| log.info(l),
+    };
+    poll_until(wait, look, |()| {
+        Err(SuperviseError::ManagementIp {
+            after: s.network_timeout,
+        })
+    })
 }
 
 /// Adds back the routes of the snapshot that creating the vSwitch dropped; a route whose

@@ -72,6 +72,13 @@ pub enum SuperviseError {
     Stopped,
 }
 
+/// A wait the stop ended (`duration::poll_until`) ends the body as any stop does.
+impl From<crate::duration::Stopped> for SuperviseError {
+    fn from(_: crate::duration::Stopped) -> Self {
+        Self::Stopped
+    }
+}
+
 impl SuperviseError {
     pub fn hint(&self) -> Option<&'static str> {
         Some(match self {

@@ -3,13 +3,14 @@
 //! kept in types whose `Debug` never shows them.
 
 use crate::cluster::{Cluster, ClusterError};
+use crate::duration::{Look, Pauses, Stop, Wait, poll_until};
 use base64::Engine;
 use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use kube::Api;
 use kube::api::{ListParams, ObjectMeta, PostParams};
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A bearer token; shown nowhere.
 #[derive(Clone)]
@@ -472,12 +473,13 @@ const SA_ANNOTATION: &str = "kubernetes.io/service-account.name";
 
 /// A long-lived token from a `kubernetes.io/service-account-token` secret of the service
 /// account: an existing one, else `<name>-token`, created and waited for until the token
-/// controller fills it (at most `timeout`).
+/// controller fills it (at most `timeout`), saying how the wait goes with `say`.
 pub fn legacy_secret(
     c: &Cluster,
     namespace: &str,
     name: &str,
     timeout: Duration,
+    say: &mut dyn FnMut(&str),
 ) -> Result<Issued, anyhow::Error> {
     let api: Api<Secret> = Api::namespaced(c.client.clone(), namespace);
     let listed = c.call(
@@ -522,33 +524,41 @@ pub fn legacy_secret(
             secret_name
         }
     };
-    let started = Instant::now();
-    loop {
-        let what = format!("secrets/{secret_name} in {namespace}");
+    let what = format!("secrets/{secret_name} in {namespace}");
+    let look = || -> Result<Look<Issued, ()>, anyhow::Error> {
         let data = c
             .call("get", &what, api.get(&secret_name))?
             .data
             .unwrap_or_default();
-        if let Some(token) = data.get("token").filter(|t| !t.0.is_empty()) {
-            return Ok(Issued {
+        Ok(match data.get("token").filter(|t| !t.0.is_empty()) {
+            Some(token) => Look::Done(Issued {
                 token: Token::new(String::from_utf8_lossy(&token.0).trim().to_owned()),
                 expires: None,
                 ca_pem: data
                     .get("ca.crt")
                     .map(|c| String::from_utf8_lossy(&c.0).into_owned()),
                 unbound: None,
-            });
+            }),
+            None => Look::Pending(()),
+        })
+    };
+    // A command's wait: no service stop reaches it (Ctrl-C ends the command).
+    let never = Stop::never();
+    let wait = Wait {
+        what: &format!("the token controller to fill {what}"),
+        timeout,
+        pauses: Pauses::every(Duration::from_millis(500)),
+        stop: &never,
+        say,
+    };
+    poll_until(wait, look, |()| {
+        Err(CredentialError::TokenNotFilled {
+            namespace: namespace.into(),
+            name: secret_name.clone(),
+            after: timeout,
         }
-        if started.elapsed() >= timeout {
-            return Err(CredentialError::TokenNotFilled {
-                namespace: namespace.into(),
-                name: secret_name,
-                after: timeout,
-            }
-            .into());
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
+        .into())
+    })
 }
 
 /// The CA calico-node's kubeconfig trusts: the admin kubeconfig's, else the one a legacy

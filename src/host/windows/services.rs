@@ -401,7 +401,7 @@ pub fn delete(name: &str) -> HostResult<()> {
         // The handle closes here: the SCM removes a service only when no handle is open.
     }
     let wait = Duration::from_secs(10);
-    crate::duration::poll_until(
+    crate::duration::poll_quietly(
         Instant::now() + wait,
         crate::duration::Pauses::every(Duration::from_millis(100)),
         || {

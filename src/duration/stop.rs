@@ -1,5 +1,5 @@
 //! The stop request a service gets from the SCM (or Ctrl-C in `--console`), which every wait
-//! of the service body watches.
+//! of the service body watches (`poll_until`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -12,6 +12,11 @@ pub struct Stop(Arc<(Mutex<bool>, Condvar)>, Arc<AtomicBool>);
 
 impl Stop {
     pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A stop no one requests: for a command's wait, which has no service to stop.
+    pub fn never() -> Self {
         Self::default()
     }
 

@@ -1,0 +1,388 @@
+//! The one poll loop. A service's wait (`poll_until`) says what it waits for, looks again at
+//! a bounded rate, times out with the caller's typed error, and ends with `Stopped` as soon as
+//! the service's stop is requested. A wait inside a host call or a command's own step, which
+//! no service stop reaches and whose caller says what it does, runs the same loop quietly
+//! (`poll_quietly`).
+
+use super::Stop;
+use std::convert::Infallible;
+use std::time::{Duration, Instant};
+
+/// One look of a wait: done with a value, or still waiting for what it says.
+pub enum Look<T, P> {
+    Done(T),
+    Pending(P),
+}
+
+/// The pauses between looks: `first`, doubling up to `most`.
+#[derive(Clone, Copy, Debug)]
+pub struct Pauses {
+    pub first: Duration,
+    pub most: Duration,
+}
+
+impl Pauses {
+    /// The same pause every time.
+    pub const fn every(d: Duration) -> Self {
+        Self { first: d, most: d }
+    }
+}
+
+/// A wait the service's stop ended: not a timeout, and no failure of what was awaited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("stopped while waiting: the service is stopping")]
+pub struct Stopped;
+
+/// How often a wait says that it is still waiting, at most.
+pub const SAY_EVERY: Duration = Duration::from_secs(30);
+
+/// A service's wait: what it waits for (in words, for its log lines), for how long, how often
+/// it looks, the stop that ends it and where it says how it goes.
+pub struct Wait<'a> {
+    pub what: &'a str,
+    pub timeout: Duration,
+    pub pauses: Pauses,
+    pub stop: &'a Stop,
+    pub say: &'a mut dyn FnMut(&str),
+}
+
+/// How a wait's loop ended: its value, what it still waited for at the deadline, or the stop.
+enum End<T, P, C> {
+    Done(T),
+    TimedOut(P),
+    Stopped(C),
+}
+
+/// Looks until `look` is done (or fails), else until the timeout, when `timed_out` gets what the
+/// last look was still waiting for; a requested stop ends the pause at once with `Stopped`. It
+/// says what it waits for at the first look that is not done, that it still waits at most once
+/// every `SAY_EVERY`, and how long it waited when it ends.
+pub fn poll_until<T, P, E: From<Stopped>>(
+    wait: Wait<'_>,
+    look: impl FnMut() -> Result<Look<T, P>, E>,
+    timed_out: impl FnOnce(P) -> Result<T, E>,
+) -> Result<T, E> {
+    let Wait {
+        what,
+        timeout,
+        pauses,
+        stop,
+        say,
+    } = wait;
+    let started = Instant::now();
+    // A timeout too long for the clock to add is, in practice, no deadline: a year stands in.
+    let deadline = started
+        .checked_add(timeout)
+        .or_else(|| started.checked_add(Duration::from_secs(365 * 86_400)))
+        .unwrap_or(started);
+    let mut last_said: Option<Instant> = None;
+    let mut looks = 0_u32;
+    let mut pending = |now: Instant| {
+        looks += 1;
+        match last_said {
+            None => say(&format!("waiting up to {timeout:?} for {what}")),
+            Some(at) if now.duration_since(at) >= SAY_EVERY => say(&format!(
+                "still waiting for {what}: look {looks}, {:?} of {timeout:?}",
+                millis(now.duration_since(started))
+            )),
+            Some(_) => return,
+        }
+        last_said = Some(now);
+    };
+    let end = run(
+        deadline,
+        pauses,
+        |d| stop.wait(d).then_some(Stopped),
+        &mut pending,
+        look,
+    )?;
+    let waited = millis(started.elapsed());
+    match end {
+        End::Done(v) => {
+            if last_said.is_some() {
+                say(&format!("waited {waited:?} for {what}"));
+            }
+            Ok(v)
+        }
+        End::TimedOut(p) => {
+            say(&format!("gave up waiting for {what} after {timeout:?}"));
+            timed_out(p)
+        }
+        End::Stopped(s) => {
+            say(&format!(
+                "stopped waiting for {what} after {waited:?}: the service is stopping"
+            ));
+            Err(s.into())
+        }
+    }
+}
+
+/// The same loop for a wait no service stop reaches (a host call's own bound, a command's
+/// step), which says nothing: until `deadline`, with `timed_out` as in `poll_until`.
+pub fn poll_quietly<T, P, E>(
+    deadline: Instant,
+    pauses: Pauses,
+    look: impl FnMut() -> Result<Look<T, P>, E>,
+    timed_out: impl FnOnce(P) -> Result<T, E>,
+) -> Result<T, E> {
+    let sleep = |d| {
+        std::thread::sleep(d);
+        None::<Infallible>
+    };
+    match run(deadline, pauses, sleep, &mut |_| {}, look)? {
+        End::Done(v) => Ok(v),
+        End::TimedOut(p) => timed_out(p),
+        End::Stopped(never) => match never {},
+    }
+}
+
+/// The loop: a look, then (unless done or at the deadline) a pause that `pause` may cut with
+/// `C`. No pause outlasts the deadline, and there is always one last look at it. Measured by
+/// the monotonic clock (`Instant`), so a clock step neither ends a wait early nor prolongs it.
+fn run<T, P, E, C>(
+    deadline: Instant,
+    pauses: Pauses,
+    mut pause: impl FnMut(Duration) -> Option<C>,
+    pending: &mut dyn FnMut(Instant),
+    mut look: impl FnMut() -> Result<Look<T, P>, E>,
+) -> Result<End<T, P, C>, E> {
+    let mut next = pauses.first;
+    loop {
+        let waiting_for = match look()? {
+            Look::Done(v) => return Ok(End::Done(v)),
+            Look::Pending(p) => p,
+        };
+        let now = Instant::now();
+        if now >= deadline {
+            // A stop requested by then is how the wait ends, not the timeout.
+            return Ok(match pause(Duration::ZERO) {
+                Some(cut) => End::Stopped(cut),
+                None => End::TimedOut(waiting_for),
+            });
+        }
+        pending(now);
+        if let Some(cut) = pause(next.min(deadline.saturating_duration_since(now))) {
+            return Ok(End::Stopped(cut));
+        }
+        next = next.saturating_mul(2).min(pauses.most.max(pauses.first));
+    }
+}
+
+/// A duration to the millisecond, as a log line shows it.
+fn millis(d: Duration) -> Duration {
+    Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the tests' waits end with.
+    #[derive(Debug, PartialEq, Eq)]
+    enum Out {
+        Stopped,
+        TimedOut(u32),
+        Broken,
+    }
+
+    impl From<Stopped> for Out {
+        fn from(_: Stopped) -> Self {
+            Self::Stopped
+        }
+    }
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    /// A wait is done at the first look that is, fails at the first failure, and at its
+    /// deadline hands what it still waited for to `timed_out`, after a last look.
+    #[test]
+    fn a_quiet_poll_ends_done_failed_or_timed_out() {
+        use std::time::Instant;
+        let quick = Pauses::every(Duration::from_millis(1));
+        let mut n = 0;
+        let done: Result<u32, String> = poll_quietly(
+            Instant::now() + Duration::from_secs(60),
+            quick,
+            || {
+                n += 1;
+                Ok(if n == 3 {
+                    Look::Done(n)
+                } else {
+                    Look::Pending(n)
+                })
+            },
+            |p| Err(format!("timed out at {p}")),
+        );
+        assert_eq!(done, Ok(3));
+        let failed: Result<(), String> = poll_quietly(
+            Instant::now() + Duration::from_secs(60),
+            quick,
+            || Err::<Look<(), ()>, _>("broken".to_owned()),
+            |()| Ok(()),
+        );
+        assert_eq!(failed.unwrap_err(), "broken");
+        let mut looks = 0;
+        let timed_out: Result<u32, String> = poll_quietly(
+            Instant::now(),
+            Pauses {
+                first: Duration::from_secs(3600),
+                most: Duration::from_secs(3600),
+            },
+            || {
+                looks += 1;
+                Ok(Look::Pending("the node"))
+            },
+            |p| Err(format!("still waiting for {p}")),
+        );
+        assert_eq!(timed_out.unwrap_err(), "still waiting for the node");
+        assert_eq!(
+            looks, 1,
+            "a deadline already passed gets one look and no pause"
+        );
+    }
+
+    /// A service's wait: done at the first look that is, saying what it waited for and how long.
+    #[test]
+    fn a_wait_that_succeeds_says_what_it_waited_for_and_how_long() {
+        let stop = Stop::new();
+        let mut said = Vec::new();
+        let mut n = 0;
+        let done: Result<u32, Out> = poll_until(
+            Wait {
+                what: "the node",
+                timeout: Duration::from_secs(60),
+                pauses: Pauses::every(Duration::from_millis(1)),
+                stop: &stop,
+                say: &mut |l| said.push(l.to_owned()),
+            },
+            || {
+                n += 1;
+                Ok(if n == 3 {
+                    Look::Done(n)
+                } else {
+                    Look::Pending(n)
+                })
+            },
+            |p| Err(Out::TimedOut(p)),
+        );
+        assert_eq!(done, Ok(3));
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert_eq!(said[0], "waiting up to 60s for the node");
+        assert!(said[1].starts_with("waited ") && said[1].ends_with(" for the node"));
+        let broken: Result<(), Out> = poll_until(
+            Wait {
+                what: "the node",
+                timeout: HOUR,
+                pauses: Pauses::every(HOUR),
+                stop: &stop,
+                say: &mut |_| {},
+            },
+            || Err::<Look<(), u32>, _>(Out::Broken),
+            |_| Ok(()),
+        );
+        assert_eq!(broken, Err(Out::Broken));
+    }
+
+    /// At its timeout a wait hands what it still waited for to `timed_out`, after a last look,
+    /// and says that it gave up.
+    #[test]
+    fn a_wait_times_out_with_what_it_still_waited_for() {
+        let stop = Stop::new();
+        let mut said = Vec::new();
+        let mut looks = 0;
+        let out: Result<(), Out> = poll_until(
+            Wait {
+                what: "the node",
+                timeout: Duration::from_millis(30),
+                pauses: Pauses::every(HOUR),
+                stop: &stop,
+                say: &mut |l| said.push(l.to_owned()),
+            },
+            || {
+                looks += 1;
+                Ok(Look::Pending(looks))
+            },
+            |p| Err(Out::TimedOut(p)),
+        );
+        assert_eq!(
+            out,
+            Err(Out::TimedOut(2)),
+            "a pause cut to the deadline, then a last look"
+        );
+        assert_eq!(
+            said,
+            [
+                "waiting up to 30ms for the node",
+                "gave up waiting for the node after 30ms"
+            ]
+        );
+    }
+
+    /// A stop requested between looks ends the wait before the next look, with `Stopped`, not
+    /// a timeout: the pause (an hour, cut to the 200ms left) is not slept; and a stop requested
+    /// by the last look at the deadline is `Stopped` too.
+    #[test]
+    fn a_stop_between_looks_ends_the_wait_with_stopped() {
+        let stop = Stop::new();
+        let mut said = Vec::new();
+        let mut looks = 0;
+        let out: Result<(), Out> = poll_until(
+            Wait {
+                what: "the node",
+                timeout: Duration::from_millis(200),
+                pauses: Pauses::every(HOUR),
+                stop: &stop,
+                say: &mut |l| said.push(l.to_owned()),
+            },
+            || {
+                looks += 1;
+                if looks == 2 {
+                    stop.request();
+                }
+                Ok(Look::Pending(looks))
+            },
+            |p| Err(Out::TimedOut(p)),
+        );
+        assert_eq!(out, Err(Out::Stopped));
+        assert_eq!(looks, 2, "no look after the stop");
+        assert!(
+            said.last()
+                .is_some_and(|l| l.starts_with("stopped waiting for the node after ")),
+            "{said:?}"
+        );
+    }
+
+    /// A stop requested by another thread while the wait pauses ends the pause at once: the
+    /// wait ends with `Stopped` long before its minute.
+    #[test]
+    fn a_stop_during_a_pause_ends_the_wait_with_stopped() {
+        let stop = Stop::new();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let other = stop.clone();
+        let requester = std::thread::spawn(move || {
+            if rx.recv().is_ok() {
+                other.request();
+            }
+        });
+        let mut looks = 0;
+        let out: Result<(), Out> = poll_until(
+            Wait {
+                what: "the node",
+                timeout: Duration::from_secs(60),
+                pauses: Pauses::every(HOUR),
+                stop: &stop,
+                say: &mut |_| {
+                    let _ = tx.send(());
+                },
+            },
+            || {
+                looks += 1;
+                Ok(Look::Pending(looks))
+            },
+            |p| Err(Out::TimedOut(p)),
+        );
+        requester.join().expect("join");
+        assert_eq!(out, Err(Out::Stopped));
+        assert_eq!(looks, 1);
+    }
+}
