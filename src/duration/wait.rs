@@ -4,7 +4,7 @@
 //! no service stop reaches and whose caller says what it does, runs the same loop quietly
 //! (`poll_quietly`).
 
-use super::Stop;
+use super::stop::Stop;
 use std::convert::Infallible;
 use std::time::{Duration, Instant};
 

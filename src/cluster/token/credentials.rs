@@ -482,48 +482,7 @@ pub fn legacy_secret(
     say: &mut dyn FnMut(&str),
 ) -> Result<Issued, anyhow::Error> {
     let api: Api<Secret> = Api::namespaced(c.client.clone(), namespace);
-    let listed = c.call(
-        "list",
-        &format!("secrets in {namespace}"),
-        api.list(&ListParams::default().fields(&format!("type={TOKEN_SECRET_TYPE}"))),
-    )?;
-    let existing = listed
-        .items
-        .into_iter()
-        .filter(|s| {
-            s.metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(SA_ANNOTATION))
-                .is_some_and(|a| a == name)
-        })
-        .min_by_key(|s| s.metadata.name.clone());
-    let secret_name = match existing.and_then(|s| s.metadata.name) {
-        Some(n) => n,
-        None => {
-            service_account(c, namespace, name)?;
-            let secret_name = format!("{name}-token");
-            let secret = Secret {
-                metadata: ObjectMeta {
-                    name: Some(secret_name.clone()),
-                    namespace: Some(namespace.into()),
-                    annotations: Some(BTreeMap::from([(SA_ANNOTATION.into(), name.into())])),
-                    ..ObjectMeta::default()
-                },
-                type_: Some(TOKEN_SECRET_TYPE.into()),
-                ..Secret::default()
-            };
-            let what = format!("secrets/{secret_name} in {namespace}");
-            match c.call("create", &what, api.create(&PostParams::default(), &secret)) {
-                // Someone made it meanwhile: use theirs.
-                Err(ClusterError::Api { code: 409, .. }) => {}
-                other => {
-                    other?;
-                }
-            }
-            secret_name
-        }
-    };
+    let secret_name = token_secret(c, &api, namespace, name)?;
     let what = format!("secrets/{secret_name} in {namespace}");
     let look = || -> Result<Look<Issued, ()>, anyhow::Error> {
         let data = c
@@ -558,6 +517,58 @@ pub fn legacy_secret(
             after: timeout,
         }
         .into())
+    })
+}
+
+/// The name of the service account's token secret: an existing one, else `<name>-token`,
+/// created (or made meanwhile by someone else).
+fn token_secret(
+    c: &Cluster,
+    api: &Api<Secret>,
+    namespace: &str,
+    name: &str,
+) -> Result<String, anyhow::Error> {
+    let listed = c.call(
+        "list",
+        &format!("secrets in {namespace}"),
+        api.list(&ListParams::default().fields(&format!("type={TOKEN_SECRET_TYPE}"))),
+    )?;
+    let existing = listed
+        .items
+        .into_iter()
+        .filter(|s| {
+            s.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(SA_ANNOTATION))
+                .is_some_and(|a| a == name)
+        })
+        .min_by_key(|s| s.metadata.name.clone());
+    Ok(match existing.and_then(|s| s.metadata.name) {
+        Some(n) => n,
+        None => {
+            service_account(c, namespace, name)?;
+            let secret_name = format!("{name}-token");
+            let secret = Secret {
+                metadata: ObjectMeta {
+                    name: Some(secret_name.clone()),
+                    namespace: Some(namespace.into()),
+                    annotations: Some(BTreeMap::from([(SA_ANNOTATION.into(), name.into())])),
+                    ..ObjectMeta::default()
+                },
+                type_: Some(TOKEN_SECRET_TYPE.into()),
+                ..Secret::default()
+            };
+            let what = format!("secrets/{secret_name} in {namespace}");
+            match c.call("create", &what, api.create(&PostParams::default(), &secret)) {
+                // Someone made it meanwhile: use theirs.
+                Err(ClusterError::Api { code: 409, .. }) => {}
+                other => {
+                    other?;
+                }
+            }
+            secret_name
+        }
     })
 }
 

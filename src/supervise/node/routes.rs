@@ -1,0 +1,188 @@
+//! The routes the vSwitch drops: kept in the registry before it is made, put back after, and
+//! the cloud metadata service's route ensured.
+
+use crate::host::{Host, HostError, RegValue, Route};
+use crate::installed::failure::Blocks;
+/// The cloud metadata service's address; the vSwitch drops its route.
+use crate::installed::routes::METADATA;
+use crate::layout::{CALICO_KEY, EXTERNAL_NETWORK, ROUTES_VALUE};
+use crate::supervise::child::report_failure;
+use crate::supervise::log::Log;
+use crate::supervise::settings::Result;
+use std::net::Ipv4Addr;
+
+/// The service this body is, in what it records.
+pub(super) const NODE: &str = "CalicoNode";
+
+/// After the vSwitch: the routes it dropped put back (those a start before this one made it
+/// and stopped before restoring too), kept in the registry until all are back, and the
+/// metadata route where the platform needs it.
+pub(super) fn keep_routes(
+    host: &dyn Host,
+    snapshot: &[Route],
+    (mgmt, vnic): (Ipv4Addr, Option<u32>),
+    created_external: bool,
+    metadata: bool,
+    log: &Log,
+) -> Result<Vec<String>> {
+    let mut restored = Vec::new();
+    if created_external {
+        restored = restore_routes(host, snapshot, (mgmt, vnic), log)?;
+    } else if host.reg_get(CALICO_KEY, ROUTES_VALUE)?.is_some() {
+        // A start before this one created the vSwitch and stopped before restoring, or could
+        // not restore them all.
+        restored = restore_routes(host, snapshot, (mgmt, None), log)?;
+    }
+    let now = host.routes()?;
+    if snapshot
+        .iter()
+        .all(|r| crate::installed::routes::has_destination(&now, r))
+    {
+        host.reg_delete_value(CALICO_KEY, ROUTES_VALUE)?;
+    } else {
+        log.info("the routes not restored stay in the registry; the next start tries them again");
+    }
+    if metadata {
+        ensure_metadata_route(host, mgmt, log)?;
+    }
+    Ok(restored)
+}
+
+/// The routes before the vSwitch, kept in the registry until they are restored, so that a
+/// start cut off between creating the vSwitch and restoring them still knows.
+pub(super) fn routes_before_vswitch(
+    host: &dyn Host,
+    first_run_since_boot: bool,
+    log: &Log,
+) -> Result<Vec<Route>> {
+    let kept = match host.reg_get(CALICO_KEY, ROUTES_VALUE)? {
+        Some(RegValue::Sz(json)) => serde_json::from_str::<Vec<Route>>(&json).ok(),
+        _ => None,
+    };
+    Ok(match kept {
+        Some(routes) => routes,
+        None => {
+            let routes = host.routes()?;
+            let external = host
+                .hns_networks()?
+                .iter()
+                .any(|n| n.name == EXTERNAL_NETWORK);
+            // After a boot the networks are deleted and the vSwitch made again.
+            if !external || first_run_since_boot {
+                match serde_json::to_string(&routes) {
+                    Ok(json) => host.reg_set(CALICO_KEY, ROUTES_VALUE, &RegValue::Sz(json))?,
+                    Err(e) => log.warn(&format!(
+                        "cannot keep the routes before the vSwitch in the registry ({e}); they are restored only if this start finishes"
+                    )),
+                }
+            }
+            routes
+        }
+    })
+}
+
+/// Adds back the routes of the snapshot that creating the vSwitch dropped; a route whose
+/// interface went away moves to the vSwitch's host adapter (`vnic`, found by address, MAC
+/// and name; else the one holding the management IP).
+fn restore_routes(
+    host: &dyn Host,
+    snapshot: &[Route],
+    (mgmt, vnic): (Ipv4Addr, Option<u32>),
+    log: &Log,
+) -> Result<Vec<String>> {
+    let now = host.routes()?;
+    let addrs = host.ipv4_addresses()?;
+    let vswitch = vnic.or_else(|| addrs.iter().find(|a| a.ip == mgmt).map(|a| a.index));
+    let mut restored = Vec::new();
+    for r in snapshot {
+        let present = now
+            .iter()
+            .any(|x| x.destination == r.destination && x.prefix_len == r.prefix_len);
+        if present {
+            continue;
+        }
+        let what = format!("{}/{} via {}", r.destination, r.prefix_len, r.next_hop);
+        let index = if addrs.iter().any(|a| a.index == r.interface_index) {
+            r.interface_index
+        } else if let Some(i) = vswitch {
+            i
+        } else {
+            report_failure(
+                host,
+                NODE,
+                &format!("restore the route {what} that the vSwitch dropped"),
+                &format!("no interface holds the management IP {mgmt}"),
+                Blocks::Route(format!("{}/{}", r.destination, r.prefix_len)),
+                log,
+            );
+            continue;
+        };
+        let route = Route {
+            interface_index: index,
+            ..r.clone()
+        };
+        match host.add_route(&route) {
+            Ok(()) | Err(HostError::Exists { .. }) => {
+                log.info(&format!("restored route {what} that the vSwitch dropped"));
+                restored.push(what);
+            }
+            Err(e) => report_failure(
+                host,
+                NODE,
+                &format!("restore the route {what} that the vSwitch dropped"),
+                &e.to_string(),
+                Blocks::Route(format!("{}/{}", r.destination, r.prefix_len)),
+                log,
+            ),
+        }
+    }
+    Ok(restored)
+}
+
+/// EC2 and GCE: the metadata service must stay reachable through the vSwitch.
+fn ensure_metadata_route(host: &dyn Host, mgmt: Ipv4Addr, log: &Log) -> Result<()> {
+    let present = host
+        .routes()?
+        .iter()
+        .any(|r| r.destination == METADATA && r.prefix_len == 32);
+    if present {
+        return Ok(());
+    }
+    let Some(index) = host
+        .ipv4_addresses()?
+        .iter()
+        .find(|a| a.ip == mgmt)
+        .map(|a| a.index)
+    else {
+        report_failure(
+            host,
+            NODE,
+            &format!("add the metadata route {METADATA}/32"),
+            &format!("no interface holds the management IP {mgmt}"),
+            Blocks::Route(format!("{METADATA}/32")),
+            log,
+        );
+        return Ok(());
+    };
+    let route = Route {
+        destination: METADATA,
+        prefix_len: 32,
+        next_hop: Ipv4Addr::UNSPECIFIED,
+        interface_index: index,
+        metric: 256,
+    };
+    match host.add_route(&route) {
+        Ok(()) | Err(HostError::Exists { .. }) => log.info(&format!(
+            "added the metadata route {METADATA}/32 on interface {index}"
+        )),
+        Err(e) => report_failure(
+            host,
+            NODE,
+            &format!("add the metadata route {METADATA}/32"),
+            &e.to_string(),
+            Blocks::Route(format!("{METADATA}/32")),
+            log,
+        ),
+    }
+    Ok(())
+}

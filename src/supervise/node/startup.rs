@@ -1,0 +1,319 @@
+//! CalicoNode's start-up: boot detection, the networks made ready for calico-node, the
+//! init-done marker, and calico-node's startup run until it succeeds.
+
+use super::routes::{NODE, keep_routes, routes_before_vswitch};
+use super::vswitch::{
+    delete_stale_networks, ensure_external, find_vswitch_adapter, put_back_addressing,
+    wait_for_management_ip,
+};
+use crate::duration::{Look, Pauses, Stop, Wait, poll_until};
+use crate::host::{Host, HostError, RegValue};
+use crate::installed::boot_marker::stored_boot;
+use crate::installed::failure::{self, Blocks};
+use crate::installed::platform::{self, Platform};
+use crate::layout::env::EnvVars;
+use crate::layout::{BOOT_ID_VALUE, CALICO_KEY, LEGACY_BOOT_VALUE};
+use crate::supervise::child::{Backoff, ChildEnd, report_failure, run_child};
+use crate::supervise::log::Log;
+use crate::supervise::settings::{
+    Component, Launch, Result, Settings, SuperviseError, environment, required,
+};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How many startup attempts the simulated service start makes before it reports failure.
+const START_PHASE_ATTEMPTS: u32 = 3;
+
+/// What the start-up found and did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StartPhase {
+    pub first_run_since_boot: bool,
+    pub deleted_networks: Vec<String>,
+    pub created_external: bool,
+    pub restored_routes: Vec<String>,
+    pub platform: Option<Platform>,
+}
+
+/// The start-up and, when kubelet runs, one successful calico-node startup (a few attempts):
+/// what starting CalicoNode does on a simulated host.
+pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<StartPhase> {
+    let env = environment(host, s)?;
+    let program = required(host, s, Component::Startup)?;
+    let stop = Stop::new();
+    let phase = init(host, s, &env, &stop, log)?;
+    if host.process_pid("kubelet.exe")?.is_some() {
+        startup(
+            host,
+            s,
+            &env,
+            &program,
+            Some(START_PHASE_ATTEMPTS),
+            &stop,
+            log,
+        )?;
+        crate::supervise::cni::release(host, &env, log)?;
+    } else {
+        log.info("kubelet is not running; calico-node startup runs when it starts");
+    }
+    Ok(phase)
+}
+
+/// Steps 1–6: boot detection, HNS clean-up after a boot, a usable address, the External
+/// network and its management IP, routes, RemoteAccess, and the init-done marker. A failure
+/// is recorded where install's wait reads it (`failure`), so the wait ends with it.
+pub(super) fn init(
+    host: &dyn Host,
+    s: &Settings,
+    env: &BTreeMap<String, String>,
+    stop: &Stop,
+    log: &Log,
+) -> Result<StartPhase> {
+    failure::clear(host)?;
+    let out = init_steps(host, s, env, stop, log);
+    if let Err(e) = &out
+        && !matches!(e, SuperviseError::Stopped)
+    {
+        report_failure(
+            host,
+            NODE,
+            "initialise",
+            &crate::error::chain(e),
+            Blocks::Init,
+            log,
+        );
+    }
+    out
+}
+
+fn init_steps(
+    host: &dyn Host,
+    s: &Settings,
+    env: &BTreeMap<String, String>,
+    stop: &Stop,
+    log: &Log,
+) -> Result<StartPhase> {
+    let facts = host.system_facts()?;
+    // Neither a new boot (which deletes every pod's network) nor the same one (which keeps a
+    // network a real reboot left in an unknown state) is guessed: init stops and says so.
+    let Some(boot) = facts.boot_id.clone() else {
+        return Err(SuperviseError::UnknownBoot);
+    };
+    let stored = stored_boot(host)?;
+    let mut phase = StartPhase {
+        first_run_since_boot: stored.as_deref() != Some(boot.as_str()),
+        ..StartPhase::default()
+    };
+    log.info(&format!(
+        "boot {boot} (last initialised in boot {}): {}",
+        stored.as_deref().unwrap_or("none"),
+        if phase.first_run_since_boot {
+            "first run since boot"
+        } else {
+            "restarted in the same boot"
+        }
+    ));
+    if phase.first_run_since_boot {
+        // After a power loss nothing withheld it at shutdown.
+        crate::supervise::cni::withhold(host, env, "first start in this boot", log)?;
+    }
+    let backend = env
+        .get(EnvVars::CALICO_NETWORKING_BACKEND)
+        .map_or("vxlan", String::as_str);
+    if matches!(backend, "vxlan" | "windows-bgp") {
+        prepare_networks(host, s, env, stop, log, &mut phase)?;
+    } else {
+        log.info(&format!("backend {backend}: no HNS networks to prepare"));
+    }
+    // The legacy marker as Calico's scripts compare it: the boot as Windows reports it now.
+    write_marker(host, &boot, facts.boot_local_reported())?;
+    log.info("initialisation done; felix and confd may start");
+    Ok(phase)
+}
+
+/// The networks of a vxlan or windows-bgp node made ready for calico-node: after a boot the
+/// stale ones deleted, the external vSwitch made (the routes it took put back), the metadata
+/// route, RemoteAccess for BGP.
+fn prepare_networks(
+    host: &dyn Host,
+    s: &Settings,
+    env: &BTreeMap<String, String>,
+    stop: &Stop,
+    log: &Log,
+    phase: &mut StartPhase,
+) -> Result<()> {
+    let backend = env
+        .get(EnvVars::CALICO_NETWORKING_BACKEND)
+        .map_or("vxlan", String::as_str);
+    crate::supervise::hns_watch::ensure_running(host, s, log)?;
+    // Probe before the vSwitch exists: creating it drops the metadata route.
+    let platform = platform_for(host, s, log)?;
+    phase.platform = Some(platform);
+    let snapshot = routes_before_vswitch(host, phase.first_run_since_boot, log)?;
+    if phase.first_run_since_boot {
+        phase.deleted_networks = delete_stale_networks(host, s, stop, log)?;
+        wait_for_usable_ip(host, s, env, stop, log)?;
+    }
+    let uplink = ensure_external(host, s, stop, log)?;
+    phase.created_external = uplink.is_some();
+    let uplink = uplink.flatten();
+    // The routes the vSwitch dropped go to its host adapter, found for certain.
+    let vnic = match &uplink {
+        Some(before) => Some(find_vswitch_adapter(host, s, before, stop, log)?),
+        None => None,
+    };
+    // What the vSwitch lost of the adapter's addressing, back before the wait for the
+    // management IP: a host adapter left on DHCP or APIPA (projectcalico/calico#4631) may
+    // give HNS no management IP until its static address is back (calico v3.32.1
+    // `calico.psm1`, `Wait-ForManagementIP`, waits for one that is not null).
+    put_back_addressing(host, log)?;
+    let mgmt = wait_for_management_ip(host, s, stop, log)?;
+    if let Some(u) = uplink.as_ref().filter(|u| u.ip != mgmt) {
+        log.warn(&format!(
+            "the vSwitch's management IP is {mgmt}, not {}, the address {} had before: pods get {mgmt} as their provider address",
+            u.ip, u.name
+        ));
+    }
+    if phase.created_external {
+        log.info(&format!(
+            "giving the networking stack {:?} to settle",
+            s.timing.settle
+        ));
+        if stop.wait(s.timing.settle) {
+            return Err(SuperviseError::Stopped);
+        }
+    }
+    phase.restored_routes = keep_routes(
+        host,
+        &snapshot,
+        (mgmt, vnic),
+        phase.created_external,
+        platform.needs_metadata_route(),
+        log,
+    )?;
+    if backend == "windows-bgp" {
+        restart_remote_access(host, s, log)?;
+    }
+    Ok(())
+}
+
+/// The platform: configured, or probed.
+fn platform_for(host: &dyn Host, s: &Settings, log: &Log) -> Result<Platform> {
+    Ok(match platform::configured(s.platform) {
+        Some(p) => {
+            log.info(&format!("platform: {p} (node.platform)"));
+            p
+        }
+        None => {
+            let p = platform::detect(&host.hns_networks()?, &s.probes);
+            log.info(&format!("platform: {p}"));
+            p
+        }
+    })
+}
+
+fn wait_for_usable_ip(
+    host: &dyn Host,
+    s: &Settings,
+    env: &BTreeMap<String, String>,
+    stop: &Stop,
+    log: &Log,
+) -> Result<()> {
+    let limit = env
+        .get(EnvVars::STARTUP_VALID_IP_TIMEOUT)
+        .and_then(|v| v.parse().ok())
+        .map_or(Duration::from_secs(90), Duration::from_secs);
+    let look = || -> Result<Look<(), Vec<String>>> {
+        let addrs = host.ipv4_addresses()?;
+        if let Some(a) = addrs
+            .iter()
+            .find(|a| !a.ip.is_loopback() && !a.ip.is_link_local() && !a.ip.is_unspecified())
+        {
+            log.info(&format!("usable IPv4 address {} on {}", a.ip, a.interface));
+            return Ok(Look::Done(()));
+        }
+        Ok(Look::Pending(
+            addrs
+                .iter()
+                .map(|a| format!("{} on {}", a.ip, a.interface))
+                .collect(),
+        ))
+    };
+    let wait = Wait {
+        what: "a usable IPv4 address (not 127/8 or 169.254/16)",
+        timeout: limit,
+        pauses: Pauses::every(s.timing.ip_poll),
+        stop,
+        say: &mut |l: &str| log.info(l),
+    };
+    poll_until(wait, look, |seen| {
+        Err(SuperviseError::NoUsableIp {
+            waited: limit,
+            seen,
+        })
+    })
+}
+
+/// windows-bgp: RemoteAccess picks up the renumbered interfaces only when restarted.
+fn restart_remote_access(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {
+    let name = "RemoteAccess";
+    if host.service_query(name)?.is_none() {
+        return Err(SuperviseError::RemoteAccess(HostError::NotFound {
+            what: format!("service {name}"),
+        }));
+    }
+    log.info("restarting RemoteAccess so that BGP picks up the renumbered interfaces");
+    host.service_stop(name, s.network_timeout)
+        .and_then(|()| host.service_start(name, s.network_timeout))
+        .map_err(SuperviseError::RemoteAccess)
+}
+
+fn write_marker(host: &dyn Host, boot: &str, boot_local_seconds: Option<i64>) -> Result<()> {
+    host.reg_set(CALICO_KEY, BOOT_ID_VALUE, &RegValue::Sz(boot.to_owned()))?;
+    if let Some(local) = boot_local_seconds {
+        host.reg_set(
+            CALICO_KEY,
+            LEGACY_BOOT_VALUE,
+            &RegValue::Sz(crate::installed::boot_marker::legacy_value(host, local)?),
+        )?;
+    }
+    Ok(())
+}
+
+/// Runs calico-node startup until it succeeds (or `max_attempts`), with backoff.
+pub(super) fn startup(
+    host: &dyn Host,
+    s: &Settings,
+    env: &BTreeMap<String, String>,
+    program: &Launch,
+    max_attempts: Option<u32>,
+    stop: &Stop,
+    log: &Log,
+) -> Result<()> {
+    let mut backoff = Backoff::new(&s.timing);
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let last = match run_child(host, s, program, env, Some(s.startup_timeout), stop, log) {
+            Ok(ChildEnd::Exited(0)) => {
+                log.info("calico-node startup finished");
+                return Ok(());
+            }
+            Ok(ChildEnd::Exited(code)) => format!("exit code {code}"),
+            Ok(ChildEnd::TimedOut) => {
+                format!("still running after {:?}, stopped", s.startup_timeout)
+            }
+            Err(SuperviseError::Stopped) => return Err(SuperviseError::Stopped),
+            Err(e) => crate::error::chain(&e),
+        };
+        if max_attempts.is_some_and(|m| attempts >= m) {
+            return Err(SuperviseError::Startup { attempts, last });
+        }
+        let d = backoff.next();
+        log.warn(&format!(
+            "calico-node startup failed ({last}); retrying in {d:?}"
+        ));
+        if stop.wait(d) {
+            return Err(SuperviseError::Stopped);
+        }
+    }
+}

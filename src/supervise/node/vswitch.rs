@@ -1,0 +1,368 @@
+//! The External vSwitch: the stale networks deleted after a boot, the External network made
+//! on an adapter holding a stable address, its host adapter and management IP found, and
+//! what it dropped of the adapter's addressing put back.
+
+use crate::duration::{Look, Pauses, Stop, Wait, poll_until};
+use crate::host::{HnsNetwork, Host, HostError};
+use crate::installed::addressing;
+use crate::layout::EXTERNAL_NETWORK;
+use crate::supervise::child::Backoff;
+use crate::supervise::log::Log;
+use crate::supervise::settings::{Result, Settings, SuperviseError};
+use std::net::Ipv4Addr;
+use std::time::Instant;
+
+fn is_ours(n: &HnsNetwork, all_non_nat: bool) -> bool {
+    if all_non_nat {
+        return !n.network_type.eq_ignore_ascii_case("nat");
+    }
+    n.name == "Calico" || n.name.starts_with("Calico-") || n.name == EXTERNAL_NETWORK
+}
+
+/// After a boot the networks are in an unknown state: delete Calico's own (or every non-NAT
+/// network with `delete_all_non_nat_networks`) and check that they are gone.
+pub(super) fn delete_stale_networks(
+    host: &dyn Host,
+    s: &Settings,
+    stop: &Stop,
+    log: &Log,
+) -> Result<Vec<String>> {
+    let stale = || -> Result<Vec<HnsNetwork>> {
+        Ok(host
+            .hns_networks()?
+            .into_iter()
+            .filter(|n| is_ours(n, s.delete_all_non_nat_networks))
+            .collect())
+    };
+    let mut deleted = Vec::new();
+    let look = || -> Result<Look<Vec<String>, String>> {
+        let found = stale()?;
+        if found.is_empty() {
+            return Ok(Look::Done(std::mem::take(&mut deleted)));
+        }
+        for n in &found {
+            match host.hns_delete_network(&n.id) {
+                Ok(()) | Err(HostError::NotFound { .. }) => {
+                    log.info(&format!(
+                        "first run since boot: deleted HNS network {} ({})",
+                        n.name, n.id
+                    ));
+                    deleted.push(n.name.clone());
+                }
+                Err(e) => log.warn(&format!("could not delete HNS network {}: {e}", n.name)),
+            }
+        }
+        // Gone at once (HNS deletes as it answers): no pause before saying so.
+        let left = stale()?;
+        Ok(if left.is_empty() {
+            Look::Done(std::mem::take(&mut deleted))
+        } else {
+            Look::Pending(
+                left.iter()
+                    .map(|n| n.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )
+        })
+    };
+    let wait = Wait {
+        what: "the stale HNS networks to be deleted",
+        timeout: s.network_timeout,
+        pauses: Pauses::every(s.timing.poll),
+        stop,
+        say: &mut |l: &str| log.info(l),
+    };
+    poll_until(wait, look, |names| {
+        Err(SuperviseError::NetworksRemain {
+            names,
+            after: s.network_timeout,
+        })
+    })
+}
+
+/// Creates the External network from the rendered document unless it exists; retries with
+/// backoff up to the network timeout. `None` when it existed; else the adapter it binds as
+/// it was before (`None` inside when the document names none and HNS picks).
+pub(super) fn ensure_external(
+    host: &dyn Host,
+    s: &Settings,
+    stop: &Stop,
+    log: &Log,
+) -> Result<Option<Option<Uplink>>> {
+    if host
+        .hns_networks()?
+        .iter()
+        .any(|n| n.name == EXTERNAL_NETWORK)
+    {
+        return Ok(None);
+    }
+    let path = s.path(crate::layout::EXTERNAL_FILE);
+    let spec = host
+        .read_file(&path)?
+        .ok_or(SuperviseError::NoExternalSpec { path })?;
+    let spec = String::from_utf8_lossy(&spec);
+    let named = serde_json::from_str(&spec)
+        .ok()
+        .and_then(|d| crate::host::hns::document_adapter(&d));
+    let uplink = match named {
+        Some(name) => Some(wait_for_stable_address(host, s, &name, stop, log)?),
+        None => None,
+    };
+    log.info("creating the External HNS network: this creates the vSwitch, and remote desktop may drop for a few seconds");
+    let started = Instant::now();
+    let mut backoff = Backoff::new(&s.timing);
+    loop {
+        match host.hns_create_network(&spec) {
+            Ok(n) => {
+                log.info(&format!("created HNS network External ({})", n.id));
+                if uplink.is_some() {
+                    addressing::key_to(host, &n.id)?;
+                }
+                return Ok(Some(uplink));
+            }
+            Err(HostError::Exists { .. }) => return Ok(None),
+            Err(e) => {
+                let left = s.network_timeout.saturating_sub(started.elapsed());
+                if left.is_zero() {
+                    return Err(SuperviseError::ExternalNetwork {
+                        after: s.network_timeout,
+                        last: crate::error::chain(&e),
+                    });
+                }
+                let d = backoff.next().min(left);
+                log.warn(&format!(
+                    "could not create the External network: {}; retrying in {d:?}",
+                    crate::error::chain(&e)
+                ));
+                if stop.wait(d) {
+                    return Err(SuperviseError::Stopped);
+                }
+            }
+        }
+    }
+}
+
+/// The adapter the vSwitch is made on, as it was just before: its name, MAC and the stable
+/// address it held.
+#[derive(Clone, Debug)]
+pub(crate) struct Uplink {
+    pub(crate) name: String,
+    pub(crate) mac: String,
+    pub(crate) ip: Ipv4Addr,
+    /// On DHCP: its host adapter gets an address from DHCP, never from what was kept.
+    pub(crate) dhcp: bool,
+}
+
+impl Uplink {
+    /// Whether `a` is the vSwitch's host adapter made on it: a vSwitch port with its MAC, a
+    /// `vEthernet` name, and its address; any one alone is not enough.
+    pub(crate) fn is_its_vswitch_adapter(&self, a: &crate::host::Adapter) -> bool {
+        self.is_its_vswitch_adapter_but_address(a) && a.holds(self.ip)
+    }
+
+    /// Its host adapter by MAC and name (`uplink::is_host_adapter_of`), whatever it holds.
+    pub(crate) fn is_its_vswitch_adapter_but_address(&self, a: &crate::host::Adapter) -> bool {
+        crate::host::uplink::is_host_adapter_of(a, &self.name, &self.mac)
+    }
+}
+
+/// Waits until the adapter the External network binds holds a Preferred IPv4 address that is
+/// not 169.254/16: a vSwitch made on a tentative or APIPA address keeps it as the node's
+/// provider address (Azure/AgentBaker 6e2dbb2a24 added the same wait to AKS's
+/// `azurecnifunc.ps1`).
+fn wait_for_stable_address(
+    host: &dyn Host,
+    s: &Settings,
+    name: &str,
+    stop: &Stop,
+    log: &Log,
+) -> Result<Uplink> {
+    let look = || -> Result<Look<Uplink, Vec<String>>> {
+        let adapters = host.adapters()?;
+        let adapter = adapters.iter().find(|a| a.name.eq_ignore_ascii_case(name));
+        if let Some(a) = adapter
+            && let Some(x) = a.stable_address()
+        {
+            log.info(&format!(
+                "{} holds {} (Preferred): making the vSwitch on it",
+                a.name, x.ip
+            ));
+            // What the vSwitch may lose of it, kept to be put back (`addressing`).
+            let boot = host.system_facts()?.boot_id;
+            addressing::record(host, &addressing::Addressing::of(a).taken_in(boot))?;
+            return Ok(Look::Done(Uplink {
+                name: a.name.clone(),
+                mac: a.mac.clone(),
+                ip: x.ip,
+                dhcp: a.dhcp,
+            }));
+        }
+        Ok(Look::Pending(adapter.map_or_else(
+            || vec![format!("no adapter named {name}")],
+            |a| {
+                a.addresses
+                    .iter()
+                    .map(|x| {
+                        let state = if x.preferred { "" } else { " (tentative)" };
+                        format!("{}{state}", x.ip)
+                    })
+                    .collect()
+            },
+        )))
+    };
+    let what = format!(
+        "{name} to hold a stable IPv4 address (Preferred, not 169.254/16) before making the vSwitch on it"
+    );
+    let wait = Wait {
+        what: &what,
+        timeout: s.adapter_address_timeout,
+        pauses: Pauses::every(s.timing.ip_poll),
+        stop,
+        say: &mut |l: &str| log.info(l),
+    };
+    poll_until(wait, look, |seen| {
+        Err(SuperviseError::AdapterAddress {
+            adapter: name.to_owned(),
+            waited: s.adapter_address_timeout,
+            seen,
+        })
+    })
+}
+
+/// The vSwitch's host adapter for `uplink`, found by its address, the uplink's MAC and its
+/// `vEthernet` name together, never by the name alone (antrea `pkg/agent/util/net_windows.go`,
+/// `adapterIPExists`); its interface index.
+pub(super) fn find_vswitch_adapter(
+    host: &dyn Host,
+    s: &Settings,
+    uplink: &Uplink,
+    stop: &Stop,
+    log: &Log,
+) -> Result<u32> {
+    let look = || -> Result<Look<u32, ()>> {
+        let found = adapters_now(host)?
+            .into_iter()
+            .find(|a| uplink.is_its_vswitch_adapter(a));
+        if let Some(a) = found {
+            log.info(&format!(
+                "the vSwitch's host adapter is {} (index {}, MAC {}, {})",
+                a.name, a.index, a.mac, uplink.ip
+            ));
+            return Ok(Look::Done(a.index));
+        }
+        // A static adapter's address may not come over at all (projectcalico/calico#4631):
+        // its host adapter, known by MAC and name, gets it back from what was kept.
+        if !uplink.dhcp
+            && let Some(a) = adapters_now(host)?
+                .into_iter()
+                .find(|a| uplink.is_its_vswitch_adapter_but_address(a))
+        {
+            log.warn(&format!(
+                "the vSwitch's host adapter {} (index {}, MAC {}) does not hold {}: the static address did not come over, and is put back",
+                a.name, a.index, a.mac, uplink.ip
+            ));
+            return Ok(Look::Done(a.index));
+        }
+        Ok(Look::Pending(()))
+    };
+    let what = format!(
+        "the vSwitch's host adapter on {} (MAC {})",
+        uplink.name, uplink.mac
+    );
+    let wait = Wait {
+        what: &what,
+        timeout: s.network_timeout,
+        pauses: Pauses::every(s.timing.poll),
+        stop,
+        say: &mut |l: &str| log.info(l),
+    };
+    poll_until(wait, look, |()| {
+        Err(SuperviseError::VswitchAdapter {
+            uplink: uplink.name.clone(),
+            mac: uplink.mac.clone(),
+            ip: uplink.ip,
+            after: s.network_timeout,
+        })
+    })
+}
+
+fn adapters_now(host: &dyn Host) -> Result<Vec<crate::host::Adapter>> {
+    Ok(host.adapters()?)
+}
+
+pub(super) fn wait_for_management_ip(
+    host: &dyn Host,
+    s: &Settings,
+    stop: &Stop,
+    log: &Log,
+) -> Result<Ipv4Addr> {
+    let look = || -> Result<Look<Ipv4Addr, ()>> {
+        let ip = host
+            .hns_networks()?
+            .into_iter()
+            .find(|n| n.name == EXTERNAL_NETWORK)
+            .and_then(|n| n.management_ip)
+            .and_then(|ip| ip.parse::<Ipv4Addr>().ok());
+        Ok(ip.map_or(Look::Pending(()), |ip| {
+            log.info(&format!("management IP on the vSwitch: {ip}"));
+            Look::Done(ip)
+        }))
+    };
+    let wait = Wait {
+        what: "the vSwitch's management IP",
+        timeout: s.network_timeout,
+        pauses: Pauses::every(s.timing.poll),
+        stop,
+        say: &mut |l: &str| log.info(l),
+    };
+    poll_until(wait, look, |()| {
+        Err(SuperviseError::ManagementIp {
+            after: s.network_timeout,
+        })
+    })
+}
+
+/// What the vSwitch dropped of its adapter's addressing (static address, DHCP off, DNS servers
+/// and suffix, metric), found right after it was made and put back once (`addressing`); never
+/// what changed since. A record of a network that is gone is dropped.
+pub(super) fn put_back_addressing(host: &dyn Host, log: &Log) -> Result<()> {
+    let Some(mut kept) = addressing::recorded(host) else {
+        return Ok(());
+    };
+    let networks = host.hns_networks()?;
+    let boot = host.system_facts()?.boot_id;
+    if !kept.belongs(&networks, boot.as_deref()) {
+        log.info(&format!(
+            "the addressing of {} kept from before the vSwitch belongs to an External network that is gone: dropped",
+            kept.adapter
+        ));
+        addressing::forget(host)?;
+        return Ok(());
+    }
+    if kept.lost.is_some() && kept.pending.is_empty() {
+        return Ok(());
+    }
+    if kept.network.is_none() {
+        kept.network = networks
+            .iter()
+            .find(|n| n.name == EXTERNAL_NETWORK)
+            .map(|n| n.id.clone());
+    }
+    let adapters = host.adapters()?;
+    let Some(now) = kept.host_adapter(&adapters) else {
+        log.info(&format!(
+            "the vSwitch's host adapter for {} is not there: its addressing is left as it is",
+            kept.adapter
+        ));
+        return Ok(());
+    };
+    let (done, failed) = addressing::put_back(host, &mut kept, now);
+    for d in done {
+        log.info(&format!("{}: {d}", now.name));
+    }
+    for f in failed {
+        log.warn(&format!("{}: {f}", now.name));
+    }
+    addressing::record(host, &kept)?;
+    Ok(())
+}
