@@ -179,13 +179,13 @@ mod tests {
 
     /// What the tests' waits end with.
     #[derive(Debug, PartialEq, Eq)]
-    enum Out {
+    enum Ended {
         Stopped,
         TimedOut(u32),
         Broken,
     }
 
-    impl From<Stopped> for Out {
+    impl From<Stopped> for Ended {
         fn from(_: Stopped) -> Self {
             Self::Stopped
         }
@@ -247,7 +247,7 @@ mod tests {
         let stop = Stop::new();
         let mut said = Vec::new();
         let mut n = 0;
-        let done: Result<u32, Out> = poll_until(
+        let done: Result<u32, Ended> = poll_until(
             Wait {
                 what: "the node",
                 timeout: Duration::from_secs(60),
@@ -263,13 +263,13 @@ mod tests {
                     Look::Pending(n)
                 })
             },
-            |p| Err(Out::TimedOut(p)),
+            |p| Err(Ended::TimedOut(p)),
         );
         assert_eq!(done, Ok(3));
         assert_eq!(said.len(), 2, "{said:?}");
         assert_eq!(said[0], "waiting up to 60s for the node");
         assert!(said[1].starts_with("waited ") && said[1].ends_with(" for the node"));
-        let broken: Result<(), Out> = poll_until(
+        let broken: Result<(), Ended> = poll_until(
             Wait {
                 what: "the node",
                 timeout: HOUR,
@@ -277,10 +277,10 @@ mod tests {
                 stop: &stop,
                 say: &mut |_| {},
             },
-            || Err::<Look<(), u32>, _>(Out::Broken),
+            || Err::<Look<(), u32>, _>(Ended::Broken),
             |_| Ok(()),
         );
-        assert_eq!(broken, Err(Out::Broken));
+        assert_eq!(broken, Err(Ended::Broken));
     }
 
     /// At its timeout a wait hands what it still waited for to `timed_out`, after a last look,
@@ -290,7 +290,7 @@ mod tests {
         let stop = Stop::new();
         let mut said = Vec::new();
         let mut looks = 0;
-        let out: Result<(), Out> = poll_until(
+        let out: Result<(), Ended> = poll_until(
             Wait {
                 what: "the node",
                 timeout: Duration::from_millis(30),
@@ -302,11 +302,11 @@ mod tests {
                 looks += 1;
                 Ok(Look::Pending(looks))
             },
-            |p| Err(Out::TimedOut(p)),
+            |p| Err(Ended::TimedOut(p)),
         );
         assert_eq!(
             out,
-            Err(Out::TimedOut(2)),
+            Err(Ended::TimedOut(2)),
             "a pause cut to the deadline, then a last look"
         );
         assert_eq!(
@@ -326,7 +326,7 @@ mod tests {
         let stop = Stop::new();
         let mut said = Vec::new();
         let mut looks = 0;
-        let out: Result<(), Out> = poll_until(
+        let out: Result<(), Ended> = poll_until(
             Wait {
                 what: "the node",
                 timeout: Duration::from_millis(200),
@@ -341,9 +341,9 @@ mod tests {
                 }
                 Ok(Look::Pending(looks))
             },
-            |p| Err(Out::TimedOut(p)),
+            |p| Err(Ended::TimedOut(p)),
         );
-        assert_eq!(out, Err(Out::Stopped));
+        assert_eq!(out, Err(Ended::Stopped));
         assert_eq!(looks, 2, "no look after the stop");
         assert!(
             said.last()
@@ -365,7 +365,7 @@ mod tests {
             }
         });
         let mut looks = 0;
-        let out: Result<(), Out> = poll_until(
+        let out: Result<(), Ended> = poll_until(
             Wait {
                 what: "the node",
                 timeout: Duration::from_secs(60),
@@ -379,10 +379,10 @@ mod tests {
                 looks += 1;
                 Ok(Look::Pending(looks))
             },
-            |p| Err(Out::TimedOut(p)),
+            |p| Err(Ended::TimedOut(p)),
         );
         requester.join().expect("join");
-        assert_eq!(out, Err(Out::Stopped));
+        assert_eq!(out, Err(Ended::Stopped));
         assert_eq!(looks, 1);
     }
 }
