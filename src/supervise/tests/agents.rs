@@ -1,0 +1,345 @@
+//! The agents (Felix, confd): their restarts, environments, binaries and registration.
+
+use super::*;
+
+#[test]
+fn felix_restarts_at_once_after_129_and_with_growing_delays_after_a_crash() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fake = counting(dir.path(), "felix", "[ $n -le 2 ] && exit 129\nexit 3");
+    let (host, s) = initialised(Role::Felix, &[], fake);
+    let text = run_until(&host, &s, "felix run 6");
+    let reload = "exited with 129 to reload its configuration; restarting now";
+    assert_eq!(text.matches(reload).count(), 2, "{text}");
+    for d in ["10ms", "20ms", "40ms"] {
+        let crash = format!("exited with code 3; restarting in {d}");
+        assert!(text.contains(&crash), "{d}: {text}");
+    }
+    assert!(
+        text.contains("-felix"),
+        "felix is started with -felix: {text}"
+    );
+    // Each start is recorded where status ages Felix by it.
+    let started = host
+        .reg_get(CALICO_KEY, crate::layout::FELIX_STARTED_VALUE)
+        .expect("read");
+    let Some(RegValue::Sz(at)) = started else {
+        panic!("no FelixStarted: {started:?}");
+    };
+    let at: i64 = at.parse().expect("seconds");
+    assert!((crate::duration::now() - at).abs() < 60, "{at}");
+}
+
+#[test]
+fn felix_waits_for_calico_node_warns_after_the_timeout_and_then_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fake = script(dir.path(), "felix", &format!("echo felix up\n{FOREVER}"));
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    let mut s = settings(Role::Felix);
+    s.program = Some(fake);
+    let text = while_running(&host, &s, |path| {
+        let text = wait_for_log(path, "has not finished initialising after", 1);
+        assert!(
+            text.contains("waiting for CalicoNode to finish initialising"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("felix up"),
+            "felix must not run before init: {text}"
+        );
+        mark_init_done(&host);
+        wait_for_log(path, "felix up", 1);
+    });
+    assert!(text.contains("CalicoNode finished initialising"), "{text}");
+    assert!(text.contains("felix up"), "{text}");
+}
+
+#[test]
+fn stop_is_graceful_first_and_kills_a_child_that_hangs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let polite = script(
+        dir.path(),
+        "polite",
+        &format!("trap 'exit 0' TERM\necho ready\n{FOREVER}"),
+    );
+    let stubborn = script(
+        dir.path(),
+        "stubborn",
+        &format!("trap '' TERM\necho ready\n{FOREVER}"),
+    );
+    for (fake, code) in [(polite, 0), (stubborn, -1)] {
+        let (host, mut s) = initialised(Role::Felix, &[], fake);
+        s.stop_timeout = Duration::from_millis(300);
+        let text = run_until(&host, &s, "ready");
+        assert!(
+            text.contains(&format!("ended with exit code {code}")),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_child_gets_exactly_the_rendered_environment() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fake = script(dir.path(), "felix", "/usr/bin/env\nexit 0");
+    let (host, s) = initialised(Role::Felix, &["vxlan.vni=4097"], fake);
+    let text = run_until(&host, &s, "FELIX_VXLANVNI=4097");
+    assert!(text.contains("FELIX_FELIXHOSTNAME=win-1"), "{text}");
+    for leaked in ["\nHOME=", "\nPATH=", "\nUSER="] {
+        assert!(
+            !text.contains(leaked),
+            "{leaked} leaked into the child: {text}"
+        );
+    }
+}
+
+#[test]
+fn confd_idles_without_bgp_and_clears_stale_files_with_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fake = script(
+        dir.path(),
+        "confd",
+        &format!("echo \"confd $*\"\n{FOREVER}"),
+    );
+    let (host, s) = initialised(Role::Confd, &[], fake.clone());
+    host.write_file(
+        &format!(r"{ROOT}\calico-confd.env"),
+        b"CALICO_NETWORKING_BACKEND=vxlan\n",
+        crate::host::Access::Normal,
+    )
+    .expect("write");
+    let text = run_until(&host, &s, "idle until stopped");
+    assert!(!text.contains("confd -confd"), "{text}");
+
+    let (host, s) = initialised(
+        Role::Confd,
+        &["backend=windows-bgp", "cni.ipam_type=host-local"],
+        fake,
+    );
+    let stale = format!(r"{ROOT}\confd\peerings.ps1");
+    host.write_file(&stale, b"# old peers\n", crate::host::Access::Normal)
+        .expect("write");
+    let text = run_until(
+        &host,
+        &s,
+        r"confd -confd -confd-confdir=C:\CalicoWindows\confd",
+    );
+    assert!(text.contains("removed the stale"), "{text}");
+    assert_eq!(host.read_file(&stale).expect("read"), None);
+}
+
+#[test]
+fn the_binary_is_found_without_reading_it_and_a_missing_one_is_named() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    let mut s = Settings::new(Role::Felix, ROOT);
+    let err = Layout::detect(&host, &s).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains(r"neither calico.exe nor calico-node.exe is in C:\CalicoWindows")
+    );
+    let put = |name: &str| {
+        host.write_file(
+            &format!(r"{ROOT}\{name}"),
+            b"x",
+            crate::host::Access::Normal,
+        )
+        .expect("write");
+    };
+    put("calico-node.exe");
+    // Unknown version: only what every calico-node.exe knows.
+    assert_eq!(
+        Layout::detect(&host, &s).expect("layout"),
+        Layout::of(Binary::CalicoNode, None)
+    );
+    s.calico_version = Some(CalicoVersion::new(3, 31, 0));
+    assert!(
+        Layout::detect(&host, &s)
+            .expect("layout")
+            .0
+            .complete_startup
+    );
+    // A version of the other binary is not this release's: the name decides.
+    s.calico_version = Some(CalicoVersion::new(3, 33, 0));
+    assert_eq!(
+        Layout::detect(&host, &s).expect("layout"),
+        Layout::of(Binary::CalicoNode, None)
+    );
+    put("calico.exe");
+    assert_eq!(
+        Layout::detect(&host, &s).expect("layout").0.binary,
+        Binary::Calico
+    );
+}
+
+/// The command lines of node-service.ps1, felix-service.ps1 and confd-service.ps1 at each
+/// release tag (projectcalico/calico, node/windows-packaging/CalicoWindows).
+#[test]
+fn each_release_starts_its_components_as_its_own_service_scripts_do() {
+    let s = Settings::new(Role::Node, ROOT);
+    let line = |version: &str, c: Component| {
+        let v = CalicoVersion::parse(version).expect("version");
+        let layout = Layout::of(v.features().binary, Some(&v));
+        let (exe, args) = layout.command(&s, c);
+        Some(format!("{exe} {}", args.join(" ")))
+    };
+    // No release runs `-monitor-token` outside a HostProcess container (see release::version).
+    let cases: &[(&str, Component, Option<&str>)] = &[
+        // v3.27.0: `.\calico-node.exe -startup`.
+        (
+            "3.27.0",
+            Component::Startup,
+            Some(r"C:\CalicoWindows\calico-node.exe -startup"),
+        ),
+        (
+            "3.27.0",
+            Component::Felix,
+            Some(r"C:\CalicoWindows\calico-node.exe -felix"),
+        ),
+        (
+            "3.27.0",
+            Component::Confd,
+            Some(r"C:\CalicoWindows\calico-node.exe -confd -confd-confdir=C:\CalicoWindows\confd"),
+        ),
+        // v3.28.0 to v3.30: plain startup.
+        (
+            "3.28.0",
+            Component::Startup,
+            Some(r"C:\CalicoWindows\calico-node.exe -startup"),
+        ),
+        (
+            "3.30.4",
+            Component::Startup,
+            Some(r"C:\CalicoWindows\calico-node.exe -startup"),
+        ),
+        // v3.31.0 and v3.32: `-startup -complete-startup`.
+        (
+            "3.31.0",
+            Component::Startup,
+            Some(r"C:\CalicoWindows\calico-node.exe -startup -complete-startup"),
+        ),
+        (
+            "3.32.1",
+            Component::Startup,
+            Some(r"C:\CalicoWindows\calico-node.exe -startup -complete-startup"),
+        ),
+        // release-v3.33: calico.exe with subcommands.
+        (
+            "3.33.0",
+            Component::Startup,
+            Some(r"C:\CalicoWindows\calico.exe component node startup --complete-startup"),
+        ),
+        (
+            "3.33.0",
+            Component::Felix,
+            Some(r"C:\CalicoWindows\calico.exe component felix"),
+        ),
+        (
+            "3.33.0",
+            Component::Confd,
+            Some(r"C:\CalicoWindows\calico.exe component confd --confdir=C:\CalicoWindows\confd"),
+        ),
+    ];
+    for (version, c, want) in cases {
+        assert_eq!(line(version, *c).as_deref(), *want, "{version} {c:?}");
+    }
+}
+
+#[test]
+fn a_missing_environment_file_is_named_with_a_hint() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    let s = settings(Role::Felix);
+    let (log, _) = log_for(&host, &s);
+    let err = run(&host, &s, &Stop::new(), &log).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        r"the service environment C:\CalicoWindows\calico-felix.env is missing"
+    );
+    assert!(
+        err.hint()
+            .is_some_and(|h| h.contains("calicoctl-win install"))
+    );
+}
+
+#[test]
+fn the_service_registration_runs_calicoctl_win_with_recovery() {
+    let spec = service_spec(
+        Role::Felix,
+        r"C:\CalicoWindows\calicoctl-win.exe",
+        vec![
+            "service".into(),
+            "run".into(),
+            "felix".into(),
+            "--install-root".into(),
+            ROOT.into(),
+        ],
+    );
+    assert_eq!(spec.name, "CalicoFelix");
+    assert_eq!(spec.dependencies, ["CalicoNode"]);
+    assert_eq!(spec.start, StartType::Auto);
+    assert!(
+        spec.recovery
+            .as_ref()
+            .is_some_and(|r| r.on_non_crash_failures)
+    );
+    assert_eq!(
+        spec.command_line(),
+        r"C:\CalicoWindows\calicoctl-win.exe service run felix --install-root C:\CalicoWindows"
+    );
+    // No SCM dependency on HNS (Calico's Install-NodeService registers none): CalicoNode
+    // starts it itself.
+    assert!(
+        service_spec(Role::Node, "x", vec![])
+            .dependencies
+            .is_empty()
+    );
+}
+
+#[test]
+fn environment_files_parse_like_the_renderer_writes_them() {
+    let env = parse_env("# header\r\nA=1\r\n\nB=x=y\n  # indented comment\nbad line\n");
+    assert_eq!(env.get("A").map(String::as_str), Some("1"));
+    assert_eq!(env.get("B").map(String::as_str), Some("x=y"));
+    assert_eq!(env.len(), 2);
+}
+
+/// Children get the service's PATH, TEMP, Windows' directories and a machine-wide proxy (as
+/// NSSM and Calico's scripts passed their whole environment), under the env file's values,
+/// and nothing outside the allow-list.
+#[test]
+fn children_take_the_allow_listed_service_environment_under_the_env_file() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    let process_env: std::collections::BTreeMap<String, String> = [
+        ("PATH", r"C:\Windows\system32;C:\Windows"),
+        ("TEMP", r"C:\Windows\TEMP"),
+        ("HTTPS_PROXY", "http://proxy.corp:3128"),
+        ("NO_PROXY", "10.0.0.0/8"),
+        ("KUBECONFIG", r"C:\k\admin.conf"),
+        ("SECRET_TOKEN", "do-not-pass"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let mut s = settings(Role::Felix);
+    s.inherited = inherited(&process_env);
+    let env = environment(&host, &s).expect("environment");
+    assert_eq!(
+        env.get("PATH").map(String::as_str),
+        Some(r"C:\Windows\system32;C:\Windows")
+    );
+    assert_eq!(
+        env.get("TEMP").map(String::as_str),
+        Some(r"C:\Windows\TEMP")
+    );
+    assert_eq!(
+        env.get("HTTPS_PROXY").map(String::as_str),
+        Some("http://proxy.corp:3128")
+    );
+    assert!(!env.contains_key("SECRET_TOKEN"), "{env:?}");
+    // The env file's KUBECONFIG (calico-node's), never the admin's of the service's env.
+    assert_ne!(
+        env.get("KUBECONFIG").map(String::as_str),
+        Some(r"C:\k\admin.conf")
+    );
+    assert!(env.contains_key("FELIX_FELIXHOSTNAME"), "{env:?}");
+}

@@ -1,0 +1,242 @@
+//! The HNS restart watchdog and the simulated service manager's rules.
+
+use super::*;
+
+/// CalicoNode's loop answers an HNS restart while it runs (the watchdog's call in
+/// `watch_kubelet`, not only `HnsWatch::check` alone).
+#[test]
+fn calico_node_answers_an_hns_restart_while_it_runs() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    felix_running(&host);
+    let before = felix_pid(&host);
+    let text = while_running(&host, &settings(Role::Node), |path| {
+        wait_for_log(path, "calico-node startup finished", 1);
+        host.service_stop("hns", Duration::from_secs(1))
+            .expect("stop");
+        host.service_start("hns", Duration::from_secs(1))
+            .expect("start");
+        wait_for_log(path, "the HNS service restarted", 1);
+    });
+    assert_ne!(felix_pid(&host), before, "Felix was not restarted: {text}");
+    assert!(
+        crate::installed::hns_restart::last(&host).is_some_and(|r| r.restarted == ["CalicoFelix"])
+    );
+}
+
+/// The HNS restart watchdog (Azure/AgentBaker hnsremediator.ps1's rule: a changed process id of
+/// the `hns` service is a restart): Felix restarted once per restart, the restart recorded in
+/// the registry and the Application event log; a stopped HNS is no restart yet.
+#[test]
+fn an_hns_restart_restarts_felix_once_and_is_recorded() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    felix_running(&host);
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    let mut watch = hns_watch::HnsWatch::default();
+    assert_eq!(
+        watch.check(&host, &s, &log),
+        None,
+        "the first look only notes HNS"
+    );
+    assert_eq!(
+        watch.check(&host, &s, &log),
+        None,
+        "the same process: no restart"
+    );
+    let before = felix_pid(&host);
+
+    host.service_stop("hns", Duration::from_secs(1))
+        .expect("stop");
+    assert_eq!(
+        watch.check(&host, &s, &log),
+        None,
+        "HNS stopped: not answered yet"
+    );
+    host.service_start("hns", Duration::from_secs(1))
+        .expect("start");
+    let r = watch.check(&host, &s, &log).expect("a restart");
+    assert_eq!(r.restarted, ["CalicoFelix"]);
+    assert!(r.failed.is_empty(), "{r:?}");
+    assert_ne!(felix_pid(&host), before, "Felix was not restarted");
+    assert_eq!(crate::installed::hns_restart::last(&host), Some(r.clone()));
+    assert!(read(&path).contains("the HNS service restarted"));
+    assert!(
+        host.events()
+            .iter()
+            .any(|e| e.id == hns_watch::EVENT_HNS_RESTARTED && e.message.contains("CalicoFelix")),
+        "{:?}",
+        host.events()
+    );
+    let after = felix_pid(&host);
+    assert_eq!(watch.check(&host, &s, &log), None, "once per restart");
+    assert_eq!(felix_pid(&host), after);
+}
+
+/// A Felix that does not exit on its first stop signal: CalicoFelix kills it after its own
+/// stop timeout, so its service takes longer than that to stop. The watchdog waits as long as
+/// the service may take (its stop timeout and its SCM wait hint), then starts it. It once
+/// waited only CalicoNode's own stop timeout, recorded `"restarted":[]` with a timeout in
+/// `failed`, and left CalicoFelix stopped (seen under Wine).
+#[test]
+fn the_hns_watchdog_waits_for_a_felix_slow_to_stop_and_starts_it_again() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    felix_running(&host);
+    let mut s = settings(Role::Node);
+    s.stop_timeout = Duration::from_millis(200);
+    // Longer than the stop timeout, within the stop timeout and the wait hint.
+    host.set_stop_takes("CalicoFelix", s.stop_timeout + Duration::from_secs(2))
+        .expect("slow stop");
+    let (log, _) = log_for(&host, &s);
+    let mut watch = hns_watch::HnsWatch::default();
+    assert_eq!(watch.check(&host, &s, &log), None);
+    let before = felix_pid(&host);
+    restart_hns(&host);
+    let r = watch.check(&host, &s, &log).expect("a restart");
+    assert_eq!(r.restarted, ["CalicoFelix"], "{r:?}");
+    assert!(r.failed.is_empty(), "{r:?}");
+    assert_ne!(felix_pid(&host), before);
+    let felix = host
+        .service_query("CalicoFelix")
+        .expect("query")
+        .expect("there");
+    assert_eq!(felix.state, crate::host::ServiceState::Running);
+
+    // Slower than even that wait: still StopPending when it ends, so it is waited for once
+    // more and started once it is Stopped.
+    let wait = s.service_stop_wait();
+    host.set_stop_takes("CalicoFelix", wait + Duration::from_millis(300))
+        .expect("slower");
+    restart_hns(&host);
+    let r = watch.check(&host, &s, &log).expect("a restart");
+    assert_eq!(r.restarted, ["CalicoFelix"], "{r:?}");
+    let felix = host
+        .service_query("CalicoFelix")
+        .expect("query")
+        .expect("there");
+    assert_eq!(felix.state, crate::host::ServiceState::Running);
+}
+
+/// A failure recorded once is a fault only while the service still does not run: one the SCM
+/// or an admin started since is none (a failure once kept CalicoWindowsReady False forever).
+#[test]
+fn a_failed_restart_counts_only_while_the_service_is_still_down() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    felix_running(&host);
+    let r = hns_watch::HnsRestart {
+        at: 1,
+        from_pid: 1,
+        to_pid: 2,
+        restarted: vec![],
+        failed: vec!["CalicoFelix: timed out after 9s waiting for service CalicoFelix".into()],
+    };
+    assert!(r.still_failing(&host).is_empty(), "Felix runs again");
+    host.service_stop("CalicoFelix", Duration::from_secs(1))
+        .expect("stop");
+    assert_eq!(r.still_failing(&host), [r.failed[0].as_str()]);
+}
+
+/// HNS's process id is kept across a restart of CalicoNode (a new watch): an HNS restart
+/// in between is answered; after a reboot the kept id is another boot's and nothing is.
+#[test]
+fn the_hns_process_id_outlives_calico_node_but_not_the_boot() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    felix_running(&host);
+    let s = settings(Role::Node);
+    let (log, _) = log_for(&host, &s);
+    assert_eq!(hns_watch::HnsWatch::default().check(&host, &s, &log), None);
+    // CalicoNode restarts while HNS does.
+    restart_hns(&host);
+    let r = hns_watch::HnsWatch::default().check(&host, &s, &log);
+    assert!(r.is_some_and(|r| r.restarted == ["CalicoFelix"]));
+    assert_eq!(hns_watch::HnsWatch::default().check(&host, &s, &log), None);
+    host.reboot().expect("reboot");
+    felix_running_again(&host);
+    assert_eq!(
+        hns_watch::HnsWatch::default().check(&host, &s, &log),
+        None,
+        "a reboot gives HNS a new process: no HNS restart to answer"
+    );
+}
+
+/// `Restart-Service hns` stops HNS and starts it again; PowerShell refuses the stop without
+/// -Force while a service that depends on HNS runs (PowerShell `Service.cs`, `DoStopService`:
+/// "ServiceHasDependentServices"), as the SCM does (`ERROR_DEPENDENT_SERVICES_RUNNING`). With
+/// no SCM dependency on HNS, the restart goes through and Calico's services keep running.
+#[test]
+fn restart_service_hns_goes_through_and_calico_keeps_running() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    calico_services_running(&host);
+    host.service_stop("hns", Duration::from_secs(1))
+        .expect("HNS stops while CalicoNode runs");
+    host.service_start("hns", Duration::from_secs(1))
+        .expect("start");
+    for name in ["hns", "CalicoNode", "CalicoFelix"] {
+        assert_eq!(
+            state_of(&host, name),
+            Some(crate::host::ServiceState::Running),
+            "{name}"
+        );
+    }
+}
+
+/// The simulated SCM's dependency rules, as Microsoft documents them: a service with a running
+/// dependent is not stopped; starting a service starts its dependencies first; starting a
+/// service starts none of its dependents. So with CalicoNode depending on HNS, a forced stop
+/// of HNS (its dependents first, as `Stop-Service -Force` does) and a start of HNS left Calico
+/// stopped: what dropping the dependency avoids.
+#[test]
+fn the_simulated_scm_keeps_dependency_rules() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    calico_services_running(&host);
+    let mut node = service_spec(Role::Node, r"C:\CalicoWindows\calicoctl-win.exe", vec![]);
+    node.dependencies = vec![hns_watch::HNS_SERVICE.into()];
+    host.service_update(&node).expect("update");
+    let refused = host.service_stop("hns", Duration::from_secs(1));
+    assert!(
+        matches!(refused, Err(crate::host::HostError::Refused { .. })),
+        "{refused:?}"
+    );
+    for name in ["CalicoFelix", "CalicoNode", "hns"] {
+        host.service_stop(name, Duration::from_secs(1))
+            .expect("stop");
+    }
+    host.service_start("hns", Duration::from_secs(1))
+        .expect("start");
+    assert_eq!(
+        state_of(&host, "CalicoNode"),
+        Some(crate::host::ServiceState::Stopped)
+    );
+    host.service_stop("hns", Duration::from_secs(1))
+        .expect("stop");
+    host.service_start("CalicoFelix", Duration::from_secs(1))
+        .expect("start");
+    for name in ["hns", "CalicoNode", "CalicoFelix"] {
+        assert_eq!(
+            state_of(&host, name),
+            Some(crate::host::ServiceState::Running),
+            "{name}"
+        );
+    }
+}
+
+/// With no SCM dependency to start it, CalicoNode's start-up starts a stopped HNS before it
+/// makes the networks.
+#[test]
+fn calico_node_starts_a_stopped_hns_before_making_the_networks() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    hns_startable(&host);
+    host.service_stop("hns", Duration::from_secs(1))
+        .expect("stop");
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase");
+    assert_eq!(
+        state_of(&host, "hns"),
+        Some(crate::host::ServiceState::Running),
+        "{}",
+        read(&path)
+    );
+    assert!(read(&path).contains("the Host Network Service is stopped: starting it"));
+}

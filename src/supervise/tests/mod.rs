@@ -1,0 +1,274 @@
+//! State-machine tests of the service bodies on SimHost, with real fake children (shell
+//! scripts) where a component's exit codes matter.
+
+use super::*;
+use crate::config::{Inputs, load};
+use crate::host::sim::{At, Fault, FaultKind, SimHost};
+use crate::host::{
+    Files, Hns, InterfaceAddress, Network, RegValue, Registry, Services, SystemInfo,
+};
+use crate::installed::platform::tests::{closed, http, serve};
+use crate::installed::{failure, platform};
+use crate::layout::BOOT_ID_VALUE;
+use crate::layout::CALICO_KEY;
+use crate::layout::LEGACY_BOOT_VALUE;
+use crate::release::{Binary, CalicoVersion};
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::time::Instant;
+
+mod agents;
+mod hns;
+mod kube_proxy;
+mod startup;
+mod vswitch;
+mod waits;
+mod watch;
+
+const ROOT: &str = r"C:\CalicoWindows";
+
+/// Writes what install leaves for the services: the Calico binary, the rendered environments
+/// and the External network document, from the config with these `--set`s.
+fn install(host: &SimHost, sets: &[&str]) {
+    let inputs = Inputs {
+        file: None,
+        env: Default::default(),
+        sets: sets.iter().map(|s| (*s).to_owned()).collect(),
+        host: [("node.name", crate::config::Raw::Scalar("win-1".into()))].into(),
+        cluster: Default::default(),
+    };
+    let c = load(&inputs).expect("config").config;
+    let put = |name: &str, text: &[u8]| {
+        host.write_file(
+            &format!("{ROOT}\\{name}"),
+            text,
+            crate::host::Access::Normal,
+        )
+        .expect("write");
+    };
+    put("calico-node.exe", b"simulated program\n");
+    for role in crate::render::env::roles_for(&c) {
+        put(
+            role.env_file(),
+            crate::render::env::render(&c, role, None).as_bytes(),
+        );
+    }
+    let uplink = c.vxlan.adapter.as_ref().map(|a| a.to_string());
+    if let Some(doc) = crate::render::hns::external_network(&c, uplink.as_deref()) {
+        put("external-network.json", doc.to_string().as_bytes());
+    }
+}
+
+fn settings(role: Role) -> Settings {
+    let mut s = Settings::new(role, ROOT);
+    s.timing = Timing {
+        poll: Duration::from_millis(10),
+        kubelet_poll: Duration::from_millis(20),
+        ip_poll: Duration::from_millis(20),
+        backoff_min: Duration::from_millis(10),
+        backoff_max: Duration::from_millis(40),
+        settle: Duration::ZERO,
+    };
+    s.network_timeout = Duration::from_millis(500);
+    s.init_timeout = Duration::from_millis(100);
+    s.stop_timeout = Duration::from_secs(2);
+    s.probes = platform::Probes {
+        ec2: closed(),
+        gce: closed(),
+        timeout: Duration::from_millis(200),
+    };
+    s
+}
+
+/// The role's log, and where it is on this machine.
+fn log_for(host: &SimHost, s: &Settings) -> (Log, PathBuf) {
+    let log = open_log(host, s, None, false).expect("log");
+    let path = host
+        .local_path(&format!(r"{ROOT}\logs\calico-{}.log", role_name(s.role)))
+        .expect("path");
+    (log, path)
+}
+
+fn read(path: &PathBuf) -> String {
+    fs_err::read_to_string(path).unwrap_or_default()
+}
+
+fn network_ids(host: &SimHost) -> Vec<(String, String)> {
+    host.hns_networks()
+        .expect("networks")
+        .into_iter()
+        .map(|n| (n.name, n.id))
+        .collect()
+}
+
+fn marker(host: &SimHost) -> Option<RegValue> {
+    host.reg_get(CALICO_KEY, BOOT_ID_VALUE).expect("read")
+}
+
+/// A fake Calico component: a shell script on this machine.
+fn script(dir: &std::path::Path, name: &str, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    fs_err::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write");
+    fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path.display().to_string()
+}
+
+/// A fake component that counts its runs in `$n` (1, 2, ...), says `NAME run $n`, then runs
+/// `then` (shell, with builtins only: the child has no PATH).
+fn counting(dir: &std::path::Path, name: &str, then: &str) -> String {
+    let count = dir.join(format!("{name}.count"));
+    script(
+        dir,
+        name,
+        &format!(
+            "echo run >> {c}\nn=0\nwhile read l; do n=$((n+1)); done < {c}\necho \"{name} run $n\"\n{then}",
+            c = count.display()
+        ),
+    )
+}
+
+/// Loops forever with builtins only.
+const FOREVER: &str = "while :; do read x < /dev/null; done";
+
+fn mark_init_done(host: &SimHost) {
+    let boot = host.system_facts().expect("facts").boot_id.expect("boot");
+    host.reg_set(CALICO_KEY, BOOT_ID_VALUE, &RegValue::Sz(boot))
+        .expect("marker");
+}
+
+/// A host where install ran (with `sets`) and CalicoNode has initialised, and the settings of
+/// `role` with `program` as the Calico binary.
+fn initialised(role: Role, sets: &[&str], program: String) -> (SimHost, Settings) {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, sets);
+    mark_init_done(&host);
+    let mut s = settings(role);
+    s.program = Some(program);
+    (host, s)
+}
+
+/// Waits (bounded) until the log holds `needle` at least `times` times.
+fn wait_for_log(path: &PathBuf, needle: &str, times: usize) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = read(path);
+        if text.matches(needle).count() >= times || Instant::now() > deadline {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Runs the role's body on a thread, calls `during` with its log, then requests the stop and
+/// checks that the body ends cleanly; returns the whole log.
+fn while_running(host: &SimHost, s: &Settings, during: impl FnOnce(&PathBuf)) -> String {
+    let (log, path) = log_for(host, s);
+    let stop = Stop::new();
+    std::thread::scope(|scope| {
+        let body = scope.spawn(|| run(host, s, &stop, &log));
+        during(&path);
+        stop.request();
+        body.join().expect("join").expect("stops cleanly");
+    });
+    read(&path)
+}
+
+/// Runs the role's body until its log holds `needle`, then stops it; returns the log.
+fn run_until(host: &SimHost, s: &Settings, needle: &str) -> String {
+    while_running(host, s, |path| {
+        wait_for_log(path, needle, 1);
+    })
+}
+
+/// CalicoFelix registered and running, and the `hns` service's program in place.
+fn felix_running(host: &SimHost) {
+    let svchost = r"C:\Windows\system32\svchost.exe";
+    let exe = format!(r"{ROOT}\calicoctl-win.exe");
+    for program in [svchost, exe.as_str()] {
+        host.write_file(program, b"simulated program\n", crate::host::Access::Normal)
+            .expect("write");
+    }
+    host.service_create(&crate::host::ServiceSpec {
+        name: "CalicoFelix".into(),
+        display_name: "Calico Felix".into(),
+        description: String::new(),
+        program: exe.clone(),
+        args: vec!["service".into(), "run".into(), "felix".into()],
+        dependencies: vec![],
+        start: StartType::Auto,
+        recovery: None,
+    })
+    .expect("create");
+    host.service_start("CalicoFelix", Duration::from_secs(1))
+        .expect("start");
+}
+
+/// CalicoFelix's process id.
+fn felix_pid(host: &SimHost) -> Option<u32> {
+    host.service_query("CalicoFelix")
+        .expect("query")
+        .expect("registered")
+        .pid
+}
+
+/// Restarts HNS on the simulated host (a new process id).
+fn restart_hns(host: &SimHost) {
+    host.service_stop("hns", Duration::from_secs(1))
+        .expect("stop");
+    host.service_start("hns", Duration::from_secs(1))
+        .expect("start");
+}
+
+fn felix_running_again(host: &SimHost) {
+    host.service_start("CalicoFelix", Duration::from_secs(1))
+        .expect("start");
+}
+
+/// The adapter's addresses marked Preferred or not (tentative).
+fn mark_preferred(host: &SimHost, name: &str, preferred: bool) {
+    let mut adapters = host.adapters().expect("adapters");
+    for a in adapters.iter_mut().filter(|a| a.name == name) {
+        for x in &mut a.addresses {
+            x.preferred = preferred;
+        }
+    }
+    host.set_adapters(adapters).expect("set");
+}
+
+/// Registers and starts CalicoNode and CalicoFelix as install registers them (`service_spec`).
+fn calico_services_running(host: &SimHost) {
+    let exe = format!(r"{ROOT}\calicoctl-win.exe");
+    host.write_file(&exe, b"simulated program\n", crate::host::Access::Normal)
+        .expect("exe");
+    hns_startable(host);
+    for role in [Role::Node, Role::Felix] {
+        host.service_create(&service_spec(role, &exe, vec![]))
+            .expect("create");
+        host.service_start(role.service_name(), Duration::from_secs(1))
+            .expect("start");
+    }
+}
+
+/// HNS's program, which the profile registers it with, so that it can be started again.
+fn hns_startable(host: &SimHost) {
+    host.write_file(
+        r"C:\Windows\system32\svchost.exe",
+        b"simulated program\n",
+        crate::host::Access::Normal,
+    )
+    .expect("svchost");
+}
+
+fn state_of(host: &SimHost, name: &str) -> Option<crate::host::ServiceState> {
+    host.service_query(name).expect("query").map(|q| q.state)
+}
+
+/// The vSwitch's host adapter on the simulated host, by name.
+fn adapter_named(host: &SimHost, name: &str) -> crate::host::Adapter {
+    host.adapters()
+        .expect("adapters")
+        .into_iter()
+        .find(|a| a.name == name)
+        .expect("adapter")
+}

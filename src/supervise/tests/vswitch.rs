@@ -1,0 +1,322 @@
+//! The External vSwitch: its stable address, its host adapter and the addressing put back.
+
+use super::*;
+
+#[test]
+fn the_vswitch_waits_for_a_stable_address_and_its_absence_is_its_own_error() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet"]);
+    mark_preferred(&host, "Ethernet", false);
+    let mut s = settings(Role::Node);
+    s.adapter_address_timeout = Duration::from_millis(100);
+    let (log, path) = log_for(&host, &s);
+    let err = node::start_phase(&host, &s, &log).unwrap_err();
+    assert!(
+        matches!(err, SuperviseError::AdapterAddress { .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("it holds: 10.0.0.5 (tentative)"),
+        "{err}"
+    );
+    let d = crate::error::Diagnose::diagnose(&err).expect("diagnosis");
+    assert_eq!(
+        (d.exit, d.kind),
+        (
+            crate::error::Exit::Timeout,
+            crate::error::Kind::AdapterAddress
+        )
+    );
+    assert!(
+        network_ids(&host).is_empty(),
+        "no vSwitch on a tentative address"
+    );
+    assert!(read(&path).contains("waiting up to 100ms for Ethernet to hold a stable IPv4 address"));
+
+    // An adapter with only an APIPA address (the other NIC's address lets the boot's
+    // usable-address wait pass): the same.
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    let mut adapters = host.adapters().expect("adapters");
+    for a in adapters.iter_mut().filter(|a| a.name == "Ethernet 2") {
+        a.addresses[0].ip = Ipv4Addr::new(169, 254, 3, 4);
+    }
+    host.set_adapters(adapters).expect("set");
+    let err = node::start_phase(&host, &s, &log).unwrap_err();
+    assert!(err.to_string().contains("it holds: 169.254.3.4)"), "{err}");
+    assert!(network_ids(&host).is_empty());
+}
+
+#[test]
+fn an_address_that_turns_preferred_while_waited_for_gets_the_vswitch() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet"]);
+    mark_preferred(&host, "Ethernet", false);
+    let mut s = settings(Role::Node);
+    s.adapter_address_timeout = Duration::from_secs(10);
+    let (log, path) = log_for(&host, &s);
+    let phase = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // Duplicate address detection finishes while CalicoNode waits.
+            std::thread::sleep(Duration::from_millis(150));
+            mark_preferred(&host, "Ethernet", true);
+        });
+        node::start_phase(&host, &s, &log).expect("start phase")
+    });
+    assert!(phase.created_external);
+    let text = read(&path);
+    assert!(
+        text.contains("Ethernet holds 10.0.0.5 (Preferred): making the vSwitch on it"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the vSwitch's host adapter is vEthernet (Ethernet) (index 5, MAC 00-15-5D-00-00-05, 10.0.0.5)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_vswitch_adapter_is_known_by_address_mac_and_name_together() {
+    let uplink = node::Uplink {
+        name: "Ethernet".into(),
+        mac: "00-15-5D-00-00-05".into(),
+        ip: Ipv4Addr::new(10, 0, 0, 5),
+        dhcp: true,
+    };
+    let vnic = crate::host::Adapter {
+        name: "vEthernet (Ethernet)".into(),
+        index: 9,
+        description: crate::host::VSWITCH_ADAPTER_DESCRIPTION.into(),
+        mac: "00-15-5d-00-00-05".into(),
+        addresses: vec![crate::host::AdapterAddress {
+            ip: Ipv4Addr::new(10, 0, 0, 5),
+            prefix_len: 24,
+            preferred: true,
+        }],
+        dhcp: true,
+        gateways: Vec::new(),
+        dns_servers: Vec::new(),
+        dns_suffix: String::new(),
+        metric: 15,
+        guid: String::new(),
+    };
+    assert!(uplink.is_its_vswitch_adapter(&vnic));
+    let other_mac = crate::host::Adapter {
+        mac: "00-15-5D-00-00-99".into(),
+        ..vnic.clone()
+    };
+    let other_name = crate::host::Adapter {
+        name: "Ethernet 3".into(),
+        ..vnic.clone()
+    };
+    let not_a_port = crate::host::Adapter {
+        description: "Microsoft Hyper-V Network Adapter".into(),
+        ..vnic.clone()
+    };
+    let no_address = crate::host::Adapter {
+        addresses: Vec::new(),
+        ..vnic.clone()
+    };
+    for wrong in [other_mac, other_name, not_a_port, no_address] {
+        assert!(!uplink.is_its_vswitch_adapter(&wrong), "{wrong:?}");
+    }
+}
+
+/// A static adapter's DNS servers do not come over to the vSwitch's host adapter
+/// (microsoft/SDN#498, as the simulated host models it): CalicoNode puts them back, where
+/// Windows reads them, and `Calico_ep` is kept above the LAN's metric
+/// (projectcalico/calico#4664).
+#[test]
+fn what_the_vswitch_loses_of_a_static_adapter_is_put_back() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    // calico-node's host endpoint adapter, made with the LAN's metric.
+    let mut adapters = host.adapters().expect("adapters");
+    adapters.push(crate::host::Adapter {
+        name: "vEthernet (Calico_ep)".into(),
+        index: 20,
+        description: crate::host::VSWITCH_ADAPTER_DESCRIPTION.into(),
+        mac: "00-15-5D-AA-00-02".into(),
+        addresses: vec![crate::host::AdapterAddress {
+            ip: Ipv4Addr::new(10, 244, 1, 2),
+            prefix_len: 26,
+            preferred: true,
+        }],
+        dhcp: false,
+        gateways: Vec::new(),
+        dns_servers: Vec::new(),
+        dns_suffix: String::new(),
+        metric: 15,
+        guid: String::new(),
+    });
+    host.set_adapters(adapters).expect("set");
+    let text = while_running(&host, &settings(Role::Node), |path| {
+        wait_for_log(path, "calico-node startup finished", 1);
+        wait_for_log(path, "Calico_ep) had the interface metric 15", 1);
+    });
+    assert!(
+        text.contains("vEthernet (Ethernet 2): put back: Ethernet 2 had the DNS servers 10.0.0.2; vEthernet (Ethernet 2) has none"),
+        "{text}"
+    );
+    let now = host.adapters().expect("adapters");
+    let vnic = now
+        .iter()
+        .find(|a| a.name == "vEthernet (Ethernet 2)")
+        .expect("vnic");
+    assert_eq!(vnic.dns_servers, [Ipv4Addr::new(10, 0, 0, 2)], "{vnic:?}");
+    let ep = now
+        .iter()
+        .find(|a| a.name == "vEthernet (Calico_ep)")
+        .expect("ep");
+    assert_eq!(ep.metric, 115, "{text}");
+}
+
+/// projectcalico/calico#4631: the vSwitch left a static adapter's host adapter on DHCP with
+/// an APIPA address. CalicoNode finds it by MAC and name and puts the static address back
+/// (DHCP off, the address added), before the routes go on it.
+#[test]
+fn a_static_address_that_did_not_come_over_is_put_back() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    host.set_vswitch_takes_dhcp(true).expect("set");
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase");
+    let text = read(&path);
+    assert!(
+        text.contains(
+            "vEthernet (Ethernet 2) (index 7, MAC 00-15-5D-00-00-06) does not hold 10.0.0.6"
+        ),
+        "{text}"
+    );
+    let now = host.adapters().expect("adapters");
+    let vnic = now
+        .iter()
+        .find(|a| a.name == "vEthernet (Ethernet 2)")
+        .expect("vnic");
+    assert!(
+        vnic.holds(Ipv4Addr::new(10, 0, 0, 6)) && !vnic.dhcp,
+        "{vnic:?}"
+    );
+    let before = crate::installed::addressing::recorded(&host).expect("kept");
+    assert_eq!(crate::installed::addressing::drift(&before, vnic), []);
+}
+
+/// What the vSwitch dropped is put back once, right after it was made: DNS servers an
+/// administrator set later (`Set-DnsClientServerAddress`) stay at the next CalicoNode start.
+#[test]
+fn an_administrators_later_dns_servers_are_not_put_back() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase");
+    let vnic = "vEthernet (Ethernet 2)";
+    assert_eq!(
+        adapter_named(&host, vnic).dns_servers,
+        [Ipv4Addr::new(10, 0, 0, 2)],
+        "{}",
+        read(&path)
+    );
+    // Keyed to the External network it was made with.
+    let external = host
+        .hns_networks()
+        .expect("networks")
+        .into_iter()
+        .find(|n| n.name == "External")
+        .expect("External");
+    let kept = crate::installed::addressing::recorded(&host).expect("kept");
+    assert_eq!(kept.network.as_deref(), Some(external.id.as_str()));
+    // The administrator's Set-DnsClientServerAddress: the DNS client's setter, as WMI's
+    // SetDNSServerSearchOrder is.
+    let admins = vec![Ipv4Addr::new(10, 0, 0, 3)];
+    let index = adapter_named(&host, vnic).index;
+    host.configure_adapter(
+        index,
+        &crate::host::ip_config::AdapterSetting::DnsServers(admins.clone()),
+    )
+    .expect("set");
+    node::start_phase(&host, &s, &log).expect("start phase again");
+    assert_eq!(
+        adapter_named(&host, vnic).dns_servers,
+        admins,
+        "{}",
+        read(&path)
+    );
+}
+
+/// projectcalico/calico#4631's node put back once; renumbered since by its administrator, its
+/// old address is not added beside the new one at the next start (an address conflict once
+/// that address is another host's).
+#[test]
+fn a_renumbered_static_node_does_not_get_its_old_address_back() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    host.set_vswitch_takes_dhcp(true).expect("set");
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase");
+    let vnic = "vEthernet (Ethernet 2)";
+    assert!(adapter_named(&host, vnic).holds(Ipv4Addr::new(10, 0, 0, 6)));
+    host.readdress(Ipv4Addr::new(10, 0, 0, 6), Ipv4Addr::new(10, 0, 0, 7))
+        .expect("renumber");
+    node::start_phase(&host, &s, &log).expect("start phase again");
+    let now = adapter_named(&host, vnic);
+    assert!(
+        now.holds(Ipv4Addr::new(10, 0, 0, 7)) && !now.holds(Ipv4Addr::new(10, 0, 0, 6)),
+        "{now:?} {}",
+        read(&path)
+    );
+}
+
+/// A record of an External network that is gone is dropped, not put back on whatever adapter
+/// the next vSwitch has.
+#[test]
+fn addressing_kept_for_a_network_that_is_gone_is_dropped() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &[]);
+    let nic = adapter_named(&host, "Ethernet");
+    let mut stale = crate::installed::addressing::Addressing::of(&nic);
+    stale.network = Some("{00000000-0000-0000-0000-00000000dead}".into());
+    stale.dns_servers = vec![Ipv4Addr::new(10, 9, 9, 9)];
+    crate::installed::addressing::record(&host, &stale).expect("record");
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase");
+    assert_eq!(
+        crate::installed::addressing::recorded(&host),
+        None,
+        "{}",
+        read(&path)
+    );
+    assert!(
+        !adapter_named(&host, "vEthernet (Ethernet)")
+            .dns_servers
+            .contains(&Ipv4Addr::new(10, 9, 9, 9))
+    );
+}
+
+/// projectcalico/calico#4631 where HNS gives the vSwitch no management IP while its host
+/// adapter holds only an APIPA address: the static address is put back before the wait for
+/// the management IP, which then comes (calico v3.32.1 `Wait-ForManagementIP` would wait for
+/// ever).
+#[test]
+fn the_lost_static_address_is_put_back_before_the_wait_for_the_management_ip() {
+    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    host.set_vswitch_takes_dhcp(true).expect("set");
+    host.set_management_ip_needs_stable_address(true)
+        .expect("set");
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    let phase = node::start_phase(&host, &s, &log);
+    assert!(phase.is_ok(), "{phase:?} {}", read(&path));
+    let external = host
+        .hns_networks()
+        .expect("networks")
+        .into_iter()
+        .find(|n| n.name == "External")
+        .expect("External");
+    assert_eq!(external.management_ip.as_deref(), Some("10.0.0.6"));
+    assert!(read(&path).contains("management IP on the vSwitch: 10.0.0.6"));
+}

@@ -1,0 +1,116 @@
+//! A service stop during each of CalicoNode's and kube-proxy's waits ends it promptly, with the
+//! stop and not a timeout.
+
+use super::*;
+
+/// Runs the role's body until its log says it waits for `what`, then requests the stop: the
+/// body ends with the stop, cleanly, not with the wait's timeout (a minute away); returns the
+/// log.
+fn stops_while_waiting(host: &SimHost, s: &Settings, what: &str) -> String {
+    let (log, path) = log_for(host, s);
+    let stop = Stop::new();
+    std::thread::scope(|scope| {
+        let body = scope.spawn(|| run(host, s, &stop, &log));
+        let waiting = format!("waiting up to 60s for {what}");
+        let text = wait_for_log(&path, &waiting, 1);
+        assert!(text.contains(&waiting), "{text}");
+        stop.request();
+        let out = body.join().expect("join");
+        assert!(
+            out.is_ok(),
+            "the stop, not a timeout, ends the wait: {out:?}"
+        );
+    });
+    let text = read(&path);
+    assert!(
+        text.contains(&format!("stopped waiting for {what} after ")),
+        "{text}"
+    );
+    text
+}
+
+/// Settings whose waits last a minute.
+fn patient(role: Role) -> Settings {
+    let mut s = settings(role);
+    s.network_timeout = Duration::from_secs(60);
+    s.adapter_address_timeout = Duration::from_secs(60);
+    s
+}
+
+#[test]
+fn a_stop_ends_the_wait_for_a_usable_address() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &["node.startup_valid_ip_timeout=60s"]);
+    host.set_ipv4_addresses(vec![InterfaceAddress {
+        interface: "Ethernet".into(),
+        index: 4,
+        ip: Ipv4Addr::new(169, 254, 10, 20),
+        prefix_len: 16,
+    }])
+    .expect("addresses");
+    stops_while_waiting(
+        &host,
+        &patient(Role::Node),
+        "a usable IPv4 address (not 127/8 or 169.254/16)",
+    );
+    assert!(!init_done(&host).expect("read"));
+}
+
+#[test]
+fn a_stop_ends_the_wait_for_a_stable_adapter_address() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &["vxlan.adapter=Ethernet"]);
+    mark_preferred(&host, "Ethernet", false);
+    stops_while_waiting(
+        &host,
+        &patient(Role::Node),
+        "Ethernet to hold a stable IPv4 address (Preferred, not 169.254/16) before making the vSwitch on it",
+    );
+    assert!(network_ids(&host).is_empty(), "no vSwitch was made");
+}
+
+#[test]
+fn a_stop_ends_the_wait_for_the_management_ip() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    host.set_management_ip_pending(true).expect("pending");
+    stops_while_waiting(&host, &patient(Role::Node), "the vSwitch's management IP");
+    assert!(!init_done(&host).expect("read"));
+}
+
+/// After a boot, stale networks HNS refuses to delete (a denial is every time): the wait for
+/// them to go ends with the stop.
+#[test]
+fn a_stop_ends_the_wait_for_stale_networks_to_go() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let host = SimHost::open_or_create(dir.path(), None).expect("host");
+    install(&host, &[]);
+    let (log, _) = log_for(&host, &settings(Role::Node));
+    node::start_phase(&host, &settings(Role::Node), &log).expect("start phase");
+    host.reboot().expect("reboot");
+    let denied = SimHost::open_or_create(dir.path(), None)
+        .expect("host")
+        .with_fault(Some(Fault {
+            kind: FaultKind::Deny,
+            at: At::Op("delete HNS network".into()),
+        }));
+    stops_while_waiting(
+        &denied,
+        &patient(Role::Node),
+        "the stale HNS networks to be deleted",
+    );
+    assert!(!network_ids(&denied).is_empty());
+}
+
+#[test]
+fn a_stop_ends_kube_proxys_wait_for_calicos_network() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
+    host.write_file(
+        r"C:\k\kube-proxy.exe",
+        b"kube-proxy v1.33.2 (simulated)\n",
+        crate::host::Access::Normal,
+    )
+    .expect("write");
+    stops_while_waiting(&host, &patient(Role::KubeProxy), "the HNS network Calico");
+}
