@@ -34,6 +34,15 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         }
         (named, _) => named.to_vec(),
     };
+    if let (Some(ns), [_, _, ..]) = (&args.namespace, &nodes[..]) {
+        return Err(UsageError::new(
+            format!(
+                "verify --namespace {ns} verifies one node a run: the runs in a namespace given take turns, and its objects have fixed names"
+            ),
+            "run 'calicoctl-win verify --namespace' once for each node, or leave out --namespace (each node's run then gets a namespace of its own)",
+        )
+        .into());
+    }
     let c = ctx.require_cluster()?;
     let first = Options {
         image: args.image.clone(),

@@ -72,29 +72,32 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     let start = Instant::now();
     let reserve = CLEANUP_WAIT.min(o.timeout / 4);
     let checks_until = start + o.timeout - reserve;
-    let leftovers_removed = match &o.namespace {
+    let mut leftovers_removed = match &o.namespace {
         None => sweep(c)?,
-        // A turn is old by the API server's clock too (none is swept without its `Date`).
-        Some(ns) => match probe::server_now(c)? {
-            Some(now) => shared::sweep(c, ns, now, LEFTOVER_AGE_S)?,
-            None => Vec::new(),
-        },
+        // A killed run's objects in a namespace given are swept when its turn is taken over.
+        Some(_) => Vec::new(),
     };
     let nodes = shared::while_cordoned(probe::nodes(c)?, o);
     let m = matrix::plan(&o.node, &nodes, &o.image, o.egress.as_deref())?;
-    let name = match &o.namespace {
-        None => make_namespace(c, o)?,
+    let (name, held) = match &o.namespace {
+        None => (make_namespace(c, o)?, None),
         Some(ns) => {
-            shared::claim(c, ns, &o.suffix, checks_until, &o.interrupted)?;
-            ns.clone()
+            // Held for the run's own bounds: its checks, the pull, the clean-up.
+            let hold_for = o.timeout + o.pull_timeout + shared::HOLD_MARGIN;
+            let claimed =
+                shared::claim(c, (ns, &o.suffix), hold_for, checks_until, &o.interrupted)?;
+            leftovers_removed.extend(claimed.swept);
+            (ns.clone(), Some(claimed.held))
         }
     };
+    let held = held.as_ref();
     let (ledger, timed_out, pull) = match checks(c, o, &m, &name, checks_until) {
         Ok(done) => done,
         Err(e) => {
             // What was made goes, whatever stopped the run.
             if !o.keep_on_failure {
-                clean_up(c, o, &name, Instant::now() + reserve.max(POLL), &mut None);
+                let until = cleanup_until(o, Instant::now() + reserve.max(POLL));
+                clean_up(c, (&name, held), until, &mut None);
             }
             return Err(e.into());
         }
@@ -107,8 +110,8 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     let cleaned_up = if o.keep_on_failure && !passed {
         false
     } else {
-        let until = (start + o.timeout + pull).max(cleaning + POLL);
-        clean_up(c, o, &name, until, &mut clean_up_error)
+        let until = cleanup_until(o, (start + o.timeout + pull).max(cleaning + POLL));
+        clean_up(c, (&name, held), until, &mut clean_up_error)
     };
     Ok(Report {
         node: o.node.clone(),
@@ -165,17 +168,30 @@ fn sweep(c: &Cluster) -> Result<Vec<String>, ClusterError> {
     Ok(old)
 }
 
+/// How long a stopped run waits for what it made to go: a console closed gives the process
+/// about 5 s (Microsoft's `HandlerRoutine`), a pod's stop its grace period (30 s by default);
+/// the deletions are asked for at once, and what is not gone by then the next run removes.
+pub const STOPPED_CLEANUP_WAIT: Duration = Duration::from_secs(3);
+
+/// The end of the clean-up's wait: `until`, or soon when the run was stopped.
+fn cleanup_until(o: &Options, until: Instant) -> Instant {
+    if interrupted(o) {
+        until.min(Instant::now() + STOPPED_CLEANUP_WAIT)
+    } else {
+        until
+    }
+}
+
 /// Deletes the namespace and waits until it is gone, or `until` (in a namespace given, what
-/// the run made).
+/// the run made, and the turn `held` given back).
 fn clean_up(
     c: &Cluster,
-    o: &Options,
-    ns: &str,
+    (ns, held): (&str, Option<&shared::Held>),
     until: Instant,
     error: &mut Option<String>,
 ) -> bool {
-    if o.namespace.is_some() {
-        return shared::release(c, ns, until).unwrap_or_else(|e| {
+    if let Some(held) = held {
+        return shared::release(c, ns, held, until).unwrap_or_else(|e| {
             *error = Some(format!("{e} ({})", e.hint()));
             false
         });

@@ -118,7 +118,8 @@ fn the_plan_with_verify_runs_verify_after_the_reconfigure_and_is_what_the_contro
     assert_eq!(code, 0, "{err}");
     assert!(!plain.to_string().contains("calicoctl-win-verify"));
     assert!(
-        plain.to_string().contains("\"concurrency\":2") && !plain.to_string().contains("jobActiveDeadlineSecs"),
+        plain.to_string().contains("\"concurrency\":2")
+            && !plain.to_string().contains("jobActiveDeadlineSecs"),
         "{plain}"
     );
     // A migration moves nodes; it is not verified by the Plan.
