@@ -82,22 +82,63 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     let (name, held) = match &o.namespace {
         None => (make_namespace(c, o)?, None),
         Some(ns) => {
-            // Held for the run's own bounds: its checks, the pull, the clean-up.
-            let hold_for = o.timeout + o.pull_timeout + shared::HOLD_MARGIN;
-            let claimed =
-                shared::claim(c, (ns, &o.suffix), hold_for, checks_until, &o.interrupted)?;
+            let claimed = shared::claim(c, (ns, &o.suffix), checks_until, &o.interrupted)?;
             leftovers_removed.extend(claimed.swept);
             (ns.clone(), Some(claimed.held))
         }
     };
     let held = held.as_ref();
-    let (ledger, timed_out, pull) = match checks(c, o, &m, &name, checks_until) {
+    let run = Begun {
+        start,
+        reserve,
+        checks_until,
+        name: &name,
+        held,
+    };
+    let (mut report, cleaned) = std::thread::scope(|s| {
+        // The turn renewed while the run lives, its clean-up included.
+        if let Some(h) = held {
+            s.spawn(|| shared::keep(c, &name, h));
+        }
+        let done = checks_and_clean_up(c, o, &m, &run);
+        if let Some(h) = held {
+            h.stop();
+        }
+        done
+    })?;
+    report.leftovers_removed = leftovers_removed;
+    report.skipped = m.skipped;
+    report.cleanup_ms = ms(cleaned.elapsed());
+    report.took_ms = ms(start.elapsed());
+    Ok(report)
+}
+
+/// A run under way: its start, the clean-up's reserve, the checks' end, its namespace and
+/// the turn it holds there.
+struct Begun<'a> {
+    start: Instant,
+    reserve: Duration,
+    checks_until: Instant,
+    name: &'a str,
+    held: Option<&'a shared::Held>,
+}
+
+/// The checks run, then what the run made deleted (or kept on failure): the report and when
+/// the clean-up began.
+fn checks_and_clean_up(
+    c: &Cluster,
+    o: &Options,
+    m: &Matrix,
+    run: &Begun,
+) -> Result<(Report, Instant), RunError> {
+    let (name, held) = (run.name, run.held);
+    let (ledger, timed_out, pull) = match checks(c, o, m, name, run.checks_until) {
         Ok(done) => done,
         Err(e) => {
             // What was made goes, whatever stopped the run.
             if !o.keep_on_failure {
-                let until = cleanup_until(o, Instant::now() + reserve.max(POLL));
-                clean_up(c, (&name, held), until, &mut None);
+                let until = cleanup_until(o, Instant::now() + run.reserve.max(POLL));
+                clean_up(c, (name, held), until, &mut None);
             }
             return Err(e.into());
         }
@@ -108,28 +149,34 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     let cleaning = Instant::now();
     let mut clean_up_error = None;
     let cleaned_up = if o.keep_on_failure && !passed {
+        // Kept in a namespace given: the turn is held while they are looked at, then the
+        // next run deletes them.
+        if let Some(h) = held {
+            let _ = shared::keep_for(c, name, h, LEFTOVER_AGE_S);
+        }
         false
     } else {
-        let until = cleanup_until(o, (start + o.timeout + pull).max(cleaning + POLL));
-        clean_up(c, (&name, held), until, &mut clean_up_error)
+        let until = cleanup_until(o, (run.start + o.timeout + pull).max(cleaning + POLL));
+        clean_up(c, (name, held), until, &mut clean_up_error)
     };
-    Ok(Report {
+    let report = Report {
         node: o.node.clone(),
-        namespace: name,
+        namespace: name.to_owned(),
         image: o.image.clone(),
         checks: ledger.verdicts,
-        skipped: m.skipped,
+        skipped: Vec::new(),
         passed,
         timed_out,
         interrupted: stopped,
-        leftovers_removed,
+        leftovers_removed: Vec::new(),
         cleaned_up,
-        cleanup_ms: ms(cleaning.elapsed()),
+        cleanup_ms: 0,
         namespace_given: o.namespace.is_some(),
         clean_up_error,
-        took_ms: ms(start.elapsed()),
+        took_ms: 0,
         node_health: Vec::new(),
-    })
+    };
+    Ok((report, cleaning))
 }
 
 /// Makes the namespace; a name taken (a leftover of that name still being deleted, 409

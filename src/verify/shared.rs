@@ -3,7 +3,8 @@
 //! in that namespace (no namespace made or deleted, no pod made elsewhere). Its objects have
 //! fixed names, so runs in the one namespace take turns: a run holds the ConfigMap
 //! `calicoctl-win-verify-run`, which says which run holds it and until when (`run`,
-//! `expires`: the run's own bounds). Its create is refused, 409, while another run holds it
+//! `expires`), renewed every `RENEW` for `LEASE` while the run lives: a run killed outright
+//! (a console closed, its pod's container stopped, a kill) holds it at most `LEASE`. Its create is refused, 409, while another run holds it
 //! (kube-apiserver's create of an existing name, `staging/src/k8s.io/apiserver/pkg/registry/
 //! generic/registry/store.go` `Create`); a turn that ran out by the API server's clock is a
 //! killed run's and is taken over by an update that carries the resourceVersion read, so that
@@ -31,16 +32,36 @@ pub const TURN: &str = crate::cluster::verify_rights::TURN;
 const POLL: Duration = Duration::from_secs(1);
 /// How long a killed run's pods may take to go (the run's own clean-up waits as long).
 const RELEASE_WAIT: Duration = Duration::from_secs(60);
-/// A turn's lifetime beyond the run's own bounds: the API server's answers, the clean-up.
-pub const HOLD_MARGIN: Duration = Duration::from_secs(60);
+/// How long a turn holds without a renewal: the longest a killed run blocks the next.
+pub const LEASE: Duration = Duration::from_secs(60);
+/// How often a live run renews its turn: four renewals a lease, so that one or two refused
+/// or slow calls do not lose it.
+const RENEW: Duration = Duration::from_secs(15);
 const ROLES: [Role; 4] = [Role::Server, Role::Local, Role::Linux, Role::Remote];
 
 /// The turn as this run holds it: its run and the resourceVersion it last wrote, which its
-/// release and hand-on carry as their precondition.
-#[derive(Clone, Debug)]
+/// renewals, release and hand-on carry as their precondition; `done` once given back, kept
+/// or lost (the renewals stop).
+#[derive(Debug)]
 pub struct Held {
     run: String,
-    version: Option<String>,
+    version: std::sync::Mutex<Option<String>>,
+    done: AtomicBool,
+}
+
+impl Held {
+    /// The renewals stopped (the run is over).
+    pub fn stop(&self) {
+        drop(self.last());
+    }
+
+    /// The version last written, with the renewals stopped for good: the lock is held, so a
+    /// renewal under way ends first and none follows.
+    fn last(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        let v = self.version.lock().unwrap_or_else(|e| e.into_inner());
+        self.done.store(true, Ordering::SeqCst);
+        v
+    }
 }
 
 /// The turn taken: held, and the killed run (`NS/run`) whose objects were deleted, if any.
@@ -69,7 +90,47 @@ fn turn(run: &str, expires_s: i64, version: Option<String>) -> ConfigMap {
 fn held(run: &str, written: &ConfigMap) -> Held {
     Held {
         run: run.to_owned(),
-        version: written.metadata.resource_version.clone(),
+        version: std::sync::Mutex::new(written.metadata.resource_version.clone()),
+        done: AtomicBool::new(false),
+    }
+}
+
+fn lease_s() -> i64 {
+    i64::try_from(LEASE.as_secs()).unwrap_or(60)
+}
+
+/// Renews the turn every `RENEW` (for `LEASE` from the API server's time) until it is given
+/// back, kept or lost: run beside the run, on a thread of its own.
+pub fn keep(c: &Cluster, ns: &str, held: &Held) {
+    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
+    let mut next = Instant::now() + RENEW;
+    while !held.done.load(Ordering::SeqCst) {
+        if Instant::now() < next {
+            std::thread::sleep(Duration::from_millis(200));
+            continue;
+        }
+        next = Instant::now() + RENEW;
+        let now = probe::server_now(c).ok().flatten();
+        let expires = now.unwrap_or_else(crate::duration::now) + lease_s();
+        let mut version = held.version.lock().unwrap_or_else(|e| e.into_inner());
+        if held.done.load(Ordering::SeqCst) {
+            return;
+        }
+        let out = turn(&held.run, expires, version.clone());
+        let what = format!("configmaps/{TURN}");
+        match c.call(
+            "update",
+            &what,
+            api.replace(TURN, &PostParams::default(), &out),
+        ) {
+            Ok(w) => *version = w.metadata.resource_version,
+            // Taken over, or deleted: another run's turn now, never taken back.
+            Err(ClusterError::Api {
+                code: 409 | 404, ..
+            }) => held.done.store(true, Ordering::SeqCst),
+            // Tried again at the next renewal, within the lease.
+            Err(_) => {}
+        }
     }
 }
 
@@ -87,22 +148,21 @@ pub fn expiry(cm: &ConfigMap, leftover_age_s: i64) -> Option<i64> {
     }
 }
 
-/// Takes the namespace's turn for `hold_for`, waiting (within `deadline`) while another run
-/// holds it; a turn that ran out is taken over and its run's objects deleted.
+/// Takes the namespace's turn for `LEASE` (`keep` renews it), waiting (within `deadline`)
+/// while another run holds it; a turn that ran out is taken over and its run's objects
+/// deleted.
 pub fn claim(
     c: &Cluster,
     (ns, run): (&str, &str),
-    hold_for: Duration,
     deadline: Instant,
     interrupted: &AtomicBool,
 ) -> Result<Claimed, ClusterError> {
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
     let what = format!("configmaps/{TURN}");
     let pp = PostParams::default();
-    let hold_s = i64::try_from(hold_for.as_secs()).unwrap_or(i64::MAX / 2);
     loop {
         let now = probe::server_now(c)?;
-        let expires = now.unwrap_or_else(crate::duration::now) + hold_s;
+        let expires = now.unwrap_or_else(crate::duration::now) + lease_s();
         let refused = match c.call("create", &what, api.create(&pp, &turn(run, expires, None))) {
             Ok(made) => {
                 return Ok(Claimed {
@@ -159,9 +219,10 @@ pub fn release(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<boo
         return Ok(false);
     }
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
+    let version = held.last();
     let dp = DeleteParams {
         preconditions: Some(Preconditions {
-            resource_version: held.version.clone(),
+            resource_version: version.clone(),
             uid: None,
         }),
         ..Default::default()
@@ -180,8 +241,22 @@ pub fn release(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<boo
 /// The turn written as run out, while it is still this run's: the next run takes it over
 /// at once and deletes what is left.
 fn hand_on(c: &Cluster, ns: &str, held: &Held) -> Result<(), ClusterError> {
+    hold_until(c, ns, held, 0)
+}
+
+/// What the run made kept (`--keep-on-failure`): the turn held for `for_s` more seconds,
+/// then the next run takes it over and deletes them.
+pub fn keep_for(c: &Cluster, ns: &str, held: &Held, for_s: i64) -> Result<(), ClusterError> {
+    let now = probe::server_now(c)?.unwrap_or_else(crate::duration::now);
+    hold_until(c, ns, held, now + for_s)
+}
+
+/// The turn's last write, while it is still this run's: `expires` at `until_s`, no renewal
+/// after it.
+fn hold_until(c: &Cluster, ns: &str, held: &Held, until_s: i64) -> Result<(), ClusterError> {
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
-    let out = turn(&held.run, 0, held.version.clone());
+    let version = held.last();
+    let out = turn(&held.run, until_s, version.clone());
     let what = format!("configmaps/{TURN}");
     match c.call_opt(
         "update",

@@ -136,3 +136,50 @@ fn a_turn_taken_over_meanwhile_is_not_given_back_by_the_run_that_lost_it() {
     let kept = api.get(TURN).expect("the other run's turn is kept");
     assert_eq!(kept["data"]["run"], "other");
 }
+
+/// A run killed outright (no signal it can catch: a console's process ended, its pod's
+/// container stopped without one) holds the turn for at most its lease, one minute, not for
+/// the whole of a run's bounds: the run renews it while it lives.
+#[cfg(unix)]
+#[test]
+fn a_run_killed_outright_holds_the_turn_for_its_lease_only() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.never_ready = true;
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .args([
+            "verify",
+            "--node",
+            "win-a",
+            "--namespace",
+            NS,
+            "--kubeconfig",
+        ])
+        .arg(&kubeconfig)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let made = || {
+        api.lock()
+            .objects
+            .contains_key(&format!("/api/v1/namespaces/{NS}/pods/server"))
+    };
+    for _ in 0..600 {
+        if made() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(made(), "the run made its pods");
+    child.kill().expect("SIGKILL");
+    child.wait().expect("wait");
+    let turn = api.get(TURN).expect("the killed run's turn");
+    let expires: jiff::Timestamp = turn["data"]["expires"]
+        .as_str()
+        .expect("expires")
+        .parse()
+        .expect("a time");
+    let left = expires.as_second() - jiff::Timestamp::now().as_second();
+    assert!(left <= 60, "held {left} s more: {turn}");
+}
