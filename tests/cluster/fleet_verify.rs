@@ -382,6 +382,36 @@ fn the_daemonset_runs_verify_on_a_schedule_and_publishes_the_nodes_condition() {
         again["lastTransitionTime"], failed["lastTransitionTime"],
         "no new transition"
     );
+    // A run that cannot judge the node (here: the node is not Ready) leaves no older verdict
+    // standing: the condition is Unknown, VerifyNotRun, with why, and the command fails.
+    api.lock().dataplane.stuck_on.clear();
+    assert_eq!(run()["status"], "True");
+    api.set_node_ready("win-1", "False", "kubelet stopped posting node status");
+    let out = crate::support::on_node()
+        .envs(pod.env())
+        .args(["-o", "json", "--sim-host"])
+        .arg(node.sim())
+        .args(["service", "keep-token", "--once", "--verify-every", "6h"])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let n = api.get(path).expect("node");
+    let not_run = n["status"]["conditions"]
+        .as_array()
+        .expect("conditions")
+        .iter()
+        .find(|c| c["type"] == "CalicoWindowsTraffic")
+        .cloned()
+        .expect("the condition");
+    assert_eq!(not_run["status"], "Unknown", "{not_run}");
+    assert_eq!(not_run["reason"], "VerifyNotRun");
+    let why = not_run["message"].as_str().expect("message");
+    assert!(
+        why.contains("did not run") && why.contains("not Ready"),
+        "{why}"
+    );
+    assert!(not_run["lastTransitionTime"].is_string());
     // What the runs made is gone.
     let inside = "/api/v1/namespaces/calicoctl-win-verify/";
     let st = api.lock();
