@@ -252,9 +252,7 @@ pub fn on_interrupt(ctx: &mut Context, o: &crate::verify::run::Options) {
 /// control event (Ctrl-C, Ctrl-Break, the console's close, a logoff, a shutdown, the last
 /// being what a HostProcess container's stop sends).
 pub fn on_stop(ctx: &mut Context, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
-    if let Err(e) =
-        ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst))
-    {
+    if let Err(e) = crate::host::stop::on_stop(flag) {
         ctx.printer.warn(&format!(
             "Ctrl-C will not clean up ({e}): a run stopped that way leaves its namespace to the next run"
         ));
