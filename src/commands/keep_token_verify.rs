@@ -65,12 +65,15 @@ impl Schedule {
         let mut said = Vec::new();
         if Instant::now() >= self.stale_due {
             self.stale_due = Instant::now() + self.every;
-            let as_node = as_node(ctx, host, kubeconfig)?;
-            if let Some(c) = stale(current(&as_node, node).as_ref(), self.every) {
-                crate::cluster::node::set_condition(&as_node, node, &c)?;
-                said.push(format!(
+            // A look that fails is said; the run below goes on.
+            match mark_stale(ctx, host, (kubeconfig, node), self.every) {
+                Ok(true) => said.push(format!(
                     "verify: node {node}'s condition {CONDITION} was stale: Unknown ({STALE})"
-                ));
+                )),
+                Ok(false) => {}
+                Err(e) => ctx
+                    .printer
+                    .warn(&format!("cannot look whether {CONDITION} is stale: {e:#}")),
             }
         }
         if Instant::now() >= self.due {
@@ -81,6 +84,22 @@ impl Schedule {
         }
         Ok(said)
     }
+}
+
+/// Sets the condition Unknown (`VerifyStale`) when it says True on an old heartbeat:
+/// whether it did.
+fn mark_stale(
+    ctx: &Context,
+    host: &dyn Host,
+    (kubeconfig, node): (&str, &str),
+    every: Duration,
+) -> anyhow::Result<bool> {
+    let as_node = as_node(ctx, host, kubeconfig)?;
+    let Some(c) = stale(current(&as_node, node).as_ref(), every) else {
+        return Ok(false);
+    };
+    crate::cluster::node::set_condition(&as_node, node, &c)?;
+    Ok(true)
 }
 
 /// The second of each interval at which `node` runs: FNV-1a of its name (stable across
