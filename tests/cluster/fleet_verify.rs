@@ -386,7 +386,14 @@ fn the_daemonset_runs_verify_on_a_schedule_and_publishes_the_nodes_condition() {
     // standing: the condition is Unknown, VerifyNotRun, with why, and the command fails.
     api.lock().dataplane.stuck_on.clear();
     assert_eq!(run()["status"], "True");
-    api.set_node_ready("win-1", "False", "kubelet stopped posting node status");
+    // Its Ready condition False, the True verdict beside it kept.
+    let mut n = api.get(path).expect("node");
+    for c in n["status"]["conditions"].as_array_mut().expect("conditions") {
+        if c["type"] == "Ready" {
+            c["status"] = json!("False");
+        }
+    }
+    api.put(path, n);
     let out = crate::support::on_node()
         .envs(pod.env())
         .args(["-o", "json", "--sim-host"])
