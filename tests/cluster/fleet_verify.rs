@@ -388,7 +388,10 @@ fn the_daemonset_runs_verify_on_a_schedule_and_publishes_the_nodes_condition() {
     assert_eq!(run()["status"], "True");
     // Its Ready condition False, the True verdict beside it kept.
     let mut n = api.get(path).expect("node");
-    for c in n["status"]["conditions"].as_array_mut().expect("conditions") {
+    for c in n["status"]["conditions"]
+        .as_array_mut()
+        .expect("conditions")
+    {
         if c["type"] == "Ready" {
             c["status"] = json!("False");
         }
