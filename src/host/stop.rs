@@ -34,7 +34,7 @@ pub fn hold(event: u32) -> Duration {
 pub fn on_stop(flag: Arc<AtomicBool>) -> Result<(), String> {
     #[cfg(windows)]
     {
-        super::windows::console::on_stop(flag).map_err(|e| e.to_string())
+        super::windows::console::on_stop(flag, hold).map_err(|e| e.to_string())
     }
     #[cfg(not(windows))]
     {

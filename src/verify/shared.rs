@@ -37,6 +37,9 @@ pub const LEASE: Duration = Duration::from_secs(60);
 /// How often a live run renews its turn: four renewals a lease, so that one or two refused
 /// or slow calls do not lose it.
 const RENEW: Duration = Duration::from_secs(15);
+/// A turn written without `expires` (by an older calicoctl-win) runs out this long after its
+/// creation: longer than any run and its clean-up, as a killed run's namespace (run.rs).
+const UNDATED_TURN_AGE_S: i64 = 15 * 60;
 const ROLES: [Role; 4] = [Role::Server, Role::Local, Role::Linux, Role::Remote];
 
 /// The turn as this run holds it: its run and the resourceVersion it last wrote, which its
@@ -176,7 +179,7 @@ pub fn claim(
         // Run out by the API server's clock (none is taken over without its `Date`).
         if let Some(now) = now
             && let Some(current) = c.call_opt("get", &what, api.get(TURN))?
-            && expiry(&current, super::run::LEFTOVER_AGE_S).is_some_and(|t| now > t)
+            && expiry(&current, UNDATED_TURN_AGE_S).is_some_and(|t| now > t)
         {
             let version = current.metadata.resource_version.clone();
             match c.call(
