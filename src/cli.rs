@@ -614,11 +614,15 @@ pub struct FleetPlanArgs {
     pub version: Option<String>,
     /// After each node's reconfigure, the Plan's job runs 'verify' for it (in the namespace
     /// calicoctl-win-verify, which the manifests make, with its roles for the jobs' account):
-    /// a node that does not pass traffic fails its job, stays cordoned and stops the rollout
+    /// a node that does not pass traffic fails its job, stays cordoned and stops the rollout.
+    /// One node at a time (the runs take turns in that namespace); the job's deadline is the
+    /// drain's, reconfigure's and verify's bounds
     #[arg(long, conflicts_with = "migrate")]
     pub verify: bool,
     /// The DaemonSet's pod runs 'verify' for its node this often (off by default; at least
-    /// 10m) and publishes the result in the Node's condition CalicoWindowsTraffic
+    /// 10m), each node at its own moment of it, and publishes the result in the Node's
+    /// condition CalicoWindowsTraffic (Unknown when a run could not judge the node, or the last
+    /// True is older than two intervals)
     #[arg(long, value_name = "DURATION", value_parser = verify_every, conflicts_with = "migrate")]
     pub verify_every: Option<std::time::Duration>,
     /// Roll a migration instead of a reconfigure: a Plan that runs 'migrate to-operator' or
@@ -1266,9 +1270,9 @@ pub struct KeepTokenArgs {
     /// Check (and replace) once, then exit
     #[arg(long)]
     pub once: bool,
-    /// Also run 'verify' for this node every DURATION (in calicoctl-win-verify, with this
-    /// pod's account) and publish the result in the Node's condition CalicoWindowsTraffic
-    /// (with --once: once, at once)
+    /// Also run 'verify' for this node every DURATION, at the node's own moment of it (in
+    /// calicoctl-win-verify, with this pod's account), and publish the result in the Node's
+    /// condition CalicoWindowsTraffic (with --once: once, at once)
     #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
     pub verify_every: Option<std::time::Duration>,
 }

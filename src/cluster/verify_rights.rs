@@ -115,6 +115,13 @@ pub const IN_NAMESPACE: &[Right] = &[
     r(
         "configmaps",
         "",
+        &["update"],
+        TURNS,
+        "a killed run's turn taken over",
+    ),
+    r(
+        "configmaps",
+        "",
         &["delete"],
         TURNS,
         "a run's turn given back",

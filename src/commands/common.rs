@@ -245,10 +245,14 @@ pub fn verify_after(
 /// Ctrl-C or a termination signal stops the run where it is; it deletes what it made before
 /// the command exits. (A kill that cannot be caught leaves the namespace to the next run.)
 pub fn on_interrupt(ctx: &mut Context, o: &crate::verify::run::Options) {
-    let flag = o.interrupted.clone();
-    if let Err(e) =
-        ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst))
-    {
+    on_stop(ctx, o.interrupted.clone());
+}
+
+/// The stop signal sets `flag`: Ctrl-C, a termination signal, and on Windows every console
+/// control event (Ctrl-C, Ctrl-Break, the console's close, a logoff, a shutdown, the last
+/// being what a HostProcess container's stop sends).
+pub fn on_stop(ctx: &mut Context, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    if let Err(e) = crate::host::stop::on_stop(flag) {
         ctx.printer.warn(&format!(
             "Ctrl-C will not clean up ({e}): a run stopped that way leaves its namespace to the next run"
         ));

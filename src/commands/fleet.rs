@@ -5,9 +5,10 @@ use crate::cli::{Engine, FleetPlanArgs, FleetRbacArgs, MigrateDirection};
 use crate::context::Context;
 use crate::error::UsageError;
 use crate::k8s_name;
-use crate::render::fleet::{Fleet, Migration};
+use crate::render::fleet::{Fleet, Migration, VerifyJob};
 use anyhow::Context as _;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let fleet = fleet(args, ctx)?;
@@ -39,7 +40,7 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ));
         ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
     }
-    if fleet.verify || fleet.verify_every.is_some() {
+    if fleet.verify.is_some() || fleet.verify_every.is_some() {
         docs.extend(verify_roles(&fleet, &args.namespace));
     }
     docs.push(serde_json::to_value(fleet.secret())?);
@@ -385,6 +386,7 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         .into());
     }
     let migrate = migration(args)?;
+    let concurrency = concurrency(args, migrate.is_some())?;
     Ok(Fleet {
         name,
         namespace: args.namespace.clone(),
@@ -393,17 +395,44 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         service_account,
         config_secret,
         config,
-        concurrency: args
-            .concurrency
-            .unwrap_or(if migrate.is_some() { 1 } else { 2 }),
+        concurrency,
         node_selector: node_selector(&args.node_selector)?,
         drain_timeout: args.drain_timeout,
         force: args.force,
         delete_emptydir_data: args.delete_emptydir_data,
         migrate,
-        verify: args.verify,
+        verify: args.verify.then_some(VERIFY_JOB),
         verify_every: args.verify_every,
     })
+}
+
+/// The Plan's `verify` bounds: verify's defaults, and reconfigure's own waits at theirs
+/// (`--wait-timeout` 5m, then `--service-timeout` 1m for each stop and each start of the four
+/// services).
+pub(crate) const VERIFY_JOB: VerifyJob = VerifyJob {
+    timeout: Duration::from_secs(120),
+    pull_timeout: crate::verify::options::PULL_TIMEOUT,
+    reconfigure: Duration::from_secs(5 * 60 + 8 * 60),
+};
+
+/// Nodes changed at once: as given, else 2 (1 for a migration or with `--verify`). With
+/// `--verify` only 1: the jobs' `verify` runs take turns in the one namespace
+/// (`verify::shared`), so a second node's job would wait out its `--timeout` for the turn and
+/// fail.
+fn concurrency(args: &FleetPlanArgs, migrating: bool) -> Result<u32, UsageError> {
+    if args.verify
+        && let Some(n) = args.concurrency.filter(|n| *n > 1)
+    {
+        return Err(UsageError::new(
+            format!(
+                "--concurrency {n} with --verify: the jobs' verify runs take turns in the one namespace calicoctl-win-verify, so every job but one would wait for the turn until its --timeout and fail"
+            ),
+            "leave out --concurrency (1 with --verify), or leave out --verify and run 'calicoctl-win verify' after the rollout",
+        ));
+    }
+    Ok(args
+        .concurrency
+        .unwrap_or(if migrating || args.verify { 1 } else { 2 }))
 }
 
 /// The Plan's (and DaemonSet's) name, the jobs' account and the config's Secret: as given,
@@ -504,4 +533,28 @@ fn node_selector(flags: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
             .into()),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    /// The Plan's deadline counts reconfigure's and verify's waits at their flags' defaults.
+    #[test]
+    fn the_verify_jobs_bounds_are_the_flags_defaults() {
+        use crate::cli::{Cli, Command};
+        let parse = |argv: &[&str]| Cli::try_parse_from(argv).expect("parses").command;
+        let Command::Reconfigure(r) = parse(&["calicoctl-win", "reconfigure"]) else {
+            panic!("reconfigure")
+        };
+        assert_eq!(
+            r.wait_timeout + 8 * r.service_timeout,
+            super::VERIFY_JOB.reconfigure
+        );
+        let Command::Verify(v) = parse(&["calicoctl-win", "verify"]) else {
+            panic!("verify")
+        };
+        assert_eq!(v.timeout, super::VERIFY_JOB.timeout);
+        assert_eq!(v.pull_timeout, super::VERIFY_JOB.pull_timeout);
+    }
 }

@@ -42,25 +42,24 @@ pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
     // A look that fails (the server refuses this pod's request too) is tried again later and
     // later, up to five minutes, so that a persistent refusal is not said every 20 s.
     let mut pause = args.every;
-    // The first scheduled verify one period after the start (a rolled DaemonSet starts every
-    // node's pod at once), or at once with --once.
-    let mut verify_due = args
+    // The scheduled verify at the node's own moment of each period (a rolled DaemonSet
+    // starts every node's pod at once), or at once with --once; the stop signal (Ctrl-C, a
+    // console's close, the container's stop) ends a run under way with its clean-up.
+    let mut schedule = args
         .verify_every
-        .map(|d| std::time::Instant::now() + if args.once { Duration::ZERO } else { d });
+        .map(|every| super::keep_token_verify::Schedule::new(every, &node, args.once));
+    if let Some(s) = &schedule {
+        super::common::on_stop(ctx, s.stop.clone());
+    }
     loop {
-        if let (Some(due), Some(every)) = (verify_due, args.verify_every)
-            && std::time::Instant::now() >= due
-        {
-            verify_due = Some(std::time::Instant::now() + every);
-            match super::keep_token_verify::verify_and_publish(
-                ctx,
-                host.as_ref(),
-                &kubeconfig,
-                &node,
-            ) {
-                Ok(said) => ctx.printer.text(&said),
+        if let Some(s) = schedule.as_mut() {
+            match s.tick(ctx, host.as_ref(), (&kubeconfig, &node)) {
+                Ok(said) => said.iter().for_each(|l| ctx.printer.text(l)),
                 Err(e) if args.once => return Err(e),
                 Err(e) => ctx.printer.warn(&format!("{e:#}")),
+            }
+            if s.stop.load(std::sync::atomic::Ordering::SeqCst) {
+                return Ok(());
             }
         }
         let result = look(ctx, host.as_ref(), &kubeconfig, &node);
@@ -93,8 +92,26 @@ pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
         if args.once {
             return Ok(());
         }
-        std::thread::sleep(pause);
+        if sleep_unless_stopped(pause, schedule.as_ref().map(|s| &*s.stop)) {
+            return Ok(());
+        }
     }
+}
+
+/// Sleeps `pause`, or until `stop` is set (then `true`).
+fn sleep_unless_stopped(pause: Duration, stop: Option<&std::sync::atomic::AtomicBool>) -> bool {
+    let Some(stop) = stop else {
+        std::thread::sleep(pause);
+        return false;
+    };
+    let until = std::time::Instant::now() + pause;
+    while std::time::Instant::now() < until {
+        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(250).min(pause));
+    }
+    stop.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// One look: `None` while the API server takes calico-node's token; else the new token

@@ -5,84 +5,250 @@
 //! "sentence [code]", heartbeat, a transition time only when the status changes) and set as
 //! CalicoNode sets that one: with calico-node's own credential, whose ClusterRole may patch
 //! `nodes/status` (projectcalico/calico v3.31.7 `manifests/calico.yaml`), so the fleet's
-//! account gets no right to change Nodes' status.
+//! account gets no right to change Nodes' status. Its reasons: `TrafficPasses` (True),
+//! `TrafficFails` (False), `VerifyNotRun` and `VerifyStale` (Unknown).
 
 use crate::cluster::{Cluster, credentials};
 use crate::context::Context;
 use crate::host::Host;
 use crate::verify::judge::Outcome;
 use crate::verify::run::{self, Options, Report, RunError};
+use k8s_openapi::api::core::v1::{Node, NodeCondition};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 /// The condition's type.
 pub const CONDITION: &str = "CalicoWindowsTraffic";
 /// At most this many failing checks are named in the message (as CalicoNode's condition).
 const MAX_REASONS: usize = 10;
+/// The longest message the condition carries (a cluster error's text included).
+const MAX_MESSAGE: usize = 1024;
+/// The reason of an Unknown set because the node's run did not judge it.
+pub const NOT_RUN: &str = "VerifyNotRun";
+/// The reason of an Unknown set because the last True is older than two intervals.
+pub const STALE: &str = "VerifyStale";
+
+/// The scheduled runs of one node: at the same moment of each interval, its phase, spread
+/// over the interval by its name (`phase_s`), so that the fleet's nodes do not all ask for
+/// the one namespace's turn at once.
+pub struct Schedule {
+    every: Duration,
+    due: Instant,
+    stale_due: Instant,
+    /// Set by the stop signal: the run under way stops and cleans up, the loop ends.
+    pub stop: Arc<AtomicBool>,
+}
+
+impl Schedule {
+    /// The first run at the node's phase, or at once (`once`).
+    pub fn new(every: Duration, node: &str, once: bool) -> Self {
+        let now = Instant::now();
+        let wait = until_next(node, every, crate::duration::now());
+        Self {
+            every,
+            due: now + if once { Duration::ZERO } else { wait },
+            // A True left from before this pod (its pod was gone for long) is judged at once.
+            stale_due: if once { now + every } else { now },
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Runs what is due: the staleness look, the run and its verdict. What was done, in
+    /// words; an error when the run did not judge the node.
+    pub fn tick(
+        &mut self,
+        ctx: &mut Context,
+        host: &dyn Host,
+        (kubeconfig, node): (&str, &str),
+    ) -> anyhow::Result<Vec<String>> {
+        let mut said = Vec::new();
+        if Instant::now() >= self.stale_due {
+            self.stale_due = Instant::now() + self.every;
+            // A look that fails is said; the run below goes on.
+            match mark_stale(ctx, host, (kubeconfig, node), self.every) {
+                Ok(true) => said.push(format!(
+                    "verify: node {node}'s condition {CONDITION} was stale: Unknown ({STALE})"
+                )),
+                Ok(false) => {}
+                Err(e) => ctx
+                    .printer
+                    .warn(&format!("cannot look whether {CONDITION} is stale: {e:#}")),
+            }
+        }
+        if Instant::now() >= self.due {
+            let result = verify_and_publish(ctx, host, (kubeconfig, node), &self.stop);
+            let next = until_next(node, self.every, crate::duration::now());
+            self.due = Instant::now() + if next.is_zero() { self.every } else { next };
+            said.push(result?);
+        }
+        Ok(said)
+    }
+}
+
+/// Sets the condition Unknown (`VerifyStale`) when it says True on an old heartbeat:
+/// whether it did.
+fn mark_stale(
+    ctx: &Context,
+    host: &dyn Host,
+    (kubeconfig, node): (&str, &str),
+    every: Duration,
+) -> anyhow::Result<bool> {
+    let as_node = as_node(ctx, host, kubeconfig)?;
+    let Some(c) = stale(current(&as_node, node).as_ref(), every) else {
+        return Ok(false);
+    };
+    crate::cluster::node::set_condition(&as_node, node, &c)?;
+    Ok(true)
+}
+
+/// The second of each interval at which `node` runs: FNV-1a of its name (stable across
+/// builds and hosts, unlike std's hasher) over the interval's seconds.
+pub fn phase_s(node: &str, every: Duration) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in node.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h % every.as_secs().max(1)
+}
+
+/// How long, at unix time `now`, until `node`'s next run.
+pub fn until_next(node: &str, every: Duration, now: i64) -> Duration {
+    let e = every.as_secs().max(1);
+    let into = u64::try_from(now.rem_euclid(i64::try_from(e).unwrap_or(i64::MAX))).unwrap_or(0);
+    Duration::from_secs((phase_s(node, every) + e - into) % e)
+}
 
 /// Runs verify for `node` and sets the condition: what was done, in words. A run that could
-/// not judge the node (cordoned or not Ready, another run's turn held to the end, the cluster
-/// refusing) sets nothing: the condition keeps its last verdict and heartbeat.
+/// not judge the node (its turn not taken, the node cordoned or not Ready, the cluster
+/// refusing, the run stopped) sets the condition Unknown (`VerifyNotRun`, with why) rather
+/// than leave an older verdict standing, and is an error.
 pub fn verify_and_publish(
     ctx: &mut Context,
     host: &dyn Host,
-    kubeconfig: &str,
-    node: &str,
+    (kubeconfig, node): (&str, &str),
+    stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<String> {
-    let cluster = ctx.connect_cluster()?.ok_or_else(|| {
-        anyhow::anyhow!("verify needs the pod's own credential, and this process has none")
-    })?;
-    let o = Options {
-        namespace: Some(crate::cluster::verify_rights::NAMESPACE.to_owned()),
-        ..Options::for_node(node)
-    };
-    let report = match run::run(&cluster, &o) {
-        Ok(r) => r,
-        Err(RunError::Plan(e)) => anyhow::bail!("verify did not run: {e}"),
-        Err(RunError::Cluster(e)) => anyhow::bail!("verify did not run: {e} ({})", e.hint()),
-    };
+    let ran = run_once(ctx, node, stop);
     // The verdict in the node's metrics too; metrics never stop the run.
     use crate::installed::metrics::{VERIFY_FILE, VERIFY_PASSED, set};
-    if let Err(e) = set(host, VERIFY_FILE, VERIFY_PASSED, u64::from(report.passed)) {
+    if let Ok(r) = &ran
+        && let Err(e) = set(host, VERIFY_FILE, VERIFY_PASSED, u64::from(r.passed))
+    {
         ctx.printer
             .warn(&format!("cannot keep verify's verdict in its metrics: {e}"));
     }
+    let as_node = as_node(ctx, host, kubeconfig)?;
+    let before = current(&as_node, node).map(|c| c.status);
+    let before = before.as_deref();
+    let c = match &ran {
+        Ok(r) if r.interrupted => unknown(
+            NOT_RUN,
+            "verify was stopped before its verdict (its pod or service is stopping)",
+            before,
+        ),
+        Ok(r) => condition(r, before),
+        Err(why) => unknown(NOT_RUN, &format!("verify did not run: {why}"), before),
+    };
+    crate::cluster::node::set_condition(&as_node, node, &c)?;
+    let status = c["status"].as_str().unwrap_or_default();
+    match ran {
+        Ok(r) => Ok(format!(
+            "verify: node {node} {}; condition {CONDITION} {status}",
+            if r.passed {
+                "passes traffic"
+            } else {
+                "does not pass traffic"
+            },
+        )),
+        Err(why) => anyhow::bail!("verify did not run: {why}; condition {CONDITION} {status}"),
+    }
+}
+
+/// One run in verify's namespace with the pod's own credential, stopped by `stop`.
+fn run_once(ctx: &mut Context, node: &str, stop: &Arc<AtomicBool>) -> Result<Report, String> {
+    let cluster = match ctx.connect_cluster() {
+        Ok(Some(c)) => c,
+        Ok(None) => return Err("this process has no credential of its own (the pod's)".into()),
+        Err(e) => return Err(format!("{e} ({})", e.hint())),
+    };
+    let o = Options {
+        namespace: Some(crate::cluster::verify_rights::NAMESPACE.to_owned()),
+        interrupted: stop.clone(),
+        ..Options::for_node(node)
+    };
+    if stop.load(Ordering::SeqCst) {
+        return Err("stopped before it began".into());
+    }
+    match run::run(&cluster, &o) {
+        Ok(r) => Ok(r),
+        Err(RunError::Plan(e)) => Err(e.to_string()),
+        Err(RunError::Cluster(e)) => Err(format!("{e} ({})", e.hint())),
+    }
+}
+
+/// calico-node's own credential, which may patch `nodes/status`.
+fn as_node(ctx: &Context, host: &dyn Host, kubeconfig: &str) -> anyhow::Result<Cluster> {
     let token = credentials::node_token(host, kubeconfig)?
         .ok_or_else(|| anyhow::anyhow!("calico-node has no token in {kubeconfig}"))?;
     let text = host
         .read_file(kubeconfig)?
         .ok_or_else(|| anyhow::anyhow!("{kubeconfig} is missing"))?;
-    let as_node = Cluster::connect_as_node(
+    Ok(Cluster::connect_as_node(
         kubeconfig,
         &String::from_utf8_lossy(&text),
         &token,
         &ctx.env,
-    )?;
-    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(as_node.client.clone());
-    let before = as_node
-        .call_opt("get", &format!("nodes/{node}"), nodes.get(node))
-        .ok()
-        .flatten()
-        .and_then(|n| status_of(&n));
-    let c = condition(&report, before.as_deref());
-    crate::cluster::node::set_condition(&as_node, node, &c)?;
-    Ok(format!(
-        "verify: node {node} {}; condition {CONDITION} {}",
-        if report.passed {
-            "passes traffic"
-        } else {
-            "does not pass traffic"
-        },
-        c["status"].as_str().unwrap_or_default()
-    ))
+    )?)
 }
 
-fn status_of(n: &k8s_openapi::api::core::v1::Node) -> Option<String> {
-    n.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
+/// The Node's condition as it is (none when it cannot be read).
+fn current(as_node: &Cluster, node: &str) -> Option<NodeCondition> {
+    let nodes: kube::Api<Node> = kube::Api::all(as_node.client.clone());
+    let n = as_node
+        .call_opt("get", &format!("nodes/{node}"), nodes.get(node))
+        .ok()
+        .flatten()?;
+    n.status?
+        .conditions?
+        .into_iter()
         .find(|c| c.type_ == CONDITION)
-        .map(|c| c.status.clone())
+}
+
+/// The condition set Unknown for `reason`, given the status the Node carries (`before`).
+pub fn unknown(reason: &str, message: &str, before: Option<&str>) -> serde_json::Value {
+    let now = crate::duration::time_text(crate::duration::now());
+    let mut c = serde_json::json!({
+        "type": CONDITION,
+        "status": "Unknown",
+        "reason": reason,
+        "message": message.chars().take(MAX_MESSAGE).collect::<String>(),
+        "lastHeartbeatTime": now,
+    });
+    if before != Some("Unknown") {
+        c["lastTransitionTime"] = serde_json::json!(now);
+    }
+    c
+}
+
+/// The Unknown (`VerifyStale`) a True older than two intervals becomes: no run has
+/// published since (the pod was gone, or its runs cannot publish).
+pub fn stale(c: Option<&NodeCondition>, every: Duration) -> Option<serde_json::Value> {
+    let c = c.filter(|c| c.status == "True")?;
+    let beat = c.last_heartbeat_time.as_ref().map(|t| t.0.as_second());
+    let two = i64::try_from(2 * every.as_secs()).unwrap_or(i64::MAX);
+    if beat.is_some_and(|b| crate::duration::now() - b <= two) {
+        return None;
+    }
+    let at = beat.map_or_else(|| "an unknown time".to_owned(), crate::duration::time_text);
+    Some(unknown(
+        STALE,
+        &format!(
+            "the last verdict (True, at {at}) is older than two intervals ({}): verify has not published since",
+            crate::duration::show(2 * every)
+        ),
+        Some("True"),
+    ))
 }
 
 /// The condition a report sets, given the status the Node carries (`before`).
@@ -125,4 +291,53 @@ pub fn condition(r: &Report, before: Option<&str>) -> serde_json::Value {
         c["lastTransitionTime"] = serde_json::json!(now);
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_node_runs_at_its_own_moment_of_the_interval_and_keeps_it() {
+        let every = Duration::from_secs(6 * 3600);
+        let phases: std::collections::BTreeSet<u64> = (1..=20)
+            .map(|i| phase_s(&format!("win-{i}"), every))
+            .collect();
+        assert!(phases.len() >= 19, "{phases:?}");
+        assert!(phases.iter().all(|p| *p < every.as_secs()));
+        // The same node, the same moment: deterministic, whenever its pod started.
+        let p = phase_s("win-1", every);
+        assert_eq!(p, phase_s("win-1", every));
+        let start = 1_800_000_000_i64;
+        for t in [start, start + 17, start + 5000] {
+            let wait = until_next("win-1", every, t).as_secs();
+            let at = u64::try_from(t).expect("positive") + wait;
+            assert_eq!(at % every.as_secs(), p, "{t}");
+            assert!(wait < every.as_secs());
+        }
+    }
+
+    fn cond(status: &str, age_s: i64) -> NodeCondition {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        let at = jiff::Timestamp::from_second(crate::duration::now() - age_s).expect("time");
+        NodeCondition {
+            type_: CONDITION.into(),
+            status: status.into(),
+            last_heartbeat_time: Some(Time(at)),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_true_older_than_two_intervals_becomes_unknown_stale() {
+        let every = Duration::from_secs(600);
+        assert!(stale(Some(&cond("True", 1100)), every).is_none());
+        let s = stale(Some(&cond("True", 1300)), every).expect("stale");
+        assert_eq!(s["status"], "Unknown");
+        assert_eq!(s["reason"], STALE);
+        assert!(s["lastTransitionTime"].is_string());
+        // A False or an Unknown stays what it is; no condition is nothing to mark.
+        assert!(stale(Some(&cond("False", 99_999)), every).is_none());
+        assert!(stale(None, every).is_none());
+    }
 }

@@ -34,6 +34,7 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         }
         (named, _) => named.to_vec(),
     };
+    one_node_in_a_namespace_given(args, &nodes)?;
     let c = ctx.require_cluster()?;
     let first = Options {
         image: args.image.clone(),
@@ -92,6 +93,20 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
     match failed {
         None => Ok(()),
         Some(e) => Err(e.into()),
+    }
+}
+
+/// `--namespace` with more than one node is refused: the runs in a namespace given take turns
+/// and their objects have fixed names.
+fn one_node_in_a_namespace_given(args: &VerifyArgs, nodes: &[String]) -> Result<(), UsageError> {
+    match (&args.namespace, nodes) {
+        (Some(ns), [_, _, ..]) => Err(UsageError::new(
+            format!(
+                "verify --namespace {ns} verifies one node a run: the runs in a namespace given take turns, and its objects have fixed names"
+            ),
+            "run 'calicoctl-win verify --namespace' once for each node, or leave out --namespace (each node's run then gets a namespace of its own)",
+        )),
+        _ => Ok(()),
     }
 }
 

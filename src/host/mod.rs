@@ -26,6 +26,7 @@ pub mod select;
 pub mod services;
 pub mod sharing;
 pub mod sim;
+pub mod stop;
 pub mod system;
 pub mod uplink;
 #[cfg(windows)]

@@ -137,11 +137,42 @@ pub struct Fleet {
     pub delete_emptydir_data: bool,
     /// The migration the Plan rolls instead of a reconfigure.
     pub migrate: Option<Migration>,
-    /// The Plan's job runs `verify` for its node after the reconfigure (`fleet plan --verify`).
-    pub verify: bool,
+    /// The Plan's job runs `verify` for its node after the reconfigure (`fleet plan --verify`),
+    /// within these bounds.
+    pub verify: Option<VerifyJob>,
     /// The DaemonSet's pod runs `verify` for its node this often and publishes the result in
     /// the Node's condition (`fleet plan --verify-every`).
     pub verify_every: Option<std::time::Duration>,
+}
+
+/// The bounds of a Plan's job that runs `verify` after the reconfigure: the job's deadline is
+/// their sum with the drain's timeout and `VERIFY_JOB_MARGIN`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VerifyJob {
+    /// `verify --timeout`, passed on the job's command line.
+    pub timeout: std::time::Duration,
+    /// `verify --pull-timeout`, passed on the job's command line.
+    pub pull_timeout: std::time::Duration,
+    /// The longest the reconfigure's own waits take with their defaults.
+    pub reconfigure: std::time::Duration,
+}
+
+/// What a verify job may take besides its bounds: the images' start, the API server's answers,
+/// the job's pod scheduled.
+pub const VERIFY_JOB_MARGIN: std::time::Duration = std::time::Duration::from_secs(300);
+
+impl VerifyJob {
+    /// The job's `activeDeadlineSeconds`: system-upgrade-controller v0.19.0 gives a Plan's
+    /// job `spec.jobActiveDeadlineSecs` when it is above 0, else its
+    /// `SYSTEM_UPGRADE_JOB_ACTIVE_DEADLINE_SECONDS` (600 s by default), and clamps either to
+    /// `SYSTEM_UPGRADE_JOB_ACTIVE_DEADLINE_SECONDS_MAX` when that is set
+    /// (`pkg/upgrade/job/job.go`, `New`; `pkg/apis/upgrade.cattle.io/v1/types.go`,
+    /// `PlanSpec.JobActiveDeadlineSecs`). The job's deadline counts from its start, so the
+    /// controller's drain (an init container) is in it.
+    pub fn deadline_secs(&self, drain: std::time::Duration) -> i64 {
+        let all = drain + self.reconfigure + self.pull_timeout + self.timeout + VERIFY_JOB_MARGIN;
+        i64::try_from(all.as_secs()).unwrap_or(i64::MAX)
+    }
 }
 
 /// A migration rolled by the Plan (`fleet plan --migrate`): `migrate to-operator` or
@@ -242,7 +273,7 @@ impl Fleet {
     /// fails the job, which leaves the node cordoned and holds its slot.
     fn plan_args(&self) -> Vec<String> {
         let mut args = self.args(true);
-        if self.verify && self.migrate.is_none() {
+        if let (Some(v), None) = (&self.verify, &self.migrate) {
             args.extend(["&&".to_owned(), Self::exe()]);
             args.extend(
                 [
@@ -259,6 +290,12 @@ impl Fleet {
                 ]
                 .map(String::from),
             );
+            // The bounds the job's deadline is made of, said rather than defaulted.
+            args.push(format!("--timeout={}", crate::duration::show(v.timeout)));
+            args.push(format!(
+                "--pull-timeout={}",
+                crate::duration::show(v.pull_timeout)
+            ));
         }
         args
     }
@@ -381,7 +418,11 @@ impl Fleet {
                     delete_emptydir_data: self.delete_emptydir_data,
                     force: self.force,
                 }),
-                job_active_deadline_secs: self.migrate.as_ref().map(Migration::deadline_secs),
+                job_active_deadline_secs: match (&self.migrate, &self.verify) {
+                    (Some(m), _) => Some(m.deadline_secs()),
+                    (None, Some(v)) => Some(v.deadline_secs(self.drain_timeout)),
+                    (None, None) => None,
+                },
                 upgrade: ContainerSpec {
                     image: self.image.clone(),
                     command: vec!["cmd.exe".into(), "/c".into(), Self::exe()],

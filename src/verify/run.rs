@@ -72,29 +72,73 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     let start = Instant::now();
     let reserve = CLEANUP_WAIT.min(o.timeout / 4);
     let checks_until = start + o.timeout - reserve;
-    let leftovers_removed = match &o.namespace {
+    let mut leftovers_removed = match &o.namespace {
         None => sweep(c)?,
-        // A turn is old by the API server's clock too (none is swept without its `Date`).
-        Some(ns) => match probe::server_now(c)? {
-            Some(now) => shared::sweep(c, ns, now, LEFTOVER_AGE_S)?,
-            None => Vec::new(),
-        },
+        // A killed run's objects in a namespace given are swept when its turn is taken over.
+        Some(_) => Vec::new(),
     };
     let nodes = shared::while_cordoned(probe::nodes(c)?, o);
     let m = matrix::plan(&o.node, &nodes, &o.image, o.egress.as_deref())?;
-    let name = match &o.namespace {
-        None => make_namespace(c, o)?,
+    let (name, held) = match &o.namespace {
+        None => (make_namespace(c, o)?, None),
         Some(ns) => {
-            shared::claim(c, ns, &o.suffix, checks_until, &o.interrupted)?;
-            ns.clone()
+            let claimed = shared::claim(c, (ns, &o.suffix), checks_until, &o.interrupted)?;
+            leftovers_removed.extend(claimed.swept);
+            (ns.clone(), Some(claimed.held))
         }
     };
-    let (ledger, timed_out, pull) = match checks(c, o, &m, &name, checks_until) {
+    let held = held.as_ref();
+    let run = Begun {
+        start,
+        reserve,
+        checks_until,
+        name: &name,
+        held,
+    };
+    let (mut report, cleaned) = std::thread::scope(|s| {
+        // The turn renewed while the run lives, its clean-up included.
+        if let Some(h) = held {
+            s.spawn(|| shared::keep(c, &name, h));
+        }
+        let done = checks_and_clean_up(c, o, &m, &run);
+        if let Some(h) = held {
+            h.stop();
+        }
+        done
+    })?;
+    report.leftovers_removed = leftovers_removed;
+    report.skipped = m.skipped;
+    report.cleanup_ms = ms(cleaned.elapsed());
+    report.took_ms = ms(start.elapsed());
+    Ok(report)
+}
+
+/// A run under way: its start, the clean-up's reserve, the checks' end, its namespace and
+/// the turn it holds there.
+struct Begun<'a> {
+    start: Instant,
+    reserve: Duration,
+    checks_until: Instant,
+    name: &'a str,
+    held: Option<&'a shared::Held>,
+}
+
+/// The checks run, then what the run made deleted (or kept on failure): the report and when
+/// the clean-up began.
+fn checks_and_clean_up(
+    c: &Cluster,
+    o: &Options,
+    m: &Matrix,
+    run: &Begun,
+) -> Result<(Report, Instant), RunError> {
+    let (name, held) = (run.name, run.held);
+    let (ledger, timed_out, pull) = match checks(c, o, m, name, run.checks_until) {
         Ok(done) => done,
         Err(e) => {
             // What was made goes, whatever stopped the run.
             if !o.keep_on_failure {
-                clean_up(c, o, &name, Instant::now() + reserve.max(POLL), &mut None);
+                let until = cleanup_until(o, Instant::now() + run.reserve.max(POLL));
+                clean_up(c, (name, held), until, &mut None);
             }
             return Err(e.into());
         }
@@ -105,28 +149,34 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     let cleaning = Instant::now();
     let mut clean_up_error = None;
     let cleaned_up = if o.keep_on_failure && !passed {
+        // Kept in a namespace given: the turn is held while they are looked at, then the
+        // next run deletes them.
+        if let Some(h) = held {
+            let _ = shared::keep_for(c, name, h, LEFTOVER_AGE_S);
+        }
         false
     } else {
-        let until = (start + o.timeout + pull).max(cleaning + POLL);
-        clean_up(c, o, &name, until, &mut clean_up_error)
+        let until = cleanup_until(o, (run.start + o.timeout + pull).max(cleaning + POLL));
+        clean_up(c, (name, held), until, &mut clean_up_error)
     };
-    Ok(Report {
+    let report = Report {
         node: o.node.clone(),
-        namespace: name,
+        namespace: name.to_owned(),
         image: o.image.clone(),
         checks: ledger.verdicts,
-        skipped: m.skipped,
+        skipped: Vec::new(),
         passed,
         timed_out,
         interrupted: stopped,
-        leftovers_removed,
+        leftovers_removed: Vec::new(),
         cleaned_up,
-        cleanup_ms: ms(cleaning.elapsed()),
+        cleanup_ms: 0,
         namespace_given: o.namespace.is_some(),
         clean_up_error,
-        took_ms: ms(start.elapsed()),
+        took_ms: 0,
         node_health: Vec::new(),
-    })
+    };
+    Ok((report, cleaning))
 }
 
 /// Makes the namespace; a name taken (a leftover of that name still being deleted, 409
@@ -165,17 +215,30 @@ fn sweep(c: &Cluster) -> Result<Vec<String>, ClusterError> {
     Ok(old)
 }
 
+/// How long a stopped run waits for what it made to go: a console closed gives the process
+/// about 5 s (Microsoft's `HandlerRoutine`), a pod's stop its grace period (30 s by default);
+/// the deletions are asked for at once, and what is not gone by then the next run removes.
+pub const STOPPED_CLEANUP_WAIT: Duration = Duration::from_secs(3);
+
+/// The end of the clean-up's wait: `until`, or soon when the run was stopped.
+fn cleanup_until(o: &Options, until: Instant) -> Instant {
+    if interrupted(o) {
+        until.min(Instant::now() + STOPPED_CLEANUP_WAIT)
+    } else {
+        until
+    }
+}
+
 /// Deletes the namespace and waits until it is gone, or `until` (in a namespace given, what
-/// the run made).
+/// the run made, and the turn `held` given back).
 fn clean_up(
     c: &Cluster,
-    o: &Options,
-    ns: &str,
+    (ns, held): (&str, Option<&shared::Held>),
     until: Instant,
     error: &mut Option<String>,
 ) -> bool {
-    if o.namespace.is_some() {
-        return shared::release(c, ns, until).unwrap_or_else(|e| {
+    if let Some(held) = held {
+        return shared::release(c, ns, held, until).unwrap_or_else(|e| {
             *error = Some(format!("{e} ({})", e.hint()));
             false
         });

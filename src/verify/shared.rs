@@ -1,12 +1,18 @@
 //! `verify --namespace NS`: the run in a namespace it is given (`fleet rbac --identity verify`
 //! makes `calicoctl-win-verify`) instead of one of its own, so that its rights can be a Role
-//! in that namespace (no namespace made or deleted, no pod made elsewhere). Runs in the one
-//! namespace take turns: a run holds the ConfigMap `calicoctl-win-verify-run` (its create is
-//! refused, 409, while another run holds it: kube-apiserver's create of an existing name,
-//! `staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go` `Create`), waits its
-//! turn within its deadline, and deletes what it made (and its pods' events), then the
-//! ConfigMap. A ConfigMap older
-//! than `LEFTOVER_AGE_S` is a killed run's: its objects and the ConfigMap are deleted.
+//! in that namespace (no namespace made or deleted, no pod made elsewhere). Its objects have
+//! fixed names, so runs in the one namespace take turns: a run holds the ConfigMap
+//! `calicoctl-win-verify-run`, which says which run holds it and until when (`run`,
+//! `expires`), renewed every `RENEW` for `LEASE` while the run lives: a run killed outright
+//! (a console closed, its pod's container stopped, a kill) holds it at most `LEASE`. Its create is refused, 409, while another run holds it
+//! (kube-apiserver's create of an existing name, `staging/src/k8s.io/apiserver/pkg/registry/
+//! generic/registry/store.go` `Create`); a turn that ran out by the API server's clock is a
+//! killed run's and is taken over by an update that carries the resourceVersion read, so that
+//! of two runs taking it over one gets 409 Conflict and waits (`store.go` `Update`). The
+//! holder deletes the killed run's objects, runs, deletes what it made (and its pods'
+//! events), and gives the turn back with a delete that carries the resourceVersion it wrote
+//! (a precondition: a turn someone else took over meanwhile is theirs and stays). When its
+//! pods are not gone in time, it hands the turn on as run out, for the next run to sweep.
 
 use super::matrix::{NodeFacts, Role};
 use super::objects::{OWNER_LABEL, OWNER_VALUE, POLICY_NAME};
@@ -16,7 +22,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
-use kube::api::{DeleteParams, ListParams};
+use kube::api::{DeleteParams, ListParams, PostParams, Preconditions};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -26,69 +32,248 @@ pub const TURN: &str = crate::cluster::verify_rights::TURN;
 const POLL: Duration = Duration::from_secs(1);
 /// How long a killed run's pods may take to go (the run's own clean-up waits as long).
 const RELEASE_WAIT: Duration = Duration::from_secs(60);
+/// How long a turn holds without a renewal: the longest a killed run blocks the next.
+pub const LEASE: Duration = Duration::from_secs(60);
+/// How often a live run renews its turn: four renewals a lease, so that one or two refused
+/// or slow calls do not lose it.
+const RENEW: Duration = Duration::from_secs(15);
+/// A turn written without `expires` (by an older calicoctl-win) runs out this long after its
+/// creation: longer than any run and its clean-up, as a killed run's namespace (run.rs).
+const UNDATED_TURN_AGE_S: i64 = 15 * 60;
 const ROLES: [Role; 4] = [Role::Server, Role::Local, Role::Linux, Role::Remote];
 
-fn turn(suffix: &str) -> ConfigMap {
+/// The turn as this run holds it: its run and the resourceVersion it last wrote, which its
+/// renewals, release and hand-on carry as their precondition; `done` once given back, kept
+/// or lost (the renewals stop).
+#[derive(Debug)]
+pub struct Held {
+    run: String,
+    version: std::sync::Mutex<Option<String>>,
+    done: AtomicBool,
+}
+
+impl Held {
+    /// The renewals stopped (the run is over).
+    pub fn stop(&self) {
+        drop(self.last());
+    }
+
+    /// The version last written, with the renewals stopped for good: the lock is held, so a
+    /// renewal under way ends first and none follows.
+    fn last(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        let v = self.version.lock().unwrap_or_else(|e| e.into_inner());
+        self.done.store(true, Ordering::SeqCst);
+        v
+    }
+}
+
+/// The turn taken: held, and the killed run (`NS/run`) whose objects were deleted, if any.
+#[derive(Debug)]
+pub struct Claimed {
+    pub held: Held,
+    pub swept: Vec<String>,
+}
+
+fn turn(run: &str, expires_s: i64, version: Option<String>) -> ConfigMap {
     ConfigMap {
         metadata: ObjectMeta {
             name: Some(TURN.into()),
             labels: Some(BTreeMap::from([(OWNER_LABEL.into(), OWNER_VALUE.into())])),
+            resource_version: version,
             ..Default::default()
         },
-        data: Some(BTreeMap::from([("run".into(), suffix.to_owned())])),
+        data: Some(BTreeMap::from([
+            ("run".into(), run.to_owned()),
+            ("expires".into(), crate::duration::time_text(expires_s)),
+        ])),
         ..Default::default()
     }
 }
 
-/// Deletes what a killed run left in `ns` (its turn older than `max_age_s`): the run's name,
-/// when there was one.
-pub fn sweep(
-    c: &Cluster,
-    ns: &str,
-    now_s: i64,
-    max_age_s: i64,
-) -> Result<Vec<String>, ClusterError> {
-    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
-    let Some(held) = c.call_opt("get", &format!("configmaps/{TURN}"), api.get(TURN))? else {
-        return Ok(Vec::new());
-    };
-    let old = held
-        .metadata
-        .creation_timestamp
-        .as_ref()
-        .is_some_and(|t| now_s - t.0.as_second() > max_age_s);
-    if !old {
-        return Ok(Vec::new());
+fn held(run: &str, written: &ConfigMap) -> Held {
+    Held {
+        run: run.to_owned(),
+        version: std::sync::Mutex::new(written.metadata.resource_version.clone()),
+        done: AtomicBool::new(false),
     }
-    release(c, ns, Instant::now() + RELEASE_WAIT)?;
-    let run = held.data.and_then(|d| d.get("run").cloned());
-    Ok(vec![format!("{ns}/{}", run.as_deref().unwrap_or(TURN))])
 }
 
-/// Takes the namespace's turn, waiting (within `deadline`) while another run holds it.
-pub fn claim(
-    c: &Cluster,
-    ns: &str,
-    suffix: &str,
-    deadline: Instant,
-    interrupted: &AtomicBool,
-) -> Result<(), ClusterError> {
+fn lease_s() -> i64 {
+    i64::try_from(LEASE.as_secs()).unwrap_or(60)
+}
+
+/// Renews the turn every `RENEW` (for `LEASE` from the API server's time) until it is given
+/// back, kept or lost: run beside the run, on a thread of its own.
+pub fn keep(c: &Cluster, ns: &str, held: &Held) {
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
-    loop {
-        match probe::create(c, &api, &format!("configmaps/{TURN}"), &turn(suffix)) {
-            Err(ClusterError::Api { code: 409, .. })
-                if Instant::now() + POLL < deadline && !interrupted.load(Ordering::SeqCst) =>
-            {
-                std::thread::sleep(POLL)
-            }
-            done => return done,
+    let mut next = Instant::now() + RENEW;
+    while !held.done.load(Ordering::SeqCst) {
+        if Instant::now() < next {
+            std::thread::sleep(Duration::from_millis(200));
+            continue;
+        }
+        next = Instant::now() + RENEW;
+        let now = probe::server_now(c).ok().flatten();
+        let expires = now.unwrap_or_else(crate::duration::now) + lease_s();
+        let mut version = held.version.lock().unwrap_or_else(|e| e.into_inner());
+        if held.done.load(Ordering::SeqCst) {
+            return;
+        }
+        let out = turn(&held.run, expires, version.clone());
+        let what = format!("configmaps/{TURN}");
+        match c.call(
+            "update",
+            &what,
+            api.replace(TURN, &PostParams::default(), &out),
+        ) {
+            Ok(w) => *version = w.metadata.resource_version,
+            // Taken over, or deleted: another run's turn now, never taken back.
+            Err(ClusterError::Api {
+                code: 409 | 404, ..
+            }) => held.done.store(true, Ordering::SeqCst),
+            // Tried again at the next renewal, within the lease.
+            Err(_) => {}
         }
     }
 }
 
+/// When a turn runs out (unix seconds): its `expires`, else (one written without it) its
+/// creation and `leftover_age_s`.
+pub fn expiry(cm: &ConfigMap, leftover_age_s: i64) -> Option<i64> {
+    let written = cm.data.as_ref().and_then(|d| d.get("expires"));
+    match written {
+        Some(t) => t.parse::<jiff::Timestamp>().ok().map(|t| t.as_second()),
+        None => cm
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.as_second() + leftover_age_s),
+    }
+}
+
+/// Takes the namespace's turn for `LEASE` (`keep` renews it), waiting (within `deadline`)
+/// while another run holds it; a turn that ran out is taken over and its run's objects
+/// deleted.
+pub fn claim(
+    c: &Cluster,
+    (ns, run): (&str, &str),
+    deadline: Instant,
+    interrupted: &AtomicBool,
+) -> Result<Claimed, ClusterError> {
+    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
+    let what = format!("configmaps/{TURN}");
+    let pp = PostParams::default();
+    loop {
+        let now = probe::server_now(c)?;
+        let expires = now.unwrap_or_else(crate::duration::now) + lease_s();
+        let refused = match c.call("create", &what, api.create(&pp, &turn(run, expires, None))) {
+            Ok(made) => {
+                return Ok(Claimed {
+                    held: held(run, &made),
+                    swept: Vec::new(),
+                });
+            }
+            Err(e @ ClusterError::Api { code: 409, .. }) => e,
+            Err(e) => return Err(e),
+        };
+        // Run out by the API server's clock (none is taken over without its `Date`).
+        if let Some(now) = now
+            && let Some(current) = c.call_opt("get", &what, api.get(TURN))?
+            && expiry(&current, UNDATED_TURN_AGE_S).is_some_and(|t| now > t)
+        {
+            let version = current.metadata.resource_version.clone();
+            match c.call(
+                "update",
+                &what,
+                api.replace(TURN, &pp, &turn(run, expires, version)),
+            ) {
+                Ok(taken) => {
+                    let killed = current.data.and_then(|d| d.get("run").cloned());
+                    let held = held(run, &taken);
+                    // The killed run's objects go before this run makes its own, of the same
+                    // names; a failure hands the turn on for the next run.
+                    if let Err(e) = remove_objects(c, ns, Instant::now() + RELEASE_WAIT) {
+                        let _ = hand_on(c, ns, &held);
+                        return Err(e);
+                    }
+                    let name = killed.as_deref().unwrap_or(TURN);
+                    return Ok(Claimed {
+                        held,
+                        swept: vec![format!("{ns}/{name}")],
+                    });
+                }
+                // Another run took it over first: its turn now.
+                Err(ClusterError::Api { code: 409, .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if Instant::now() + POLL >= deadline || interrupted.load(Ordering::SeqCst) {
+            return Err(refused);
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
 /// Deletes the run's objects, waits (until `until`) for its pods to be gone, then gives the
-/// turn back. Gone already is fine.
-pub fn release(c: &Cluster, ns: &str, until: Instant) -> Result<bool, ClusterError> {
+/// turn back; pods not gone by then, it hands the turn on as run out. Whether the pods went.
+pub fn release(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bool, ClusterError> {
+    if !remove_objects(c, ns, until)? {
+        hand_on(c, ns, held)?;
+        return Ok(false);
+    }
+    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
+    let version = held.last();
+    let dp = DeleteParams {
+        preconditions: Some(Preconditions {
+            resource_version: version.clone(),
+            uid: None,
+        }),
+        ..Default::default()
+    };
+    match c.call_opt(
+        "delete",
+        &format!("configmaps/{TURN}"),
+        api.delete(TURN, &dp),
+    ) {
+        // Taken over meanwhile (this run outlived its turn): the other run's now.
+        Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
+/// The turn written as run out, while it is still this run's: the next run takes it over
+/// at once and deletes what is left.
+fn hand_on(c: &Cluster, ns: &str, held: &Held) -> Result<(), ClusterError> {
+    hold_until(c, ns, held, 0)
+}
+
+/// What the run made kept (`--keep-on-failure`): the turn held for `for_s` more seconds,
+/// then the next run takes it over and deletes them.
+pub fn keep_for(c: &Cluster, ns: &str, held: &Held, for_s: i64) -> Result<(), ClusterError> {
+    let now = probe::server_now(c)?.unwrap_or_else(crate::duration::now);
+    hold_until(c, ns, held, now + for_s)
+}
+
+/// The turn's last write, while it is still this run's: `expires` at `until_s`, no renewal
+/// after it.
+fn hold_until(c: &Cluster, ns: &str, held: &Held, until_s: i64) -> Result<(), ClusterError> {
+    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
+    let version = held.last();
+    let out = turn(&held.run, until_s, version.clone());
+    let what = format!("configmaps/{TURN}");
+    match c.call_opt(
+        "update",
+        &what,
+        api.replace(TURN, &PostParams::default(), &out),
+    ) {
+        Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Deletes a run's objects in `ns` and waits (until `until`) for its pods to be gone: the
+/// next run makes pods of the same names. Whether they went.
+fn remove_objects(c: &Cluster, ns: &str, until: Instant) -> Result<bool, ClusterError> {
     let dp = DeleteParams::default();
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
     for r in ROLES {
@@ -123,24 +308,16 @@ pub fn release(c: &Cluster, ns: &str, until: Instant) -> Result<bool, ClusterErr
             events.delete(&name, &dp),
         )?;
     }
-    // The next run makes pods of the same names: the turn is given back once they are gone.
     let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
     loop {
         if c.call("list", "pods", pods.list(&lp))?.items.is_empty() {
-            break;
+            return Ok(true);
         }
         if Instant::now() + POLL >= until {
             return Ok(false);
         }
         std::thread::sleep(POLL);
     }
-    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
-    c.call_opt(
-        "delete",
-        &format!("configmaps/{TURN}"),
-        api.delete(TURN, &dp),
-    )?;
-    Ok(true)
 }
 
 /// The nodes, the one under test taken as usable when `--while-cordoned`: the fleet Plan's

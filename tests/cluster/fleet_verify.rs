@@ -61,9 +61,21 @@ fn the_plan_with_verify_runs_verify_after_the_reconfigure_and_is_what_the_contro
             "%SYSTEM_UPGRADE_NODE_NAME%",
             "--namespace",
             "calicoctl-win-verify",
-            "--while-cordoned"
+            "--while-cordoned",
+            "--timeout=2m",
+            "--pull-timeout=10m"
         ]
     );
+    // The job's deadline is the run's own bounds, not the controller's 600 s: the drain's
+    // 10m, reconfigure's waits (13m), the pull's 10m, verify's 2m and a 5m margin.
+    assert_eq!(plan["spec"]["jobActiveDeadlineSecs"], 2400, "{plan}");
+    let longer = plan_with_verify(&["--drain-timeout", "30m"]);
+    assert_eq!(
+        manifest(&longer, "Plan")["spec"]["jobActiveDeadlineSecs"],
+        3600
+    );
+    // One node at a time: the jobs' verify runs take turns in the one namespace.
+    assert_eq!(plan["spec"]["concurrency"], 1);
     // Verify's namespace and roles, bound to the jobs' account (no second account).
     let all = doc["manifests"].as_array().expect("manifests");
     let ns = manifest(&doc, "Namespace");
@@ -105,6 +117,11 @@ fn the_plan_with_verify_runs_verify_after_the_reconfigure_and_is_what_the_contro
     let (code, plain, err) = fleet_plan(&["--config", CONFIG, "--image", "r/x:1"]);
     assert_eq!(code, 0, "{err}");
     assert!(!plain.to_string().contains("calicoctl-win-verify"));
+    assert!(
+        plain.to_string().contains("\"concurrency\":2")
+            && !plain.to_string().contains("jobActiveDeadlineSecs"),
+        "{plain}"
+    );
     // A migration moves nodes; it is not verified by the Plan.
     let (code, _, err) = fleet_plan(&[
         "--config",
@@ -116,6 +133,37 @@ fn the_plan_with_verify_runs_verify_after_the_reconfigure_and_is_what_the_contro
         "to-operator",
     ]);
     assert_eq!(code, 2, "{err}");
+}
+
+/// `--verify` with more than one node at a time is refused before anything is written: every
+/// job's `verify` takes the one namespace's turn, so all but one would wait it out and fail.
+#[test]
+fn verify_with_several_nodes_at_once_is_refused() {
+    let (code, doc, err) = fleet_plan(&[
+        "--config",
+        CONFIG,
+        "--image",
+        "r/x:1",
+        "--verify",
+        "--concurrency",
+        "2",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(doc.is_null() || doc["manifests"].is_null(), "{doc}");
+    assert!(
+        err.contains("--concurrency 2 with --verify") && err.contains("take turns"),
+        "{err}"
+    );
+    let (code, _, err) = fleet_plan(&[
+        "--config",
+        CONFIG,
+        "--image",
+        "r/x:1",
+        "--verify",
+        "--concurrency",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{err}");
 }
 
 /// Three Windows nodes and a Linux one, the Plan with `--verify` one node at a time. The
@@ -334,6 +382,46 @@ fn the_daemonset_runs_verify_on_a_schedule_and_publishes_the_nodes_condition() {
         again["lastTransitionTime"], failed["lastTransitionTime"],
         "no new transition"
     );
+    // A run that cannot judge the node (here: the node is not Ready) leaves no older verdict
+    // standing: the condition is Unknown, VerifyNotRun, with why, and the command fails.
+    api.lock().dataplane.stuck_on.clear();
+    assert_eq!(run()["status"], "True");
+    // Its Ready condition False, the True verdict beside it kept.
+    let mut n = api.get(path).expect("node");
+    for c in n["status"]["conditions"]
+        .as_array_mut()
+        .expect("conditions")
+    {
+        if c["type"] == "Ready" {
+            c["status"] = json!("False");
+        }
+    }
+    api.put(path, n);
+    let out = crate::support::on_node()
+        .envs(pod.env())
+        .args(["-o", "json", "--sim-host"])
+        .arg(node.sim())
+        .args(["service", "keep-token", "--once", "--verify-every", "6h"])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let n = api.get(path).expect("node");
+    let not_run = n["status"]["conditions"]
+        .as_array()
+        .expect("conditions")
+        .iter()
+        .find(|c| c["type"] == "CalicoWindowsTraffic")
+        .cloned()
+        .expect("the condition");
+    assert_eq!(not_run["status"], "Unknown", "{not_run}");
+    assert_eq!(not_run["reason"], "VerifyNotRun");
+    let why = not_run["message"].as_str().expect("message");
+    assert!(
+        why.contains("did not run") && why.contains("not Ready"),
+        "{why}"
+    );
+    assert!(not_run["lastTransitionTime"].is_string());
     // What the runs made is gone.
     let inside = "/api/v1/namespaces/calicoctl-win-verify/";
     let st = api.lock();

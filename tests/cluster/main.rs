@@ -18,3 +18,4 @@ mod real_clusters;
 mod rights;
 mod verify;
 mod verify_rights;
+mod verify_turns;

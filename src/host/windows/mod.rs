@@ -4,6 +4,7 @@
 
 #[cfg(test)]
 mod cmdline_tests;
+pub mod console;
 #[cfg(test)]
 mod culture_tests;
 mod eventlog;

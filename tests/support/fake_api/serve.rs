@@ -447,7 +447,10 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
             patch_node_status(&mut st, &target, &content_type, &body)
         }
         ("PUT", true, None) => replace(&mut st, &target, body),
-        ("DELETE", true, None) => delete(&mut st, &target),
+        ("DELETE", true, None) => match unmet_preconditions(&st, &target, &body) {
+            Some(conflict) => conflict,
+            None => delete(&mut st, &target),
+        },
         _ => status(
             StatusCode::METHOD_NOT_ALLOWED,
             "MethodNotAllowed",
@@ -1082,6 +1085,31 @@ fn replace(st: &mut State, t: &Target, mut body: Value) -> Reply {
     bump(&mut body);
     st.objects.insert(path, body.clone());
     respond(StatusCode::OK, &body)
+}
+
+/// A delete's `preconditions` (uid, resourceVersion) the object does not meet: 409 Conflict, as
+/// kube-apiserver answers (`staging/src/k8s.io/apiserver/pkg/storage/interfaces.go`,
+/// `Preconditions.Check`, an invalid-object error that `storage/errors/storage.go`
+/// `InterpretDeleteError` makes a `NewConflict`).
+fn unmet_preconditions(st: &State, t: &Target, body: &Value) -> Option<Reply> {
+    let current = st.objects.get(&t.object_path()?)?;
+    for (field, name) in [("uid", "UID"), ("resourceVersion", "ResourceVersion")] {
+        let want = &body["preconditions"][field];
+        if want.is_string() && *want != current["metadata"][field] {
+            return Some(status(
+                StatusCode::CONFLICT,
+                "Conflict",
+                &format!(
+                    "Operation cannot be fulfilled on {} \"{}\": Precondition failed: {name} in precondition: {}, {name} in object meta: {}",
+                    t.resource.plural,
+                    t.name.as_deref().unwrap_or_default(),
+                    want.as_str().unwrap_or_default(),
+                    current["metadata"][field].as_str().unwrap_or_default()
+                ),
+            ));
+        }
+    }
+    None
 }
 
 fn delete(st: &mut State, t: &Target) -> Reply {

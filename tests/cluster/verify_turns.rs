@@ -1,0 +1,185 @@
+//! `verify --namespace`: the runs in a namespace given take turns through the ConfigMap
+//! `calicoctl-win-verify-run` (src/verify/shared.rs). One turn a command (several nodes in
+//! one namespace are refused), a turn run out by its `expires` taken over and its run's
+//! objects deleted, and a turn someone else took over meanwhile never deleted by the run that
+//! lost it (its delete carries the resourceVersion it wrote).
+
+use crate::support::Node;
+use crate::support::fake_api::{FakeApi, meta};
+use calicoctl_win::cluster::Cluster;
+use calicoctl_win::verify::run::{Options, Report, run};
+use serde_json::json;
+use std::time::Duration;
+
+const NS: &str = "calicoctl-win-verify";
+const TURN: &str = "/api/v1/namespaces/calicoctl-win-verify/configmaps/calicoctl-win-verify-run";
+
+fn in_namespace() -> Options {
+    Options {
+        namespace: Some(NS.into()),
+        policy_wait: Duration::from_secs(3),
+        settle: Duration::from_secs(2),
+        ..Options::for_node("win-a")
+    }
+}
+
+fn connect(api: &FakeApi, dir: &tempfile::TempDir) -> Cluster {
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    Cluster::connect(
+        std::slice::from_ref(&kubeconfig),
+        &Default::default(),
+        false,
+    )
+    .expect("connect")
+}
+
+fn cluster() -> (FakeApi, tempfile::TempDir) {
+    let (api, dir) = super::verify::cluster();
+    let ns = meta("v1", "Namespace", NS, None);
+    api.put(&format!("/api/v1/namespaces/{NS}"), ns);
+    (api, dir)
+}
+
+/// A turn another run holds: `run`, `expires` (unix seconds), made now.
+fn held_turn(api: &FakeApi, run: &str, expires: i64) {
+    let mut turn = meta("v1", "ConfigMap", "calicoctl-win-verify-run", Some(NS));
+    turn["metadata"]["creationTimestamp"] = json!(jiff::Timestamp::now().to_string());
+    let at = jiff::Timestamp::from_second(expires).expect("time");
+    turn["data"] = json!({"run": run, "expires": at.to_string()});
+    api.put(TURN, turn);
+}
+
+#[test]
+fn several_nodes_in_a_namespace_given_are_refused_before_anything_is_made() {
+    let (api, _dir) = cluster();
+    let node = Node::new(&api);
+    let args = [
+        "verify",
+        "--namespace",
+        NS,
+        "--node",
+        "win-a",
+        "--node",
+        "win-b",
+    ];
+    let (code, _, err) = node.run(&args);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("one node a run"), "{err}");
+    assert!(
+        !api.requests().iter().any(|(m, _)| m != "GET"),
+        "nothing made: {:?}",
+        api.requests()
+    );
+}
+
+/// A turn made a moment ago whose `expires` has passed (its run killed, or handed on) is
+/// taken over and its run's leftover pod deleted; its age is not what judges it.
+#[test]
+fn a_turn_whose_expiry_passed_is_taken_over_and_its_objects_deleted() {
+    let (api, dir) = cluster();
+    held_turn(&api, "killed2", jiff::Timestamp::now().as_second() - 60);
+    let mut pod = meta("v1", "Pod", "server", Some(NS));
+    pod["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
+    api.put(&format!("/api/v1/namespaces/{NS}/pods/server"), pod);
+    let c = connect(&api, &dir);
+    let o = Options {
+        timeout: Duration::from_secs(20),
+        ..in_namespace()
+    };
+    let r: Report = run(&c, &o).expect("run");
+    assert!(r.passed, "{:#?}", r.checks);
+    assert_eq!(r.leftovers_removed, [format!("{NS}/killed2")]);
+    assert!(r.cleaned_up);
+    assert!(api.get(TURN).is_none(), "given back");
+    // The takeover was an update carrying the resourceVersion read.
+    assert!(
+        api.requests()
+            .iter()
+            .any(|(m, p)| m == "PUT" && p.ends_with("/configmaps/calicoctl-win-verify-run")),
+        "{:?}",
+        api.requests()
+    );
+}
+
+/// A run whose turn another run took over while it ran (the turn's resourceVersion is no
+/// longer the one it wrote) leaves that turn alone when it stops: the delete's precondition
+/// is refused, 409, and the other run keeps its turn.
+#[test]
+fn a_turn_taken_over_meanwhile_is_not_given_back_by_the_run_that_lost_it() {
+    let (api, dir) = cluster();
+    // The server never gets Ready: the run waits for it until it is stopped.
+    api.lock().dataplane.never_ready = true;
+    let c = connect(&api, &dir);
+    let o = in_namespace();
+    let stop = o.interrupted.clone();
+    let running = std::thread::spawn(move || run(&c, &o).expect("run"));
+    let made = || {
+        api.lock()
+            .objects
+            .contains_key(&format!("/api/v1/namespaces/{NS}/pods/server"))
+    };
+    for _ in 0..600 {
+        if made() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(made(), "the run made its pods");
+    // Another run takes the turn over (as an update would: a new resourceVersion).
+    let mut turn = api.get(TURN).expect("the run's turn");
+    turn["data"]["run"] = json!("other");
+    turn["metadata"]["resourceVersion"] = json!("9999");
+    api.put(TURN, turn);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let r = running.join().expect("joins");
+    assert!(r.interrupted, "{r:#?}");
+    let kept = api.get(TURN).expect("the other run's turn is kept");
+    assert_eq!(kept["data"]["run"], "other");
+}
+
+/// A run killed outright (no signal it can catch: a console's process ended, its pod's
+/// container stopped without one) holds the turn for at most its lease, one minute, not for
+/// the whole of a run's bounds: the run renews it while it lives.
+#[cfg(unix)]
+#[test]
+fn a_run_killed_outright_holds_the_turn_for_its_lease_only() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.never_ready = true;
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .args([
+            "verify",
+            "--node",
+            "win-a",
+            "--namespace",
+            NS,
+            "--kubeconfig",
+        ])
+        .arg(&kubeconfig)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let made = || {
+        api.lock()
+            .objects
+            .contains_key(&format!("/api/v1/namespaces/{NS}/pods/server"))
+    };
+    for _ in 0..600 {
+        if made() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(made(), "the run made its pods");
+    child.kill().expect("SIGKILL");
+    child.wait().expect("wait");
+    let turn = api.get(TURN).expect("the killed run's turn");
+    let expires: jiff::Timestamp = turn["data"]["expires"]
+        .as_str()
+        .expect("expires")
+        .parse()
+        .expect("a time");
+    let left = expires.as_second() - jiff::Timestamp::now().as_second();
+    assert!(left <= 60, "held {left} s more: {turn}");
+}
