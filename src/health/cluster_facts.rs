@@ -2,6 +2,7 @@
 //! group Calico's resources are read through, and admin kubeconfigs left on the node.
 
 use super::look::Notes;
+use super::sections::{CalicoApi, Ipam, NodeState};
 use crate::cluster::drain;
 use crate::cluster::read::ClusterRead;
 use crate::config::Config;
@@ -9,23 +10,26 @@ use crate::host::Host;
 use crate::installed::health;
 use crate::installed::record::InstallRecord;
 use crate::layout::InstallRoot;
-use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 /// The node in the cluster: Ready, cordoned, its pods.
-pub(super) fn node(cluster: &ClusterRead, node_name: &str, n: &mut Notes) -> anyhow::Result<Value> {
+pub(super) fn node(
+    cluster: &ClusterRead,
+    node_name: &str,
+    n: &mut Notes,
+) -> anyhow::Result<Option<NodeState>> {
     let (c, f) = match cluster {
         ClusterRead::Read(c, f) => (c, f),
         ClusterRead::Skipped(why) => {
             n.lines.push(format!("Node {node_name}: not read ({why})"));
-            return Ok(json!(null));
+            return Ok(None);
         }
         ClusterRead::Failed(e) => {
             n.findings.push(health::cluster_unreadable(
                 "cluster",
                 format!("the cluster cannot be read: {e}"),
             ));
-            return Ok(json!(null));
+            return Ok(None);
         }
     };
     // The Node as this look read it, once (`facts::gather`).
@@ -68,7 +72,12 @@ pub(super) fn node(cluster: &ClusterRead, node_name: &str, n: &mut Notes) -> any
         if cordoned { ", cordoned" } else { "" },
         pods.len()
     ));
-    Ok(json!({"name": node_name, "ready": ready.is_ok(), "cordoned": cordoned, "pods": pods}))
+    Ok(Some(NodeState {
+        name: node_name.to_owned(),
+        ready: ready.is_ok(),
+        cordoned,
+        pods,
+    }))
 }
 
 /// The node's IPAM blocks: the pod addresses in use of what they hold, against kubelet's
@@ -78,10 +87,10 @@ pub(super) fn ipam(
     config: &Config,
     node_name: &str,
     n: &mut Notes,
-) -> anyhow::Result<Value> {
+) -> anyhow::Result<Option<Ipam>> {
     use crate::cluster::ipam;
     let ClusterRead::Read(c, facts) = cluster else {
-        return Ok(json!(null));
+        return Ok(None);
     };
     let blocks = ipam::node_blocks(c, node_name)?;
     let capacity: u64 = blocks.iter().map(|b| b.capacity).sum();
@@ -103,7 +112,12 @@ pub(super) fn ipam(
         n.findings
             .extend(health::ipam_capacity(node_name, max_pods, capacity, pods));
     }
-    Ok(json!({"blocks": blocks, "pods": pods, "capacity": capacity, "max_pods": max_pods}))
+    Ok(Some(Ipam {
+        blocks,
+        pods,
+        capacity,
+        max_pods,
+    }))
 }
 
 /// The group Calico's resources are read through, and a datastore migration under way (said
@@ -115,9 +129,9 @@ pub(super) fn datastore_migration(
     (rec, root): (&InstallRecord, &InstallRoot),
     cluster: &ClusterRead,
     n: &mut Notes,
-) -> Value {
+) -> Option<CalicoApi> {
     let ClusterRead::Read(_, f) = cluster else {
-        return Value::Null;
+        return None;
     };
     let pin = crate::installed::api_group::pinned(h, root);
     let release = rec
@@ -139,15 +153,15 @@ pub(super) fn datastore_migration(
             "cannot read the cluster's DatastoreMigrations: {why}"
         ));
     }
-    json!({
-        "group": f.calico_api,
-        "datastore_ready": f.datastore_ready,
-        "locks": f.calico_locks,
-        "components_read": components,
-        "components_pinned": pin,
-        "migration": f.datastore_migration,
-        "migration_under_way": state.is_some_and(|s| s.under_way),
-        "migration_unreadable": f.datastore_migration_unreadable,
+    Some(CalicoApi {
+        group: f.calico_api,
+        datastore_ready: f.datastore_ready,
+        locks: f.calico_locks,
+        components_read: components,
+        components_pinned: pin,
+        migration: f.datastore_migration.clone(),
+        migration_under_way: state.is_some_and(|s| s.under_way),
+        migration_unreadable: f.datastore_migration_unreadable.clone(),
     })
 }
 

@@ -3,6 +3,7 @@
 //! vSwitch adapter's addressing.
 
 use super::look::Notes;
+use super::sections::{Address, AddressingNow, Vni};
 use crate::cluster::read::ClusterRead;
 use crate::config::Config;
 use crate::duration::time_text;
@@ -12,7 +13,6 @@ use crate::installed::health;
 use crate::installed::record::InstallRecord;
 use crate::layout::{CALICO_NETWORK, EXTERNAL_NETWORK};
 use anyhow::Context as _;
-use serde_json::{Value, json};
 
 /// Calico's HNS networks, with the endpoints on each (how many a network recreation would
 /// cut off).
@@ -155,7 +155,7 @@ pub(super) fn vni(
     networks: &[HnsNetwork],
     cluster: &ClusterRead,
     n: &mut Notes,
-) -> Value {
+) -> Vni {
     let hns_vni = networks
         .iter()
         .find(|net| net.name == CALICO_NETWORK)
@@ -175,18 +175,27 @@ pub(super) fn vni(
         show(hns_vni),
         show(cluster_vni)
     ));
-    json!({"config": config_vni, "hns": hns_vni, "cluster": cluster_vni})
+    Vni {
+        config: config_vni,
+        hns: hns_vni,
+        cluster: cluster_vni,
+    }
 }
 
 /// The vSwitch's host adapter against its adapter's addressing before the vSwitch
 /// (`health::addressing`): what CalicoNode kept for the External network there is now, the
 /// findings (lost when the vSwitch was made and not back), and what changed since (an
 /// administrator's: shown, never a finding, never put back).
-pub(super) fn addressing(h: &dyn Host, n: &mut Notes) -> Value {
+pub(super) fn addressing(h: &dyn Host, n: &mut Notes) -> Option<AddressingNow> {
     use crate::installed::addressing as kept_addressing;
     let networks = h.hns_networks().unwrap_or_default();
-    let Some(before) = kept_addressing::current(h, &networks) else {
-        return Value::Null;
+    let before = kept_addressing::current(h, &networks)?;
+    let alone = |before| {
+        Some(AddressingNow {
+            before_vswitch: before,
+            lost_when_made: None,
+            changed_since: None,
+        })
     };
     let adapters = match h.adapters() {
         Ok(adapters) => adapters,
@@ -195,12 +204,12 @@ pub(super) fn addressing(h: &dyn Host, n: &mut Notes) -> Value {
                 "network adapters",
                 format!("the network adapters cannot be read: {e}"),
             ));
-            return json!({"before_vswitch": before});
+            return alone(before);
         }
     };
     n.findings.extend(health::addressing(&before, &adapters));
     let Some(now) = before.host_adapter(&adapters) else {
-        return json!({"before_vswitch": before});
+        return alone(before);
     };
     let said = |v: Vec<kept_addressing::Drift>| -> Vec<String> {
         v.iter().map(|d| d.describe(&before, now)).collect()
@@ -213,7 +222,11 @@ pub(super) fn addressing(h: &dyn Host, n: &mut Notes) -> Value {
             since.join("; ")
         ));
     }
-    json!({"before_vswitch": before, "lost_when_made": lost, "changed_since": since})
+    Some(AddressingNow {
+        before_vswitch: before.clone(),
+        lost_when_made: Some(lost),
+        changed_since: Some(since),
+    })
 }
 
 /// The node's address in each layer that must agree (`health::node_address`): the Node's
@@ -224,7 +237,7 @@ pub(super) fn address(
     cluster: &ClusterRead,
     node_name: &str,
     n: &mut Notes,
-) -> Value {
+) -> Address {
     let ours = health::management_ips(networks);
     let (internal, bgp) = match cluster {
         ClusterRead::Read(_, f) => (f.node_internal_ip, f.node_bgp_ipv4),
@@ -247,11 +260,19 @@ pub(super) fn address(
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    let nets: serde_json::Map<String, Value> = ours
-        .iter()
-        .map(|(name, ip)| ((*name).to_owned(), json!(ip)))
-        .collect();
-    json!({"internal_ip": internal, "bgp": bgp, "networks": nets})
+    // One key per name, as a JSON object has it: a second network of a name gives its address.
+    let mut networks: Vec<(String, Option<std::net::Ipv4Addr>)> = Vec::new();
+    for (name, ip) in &ours {
+        match networks.iter_mut().find(|(n, _)| n == name) {
+            Some(kept) => kept.1 = *ip,
+            None => networks.push(((*name).to_owned(), *ip)),
+        }
+    }
+    Address {
+        internal_ip: internal,
+        bgp,
+        networks,
+    }
 }
 
 /// How many endpoints a network has, how many are other hosts', and their states.

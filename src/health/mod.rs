@@ -12,6 +12,7 @@ mod host_facts;
 mod look;
 mod node_look;
 mod report;
+pub mod sections;
 pub mod text;
 mod token;
 mod under_way;
@@ -23,7 +24,6 @@ pub use token::ask_token;
 
 use crate::layout::InstallRoot;
 use look::Notes;
-use serde_json::Value;
 
 /// The node surveyed once: each fact gathered and judged, in the order status shows them.
 pub fn survey(look: Look<'_>) -> anyhow::Result<NodeReport> {
@@ -87,7 +87,11 @@ pub fn survey(look: Look<'_>) -> anyhow::Result<NodeReport> {
 }
 
 /// No install record: what is under way, or that Calico is not installed.
-fn not_installed(root: &InstallRoot, mut n: Notes, under_way: Value) -> NodeReport {
+fn not_installed(
+    root: &InstallRoot,
+    mut n: Notes,
+    under_way: Option<sections::UnderWay>,
+) -> NodeReport {
     if n.findings.is_empty() {
         n.lines.push(format!(
             "Calico is not installed in {root} (no install record)."

@@ -3,13 +3,13 @@
 //! failed renewal with its cause (`cluster::refusal`).
 
 use super::look::Notes;
+use super::sections::{Asked, RenewalFailed, Token, TokenJudged};
 use crate::cluster::read::ClusterRead;
 use crate::cluster::token_check;
 use crate::config::Config;
 use crate::duration::{now, time_text};
 use crate::host::Host;
 use crate::installed::health;
-use serde_json::json;
 use std::collections::BTreeMap;
 
 /// A token closer to its expiry than this is a problem worth reporting.
@@ -24,19 +24,25 @@ pub(super) fn token(
     cluster: &ClusterRead,
     asked: Option<&token_check::Answer>,
     n: &mut Notes,
-) -> serde_json::Value {
+) -> Option<Token> {
     use crate::installed::token_records as renew;
     let path = match config.kubeconfig.as_ref().map(|p| p.as_str().to_owned()) {
         Some(path) if config.datastore == crate::config::types::Datastore::Kubernetes => path,
-        _ => return json!(null),
+        _ => return None,
     };
     let token = match node_token(host, &path, n) {
         Ok(token) => token,
-        Err(doc) => return doc,
+        Err(error) => return Some(Token::missing(path, error)),
     };
     if let Some(why) = token.unusable() {
         n.findings.push(health::token_unusable(&path, &why));
-        return json!({"path": path, "present": true, "usable": false, "error": why});
+        return Some(Token {
+            path,
+            present: true,
+            usable: Some(false),
+            error: Some(why),
+            judged: None,
+        });
     }
     // A token that is no JWT has the expiry its TokenRequest answer gave, when CalicoNode
     // renewed it; a record also says the clock difference with the API server.
@@ -70,16 +76,30 @@ pub(super) fn token(
     }
     let refused = refused_renewal(host, (&token, expiry), clock, cluster, refused_now, n);
     token_text(&token, expiry, record.as_ref(), asked, clock, n);
-    json!({"path": path, "present": true, "usable": !refused_now,
-        "api_server": asked.map(|a| json!({"answer": a.word(), "error": match a {
-            token_check::Answer::Refused(e) | token_check::Answer::Unknown(e) => Some(e),
+    let api_server = asked.map(|a| Asked {
+        answer: a.word(),
+        error: match a {
+            token_check::Answer::Refused(e) | token_check::Answer::Unknown(e) => Some(e.clone()),
             token_check::Answer::Accepted(_) => None,
-        }})),
-        "expires": expiry.map(time_text),
-        "bound_to_node": token.bound_node(),
-        "clock_skew_seconds": record.and_then(|rec| rec.skew),
-        "renewal_failed": refused.map(|f| json!({"at": time_text(f.at), "error": f.error,
-            "needs_new_token": f.needs_new_token(clock.server_now)}))})
+        },
+    });
+    Some(Token {
+        path,
+        present: true,
+        usable: Some(!refused_now),
+        error: None,
+        judged: Some(TokenJudged {
+            api_server,
+            expires: expiry.map(time_text),
+            bound_to_node: token.bound_node(),
+            clock_skew_seconds: record.and_then(|rec| rec.skew),
+            renewal_failed: refused.map(|f| RenewalFailed {
+                at: time_text(f.at),
+                needs_new_token: f.needs_new_token(clock.server_now),
+                error: f.error,
+            }),
+        }),
+    })
 }
 
 /// Now, by this node's clock and by the API server's (the node's minus the difference the
@@ -195,13 +215,26 @@ pub fn ask_token(
     Some(token_check::ask((&path, &text), &token, env, node_name))
 }
 
-/// calico-node's token as its kubeconfig at `path` names it; what status reports instead
-/// (the problem said) when there is none to judge.
+impl Token {
+    /// No token to judge in the kubeconfig at `path`, with the error that said why, if any.
+    fn missing(path: String, error: Option<String>) -> Self {
+        Self {
+            path,
+            present: false,
+            usable: None,
+            error,
+            judged: None,
+        }
+    }
+}
+
+/// calico-node's token as its kubeconfig at `path` names it; when there is none to judge,
+/// the problem said and the error the report gives (`None`: nothing failed to be read).
 fn node_token(
     host: &dyn Host,
     path: &str,
     n: &mut Notes,
-) -> Result<crate::cluster::credentials::Token, serde_json::Value> {
+) -> Result<crate::cluster::credentials::Token, Option<String>> {
     use crate::cluster::credentials;
     let kubeconfig = match host.read_file(path) {
         Ok(Some(k)) => k,
@@ -210,21 +243,21 @@ fn node_token(
                 path,
                 Some(format!("calico-node's kubeconfig {path} is missing")),
             ));
-            return Err(json!({"path": path, "present": false}));
+            return Err(None);
         }
         Err(e) => {
             n.findings.push(health::token_missing(
                 path,
                 Some(format!("calico-node's kubeconfig: {e}")),
             ));
-            return Err(json!({"path": path, "present": false, "error": e.to_string()}));
+            return Err(Some(e.to_string()));
         }
     };
     match credentials::node_token_in(host, &String::from_utf8_lossy(&kubeconfig)) {
         Ok(Some(token)) => Ok(token),
         Ok(None) => {
             n.findings.push(health::token_missing(path, None));
-            Err(json!({"path": path, "present": false}))
+            Err(None)
         }
         Err(e) => {
             n.findings.push(health::token(
@@ -232,7 +265,7 @@ fn node_token(
                 e.to_string(),
                 e.hint(),
             ));
-            Err(json!({"path": path, "present": false, "error": e.to_string()}))
+            Err(Some(e.to_string()))
         }
     }
 }
