@@ -10,7 +10,7 @@ pub fn cluster_unreadable(subject: &str, message: String) -> Finding {
         Code::ClusterUnreadable,
         subject,
         message,
-        "check that this node reaches the API server and that the kubeconfig's identity may read it ('calicoctl-win preflight' says which right is missing), then run status again",
+        Code::ClusterUnreadable.remedy(),
     )
 }
 
@@ -20,7 +20,7 @@ pub fn endpoints_unjudged(why: String) -> Finding {
         Code::EndpointsUnjudged,
         "endpoints",
         format!("the HNS endpoints cannot be judged: {why}"),
-        "run calicoctl-win status again once the cluster can be read; 'calicoctl-win repair --dry-run' judges them alike",
+        Code::EndpointsUnjudged.remedy(),
     )
 }
 
@@ -32,7 +32,7 @@ pub fn admin_kubeconfig(path: &str) -> Finding {
         format!(
             "{path} holds a kubeconfig whose identity may do anything in the cluster (cluster-admin): a node should keep none"
         ),
-        "remove it: install needs only the installer's short-lived kubeconfig ('calicoctl-win fetch installer-kubeconfig')",
+        Code::AdminKubeconfig.remedy(),
     )
 }
 
@@ -58,9 +58,6 @@ pub fn node_state(node: &str, ready: &Result<(), String>, cordoned: bool) -> Vec
     out
 }
 
-/// What gives the node's pods addresses enough.
-const IPAM_REMEDY: &str = "lower kubelet's maxPods to what the block holds, or give the pool a larger block (preflight's block-capacity says how)";
-
 /// The node's IPAM block against what kubelet schedules, on a node with one network (one
 /// block): `max_pods` more than it holds, or every address in use.
 pub fn ipam_capacity(
@@ -76,7 +73,7 @@ pub fn ipam_capacity(
             format!(
                 "kubelet schedules up to {m} pods but the node's block holds {capacity}: pods beyond it get no address"
             ),
-            IPAM_REMEDY,
+            Code::IpamCapacity.remedy(),
         ));
     }
     (pods >= capacity).then(|| {
@@ -84,7 +81,7 @@ pub fn ipam_capacity(
             Code::IpamCapacity,
             node,
             format!("the node's block is full ({pods} of {capacity}): a new pod gets no address"),
-            IPAM_REMEDY,
+            Code::IpamCapacity.remedy(),
         )
     })
 }
@@ -127,7 +124,7 @@ pub fn vni(config: u32, hns: Option<u32>, cluster: Option<&Felix>) -> Vec<Findin
             Code::VniHns,
             crate::layout::CALICO_NETWORK,
             format!("the Calico network has VSID {v}, the config says VNI {config}"),
-            "calicoctl-win reconfigure --drain makes the network again",
+            Code::VniHns.remedy(),
         ));
     }
     out.extend(cluster.and_then(|f| vni_cluster(config, f)));

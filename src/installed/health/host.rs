@@ -31,7 +31,7 @@ pub fn felix(h: &FelixHealth, now: i64) -> Option<Finding> {
             Code::FelixUnhealthy,
             "CalicoFelix",
             p,
-            "read calico-felix.log; Restart-Service CalicoFelix once the cause is gone",
+            Code::FelixUnhealthy.remedy(),
         )
     })
 }
@@ -42,7 +42,7 @@ pub fn network_missing(name: &str) -> Finding {
         Code::NetworkMissing,
         name,
         format!("the HNS network {name} does not exist"),
-        "Restart-Service CalicoNode (it makes the networks), and read calico-node.log",
+        Code::NetworkMissing.remedy(),
     )
 }
 
@@ -76,7 +76,7 @@ pub fn endpoint(j: &Judged) -> Option<Finding> {
             Code::EndpointUnknown,
             j.name.clone(),
             j.sentence(),
-            "none needed: repair keeps it; if no program on the node made it, remove it yourself (Remove-HnsEndpoint)",
+            Code::EndpointUnknown.remedy(),
         ));
     }
     let (_, code) = ENDPOINT_CODES.iter().find(|(v, _)| *v == j.verdict)?;
@@ -84,7 +84,7 @@ pub fn endpoint(j: &Judged) -> Option<Finding> {
         *code,
         j.name.clone(),
         j.sentence(),
-        "calicoctl-win repair",
+        code.remedy(),
     ))
 }
 
@@ -111,7 +111,7 @@ pub fn host_unreadable(subject: &str, message: String) -> Finding {
         Code::HostUnreadable,
         subject,
         message,
-        "run calicoctl-win status again as an administrator; if it stays, read calico-node.log and the System event log (HNS, the Service Control Manager)",
+        Code::HostUnreadable.remedy(),
     )
 }
 
@@ -166,7 +166,7 @@ pub fn dir_access(dir: &str, who: &[String]) -> Finding {
             "{dir} can be changed by others than SYSTEM and Administrators ({})",
             who.join("; ")
         ),
-        "calicoctl-win preflight --fix",
+        Code::DirAccess.remedy(),
     )
 }
 
@@ -179,7 +179,7 @@ pub fn route_missing(route: &crate::host::Route) -> Finding {
             "the cloud metadata route {}/{} is missing: the node had it before the install",
             route.destination, route.prefix_len
         ),
-        "Restart-Service CalicoNode: its start restores the route; calico-node.log says why it did not",
+        Code::RouteMissing.remedy(),
     )
 }
 
@@ -192,7 +192,7 @@ pub fn service_drift(name: &str, changes: &[String]) -> Finding {
             "service {name} differs from the config: {}",
             changes.join(", ")
         ),
-        "calicoctl-win reconfigure registers it as the config wants",
+        Code::ServiceDrift.remedy(),
     )
 }
 
@@ -219,7 +219,7 @@ pub fn kube_proxy(said: Said) -> Finding {
         said: Said {
             message: format!("kube-proxy: {}", said.message),
             remedy: Some(said.remedy.unwrap_or_else(|| {
-                "calicoctl-win preflight: its kube-proxy check says what Calico needs (docs/commands/preflight.md)".into()
+                Code::KubeProxy.remedy().into()
             })),
         },
     }

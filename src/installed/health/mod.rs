@@ -10,6 +10,7 @@ mod address;
 mod cluster;
 mod finding;
 mod host;
+mod remedy;
 mod token;
 mod under_way;
 

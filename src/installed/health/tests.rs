@@ -1,19 +1,61 @@
 use super::*;
 use crate::cluster::facts::Felix;
 
-/// docs/findings.md lists every code, as docs/errors.md lists every error kind.
+/// docs/findings.md lists every code once, as docs/errors.md lists every error kind, with the
+/// sentence of what is wrong and the code's remedy as the catalogue gives it; no row names a
+/// code the catalogue does not have.
 #[test]
-fn docs_findings_lists_every_code() {
+fn docs_findings_lists_every_code_with_its_remedy() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/findings.md");
     let doc = fs_err::read_to_string(&path).expect("docs/findings.md");
+    let rows: Vec<Vec<&str>> = doc
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+        .collect();
     for c in Code::ALL {
         let word = c.word();
         assert!(!word.is_empty(), "{c:?}");
-        assert!(
-            doc.lines().any(|l| l.starts_with(&format!("| `{word}` |"))),
-            "docs/findings.md has no row for {word}"
-        );
+        let named = format!("`{word}`");
+        let of: Vec<&Vec<&str>> = rows.iter().filter(|r| r[0] == named).collect();
+        assert_eq!(of.len(), 1, "docs/findings.md has {} rows for {word}", of.len());
+        let row = of[0];
+        assert_eq!(row.len(), 3, "the row of {word}: code, what is wrong, remedy");
+        assert!(!row[1].is_empty(), "the row of {word} says what is wrong");
+        assert_eq!(row[2], c.remedy(), "the remedy of {word} in docs/findings.md");
     }
+    let words: Vec<String> = Code::ALL.iter().map(|c| format!("`{}`", c.word())).collect();
+    for r in &rows {
+        assert!(words.iter().any(|w| w == r[0]), "{} is no code", r[0]);
+    }
+}
+
+/// A judge whose fix is the same for every finding of its code gives the code's remedy, the
+/// one docs/findings.md shows.
+#[test]
+fn a_fixed_remedy_is_the_codes() {
+    let found = [
+        service_drift("CalicoNode", &["its binary".into()]),
+        network_missing("Calico"),
+        host_unreadable("CalicoFelix", "x".into()),
+        dir_access(r"C:\CalicoWindows", &["Users".into()]),
+        cluster_unreadable("cluster", "x".into()),
+        endpoints_unjudged("x".into()),
+        admin_kubeconfig(r"C:\k\config"),
+        not_installed(r"C:\CalicoWindows"),
+    ];
+    for f in &found {
+        assert_eq!(f.remedy.as_deref(), Some(f.code.remedy()), "{f}");
+    }
+    let fix_of = |f: Option<Finding>| f.expect("a finding").said.remedy.unwrap_or_default();
+    assert_eq!(
+        fix_of(ipam_capacity("win-1", Some(250), 62, 0)),
+        Code::IpamCapacity.remedy()
+    );
+    assert_eq!(
+        vni(4096, Some(4097), None)[0].remedy.as_deref(),
+        Some(Code::VniHns.remedy())
+    );
 }
 
 /// Each judge's sentence says what is so and its remedy what to do, never the one in the

@@ -52,6 +52,6 @@ pub fn not_installed(root: &str) -> Finding {
         Code::NotInstalled,
         root,
         format!("not installed in {root}"),
-        "calicoctl-win install",
+        Code::NotInstalled.remedy(),
     )
 }
