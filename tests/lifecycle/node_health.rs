@@ -859,3 +859,19 @@ fn status_on_a_healthy_node_asks_at_most_twelve_times_with_one_endpoint_or_two_h
     let many = asked(&node);
     assert_eq!(one, many, "the same requests with two hundred endpoints");
 }
+
+/// What `status` prints for people, whole: on a node with stuck, stale and remote endpoints
+/// (each section's line, then its findings with their codes and fixes), and on a healthy one.
+#[test]
+fn status_text_whole() {
+    let node = broken();
+    let (code, text) = node.run_text(&["status"]);
+    assert_eq!(code, 1, "{text}");
+    crate::support::documents::text_snapshot(&node, "status-text-degraded", &text);
+    let node = Node::healthy().installed().build();
+    node.api()
+        .set_node_ready("win-1", "True", "kubelet is posting ready status");
+    let (code, text) = node.run_text(&["status"]);
+    assert_eq!(code, 0, "{text}");
+    crate::support::documents::text_snapshot(&node, "status-text", &text);
+}
