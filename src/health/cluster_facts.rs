@@ -21,7 +21,7 @@ pub(super) fn node(
     let (c, f) = match cluster {
         ClusterRead::Read(c, f) => (c, f),
         ClusterRead::Skipped(why) => {
-            n.lines.push(format!("Node {node_name}: not read ({why})"));
+            n.shown.node_not_read = Some((*why).to_owned());
             return Ok(None);
         }
         ClusterRead::Failed(e) => {
@@ -66,12 +66,6 @@ pub(super) fn node(
     };
     n.findings
         .extend(health::node_state(node_name, &ready, cordoned));
-    n.lines.push(format!(
-        "Node {node_name}: {}{}, {} pod(s)",
-        if ready.is_ok() { "Ready" } else { "not Ready" },
-        if cordoned { ", cordoned" } else { "" },
-        pods.len()
-    ));
     Ok(Some(NodeState {
         name: node_name.to_owned(),
         ready: ready.is_ok(),
@@ -96,18 +90,6 @@ pub(super) fn ipam(
     let capacity: u64 = blocks.iter().map(|b| b.capacity).sum();
     let pods: u64 = blocks.iter().map(|b| b.pods).sum();
     let max_pods = facts.node_max_pods;
-    let cidrs: Vec<&str> = blocks.iter().map(|b| b.cidr.as_str()).collect();
-    n.lines.push(match cidrs.as_slice() {
-        [] => "IPAM: no block yet (the first pod claims one)".to_owned(),
-        _ => format!(
-            "IPAM: {pods} of {capacity} pod addresses used in {} ({} reserved for Windows){}",
-            cidrs.join(", "),
-            ipam::WINDOWS_RESERVED,
-            max_pods
-                .map(|m| format!("; kubelet schedules up to {m}"))
-                .unwrap_or_default()
-        ),
-    });
     if config.windows_use_single_network && !blocks.is_empty() {
         n.findings
             .extend(health::ipam_capacity(node_name, max_pods, capacity, pods));
@@ -145,14 +127,7 @@ pub(super) fn datastore_migration(
         n.findings.push(finding);
     }
     let state = f.datastore_state();
-    if let Some(s) = &state {
-        n.lines.push(s.sentence.clone());
-    }
-    if let Some(why) = &f.datastore_migration_unreadable {
-        n.lines.push(format!(
-            "cannot read the cluster's DatastoreMigrations: {why}"
-        ));
-    }
+    n.shown.datastore = state.as_ref().map(|s| s.sentence.clone());
     Some(CalicoApi {
         group: f.calico_api,
         datastore_ready: f.datastore_ready,

@@ -37,29 +37,13 @@ pub(super) fn networks(
             .with_context(|| format!("cannot read the endpoints of HNS network {}", net.name))?;
         summaries.insert(net.name.clone(), endpoint_summary(&list));
     }
-    let count = |name: &str| summaries.get(name).cloned().unwrap_or_default();
-    n.lines.push("HNS networks:".into());
     for name in &rec.networks {
-        let Some(net) = networks.iter().find(|net| &net.name == name) else {
+        if !networks.iter().any(|net| &net.name == name) {
             n.findings.push(health::network_missing(name));
-            n.lines.push(format!("  {name:<12} missing"));
-            continue;
-        };
-        n.lines.push(format!(
-            "  {:<12} {} {} subnets {} VSID {} management IP {}, {}",
-            net.name,
-            net.id,
-            net.network_type,
-            net.subnets
-                .iter()
-                .map(|s| s.prefix.as_str())
-                .collect::<Vec<_>>()
-                .join(","),
-            net.vsid().map_or("-".into(), |v| v.to_string()),
-            net.management_ip.as_deref().unwrap_or("-"),
-            count(&net.name)
-        ));
+        }
     }
+    n.shown.recorded_networks = rec.networks.clone();
+    n.shown.network_endpoints = summaries.into_iter().collect();
     Ok(networks)
 }
 
@@ -105,22 +89,8 @@ pub(super) fn endpoints(
             Vec::new()
         }
     };
-    for j in &judged {
-        if let Some(f) = health::endpoint(j) {
-            n.findings.push(f);
-        } else if j.verdict == endpoints::Verdict::Suspect {
-            n.lines.push(format!("  {}", j.sentence()));
-        }
-    }
-    let unknown = judged
-        .iter()
-        .filter(|j| j.is_pod_endpoint() && j.state.is_none())
-        .count();
-    if unknown > 0 {
-        n.lines.push(format!(
-            "  the state of {unknown} endpoint(s) cannot be read (HNS v1 GET /endpoints/ did not give it): a stuck endpoint cannot be told from an attached one, and none is called stuck"
-        ));
-    }
+    n.findings
+        .extend(judged.iter().filter_map(health::endpoint));
     Ok(judged)
 }
 
@@ -131,17 +101,6 @@ pub(super) fn hns_restart(
     n: &mut Notes,
 ) -> Option<crate::installed::hns_restart::HnsRestart> {
     let last = crate::installed::hns_restart::last(h)?;
-    n.lines.push(format!(
-        "HNS restarted at {} (process {} -> {}); CalicoNode restarted {}",
-        time_text(last.at),
-        last.from_pid,
-        last.to_pid,
-        if last.restarted.is_empty() {
-            "nothing".to_owned()
-        } else {
-            last.restarted.join(", ")
-        }
-    ));
     n.findings.extend(health::hns_restart(
         &last.still_failing(h),
         &time_text(last.at),
@@ -169,12 +128,6 @@ pub(super) fn vni(
     if config.backend == crate::config::types::Backend::Vxlan {
         n.findings.extend(health::vni(config_vni, hns_vni, felix));
     }
-    let show = |v: Option<u32>| v.map_or("-".into(), |v| v.to_string());
-    n.lines.push(format!(
-        "VXLAN VNI: config {config_vni}, HNS {}, cluster {}",
-        show(hns_vni),
-        show(cluster_vni)
-    ));
     Vni {
         config: config_vni,
         hns: hns_vni,
@@ -216,12 +169,6 @@ pub(super) fn addressing(h: &dyn Host, n: &mut Notes) -> Option<AddressingNow> {
     };
     let lost = said(kept_addressing::as_left(&before, now));
     let since = said(kept_addressing::changed_since(&before, now));
-    if !since.is_empty() {
-        n.lines.push(format!(
-            "Addressing: changed since the vSwitch was made (kept as it is): {}",
-            since.join("; ")
-        ));
-    }
     Some(AddressingNow {
         before_vswitch: before.clone(),
         lost_when_made: Some(lost),
@@ -250,28 +197,13 @@ pub(super) fn address(
         &ours,
         adapters.as_deref(),
     ));
-    let shown = |ip: Option<std::net::Ipv4Addr>| ip.map_or("-".to_owned(), |ip| ip.to_string());
-    n.lines.push(format!(
-        "Address: InternalIP {}, BGP {}, {}",
-        shown(internal),
-        shown(bgp),
-        ours.iter()
-            .map(|(name, ip)| format!("{name} {}", shown(*ip)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    // One key per name, as a JSON object has it: a second network of a name gives its address.
-    let mut networks: Vec<(String, Option<std::net::Ipv4Addr>)> = Vec::new();
-    for (name, ip) in &ours {
-        match networks.iter_mut().find(|(n, _)| n == name) {
-            Some(kept) => kept.1 = *ip,
-            None => networks.push(((*name).to_owned(), *ip)),
-        }
-    }
     Address {
         internal_ip: internal,
         bgp,
-        networks,
+        networks: ours
+            .iter()
+            .map(|(name, ip)| ((*name).to_owned(), *ip))
+            .collect(),
     }
 }
 

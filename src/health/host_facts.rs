@@ -20,7 +20,6 @@ pub(super) fn services(
     n: &mut Notes,
 ) -> anyhow::Result<Vec<Service>> {
     let mut services = Vec::new();
-    n.lines.push("Services:".into());
     for spec in &rec.services {
         let q = host.service_query(&spec.name)?;
         let (state, pid, since) = match &q {
@@ -42,12 +41,6 @@ pub(super) fn services(
             n.findings
                 .push(health::service_drift(&spec.name, &config_drift));
         }
-        let detail = match (pid, &since) {
-            (Some(p), Some(t)) => format!(" (pid {p}, since {t})"),
-            (Some(p), None) => format!(" (pid {p})"),
-            _ => String::new(),
-        };
-        n.lines.push(format!("  {:<12} {state}{detail}", spec.name));
         services.push(Service {
             name: spec.name.clone(),
             state,
@@ -90,7 +83,6 @@ pub(super) fn kube_proxy(host: &dyn Host, config: &Config, n: &mut Notes) -> Kub
     use crate::checks::Verdict;
     let facts = crate::checks::host::kube_proxy_facts(host);
     let check = crate::checks::kube_proxy::check(&facts, config);
-    n.lines.push(format!("kube-proxy: {}", check.message));
     if check.verdict == Verdict::Fail {
         n.findings.push(health::kube_proxy(check.said.clone()));
     }
@@ -101,8 +93,8 @@ pub(super) fn kube_proxy(host: &dyn Host, config: &Config, n: &mut Notes) -> Kub
     }
 }
 
-/// Felix's own health (`installed::felix_health`): a line, and a problem when it is not live
-/// or not ready, or silent past its start-up.
+/// Felix's own health (`installed::felix_health`): a problem when it is not live or not
+/// ready, or silent past its start-up.
 pub(super) fn felix_health(
     h: &dyn Host,
     root: &InstallRoot,
@@ -110,7 +102,6 @@ pub(super) fn felix_health(
 ) -> anyhow::Result<crate::installed::felix_health::FelixHealth> {
     let health =
         crate::installed::felix_health::read(h, root).context("cannot ask Felix for its health")?;
-    n.lines.push(health.describe());
     n.findings.extend(health::felix(&health, now()));
     Ok(health)
 }

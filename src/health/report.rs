@@ -43,9 +43,9 @@ pub struct InstalledReport {
     pub healthy: bool,
     pub problems: Vec<String>,
     pub findings: Vec<Finding>,
-    /// The lines status shows for people before its findings (`text`).
+    /// What the text shows beside the sections (`text`).
     #[serde(skip)]
-    pub lines: Vec<String>,
+    pub shown: s::Shown,
 }
 
 /// No install record: what is under way, or that Calico is not installed. The same keys
@@ -58,8 +58,6 @@ pub struct NotInstalledReport {
     pub under_way: Option<s::UnderWay>,
     pub problems: Vec<String>,
     pub findings: Vec<Finding>,
-    #[serde(skip)]
-    pub lines: Vec<String>,
 }
 
 impl NodeReport {

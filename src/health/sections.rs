@@ -37,11 +37,20 @@ pub struct Address {
     pub networks: Vec<(String, Option<Ipv4Addr>)>,
 }
 
+/// The networks as a JSON object: one key per name, in their order; a second network of a name
+/// gives its address (as a JSON object built by hand had it).
 fn in_order<S: serde::Serializer>(
     v: &[(String, Option<Ipv4Addr>)],
     s: S,
 ) -> Result<S::Ok, S::Error> {
-    s.collect_map(v.iter().map(|(k, ip)| (k, ip)))
+    let mut once: Vec<(&str, Option<Ipv4Addr>)> = Vec::new();
+    for (name, ip) in v {
+        match once.iter_mut().find(|(n, _)| n == name) {
+            Some(kept) => kept.1 = *ip,
+            None => once.push((name, *ip)),
+        }
+    }
+    s.collect_map(once)
 }
 
 /// The vSwitch adapter's addressing before the vSwitch, what of it is lost and what changed
@@ -111,6 +120,31 @@ pub struct RenewalFailed {
     pub at: String,
     pub error: String,
     pub needs_new_token: bool,
+}
+
+/// What status shows people that its JSON document does not: the node's name, the networks
+/// the install recorded and each one's endpoints in a phrase, why the Node was not read, the
+/// token's text, the datastore migration's phase in a sentence.
+#[derive(Default)]
+pub struct Shown {
+    pub node: String,
+    pub recorded_networks: Vec<String>,
+    /// Each network's endpoints, by its name: how many, how many remote, their states.
+    pub network_endpoints: Vec<(String, String)>,
+    pub node_not_read: Option<String>,
+    pub token: Option<TokenShown>,
+    pub datastore: Option<String>,
+}
+
+/// calico-node's token as its lines say it, beside its section.
+pub struct TokenShown {
+    /// Its expiry, in seconds since 1970 by the API server's clock.
+    pub expiry: Option<i64>,
+    pub jwt: bool,
+    /// The clock difference with the API server, when large enough to say.
+    pub skew_to_say: Option<i64>,
+    /// Expired by this node's clock, with no difference to the API server's measured.
+    pub past_unmeasured: bool,
 }
 
 /// kube-proxy as preflight's `kube-proxy` check sees it.

@@ -3,7 +3,7 @@
 //! failed renewal with its cause (`cluster::refusal`).
 
 use super::look::Notes;
-use super::sections::{Asked, RenewalFailed, Token, TokenJudged};
+use super::sections::{Asked, RenewalFailed, Token, TokenJudged, TokenShown};
 use crate::cluster::read::ClusterRead;
 use crate::cluster::token_check;
 use crate::config::Config;
@@ -75,7 +75,14 @@ pub(super) fn token(
         ));
     }
     let refused = refused_renewal(host, (&token, expiry), clock, cluster, refused_now, n);
-    token_text(&token, expiry, record.as_ref(), asked, clock, n);
+    n.shown.token = Some(TokenShown {
+        expiry,
+        jwt: token.is_jwt(),
+        skew_to_say: record
+            .as_ref()
+            .and_then(crate::installed::token_records::IssuedRecord::skew_to_say),
+        past_unmeasured: expiry.is_some_and(|e| e <= clock.node_now) && clock.skew.is_none(),
+    });
     let api_server = asked.map(|a| Asked {
         answer: a.word(),
         error: match a {
@@ -133,46 +140,6 @@ fn overdue(
         (Some((iat, exp)), _) => (exp - iat) / 4,
         (None, Some(rec)) => rec.lifetime / 4,
         (None, None) => TOKEN_WARN_SECS,
-    }
-}
-
-/// The token's lines: its expiry, the clock difference, the API server's answer, its Node.
-fn token_text(
-    token: &crate::cluster::credentials::Token,
-    expiry: Option<i64>,
-    record: Option<&crate::installed::token_records::IssuedRecord>,
-    asked: Option<&token_check::Answer>,
-    clock: Clock,
-    n: &mut Notes,
-) {
-    let skew = record.and_then(crate::installed::token_records::IssuedRecord::skew_to_say);
-    n.lines.push(format!(
-        "Token: {}{}",
-        match expiry {
-            Some(t) => format!("valid until {} (the API server's clock)", time_text(t)),
-            None if !token.is_jwt() =>
-                "not a JWT: its expiry is known once CalicoNode renews it".into(),
-            None => "does not expire".into(),
-        },
-        skew.map_or(String::new(), |s| format!(
-            " (this node's clock is {}s {} the API server's)",
-            s.unsigned_abs(),
-            if s > 0 { "ahead of" } else { "behind" }
-        ))
-    ));
-    let past = expiry.is_some_and(|e| e <= clock.node_now);
-    n.lines.push(match asked {
-        Some(token_check::Answer::Accepted(_)) if past && clock.skew.is_none() => "Token: the API server takes it (asked with calico-node's kubeconfig), though it has expired by this node's clock: this node's clock is ahead of the API server's".into(),
-        Some(token_check::Answer::Accepted(_)) => "Token: the API server takes it (asked with calico-node's kubeconfig)".into(),
-        Some(token_check::Answer::Refused(_)) => "Token: the API server refuses it (401, asked with calico-node's kubeconfig)".into(),
-        Some(token_check::Answer::Unknown(e)) => format!("Token: whether the API server takes it is not known: {e}"),
-        None => "Token: the API server was not asked".into(),
-    });
-    if token.is_jwt() {
-        n.lines.push(match token.bound_node() {
-            Some(n) => format!("Token: bound to Node {n}: deleting the Node revokes it"),
-            None => crate::cluster::credentials::unbound_sentence(),
-        });
     }
 }
 

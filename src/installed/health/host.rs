@@ -218,9 +218,10 @@ pub fn kube_proxy(said: Said) -> Finding {
         subject: "kube-proxy".into(),
         said: Said {
             message: format!("kube-proxy: {}", said.message),
-            remedy: Some(said.remedy.unwrap_or_else(|| {
-                Code::KubeProxy.remedy().into()
-            })),
+            remedy: Some(
+                said.remedy
+                    .unwrap_or_else(|| Code::KubeProxy.remedy().into()),
+            ),
         },
     }
 }

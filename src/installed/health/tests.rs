@@ -18,13 +18,29 @@ fn docs_findings_lists_every_code_with_its_remedy() {
         assert!(!word.is_empty(), "{c:?}");
         let named = format!("`{word}`");
         let of: Vec<&Vec<&str>> = rows.iter().filter(|r| r[0] == named).collect();
-        assert_eq!(of.len(), 1, "docs/findings.md has {} rows for {word}", of.len());
+        assert_eq!(
+            of.len(),
+            1,
+            "docs/findings.md has {} rows for {word}",
+            of.len()
+        );
         let row = of[0];
-        assert_eq!(row.len(), 3, "the row of {word}: code, what is wrong, remedy");
+        assert_eq!(
+            row.len(),
+            3,
+            "the row of {word}: code, what is wrong, remedy"
+        );
         assert!(!row[1].is_empty(), "the row of {word} says what is wrong");
-        assert_eq!(row[2], c.remedy(), "the remedy of {word} in docs/findings.md");
+        assert_eq!(
+            row[2],
+            c.remedy(),
+            "the remedy of {word} in docs/findings.md"
+        );
     }
-    let words: Vec<String> = Code::ALL.iter().map(|c| format!("`{}`", c.word())).collect();
+    let words: Vec<String> = Code::ALL
+        .iter()
+        .map(|c| format!("`{}`", c.word()))
+        .collect();
     for r in &rows {
         assert!(words.iter().any(|w| w == r[0]), "{} is no code", r[0]);
     }
