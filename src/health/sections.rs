@@ -284,5 +284,19 @@ mod tests {
             json!({"internal_ip": "10.0.0.7", "bgp": null,
                 "networks": {"External": "10.0.0.7", "Calico": null}}),
         );
+        // Two networks of one name: one key, where the first stood, with the second's address.
+        let twice = Address {
+            networks: vec![
+                ("Calico".into(), ip),
+                ("External".into(), ip),
+                ("Calico".into(), None),
+            ],
+            ..address
+        };
+        same(
+            to(&twice),
+            json!({"internal_ip": "10.0.0.7", "bgp": null,
+                "networks": {"Calico": null, "External": "10.0.0.7"}}),
+        );
     }
 }

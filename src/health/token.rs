@@ -37,11 +37,9 @@ pub(super) fn token(
     if let Some(why) = token.unusable() {
         n.findings.push(health::token_unusable(&path, &why));
         return Some(Token {
-            path,
             present: true,
             usable: Some(false),
-            error: Some(why),
-            judged: None,
+            ..Token::missing(path, Some(why))
         });
     }
     // A token that is no JWT has the expiry its TokenRequest answer gave, when CalicoNode
@@ -75,28 +73,14 @@ pub(super) fn token(
         ));
     }
     let refused = refused_renewal(host, (&token, expiry), clock, cluster, refused_now, n);
-    n.shown.token = Some(TokenShown {
-        expiry,
-        jwt: token.is_jwt(),
-        skew_to_say: record
-            .as_ref()
-            .and_then(crate::installed::token_records::IssuedRecord::skew_to_say),
-        past_unmeasured: expiry.is_some_and(|e| e <= clock.node_now) && clock.skew.is_none(),
-    });
-    let api_server = asked.map(|a| Asked {
-        answer: a.word(),
-        error: match a {
-            token_check::Answer::Refused(e) | token_check::Answer::Unknown(e) => Some(e.clone()),
-            token_check::Answer::Accepted(_) => None,
-        },
-    });
+    n.shown.token = Some(shown(&token, expiry, record.as_ref(), clock));
     Some(Token {
         path,
         present: true,
         usable: Some(!refused_now),
         error: None,
         judged: Some(TokenJudged {
-            api_server,
+            api_server: asked.map(said),
             expires: expiry.map(time_text),
             bound_to_node: token.bound_node(),
             clock_skew_seconds: record.and_then(|rec| rec.skew),
@@ -180,6 +164,33 @@ pub fn ask_token(
         return None;
     }
     Some(token_check::ask((&path, &text), &token, env, node_name))
+}
+
+/// The token as its lines say it: its expiry, whether it is a JWT, the clock difference to
+/// say, and whether it expired by this node's clock with no difference measured.
+fn shown(
+    token: &crate::cluster::credentials::Token,
+    expiry: Option<i64>,
+    record: Option<&crate::installed::token_records::IssuedRecord>,
+    clock: Clock,
+) -> TokenShown {
+    TokenShown {
+        expiry,
+        jwt: token.is_jwt(),
+        skew_to_say: record.and_then(crate::installed::token_records::IssuedRecord::skew_to_say),
+        past_unmeasured: expiry.is_some_and(|e| e <= clock.node_now) && clock.skew.is_none(),
+    }
+}
+
+/// The API server's answer to calico-node's token, as the report gives it.
+fn said(a: &token_check::Answer) -> Asked {
+    Asked {
+        answer: a.word(),
+        error: match a {
+            token_check::Answer::Refused(e) | token_check::Answer::Unknown(e) => Some(e.clone()),
+            token_check::Answer::Accepted(_) => None,
+        },
+    }
 }
 
 impl Token {

@@ -77,33 +77,41 @@ impl Code {
             Code::ApiGroup => {
                 "calicoctl-win reconfigure sets the unlocked group for calico-node, Felix, confd and the CNI plugin; a release before v3.32.0 is replaced by v3.32.0 or later"
             }
-            Code::TrafficCni => {
-                "on the node: 'calicoctl-win status' (CalicoNode running, ipam-capacity, endpoint-stuck) and the CNI log under the install root"
-            }
-            Code::TrafficImage => {
-                "--image a reachable mirror built for the node's Windows build, or more --pull-timeout"
-            }
-            Code::TrafficOverlay => {
-                "allow UDP 4789 between the nodes; on the node: 'calicoctl-win status' (vni-hns, vni-cluster, address-mismatch)"
-            }
-            Code::TrafficControlPlane => {
-                "let the API server reach the pod network: its route to the pods, UDP 4789 to the node, no firewall between"
-            }
-            Code::TrafficKubeProxy => {
-                "on the node: kube-proxy must run on the Calico network and program a load balancer for the ClusterIP ('Get-HnsPolicyList')"
-            }
-            Code::TrafficDns => {
-                "the cluster DNS pods and their Service (kube-system/kube-dns) and the pod's DNS server (kubelet's --cluster-dns)"
-            }
-            Code::TrafficPolicy => {
-                "on the node: 'calicoctl-win status' (felix-unhealthy, endpoint-stuck) and Felix's log for the pods' endpoints"
-            }
-            Code::TrafficFirewall => {
-                "on the node: the host firewall and the HNS endpoint's ACLs must let the host reach its pods"
-            }
-            Code::TrafficEgress => {
-                "the IPPool's natOutgoing and the outbound firewall of the node and its network"
-            }
+            traffic => traffic_remedy(traffic),
         }
+    }
+}
+
+/// The remedy of a code `verify` gives (`traffic-*`); none for another.
+fn traffic_remedy(code: Code) -> &'static str {
+    match code {
+        Code::TrafficCni => {
+            "on the node: 'calicoctl-win status' (CalicoNode running, ipam-capacity, endpoint-stuck) and the CNI log under the install root"
+        }
+        Code::TrafficImage => {
+            "--image a reachable mirror built for the node's Windows build, or more --pull-timeout"
+        }
+        Code::TrafficOverlay => {
+            "allow UDP 4789 between the nodes; on the node: 'calicoctl-win status' (vni-hns, vni-cluster, address-mismatch)"
+        }
+        Code::TrafficControlPlane => {
+            "let the API server reach the pod network: its route to the pods, UDP 4789 to the node, no firewall between"
+        }
+        Code::TrafficKubeProxy => {
+            "on the node: kube-proxy must run on the Calico network and program a load balancer for the ClusterIP ('Get-HnsPolicyList')"
+        }
+        Code::TrafficDns => {
+            "the cluster DNS pods and their Service (kube-system/kube-dns) and the pod's DNS server (kubelet's --cluster-dns)"
+        }
+        Code::TrafficPolicy => {
+            "on the node: 'calicoctl-win status' (felix-unhealthy, endpoint-stuck) and Felix's log for the pods' endpoints"
+        }
+        Code::TrafficFirewall => {
+            "on the node: the host firewall and the HNS endpoint's ACLs must let the host reach its pods"
+        }
+        Code::TrafficEgress => {
+            "the IPPool's natOutgoing and the outbound firewall of the node and its network"
+        }
+        _ => "",
     }
 }

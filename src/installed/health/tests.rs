@@ -16,6 +16,7 @@ fn docs_findings_lists_every_code_with_its_remedy() {
     for c in Code::ALL {
         let word = c.word();
         assert!(!word.is_empty(), "{c:?}");
+        assert!(!c.remedy().is_empty(), "{c:?} has a remedy");
         let named = format!("`{word}`");
         let of: Vec<&Vec<&str>> = rows.iter().filter(|r| r[0] == named).collect();
         assert_eq!(
