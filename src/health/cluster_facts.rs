@@ -2,6 +2,7 @@
 //! group Calico's resources are read through, and admin kubeconfigs left on the node.
 
 use super::look::Notes;
+use super::sections::{CalicoApi, Ipam, NodeState};
 use crate::cluster::drain;
 use crate::cluster::read::ClusterRead;
 use crate::config::Config;
@@ -9,23 +10,26 @@ use crate::host::Host;
 use crate::installed::health;
 use crate::installed::record::InstallRecord;
 use crate::layout::InstallRoot;
-use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 /// The node in the cluster: Ready, cordoned, its pods.
-pub(super) fn node(cluster: &ClusterRead, node_name: &str, n: &mut Notes) -> anyhow::Result<Value> {
+pub(super) fn node(
+    cluster: &ClusterRead,
+    node_name: &str,
+    n: &mut Notes,
+) -> anyhow::Result<Option<NodeState>> {
     let (c, f) = match cluster {
         ClusterRead::Read(c, f) => (c, f),
         ClusterRead::Skipped(why) => {
-            n.lines.push(format!("Node {node_name}: not read ({why})"));
-            return Ok(json!(null));
+            n.shown.node_not_read = Some((*why).to_owned());
+            return Ok(None);
         }
         ClusterRead::Failed(e) => {
             n.findings.push(health::cluster_unreadable(
                 "cluster",
                 format!("the cluster cannot be read: {e}"),
             ));
-            return Ok(json!(null));
+            return Ok(None);
         }
     };
     // The Node as this look read it, once (`facts::gather`).
@@ -62,13 +66,12 @@ pub(super) fn node(cluster: &ClusterRead, node_name: &str, n: &mut Notes) -> any
     };
     n.findings
         .extend(health::node_state(node_name, &ready, cordoned));
-    n.lines.push(format!(
-        "Node {node_name}: {}{}, {} pod(s)",
-        if ready.is_ok() { "Ready" } else { "not Ready" },
-        if cordoned { ", cordoned" } else { "" },
-        pods.len()
-    ));
-    Ok(json!({"name": node_name, "ready": ready.is_ok(), "cordoned": cordoned, "pods": pods}))
+    Ok(Some(NodeState {
+        name: node_name.to_owned(),
+        ready: ready.is_ok(),
+        cordoned,
+        pods,
+    }))
 }
 
 /// The node's IPAM blocks: the pod addresses in use of what they hold, against kubelet's
@@ -78,32 +81,25 @@ pub(super) fn ipam(
     config: &Config,
     node_name: &str,
     n: &mut Notes,
-) -> anyhow::Result<Value> {
+) -> anyhow::Result<Option<Ipam>> {
     use crate::cluster::ipam;
     let ClusterRead::Read(c, facts) = cluster else {
-        return Ok(json!(null));
+        return Ok(None);
     };
     let blocks = ipam::node_blocks(c, node_name)?;
     let capacity: u64 = blocks.iter().map(|b| b.capacity).sum();
     let pods: u64 = blocks.iter().map(|b| b.pods).sum();
     let max_pods = facts.node_max_pods;
-    let cidrs: Vec<&str> = blocks.iter().map(|b| b.cidr.as_str()).collect();
-    n.lines.push(match cidrs.as_slice() {
-        [] => "IPAM: no block yet (the first pod claims one)".to_owned(),
-        _ => format!(
-            "IPAM: {pods} of {capacity} pod addresses used in {} ({} reserved for Windows){}",
-            cidrs.join(", "),
-            ipam::WINDOWS_RESERVED,
-            max_pods
-                .map(|m| format!("; kubelet schedules up to {m}"))
-                .unwrap_or_default()
-        ),
-    });
     if config.windows_use_single_network && !blocks.is_empty() {
         n.findings
             .extend(health::ipam_capacity(node_name, max_pods, capacity, pods));
     }
-    Ok(json!({"blocks": blocks, "pods": pods, "capacity": capacity, "max_pods": max_pods}))
+    Ok(Some(Ipam {
+        blocks,
+        pods,
+        capacity,
+        max_pods,
+    }))
 }
 
 /// The group Calico's resources are read through, and a datastore migration under way (said
@@ -115,9 +111,9 @@ pub(super) fn datastore_migration(
     (rec, root): (&InstallRecord, &InstallRoot),
     cluster: &ClusterRead,
     n: &mut Notes,
-) -> Value {
+) -> Option<CalicoApi> {
     let ClusterRead::Read(_, f) = cluster else {
-        return Value::Null;
+        return None;
     };
     let pin = crate::installed::api_group::pinned(h, root);
     let release = rec
@@ -131,23 +127,16 @@ pub(super) fn datastore_migration(
         n.findings.push(finding);
     }
     let state = f.datastore_state();
-    if let Some(s) = &state {
-        n.lines.push(s.sentence.clone());
-    }
-    if let Some(why) = &f.datastore_migration_unreadable {
-        n.lines.push(format!(
-            "cannot read the cluster's DatastoreMigrations: {why}"
-        ));
-    }
-    json!({
-        "group": f.calico_api,
-        "datastore_ready": f.datastore_ready,
-        "locks": f.calico_locks,
-        "components_read": components,
-        "components_pinned": pin,
-        "migration": f.datastore_migration,
-        "migration_under_way": state.is_some_and(|s| s.under_way),
-        "migration_unreadable": f.datastore_migration_unreadable,
+    n.shown.datastore = state.as_ref().map(|s| s.sentence.clone());
+    Some(CalicoApi {
+        group: f.calico_api,
+        datastore_ready: f.datastore_ready,
+        locks: f.calico_locks,
+        components_read: components,
+        components_pinned: pin,
+        migration: f.datastore_migration.clone(),
+        migration_under_way: state.is_some_and(|s| s.under_way),
+        migration_unreadable: f.datastore_migration_unreadable.clone(),
     })
 }
 

@@ -3,6 +3,7 @@
 //! vSwitch adapter's addressing.
 
 use super::look::Notes;
+use super::sections::{Address, AddressingNow, Vni};
 use crate::cluster::read::ClusterRead;
 use crate::config::Config;
 use crate::duration::time_text;
@@ -12,7 +13,6 @@ use crate::installed::health;
 use crate::installed::record::InstallRecord;
 use crate::layout::{CALICO_NETWORK, EXTERNAL_NETWORK};
 use anyhow::Context as _;
-use serde_json::{Value, json};
 
 /// Calico's HNS networks, with the endpoints on each (how many a network recreation would
 /// cut off).
@@ -37,29 +37,13 @@ pub(super) fn networks(
             .with_context(|| format!("cannot read the endpoints of HNS network {}", net.name))?;
         summaries.insert(net.name.clone(), endpoint_summary(&list));
     }
-    let count = |name: &str| summaries.get(name).cloned().unwrap_or_default();
-    n.lines.push("HNS networks:".into());
     for name in &rec.networks {
-        let Some(net) = networks.iter().find(|net| &net.name == name) else {
+        if !networks.iter().any(|net| &net.name == name) {
             n.findings.push(health::network_missing(name));
-            n.lines.push(format!("  {name:<12} missing"));
-            continue;
-        };
-        n.lines.push(format!(
-            "  {:<12} {} {} subnets {} VSID {} management IP {}, {}",
-            net.name,
-            net.id,
-            net.network_type,
-            net.subnets
-                .iter()
-                .map(|s| s.prefix.as_str())
-                .collect::<Vec<_>>()
-                .join(","),
-            net.vsid().map_or("-".into(), |v| v.to_string()),
-            net.management_ip.as_deref().unwrap_or("-"),
-            count(&net.name)
-        ));
+        }
     }
+    n.shown.recorded_networks = rec.networks.clone();
+    n.shown.network_endpoints = summaries.into_iter().collect();
     Ok(networks)
 }
 
@@ -105,22 +89,8 @@ pub(super) fn endpoints(
             Vec::new()
         }
     };
-    for j in &judged {
-        if let Some(f) = health::endpoint(j) {
-            n.findings.push(f);
-        } else if j.verdict == endpoints::Verdict::Suspect {
-            n.lines.push(format!("  {}", j.sentence()));
-        }
-    }
-    let unknown = judged
-        .iter()
-        .filter(|j| j.is_pod_endpoint() && j.state.is_none())
-        .count();
-    if unknown > 0 {
-        n.lines.push(format!(
-            "  the state of {unknown} endpoint(s) cannot be read (HNS v1 GET /endpoints/ did not give it): a stuck endpoint cannot be told from an attached one, and none is called stuck"
-        ));
-    }
+    n.findings
+        .extend(judged.iter().filter_map(health::endpoint));
     Ok(judged)
 }
 
@@ -131,17 +101,6 @@ pub(super) fn hns_restart(
     n: &mut Notes,
 ) -> Option<crate::installed::hns_restart::HnsRestart> {
     let last = crate::installed::hns_restart::last(h)?;
-    n.lines.push(format!(
-        "HNS restarted at {} (process {} -> {}); CalicoNode restarted {}",
-        time_text(last.at),
-        last.from_pid,
-        last.to_pid,
-        if last.restarted.is_empty() {
-            "nothing".to_owned()
-        } else {
-            last.restarted.join(", ")
-        }
-    ));
     n.findings.extend(health::hns_restart(
         &last.still_failing(h),
         &time_text(last.at),
@@ -155,7 +114,7 @@ pub(super) fn vni(
     networks: &[HnsNetwork],
     cluster: &ClusterRead,
     n: &mut Notes,
-) -> Value {
+) -> Vni {
     let hns_vni = networks
         .iter()
         .find(|net| net.name == CALICO_NETWORK)
@@ -169,24 +128,27 @@ pub(super) fn vni(
     if config.backend == crate::config::types::Backend::Vxlan {
         n.findings.extend(health::vni(config_vni, hns_vni, felix));
     }
-    let show = |v: Option<u32>| v.map_or("-".into(), |v| v.to_string());
-    n.lines.push(format!(
-        "VXLAN VNI: config {config_vni}, HNS {}, cluster {}",
-        show(hns_vni),
-        show(cluster_vni)
-    ));
-    json!({"config": config_vni, "hns": hns_vni, "cluster": cluster_vni})
+    Vni {
+        config: config_vni,
+        hns: hns_vni,
+        cluster: cluster_vni,
+    }
 }
 
 /// The vSwitch's host adapter against its adapter's addressing before the vSwitch
 /// (`health::addressing`): what CalicoNode kept for the External network there is now, the
 /// findings (lost when the vSwitch was made and not back), and what changed since (an
 /// administrator's: shown, never a finding, never put back).
-pub(super) fn addressing(h: &dyn Host, n: &mut Notes) -> Value {
+pub(super) fn addressing(h: &dyn Host, n: &mut Notes) -> Option<AddressingNow> {
     use crate::installed::addressing as kept_addressing;
     let networks = h.hns_networks().unwrap_or_default();
-    let Some(before) = kept_addressing::current(h, &networks) else {
-        return Value::Null;
+    let before = kept_addressing::current(h, &networks)?;
+    let alone = |before| {
+        Some(AddressingNow {
+            before_vswitch: before,
+            lost_when_made: None,
+            changed_since: None,
+        })
     };
     let adapters = match h.adapters() {
         Ok(adapters) => adapters,
@@ -195,25 +157,23 @@ pub(super) fn addressing(h: &dyn Host, n: &mut Notes) -> Value {
                 "network adapters",
                 format!("the network adapters cannot be read: {e}"),
             ));
-            return json!({"before_vswitch": before});
+            return alone(before);
         }
     };
     n.findings.extend(health::addressing(&before, &adapters));
     let Some(now) = before.host_adapter(&adapters) else {
-        return json!({"before_vswitch": before});
+        return alone(before);
     };
     let said = |v: Vec<kept_addressing::Drift>| -> Vec<String> {
         v.iter().map(|d| d.describe(&before, now)).collect()
     };
     let lost = said(kept_addressing::as_left(&before, now));
     let since = said(kept_addressing::changed_since(&before, now));
-    if !since.is_empty() {
-        n.lines.push(format!(
-            "Addressing: changed since the vSwitch was made (kept as it is): {}",
-            since.join("; ")
-        ));
-    }
-    json!({"before_vswitch": before, "lost_when_made": lost, "changed_since": since})
+    Some(AddressingNow {
+        before_vswitch: before.clone(),
+        lost_when_made: Some(lost),
+        changed_since: Some(since),
+    })
 }
 
 /// The node's address in each layer that must agree (`health::node_address`): the Node's
@@ -224,7 +184,7 @@ pub(super) fn address(
     cluster: &ClusterRead,
     node_name: &str,
     n: &mut Notes,
-) -> Value {
+) -> Address {
     let ours = health::management_ips(networks);
     let (internal, bgp) = match cluster {
         ClusterRead::Read(_, f) => (f.node_internal_ip, f.node_bgp_ipv4),
@@ -237,21 +197,14 @@ pub(super) fn address(
         &ours,
         adapters.as_deref(),
     ));
-    let shown = |ip: Option<std::net::Ipv4Addr>| ip.map_or("-".to_owned(), |ip| ip.to_string());
-    n.lines.push(format!(
-        "Address: InternalIP {}, BGP {}, {}",
-        shown(internal),
-        shown(bgp),
-        ours.iter()
-            .map(|(name, ip)| format!("{name} {}", shown(*ip)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    let nets: serde_json::Map<String, Value> = ours
-        .iter()
-        .map(|(name, ip)| ((*name).to_owned(), json!(ip)))
-        .collect();
-    json!({"internal_ip": internal, "bgp": bgp, "networks": nets})
+    Address {
+        internal_ip: internal,
+        bgp,
+        networks: ours
+            .iter()
+            .map(|(name, ip)| ((*name).to_owned(), *ip))
+            .collect(),
+    }
 }
 
 /// How many endpoints a network has, how many are other hosts', and their states.

@@ -2,6 +2,7 @@
 //! judged by its judge (`installed::health`).
 
 use super::look::{Desired, Notes};
+use super::sections::{DirAccess, KubeProxy, Service};
 use crate::config::Config;
 use crate::duration::{now, time_text};
 use crate::host::Host;
@@ -10,7 +11,6 @@ use crate::installed::health;
 use crate::installed::record::InstallRecord;
 use crate::layout::InstallRoot;
 use anyhow::Context as _;
-use serde_json::{Value, json};
 
 /// The recorded services: their state, and how they differ from the config.
 pub(super) fn services(
@@ -18,9 +18,8 @@ pub(super) fn services(
     rec: &InstallRecord,
     desired: &Desired,
     n: &mut Notes,
-) -> anyhow::Result<Vec<Value>> {
+) -> anyhow::Result<Vec<Service>> {
     let mut services = Vec::new();
-    n.lines.push("Services:".into());
     for spec in &rec.services {
         let q = host.service_query(&spec.name)?;
         let (state, pid, since) = match &q {
@@ -42,16 +41,13 @@ pub(super) fn services(
             n.findings
                 .push(health::service_drift(&spec.name, &config_drift));
         }
-        let detail = match (pid, &since) {
-            (Some(p), Some(t)) => format!(" (pid {p}, since {t})"),
-            (Some(p), None) => format!(" (pid {p})"),
-            _ => String::new(),
-        };
-        n.lines.push(format!("  {:<12} {state}{detail}", spec.name));
-        services.push(
-            json!({"name": spec.name, "state": state, "pid": pid, "since": since,
-            "drift": config_drift}),
-        );
+        services.push(Service {
+            name: spec.name.clone(),
+            state,
+            pid,
+            since,
+            drift: config_drift,
+        });
     }
     Ok(services)
 }
@@ -83,19 +79,22 @@ pub(super) fn metadata_route(
 /// kube-proxy as preflight's `kube-proxy` check sees it: a misconfiguration (the wrong
 /// network, a source VIP that is not `Calico_ep`'s, DSR the build lacks) is a problem; no
 /// kube-proxy service (it may run as a HostProcess DaemonSet) or DSR left off is shown only.
-pub(super) fn kube_proxy(host: &dyn Host, config: &Config, n: &mut Notes) -> Value {
+pub(super) fn kube_proxy(host: &dyn Host, config: &Config, n: &mut Notes) -> KubeProxy {
     use crate::checks::Verdict;
     let facts = crate::checks::host::kube_proxy_facts(host);
     let check = crate::checks::kube_proxy::check(&facts, config);
-    n.lines.push(format!("kube-proxy: {}", check.message));
     if check.verdict == Verdict::Fail {
         n.findings.push(health::kube_proxy(check.said.clone()));
     }
-    json!({"verdict": check.verdict, "message": check.message, "remedy": check.remedy})
+    KubeProxy {
+        verdict: check.verdict,
+        message: check.message.clone(),
+        remedy: check.remedy.clone(),
+    }
 }
 
-/// Felix's own health (`installed::felix_health`): a line, and a problem when it is not live
-/// or not ready, or silent past its start-up.
+/// Felix's own health (`installed::felix_health`): a problem when it is not live or not
+/// ready, or silent past its start-up.
 pub(super) fn felix_health(
     h: &dyn Host,
     root: &InstallRoot,
@@ -103,7 +102,6 @@ pub(super) fn felix_health(
 ) -> anyhow::Result<crate::installed::felix_health::FelixHealth> {
     let health =
         crate::installed::felix_health::read(h, root).context("cannot ask Felix for its health")?;
-    n.lines.push(health.describe());
     n.findings.extend(health::felix(&health, now()));
     Ok(health)
 }
@@ -121,12 +119,12 @@ pub(super) fn file_drift(files: &[FileDrift], n: &mut Notes) {
 
 /// What runs as SYSTEM must still come from directories only SYSTEM and Administrators can
 /// change: each one others may change now is a problem.
-pub(super) fn dir_access(h: &dyn Host, config: &Config, n: &mut Notes) -> Vec<Value> {
+pub(super) fn dir_access(h: &dyn Host, config: &Config, n: &mut Notes) -> Vec<DirAccess> {
     crate::installed::protection::weak_dirs(h, config)
         .into_iter()
         .map(|(dir, who)| {
             n.findings.push(health::dir_access(&dir, &who));
-            json!({"dir": dir, "writers": who})
+            DirAccess { dir, writers: who }
         })
         .collect()
 }

@@ -45,11 +45,11 @@ pub struct Look<'a> {
     pub installed: Option<(InstallRecord, Desired)>,
 }
 
-/// What a survey has seen so far: the lines for people and the findings.
+/// What a survey has seen so far: the findings, and what the text shows beside the sections.
 #[derive(Default)]
 pub(super) struct Notes {
-    pub(super) lines: Vec<String>,
     pub(super) findings: Vec<Finding>,
+    pub(super) shown: super::sections::Shown,
 }
 
 impl Notes {

@@ -12,6 +12,7 @@ mod host_facts;
 mod look;
 mod node_look;
 mod report;
+pub mod sections;
 pub mod text;
 mod token;
 mod under_way;
@@ -23,7 +24,6 @@ pub use token::ask_token;
 
 use crate::layout::InstallRoot;
 use look::Notes;
-use serde_json::Value;
 
 /// The node surveyed once: each fact gathered and judged, in the order status shows them.
 pub fn survey(look: Look<'_>) -> anyhow::Result<NodeReport> {
@@ -33,12 +33,7 @@ pub fn survey(look: Look<'_>) -> anyhow::Result<NodeReport> {
         return Ok(not_installed(look.root, n, under_way));
     };
     let (h, config, cluster, node) = (look.host, look.config, look.cluster, look.node);
-    n.lines.push(format!(
-        "Calico {} in {} ({} backend), node {node}",
-        rec.calico_version.as_deref().unwrap_or("(version unknown)"),
-        look.root,
-        rec.backend
-    ));
+    n.shown.node = node.to_owned();
     let services = host_facts::services(h, rec, desired, &mut n)?;
     host_facts::metadata_route(h, rec, &mut n)?;
     let networks = hns_facts::networks(h, rec, &mut n)?;
@@ -82,21 +77,19 @@ pub fn survey(look: Look<'_>) -> anyhow::Result<NodeReport> {
         healthy: problems.is_empty(),
         problems,
         findings: n.findings,
-        lines: n.lines,
+        shown: n.shown,
     })))
 }
 
 /// No install record: what is under way, or that Calico is not installed.
-fn not_installed(root: &InstallRoot, mut n: Notes, under_way: Value) -> NodeReport {
+fn not_installed(
+    root: &InstallRoot,
+    mut n: Notes,
+    under_way: Option<sections::UnderWay>,
+) -> NodeReport {
     if n.findings.is_empty() {
-        n.lines.push(format!(
-            "Calico is not installed in {root} (no install record)."
-        ));
         n.findings
             .push(crate::installed::health::not_installed(root.as_str()));
-    } else {
-        let said = n.problems();
-        n.lines.extend(said.iter().map(|p| format!("  - {p}")));
     }
     NodeReport::NotInstalled(NotInstalledReport {
         installed: false,
@@ -105,6 +98,5 @@ fn not_installed(root: &InstallRoot, mut n: Notes, under_way: Value) -> NodeRepo
         under_way,
         problems: n.problems(),
         findings: n.findings,
-        lines: n.lines,
     })
 }

@@ -1,11 +1,11 @@
 //! The node as `status` reports it, one typed value: its JSON is `status -o json`.
 
+use super::sections as s;
 use crate::host::HnsNetwork;
 use crate::installed::endpoints;
 use crate::installed::file_stat::FileDrift;
 use crate::installed::health::Finding;
 use serde::Serialize;
-use serde_json::Value;
 
 /// The node as `status` reports it: one JSON document (`status -o json`), its keys those
 /// scripts read.
@@ -23,29 +23,29 @@ pub struct InstalledReport {
     pub install_root: String,
     pub calico_version: Option<String>,
     pub backend: String,
-    pub services: Vec<Value>,
+    pub services: Vec<s::Service>,
     pub networks: Vec<HnsNetwork>,
     pub endpoints: Vec<endpoints::Judged>,
     pub hns_restart: Option<crate::installed::hns_restart::HnsRestart>,
     pub felix_health: crate::installed::felix_health::FelixHealth,
-    pub vni: Value,
-    pub address: Value,
-    pub addressing: Value,
+    pub vni: s::Vni,
+    pub address: s::Address,
+    pub addressing: Option<s::AddressingNow>,
     pub drift: Vec<FileDrift>,
-    pub node: Value,
-    pub ipam: Value,
-    pub token: Value,
-    pub kube_proxy: Value,
-    pub dir_access: Vec<Value>,
+    pub node: Option<s::NodeState>,
+    pub ipam: Option<s::Ipam>,
+    pub token: Option<s::Token>,
+    pub kube_proxy: s::KubeProxy,
+    pub dir_access: Vec<s::DirAccess>,
     pub admin_kubeconfigs: Vec<String>,
-    pub under_way: Value,
-    pub calico_api: Value,
+    pub under_way: Option<s::UnderWay>,
+    pub calico_api: Option<s::CalicoApi>,
     pub healthy: bool,
     pub problems: Vec<String>,
     pub findings: Vec<Finding>,
-    /// The lines status shows for people before its findings (`text`).
+    /// What the text shows beside the sections (`text`).
     #[serde(skip)]
-    pub lines: Vec<String>,
+    pub shown: s::Shown,
 }
 
 /// No install record: what is under way, or that Calico is not installed. The same keys
@@ -55,11 +55,9 @@ pub struct NotInstalledReport {
     pub installed: bool,
     pub install_root: String,
     pub healthy: bool,
-    pub under_way: Value,
+    pub under_way: Option<s::UnderWay>,
     pub problems: Vec<String>,
     pub findings: Vec<Finding>,
-    #[serde(skip)]
-    pub lines: Vec<String>,
 }
 
 impl NodeReport {

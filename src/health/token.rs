@@ -3,13 +3,13 @@
 //! failed renewal with its cause (`cluster::refusal`).
 
 use super::look::Notes;
+use super::sections::{Asked, RenewalFailed, Token, TokenJudged, TokenShown};
 use crate::cluster::read::ClusterRead;
 use crate::cluster::token_check;
 use crate::config::Config;
 use crate::duration::{now, time_text};
 use crate::host::Host;
 use crate::installed::health;
-use serde_json::json;
 use std::collections::BTreeMap;
 
 /// A token closer to its expiry than this is a problem worth reporting.
@@ -24,19 +24,23 @@ pub(super) fn token(
     cluster: &ClusterRead,
     asked: Option<&token_check::Answer>,
     n: &mut Notes,
-) -> serde_json::Value {
+) -> Option<Token> {
     use crate::installed::token_records as renew;
     let path = match config.kubeconfig.as_ref().map(|p| p.as_str().to_owned()) {
         Some(path) if config.datastore == crate::config::types::Datastore::Kubernetes => path,
-        _ => return json!(null),
+        _ => return None,
     };
     let token = match node_token(host, &path, n) {
         Ok(token) => token,
-        Err(doc) => return doc,
+        Err(error) => return Some(Token::missing(path, error)),
     };
     if let Some(why) = token.unusable() {
         n.findings.push(health::token_unusable(&path, &why));
-        return json!({"path": path, "present": true, "usable": false, "error": why});
+        return Some(Token {
+            present: true,
+            usable: Some(false),
+            ..Token::missing(path, Some(why))
+        });
     }
     // A token that is no JWT has the expiry its TokenRequest answer gave, when CalicoNode
     // renewed it; a record also says the clock difference with the API server.
@@ -69,17 +73,24 @@ pub(super) fn token(
         ));
     }
     let refused = refused_renewal(host, (&token, expiry), clock, cluster, refused_now, n);
-    token_text(&token, expiry, record.as_ref(), asked, clock, n);
-    json!({"path": path, "present": true, "usable": !refused_now,
-        "api_server": asked.map(|a| json!({"answer": a.word(), "error": match a {
-            token_check::Answer::Refused(e) | token_check::Answer::Unknown(e) => Some(e),
-            token_check::Answer::Accepted(_) => None,
-        }})),
-        "expires": expiry.map(time_text),
-        "bound_to_node": token.bound_node(),
-        "clock_skew_seconds": record.and_then(|rec| rec.skew),
-        "renewal_failed": refused.map(|f| json!({"at": time_text(f.at), "error": f.error,
-            "needs_new_token": f.needs_new_token(clock.server_now)}))})
+    n.shown.token = Some(shown(&token, expiry, record.as_ref(), clock));
+    Some(Token {
+        path,
+        present: true,
+        usable: Some(!refused_now),
+        error: None,
+        judged: Some(TokenJudged {
+            api_server: asked.map(said),
+            expires: expiry.map(time_text),
+            bound_to_node: token.bound_node(),
+            clock_skew_seconds: record.and_then(|rec| rec.skew),
+            renewal_failed: refused.map(|f| RenewalFailed {
+                at: time_text(f.at),
+                needs_new_token: f.needs_new_token(clock.server_now),
+                error: f.error,
+            }),
+        }),
+    })
 }
 
 /// Now, by this node's clock and by the API server's (the node's minus the difference the
@@ -113,46 +124,6 @@ fn overdue(
         (Some((iat, exp)), _) => (exp - iat) / 4,
         (None, Some(rec)) => rec.lifetime / 4,
         (None, None) => TOKEN_WARN_SECS,
-    }
-}
-
-/// The token's lines: its expiry, the clock difference, the API server's answer, its Node.
-fn token_text(
-    token: &crate::cluster::credentials::Token,
-    expiry: Option<i64>,
-    record: Option<&crate::installed::token_records::IssuedRecord>,
-    asked: Option<&token_check::Answer>,
-    clock: Clock,
-    n: &mut Notes,
-) {
-    let skew = record.and_then(crate::installed::token_records::IssuedRecord::skew_to_say);
-    n.lines.push(format!(
-        "Token: {}{}",
-        match expiry {
-            Some(t) => format!("valid until {} (the API server's clock)", time_text(t)),
-            None if !token.is_jwt() =>
-                "not a JWT: its expiry is known once CalicoNode renews it".into(),
-            None => "does not expire".into(),
-        },
-        skew.map_or(String::new(), |s| format!(
-            " (this node's clock is {}s {} the API server's)",
-            s.unsigned_abs(),
-            if s > 0 { "ahead of" } else { "behind" }
-        ))
-    ));
-    let past = expiry.is_some_and(|e| e <= clock.node_now);
-    n.lines.push(match asked {
-        Some(token_check::Answer::Accepted(_)) if past && clock.skew.is_none() => "Token: the API server takes it (asked with calico-node's kubeconfig), though it has expired by this node's clock: this node's clock is ahead of the API server's".into(),
-        Some(token_check::Answer::Accepted(_)) => "Token: the API server takes it (asked with calico-node's kubeconfig)".into(),
-        Some(token_check::Answer::Refused(_)) => "Token: the API server refuses it (401, asked with calico-node's kubeconfig)".into(),
-        Some(token_check::Answer::Unknown(e)) => format!("Token: whether the API server takes it is not known: {e}"),
-        None => "Token: the API server was not asked".into(),
-    });
-    if token.is_jwt() {
-        n.lines.push(match token.bound_node() {
-            Some(n) => format!("Token: bound to Node {n}: deleting the Node revokes it"),
-            None => crate::cluster::credentials::unbound_sentence(),
-        });
     }
 }
 
@@ -195,13 +166,53 @@ pub fn ask_token(
     Some(token_check::ask((&path, &text), &token, env, node_name))
 }
 
-/// calico-node's token as its kubeconfig at `path` names it; what status reports instead
-/// (the problem said) when there is none to judge.
+/// The token as its lines say it: its expiry, whether it is a JWT, the clock difference to
+/// say, and whether it expired by this node's clock with no difference measured.
+fn shown(
+    token: &crate::cluster::credentials::Token,
+    expiry: Option<i64>,
+    record: Option<&crate::installed::token_records::IssuedRecord>,
+    clock: Clock,
+) -> TokenShown {
+    TokenShown {
+        expiry,
+        jwt: token.is_jwt(),
+        skew_to_say: record.and_then(crate::installed::token_records::IssuedRecord::skew_to_say),
+        past_unmeasured: expiry.is_some_and(|e| e <= clock.node_now) && clock.skew.is_none(),
+    }
+}
+
+/// The API server's answer to calico-node's token, as the report gives it.
+fn said(a: &token_check::Answer) -> Asked {
+    Asked {
+        answer: a.word(),
+        error: match a {
+            token_check::Answer::Refused(e) | token_check::Answer::Unknown(e) => Some(e.clone()),
+            token_check::Answer::Accepted(_) => None,
+        },
+    }
+}
+
+impl Token {
+    /// No token to judge in the kubeconfig at `path`, with the error that said why, if any.
+    fn missing(path: String, error: Option<String>) -> Self {
+        Self {
+            path,
+            present: false,
+            usable: None,
+            error,
+            judged: None,
+        }
+    }
+}
+
+/// calico-node's token as its kubeconfig at `path` names it; when there is none to judge,
+/// the problem said and the error the report gives (`None`: nothing failed to be read).
 fn node_token(
     host: &dyn Host,
     path: &str,
     n: &mut Notes,
-) -> Result<crate::cluster::credentials::Token, serde_json::Value> {
+) -> Result<crate::cluster::credentials::Token, Option<String>> {
     use crate::cluster::credentials;
     let kubeconfig = match host.read_file(path) {
         Ok(Some(k)) => k,
@@ -210,21 +221,21 @@ fn node_token(
                 path,
                 Some(format!("calico-node's kubeconfig {path} is missing")),
             ));
-            return Err(json!({"path": path, "present": false}));
+            return Err(None);
         }
         Err(e) => {
             n.findings.push(health::token_missing(
                 path,
                 Some(format!("calico-node's kubeconfig: {e}")),
             ));
-            return Err(json!({"path": path, "present": false, "error": e.to_string()}));
+            return Err(Some(e.to_string()));
         }
     };
     match credentials::node_token_in(host, &String::from_utf8_lossy(&kubeconfig)) {
         Ok(Some(token)) => Ok(token),
         Ok(None) => {
             n.findings.push(health::token_missing(path, None));
-            Err(json!({"path": path, "present": false}))
+            Err(None)
         }
         Err(e) => {
             n.findings.push(health::token(
@@ -232,7 +243,7 @@ fn node_token(
                 e.to_string(),
                 e.hint(),
             ));
-            Err(json!({"path": path, "present": false, "error": e.to_string()}))
+            Err(Some(e.to_string()))
         }
     }
 }

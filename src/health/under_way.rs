@@ -3,22 +3,22 @@
 //! nobody holds the lock), each with the command that finishes or undoes it.
 
 use super::look::{Notes, Running};
+use super::sections::{Interrupted, UnderWay};
 use crate::duration::time_text;
 use crate::host::Host;
 use crate::installed::health;
 use crate::layout::InstallRoot;
-use serde_json::{Value, json};
 
 pub(super) fn under_way(
     host: &dyn Host,
     root: &InstallRoot,
     running: &Running,
     n: &mut Notes,
-) -> anyhow::Result<Value> {
+) -> anyhow::Result<Option<UnderWay>> {
     if let Some(holder) = &running.holder {
         let who = holder.clone().unwrap_or_else(|| "a command".to_owned());
         n.findings.push(health::changing_now(&who));
-        return Ok(json!({"running": who}));
+        return Ok(Some(UnderWay::Running { running: who }));
     }
     if let Some(died) = &running.died {
         n.findings.push(health::detached_died(died.clone()));
@@ -30,14 +30,14 @@ pub(super) fn under_way(
         }
     }
     Ok(match cut_off.len() {
-        0 => json!(null),
-        1 => cut_off.remove(0),
-        _ => json!(cut_off),
+        0 => None,
+        1 => Some(UnderWay::Interrupted(cut_off.remove(0))),
+        _ => Some(UnderWay::Several(cut_off)),
     })
 }
 
 /// A run cut off, said with the command that finishes or undoes it.
-fn interrupted(j: &crate::apply::journal::Journal, n: &mut Notes) -> Value {
+fn interrupted(j: &crate::apply::journal::Journal, n: &mut Notes) -> Interrupted {
     let done = j.entries.iter().filter(|e| e.done).count();
     // The journal holds the steps begun, not the whole plan: say what was done and where it
     // stopped, never a count of the plan it does not know.
@@ -53,5 +53,9 @@ fn interrupted(j: &crate::apply::journal::Journal, n: &mut Notes) -> Value {
         &stopped_at,
         &time_text(j.started),
     ));
-    json!({"interrupted": j.command, "steps_done": done, "steps": j.entries.len()})
+    Interrupted {
+        interrupted: j.command.clone(),
+        steps_done: done,
+        steps: j.entries.len(),
+    }
 }

@@ -220,8 +220,8 @@ fn next_step(id: CheckId, node: &str) -> String {
         Code::TrafficKubeProxy => format!(
             "on {node}: kube-proxy must run on the Calico network and program a load balancer for the ClusterIP ('Get-HnsPolicyList'; 'calicoctl-win status': kube-proxy)"
         ),
-        Code::TrafficDns => "the cluster DNS pods and their Service (kube-system/kube-dns) and the pod's DNS server (kubelet's --cluster-dns)".into(),
-        Code::TrafficEgress => "the IPPool's natOutgoing and the outbound firewall of the node and its network".into(),
+        Code::TrafficDns => Code::TrafficDns.remedy().into(),
+        Code::TrafficEgress => Code::TrafficEgress.remedy().into(),
         _ => format!(
             "on {node}: 'calicoctl-win status' (felix-unhealthy, endpoint-stuck) and Felix's log for the pods' endpoints"
         ),

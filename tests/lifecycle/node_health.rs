@@ -822,12 +822,12 @@ fn status_asks_the_api_server_a_bounded_number_of_times() {
 }
 
 /// `status` on a node with nothing wrong asks the API server at most 12 times, the same with
-/// one pod's endpoint as with sixty: each object it judges by is read once (the Node, with
+/// one pod's endpoint as with two hundred: each object it judges by is read once (the Node, with
 /// calico-node's own kubeconfig, which also asks whether the API server takes its token; the
 /// node's pods; the DatastoreMigration in the one version discovery offers), and nothing only
 /// preflight judges by (the operator's Installation, the IPAMConfig) is read.
 #[test]
-fn status_on_a_healthy_node_asks_at_most_twelve_times_whatever_its_endpoints() {
+fn status_on_a_healthy_node_asks_at_most_twelve_times_with_one_endpoint_or_two_hundred() {
     let node = Node::healthy().installed().build();
     let api = node.api();
     api.set_node_ready("win-1", "True", "kubelet is posting ready status");
@@ -850,12 +850,28 @@ fn status_on_a_healthy_node_asks_at_most_twelve_times_whatever_its_endpoints() {
     let reads = |of: &str| one.iter().filter(|(m, p)| m == "GET" && p == of).count();
     assert_eq!(reads("/api/v1/nodes/win-1"), 1, "{one:#?}");
     assert_eq!(reads("/api/v1/pods"), 1, "{one:#?}");
-    let more: Vec<(String, String)> = (1..60).map(pod).collect();
+    let more: Vec<(String, String)> = (1..200).map(pod).collect();
     let eps: Vec<(&str, &str, u16, bool)> = more
         .iter()
         .map(|(n, ip)| (n.as_str(), ip.as_str(), 3, false))
         .collect();
     node.add_endpoints(&eps);
-    let sixty = asked(&node);
-    assert_eq!(one, sixty, "the same requests with sixty endpoints");
+    let many = asked(&node);
+    assert_eq!(one, many, "the same requests with two hundred endpoints");
+}
+
+/// What `status` prints for people, whole: on a node with stuck, stale and remote endpoints
+/// (each section's line, then its findings with their codes and fixes), and on a healthy one.
+#[test]
+fn status_text_whole() {
+    let node = broken();
+    let (code, text) = node.run_text(&["status"]);
+    assert_eq!(code, 1, "{text}");
+    crate::support::documents::text_snapshot(&node, "status-text-degraded", &text);
+    let node = Node::healthy().installed().build();
+    node.api()
+        .set_node_ready("win-1", "True", "kubelet is posting ready status");
+    let (code, text) = node.run_text(&["status"]);
+    assert_eq!(code, 0, "{text}");
+    crate::support::documents::text_snapshot(&node, "status-text", &text);
 }

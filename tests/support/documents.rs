@@ -55,3 +55,14 @@ pub fn snapshot_in(dir: &Path, name: &str, doc: &Value) {
 pub fn snapshot(node: &Node, name: &str, doc: &Value) {
     snapshot_in(node.dir.path(), name, doc);
 }
+
+/// Compares the text `text` a command printed for people with its snapshot `name`, with what
+/// differs from run to run filtered out as in `snapshot`.
+pub fn text_snapshot(node: &Node, name: &str, text: &str) {
+    let filters = filters(node.dir.path());
+    let filters: Vec<(&str, &str)> = filters.iter().map(|(a, b)| (a.as_str(), *b)).collect();
+    let at = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    insta::with_settings!({filters => filters, snapshot_path => at, prepend_module_to_snapshot => false, omit_expression => true}, {
+        insta::assert_snapshot!(name, text);
+    });
+}

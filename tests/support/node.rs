@@ -236,6 +236,23 @@ impl Node {
         c
     }
 
+    /// Runs `calicoctl-win ARGS` on this node as a person does (text output, the admin
+    /// kubeconfig): exit code and stdout.
+    pub fn run_text(&self, args: &[&str]) -> (i32, String) {
+        let mut c = cmd();
+        if let Some(name) = &self.name {
+            c.args(["--set", &format!("node.name={name}")]);
+        }
+        c.args(args)
+            .arg("--sim-host")
+            .arg(self.sim())
+            .arg("--kubeconfig")
+            .arg(&self.admin);
+        let out = c.output().expect("run");
+        let code = out.status.code().expect("code");
+        (code, String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
     /// Runs `calicoctl-win ARGS -o json` on this node: exit code, stdout's JSON, stderr.
     pub fn run(&self, args: &[&str]) -> (i32, Value, String) {
         self.run_as(&self.admin, args)

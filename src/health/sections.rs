@@ -1,0 +1,302 @@
+//! The report's sections as types: each serializes to the keys and values `status -o json`
+//! prints (docs/json.md), in that order. A section status could not read is `null` (`None`
+//! where the report holds it).
+
+use crate::checks::Verdict;
+use crate::cluster::calico_api::{Group, Locks, Migration};
+use crate::cluster::ipam::BlockUse;
+use crate::installed::addressing::Addressing;
+use serde::Serialize;
+use std::net::Ipv4Addr;
+
+/// A recorded service: its state, and how its registration differs from the config's.
+#[derive(Serialize)]
+pub struct Service {
+    pub name: String,
+    pub state: String,
+    pub pid: Option<u32>,
+    pub since: Option<String>,
+    pub drift: Vec<String>,
+}
+
+/// The VXLAN VNI in the config, in HNS (the Calico network's VSID) and in the cluster.
+#[derive(Serialize)]
+pub struct Vni {
+    pub config: u32,
+    pub hns: Option<u32>,
+    pub cluster: Option<u32>,
+}
+
+/// The node's address in each layer: the Node's InternalIP, the Calico Node's BGP address,
+/// each of Calico's HNS networks' management IP (an object by network name, in their order).
+#[derive(Serialize)]
+pub struct Address {
+    pub internal_ip: Option<Ipv4Addr>,
+    pub bgp: Option<Ipv4Addr>,
+    #[serde(serialize_with = "in_order")]
+    pub networks: Vec<(String, Option<Ipv4Addr>)>,
+}
+
+/// The networks as a JSON object: one key per name, in their order; a second network of a name
+/// gives its address (as a JSON object built by hand had it).
+fn in_order<S: serde::Serializer>(
+    v: &[(String, Option<Ipv4Addr>)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    let mut once: Vec<(&str, Option<Ipv4Addr>)> = Vec::new();
+    for (name, ip) in v {
+        match once.iter_mut().find(|(n, _)| n == name) {
+            Some(kept) => kept.1 = *ip,
+            None => once.push((name, *ip)),
+        }
+    }
+    s.collect_map(once)
+}
+
+/// The vSwitch adapter's addressing before the vSwitch, what of it is lost and what changed
+/// since; the last two only when the host adapter is read and found.
+#[derive(Serialize)]
+pub struct AddressingNow {
+    pub before_vswitch: Addressing,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_when_made: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changed_since: Option<Vec<String>>,
+}
+
+/// The node in the cluster: Ready, cordoned, its pods (`namespace/name`).
+#[derive(Serialize)]
+pub struct NodeState {
+    pub name: String,
+    pub ready: bool,
+    pub cordoned: bool,
+    pub pods: Vec<String>,
+}
+
+/// The node's IPAM blocks and their use, against kubelet's maxPods.
+#[derive(Serialize)]
+pub struct Ipam {
+    pub blocks: Vec<BlockUse>,
+    pub pods: u64,
+    pub capacity: u64,
+    pub max_pods: Option<u64>,
+}
+
+/// calico-node's token: where its kubeconfig is and whether it holds one; whether it is
+/// usable, or why not (`error`); the rest once it could be judged.
+#[derive(Serialize)]
+pub struct Token {
+    pub path: String,
+    pub present: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usable: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(flatten)]
+    pub judged: Option<TokenJudged>,
+}
+
+/// A token that could be judged: the API server's answer, its expiry, its Node, the clock
+/// difference, the last failed renewal of it.
+#[derive(Serialize)]
+pub struct TokenJudged {
+    pub api_server: Option<Asked>,
+    pub expires: Option<String>,
+    pub bound_to_node: Option<String>,
+    pub clock_skew_seconds: Option<i64>,
+    pub renewal_failed: Option<RenewalFailed>,
+}
+
+/// The API server's answer to calico-node's token (`token_check::Answer::word`).
+#[derive(Serialize)]
+pub struct Asked {
+    pub answer: &'static str,
+    pub error: Option<String>,
+}
+
+/// The last failed renewal of this token.
+#[derive(Serialize)]
+pub struct RenewalFailed {
+    pub at: String,
+    pub error: String,
+    pub needs_new_token: bool,
+}
+
+/// What status shows people that its JSON document does not: the node's name, the networks
+/// the install recorded and each one's endpoints in a phrase, why the Node was not read, the
+/// token's text, the datastore migration's phase in a sentence.
+#[derive(Default)]
+pub struct Shown {
+    pub node: String,
+    pub recorded_networks: Vec<String>,
+    /// Each network's endpoints, by its name: how many, how many remote, their states.
+    pub network_endpoints: Vec<(String, String)>,
+    pub node_not_read: Option<String>,
+    pub token: Option<TokenShown>,
+    pub datastore: Option<String>,
+}
+
+/// calico-node's token as its lines say it, beside its section.
+pub struct TokenShown {
+    /// Its expiry, in seconds since 1970 by the API server's clock.
+    pub expiry: Option<i64>,
+    pub jwt: bool,
+    /// The clock difference with the API server, when large enough to say.
+    pub skew_to_say: Option<i64>,
+    /// Expired by this node's clock, with no difference to the API server's measured.
+    pub past_unmeasured: bool,
+}
+
+/// kube-proxy as preflight's `kube-proxy` check sees it.
+#[derive(Serialize)]
+pub struct KubeProxy {
+    pub verdict: Verdict,
+    pub message: String,
+    pub remedy: Option<String>,
+}
+
+/// A directory whose files run as SYSTEM that others may change, and who.
+#[derive(Serialize)]
+pub struct DirAccess {
+    pub dir: String,
+    pub writers: Vec<String>,
+}
+
+/// What is under way: a command changing the node now, or the runs cut off (one, or a list
+/// when there are several).
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum UnderWay {
+    Running { running: String },
+    Interrupted(Interrupted),
+    Several(Vec<Interrupted>),
+}
+
+/// A run cut off with its journal left: its command and the steps it began and finished.
+#[derive(Serialize)]
+pub struct Interrupted {
+    pub interrupted: String,
+    pub steps_done: usize,
+    pub steps: usize,
+}
+
+/// The group Calico's resources are read through, the locks, the group this node's
+/// components read, and the datastore migration.
+#[derive(Serialize)]
+pub struct CalicoApi {
+    pub group: Group,
+    pub datastore_ready: Option<bool>,
+    pub locks: Locks,
+    pub components_read: Group,
+    pub components_pinned: Option<Group>,
+    pub migration: Option<Migration>,
+    pub migration_under_way: bool,
+    pub migration_unreadable: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Each shape a section takes prints the keys, in the order and with the values, that
+    /// `status -o json` printed when the sections were built as JSON by hand.
+    #[test]
+    fn each_shape_prints_the_documents_keys_in_order() {
+        let same = |typed: serde_json::Value, by_hand: serde_json::Value| {
+            assert_eq!(typed.to_string(), by_hand.to_string());
+        };
+        fn to(v: &impl Serialize) -> serde_json::Value {
+            serde_json::to_value(v).expect("serializes")
+        }
+        let missing = Token {
+            path: "k".into(),
+            present: false,
+            usable: None,
+            error: Some("gone".into()),
+            judged: None,
+        };
+        same(
+            to(&missing),
+            json!({"path": "k", "present": false, "error": "gone"}),
+        );
+        let unusable = Token {
+            usable: Some(false),
+            present: true,
+            ..missing
+        };
+        same(
+            to(&unusable),
+            json!({"path": "k", "present": true, "usable": false, "error": "gone"}),
+        );
+        let judged = Token {
+            path: "k".into(),
+            present: true,
+            usable: Some(true),
+            error: None,
+            judged: Some(TokenJudged {
+                api_server: Some(Asked {
+                    answer: "accepted",
+                    error: None,
+                }),
+                expires: None,
+                bound_to_node: Some("win-1".into()),
+                clock_skew_seconds: None,
+                renewal_failed: Some(RenewalFailed {
+                    at: "t".into(),
+                    error: "e".into(),
+                    needs_new_token: true,
+                }),
+            }),
+        };
+        same(
+            to(&judged),
+            json!({"path": "k", "present": true, "usable": true,
+                "api_server": {"answer": "accepted", "error": null}, "expires": null,
+                "bound_to_node": "win-1", "clock_skew_seconds": null,
+                "renewal_failed": {"at": "t", "error": "e", "needs_new_token": true}}),
+        );
+        let cut = || Interrupted {
+            interrupted: "install".into(),
+            steps_done: 2,
+            steps: 3,
+        };
+        let one = json!({"interrupted": "install", "steps_done": 2, "steps": 3});
+        same(to(&UnderWay::Interrupted(cut())), one.clone());
+        same(
+            to(&UnderWay::Several(vec![cut(), cut()])),
+            json!([one, one]),
+        );
+        same(
+            to(&UnderWay::Running {
+                running: "repair".into(),
+            }),
+            json!({"running": "repair"}),
+        );
+        let ip = Some(Ipv4Addr::new(10, 0, 0, 7));
+        let address = Address {
+            internal_ip: ip,
+            bgp: None,
+            networks: vec![("External".into(), ip), ("Calico".into(), None)],
+        };
+        same(
+            to(&address),
+            json!({"internal_ip": "10.0.0.7", "bgp": null,
+                "networks": {"External": "10.0.0.7", "Calico": null}}),
+        );
+        // Two networks of one name: one key, where the first stood, with the second's address.
+        let twice = Address {
+            networks: vec![
+                ("Calico".into(), ip),
+                ("External".into(), ip),
+                ("Calico".into(), None),
+            ],
+            ..address
+        };
+        same(
+            to(&twice),
+            json!({"internal_ip": "10.0.0.7", "bgp": null,
+                "networks": {"Calico": null, "External": "10.0.0.7"}}),
+        );
+    }
+}

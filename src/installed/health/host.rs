@@ -1,0 +1,227 @@
+//! The judges of the node's own state: its services and their registration, Felix, the HNS
+//! networks and endpoints, the last HNS restart, the vSwitch adapter's addressing, the routes,
+//! the files, kube-proxy and the protected directories.
+
+use super::finding::{Code, Finding, Said};
+use crate::host::{InstalledService, ServiceState};
+use crate::installed::endpoints::{Judged, Verdict};
+use crate::installed::felix_health::FelixHealth;
+
+/// A service as found: not running (or not there) is a finding.
+pub fn service(name: &str, found: Option<&InstalledService>) -> Option<Finding> {
+    let state = found.map(|s| s.state);
+    if state == Some(ServiceState::Running) {
+        return None;
+    }
+    let said = state.map_or("not registered".to_owned(), |s| {
+        format!("{s:?}").to_ascii_lowercase()
+    });
+    Some(Finding::new(
+        Code::ServiceNotRunning,
+        name,
+        format!("service {name} is {said}"),
+        format!("Start-Service {name}; its log is in the install root's logs directory"),
+    ))
+}
+
+/// Felix's own health (`FelixHealth::problem`), `now` being seconds since 1970.
+pub fn felix(h: &FelixHealth, now: i64) -> Option<Finding> {
+    h.problem(now).map(|p| {
+        Finding::new(
+            Code::FelixUnhealthy,
+            "CalicoFelix",
+            p,
+            Code::FelixUnhealthy.remedy(),
+        )
+    })
+}
+
+/// An HNS network the install made (`Calico`, `External`) that does not exist.
+pub fn network_missing(name: &str) -> Finding {
+    Finding::new(
+        Code::NetworkMissing,
+        name,
+        format!("the HNS network {name} does not exist"),
+        Code::NetworkMissing.remedy(),
+    )
+}
+
+/// The Calico network: missing is a finding.
+pub fn calico_network(exists: bool) -> Option<Finding> {
+    (!exists).then(|| network_missing(crate::layout::CALICO_NETWORK))
+}
+
+/// The finding of each endpoint fault, by its verdict.
+const ENDPOINT_CODES: [(Verdict, Code); 5] = [
+    (Verdict::Stuck, Code::EndpointStuck),
+    (Verdict::Stale, Code::EndpointStale),
+    (Verdict::RemoteStale, Code::EndpointRemoteStale),
+    (Verdict::OldAddress, Code::EndpointOldAddress),
+    (Verdict::NoEndpoint, Code::PodNoEndpoint),
+];
+
+/// The verdict an endpoint finding says (`endpoint`'s code read back).
+pub fn verdict_of(code: Code) -> Option<Verdict> {
+    ENDPOINT_CODES
+        .iter()
+        .find(|(_, c)| *c == code)
+        .map(|(v, _)| *v)
+}
+
+/// An endpoint judged at fault (`installed::endpoints`), with its sentence; one that cannot be
+/// told whose it is, with what keeps it.
+pub fn endpoint(j: &Judged) -> Option<Finding> {
+    if j.verdict == Verdict::Unknown {
+        return Some(Finding::new(
+            Code::EndpointUnknown,
+            j.name.clone(),
+            j.sentence(),
+            Code::EndpointUnknown.remedy(),
+        ));
+    }
+    let (_, code) = ENDPOINT_CODES.iter().find(|(v, _)| *v == j.verdict)?;
+    Some(Finding::new(
+        *code,
+        j.name.clone(),
+        j.sentence(),
+        code.remedy(),
+    ))
+}
+
+/// The last HNS restart's services that still do not run.
+pub fn hns_restart(failed: &[&str], at: &str) -> Vec<Finding> {
+    failed
+        .iter()
+        .map(|f| {
+            let service = f.split_once(':').map_or(*f, |(n, _)| n);
+            Finding::new(
+                Code::HnsRestartFailed,
+                service,
+                format!("after the HNS restart at {at}, CalicoNode could not restart {f}"),
+                format!("Start-Service {service}"),
+            )
+        })
+        .collect()
+}
+
+/// Part of the node's own state that cannot be read (a service, Felix's health, the HNS
+/// endpoints, the adapters), said with what was asked.
+pub fn host_unreadable(subject: &str, message: String) -> Finding {
+    Finding::new(
+        Code::HostUnreadable,
+        subject,
+        message,
+        Code::HostUnreadable.remedy(),
+    )
+}
+
+/// What the vSwitch dropped of its adapter's addressing and its host adapter still lacks as the
+/// vSwitch left it (`addressing::as_left`), and `Calico_ep`'s metric against the LAN's. What
+/// changed since the vSwitch was made is an administrator's (`addressing::changed_since`):
+/// no finding, and nothing puts it back.
+pub fn addressing(
+    before: &crate::installed::addressing::Addressing,
+    adapters: &[crate::host::Adapter],
+) -> Vec<Finding> {
+    const REMEDY: &str = "Restart-Service CalicoNode: its start puts back what the vSwitch dropped, while it is as the vSwitch left it (docs/network-identity.md)";
+    let Some(now) = before.host_adapter(adapters) else {
+        return Vec::new();
+    };
+    let mut out: Vec<Finding> = crate::installed::addressing::as_left(before, now)
+        .iter()
+        .map(|d| {
+            Finding::new(
+                Code::AdapterDrift,
+                now.name.clone(),
+                format!(
+                    "lost when the vSwitch was made, not put back yet: {}",
+                    d.describe(before, now)
+                ),
+                REMEDY,
+            )
+        })
+        .collect();
+    if let Some(ep) = crate::installed::addressing::ep_metric_clash(adapters, now) {
+        out.push(
+            Finding::new(
+                Code::AdapterDrift,
+                ep.name.clone(),
+                format!(
+                    "{} has the interface metric {}, not above {}'s {}: Windows may send the LAN's traffic into the pod network",
+                    ep.name, ep.metric, now.name, now.metric
+                ),
+                "Restart-Service CalicoNode: once calico-node made Calico_ep, it sets Calico_ep's metric above the LAN's (docs/network-identity.md)",
+            ),
+        );
+    }
+    out
+}
+
+/// A directory whose files run as SYSTEM that others may change, with who.
+pub fn dir_access(dir: &str, who: &[String]) -> Finding {
+    Finding::new(
+        Code::DirAccess,
+        dir,
+        format!(
+            "{dir} can be changed by others than SYSTEM and Administrators ({})",
+            who.join("; ")
+        ),
+        Code::DirAccess.remedy(),
+    )
+}
+
+/// A route the node had before the vSwitch (the cloud metadata route) that is gone.
+pub fn route_missing(route: &crate::host::Route) -> Finding {
+    Finding::new(
+        Code::RouteMissing,
+        "route",
+        format!(
+            "the cloud metadata route {}/{} is missing: the node had it before the install",
+            route.destination, route.prefix_len
+        ),
+        Code::RouteMissing.remedy(),
+    )
+}
+
+/// A recorded service whose registration differs from what the config wants (`changes`).
+pub fn service_drift(name: &str, changes: &[String]) -> Finding {
+    Finding::new(
+        Code::ServiceDrift,
+        name,
+        format!(
+            "service {name} differs from the config: {}",
+            changes.join(", ")
+        ),
+        Code::ServiceDrift.remedy(),
+    )
+}
+
+/// A file install wrote that changed, went, or differs from what the config renders
+/// (`said`: `plan::drift`'s sentence); `renders`: it is the config that differs.
+pub fn file_drift(path: &str, said: String, renders: bool) -> Finding {
+    Finding::new(
+        Code::FileDrift,
+        path,
+        said,
+        if renders {
+            "calicoctl-win reconfigure writes it as the config renders it"
+        } else {
+            "calicoctl-win reconfigure writes it again (an administrator's change is lost: make it in the config instead)"
+        },
+    )
+}
+
+/// kube-proxy as preflight's `kube-proxy` check judged it, failed: its sentence and its fix.
+pub fn kube_proxy(said: Said) -> Finding {
+    Finding {
+        code: Code::KubeProxy,
+        subject: "kube-proxy".into(),
+        said: Said {
+            message: format!("kube-proxy: {}", said.message),
+            remedy: Some(
+                said.remedy
+                    .unwrap_or_else(|| Code::KubeProxy.remedy().into()),
+            ),
+        },
+    }
+}

@@ -1,0 +1,117 @@
+//! Each code's remedy, as docs/findings.md gives it in its remedy column (a test keeps the two
+//! the same). A judge whose fix is the same for every finding of its code gives this one; a
+//! judge whose fix names what it found (a service, the node, an adapter, a VNI, a command)
+//! gives that, and this is its general form.
+
+use super::finding::Code;
+
+impl Code {
+    /// What fixes a finding of this code.
+    pub fn remedy(self) -> &'static str {
+        match self {
+            Code::UnderWay => {
+                "let the command finish, then run calicoctl-win status again; a run cut off is finished or undone by the command the finding names"
+            }
+            Code::ServiceNotRunning => {
+                "Start-Service the service; its log is in the install root's logs directory"
+            }
+            Code::ServiceDrift => "calicoctl-win reconfigure registers it as the config wants",
+            Code::RouteMissing => {
+                "Restart-Service CalicoNode: its start restores the route; calico-node.log says why it did not"
+            }
+            Code::NetworkMissing => {
+                "Restart-Service CalicoNode (it makes the networks), and read calico-node.log"
+            }
+            Code::EndpointStuck
+            | Code::EndpointStale
+            | Code::EndpointRemoteStale
+            | Code::EndpointOldAddress
+            | Code::PodNoEndpoint => "calicoctl-win repair",
+            Code::EndpointUnknown => {
+                "none needed: repair keeps it; if no program on the node made it, remove it yourself (Remove-HnsEndpoint)"
+            }
+            Code::EndpointsUnjudged => {
+                "run calicoctl-win status again once the cluster can be read; 'calicoctl-win repair --dry-run' judges them alike"
+            }
+            Code::HnsRestartFailed => "Start-Service the service named",
+            Code::FileDrift => {
+                "calicoctl-win reconfigure writes it as the config renders it (an administrator's change is lost: make it in the config instead)"
+            }
+            Code::FelixUnhealthy => {
+                "read calico-felix.log; Restart-Service CalicoFelix once the cause is gone"
+            }
+            Code::VniHns => "calicoctl-win reconfigure --drain makes the network again",
+            Code::VniCluster => {
+                "set vxlan.vni to the cluster's VNI (or leave it unset: the cluster's is used), or change the cluster's FelixConfiguration vxlanVNI first"
+            }
+            Code::NodeNotReady => {
+                "read kubelet's log on this node and 'kubectl describe node NODE': calicoctl-win does not make a node Ready"
+            }
+            Code::NodeCordoned => "kubectl uncordon NODE, once it is meant to take pods",
+            Code::ClusterUnreadable => {
+                "check that this node reaches the API server and that the kubeconfig's identity may read it ('calicoctl-win preflight' says which right is missing), then run status again"
+            }
+            Code::IpamCapacity => {
+                "lower kubelet's maxPods to what the block holds, or give the pool a larger block (preflight's block-capacity says how)"
+            }
+            Code::Token => {
+                "as the fix for its cause says (the renewal, the clock, the ServiceAccount, the Node); where only a new token helps, 'calicoctl-win fetch kubeconfig --kubeconfig installer.kubeconfig'"
+            }
+            Code::KubeProxy => {
+                "calicoctl-win preflight: its kube-proxy check says what Calico needs (docs/commands/preflight.md)"
+            }
+            Code::DirAccess => "calicoctl-win preflight --fix",
+            Code::AdminKubeconfig => {
+                "remove it: install needs only the installer's short-lived kubeconfig ('calicoctl-win fetch installer-kubeconfig')"
+            }
+            Code::HostUnreadable => {
+                "run calicoctl-win status again as an administrator; if it stays, read calico-node.log and the System event log (HNS, the Service Control Manager)"
+            }
+            Code::AddressMismatch => {
+                "Restart-Service CalicoNode for the BGP address; for a network, set vxlan.adapter to the adapter that holds the node's address, then 'calicoctl-win reconfigure --drain' makes the networks again"
+            }
+            Code::AdapterDrift => {
+                "Restart-Service CalicoNode: its start puts back what the vSwitch dropped, and sets Calico_ep's metric above the LAN's (docs/network-identity.md)"
+            }
+            Code::NotInstalled => "calicoctl-win install",
+            Code::ApiGroup => {
+                "calicoctl-win reconfigure sets the unlocked group for calico-node, Felix, confd and the CNI plugin; a release before v3.32.0 is replaced by v3.32.0 or later"
+            }
+            traffic => traffic_remedy(traffic),
+        }
+    }
+}
+
+/// The remedy of a code `verify` gives (`traffic-*`); none for another.
+fn traffic_remedy(code: Code) -> &'static str {
+    match code {
+        Code::TrafficCni => {
+            "on the node: 'calicoctl-win status' (CalicoNode running, ipam-capacity, endpoint-stuck) and the CNI log under the install root"
+        }
+        Code::TrafficImage => {
+            "--image a reachable mirror built for the node's Windows build, or more --pull-timeout"
+        }
+        Code::TrafficOverlay => {
+            "allow UDP 4789 between the nodes; on the node: 'calicoctl-win status' (vni-hns, vni-cluster, address-mismatch)"
+        }
+        Code::TrafficControlPlane => {
+            "let the API server reach the pod network: its route to the pods, UDP 4789 to the node, no firewall between"
+        }
+        Code::TrafficKubeProxy => {
+            "on the node: kube-proxy must run on the Calico network and program a load balancer for the ClusterIP ('Get-HnsPolicyList')"
+        }
+        Code::TrafficDns => {
+            "the cluster DNS pods and their Service (kube-system/kube-dns) and the pod's DNS server (kubelet's --cluster-dns)"
+        }
+        Code::TrafficPolicy => {
+            "on the node: 'calicoctl-win status' (felix-unhealthy, endpoint-stuck) and Felix's log for the pods' endpoints"
+        }
+        Code::TrafficFirewall => {
+            "on the node: the host firewall and the HNS endpoint's ACLs must let the host reach its pods"
+        }
+        Code::TrafficEgress => {
+            "the IPPool's natOutgoing and the outbound firewall of the node and its network"
+        }
+        _ => "",
+    }
+}
