@@ -211,8 +211,18 @@ pub fn verify_after(
         )
         .into());
     };
+    // The Node object's name, and the cluster's domain, as the configuration names them.
+    let (node, domain) = match super::verify::this_node(ctx) {
+        Some((n, d)) => (n, d),
+        None => (node.to_owned(), None),
+    };
+    let node = node.as_str();
     let o = Options {
         image: image.to_owned(),
+        cluster_domain: domain.unwrap_or_else(|| crate::verify::options::CLUSTER_DOMAIN.into()),
+        // kubelet just restarted, or the CNI config just written: the node may take a while
+        // to be Ready, and CalicoNode to say Calico is.
+        wait_ready: true,
         ..Options::for_node(node)
     };
     on_interrupt(ctx, &o);

@@ -19,16 +19,14 @@ pub struct Verified {
 }
 
 pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let this = ctx
-        .load_config()
-        .ok()
-        .map(|l| l.config.node.name.to_string());
+    let here = this_node(ctx);
+    let this = here.as_ref().map(|(n, _)| n.clone());
     let nodes = match (&args.node[..], &this) {
         ([], Some(n)) => vec![n.clone()],
         ([], None) => {
             return Err(UsageError::new(
                 "verify needs the node to verify",
-                "pass --node NAME (on a node calicoctl-win installed, its configured name is the default)",
+                "pass --node NAME (on a node calicoctl-win installed, its configured Kubernetes name, node.k8s_node_ref, is the default)",
             )
             .into());
         }
@@ -38,6 +36,11 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let first = Options {
         image: args.image.clone(),
         egress: args.egress.clone(),
+        cluster_domain: args
+            .cluster_domain
+            .clone()
+            .or_else(|| here.and_then(|(_, d)| d))
+            .unwrap_or_else(|| crate::verify::options::CLUSTER_DOMAIN.to_owned()),
         timeout: args.timeout,
         pull_timeout: args.pull_timeout,
         keep_on_failure: args.keep_on_failure,
@@ -93,6 +96,21 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         None => Ok(()),
         Some(e) => Err(e.into()),
     }
+}
+
+/// This node's Kubernetes name (`node.k8s_node_ref`: the Node object's, which `node.name`,
+/// Calico's own name for it, need not be) and the cluster's DNS domain when the configuration
+/// tells it: a `dns.search` entry `svc.DOMAIN`, the suffix pods search Services under
+/// (`SVC.NS.svc.DOMAIN`). None where no configuration loads.
+pub fn this_node(ctx: &mut Context) -> Option<(String, Option<String>)> {
+    let l = ctx.load_config().ok()?;
+    let domain = l
+        .config
+        .dns
+        .search
+        .iter()
+        .find_map(|d| d.to_string().strip_prefix("svc.").map(str::to_owned));
+    Some((l.config.node.k8s_node_ref.to_string(), domain))
 }
 
 /// The report for people: each check, its result and time, each failure's finding and step.

@@ -158,6 +158,12 @@ pub enum PlanError {
     },
     #[error("node {0} is not Ready, or is cordoned")]
     NotUsable(String),
+    #[error("node {node} was waited for {waited_s} s and is not ready: {missing}")]
+    NeverReady {
+        node: String,
+        waited_s: u64,
+        missing: String,
+    },
 }
 
 impl crate::error::Diagnose for PlanError {
@@ -169,6 +175,13 @@ impl crate::error::Diagnose for PlanError {
                 Kind::Failed,
                 format!(
                     "make node {n} Ready and uncordon it ('kubectl uncordon {n}'), then verify it"
+                ),
+            ),
+            PlanError::NeverReady { node, .. } => Diagnosis::new(
+                Exit::Timeout,
+                Kind::Timeout,
+                format!(
+                    "look at 'kubectl describe node {node}' (kubelet's Ready) and 'calicoctl-win status' on the node (Calico's services), then run 'calicoctl-win verify'"
                 ),
             ),
             PlanError::BuildNotCarried { .. } => Diagnosis::new(

@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 /// The longest the namespace's deletion is waited for, kept out of `--timeout`'s checks so
 /// that the whole run stays within it (a quarter of it when it is short).
 pub const CLEANUP_WAIT: Duration = Duration::from_secs(30);
-/// A namespace of ours older than this is a killed run's: the longest run (`--timeout` at
-/// most 10 minutes) and its clean-up are shorter.
-pub const LEFTOVER_AGE_S: i64 = 15 * 60;
+/// A namespace of ours older than this is a killed run's: the longest run (`--timeout` and
+/// `--pull-timeout` capped) and its clean-up are shorter (`options::LEFTOVER_AGE`).
+pub const LEFTOVER_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;
 
 /// What the run found.
 #[derive(Debug, Serialize)]
@@ -80,6 +80,12 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
             None => Vec::new(),
         },
     };
+    if o.wait_ready {
+        super::ready::wait(c, o, checks_until).map_err(|e| match e {
+            super::ready::NotReady::Plan(e) => RunError::Plan(e),
+            super::ready::NotReady::Cluster(e) => RunError::Cluster(e),
+        })?;
+    }
     let nodes = shared::while_cordoned(probe::nodes(c)?, o);
     let m = matrix::plan(&o.node, &nodes, &o.image, o.egress.as_deref())?;
     let name = match &o.namespace {
@@ -227,6 +233,7 @@ fn checks(
             .collect(),
         service_ip: probe::cluster_ip(c, ns, dial::SERVICE_NAME)?,
         api_server_ip: probe::cluster_ip(c, "default", "kubernetes")?,
+        cluster_domain: o.cluster_domain.clone(),
     };
     let run = super::step::Step {
         c,

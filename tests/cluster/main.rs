@@ -17,4 +17,5 @@ mod preflight;
 mod real_clusters;
 mod rights;
 mod verify;
+mod verify_guards;
 mod verify_rights;

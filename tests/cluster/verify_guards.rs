@@ -1,0 +1,109 @@
+//! `verify` waiting for a node that is not Ready yet, asking names in the cluster's own DNS
+//! domain, running its pods under Pod Security's `restricted` profile, and sweeping a killed
+//! run's leftovers only when they are still that run's (uid preconditions).
+
+use super::verify::{cluster, failed, nothing_left, options, verify};
+use crate::support::fake_api::FakeApi;
+use calicoctl_win::cluster::Cluster;
+use calicoctl_win::error::{Diagnose, Exit};
+use calicoctl_win::verify::matrix::PlanError;
+use calicoctl_win::verify::run::{RunError, run};
+use serde_json::json;
+use std::time::Duration;
+
+fn conditions(api: &FakeApi, node: &str, ready: &str, calico: Option<&str>) {
+    let path = format!("/api/v1/nodes/{node}");
+    let mut n = api.get(&path).expect("node");
+    let mut cs = vec![json!({"type": "Ready", "status": ready,
+        "reason": "KubeletNotReady", "message": "container runtime network not ready"})];
+    if let Some(s) = calico {
+        cs.push(json!({"type": "CalicoWindowsReady", "status": s, "reason": "Felix"}));
+    }
+    n["status"]["conditions"] = json!(cs);
+    api.put(&path, n);
+}
+
+fn connect(api: &FakeApi, dir: &tempfile::TempDir) -> Cluster {
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    Cluster::connect(
+        std::slice::from_ref(&kubeconfig),
+        &Default::default(),
+        false,
+    )
+    .expect("connect")
+}
+
+#[test]
+fn after_install_a_node_not_yet_ready_is_waited_for_then_verified() {
+    let (api, dir) = cluster();
+    conditions(&api, "win-a", "False", None);
+    let mut o = options(120);
+    o.wait_ready = true;
+    // The node becomes Ready, and CalicoNode says Calico is, once the run has looked.
+    let looked = |api: &FakeApi| {
+        api.requests()
+            .iter()
+            .filter(|(m, p)| m == "GET" && p.starts_with("/api/v1/nodes/win-a"))
+            .count()
+    };
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            while looked(&api) < 2 && !done.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            conditions(&api, "win-a", "True", Some("True"));
+        });
+        let r = run(&connect(&api, &dir), &o);
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        r
+    });
+    let r = r.expect("the run waits for the node, then runs");
+    assert!(r.passed, "{:#?}", r.checks);
+    nothing_left(&api);
+}
+
+#[test]
+fn a_node_never_ready_ends_the_run_at_its_timeout_naming_what_it_waited_for() {
+    let (api, dir) = cluster();
+    conditions(&api, "win-a", "True", Some("False"));
+    let mut o = options(3);
+    o.wait_ready = true;
+    let err = run(&connect(&api, &dir), &o).unwrap_err();
+    let RunError::Plan(e @ PlanError::NeverReady { .. }) = &err else {
+        panic!("{err:?}");
+    };
+    let said = e.to_string();
+    assert!(said.contains("CalicoWindowsReady is False"), "{said}");
+    assert!(!said.contains("Ready is False (KubeletNotReady"), "{said}");
+    assert_eq!(e.diagnose().expect("diagnosed").exit, Exit::Timeout);
+    // Nothing was made.
+    assert!(api.writes().is_empty(), "{:?}", api.writes());
+}
+
+#[test]
+fn a_cordoned_node_is_not_waited_for() {
+    let (api, dir) = cluster();
+    conditions(&api, "win-a", "False", None);
+    let mut n = api.get("/api/v1/nodes/win-a").expect("node");
+    n["spec"]["unschedulable"] = json!(true);
+    api.put("/api/v1/nodes/win-a", n);
+    let mut o = options(120);
+    o.wait_ready = true;
+    let started = std::time::Instant::now();
+    let err = run(&connect(&api, &dir), &o).unwrap_err();
+    assert!(matches!(err, RunError::Plan(PlanError::NotUsable(_))), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(60));
+}
+
+#[test]
+fn the_kubernetes_name_is_asked_in_the_clusters_own_domain() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.cluster_domain = Some("corp.example".into());
+    let mut o = options(120);
+    o.cluster_domain = "corp.example".into();
+    let r = verify(&api, &dir, &o);
+    // A Windows pod takes a name with dots as fully qualified: one in cluster.local is not
+    // this cluster's, and would fail dns-kubernetes.
+    assert!(r.passed, "{:?}", failed(&r));
+}
