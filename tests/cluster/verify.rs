@@ -735,7 +735,10 @@ mod install {
         let api = node.api();
         let mut win = api.get("/api/v1/nodes/win-1").expect("win-1");
         win["metadata"]["labels"]["node.kubernetes.io/windows-build"] = json!("10.0.20348");
-        win["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
+        // kubelet's Ready, and the condition CalicoNode sets once it looks (the simulated
+        // host runs no CalicoNode): `install --verify` waits for both.
+        win["status"]["conditions"] = json!([{"type": "Ready", "status": "True"},
+            {"type": "CalicoWindowsReady", "status": "True", "reason": "CalicoReady"}]);
         api.put("/api/v1/nodes/win-1", win);
         node_object(api, "linux-1");
         let mut k = meta("v1", "Service", "kubernetes", Some("default"));

@@ -107,3 +107,17 @@ fn the_kubernetes_name_is_asked_in_the_clusters_own_domain() {
     // this cluster's, and would fail dns-kubernetes.
     assert!(r.passed, "{:?}", failed(&r));
 }
+
+#[test]
+fn without_node_it_verifies_the_node_objects_name_not_calicos() {
+    let (api, dir) = cluster();
+    let node = crate::support::Node::new(&api);
+    // Calico's name for the node (node.name) is not the Node object's.
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, "node:\n  name: calico-a\n  k8s_node_ref: win-b\n").expect("config");
+    let config = config.display().to_string();
+    let (code, doc, stderr) = node.run(&["verify", "--config", &config]);
+    assert_eq!(code, 0, "{stderr}\n{doc:#}");
+    assert_eq!(doc["nodes"][0]["node"], "win-b", "{doc:#}");
+    nothing_left(&api);
+}
