@@ -470,7 +470,7 @@ kube-system (get services kube-dns). No wildcard. The list is the code's own \
 (src/cluster/rights.rs), tested against an API server that enforces RBAC.\n\n\
 --identity fleet writes the fleet jobs' account and roles instead (as 'fleet plan' does); a node's own \
 right to renew its token is made per node by install.\n\n\
---identity verify writes the namespace calicoctl-win-verify (Pod Security baseline enforced), a Role \
+--identity verify writes the namespace calicoctl-win-verify (Pod Security restricted enforced), a Role \
 there (create, delete, list pods; get pods/proxy; create, delete, get services; create, delete \
 networking.k8s.io networkpolicies; list, delete events; create configmaps; get, delete configmaps \
 calicoctl-win-verify-run, its runs' turn), a Role \

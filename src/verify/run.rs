@@ -102,7 +102,7 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
             if !o.keep_on_failure {
                 clean_up(c, o, &name, Instant::now() + reserve.max(POLL), &mut None);
             }
-            return Err(e.into());
+            return Err(pod_security(e, &name));
         }
     };
     let stopped = interrupted(o);
@@ -133,6 +133,32 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         took_ms: ms(start.elapsed()),
         node_health: Vec::new(),
     })
+}
+
+/// A refusal by Pod Security admission, told apart from a missing right (both are 403s):
+/// its message says "violates PodSecurity \"LEVEL:VERSION\"" (kubernetes
+/// `staging/src/k8s.io/pod-security-admission/admission/admission.go`, `EvaluatePod`).
+fn pod_security(e: ClusterError, ns: &str) -> RunError {
+    let level = match &e {
+        ClusterError::Api {
+            code: 403, message, ..
+        } => message
+            .split_once("violates PodSecurity \"")
+            .and_then(|(_, rest)| rest.split_once('"'))
+            // "restricted:latest": the enforce label's level, then its enforce-version.
+            .map(|(level, _)| level.split(':').next().unwrap_or(level).to_owned()),
+        _ => None,
+    };
+    match (level, e) {
+        (Some(level), ClusterError::Api { message, .. }) => {
+            RunError::Plan(matrix::PlanError::PodSecurity {
+                namespace: ns.to_owned(),
+                level,
+                message,
+            })
+        }
+        (_, e) => RunError::Cluster(e),
+    }
 }
 
 /// Makes the namespace; a name taken (a leftover of that name still being deleted, 409

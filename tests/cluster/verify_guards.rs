@@ -121,3 +121,60 @@ fn without_node_it_verifies_the_node_objects_name_not_calicos() {
     assert_eq!(doc["nodes"][0]["node"], "win-b", "{doc:#}");
     nothing_left(&api);
 }
+
+#[test]
+fn the_namespace_it_makes_enforces_restricted_and_its_pods_meet_it() {
+    let (api, dir) = cluster();
+    let mut o = options(120);
+    o.keep_on_failure = true;
+    // Kept to be looked at: the dataplane answers no name, so dns-kubernetes fails.
+    api.lock().dataplane.no_dns = true;
+    let r = verify(&api, &dir, &o);
+    let ns = api
+        .get(&format!("/api/v1/namespaces/{}", r.namespace))
+        .expect("kept");
+    assert_eq!(
+        ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "restricted",
+        "{ns:#}"
+    );
+    // Every pod was admitted under restricted, each naming its OS.
+    for (pod, os) in [("server", "windows"), ("client-local", "windows"), ("client-linux", "linux")] {
+        let p = api
+            .get(&format!("/api/v1/namespaces/{}/pods/{pod}", r.namespace))
+            .expect("made");
+        assert_eq!(p["spec"]["os"]["name"], os, "{p:#}");
+    }
+}
+
+#[test]
+fn a_pod_security_refusal_is_named_as_such_not_as_a_missing_right() {
+    let (api, dir) = cluster();
+    // Before 1.25 Pod Security held Windows pods to Linux's controls, which a Windows pod
+    // may not set.
+    let mut ns = crate::support::fake_api::meta("v1", "Namespace", "calicoctl-win-verify", None);
+    ns["metadata"]["labels"] = json!({"pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "v1.24"});
+    api.put("/api/v1/namespaces/calicoctl-win-verify", ns);
+    let mut o = options(20);
+    o.namespace = Some("calicoctl-win-verify".into());
+    let err = run(&connect(&api, &dir), &o).unwrap_err();
+    let RunError::Plan(e @ PlanError::PodSecurity { level, .. }) = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(level, "restricted");
+    let said = e.to_string();
+    assert!(said.contains("Pod Security admission refused"), "{said}");
+    assert!(said.contains("pod-security.kubernetes.io/enforce=restricted"), "{said}");
+    let hint = e.diagnose().expect("diagnosed");
+    assert_eq!(hint.exit, Exit::Failed);
+    assert!(!hint.hint.unwrap_or_default().contains("ClusterRole"));
+    // What the run made there is gone, its turn too.
+    let left: Vec<String> = api
+        .lock()
+        .objects
+        .keys()
+        .filter(|k| k.contains("/namespaces/calicoctl-win-verify/"))
+        .cloned()
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -6,6 +6,7 @@
 //! a real server would, serves discovery for `kubectl`, and records requests.
 
 pub mod dataplane;
+mod pod_security;
 mod proto;
 pub mod rbac;
 mod serve;

@@ -663,6 +663,12 @@ fn create(st: &mut State, t: &Target, mut body: Value) -> Reply {
         );
     };
     let path = format!("{}/{name}", t.collection);
+    if (t.resource.gv, t.resource.plural) == ("v1", "pods")
+        && let Some(refused) =
+            super::pod_security::refuse(&st.objects, t.namespace.as_deref().unwrap_or(""), &body)
+    {
+        return status(StatusCode::FORBIDDEN, "Forbidden", &refused);
+    }
     if st.objects.contains_key(&path) {
         return status(
             StatusCode::CONFLICT,
