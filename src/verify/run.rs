@@ -72,12 +72,12 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     let start = Instant::now();
     let reserve = CLEANUP_WAIT.min(o.timeout / 4);
     let checks_until = start + o.timeout - reserve;
-    let leftovers_removed = match &o.namespace {
-        None => sweep(c)?,
+    let (leftovers_removed, holds_turn) = match &o.namespace {
+        None => (sweep(c)?, false),
         // A turn is old by the API server's clock too (none is swept without its `Date`).
         Some(ns) => match probe::server_now(c)? {
-            Some(now) => shared::sweep(c, ns, now, LEFTOVER_AGE_S)?,
-            None => Vec::new(),
+            Some(now) => shared::sweep(c, ns, (now, LEFTOVER_AGE_S), &o.suffix)?,
+            None => (Vec::new(), false),
         },
     };
     if o.wait_ready {
@@ -91,7 +91,9 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     let name = match &o.namespace {
         None => make_namespace(c, o)?,
         Some(ns) => {
-            shared::claim(c, ns, &o.suffix, checks_until, &o.interrupted)?;
+            if !holds_turn {
+                shared::claim(c, ns, &o.suffix, checks_until, &o.interrupted)?;
+            }
             ns.clone()
         }
     };
@@ -190,11 +192,19 @@ fn sweep(c: &Cluster) -> Result<Vec<String>, ClusterError> {
     let Some(now) = probe::server_now(c)? else {
         return Ok(Vec::new());
     };
-    let old = objects::leftovers(&found, now, LEFTOVER_AGE_S);
-    for n in &old {
-        probe::delete_namespace(c, n)?;
+    let mut removed = Vec::new();
+    for n in objects::leftovers(&found, now, LEFTOVER_AGE_S) {
+        // Only the namespace that was found old: one another run's sweep deleted meanwhile,
+        // and a fresh run made again under the same name, is that run's (409).
+        let uid = found
+            .iter()
+            .find(|f| f.metadata.name.as_deref() == Some(n.as_str()))
+            .and_then(|f| f.metadata.uid.as_deref());
+        if probe::delete_namespace(c, &n, uid)? {
+            removed.push(n);
+        }
     }
-    Ok(old)
+    Ok(removed)
 }
 
 /// Deletes the namespace and waits until it is gone, or `until` (in a namespace given, what
@@ -212,7 +222,7 @@ fn clean_up(
             false
         });
     }
-    if probe::delete_namespace(c, ns).is_err() {
+    if probe::delete_namespace(c, ns, None).is_err() {
         return false;
     }
     loop {

@@ -181,8 +181,9 @@ pub fn advance(d: &mut Dataplane, objects: &mut BTreeMap<String, Value>) {
             .unwrap_or_default()
             .to_owned();
         started(d, &mut pod);
+        let mut e = event(&ns, &name, "Pulled", "Successfully pulled image");
+        e["involvedObject"]["uid"] = pod["metadata"]["uid"].clone();
         objects.insert(path, pod);
-        let e = event(&ns, &name, "Pulled", "Successfully pulled image");
         objects.insert(format!("/api/v1/namespaces/{ns}/events/{name}.pulled"), e);
     }
 }

@@ -43,6 +43,9 @@ pub struct State {
     /// How far the API server's clock is from this host's, in seconds: its `Date` and the
     /// `creationTimestamp` it gives (clock skew between the two).
     pub clock_offset_s: i64,
+    /// Objects another client deletes and makes again (a new uid, created now) just before
+    /// this client's next delete of them arrives: a race between two clients.
+    pub made_again_before_delete: BTreeSet<String>,
     /// Every request: method and path.
     pub requests: Vec<(String, String)>,
     /// Bearer tokens the server accepts: the admin's and every token it issued.
@@ -218,6 +221,7 @@ impl FakeApi {
             strict_validation: true,
             forbidden: Vec::new(),
             clock_offset_s: 0,
+            made_again_before_delete: BTreeSet::new(),
             requests: Vec::new(),
             tokens: BTreeSet::from([token.clone()]),
             max_token_seconds: None,

@@ -447,7 +447,7 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
             patch_node_status(&mut st, &target, &content_type, &body)
         }
         ("PUT", true, None) => replace(&mut st, &target, body),
-        ("DELETE", true, None) => delete(&mut st, &target),
+        ("DELETE", true, None) => delete(&mut st, &target, &body),
         _ => status(
             StatusCode::METHOD_NOT_ALLOWED,
             "MethodNotAllowed",
@@ -683,6 +683,11 @@ fn create(st: &mut State, t: &Target, mut body: Value) -> Reply {
         m["namespace"] = json!(ns);
     }
     m["uid"] = json!(format!("uid-{name}"));
+    if t.resource.plural == "pods" {
+        // Each pod its own uid, as kube-apiserver gives every object made (a pod made
+        // again under the same name is another object).
+        m["uid"] = json!(format!("uid-{name}-{}", st.requests.len()));
+    }
     m["resourceVersion"] = json!("1");
     m["creationTimestamp"] = json!(now_text(st.clock_offset_s));
     if t.resource.plural == "secrets" && body["type"] == "kubernetes.io/service-account-token" {
@@ -691,7 +696,11 @@ fn create(st: &mut State, t: &Target, mut body: Value) -> Reply {
     let ns = t.namespace.clone().unwrap_or_default();
     match (t.resource.gv, t.resource.plural) {
         ("v1", "pods") => {
-            if let Some(event) = super::dataplane::run_pod(&mut st.dataplane, &ns, &mut body) {
+            if let Some(mut event) = super::dataplane::run_pod(&mut st.dataplane, &ns, &mut body)
+            {
+                // The kubelet's events name the pod by reference, its uid too
+                // (client-go tools/reference `GetReference`).
+                event["involvedObject"]["uid"] = body["metadata"]["uid"].clone();
                 let name = event["metadata"]["name"]
                     .as_str()
                     .unwrap_or_default()
@@ -1090,8 +1099,36 @@ fn replace(st: &mut State, t: &Target, mut body: Value) -> Reply {
     respond(StatusCode::OK, &body)
 }
 
-fn delete(st: &mut State, t: &Target) -> Reply {
+fn delete(st: &mut State, t: &Target, options: &Value) -> Reply {
     let name = t.name.clone().unwrap_or_default();
+    let path = t.object_path().unwrap_or_default();
+    if st.made_again_before_delete.remove(&path)
+        && let Some(o) = st.objects.get_mut(&path)
+    {
+        let uid = o["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
+        o["metadata"]["uid"] = json!(format!("{uid}-again"));
+        o["metadata"]["creationTimestamp"] = json!(now_text(st.clock_offset_s));
+    }
+    // DeleteOptions' `preconditions.uid` against the object's: kube-apiserver answers a
+    // mismatch 409 Conflict, "Precondition failed: UID in precondition: A, UID in object
+    // meta: B" (staging/src/k8s.io/apiserver/pkg/storage/etcd3/store.go `checkPreconditions`
+    // via `storage/errors` `InterpretDeleteError`, NewConflict; for namespaces,
+    // pkg/registry/core/namespace/storage/storage.go `Delete`).
+    if let (Some(want), Some(o)) = (
+        options["preconditions"]["uid"].as_str(),
+        st.objects.get(&path),
+    ) && o["metadata"]["uid"].as_str() != Some(want)
+    {
+        return status(
+            StatusCode::CONFLICT,
+            "Conflict",
+            &format!(
+                "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: UID in precondition: {want}, UID in object meta: {}",
+                t.resource.plural,
+                o["metadata"]["uid"].as_str().unwrap_or_default()
+            ),
+        );
+    }
     match (t.resource.gv, t.resource.plural) {
         ("networking.k8s.io/v1", "networkpolicies") => {
             let key = format!("{}/{name}", t.namespace.clone().unwrap_or_default());
