@@ -8,8 +8,8 @@ use super::matrix::{Os, Placement, Role};
 use k8s_openapi::api::core::v1::{
     Affinity, Capabilities, Container, ContainerPort, HTTPGetAction, Namespace, NodeAffinity,
     NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodOS, PodSecurityContext,
-    PodSpec, Probe, SeccompProfile, SecurityContext, Service, ServicePort, ServiceSpec,
-    Toleration, WindowsSecurityContextOptions,
+    PodSpec, Probe, SeccompProfile, SecurityContext, Service, ServicePort, ServiceSpec, Toleration,
+    WindowsSecurityContextOptions,
 };
 use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicySpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};

@@ -30,9 +30,8 @@ pub const MAX_PULL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 const BEYOND: Duration = Duration::from_secs(5 * 60);
 /// A namespace (or turn) of ours older than this is a killed run's, and the next run deletes
 /// it: no live run lasts as long, since `--timeout` and `--pull-timeout` are capped.
-pub const LEFTOVER_AGE: Duration = Duration::from_secs(
-    MAX_TIMEOUT.as_secs() + MAX_PULL_TIMEOUT.as_secs() + BEYOND.as_secs(),
-);
+pub const LEFTOVER_AGE: Duration =
+    Duration::from_secs(MAX_TIMEOUT.as_secs() + MAX_PULL_TIMEOUT.as_secs() + BEYOND.as_secs());
 const _: () = assert!(PULL_TIMEOUT.as_secs() <= MAX_PULL_TIMEOUT.as_secs());
 /// The cluster DNS domain the probes' names are asked in when none is given: kubelet's
 /// default `clusterDomain`.
@@ -97,7 +96,8 @@ pub fn domain_flag(s: &str) -> Result<String, String> {
                 && l.len() <= 63
                 && !l.starts_with('-')
                 && !l.ends_with('-')
-                && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && l.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         });
     if ok {
         Ok(s.to_owned())

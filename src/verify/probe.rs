@@ -268,7 +268,10 @@ mod tests {
         };
         let s = state(
             &p,
-            &[event("old", "FailedCreatePodSandBox"), event("new", "Scheduled")],
+            &[
+                event("old", "FailedCreatePodSandBox"),
+                event("new", "Scheduled"),
+            ],
         );
         assert_eq!(s.events.len(), 1, "{:?}", s.events);
         assert!(s.events[0].starts_with("Scheduled"), "{:?}", s.events);

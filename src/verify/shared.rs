@@ -78,7 +78,10 @@ pub fn sweep(
     }
     remove(c, ns, Instant::now() + RELEASE_WAIT)?;
     let run = held.data.and_then(|d| d.get("run").cloned());
-    Ok((vec![format!("{ns}/{}", run.as_deref().unwrap_or(TURN))], true))
+    Ok((
+        vec![format!("{ns}/{}", run.as_deref().unwrap_or(TURN))],
+        true,
+    ))
 }
 
 /// Takes the namespace's turn, waiting (within `deadline`) while another run holds it.
@@ -125,7 +128,10 @@ fn remove(c: &Cluster, ns: &str, until: Instant) -> Result<bool, ClusterError> {
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
     let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
     let listed = c.call("list", "pods", pods.list(&lp))?.items;
-    let uids: Vec<String> = listed.iter().filter_map(|p| p.metadata.uid.clone()).collect();
+    let uids: Vec<String> = listed
+        .iter()
+        .filter_map(|p| p.metadata.uid.clone())
+        .collect();
     for p in &listed {
         let name = p.metadata.name.clone().unwrap_or_default();
         let dp = probe::only(p.metadata.uid.as_deref());
@@ -154,7 +160,11 @@ fn remove(c: &Cluster, ns: &str, until: Instant) -> Result<bool, ClusterError> {
     for e in all.items.iter().filter(|e| ours(e)) {
         let name = e.metadata.name.clone().unwrap_or_default();
         let dp = probe::only(e.metadata.uid.as_deref());
-        gone(c.call_opt("delete", &format!("events/{name}"), events.delete(&name, &dp)))?;
+        gone(c.call_opt(
+            "delete",
+            &format!("events/{name}"),
+            events.delete(&name, &dp),
+        ))?;
     }
     // The next run makes pods of the same names: the turn is given back once they are gone.
     loop {

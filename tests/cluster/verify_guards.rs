@@ -92,7 +92,10 @@ fn a_cordoned_node_is_not_waited_for() {
     o.wait_ready = true;
     let started = std::time::Instant::now();
     let err = run(&connect(&api, &dir), &o).unwrap_err();
-    assert!(matches!(err, RunError::Plan(PlanError::NotUsable(_))), "{err:?}");
+    assert!(
+        matches!(err, RunError::Plan(PlanError::NotUsable(_))),
+        "{err:?}"
+    );
     assert!(started.elapsed() < Duration::from_secs(60));
 }
 
@@ -114,7 +117,7 @@ fn without_node_it_verifies_the_node_objects_name_not_calicos() {
     let node = crate::support::Node::new(&api);
     // Calico's name for the node (node.name) is not the Node object's.
     let config = dir.path().join("config.yaml");
-    std::fs::write(&config, "node:\n  name: calico-a\n  k8s_node_ref: win-b\n").expect("config");
+    fs_err::write(&config, "node:\n  name: calico-a\n  k8s_node_ref: win-b\n").expect("config");
     let config = config.display().to_string();
     let (code, doc, stderr) = node.run(&["verify", "--config", &config]);
     assert_eq!(code, 0, "{stderr}\n{doc:#}");
@@ -138,7 +141,11 @@ fn the_namespace_it_makes_enforces_restricted_and_its_pods_meet_it() {
         "{ns:#}"
     );
     // Every pod was admitted under restricted, each naming its OS.
-    for (pod, os) in [("server", "windows"), ("client-local", "windows"), ("client-linux", "linux")] {
+    for (pod, os) in [
+        ("server", "windows"),
+        ("client-local", "windows"),
+        ("client-linux", "linux"),
+    ] {
         let p = api
             .get(&format!("/api/v1/namespaces/{}/pods/{pod}", r.namespace))
             .expect("made");
@@ -164,7 +171,10 @@ fn a_pod_security_refusal_is_named_as_such_not_as_a_missing_right() {
     assert_eq!(level, "restricted");
     let said = e.to_string();
     assert!(said.contains("Pod Security admission refused"), "{said}");
-    assert!(said.contains("pod-security.kubernetes.io/enforce=restricted"), "{said}");
+    assert!(
+        said.contains("pod-security.kubernetes.io/enforce=restricted"),
+        "{said}"
+    );
     let hint = e.diagnose().expect("diagnosed");
     assert_eq!(hint.exit, Exit::Failed);
     assert!(!hint.hint.unwrap_or_default().contains("ClusterRole"));
@@ -200,7 +210,10 @@ fn a_leftover_made_again_by_another_run_before_the_sweeps_delete_is_kept() {
     assert!(r.passed, "{:#?}", r.checks);
     assert!(r.leftovers_removed.is_empty(), "{r:#?}");
     let kept = api.get(&path).expect("the fresh run's namespace stays");
-    assert_eq!(kept["metadata"]["uid"], "uid-calicoctl-win-verify-old-again");
+    assert_eq!(
+        kept["metadata"]["uid"],
+        "uid-calicoctl-win-verify-old-again"
+    );
 }
 
 fn given_namespace(api: &FakeApi) {
@@ -227,16 +240,22 @@ fn a_killed_runs_turn_taken_over_by_another_run_is_not_swept_nor_its_pods() {
     let turn_path = format!("{base}/configmaps/calicoctl-win-verify-run");
     api.put(&turn_path, turn);
     // The fresh run's server, made under the turn it took.
-    let mut pod = crate::support::fake_api::meta("v1", "Pod", "server", Some("calicoctl-win-verify"));
+    let mut pod =
+        crate::support::fake_api::meta("v1", "Pod", "server", Some("calicoctl-win-verify"));
     pod["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
     api.put(&format!("{base}/pods/server"), pod);
-    api.lock().made_again_before_delete.insert(turn_path.clone());
+    api.lock()
+        .made_again_before_delete
+        .insert(turn_path.clone());
     let mut o = options(4);
     o.namespace = Some("calicoctl-win-verify".into());
     // The turn is held to the end: the run does not get it.
     let err = run(&connect(&api, &dir), &o).unwrap_err();
     assert!(format!("{err:?}").contains("409"), "{err:?}");
     let kept = api.get(&turn_path).expect("the fresh run's turn stays");
-    assert_eq!(kept["metadata"]["uid"], "uid-calicoctl-win-verify-run-again");
+    assert_eq!(
+        kept["metadata"]["uid"],
+        "uid-calicoctl-win-verify-run-again"
+    );
     assert!(api.get(&format!("{base}/pods/server")).is_some());
 }

@@ -70,11 +70,10 @@ pub fn refuse(objects: &BTreeMap<String, Value>, ns: &str, pod: &Value) -> Optio
             if !caps.is_empty() {
                 out.push(format!("unrestricted capabilities (container {} must set securityContext.capabilities.drop=[\"ALL\"])", caps.join(", ")));
             }
-            let profile = |v: &Value| {
-                matches!(v["type"].as_str(), Some("RuntimeDefault" | "Localhost"))
-            };
+            let profile =
+                |v: &Value| matches!(v["type"].as_str(), Some("RuntimeDefault" | "Localhost"));
             let pod_seccomp = profile(&spec["securityContext"]["seccompProfile"]);
-            if bad(&|c| !pod_seccomp && !profile(&sc(c, "seccompProfile"))).len() > 0 {
+            if !bad(&|c| !pod_seccomp && !profile(&sc(c, "seccompProfile"))).is_empty() {
                 out.push("seccompProfile (pod or containers must set securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\")".to_owned());
             }
         }

@@ -696,8 +696,7 @@ fn create(st: &mut State, t: &Target, mut body: Value) -> Reply {
     let ns = t.namespace.clone().unwrap_or_default();
     match (t.resource.gv, t.resource.plural) {
         ("v1", "pods") => {
-            if let Some(mut event) = super::dataplane::run_pod(&mut st.dataplane, &ns, &mut body)
-            {
+            if let Some(mut event) = super::dataplane::run_pod(&mut st.dataplane, &ns, &mut body) {
                 // The kubelet's events name the pod by reference, its uid too
                 // (client-go tools/reference `GetReference`).
                 event["involvedObject"]["uid"] = body["metadata"]["uid"].clone();
