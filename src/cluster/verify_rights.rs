@@ -37,6 +37,10 @@ const fn r(
     }
 }
 
+/// The Pod Security level verify's namespaces enforce, which its probe pods meet
+/// (`verify::objects`).
+pub const ENFORCE_LEVEL: &str = "restricted";
+
 /// The ConfigMap a run holds while it runs in the namespace (`verify::shared`).
 pub const TURN: &str = "calicoctl-win-verify-run";
 const TURNS: &[&str] = &[TURN];
@@ -142,7 +146,7 @@ pub fn namespace() -> Value {
     json!({"apiVersion": "v1", "kind": "Namespace",
         "metadata": {"name": NAMESPACE, "labels": {
             "app.kubernetes.io/managed-by": "calicoctl-win",
-            "pod-security.kubernetes.io/enforce": crate::verify::objects::ENFORCE_LEVEL}}})
+            "pod-security.kubernetes.io/enforce": ENFORCE_LEVEL}}})
 }
 
 /// The roles and their bindings to the ServiceAccount `sa` in `sa_namespace` (also what

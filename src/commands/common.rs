@@ -212,7 +212,7 @@ pub fn verify_after(
         .into());
     };
     // The Node object's name, and the cluster's domain, as the configuration names them.
-    let (node, domain) = match super::verify::this_node(ctx) {
+    let (node, domain) = match this_node(ctx) {
         Some((n, d)) => (n, d),
         None => (node.to_owned(), None),
     };
@@ -250,6 +250,21 @@ pub fn verify_after(
     }
     doc["verify"] = serde_json::json!(report);
     Ok(crate::verify::failure::of(&report, o.timeout.as_secs()))
+}
+
+/// This node's Kubernetes name (`node.k8s_node_ref`: the Node object's, which `node.name`,
+/// Calico's own name for it, need not be) and the cluster's DNS domain when the configuration
+/// tells it: a `dns.search` entry `svc.DOMAIN`, the suffix pods search Services under
+/// (`SVC.NS.svc.DOMAIN`). None where no configuration loads.
+pub fn this_node(ctx: &mut Context) -> Option<(String, Option<String>)> {
+    let l = ctx.load_config().ok()?;
+    let domain = l
+        .config
+        .dns
+        .search
+        .iter()
+        .find_map(|d| d.to_string().strip_prefix("svc.").map(str::to_owned));
+    Some((l.config.node.k8s_node_ref.to_string(), domain))
 }
 
 /// Ctrl-C or a termination signal stops the run where it is; it deletes what it made before

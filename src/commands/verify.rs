@@ -19,7 +19,7 @@ pub struct Verified {
 }
 
 pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let here = this_node(ctx);
+    let here = super::common::this_node(ctx);
     let this = here.as_ref().map(|(n, _)| n.clone());
     let nodes = match (&args.node[..], &this) {
         ([], Some(n)) => vec![n.clone()],
@@ -96,21 +96,6 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         None => Ok(()),
         Some(e) => Err(e.into()),
     }
-}
-
-/// This node's Kubernetes name (`node.k8s_node_ref`: the Node object's, which `node.name`,
-/// Calico's own name for it, need not be) and the cluster's DNS domain when the configuration
-/// tells it: a `dns.search` entry `svc.DOMAIN`, the suffix pods search Services under
-/// (`SVC.NS.svc.DOMAIN`). None where no configuration loads.
-pub fn this_node(ctx: &mut Context) -> Option<(String, Option<String>)> {
-    let l = ctx.load_config().ok()?;
-    let domain = l
-        .config
-        .dns
-        .search
-        .iter()
-        .find_map(|d| d.to_string().strip_prefix("svc.").map(str::to_owned));
-    Some((l.config.node.k8s_node_ref.to_string(), domain))
 }
 
 /// The report for people: each check, its result and time, each failure's finding and step.

@@ -29,7 +29,7 @@ pub const POLICY_NAME: &str = "deny-server-ingress";
 /// (kubernetes `staging/src/k8s.io/pod-security-admission/api/constants.go`,
 /// `EnforceLevelLabel`; the policy checks in `pod-security-admission/policy/`).
 pub const ENFORCE_LABEL: &str = "pod-security.kubernetes.io/enforce";
-pub const ENFORCE_LEVEL: &str = "restricted";
+pub use crate::cluster::verify_rights::ENFORCE_LEVEL;
 /// The Linux client's user: a number, as the kubelet needs to hold `runAsNonRoot` against an
 /// image that names no user (`pkg/kubelet/kuberuntime/security_context_others.go`,
 /// `verifyRunAsNonRoot`); netexec's ports, 8080 and 8081, need no privilege.
