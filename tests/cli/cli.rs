@@ -852,7 +852,7 @@ fn verify_refuses_a_bad_egress_and_timeouts_a_leftover_sweep_could_outlast() {
         &["--egress", "http://example.com:80"],
         &["--egress", "a b:80"],
         &["--egress", "300.1.1.1:80"],
-        &["--egress", "-x.example:80"],
+        &["--egress", "x-.example:80"],
         &["--egress", &"a".repeat(300)],
         &["--timeout", "11m"],
         &["--timeout", "0s"],
