@@ -293,23 +293,29 @@ namespace and the least roles for it."
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     /// The Windows nodes to verify, each with a server of its own (repeatable, or several
-    /// names after one --node; default: this node's name from the configuration)
+    /// names after one --node; default: this node's Kubernetes name from the configuration,
+    /// node.k8s_node_ref)
     #[arg(long, value_name = "NAME", num_args = 1..)]
     pub node: Vec<String>,
     /// The longest the whole run may take once the images are present, the sweep of a killed
-    /// run's namespace and the cleanup included (exit 4 when it passes)
-    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = crate::duration::parse)]
+    /// run's namespace and the cleanup included (exit 4 when it passes; at most 10m)
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = crate::verify::options::timeout_flag)]
     pub timeout: std::time::Duration,
     /// The longest the probe image may take to pull on the nodes, outside --timeout (a pull
-    /// still going then fails the image-pull check, exit 1)
-    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::duration::parse)]
+    /// still going then fails the image-pull check, exit 1; at most 15m)
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::verify::options::pull_timeout_flag)]
     pub pull_timeout: std::time::Duration,
     /// The probe image: agnhost, or a mirror of it for an air-gapped cluster
     #[arg(long, value_name = "IMAGE", default_value = crate::verify::image::AGNHOST)]
     pub image: String,
-    /// An address outside the cluster a pod must reach (HOST:PORT, HTTP)
-    #[arg(long, value_name = "HOST:PORT")]
+    /// An address outside the cluster a pod must reach (HOST:PORT, HTTP; the host an IPv4
+    /// address or a DNS name)
+    #[arg(long, value_name = "HOST:PORT", value_parser = crate::verify::options::egress_flag)]
     pub egress: Option<String>,
+    /// The cluster's DNS domain, kubelet's clusterDomain (default: the one the configuration's
+    /// dns.search names as svc.DOMAIN on a node calicoctl-win installed, else cluster.local)
+    #[arg(long, value_name = "DOMAIN", value_parser = crate::verify::options::domain_flag)]
+    pub cluster_domain: Option<String>,
     /// Keep the namespace and its pods when a check fails, to look at them
     #[arg(long)]
     pub keep_on_failure: bool,
@@ -464,7 +470,7 @@ kube-system (get services kube-dns). No wildcard. The list is the code's own \
 (src/cluster/rights.rs), tested against an API server that enforces RBAC.\n\n\
 --identity fleet writes the fleet jobs' account and roles instead (as 'fleet plan' does); a node's own \
 right to renew its token is made per node by install.\n\n\
---identity verify writes the namespace calicoctl-win-verify (Pod Security baseline enforced), a Role \
+--identity verify writes the namespace calicoctl-win-verify (Pod Security restricted enforced), a Role \
 there (create, delete, list pods; get pods/proxy; create, delete, get services; create, delete \
 networking.k8s.io networkpolicies; list, delete events; create configmaps; get, delete configmaps \
 calicoctl-win-verify-run, its runs' turn), a Role \

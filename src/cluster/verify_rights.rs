@@ -9,7 +9,7 @@
 //! has no `Name`; the RBAC docs: "You cannot restrict create or deletecollection requests by
 //! their resource name"), and a Role can only be made in a namespace that exists, so creating
 //! namespaces and pods in them would be creating pods anywhere. So the namespace is made once,
-//! with the roles (Pod Security `baseline` enforced in it, so its pods cannot be privileged or
+//! with the roles (Pod Security `restricted` enforced in it, so its pods cannot be privileged or
 //! use the host's network or paths), and `verify --namespace` runs in it, making and deleting
 //! no namespace. Its cluster-wide rule is listing nodes (where the probe pods go); the
 //! `kubernetes` Service is read by name in `default`.
@@ -36,6 +36,10 @@ const fn r(
         why,
     }
 }
+
+/// The Pod Security level verify's namespaces enforce, which its probe pods meet
+/// (`verify::objects`).
+pub const ENFORCE_LEVEL: &str = "restricted";
 
 /// The ConfigMap a run holds while it runs in the namespace (`verify::shared`).
 pub const TURN: &str = "calicoctl-win-verify-run";
@@ -141,14 +145,15 @@ pub fn manifests(name: &str, sa_namespace: &str) -> Vec<Value> {
     out
 }
 
-/// Verify's namespace. Kubernetes' Pod Security admission at the baseline level forbids
-/// privileged pods, host namespaces, hostPath volumes and host ports in it (kubernetes docs,
-/// Pod Security Standards): the pods the account may create are ordinary pods.
+/// Verify's namespace. Kubernetes' Pod Security admission at the restricted level, which the
+/// probe pods meet (`verify::objects`), forbids privileged pods, host namespaces, hostPath
+/// volumes and host ports in it, and pods running as root (kubernetes docs, Pod Security
+/// Standards): the pods the account may create are ordinary, unprivileged pods.
 pub fn namespace() -> Value {
     json!({"apiVersion": "v1", "kind": "Namespace",
         "metadata": {"name": NAMESPACE, "labels": {
             "app.kubernetes.io/managed-by": "calicoctl-win",
-            "pod-security.kubernetes.io/enforce": "baseline"}}})
+            "pod-security.kubernetes.io/enforce": ENFORCE_LEVEL}}})
 }
 
 /// The roles and their bindings to the ServiceAccount `sa` in `sa_namespace` (also what

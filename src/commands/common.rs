@@ -211,8 +211,18 @@ pub fn verify_after(
         )
         .into());
     };
+    // The Node object's name, and the cluster's domain, as the configuration names them.
+    let (node, domain) = match this_node(ctx) {
+        Some((n, d)) => (n, d),
+        None => (node.to_owned(), None),
+    };
+    let node = node.as_str();
     let o = Options {
         image: image.to_owned(),
+        cluster_domain: domain.unwrap_or_else(|| crate::verify::options::CLUSTER_DOMAIN.into()),
+        // kubelet just restarted, or the CNI config just written: the node may take a while
+        // to be Ready, and CalicoNode to say Calico is.
+        wait_ready: true,
         ..Options::for_node(node)
     };
     on_interrupt(ctx, &o);
@@ -240,6 +250,21 @@ pub fn verify_after(
     }
     doc["verify"] = serde_json::json!(report);
     Ok(crate::verify::failure::of(&report, o.timeout.as_secs()))
+}
+
+/// This node's Kubernetes name (`node.k8s_node_ref`: the Node object's, which `node.name`,
+/// Calico's own name for it, need not be) and the cluster's DNS domain when the configuration
+/// tells it: a `dns.search` entry `svc.DOMAIN`, the suffix pods search Services under
+/// (`SVC.NS.svc.DOMAIN`). None where no configuration loads.
+pub fn this_node(ctx: &mut Context) -> Option<(String, Option<String>)> {
+    let l = ctx.load_config().ok()?;
+    let domain = l
+        .config
+        .dns
+        .search
+        .iter()
+        .find_map(|d| d.to_string().strip_prefix("svc.").map(str::to_owned));
+    Some((l.config.node.k8s_node_ref.to_string(), domain))
 }
 
 /// Ctrl-C or a termination signal stops the run where it is; it deletes what it made before

@@ -19,16 +19,14 @@ pub struct Verified {
 }
 
 pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let this = ctx
-        .load_config()
-        .ok()
-        .map(|l| l.config.node.name.to_string());
+    let here = super::common::this_node(ctx);
+    let this = here.as_ref().map(|(n, _)| n.clone());
     let nodes = match (&args.node[..], &this) {
         ([], Some(n)) => vec![n.clone()],
         ([], None) => {
             return Err(UsageError::new(
                 "verify needs the node to verify",
-                "pass --node NAME (on a node calicoctl-win installed, its configured name is the default)",
+                "pass --node NAME (on a node calicoctl-win installed, its configured Kubernetes name, node.k8s_node_ref, is the default)",
             )
             .into());
         }
@@ -39,6 +37,11 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let first = Options {
         image: args.image.clone(),
         egress: args.egress.clone(),
+        cluster_domain: args
+            .cluster_domain
+            .clone()
+            .or_else(|| here.and_then(|(_, d)| d))
+            .unwrap_or_else(|| crate::verify::options::CLUSTER_DOMAIN.to_owned()),
         timeout: args.timeout,
         pull_timeout: args.pull_timeout,
         keep_on_failure: args.keep_on_failure,

@@ -29,6 +29,8 @@ pub struct Addresses {
     pub pods: BTreeMap<Role, String>,
     pub service_ip: Option<String>,
     pub api_server_ip: Option<String>,
+    /// The cluster's DNS domain (`--cluster-domain`, kubelet's `clusterDomain`).
+    pub cluster_domain: String,
 }
 
 /// One `/dial` to ask a client pod, and the answer that counts as reaching the target.
@@ -44,10 +46,6 @@ pub struct Dial {
 
 /// The `/dial` for a client pod to a target, or None when an address is not known (the pod
 /// has none: judged by the pod-address check).
-/// The cluster's DNS domain the probes ask the `kubernetes` Service's name in: kubelet's
-/// default `--cluster-domain`.
-pub const CLUSTER_DOMAIN: &str = "cluster.local";
-
 pub fn dial(from: Role, to: &Target, a: &Addresses) -> Option<Dial> {
     let port = HTTP_PORT.to_string();
     let (host, port, request, expect) = match to {
@@ -73,9 +71,9 @@ pub fn dial(from: Role, to: &Target, a: &Addresses) -> Option<Dial> {
         // a response: the connection was made.
         Target::ApiServerIp => (a.api_server_ip.clone()?, "443".into(), "healthz", None),
         // Fully qualified for the same reason (`kubernetes.default` resolves on Linux only),
-        // in the default cluster domain (kubelet's `--cluster-domain`).
+        // in the cluster's domain (kubelet's `clusterDomain`, `--cluster-domain`).
         Target::KubernetesName => (
-            format!("kubernetes.default.svc.{CLUSTER_DOMAIN}"),
+            format!("kubernetes.default.svc.{}", a.cluster_domain),
             "443".into(),
             "healthz",
             None,

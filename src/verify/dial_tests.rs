@@ -11,6 +11,7 @@ fn addresses() -> Addresses {
         .collect(),
         service_ip: Some("10.96.0.20".into()),
         api_server_ip: Some("10.96.0.1".into()),
+        cluster_domain: "cluster.local".into(),
     }
 }
 

@@ -158,6 +158,23 @@ pub enum PlanError {
     },
     #[error("node {0} is not Ready, or is cordoned")]
     NotUsable(String),
+    /// Pod Security admission refused a probe pod: the namespace's enforce label asks what
+    /// the pods cannot meet (kubernetes `staging/src/k8s.io/pod-security-admission/
+    /// admission/admission.go`, `EvaluatePod`: a 403 "violates PodSecurity \"LEVEL:VERSION\"").
+    #[error(
+        "Pod Security admission refused the probe pods in namespace {namespace} (pod-security.kubernetes.io/enforce={level}): {message}"
+    )]
+    PodSecurity {
+        namespace: String,
+        level: String,
+        message: String,
+    },
+    #[error("node {node} was waited for {waited_s} s and is not ready: {missing}")]
+    NeverReady {
+        node: String,
+        waited_s: u64,
+        missing: String,
+    },
 }
 
 impl crate::error::Diagnose for PlanError {
@@ -169,6 +186,20 @@ impl crate::error::Diagnose for PlanError {
                 Kind::Failed,
                 format!(
                     "make node {n} Ready and uncordon it ('kubectl uncordon {n}'), then verify it"
+                ),
+            ),
+            PlanError::NeverReady { node, .. } => Diagnosis::new(
+                Exit::Timeout,
+                Kind::Timeout,
+                format!(
+                    "look at 'kubectl describe node {node}' (kubelet's Ready) and 'calicoctl-win status' on the node (Calico's services), then run 'calicoctl-win verify'"
+                ),
+            ),
+            PlanError::PodSecurity { namespace, .. } => Diagnosis::new(
+                Exit::Failed,
+                Kind::Failed,
+                format!(
+                    "the probe pods meet Pod Security's restricted profile as of Kubernetes 1.25 (Windows pods exempt from Linux's controls): look at namespace {namespace}'s pod-security.kubernetes.io/enforce and enforce-version labels ('kubectl get namespace {namespace} --show-labels'), or run verify in a namespace enforcing restricted"
                 ),
             ),
             PlanError::BuildNotCarried { .. } => Diagnosis::new(

@@ -12,6 +12,7 @@ pub mod matrix;
 pub mod objects;
 pub mod options;
 pub mod probe;
+pub mod ready;
 pub mod run;
 pub mod settle;
 pub mod shared;

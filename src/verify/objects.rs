@@ -6,9 +6,10 @@ use super::dial::{SERVICE_NAME, SERVICE_PORT};
 use super::image::{HTTP_PORT, UDP_PORT};
 use super::matrix::{Os, Placement, Role};
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, ContainerPort, HTTPGetAction, Namespace, NodeAffinity, NodeSelector,
-    NodeSelectorRequirement, NodeSelectorTerm, Pod, PodSpec, Probe, Service, ServicePort,
-    ServiceSpec, Toleration,
+    Affinity, Capabilities, Container, ContainerPort, HTTPGetAction, Namespace, NodeAffinity,
+    NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodOS, PodSecurityContext,
+    PodSpec, Probe, SeccompProfile, SecurityContext, Service, ServicePort, ServiceSpec, Toleration,
+    WindowsSecurityContextOptions,
 };
 use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicySpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -24,6 +25,18 @@ pub const ROLE_LABEL: &str = "calicoctl-win.projectcalico.org/verify-role";
 pub const NAMESPACE_PREFIX: &str = "calicoctl-win-verify-";
 /// The NetworkPolicy that denies the server's ingress.
 pub const POLICY_NAME: &str = "deny-server-ingress";
+/// Pod Security admission's label, and the level the probe pods meet: `restricted`
+/// (kubernetes `staging/src/k8s.io/pod-security-admission/api/constants.go`,
+/// `EnforceLevelLabel`; the policy checks in `pod-security-admission/policy/`).
+pub const ENFORCE_LABEL: &str = "pod-security.kubernetes.io/enforce";
+pub use crate::cluster::verify_rights::ENFORCE_LEVEL;
+/// The Linux client's user: a number, as the kubelet needs to hold `runAsNonRoot` against an
+/// image that names no user (`pkg/kubelet/kuberuntime/security_context_others.go`,
+/// `verifyRunAsNonRoot`); netexec's ports, 8080 and 8081, need no privilege.
+const LINUX_USER: i64 = 65534;
+/// The Windows pods' user: not `ContainerAdministrator`, which the kubelet takes for root
+/// (`pkg/kubelet/kuberuntime/security_context_windows.go`, `verifyRunAsNonRoot`).
+const WINDOWS_USER: &str = "ContainerUser";
 
 fn labels(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
     Some(
@@ -39,7 +52,7 @@ pub fn namespace(suffix: &str) -> Namespace {
     Namespace {
         metadata: ObjectMeta {
             name: Some(format!("{NAMESPACE_PREFIX}{suffix}")),
-            labels: labels(&[(OWNER_LABEL, OWNER_VALUE)]),
+            labels: labels(&[(OWNER_LABEL, OWNER_VALUE), (ENFORCE_LABEL, ENFORCE_LEVEL)]),
             ..Default::default()
         },
         ..Default::default()
@@ -62,7 +75,14 @@ pub fn pod(ns: &str, p: &Placement, image: &str) -> Pod {
             ..Default::default()
         },
         spec: Some(PodSpec {
-            containers: vec![netexec(image, p.role)],
+            containers: vec![Container {
+                security_context: container_security(p.os),
+                ..netexec(image, p.role)
+            }],
+            os: Some(PodOS {
+                name: os_word(p.os).to_owned(),
+            }),
+            security_context: Some(pod_security(p.os)),
             node_selector: Some(selector),
             affinity: Some(on_node(&p.node)),
             // The node under test may be tainted for Windows workloads only: the pod is
@@ -79,6 +99,47 @@ pub fn pod(ns: &str, p: &Placement, image: &str) -> Pod {
         }),
         ..Default::default()
     }
+}
+
+/// Pod Security's `restricted` profile, met as far as the OS allows: every pod runs as a
+/// non-root user (`check_runAsNonRoot.go`); a Linux pod also with the runtime's seccomp
+/// profile (`check_seccompProfile_restricted.go`). A pod whose `spec.os.name` is windows may
+/// not set Linux's fields (pod validation's `validateWindows`), and the profile exempts it
+/// from them (`seccompProfileRestrictedV1Dot25`, `capabilitiesRestricted_1_25`,
+/// `allowPrivilegeEscalation_1_25`).
+fn pod_security(os: Os) -> PodSecurityContext {
+    match os {
+        Os::Linux => PodSecurityContext {
+            run_as_non_root: Some(true),
+            run_as_user: Some(LINUX_USER),
+            seccomp_profile: Some(SeccompProfile {
+                type_: "RuntimeDefault".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        Os::Windows => PodSecurityContext {
+            run_as_non_root: Some(true),
+            windows_options: Some(WindowsSecurityContextOptions {
+                run_as_user_name: Some(WINDOWS_USER.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    }
+}
+
+/// A Linux container drops every capability and may not gain privileges
+/// (`check_capabilities_restricted.go`, `check_allowPrivilegeEscalation.go`).
+fn container_security(os: Os) -> Option<SecurityContext> {
+    (os == Os::Linux).then(|| SecurityContext {
+        allow_privilege_escalation: Some(false),
+        capabilities: Some(Capabilities {
+            drop: Some(vec!["ALL".into()]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
 }
 
 fn os_word(os: Os) -> &'static str {

@@ -20,6 +20,91 @@ pub const SETTLE: Duration = Duration::from_secs(20);
 /// 5 s (`createHTTPClient`), so 10 s covers a dial that times out and the proxy's way; its
 /// name lookup before the dial is not bounded by netexec (`net.ResolveTCPAddr`).
 pub const DIAL_WITHIN: Duration = Duration::from_secs(10);
+/// The longest `--timeout` accepted.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// The longest `--pull-timeout` accepted.
+pub const MAX_PULL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+/// What a run may take beyond `--timeout` and its pull: the sweep of a killed run's turn at
+/// its start (`shared::RELEASE_WAIT`, 60 s), and the calls in flight at its deadline, each
+/// bounded by the cluster client's own timeout.
+const BEYOND: Duration = Duration::from_secs(5 * 60);
+/// A namespace (or turn) of ours older than this is a killed run's, and the next run deletes
+/// it: no live run lasts as long, since `--timeout` and `--pull-timeout` are capped.
+pub const LEFTOVER_AGE: Duration =
+    Duration::from_secs(MAX_TIMEOUT.as_secs() + MAX_PULL_TIMEOUT.as_secs() + BEYOND.as_secs());
+const _: () = assert!(PULL_TIMEOUT.as_secs() <= MAX_PULL_TIMEOUT.as_secs());
+/// The cluster DNS domain the probes' names are asked in when none is given: kubelet's
+/// default `clusterDomain`.
+pub const CLUSTER_DOMAIN: &str = "cluster.local";
+
+/// `--timeout`: a duration of at most `MAX_TIMEOUT`.
+pub fn timeout_flag(s: &str) -> Result<Duration, String> {
+    capped(s, MAX_TIMEOUT)
+}
+
+/// `--pull-timeout`: a duration of at most `MAX_PULL_TIMEOUT`.
+pub fn pull_timeout_flag(s: &str) -> Result<Duration, String> {
+    capped(s, MAX_PULL_TIMEOUT)
+}
+
+fn capped(s: &str, most: Duration) -> Result<Duration, String> {
+    let d = crate::duration::parse(s)?;
+    if d > most {
+        return Err(format!(
+            "{s} is longer than {}m, the most a run may take: a run's leftovers are deleted by the next run once {}m old",
+            most.as_secs() / 60,
+            LEFTOVER_AGE.as_secs() / 60
+        ));
+    }
+    if d.is_zero() {
+        return Err(format!("{s} is no time at all"));
+    }
+    Ok(d)
+}
+
+/// `--egress`: `HOST:PORT`, the host an IPv4 address or a DNS name (at most 253
+/// characters, labels of letters, digits and hyphens), the port 1 to 65535.
+pub fn egress_flag(s: &str) -> Result<String, String> {
+    let bad = || format!("{s:.80} is not HOST:PORT (an IPv4 address or a DNS name, then a port)");
+    let (host, port) = s.rsplit_once(':').ok_or_else(bad)?;
+    let port_ok = port.len() <= 5
+        && port.bytes().all(|b| b.is_ascii_digit())
+        && port.parse::<u16>().is_ok_and(|p| p > 0);
+    let name_ok = host.len() <= 253
+        && host.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        });
+    let ip_ok = host.parse::<std::net::Ipv4Addr>().is_ok();
+    // A name of digits and dots alone is an address that did not parse.
+    let all_digits = host.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    if port_ok && (ip_ok || (name_ok && !all_digits)) {
+        Ok(s.to_owned())
+    } else {
+        Err(bad())
+    }
+}
+
+/// `--cluster-domain`: a DNS domain (at most 253 characters, lower-case labels).
+pub fn domain_flag(s: &str) -> Result<String, String> {
+    let ok = s.len() <= 253
+        && s.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        });
+    if ok {
+        Ok(s.to_owned())
+    } else {
+        Err(format!("{s:.80} is not a DNS domain like cluster.local"))
+    }
+}
 
 /// What the run is asked to do.
 #[derive(Clone, Debug)]
@@ -27,6 +112,11 @@ pub struct Options {
     pub node: String,
     pub image: String,
     pub egress: Option<String>,
+    /// The cluster's DNS domain (kubelet's `clusterDomain`): the names dialled end in it.
+    pub cluster_domain: String,
+    /// Wait, within `timeout`, for the node to be Ready and its Calico services too (its
+    /// `CalicoWindowsReady` condition): `install --verify`, `reconfigure --verify`.
+    pub wait_ready: bool,
     pub timeout: Duration,
     pub keep_on_failure: bool,
     /// The namespace's random suffix.
@@ -57,6 +147,8 @@ impl Options {
             node: node.to_owned(),
             image: super::image::AGNHOST.to_owned(),
             egress: None,
+            cluster_domain: CLUSTER_DOMAIN.to_owned(),
+            wait_ready: false,
             timeout: Duration::from_secs(120),
             keep_on_failure: false,
             suffix: suffix(),

@@ -85,16 +85,30 @@ where
         .map(|_| ())
 }
 
-/// Deletes the namespace (the namespace controller deletes what is in it); gone already is
-/// fine, and so is one being deleted already: kube-apiserver answers a second delete of a
-/// Terminating namespace with 409 Conflict ("The system is ensuring all content is removed
-/// from this namespace", `pkg/registry/core/namespace/storage/storage.go`, `Delete`).
-pub fn delete_namespace(c: &Cluster, name: &str) -> Result<(), ClusterError> {
+/// Deletes the namespace (the namespace controller deletes what is in it), only while it is
+/// the object of `uid` when one is given: whether this delete took it (or it was gone).
+/// kube-apiserver answers 409 Conflict both to a second delete of a Terminating namespace
+/// ("The system is ensuring all content is removed from this namespace") and to a uid that
+/// is not the object's ("Precondition failed: UID in precondition", both
+/// `pkg/registry/core/namespace/storage/storage.go`, `Delete`): not this run's to delete.
+pub fn delete_namespace(c: &Cluster, name: &str, uid: Option<&str>) -> Result<bool, ClusterError> {
     let api: Api<Namespace> = Api::all(c.client.clone());
     let what = format!("namespaces/{name}");
-    match c.call_opt("delete", &what, api.delete(name, &DeleteParams::default())) {
-        Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(()),
+    match c.call_opt("delete", &what, api.delete(name, &only(uid))) {
+        Ok(_) => Ok(true),
+        Err(ClusterError::Api { code: 409, .. }) => Ok(false),
         Err(e) => Err(e),
+    }
+}
+
+/// DeleteOptions that delete only the object of `uid` (`preconditions.uid`), when given.
+pub fn only(uid: Option<&str>) -> DeleteParams {
+    DeleteParams {
+        preconditions: uid.map(|u| kube::api::Preconditions {
+            uid: Some(u.to_owned()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
     }
 }
 
@@ -137,6 +151,7 @@ pub fn pods(c: &Cluster, ns: &str) -> Result<Vec<PodState>, ClusterError> {
 
 fn state(p: &Pod, events: &[Event]) -> PodState {
     let name = p.metadata.name.clone().unwrap_or_default();
+    let uid = p.metadata.uid.as_deref();
     let status = p.status.clone().unwrap_or_default();
     let waiting = status
         .container_statuses
@@ -161,7 +176,8 @@ fn state(p: &Pod, events: &[Event]) -> PodState {
         waiting,
         events: events
             .iter()
-            .filter(|e| e.involved_object.name.as_deref() == Some(name.as_str()))
+            // By uid: an earlier pod of the same name (a killed run's) had its own events.
+            .filter(|e| uid.is_some() && e.involved_object.uid.as_deref() == uid)
             .map(|e| {
                 let reason = e.reason.clone().unwrap_or_default();
                 format!("{reason}: {}", e.message.clone().unwrap_or_default())
@@ -230,5 +246,34 @@ pub fn healthz(
             Ok(Err(format!("HTTP {code}: {:.200}", message.trim())))
         }
         Err(e) => Ok(Err(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pods_events_are_its_own_by_uid_not_an_earlier_pods_of_its_name() {
+        let mut p = Pod::default();
+        p.metadata.name = Some("server".into());
+        p.metadata.uid = Some("new".into());
+        let event = |uid: &str, reason: &str| {
+            let mut e = Event::default();
+            e.involved_object.kind = Some("Pod".into());
+            e.involved_object.name = Some("server".into());
+            e.involved_object.uid = Some(uid.into());
+            e.reason = Some(reason.into());
+            e
+        };
+        let s = state(
+            &p,
+            &[
+                event("old", "FailedCreatePodSandBox"),
+                event("new", "Scheduled"),
+            ],
+        );
+        assert_eq!(s.events.len(), 1, "{:?}", s.events);
+        assert!(s.events[0].starts_with("Scheduled"), "{:?}", s.events);
     }
 }

@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 /// The longest the namespace's deletion is waited for, kept out of `--timeout`'s checks so
 /// that the whole run stays within it (a quarter of it when it is short).
 pub const CLEANUP_WAIT: Duration = Duration::from_secs(30);
-/// A namespace of ours older than this is a killed run's: the longest run (`--timeout` at
-/// most 10 minutes) and its clean-up are shorter.
-pub const LEFTOVER_AGE_S: i64 = 15 * 60;
+/// A namespace of ours older than this is a killed run's: the longest run (`--timeout` and
+/// `--pull-timeout` capped) and its clean-up are shorter (`options::LEFTOVER_AGE`).
+pub const LEFTOVER_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;
 
 /// What the run found.
 #[derive(Debug, Serialize)]
@@ -77,6 +77,12 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         // A killed run's objects in a namespace given are swept when its turn is taken over.
         Some(_) => Vec::new(),
     };
+    if o.wait_ready {
+        super::ready::wait(c, o, checks_until).map_err(|e| match e {
+            super::ready::NotReady::Plan(e) => RunError::Plan(e),
+            super::ready::NotReady::Cluster(e) => RunError::Cluster(e),
+        })?;
+    }
     let nodes = shared::while_cordoned(probe::nodes(c)?, o);
     let m = matrix::plan(&o.node, &nodes, &o.image, o.egress.as_deref())?;
     let (name, held) = match &o.namespace {
@@ -140,7 +146,7 @@ fn checks_and_clean_up(
                 let until = cleanup_until(o, Instant::now() + run.reserve.max(POLL));
                 clean_up(c, (name, held), until, &mut None);
             }
-            return Err(e.into());
+            return Err(pod_security(e, name));
         }
     };
     let stopped = interrupted(o);
@@ -179,6 +185,32 @@ fn checks_and_clean_up(
     Ok((report, cleaning))
 }
 
+/// A refusal by Pod Security admission, told apart from a missing right (both are 403s):
+/// its message says "violates PodSecurity \"LEVEL:VERSION\"" (kubernetes
+/// `staging/src/k8s.io/pod-security-admission/admission/admission.go`, `EvaluatePod`).
+fn pod_security(e: ClusterError, ns: &str) -> RunError {
+    let level = match &e {
+        ClusterError::Api {
+            code: 403, message, ..
+        } => message
+            .split_once("violates PodSecurity \"")
+            .and_then(|(_, rest)| rest.split_once('"'))
+            // "restricted:latest": the enforce label's level, then its enforce-version.
+            .map(|(level, _)| level.split(':').next().unwrap_or(level).to_owned()),
+        _ => None,
+    };
+    match (level, e) {
+        (Some(level), ClusterError::Api { message, .. }) => {
+            RunError::Plan(matrix::PlanError::PodSecurity {
+                namespace: ns.to_owned(),
+                level,
+                message,
+            })
+        }
+        (_, e) => RunError::Cluster(e),
+    }
+}
+
 /// Makes the namespace; a name taken (a leftover of that name still being deleted, 409
 /// AlreadyExists) is given up for a fresh random one.
 fn make_namespace(c: &Cluster, o: &Options) -> Result<String, ClusterError> {
@@ -208,11 +240,19 @@ fn sweep(c: &Cluster) -> Result<Vec<String>, ClusterError> {
     let Some(now) = probe::server_now(c)? else {
         return Ok(Vec::new());
     };
-    let old = objects::leftovers(&found, now, LEFTOVER_AGE_S);
-    for n in &old {
-        probe::delete_namespace(c, n)?;
+    let mut removed = Vec::new();
+    for n in objects::leftovers(&found, now, LEFTOVER_AGE_S) {
+        // Only the namespace that was found old: one another run's sweep deleted meanwhile,
+        // and a fresh run made again under the same name, is that run's (409).
+        let uid = found
+            .iter()
+            .find(|f| f.metadata.name.as_deref() == Some(n.as_str()))
+            .and_then(|f| f.metadata.uid.as_deref());
+        if probe::delete_namespace(c, &n, uid)? {
+            removed.push(n);
+        }
     }
-    Ok(old)
+    Ok(removed)
 }
 
 /// How long a stopped run waits for what it made to go: a console closed gives the process
@@ -243,7 +283,7 @@ fn clean_up(
             false
         });
     }
-    if probe::delete_namespace(c, ns).is_err() {
+    if probe::delete_namespace(c, ns, None).is_err() {
         return false;
     }
     loop {
@@ -290,6 +330,7 @@ fn checks(
             .collect(),
         service_ip: probe::cluster_ip(c, ns, dial::SERVICE_NAME)?,
         api_server_ip: probe::cluster_ip(c, "default", "kubernetes")?,
+        cluster_domain: o.cluster_domain.clone(),
     };
     let run = super::step::Step {
         c,

@@ -9,12 +9,12 @@
 //! generic/registry/store.go` `Create`); a turn that ran out by the API server's clock is a
 //! killed run's and is taken over by an update that carries the resourceVersion read, so that
 //! of two runs taking it over one gets 409 Conflict and waits (`store.go` `Update`). The
-//! holder deletes the killed run's objects, runs, deletes what it made (and its pods'
-//! events), and gives the turn back with a delete that carries the resourceVersion it wrote
+//! holder deletes the killed run's objects, runs, deletes what it made (its pods by the uids
+//! listed, and their events, matched by those uids), and gives the turn back with a delete that carries the resourceVersion it wrote
 //! (a precondition: a turn someone else took over meanwhile is theirs and stays). When its
 //! pods are not gone in time, it hands the turn on as run out, for the next run to sweep.
 
-use super::matrix::{NodeFacts, Role};
+use super::matrix::NodeFacts;
 use super::objects::{OWNER_LABEL, OWNER_VALUE, POLICY_NAME};
 use super::probe;
 use crate::cluster::{Cluster, ClusterError};
@@ -39,8 +39,7 @@ pub const LEASE: Duration = Duration::from_secs(60);
 const RENEW: Duration = Duration::from_secs(15);
 /// A turn written without `expires` (by an older calicoctl-win) runs out this long after its
 /// creation: longer than any run and its clean-up, as a killed run's namespace (run.rs).
-const UNDATED_TURN_AGE_S: i64 = 15 * 60;
-const ROLES: [Role; 4] = [Role::Server, Role::Local, Role::Linux, Role::Remote];
+const UNDATED_TURN_AGE_S: i64 = super::run::LEFTOVER_AGE_S;
 
 /// The turn as this run holds it: its run and the resourceVersion it last wrote, which its
 /// renewals, release and hand-on carry as their precondition; `done` once given back, kept
@@ -274,12 +273,19 @@ fn hold_until(c: &Cluster, ns: &str, held: &Held, until_s: i64) -> Result<(), Cl
 /// Deletes a run's objects in `ns` and waits (until `until`) for its pods to be gone: the
 /// next run makes pods of the same names. Whether they went.
 fn remove_objects(c: &Cluster, ns: &str, until: Instant) -> Result<bool, ClusterError> {
-    let dp = DeleteParams::default();
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
-    for r in ROLES {
-        let what = format!("pods/{}", r.pod_name());
-        c.call_opt("delete", &what, pods.delete(r.pod_name(), &dp))?;
+    let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
+    let listed = c.call("list", "pods", pods.list(&lp))?.items;
+    let uids: Vec<String> = listed
+        .iter()
+        .filter_map(|p| p.metadata.uid.clone())
+        .collect();
+    for p in &listed {
+        let name = p.metadata.name.clone().unwrap_or_default();
+        let dp = probe::only(p.metadata.uid.as_deref());
+        gone(c.call_opt("delete", &format!("pods/{name}"), pods.delete(&name, &dp)))?;
     }
+    let dp = DeleteParams::default();
     let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
     let what = format!("services/{}", super::dial::SERVICE_NAME);
     c.call_opt(
@@ -290,25 +296,25 @@ fn remove_objects(c: &Cluster, ns: &str, until: Instant) -> Result<bool, Cluster
     let policies: Api<NetworkPolicy> = Api::namespaced(c.client.clone(), ns);
     let what = format!("networkpolicies/{POLICY_NAME}");
     c.call_opt("delete", &what, policies.delete(POLICY_NAME, &dp))?;
-    // The pods' events go too: the next run's pods have the same names, and their events are
-    // read by name (probe.rs).
+    // The pods' events go too, matched by the pods' uids (probe.rs reads them so).
     let events: Api<Event> = Api::namespaced(c.client.clone(), ns);
-    let ours = |e: &Event| {
-        e.involved_object.kind.as_deref() == Some("Pod")
-            && ROLES
-                .iter()
-                .any(|r| e.involved_object.name.as_deref() == Some(r.pod_name()))
-    };
     let all = c.call("list", "events", events.list(&ListParams::default()))?;
+    let ours = |e: &Event| {
+        e.involved_object
+            .uid
+            .as_ref()
+            .is_some_and(|u| uids.contains(u))
+    };
     for e in all.items.iter().filter(|e| ours(e)) {
         let name = e.metadata.name.clone().unwrap_or_default();
-        c.call_opt(
+        let dp = probe::only(e.metadata.uid.as_deref());
+        gone(c.call_opt(
             "delete",
             &format!("events/{name}"),
             events.delete(&name, &dp),
-        )?;
+        ))?;
     }
-    let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
+    // The next run makes pods of the same names: the turn is given back once they are gone.
     loop {
         if c.call("list", "pods", pods.list(&lp))?.items.is_empty() {
             return Ok(true);
@@ -317,6 +323,14 @@ fn remove_objects(c: &Cluster, ns: &str, until: Instant) -> Result<bool, Cluster
             return Ok(false);
         }
         std::thread::sleep(POLL);
+    }
+}
+
+/// A delete's answer: gone already (404) or no longer the object listed (409) is fine.
+fn gone<T>(r: Result<T, ClusterError>) -> Result<(), ClusterError> {
+    match r {
+        Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(()),
+        Err(e) => Err(e),
     }
 }
 

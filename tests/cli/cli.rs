@@ -842,3 +842,37 @@ fn an_empty_config_variable_is_unset() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("4097"));
 }
+
+#[test]
+fn verify_refuses_a_bad_egress_and_timeouts_a_leftover_sweep_could_outlast() {
+    let bad: &[&[&str]] = &[
+        &["--egress", "example.com"],
+        &["--egress", "example.com:0"],
+        &["--egress", "example.com:65536"],
+        &["--egress", "http://example.com:80"],
+        &["--egress", "a b:80"],
+        &["--egress", "300.1.1.1:80"],
+        &["--egress", "x-.example:80"],
+        &["--egress", &"a".repeat(300)],
+        &["--timeout", "11m"],
+        &["--timeout", "0s"],
+        &["--pull-timeout", "16m"],
+        &["--cluster-domain", "Cluster Local"],
+    ];
+    for args in bad {
+        let out = cmd().arg("verify").args(*args).output().expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        // Refused by the flag's own check, before anything else is looked at.
+        assert!(stderr.contains("invalid value"), "{args:?}: {stderr}");
+    }
+    let out = cmd()
+        .args(["verify", "--timeout", "1h"])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("longer than 10m") && stderr.contains("30m old"),
+        "{stderr}"
+    );
+}

@@ -82,7 +82,7 @@ fn the_plan_with_verify_runs_verify_after_the_reconfigure_and_is_what_the_contro
     assert_eq!(ns["metadata"]["name"], "calicoctl-win-verify");
     assert_eq!(
         ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
-        "baseline"
+        "restricted"
     );
     let verify_roles: Vec<&Value> = all
         .iter()

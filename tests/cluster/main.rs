@@ -17,5 +17,6 @@ mod preflight;
 mod real_clusters;
 mod rights;
 mod verify;
+mod verify_guards;
 mod verify_rights;
 mod verify_turns;

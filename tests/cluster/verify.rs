@@ -13,7 +13,7 @@ use serde_json::json;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-fn node(api: &FakeApi, name: &str, os: &str, build: Option<&str>) {
+pub(crate) fn node(api: &FakeApi, name: &str, os: &str, build: Option<&str>) {
     let mut n = meta("v1", "Node", name, None);
     n["metadata"]["labels"] = json!({"kubernetes.io/os": os});
     if let Some(b) = build {
@@ -36,11 +36,13 @@ pub(crate) fn cluster() -> (FakeApi, tempfile::TempDir) {
     (api, tempfile::tempdir().expect("tempdir"))
 }
 
-fn options(timeout_s: u64) -> Options {
+pub(crate) fn options(timeout_s: u64) -> Options {
     Options {
         node: "win-a".into(),
         image: calicoctl_win::verify::image::AGNHOST.into(),
         egress: None,
+        cluster_domain: "cluster.local".into(),
+        wait_ready: false,
         timeout: Duration::from_secs(timeout_s),
         keep_on_failure: false,
         suffix: "t1".into(),
@@ -58,7 +60,7 @@ fn options(timeout_s: u64) -> Options {
     }
 }
 
-fn verify(api: &FakeApi, dir: &tempfile::TempDir, o: &Options) -> Report {
+pub(crate) fn verify(api: &FakeApi, dir: &tempfile::TempDir, o: &Options) -> Report {
     let kubeconfig = api.kubeconfig(dir.path(), None);
     let c = Cluster::connect(
         std::slice::from_ref(&kubeconfig),
@@ -70,7 +72,7 @@ fn verify(api: &FakeApi, dir: &tempfile::TempDir, o: &Options) -> Report {
 }
 
 /// The layers (finding codes) the failed checks name, and the failed checks.
-fn failed(r: &Report) -> (BTreeSet<Code>, Vec<CheckId>) {
+pub(crate) fn failed(r: &Report) -> (BTreeSet<Code>, Vec<CheckId>) {
     let mut codes = BTreeSet::new();
     let mut ids = Vec::new();
     for v in &r.checks {
@@ -82,7 +84,7 @@ fn failed(r: &Report) -> (BTreeSet<Code>, Vec<CheckId>) {
     (codes, ids)
 }
 
-fn nothing_left(api: &FakeApi) {
+pub(crate) fn nothing_left(api: &FakeApi) {
     let left: Vec<String> = api
         .lock()
         .objects
@@ -733,7 +735,10 @@ mod install {
         let api = node.api();
         let mut win = api.get("/api/v1/nodes/win-1").expect("win-1");
         win["metadata"]["labels"]["node.kubernetes.io/windows-build"] = json!("10.0.20348");
-        win["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
+        // kubelet's Ready, and the condition CalicoNode sets once it looks (the simulated
+        // host runs no CalicoNode): `install --verify` waits for both.
+        win["status"]["conditions"] = json!([{"type": "Ready", "status": "True"},
+            {"type": "CalicoWindowsReady", "status": "True", "reason": "CalicoReady"}]);
         api.put("/api/v1/nodes/win-1", win);
         node_object(api, "linux-1");
         let mut k = meta("v1", "Service", "kubernetes", Some("default"));

@@ -108,11 +108,11 @@ fn the_verify_role_is_enough_and_every_rule_is_needed() {
             "RoleBinding"
         ]
     );
-    // Pod Security baseline in the namespace; no namespace right, nothing outside it but
+    // Pod Security restricted in the namespace (the probe pods meet it); no namespace right, nothing outside it but
     // listing nodes and reading the kubernetes Service.
     assert_eq!(
         all[0]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
-        "baseline"
+        "restricted"
     );
     assert_eq!(
         all[2]["rules"],

@@ -67,6 +67,8 @@ pub struct Dataplane {
     pub refused_takes: Duration,
     /// A deleted namespace stays Terminating (a finalizer that is not done).
     pub namespaces_linger: bool,
+    /// The cluster's DNS domain (kubelet's `clusterDomain`); `cluster.local` when `None`.
+    pub cluster_domain: Option<String>,
     /// Pods pulling their image, by object path, until when.
     pulling: Vec<(String, Instant)>,
     /// When each pod by name ran.
@@ -179,8 +181,9 @@ pub fn advance(d: &mut Dataplane, objects: &mut BTreeMap<String, Value>) {
             .unwrap_or_default()
             .to_owned();
         started(d, &mut pod);
+        let mut e = event(&ns, &name, "Pulled", "Successfully pulled image");
+        e["involvedObject"]["uid"] = pod["metadata"]["uid"].clone();
         objects.insert(path, pod);
-        let e = event(&ns, &name, "Pulled", "Successfully pulled image");
         objects.insert(format!("/api/v1/namespaces/{ns}/events/{name}.pulled"), e);
     }
 }
@@ -354,7 +357,7 @@ pub fn proxy(
     (200, body.to_string())
 }
 
-/// A name as the pod's resolver finds it: an address stays one; `SVC.NS.svc.cluster.local`
+/// A name as the pod's resolver finds it: an address stays one; `SVC.NS.svc.DOMAIN`
 /// is the Service's ClusterIP, and so is a single label `SVC` in the pod's own namespace
 /// `ns` (its search suffix). A partly qualified name (`SVC.NS`, `kubernetes.default`) resolves
 /// from a Linux pod (the search list), never from a Windows pod: Windows takes a name with a
@@ -374,7 +377,8 @@ fn resolve(
     if d.no_dns && from_os == "windows" {
         return None;
     }
-    let fqdn = host.strip_suffix(".svc.cluster.local");
+    let domain = d.cluster_domain.as_deref().unwrap_or("cluster.local");
+    let fqdn = host.strip_suffix(&format!(".svc.{domain}"));
     let (svc, svc_ns) = match (fqdn, host.split_once('.')) {
         (Some(name), _) => name.split_once('.')?,
         (None, None) => (host, ns),

@@ -6,6 +6,7 @@
 //! a real server would, serves discovery for `kubectl`, and records requests.
 
 pub mod dataplane;
+mod pod_security;
 mod proto;
 pub mod rbac;
 mod serve;
@@ -42,6 +43,10 @@ pub struct State {
     /// How far the API server's clock is from this host's, in seconds: its `Date` and the
     /// `creationTimestamp` it gives (clock skew between the two).
     pub clock_offset_s: i64,
+    /// Objects another client deletes and makes again (a new uid and resourceVersion, created
+    /// now) just before this client's next delete or update of them arrives: a race between
+    /// two clients.
+    pub made_again_before_write: BTreeSet<String>,
     /// Every request: method and path.
     pub requests: Vec<(String, String)>,
     /// Bearer tokens the server accepts: the admin's and every token it issued.
@@ -217,6 +222,7 @@ impl FakeApi {
             strict_validation: true,
             forbidden: Vec::new(),
             clock_offset_s: 0,
+            made_again_before_write: BTreeSet::new(),
             requests: Vec::new(),
             tokens: BTreeSet::from([token.clone()]),
             max_token_seconds: None,

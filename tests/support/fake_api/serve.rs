@@ -447,10 +447,7 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
             patch_node_status(&mut st, &target, &content_type, &body)
         }
         ("PUT", true, None) => replace(&mut st, &target, body),
-        ("DELETE", true, None) => match unmet_preconditions(&st, &target, &body) {
-            Some(conflict) => conflict,
-            None => delete(&mut st, &target),
-        },
+        ("DELETE", true, None) => delete(&mut st, &target, &body),
         _ => status(
             StatusCode::METHOD_NOT_ALLOWED,
             "MethodNotAllowed",
@@ -666,6 +663,12 @@ fn create(st: &mut State, t: &Target, mut body: Value) -> Reply {
         );
     };
     let path = format!("{}/{name}", t.collection);
+    if (t.resource.gv, t.resource.plural) == ("v1", "pods")
+        && let Some(refused) =
+            super::pod_security::refuse(&st.objects, t.namespace.as_deref().unwrap_or(""), &body)
+    {
+        return status(StatusCode::FORBIDDEN, "Forbidden", &refused);
+    }
     if st.objects.contains_key(&path) {
         return status(
             StatusCode::CONFLICT,
@@ -680,6 +683,11 @@ fn create(st: &mut State, t: &Target, mut body: Value) -> Reply {
         m["namespace"] = json!(ns);
     }
     m["uid"] = json!(format!("uid-{name}"));
+    if t.resource.plural == "pods" {
+        // Each pod its own uid, as kube-apiserver gives every object made (a pod made
+        // again under the same name is another object).
+        m["uid"] = json!(format!("uid-{name}-{}", st.requests.len()));
+    }
     m["resourceVersion"] = json!("1");
     m["creationTimestamp"] = json!(now_text(st.clock_offset_s));
     if t.resource.plural == "secrets" && body["type"] == "kubernetes.io/service-account-token" {
@@ -688,7 +696,10 @@ fn create(st: &mut State, t: &Target, mut body: Value) -> Reply {
     let ns = t.namespace.clone().unwrap_or_default();
     match (t.resource.gv, t.resource.plural) {
         ("v1", "pods") => {
-            if let Some(event) = super::dataplane::run_pod(&mut st.dataplane, &ns, &mut body) {
+            if let Some(mut event) = super::dataplane::run_pod(&mut st.dataplane, &ns, &mut body) {
+                // The kubelet's events name the pod by reference, its uid too
+                // (client-go tools/reference `GetReference`).
+                event["involvedObject"]["uid"] = body["metadata"]["uid"].clone();
                 let name = event["metadata"]["name"]
                     .as_str()
                     .unwrap_or_default()
@@ -1069,6 +1080,7 @@ fn patch_node_status(st: &mut State, t: &Target, content_type: &str, body: &Valu
 }
 
 fn replace(st: &mut State, t: &Target, mut body: Value) -> Reply {
+    made_again(st, &t.object_path().unwrap_or_default());
     let Some(path) = t.object_path().filter(|p| st.objects.contains_key(p)) else {
         return not_found(t);
     };
@@ -1112,8 +1124,16 @@ fn unmet_preconditions(st: &State, t: &Target, body: &Value) -> Option<Reply> {
     None
 }
 
-fn delete(st: &mut State, t: &Target) -> Reply {
+fn delete(st: &mut State, t: &Target, options: &Value) -> Reply {
     let name = t.name.clone().unwrap_or_default();
+    let path = t.object_path().unwrap_or_default();
+    made_again(st, &path);
+    // DeleteOptions' `preconditions` (uid, resourceVersion) against the object's, after a
+    // scripted re-create (for namespaces too: pkg/registry/core/namespace/storage/storage.go
+    // `Delete` checks the uid precondition the same way).
+    if let Some(conflict) = unmet_preconditions(st, t, options) {
+        return conflict;
+    }
     match (t.resource.gv, t.resource.plural) {
         ("networking.k8s.io/v1", "networkpolicies") => {
             let key = format!("{}/{name}", t.namespace.clone().unwrap_or_default());
@@ -1152,6 +1172,18 @@ fn delete(st: &mut State, t: &Target) -> Reply {
     match t.object_path().and_then(|p| st.objects.remove(&p)) {
         Some(o) => respond(StatusCode::OK, &o),
         None => not_found(t),
+    }
+}
+
+/// Another client's delete and create of `path`, scripted to land just before this write.
+fn made_again(st: &mut State, path: &str) {
+    if st.made_again_before_write.remove(path)
+        && let Some(o) = st.objects.get_mut(path)
+    {
+        let uid = o["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
+        o["metadata"]["uid"] = json!(format!("{uid}-again"));
+        o["metadata"]["creationTimestamp"] = json!(now_text(st.clock_offset_s));
+        bump(o);
     }
 }
 

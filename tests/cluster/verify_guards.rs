@@ -1,0 +1,259 @@
+//! `verify` waiting for a node that is not Ready yet, asking names in the cluster's own DNS
+//! domain, running its pods under Pod Security's `restricted` profile, and sweeping a killed
+//! run's leftovers only when they are still that run's (uid preconditions).
+
+use super::verify::{cluster, failed, nothing_left, options, verify};
+use crate::support::fake_api::FakeApi;
+use calicoctl_win::cluster::Cluster;
+use calicoctl_win::error::{Diagnose, Exit};
+use calicoctl_win::verify::matrix::PlanError;
+use calicoctl_win::verify::run::{RunError, run};
+use serde_json::json;
+use std::time::Duration;
+
+fn conditions(api: &FakeApi, node: &str, ready: &str, calico: Option<&str>) {
+    let path = format!("/api/v1/nodes/{node}");
+    let mut n = api.get(&path).expect("node");
+    let mut cs = vec![json!({"type": "Ready", "status": ready,
+        "reason": "KubeletNotReady", "message": "container runtime network not ready"})];
+    if let Some(s) = calico {
+        cs.push(json!({"type": "CalicoWindowsReady", "status": s, "reason": "Felix"}));
+    }
+    n["status"]["conditions"] = json!(cs);
+    api.put(&path, n);
+}
+
+fn connect(api: &FakeApi, dir: &tempfile::TempDir) -> Cluster {
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    Cluster::connect(
+        std::slice::from_ref(&kubeconfig),
+        &Default::default(),
+        false,
+    )
+    .expect("connect")
+}
+
+#[test]
+fn after_install_a_node_not_yet_ready_is_waited_for_then_verified() {
+    let (api, dir) = cluster();
+    conditions(&api, "win-a", "False", None);
+    let mut o = options(120);
+    o.wait_ready = true;
+    // The node becomes Ready, and CalicoNode says Calico is, once the run has looked.
+    let looked = |api: &FakeApi| {
+        api.requests()
+            .iter()
+            .filter(|(m, p)| m == "GET" && p.starts_with("/api/v1/nodes/win-a"))
+            .count()
+    };
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            while looked(&api) < 2 && !done.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            conditions(&api, "win-a", "True", Some("True"));
+        });
+        let r = run(&connect(&api, &dir), &o);
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        r
+    });
+    let r = r.expect("the run waits for the node, then runs");
+    assert!(r.passed, "{:#?}", r.checks);
+    nothing_left(&api);
+}
+
+#[test]
+fn a_node_never_ready_ends_the_run_at_its_timeout_naming_what_it_waited_for() {
+    let (api, dir) = cluster();
+    conditions(&api, "win-a", "True", Some("False"));
+    let mut o = options(3);
+    o.wait_ready = true;
+    let err = run(&connect(&api, &dir), &o).unwrap_err();
+    let RunError::Plan(e @ PlanError::NeverReady { .. }) = &err else {
+        panic!("{err:?}");
+    };
+    let said = e.to_string();
+    assert!(said.contains("CalicoWindowsReady is False"), "{said}");
+    assert!(!said.contains("Ready is False (KubeletNotReady"), "{said}");
+    assert_eq!(e.diagnose().expect("diagnosed").exit, Exit::Timeout);
+    // Nothing was made.
+    assert!(api.writes().is_empty(), "{:?}", api.writes());
+}
+
+#[test]
+fn a_cordoned_node_is_not_waited_for() {
+    let (api, dir) = cluster();
+    conditions(&api, "win-a", "False", None);
+    let mut n = api.get("/api/v1/nodes/win-a").expect("node");
+    n["spec"]["unschedulable"] = json!(true);
+    api.put("/api/v1/nodes/win-a", n);
+    let mut o = options(120);
+    o.wait_ready = true;
+    let started = std::time::Instant::now();
+    let err = run(&connect(&api, &dir), &o).unwrap_err();
+    assert!(
+        matches!(err, RunError::Plan(PlanError::NotUsable(_))),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(60));
+}
+
+#[test]
+fn the_kubernetes_name_is_asked_in_the_clusters_own_domain() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.cluster_domain = Some("corp.example".into());
+    let mut o = options(120);
+    o.cluster_domain = "corp.example".into();
+    let r = verify(&api, &dir, &o);
+    // A Windows pod takes a name with dots as fully qualified: one in cluster.local is not
+    // this cluster's, and would fail dns-kubernetes.
+    assert!(r.passed, "{:?}", failed(&r));
+}
+
+#[test]
+fn without_node_it_verifies_the_node_objects_name_not_calicos() {
+    let (api, dir) = cluster();
+    let node = crate::support::Node::new(&api);
+    // Calico's name for the node (node.name) is not the Node object's.
+    let config = dir.path().join("config.yaml");
+    fs_err::write(&config, "node:\n  name: calico-a\n  k8s_node_ref: win-b\n").expect("config");
+    let config = config.display().to_string();
+    let (code, doc, stderr) = node.run(&["verify", "--config", &config]);
+    assert_eq!(code, 0, "{stderr}\n{doc:#}");
+    assert_eq!(doc["nodes"][0]["node"], "win-b", "{doc:#}");
+    nothing_left(&api);
+}
+
+#[test]
+fn the_namespace_it_makes_enforces_restricted_and_its_pods_meet_it() {
+    let (api, dir) = cluster();
+    let mut o = options(120);
+    o.keep_on_failure = true;
+    // Kept to be looked at: the dataplane answers no name, so dns-kubernetes fails.
+    api.lock().dataplane.no_dns = true;
+    let r = verify(&api, &dir, &o);
+    let ns = api
+        .get(&format!("/api/v1/namespaces/{}", r.namespace))
+        .expect("kept");
+    assert_eq!(
+        ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "restricted",
+        "{ns:#}"
+    );
+    // Every pod was admitted under restricted, each naming its OS.
+    for (pod, os) in [
+        ("server", "windows"),
+        ("client-local", "windows"),
+        ("client-linux", "linux"),
+    ] {
+        let p = api
+            .get(&format!("/api/v1/namespaces/{}/pods/{pod}", r.namespace))
+            .expect("made");
+        assert_eq!(p["spec"]["os"]["name"], os, "{p:#}");
+    }
+}
+
+#[test]
+fn a_pod_security_refusal_is_named_as_such_not_as_a_missing_right() {
+    let (api, dir) = cluster();
+    // Before 1.25 Pod Security held Windows pods to Linux's controls, which a Windows pod
+    // may not set.
+    let mut ns = crate::support::fake_api::meta("v1", "Namespace", "calicoctl-win-verify", None);
+    ns["metadata"]["labels"] = json!({"pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "v1.24"});
+    api.put("/api/v1/namespaces/calicoctl-win-verify", ns);
+    let mut o = options(20);
+    o.namespace = Some("calicoctl-win-verify".into());
+    let err = run(&connect(&api, &dir), &o).unwrap_err();
+    let RunError::Plan(e @ PlanError::PodSecurity { level, .. }) = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(level, "restricted");
+    let said = e.to_string();
+    assert!(said.contains("Pod Security admission refused"), "{said}");
+    assert!(
+        said.contains("pod-security.kubernetes.io/enforce=restricted"),
+        "{said}"
+    );
+    let hint = e.diagnose().expect("diagnosed");
+    assert_eq!(hint.exit, Exit::Failed);
+    assert!(!hint.hint.unwrap_or_default().contains("ClusterRole"));
+    // What the run made there is gone, its turn too.
+    let left: Vec<String> = api
+        .lock()
+        .objects
+        .keys()
+        .filter(|k| k.contains("/namespaces/calicoctl-win-verify/"))
+        .cloned()
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+fn old_namespace(api: &FakeApi, name: &str) {
+    let mut ns = crate::support::fake_api::meta("v1", "Namespace", name, None);
+    ns["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
+    let an_hour_ago = jiff::Timestamp::now().as_second() - 3600;
+    let at = jiff::Timestamp::from_second(an_hour_ago).expect("time");
+    ns["metadata"]["creationTimestamp"] = json!(at.to_string());
+    api.put(&format!("/api/v1/namespaces/{name}"), ns);
+}
+
+#[test]
+fn a_leftover_made_again_by_another_run_before_the_sweeps_delete_is_kept() {
+    let (api, dir) = cluster();
+    old_namespace(&api, "calicoctl-win-verify-old");
+    // Another run's sweep deletes it and a fresh run makes the same name, between this
+    // run's list and its delete.
+    let path = "/api/v1/namespaces/calicoctl-win-verify-old".to_owned();
+    api.lock().made_again_before_write.insert(path.clone());
+    let r = verify(&api, &dir, &options(120));
+    assert!(r.passed, "{:#?}", r.checks);
+    assert!(r.leftovers_removed.is_empty(), "{r:#?}");
+    let kept = api.get(&path).expect("the fresh run's namespace stays");
+    assert_eq!(
+        kept["metadata"]["uid"],
+        "uid-calicoctl-win-verify-old-again"
+    );
+}
+
+fn given_namespace(api: &FakeApi) {
+    let ns = crate::support::fake_api::meta("v1", "Namespace", "calicoctl-win-verify", None);
+    api.put("/api/v1/namespaces/calicoctl-win-verify", ns);
+}
+
+#[test]
+fn a_killed_runs_turn_taken_over_by_another_run_is_not_swept_nor_its_pods() {
+    let (api, dir) = cluster();
+    given_namespace(&api);
+    let base = "/api/v1/namespaces/calicoctl-win-verify";
+    let mut turn = crate::support::fake_api::meta(
+        "v1",
+        "ConfigMap",
+        "calicoctl-win-verify-run",
+        Some("calicoctl-win-verify"),
+    );
+    turn["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
+    let an_hour_ago = jiff::Timestamp::now().as_second() - 3600;
+    let at = jiff::Timestamp::from_second(an_hour_ago).expect("time");
+    turn["metadata"]["creationTimestamp"] = json!(at.to_string());
+    turn["data"] = json!({"run": "killed"});
+    let turn_path = format!("{base}/configmaps/calicoctl-win-verify-run");
+    api.put(&turn_path, turn);
+    // The fresh run's server, made under the turn it took.
+    let mut pod =
+        crate::support::fake_api::meta("v1", "Pod", "server", Some("calicoctl-win-verify"));
+    pod["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
+    api.put(&format!("{base}/pods/server"), pod);
+    api.lock().made_again_before_write.insert(turn_path.clone());
+    let mut o = options(4);
+    o.namespace = Some("calicoctl-win-verify".into());
+    // The turn is held to the end: the run does not get it.
+    let err = run(&connect(&api, &dir), &o).unwrap_err();
+    assert!(format!("{err:?}").contains("409"), "{err:?}");
+    let kept = api.get(&turn_path).expect("the fresh run's turn stays");
+    assert_eq!(
+        kept["metadata"]["uid"],
+        "uid-calicoctl-win-verify-run-again"
+    );
+    assert!(api.get(&format!("{base}/pods/server")).is_some());
+}
