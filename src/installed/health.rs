@@ -78,6 +78,8 @@ pub enum Code {
     NotInstalled,
     /// The node's Calico components read an API group the datastore migration left locked.
     ApiGroup,
+    /// A firewall rule Felix made for its Prometheus port is open to every address.
+    FelixMetricsRule,
     /// `verify`: a probe pod got no address, or never started (the CNI plugin and IPAM).
     TrafficCni,
     /// `verify`: the probe image could not be pulled or has no variant for the node's build.
@@ -134,6 +136,7 @@ impl Code {
         Code::AdapterDrift,
         Code::NotInstalled,
         Code::ApiGroup,
+        Code::FelixMetricsRule,
         Code::TrafficCni,
         Code::TrafficImage,
         Code::TrafficOverlay,

@@ -261,3 +261,51 @@ fn the_metrics_endpoint_answers_only_get_metrics_and_caps_the_request() {
     assert_eq!(ask(port, &long).map(|a| a.0).as_deref(), Some("431"));
     server.join().expect("server");
 }
+
+/// A rule the operator's Felix made for its Prometheus port (a HostProcess Felix with
+/// windowsManageFirewallRules Enabled, before `migrate`) lets every address reach the port
+/// Felix serves metrics on: status names it with its remedy, and no command removes it.
+#[test]
+fn status_names_a_felix_rule_open_to_every_address_and_keeps_it() {
+    let s = Node::healthy()
+        .created()
+        .serving("3.30.2", "calico-node.exe")
+        .build();
+    let felix_rule = "Calico Prometheus Ports (calico-managed rule)";
+    s.edit_state(|st| {
+        st["firewall"][felix_rule.to_ascii_lowercase()] = json!({
+            "name": felix_rule, "protocol": "tcp", "local_port": 9091, "allow": true,
+            "enabled": true, "profiles": 2147483647u32
+        });
+    });
+    let on = [
+        "--set",
+        "metrics.enabled=true",
+        "--set",
+        "metrics.source_ranges=10.0.0.0/8",
+    ];
+    let (code, _, stderr) = s.install(&on);
+    assert_eq!(code, 0, "{stderr}");
+    let (_, doc, _) = s.run(&["status"]);
+    let found: Vec<&Value> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["code"] == "felix-metrics-rule")
+        .collect();
+    assert_eq!(found.len(), 1, "{doc}");
+    assert!(
+        found[0]["remedy"]
+            .as_str()
+            .is_some_and(|r| r.contains(&format!(
+                "Remove-NetFirewallRule -DisplayName '{felix_rule}'"
+            ))),
+        "{doc}"
+    );
+    let (code, _, stderr) = s.uninstall(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        s.state()["firewall"][felix_rule.to_ascii_lowercase()].is_object(),
+        "Felix's rule was removed"
+    );
+}

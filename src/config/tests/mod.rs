@@ -388,6 +388,8 @@ fn metrics_are_off_by_default_and_need_a_source_range_when_on() {
     assert!(!c.metrics.enabled);
     let env = crate::render::env::environment(&c, crate::layout::Role::Felix, None);
     assert!(!env.contains_key("FELIX_PROMETHEUSMETRICSENABLED"));
+    // Felix never programs the firewall for its port, whatever a FelixConfiguration says.
+    assert_eq!(env["FELIX_WINDOWSMANAGEFIREWALLRULES"], "Disabled");
 
     let p = problems(&inputs(None, &[], &["metrics.enabled=true"]));
     assert_eq!(p.len(), 1, "{p:?}");
