@@ -80,6 +80,8 @@ pub enum Code {
     ApiGroup,
     /// A firewall rule Felix made for its Prometheus port is open to every address.
     FelixMetricsRule,
+    /// CalicoNode cannot listen on `metrics.port` (another program holds it).
+    MetricsEndpointDown,
     /// `verify`: a probe pod got no address, or never started (the CNI plugin and IPAM).
     TrafficCni,
     /// `verify`: the probe image could not be pulled or has no variant for the node's build.
@@ -137,6 +139,7 @@ impl Code {
         Code::NotInstalled,
         Code::ApiGroup,
         Code::FelixMetricsRule,
+        Code::MetricsEndpointDown,
         Code::TrafficCni,
         Code::TrafficImage,
         Code::TrafficOverlay,

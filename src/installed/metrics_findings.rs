@@ -2,7 +2,59 @@
 //! its Prometheus port, open to every address, and CalicoNode's endpoint not listening.
 
 use super::health::{Code, Finding};
-use crate::host::{FirewallRule, Protocol};
+use crate::host::{FirewallRule, Host, HostResult, Protocol, RegValue};
+use crate::layout::{CALICO_KEY, METRICS_ENDPOINT_VALUE};
+use serde::{Deserialize, Serialize};
+
+/// CalicoNode's metrics endpoint, not listening: kept in Calico's registry key
+/// (`MetricsEndpoint`, JSON) from its first refused try until it listens, for status.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndpointDown {
+    pub port: u16,
+    /// Why the last try failed, as the system said it.
+    pub error: String,
+    /// When the first try failed, in seconds since 1970.
+    pub since: i64,
+}
+
+/// What CalicoNode keeps of its endpoint, if it is down (a value that does not read is none).
+pub fn endpoint_down(host: &dyn Host) -> Option<EndpointDown> {
+    match host.reg_get(CALICO_KEY, METRICS_ENDPOINT_VALUE) {
+        Ok(Some(RegValue::Sz(text))) if text.len() <= 4096 => serde_json::from_str(&text).ok(),
+        _ => None,
+    }
+}
+
+/// Keeps that the endpoint is down, or forgets it (written only when it changes).
+pub fn keep_endpoint_down(host: &dyn Host, down: Option<&EndpointDown>) -> HostResult<()> {
+    if endpoint_down(host).as_ref() == down {
+        return Ok(());
+    }
+    match down {
+        Some(d) => {
+            let text = serde_json::to_string(d).unwrap_or_default();
+            host.reg_set(CALICO_KEY, METRICS_ENDPOINT_VALUE, &RegValue::Sz(text))
+        }
+        None => host.reg_delete_value(CALICO_KEY, METRICS_ENDPOINT_VALUE),
+    }
+}
+
+/// CalicoNode's endpoint is down: which port, since when, why.
+pub fn endpoint(d: &EndpointDown) -> Finding {
+    let port = d.port;
+    Finding::new(
+        Code::MetricsEndpointDown,
+        "metrics",
+        format!(
+            "CalicoNode cannot listen on TCP port {port} (metrics.port) since {}: {}; it tries again, waiting up to a minute between tries",
+            crate::duration::time_text(d.since),
+            d.error
+        ),
+        format!(
+            "stop the program that listens on port {port} ('Get-NetTCPConnection -LocalPort {port} -State Listen' names its OwningProcess), or set another metrics.port and run 'calicoctl-win reconfigure'"
+        ),
+    )
+}
 
 /// The rule Felix makes for its Prometheus port (calico v3.32.1
 /// libcalico-go/lib/winutils/winutils.go `MaybeConfigureWindowsFirewallRules`:
@@ -82,5 +134,32 @@ mod tests {
             assert_eq!(felix_rule(Some(&r)), None, "{r:?}");
         }
         assert_eq!(felix_rule(None), None);
+    }
+
+    #[test]
+    fn an_endpoint_kept_down_is_a_finding_until_it_is_forgotten() {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        assert_eq!(endpoint_down(&host), None);
+        let down = EndpointDown {
+            port: 9095,
+            error: "Address in use".into(),
+            since: 1_700_000_000,
+        };
+        keep_endpoint_down(&host, Some(&down)).expect("keep");
+        assert_eq!(endpoint_down(&host).as_ref(), Some(&down));
+        let found = endpoint(&down);
+        assert_eq!(found.code, Code::MetricsEndpointDown);
+        assert!(found.message.contains("TCP port 9095"), "{found}");
+        assert!(found.message.contains("Address in use"), "{found}");
+        assert!(
+            found
+                .remedy
+                .as_deref()
+                .is_some_and(|r| r.contains("metrics.port")),
+            "{found}"
+        );
+        keep_endpoint_down(&host, None).expect("forget");
+        assert_eq!(endpoint_down(&host), None);
     }
 }

@@ -309,3 +309,72 @@ fn status_names_a_felix_rule_open_to_every_address_and_keeps_it() {
         "Felix's rule was removed"
     );
 }
+
+/// What CalicoNode keeps while its endpoint cannot listen (`MetricsEndpoint`), if anything.
+#[cfg(unix)]
+fn endpoint_down(dir: &std::path::Path) -> Option<String> {
+    use calicoctl_win::host::{RegValue, Registry};
+    let host = calicoctl_win::host::sim::SimHost::open_or_create(dir, None).ok()?;
+    match host
+        .reg_get(
+            calicoctl_win::layout::CALICO_KEY,
+            calicoctl_win::layout::METRICS_ENDPOINT_VALUE,
+        )
+        .ok()??
+    {
+        RegValue::Sz(text) => Some(text),
+        _ => None,
+    }
+}
+
+/// Another program holds the metrics port when CalicoNode starts: CalicoNode says so in its
+/// log, keeps it for status, and tries again until the port is free, then serves (it once
+/// said it once and never served until restarted).
+#[cfg(unix)]
+#[test]
+fn calico_node_tries_a_held_metrics_port_again_and_says_so_until_it_listens() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(crate::service_run::installed_host(dir.path()));
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = holder.local_addr().expect("addr").port();
+    let port_arg = port.to_string();
+    let child = crate::service_run::console_node(
+        dir.path(),
+        &["--metrics-port".as_ref(), port_arg.as_ref()],
+    );
+    let holder = std::sync::Mutex::new(Some(holder));
+    let get = format!("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+    let log = dir.path().join("fs/c/calicowindows/logs/calico-node.log");
+    let kept = std::sync::Mutex::new(None);
+    let out = crate::service_run::run_until(child, "the metrics endpoint", || {
+        let mut holder = holder.lock().expect("lock");
+        if holder.is_some() {
+            // Held: wait for CalicoNode to say so, then let the port go.
+            if let Some(text) = endpoint_down(dir.path()) {
+                *kept.lock().expect("lock") = Some(text);
+                *holder = None;
+            }
+            return false;
+        }
+        matches!(ask(port, &get), Some((code, _)) if code == "200")
+            && endpoint_down(dir.path()).is_none()
+    });
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kept: Value =
+        serde_json::from_str(&kept.into_inner().expect("lock").expect("kept")).expect("json");
+    assert_eq!(kept["port"], port, "{kept}");
+    let log = fs_err::read_to_string(&log).expect("log");
+    assert!(
+        log.contains(&format!("cannot listen on TCP port {port}")),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!("listening on TCP port {port}")),
+        "{log}"
+    );
+}
