@@ -185,6 +185,13 @@ pub fn environment(c: &Config, role: Role, api_group: Option<&str>) -> BTreeMap<
                 ] {
                     env.insert(k.into(), v);
                 }
+            } else {
+                // Off, whatever a FelixConfiguration says: its endpoint would have no rule of
+                // ours, and one of its own is open to every address.
+                env.insert(
+                    EnvVars::FELIX_PROMETHEUSMETRICSENABLED.into(),
+                    "false".into(),
+                );
             }
             &c.extra_env.felix
         }

@@ -41,6 +41,16 @@ fn metrics_ports_open_only_to_the_source_range_and_uninstall_closes_them() {
         "--set",
         "metrics.source_ranges=10.0.0.0/8",
     ];
+    // kubelet's port: refused as bad config, before any change.
+    let kubelet = [&on[..], &["--set", "metrics.port=10250"]].concat();
+    let (code, _, stderr) = s.install(&kubelet);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("kubelet's port"), "{stderr}");
+    assert_eq!(metrics_rules(&s), []);
+    assert!(
+        !s.c_drive("calicowindows/calicoctl-win-install.json")
+            .exists()
+    );
     let (code, _, stderr) = s.install(&on);
     assert_eq!(code, 0, "{stderr}");
     let scoped = json!(["10.0.0.0/8"]);
