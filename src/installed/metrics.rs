@@ -72,7 +72,13 @@ pub fn read(host: &dyn Host, root: &InstallRoot, file: &str) -> Samples {
         .unwrap_or_default()
 }
 
+/// Writes `file` only where an install is: its record in the root. A count after uninstall
+/// (CalicoNode's last, a repair run beside it) would otherwise make the root again, and leave
+/// a directory no record names.
 fn write(host: &dyn Host, root: &InstallRoot, file: &str, s: &Samples) -> HostResult<()> {
+    if host.stat(&root.record())?.is_none() {
+        return Ok(());
+    }
     let text = serde_json::to_vec(s).unwrap_or_default();
     host.write_file(&root.path(file), &text, Access::Secret)
         .map(drop)
@@ -175,13 +181,15 @@ pub fn exposition(host: &dyn Host, root: &InstallRoot) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::Files;
+    use crate::host::{Files, Registry};
 
     #[test]
     fn counters_add_up_across_writers_and_a_gauge_is_replaced() {
         let dir = tempfile::tempdir().expect("dir");
         let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
         let root = InstallRoot::new(r"C:\CalicoWindows");
+        host.write_file(&root.record(), b"{}", Access::Normal)
+            .expect("record");
         bump(&host, &root, NODE_FILE, TOKEN_RENEWALS, 2).expect("bump");
         bump(&host, &root, REPAIR_FILE, REPAIRS, 1).expect("bump");
         let faults = BTreeMap::from([("stuck".to_owned(), 3), ("a\"b".to_owned(), 1)]);
@@ -207,5 +215,25 @@ mod tests {
             host.file_access(&root.path(NODE_FILE)).expect("access"),
             Some(Access::Secret)
         );
+    }
+
+    /// After a plain uninstall (the root and its record gone, Calico's key left as it was), a
+    /// count by CalicoNode or repair writes nothing: it once made the install root again.
+    #[test]
+    fn a_count_after_uninstall_makes_no_install_root() {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        let root = InstallRoot::new(r"C:\CalicoWindows");
+        host.reg_set(
+            crate::layout::CALICO_KEY,
+            crate::layout::INSTALL_ROOT_VALUE,
+            &crate::host::RegValue::Sz(root.to_string()),
+        )
+        .expect("reg");
+        count(&host, NODE_FILE, TOKEN_RENEWALS, 1).expect("count");
+        set(&host, VERIFY_FILE, VERIFY_PASSED, 1).expect("set");
+        let faults = BTreeMap::from([("stuck".to_owned(), 1)]);
+        set_gauge(&host, &root, NODE_FILE, ENDPOINT_FAULTS, "verdict", &faults).expect("set");
+        assert!(!host.dir_exists(root.as_str()).expect("exists"));
     }
 }
