@@ -52,6 +52,20 @@ fn metrics(c: &Config, r: &mut Resolver) {
         add(r, "metrics.source_ranges", None,
             "metrics.enabled needs the CIDRs allowed to scrape (their ports are opened to nobody else), like 10.0.0.0/8".into());
     }
+    // calicoctl-win's endpoint listens on IPv4's every address (0.0.0.0), not IPv6's: an IPv6
+    // source could reach Felix's port and never this one. Refused, not half served.
+    if let Some(v6) = m.source_ranges.iter().find(|c| !c.is_ipv4())
+        && involved_ok(r, &["metrics.source_ranges"])
+    {
+        add(
+            r,
+            "metrics.source_ranges",
+            Some(v6.to_string()),
+            format!(
+                "{v6} is an IPv6 range: the metrics endpoints listen on IPv4 (0.0.0.0) only; give the scrapers' IPv4 ranges"
+            ),
+        );
+    }
     if m.port == m.felix_port && involved_ok(r, &["metrics.port", "metrics.felix_port"]) {
         let port = m.port.0;
         add(

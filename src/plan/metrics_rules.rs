@@ -70,7 +70,7 @@ pub fn plan(
     // turned off, or a port changed, before that run was finished). No other rule.
     let mut unwanted: Vec<&str> = previous
         .iter()
-        .filter(|r| !wanted.contains(r))
+        .filter(|r| !wanted.iter().any(|w| w.same(r)))
         .map(|r| r.name.as_str())
         .collect();
     unwanted.extend(
@@ -91,11 +91,11 @@ pub fn plan(
         };
         let add = Action::AddFirewallRule { rule: rule.clone() };
         match host.firewall_rule(&rule.name)? {
-            Some(now) if now == rule => {}
+            Some(now) if now.same(&rule) => {}
             // Someone else's rule of that name: left as it is, and not ours.
             Some(_) if !ours(&rule.name) => continue,
             // Ours, changed since by an administrator: left as it is (uninstall removes it).
-            Some(_) if previous.contains(&rule) => {}
+            Some(_) if previous.iter().any(|r| r.same(&rule)) => {}
             // Ours with another port or range: removed above.
             Some(_) if previous.iter().any(|r| r.name == rule.name) => actions.push(add),
             // Added by an interrupted run with another range.
@@ -223,5 +223,38 @@ mod tests {
         ] {
             assert!(!is_metrics_rule(other), "{other}");
         }
+    }
+
+    /// Windows reads a rule's remote addresses back in its own notation (a subnet with its
+    /// mask, a single address with none): the rule is the one wanted all the same, and a rerun
+    /// leaves it (it once removed and added it again on every run after an interrupted one).
+    #[test]
+    fn a_rule_read_back_in_mask_notation_is_the_rule_wanted() {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        let c = config(&[
+            "metrics.enabled=true",
+            "metrics.source_ranges=10.0.0.0/8,1.2.3.4/32",
+        ]);
+        let read_back = [
+            vec![
+                "10.0.0.0/255.0.0.0".to_owned(),
+                "1.2.3.4/255.255.255.255".to_owned(),
+            ],
+            vec!["1.2.3.4".to_owned(), "10.0.0.0/8".to_owned()],
+        ];
+        for (rule, remote) in wanted(&c).into_iter().zip(read_back) {
+            host.firewall_add(&FirewallRule {
+                remote_addresses: remote,
+                ..rule
+            })
+            .expect("add");
+        }
+        let names: Vec<String> = wanted(&c).into_iter().map(|r| r.name).collect();
+        let journal = added(&names.iter().map(String::as_str).collect::<Vec<_>>());
+        let mut actions = Vec::new();
+        let owned = plan(&host, &c, &[], Some(&journal), &mut actions).expect("plan");
+        assert_eq!(owned.len(), 2);
+        assert!(actions.is_empty(), "{actions:?}");
     }
 }

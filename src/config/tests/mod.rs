@@ -457,3 +457,20 @@ fn metrics_ports_of_the_node_and_felix_prometheus_in_extra_env_are_refused() {
         assert!(p[0].message.contains("set by calicoctl-win"), "{p:?}");
     }
 }
+
+/// An IPv6 source range is refused: calicoctl-win's endpoint listens on 0.0.0.0 only, so an
+/// IPv6 scraper would reach Felix's port and never calicoctl-win's.
+#[test]
+fn an_ipv6_metrics_source_range_is_refused() {
+    let p = problems(&inputs(
+        None,
+        &[],
+        &[
+            "metrics.enabled=true",
+            "metrics.source_ranges=10.0.0.0/8,fd00::/64",
+        ],
+    ));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].key.as_deref(), Some("metrics.source_ranges"));
+    assert!(p[0].message.contains("fd00::/64"), "{p:?}");
+}
