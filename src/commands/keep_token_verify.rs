@@ -40,8 +40,8 @@ pub fn verify_and_publish(
         Err(RunError::Cluster(e)) => anyhow::bail!("verify did not run: {e} ({})", e.hint()),
     };
     // The verdict in the node's metrics too; metrics never stop the run.
-    use crate::installed::metrics::{VERIFY_FILE, VERIFY_PASSED, set};
-    if let Err(e) = set(host, VERIFY_FILE, VERIFY_PASSED, u64::from(report.passed)) {
+    let at = crate::duration::now();
+    if let Err(e) = crate::installed::metrics::record_verify(host, report.passed, at) {
         ctx.printer
             .warn(&format!("cannot keep verify's verdict in its metrics: {e}"));
     }

@@ -173,7 +173,7 @@ fn calico_node_serves_its_counters_in_the_text_format_prometheus_parses() {
         ),
         (
             "calicoctl-win-metrics-verify.json",
-            json!({"calicoctl_win_verify_passed": 1}),
+            json!({"calicoctl_win_verify_passed": 1, "calicoctl_win_verify_last_run_timestamp_seconds": 1_700_000_000u64}),
         ),
     ] {
         host.write_file(
@@ -235,7 +235,19 @@ fn calico_node_serves_its_counters_in_the_text_format_prometheus_parses() {
     );
     assert_eq!(family("calicoctl_win_repaired_endpoints")[2][0][2], 2.0);
     assert_eq!(family("calicoctl_win_token_refusals")[2][0][2], 0.0);
-    assert_eq!(family("calicoctl_win_endpoint_faults")[1], "gauge");
+    let faults = family("calicoctl_win_endpoint_faults");
+    assert_eq!(faults[1], "gauge");
+    // Every fault verdict's series from the start, at 0.
+    assert!(
+        faults[2]
+            .as_array()
+            .is_some_and(|s| s.len() == 5 && s.iter().all(|s| s[2] == 0.0)),
+        "{faults}"
+    );
+    assert!(faults[2][0][1]["verdict"].is_string(), "{faults}");
+    let at = family("calicoctl_win_verify_last_run_timestamp_seconds");
+    assert_eq!(at[1], "gauge");
+    assert_eq!(at[2][0][2], 1_700_000_000.0);
     let verify = family("calicoctl_win_verify_passed");
     assert_eq!(verify[1], "gauge");
     assert_eq!(verify[2][0][2], 1.0);
