@@ -34,12 +34,15 @@ pub const ENDPOINT_FAULTS_VALUE: &str = "EndpointFaults";
 /// The registry value (REG_SZ, JSON) holding the External vSwitch's adapter's addressing from
 /// before the vSwitch (`installed::addressing`).
 pub const ADDRESSING_VALUE: &str = "AddressingBeforeVswitch";
+/// The registry value (REG_SZ, JSON) CalicoNode keeps while it cannot listen on
+/// `metrics.port` (`installed::metrics_findings::EndpointDown`).
+pub const METRICS_ENDPOINT_VALUE: &str = "MetricsEndpoint";
 /// The registry value install sets under `HKLM\Software\Tigera\Calico`.
 pub const INSTALL_ROOT_VALUE: &str = "InstallRoot";
 
 /// Every value calicoctl-win and its services keep under `CALICO_KEY` (uninstall deletes the
 /// key with them; the snapshot a rollback compares reads these).
-pub const CALICO_VALUES: [&str; 12] = [
+pub const CALICO_VALUES: [&str; 13] = [
     BOOT_ID_VALUE,
     LEGACY_BOOT_VALUE,
     FAILURES_VALUE,
@@ -51,6 +54,7 @@ pub const CALICO_VALUES: [&str; 12] = [
     FELIX_STARTED_VALUE,
     ENDPOINT_FAULTS_VALUE,
     ADDRESSING_VALUE,
+    METRICS_ENDPOINT_VALUE,
     INSTALL_ROOT_VALUE,
 ];
 

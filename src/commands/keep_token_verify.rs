@@ -131,9 +131,9 @@ pub fn verify_and_publish(
 ) -> anyhow::Result<String> {
     let ran = run_once(ctx, node, stop);
     // The verdict in the node's metrics too; metrics never stop the run.
-    use crate::installed::metrics::{VERIFY_FILE, VERIFY_PASSED, set};
     if let Ok(r) = &ran
-        && let Err(e) = set(host, VERIFY_FILE, VERIFY_PASSED, u64::from(r.passed))
+        && let Err(e) =
+            crate::installed::metrics::record_verify(host, r.passed, crate::duration::now())
     {
         ctx.printer
             .warn(&format!("cannot keep verify's verdict in its metrics: {e}"));

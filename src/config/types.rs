@@ -281,6 +281,12 @@ impl Setting for Cidr {
     string_shown!(Cidr);
 }
 
+impl Cidr {
+    pub fn is_ipv4(&self) -> bool {
+        self.addr.is_ipv4()
+    }
+}
+
 /// The network address of `addr/prefix` (`prefix` already checked against the family).
 fn mask(addr: IpAddr, prefix: u8) -> IpAddr {
     ipnet::IpNet::new(addr, prefix).map_or(addr, |n| n.network())

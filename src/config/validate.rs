@@ -12,6 +12,25 @@ const MANAGED_ENV: &[(&str, &str)] = &[
     ("FELIX_METADATAADDR", "(always none on Windows)"),
     ("USE_POD_CIDR", "cni.ipam_type"),
     ("CALICO_NODENAME_FILE", "install_root"),
+    // An administrator's Felix Prometheus would be open to every address: metrics.enabled
+    // turns it on, with its own firewall rule, or off.
+    ("FELIX_PROMETHEUSMETRICSENABLED", "metrics.enabled"),
+    ("FELIX_PROMETHEUSMETRICSPORT", "metrics.felix_port"),
+    ("FELIX_WINDOWSMANAGEFIREWALLRULES", "(always Disabled)"),
+];
+
+/// The node's own listening TCP ports, which a metrics port may not take: Kubernetes' defaults
+/// (kubernetes pkg/cluster/ports/ports.go: KubeletHealthzPort, ProxyStatusPort, KubeletPort,
+/// ProxyHealthzPort), Felix's health port (calico v3.32.1 felix/config/config_params.go
+/// HealthPort, which the Felix environment sets) and BGP's (RFC 4271 section 8.2.1, the
+/// node's BGP speaker with the bgp backend).
+const NODE_PORTS: &[(u16, &str)] = &[
+    (179, "BGP's"),
+    (crate::layout::FELIX_HEALTH_PORT, "Felix's health port"),
+    (10248, "kubelet's healthz port"),
+    (10249, "kube-proxy's metrics port"),
+    (10250, "kubelet's port"),
+    (10256, "kube-proxy's healthz port"),
 ];
 
 /// Adds a problem for every rule that involves more than one setting and is broken.
@@ -33,20 +52,43 @@ fn metrics(c: &Config, r: &mut Resolver) {
         add(r, "metrics.source_ranges", None,
             "metrics.enabled needs the CIDRs allowed to scrape (their ports are opened to nobody else), like 10.0.0.0/8".into());
     }
-    let health = crate::layout::FELIX_HEALTH_PORT;
-    for (key, port, other) in [
-        ("metrics.port", m.port.0, m.felix_port.0),
-        ("metrics.felix_port", m.felix_port.0, health),
-        ("metrics.port", m.port.0, health),
+    // calicoctl-win's endpoint listens on IPv4's every address (0.0.0.0), not IPv6's: an IPv6
+    // source could reach Felix's port and never this one. Refused, not half served.
+    if let Some(v6) = m.source_ranges.iter().find(|c| !c.is_ipv4())
+        && involved_ok(r, &["metrics.source_ranges"])
+    {
+        add(
+            r,
+            "metrics.source_ranges",
+            Some(v6.to_string()),
+            format!(
+                "{v6} is an IPv6 range: the metrics endpoints listen on IPv4 (0.0.0.0) only; give the scrapers' IPv4 ranges"
+            ),
+        );
+    }
+    if m.port == m.felix_port && involved_ok(r, &["metrics.port", "metrics.felix_port"]) {
+        let port = m.port.0;
+        add(
+            r,
+            "metrics.port",
+            Some(port.to_string()),
+            format!(
+                "port {port} is metrics.felix_port too: calicoctl-win and Felix serve on two different ports"
+            ),
+        );
+    }
+    for (key, port) in [
+        ("metrics.port", m.port.0),
+        ("metrics.felix_port", m.felix_port.0),
     ] {
-        if port == other && involved_ok(r, &["metrics.port", "metrics.felix_port"]) {
+        if let Some((_, whose)) = NODE_PORTS.iter().find(|(p, _)| *p == port)
+            && involved_ok(r, &[key])
+        {
             add(
                 r,
                 key,
                 Some(port.to_string()),
-                format!(
-                    "port {port} is taken (metrics.port, metrics.felix_port and Felix's health port {health} are three different ports)"
-                ),
+                format!("port {port} is {whose} on the node: choose another"),
             );
         }
     }

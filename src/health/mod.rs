@@ -10,6 +10,7 @@ mod cluster_facts;
 mod hns_facts;
 mod host_facts;
 mod look;
+mod metrics_facts;
 mod node_look;
 mod report;
 pub mod sections;
@@ -49,6 +50,7 @@ pub fn survey(look: Look<'_>) -> anyhow::Result<NodeReport> {
     let token = token::token(h, config, cluster, look.asked, &mut n);
     let kube_proxy = host_facts::kube_proxy(h, config, &mut n);
     let dir_access = host_facts::dir_access(h, config, &mut n);
+    metrics_facts::metrics(h, &mut n);
     let admins = cluster_facts::admin_kubeconfigs(look.env, h, cluster, &mut n);
     let calico_api = cluster_facts::datastore_migration(h, (rec, look.root), cluster, &mut n);
     let problems = n.problems();

@@ -23,6 +23,40 @@ pub struct FirewallRule {
     pub remote_addresses: Vec<String>,
 }
 
+/// One `RemoteAddresses` token in the form a comparison needs. Microsoft's
+/// INetFwRule::put_RemoteAddresses page: "A subnet can be specified using either the subnet
+/// mask or network prefix notation. If neither a subnet mask not a network prefix is
+/// specified, the subnet mask defaults to 255.255.255.255"; an IPv6 address stands alone. So
+/// `1.2.3.4`, `1.2.3.4/32` and `1.2.3.4/255.255.255.255` are `1.2.3.4/32`, `10.0.0.0/8` and
+/// `10.0.0.0/255.0.0.0` are `10.0.0.0/8` (host bits cleared), an IPv6 address `/128`. A range
+/// (`a-b`), a keyword (`LocalSubnet`) or a mask that is no prefix is kept as written.
+pub fn normal_address(token: &str) -> String {
+    use std::net::{IpAddr, Ipv4Addr};
+    let token = token.trim();
+    let (ip, suffix) = token.split_once('/').unwrap_or((token, ""));
+    let Ok(ip) = ip.parse::<IpAddr>() else {
+        return token.to_owned();
+    };
+    let full = if ip.is_ipv4() { 32 } else { 128 };
+    let prefix = if suffix.is_empty() {
+        Some(full)
+    } else if let Ok(p) = suffix.parse::<u8>() {
+        Some(p)
+    } else {
+        suffix
+            .parse::<Ipv4Addr>()
+            .ok()
+            .filter(|_| ip.is_ipv4())
+            .map(u32::from)
+            .filter(|m| m.leading_ones() + m.trailing_zeros() == 32)
+            .map(|m| m.leading_ones() as u8)
+    };
+    match prefix.and_then(|p| ipnet::IpNet::new(ip, p).ok()) {
+        Some(net) => format!("{}/{}", net.network(), net.prefix_len()),
+        None => token.to_owned(),
+    }
+}
+
 /// `NET_FW_PROFILE2_ALL` (icftypes.h): the rule applies in every profile.
 pub const ALL_PROFILES: u32 = 0x7FFF_FFFF;
 const PROFILE_NAMES: [(u32, &str); 3] = [(1, "Domain"), (2, "Private"), (4, "Public")];
@@ -51,20 +85,37 @@ impl FirewallRule {
         }
     }
 
-    /// The remote addresses from `INetFwRule::RemoteAddresses`: `*` is any; a subnet read
-    /// back in mask notation (`10.0.0.0/255.0.0.0`) becomes a CIDR again.
+    /// The remote addresses from `INetFwRule::RemoteAddresses`: `*` is any; each other token
+    /// as `normal_address` has it, so that a subnet Windows reads back in mask notation
+    /// (`10.0.0.0/255.0.0.0`) or a single address without a prefix is a CIDR again.
     pub fn remote_addresses_from(text: &str) -> Vec<String> {
         text.split(',')
             .map(str::trim)
             .filter(|a| !a.is_empty() && *a != "*")
-            .map(|a| match a.split_once('/') {
-                Some((ip, mask)) => match mask.parse::<std::net::Ipv4Addr>() {
-                    Ok(m) => format!("{ip}/{}", u32::from(m).leading_ones()),
-                    Err(_) => a.to_owned(),
-                },
-                None => a.to_owned(),
-            })
+            .map(normal_address)
             .collect()
+    }
+
+    /// Whether the two rules are the same: every field alike, their remote addresses as one
+    /// set of `normal_address` tokens (in any order, in prefix or mask notation).
+    pub fn same(&self, other: &FirewallRule) -> bool {
+        let set = |r: &FirewallRule| {
+            let mut v: Vec<String> = r
+                .remote_addresses
+                .iter()
+                .map(|a| normal_address(a))
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        FirewallRule {
+            remote_addresses: Vec::new(),
+            ..self.clone()
+        } == FirewallRule {
+            remote_addresses: Vec::new(),
+            ..other.clone()
+        } && set(self) == set(other)
     }
 
     /// The profiles it applies in, in words (`Domain, Private`).
@@ -114,4 +165,51 @@ pub trait Firewall {
     fn firewall_remove(&self, name: &str) -> HostResult<bool>;
     /// Whether a rule added here takes effect in the profiles in effect now.
     fn firewall_modify_state(&self) -> HostResult<FirewallModifyState>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_addresses_compare_in_prefix_mask_or_bare_notation() {
+        for (a, b) in [
+            ("10.0.0.0/8", "10.0.0.0/255.0.0.0"),
+            ("1.2.3.4", "1.2.3.4/32"),
+            ("1.2.3.4/255.255.255.255", "1.2.3.4/32"),
+            ("10.0.0.2/8", "10.0.0.0/8"),
+            ("fd00::1", "fd00:0::1/128"),
+        ] {
+            assert_eq!(normal_address(a), normal_address(b), "{a} {b}");
+        }
+        for kept in ["10.0.0.1-10.0.0.9", "LocalSubnet", "10.0.0.0/255.0.255.0"] {
+            assert_eq!(normal_address(kept), kept);
+        }
+        assert_ne!(normal_address("10.0.0.0/8"), normal_address("10.0.0.0/16"));
+        let rule = FirewallRule {
+            name: "r".into(),
+            protocol: Protocol::Tcp,
+            local_port: 9095,
+            allow: true,
+            enabled: true,
+            profiles: ALL_PROFILES,
+            remote_addresses: vec!["10.0.0.0/8".into(), "1.2.3.4/32".into()],
+        };
+        let read_back = FirewallRule {
+            remote_addresses: FirewallRule::remote_addresses_from(
+                "1.2.3.4/255.255.255.255,10.0.0.0/255.0.0.0",
+            ),
+            ..rule.clone()
+        };
+        assert!(rule.same(&read_back));
+        let wider = FirewallRule {
+            remote_addresses: vec!["10.0.0.0/8".into()],
+            ..rule.clone()
+        };
+        assert!(!rule.same(&wider));
+        assert!(!rule.same(&FirewallRule {
+            local_port: 9096,
+            ..rule.clone()
+        }));
+    }
 }

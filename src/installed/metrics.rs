@@ -7,6 +7,7 @@
 //! escaped, lines ending in `\n`).
 
 use crate::host::{Access, Host, HostResult};
+use crate::installed::endpoints::Verdict;
 use crate::layout::InstallRoot;
 use std::collections::BTreeMap;
 
@@ -24,6 +25,17 @@ pub const REPAIRS: &str = "calicoctl_win_repairs_total";
 pub const REPAIRED_ENDPOINTS: &str = "calicoctl_win_repaired_endpoints_total";
 pub const ENDPOINT_FAULTS: &str = "calicoctl_win_endpoint_faults";
 pub const VERIFY_PASSED: &str = "calicoctl_win_verify_passed";
+pub const VERIFY_TIMESTAMP: &str = "calicoctl_win_verify_last_run_timestamp_seconds";
+
+/// The verdicts of `ENDPOINT_FAULTS`, each served from the start (0 until one is seen): a
+/// series that appears only with its first fault gives `rate` and `absent` nothing to work on.
+const FAULTS: [Verdict; 5] = [
+    Verdict::Stuck,
+    Verdict::Stale,
+    Verdict::RemoteStale,
+    Verdict::OldAddress,
+    Verdict::NoEndpoint,
+];
 
 /// Every metric: its name, type and help, in the order served.
 const METRICS: &[(&str, &str, &str)] = &[
@@ -56,7 +68,12 @@ const METRICS: &[(&str, &str, &str)] = &[
     (
         VERIFY_PASSED,
         "gauge",
-        "1 when the last scheduled verify of this node passed every check, 0 when it did not.",
+        "1 when the last scheduled verify of this node passed every check, 0 when it did not; as of calicoctl_win_verify_last_run_timestamp_seconds.",
+    ),
+    (
+        VERIFY_TIMESTAMP,
+        "gauge",
+        "When the last scheduled verify of this node ran, in seconds since 1970.",
     ),
 ];
 
@@ -72,7 +89,13 @@ pub fn read(host: &dyn Host, root: &InstallRoot, file: &str) -> Samples {
         .unwrap_or_default()
 }
 
+/// Writes `file` only where an install is: its record in the root. A count after uninstall
+/// (CalicoNode's last, a repair run beside it) would otherwise make the root again, and leave
+/// a directory no record names.
 fn write(host: &dyn Host, root: &InstallRoot, file: &str, s: &Samples) -> HostResult<()> {
+    if host.stat(&root.record())?.is_none() {
+        return Ok(());
+    }
     let text = serde_json::to_vec(s).unwrap_or_default();
     host.write_file(&root.path(file), &text, Access::Secret)
         .map(drop)
@@ -109,6 +132,18 @@ pub fn set(host: &dyn Host, file: &str, name: &str, value: u64) -> HostResult<()
     let mut s = read(host, &root, file);
     s.insert(name.to_owned(), value);
     write(host, &root, file, &s)
+}
+
+/// Keeps a scheduled verify's verdict and when it ran, in one write: a verdict is only as
+/// current as its time says (a scrape compares it with `time()`).
+pub fn record_verify(host: &dyn Host, passed: bool, at: i64) -> HostResult<()> {
+    let Some(root) = installed_root(host)? else {
+        return Ok(());
+    };
+    let mut s = read(host, &root, VERIFY_FILE);
+    s.insert(VERIFY_PASSED.to_owned(), u64::from(passed));
+    s.insert(VERIFY_TIMESTAMP.to_owned(), u64::try_from(at).unwrap_or(0));
+    write(host, &root, VERIFY_FILE, &s)
 }
 
 /// The install root install wrote in the registry (its `InstallRoot` value), if any.
@@ -155,6 +190,10 @@ pub fn exposition(host: &dyn Host, root: &InstallRoot) -> String {
             *all.entry(k).or_default() += v;
         }
     }
+    for v in FAULTS {
+        all.entry(format!("{ENDPOINT_FAULTS}{{verdict=\"{}\"}}", v.word()))
+            .or_insert(0);
+    }
     let mut out = String::new();
     for (name, kind, help) in METRICS {
         out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
@@ -175,13 +214,15 @@ pub fn exposition(host: &dyn Host, root: &InstallRoot) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::Files;
+    use crate::host::{Files, Registry};
 
     #[test]
     fn counters_add_up_across_writers_and_a_gauge_is_replaced() {
         let dir = tempfile::tempdir().expect("dir");
         let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
         let root = InstallRoot::new(r"C:\CalicoWindows");
+        host.write_file(&root.record(), b"{}", Access::Normal)
+            .expect("record");
         bump(&host, &root, NODE_FILE, TOKEN_RENEWALS, 2).expect("bump");
         bump(&host, &root, REPAIR_FILE, REPAIRS, 1).expect("bump");
         let faults = BTreeMap::from([("stuck".to_owned(), 3), ("a\"b".to_owned(), 1)]);
@@ -202,10 +243,69 @@ mod tests {
             text.contains("calicoctl_win_endpoint_faults{verdict=\"stale\"} 1\n"),
             "{text}"
         );
-        assert!(!text.contains("stuck"), "{text}");
+        // Replaced: the stuck endpoints gone, their series back at 0.
+        assert!(
+            text.contains("calicoctl_win_endpoint_faults{verdict=\"stuck\"} 0\n"),
+            "{text}"
+        );
+        assert!(!text.contains("a\\\"b"), "{text}");
         assert_eq!(
             host.file_access(&root.path(NODE_FILE)).expect("access"),
             Some(Access::Secret)
+        );
+    }
+
+    /// After a plain uninstall (the root and its record gone, Calico's key left as it was), a
+    /// count by CalicoNode or repair writes nothing: it once made the install root again.
+    #[test]
+    fn a_count_after_uninstall_makes_no_install_root() {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        let root = InstallRoot::new(r"C:\CalicoWindows");
+        host.reg_set(
+            crate::layout::CALICO_KEY,
+            crate::layout::INSTALL_ROOT_VALUE,
+            &crate::host::RegValue::Sz(root.to_string()),
+        )
+        .expect("reg");
+        count(&host, NODE_FILE, TOKEN_RENEWALS, 1).expect("count");
+        set(&host, VERIFY_FILE, VERIFY_PASSED, 1).expect("set");
+        let faults = BTreeMap::from([("stuck".to_owned(), 1)]);
+        set_gauge(&host, &root, NODE_FILE, ENDPOINT_FAULTS, "verdict", &faults).expect("set");
+        assert!(!host.dir_exists(root.as_str()).expect("exists"));
+    }
+
+    /// Every fault verdict's series is served from the start, at 0, and a verify's verdict
+    /// comes with when it ran (a pass from days ago once looked current).
+    #[test]
+    fn zero_series_are_served_and_a_verify_verdict_carries_its_time() {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        let root = InstallRoot::new(r"C:\CalicoWindows");
+        host.write_file(&root.record(), b"{}", Access::Normal)
+            .expect("record");
+        host.reg_set(
+            crate::layout::CALICO_KEY,
+            crate::layout::INSTALL_ROOT_VALUE,
+            &crate::host::RegValue::Sz(root.to_string()),
+        )
+        .expect("reg");
+        let text = exposition(&host, &root);
+        for v in FAULTS {
+            assert!(v.is_fault());
+            let line = format!(
+                "\ncalicoctl_win_endpoint_faults{{verdict=\"{}\"}} 0\n",
+                v.word()
+            );
+            assert!(text.contains(&line), "{line} in {text}");
+        }
+        assert!(!text.contains("\ncalicoctl_win_verify_passed "), "{text}");
+        record_verify(&host, true, 1_700_000_000).expect("verify");
+        let text = exposition(&host, &root);
+        assert!(text.contains("\ncalicoctl_win_verify_passed 1\n"), "{text}");
+        assert!(
+            text.contains("\ncalicoctl_win_verify_last_run_timestamp_seconds 1700000000\n"),
+            "{text}"
         );
     }
 }

@@ -17,6 +17,7 @@ pub mod hns_restart;
 pub mod legacy;
 pub mod logs;
 pub mod metrics;
+pub mod metrics_findings;
 pub mod platform;
 pub mod protection;
 pub mod record;

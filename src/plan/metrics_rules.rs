@@ -6,16 +6,32 @@ use crate::apply::journal::{Journal, Undo};
 use crate::config::Config;
 use crate::host::{FirewallRule, Host, Protocol};
 
+const PREFIX: &str = "Calico metrics ";
+/// Who serves a metrics port, as the rule's name says it.
+const WHO: [&str; 2] = ["calicoctl-win", "Felix"];
+
+/// Whether `name` is exactly the name `wanted` gives a metrics rule, for some port.
+fn is_metrics_rule(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix(PREFIX) else {
+        return false;
+    };
+    WHO.iter().any(|who| {
+        rest.strip_prefix(who)
+            .and_then(|r| r.strip_prefix(" TCP "))
+            .is_some_and(|port| port.parse::<u16>().is_ok_and(|p| p.to_string() == port))
+    })
+}
+
 /// The rules the config wants: none with metrics off.
 pub fn wanted(c: &Config) -> Vec<FirewallRule> {
     let m = &c.metrics;
     if !m.enabled {
         return Vec::new();
     }
-    [("calicoctl-win", m.port.0), ("Felix", m.felix_port.0)]
+    [(WHO[0], m.port.0), (WHO[1], m.felix_port.0)]
         .into_iter()
         .map(|(who, port)| FirewallRule {
-            name: format!("Calico metrics {who} TCP {port}"),
+            name: format!("{PREFIX}{who} TCP {port}"),
             protocol: Protocol::Tcp,
             local_port: port,
             allow: true,
@@ -37,22 +53,36 @@ pub fn plan(
     actions: &mut Vec<Action>,
 ) -> anyhow::Result<Vec<FirewallRule>> {
     let wanted = wanted(c);
-    // Added by an interrupted run: ours, as the record would have said.
+    // Added by an interrupted run: ours, as the record would have said. Only metrics rules:
+    // the journal names the VXLAN rule too, which is not this plan's.
     let added: Vec<&str> = journal
         .iter()
         .flat_map(|j| &j.entries)
         .filter_map(|e| match &e.undo {
-            Undo::RemoveFirewallRule { name } => Some(name.as_str()),
+            Undo::RemoveFirewallRule { name } if is_metrics_rule(name) => Some(name.as_str()),
             _ => None,
         })
         .collect();
     let ours = |name: &str| previous.iter().any(|r| r.name == name) || added.contains(&name);
     let mut owned = Vec::new();
-    for old in previous.iter().filter(|r| !wanted.contains(r)) {
-        if host.firewall_rule(&old.name)?.is_some() {
-            actions.push(Action::RemoveFirewallRule {
-                name: old.name.clone(),
-            });
+    // Ours and no longer wanted: the recorded rules the config no longer wants as they are,
+    // and the rules an interrupted run added whose name the config no longer wants (metrics
+    // turned off, or a port changed, before that run was finished). No other rule.
+    let mut unwanted: Vec<&str> = previous
+        .iter()
+        .filter(|r| !wanted.iter().any(|w| w.same(r)))
+        .map(|r| r.name.as_str())
+        .collect();
+    unwanted.extend(
+        added
+            .iter()
+            .filter(|n| !wanted.iter().any(|w| w.name == **n)),
+    );
+    unwanted.sort_unstable();
+    unwanted.dedup();
+    for name in unwanted {
+        if host.firewall_rule(name)?.is_some() {
+            actions.push(Action::RemoveFirewallRule { name: name.into() });
         }
     }
     for rule in wanted {
@@ -61,11 +91,11 @@ pub fn plan(
         };
         let add = Action::AddFirewallRule { rule: rule.clone() };
         match host.firewall_rule(&rule.name)? {
-            Some(now) if now == rule => {}
+            Some(now) if now.same(&rule) => {}
             // Someone else's rule of that name: left as it is, and not ours.
             Some(_) if !ours(&rule.name) => continue,
             // Ours, changed since by an administrator: left as it is (uninstall removes it).
-            Some(_) if previous.contains(&rule) => {}
+            Some(_) if previous.iter().any(|r| r.same(&rule)) => {}
             // Ours with another port or range: removed above.
             Some(_) if previous.iter().any(|r| r.name == rule.name) => actions.push(add),
             // Added by an interrupted run with another range.
@@ -75,4 +105,156 @@ pub fn plan(
         owned.push(rule);
     }
     Ok(owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apply::journal::Entry;
+    use crate::host::Firewall;
+
+    fn config(sets: &[&str]) -> Config {
+        crate::config::load(&crate::config::Inputs {
+            sets: ["node.name=win-1"]
+                .iter()
+                .chain(sets)
+                .map(|s| (*s).to_owned())
+                .collect(),
+            ..crate::config::Inputs::default()
+        })
+        .expect("config")
+        .config
+    }
+
+    fn on(port: &str) -> Config {
+        config(&[
+            "metrics.enabled=true",
+            "metrics.source_ranges=10.0.0.0/8",
+            &format!("metrics.port={port}"),
+        ])
+    }
+
+    /// A journal whose run added these rules and was cut off.
+    fn added(names: &[&str]) -> Journal {
+        Journal {
+            command: "reconfigure".into(),
+            entries: names
+                .iter()
+                .map(|n| Entry {
+                    action: format!("add firewall rule \"{n}\""),
+                    undo: Undo::RemoveFirewallRule {
+                        name: (*n).to_owned(),
+                    },
+                    done: true,
+                    irreversible: false,
+                })
+                .collect(),
+            ..Journal::default()
+        }
+    }
+
+    fn removed(actions: &[Action]) -> Vec<&str> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::RemoveFirewallRule { name } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A reconfigure that turned metrics on was cut off after adding its rules; the rerun,
+    /// with metrics off or another port, removes the rules that run added (its journal says
+    /// so), and no rule of a like name that no record or journal names (it once left them
+    /// open to the sources for good, owned by no record).
+    #[test]
+    fn rules_an_interrupted_run_added_go_when_the_rerun_no_longer_wants_them() {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        for rule in wanted(&on("9095")) {
+            host.firewall_add(&rule).expect("add");
+        }
+        let someone_elses = FirewallRule {
+            name: "Calico metrics calicoctl-win TCP 9200".into(),
+            local_port: 9200,
+            ..wanted(&on("9095"))[0].clone()
+        };
+        host.firewall_add(&someone_elses).expect("add");
+        let journal = added(&[
+            "Calico metrics calicoctl-win TCP 9095",
+            "Calico metrics Felix TCP 9091",
+            crate::layout::VXLAN_RULE,
+        ]);
+
+        let mut actions = Vec::new();
+        let owned = plan(&host, &config(&[]), &[], Some(&journal), &mut actions).expect("plan");
+        assert!(owned.is_empty());
+        assert_eq!(
+            removed(&actions),
+            [
+                "Calico metrics Felix TCP 9091",
+                "Calico metrics calicoctl-win TCP 9095"
+            ]
+        );
+
+        // Another port: the old port's rule goes, the new one comes, Felix's stays.
+        let mut actions = Vec::new();
+        let owned = plan(&host, &on("9096"), &[], Some(&journal), &mut actions).expect("plan");
+        assert_eq!(owned.len(), 2);
+        assert_eq!(removed(&actions), ["Calico metrics calicoctl-win TCP 9095"]);
+        assert!(
+            actions
+                .iter()
+                .any(|a| matches!(a, Action::AddFirewallRule { rule }
+                if rule.name == "Calico metrics calicoctl-win TCP 9096")),
+            "{actions:?}"
+        );
+    }
+
+    #[test]
+    fn only_the_exact_names_of_metrics_rules_are_metrics_rules() {
+        assert!(is_metrics_rule("Calico metrics Felix TCP 9091"));
+        assert!(is_metrics_rule("Calico metrics calicoctl-win TCP 9095"));
+        for other in [
+            crate::layout::VXLAN_RULE,
+            "Calico metrics Felix TCP 09091",
+            "Calico metrics Felix TCP 9091 (copy)",
+            "Calico metrics Typha TCP 9093",
+        ] {
+            assert!(!is_metrics_rule(other), "{other}");
+        }
+    }
+
+    /// Windows reads a rule's remote addresses back in its own notation (a subnet with its
+    /// mask, a single address with none): the rule is the one wanted all the same, and a rerun
+    /// leaves it (it once removed and added it again on every run after an interrupted one).
+    #[test]
+    fn a_rule_read_back_in_mask_notation_is_the_rule_wanted() {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        let c = config(&[
+            "metrics.enabled=true",
+            "metrics.source_ranges=10.0.0.0/8,1.2.3.4/32",
+        ]);
+        let read_back = [
+            vec![
+                "10.0.0.0/255.0.0.0".to_owned(),
+                "1.2.3.4/255.255.255.255".to_owned(),
+            ],
+            vec!["1.2.3.4".to_owned(), "10.0.0.0/8".to_owned()],
+        ];
+        for (rule, remote) in wanted(&c).into_iter().zip(read_back) {
+            host.firewall_add(&FirewallRule {
+                remote_addresses: remote,
+                ..rule
+            })
+            .expect("add");
+        }
+        let names: Vec<String> = wanted(&c).into_iter().map(|r| r.name).collect();
+        let journal = added(&names.iter().map(String::as_str).collect::<Vec<_>>());
+        let mut actions = Vec::new();
+        let owned = plan(&host, &c, &[], Some(&journal), &mut actions).expect("plan");
+        assert_eq!(owned.len(), 2);
+        assert!(actions.is_empty(), "{actions:?}");
+    }
 }

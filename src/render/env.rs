@@ -126,6 +126,46 @@ fn joined<T: ToString>(items: &[T]) -> String {
         .join(",")
 }
 
+/// Felix's Prometheus endpoint and its firewall setting, from `metrics`.
+fn felix_metrics(c: &Config, env: &mut BTreeMap<String, String>) {
+    // Felix programs the firewall for its Prometheus port only inside a HostProcess
+    // container (calico v3.32.1 libcalico-go/lib/winutils/winutils.go
+    // MaybeConfigureWindowsFirewallRules returns unless InHostProcessContainer, i.e.
+    // CONTAINER_SANDBOX_MOUNT_POINT set) with WindowsManageFirewallRules Enabled, and
+    // its rule opens the port to every address. The Felix CalicoFelix runs is a
+    // service's child, not in such a container, so it never does; Disabled (env vars
+    // outrank the datastore: config_params.go SourcesInDescendingOrder) keeps it so
+    // whatever a FelixConfiguration says. A rule an operator-managed Felix left is
+    // status' finding (`installed::metrics_findings`).
+    env.insert(
+        EnvVars::FELIX_WINDOWSMANAGEFIREWALLRULES.into(),
+        "Disabled".into(),
+    );
+    if c.metrics.enabled {
+        // Felix serves Prometheus on Windows as elsewhere (calico v3.32.1
+        // felix/daemon/daemon.go: ServePrometheusMetricsHTTP on PrometheusMetricsHost
+        // and PrometheusMetricsPort when PrometheusMetricsEnabled; driver_windows.go
+        // ConfigurePrometheusMetrics); our rule opens the port to
+        // metrics.source_ranges only.
+        for (k, v) in [
+            (EnvVars::FELIX_PROMETHEUSMETRICSENABLED, "true".into()),
+            (
+                EnvVars::FELIX_PROMETHEUSMETRICSPORT,
+                c.metrics.felix_port.0.to_string(),
+            ),
+        ] {
+            env.insert(k.into(), v);
+        }
+    } else {
+        // Off, whatever a FelixConfiguration says: its endpoint would have no rule of
+        // ours, and one of its own is open to every address.
+        env.insert(
+            EnvVars::FELIX_PROMETHEUSMETRICSENABLED.into(),
+            "false".into(),
+        );
+    }
+}
+
 /// The full environment of one service: common variables, the ones its script derives, and
 /// the user's extra variables for it.
 /// `api_group` pins the group libcalico-go reads for calico-node, Felix and confd
@@ -157,26 +197,7 @@ pub fn environment(c: &Config, role: Role, api_group: Option<&str>) -> BTreeMap<
                 EnvVars::FELIX_HEALTHPORT.into(),
                 crate::layout::FELIX_HEALTH_PORT.to_string(),
             );
-            if c.metrics.enabled {
-                // Felix serves Prometheus on Windows as elsewhere (calico v3.32.1
-                // felix/daemon/daemon.go: ServePrometheusMetricsHTTP on PrometheusMetricsHost
-                // and PrometheusMetricsPort when PrometheusMetricsEnabled; driver_windows.go
-                // ConfigurePrometheusMetrics); env vars outrank the datastore
-                // (config_params.go SourcesInDescendingOrder). WindowsManageFirewallRules
-                // Disabled keeps Felix from opening the port to every address
-                // (libcalico-go/lib/winutils MaybeConfigureWindowsFirewallRules): our rule
-                // opens it to metrics.source_ranges only.
-                for (k, v) in [
-                    (EnvVars::FELIX_PROMETHEUSMETRICSENABLED, "true".into()),
-                    (
-                        EnvVars::FELIX_PROMETHEUSMETRICSPORT,
-                        c.metrics.felix_port.0.to_string(),
-                    ),
-                    (EnvVars::FELIX_WINDOWSMANAGEFIREWALLRULES, "Disabled".into()),
-                ] {
-                    env.insert(k.into(), v);
-                }
-            }
+            felix_metrics(c, &mut env);
             &c.extra_env.felix
         }
         Role::Confd => &c.extra_env.confd,

@@ -7,6 +7,7 @@
 use super::log::Log;
 use crate::duration::Stop;
 use crate::host::Host;
+use crate::installed::metrics_findings::{EndpointDown, keep_endpoint_down};
 use crate::layout::InstallRoot;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -18,6 +19,57 @@ const MAX_REQUEST: usize = 8 * 1024;
 /// deadline for the whole connection, so that a client trickling a byte at a time cannot hold
 /// the endpoint (and CalicoNode's stop, which waits for it) past it.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest wait between two tries to listen on a port another program holds.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// CalicoNode's endpoint on `port` (none with metrics off), served until a stop. A port it
+/// cannot listen on (another program holds it) is tried again, 1 s after the first try and
+/// twice as long after each (at most a minute), until it listens or a stop: said in CalicoNode's
+/// log at the first refusal and whenever the reason changes, and kept for status
+/// (`installed::metrics_findings::EndpointDown`) until it listens. With no port, what an earlier
+/// run kept is forgotten.
+pub fn run(host: &dyn Host, root: &InstallRoot, port: Option<u16>, stop: &Stop, log: &Log) {
+    let forget = || {
+        if let Err(e) = keep_endpoint_down(host, None) {
+            log.warn(&format!("metrics endpoint: {e}"));
+        }
+    };
+    let Some(port) = port else {
+        forget();
+        return;
+    };
+    let mut delay = Duration::from_secs(1);
+    let mut down: Option<EndpointDown> = None;
+    let listener = loop {
+        match bind(host, port) {
+            Ok(l) => break l,
+            Err(e) => {
+                let error = e.to_string();
+                if down.as_ref().is_none_or(|d| d.error != error) {
+                    log.warn(&format!(
+                        "metrics endpoint: cannot listen on TCP port {port}: {error}; trying again, waiting up to {}s between tries",
+                        MAX_BACKOFF.as_secs()
+                    ));
+                    let since = down.as_ref().map_or_else(crate::duration::now, |d| d.since);
+                    let now_down = EndpointDown { port, error, since };
+                    if let Err(e) = keep_endpoint_down(host, Some(&now_down)) {
+                        log.warn(&format!("metrics endpoint: {e}"));
+                    }
+                    down = Some(now_down);
+                }
+                if stop.wait(delay) {
+                    return;
+                }
+                delay = (delay * 2).min(MAX_BACKOFF);
+            }
+        }
+    };
+    if down.is_some() {
+        log.info(&format!("metrics endpoint: listening on TCP port {port}"));
+    }
+    forget();
+    serve(host, root, &listener, stop, log);
+}
 
 /// Serves until a stop is requested; a failed accept is said and tried again.
 pub fn serve(host: &dyn Host, root: &InstallRoot, listener: &TcpListener, stop: &Stop, log: &Log) {

@@ -39,7 +39,7 @@ pub const LEASE: Duration = Duration::from_secs(60);
 const RENEW: Duration = Duration::from_secs(15);
 /// A turn written without `expires` (by an older calicoctl-win) runs out this long after its
 /// creation: longer than any run and its clean-up, as a killed run's namespace (run.rs).
-const UNDATED_TURN_AGE_S: i64 = super::run::LEFTOVER_AGE_S;
+const UNDATED_TURN_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;
 
 /// The turn as this run holds it: its run and the resourceVersion it last wrote, which its
 /// renewals, release and hand-on carry as their precondition; `done` once given back, kept

@@ -82,7 +82,7 @@ fn v3_23_as_shipped_leaves_placeholders_to_the_defaults() {
 
 #[test]
 fn an_edited_file_keeps_every_value_and_lists_what_it_cannot_import() {
-    let shown = import_case("v3.26-quickstart-edited", &[2, 3, 36, 37, 38]);
+    let shown = import_case("v3.26-quickstart-edited", &[2, 3, 34, 36, 37, 38]);
     let s = &shown["settings"];
     assert_eq!(s["backend"]["value"], "windows-bgp");
     assert_eq!(

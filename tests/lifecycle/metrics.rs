@@ -41,6 +41,16 @@ fn metrics_ports_open_only_to_the_source_range_and_uninstall_closes_them() {
         "--set",
         "metrics.source_ranges=10.0.0.0/8",
     ];
+    // kubelet's port: refused as bad config, before any change.
+    let kubelet = [&on[..], &["--set", "metrics.port=10250"]].concat();
+    let (code, _, stderr) = s.install(&kubelet);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("kubelet's port"), "{stderr}");
+    assert_eq!(metrics_rules(&s), []);
+    assert!(
+        !s.c_drive("calicowindows/calicoctl-win-install.json")
+            .exists()
+    );
     let (code, _, stderr) = s.install(&on);
     assert_eq!(code, 0, "{stderr}");
     let scoped = json!(["10.0.0.0/8"]);
@@ -163,7 +173,7 @@ fn calico_node_serves_its_counters_in_the_text_format_prometheus_parses() {
         ),
         (
             "calicoctl-win-metrics-verify.json",
-            json!({"calicoctl_win_verify_passed": 1}),
+            json!({"calicoctl_win_verify_passed": 1, "calicoctl_win_verify_last_run_timestamp_seconds": 1_700_000_000u64}),
         ),
     ] {
         host.write_file(
@@ -225,7 +235,19 @@ fn calico_node_serves_its_counters_in_the_text_format_prometheus_parses() {
     );
     assert_eq!(family("calicoctl_win_repaired_endpoints")[2][0][2], 2.0);
     assert_eq!(family("calicoctl_win_token_refusals")[2][0][2], 0.0);
-    assert_eq!(family("calicoctl_win_endpoint_faults")[1], "gauge");
+    let faults = family("calicoctl_win_endpoint_faults");
+    assert_eq!(faults[1], "gauge");
+    // Every fault verdict's series from the start, at 0.
+    assert!(
+        faults[2]
+            .as_array()
+            .is_some_and(|s| s.len() == 5 && s.iter().all(|s| s[2] == 0.0)),
+        "{faults}"
+    );
+    assert!(faults[2][0][1]["verdict"].is_string(), "{faults}");
+    let at = family("calicoctl_win_verify_last_run_timestamp_seconds");
+    assert_eq!(at[1], "gauge");
+    assert_eq!(at[2][0][2], 1_700_000_000.0);
     let verify = family("calicoctl_win_verify_passed");
     assert_eq!(verify[1], "gauge");
     assert_eq!(verify[2][0][2], 1.0);
@@ -260,4 +282,121 @@ fn the_metrics_endpoint_answers_only_get_metrics_and_caps_the_request() {
     let long = format!("GET /metrics HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(20_000));
     assert_eq!(ask(port, &long).map(|a| a.0).as_deref(), Some("431"));
     server.join().expect("server");
+}
+
+/// A rule the operator's Felix made for its Prometheus port (a HostProcess Felix with
+/// windowsManageFirewallRules Enabled, before `migrate`) lets every address reach the port
+/// Felix serves metrics on: status names it with its remedy, and no command removes it.
+#[test]
+fn status_names_a_felix_rule_open_to_every_address_and_keeps_it() {
+    let s = Node::healthy()
+        .created()
+        .serving("3.30.2", "calico-node.exe")
+        .build();
+    let felix_rule = "Calico Prometheus Ports (calico-managed rule)";
+    s.edit_state(|st| {
+        st["firewall"][felix_rule.to_ascii_lowercase()] = json!({
+            "name": felix_rule, "protocol": "tcp", "local_port": 9091, "allow": true,
+            "enabled": true, "profiles": 2147483647u32
+        });
+    });
+    let on = [
+        "--set",
+        "metrics.enabled=true",
+        "--set",
+        "metrics.source_ranges=10.0.0.0/8",
+    ];
+    let (code, _, stderr) = s.install(&on);
+    assert_eq!(code, 0, "{stderr}");
+    let (_, doc, _) = s.run(&["status"]);
+    let found: Vec<&Value> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["code"] == "felix-metrics-rule")
+        .collect();
+    assert_eq!(found.len(), 1, "{doc}");
+    assert!(
+        found[0]["remedy"]
+            .as_str()
+            .is_some_and(|r| r.contains(&format!(
+                "Remove-NetFirewallRule -DisplayName '{felix_rule}'"
+            ))),
+        "{doc}"
+    );
+    let (code, _, stderr) = s.uninstall(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        s.state()["firewall"][felix_rule.to_ascii_lowercase()].is_object(),
+        "Felix's rule was removed"
+    );
+}
+
+/// What CalicoNode keeps while its endpoint cannot listen (`MetricsEndpoint`), if anything.
+#[cfg(unix)]
+fn endpoint_down(dir: &std::path::Path) -> Option<String> {
+    use calicoctl_win::host::{RegValue, Registry};
+    let host = calicoctl_win::host::sim::SimHost::open_or_create(dir, None).ok()?;
+    match host
+        .reg_get(
+            calicoctl_win::layout::CALICO_KEY,
+            calicoctl_win::layout::METRICS_ENDPOINT_VALUE,
+        )
+        .ok()??
+    {
+        RegValue::Sz(text) => Some(text),
+        _ => None,
+    }
+}
+
+/// Another program holds the metrics port when CalicoNode starts: CalicoNode says so in its
+/// log, keeps it for status, and tries again until the port is free, then serves (it once
+/// said it once and never served until restarted).
+#[cfg(unix)]
+#[test]
+fn calico_node_tries_a_held_metrics_port_again_and_says_so_until_it_listens() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(crate::service_run::installed_host(dir.path()));
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = holder.local_addr().expect("addr").port();
+    let port_arg = port.to_string();
+    let child = crate::service_run::console_node(
+        dir.path(),
+        &["--metrics-port".as_ref(), port_arg.as_ref()],
+    );
+    let holder = std::sync::Mutex::new(Some(holder));
+    let get = format!("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+    let log = dir.path().join("fs/c/calicowindows/logs/calico-node.log");
+    let kept = std::sync::Mutex::new(None);
+    let out = crate::service_run::run_until(child, "the metrics endpoint", || {
+        let mut holder = holder.lock().expect("lock");
+        if holder.is_some() {
+            // Held: wait for CalicoNode to say so, then let the port go.
+            if let Some(text) = endpoint_down(dir.path()) {
+                *kept.lock().expect("lock") = Some(text);
+                *holder = None;
+            }
+            return false;
+        }
+        matches!(ask(port, &get), Some((code, _)) if code == "200")
+            && endpoint_down(dir.path()).is_none()
+    });
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kept: Value =
+        serde_json::from_str(&kept.into_inner().expect("lock").expect("kept")).expect("json");
+    assert_eq!(kept["port"], port, "{kept}");
+    let log = fs_err::read_to_string(&log).expect("log");
+    assert!(
+        log.contains(&format!("cannot listen on TCP port {port}")),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!("listening on TCP port {port}")),
+        "{log}"
+    );
 }

@@ -343,7 +343,7 @@ fn a_files_only_change_restarts_only_the_services_concerned() {
     let config = n.dir.path().join("calico-windows.yaml");
     fs_err::write(
         &config,
-        "extra_env:\n  felix:\n    FELIX_PROMETHEUSMETRICSENABLED: \"true\"\n",
+        "extra_env:\n  felix:\n    FELIX_IPV6SUPPORT: \"false\"\n",
     )
     .expect("config");
     let config = config.display().to_string();

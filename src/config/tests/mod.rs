@@ -387,7 +387,10 @@ fn metrics_are_off_by_default_and_need_a_source_range_when_on() {
     let c = load(&inputs(None, &[], &[])).expect("defaults").config;
     assert!(!c.metrics.enabled);
     let env = crate::render::env::environment(&c, crate::layout::Role::Felix, None);
-    assert!(!env.contains_key("FELIX_PROMETHEUSMETRICSENABLED"));
+    // Off means off, whatever a FelixConfiguration says (the environment outranks it).
+    assert_eq!(env["FELIX_PROMETHEUSMETRICSENABLED"], "false");
+    // Felix never programs the firewall for its port, whatever a FelixConfiguration says.
+    assert_eq!(env["FELIX_WINDOWSMANAGEFIREWALLRULES"], "Disabled");
 
     let p = problems(&inputs(None, &[], &["metrics.enabled=true"]));
     assert_eq!(p.len(), 1, "{p:?}");
@@ -418,4 +421,56 @@ fn metrics_are_off_by_default_and_need_a_source_range_when_on() {
     assert_eq!(env["FELIX_PROMETHEUSMETRICSENABLED"], "true");
     assert_eq!(env["FELIX_PROMETHEUSMETRICSPORT"], "9091");
     assert_eq!(env["FELIX_WINDOWSMANAGEFIREWALLRULES"], "Disabled");
+}
+
+/// A metrics port that is one of the node's own (kubelet's, kube-proxy's, Felix's health, BGP)
+/// or the other metrics port is refused before any change; so is an extra_env that would turn
+/// Felix's Prometheus on, or move it, past metrics.enabled (open to every address).
+#[test]
+fn metrics_ports_of_the_node_and_felix_prometheus_in_extra_env_are_refused() {
+    let on = ["metrics.enabled=true", "metrics.source_ranges=10.0.0.0/8"];
+    for (set, key) in [
+        ("metrics.port=10250", "metrics.port"),
+        ("metrics.port=10249", "metrics.port"),
+        ("metrics.felix_port=10256", "metrics.felix_port"),
+        ("metrics.felix_port=10248", "metrics.felix_port"),
+        ("metrics.port=9099", "metrics.port"),
+        ("metrics.felix_port=179", "metrics.felix_port"),
+        ("metrics.port=9091", "metrics.port"),
+    ] {
+        let p = problems(&inputs(None, &[], &[on[0], on[1], set]));
+        let keys: Vec<&str> = p.iter().filter_map(|p| p.key.as_deref()).collect();
+        assert_eq!(keys, [key], "{set}: {p:?}");
+    }
+    assert!(load(&inputs(None, &[], &[on[0], on[1], "metrics.port=9200"])).is_ok());
+    for var in [
+        "FELIX_PROMETHEUSMETRICSENABLED",
+        "felix_prometheusmetricsport",
+        "FELIX_WINDOWSMANAGEFIREWALLRULES",
+    ] {
+        let p = problems(&inputs(
+            None,
+            &[],
+            &[&format!("extra_env.felix.{var}=true")],
+        ));
+        assert_eq!(p.len(), 1, "{var}: {p:?}");
+        assert!(p[0].message.contains("set by calicoctl-win"), "{p:?}");
+    }
+}
+
+/// An IPv6 source range is refused: calicoctl-win's endpoint listens on 0.0.0.0 only, so an
+/// IPv6 scraper would reach Felix's port and never calicoctl-win's.
+#[test]
+fn an_ipv6_metrics_source_range_is_refused() {
+    let p = problems(&inputs(
+        None,
+        &[],
+        &[
+            "metrics.enabled=true",
+            "metrics.source_ranges=10.0.0.0/8,fd00::/64",
+        ],
+    ));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].key.as_deref(), Some("metrics.source_ranges"));
+    assert!(p[0].message.contains("fd00::/64"), "{p:?}");
 }

@@ -69,6 +69,10 @@ pub enum Code {
     NotInstalled,
     /// The node's Calico components read an API group the datastore migration left locked.
     ApiGroup,
+    /// A firewall rule Felix made for its Prometheus port is open to every address.
+    FelixMetricsRule,
+    /// CalicoNode cannot listen on `metrics.port` (another program holds it).
+    MetricsEndpointDown,
     /// `verify`: a probe pod got no address, or never started (the CNI plugin and IPAM).
     TrafficCni,
     /// `verify`: the probe image could not be pulled or has no variant for the node's build.
@@ -125,6 +129,8 @@ impl Code {
         Code::AdapterDrift,
         Code::NotInstalled,
         Code::ApiGroup,
+        Code::FelixMetricsRule,
+        Code::MetricsEndpointDown,
         Code::TrafficCni,
         Code::TrafficImage,
         Code::TrafficOverlay,

@@ -25,20 +25,14 @@ pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> 
     let program = required(host, s, Component::Startup)?;
     init(host, s, &env, stop, log)?;
     let mut renewal = Renewal::prepare(host, &env, log);
-    let listener = s.metrics_port.and_then(|port| {
-        crate::supervise::metrics_server::bind(host, port)
-            .map_err(|e| log.warn(&format!("metrics endpoint on port {port}: {e}")))
-            .ok()
-    });
     let out = std::thread::scope(|scope| {
-        let serving = listener.as_ref().map(|l| {
-            scope.spawn(|| {
-                crate::supervise::metrics_server::serve(host, &s.install_root, l, stop, log)
-            })
+        let port = s.metrics_port;
+        scope.spawn(move || {
+            crate::supervise::metrics_server::run(host, &s.install_root, port, stop, log)
         });
         let out = watch_kubelet(host, s, &env, &program, renewal.as_mut(), stop, log);
         // The server ends with the stop; a body that ended on its own stops it too.
-        if serving.is_some() && !stop.requested() {
+        if port.is_some() && !stop.requested() {
             stop.request();
         }
         out

@@ -1,0 +1,20 @@
+//! The metrics ports as status sees them: a rule Felix left open to every address, and
+//! CalicoNode's endpoint not listening (`installed::metrics_findings`).
+
+use super::look::Notes;
+use crate::host::Host;
+use crate::installed::health;
+use crate::installed::metrics_findings::{FELIX_RULE, endpoint, endpoint_down, felix_rule};
+
+/// Felix's own Prometheus rule, when it lets every address in (a firewall that cannot be read
+/// is said as such), and CalicoNode's endpoint when it cannot listen.
+pub(super) fn metrics(h: &dyn Host, n: &mut Notes) {
+    n.findings.extend(endpoint_down(h).as_ref().map(endpoint));
+    match h.firewall_rule(FELIX_RULE) {
+        Ok(rule) => n.findings.extend(felix_rule(rule.as_ref())),
+        Err(e) => n.findings.push(health::host_unreadable(
+            "firewall",
+            format!("the firewall rule '{FELIX_RULE}' cannot be read: {e}"),
+        )),
+    }
+}

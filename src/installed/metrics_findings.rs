@@ -1,0 +1,165 @@
+//! What can leave the metrics ports other than the config says: a firewall rule Felix made for
+//! its Prometheus port, open to every address, and CalicoNode's endpoint not listening.
+
+use super::health::{Code, Finding};
+use crate::host::{FirewallRule, Host, HostResult, Protocol, RegValue};
+use crate::layout::{CALICO_KEY, METRICS_ENDPOINT_VALUE};
+use serde::{Deserialize, Serialize};
+
+/// CalicoNode's metrics endpoint, not listening: kept in Calico's registry key
+/// (`MetricsEndpoint`, JSON) from its first refused try until it listens, for status.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndpointDown {
+    pub port: u16,
+    /// Why the last try failed, as the system said it.
+    pub error: String,
+    /// When the first try failed, in seconds since 1970.
+    pub since: i64,
+}
+
+/// What CalicoNode keeps of its endpoint, if it is down (a value that does not read is none).
+pub fn endpoint_down(host: &dyn Host) -> Option<EndpointDown> {
+    match host.reg_get(CALICO_KEY, METRICS_ENDPOINT_VALUE) {
+        Ok(Some(RegValue::Sz(text))) if text.len() <= 4096 => serde_json::from_str(&text).ok(),
+        _ => None,
+    }
+}
+
+/// Keeps that the endpoint is down, or forgets it (written only when it changes).
+pub fn keep_endpoint_down(host: &dyn Host, down: Option<&EndpointDown>) -> HostResult<()> {
+    if endpoint_down(host).as_ref() == down {
+        return Ok(());
+    }
+    match down {
+        Some(d) => {
+            let text = serde_json::to_string(d).unwrap_or_default();
+            host.reg_set(CALICO_KEY, METRICS_ENDPOINT_VALUE, &RegValue::Sz(text))
+        }
+        None => host.reg_delete_value(CALICO_KEY, METRICS_ENDPOINT_VALUE),
+    }
+}
+
+/// CalicoNode's endpoint is down: which port, since when, why.
+pub fn endpoint(d: &EndpointDown) -> Finding {
+    let port = d.port;
+    Finding::new(
+        Code::MetricsEndpointDown,
+        "metrics",
+        format!(
+            "CalicoNode cannot listen on TCP port {port} (metrics.port) since {}: {}; it tries again, waiting up to a minute between tries",
+            crate::duration::time_text(d.since),
+            d.error
+        ),
+        format!(
+            "stop the program that listens on port {port} ('Get-NetTCPConnection -LocalPort {port} -State Listen' names its OwningProcess), or set another metrics.port and run 'calicoctl-win reconfigure'"
+        ),
+    )
+}
+
+/// The rule Felix makes for its Prometheus port (calico v3.32.1
+/// libcalico-go/lib/winutils/winutils.go `MaybeConfigureWindowsFirewallRules`:
+/// `New-NetFirewallRule -DisplayName '<this>' -Direction inbound -Profile Any -Action Allow
+/// -LocalPort <PrometheusMetricsPort> -Protocol TCP`, no remote address, no program). Felix
+/// makes it, and removes it, only inside a HostProcess container (`InHostProcessContainer`:
+/// `CONTAINER_SANDBOX_MOUNT_POINT` set) with `WindowsManageFirewallRules` `Enabled`: an
+/// operator-managed node's Felix, never the Felix CalicoFelix runs (a Windows service, whose
+/// environment also says `Disabled`). One left by the operator's Felix before `migrate` stays
+/// for good: nothing removes it once that Felix is gone.
+pub const FELIX_RULE: &str = "Calico Prometheus Ports (calico-managed rule)";
+
+/// Felix's rule, when it lets every address reach its port. calicoctl-win never removes it
+/// (it is not ours, and a HostProcess Felix may still want it): it names it, and the remedy
+/// removes it by its exact name.
+pub fn felix_rule(rule: Option<&FirewallRule>) -> Option<Finding> {
+    let r = rule.filter(|r| {
+        r.name == FELIX_RULE
+            && r.opens(Protocol::Tcp, r.local_port)
+            && r.remote_addresses.is_empty()
+    })?;
+    Some(Finding::new(
+        Code::FelixMetricsRule,
+        "firewall",
+        format!(
+            "the firewall rule '{FELIX_RULE}' lets every address reach TCP port {}: a Felix in a HostProcess container (the operator's) made it with windowsManageFirewallRules Enabled, and no Felix calicoctl-win runs removes it",
+            r.local_port
+        ),
+        format!(
+            "if no HostProcess Felix runs on this node any more: Remove-NetFirewallRule -DisplayName '{FELIX_RULE}' (calicoctl-win's own rules open the metrics ports to metrics.source_ranges only)"
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn felix_made(port: u16) -> FirewallRule {
+        FirewallRule {
+            name: FELIX_RULE.into(),
+            protocol: Protocol::Tcp,
+            local_port: port,
+            allow: true,
+            enabled: true,
+            profiles: crate::host::ALL_PROFILES,
+            remote_addresses: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn felix_s_rule_open_to_every_address_is_named_and_no_other() {
+        let found = felix_rule(Some(&felix_made(9091))).expect("a finding");
+        assert_eq!(found.code, Code::FelixMetricsRule);
+        assert!(found.message.contains("TCP port 9091"), "{found}");
+        assert!(
+            found
+                .remedy
+                .as_deref()
+                .is_some_and(|r| r.contains(&format!("-DisplayName '{FELIX_RULE}'"))),
+            "{found}"
+        );
+        // Scoped by an administrator, disabled, or another rule: nothing to say.
+        let scoped = FirewallRule {
+            remote_addresses: vec!["10.0.0.0/8".into()],
+            ..felix_made(9091)
+        };
+        let disabled = FirewallRule {
+            enabled: false,
+            ..felix_made(9091)
+        };
+        let other = FirewallRule {
+            name: "Calico Prometheus Ports".into(),
+            ..felix_made(9091)
+        };
+        for r in [scoped, disabled, other] {
+            assert_eq!(felix_rule(Some(&r)), None, "{r:?}");
+        }
+        assert_eq!(felix_rule(None), None);
+    }
+
+    #[test]
+    fn an_endpoint_kept_down_is_a_finding_until_it_is_forgotten() {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        assert_eq!(endpoint_down(&host), None);
+        let down = EndpointDown {
+            port: 9095,
+            error: "Address in use".into(),
+            since: 1_700_000_000,
+        };
+        keep_endpoint_down(&host, Some(&down)).expect("keep");
+        assert_eq!(endpoint_down(&host).as_ref(), Some(&down));
+        let found = endpoint(&down);
+        assert_eq!(found.code, Code::MetricsEndpointDown);
+        assert!(found.message.contains("TCP port 9095"), "{found}");
+        assert!(found.message.contains("Address in use"), "{found}");
+        assert!(
+            found
+                .remedy
+                .as_deref()
+                .is_some_and(|r| r.contains("metrics.port")),
+            "{found}"
+        );
+        keep_endpoint_down(&host, None).expect("forget");
+        assert_eq!(endpoint_down(&host), None);
+    }
+}
