@@ -9,6 +9,7 @@ mod cluster_preflight;
 mod fetch_etcd;
 mod fetch_kubeconfig;
 mod fleet;
+mod fleet_diags;
 mod fleet_migrate;
 mod fleet_verify;
 mod kubeconfig_files;
