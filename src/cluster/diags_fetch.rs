@@ -2,13 +2,94 @@
 //! most `concurrency` at once, each within its timeout and all within the run's
 //! (`diags_gather`).
 
-use super::diags_gather::{Gather, NodeBundle, PATH, Reason};
 use http_body_util::BodyExt;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// The path the DaemonSet's pod answers with its node's bundle.
+pub const PATH: &str = "/diags";
+
+/// What to gather, from where, into where.
+#[derive(Clone, Debug)]
+pub struct Gather {
+    /// The DaemonSet's namespace and its pods' label selector.
+    pub namespace: String,
+    pub pod_selector: String,
+    /// The port the pods' endpoint listens on (the node's own: the pods are on its network).
+    pub port: u16,
+    /// Labels the nodes must have besides `kubernetes.io/os=windows` (a label selector).
+    pub node_selector: Option<String>,
+    /// The directory the zips and the index go to: made here; an existing one must be empty.
+    pub out: PathBuf,
+    pub concurrency: usize,
+    pub node_timeout: Duration,
+    pub total_timeout: Duration,
+    /// The most one bundle may hold (at most `BUNDLE_CAP`).
+    pub cap: u64,
+}
+
+/// Why a node's bundle is not there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// No pod of the DaemonSet is on the node.
+    NoPod,
+    /// The node's pod does not run, or has no address yet.
+    PodNotRunning,
+    /// The node did not answer whole within its timeout.
+    TimedOut,
+    /// The run's own timeout came first: the node was not asked, or not answered, by then.
+    RunTimedOut,
+    /// The API server or the node refused the request (a 4xx answer).
+    Refused,
+    /// The API server did not reach the node's endpoint (a 5xx answer, or the connection).
+    Unreachable,
+    /// The bundle is longer than the cap.
+    TooBig,
+    /// The answer is not a zip.
+    NotAZip,
+    /// The bundle could not be written under the output directory.
+    NotWritten,
+}
+
+/// One node's line in the index.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct NodeBundle {
+    pub node: String,
+    /// `ok` or `failed`.
+    pub result: &'static str,
+    /// The zip's file name under the output directory, its size and sha256 (when ok).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Why it failed, as a code and a sentence (when failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Reason>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl NodeBundle {
+    pub(super) fn failed_line(node: &str, reason: Reason, message: String) -> Self {
+        NodeBundle {
+            node: node.to_owned(),
+            result: "failed",
+            file: None,
+            size: None,
+            sha256: None,
+            reason: Some(reason),
+            message: Some(message),
+        }
+    }
+}
 
 /// How much of a refusal's text is kept: the API server's or the endpoint's sentence, never a
 /// bundle (an answer that is not 200 carries none).
@@ -53,7 +134,7 @@ pub async fn all(
     }
     set.shutdown().await;
     for node in pending {
-        let _ = std::fs::remove_file(part_of(&g.out, &node));
+        let _ = fs_err::remove_file(part_of(&g.out, &node));
         lines.push(if timed_out {
             NodeBundle::failed_line(
                 &node,
@@ -113,9 +194,9 @@ async fn one(client: &kube::Client, g: &Gather, node: &str, pod: &str) -> NodeBu
     };
     let file = format!("{node}.zip");
     let outcome = outcome.and_then(|(size, sha)| {
-        std::fs::rename(&part, g.out.join(&file))
+        fs_err::rename(&part, g.out.join(&file))
             .map(|()| (size, sha))
-            .map_err(|e| (Reason::NotWritten, format!("{}: {e}", part.display())))
+            .map_err(|e| (Reason::NotWritten, e.to_string()))
     });
     match outcome {
         Ok((size, sha256)) => NodeBundle {
@@ -128,7 +209,7 @@ async fn one(client: &kube::Client, g: &Gather, node: &str, pod: &str) -> NodeBu
             message: None,
         },
         Err((reason, message)) => {
-            let _ = std::fs::remove_file(&part);
+            let _ = fs_err::remove_file(&part);
             NodeBundle::failed_line(node, reason, message)
         }
     }
@@ -160,8 +241,8 @@ async fn stream(
     if status != 200 {
         return Err(refusal(status, &mut body).await);
     }
-    let write_error = |e: std::io::Error| (Reason::NotWritten, format!("{}: {e}", part.display()));
-    let mut file = std::fs::File::create(part).map_err(write_error)?;
+    let write_error = |e: std::io::Error| (Reason::NotWritten, e.to_string());
+    let mut file = fs_err::File::create(part).map_err(write_error)?;
     let (mut size, mut hash, mut head) = (0u64, Sha256::new(), Vec::with_capacity(4));
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| cut_off(&e, g.cap))?;

@@ -11,95 +11,16 @@
 //! content is logged or put in an error: the node redacted it (`crate::redact`), and the
 //! index says only its size and sha256.
 
+pub use super::diags_fetch::{Gather, NodeBundle, PATH, Reason};
 use super::{Cluster, ClusterError};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-/// The path the DaemonSet's pod answers with its node's bundle.
-pub const PATH: &str = "/diags";
 /// The default number of nodes asked at once.
 pub const CONCURRENCY: usize = 8;
 /// The most one bundle may hold: the API client reads no answer longer (`guard::BODY_CAP`).
 pub const BUNDLE_CAP: u64 = super::guard::BODY_CAP as u64;
-
-/// What to gather, from where, into where.
-#[derive(Clone, Debug)]
-pub struct Gather {
-    /// The DaemonSet's namespace and its pods' label selector.
-    pub namespace: String,
-    pub pod_selector: String,
-    /// The port the pods' endpoint listens on (the node's own: the pods are on its network).
-    pub port: u16,
-    /// Labels the nodes must have besides `kubernetes.io/os=windows` (a label selector).
-    pub node_selector: Option<String>,
-    /// The directory the zips and the index go to: made here; an existing one must be empty.
-    pub out: PathBuf,
-    pub concurrency: usize,
-    pub node_timeout: Duration,
-    pub total_timeout: Duration,
-    /// The most one bundle may hold (at most `BUNDLE_CAP`).
-    pub cap: u64,
-}
-
-/// Why a node's bundle is not there.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Reason {
-    /// No pod of the DaemonSet is on the node.
-    NoPod,
-    /// The node's pod does not run, or has no address yet.
-    PodNotRunning,
-    /// The node did not answer whole within its timeout.
-    TimedOut,
-    /// The run's own timeout came first: the node was not asked, or not answered, by then.
-    RunTimedOut,
-    /// The API server or the node refused the request (a 4xx answer).
-    Refused,
-    /// The API server did not reach the node's endpoint (a 5xx answer, or the connection).
-    Unreachable,
-    /// The bundle is longer than the cap.
-    TooBig,
-    /// The answer is not a zip.
-    NotAZip,
-    /// The bundle could not be written under the output directory.
-    NotWritten,
-}
-
-/// One node's line in the index.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct NodeBundle {
-    pub node: String,
-    /// `ok` or `failed`.
-    pub result: &'static str,
-    /// The zip's file name under the output directory, its size and sha256 (when ok).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub size: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<String>,
-    /// Why it failed, as a code and a sentence (when failed).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<Reason>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-}
-
-impl NodeBundle {
-    pub(super) fn failed_line(node: &str, reason: Reason, message: String) -> Self {
-        NodeBundle {
-            node: node.to_owned(),
-            result: "failed",
-            file: None,
-            size: None,
-            sha256: None,
-            reason: Some(reason),
-            message: Some(message),
-        }
-    }
-}
 
 /// The index of a run: a line per node, by name, and whether the run's timeout came.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -115,19 +36,19 @@ pub struct Index {
 pub enum OutError {
     #[error("the output directory {0} is not empty")]
     NotEmpty(PathBuf),
-    #[error("cannot make the output directory {0}: {1}")]
-    Io(PathBuf, std::io::Error),
+    #[error("cannot use the output directory {0}")]
+    Io(PathBuf, #[source] std::io::Error),
 }
 
 /// Makes `out`, or takes it when it exists and is empty; refuses anything else.
 pub fn prepare_out(out: &Path) -> Result<(), OutError> {
-    match std::fs::read_dir(out) {
+    match fs_err::read_dir(out) {
         Ok(mut entries) => match entries.next() {
             None => Ok(()),
             Some(_) => Err(OutError::NotEmpty(out.to_owned())),
         },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(out).map_err(|e| OutError::Io(out.to_owned(), e))
+            fs_err::create_dir_all(out).map_err(|e| OutError::Io(out.to_owned(), e))
         }
         Err(e) => Err(OutError::Io(out.to_owned(), e)),
     }
@@ -276,8 +197,8 @@ pub fn write_index(out: &Path, index: &Index) -> std::io::Result<()> {
         ("index.txt", summary(index).into_bytes()),
     ] {
         let tmp = out.join(format!(".{name}.part"));
-        std::fs::write(&tmp, body)?;
-        std::fs::rename(&tmp, out.join(name))?;
+        fs_err::write(&tmp, body)?;
+        fs_err::rename(&tmp, out.join(name))?;
     }
     Ok(())
 }

@@ -134,7 +134,7 @@ fn a_hundred_nodes_are_gathered_past_one_that_does_not_answer() {
         line(&index, "win-007").size,
         Some(bundle(7, 3 << 20).len() as u64)
     );
-    let left: Vec<_> = std::fs::read_dir(&out)
+    let left: Vec<_> = fs_err::read_dir(&out)
         .expect("out")
         .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -144,10 +144,9 @@ fn a_hundred_nodes_are_gathered_past_one_that_does_not_answer() {
     assert!(!out.join("win-042.zip").exists());
     diags_gather::write_index(&out, &index).expect("index");
     let doc: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("index.json")).expect("json"))
-            .expect("json");
+        serde_json::from_slice(&fs_err::read(out.join("index.json")).expect("json")).expect("json");
     assert_eq!(doc["nodes"].as_array().map(Vec::len), Some(100));
-    let text = std::fs::read_to_string(out.join("index.txt")).expect("text");
+    let text = fs_err::read_to_string(out.join("index.txt")).expect("text");
     assert!(text.contains("win-042  failed"), "{text}");
     assert!(
         text.contains("100 node(s): 99 gathered, 1 failed"),
