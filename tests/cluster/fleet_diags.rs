@@ -225,7 +225,6 @@ fn each_node_that_fails_is_named_with_why() {
     let index = diags_gather::gather(&c, &g).expect("gathers");
     assert!(index.run_timed_out);
     assert_eq!(line(&index, "g").reason, Some(Reason::RunTimedOut));
-    assert!(!out.join(".g.zip.part").exists());
 }
 
 /// The diags identity's rules are enough, and each is needed: without any one, the gathering
