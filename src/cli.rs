@@ -1341,6 +1341,10 @@ pub struct ServiceRunArgs {
     /// Serve calicoctl-win's metrics on this TCP port (metrics.enabled; install sets it)
     #[arg(long, value_name = "PORT")]
     pub metrics_port: Option<u16>,
+    /// Answer GET /diags on the metrics port with the node's redacted diags zip (metrics.diags;
+    /// install sets it)
+    #[arg(long, requires = "metrics_port")]
+    pub diags: bool,
 }
 
 /// A local absolute Windows path, refused with why otherwise (`config::types::WinPath`'s rule).

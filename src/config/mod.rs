@@ -288,6 +288,7 @@ fn build(r: &mut Resolver) -> Config {
                 builtin_default("metrics.felix_port")
             }),
             source_ranges: r.list("metrics.source_ranges"),
+            diags: r.one("metrics.diags", || false),
         },
         extra_env: ExtraEnv {
             node: r.map("extra_env.node"),

@@ -55,7 +55,9 @@ pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> 
     });
     let out = std::thread::scope(|scope| {
         let serving = listener.as_ref().map(|l| {
-            scope.spawn(|| super::metrics_server::serve(host, &s.install_root, l, stop, log))
+            scope.spawn(|| {
+                super::metrics_server::serve(host, &s.install_root, s.diags, l, stop, log)
+            })
         });
         let out = watch_kubelet(host, s, &env, &program, renewal.as_mut(), stop, log);
         // The server ends with the stop; a body that ended on its own stops it too.
