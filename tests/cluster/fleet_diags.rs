@@ -11,13 +11,13 @@ use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
 
-const NS: &str = "system-upgrade";
-const SA: &str = "calicoctl-win-diags";
-const PORT: u16 = 9095;
+pub(crate) const NS: &str = "system-upgrade";
+pub(crate) const SA: &str = "calicoctl-win-diags";
+pub(crate) const PORT: u16 = 9095;
 
 /// A zip of one stored member of `len` bytes that differ from node to node (a bundle, as far as
 /// the gatherer can tell: it checks the zip's signature, the size and the sha256).
-fn bundle(seed: u32, len: usize) -> Vec<u8> {
+pub(crate) fn bundle(seed: u32, len: usize) -> Vec<u8> {
     let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let stored =
         zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
@@ -36,7 +36,7 @@ fn bundle(seed: u32, len: usize) -> Vec<u8> {
 }
 
 /// A Windows node `name` with the DaemonSet's pod on it, running, on the node's network.
-fn node_with_pod(api: &FakeApi, name: &str, ip: &str) {
+pub(crate) fn node_with_pod(api: &FakeApi, name: &str, ip: &str) {
     let mut node = crate::support::fake_api::meta("v1", "Node", name, None);
     node["metadata"]["labels"] = json!({"kubernetes.io/os": "windows", "pool": "a"});
     api.put(&format!("/api/v1/nodes/{name}"), node);
@@ -50,7 +50,7 @@ fn node_with_pod(api: &FakeApi, name: &str, ip: &str) {
     api.set_pod_ip(NS, &pod, ip);
 }
 
-fn serve(api: &FakeApi, node: &str, answer: Answer) {
+pub(crate) fn serve(api: &FakeApi, node: &str, answer: Answer) {
     api.lock().diags.insert(
         format!("{NS}/calicoctl-win-{node}"),
         Endpoint {
@@ -61,7 +61,7 @@ fn serve(api: &FakeApi, node: &str, answer: Answer) {
 }
 
 /// The diags identity's roles applied (`rules`), and its kubeconfig.
-fn identity(api: &FakeApi, dir: &Path, rules: &[serde_json::Value]) -> Cluster {
+pub(crate) fn identity(api: &FakeApi, dir: &Path, rules: &[serde_json::Value]) -> Cluster {
     for m in rules {
         assert!(api.apply(m), "{m}");
     }
@@ -227,11 +227,31 @@ fn each_node_that_fails_is_named_with_why() {
     assert_eq!(line(&index, "g").reason, Some(Reason::RunTimedOut));
 }
 
-/// The diags identity's rules are enough, and each is needed: without any one, the gathering
-/// fails naming the resource it lacked.
+/// The diags identity's rules, as `fleet rbac --identity diags` writes them, are enough, and
+/// each is needed: without any one, the gathering fails naming the resource it lacked.
 #[test]
 fn every_diags_rule_is_needed_and_enough() {
-    let doc = json!({"manifests": diags_rights::manifests(SA, NS, NS)});
+    let out = crate::support::cmd()
+        .args([
+            "fleet",
+            "rbac",
+            "--identity",
+            "diags",
+            "--name",
+            SA,
+            "--namespace",
+            NS,
+        ])
+        .args(["-o", "json"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(doc["manifests"], json!(diags_rights::manifests(SA, NS, NS)));
     crate::rights::every_rule_is_needed(&doc, "fleet diags", |objects| {
         let api = FakeApi::start();
         node_with_pod(&api, "win-1", "10.0.0.5");
