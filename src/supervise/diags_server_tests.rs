@@ -62,10 +62,10 @@ impl Node {
             rest = size - 4,
         );
         let path = self.at("diags.sh");
-        std::fs::write(&path, script).expect("script");
-        let mut p = std::fs::metadata(&path).expect("meta").permissions();
+        fs_err::write(&path, script).expect("script");
+        let mut p = fs_err::metadata(&path).expect("meta").permissions();
         std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
-        std::fs::set_permissions(&path, p).expect("chmod");
+        fs_err::set_permissions(&path, p).expect("chmod");
         path.display().to_string()
     }
 
@@ -134,7 +134,7 @@ fn a_bundle_is_built_under_the_root_streamed_whole_and_removed_while_metrics_ans
                 let (status, head, _) = get(addr, "/diags");
                 assert_eq!(status, "HTTP/1.1 503 Service Unavailable");
                 assert!(head.contains("Retry-After: 10\r\n"), "{head}");
-                std::fs::write(node.at("release"), "").expect("release");
+                fs_err::write(node.at("release"), "").expect("release");
                 let (status, head, body) = first.join().expect("first");
                 assert_eq!(status, "HTTP/1.1 200 OK", "{head}");
                 assert!(head.contains("Content-Type: application/zip\r\n"), "{head}");
@@ -144,7 +144,7 @@ fn a_bundle_is_built_under_the_root_streamed_whole_and_removed_while_metrics_ans
             });
         },
     );
-    let args = std::fs::read_to_string(node.at("args")).expect("args");
+    let args = fs_err::read_to_string(node.at("args")).expect("args");
     assert_eq!(
         args.trim(),
         r"diags --offline --out-file C:\CalicoWindows\diags-serve\bundle.zip"
