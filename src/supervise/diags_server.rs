@@ -17,8 +17,7 @@ use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// The directory under the install root the bundle is built in.
-pub const DIR: &str = "diags-serve";
+use crate::layout::{DIAGS_SERVE_DIR as DIR, DIAGS_SERVE_FILES};
 /// The most a bundle may hold: what `fleet diags` reads of one (`diags_gather::BUNDLE_CAP`).
 pub const CAP: u64 = 8 << 20;
 /// How long building a bundle may take; `fleet diags`' default node timeout is longer.
@@ -35,6 +34,8 @@ pub struct Diags<'a> {
     stop: &'a Stop,
     log: &'a Log,
     busy: AtomicBool,
+    /// The connection being answered, to cut when CalicoNode stops.
+    answering: std::sync::Mutex<Option<TcpStream>>,
     /// The program that builds the bundle; `calicoctl-win.exe` under the root unless a test
     /// gives another (it gets the same arguments).
     pub program: String,
@@ -50,6 +51,7 @@ impl<'a> Diags<'a> {
             stop,
             log,
             busy: AtomicBool::new(false),
+            answering: std::sync::Mutex::new(None),
             program: root.self_exe(),
             build_time: BUILD_TIME,
             cap: CAP,
@@ -68,40 +70,62 @@ impl<'a> Diags<'a> {
             );
             return;
         }
+        *self.answering.lock().unwrap_or_else(|p| p.into_inner()) = conn.try_clone().ok();
         scope.spawn(move || {
             if let Err(e) = self.answer(conn) {
                 self.log.warn(&format!("diags endpoint: {e}"));
             }
+            // The clone too, or the connection would stay open.
+            drop(
+                self.answering
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take(),
+            );
             self.busy.store(false, Ordering::SeqCst);
         });
+    }
+
+    /// Ends the answer under way (CalicoNode stops): a read or write blocked on it returns at
+    /// once, so that the stop does not wait for a slow client.
+    pub fn cut(&self) {
+        if let Some(c) = self
+            .answering
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
     }
 
     /// Builds the bundle, answers with it (or why not) and removes it.
     fn answer(&self, conn: TcpStream) -> std::io::Result<()> {
         let dir = self.root.path(DIR);
-        let file = format!("{dir}\\bundle.zip");
+        let [file, tmp] = DIAGS_SERVE_FILES.map(|f| crate::layout::join(&dir, f));
         // What a killed build left is ours: the directory is only this endpoint's.
         let _ = self.host.remove_tree(&dir);
         let built = self.host.create_dir(&dir).map_err(std::io::Error::other);
-        let built = built.and_then(|_| self.build(&file));
+        let built = built.and_then(|_| self.build(&file, &tmp));
         let deadline = Instant::now() + SEND_TIME;
         let out = match built {
             Ok(Built::Whole(size)) => self.send(&conn, deadline, &file, size),
-            Ok(Built::TooBig) => reply(&conn, deadline, "413 Content Too Large"),
-            Ok(Built::TimedOut) => reply(&conn, deadline, "504 Gateway Timeout"),
-            Ok(Built::Stopped) => reply(&conn, deadline, "503 Service Unavailable"),
+            Ok(Built::TooBig) => self.reply(&conn, deadline, "413 Content Too Large"),
+            Ok(Built::TimedOut) => self.reply(&conn, deadline, "504 Gateway Timeout"),
+            Ok(Built::Stopped) => self.reply(&conn, deadline, "503 Service Unavailable"),
             Err(e) => {
                 self.log
                     .warn(&format!("diags endpoint: building the bundle: {e}"));
-                reply(&conn, deadline, "500 Internal Server Error")
+                self.reply(&conn, deadline, "500 Internal Server Error")
             }
         };
         let _ = self.host.remove_tree(&dir);
         out
     }
 
-    /// Runs `calicoctl-win diags` into `file`, watching its size and time.
-    fn build(&self, file: &str) -> std::io::Result<Built> {
+    /// Runs `calicoctl-win diags` into `file`, watching its size (and its temporary's, `tmp`,
+    /// which `diags` renames to `file` once whole) and its time.
+    fn build(&self, file: &str, tmp: &str) -> std::io::Result<Built> {
         let mut args = Vec::new();
         let config = self.root.path("calico-windows.yaml");
         if self.host.stat(&config).ok().flatten().is_some() {
@@ -117,9 +141,10 @@ impl<'a> Diags<'a> {
         };
         let mut child = self.host.spawn(&spec).map_err(std::io::Error::other)?;
         let deadline = Instant::now() + self.build_time;
-        let size = || self.host.stat(file).ok().flatten().map(|(s, _)| s);
+        let size_of = |f: &str| self.host.stat(f).ok().flatten().map(|(s, _)| s);
+        let size = || size_of(file);
         let end = loop {
-            if size().is_some_and(|s| s > self.cap) {
+            if size().max(size_of(tmp)).is_some_and(|s| s > self.cap) {
                 break Built::TooBig;
             }
             if self.stop.requested() {
@@ -178,11 +203,42 @@ impl<'a> Diags<'a> {
                 return Err(std::io::Error::other("the bundle is shorter than it was"));
             }
             let n = n.min(usize::try_from(size - sent).unwrap_or(usize::MAX));
+            // One timeout for the rest of the answer: on Windows a socket whose send timed out
+            // is not to be used again (SO_SNDTIMEO, "Winsock SOL_SOCKET socket options",
+            // Microsoft Learn), so a timeout ends the answer; a stop cuts it (`cut`).
             w.set_write_timeout(Some(left(deadline)?))?;
             w.write_all(&buf[..n])?;
             sent += n as u64;
         }
-        linger(conn, deadline)
+        self.linger(conn, deadline)
+    }
+
+    /// An answer without a body.
+    fn reply(&self, conn: &TcpStream, deadline: Instant, status: &str) -> std::io::Result<()> {
+        let extra = if status.starts_with("503") {
+            format!("Retry-After: {RETRY_AFTER}\r\n")
+        } else {
+            String::new()
+        };
+        let headers = format!("{extra}Content-Length: 0\r\n");
+        send_head(conn, deadline, status, &headers)?;
+        self.linger(conn, deadline)
+    }
+
+    /// A lingering close (RFC 9112 9.6), as `metrics_server::answer` does: what the client
+    /// still sends is read (capped, by the deadline) and dropped, so that the answer is not
+    /// reset away.
+    fn linger(&self, conn: &TcpStream, deadline: Instant) -> std::io::Result<()> {
+        conn.shutdown(std::net::Shutdown::Write)?;
+        let (mut r, mut buf, mut drained) = (conn, [0u8; 1024], 0);
+        while drained < 64 * 1024 {
+            r.set_read_timeout(Some(left(deadline)?))?;
+            match r.read(&mut buf)? {
+                0 => break,
+                n => drained += n,
+            }
+        }
+        Ok(())
     }
 }
 
@@ -192,22 +248,6 @@ enum Built {
     TooBig,
     TimedOut,
     Stopped,
-}
-
-/// An answer without a body.
-fn reply(conn: &TcpStream, deadline: Instant, status: &str) -> std::io::Result<()> {
-    let extra = if status.starts_with("503") {
-        format!("Retry-After: {RETRY_AFTER}\r\n")
-    } else {
-        String::new()
-    };
-    send_head(
-        conn,
-        deadline,
-        status,
-        &format!("{extra}Content-Length: 0\r\n"),
-    )?;
-    linger(conn, deadline)
 }
 
 /// The status line and `headers` (each ending in CRLF), then the head's end.
@@ -221,21 +261,6 @@ fn send_head(
     w.set_write_timeout(Some(left(deadline)?))?;
     w.write_all(format!("HTTP/1.1 {status}\r\n{headers}Connection: close\r\n\r\n").as_bytes())?;
     w.flush()
-}
-
-/// A lingering close (RFC 9112 9.6), as `metrics_server::answer` does: what the client still
-/// sends is read (capped, by the deadline) and dropped, so that the answer is not reset away.
-fn linger(conn: &TcpStream, deadline: Instant) -> std::io::Result<()> {
-    conn.shutdown(std::net::Shutdown::Write)?;
-    let (mut r, mut buf, mut drained) = (conn, [0u8; 1024], 0);
-    while drained < 64 * 1024 {
-        r.set_read_timeout(Some(left(deadline)?))?;
-        match r.read(&mut buf)? {
-            0 => break,
-            n => drained += n,
-        }
-    }
-    Ok(())
 }
 
 fn left(deadline: Instant) -> std::io::Result<Duration> {

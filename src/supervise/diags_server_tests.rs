@@ -40,13 +40,19 @@ impl Node {
 
     /// The builder: the zip goes where the simulated host keeps `ROOT\diags-serve\bundle.zip`.
     fn builder(&self, size: usize, wait_for_release: bool) -> String {
+        self.builder_into("bundle.zip", size, wait_for_release, false)
+    }
+
+    /// The builder, writing `into` (`bundle.zip`, or `diags`' temporary), waiting for the
+    /// release before (`wait_first`) or after it writes.
+    fn builder_into(&self, into: &str, size: usize, wait: bool, after: bool) -> String {
         let out = self
             .host
             .state_dir()
             .join("fs/c/calicowindows")
             .join(DIR)
-            .join("bundle.zip");
-        let wait = if wait_for_release {
+            .join(into);
+        let wait = if wait {
             format!(
                 "while [ ! -e '{}' ]; do /bin/sleep 0.02; done\n",
                 self.at("release").display()
@@ -55,11 +61,13 @@ impl Node {
             String::new()
         };
         let script = format!(
-            "#!/bin/sh\n/usr/bin/printf '%s ' \"$@\" > '{args}'\n: > '{started}'\n{wait}/usr/bin/printf 'PK\\003\\004' > '{out}'\n/usr/bin/head -c {rest} /dev/zero >> '{out}'\n",
+            "#!/bin/sh\n/usr/bin/printf '%s ' \"$@\" > '{args}'\n: > '{started}'\n{before}/usr/bin/printf 'PK\\003\\004' > '{out}'\n/usr/bin/head -c {rest} /dev/zero >> '{out}'\n{after}",
             args = self.at("args").display(),
             started = self.at("started").display(),
             out = out.display(),
             rest = size - 4,
+            before = if after { "" } else { &wait },
+            after = if after { &wait } else { "" },
         );
         let path = self.at("diags.sh");
         fs_err::write(&path, script).expect("script");
@@ -84,9 +92,19 @@ impl Node {
                     &self.host, &self.root, d, &listener, &stop, &log,
                 )
             });
+            // A failed assertion in `body` stops the server too, so that the test fails rather
+            // than waits for it.
+            let _stop = StopOnDrop(&stop);
             body(addr);
-            stop.request();
         });
+    }
+}
+
+struct StopOnDrop<'a>(&'a Stop);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.request();
     }
 }
 
@@ -187,6 +205,24 @@ fn a_bundle_over_the_cap_is_413_and_one_too_slow_is_504() {
             assert_eq!(status, "HTTP/1.1 504 Gateway Timeout");
         },
     );
+    assert!(!node.host.dir_exists(&node.root.path(DIR)).expect("dir"));
+}
+
+/// `diags` writes its zip under a temporary name and renames it when whole: one growing past
+/// the cap there is refused at once (413), not left to write on until the deadline.
+#[test]
+fn a_bundle_growing_past_the_cap_under_its_temporary_name_is_413() {
+    let node = Node::new();
+    let program = node.builder_into(".bundle.zip.calicoctl-win.tmp", 5_000, true, true);
+    let make = |d: &mut Diags| {
+        d.program = program;
+        d.cap = 4_096;
+        d.build_time = Duration::from_secs(30);
+    };
+    node.serving(true, make, |addr| {
+        let (status, head, _) = get(addr, "/diags");
+        assert_eq!(status, "HTTP/1.1 413 Content Too Large", "{head}");
+    });
     assert!(!node.host.dir_exists(&node.root.path(DIR)).expect("dir"));
 }
 

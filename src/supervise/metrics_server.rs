@@ -43,7 +43,13 @@ pub(super) fn serve_with(
     stop: &Stop,
     log: &Log,
 ) {
-    std::thread::scope(|scope| accept(host, root, diags.map(|d| (d, scope)), listener, stop, log));
+    std::thread::scope(|scope| {
+        accept(host, root, diags.map(|d| (d, scope)), listener, stop, log);
+        // Stopped: the bundle's thread, which the scope waits for, is not left to a slow client.
+        if let Some(d) = diags {
+            d.cut();
+        }
+    });
 }
 
 type DiagsIn<'s, 'e> = (
