@@ -476,6 +476,9 @@ networking.k8s.io networkpolicies; list, delete events; create configmaps; get, 
 calicoctl-win-verify-run, its runs' turn), a Role \
 in default (get services named kubernetes) and a ClusterRole (list nodes): for 'verify --namespace \
 calicoctl-win-verify', which makes and deletes no namespace.\n\n\
+--identity diags writes 'fleet diags' roles: a ClusterRole (list nodes) and a Role in --namespace, \
+the fleet DaemonSet's (list pods; get pods/proxy, which reaches only what the pods serve), with the \
+ServiceAccount there.\n\n\
 The manifests go to standard output as YAML for 'kubectl apply -f -' (-o json: one document with \
 'manifests'), or to --out-file. Changes nothing on this machine or in the cluster."
     )]
@@ -490,10 +493,57 @@ may list nodes (an admin's or a reader's). Changes nothing. Exit 0 when every no
 is ready on it and it has the fleet's config; 1 otherwise, with each reason."
     )]
     Status(FleetStatusArgs),
+    /// Gather every Windows node's diags zip through the fleet DaemonSet's pods, one zip per node and an index
+    #[command(
+        long_about = "Asks each Windows node (labelled kubernetes.io/os=windows, and --selector) for its \
+redacted 'calicoctl-win diags' zip through kube-apiserver's pod proxy (GET /diags on the pod of the \
+'fleet plan' DaemonSet --name in --namespace, which is on its node's network), at most --concurrency \
+at once, and writes NODE.zip for each into --out (made, or an empty directory) with index.json and \
+index.txt: each node's size and sha256, or why it failed (no-pod, pod-not-running, timed-out, \
+run-timed-out, refused, unreachable, too-big, not-a-zip, not-written). A node that does not answer \
+within --node-timeout is named and skipped; --timeout bounds the whole run.\n\n\
+The nodes must serve it: their config sets metrics.enabled, metrics.diags and metrics.source_ranges \
+holding the API server's addresses (the pod proxy connects from them; anyone in the ranges can read \
+the redacted bundle). The port is --port, else metrics.port of --config (the file 'fleet plan' gave \
+the nodes), else 9095. A node builds its bundle with 'diags --offline' in at most 45 s, one at a time, \
+and refuses one over 8 MiB.\n\n\
+Needs a kubeconfig that may list nodes, and list pods and get pods/proxy in --namespace: \
+'fleet rbac --identity diags' writes exactly those roles. Changes nothing in the cluster or on the \
+nodes. Exit 0 when every node's zip was gathered, 1 when any failed, 4 when --timeout came first."
+    )]
+    Diags(FleetDiagsArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct FleetStatusArgs {}
+
+#[derive(Debug, Args)]
+pub struct FleetDiagsArgs {
+    /// Labels the nodes must have besides kubernetes.io/os=windows (a label selector, like pool=a)
+    #[arg(long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// The directory the zips and the index go to (made; an existing one must be empty)
+    #[arg(long, value_name = "DIR", default_value = "calicoctl-win-fleet-diags")]
+    pub out: PathBuf,
+    /// How many nodes are asked at once
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub concurrency: u16,
+    /// How long one node may take to answer whole
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::duration::parse)]
+    pub node_timeout: std::time::Duration,
+    /// How long the whole run may take
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::duration::parse)]
+    pub timeout: std::time::Duration,
+    /// The nodes' metrics port (default: metrics.port of --config, else 9095)
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: Option<u16>,
+    /// The 'fleet plan' DaemonSet's name: its pods carry app.kubernetes.io/name=NAME
+    #[arg(long, value_name = "NAME", default_value = "calicoctl-win")]
+    pub name: String,
+    /// The DaemonSet's namespace
+    #[arg(long, value_name = "NS", default_value = "system-upgrade")]
+    pub namespace: String,
+}
 
 /// The datastores `fleet rbac` writes roles for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -519,6 +569,8 @@ pub enum RbacIdentity {
     Fleet,
     /// 'verify --namespace calicoctl-win-verify': that namespace, and Roles in it alone
     Verify,
+    /// 'fleet diags': list nodes; list pods and get pods/proxy in the DaemonSet's namespace
+    Diags,
 }
 
 #[derive(Debug, Args)]
@@ -528,10 +580,11 @@ pub struct FleetRbacArgs {
     #[arg(long, value_enum, default_value = "installer")]
     pub identity: RbacIdentity,
     /// The ServiceAccount and its roles' name (default: calicoctl-win-installer,
-    /// calicoctl-win-fleet, or calicoctl-win-verify)
+    /// calicoctl-win-fleet, calicoctl-win-verify, or calicoctl-win-diags)
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
-    /// The ServiceAccount's namespace (default: kube-system, or system-upgrade)
+    /// The ServiceAccount's namespace (default: kube-system, or system-upgrade); with
+    /// --identity diags also the DaemonSet's, where its Role is
     #[arg(long, value_name = "NS")]
     pub namespace: Option<String>,
     /// Calico's namespace (calico-system for an operator install, kube-system for a manifest one)
@@ -1351,6 +1404,10 @@ pub struct ServiceRunArgs {
     /// Serve calicoctl-win's metrics on this TCP port (metrics.enabled; install sets it)
     #[arg(long, value_name = "PORT")]
     pub metrics_port: Option<u16>,
+    /// Answer GET /diags on the metrics port with the node's redacted diags zip (metrics.diags;
+    /// install sets it)
+    #[arg(long, requires = "metrics_port")]
+    pub diags: bool,
 }
 
 /// A local absolute Windows path, refused with why otherwise (`config::types::WinPath`'s rule).

@@ -119,6 +119,12 @@ pub const CNI_NETWORK_NAME: &str = "Calico";
 /// `SetupVxlanNetwork`): kube-proxy's source VIP on overlay.
 pub const SOURCE_VIP_ENDPOINT: &str = "Calico_ep";
 
+/// The directory under the install root CalicoNode builds a `GET /diags` bundle in
+/// (`supervise::diags_server`), and what `diags --out-file <dir>\bundle.zip` writes there: the
+/// zip and its temporary (`commands::diags` `write_zip`).
+pub const DIAGS_SERVE_DIR: &str = "diags-serve";
+pub const DIAGS_SERVE_FILES: [&str; 2] = ["bundle.zip", ".bundle.zip.calicoctl-win.tmp"];
+
 /// calicoctl-win's metrics under the install root, one file per writer: CalicoNode's,
 /// repair's and the fleet pod's scheduled verify's (`installed::metrics`).
 pub const METRICS_FILES: [&str; 3] = [
@@ -261,7 +267,9 @@ impl InstallRoot {
     }
 
     /// What Calico's components and the services write under the install root while they run,
-    /// as host paths: calico-node's `nodename` (`CALICO_NODENAME_FILE`), and the sandbox files of
+    /// as host paths: calico-node's `nodename` (`CALICO_NODENAME_FILE`), the bundle CalicoNode's
+    /// `GET /diags` builds (`DIAGS_SERVE_DIR`, left only by a CalicoNode killed meanwhile), and
+    /// the sandbox files of
     /// Calico's token refresher, which earlier calicoctl-win versions ran with
     /// `CONTAINER_SANDBOX_MOUNT_POINT=<root>\token-refresher` (no longer: see `release::version`);
     /// then the sandbox's directories, deepest first. Install records none of them, and uninstall
@@ -272,6 +280,11 @@ impl InstallRoot {
         let base = join(root, REFRESHER_DIR);
         let files = std::iter::once(join(root, "nodename"))
             .chain(METRICS_FILES.iter().map(|f| join(root, f)))
+            .chain(
+                DIAGS_SERVE_FILES
+                    .iter()
+                    .map(|f| join(&join(root, DIAGS_SERVE_DIR), f)),
+            )
             .chain(
                 [REFRESHER_NAMESPACE, REFRESHED_KUBECONFIG]
                     .iter()
@@ -292,6 +305,7 @@ impl InstallRoot {
         }
         dirs.sort_by_key(|d: &String| std::cmp::Reverse(d.matches('\\').count()));
         dirs.push(base);
+        dirs.push(join(root, DIAGS_SERVE_DIR));
         (files, dirs)
     }
 
@@ -419,9 +433,10 @@ mod tests {
         );
         let (files, dirs) = InstallRoot::new(r"D:\c\").owned_paths();
         assert_eq!(files[0], r"D:\c\nodename");
+        assert!(files.contains(&r"D:\c\diags-serve\bundle.zip".to_owned()));
         assert_eq!(
-            dirs.last().map(String::as_str),
-            Some(r"D:\c\token-refresher")
+            dirs[dirs.len() - 2..],
+            [r"D:\c\token-refresher", r"D:\c\diags-serve"]
         );
     }
 }

@@ -275,6 +275,12 @@ impl Cluster {
         }
     }
 
+    /// Runs `fut` to its end on the client's runtime: for work that bounds its own time and
+    /// answers (`diags_gather`, whose many calls each have their own deadline).
+    pub fn run<F: Future>(&self, fut: F) -> F::Output {
+        self.rt.block_on(fut)
+    }
+
     /// Runs one API call, bounded in time; `verb` and `resource` name it in errors.
     pub fn call<T>(
         &self,

@@ -5,6 +5,9 @@
 
 pub mod calico_api;
 mod client;
+mod diags_fetch;
+pub mod diags_gather;
+pub mod diags_rights;
 pub mod drain;
 pub mod error;
 pub mod etcd;

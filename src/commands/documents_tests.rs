@@ -174,6 +174,18 @@ fn typed() -> Vec<(&'static str, Vec<String>)> {
         ),
         ("`fleet plan`", keys(&super::fleet::FleetPlan::default())),
         (
+            "`fleet diags`",
+            keys(&super::fleet_diags::FleetDiags {
+                out: String::new(),
+                index: &crate::cluster::diags_gather::Index {
+                    nodes: Vec::new(),
+                    gathered: 0,
+                    failed: 0,
+                    run_timed_out: false,
+                },
+            }),
+        ),
+        (
             "`fetch kubeconfig`",
             keys(&Kubeconfig {
                 refreshed: Some(true),

@@ -212,13 +212,16 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     if args.identity == RbacIdentity::Verify {
         return rbac_verify(args, ctx);
     }
+    if args.identity == RbacIdentity::Diags {
+        return rbac_diags(args, ctx);
+    }
     let (name, namespace, rights) = match args.identity {
         RbacIdentity::Installer => (
             "calicoctl-win-installer",
             "kube-system",
             crate::cluster::rights::installer(args.datastore == crate::cli::RbacDatastore::Etcdv3),
         ),
-        RbacIdentity::Fleet | RbacIdentity::Verify => (
+        RbacIdentity::Fleet | RbacIdentity::Verify | RbacIdentity::Diags => (
             "calicoctl-win-fleet",
             "system-upgrade",
             crate::cluster::rights::FLEET.to_vec(),
@@ -255,6 +258,17 @@ fn rbac_verify(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     dns_label("--name", name)?;
     dns_label("--namespace", namespace)?;
     let docs = crate::cluster::verify_rights::manifests(name, namespace);
+    print_manifests(ctx, &docs, args.out_file.as_deref())
+}
+
+/// `fleet rbac --identity diags`: `fleet diags`' least roles (`cluster::diags_rights`), the
+/// ServiceAccount and the Role both in the DaemonSet's namespace.
+fn rbac_diags(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let name = args.name.as_deref().unwrap_or("calicoctl-win-diags");
+    let namespace = args.namespace.as_deref().unwrap_or("system-upgrade");
+    dns_label("--name", name)?;
+    dns_label("--namespace", namespace)?;
+    let docs = crate::cluster::diags_rights::manifests(name, namespace, namespace);
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
 

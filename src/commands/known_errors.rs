@@ -28,6 +28,7 @@ const KNOWN_ERRORS: &[Recogniser] = &[
     recognise::<crate::cluster::installation::PatchError>,
     recognise::<crate::plan::migrate::Refused>,
     recognise::<crate::verify::failure::Failed>,
+    recognise::<crate::commands::fleet_diags::NotGathered>,
     recognise::<crate::verify::matrix::PlanError>,
 ];
 

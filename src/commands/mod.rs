@@ -11,6 +11,7 @@ mod fetch;
 mod fetched;
 mod flags;
 mod fleet;
+mod fleet_diags;
 mod fleet_status;
 mod import_ps1;
 mod install;
@@ -64,6 +65,7 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
         Command::Fleet(FleetCommand::Plan(args)) => fleet::plan(args, ctx),
         Command::Fleet(FleetCommand::Rbac(args)) => fleet::rbac(args, ctx),
         Command::Fleet(FleetCommand::Status(args)) => fleet_status::run(args, ctx),
+        Command::Fleet(FleetCommand::Diags(args)) => fleet_diags::run(args, ctx),
         Command::Lint(LintCommand::Policies(args)) => lint::policies(args, ctx),
         Command::Migrate(MigrateCommand::ToOperator(args)) => migrate::to_operator(args, ctx),
         Command::Migrate(MigrateCommand::FromOperator(args)) => migrate::from_operator(args, ctx),

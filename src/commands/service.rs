@@ -59,6 +59,7 @@ pub fn settings(args: &ServiceRunArgs) -> Settings {
     s.calico_version = args.calico_version.clone();
     s.platform = args.platform;
     s.metrics_port = args.metrics_port;
+    s.diags = args.diags;
     s
 }
 

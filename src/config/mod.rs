@@ -126,6 +126,11 @@ pub fn metrics_of_file(text: &str) -> Result<Metrics, ConfigError> {
     Ok(loaded.config.metrics)
 }
 
+/// `metrics.port`'s built-in default: the port of a node whose config is not at hand.
+pub fn default_metrics_port() -> u16 {
+    builtin_default::<types::Port>("metrics.port").0
+}
+
 /// The per-node settings a config file's text sets (a fixed `node.ip`, not `autodetect`),
 /// each with its line: what `config import-ps1` of one node's config.ps1 writes.
 pub fn per_node_settings(path: PathBuf, text: &str) -> Result<Vec<String>, ConfigError> {
@@ -288,6 +293,7 @@ fn build(r: &mut Resolver) -> Config {
                 builtin_default("metrics.felix_port")
             }),
             source_ranges: r.list("metrics.source_ranges"),
+            diags: r.one("metrics.diags", || false),
         },
         extra_env: ExtraEnv {
             node: r.map("extra_env.node"),

@@ -72,6 +72,8 @@ pub struct Metrics {
     pub felix_port: Port,
     /// The sources allowed to reach both ports.
     pub source_ranges: Vec<Cidr>,
+    /// Whether calicoctl-win's endpoint answers `GET /diags` with the node's redacted diags zip.
+    pub diags: bool,
 }
 
 /// etcd datastore settings.

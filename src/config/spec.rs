@@ -326,6 +326,12 @@ pub static SETTINGS: &[Spec] = &[
         Unset,
         "CIDRs allowed to reach the metrics ports (the scraper's addresses); required when metrics.enabled is true.",
     ),
+    own(
+        "metrics.diags",
+        Kind::Scalar,
+        Value("false"),
+        "Also answer GET /diags on metrics.port with the node's redacted diags zip, for 'fleet diags'; needs metrics.enabled, and metrics.source_ranges must then hold the API server's addresses (the pod proxy connects from them). Anyone in the ranges can read the bundle.",
+    ),
 ];
 
 impl Spec {

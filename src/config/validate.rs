@@ -40,6 +40,18 @@ pub fn cross_check(c: &Config, r: &mut Resolver) {
     lists_and_names(c, r);
     install_root_of_its_own(c, r);
     metrics(c, r);
+    diags_needs_metrics(c, r);
+}
+
+/// `metrics.diags` is served on the metrics endpoint: without it there is none.
+fn diags_needs_metrics(c: &Config, r: &mut Resolver) {
+    if c.metrics.diags
+        && !c.metrics.enabled
+        && involved_ok(r, &["metrics.diags", "metrics.enabled"])
+    {
+        add(r, "metrics.diags", Some("true".into()),
+            "metrics.diags is served on calicoctl-win's metrics endpoint: set metrics.enabled too (and metrics.source_ranges to the API server's addresses)".into());
+    }
 }
 
 /// Metrics on need a source range to open their ports to, and two ports of their own.

@@ -90,6 +90,9 @@ pub fn services(c: &Config, calico_version: Option<&str>) -> Vec<ServiceSpec> {
             }
             if role == Role::Node && c.metrics.enabled {
                 args.extend(["--metrics-port".into(), c.metrics.port.0.to_string()]);
+                if c.metrics.diags {
+                    args.push("--diags".into());
+                }
             }
             supervise::service_spec(role, &root.self_exe(), args)
         })

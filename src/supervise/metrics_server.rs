@@ -27,8 +27,14 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// twice as long after each (at most a minute), until it listens or a stop: said in CalicoNode's
 /// log at the first refusal and whenever the reason changes, and kept for status
 /// (`installed::metrics_findings::EndpointDown`) until it listens. With no port, what an earlier
-/// run kept is forgotten.
-pub fn run(host: &dyn Host, root: &InstallRoot, port: Option<u16>, stop: &Stop, log: &Log) {
+/// run kept is forgotten. With `diags` it answers `GET /diags` too.
+pub fn run(
+    host: &dyn Host,
+    root: &InstallRoot,
+    (port, diags): (Option<u16>, bool),
+    stop: &Stop,
+    log: &Log,
+) {
     let forget = || {
         if let Err(e) = keep_endpoint_down(host, None) {
             log.warn(&format!("metrics endpoint: {e}"));
@@ -68,11 +74,55 @@ pub fn run(host: &dyn Host, root: &InstallRoot, port: Option<u16>, stop: &Stop, 
         log.info(&format!("metrics endpoint: listening on TCP port {port}"));
     }
     forget();
-    serve(host, root, &listener, stop, log);
+    serve(host, root, diags, &listener, stop, log);
 }
 
 /// Serves until a stop is requested; a failed accept is said and tried again.
-pub fn serve(host: &dyn Host, root: &InstallRoot, listener: &TcpListener, stop: &Stop, log: &Log) {
+/// With `diags` (`metrics.diags`) it answers `GET /diags` too (`diags_server`).
+pub fn serve(
+    host: &dyn Host,
+    root: &InstallRoot,
+    diags: bool,
+    listener: &TcpListener,
+    stop: &Stop,
+    log: &Log,
+) {
+    let diags = diags.then(|| super::diags_server::Diags::new(host, root, stop, log));
+    serve_with(host, root, diags.as_ref(), listener, stop, log);
+}
+
+/// `serve` with the `/diags` endpoint given; its bundles are made on threads that end before
+/// this returns.
+pub(super) fn serve_with(
+    host: &dyn Host,
+    root: &InstallRoot,
+    diags: Option<&super::diags_server::Diags<'_>>,
+    listener: &TcpListener,
+    stop: &Stop,
+    log: &Log,
+) {
+    std::thread::scope(|scope| {
+        accept(host, root, diags.map(|d| (d, scope)), listener, stop, log);
+        // Stopped: the bundle's thread, which the scope waits for, is not left to a slow client.
+        if let Some(d) = diags {
+            d.cut();
+        }
+    });
+}
+
+type DiagsIn<'s, 'e> = (
+    &'s super::diags_server::Diags<'s>,
+    &'s std::thread::Scope<'s, 'e>,
+);
+
+fn accept(
+    host: &dyn Host,
+    root: &InstallRoot,
+    diags: Option<DiagsIn<'_, '_>>,
+    listener: &TcpListener,
+    stop: &Stop,
+    log: &Log,
+) {
     if let Err(e) = listener.set_nonblocking(true) {
         log.warn(&format!("metrics endpoint: {e}"));
         return;
@@ -81,7 +131,7 @@ pub fn serve(host: &dyn Host, root: &InstallRoot, listener: &TcpListener, stop: 
         match listener.accept() {
             Ok((conn, _)) => {
                 // A client that misbehaves costs only its own answer.
-                let _ = answer(conn, Instant::now() + IO_TIMEOUT, |path| {
+                let _ = answer_or_hand(conn, Instant::now() + IO_TIMEOUT, diags, |path| {
                     (path == "/metrics").then(|| crate::installed::metrics::exposition(host, root))
                 });
             }
@@ -99,8 +149,18 @@ pub fn serve(host: &dyn Host, root: &InstallRoot, listener: &TcpListener, stop: 
 /// Reads one request head (capped) and answers it by `deadline`: `body_of` gives the body of a
 /// path it serves to GET.
 pub fn answer(
+    conn: TcpStream,
+    deadline: Instant,
+    body_of: impl FnOnce(&str) -> Option<String>,
+) -> std::io::Result<()> {
+    answer_or_hand(conn, deadline, None, body_of)
+}
+
+/// `answer`, but a `GET /diags` goes to `diags` when it is on.
+fn answer_or_hand(
     mut conn: TcpStream,
     deadline: Instant,
+    diags: Option<DiagsIn<'_, '_>>,
     body_of: impl FnOnce(&str) -> Option<String>,
 ) -> std::io::Result<()> {
     conn.set_nonblocking(false)?;
@@ -119,6 +179,14 @@ pub fn answer(
         parts.next().unwrap_or_default(),
         parts.next().unwrap_or_default(),
     );
+    if let Some((d, scope)) = diags
+        && method == "GET"
+        && path == crate::cluster::diags_gather::PATH
+        && head.len() <= MAX_REQUEST
+    {
+        d.take(scope, conn);
+        return Ok(());
+    }
     let (status, body) = if head.len() > MAX_REQUEST {
         ("431 Request Header Fields Too Large", String::new())
     } else if method != "GET" {

@@ -194,6 +194,8 @@ pub struct Settings {
     pub platform: crate::config::types::PlatformChoice,
     /// The port of calicoctl-win's metrics endpoint (CalicoNode), when metrics are on.
     pub metrics_port: Option<u16>,
+    /// Whether the metrics endpoint answers `GET /diags` too (`metrics.diags`).
+    pub diags: bool,
     pub timing: Timing,
     /// Runs this program (on this machine) instead of the installed Calico binary, with the
     /// same arguments: for tests and for trying a build by hand.
@@ -231,6 +233,7 @@ impl Settings {
             probes: crate::installed::platform::Probes::default(),
             platform: crate::config::types::PlatformChoice::Auto,
             metrics_port: None,
+            diags: false,
             timing: Timing::default(),
             program: None,
             calico_version: None,

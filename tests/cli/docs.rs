@@ -405,7 +405,13 @@ fn flag_mentions() -> Vec<(String, usize, Vec<String>, String)> {
         });
         for (n, stretch) in stretches {
             let toks: Vec<&str> = stretch.split_whitespace().collect();
+            // A subcommand's own subcommand (`fleet diags`) is no mention of the top-level
+            // command of that name (`diags`).
+            let mut taken = 0;
             for i in 0..toks.len() {
+                if i < taken {
+                    continue;
+                }
                 let Some(sub) = cli.find_subcommand(toks[i]) else {
                     continue;
                 };
@@ -429,6 +435,7 @@ fn flag_mentions() -> Vec<(String, usize, Vec<String>, String)> {
                         j += 1;
                     }
                 }
+                taken = j;
             }
         }
     }

@@ -9,6 +9,8 @@ mod cluster_preflight;
 mod fetch_etcd;
 mod fetch_kubeconfig;
 mod fleet;
+mod fleet_diags;
+mod fleet_diags_cli;
 mod fleet_migrate;
 mod fleet_verify;
 mod kubeconfig_files;

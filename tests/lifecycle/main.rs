@@ -13,6 +13,7 @@ mod install;
 mod install_etcd;
 mod logs;
 mod metrics;
+mod metrics_diags;
 mod migrate;
 mod migrate_stranded;
 mod migrate_walk;

@@ -28,7 +28,7 @@ pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> 
     let out = std::thread::scope(|scope| {
         let port = s.metrics_port;
         scope.spawn(move || {
-            crate::supervise::metrics_server::run(host, &s.install_root, port, stop, log)
+            crate::supervise::metrics_server::run(host, &s.install_root, (port, s.diags), stop, log)
         });
         let out = watch_kubelet(host, s, &env, &program, renewal.as_mut(), stop, log);
         // The server ends with the stop; a body that ended on its own stops it too.

@@ -6,6 +6,7 @@
 //! a real server would, serves discovery for `kubectl`, and records requests.
 
 pub mod dataplane;
+pub mod diags;
 mod pod_security;
 mod proto;
 pub mod rbac;
@@ -100,6 +101,8 @@ pub struct State {
     pub held: bool,
     /// What the nodes do with pods, Services, NetworkPolicies and the pod proxy (`verify`).
     pub dataplane: dataplane::Dataplane,
+    /// The fleet DaemonSet's pods' diagnostics endpoints, by `namespace/pod` (`fleet diags`).
+    pub diags: BTreeMap<String, diags::Endpoint>,
     /// The CA certificate, as the token controller puts it into `ca.crt`.
     ca_pem: String,
     /// Counts issued tokens, so each is different.
@@ -242,6 +245,7 @@ impl FakeApi {
             issuer: "https://kubernetes.default.svc".into(),
             node_binding: true,
             dataplane: dataplane::Dataplane::healthy(),
+            diags: BTreeMap::new(),
             ca_pem: ca.pem(),
             issued: 0,
             writes_seen: 0,

@@ -302,10 +302,10 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
     }
     let who = super::rbac::identity(&claims);
     if method == "GET"
-        && let Some((ns, pod, _port, rest)) = super::dataplane::proxy_target(&path)
+        && let Some((ns, pod, port, rest)) = super::dataplane::proxy_target(&path)
     {
         // The answer's delay goes with it (`Delay`), slept once the state is let go.
-        let (mut reply, delay) = pod_proxy(&st, &who, (&ns, &pod, &rest), &query);
+        let (mut reply, delay) = pod_proxy(&st, &who, (&ns, &pod, &port, &rest), &query);
         reply.extensions_mut().insert(Delay(delay));
         return reply;
     }
@@ -460,7 +460,7 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
 fn pod_proxy(
     st: &State,
     who: &super::rbac::Identity,
-    (ns, pod, rest): (&str, &str, &str),
+    (ns, pod, port, rest): (&str, &str, &str, &str),
     query: &str,
 ) -> (Reply, std::time::Duration) {
     let request = super::rbac::Request {
@@ -476,6 +476,15 @@ fn pod_proxy(
         .any(|(v, r)| v == "get" && r == "pods/proxy");
     if refused || !super::rbac::allows(&st.objects, who, &request) {
         return (forbidden(who, &request, "pods/proxy"), Default::default());
+    }
+    if rest == "/diags" {
+        let (code, content_type, body, delay) =
+            super::diags::answer(&st.diags, &st.objects, (ns, pod, port));
+        let mut r = Response::new(Full::new(body));
+        *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_GATEWAY);
+        r.headers_mut()
+            .insert("content-type", content_type.parse().expect("header"));
+        return (r, delay);
     }
     let q = query
         .split('&')

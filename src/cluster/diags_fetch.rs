@@ -1,0 +1,317 @@
+//! One node's bundle streamed through the pod proxy to a file, and the run's nodes asked at
+//! most `concurrency` at once, each within its timeout and all within the run's
+//! (`diags_gather`).
+
+use http_body_util::BodyExt;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The path the DaemonSet's pod answers with its node's bundle.
+pub const PATH: &str = "/diags";
+
+/// What to gather, from where, into where.
+#[derive(Clone, Debug)]
+pub struct Gather {
+    /// The DaemonSet's namespace and its pods' label selector.
+    pub namespace: String,
+    pub pod_selector: String,
+    /// The port the pods' endpoint listens on (the node's own: the pods are on its network).
+    pub port: u16,
+    /// Labels the nodes must have besides `kubernetes.io/os=windows` (a label selector).
+    pub node_selector: Option<String>,
+    /// The directory the zips and the index go to: made here; an existing one must be empty.
+    pub out: PathBuf,
+    pub concurrency: usize,
+    pub node_timeout: Duration,
+    pub total_timeout: Duration,
+    /// The most one bundle may hold (at most `BUNDLE_CAP`).
+    pub cap: u64,
+}
+
+/// Why a node's bundle is not there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// No pod of the DaemonSet is on the node.
+    NoPod,
+    /// The node's pod does not run, or has no address yet.
+    PodNotRunning,
+    /// The node did not answer whole within its timeout.
+    TimedOut,
+    /// The run's own timeout came first: the node was not asked, or not answered, by then.
+    RunTimedOut,
+    /// The API server or the node refused the request (a 4xx answer).
+    Refused,
+    /// The API server did not reach the node's endpoint (a 5xx answer, or the connection).
+    Unreachable,
+    /// The bundle is longer than the cap.
+    TooBig,
+    /// The answer is not a zip.
+    NotAZip,
+    /// The bundle could not be written under the output directory.
+    NotWritten,
+}
+
+/// One node's line in the index.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct NodeBundle {
+    pub node: String,
+    /// `ok` or `failed`.
+    pub result: &'static str,
+    /// The zip's file name under the output directory, its size and sha256 (when ok).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Why it failed, as a code and a sentence (when failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Reason>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl NodeBundle {
+    pub(super) fn failed_line(node: &str, reason: Reason, message: String) -> Self {
+        NodeBundle {
+            node: node.to_owned(),
+            result: "failed",
+            file: None,
+            size: None,
+            sha256: None,
+            reason: Some(reason),
+            message: Some(message),
+        }
+    }
+}
+
+/// How much of a refusal's text is kept: the API server's or the endpoint's sentence, never a
+/// bundle (an answer that is not 200 carries none).
+const SHOWN: usize = 200;
+
+/// Asks each `(node, pod)` in turn, at most `g.concurrency` at once, until all answered or
+/// the run's timeout: the lines of the nodes asked, and whether that timeout came. A node not
+/// answered by then is named with `RunTimedOut`; what it had written is removed.
+pub async fn all(
+    client: kube::Client,
+    g: &Gather,
+    asked: Vec<(String, String)>,
+) -> (Vec<NodeBundle>, bool) {
+    let deadline = tokio::time::Instant::now() + g.total_timeout;
+    let shared = Arc::new(g.clone());
+    let mut pending: BTreeSet<String> = asked.iter().map(|(n, _)| n.clone()).collect();
+    let mut queue = asked.into_iter();
+    let mut set = tokio::task::JoinSet::new();
+    let mut lines = Vec::new();
+    let mut timed_out = false;
+    loop {
+        while set.len() < g.concurrency.max(1) {
+            let Some((node, pod)) = queue.next() else {
+                break;
+            };
+            let (client, g) = (client.clone(), shared.clone());
+            set.spawn(async move { one(&client, &g, &node, &pod).await });
+        }
+        match tokio::time::timeout_at(deadline, set.join_next()).await {
+            Ok(None) => break,
+            Ok(Some(Ok(line))) => {
+                pending.remove(&line.node);
+                lines.push(line);
+            }
+            // A task that panicked: its node stays pending and is named below.
+            Ok(Some(Err(_))) => {}
+            Err(_) => {
+                timed_out = true;
+                break;
+            }
+        }
+    }
+    set.shutdown().await;
+    for node in pending {
+        let _ = fs_err::remove_file(part_of(&g.out, &node));
+        lines.push(if timed_out {
+            NodeBundle::failed_line(
+                &node,
+                Reason::RunTimedOut,
+                format!(
+                    "the run's timeout ({}) came before its bundle",
+                    crate::duration::show(g.total_timeout)
+                ),
+            )
+        } else {
+            NodeBundle::failed_line(
+                &node,
+                Reason::NotWritten,
+                "its gathering stopped before it ended".into(),
+            )
+        });
+    }
+    (lines, timed_out)
+}
+
+/// The name a node's bundle is written under while it comes.
+fn part_of(out: &Path, node: &str) -> std::path::PathBuf {
+    out.join(format!(".{node}.zip.part"))
+}
+
+/// Whether a node's name is a file name as it stands (a DNS subdomain, as the API server
+/// makes sure; checked again, as it becomes a path).
+fn is_file_name(node: &str) -> bool {
+    !node.is_empty()
+        && !node.starts_with('.')
+        && node
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+}
+
+/// One node: its bundle streamed to its `.part` file within its timeout, renamed to
+/// `NODE.zip` when whole; removed otherwise.
+async fn one(client: &kube::Client, g: &Gather, node: &str, pod: &str) -> NodeBundle {
+    if !is_file_name(node) {
+        return NodeBundle::failed_line(
+            node,
+            Reason::NotWritten,
+            "its name is not a file name".into(),
+        );
+    }
+    let part = part_of(&g.out, node);
+    let streamed = tokio::time::timeout(g.node_timeout, stream(client, g, pod, &part)).await;
+    let outcome = match streamed {
+        Err(_) => Err((
+            Reason::TimedOut,
+            format!(
+                "its pod {pod} did not answer whole within {}",
+                crate::duration::show(g.node_timeout)
+            ),
+        )),
+        Ok(r) => r,
+    };
+    let file = format!("{node}.zip");
+    let outcome = outcome.and_then(|(size, sha)| {
+        fs_err::rename(&part, g.out.join(&file))
+            .map(|()| (size, sha))
+            .map_err(|e| (Reason::NotWritten, e.to_string()))
+    });
+    match outcome {
+        Ok((size, sha256)) => NodeBundle {
+            node: node.to_owned(),
+            result: "ok",
+            file: Some(file),
+            size: Some(size),
+            sha256: Some(sha256),
+            reason: None,
+            message: None,
+        },
+        Err((reason, message)) => {
+            let _ = fs_err::remove_file(&part);
+            NodeBundle::failed_line(node, reason, message)
+        }
+    }
+}
+
+type Failure = (Reason, String);
+
+/// `GET /diags` of `pod` through the pod proxy, its body written to `part` frame by frame
+/// (never whole in memory), capped at `g.cap`: its size and sha256.
+async fn stream(
+    client: &kube::Client,
+    g: &Gather,
+    pod: &str,
+    part: &Path,
+) -> Result<(u64, String), Failure> {
+    let path = format!(
+        "/api/v1/namespaces/{}/pods/{pod}:{}/proxy{PATH}",
+        g.namespace, g.port
+    );
+    let request = http::Request::get(path)
+        .body(kube::client::Body::empty())
+        .map_err(|e| (Reason::Refused, e.to_string()))?;
+    let answer = client
+        .send(request)
+        .await
+        .map_err(|e| (Reason::Unreachable, format!("the API server: {e}")))?;
+    let status = answer.status().as_u16();
+    let mut body = answer.into_body();
+    if status != 200 {
+        return Err(refusal(status, &mut body).await);
+    }
+    let write_error = |e: std::io::Error| (Reason::NotWritten, e.to_string());
+    let mut file = fs_err::File::create(part).map_err(write_error)?;
+    let (mut size, mut hash, mut head) = (0u64, Sha256::new(), Vec::with_capacity(4));
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| cut_off(&e, g.cap))?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        size += data.len() as u64;
+        if size > g.cap {
+            return Err(too_big(g.cap));
+        }
+        let want = 4usize.saturating_sub(head.len()).min(data.len());
+        head.extend_from_slice(&data[..want]);
+        hash.update(&data);
+        file.write_all(&data).map_err(write_error)?;
+    }
+    file.sync_all().map_err(write_error)?;
+    if !(head == b"PK\x03\x04" || head == b"PK\x05\x06") {
+        return Err((
+            Reason::NotAZip,
+            format!("its answer of {size} bytes is not a zip"),
+        ));
+    }
+    Ok((size, crate::files::hex(&hash.finalize())))
+}
+
+/// A body that failed while it came: longer than the client reads, or cut off.
+fn cut_off(e: &kube::Error, cap: u64) -> Failure {
+    if super::error::cause_of::<super::guard::TooLong>(e).is_some() {
+        return too_big(cap);
+    }
+    (Reason::Unreachable, format!("its answer was cut off: {e}"))
+}
+
+fn too_big(cap: u64) -> Failure {
+    (
+        Reason::TooBig,
+        format!("its bundle is longer than {cap} bytes, the most gathered"),
+    )
+}
+
+/// An answer other than 200: what it is, with the first of its text (the API server's Status
+/// or the proxy's sentence), escaped.
+async fn refusal(status: u16, body: &mut kube::client::Body) -> Failure {
+    let mut text = Vec::new();
+    while text.len() < SHOWN {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    text.extend_from_slice(&data[..data.len().min(SHOWN - text.len())]);
+                }
+            }
+            _ => break,
+        }
+    }
+    let said = String::from_utf8_lossy(&text);
+    let said = said.escape_debug();
+    match status {
+        401 | 403 => (
+            Reason::Refused,
+            format!("the API server refused get pods/proxy ({status}): {said}"),
+        ),
+        413 => (
+            Reason::TooBig,
+            format!("its node's bundle is longer than the node serves ({status})"),
+        ),
+        400..=499 => (Reason::Refused, format!("refused ({status}): {said}")),
+        _ => (
+            Reason::Unreachable,
+            format!("the API server did not reach its pod ({status}): {said}"),
+        ),
+    }
+}

@@ -1,0 +1,204 @@
+//! Every selected Windows node's redacted `diags` zip, gathered through the cluster: each node's
+//! pod of the fleet DaemonSet is asked `GET /diags` through kube-apiserver's pod proxy
+//! (`pods/proxy`, verb get: kubernetes/kubernetes `pkg/registry/core/pod/rest/subresources.go`,
+//! `ProxyREST.Connect`, which dials the pod's IP and port from `pod.ResourceLocation` and
+//! streams the answer back through an `UpgradeAwareProxyHandler`). The pod is on its node's
+//! network, so the port is the node's own.
+//!
+//! Each answer is streamed to a file as it comes (never whole in memory), hashed on the way and
+//! renamed to `NODE.zip` only when it is whole; a node gets `node_timeout`, the whole run
+//! `total_timeout`, and at most `concurrency` nodes are asked at once. Nothing of a bundle's
+//! content is logged or put in an error: the node redacted it (`crate::redact`), and the
+//! index says only its size and sha256.
+
+pub use super::diags_fetch::{Gather, NodeBundle, PATH, Reason};
+use super::{Cluster, ClusterError};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The default number of nodes asked at once.
+pub const CONCURRENCY: usize = 8;
+/// The most one bundle may hold: the API client reads no answer longer (`guard::BODY_CAP`).
+pub const BUNDLE_CAP: u64 = super::guard::BODY_CAP as u64;
+
+/// The index of a run: a line per node, by name, and whether the run's timeout came.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Index {
+    pub nodes: Vec<NodeBundle>,
+    pub gathered: usize,
+    pub failed: usize,
+    pub run_timed_out: bool,
+}
+
+/// An output directory that is not empty: nothing is gathered into it.
+#[derive(Debug, thiserror::Error)]
+pub enum OutError {
+    #[error("the output directory {0} is not empty")]
+    NotEmpty(PathBuf),
+    #[error("cannot use the output directory {0}")]
+    Io(PathBuf, #[source] std::io::Error),
+}
+
+/// Makes `out`, or takes it when it exists and is empty; refuses anything else.
+pub fn prepare_out(out: &Path) -> Result<(), OutError> {
+    match fs_err::read_dir(out) {
+        Ok(mut entries) => match entries.next() {
+            None => Ok(()),
+            Some(_) => Err(OutError::NotEmpty(out.to_owned())),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            fs_err::create_dir_all(out).map_err(|e| OutError::Io(out.to_owned(), e))
+        }
+        Err(e) => Err(OutError::Io(out.to_owned(), e)),
+    }
+}
+
+/// Gathers the selected nodes' bundles into `g.out` (which `prepare_out` made). Listing the
+/// nodes or the pods failing is the run's error; each node's failure is its line.
+pub fn gather(c: &Cluster, g: &Gather) -> Result<Index, ClusterError> {
+    let nodes = windows_nodes(c, g.node_selector.as_deref())?;
+    let pods = pods_by_node(c, &g.namespace, &g.pod_selector)?;
+    let mut lines = Vec::new();
+    let mut asked = Vec::new();
+    for node in nodes {
+        match pods.get(&node) {
+            None => lines.push(NodeBundle::failed_line(
+                &node,
+                Reason::NoPod,
+                format!(
+                    "no pod of the DaemonSet ({} in {}) is on the node",
+                    g.pod_selector, g.namespace
+                ),
+            )),
+            Some(pod) if !is_running(pod) => lines.push(NodeBundle::failed_line(
+                &node,
+                Reason::PodNotRunning,
+                format!(
+                    "its pod {} does not run (phase {})",
+                    pod.metadata.name.as_deref().unwrap_or_default(),
+                    phase(pod)
+                ),
+            )),
+            Some(pod) => asked.push((node, pod.metadata.name.clone().unwrap_or_default())),
+        }
+    }
+    // Without kube's retries: a node's 503 (nothing listens) is its answer, and a retried GET
+    // would make the node build its bundle again.
+    let client = c.client_without_retries.clone();
+    let (mut fetched, run_timed_out) = c.run(super::diags_fetch::all(client, g, asked));
+    lines.append(&mut fetched);
+    lines.sort_by(|a, b| a.node.cmp(&b.node));
+    let gathered = lines.iter().filter(|l| l.result == "ok").count();
+    Ok(Index {
+        failed: lines.len() - gathered,
+        nodes: lines,
+        gathered,
+        run_timed_out,
+    })
+}
+
+/// The Windows nodes' names, with `selector`'s labels too.
+fn windows_nodes(c: &Cluster, selector: Option<&str>) -> Result<Vec<String>, ClusterError> {
+    let mut labels = "kubernetes.io/os=windows".to_owned();
+    if let Some(s) = selector.filter(|s| !s.is_empty()) {
+        labels = format!("{labels},{s}");
+    }
+    let api: kube::Api<Node> = kube::Api::all(c.client.clone());
+    let lp = kube::api::ListParams::default()
+        .labels(&labels)
+        .limit(super::PAGE);
+    let mut names = Vec::new();
+    c.for_each_page_of(&api, "nodes", &lp, |page| {
+        names.extend(page.into_iter().filter_map(|n| n.metadata.name));
+        Ok::<(), ClusterError>(())
+    })?;
+    names.sort();
+    Ok(names)
+}
+
+/// The DaemonSet's pods by their node (a node's newest pod when a rollout left two).
+fn pods_by_node(
+    c: &Cluster,
+    namespace: &str,
+    selector: &str,
+) -> Result<BTreeMap<String, Pod>, ClusterError> {
+    let api: kube::Api<Pod> = kube::Api::namespaced(c.client.clone(), namespace);
+    let lp = kube::api::ListParams::default()
+        .labels(selector)
+        .limit(super::PAGE);
+    let mut by_node: BTreeMap<String, Pod> = BTreeMap::new();
+    c.for_each_page_of(&api, "pods", &lp, |page| {
+        for pod in page {
+            let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
+                continue;
+            };
+            let newer = by_node.get(&node).is_none_or(|have| {
+                have.metadata.creation_timestamp < pod.metadata.creation_timestamp
+            });
+            if newer {
+                by_node.insert(node, pod);
+            }
+        }
+        Ok::<(), ClusterError>(())
+    })?;
+    Ok(by_node)
+}
+
+/// Whether the pod runs with an address. Not its readiness: the DaemonSet's pod is Ready
+/// while `status` finds the node healthy, and a node that is not is the one whose bundle is
+/// wanted most.
+fn is_running(pod: &Pod) -> bool {
+    let status = pod.status.as_ref();
+    phase(pod) == "Running"
+        && status.is_some_and(|s| s.pod_ip.as_deref().is_some_and(|ip| !ip.is_empty()))
+}
+
+fn phase(pod: &Pod) -> String {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.phase.clone())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The index as text: a line per node, then the counts.
+pub fn summary(index: &Index) -> String {
+    let mut out = String::new();
+    for l in &index.nodes {
+        let line = match (&l.sha256, &l.message) {
+            (Some(sha), _) => format!(
+                "{}  ok  {} bytes  sha256 {sha}\n",
+                l.node,
+                l.size.unwrap_or(0)
+            ),
+            (None, m) => format!("{}  failed  {}\n", l.node, m.as_deref().unwrap_or_default()),
+        };
+        out.push_str(&line);
+    }
+    out.push_str(&format!(
+        "{} node(s): {} gathered, {} failed{}\n",
+        index.nodes.len(),
+        index.gathered,
+        index.failed,
+        if index.run_timed_out {
+            "; the run's timeout came first"
+        } else {
+            ""
+        }
+    ));
+    out
+}
+
+/// Writes the index (`index.json`, `index.txt`) into the output directory, each atomically.
+pub fn write_index(out: &Path, index: &Index) -> std::io::Result<()> {
+    let json = serde_json::to_vec_pretty(index).map_err(std::io::Error::other)?;
+    for (name, body) in [
+        ("index.json", json),
+        ("index.txt", summary(index).into_bytes()),
+    ] {
+        let tmp = out.join(format!(".{name}.part"));
+        fs_err::write(&tmp, body)?;
+        fs_err::rename(&tmp, out.join(name))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,53 @@
+//! What gathering the fleet's diagnostics calls (`diags_gather`), as the RBAC rules that allow
+//! it, and the objects that give them to an identity: list the Windows nodes (a ClusterRole),
+//! list the DaemonSet's pods and `get pods/proxy` in the DaemonSet's namespace alone (a Role
+//! there). Not `pods/exec`, which runs any command in the pod as SYSTEM on the node: the pod
+//! proxy reaches only what the pod's endpoint serves (`GET /diags`).
+
+use super::rights::{Right, Scope, policy_rules};
+use serde_json::{Value, json};
+
+const fn r(resource: &'static str, verb: &'static [&'static str], why: &'static str) -> Right {
+    Right {
+        scope: Scope::Cluster,
+        group: "",
+        resource,
+        verbs: verb,
+        names: &[],
+        why,
+    }
+}
+
+/// Cluster-wide (a ClusterRole): which nodes are asked.
+pub const CLUSTER: &[Right] = &[r("nodes", &["list"], "the Windows nodes selected")];
+
+/// In the DaemonSet's namespace (a Role there).
+pub const IN_NAMESPACE: &[Right] = &[
+    r("pods", &["list"], "each node's pod of the DaemonSet"),
+    r("pods/proxy", &["get"], "each pod's GET /diags"),
+];
+
+/// The ServiceAccount `name` in `sa_namespace`, the ClusterRole and the Role in the
+/// DaemonSet's namespace `ds_namespace`, each bound to it; all named `name`.
+pub fn manifests(name: &str, sa_namespace: &str, ds_namespace: &str) -> Vec<Value> {
+    let labels = json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
+    let subject = json!([{"kind": "ServiceAccount", "name": name, "namespace": sa_namespace}]);
+    let role_ref =
+        |kind: &str| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name});
+    let rules = |r: &[Right]| policy_rules(r, Scope::Cluster);
+    vec![
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": name, "namespace": sa_namespace, "labels": labels}}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name, "labels": labels}, "rules": rules(CLUSTER)}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": name, "labels": labels},
+            "roleRef": role_ref("ClusterRole"), "subjects": subject}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": name, "namespace": ds_namespace, "labels": labels},
+            "rules": rules(IN_NAMESPACE)}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": name, "namespace": ds_namespace, "labels": labels},
+            "roleRef": role_ref("Role"), "subjects": subject}),
+    ]
+}

@@ -1,0 +1,145 @@
+//! `fleet diags`: every selected Windows node's `diags` zip gathered through the fleet
+//! DaemonSet's pods (`cluster::diags_gather`), one zip per node and an index of each node's
+//! result; exit 1 when any node's failed, 4 when the run's timeout came first.
+
+use crate::cli::FleetDiagsArgs;
+use crate::cluster::diags_gather::{self, Gather, Index};
+use crate::context::Context;
+use crate::error::{Diagnose, Diagnosis, Exit, Kind, UsageError};
+use anyhow::Context as _;
+
+/// `fleet diags`' document: where the zips went, then the index written there.
+#[derive(serde::Serialize)]
+pub(crate) struct FleetDiags<'a> {
+    pub out: String,
+    #[serde(flatten)]
+    pub index: &'a Index,
+}
+
+/// Why the run did not gather every node's zip.
+#[derive(Debug, thiserror::Error)]
+pub enum NotGathered {
+    #[error("{failed} of {nodes} node(s) gave no diags zip (index.txt in {out} says why)")]
+    Failed {
+        failed: usize,
+        nodes: usize,
+        out: String,
+    },
+    #[error("no Windows node matches (kubernetes.io/os=windows{selector}): nothing was gathered")]
+    NoNodes { selector: String },
+    #[error(
+        "the run's timeout came before every node answered: {failed} of {nodes} node(s) gave no diags zip (index.txt in {out})"
+    )]
+    TimedOut {
+        failed: usize,
+        nodes: usize,
+        out: String,
+    },
+}
+
+impl Diagnose for NotGathered {
+    fn diagnose(&self) -> Option<Diagnosis> {
+        match self {
+            Self::NoNodes { .. } => Diagnosis::new(
+                Exit::Failed,
+                Kind::Failed,
+                "check --selector against 'kubectl get nodes -l kubernetes.io/os=windows --show-labels'",
+            ),
+            Self::Failed { .. } => Diagnosis::new(
+                Exit::Failed,
+                Kind::Failed,
+                "a node gives its zip only with metrics.enabled and metrics.diags set, and metrics.source_ranges holding the API server's addresses; run 'calicoctl-win diags' on a node that still fails",
+            ),
+            Self::TimedOut { .. } => Diagnosis::new(
+                Exit::Timeout,
+                Kind::Timeout,
+                "give --timeout more, or --concurrency more nodes at once",
+            ),
+        }
+    }
+}
+
+pub fn run(args: &FleetDiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let port = port(args, ctx)?;
+    if args.node_timeout.is_zero() || args.timeout.is_zero() {
+        return Err(UsageError::new(
+            "--node-timeout and --timeout must be longer than 0s",
+            "give each a duration like 60s or 10m",
+        )
+        .into());
+    }
+    let c = ctx.require_cluster()?;
+    diags_gather::prepare_out(&args.out).map_err(|e| {
+        UsageError::new(
+            format!("{e}"),
+            "give --out a directory that does not exist yet, or an empty one",
+        )
+    })?;
+    let g = Gather {
+        namespace: args.namespace.clone(),
+        pod_selector: format!("app.kubernetes.io/name={}", args.name),
+        port,
+        node_selector: args.selector.clone(),
+        out: args.out.clone(),
+        concurrency: usize::from(args.concurrency),
+        node_timeout: args.node_timeout,
+        total_timeout: args.timeout,
+        cap: diags_gather::BUNDLE_CAP,
+    };
+    let index = diags_gather::gather(&c, &g)?;
+    let out = args.out.display().to_string();
+    diags_gather::write_index(&args.out, &index)
+        .with_context(|| format!("cannot write the index into {out}"))?;
+    ctx.printer.text(diags_gather::summary(&index).trim_end());
+    ctx.printer.json(&FleetDiags {
+        out: out.clone(),
+        index: &index,
+    });
+    let (failed, nodes) = (index.failed, index.nodes.len());
+    if index.run_timed_out {
+        return Err(NotGathered::TimedOut { failed, nodes, out }.into());
+    }
+    if nodes == 0 {
+        let selector = args.selector.as_ref().map(|s| format!(",{s}"));
+        return Err(NotGathered::NoNodes {
+            selector: selector.unwrap_or_default(),
+        }
+        .into());
+    }
+    if failed > 0 {
+        return Err(NotGathered::Failed { failed, nodes, out }.into());
+    }
+    Ok(())
+}
+
+/// `--port`, else `metrics.port` of the config file the nodes were given (`--config`), which
+/// must serve `/diags`, else the setting's default.
+fn port(args: &FleetDiagsArgs, ctx: &Context) -> anyhow::Result<u16> {
+    if let Some(set) = ctx.options.sets.first() {
+        return Err(UsageError::new(
+            format!("--set {set}: 'fleet diags' reads only metrics.port of --config"),
+            "give --port, or --config FILE (the file 'fleet plan' gave the nodes)",
+        )
+        .into());
+    }
+    if let Some(p) = args.port {
+        return Ok(p);
+    }
+    let Some(path) = ctx.options.config.as_deref() else {
+        return Ok(crate::config::default_metrics_port());
+    };
+    let (path, text) = crate::config::read_file(Some(path))?
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let m = crate::config::metrics_of_file(&text)?;
+    if !(m.enabled && m.diags) {
+        return Err(UsageError::new(
+            format!(
+                "{}: the nodes given this config serve no /diags",
+                path.display()
+            ),
+            "set metrics.enabled: true, metrics.diags: true and metrics.source_ranges (with the API server's addresses) in it and roll it out with 'fleet plan', or give --port",
+        )
+        .into());
+    }
+    Ok(m.port.0)
+}

@@ -1,0 +1,276 @@
+//! `GET /diags` on CalicoNode's metrics endpoint, with `metrics.diags`: the node's redacted
+//! `diags` zip, for `fleet diags` (which asks through kube-apiserver's pod proxy). The bundle
+//! is built by `calicoctl-win diags --offline` itself, run as a child (the same code and
+//! redaction as on the command line), into a file under the install root's own directory
+//! (`DIR`, which inherits the root's access list: no world-writable temporary directory),
+//! streamed out and removed. One bundle at a time (another request meanwhile gets 503 with
+//! Retry-After), each within `BUILD_TIME` and `CAP` (a larger one is refused with 413, never
+//! cut short), on a thread of its own so that `/metrics` is answered meanwhile.
+
+use super::log::Log;
+use crate::duration::Stop;
+use crate::host::Host;
+use crate::host::process::{Output, ProcessSpec};
+use crate::layout::InstallRoot;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::layout::{DIAGS_SERVE_DIR as DIR, DIAGS_SERVE_FILES};
+/// The most a bundle may hold: what `fleet diags` reads of one (`diags_gather::BUNDLE_CAP`).
+pub const CAP: u64 = 8 << 20;
+/// How long building a bundle may take; `fleet diags`' default node timeout is longer.
+pub const BUILD_TIME: Duration = Duration::from_secs(45);
+/// How long sending it may take after it is built.
+const SEND_TIME: Duration = Duration::from_secs(30);
+/// What a client told 503 is asked to wait, in seconds.
+const RETRY_AFTER: u64 = 10;
+
+/// The `/diags` endpoint: at most one bundle in the making.
+pub struct Diags<'a> {
+    host: &'a dyn Host,
+    root: &'a InstallRoot,
+    stop: &'a Stop,
+    log: &'a Log,
+    busy: AtomicBool,
+    /// The connection being answered, to cut when CalicoNode stops.
+    answering: std::sync::Mutex<Option<TcpStream>>,
+    /// The program that builds the bundle; `calicoctl-win.exe` under the root unless a test
+    /// gives another (it gets the same arguments).
+    pub program: String,
+    pub build_time: Duration,
+    pub cap: u64,
+}
+
+impl<'a> Diags<'a> {
+    pub fn new(host: &'a dyn Host, root: &'a InstallRoot, stop: &'a Stop, log: &'a Log) -> Self {
+        Self {
+            host,
+            root,
+            stop,
+            log,
+            busy: AtomicBool::new(false),
+            answering: std::sync::Mutex::new(None),
+            program: root.self_exe(),
+            build_time: BUILD_TIME,
+            cap: CAP,
+        }
+    }
+
+    /// Takes a `GET /diags` whose head is read: answered 503 at once when a bundle is in the
+    /// making, else built and sent on a thread of `scope`.
+    pub fn take<'s>(&'s self, scope: &'s std::thread::Scope<'s, '_>, conn: TcpStream) {
+        if self.busy.swap(true, Ordering::SeqCst) {
+            let _ = send_head(
+                &conn,
+                Instant::now() + Duration::from_secs(5),
+                "503 Service Unavailable",
+                &format!("Retry-After: {RETRY_AFTER}\r\nContent-Length: 0\r\n"),
+            );
+            return;
+        }
+        *self.answering.lock().unwrap_or_else(|p| p.into_inner()) = conn.try_clone().ok();
+        scope.spawn(move || {
+            if let Err(e) = self.answer(conn) {
+                self.log.warn(&format!("diags endpoint: {e}"));
+            }
+            // The clone too, or the connection would stay open.
+            drop(
+                self.answering
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take(),
+            );
+            self.busy.store(false, Ordering::SeqCst);
+        });
+    }
+
+    /// Ends the answer under way (CalicoNode stops): a read or write blocked on it returns at
+    /// once, so that the stop does not wait for a slow client.
+    pub fn cut(&self) {
+        if let Some(c) = self
+            .answering
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    /// Builds the bundle, answers with it (or why not) and removes it.
+    fn answer(&self, conn: TcpStream) -> std::io::Result<()> {
+        let dir = self.root.path(DIR);
+        let [file, tmp] = DIAGS_SERVE_FILES.map(|f| crate::layout::join(&dir, f));
+        // What a killed build left is ours: the directory is only this endpoint's.
+        let _ = self.host.remove_tree(&dir);
+        let built = self.host.create_dir(&dir).map_err(std::io::Error::other);
+        let built = built.and_then(|_| self.build(&file, &tmp));
+        let deadline = Instant::now() + SEND_TIME;
+        let out = match built {
+            Ok(Built::Whole(size)) => self.send(&conn, deadline, &file, size),
+            Ok(Built::TooBig) => self.reply(&conn, deadline, "413 Content Too Large"),
+            Ok(Built::TimedOut) => self.reply(&conn, deadline, "504 Gateway Timeout"),
+            Ok(Built::Stopped) => self.reply(&conn, deadline, "503 Service Unavailable"),
+            Err(e) => {
+                self.log
+                    .warn(&format!("diags endpoint: building the bundle: {e}"));
+                self.reply(&conn, deadline, "500 Internal Server Error")
+            }
+        };
+        let _ = self.host.remove_tree(&dir);
+        out
+    }
+
+    /// Runs `calicoctl-win diags` into `file`, watching its size (and its temporary's, `tmp`,
+    /// which `diags` renames to `file` once whole) and its time.
+    fn build(&self, file: &str, tmp: &str) -> std::io::Result<Built> {
+        let mut args = Vec::new();
+        let config = self.root.path("calico-windows.yaml");
+        if self.host.stat(&config).ok().flatten().is_some() {
+            args.extend(["--config".to_owned(), config]);
+        }
+        args.extend(["diags", "--offline", "--out-file", file].map(String::from));
+        let spec = ProcessSpec {
+            program: self.program.clone(),
+            args,
+            env: Default::default(),
+            cwd: None,
+            output: Output::Null,
+        };
+        let mut child = self.host.spawn(&spec).map_err(std::io::Error::other)?;
+        let deadline = Instant::now() + self.build_time;
+        let size_of = |f: &str| self.host.stat(f).ok().flatten().map(|(s, _)| s);
+        let size = || size_of(file);
+        let end = loop {
+            if size().max(size_of(tmp)).is_some_and(|s| s > self.cap) {
+                break Built::TooBig;
+            }
+            if self.stop.requested() {
+                break Built::Stopped;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break Built::TimedOut;
+            }
+            let slice = left.min(Duration::from_millis(100));
+            // `diags` exits 2 after writing the zip when the configuration cannot be read: the
+            // zip is what counts.
+            if child
+                .wait_timeout(slice)
+                .map_err(std::io::Error::other)?
+                .is_some()
+            {
+                break match size() {
+                    Some(s) if s > self.cap => Built::TooBig,
+                    Some(s) => Built::Whole(s),
+                    None => return Err(std::io::Error::other("calicoctl-win diags wrote no zip")),
+                };
+            }
+        };
+        if !matches!(end, Built::Whole(_)) {
+            let _ = child.stop(Duration::from_secs(2));
+        }
+        Ok(end)
+    }
+
+    /// Streams the whole bundle as the answer's body.
+    fn send(
+        &self,
+        conn: &TcpStream,
+        deadline: Instant,
+        file: &str,
+        size: u64,
+    ) -> std::io::Result<()> {
+        let mut f = self
+            .host
+            .open_read(file)
+            .map_err(std::io::Error::other)?
+            .ok_or_else(|| std::io::Error::other("the bundle is gone"))?;
+        send_head(
+            conn,
+            deadline,
+            "200 OK",
+            &format!("Content-Type: application/zip\r\nContent-Length: {size}\r\n"),
+        )?;
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut sent = 0u64;
+        let mut w = conn;
+        while sent < size {
+            let n = f.read(&mut buf)?;
+            if n == 0 {
+                return Err(std::io::Error::other("the bundle is shorter than it was"));
+            }
+            let n = n.min(usize::try_from(size - sent).unwrap_or(usize::MAX));
+            // One timeout for the rest of the answer: on Windows a socket whose send timed out
+            // is not to be used again (SO_SNDTIMEO, "Winsock SOL_SOCKET socket options",
+            // Microsoft Learn), so a timeout ends the answer; a stop cuts it (`cut`).
+            w.set_write_timeout(Some(left(deadline)?))?;
+            w.write_all(&buf[..n])?;
+            sent += n as u64;
+        }
+        self.linger(conn, deadline)
+    }
+
+    /// An answer without a body.
+    fn reply(&self, conn: &TcpStream, deadline: Instant, status: &str) -> std::io::Result<()> {
+        let extra = if status.starts_with("503") {
+            format!("Retry-After: {RETRY_AFTER}\r\n")
+        } else {
+            String::new()
+        };
+        let headers = format!("{extra}Content-Length: 0\r\n");
+        send_head(conn, deadline, status, &headers)?;
+        self.linger(conn, deadline)
+    }
+
+    /// A lingering close (RFC 9112 9.6), as `metrics_server::answer` does: what the client
+    /// still sends is read (capped, by the deadline) and dropped, so that the answer is not
+    /// reset away.
+    fn linger(&self, conn: &TcpStream, deadline: Instant) -> std::io::Result<()> {
+        conn.shutdown(std::net::Shutdown::Write)?;
+        let (mut r, mut buf, mut drained) = (conn, [0u8; 1024], 0);
+        while drained < 64 * 1024 {
+            r.set_read_timeout(Some(left(deadline)?))?;
+            match r.read(&mut buf)? {
+                0 => break,
+                n => drained += n,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How building a bundle ended.
+enum Built {
+    Whole(u64),
+    TooBig,
+    TimedOut,
+    Stopped,
+}
+
+/// The status line and `headers` (each ending in CRLF), then the head's end.
+fn send_head(
+    conn: &TcpStream,
+    deadline: Instant,
+    status: &str,
+    headers: &str,
+) -> std::io::Result<()> {
+    let mut w = conn;
+    w.set_write_timeout(Some(left(deadline)?))?;
+    w.write_all(format!("HTTP/1.1 {status}\r\n{headers}Connection: close\r\n\r\n").as_bytes())?;
+    w.flush()
+}
+
+fn left(deadline: Instant) -> std::io::Result<Duration> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(std::io::ErrorKind::TimedOut.into());
+    }
+    Ok(left)
+}
+
+#[cfg(all(test, unix))]
+#[path = "diags_server_tests.rs"]
+mod tests;

@@ -1,0 +1,251 @@
+//! `GET /diags` on the metrics endpoint, on loopback with a simulated host: the bundle's
+//! builder is a script standing in for `calicoctl-win diags` (given its arguments), writing the
+//! zip where the simulated host keeps the install root.
+
+use super::{DIR, Diags};
+use crate::host::Files;
+use crate::host::sim::SimHost;
+use crate::layout::InstallRoot;
+use crate::supervise::log::{Log, LogSettings};
+use crate::duration::Stop;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const ROOT: &str = r"C:\CalicoWindows";
+
+/// A node with its install root, and a builder that writes `size` bytes of zip once `release`
+/// exists (at once without one), saying it started in `started` and its arguments in `args`.
+struct Node {
+    host: SimHost,
+    root: InstallRoot,
+    dir: tempfile::TempDir,
+}
+
+impl Node {
+    fn new() -> Self {
+        let host = SimHost::in_memory("ws2022").expect("host");
+        host.create_dir(ROOT).expect("root");
+        Self {
+            host,
+            root: InstallRoot::new(ROOT),
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    fn at(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The builder: the zip goes where the simulated host keeps `ROOT\diags-serve\bundle.zip`.
+    fn builder(&self, size: usize, wait_for_release: bool) -> String {
+        self.builder_into("bundle.zip", size, wait_for_release, false)
+    }
+
+    /// The builder, writing `into` (`bundle.zip`, or `diags`' temporary), waiting for the
+    /// release before (`wait_first`) or after it writes.
+    fn builder_into(&self, into: &str, size: usize, wait: bool, after: bool) -> String {
+        let out = self
+            .host
+            .state_dir()
+            .join("fs/c/calicowindows")
+            .join(DIR)
+            .join(into);
+        let wait = if wait {
+            format!(
+                "while [ ! -e '{}' ]; do /bin/sleep 0.02; done\n",
+                self.at("release").display()
+            )
+        } else {
+            String::new()
+        };
+        let script = format!(
+            "#!/bin/sh\n/usr/bin/printf '%s ' \"$@\" > '{args}'\n: > '{started}'\n{before}/usr/bin/printf 'PK\\003\\004' > '{out}'\n/usr/bin/head -c {rest} /dev/zero >> '{out}'\n{after}",
+            args = self.at("args").display(),
+            started = self.at("started").display(),
+            out = out.display(),
+            rest = size - 4,
+            before = if after { "" } else { &wait },
+            after = if after { &wait } else { "" },
+        );
+        let path = self.at("diags.sh");
+        fs_err::write(&path, script).expect("script");
+        let mut p = fs_err::metadata(&path).expect("meta").permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
+        fs_err::set_permissions(&path, p).expect("chmod");
+        path.display().to_string()
+    }
+
+    /// Serves with `diags` (made by `make`) until `body` returns.
+    fn serving(&self, diags: bool, make: impl FnOnce(&mut Diags), body: impl FnOnce(SocketAddr)) {
+        let stop = Stop::new();
+        let log = Log::open(self.at("node.log"), LogSettings::default(), false);
+        let mut d = Diags::new(&self.host, &self.root, &stop, &log);
+        make(&mut d);
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let d = diags.then_some(&d);
+                crate::supervise::metrics_server::serve_with(
+                    &self.host, &self.root, d, &listener, &stop, &log,
+                )
+            });
+            // A failed assertion in `body` stops the server too, so that the test fails rather
+            // than waits for it.
+            let _stop = StopOnDrop(&stop);
+            body(addr);
+        });
+    }
+}
+
+struct StopOnDrop<'a>(&'a Stop);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.request();
+    }
+}
+
+/// The status line, the head and the body of one request's answer.
+fn ask(addr: SocketAddr, request: &str) -> (String, String, Vec<u8>) {
+    let mut c = TcpStream::connect(addr).expect("connect");
+    c.write_all(request.as_bytes()).expect("send");
+    let mut all = Vec::new();
+    c.read_to_end(&mut all).expect("read");
+    let end = all.windows(4).position(|w| w == b"\r\n\r\n").expect("head") + 4;
+    let head = String::from_utf8_lossy(&all[..end]).into_owned();
+    let status = head.lines().next().unwrap_or_default().to_owned();
+    (status, head, all[end..].to_vec())
+}
+
+fn get(addr: SocketAddr, path: &str) -> (String, String, Vec<u8>) {
+    ask(addr, &format!("GET {path} HTTP/1.1\r\nHost: node\r\n\r\n"))
+}
+
+fn wait_for(path: &Path) {
+    while !path.exists() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A bundle is built by `calicoctl-win diags --offline` into the install root's own
+/// directory, streamed whole and removed; while it is made, `/metrics` is answered and a
+/// second `/diags` is told 503 with Retry-After.
+#[test]
+fn a_bundle_is_built_under_the_root_streamed_whole_and_removed_while_metrics_answer() {
+    let node = Node::new();
+    let program = node.builder(300_000, true);
+    node.serving(
+        true,
+        |d| d.program = program,
+        |addr| {
+            std::thread::scope(|s| {
+                let first = s.spawn(|| get(addr, "/diags"));
+                wait_for(&node.at("started"));
+                // Were the bundle made on the accepting thread, neither would be answered before
+                // the build's deadline, and the build waits for the release below.
+                let (status, _, body) = get(addr, "/metrics");
+                assert_eq!(status, "HTTP/1.1 200 OK");
+                assert!(String::from_utf8_lossy(&body).contains("# TYPE"));
+                let (status, head, _) = get(addr, "/diags");
+                assert_eq!(status, "HTTP/1.1 503 Service Unavailable");
+                assert!(head.contains("Retry-After: 10\r\n"), "{head}");
+                fs_err::write(node.at("release"), "").expect("release");
+                let (status, head, body) = first.join().expect("first");
+                assert_eq!(status, "HTTP/1.1 200 OK", "{head}");
+                assert!(head.contains("Content-Type: application/zip\r\n"), "{head}");
+                assert!(head.contains("Content-Length: 300000\r\n"), "{head}");
+                assert_eq!(body.len(), 300_000);
+                assert_eq!(&body[..4], b"PK\x03\x04");
+            });
+        },
+    );
+    let args = fs_err::read_to_string(node.at("args")).expect("args");
+    assert_eq!(
+        args.trim(),
+        r"diags --offline --out-file C:\CalicoWindows\diags-serve\bundle.zip"
+    );
+    assert!(
+        !node.host.dir_exists(&node.root.path(DIR)).expect("dir"),
+        "the bundle's directory is left"
+    );
+}
+
+/// A bundle larger than the cap is refused with 413, not cut short; one not made by the
+/// deadline is 504; the endpoint is free again after each.
+#[test]
+fn a_bundle_over_the_cap_is_413_and_one_too_slow_is_504() {
+    let node = Node::new();
+    let program = node.builder(5_000, false);
+    node.serving(
+        true,
+        |d| {
+            d.program = program;
+            d.cap = 4_096;
+        },
+        |addr| {
+            let (status, head, body) = get(addr, "/diags");
+            assert_eq!(status, "HTTP/1.1 413 Content Too Large", "{head}");
+            assert!(body.is_empty());
+            let (status, ..) = get(addr, "/diags");
+            assert_eq!(status, "HTTP/1.1 413 Content Too Large");
+        },
+    );
+    let program = node.builder(1_000, true);
+    node.serving(
+        true,
+        |d| {
+            d.program = program;
+            d.build_time = Duration::from_millis(300);
+        },
+        |addr| {
+            let (status, ..) = get(addr, "/diags");
+            assert_eq!(status, "HTTP/1.1 504 Gateway Timeout");
+        },
+    );
+    assert!(!node.host.dir_exists(&node.root.path(DIR)).expect("dir"));
+}
+
+/// `diags` writes its zip under a temporary name and renames it when whole: one growing past
+/// the cap there is refused at once (413), not left to write on until the deadline.
+#[test]
+fn a_bundle_growing_past_the_cap_under_its_temporary_name_is_413() {
+    let node = Node::new();
+    let program = node.builder_into(".bundle.zip.calicoctl-win.tmp", 5_000, true, true);
+    let make = |d: &mut Diags| {
+        d.program = program;
+        d.cap = 4_096;
+        d.build_time = Duration::from_secs(30);
+    };
+    node.serving(true, make, |addr| {
+        let (status, head, _) = get(addr, "/diags");
+        assert_eq!(status, "HTTP/1.1 413 Content Too Large", "{head}");
+    });
+    assert!(!node.host.dir_exists(&node.root.path(DIR)).expect("dir"));
+}
+
+/// Without `metrics.diags` the path is unknown (404), and only GET is answered (405).
+#[test]
+fn diags_off_is_404_and_another_method_405() {
+    let node = Node::new();
+    let program = node.builder(1_000, false);
+    node.serving(
+        false,
+        |d| d.program = program.clone(),
+        |addr| {
+            assert_eq!(get(addr, "/diags").0, "HTTP/1.1 404 Not Found");
+        },
+    );
+    node.serving(
+        true,
+        |d| d.program = program,
+        |addr| {
+            let post = "POST /diags HTTP/1.1\r\nHost: node\r\nContent-Length: 0\r\n\r\n";
+            assert_eq!(ask(addr, post).0, "HTTP/1.1 405 Method Not Allowed");
+            assert_eq!(get(addr, "/diags/x").0, "HTTP/1.1 404 Not Found");
+        },
+    );
+    assert!(!node.at("started").exists(), "a bundle was made");
+}

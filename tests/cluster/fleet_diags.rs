@@ -1,0 +1,269 @@
+//! Gathering every Windows node's `diags` bundle through kube-apiserver's pod proxy
+//! (`cluster::diags_gather`), on the fake API server with RBAC enforced: the identity holds
+//! only `cluster::diags_rights`, each rule of which is needed; a node that does not answer is
+//! named and skipped after its timeout; each bundle lands whole, streamed, with its sha256.
+
+use crate::support::fake_api::FakeApi;
+use crate::support::fake_api::diags::{Answer, Endpoint};
+use calicoctl_win::cluster::diags_gather::{self, Gather, Index, Reason};
+use calicoctl_win::cluster::{Cluster, diags_rights};
+use serde_json::json;
+use std::path::Path;
+use std::time::Duration;
+
+pub(crate) const NS: &str = "system-upgrade";
+pub(crate) const SA: &str = "calicoctl-win-diags";
+pub(crate) const PORT: u16 = 9095;
+
+/// A zip of one stored member of `len` bytes that differ from node to node (a bundle, as far as
+/// the gatherer can tell: it checks the zip's signature, the size and the sha256).
+pub(crate) fn bundle(seed: u32, len: usize) -> Vec<u8> {
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let stored =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    zip.start_file("status.json", stored).expect("member");
+    let mut x = seed.wrapping_mul(2_654_435_761).max(1);
+    let body: Vec<u8> = (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect();
+    std::io::Write::write_all(&mut zip, &body).expect("write");
+    zip.finish().expect("zip").into_inner()
+}
+
+/// A Windows node `name` with the DaemonSet's pod on it, running, on the node's network.
+pub(crate) fn node_with_pod(api: &FakeApi, name: &str, ip: &str) {
+    let mut node = crate::support::fake_api::meta("v1", "Node", name, None);
+    node["metadata"]["labels"] = json!({"kubernetes.io/os": "windows", "pool": "a"});
+    api.put(&format!("/api/v1/nodes/{name}"), node);
+    let pod = format!("calicoctl-win-{name}");
+    api.put_pod(NS, &pod, name, Some("DaemonSet"));
+    let path = format!("/api/v1/namespaces/{NS}/pods/{pod}");
+    let mut p = api.get(&path).expect("pod");
+    p["metadata"]["labels"] = json!({"app.kubernetes.io/name": "calicoctl-win"});
+    api.put(&path, p);
+    api.set_host_network(NS, &pod);
+    api.set_pod_ip(NS, &pod, ip);
+}
+
+pub(crate) fn serve(api: &FakeApi, node: &str, answer: Answer) {
+    api.lock().diags.insert(
+        format!("{NS}/calicoctl-win-{node}"),
+        Endpoint {
+            port: PORT.to_string(),
+            answer,
+        },
+    );
+}
+
+/// The diags identity's roles applied (`rules`), and its kubeconfig.
+pub(crate) fn identity(api: &FakeApi, dir: &Path, rules: &[serde_json::Value]) -> Cluster {
+    for m in rules {
+        assert!(api.apply(m), "{m}");
+    }
+    let kubeconfig = crate::support::service_account_kubeconfig(api, dir, NS, SA);
+    Cluster::connect(&[kubeconfig], &Default::default(), false).expect("connects")
+}
+
+fn options(out: &Path) -> Gather {
+    Gather {
+        namespace: NS.into(),
+        pod_selector: "app.kubernetes.io/name=calicoctl-win".into(),
+        port: PORT,
+        node_selector: None,
+        out: out.to_owned(),
+        concurrency: diags_gather::CONCURRENCY,
+        node_timeout: Duration::from_secs(2),
+        total_timeout: Duration::from_secs(120),
+        cap: diags_gather::BUNDLE_CAP,
+    }
+}
+
+fn line<'a>(index: &'a Index, node: &str) -> &'a diags_gather::NodeBundle {
+    index.nodes.iter().find(|l| l.node == node).expect(node)
+}
+
+/// 100 nodes, one of which accepts and never answers: 99 bundles land whole (one of 3 MiB,
+/// far more than a frame of the stream, whose sha256 matches), the silent node is named
+/// timed out after its own timeout and the run goes on past it; no partial file is left.
+#[test]
+fn a_hundred_nodes_are_gathered_past_one_that_does_not_answer() {
+    let api = FakeApi::start();
+    let mut want = std::collections::BTreeMap::new();
+    for i in 0..100u32 {
+        let node = format!("win-{i:03}");
+        node_with_pod(&api, &node, &format!("10.0.{}.{}", i / 200, i % 200 + 10));
+        if i == 42 {
+            serve(&api, &node, Answer::Silent);
+            continue;
+        }
+        let b = bundle(i, if i == 7 { 3 << 20 } else { 20_000 });
+        want.insert(node.clone(), calicoctl_win::files::sha256_hex(&b));
+        serve(&api, &node, Answer::Bundle(b.into()));
+    }
+    // A Linux node is not asked.
+    let mut linux = crate::support::fake_api::meta("v1", "Node", "linux-1", None);
+    linux["metadata"]["labels"] = json!({"kubernetes.io/os": "linux"});
+    api.put("/api/v1/nodes/linux-1", linux);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = identity(&api, dir.path(), &diags_rights::manifests(SA, NS, NS));
+    let out = dir.path().join("bundles");
+    diags_gather::prepare_out(&out).expect("out");
+    let started = std::time::Instant::now();
+    let index = diags_gather::gather(&c, &options(&out)).expect("gathers");
+    println!("gathered 100 nodes in {:?}", started.elapsed());
+    assert_eq!((index.gathered, index.failed), (99, 1), "{index:#?}");
+    assert!(!index.run_timed_out);
+    let silent = line(&index, "win-042");
+    assert_eq!(silent.reason, Some(Reason::TimedOut), "{silent:?}");
+    assert!(
+        silent.message.as_deref().unwrap_or_default().contains("2s"),
+        "{silent:?}"
+    );
+    for (node, sha) in &want {
+        let l = line(&index, node);
+        assert_eq!(l.sha256.as_ref(), Some(sha), "{l:?}");
+        let file = out.join(format!("{node}.zip"));
+        assert_eq!(&calicoctl_win::files::sha256_file(&file).expect("zip"), sha);
+    }
+    assert_eq!(
+        line(&index, "win-007").size,
+        Some(bundle(7, 3 << 20).len() as u64)
+    );
+    let left: Vec<_> = fs_err::read_dir(&out)
+        .expect("out")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".part"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(!out.join("win-042.zip").exists());
+    diags_gather::write_index(&out, &index).expect("index");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&fs_err::read(out.join("index.json")).expect("json")).expect("json");
+    assert_eq!(doc["nodes"].as_array().map(Vec::len), Some(100));
+    let text = fs_err::read_to_string(out.join("index.txt")).expect("text");
+    assert!(text.contains("win-042  failed"), "{text}");
+    assert!(
+        text.contains("100 node(s): 99 gathered, 1 failed"),
+        "{text}"
+    );
+}
+
+/// Each way a node fails is named with its reason: no pod, a pod that does not run, nothing
+/// listening, the endpoint's refusal, a bundle over the cap, an answer that is no zip; the
+/// node selector narrows the nodes; the run's timeout names the nodes not gathered by then.
+#[test]
+fn each_node_that_fails_is_named_with_why() {
+    let api = FakeApi::start();
+    for (i, node) in ["a", "b", "c", "d", "e", "f", "g"].iter().enumerate() {
+        node_with_pod(&api, node, &format!("10.0.0.{}", i + 10));
+        serve(&api, node, Answer::Bundle(bundle(i as u32, 100).into()));
+    }
+    api.remove(&format!("/api/v1/namespaces/{NS}/pods/calicoctl-win-a"));
+    let path = format!("/api/v1/namespaces/{NS}/pods/calicoctl-win-b");
+    let mut p = api.get(&path).expect("pod");
+    p["status"] = json!({"phase": "Pending"});
+    api.put(&path, p);
+    api.lock().diags.remove(&format!("{NS}/calicoctl-win-c"));
+    serve(&api, "d", Answer::Status(404, "404 page not found"));
+    serve(&api, "e", Answer::Bundle(bundle(9, 5000).into()));
+    serve(
+        &api,
+        "f",
+        Answer::Bundle(b"<html>login</html>".to_vec().into()),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = identity(&api, dir.path(), &diags_rights::manifests(SA, NS, NS));
+    let out = dir.path().join("bundles");
+    diags_gather::prepare_out(&out).expect("out");
+    let mut g = options(&out);
+    g.cap = 1000;
+    let index = diags_gather::gather(&c, &g).expect("gathers");
+    let reasons: Vec<_> = index
+        .nodes
+        .iter()
+        .map(|l| (l.node.as_str(), l.reason))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("a", Some(Reason::NoPod)),
+            ("b", Some(Reason::PodNotRunning)),
+            ("c", Some(Reason::Unreachable)),
+            ("d", Some(Reason::Refused)),
+            ("e", Some(Reason::TooBig)),
+            ("f", Some(Reason::NotAZip)),
+            ("g", None),
+        ]
+    );
+    assert!(!out.join("e.zip").exists() && !out.join(".e.zip.part").exists());
+    // An output directory that holds anything is refused before anything is asked.
+    assert!(diags_gather::prepare_out(&out).is_err());
+
+    let out = dir.path().join("selected");
+    diags_gather::prepare_out(&out).expect("out");
+    let mut g = options(&out);
+    g.node_selector = Some("kubernetes.io/hostname=none".into());
+    assert!(
+        diags_gather::gather(&c, &g)
+            .expect("gathers")
+            .nodes
+            .is_empty()
+    );
+
+    let out = dir.path().join("run-timeout");
+    diags_gather::prepare_out(&out).expect("out");
+    serve(&api, "g", Answer::Silent);
+    let mut g = options(&out);
+    g.node_timeout = Duration::from_secs(3600);
+    g.total_timeout = Duration::from_secs(1);
+    let index = diags_gather::gather(&c, &g).expect("gathers");
+    assert!(index.run_timed_out);
+    assert_eq!(line(&index, "g").reason, Some(Reason::RunTimedOut));
+}
+
+/// The diags identity's rules, as `fleet rbac --identity diags` writes them, are enough, and
+/// each is needed: without any one, the gathering fails naming the resource it lacked.
+#[test]
+fn every_diags_rule_is_needed_and_enough() {
+    let out = crate::support::cmd()
+        .args([
+            "fleet",
+            "rbac",
+            "--identity",
+            "diags",
+            "--name",
+            SA,
+            "--namespace",
+            NS,
+        ])
+        .args(["-o", "json"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(doc["manifests"], json!(diags_rights::manifests(SA, NS, NS)));
+    crate::rights::every_rule_is_needed(&doc, "fleet diags", |objects| {
+        let api = FakeApi::start();
+        node_with_pod(&api, "win-1", "10.0.0.5");
+        serve(&api, "win-1", Answer::Bundle(bundle(1, 100).into()));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let c = identity(&api, dir.path(), objects);
+        let out = dir.path().join("bundles");
+        diags_gather::prepare_out(&out).expect("out");
+        match diags_gather::gather(&c, &options(&out)) {
+            Err(e) => Some(format!("{e:#}")),
+            Ok(index) if index.failed > 0 => Some(format!("{index:?}")),
+            Ok(_) => None,
+        }
+    });
+}

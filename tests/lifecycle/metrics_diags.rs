@@ -1,0 +1,38 @@
+//! `metrics.diags`: CalicoNode is told to answer `GET /diags` on its metrics port only when it is
+//! set, and it is refused without the metrics endpoint it is served on.
+
+use crate::support::Node;
+
+fn node_command_line(s: &Node) -> String {
+    s.state()["services"]["caliconode"]["command_line"]
+        .as_str()
+        .expect("CalicoNode")
+        .to_owned()
+}
+
+#[test]
+fn metrics_diags_makes_calico_node_serve_diags_and_needs_metrics_on() {
+    let s = Node::healthy()
+        .created()
+        .serving("3.30.2", "calico-node.exe")
+        .build();
+    let (code, _, stderr) = s.install(&["--set", "metrics.diags=true"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("metrics.diags"), "{stderr}");
+    let on = [
+        "--set",
+        "metrics.enabled=true",
+        "--set",
+        "metrics.source_ranges=10.0.0.0/8",
+    ];
+    let (code, _, stderr) = s.install(&on);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!node_command_line(&s).contains("--diags"));
+    let (code, _, stderr) = s.install(&[&on[..], &["--set", "metrics.diags=true"]].concat());
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        node_command_line(&s).contains("--metrics-port 9095 --diags"),
+        "{}",
+        node_command_line(&s)
+    );
+}
