@@ -186,7 +186,8 @@ pub fn bindings(name: &str, sa_namespace: &str, sa: &str) -> Vec<Value> {
     out
 }
 
-/// What Pod Security leaves open, closed for the account `name` in `sa_namespace` alone: a
+/// What Pod Security leaves open, closed for the account `sa` in `sa_namespace` alone (the
+/// objects named `name`): a
 /// ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, GA in Kubernetes 1.30:
 /// kubernetes `staging/src/k8s.io/api/admissionregistration/v1/types.go`,
 /// `ValidatingAdmissionPolicy`, `+k8s:prerelease-lifecycle-gen:introduced=1.30`) and its
@@ -198,9 +199,9 @@ pub fn bindings(name: &str, sa_namespace: &str, sa: &str) -> Vec<Value> {
 /// namespace label taken off leaves this. Other users' pods are not matched. Two documents of
 /// their own, last: on an older API server `kubectl apply` refuses these kinds and applies the
 /// rest.
-pub fn admission(name: &str, sa_namespace: &str, images: &[String]) -> Vec<Value> {
+pub fn admission(name: &str, sa_namespace: &str, sa: &str, images: &[String]) -> Vec<Value> {
     let labels = json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
-    let user = format!("system:serviceaccount:{sa_namespace}:{name}");
+    let user = format!("system:serviceaccount:{sa_namespace}:{sa}");
     let listed: Vec<String> = images.iter().map(|i| format!("'{i}'")).collect();
     let listed = listed.join(", ");
     // `cond` of `c` true for every container, init container and ephemeral container
@@ -223,15 +224,15 @@ pub fn admission(name: &str, sa_namespace: &str, images: &[String]) -> Vec<Value
         && object.spec.securityContext.windowsOptions.hostProcess";
     let validations = json!([
         {"expression": every(&format!("c.image in [{listed}]")),
-            "message": format!("{name} may run only the verify image ({})", images.join(", "))},
+            "message": format!("{sa} may run only the verify image ({})", images.join(", "))},
         {"expression": format!("!{} && !{} && !{}", set("object.spec", "hostNetwork"),
             set("object.spec", "hostPID"), set("object.spec", "hostIPC")),
-            "message": format!("{name} may not use the host's network, PID or IPC namespace")},
+            "message": format!("{sa} may not use the host's network, PID or IPC namespace")},
         {"expression": every(&format!("!(has(c.securityContext) && {})",
             set("c.securityContext", "privileged"))),
-            "message": format!("{name} may not run a privileged container")},
+            "message": format!("{sa} may not run a privileged container")},
         {"expression": format!("!({pod_host_process}) && {}", every(&format!("!({host_process})"))),
-            "message": format!("{name} may not run a HostProcess pod")},
+            "message": format!("{sa} may not run a HostProcess pod")},
     ]);
     vec![
         json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
@@ -266,7 +267,7 @@ mod tests {
             "m.local/agnhost:2.52".to_owned(),
             "m.local/b@sha256:ab".to_owned(),
         ];
-        let docs = admission("acct", "ops", &images);
+        let docs = admission("pol", "ops", "acct", &images);
         let spec = &docs[0]["spec"];
         let when = spec["matchConditions"][0]["expression"].as_str().unwrap();
         assert_eq!(
@@ -308,7 +309,7 @@ mod tests {
             assert_eq!(depth, 0, "{r}");
             assert_eq!(r.matches('\'').count() % 2, 0, "{r}");
         }
-        assert_eq!(docs[1]["spec"]["policyName"], "acct");
+        assert_eq!(docs[1]["spec"]["policyName"], "pol");
         assert_eq!(docs[1]["spec"]["validationActions"], json!(["Deny"]));
         assert_eq!(
             spec["matchConstraints"]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],

@@ -83,14 +83,19 @@ fn metrics_service(
 }
 
 /// `--verify`: verify's namespace and its roles, bound to the jobs' account too (named
-/// `<account>-verify`, beside the account's own roles).
+/// `<account>-verify`, beside the account's own roles), and the admission policy holding the
+/// account's pods there to agnhost.
 fn verify_roles(fleet: &Fleet, namespace: &str) -> Vec<serde_json::Value> {
     let sa = &fleet.service_account;
     let mut docs = vec![crate::cluster::verify_rights::namespace()];
+    let name = format!("{sa}-verify");
     docs.extend(crate::cluster::verify_rights::bindings(
-        &format!("{sa}-verify"),
-        namespace,
-        sa,
+        &name, namespace, sa,
+    ));
+    // The jobs run verify with its default image.
+    let images = [crate::verify::image::AGNHOST.to_owned()];
+    docs.extend(crate::cluster::verify_rights::admission(
+        &name, namespace, sa, &images,
     ));
     docs
 }
@@ -274,7 +279,7 @@ fn rbac_verify(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
     let mut docs = crate::cluster::verify_rights::manifests(name, namespace);
     docs.extend(crate::cluster::verify_rights::admission(
-        name, namespace, &images,
+        name, namespace, name, &images,
     ));
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
