@@ -475,7 +475,11 @@ there (create, delete, list pods; get pods/proxy; create, delete, get services; 
 networking.k8s.io networkpolicies; list, delete events; create configmaps; get, delete configmaps \
 calicoctl-win-verify-run, its runs' turn), a Role \
 in default (get services named kubernetes) and a ClusterRole (list nodes): for 'verify --namespace \
-calicoctl-win-verify', which makes and deletes no namespace.\n\n\
+calicoctl-win-verify', which makes and deletes no namespace; and, as documents of their own after \
+those, a ValidatingAdmissionPolicy and its binding (admissionregistration.k8s.io/v1, Kubernetes 1.30 or \
+later; on an older cluster kubectl refuses those two and applies the rest) that refuse the account's \
+pods there any image but --verify-image's and any hostNetwork, hostPID, hostIPC, privileged or \
+HostProcess pod.\n\n\
 --identity diags writes 'fleet diags' roles: a ClusterRole (list nodes) and a Role in --namespace, \
 the fleet DaemonSet's (list pods; get pods/proxy, which reaches only what the pods serve), with the \
 ServiceAccount there.\n\n\
@@ -601,6 +605,11 @@ pub struct FleetRbacArgs {
     /// Write the manifests to FILE instead of standard output
     #[arg(long, value_name = "FILE")]
     pub out_file: Option<PathBuf>,
+    /// With --identity verify: the one probe image its account's pods may run (repeat for
+    /// more; default: agnhost, which 'verify' and 'fleet plan --verify' run; a mirror for an
+    /// air-gapped cluster, as 'verify --image' is given)
+    #[arg(long, value_name = "IMAGE")]
+    pub verify_image: Vec<String>,
 }
 
 /// The engines `fleet plan` writes manifests for.

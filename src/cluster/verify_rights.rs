@@ -11,7 +11,8 @@
 //! namespaces and pods in them would be creating pods anywhere. So the namespace is made once,
 //! with the roles (Pod Security `restricted` enforced in it, so its pods cannot be privileged or
 //! use the host's network or paths), and `verify --namespace` runs in it, making and deleting
-//! no namespace. Its cluster-wide rule is listing nodes (where the probe pods go); the
+//! no namespace. The image its pods run there is held by an admission policy (`admission`).
+//! Its cluster-wide rule is listing nodes (where the probe pods go); the
 //! `kubernetes` Service is read by name in `default`.
 
 use super::rights::{Right, Scope, policy_rules};
@@ -183,4 +184,136 @@ pub fn bindings(name: &str, sa_namespace: &str, sa: &str) -> Vec<Value> {
         );
     }
     out
+}
+
+/// What Pod Security leaves open, closed for the account `sa` in `sa_namespace` alone (the
+/// objects named `name`): a
+/// ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, GA in Kubernetes 1.30:
+/// kubernetes `staging/src/k8s.io/api/admissionregistration/v1/types.go`,
+/// `ValidatingAdmissionPolicy`, `+k8s:prerelease-lifecycle-gen:introduced=1.30`) and its
+/// binding, enforced by the API server. Its pods in verify's namespace run only `images`
+/// (every container, init and ephemeral one), and none uses the host's network, PID or IPC
+/// namespace, is privileged or is a HostProcess pod: the restricted level refuses those too
+/// (kubernetes `staging/src/k8s.io/pod-security-admission/policy/`: check_hostNamespaces.go,
+/// check_privileged.go, check_windowsHostProcess.go, all baseline), said twice so that a
+/// namespace label taken off leaves this. Other users' pods are not matched. Two documents of
+/// their own, last: on an older API server `kubectl apply` refuses these kinds and applies the
+/// rest.
+pub fn admission(name: &str, sa_namespace: &str, sa: &str, images: &[String]) -> Vec<Value> {
+    let labels = json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
+    let user = format!("system:serviceaccount:{sa_namespace}:{sa}");
+    let listed: Vec<String> = images.iter().map(|i| format!("'{i}'")).collect();
+    let listed = listed.join(", ");
+    // `cond` of `c` true for every container, init container and ephemeral container
+    // (the two latter optional: `has()`).
+    let every = |cond: &str| {
+        let s = "object.spec";
+        format!(
+            "{s}.containers.all(c, {cond}) \
+             && (!has({s}.initContainers) || {s}.initContainers.all(c, {cond})) \
+             && (!has({s}.ephemeralContainers) || {s}.ephemeralContainers.all(c, {cond}))"
+        )
+    };
+    let set = |path: &str, field: &str| format!("(has({path}.{field}) && {path}.{field})");
+    let host_process = "has(c.securityContext) && has(c.securityContext.windowsOptions) \
+        && has(c.securityContext.windowsOptions.hostProcess) \
+        && c.securityContext.windowsOptions.hostProcess";
+    let pod_host_process = "has(object.spec.securityContext) \
+        && has(object.spec.securityContext.windowsOptions) \
+        && has(object.spec.securityContext.windowsOptions.hostProcess) \
+        && object.spec.securityContext.windowsOptions.hostProcess";
+    let validations = json!([
+        {"expression": every(&format!("c.image in [{listed}]")),
+            "message": format!("{sa} may run only the verify image ({})", images.join(", "))},
+        {"expression": format!("!{} && !{} && !{}", set("object.spec", "hostNetwork"),
+            set("object.spec", "hostPID"), set("object.spec", "hostIPC")),
+            "message": format!("{sa} may not use the host's network, PID or IPC namespace")},
+        {"expression": every(&format!("!(has(c.securityContext) && {})",
+            set("c.securityContext", "privileged"))),
+            "message": format!("{sa} may not run a privileged container")},
+        {"expression": format!("!({pod_host_process}) && {}", every(&format!("!({host_process})"))),
+            "message": format!("{sa} may not run a HostProcess pod")},
+    ]);
+    vec![
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}},
+                    "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["pods", "pods/ephemeralcontainers"]}]},
+                "matchConditions": [{"name": "verify-account",
+                    "expression": format!("request.namespace == '{NAMESPACE}' && request.userInfo.username == '{user}'")}],
+                "validations": validations}}),
+        json!({"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"policyName": name, "validationActions": ["Deny"]}}),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The policy's CEL names what it is about: the account's username and the namespace in
+    /// its match condition, every image in the image rule, each field it refuses, optional
+    /// fields behind `has()`. (The API server evaluates it; no CEL evaluator here.)
+    #[test]
+    fn the_policy_names_the_account_the_namespace_and_the_images() {
+        let images = [
+            "m.local/agnhost:2.52".to_owned(),
+            "m.local/b@sha256:ab".to_owned(),
+        ];
+        let docs = admission("pol", "ops", "acct", &images);
+        let spec = &docs[0]["spec"];
+        let when = spec["matchConditions"][0]["expression"].as_str().unwrap();
+        assert_eq!(
+            when,
+            "request.namespace == 'calicoctl-win-verify' \
+             && request.userInfo.username == 'system:serviceaccount:ops:acct'"
+        );
+        let rules: Vec<&str> = spec["validations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["expression"].as_str().unwrap())
+            .collect();
+        assert!(rules[0].contains("c.image in ['m.local/agnhost:2.52', 'm.local/b@sha256:ab']"));
+        for list in ["containers", "initContainers", "ephemeralContainers"] {
+            for r in [rules[0], rules[2], rules[3]] {
+                assert!(r.contains(&format!("object.spec.{list}.all(c, ")), "{r}");
+            }
+        }
+        assert!(rules[0].contains("!has(object.spec.initContainers) ||"));
+        for f in ["hostNetwork", "hostPID", "hostIPC"] {
+            assert!(rules[1].contains(&format!("!(has(object.spec.{f}) && object.spec.{f})")));
+        }
+        assert!(rules[2].contains("c.securityContext.privileged"));
+        assert!(rules[3].contains("object.spec.securityContext.windowsOptions.hostProcess"));
+        assert!(rules[3].contains("c.securityContext.windowsOptions.hostProcess"));
+        // Balanced parentheses and brackets, and quotes in pairs: the expressions parse as
+        // far as their shape goes.
+        for r in rules.iter().chain([&when]) {
+            let mut depth = 0i32;
+            for ch in r.chars() {
+                depth += match ch {
+                    '(' | '[' => 1,
+                    ')' | ']' => -1,
+                    _ => 0,
+                };
+                assert!(depth >= 0, "{r}");
+            }
+            assert_eq!(depth, 0, "{r}");
+            assert_eq!(r.matches('\'').count() % 2, 0, "{r}");
+        }
+        assert_eq!(docs[1]["spec"]["policyName"], "pol");
+        assert_eq!(docs[1]["spec"]["validationActions"], json!(["Deny"]));
+        assert_eq!(
+            spec["matchConstraints"]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+            NAMESPACE
+        );
+    }
 }

@@ -83,14 +83,19 @@ fn metrics_service(
 }
 
 /// `--verify`: verify's namespace and its roles, bound to the jobs' account too (named
-/// `<account>-verify`, beside the account's own roles).
+/// `<account>-verify`, beside the account's own roles), and the admission policy holding the
+/// account's pods there to agnhost.
 fn verify_roles(fleet: &Fleet, namespace: &str) -> Vec<serde_json::Value> {
     let sa = &fleet.service_account;
     let mut docs = vec![crate::cluster::verify_rights::namespace()];
+    let name = format!("{sa}-verify");
     docs.extend(crate::cluster::verify_rights::bindings(
-        &format!("{sa}-verify"),
-        namespace,
-        sa,
+        &name, namespace, sa,
+    ));
+    // The jobs run verify with its default image.
+    let images = [crate::verify::image::AGNHOST.to_owned()];
+    docs.extend(crate::cluster::verify_rights::admission(
+        &name, namespace, sa, &images,
     ));
     docs
 }
@@ -212,6 +217,13 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     if args.identity == RbacIdentity::Verify {
         return rbac_verify(args, ctx);
     }
+    if !args.verify_image.is_empty() {
+        return Err(UsageError::new(
+            "--verify-image names the images verify's account may run",
+            "pass it with --identity verify, or leave it out",
+        )
+        .into());
+    }
     if args.identity == RbacIdentity::Diags {
         return rbac_diags(args, ctx);
     }
@@ -257,7 +269,21 @@ fn rbac_verify(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let namespace = args.namespace.as_deref().unwrap_or("kube-system");
     dns_label("--name", name)?;
     dns_label("--namespace", namespace)?;
-    let docs = crate::cluster::verify_rights::manifests(name, namespace);
+    let images = match args.verify_image.as_slice() {
+        [] => vec![crate::verify::image::AGNHOST.to_owned()],
+        given => given.to_vec(),
+    };
+    if let Some(bad) = images.iter().find(|i| !image_ref(i)) {
+        return Err(UsageError::new(
+            format!("--verify-image {bad:?} is not an image reference"),
+            "give registry/repository:tag or @sha256:digest (letters, digits, . _ - / : @)",
+        )
+        .into());
+    }
+    let mut docs = crate::cluster::verify_rights::manifests(name, namespace);
+    docs.extend(crate::cluster::verify_rights::admission(
+        name, namespace, name, &images,
+    ));
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
 
@@ -270,6 +296,15 @@ fn rbac_diags(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     dns_label("--namespace", namespace)?;
     let docs = crate::cluster::diags_rights::manifests(name, namespace, namespace);
     print_manifests(ctx, &docs, args.out_file.as_deref())
+}
+
+/// An image reference as the policy's CEL quotes it: the characters of a reference
+/// (distribution's reference grammar), so none ends the quoted string.
+fn image_ref(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 512
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c))
 }
 
 /// The group of Calico's resources the roles name: the one asked for, else the cluster's

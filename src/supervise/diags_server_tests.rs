@@ -3,11 +3,11 @@
 //! zip where the simulated host keeps the install root.
 
 use super::{DIR, Diags};
+use crate::duration::Stop;
 use crate::host::Files;
 use crate::host::sim::SimHost;
 use crate::layout::InstallRoot;
 use crate::supervise::log::{Log, LogSettings};
-use crate::duration::Stop;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};

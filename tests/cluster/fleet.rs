@@ -224,7 +224,12 @@ fn the_daemonset_rolls_on_a_new_config_and_is_ready_only_when_healthy() {
 
 /// The paths of `original` that are not in `round_trip`: fields a typed decode dropped, as
 /// unknown to the type.
-fn dropped_fields(original: &Value, round_trip: &Value, at: &str, out: &mut Vec<String>) {
+pub(crate) fn dropped_fields(
+    original: &Value,
+    round_trip: &Value,
+    at: &str,
+    out: &mut Vec<String>,
+) {
     match (original, round_trip) {
         (Value::Object(a), Value::Object(b)) => {
             for (k, v) in a {

@@ -100,8 +100,21 @@ fn the_plan_with_verify_runs_verify_after_the_reconfigure_and_is_what_the_contro
             "Role",
             "RoleBinding",
             "Role",
-            "RoleBinding"
+            "RoleBinding",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding"
         ]
+    );
+    // The jobs' pods in verify's namespace run agnhost only.
+    let policy = verify_roles[6];
+    assert_eq!(
+        policy["spec"]["matchConditions"][0]["expression"],
+        "request.namespace == 'calicoctl-win-verify' && request.userInfo.username == 'system:serviceaccount:system-upgrade:calicoctl-win-fleet'"
+    );
+    let images = policy["spec"]["validations"][0]["expression"].to_string();
+    assert!(
+        images.contains("['registry.k8s.io/e2e-test-images/agnhost:2.52']"),
+        "{images}"
     );
     for b in verify_roles.iter().filter(|m| m["subjects"].is_array()) {
         assert_eq!(

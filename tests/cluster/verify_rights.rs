@@ -25,7 +25,8 @@ fn manifests() -> Vec<Value> {
     doc["manifests"].as_array().expect("manifests").clone()
 }
 
-/// The manifests applied as `kubectl apply` would (the namespace, then the RBAC objects).
+/// The manifests applied as `kubectl apply` would (the namespace, then the RBAC objects and
+/// the admission policy, which the fake stores and does not evaluate for pods).
 fn apply(api: &FakeApi, all: &[Value]) {
     for m in all {
         if m["kind"] == "Namespace" {
@@ -105,7 +106,9 @@ fn the_verify_role_is_enough_and_every_rule_is_needed() {
             "Role",
             "RoleBinding",
             "Role",
-            "RoleBinding"
+            "RoleBinding",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding"
         ]
     );
     // Pod Security restricted in the namespace (the probe pods meet it); no namespace right, nothing outside it but
@@ -215,4 +218,86 @@ fn a_run_waits_for_the_namespaces_turn_and_never_takes_a_young_one() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(doc["nodes"][0]["namespace_given"], true, "{doc}");
     assert!(left(&api).is_empty(), "{:?}", left(&api));
+}
+
+/// A manifest read into Kubernetes' types (k8s-openapi): a mistyped field fails the decode, an
+/// unknown one is dropped by it and named.
+fn typed_problems<T: serde::de::DeserializeOwned + serde::Serialize>(m: &Value) -> Vec<String> {
+    let typed: T = match serde_json::from_value(m.clone()) {
+        Ok(t) => t,
+        Err(e) => return vec![e.to_string()],
+    };
+    let back = serde_json::to_value(&typed).expect("json");
+    let mut out = Vec::new();
+    super::fleet::dropped_fields(m, &back, "", &mut out);
+    out
+}
+
+/// The admission policy and its binding decode strictly into Kubernetes' types; the policy
+/// matches only the verify account's pods in its namespace and names the default image, or
+/// the ones --verify-image gives; an image that would end the CEL string is refused.
+#[test]
+fn the_admission_policy_is_valid_and_names_the_account_and_the_image() {
+    use k8s_openapi::api::admissionregistration::v1::{
+        ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    };
+    let all = manifests();
+    let policy = &all[8];
+    assert_eq!(
+        typed_problems::<ValidatingAdmissionPolicy>(policy),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        typed_problems::<ValidatingAdmissionPolicyBinding>(&all[9]),
+        Vec::<String>::new()
+    );
+    let mut unknown = policy.clone();
+    unknown["spec"]["validationz"] = json!([]);
+    assert_eq!(
+        typed_problems::<ValidatingAdmissionPolicy>(&unknown),
+        vec![".spec.validationz".to_owned()]
+    );
+    assert_eq!(
+        policy["spec"]["matchConditions"][0]["expression"],
+        "request.namespace == 'calicoctl-win-verify' && request.userInfo.username == 'system:serviceaccount:kube-system:calicoctl-win-verify'"
+    );
+    let images = policy["spec"]["validations"][0]["expression"].to_string();
+    assert!(
+        images.contains("['registry.k8s.io/e2e-test-images/agnhost:2.52']"),
+        "{images}"
+    );
+    let out = on_node()
+        .args(["fleet", "rbac", "--identity", "verify", "-o", "json"])
+        .args(["--verify-image", "mirror.local/agnhost:2.52"])
+        .args(["--verify-image", "mirror.local/agnhost@sha256:00ff"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let images = doc["manifests"][8]["spec"]["validations"][0]["expression"].to_string();
+    assert!(
+        images.contains("['mirror.local/agnhost:2.52', 'mirror.local/agnhost@sha256:00ff']"),
+        "{images}"
+    );
+    for bad in [
+        &["--identity", "verify", "--verify-image", "x' || true || '"][..],
+        &[
+            "--identity",
+            "installer",
+            "--verify-image",
+            "mirror.local/agnhost:2.52",
+        ][..],
+    ] {
+        let out = on_node()
+            .args(["fleet", "rbac"])
+            .args(bad)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--verify-image"));
+    }
 }
