@@ -54,7 +54,8 @@ enum End<T, P, C> {
 }
 
 /// Looks until `look` is done (or fails), else until the timeout, when `timed_out` gets what the
-/// last look was still waiting for; a requested stop ends the pause at once with `Stopped`. It
+/// last look was still waiting for; a requested stop ends the pause at once with `Stopped`, and
+/// one requested before the wait ends it before the first look. It
 /// says what it waits for at the first look that is not done, that it still waits at most once
 /// every `SAY_EVERY`, and how long it waited when it ends.
 pub fn poll_until<T, P, E: From<Stopped>>(
@@ -89,13 +90,18 @@ pub fn poll_until<T, P, E: From<Stopped>>(
         }
         last_said = Some(now);
     };
-    let end = run(
-        deadline,
-        pauses,
-        |d| stop.wait(d).then_some(Stopped),
-        &mut pending,
-        look,
-    )?;
+    // A stop requested before the wait (during the step before it) ends it before any look.
+    let end = if stop.requested() {
+        End::Stopped(Stopped)
+    } else {
+        run(
+            deadline,
+            pauses,
+            |d| stop.wait(d).then_some(Stopped),
+            &mut pending,
+            look,
+        )?
+    };
     let waited = millis(started.elapsed());
     match end {
         End::Done(v) => {
@@ -345,6 +351,37 @@ mod tests {
         );
         assert_eq!(out, Err(Ended::Stopped));
         assert_eq!(looks, 2, "no look after the stop");
+        assert!(
+            said.last()
+                .is_some_and(|l| l.starts_with("stopped waiting for the node after ")),
+            "{said:?}"
+        );
+    }
+
+    /// A stop requested before the wait (during the caller's previous step) ends it at once,
+    /// with no look, with `Stopped`, and says so.
+    #[test]
+    fn a_stop_requested_before_the_wait_ends_it_before_the_first_look() {
+        let stop = Stop::new();
+        stop.request();
+        let mut said = Vec::new();
+        let mut looks = 0;
+        let out: Result<(), Ended> = poll_until(
+            Wait {
+                what: "the node",
+                timeout: HOUR,
+                pauses: Pauses::every(Duration::from_millis(1)),
+                stop: &stop,
+                say: &mut |l| said.push(l.to_owned()),
+            },
+            || {
+                looks += 1;
+                Ok(Look::Done(()))
+            },
+            |p: ()| Ok(p),
+        );
+        assert_eq!(out, Err(Ended::Stopped));
+        assert_eq!(looks, 0, "no look after the stop");
         assert!(
             said.last()
                 .is_some_and(|l| l.starts_with("stopped waiting for the node after ")),
