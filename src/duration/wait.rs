@@ -26,7 +26,21 @@ impl Pauses {
     pub const fn every(d: Duration) -> Self {
         Self { first: d, most: d }
     }
+
+    /// The pause after the `n`th look that was not done (counting from 1): `first`, doubling
+    /// up to `most`. A wait that says its next pause (a retry with backoff) reads it here.
+    pub fn after(self, n: u32) -> Duration {
+        let most = self.most.max(self.first);
+        2_u32
+            .checked_pow(n.saturating_sub(1))
+            .and_then(|f| self.first.checked_mul(f))
+            .map_or(most, |d| d.min(most))
+    }
 }
+
+/// The timeout of a wait that has no time limit by design (it warns on its own instead):
+/// its log lines say so rather than give a deadline.
+pub const NO_LIMIT: Duration = Duration::MAX;
 
 /// A wait the service's stop ended: not a timeout, and no failure of what was awaited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -54,7 +68,8 @@ enum End<T, P, C> {
 }
 
 /// Looks until `look` is done (or fails), else until the timeout, when `timed_out` gets what the
-/// last look was still waiting for; a requested stop ends the pause at once with `Stopped`. It
+/// last look was still waiting for; a requested stop ends the pause at once with `Stopped`, and
+/// one requested before the wait ends it before the first look. It
 /// says what it waits for at the first look that is not done, that it still waits at most once
 /// every `SAY_EVERY`, and how long it waited when it ends.
 pub fn poll_until<T, P, E: From<Stopped>>(
@@ -79,23 +94,34 @@ pub fn poll_until<T, P, E: From<Stopped>>(
     let mut looks = 0_u32;
     let mut pending = |now: Instant| {
         looks += 1;
+        let waited = millis(now.duration_since(started));
         match last_said {
+            None if timeout == NO_LIMIT => say(&format!("waiting for {what} (no time limit)")),
             None => say(&format!("waiting up to {timeout:?} for {what}")),
+            Some(at) if now.duration_since(at) >= SAY_EVERY && timeout == NO_LIMIT => {
+                say(&format!(
+                    "still waiting for {what}: look {looks}, {waited:?}"
+                ));
+            }
             Some(at) if now.duration_since(at) >= SAY_EVERY => say(&format!(
-                "still waiting for {what}: look {looks}, {:?} of {timeout:?}",
-                millis(now.duration_since(started))
+                "still waiting for {what}: look {looks}, {waited:?} of {timeout:?}"
             )),
             Some(_) => return,
         }
         last_said = Some(now);
     };
-    let end = run(
-        deadline,
-        pauses,
-        |d| stop.wait(d).then_some(Stopped),
-        &mut pending,
-        look,
-    )?;
+    // A stop requested before the wait (during the step before it) ends it before any look.
+    let end = if stop.requested() {
+        End::Stopped(Stopped)
+    } else {
+        run(
+            deadline,
+            pauses,
+            |d| stop.wait(d).then_some(Stopped),
+            &mut pending,
+            look,
+        )?
+    };
     let waited = millis(started.elapsed());
     match end {
         End::Done(v) => {
@@ -146,7 +172,7 @@ fn run<T, P, E, C>(
     pending: &mut dyn FnMut(Instant),
     mut look: impl FnMut() -> Result<Look<T, P>, E>,
 ) -> Result<End<T, P, C>, E> {
-    let mut next = pauses.first;
+    let mut pending_looks = 0_u32;
     loop {
         let waiting_for = match look()? {
             Look::Done(v) => return Ok(End::Done(v)),
@@ -161,10 +187,11 @@ fn run<T, P, E, C>(
             });
         }
         pending(now);
+        pending_looks = pending_looks.saturating_add(1);
+        let next = pauses.after(pending_looks);
         if let Some(cut) = pause(next.min(deadline.saturating_duration_since(now))) {
             return Ok(End::Stopped(cut));
         }
-        next = next.saturating_mul(2).min(pauses.most.max(pauses.first));
     }
 }
 
@@ -345,6 +372,74 @@ mod tests {
         );
         assert_eq!(out, Err(Ended::Stopped));
         assert_eq!(looks, 2, "no look after the stop");
+        assert!(
+            said.last()
+                .is_some_and(|l| l.starts_with("stopped waiting for the node after ")),
+            "{said:?}"
+        );
+    }
+
+    /// The pauses double from the first up to the most (a retry's backoff says them so), and a
+    /// wait with no time limit says that instead of a deadline.
+    #[test]
+    fn pauses_double_up_to_the_most_and_no_limit_is_said() {
+        let p = Pauses {
+            first: Duration::from_millis(10),
+            most: Duration::from_millis(50),
+        };
+        let got: Vec<u128> = [1, 2, 3, 4, 40, u32::MAX]
+            .map(|n| p.after(n).as_millis())
+            .into();
+        assert_eq!(got, [10, 20, 40, 50, 50, 50]);
+        let stop = Stop::new();
+        let mut said = Vec::new();
+        let mut n = 0;
+        let done: Result<(), Ended> = poll_until(
+            Wait {
+                what: "the node",
+                timeout: NO_LIMIT,
+                pauses: Pauses::every(Duration::from_millis(1)),
+                stop: &stop,
+                say: &mut |l| said.push(l.to_owned()),
+            },
+            || {
+                n += 1;
+                Ok(if n == 2 {
+                    Look::Done(())
+                } else {
+                    Look::Pending(())
+                })
+            },
+            |()| Err(Ended::TimedOut(0)),
+        );
+        assert_eq!(done, Ok(()));
+        assert_eq!(said[0], "waiting for the node (no time limit)");
+    }
+
+    /// A stop requested before the wait (during the caller's previous step) ends it at once,
+    /// with no look, with `Stopped`, and says so.
+    #[test]
+    fn a_stop_requested_before_the_wait_ends_it_before_the_first_look() {
+        let stop = Stop::new();
+        stop.request();
+        let mut said = Vec::new();
+        let mut looks = 0;
+        let out: Result<(), Ended> = poll_until(
+            Wait {
+                what: "the node",
+                timeout: HOUR,
+                pauses: Pauses::every(Duration::from_millis(1)),
+                stop: &stop,
+                say: &mut |l| said.push(l.to_owned()),
+            },
+            || {
+                looks += 1;
+                Ok(Look::Done(()))
+            },
+            |p: ()| Ok(p),
+        );
+        assert_eq!(out, Err(Ended::Stopped));
+        assert_eq!(looks, 0, "no look after the stop");
         assert!(
             said.last()
                 .is_some_and(|l| l.starts_with("stopped waiting for the node after ")),

@@ -5,7 +5,7 @@ use super::child::{Backoff, ChildEnd, run_child};
 use super::log::Log;
 use super::node::init_done;
 use super::settings::{Component, Launch, Result, Settings, SuperviseError, environment, required};
-use crate::duration::Stop;
+use crate::duration::{Look, NO_LIMIT, Pauses, Stop, Wait, poll_until};
 use crate::host::Host;
 use crate::layout::Role;
 use crate::layout::env::EnvVars;
@@ -82,39 +82,45 @@ fn clear_generated(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {
 /// again every `init_timeout`) but keeps waiting: running felix on networks about to be
 /// deleted would be worse.
 fn wait_for_init(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
+    if init_done(host)? {
+        return Ok(());
+    }
+    let boot = host.system_facts()?.boot_id;
+    let boot = boot.as_deref().unwrap_or("unknown");
+    log.info(&format!(
+        "waiting for CalicoNode to finish initialising in this boot ({boot}): \
+         {}\\{} does not hold it yet",
+        crate::layout::CALICO_KEY,
+        crate::layout::BOOT_ID_VALUE
+    ));
     let started = Instant::now();
     let mut warned_at = Duration::ZERO;
-    let mut said = false;
-    loop {
-        if init_done(host)? {
-            if said {
+    poll_until(
+        Wait {
+            what: "CalicoNode to finish initialising",
+            timeout: NO_LIMIT,
+            pauses: Pauses::every(s.timing.poll),
+            stop,
+            say: &mut |l: &str| log.info(l),
+        },
+        || {
+            if init_done(host)? {
                 log.info("CalicoNode finished initialising");
+                return Ok(Look::Done(()));
             }
-            return Ok(());
-        }
-        if !said {
-            let boot = host.system_facts()?.boot_id;
-            let boot = boot.as_deref().unwrap_or("unknown");
-            log.info(&format!(
-                "waiting for CalicoNode to finish initialising in this boot ({boot}): \
-                 {}\\{} does not hold it yet",
-                crate::layout::CALICO_KEY,
-                crate::layout::BOOT_ID_VALUE
-            ));
-            said = true;
-        }
-        let waited = started.elapsed();
-        if waited >= warned_at + s.init_timeout {
-            log.warn(&format!(
-                "CalicoNode has not finished initialising after {:?}; still waiting (see calico-node.log)",
-                Duration::from_secs(waited.as_secs())
-            ));
-            warned_at = waited;
-        }
-        if stop.wait(s.timing.poll) {
-            return Err(SuperviseError::Stopped);
-        }
-    }
+            let waited = started.elapsed();
+            if waited >= warned_at + s.init_timeout {
+                log.warn(&format!(
+                    "CalicoNode has not finished initialising after {:?}; still waiting (see calico-node.log)",
+                    Duration::from_secs(waited.as_secs())
+                ));
+                warned_at = waited;
+            }
+            Ok(Look::Pending(()))
+        },
+        // No time limit: the year `poll_until` stands in for it is never reached in practice.
+        |()| Err(SuperviseError::Stopped),
+    )
 }
 
 /// Felix's start, kept where `status` reads it: Felix is aged by its own start, not by its

@@ -46,13 +46,15 @@ impl GroupWatch {
 }
 
 /// Restarts the registered Calico services that read Calico's resources (CalicoFelix,
-/// CalicoConfd), said in the log and the event log; the names restarted.
+/// CalicoConfd), said in the log and the event log; the names restarted, or `Stopped` when
+/// CalicoNode's stop came during a restart.
 pub fn restart_components(
     host: &dyn Host,
     (from, to): (Group, Group),
     wait: std::time::Duration,
+    stop: &crate::duration::Stop,
     log: &Log,
-) -> Vec<String> {
+) -> Result<Vec<String>, crate::duration::Stopped> {
     use crate::layout::Role;
     let what = format!(
         "Calico's API group changed from {} to {}: restarting Calico's components so that they read it",
@@ -74,15 +76,16 @@ pub fn restart_components(
         if !matches!(host.service_query(name), Ok(Some(_))) {
             continue;
         }
-        match super::hns_watch::restart(host, name, wait) {
+        match super::hns_watch::restart(host, name, wait, stop, log) {
             Ok(()) => {
                 log.info(&format!("restarted {name}"));
                 restarted.push(name.to_owned());
             }
+            Err(super::settings::SuperviseError::Stopped) => return Err(crate::duration::Stopped),
             Err(e) => log.warn(&format!("cannot restart {name}: {e}")),
         }
     }
-    restarted
+    Ok(restarted)
 }
 
 #[cfg(test)]

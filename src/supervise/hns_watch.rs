@@ -18,12 +18,13 @@
 
 use super::log::Log;
 use super::settings::Settings;
-use crate::duration::{Look, Pauses, poll_quietly};
+use super::settings::SuperviseError;
+use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
 use crate::host::ServiceState;
-use crate::host::{EventLevel, Host, RegValue};
+use crate::host::{EventLevel, Host, HostError, RegValue};
 pub use crate::installed::hns_restart::{self, HnsRestart};
 use crate::layout::{CALICO_KEY, EVENT_SOURCE, HNS_PID_VALUE, Role};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The Application event id of an HNS restart CalicoNode answered (listed in `layout`).
 pub use crate::layout::EVENT_HNS_RESTARTED;
@@ -88,35 +89,47 @@ fn keep_pid(host: &dyn Host, pid: u32, log: &Log) {
 impl HnsWatch {
     /// Looks at HNS's process id; after a change from one running process to another, restarts
     /// the services that program HNS and says so. A stopped HNS (no process) is only noted:
-    /// the restart is answered once HNS runs again.
-    pub fn check(&mut self, host: &dyn Host, s: &Settings, log: &Log) -> Option<HnsRestart> {
+    /// the restart is answered once HNS runs again. CalicoNode's stop during the restart ends
+    /// it with `Stopped`, and the new process id is then not kept: the next CalicoNode answers
+    /// the restart again.
+    pub fn check(
+        &mut self,
+        host: &dyn Host,
+        s: &Settings,
+        stop: &Stop,
+        log: &Log,
+    ) -> Result<Option<HnsRestart>, Stopped> {
         let pid = match host.service_query(HNS_SERVICE) {
             Ok(Some(svc)) => svc.pid,
-            Ok(None) => return None,
+            Ok(None) => return Ok(None),
             Err(e) => {
                 log.warn(&format!("cannot read the HNS service: {e}"));
-                return None;
+                return Ok(None);
             }
-        }?;
+        };
+        let Some(pid) = pid else { return Ok(None) };
         if !self.loaded {
             self.loaded = true;
             self.last = kept_pid(host);
         }
         let previous = self.last.replace(pid);
+        let restart = match previous {
+            Some(previous) if previous != pid => {
+                log.info(&format!(
+                    "the HNS service restarted (process {previous} -> {pid}): it has forgotten its policies; restarting the services that program it"
+                ));
+                Some(restart_programmers(host, s, previous, pid, stop, log)?)
+            }
+            _ => None,
+        };
         if previous != Some(pid) {
             keep_pid(host, pid, log);
         }
-        let previous = previous?;
-        if previous == pid {
-            return None;
+        if let Some(r) = &restart {
+            record(host, r, log);
+            super::renew::count(host, crate::installed::metrics::HNS_RESTARTS, log);
         }
-        log.info(&format!(
-            "the HNS service restarted (process {previous} -> {pid}): it has forgotten its policies; restarting the services that program it"
-        ));
-        let restart = restart_programmers(host, s, previous, pid, log);
-        record(host, &restart, log);
-        super::renew::count(host, crate::installed::metrics::HNS_RESTARTS, log);
-        Some(restart)
+        Ok(restart)
     }
 }
 
@@ -125,8 +138,9 @@ fn restart_programmers(
     s: &Settings,
     from_pid: u32,
     to_pid: u32,
+    stop: &Stop,
     log: &Log,
-) -> HnsRestart {
+) -> Result<HnsRestart, Stopped> {
     let mut out = HnsRestart {
         at: crate::duration::now(),
         from_pid,
@@ -139,10 +153,16 @@ fn restart_programmers(
         if !matches!(host.service_query(name), Ok(Some(_))) {
             continue;
         }
-        match restart(host, name, s.service_stop_wait()) {
+        match restart(host, name, s.service_stop_wait(), stop, log) {
             Ok(()) => {
                 log.info(&format!("restarted {name} after the HNS restart"));
                 out.restarted.push(name.to_owned());
+            }
+            Err(SuperviseError::Stopped) => {
+                log.warn(&format!(
+                    "the HNS restart is not answered: CalicoNode is stopping ({name} may be left stopped; the next start answers it)"
+                ));
+                return Err(Stopped);
             }
             Err(e) => {
                 log.warn(&format!("cannot restart {name} after the HNS restart: {e}"));
@@ -150,30 +170,47 @@ fn restart_programmers(
             }
         }
     }
-    out
+    Ok(out)
 }
 
-/// Stops `name`, waiting up to `wait` (the service's own stop timeout and hint), then once more
-/// as long for a stop still pending, and starts it once it is Stopped.
-pub fn restart(host: &dyn Host, name: &str, wait: Duration) -> crate::host::HostResult<()> {
-    if let Err(e) = host.service_stop(name, wait) {
-        if !matches!(e, crate::host::HostError::Timeout { .. }) {
-            return Err(e);
-        }
-        poll_quietly(
-            Instant::now() + wait,
-            Pauses::every(Duration::from_millis(100)),
-            || {
-                let state = host.service_query(name)?.map(|q| q.state);
-                Ok(match state {
-                    Some(ServiceState::Stopped) => Look::Done(()),
-                    _ => Look::Pending(()),
-                })
-            },
-            |()| Err(e),
-        )?;
+/// Stops `name`, waiting up to twice `wait` (the service's own stop timeout and hint, then
+/// once more as long for a stop still pending), and starts it once it is Stopped. Each look
+/// sends the stop again without waiting in the host call (a service still starting refuses
+/// it until it runs), so CalicoNode's own stop ends the wait at once with `Stopped`: the body
+/// then ends and withholds the CNI config instead of being killed in the middle.
+pub fn restart(
+    host: &dyn Host,
+    name: &str,
+    wait: Duration,
+    stop: &Stop,
+    log: &Log,
+) -> Result<(), SuperviseError> {
+    let most = wait.saturating_mul(2);
+    poll_until(
+        Wait {
+            what: &format!("{name} to stop"),
+            timeout: most,
+            pauses: Pauses::every(Duration::from_millis(100)),
+            stop,
+            say: &mut |l| log.info(l),
+        },
+        || match host.service_stop(name, Duration::ZERO) {
+            Ok(()) => Ok(Look::Done(())),
+            Err(e @ HostError::Timeout { .. }) => Ok(Look::Pending(e)),
+            Err(e) => Err(SuperviseError::from(e)),
+        },
+        |e| {
+            Err(match e {
+                HostError::Timeout { what, .. } => HostError::Timeout { what, after: most },
+                e => e,
+            }
+            .into())
+        },
+    )?;
+    if stop.requested() {
+        return Err(SuperviseError::Stopped);
     }
-    host.service_start(name, wait)
+    Ok(host.service_start(name, wait)?)
 }
 
 /// The restart in the Application event log and in `HnsRestart`.

@@ -6,14 +6,14 @@ use super::vswitch::{
     delete_stale_networks, ensure_external, find_vswitch_adapter, put_back_addressing,
     wait_for_management_ip,
 };
-use crate::duration::{Look, Pauses, Stop, Wait, poll_until};
+use crate::duration::{Look, NO_LIMIT, Pauses, Stop, Wait, poll_until};
 use crate::host::{Host, HostError, RegValue};
 use crate::installed::boot_marker::stored_boot;
 use crate::installed::failure::{self, Blocks};
 use crate::installed::platform::{self, Platform};
 use crate::layout::env::EnvVars;
 use crate::layout::{BOOT_ID_VALUE, CALICO_KEY, LEGACY_BOOT_VALUE};
-use crate::supervise::child::{Backoff, ChildEnd, report_failure, run_child};
+use crate::supervise::child::{ChildEnd, report_failure, run_child};
 use crate::supervise::log::Log;
 use crate::supervise::settings::{
     Component, Launch, Result, Settings, SuperviseError, environment, required,
@@ -289,31 +289,43 @@ pub(super) fn startup(
     stop: &Stop,
     log: &Log,
 ) -> Result<()> {
-    let mut backoff = Backoff::new(&s.timing);
+    let pauses = Pauses {
+        first: s.timing.backoff_min,
+        most: s.timing.backoff_max,
+    };
     let mut attempts = 0;
-    loop {
-        attempts += 1;
-        let last = match run_child(host, s, program, env, Some(s.startup_timeout), stop, log) {
-            Ok(ChildEnd::Exited(0)) => {
-                log.info("calico-node startup finished");
-                return Ok(());
+    let wait = Wait {
+        what: "calico-node startup to succeed",
+        timeout: NO_LIMIT,
+        pauses,
+        stop,
+        say: &mut |l: &str| log.info(l),
+    };
+    poll_until(
+        wait,
+        || {
+            attempts += 1;
+            let last = match run_child(host, s, program, env, Some(s.startup_timeout), stop, log) {
+                Ok(ChildEnd::Exited(0)) => {
+                    log.info("calico-node startup finished");
+                    return Ok(Look::Done(()));
+                }
+                Ok(ChildEnd::Exited(code)) => format!("exit code {code}"),
+                Ok(ChildEnd::TimedOut) => {
+                    format!("still running after {:?}, stopped", s.startup_timeout)
+                }
+                Err(SuperviseError::Stopped) => return Err(SuperviseError::Stopped),
+                Err(e) => crate::error::chain(&e),
+            };
+            if max_attempts.is_some_and(|m| attempts >= m) {
+                return Err(SuperviseError::Startup { attempts, last });
             }
-            Ok(ChildEnd::Exited(code)) => format!("exit code {code}"),
-            Ok(ChildEnd::TimedOut) => {
-                format!("still running after {:?}, stopped", s.startup_timeout)
-            }
-            Err(SuperviseError::Stopped) => return Err(SuperviseError::Stopped),
-            Err(e) => crate::error::chain(&e),
-        };
-        if max_attempts.is_some_and(|m| attempts >= m) {
-            return Err(SuperviseError::Startup { attempts, last });
-        }
-        let d = backoff.next();
-        log.warn(&format!(
-            "calico-node startup failed ({last}); retrying in {d:?}"
-        ));
-        if stop.wait(d) {
-            return Err(SuperviseError::Stopped);
-        }
-    }
+            let d = pauses.after(attempts);
+            log.warn(&format!(
+                "calico-node startup failed ({last}); retrying in {d:?}"
+            ));
+            Ok(Look::Pending((attempts, last)))
+        },
+        |(attempts, last)| Err(SuperviseError::Startup { attempts, last }),
+    )
 }

@@ -6,7 +6,6 @@ use crate::duration::{Look, Pauses, Stop, Wait, poll_until};
 use crate::host::{HnsNetwork, Host, HostError};
 use crate::installed::addressing;
 use crate::layout::EXTERNAL_NETWORK;
-use crate::supervise::child::Backoff;
 use crate::supervise::log::Log;
 use crate::supervise::settings::{Result, Settings, SuperviseError};
 use std::net::Ipv4Addr;
@@ -35,6 +34,7 @@ pub(super) fn delete_stale_networks(
             .collect())
     };
     let mut deleted = Vec::new();
+    let mut ids: Vec<String> = Vec::new();
     let look = || -> Result<Look<Vec<String>, String>> {
         let found = stale()?;
         if found.is_empty() {
@@ -42,13 +42,16 @@ pub(super) fn delete_stale_networks(
         }
         for n in &found {
             match host.hns_delete_network(&n.id) {
-                Ok(()) | Err(HostError::NotFound { .. }) => {
+                // Named once, however many looks HNS still lists it at.
+                Ok(()) | Err(HostError::NotFound { .. }) if !ids.contains(&n.id) => {
                     log.info(&format!(
                         "first run since boot: deleted HNS network {} ({})",
                         n.name, n.id
                     ));
                     deleted.push(n.name.clone());
+                    ids.push(n.id.clone());
                 }
+                Ok(()) | Err(HostError::NotFound { .. }) => {}
                 Err(e) => log.warn(&format!("could not delete HNS network {}: {e}", n.name)),
             }
         }
@@ -110,36 +113,48 @@ pub(super) fn ensure_external(
     };
     log.info("creating the External HNS network: this creates the vSwitch, and remote desktop may drop for a few seconds");
     let started = Instant::now();
-    let mut backoff = Backoff::new(&s.timing);
-    loop {
-        match host.hns_create_network(&spec) {
-            Ok(n) => {
-                log.info(&format!("created HNS network External ({})", n.id));
-                if uplink.is_some() {
-                    addressing::key_to(host, &n.id)?;
-                }
-                return Ok(Some(uplink));
-            }
-            Err(HostError::Exists { .. }) => return Ok(None),
+    let pauses = Pauses {
+        first: s.timing.backoff_min,
+        most: s.timing.backoff_max,
+    };
+    let mut failures = 0;
+    let created = poll_until(
+        Wait {
+            what: "the External network to be created",
+            timeout: s.network_timeout,
+            pauses,
+            stop,
+            say: &mut |l: &str| log.info(l),
+        },
+        || match host.hns_create_network(&spec) {
+            Ok(n) => Ok(Look::Done(Some(n))),
+            Err(HostError::Exists { .. }) => Ok(Look::Done(None)),
             Err(e) => {
+                let last = crate::error::chain(&e);
+                failures += 1;
                 let left = s.network_timeout.saturating_sub(started.elapsed());
-                if left.is_zero() {
-                    return Err(SuperviseError::ExternalNetwork {
-                        after: s.network_timeout,
-                        last: crate::error::chain(&e),
-                    });
+                if !left.is_zero() {
+                    let d = pauses.after(failures).min(left);
+                    log.warn(&format!(
+                        "could not create the External network: {last}; retrying in {d:?}"
+                    ));
                 }
-                let d = backoff.next().min(left);
-                log.warn(&format!(
-                    "could not create the External network: {}; retrying in {d:?}",
-                    crate::error::chain(&e)
-                ));
-                if stop.wait(d) {
-                    return Err(SuperviseError::Stopped);
-                }
+                Ok(Look::Pending(last))
             }
-        }
+        },
+        |last| {
+            Err(SuperviseError::ExternalNetwork {
+                after: s.network_timeout,
+                last,
+            })
+        },
+    )?;
+    let Some(n) = created else { return Ok(None) };
+    log.info(&format!("created HNS network External ({})", n.id));
+    if uplink.is_some() {
+        addressing::key_to(host, &n.id)?;
     }
+    Ok(Some(uplink))
 }
 
 /// The adapter the vSwitch is made on, as it was just before: its name, MAC and the stable

@@ -63,7 +63,7 @@ fn watch_kubelet(
     let mut addresses = AddressWatch::default();
     let mut groups = crate::supervise::api_group::GroupWatch::new(env);
     loop {
-        hns.check(host, s, log);
+        hns.check(host, s, stop, log)?;
         let internal = condition.as_ref().and_then(|c| c.internal_ip());
         match host.process_pid("kubelet.exe") {
             Ok(Some(pid)) if last != Some(pid) => {
@@ -110,7 +110,7 @@ fn watch_kubelet(
                 r.keep(host, log);
             }
             if let Some(change) = c.calico_group().and_then(|g| groups.changed(g)) {
-                api_group::restart_components(host, change, s.service_stop_wait(), log);
+                api_group::restart_components(host, change, s.service_stop_wait(), stop, log)?;
                 startup(host, s, env, program, None, stop, log)?;
             }
         }

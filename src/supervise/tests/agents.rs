@@ -54,6 +54,20 @@ fn felix_waits_for_calico_node_warns_after_the_timeout_and_then_runs() {
     assert!(text.contains("felix up"), "{text}");
 }
 
+/// A stop while Felix waits for CalicoNode's initialisation ends the wait as every wait ends:
+/// it says what it waited for and that it stopped (the wait once ended without a word).
+#[test]
+fn a_stop_while_felix_waits_for_calico_node_ends_the_wait_and_says_so() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    let s = settings(Role::Felix);
+    let text = run_until(&host, &s, "waiting for CalicoNode to finish initialising");
+    assert!(
+        text.contains("stopped waiting for CalicoNode to finish initialising after "),
+        "{text}"
+    );
+}
+
 #[test]
 fn stop_is_graceful_first_and_kills_a_child_that_hangs() {
     let dir = tempfile::tempdir().expect("tempdir");

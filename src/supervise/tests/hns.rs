@@ -16,7 +16,14 @@ fn calico_node_answers_an_hns_restart_while_it_runs() {
             .expect("stop");
         host.service_start("hns", Duration::from_secs(1))
             .expect("start");
-        wait_for_log(path, "the HNS service restarted", 1);
+        // Recorded once the restart is done; the body's stop would end one under way.
+        wait_for_log(path, "restarted CalicoFelix after the HNS restart", 1);
+        for _ in 0..1000 {
+            if crate::installed::hns_restart::last(&host).is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     });
     assert_ne!(felix_pid(&host), before, "Felix was not restarted: {text}");
     assert!(
@@ -35,12 +42,16 @@ fn an_hns_restart_restarts_felix_once_and_is_recorded() {
     let (log, path) = log_for(&host, &s);
     let mut watch = hns_watch::HnsWatch::default();
     assert_eq!(
-        watch.check(&host, &s, &log),
+        watch
+            .check(&host, &s, &Stop::never(), &log)
+            .expect("no stop"),
         None,
         "the first look only notes HNS"
     );
     assert_eq!(
-        watch.check(&host, &s, &log),
+        watch
+            .check(&host, &s, &Stop::never(), &log)
+            .expect("no stop"),
         None,
         "the same process: no restart"
     );
@@ -49,13 +60,18 @@ fn an_hns_restart_restarts_felix_once_and_is_recorded() {
     host.service_stop("hns", Duration::from_secs(1))
         .expect("stop");
     assert_eq!(
-        watch.check(&host, &s, &log),
+        watch
+            .check(&host, &s, &Stop::never(), &log)
+            .expect("no stop"),
         None,
         "HNS stopped: not answered yet"
     );
     host.service_start("hns", Duration::from_secs(1))
         .expect("start");
-    let r = watch.check(&host, &s, &log).expect("a restart");
+    let r = watch
+        .check(&host, &s, &Stop::never(), &log)
+        .expect("no stop")
+        .expect("a restart");
     assert_eq!(r.restarted, ["CalicoFelix"]);
     assert!(r.failed.is_empty(), "{r:?}");
     assert_ne!(felix_pid(&host), before, "Felix was not restarted");
@@ -69,7 +85,13 @@ fn an_hns_restart_restarts_felix_once_and_is_recorded() {
         host.events()
     );
     let after = felix_pid(&host);
-    assert_eq!(watch.check(&host, &s, &log), None, "once per restart");
+    assert_eq!(
+        watch
+            .check(&host, &s, &Stop::never(), &log)
+            .expect("no stop"),
+        None,
+        "once per restart"
+    );
     assert_eq!(felix_pid(&host), after);
 }
 
@@ -89,10 +111,18 @@ fn the_hns_watchdog_waits_for_a_felix_slow_to_stop_and_starts_it_again() {
         .expect("slow stop");
     let (log, _) = log_for(&host, &s);
     let mut watch = hns_watch::HnsWatch::default();
-    assert_eq!(watch.check(&host, &s, &log), None);
+    assert_eq!(
+        watch
+            .check(&host, &s, &Stop::never(), &log)
+            .expect("no stop"),
+        None
+    );
     let before = felix_pid(&host);
     restart_hns(&host);
-    let r = watch.check(&host, &s, &log).expect("a restart");
+    let r = watch
+        .check(&host, &s, &Stop::never(), &log)
+        .expect("no stop")
+        .expect("a restart");
     assert_eq!(r.restarted, ["CalicoFelix"], "{r:?}");
     assert!(r.failed.is_empty(), "{r:?}");
     assert_ne!(felix_pid(&host), before);
@@ -108,13 +138,70 @@ fn the_hns_watchdog_waits_for_a_felix_slow_to_stop_and_starts_it_again() {
     host.set_stop_takes("CalicoFelix", wait + Duration::from_millis(300))
         .expect("slower");
     restart_hns(&host);
-    let r = watch.check(&host, &s, &log).expect("a restart");
+    let r = watch
+        .check(&host, &s, &Stop::never(), &log)
+        .expect("no stop")
+        .expect("a restart");
     assert_eq!(r.restarted, ["CalicoFelix"], "{r:?}");
     let felix = host
         .service_query("CalicoFelix")
         .expect("query")
         .expect("there");
     assert_eq!(felix.state, crate::host::ServiceState::Running);
+}
+
+/// CalicoNode's stop while the watchdog waits for a Felix slow to stop ends the wait at once
+/// with `Stopped` (the body then ends and withholds the CNI config), not after twice the
+/// service's stop wait; the new HNS process id is not kept, so the next CalicoNode answers
+/// the restart. The wait once took no stop and ran on (up to three waits per service) while
+/// Windows could kill CalicoNode before the CNI config was withheld.
+#[test]
+fn a_stop_during_the_hns_restart_ends_it_and_the_next_start_answers_it() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    felix_running(&host);
+    let mut s = settings(Role::Node);
+    s.stop_timeout = Duration::from_secs(3600);
+    host.set_stop_takes("CalicoFelix", Duration::from_secs(7200))
+        .expect("slow stop");
+    let (log, path) = log_for(&host, &s);
+    let stop = Stop::new();
+    let mut watch = hns_watch::HnsWatch::default();
+    assert_eq!(watch.check(&host, &s, &stop, &log), Ok(None));
+    restart_hns(&host);
+    let requester = {
+        let stop = stop.clone();
+        let path = path.clone();
+        std::thread::spawn(move || {
+            wait_for_log(&path, "for CalicoFelix to stop", 1);
+            stop.request();
+        })
+    };
+    let out = watch.check(&host, &s, &stop, &log);
+    requester.join().expect("join");
+    assert_eq!(out, Err(crate::duration::Stopped));
+    let text = read(&path);
+    assert!(
+        text.contains("stopped waiting for CalicoFelix to stop"),
+        "{text}"
+    );
+    assert_eq!(
+        crate::installed::hns_restart::last(&host),
+        None,
+        "not recorded"
+    );
+    // The kept id is still the one before the restart: the next CalicoNode answers it.
+    let now = host
+        .service_query("hns")
+        .expect("query")
+        .and_then(|q| q.pid)
+        .expect("a pid");
+    let kept = host
+        .reg_get(crate::layout::CALICO_KEY, crate::layout::HNS_PID_VALUE)
+        .expect("read");
+    assert!(
+        matches!(&kept, Some(RegValue::Sz(t)) if !t.ends_with(&format!(":{now}"))),
+        "{kept:?}"
+    );
 }
 
 /// A failure recorded once is a fault only while the service still does not run: one the SCM
@@ -144,16 +231,30 @@ fn the_hns_process_id_outlives_calico_node_but_not_the_boot() {
     felix_running(&host);
     let s = settings(Role::Node);
     let (log, _) = log_for(&host, &s);
-    assert_eq!(hns_watch::HnsWatch::default().check(&host, &s, &log), None);
+    assert_eq!(
+        hns_watch::HnsWatch::default()
+            .check(&host, &s, &Stop::never(), &log)
+            .expect("no stop"),
+        None
+    );
     // CalicoNode restarts while HNS does.
     restart_hns(&host);
-    let r = hns_watch::HnsWatch::default().check(&host, &s, &log);
+    let r = hns_watch::HnsWatch::default()
+        .check(&host, &s, &Stop::never(), &log)
+        .expect("no stop");
     assert!(r.is_some_and(|r| r.restarted == ["CalicoFelix"]));
-    assert_eq!(hns_watch::HnsWatch::default().check(&host, &s, &log), None);
+    assert_eq!(
+        hns_watch::HnsWatch::default()
+            .check(&host, &s, &Stop::never(), &log)
+            .expect("no stop"),
+        None
+    );
     host.reboot().expect("reboot");
     felix_running_again(&host);
     assert_eq!(
-        hns_watch::HnsWatch::default().check(&host, &s, &log),
+        hns_watch::HnsWatch::default()
+            .check(&host, &s, &Stop::never(), &log)
+            .expect("no stop"),
         None,
         "a reboot gives HNS a new process: no HNS restart to answer"
     );

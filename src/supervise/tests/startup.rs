@@ -199,6 +199,11 @@ fn creating_external_is_retried_until_it_succeeds() {
         "{text}"
     );
     assert!(text.contains("retrying in 10ms"), "{text}");
+    // The retry is a wait as every other: it says what it waits for and how long it took.
+    assert!(
+        text.contains("for the External network to be created") && text.contains("] info: waited "),
+        "{text}"
+    );
 }
 
 /// A route the OS refuses to add (ERROR_ACCESS_DENIED, as a locked-down node's policy
