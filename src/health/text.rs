@@ -2,7 +2,7 @@
 //! or each finding with its code and its fix (the findings' one form, `installed::health::Said`).
 
 use super::report::{InstalledReport, NodeReport, NotInstalledReport};
-use super::sections::{Address, Ipam, NodeState, Service, Token, TokenShown};
+use super::sections::{Address, Answered, Ipam, NodeState, Service, Token, TokenShown};
 use crate::cluster::credentials::unbound_sentence;
 use crate::duration::time_text;
 use crate::host::HnsNetwork;
@@ -215,9 +215,9 @@ fn token(section: &Token, shown: &TokenShown) -> Vec<String> {
     let mut out = vec![format!("Token: {expiry}{skew}")];
     let asked = section.judged.as_ref().and_then(|j| j.api_server.as_ref());
     out.push(match asked.map(|a| (a.answer, a.error.as_deref())) {
-        Some(("accepted", _)) if shown.past_unmeasured => "Token: the API server takes it (asked with calico-node's kubeconfig), though it has expired by this node's clock: this node's clock is ahead of the API server's".into(),
-        Some(("accepted", _)) => "Token: the API server takes it (asked with calico-node's kubeconfig)".into(),
-        Some(("refused", _)) => "Token: the API server refuses it (401, asked with calico-node's kubeconfig)".into(),
+        Some((Answered::Accepted, _)) if shown.past_unmeasured => "Token: the API server takes it (asked with calico-node's kubeconfig), though it has expired by this node's clock: this node's clock is ahead of the API server's".into(),
+        Some((Answered::Accepted, _)) => "Token: the API server takes it (asked with calico-node's kubeconfig)".into(),
+        Some((Answered::Refused, _)) => "Token: the API server refuses it (401, asked with calico-node's kubeconfig)".into(),
         Some((_, e)) => format!("Token: whether the API server takes it is not known: {}", e.unwrap_or_default()),
         None => "Token: the API server was not asked".into(),
     });
