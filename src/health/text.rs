@@ -22,7 +22,8 @@ pub fn lines(report: &NodeReport) -> Vec<String> {
     }
 }
 
-/// That Calico is not installed, or what is under way instead, each sentence on its line.
+/// That Calico is not installed, or what is under way instead: each finding with its code and
+/// its fix.
 fn not_installed(r: &NotInstalledReport) -> Vec<String> {
     if r.findings.iter().any(|f| f.code == Code::NotInstalled) {
         return vec![format!(
@@ -30,7 +31,7 @@ fn not_installed(r: &NotInstalledReport) -> Vec<String> {
             r.install_root
         )];
     }
-    r.problems.iter().map(|p| format!("  - {p}")).collect()
+    r.findings.iter().map(|f| format!("  - {f:4}")).collect()
 }
 
 /// Each section's lines, in the order the survey gathers them.
@@ -232,4 +233,29 @@ fn token(section: &Token, shown: &TokenShown) -> Vec<String> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::installed::health::cut_off;
+
+    /// What is under way on a node with no install record is said as every finding is: its
+    /// sentence with its code, and its fix.
+    #[test]
+    fn under_way_on_a_node_not_installed_carries_its_code_and_fix() {
+        let f = cut_off("install", 3, " (at: x)", "then");
+        let report = NodeReport::NotInstalled(NotInstalledReport {
+            installed: false,
+            install_root: "C:\\CalicoWindows".into(),
+            healthy: false,
+            under_way: None,
+            problems: vec![f.message.clone()],
+            findings: vec![f.clone()],
+        });
+        let said = lines(&report).join("\n");
+        assert!(said.contains("[under-way]"), "{said}");
+        let fix = f.remedy.as_deref().expect("a fix");
+        assert!(said.contains(&format!("    fix: {fix}")), "{said}");
+    }
 }
