@@ -128,16 +128,9 @@ pub fn node_row(n: &Node, now: i64) -> NodeRow {
         }
     }
     // Codes only where the condition says Calico is degraded by CalicoNode's look (not stale,
-    // not handed over, not uninstalled): what the reasons said.
-    let degraded = calico_ready.as_deref() == Some("False")
-        && !handed_to_operator
-        && calico.is_some_and(|c| c.reason.as_deref() != Some(REASON_NOT_INSTALLED));
-    let codes = row_codes(
-        n,
-        degraded,
-        heartbeat.map(|t| t.0.as_second()),
-        &mut malformed,
-    );
+    // not handed over, not uninstalled).
+    let degraded = calico_ready.as_deref() == Some("False") && !handed_to_operator;
+    let codes = row_codes(n, calico.filter(|_| degraded), &mut malformed);
     NodeRow {
         codes_unknown: codes.is_none(),
         codes: codes.unwrap_or_default(),
@@ -166,20 +159,20 @@ fn operator_down(c: &k8s_openapi::api::core::v1::NodeCondition) -> Option<String
     })
 }
 
-/// A degraded node's finding codes (none for another): its codes annotation when it was
+/// A degraded node's finding codes (none for another), by its condition: its codes annotation when it was
 /// written with the condition's heartbeat (`node::report`), else `None`: unknown. A CalicoNode
 /// rolled back to one that predates the annotation's heartbeat leaves an annotation it no
 /// longer writes, which must not stand for its look now. A malformed annotation is named in
 /// `malformed`.
 fn row_codes(
     n: &Node,
-    degraded: bool,
-    heartbeat: Option<i64>,
+    degraded: Option<&k8s_openapi::api::core::v1::NodeCondition>,
     malformed: &mut Vec<String>,
 ) -> Option<Vec<String>> {
-    if !degraded {
+    let Some(c) = degraded.filter(|c| c.reason.as_deref() != Some(REASON_NOT_INSTALLED)) else {
         return Some(Vec::new());
-    }
+    };
+    let heartbeat = c.last_heartbeat_time.as_ref().map(|t| t.0.as_second());
     let written = n
         .metadata
         .annotations
