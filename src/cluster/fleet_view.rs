@@ -34,8 +34,12 @@ pub struct NodeRow {
     pub calico_ready: Option<String>,
     pub reasons: Option<String>,
     /// The finding codes of CalicoNode's last look, each once (its codes annotation,
-    /// docs/findings.md); of a node whose CalicoNode predates it, the codes its reasons name.
+    /// docs/findings.md, trusted when written with the condition's heartbeat).
     pub codes: Vec<String>,
+    /// The node is degraded and its codes are not known: its CalicoNode predates codes as
+    /// data (no annotation, or one not written with the condition's heartbeat).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub codes_unknown: bool,
     /// The condition's `lastHeartbeatTime`, and its age in seconds when read.
     pub heartbeat: Option<String>,
     pub heartbeat_age_seconds: Option<i64>,
@@ -124,12 +128,12 @@ pub fn node_row(n: &Node, now: i64) -> NodeRow {
         }
     }
     // Codes only where the condition says Calico is degraded by CalicoNode's look (not stale,
-    // not handed over, not uninstalled): what the reasons said.
-    let degraded = calico_ready.as_deref() == Some("False")
-        && !handed_to_operator
-        && calico.is_some_and(|c| c.reason.as_deref() != Some(REASON_NOT_INSTALLED));
+    // not handed over, not uninstalled).
+    let degraded = calico_ready.as_deref() == Some("False") && !handed_to_operator;
+    let codes = row_codes(n, calico.filter(|_| degraded), &mut malformed);
     NodeRow {
-        codes: row_codes(n, degraded, reasons.as_deref(), &mut malformed),
+        codes_unknown: codes.is_none(),
+        codes: codes.unwrap_or_default(),
         name: capped(n.metadata.name.as_deref().unwrap_or_default()),
         calicoctl_win: note(ANNOTATION_TOOL_VERSION),
         calico: note(ANNOTATION_CALICO_VERSION),
@@ -155,28 +159,34 @@ fn operator_down(c: &k8s_openapi::api::core::v1::NodeCondition) -> Option<String
     })
 }
 
-/// A degraded node's finding codes (none for another): its codes annotation, or, from a CalicoNode older than
-/// it, the codes its reasons name; a malformed annotation is named in `malformed`.
+/// A degraded node's finding codes (none for another), by its condition: its codes annotation when it was
+/// written with the condition's heartbeat (`node::report`), else `None`: unknown. A CalicoNode
+/// rolled back to one that predates the annotation's heartbeat leaves an annotation it no
+/// longer writes, which must not stand for its look now. A malformed annotation is named in
+/// `malformed`.
 fn row_codes(
     n: &Node,
-    degraded: bool,
-    reasons: Option<&str>,
+    degraded: Option<&k8s_openapi::api::core::v1::NodeCondition>,
     malformed: &mut Vec<String>,
-) -> Vec<String> {
-    if !degraded {
-        return Vec::new();
-    }
-    let list = n
+) -> Option<Vec<String>> {
+    let Some(c) = degraded.filter(|c| c.reason.as_deref() != Some(REASON_NOT_INSTALLED)) else {
+        return Some(Vec::new());
+    };
+    let heartbeat = c.last_heartbeat_time.as_ref().map(|t| t.0.as_second());
+    let written = n
         .metadata
         .annotations
         .as_ref()
-        .and_then(|a| a.get(ANNOTATION_FINDING_CODES));
-    match list {
-        Some(list) => codes_of(list).unwrap_or_else(|bad| {
+        .and_then(|a| a.get(ANNOTATION_FINDING_CODES))?;
+    match codes_of(written) {
+        Ok(Codes {
+            heartbeat: at,
+            codes,
+        }) => (at.is_some() && at == heartbeat).then_some(codes),
+        Err(bad) => {
             malformed.push(bad);
-            Vec::new()
-        }),
-        None => reasons.map(finding_codes).unwrap_or_default(),
+            None
+        }
     }
 }
 
@@ -188,39 +198,53 @@ fn is_code(word: &str) -> bool {
         && word.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
 }
 
-/// The codes annotation as CalicoNode writes it (`node::report`): a JSON list of codes, read
-/// whole with no cap on their number (the API server bounds all of a node's annotations at
-/// 256 KiB), each once in the order written; anything else is named as malformed.
-pub fn codes_of(list: &str) -> Result<Vec<String>, String> {
-    let bad = || format!("annotation {ANNOTATION_FINDING_CODES} is no JSON list of finding codes");
-    let words: Vec<String> = serde_json::from_str(list).map_err(|_| bad())?;
+/// The codes annotation as read: its codes, and the condition's heartbeat they were written
+/// with (seconds since 1970; none in the plain list an older CalicoNode wrote).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Codes {
+    pub heartbeat: Option<i64>,
+    pub codes: Vec<String>,
+}
+
+/// The annotation's form: `{"heartbeat": "<lastHeartbeatTime>", "codes": [...]}`, or the
+/// plain list of an older CalicoNode.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum Written {
+    Beat {
+        heartbeat: String,
+        codes: Vec<String>,
+    },
+    Plain(Vec<String>),
+}
+
+/// The codes annotation as CalicoNode writes it (`node::report`), read whole with no cap on
+/// the codes' number (the API server bounds all of a node's annotations at 256 KiB), each once
+/// in the order written; anything else is named as malformed.
+pub fn codes_of(text: &str) -> Result<Codes, String> {
+    let bad = || {
+        format!(
+            "annotation {ANNOTATION_FINDING_CODES} is no heartbeat with a JSON list of finding codes"
+        )
+    };
+    let (heartbeat, words) = match serde_json::from_str(text).map_err(|_| bad())? {
+        Written::Beat { heartbeat, codes } => {
+            let t: jiff::Timestamp = heartbeat.parse().map_err(|_| bad())?;
+            (Some(t.as_second()), codes)
+        }
+        Written::Plain(codes) => (None, codes),
+    };
     if !words.iter().all(|w| is_code(w)) {
         return Err(bad());
     }
     // Each once, by a set: a list that fills the annotation (some 20,000 words) costs no
     // more than its length.
     let mut seen = std::collections::HashSet::new();
-    Ok(words
+    let codes = words
         .into_iter()
         .filter(|w| seen.insert(w.clone()))
-        .collect())
-}
-
-/// The finding codes a condition's message names, for a node whose CalicoNode predates the
-/// codes annotation (a fleet upgrades one node at a time, so `fleet status` still meets one):
-/// each sentence it wrote ends in its code in brackets (`... [endpoint-stuck]`); a bracketed
-/// word of other characters is no code. Each code once, in the order named.
-pub fn finding_codes(message: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for part in message.split('[').skip(1) {
-        let Some((word, _)) = part.split_once(']') else {
-            continue;
-        };
-        if is_code(word) && !out.iter().any(|o| o == word) {
-            out.push(word.to_owned());
-        }
-    }
-    out
+        .collect();
+    Ok(Codes { heartbeat, codes })
 }
 
 /// How many nodes name each finding code.
@@ -264,6 +288,11 @@ pub fn row_problems(r: &NodeRow, fleet_hash: Option<&str>) -> Vec<String> {
         None => out.push(format!(
             "node {name} has no CalicoWindowsReady condition (no CalicoNode of this calicoctl-win runs there)"
         )),
+    }
+    if r.codes_unknown {
+        out.push(format!(
+            "node {name}: the finding codes of its CalicoNode are unknown: it predates codes as data (annotation {ANNOTATION_FINDING_CODES} written with the condition's heartbeat); upgrade calicoctl-win on the node"
+        ));
     }
     if r.config_hash.as_deref() != fleet_hash {
         out.push(format!(

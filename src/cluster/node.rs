@@ -60,9 +60,10 @@ pub fn exists(c: &Cluster, node: &str) -> Result<bool, ClusterError> {
 pub const ANNOTATION_CALICO_VERSION: &str = "calicoctl-win/calico-version";
 pub const ANNOTATION_TOOL_VERSION: &str = "calicoctl-win/version";
 pub const ANNOTATION_CONFIG_HASH: &str = "calicoctl-win/config-hash";
-/// The finding codes of CalicoNode's last look (docs/findings.md), a JSON list of strings
-/// written in the same patch as `CONDITION_CALICO_READY`, so that `fleet status` reads them
-/// as data: every code, whatever the condition's message names. It stays small: each code
+/// The finding codes of CalicoNode's last look (docs/findings.md), `{"heartbeat": "<the
+/// condition's lastHeartbeatTime>", "codes": [...]}` written in the same patch as
+/// `CONDITION_CALICO_READY`, so that `fleet status` reads them as data, and trusts them only
+/// beside the heartbeat they were written with: every code, whatever the message names. It stays small: each code
 /// once, from the codes calicoctl-win has, far under the API server's 256 KiB for all of an
 /// object's annotations (kubernetes staging/src/k8s.io/apimachinery/pkg/api/validation/
 /// objectmeta.go: `TotalAnnotationSizeLimitB`, `ValidateAnnotationsSize` sums keys and values).
@@ -228,7 +229,8 @@ pub fn set_condition(
 }
 
 /// Sets CalicoNode's condition and, in the same patch, the finding codes beside it
-/// (`ANNOTATION_FINDING_CODES`, the JSON list `codes`). A patch of `nodes/status` keeps what
+/// (`ANNOTATION_FINDING_CODES`: `{"heartbeat": <the condition's lastHeartbeatTime>, "codes":
+/// [...]}`). A patch of `nodes/status` keeps what
 /// it says of the metadata: the status strategy resets only the spec (kubernetes
 /// pkg/registry/core/node/strategy.go, `nodeStatusStrategy.PrepareForUpdate`), and Calico's
 /// ClusterRole gives calico-node `nodes/status` for its annotations (projectcalico/calico
@@ -242,7 +244,12 @@ pub fn report(
     codes: &[String],
 ) -> Result<(), ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
-    let codes = serde_json::Value::from(codes.to_vec()).to_string();
+    // With the heartbeat it goes with: `fleet status` trusts the codes only beside it.
+    let codes = serde_json::json!({
+        "heartbeat": condition["lastHeartbeatTime"],
+        "codes": codes,
+    })
+    .to_string();
     let body = serde_json::json!({
         "metadata": { "annotations": { ANNOTATION_FINDING_CODES: codes } },
         "status": { "conditions": [condition] },

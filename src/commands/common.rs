@@ -7,9 +7,63 @@ use crate::config::{Loaded, Source};
 use crate::context::Context;
 use crate::error::UsageError;
 
+/// What is not as it should be, each with its code and fix where it has them: under `-q` (the
+/// fleet DaemonSet's readiness probe runs `status -q`) this error is the only line printed.
 #[derive(Debug, thiserror::Error)]
-#[error("Calico on this node is degraded: {}", .0.join("; "))]
-pub struct Degraded(pub Vec<String>);
+#[error("Calico on this node is degraded: {}", said(.0))]
+pub struct Degraded(pub Vec<Problem>);
+
+/// One reason of a `Degraded`: its sentence, its finding code and its fix.
+#[derive(Debug)]
+pub struct Problem {
+    pub message: String,
+    pub code: Option<crate::installed::health::Code>,
+    pub remedy: Option<String>,
+}
+
+impl Problem {
+    /// A reason with no code and no fix of its own.
+    pub fn plain(message: String) -> Self {
+        Self {
+            message,
+            code: None,
+            remedy: None,
+        }
+    }
+}
+
+impl From<&crate::installed::health::Finding> for Problem {
+    fn from(f: &crate::installed::health::Finding) -> Self {
+        Self {
+            message: f.message.clone(),
+            code: Some(f.code),
+            remedy: f.remedy.clone(),
+        }
+    }
+}
+
+/// The most characters of one fix the error line carries; the whole fix is in status's text
+/// and JSON.
+const MAX_FIX: usize = 200;
+
+/// Each reason as `sentence [code] (fix: ...)`, its fix cut at `MAX_FIX` characters.
+fn said(problems: &[Problem]) -> String {
+    let one = |p: &Problem| {
+        let mut s = p.message.clone();
+        if let Some(c) = p.code {
+            s.push_str(&format!(" [{}]", c.word()));
+        }
+        if let Some(r) = &p.remedy {
+            let mut fix: String = r.chars().take(MAX_FIX).collect();
+            if r.chars().count() > MAX_FIX {
+                fix.push('…');
+            }
+            s.push_str(&format!(" (fix: {fix})"));
+        }
+        s
+    };
+    problems.iter().map(one).collect::<Vec<_>>().join("; ")
+}
 
 /// Refuses a `--skip` that names no check.
 /// `--allow-known-issue` names entries of the known-issues table only.
@@ -311,5 +365,30 @@ pub fn print_verified(
                 .context(format!("{what}, but the node does not pass traffic")))
         }
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod degraded_tests {
+    use super::{Degraded, MAX_FIX, Problem};
+    use crate::installed::health::{Code, Finding};
+
+    /// The error line names each finding's code and its fix, a long fix cut.
+    #[test]
+    fn the_degraded_line_carries_each_code_and_a_bounded_fix() {
+        let long = "x".repeat(MAX_FIX + 50);
+        let f = Finding::new(Code::Token, "t", "the token is refused", long);
+        let e = Degraded(vec![
+            (&f).into(),
+            Problem::plain("node a is not Ready".into()),
+        ]);
+        let said = e.to_string();
+        let fix = format!(" (fix: {}…)", "x".repeat(MAX_FIX));
+        assert_eq!(
+            said,
+            format!(
+                "Calico on this node is degraded: the token is refused [token]{fix}; node a is not Ready"
+            )
+        );
     }
 }

@@ -65,7 +65,13 @@ pub fn run(_args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Re
     for p in &problems {
         ctx.printer.text(&format!("  - {p}"));
     }
-    Err(super::common::Degraded(problems).into())
+    Err(super::common::Degraded(
+        problems
+            .into_iter()
+            .map(super::common::Problem::plain)
+            .collect(),
+    )
+    .into())
 }
 
 /// The table, every value escaped (`fleet_view::shown`); the NODE column as wide as the

@@ -256,7 +256,10 @@ fn finished(ctx: &mut Context, steps: usize, findings: &[Finding]) -> anyhow::Re
     Err(super::common::Degraded(
         findings
             .iter()
-            .map(|f| format!("after the repair, {} [{}]", f.message, f.code.word()))
+            .map(|f| super::common::Problem {
+                message: format!("after the repair, {}", f.message),
+                ..f.into()
+            })
             .collect(),
     )
     .into())

@@ -52,7 +52,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     if report.healthy() {
         Ok(())
     } else {
-        Err(Degraded(report.problems().to_vec()).into())
+        Err(Degraded(report.findings().iter().map(Into::into).collect()).into())
     }
 }
 

@@ -110,8 +110,17 @@ pub struct TokenJudged {
 /// The API server's answer to calico-node's token (`token_check::Answer::word`).
 #[derive(Serialize)]
 pub struct Asked {
-    pub answer: &'static str,
+    pub answer: Answered,
     pub error: Option<String>,
+}
+
+/// The API server's answer in a word, as JSON has it: `accepted`, `refused` or `unknown`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Answered {
+    Accepted,
+    Refused,
+    Unknown,
 }
 
 /// The last failed renewal of this token.
@@ -236,7 +245,7 @@ mod tests {
             error: None,
             judged: Some(TokenJudged {
                 api_server: Some(Asked {
-                    answer: "accepted",
+                    answer: Answered::Accepted,
                     error: None,
                 }),
                 expires: None,

@@ -2,7 +2,7 @@
 //! or each finding with its code and its fix (the findings' one form, `installed::health::Said`).
 
 use super::report::{InstalledReport, NodeReport, NotInstalledReport};
-use super::sections::{Address, Ipam, NodeState, Service, Token, TokenShown};
+use super::sections::{Address, Answered, Ipam, NodeState, Service, Token, TokenShown};
 use crate::cluster::credentials::unbound_sentence;
 use crate::duration::time_text;
 use crate::host::HnsNetwork;
@@ -22,7 +22,8 @@ pub fn lines(report: &NodeReport) -> Vec<String> {
     }
 }
 
-/// That Calico is not installed, or what is under way instead, each sentence on its line.
+/// That Calico is not installed, or what is under way instead: each finding with its code and
+/// its fix.
 fn not_installed(r: &NotInstalledReport) -> Vec<String> {
     if r.findings.iter().any(|f| f.code == Code::NotInstalled) {
         return vec![format!(
@@ -30,7 +31,7 @@ fn not_installed(r: &NotInstalledReport) -> Vec<String> {
             r.install_root
         )];
     }
-    r.problems.iter().map(|p| format!("  - {p}")).collect()
+    r.findings.iter().map(|f| format!("  - {f:4}")).collect()
 }
 
 /// Each section's lines, in the order the survey gathers them.
@@ -215,9 +216,9 @@ fn token(section: &Token, shown: &TokenShown) -> Vec<String> {
     let mut out = vec![format!("Token: {expiry}{skew}")];
     let asked = section.judged.as_ref().and_then(|j| j.api_server.as_ref());
     out.push(match asked.map(|a| (a.answer, a.error.as_deref())) {
-        Some(("accepted", _)) if shown.past_unmeasured => "Token: the API server takes it (asked with calico-node's kubeconfig), though it has expired by this node's clock: this node's clock is ahead of the API server's".into(),
-        Some(("accepted", _)) => "Token: the API server takes it (asked with calico-node's kubeconfig)".into(),
-        Some(("refused", _)) => "Token: the API server refuses it (401, asked with calico-node's kubeconfig)".into(),
+        Some((Answered::Accepted, _)) if shown.past_unmeasured => "Token: the API server takes it (asked with calico-node's kubeconfig), though it has expired by this node's clock: this node's clock is ahead of the API server's".into(),
+        Some((Answered::Accepted, _)) => "Token: the API server takes it (asked with calico-node's kubeconfig)".into(),
+        Some((Answered::Refused, _)) => "Token: the API server refuses it (401, asked with calico-node's kubeconfig)".into(),
         Some((_, e)) => format!("Token: whether the API server takes it is not known: {}", e.unwrap_or_default()),
         None => "Token: the API server was not asked".into(),
     });
@@ -232,4 +233,29 @@ fn token(section: &Token, shown: &TokenShown) -> Vec<String> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::installed::health::cut_off;
+
+    /// What is under way on a node with no install record is said as every finding is: its
+    /// sentence with its code, and its fix.
+    #[test]
+    fn under_way_on_a_node_not_installed_carries_its_code_and_fix() {
+        let f = cut_off("install", 3, " (at: x)", "then");
+        let report = NodeReport::NotInstalled(NotInstalledReport {
+            installed: false,
+            install_root: "C:\\CalicoWindows".into(),
+            healthy: false,
+            under_way: None,
+            problems: vec![f.message.clone()],
+            findings: vec![f.clone()],
+        });
+        let said = lines(&report).join("\n");
+        assert!(said.contains("[under-way]"), "{said}");
+        let fix = f.remedy.as_deref().expect("a fix");
+        assert!(said.contains(&format!("    fix: {fix}")), "{said}");
+    }
 }

@@ -3,7 +3,7 @@
 //! failed renewal with its cause (`cluster::refusal`).
 
 use super::look::Notes;
-use super::sections::{Asked, RenewalFailed, Token, TokenJudged, TokenShown};
+use super::sections::{Answered, Asked, RenewalFailed, Token, TokenJudged, TokenShown};
 use crate::cluster::read::ClusterRead;
 use crate::cluster::token_check;
 use crate::config::Config;
@@ -185,7 +185,11 @@ fn shown(
 /// The API server's answer to calico-node's token, as the report gives it.
 fn said(a: &token_check::Answer) -> Asked {
     Asked {
-        answer: a.word(),
+        answer: match a {
+            token_check::Answer::Accepted(_) => Answered::Accepted,
+            token_check::Answer::Refused(_) => Answered::Refused,
+            token_check::Answer::Unknown(_) => Answered::Unknown,
+        },
         error: match a {
             token_check::Answer::Refused(e) | token_check::Answer::Unknown(e) => Some(e.clone()),
             token_check::Answer::Accepted(_) => None,

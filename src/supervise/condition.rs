@@ -220,8 +220,9 @@ fn condition(ready: bool, reasons: &[String], changed_state: bool) -> serde_json
     c
 }
 
-/// A finding as the condition's message gives it: its sentence and its code, for people (and
-/// for the `fleet status` of a calicoctl-win before the codes' annotation).
+/// A finding as the condition's message gives it: its sentence and its code, for people
+/// reading `kubectl describe node` (docs/findings.md names each code); no program reads it,
+/// `fleet status` reads the codes annotation.
 fn said(f: health::Finding) -> String {
     format!("{} [{}]", f.message, f.code.word())
 }

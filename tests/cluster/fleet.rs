@@ -1134,14 +1134,23 @@ fn annotated(api: &FakeApi, name: &str, hash: &str, calico: Option<(&str, &str)>
                 "calicoctl-win/calico-version": "3.30.2", "calicoctl-win/config-hash": hash}},
         "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}});
     if let Some((status, message)) = calico {
+        let beat = now_text();
         node["status"]["conditions"]
             .as_array_mut()
             .expect("conditions")
             .push(
                 json!({"type": "CalicoWindowsReady", "status": status, "message": message,
                 "reason": if status == "True" { "CalicoHealthy" } else { "CalicoDegraded" },
-                "lastHeartbeatTime": now_text()}),
+                "lastHeartbeatTime": beat}),
             );
+        // The codes as CalicoNode writes them beside the condition, with its heartbeat.
+        let codes: Vec<&str> = if message.contains("is stuck") {
+            vec!["endpoint-stuck"]
+        } else {
+            vec![]
+        };
+        node["metadata"]["annotations"]["calicoctl-win/finding-codes"] =
+            json!(json!({"heartbeat": beat, "codes": codes}).to_string());
     }
     api.put(&format!("/api/v1/nodes/{name}"), node);
 }
@@ -1206,6 +1215,25 @@ fn fleet_status_lists_every_windows_node_and_names_those_that_differ() {
         assert!(problems.contains(needle), "{needle}: {problems}");
     }
     assert!(!problems.contains("win-1"), "{problems}");
+
+    // A CalicoNode rolled back to one that predates codes as data leaves its old annotation,
+    // not written with the condition's heartbeat now: the codes are unknown, not the old ones.
+    let mut n = api.get("/api/v1/nodes/win-2").expect("win-2");
+    n["metadata"]["annotations"]["calicoctl-win/finding-codes"] = json!(
+        json!({"heartbeat": "2020-01-01T00:00:00Z", "codes": ["felix-unhealthy"]}).to_string()
+    );
+    api.put("/api/v1/nodes/win-2", n);
+    let (code, doc) = run();
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(doc["nodes"][1]["codes"], json!([]), "{doc}");
+    assert_eq!(doc["nodes"][1]["codes_unknown"], true, "{doc}");
+    assert_eq!(doc["findings"], json!({}), "{doc}");
+    assert!(
+        doc["problems"]
+            .to_string()
+            .contains("node win-2: the finding codes of its CalicoNode are unknown"),
+        "{doc}"
+    );
 
     // All alike and healthy: exit 0.
     annotated(&api, "win-2", same, Some(("True", "healthy")));

@@ -137,6 +137,11 @@ fn what_cannot_be_told_is_listed_unknown_and_kept_while_a_dead_pods_endpoint_goe
         .filter(|f| f["code"] == "endpoint-unknown")
         .collect();
     assert_eq!(unknown.len(), 2, "{doc}");
+    // The error line (all that `status -q` prints) carries each finding's code and fix.
+    assert!(
+        err.contains("[endpoint-unknown] (fix: ") && err.contains("repair keeps it"),
+        "{err}"
+    );
     for f in &unknown {
         let said = f["message"].as_str().unwrap_or_default();
         assert!(said.contains("kept"), "{f}");
@@ -151,6 +156,10 @@ fn what_cannot_be_told_is_listed_unknown_and_kept_while_a_dead_pods_endpoint_goe
     let (code, doc, err) = node.run(&["repair"]);
     // The unknown endpoints are still findings after the repair: exit 1, nothing else left.
     assert_eq!(code, 1, "{err} {doc}");
+    assert!(
+        err.contains("after the repair, ") && err.contains("[endpoint-unknown] (fix: "),
+        "{err}"
+    );
     let deleted: Vec<&str> = doc["actions"]
         .as_array()
         .expect("actions")

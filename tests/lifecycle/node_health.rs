@@ -494,14 +494,21 @@ fn calico_node_sets_the_node_condition_with_the_reasons_and_true_once_repaired()
     }
     // Another host's endpoints are status's and repair's to ask about: not every minute.
     assert!(!message.contains("remote_gone"), "{c}");
-    // The codes as data beside the message, each once: what fleet status reads.
+    // The codes as data beside the message, each once, with the heartbeat of the condition
+    // they were written with: what fleet status reads.
     let codes = || -> Vec<String> {
         let n = node.api().get(path).expect("node");
-        let list = n["metadata"]["annotations"]["calicoctl-win/finding-codes"]
+        let text = n["metadata"]["annotations"]["calicoctl-win/finding-codes"]
             .as_str()
             .unwrap_or_else(|| panic!("no codes annotation: {n}"))
             .to_owned();
-        serde_json::from_str(&list).expect("a JSON list")
+        let written: serde_json::Value = serde_json::from_str(&text).expect("a JSON object");
+        let beat = n["status"]["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == "CalicoWindowsReady"))
+            .map(|c| c["lastHeartbeatTime"].clone());
+        assert_eq!(Some(written["heartbeat"].clone()), beat, "{n}");
+        serde_json::from_value(written["codes"].clone()).expect("a JSON list")
     };
     let mut found = codes();
     found.sort();

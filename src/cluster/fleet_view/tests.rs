@@ -85,19 +85,52 @@ fn a_stale_heartbeat_is_unknown_with_its_age() {
     assert_eq!(none.calico_ready.as_deref(), Some("Unknown"));
 }
 
-/// The codes are read from the sentences CalicoNode writes (`supervise::condition`: each
-/// ends in `[code]`), each once; a bracketed word that is no code (an escape sequence's `[31m`,
-/// a path) is not one, and a healthy node names none.
+/// The codes are data, never read from the message: a degraded node with no codes
+/// annotation, or with one not written with the condition's heartbeat (a CalicoNode rolled
+/// back to one that predates it leaves the old one), or the plain list of an older CalicoNode,
+/// has its codes unknown, a problem with its remedy, whatever codes its message names.
 #[test]
-fn each_nodes_finding_codes_are_read_from_its_reasons() {
-    let message = "HNS endpoint web1_Calico is stuck [endpoint-stuck]; HNS endpoint web2_Calico is stuck [endpoint-stuck]; Felix is not ready: felix-startup [felix-unhealthy]; \u{1b}[31m [C:\\x] [Not-A-Code]";
-    let r = node_row(&node("win-1", HASH, "False", message, Some(30)), NOW);
-    assert_eq!(r.codes, ["endpoint-stuck", "felix-unhealthy"]);
+fn codes_are_trusted_only_beside_the_heartbeat_they_were_written_with() {
+    let message = "HNS endpoint web1_Calico is stuck [endpoint-stuck]";
+    let with = |list: Option<&str>| {
+        let mut n = node("win-1", HASH, "False", message, Some(30));
+        if let Some(list) = list {
+            n.metadata
+                .annotations
+                .get_or_insert_default()
+                .insert(ANNOTATION_FINDING_CODES.into(), list.into());
+        }
+        node_row(&n, NOW)
+    };
+    let beat = |ago: i64| crate::duration::time_text(NOW - ago);
+    let fresh = with(Some(
+        &serde_json::json!({"heartbeat": beat(30), "codes": ["felix-unhealthy"]}).to_string(),
+    ));
+    assert_eq!(fresh.codes, ["felix-unhealthy"], "{fresh:?}");
+    assert!(!fresh.codes_unknown);
+    assert!(
+        row_problems(&fresh, Some(HASH))
+            .iter()
+            .all(|p| !p.contains("unknown"))
+    );
+    let stale = serde_json::json!({"heartbeat": beat(3600), "codes": ["felix-unhealthy"]});
+    for r in [
+        with(None),
+        with(Some(&stale.to_string())),
+        with(Some(r#"["felix-unhealthy"]"#)),
+    ] {
+        assert!(r.codes.is_empty() && r.codes_unknown, "{r:?}");
+        assert!(r.malformed.is_empty(), "{r:?}");
+        let problems = row_problems(&r, Some(HASH)).join("; ");
+        assert!(
+            problems.contains("node win-1: the finding codes of its CalicoNode are unknown: it predates codes as data")
+                && problems.contains("upgrade calicoctl-win on the node"),
+            "{problems}"
+        );
+    }
     let healthy = node_row(&node("win-2", HASH, "True", "", Some(30)), NOW);
-    assert!(healthy.codes.is_empty());
-    let counts = code_counts(&[r, healthy]);
-    assert_eq!(counts.get("endpoint-stuck"), Some(&1));
-    assert_eq!(counts.len(), 2);
+    assert!(healthy.codes.is_empty() && !healthy.codes_unknown);
+    assert_eq!(code_counts(&[fresh, healthy]).len(), 1);
 }
 
 /// The codes annotation CalicoNode writes beside its condition is read whole: a node with
@@ -109,7 +142,7 @@ fn each_nodes_finding_codes_are_read_whole_from_its_codes_annotation() {
     let words: Vec<String> = (0..12)
         .map(|i| format!("code-{}", char::from(b'a' + i)))
         .collect();
-    let with = |status: &str, list: &str, beat: i64| {
+    let with = |status: &str, codes: serde_json::Value, beat: i64| {
         let mut n = node(
             "win-1",
             HASH,
@@ -117,20 +150,29 @@ fn each_nodes_finding_codes_are_read_whole_from_its_codes_annotation() {
             "ten sentences; and 2 more",
             Some(beat),
         );
+        let list = serde_json::json!({
+            "heartbeat": crate::duration::time_text(NOW - beat), "codes": codes});
         n.metadata
             .annotations
             .get_or_insert_default()
-            .insert(ANNOTATION_FINDING_CODES.into(), list.into());
+            .insert(ANNOTATION_FINDING_CODES.into(), list.to_string());
         node_row(&n, NOW)
     };
-    let list = serde_json::json!(words).to_string();
-    let r = with("False", &list, 30);
+    let r = with("False", serde_json::json!(words), 30);
     assert_eq!(r.codes, words, "{r:?}");
     assert_eq!(code_counts(&[r]).len(), 12);
-    let doubled = with("False", r#"["felix-unhealthy","felix-unhealthy"]"#, 30);
+    let doubled = with(
+        "False",
+        serde_json::json!(["felix-unhealthy", "felix-unhealthy"]),
+        30,
+    );
     assert_eq!(doubled.codes, ["felix-unhealthy"]);
-    for bad in ["endpoint-stuck", r#"["[31m"]"#, r#"[1]"#] {
-        let r = with("False", bad, 30);
+    for bad in [
+        serde_json::json!("endpoint-stuck"),
+        serde_json::json!(["[31m"]),
+        serde_json::json!([1]),
+    ] {
+        let r = with("False", bad.clone(), 30);
         assert!(r.codes.is_empty(), "{bad}: {r:?}");
         assert!(
             r.malformed
@@ -139,8 +181,14 @@ fn each_nodes_finding_codes_are_read_whole_from_its_codes_annotation() {
             "{bad}: {r:?}"
         );
     }
-    assert!(with("True", &list, 30).codes.is_empty());
-    assert!(with("False", &list, 3 * 86_400).codes.is_empty(), "stale");
+    assert!(codes_of("endpoint-stuck").is_err());
+    assert!(with("True", serde_json::json!(words), 30).codes.is_empty());
+    assert!(
+        with("False", serde_json::json!(words), 3 * 86_400)
+            .codes
+            .is_empty(),
+        "stale"
+    );
 }
 
 /// A node handed to the operator a day ago: its old condition's heartbeat is not a stopped

@@ -120,6 +120,19 @@ fn a_remedy_is_never_folded_into_the_sentence() {
         );
         assert!(!f.message.contains(NEW_TOKEN), "{f:?}");
     }
+    // Where the refusal's cause was not told, what tells it is part of the fix.
+    let refused = token_refused_now("k", None);
+    assert!(
+        !refused.message.contains("calicoctl-win status"),
+        "{refused:?}"
+    );
+    assert!(
+        refused
+            .remedy
+            .as_deref()
+            .is_some_and(|r| r.contains("'calicoctl-win status' with an admin kubeconfig")),
+        "{refused:?}"
+    );
     assert_eq!(
         format!("{:4}", changing_now("install")),
         "install is changing this node now [under-way]\n    fix: run calicoctl-win status again when it has finished"

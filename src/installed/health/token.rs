@@ -70,16 +70,24 @@ pub fn token_expiry(path: &str, expiry: Option<i64>, overdue: i64, now: i64) -> 
 /// The API server refuses calico-node's token now (401 to a request made with calico-node's
 /// own kubeconfig), with its cause where it was told.
 pub fn token_refused_now(path: &str, cause: Option<&crate::cluster::refusal::Cause>) -> Finding {
-    let why = match cause {
-        Some(c) => format!("cause {}: {}", c.word(), c.describe()),
-        None => "its cause is told by 'calicoctl-win status' with an admin kubeconfig".into(),
+    let (why, remedy) = match cause {
+        Some(c) => (
+            format!("; cause {}: {}", c.word(), c.describe()),
+            c.remedy().to_owned(),
+        ),
+        None => (
+            String::new(),
+            format!(
+                "{NEW_TOKEN}; 'calicoctl-win status' with an admin kubeconfig tells the refusal's cause"
+            ),
+        ),
     };
     token(
         "calico-node's token",
         format!(
-            "the API server refuses calico-node's token in {path} (401 to calico-node's own kubeconfig; {why}): no renewal can succeed with it"
+            "the API server refuses calico-node's token in {path} (401 to calico-node's own kubeconfig{why}): no renewal can succeed with it"
         ),
-        cause.map_or(NEW_TOKEN, crate::cluster::refusal::Cause::remedy),
+        remedy,
     )
 }
 
