@@ -143,6 +143,8 @@ pub struct Fleet {
     /// The DaemonSet's pod runs `verify` for its node this often and publishes the result in
     /// the Node's condition (`fleet plan --verify-every`).
     pub verify_every: Option<std::time::Duration>,
+    /// The probe image of both (`fleet plan --verify-image`): verify's `--image`, else agnhost.
+    pub verify_image: Option<String>,
 }
 
 /// The bounds of a Plan's job that runs `verify` after the reconfigure: the job's deadline is
@@ -296,6 +298,9 @@ impl Fleet {
                 "--pull-timeout={}",
                 crate::duration::show(v.pull_timeout)
             ));
+            if let Some(image) = &self.verify_image {
+                args.push(format!("--image={image}"));
+            }
         }
         args
     }
@@ -497,6 +502,9 @@ impl Fleet {
         command.extend(["service", "keep-token"].map(String::from));
         if let Some(every) = self.verify_every {
             command.push(format!("--verify-every={}", crate::duration::show(every)));
+            if let Some(image) = &self.verify_image {
+                command.push(format!("--verify-image={image}"));
+            }
         }
         let status = [
             "cmd.exe".to_owned(),

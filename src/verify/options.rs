@@ -62,6 +62,24 @@ fn capped(s: &str, most: Duration) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// `--image` (and the fleet's `--verify-image`, which lands on a `cmd.exe` command line): an
+/// image reference's characters only (letters, digits, `.`, `_`, `-`, `/`, `:`, `@`), at most
+/// 255, so that nothing in it is read by a shell.
+pub fn image_flag(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s.len() <= 255
+        && !s.starts_with(['-', '/', ':', '@'])
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-/:@".contains(&b));
+    if ok {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "{s:.80} is not an image reference like registry.example/agnhost:2.52"
+        ))
+    }
+}
+
 /// `--egress`: `HOST:PORT`, the host an IPv4 address or a DNS name (at most 253
 /// characters, labels of letters, digits and hyphens), the port 1 to 65535.
 pub fn egress_flag(s: &str) -> Result<String, String> {
