@@ -328,6 +328,10 @@ pub struct VerifyArgs {
     /// calicoctl-win-verify and the Role verify needs there
     #[arg(long, value_name = "NS")]
     pub namespace: Option<String>,
+    /// With --namespace: how long the wait for its turn may take (another run holds it), the
+    /// --timeout counting from when the turn is held (default: within --timeout; at most 30m)
+    #[arg(long, value_name = "DURATION", value_parser = crate::verify::options::turn_timeout_flag, requires = "namespace")]
+    pub turn_timeout: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -424,6 +424,7 @@ fn verify_image(args: &FleetPlanArgs) -> Result<Option<String>, UsageError> {
 pub(crate) const VERIFY_JOB: VerifyJob = VerifyJob {
     timeout: Duration::from_secs(120),
     pull_timeout: crate::verify::options::PULL_TIMEOUT,
+    turn_timeout: Duration::from_secs(10 * 60),
     reconfigure: Duration::from_secs(5 * 60 + 8 * 60),
 };
 

@@ -44,6 +44,7 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
             .unwrap_or_else(|| crate::verify::options::CLUSTER_DOMAIN.to_owned()),
         timeout: args.timeout,
         pull_timeout: args.pull_timeout,
+        turn_timeout: args.turn_timeout,
         keep_on_failure: args.keep_on_failure,
         namespace: args.namespace.clone(),
         while_cordoned: args.while_cordoned,

@@ -155,6 +155,9 @@ pub struct VerifyJob {
     pub timeout: std::time::Duration,
     /// `verify --pull-timeout`, passed on the job's command line.
     pub pull_timeout: std::time::Duration,
+    /// `verify --turn-timeout`: the wait for the namespace's turn (another node's scheduled
+    /// run, or a human's run holding it), passed on the job's command line.
+    pub turn_timeout: std::time::Duration,
     /// The longest the reconfigure's own waits take with their defaults.
     pub reconfigure: std::time::Duration,
 }
@@ -172,7 +175,12 @@ impl VerifyJob {
     /// `PlanSpec.JobActiveDeadlineSecs`). The job's deadline counts from its start, so the
     /// controller's drain (an init container) is in it.
     pub fn deadline_secs(&self, drain: std::time::Duration) -> i64 {
-        let all = drain + self.reconfigure + self.pull_timeout + self.timeout + VERIFY_JOB_MARGIN;
+        let all = drain
+            + self.reconfigure
+            + self.turn_timeout
+            + self.pull_timeout
+            + self.timeout
+            + VERIFY_JOB_MARGIN;
         i64::try_from(all.as_secs()).unwrap_or(i64::MAX)
     }
 }
@@ -297,6 +305,10 @@ impl Fleet {
             args.push(format!(
                 "--pull-timeout={}",
                 crate::duration::show(v.pull_timeout)
+            ));
+            args.push(format!(
+                "--turn-timeout={}",
+                crate::duration::show(v.turn_timeout)
             ));
             if let Some(image) = &self.verify_image {
                 args.push(format!("--image={image}"));

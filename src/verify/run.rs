@@ -88,14 +88,21 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     let (name, held) = match &o.namespace {
         None => (make_namespace(c, o)?, None),
         Some(ns) => {
-            let claimed = shared::claim(c, (ns, &o.suffix), checks_until, &o.interrupted)?;
+            // With --turn-timeout the wait for the turn has a bound of its own.
+            let until = o.turn_timeout.map_or(checks_until, |t| Instant::now() + t);
+            let claimed = shared::claim(c, (ns, &o.suffix), until, &o.interrupted)?;
             leftovers_removed.extend(claimed.swept);
             (ns.clone(), Some(claimed.held))
         }
     };
     let held = held.as_ref();
+    // With --turn-timeout, the checks' clock (and the clean-up's) starts once the turn is held.
+    let (begun, checks_until) = match o.turn_timeout {
+        Some(_) => (Instant::now(), Instant::now() + o.timeout - reserve),
+        None => (start, checks_until),
+    };
     let run = Begun {
-        start,
+        start: begun,
         reserve,
         checks_until,
         name: &name,

@@ -63,16 +63,18 @@ fn the_plan_with_verify_runs_verify_after_the_reconfigure_and_is_what_the_contro
             "calicoctl-win-verify",
             "--while-cordoned",
             "--timeout=2m",
-            "--pull-timeout=10m"
+            "--pull-timeout=10m",
+            "--turn-timeout=10m"
         ]
     );
     // The job's deadline is the run's own bounds, not the controller's 600 s: the drain's
-    // 10m, reconfigure's waits (13m), the pull's 10m, verify's 2m and a 5m margin.
-    assert_eq!(plan["spec"]["jobActiveDeadlineSecs"], 2400, "{plan}");
+    // 10m, reconfigure's waits (13m), the turn's 10m (another node's scheduled run or a
+    // human's run may hold it), the pull's 10m, verify's 2m and a 5m margin.
+    assert_eq!(plan["spec"]["jobActiveDeadlineSecs"], 3000, "{plan}");
     let longer = plan_with_verify(&["--drain-timeout", "30m"]);
     assert_eq!(
         manifest(&longer, "Plan")["spec"]["jobActiveDeadlineSecs"],
-        3600
+        4200
     );
     // One node at a time: the jobs' verify runs take turns in the one namespace.
     assert_eq!(plan["spec"]["concurrency"], 1);

@@ -44,6 +44,7 @@ pub(crate) fn options(timeout_s: u64) -> Options {
         cluster_domain: "cluster.local".into(),
         wait_ready: false,
         timeout: Duration::from_secs(timeout_s),
+        turn_timeout: None,
         keep_on_failure: false,
         suffix: "t1".into(),
         namespace: None,
