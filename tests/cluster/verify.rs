@@ -219,6 +219,21 @@ fn a_pod_stuck_without_an_address_is_the_cnis_with_its_event() {
     );
 }
 
+/// A sandbox failure the kubelet's retry mends is not the CNI's failure: the run waits for
+/// the retry (within half the pods' wait) and passes.
+#[test]
+fn a_sandbox_failure_the_kubelet_retries_is_not_an_answer() {
+    let (api, dir) = cluster();
+    {
+        let d = &mut api.lock().dataplane;
+        d.stuck_on.insert("linux-1".into());
+        d.sandbox_retried_after = Some(Duration::from_secs(2));
+    }
+    let r = verify(&api, &dir, &options(60));
+    assert!(r.passed, "{:#?}", r.checks);
+    nothing_left(&api);
+}
+
 #[test]
 fn the_overall_timeout_holds_and_the_run_still_cleans_up() {
     let (api, dir) = cluster();
