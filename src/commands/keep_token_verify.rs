@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The condition's type.
-pub const CONDITION: &str = "CalicoWindowsTraffic";
+pub const CONDITION: &str = crate::cluster::node::CONDITION_TRAFFIC;
 /// At most this many failing checks are named in the message (as CalicoNode's condition).
 const MAX_REASONS: usize = 10;
 /// The longest message the condition carries (a cluster error's text included).
