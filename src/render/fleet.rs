@@ -317,6 +317,20 @@ impl Fleet {
         args
     }
 
+    /// `keep-token`'s scheduled verify (`--verify-every`), with its probe image.
+    fn scheduled_verify(&self) -> Vec<String> {
+        let Some(every) = self.verify_every else {
+            return Vec::new();
+        };
+        let mut args = vec![format!("--verify-every={}", crate::duration::show(every))];
+        args.extend(
+            self.verify_image
+                .iter()
+                .map(|i| format!("--verify-image={i}")),
+        );
+        args
+    }
+
     fn labels(&self) -> BTreeMap<String, String> {
         BTreeMap::from([(APP_LABEL.to_owned(), self.name.clone())])
     }
@@ -512,12 +526,7 @@ impl Fleet {
             Self::config_path(),
         ]);
         command.extend(["service", "keep-token"].map(String::from));
-        if let Some(every) = self.verify_every {
-            command.push(format!("--verify-every={}", crate::duration::show(every)));
-            if let Some(image) = &self.verify_image {
-                command.push(format!("--verify-image={image}"));
-            }
-        }
+        command.extend(self.scheduled_verify());
         let status = [
             "cmd.exe".to_owned(),
             "/c".to_owned(),
