@@ -306,7 +306,7 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::verify::options::pull_timeout_flag)]
     pub pull_timeout: std::time::Duration,
     /// The probe image: agnhost, or a mirror of it for an air-gapped cluster
-    #[arg(long, value_name = "IMAGE", default_value = crate::verify::image::AGNHOST)]
+    #[arg(long, value_name = "IMAGE", default_value = crate::verify::image::AGNHOST, value_parser = crate::verify::options::image_flag)]
     pub image: String,
     /// An address outside the cluster a pod must reach (HOST:PORT, HTTP; the host an IPv4
     /// address or a DNS name)
@@ -328,6 +328,10 @@ pub struct VerifyArgs {
     /// calicoctl-win-verify and the Role verify needs there
     #[arg(long, value_name = "NS")]
     pub namespace: Option<String>,
+    /// With --namespace: how long the wait for its turn may take (another run holds it), the
+    /// --timeout counting from when the turn is held (default: within --timeout; at most 30m)
+    #[arg(long, value_name = "DURATION", value_parser = crate::verify::options::turn_timeout_flag, requires = "namespace")]
+    pub turn_timeout: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -693,6 +697,11 @@ pub struct FleetPlanArgs {
     /// True is older than two intervals)
     #[arg(long, value_name = "DURATION", value_parser = verify_every, conflicts_with = "migrate")]
     pub verify_every: Option<std::time::Duration>,
+    /// The probe image of --verify and --verify-every (verify's --image): a mirror of agnhost,
+    /// for an air-gapped cluster or a Windows build agnhost is not published for (default:
+    /// agnhost)
+    #[arg(long, value_name = "IMAGE", value_parser = crate::verify::options::image_flag, conflicts_with = "migrate")]
+    pub verify_image: Option<String>,
     /// Roll a migration instead of a reconfigure: a Plan that runs 'migrate to-operator' or
     /// 'migrate from-operator' on each Windows node, one at a time
     #[arg(long, value_enum, value_name = "WAY")]
@@ -1343,6 +1352,9 @@ pub struct KeepTokenArgs {
     /// condition CalicoWindowsTraffic (with --once: once, at once)
     #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
     pub verify_every: Option<std::time::Duration>,
+    /// The probe image of --verify-every's runs (verify's --image; default: agnhost)
+    #[arg(long, value_name = "IMAGE", value_parser = crate::verify::options::image_flag, requires = "verify_every")]
+    pub verify_image: Option<String>,
 }
 
 /// Which service body to run.

@@ -183,8 +183,37 @@ pub fn forget(c: &Cluster, node: &str, left: Left) -> Result<(), ClusterError> {
             "lastHeartbeatTime": now,
             "lastTransitionTime": now,
         }),
-    )
+    )?;
+    // The fleet's verify verdict (`CalicoWindowsTraffic`), when the node carries one: no run
+    // refreshes it once calicoctl-win has left, so a True would stand for ever; it becomes
+    // Unknown with the same reason. A node without it gets none.
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node))?;
+    let traffic = n
+        .status
+        .and_then(|s| s.conditions)
+        .and_then(|cs| cs.into_iter().find(|c| c.type_ == CONDITION_TRAFFIC));
+    match traffic {
+        Some(t) if t.status != "Unknown" || t.reason.as_deref() != Some(left.reason().0) => {
+            set_condition(
+                c,
+                node,
+                &serde_json::json!({
+                    "type": CONDITION_TRAFFIC,
+                    "status": "Unknown",
+                    "reason": left.reason().0,
+                    "message": format!("{}: no verify runs here any more", left.reason().1),
+                    "lastHeartbeatTime": now,
+                    "lastTransitionTime": now,
+                }),
+            )
+        }
+        _ => Ok(()),
+    }
 }
+
+/// The fleet's verify verdict's condition (`service keep-token --verify-every`).
+pub const CONDITION_TRAFFIC: &str = "CalicoWindowsTraffic";
 
 /// Sets `annotations` on the node (a merge patch: others stay).
 pub fn annotate(

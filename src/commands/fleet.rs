@@ -452,7 +452,19 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         migrate,
         verify: args.verify.then_some(VERIFY_JOB),
         verify_every: args.verify_every,
+        verify_image: verify_image(args)?,
     })
+}
+
+/// `--verify-image`: only with a verify to run it (clap's `requires` names one flag).
+fn verify_image(args: &FleetPlanArgs) -> Result<Option<String>, UsageError> {
+    if args.verify_image.is_some() && !args.verify && args.verify_every.is_none() {
+        return Err(UsageError::new(
+            "--verify-image without --verify or --verify-every: no verify runs to use it",
+            "add --verify or --verify-every, or leave out --verify-image",
+        ));
+    }
+    Ok(args.verify_image.clone())
 }
 
 /// The Plan's `verify` bounds: verify's defaults, and reconfigure's own waits at theirs
@@ -461,6 +473,7 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
 pub(crate) const VERIFY_JOB: VerifyJob = VerifyJob {
     timeout: Duration::from_secs(120),
     pull_timeout: crate::verify::options::PULL_TIMEOUT,
+    turn_timeout: Duration::from_secs(10 * 60),
     reconfigure: Duration::from_secs(5 * 60 + 8 * 60),
 };
 

@@ -45,9 +45,11 @@ pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
     // The scheduled verify at the node's own moment of each period (a rolled DaemonSet
     // starts every node's pod at once), or at once with --once; the stop signal (Ctrl-C, a
     // console's close, the container's stop) ends a run under way with its clean-up.
-    let mut schedule = args
-        .verify_every
-        .map(|every| super::keep_token_verify::Schedule::new(every, &node, args.once));
+    let mut schedule = args.verify_every.map(|every| {
+        let mut s = super::keep_token_verify::Schedule::new(every, &node, args.once);
+        s.image.clone_from(&args.verify_image);
+        s
+    });
     if let Some(s) = &schedule {
         super::common::on_stop(ctx, s.stop.clone());
     }

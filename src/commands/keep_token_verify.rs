@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The condition's type.
-pub const CONDITION: &str = "CalicoWindowsTraffic";
+pub const CONDITION: &str = crate::cluster::node::CONDITION_TRAFFIC;
 /// At most this many failing checks are named in the message (as CalicoNode's condition).
 const MAX_REASONS: usize = 10;
 /// The longest message the condition carries (a cluster error's text included).
@@ -38,6 +38,8 @@ pub struct Schedule {
     stale_due: Instant,
     /// Set by the stop signal: the run under way stops and cleans up, the loop ends.
     pub stop: Arc<AtomicBool>,
+    /// The probe image (`--verify-image`), else verify's default.
+    pub image: Option<String>,
 }
 
 impl Schedule {
@@ -51,6 +53,7 @@ impl Schedule {
             // A True left from before this pod (its pod was gone for long) is judged at once.
             stale_due: if once { now + every } else { now },
             stop: Arc::new(AtomicBool::new(false)),
+            image: None,
         }
     }
 
@@ -77,7 +80,13 @@ impl Schedule {
             }
         }
         if Instant::now() >= self.due {
-            let result = verify_and_publish(ctx, host, (kubeconfig, node), &self.stop);
+            let result = verify_and_publish(
+                ctx,
+                host,
+                (kubeconfig, node),
+                &self.stop,
+                self.image.as_deref(),
+            );
             let next = until_next(node, self.every, crate::duration::now());
             self.due = Instant::now() + if next.is_zero() { self.every } else { next };
             said.push(result?);
@@ -128,8 +137,9 @@ pub fn verify_and_publish(
     host: &dyn Host,
     (kubeconfig, node): (&str, &str),
     stop: &Arc<AtomicBool>,
+    image: Option<&str>,
 ) -> anyhow::Result<String> {
-    let ran = run_once(ctx, node, stop);
+    let ran = run_once(ctx, node, stop, image);
     // The verdict in the node's metrics too; metrics never stop the run.
     if let Ok(r) = &ran
         && let Err(e) =
@@ -166,7 +176,12 @@ pub fn verify_and_publish(
 }
 
 /// One run in verify's namespace with the pod's own credential, stopped by `stop`.
-fn run_once(ctx: &mut Context, node: &str, stop: &Arc<AtomicBool>) -> Result<Report, String> {
+fn run_once(
+    ctx: &mut Context,
+    node: &str,
+    stop: &Arc<AtomicBool>,
+    image: Option<&str>,
+) -> Result<Report, String> {
     let cluster = match ctx.connect_cluster() {
         Ok(Some(c)) => c,
         Ok(None) => return Err("this process has no credential of its own (the pod's)".into()),
@@ -176,6 +191,10 @@ fn run_once(ctx: &mut Context, node: &str, stop: &Arc<AtomicBool>) -> Result<Rep
         namespace: Some(crate::cluster::verify_rights::NAMESPACE.to_owned()),
         interrupted: stop.clone(),
         ..Options::for_node(node)
+    };
+    let o = Options {
+        image: image.map_or(o.image, str::to_owned),
+        ..o
     };
     if stop.load(Ordering::SeqCst) {
         return Err("stopped before it began".into());

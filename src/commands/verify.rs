@@ -20,8 +20,7 @@ pub struct Verified {
 
 pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let here = super::common::this_node(ctx);
-    let this = here.as_ref().map(|(n, _)| n.clone());
-    let nodes = match (&args.node[..], &this) {
+    let nodes = match (&args.node[..], here.as_ref().map(|(n, _)| n)) {
         ([], Some(n)) => vec![n.clone()],
         ([], None) => {
             return Err(UsageError::new(
@@ -40,10 +39,11 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         cluster_domain: args
             .cluster_domain
             .clone()
-            .or_else(|| here.and_then(|(_, d)| d))
+            .or_else(|| here.as_ref().and_then(|(_, d)| d.clone()))
             .unwrap_or_else(|| crate::verify::options::CLUSTER_DOMAIN.to_owned()),
         timeout: args.timeout,
         pull_timeout: args.pull_timeout,
+        turn_timeout: args.turn_timeout,
         keep_on_failure: args.keep_on_failure,
         namespace: args.namespace.clone(),
         while_cordoned: args.while_cordoned,
@@ -81,7 +81,7 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
     // Run on a node calicoctl-win installed: its own health joined in.
     for r in reports
         .iter_mut()
-        .filter(|r| Some(&r.node) == this.as_ref())
+        .filter(|r| here.as_ref().is_some_and(|(n, _)| *n == r.node))
     {
         r.node_health = super::status::host_findings(ctx);
     }

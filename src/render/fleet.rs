@@ -143,6 +143,8 @@ pub struct Fleet {
     /// The DaemonSet's pod runs `verify` for its node this often and publishes the result in
     /// the Node's condition (`fleet plan --verify-every`).
     pub verify_every: Option<std::time::Duration>,
+    /// The probe image of both (`fleet plan --verify-image`): verify's `--image`, else agnhost.
+    pub verify_image: Option<String>,
 }
 
 /// The bounds of a Plan's job that runs `verify` after the reconfigure: the job's deadline is
@@ -153,6 +155,9 @@ pub struct VerifyJob {
     pub timeout: std::time::Duration,
     /// `verify --pull-timeout`, passed on the job's command line.
     pub pull_timeout: std::time::Duration,
+    /// `verify --turn-timeout`: the wait for the namespace's turn (another node's scheduled
+    /// run, or a human's run holding it), passed on the job's command line.
+    pub turn_timeout: std::time::Duration,
     /// The longest the reconfigure's own waits take with their defaults.
     pub reconfigure: std::time::Duration,
 }
@@ -170,7 +175,12 @@ impl VerifyJob {
     /// `PlanSpec.JobActiveDeadlineSecs`). The job's deadline counts from its start, so the
     /// controller's drain (an init container) is in it.
     pub fn deadline_secs(&self, drain: std::time::Duration) -> i64 {
-        let all = drain + self.reconfigure + self.pull_timeout + self.timeout + VERIFY_JOB_MARGIN;
+        let all = drain
+            + self.reconfigure
+            + self.turn_timeout
+            + self.pull_timeout
+            + self.timeout
+            + VERIFY_JOB_MARGIN;
         i64::try_from(all.as_secs()).unwrap_or(i64::MAX)
     }
 }
@@ -296,7 +306,28 @@ impl Fleet {
                 "--pull-timeout={}",
                 crate::duration::show(v.pull_timeout)
             ));
+            args.push(format!(
+                "--turn-timeout={}",
+                crate::duration::show(v.turn_timeout)
+            ));
+            if let Some(image) = &self.verify_image {
+                args.push(format!("--image={image}"));
+            }
         }
+        args
+    }
+
+    /// `keep-token`'s scheduled verify (`--verify-every`), with its probe image.
+    fn scheduled_verify(&self) -> Vec<String> {
+        let Some(every) = self.verify_every else {
+            return Vec::new();
+        };
+        let mut args = vec![format!("--verify-every={}", crate::duration::show(every))];
+        args.extend(
+            self.verify_image
+                .iter()
+                .map(|i| format!("--verify-image={i}")),
+        );
         args
     }
 
@@ -495,9 +526,7 @@ impl Fleet {
             Self::config_path(),
         ]);
         command.extend(["service", "keep-token"].map(String::from));
-        if let Some(every) = self.verify_every {
-            command.push(format!("--verify-every={}", crate::duration::show(every)));
-        }
+        command.extend(self.scheduled_verify());
         let status = [
             "cmd.exe".to_owned(),
             "/c".to_owned(),

@@ -88,14 +88,21 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     let (name, held) = match &o.namespace {
         None => (make_namespace(c, o)?, None),
         Some(ns) => {
-            let claimed = shared::claim(c, (ns, &o.suffix), checks_until, &o.interrupted)?;
+            // With --turn-timeout the wait for the turn has a bound of its own.
+            let until = o.turn_timeout.map_or(checks_until, |t| Instant::now() + t);
+            let claimed = shared::claim(c, (ns, &o.suffix), until, &o.interrupted)?;
             leftovers_removed.extend(claimed.swept);
             (ns.clone(), Some(claimed.held))
         }
     };
     let held = held.as_ref();
+    // With --turn-timeout, the checks' clock (and the clean-up's) starts once the turn is held.
+    let (begun, checks_until) = match o.turn_timeout {
+        Some(_) => (Instant::now(), Instant::now() + o.timeout - reserve),
+        None => (start, checks_until),
+    };
     let run = Begun {
-        start,
+        start: begun,
         reserve,
         checks_until,
         name: &name,
@@ -409,16 +416,22 @@ fn make(
         // The pods' wait takes at most half the checks' window: a server that never gets
         // Ready, or a pod without an address, is then judged from the states in hand
         // (`pod-address`, `kubelet-probe`) instead of ending the run as a timeout.
-        let own = made_at + o.pods_wait.min(window / 2) + pull;
+        let pods_wait = o.pods_wait.min(window / 2);
+        let own = made_at + pods_wait + pull;
         let until = (deadline + pull).min(own);
+        // A sandbox the CNI plugin failed to make is retried by the kubelet (SyncPod records
+        // `FailedCreatePodSandBox` and returns; the pod worker syncs the pod again:
+        // kubernetes/kubernetes pkg/kubelet/kuberuntime/kuberuntime_manager.go `SyncPod` step
+        // 4, pkg/kubelet/pod_workers.go): a failure is transient until it persists past half
+        // the pods' wait, then an answer (pod-address names it with its events).
+        let sandbox_persists = now >= made_at + pods_wait / 2 + pull;
         let settled = states.iter().all(|s| {
-            // A pull that fails, a container that cannot run, or a sandbox the CNI plugin
-            // failed to make, is an answer (the kubelet retries them, but the check has what
-            // it needs to name the layer).
-            let sandbox = s
-                .events
-                .iter()
-                .any(|e| e.starts_with("FailedCreatePodSandBox"));
+            // A pull that fails or a container that cannot run is an answer (the kubelet
+            // retries them, but the check has what it needs to name the layer).
+            let sandbox = sandbox_persists
+                && s.events
+                    .iter()
+                    .any(|e| e.starts_with("FailedCreatePodSandBox"));
             (judge::usable(s) && s.ready) || judge::image_fault(s) || sandbox
         });
         let pull_out = pulling && pull >= o.pull_timeout;

@@ -63,16 +63,18 @@ fn the_plan_with_verify_runs_verify_after_the_reconfigure_and_is_what_the_contro
             "calicoctl-win-verify",
             "--while-cordoned",
             "--timeout=2m",
-            "--pull-timeout=10m"
+            "--pull-timeout=10m",
+            "--turn-timeout=10m"
         ]
     );
     // The job's deadline is the run's own bounds, not the controller's 600 s: the drain's
-    // 10m, reconfigure's waits (13m), the pull's 10m, verify's 2m and a 5m margin.
-    assert_eq!(plan["spec"]["jobActiveDeadlineSecs"], 2400, "{plan}");
+    // 10m, reconfigure's waits (13m), the turn's 10m (another node's scheduled run or a
+    // human's run may hold it), the pull's 10m, verify's 2m and a 5m margin.
+    assert_eq!(plan["spec"]["jobActiveDeadlineSecs"], 3000, "{plan}");
     let longer = plan_with_verify(&["--drain-timeout", "30m"]);
     assert_eq!(
         manifest(&longer, "Plan")["spec"]["jobActiveDeadlineSecs"],
-        3600
+        4200
     );
     // One node at a time: the jobs' verify runs take turns in the one namespace.
     assert_eq!(plan["spec"]["concurrency"], 1);
@@ -350,6 +352,11 @@ fn the_daemonset_runs_verify_on_a_schedule_and_publishes_the_nodes_condition() {
             .args(["-o", "json", "--sim-host"])
             .arg(node.sim())
             .args(["service", "keep-token", "--once", "--verify-every", "6h"])
+            // The fleet's --verify-image, here the default's own name.
+            .args([
+                "--verify-image",
+                "registry.k8s.io/e2e-test-images/agnhost:2.52",
+            ])
             .output()
             .expect("runs");
         assert_eq!(
@@ -415,6 +422,11 @@ fn the_daemonset_runs_verify_on_a_schedule_and_publishes_the_nodes_condition() {
         .args(["-o", "json", "--sim-host"])
         .arg(node.sim())
         .args(["service", "keep-token", "--once", "--verify-every", "6h"])
+        // The fleet's --verify-image, here the default's own name.
+        .args([
+            "--verify-image",
+            "registry.k8s.io/e2e-test-images/agnhost:2.52",
+        ])
         .output()
         .expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -444,4 +456,46 @@ fn the_daemonset_runs_verify_on_a_schedule_and_publishes_the_nodes_condition() {
         .filter(|k| k.starts_with(inside))
         .collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// `--verify-image`: the mirror reaches the Plan job's `verify --image` and the DaemonSet's
+/// scheduled runs (`keep-token --verify-image`); a reference a shell could read is refused,
+/// and so is the flag with no verify to use it.
+#[test]
+fn the_verify_image_reaches_the_plans_verify_and_the_daemonsets_runs() {
+    let mirror = "mirror.local:5000/e2e/agnhost:2.52-ltsc2025";
+    let doc = plan_with_verify(&["--verify-image", mirror]);
+    let args = strings(&manifest(&doc, "Plan")["spec"]["upgrade"]["args"]);
+    assert_eq!(args.last(), Some(&format!("--image={mirror}").as_str()));
+    let (code, doc, err) = fleet_plan(&[
+        "--config",
+        CONFIG,
+        "--image",
+        "i:1",
+        "--engine",
+        "daemonset",
+        "--verify-every",
+        "6h",
+        "--verify-image",
+        mirror,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let command = strings(
+        &manifest(&doc, "DaemonSet")["spec"]["template"]["spec"]["containers"][0]["command"],
+    );
+    let keep = command
+        .iter()
+        .position(|a| *a == "keep-token")
+        .expect("keep-token");
+    let want = format!("--verify-image={mirror}");
+    assert_eq!(command[keep + 1..], ["--verify-every=6h", want.as_str()]);
+    for bad in [
+        &["--verify", "--verify-image", "m/x:1&del"][..],
+        &["--verify-image", "m/x:1"],
+    ] {
+        let mut a = vec!["--config", CONFIG, "--image", "i:1"];
+        a.extend_from_slice(bad);
+        let (code, _, err) = fleet_plan(&a);
+        assert_eq!(code, 2, "{bad:?}: {err}");
+    }
 }

@@ -44,6 +44,7 @@ pub(crate) fn options(timeout_s: u64) -> Options {
         cluster_domain: "cluster.local".into(),
         wait_ready: false,
         timeout: Duration::from_secs(timeout_s),
+        turn_timeout: None,
         keep_on_failure: false,
         suffix: "t1".into(),
         namespace: None,
@@ -216,6 +217,21 @@ fn a_pod_stuck_without_an_address_is_the_cnis_with_its_event() {
         "{}",
         finding.message
     );
+}
+
+/// A sandbox failure the kubelet's retry mends is not the CNI's failure: the run waits for
+/// the retry (within half the pods' wait) and passes.
+#[test]
+fn a_sandbox_failure_the_kubelet_retries_is_not_an_answer() {
+    let (api, dir) = cluster();
+    {
+        let d = &mut api.lock().dataplane;
+        d.stuck_on.insert("linux-1".into());
+        d.sandbox_retried_after = Some(Duration::from_secs(2));
+    }
+    let r = verify(&api, &dir, &options(60));
+    assert!(r.passed, "{:#?}", r.checks);
+    nothing_left(&api);
 }
 
 #[test]

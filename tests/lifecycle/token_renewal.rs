@@ -397,3 +397,37 @@ fn uninstall_with_a_kubeconfig_that_may_not_change_the_node_says_so_and_finishes
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(doc["changed"], false, "{doc}");
 }
+
+/// The fleet's verify verdict does not outlive calicoctl-win on the node: uninstall turns a
+/// True `CalicoWindowsTraffic` Unknown (`NotInstalled`), since no run refreshes it any more.
+#[test]
+fn uninstall_turns_the_traffic_verdict_unknown() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = Node::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{stderr}");
+    let mut n = api.get("/api/v1/nodes/win-1").expect("node");
+    let mut cs = n["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    cs.push(
+        serde_json::json!({"type": "CalicoWindowsTraffic", "status": "True",
+        "reason": "TrafficPasses", "message": "every verify check passed",
+        "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}),
+    );
+    n["status"]["conditions"] = serde_json::json!(cs);
+    api.put("/api/v1/nodes/win-1", n);
+    let (code, _, stderr) = node.run(&["uninstall"]);
+    assert_eq!(code, 0, "{stderr}");
+    let n = api.get("/api/v1/nodes/win-1").expect("node");
+    let traffic = n["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "CalicoWindowsTraffic"))
+        .unwrap_or_else(|| panic!("no condition: {n}"));
+    assert_eq!(traffic["status"], "Unknown", "{n}");
+    assert_eq!(traffic["reason"], "NotInstalled", "{n}");
+}

@@ -42,6 +42,12 @@ pub struct Dataplane {
     pub never_ready: bool,
     /// Nodes whose pods get no address (the CNI plugin fails the sandbox).
     pub stuck_on: BTreeSet<String>,
+    /// The sandbox on a `stuck_on` node is made by the kubelet's retry this long after the
+    /// failure (the pod worker syncs the pod again: pkg/kubelet/kuberuntime/kuberuntime_manager.go
+    /// `SyncPod` step 4 records `FailedCreatePodSandBox` and returns, pkg/kubelet/pod_workers.go
+    /// requeues the pod); `None`: never. The container then starts, the image already present
+    /// (`Pulled`, pkg/kubelet/images/image_manager.go).
+    pub sandbox_retried_after: Option<Duration>,
     /// How long after its creation a NetworkPolicy is enforced; `None`: never.
     pub policy_applies_after: Option<Duration>,
     /// How long after its deletion a NetworkPolicy stops being enforced; `None`: never.
@@ -146,6 +152,12 @@ pub fn run_pod(d: &mut Dataplane, ns: &str, pod: &mut Value) -> Option<Value> {
     if d.stuck_on.contains(&node) {
         pod["status"] = json!({"phase": "Pending", "containerStatuses": [{"name": "netexec",
             "ready": false, "state": {"waiting": {"reason": "ContainerCreating"}}}]});
+        if let Some(after) = d.sandbox_retried_after {
+            d.pulling.push((
+                format!("/api/v1/namespaces/{ns}/pods/{name}"),
+                Instant::now() + after,
+            ));
+        }
         return Some(json!({"apiVersion": "v1", "kind": "Event",
             "metadata": {"name": format!("{name}.sandbox"), "namespace": ns},
             "involvedObject": {"kind": "Pod", "name": name, "namespace": ns},
