@@ -84,7 +84,7 @@ fn metrics_service(
 
 /// `--verify`: verify's namespace and its roles, bound to the jobs' account too (named
 /// `<account>-verify`, beside the account's own roles), and the admission policy holding the
-/// account's pods there to agnhost.
+/// account's pods there to the image the jobs run (`--verify-image`, else agnhost).
 fn verify_roles(fleet: &Fleet, namespace: &str) -> Vec<serde_json::Value> {
     let sa = &fleet.service_account;
     let mut docs = vec![crate::cluster::verify_rights::namespace()];
@@ -92,8 +92,11 @@ fn verify_roles(fleet: &Fleet, namespace: &str) -> Vec<serde_json::Value> {
     docs.extend(crate::cluster::verify_rights::bindings(
         &name, namespace, sa,
     ));
-    // The jobs run verify with its default image.
-    let images = [crate::verify::image::AGNHOST.to_owned()];
+    // The jobs run verify with `--verify-image`, else its default image.
+    let images = [fleet
+        .verify_image
+        .clone()
+        .unwrap_or_else(|| crate::verify::image::AGNHOST.to_owned())];
     docs.extend(crate::cluster::verify_rights::admission(
         &name, namespace, sa, &images,
     ));

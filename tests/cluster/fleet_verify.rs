@@ -467,6 +467,22 @@ fn the_verify_image_reaches_the_plans_verify_and_the_daemonsets_runs() {
     let doc = plan_with_verify(&["--verify-image", mirror]);
     let args = strings(&manifest(&doc, "Plan")["spec"]["upgrade"]["args"]);
     assert_eq!(args.last(), Some(&format!("--image={mirror}").as_str()));
+    // The admission policy holds the jobs' pods to the image they run, not to the default.
+    let policy = doc["manifests"]
+        .as_array()
+        .expect("manifests")
+        .iter()
+        .find(|m| {
+            m["kind"] == "ValidatingAdmissionPolicy"
+                && m["metadata"]["name"] == "calicoctl-win-fleet-verify"
+        })
+        .expect("the jobs' verify policy")
+        .to_string();
+    assert!(policy.contains(mirror), "{policy}");
+    assert!(
+        !policy.contains(calicoctl_win::verify::image::AGNHOST),
+        "{policy}"
+    );
     let (code, doc, err) = fleet_plan(&[
         "--config",
         CONFIG,
