@@ -13,7 +13,8 @@ use super::settle::{self, Ledger};
 use super::shared;
 use super::step::{POLL, interrupted, ms};
 use crate::cluster::{Cluster, ClusterError};
-use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Api;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -94,7 +95,14 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         }
     };
     let held = held.as_ref();
+    // The probe pods' controller (`objects::controller`): the turn in a namespace given,
+    // else a ConfigMap made first in the run's own namespace (deleted with it).
+    let owner = match held {
+        Some(h) => objects::controller(shared::TURN, &h.uid),
+        None => run_configmap(c, &name)?,
+    };
     let run = Begun {
+        owner: &owner,
         start,
         reserve,
         checks_until,
@@ -127,6 +135,28 @@ struct Begun<'a> {
     checks_until: Instant,
     name: &'a str,
     held: Option<&'a shared::Held>,
+    owner: &'a OwnerReference,
+}
+
+/// Makes the ConfigMap that controls the probe pods in the run's own namespace: its
+/// controller reference.
+fn run_configmap(c: &Cluster, ns: &str) -> Result<OwnerReference, ClusterError> {
+    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
+    let cm = ConfigMap {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some(shared::TURN.into()),
+            labels: Some(BTreeMap::from([(
+                objects::OWNER_LABEL.into(),
+                objects::OWNER_VALUE.into(),
+            )])),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let what = format!("configmaps/{}", shared::TURN);
+    let made = c.call("create", &what, api.create(&Default::default(), &cm))?;
+    let uid = made.metadata.uid.unwrap_or_default();
+    Ok(objects::controller(shared::TURN, &uid))
 }
 
 /// The checks run, then what the run made deleted (or kept on failure): the report and when
@@ -138,7 +168,7 @@ fn checks_and_clean_up(
     run: &Begun,
 ) -> Result<(Report, Instant), RunError> {
     let (name, held) = (run.name, run.held);
-    let (ledger, timed_out, pull) = match checks(c, o, m, name, run.checks_until) {
+    let (ledger, timed_out, pull) = match checks(c, o, m, (name, run.owner), run.checks_until) {
         Ok(done) => done,
         Err(e) => {
             // What was made goes, whatever stopped the run.
@@ -302,11 +332,11 @@ fn checks(
     c: &Cluster,
     o: &Options,
     m: &Matrix,
-    ns: &str,
+    (ns, owner): (&str, &OwnerReference),
     deadline: Instant,
 ) -> Result<(Ledger, bool, Duration), ClusterError> {
     let mut ledger = Ledger::default();
-    let made = make(c, o, m, ns, deadline)?;
+    let made = make(c, o, m, (ns, owner), deadline)?;
     let deadline = deadline + made.pull;
     let all: Vec<PodState> = made.states.values().cloned().collect();
     let still: Vec<&PodState> = all.iter().filter(|s| judge::pulling(s)).collect();
@@ -386,14 +416,14 @@ fn make(
     c: &Cluster,
     o: &Options,
     m: &Matrix,
-    ns: &str,
+    (ns, owner): (&str, &OwnerReference),
     deadline: Instant,
 ) -> Result<Made, ClusterError> {
     let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
     probe::create(c, &services, "services", &objects::service(ns))?;
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
     for p in &m.pods {
-        probe::create(c, &pods, "pods", &objects::pod(ns, p, &o.image))?;
+        probe::create(c, &pods, "pods", &objects::pod(ns, p, &o.image, owner))?;
     }
     let made_at = Instant::now();
     let window = deadline.saturating_duration_since(made_at);

@@ -47,6 +47,9 @@ const UNDATED_TURN_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;
 #[derive(Debug)]
 pub struct Held {
     run: String,
+    /// The turn's uid: the probe pods' controller (`objects::controller`). A takeover is an
+    /// update, so the uid stays the ConfigMap's.
+    pub uid: String,
     version: std::sync::Mutex<Option<String>>,
     done: AtomicBool,
 }
@@ -92,6 +95,7 @@ fn turn(run: &str, expires_s: i64, version: Option<String>) -> ConfigMap {
 fn held(run: &str, written: &ConfigMap) -> Held {
     Held {
         run: run.to_owned(),
+        uid: written.metadata.uid.clone().unwrap_or_default(),
         version: std::sync::Mutex::new(written.metadata.resource_version.clone()),
         done: AtomicBool::new(false),
     }

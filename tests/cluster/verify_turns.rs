@@ -8,7 +8,7 @@ use crate::support::Node;
 use crate::support::fake_api::{FakeApi, meta};
 use calicoctl_win::cluster::Cluster;
 use calicoctl_win::verify::run::{Options, Report, run};
-use serde_json::json;
+use serde_json::{Value, json};
 use std::time::Duration;
 
 const NS: &str = "calicoctl-win-verify";
@@ -182,4 +182,80 @@ fn a_run_killed_outright_holds_the_turn_for_its_lease_only() {
         .expect("a time");
     let left = expires.as_second() - jiff::Timestamp::now().as_second();
     assert!(left <= 60, "held {left} s more: {turn}");
+}
+
+/// The probe pods made, read while the run waits for its server (never Ready): each pod,
+/// with the run's ConfigMap in that namespace, once the pods are there.
+fn pods_while_running(api: &FakeApi, dir: &tempfile::TempDir, o: Options) -> Vec<(Value, Value)> {
+    api.lock().dataplane.never_ready = true;
+    let c = connect(api, dir);
+    let stop = o.interrupted.clone();
+    let running = std::thread::spawn(move || run(&c, &o).expect("run"));
+    let servers = || {
+        let st = api.lock();
+        st.objects
+            .iter()
+            .filter(|(p, _)| p.contains("/pods/"))
+            .map(|(p, v)| {
+                let ns_path = &p[..p.find("/pods/").expect("a pod path")];
+                let cm = format!("{ns_path}/configmaps/calicoctl-win-verify-run");
+                (v.clone(), st.objects.get(&cm).cloned().unwrap_or_default())
+            })
+            .collect::<Vec<_>>()
+    };
+    for _ in 0..600 {
+        if servers()
+            .iter()
+            .any(|(p, _)| p["metadata"]["name"] == "server")
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let found = servers();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    running.join().expect("joins");
+    assert!(!found.is_empty(), "the run made its pods");
+    found
+}
+
+/// Every probe pod has a controller, the run's ConfigMap in its namespace (by its uid), so
+/// that a drain without `--force` (kubectl's `unreplicatedFilter`, calicoctl-win's own)
+/// evicts it instead of refusing the node; no `blockOwnerDeletion`.
+fn assert_controlled(found: &[(Value, Value)]) {
+    for (pod, cm) in found {
+        let refs = &pod["metadata"]["ownerReferences"];
+        assert_eq!(refs[0]["kind"], "ConfigMap", "{pod}");
+        assert_eq!(refs[0]["name"], "calicoctl-win-verify-run", "{pod}");
+        assert_eq!(refs[0]["controller"], true, "{pod}");
+        assert!(refs[0]["blockOwnerDeletion"].is_null(), "{pod}");
+        assert!(
+            cm["metadata"]["uid"].is_string(),
+            "the ConfigMap exists: {pod}"
+        );
+        assert_eq!(refs[0]["uid"], cm["metadata"]["uid"], "{pod}");
+        let typed: k8s_openapi::api::core::v1::Pod =
+            serde_json::from_value(pod.clone()).expect("a pod");
+        let s = calicoctl_win::cluster::drain::select(&[typed]);
+        assert!(s.unmanaged.is_empty() && s.evict.len() == 1, "{s:?}");
+    }
+}
+
+#[test]
+fn probe_pods_in_a_namespace_given_are_controlled_by_the_turn() {
+    let (api, dir) = cluster();
+    let found = pods_while_running(&api, &dir, in_namespace());
+    assert_controlled(&found);
+}
+
+#[test]
+fn probe_pods_in_a_namespace_of_their_own_are_controlled_by_the_runs_configmap() {
+    let (api, dir) = super::verify::cluster();
+    let o = Options {
+        policy_wait: Duration::from_secs(3),
+        settle: Duration::from_secs(2),
+        ..Options::for_node("win-a")
+    };
+    let found = pods_while_running(&api, &dir, o);
+    assert_controlled(&found);
 }
