@@ -14,9 +14,11 @@
 //! (a precondition: a turn someone else took over meanwhile is theirs and stays). When its
 //! pods are not gone in time, it hands the turn on as run out, for the next run to sweep.
 
-use super::matrix::NodeFacts;
+use super::matrix::{NodeFacts, PlanError};
 use super::objects::{OWNER_LABEL, OWNER_VALUE, POLICY_NAME};
 use super::probe;
+use super::run::RunError;
+use super::wedged;
 use crate::cluster::{Cluster, ClusterError};
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -162,7 +164,7 @@ pub fn claim(
     (ns, run): (&str, &str),
     deadline: Instant,
     interrupted: &AtomicBool,
-) -> Result<Claimed, ClusterError> {
+) -> Result<Claimed, RunError> {
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
     let what = format!("configmaps/{TURN}");
     let pp = PostParams::default();
@@ -177,7 +179,7 @@ pub fn claim(
                 });
             }
             Err(e @ ClusterError::Api { code: 409, .. }) => e,
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         };
         // Run out by the API server's clock (none is taken over without its `Date`).
         if let Some(now) = now
@@ -195,7 +197,8 @@ pub fn claim(
                     let held = held(run, &taken);
                     // The killed run's objects go before this run makes its own, of the same
                     // names; a failure hands the turn on for the next run.
-                    if let Err(e) = remove_objects(c, ns, Instant::now() + RELEASE_WAIT) {
+                    let until = (Instant::now() + RELEASE_WAIT).min(deadline);
+                    if let Err(e) = sweep_killed(c, ns, until) {
                         let _ = hand_on(c, ns, &held);
                         return Err(e);
                     }
@@ -207,20 +210,47 @@ pub fn claim(
                 }
                 // Another run took it over first: its turn now.
                 Err(ClusterError::Api { code: 409, .. }) => {}
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.into()),
             }
         }
         if Instant::now() + POLL >= deadline || interrupted.load(Ordering::SeqCst) {
-            return Err(refused);
+            return Err(refused.into());
         }
         std::thread::sleep(POLL);
     }
 }
 
+/// A killed run's objects deleted (until `until`); its pods still Terminating on a node not
+/// Ready (or gone) deleted at once (`wedged`); pods still there, named in an error (no pod
+/// of this run is made: theirs have the same names).
+fn sweep_killed(c: &Cluster, ns: &str, until: Instant) -> Result<(), RunError> {
+    let left = remove_objects(c, ns, until)?;
+    if left.is_empty() {
+        return Ok(());
+    }
+    let left = if wedged::force_dead(c, ns, &left)?.is_empty() {
+        left
+    } else {
+        pods_left(c, ns, Instant::now() + 3 * POLL)?
+    };
+    if left.is_empty() {
+        return Ok(());
+    }
+    let pods = wedged::stuck(&left)
+        .iter()
+        .map(|s| format!("{} on node {}", s.pod, s.node))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Err(RunError::Plan(PlanError::Wedged {
+        namespace: ns.to_owned(),
+        pods,
+    }))
+}
+
 /// Deletes the run's objects, waits (until `until`) for its pods to be gone, then gives the
 /// turn back; pods not gone by then, it hands the turn on as run out. Whether the pods went.
 pub fn release(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bool, ClusterError> {
-    if !remove_objects(c, ns, until)? {
+    if !remove_objects(c, ns, until)?.is_empty() {
         hand_on(c, ns, held)?;
         return Ok(false);
     }
@@ -275,8 +305,8 @@ fn hold_until(c: &Cluster, ns: &str, held: &Held, until_s: i64) -> Result<(), Cl
 }
 
 /// Deletes a run's objects in `ns` and waits (until `until`) for its pods to be gone: the
-/// next run makes pods of the same names. Whether they went.
-fn remove_objects(c: &Cluster, ns: &str, until: Instant) -> Result<bool, ClusterError> {
+/// next run makes pods of the same names. The pods not gone.
+fn remove_objects(c: &Cluster, ns: &str, until: Instant) -> Result<Vec<Pod>, ClusterError> {
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
     let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
     let listed = c.call("list", "pods", pods.list(&lp))?.items;
@@ -319,12 +349,17 @@ fn remove_objects(c: &Cluster, ns: &str, until: Instant) -> Result<bool, Cluster
         ))?;
     }
     // The next run makes pods of the same names: the turn is given back once they are gone.
+    pods_left(c, ns, until)
+}
+
+/// The run's pods in `ns`, waited for (until `until`) to be gone: those not gone.
+fn pods_left(c: &Cluster, ns: &str, until: Instant) -> Result<Vec<Pod>, ClusterError> {
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
+    let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
     loop {
-        if c.call("list", "pods", pods.list(&lp))?.items.is_empty() {
-            return Ok(true);
-        }
-        if Instant::now() + POLL >= until {
-            return Ok(false);
+        let left = c.call("list", "pods", pods.list(&lp))?.items;
+        if left.is_empty() || Instant::now() + POLL >= until {
+            return Ok(left);
         }
         std::thread::sleep(POLL);
     }

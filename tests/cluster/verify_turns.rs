@@ -259,3 +259,32 @@ fn probe_pods_in_a_namespace_of_their_own_are_controlled_by_the_runs_configmap()
     let found = pods_while_running(&api, &dir, o);
     assert_controlled(&found);
 }
+
+/// A killed run's pod left on a node that is gone, or whose kubelet is down (not Ready),
+/// stays Terminating after its delete (kube-apiserver's graceful delete waits for a kubelet
+/// that never confirms): the takeover deletes it with grace 0 and the run goes on, instead
+/// of making a pod of the same name (409 AlreadyExists).
+#[test]
+fn a_killed_runs_pod_terminating_on_a_dead_node_is_deleted_at_once_on_takeover() {
+    let (api, dir) = cluster();
+    let mut dead = meta("v1", "Node", "win-dead", None);
+    dead["status"]["conditions"] = json!([{"type": "Ready", "status": "Unknown"}]);
+    api.put("/api/v1/nodes/win-dead", dead);
+    held_turn(&api, "killed3", jiff::Timestamp::now().as_second() - 60);
+    for (name, node) in [("client-local", "win-dead"), ("server", "gone-node")] {
+        let mut pod = meta("v1", "Pod", name, Some(NS));
+        pod["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
+        pod["metadata"]["uid"] = json!(format!("old-{name}"));
+        pod["spec"]["nodeName"] = json!(node);
+        api.put(&format!("/api/v1/namespaces/{NS}/pods/{name}"), pod);
+    }
+    let c = connect(&api, &dir);
+    let o = Options {
+        timeout: Duration::from_secs(20),
+        ..in_namespace()
+    };
+    let r: Report = run(&c, &o).expect("run");
+    assert!(r.passed, "{:#?}", r.checks);
+    assert_eq!(r.leftovers_removed, [format!("{NS}/killed3")]);
+    assert!(r.cleaned_up);
+}
