@@ -168,7 +168,8 @@ fn checks_and_clean_up(
     run: &Begun,
 ) -> Result<(Report, Instant), RunError> {
     let (name, held) = (run.name, run.held);
-    let (ledger, timed_out, pull) = match checks(c, o, m, (name, run.owner), run.checks_until) {
+    let (ledger, timed_out, pull) = match checks(c, o, m, (name, run.owner, held), run.checks_until)
+    {
         Ok(done) => done,
         Err(e) => {
             // What was made goes, whatever stopped the run.
@@ -308,10 +309,16 @@ fn clean_up(
     error: &mut Option<String>,
 ) -> bool {
     if let Some(held) = held {
-        return shared::release(c, ns, held, until).unwrap_or_else(|e| {
+        let released = shared::release(c, ns, held, until).unwrap_or_else(|e| {
             *error = Some(format!("{e} ({})", e.hint()));
             false
         });
+        if held.lost() {
+            *error = Some(format!(
+                "another run took this run's turn in {ns} over: only this run's own pods were deleted (the Service, policy and turn are that run's)"
+            ));
+        }
+        return released;
     }
     if probe::delete_namespace(c, ns, None).is_err() {
         return false;
@@ -332,11 +339,11 @@ fn checks(
     c: &Cluster,
     o: &Options,
     m: &Matrix,
-    (ns, owner): (&str, &OwnerReference),
+    (ns, owner, held): (&str, &OwnerReference, Option<&shared::Held>),
     deadline: Instant,
 ) -> Result<(Ledger, bool, Duration), ClusterError> {
     let mut ledger = Ledger::default();
-    let made = make(c, o, m, (ns, owner), deadline)?;
+    let made = make(c, o, m, (ns, owner, held), deadline)?;
     let deadline = deadline + made.pull;
     let all: Vec<PodState> = made.states.values().cloned().collect();
     let still: Vec<&PodState> = all.iter().filter(|s| judge::pulling(s)).collect();
@@ -416,14 +423,18 @@ fn make(
     c: &Cluster,
     o: &Options,
     m: &Matrix,
-    (ns, owner): (&str, &OwnerReference),
+    (ns, owner, held): (&str, &OwnerReference, Option<&shared::Held>),
     deadline: Instant,
 ) -> Result<Made, ClusterError> {
     let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
     probe::create(c, &services, "services", &objects::service(ns))?;
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
     for p in &m.pods {
-        probe::create(c, &pods, "pods", &objects::pod(ns, p, &o.image, owner))?;
+        let pod = objects::pod(ns, p, &o.image, owner);
+        let made = c.call("create", "pods", pods.create(&Default::default(), &pod))?;
+        if let Some(h) = held {
+            h.made(made.metadata.uid);
+        }
     }
     let made_at = Instant::now();
     let window = deadline.saturating_duration_since(made_at);

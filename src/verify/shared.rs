@@ -34,6 +34,9 @@ pub const TURN: &str = crate::cluster::verify_rights::TURN;
 const POLL: Duration = Duration::from_secs(1);
 /// How long a killed run's pods may take to go (the run's own clean-up waits as long).
 const RELEASE_WAIT: Duration = Duration::from_secs(60);
+/// How long a takeover waits for a killed run's pods: well within the lease it just wrote,
+/// since the renewals start only once the turn is claimed.
+const TAKEOVER_WAIT: Duration = Duration::from_secs(30);
 /// How long a turn holds without a renewal: the longest a killed run blocks the next.
 pub const LEASE: Duration = Duration::from_secs(60);
 /// How often a live run renews its turn: four renewals a lease, so that one or two refused
@@ -54,9 +57,25 @@ pub struct Held {
     pub uid: String,
     version: std::sync::Mutex<Option<String>>,
     done: AtomicBool,
+    /// Another run took the turn over, or it was deleted: set only by `keep`'s 409 or 404.
+    lost: AtomicBool,
+    /// The uids of the pods this run made: a run that lost its turn deletes only those.
+    made: std::sync::Mutex<Vec<String>>,
 }
 
 impl Held {
+    /// Whether another run took the turn over (or it was deleted) while this one ran.
+    pub fn lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
+    /// A pod this run made, by its uid.
+    pub fn made(&self, uid: Option<String>) {
+        if let Some(u) = uid {
+            self.made.lock().unwrap_or_else(|e| e.into_inner()).push(u);
+        }
+    }
+
     /// The renewals stopped (the run is over).
     pub fn stop(&self) {
         drop(self.last());
@@ -100,6 +119,8 @@ fn held(run: &str, written: &ConfigMap) -> Held {
         uid: written.metadata.uid.clone().unwrap_or_default(),
         version: std::sync::Mutex::new(written.metadata.resource_version.clone()),
         done: AtomicBool::new(false),
+        lost: AtomicBool::new(false),
+        made: std::sync::Mutex::new(Vec::new()),
     }
 }
 
@@ -135,7 +156,10 @@ pub fn keep(c: &Cluster, ns: &str, held: &Held) {
             // Taken over, or deleted: another run's turn now, never taken back.
             Err(ClusterError::Api {
                 code: 409 | 404, ..
-            }) => held.done.store(true, Ordering::SeqCst),
+            }) => {
+                held.lost.store(true, Ordering::SeqCst);
+                held.done.store(true, Ordering::SeqCst);
+            }
             // Tried again at the next renewal, within the lease.
             Err(_) => {}
         }
@@ -197,7 +221,7 @@ pub fn claim(
                     let held = held(run, &taken);
                     // The killed run's objects go before this run makes its own, of the same
                     // names; a failure hands the turn on for the next run.
-                    let until = (Instant::now() + RELEASE_WAIT).min(deadline);
+                    let until = (Instant::now() + TAKEOVER_WAIT).min(deadline);
                     if let Err(e) = sweep_killed(c, ns, until) {
                         let _ = hand_on(c, ns, &held);
                         return Err(e);
@@ -250,6 +274,10 @@ fn sweep_killed(c: &Cluster, ns: &str, until: Instant) -> Result<(), RunError> {
 /// Deletes the run's objects, waits (until `until`) for its pods to be gone, then gives the
 /// turn back; pods not gone by then, it hands the turn on as run out. Whether the pods went.
 pub fn release(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bool, ClusterError> {
+    if held.lost() || !still_ours(c, ns, held)? {
+        held.lost.store(true, Ordering::SeqCst);
+        return release_lost(c, ns, held);
+    }
     if !remove_objects(c, ns, until)?.is_empty() {
         hand_on(c, ns, held)?;
         return Ok(false);
@@ -272,6 +300,38 @@ pub fn release(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<boo
         Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(true),
         Err(e) => Err(e),
     }
+}
+
+/// Whether the turn is still the one this run last wrote (its resourceVersion): another
+/// run's takeover, or a delete, is seen before anything is deleted by name.
+fn still_ours(c: &Cluster, ns: &str, held: &Held) -> Result<bool, ClusterError> {
+    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
+    let version = held
+        .version
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let current = c.call_opt("get", &format!("configmaps/{TURN}"), api.get(TURN))?;
+    Ok(current.is_some_and(|t| t.metadata.resource_version == version))
+}
+
+/// A run that lost its turn deletes only the pods it made, by their uids: the Service, the
+/// policy, the events and the turn are the new holder's (same names), and stay.
+fn release_lost(c: &Cluster, ns: &str, held: &Held) -> Result<bool, ClusterError> {
+    held.stop();
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
+    let made = held.made.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
+    let listed = c.call("list", "pods", pods.list(&lp))?.items;
+    for p in listed
+        .iter()
+        .filter(|p| p.metadata.uid.as_ref().is_some_and(|u| made.contains(u)))
+    {
+        let name = p.metadata.name.clone().unwrap_or_default();
+        let dp = probe::only(p.metadata.uid.as_deref());
+        gone(c.call_opt("delete", &format!("pods/{name}"), pods.delete(&name, &dp)))?;
+    }
+    Ok(false)
 }
 
 /// The turn written as run out, while it is still this run's: the next run takes it over

@@ -288,3 +288,51 @@ fn a_killed_runs_pod_terminating_on_a_dead_node_is_deleted_at_once_on_takeover()
     assert_eq!(r.leftovers_removed, [format!("{NS}/killed3")]);
     assert!(r.cleaned_up);
 }
+
+/// A run whose turn another run took over deletes only the pods it made, by their uids: the
+/// new holder's pod of the same name, its Service and its turn stay, and the report says so.
+#[test]
+fn a_run_that_lost_its_turn_deletes_only_its_own_pods() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.never_ready = true;
+    let c = connect(&api, &dir);
+    let o = in_namespace();
+    let stop = o.interrupted.clone();
+    let running = std::thread::spawn(move || run(&c, &o).expect("run"));
+    let server = format!("/api/v1/namespaces/{NS}/pods/server");
+    let local = format!("/api/v1/namespaces/{NS}/pods/client-local");
+    let made = || api.lock().objects.contains_key(&local);
+    for _ in 0..600 {
+        if made() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(made(), "the run made its pods");
+    // Another run takes the turn over and makes its own server (a new uid).
+    let mut turn = api.get(TURN).expect("the run's turn");
+    turn["data"]["run"] = json!("other");
+    turn["metadata"]["resourceVersion"] = json!("9999");
+    api.put(TURN, turn);
+    let mut theirs = api.get(&server).expect("server");
+    theirs["metadata"]["uid"] = json!("uid-theirs");
+    api.put(&server, theirs);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let r = running.join().expect("joins");
+    assert!(
+        r.clean_up_error
+            .as_deref()
+            .is_some_and(|e| e.contains("another run")),
+        "{r:#?}"
+    );
+    assert_eq!(api.get(TURN).expect("their turn")["data"]["run"], "other");
+    assert_eq!(
+        api.get(&server).expect("their server")["metadata"]["uid"],
+        "uid-theirs"
+    );
+    assert!(
+        api.get(&format!("/api/v1/namespaces/{NS}/services/server"))
+            .is_some()
+    );
+    assert!(api.get(&local).is_none(), "its own pod deleted");
+}
