@@ -32,8 +32,6 @@ use std::time::{Duration, Instant};
 /// The ConfigMap a run holds while it runs in the namespace.
 pub const TURN: &str = crate::cluster::verify_rights::TURN;
 const POLL: Duration = Duration::from_secs(1);
-/// How long a killed run's pods may take to go (the run's own clean-up waits as long).
-const RELEASE_WAIT: Duration = Duration::from_secs(60);
 /// How long a takeover waits for a killed run's pods: well within the lease it just wrote,
 /// since the renewals start only once the turn is claimed.
 const TAKEOVER_WAIT: Duration = Duration::from_secs(30);
