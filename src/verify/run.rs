@@ -46,12 +46,12 @@ pub struct Report {
     pub cleaned_up: bool,
     /// How long the deletion of the namespace was waited for.
     pub cleanup_ms: u64,
-    /// The whole run, the image pull included.
     /// The namespace was given (`--namespace`): neither made nor deleted by the run.
     pub namespace_given: bool,
     /// Why what the run made in a namespace given could not be deleted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clean_up_error: Option<String>,
+    /// The whole run, the image pull included.
     pub took_ms: u64,
     /// This node's own health findings, when `verify` runs on the node it verifies.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -70,6 +70,15 @@ pub enum RunError {
 /// Runs `verify` for one node. `--timeout` bounds it all, the sweep of leftovers and the
 /// cleanup included; the image pull is added to it, up to its own limit.
 pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
+    // `install --verify`/`reconfigure --verify` wait for the node to be Ready first, within
+    // `--timeout` of their own: the checks' clock starts after it, so a node Ready late
+    // still gets its whole window.
+    if o.wait_ready {
+        super::ready::wait(c, o, Instant::now() + o.timeout).map_err(|e| match e {
+            super::ready::NotReady::Plan(e) => RunError::Plan(e),
+            super::ready::NotReady::Cluster(e) => RunError::Cluster(e),
+        })?;
+    }
     let start = Instant::now();
     let reserve = CLEANUP_WAIT.min(o.timeout / 4);
     let checks_until = start + o.timeout - reserve;
@@ -78,12 +87,6 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         // A killed run's objects in a namespace given are swept when its turn is taken over.
         Some(_) => Vec::new(),
     };
-    if o.wait_ready {
-        super::ready::wait(c, o, checks_until).map_err(|e| match e {
-            super::ready::NotReady::Plan(e) => RunError::Plan(e),
-            super::ready::NotReady::Cluster(e) => RunError::Cluster(e),
-        })?;
-    }
     let nodes = shared::while_cordoned(probe::nodes(c)?, o);
     let m = matrix::plan(&o.node, &nodes, &o.image, o.egress.as_deref())?;
     let (name, held) = match &o.namespace {
