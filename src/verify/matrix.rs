@@ -381,3 +381,12 @@ fn checks(linux: bool, remote: bool, egress: Option<&str>) -> Vec<Check> {
 #[cfg(test)]
 #[path = "matrix_tests.rs"]
 mod tests;
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterError),
+}

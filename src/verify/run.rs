@@ -58,14 +58,7 @@ pub struct Report {
     pub node_health: Vec<crate::installed::health::Finding>,
 }
 
-/// Why the run could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error(transparent)]
-    Plan(#[from] matrix::PlanError),
-    #[error(transparent)]
-    Cluster(#[from] ClusterError),
-}
+pub use super::matrix::RunError;
 
 /// Runs `verify` for one node. `--timeout` bounds it all, the sweep of leftovers and the
 /// cleanup included; the image pull is added to it, up to its own limit.

@@ -14,10 +14,9 @@
 //! (a precondition: a turn someone else took over meanwhile is theirs and stays). When its
 //! pods are not gone in time, it hands the turn on as run out, for the next run to sweep.
 
-use super::matrix::{NodeFacts, PlanError};
+use super::matrix::{NodeFacts, PlanError, RunError};
 use super::objects::{OWNER_LABEL, OWNER_VALUE, POLICY_NAME};
 use super::probe;
-use super::run::RunError;
 use super::wedged;
 use crate::cluster::{Cluster, ClusterError};
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Service};
