@@ -187,9 +187,13 @@ fn run_once(
         Ok(None) => return Err("this process has no credential of its own (the pod's)".into()),
         Err(e) => return Err(format!("{e} ({})", e.hint())),
     };
+    // The cluster's domain as the configuration names it (`dns.search`), as install's
+    // `--verify` and the Plan's job take it.
+    let domain = super::common::this_node(ctx).and_then(|(_, d)| d);
     let o = Options {
         namespace: Some(crate::cluster::verify_rights::NAMESPACE.to_owned()),
         interrupted: stop.clone(),
+        cluster_domain: domain.unwrap_or_else(|| crate::verify::options::CLUSTER_DOMAIN.into()),
         ..Options::for_node(node)
     };
     let o = Options {

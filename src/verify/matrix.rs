@@ -169,6 +169,10 @@ pub enum PlanError {
         level: String,
         message: String,
     },
+    /// A killed run's pods in a namespace given that would not go (Terminating on a node
+    /// that is still Ready, or refused): no pod of this run is made, the turn is handed on.
+    #[error("a killed run's probe pods in namespace {namespace} are not gone: {pods}")]
+    Wedged { namespace: String, pods: String },
     #[error("node {node} was waited for {waited_s} s and is not ready: {missing}")]
     NeverReady {
         node: String,
@@ -193,6 +197,13 @@ impl crate::error::Diagnose for PlanError {
                 Kind::Timeout,
                 format!(
                     "look at 'kubectl describe node {node}' (kubelet's Ready) and 'calicoctl-win status' on the node (Calico's services), then run 'calicoctl-win verify'"
+                ),
+            ),
+            PlanError::Wedged { namespace, .. } => Diagnosis::new(
+                Exit::Failed,
+                Kind::Failed,
+                format!(
+                    "see 'kubectl get pods -n {namespace} -o wide'; once their node is known dead, 'kubectl delete pod -n {namespace} NAME --grace-period=0 --force', then run verify again"
                 ),
             ),
             PlanError::PodSecurity { namespace, .. } => Diagnosis::new(
@@ -370,3 +381,12 @@ fn checks(linux: bool, remote: bool, egress: Option<&str>) -> Vec<Check> {
 #[cfg(test)]
 #[path = "matrix_tests.rs"]
 mod tests;
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterError),
+}

@@ -17,3 +17,4 @@ pub mod run;
 pub mod settle;
 pub mod shared;
 pub mod step;
+pub mod wedged;

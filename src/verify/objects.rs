@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{
     WindowsSecurityContextOptions,
 };
 use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicySpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
 
@@ -59,9 +59,28 @@ pub fn namespace(suffix: &str) -> Namespace {
     }
 }
 
+/// The probe pods' controller: the run's ConfigMap `name` (uid `uid`) in their namespace.
+/// A pod with a controller is evicted by a drain without `--force` (kubectl's
+/// `staging/src/k8s.io/kubectl/pkg/drain/filters.go`, `unreplicatedFilter`: a pod whose
+/// `metav1.GetControllerOf` is set passes; calicoctl-win's `cluster::drain::select` the
+/// same), so a probe pod left on a node never blocks its drain. No `blockOwnerDeletion`, so
+/// that OwnerReferencesPermissionEnforcement asks no right on the ConfigMap's finalizers.
+/// The garbage collector deletes the pods once the ConfigMap is gone.
+pub fn controller(name: &str, uid: &str) -> OwnerReference {
+    OwnerReference {
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        name: name.to_owned(),
+        uid: uid.to_owned(),
+        controller: Some(true),
+        block_owner_deletion: None,
+    }
+}
+
 /// A probe pod: netexec serving HTTP on 8080 and UDP on 8081, placed on its node by name and,
-/// on Windows, on the node's OS build (the image variant must match the host's build).
-pub fn pod(ns: &str, p: &Placement, image: &str) -> Pod {
+/// on Windows, on the node's OS build (the image variant must match the host's build),
+/// controlled by `owner` (`controller`).
+pub fn pod(ns: &str, p: &Placement, image: &str, owner: &OwnerReference) -> Pod {
     let role = p.role.pod_name();
     let mut selector = BTreeMap::from([("kubernetes.io/os".to_owned(), os_word(p.os).to_owned())]);
     if let Some(build) = &p.windows_build {
@@ -72,6 +91,7 @@ pub fn pod(ns: &str, p: &Placement, image: &str) -> Pod {
             name: Some(role.to_owned()),
             namespace: Some(ns.to_owned()),
             labels: labels(&[(OWNER_LABEL, OWNER_VALUE), (ROLE_LABEL, role)]),
+            owner_references: Some(vec![owner.clone()]),
             ..Default::default()
         },
         spec: Some(PodSpec {

@@ -13,7 +13,13 @@ fn server() -> Placement {
 
 #[test]
 fn a_windows_probe_pod_selects_the_nodes_build_and_is_pinned_by_name() {
-    let p = serde_json::to_value(pod("ns1", &server(), super::super::image::AGNHOST)).unwrap();
+    let p = serde_json::to_value(pod(
+        "ns1",
+        &server(),
+        super::super::image::AGNHOST,
+        &owner(),
+    ))
+    .unwrap();
     let spec = &p["spec"];
     assert_eq!(
         spec["nodeSelector"],
@@ -44,7 +50,7 @@ fn only_the_server_has_the_readiness_probe_and_linux_pods_select_linux() {
     linux.role = Role::Linux;
     linux.os = Os::Linux;
     linux.windows_build = None;
-    let p = serde_json::to_value(pod("ns1", &linux, "m/agnhost:1")).unwrap();
+    let p = serde_json::to_value(pod("ns1", &linux, "m/agnhost:1", &owner())).unwrap();
     assert_eq!(
         p["spec"]["nodeSelector"],
         json!({"kubernetes.io/os": "linux"})
@@ -93,4 +99,8 @@ fn only_our_old_namespaces_are_leftovers() {
     let made = serde_json::to_value(namespace("ab12")).unwrap();
     assert_eq!(made["metadata"]["name"], "calicoctl-win-verify-ab12");
     assert_eq!(made["metadata"]["labels"][OWNER_LABEL], OWNER_VALUE);
+}
+
+fn owner() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+    controller("calicoctl-win-verify-run", "uid-1")
 }

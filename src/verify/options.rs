@@ -29,7 +29,7 @@ pub const MAX_PULL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// part of `LEFTOVER_AGE`; it is capped as the other bounds are, below the job deadlines.
 pub const MAX_TURN_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// What a run may take beyond `--timeout` and its pull: the sweep of a killed run's turn at
-/// its start (`shared::RELEASE_WAIT`, 60 s), and the calls in flight at its deadline, each
+/// its start (now within `--timeout` too), and the calls in flight at its deadline, each
 /// bounded by the cluster client's own timeout.
 const BEYOND: Duration = Duration::from_secs(5 * 60);
 /// A namespace (or turn) of ours older than this is a killed run's, and the next run deletes

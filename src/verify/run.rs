@@ -13,7 +13,8 @@ use super::settle::{self, Ledger};
 use super::shared;
 use super::step::{POLL, interrupted, ms};
 use crate::cluster::{Cluster, ClusterError};
-use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Api;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -45,30 +46,32 @@ pub struct Report {
     pub cleaned_up: bool,
     /// How long the deletion of the namespace was waited for.
     pub cleanup_ms: u64,
-    /// The whole run, the image pull included.
     /// The namespace was given (`--namespace`): neither made nor deleted by the run.
     pub namespace_given: bool,
     /// Why what the run made in a namespace given could not be deleted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clean_up_error: Option<String>,
+    /// The whole run, the image pull included.
     pub took_ms: u64,
     /// This node's own health findings, when `verify` runs on the node it verifies.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub node_health: Vec<crate::installed::health::Finding>,
 }
 
-/// Why the run could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error(transparent)]
-    Plan(#[from] matrix::PlanError),
-    #[error(transparent)]
-    Cluster(#[from] ClusterError),
-}
+pub use super::matrix::RunError;
 
 /// Runs `verify` for one node. `--timeout` bounds it all, the sweep of leftovers and the
 /// cleanup included; the image pull is added to it, up to its own limit.
 pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
+    // `install --verify`/`reconfigure --verify` wait for the node to be Ready first, within
+    // `--timeout` of their own: the checks' clock starts after it, so a node Ready late
+    // still gets its whole window.
+    if o.wait_ready {
+        super::ready::wait(c, o, Instant::now() + o.timeout).map_err(|e| match e {
+            super::ready::NotReady::Plan(e) => RunError::Plan(e),
+            super::ready::NotReady::Cluster(e) => RunError::Cluster(e),
+        })?;
+    }
     let start = Instant::now();
     let reserve = CLEANUP_WAIT.min(o.timeout / 4);
     let checks_until = start + o.timeout - reserve;
@@ -77,12 +80,6 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         // A killed run's objects in a namespace given are swept when its turn is taken over.
         Some(_) => Vec::new(),
     };
-    if o.wait_ready {
-        super::ready::wait(c, o, checks_until).map_err(|e| match e {
-            super::ready::NotReady::Plan(e) => RunError::Plan(e),
-            super::ready::NotReady::Cluster(e) => RunError::Cluster(e),
-        })?;
-    }
     let nodes = shared::while_cordoned(probe::nodes(c)?, o);
     let m = matrix::plan(&o.node, &nodes, &o.image, o.egress.as_deref())?;
     let (name, held) = match &o.namespace {
@@ -101,7 +98,14 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         Some(_) => (Instant::now(), Instant::now() + o.timeout - reserve),
         None => (start, checks_until),
     };
+    // The probe pods' controller (`objects::controller`): the turn in a namespace given,
+    // else a ConfigMap made first in the run's own namespace (deleted with it).
+    let owner = match held {
+        Some(h) => objects::controller(shared::TURN, &h.uid),
+        None => run_configmap(c, &name)?,
+    };
     let run = Begun {
+        owner: &owner,
         start: begun,
         reserve,
         checks_until,
@@ -134,6 +138,28 @@ struct Begun<'a> {
     checks_until: Instant,
     name: &'a str,
     held: Option<&'a shared::Held>,
+    owner: &'a OwnerReference,
+}
+
+/// Makes the ConfigMap that controls the probe pods in the run's own namespace: its
+/// controller reference.
+fn run_configmap(c: &Cluster, ns: &str) -> Result<OwnerReference, ClusterError> {
+    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
+    let cm = ConfigMap {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some(shared::TURN.into()),
+            labels: Some(BTreeMap::from([(
+                objects::OWNER_LABEL.into(),
+                objects::OWNER_VALUE.into(),
+            )])),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let what = format!("configmaps/{}", shared::TURN);
+    let made = c.call("create", &what, api.create(&Default::default(), &cm))?;
+    let uid = made.metadata.uid.unwrap_or_default();
+    Ok(objects::controller(shared::TURN, &uid))
 }
 
 /// The checks run, then what the run made deleted (or kept on failure): the report and when
@@ -145,7 +171,8 @@ fn checks_and_clean_up(
     run: &Begun,
 ) -> Result<(Report, Instant), RunError> {
     let (name, held) = (run.name, run.held);
-    let (ledger, timed_out, pull) = match checks(c, o, m, name, run.checks_until) {
+    let (ledger, timed_out, pull) = match checks(c, o, m, (name, run.owner, held), run.checks_until)
+    {
         Ok(done) => done,
         Err(e) => {
             // What was made goes, whatever stopped the run.
@@ -285,10 +312,16 @@ fn clean_up(
     error: &mut Option<String>,
 ) -> bool {
     if let Some(held) = held {
-        return shared::release(c, ns, held, until).unwrap_or_else(|e| {
+        let released = shared::release(c, ns, held, until).unwrap_or_else(|e| {
             *error = Some(format!("{e} ({})", e.hint()));
             false
         });
+        if held.lost() {
+            *error = Some(format!(
+                "another run took this run's turn in {ns} over: only this run's own pods were deleted (the Service, policy and turn are that run's)"
+            ));
+        }
+        return released;
     }
     if probe::delete_namespace(c, ns, None).is_err() {
         return false;
@@ -309,11 +342,11 @@ fn checks(
     c: &Cluster,
     o: &Options,
     m: &Matrix,
-    ns: &str,
+    (ns, owner, held): (&str, &OwnerReference, Option<&shared::Held>),
     deadline: Instant,
 ) -> Result<(Ledger, bool, Duration), ClusterError> {
     let mut ledger = Ledger::default();
-    let made = make(c, o, m, ns, deadline)?;
+    let made = make(c, o, m, (ns, owner, held), deadline)?;
     let deadline = deadline + made.pull;
     let all: Vec<PodState> = made.states.values().cloned().collect();
     let still: Vec<&PodState> = all.iter().filter(|s| judge::pulling(s)).collect();
@@ -393,14 +426,18 @@ fn make(
     c: &Cluster,
     o: &Options,
     m: &Matrix,
-    ns: &str,
+    (ns, owner, held): (&str, &OwnerReference, Option<&shared::Held>),
     deadline: Instant,
 ) -> Result<Made, ClusterError> {
     let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
     probe::create(c, &services, "services", &objects::service(ns))?;
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
     for p in &m.pods {
-        probe::create(c, &pods, "pods", &objects::pod(ns, p, &o.image))?;
+        let pod = objects::pod(ns, p, &o.image, owner);
+        let made = c.call("create", "pods", pods.create(&Default::default(), &pod))?;
+        if let Some(h) = held {
+            h.made(made.metadata.uid);
+        }
     }
     let made_at = Instant::now();
     let window = deadline.saturating_duration_since(made_at);

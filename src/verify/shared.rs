@@ -14,9 +14,10 @@
 //! (a precondition: a turn someone else took over meanwhile is theirs and stays). When its
 //! pods are not gone in time, it hands the turn on as run out, for the next run to sweep.
 
-use super::matrix::NodeFacts;
+use super::matrix::{NodeFacts, PlanError, RunError};
 use super::objects::{OWNER_LABEL, OWNER_VALUE, POLICY_NAME};
 use super::probe;
+use super::wedged;
 use crate::cluster::{Cluster, ClusterError};
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -30,8 +31,9 @@ use std::time::{Duration, Instant};
 /// The ConfigMap a run holds while it runs in the namespace.
 pub const TURN: &str = crate::cluster::verify_rights::TURN;
 const POLL: Duration = Duration::from_secs(1);
-/// How long a killed run's pods may take to go (the run's own clean-up waits as long).
-const RELEASE_WAIT: Duration = Duration::from_secs(60);
+/// How long a takeover waits for a killed run's pods: well within the lease it just wrote,
+/// since the renewals start only once the turn is claimed.
+const TAKEOVER_WAIT: Duration = Duration::from_secs(30);
 /// How long a turn holds without a renewal: the longest a killed run blocks the next.
 pub const LEASE: Duration = Duration::from_secs(60);
 /// How often a live run renews its turn: four renewals a lease, so that one or two refused
@@ -47,11 +49,30 @@ const UNDATED_TURN_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;
 #[derive(Debug)]
 pub struct Held {
     run: String,
+    /// The turn's uid: the probe pods' controller (`objects::controller`). A takeover is an
+    /// update, so the uid stays the ConfigMap's.
+    pub uid: String,
     version: std::sync::Mutex<Option<String>>,
     done: AtomicBool,
+    /// Another run took the turn over, or it was deleted: set only by `keep`'s 409 or 404.
+    lost: AtomicBool,
+    /// The uids of the pods this run made: a run that lost its turn deletes only those.
+    made: std::sync::Mutex<Vec<String>>,
 }
 
 impl Held {
+    /// Whether another run took the turn over (or it was deleted) while this one ran.
+    pub fn lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
+    /// A pod this run made, by its uid.
+    pub fn made(&self, uid: Option<String>) {
+        if let Some(u) = uid {
+            self.made.lock().unwrap_or_else(|e| e.into_inner()).push(u);
+        }
+    }
+
     /// The renewals stopped (the run is over).
     pub fn stop(&self) {
         drop(self.last());
@@ -92,8 +113,11 @@ fn turn(run: &str, expires_s: i64, version: Option<String>) -> ConfigMap {
 fn held(run: &str, written: &ConfigMap) -> Held {
     Held {
         run: run.to_owned(),
+        uid: written.metadata.uid.clone().unwrap_or_default(),
         version: std::sync::Mutex::new(written.metadata.resource_version.clone()),
         done: AtomicBool::new(false),
+        lost: AtomicBool::new(false),
+        made: std::sync::Mutex::new(Vec::new()),
     }
 }
 
@@ -129,7 +153,10 @@ pub fn keep(c: &Cluster, ns: &str, held: &Held) {
             // Taken over, or deleted: another run's turn now, never taken back.
             Err(ClusterError::Api {
                 code: 409 | 404, ..
-            }) => held.done.store(true, Ordering::SeqCst),
+            }) => {
+                held.lost.store(true, Ordering::SeqCst);
+                held.done.store(true, Ordering::SeqCst);
+            }
             // Tried again at the next renewal, within the lease.
             Err(_) => {}
         }
@@ -158,7 +185,7 @@ pub fn claim(
     (ns, run): (&str, &str),
     deadline: Instant,
     interrupted: &AtomicBool,
-) -> Result<Claimed, ClusterError> {
+) -> Result<Claimed, RunError> {
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
     let what = format!("configmaps/{TURN}");
     let pp = PostParams::default();
@@ -173,7 +200,7 @@ pub fn claim(
                 });
             }
             Err(e @ ClusterError::Api { code: 409, .. }) => e,
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         };
         // Run out by the API server's clock (none is taken over without its `Date`).
         if let Some(now) = now
@@ -191,7 +218,8 @@ pub fn claim(
                     let held = held(run, &taken);
                     // The killed run's objects go before this run makes its own, of the same
                     // names; a failure hands the turn on for the next run.
-                    if let Err(e) = remove_objects(c, ns, Instant::now() + RELEASE_WAIT) {
+                    let until = (Instant::now() + TAKEOVER_WAIT).min(deadline);
+                    if let Err(e) = sweep_killed(c, ns, until) {
                         let _ = hand_on(c, ns, &held);
                         return Err(e);
                     }
@@ -203,20 +231,51 @@ pub fn claim(
                 }
                 // Another run took it over first: its turn now.
                 Err(ClusterError::Api { code: 409, .. }) => {}
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.into()),
             }
         }
         if Instant::now() + POLL >= deadline || interrupted.load(Ordering::SeqCst) {
-            return Err(refused);
+            return Err(refused.into());
         }
         std::thread::sleep(POLL);
     }
 }
 
+/// A killed run's objects deleted (until `until`); its pods still Terminating on a node not
+/// Ready (or gone) deleted at once (`wedged`); pods still there, named in an error (no pod
+/// of this run is made: theirs have the same names).
+fn sweep_killed(c: &Cluster, ns: &str, until: Instant) -> Result<(), RunError> {
+    let left = remove_objects(c, ns, until)?;
+    if left.is_empty() {
+        return Ok(());
+    }
+    let left = if wedged::force_dead(c, ns, &left)?.is_empty() {
+        left
+    } else {
+        pods_left(c, ns, Instant::now() + 3 * POLL)?
+    };
+    if left.is_empty() {
+        return Ok(());
+    }
+    let pods = wedged::stuck(&left)
+        .iter()
+        .map(|s| format!("{} on node {}", s.pod, s.node))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Err(RunError::Plan(PlanError::Wedged {
+        namespace: ns.to_owned(),
+        pods,
+    }))
+}
+
 /// Deletes the run's objects, waits (until `until`) for its pods to be gone, then gives the
 /// turn back; pods not gone by then, it hands the turn on as run out. Whether the pods went.
 pub fn release(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bool, ClusterError> {
-    if !remove_objects(c, ns, until)? {
+    if held.lost() || !still_ours(c, ns, held)? {
+        held.lost.store(true, Ordering::SeqCst);
+        return release_lost(c, ns, held);
+    }
+    if !remove_objects(c, ns, until)?.is_empty() {
         hand_on(c, ns, held)?;
         return Ok(false);
     }
@@ -238,6 +297,38 @@ pub fn release(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<boo
         Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(true),
         Err(e) => Err(e),
     }
+}
+
+/// Whether the turn is still the one this run last wrote (its resourceVersion): another
+/// run's takeover, or a delete, is seen before anything is deleted by name.
+fn still_ours(c: &Cluster, ns: &str, held: &Held) -> Result<bool, ClusterError> {
+    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
+    let version = held
+        .version
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let current = c.call_opt("get", &format!("configmaps/{TURN}"), api.get(TURN))?;
+    Ok(current.is_some_and(|t| t.metadata.resource_version == version))
+}
+
+/// A run that lost its turn deletes only the pods it made, by their uids: the Service, the
+/// policy, the events and the turn are the new holder's (same names), and stay.
+fn release_lost(c: &Cluster, ns: &str, held: &Held) -> Result<bool, ClusterError> {
+    held.stop();
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
+    let made = held.made.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
+    let listed = c.call("list", "pods", pods.list(&lp))?.items;
+    for p in listed
+        .iter()
+        .filter(|p| p.metadata.uid.as_ref().is_some_and(|u| made.contains(u)))
+    {
+        let name = p.metadata.name.clone().unwrap_or_default();
+        let dp = probe::only(p.metadata.uid.as_deref());
+        gone(c.call_opt("delete", &format!("pods/{name}"), pods.delete(&name, &dp)))?;
+    }
+    Ok(false)
 }
 
 /// The turn written as run out, while it is still this run's: the next run takes it over
@@ -271,8 +362,8 @@ fn hold_until(c: &Cluster, ns: &str, held: &Held, until_s: i64) -> Result<(), Cl
 }
 
 /// Deletes a run's objects in `ns` and waits (until `until`) for its pods to be gone: the
-/// next run makes pods of the same names. Whether they went.
-fn remove_objects(c: &Cluster, ns: &str, until: Instant) -> Result<bool, ClusterError> {
+/// next run makes pods of the same names. The pods not gone.
+fn remove_objects(c: &Cluster, ns: &str, until: Instant) -> Result<Vec<Pod>, ClusterError> {
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
     let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
     let listed = c.call("list", "pods", pods.list(&lp))?.items;
@@ -315,12 +406,17 @@ fn remove_objects(c: &Cluster, ns: &str, until: Instant) -> Result<bool, Cluster
         ))?;
     }
     // The next run makes pods of the same names: the turn is given back once they are gone.
+    pods_left(c, ns, until)
+}
+
+/// The run's pods in `ns`, waited for (until `until`) to be gone: those not gone.
+fn pods_left(c: &Cluster, ns: &str, until: Instant) -> Result<Vec<Pod>, ClusterError> {
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
+    let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
     loop {
-        if c.call("list", "pods", pods.list(&lp))?.items.is_empty() {
-            return Ok(true);
-        }
-        if Instant::now() + POLL >= until {
-            return Ok(false);
+        let left = c.call("list", "pods", pods.list(&lp))?.items;
+        if left.is_empty() || Instant::now() + POLL >= until {
+            return Ok(left);
         }
         std::thread::sleep(POLL);
     }

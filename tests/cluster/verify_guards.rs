@@ -257,3 +257,37 @@ fn a_killed_runs_turn_taken_over_by_another_run_is_not_swept_nor_its_pods() {
     );
     assert!(api.get(&format!("{base}/pods/server")).is_some());
 }
+
+/// The wait for Ready has `--timeout` of its own and the checks' window starts after it: a
+/// node Ready after most of `--timeout` (past the window the checks and clean-up would have
+/// left of it) is still verified in full, not ended as never Ready.
+#[test]
+fn a_node_ready_late_still_gets_the_whole_checks_window() {
+    let (api, dir) = cluster();
+    conditions(&api, "win-a", "False", None);
+    let mut o = options(12);
+    o.wait_ready = true;
+    let looked = |api: &FakeApi| {
+        api.requests()
+            .iter()
+            .filter(|(m, p)| m == "GET" && p.starts_with("/api/v1/nodes/win-a"))
+            .count()
+    };
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            // One look a second: Ready after about 10 s of the 12, past the 9 s the checks'
+            // deadline (12 s less the clean-up's quarter) would have allowed from the start.
+            while looked(&api) < 11 && !done.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            conditions(&api, "win-a", "True", Some("True"));
+        });
+        let r = run(&connect(&api, &dir), &o);
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        r
+    });
+    let r = r.expect("the run waits for the node, then runs");
+    assert!(r.passed, "{:#?}", r.checks);
+    nothing_left(&api);
+}

@@ -8,7 +8,7 @@ use crate::support::Node;
 use crate::support::fake_api::{FakeApi, meta};
 use calicoctl_win::cluster::Cluster;
 use calicoctl_win::verify::run::{Options, Report, run};
-use serde_json::json;
+use serde_json::{Value, json};
 use std::time::Duration;
 
 const NS: &str = "calicoctl-win-verify";
@@ -182,4 +182,157 @@ fn a_run_killed_outright_holds_the_turn_for_its_lease_only() {
         .expect("a time");
     let left = expires.as_second() - jiff::Timestamp::now().as_second();
     assert!(left <= 60, "held {left} s more: {turn}");
+}
+
+/// The probe pods made, read while the run waits for its server (never Ready): each pod,
+/// with the run's ConfigMap in that namespace, once the pods are there.
+fn pods_while_running(api: &FakeApi, dir: &tempfile::TempDir, o: Options) -> Vec<(Value, Value)> {
+    api.lock().dataplane.never_ready = true;
+    let c = connect(api, dir);
+    let stop = o.interrupted.clone();
+    let running = std::thread::spawn(move || run(&c, &o).expect("run"));
+    let servers = || {
+        let st = api.lock();
+        st.objects
+            .iter()
+            .filter(|(p, _)| p.contains("/pods/"))
+            .map(|(p, v)| {
+                let ns_path = &p[..p.find("/pods/").expect("a pod path")];
+                let cm = format!("{ns_path}/configmaps/calicoctl-win-verify-run");
+                (v.clone(), st.objects.get(&cm).cloned().unwrap_or_default())
+            })
+            .collect::<Vec<_>>()
+    };
+    for _ in 0..600 {
+        if servers()
+            .iter()
+            .any(|(p, _)| p["metadata"]["name"] == "server")
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let found = servers();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    running.join().expect("joins");
+    assert!(!found.is_empty(), "the run made its pods");
+    found
+}
+
+/// Every probe pod has a controller, the run's ConfigMap in its namespace (by its uid), so
+/// that a drain without `--force` (kubectl's `unreplicatedFilter`, calicoctl-win's own)
+/// evicts it instead of refusing the node; no `blockOwnerDeletion`.
+fn assert_controlled(found: &[(Value, Value)]) {
+    for (pod, cm) in found {
+        let refs = &pod["metadata"]["ownerReferences"];
+        assert_eq!(refs[0]["kind"], "ConfigMap", "{pod}");
+        assert_eq!(refs[0]["name"], "calicoctl-win-verify-run", "{pod}");
+        assert_eq!(refs[0]["controller"], true, "{pod}");
+        assert!(refs[0]["blockOwnerDeletion"].is_null(), "{pod}");
+        assert!(
+            cm["metadata"]["uid"].is_string(),
+            "the ConfigMap exists: {pod}"
+        );
+        assert_eq!(refs[0]["uid"], cm["metadata"]["uid"], "{pod}");
+        let typed: k8s_openapi::api::core::v1::Pod =
+            serde_json::from_value(pod.clone()).expect("a pod");
+        let s = calicoctl_win::cluster::drain::select(&[typed]);
+        assert!(s.unmanaged.is_empty() && s.evict.len() == 1, "{s:?}");
+    }
+}
+
+#[test]
+fn probe_pods_in_a_namespace_given_are_controlled_by_the_turn() {
+    let (api, dir) = cluster();
+    let found = pods_while_running(&api, &dir, in_namespace());
+    assert_controlled(&found);
+}
+
+#[test]
+fn probe_pods_in_a_namespace_of_their_own_are_controlled_by_the_runs_configmap() {
+    let (api, dir) = super::verify::cluster();
+    let o = Options {
+        policy_wait: Duration::from_secs(3),
+        settle: Duration::from_secs(2),
+        ..Options::for_node("win-a")
+    };
+    let found = pods_while_running(&api, &dir, o);
+    assert_controlled(&found);
+}
+
+/// A killed run's pod left on a node that is gone, or whose kubelet is down (not Ready),
+/// stays Terminating after its delete (kube-apiserver's graceful delete waits for a kubelet
+/// that never confirms): the takeover deletes it with grace 0 and the run goes on, instead
+/// of making a pod of the same name (409 AlreadyExists).
+#[test]
+fn a_killed_runs_pod_terminating_on_a_dead_node_is_deleted_at_once_on_takeover() {
+    let (api, dir) = cluster();
+    let mut dead = meta("v1", "Node", "win-dead", None);
+    dead["status"]["conditions"] = json!([{"type": "Ready", "status": "Unknown"}]);
+    api.put("/api/v1/nodes/win-dead", dead);
+    held_turn(&api, "killed3", jiff::Timestamp::now().as_second() - 60);
+    for (name, node) in [("client-local", "win-dead"), ("server", "gone-node")] {
+        let mut pod = meta("v1", "Pod", name, Some(NS));
+        pod["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
+        pod["metadata"]["uid"] = json!(format!("old-{name}"));
+        pod["spec"]["nodeName"] = json!(node);
+        api.put(&format!("/api/v1/namespaces/{NS}/pods/{name}"), pod);
+    }
+    let c = connect(&api, &dir);
+    let o = Options {
+        timeout: Duration::from_secs(20),
+        ..in_namespace()
+    };
+    let r: Report = run(&c, &o).expect("run");
+    assert!(r.passed, "{:#?}", r.checks);
+    assert_eq!(r.leftovers_removed, [format!("{NS}/killed3")]);
+    assert!(r.cleaned_up);
+}
+
+/// A run whose turn another run took over deletes only the pods it made, by their uids: the
+/// new holder's pod of the same name, its Service and its turn stay, and the report says so.
+#[test]
+fn a_run_that_lost_its_turn_deletes_only_its_own_pods() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.never_ready = true;
+    let c = connect(&api, &dir);
+    let o = in_namespace();
+    let stop = o.interrupted.clone();
+    let running = std::thread::spawn(move || run(&c, &o).expect("run"));
+    let server = format!("/api/v1/namespaces/{NS}/pods/server");
+    let local = format!("/api/v1/namespaces/{NS}/pods/client-local");
+    let made = || api.lock().objects.contains_key(&local);
+    for _ in 0..600 {
+        if made() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(made(), "the run made its pods");
+    // Another run takes the turn over and makes its own server (a new uid).
+    let mut turn = api.get(TURN).expect("the run's turn");
+    turn["data"]["run"] = json!("other");
+    turn["metadata"]["resourceVersion"] = json!("9999");
+    api.put(TURN, turn);
+    let mut theirs = api.get(&server).expect("server");
+    theirs["metadata"]["uid"] = json!("uid-theirs");
+    api.put(&server, theirs);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let r = running.join().expect("joins");
+    assert!(
+        r.clean_up_error
+            .as_deref()
+            .is_some_and(|e| e.contains("another run")),
+        "{r:#?}"
+    );
+    assert_eq!(api.get(TURN).expect("their turn")["data"]["run"], "other");
+    assert_eq!(
+        api.get(&server).expect("their server")["metadata"]["uid"],
+        "uid-theirs"
+    );
+    assert!(
+        api.get(&format!("/api/v1/namespaces/{NS}/services/server"))
+            .is_some()
+    );
+    assert!(api.get(&local).is_none(), "its own pod deleted");
 }

@@ -1144,6 +1144,23 @@ fn delete(st: &mut State, t: &Target, options: &Value) -> Reply {
         return conflict;
     }
     match (t.resource.gv, t.resource.plural) {
+        // A pod's delete is graceful: kube-apiserver marks it (`deletionTimestamp`, the grace
+        // period) and keeps it until its kubelet confirms with grace 0 (kubernetes
+        // `pkg/registry/rest/delete.go`, `BeforeDelete`; the kubelet's
+        // `pkg/kubelet/status/status_manager.go`, `syncPod`, deletes with grace 0 once the
+        // containers stopped). The kubelet of a node not Ready (or gone) never confirms, so its
+        // pod stays Terminating; a delete with `gracePeriodSeconds: 0` removes it at once.
+        ("v1", "pods") if options["gracePeriodSeconds"] != json!(0) && on_dead_node(st, &path) => {
+            let at = now_text(st.clock_offset_s);
+            let pod = st.objects.get_mut(&path).expect("on_dead_node found it");
+            if !pod["metadata"]["deletionTimestamp"].is_string() {
+                pod["metadata"]["deletionTimestamp"] = json!(at);
+                pod["metadata"]["deletionGracePeriodSeconds"] =
+                    pod["spec"]["terminationGracePeriodSeconds"].clone();
+                bump(pod);
+            }
+            return respond(StatusCode::OK, pod);
+        }
         ("networking.k8s.io/v1", "networkpolicies") => {
             let key = format!("{}/{name}", t.namespace.clone().unwrap_or_default());
             super::dataplane::policy_deleted(&mut st.dataplane, &key);
@@ -1181,6 +1198,25 @@ fn delete(st: &mut State, t: &Target, options: &Value) -> Reply {
     match t.object_path().and_then(|p| st.objects.remove(&p)) {
         Some(o) => respond(StatusCode::OK, &o),
         None => not_found(t),
+    }
+}
+
+/// Whether the pod at `path` is scheduled on a node that is gone or whose Ready condition is
+/// not True.
+fn on_dead_node(st: &State, path: &str) -> bool {
+    let Some(node) = st
+        .objects
+        .get(path)
+        .and_then(|p| p["spec"]["nodeName"].as_str())
+    else {
+        return false;
+    };
+    match st.objects.get(&format!("/api/v1/nodes/{node}")) {
+        None => true,
+        Some(n) => n["status"]["conditions"].as_array().is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] != "True")
+        }),
     }
 }
 
