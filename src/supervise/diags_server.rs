@@ -131,6 +131,14 @@ impl<'a> Diags<'a> {
         if self.host.stat(&config).ok().flatten().is_some() {
             args.extend(["--config".to_owned(), config]);
         }
+        // This install's root, whatever a config file says or when none is read: without a
+        // config in the root, `diags` would read the default path's (C:\CalicoWindows, a
+        // directory any user may make on a node whose root is elsewhere) or gather the
+        // default root's files, not this install's.
+        args.extend([
+            "--set".to_owned(),
+            format!("install_root={}", self.root.as_str()),
+        ]);
         args.extend(["diags", "--offline", "--out-file", file].map(String::from));
         let spec = ProcessSpec {
             program: self.program.clone(),
