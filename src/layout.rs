@@ -121,9 +121,14 @@ pub const SOURCE_VIP_ENDPOINT: &str = "Calico_ep";
 
 /// The directory under the install root CalicoNode builds a `GET /diags` bundle in
 /// (`supervise::diags_server`), and what `diags --out-file <dir>\bundle.zip` writes there: the
-/// zip and its temporary (`commands::diags` `write_zip`).
+/// zip and its temporary (`commands::diags` `write_zip`), and the empty configuration the
+/// build reads when the root holds none (never the default path's, which any user may make).
 pub const DIAGS_SERVE_DIR: &str = "diags-serve";
-pub const DIAGS_SERVE_FILES: [&str; 2] = ["bundle.zip", ".bundle.zip.calicoctl-win.tmp"];
+pub const DIAGS_SERVE_FILES: [&str; 3] = [
+    "bundle.zip",
+    ".bundle.zip.calicoctl-win.tmp",
+    "no-config.yaml",
+];
 
 /// calicoctl-win's metrics under the install root, one file per writer: CalicoNode's,
 /// repair's and the fleet pod's scheduled verify's (`installed::metrics`).

@@ -102,11 +102,11 @@ impl<'a> Diags<'a> {
     /// Builds the bundle, answers with it (or why not) and removes it.
     fn answer(&self, conn: TcpStream) -> std::io::Result<()> {
         let dir = self.root.path(DIR);
-        let [file, tmp] = DIAGS_SERVE_FILES.map(|f| crate::layout::join(&dir, f));
+        let [file, tmp, none] = DIAGS_SERVE_FILES.map(|f| crate::layout::join(&dir, f));
         // What a killed build left is ours: the directory is only this endpoint's.
         let _ = self.host.remove_tree(&dir);
         let built = self.host.create_dir(&dir).map_err(std::io::Error::other);
-        let built = built.and_then(|_| self.build(&file, &tmp));
+        let built = built.and_then(|_| self.build(&file, &tmp, &none));
         let deadline = Instant::now() + SEND_TIME;
         let out = match built {
             Ok(Built::Whole(size)) => self.send(&conn, deadline, &file, size),
@@ -124,17 +124,21 @@ impl<'a> Diags<'a> {
     }
 
     /// Runs `calicoctl-win diags` into `file`, watching its size (and its temporary's, `tmp`,
-    /// which `diags` renames to `file` once whole) and its time.
-    fn build(&self, file: &str, tmp: &str) -> std::io::Result<Built> {
-        let mut args = Vec::new();
-        let config = self.root.path("calico-windows.yaml");
-        if self.host.stat(&config).ok().flatten().is_some() {
-            args.extend(["--config".to_owned(), config]);
+    /// which `diags` renames to `file` once whole) and its time; `none` is the empty config
+    /// written when the root holds none.
+    fn build(&self, file: &str, tmp: &str, none: &str) -> std::io::Result<Built> {
+        // The root's own config, else an empty one of ours: never the default path's
+        // (C:\CalicoWindows\calico-windows.yaml, in a directory any user may make on a node
+        // whose root is elsewhere), which `diags` reads as SYSTEM when no --config is given.
+        let mut config = self.root.path("calico-windows.yaml");
+        if self.host.stat(&config).ok().flatten().is_none() {
+            self.host
+                .write_file(none, b"{}\n", crate::host::Access::Normal)
+                .map_err(std::io::Error::other)?;
+            config = none.to_owned();
         }
-        // This install's root, whatever a config file says or when none is read: without a
-        // config in the root, `diags` would read the default path's (C:\CalicoWindows, a
-        // directory any user may make on a node whose root is elsewhere) or gather the
-        // default root's files, not this install's.
+        let mut args = vec!["--config".to_owned(), config];
+        // This install's root, whatever the config says: not the default root's files.
         args.extend([
             "--set".to_owned(),
             format!("install_root={}", self.root.as_str()),

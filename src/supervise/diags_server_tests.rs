@@ -165,7 +165,7 @@ fn a_bundle_is_built_under_the_root_streamed_whole_and_removed_while_metrics_ans
     let args = fs_err::read_to_string(node.at("args")).expect("args");
     assert_eq!(
         args.trim(),
-        r"--set install_root=C:\CalicoWindows diags --offline --out-file C:\CalicoWindows\diags-serve\bundle.zip"
+        r"--config C:\CalicoWindows\diags-serve\no-config.yaml --set install_root=C:\CalicoWindows diags --offline --out-file C:\CalicoWindows\diags-serve\bundle.zip"
     );
     assert!(
         !node.host.dir_exists(&node.root.path(DIR)).expect("dir"),
