@@ -485,7 +485,8 @@ later; on an older cluster kubectl refuses those two and applies the rest) that 
 pods there any image but --verify-image's and any hostNetwork, hostPID, hostIPC, privileged or \
 HostProcess pod.\n\n\
 --identity diags writes 'fleet diags' roles: a ClusterRole (list nodes) and a Role in --namespace, \
-the fleet DaemonSet's (list pods; get pods/proxy, which reaches only what the pods serve), with the \
+the fleet DaemonSet's (list pods; get pods/proxy, which reaches any TCP port of those pods' nodes the API server may reach, \
+not only /diags), with the \
 ServiceAccount there.\n\n\
 The manifests go to standard output as YAML for 'kubectl apply -f -' (-o json: one document with \
 'manifests'), or to --out-file. Changes nothing on this machine or in the cluster."

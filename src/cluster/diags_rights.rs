@@ -1,8 +1,10 @@
 //! What gathering the fleet's diagnostics calls (`diags_gather`), as the RBAC rules that allow
 //! it, and the objects that give them to an identity: list the Windows nodes (a ClusterRole),
 //! list the DaemonSet's pods and `get pods/proxy` in the DaemonSet's namespace alone (a Role
-//! there). Not `pods/exec`, which runs any command in the pod as SYSTEM on the node: the pod
-//! proxy reaches only what the pod's endpoint serves (`GET /diags`).
+//! there). Not `pods/exec`, which runs any command in the pod as SYSTEM on the node. The pod
+//! proxy is narrower but not only `/diags`: it takes any port and path
+//! (`pods/NAME:PORT/proxy/...`), and the DaemonSet's pods share the node's network, so it
+//! reaches every TCP port of the node the API server's address may reach (docs/security.md).
 
 use super::rights::{Right, Scope, policy_rules};
 use serde_json::{Value, json};
