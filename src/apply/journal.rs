@@ -51,10 +51,14 @@ pub enum Undo {
     Uncordon {
         node: String,
     },
-    /// A patch of the operator's Installation that puts back what one changed.
+    /// A patch of the operator's Installation that puts back what one changed, applied only
+    /// while every field `applied` set still holds what it set (a journal written before
+    /// `applied` was kept restores as it always did).
     PatchInstallation {
         name: String,
         patch: serde_json::Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        applied: Option<serde_json::Value>,
     },
     /// `migrate`'s cordon annotation removed again.
     UnmarkCordoned {

@@ -107,11 +107,13 @@ fn undo_in_cluster(action: &Action, opts: &Options<'_>) -> anyhow::Result<Undo> 
         Action::Cordon { node } => undo_cordon(opts, node)?,
         Action::PatchInstallation {
             name,
+            patch: applied,
             restore: Some(patch),
             ..
         } => Undo::PatchInstallation {
             name: name.clone(),
             patch: patch.clone(),
+            applied: Some(applied.clone()),
         },
         Action::MarkCordoned { node, on: true } => Undo::UnmarkCordoned { node: node.clone() },
         _ => Undo::Nothing,
@@ -163,7 +165,7 @@ pub fn undo_journal(
     journal_path: &str,
     timeout: Duration,
 ) -> Vec<String> {
-    undo_journal_in(host, journal, journal_path, timeout, None)
+    undo_journal_in(host, journal, journal_path, timeout, None).failures
 }
 
 /// `undo_journal` of a journal whose steps include the cluster's (`cluster` undoes them).
@@ -173,7 +175,7 @@ pub fn undo_journal_in(
     journal_path: &str,
     timeout: Duration,
     cluster: Option<&dyn crate::cluster::NodeControl>,
-) -> Vec<String> {
+) -> Rolled {
     let opts = Options {
         command: "rollback",
         journal_path: journal_path.to_owned(),
@@ -188,7 +190,7 @@ pub fn undo_journal_in(
         cluster,
         recheck: None,
     };
-    rollback(host, journal, &opts).failures
+    rollback(host, journal, &opts)
 }
 
 /// Drops an interrupted run's journal without undoing it, for a command that removes what the
@@ -216,17 +218,22 @@ pub fn discard_journal(
 }
 
 /// What a rollback did not manage, and where it kept the services' logs.
-pub(super) struct Rolled {
+pub struct Rolled {
     pub failures: Vec<String>,
+    /// What was left as it is because it changed after the run made it (an operator
+    /// Installation field an administrator set since): said, never reverted.
+    pub kept: Vec<String>,
     /// The directory the services' logs were moved to, out of a logs directory the run made.
     pub kept_logs: Option<String>,
 }
 
 pub(super) fn rollback(host: &dyn Host, journal: &Journal, opts: &Options<'_>) -> Rolled {
     let mut kept_logs = None;
-    let failures = undo_all(host, journal, opts, &mut kept_logs);
+    let mut kept = Vec::new();
+    let failures = undo_all(host, journal, opts, &mut kept_logs, &mut kept);
     Rolled {
         failures,
+        kept,
         kept_logs,
     }
 }
@@ -236,10 +243,11 @@ fn undo_all(
     journal: &Journal,
     opts: &Options<'_>,
     kept_logs: &mut Option<String>,
+    kept: &mut Vec<String>,
 ) -> Vec<String> {
     let mut failures = Vec::new();
     for e in journal.entries.iter().rev() {
-        if let Err(err) = undo(host, &e.undo, opts) {
+        if let Err(err) = undo(host, &e.undo, opts, kept) {
             failures.push(format!(
                 "undo '{}': {}",
                 e.action,
@@ -376,7 +384,12 @@ fn keep_service_logs(
     }
 }
 
-fn undo(host: &dyn Host, undo: &Undo, opts: &Options<'_>) -> anyhow::Result<()> {
+fn undo(
+    host: &dyn Host,
+    undo: &Undo,
+    opts: &Options<'_>,
+    kept: &mut Vec<String>,
+) -> anyhow::Result<()> {
     match undo {
         Undo::Nothing => {}
         Undo::RemoveFile { path, .. } => {
@@ -429,8 +442,22 @@ fn undo(host: &dyn Host, undo: &Undo, opts: &Options<'_>) -> anyhow::Result<()> 
             Err(e) => return Err(e.into()),
         },
         Undo::Uncordon { node } => opts.cluster()?.set_cordoned(node, false)?,
-        Undo::PatchInstallation { name, patch } => {
-            opts.cluster()?.patch_installation(name, patch)?
+        Undo::PatchInstallation {
+            name,
+            patch,
+            applied: None,
+        } => opts.cluster()?.patch_installation(name, patch)?,
+        Undo::PatchInstallation {
+            name,
+            patch,
+            applied: Some(applied),
+        } => {
+            // Never revert a change an administrator made later: said, and kept.
+            if let Some(field) = opts.cluster()?.restore_installation(name, applied, patch)? {
+                kept.push(format!(
+                    "the operator's Installation {name} was left as it is: its {field} changed after this run patched it"
+                ));
+            }
         }
         Undo::UnmarkCordoned { node } => opts.cluster()?.mark_cordoned(node, false)?,
         // The directories go with the rest the run created, once they are empty.

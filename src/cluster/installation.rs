@@ -464,6 +464,57 @@ pub fn patch_installation(c: &Cluster, name: &str, patch: &Value) -> Result<(), 
     }
 }
 
+/// Puts back what the merge patch `applied` changed in the Installation `name` (the patch
+/// `restore`), only while every field `applied` set still holds what it set: a field an
+/// administrator changed after our patch is theirs, and the restore is not written (`Some` of
+/// that field). The restore carries the resourceVersion read, so a change between the read and
+/// the write is a 409 (kube-apiserver's `Store.Update` refuses a patched object whose
+/// resourceVersion is not the stored one: staging/src/k8s.io/apiserver/pkg/registry/generic/
+/// registry/store.go) and is kept too. An Installation that is gone is not made again.
+pub fn restore_installation(
+    c: &Cluster,
+    name: &str,
+    applied: &Value,
+    restore: &Value,
+) -> Result<Option<String>, PatchError> {
+    let what = format!("installations.operator.tigera.io/{name}");
+    let Some(now) = c.call_opt("get", &what, installations(c).get(name))? else {
+        return Ok(Some("whole object (it was deleted)".to_owned()));
+    };
+    let now = serde_json::to_value(&now).unwrap_or_default();
+    if let Some(field) = differs(applied, &now, "") {
+        return Ok(Some(field));
+    }
+    let mut patch = restore.clone();
+    patch["metadata"]["resourceVersion"] = now["metadata"]["resourceVersion"].clone();
+    match patch_installation(c, name, &patch) {
+        Err(PatchError::Cluster(ClusterError::Api { code: 409, .. })) => Ok(Some(
+            "resourceVersion (it changed while it was read)".to_owned(),
+        )),
+        r => r.map(|()| None),
+    }
+}
+
+/// The first field whose value in `got` is not what the merge patch `patch` set (null: removed),
+/// as a dotted path.
+fn differs(patch: &Value, got: &Value, at: &str) -> Option<String> {
+    let Value::Object(fields) = patch else {
+        return (patch != got).then(|| at.to_owned());
+    };
+    fields.iter().find_map(|(k, v)| {
+        let path = if at.is_empty() {
+            k.clone()
+        } else {
+            format!("{at}.{k}")
+        };
+        let g = got.get(k).unwrap_or(&Value::Null);
+        match v {
+            Value::Null => (!g.is_null()).then_some(path),
+            v => differs(v, g, &path),
+        }
+    })
+}
+
 /// The first field a merge patch sets (a value that is not null) that `got` lacks, as a
 /// dotted path.
 fn dropped(patch: &Value, got: &Value, at: &str) -> Option<String> {

@@ -146,3 +146,29 @@ fn the_overlay_overrides_default_field_by_field() {
         r"C:\Program Files\Amazon\EKS\cni\config"
     );
 }
+
+/// A restore is written only while every field our patch set holds what it set: a value changed
+/// or removed since, or a field we removed that is back, is named.
+#[test]
+fn differs_names_the_first_field_changed_since_our_patch() {
+    let ours = json!({"spec": {"calicoNetwork": {"windowsDataplane": "HNS"},
+        "windowsNodes": {"cniBinDir": "c:/k/cni"}, "gone": null}});
+    let same = json!({"spec": {"calicoNetwork": {"windowsDataplane": "HNS", "x": 1},
+        "windowsNodes": {"cniBinDir": "c:/k/cni", "cniLogDir": "c:/var/log"}}});
+    assert_eq!(differs(&ours, &same, ""), None);
+    let mut changed = same.clone();
+    changed["spec"]["windowsNodes"]["cniBinDir"] = json!("c:/admin");
+    assert_eq!(
+        differs(&ours, &changed, "").as_deref(),
+        Some("spec.windowsNodes.cniBinDir")
+    );
+    let mut back = same.clone();
+    back["spec"]["gone"] = json!("set again");
+    assert_eq!(differs(&ours, &back, "").as_deref(), Some("spec.gone"));
+    let mut removed = same;
+    removed["spec"]["calicoNetwork"] = json!(null);
+    assert_eq!(
+        differs(&ours, &removed, "").as_deref(),
+        Some("spec.calicoNetwork.windowsDataplane")
+    );
+}

@@ -29,6 +29,14 @@ pub trait NodeControl {
     ) -> anyhow::Result<Vec<String>>;
     /// A JSON merge patch of the operator's Installation `name`.
     fn patch_installation(&self, name: &str, patch: &serde_json::Value) -> anyhow::Result<()>;
+    /// Puts back what the patch `applied` changed (`restore`) while every field it set still
+    /// holds what it set; else the field that changed since, and nothing written.
+    fn restore_installation(
+        &self,
+        name: &str,
+        applied: &serde_json::Value,
+        restore: &serde_json::Value,
+    ) -> anyhow::Result<Option<String>>;
     /// calicoctl-win's node label set, or removed (`None`).
     fn set_label(&self, node: &str, value: Option<&str>) -> anyhow::Result<()>;
     fn wait_operator_pod(
@@ -98,6 +106,17 @@ impl NodeControl for Cluster {
 
     fn patch_installation(&self, name: &str, patch: &serde_json::Value) -> anyhow::Result<()> {
         Ok(operator::patch_installation(self, name, patch)?)
+    }
+
+    fn restore_installation(
+        &self,
+        name: &str,
+        applied: &serde_json::Value,
+        restore: &serde_json::Value,
+    ) -> anyhow::Result<Option<String>> {
+        Ok(operator::restore_installation(
+            self, name, applied, restore,
+        )?)
     }
 
     fn set_label(&self, node: &str, value: Option<&str>) -> anyhow::Result<()> {

@@ -310,7 +310,8 @@ fn run_cluster_first(
     change.run(ctx, before, opts)?.map_err(|failed| {
         let e = failed.error;
         let undone = match &e.rollback_failures {
-            Some(f) if f.is_empty() => "its cluster steps were undone: the Installation's windowsDataplane (and the windowsNodes it set) as they were, the node uncordoned and unmarked; the labels and the DaemonSet's affinity, which only keep the operator off calicoctl-win's nodes, stay".to_owned(),
+            Some(f) if f.is_empty() && e.rollback_kept.is_empty() => "its cluster steps were undone: the Installation's windowsDataplane (and the windowsNodes it set) as they were, the node uncordoned and unmarked; the labels and the DaemonSet's affinity, which only keep the operator off calicoctl-win's nodes, stay".to_owned(),
+            Some(f) if f.is_empty() => format!("its cluster steps were undone but one: {}; the node uncordoned and unmarked", e.rollback_kept.join("; ")),
             Some(f) => format!("undoing its cluster steps failed partly: {}; running it again finishes them", f.join("; ")),
             None => "running it again goes on from there".to_owned(),
         };
@@ -410,15 +411,21 @@ fn undo_cluster_steps(
     cluster: &Cluster,
     args: &MigrateArgs,
 ) -> String {
-    let failed = crate::apply::undo::undo_journal_in(
+    let rolled = crate::apply::undo::undo_journal_in(
         host,
         journal,
         path,
         args.service_timeout,
         Some(cluster),
     );
-    if failed.is_empty() {
+    let failed = rolled.failures;
+    if failed.is_empty() && rolled.kept.is_empty() {
         "the cluster steps an earlier run made before the node (journal {path}) were undone; nothing on the node was changed".replace("{path}", path)
+    } else if failed.is_empty() {
+        format!(
+            "the cluster steps an earlier run made before the node (journal {path}) were undone but one: {}; nothing on the node was changed",
+            rolled.kept.join("; ")
+        )
     } else {
         format!(
             "undoing the cluster steps an earlier run made (journal {path}) failed partly: {}; running migrate to-operator again goes on with them",

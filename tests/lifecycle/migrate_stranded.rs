@@ -223,6 +223,54 @@ fn an_operator_that_does_not_render_windows_gets_its_installation_back() {
     );
 }
 
+/// The rollback puts back only what it sees as it left it: an administrator who changes a
+/// field migrate's patch set (here `windowsNodes.cniBinDir`) while the run waits keeps the
+/// change, and the Installation is not reverted (the warning says which field).
+#[test]
+fn a_rollback_keeps_an_installation_the_administrator_changed_since() {
+    let node = installed_with_pods();
+    let operator = FakeOperator::start(node.api().state.clone(), "win-1", node.sim());
+    operator.hold_render(true);
+    let state = node.api().state.clone();
+    let admin = std::thread::spawn(move || {
+        for _ in 0..400 {
+            let mut st = state.lock().expect("state");
+            if let Some(inst) = st.objects.get_mut(INSTALLATION)
+                && inst["spec"]["calicoNetwork"]["windowsDataplane"] == "HNS"
+            {
+                // As `kubectl edit` would: the field, and a new resourceVersion.
+                inst["spec"]["windowsNodes"]["cniBinDir"] = json!("c:/admin/cni/bin");
+                inst["metadata"]["resourceVersion"] = json!("9999");
+                return true;
+            }
+            drop(st);
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        false
+    });
+    let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "2s"]);
+    assert!(
+        admin.join().expect("admin"),
+        "migrate never patched the Installation"
+    );
+    assert_eq!(code, 4, "{err} {doc}");
+    assert!(
+        err.contains("the operator's Installation default was left as it is: its spec.windowsNodes.cniBinDir changed after this run patched it"),
+        "{err}"
+    );
+    let inst = node.api().get(INSTALLATION).expect("installation");
+    assert_eq!(
+        inst["spec"]["calicoNetwork"]["windowsDataplane"], "HNS",
+        "{inst}"
+    );
+    assert_eq!(
+        inst["spec"]["windowsNodes"]["cniBinDir"], "c:/admin/cni/bin",
+        "{inst}"
+    );
+    let n = node_object(&node);
+    assert_eq!(n["spec"]["unschedulable"], Value::Null, "{n}");
+}
+
 /// An operator Degraded before anything changes is refused, with nothing changed.
 #[test]
 fn a_degraded_operator_is_refused_before_any_change() {

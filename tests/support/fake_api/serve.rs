@@ -1034,6 +1034,17 @@ fn patch(st: &mut State, t: &Target, body: &Value, query: &str) -> Reply {
                 "reason": "BadRequest", "code": 400}),
         );
     }
+    // A patch that names a resourceVersion is a precondition: kube-apiserver's `Store.Update`
+    // refuses a patched object whose resourceVersion is not the stored one with a 409
+    // (staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go, `Update`).
+    let rv = &body["metadata"]["resourceVersion"];
+    if !rv.is_null() && *rv != object["metadata"]["resourceVersion"] {
+        return status(
+            StatusCode::CONFLICT,
+            "Conflict",
+            "Operation cannot be fulfilled: the object has been modified; please apply your changes to the latest version and try again",
+        );
+    }
     merge_patch(object, body);
     for field in &unknown {
         let (parent, leaf) = field.rsplit_once('.').unwrap_or(("", field));
