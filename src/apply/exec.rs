@@ -24,7 +24,7 @@ pub struct ExecError {
     /// `Some` when a rollback ran: the undo steps that failed (empty when all went well).
     pub rollback_failures: Option<Vec<String>>,
     /// What the rollback left as it is because it changed after the run made it.
-    pub rollback_kept: Vec<String>,
+    pub rollback_kept: Box<[String]>,
     /// The run had passed an irreversible step: nothing was rolled back and the journal is
     /// kept, so that running the command again finishes it.
     pub past_no_return: bool,
@@ -83,7 +83,7 @@ pub fn execute(
             let rolled =
                 (opts.rollback && !past_no_return).then(|| rollback(host, &journal, &opts));
             let kept_logs = rolled.as_ref().and_then(|r| r.kept_logs.clone());
-            let rollback_kept = rolled.as_ref().map(|r| r.kept.clone()).unwrap_or_default();
+            let rollback_kept = rolled.as_ref().map(|r| r.kept.clone().into()).unwrap_or_default();
             return Err(ExecError {
                 index: i + 1,
                 total,
@@ -128,7 +128,7 @@ fn start_journal(host: &dyn Host, opts: &Options<'_>, total: usize) -> Result<Jo
                 action: format!("prepare the journal {}", opts.journal_path),
                 source: err.into(),
                 rollback_failures: None,
-                rollback_kept: Vec::new(),
+                rollback_kept: Box::default(),
                 kept_logs: None,
                 past_no_return: false,
             })?;
@@ -149,7 +149,7 @@ fn clean_up(
         action,
         source,
         rollback_failures: None,
-        rollback_kept: Vec::new(),
+        rollback_kept: Box::default(),
         past_no_return: false,
         kept_logs: None,
     };
