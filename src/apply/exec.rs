@@ -83,7 +83,10 @@ pub fn execute(
             let rolled =
                 (opts.rollback && !past_no_return).then(|| rollback(host, &journal, &opts));
             let kept_logs = rolled.as_ref().and_then(|r| r.kept_logs.clone());
-            let rollback_kept = rolled.as_ref().map(|r| r.kept.clone().into()).unwrap_or_default();
+            let rollback_kept = rolled
+                .as_ref()
+                .map(|r| r.kept.clone().into())
+                .unwrap_or_default();
             return Err(ExecError {
                 index: i + 1,
                 total,
