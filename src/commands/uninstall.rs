@@ -35,7 +35,8 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return nothing_installed(ctx, host.as_ref(), &root);
     };
     let grant = rec.renewal.clone().filter(|_| args.purge);
-    let cluster = cluster_part(ctx, grant.as_ref());
+    let ran_as = ran_as(host.as_ref(), &root);
+    let cluster = cluster_part(ctx, grant.as_ref(), ran_as);
     let actions = uninstall::plan(
         host.as_ref(),
         &rec,
@@ -223,12 +224,26 @@ struct ClusterPart {
     warnings: Vec<String>,
 }
 
-fn cluster_part(ctx: &mut Context, grant: Option<&crate::cluster::renewal::Grant>) -> ClusterPart {
+fn cluster_part(
+    ctx: &mut Context,
+    grant: Option<&crate::cluster::renewal::Grant>,
+    ran_as: Option<String>,
+) -> ClusterPart {
     use crate::cluster::node::Left;
-    let node = ctx
+    let configured = ctx
         .load_config()
         .ok()
         .map(|l| l.config.node.name.to_string());
+    let node = match (ran_as, configured) {
+        (Some(ran), Some(named)) if ran != named => {
+            ctx.printer.note(&format!(
+                "the config names node {named}, but this host's Calico ran as node {ran} (calico-node's nodename file): uninstall forgets {ran} and leaves {named} as it is"
+            ));
+            Some(ran)
+        }
+        (Some(ran), _) => Some(ran),
+        (None, named) => named,
+    };
     let reached = match ctx.connect_cluster() {
         Ok(Some(c)) => match &node {
             // One read tells that the cluster answers, and whether the node is there at all.
@@ -294,6 +309,16 @@ fn cluster_part(ctx: &mut Context, grant: Option<&crate::cluster::renewal::Grant
         }
     }
     part
+}
+
+/// The node this host's Calico ran as: what calico-node wrote to its `nodename` file
+/// (`CALICO_NODENAME_FILE`, written at its start: projectcalico/calico node/pkg/lifecycle/
+/// startup/startup.go, `utils.WriteNodeConfig`) when it holds a valid node name, else `None`
+/// (never started, or a file not ours to trust). Read with the host's cap.
+fn ran_as(host: &dyn crate::host::Host, root: &InstallRoot) -> Option<String> {
+    let bytes = host.read_file(&root.path("nodename")).ok()??;
+    let name = std::str::from_utf8(&bytes).ok()?.trim();
+    crate::k8s_name::is_subdomain(name).then(|| name.to_owned())
 }
 
 /// Whether this kubeconfig may take the cluster's steps, asked before any change: a step it

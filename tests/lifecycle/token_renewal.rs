@@ -398,6 +398,40 @@ fn uninstall_with_a_kubeconfig_that_may_not_change_the_node_says_so_and_finishes
     assert_eq!(doc["changed"], false, "{doc}");
 }
 
+/// Uninstall forgets the node this host's Calico ran as (calico-node's `nodename` file), not
+/// whatever node the config names now: a config edited since, or copied from another node, must
+/// not turn a living node's condition NotInstalled.
+#[test]
+fn uninstall_forgets_the_node_calico_ran_as_not_the_one_the_config_names_now() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let mut other = api.get("/api/v1/nodes/win-1").expect("node");
+    other["metadata"]["name"] = serde_json::json!("win-2");
+    other["metadata"]["annotations"] = serde_json::json!({"calicoctl-win/config-hash": "theirs"});
+    api.put("/api/v1/nodes/win-2", other);
+    let node = Node::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{stderr}");
+    // What calico-node writes at its first start (CALICO_NODENAME_FILE).
+    fs_err::write(node.c_drive("calicowindows/nodename"), "win-1\r\n").expect("nodename");
+    let (code, doc, stderr) = node.run(&["uninstall", "--set", "node.name=win-2"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(doc.to_string().contains("win-1"), "{doc} {stderr}");
+    let theirs = api.get("/api/v1/nodes/win-2").expect("node");
+    assert_eq!(
+        theirs["metadata"]["annotations"]["calicoctl-win/config-hash"], "theirs",
+        "{theirs}"
+    );
+    let ours = api.get("/api/v1/nodes/win-1").expect("node");
+    let ready = ours["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "CalicoWindowsReady"))
+        .unwrap_or_else(|| panic!("no condition: {ours}"));
+    assert_eq!(ready["reason"], "NotInstalled", "{ours}");
+}
+
 /// The fleet's verify verdict does not outlive calicoctl-win on the node: uninstall turns a
 /// True `CalicoWindowsTraffic` Unknown (`NotInstalled`), since no run refreshes it any more.
 #[test]
