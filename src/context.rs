@@ -237,7 +237,10 @@ impl Context {
     pub fn open_host_to_change(&mut self, command: &str) -> anyhow::Result<Box<dyn Host>> {
         // The lock first, then the host: a simulated host reads its state as it opens, and a
         // command that read it before another finished would plan from what that one changed.
+        // A lock this run holds already (migrate from-operator, whose install runs within it)
+        // is kept, not let go and taken again: another command could take the host between.
         if !self.options.dry_run
+            && self.lock.is_none()
             && let Some(dir) = self.planned_state_dir()
         {
             let lock = crate::host::lock::acquire(&dir, command)?;

@@ -769,7 +769,7 @@ fn refuse_from_operator(
 }
 
 /// `from-operator` before install: refused, or the steps around install planned and shown;
-/// `None` when the node has moved already. The host lock goes with it (install takes it).
+/// `None` when the node has moved already. The host lock stays with the context for install.
 fn plan_from_operator(
     args: &MigrateFromArgs,
     ctx: &mut Context,
@@ -830,8 +830,7 @@ fn plan_from_operator(
         print_steps(ctx, "After install:", &after);
         ctx.printer.text("Install, as planned below:");
     }
-    // Install takes the host lock again.
-    drop(ctx.take_lock());
+    // The host lock stays held: install, run within this command, finds it held and keeps it.
     Ok(Some(FromPlan {
         node: read.node.clone(),
         uncordon,

@@ -271,6 +271,49 @@ fn a_rollback_keeps_an_installation_the_administrator_changed_since() {
     assert_eq!(n["spec"]["unschedulable"], Value::Null, "{n}");
 }
 
+/// `from-operator` holds the host lock from its first read to its last step: it plans, then
+/// runs install within itself, and install keeps the lock it finds held rather than let it go
+/// and take it again (another command could take the host between). Seen from outside while the
+/// run waits on its first cluster write: the lock's holder is still `migrate`.
+#[test]
+fn from_operator_holds_the_host_lock_through_its_install() {
+    let (node, _operator) = the_operators();
+    let zip = node.zip().display().to_string();
+    let api = node.api();
+    api.hold_write_at(1);
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .current_dir(crate::support::root())
+        .args(["--set", "node.name=win-1", "migrate", "from-operator"])
+        .args(["--pod-timeout", "30s", "--release-zip", &zip])
+        .args(["-o", "json", "--sim-host"])
+        .arg(node.sim())
+        .arg("--kubeconfig")
+        .arg(&node.admin)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start calicoctl-win");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !api.lock().held {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "it ended before writing"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first write never came"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let holder = fs_err::read_to_string(node.sim().join("calicoctl-win.lock.json"));
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    api.release_write();
+    let holder: Value = serde_json::from_str(&holder.expect("holder")).expect("holder JSON");
+    assert_eq!(holder["command"], "migrate", "{holder}");
+}
+
 /// An operator Degraded before anything changes is refused, with nothing changed.
 #[test]
 fn a_degraded_operator_is_refused_before_any_change() {
