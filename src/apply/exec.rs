@@ -239,6 +239,9 @@ fn run(
         Action::RemoveDir { path } => _ = host.remove_empty_dir(path)?,
         Action::ProtectDir { path, .. } => protect_dir(host, path)?,
         Action::RestoreSecurity { path, sddl } => super::undo::restore_security(host, path, sddl)?,
+        Action::RemoveRenewalGrant { namespace, name } => {
+            warnings.extend(opts.cluster()?.remove_grant(namespace, name)?);
+        }
         // The rest change or wait for the cluster (`Action::in_cluster`).
         _ => cluster_step(action, opts)?,
     }
@@ -263,7 +266,6 @@ fn cluster_step(action: &Action, opts: &Options<'_>) -> anyhow::Result<()> {
         Action::WaitOperatorDaemonSet { node, timeout } => {
             c.wait_operator_daemonset(node, *timeout)
         }
-        Action::RemoveRenewalGrant { namespace, name } => c.remove_grant(namespace, name),
         Action::ForgetNode { node, left } => c.forget_node(node, *left),
         Action::EvictPods {
             node,

@@ -51,8 +51,8 @@ pub trait NodeControl {
     /// Waits until the operator rendered its Windows DaemonSet for the node
     /// (`operator::wait_daemonset`).
     fn wait_operator_daemonset(&self, node: &str, timeout: Duration) -> anyhow::Result<()>;
-    /// Deletes the node's token-renewal Role and RoleBinding.
-    fn remove_grant(&self, namespace: &str, name: &str) -> anyhow::Result<()>;
+    /// Deletes the node's token-renewal Role and RoleBinding when they are ours; what stays.
+    fn remove_grant(&self, namespace: &str, name: &str) -> anyhow::Result<Vec<String>>;
     /// Removes calicoctl-win's annotations and says why it left the node (`left`).
     fn forget_node(&self, node: &str, left: node::Left) -> anyhow::Result<()>;
 }
@@ -144,7 +144,7 @@ impl NodeControl for Cluster {
         Ok(operator::wait_daemonset(self, node, timeout)?)
     }
 
-    fn remove_grant(&self, namespace: &str, name: &str) -> anyhow::Result<()> {
+    fn remove_grant(&self, namespace: &str, name: &str) -> anyhow::Result<Vec<String>> {
         let g = renewal::Grant {
             namespace: namespace.to_owned(),
             name: name.to_owned(),

@@ -345,6 +345,8 @@ fn refused_right(
     let mut wanted = Vec::new();
     if let Some(g) = grant {
         for kind in ["rolebindings", "roles"] {
+            // Read first: only a grant that is calicoctl-win's is deleted.
+            wanted.push(right("get", rbac, kind, &g.name, Some(&g.namespace)));
             wanted.push(right("delete", rbac, kind, &g.name, Some(&g.namespace)));
         }
     }

@@ -398,6 +398,38 @@ fn uninstall_with_a_kubeconfig_that_may_not_change_the_node_says_so_and_finishes
     assert_eq!(doc["changed"], false, "{doc}");
 }
 
+/// `uninstall --purge` deletes the renewal grant only when it is calicoctl-win's (the
+/// managed-by label install gives it): a Role an administrator made again under that name stays,
+/// said as a warning, while our RoleBinding goes.
+#[test]
+fn uninstall_purge_leaves_a_grant_that_is_not_ours() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = Node::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{stderr}");
+    let path = format!("{RBAC}/roles/{GRANT}");
+    let mut theirs = api.get(&path).expect("role");
+    theirs["metadata"]["labels"] = serde_json::json!({"team": "platform"});
+    theirs["metadata"]["uid"] = serde_json::json!("made-by-an-admin");
+    api.put(&path, theirs);
+    let (code, doc, stderr) = node.run(&["uninstall", "--purge"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        api.get(&path).is_some(),
+        "the administrator's Role was deleted"
+    );
+    assert!(api.get(&format!("{RBAC}/rolebindings/{GRANT}")).is_none());
+    assert!(
+        doc["warnings"]
+            .to_string()
+            .contains("is not the one calicoctl-win made"),
+        "{doc}"
+    );
+}
+
 /// Uninstall forgets the node this host's Calico ran as (calico-node's `nodename` file), not
 /// whatever node the config names now: a config edited since, or copied from another node, must
 /// not turn a living node's condition NotInstalled.

@@ -144,19 +144,67 @@ fn created_or_there<T>(r: Result<T, ClusterError>) -> Result<bool, ClusterError>
     }
 }
 
-/// Deletes the grant's RoleBinding and Role; gone already is fine.
-pub fn remove(c: &Cluster, g: &Grant) -> Result<(), ClusterError> {
+/// Deletes the grant's RoleBinding and Role when they are calicoctl-win's (they carry the
+/// managed-by label `ensure` gives them), each with the uid read as a precondition, so that one
+/// made again by someone else between the read and the delete stays (409: kube-apiserver's
+/// `Store.Delete` checks `preconditions.uid`). Gone already is fine. What it left, said.
+pub fn remove(c: &Cluster, g: &Grant) -> Result<Vec<String>, ClusterError> {
     let roles: Api<Role> = Api::namespaced(c.client.clone(), &g.namespace);
     let bindings: Api<RoleBinding> = Api::namespaced(c.client.clone(), &g.namespace);
-    let dp = DeleteParams::default();
+    let mut left = Vec::new();
     let what = |kind: &str| format!("{kind}/{} in {}", g.name, g.namespace);
-    c.call_opt(
-        "delete",
-        &what("rolebindings"),
-        bindings.delete(&g.name, &dp),
-    )?;
-    c.call_opt("delete", &what("roles"), roles.delete(&g.name, &dp))?;
-    Ok(())
+    let binding = c.call_opt("get", &what("rolebindings"), bindings.get(&g.name))?;
+    if let Some(b) = binding {
+        left.extend(delete_if_ours(
+            c,
+            &bindings,
+            &b.metadata,
+            &what("rolebindings"),
+        )?);
+    }
+    if let Some(r) = c.call_opt("get", &what("roles"), roles.get(&g.name))? {
+        left.extend(delete_if_ours(c, &roles, &r.metadata, &what("roles"))?);
+    }
+    Ok(left)
+}
+
+/// Deletes the object `meta` describes when it carries our managed-by label, on its uid; else
+/// what was left and why.
+fn delete_if_ours<K>(
+    c: &Cluster,
+    api: &Api<K>,
+    meta: &ObjectMeta,
+    what: &str,
+) -> Result<Option<String>, ClusterError>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let ours = meta
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(MANAGED_BY.0))
+        .is_some_and(|v| v == MANAGED_BY.1);
+    if !ours {
+        return Ok(Some(format!(
+            "{what} stays: it does not carry the label {}={}, so it is not the one calicoctl-win made",
+            MANAGED_BY.0, MANAGED_BY.1
+        )));
+    }
+    let dp = DeleteParams {
+        preconditions: Some(kube::api::Preconditions {
+            uid: meta.uid.clone(),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    let name = meta.name.as_deref().unwrap_or_default();
+    match c.call_opt("delete", what, api.delete(name, &dp)) {
+        Ok(_) => Ok(None),
+        Err(ClusterError::Api { code: 409, .. }) => Ok(Some(format!(
+            "{what} stays: it was made again while it was being removed"
+        ))),
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]

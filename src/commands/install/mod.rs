@@ -294,14 +294,15 @@ fn grant(
 
 /// A failed install removes the grant it created.
 fn ungrant(ctx: &mut Context, cluster: &ClusterRead, g: Option<&Grant>) {
-    if let (Some(g), ClusterRead::Read(c, _)) = (g, cluster)
-        && let Err(e) = renewal::remove(c, g)
-    {
-        ctx.printer.warn(&format!(
-            "the install failed and its Role and RoleBinding {} stay: {e}; remove them with '{}'",
-            g.name,
-            g.delete_command()
-        ));
+    if let (Some(g), ClusterRead::Read(c, _)) = (g, cluster) {
+        match renewal::remove(c, g) {
+            Ok(left) => left.iter().for_each(|l| ctx.printer.warn(l)),
+            Err(e) => ctx.printer.warn(&format!(
+                "the install failed and its Role and RoleBinding {} stay: {e}; remove them with '{}'",
+                g.name,
+                g.delete_command()
+            )),
+        }
     }
 }
 
