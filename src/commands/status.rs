@@ -48,7 +48,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     for line in health::text::lines(&report) {
         ctx.printer.text(&line);
     }
-    ctx.printer.json(&serde_json::to_value(&report)?);
+    ctx.printer.json(&report);
     if report.healthy() {
         Ok(())
     } else {
@@ -77,7 +77,7 @@ pub fn host_findings(ctx: &mut Context) -> Vec<crate::installed::health::Finding
             remote: endpoints::Remote::Skip,
             ageing: endpoints::Ageing::Read,
         };
-        Ok(health::on_node(host.as_ref(), &root, &how))
+        Ok(health::on_node(host.as_ref(), &root, &how).findings)
     })();
     judged.unwrap_or_default()
 }

@@ -50,10 +50,32 @@ pub struct Look<'a> {
 pub(super) struct Notes {
     pub(super) findings: Vec<Finding>,
     pub(super) shown: super::sections::Shown,
+    /// A read of the node that fails is a finding and the look goes on (`on_node`: the
+    /// condition must say something every minute), not the end of the look (status).
+    pub(super) lenient: bool,
 }
 
 impl Notes {
     pub(super) fn problems(&self) -> Vec<String> {
         self.findings.iter().map(|f| f.message.clone()).collect()
+    }
+
+    /// A read of the node that failed: the end of status's look, or for a lenient look a
+    /// `host-unreadable` finding about `subject` (the read's error with its context) and `None`.
+    pub(super) fn unread<T>(
+        &mut self,
+        read: anyhow::Result<T>,
+        subject: &str,
+    ) -> anyhow::Result<Option<T>> {
+        match read {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if self.lenient => {
+                let said = format!("{e:#}");
+                self.findings
+                    .push(crate::installed::health::host_unreadable(subject, said));
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
     }
 }

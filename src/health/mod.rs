@@ -1,10 +1,11 @@
 //! The node's health as one value. `survey` gathers the node's facts once and judges each with
 //! its judge (`installed::health`, docs/findings.md); the `NodeReport` it returns is what
 //! `status -o json` prints, and `text` what status prints for people. `on_node` is the part of
-//! the survey a node makes of itself without an admin kubeconfig: CalicoNode's minute look
-//! (its `CalicoWindowsReady` condition and the codes beside it) and repair's look after its
-//! run. What this room needs from the rooms above it (the config's desired services and the
-//! files' drift, from `plan/`; who holds the host lock, from the command) is handed in.
+//! the survey a node makes of itself without the config or an admin kubeconfig, by the same
+//! steps and judges: CalicoNode's minute look (its `CalicoWindowsReady` condition and the codes
+//! beside it) and repair's look after its run. What this room needs from the rooms above it
+//! (the config's desired services and the files' drift, from `plan/`; who holds the host
+//! lock, from the command) is handed in.
 
 mod cluster_facts;
 mod hns_facts;
@@ -19,10 +20,11 @@ mod token;
 mod under_way;
 
 pub use look::{Desired, Look, Running};
-pub use node_look::on_node;
+pub use node_look::{OnNode, on_node};
 pub use report::{InstalledReport, NodeReport, NotInstalledReport};
 pub use token::ask_token;
 
+use crate::cluster::read::ClusterRead;
 use crate::layout::InstallRoot;
 use look::Notes;
 
@@ -37,13 +39,29 @@ pub fn survey(look: Look<'_>) -> anyhow::Result<NodeReport> {
     n.shown.node = node.to_owned();
     let services = host_facts::services(h, rec, desired, &mut n)?;
     host_facts::metadata_route(h, rec, &mut n)?;
-    let networks = hns_facts::networks(h, rec, &mut n)?;
-    let judged = hns_facts::endpoints(h, cluster, node, look.grace, &mut n)?;
+    let networks = hns_facts::networks(h, &rec.networks, &mut n)?;
+    let how = crate::installed::endpoints::Survey {
+        cluster: match cluster {
+            ClusterRead::Read(c, _) => Some(c.as_ref()),
+            _ => None,
+        },
+        node,
+        grace: look.grace,
+        remote: crate::installed::endpoints::Remote::Ask,
+        ageing: crate::installed::endpoints::Ageing::Read,
+    };
+    let judged = hns_facts::endpoints(h, &how, &mut n)?;
     let hns_restart = hns_facts::hns_restart(h, &mut n);
     host_facts::file_drift(&desired.files, &mut n);
-    let felix = host_facts::felix_health(h, look.root, &mut n)?;
+    // Status's look is not lenient: a Felix it cannot ask is its end.
+    let felix = host_facts::felix_health(h, look.root, &mut n)?
+        .ok_or_else(|| anyhow::anyhow!("Felix's health cannot be asked"))?;
     let vni = hns_facts::vni(config, &networks, cluster, &mut n);
-    let address = hns_facts::address(h, &networks, cluster, node, &mut n);
+    let addresses = match cluster {
+        ClusterRead::Read(_, f) => (f.node_internal_ip, f.node_bgp_ipv4),
+        _ => (None, None),
+    };
+    let address = hns_facts::address(h, &networks, addresses, node, &mut n);
     let addressing = hns_facts::addressing(h, &mut n);
     let node_doc = cluster_facts::node(cluster, node, &mut n)?;
     let ipam = cluster_facts::ipam(cluster, config, node, &mut n)?;
