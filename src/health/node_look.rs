@@ -44,6 +44,28 @@ pub fn on_node(
     out
 }
 
+/// This node's own look without the cluster, as CalicoNode's minute look judges it (`on_node`,
+/// faults not aged by it): what `verify` joins to its report on the node it verifies. None when
+/// Calico is not installed here.
+pub fn installed_on_node(
+    host: &dyn crate::host::Host,
+    root: &InstallRoot,
+    node: &str,
+) -> anyhow::Result<Vec<Finding>> {
+    use crate::installed::endpoints;
+    if crate::installed::record::read(host, root)?.is_none() {
+        return Ok(Vec::new());
+    }
+    let how = endpoints::Survey {
+        cluster: None,
+        node,
+        grace: endpoints::DEFAULT_GRACE,
+        remote: endpoints::Remote::Skip,
+        ageing: endpoints::Ageing::Read,
+    };
+    Ok(on_node(host, root, &how).findings)
+}
+
 /// The survey's steps for what the node sees of itself, in the survey's order.
 fn steps(
     host: &dyn crate::host::Host,
