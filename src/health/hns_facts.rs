@@ -86,6 +86,11 @@ pub(super) fn endpoints(
     };
     n.findings
         .extend(judged.iter().filter_map(health::endpoint));
+    let unknown = judged
+        .iter()
+        .filter(|j| j.is_pod_endpoint() && j.state.is_none())
+        .count();
+    n.shown.endpoint_states = (unknown > 0).then(|| health::endpoint_states_unknown(unknown));
     Ok(judged)
 }
 

@@ -937,3 +937,30 @@ fn status_repair_and_the_condition_give_the_same_codes_for_the_same_faults() {
     codes.sort();
     assert_eq!(codes, want, "the condition's codes: {written} {log}");
 }
+
+/// An endpoint whose state HNS did not give is said with its code and fix, beside the
+/// endpoints, and is no problem: status stays healthy.
+#[test]
+fn an_endpoint_state_hns_did_not_give_is_said_with_its_code_and_fix() {
+    let node = Node::healthy().installed().build();
+    let api = node.api();
+    api.set_node_ready("win-1", "True", "kubelet is posting ready status");
+    api.put_pod("default", "web-1", "win-1", Some("ReplicaSet"));
+    api.set_pod_ip("default", "web-1", "10.244.1.7");
+    node.add_endpoints(&[("web1_Calico", "10.244.1.7", 3, false)]);
+    node.edit_state(|s| {
+        for e in s["endpoints"].as_array_mut().expect("endpoints") {
+            if e["name"] == "web1_Calico" {
+                e["state"] = Value::Null;
+            }
+        }
+    });
+    let (code, text) = node.run_text(&["status"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("the state of 1 endpoint(s) cannot be read")
+            && text.contains("[endpoint-state-unknown]")
+            && text.contains("fix: none needed: no such endpoint is called stuck"),
+        "{text}"
+    );
+}
