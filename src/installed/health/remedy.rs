@@ -83,17 +83,18 @@ impl Code {
             Code::MetricsEndpointDown => {
                 "stop the program that listens on metrics.port ('Get-NetTCPConnection -LocalPort PORT -State Listen' names it), or set another metrics.port and run 'calicoctl-win reconfigure'"
             }
-            Code::EndpointStateUnknown => {
-                "none needed: no such endpoint is called stuck; 'Get-HnsEndpoint' shows what HNS holds, and 'calicoctl-win verify' proves the node's pods pass traffic"
-            }
-            fleet => fleet_remedy(fleet),
+            other => said_remedy(other),
         }
     }
 }
 
-/// The remedy of a code `fleet status` gives a node's row; that of `verify` for another.
-fn fleet_remedy(code: Code) -> &'static str {
+/// The remedy of a code status says beside its sections, or `fleet status` gives a node's
+/// row; that of `verify` for another.
+fn said_remedy(code: Code) -> &'static str {
     match code {
+        Code::EndpointStateUnknown => {
+            "none needed: no such endpoint is called stuck; 'Get-HnsEndpoint' shows what HNS holds, and 'calicoctl-win verify' proves the node's pods pass traffic"
+        }
         Code::NodeValueMalformed => {
             "run calicoctl-win reconfigure on the node: it writes its annotations again; CalicoNode sets its condition again within five minutes"
         }
