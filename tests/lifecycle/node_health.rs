@@ -884,6 +884,7 @@ fn status_text_whole() {
 }
 
 /// The codes of a document's findings, each once, sorted.
+#[cfg(unix)]
 fn codes_of(doc: &Value) -> Vec<String> {
     let mut codes: Vec<String> = doc["findings"]
         .as_array()
