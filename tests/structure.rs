@@ -296,6 +296,32 @@ const RANKS: &[(&str, u32)] = &[
     ("commands", 13),
 ];
 
+/// `status` gathers nothing itself: it reads the config and the cluster, takes the desired
+/// state from `plan/` and prints the survey (`health::survey`), which asks calico-node's token,
+/// reads the host lock and settles a detached run's result, and judges the node.
+#[test]
+fn status_gathers_nothing_itself() {
+    let edges = graph();
+    let status = &edges["commands::status"];
+    assert!(
+        status.contains("health"),
+        "imports are not read: {status:?}"
+    );
+    let gathering = [
+        "host::lock",
+        "commands::detach",
+        "apply::detached",
+        "cluster::token_check",
+        "installed::endpoints",
+        "installed::health",
+    ];
+    let found: Vec<&String> = status
+        .iter()
+        .filter(|m| gathering.contains(&m.as_str()))
+        .collect();
+    assert!(found.is_empty(), "status gathers these itself: {found:?}");
+}
+
 fn rank(module: &str) -> Option<u32> {
     let room = module.split("::").next().unwrap_or_default();
     RANKS.iter().find(|(r, _)| *r == room).map(|(_, n)| *n)

@@ -256,56 +256,100 @@ pub fn code_counts(rows: &[NodeRow]) -> BTreeMap<String, usize> {
     out
 }
 
-/// What is not as it should be on one node.
-pub fn row_problems(r: &NodeRow, fleet_hash: Option<&str>) -> Vec<String> {
+/// What is not as it should be with a node, by kind: each kind is a finding code of the one
+/// catalogue, with its remedy (`installed::health::fleet_row`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trouble {
+    /// A value that does not have its form (`malformed`).
+    Malformed,
+    /// kubelet's Ready condition is not True.
+    NotReady,
+    /// Calico is degraded: calicoctl-win's condition False, or the operator's calico-node down.
+    Degraded,
+    /// calicoctl-win's condition is Unknown: its heartbeat is stale, or its status malformed.
+    Unknown,
+    /// No `CalicoWindowsReady` condition.
+    NoCondition,
+    /// Degraded, with the codes of its CalicoNode's last look unknown.
+    CodesUnknown,
+    /// Another config than the fleet's, or none recorded.
+    OtherConfig,
+}
+
+/// What is not as it should be with a node, each with its kind and its sentence (every value
+/// escaped, `shown`).
+pub fn row_troubles(r: &NodeRow, fleet_hash: Option<&str>) -> Vec<(Trouble, String)> {
     let name = shown(&r.name);
-    let mut out: Vec<String> = r
+    let mut out: Vec<(Trouble, String)> = r
         .malformed
         .iter()
-        .map(|m| format!("node {name}: {m}"))
+        .map(|m| (Trouble::Malformed, format!("node {name}: {m}")))
         .collect();
     if r.ready.as_deref() != Some("True") {
-        out.push(format!("node {name} is not Ready"));
+        out.push((Trouble::NotReady, format!("node {name} is not Ready")));
     }
     if r.handed_to_operator {
         // Neither calicoctl-win's condition nor its config is this node's any more.
         if let Some(why) = &r.reasons {
-            out.push(format!("node {name}: {}", shown(why)));
+            out.push((Trouble::Degraded, format!("node {name}: {}", shown(why))));
         }
         return out;
     }
     match r.calico_ready.as_deref() {
         Some("True") => {}
-        Some(status) => out.push(format!(
-            "Calico on node {name} is {}: {}",
+        Some(status) => out.push((
             if status == "Unknown" {
-                "unknown"
+                Trouble::Unknown
             } else {
-                "degraded"
+                Trouble::Degraded
             },
-            r.reasons.as_deref().map_or("no reason given".into(), shown)
+            format!(
+                "Calico on node {name} is {}: {}",
+                if status == "Unknown" {
+                    "unknown"
+                } else {
+                    "degraded"
+                },
+                r.reasons.as_deref().map_or("no reason given".into(), shown)
+            ),
         )),
-        None => out.push(format!(
-            "node {name} has no CalicoWindowsReady condition (no CalicoNode of this calicoctl-win runs there)"
+        None => out.push((
+            Trouble::NoCondition,
+            format!(
+                "node {name} has no CalicoWindowsReady condition (no CalicoNode of this calicoctl-win runs there)"
+            ),
         )),
     }
     if r.codes_unknown {
-        out.push(format!(
-            "node {name}: the finding codes of its CalicoNode are unknown: it predates codes as data (annotation {ANNOTATION_FINDING_CODES} written with the condition's heartbeat); upgrade calicoctl-win on the node"
+        out.push((
+            Trouble::CodesUnknown,
+            format!(
+                "node {name}: the finding codes of its CalicoNode are unknown: it predates codes as data (annotation {ANNOTATION_FINDING_CODES} written with the condition's heartbeat)"
+            ),
         ));
     }
     if r.config_hash.as_deref() != fleet_hash {
-        out.push(format!(
-            "node {name} has {} config, not the fleet's",
-            r.config_hash
-                .as_deref()
-                .map_or("no recorded".to_owned(), |h| format!(
-                    "another ({})",
-                    short_hash(h)
-                ))
+        let which = r
+            .config_hash
+            .as_deref()
+            .map_or("no recorded".to_owned(), |h| {
+                format!("another ({})", short_hash(h))
+            });
+        out.push((
+            Trouble::OtherConfig,
+            format!("node {name} has {which} config, not the fleet's"),
         ));
     }
     out
+}
+
+/// The sentences of `row_troubles`.
+#[cfg(test)]
+pub fn row_problems(r: &NodeRow, fleet_hash: Option<&str>) -> Vec<String> {
+    row_troubles(r, fleet_hash)
+        .into_iter()
+        .map(|(_, said)| said)
+        .collect()
 }
 
 /// Counts of the config hashes seen, to find the fleet's (only well-formed hashes vote).

@@ -2,19 +2,29 @@
 //! it should be (`cluster::fleet_view` judges each node).
 
 use crate::cluster::fleet_view::{
-    HashVotes, NodeRow, code_counts, node_row, row_problems, short_hash, shown,
+    HashVotes, NodeRow, code_counts, node_row, row_troubles, short_hash, shown,
 };
 use crate::context::Context;
+use crate::installed::health::{Finding, fleet_row};
 
 /// `fleet status`'s document: a row per Windows node, how many nodes have each finding code,
 /// the fleet's config hash, whether all is well and each reason it is not.
 #[derive(serde::Serialize)]
 pub(crate) struct FleetStatus<'a> {
-    pub nodes: &'a [NodeRow],
+    pub nodes: &'a [Row<'a>],
     pub findings: &'a std::collections::BTreeMap<String, usize>,
     pub config_hash: Option<&'a str>,
     pub healthy: bool,
     pub problems: &'a [String],
+}
+
+/// A node's row, and what is not as it should be on it: each a finding of the one catalogue,
+/// with its code and its fix (`installed::health::fleet_row`).
+#[derive(serde::Serialize)]
+pub(crate) struct Row<'a> {
+    #[serde(flatten)]
+    pub row: &'a NodeRow,
+    pub problems: Vec<Finding>,
 }
 
 /// `fleet status`: every Windows node's versions, config hash and Calico's condition, and the
@@ -35,12 +45,26 @@ pub fn run(_args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Re
     let fleet_hash = votes.most_common();
     let mut problems = Vec::new();
     if rows.is_empty() {
-        problems
-            .push("no Windows nodes: no node has the label kubernetes.io/os=windows".to_owned());
+        problems.push(super::common::Problem::plain(
+            "no Windows nodes: no node has the label kubernetes.io/os=windows".to_owned(),
+        ));
     }
-    for r in &rows {
-        problems.extend(row_problems(r, fleet_hash.as_deref()));
-    }
+    let judged: Vec<Row> = rows
+        .iter()
+        .map(|r| Row {
+            row: r,
+            problems: row_troubles(r, fleet_hash.as_deref())
+                .iter()
+                .map(|t| fleet_row(&r.name, t))
+                .collect(),
+        })
+        .collect();
+    problems.extend(
+        judged
+            .iter()
+            .flat_map(|r| r.problems.iter().map(Into::into)),
+    );
+    let sentences: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
     print_table(ctx, &rows, fleet_hash.as_deref());
     let findings = code_counts(&rows);
     if !findings.is_empty() {
@@ -53,25 +77,23 @@ pub fn run(_args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Re
     }
     let healthy = problems.is_empty();
     ctx.printer.json(&FleetStatus {
-        nodes: &rows,
+        nodes: &judged,
         findings: &findings,
         config_hash: fleet_hash.as_deref(),
         healthy,
-        problems: &problems,
+        problems: &sentences,
     });
     if healthy {
         return Ok(());
     }
-    for p in &problems {
-        ctx.printer.text(&format!("  - {p}"));
+    for p in problems.iter().filter(|p| p.code.is_none()) {
+        ctx.printer.text(&format!("  - {}", p.message));
     }
-    Err(super::common::Degraded(
-        problems
-            .into_iter()
-            .map(super::common::Problem::plain)
-            .collect(),
-    )
-    .into())
+    // Each node's problem with its code and its fix, as status lists its findings.
+    for f in judged.iter().flat_map(|r| &r.problems) {
+        ctx.printer.text(&format!("  - {f:4}"));
+    }
+    Err(super::common::Degraded(problems).into())
 }
 
 /// The table, every value escaped (`fleet_view::shown`); the NODE column as wide as the

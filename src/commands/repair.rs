@@ -155,7 +155,7 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
         remote: endpoints::Remote::Ask,
         ageing: endpoints::Ageing::Read,
     };
-    let findings = crate::health::on_node(host.as_ref(), &root, &how);
+    let findings = crate::health::on_node(host.as_ref(), &root, &how).findings;
     doc.own.remaining = Some(&left);
     doc.own.findings = Some(&findings);
     ctx.printer.json(&doc);

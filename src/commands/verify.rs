@@ -83,7 +83,7 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         .iter_mut()
         .filter(|r| here.as_ref().is_some_and(|(n, _)| *n == r.node))
     {
-        r.node_health = super::status::host_findings(ctx);
+        r.node_health = host_findings(ctx);
     }
     for r in &reports {
         ctx.printer.text(&table(r));
@@ -205,4 +205,17 @@ fn own_end(r: &Report) -> String {
         ),
         (false, true) => format!("namespace {} is still being deleted", r.namespace),
     }
+}
+
+/// This node's own findings, judged as CalicoNode's minute look judges them without the
+/// cluster (`health::installed_on_node`); none when Calico is not installed here or this node
+/// cannot be read.
+fn host_findings(ctx: &mut Context) -> Vec<crate::installed::health::Finding> {
+    let judged = (|| -> anyhow::Result<Vec<crate::installed::health::Finding>> {
+        let host = ctx.open_host(crate::host::select::Intent::Read)?;
+        let config = ctx.load_config()?.config;
+        let node = config.node.name.to_string();
+        crate::health::installed_on_node(host.as_ref(), &config.root(), &node)
+    })();
+    judged.unwrap_or_default()
 }

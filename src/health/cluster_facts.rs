@@ -128,6 +128,10 @@ pub(super) fn datastore_migration(
     }
     let state = f.datastore_state();
     n.shown.datastore = state.as_ref().map(|s| s.sentence.clone());
+    n.shown.datastore_unreadable = f
+        .datastore_migration_unreadable
+        .as_deref()
+        .map(health::datastore_unreadable);
     Some(CalicoApi {
         group: f.calico_api,
         datastore_ready: f.datastore_ready,

@@ -10,39 +10,46 @@ use crate::duration::time_text;
 use crate::host::{HnsNetwork, Host};
 use crate::installed::endpoints;
 use crate::installed::health;
-use crate::installed::record::InstallRecord;
 use crate::layout::{CALICO_NETWORK, EXTERNAL_NETWORK};
 use anyhow::Context as _;
+use std::net::Ipv4Addr;
 
 /// Calico's HNS networks, with the endpoints on each (how many a network recreation would
-/// cut off).
+/// cut off); each of the `recorded` ones missing is a finding.
 pub(super) fn networks(
     host: &dyn Host,
-    rec: &InstallRecord,
+    recorded: &[String],
     n: &mut Notes,
 ) -> anyhow::Result<Vec<HnsNetwork>> {
-    let networks: Vec<HnsNetwork> = if rec.networks.is_empty() {
-        Vec::new()
-    } else {
-        host.hns_networks()
-            .context("cannot read the HNS networks")?
-            .into_iter()
-            .filter(|n| n.name == CALICO_NETWORK || n.name == EXTERNAL_NETWORK)
-            .collect()
+    n.shown.recorded_networks = recorded.to_vec();
+    if recorded.is_empty() {
+        return Ok(Vec::new());
+    }
+    let read = host
+        .hns_networks()
+        .context("the HNS networks cannot be read");
+    // Not read (a lenient look): no network is called missing.
+    let Some(all) = n.unread(read, "HNS networks")? else {
+        return Ok(Vec::new());
     };
+    let networks: Vec<HnsNetwork> = all
+        .into_iter()
+        .filter(|n| n.name == CALICO_NETWORK || n.name == EXTERNAL_NETWORK)
+        .collect();
     let mut summaries = std::collections::BTreeMap::new();
     for net in &networks {
-        let list = host
+        let read = host
             .hns_endpoints(&net.id)
-            .with_context(|| format!("cannot read the endpoints of HNS network {}", net.name))?;
-        summaries.insert(net.name.clone(), endpoint_summary(&list));
+            .with_context(|| format!("the endpoints of HNS network {} cannot be read", net.name));
+        if let Some(list) = n.unread(read, &net.name)? {
+            summaries.insert(net.name.clone(), endpoint_summary(&list));
+        }
     }
-    for name in &rec.networks {
+    for name in recorded {
         if !networks.iter().any(|net| &net.name == name) {
             n.findings.push(health::network_missing(name));
         }
     }
-    n.shown.recorded_networks = rec.networks.clone();
     n.shown.network_endpoints = summaries.into_iter().collect();
     Ok(networks)
 }
@@ -62,27 +69,15 @@ fn is_cluster_timeout(e: &anyhow::Error) -> bool {
 /// with its pod and why; a suspect one is shown.
 pub(super) fn endpoints(
     h: &dyn Host,
-    cluster: &ClusterRead,
-    node_name: &str,
-    grace: std::time::Duration,
+    how: &endpoints::Survey<'_>,
     n: &mut Notes,
 ) -> anyhow::Result<Vec<endpoints::Judged>> {
-    let c = match cluster {
-        ClusterRead::Read(c, _) => Some(c.as_ref()),
-        _ => None,
-    };
-    let how = endpoints::Survey {
-        cluster: c,
-        node: node_name,
-        grace,
-        remote: endpoints::Remote::Ask,
-        ageing: endpoints::Ageing::Read,
-    };
     // A read that fails (the pods, the EndpointSlices) is a problem in the report, not its end.
-    let judged = match endpoints::survey_calico(h, &how) {
+    // No Calico network: `networks` says it missing.
+    let judged = match endpoints::survey_calico(h, how) {
         Ok(judged) => judged.unwrap_or_default(),
-        // A wait that ran out is the command's end, as everywhere: cluster-timeout, exit 4.
-        Err(e) if is_cluster_timeout(&e) => return Err(e),
+        // A wait that ran out is status's end, as everywhere: cluster-timeout, exit 4.
+        Err(e) if is_cluster_timeout(&e) && !n.lenient => return Err(e),
         Err(e) => {
             n.findings
                 .push(health::endpoints_unjudged(format!("{e:#}")));
@@ -91,6 +86,11 @@ pub(super) fn endpoints(
     };
     n.findings
         .extend(judged.iter().filter_map(health::endpoint));
+    let unknown = judged
+        .iter()
+        .filter(|j| j.is_pod_endpoint() && j.state.is_none())
+        .count();
+    n.shown.endpoint_states = (unknown > 0).then(|| health::endpoint_states_unknown(unknown));
     Ok(judged)
 }
 
@@ -177,19 +177,16 @@ pub(super) fn addressing(h: &dyn Host, n: &mut Notes) -> Option<AddressingNow> {
 }
 
 /// The node's address in each layer that must agree (`health::node_address`): the Node's
-/// InternalIP, the Calico Node's BGP address, the management IP of Calico's HNS networks.
+/// InternalIP and the Calico Node's BGP address (as the look read the Node; none when it did
+/// not), the management IP of Calico's HNS networks.
 pub(super) fn address(
     h: &dyn Host,
     networks: &[HnsNetwork],
-    cluster: &ClusterRead,
+    (internal, bgp): (Option<Ipv4Addr>, Option<Ipv4Addr>),
     node_name: &str,
     n: &mut Notes,
 ) -> Address {
     let ours = health::management_ips(networks);
-    let (internal, bgp) = match cluster {
-        ClusterRead::Read(_, f) => (f.node_internal_ip, f.node_bgp_ipv4),
-        _ => (None, None),
-    };
     let adapters = h.adapters().ok();
     n.findings.extend(health::node_address(
         node_name,

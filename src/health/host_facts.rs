@@ -21,7 +21,9 @@ pub(super) fn services(
 ) -> anyhow::Result<Vec<Service>> {
     let mut services = Vec::new();
     for spec in &rec.services {
-        let q = host.service_query(&spec.name)?;
+        let Some(q) = service(host, &spec.name, n)? else {
+            continue;
+        };
         let (state, pid, since) = match &q {
             Some(s) => (
                 format!("{:?}", s.state).to_ascii_lowercase(),
@@ -30,7 +32,6 @@ pub(super) fn services(
             ),
             None => ("not registered".into(), None, None),
         };
-        n.findings.extend(health::service(&spec.name, q.as_ref()));
         let wanted = desired.services.iter().find(|w| w.name == spec.name);
         let config_drift = match (&q, wanted) {
             (Some(now), Some(want)) => (desired.service_changes)(now, want, Some(spec)),
@@ -50,6 +51,23 @@ pub(super) fn services(
         });
     }
     Ok(services)
+}
+
+/// A service as the host has it (`None` inside: not registered), judged; `None` when a
+/// lenient look could not read it (then that is its finding).
+pub(super) fn service(
+    host: &dyn Host,
+    name: &str,
+    n: &mut Notes,
+) -> anyhow::Result<Option<Option<crate::host::InstalledService>>> {
+    let read = host
+        .service_query(name)
+        .with_context(|| format!("the service {name} cannot be read"));
+    let found = n.unread(read, name)?;
+    if let Some(q) = &found {
+        n.findings.extend(health::service(name, q.as_ref()));
+    }
+    Ok(found)
 }
 
 /// The cloud metadata route the node had before the install (CalicoNode restores it after
@@ -99,10 +117,13 @@ pub(super) fn felix_health(
     h: &dyn Host,
     root: &InstallRoot,
     n: &mut Notes,
-) -> anyhow::Result<crate::installed::felix_health::FelixHealth> {
-    let health =
-        crate::installed::felix_health::read(h, root).context("cannot ask Felix for its health")?;
-    n.findings.extend(health::felix(&health, now()));
+) -> anyhow::Result<Option<crate::installed::felix_health::FelixHealth>> {
+    let read =
+        crate::installed::felix_health::read(h, root).context("Felix's health cannot be asked");
+    let health = n.unread(read, "Felix")?;
+    if let Some(said) = &health {
+        n.findings.extend(health::felix(said, now()));
+    }
     Ok(health)
 }
 

@@ -1,7 +1,5 @@
 //! What one look is given, and what it has seen so far: the types the survey's parts share.
 
-use crate::cluster::read::ClusterRead;
-use crate::cluster::token_check;
 use crate::config::Config;
 use crate::host::{Host, InstalledService, ServiceSpec};
 use crate::installed::file_stat::FileDrift;
@@ -19,30 +17,21 @@ pub struct Desired {
     pub files: Vec<FileDrift>,
 }
 
-/// A command that changes the node now or ran detached and died, as the command found it.
-#[derive(Default)]
-pub struct Running {
-    /// Who holds the host lock (`Some(None)`: someone not named).
-    pub holder: Option<Option<String>>,
-    /// A detached run that ended without its result, said (`commands::detach::settle`).
-    pub died: Option<String>,
-}
-
-/// What one look is given: the host, the config, the cluster as read and the API server's
-/// answer to calico-node's token, the environment captured at start-up, the install record
-/// and what the config wants.
+/// What one look is given: the host, the config, the cluster as seen (`see`), the environment
+/// captured at start-up, calicoctl-win's state directory (its host lock, a detached run's
+/// files), and how to tell what the config wants of an installed node.
 pub struct Look<'a> {
     pub host: &'a dyn Host,
     pub config: &'a Config,
     pub root: &'a InstallRoot,
     pub node: &'a str,
-    pub cluster: &'a ClusterRead,
-    pub asked: Option<&'a token_check::Answer>,
+    pub seen: &'a super::seen::Seen,
     pub env: &'a BTreeMap<String, String>,
     pub grace: std::time::Duration,
-    pub running: Running,
-    /// The install record and the desired state, when Calico is installed.
-    pub installed: Option<(InstallRecord, Desired)>,
+    /// `None`: a host with no state directory (an in-memory one).
+    pub state_dir: Option<&'a std::path::Path>,
+    /// What the config wants of the node as the install record found says it (`plan/`).
+    pub desired: &'a dyn Fn(&InstallRecord) -> anyhow::Result<Desired>,
 }
 
 /// What a survey has seen so far: the findings, and what the text shows beside the sections.
@@ -50,10 +39,32 @@ pub struct Look<'a> {
 pub(super) struct Notes {
     pub(super) findings: Vec<Finding>,
     pub(super) shown: super::sections::Shown,
+    /// A read of the node that fails is a finding and the look goes on (`on_node`: the
+    /// condition must say something every minute), not the end of the look (status).
+    pub(super) lenient: bool,
 }
 
 impl Notes {
     pub(super) fn problems(&self) -> Vec<String> {
         self.findings.iter().map(|f| f.message.clone()).collect()
+    }
+
+    /// A read of the node that failed: the end of status's look, or for a lenient look a
+    /// `host-unreadable` finding about `subject` (the read's error with its context) and `None`.
+    pub(super) fn unread<T>(
+        &mut self,
+        read: anyhow::Result<T>,
+        subject: &str,
+    ) -> anyhow::Result<Option<T>> {
+        match read {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if self.lenient => {
+                let said = format!("{e:#}");
+                self.findings
+                    .push(crate::installed::health::host_unreadable(subject, said));
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
     }
 }

@@ -1,48 +1,107 @@
-//! What this node judges of itself, without an admin kubeconfig: the part of the survey
-//! CalicoNode makes every minute (its condition and the codes beside it,
-//! `supervise::condition`) and repair after its run.
+//! What this node judges of itself, without the config or an admin kubeconfig: the part of the
+//! survey CalicoNode makes every minute (its condition and the codes beside it,
+//! `supervise::condition`) and repair after its run. Each fact is gathered and judged by the
+//! step `survey` takes for it (`host_facts`, `hns_facts`), so a fault is the same finding in
+//! status, in the condition and in repair's report.
 
+use super::look::Notes;
+use super::{hns_facts, host_facts};
 use crate::installed::health::{self, Finding};
+use crate::layout::{CALICO_NETWORK, InstallRoot, Role};
+use std::net::Ipv4Addr;
 
-/// What this node can judge of itself, with the cluster when it has one: CalicoFelix's
-/// service, Felix's health, the Calico network's endpoints (by `how`'s survey) and the HNS
-/// restart watchdog's services. CalicoNode's condition gives these every minute, `repair`
-/// after its run. What cannot be read is a finding too.
+/// What the node's own look found, with what it read of the Node.
+#[derive(Default)]
+pub struct OnNode {
+    /// What is wrong, in the order the survey finds it (empty when nothing is).
+    pub findings: Vec<Finding>,
+    /// The Node's InternalIP, when it was read.
+    pub internal_ip: Option<Ipv4Addr>,
+    /// The API server refused the read of the Node (401).
+    pub refused: bool,
+    /// The Node's `CalicoWindowsReady` status as read (`Some(true)`: True).
+    pub calico_ready: Option<bool>,
+}
+
+/// What this node can judge of itself, with the cluster when `how` has one: CalicoFelix's
+/// service (CalicoNode is the one looking), the HNS networks the install made and the Calico
+/// network's endpoints (by `how`'s survey), the HNS restart watchdog's services, Felix's health, the node's address in each
+/// layer (the Node read with `how`'s cluster) and the vSwitch adapter's addressing. What
+/// cannot be read is a finding too: this look always says something.
 pub fn on_node(
     host: &dyn crate::host::Host,
-    root: &crate::layout::InstallRoot,
+    root: &InstallRoot,
     how: &crate::installed::endpoints::Survey<'_>,
-) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let unreadable = health::host_unreadable;
-    let felix = crate::layout::Role::Felix.service_name();
-    match host.service_query(felix) {
-        Ok(found) => out.extend(health::service(felix, found.as_ref())),
-        Err(e) => out.push(unreadable(felix, format!("{felix} cannot be read: {e}"))),
+) -> OnNode {
+    let mut n = Notes {
+        lenient: true,
+        ..Notes::default()
+    };
+    let mut out = OnNode::default();
+    // A lenient look makes a finding of every read that fails: it returns no error.
+    let _ = steps(host, root, how, &mut n, &mut out);
+    out.findings = n.findings;
+    out
+}
+
+/// This node's own look without the cluster, as CalicoNode's minute look judges it (`on_node`,
+/// faults not aged by it): what `verify` joins to its report on the node it verifies. None when
+/// Calico is not installed here.
+pub fn installed_on_node(
+    host: &dyn crate::host::Host,
+    root: &InstallRoot,
+    node: &str,
+) -> anyhow::Result<Vec<Finding>> {
+    use crate::installed::endpoints;
+    if crate::installed::record::read(host, root)?.is_none() {
+        return Ok(Vec::new());
     }
-    match crate::installed::felix_health::read(host, root) {
-        Ok(h) => out.extend(health::felix(&h, crate::duration::now())),
-        Err(e) => out.push(unreadable(
-            "Felix",
-            format!("Felix's health cannot be asked: {e}"),
-        )),
-    }
-    match crate::installed::endpoints::survey_calico(host, how) {
-        Ok(Some(judged)) => out.extend(judged.iter().filter_map(health::endpoint)),
-        Ok(None) => out.extend(health::calico_network(false)),
-        // As `status` words it (`hns_facts`): one judge for a survey that could not be made.
-        Err(e) => out.push(health::endpoints_unjudged(format!("{e:#}"))),
-    }
-    if let Some(r) = crate::installed::hns_restart::last(host) {
-        let at = crate::duration::time_text(r.at);
-        out.extend(health::hns_restart(&r.still_failing(host), &at));
-    }
-    let networks = host.hns_networks().unwrap_or_default();
-    if let Some(before) = crate::installed::addressing::current(host, &networks) {
-        match host.adapters() {
-            Ok(adapters) => out.extend(health::addressing(&before, &adapters)),
-            Err(e) => out.push(unreadable("network adapters", e.to_string())),
+    let how = endpoints::Survey {
+        cluster: None,
+        node,
+        grace: endpoints::DEFAULT_GRACE,
+        remote: endpoints::Remote::Skip,
+        ageing: endpoints::Ageing::Read,
+    };
+    Ok(on_node(host, root, &how).findings)
+}
+
+/// The survey's steps for what the node sees of itself, in the survey's order.
+fn steps(
+    host: &dyn crate::host::Host,
+    root: &InstallRoot,
+    how: &crate::installed::endpoints::Survey<'_>,
+    n: &mut Notes,
+    out: &mut OnNode,
+) -> anyhow::Result<()> {
+    host_facts::service(host, Role::Felix.service_name(), n)?;
+    // The networks the install made, as status judges them; the Calico network without a
+    // record to read.
+    let recorded = match crate::installed::record::read(host, root) {
+        Ok(Some(rec)) => rec.networks,
+        _ => vec![CALICO_NETWORK.to_owned()],
+    };
+    let networks = hns_facts::networks(host, &recorded, n)?;
+    hns_facts::endpoints(host, how, n)?;
+    hns_facts::hns_restart(host, n);
+    host_facts::felix_health(host, root, n)?;
+    let mut addresses = (None, None);
+    if let Some(c) = how.cluster {
+        match crate::cluster::node::view(c, how.node) {
+            Ok((read, status)) => {
+                addresses = read;
+                (out.internal_ip, out.calico_ready) = (read.0, status);
+            }
+            Err(e) => {
+                out.refused = matches!(e, crate::cluster::ClusterError::Api { code: 401, .. });
+                n.findings.push(health::cluster_unreadable(
+                    how.node,
+                    format!("the Node's addresses cannot be read: {e}"),
+                ));
+            }
         }
     }
-    out
+    hns_facts::address(host, &networks, addresses, how.node, n);
+    hns_facts::addressing(host, n);
+    Ok(())
 }

@@ -6,6 +6,7 @@ use crate::checks::Verdict;
 use crate::cluster::calico_api::{Group, Locks, Migration};
 use crate::cluster::ipam::BlockUse;
 use crate::installed::addressing::Addressing;
+use crate::installed::health::Finding;
 use serde::Serialize;
 use std::net::Ipv4Addr;
 
@@ -133,7 +134,8 @@ pub struct RenewalFailed {
 
 /// What status shows people that its JSON document does not: the node's name, the networks
 /// the install recorded and each one's endpoints in a phrase, why the Node was not read, the
-/// token's text, the datastore migration's phase in a sentence.
+/// token's text, the datastore migration's phase in a sentence, and what is said with a code
+/// and a fix but is no problem.
 #[derive(Default)]
 pub struct Shown {
     pub node: String,
@@ -143,6 +145,10 @@ pub struct Shown {
     pub node_not_read: Option<String>,
     pub token: Option<TokenShown>,
     pub datastore: Option<String>,
+    /// Said with their code and fix, not problems: HNS gave no state for some pods' endpoints,
+    /// the cluster's DatastoreMigrations could not be read.
+    pub endpoint_states: Option<Finding>,
+    pub datastore_unreadable: Option<Finding>,
 }
 
 /// calico-node's token as its lines say it, beside its section.

@@ -53,7 +53,10 @@ fn sections(r: &InstalledReport) -> Vec<String> {
             None => format!("  {name:<12} missing"),
         }
     }));
-    out.extend(endpoints(&r.endpoints));
+    out.extend(suspect(&r.endpoints));
+    if let Some(f) = &r.shown.endpoint_states {
+        out.push(format!("  {f:4}"));
+    }
     if let Some(last) = &r.hns_restart {
         out.push(format!(
             "HNS restarted at {} (process {} -> {}); CalicoNode restarted {}",
@@ -101,14 +104,8 @@ fn the_cluster(r: &InstalledReport) -> Vec<String> {
     }
     out.push(format!("kube-proxy: {}", r.kube_proxy.message));
     out.extend(r.shown.datastore.clone());
-    let unreadable = r
-        .calico_api
-        .as_ref()
-        .and_then(|a| a.migration_unreadable.as_ref());
-    if let Some(why) = unreadable {
-        out.push(format!(
-            "cannot read the cluster's DatastoreMigrations: {why}"
-        ));
+    if let Some(f) = &r.shown.datastore_unreadable {
+        out.push(format!("{f:2}"));
     }
     out
 }
@@ -139,23 +136,13 @@ fn network(net: &HnsNetwork, endpoints: &str) -> String {
     )
 }
 
-/// A suspect endpoint (shown, not a finding), and how many pods' endpoints have no state.
-fn endpoints(judged: &[Judged]) -> Vec<String> {
-    let mut out: Vec<String> = judged
+/// A suspect endpoint: shown, not a finding.
+fn suspect(judged: &[Judged]) -> Vec<String> {
+    judged
         .iter()
         .filter(|j| j.verdict == Verdict::Suspect)
         .map(|j| format!("  {}", j.sentence()))
-        .collect();
-    let unknown = judged
-        .iter()
-        .filter(|j| j.is_pod_endpoint() && j.state.is_none())
-        .count();
-    if unknown > 0 {
-        out.push(format!(
-            "  the state of {unknown} endpoint(s) cannot be read (HNS v1 GET /endpoints/ did not give it): a stuck endpoint cannot be told from an attached one, and none is called stuck"
-        ));
-    }
-    out
+        .collect()
 }
 
 fn address(a: &Address) -> String {

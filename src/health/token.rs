@@ -10,7 +10,6 @@ use crate::config::Config;
 use crate::duration::{now, time_text};
 use crate::host::Host;
 use crate::installed::health;
-use std::collections::BTreeMap;
 
 /// A token closer to its expiry than this is a problem worth reporting.
 const TOKEN_WARN_SECS: i64 = 7 * 24 * 3600;
@@ -147,23 +146,6 @@ fn cause_of_refusal(
             ..said
         },
     )
-}
-
-/// Whether the API server takes calico-node's token now (`cluster::token_check`), asked with
-/// the kubeconfig install wrote for calico-node; `None` where there is none to ask with.
-pub fn ask_token(
-    env: &BTreeMap<String, String>,
-    host: &dyn Host,
-    config: &Config,
-    node_name: &str,
-) -> Option<token_check::Answer> {
-    let path = config.kubeconfig.as_ref()?.as_str().to_owned();
-    let text = String::from_utf8_lossy(&host.read_file(&path).ok()??).into_owned();
-    let token = crate::cluster::credentials::node_token_in(host, &text).ok()??;
-    if token.unusable().is_some() {
-        return None;
-    }
-    Some(token_check::ask((&path, &text), &token, env, node_name))
 }
 
 /// The token as its lines say it: its expiry, whether it is a JWT, the clock difference to

@@ -1,27 +1,34 @@
-//! What is under way on the node: a command changing it now (who holds the host lock), a
-//! detached run that died, or a run cut off (its journal is still in the install root and
+//! What is under way on the node: a command changing it now (who holds the host lock in
+//! calicoctl-win's state directory), a detached run that died (its result written now), or a run cut off (its journal is still in the install root and
 //! nobody holds the lock), each with the command that finishes or undoes it.
 
-use super::look::{Notes, Running};
+use super::look::Notes;
 use super::sections::{Interrupted, UnderWay};
 use crate::duration::time_text;
 use crate::host::Host;
 use crate::installed::health;
 use crate::layout::InstallRoot;
+use std::path::Path;
 
 pub(super) fn under_way(
     host: &dyn Host,
     root: &InstallRoot,
-    running: &Running,
+    state_dir: Option<&Path>,
     n: &mut Notes,
 ) -> anyhow::Result<Option<UnderWay>> {
-    if let Some(holder) = &running.holder {
-        let who = holder.clone().unwrap_or_else(|| "a command".to_owned());
+    if let Some(holder) = state_dir.and_then(crate::host::lock::busy) {
+        let who = holder.map_or_else(|| "a command".to_owned(), |h| h.to_string());
         n.findings.push(health::changing_now(&who));
         return Ok(Some(UnderWay::Running { running: who }));
     }
-    if let Some(died) = &running.died {
-        n.findings.push(health::detached_died(died.clone()));
+    // Nobody holds the lock: a detached run that ended without its result has died, and its
+    // result is written now (`apply::detached::settle`).
+    if let Some(died) = state_dir
+        .map(crate::apply::detached::settle)
+        .transpose()?
+        .flatten()
+    {
+        n.findings.push(health::detached_died(died));
     }
     let mut cut_off = Vec::new();
     for path in root.journals() {

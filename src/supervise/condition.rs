@@ -5,10 +5,13 @@
 //! `manifests/calico.yaml`, ClusterRole calico-node: "Needed for clearing NodeNetworkUnavailable
 //! flag"; "Used by Calico for policy information"). `fleet status` reads it for every node.
 //!
-//! What counts: CalicoFelix not running or not live or ready (its health endpoint), the Calico
-//! HNS network missing, this host's HNS endpoints at fault (`installed::endpoints`, with the
-//! default grace period; another host's endpoints are left to `status` and `repair`, which ask
-//! the cluster about each address), and a service the HNS restart watchdog could not restart.
+//! What counts is what the node judges of itself (`health::on_node`, the survey's own steps and
+//! judges, which status and repair take too): CalicoFelix not running or not live or ready (its
+//! health endpoint), an HNS network the install made missing, this host's HNS endpoints at
+//! fault (`installed::endpoints`, with the default grace period; another host's endpoints are
+//! left to `status` and `repair`, which ask the cluster about each address), a service the HNS
+//! restart watchdog could not restart, the node's address differing between the layers and the
+//! vSwitch adapter's addressing.
 
 use super::log::Log;
 use crate::cluster::Cluster;
@@ -256,69 +259,31 @@ pub fn reasons(
         remote: endpoints::Remote::Skip,
         ageing: endpoints::Ageing::Record,
     };
-    let mut found = crate::health::on_node(host, root, &how);
+    let seen = crate::health::on_node(host, root, &how);
     let mut faults = std::collections::BTreeMap::new();
-    for v in found.iter().filter_map(|f| health::verdict_of(f.code)) {
+    for v in seen
+        .findings
+        .iter()
+        .filter_map(|f| health::verdict_of(f.code))
+    {
         *faults.entry(v.word().to_owned()).or_insert(0) += 1;
     }
     use crate::installed::metrics::{ENDPOINT_FAULTS, NODE_FILE, set_gauge};
     // Metrics never stop the look: a file that cannot be written keeps its last values.
     let _ = set_gauge(host, root, NODE_FILE, ENDPOINT_FAULTS, "verdict", &faults);
-    let (mut internal_ip, mut refused, mut on_node) = (None, false, None);
-    if let Some(c) = cluster {
-        let (f, ip, no, status) = address(host, c, node);
-        found.extend(f);
-        (internal_ip, refused, on_node) = (ip, no, status);
-    }
     let mut codes: Vec<String> = Vec::new();
-    for word in found.iter().map(|f| f.code.word()) {
+    for word in seen.findings.iter().map(|f| f.code.word()) {
         if !codes.contains(&word) {
             codes.push(word);
         }
     }
     Look {
-        reasons: found.into_iter().map(said).collect(),
+        reasons: seen.findings.into_iter().map(said).collect(),
         codes,
-        internal_ip,
-        refused,
-        on_node,
+        internal_ip: seen.internal_ip,
+        refused: seen.refused,
+        on_node: seen.calico_ready,
     }
-}
-
-/// The node's address in the cluster against the Calico HNS networks' management IP
-/// (`health::node_address`), which `fleet status` then shows per node; with the Node's
-/// condition status as read.
-#[allow(clippy::type_complexity)]
-fn address(
-    host: &dyn Host,
-    c: &Cluster,
-    node: &str,
-) -> (
-    Vec<health::Finding>,
-    Option<std::net::Ipv4Addr>,
-    bool,
-    Option<bool>,
-) {
-    let ((internal, bgp), on_node) = match crate::cluster::node::view(c, node) {
-        Ok(a) => a,
-        Err(e) => {
-            let refused = matches!(e, crate::cluster::ClusterError::Api { code: 401, .. });
-            let f = health::cluster_unreadable(
-                node,
-                format!("the Node's addresses cannot be read: {e}"),
-            );
-            return (vec![f], None, refused, None);
-        }
-    };
-    let networks = host.hns_networks().unwrap_or_default();
-    let adapters = host.adapters().ok();
-    let found = health::node_address(
-        node,
-        (internal, bgp),
-        &health::management_ips(&networks),
-        adapters.as_deref(),
-    );
-    (found, internal, false, on_node)
 }
 
 #[cfg(test)]

@@ -882,3 +882,86 @@ fn status_text_whole() {
     assert_eq!(code, 0, "{text}");
     crate::support::documents::text_snapshot(&node, "status-text", &text);
 }
+
+/// The codes of a document's findings, each once, sorted.
+#[cfg(unix)]
+fn codes_of(doc: &Value) -> Vec<String> {
+    let mut codes: Vec<String> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["code"].as_str().map(str::to_owned))
+        .collect();
+    codes.sort();
+    codes.dedup();
+    codes
+}
+
+/// One survey: the same faults (Felix not ready, a BGP address that is not the Node's) are the
+/// same codes in status's report, in repair's report after its run and in the codes CalicoNode
+/// writes beside its condition.
+#[cfg(unix)]
+#[test]
+fn status_repair_and_the_condition_give_the_same_codes_for_the_same_faults() {
+    let node = broken();
+    node.edit_state(|s| s["settings"]["felix_health"] = json!("not-ready"));
+    let path = "/api/v1/nodes/win-1";
+    let mut n = node.api().get(path).expect("node");
+    n["metadata"]["annotations"] = json!({"projectcalico.org/IPv4Address": "10.0.0.6/24"});
+    node.api().put(path, n);
+    let want = ["address-mismatch", "felix-unhealthy"];
+
+    let (code, repaired, err) = node.run(&["repair"]);
+    assert_eq!(code, 1, "{err} {repaired}");
+    assert_eq!(codes_of(&repaired), want, "repair: {repaired}");
+    let (code, status, err) = node.run(&["status"]);
+    assert_eq!(code, 1, "{err} {status}");
+    assert_eq!(codes_of(&status), want, "status: {status}");
+
+    let child = crate::support::console_node(&node.sim());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let written = loop {
+        let n = node.api().get(path).expect("node");
+        let text = n["metadata"]["annotations"]["calicoctl-win/finding-codes"].as_str();
+        if let Some(text) = text {
+            break serde_json::from_str::<Value>(text).expect("a JSON object");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no codes written: {n}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let log = crate::support::stop_console(child);
+    let mut codes: Vec<String> =
+        serde_json::from_value(written["codes"].clone()).expect("a JSON list");
+    codes.sort();
+    assert_eq!(codes, want, "the condition's codes: {written} {log}");
+}
+
+/// An endpoint whose state HNS did not give is said with its code and fix, beside the
+/// endpoints, and is no problem: status stays healthy.
+#[test]
+fn an_endpoint_state_hns_did_not_give_is_said_with_its_code_and_fix() {
+    let node = Node::healthy().installed().build();
+    let api = node.api();
+    api.set_node_ready("win-1", "True", "kubelet is posting ready status");
+    api.put_pod("default", "web-1", "win-1", Some("ReplicaSet"));
+    api.set_pod_ip("default", "web-1", "10.244.1.7");
+    node.add_endpoints(&[("web1_Calico", "10.244.1.7", 3, false)]);
+    node.edit_state(|s| {
+        for e in s["endpoints"].as_array_mut().expect("endpoints") {
+            if e["name"] == "web1_Calico" {
+                e["state"] = Value::Null;
+            }
+        }
+    });
+    let (code, text) = node.run_text(&["status"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("the state of 1 endpoint(s) cannot be read")
+            && text.contains("[endpoint-state-unknown]")
+            && text.contains("fix: none needed: no such endpoint is called stuck"),
+        "{text}"
+    );
+}

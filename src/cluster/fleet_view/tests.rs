@@ -122,10 +122,20 @@ fn codes_are_trusted_only_beside_the_heartbeat_they_were_written_with() {
         assert!(r.codes.is_empty() && r.codes_unknown, "{r:?}");
         assert!(r.malformed.is_empty(), "{r:?}");
         let problems = row_problems(&r, Some(HASH)).join("; ");
+        // The fix is the finding's remedy, not folded into its sentence.
+        let fixes: Vec<String> = row_troubles(&r, Some(HASH))
+            .iter()
+            .filter_map(|t| {
+                crate::installed::health::fleet_row(&r.name, t)
+                    .remedy
+                    .clone()
+            })
+            .collect();
         assert!(
             problems.contains("node win-1: the finding codes of its CalicoNode are unknown: it predates codes as data")
-                && problems.contains("upgrade calicoctl-win on the node"),
-            "{problems}"
+                && !problems.contains("upgrade calicoctl-win")
+                && fixes.iter().any(|f| f == "upgrade calicoctl-win on the node"),
+            "{problems} {fixes:?}"
         );
     }
     let healthy = node_row(&node("win-2", HASH, "True", "", Some(30)), NOW);
@@ -232,4 +242,60 @@ fn a_node_handed_to_the_operator_is_judged_by_calico_nodes_network_condition() {
     let left = node_row(&node("win-1", HASH, "False", "uninstalled", Some(30)), NOW);
     assert!(!left.handed_to_operator);
     assert!(!row_problems(&left, Some(HASH)).is_empty());
+}
+
+/// Each trouble of a row is a finding of the one catalogue: its code by kind, the node as its
+/// subject, the sentence as `row_problems` says it and the code's remedy.
+#[test]
+fn each_rows_trouble_is_a_finding_with_its_code_and_remedy() {
+    use crate::installed::health::{Code, fleet_row};
+    let mut r = node_row(
+        &node(
+            "win-1",
+            "sha256:zz",
+            "False",
+            "x [felix-unhealthy]",
+            Some(30),
+        ),
+        NOW,
+    );
+    r.ready = Some("False".into());
+    let found: Vec<_> = row_troubles(&r, Some(HASH))
+        .iter()
+        .map(|t| fleet_row(&r.name, t))
+        .collect();
+    let codes: Vec<Code> = found.iter().map(|f| f.code).collect();
+    assert_eq!(
+        codes,
+        [
+            Code::NodeValueMalformed,
+            Code::NodeNotReady,
+            Code::CalicoDegraded,
+            Code::CodesUnknown,
+            Code::ConfigNotFleets
+        ],
+        "{found:?}"
+    );
+    for f in &found {
+        assert_eq!(f.subject, "win-1");
+        assert_eq!(f.remedy.as_deref(), Some(f.code.remedy()), "{f:?}");
+    }
+    assert_eq!(
+        found.iter().map(|f| f.message.clone()).collect::<Vec<_>>(),
+        row_problems(&r, Some(HASH))
+    );
+    let stale = node_row(&node("win-2", HASH, "True", "", Some(3 * 86_400)), NOW);
+    let none = node_row(&node("win-3", HASH, "True", "", Some(30)), NOW);
+    let mut none_row = none;
+    none_row.calico_ready = None;
+    for (row, code) in [
+        (stale, Code::ConditionUnknown),
+        (none_row, Code::ConditionMissing),
+    ] {
+        let got: Vec<Code> = row_troubles(&row, Some(HASH))
+            .iter()
+            .map(|t| fleet_row(&row.name, t).code)
+            .collect();
+        assert_eq!(got, [code], "{row:?}");
+    }
 }

@@ -14,6 +14,17 @@ pub fn cluster_unreadable(subject: &str, message: String) -> Finding {
     )
 }
 
+/// The cluster's DatastoreMigrations could not be read (`why`): said beside the API group,
+/// not a problem (a migration under way is a phase, not a fault).
+pub fn datastore_unreadable(why: &str) -> Finding {
+    Finding::new(
+        Code::ClusterUnreadable,
+        "DatastoreMigrations",
+        format!("the cluster's DatastoreMigrations cannot be read: {why}"),
+        Code::ClusterUnreadable.remedy(),
+    )
+}
+
 /// The HNS endpoints could not be judged against the pods (`why`: the read that failed).
 pub fn endpoints_unjudged(why: String) -> Finding {
     Finding::new(

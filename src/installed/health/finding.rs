@@ -73,6 +73,22 @@ pub enum Code {
     FelixMetricsRule,
     /// CalicoNode cannot listen on `metrics.port` (another program holds it).
     MetricsEndpointDown,
+    /// The state of a pod's endpoint HNS did not give: shown, not a problem.
+    EndpointStateUnknown,
+    /// `fleet status`: a value on the Node calicoctl-win wrote does not have its form.
+    NodeValueMalformed,
+    /// `fleet status`: Calico on the node is degraded (its condition False, or the operator's
+    /// calico-node down).
+    CalicoDegraded,
+    /// `fleet status`: the node's `CalicoWindowsReady` is Unknown (a stale heartbeat, or a
+    /// status that is none of True, False, Unknown).
+    ConditionUnknown,
+    /// `fleet status`: the node has no `CalicoWindowsReady` condition.
+    ConditionMissing,
+    /// `fleet status`: the node is degraded and its CalicoNode's codes are not known.
+    CodesUnknown,
+    /// `fleet status`: the node has another config than the fleet's, or none recorded.
+    ConfigNotFleets,
     /// `verify`: a probe pod got no address, or never started (the CNI plugin and IPAM).
     TrafficCni,
     /// `verify`: the probe image could not be pulled or has no variant for the node's build.
@@ -131,6 +147,13 @@ impl Code {
         Code::ApiGroup,
         Code::FelixMetricsRule,
         Code::MetricsEndpointDown,
+        Code::EndpointStateUnknown,
+        Code::NodeValueMalformed,
+        Code::CalicoDegraded,
+        Code::ConditionUnknown,
+        Code::ConditionMissing,
+        Code::CodesUnknown,
+        Code::ConfigNotFleets,
         Code::TrafficCni,
         Code::TrafficImage,
         Code::TrafficOverlay,

@@ -51,6 +51,18 @@ pub fn calico_network(exists: bool) -> Option<Finding> {
     (!exists).then(|| network_missing(crate::layout::CALICO_NETWORK))
 }
 
+/// HNS did not give the state of `count` pods' endpoints: shown, not a problem.
+pub fn endpoint_states_unknown(count: usize) -> Finding {
+    Finding::new(
+        Code::EndpointStateUnknown,
+        "endpoints",
+        format!(
+            "the state of {count} endpoint(s) cannot be read (HNS v1 GET /endpoints/ did not give it): a stuck endpoint cannot be told from an attached one, and none is called stuck"
+        ),
+        Code::EndpointStateUnknown.remedy(),
+    )
+}
+
 /// The finding of each endpoint fault, by its verdict.
 const ENDPOINT_CODES: [(Verdict, Code); 5] = [
     (Verdict::Stuck, Code::EndpointStuck),

@@ -83,8 +83,35 @@ impl Code {
             Code::MetricsEndpointDown => {
                 "stop the program that listens on metrics.port ('Get-NetTCPConnection -LocalPort PORT -State Listen' names it), or set another metrics.port and run 'calicoctl-win reconfigure'"
             }
-            traffic => traffic_remedy(traffic),
+            other => said_remedy(other),
         }
+    }
+}
+
+/// The remedy of a code status says beside its sections, or `fleet status` gives a node's
+/// row; that of `verify` for another.
+fn said_remedy(code: Code) -> &'static str {
+    match code {
+        Code::EndpointStateUnknown => {
+            "none needed: no such endpoint is called stuck; 'Get-HnsEndpoint' shows what HNS holds, and 'calicoctl-win verify' proves the node's pods pass traffic"
+        }
+        Code::NodeValueMalformed => {
+            "run calicoctl-win reconfigure on the node: it writes its annotations again; CalicoNode sets its condition again within five minutes"
+        }
+        Code::CalicoDegraded => {
+            "on the node: 'calicoctl-win status' names each finding with its fix (its codes: docs/findings.md)"
+        }
+        Code::ConditionUnknown => {
+            "on the node: Get-Service CalicoNode and read calico-node.log: a running CalicoNode that reaches the API server sets its condition every five minutes"
+        }
+        Code::ConditionMissing => {
+            "install Calico on the node with calicoctl-win ('calicoctl-win install'), or Start-Service CalicoNode where it is installed"
+        }
+        Code::CodesUnknown => "upgrade calicoctl-win on the node",
+        Code::ConfigNotFleets => {
+            "give the node the fleet's config: 'calicoctl-win reconfigure' with it on the node, or the fleet's Plan (docs/commands/fleet.md)"
+        }
+        traffic => traffic_remedy(traffic),
     }
 }
 
