@@ -61,7 +61,8 @@ impl Diagnose for NotGathered {
 
 pub fn run(args: &FleetDiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let port = port(args, ctx)?;
-    if args.node_timeout.is_zero() || args.timeout.is_zero() {
+    let node_timeout = args.node_timeout.unwrap_or(diags_gather::NODE_TIMEOUT);
+    if node_timeout.is_zero() || args.timeout.is_zero() {
         return Err(UsageError::new(
             "--node-timeout and --timeout must be longer than 0s",
             "give each a duration like 60s or 10m",
@@ -82,7 +83,7 @@ pub fn run(args: &FleetDiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         node_selector: args.selector.clone(),
         out: args.out.clone(),
         concurrency: usize::from(args.concurrency),
-        node_timeout: args.node_timeout,
+        node_timeout,
         total_timeout: args.timeout,
         cap: diags_gather::BUNDLE_CAP,
     };

@@ -3,6 +3,8 @@
 //! zip where the simulated host keeps the install root.
 
 use super::{DIR, Diags};
+use crate::cluster::diags_auth::Verdict;
+use crate::supervise::diags_review::Review;
 use crate::duration::Stop;
 use crate::host::Files;
 use crate::host::sim::SimHost;
@@ -81,7 +83,7 @@ impl Node {
     fn serving(&self, diags: bool, make: impl FnOnce(&mut Diags), body: impl FnOnce(SocketAddr)) {
         let stop = Stop::new();
         let log = Log::open(self.at("node.log"), LogSettings::default(), false);
-        let mut d = Diags::new(&self.host, &self.root, &stop, &log);
+        let mut d = Diags::new(&self.host, &self.root, (&stop, &log), &FakeReview);
         make(&mut d);
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
@@ -97,6 +99,24 @@ impl Node {
             let _stop = StopOnDrop(&stop);
             body(addr);
         });
+    }
+}
+
+/// The API server's review, as far as the endpoint can tell: `good` is `fleet diags`' token
+/// for this node, `forbidden` is refused its review (calico-node may not create
+/// tokenreviews), any other is not authenticated for this node.
+struct FakeReview;
+
+impl Review for FakeReview {
+    fn review(&self, token: &str) -> Verdict {
+        match token {
+            "good" => Verdict::Allowed,
+            "forbidden" => Verdict::Failed {
+                forbidden: true,
+                why: "403 tokenreviews is forbidden".into(),
+            },
+            _ => Verdict::Denied("not authenticated for this node".into()),
+        }
     }
 }
 
@@ -120,8 +140,16 @@ fn ask(addr: SocketAddr, request: &str) -> (String, String, Vec<u8>) {
     (status, head, all[end..].to_vec())
 }
 
+/// A GET with `fleet diags`' token for this node.
 fn get(addr: SocketAddr, path: &str) -> (String, String, Vec<u8>) {
-    ask(addr, &format!("GET {path} HTTP/1.1\r\nHost: node\r\n\r\n"))
+    get_with(addr, path, "good")
+}
+
+fn get_with(addr: SocketAddr, path: &str, token: &str) -> (String, String, Vec<u8>) {
+    ask(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: node\r\nCalicoctl-Win-Diags-Token: {token}\r\n\r\n"),
+    )
 }
 
 fn wait_for(path: &Path) {

@@ -83,6 +83,9 @@ impl Code {
             Code::MetricsEndpointDown => {
                 "stop the program that listens on metrics.port ('Get-NetTCPConnection -LocalPort PORT -State Listen' names it), or set another metrics.port and run 'calicoctl-win reconfigure'"
             }
+            Code::DiagsReviewRefused => {
+                "apply 'calicoctl-win fleet rbac --identity diags --calico-namespace NS' (its ClusterRole calicoctl-win-diags-review lets calico-node create tokenreviews), or set metrics.diags: false"
+            }
             traffic => traffic_remedy(traffic),
         }
     }
