@@ -272,10 +272,12 @@ async fn stream(
         .await
         .map_err(|e| (Reason::Unreachable, format!("the API server: {e}")))?;
     let status = answer.status().as_u16();
-    let mark = answer
-        .headers()
-        .get(ANSWER_HEADER)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).chars().take(40).collect());
+    let mark = answer.headers().get(ANSWER_HEADER).map(|v| {
+        String::from_utf8_lossy(v.as_bytes())
+            .chars()
+            .take(40)
+            .collect()
+    });
     let mut body = answer.into_body();
     if status != 200 {
         return Err(refusal(status, mark, &mut body).await);
@@ -349,13 +351,18 @@ async fn refusal(status: u16, mark: Option<String>, body: &mut kube::client::Bod
     match status {
         _ if !is_status => (
             Reason::NotCalicoNode,
-            format!("its pod's port answered {status} without CalicoNode's mark (another program, or a node whose calicoctl-win serves no authenticated /diags): {said}"),
+            format!(
+                "its pod's port answered {status} without CalicoNode's mark (another program, or a node whose calicoctl-win serves no authenticated /diags): {said}"
+            ),
         ),
         401 | 403 => (
             Reason::Refused,
             format!("the API server refused get pods/proxy ({status}): {said}"),
         ),
-        400..=499 => (Reason::Refused, format!("the API server refused ({status}): {said}")),
+        400..=499 => (
+            Reason::Refused,
+            format!("the API server refused ({status}): {said}"),
+        ),
         _ => (
             Reason::Unreachable,
             format!("the API server did not reach its pod ({status}): {said}"),

@@ -198,7 +198,10 @@ mod tests {
         let first = diags_review_refused(&host).expect("kept");
         keep_diags_review_refused(&host, Some("403 still forbidden")).expect("keep");
         let kept = diags_review_refused(&host).expect("kept");
-        assert_eq!((kept.since, kept.error.as_str()), (first.since, "403 still forbidden"));
+        assert_eq!(
+            (kept.since, kept.error.as_str()),
+            (first.since, "403 still forbidden")
+        );
         let f = diags_review(&kept);
         assert_eq!(f.code, Code::DiagsReviewRefused);
         assert!(f.message.contains("403 still forbidden"), "{f}");

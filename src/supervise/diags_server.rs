@@ -119,9 +119,8 @@ impl<'a> Diags<'a> {
             _ => None,
         };
         if matches!(verdict, Verdict::Allowed | Verdict::Denied(_)) || refused.is_some() {
-            let kept = crate::installed::metrics_findings::keep_diags_review_refused(
-                self.host, refused,
-            );
+            let kept =
+                crate::installed::metrics_findings::keep_diags_review_refused(self.host, refused);
             if let Err(e) = kept {
                 self.log.warn(&format!("diags endpoint: {e}"));
             }

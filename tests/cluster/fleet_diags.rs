@@ -5,8 +5,8 @@
 
 use crate::support::fake_api::FakeApi;
 use crate::support::fake_api::diags::{Answer, Endpoint};
-use calicoctl_win::cluster::diags_gather::{self, Gather, Index, Reason};
 use calicoctl_win::cluster::diags_auth::{self, Verdict};
+use calicoctl_win::cluster::diags_gather::{self, Gather, Index, Reason};
 use calicoctl_win::cluster::{Cluster, diags_rights};
 use serde_json::json;
 use std::path::Path;
@@ -112,7 +112,11 @@ fn a_hundred_nodes_are_gathered_past_one_that_does_not_answer() {
     linux["metadata"]["labels"] = json!({"kubernetes.io/os": "linux"});
     api.put("/api/v1/nodes/linux-1", linux);
     let dir = tempfile::tempdir().expect("tempdir");
-    let c = identity(&api, dir.path(), &diags_rights::manifests(SA, (NS, NS), CALICO_NS));
+    let c = identity(
+        &api,
+        dir.path(),
+        &diags_rights::manifests(SA, (NS, NS), CALICO_NS),
+    );
     let out = dir.path().join("bundles");
     diags_gather::prepare_out(&out).expect("out");
     let started = std::time::Instant::now();
@@ -187,7 +191,11 @@ fn each_node_that_fails_is_named_with_why() {
         Answer::Bundle(b"<html>login</html>".to_vec().into()),
     );
     let dir = tempfile::tempdir().expect("tempdir");
-    let c = identity(&api, dir.path(), &diags_rights::manifests(SA, (NS, NS), CALICO_NS));
+    let c = identity(
+        &api,
+        dir.path(),
+        &diags_rights::manifests(SA, (NS, NS), CALICO_NS),
+    );
     let out = dir.path().join("bundles");
     diags_gather::prepare_out(&out).expect("out");
     let mut g = options(&out);
@@ -216,11 +224,19 @@ fn each_node_that_fails_is_named_with_why() {
     );
     // The API server's own 503 (its Status) and the node's (marked) are told apart.
     let said = |n: &str| line(&index, n).message.clone().unwrap_or_default();
-    assert!(said("c").contains("the API server did not reach its pod (503)"), "{}", said("c"));
+    assert!(
+        said("c").contains("the API server did not reach its pod (503)"),
+        "{}",
+        said("c")
+    );
     for n in ["h", "i", "j", "k"] {
         assert!(!said(n).contains("API server"), "{n}: {}", said(n));
     }
-    assert!(said("h").contains("building another bundle"), "{}", said("h"));
+    assert!(
+        said("h").contains("building another bundle"),
+        "{}",
+        said("h")
+    );
     assert!(said("i").contains("its own limit (45s)"), "{}", said("i"));
     assert!(!out.join("e.zip").exists() && !out.join(".e.zip.part").exists());
     // An output directory that holds anything is refused before anything is asked.
@@ -273,7 +289,10 @@ fn every_diags_rule_is_needed_and_enough() {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(doc["manifests"], json!(diags_rights::manifests(SA, (NS, NS), CALICO_NS)));
+    assert_eq!(
+        doc["manifests"],
+        json!(diags_rights::manifests(SA, (NS, NS), CALICO_NS))
+    );
     crate::rights::every_rule_is_needed(&doc, "fleet diags", |objects| {
         let api = FakeApi::start();
         node_with_pod(&api, "win-1", "10.0.0.5");
@@ -289,8 +308,7 @@ fn every_diags_rule_is_needed_and_enough() {
             Ok(_) => {
                 let node_c = calico_node(&api, dir.path());
                 tokens(&api).into_iter().find_map(|(node, t)| {
-                    match diags_auth::review(&node_c, t.as_deref().unwrap_or_default(), &node, NS)
-                    {
+                    match diags_auth::review(&node_c, t.as_deref().unwrap_or_default(), &node, NS) {
                         Verdict::Allowed => None,
                         v => Some(format!("{v:?}")),
                     }
@@ -311,8 +329,7 @@ fn calico_node(api: &FakeApi, dir: &Path) -> Cluster {
             crate::support::fake_api::meta("v1", "ServiceAccount", "calico-node", Some(CALICO_NS)),
         );
     }
-    let kubeconfig =
-        crate::support::service_account_kubeconfig(api, dir, CALICO_NS, "calico-node");
+    let kubeconfig = crate::support::service_account_kubeconfig(api, dir, CALICO_NS, "calico-node");
     Cluster::connect(&[kubeconfig], &Default::default(), false).expect("connects")
 }
 
@@ -322,7 +339,12 @@ fn tokens(api: &FakeApi) -> Vec<(String, Option<String>)> {
     api.lock()
         .diags_tokens
         .iter()
-        .map(|(pod, t)| (pod.strip_prefix(&prefix).unwrap_or(pod).to_owned(), t.clone()))
+        .map(|(pod, t)| {
+            (
+                pod.strip_prefix(&prefix).unwrap_or(pod).to_owned(),
+                t.clone(),
+            )
+        })
         .collect()
 }
 
@@ -351,12 +373,18 @@ fn each_request_carries_a_token_for_its_node_alone_that_calico_node_reviews() {
     for (node, token) in carried {
         let token = token.expect("the request carried a token");
         let other = if node == "win-1" { "win-2" } else { "win-1" };
-        assert_eq!(diags_auth::review(&node_c, &token, &node, NS), Verdict::Allowed);
+        assert_eq!(
+            diags_auth::review(&node_c, &token, &node, NS),
+            Verdict::Allowed
+        );
         for (n, ns) in [(other, NS), (node.as_str(), "elsewhere")] {
             let v = diags_auth::review(&node_c, &token, n, ns);
             assert!(matches!(v, Verdict::Denied(_)), "{n} {ns}: {v:?}");
         }
-        assert!(!api.accepts(&token), "the node's token is taken by the API server");
+        assert!(
+            !api.accepts(&token),
+            "the node's token is taken by the API server"
+        );
     }
     // Another account's token, even for this node's audience, is not let in.
     let (code, answer) = api.post_as(
@@ -368,7 +396,10 @@ fn each_request_carries_a_token_for_its_node_alone_that_calico_node_reviews() {
     assert_eq!(code, 201, "{answer}");
     let theirs = answer["status"]["token"].as_str().expect("token");
     let v = diags_auth::review(&node_c, theirs, "win-1", NS);
-    assert!(matches!(v, Verdict::Denied(ref why) if why.contains("calico-node")), "{v:?}");
+    assert!(
+        matches!(v, Verdict::Denied(ref why) if why.contains("calico-node")),
+        "{v:?}"
+    );
     // Without the review right, the review itself is refused.
     api.remove(&format!(
         "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",

@@ -25,9 +25,9 @@ pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> 
     let program = required(host, s, Component::Startup)?;
     init(host, s, &env, stop, log)?;
     let mut renewal = Renewal::prepare(host, &env, log);
-    let review = s
-        .diags
-        .then(|| crate::supervise::diags_review::ClusterReview::new(host, &env, &s.diags_namespace));
+    let review = s.diags.then(|| {
+        crate::supervise::diags_review::ClusterReview::new(host, &env, &s.diags_namespace)
+    });
     let out = std::thread::scope(|scope| {
         let port = s.metrics_port;
         let review = review

@@ -79,10 +79,22 @@ pub fn answer(
         );
     };
     let (code, content_type, body, mark, delay) = match &e.answer {
-        Answer::Bundle(b) => (200, "application/zip", b.clone(), Some("bundle"), Duration::ZERO),
+        Answer::Bundle(b) => (
+            200,
+            "application/zip",
+            b.clone(),
+            Some("bundle"),
+            Duration::ZERO,
+        ),
         Answer::Silent => (200, "application/zip", Bytes::new(), None, SILENT_FOR),
         Answer::Status(code, s) => (*code, "text/plain", Bytes::from(*s), None, Duration::ZERO),
-        Answer::Node(code, word) => (*code, "text/plain", Bytes::new(), Some(*word), Duration::ZERO),
+        Answer::Node(code, word) => (
+            *code,
+            "text/plain",
+            Bytes::new(),
+            Some(*word),
+            Duration::ZERO,
+        ),
     };
     let mut r = hyper::Response::new(http_body_util::Full::new(body));
     *r.status_mut() = hyper::StatusCode::from_u16(code).expect("code");
