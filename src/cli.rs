@@ -486,8 +486,12 @@ pods there any image but --verify-image's and any hostNetwork, hostPID, hostIPC,
 HostProcess pod.\n\n\
 --identity diags writes 'fleet diags' roles: a ClusterRole (list nodes) and a Role in --namespace, \
 the fleet DaemonSet's (list pods; get pods/proxy, which reaches any TCP port of those pods' nodes the API server may reach, \
-not only /diags), with the \
-ServiceAccount there.\n\n\
+not only /diags; create serviceaccounts/token of calicoctl-win-diags alone, the per-node token each \
+/diags request carries), with the ServiceAccount there and calicoctl-win-diags, whose tokens the nodes \
+take; and the ClusterRole calicoctl-win-diags-review (create tokenreviews, which cannot be narrowed: \
+a TokenReview names no object) bound to calico-node in --calico-namespace, with which CalicoNode \
+reviews each request's token (without it a node refuses every request, says why in calico-node.log \
+and keeps it for status: diags-review-refused).\n\n\
 The manifests go to standard output as YAML for 'kubectl apply -f -' (-o json: one document with \
 'manifests'), or to --out-file. Changes nothing on this machine or in the cluster."
     )]
@@ -585,7 +589,8 @@ pub enum RbacIdentity {
     Fleet,
     /// 'verify --namespace calicoctl-win-verify': that namespace, and Roles in it alone
     Verify,
-    /// 'fleet diags': list nodes; list pods and get pods/proxy in the DaemonSet's namespace
+    /// 'fleet diags': list nodes; list pods, get pods/proxy and calicoctl-win-diags' tokens in
+    /// the DaemonSet's namespace; calico-node's right to review those tokens
     Diags,
 }
 
@@ -603,7 +608,8 @@ pub struct FleetRbacArgs {
     /// --identity diags also the DaemonSet's, where its Role is
     #[arg(long, value_name = "NS")]
     pub namespace: Option<String>,
-    /// Calico's namespace (calico-system for an operator install, kube-system for a manifest one)
+    /// Calico's namespace (calico-system for an operator install, kube-system for a manifest
+    /// one), where calico-node's account is
     #[arg(long, value_name = "NS", default_value = "calico-system")]
     pub calico_namespace: String,
     /// The cluster's Calico datastore: etcdv3 adds reading the secret calico-etcd-secrets
