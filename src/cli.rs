@@ -486,8 +486,12 @@ pods there any image but --verify-image's and any hostNetwork, hostPID, hostIPC,
 HostProcess pod.\n\n\
 --identity diags writes 'fleet diags' roles: a ClusterRole (list nodes) and a Role in --namespace, \
 the fleet DaemonSet's (list pods; get pods/proxy, which reaches any TCP port of those pods' nodes the API server may reach, \
-not only /diags), with the \
-ServiceAccount there.\n\n\
+not only /diags; create serviceaccounts/token of calicoctl-win-diags alone, the per-node token each \
+/diags request carries), with the ServiceAccount there and calicoctl-win-diags, whose tokens the nodes \
+take; and the ClusterRole calicoctl-win-diags-review (create tokenreviews, which cannot be narrowed: \
+a TokenReview names no object) bound to calico-node in --calico-namespace, with which CalicoNode \
+reviews each request's token (without it a node refuses every request, says why in calico-node.log \
+and keeps it for status: diags-review-refused).\n\n\
 The manifests go to standard output as YAML for 'kubectl apply -f -' (-o json: one document with \
 'manifests'), or to --out-file. Changes nothing on this machine or in the cluster."
     )]
@@ -509,16 +513,22 @@ redacted 'calicoctl-win diags' zip through kube-apiserver's pod proxy (GET /diag
 'fleet plan' DaemonSet --name in --namespace, which is on its node's network), at most --concurrency \
 at once, and writes NODE.zip for each into --out (made, or an empty directory) with index.json and \
 index.txt: each node's size and sha256, or why it failed (no-pod, pod-not-running, timed-out, \
-run-timed-out, refused, unreachable, too-big, not-a-zip, not-written). A node that does not answer \
-within --node-timeout is named and skipped; --timeout bounds the whole run.\n\n\
+run-timed-out, refused, unreachable, node-refused, node-busy, node-timed-out, node-failed, \
+not-calico-node, too-big, not-a-zip, not-written: the node's own answers told from the API server's). \
+A node that does not answer within --node-timeout is named and skipped; --timeout bounds the whole \
+run.\n\n\
 The nodes must serve it: their config sets metrics.enabled, metrics.diags and metrics.source_ranges \
-holding the API server's addresses (the pod proxy connects from them; anyone in the ranges can read \
-the redacted bundle). The port is --port, else metrics.port of --config (the file 'fleet plan' gave \
-the nodes), else 9095. A node builds its bundle with 'diags --offline' in at most 45 s, one at a time, \
-and refuses one over 8 MiB.\n\n\
-Needs a kubeconfig that may list nodes, and list pods and get pods/proxy in --namespace: \
-'fleet rbac --identity diags' writes exactly those roles. Changes nothing in the cluster or on the \
-nodes. Exit 0 when every node's zip was gathered, 1 when any failed, 4 when --timeout came first."
+holding the API server's addresses (the pod proxy connects from them). Each request carries a token \
+of the ServiceAccount calicoctl-win-diags in --namespace, made for that node alone (audience \
+calicoctl-win-diags:NODE, ten minutes), which the node checks with a TokenReview before anything \
+else: metrics.diags_namespace on the nodes names that namespace. The port is --port, else \
+metrics.port of --config (the file 'fleet plan' gave the nodes), else 9095. A node builds its \
+bundle with 'diags --offline' in at most 45 s, one at a time, sends it in at most 30 s, and refuses \
+one over 8 MiB.\n\n\
+Needs a kubeconfig that may list nodes, and list pods, get pods/proxy and create \
+serviceaccounts/token of calicoctl-win-diags in --namespace: 'fleet rbac --identity diags' writes \
+exactly those roles, and calico-node's right to review the tokens. Stores nothing in the cluster \
+(a TokenRequest keeps no object) and changes nothing on the nodes. Exit 0 when every node's zip was gathered, 1 when any failed, 4 when --timeout came first."
     )]
     Diags(FleetDiagsArgs),
 }
@@ -537,9 +547,10 @@ pub struct FleetDiagsArgs {
     /// How many nodes are asked at once
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub concurrency: u16,
-    /// How long one node may take to answer whole
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::duration::parse)]
-    pub node_timeout: std::time::Duration,
+    /// How long one node may take to answer whole [default: 110s, the node's own bounds (45s to
+    /// build, 30s to send, 25s to review the token) and 10s for the token and the proxy]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    pub node_timeout: Option<std::time::Duration>,
     /// How long the whole run may take
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::duration::parse)]
     pub timeout: std::time::Duration,
@@ -578,7 +589,8 @@ pub enum RbacIdentity {
     Fleet,
     /// 'verify --namespace calicoctl-win-verify': that namespace, and Roles in it alone
     Verify,
-    /// 'fleet diags': list nodes; list pods and get pods/proxy in the DaemonSet's namespace
+    /// 'fleet diags': list nodes; list pods, get pods/proxy and calicoctl-win-diags' tokens in
+    /// the DaemonSet's namespace; calico-node's right to review those tokens
     Diags,
 }
 
@@ -596,7 +608,8 @@ pub struct FleetRbacArgs {
     /// --identity diags also the DaemonSet's, where its Role is
     #[arg(long, value_name = "NS")]
     pub namespace: Option<String>,
-    /// Calico's namespace (calico-system for an operator install, kube-system for a manifest one)
+    /// Calico's namespace (calico-system for an operator install, kube-system for a manifest
+    /// one), where calico-node's account is
     #[arg(long, value_name = "NS", default_value = "calico-system")]
     pub calico_namespace: String,
     /// The cluster's Calico datastore: etcdv3 adds reading the secret calico-etcd-secrets
@@ -1430,6 +1443,17 @@ pub struct ServiceRunArgs {
     /// install sets it)
     #[arg(long, requires = "metrics_port")]
     pub diags: bool,
+    /// The namespace of the ServiceAccount calicoctl-win-diags whose tokens GET /diags takes
+    /// (metrics.diags_namespace; install sets it)
+    #[arg(long, value_name = "NS", default_value = crate::config::DIAGS_NAMESPACE, value_parser = namespace_arg)]
+    pub diags_namespace: String,
+}
+
+/// A namespace's name (a DNS-1123 label), refused with why otherwise.
+fn namespace_arg(raw: &str) -> Result<String, String> {
+    crate::k8s_name::is_label(raw)
+        .then(|| raw.to_owned())
+        .ok_or_else(|| "a namespace's name: a-z, 0-9 and '-', at most 63 characters".into())
 }
 
 /// A local absolute Windows path, refused with why otherwise (`config::types::WinPath`'s rule).

@@ -37,12 +37,15 @@ pub const ADDRESSING_VALUE: &str = "AddressingBeforeVswitch";
 /// The registry value (REG_SZ, JSON) CalicoNode keeps while it cannot listen on
 /// `metrics.port` (`installed::metrics_findings::EndpointDown`).
 pub const METRICS_ENDPOINT_VALUE: &str = "MetricsEndpoint";
+/// The registry value (REG_SZ, JSON) CalicoNode keeps while the API server refuses it the
+/// TokenReview of `GET /diags` (`installed::metrics_findings::DiagsReviewRefused`).
+pub const DIAGS_REVIEW_VALUE: &str = "DiagsReviewRefused";
 /// The registry value install sets under `HKLM\Software\Tigera\Calico`.
 pub const INSTALL_ROOT_VALUE: &str = "InstallRoot";
 
 /// Every value calicoctl-win and its services keep under `CALICO_KEY` (uninstall deletes the
 /// key with them; the snapshot a rollback compares reads these).
-pub const CALICO_VALUES: [&str; 13] = [
+pub const CALICO_VALUES: [&str; 14] = [
     BOOT_ID_VALUE,
     LEGACY_BOOT_VALUE,
     FAILURES_VALUE,
@@ -55,6 +58,7 @@ pub const CALICO_VALUES: [&str; 13] = [
     ENDPOINT_FAULTS_VALUE,
     ADDRESSING_VALUE,
     METRICS_ENDPOINT_VALUE,
+    DIAGS_REVIEW_VALUE,
     INSTALL_ROOT_VALUE,
 ];
 

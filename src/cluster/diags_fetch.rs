@@ -14,6 +14,22 @@ use std::time::Duration;
 /// The path the DaemonSet's pod answers with its node's bundle.
 pub const PATH: &str = "/diags";
 
+/// How long CalicoNode lets its bundle be built (`supervise::diags_server`: 504 after it).
+pub const NODE_BUILD_TIME: Duration = Duration::from_secs(45);
+/// How long CalicoNode lets its built bundle be sent.
+pub const NODE_SEND_TIME: Duration = Duration::from_secs(30);
+/// How long CalicoNode's TokenReview of the request's token may take: the API client's
+/// connect (10 s) and call (15 s) bounds (`cluster::client`).
+pub const NODE_REVIEW_TIME: Duration = Duration::from_secs(25);
+/// The default of `--node-timeout`: the node's own bounds and 10 s for the TokenRequest and the
+/// API server's proxy, so that a node that answers within its bounds is never cut short.
+pub const NODE_TIMEOUT: Duration = Duration::from_secs(
+    NODE_BUILD_TIME.as_secs() + NODE_SEND_TIME.as_secs() + NODE_REVIEW_TIME.as_secs() + 10,
+);
+/// The header CalicoNode marks its own answers to `GET /diags` with (its value a word of
+/// `NodeSaid`), so that they are told from the API server's (a `Status` in JSON).
+pub const ANSWER_HEADER: &str = "calicoctl-win-diags";
+
 /// What to gather, from where, into where.
 #[derive(Clone, Debug)]
 pub struct Gather {
@@ -45,11 +61,21 @@ pub enum Reason {
     TimedOut,
     /// The run's own timeout came first: the node was not asked, or not answered, by then.
     RunTimedOut,
-    /// The API server or the node refused the request (a 4xx answer).
+    /// The API server refused the request (its 4xx `Status`).
     Refused,
-    /// The API server did not reach the node's endpoint (a 5xx answer, or the connection).
+    /// The API server did not reach the node's endpoint (its 5xx `Status`, or the connection).
     Unreachable,
-    /// The bundle is longer than the cap.
+    /// The node refused the request's token (its own 401), or could not review it.
+    NodeRefused,
+    /// The node was building another bundle (its own 503 with Retry-After).
+    NodeBusy,
+    /// The node's bundle was not built within the node's own limit (its own 504).
+    NodeTimedOut,
+    /// The node failed to build its bundle, or was stopping (its own 500 or 503).
+    NodeFailed,
+    /// Something other than CalicoNode answered on the node's port (no mark, no `Status`).
+    NotCalicoNode,
+    /// The bundle is longer than the cap, or than the node serves (its own 413).
     TooBig,
     /// The answer is not a zip.
     NotAZip,
@@ -181,7 +207,8 @@ async fn one(client: &kube::Client, g: &Gather, node: &str, pod: &str) -> NodeBu
         );
     }
     let part = part_of(&g.out, node);
-    let streamed = tokio::time::timeout(g.node_timeout, stream(client, g, pod, &part)).await;
+    let streamed =
+        tokio::time::timeout(g.node_timeout, stream(client, g, (node, pod), &part)).await;
     let outcome = match streamed {
         Err(_) => Err((
             Reason::TimedOut,
@@ -217,29 +244,43 @@ async fn one(client: &kube::Client, g: &Gather, node: &str, pod: &str) -> NodeBu
 
 type Failure = (Reason, String);
 
-/// `GET /diags` of `pod` through the pod proxy, its body written to `part` frame by frame
-/// (never whole in memory), capped at `g.cap`: its size and sha256.
+/// `GET /diags` of `node`'s `pod` through the pod proxy, with a token for that node alone
+/// (`diags_auth`), its body written to `part` frame by frame (never whole in memory), capped
+/// at `g.cap`: its size and sha256.
 async fn stream(
     client: &kube::Client,
     g: &Gather,
-    pod: &str,
+    (node, pod): (&str, &str),
     part: &Path,
 ) -> Result<(u64, String), Failure> {
+    let token = super::diags_auth::mint(client, &g.namespace, node)
+        .await
+        .map_err(|e| (Reason::Refused, format!("no token for it: {e}")))?;
     let path = format!(
         "/api/v1/namespaces/{}/pods/{pod}:{}/proxy{PATH}",
         g.namespace, g.port
     );
+    let mut value = http::HeaderValue::from_str(&token)
+        .map_err(|_| (Reason::Refused, "the token is no header value".to_owned()))?;
+    value.set_sensitive(true);
     let request = http::Request::get(path)
+        .header(super::diags_auth::HEADER, value)
         .body(kube::client::Body::empty())
-        .map_err(|e| (Reason::Refused, e.to_string()))?;
+        .map_err(|_| (Reason::Refused, "the request cannot be made".to_owned()))?;
     let answer = client
         .send(request)
         .await
         .map_err(|e| (Reason::Unreachable, format!("the API server: {e}")))?;
     let status = answer.status().as_u16();
+    let mark = answer.headers().get(ANSWER_HEADER).map(|v| {
+        String::from_utf8_lossy(v.as_bytes())
+            .chars()
+            .take(40)
+            .collect()
+    });
     let mut body = answer.into_body();
     if status != 200 {
-        return Err(refusal(status, &mut body).await);
+        return Err(refusal(status, mark, &mut body).await);
     }
     let write_error = |e: std::io::Error| (Reason::NotWritten, e.to_string());
     let mut file = fs_err::File::create(part).map_err(write_error)?;
@@ -283,9 +324,13 @@ fn too_big(cap: u64) -> Failure {
     )
 }
 
-/// An answer other than 200: what it is, with the first of its text (the API server's Status
-/// or the proxy's sentence), escaped.
-async fn refusal(status: u16, body: &mut kube::client::Body) -> Failure {
+/// An answer other than 200: the node's own (marked with `ANSWER_HEADER`), the API server's
+/// (a `Status` in JSON: kube-apiserver writes its own refusals, and the proxy's failure to reach
+/// the pod, as one: k8s.io/apimachinery `pkg/util/proxy/transport.go` makes a failed dial
+/// `NewServiceUnavailable("error trying to reach service: ...")`, which the proxy's responder
+/// writes as a `Status`), or another program's on the port; with the first of its text,
+/// escaped.
+async fn refusal(status: u16, mark: Option<String>, body: &mut kube::client::Body) -> Failure {
     let mut text = Vec::new();
     while text.len() < SHOWN {
         match body.frame().await {
@@ -297,21 +342,66 @@ async fn refusal(status: u16, body: &mut kube::client::Body) -> Failure {
             _ => break,
         }
     }
+    if let Some(word) = mark {
+        return node_said(status, &word);
+    }
     let said = String::from_utf8_lossy(&text);
+    let is_status = said.contains("\"kind\":\"Status\"") || said.contains("\"kind\": \"Status\"");
     let said = said.escape_debug();
     match status {
+        _ if !is_status => (
+            Reason::NotCalicoNode,
+            format!(
+                "its pod's port answered {status} without CalicoNode's mark (another program, or a node whose calicoctl-win serves no authenticated /diags): {said}"
+            ),
+        ),
         401 | 403 => (
             Reason::Refused,
             format!("the API server refused get pods/proxy ({status}): {said}"),
         ),
-        413 => (
-            Reason::TooBig,
-            format!("its node's bundle is longer than the node serves ({status})"),
+        400..=499 => (
+            Reason::Refused,
+            format!("the API server refused ({status}): {said}"),
         ),
-        400..=499 => (Reason::Refused, format!("refused ({status}): {said}")),
         _ => (
             Reason::Unreachable,
             format!("the API server did not reach its pod ({status}): {said}"),
         ),
     }
+}
+
+/// The node's own answer, by the word it marked it with.
+fn node_said(status: u16, word: &str) -> Failure {
+    let retry = NODE_BUILD_TIME.as_secs();
+    let (reason, why) = match word {
+        "busy" => (
+            Reason::NodeBusy,
+            format!("its node was building another bundle; ask it again in {retry}s"),
+        ),
+        "build-timed-out" => (
+            Reason::NodeTimedOut,
+            format!(
+                "its node did not build its bundle within its own limit ({}s)",
+                NODE_BUILD_TIME.as_secs()
+            ),
+        ),
+        "too-big" => (
+            Reason::TooBig,
+            "its node's bundle is longer than the node serves".into(),
+        ),
+        "unauthenticated" => (
+            Reason::NodeRefused,
+            "its node refused the request's token".into(),
+        ),
+        "review-failed" => (
+            Reason::NodeRefused,
+            "its node could not review the request's token (its CalicoNode log and 'calicoctl-win status' say why)".into(),
+        ),
+        "stopping" => (Reason::NodeFailed, "its CalicoNode was stopping".into()),
+        _ => (
+            Reason::NodeFailed,
+            "its node failed to build its bundle (its CalicoNode log says why)".into(),
+        ),
+    };
+    (reason, format!("{why} ({status} {})", word.escape_debug()))
 }

@@ -11,7 +11,10 @@
 //! content is logged or put in an error: the node redacted it (`crate::redact`), and the
 //! index says only its size and sha256.
 
-pub use super::diags_fetch::{Gather, NodeBundle, PATH, Reason};
+pub use super::diags_fetch::{
+    ANSWER_HEADER, Gather, NODE_BUILD_TIME, NODE_REVIEW_TIME, NODE_SEND_TIME, NODE_TIMEOUT,
+    NodeBundle, PATH, Reason,
+};
 use super::{Cluster, ClusterError};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use std::collections::BTreeMap;

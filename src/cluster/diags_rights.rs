@@ -5,6 +5,11 @@
 //! proxy is narrower but not only `/diags`: it takes any port and path
 //! (`pods/NAME:PORT/proxy/...`), and the DaemonSet's pods share the node's network, so it
 //! reaches every TCP port of the node the API server's address may reach (docs/security.md).
+//!
+//! Each node's `GET /diags` asks a token of `diags_auth::ACCOUNT` for that node's audience, so
+//! the identity may `create serviceaccounts/token` of that one account (by resource name); and
+//! CalicoNode reviews it, so calico-node's account may `create tokenreviews` (a ClusterRole of
+//! its own, `REVIEW`: the API has no narrower scope for it, as a TokenReview names no object).
 
 use super::rights::{Right, Scope, policy_rules};
 use serde_json::{Value, json};
@@ -27,17 +32,48 @@ pub const CLUSTER: &[Right] = &[r("nodes", &["list"], "the Windows nodes selecte
 pub const IN_NAMESPACE: &[Right] = &[
     r("pods", &["list"], "each node's pod of the DaemonSet"),
     r("pods/proxy", &["get"], "each pod's GET /diags"),
+    Right {
+        names: &[super::diags_auth::ACCOUNT],
+        ..r(
+            "serviceaccounts/token",
+            &["create"],
+            "a token for each node's GET /diags",
+        )
+    },
 ];
 
+/// The ClusterRole (and its binding to calico-node's account) that lets CalicoNode review the
+/// tokens its `GET /diags` is given.
+pub const REVIEW: &str = "calicoctl-win-diags-review";
+
+/// calico-node's right: review a token (cluster-wide, as TokenReviews are).
+pub const CALICO_NODE: &[Right] = &[Right {
+    group: "authentication.k8s.io",
+    ..r(
+        "tokenreviews",
+        &["create"],
+        "CalicoNode's review of the token of each GET /diags",
+    )
+}];
+
 /// The ServiceAccount `name` in `sa_namespace`, the ClusterRole and the Role in the
-/// DaemonSet's namespace `ds_namespace`, each bound to it; all named `name`.
-pub fn manifests(name: &str, sa_namespace: &str, ds_namespace: &str) -> Vec<Value> {
+/// DaemonSet's namespace `ds_namespace`, each bound to it, all named `name`; the
+/// ServiceAccount the nodes take tokens of (`diags_auth::ACCOUNT`, in `ds_namespace`); and
+/// calico-node's review right (`REVIEW`) for its account in `calico_namespace`.
+pub fn manifests(
+    name: &str,
+    (sa_namespace, ds_namespace): (&str, &str),
+    calico_namespace: &str,
+) -> Vec<Value> {
     let labels = json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
     let subject = json!([{"kind": "ServiceAccount", "name": name, "namespace": sa_namespace}]);
     let role_ref =
         |kind: &str| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name});
     let rules = |r: &[Right]| policy_rules(r, Scope::Cluster);
-    vec![
+    let account = super::diags_auth::ACCOUNT;
+    let review_subject =
+        json!([{"kind": "ServiceAccount", "name": "calico-node", "namespace": calico_namespace}]);
+    let mut docs = vec![
         json!({"apiVersion": "v1", "kind": "ServiceAccount",
             "metadata": {"name": name, "namespace": sa_namespace, "labels": labels}}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
@@ -51,5 +87,18 @@ pub fn manifests(name: &str, sa_namespace: &str, ds_namespace: &str) -> Vec<Valu
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
             "metadata": {"name": name, "namespace": ds_namespace, "labels": labels},
             "roleRef": role_ref("Role"), "subjects": subject}),
-    ]
+    ];
+    if (name, sa_namespace) != (account, ds_namespace) {
+        docs.push(json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": account, "namespace": ds_namespace, "labels": labels}}));
+    }
+    docs.extend([
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": REVIEW, "labels": labels}, "rules": rules(CALICO_NODE)}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": REVIEW, "labels": labels},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": REVIEW},
+            "subjects": review_subject}),
+    ]);
+    docs
 }

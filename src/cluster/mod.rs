@@ -5,6 +5,7 @@
 
 pub mod calico_api;
 mod client;
+pub mod diags_auth;
 mod diags_fetch;
 pub mod diags_gather;
 pub mod diags_rights;

@@ -291,13 +291,19 @@ fn rbac_verify(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
 }
 
 /// `fleet rbac --identity diags`: `fleet diags`' least roles (`cluster::diags_rights`), the
-/// ServiceAccount and the Role both in the DaemonSet's namespace.
+/// ServiceAccount and the Role both in the DaemonSet's namespace, the ServiceAccount whose
+/// tokens the nodes take, and calico-node's right to review them (in --calico-namespace).
 fn rbac_diags(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let name = args.name.as_deref().unwrap_or("calicoctl-win-diags");
     let namespace = args.namespace.as_deref().unwrap_or("system-upgrade");
     dns_label("--name", name)?;
     dns_label("--namespace", namespace)?;
-    let docs = crate::cluster::diags_rights::manifests(name, namespace, namespace);
+    dns_label("--calico-namespace", &args.calico_namespace)?;
+    let docs = crate::cluster::diags_rights::manifests(
+        name,
+        (namespace, namespace),
+        &args.calico_namespace,
+    );
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
 

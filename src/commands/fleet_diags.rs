@@ -48,7 +48,7 @@ impl Diagnose for NotGathered {
             Self::Failed { .. } => Diagnosis::new(
                 Exit::Failed,
                 Kind::Failed,
-                "a node gives its zip only with metrics.enabled and metrics.diags set, and metrics.source_ranges holding the API server's addresses; run 'calicoctl-win diags' on a node that still fails",
+                "index.txt tells the node's own answers from the API server's; a node gives its zip only with metrics.enabled and metrics.diags set, metrics.source_ranges holding the API server's addresses, metrics.diags_namespace naming --namespace and calico-node allowed to review the tokens ('fleet rbac --identity diags'); run 'calicoctl-win diags' on a node that still fails",
             ),
             Self::TimedOut { .. } => Diagnosis::new(
                 Exit::Timeout,
@@ -61,7 +61,8 @@ impl Diagnose for NotGathered {
 
 pub fn run(args: &FleetDiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let port = port(args, ctx)?;
-    if args.node_timeout.is_zero() || args.timeout.is_zero() {
+    let node_timeout = node_timeout(args);
+    if node_timeout.is_zero() || args.timeout.is_zero() {
         return Err(UsageError::new(
             "--node-timeout and --timeout must be longer than 0s",
             "give each a duration like 60s or 10m",
@@ -82,7 +83,7 @@ pub fn run(args: &FleetDiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         node_selector: args.selector.clone(),
         out: args.out.clone(),
         concurrency: usize::from(args.concurrency),
-        node_timeout: args.node_timeout,
+        node_timeout,
         total_timeout: args.timeout,
         cap: diags_gather::BUNDLE_CAP,
     };
@@ -110,6 +111,11 @@ pub fn run(args: &FleetDiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Err(NotGathered::Failed { failed, nodes, out }.into());
     }
     Ok(())
+}
+
+/// `--node-timeout`, else `diags_gather::NODE_TIMEOUT`: the node's own bounds and the way to it.
+fn node_timeout(args: &FleetDiagsArgs) -> std::time::Duration {
+    args.node_timeout.unwrap_or(diags_gather::NODE_TIMEOUT)
 }
 
 /// `--port`, else `metrics.port` of the config file the nodes were given (`--config`), which
@@ -142,4 +148,43 @@ fn port(args: &FleetDiagsArgs, ctx: &Context) -> anyhow::Result<u16> {
         .into());
     }
     Ok(m.port.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::{Cli, Command, FleetCommand};
+    use crate::cluster::diags_gather::{
+        NODE_BUILD_TIME, NODE_REVIEW_TIME, NODE_SEND_TIME, NODE_TIMEOUT,
+    };
+    use clap::{CommandFactory, Parser};
+
+    /// Without --node-timeout a node gets longer than its own bounds (building, sending, the
+    /// token's review), so that one that answers within them is never cut short; the help says
+    /// how long.
+    #[test]
+    fn the_default_node_timeout_covers_the_nodes_own_bounds() {
+        let cli = Cli::try_parse_from(["calicoctl-win", "fleet", "diags"]).expect("parses");
+        let Command::Fleet(FleetCommand::Diags(args)) = cli.command else {
+            panic!("not fleet diags");
+        };
+        let given = super::node_timeout(&args);
+        assert!(
+            given > NODE_BUILD_TIME + NODE_SEND_TIME + NODE_REVIEW_TIME,
+            "{given:?}"
+        );
+        assert_eq!(
+            crate::supervise::diags_server::BUILD_TIME,
+            NODE_BUILD_TIME,
+            "the node's limit is the one counted"
+        );
+        let mut cmd = Cli::command();
+        let help = cmd
+            .find_subcommand_mut("fleet")
+            .and_then(|f| f.find_subcommand_mut("diags"))
+            .expect("fleet diags")
+            .render_long_help()
+            .to_string();
+        let said = format!("default: {}s", NODE_TIMEOUT.as_secs());
+        assert!(help.contains(&said), "{help}");
+    }
 }

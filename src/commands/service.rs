@@ -60,6 +60,7 @@ pub fn settings(args: &ServiceRunArgs) -> Settings {
     s.platform = args.platform;
     s.metrics_port = args.metrics_port;
     s.diags = args.diags;
+    s.diags_namespace.clone_from(&args.diags_namespace);
     s
 }
 

@@ -127,6 +127,9 @@ pub fn metrics_of_file(text: &str) -> Result<Metrics, ConfigError> {
 }
 
 /// `metrics.port`'s built-in default: the port of a node whose config is not at hand.
+/// `metrics.diags_namespace`'s default: the fleet DaemonSet's (`fleet plan`, `fleet diags`).
+pub const DIAGS_NAMESPACE: &str = "system-upgrade";
+
 pub fn default_metrics_port() -> u16 {
     builtin_default::<types::Port>("metrics.port").0
 }
@@ -294,6 +297,9 @@ fn build(r: &mut Resolver) -> Config {
             }),
             source_ranges: r.list("metrics.source_ranges"),
             diags: r.one("metrics.diags", || false),
+            diags_namespace: r.one("metrics.diags_namespace", || {
+                builtin_default("metrics.diags_namespace")
+            }),
         },
         extra_env: ExtraEnv {
             node: r.map("extra_env.node"),

@@ -74,6 +74,9 @@ pub struct Metrics {
     pub source_ranges: Vec<Cidr>,
     /// Whether calicoctl-win's endpoint answers `GET /diags` with the node's redacted diags zip.
     pub diags: bool,
+    /// The namespace of the ServiceAccount `calicoctl-win-diags` whose tokens `GET /diags`
+    /// takes (the fleet DaemonSet's).
+    pub diags_namespace: crate::config::types::Namespace,
 }
 
 /// etcd datastore settings.

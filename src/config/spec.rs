@@ -330,7 +330,13 @@ pub static SETTINGS: &[Spec] = &[
         "metrics.diags",
         Kind::Scalar,
         Value("false"),
-        "Also answer GET /diags on metrics.port with the node's redacted diags zip, for 'fleet diags'; needs metrics.enabled, and metrics.source_ranges must then hold the API server's addresses (the pod proxy connects from them). Anyone in the ranges can read the bundle.",
+        "Also answer GET /diags on metrics.port with the node's redacted diags zip, for 'fleet diags'; needs metrics.enabled, and metrics.source_ranges must then hold the API server's addresses (the pod proxy connects from them). Each request must carry a token of the ServiceAccount calicoctl-win-diags in metrics.diags_namespace made for this node, which CalicoNode checks with a TokenReview (calico-node's account needs create tokenreviews: 'fleet rbac --identity diags').",
+    ),
+    own(
+        "metrics.diags_namespace",
+        Kind::Scalar,
+        Value("system-upgrade"),
+        "The namespace of the ServiceAccount calicoctl-win-diags whose tokens GET /diags takes: the fleet DaemonSet's ('fleet plan --namespace', 'fleet diags --namespace').",
     ),
 ];
 

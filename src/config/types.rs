@@ -385,6 +385,27 @@ impl fmt::Display for NodeName {
     }
 }
 
+/// A Kubernetes namespace's name: a lower-case DNS-1123 label.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Namespace(pub String);
+
+impl Setting for Namespace {
+    fn parse(raw: &str) -> Result<Self, Rejection> {
+        if crate::k8s_name::is_label(raw) {
+            Ok(Self(raw.to_owned()))
+        } else {
+            Err("allowed: a namespace's name (a-z, 0-9 and '-', at most 63 characters)".into())
+        }
+    }
+    string_shown!(Namespace);
+}
+
+impl fmt::Display for Namespace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// A duration written as `90s`, `2m`, `1h` or a bare number of seconds (as config.ps1 writes it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timeout(pub Duration);

@@ -3,7 +3,7 @@
 
 use super::health::{Code, Finding};
 use crate::host::{FirewallRule, Host, HostResult, Protocol, RegValue};
-use crate::layout::{CALICO_KEY, METRICS_ENDPOINT_VALUE};
+use crate::layout::{CALICO_KEY, DIAGS_REVIEW_VALUE, METRICS_ENDPOINT_VALUE};
 use serde::{Deserialize, Serialize};
 
 /// CalicoNode's metrics endpoint, not listening: kept in Calico's registry key
@@ -53,6 +53,59 @@ pub fn endpoint(d: &EndpointDown) -> Finding {
         format!(
             "stop the program that listens on port {port} ('Get-NetTCPConnection -LocalPort {port} -State Listen' names its OwningProcess), or set another metrics.port and run 'calicoctl-win reconfigure'"
         ),
+    )
+}
+
+/// The API server refused CalicoNode the TokenReview of a `GET /diags` (403): kept in Calico's
+/// registry key (`DiagsReviewRefused`, JSON) from the first refusal until a review is answered;
+/// meanwhile every `GET /diags` is refused (never served without its token reviewed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiagsReviewRefused {
+    /// The API server's refusal, as it said it.
+    pub error: String,
+    /// When it first refused, in seconds since 1970.
+    pub since: i64,
+}
+
+/// What CalicoNode keeps of a refused review, if any (a value that does not read is none).
+pub fn diags_review_refused(host: &dyn Host) -> Option<DiagsReviewRefused> {
+    match host.reg_get(CALICO_KEY, DIAGS_REVIEW_VALUE) {
+        Ok(Some(RegValue::Sz(text))) if text.len() <= 4096 => serde_json::from_str(&text).ok(),
+        _ => None,
+    }
+}
+
+/// Keeps that reviews are refused, or forgets it (written only when it changes; `since` kept
+/// from the first refusal).
+pub fn keep_diags_review_refused(host: &dyn Host, error: Option<&str>) -> HostResult<()> {
+    let kept = diags_review_refused(host);
+    match (error, kept) {
+        (None, None) => Ok(()),
+        (None, Some(_)) => host.reg_delete_value(CALICO_KEY, DIAGS_REVIEW_VALUE),
+        (Some(e), Some(k)) if k.error == e => Ok(()),
+        (Some(e), kept) => {
+            let since = kept.map_or_else(crate::duration::now, |k| k.since);
+            let refused = DiagsReviewRefused {
+                error: e.chars().take(1000).collect(),
+                since,
+            };
+            let text = serde_json::to_string(&refused).unwrap_or_default();
+            host.reg_set(CALICO_KEY, DIAGS_REVIEW_VALUE, &RegValue::Sz(text))
+        }
+    }
+}
+
+/// CalicoNode may not review the tokens of `GET /diags`: since when, and what the server said.
+pub fn diags_review(d: &DiagsReviewRefused) -> Finding {
+    Finding::new(
+        Code::DiagsReviewRefused,
+        "metrics",
+        format!(
+            "CalicoNode refuses every GET /diags (metrics.diags) since {}: the API server refused it the TokenReview of their tokens: {}",
+            crate::duration::time_text(d.since),
+            d.error
+        ),
+        "apply 'calicoctl-win fleet rbac --identity diags --calico-namespace NS' (its ClusterRole calicoctl-win-diags-review lets calico-node create tokenreviews), or set metrics.diags: false and run 'calicoctl-win reconfigure'".to_owned(),
     )
 }
 
@@ -134,6 +187,26 @@ mod tests {
             assert_eq!(felix_rule(Some(&r)), None, "{r:?}");
         }
         assert_eq!(felix_rule(None), None);
+    }
+
+    #[test]
+    fn a_refused_diags_review_is_kept_from_its_first_time_until_forgotten() {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        assert_eq!(diags_review_refused(&host), None);
+        keep_diags_review_refused(&host, Some("403 forbidden")).expect("keep");
+        let first = diags_review_refused(&host).expect("kept");
+        keep_diags_review_refused(&host, Some("403 still forbidden")).expect("keep");
+        let kept = diags_review_refused(&host).expect("kept");
+        assert_eq!(
+            (kept.since, kept.error.as_str()),
+            (first.since, "403 still forbidden")
+        );
+        let f = diags_review(&kept);
+        assert_eq!(f.code, Code::DiagsReviewRefused);
+        assert!(f.message.contains("403 still forbidden"), "{f}");
+        keep_diags_review_refused(&host, None).expect("forget");
+        assert_eq!(diags_review_refused(&host), None);
     }
 
     #[test]

@@ -92,6 +92,10 @@ pub fn services(c: &Config, calico_version: Option<&str>) -> Vec<ServiceSpec> {
                 args.extend(["--metrics-port".into(), c.metrics.port.0.to_string()]);
                 if c.metrics.diags {
                     args.push("--diags".into());
+                    let ns = &c.metrics.diags_namespace.0;
+                    if ns != crate::config::DIAGS_NAMESPACE {
+                        args.extend(["--diags-namespace".into(), ns.clone()]);
+                    }
                 }
             }
             supervise::service_spec(role, &root.self_exe(), args)

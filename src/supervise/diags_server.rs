@@ -6,6 +6,13 @@
 //! streamed out and removed. One bundle at a time (another request meanwhile gets 503 with
 //! Retry-After), each within `BUILD_TIME` and `CAP` (a larger one is refused with 413, never
 //! cut short), on a thread of its own so that `/metrics` is answered meanwhile.
+//!
+//! Only a request whose token the API server finds to be `fleet diags`' for this node is
+//! served (`diags_review`): one without is answered 401 at once, one whose token is refused
+//! 401 after its review, and all before the bundle's slot is taken; while the API server
+//! refuses CalicoNode the review itself, every request is refused (503) and status says why
+//! (`diags-review-refused`). Every answer is marked `ANSWER_HEADER: WORD`, so that `fleet
+//! diags` tells it from the API server's.
 
 use super::log::Log;
 use crate::duration::Stop;
@@ -14,18 +21,26 @@ use crate::host::process::{Output, ProcessSpec};
 use crate::layout::InstallRoot;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use super::diags_review::{Review, Reviewed, token_of};
+use crate::cluster::diags_auth::Verdict;
+use crate::cluster::diags_gather::{ANSWER_HEADER, NODE_BUILD_TIME, NODE_SEND_TIME};
 use crate::layout::{DIAGS_SERVE_DIR as DIR, DIAGS_SERVE_FILES};
 /// The most a bundle may hold: what `fleet diags` reads of one (`diags_gather::BUNDLE_CAP`).
 pub const CAP: u64 = 8 << 20;
-/// How long building a bundle may take; `fleet diags`' default node timeout is longer.
-pub const BUILD_TIME: Duration = Duration::from_secs(45);
+/// How long building a bundle may take; `fleet diags`' default node timeout covers it, the
+/// send and the review (`diags_gather::NODE_TIMEOUT`).
+pub const BUILD_TIME: Duration = NODE_BUILD_TIME;
 /// How long sending it may take after it is built.
-const SEND_TIME: Duration = Duration::from_secs(30);
+const SEND_TIME: Duration = NODE_SEND_TIME;
 /// What a client told 503 is asked to wait, in seconds.
 const RETRY_AFTER: u64 = 10;
+/// How many requests' tokens are reviewed at once; more are told 503.
+const REVIEWS_AT_ONCE: usize = 2;
+/// How long an answer given before the bundle's slot (401, 503) may take to send.
+const REFUSAL_TIME: Duration = Duration::from_secs(5);
 
 /// The `/diags` endpoint: at most one bundle in the making.
 pub struct Diags<'a> {
@@ -34,6 +49,10 @@ pub struct Diags<'a> {
     stop: &'a Stop,
     log: &'a Log,
     busy: AtomicBool,
+    /// How many requests' tokens are being reviewed.
+    reviewing: AtomicUsize,
+    review: &'a dyn Review,
+    reviewed: Reviewed,
     /// The connection being answered, to cut when CalicoNode stops.
     answering: std::sync::Mutex<Option<TcpStream>>,
     /// The program that builds the bundle; `calicoctl-win.exe` under the root unless a test
@@ -44,13 +63,21 @@ pub struct Diags<'a> {
 }
 
 impl<'a> Diags<'a> {
-    pub fn new(host: &'a dyn Host, root: &'a InstallRoot, stop: &'a Stop, log: &'a Log) -> Self {
+    pub fn new(
+        host: &'a dyn Host,
+        root: &'a InstallRoot,
+        (stop, log): (&'a Stop, &'a Log),
+        review: &'a dyn Review,
+    ) -> Self {
         Self {
             host,
             root,
             stop,
             log,
             busy: AtomicBool::new(false),
+            reviewing: AtomicUsize::new(0),
+            review,
+            reviewed: Reviewed::default(),
             answering: std::sync::Mutex::new(None),
             program: root.self_exe(),
             build_time: BUILD_TIME,
@@ -58,32 +85,86 @@ impl<'a> Diags<'a> {
         }
     }
 
-    /// Takes a `GET /diags` whose head is read: answered 503 at once when a bundle is in the
-    /// making, else built and sent on a thread of `scope`.
-    pub fn take<'s>(&'s self, scope: &'s std::thread::Scope<'s, '_>, conn: TcpStream) {
+    /// Takes a `GET /diags` whose `head` is read: 401 at once without a token, else its token
+    /// reviewed on a thread of `scope` (503 when `REVIEWS_AT_ONCE` are), then 401 when it is
+    /// refused, 503 when a bundle is in the making, else the bundle built and sent there.
+    pub fn take<'s>(&'s self, scope: &'s std::thread::Scope<'s, '_>, conn: TcpStream, head: &str) {
+        let Some(token) = token_of(head).map(str::to_owned) else {
+            self.refuse(&conn, "401 Unauthorized", "unauthenticated");
+            return;
+        };
+        if self.reviewing.fetch_add(1, Ordering::SeqCst) >= REVIEWS_AT_ONCE {
+            self.reviewing.fetch_sub(1, Ordering::SeqCst);
+            self.refuse(&conn, "503 Service Unavailable", "busy");
+            return;
+        }
+        scope.spawn(move || {
+            let verdict = self.reviewed.verdict(&token, self.review);
+            drop(token);
+            self.reviewing.fetch_sub(1, Ordering::SeqCst);
+            if self.judged(&conn, verdict) && !self.stop.requested() {
+                self.build_and_send(conn);
+            }
+        });
+    }
+
+    /// Whether the reviewed request goes on; answered (401, 503) and said otherwise. What the
+    /// API server says of the review is kept for status while it refuses it (403).
+    fn judged(&self, conn: &TcpStream, verdict: Verdict) -> bool {
+        let refused = match &verdict {
+            Verdict::Failed {
+                forbidden: true,
+                why,
+            } => Some(why.as_str()),
+            _ => None,
+        };
+        if matches!(verdict, Verdict::Allowed | Verdict::Denied(_)) || refused.is_some() {
+            let kept =
+                crate::installed::metrics_findings::keep_diags_review_refused(self.host, refused);
+            if let Err(e) = kept {
+                self.log.warn(&format!("diags endpoint: {e}"));
+            }
+        }
+        match verdict {
+            Verdict::Allowed => return true,
+            Verdict::Denied(why) => {
+                self.log
+                    .info(&format!("diags endpoint: refused a request: {why}"));
+                self.refuse(conn, "401 Unauthorized", "unauthenticated");
+            }
+            Verdict::Failed { why, .. } => {
+                self.log.warn(&format!(
+                    "diags endpoint: cannot review a request's token, so it is refused: {why}"
+                ));
+                self.refuse(conn, "503 Service Unavailable", "review-failed");
+            }
+        }
+        false
+    }
+
+    /// The bundle's slot: 503 when it is taken, else the bundle built and sent.
+    fn build_and_send(&self, conn: TcpStream) {
         if self.busy.swap(true, Ordering::SeqCst) {
-            let _ = send_head(
-                &conn,
-                Instant::now() + Duration::from_secs(5),
-                "503 Service Unavailable",
-                &format!("Retry-After: {RETRY_AFTER}\r\nContent-Length: 0\r\n"),
-            );
+            self.refuse(&conn, "503 Service Unavailable", "busy");
             return;
         }
         *self.answering.lock().unwrap_or_else(|p| p.into_inner()) = conn.try_clone().ok();
-        scope.spawn(move || {
-            if let Err(e) = self.answer(conn) {
-                self.log.warn(&format!("diags endpoint: {e}"));
-            }
-            // The clone too, or the connection would stay open.
-            drop(
-                self.answering
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .take(),
-            );
-            self.busy.store(false, Ordering::SeqCst);
-        });
+        if let Err(e) = self.answer(conn) {
+            self.log.warn(&format!("diags endpoint: {e}"));
+        }
+        // The clone too, or the connection would stay open.
+        drop(
+            self.answering
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take(),
+        );
+        self.busy.store(false, Ordering::SeqCst);
+    }
+
+    /// An answer given before the bundle's slot, closed as every answer is (`reply`).
+    fn refuse(&self, conn: &TcpStream, status: &str, word: &str) {
+        let _ = self.reply(conn, Instant::now() + REFUSAL_TIME, status, word);
     }
 
     /// Ends the answer under way (CalicoNode stops): a read or write blocked on it returns at
@@ -110,13 +191,17 @@ impl<'a> Diags<'a> {
         let deadline = Instant::now() + SEND_TIME;
         let out = match built {
             Ok(Built::Whole(size)) => self.send(&conn, deadline, &file, size),
-            Ok(Built::TooBig) => self.reply(&conn, deadline, "413 Content Too Large"),
-            Ok(Built::TimedOut) => self.reply(&conn, deadline, "504 Gateway Timeout"),
-            Ok(Built::Stopped) => self.reply(&conn, deadline, "503 Service Unavailable"),
+            Ok(Built::TooBig) => self.reply(&conn, deadline, "413 Content Too Large", "too-big"),
+            Ok(Built::TimedOut) => {
+                self.reply(&conn, deadline, "504 Gateway Timeout", "build-timed-out")
+            }
+            Ok(Built::Stopped) => {
+                self.reply(&conn, deadline, "503 Service Unavailable", "stopping")
+            }
             Err(e) => {
                 self.log
                     .warn(&format!("diags endpoint: building the bundle: {e}"));
-                self.reply(&conn, deadline, "500 Internal Server Error")
+                self.reply(&conn, deadline, "500 Internal Server Error", "build-failed")
             }
         };
         let _ = self.host.remove_tree(&dir);
@@ -204,7 +289,9 @@ impl<'a> Diags<'a> {
             conn,
             deadline,
             "200 OK",
-            &format!("Content-Type: application/zip\r\nContent-Length: {size}\r\n"),
+            &format!(
+                "Content-Type: application/zip\r\nContent-Length: {size}\r\n{ANSWER_HEADER}: bundle\r\n"
+            ),
         )?;
         let mut buf = vec![0u8; 64 * 1024];
         let mut sent = 0u64;
@@ -225,14 +312,20 @@ impl<'a> Diags<'a> {
         self.linger(conn, deadline)
     }
 
-    /// An answer without a body.
-    fn reply(&self, conn: &TcpStream, deadline: Instant, status: &str) -> std::io::Result<()> {
+    /// An answer without a body, marked with `word`; a lingering close.
+    fn reply(
+        &self,
+        conn: &TcpStream,
+        deadline: Instant,
+        status: &str,
+        word: &str,
+    ) -> std::io::Result<()> {
         let extra = if status.starts_with("503") {
             format!("Retry-After: {RETRY_AFTER}\r\n")
         } else {
             String::new()
         };
-        let headers = format!("{extra}Content-Length: 0\r\n");
+        let headers = format!("{extra}{ANSWER_HEADER}: {word}\r\nContent-Length: 0\r\n");
         send_head(conn, deadline, status, &headers)?;
         self.linger(conn, deadline)
     }

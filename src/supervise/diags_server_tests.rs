@@ -3,10 +3,12 @@
 //! zip where the simulated host keeps the install root.
 
 use super::{DIR, Diags};
+use crate::cluster::diags_auth::Verdict;
 use crate::duration::Stop;
 use crate::host::Files;
 use crate::host::sim::SimHost;
 use crate::layout::InstallRoot;
+use crate::supervise::diags_review::Review;
 use crate::supervise::log::{Log, LogSettings};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -81,7 +83,7 @@ impl Node {
     fn serving(&self, diags: bool, make: impl FnOnce(&mut Diags), body: impl FnOnce(SocketAddr)) {
         let stop = Stop::new();
         let log = Log::open(self.at("node.log"), LogSettings::default(), false);
-        let mut d = Diags::new(&self.host, &self.root, &stop, &log);
+        let mut d = Diags::new(&self.host, &self.root, (&stop, &log), &FakeReview);
         make(&mut d);
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
@@ -97,6 +99,24 @@ impl Node {
             let _stop = StopOnDrop(&stop);
             body(addr);
         });
+    }
+}
+
+/// The API server's review, as far as the endpoint can tell: `good` is `fleet diags`' token
+/// for this node, `forbidden` is refused its review (calico-node may not create
+/// tokenreviews), any other is not authenticated for this node.
+struct FakeReview;
+
+impl Review for FakeReview {
+    fn review(&self, token: &str) -> Verdict {
+        match token {
+            "good" => Verdict::Allowed,
+            "forbidden" => Verdict::Failed {
+                forbidden: true,
+                why: "403 tokenreviews is forbidden".into(),
+            },
+            _ => Verdict::Denied("not authenticated for this node".into()),
+        }
     }
 }
 
@@ -120,8 +140,16 @@ fn ask(addr: SocketAddr, request: &str) -> (String, String, Vec<u8>) {
     (status, head, all[end..].to_vec())
 }
 
+/// A GET with `fleet diags`' token for this node.
 fn get(addr: SocketAddr, path: &str) -> (String, String, Vec<u8>) {
-    ask(addr, &format!("GET {path} HTTP/1.1\r\nHost: node\r\n\r\n"))
+    get_with(addr, path, "good")
+}
+
+fn get_with(addr: SocketAddr, path: &str, token: &str) -> (String, String, Vec<u8>) {
+    ask(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: node\r\nCalicoctl-Win-Diags-Token: {token}\r\n\r\n"),
+    )
 }
 
 fn wait_for(path: &Path) {
@@ -248,4 +276,100 @@ fn diags_off_is_404_and_another_method_405() {
         },
     );
     assert!(!node.at("started").exists(), "a bundle was made");
+}
+
+/// A request without `fleet diags`' token for this node is answered 401 (marked), before the
+/// bundle's slot: one in the making does not make it 503, and none is built for it.
+#[test]
+fn a_request_without_a_token_for_this_node_is_401_before_the_bundles_slot() {
+    let node = Node::new();
+    let program = node.builder(1_000, true);
+    node.serving(
+        true,
+        |d| d.program = program,
+        |addr| {
+            let (status, head, _) = get(addr, "/diags/../diags");
+            assert_eq!(status, "HTTP/1.1 404 Not Found", "{head}");
+            let bare = ask(addr, "GET /diags HTTP/1.1\r\nHost: node\r\n\r\n");
+            assert_eq!(bare.0, "HTTP/1.1 401 Unauthorized", "{}", bare.1);
+            assert!(
+                bare.1.contains("calicoctl-win-diags: unauthenticated\r\n"),
+                "{}",
+                bare.1
+            );
+            assert!(!node.at("started").exists(), "a bundle was made");
+            std::thread::scope(|s| {
+                let first = s.spawn(|| get(addr, "/diags"));
+                wait_for(&node.at("started"));
+                for token in ["other-node", ""] {
+                    let (status, head, _) = get_with(addr, "/diags", token);
+                    assert_eq!(status, "HTTP/1.1 401 Unauthorized", "{token:?}: {head}");
+                }
+                fs_err::write(node.at("release"), "").expect("release");
+                assert_eq!(first.join().expect("first").0, "HTTP/1.1 200 OK");
+            });
+        },
+    );
+    let log = fs_err::read_to_string(node.at("node.log")).unwrap_or_default();
+    assert!(!log.contains("other-node"), "a token is in the log: {log}");
+}
+
+/// While the API server refuses CalicoNode the review (403), every request is refused (503,
+/// marked) rather than served, and status is told (`diags-review-refused`) until a review is
+/// answered again.
+#[test]
+fn a_refused_review_refuses_the_request_and_is_kept_for_status() {
+    use crate::installed::metrics_findings::diags_review_refused;
+    let node = Node::new();
+    let program = node.builder(1_000, false);
+    node.serving(
+        true,
+        |d| d.program = program,
+        |addr| {
+            let (status, head, _) = get_with(addr, "/diags", "forbidden");
+            assert_eq!(status, "HTTP/1.1 503 Service Unavailable", "{head}");
+            assert!(
+                head.contains("calicoctl-win-diags: review-failed\r\n"),
+                "{head}"
+            );
+            assert!(!node.at("started").exists(), "a bundle was made");
+            let kept = diags_review_refused(&node.host).expect("kept for status");
+            assert!(kept.error.contains("403"), "{kept:?}");
+            assert_eq!(get(addr, "/diags").0, "HTTP/1.1 200 OK");
+            assert_eq!(diags_review_refused(&node.host), None);
+        },
+    );
+}
+
+/// A request told 503 because a bundle is in the making gets the lingering close every other
+/// answer gets: what it sent past its head is read and dropped, so that the answer is not
+/// reset away before the client reads it.
+#[test]
+fn the_busy_503_is_closed_lingering() {
+    let node = Node::new();
+    let program = node.builder(1_000, true);
+    node.serving(
+        true,
+        |d| d.program = program,
+        |addr| {
+            std::thread::scope(|s| {
+                let first = s.spawn(|| get(addr, "/diags"));
+                wait_for(&node.at("started"));
+                let mut c = TcpStream::connect(addr).expect("connect");
+                let head = "GET /diags HTTP/1.1\r\nHost: node\r\nCalicoctl-Win-Diags-Token: good\r\nContent-Length: 32768\r\n\r\n";
+                c.write_all(head.as_bytes()).expect("head");
+                c.write_all(&[b'x'; 32_768]).expect("body");
+                // The answer comes after the server has had the body (and not read it).
+                std::thread::sleep(Duration::from_millis(300));
+                let mut all = Vec::new();
+                let read = c.read_to_end(&mut all);
+                let text = String::from_utf8_lossy(&all).into_owned();
+                assert!(read.is_ok(), "the answer was reset away: {read:?} after {text:?}");
+                assert!(text.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{text}");
+                assert!(text.contains("calicoctl-win-diags: busy\r\n"), "{text}");
+                fs_err::write(node.at("release"), "").expect("release");
+                assert_eq!(first.join().expect("first").0, "HTTP/1.1 200 OK");
+            });
+        },
+    );
 }

@@ -4,6 +4,7 @@
 //! only to `metrics.source_ranges` (its firewall rule); on a simulated host it listens on the
 //! loopback only.
 
+use super::diags_review::Review;
 use super::log::Log;
 use crate::duration::Stop;
 use crate::host::Host;
@@ -27,11 +28,12 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// twice as long after each (at most a minute), until it listens or a stop: said in CalicoNode's
 /// log at the first refusal and whenever the reason changes, and kept for status
 /// (`installed::metrics_findings::EndpointDown`) until it listens. With no port, what an earlier
-/// run kept is forgotten. With `diags` it answers `GET /diags` too.
+/// run kept is forgotten. With `diags` (the review of its requests' tokens) it answers
+/// `GET /diags` too.
 pub fn run(
     host: &dyn Host,
     root: &InstallRoot,
-    (port, diags): (Option<u16>, bool),
+    (port, diags): (Option<u16>, Option<&dyn Review>),
     stop: &Stop,
     log: &Log,
 ) {
@@ -78,16 +80,17 @@ pub fn run(
 }
 
 /// Serves until a stop is requested; a failed accept is said and tried again.
-/// With `diags` (`metrics.diags`) it answers `GET /diags` too (`diags_server`).
+/// With `diags` (`metrics.diags`: the review of its requests' tokens) it answers `GET /diags`
+/// too (`diags_server`).
 pub fn serve(
     host: &dyn Host,
     root: &InstallRoot,
-    diags: bool,
+    diags: Option<&dyn Review>,
     listener: &TcpListener,
     stop: &Stop,
     log: &Log,
 ) {
-    let diags = diags.then(|| super::diags_server::Diags::new(host, root, stop, log));
+    let diags = diags.map(|r| super::diags_server::Diags::new(host, root, (stop, log), r));
     serve_with(host, root, diags.as_ref(), listener, stop, log);
 }
 
@@ -184,7 +187,7 @@ fn answer_or_hand(
         && path == crate::cluster::diags_gather::PATH
         && head.len() <= MAX_REQUEST
     {
-        d.take(scope, conn);
+        d.take(scope, conn, &text);
         return Ok(());
     }
     let (status, body) = if head.len() > MAX_REQUEST {

@@ -16,6 +16,7 @@ mod api_group;
 mod child;
 pub mod cni;
 pub mod condition;
+pub mod diags_review;
 pub mod diags_server;
 pub mod hns_watch;
 mod kube_proxy;

@@ -196,6 +196,9 @@ pub struct Settings {
     pub metrics_port: Option<u16>,
     /// Whether the metrics endpoint answers `GET /diags` too (`metrics.diags`).
     pub diags: bool,
+    /// The namespace of the ServiceAccount whose tokens `GET /diags` takes
+    /// (`metrics.diags_namespace`).
+    pub diags_namespace: String,
     pub timing: Timing,
     /// Runs this program (on this machine) instead of the installed Calico binary, with the
     /// same arguments: for tests and for trying a build by hand.
@@ -234,6 +237,7 @@ impl Settings {
             platform: crate::config::types::PlatformChoice::Auto,
             metrics_port: None,
             diags: false,
+            diags_namespace: crate::config::DIAGS_NAMESPACE.into(),
             timing: Timing::default(),
             program: None,
             calico_version: None,

@@ -5,6 +5,7 @@
 
 use crate::support::fake_api::FakeApi;
 use crate::support::fake_api::diags::{Answer, Endpoint};
+use calicoctl_win::cluster::diags_auth::{self, Verdict};
 use calicoctl_win::cluster::diags_gather::{self, Gather, Index, Reason};
 use calicoctl_win::cluster::{Cluster, diags_rights};
 use serde_json::json;
@@ -14,6 +15,7 @@ use std::time::Duration;
 pub(crate) const NS: &str = "system-upgrade";
 pub(crate) const SA: &str = "calicoctl-win-diags";
 pub(crate) const PORT: u16 = 9095;
+pub(crate) const CALICO_NS: &str = "calico-system";
 
 /// A zip of one stored member of `len` bytes that differ from node to node (a bundle, as far as
 /// the gatherer can tell: it checks the zip's signature, the size and the sha256).
@@ -110,7 +112,11 @@ fn a_hundred_nodes_are_gathered_past_one_that_does_not_answer() {
     linux["metadata"]["labels"] = json!({"kubernetes.io/os": "linux"});
     api.put("/api/v1/nodes/linux-1", linux);
     let dir = tempfile::tempdir().expect("tempdir");
-    let c = identity(&api, dir.path(), &diags_rights::manifests(SA, NS, NS));
+    let c = identity(
+        &api,
+        dir.path(),
+        &diags_rights::manifests(SA, (NS, NS), CALICO_NS),
+    );
     let out = dir.path().join("bundles");
     diags_gather::prepare_out(&out).expect("out");
     let started = std::time::Instant::now();
@@ -160,7 +166,10 @@ fn a_hundred_nodes_are_gathered_past_one_that_does_not_answer() {
 #[test]
 fn each_node_that_fails_is_named_with_why() {
     let api = FakeApi::start();
-    for (i, node) in ["a", "b", "c", "d", "e", "f", "g"].iter().enumerate() {
+    for (i, node) in ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"]
+        .iter()
+        .enumerate()
+    {
         node_with_pod(&api, node, &format!("10.0.0.{}", i + 10));
         serve(&api, node, Answer::Bundle(bundle(i as u32, 100).into()));
     }
@@ -171,6 +180,10 @@ fn each_node_that_fails_is_named_with_why() {
     api.put(&path, p);
     api.lock().diags.remove(&format!("{NS}/calicoctl-win-c"));
     serve(&api, "d", Answer::Status(404, "404 page not found"));
+    serve(&api, "h", Answer::Node(503, "busy"));
+    serve(&api, "i", Answer::Node(504, "build-timed-out"));
+    serve(&api, "j", Answer::Node(401, "unauthenticated"));
+    serve(&api, "k", Answer::Node(413, "too-big"));
     serve(&api, "e", Answer::Bundle(bundle(9, 5000).into()));
     serve(
         &api,
@@ -178,7 +191,11 @@ fn each_node_that_fails_is_named_with_why() {
         Answer::Bundle(b"<html>login</html>".to_vec().into()),
     );
     let dir = tempfile::tempdir().expect("tempdir");
-    let c = identity(&api, dir.path(), &diags_rights::manifests(SA, NS, NS));
+    let c = identity(
+        &api,
+        dir.path(),
+        &diags_rights::manifests(SA, (NS, NS), CALICO_NS),
+    );
     let out = dir.path().join("bundles");
     diags_gather::prepare_out(&out).expect("out");
     let mut g = options(&out);
@@ -195,12 +212,32 @@ fn each_node_that_fails_is_named_with_why() {
             ("a", Some(Reason::NoPod)),
             ("b", Some(Reason::PodNotRunning)),
             ("c", Some(Reason::Unreachable)),
-            ("d", Some(Reason::Refused)),
+            ("d", Some(Reason::NotCalicoNode)),
             ("e", Some(Reason::TooBig)),
             ("f", Some(Reason::NotAZip)),
             ("g", None),
+            ("h", Some(Reason::NodeBusy)),
+            ("i", Some(Reason::NodeTimedOut)),
+            ("j", Some(Reason::NodeRefused)),
+            ("k", Some(Reason::TooBig)),
         ]
     );
+    // The API server's own 503 (its Status) and the node's (marked) are told apart.
+    let said = |n: &str| line(&index, n).message.clone().unwrap_or_default();
+    assert!(
+        said("c").contains("the API server did not reach its pod (503)"),
+        "{}",
+        said("c")
+    );
+    for n in ["h", "i", "j", "k"] {
+        assert!(!said(n).contains("API server"), "{n}: {}", said(n));
+    }
+    assert!(
+        said("h").contains("building another bundle"),
+        "{}",
+        said("h")
+    );
+    assert!(said("i").contains("its own limit (45s)"), "{}", said("i"));
     assert!(!out.join("e.zip").exists() && !out.join(".e.zip.part").exists());
     // An output directory that holds anything is refused before anything is asked.
     assert!(diags_gather::prepare_out(&out).is_err());
@@ -228,7 +265,8 @@ fn each_node_that_fails_is_named_with_why() {
 }
 
 /// The diags identity's rules, as `fleet rbac --identity diags` writes them, are enough, and
-/// each is needed: without any one, the gathering fails naming the resource it lacked.
+/// each is needed: without any one, the gathering fails naming the resource it lacked, or (the
+/// review right of calico-node) the node's review of the request's token is refused.
 #[test]
 fn every_diags_rule_is_needed_and_enough() {
     let out = crate::support::cmd()
@@ -251,7 +289,10 @@ fn every_diags_rule_is_needed_and_enough() {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(doc["manifests"], json!(diags_rights::manifests(SA, NS, NS)));
+    assert_eq!(
+        doc["manifests"],
+        json!(diags_rights::manifests(SA, (NS, NS), CALICO_NS))
+    );
     crate::rights::every_rule_is_needed(&doc, "fleet diags", |objects| {
         let api = FakeApi::start();
         node_with_pod(&api, "win-1", "10.0.0.5");
@@ -263,7 +304,111 @@ fn every_diags_rule_is_needed_and_enough() {
         match diags_gather::gather(&c, &options(&out)) {
             Err(e) => Some(format!("{e:#}")),
             Ok(index) if index.failed > 0 => Some(format!("{index:?}")),
-            Ok(_) => None,
+            // The node lets the request in only when calico-node may review its token.
+            Ok(_) => {
+                let node_c = calico_node(&api, dir.path());
+                tokens(&api).into_iter().find_map(|(node, t)| {
+                    match diags_auth::review(&node_c, t.as_deref().unwrap_or_default(), &node, NS) {
+                        Verdict::Allowed => None,
+                        v => Some(format!("{v:?}")),
+                    }
+                })
+            }
         }
     });
+}
+
+/// calico-node's own cluster client (its account in Calico's namespace, with Calico's roles and
+/// whatever the applied manifests give it): what CalicoNode reviews tokens as.
+fn calico_node(api: &FakeApi, dir: &Path) -> Cluster {
+    api.calico_node_rbac();
+    let path = format!("/api/v1/namespaces/{CALICO_NS}/serviceaccounts/calico-node");
+    if api.get(&path).is_none() {
+        api.put(
+            &path,
+            crate::support::fake_api::meta("v1", "ServiceAccount", "calico-node", Some(CALICO_NS)),
+        );
+    }
+    let kubeconfig = crate::support::service_account_kubeconfig(api, dir, CALICO_NS, "calico-node");
+    Cluster::connect(&[kubeconfig], &Default::default(), false).expect("connects")
+}
+
+/// The token each `GET /diags` carried, by node.
+fn tokens(api: &FakeApi) -> Vec<(String, Option<String>)> {
+    let prefix = format!("{NS}/calicoctl-win-");
+    api.lock()
+        .diags_tokens
+        .iter()
+        .map(|(pod, t)| {
+            (
+                pod.strip_prefix(&prefix).unwrap_or(pod).to_owned(),
+                t.clone(),
+            )
+        })
+        .collect()
+}
+
+/// Each node's `GET /diags` carries a token of calicoctl-win-diags made for that node alone:
+/// the review CalicoNode makes (as calico-node, with the right `fleet rbac --identity diags`
+/// gives it) lets it in on its own node only, and only as that account in that namespace; the
+/// token is no credential for the API server itself; without the review right the review is
+/// refused (403), which the node reports rather than serving.
+#[test]
+fn each_request_carries_a_token_for_its_node_alone_that_calico_node_reviews() {
+    let api = FakeApi::start();
+    for (i, node) in ["win-1", "win-2"].iter().enumerate() {
+        node_with_pod(&api, node, &format!("10.0.0.{}", i + 10));
+        serve(&api, node, Answer::Bundle(bundle(i as u32, 100).into()));
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifests = diags_rights::manifests(SA, (NS, NS), CALICO_NS);
+    let c = identity(&api, dir.path(), &manifests);
+    let out = dir.path().join("bundles");
+    diags_gather::prepare_out(&out).expect("out");
+    let index = diags_gather::gather(&c, &options(&out)).expect("gathers");
+    assert_eq!(index.gathered, 2, "{index:#?}");
+    let node_c = calico_node(&api, dir.path());
+    let carried = tokens(&api);
+    assert_eq!(carried.len(), 2, "{carried:?}");
+    for (node, token) in carried {
+        let token = token.expect("the request carried a token");
+        let other = if node == "win-1" { "win-2" } else { "win-1" };
+        assert_eq!(
+            diags_auth::review(&node_c, &token, &node, NS),
+            Verdict::Allowed
+        );
+        for (n, ns) in [(other, NS), (node.as_str(), "elsewhere")] {
+            let v = diags_auth::review(&node_c, &token, n, ns);
+            assert!(matches!(v, Verdict::Denied(_)), "{n} {ns}: {v:?}");
+        }
+        assert!(
+            !api.accepts(&token),
+            "the node's token is taken by the API server"
+        );
+    }
+    // Another account's token, even for this node's audience, is not let in.
+    let (code, answer) = api.post_as(
+        &api.token,
+        &format!("/api/v1/namespaces/{CALICO_NS}/serviceaccounts/calico-node/token"),
+        &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+            "spec": {"audiences": [diags_auth::audience("win-1")], "expirationSeconds": 600}}),
+    );
+    assert_eq!(code, 201, "{answer}");
+    let theirs = answer["status"]["token"].as_str().expect("token");
+    let v = diags_auth::review(&node_c, theirs, "win-1", NS);
+    assert!(
+        matches!(v, Verdict::Denied(ref why) if why.contains("calico-node")),
+        "{v:?}"
+    );
+    // Without the review right, the review itself is refused.
+    api.remove(&format!(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",
+        diags_rights::REVIEW
+    ));
+    let (_, token) = &tokens(&api)[0];
+    let v = diags_auth::review(&node_c, token.as_deref().expect("token"), "win-1", NS);
+    assert!(
+        matches!(v, Verdict::Failed { forbidden: true, ref why } if why.contains("tokenreviews")),
+        "{v:?}"
+    );
 }

@@ -3,7 +3,7 @@
 //! in --out, the document with -o json, and the exit codes (0 all gathered, 1 some failed, 2
 //! usage, 4 the run's timeout).
 
-use super::fleet_diags::{NS, PORT, SA, bundle, node_with_pod, serve};
+use super::fleet_diags::{CALICO_NS, NS, PORT, SA, bundle, node_with_pod, serve};
 use crate::support::fake_api::FakeApi;
 use crate::support::fake_api::diags::Answer;
 use calicoctl_win::cluster::diags_rights;
@@ -17,7 +17,7 @@ fn cluster(dir: &Path) -> (FakeApi, PathBuf) {
         node_with_pod(&api, node, &format!("10.0.0.{}", i + 10));
         serve(&api, node, Answer::Bundle(bundle(i as u32, 1000).into()));
     }
-    for m in diags_rights::manifests(SA, NS, NS) {
+    for m in diags_rights::manifests(SA, (NS, NS), CALICO_NS) {
         assert!(api.apply(&m), "{m}");
     }
     let kubeconfig = crate::support::service_account_kubeconfig(&api, dir, NS, SA);

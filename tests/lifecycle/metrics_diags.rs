@@ -35,4 +35,18 @@ fn metrics_diags_makes_calico_node_serve_diags_and_needs_metrics_on() {
         "{}",
         node_command_line(&s)
     );
+    assert!(!node_command_line(&s).contains("--diags-namespace"));
+    // The namespace whose calicoctl-win-diags tokens it takes, when not the default.
+    let elsewhere = ["--set", "metrics.diags_namespace=fleet"];
+    let (code, _, stderr) =
+        s.install(&[&on[..], &["--set", "metrics.diags=true"], &elsewhere[..]].concat());
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        node_command_line(&s).contains("--diags --diags-namespace fleet"),
+        "{}",
+        node_command_line(&s)
+    );
+    let (code, _, stderr) =
+        s.install(&[&on[..], &["--set", "metrics.diags_namespace=Not_A_Label"]].concat());
+    assert_eq!(code, 2, "{stderr}");
 }

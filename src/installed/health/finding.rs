@@ -89,6 +89,9 @@ pub enum Code {
     CodesUnknown,
     /// `fleet status`: the node has another config than the fleet's, or none recorded.
     ConfigNotFleets,
+    /// The API server refuses CalicoNode the TokenReview of `GET /diags` (calico-node's
+    /// account lacks `create tokenreviews`): the node answers no `fleet diags`.
+    DiagsReviewRefused,
     /// `verify`: a probe pod got no address, or never started (the CNI plugin and IPAM).
     TrafficCni,
     /// `verify`: the probe image could not be pulled or has no variant for the node's build.
@@ -154,6 +157,7 @@ impl Code {
         Code::ConditionMissing,
         Code::CodesUnknown,
         Code::ConfigNotFleets,
+        Code::DiagsReviewRefused,
         Code::TrafficCni,
         Code::TrafficImage,
         Code::TrafficOverlay,

@@ -77,12 +77,9 @@ impl Code {
             Code::ApiGroup => {
                 "calicoctl-win reconfigure sets the unlocked group for calico-node, Felix, confd and the CNI plugin; a release before v3.32.0 is replaced by v3.32.0 or later"
             }
-            Code::FelixMetricsRule => {
-                "if no HostProcess Felix runs on the node any more: Remove-NetFirewallRule -DisplayName 'Calico Prometheus Ports (calico-managed rule)'"
-            }
-            Code::MetricsEndpointDown => {
-                "stop the program that listens on metrics.port ('Get-NetTCPConnection -LocalPort PORT -State Listen' names it), or set another metrics.port and run 'calicoctl-win reconfigure'"
-            }
+            metrics @ (Code::FelixMetricsRule
+            | Code::MetricsEndpointDown
+            | Code::DiagsReviewRefused) => metrics_remedy(metrics),
             other => said_remedy(other),
         }
     }
@@ -112,6 +109,22 @@ fn said_remedy(code: Code) -> &'static str {
             "give the node the fleet's config: 'calicoctl-win reconfigure' with it on the node, or the fleet's Plan (docs/commands/fleet.md)"
         }
         traffic => traffic_remedy(traffic),
+    }
+}
+
+/// The remedy of a code of the metrics ports; none for another.
+fn metrics_remedy(code: Code) -> &'static str {
+    match code {
+        Code::FelixMetricsRule => {
+            "if no HostProcess Felix runs on the node any more: Remove-NetFirewallRule -DisplayName 'Calico Prometheus Ports (calico-managed rule)'"
+        }
+        Code::MetricsEndpointDown => {
+            "stop the program that listens on metrics.port ('Get-NetTCPConnection -LocalPort PORT -State Listen' names it), or set another metrics.port and run 'calicoctl-win reconfigure'"
+        }
+        Code::DiagsReviewRefused => {
+            "apply 'calicoctl-win fleet rbac --identity diags --calico-namespace NS' (its ClusterRole calicoctl-win-diags-review lets calico-node create tokenreviews), or set metrics.diags: false"
+        }
+        _ => "",
     }
 }
 

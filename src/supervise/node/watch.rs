@@ -25,10 +25,16 @@ pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> 
     let program = required(host, s, Component::Startup)?;
     init(host, s, &env, stop, log)?;
     let mut renewal = Renewal::prepare(host, &env, log);
+    let review = s.diags.then(|| {
+        crate::supervise::diags_review::ClusterReview::new(host, &env, &s.diags_namespace)
+    });
     let out = std::thread::scope(|scope| {
         let port = s.metrics_port;
+        let review = review
+            .as_ref()
+            .map(|r| r as &dyn crate::supervise::diags_review::Review);
         scope.spawn(move || {
-            crate::supervise::metrics_server::run(host, &s.install_root, (port, s.diags), stop, log)
+            crate::supervise::metrics_server::run(host, &s.install_root, (port, review), stop, log)
         });
         let out = watch_kubelet(host, s, &env, &program, renewal.as_mut(), stop, log);
         // The server ends with the stop; a body that ended on its own stops it too.

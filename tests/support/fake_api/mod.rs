@@ -11,6 +11,7 @@ mod pod_security;
 mod proto;
 pub mod rbac;
 mod serve;
+mod token_review;
 
 use base64::Engine;
 use hyper_util::rt::TokioIo;
@@ -103,6 +104,8 @@ pub struct State {
     pub dataplane: dataplane::Dataplane,
     /// The fleet DaemonSet's pods' diagnostics endpoints, by `namespace/pod` (`fleet diags`).
     pub diags: BTreeMap<String, diags::Endpoint>,
+    /// What each `GET /diags` carried in `diags_auth::HEADER`, by `namespace/pod`, in order.
+    pub diags_tokens: Vec<(String, Option<String>)>,
     /// The CA certificate, as the token controller puts it into `ca.crt`.
     ca_pem: String,
     /// Counts issued tokens, so each is different.
@@ -246,6 +249,7 @@ impl FakeApi {
             node_binding: true,
             dataplane: dataplane::Dataplane::healthy(),
             diags: BTreeMap::new(),
+            diags_tokens: Vec::new(),
             ca_pem: ca.pem(),
             issued: 0,
             writes_seen: 0,

@@ -8,7 +8,7 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::{Value, json};
 use std::sync::Mutex;
 
-type Reply = Response<Full<Bytes>>;
+pub(super) type Reply = Response<Full<Bytes>>;
 
 /// A resource the server serves: group/version, plural, kind, namespaced.
 struct Resource {
@@ -186,6 +186,13 @@ static RESOURCES: &[Resource] = &[
         namespaced: false,
         verbs: &["create"],
     },
+    Resource {
+        gv: "authentication.k8s.io/v1",
+        plural: "tokenreviews",
+        kind: "TokenReview",
+        namespaced: false,
+        verbs: &["create"],
+    },
 ];
 
 /// What a request path names.
@@ -260,6 +267,11 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::to_owned);
+    let diags_token = req
+        .headers()
+        .get(calicoctl_win::cluster::diags_auth::HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let body = req
         .into_body()
         .collect()
@@ -305,7 +317,12 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
         && let Some((ns, pod, port, rest)) = super::dataplane::proxy_target(&path)
     {
         // The answer's delay goes with it (`Delay`), slept once the state is let go.
-        let (mut reply, delay) = pod_proxy(&st, &who, (&ns, &pod, &port, &rest), &query);
+        let (mut reply, delay) = pod_proxy(
+            &mut st,
+            &who,
+            (&ns, &pod, &port, &rest),
+            (&query, diags_token),
+        );
         reply.extensions_mut().insert(Delay(delay));
         return reply;
     }
@@ -362,7 +379,10 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
     }
     // A write refused by a server in trouble (etcd unavailable: kube-apiserver's 500 with
     // reason InternalError), at the write a test chose, counted from 1.
-    if method != "GET" && !path.ends_with("/selfsubjectaccessreviews") {
+    if method != "GET"
+        && !path.ends_with("/selfsubjectaccessreviews")
+        && !path.ends_with("/tokenreviews")
+    {
         st.writes_seen += 1;
         if st.fail_write == Some(st.writes_seen) {
             return status(
@@ -430,6 +450,9 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
         ("POST", false, None) if target.resource.plural == "selfsubjectaccessreviews" => {
             access_review(&st, &who, body)
         }
+        ("POST", false, None) if target.resource.plural == "tokenreviews" => {
+            super::token_review::review(&st, &body)
+        }
         ("GET", true, None) => get(&st, &target),
         ("GET", false, None) => list(&st, &target, &query),
         ("POST", false, None) => create(&mut st, &target, body),
@@ -458,10 +481,10 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
 
 /// The pod proxy (`pods/proxy`, verb get), answered by the scripted dataplane.
 fn pod_proxy(
-    st: &State,
+    st: &mut State,
     who: &super::rbac::Identity,
     (ns, pod, port, rest): (&str, &str, &str, &str),
-    query: &str,
+    (query, diags_token): (&str, Option<String>),
 ) -> (Reply, std::time::Duration) {
     let request = super::rbac::Request {
         verb: "get",
@@ -478,13 +501,9 @@ fn pod_proxy(
         return (forbidden(who, &request, "pods/proxy"), Default::default());
     }
     if rest == "/diags" {
-        let (code, content_type, body, delay) =
-            super::diags::answer(&st.diags, &st.objects, (ns, pod, port));
-        let mut r = Response::new(Full::new(body));
-        *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_GATEWAY);
-        r.headers_mut()
-            .insert("content-type", content_type.parse().expect("header"));
-        return (r, delay);
+        // The pod proxy passes the request's own headers on (`diags::answer`).
+        st.diags_tokens.push((format!("{ns}/{pod}"), diags_token));
+        return super::diags::answer(&st.diags, &st.objects, (ns, pod, port));
     }
     let q = query
         .split('&')
@@ -551,7 +570,7 @@ fn forbidden(who: &super::rbac::Identity, r: &super::rbac::Request, plural: &str
 }
 
 /// The claims of a JWT; `None` for another token (the admin's).
-fn jwt_claims(token: &str) -> Option<Value> {
+pub(super) fn jwt_claims(token: &str) -> Option<Value> {
     let payload = token.split('.').nth(1)?;
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(payload)
@@ -790,21 +809,27 @@ fn token_request(st: &mut State, t: &Target, body: &Value) -> Reply {
         }
         _ => None,
     };
+    // The token's audiences are the request's, else the API server's own
+    // (pkg/registry/core/serviceaccount/storage/token.go, `TokenREST.Create`).
+    let audiences = match body["spec"]["audiences"].as_array() {
+        Some(a) if !a.is_empty() => json!(a),
+        _ => json!([API_AUDIENCE]),
+    };
     let token = if st.opaque_tokens {
         st.issued += 1;
         let token = format!("opaque-token-{}", st.issued);
         st.tokens.insert(token.clone());
         token
     } else {
-        issue(st, &ns, &sa, Some(seconds), node)
+        let t = issue(st, &ns, &sa, Some(seconds), node);
+        with_audiences(st, t, &audiences)
     };
     let expiration = now_text(seconds - st.clock_behind);
-    let audiences = body["spec"]["audiences"].clone();
     respond(
         StatusCode::CREATED,
         &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
             "metadata": {"name": sa, "namespace": ns, "creationTimestamp": null},
-            "spec": {"audiences": if audiences.is_null() { json!(["https://kubernetes.default.svc"]) } else { audiences },
+            "spec": {"audiences": audiences,
                 "expirationSeconds": seconds, "boundObjectRef": null},
             "status": {"token": token, "expirationTimestamp": expiration}}),
     )
@@ -892,14 +917,47 @@ fn admit_token_request(
     None
 }
 
-/// Whether the server takes `token`: one it issued (or the admin's) whose `exp` has not passed
-/// (kube-apiserver's JWT authenticator) and whose claims still hold (`still_valid`).
+/// The audience the server takes bearer tokens for (kube-apiserver's `--api-audiences`, by
+/// default its service-account issuer's; the fake's tokens name this one).
+pub(super) const API_AUDIENCE: &str = "https://kubernetes.default.svc";
+
+/// Whether the server takes `token` as a bearer: `valid_for` its own audience.
 pub(super) fn authenticates(st: &State, token: &str) -> bool {
+    valid_for(st, token, &[API_AUDIENCE])
+}
+
+/// Whether `token` authenticates for one of `audiences`: one the server issued (or the admin's)
+/// whose `exp` has not passed and whose `aud`, when it has one, shares one of them
+/// (kubernetes/kubernetes `pkg/serviceaccount/jwt.go`, `jwtTokenAuthenticator.AuthenticateToken`:
+/// "token audiences %q is invalid for the target audiences %q"), and whose claims still hold
+/// (`still_valid`).
+pub(super) fn valid_for(st: &State, token: &str, audiences: &[&str]) -> bool {
     let claims = jwt_claims(token).unwrap_or_default();
     let expired = claims["exp"]
         .as_i64()
         .is_some_and(|exp| exp <= now_secs() - st.clock_behind);
-    !expired && st.tokens.contains(token) && still_valid(st, &claims)
+    let audience = claims["aud"].as_array().is_none_or(|aud| {
+        aud.iter()
+            .any(|a| audiences.iter().any(|w| a.as_str() == Some(*w)))
+    });
+    !expired && audience && st.tokens.contains(token) && still_valid(st, &claims)
+}
+
+/// `token` (just issued) made again with `audiences` as its `aud`.
+fn with_audiences(st: &mut State, token: String, audiences: &Value) -> String {
+    let Some(mut claims) = jwt_claims(&token) else {
+        return token;
+    };
+    claims["aud"] = audiences.clone();
+    st.tokens.remove(&token);
+    let enc = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+    let again = format!(
+        "{}.{}.fake-signature",
+        enc(&json!({"alg": "RS256", "kid": "fake"})),
+        enc(&claims)
+    );
+    st.tokens.insert(again.clone());
+    again
 }
 
 /// Whether a service-account token's claims still hold, as kube-apiserver validates them: its
@@ -965,7 +1023,7 @@ pub(super) fn issue(
     }
     if let Some(s) = seconds {
         claims["exp"] = json!(now + s);
-        claims["aud"] = json!(["https://kubernetes.default.svc"]);
+        claims["aud"] = json!([API_AUDIENCE]);
     }
     let enc = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
     let token = format!(
@@ -1345,7 +1403,7 @@ fn status(code: StatusCode, reason: &str, message: &str) -> Reply {
     respond(code, &body)
 }
 
-fn respond(code: StatusCode, body: &Value) -> Reply {
+pub(super) fn respond(code: StatusCode, body: &Value) -> Reply {
     let mut r = Response::new(Full::new(Bytes::from(body.to_string())));
     *r.status_mut() = code;
     r.headers_mut()

@@ -1,0 +1,126 @@
+//! The credential `fleet diags` gives each node's `GET /diags`, and how the node checks it.
+//!
+//! kube-apiserver deletes the `Authorization` header of a request it authenticated
+//! (k8s.io/apiserver `pkg/endpoints/filters/authentication.go`, `WithAuthentication`:
+//! `req.Header.Del("Authorization")`), so the gatherer's own credential never reaches the pod;
+//! the node's travels in a header of its own (`HEADER`), which the pod proxy passes on with the
+//! others (k8s.io/apimachinery `pkg/util/proxy/upgradeaware.go`, `UpgradeAwareHandler.ServeHTTP`:
+//! `utilnet.CloneHeader(req.Header)` handed to `httputil.ReverseProxy`, which drops only the
+//! hop-by-hop headers).
+//!
+//! The token: a TokenRequest, per node, for the ServiceAccount `ACCOUNT` in the DaemonSet's
+//! namespace, its audience `calicoctl-win-diags:<node>` (so it is taken by that node alone, and
+//! by no API server: kube-apiserver's authenticator refuses a token none of whose audiences is
+//! its own), for the least lifetime kube-apiserver grants, ten minutes
+//! (`pkg/apis/authentication/validation/validation.go`, `ValidateTokenRequest`: "may not specify a
+//! duration less than 10 minutes"). The node: a TokenReview with its own audience alone
+//! (`pkg/registry/authentication/tokenreview/storage.go`, `REST.Create`: the token is
+//! authenticated for `spec.audiences`; a token of none of them is not authenticated), and
+//! only that ServiceAccount's username is let in.
+
+use super::{Cluster, ClusterError};
+use k8s_openapi::api::authentication::v1::{
+    TokenRequest, TokenRequestSpec, TokenReview, TokenReviewSpec,
+};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::api::{ObjectMeta, PostParams};
+
+/// The ServiceAccount whose tokens the nodes take, in the DaemonSet's namespace.
+pub const ACCOUNT: &str = "calicoctl-win-diags";
+/// The request header the token travels in (lower case, as HTTP/2 and `http` write it).
+pub const HEADER: &str = "calicoctl-win-diags-token";
+/// The token's lifetime: the least kube-apiserver grants.
+pub const TOKEN_SECONDS: i64 = 600;
+
+/// The audience of a token for `node`.
+pub fn audience(node: &str) -> String {
+    format!("{ACCOUNT}:{node}")
+}
+
+/// The username kube-apiserver gives `ACCOUNT`'s tokens in `namespace`.
+pub fn username(namespace: &str) -> String {
+    format!("system:serviceaccount:{namespace}:{ACCOUNT}")
+}
+
+/// A token for `node`'s `GET /diags`; never logged, never in an error.
+pub async fn mint(client: &kube::Client, namespace: &str, node: &str) -> Result<String, String> {
+    let api: kube::Api<ServiceAccount> = kube::Api::namespaced(client.clone(), namespace);
+    let request = TokenRequest {
+        metadata: ObjectMeta::default(),
+        spec: TokenRequestSpec {
+            audiences: vec![audience(node)],
+            expiration_seconds: Some(TOKEN_SECONDS),
+            bound_object_ref: None,
+        },
+        status: None,
+    };
+    let answer = api
+        .create_token_request(ACCOUNT, &PostParams::default(), &request)
+        .await
+        .map_err(|e| format!("create serviceaccounts/{ACCOUNT}/token in {namespace}: {e}"))?;
+    answer
+        .status
+        .map(|s| s.token)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| format!("serviceaccounts/{ACCOUNT}/token in {namespace}: no token"))
+}
+
+/// What a TokenReview said of a token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The token is `ACCOUNT`'s in the expected namespace, for this node.
+    Allowed,
+    /// The token is not (said without the token).
+    Denied(String),
+    /// The review itself was refused or failed: nothing can be let in.
+    Failed { forbidden: bool, why: String },
+}
+
+/// Reviews `token` for `node`'s audience as `c` (CalicoNode's identity, which needs `create
+/// tokenreviews`): allowed only when authenticated as `ACCOUNT` in `namespace`.
+pub fn review(c: &Cluster, token: &str, node: &str, namespace: &str) -> Verdict {
+    let api: kube::Api<TokenReview> = kube::Api::all(c.client.clone());
+    let asked = TokenReview {
+        metadata: ObjectMeta::default(),
+        spec: TokenReviewSpec {
+            audiences: Some(vec![audience(node)]),
+            token: Some(token.to_owned()),
+        },
+        status: None,
+    };
+    let answer = c.call(
+        "create",
+        "tokenreviews",
+        api.create(&PostParams::default(), &asked),
+    );
+    match answer {
+        Ok(r) => judge(r, node, namespace),
+        Err(e) => Verdict::Failed {
+            forbidden: matches!(e, ClusterError::Api { code: 403, .. }),
+            why: e.to_string(),
+        },
+    }
+}
+
+fn judge(r: TokenReview, node: &str, namespace: &str) -> Verdict {
+    let Some(status) = r.status else {
+        return Verdict::Denied("the review has no status".into());
+    };
+    if status.authenticated != Some(true) {
+        return Verdict::Denied("the token is not authenticated for this node".into());
+    }
+    let user = status.user.and_then(|u| u.username).unwrap_or_default();
+    let want = username(namespace);
+    if user != want {
+        return Verdict::Denied(format!("the token is {user:?}'s, not {want:?}'s"));
+    }
+    // kube-apiserver answers an authenticated review with the audiences it was authenticated
+    // for (`status.audiences`, never empty when `spec.audiences` is not: `REST.Create` refuses
+    // an authenticator's answer that shares none); ours must be among them.
+    let ours = audience(node);
+    if status.audiences.is_some_and(|a| a.contains(&ours)) {
+        Verdict::Allowed
+    } else {
+        Verdict::Denied(format!("the token is not for {ours:?}"))
+    }
+}
