@@ -400,3 +400,60 @@ fn calico_node_tries_a_held_metrics_port_again_and_says_so_until_it_listens() {
         "{log}"
     );
 }
+
+/// A CalicoNode the API server refuses the TokenReview of `GET /diags` keeps it in Calico's
+/// registry key; `status` names it with its code and fix (and without it, does not).
+#[test]
+fn status_names_a_refused_diags_review() {
+    let s = Node::healthy()
+        .created()
+        .serving("3.30.2", "calico-node.exe")
+        .build();
+    let on = [
+        "--set",
+        "metrics.enabled=true",
+        "--set",
+        "metrics.source_ranges=10.0.0.0/8",
+        "--set",
+        "metrics.diags=true",
+    ];
+    let (code, _, stderr) = s.install(&on);
+    assert_eq!(code, 0, "{stderr}");
+    let codes = |doc: &Value| -> Vec<String> {
+        doc["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f["code"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let (_, doc, _) = s.run(&[&on[..], &["status"]].concat());
+    assert!(
+        !codes(&doc).contains(&"diags-review-refused".to_owned()),
+        "{doc}"
+    );
+    let kept =
+        json!({"error": "tokenreviews.authentication.k8s.io is forbidden", "since": 1_700_000_000});
+    s.edit_state(|st| {
+        st["registry"][r"hklm\software\tigera\calico"]["diagsreviewrefused"] =
+            json!({"type": "REG_SZ", "data": kept.to_string()});
+    });
+    let (_, doc, _) = s.run(&[&on[..], &["status"]].concat());
+    assert!(
+        codes(&doc).contains(&"diags-review-refused".to_owned()),
+        "{doc}"
+    );
+    let f = doc["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|f| f["code"] == "diags-review-refused")
+        .expect("finding");
+    assert!(
+        f["remedy"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("fleet rbac --identity diags"),
+        "{f}"
+    );
+}
