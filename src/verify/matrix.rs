@@ -173,12 +173,35 @@ pub enum PlanError {
     /// that is still Ready, or refused): no pod of this run is made, the turn is handed on.
     #[error("a killed run's probe pods in namespace {namespace} are not gone: {pods}")]
     Wedged { namespace: String, pods: String },
+    /// The run's ConfigMap, the probe pods' owner, refused after the run's namespace was made:
+    /// the namespace deleted at once (by its uid), or why not.
+    #[error(
+        "making ConfigMap calicoctl-win-verify-run (the probe pods' owner) in namespace {namespace} failed: {cause}; {}",
+        namespace_fate(namespace, deleted)
+    )]
+    OwnerNotMade {
+        namespace: String,
+        cause: String,
+        deleted: Result<(), String>,
+    },
     #[error("node {node} was waited for {waited_s} s and is not ready: {missing}")]
     NeverReady {
         node: String,
         waited_s: u64,
         missing: String,
     },
+}
+
+/// What became of a namespace whose run could not make its ConfigMap.
+fn namespace_fate(ns: &str, deleted: &Result<(), String>) -> String {
+    match deleted {
+        Ok(()) => format!(
+            "namespace {ns}, which held nothing else of this run, was deleted at once (by its uid)"
+        ),
+        Err(why) => format!(
+            "deleting namespace {ns} failed too ({why}): its lease is no longer renewed, so the next verify run deletes it within a minute ('kubectl delete namespace {ns}' now)"
+        ),
+    }
 }
 
 impl crate::error::Diagnose for PlanError {
@@ -212,6 +235,11 @@ impl crate::error::Diagnose for PlanError {
                 format!(
                     "the probe pods meet Pod Security's restricted profile as of Kubernetes 1.25 (Windows pods exempt from Linux's controls): look at namespace {namespace}'s pod-security.kubernetes.io/enforce and enforce-version labels ('kubectl get namespace {namespace} --show-labels'), or run verify in a namespace enforcing restricted"
                 ),
+            ),
+            PlanError::OwnerNotMade { .. } => Diagnosis::new(
+                Exit::Failed,
+                Kind::Failed,
+                "look at the cause (a missing right to create configmaps, an admission webhook, a quota), then run 'calicoctl-win verify' again",
             ),
             PlanError::BuildNotCarried { .. } => Diagnosis::new(
                 Exit::Usage,

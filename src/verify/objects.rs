@@ -266,11 +266,13 @@ pub fn deny_server_ingress(ns: &str) -> NetworkPolicy {
     }
 }
 
-/// The namespaces a killed run left: ours by the label and the prefix, older than `max_age_s`
-/// by the API server's clock (`server_now`, its `Date`; a run in progress elsewhere is younger
-/// than its own `--timeout` plus cleanup), and not already being deleted (a namespace whose
-/// `deletionTimestamp` is set is the namespace controller's until it is gone).
-pub fn leftovers(found: &[Namespace], server_now: i64, max_age_s: i64) -> Vec<String> {
+/// The namespaces a killed run left: ours by the label and the prefix, whose run's lease
+/// (`lease::EXPIRES`) has run out by the API server's clock (`server_now`, its `Date`), or,
+/// without one (an older calicoctl-win's), older than `max_age_s` (a run in progress
+/// elsewhere is younger than its own `--timeout` plus cleanup), and not already being deleted
+/// (a namespace whose `deletionTimestamp` is set is the namespace controller's until it is
+/// gone).
+pub fn leftovers(found: &[Namespace], server_now: i64, max_age_s: i64) -> Vec<&Namespace> {
     found
         .iter()
         .filter(|n| {
@@ -288,13 +290,14 @@ pub fn leftovers(found: &[Namespace], server_now: i64, max_age_s: i64) -> Vec<St
                 .is_some_and(|s| s.starts_with(NAMESPACE_PREFIX))
         })
         .filter(|n| n.metadata.deletion_timestamp.is_none())
-        .filter(|n| {
-            n.metadata
+        .filter(|n| match super::lease::expires(n) {
+            Some(t) => server_now > t,
+            None => n
+                .metadata
                 .creation_timestamp
                 .as_ref()
-                .is_some_and(|t| server_now - t.0.as_second() > max_age_s)
+                .is_some_and(|t| server_now - t.0.as_second() > max_age_s),
         })
-        .filter_map(|n| n.metadata.name.clone())
         .collect()
 }
 

@@ -86,15 +86,27 @@ where
 }
 
 /// Deletes the namespace (the namespace controller deletes what is in it), only while it is
-/// the object of `uid` when one is given: whether this delete took it (or it was gone).
-/// kube-apiserver answers 409 Conflict both to a second delete of a Terminating namespace
-/// ("The system is ensuring all content is removed from this namespace") and to a uid that
-/// is not the object's ("Precondition failed: UID in precondition", both
-/// `pkg/registry/core/namespace/storage/storage.go`, `Delete`): not this run's to delete.
-pub fn delete_namespace(c: &Cluster, name: &str, uid: Option<&str>) -> Result<bool, ClusterError> {
+/// the object of `uid` and, when given, of `version` (its resourceVersion as read): whether
+/// this delete took it (or it was gone). kube-apiserver answers 409 Conflict both to a
+/// second delete of a Terminating namespace ("The system is ensuring all content is removed
+/// from this namespace") and to a uid or resourceVersion that is not the object's
+/// ("Precondition failed: UID in precondition", "Precondition failed: ResourceVersion in
+/// precondition", both `pkg/registry/core/namespace/storage/storage.go`, `Delete`): not this
+/// run's to delete.
+pub fn delete_namespace(
+    c: &Cluster,
+    name: &str,
+    (uid, version): (Option<&str>, Option<&str>),
+) -> Result<bool, ClusterError> {
     let api: Api<Namespace> = Api::all(c.client.clone());
     let what = format!("namespaces/{name}");
-    match c.call_opt("delete", &what, api.delete(name, &only(uid))) {
+    let mut dp = only(uid);
+    if let Some(v) = version {
+        dp.preconditions
+            .get_or_insert_with(Default::default)
+            .resource_version = Some(v.to_owned());
+    }
+    match c.call_opt("delete", &what, api.delete(name, &dp)) {
         Ok(_) => Ok(true),
         Err(ClusterError::Api { code: 409, .. }) => Ok(false),
         Err(e) => Err(e),

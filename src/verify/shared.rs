@@ -38,7 +38,7 @@ const TAKEOVER_WAIT: Duration = Duration::from_secs(30);
 pub const LEASE: Duration = Duration::from_secs(60);
 /// How often a live run renews its turn: four renewals a lease, so that one or two refused
 /// or slow calls do not lose it.
-const RENEW: Duration = Duration::from_secs(15);
+pub const RENEW: Duration = Duration::from_secs(15);
 /// A turn written without `expires` (by an older calicoctl-win) runs out this long after its
 /// creation: longer than any run and its clean-up, as a killed run's namespace (run.rs).
 const UNDATED_TURN_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;

@@ -20,5 +20,6 @@ mod real_clusters;
 mod rights;
 mod verify;
 mod verify_guards;
+mod verify_lease;
 mod verify_rights;
 mod verify_turns;
