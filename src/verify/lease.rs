@@ -101,12 +101,7 @@ pub fn hold_until(c: &Cluster, held: &Held, at_s: i64) -> Result<bool, ClusterEr
 /// else (a label added) that left the lease as the run wrote it is no loss, and the write is
 /// tried once more on the object read; a lease written by another, or a namespace deleted
 /// or made again, is not the run's any more.
-fn write(
-    c: &Cluster,
-    held: &Held,
-    last: &mut Namespace,
-    at_s: i64,
-) -> Result<bool, ClusterError> {
+fn write(c: &Cluster, held: &Held, last: &mut Namespace, at_s: i64) -> Result<bool, ClusterError> {
     let api: Api<Namespace> = Api::all(c.client.clone());
     let what = format!("namespaces/{}", held.name);
     for _ in 0..2 {
@@ -142,10 +137,12 @@ fn write(
 /// Renews the lease every `RENEW` (for `LEASE` from the API server's time) until the run is
 /// over or the namespace is no longer its own: run beside the run, on a thread of its own.
 pub fn keep(c: &Cluster, held: &Held) {
-    keep_every(held, RENEW, || match renew(c, held, server_time(c) + lease_s()) {
-        Ok(ours) => ours,
-        // Tried again at the next renewal, within the lease.
-        Err(_) => true,
+    keep_every(held, RENEW, || {
+        match renew(c, held, server_time(c) + lease_s()) {
+            Ok(ours) => ours,
+            // Tried again at the next renewal, within the lease.
+            Err(_) => true,
+        }
     });
 }
 

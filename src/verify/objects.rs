@@ -105,13 +105,7 @@ pub fn pod(ns: &str, p: &Placement, image: &str, owner: &OwnerReference) -> Pod 
             security_context: Some(pod_security(p.os)),
             node_selector: Some(selector),
             affinity: Some(on_node(&p.node)),
-            // The node under test may be tainted for Windows workloads only: the pod is
-            // placed by name, so any NoSchedule taint is tolerated.
-            tolerations: Some(vec![Toleration {
-                operator: Some("Exists".into()),
-                effect: Some("NoSchedule".into()),
-                ..Default::default()
-            }]),
+            tolerations: Some(tolerations()),
             automount_service_account_token: Some(false),
             termination_grace_period_seconds: Some(1),
             restart_policy: Some("Always".into()),
@@ -119,6 +113,18 @@ pub fn pod(ns: &str, p: &Placement, image: &str, owner: &OwnerReference) -> Pod 
         }),
         ..Default::default()
     }
+}
+
+/// The probe pods' tolerations. The node under test may be tainted for Windows workloads
+/// only: the pod is placed by name, so any `NoSchedule` taint is tolerated; a `NoExecute`
+/// taint is not (the node not Ready or unreachable, or kept for others: a pod there would be
+/// evicted), so a peer with one is passed over (`matrix::untolerated`).
+pub fn tolerations() -> Vec<Toleration> {
+    vec![Toleration {
+        operator: Some("Exists".into()),
+        effect: Some("NoSchedule".into()),
+        ..Default::default()
+    }]
 }
 
 /// Pod Security's `restricted` profile, met as far as the OS allows: every pod runs as a

@@ -34,6 +34,8 @@ pub struct Report {
     pub node: String,
     pub namespace: String,
     pub image: String,
+    /// The other nodes chosen to carry a client pod (a Linux node, another Windows node).
+    pub peers: Vec<matrix::Peer>,
     pub checks: Vec<Verdict>,
     pub skipped: Vec<Skipped>,
     pub passed: bool,
@@ -89,19 +91,14 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
             (made.name.clone(), None, Some(made))
         }
         Some(ns) => {
-            // With --turn-timeout the wait for the turn has a bound of its own.
-            let until = o.turn_timeout.map_or(checks_until, |t| Instant::now() + t);
+            let until = turn_wait_until(o, Instant::now(), checks_until);
             let claimed = shared::claim(c, (ns, &o.suffix), until, &o.interrupted)?;
             leftovers_removed.extend(claimed.swept);
             (ns.clone(), Some(claimed.held), None)
         }
     };
     let (held, own) = (held.as_ref(), own.as_ref());
-    // With --turn-timeout, the checks' clock (and the clean-up's) starts once the turn is held.
-    let (begun, checks_until) = match o.turn_timeout {
-        Some(_) => (Instant::now(), Instant::now() + o.timeout - reserve),
-        None => (start, checks_until),
-    };
+    let (begun, checks_until) = checks_clock(o, (start, checks_until), Instant::now(), reserve);
     // The probe pods' controller (`objects::controller`): the turn in a namespace given,
     // else a ConfigMap made first in the run's own namespace (deleted with it).
     let owner = match (held, own) {
@@ -136,10 +133,32 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         done
     })?;
     report.leftovers_removed = leftovers_removed;
+    report.peers = m.peers();
     report.skipped = m.skipped;
     report.cleanup_ms = ms(cleaned.elapsed());
     report.took_ms = ms(start.elapsed());
     Ok(report)
+}
+
+/// When the wait for a namespace's turn ends, begun `now`: with `--turn-timeout` a bound of
+/// its own, else the checks' end (`checks_until`), as the rest of the run.
+fn turn_wait_until(o: &Options, now: Instant, checks_until: Instant) -> Instant {
+    o.turn_timeout.map_or(checks_until, |t| now + t)
+}
+
+/// When the checks start and must end, the turn (if any) held at `held`: with
+/// `--turn-timeout`, the run's clock starts again there, so a long wait leaves the checks
+/// their whole `--timeout` (less the clean-up's `reserve`); else the run's start and end stand.
+fn checks_clock(
+    o: &Options,
+    (start, checks_until): (Instant, Instant),
+    held: Instant,
+    reserve: Duration,
+) -> (Instant, Instant) {
+    match o.turn_timeout {
+        Some(_) => (held, held + o.timeout - reserve),
+        None => (start, checks_until),
+    }
 }
 
 /// A run under way: its start, the clean-up's reserve, the checks' end, its namespace and
@@ -220,6 +239,7 @@ fn checks_and_clean_up(
         node: o.node.clone(),
         namespace: name.to_owned(),
         image: o.image.clone(),
+        peers: Vec::new(),
         checks: ledger.verdicts,
         skipped: Vec::new(),
         passed,
@@ -542,4 +562,37 @@ fn by_role(m: &Matrix, states: Vec<PodState>) -> BTreeMap<Role, PodState> {
             (p.role, s)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod clock_tests {
+    use super::*;
+
+    /// With `--turn-timeout`, the wait for the turn is bounded by it, not by the checks' end,
+    /// and once the turn changes hands to this run the run's clock starts again there: the
+    /// checks get their whole `--timeout` after any wait. Without it, the wait and the checks
+    /// share the run's one clock. Instants made up, no time passes.
+    #[test]
+    fn the_turn_timeout_bounds_the_wait_and_the_checks_clock_starts_when_the_turn_is_held() {
+        let start = Instant::now();
+        let reserve = Duration::from_secs(30);
+        let mut o = Options::for_node("win-a");
+        o.timeout = Duration::from_secs(120);
+        let checks_until = start + o.timeout - reserve;
+        assert_eq!(turn_wait_until(&o, start, checks_until), checks_until);
+        let held = start + Duration::from_secs(400);
+        assert_eq!(
+            checks_clock(&o, (start, checks_until), held, reserve),
+            (start, checks_until)
+        );
+        o.turn_timeout = Some(Duration::from_secs(600));
+        assert_eq!(
+            turn_wait_until(&o, start, checks_until),
+            start + Duration::from_secs(600)
+        );
+        assert_eq!(
+            checks_clock(&o, (start, checks_until), held, reserve),
+            (held, held + Duration::from_secs(90))
+        );
+    }
 }

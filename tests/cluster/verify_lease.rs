@@ -39,12 +39,26 @@ fn leased(api: &FakeApi, name: &str, created: i64, expires: Option<i64>) {
 fn a_killed_runs_namespace_goes_once_its_lease_ran_out_and_a_living_runs_stays() {
     let (api, dir) = cluster();
     let now = jiff::Timestamp::now().as_second();
-    leased(&api, "calicoctl-win-verify-killed", now - 60, Some(now - 30));
-    leased(&api, "calicoctl-win-verify-living", now - 3600, Some(now + 45));
+    leased(
+        &api,
+        "calicoctl-win-verify-killed",
+        now - 60,
+        Some(now - 30),
+    );
+    leased(
+        &api,
+        "calicoctl-win-verify-living",
+        now - 3600,
+        Some(now + 45),
+    );
     leased(&api, "calicoctl-win-verify-undated", now - 60, None);
     let r = verify(&api, &dir, &options(120));
     assert!(r.passed, "{:#?}", r.checks);
-    assert_eq!(r.leftovers_removed, ["calicoctl-win-verify-killed"], "{r:#?}");
+    assert_eq!(
+        r.leftovers_removed,
+        ["calicoctl-win-verify-killed"],
+        "{r:#?}"
+    );
     assert!(
         api.get("/api/v1/namespaces/calicoctl-win-verify-killed")
             .is_none()
@@ -82,7 +96,10 @@ fn the_runs_namespace_carries_a_lease_renewed_under_its_resource_version() {
         )
         .expect("made");
     let first = lease::expires(&read).expect("a lease");
-    assert!((first - (server_now + 60)).abs() <= 5, "{first} {server_now}");
+    assert!(
+        (first - (server_now + 60)).abs() <= 5,
+        "{first} {server_now}"
+    );
     let held = lease::Held::new(read);
     // An administrator labels it: the lease as written stays, the renewal goes on.
     let mut labelled = api.get(path).expect("there");
