@@ -137,12 +137,9 @@ fn write(c: &Cluster, held: &Held, last: &mut Namespace, at_s: i64) -> Result<bo
 /// Renews the lease every `RENEW` (for `LEASE` from the API server's time) until the run is
 /// over or the namespace is no longer its own: run beside the run, on a thread of its own.
 pub fn keep(c: &Cluster, held: &Held) {
+    // A failed write is tried again at the next renewal, within the lease.
     keep_every(held, RENEW, || {
-        match renew(c, held, server_time(c) + lease_s()) {
-            Ok(ours) => ours,
-            // Tried again at the next renewal, within the lease.
-            Err(_) => true,
-        }
+        renew(c, held, server_time(c) + lease_s()).unwrap_or(true)
     });
 }
 

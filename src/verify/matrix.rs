@@ -362,11 +362,11 @@ const NAMED: usize = 5;
 /// The peer among the nodes `kind` takes: one that can run a probe pod (`unfit`), a worker
 /// before a control-plane node, then by name; else why none can (each node passed over, with
 /// its reason, after a colon; nothing when there is none of the kind).
-fn peer<'a>(
-    nodes: &'a [NodeFacts],
+fn peer(
+    nodes: &[NodeFacts],
     kind: impl Fn(&NodeFacts) -> bool,
     other: impl Fn(&NodeFacts) -> Option<String>,
-) -> Result<&'a NodeFacts, String> {
+) -> Result<&NodeFacts, String> {
     let mut of_kind: Vec<&NodeFacts> = nodes.iter().filter(|n| kind(n)).collect();
     of_kind.sort_by(|a, b| (a.control_plane, &a.name).cmp(&(b.control_plane, &b.name)));
     let mut passed_over = Vec::new();
