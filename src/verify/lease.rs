@@ -20,23 +20,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// The annotation that says until when the namespace's run lives (RFC 3339).
-pub const EXPIRES: &str = "calicoctl-win.projectcalico.org/verify-expires";
-
-/// When the namespace's lease runs out (unix seconds), when it carries one that parses.
-pub fn expires(ns: &Namespace) -> Option<i64> {
-    let text = ns.metadata.annotations.as_ref()?.get(EXPIRES)?;
-    text.parse::<jiff::Timestamp>().ok().map(|t| t.as_second())
-}
-
-/// `ns` with its lease running out at `at_s` (unix seconds).
-pub fn until(mut ns: Namespace, at_s: i64) -> Namespace {
-    ns.metadata
-        .annotations
-        .get_or_insert_with(Default::default)
-        .insert(EXPIRES.into(), crate::duration::time_text(at_s));
-    ns
-}
+pub use super::objects::{
+    LEASE_EXPIRES as EXPIRES, lease_expires as expires, leased_until as until,
+};
 
 /// Seconds from now to the end of a lease written now.
 pub fn lease_s() -> i64 {

@@ -393,7 +393,7 @@ fn unfit(n: &NodeFacts) -> Option<String> {
     if !n.usable {
         return Some("not Ready, or cordoned".into());
     }
-    untolerated(&n.taints, &super::objects::tolerations()).map(|t| {
+    untolerated(&n.taints, &tolerations()).map(|t| {
         format!(
             "taint {}={}:{} not tolerated",
             t.key,
@@ -415,6 +415,18 @@ fn windows_unfit(n: &NodeFacts, image: &str) -> Option<String> {
         Some(_) => {}
     }
     n.calico_unready.clone()
+}
+
+/// The probe pods' tolerations. The node under test may be tainted for Windows workloads
+/// only: the pod is placed by name, so any `NoSchedule` taint is tolerated; a `NoExecute`
+/// taint is not (the node not Ready or unreachable, or kept for others: a pod there would be
+/// evicted), so a peer with one is passed over (`untolerated`).
+pub fn tolerations() -> Vec<Toleration> {
+    vec![Toleration {
+        operator: Some("Exists".into()),
+        effect: Some("NoSchedule".into()),
+        ..Default::default()
+    }]
 }
 
 /// The first taint the tolerations do not tolerate, as kube-scheduler's TaintToleration filter

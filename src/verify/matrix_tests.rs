@@ -202,5 +202,5 @@ fn taints_are_tolerated_as_kube_scheduler_tolerates_them() {
     assert!(untolerated(&taints, &[t("", "Exists", "", "")]).is_none());
     assert!(untolerated(&taints, &[t("", "Exists", "", "NoSchedule")]).is_some());
     assert!(untolerated(&[taint("x", "PreferNoSchedule")], &[]).is_none());
-    assert!(untolerated(&taints, &crate::verify::objects::tolerations()).is_some());
+    assert!(untolerated(&taints, &tolerations()).is_some());
 }

@@ -116,9 +116,8 @@ fn owner() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
 /// pull); one without the annotation is judged by its age.
 #[test]
 fn a_namespace_with_a_lease_is_a_leftover_once_its_lease_ran_out_whatever_its_age() {
-    let leased = |name: &str, created: i64, expires: i64| {
-        super::super::lease::until(ns(name, true, created), expires)
-    };
+    let leased =
+        |name: &str, created: i64, expires: i64| leased_until(ns(name, true, created), expires);
     let found = [
         leased("calicoctl-win-verify-killed", 9_900, 9_960),
         leased("calicoctl-win-verify-living", 1_000, 10_050),
@@ -130,7 +129,7 @@ fn a_namespace_with_a_lease_is_a_leftover_once_its_lease_ran_out_whatever_its_ag
         .collect();
     assert_eq!(left, ["calicoctl-win-verify-killed"]);
     assert_eq!(
-        super::super::lease::expires(&found[0]),
+        lease_expires(&found[0]),
         Some(9_960),
         "written as RFC 3339 and read back"
     );
