@@ -53,6 +53,9 @@ pub struct Context {
     lock: Option<crate::host::lock::HostLock>,
     /// What starting a calicoctl-win service does on a simulated host (set by `main`).
     sim_start_hook: Option<crate::host::sim::StartHook>,
+    /// When the command started, by this host's clock (unix seconds): `--verify`'s Ready wait
+    /// takes only a `CalicoWindowsReady` written since.
+    pub started_s: i64,
 }
 
 impl Context {
@@ -72,6 +75,7 @@ impl Context {
             lock: None,
             log,
             sim_start_hook: None,
+            started_s: crate::duration::now(),
         }
     }
 

@@ -277,6 +277,8 @@ pub fn verify_after(
         // kubelet just restarted, or the CNI config just written: the node may take a while
         // to be Ready, and CalicoNode to say Calico is.
         wait_ready: true,
+        // A condition written before this command's change says nothing of it.
+        calico_since: Some(ctx.started_s),
         ..Options::for_node(node)
     };
     on_interrupt(ctx, &o);

@@ -488,15 +488,16 @@ pub(crate) const VERIFY_JOB: VerifyJob = VerifyJob {
 
 /// Nodes changed at once: as given, else 2 (1 for a migration or with `--verify`). With
 /// `--verify` only 1: the jobs' `verify` runs take turns in the one namespace
-/// (`verify::shared`), so a second node's job would wait out its `--timeout` for the turn and
-/// fail.
+/// (`verify::shared`), so a second node's job would wait for the first's verify within its one
+/// `--turn-timeout` (the job's deadline counts one such wait), and fail when it runs out.
 fn concurrency(args: &FleetPlanArgs, migrating: bool) -> Result<u32, UsageError> {
     if args.verify
         && let Some(n) = args.concurrency.filter(|n| *n > 1)
     {
         return Err(UsageError::new(
             format!(
-                "--concurrency {n} with --verify: the jobs' verify runs take turns in the one namespace calicoctl-win-verify, so every job but one would wait for the turn until its --timeout and fail"
+                "--concurrency {n} with --verify: the jobs' verify runs take turns in the one namespace calicoctl-win-verify, so jobs changing nodes at once would wait on each other's verify (each up to its --pull-timeout and --timeout) within one --turn-timeout of {}m each, and a job whose wait runs out fails with its node left cordoned",
+                VERIFY_JOB.turn_timeout.as_secs() / 60
             ),
             "leave out --concurrency (1 with --verify), or leave out --verify and run 'calicoctl-win verify' after the rollout",
         ));

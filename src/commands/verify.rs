@@ -116,9 +116,18 @@ fn one_node_in_a_namespace_given(args: &VerifyArgs, nodes: &[String]) -> Result<
 /// The report for people: each check, its result and time, each failure's finding and step.
 pub fn table(r: &Report) -> String {
     let mut out = format!(
-        "verify node {} (namespace {}, image {})\n\n{:<18} {:<8} {:>8}\n",
-        r.node, r.namespace, r.image, "CHECK", "RESULT", "TOOK"
+        "verify node {} (namespace {}, image {})\n\n",
+        r.node, r.namespace, r.image
     );
+    if !r.peers.is_empty() {
+        let peers: Vec<String> = r
+            .peers
+            .iter()
+            .map(|p| format!("{} on {}", p.role.pod_name(), p.node))
+            .collect();
+        out.push_str(&format!("(peers: {})\n", peers.join(", ")));
+    }
+    out.push_str(&format!("{:<18} {:<8} {:>8}\n", "CHECK", "RESULT", "TOOK"));
     for v in &r.checks {
         let (word, extra) = match &v.outcome {
             Outcome::Pass => ("pass", String::new()),

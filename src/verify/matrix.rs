@@ -6,6 +6,7 @@
 //! node and one on another Windows node when the cluster has one.
 
 use super::image;
+use k8s_openapi::api::core::v1::{Taint, Toleration};
 use serde::Serialize;
 
 /// A node's operating system, as its `kubernetes.io/os` label says.
@@ -17,7 +18,7 @@ pub enum Os {
 }
 
 /// What the plan needs to know about a node.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct NodeFacts {
     pub name: String,
     pub os: Os,
@@ -27,6 +28,11 @@ pub struct NodeFacts {
     pub usable: bool,
     /// It carries `node-role.kubernetes.io/control-plane`: a Linux worker is preferred.
     pub control_plane: bool,
+    /// Its taints (`spec.taints`), each judged against the probe pods' tolerations.
+    pub taints: Vec<Taint>,
+    /// Why calicoctl-win's Calico on it is not known good, when it is not: its
+    /// `CalicoWindowsReady` condition not True, or its heartbeat stale (Windows nodes).
+    pub calico_unready: Option<String>,
 }
 
 /// The probe pods, by their part in the matrix.
@@ -132,6 +138,13 @@ pub struct Skipped {
     pub why: String,
 }
 
+/// A peer chosen to carry a client pod: its part and its node.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Peer {
+    pub role: Role,
+    pub node: String,
+}
+
 /// The plan for one Windows node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Matrix {
@@ -139,6 +152,20 @@ pub struct Matrix {
     pub pods: Vec<Placement>,
     pub checks: Vec<Check>,
     pub skipped: Vec<Skipped>,
+}
+
+impl Matrix {
+    /// The peers chosen: the client pods placed on other nodes.
+    pub fn peers(&self) -> Vec<Peer> {
+        self.pods
+            .iter()
+            .filter(|p| matches!(p.role, Role::Linux | Role::Remote))
+            .map(|p| Peer {
+                role: p.role,
+                node: p.node.clone(),
+            })
+            .collect()
+    }
 }
 
 /// Why no matrix can be planned for the node.
@@ -173,12 +200,35 @@ pub enum PlanError {
     /// that is still Ready, or refused): no pod of this run is made, the turn is handed on.
     #[error("a killed run's probe pods in namespace {namespace} are not gone: {pods}")]
     Wedged { namespace: String, pods: String },
+    /// The run's ConfigMap, the probe pods' owner, refused after the run's namespace was made:
+    /// the namespace deleted at once (by its uid), or why not.
+    #[error(
+        "making ConfigMap calicoctl-win-verify-run (the probe pods' owner) in namespace {namespace} failed: {cause}; {}",
+        namespace_fate(namespace, deleted)
+    )]
+    OwnerNotMade {
+        namespace: String,
+        cause: String,
+        deleted: Result<(), String>,
+    },
     #[error("node {node} was waited for {waited_s} s and is not ready: {missing}")]
     NeverReady {
         node: String,
         waited_s: u64,
         missing: String,
     },
+}
+
+/// What became of a namespace whose run could not make its ConfigMap.
+fn namespace_fate(ns: &str, deleted: &Result<(), String>) -> String {
+    match deleted {
+        Ok(()) => format!(
+            "namespace {ns}, which held nothing else of this run, was deleted at once (by its uid)"
+        ),
+        Err(why) => format!(
+            "deleting namespace {ns} failed too ({why}): its lease is no longer renewed, so the next verify run deletes it within a minute ('kubectl delete namespace {ns}' now)"
+        ),
+    }
 }
 
 impl crate::error::Diagnose for PlanError {
@@ -213,6 +263,11 @@ impl crate::error::Diagnose for PlanError {
                     "the probe pods meet Pod Security's restricted profile as of Kubernetes 1.25 (Windows pods exempt from Linux's controls): look at namespace {namespace}'s pod-security.kubernetes.io/enforce and enforce-version labels ('kubectl get namespace {namespace} --show-labels'), or run verify in a namespace enforcing restricted"
                 ),
             ),
+            PlanError::OwnerNotMade { .. } => Diagnosis::new(
+                Exit::Failed,
+                Kind::Failed,
+                "look at the cause (a missing right to create configmaps, an admission webhook, a quota), then run 'calicoctl-win verify' again",
+            ),
             PlanError::BuildNotCarried { .. } => Diagnosis::new(
                 Exit::Usage,
                 Kind::Usage,
@@ -237,28 +292,29 @@ pub fn plan(
     let this = under_test(node, nodes, image)?;
     let mut pods = vec![placed(Role::Server, this), placed(Role::Local, this)];
     let mut skipped = Vec::new();
-    match linux_peer(nodes) {
-        Some(n) => pods.push(placed(Role::Linux, n)),
-        None => skipped.push(skip(
-            CheckId::WindowsToLinux,
-            "the cluster has no usable Linux node",
-        )),
+    let linux = peer(nodes, |n| n.os == Os::Linux, |_| None);
+    match &linux {
+        Ok(n) => pods.push(placed(Role::Linux, n)),
+        Err(why) => {
+            let why = format!("no Linux node can run the probe pods{why}");
+            skipped.push(skip(CheckId::WindowsToLinux, &why));
+            skipped.push(skip(CheckId::LinuxToWindows, &why));
+        }
     }
-    match windows_peer(node, nodes, image) {
-        Some(n) => pods.push(placed(Role::Remote, n)),
-        None => skipped.push(skip(
+    let windows = peer(
+        nodes,
+        |n| n.os == Os::Windows && n.name != node,
+        |n| windows_unfit(n, image),
+    );
+    match windows {
+        Ok(n) => pods.push(placed(Role::Remote, n)),
+        Err(why) => skipped.push(skip(
             CheckId::WindowsToWindows,
-            "the cluster has no other usable Windows node on a build the image carries",
+            &format!("no other Windows node can run the probe pods{why}"),
         )),
     }
     let has = |r: Role| pods.iter().any(|p| p.role == r);
     let checks = checks(has(Role::Linux), has(Role::Remote), egress);
-    if !has(Role::Linux) {
-        skipped.push(skip(
-            CheckId::LinuxToWindows,
-            "the cluster has no usable Linux node",
-        ));
-    }
     if egress.is_none() {
         skipped.push(skip(CheckId::Egress, "no --egress address was given"));
     }
@@ -300,29 +356,105 @@ fn under_test<'a>(
     Ok(this)
 }
 
-/// A usable Linux node, a worker before a control-plane node, by name.
-fn linux_peer(nodes: &[NodeFacts]) -> Option<&NodeFacts> {
-    let mut linux: Vec<&NodeFacts> = nodes
-        .iter()
-        .filter(|n| n.os == Os::Linux && n.usable)
-        .collect();
-    linux.sort_by(|a, b| (a.control_plane, &a.name).cmp(&(b.control_plane, &b.name)));
-    linux.first().copied()
+/// The most nodes a skipped check's reason names.
+const NAMED: usize = 5;
+
+/// The peer among the nodes `kind` takes: one that can run a probe pod (`unfit`), a worker
+/// before a control-plane node, then by name; else why none can (each node passed over, with
+/// its reason, after a colon; nothing when there is none of the kind).
+fn peer(
+    nodes: &[NodeFacts],
+    kind: impl Fn(&NodeFacts) -> bool,
+    other: impl Fn(&NodeFacts) -> Option<String>,
+) -> Result<&NodeFacts, String> {
+    let mut of_kind: Vec<&NodeFacts> = nodes.iter().filter(|n| kind(n)).collect();
+    of_kind.sort_by(|a, b| (a.control_plane, &a.name).cmp(&(b.control_plane, &b.name)));
+    let mut passed_over = Vec::new();
+    for n in of_kind {
+        match unfit(n).or_else(|| other(n)) {
+            None => return Ok(n),
+            Some(why) => passed_over.push(format!("{} ({why})", n.name)),
+        }
+    }
+    if passed_over.is_empty() {
+        return Err(" (the cluster has none)".into());
+    }
+    let more = passed_over.len().saturating_sub(NAMED);
+    passed_over.truncate(NAMED);
+    if more > 0 {
+        passed_over.push(format!("{more} more"));
+    }
+    Err(format!(": {}", passed_over.join("; ")))
 }
 
-/// Another usable Windows node whose build the image carries, by name.
-fn windows_peer<'a>(node: &str, nodes: &'a [NodeFacts], image: &str) -> Option<&'a NodeFacts> {
-    let mut windows: Vec<&NodeFacts> = nodes
+/// Why a node cannot carry a peer's probe pod: not Ready or cordoned (a cordoned node is being
+/// drained or maintained), or a taint the pods do not tolerate.
+fn unfit(n: &NodeFacts) -> Option<String> {
+    if !n.usable {
+        return Some("not Ready, or cordoned".into());
+    }
+    untolerated(&n.taints, &tolerations()).map(|t| {
+        format!(
+            "taint {}={}:{} not tolerated",
+            t.key,
+            t.value.as_deref().unwrap_or_default(),
+            t.effect
+        )
+    })
+}
+
+/// Why another Windows node cannot carry the remote client: a build the image lacks, or its
+/// Calico not known good (a peer whose own networking is broken would fail the check and
+/// blame the node under test).
+fn windows_unfit(n: &NodeFacts, image: &str) -> Option<String> {
+    match n.windows_build.as_deref() {
+        None => return Some("no node.kubernetes.io/windows-build label".into()),
+        Some(b) if !image::carries_build(image, b) => {
+            return Some(format!("Windows build {b}, which the image lacks"));
+        }
+        Some(_) => {}
+    }
+    n.calico_unready.clone()
+}
+
+/// The probe pods' tolerations. The node under test may be tainted for Windows workloads
+/// only: the pod is placed by name, so any `NoSchedule` taint is tolerated; a `NoExecute`
+/// taint is not (the node not Ready or unreachable, or kept for others: a pod there would be
+/// evicted), so a peer with one is passed over (`untolerated`).
+pub fn tolerations() -> Vec<Toleration> {
+    vec![Toleration {
+        operator: Some("Exists".into()),
+        effect: Some("NoSchedule".into()),
+        ..Default::default()
+    }]
+}
+
+/// The first taint the tolerations do not tolerate, as kube-scheduler's TaintToleration filter
+/// judges a node: only `NoSchedule` and `NoExecute` taints count (kubernetes
+/// `pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go`, `Filter`, with
+/// `v1helper.FindMatchingUntoleratedTaint`), a toleration tolerating a taint as
+/// `staging/src/k8s.io/api/core/v1/toleration.go` `ToleratesTaint` says: its effect empty or
+/// the taint's, its key empty or the taint's, and `Exists`, or `Equal` (the default) with the
+/// taint's value.
+pub fn untolerated<'a>(taints: &'a [Taint], tolerations: &[Toleration]) -> Option<&'a Taint> {
+    let tolerates = |t: &Toleration, taint: &Taint| {
+        let effect = t.effect.as_deref().unwrap_or_default();
+        let key = t.key.as_deref().unwrap_or_default();
+        (effect.is_empty() || effect == taint.effect)
+            && (key.is_empty() || key == taint.key)
+            && match t.operator.as_deref().unwrap_or("Equal") {
+                "Exists" => true,
+                "Equal" | "" => {
+                    t.value.as_deref().unwrap_or_default()
+                        == taint.value.as_deref().unwrap_or_default()
+                }
+                _ => false,
+            }
+    };
+    taints
         .iter()
-        .filter(|n| n.os == Os::Windows && n.usable && n.name != node)
-        .filter(|n| {
-            n.windows_build
-                .as_deref()
-                .is_some_and(|b| image::carries_build(image, b))
-        })
-        .collect();
-    windows.sort_by(|a, b| a.name.cmp(&b.name));
-    windows.first().copied()
+        .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
+        .find(|taint| !tolerations.iter().any(|t| tolerates(t, taint)))
 }
 
 fn placed(role: Role, n: &NodeFacts) -> Placement {

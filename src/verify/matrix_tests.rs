@@ -7,6 +7,8 @@ fn win(name: &str, build: &str) -> NodeFacts {
         windows_build: Some(build.into()),
         usable: true,
         control_plane: false,
+        taints: Vec::new(),
+        calico_unready: None,
     }
 }
 
@@ -17,6 +19,8 @@ fn linux(name: &str, control_plane: bool) -> NodeFacts {
         windows_build: None,
         usable: true,
         control_plane,
+        taints: Vec::new(),
+        calico_unready: None,
     }
 }
 
@@ -92,4 +96,111 @@ fn a_node_the_image_lacks_or_not_windows_is_refused_before_anything() {
         plan("win-a", &[down], image::AGNHOST, None),
         Err(PlanError::NotUsable("win-a".into()))
     );
+}
+
+fn taint(key: &str, effect: &str) -> Taint {
+    Taint {
+        key: key.into(),
+        effect: effect.into(),
+        ..Default::default()
+    }
+}
+
+/// A peer is chosen only where the probe pods can run: Ready and not cordoned, no
+/// `NoExecute` taint they do not tolerate (a `NoSchedule` one, or `PreferNoSchedule`, is no
+/// bar), and, for another Windows node, calicoctl-win's Calico known good there. The peers
+/// passed over are named; the ones chosen are the plan's peers.
+#[test]
+fn a_peer_is_chosen_only_where_the_probe_pods_can_run() {
+    let mut unreachable = linux("a-unreachable", false);
+    unreachable.taints = vec![taint("node.kubernetes.io/unreachable", "NoExecute")];
+    let mut cordoned = linux("b-cordoned", false);
+    cordoned.usable = false;
+    let mut dedicated = linux("c-dedicated", false);
+    dedicated.taints = vec![
+        taint("dedicated", "NoSchedule"),
+        taint("spot", "PreferNoSchedule"),
+    ];
+    let mut degraded = win("win-a-degraded", "10.0.20348");
+    degraded.calico_unready = Some("CalicoWindowsReady is Unknown: stale".into());
+    let mut evicting = win("win-b-evicting", "10.0.20348");
+    evicting.taints = vec![taint("maintenance", "NoExecute")];
+    let nodes = [
+        unreachable,
+        cordoned,
+        dedicated,
+        win("win-0", "10.0.20348"),
+        degraded,
+        evicting,
+        win("win-c", "10.0.17763"),
+    ];
+    let m = plan("win-0", &nodes, image::AGNHOST, None).unwrap();
+    assert_eq!(
+        m.peers(),
+        [
+            Peer {
+                role: Role::Linux,
+                node: "c-dedicated".into()
+            },
+            Peer {
+                role: Role::Remote,
+                node: "win-c".into()
+            }
+        ]
+    );
+    assert!(!m.skipped.iter().any(|s| s.id == CheckId::WindowsToWindows));
+}
+
+/// When no peer qualifies, the check is skipped with each node passed over and why: never a
+/// failure blamed on the node under test.
+#[test]
+fn no_peer_that_can_run_the_pods_skips_the_check_naming_each_node_passed_over() {
+    let mut unreachable = linux("l1", false);
+    unreachable.taints = vec![taint("node.kubernetes.io/unreachable", "NoExecute")];
+    let mut degraded = win("win-b", "10.0.20348");
+    degraded.calico_unready = Some("CalicoWindowsReady is False: Felix is not ready".into());
+    let mut not_ready = win("win-c", "10.0.20348");
+    not_ready.usable = false;
+    let nodes = [unreachable, win("win-a", "10.0.20348"), degraded, not_ready];
+    let m = plan("win-a", &nodes, image::AGNHOST, None).unwrap();
+    assert!(m.peers().is_empty());
+    let why = |id| {
+        m.skipped
+            .iter()
+            .find(|s| s.id == id)
+            .map(|s| s.why.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        why(CheckId::WindowsToWindows),
+        "no other Windows node can run the probe pods: win-b (CalicoWindowsReady is False: Felix is not ready); win-c (not Ready, or cordoned)"
+    );
+    assert_eq!(
+        why(CheckId::LinuxToWindows),
+        "no Linux node can run the probe pods: l1 (taint node.kubernetes.io/unreachable=:NoExecute not tolerated)"
+    );
+    assert!(!ids(&m).contains(&CheckId::WindowsToWindows));
+}
+
+/// kube-scheduler's toleration semantics: an empty effect or key matches any, `Exists` any
+/// value, `Equal` (the default) only the taint's value; `PreferNoSchedule` never filters.
+#[test]
+fn taints_are_tolerated_as_kube_scheduler_tolerates_them() {
+    let t = |key: &str, op: &str, value: &str, effect: &str| Toleration {
+        key: Some(key.into()).filter(|k: &String| !k.is_empty()),
+        operator: Some(op.into()).filter(|o: &String| !o.is_empty()),
+        value: Some(value.into()).filter(|v: &String| !v.is_empty()),
+        effect: Some(effect.into()).filter(|e: &String| !e.is_empty()),
+        ..Default::default()
+    };
+    let mut gpu = taint("gpu", "NoExecute");
+    gpu.value = Some("yes".into());
+    let taints = [gpu];
+    assert!(untolerated(&taints, &[t("gpu", "", "yes", "NoExecute")]).is_none());
+    assert!(untolerated(&taints, &[t("gpu", "", "no", "NoExecute")]).is_some());
+    assert!(untolerated(&taints, &[t("gpu", "Exists", "", "")]).is_none());
+    assert!(untolerated(&taints, &[t("", "Exists", "", "")]).is_none());
+    assert!(untolerated(&taints, &[t("", "Exists", "", "NoSchedule")]).is_some());
+    assert!(untolerated(&[taint("x", "PreferNoSchedule")], &[]).is_none());
+    assert!(untolerated(&taints, &tolerations()).is_some());
 }

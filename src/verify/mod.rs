@@ -8,6 +8,7 @@ pub mod dial;
 pub mod failure;
 pub mod image;
 pub mod judge;
+pub mod lease;
 pub mod matrix;
 pub mod objects;
 pub mod options;

@@ -8,7 +8,7 @@ use super::matrix::{Os, Placement, Role};
 use k8s_openapi::api::core::v1::{
     Affinity, Capabilities, Container, ContainerPort, HTTPGetAction, Namespace, NodeAffinity,
     NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodOS, PodSecurityContext,
-    PodSpec, Probe, SeccompProfile, SecurityContext, Service, ServicePort, ServiceSpec, Toleration,
+    PodSpec, Probe, SeccompProfile, SecurityContext, Service, ServicePort, ServiceSpec,
     WindowsSecurityContextOptions,
 };
 use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicySpec};
@@ -105,13 +105,7 @@ pub fn pod(ns: &str, p: &Placement, image: &str, owner: &OwnerReference) -> Pod 
             security_context: Some(pod_security(p.os)),
             node_selector: Some(selector),
             affinity: Some(on_node(&p.node)),
-            // The node under test may be tainted for Windows workloads only: the pod is
-            // placed by name, so any NoSchedule taint is tolerated.
-            tolerations: Some(vec![Toleration {
-                operator: Some("Exists".into()),
-                effect: Some("NoSchedule".into()),
-                ..Default::default()
-            }]),
+            tolerations: Some(super::matrix::tolerations()),
             automount_service_account_token: Some(false),
             termination_grace_period_seconds: Some(1),
             restart_policy: Some("Always".into()),
@@ -266,11 +260,13 @@ pub fn deny_server_ingress(ns: &str) -> NetworkPolicy {
     }
 }
 
-/// The namespaces a killed run left: ours by the label and the prefix, older than `max_age_s`
-/// by the API server's clock (`server_now`, its `Date`; a run in progress elsewhere is younger
-/// than its own `--timeout` plus cleanup), and not already being deleted (a namespace whose
-/// `deletionTimestamp` is set is the namespace controller's until it is gone).
-pub fn leftovers(found: &[Namespace], server_now: i64, max_age_s: i64) -> Vec<String> {
+/// The namespaces a killed run left: ours by the label and the prefix, whose run's lease
+/// (`lease::EXPIRES`) has run out by the API server's clock (`server_now`, its `Date`), or,
+/// without one (an older calicoctl-win's), older than `max_age_s` (a run in progress
+/// elsewhere is younger than its own `--timeout` plus cleanup), and not already being deleted
+/// (a namespace whose `deletionTimestamp` is set is the namespace controller's until it is
+/// gone).
+pub fn leftovers(found: &[Namespace], server_now: i64, max_age_s: i64) -> Vec<&Namespace> {
     found
         .iter()
         .filter(|n| {
@@ -288,14 +284,34 @@ pub fn leftovers(found: &[Namespace], server_now: i64, max_age_s: i64) -> Vec<St
                 .is_some_and(|s| s.starts_with(NAMESPACE_PREFIX))
         })
         .filter(|n| n.metadata.deletion_timestamp.is_none())
-        .filter(|n| {
-            n.metadata
+        .filter(|n| match lease_expires(n) {
+            Some(t) => server_now > t,
+            None => n
+                .metadata
                 .creation_timestamp
                 .as_ref()
-                .is_some_and(|t| server_now - t.0.as_second() > max_age_s)
+                .is_some_and(|t| server_now - t.0.as_second() > max_age_s),
         })
-        .filter_map(|n| n.metadata.name.clone())
         .collect()
+}
+
+/// The annotation of a namespace of verify's own that says until when its run lives
+/// (RFC 3339): the run's lease (lease.rs).
+pub const LEASE_EXPIRES: &str = "calicoctl-win.projectcalico.org/verify-expires";
+
+/// When the namespace's lease runs out (unix seconds), when it carries one that parses.
+pub fn lease_expires(ns: &Namespace) -> Option<i64> {
+    let text = ns.metadata.annotations.as_ref()?.get(LEASE_EXPIRES)?;
+    text.parse::<jiff::Timestamp>().ok().map(|t| t.as_second())
+}
+
+/// `ns` with its lease running out at `at_s` (unix seconds).
+pub fn leased_until(mut ns: Namespace, at_s: i64) -> Namespace {
+    ns.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(LEASE_EXPIRES.into(), crate::duration::time_text(at_s));
+    ns
 }
 
 #[cfg(test)]

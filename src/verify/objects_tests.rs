@@ -95,7 +95,13 @@ fn only_our_old_namespaces_are_leftovers() {
         ns("calicoctl-win-verify-foreign", false, 1000),
         ns("team-a", true, 1000),
     ];
-    assert_eq!(leftovers(&found, 10_000, 600), ["calicoctl-win-verify-old"]);
+    let names = |l: Vec<&Namespace>| -> Vec<String> {
+        l.iter().filter_map(|n| n.metadata.name.clone()).collect()
+    };
+    assert_eq!(
+        names(leftovers(&found, 10_000, 600)),
+        ["calicoctl-win-verify-old"]
+    );
     let made = serde_json::to_value(namespace("ab12")).unwrap();
     assert_eq!(made["metadata"]["name"], "calicoctl-win-verify-ab12");
     assert_eq!(made["metadata"]["labels"][OWNER_LABEL], OWNER_VALUE);
@@ -103,4 +109,28 @@ fn only_our_old_namespaces_are_leftovers() {
 
 fn owner() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
     controller("calicoctl-win-verify-run", "uid-1")
+}
+
+/// A namespace with a run's lease is judged by it, not by its age: a young one whose lease ran
+/// out is a killed run's, an old one whose lease is renewed is a living run's (a long image
+/// pull); one without the annotation is judged by its age.
+#[test]
+fn a_namespace_with_a_lease_is_a_leftover_once_its_lease_ran_out_whatever_its_age() {
+    let leased =
+        |name: &str, created: i64, expires: i64| leased_until(ns(name, true, created), expires);
+    let found = [
+        leased("calicoctl-win-verify-killed", 9_900, 9_960),
+        leased("calicoctl-win-verify-living", 1_000, 10_050),
+        ns("calicoctl-win-verify-undated", true, 9_900),
+    ];
+    let left: Vec<_> = leftovers(&found, 10_000, 600)
+        .iter()
+        .filter_map(|n| n.metadata.name.clone())
+        .collect();
+    assert_eq!(left, ["calicoctl-win-verify-killed"]);
+    assert_eq!(
+        lease_expires(&found[0]),
+        Some(9_960),
+        "written as RFC 3339 and read back"
+    );
 }

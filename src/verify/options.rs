@@ -144,6 +144,9 @@ pub struct Options {
     /// Wait, within `timeout`, for the node to be Ready and its Calico services too (its
     /// `CalicoWindowsReady` condition): `install --verify`, `reconfigure --verify`.
     pub wait_ready: bool,
+    /// The wait takes `CalicoWindowsReady` only from a heartbeat after this second (unix
+    /// seconds, the node's clock): the command's start (`ready::written_since`).
+    pub calico_since: Option<i64>,
     pub timeout: Duration,
     /// How long the wait for a namespace's turn may take (`--turn-timeout`), the checks' clock
     /// starting once it is held; none: within `timeout`, as the checks.
@@ -179,6 +182,7 @@ impl Options {
             egress: None,
             cluster_domain: CLUSTER_DOMAIN.to_owned(),
             wait_ready: false,
+            calico_since: None,
             timeout: Duration::from_secs(120),
             turn_timeout: None,
             keep_on_failure: false,

@@ -13,18 +13,41 @@ use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use std::time::Duration;
 
-/// The cluster's nodes, as the plan needs them.
+/// The cluster's nodes, as the plan needs them, their Calico judged by the API server's
+/// clock (this host's when it sends no `Date`).
 pub fn nodes(c: &Cluster) -> Result<Vec<NodeFacts>, ClusterError> {
     let api: Api<Node> = Api::all(c.client.clone());
+    let now = server_now(c)?.unwrap_or_else(crate::duration::now);
     let mut out = Vec::new();
     c.for_each_page_of(&api, "nodes", &ListParams::default().limit(250), |page| {
-        out.extend(page.iter().map(facts));
+        out.extend(page.iter().map(|n| facts(n, now)));
         Ok::<(), ClusterError>(())
     })?;
     Ok(out)
 }
 
-fn facts(n: &Node) -> NodeFacts {
+/// Why a Windows node's Calico is not known good: its `CalicoWindowsReady` not True, or
+/// stale, as `fleet status` judges it (`fleet_view::node_row`: a heartbeat older than
+/// `CONDITION_STALE_AFTER` is Unknown).
+fn calico_unready(n: &Node, now: i64) -> Option<String> {
+    let row = crate::cluster::fleet_view::node_row(n, now);
+    let why = |s: &str| {
+        let reasons = row.reasons.as_deref().unwrap_or("no reason given");
+        format!(
+            "CalicoWindowsReady is {s}: {}",
+            crate::cluster::fleet_view::shown(reasons)
+        )
+    };
+    match row.calico_ready.as_deref() {
+        Some("True") => None,
+        Some(s) => Some(why(s)),
+        None => Some(
+            "no CalicoWindowsReady condition: calicoctl-win's CalicoNode does not run there".into(),
+        ),
+    }
+}
+
+fn facts(n: &Node, now: i64) -> NodeFacts {
     let labels = n.metadata.labels.clone().unwrap_or_default();
     let ready = n
         .status
@@ -36,13 +59,22 @@ fn facts(n: &Node) -> NodeFacts {
         .as_ref()
         .and_then(|s| s.unschedulable)
         .unwrap_or(false);
+    let os = if labels.get("kubernetes.io/os").map(String::as_str) == Some("windows") {
+        Os::Windows
+    } else {
+        Os::Linux
+    };
     NodeFacts {
         name: n.metadata.name.clone().unwrap_or_default(),
-        os: if labels.get("kubernetes.io/os").map(String::as_str) == Some("windows") {
-            Os::Windows
-        } else {
-            Os::Linux
-        },
+        os,
+        taints: n
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default(),
+        calico_unready: (os == Os::Windows)
+            .then(|| calico_unready(n, now))
+            .flatten(),
         windows_build: labels.get("node.kubernetes.io/windows-build").cloned(),
         usable: ready && !cordoned,
         control_plane: labels.contains_key("node-role.kubernetes.io/control-plane"),
@@ -86,15 +118,27 @@ where
 }
 
 /// Deletes the namespace (the namespace controller deletes what is in it), only while it is
-/// the object of `uid` when one is given: whether this delete took it (or it was gone).
-/// kube-apiserver answers 409 Conflict both to a second delete of a Terminating namespace
-/// ("The system is ensuring all content is removed from this namespace") and to a uid that
-/// is not the object's ("Precondition failed: UID in precondition", both
-/// `pkg/registry/core/namespace/storage/storage.go`, `Delete`): not this run's to delete.
-pub fn delete_namespace(c: &Cluster, name: &str, uid: Option<&str>) -> Result<bool, ClusterError> {
+/// the object of `uid` and, when given, of `version` (its resourceVersion as read): whether
+/// this delete took it (or it was gone). kube-apiserver answers 409 Conflict both to a
+/// second delete of a Terminating namespace ("The system is ensuring all content is removed
+/// from this namespace") and to a uid or resourceVersion that is not the object's
+/// ("Precondition failed: UID in precondition", "Precondition failed: ResourceVersion in
+/// precondition", both `pkg/registry/core/namespace/storage/storage.go`, `Delete`): not this
+/// run's to delete.
+pub fn delete_namespace(
+    c: &Cluster,
+    name: &str,
+    (uid, version): (Option<&str>, Option<&str>),
+) -> Result<bool, ClusterError> {
     let api: Api<Namespace> = Api::all(c.client.clone());
     let what = format!("namespaces/{name}");
-    match c.call_opt("delete", &what, api.delete(name, &only(uid))) {
+    let mut dp = only(uid);
+    if let Some(v) = version {
+        dp.preconditions
+            .get_or_insert_with(Default::default)
+            .resource_version = Some(v.to_owned());
+    }
+    match c.call_opt("delete", &what, api.delete(name, &dp)) {
         Ok(_) => Ok(true),
         Err(ClusterError::Api { code: 409, .. }) => Ok(false),
         Err(e) => Err(e),
@@ -136,17 +180,41 @@ pub fn pods(c: &Cluster, ns: &str) -> Result<Vec<PodState>, ClusterError> {
     let pods = c
         .call("list", "pods", api.list(&ListParams::default()))?
         .items;
-    let events: Api<Event> = Api::namespaced(c.client.clone(), ns);
     // Why a pod has no address is in its events: a missing right to read them is said, not
     // waited out.
-    let events = c
-        .call(
-            "list",
-            "events",
-            events.list(&ListParams::default().limit(500)),
-        )?
-        .items;
+    let events = events(c, ns)?;
     Ok(pods.iter().map(|p| state(p, &events)).collect())
+}
+
+/// Events asked for a page at a time, and the most pages read: a namespace given holds the
+/// events of whatever else runs there.
+pub const EVENTS_PAGE: u32 = 500;
+pub const EVENTS_PAGES: usize = 10;
+
+/// The namespace's events, a page of `EVENTS_PAGE` at a time as kube-apiserver pages a list:
+/// `limit`, then the `continue` of each page's metadata until a page has none (kubernetes
+/// `staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/types.go`, `ListOptions.Limit`: "If more
+/// items exist, the server will set the `continue` field on the list metadata"; a page may
+/// hold fewer, "clients should only use the presence of the continue field to determine
+/// whether more results are available"). At most `EVENTS_PAGES` pages: the events past them
+/// are not read (a pod's events are what the run says of it, not what it needs to run).
+pub fn events(c: &Cluster, ns: &str) -> Result<Vec<Event>, ClusterError> {
+    let api: Api<Event> = Api::namespaced(c.client.clone(), ns);
+    let mut out = Vec::new();
+    let mut token: Option<String> = None;
+    for _ in 0..EVENTS_PAGES {
+        let mut lp = ListParams::default().limit(EVENTS_PAGE);
+        if let Some(t) = &token {
+            lp = lp.continue_token(t);
+        }
+        let page = c.call("list", "events", api.list(&lp))?;
+        out.extend(page.items);
+        token = page.metadata.continue_.filter(|t| !t.is_empty());
+        if token.is_none() {
+            break;
+        }
+    }
+    Ok(out)
 }
 
 fn state(p: &Pod, events: &[Event]) -> PodState {

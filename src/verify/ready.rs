@@ -6,6 +6,9 @@
 //! network not ready"), and `CalicoWindowsReady` True (`supervise::condition`, set by
 //! CalicoNode when Felix runs and is ready and the Calico network is there). A cordoned node
 //! is not waited for: the plan refuses it at once (`PlanError::NotUsable`).
+//!
+//! A `CalicoWindowsReady` True from before the change says nothing of it: the wait takes it
+//! only when written after the command's start (`written_since`).
 
 use super::matrix::PlanError;
 use super::options::Options;
@@ -35,7 +38,7 @@ pub fn wait(c: &Cluster, o: &Options, until: Instant) -> Result<(), NotReady> {
         let missing = match &node {
             None => vec!["the Node object (kubelet registers it)".to_owned()],
             Some(n) if cordoned(n) => return Ok(()),
-            Some(n) => missing(n),
+            Some(n) => missing(n, o.calico_since),
         };
         if missing.is_empty() {
             return Ok(());
@@ -55,8 +58,9 @@ fn cordoned(n: &Node) -> bool {
     n.spec.as_ref().and_then(|s| s.unschedulable) == Some(true)
 }
 
-/// The conditions not yet True, each with its status and what it says.
-pub fn missing(n: &Node) -> Vec<String> {
+/// The conditions not yet True, each with its status and what it says; `CalicoWindowsReady`
+/// True counts only when written after `since` (`written_since`).
+pub fn missing(n: &Node, since: Option<i64>) -> Vec<String> {
     let conditions = n
         .status
         .as_ref()
@@ -65,6 +69,9 @@ pub fn missing(n: &Node) -> Vec<String> {
     ["Ready", CONDITION_CALICO_READY]
         .iter()
         .filter_map(|t| match conditions.iter().find(|c| c.type_ == *t) {
+            Some(c) if c.status == "True" && *t == CONDITION_CALICO_READY => {
+                written_since(n, c, since)
+            }
             Some(c) if c.status == "True" => None,
             Some(c) => Some(format!(
                 "{t} is {} ({}: {:.200})",
@@ -75,4 +82,79 @@ pub fn missing(n: &Node) -> Vec<String> {
             None => Some(format!("{t} is not set yet")),
         })
         .collect()
+}
+
+/// Why a `CalicoWindowsReady` True is not taken as written after `since`: its heartbeat is
+/// not later. CalicoNode writes the condition with `lastHeartbeatTime` from the node's clock,
+/// and beside it the codes annotation with that heartbeat (`cluster::node::report`), at its
+/// start, whenever its verdict changes, and at least every `CONDITION_HEARTBEAT`
+/// (`supervise::condition`, `to_set`). The later of the two is taken (a patch that set the
+/// annotation and not the condition is none: they are one patch). `install --verify` and
+/// `reconfigure --verify` run on that node, so `since`, their start, is read on the same clock
+/// and no skew allowance is made: a heartbeat counts when its whole second is after the start's
+/// (the times are written in whole seconds, so one in the start's own second may precede it).
+fn written_since(
+    n: &Node,
+    c: &k8s_openapi::api::core::v1::NodeCondition,
+    since: Option<i64>,
+) -> Option<String> {
+    let since = since?;
+    let condition = c.last_heartbeat_time.as_ref().map(|t| t.0.as_second());
+    let annotation = n
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(crate::cluster::node::ANNOTATION_FINDING_CODES))
+        .and_then(|text| crate::cluster::fleet_view::codes_of(text).ok())
+        .and_then(|codes| codes.heartbeat);
+    let beat = condition.max(annotation);
+    if beat.is_some_and(|b| b > since) {
+        return None;
+    }
+    let at = beat.map_or("none".to_owned(), crate::duration::time_text);
+    Some(format!(
+        "{CONDITION_CALICO_READY} is True but was last written before this command started (heartbeat {at}, start {}): CalicoNode writes it at its start, on a change, and every {}",
+        crate::duration::time_text(since),
+        crate::duration::show(crate::cluster::node::CONDITION_HEARTBEAT)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn node(beat: &str, annotation: Option<&str>) -> Node {
+        let mut n = json!({"metadata": {"name": "win-a"}, "status": {"conditions": [
+            {"type": "Ready", "status": "True"},
+            {"type": CONDITION_CALICO_READY, "status": "True", "lastHeartbeatTime": beat},
+        ]}});
+        if let Some(a) = annotation {
+            n["metadata"]["annotations"] =
+                json!({ crate::cluster::node::ANNOTATION_FINDING_CODES: a });
+        }
+        serde_json::from_value(n).unwrap()
+    }
+
+    /// A `CalicoWindowsReady` True written before the command's start (a reconfigure's old
+    /// Calico) is not taken; one written after it is, by the condition's heartbeat or the
+    /// codes annotation's; without a start (a plain `verify`) any True is.
+    #[test]
+    fn calico_ready_counts_only_when_written_after_the_commands_start() {
+        let start = 1_700_000_000;
+        let before = crate::duration::time_text(start - 30);
+        let same_second = crate::duration::time_text(start);
+        let after = crate::duration::time_text(start + 5);
+        let stale = missing(&node(&before, None), Some(start));
+        assert_eq!(stale.len(), 1, "{stale:?}");
+        assert!(
+            stale[0].contains("before this command started"),
+            "{stale:?}"
+        );
+        assert_eq!(missing(&node(&same_second, None), Some(start)).len(), 1);
+        assert!(missing(&node(&after, None), Some(start)).is_empty());
+        let codes = json!({"heartbeat": after, "codes": []}).to_string();
+        assert!(missing(&node(&before, Some(&codes)), Some(start)).is_empty());
+        assert!(missing(&node(&before, None), None).is_empty());
+    }
 }

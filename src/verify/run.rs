@@ -5,6 +5,7 @@
 
 use super::dial::{self, Addresses};
 use super::judge::{self, Outcome, PodState, Verdict};
+use super::lease;
 use super::matrix::{self, CheckId, Matrix, Role, Skipped};
 use super::objects;
 pub use super::options::{Options, PODS_WAIT, POLICY_WAIT, PULL_TIMEOUT, SETTLE};
@@ -33,6 +34,8 @@ pub struct Report {
     pub node: String,
     pub namespace: String,
     pub image: String,
+    /// The other nodes chosen to carry a client pod (a Linux node, another Windows node).
+    pub peers: Vec<matrix::Peer>,
     pub checks: Vec<Verdict>,
     pub skipped: Vec<Skipped>,
     pub passed: bool,
@@ -82,27 +85,25 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     };
     let nodes = shared::while_cordoned(probe::nodes(c)?, o);
     let m = matrix::plan(&o.node, &nodes, &o.image, o.egress.as_deref())?;
-    let (name, held) = match &o.namespace {
-        None => (make_namespace(c, o)?, None),
+    let (name, held, own) = match &o.namespace {
+        None => {
+            let made = lease::Held::new(make_namespace(c, o)?);
+            (made.name.clone(), None, Some(made))
+        }
         Some(ns) => {
-            // With --turn-timeout the wait for the turn has a bound of its own.
-            let until = o.turn_timeout.map_or(checks_until, |t| Instant::now() + t);
+            let until = turn_wait_until(o, Instant::now(), checks_until);
             let claimed = shared::claim(c, (ns, &o.suffix), until, &o.interrupted)?;
             leftovers_removed.extend(claimed.swept);
-            (ns.clone(), Some(claimed.held))
+            (ns.clone(), Some(claimed.held), None)
         }
     };
-    let held = held.as_ref();
-    // With --turn-timeout, the checks' clock (and the clean-up's) starts once the turn is held.
-    let (begun, checks_until) = match o.turn_timeout {
-        Some(_) => (Instant::now(), Instant::now() + o.timeout - reserve),
-        None => (start, checks_until),
-    };
+    let (held, own) = (held.as_ref(), own.as_ref());
+    let (begun, checks_until) = checks_clock(o, (start, checks_until), Instant::now(), reserve);
     // The probe pods' controller (`objects::controller`): the turn in a namespace given,
     // else a ConfigMap made first in the run's own namespace (deleted with it).
-    let owner = match held {
-        Some(h) => objects::controller(shared::TURN, &h.uid),
-        None => run_configmap(c, &name)?,
+    let owner = match (held, own) {
+        (Some(h), _) => objects::controller(shared::TURN, &h.uid),
+        (None, own) => run_configmap(c, &name).map_err(|e| owner_not_made(c, own, e))?,
     };
     let run = Begun {
         owner: &owner,
@@ -111,23 +112,53 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         checks_until,
         name: &name,
         held,
+        own,
     };
     let (mut report, cleaned) = std::thread::scope(|s| {
-        // The turn renewed while the run lives, its clean-up included.
+        // The turn (or the namespace's lease) renewed while the run lives, its clean-up
+        // included.
         if let Some(h) = held {
             s.spawn(|| shared::keep(c, &name, h));
+        }
+        if let Some(l) = own {
+            s.spawn(|| lease::keep(c, l));
         }
         let done = checks_and_clean_up(c, o, &m, &run);
         if let Some(h) = held {
             h.stop();
         }
+        if let Some(l) = own {
+            l.stop();
+        }
         done
     })?;
     report.leftovers_removed = leftovers_removed;
+    report.peers = m.peers();
     report.skipped = m.skipped;
     report.cleanup_ms = ms(cleaned.elapsed());
     report.took_ms = ms(start.elapsed());
     Ok(report)
+}
+
+/// When the wait for a namespace's turn ends, begun `now`: with `--turn-timeout` a bound of
+/// its own, else the checks' end (`checks_until`), as the rest of the run.
+fn turn_wait_until(o: &Options, now: Instant, checks_until: Instant) -> Instant {
+    o.turn_timeout.map_or(checks_until, |t| now + t)
+}
+
+/// When the checks start and must end, the turn (if any) held at `held`: with
+/// `--turn-timeout`, the run's clock starts again there, so a long wait leaves the checks
+/// their whole `--timeout` (less the clean-up's `reserve`); else the run's start and end stand.
+fn checks_clock(
+    o: &Options,
+    (start, checks_until): (Instant, Instant),
+    held: Instant,
+    reserve: Duration,
+) -> (Instant, Instant) {
+    match o.turn_timeout {
+        Some(_) => (held, held + o.timeout - reserve),
+        None => (start, checks_until),
+    }
 }
 
 /// A run under way: its start, the clean-up's reserve, the checks' end, its namespace and
@@ -138,6 +169,8 @@ struct Begun<'a> {
     checks_until: Instant,
     name: &'a str,
     held: Option<&'a shared::Held>,
+    /// The run's own namespace, held as a lease.
+    own: Option<&'a lease::Held>,
     owner: &'a OwnerReference,
 }
 
@@ -178,7 +211,7 @@ fn checks_and_clean_up(
             // What was made goes, whatever stopped the run.
             if !o.keep_on_failure {
                 let until = cleanup_until(o, Instant::now() + run.reserve.max(POLL));
-                clean_up(c, (name, held), until, &mut None);
+                clean_up(c, (name, held, run.own), until, &mut None);
             }
             return Err(pod_security(e, name));
         }
@@ -194,15 +227,19 @@ fn checks_and_clean_up(
         if let Some(h) = held {
             let _ = shared::keep_for(c, name, h, LEFTOVER_AGE_S);
         }
+        if let Some(l) = run.own {
+            let _ = lease::hold_until(c, l, lease::server_time(c) + LEFTOVER_AGE_S);
+        }
         false
     } else {
         let until = cleanup_until(o, (run.start + o.timeout + pull).max(cleaning + POLL));
-        clean_up(c, (name, held), until, &mut clean_up_error)
+        clean_up(c, (name, held, run.own), until, &mut clean_up_error)
     };
     let report = Report {
         node: o.node.clone(),
         namespace: name.to_owned(),
         image: o.image.clone(),
+        peers: Vec::new(),
         checks: ledger.verdicts,
         skipped: Vec::new(),
         passed,
@@ -245,23 +282,42 @@ fn pod_security(e: ClusterError, ns: &str) -> RunError {
     }
 }
 
-/// Makes the namespace; a name taken (a leftover of that name still being deleted, 409
-/// AlreadyExists) is given up for a fresh random one.
-fn make_namespace(c: &Cluster, o: &Options) -> Result<String, ClusterError> {
+/// Makes the namespace, its lease running `lease::LEASE` from the API server's time; a name
+/// taken (a leftover of that name still being deleted, 409 AlreadyExists) is given up for a
+/// fresh random one. The namespace as written.
+fn make_namespace(c: &Cluster, o: &Options) -> Result<Namespace, ClusterError> {
     let api = Api::<Namespace>::all(c.client.clone());
+    let create = |suffix: &str| {
+        let at = lease::server_time(c) + lease::lease_s();
+        let ns = lease::until(objects::namespace(suffix), at);
+        c.call("create", "namespaces", api.create(&Default::default(), &ns))
+    };
     let mut suffix = o.suffix.clone();
     for _ in 0..3 {
-        let ns = objects::namespace(&suffix);
-        match probe::create(c, &api, "namespaces", &ns) {
+        match create(&suffix) {
             Err(ClusterError::Api { code: 409, .. }) => {
                 suffix = format!("{}{}", super::options::suffix(), suffix.len() % 10)
             }
-            made => return made.map(|()| ns.metadata.name.unwrap_or_default()),
+            made => return made,
         }
     }
-    let ns = objects::namespace(&super::options::suffix());
-    probe::create(c, &api, "namespaces", &ns)?;
-    Ok(ns.metadata.name.unwrap_or_default())
+    create(&super::options::suffix())
+}
+
+/// The run's ConfigMap (the probe pods' owner) refused after its namespace was made: the
+/// namespace is deleted at once, by its uid, and the error says whether that was done.
+fn owner_not_made(c: &Cluster, own: Option<&lease::Held>, e: ClusterError) -> RunError {
+    let Some(own) = own else {
+        return RunError::Cluster(e);
+    };
+    own.stop();
+    let deleted = probe::delete_namespace(c, &own.name, (Some(&own.uid), None))
+        .map_err(|d| format!("{d} ({})", d.hint()));
+    RunError::Plan(matrix::PlanError::OwnerNotMade {
+        namespace: own.name.clone(),
+        cause: format!("{e} ({})", e.hint()),
+        deleted: deleted.map(|_| ()),
+    })
 }
 
 /// Deletes the namespaces killed runs left, judged old by the API server's clock (none when
@@ -276,14 +332,16 @@ fn sweep(c: &Cluster) -> Result<Vec<String>, ClusterError> {
     };
     let mut removed = Vec::new();
     for n in objects::leftovers(&found, now, LEFTOVER_AGE_S) {
-        // Only the namespace that was found old: one another run's sweep deleted meanwhile,
-        // and a fresh run made again under the same name, is that run's (409).
-        let uid = found
-            .iter()
-            .find(|f| f.metadata.name.as_deref() == Some(n.as_str()))
-            .and_then(|f| f.metadata.uid.as_deref());
-        if probe::delete_namespace(c, &n, uid)? {
-            removed.push(n);
+        // Only the namespace as it was judged: one another run's sweep deleted meanwhile and
+        // a fresh run made again under the same name (its uid), or whose living run renewed
+        // its lease since (its resourceVersion), is that run's (409).
+        let name = n.metadata.name.clone().unwrap_or_default();
+        let as_read = (
+            n.metadata.uid.as_deref(),
+            n.metadata.resource_version.as_deref(),
+        );
+        if probe::delete_namespace(c, &name, as_read)? {
+            removed.push(name);
         }
     }
     Ok(removed)
@@ -307,7 +365,7 @@ fn cleanup_until(o: &Options, until: Instant) -> Instant {
 /// the run made, and the turn `held` given back).
 fn clean_up(
     c: &Cluster,
-    (ns, held): (&str, Option<&shared::Held>),
+    (ns, held, own): (&str, Option<&shared::Held>, Option<&lease::Held>),
     until: Instant,
     error: &mut Option<String>,
 ) -> bool {
@@ -323,7 +381,8 @@ fn clean_up(
         }
         return released;
     }
-    if probe::delete_namespace(c, ns, None).is_err() {
+    let uid = own.map(|l| l.uid.as_str());
+    if probe::delete_namespace(c, ns, (uid, None)).is_err() {
         return false;
     }
     loop {
@@ -503,4 +562,37 @@ fn by_role(m: &Matrix, states: Vec<PodState>) -> BTreeMap<Role, PodState> {
             (p.role, s)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod clock_tests {
+    use super::*;
+
+    /// With `--turn-timeout`, the wait for the turn is bounded by it, not by the checks' end,
+    /// and once the turn changes hands to this run the run's clock starts again there: the
+    /// checks get their whole `--timeout` after any wait. Without it, the wait and the checks
+    /// share the run's one clock. Instants made up, no time passes.
+    #[test]
+    fn the_turn_timeout_bounds_the_wait_and_the_checks_clock_starts_when_the_turn_is_held() {
+        let start = Instant::now();
+        let reserve = Duration::from_secs(30);
+        let mut o = Options::for_node("win-a");
+        o.timeout = Duration::from_secs(120);
+        let checks_until = start + o.timeout - reserve;
+        assert_eq!(turn_wait_until(&o, start, checks_until), checks_until);
+        let held = start + Duration::from_secs(400);
+        assert_eq!(
+            checks_clock(&o, (start, checks_until), held, reserve),
+            (start, checks_until)
+        );
+        o.turn_timeout = Some(Duration::from_secs(600));
+        assert_eq!(
+            turn_wait_until(&o, start, checks_until),
+            start + Duration::from_secs(600)
+        );
+        assert_eq!(
+            checks_clock(&o, (start, checks_until), held, reserve),
+            (held, held + Duration::from_secs(90))
+        );
+    }
 }

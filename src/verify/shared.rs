@@ -31,14 +31,14 @@ use std::time::{Duration, Instant};
 /// The ConfigMap a run holds while it runs in the namespace.
 pub const TURN: &str = crate::cluster::verify_rights::TURN;
 const POLL: Duration = Duration::from_secs(1);
-/// How long a takeover waits for a killed run's pods: well within the lease it just wrote,
-/// since the renewals start only once the turn is claimed.
-const TAKEOVER_WAIT: Duration = Duration::from_secs(30);
+/// How long a takeover waits for a killed run's pods: half the lease it just wrote, since the
+/// renewals start only once the turn is claimed.
+const TAKEOVER_WAIT: Duration = Duration::from_secs(LEASE.as_secs() / 2);
 /// How long a turn holds without a renewal: the longest a killed run blocks the next.
 pub const LEASE: Duration = Duration::from_secs(60);
 /// How often a live run renews its turn: four renewals a lease, so that one or two refused
 /// or slow calls do not lose it.
-const RENEW: Duration = Duration::from_secs(15);
+pub const RENEW: Duration = Duration::from_secs(15);
 /// A turn written without `expires` (by an older calicoctl-win) runs out this long after its
 /// creation: longer than any run and its clean-up, as a killed run's namespace (run.rs).
 const UNDATED_TURN_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;
@@ -218,7 +218,7 @@ pub fn claim(
                     let held = held(run, &taken);
                     // The killed run's objects go before this run makes its own, of the same
                     // names; a failure hands the turn on for the next run.
-                    let until = (Instant::now() + TAKEOVER_WAIT).min(deadline);
+                    let until = takeover_until(Instant::now(), deadline);
                     if let Err(e) = sweep_killed(c, ns, until) {
                         let _ = hand_on(c, ns, &held);
                         return Err(e);
@@ -239,6 +239,12 @@ pub fn claim(
         }
         std::thread::sleep(POLL);
     }
+}
+
+/// When a takeover's clean-up of a killed run's objects, begun `now`, must end: within half
+/// the lease just written (no renewal runs yet), and within the run's `deadline`.
+fn takeover_until(now: Instant, deadline: Instant) -> Instant {
+    (now + TAKEOVER_WAIT).min(deadline)
 }
 
 /// A killed run's objects deleted (until `until`); its pods still Terminating on a node not
@@ -389,14 +395,14 @@ fn remove_objects(c: &Cluster, ns: &str, until: Instant) -> Result<Vec<Pod>, Clu
     c.call_opt("delete", &what, policies.delete(POLICY_NAME, &dp))?;
     // The pods' events go too, matched by the pods' uids (probe.rs reads them so).
     let events: Api<Event> = Api::namespaced(c.client.clone(), ns);
-    let all = c.call("list", "events", events.list(&ListParams::default()))?;
+    let all = probe::events(c, ns)?;
     let ours = |e: &Event| {
         e.involved_object
             .uid
             .as_ref()
             .is_some_and(|u| uids.contains(u))
     };
-    for e in all.items.iter().filter(|e| ours(e)) {
+    for e in all.iter().filter(|e| ours(e)) {
         let name = e.metadata.name.clone().unwrap_or_default();
         let dp = probe::only(e.metadata.uid.as_deref());
         gone(c.call_opt(
@@ -441,4 +447,21 @@ pub fn while_cordoned(mut nodes: Vec<NodeFacts>, o: &super::options::Options) ->
         }
     }
     nodes
+}
+
+#[cfg(test)]
+mod takeover_tests {
+    use super::*;
+
+    /// A takeover's clean-up of a killed run's objects ends at half the lease it just wrote
+    /// (no renewal runs until the turn is claimed, so the lease must outlast it), or at the
+    /// run's deadline when that comes first. Instants made up, no time passes.
+    #[test]
+    fn a_takeovers_clean_up_is_capped_by_half_the_lease_and_the_runs_deadline() {
+        let now = Instant::now();
+        let far = now + Duration::from_secs(600);
+        assert_eq!(takeover_until(now, far), now + LEASE / 2);
+        let near = now + Duration::from_secs(10);
+        assert_eq!(takeover_until(now, near), near);
+    }
 }

@@ -166,7 +166,10 @@ fn verify_with_several_nodes_at_once_is_refused() {
     assert_eq!(code, 2, "{err}");
     assert!(doc.is_null() || doc["manifests"].is_null(), "{doc}");
     assert!(
-        err.contains("--concurrency 2 with --verify") && err.contains("take turns"),
+        err.contains("--concurrency 2 with --verify")
+            && err.contains("take turns")
+            && err.contains("within one --turn-timeout of 10m")
+            && !err.contains("wait for the turn until its --timeout"),
         "{err}"
     );
     let (code, _, err) = fleet_plan(&[

@@ -20,6 +20,15 @@ pub(crate) fn node(api: &FakeApi, name: &str, os: &str, build: Option<&str>) {
         n["metadata"]["labels"]["node.kubernetes.io/windows-build"] = json!(b);
     }
     n["status"] = json!({"conditions": [{"type": "Ready", "status": "True"}]});
+    if os == "windows" {
+        // CalicoNode's condition, fresh: a Windows peer is chosen only where it is True.
+        let beat = jiff::Timestamp::now().to_string();
+        n["status"]["conditions"]
+            .as_array_mut()
+            .expect("conditions")
+            .push(json!({"type": "CalicoWindowsReady", "status": "True",
+                "reason": "CalicoHealthy", "lastHeartbeatTime": beat}));
+    }
     api.put(&format!("/api/v1/nodes/{name}"), n);
 }
 
@@ -43,6 +52,7 @@ pub(crate) fn options(timeout_s: u64) -> Options {
         egress: None,
         cluster_domain: "cluster.local".into(),
         wait_ready: false,
+        calico_since: None,
         timeout: Duration::from_secs(timeout_s),
         turn_timeout: None,
         keep_on_failure: false,
@@ -752,9 +762,14 @@ mod install {
         let mut win = api.get("/api/v1/nodes/win-1").expect("win-1");
         win["metadata"]["labels"]["node.kubernetes.io/windows-build"] = json!("10.0.20348");
         // kubelet's Ready, and the condition CalicoNode sets once it looks (the simulated
-        // host runs no CalicoNode): `install --verify` waits for both.
+        // host runs no CalicoNode): `install --verify` waits for both, the condition written
+        // after the command's start (an hour ahead here: after any start).
+        let later = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second() + 3600)
+            .expect("time")
+            .to_string();
         win["status"]["conditions"] = json!([{"type": "Ready", "status": "True"},
-            {"type": "CalicoWindowsReady", "status": "True", "reason": "CalicoReady"}]);
+            {"type": "CalicoWindowsReady", "status": "True", "reason": "CalicoReady",
+                "lastHeartbeatTime": later}]);
         api.put("/api/v1/nodes/win-1", win);
         node_object(api, "linux-1");
         let mut k = meta("v1", "Service", "kubernetes", Some("default"));

@@ -291,3 +291,34 @@ fn a_node_ready_late_still_gets_the_whole_checks_window() {
     assert!(r.passed, "{:#?}", r.checks);
     nothing_left(&api);
 }
+
+/// `install --verify` and `reconfigure --verify` take `CalicoWindowsReady` True only when
+/// written after their start: a True from before the change (its heartbeat older) does not
+/// pass the wait, which ends naming why; nothing is made.
+#[test]
+fn a_calico_ready_written_before_the_commands_start_is_not_taken() {
+    let (api, dir) = cluster();
+    let start = jiff::Timestamp::now().as_second();
+    let before = jiff::Timestamp::from_second(start - 600)
+        .expect("time")
+        .to_string();
+    let path = "/api/v1/nodes/win-a";
+    let mut n = api.get(path).expect("node");
+    n["status"]["conditions"][1]["lastHeartbeatTime"] = json!(before);
+    api.put(path, n);
+    let mut o = options(3);
+    o.wait_ready = true;
+    o.calico_since = Some(start);
+    let err = run(&connect(&api, &dir), &o).unwrap_err();
+    let RunError::Plan(e @ PlanError::NeverReady { .. }) = &err else {
+        panic!("{err:?}");
+    };
+    let said = e.to_string();
+    assert!(
+        said.contains(
+            "CalicoWindowsReady is True but was last written before this command started"
+        ),
+        "{said}"
+    );
+    assert!(api.writes().is_empty(), "{:?}", api.writes());
+}

@@ -659,9 +659,12 @@ fn list(st: &State, t: &Target, query: &str) -> Reply {
         })
         .filter(|o| labels_match(&o["metadata"]["labels"], query))
         .collect();
-    // Paging as kube-apiserver pages a list (apimachinery ListOptions: `limit` caps the items,
-    // `continue` is an opaque token from the previous page's metadata.continue, empty on the
-    // last page). Ours is the offset; a real server's is base64 of the next key.
+    // Paging as kube-apiserver pages a list (kubernetes
+    // staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/types.go, `ListOptions.Limit`: "If
+    // more items exist, the server will set the `continue` field on the list metadata";
+    // `ListOptions.Continue`: the token of the previous page, for the same query; none on the
+    // last page). Ours is the offset; a real server's is opaque (base64 of the next key,
+    // staging/src/k8s.io/apiserver/pkg/storage/continue.go `EncodeContinue`).
     let param = |name: &str| {
         query
             .split('&')

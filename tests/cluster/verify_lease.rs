@@ -1,0 +1,145 @@
+//! `verify`'s own namespace as a lease: its annotation says until when its run lives, renewed
+//! while the run lives, so the next run removes a killed run's namespace as soon as its lease
+//! ran out and never a living run's; a run whose ConfigMap is refused deletes its namespace
+//! at once.
+
+use super::verify::{cluster, nothing_left, options, verify};
+use crate::support::fake_api::{FakeApi, meta};
+use calicoctl_win::cluster::Cluster;
+use calicoctl_win::verify::lease::{self, EXPIRES};
+use calicoctl_win::verify::run::run;
+use serde_json::json;
+
+fn connect(api: &FakeApi, dir: &tempfile::TempDir) -> Cluster {
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    Cluster::connect(
+        std::slice::from_ref(&kubeconfig),
+        &Default::default(),
+        false,
+    )
+    .expect("connect")
+}
+
+/// A namespace of a run, made `created` and leased until `expires` (unix seconds).
+fn leased(api: &FakeApi, name: &str, created: i64, expires: Option<i64>) {
+    let at = |s: i64| jiff::Timestamp::from_second(s).expect("time").to_string();
+    let mut ns = meta("v1", "Namespace", name, None);
+    ns["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
+    ns["metadata"]["creationTimestamp"] = json!(at(created));
+    if let Some(e) = expires {
+        ns["metadata"]["annotations"] = json!({ EXPIRES: at(e) });
+    }
+    api.put(&format!("/api/v1/namespaces/{name}"), ns);
+}
+
+/// A run killed a minute ago (its lease ran out 30 s ago) leaves a young namespace: the next
+/// run removes it at once, not after 30 minutes. A living run's namespace, however old (a
+/// long pull), whose lease it renews, stays; one without the annotation is judged by its age.
+#[test]
+fn a_killed_runs_namespace_goes_once_its_lease_ran_out_and_a_living_runs_stays() {
+    let (api, dir) = cluster();
+    let now = jiff::Timestamp::now().as_second();
+    leased(
+        &api,
+        "calicoctl-win-verify-killed",
+        now - 60,
+        Some(now - 30),
+    );
+    leased(
+        &api,
+        "calicoctl-win-verify-living",
+        now - 3600,
+        Some(now + 45),
+    );
+    leased(&api, "calicoctl-win-verify-undated", now - 60, None);
+    let r = verify(&api, &dir, &options(120));
+    assert!(r.passed, "{:#?}", r.checks);
+    assert_eq!(
+        r.leftovers_removed,
+        ["calicoctl-win-verify-killed"],
+        "{r:#?}"
+    );
+    assert!(
+        api.get("/api/v1/namespaces/calicoctl-win-verify-killed")
+            .is_none()
+    );
+    for kept in ["living", "undated"] {
+        assert!(
+            api.get(&format!("/api/v1/namespaces/calicoctl-win-verify-{kept}"))
+                .is_some(),
+            "{kept}"
+        );
+    }
+}
+
+/// The run's namespace is made with its lease, one minute from the API server's time (a day
+/// behind this host's here), and renewed by an update carrying the resourceVersion last
+/// written. A change by someone else that left the lease as written (a label) is no loss; a
+/// lease written by another, or a namespace gone, ends the renewals.
+#[test]
+fn the_runs_namespace_carries_a_lease_renewed_under_its_resource_version() {
+    let (api, dir) = cluster();
+    let skew = -86_400;
+    api.lock().clock_offset_s = skew;
+    let c = connect(&api, &dir);
+    let server_now = jiff::Timestamp::now().as_second() + skew;
+    let path = "/api/v1/namespaces/calicoctl-win-verify-l1";
+    let mut ns = calicoctl_win::verify::objects::namespace("l1");
+    ns = lease::until(ns, lease::server_time(&c) + lease::lease_s());
+    let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+        kube::Api::all(c.client.clone());
+    let read = c
+        .call(
+            "create",
+            "namespaces",
+            namespaces.create(&Default::default(), &ns),
+        )
+        .expect("made");
+    let first = lease::expires(&read).expect("a lease");
+    assert!(
+        (first - (server_now + 60)).abs() <= 5,
+        "{first} {server_now}"
+    );
+    let held = lease::Held::new(read);
+    // An administrator labels it: the lease as written stays, the renewal goes on.
+    let mut labelled = api.get(path).expect("there");
+    labelled["metadata"]["labels"]["team"] = json!("net");
+    labelled["metadata"]["resourceVersion"] = json!("900");
+    api.put(path, labelled);
+    assert!(lease::renew(&c, &held, server_now + 120).expect("renewed"));
+    let now = api.get(path).expect("there");
+    assert_eq!(now["metadata"]["labels"]["team"], "net", "{now}");
+    assert_eq!(
+        now["metadata"]["annotations"][EXPIRES],
+        jiff::Timestamp::from_second(server_now + 120)
+            .expect("time")
+            .to_string()
+    );
+    // Another writes the lease: not this run's to renew.
+    let mut other = now.clone();
+    other["metadata"]["annotations"][EXPIRES] = json!("2000-01-01T00:00:00Z");
+    other["metadata"]["resourceVersion"] = json!("950");
+    api.put(path, other);
+    assert!(!lease::renew(&c, &held, server_now + 180).expect("answered"));
+    assert_eq!(
+        api.get(path).expect("there")["metadata"]["annotations"][EXPIRES],
+        "2000-01-01T00:00:00Z"
+    );
+}
+
+/// The run's ConfigMap (the probe pods' owner) refused after its namespace was made: the
+/// namespace is deleted at once, and the error says so.
+#[test]
+fn a_refused_configmap_deletes_the_runs_namespace_at_once_and_says_so() {
+    let (api, dir) = cluster();
+    // Writes: the namespace, then the run's ConfigMap: refused.
+    api.fail_write_at(2);
+    let c = connect(&api, &dir);
+    let err = run(&c, &options(120)).unwrap_err().to_string();
+    assert!(
+        err.contains("making ConfigMap calicoctl-win-verify-run")
+            && err.contains("was deleted at once (by its uid)"),
+        "{err}"
+    );
+    nothing_left(&api);
+}
