@@ -8,7 +8,6 @@ use crate::context::Context;
 use crate::error::UsageError;
 use crate::host::select::Intent;
 use anyhow::Context as _;
-use serde_json::json;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -95,13 +94,13 @@ pub fn settle(dir: &Path) -> anyhow::Result<Option<String>> {
             crate::duration::time_text(run.started),
             run.log.display()
         );
-        let doc = json!({
-            "schema": crate::output::SCHEMA,
-            "exit_code": 1,
-            "finished": null,
-            "output": null,
-            "error": line,
-        });
+        let doc = Recorded {
+            schema: crate::output::SCHEMA,
+            exit_code: 1,
+            finished: None,
+            output: serde_json::Value::Null,
+            error: Some(&line),
+        };
         let text = serde_json::to_vec_pretty(&doc).context("cannot write the result as JSON")?;
         crate::files::write_atomic(&result, &text)
             .with_context(|| format!("cannot record the result in {}", result.display()))?;
@@ -297,6 +296,21 @@ fn spawn_detached(c: &mut std::process::Command) -> std::io::Result<(std::proces
     }
 }
 
+/// The result file of a detached run: its exit code, when it ended, and the JSON document it
+/// printed; for a run that ended without recording it (killed), `finished` and `output` are
+/// `null` and `error` says so.
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct Recorded<'a> {
+    pub schema: u32,
+    pub exit_code: u8,
+    pub finished: Option<String>,
+    /// The command's own document, as it printed it.
+    pub output: serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<&'a str>,
+}
+
 /// At the end of a detached run: its exit code, when it ended and the JSON document it printed,
 /// written atomically to the result file (the document is `null` when it printed none).
 pub fn record(
@@ -309,12 +323,13 @@ pub fn record(
         .and_then(|o| fs_err::read(o).ok())
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .unwrap_or(serde_json::Value::Null);
-    let doc = json!({
-        "schema": crate::output::SCHEMA,
-        "exit_code": exit,
-        "finished": crate::duration::time_text(crate::duration::now()),
-        "output": printed,
-    });
+    let doc = Recorded {
+        schema: crate::output::SCHEMA,
+        exit_code: exit,
+        finished: Some(crate::duration::time_text(crate::duration::now())),
+        output: printed,
+        error: None,
+    };
     let text = serde_json::to_vec_pretty(&doc).context("cannot write the result as JSON")?;
     crate::files::write_atomic(result, &text)
         .with_context(|| format!("cannot record the result in {}", result.display()))?;
@@ -335,7 +350,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let elsewhere = tempfile::tempdir().expect("tempdir");
         let target = elsewhere.path().join("overwritten");
-        let planted = json!({"pid": 1, "started": 0, "log": "x.log", "result": target});
+        let planted = serde_json::json!({"pid": 1, "started": 0, "log": "x.log", "result": target});
         fs_err::write(
             dir.path().join(format!("install{STARTED_SUFFIX}")),
             planted.to_string(),
