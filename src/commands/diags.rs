@@ -13,7 +13,7 @@ use crate::installed::record::{self, InstallRecord};
 use crate::layout::InstallRoot;
 use crate::output::{Format, Printer};
 use crate::redact::Redactor;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -325,7 +325,7 @@ fn host_sections(h: &dyn Host, rec: Option<&InstallRecord>, b: &mut Bundle) {
 /// to start, 7023 and 7024 ended with an error, 7031 and 7034 ended unexpectedly, 7036 changed
 /// state), the crashes and hangs of the Calico binaries (Application Error 1000, Windows Error
 /// Reporting 1001, Application Hang 1002), and calicoctl-win's own events.
-fn events(h: &dyn Host) -> anyhow::Result<Value> {
+fn events(h: &dyn Host) -> anyhow::Result<Events> {
     use crate::host::events::EventQuery;
     const OURS: &[&str] = &[
         "CalicoNode",
@@ -370,12 +370,36 @@ fn events(h: &dyn Host) -> anyhow::Result<Value> {
         500,
     )?;
     let own = ask("Application", &[crate::layout::EVENT_SOURCE], &[], 200)?;
-    Ok(json!({
-        "boots": boots,
-        "services": about_ours(scm, 200),
-        "crashes": about_ours(crashes, 50),
-        "calicoctl-win": own,
-    }))
+    Ok(Events {
+        boots,
+        services: about_ours(scm, 200),
+        crashes: about_ours(crashes, 50),
+        own,
+    })
+}
+
+/// The zip's `host/events.json`, each list newest first.
+#[derive(serde::Serialize)]
+struct Events {
+    boots: Vec<crate::host::events::LoggedEvent>,
+    services: Vec<crate::host::events::LoggedEvent>,
+    crashes: Vec<crate::host::events::LoggedEvent>,
+    #[serde(rename = "calicoctl-win")]
+    own: Vec<crate::host::events::LoggedEvent>,
+}
+
+/// An HNS network with its endpoints (`host/hns.json`).
+#[derive(serde::Serialize)]
+struct WithEndpoints {
+    network: crate::host::HnsNetwork,
+    endpoints: Vec<crate::host::HnsEndpoint>,
+}
+
+/// The zip's `host/network.json`.
+#[derive(serde::Serialize)]
+struct Addressing {
+    ipv4_addresses: Vec<crate::host::InterfaceAddress>,
+    routes: Vec<crate::host::Route>,
 }
 
 fn system(h: &dyn Host) -> anyhow::Result<Value> {
@@ -402,17 +426,22 @@ fn services(h: &dyn Host, rec: Option<&InstallRecord>) -> anyhow::Result<Value> 
     Ok(Value::Object(out))
 }
 
-fn hns(h: &dyn Host) -> anyhow::Result<Value> {
+fn hns(h: &dyn Host) -> anyhow::Result<Vec<WithEndpoints>> {
     let mut networks = Vec::new();
-    for n in h.hns_networks()? {
-        let endpoints = h.hns_endpoints(&n.id)?;
-        networks.push(json!({"network": n, "endpoints": endpoints}));
+    for network in h.hns_networks()? {
+        let endpoints = h.hns_endpoints(&network.id)?;
+        networks.push(WithEndpoints { network, endpoints });
     }
-    Ok(Value::Array(networks))
+    Ok(networks)
 }
 
-fn network(h: &dyn Host) -> anyhow::Result<Value> {
-    Ok(json!({"ipv4_addresses": h.ipv4_addresses()?, "routes": h.routes()?}))
+fn network(h: &dyn Host) -> anyhow::Result<Addressing> {
+    let ipv4_addresses = h.ipv4_addresses()?;
+    let routes = h.routes()?;
+    Ok(Addressing {
+        ipv4_addresses,
+        routes,
+    })
 }
 
 fn firewall(h: &dyn Host, rec: Option<&InstallRecord>) -> anyhow::Result<Value> {
@@ -557,7 +586,7 @@ mod tests {
         )
         .expect("event");
         h.reboot().expect("reboot");
-        let doc = events(&h).expect("events");
+        let doc = serde_json::to_value(events(&h).expect("events")).expect("json");
         let ids: Vec<u64> = doc["boots"]
             .as_array()
             .expect("boots")
@@ -567,14 +596,14 @@ mod tests {
         assert_eq!(ids, [6005, 6006], "{doc}");
         assert_eq!(doc["calicoctl-win"][0]["data"][0], "CalicoFelix failed");
         assert_eq!(doc["calicoctl-win"][0]["level"], 2);
-        assert_eq!(doc["services"], json!([]));
+        assert_eq!(doc["services"], serde_json::json!([]));
         // The SCM names a service by its display name in the message and by its key name in
         // the binary data only: found by the key (a display name matched nothing before).
         h.log_scm_event(7031, "Calico Felix", "CalicoFelix")
             .expect("event");
         h.log_scm_event(7036, "Windows Update", "wuauserv")
             .expect("event");
-        let doc = events(&h).expect("events");
+        let doc = serde_json::to_value(events(&h).expect("events")).expect("json");
         let services = doc["services"].as_array().expect("services");
         assert_eq!(services.len(), 1, "{doc}");
         assert_eq!(services[0]["binary"], "CalicoFelix", "{doc}");
