@@ -44,7 +44,7 @@ pub(crate) struct Setting<'a> {
 pub(crate) enum Uplink {
     Chosen(crate::host::uplink::Choice),
     /// `adapter` is always `null` here.
-    None {
+    NoneChosen {
         adapter: Option<String>,
         error: String,
         remedy: Option<String>,
@@ -53,7 +53,6 @@ pub(crate) enum Uplink {
 
 /// Whether the cluster was read: from which server, or why not.
 #[derive(serde::Serialize)]
-#[cfg_attr(test, derive(Default))]
 pub(crate) struct ClusterShown {
     pub read: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -182,7 +181,7 @@ fn uplink_shown(
             let why = format!("{e:#}");
             (
                 format!("no adapter can be chosen for the External network: {why}"),
-                Uplink::None {
+                Uplink::NoneChosen {
                     adapter: None,
                     error: why,
                     remedy,

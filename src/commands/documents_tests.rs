@@ -144,7 +144,7 @@ fn typed() -> Vec<(&'static str, Vec<String>)> {
         default: String::new(),
         description: "",
     };
-    let no_uplink = Uplink::None {
+    let no_uplink = Uplink::NoneChosen {
         adapter: None,
         error: String::new(),
         remedy: Some(String::new()),
