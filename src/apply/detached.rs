@@ -4,7 +4,7 @@
 //! new detached run before it starts).
 
 use anyhow::Context as _;
-use serde_json::json;
+
 use std::path::{Path, PathBuf};
 
 /// How a file saying a detached run was started ends.
@@ -47,6 +47,21 @@ pub(crate) struct Started {
 /// The most a started file holds: a pid, a time and a path.
 const STARTED_CAP: u64 = 64 * 1024;
 
+/// The result file of a detached run: its exit code, when it ended, and the JSON document it
+/// printed; for a run that ended without recording it (killed), `finished` and `output` are
+/// `null` and `error` says so.
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct Recorded<'a> {
+    pub schema: u32,
+    pub exit_code: u8,
+    pub finished: Option<String>,
+    /// The command's own document, as it printed it.
+    pub output: serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<&'a str>,
+}
+
 /// A detached run that was started, holds no host lock and recorded no result has died
 /// (killed, or its machine restarted): its result is written now, for whoever polls for it,
 /// with exit code 1 and what happened; the line to report. The caller holds no lock and found
@@ -82,13 +97,13 @@ pub fn settle(dir: &Path) -> anyhow::Result<Option<String>> {
             crate::duration::time_text(run.started),
             run.log.display()
         );
-        let doc = json!({
-            "schema": crate::output::SCHEMA,
-            "exit_code": 1,
-            "finished": null,
-            "output": null,
-            "error": line,
-        });
+        let doc = Recorded {
+            schema: crate::output::SCHEMA,
+            exit_code: 1,
+            finished: None,
+            output: serde_json::Value::Null,
+            error: Some(&line),
+        };
         let text = serde_json::to_vec_pretty(&doc).context("cannot write the result as JSON")?;
         crate::files::write_atomic(&result, &text)
             .with_context(|| format!("cannot record the result in {}", result.display()))?;
@@ -109,7 +124,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let elsewhere = tempfile::tempdir().expect("tempdir");
         let target = elsewhere.path().join("overwritten");
-        let planted = json!({"pid": 1, "started": 0, "log": "x.log", "result": target});
+        let planted = serde_json::json!({"pid": 1, "started": 0, "log": "x.log", "result": target});
         fs_err::write(
             dir.path().join(format!("install{STARTED_SUFFIX}")),
             planted.to_string(),

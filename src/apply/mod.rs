@@ -633,20 +633,24 @@ fn show_reg(v: &RegValue) -> String {
     }
 }
 
-/// The plan as printed: one JSON object per action.
-pub fn to_json(actions: &[Action]) -> serde_json::Result<Vec<serde_json::Value>> {
-    actions
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let mut v = serde_json::to_value(a)?;
-            if let Some(o) = v.as_object_mut() {
-                o.insert("index".into(), (i + 1).into());
-                o.insert("description".into(), a.describe().into());
-            }
-            Ok(v)
-        })
-        .collect()
+/// One action as a changing command's document shows it: its fields, then its place in the
+/// plan (from 1) and its line for people.
+#[derive(Debug, Serialize)]
+pub struct Shown {
+    #[serde(flatten)]
+    pub action: Action,
+    pub index: usize,
+    pub description: String,
+}
+
+/// The plan as printed: one [`Shown`] per action.
+pub fn shown(actions: &[Action]) -> Vec<Shown> {
+    let each = |(i, a): (usize, &Action)| Shown {
+        action: a.clone(),
+        index: i + 1,
+        description: a.describe(),
+    };
+    actions.iter().enumerate().map(each).collect()
 }
 
 /// An added firewall rule in words, with the sources it admits when it is scoped.

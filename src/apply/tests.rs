@@ -37,7 +37,7 @@ fn debug_output_of_a_planned_file_never_holds_its_contents() {
     let shown = format!("{action:?}");
     assert!(!shown.contains("eyJhbGciOi"), "{shown}");
     assert!(shown.contains("Bytes(24 bytes)"), "{shown}");
-    let json = serde_json::to_string(&super::to_json(&[action]).expect("json")).expect("text");
+    let json = serde_json::to_string(&super::shown(&[action])).expect("text");
     assert!(!json.contains("eyJhbGciOi"), "{json}");
 }
 

@@ -18,8 +18,8 @@ pub(crate) struct Changing<D> {
     pub dry_run: bool,
     #[serde(flatten)]
     pub own: D,
-    /// One object per action: its fields, `index` and `description` (`apply::to_json`).
-    pub actions: Vec<serde_json::Value>,
+    /// One object per action: its fields, `index` and `description`.
+    pub actions: Vec<crate::apply::Shown>,
     pub changed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<String>>,
@@ -27,15 +27,14 @@ pub(crate) struct Changing<D> {
 
 impl<D> Changing<D> {
     /// The document of a plan not run yet (`changed` false).
-    pub fn plan(dry_run: bool, own: D, actions: &[crate::apply::Action]) -> anyhow::Result<Self> {
-        use anyhow::Context as _;
-        Ok(Self {
+    pub fn plan(dry_run: bool, own: D, actions: &[crate::apply::Action]) -> Self {
+        Self {
             dry_run,
             own,
-            actions: crate::apply::to_json(actions).context("cannot show the plan as JSON")?,
+            actions: crate::apply::shown(actions),
             changed: false,
             warnings: None,
-        })
+        }
     }
 
     /// The document after the plan ran.

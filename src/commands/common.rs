@@ -248,14 +248,16 @@ pub(crate) fn adapter_checks(
 }
 
 /// `--verify` after a command changed the node: `verify` run for this node with the admin
-/// kubeconfig, its report put into the command's document (`verify`) and its failures said
-/// on the text output; the failure to end the command with, if any. The change stays.
+/// kubeconfig, its failures said on the text output; its report, for the command's document
+/// (`verify`), and the failure to end the command with, if any. The change stays.
 pub fn verify_after(
     ctx: &mut Context,
     (cluster, image): (Option<&crate::cluster::Cluster>, &str),
     node: &str,
-    doc: &mut serde_json::Value,
-) -> anyhow::Result<Option<crate::verify::failure::Failed>> {
+) -> anyhow::Result<(
+    crate::verify::run::Report,
+    Option<crate::verify::failure::Failed>,
+)> {
     use crate::verify::judge::Outcome;
     use crate::verify::run::{self, Options, RunError};
     let Some(c) = cluster else {
@@ -304,8 +306,8 @@ pub fn verify_after(
             report.checks.len()
         ));
     }
-    doc["verify"] = serde_json::json!(report);
-    Ok(crate::verify::failure::of(&report, o.timeout.as_secs()))
+    let failed = crate::verify::failure::of(&report, o.timeout.as_secs());
+    Ok((report, failed))
 }
 
 /// This node's Kubernetes name (`node.k8s_node_ref`: the Node object's, which `node.name`,
@@ -340,6 +342,14 @@ pub fn on_stop(ctx: &mut Context, flag: std::sync::Arc<std::sync::atomic::Atomic
     }
 }
 
+/// A changing command's document after `--verify`: its own keys, then verify's report.
+#[derive(serde::Serialize)]
+pub(crate) struct WithVerify<D> {
+    #[serde(flatten)]
+    pub doc: D,
+    pub verify: crate::verify::run::Report,
+}
+
 /// A changing command's document printed, after `verify` when `--verify` asked for it: the
 /// command's end (`what` names the change that stays when the node does not pass traffic).
 pub fn print_verified(
@@ -353,14 +363,8 @@ pub fn print_verified(
         ctx.printer.json(&doc);
         return Ok(());
     };
-    // The command's document with verify's report under `verify`.
-    let mut doc = serde_json::to_value(&doc)?;
-    let failed = if let Some(image) = Some(image) {
-        verify_after(ctx, (cluster, image), node, &mut doc)?
-    } else {
-        None
-    };
-    ctx.printer.json(&doc);
+    let (verify, failed) = verify_after(ctx, (cluster, image), node)?;
+    ctx.printer.json(&WithVerify { doc, verify });
     match failed {
         Some(e) => {
             Err(anyhow::Error::new(e)

@@ -4,7 +4,7 @@ use crate::cli::ShowArgs;
 use crate::cluster::facts;
 use crate::config::spec;
 use crate::context::Context;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// `config show`'s document: the file read, each setting (its value, source, default and
 /// description), how calico-node finds the node's address, the adapter the External network
@@ -12,11 +12,64 @@ use serde_json::{Value, json};
 #[derive(serde::Serialize)]
 pub(crate) struct ConfigShow<'a> {
     pub config_file: Option<&'a str>,
-    pub settings: serde_json::Map<String, Value>,
+    pub settings: Settings<'a>,
     pub ip_autodetection: Option<Autodetection<'a>>,
-    pub uplink: &'a Value,
+    pub uplink: &'a Uplink,
     pub cluster_kubeconfig: KubeconfigUsed<'a>,
-    pub cluster: &'a Value,
+    pub cluster: &'a ClusterShown,
+}
+
+/// Each setting by its key, in the order of `spec::SETTINGS`.
+#[derive(Default)]
+pub(crate) struct Settings<'a>(pub Vec<(&'static str, Setting<'a>)>);
+
+impl serde::Serialize for Settings<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+/// One setting: its value and source, its default and what it is.
+#[derive(serde::Serialize)]
+pub(crate) struct Setting<'a> {
+    #[serde(flatten)]
+    pub shown: &'a crate::config::Shown,
+    pub default: String,
+    pub description: &'static str,
+}
+
+/// The adapter the External network binds, or why none can be chosen.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+pub(crate) enum Uplink {
+    Chosen(crate::host::uplink::Choice),
+    /// `adapter` is always `null` here.
+    NoneChosen {
+        adapter: Option<String>,
+        error: String,
+        remedy: Option<String>,
+    },
+}
+
+/// Whether the cluster was read: from which server, or why not.
+#[derive(serde::Serialize)]
+pub(crate) struct ClusterShown {
+    pub read: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl ClusterShown {
+    fn not_read(reason: impl Into<String>) -> Self {
+        let reason = Some(reason.into());
+        Self {
+            read: false,
+            server: None,
+            reason,
+        }
+    }
 }
 
 /// calico-node's way of finding the node's address, and the setting that says so.
@@ -42,18 +95,23 @@ pub fn run(args: &ShowArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let uplink = uplink_shown(host.as_ref(), &loaded.config, internal_ip);
     let file = loaded.file.as_ref().map(|f| f.display().to_string());
 
-    let settings: serde_json::Map<String, Value> = spec::SETTINGS
+    let settings = spec::SETTINGS
         .iter()
         .filter_map(|s| {
-            let v = loaded.shown.get(s.key)?;
-            let entry = json!({ "value": v.value, "source": v.source.to_string(), "default": s.default_text(), "description": s.doc });
-            Some((s.key.to_owned(), entry))
+            let shown = loaded.shown.get(s.key)?;
+            let (default, description) = (s.default_text(), s.doc);
+            let entry = Setting {
+                shown,
+                default,
+                description,
+            };
+            Some((s.key, entry))
         })
         .collect();
     let method = crate::render::env::autodetection_method(&loaded.config);
     ctx.printer.json(&ConfigShow {
         config_file: file.as_deref(),
-        settings,
+        settings: Settings(settings),
         ip_autodetection: method
             .as_ref()
             .map(|(method, why)| Autodetection { method, why }),
@@ -100,25 +158,22 @@ pub fn run(args: &ShowArgs, ctx: &mut Context) -> anyhow::Result<()> {
     ctx.printer.text(&format!(
         "\ncluster access: kubeconfig {kubeconfig} ({kubeconfig_source})"
     ));
-    ctx.printer
-        .text(&match (&cluster["server"], &cluster["reason"]) {
-            (serde_json::Value::String(s), _) => {
-                format!("cluster: read from {s}; settings it filled show source 'cluster'")
-            }
-            (_, r) => format!("cluster: not read ({})", r.as_str().unwrap_or("unknown")),
-        });
+    ctx.printer.text(&match (&cluster.server, &cluster.reason) {
+        (Some(s), _) => format!("cluster: read from {s}; settings it filled show source 'cluster'"),
+        (_, r) => format!("cluster: not read ({})", r.as_deref().unwrap_or("unknown")),
+    });
     Ok(())
 }
 
 /// The adapter the External network binds and why, or why none can be chosen (showing the
-/// config never fails on it): the sentence and the JSON.
+/// config never fails on it): the sentence and the document's.
 fn uplink_shown(
     host: &dyn crate::host::Host,
     config: &crate::config::Config,
     internal_ip: Option<std::net::Ipv4Addr>,
-) -> (String, Value) {
+) -> (String, Uplink) {
     match crate::plan::desired::choose_uplink(host, config, internal_ip) {
-        Ok(c) => (c.describe(), json!(c)),
+        Ok(c) => (c.describe(), Uplink::Chosen(c)),
         Err(e) => {
             let remedy = e
                 .downcast_ref::<crate::host::uplink::ChoiceError>()
@@ -126,7 +181,11 @@ fn uplink_shown(
             let why = format!("{e:#}");
             (
                 format!("no adapter can be chosen for the External network: {why}"),
-                json!({"adapter": null, "error": why, "remedy": remedy}),
+                Uplink::NoneChosen {
+                    adapter: None,
+                    error: why,
+                    remedy,
+                },
             )
         }
     }
@@ -155,9 +214,13 @@ fn with_cluster(
     args: &ShowArgs,
     ctx: &mut Context,
     base: crate::config::Loaded,
-) -> anyhow::Result<(crate::config::Loaded, Value, Option<std::net::Ipv4Addr>)> {
+) -> anyhow::Result<(
+    crate::config::Loaded,
+    ClusterShown,
+    Option<std::net::Ipv4Addr>,
+)> {
     Ok(if args.offline {
-        (base, json!({"read": false, "reason": "--offline"}), None)
+        (base, ClusterShown::not_read("--offline"), None)
     } else {
         let node = base.config.node.name.to_string();
         let read = ctx.connect_cluster().and_then(|c| {
@@ -167,20 +230,20 @@ fn with_cluster(
         match read {
             Ok(Some(f)) => (
                 ctx.load_config_with(f.settings())?,
-                json!({"read": true, "server": f.server}),
+                ClusterShown {
+                    read: true,
+                    server: Some(f.server),
+                    reason: None,
+                },
                 f.node_internal_ip,
             ),
-            Ok(None) => (
-                base,
-                json!({"read": false, "reason": "no admin kubeconfig"}),
-                None,
-            ),
+            Ok(None) => (base, ClusterShown::not_read("no admin kubeconfig"), None),
             Err(e) => {
                 let why = crate::error::chain(&e);
                 ctx.printer.warn(&format!(
                     "the cluster was not read, so settings it would fill show their defaults: {why}"
                 ));
-                (base, json!({"read": false, "reason": why}), None)
+                (base, ClusterShown::not_read(why), None)
             }
         }
     })

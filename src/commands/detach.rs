@@ -8,11 +8,10 @@ use crate::context::Context;
 use crate::error::UsageError;
 use crate::host::select::Intent;
 use anyhow::Context as _;
-use serde_json::json;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::apply::detached::{Files, Started, settle};
+use crate::apply::detached::{Files, Recorded, Started, settle};
 
 /// Set for the detached run: where to record its result.
 pub const RESULT_ENV: &str = "CALICOCTL_WIN_DETACHED_RESULT";
@@ -220,12 +219,13 @@ pub fn record(
         .and_then(|o| fs_err::read(o).ok())
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .unwrap_or(serde_json::Value::Null);
-    let doc = json!({
-        "schema": crate::output::SCHEMA,
-        "exit_code": exit,
-        "finished": crate::duration::time_text(crate::duration::now()),
-        "output": printed,
-    });
+    let doc = Recorded {
+        schema: crate::output::SCHEMA,
+        exit_code: exit,
+        finished: Some(crate::duration::time_text(crate::duration::now())),
+        output: printed,
+        error: None,
+    };
     let text = serde_json::to_vec_pretty(&doc).context("cannot write the result as JSON")?;
     crate::files::write_atomic(result, &text)
         .with_context(|| format!("cannot record the result in {}", result.display()))?;

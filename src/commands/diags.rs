@@ -13,7 +13,7 @@ use crate::installed::record::{self, InstallRecord};
 use crate::layout::InstallRoot;
 use crate::output::{Format, Printer};
 use crate::redact::Redactor;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -42,23 +42,34 @@ struct Bundle {
 }
 
 impl Bundle {
-    fn json(&mut self, name: &str, v: &Value) {
-        let text =
-            serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
-        self.members.push((name.to_owned(), text.into_bytes()));
+    fn json(&mut self, name: &str, v: &impl serde::Serialize) {
+        self.members.push((name.to_owned(), pretty(v)));
     }
 
     /// A section's value, or its error kept as a problem and written in its place.
-    fn section(&mut self, name: &str, v: anyhow::Result<Value>) {
+    fn section(&mut self, name: &str, v: anyhow::Result<impl serde::Serialize>) {
         match v {
             Ok(v) => self.json(name, &v),
             Err(e) => {
-                let message = format!("{e:#}");
-                self.problems.push(format!("{name}: {message}"));
-                self.json(name, &json!({"error": message}));
+                let error = format!("{e:#}");
+                self.problems.push(format!("{name}: {error}"));
+                self.json(name, &NotCollected { error });
             }
         }
     }
+}
+
+/// A member as indented JSON.
+fn pretty(v: &impl serde::Serialize) -> Vec<u8> {
+    let text =
+        serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    text.into_bytes()
+}
+
+/// A section that could not be collected, in its place in the zip.
+#[derive(serde::Serialize)]
+struct NotCollected {
+    error: String,
 }
 
 /// `diags`' document: the zip written, the files in it and what could not be collected.
@@ -68,6 +79,52 @@ pub(crate) struct Diags<'a> {
     pub path: String,
     pub files: &'a [&'a str],
     pub problems: &'a [String],
+}
+
+/// The zip's `diags.json`: what made it, the root, its files and what could not be collected.
+#[derive(serde::Serialize)]
+struct Index<'a> {
+    tool: &'static str,
+    install_root: &'a str,
+    files: Vec<&'a str>,
+    problems: &'a [String],
+    redacted: &'static str,
+}
+
+/// A command as it ran alone with `-o json`: its exit code, its document (its stdout as text
+/// when that is not JSON) and what it said on stderr.
+#[derive(serde::Serialize)]
+struct Ran {
+    exit_code: i32,
+    document: Value,
+    stderr: String,
+}
+
+/// The zip's `versions.json`: what runs the node.
+#[derive(serde::Serialize)]
+struct Versions {
+    calicoctl_win: Build,
+    os_build: String,
+    calico: Option<String>,
+    calicoctl_win_that_installed: Option<String>,
+    /// The Node's `nodeInfo`, or why it was not read.
+    node_info: NodeInfo,
+}
+
+/// This calicoctl-win's build.
+#[derive(serde::Serialize)]
+struct Build {
+    version: &'static str,
+    commit: &'static str,
+    build_date: &'static str,
+}
+
+/// What the node reports of the software running it, or why it was not read.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum NodeInfo {
+    Read(Box<k8s_openapi::api::core::v1::NodeSystemInfo>),
+    Not(String),
 }
 
 pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
@@ -104,14 +161,15 @@ pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
     let versions = versions(h, rec.as_ref(), ctx, node.as_deref(), args.offline);
     b.section("versions.json", versions);
-    let index = json!({
-        "tool": "calicoctl-win diags",
-        "install_root": root.as_str(),
-        "files": b.members.iter().map(|(n, _)| n).collect::<Vec<_>>(),
-        "problems": b.problems,
-        "redacted": "tokens, keys and passwords are replaced by <redacted>",
-    });
-    b.json("diags.json", &index);
+    let index = Index {
+        tool: "calicoctl-win diags",
+        install_root: root.as_str(),
+        files: b.members.iter().map(|(n, _)| n.as_str()).collect(),
+        problems: &b.problems,
+        redacted: "tokens, keys and passwords are replaced by <redacted>",
+    };
+    let index = pretty(&index);
+    b.members.push(("diags.json".to_owned(), index));
 
     let redactor = record::redactor(h, rec.as_ref());
     write_zip(&out, &b, &redactor)?;
@@ -192,7 +250,7 @@ impl Captured {
 
 /// Runs `command` as it runs alone with `-o json`: its document, its exit code and what it
 /// said on stderr.
-fn captured(ctx: &mut Context, command: impl FnOnce(&mut Context) -> anyhow::Result<()>) -> Value {
+fn captured(ctx: &mut Context, command: impl FnOnce(&mut Context) -> anyhow::Result<()>) -> Ran {
     let (out, err) = (Captured::default(), Captured::default());
     let printer = Printer::new(
         Format::Json,
@@ -213,7 +271,12 @@ fn captured(ctx: &mut Context, command: impl FnOnce(&mut Context) -> anyhow::Res
     ctx.printer = mine;
     let text = out.text();
     let document = serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text));
-    json!({"exit_code": code, "document": document, "stderr": err.text()})
+    let stderr = err.text();
+    Ran {
+        exit_code: code,
+        document,
+        stderr,
+    }
 }
 
 fn commands(args: &DiagsArgs, ctx: &mut Context, b: &mut Bundle) {
@@ -262,7 +325,7 @@ fn host_sections(h: &dyn Host, rec: Option<&InstallRecord>, b: &mut Bundle) {
 /// to start, 7023 and 7024 ended with an error, 7031 and 7034 ended unexpectedly, 7036 changed
 /// state), the crashes and hangs of the Calico binaries (Application Error 1000, Windows Error
 /// Reporting 1001, Application Hang 1002), and calicoctl-win's own events.
-fn events(h: &dyn Host) -> anyhow::Result<Value> {
+fn events(h: &dyn Host) -> anyhow::Result<Events> {
     use crate::host::events::EventQuery;
     const OURS: &[&str] = &[
         "CalicoNode",
@@ -307,12 +370,36 @@ fn events(h: &dyn Host) -> anyhow::Result<Value> {
         500,
     )?;
     let own = ask("Application", &[crate::layout::EVENT_SOURCE], &[], 200)?;
-    Ok(json!({
-        "boots": boots,
-        "services": about_ours(scm, 200),
-        "crashes": about_ours(crashes, 50),
-        "calicoctl-win": own,
-    }))
+    Ok(Events {
+        boots,
+        services: about_ours(scm, 200),
+        crashes: about_ours(crashes, 50),
+        own,
+    })
+}
+
+/// The zip's `host/events.json`, each list newest first.
+#[derive(serde::Serialize)]
+struct Events {
+    boots: Vec<crate::host::events::LoggedEvent>,
+    services: Vec<crate::host::events::LoggedEvent>,
+    crashes: Vec<crate::host::events::LoggedEvent>,
+    #[serde(rename = "calicoctl-win")]
+    own: Vec<crate::host::events::LoggedEvent>,
+}
+
+/// An HNS network with its endpoints (`host/hns.json`).
+#[derive(serde::Serialize)]
+struct WithEndpoints {
+    network: crate::host::HnsNetwork,
+    endpoints: Vec<crate::host::HnsEndpoint>,
+}
+
+/// The zip's `host/network.json`.
+#[derive(serde::Serialize)]
+struct Addressing {
+    ipv4_addresses: Vec<crate::host::InterfaceAddress>,
+    routes: Vec<crate::host::Route>,
 }
 
 fn system(h: &dyn Host) -> anyhow::Result<Value> {
@@ -339,17 +426,22 @@ fn services(h: &dyn Host, rec: Option<&InstallRecord>) -> anyhow::Result<Value> 
     Ok(Value::Object(out))
 }
 
-fn hns(h: &dyn Host) -> anyhow::Result<Value> {
+fn hns(h: &dyn Host) -> anyhow::Result<Vec<WithEndpoints>> {
     let mut networks = Vec::new();
-    for n in h.hns_networks()? {
-        let endpoints = h.hns_endpoints(&n.id)?;
-        networks.push(json!({"network": n, "endpoints": endpoints}));
+    for network in h.hns_networks()? {
+        let endpoints = h.hns_endpoints(&network.id)?;
+        networks.push(WithEndpoints { network, endpoints });
     }
-    Ok(Value::Array(networks))
+    Ok(networks)
 }
 
-fn network(h: &dyn Host) -> anyhow::Result<Value> {
-    Ok(json!({"ipv4_addresses": h.ipv4_addresses()?, "routes": h.routes()?}))
+fn network(h: &dyn Host) -> anyhow::Result<Addressing> {
+    let ipv4_addresses = h.ipv4_addresses()?;
+    let routes = h.routes()?;
+    Ok(Addressing {
+        ipv4_addresses,
+        routes,
+    })
 }
 
 fn firewall(h: &dyn Host, rec: Option<&InstallRecord>) -> anyhow::Result<Value> {
@@ -409,34 +501,41 @@ fn versions(
     ctx: &mut Context,
     node: Option<&str>,
     offline: bool,
-) -> anyhow::Result<Value> {
+) -> anyhow::Result<Versions> {
     let facts = h.system_facts()?;
-    let mut v = json!({
-        "calicoctl_win": {
-            "version": env!("CARGO_PKG_VERSION"),
-            "commit": env!("CALICOCTL_WIN_COMMIT"),
-            "build_date": env!("CALICOCTL_WIN_BUILD_DATE"),
+    let not = |why: &str| NodeInfo::Not(format!("not read: {why}"));
+    let node_info = if offline {
+        not("--offline")
+    } else {
+        let read = match (node, ctx.connect_cluster()) {
+            (Some(node), Ok(Some(c))) => crate::cluster::node::info(&c, node)
+                .map(|i| {
+                    i.map_or_else(
+                        || NodeInfo::Not(format!("node {node} not found")),
+                        |i| NodeInfo::Read(Box::new(i)),
+                    )
+                })
+                .map_err(anyhow::Error::from),
+            (_, Ok(None)) => Ok(not("no admin kubeconfig")),
+            (None, _) => Ok(not("the configuration names no node")),
+            (_, Err(e)) => Err(e.into()),
+        };
+        read.unwrap_or_else(|e| not(&format!("{e:#}")))
+    };
+    let v = Versions {
+        calicoctl_win: Build {
+            version: env!("CARGO_PKG_VERSION"),
+            commit: env!("CALICOCTL_WIN_COMMIT"),
+            build_date: env!("CALICOCTL_WIN_BUILD_DATE"),
         },
-        "os_build": match facts.ubr {
+        os_build: match facts.ubr {
             Some(ubr) => format!("{}.{ubr}", facts.build),
             None => facts.build.to_string(),
         },
-        "calico": rec.and_then(|r| r.calico_version.clone()),
-        "calicoctl_win_that_installed": rec.map(|r| r.tool_version.clone()),
-    });
-    if offline {
-        v["node_info"] = json!("not read: --offline");
-        return Ok(v);
-    }
-    let read = match (node, ctx.connect_cluster()) {
-        (Some(node), Ok(Some(c))) => crate::cluster::node::info(&c, node)
-            .map(|i| i.map_or_else(|| json!(format!("node {node} not found")), |i| json!(i)))
-            .map_err(anyhow::Error::from),
-        (_, Ok(None)) => Ok(json!("not read: no admin kubeconfig")),
-        (None, _) => Ok(json!("not read: the configuration names no node")),
-        (_, Err(e)) => Err(e.into()),
+        calico: rec.and_then(|r| r.calico_version.clone()),
+        calicoctl_win_that_installed: rec.map(|r| r.tool_version.clone()),
+        node_info,
     };
-    v["node_info"] = read.unwrap_or_else(|e| json!(format!("not read: {e:#}")));
     Ok(v)
 }
 
@@ -487,7 +586,7 @@ mod tests {
         )
         .expect("event");
         h.reboot().expect("reboot");
-        let doc = events(&h).expect("events");
+        let doc = serde_json::to_value(events(&h).expect("events")).expect("json");
         let ids: Vec<u64> = doc["boots"]
             .as_array()
             .expect("boots")
@@ -497,14 +596,14 @@ mod tests {
         assert_eq!(ids, [6005, 6006], "{doc}");
         assert_eq!(doc["calicoctl-win"][0]["data"][0], "CalicoFelix failed");
         assert_eq!(doc["calicoctl-win"][0]["level"], 2);
-        assert_eq!(doc["services"], json!([]));
+        assert_eq!(doc["services"], serde_json::json!([]));
         // The SCM names a service by its display name in the message and by its key name in
         // the binary data only: found by the key (a display name matched nothing before).
         h.log_scm_event(7031, "Calico Felix", "CalicoFelix")
             .expect("event");
         h.log_scm_event(7036, "Windows Update", "wuauserv")
             .expect("event");
-        let doc = events(&h).expect("events");
+        let doc = serde_json::to_value(events(&h).expect("events")).expect("json");
         let services = doc["services"].as_array().expect("services");
         assert_eq!(services.len(), 1, "{doc}");
         assert_eq!(services[0]["binary"], "CalicoFelix", "{doc}");

@@ -1,9 +1,10 @@
 //! docs/json.md lists each command's JSON document with its keys in order: each document type,
 //! serialized with every optional key filled, must print exactly the keys listed (`schema`,
 //! which every document has first, aside), and every document listed must be one of these.
+//! A `Keys of `field`:` line under a document lists the keys of that field's objects.
 
 use super::change::{Changing, ChecksBlocked};
-use super::config_show::{ConfigShow, KubeconfigUsed};
+use super::config_show::{ClusterShown, ConfigShow, KubeconfigUsed, Setting, Settings, Uplink};
 use super::fetched::{
     EtcdCerts, InstallerKubeconfig, Kubeconfig, ReleaseFetched, ReleasePlan, TokenFrom,
 };
@@ -22,18 +23,30 @@ fn keys(doc: &impl Serialize) -> Vec<String> {
     }
 }
 
-/// Each document of docs/json.md: its heading and its `Keys:` line.
+/// Each document of docs/json.md: its heading and its `Keys:` line; and each field's objects
+/// (`Keys of `field`:`), as the heading and the field.
 fn documented() -> Vec<(String, Vec<String>)> {
     let text = include_str!("../../docs/json.md");
     let mut out = Vec::new();
-    let mut heading = None;
+    let (mut heading, mut last) = (None, String::new());
+    let list = |l: &str| {
+        l.split(", ")
+            .map(|k| k.trim_matches('`').to_owned())
+            .collect()
+    };
     for line in text.lines() {
         if let Some(h) = line.strip_prefix("### ") {
             heading = Some(h.to_owned());
-        } else if let Some(list) = line.strip_prefix("Keys: ") {
-            let h = heading.take().expect("a Keys: line under a ### heading");
-            let keys = list.split(", ").map(|k| k.trim_matches('`').to_owned());
-            out.push((h, keys.collect()));
+        } else if let Some(keys) = line.strip_prefix("Keys: ") {
+            last = heading.take().expect("a Keys: line under a ### heading");
+            out.push((last.clone(), list(keys)));
+        } else if let Some(rest) = line.strip_prefix("Keys of ") {
+            let (field, keys) = rest.split_once(": ").expect("Keys of `field`: keys");
+            assert!(
+                !last.is_empty(),
+                "a Keys of line under a document's Keys: line"
+            );
+            out.push((format!("{last} {field}"), list(keys)));
         }
     }
     out
@@ -89,11 +102,12 @@ fn typed() -> Vec<(&'static str, Vec<String>)> {
         findings: Some(&[]),
         ..Default::default()
     };
+    let pods = super::reconfigure::Pods::default();
     let reconfigure = super::reconfigure::Reconfigure {
         install_root: "",
         change: "none",
         network_changes: &[],
-        pods: &null,
+        pods: Some(&pods),
     };
     let preflight = Preflight {
         checks: &[],
@@ -107,13 +121,33 @@ fn typed() -> Vec<(&'static str, Vec<String>)> {
         fixes: None,
         blocking: &[],
     };
+    let cluster = ClusterShown {
+        read: true,
+        server: Some(String::new()),
+        reason: Some(String::new()),
+    };
+    let chosen = Uplink::Chosen(uplink.clone());
     let config_show = ConfigShow {
         config_file: None,
-        settings: serde_json::Map::new(),
+        settings: Settings::default(),
         ip_autodetection: None,
-        uplink: &null,
+        uplink: &chosen,
         cluster_kubeconfig: KubeconfigUsed::default(),
-        cluster: &null,
+        cluster: &cluster,
+    };
+    let shown = crate::config::Shown {
+        value: null.clone(),
+        source: crate::config::Source::Default,
+    };
+    let setting = Setting {
+        shown: &shown,
+        default: String::new(),
+        description: "",
+    };
+    let no_uplink = Uplink::NoneChosen {
+        adapter: None,
+        error: String::new(),
+        remedy: Some(String::new()),
     };
     let lint = crate::policy::Report {
         schema: 2,
@@ -145,10 +179,15 @@ fn typed() -> Vec<(&'static str, Vec<String>)> {
             })),
         ),
         ("`reconfigure`", keys(&changing(reconfigure))),
+        ("`reconfigure` `pods`", keys(&pods)),
         ("`repair`", keys(&changing(repair))),
         ("`checks-blocked`", keys(&ChecksBlocked::default())),
         ("`preflight`", keys(&preflight)),
         ("`config show`", keys(&config_show)),
+        ("`config show` `settings`", keys(&setting)),
+        ("`config show` `uplink`", keys(&chosen)),
+        ("`config show` `uplink`, none chosen", keys(&no_uplink)),
+        ("`config show` `cluster`", keys(&cluster)),
         (
             "`config import-ps1`",
             keys(&super::import_ps1::Imported::default()),
@@ -243,6 +282,20 @@ fn typed() -> Vec<(&'static str, Vec<String>)> {
             }),
         ),
         ("`--detach`", keys(&super::detach::Detached::default())),
+        (
+            "`--detach`'s result",
+            keys(&crate::apply::detached::Recorded {
+                error: Some(""),
+                ..Default::default()
+            }),
+        ),
+        (
+            "`verify`",
+            keys(&super::verify::Verified {
+                passed: true,
+                nodes: Vec::new(),
+            }),
+        ),
     ]
 }
 
@@ -267,4 +320,40 @@ fn every_document_prints_the_keys_docs_json_md_lists() {
         unknown.is_empty(),
         "docs/json.md lists documents no type prints: {unknown:?}"
     );
+}
+
+/// `--verify` puts verify's report last in install's and reconfigure's documents, after the
+/// command's own keys (docs/json.md, the changing commands).
+#[test]
+fn verify_puts_its_report_last() {
+    let report = crate::verify::run::Report {
+        node: String::new(),
+        namespace: String::new(),
+        image: String::new(),
+        peers: Vec::new(),
+        checks: Vec::new(),
+        skipped: Vec::new(),
+        passed: true,
+        timed_out: false,
+        interrupted: false,
+        leftovers_removed: Vec::new(),
+        cleaned_up: true,
+        cleanup_ms: 0,
+        namespace_given: false,
+        clean_up_error: None,
+        took_ms: 0,
+        node_health: Vec::new(),
+    };
+    let own = super::uninstall::Uninstall {
+        install_root: "",
+        purge: None,
+    };
+    let doc = changing(own);
+    let mut want = keys(&doc);
+    want.push("verify".into());
+    let verified = super::common::WithVerify {
+        doc,
+        verify: report,
+    };
+    assert_eq!(keys(&verified), want);
 }

@@ -269,7 +269,7 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
         boot_marker: Some(&marker),
         already: false,
     };
-    let doc = Changing::plan(ctx.options.dry_run, own, &all)?;
+    let doc = Changing::plan(ctx.options.dry_run, own, &all);
     if ctx.options.dry_run {
         change.show(ctx, &all);
         ctx.printer.note("--dry-run: nothing was changed");
@@ -558,9 +558,8 @@ pub fn from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Resul
     let doc = super::install::FromOperator {
         node: node.clone(),
         direction: "from-operator",
-        migrate_actions: apply::to_json(&taken.before).context("cannot show the plan as JSON")?,
-        migrate_actions_after: apply::to_json(&taken.after)
-            .context("cannot show the plan as JSON")?,
+        migrate_actions: apply::shown(&taken.before),
+        migrate_actions_after: apply::shown(&taken.after),
     };
     let cluster = taken.cluster;
     let root = taken.root;

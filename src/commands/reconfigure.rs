@@ -17,7 +17,6 @@ use crate::plan::desired::rendered_files;
 use crate::plan::install::{Inputs, Restart};
 use crate::plan::reconfigure::{self, NodeSteps, network_changes};
 use anyhow::Context as _;
-use serde_json::json;
 
 pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host_to_change("reconfigure")?;
@@ -229,7 +228,7 @@ struct Shown<'a> {
     node_name: &'a str,
     backend: Backend,
     changes: &'a [String],
-    pods: serde_json::Value,
+    pods: Option<Pods>,
 }
 
 /// Reconfigure's own keys of its document (`change::Changing`): the root, the kind of change
@@ -240,7 +239,18 @@ pub(crate) struct Reconfigure<'a> {
     pub install_root: &'a str,
     pub change: &'static str,
     pub network_changes: &'a [String],
-    pub pods: &'a serde_json::Value,
+    /// `null` without a drain of ours.
+    pub pods: Option<&'a Pods>,
+}
+
+/// The pods a network change's drain takes down: those it evicts, those without a controller
+/// it evicts (`--force`), and the DaemonSet and mirror pods that stay.
+#[derive(serde::Serialize)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct Pods {
+    pub evict: Vec<drain::PodRef>,
+    pub unmanaged: Vec<drain::PodRef>,
+    pub skipped: Vec<drain::PodRef>,
 }
 
 /// Shows the plan; the JSON document to print once it ran, or `None` when the run ends here
@@ -271,9 +281,9 @@ fn show<'a>(
         install_root: shown.root.as_str(),
         change: kind,
         network_changes: shown.changes,
-        pods: &shown.pods,
+        pods: shown.pods.as_ref(),
     };
-    let doc = Changing::plan(dry_run, own, actions)?;
+    let doc = Changing::plan(dry_run, own, actions);
     if actions.is_empty() {
         ctx.printer
             .text("Nothing to do: the node already matches this config.");
@@ -302,7 +312,7 @@ struct Need<'a> {
 /// The cluster steps of the plan, the pods a drain would evict, and the cluster they use.
 struct NodePlan {
     steps: Option<NodeSteps>,
-    preview: serde_json::Value,
+    preview: Option<Pods>,
     cluster: Option<Box<crate::cluster::Cluster>>,
 }
 
@@ -320,7 +330,7 @@ fn node_plan(
         // Not needed for the change; kept to annotate the node with what it runs.
         return Ok(NodePlan {
             steps: None,
-            preview: json!(null),
+            preview: None,
             cluster: match cluster {
                 ClusterRead::Read(c, _) => Some(c),
                 _ => None,
@@ -346,9 +356,9 @@ fn node_plan(
     }
     let (drain_action, preview) = if need.recreate && !external {
         let (action, preview) = drain_action(args, &c, node_name)?;
-        (Some(action), preview)
+        (Some(action), Some(preview))
     } else {
-        (None, json!(null))
+        (None, None)
     };
     Ok(NodePlan {
         steps: Some(NodeSteps {
@@ -460,13 +470,13 @@ fn vni_refusal(
     None
 }
 
-/// The drain step, with the pods it evicts as JSON; refused (nothing changed) when a pod
+/// The drain step, with the pods it takes down; refused (nothing changed) when a pod
 /// cannot be evicted with these options.
 fn drain_action(
     args: &ReconfigureArgs,
     c: &crate::cluster::Cluster,
     node_name: &str,
-) -> anyhow::Result<(Action, serde_json::Value)> {
+) -> anyhow::Result<(Action, Pods)> {
     let options = args.evict.options(args.delete_emptydir_data);
     let s = drain::select(&drain::pods_on(c, node_name)?);
     if let Some(refused) = s.refusal(node_name, &options) {
@@ -477,7 +487,6 @@ fn drain_action(
                 .into(),
         );
     }
-    let preview = json!({"evict": &s.evict, "unmanaged": &s.unmanaged, "skipped": &s.skipped});
     let show = |v: &[drain::PodRef]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
     let mut evict = show(&s.evict);
     evict.extend(show(&s.unmanaged));
@@ -487,7 +496,12 @@ fn drain_action(
         skipped: show(&s.skipped),
         options,
     };
-    Ok((action, preview))
+    let pods = Pods {
+        evict: s.evict,
+        unmanaged: s.unmanaged,
+        skipped: s.skipped,
+    };
+    Ok((action, pods))
 }
 
 /// The error of a failed reconfigure, with what was undone and what a rerun does.

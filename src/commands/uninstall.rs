@@ -56,7 +56,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         install_root: root.as_str(),
         purge: Some(args.purge),
     };
-    let mut doc = Changing::plan(dry_run, own, &actions)?;
+    let mut doc = Changing::plan(dry_run, own, &actions);
     if dry_run {
         change.show(ctx, &actions);
         if !cluster.warnings.is_empty() {
@@ -205,7 +205,7 @@ fn nothing_installed(
         install_root: root.as_str(),
         purge: None,
     };
-    ctx.printer.json(&Changing::plan(dry_run, own, &[])?);
+    ctx.printer.json(&Changing::plan(dry_run, own, &[]));
     Ok(())
 }
 

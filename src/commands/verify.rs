@@ -89,10 +89,10 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ctx.printer.text(&table(r));
     }
     let failed = crate::verify::failure::of_all(&reports, args.timeout.as_secs());
-    ctx.printer.json(&serde_json::json!(Verified {
+    ctx.printer.json(&Verified {
         passed: failed.is_none(),
         nodes: reports,
-    }));
+    });
     match failed {
         None => Ok(()),
         Some(e) => Err(e.into()),

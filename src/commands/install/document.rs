@@ -25,6 +25,6 @@ pub(crate) struct Install<'a> {
 pub(crate) struct FromOperator {
     pub node: String,
     pub direction: &'static str,
-    pub migrate_actions: Vec<serde_json::Value>,
-    pub migrate_actions_after: Vec<serde_json::Value>,
+    pub migrate_actions: Vec<crate::apply::Shown>,
+    pub migrate_actions_after: Vec<crate::apply::Shown>,
 }

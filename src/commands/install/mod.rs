@@ -576,7 +576,7 @@ fn present<'a>(
         uplink: &p.checked.uplink,
         from_operator,
     };
-    let doc = Changing::plan(ctx.options.dry_run, own, p.actions)?;
+    let doc = Changing::plan(ctx.options.dry_run, own, p.actions);
     if ctx.options.dry_run {
         end_dry_run(ctx, &p.checked.blocking, &doc)?;
         return Ok(None);
