@@ -83,7 +83,7 @@ fn an_endpoint_a_new_look_finds_healthy_is_kept() {
     };
     let mut opts = repair_options();
     opts.recheck = Some(&recheck);
-    let warnings = super::execute(&host, &actions, opts, &mut |_, _, _| {}).expect("runs");
+    let warnings = super::execute(&host, &actions, opts, &mut |_| {}).expect("runs");
     let left: Vec<String> = host
         .hns_endpoints(&net.id)
         .expect("endpoints")
@@ -132,7 +132,7 @@ fn an_endpoint_in_a_namespace_is_taken_out_before_it_is_deleted() {
             action.describe()
         );
         let opts = repair_options();
-        let ran = super::execute(&host, &[action], opts, &mut |_, _, _| {}).is_ok();
+        let ran = super::execute(&host, &[action], opts, &mut |_| {}).is_ok();
         (ran, host.hns_endpoints(&net.id).expect("endpoints").len())
     };
     assert_eq!(run(None), (true, 0));

@@ -91,7 +91,10 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Ok(());
     };
     let cluster = node.cluster.as_deref();
-    let opts = options(args, change.journal_path.clone(), journal, cluster);
+    let mut opts = options(args, change.journal_path.clone(), journal, cluster);
+    // Ctrl-C ends the drain's waits and the run before its next step: what was done is undone
+    // (the cordon too) or journaled for a rerun, as after a timeout.
+    opts.stop = ctx.catch_stop(crate::duration::Stop::new(), super::common::CHANGE_UNCAUGHT);
     if let Err(e) = change.run(ctx, &actions, opts)? {
         return Err(failed(*e, &node_name));
     }
@@ -503,7 +506,8 @@ fn failed(f: Failed, node_name: &str) -> anyhow::Error {
             .source
             .downcast_ref::<drain::DrainError>()
             .and_then(|d| match d {
-                drain::DrainError::Timeout { evicted, .. } => Some(evicted.len()),
+                drain::DrainError::Timeout { evicted, .. }
+                | drain::DrainError::Stopped { evicted, .. } => Some(evicted.len()),
                 _ => None,
             });
         match &e.rollback_failures {

@@ -137,6 +137,8 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let recheck = |id: &str| still_at_fault(host.as_ref(), &c, &node, args.grace, id);
     let mut opts = options(args, change.journal_path.clone(), interrupted, &c);
     opts.recheck = Some(&recheck);
+    // Ctrl-C ends an eviction's wait and the run before its next step, journaled for a rerun.
+    opts.stop = ctx.catch_stop(crate::duration::Stop::new(), super::common::CHANGE_UNCAUGHT);
     if let Err(f) = change.run(ctx, &actions, opts)? {
         let e = f.error;
         let step = e.action.clone();

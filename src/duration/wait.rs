@@ -8,10 +8,12 @@ use super::stop::Stop;
 use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
-/// One look of a wait: done with a value, or still waiting for what it says.
+/// One look of a wait: done with a value, or still waiting for what it says; `Again` also
+/// says when to look next (a server's Retry-After, a retry's own pace) instead of `Pauses`.
 pub enum Look<T, P> {
     Done(T),
     Pending(P),
+    Again(P, Duration),
 }
 
 /// The pauses between looks: `first`, doubling up to `most`.
@@ -174,9 +176,10 @@ fn run<T, P, E, C>(
 ) -> Result<End<T, P, C>, E> {
     let mut pending_looks = 0_u32;
     loop {
-        let waiting_for = match look()? {
+        let (waiting_for, asked) = match look()? {
             Look::Done(v) => return Ok(End::Done(v)),
-            Look::Pending(p) => p,
+            Look::Pending(p) => (p, None),
+            Look::Again(p, next) => (p, Some(next)),
         };
         let now = Instant::now();
         if now >= deadline {
@@ -188,7 +191,7 @@ fn run<T, P, E, C>(
         }
         pending(now);
         pending_looks = pending_looks.saturating_add(1);
-        let next = pauses.after(pending_looks);
+        let next = asked.unwrap_or_else(|| pauses.after(pending_looks));
         if let Some(cut) = pause(next.min(deadline.saturating_duration_since(now))) {
             return Ok(End::Stopped(cut));
         }
