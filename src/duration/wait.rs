@@ -419,6 +419,33 @@ mod tests {
         assert_eq!(said[0], "waiting for the node (no time limit)");
     }
 
+    /// A look that says when to look next (`Look::Again`) is taken at its word, not at the
+    /// `Pauses`: an hour's pause would run into the minute's timeout.
+    #[test]
+    fn a_look_that_says_its_next_pause_is_taken_at_its_word() {
+        let stop = Stop::new();
+        let mut n = 0;
+        let done: Result<u32, Ended> = poll_until(
+            Wait {
+                what: "the node",
+                timeout: Duration::from_secs(60),
+                pauses: Pauses::every(HOUR),
+                stop: &stop,
+                say: &mut |_| {},
+            },
+            || {
+                n += 1;
+                Ok(if n == 3 {
+                    Look::Done(n)
+                } else {
+                    Look::Again(n, Duration::from_millis(1))
+                })
+            },
+            |p| Err(Ended::TimedOut(p)),
+        );
+        assert_eq!(done, Ok(3));
+    }
+
     /// A stop requested before the wait (during the caller's previous step) ends it at once,
     /// with no look, with `Stopped`, and says so.
     #[test]
