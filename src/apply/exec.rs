@@ -337,7 +337,9 @@ fn recreate_daemonset_pods(
     options: &crate::cluster::drain::DrainOptions,
     watch: &mut Watch<'_>,
 ) -> anyhow::Result<Option<String>> {
-    let pods = opts.cluster()?.recreate_daemonset_pods(node, options, watch)?;
+    let pods = opts
+        .cluster()?
+        .recreate_daemonset_pods(node, options, watch)?;
     Ok((!pods.is_empty()).then(|| {
         format!(
             "evicted DaemonSet pod(s) {} so that they are made again on the new network",

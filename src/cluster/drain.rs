@@ -41,7 +41,9 @@ fn default_concurrency() -> usize {
 }
 
 /// How long a PodDisruptionBudget's refusal waits before the pod is asked for again: kubectl
-/// drain's pace (it ignores the Retry-After the API server sets on such refusals).
+/// drain's pace (kubernetes `staging/src/k8s.io/kubectl/pkg/drain/drain.go`, `evictPods`: a
+/// 429 is "will retry after 5s", the Retry-After the API server sets on it ignored; its
+/// context, checked before each eviction, ends the retries as our stop does).
 const BUDGET_RETRY: Duration = Duration::from_secs(5);
 
 /// The longest Retry-After an overloaded server is obeyed for at once.

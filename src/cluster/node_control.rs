@@ -3,8 +3,8 @@
 //! renewal.rs and node.rs. Passed in from the top, so that `apply` needs no client.
 
 use super::drain::{
-    DrainOptions, PodRef, Watch, evict_and_wait, is_cordoned, networked_daemons, pod_ref, pods_on, select,
-    set_cordoned, wait_ready,
+    DrainOptions, PodRef, Watch, evict_and_wait, is_cordoned, networked_daemons, pod_ref, pods_on,
+    select, set_cordoned, wait_ready,
 };
 use super::token::renewal;
 use super::{Cluster, node, operator};
@@ -25,8 +25,12 @@ pub trait NodeControl {
         opts: &DrainOptions,
         watch: &mut Watch<'_>,
     ) -> anyhow::Result<()>;
-    fn wait_ready(&self, node: &str, timeout: Duration, watch: &mut Watch<'_>)
-    -> anyhow::Result<()>;
+    fn wait_ready(
+        &self,
+        node: &str,
+        timeout: Duration,
+        watch: &mut Watch<'_>,
+    ) -> anyhow::Result<()>;
     /// Evicts the node's DaemonSet pods that have a network of their own (`networked_daemons`)
     /// and waits until they are gone (or `watch`'s stop); their names.
     fn recreate_daemonset_pods(

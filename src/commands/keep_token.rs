@@ -103,7 +103,8 @@ pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
 }
 
 /// What a Ctrl-C does when the stop signal cannot be caught.
-const UNCAUGHT: &str = "the process ends where it is, and a verify run under way leaves its namespace to the next run";
+const UNCAUGHT: &str =
+    "the process ends where it is, and a verify run under way leaves its namespace to the next run";
 
 /// One look: `None` while the API server takes calico-node's token; else the new token
 /// written and what was done, in words.

@@ -10,11 +10,11 @@
 
 use crate::cluster::{Cluster, credentials};
 use crate::context::Context;
+use crate::duration::Stop;
 use crate::host::Host;
 use crate::verify::judge::Outcome;
 use crate::verify::run::{self, Options, Report, RunError};
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
-use crate::duration::Stop;
 use std::time::{Duration, Instant};
 
 /// The condition's type.

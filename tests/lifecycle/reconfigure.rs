@@ -261,7 +261,14 @@ fn ctrl_c_during_the_drain_ends_its_wait_and_undoes_the_cordon() {
         .current_dir(crate::support::root())
         .args(["--set", "node.name=win-1", "reconfigure"])
         .args(VNI_4097)
-        .args(["--drain", "--drain-timeout", "1h", "-o", "json", "--sim-host"])
+        .args([
+            "--drain",
+            "--drain-timeout",
+            "1h",
+            "-o",
+            "json",
+            "--sim-host",
+        ])
         .arg(n.sim())
         .arg("--kubeconfig")
         .arg(&n.admin)
