@@ -44,9 +44,10 @@ impl Pauses {
 /// its log lines say so rather than give a deadline.
 pub const NO_LIMIT: Duration = Duration::MAX;
 
-/// A wait the service's stop ended: not a timeout, and no failure of what was awaited.
+/// A wait the stop ended (a service's, or a command's Ctrl-C): not a timeout, and no failure
+/// of what was awaited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("stopped while waiting: the service is stopping")]
+#[error("stopped while waiting: a stop was requested (the service's stop, or Ctrl-C)")]
 pub struct Stopped;
 
 /// How often a wait says that it is still waiting, at most.
@@ -138,7 +139,7 @@ pub fn poll_until<T, P, E: From<Stopped>>(
         }
         End::Stopped(s) => {
             say(&format!(
-                "stopped waiting for {what} after {waited:?}: the service is stopping"
+                "stopped waiting for {what} after {waited:?}: a stop was requested"
             ));
             Err(s.into())
         }
