@@ -91,10 +91,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Ok(());
     };
     let cluster = node.cluster.as_deref();
-    let mut opts = options(args, change.journal_path.clone(), journal, cluster);
-    // Ctrl-C ends the drain's waits and the run before its next step: what was done is undone
-    // (the cordon too) or journaled for a rerun, as after a timeout.
-    opts.stop = ctx.catch_stop(crate::duration::Stop::new(), super::common::CHANGE_UNCAUGHT);
+    let opts = options(ctx, args, change.journal_path.clone(), journal, cluster);
     if let Err(e) = change.run(ctx, &actions, opts)? {
         return Err(failed(*e, &node_name));
     }
@@ -125,21 +122,27 @@ fn nothing_to_change(ctx: &mut Context, change: &Change, actions: &[apply::Actio
 }
 
 /// How the plan runs: rolled back on failure, journaled, with the cluster for the node steps.
+/// Ctrl-C ends the drain's waits and the run before its next step: what was done is undone
+/// (the cordon too) or journaled for a rerun, as after a timeout.
 fn options<'a>(
+    ctx: &mut Context,
     args: &ReconfigureArgs,
     journal_path: String,
     journal: Option<crate::apply::journal::Journal>,
     cluster: Option<&'a crate::cluster::Cluster>,
 ) -> apply::Options<'a> {
     let cluster = cluster.map(|c| c as &dyn crate::cluster::NodeControl);
-    apply::Options::for_change(
-        "reconfigure",
-        journal_path,
-        true,
-        args.service_timeout,
-        journal,
-        cluster,
-    )
+    apply::Options {
+        stop: ctx.catch_stop(crate::duration::Stop::new(), super::common::CHANGE_UNCAUGHT),
+        ..apply::Options::for_change(
+            "reconfigure",
+            journal_path,
+            true,
+            args.service_timeout,
+            journal,
+            cluster,
+        )
+    }
 }
 
 /// The install record, refused when there is none or when the new backend needs files only an

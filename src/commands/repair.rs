@@ -135,12 +135,9 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Ok(());
     }
     let recheck = |id: &str| still_at_fault(host.as_ref(), &c, &node, args.grace, id);
-    let mut opts = options(args, change.journal_path.clone(), interrupted, &c);
+    let mut opts = options(ctx, args, change.journal_path.clone(), interrupted, &c);
     opts.recheck = Some(&recheck);
-    // Ctrl-C ends an eviction's wait and the run before its next step, journaled for a rerun,
-    // and the wait for the node's health after it.
-    let stop = ctx.catch_stop(Stop::new(), super::common::CHANGE_UNCAUGHT);
-    opts.stop = stop.clone();
+    let stop = opts.stop.clone();
     if let Err(f) = change.run(ctx, &actions, opts)? {
         let e = f.error;
         let step = e.action.clone();
@@ -367,19 +364,25 @@ fn refused(node: &str, judged: &[Judged], r: repair::Refusal) -> anyhow::Error {
 
 /// How the plan runs: journaled, no rollback (a deleted endpoint or an evicted pod cannot be
 /// brought back), with the cluster for the evictions.
+/// Ctrl-C ends an eviction's wait and the run before its next step, journaled for a rerun,
+/// and the wait for the node's health after it.
 fn options<'a>(
+    ctx: &mut Context,
     args: &RepairArgs,
     journal_path: String,
     journal: Option<crate::apply::journal::Journal>,
     cluster: &'a Cluster,
 ) -> apply::Options<'a> {
     let cluster = Some(cluster as &dyn crate::cluster::NodeControl);
-    apply::Options::for_change(
-        "repair",
-        journal_path,
-        false,
-        args.service_timeout,
-        journal,
-        cluster,
-    )
+    apply::Options {
+        stop: ctx.catch_stop(Stop::new(), super::common::CHANGE_UNCAUGHT),
+        ..apply::Options::for_change(
+            "repair",
+            journal_path,
+            false,
+            args.service_timeout,
+            journal,
+            cluster,
+        )
+    }
 }
