@@ -56,6 +56,8 @@ pub struct Context {
     /// When the command started, by this host's clock (unix seconds): `--verify`'s Ready wait
     /// takes only a `CalicoWindowsReady` written since.
     pub started_s: i64,
+    /// The stop the stop signal requests, once caught (`catch_stop`).
+    stop: Option<crate::duration::Stop>,
 }
 
 impl Context {
@@ -76,7 +78,28 @@ impl Context {
             log,
             sim_start_hook: None,
             started_s: crate::duration::now(),
+            stop: None,
         }
+    }
+
+    /// The stop that Ctrl-C, a termination signal or (on Windows) a console's control event
+    /// requests: `stop`, caught from now on, or the one caught before (a process catches the
+    /// signal once, and every later wait shares it). When it cannot be caught, a warning ends
+    /// with `without`, what a Ctrl-C does then.
+    pub fn catch_stop(
+        &mut self,
+        stop: crate::duration::Stop,
+        without: &str,
+    ) -> crate::duration::Stop {
+        if let Some(caught) = &self.stop {
+            return caught.clone();
+        }
+        if let Err(e) = crate::host::stop::on_stop(stop.clone()) {
+            self.printer
+                .warn(&format!("Ctrl-C will not clean up ({e}): {without}"));
+        }
+        self.stop = Some(stop.clone());
+        stop
     }
 
     /// The host lock `open_host_to_change` took, handed to the change that holds it until it

@@ -9,6 +9,7 @@ use super::journal::{Entry, Journal, Undo, save};
 use super::ready::{restore_routes, wait_ready};
 use super::undo::{ignore_not_found, prepare_undo, rollback};
 use super::{Action, Content, Options};
+use crate::cluster::drain::Watch;
 use crate::host::{Access, Host};
 use anyhow::Context as _;
 
@@ -32,12 +33,21 @@ pub struct ExecError {
     pub kept_logs: Option<String>,
 }
 
-/// Runs the plan; `report` is called before each action.
+/// What a run tells as it goes: a step begins (its number, of how many), or a step's wait
+/// says how it goes.
+pub enum Progress<'a> {
+    Step(usize, usize, &'a Action),
+    Said(&'a str),
+}
+
+/// Runs the plan; `report` is called before each action and with its waits' lines. A stop
+/// (`Options::stop`) fails the step it cuts, or the next one before it begins, as a timeout
+/// would: undone before the point of no return, journaled for a rerun after it.
 pub fn execute(
     host: &dyn Host,
     actions: &[Action],
     opts: Options<'_>,
-    report: &mut dyn FnMut(usize, usize, &Action),
+    report: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Vec<String>, ExecError> {
     let mut warnings = Vec::new();
     let total = actions.len();
@@ -45,7 +55,7 @@ pub fn execute(
 
     let mut past_no_return = journal.entries.iter().any(|e| e.irreversible);
     for (i, action) in actions.iter().enumerate() {
-        report(i + 1, total, action);
+        report(Progress::Step(i + 1, total, action));
         let irreversible = matches!(
             action,
             Action::DeleteNetwork { .. }
@@ -55,6 +65,9 @@ pub fn execute(
         );
         let committed_before = past_no_return;
         let step = (|| -> anyhow::Result<()> {
+            if opts.stop.requested() {
+                anyhow::bail!("stopped before it began (Ctrl-C or a termination signal)");
+            }
             let undo = if opts.rollback {
                 prepare_undo(host, action, &opts)?
             } else {
@@ -69,7 +82,11 @@ pub fn execute(
             save(host, &opts.journal_path, &journal)?;
             // From here the step may have happened, even if it reports a failure.
             past_no_return |= irreversible;
-            run(host, action, &opts, &mut warnings)?;
+            let mut watch = Watch {
+                stop: &opts.stop,
+                say: &mut |line| report(Progress::Said(line)),
+            };
+            run(host, action, &opts, &mut warnings, &mut watch)?;
             if let Some(e) = journal.entries.last_mut() {
                 e.done = true;
             }
@@ -179,6 +196,7 @@ fn run(
     action: &Action,
     opts: &Options<'_>,
     warnings: &mut Vec<String>,
+    watch: &mut Watch<'_>,
 ) -> anyhow::Result<()> {
     match action {
         Action::StopService { name } => host.service_stop(name, opts.stop_timeout)?,
@@ -228,7 +246,7 @@ fn run(
             opts.now,
         )?,
         Action::RecreateDaemonSetPods { node, options } => {
-            warnings.extend(recreate_daemonset_pods(opts, node, options)?);
+            warnings.extend(recreate_daemonset_pods(opts, node, options, watch)?);
         }
         Action::DeleteEndpoint {
             id,
@@ -243,13 +261,13 @@ fn run(
             warnings.extend(opts.cluster()?.remove_grant(namespace, name)?);
         }
         // The rest change or wait for the cluster (`Action::in_cluster`).
-        _ => cluster_step(action, opts)?,
+        _ => cluster_step(action, opts, watch)?,
     }
     Ok(())
 }
 
 /// A step that changes or waits for the cluster, not the host.
-fn cluster_step(action: &Action, opts: &Options<'_>) -> anyhow::Result<()> {
+fn cluster_step(action: &Action, opts: &Options<'_>, watch: &mut Watch<'_>) -> anyhow::Result<()> {
     let c = opts.cluster()?;
     match action {
         Action::Cordon { node } => c.set_cordoned(node, true),
@@ -271,9 +289,9 @@ fn cluster_step(action: &Action, opts: &Options<'_>) -> anyhow::Result<()> {
             node,
             pods,
             options,
-        } => c.evict(node, pods, options),
-        Action::Drain { node, options, .. } => c.drain(node, options),
-        Action::WaitNodeReady { node, timeout } => c.wait_ready(node, *timeout),
+        } => c.evict(node, pods, options, watch),
+        Action::Drain { node, options, .. } => c.drain(node, options, watch),
+        Action::WaitNodeReady { node, timeout } => c.wait_ready(node, *timeout, watch),
         other => anyhow::bail!("{} is not a step in the cluster", other.describe()),
     }
 }
@@ -328,8 +346,11 @@ fn recreate_daemonset_pods(
     opts: &Options<'_>,
     node: &str,
     options: &crate::cluster::drain::DrainOptions,
+    watch: &mut Watch<'_>,
 ) -> anyhow::Result<Option<String>> {
-    let pods = opts.cluster()?.recreate_daemonset_pods(node, options)?;
+    let pods = opts
+        .cluster()?
+        .recreate_daemonset_pods(node, options, watch)?;
     Ok((!pods.is_empty()).then(|| {
         format!(
             "evicted DaemonSet pod(s) {} so that they are made again on the new network",

@@ -12,7 +12,7 @@ pub mod snapshot;
 mod snapshot_diff;
 pub mod undo;
 
-pub use exec::{ExecError, execute};
+pub use exec::{ExecError, Progress, execute};
 pub use ready::ReadyError;
 
 /// How to run a plan.
@@ -36,6 +36,9 @@ pub struct Options<'a> {
     /// Asked just before each HNS endpoint is deleted, with its id: why it is kept after all
     /// (no longer at fault on a new look), or `None` to delete it.
     pub recheck: Option<&'a Recheck<'a>>,
+    /// The command's stop (Ctrl-C), which ends the cluster steps' waits and the run before its
+    /// next step; never requested unless the command catches the signal.
+    pub stop: crate::duration::Stop,
 }
 
 /// A look at one endpoint again before it is deleted (`Options::recheck`).
@@ -66,6 +69,7 @@ impl<'a> Options<'a> {
             now: crate::duration::now(),
             cluster,
             recheck: None,
+            stop: crate::duration::Stop::never(),
         }
     }
 

@@ -83,7 +83,7 @@ fn an_endpoint_a_new_look_finds_healthy_is_kept() {
     };
     let mut opts = repair_options();
     opts.recheck = Some(&recheck);
-    let warnings = super::execute(&host, &actions, opts, &mut |_, _, _| {}).expect("runs");
+    let warnings = super::execute(&host, &actions, opts, &mut |_| {}).expect("runs");
     let left: Vec<String> = host
         .hns_endpoints(&net.id)
         .expect("endpoints")
@@ -132,7 +132,7 @@ fn an_endpoint_in_a_namespace_is_taken_out_before_it_is_deleted() {
             action.describe()
         );
         let opts = repair_options();
-        let ran = super::execute(&host, &[action], opts, &mut |_, _, _| {}).is_ok();
+        let ran = super::execute(&host, &[action], opts, &mut |_| {}).is_ok();
         (ran, host.hns_endpoints(&net.id).expect("endpoints").len())
     };
     assert_eq!(run(None), (true, 0));
@@ -169,4 +169,43 @@ fn forget_node_shows_uninstalls_reason_only() {
             step.describe()
         );
     }
+}
+
+/// A stop requested while a run goes on (Ctrl-C) fails the next step before it begins, as a
+/// timeout there would: the steps done are undone, the stopped one never ran.
+#[test]
+fn a_stop_fails_the_next_step_before_it_begins_and_the_run_is_undone() {
+    use crate::host::Files;
+    let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+    let write = |path: &str| super::Action::WriteFile {
+        path: path.into(),
+        from: "rendered".into(),
+        sha256: None,
+        secret: false,
+        replaces: false,
+        foreign: Vec::new(),
+        content: super::Content::Bytes(b"x".to_vec()),
+    };
+    let (first, second) = (r"C:\CalicoWindows\a.conf", r"C:\CalicoWindows\b.conf");
+    let mut opts = super::Options::for_change(
+        "reconfigure",
+        r"C:\CalicoWindows\calicoctl-win.journal.json".into(),
+        true,
+        std::time::Duration::from_secs(1),
+        None,
+        None,
+    );
+    let stop = crate::duration::Stop::new();
+    opts.stop = stop.clone();
+    let e = super::execute(&host, &[write(first), write(second)], opts, &mut |p| {
+        if let super::Progress::Step(2, _, _) = p {
+            stop.request();
+        }
+    })
+    .expect_err("stopped");
+    assert_eq!(e.index, 2, "{e:#}");
+    assert!(format!("{:#}", e.source).contains("stopped before it began"));
+    assert_eq!(e.rollback_failures, Some(Vec::new()));
+    assert_eq!(host.read_file(first).expect("read"), None, "undone");
+    assert_eq!(host.read_file(second).expect("read"), None, "never written");
 }

@@ -189,6 +189,7 @@ pub fn undo_journal_in(
         now: 0,
         cluster,
         recheck: None,
+        stop: crate::duration::Stop::never(),
     };
     rollback(host, journal, &opts)
 }

@@ -8,7 +8,7 @@
 /// Its room is node_control.rs; kept here too for the paths that name it through drain.
 pub use super::NodeControl;
 use super::{Cluster, ClusterError};
-use crate::duration::{Look, Pauses, poll_quietly};
+use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
 use serde::Serialize;
@@ -41,11 +41,20 @@ fn default_concurrency() -> usize {
 }
 
 /// How long a PodDisruptionBudget's refusal waits before the pod is asked for again: kubectl
-/// drain's pace (it ignores the Retry-After the API server sets on such refusals).
+/// drain's pace (kubernetes `staging/src/k8s.io/kubectl/pkg/drain/drain.go`, `evictPods`: a
+/// 429 is "will retry after 5s", the Retry-After the API server sets on it ignored; its
+/// context, checked before each eviction, ends the retries as our stop does).
 const BUDGET_RETRY: Duration = Duration::from_secs(5);
 
 /// The longest Retry-After an overloaded server is obeyed for at once.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// What a drain's waits watch: the command's stop (Ctrl-C), which ends them as a timeout
+/// would but at once, and where they say how they go.
+pub struct Watch<'a> {
+    pub stop: &'a Stop,
+    pub say: &'a mut dyn FnMut(&str),
+}
 
 /// A pod, by namespace and name (and uid, to tell it from a successor of the same name).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -117,6 +126,12 @@ pub enum DrainError {
     },
     #[error("an eviction request ended without an answer: {0}")]
     Task(String),
+    #[error("the drain of node {node} was stopped (Ctrl-C or a termination signal); {}", evicted_text(.evicted))]
+    Stopped {
+        node: String,
+        /// The pods this drain evicted before it stopped: they stay evicted.
+        evicted: Vec<PodRef>,
+    },
     #[error("node {node} was not Ready within {} ({reason})", crate::duration::show(*.after))]
     NotReady {
         node: String,
@@ -125,11 +140,32 @@ pub enum DrainError {
     },
 }
 
+/// A wait's stop, before the wait says whose drain it was (`stopped_at`).
+impl From<Stopped> for DrainError {
+    fn from(_: Stopped) -> Self {
+        Self::Stopped {
+            node: String::new(),
+            evicted: Vec::new(),
+        }
+    }
+}
+
 impl DrainError {
+    /// A stop of `node`'s drain, with the pods it had evicted; other errors as they are.
+    fn stopped_at(self, node: &str, evicted: &[PodRef]) -> Self {
+        match self {
+            Self::Stopped { .. } => Self::Stopped {
+                node: node.to_owned(),
+                evicted: evicted.to_vec(),
+            },
+            other => other,
+        }
+    }
+
     pub fn hint(&self) -> String {
         match self {
             Self::Cluster(e) => e.hint(),
-            Self::Task(_) => "run the command again: evictions already made are not repeated".into(),
+            Self::Task(_) | Self::Stopped { .. } => "run the command again: evictions already made are not repeated".into(),
             Self::Unmanaged { .. } => "delete those pods yourself, or pass --force to evict them too (they are not recreated)".into(),
             Self::LocalStorage { .. } => "pass --delete-emptydir-data to evict them anyway (their emptyDir data is deleted), or move them first".into(),
             Self::Timeout { .. } => "a PodDisruptionBudget may allow no disruption now ('kubectl get pdb -A'); scale the workload up, or give it longer with --drain-timeout".into(),
@@ -143,7 +179,10 @@ impl DrainError {
         match self {
             Self::Cluster(e) => matches!(e, ClusterError::Timeout { .. }),
             Self::Timeout { .. } | Self::NotReady { .. } => true,
-            Self::Unmanaged { .. } | Self::LocalStorage { .. } | Self::Task(_) => false,
+            Self::Unmanaged { .. }
+            | Self::LocalStorage { .. }
+            | Self::Task(_)
+            | Self::Stopped { .. } => false,
         }
     }
 }
@@ -409,16 +448,19 @@ async fn evict_round(
 }
 
 /// Evicts `pods` (at most `opts.concurrency` requests at once; refusals retried) and waits
-/// until they are gone, within `opts.timeout`. Returns how many were evicted.
+/// until they are gone, within `opts.timeout`; a stop ends either wait at once. Returns how
+/// many were evicted.
 pub fn evict_and_wait(
     c: &Cluster,
     node: &str,
     pods: Vec<PodRef>,
     opts: &DrainOptions,
+    watch: &mut Watch<'_>,
 ) -> Result<usize, DrainError> {
     let deadline = Instant::now() + opts.timeout;
-    let evicted = evict_all(c, node, pods, opts, deadline)?;
-    wait_gone(c, node, &evicted, opts, deadline)?;
+    let evicted = evict_all(c, node, pods, opts, watch)?;
+    let left = deadline.saturating_duration_since(Instant::now());
+    wait_gone(c, node, &evicted, opts, (left, watch))?;
     Ok(evicted.len())
 }
 
@@ -433,17 +475,19 @@ fn timed_out(node: &str, opts: &DrainOptions, detail: String, evicted: &[PodRef]
 }
 
 /// Evicts the pods in rounds until each is accepted or gone, retrying those a budget refuses
-/// or an overloaded server throttles until the deadline; the pods evicted.
+/// (after kubectl drain's 5 s) or an overloaded server throttles (after its Retry-After) until
+/// the timeout; the pods evicted.
 fn evict_all(
     c: &Cluster,
     node: &str,
     pods: Vec<PodRef>,
     opts: &DrainOptions,
-    deadline: Instant,
+    watch: &mut Watch<'_>,
 ) -> Result<Vec<PodRef>, DrainError> {
-    let mut evicted: Vec<PodRef> = Vec::new();
+    let evicted = std::cell::RefCell::new(Vec::new());
+    let what = format!("the evictions of {} pod(s) from node {node}", pods.len());
     let mut pending = pods;
-    while !pending.is_empty() {
+    let look = || -> Result<Look<(), (Round, usize)>, DrainError> {
         let batch = std::mem::take(&mut pending);
         let client = c.client_without_retries.clone();
         let results = c.call(
@@ -451,31 +495,40 @@ fn evict_all(
             "pods/eviction",
             evict_round(client, batch, opts.grace_period, opts.concurrency),
         )?;
-        let round = sort_round(c, results, &mut evicted, &mut pending)?;
+        let round = sort_round(c, results, &mut evicted.borrow_mut(), &mut pending)?;
         if pending.is_empty() {
-            break;
-        }
-        if Instant::now() >= deadline {
-            let mut why = Vec::new();
-            if !round.refused.is_empty() {
-                why.push(format!(
-                    "evictions still refused by a PodDisruptionBudget: {}",
-                    round.refused.join("; ")
-                ));
-            }
-            if let Some(t) = round.throttled {
-                why.push(format!(
-                    "the API server was overloaded (429, Retry-After {}) for {} pod(s)",
-                    crate::duration::show(t),
-                    pending.len() - round.refused.len()
-                ));
-            }
-            return Err(timed_out(node, opts, why.join("; "), &evicted));
+            return Ok(Look::Done(()));
         }
         // An overloaded server's wait, else kubectl's pace for budget refusals.
         let pause = round.throttled.unwrap_or(BUDGET_RETRY);
-        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
-    }
+        Ok(Look::Again((round, pending.len()), pause))
+    };
+    let wait = Wait {
+        what: &what,
+        timeout: opts.timeout,
+        pauses: Pauses::every(BUDGET_RETRY),
+        stop: watch.stop,
+        say: &mut *watch.say,
+    };
+    let done = poll_until(wait, look, |(round, pending)| {
+        let mut why = Vec::new();
+        if !round.refused.is_empty() {
+            why.push(format!(
+                "evictions still refused by a PodDisruptionBudget: {}",
+                round.refused.join("; ")
+            ));
+        }
+        if let Some(t) = round.throttled {
+            why.push(format!(
+                "the API server was overloaded (429, Retry-After {}) for {} pod(s)",
+                crate::duration::show(t),
+                pending - round.refused.len()
+            ));
+        }
+        Err(timed_out(node, opts, why.join("; "), &evicted.borrow()))
+    });
+    let evicted = evicted.into_inner();
+    done.map_err(|e| e.stopped_at(node, &evicted))?;
     Ok(evicted)
 }
 
@@ -541,19 +594,16 @@ fn sort_round(
     Ok(round)
 }
 
-/// Waits until the evicted pods are gone from the node. Evicted pods terminate in their own
-/// time; a pod of the same name with another uid is a successor elsewhere, not the one evicted.
+/// Waits until the evicted pods are gone from the node, for what is `left` of the drain's
+/// timeout. Evicted pods terminate in their own time; a pod of the same name with another uid
+/// is a successor elsewhere, not the one evicted.
 fn wait_gone(
     c: &Cluster,
     node: &str,
     evicted: &[PodRef],
     opts: &DrainOptions,
-    deadline: Instant,
+    (left, watch): (Duration, &mut Watch<'_>),
 ) -> Result<(), DrainError> {
-    let pauses = Pauses {
-        first: Duration::from_millis(50),
-        most: Duration::from_secs(1),
-    };
     let look = || -> Result<Look<(), String>, DrainError> {
         let now: Vec<PodRef> = pods_on(c, node)?.iter().map(pod_ref).collect();
         let left: Vec<String> = evicted
@@ -567,10 +617,22 @@ fn wait_gone(
             Look::Pending(left.join(", "))
         })
     };
-    poll_quietly(deadline, pauses, look, |left| {
+    let what = format!("the {} evicted pod(s) to leave node {node}", evicted.len());
+    let wait = Wait {
+        what: &what,
+        timeout: left,
+        pauses: Pauses {
+            first: Duration::from_millis(50),
+            most: Duration::from_secs(1),
+        },
+        stop: watch.stop,
+        say: &mut *watch.say,
+    };
+    poll_until(wait, look, |left| {
         let detail = format!("pods still terminating: {left}");
         Err(timed_out(node, opts, detail, evicted))
     })
+    .map_err(|e| e.stopped_at(node, evicted))
 }
 
 /// Why the node is not Ready, or `None` when it is.
@@ -604,15 +666,26 @@ pub fn readiness(c: &Cluster, node: &str) -> Result<Result<(), String>, ClusterE
     })
 }
 
-/// Waits until the node reports Ready.
-pub fn wait_ready(c: &Cluster, node: &str, timeout: Duration) -> Result<(), DrainError> {
-    let pauses = Pauses {
-        first: Duration::from_millis(100),
-        most: Duration::from_secs(2),
+/// Waits until the node reports Ready; a stop ends the wait at once.
+pub fn wait_ready(
+    c: &Cluster,
+    node: &str,
+    timeout: Duration,
+    watch: &mut Watch<'_>,
+) -> Result<(), DrainError> {
+    let what = format!("node {node} to be Ready");
+    let wait = Wait {
+        what: &what,
+        timeout,
+        pauses: Pauses {
+            first: Duration::from_millis(100),
+            most: Duration::from_secs(2),
+        },
+        stop: watch.stop,
+        say: &mut *watch.say,
     };
-    poll_quietly(
-        Instant::now() + timeout,
-        pauses,
+    poll_until(
+        wait,
         || {
             Ok(match readiness(c, node)? {
                 Ok(()) => Look::Done(()),
@@ -627,6 +700,7 @@ pub fn wait_ready(c: &Cluster, node: &str, timeout: Duration) -> Result<(), Drai
             })
         },
     )
+    .map_err(|e| e.stopped_at(node, &[]))
 }
 
 /// The DaemonSet pods of a node that have a network of their own: what a drain leaves (their
@@ -648,7 +722,7 @@ impl crate::error::Diagnose for DrainError {
             Self::Cluster(e) => return e.diagnose(),
             Self::Unmanaged { .. } | Self::LocalStorage { .. } => Kind::DrainRefused,
             Self::Timeout { .. } => Kind::DrainTimeout,
-            Self::Task(_) => Kind::Failed,
+            Self::Task(_) | Self::Stopped { .. } => Kind::Failed,
             Self::NotReady { .. } => Kind::NodeNotReady,
         };
         crate::error::Diagnosis::failed_or_timeout(self.is_timeout(), kind, Some(self.hint()))

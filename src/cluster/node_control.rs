@@ -3,8 +3,8 @@
 //! renewal.rs and node.rs. Passed in from the top, so that `apply` needs no client.
 
 use super::drain::{
-    DrainOptions, PodRef, evict_and_wait, is_cordoned, networked_daemons, pod_ref, pods_on, select,
-    set_cordoned, wait_ready,
+    DrainOptions, PodRef, Watch, evict_and_wait, is_cordoned, networked_daemons, pod_ref, pods_on,
+    select, set_cordoned, wait_ready,
 };
 use super::token::renewal;
 use super::{Cluster, node, operator};
@@ -14,18 +14,30 @@ use std::time::Duration;
 pub trait NodeControl {
     fn is_cordoned(&self, node: &str) -> anyhow::Result<bool>;
     fn set_cordoned(&self, node: &str, on: bool) -> anyhow::Result<()>;
-    /// Evicts the node's pods and waits until they are gone.
-    fn drain(&self, node: &str, opts: &DrainOptions) -> anyhow::Result<()>;
+    /// Evicts the node's pods and waits until they are gone (or `watch`'s stop).
+    fn drain(&self, node: &str, opts: &DrainOptions, watch: &mut Watch<'_>) -> anyhow::Result<()>;
     /// Evicts these pods of the node (`namespace/name`; those gone already are skipped) and
-    /// waits until they are gone.
-    fn evict(&self, node: &str, pods: &[String], opts: &DrainOptions) -> anyhow::Result<()>;
-    fn wait_ready(&self, node: &str, timeout: Duration) -> anyhow::Result<()>;
+    /// waits until they are gone (or `watch`'s stop).
+    fn evict(
+        &self,
+        node: &str,
+        pods: &[String],
+        opts: &DrainOptions,
+        watch: &mut Watch<'_>,
+    ) -> anyhow::Result<()>;
+    fn wait_ready(
+        &self,
+        node: &str,
+        timeout: Duration,
+        watch: &mut Watch<'_>,
+    ) -> anyhow::Result<()>;
     /// Evicts the node's DaemonSet pods that have a network of their own (`networked_daemons`)
-    /// and waits until they are gone; their names.
+    /// and waits until they are gone (or `watch`'s stop); their names.
     fn recreate_daemonset_pods(
         &self,
         node: &str,
         opts: &DrainOptions,
+        watch: &mut Watch<'_>,
     ) -> anyhow::Result<Vec<String>>;
     /// A JSON merge patch of the operator's Installation `name`.
     fn patch_installation(&self, name: &str, patch: &serde_json::Value) -> anyhow::Result<()>;
@@ -66,40 +78,52 @@ impl NodeControl for Cluster {
         Ok(set_cordoned(self, node, on)?)
     }
 
-    fn drain(&self, node: &str, opts: &DrainOptions) -> anyhow::Result<()> {
+    fn drain(&self, node: &str, opts: &DrainOptions, watch: &mut Watch<'_>) -> anyhow::Result<()> {
         let s = select(&pods_on(self, node)?);
         if let Some(refused) = s.refusal(node, opts) {
             return Err(refused.into());
         }
-        evict_and_wait(self, node, s.to_evict(), opts)?;
+        evict_and_wait(self, node, s.to_evict(), opts, watch)?;
         Ok(())
     }
 
-    fn evict(&self, node: &str, pods: &[String], opts: &DrainOptions) -> anyhow::Result<()> {
+    fn evict(
+        &self,
+        node: &str,
+        pods: &[String],
+        opts: &DrainOptions,
+        watch: &mut Watch<'_>,
+    ) -> anyhow::Result<()> {
         let there: Vec<PodRef> = pods_on(self, node)?
             .iter()
             .map(pod_ref)
             .filter(|p| pods.contains(&p.to_string()))
             .collect();
         if !there.is_empty() {
-            evict_and_wait(self, node, there, opts)?;
+            evict_and_wait(self, node, there, opts, watch)?;
         }
         Ok(())
     }
 
-    fn wait_ready(&self, node: &str, timeout: Duration) -> anyhow::Result<()> {
-        Ok(wait_ready(self, node, timeout)?)
+    fn wait_ready(
+        &self,
+        node: &str,
+        timeout: Duration,
+        watch: &mut Watch<'_>,
+    ) -> anyhow::Result<()> {
+        Ok(wait_ready(self, node, timeout, watch)?)
     }
 
     fn recreate_daemonset_pods(
         &self,
         node: &str,
         opts: &DrainOptions,
+        watch: &mut Watch<'_>,
     ) -> anyhow::Result<Vec<String>> {
         let pods = networked_daemons(&pods_on(self, node)?);
         let names = pods.iter().map(ToString::to_string).collect();
         if !pods.is_empty() {
-            evict_and_wait(self, node, pods, opts)?;
+            evict_and_wait(self, node, pods, opts, watch)?;
         }
         Ok(names)
     }

@@ -291,10 +291,14 @@ fn execute_plan(
     actions: &[crate::apply::Action],
     opts: crate::apply::Options,
 ) -> Result<Vec<String>, crate::apply::ExecError> {
-    let warnings = crate::apply::execute(host, actions, opts, &mut |i, n, a| {
-        let line = format!("[{i}/{n}] {}", a.describe());
-        ctx.printer.text(&line);
-        ctx.log(&line);
+    let warnings = crate::apply::execute(host, actions, opts, &mut |p| match p {
+        crate::apply::Progress::Step(i, n, a) => {
+            let line = format!("[{i}/{n}] {}", a.describe());
+            ctx.printer.text(&line);
+            ctx.log(&line);
+        }
+        // A wait's lines (what it waits for, that it still does): the log, and -v.
+        crate::apply::Progress::Said(line) => ctx.log(line),
     })?;
     for w in &warnings {
         ctx.printer.warn(w);

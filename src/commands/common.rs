@@ -281,9 +281,12 @@ pub fn verify_after(
         wait_ready: true,
         // A condition written before this command's change says nothing of it.
         calico_since: Some(ctx.started_s),
+        // The stop a drain before it caught, if one did: a process catches the signal once.
+        interrupted: ctx
+            .catch_stop(crate::duration::Stop::new(), VERIFY_UNCAUGHT)
+            .flag(),
         ..Options::for_node(node)
     };
-    on_interrupt(ctx, &o);
     let report = match run::run(c, &o) {
         Ok(r) => r,
         Err(RunError::Plan(e)) => return Err(e.into()),
@@ -328,19 +331,16 @@ pub fn this_node(ctx: &mut Context) -> Option<(String, Option<String>)> {
 /// Ctrl-C or a termination signal stops the run where it is; it deletes what it made before
 /// the command exits. (A kill that cannot be caught leaves the namespace to the next run.)
 pub fn on_interrupt(ctx: &mut Context, o: &crate::verify::run::Options) {
-    on_stop(ctx, o.interrupted.clone());
+    let stop = crate::duration::Stop::with_flag(o.interrupted.clone());
+    ctx.catch_stop(stop, VERIFY_UNCAUGHT);
 }
 
-/// The stop signal sets `flag`: Ctrl-C, a termination signal, and on Windows every console
-/// control event (Ctrl-C, Ctrl-Break, the console's close, a logoff, a shutdown, the last
-/// being what a HostProcess container's stop sends).
-pub fn on_stop(ctx: &mut Context, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
-    if let Err(e) = crate::host::stop::on_stop(flag) {
-        ctx.printer.warn(&format!(
-            "Ctrl-C will not clean up ({e}): a run stopped that way leaves its namespace to the next run"
-        ));
-    }
-}
+/// What a Ctrl-C does to a changing command's run when the stop signal cannot be caught.
+pub const CHANGE_UNCAUGHT: &str =
+    "the process ends where it is, and its journal lets the next run undo or finish what it did";
+
+/// What a Ctrl-C does to verify's run when the stop signal cannot be caught.
+const VERIFY_UNCAUGHT: &str = "a run stopped that way leaves its namespace to the next run";
 
 /// A changing command's document after `--verify`: its own keys, then verify's report.
 #[derive(serde::Serialize)]

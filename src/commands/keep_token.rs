@@ -10,6 +10,7 @@ use crate::cli::KeepTokenArgs;
 use crate::cluster::credentials::{self, Token};
 use crate::cluster::{Cluster, ClusterError, facts};
 use crate::context::Context;
+use crate::duration::Stop;
 use crate::host::select::Intent;
 use crate::host::{Access, EventLevel, Host};
 use std::time::Duration;
@@ -43,16 +44,16 @@ pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
     // later, up to five minutes, so that a persistent refusal is not said every 20 s.
     let mut pause = args.every;
     // The scheduled verify at the node's own moment of each period (a rolled DaemonSet
-    // starts every node's pod at once), or at once with --once; the stop signal (Ctrl-C, a
-    // console's close, the container's stop) ends a run under way with its clean-up.
+    // starts every node's pod at once), or at once with --once.
     let mut schedule = args.verify_every.map(|every| {
         let mut s = super::keep_token_verify::Schedule::new(every, &node, args.once);
         s.image.clone_from(&args.verify_image);
         s
     });
-    if let Some(s) = &schedule {
-        super::common::on_stop(ctx, s.stop.clone());
-    }
+    // The stop signal (Ctrl-C, a console's close, the container's stop) ends a verify run
+    // under way with its clean-up, and the loop at its next pause.
+    let stop = schedule.as_ref().map_or_else(Stop::new, |s| s.stop.clone());
+    let stop = ctx.catch_stop(stop, UNCAUGHT);
     loop {
         if let Some(s) = schedule.as_mut() {
             match s.tick(ctx, host.as_ref(), (&kubeconfig, &node)) {
@@ -60,9 +61,9 @@ pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
                 Err(e) if args.once => return Err(e),
                 Err(e) => ctx.printer.warn(&format!("{e:#}")),
             }
-            if s.stop.load(std::sync::atomic::Ordering::SeqCst) {
-                return Ok(());
-            }
+        }
+        if stop.requested() {
+            return Ok(());
         }
         let result = look(ctx, host.as_ref(), &kubeconfig, &node);
         pause = if result.is_err() {
@@ -94,27 +95,16 @@ pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
         if args.once {
             return Ok(());
         }
-        if sleep_unless_stopped(pause, schedule.as_ref().map(|s| &*s.stop)) {
+        // Not a wait for something (`poll_until`): the loop's period, which the stop cuts.
+        if stop.wait(pause) {
             return Ok(());
         }
     }
 }
 
-/// Sleeps `pause`, or until `stop` is set (then `true`).
-fn sleep_unless_stopped(pause: Duration, stop: Option<&std::sync::atomic::AtomicBool>) -> bool {
-    let Some(stop) = stop else {
-        std::thread::sleep(pause);
-        return false;
-    };
-    let until = std::time::Instant::now() + pause;
-    while std::time::Instant::now() < until {
-        if stop.load(std::sync::atomic::Ordering::SeqCst) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(250).min(pause));
-    }
-    stop.load(std::sync::atomic::Ordering::SeqCst)
-}
+/// What a Ctrl-C does when the stop signal cannot be caught.
+const UNCAUGHT: &str =
+    "the process ends where it is, and a verify run under way leaves its namespace to the next run";
 
 /// One look: `None` while the API server takes calico-node's token; else the new token
 /// written and what was done, in words.

@@ -10,12 +10,11 @@
 
 use crate::cluster::{Cluster, credentials};
 use crate::context::Context;
+use crate::duration::Stop;
 use crate::host::Host;
 use crate::verify::judge::Outcome;
 use crate::verify::run::{self, Options, Report, RunError};
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The condition's type.
@@ -36,8 +35,8 @@ pub struct Schedule {
     every: Duration,
     due: Instant,
     stale_due: Instant,
-    /// Set by the stop signal: the run under way stops and cleans up, the loop ends.
-    pub stop: Arc<AtomicBool>,
+    /// Requested by the stop signal: the run under way stops and cleans up, the loop ends.
+    pub stop: Stop,
     /// The probe image (`--verify-image`), else verify's default.
     pub image: Option<String>,
 }
@@ -52,7 +51,7 @@ impl Schedule {
             due: now + if once { Duration::ZERO } else { wait },
             // A True left from before this pod (its pod was gone for long) is judged at once.
             stale_due: if once { now + every } else { now },
-            stop: Arc::new(AtomicBool::new(false)),
+            stop: Stop::new(),
             image: None,
         }
     }
@@ -136,7 +135,7 @@ pub fn verify_and_publish(
     ctx: &mut Context,
     host: &dyn Host,
     (kubeconfig, node): (&str, &str),
-    stop: &Arc<AtomicBool>,
+    stop: &Stop,
     image: Option<&str>,
 ) -> anyhow::Result<String> {
     let ran = run_once(ctx, node, stop, image);
@@ -179,7 +178,7 @@ pub fn verify_and_publish(
 fn run_once(
     ctx: &mut Context,
     node: &str,
-    stop: &Arc<AtomicBool>,
+    stop: &Stop,
     image: Option<&str>,
 ) -> Result<Report, String> {
     let cluster = match ctx.connect_cluster() {
@@ -192,7 +191,7 @@ fn run_once(
     let domain = super::common::this_node(ctx).and_then(|(_, d)| d);
     let o = Options {
         namespace: Some(crate::cluster::verify_rights::NAMESPACE.to_owned()),
-        interrupted: stop.clone(),
+        interrupted: stop.flag(),
         cluster_domain: domain.unwrap_or_else(|| crate::verify::options::CLUSTER_DOMAIN.into()),
         ..Options::for_node(node)
     };
@@ -200,7 +199,7 @@ fn run_once(
         image: image.map_or(o.image, str::to_owned),
         ..o
     };
-    if stop.load(Ordering::SeqCst) {
+    if stop.requested() {
         return Err("stopped before it began".into());
     }
     match run::run(&cluster, &o) {

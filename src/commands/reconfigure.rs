@@ -90,7 +90,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Ok(());
     };
     let cluster = node.cluster.as_deref();
-    let opts = options(args, change.journal_path.clone(), journal, cluster);
+    let opts = options(ctx, args, change.journal_path.clone(), journal, cluster);
     if let Err(e) = change.run(ctx, &actions, opts)? {
         return Err(failed(*e, &node_name));
     }
@@ -121,21 +121,27 @@ fn nothing_to_change(ctx: &mut Context, change: &Change, actions: &[apply::Actio
 }
 
 /// How the plan runs: rolled back on failure, journaled, with the cluster for the node steps.
+/// Ctrl-C ends the drain's waits and the run before its next step: what was done is undone
+/// (the cordon too) or journaled for a rerun, as after a timeout.
 fn options<'a>(
+    ctx: &mut Context,
     args: &ReconfigureArgs,
     journal_path: String,
     journal: Option<crate::apply::journal::Journal>,
     cluster: Option<&'a crate::cluster::Cluster>,
 ) -> apply::Options<'a> {
     let cluster = cluster.map(|c| c as &dyn crate::cluster::NodeControl);
-    apply::Options::for_change(
-        "reconfigure",
-        journal_path,
-        true,
-        args.service_timeout,
-        journal,
-        cluster,
-    )
+    apply::Options {
+        stop: ctx.catch_stop(crate::duration::Stop::new(), super::common::CHANGE_UNCAUGHT),
+        ..apply::Options::for_change(
+            "reconfigure",
+            journal_path,
+            true,
+            args.service_timeout,
+            journal,
+            cluster,
+        )
+    }
 }
 
 /// The install record, refused when there is none or when the new backend needs files only an
@@ -517,7 +523,8 @@ fn failed(f: Failed, node_name: &str) -> anyhow::Error {
             .source
             .downcast_ref::<drain::DrainError>()
             .and_then(|d| match d {
-                drain::DrainError::Timeout { evicted, .. } => Some(evicted.len()),
+                drain::DrainError::Timeout { evicted, .. }
+                | drain::DrainError::Stopped { evicted, .. } => Some(evicted.len()),
                 _ => None,
             });
         match &e.rollback_failures {

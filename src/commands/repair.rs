@@ -9,7 +9,7 @@ use crate::cli::RepairArgs;
 use crate::cluster::Cluster;
 use crate::cluster::drain::DrainOptions;
 use crate::context::Context;
-use crate::duration::{Look, Pauses, poll_quietly};
+use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
 use crate::error::UsageError;
 use crate::host::Host;
 use crate::installed::endpoints::{self, Judged};
@@ -18,7 +18,7 @@ use crate::installed::record;
 use crate::layout::InstallRoot;
 use crate::plan::repair;
 use anyhow::Context as _;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What a repair works on: the node's name, the install root, the cluster.
 struct Target {
@@ -135,8 +135,9 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Ok(());
     }
     let recheck = |id: &str| still_at_fault(host.as_ref(), &c, &node, args.grace, id);
-    let mut opts = options(args, change.journal_path.clone(), interrupted, &c);
+    let mut opts = options(ctx, args, change.journal_path.clone(), interrupted, &c);
     opts.recheck = Some(&recheck);
+    let stop = opts.stop.clone();
     if let Err(f) = change.run(ctx, &actions, opts)? {
         let e = f.error;
         let step = e.action.clone();
@@ -146,7 +147,7 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
     doc.changed = true;
     count_repair(host.as_ref(), &root, &actions, ctx);
-    let left = wait_healthy(ctx, host.as_ref(), &c, &node, args)?;
+    let left = wait_healthy(ctx, (host.as_ref(), &c, &node), args, &stop)?;
     // The node judged again as status and the condition judge it, now the repair is done.
     let how = endpoints::Survey {
         cluster: Some(&c),
@@ -284,19 +285,15 @@ fn survey(
     Ok(endpoints::survey_calico(host, &how)?.unwrap_or_default())
 }
 
-/// After the repair, until `--wait-timeout`: the endpoints still at fault (none when healthy).
-/// A recreated pod's new endpoint that is still attaching is no fault.
+/// After the repair, until `--wait-timeout` or `stop` (Ctrl-C): the endpoints still at fault
+/// (none when healthy). A recreated pod's new endpoint that is still attaching is no fault.
 fn wait_healthy(
     ctx: &mut Context,
-    host: &dyn Host,
-    c: &Cluster,
-    node: &str,
+    (host, c, node): (&dyn Host, &Cluster, &str),
     args: &RepairArgs,
+    stop: &Stop,
 ) -> anyhow::Result<Vec<Judged>> {
-    let pauses = Pauses {
-        first: Duration::from_millis(100),
-        most: Duration::from_secs(5),
-    };
+    let ctx = std::cell::RefCell::new(ctx);
     let look = || -> anyhow::Result<Look<Vec<Judged>, Vec<Judged>>> {
         let left: Vec<Judged> = survey(host, c, node, args.grace, endpoints::Ageing::Read)?
             .into_iter()
@@ -305,13 +302,28 @@ fn wait_healthy(
         if left.is_empty() {
             return Ok(Look::Done(left));
         }
-        ctx.log(&format!(
+        ctx.borrow_mut().log(&format!(
             "{} endpoint(s) still at fault; looking again",
             left.len()
         ));
         Ok(Look::Pending(left))
     };
-    poll_quietly(Instant::now() + args.wait_timeout, pauses, look, Ok)
+    let wait = Wait {
+        what: "the repaired endpoints to be healthy",
+        timeout: args.wait_timeout,
+        pauses: Pauses {
+            first: Duration::from_millis(100),
+            most: Duration::from_secs(5),
+        },
+        stop,
+        say: &mut |line| ctx.borrow_mut().log(line),
+    };
+    poll_until(wait, look, Ok).map_err(|e| match e.downcast::<Stopped>() {
+        Ok(_) => anyhow::anyhow!(
+            "stopped (Ctrl-C or a termination signal) while waiting for the repaired endpoints; the repair is done, 'calicoctl-win status' tells the node's health"
+        ),
+        Err(e) => e,
+    })
 }
 
 /// A repair evicts pods with emptyDir data too: they have no network to use it with.
@@ -352,19 +364,25 @@ fn refused(node: &str, judged: &[Judged], r: repair::Refusal) -> anyhow::Error {
 
 /// How the plan runs: journaled, no rollback (a deleted endpoint or an evicted pod cannot be
 /// brought back), with the cluster for the evictions.
+/// Ctrl-C ends an eviction's wait and the run before its next step, journaled for a rerun,
+/// and the wait for the node's health after it.
 fn options<'a>(
+    ctx: &mut Context,
     args: &RepairArgs,
     journal_path: String,
     journal: Option<crate::apply::journal::Journal>,
     cluster: &'a Cluster,
 ) -> apply::Options<'a> {
     let cluster = Some(cluster as &dyn crate::cluster::NodeControl);
-    apply::Options::for_change(
-        "repair",
-        journal_path,
-        false,
-        args.service_timeout,
-        journal,
-        cluster,
-    )
+    apply::Options {
+        stop: ctx.catch_stop(Stop::new(), super::common::CHANGE_UNCAUGHT),
+        ..apply::Options::for_change(
+            "repair",
+            journal_path,
+            false,
+            args.service_timeout,
+            journal,
+            cluster,
+        )
+    }
 }

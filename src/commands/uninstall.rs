@@ -396,6 +396,7 @@ fn execute(
         now: now(),
         cluster: cluster.map(|c| c as &dyn crate::cluster::drain::NodeControl),
         recheck: None,
+        stop: crate::duration::Stop::never(),
     };
     change.run(ctx, actions, opts)?.map_err(|failed| {
         let e = failed.error;

@@ -1,5 +1,5 @@
-//! The stop request a service gets from the SCM (or Ctrl-C in `--console`), which every wait
-//! of the service body watches (`poll_until`).
+//! The stop request a service gets from the SCM (or Ctrl-C in `--console`), or a command from
+//! Ctrl-C (`host::stop::on_stop`), which every wait watches (`poll_until`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -8,7 +8,13 @@ use std::time::{Duration, Instant};
 /// Shared by the control handler that requests the stop and the body that waits; knows
 /// whether the stop is the machine shutting down.
 #[derive(Clone, Debug, Default)]
-pub struct Stop(Arc<(Mutex<bool>, Condvar)>, Arc<AtomicBool>);
+pub struct Stop {
+    /// Set by `request` only, so that every waiter is woken.
+    asked: Arc<AtomicBool>,
+    /// Wakes the waiters: `request` sets `asked`, then notifies under the lock.
+    wake: Arc<(Mutex<()>, Condvar)>,
+    shutdown: Arc<AtomicBool>,
+}
 
 impl Stop {
     pub fn new() -> Self {
@@ -20,38 +26,56 @@ impl Stop {
         Self::default()
     }
 
+    /// A stop whose request also sets `flag`, which a loop that polls a flag reads (verify's
+    /// `interrupted`). The flag must be set only through `request`, which wakes the waits.
+    pub fn with_flag(flag: Arc<AtomicBool>) -> Self {
+        Self {
+            asked: flag,
+            ..Self::default()
+        }
+    }
+
+    /// The flag `request` sets, for a loop that polls a flag rather than waits on the stop.
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        self.asked.clone()
+    }
+
     pub fn request(&self) {
-        let (flag, cv) = &*self.0;
-        *flag.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.asked.store(true, Ordering::SeqCst);
+        // Notified under the lock: a waiter that saw no request is waiting by then.
+        let (lock, cv) = &*self.wake;
+        let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
         cv.notify_all();
     }
 
     /// The stop of a machine shutting down (`SERVICE_CONTROL_SHUTDOWN`).
     pub fn request_shutdown(&self) {
-        self.1.store(true, Ordering::SeqCst);
+        self.shutdown.store(true, Ordering::SeqCst);
         self.request();
     }
 
     pub fn is_shutdown(&self) -> bool {
-        self.1.load(Ordering::SeqCst)
+        self.shutdown.load(Ordering::SeqCst)
     }
 
     pub fn requested(&self) -> bool {
-        *self.0.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.asked.load(Ordering::SeqCst)
     }
 
     /// Sleeps up to `d`; returns true (at once) when a stop is requested.
     pub fn wait(&self, d: Duration) -> bool {
-        let (flag, cv) = &*self.0;
-        let deadline = Instant::now() + d;
-        let mut stopped = flag.lock().unwrap_or_else(|p| p.into_inner());
-        while !*stopped {
-            let left = deadline.saturating_duration_since(Instant::now());
+        let (lock, cv) = &*self.wake;
+        let deadline = Instant::now().checked_add(d);
+        let mut held = lock.lock().unwrap_or_else(|p| p.into_inner());
+        while !self.requested() {
+            let left = deadline.map_or(Duration::from_secs(86_400), |at| {
+                at.saturating_duration_since(Instant::now())
+            });
             if left.is_zero() {
                 return false;
             }
-            stopped = cv
-                .wait_timeout(stopped, left)
+            held = cv
+                .wait_timeout(held, left)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
@@ -77,5 +101,18 @@ mod tests {
         assert!(start.elapsed() < Duration::from_secs(20));
         assert!(stop.requested());
         t.join().expect("join");
+    }
+
+    /// A stop made on a flag sets that flag when requested, and a clone shares both.
+    #[test]
+    fn a_stop_on_a_flag_sets_it_when_requested() {
+        let flag = Arc::new(AtomicBool::new(false));
+        let stop = Stop::with_flag(flag.clone());
+        let other = stop.clone();
+        assert!(!stop.requested());
+        other.request();
+        assert!(flag.load(Ordering::SeqCst));
+        assert!(stop.requested() && stop.flag().load(Ordering::SeqCst));
+        assert!(stop.wait(Duration::from_secs(3600)));
     }
 }

@@ -8,10 +8,12 @@ use super::stop::Stop;
 use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
-/// One look of a wait: done with a value, or still waiting for what it says.
+/// One look of a wait: done with a value, or still waiting for what it says; `Again` also
+/// says when to look next (a server's Retry-After, a retry's own pace) instead of `Pauses`.
 pub enum Look<T, P> {
     Done(T),
     Pending(P),
+    Again(P, Duration),
 }
 
 /// The pauses between looks: `first`, doubling up to `most`.
@@ -42,9 +44,10 @@ impl Pauses {
 /// its log lines say so rather than give a deadline.
 pub const NO_LIMIT: Duration = Duration::MAX;
 
-/// A wait the service's stop ended: not a timeout, and no failure of what was awaited.
+/// A wait the stop ended (a service's, or a command's Ctrl-C): not a timeout, and no failure
+/// of what was awaited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("stopped while waiting: the service is stopping")]
+#[error("stopped while waiting: a stop was requested (the service's stop, or Ctrl-C)")]
 pub struct Stopped;
 
 /// How often a wait says that it is still waiting, at most.
@@ -136,7 +139,7 @@ pub fn poll_until<T, P, E: From<Stopped>>(
         }
         End::Stopped(s) => {
             say(&format!(
-                "stopped waiting for {what} after {waited:?}: the service is stopping"
+                "stopped waiting for {what} after {waited:?}: a stop was requested"
             ));
             Err(s.into())
         }
@@ -174,9 +177,10 @@ fn run<T, P, E, C>(
 ) -> Result<End<T, P, C>, E> {
     let mut pending_looks = 0_u32;
     loop {
-        let waiting_for = match look()? {
+        let (waiting_for, asked) = match look()? {
             Look::Done(v) => return Ok(End::Done(v)),
-            Look::Pending(p) => p,
+            Look::Pending(p) => (p, None),
+            Look::Again(p, next) => (p, Some(next)),
         };
         let now = Instant::now();
         if now >= deadline {
@@ -188,7 +192,7 @@ fn run<T, P, E, C>(
         }
         pending(now);
         pending_looks = pending_looks.saturating_add(1);
-        let next = pauses.after(pending_looks);
+        let next = asked.unwrap_or_else(|| pauses.after(pending_looks));
         if let Some(cut) = pause(next.min(deadline.saturating_duration_since(now))) {
             return Ok(End::Stopped(cut));
         }
@@ -414,6 +418,33 @@ mod tests {
         );
         assert_eq!(done, Ok(()));
         assert_eq!(said[0], "waiting for the node (no time limit)");
+    }
+
+    /// A look that says when to look next (`Look::Again`) is taken at its word, not at the
+    /// `Pauses`: an hour's pause would run into the minute's timeout.
+    #[test]
+    fn a_look_that_says_its_next_pause_is_taken_at_its_word() {
+        let stop = Stop::new();
+        let mut n = 0;
+        let done: Result<u32, Ended> = poll_until(
+            Wait {
+                what: "the node",
+                timeout: Duration::from_secs(60),
+                pauses: Pauses::every(HOUR),
+                stop: &stop,
+                say: &mut |_| {},
+            },
+            || {
+                n += 1;
+                Ok(if n == 3 {
+                    Look::Done(n)
+                } else {
+                    Look::Again(n, Duration::from_millis(1))
+                })
+            },
+            |p| Err(Ended::TimedOut(p)),
+        );
+        assert_eq!(done, Ok(3));
     }
 
     /// A stop requested before the wait (during the caller's previous step) ends it at once,

@@ -196,15 +196,18 @@ pub fn acquire(dir: &Path, command: &str) -> Result<HostLock, LockError> {
     match file.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
-            // The holder writes who it is just after it takes the lock.
-            let mut found = holder(&path);
-            for _ in 0..20 {
-                if found.is_some() {
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(50));
-                found = holder(&path);
-            }
+            // The holder writes who it is just after it takes the lock: a second to read it.
+            use crate::duration::{Look, Pauses, poll_quietly};
+            let look = || {
+                Ok::<_, std::convert::Infallible>(match holder(&path) {
+                    Some(h) => Look::Done(Some(h)),
+                    None => Look::Pending(()),
+                })
+            };
+            let pauses = Pauses::every(std::time::Duration::from_millis(50));
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+            let found = poll_quietly(deadline, pauses, look, |()| Ok(None))
+                .unwrap_or_else(|never| match never {});
             return Err(LockError::Busy {
                 holder: found,
                 lock: path,

@@ -153,10 +153,19 @@ impl LocalChild {
     /// Once it has exited, lets its last output reach the log before the exit is reported
     /// (a bounded wait: a grandchild may hold the pipes open).
     fn drain_output(&mut self) {
+        use crate::duration::{Look, Pauses, poll_quietly};
         let deadline = Instant::now() + Duration::from_secs(1);
-        while Instant::now() < deadline && self.forwarders.iter().any(|f| !f.is_finished()) {
-            std::thread::sleep(Duration::from_millis(2));
-        }
+        let look = || {
+            let busy = self.forwarders.iter().any(|f| !f.is_finished());
+            Ok::<_, std::convert::Infallible>(if busy {
+                Look::Pending(())
+            } else {
+                Look::Done(())
+            })
+        };
+        let pauses = Pauses::every(Duration::from_millis(2));
+        // Still forwarding at the deadline: the exit is reported all the same.
+        poll_quietly(deadline, pauses, look, Ok).unwrap_or_else(|never| match never {});
         self.forwarders.retain(|f| !f.is_finished());
     }
 

@@ -7,8 +7,7 @@
 //! SIGTERM as `CtrlShutdown`; `internal/jobcontainers/process.go` `Signal`), before the
 //! kubelet's grace period (30 s by default) ends in a kill.
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use crate::duration::Stop;
 use std::time::Duration;
 
 /// `CTRL_C_EVENT`, `CTRL_BREAK_EVENT`, `CTRL_CLOSE_EVENT`, `CTRL_LOGOFF_EVENT`,
@@ -28,18 +27,17 @@ pub fn hold(event: u32) -> Duration {
     }
 }
 
-/// Sets `flag` on the stop signal: Ctrl-C or a termination signal (`ctrlc`); on Windows every
-/// console control event, the close, logoff and shutdown held (`hold`). An error says why
-/// the signal cannot be caught.
-pub fn on_stop(flag: Arc<AtomicBool>) -> Result<(), String> {
+/// Requests `stop` on the stop signal: Ctrl-C or a termination signal (`ctrlc`); on Windows
+/// every console control event, the close, logoff and shutdown held (`hold`). An error says
+/// why the signal cannot be caught (a process catches it once).
+pub fn on_stop(stop: Stop) -> Result<(), String> {
     #[cfg(windows)]
     {
-        super::windows::console::on_stop(flag, hold).map_err(|e| e.to_string())
+        super::windows::console::on_stop(stop, hold).map_err(|e| e.to_string())
     }
     #[cfg(not(windows))]
     {
-        ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst))
-            .map_err(|e| e.to_string())
+        ctrlc::set_handler(move || stop.request()).map_err(|e| e.to_string())
     }
 }
 

@@ -242,6 +242,76 @@ fn a_disruption_budget_that_never_allows_eviction_times_out_and_undoes_the_cordo
     assert!(n.pods().contains(&"web-2".to_owned()));
 }
 
+/// Ctrl-C (SIGINT) while the drain waits on a PodDisruptionBudget that never allows the
+/// eviction (its timeout an hour away): the wait ends, and the run ends as after a timeout,
+/// the cordon undone and the journal finished, the host as it was; a rerun then does the whole
+/// change.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_during_the_drain_ends_its_wait_and_undoes_the_cordon() {
+    let n = installed();
+    n.api().set_felix_vni(4097);
+    n.api()
+        .lock()
+        .eviction_blocked
+        .insert("default/web-2".into());
+    let before = snapshot(&n.sim());
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .env_clear()
+        .current_dir(crate::support::root())
+        .args(["--set", "node.name=win-1", "reconfigure"])
+        .args(VNI_4097)
+        .args([
+            "--drain",
+            "--drain-timeout",
+            "1h",
+            "-o",
+            "json",
+            "--sim-host",
+        ])
+        .arg(n.sim())
+        .arg("--kubeconfig")
+        .arg(&n.admin)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // The eviction the budget refuses was asked for: the drain is waiting.
+    let refused = |n: &Node| {
+        n.api()
+            .requests()
+            .iter()
+            .any(|(_, path)| path.ends_with("/pods/web-2/eviction"))
+    };
+    for _ in 0..1200 {
+        if refused(&n) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(refused(&n), "the drain asked to evict web-2");
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("signal");
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("was stopped (Ctrl-C"), "{err}");
+    assert!(err.contains("the node is uncordoned again"), "{err}");
+    assert!(
+        err.contains("1 pod(s) were evicted and stay evicted"),
+        "{err}"
+    );
+    assert!(!n.cordoned(), "uncordoned after the stop");
+    assert_eq!(n.calico_vsid(), Some(4096), "the network was not deleted");
+    assert_same(&snapshot(&n.sim()), &before, "nothing on the host changed");
+    n.api().lock().eviction_blocked.clear();
+    let (code, _, err) = n.reconfigure(&[VNI_4097, &["--drain"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(n.calico_vsid(), Some(4097));
+    assert!(!n.cordoned());
+}
+
 /// The outside-in crash test of `reconfigure --drain`: the real binary is stopped at each of
 /// its mutating calls in turn (inside a file write, between its temporary file and the
 /// rename; before any other call) and killed there with SIGKILL from outside; a rerun must

@@ -497,3 +497,44 @@ fn uninstall_turns_the_traffic_verdict_unknown() {
     assert_eq!(traffic["status"], "Unknown", "{n}");
     assert_eq!(traffic["reason"], "NotInstalled", "{n}");
 }
+
+/// `service keep-token` (no scheduled verify) stops at Ctrl-C (SIGINT) in its pause between
+/// looks, an hour long: it returns with 0, having caught the signal, instead of being ended by
+/// it.
+#[cfg(unix)]
+#[test]
+fn keep_token_stops_in_its_pause_at_ctrl_c() {
+    let node = Node::healthy().installed().build();
+    let looked = |node: &Node| {
+        node.api()
+            .requests()
+            .iter()
+            .filter(|(verb, path)| verb == "GET" && path.ends_with("/nodes/win-1"))
+            .count()
+    };
+    let before = looked(&node);
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .env_clear()
+        .current_dir(crate::support::root())
+        .args(["--set", "node.name=win-1", "-o", "json", "--sim-host"])
+        .arg(node.sim())
+        .args(["service", "keep-token", "--every", "1h"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Its first look asked for the Node with calico-node's token: it now pauses.
+    for _ in 0..1200 {
+        if looked(&node) > before {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(looked(&node) > before, "keep-token looked at the Node");
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("signal");
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}

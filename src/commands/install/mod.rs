@@ -450,6 +450,7 @@ fn execute(
         now: now(),
         cluster: None,
         recheck: None,
+        stop: crate::duration::Stop::never(),
     };
     // The executor has shown its warnings; they are not the result.
     match change.run(ctx, actions, opts)? {

@@ -2,11 +2,12 @@
 
 use super::handle::{ServiceStart, SimHost};
 use super::state::SimService;
+use crate::duration::{Look, Pauses, poll_quietly};
 use crate::host::{
     Files, HostError, HostResult, InstalledService, ServiceSpec, ServiceState, Services, StartType,
     split_command_line,
 };
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn not_found(name: &str) -> HostError {
     HostError::NotFound {
@@ -225,15 +226,31 @@ impl Services for SimHost {
             svc.stopped_at_ms = None;
             Ok(false)
         })?;
-        if pending {
-            // The caller's wait runs out, as it would on Windows, before it is told so.
-            std::thread::sleep(timeout);
-            return Err(HostError::Timeout {
+        if !pending {
+            return Ok(());
+        }
+        // The caller's wait, as on Windows (`windows::services::wait_for`): a look every 100 ms
+        // until the timeout, which runs out before the service's time comes.
+        let look = || -> HostResult<Look<(), ()>> {
+            let g = self.lock();
+            let stopped = g.services.get(&key).is_none_or(|s| {
+                s.state == ServiceState::Stopped
+                    || s.stopped_at_ms
+                        .is_some_and(|t| super::state::unix_now_ms() >= t)
+            });
+            Ok(if stopped {
+                Look::Done(())
+            } else {
+                Look::Pending(())
+            })
+        };
+        let pauses = Pauses::every(Duration::from_millis(100));
+        poll_quietly(Instant::now() + timeout, pauses, look, |()| {
+            Err(HostError::Timeout {
                 what: format!("service {name} to reach Stopped"),
                 after: timeout,
-            });
-        }
-        Ok(())
+            })
+        })
     }
 
     fn service_delete(&self, name: &str) -> HostResult<()> {

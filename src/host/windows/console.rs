@@ -1,33 +1,33 @@
 //! The console's control events as the stop signal (`host::stop`): `SetConsoleCtrlHandler`
-//! with a handler that sets the flag and, for a close, logoff or shutdown, holds the event
+//! with a handler that requests the stop and, for a close, logoff or shutdown, holds the event
 //! (`hold`, given: `host::stop::hold`) so that the run can delete what it made before the process ends. The
-//! handler is called on a thread the system makes and carries no context, so the flag is a
+//! handler is called on a thread the system makes and carries no context, so the stop is a
 //! process-wide static, set once.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use crate::duration::Stop as StopSignal;
+use std::sync::OnceLock;
 use std::time::Duration;
 use windows_sys::Win32::Foundation::{FALSE, TRUE};
 use windows_sys::Win32::System::Console::SetConsoleCtrlHandler;
 use windows_sys::core::BOOL;
 
-/// The stop flag, and how long each event is held.
-type Stop = (Arc<AtomicBool>, fn(u32) -> Duration);
+/// The stop, and how long each event is held.
+type Stop = (StopSignal, fn(u32) -> Duration);
 
 static STOP: OnceLock<Stop> = OnceLock::new();
 
 unsafe extern "system" fn handler(event: u32) -> BOOL {
-    let Some((flag, hold)) = STOP.get() else {
+    let Some((stop, hold)) = STOP.get() else {
         return FALSE;
     };
-    flag.store(true, Ordering::SeqCst);
+    stop.request();
     std::thread::sleep(hold(event));
     TRUE
 }
 
-/// Installs the handler; a second call (one stop flag a process) is refused.
-pub fn on_stop(flag: Arc<AtomicBool>, hold: fn(u32) -> Duration) -> std::io::Result<()> {
-    if STOP.set((flag, hold)).is_err() {
+/// Installs the handler; a second call (one stop a process) is refused.
+pub fn on_stop(stop: StopSignal, hold: fn(u32) -> Duration) -> std::io::Result<()> {
+    if STOP.set((stop, hold)).is_err() {
         return Err(std::io::Error::other("the stop signal is caught already"));
     }
     // SAFETY: `handler` is an `extern "system"` function that lives as long as the process.

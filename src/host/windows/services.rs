@@ -1,5 +1,6 @@
 //! The service control manager through windows-service.
 
+use crate::duration::{Look, Pauses, poll_quietly};
 use crate::host::{
     HostError, HostResult, InstalledService, RegValue, ServiceSpec, ServiceState, StartType,
 };
@@ -292,24 +293,25 @@ fn clear_dependencies(svc: &Service, name: &str) -> HostResult<()> {
     Ok(())
 }
 
-/// Polls the service until it reaches `want`, fails if it stops on the way to running.
+/// Polls the service until it reaches `want`, fails if it stops on the way to running. A
+/// host call's own bound (`poll_quietly`): the caller's stop is looked at between its steps.
 fn wait_for(svc: &Service, name: &str, want: WinState, timeout: Duration) -> HostResult<()> {
-    let deadline = Instant::now() + timeout;
     let mut fresh: Option<Service> = None;
-    loop {
+    // Pending with the error to give at the deadline instead of the timeout, if any.
+    let look = || -> HostResult<Look<(), Option<HostError>>> {
         let status = match fresh.as_ref().unwrap_or(svc).query_status() {
             Ok(s) => s,
             // Wine's SCM has answered ERROR_INVALID_HANDLE for a valid handle while another
             // service was being deleted; a new handle reads the state.
-            Err(e) if os_code(&e) == Some(ERROR_INVALID_HANDLE) && Instant::now() < deadline => {
+            Err(e) if os_code(&e) == Some(ERROR_INVALID_HANDLE) => {
+                let failed = api(format!("query service {name}"), e);
                 fresh = Some(open_existing(name, ServiceAccess::QUERY_STATUS)?);
-                std::thread::sleep(Duration::from_millis(100));
-                continue;
+                return Ok(Look::Pending(Some(failed)));
             }
             Err(e) => return Err(api(format!("query service {name}"), e)),
         };
         if status.current_state == want {
-            return Ok(());
+            return Ok(Look::Done(()));
         }
         if want == WinState::Running && status.current_state == WinState::Stopped {
             return Err(HostError::Refused {
@@ -320,14 +322,15 @@ fn wait_for(svc: &Service, name: &str, want: WinState, timeout: Duration) -> Hos
                 ),
             });
         }
-        if Instant::now() >= deadline {
-            return Err(HostError::Timeout {
-                what: format!("service {name} to reach {want:?}"),
-                after: timeout,
-            });
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        Ok(Look::Pending(None))
+    };
+    let pauses = Pauses::every(Duration::from_millis(100));
+    poll_quietly(Instant::now() + timeout, pauses, look, |failed| {
+        Err(failed.unwrap_or_else(|| HostError::Timeout {
+            what: format!("service {name} to reach {want:?}"),
+            after: timeout,
+        }))
+    })
 }
 
 pub fn start(name: &str, timeout: Duration) -> HostResult<()> {
@@ -345,36 +348,41 @@ pub fn stop(name: &str, timeout: Duration) -> HostResult<()> {
     use crate::host::AfterCannotAccept;
     let svc = open_existing(name, ServiceAccess::STOP | ServiceAccess::QUERY_STATUS)?;
     let deadline = Instant::now() + timeout;
-    loop {
+    // Done with whether the stop was asked for (then its end is waited for), or not needed.
+    let look = || -> HostResult<Look<bool, ()>> {
         match svc.stop() {
-            Err(e) if os_code(&e) == Some(ERROR_SERVICE_NOT_ACTIVE) => return Ok(()),
+            Err(e) if os_code(&e) == Some(ERROR_SERVICE_NOT_ACTIVE) => Ok(Look::Done(false)),
             Err(e) if os_code(&e) == Some(ERROR_DEPENDENT_SERVICES_RUNNING) => {
-                return Err(HostError::Refused {
+                Err(HostError::Refused {
                     what: format!("stop service {name}"),
                     reason: "a service that depends on it is running".into(),
-                });
+                })
             }
             Err(e) if os_code(&e) == Some(ERROR_SERVICE_CANNOT_ACCEPT_CTRL) => {
                 let status = svc
                     .query_status()
                     .map_err(|e| api(format!("query service {name}"), e))?;
-                match AfterCannotAccept::for_state(state(status.current_state)) {
-                    AfterCannotAccept::Done => return Ok(()),
-                    AfterCannotAccept::WaitStopped => break,
-                    AfterCannotAccept::RetryStop if Instant::now() < deadline => {
-                        std::thread::sleep(Duration::from_millis(250));
-                    }
-                    AfterCannotAccept::RetryStop => {
-                        return Err(HostError::Timeout {
-                            what: format!("service {name} to accept a stop (it was starting)"),
-                            after: timeout,
-                        });
-                    }
-                }
+                Ok(
+                    match AfterCannotAccept::for_state(state(status.current_state)) {
+                        AfterCannotAccept::Done => Look::Done(false),
+                        AfterCannotAccept::WaitStopped => Look::Done(true),
+                        AfterCannotAccept::RetryStop => Look::Pending(()),
+                    },
+                )
             }
-            Err(e) => return Err(api(format!("stop service {name}"), e)),
-            Ok(_) => break,
+            Err(e) => Err(api(format!("stop service {name}"), e)),
+            Ok(_) => Ok(Look::Done(true)),
         }
+    };
+    let pauses = Pauses::every(Duration::from_millis(250));
+    let asked = poll_quietly(deadline, pauses, look, |()| {
+        Err(HostError::Timeout {
+            what: format!("service {name} to accept a stop (it was starting)"),
+            after: timeout,
+        })
+    })?;
+    if !asked {
+        return Ok(());
     }
     wait_for(
         &svc,
