@@ -26,6 +26,13 @@ pub(crate) struct Changing<D> {
 }
 
 impl<D> Changing<D> {
+    /// Whether the plan starts the service `name` (a start, or the start after a stop).
+    pub fn starts(&self, name: &str) -> bool {
+        self.actions.iter().any(
+            |s| matches!(&s.action, crate::apply::Action::StartService { name: n } if n == name),
+        )
+    }
+
     /// The document of a plan not run yet (`changed` false).
     pub fn plan(dry_run: bool, own: D, actions: &[crate::apply::Action]) -> Self {
         Self {

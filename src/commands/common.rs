@@ -254,6 +254,7 @@ pub fn verify_after(
     ctx: &mut Context,
     (cluster, image): (Option<&crate::cluster::Cluster>, &str),
     node: &str,
+    restarted: bool,
 ) -> anyhow::Result<(
     crate::verify::run::Report,
     Option<crate::verify::failure::Failed>,
@@ -279,8 +280,10 @@ pub fn verify_after(
         // kubelet just restarted, or the CNI config just written: the node may take a while
         // to be Ready, and CalicoNode to say Calico is.
         wait_ready: true,
-        // A condition written before this command's change says nothing of it.
-        calico_since: Some(ctx.started_s),
+        // When the command (re)started CalicoNode, a condition written before says nothing of
+        // its change: CalicoNode writes one at its start. When it did not, the condition it
+        // keeps writing is the node's as it is now.
+        calico_since: restarted.then_some(ctx.started_s),
         // The stop a drain before it caught, if one did: a process catches the signal once.
         interrupted: ctx
             .catch_stop(crate::duration::Stop::new(), VERIFY_UNCAUGHT)
@@ -354,7 +357,7 @@ pub(crate) struct WithVerify<D> {
 /// command's end (`what` names the change that stays when the node does not pass traffic).
 pub fn print_verified(
     ctx: &mut Context,
-    (verify, what): (Option<&str>, &str),
+    (verify, what, restarted): (Option<&str>, &str, bool),
     cluster: Option<&crate::cluster::Cluster>,
     node: &str,
     doc: impl serde::Serialize,
@@ -363,7 +366,7 @@ pub fn print_verified(
         ctx.printer.json(&doc);
         return Ok(());
     };
-    let (verify, failed) = verify_after(ctx, (cluster, image), node)?;
+    let (verify, failed) = verify_after(ctx, (cluster, image), node, restarted)?;
     ctx.printer.json(&WithVerify { doc, verify });
     match failed {
         Some(e) => {

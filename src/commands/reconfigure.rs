@@ -95,8 +95,10 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Err(failed(*e, &node_name));
     }
     finished(ctx, &change, cluster, &node_name, actions.len());
-    let verify = (args.verify_with(), "reconfigured");
-    super::common::print_verified(ctx, verify, cluster, &node_name, doc.done())
+    let doc = doc.done();
+    let restarted = doc.starts(crate::layout::Role::Node.service_name());
+    let verify = (args.verify_with(), "reconfigured", restarted);
+    super::common::print_verified(ctx, verify, cluster, &node_name, doc)
 }
 
 /// After a run that succeeded: the file stats kept, the node annotated, the steps counted.

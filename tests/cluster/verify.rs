@@ -852,6 +852,48 @@ mod install {
 mod reconfigure {
     use super::*;
 
+    /// A reconfigure that does not restart CalicoNode takes its condition as it is: CalicoNode
+    /// writes one at its start and every five minutes, so one written before the command is
+    /// the node's as it is now (asking for a newer one would wait out --timeout). One that
+    /// restarts CalicoNode waits for a condition written since (checked in verify_guards).
+    #[test]
+    fn reconfigure_verify_without_a_calico_node_restart_takes_the_condition_as_it_is() {
+        let node = super::install::installed_cluster();
+        let (code, _, stderr) = node.install_local(&[]);
+        assert_eq!(code, 0, "{stderr}");
+        let api = node.api();
+        let mut win = api.get("/api/v1/nodes/win-1").expect("win-1");
+        let before = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second() - 120)
+            .expect("time")
+            .to_string();
+        win["status"]["conditions"][1]["lastHeartbeatTime"] = json!(before);
+        api.put("/api/v1/nodes/win-1", win);
+        let (code, doc, stderr) = node.run(&[
+            "reconfigure",
+            "--verify",
+            "--set",
+            // confd does not run on a VXLAN node: only the install record changes.
+            "extra_env.confd.CALICO_X=1",
+        ]);
+        assert_eq!(code, 0, "{stderr}\n{doc:#}");
+        let started: Vec<String> = doc["actions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|a| {
+                a["description"]
+                    .as_str()
+                    .is_some_and(|d| d.starts_with("start service"))
+            })
+            .map(|a| a["description"].to_string())
+            .collect();
+        assert!(
+            !started.iter().any(|s| s.contains("CalicoNode")),
+            "this change restarts CalicoNode: {started:?}"
+        );
+        assert_eq!(doc["verify"]["passed"], true, "{doc:#}");
+    }
+
     #[test]
     fn reconfigure_verify_fails_on_a_node_without_dns_and_the_change_stays() {
         let node = super::install::installed_cluster();

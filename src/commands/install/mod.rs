@@ -333,7 +333,8 @@ fn finish(
         ClusterRead::Read(c, _) => Some(c.as_ref()),
         _ => None,
     };
-    let verify = (args.verify_with(), "installed");
+    let restarted = doc.starts(crate::layout::Role::Node.service_name());
+    let verify = (args.verify_with(), "installed", restarted);
     super::common::print_verified(ctx, verify, c, node_name, doc)
 }
 
