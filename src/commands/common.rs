@@ -280,16 +280,20 @@ pub fn verify_after(
         ..Options::for_node(node)
     };
     on_interrupt(ctx, &o);
-    let report = match run::run(c, &o) {
+    let mut report = match run::run(c, &o) {
         Ok(r) => r,
         Err(RunError::Plan(e)) => return Err(e.into()),
         Err(RunError::Cluster(e)) => return Err(e.into()),
     };
+    super::verify::join_node_health(ctx, &mut report);
     for v in &report.checks {
         if let Outcome::Fail { finding } = &v.outcome {
             let next = finding.remedy.clone().unwrap_or_default();
+            let own = crate::verify::node_health::said(&report, v.check)
+                .map(|s| format!("\n    {s}"))
+                .unwrap_or_default();
             ctx.printer.text(&format!(
-                "verify {}: {} [{}]\n    next: {next}",
+                "verify {}: {} [{}]\n    next: {next}{own}",
                 v.check.word(),
                 finding.message,
                 finding.code.word()

@@ -2,7 +2,7 @@
 //! for its node every D (in `calicoctl-win-verify`, as the pod's account with verify's roles)
 //! and publishes the result in the Node's condition `CalicoWindowsTraffic`, shaped as
 //! CalicoNode's `CalicoWindowsReady` (status, reason, the failing checks' findings as
-//! "sentence [code]", heartbeat, a transition time only when the status changes) and set as
+//! "sentence [code]", each with the node's own findings that explain it, heartbeat, a transition time only when the status changes) and set as
 //! CalicoNode sets that one: with calico-node's own credential, whose ClusterRole may patch
 //! `nodes/status` (projectcalico/calico v3.31.7 `manifests/calico.yaml`), so the fleet's
 //! account gets no right to change Nodes' status. Its reasons: `TrafficPasses` (True),
@@ -12,6 +12,7 @@ use crate::cluster::{Cluster, credentials};
 use crate::context::Context;
 use crate::host::Host;
 use crate::verify::judge::Outcome;
+use crate::verify::node_health;
 use crate::verify::run::{self, Options, Report, RunError};
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use std::sync::Arc;
@@ -204,7 +205,11 @@ fn run_once(
         return Err("stopped before it began".into());
     }
     match run::run(&cluster, &o) {
-        Ok(r) => Ok(r),
+        Ok(mut r) => {
+            // The node's own findings, joined as `verify` on the node joins them.
+            super::verify::join_node_health(ctx, &mut r);
+            Ok(r)
+        }
         Err(RunError::Plan(e)) => Err(e.to_string()),
         Err(RunError::Cluster(e)) => Err(format!("{e} ({})", e.hint())),
     }
@@ -281,9 +286,10 @@ pub fn condition(r: &Report, before: Option<&str>) -> serde_json::Value {
         .checks
         .iter()
         .filter_map(|v| match &v.outcome {
-            Outcome::Fail { finding } => {
-                Some(format!("{} [{}]", finding.message, finding.code.word()))
-            }
+            Outcome::Fail { finding } => Some(match node_health::said(r, v.check) {
+                Some(own) => format!("{} [{}] ({own})", finding.message, finding.code.word()),
+                None => format!("{} [{}]", finding.message, finding.code.word()),
+            }),
             _ => None,
         })
         .collect();
@@ -306,7 +312,7 @@ pub fn condition(r: &Report, before: Option<&str>) -> serde_json::Value {
         "message": if r.passed {
             format!("every verify check passed ({} checks, calicoctl-win)", r.checks.len())
         } else {
-            reasons.join("; ")
+            reasons.join("; ").chars().take(MAX_MESSAGE).collect()
         },
         "lastHeartbeatTime": now,
     });

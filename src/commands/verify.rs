@@ -78,12 +78,8 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
             }
         }
     }
-    // Run on a node calicoctl-win installed: its own health joined in.
-    for r in reports
-        .iter_mut()
-        .filter(|r| here.as_ref().is_some_and(|(n, _)| *n == r.node))
-    {
-        r.node_health = super::status::host_findings(ctx);
+    for r in &mut reports {
+        join_node_health(ctx, r);
     }
     for r in &reports {
         ctx.printer.text(&table(r));
@@ -96,6 +92,17 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
     match failed {
         None => Ok(()),
         Some(e) => Err(e.into()),
+    }
+}
+
+/// Run on the node it verifies (a node calicoctl-win installed, whose configured Kubernetes
+/// name the report's is): this node's own findings (`status::host_findings`) joined to the
+/// report and to the failing checks whose layer they explain (`verify::node_health::join`).
+/// `verify`, `install --verify`, `reconfigure --verify` and the fleet DaemonSet's scheduled
+/// run all join them here.
+pub fn join_node_health(ctx: &mut Context, r: &mut Report) {
+    if super::common::this_node(ctx).is_some_and(|(n, _)| n == r.node) {
+        crate::verify::node_health::join(r, super::status::host_findings(ctx));
     }
 }
 
@@ -125,10 +132,13 @@ pub fn table(r: &Report) -> String {
             Outcome::Fail { finding } => (
                 "FAIL",
                 format!(
-                    "\n    {} [{}]\n    next: {}",
+                    "\n    {} [{}]\n    next: {}{}",
                     finding.message,
                     finding.code.word(),
-                    finding.remedy.clone().unwrap_or_default()
+                    finding.remedy.clone().unwrap_or_default(),
+                    crate::verify::node_health::said(r, v.check)
+                        .map(|s| format!("\n    {s}"))
+                        .unwrap_or_default()
                 ),
             ),
             Outcome::Blocked { by } => ("not run", format!("  ({} did not pass)", by.word())),
