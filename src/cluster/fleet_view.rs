@@ -52,6 +52,10 @@ pub struct NodeRow {
     /// v3.32.1 `node/pkg/lifecycle/utils/utils.go`), not by calicoctl-win's condition or config.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub handed_to_operator: bool,
+    /// The fleet DaemonSet's scheduled verify's verdict (`CalicoWindowsTraffic`), as judged
+    /// (`fleet_traffic::of_node`); none when the node has no such condition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<super::fleet_traffic::Traffic>,
 }
 
 /// At most `MAX_TEXT` characters of `s`.
@@ -145,6 +149,7 @@ pub fn node_row(n: &Node, now: i64) -> NodeRow {
         heartbeat_age_seconds,
         malformed,
         handed_to_operator,
+        traffic: None,
     }
 }
 

@@ -168,6 +168,7 @@ fn typed() -> Vec<(&'static str, Vec<String>)> {
                 nodes: &[],
                 findings: &findings,
                 config_hash: None,
+                verify_every: None,
                 healthy: true,
                 problems: &[],
             }),

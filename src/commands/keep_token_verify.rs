@@ -26,9 +26,9 @@ const MAX_REASONS: usize = 10;
 /// The longest message the condition carries (a cluster error's text included).
 const MAX_MESSAGE: usize = 1024;
 /// The reason of an Unknown set because the node's run did not judge it.
-pub const NOT_RUN: &str = "VerifyNotRun";
+pub const NOT_RUN: &str = crate::cluster::fleet_traffic::NOT_RUN;
 /// The reason of an Unknown set because the last True is older than two intervals.
-pub const STALE: &str = "VerifyStale";
+pub const STALE: &str = crate::cluster::fleet_traffic::STALE;
 
 /// The scheduled runs of one node: at the same moment of each interval, its phase, spread
 /// over the interval by its name (`phase_s`), so that the fleet's nodes do not all ask for
@@ -264,8 +264,8 @@ pub fn unknown(reason: &str, message: &str, before: Option<&str>) -> serde_json:
 pub fn stale(c: Option<&NodeCondition>, every: Duration) -> Option<serde_json::Value> {
     let c = c.filter(|c| c.status == "True")?;
     let beat = c.last_heartbeat_time.as_ref().map(|t| t.0.as_second());
-    let two = i64::try_from(2 * every.as_secs()).unwrap_or(i64::MAX);
-    if beat.is_some_and(|b| crate::duration::now() - b <= two) {
+    // The one judge `fleet status` reads the condition by too.
+    if !crate::cluster::fleet_traffic::is_stale(beat, every, crate::duration::now()) {
         return None;
     }
     let at = beat.map_or_else(|| "an unknown time".to_owned(), crate::duration::time_text);
