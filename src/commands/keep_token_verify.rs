@@ -357,6 +357,16 @@ mod tests {
         }
     }
 
+    /// hcsshim terminates a HostProcess container's job 5 s after it tells the processes left
+    /// (calicoctl-win under `cmd.exe`) to stop (microsoft/hcsshim
+    /// `internal/jobcontainers/jobcontainer.go`, `waitBackground`, `Shutdown`): a stopped run's
+    /// wait for what it deleted fits in them (docs/commands/fleet.md, "Stopping the pods").
+    #[test]
+    fn a_stopped_runs_cleanup_wait_fits_in_hcsshims_five_seconds() {
+        let hcsshim_shutdown = Duration::from_secs(5);
+        assert!(crate::verify::run::STOPPED_CLEANUP_WAIT < hcsshim_shutdown);
+    }
+
     #[test]
     fn a_true_older_than_two_intervals_becomes_unknown_stale() {
         let every = Duration::from_secs(600);
