@@ -3,6 +3,7 @@
 //! by its heartbeat against D, which the DaemonSet's own command line says (read once for the
 //! whole fleet, so the requests stay flat in the number of nodes).
 
+pub use super::fleet_view::Traffic;
 use super::fleet_view::{MAX_TEXT, shown};
 use super::node::CONDITION_TRAFFIC;
 use super::{Cluster, ClusterError};
@@ -17,23 +18,9 @@ pub const STALE: &str = "VerifyStale";
 /// The flag of `service keep-token` that schedules the runs, as `fleet plan` writes it.
 const EVERY_FLAG: &str = "--verify-every=";
 
-/// A node's `CalicoWindowsTraffic` as judged (JSON `traffic` in a `fleet status` row).
-#[derive(Debug, PartialEq, serde::Serialize)]
-pub struct Traffic {
-    /// True, False or Unknown: Unknown when the verdict is stale (`reason` `VerifyStale`)
-    /// or its status is none of the three.
-    pub status: String,
-    pub reason: Option<String>,
-    pub message: Option<String>,
-    pub heartbeat: Option<String>,
-    pub heartbeat_age_seconds: Option<i64>,
-}
-
-impl Traffic {
-    /// The verdict no run has refreshed: stale by its heartbeat, or said so by the node.
-    pub fn stale(&self) -> bool {
-        self.reason.as_deref() == Some(STALE)
-    }
+/// The verdict no run has refreshed: stale by its heartbeat, or said so by the node.
+fn stale(t: &Traffic) -> bool {
+    t.reason.as_deref() == Some(STALE)
 }
 
 /// Whether a verdict whose heartbeat is `beat` (seconds since 1970; none: unknown) is older
@@ -93,7 +80,7 @@ pub fn problem(name: &str, t: &Traffic) -> Option<String> {
             shown(name)
         ));
     }
-    t.stale().then(|| {
+    stale(t).then(|| {
         format!(
             "node {}: its {CONDITION_TRAFFIC} verdict is stale: {said}",
             shown(name)

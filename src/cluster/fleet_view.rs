@@ -53,9 +53,21 @@ pub struct NodeRow {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub handed_to_operator: bool,
     /// The fleet DaemonSet's scheduled verify's verdict (`CalicoWindowsTraffic`), as judged
-    /// (`fleet_traffic::of_node`); none when the node has no such condition.
+    /// by `fleet_traffic::of_node`; none when the node has no such condition.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub traffic: Option<super::fleet_traffic::Traffic>,
+    pub traffic: Option<Traffic>,
+}
+
+/// A node's `CalicoWindowsTraffic` as judged (JSON `traffic` in a row; `fleet_traffic`).
+#[derive(Debug, PartialEq, serde::Serialize)]
+pub struct Traffic {
+    /// True, False or Unknown: Unknown when the verdict is stale (`reason` `VerifyStale`)
+    /// or its status is none of the three.
+    pub status: String,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub heartbeat: Option<String>,
+    pub heartbeat_age_seconds: Option<i64>,
 }
 
 /// At most `MAX_TEXT` characters of `s`.

@@ -247,69 +247,6 @@ pub(crate) fn adapter_checks(
     checks::host::adapter_checks(snapshot, config, &choice, remedy)
 }
 
-/// `--verify` after a command changed the node: `verify` run for this node with the admin
-/// kubeconfig, its report put into the command's document (`verify`) and its failures said
-/// on the text output; the failure to end the command with, if any. The change stays.
-pub fn verify_after(
-    ctx: &mut Context,
-    (cluster, image): (Option<&crate::cluster::Cluster>, &str),
-    node: &str,
-    doc: &mut serde_json::Value,
-) -> anyhow::Result<Option<crate::verify::failure::Failed>> {
-    use crate::verify::judge::Outcome;
-    use crate::verify::run::{self, Options, RunError};
-    let Some(c) = cluster else {
-        return Err(crate::error::UsageError::new(
-            "--verify needs the cluster, read with the admin kubeconfig",
-            "pass --kubeconfig with an admin's, or run 'calicoctl-win verify' where one is",
-        )
-        .into());
-    };
-    // The Node object's name, and the cluster's domain, as the configuration names them.
-    let (node, domain) = match this_node(ctx) {
-        Some((n, d)) => (n, d),
-        None => (node.to_owned(), None),
-    };
-    let node = node.as_str();
-    let o = Options {
-        image: image.to_owned(),
-        cluster_domain: domain.unwrap_or_else(|| crate::verify::options::CLUSTER_DOMAIN.into()),
-        // kubelet just restarted, or the CNI config just written: the node may take a while
-        // to be Ready, and CalicoNode to say Calico is.
-        wait_ready: true,
-        ..Options::for_node(node)
-    };
-    on_interrupt(ctx, &o);
-    let mut report = match run::run(c, &o) {
-        Ok(r) => r,
-        Err(RunError::Plan(e)) => return Err(e.into()),
-        Err(RunError::Cluster(e)) => return Err(e.into()),
-    };
-    super::verify::join_node_health(ctx, &mut report);
-    for v in &report.checks {
-        if let Outcome::Fail { finding } = &v.outcome {
-            let next = finding.remedy.clone().unwrap_or_default();
-            let own = crate::verify::node_health::said(&report, v.check)
-                .map(|s| format!("\n    {s}"))
-                .unwrap_or_default();
-            ctx.printer.text(&format!(
-                "verify {}: {} [{}]\n    next: {next}{own}",
-                v.check.word(),
-                finding.message,
-                finding.code.word()
-            ));
-        }
-    }
-    if report.passed {
-        ctx.printer.text(&format!(
-            "verify: node {node} passes traffic ({} checks)",
-            report.checks.len()
-        ));
-    }
-    doc["verify"] = serde_json::json!(report);
-    Ok(crate::verify::failure::of(&report, o.timeout.as_secs()))
-}
-
 /// This node's Kubernetes name (`node.k8s_node_ref`: the Node object's, which `node.name`,
 /// Calico's own name for it, need not be) and the cluster's DNS domain when the configuration
 /// tells it: a `dns.search` entry `svc.DOMAIN`, the suffix pods search Services under
@@ -339,36 +276,6 @@ pub fn on_stop(ctx: &mut Context, flag: std::sync::Arc<std::sync::atomic::Atomic
         ctx.printer.warn(&format!(
             "Ctrl-C will not clean up ({e}): a run stopped that way leaves its namespace to the next run"
         ));
-    }
-}
-
-/// A changing command's document printed, after `verify` when `--verify` asked for it: the
-/// command's end (`what` names the change that stays when the node does not pass traffic).
-pub fn print_verified(
-    ctx: &mut Context,
-    (verify, what): (Option<&str>, &str),
-    cluster: Option<&crate::cluster::Cluster>,
-    node: &str,
-    doc: impl serde::Serialize,
-) -> anyhow::Result<()> {
-    let Some(image) = verify else {
-        ctx.printer.json(&doc);
-        return Ok(());
-    };
-    // The command's document with verify's report under `verify`.
-    let mut doc = serde_json::to_value(&doc)?;
-    let failed = if let Some(image) = Some(image) {
-        verify_after(ctx, (cluster, image), node, &mut doc)?
-    } else {
-        None
-    };
-    ctx.printer.json(&doc);
-    match failed {
-        Some(e) => {
-            Err(anyhow::Error::new(e)
-                .context(format!("{what}, but the node does not pass traffic")))
-        }
-        None => Ok(()),
     }
 }
 

@@ -97,7 +97,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
     finished(ctx, &change, cluster, &node_name, actions.len());
     let verify = (args.verify_with(), "reconfigured");
-    super::common::print_verified(ctx, verify, cluster, &node_name, doc.done())
+    super::verify::print_verified(ctx, verify, cluster, &node_name, doc.done())
 }
 
 /// After a run that succeeded: the file stats kept, the node annotated, the steps counted.

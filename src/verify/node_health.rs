@@ -4,18 +4,10 @@
 //! applied. The one join `verify`, `install --verify`, `reconfigure --verify` and the fleet
 //! DaemonSet's scheduled run (`service keep-token --verify-every`) make.
 
-use super::judge::Outcome;
+use super::judge::{Explained, Outcome};
 use super::matrix::CheckId;
 use super::run::Report;
 use crate::installed::health::{Code, Finding};
-use serde::Serialize;
-
-/// A failing check and the node's own findings that bear on its layer.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Explained {
-    pub check: CheckId,
-    pub by: Vec<Finding>,
-}
 
 /// Joins the node's own findings (`own`) to its report: all of them in `node_health`, and to
 /// each failing check those that bear on its layer (`explained`).

@@ -58,7 +58,7 @@ pub struct Report {
     pub node_health: Vec<crate::installed::health::Finding>,
     /// The failing checks whose layer one of `node_health` explains (`node_health::join`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub explained: Vec<super::node_health::Explained>,
+    pub explained: Vec<super::judge::Explained>,
 }
 
 pub use super::matrix::RunError;

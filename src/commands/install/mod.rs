@@ -333,7 +333,7 @@ fn finish(
         _ => None,
     };
     let verify = (args.verify_with(), "installed");
-    super::common::print_verified(ctx, verify, c, node_name, doc)
+    super::verify::print_verified(ctx, verify, c, node_name, doc)
 }
 
 /// The journal this run goes on with: an interrupted run's, or for a fresh install (not a dry
