@@ -15,6 +15,9 @@ cargo build --release --locked --quiet --target x86_64-pc-windows-gnu --bin cali
 target=$(cargo metadata --no-deps --format-version 1 --locked \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 exe="$target/x86_64-pc-windows-gnu/release/calicoctl-win.exe"
+# No user32.dll, gdi32.dll or shell32.dll among its imports: its console handler must get
+# CTRL_SHUTDOWN_EVENT (scripts/exe-imports.sh).
+scripts/exe-imports.sh "$exe"
 size=$(stat -c %s "$exe")
 echo "calicoctl-win.exe (release, x86_64-pc-windows-gnu): $size bytes (target <= $limit)"
 if [ "$size" -gt "$limit" ]; then

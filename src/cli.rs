@@ -500,10 +500,13 @@ The manifests go to standard output as YAML for 'kubectl apply -f -' (-o json: o
     #[command(
         long_about = "Reads every node labelled kubernetes.io/os=windows and prints, one line each: the \
 calicoctl-win version, the Calico release and the config hash install and reconfigure annotate it \
-with, kubelet's Ready, and the CalicoWindowsReady condition CalicoNode sets (its reasons when False); \
-then which nodes differ from the fleet's config (the hash most nodes have). Needs a kubeconfig that \
-may list nodes (an admin's or a reader's). Changes nothing. Exit 0 when every node is ready, Calico \
-is ready on it and it has the fleet's config; 1 otherwise, with each reason."
+with, kubelet's Ready, and the CalicoWindowsReady condition CalicoNode sets (its reasons when False), \
+and the CalicoWindowsTraffic verdict of the fleet DaemonSet's scheduled verify (stale when older than \
+two of the --verify-every intervals the DaemonSet --name in --namespace runs with); then which nodes \
+differ from the fleet's config (the hash most nodes have). Needs a kubeconfig that may list nodes (an \
+admin's or a reader's), and get the DaemonSet to judge staleness (without, no verdict is judged \
+stale). Changes nothing. Exit 0 when every node is ready, Calico is ready on it, it has the fleet's \
+config and its traffic verdict, if any, is neither False nor stale; 1 otherwise, with each reason."
     )]
     Status(FleetStatusArgs),
     /// Gather every Windows node's diags zip through the fleet DaemonSet's pods, one zip per node and an index
@@ -534,7 +537,15 @@ exactly those roles, and calico-node's right to review the tokens. Stores nothin
 }
 
 #[derive(Debug, Args)]
-pub struct FleetStatusArgs {}
+pub struct FleetStatusArgs {
+    /// The 'fleet plan' DaemonSet's name: its --verify-every interval judges the nodes'
+    /// CalicoWindowsTraffic verdicts stale
+    #[arg(long, value_name = "NAME", default_value = "calicoctl-win")]
+    pub name: String,
+    /// The DaemonSet's namespace
+    #[arg(long, value_name = "NS", default_value = "system-upgrade")]
+    pub namespace: String,
+}
 
 #[derive(Debug, Args)]
 pub struct FleetDiagsArgs {

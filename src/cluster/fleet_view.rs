@@ -52,6 +52,22 @@ pub struct NodeRow {
     /// v3.32.1 `node/pkg/lifecycle/utils/utils.go`), not by calicoctl-win's condition or config.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub handed_to_operator: bool,
+    /// The fleet DaemonSet's scheduled verify's verdict (`CalicoWindowsTraffic`), as judged
+    /// by `fleet_traffic::of_node`; none when the node has no such condition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<Traffic>,
+}
+
+/// A node's `CalicoWindowsTraffic` as judged (JSON `traffic` in a row; `fleet_traffic`).
+#[derive(Debug, PartialEq, serde::Serialize)]
+pub struct Traffic {
+    /// True, False or Unknown: Unknown when the verdict is stale (`reason` `VerifyStale`)
+    /// or its status is none of the three.
+    pub status: String,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub heartbeat: Option<String>,
+    pub heartbeat_age_seconds: Option<i64>,
 }
 
 /// At most `MAX_TEXT` characters of `s`.
@@ -145,6 +161,7 @@ pub fn node_row(n: &Node, now: i64) -> NodeRow {
         heartbeat_age_seconds,
         malformed,
         handed_to_operator,
+        traffic: None,
     }
 }
 

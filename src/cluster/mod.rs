@@ -14,6 +14,7 @@ pub mod error;
 pub mod etcd;
 pub mod facts;
 pub mod fix;
+pub mod fleet_traffic;
 pub mod fleet_view;
 mod guard;
 pub mod installation;

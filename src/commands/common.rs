@@ -247,75 +247,6 @@ pub(crate) fn adapter_checks(
     checks::host::adapter_checks(snapshot, config, &choice, remedy)
 }
 
-/// `--verify` after a command changed the node: `verify` run for this node with the admin
-/// kubeconfig, its failures said on the text output; its report, for the command's document
-/// (`verify`), and the failure to end the command with, if any. The change stays.
-pub fn verify_after(
-    ctx: &mut Context,
-    (cluster, image): (Option<&crate::cluster::Cluster>, &str),
-    node: &str,
-    restarted: bool,
-) -> anyhow::Result<(
-    crate::verify::run::Report,
-    Option<crate::verify::failure::Failed>,
-)> {
-    use crate::verify::judge::Outcome;
-    use crate::verify::run::{self, Options, RunError};
-    let Some(c) = cluster else {
-        return Err(crate::error::UsageError::new(
-            "--verify needs the cluster, read with the admin kubeconfig",
-            "pass --kubeconfig with an admin's, or run 'calicoctl-win verify' where one is",
-        )
-        .into());
-    };
-    // The Node object's name, and the cluster's domain, as the configuration names them.
-    let (node, domain) = match this_node(ctx) {
-        Some((n, d)) => (n, d),
-        None => (node.to_owned(), None),
-    };
-    let node = node.as_str();
-    let o = Options {
-        image: image.to_owned(),
-        cluster_domain: domain.unwrap_or_else(|| crate::verify::options::CLUSTER_DOMAIN.into()),
-        // kubelet just restarted, or the CNI config just written: the node may take a while
-        // to be Ready, and CalicoNode to say Calico is.
-        wait_ready: true,
-        // When the command (re)started CalicoNode, a condition written before says nothing of
-        // its change: CalicoNode writes one at its start. When it did not, the condition it
-        // keeps writing is the node's as it is now.
-        calico_since: restarted.then_some(ctx.started_s),
-        // The stop a drain before it caught, if one did: a process catches the signal once.
-        interrupted: ctx
-            .catch_stop(crate::duration::Stop::new(), VERIFY_UNCAUGHT)
-            .flag(),
-        ..Options::for_node(node)
-    };
-    let report = match run::run(c, &o) {
-        Ok(r) => r,
-        Err(RunError::Plan(e)) => return Err(e.into()),
-        Err(RunError::Cluster(e)) => return Err(e.into()),
-    };
-    for v in &report.checks {
-        if let Outcome::Fail { finding } = &v.outcome {
-            let next = finding.remedy.clone().unwrap_or_default();
-            ctx.printer.text(&format!(
-                "verify {}: {} [{}]\n    next: {next}",
-                v.check.word(),
-                finding.message,
-                finding.code.word()
-            ));
-        }
-    }
-    if report.passed {
-        ctx.printer.text(&format!(
-            "verify: node {node} passes traffic ({} checks)",
-            report.checks.len()
-        ));
-    }
-    let failed = crate::verify::failure::of(&report, o.timeout.as_secs());
-    Ok((report, failed))
-}
-
 /// This node's Kubernetes name (`node.k8s_node_ref`: the Node object's, which `node.name`,
 /// Calico's own name for it, need not be) and the cluster's DNS domain when the configuration
 /// tells it: a `dns.search` entry `svc.DOMAIN`, the suffix pods search Services under
@@ -343,7 +274,7 @@ pub const CHANGE_UNCAUGHT: &str =
     "the process ends where it is, and its journal lets the next run undo or finish what it did";
 
 /// What a Ctrl-C does to verify's run when the stop signal cannot be caught.
-const VERIFY_UNCAUGHT: &str = "a run stopped that way leaves its namespace to the next run";
+pub const VERIFY_UNCAUGHT: &str = "a run stopped that way leaves its namespace to the next run";
 
 /// A changing command's document after `--verify`: its own keys, then verify's report.
 #[derive(serde::Serialize)]
@@ -351,30 +282,6 @@ pub(crate) struct WithVerify<D> {
     #[serde(flatten)]
     pub doc: D,
     pub verify: crate::verify::run::Report,
-}
-
-/// A changing command's document printed, after `verify` when `--verify` asked for it: the
-/// command's end (`what` names the change that stays when the node does not pass traffic).
-pub fn print_verified(
-    ctx: &mut Context,
-    (verify, what, restarted): (Option<&str>, &str, bool),
-    cluster: Option<&crate::cluster::Cluster>,
-    node: &str,
-    doc: impl serde::Serialize,
-) -> anyhow::Result<()> {
-    let Some(image) = verify else {
-        ctx.printer.json(&doc);
-        return Ok(());
-    };
-    let (verify, failed) = verify_after(ctx, (cluster, image), node, restarted)?;
-    ctx.printer.json(&WithVerify { doc, verify });
-    match failed {
-        Some(e) => {
-            Err(anyhow::Error::new(e)
-                .context(format!("{what}, but the node does not pass traffic")))
-        }
-        None => Ok(()),
-    }
 }
 
 #[cfg(test)]

@@ -207,6 +207,7 @@ fn typed() -> Vec<(&'static str, Vec<String>)> {
                 nodes: &[],
                 findings: &findings,
                 config_hash: None,
+                verify_every: None,
                 healthy: true,
                 problems: &[],
             }),
@@ -343,6 +344,7 @@ fn verify_puts_its_report_last() {
         clean_up_error: None,
         took_ms: 0,
         node_health: Vec::new(),
+        explained: Vec::new(),
     };
     let own = super::uninstall::Uninstall {
         install_root: "",

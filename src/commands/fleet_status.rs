@@ -1,6 +1,7 @@
 //! `fleet status`: every Windows node in one view, read a page at a time, and what is not as
 //! it should be (`cluster::fleet_view` judges each node).
 
+use crate::cluster::fleet_traffic;
 use crate::cluster::fleet_view::{
     HashVotes, NodeRow, code_counts, node_row, row_troubles, short_hash, shown,
 };
@@ -14,6 +15,8 @@ pub(crate) struct FleetStatus<'a> {
     pub nodes: &'a [Row<'a>],
     pub findings: &'a std::collections::BTreeMap<String, usize>,
     pub config_hash: Option<&'a str>,
+    /// The fleet DaemonSet's `--verify-every`, against which traffic verdicts are judged.
+    pub verify_every: Option<String>,
     pub healthy: bool,
     pub problems: &'a [String],
 }
@@ -31,13 +34,26 @@ pub(crate) struct Row<'a> {
 /// nodes that differ from the fleet's config; exit 1 with the reasons when any node is not as
 /// it should be, or when there is no Windows node. Read a page at a time: memory holds the
 /// rows, not the Node objects.
-pub fn run(_args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
+pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let c = ctx.require_cluster()?;
+    // One read for the whole fleet: the DaemonSet's interval. Refused, no verdict is judged
+    // stale, and that is said.
+    let every = match fleet_traffic::scheduled_every(&c, &args.namespace, &args.name) {
+        Ok(e) => e,
+        Err(e) => {
+            ctx.printer.warn(&format!(
+                "cannot read DaemonSet {}/{} ({e}): no CalicoWindowsTraffic verdict is judged stale",
+                args.namespace, args.name
+            ));
+            None
+        }
+    };
     let now = crate::duration::now();
     let mut rows: Vec<NodeRow> = Vec::new();
     let mut votes = HashVotes::default();
     crate::cluster::node::for_each_windows_node(&c, |n| {
-        let row = node_row(n, now);
+        let mut row = node_row(n, now);
+        row.traffic = fleet_traffic::of_node(n, every, now);
         votes.add(&row);
         rows.push(row);
     })?;
@@ -64,6 +80,11 @@ pub fn run(_args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Re
             .iter()
             .flat_map(|r| r.problems.iter().map(Into::into)),
     );
+    // Each node's traffic verdict, judged against the DaemonSet's interval.
+    problems.extend(rows.iter().filter_map(|r| {
+        let t = r.traffic.as_ref()?;
+        fleet_traffic::problem(&r.name, t).map(super::common::Problem::plain)
+    }));
     let sentences: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
     print_table(ctx, &rows, fleet_hash.as_deref());
     let findings = code_counts(&rows);
@@ -80,6 +101,7 @@ pub fn run(_args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Re
         nodes: &judged,
         findings: &findings,
         config_hash: fleet_hash.as_deref(),
+        verify_every: every.map(crate::duration::show),
         healthy,
         problems: &sentences,
     });
@@ -107,14 +129,14 @@ fn print_table(ctx: &mut Context, rows: &[NodeRow], fleet_hash: Option<&str>) {
         .unwrap_or(4)
         .clamp(4, 63);
     ctx.printer.text(&format!(
-        "{:<width$} {:<14} {:<10} {:<16} {:<7} {:<8} REASONS",
-        "NODE", "CALICOCTL-WIN", "CALICO", "CONFIG", "READY", "CALICO"
+        "{:<width$} {:<14} {:<10} {:<16} {:<7} {:<8} {:<8} REASONS",
+        "NODE", "CALICOCTL-WIN", "CALICO", "CONFIG", "READY", "CALICO", "TRAFFIC"
     ));
     for r in rows {
         let name: String = shown(&r.name).chars().take(width).collect();
         let hash = r.config_hash.as_deref().map_or("-".to_owned(), short_hash);
         ctx.printer.text(&format!(
-            "{:<width$} {:<14} {:<10} {:<16} {:<7} {:<8} {}",
+            "{:<width$} {:<14} {:<10} {:<16} {:<7} {:<8} {:<8} {}",
             name,
             cell(&r.calicoctl_win),
             cell(&r.calico),
@@ -125,6 +147,7 @@ fn print_table(ctx: &mut Context, rows: &[NodeRow], fleet_hash: Option<&str>) {
             } else {
                 cell(&r.calico_ready)
             },
+            cell(&r.traffic.as_ref().map(|t| t.status.clone())),
             r.reasons.as_deref().map_or(String::new(), shown)
         ));
     }

@@ -2,7 +2,7 @@
 //! for its node every D (in `calicoctl-win-verify`, as the pod's account with verify's roles)
 //! and publishes the result in the Node's condition `CalicoWindowsTraffic`, shaped as
 //! CalicoNode's `CalicoWindowsReady` (status, reason, the failing checks' findings as
-//! "sentence [code]", heartbeat, a transition time only when the status changes) and set as
+//! "sentence [code]", each with the node's own findings that explain it, heartbeat, a transition time only when the status changes) and set as
 //! CalicoNode sets that one: with calico-node's own credential, whose ClusterRole may patch
 //! `nodes/status` (projectcalico/calico v3.31.7 `manifests/calico.yaml`), so the fleet's
 //! account gets no right to change Nodes' status. Its reasons: `TrafficPasses` (True),
@@ -13,6 +13,7 @@ use crate::context::Context;
 use crate::duration::Stop;
 use crate::host::Host;
 use crate::verify::judge::Outcome;
+use crate::verify::node_health;
 use crate::verify::run::{self, Options, Report, RunError};
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use std::time::{Duration, Instant};
@@ -24,9 +25,9 @@ const MAX_REASONS: usize = 10;
 /// The longest message the condition carries (a cluster error's text included).
 const MAX_MESSAGE: usize = 1024;
 /// The reason of an Unknown set because the node's run did not judge it.
-pub const NOT_RUN: &str = "VerifyNotRun";
+pub const NOT_RUN: &str = crate::cluster::fleet_traffic::NOT_RUN;
 /// The reason of an Unknown set because the last True is older than two intervals.
-pub const STALE: &str = "VerifyStale";
+pub const STALE: &str = crate::cluster::fleet_traffic::STALE;
 
 /// The scheduled runs of one node: at the same moment of each interval, its phase, spread
 /// over the interval by its name (`phase_s`), so that the fleet's nodes do not all ask for
@@ -203,7 +204,11 @@ fn run_once(
         return Err("stopped before it began".into());
     }
     match run::run(&cluster, &o) {
-        Ok(r) => Ok(r),
+        Ok(mut r) => {
+            // The node's own findings, joined as `verify` on the node joins them.
+            super::verify::join_node_health(ctx, &mut r);
+            Ok(r)
+        }
         Err(RunError::Plan(e)) => Err(e.to_string()),
         Err(RunError::Cluster(e)) => Err(format!("{e} ({})", e.hint())),
     }
@@ -258,8 +263,8 @@ pub fn unknown(reason: &str, message: &str, before: Option<&str>) -> serde_json:
 pub fn stale(c: Option<&NodeCondition>, every: Duration) -> Option<serde_json::Value> {
     let c = c.filter(|c| c.status == "True")?;
     let beat = c.last_heartbeat_time.as_ref().map(|t| t.0.as_second());
-    let two = i64::try_from(2 * every.as_secs()).unwrap_or(i64::MAX);
-    if beat.is_some_and(|b| crate::duration::now() - b <= two) {
+    // The one judge `fleet status` reads the condition by too.
+    if !crate::cluster::fleet_traffic::is_stale(beat, every, crate::duration::now()) {
         return None;
     }
     let at = beat.map_or_else(|| "an unknown time".to_owned(), crate::duration::time_text);
@@ -280,9 +285,10 @@ pub fn condition(r: &Report, before: Option<&str>) -> serde_json::Value {
         .checks
         .iter()
         .filter_map(|v| match &v.outcome {
-            Outcome::Fail { finding } => {
-                Some(format!("{} [{}]", finding.message, finding.code.word()))
-            }
+            Outcome::Fail { finding } => Some(match node_health::said(r, v.check) {
+                Some(own) => format!("{} [{}] ({own})", finding.message, finding.code.word()),
+                None => format!("{} [{}]", finding.message, finding.code.word()),
+            }),
             _ => None,
         })
         .collect();
@@ -305,7 +311,7 @@ pub fn condition(r: &Report, before: Option<&str>) -> serde_json::Value {
         "message": if r.passed {
             format!("every verify check passed ({} checks, calicoctl-win)", r.checks.len())
         } else {
-            reasons.join("; ")
+            reasons.join("; ").chars().take(MAX_MESSAGE).collect()
         },
         "lastHeartbeatTime": now,
     });
@@ -348,6 +354,16 @@ mod tests {
             last_heartbeat_time: Some(Time(at)),
             ..Default::default()
         }
+    }
+
+    /// hcsshim terminates a HostProcess container's job 5 s after it tells the processes left
+    /// (calicoctl-win under `cmd.exe`) to stop (microsoft/hcsshim
+    /// `internal/jobcontainers/jobcontainer.go`, `waitBackground`, `Shutdown`): a stopped run's
+    /// wait for what it deleted fits in them (docs/commands/fleet.md, "Stopping the pods").
+    #[test]
+    fn a_stopped_runs_cleanup_wait_fits_in_hcsshims_five_seconds() {
+        let hcsshim_shutdown = Duration::from_secs(5);
+        assert!(crate::verify::run::STOPPED_CLEANUP_WAIT < hcsshim_shutdown);
     }
 
     #[test]

@@ -98,7 +98,7 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let doc = doc.done();
     let restarted = doc.starts(crate::layout::Role::Node.service_name());
     let verify = (args.verify_with(), "reconfigured", restarted);
-    super::common::print_verified(ctx, verify, cluster, &node_name, doc)
+    super::verify::print_verified(ctx, verify, cluster, &node_name, doc)
 }
 
 /// After a run that succeeded: the file stats kept, the node annotated, the steps counted.

@@ -78,12 +78,8 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
             }
         }
     }
-    // Run on a node calicoctl-win installed: its own health joined in.
-    for r in reports
-        .iter_mut()
-        .filter(|r| here.as_ref().is_some_and(|(n, _)| *n == r.node))
-    {
-        r.node_health = host_findings(ctx);
+    for r in &mut reports {
+        join_node_health(ctx, r);
     }
     for r in &reports {
         ctx.printer.text(&table(r));
@@ -96,6 +92,17 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
     match failed {
         None => Ok(()),
         Some(e) => Err(e.into()),
+    }
+}
+
+/// Run on the node it verifies (a node calicoctl-win installed, whose configured Kubernetes
+/// name the report's is): this node's own findings (`status::host_findings`) joined to the
+/// report and to the failing checks whose layer they explain (`verify::node_health::join`).
+/// `verify`, `install --verify`, `reconfigure --verify` and the fleet DaemonSet's scheduled
+/// run all join them here.
+pub fn join_node_health(ctx: &mut Context, r: &mut Report) {
+    if super::common::this_node(ctx).is_some_and(|(n, _)| n == r.node) {
+        crate::verify::node_health::join(r, host_findings(ctx));
     }
 }
 
@@ -134,10 +141,13 @@ pub fn table(r: &Report) -> String {
             Outcome::Fail { finding } => (
                 "FAIL",
                 format!(
-                    "\n    {} [{}]\n    next: {}",
+                    "\n    {} [{}]\n    next: {}{}",
                     finding.message,
                     finding.code.word(),
-                    finding.remedy.clone().unwrap_or_default()
+                    finding.remedy.clone().unwrap_or_default(),
+                    crate::verify::node_health::said(r, v.check)
+                        .map(|s| format!("\n    {s}"))
+                        .unwrap_or_default()
                 ),
             ),
             Outcome::Blocked { by } => ("not run", format!("  ({} did not pass)", by.word())),
@@ -227,4 +237,98 @@ fn host_findings(ctx: &mut Context) -> Vec<crate::installed::health::Finding> {
         crate::health::installed_on_node(host.as_ref(), &config.root(), &node)
     })();
     judged.unwrap_or_default()
+}
+
+/// A changing command's document printed, after `verify` when `--verify` asked for it: the
+/// command's end (`what` names the change that stays when the node does not pass traffic;
+/// `restarted`, whether the command (re)started CalicoNode).
+pub fn print_verified(
+    ctx: &mut Context,
+    (verify, what, restarted): (Option<&str>, &str, bool),
+    cluster: Option<&crate::cluster::Cluster>,
+    node: &str,
+    doc: impl serde::Serialize,
+) -> anyhow::Result<()> {
+    let Some(image) = verify else {
+        ctx.printer.json(&doc);
+        return Ok(());
+    };
+    let (verify, failed) = verify_after(ctx, (cluster, image), node, restarted)?;
+    ctx.printer.json(&super::common::WithVerify { doc, verify });
+    match failed {
+        Some(e) => {
+            Err(anyhow::Error::new(e)
+                .context(format!("{what}, but the node does not pass traffic")))
+        }
+        None => Ok(()),
+    }
+}
+
+/// `--verify` after a command changed the node: `verify` run for this node with the admin
+/// kubeconfig, the node's own findings joined in, its failures said on the text output; its
+/// report, for the command's document (`verify`), and the failure to end the command with, if
+/// any. The change stays.
+pub fn verify_after(
+    ctx: &mut Context,
+    (cluster, image): (Option<&crate::cluster::Cluster>, &str),
+    node: &str,
+    restarted: bool,
+) -> anyhow::Result<(Report, Option<crate::verify::failure::Failed>)> {
+    let Some(c) = cluster else {
+        return Err(crate::error::UsageError::new(
+            "--verify needs the cluster, read with the admin kubeconfig",
+            "pass --kubeconfig with an admin's, or run 'calicoctl-win verify' where one is",
+        )
+        .into());
+    };
+    // The Node object's name, and the cluster's domain, as the configuration names them.
+    let (node, domain) = match super::common::this_node(ctx) {
+        Some((n, d)) => (n, d),
+        None => (node.to_owned(), None),
+    };
+    let node = node.as_str();
+    let o = Options {
+        image: image.to_owned(),
+        cluster_domain: domain.unwrap_or_else(|| crate::verify::options::CLUSTER_DOMAIN.into()),
+        // kubelet just restarted, or the CNI config just written: the node may take a while
+        // to be Ready, and CalicoNode to say Calico is.
+        wait_ready: true,
+        // When the command (re)started CalicoNode, a condition written before says nothing of
+        // its change: CalicoNode writes one at its start. When it did not, the condition it
+        // keeps writing is the node's as it is now.
+        calico_since: restarted.then_some(ctx.started_s),
+        // The stop a drain before it caught, if one did: a process catches the signal once.
+        interrupted: ctx
+            .catch_stop(crate::duration::Stop::new(), super::common::VERIFY_UNCAUGHT)
+            .flag(),
+        ..Options::for_node(node)
+    };
+    let mut report = match run::run(c, &o) {
+        Ok(r) => r,
+        Err(RunError::Plan(e)) => return Err(e.into()),
+        Err(RunError::Cluster(e)) => return Err(e.into()),
+    };
+    join_node_health(ctx, &mut report);
+    for v in &report.checks {
+        if let Outcome::Fail { finding } = &v.outcome {
+            let next = finding.remedy.clone().unwrap_or_default();
+            let own = crate::verify::node_health::said(&report, v.check)
+                .map(|s| format!("\n    {s}"))
+                .unwrap_or_default();
+            ctx.printer.text(&format!(
+                "verify {}: {} [{}]\n    next: {next}{own}",
+                v.check.word(),
+                finding.message,
+                finding.code.word()
+            ));
+        }
+    }
+    if report.passed {
+        ctx.printer.text(&format!(
+            "verify: node {node} passes traffic ({} checks)",
+            report.checks.len()
+        ));
+    }
+    let failed = crate::verify::failure::of(&report, o.timeout.as_secs());
+    Ok((report, failed))
 }

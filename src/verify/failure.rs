@@ -50,7 +50,11 @@ pub fn of(r: &Report, timeout_s: u64) -> Option<Failed> {
         .checks
         .iter()
         .filter(|v| matches!(v.outcome, Outcome::Fail { .. }))
-        .map(|v| v.check.word())
+        // With what the node itself knows of the check's layer (`node_health::join`).
+        .map(|v| match super::node_health::said(r, v.check) {
+            Some(s) => format!("{} ({s})", v.check.word()),
+            None => v.check.word(),
+        })
         .collect();
     // A check that failed is an answer: it is said before the deadline that cut the rest.
     if r.timed_out && failed.is_empty() {

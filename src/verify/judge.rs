@@ -63,6 +63,13 @@ pub struct Verdict {
     pub delay_ms: Option<u64>,
 }
 
+/// A failing check and the node's own findings that bear on its layer (`node_health::join`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Explained {
+    pub check: CheckId,
+    pub by: Vec<Finding>,
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }

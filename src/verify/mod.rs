@@ -2,7 +2,8 @@
 //! through the API server's pod proxy. The pure core: the matrix planned from the nodes
 //! (matrix.rs), the probe image (image.rs), the objects made (objects.rs), netexec's `/dial`
 //! asked and answered (dial.rs), and each check judged into a verdict naming its layer and the
-//! next step (judge.rs).
+//! next step (judge.rs); the node's own findings joined to the failures they explain
+//! (node_health.rs).
 
 pub mod dial;
 pub mod failure;
@@ -10,6 +11,7 @@ pub mod image;
 pub mod judge;
 pub mod lease;
 pub mod matrix;
+pub mod node_health;
 pub mod objects;
 pub mod options;
 pub mod probe;

@@ -59,6 +59,9 @@ pub struct Report {
     /// This node's own health findings, when `verify` runs on the node it verifies.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub node_health: Vec<crate::installed::health::Finding>,
+    /// The failing checks whose layer one of `node_health` explains (`node_health::join`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub explained: Vec<super::judge::Explained>,
 }
 
 pub use super::matrix::RunError;
@@ -252,6 +255,7 @@ fn checks_and_clean_up(
         clean_up_error,
         took_ms: 0,
         node_health: Vec::new(),
+        explained: Vec::new(),
     };
     Ok((report, cleaning))
 }

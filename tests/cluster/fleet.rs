@@ -1244,6 +1244,118 @@ fn fleet_status_lists_every_windows_node_and_names_those_that_differ() {
     assert_eq!(doc["healthy"], true);
 }
 
+/// The fleet DaemonSet's scheduled verify's verdict on a node, `age_s` old.
+fn traffic(api: &FakeApi, name: &str, status: &str, age_s: u64) {
+    let path = format!("/api/v1/nodes/{name}");
+    let mut n = api.get(&path).expect("node");
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs()
+        - age_s;
+    let beat = jiff::Timestamp::from_second(secs as i64)
+        .expect("time")
+        .to_string();
+    let reason = if status == "True" {
+        "TrafficPasses"
+    } else {
+        "TrafficFails"
+    };
+    n["status"]["conditions"]
+        .as_array_mut()
+        .expect("conditions")
+        .push(
+            json!({"type": "CalicoWindowsTraffic", "status": status, "reason": reason,
+            "message": format!("verdict of {name}"), "lastHeartbeatTime": beat}),
+        );
+    api.put(&path, n);
+}
+
+/// `fleet status` reads each node's `CalicoWindowsTraffic` (the DaemonSet's scheduled
+/// `verify`): a False is a problem, and a verdict older than two of the DaemonSet's
+/// `--verify-every` intervals is stale (Unknown, `VerifyStale`) and a problem; the interval is
+/// one read of the DaemonSet, whatever the number of nodes.
+#[test]
+fn fleet_status_reads_the_traffic_verdict_against_the_daemonsets_interval() {
+    let api = FakeApi::start();
+    let dir = tempfile::tempdir().expect("tmp");
+    let admin = api.kubeconfig(dir.path(), None);
+    let same = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    for n in ["win-1", "win-2", "win-3", "win-4"] {
+        annotated(&api, n, same, Some(("True", "healthy")));
+    }
+    traffic(&api, "win-1", "True", 60);
+    traffic(&api, "win-2", "False", 60);
+    traffic(&api, "win-3", "True", 3 * 3600);
+    let ds_path = "/apis/apps/v1/namespaces/system-upgrade/daemonsets/calicoctl-win";
+    api.put(
+        ds_path,
+        json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "calicoctl-win", "namespace": "system-upgrade"},
+            "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "calicoctl-win",
+                "command": ["cmd.exe", "/c", "calicoctl-win.exe", "service", "keep-token",
+                    "--verify-every=1h"]}]}}}}),
+    );
+    let run = || {
+        let before = api.requests().len();
+        let out = cmd()
+            .args(["fleet", "status", "-o", "json", "--kubeconfig"])
+            .arg(&admin)
+            .output()
+            .expect("runs");
+        let asked: Vec<(String, String)> = api.requests()[before..].to_vec();
+        (out.status.code().expect("code"), json(&out.stdout), asked)
+    };
+    let (code, doc, asked) = run();
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(doc["verify_every"], "1h", "{doc}");
+    let status = |i: usize| doc["nodes"][i]["traffic"]["status"].clone();
+    assert_eq!(status(0), "True", "{doc}");
+    assert_eq!(status(1), "False", "{doc}");
+    assert_eq!(status(2), "Unknown", "{doc}");
+    assert_eq!(doc["nodes"][2]["traffic"]["reason"], "VerifyStale", "{doc}");
+    assert!(doc["nodes"][3].get("traffic").is_none(), "{doc}");
+    let problems = doc["problems"].to_string();
+    assert!(
+        problems.contains(
+            "node win-2 does not pass traffic (CalicoWindowsTraffic False): verdict of win-2"
+        ),
+        "{problems}"
+    );
+    assert!(
+        problems.contains("node win-3: its CalicoWindowsTraffic verdict is stale"),
+        "{problems}"
+    );
+    assert!(
+        !problems.contains("win-1") && !problems.contains("win-4"),
+        "{problems}"
+    );
+    // Flat in the number of nodes: one read of the DaemonSet, the nodes listed a page at a time.
+    let ds_reads = asked
+        .iter()
+        .filter(|(_, p)| p.contains("daemonsets"))
+        .count();
+    assert_eq!(ds_reads, 1, "{asked:?}");
+    assert!(
+        asked
+            .iter()
+            .all(|(_, p)| p.contains("daemonsets") || p == "/api/v1/nodes"),
+        "{asked:?}"
+    );
+    // No DaemonSet schedules verify: no verdict is judged stale, a False still a problem.
+    api.lock().objects.remove(ds_path);
+    let (code, doc, _) = run();
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(doc["verify_every"], serde_json::Value::Null, "{doc}");
+    assert_eq!(doc["nodes"][2]["traffic"]["status"], "True", "{doc}");
+    let problems = doc["problems"].to_string();
+    assert!(
+        problems.contains("node win-2 does not pass traffic"),
+        "{problems}"
+    );
+    assert!(!problems.contains("win-3"), "{problems}");
+}
+
 fn fleet_status(api: &FakeApi, text: bool) -> (i32, String) {
     let dir = tempfile::tempdir().expect("tmp");
     let admin = api.kubeconfig(dir.path(), None);

@@ -398,6 +398,14 @@ fn the_daemonset_runs_verify_on_a_schedule_and_publishes_the_nodes_condition() {
         message.contains("FailedCreatePodSandBox") && message.contains("[traffic-cni]"),
         "{message}"
     );
+    // The node's own finding joined to the check it explains: installed with --no-start,
+    // the node has no Calico network (CalicoNode makes it) for the CNI plugin's pods.
+    assert!(
+        message.contains(
+            "[traffic-cni] (this node: the HNS network Calico does not exist [network-missing])"
+        ),
+        "{message}"
+    );
     assert!(failed["lastTransitionTime"].is_string());
     let again = run();
     assert_eq!(again["status"], "False");

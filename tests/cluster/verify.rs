@@ -822,6 +822,51 @@ mod install {
         let health = doc["nodes"][0]["node_health"].to_string();
         assert!(health.contains("service-not-running"), "{stderr}\n{doc:#}");
         nothing_left(node.api());
+        // A failing check whose layer the stopped Felix explains (Felix programs the routes
+        // to the other nodes' pods): the finding is joined to it, and the failure says so.
+        node.api().lock().dataplane.no_overlay = true;
+        let (code, doc, stderr) = node.run(&["verify"]);
+        assert_eq!(code, 1, "{stderr}\n{doc:#}");
+        explained_by_felix(&doc["nodes"][0], &stderr, "service-not-running");
+        nothing_left(node.api());
+    }
+
+    /// The report's failing overlay check carries the node's own finding about CalicoFelix
+    /// (`code`), and so does the error that ends the command.
+    pub(super) fn explained_by_felix(report: &serde_json::Value, stderr: &str, code: &str) {
+        let explained = &report["explained"][0];
+        assert_eq!(explained["check"], "api-to-pods", "{report:#}");
+        assert_eq!(explained["by"][0]["code"], code, "{report:#}");
+        assert_eq!(explained["by"][0]["subject"], "CalicoFelix", "{report:#}");
+        assert!(
+            stderr.contains("api-to-pods (this node: ") && stderr.contains(&format!("[{code}])")),
+            "{stderr}"
+        );
+    }
+
+    /// `install --verify` and `reconfigure --verify` join the node's own findings as `verify`
+    /// on the node does.
+    #[test]
+    fn install_and_reconfigure_verify_join_the_nodes_own_findings_to_the_failures() {
+        let node = installed_cluster();
+        let (code, _, stderr) = node.install_local(&[]);
+        assert_eq!(code, 0, "{stderr}");
+        // Felix runs and is not ready: a finding a restart of its service keeps.
+        node.edit_state(|s| s["settings"]["felix_health"] = json!("not-ready"));
+        node.api().lock().dataplane.no_overlay = true;
+        let (code, doc, stderr) = node.run(&[
+            "reconfigure",
+            "--verify",
+            "--set",
+            "logs.felix_screen_severity=debug",
+        ]);
+        assert_eq!(code, 1, "{stderr}\n{doc:#}");
+        explained_by_felix(&doc["verify"], &stderr, "felix-unhealthy");
+        nothing_left(node.api());
+        let (code, doc, stderr) = node.install_local(&["--verify"]);
+        assert_eq!(code, 1, "{stderr}\n{doc:#}");
+        explained_by_felix(&doc["verify"], &stderr, "felix-unhealthy");
+        nothing_left(node.api());
     }
 
     #[test]

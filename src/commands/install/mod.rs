@@ -335,7 +335,7 @@ fn finish(
     };
     let restarted = doc.starts(crate::layout::Role::Node.service_name());
     let verify = (args.verify_with(), "installed", restarted);
-    super::common::print_verified(ctx, verify, c, node_name, doc)
+    super::verify::print_verified(ctx, verify, c, node_name, doc)
 }
 
 /// The journal this run goes on with: an interrupted run's, or for a fresh install (not a dry

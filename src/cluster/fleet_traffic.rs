@@ -1,0 +1,188 @@
+//! The Node condition `CalicoWindowsTraffic` as `fleet status` reads it: the verdict of the
+//! fleet DaemonSet's scheduled `verify` (`service keep-token --verify-every D`), judged stale
+//! by its heartbeat against D, which the DaemonSet's own command line says (read once for the
+//! whole fleet, so the requests stay flat in the number of nodes).
+
+pub use super::fleet_view::Traffic;
+use super::fleet_view::{MAX_TEXT, shown};
+use super::node::CONDITION_TRAFFIC;
+use super::{Cluster, ClusterError};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::Node;
+use std::time::Duration;
+
+/// The reason of an Unknown set because the node's run did not judge it.
+pub const NOT_RUN: &str = "VerifyNotRun";
+/// The reason of an Unknown set because the last verdict is older than two intervals.
+pub const STALE: &str = "VerifyStale";
+/// The flag of `service keep-token` that schedules the runs, as `fleet plan` writes it.
+const EVERY_FLAG: &str = "--verify-every=";
+
+/// The verdict no run has refreshed: stale by its heartbeat, or said so by the node.
+fn stale(t: &Traffic) -> bool {
+    t.reason.as_deref() == Some(STALE)
+}
+
+/// Whether a verdict whose heartbeat is `beat` (seconds since 1970; none: unknown) is older
+/// than two intervals of `every` at `now`: no scheduled run has published since. The one
+/// judge of it: the DaemonSet's pod marks its own condition by it, `fleet status` reads by it.
+pub fn is_stale(beat: Option<i64>, every: Duration, now: i64) -> bool {
+    let two = i64::try_from(2 * every.as_secs()).unwrap_or(i64::MAX);
+    beat.is_none_or(|b| now.saturating_sub(b) > two)
+}
+
+/// The node's condition as judged at `now`, given the DaemonSet's interval (`every`; none
+/// when no DaemonSet runs verify on a schedule, and then no verdict is judged stale); none
+/// when the node has no such condition.
+pub fn of_node(n: &Node, every: Option<Duration>, now: i64) -> Option<Traffic> {
+    let c = n
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == CONDITION_TRAFFIC)?;
+    let capped = |s: &str| s.chars().take(MAX_TEXT).collect::<String>();
+    let beat = c.last_heartbeat_time.as_ref().map(|t| t.0.as_second());
+    let mut t = Traffic {
+        status: capped(&c.status),
+        reason: c.reason.as_deref().map(capped),
+        message: c.message.as_deref().map(capped),
+        heartbeat: c.last_heartbeat_time.as_ref().map(|t| t.0.to_string()),
+        heartbeat_age_seconds: beat.map(|b| now.saturating_sub(b)),
+    };
+    if !matches!(t.status.as_str(), "True" | "False" | "Unknown") {
+        t.message = Some(format!(
+            "its status is {}, not True, False or Unknown",
+            shown(&t.status)
+        ));
+        t.status = "Unknown".into();
+    }
+    if let Some(every) = every.filter(|e| t.status != "Unknown" && is_stale(beat, *e, now)) {
+        t.message = Some(format!(
+            "the last verdict ({}, at {}) is older than two intervals of the DaemonSet's --verify-every ({}): its scheduled verify has not published since",
+            t.status,
+            t.heartbeat.as_deref().unwrap_or("an unknown time"),
+            crate::duration::show(every)
+        ));
+        t.status = "Unknown".into();
+        t.reason = Some(STALE.into());
+    }
+    Some(t)
+}
+
+/// What is not as it should be in node `name`'s traffic: a verdict False, or a stale one.
+pub fn problem(name: &str, t: &Traffic) -> Option<String> {
+    let said = t.message.as_deref().map_or("no message".into(), shown);
+    if t.status == "False" {
+        return Some(format!(
+            "node {} does not pass traffic ({CONDITION_TRAFFIC} False): {said}",
+            shown(name)
+        ));
+    }
+    stale(t).then(|| {
+        format!(
+            "node {}: its {CONDITION_TRAFFIC} verdict is stale: {said}",
+            shown(name)
+        )
+    })
+}
+
+/// The interval of the fleet DaemonSet's scheduled verify: the `--verify-every=D` of its
+/// first container's command (`render::fleet`); none when it has no such flag or is not there.
+pub fn scheduled_every(
+    c: &Cluster,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Duration>, ClusterError> {
+    let api: kube::Api<DaemonSet> = kube::Api::namespaced(c.client.clone(), namespace);
+    let ds = c.call_opt("get", &format!("daemonsets/{name}"), api.get(name))?;
+    Ok(ds.as_ref().and_then(every_of))
+}
+
+/// The `--verify-every=D` of a DaemonSet's first container.
+pub fn every_of(ds: &DaemonSet) -> Option<Duration> {
+    let spec = ds.spec.as_ref()?.template.spec.as_ref()?;
+    let command = spec.containers.first()?.command.as_ref()?;
+    command
+        .iter()
+        .find_map(|a| a.strip_prefix(EVERY_FLAG))
+        .and_then(|d| crate::duration::parse(d).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{NodeCondition, NodeStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    const NOW: i64 = 1_800_000_000;
+
+    fn node(status: &str, reason: &str, age_s: Option<i64>) -> Node {
+        Node {
+            status: Some(NodeStatus {
+                conditions: Some(vec![NodeCondition {
+                    type_: CONDITION_TRAFFIC.into(),
+                    status: status.into(),
+                    reason: Some(reason.into()),
+                    message: Some("said".into()),
+                    last_heartbeat_time: age_s
+                        .map(|a| Time(jiff::Timestamp::from_second(NOW - a).expect("time"))),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_verdict_older_than_two_intervals_is_stale_and_a_problem() {
+        let every = Some(Duration::from_secs(600));
+        let fresh = of_node(&node("True", "TrafficPasses", Some(1100)), every, NOW).expect("t");
+        assert_eq!(fresh.status, "True");
+        assert_eq!(problem("win-1", &fresh), None);
+        let old = of_node(&node("True", "TrafficPasses", Some(1300)), every, NOW).expect("t");
+        assert_eq!(
+            (old.status.as_str(), old.reason.as_deref()),
+            ("Unknown", Some(STALE))
+        );
+        assert!(
+            problem("win-1", &old)
+                .expect("a problem")
+                .contains("is stale")
+        );
+        // A False as old is stale too; without a schedule nothing is judged stale.
+        let false_old = of_node(&node("False", "TrafficFails", Some(9999)), every, NOW);
+        assert_eq!(false_old.expect("t").reason.as_deref(), Some(STALE));
+        let no_beat = of_node(&node("True", "TrafficPasses", None), every, NOW).expect("t");
+        assert_eq!(no_beat.status, "Unknown");
+        let unscheduled = of_node(&node("True", "TrafficPasses", Some(9999)), None, NOW);
+        assert_eq!(unscheduled.expect("t").status, "True");
+    }
+
+    #[test]
+    fn a_false_verdict_is_a_problem_and_an_unknown_not_run_is_not() {
+        let every = Some(Duration::from_secs(600));
+        let f = of_node(&node("False", "TrafficFails", Some(5)), every, NOW).expect("t");
+        let p = problem("win-1", &f).expect("a problem");
+        assert!(
+            p.contains("does not pass traffic") && p.contains("said"),
+            "{p}"
+        );
+        let u = of_node(&node("Unknown", NOT_RUN, Some(5)), every, NOW).expect("t");
+        assert_eq!(problem("win-1", &u), None);
+        assert_eq!(of_node(&Node::default(), every, NOW), None);
+    }
+
+    #[test]
+    fn the_interval_is_read_from_the_daemonsets_command() {
+        let mut ds = DaemonSet::default();
+        assert_eq!(every_of(&ds), None);
+        let doc = serde_json::json!({"spec": {"selector": {}, "template": {"spec": {"containers": [
+            {"name": "calicoctl-win", "command": ["cmd.exe", "/c", "x.exe", "service", "keep-token", "--verify-every=6h"]}
+        ]}}}});
+        ds = serde_json::from_value(doc).expect("a DaemonSet");
+        assert_eq!(every_of(&ds), Some(Duration::from_secs(6 * 3600)));
+    }
+}
