@@ -73,6 +73,9 @@ pub enum Code {
     FelixMetricsRule,
     /// CalicoNode cannot listen on `metrics.port` (another program holds it).
     MetricsEndpointDown,
+    /// CalicoNode cannot listen on `metrics.port`: no program holds it, the system keeps it
+    /// (an excluded port range).
+    MetricsPortExcluded,
     /// `verify`: a probe pod got no address, or never started (the CNI plugin and IPAM).
     TrafficCni,
     /// `verify`: the probe image could not be pulled or has no variant for the node's build.
@@ -131,6 +134,7 @@ impl Code {
         Code::ApiGroup,
         Code::FelixMetricsRule,
         Code::MetricsEndpointDown,
+        Code::MetricsPortExcluded,
         Code::TrafficCni,
         Code::TrafficImage,
         Code::TrafficOverlay,

@@ -83,6 +83,9 @@ impl Code {
             Code::MetricsEndpointDown => {
                 "stop the program that listens on metrics.port ('Get-NetTCPConnection -LocalPort PORT -State Listen' names it), or set another metrics.port and run 'calicoctl-win reconfigure'"
             }
+            Code::MetricsPortExcluded => {
+                "set a metrics.port outside the ranges 'netsh int ipv4 show excludedportrange protocol=tcp' lists (Hyper-V and WinNAT reserve them) and run 'calicoctl-win reconfigure'"
+            }
             traffic => traffic_remedy(traffic),
         }
     }
