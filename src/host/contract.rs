@@ -1290,6 +1290,8 @@ pub(crate) mod on_windows {
             .firewall_add(&FirewallRule {
                 name: name.clone(),
                 protocol: Protocol::Udp,
+                direction: crate::host::Direction::In,
+                program: None,
                 local_port: 4789,
                 allow: true,
                 enabled: true,

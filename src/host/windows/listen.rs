@@ -17,12 +17,14 @@ use windows_sys::Win32::Networking::WinSock::{
 
 /// Listens on `0.0.0.0:port`, the port held exclusively.
 pub fn listen(port: u16) -> Result<TcpListener, ListenError> {
-    // SAFETY: WSAStartup fills the WSADATA given; Winsock stays up for the process (std's
-    // sockets start it the same way and never clean it up either), so no WSACleanup.
-    let started = unsafe {
+    // Once per process: Winsock stays up for the process (std's sockets start it the same
+    // way and never clean it up either), so no WSACleanup.
+    static STARTED: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    // SAFETY: WSAStartup fills the WSADATA given.
+    let started = *STARTED.get_or_init(|| unsafe {
         let mut data: WSADATA = std::mem::zeroed();
         WSAStartup(0x202, &mut data)
-    };
+    });
     if started != 0 {
         return Err(failed("start Winsock", started));
     }
