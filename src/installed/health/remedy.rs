@@ -77,17 +77,27 @@ impl Code {
             Code::ApiGroup => {
                 "calicoctl-win reconfigure sets the unlocked group for calico-node, Felix, confd and the CNI plugin; a release before v3.32.0 is replaced by v3.32.0 or later"
             }
-            Code::FelixMetricsRule => {
-                "if no HostProcess Felix runs on the node any more: Remove-NetFirewallRule -DisplayName 'Calico Prometheus Ports (calico-managed rule)'"
-            }
-            Code::MetricsEndpointDown => {
-                "stop the program that listens on metrics.port ('Get-NetTCPConnection -LocalPort PORT -State Listen' names it), or set another metrics.port and run 'calicoctl-win reconfigure'"
-            }
-            Code::MetricsPortExcluded => {
-                "set a metrics.port outside the ranges 'netsh int ipv4 show excludedportrange protocol=tcp' lists (Hyper-V and WinNAT reserve them) and run 'calicoctl-win reconfigure'"
-            }
+            metrics @ (Code::FelixMetricsRule
+            | Code::MetricsEndpointDown
+            | Code::MetricsPortExcluded) => metrics_remedy(metrics),
             traffic => traffic_remedy(traffic),
         }
+    }
+}
+
+/// The remedy of a metrics code.
+fn metrics_remedy(code: Code) -> &'static str {
+    match code {
+        Code::FelixMetricsRule => {
+            "if no HostProcess Felix runs on the node any more: Remove-NetFirewallRule -DisplayName 'Calico Prometheus Ports (calico-managed rule)'"
+        }
+        Code::MetricsEndpointDown => {
+            "stop the program that listens on metrics.port ('Get-NetTCPConnection -LocalPort PORT -State Listen' names it), or set another metrics.port and run 'calicoctl-win reconfigure'"
+        }
+        Code::MetricsPortExcluded => {
+            "set a metrics.port outside the ranges 'netsh int ipv4 show excludedportrange protocol=tcp' lists (Hyper-V and WinNAT reserve them) and run 'calicoctl-win reconfigure'"
+        }
+        _ => "",
     }
 }
 
