@@ -8,26 +8,88 @@ use regex::bytes::Regex;
 /// What replaces a secret.
 pub const REDACTED: &str = "<redacted>";
 
-/// Secrets recognised by their shape. ASCII only (`-u`): the input may be any bytes.
-const SHAPES: &[(&str, &str)] = &[
-    // A PEM private key block, whole.
-    (
-        r"(?s-u)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----",
-        REDACTED,
-    ),
-    // A JWT (service-account tokens, TokenRequest answers).
-    (
-        r"(?-u)eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",
-        REDACTED,
-    ),
-    // An HTTP bearer credential.
-    (r"(?i-u)(bearer\s+)[A-Za-z0-9._~+/=-]{4,}", "${1}<redacted>"),
-    // A value named as a secret: `token: X`, `"password": "X"`, `client-key-data: X`.
-    (
-        r#"(?i-u)((?:token|password|passwd|secret|client-key-data|key-data|etcd_key)["']?\s*[:=]\s*["']?)[^\s"',{}\[\]]+"#,
-        "${1}<redacted>",
-    ),
-];
+/// The names of a value that is a secret, as a regex alternation: a name ending in one of
+/// these (`token`, `FOO_TOKEN`, `DB_PASSWORD`, `FOO_API_KEY`, `client-key-data`) or holding
+/// `secret` as a word (`AWS_SECRET_ACCESS_KEY`, `client_secret`, `--secret-file`). A name that
+/// merely begins with one (`token_expires`, `secretName`, `passwordless`) is no secret's.
+const NAMES: &str = r"(?:token|password|passwd|api[_-]?key|access[_-]?key|private[_-]?key|key-data|etcd_key|credentials?|secret(?:[_-][A-Za-z0-9_-]*)?)";
+
+/// Secrets recognised by their shape. ASCII only (`-u`): the input may be any bytes. Each
+/// pattern is linear in its input (the regex crate has no backtracking) and the logs hand it
+/// one line (at most a chunk) at a time, so memory stays bounded.
+fn shapes() -> [(String, &'static str); 8] {
+    // The separator between a name and its value: `NAME=`, `NAME: `, `"NAME": `, `'NAME' = `.
+    let sep = r#"["']?\s*[:=]\s*"#;
+    [
+        // A PEM private key block, whole.
+        (
+            r"(?s-u)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----".into(),
+            REDACTED,
+        ),
+        // A JWT (service-account tokens, TokenRequest answers).
+        (
+            r"(?-u)eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*".into(),
+            REDACTED,
+        ),
+        // The password in a URL's userinfo, any scheme (RFC 3986 3.2.1:
+        // `scheme://user:password@host`): the user stays, the password goes, up to the
+        // authority's last `@` (a password with an `@` left unescaped goes whole).
+        (
+            r#"(?i-u)(\b[a-z][a-z0-9+.-]*://[^\s/?#@:"'<>]*:)[^\s/?#"'<>]+@"#.into(),
+            "${1}<redacted>@",
+        ),
+        // An HTTP credential: `Authorization: Basic X`, `Proxy-Authorization: X`, `Bearer X`.
+        (
+            format!(r#"(?i-u)(authorization{sep}["']?(?:[a-z]+\s+)?)[^\s"',]+"#),
+            "${1}<redacted>",
+        ),
+        (
+            r"(?i-u)(bearer\s+)[A-Za-z0-9._~+/=-]{4,}".into(),
+            "${1}<redacted>",
+        ),
+        // A value named as a secret in double or single quotes, whole (it may hold blanks):
+        // `"password": "two words"`, `AWS_SECRET_ACCESS_KEY='x'`.
+        (
+            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}")(?:[^"\\\n]|\\.)+"#),
+            "${1}<redacted>",
+        ),
+        (
+            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}')[^'\n]+"#),
+            "${1}<redacted>",
+        ),
+        // A value named as a secret, unquoted: `token: X`, `FOO_API_KEY=X`, `--token=X`,
+        // `--password X` (a flag, its value after a blank).
+        (
+            format!(
+                r#"(?i-u)((?:[A-Za-z0-9_.-]*{NAMES}{sep}|--[a-z0-9-]*{NAMES}\s+))[^\s"',{{}}\[\]<>]+"#
+            ),
+            "${1}<redacted>",
+        ),
+    ]
+}
+
+/// Whether a word (lower case) leads into a secret's value: a name `shapes` knows, or an
+/// HTTP credential's scheme. The logs cut a long line before such a word, never after it.
+pub fn leads_into_value(word: &[u8]) -> bool {
+    const ENDS: [&[u8]; 15] = [
+        b"token",
+        b"password",
+        b"passwd",
+        b"apikey",
+        b"api_key",
+        b"api-key",
+        b"access_key",
+        b"access-key",
+        b"key-data",
+        b"etcd_key",
+        b"credential",
+        b"credentials",
+        b"authorization",
+        b"bearer",
+        b"basic",
+    ];
+    ENDS.iter().any(|e| word.ends_with(e)) || memchr::memmem::find(word, b"secret").is_some()
+}
 
 /// Replaces secrets in bytes.
 pub struct Redactor {
@@ -44,14 +106,14 @@ impl Redactor {
         let mut values: Vec<String> = secret_files.iter().flat_map(|t| values_in(t)).collect();
         values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         values.dedup();
-        let shapes = SHAPES
-            .iter()
+        let shapes = shapes()
+            .into_iter()
             .map(|(re, with)| {
                 // Cannot fail: the patterns are the literals above, and every unit test below
                 // builds them.
-                let re = Regex::new(re)
+                let re = Regex::new(&re)
                     .unwrap_or_else(|e| panic!("the built-in pattern {re} is valid: {e}"));
-                (re, *with)
+                (re, with)
             })
             .collect();
         Self {
@@ -130,7 +192,7 @@ fn values_in(text: &str) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn redacted(r: &Redactor, s: &str) -> String {
@@ -173,5 +235,123 @@ mod tests {
         let r = Redactor::new(&["token: short\n".to_owned()]);
         let out = redacted(&r, "short words and \"token\": {\"expires\": 1}");
         assert_eq!(out, "short words and \"token\": {\"expires\": 1}");
+    }
+
+    /// Each shape of a credential the brief names, as a log line, in a config-show.json
+    /// document and in an environment block: the secret goes, what names it stays.
+    pub(crate) const SHAPED: [(&str, &str, &str); 12] = [
+        (
+            "proxy http://calico:hunter2pass@proxy.corp:3128 set",
+            "hunter2pass",
+            "http://calico:<redacted>@proxy.corp:3128",
+        ),
+        (
+            "etcd at https://root:p@ss@etcd:2379/v3",
+            "ss@etcd",
+            "https://root:<redacted>@etcd:2379/v3",
+        ),
+        (
+            "socks5h://u:sockspass99@10.0.0.1:1080",
+            "sockspass99",
+            "socks5h://u:<redacted>@",
+        ),
+        (
+            "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENG",
+            "wJalrXUtnFEMI",
+            "AWS_SECRET_ACCESS_KEY=<redacted>",
+        ),
+        (
+            "FOO_API_KEY: apikeyvalue1",
+            "apikeyvalue1",
+            "FOO_API_KEY: <redacted>",
+        ),
+        (
+            "DB_PASSWORD='two words'",
+            "two words",
+            "DB_PASSWORD='<redacted>'",
+        ),
+        (
+            "GITHUB_TOKEN=ghp_abcdef123456",
+            "ghp_abcdef",
+            "GITHUB_TOKEN=<redacted>",
+        ),
+        (
+            "client_secret = clientsecretvalue",
+            "clientsecretvalue",
+            "client_secret = <redacted>",
+        ),
+        (
+            "Authorization: Basic dXNlcjpwYXNz",
+            "dXNlcjpwYXNz",
+            "Authorization: Basic <redacted>",
+        ),
+        (
+            "Proxy-Authorization: Bearer opaquebearer1",
+            "opaquebearer1",
+            "Proxy-Authorization: Bearer <redacted>",
+        ),
+        (
+            "run kubectl --token=flagtoken1 get",
+            "flagtoken1",
+            "--token=<redacted> get",
+        ),
+        (
+            "run kubectl --password flagpass22 get",
+            "flagpass22",
+            "--password <redacted> get",
+        ),
+    ];
+
+    #[test]
+    fn credentials_in_urls_names_headers_and_flags_go() {
+        let r = Redactor::new(&[]);
+        for (line, gone, kept) in SHAPED {
+            let out = redacted(&r, line);
+            assert!(!out.contains(gone), "{gone} survived: {out}");
+            assert!(out.contains(kept), "{kept} not in {out}");
+        }
+        // In a JSON document (config-show.json's extra_env), still JSON after it.
+        let doc = serde_json::json!({"extra_env": {"node": {
+            "HTTPS_PROXY": "http://calico:hunter2pass@proxy.corp:3128",
+            "AWS_SECRET_ACCESS_KEY": "wJalrXUt nFEMIK7MDENG",
+            "FOO_API_KEY": "apikeyvalue1",
+            "MY_PASSWORD": "with \"quote\" inside",
+        }}});
+        let text = serde_json::to_string_pretty(&doc).expect("json");
+        let out = redacted(&r, &text);
+        for gone in [
+            "hunter2pass",
+            "wJalrXUt",
+            "nFEMIK7",
+            "apikeyvalue1",
+            "quote",
+        ] {
+            assert!(!out.contains(gone), "{gone} survived: {out}");
+        }
+        let back: serde_json::Value = serde_json::from_str(&out).expect("still JSON");
+        assert_eq!(
+            back["extra_env"]["node"]["HTTPS_PROXY"],
+            "http://calico:<redacted>@proxy.corp:3128"
+        );
+        assert_eq!(back["extra_env"]["node"]["FOO_API_KEY"], REDACTED);
+    }
+
+    /// The false positives kept out: a name that begins with a secret's word, a URL without
+    /// a password, a port after a host, the working directory.
+    #[test]
+    fn names_that_only_begin_like_a_secret_and_plain_urls_stay() {
+        let r = Redactor::new(&[]);
+        for kept in [
+            "token_expires: 2026-11-26",
+            "secretName: calico-node-token",
+            "passwordless: true",
+            "PWD=C:\\CalicoWindows",
+            "https://proxy.corp:3128/path?a=b@c",
+            "git+ssh://git@github.com/x",
+            "AWS_ACCESS_KEY_ID=AKIAEXAMPLE",
+            "--token-ttl 1h",
+        ] {
+            assert_eq!(redacted(&r, kept), kept);
+        }
     }
 }

@@ -47,6 +47,10 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         },
     )?;
     say_if_running_from_root(ctx, host.as_ref(), &rec);
+    let kept_rules = uninstall::changed_rules(host.as_ref(), &rec, args.purge)?;
+    for w in &kept_rules {
+        ctx.printer.warn(w);
+    }
     ctx.printer.text(&format!(
         "Uninstall Calico {} from {root}{}",
         rec.calico_version.as_deref().unwrap_or("(version unknown)"),
@@ -57,10 +61,12 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         purge: Some(args.purge),
     };
     let mut doc = Changing::plan(dry_run, own, &actions);
+    let mut warnings = cluster.warnings;
+    warnings.extend(kept_rules);
     if dry_run {
         change.show(ctx, &actions);
-        if !cluster.warnings.is_empty() {
-            doc.warnings = Some(cluster.warnings);
+        if !warnings.is_empty() {
+            doc.warnings = Some(warnings);
         }
         if !args.purge {
             ctx.printer.text(
@@ -73,7 +79,6 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
     let cache_dir = root.cache();
     super::install::remove_stale_staging(host.as_ref(), &cache_dir)?;
-    let mut warnings = cluster.warnings;
     warnings.extend(execute(
         ctx,
         &mut change,

@@ -381,6 +381,8 @@ pub fn firewall(h: &dyn Host) {
     let rule = FirewallRule {
         name: name.clone(),
         protocol: Protocol::Udp,
+        direction: crate::host::Direction::In,
+        program: None,
         local_port: 4789,
         allow: true,
         enabled: true,
@@ -413,6 +415,50 @@ pub fn firewall(h: &dyn Host) {
         Some(scoped.clone())
     );
     assert!(h.firewall_remove(&scoped.name).expect("remove"));
+    // A rule's direction, protocol and program read back as they are: an outbound rule, an
+    // ICMP one (protocol 1) and one for one program are none of them an inbound TCP or UDP
+    // rule for every program (the read-back once took every rule for inbound, and every
+    // protocol but TCP for UDP).
+    for (what, odd) in [
+        (
+            "outbound",
+            FirewallRule {
+                direction: crate::host::Direction::Out,
+                ..rule.clone()
+            },
+        ),
+        (
+            "icmp",
+            FirewallRule {
+                protocol: Protocol::Other(1),
+                ..rule.clone()
+            },
+        ),
+        (
+            "program",
+            FirewallRule {
+                protocol: Protocol::Tcp,
+                program: Some(r"C:\CalicoWindows\calicoctl-win.exe".into()),
+                ..rule.clone()
+            },
+        ),
+    ] {
+        let odd = FirewallRule {
+            name: unique(&format!("Calico contract {what} ")),
+            ..odd
+        };
+        h.firewall_add(&odd).expect("add");
+        let read = h.firewall_rule(&odd.name).expect("read");
+        assert_eq!(read.as_ref(), Some(&odd), "{what}");
+        // An ICMP rule is no UDP rule; the others are not inbound rules for every program.
+        let asked = if what == "icmp" {
+            Protocol::Udp
+        } else {
+            odd.protocol
+        };
+        assert!(read.is_some_and(|r| !r.opens(asked, 4789)), "{what}");
+        assert!(h.firewall_remove(&odd.name).expect("remove"));
+    }
     assert_eq!(
         h.firewall_modify_state().expect("modify state"),
         crate::host::FirewallModifyState::Ok
@@ -1244,6 +1290,8 @@ pub(crate) mod on_windows {
             .firewall_add(&FirewallRule {
                 name: name.clone(),
                 protocol: Protocol::Udp,
+                direction: crate::host::Direction::In,
+                program: None,
                 local_port: 4789,
                 allow: true,
                 enabled: true,

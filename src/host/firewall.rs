@@ -3,12 +3,20 @@
 use super::error::HostResult;
 use serde::{Deserialize, Serialize};
 
-/// An inbound firewall rule.
+/// A firewall rule (calicoctl-win makes inbound ones only).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FirewallRule {
     /// The name the firewall shows (PowerShell's DisplayName; INetFwRule's Name).
     pub name: String,
     pub protocol: Protocol,
+    /// `INetFwRule::Direction`: inbound or outbound traffic (a rule read back says which).
+    #[serde(default, skip_serializing_if = "Direction::is_in")]
+    pub direction: Direction,
+    /// `INetFwRule::ApplicationName`: the program whose traffic it lets in, a full path; none
+    /// for every program's (Microsoft's INetFwRule::ApplicationName page: "the friendly name of
+    /// the application to which this rule applies", the executable's path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
     pub local_port: u16,
     pub allow: bool,
     pub enabled: bool,
@@ -66,10 +74,13 @@ fn all_profiles() -> u32 {
 }
 
 impl FirewallRule {
-    /// Whether the rule lets inbound `protocol` traffic to `port` in, in every profile.
+    /// Whether the rule lets inbound `protocol` traffic to `port` in, in every profile, for
+    /// every program (one scoped to a program does not let the kernel's VXLAN traffic in).
     pub fn opens(&self, protocol: Protocol, port: u16) -> bool {
         self.enabled
             && self.allow
+            && self.direction == Direction::In
+            && self.program.is_none()
             && self.protocol == protocol
             && self.local_port == port
             && self.profiles & 7 == 7
@@ -96,8 +107,9 @@ impl FirewallRule {
             .collect()
     }
 
-    /// Whether the two rules are the same: every field alike, their remote addresses as one
-    /// set of `normal_address` tokens (in any order, in prefix or mask notation).
+    /// Whether the two rules are the same: every field alike, their programs but for case
+    /// (Windows' paths are), their remote addresses as one set of `normal_address` tokens (in
+    /// any order, in prefix or mask notation).
     pub fn same(&self, other: &FirewallRule) -> bool {
         let set = |r: &FirewallRule| {
             let mut v: Vec<String> = r
@@ -109,13 +121,17 @@ impl FirewallRule {
             v.dedup();
             v
         };
+        let program = |r: &FirewallRule| r.program.as_deref().map(str::to_ascii_lowercase);
         FirewallRule {
             remote_addresses: Vec::new(),
+            program: None,
             ..self.clone()
         } == FirewallRule {
             remote_addresses: Vec::new(),
+            program: None,
             ..other.clone()
         } && set(self) == set(other)
+            && program(self) == program(other)
     }
 
     /// The profiles it applies in, in words (`Domain, Private`).
@@ -149,11 +165,53 @@ pub enum FirewallModifyState {
     InboundBlocked,
 }
 
+/// `INetFwRule::Protocol`: an IANA protocol number (TCP 6, UDP 17), or any
+/// (`NET_FW_IP_PROTOCOL_ANY`, 256, icftypes.h).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Protocol {
     Tcp,
     Udp,
+    Any,
+    /// Another protocol, by its number (ICMP 1, GRE 47, ...).
+    Other(i32),
+}
+
+impl Protocol {
+    /// The protocol of `INetFwRule::Protocol`'s number.
+    pub fn from_number(n: i32) -> Self {
+        match n {
+            6 => Self::Tcp,
+            17 => Self::Udp,
+            256 => Self::Any,
+            n => Self::Other(n),
+        }
+    }
+
+    /// Its number for `INetFwRule::Protocol`.
+    pub fn number(self) -> i32 {
+        match self {
+            Self::Tcp => 6,
+            Self::Udp => 17,
+            Self::Any => 256,
+            Self::Other(n) => n,
+        }
+    }
+}
+
+/// `INetFwRule::Direction` (`NET_FW_RULE_DIRECTION`, icftypes.h: in 1, out 2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    #[default]
+    In,
+    Out,
+}
+
+impl Direction {
+    fn is_in(&self) -> bool {
+        *self == Direction::In
+    }
 }
 
 /// Windows Firewall rules, by name.
@@ -189,6 +247,8 @@ mod tests {
         let rule = FirewallRule {
             name: "r".into(),
             protocol: Protocol::Tcp,
+            direction: crate::host::Direction::In,
+            program: None,
             local_port: 9095,
             allow: true,
             enabled: true,

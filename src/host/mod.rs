@@ -17,6 +17,7 @@ pub mod firewall;
 pub mod hns;
 pub mod http_probe;
 pub mod ip_config;
+pub mod listen;
 pub mod lock;
 pub mod network;
 pub mod process;
@@ -39,7 +40,9 @@ pub use error::{HostError, HostResult, win32_message};
 pub use events::{EventLevel, EventLog};
 pub(crate) use files::open_to_write;
 pub use files::{Access, DirEntry, Files, READ_CAP, read_capped};
-pub use firewall::{ALL_PROFILES, Firewall, FirewallModifyState, FirewallRule, Protocol};
+pub use firewall::{
+    ALL_PROFILES, Direction, Firewall, FirewallModifyState, FirewallRule, Protocol,
+};
 pub use hns::{Hns, HnsEndpoint, HnsNetwork};
 pub use network::{
     Adapter, AdapterAddress, InterfaceAddress, Network, Route, VSWITCH_ADAPTER_DESCRIPTION,
@@ -76,6 +79,11 @@ pub trait Host:
     Registry + Services + Hns + Files + Network + SystemInfo + Processes + Firewall + EventLog + Sync
 {
     fn kind(&self) -> HostKind;
+    /// Listens on TCP `port` of every address (the loopback's on a simulated host), the port
+    /// held for this process alone: on Windows bound with SO_EXCLUSIVEADDRUSE, so that no
+    /// other program binds it beside us (Microsoft's "Using SO_REUSEADDR and
+    /// SO_EXCLUSIVEADDRUSE").
+    fn listen_tcp(&self, port: u16) -> Result<std::net::TcpListener, listen::ListenError>;
 }
 
 /// The node's file system as the release's download and extraction see it: the install

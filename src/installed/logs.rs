@@ -91,38 +91,33 @@ fn after(names: &[String], name: &str, stem: &str) -> usize {
 
 /// Where a piece of a line longer than a chunk ends, each piece being redacted alone: after
 /// the last byte no secret holds (a space, a quote, `,{}[]`), and before the word leading
-/// into a value there (`Bearer `, `token: `, `"password":"`), so that no secret the redactor
+/// into a value there (`Bearer `, `token: `, `"password":"`, `FOO_API_KEY=`: the words
+/// `redact::leads_into_value` knows), so that no secret the redactor
 /// knows is cut in two. A piece without such a byte is cut at its end.
 fn cut(piece: &[u8]) -> usize {
-    const LEADS: [&[u8]; 7] = [
-        b"bearer",
-        b"token",
-        b"password",
-        b"passwd",
-        b"secret",
-        b"key-data",
-        b"etcd_key",
-    ];
     let free = |b: &u8| b.is_ascii_whitespace() || b"\"',{}[]".contains(b);
     let Some(at) = piece.iter().rposition(free) else {
         return piece.len();
     };
-    // The word before the separators ending at `at` (`token":"`, `Bearer `).
+    // Before the words leading into a value that end there (`token":"`, `Bearer `, and
+    // `Authorization: ` before `Basic `).
     let seps = |b: &u8| b.is_ascii_whitespace() || b"\"':=".contains(b);
-    let word_end = piece[..=at]
-        .iter()
-        .rposition(|b| !seps(b))
-        .map_or(0, |i| i + 1);
-    let word_start = piece[..word_end]
-        .iter()
-        .rposition(free)
-        .map_or(0, |i| i + 1);
-    let word = piece[word_start..word_end].to_ascii_lowercase();
-    let end = if LEADS.iter().any(|l| word.ends_with(l)) {
-        word_start
-    } else {
-        at + 1
-    };
+    let mut end = at + 1;
+    loop {
+        let word_end = piece[..end]
+            .iter()
+            .rposition(|b| !seps(b))
+            .map_or(0, |i| i + 1);
+        let word_start = piece[..word_end]
+            .iter()
+            .rposition(free)
+            .map_or(0, |i| i + 1);
+        let word = piece[word_start..word_end].to_ascii_lowercase();
+        if word.is_empty() || !crate::redact::leads_into_value(&word) {
+            break;
+        }
+        end = word_start;
+    }
     if end == 0 { piece.len() } else { end }
 }
 

@@ -426,6 +426,43 @@ fn a_secret_at_the_cut_of_a_long_line_is_redacted() {
     }
 }
 
+/// Each credential shape `redact` knows goes from a follower's lines, and from the cut of a
+/// line longer than a chunk: a URL's password, `Authorization: Basic`, a named value.
+#[test]
+fn a_follower_redacts_urls_named_values_headers_and_flags() {
+    let n = Node::new();
+    let mut r = n.reader();
+    let mut saved = None;
+    let mut seen = String::new();
+    for (line, _, _) in crate::redact::tests::SHAPED {
+        n.append("calico-felix.log", &format!("{line}\n"));
+        seen += &poll(&mut r, &mut saved);
+    }
+    for (_, gone, kept) in crate::redact::tests::SHAPED {
+        assert!(!seen.contains(gone), "{gone} in {seen}");
+        assert!(seen.contains(kept), "{kept} not in {seen}");
+    }
+    for (secret, gone) in [
+        ("Authorization: Basic dXNlcjpwYXNz", "dXNlcjpw"),
+        ("http://calico:hunter2pass@proxy:3128", "hunter2"),
+        ("FOO_API_KEY=apikeyvalue1", "apikeyval"),
+    ] {
+        for before in [CHUNK - 30, CHUNK - 20, CHUNK - 9, CHUNK - 3] {
+            let n = Node::new();
+            n.append(
+                "calico-felix.log",
+                &format!("{} {secret} after\n", "x".repeat(before)),
+            );
+            let text = read(&mut n.reader(), Start::Tail(u64::MAX));
+            assert!(
+                !text.contains(gone) && text.contains("<redacted>"),
+                "{secret} at {before}: {}",
+                &text[before - 10..]
+            );
+        }
+    }
+}
+
 const KEY: &str = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nc2VjcmV0a2V5Ym9keQ\nbW9yZWtleWJvZHk=\n-----END RSA PRIVATE KEY-----\nafter the key\n";
 
 /// A reader starting inside a private key's block (a tail, a follower started again with

@@ -80,13 +80,22 @@ const METRICS: &[(&str, &str, &str)] = &[
 /// Samples by series: `name` or `name{verdict="..."}`.
 pub type Samples = BTreeMap<String, u64>;
 
-/// A file's samples; none when it is missing or unreadable (metrics never stop the node).
+/// The most of a metrics file read: the files hold a few dozen series (a few KiB), and a
+/// scrape reads them each, so a file grown past this is read as none, not into memory.
+pub const MAX_FILE: u64 = 64 * 1024;
+
+/// A file's samples; none when it is missing, unreadable or longer than `MAX_FILE` (metrics
+/// never stop the node).
 pub fn read(host: &dyn Host, root: &InstallRoot, file: &str) -> Samples {
-    host.read_file(&root.path(file))
-        .ok()
-        .flatten()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
+    use std::io::Read;
+    let Ok(Some(f)) = host.open_read(&root.path(file)) else {
+        return Samples::default();
+    };
+    let mut bytes = Vec::new();
+    match f.take(MAX_FILE + 1).read_to_end(&mut bytes) {
+        Ok(n) if n as u64 <= MAX_FILE => serde_json::from_slice(&bytes).unwrap_or_default(),
+        _ => Samples::default(),
+    }
 }
 
 /// Writes `file` only where an install is: its record in the root. A count after uninstall
@@ -307,5 +316,23 @@ mod tests {
             text.contains("\ncalicoctl_win_verify_last_run_timestamp_seconds 1700000000\n"),
             "{text}"
         );
+    }
+
+    /// A file past the cap is read as none, not whole: each scrape reads every file.
+    #[test]
+    fn a_file_past_the_cap_is_read_as_none() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        let root = InstallRoot::new(r"C:\CalicoWindows");
+        let pad = " ".repeat(MAX_FILE as usize);
+        let path = root.path(NODE_FILE);
+        let small = format!("{{\"{TOKEN_RENEWALS}\": 3}}");
+        host.write_file(&path, small.as_bytes(), Access::Secret)
+            .expect("write");
+        assert_eq!(read(&host, &root, NODE_FILE).get(TOKEN_RENEWALS), Some(&3));
+        let big = format!("{{\"{TOKEN_RENEWALS}\": 3{pad}}}");
+        host.write_file(&path, big.as_bytes(), Access::Secret)
+            .expect("write");
+        assert!(read(&host, &root, NODE_FILE).is_empty());
     }
 }

@@ -2,6 +2,7 @@
 //! its Prometheus port, open to every address, and CalicoNode's endpoint not listening.
 
 use super::health::{Code, Finding};
+use crate::host::listen::ListenRefusal;
 use crate::host::{FirewallRule, Host, HostResult, Protocol, RegValue};
 use crate::layout::{CALICO_KEY, DIAGS_REVIEW_VALUE, METRICS_ENDPOINT_VALUE};
 use serde::{Deserialize, Serialize};
@@ -15,6 +16,13 @@ pub struct EndpointDown {
     pub error: String,
     /// When the first try failed, in seconds since 1970.
     pub since: i64,
+    /// Why, as the bind's error told it (a record without it: not told).
+    #[serde(default = "not_told")]
+    pub refusal: ListenRefusal,
+}
+
+fn not_told() -> ListenRefusal {
+    ListenRefusal::Other
 }
 
 /// What CalicoNode keeps of its endpoint, if it is down (a value that does not read is none).
@@ -39,20 +47,45 @@ pub fn keep_endpoint_down(host: &dyn Host, down: Option<&EndpointDown>) -> HostR
     }
 }
 
-/// CalicoNode's endpoint is down: which port, since when, why.
+/// CalicoNode's endpoint is down: which port, since when, why; a port another program holds
+/// (named by its pid when the host could tell) and one in an excluded range each with its
+/// own remedy.
 pub fn endpoint(d: &EndpointDown) -> Finding {
     let port = d.port;
+    let since = crate::duration::time_text(d.since);
+    if d.refusal == ListenRefusal::Excluded {
+        return Finding::new(
+            Code::MetricsPortExcluded,
+            "metrics",
+            format!(
+                "CalicoNode cannot listen on TCP port {port} (metrics.port) since {since}: {}; no program listens on it, and Windows keeps it from every program (an excluded port range, as Hyper-V and WinNAT reserve); it tries again, waiting up to a minute between tries",
+                d.error
+            ),
+            Code::MetricsPortExcluded.remedy().to_owned(),
+        );
+    }
+    let (holder, remedy) = match d.refusal {
+        ListenRefusal::Held { pid: Some(pid) } => (
+            format!("; process {pid} listens on it"),
+            format!(
+                "stop process {pid}, which listens on port {port} ('Get-Process -Id {pid}' names it), or set another metrics.port and run 'calicoctl-win reconfigure'"
+            ),
+        ),
+        _ => (
+            String::new(),
+            format!(
+                "stop the program that listens on port {port} ('Get-NetTCPConnection -LocalPort {port} -State Listen' names its OwningProcess), or set another metrics.port and run 'calicoctl-win reconfigure'"
+            ),
+        ),
+    };
     Finding::new(
         Code::MetricsEndpointDown,
         "metrics",
         format!(
-            "CalicoNode cannot listen on TCP port {port} (metrics.port) since {}: {}; it tries again, waiting up to a minute between tries",
-            crate::duration::time_text(d.since),
+            "CalicoNode cannot listen on TCP port {port} (metrics.port) since {since}: {}{holder}; it tries again, waiting up to a minute between tries",
             d.error
         ),
-        format!(
-            "stop the program that listens on port {port} ('Get-NetTCPConnection -LocalPort {port} -State Listen' names its OwningProcess), or set another metrics.port and run 'calicoctl-win reconfigure'"
-        ),
+        remedy,
     )
 }
 
@@ -150,6 +183,8 @@ mod tests {
         FirewallRule {
             name: FELIX_RULE.into(),
             protocol: Protocol::Tcp,
+            direction: crate::host::Direction::In,
+            program: None,
             local_port: port,
             allow: true,
             enabled: true,
@@ -218,6 +253,7 @@ mod tests {
             port: 9095,
             error: "Address in use".into(),
             since: 1_700_000_000,
+            refusal: ListenRefusal::Held { pid: None },
         };
         keep_endpoint_down(&host, Some(&down)).expect("keep");
         assert_eq!(endpoint_down(&host).as_ref(), Some(&down));
@@ -234,5 +270,44 @@ mod tests {
         );
         keep_endpoint_down(&host, None).expect("forget");
         assert_eq!(endpoint_down(&host), None);
+    }
+
+    /// A port a listener holds names its pid and says to stop it; a port in an excluded range
+    /// (no listener: WSAEACCES) says so and gives the remedy that fits, never "stop the
+    /// program that listens" (there is none).
+    #[test]
+    fn a_held_port_names_its_process_and_an_excluded_one_its_ranges() {
+        let down = |refusal| EndpointDown {
+            port: 9095,
+            error: "bind TCP port 9095: denied (os error 10013)".into(),
+            since: 1_700_000_000,
+            refusal,
+        };
+        let held = endpoint(&down(ListenRefusal::Held { pid: Some(4242) }));
+        assert_eq!(held.code, Code::MetricsEndpointDown);
+        assert!(
+            held.message.contains("process 4242 listens on it"),
+            "{held}"
+        );
+        assert!(
+            held.remedy
+                .as_deref()
+                .is_some_and(|r| r.contains("stop process 4242")),
+            "{held}"
+        );
+        let excluded = endpoint(&down(ListenRefusal::Excluded));
+        assert_eq!(excluded.code, Code::MetricsPortExcluded);
+        assert!(
+            excluded.message.contains("no program listens on it"),
+            "{excluded}"
+        );
+        let remedy = excluded.remedy.as_deref().unwrap_or_default();
+        assert!(remedy.contains("excludedportrange"), "{excluded}");
+        assert!(!remedy.contains("stop the program"), "{excluded}");
+        assert_eq!(remedy, Code::MetricsPortExcluded.remedy());
+        // A record kept before the refusal was: a port another program holds, by its words.
+        let old: EndpointDown =
+            serde_json::from_str(r#"{"port":9095,"error":"x","since":1}"#).expect("old record");
+        assert_eq!(endpoint(&old).code, Code::MetricsEndpointDown);
     }
 }

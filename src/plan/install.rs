@@ -108,6 +108,8 @@ pub fn vxlan_rule(c: &Config) -> Option<FirewallRule> {
     (c.backend == Backend::Vxlan).then(|| FirewallRule {
         name: VXLAN_RULE.into(),
         protocol: Protocol::Udp,
+        direction: crate::host::Direction::In,
+        program: None,
         local_port: 4789,
         allow: true,
         enabled: true,
@@ -624,7 +626,8 @@ fn registry_and_firewall(
         }
     }
     let previous = i.previous.as_ref().map_or(&[][..], |p| &p.metrics_rules);
-    let metrics = super::metrics_rules::plan(host, c, previous, i.journal, &mut actions)?;
+    let felix = super::metrics_rules::felix_exe(host, c, &i.files)?;
+    let metrics = super::metrics_rules::plan(host, c, &felix, previous, i.journal, &mut actions)?;
     Ok((actions, firewall_owned, metrics))
 }
 

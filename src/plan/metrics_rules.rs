@@ -4,7 +4,8 @@
 use crate::apply::Action;
 use crate::apply::journal::{Journal, Undo};
 use crate::config::Config;
-use crate::host::{FirewallRule, Host, Protocol};
+use crate::host::{Direction, FirewallRule, Host, HostResult, Protocol};
+use crate::plan::desired::DesiredFile;
 
 const PREFIX: &str = "Calico metrics ";
 /// Who serves a metrics port, as the rule's name says it.
@@ -22,37 +23,62 @@ fn is_metrics_rule(name: &str) -> bool {
     })
 }
 
-/// The rules the config wants: none with metrics off.
-pub fn wanted(c: &Config) -> Vec<FirewallRule> {
+/// The binary Felix runs as: the release's calico.exe when it has one (CalicoFelix picks it
+/// first, `supervise::settings::Layout::detect`), else calico-node.exe, under the root.
+pub fn felix_exe(host: &dyn Host, c: &Config, files: &[DesiredFile]) -> HostResult<String> {
+    let root = c.root();
+    let calico = root.path("calico.exe");
+    let listed = files.iter().any(|f| f.path.eq_ignore_ascii_case(&calico));
+    Ok(if listed || host.file_access(&calico)?.is_some() {
+        calico
+    } else {
+        root.path("calico-node.exe")
+    })
+}
+
+/// The rules the config wants: none with metrics off. Each lets in only the program that
+/// listens on its port (`INetFwRule::ApplicationName`): calicoctl-win.exe under the root for
+/// CalicoNode's endpoint, `felix` for Felix's, so that another program on the port is not
+/// reached through it.
+pub fn wanted(c: &Config, felix: &str) -> Vec<FirewallRule> {
     let m = &c.metrics;
     if !m.enabled {
         return Vec::new();
     }
-    [(WHO[0], m.port.0), (WHO[1], m.felix_port.0)]
-        .into_iter()
-        .map(|(who, port)| FirewallRule {
-            name: format!("{PREFIX}{who} TCP {port}"),
-            protocol: Protocol::Tcp,
-            local_port: port,
-            allow: true,
-            enabled: true,
-            profiles: crate::host::ALL_PROFILES,
-            remote_addresses: m.source_ranges.iter().map(ToString::to_string).collect(),
-        })
-        .collect()
+    let ours = c.root().self_exe();
+    [
+        (WHO[0], m.port.0, ours.as_str()),
+        (WHO[1], m.felix_port.0, felix),
+    ]
+    .into_iter()
+    .map(|(who, port, program)| FirewallRule {
+        name: format!("{PREFIX}{who} TCP {port}"),
+        protocol: Protocol::Tcp,
+        direction: Direction::In,
+        program: Some(program.to_owned()),
+        local_port: port,
+        allow: true,
+        enabled: true,
+        profiles: crate::host::ALL_PROFILES,
+        remote_addresses: m.source_ranges.iter().map(ToString::to_string).collect(),
+    })
+    .collect()
 }
 
 /// Adds the actions that take the host's metrics rules to the wanted ones, and returns the
 /// rules the install then owns. A rule it owned and no longer wants (metrics off, a port or
-/// range changed) is removed; a rule of a wanted name that is not ours is left as it is.
+/// range changed) is removed only while it is as recorded (`FirewallRule::same`: program,
+/// port, addresses, direction): one an administrator made again under its name, or changed,
+/// stays, and is no longer ours; a rule of a wanted name that is not ours is left as it is.
 pub fn plan(
     host: &dyn Host,
     c: &Config,
+    felix: &str,
     previous: &[FirewallRule],
     journal: Option<&Journal>,
     actions: &mut Vec<Action>,
 ) -> anyhow::Result<Vec<FirewallRule>> {
-    let wanted = wanted(c);
+    let wanted = wanted(c, felix);
     // Added by an interrupted run: ours, as the record would have said. Only metrics rules:
     // the journal names the VXLAN rule too, which is not this plan's.
     let added: Vec<&str> = journal
@@ -80,9 +106,20 @@ pub fn plan(
     );
     unwanted.sort_unstable();
     unwanted.dedup();
+    let mut removed = Vec::new();
     for name in unwanted {
-        if host.firewall_rule(name)?.is_some() {
+        let Some(now) = host.firewall_rule(name)? else {
+            continue;
+        };
+        // A recorded rule goes only as install made it; an interrupted run's, by its name
+        // (its journal keeps no more), as that run's undo would have removed it.
+        if previous
+            .iter()
+            .find(|r| r.name == name)
+            .is_none_or(|made| now.same(made))
+        {
             actions.push(Action::RemoveFirewallRule { name: name.into() });
+            removed.push(name.to_owned());
         }
     }
     for rule in wanted {
@@ -94,10 +131,12 @@ pub fn plan(
             Some(now) if now.same(&rule) => {}
             // Someone else's rule of that name: left as it is, and not ours.
             Some(_) if !ours(&rule.name) => continue,
-            // Ours, changed since by an administrator: left as it is (uninstall removes it).
+            // Ours, changed since by an administrator: left as it is, and uninstall says so.
             Some(_) if previous.iter().any(|r| r.same(&rule)) => {}
-            // Ours with another port or range: removed above.
-            Some(_) if previous.iter().any(|r| r.name == rule.name) => actions.push(add),
+            // Ours with another port, range or program: removed above, made again.
+            Some(_) if removed.contains(&rule.name) => actions.push(add),
+            // Recorded with another port or range and changed since: the administrator's.
+            Some(_) if previous.iter().any(|r| r.name == rule.name) => continue,
             // Added by an interrupted run with another range.
             Some(_) => actions.extend([remove, add]),
             None => actions.push(add),
@@ -110,6 +149,8 @@ pub fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const FELIX: &str = r"C:\CalicoWindows\calico-node.exe";
     use crate::apply::journal::Entry;
     use crate::host::Firewall;
 
@@ -171,13 +212,13 @@ mod tests {
     fn rules_an_interrupted_run_added_go_when_the_rerun_no_longer_wants_them() {
         let dir = tempfile::tempdir().expect("dir");
         let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
-        for rule in wanted(&on("9095")) {
+        for rule in wanted(&on("9095"), FELIX) {
             host.firewall_add(&rule).expect("add");
         }
         let someone_elses = FirewallRule {
             name: "Calico metrics calicoctl-win TCP 9200".into(),
             local_port: 9200,
-            ..wanted(&on("9095"))[0].clone()
+            ..wanted(&on("9095"), FELIX)[0].clone()
         };
         host.firewall_add(&someone_elses).expect("add");
         let journal = added(&[
@@ -187,7 +228,15 @@ mod tests {
         ]);
 
         let mut actions = Vec::new();
-        let owned = plan(&host, &config(&[]), &[], Some(&journal), &mut actions).expect("plan");
+        let owned = plan(
+            &host,
+            &config(&[]),
+            FELIX,
+            &[],
+            Some(&journal),
+            &mut actions,
+        )
+        .expect("plan");
         assert!(owned.is_empty());
         assert_eq!(
             removed(&actions),
@@ -199,7 +248,8 @@ mod tests {
 
         // Another port: the old port's rule goes, the new one comes, Felix's stays.
         let mut actions = Vec::new();
-        let owned = plan(&host, &on("9096"), &[], Some(&journal), &mut actions).expect("plan");
+        let owned =
+            plan(&host, &on("9096"), FELIX, &[], Some(&journal), &mut actions).expect("plan");
         assert_eq!(owned.len(), 2);
         assert_eq!(removed(&actions), ["Calico metrics calicoctl-win TCP 9095"]);
         assert!(
@@ -243,18 +293,66 @@ mod tests {
             ],
             vec!["1.2.3.4".to_owned(), "10.0.0.0/8".to_owned()],
         ];
-        for (rule, remote) in wanted(&c).into_iter().zip(read_back) {
+        for (rule, remote) in wanted(&c, FELIX).into_iter().zip(read_back) {
             host.firewall_add(&FirewallRule {
                 remote_addresses: remote,
                 ..rule
             })
             .expect("add");
         }
-        let names: Vec<String> = wanted(&c).into_iter().map(|r| r.name).collect();
+        let names: Vec<String> = wanted(&c, FELIX).into_iter().map(|r| r.name).collect();
         let journal = added(&names.iter().map(String::as_str).collect::<Vec<_>>());
         let mut actions = Vec::new();
-        let owned = plan(&host, &c, &[], Some(&journal), &mut actions).expect("plan");
+        let owned = plan(&host, &c, FELIX, &[], Some(&journal), &mut actions).expect("plan");
         assert_eq!(owned.len(), 2);
         assert!(actions.is_empty(), "{actions:?}");
+    }
+
+    /// A recorded rule is removed only as install made it: one an administrator made again
+    /// under its name (another program, another range) stays when metrics go off, and its
+    /// name is not taken over when the port's rule is wanted again with another range. (It
+    /// was removed by its name.)
+    #[test]
+    fn a_recorded_rule_made_again_by_an_administrator_stays() {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        let made = wanted(&on("9095"), FELIX);
+        let admins = FirewallRule {
+            program: None,
+            remote_addresses: vec!["0.0.0.0/0".into()],
+            ..made[0].clone()
+        };
+        host.firewall_add(&admins).expect("add");
+        host.firewall_add(&made[1]).expect("add");
+        let mut actions = Vec::new();
+        let owned = plan(&host, &config(&[]), FELIX, &made, None, &mut actions).expect("plan");
+        assert!(owned.is_empty());
+        assert_eq!(removed(&actions), ["Calico metrics Felix TCP 9091"]);
+        // Wanted again with another range: the administrator's rule is left, and not owned.
+        let wider = config(&[
+            "metrics.enabled=true",
+            "metrics.source_ranges=10.0.0.0/16",
+            "metrics.port=9095",
+        ]);
+        let mut actions = Vec::new();
+        let owned = plan(&host, &wider, FELIX, &made, None, &mut actions).expect("plan");
+        assert!(
+            !actions.iter().any(|a| matches!(a,
+                Action::RemoveFirewallRule { name } | Action::AddFirewallRule { rule: FirewallRule { name, .. } }
+                if name == &admins.name)),
+            "{actions:?}"
+        );
+        assert!(owned.iter().all(|r| r.name != admins.name), "{owned:?}");
+    }
+
+    /// Each rule lets in only the program that listens on its port.
+    #[test]
+    fn each_rule_names_the_program_that_listens() {
+        let rules = wanted(&on("9095"), FELIX);
+        assert_eq!(
+            rules[0].program.as_deref(),
+            Some(r"C:\CalicoWindows\calicoctl-win.exe")
+        );
+        assert_eq!(rules[1].program.as_deref(), Some(FELIX));
     }
 }

@@ -3,7 +3,7 @@
 //! firewall rule, the logs (`--remove-logs`) and the directories install created.
 
 use crate::apply::Action;
-use crate::host::{Host, HostResult, ServiceState};
+use crate::host::{FirewallRule, Host, HostResult, ServiceState};
 use crate::installed::record::InstallRecord;
 use crate::layout::{ADDRESSING_VALUE, CALICO_KEY, INSTALL_ROOT_VALUE};
 use anyhow::Context as _;
@@ -130,14 +130,39 @@ fn remove_record(host: &dyn Host, r: &InstallRecord, actions: &mut Vec<Action>) 
     Ok(())
 }
 
-/// The removal of each of these rules still on the host.
-fn remove_rules(host: &dyn Host, rules: &[crate::host::FirewallRule]) -> HostResult<Vec<Action>> {
+/// The removal of each of these rules still on the host as install made it
+/// (`FirewallRule::same`: program, port, addresses, direction); a rule of its name that is
+/// not (an administrator's made again under it, or ours changed since) stays
+/// (`changed_rules` says so).
+fn remove_rules(host: &dyn Host, rules: &[FirewallRule]) -> HostResult<Vec<Action>> {
     let mut out = Vec::new();
     for rule in rules {
-        if host.firewall_rule(&rule.name)?.is_some() {
+        if host
+            .firewall_rule(&rule.name)?
+            .is_some_and(|now| now.same(rule))
+        {
             out.push(Action::RemoveFirewallRule {
                 name: rule.name.clone(),
             });
+        }
+    }
+    Ok(out)
+}
+
+/// The rules the record names that uninstall leaves because they are no longer as install
+/// made them, each as a warning naming it and the command that removes it.
+pub fn changed_rules(host: &dyn Host, r: &InstallRecord, purge: bool) -> HostResult<Vec<String>> {
+    let vxlan = r.firewall_rule.iter().filter(|_| purge);
+    let mut out = Vec::new();
+    for rule in r.metrics_rules.iter().chain(vxlan) {
+        if host
+            .firewall_rule(&rule.name)?
+            .is_some_and(|now| !now.same(rule))
+        {
+            out.push(format!(
+                "the firewall rule '{0}' is not as install made it (an administrator's rule of that name, or ours changed since): left as it is; if it is not wanted, Remove-NetFirewallRule -DisplayName '{0}'",
+                rule.name
+            ));
         }
     }
     Ok(out)
@@ -179,12 +204,6 @@ fn purge(host: &dyn Host, r: &InstallRecord, actions: &mut Vec<Action>) -> anyho
             name: INSTALL_ROOT_VALUE.into(),
         });
     }
-    if let Some(rule) = &r.firewall_rule
-        && host.firewall_rule(&rule.name)?.is_some()
-    {
-        actions.push(Action::RemoveFirewallRule {
-            name: rule.name.clone(),
-        });
-    }
+    actions.extend(remove_rules(host, r.firewall_rule.as_slice())?);
     Ok(())
 }

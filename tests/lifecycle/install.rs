@@ -1429,7 +1429,16 @@ fn a_failed_upgrade_keeps_what_the_running_services_wrote() {
 #[test]
 fn diags_collect_the_node_into_one_zip_with_every_secret_redacted() {
     let s = setup("calico-node.exe");
-    let (code, _, stderr) = s.install_local(&[]);
+    // Credentials an administrator gave the services' environment: config-show.json shows it.
+    let env = [
+        "--set",
+        "extra_env.node.HTTPS_PROXY=http://calico:hunter2pass@proxy.corp:3128",
+        "--set",
+        "extra_env.felix.AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENG",
+        "--set",
+        "extra_env.felix.FOO_API_KEY=apikeyvalue1",
+    ];
+    let (code, _, stderr) = s.install_local(&env);
     assert_eq!(code, 0, "{stderr}");
     // The secrets on the node: calico-node's token, the admin's, and the CNI kubeconfig's that
     // the token refresher of an earlier calicoctl-win version left.
@@ -1451,11 +1460,21 @@ fn diags_collect_the_node_into_one_zip_with_every_secret_redacted() {
     let log = s.c_drive("calicowindows/logs/calico-node.log");
     let mut text = fs_err::read_to_string(&log).unwrap_or_default();
     text.push_str(&format!(
-        "using token {}\nAuthorization: Bearer {}\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAsecretkeymaterial\n-----END RSA PRIVATE KEY-----\n",
+        "using token {}\nAuthorization: Bearer {}\nproxy http://calico:hunter2pass@proxy.corp:3128 GITHUB_TOKEN=ghp_abcdef123456 --password flagpass22\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAsecretkeymaterial\n-----END RSA PRIVATE KEY-----\n",
         secrets[0], secrets[1]
     ));
     fs_err::write(&log, text).expect("log");
     secrets.push("MIIEowIBAAKCAQEAsecretkeymaterial".into());
+    secrets.extend(
+        [
+            "hunter2pass",
+            "wJalrXUtnFEMIK7MDENG",
+            "apikeyvalue1",
+            "ghp_abcdef123456",
+            "flagpass22",
+        ]
+        .map(String::from),
+    );
 
     s.api()
         .set_node_ready("win-1", "True", "kubelet is posting ready status");
@@ -1465,7 +1484,8 @@ fn diags_collect_the_node_into_one_zip_with_every_secret_redacted() {
     s.api().put("/api/v1/nodes/win-1", node);
     let before = s.snapshot();
     let out = s.dir.path().join("diags.zip");
-    let (code, doc, stderr) = s.run(&["diags", "--out-file", &out.display().to_string()]);
+    let out_arg = out.display().to_string();
+    let (code, doc, stderr) = s.run(&[&["diags", "--out-file", &out_arg][..], &env].concat());
     assert_eq!(code, 0, "{stderr}");
     let files: Vec<&str> = doc["files"]
         .as_array()
@@ -1543,6 +1563,11 @@ fn diags_collect_the_node_into_one_zip_with_every_secret_redacted() {
         "{versions}"
     );
     assert!(members["logs/calico-node.log"].contains("using token <redacted>"));
+    assert!(
+        members["config-show.json"].contains("http://calico:<redacted>@proxy.corp:3128"),
+        "{}",
+        members["config-show.json"]
+    );
     // Nothing on the host changed, and nothing is left beside the zip.
     assert_same(&before, &s.snapshot(), "diags changed the host");
     let leftovers: Vec<_> = fs_err::read_dir(s.dir.path())

@@ -105,6 +105,56 @@ fn metrics_ports_open_only_to_the_source_range_and_uninstall_closes_them() {
     assert_eq!(metrics_rules(&s), []);
 }
 
+/// Each rule lets in only the program that listens on its port; uninstall removes a rule
+/// only as install made it: one an administrator made again under its name stays, and
+/// uninstall says so (it removed any rule of the name).
+#[test]
+fn uninstall_leaves_a_metrics_rule_an_administrator_made_again_and_says_so() {
+    let s = Node::healthy()
+        .created()
+        .serving("3.30.2", "calico-node.exe")
+        .build();
+    let on = [
+        "--set",
+        "metrics.enabled=true",
+        "--set",
+        "metrics.source_ranges=10.0.0.0/8",
+    ];
+    let (code, _, stderr) = s.install(&on);
+    assert_eq!(code, 0, "{stderr}");
+    let ours = "calico metrics calicoctl-win tcp 9095";
+    let felix = "calico metrics felix tcp 9091";
+    let firewall = s.state()["firewall"].clone();
+    assert_eq!(
+        firewall[ours]["program"], r"C:\CalicoWindows\calicoctl-win.exe",
+        "{firewall}"
+    );
+    assert_eq!(
+        firewall[felix]["program"], r"C:\CalicoWindows\calico-node.exe",
+        "{firewall}"
+    );
+    s.edit_state(|st| {
+        let rule = &mut st["firewall"][ours];
+        rule["remote_addresses"] = json!(["0.0.0.0/0"]);
+        rule.as_object_mut().expect("rule").remove("program");
+    });
+    let (code, doc, stderr) = s.uninstall(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    let firewall = s.state()["firewall"].clone();
+    assert!(firewall[ours].is_object(), "the administrator's rule went");
+    assert!(firewall[felix].is_null(), "ours stayed: {firewall}");
+    assert!(
+        stderr.contains("'Calico metrics calicoctl-win TCP 9095' is not as install made it"),
+        "{stderr}"
+    );
+    assert!(
+        doc["warnings"]
+            .to_string()
+            .contains("Remove-NetFirewallRule"),
+        "{doc}"
+    );
+}
+
 /// One request to the loopback endpoint: the status line's code and the body.
 #[cfg(unix)]
 fn ask(port: u16, request: &str) -> Option<(String, String)> {

@@ -9,6 +9,7 @@
 pub mod calico_node;
 mod files;
 mod handle;
+mod listen;
 mod profiles;
 mod services;
 mod state;
@@ -784,6 +785,14 @@ impl EventLog for SimHost {
 }
 
 impl Host for SimHost {
+    fn listen_tcp(
+        &self,
+        port: u16,
+    ) -> Result<std::net::TcpListener, crate::host::listen::ListenError> {
+        let settings = self.read(|s| s.settings.clone());
+        listen::listen(&settings, port)
+    }
+
     fn kind(&self) -> HostKind {
         let profile = self.profile();
         if self.in_memory {

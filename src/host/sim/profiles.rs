@@ -359,6 +359,8 @@ fn legacy_calico(state: &mut State, files: &mut Vec<SeedFile>) {
         FirewallRule {
             name: "Overlay Traffic 4789 UDP".into(),
             protocol: Protocol::Udp,
+            direction: crate::host::Direction::In,
+            program: None,
             local_port: 4789,
             allow: true,
             enabled: true,

@@ -217,6 +217,15 @@ pub struct SimSettings {
     /// what it sees.
     #[serde(default)]
     pub management_ip_needs_stable_address: bool,
+    /// Other programs listening on TCP ports of the host, by port: their pid, as
+    /// `GetExtendedTcpTable` (`TCP_TABLE_OWNER_PID_LISTENER`) names it. A bind of such a port
+    /// is refused as another socket's (a squatter that bound it first).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tcp_listeners: BTreeMap<u16, u32>,
+    /// TCP port ranges (first, last) the system keeps from every program (`netsh int ipv4
+    /// show excludedportrange protocol=tcp`): a bind in one is denied with WSAEACCES.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded_tcp_ports: Vec<(u16, u16)>,
 }
 
 /// How the simulated Felix's health endpoint answers (libcalico-go lib/health/health.go).

@@ -1,12 +1,12 @@
 //! Windows Firewall rules through the INetFwPolicy2 COM API. A rule's name here is the name
 //! the firewall shows (PowerShell's DisplayName).
 
-use crate::host::{FirewallModifyState, FirewallRule, HostError, HostResult, Protocol};
+use crate::host::{Direction, FirewallModifyState, FirewallRule, HostError, HostResult, Protocol};
 use windows::Win32::Foundation::{VARIANT_FALSE, VARIANT_TRUE};
 use windows::Win32::NetworkManagement::WindowsFirewall::{
     INetFwPolicy2, INetFwRule, NET_FW_ACTION_ALLOW, NET_FW_ACTION_BLOCK,
     NET_FW_MODIFY_STATE_GP_OVERRIDE, NET_FW_MODIFY_STATE_INBOUND_BLOCKED, NET_FW_RULE_DIR_IN,
-    NetFwPolicy2, NetFwRule,
+    NET_FW_RULE_DIR_OUT, NetFwPolicy2, NetFwRule,
 };
 use windows::Win32::System::Com::{
     CLSCTX_INPROC_SERVER, COINIT_MULTITHREADED, CoCreateInstance, CoInitializeEx, CoUninitialize,
@@ -79,14 +79,22 @@ pub fn get(name: &str) -> HostResult<Option<FirewallRule>> {
             Err(e) if e.code().0 == NOT_FOUND => return Ok(None),
             Err(e) => return Err(api(op())(e)),
         };
-        let protocol = match rule.Protocol().map_err(api(op()))? {
-            6 => Protocol::Tcp,
-            _ => Protocol::Udp,
+        // As the rule says them (Microsoft's INetFwRule reference: Protocol an IANA number or
+        // NET_FW_IP_PROTOCOL_ANY, Direction NET_FW_RULE_DIR_IN or _OUT, ApplicationName the
+        // program's path or empty for every program).
+        let protocol = Protocol::from_number(rule.Protocol().map_err(api(op()))?);
+        let direction = if rule.Direction().map_err(api(op()))? == NET_FW_RULE_DIR_OUT {
+            Direction::Out
+        } else {
+            Direction::In
         };
+        let program = rule.ApplicationName().map_err(api(op()))?.to_string();
         let ports = rule.LocalPorts().map_err(api(op()))?.to_string();
         Ok(Some(FirewallRule {
             name: rule.Name().map_err(api(op()))?.to_string(),
             protocol,
+            direction,
+            program: (!program.is_empty()).then_some(program),
             local_port: ports.trim().parse().unwrap_or(0),
             allow: rule.Action().map_err(api(op()))? == NET_FW_ACTION_ALLOW,
             enabled: rule.Enabled().map_err(api(op()))? != VARIANT_FALSE,
@@ -115,14 +123,19 @@ pub fn add(r: &FirewallRule) -> HostResult<()> {
             .map_err(api(op()))?;
         rule.SetDescription(&BSTR::from("Created by calicoctl-win"))
             .map_err(api(op()))?;
-        rule.SetProtocol(match r.protocol {
-            Protocol::Tcp => 6,
-            Protocol::Udp => 17,
-        })
-        .map_err(api(op()))?;
+        rule.SetProtocol(r.protocol.number()).map_err(api(op()))?;
         rule.SetLocalPorts(&BSTR::from(r.local_port.to_string()))
             .map_err(api(op()))?;
-        rule.SetDirection(NET_FW_RULE_DIR_IN).map_err(api(op()))?;
+        rule.SetDirection(match r.direction {
+            Direction::In => NET_FW_RULE_DIR_IN,
+            Direction::Out => NET_FW_RULE_DIR_OUT,
+        })
+        .map_err(api(op()))?;
+        if let Some(program) = &r.program {
+            // The rule then lets in only this program's traffic.
+            rule.SetApplicationName(&BSTR::from(program.as_str()))
+                .map_err(api(op()))?;
+        }
         rule.SetAction(if r.allow {
             NET_FW_ACTION_ALLOW
         } else {

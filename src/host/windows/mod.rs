@@ -16,6 +16,7 @@ mod hcn;
 mod hcn_tests;
 #[cfg(test)]
 mod job_tests;
+mod listen;
 mod network;
 #[cfg(test)]
 mod probe_tests;
@@ -292,6 +293,13 @@ impl EventLog for WindowsHost {
 }
 
 impl Host for WindowsHost {
+    fn listen_tcp(
+        &self,
+        port: u16,
+    ) -> Result<std::net::TcpListener, crate::host::listen::ListenError> {
+        listen::listen(port)
+    }
+
     fn kind(&self) -> HostKind {
         HostKind::Windows
     }

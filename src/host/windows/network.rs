@@ -270,7 +270,7 @@ type CreateRow = unsafe extern "system" fn(*const MIB_IPFORWARD_ROW2) -> u32;
 /// iphlpapi.dll, for the functions some hosts lack (Wine 8 has neither
 /// `InitializeIpForwardEntry` nor `CreateIpForwardEntry2`): resolved when called, so a
 /// missing one is an error, never a process that cannot start or aborts.
-fn iphlpapi() -> HostResult<Library> {
+pub(super) fn iphlpapi() -> HostResult<Library> {
     // SAFETY: iphlpapi.dll is a system DLL whose initialisation has no preconditions; the
     // search is restricted to System32.
     unsafe { Library::load_with_flags("iphlpapi.dll", LOAD_LIBRARY_SEARCH_SYSTEM32) }.map_err(|e| {
@@ -281,7 +281,7 @@ fn iphlpapi() -> HostResult<Library> {
     })
 }
 
-fn resolve<T>(lib: &Library, name: &[u8]) -> HostResult<Symbol<T>> {
+pub(super) fn resolve<T>(lib: &Library, name: &[u8]) -> HostResult<Symbol<T>> {
     // SAFETY: each name is paired with the signature documented for it in netioapi.h; the
     // caller keeps `lib` loaded while it uses the symbol.
     unsafe { lib.get::<T>(name) }.map_err(|e| HostError::Unavailable {

@@ -92,6 +92,9 @@ pub enum Code {
     /// The API server refuses CalicoNode the TokenReview of `GET /diags` (calico-node's
     /// account lacks `create tokenreviews`): the node answers no `fleet diags`.
     DiagsReviewRefused,
+    /// CalicoNode cannot listen on `metrics.port`: no program holds it, the system keeps it
+    /// (an excluded port range).
+    MetricsPortExcluded,
     /// `verify`: a probe pod got no address, or never started (the CNI plugin and IPAM).
     TrafficCni,
     /// `verify`: the probe image could not be pulled or has no variant for the node's build.
@@ -158,6 +161,7 @@ impl Code {
         Code::CodesUnknown,
         Code::ConfigNotFleets,
         Code::DiagsReviewRefused,
+        Code::MetricsPortExcluded,
         Code::TrafficCni,
         Code::TrafficImage,
         Code::TrafficOverlay,

@@ -79,7 +79,8 @@ impl Code {
             }
             metrics @ (Code::FelixMetricsRule
             | Code::MetricsEndpointDown
-            | Code::DiagsReviewRefused) => metrics_remedy(metrics),
+            | Code::DiagsReviewRefused
+            | Code::MetricsPortExcluded) => metrics_remedy(metrics),
             other => said_remedy(other),
         }
     }
@@ -123,6 +124,9 @@ fn metrics_remedy(code: Code) -> &'static str {
         }
         Code::DiagsReviewRefused => {
             "apply 'calicoctl-win fleet rbac --identity diags --calico-namespace NS' (its ClusterRole calicoctl-win-diags-review lets calico-node create tokenreviews), or set metrics.diags: false"
+        }
+        Code::MetricsPortExcluded => {
+            "set a metrics.port outside the ranges 'netsh int ipv4 show excludedportrange protocol=tcp' lists (Hyper-V and WinNAT reserve them) and run 'calicoctl-win reconfigure'"
         }
         _ => "",
     }

@@ -113,13 +113,10 @@ impl INetFwRule_Impl for Rule_Impl {
         self.set(|r| r.description = desc.to_string())
     }
     fn ApplicationName(&self) -> windows::core::Result<windows::core::BSTR> {
-        Err(E_NOTIMPL.into())
+        Ok(BSTR::from(self.get().application_name))
     }
-    fn SetApplicationName(
-        &self,
-        _imagefilename: &windows::core::BSTR,
-    ) -> windows::core::Result<()> {
-        Err(E_NOTIMPL.into())
+    fn SetApplicationName(&self, imagefilename: &windows::core::BSTR) -> windows::core::Result<()> {
+        self.set(|r| r.application_name = imagefilename.to_string())
     }
     fn ServiceName(&self) -> windows::core::Result<windows::core::BSTR> {
         Err(E_NOTIMPL.into())

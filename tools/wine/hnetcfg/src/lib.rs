@@ -1,7 +1,9 @@
 //! A stand-in for the firewall objects of `hnetcfg.dll` under Wine, whose own
 //! `INetFwRules` answers E_NOTIMPL. It serves `HNetCfg.FwPolicy2` (`INetFwPolicy2::Rules`)
-//! and `HNetCfg.FWRule` (`INetFwRule`'s name, description, protocol, local ports,
-//! direction, action, profiles, enabled, remote addresses, kept as written: Windows may
+//! and `HNetCfg.FWRule` (`INetFwRule`'s name, description, protocol (any number), local ports,
+//! direction (in 1, out 2), action, profiles, enabled, remote addresses, application name
+//! (the program's path, empty for every program: Microsoft's INetFwRule::ApplicationName
+//! page), kept as written: Windows may
 //! read a subnet back in mask notation, which the caller reads either way) with the semantics of Microsoft's reference for
 //! INetFwRules: `Item` of an unknown name fails with HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND);
 //! `Add` does not check names (Windows keeps rules of one name side by side); `Remove` of a
@@ -48,6 +50,7 @@ pub struct Fields {
     profiles: i32,
     enabled: bool,
     remote_addresses: String,
+    application_name: String,
 }
 
 impl Fields {
@@ -55,7 +58,7 @@ impl Fields {
         json!({"Name": self.name, "Description": self.description, "Protocol": self.protocol,
             "LocalPorts": self.local_ports, "Direction": self.direction, "Action": self.action,
             "Profiles": self.profiles, "Enabled": self.enabled,
-            "RemoteAddresses": self.remote_addresses})
+            "RemoteAddresses": self.remote_addresses, "ApplicationName": self.application_name})
     }
 
     fn from_json(v: &Value) -> Self {
@@ -75,6 +78,7 @@ impl Fields {
             profiles: n("Profiles"),
             enabled: v["Enabled"].as_bool().unwrap_or(false),
             remote_addresses: s("RemoteAddresses"),
+            application_name: s("ApplicationName"),
         }
     }
 }
@@ -115,6 +119,7 @@ fn add(rule: &INetFwRule) -> windows::core::Result<()> {
             profiles: rule.Profiles()?,
             enabled: rule.Enabled()? != VARIANT_FALSE,
             remote_addresses: rule.RemoteAddresses()?.to_string(),
+            application_name: rule.ApplicationName()?.to_string(),
         }
     };
     // Test-only: rules named in `refuse.json` are refused with E_ACCESSDENIED, the HRESULT of

@@ -1,0 +1,242 @@
+//! A TCP listener on every address, bound with SO_EXCLUSIVEADDRUSE: no other program binds
+//! the port beside it, however it sets its socket (Microsoft's "Using SO_REUSEADDR and
+//! SO_EXCLUSIVEADDRUSE": "Once the first socket has SO_EXCLUSIVEADDRUSE set, ... any other
+//! socket [is] prevented from binding to the same port"; and the option "must be set prior to
+//! calling bind"). The socket is made, set, bound and listening here, then handed to std.
+//! A refused bind names the listener holding the port when `GetExtendedTcpTable` can.
+
+use crate::host::listen::{ListenError, ListenRefusal, refusal};
+use std::net::TcpListener;
+use std::os::windows::io::FromRawSocket;
+use windows_sys::Win32::Networking::WinSock::{
+    AF_INET, IN_ADDR, IN_ADDR_0, INVALID_SOCKET, IPPROTO_TCP, SO_EXCLUSIVEADDRUSE, SOCK_STREAM,
+    SOCKADDR, SOCKADDR_IN, SOCKET, SOL_SOCKET, SOMAXCONN, WSA_FLAG_NO_HANDLE_INHERIT,
+    WSA_FLAG_OVERLAPPED, WSADATA, WSAGetLastError, WSASocketW, WSAStartup, bind, closesocket,
+    listen as wsa_listen, setsockopt,
+};
+
+/// Listens on `0.0.0.0:port`, the port held exclusively.
+pub fn listen(port: u16) -> Result<TcpListener, ListenError> {
+    // Once per process: Winsock stays up for the process (std's sockets start it the same
+    // way and never clean it up either), so no WSACleanup.
+    static STARTED: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    // SAFETY: WSAStartup fills the WSADATA given.
+    let started = *STARTED.get_or_init(|| unsafe {
+        let mut data: WSADATA = std::mem::zeroed();
+        WSAStartup(0x202, &mut data)
+    });
+    if started != 0 {
+        return Err(failed("start Winsock", started));
+    }
+    // SAFETY: a new socket of the documented family, type and protocol, not inherited by
+    // children (as std's are), overlapped so that std may use it.
+    let s: SOCKET = unsafe {
+        WSASocketW(
+            i32::from(AF_INET),
+            SOCK_STREAM,
+            IPPROTO_TCP,
+            std::ptr::null(),
+            0,
+            WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT,
+        )
+    };
+    if s == INVALID_SOCKET {
+        // SAFETY: reads this thread's last Winsock error.
+        return Err(failed("make a socket", unsafe { WSAGetLastError() }));
+    }
+    match exclusive_bind(s, port) {
+        // SAFETY: `s` is a listening socket this function made and owns; std takes it over
+        // and closes it when the listener drops.
+        Ok(()) => Ok(unsafe { TcpListener::from_raw_socket(s as u64) }),
+        Err((step, code)) => {
+            // SAFETY: `s` is ours and not handed on.
+            unsafe { closesocket(s) };
+            let holder = || listener_pid(port);
+            Err(ListenError {
+                refusal: if step == "bind" {
+                    refusal(code, holder)
+                } else {
+                    ListenRefusal::Other
+                },
+                error: format!(
+                    "{step} TCP port {port}: {}",
+                    std::io::Error::from_raw_os_error(code)
+                ),
+            })
+        }
+    }
+}
+
+/// Sets SO_EXCLUSIVEADDRUSE on `s`, binds it to the port of every address and listens; the
+/// step that failed and its Winsock error otherwise.
+fn exclusive_bind(s: SOCKET, port: u16) -> Result<(), (&'static str, i32)> {
+    let on: i32 = 1;
+    let addr = SOCKADDR_IN {
+        sin_family: AF_INET,
+        sin_port: port.to_be(),
+        sin_addr: IN_ADDR {
+            S_un: IN_ADDR_0 { S_addr: 0 },
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: `s` is a valid socket; the option value and the address live for the calls,
+    // with the sizes given.
+    unsafe {
+        let last = || WSAGetLastError();
+        if setsockopt(
+            s,
+            SOL_SOCKET,
+            SO_EXCLUSIVEADDRUSE,
+            (&on as *const i32).cast(),
+            size_of::<i32>() as i32,
+        ) != 0
+        {
+            return Err(("set SO_EXCLUSIVEADDRUSE on", last()));
+        }
+        if bind(
+            s,
+            (&addr as *const SOCKADDR_IN).cast::<SOCKADDR>(),
+            size_of::<SOCKADDR_IN>() as i32,
+        ) != 0
+        {
+            return Err(("bind", last()));
+        }
+        if wsa_listen(s, SOMAXCONN as i32) != 0 {
+            return Err(("listen on", last()));
+        }
+    }
+    Ok(())
+}
+
+fn failed(step: &str, code: i32) -> ListenError {
+    ListenError {
+        refusal: ListenRefusal::Other,
+        error: format!("{step}: {}", std::io::Error::from_raw_os_error(code)),
+    }
+}
+
+/// The pid of the IPv4 listener on `port`, from `GetExtendedTcpTable` with
+/// `TCP_TABLE_OWNER_PID_LISTENER` (Microsoft's iphlpapi reference: a `MIB_TCPTABLE_OWNER_PID`
+/// of `MIB_TCPROW_OWNER_PID` rows, `dwLocalPort` in network byte order in its low 16 bits,
+/// `dwOwningPid` the process; `ERROR_INSUFFICIENT_BUFFER` with the size needed when the
+/// buffer is too small). None when no listener holds it or the table cannot be read (a host
+/// whose iphlpapi.dll lacks the function).
+fn listener_pid(port: u16) -> Option<u32> {
+    use windows_sys::Win32::Foundation::ERROR_INSUFFICIENT_BUFFER;
+    use windows_sys::Win32::NetworkManagement::IpHelper::{
+        MIB_TCPROW_OWNER_PID, TCP_TABLE_OWNER_PID_LISTENER,
+    };
+    type GetTable =
+        unsafe extern "system" fn(*mut core::ffi::c_void, *mut u32, i32, u32, i32, u32) -> u32;
+    let lib = super::network::iphlpapi().ok()?;
+    let get: libloading::os::windows::Symbol<GetTable> =
+        super::network::resolve(&lib, b"GetExtendedTcpTable\0").ok()?;
+    let buf = crate::host::network::with_growing_buffer(
+        16 * 1024,
+        4,
+        ERROR_INSUFFICIENT_BUFFER,
+        // SAFETY: the buffer is `size` bytes (rounded up to u64s), as the call is told.
+        |buf, size| unsafe {
+            get(
+                buf.as_mut_ptr().cast(),
+                size,
+                0,
+                u32::from(AF_INET),
+                TCP_TABLE_OWNER_PID_LISTENER,
+                0,
+            )
+        },
+    )
+    .ok()?;
+    let bytes = buf.len() * 8;
+    // SAFETY: the call filled the buffer with a MIB_TCPTABLE_OWNER_PID: a u32 count, then
+    // that many rows from offset 4 (the rows are u32s: 4-byte aligned); the count is checked
+    // against the buffer's size before a row is read.
+    unsafe {
+        let base = buf.as_ptr().cast::<u8>();
+        let n = *(base.cast::<u32>()) as usize;
+        let row = size_of::<MIB_TCPROW_OWNER_PID>();
+        if 4 + n.checked_mul(row)? > bytes {
+            return None;
+        }
+        let rows = std::slice::from_raw_parts(base.add(4).cast::<MIB_TCPROW_OWNER_PID>(), n);
+        rows.iter()
+            .find(|r| u16::from_be(r.dwLocalPort as u16) == port)
+            .map(|r| r.dwOwningPid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::host::listen::ListenRefusal;
+    use windows_sys::Win32::Networking::WinSock::{
+        AF_INET, IN_ADDR, IN_ADDR_0, INVALID_SOCKET, IPPROTO_TCP, SO_REUSEADDR, SOCK_STREAM,
+        SOCKADDR, SOCKADDR_IN, SOL_SOCKET, WSASocketW, bind, closesocket, setsockopt,
+    };
+
+    /// Binds a socket that asks to share the address (SO_REUSEADDR) to the loopback's `port`,
+    /// as a program hijacking the port would; whether the bind succeeded.
+    fn squat(port: u16) -> bool {
+        let on: i32 = 1;
+        let addr = SOCKADDR_IN {
+            sin_family: AF_INET,
+            sin_port: port.to_be(),
+            sin_addr: IN_ADDR {
+                S_un: IN_ADDR_0 {
+                    S_addr: u32::from_ne_bytes([127, 0, 0, 1]),
+                },
+            },
+            sin_zero: [0; 8],
+        };
+        // SAFETY: a socket made, set, bound and closed here; the option and the address live
+        // for the calls, with the sizes given.
+        unsafe {
+            let s = WSASocketW(
+                i32::from(AF_INET),
+                SOCK_STREAM,
+                IPPROTO_TCP,
+                std::ptr::null(),
+                0,
+                0,
+            );
+            assert_ne!(s, INVALID_SOCKET, "a socket");
+            setsockopt(
+                s,
+                SOL_SOCKET,
+                SO_REUSEADDR,
+                (&on as *const i32).cast(),
+                size_of::<i32>() as i32,
+            );
+            let bound = bind(
+                s,
+                (&addr as *const SOCKADDR_IN).cast::<SOCKADDR>(),
+                size_of::<SOCKADDR_IN>() as i32,
+            ) == 0;
+            closesocket(s);
+            bound
+        }
+    }
+
+    /// The port listened on is ours alone: a second listen is refused as held (by this
+    /// process, when the listener table names it), a squatter asking to share the address
+    /// is refused, and the port is free again once the listener is dropped.
+    #[test]
+    fn the_port_is_held_exclusively_and_a_second_bind_names_its_holder() {
+        let first = super::listen(0).expect("listen");
+        let port = first.local_addr().expect("addr").port();
+        let again = super::listen(port).expect_err("the port is held");
+        let ListenRefusal::Held { pid } = again.refusal else {
+            panic!("not held: {again:?}");
+        };
+        // Wine's listener table may not name the process; Windows' does.
+        if std::env::var_os("CALICOCTL_WIN_TEST_UNDER_WINE").is_none() {
+            assert_eq!(pid, Some(std::process::id()), "{again:?}");
+        }
+        assert!(
+            !squat(port),
+            "a squatter bound the port beside the listener"
+        );
+        drop(first);
+        assert!(super::listen(port).is_ok(), "the port was not let go");
+    }
+}
