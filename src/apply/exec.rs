@@ -41,8 +41,9 @@ pub enum Progress<'a> {
 }
 
 /// Runs the plan; `report` is called before each action and with its waits' lines. A stop
-/// (`Options::stop`) fails the step it cuts, or the next one before it begins, as a timeout
-/// would: undone before the point of no return, journaled for a rerun after it.
+/// (`Options::stop`) before the point of no return fails the step it cuts, or the next one
+/// before it begins, as a timeout would, and the run is undone; past that point the run
+/// finishes (said), as a rerun of its journal would.
 pub fn execute(
     host: &dyn Host,
     actions: &[Action],
@@ -54,7 +55,23 @@ pub fn execute(
     let mut journal = start_journal(host, &opts, total)?;
 
     let mut past_no_return = journal.entries.iter().any(|e| e.irreversible);
+    // Past the point of no return a stop is not honoured: stopping there leaves the node
+    // half-changed (a network deleted, the node cordoned) for a rerun, when finishing the run
+    // is what either would do. Said once.
+    let unstoppable = crate::duration::Stop::new();
+    let mut said_unstoppable = false;
     for (i, action) in actions.iter().enumerate() {
+        let stop = if past_no_return {
+            if opts.stop.requested() && !said_unstoppable {
+                said_unstoppable = true;
+                report(Progress::Said(
+                    "a stop was requested past the point of no return: the run finishes its steps instead of leaving the node half-changed",
+                ));
+            }
+            &unstoppable
+        } else {
+            &opts.stop
+        };
         report(Progress::Step(i + 1, total, action));
         let irreversible = matches!(
             action,
@@ -65,7 +82,7 @@ pub fn execute(
         );
         let committed_before = past_no_return;
         let step = (|| -> anyhow::Result<()> {
-            if opts.stop.requested() {
+            if stop.requested() {
                 anyhow::bail!("stopped before it began (Ctrl-C or a termination signal)");
             }
             let undo = if opts.rollback {
@@ -83,7 +100,7 @@ pub fn execute(
             // From here the step may have happened, even if it reports a failure.
             past_no_return |= irreversible;
             let mut watch = Watch {
-                stop: &opts.stop,
+                stop,
                 say: &mut |line| report(Progress::Said(line)),
             };
             run(host, action, &opts, &mut warnings, &mut watch)?;

@@ -209,3 +209,50 @@ fn a_stop_fails_the_next_step_before_it_begins_and_the_run_is_undone() {
     assert_eq!(host.read_file(first).expect("read"), None, "undone");
     assert_eq!(host.read_file(second).expect("read"), None, "never written");
 }
+
+/// Past the point of no return (an HNS network deleted) a stop is not honoured: the run finishes
+/// its steps, rather than leave the node half-changed, and says so.
+#[test]
+fn a_stop_past_the_point_of_no_return_lets_the_run_finish() {
+    use crate::host::Files;
+    let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+    let write = |path: &str| super::Action::WriteFile {
+        path: path.into(),
+        from: "rendered".into(),
+        sha256: None,
+        secret: false,
+        replaces: false,
+        foreign: Vec::new(),
+        content: super::Content::Bytes(b"x".to_vec()),
+    };
+    let delete = super::Action::DeleteNetwork {
+        id: "no-such-network".into(),
+        name: "Calico".into(),
+    };
+    let (first, second) = (r"C:\CalicoWindows\a.conf", r"C:\CalicoWindows\b.conf");
+    let mut opts = super::Options::for_change(
+        "reconfigure",
+        r"C:\CalicoWindows\calicoctl-win.journal.json".into(),
+        true,
+        std::time::Duration::from_secs(1),
+        None,
+        None,
+    );
+    let stop = crate::duration::Stop::new();
+    opts.stop = stop.clone();
+    let mut said = Vec::new();
+    let plan = [delete, write(first), write(second)];
+    super::execute(&host, &plan, opts, &mut |p| match p {
+        super::Progress::Step(2, _, _) => stop.request(),
+        super::Progress::Said(line) => said.push(line.to_owned()),
+        _ => {}
+    })
+    .expect("the run finishes");
+    assert!(host.read_file(first).expect("read").is_some());
+    assert!(host.read_file(second).expect("read").is_some());
+    assert!(
+        said.iter()
+            .any(|l| l.contains("past the point of no return")),
+        "{said:?}"
+    );
+}

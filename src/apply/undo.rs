@@ -452,20 +452,29 @@ fn undo(
             name,
             patch,
             applied: Some(applied),
-        } => {
-            // Never revert a change an administrator made later: said, and kept.
-            if let Some(field) = opts.cluster()?.restore_installation(name, applied, patch)? {
-                kept.push(format!(
-                    "the operator's Installation {name} was left as it is: its {field} changed after this run patched it"
-                ));
-            }
-        }
+        } => kept.extend(restore_installation(opts, name, applied, patch)?),
         Undo::UnmarkCordoned { node } => opts.cluster()?.mark_cordoned(node, false)?,
         // The directories go with the rest the run created, once they are empty.
         Undo::RemoveDirs { .. } => {}
         Undo::RestoreSecurity { path, sddl } => restore_security(host, path, sddl)?,
     }
     Ok(())
+}
+
+/// The Installation put back as it was before our patch, unless a field our patch set changed
+/// since: never revert a change an administrator made later; what was kept, said.
+fn restore_installation(
+    opts: &Options<'_>,
+    name: &str,
+    applied: &serde_json::Value,
+    patch: &serde_json::Value,
+) -> anyhow::Result<Option<String>> {
+    let kept = opts.cluster()?.restore_installation(name, applied, patch)?;
+    Ok(kept.map(|field| {
+        format!(
+            "the operator's Installation {name} was left as it is: its {field} changed after this run patched it"
+        )
+    }))
 }
 
 /// A missing object counts as removed.

@@ -80,11 +80,7 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
             .iter()
             .flat_map(|r| r.problems.iter().map(Into::into)),
     );
-    // Each node's traffic verdict, judged against the DaemonSet's interval.
-    problems.extend(rows.iter().filter_map(|r| {
-        let t = r.traffic.as_ref()?;
-        fleet_traffic::problem(&r.name, t).map(super::common::Problem::plain)
-    }));
+    problems.extend(traffic_problems(&rows));
     let sentences: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
     print_table(ctx, &rows, fleet_hash.as_deref());
     let findings = code_counts(&rows);
@@ -156,4 +152,14 @@ fn print_table(ctx: &mut Context, rows: &[NodeRow], fleet_hash: Option<&str>) {
         rows.len(),
         fleet_hash.unwrap_or("none recorded")
     ));
+}
+
+/// Each node's traffic verdict, judged against the DaemonSet's interval.
+fn traffic_problems(rows: &[NodeRow]) -> Vec<super::common::Problem> {
+    rows.iter()
+        .filter_map(|r| {
+            let t = r.traffic.as_ref()?;
+            fleet_traffic::problem(&r.name, t).map(super::common::Problem::plain)
+        })
+        .collect()
 }

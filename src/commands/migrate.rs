@@ -829,7 +829,12 @@ fn plan_from_operator(
         print_steps(ctx, "After install:", &after);
         ctx.printer.text("Install, as planned below:");
     }
-    // The host lock stays held: install, run within this command, finds it held and keeps it.
+    // The host lock stays held: install, run within this command, finds it held and keeps it;
+    // except when the install is detached: its own process takes the lock (this one, which only
+    // starts it, would find it busy).
+    if args.install.detach {
+        drop(ctx.take_lock());
+    }
     Ok(Some(FromPlan {
         node: read.node.clone(),
         uncordon,

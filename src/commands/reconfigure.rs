@@ -97,8 +97,13 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     finished(ctx, &change, cluster, &node_name, actions.len());
     let doc = doc.done();
     let restarted = doc.starts(crate::layout::Role::Node.service_name());
-    let verify = (args.verify_with(), "reconfigured", restarted);
-    super::verify::print_verified(ctx, verify, cluster, &node_name, doc)
+    super::verify::print_verified(
+        ctx,
+        (args.verify_with(), "reconfigured", restarted),
+        cluster,
+        &node_name,
+        doc,
+    )
 }
 
 /// After a run that succeeded: the file stats kept, the node annotated, the steps counted.

@@ -235,20 +235,7 @@ fn cluster_part(
     ran_as: Option<String>,
 ) -> ClusterPart {
     use crate::cluster::node::Left;
-    let configured = ctx
-        .load_config()
-        .ok()
-        .map(|l| l.config.node.name.to_string());
-    let node = match (ran_as, configured) {
-        (Some(ran), Some(named)) if ran != named => {
-            ctx.printer.note(&format!(
-                "the config names node {named}, but this host's Calico ran as node {ran} (calico-node's nodename file): uninstall forgets {ran} and leaves {named} as it is"
-            ));
-            Some(ran)
-        }
-        (Some(ran), _) => Some(ran),
-        (None, named) => named,
-    };
+    let node = node_to_forget(ctx, ran_as);
     let reached = match ctx.connect_cluster() {
         Ok(Some(c)) => match &node {
             // One read tells that the cluster answers, and whether the node is there at all.
@@ -314,6 +301,25 @@ fn cluster_part(
         }
     }
     part
+}
+
+/// The node uninstall forgets: the one this host's Calico ran as (`ran_as`) when it differs
+/// from the one the config names now (said), else the config's.
+fn node_to_forget(ctx: &mut Context, ran_as: Option<String>) -> Option<String> {
+    let configured = ctx
+        .load_config()
+        .ok()
+        .map(|l| l.config.node.name.to_string());
+    match (ran_as, configured) {
+        (Some(ran), Some(named)) if ran != named => {
+            ctx.printer.note(&format!(
+                "the config names node {named}, but this host's Calico ran as node {ran} (calico-node's nodename file): uninstall forgets {ran} and leaves {named} as it is"
+            ));
+            Some(ran)
+        }
+        (Some(ran), _) => Some(ran),
+        (None, named) => named,
+    }
 }
 
 /// The node this host's Calico ran as: what calico-node wrote to its `nodename` file

@@ -336,7 +336,7 @@ pub static SETTINGS: &[Spec] = &[
         "metrics.diags_namespace",
         Kind::Scalar,
         Value("system-upgrade"),
-        "The namespace of the ServiceAccount calicoctl-win-diags whose tokens GET /diags takes: the fleet DaemonSet's ('fleet plan --namespace', 'fleet diags --namespace').",
+        "The namespace of the ServiceAccount calicoctl-win-diags whose tokens GET /diags takes: the fleet DaemonSet's namespace (the --namespace of 'fleet plan' and of 'fleet diags').",
     ),
 ];
 

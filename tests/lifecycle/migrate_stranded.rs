@@ -314,6 +314,35 @@ fn from_operator_holds_the_host_lock_through_its_install() {
     assert_eq!(holder["command"], "migrate", "{holder}");
 }
 
+/// `from-operator --detach` starts its run as a process of its own, which takes the host lock
+/// itself: the starting command lets go of the lock it planned under (keeping it, the child
+/// found the host busy and every detached run refused itself), and the child hands the node
+/// over and records its result.
+#[test]
+fn from_operator_detached_runs_and_records_its_result() {
+    let (node, _operator) = the_operators();
+    let zip = node.zip().display().to_string();
+    let (code, doc, err) = node.run(&[
+        "migrate",
+        "from-operator",
+        "--pod-timeout",
+        "30s",
+        "--release-zip",
+        &zip,
+        "--detach",
+    ]);
+    assert_eq!(code, 0, "{err} {doc}");
+    let result = std::path::PathBuf::from(doc["result"].as_str().expect("result"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
+    while !result.exists() {
+        assert!(std::time::Instant::now() < deadline, "no result: {doc}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let recorded: Value =
+        serde_json::from_slice(&fs_err::read(&result).expect("result")).expect("result JSON");
+    assert_eq!(recorded["exit_code"], 0, "{recorded:#}");
+}
+
 /// An operator Degraded before anything changes is refused, with nothing changed.
 #[test]
 fn a_degraded_operator_is_refused_before_any_change() {
