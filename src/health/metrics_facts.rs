@@ -9,12 +9,11 @@ use crate::installed::metrics_findings::{
 };
 
 /// Felix's own Prometheus rule, when it lets every address in (a firewall that cannot be read
-/// is said as such), CalicoNode's endpoint when it cannot listen, and its `/diags` when the API
-/// server refuses it the TokenReview.
+/// is said as such), CalicoNode's endpoint when it cannot listen; and, said but no problem, its
+/// `/diags` refused because the API server refuses it the TokenReview.
 pub(super) fn metrics(h: &dyn Host, n: &mut Notes) {
     n.findings.extend(endpoint_down(h).as_ref().map(endpoint));
-    n.findings
-        .extend(diags_review_refused(h).as_ref().map(diags_review));
+    n.shown.diags_review = diags_review_refused(h).as_ref().map(diags_review);
     match h.firewall_rule(FELIX_RULE) {
         Ok(rule) => n.findings.extend(felix_rule(rule.as_ref())),
         Err(e) => n.findings.push(health::host_unreadable(

@@ -149,6 +149,10 @@ pub struct Shown {
     /// the cluster's DatastoreMigrations could not be read.
     pub endpoint_states: Option<Finding>,
     pub datastore_unreadable: Option<Finding>,
+    /// The API server refused CalicoNode the TokenReview of `GET /diags` (`fleet diags` is
+    /// refused on this node): said, not a problem of the node's networking, so that the fleet
+    /// DaemonSet's readiness (`status -q`) does not turn on it.
+    pub diags_review: Option<Finding>,
 }
 
 /// calico-node's token as its lines say it, beside its section.

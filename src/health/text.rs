@@ -104,6 +104,9 @@ fn the_cluster(r: &InstalledReport) -> Vec<String> {
     }
     out.push(format!("kube-proxy: {}", r.kube_proxy.message));
     out.extend(r.shown.datastore.clone());
+    if let Some(f) = &r.shown.diags_review {
+        out.push(format!("{f:2}"));
+    }
     if let Some(f) = &r.shown.datastore_unreadable {
         out.push(format!("{f:2}"));
     }

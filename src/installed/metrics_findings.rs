@@ -138,7 +138,7 @@ pub fn diags_review(d: &DiagsReviewRefused) -> Finding {
             crate::duration::time_text(d.since),
             d.error
         ),
-        "apply 'calicoctl-win fleet rbac --identity diags --calico-namespace NS' (its ClusterRole calicoctl-win-diags-review lets calico-node create tokenreviews), or set metrics.diags: false and run 'calicoctl-win reconfigure'".to_owned(),
+        Code::DiagsReviewRefused.remedy().to_owned(),
     )
 }
 
