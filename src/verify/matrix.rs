@@ -388,12 +388,17 @@ fn peer(
 }
 
 /// Why a node cannot carry a peer's probe pod: not Ready or cordoned (a cordoned node is being
-/// drained or maintained), or a taint the pods do not tolerate.
+/// drained or maintained), or any `NoSchedule` or `NoExecute` taint. A peer is chosen, not the
+/// node asked about, so it need not tolerate what keeps pods off a node: such a node is kept
+/// for others (a control plane, GPU or Windows-only pool), and some run no pod of ours at all
+/// (EKS Fargate's `eks.amazonaws.com/compute-type=fargate:NoSchedule`, a virtual kubelet's
+/// `virtual-kubelet.io/provider=...:NoSchedule`): a probe pod there never gets an address and
+/// would be blamed on the node under test.
 fn unfit(n: &NodeFacts) -> Option<String> {
     if !n.usable {
         return Some("not Ready, or cordoned".into());
     }
-    untolerated(&n.taints, &tolerations()).map(|t| {
+    untolerated(&n.taints, &[]).map(|t| {
         format!(
             "taint {}={}:{} not tolerated",
             t.key,

@@ -106,9 +106,9 @@ fn taint(key: &str, effect: &str) -> Taint {
     }
 }
 
-/// A peer is chosen only where the probe pods can run: Ready and not cordoned, no
-/// `NoExecute` taint they do not tolerate (a `NoSchedule` one, or `PreferNoSchedule`, is no
-/// bar), and, for another Windows node, calicoctl-win's Calico known good there. The peers
+/// A peer is chosen only where the probe pods can run: Ready and not cordoned, no `NoSchedule`
+/// or `NoExecute` taint (a node kept for others, such as EKS Fargate's; `PreferNoSchedule` is
+/// no bar), and, for another Windows node, calicoctl-win's Calico known good there. The peers
 /// passed over are named; the ones chosen are the plan's peers.
 #[test]
 fn a_peer_is_chosen_only_where_the_probe_pods_can_run() {
@@ -116,11 +116,10 @@ fn a_peer_is_chosen_only_where_the_probe_pods_can_run() {
     unreachable.taints = vec![taint("node.kubernetes.io/unreachable", "NoExecute")];
     let mut cordoned = linux("b-cordoned", false);
     cordoned.usable = false;
-    let mut dedicated = linux("c-dedicated", false);
-    dedicated.taints = vec![
-        taint("dedicated", "NoSchedule"),
-        taint("spot", "PreferNoSchedule"),
-    ];
+    let mut fargate = linux("c-fargate", false);
+    fargate.taints = vec![taint("eks.amazonaws.com/compute-type", "NoSchedule")];
+    let mut spot = linux("d-spot", false);
+    spot.taints = vec![taint("spot", "PreferNoSchedule")];
     let mut degraded = win("win-a-degraded", "10.0.20348");
     degraded.calico_unready = Some("CalicoWindowsReady is Unknown: stale".into());
     let mut evicting = win("win-b-evicting", "10.0.20348");
@@ -128,7 +127,8 @@ fn a_peer_is_chosen_only_where_the_probe_pods_can_run() {
     let nodes = [
         unreachable,
         cordoned,
-        dedicated,
+        fargate,
+        spot,
         win("win-0", "10.0.20348"),
         degraded,
         evicting,
@@ -140,7 +140,7 @@ fn a_peer_is_chosen_only_where_the_probe_pods_can_run() {
         [
             Peer {
                 role: Role::Linux,
-                node: "c-dedicated".into()
+                node: "d-spot".into()
             },
             Peer {
                 role: Role::Remote,
