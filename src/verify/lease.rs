@@ -29,12 +29,28 @@ pub fn lease_s() -> i64 {
     i64::try_from(LEASE.as_secs()).unwrap_or(60)
 }
 
-/// The API server's time (this host's when it sends no `Date`).
-pub fn server_time(c: &Cluster) -> i64 {
-    probe::server_now(c)
-        .ok()
-        .flatten()
-        .unwrap_or_else(crate::duration::now)
+/// The API server's clock less this host's, from the last `Date` the server sent this process
+/// (`i64::MIN`: none yet).
+static OFFSET: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(i64::MIN);
+
+/// The API server's time: its `Date` now, else this host's clock moved by the difference the
+/// last `Date` showed; `None` when the server has sent none (never this host's clock alone: a
+/// lease written by a clock behind the server's would be expired at once, and another run
+/// would delete a living run's namespace).
+pub fn server_time(c: &Cluster) -> Option<i64> {
+    let local = crate::duration::now();
+    match probe::server_now(c).ok().flatten() {
+        Some(t) => {
+            OFFSET.store(t - local, Ordering::SeqCst);
+            Some(t)
+        }
+        None => offset_time(local, OFFSET.load(Ordering::SeqCst)),
+    }
+}
+
+/// `local` moved by `offset`, when one is known.
+fn offset_time(local: i64, offset: i64) -> Option<i64> {
+    (offset != i64::MIN).then(|| local.saturating_add(offset))
 }
 
 /// The run's namespace as it holds it: the object it last wrote (its resourceVersion the
@@ -124,8 +140,10 @@ fn write(c: &Cluster, held: &Held, last: &mut Namespace, at_s: i64) -> Result<bo
 /// over or the namespace is no longer its own: run beside the run, on a thread of its own.
 pub fn keep(c: &Cluster, held: &Held) {
     // A failed write is tried again at the next renewal, within the lease.
-    keep_every(held, RENEW, || {
-        renew(c, held, server_time(c) + lease_s()).unwrap_or(true)
+    // Without the server's time the renewal waits for the next (the lease runs on meanwhile).
+    keep_every(held, RENEW, || match server_time(c) {
+        Some(t) => renew(c, held, t + lease_s()).unwrap_or(true),
+        None => true,
     });
 }
 
@@ -142,5 +160,17 @@ fn keep_every(held: &Held, every: Duration, mut renew: impl FnMut() -> bool) {
         if !held.done.load(Ordering::SeqCst) && !renew() {
             held.done.store(true, Ordering::SeqCst);
         }
+    }
+}
+
+#[cfg(test)]
+mod clock_tests {
+    /// Without a `Date` from the server there is no lease time, never this host's clock alone;
+    /// with one seen, this host's clock moved by the difference it showed.
+    #[test]
+    fn no_server_time_without_a_date_seen() {
+        assert_eq!(super::offset_time(1_000, i64::MIN), None);
+        assert_eq!(super::offset_time(1_000, -90), Some(910));
+        assert_eq!(super::offset_time(1_000, 0), Some(1_000));
     }
 }

@@ -85,7 +85,10 @@ fn the_runs_namespace_carries_a_lease_renewed_under_its_resource_version() {
     let server_now = jiff::Timestamp::now().as_second() + skew;
     let path = "/api/v1/namespaces/calicoctl-win-verify-l1";
     let mut ns = calicoctl_win::verify::objects::namespace("l1");
-    ns = lease::until(ns, lease::server_time(&c) + lease::lease_s());
+    ns = lease::until(
+        ns,
+        lease::server_time(&c).expect("the fake sends Date") + lease::lease_s(),
+    );
     let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
         kube::Api::all(c.client.clone());
     let read = c
