@@ -230,10 +230,10 @@ fn checks_and_clean_up(
         if let Some(h) = held {
             let _ = shared::keep_for(c, name, h, LEFTOVER_AGE_S);
         }
-        if let Some(l) = run.own {
-            if let Some(t) = lease::server_time(c) {
-                let _ = lease::hold_until(c, l, t + LEFTOVER_AGE_S);
-            }
+        if let Some(l) = run.own
+            && let Some(t) = lease::server_time(c)
+        {
+            let _ = lease::hold_until(c, l, t + LEFTOVER_AGE_S);
         }
         false
     } else {
