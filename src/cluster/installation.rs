@@ -470,7 +470,8 @@ pub fn patch_installation(c: &Cluster, name: &str, patch: &Value) -> Result<(), 
 /// that field). The restore carries the resourceVersion read, so a change between the read and
 /// the write is a 409 (kube-apiserver's `Store.Update` refuses a patched object whose
 /// resourceVersion is not the stored one: staging/src/k8s.io/apiserver/pkg/registry/generic/
-/// registry/store.go) and is kept too. An Installation that is gone is not made again.
+/// registry/store.go), and the Installation is read and judged again. An Installation that is
+/// gone is not made again; one already as the restore leaves it is not written.
 pub fn restore_installation(
     c: &Cluster,
     name: &str,
@@ -478,22 +479,35 @@ pub fn restore_installation(
     restore: &Value,
 ) -> Result<Option<String>, PatchError> {
     let what = format!("installations.operator.tigera.io/{name}");
-    let Some(now) = c.call_opt("get", &what, installations(c).get(name))? else {
-        return Ok(Some("whole object (it was deleted)".to_owned()));
-    };
-    let now = serde_json::to_value(&now).unwrap_or_default();
-    if let Some(field) = differs(applied, &now, "") {
-        return Ok(Some(field));
+    // The operator writes the Installation's status often (its status subresource shares the
+    // object's resourceVersion), so a 409 is read again, a few times, before it counts.
+    for _ in 0..RESTORE_TRIES {
+        let Some(now) = c.call_opt("get", &what, installations(c).get(name))? else {
+            return Ok(Some("whole object (it was deleted)".to_owned()));
+        };
+        let now = serde_json::to_value(&now).unwrap_or_default();
+        // Already as the restore leaves it (our patch never landed, or a run cut off after
+        // the restore): nothing to write, and nothing kept.
+        if differs(restore, &now, "").is_none() {
+            return Ok(None);
+        }
+        if let Some(field) = differs(applied, &now, "") {
+            return Ok(Some(field));
+        }
+        let mut patch = restore.clone();
+        patch["metadata"]["resourceVersion"] = now["metadata"]["resourceVersion"].clone();
+        match patch_installation(c, name, &patch) {
+            Err(PatchError::Cluster(ClusterError::Api { code: 409, .. })) => continue,
+            r => return r.map(|()| None),
+        }
     }
-    let mut patch = restore.clone();
-    patch["metadata"]["resourceVersion"] = now["metadata"]["resourceVersion"].clone();
-    match patch_installation(c, name, &patch) {
-        Err(PatchError::Cluster(ClusterError::Api { code: 409, .. })) => Ok(Some(
-            "resourceVersion (it changed while it was read)".to_owned(),
-        )),
-        r => r.map(|()| None),
-    }
+    Ok(Some(
+        "resourceVersion (it changed each time it was read)".to_owned(),
+    ))
 }
+
+/// How many times the restore reads the Installation again after a 409.
+const RESTORE_TRIES: usize = 5;
 
 /// The first field whose value in `got` is not what the merge patch `patch` set (null: removed),
 /// as a dotted path.

@@ -343,6 +343,47 @@ fn from_operator_detached_runs_and_records_its_result() {
     assert_eq!(recorded["exit_code"], 0, "{recorded:#}");
 }
 
+/// The operator writes the Installation's status while the rollback reads it: the restore's
+/// resourceVersion precondition fails (409), the Installation is read again, and, its fields
+/// as migrate set them, it is put back (a status write is no administrator's change).
+#[test]
+fn a_status_write_during_the_restore_does_not_keep_the_installation() {
+    let node = installed_with_pods();
+    let operator = FakeOperator::start(node.api().state.clone(), "win-1", node.sim());
+    operator.hold_render(true);
+    let state = node.api().state.clone();
+    let racer = std::thread::spawn(move || {
+        for _ in 0..400 {
+            let mut st = state.lock().expect("state");
+            if st
+                .objects
+                .get(INSTALLATION)
+                .is_some_and(|i| i["spec"]["calicoNetwork"]["windowsDataplane"] == "HNS")
+            {
+                st.status_written_before_patch
+                    .insert(INSTALLATION.to_owned());
+                return true;
+            }
+            drop(st);
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        false
+    });
+    let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "2s"]);
+    assert!(
+        racer.join().expect("racer"),
+        "migrate never patched the Installation"
+    );
+    assert_eq!(code, 4, "{err} {doc}");
+    assert!(!err.contains("was left as it is"), "{err}");
+    let inst = node.api().get(INSTALLATION).expect("installation");
+    assert_eq!(
+        inst["spec"]["calicoNetwork"]["windowsDataplane"], "Disabled",
+        "{inst}"
+    );
+    assert_eq!(inst["spec"]["windowsNodes"], Value::Null, "{inst}");
+}
+
 /// An operator Degraded before anything changes is refused, with nothing changed.
 #[test]
 fn a_degraded_operator_is_refused_before_any_change() {

@@ -49,6 +49,12 @@ pub struct State {
     /// now) just before this client's next delete or update of them arrives: a race between
     /// two clients.
     pub made_again_before_write: BTreeSet<String>,
+    /// Objects whose status another client writes just before this client's next patch of
+    /// them arrives: the resourceVersion moves, the spec stays (the Tigera operator writes the
+    /// Installation's status on its reconciles: tigera/operator `core_controller.go`,
+    /// `r.status.SetDegraded` ... `Status().Update`; the status subresource shares the
+    /// object's resourceVersion).
+    pub status_written_before_patch: BTreeSet<String>,
     /// Every request: method and path.
     pub requests: Vec<(String, String)>,
     /// Bearer tokens the server accepts: the admin's and every token it issued.
@@ -229,6 +235,7 @@ impl FakeApi {
             forbidden: Vec::new(),
             clock_offset_s: 0,
             made_again_before_write: BTreeSet::new(),
+            status_written_before_patch: BTreeSet::new(),
             requests: Vec::new(),
             tokens: BTreeSet::from([token.clone()]),
             max_token_seconds: None,

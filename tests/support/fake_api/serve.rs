@@ -1080,9 +1080,13 @@ fn patch(st: &mut State, t: &Target, body: &Value, query: &str) -> Reply {
         .get(t.resource.plural)
         .cloned()
         .unwrap_or_default();
+    let status_written = st.status_written_before_patch.remove(&path);
     let Some(object) = st.objects.get_mut(&path) else {
         return not_found(t);
     };
+    if status_written {
+        bump(object);
+    }
     let set = |field: &String| !field.split('.').fold(body, |v, k| &v[k]).is_null();
     if let Some(field) = unknown.iter().find(|f| set(f))
         && st.strict_validation
