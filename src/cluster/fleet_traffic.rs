@@ -68,6 +68,23 @@ pub fn of_node(n: &Node, every: Option<Duration>, now: i64) -> Option<Traffic> {
         t.status = "Unknown".into();
         t.reason = Some(STALE.into());
     }
+    // Runs that each could not judge (the turn never theirs, a refused call, an image that
+    // lacks the build) keep the heartbeat fresh: unjudged since the condition last changed,
+    // for more than two intervals, is stale too.
+    let since = c.last_transition_time.as_ref().map(|t| t.0.as_second());
+    if let Some(every) = every.filter(|e| {
+        t.reason.as_deref() == Some(NOT_RUN) && since.is_some() && is_stale(since, *e, now)
+    }) {
+        t.message = Some(format!(
+            "its scheduled verify has not judged the node's traffic for more than two intervals of the DaemonSet's --verify-every ({}), since {}: {}",
+            crate::duration::show(every),
+            c.last_transition_time
+                .as_ref()
+                .map_or("an unknown time".into(), |t| t.0.to_string()),
+            t.message.as_deref().map_or("no message".into(), shown)
+        ));
+        t.reason = Some(STALE.into());
+    }
     Some(t)
 }
 
@@ -162,7 +179,7 @@ mod tests {
     }
 
     #[test]
-    fn a_false_verdict_is_a_problem_and_an_unknown_not_run_is_not() {
+    fn a_false_verdict_is_a_problem_and_an_unknown_not_run_only_once_stale() {
         let every = Some(Duration::from_secs(600));
         let f = of_node(&node("False", "TrafficFails", Some(5)), every, NOW).expect("t");
         let p = problem("win-1", &f).expect("a problem");
@@ -172,6 +189,25 @@ mod tests {
         );
         let u = of_node(&node("Unknown", NOT_RUN, Some(5)), every, NOW).expect("t");
         assert_eq!(problem("win-1", &u), None);
+        // Not run, changed to that more than two intervals ago: its runs never judge, stale.
+        let mut never = node("Unknown", NOT_RUN, Some(5));
+        if let Some(c) = never
+            .status
+            .as_mut()
+            .and_then(|s| s.conditions.as_mut())
+            .and_then(|c| c.first_mut())
+        {
+            c.last_transition_time = Some(Time(
+                jiff::Timestamp::from_second(NOW - 1300).expect("time"),
+            ));
+        }
+        let n = of_node(&never, every, NOW).expect("t");
+        assert_eq!(n.reason.as_deref(), Some(STALE));
+        assert!(
+            problem("win-1", &n)
+                .expect("a problem")
+                .contains("has not judged")
+        );
         assert_eq!(of_node(&Node::default(), every, NOW), None);
     }
 
