@@ -36,7 +36,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     };
     let grant = rec.renewal.clone().filter(|_| args.purge);
     let ran_as = ran_as(host.as_ref(), &root);
-    let cluster = cluster_part(ctx, grant.as_ref(), ran_as);
+    let cluster = cluster_part(ctx, grant.as_ref(), (ran_as, rec.config_hash.as_deref()));
     let actions = uninstall::plan(
         host.as_ref(),
         &rec,
@@ -232,7 +232,7 @@ struct ClusterPart {
 fn cluster_part(
     ctx: &mut Context,
     grant: Option<&crate::cluster::renewal::Grant>,
-    ran_as: Option<String>,
+    (ran_as, hash): (Option<String>, Option<&str>),
 ) -> ClusterPart {
     use crate::cluster::node::Left;
     let node = node_to_forget(ctx, ran_as);
@@ -261,10 +261,16 @@ fn cluster_part(
                 });
             }
             match &node {
-                Some(n) if node_there => part.steps.push(apply::Action::ForgetNode {
-                    node: n.clone(),
-                    left: Left::Uninstalled,
-                }),
+                Some(n) if node_there => match another_install(&c, n, hash) {
+                    None => part.steps.push(apply::Action::ForgetNode {
+                        node: n.clone(),
+                        left: Left::Uninstalled,
+                    }),
+                    Some(w) => {
+                        ctx.printer.warn(&w);
+                        part.warnings.push(w);
+                    }
+                },
                 Some(n) => ctx.printer.note(&format!(
                     "node {n} is not in the cluster: it has nothing to forget"
                 )),
@@ -301,6 +307,21 @@ fn cluster_part(
         }
     }
     part
+}
+
+/// Why node `n` is not this install's to forget, if it is not: its `calicoctl-win/config-hash`
+/// annotation names another config than this install's record (`hash`; a record of an older
+/// version has none, and then the node is taken as named). A node with no such annotation has
+/// nothing of ours but its condition, which is forgotten.
+fn another_install(c: &crate::cluster::Cluster, n: &str, hash: Option<&str>) -> Option<String> {
+    let key = crate::cluster::node::ANNOTATION_CONFIG_HASH;
+    let theirs = crate::cluster::node::annotations(c, n).ok()?.remove(key)?;
+    let ours = hash?;
+    (theirs != ours).then(|| {
+        format!(
+            "node {n} carries another install's config ({key} {theirs}, this install's {ours}): uninstall leaves its annotations and condition as they are"
+        )
+    })
 }
 
 /// The node uninstall forgets: the one this host's Calico ran as (`ran_as`) when it differs

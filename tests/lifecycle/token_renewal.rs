@@ -430,6 +430,37 @@ fn uninstall_purge_leaves_a_grant_that_is_not_ours() {
     );
 }
 
+/// A node whose config-hash annotation names another install's config (reinstalled elsewhere
+/// under the same name, or a copied config) is not forgotten: its annotations stay, said.
+#[test]
+fn uninstall_leaves_a_node_another_install_annotated() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = Node::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{stderr}");
+    let mut n = api.get("/api/v1/nodes/win-1").expect("node");
+    let theirs = format!("sha256:{}", "b".repeat(64));
+    n["metadata"]["annotations"]["calicoctl-win/config-hash"] = serde_json::json!(theirs);
+    api.put("/api/v1/nodes/win-1", n);
+    let (code, doc, stderr) = node.run(&["uninstall"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        doc["warnings"]
+            .to_string()
+            .contains("carries another install's config"),
+        "{doc}"
+    );
+    let n = api.get("/api/v1/nodes/win-1").expect("node");
+    assert_eq!(
+        n["metadata"]["annotations"]["calicoctl-win/config-hash"],
+        theirs.as_str(),
+        "{n}"
+    );
+}
+
 /// Uninstall forgets the node this host's Calico ran as (calico-node's `nodename` file), not
 /// whatever node the config names now: a config edited since, or copied from another node, must
 /// not turn a living node's condition NotInstalled.
