@@ -254,14 +254,20 @@ fn cluster_part(
     };
     match reached {
         Ok((c, node_there)) => {
-            if let Some(g) = grant {
+            // A node another install annotated since (re-provisioned under this name) keeps
+            // its annotations, its condition and its grant, which are that install's now.
+            let foreign = node
+                .as_deref()
+                .filter(|_| node_there)
+                .and_then(|n| another_install(&c, n, hash));
+            if let Some(g) = grant.filter(|_| foreign.is_none()) {
                 part.steps.push(apply::Action::RemoveRenewalGrant {
                     namespace: g.namespace.clone(),
                     name: g.name.clone(),
                 });
             }
             match &node {
-                Some(n) if node_there => match another_install(&c, n, hash) {
+                Some(n) if node_there => match foreign {
                     None => part.steps.push(apply::Action::ForgetNode {
                         node: n.clone(),
                         left: Left::Uninstalled,
@@ -319,7 +325,7 @@ fn another_install(c: &crate::cluster::Cluster, n: &str, hash: Option<&str>) -> 
     let ours = hash?;
     (theirs != ours).then(|| {
         format!(
-            "node {n} carries another install's config ({key} {theirs}, this install's {ours}): uninstall leaves its annotations and condition as they are"
+            "node {n} carries another install's config ({key} {theirs}, this install's {ours}): uninstall leaves its annotations, its condition and its token-renewal grant as they are"
         )
     })
 }
