@@ -445,7 +445,7 @@ fn uninstall_leaves_a_node_another_install_annotated() {
     let theirs = format!("sha256:{}", "b".repeat(64));
     n["metadata"]["annotations"]["calicoctl-win/config-hash"] = serde_json::json!(theirs);
     api.put("/api/v1/nodes/win-1", n);
-    let (code, doc, stderr) = node.run(&["uninstall"]);
+    let (code, doc, stderr) = node.run(&["uninstall", "--purge"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(
         doc["warnings"]
@@ -459,6 +459,8 @@ fn uninstall_leaves_a_node_another_install_annotated() {
         theirs.as_str(),
         "{n}"
     );
+    // The grant named for the node is that install's now: it stays.
+    assert!(api.get(&format!("{RBAC}/roles/{GRANT}")).is_some());
 }
 
 /// Uninstall forgets the node this host's Calico ran as (calico-node's `nodename` file), not
