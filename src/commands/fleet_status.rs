@@ -72,6 +72,7 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
             problems: row_troubles(r, fleet_hash.as_deref())
                 .iter()
                 .map(|t| fleet_row(&r.name, t))
+                .chain(traffic_finding(r))
                 .collect(),
         })
         .collect();
@@ -80,7 +81,6 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
             .iter()
             .flat_map(|r| r.problems.iter().map(Into::into)),
     );
-    problems.extend(traffic_problems(&rows));
     let sentences: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
     print_table(ctx, &rows, fleet_hash.as_deref());
     let findings = code_counts(&rows);
@@ -154,12 +154,14 @@ fn print_table(ctx: &mut Context, rows: &[NodeRow], fleet_hash: Option<&str>) {
     ));
 }
 
-/// Each node's traffic verdict, judged against the DaemonSet's interval.
-fn traffic_problems(rows: &[NodeRow]) -> Vec<super::common::Problem> {
-    rows.iter()
-        .filter_map(|r| {
-            let t = r.traffic.as_ref()?;
-            fleet_traffic::problem(&r.name, t).map(super::common::Problem::plain)
-        })
-        .collect()
+/// A node's traffic verdict, judged against the DaemonSet's interval, as a finding.
+fn traffic_finding(r: &NodeRow) -> Option<Finding> {
+    let t = r.traffic.as_ref()?;
+    let sentence = fleet_traffic::problem(&r.name, t)?;
+    let code = if t.status == "False" {
+        crate::installed::health::Code::TrafficFails
+    } else {
+        crate::installed::health::Code::TrafficUnjudged
+    };
+    Some(Finding::new(code, &r.name, sentence, code.remedy()))
 }

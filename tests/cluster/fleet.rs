@@ -1326,6 +1326,11 @@ fn fleet_status_reads_the_traffic_verdict_against_the_daemonsets_interval() {
         problems.contains("node win-3: its CalicoWindowsTraffic verdict is stale"),
         "{problems}"
     );
+    // Each as a finding of its row, with its code and fix.
+    let codes = |i: usize| doc["nodes"][i]["problems"].to_string();
+    assert!(codes(1).contains("\"traffic-fails\""), "{doc}");
+    assert!(codes(2).contains("\"traffic-unjudged\""), "{doc}");
+    assert!(!codes(0).contains("traffic-"), "{doc}");
     assert!(
         !problems.contains("win-1") && !problems.contains("win-4"),
         "{problems}"

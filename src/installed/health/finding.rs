@@ -89,6 +89,12 @@ pub enum Code {
     CodesUnknown,
     /// `fleet status`: the node has another config than the fleet's, or none recorded.
     ConfigNotFleets,
+    /// `fleet status`: the fleet DaemonSet's scheduled `verify` found the node does not pass
+    /// traffic (`CalicoWindowsTraffic` False).
+    TrafficFails,
+    /// `fleet status`: the node's traffic has not been judged for two of the DaemonSet's
+    /// `--verify-every` intervals (`CalicoWindowsTraffic` stale, or every run unable to judge).
+    TrafficUnjudged,
     /// The API server refuses CalicoNode the TokenReview of `GET /diags` (calico-node's
     /// account lacks `create tokenreviews`): the node answers no `fleet diags`.
     DiagsReviewRefused,
@@ -160,6 +166,8 @@ impl Code {
         Code::ConditionMissing,
         Code::CodesUnknown,
         Code::ConfigNotFleets,
+        Code::TrafficFails,
+        Code::TrafficUnjudged,
         Code::DiagsReviewRefused,
         Code::MetricsPortExcluded,
         Code::TrafficCni,

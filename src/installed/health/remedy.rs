@@ -106,6 +106,12 @@ fn said_remedy(code: Code) -> &'static str {
             "install Calico on the node with calicoctl-win ('calicoctl-win install'), or Start-Service CalicoNode where it is installed"
         }
         Code::CodesUnknown => "upgrade calicoctl-win on the node",
+        Code::TrafficFails => {
+            "on the node: 'calicoctl-win verify' names the failing layer and its next step; the condition's message holds the last run's"
+        }
+        Code::TrafficUnjudged => {
+            "read the fleet DaemonSet pod's log on the node ('kubectl logs' of its calicoctl-win container): it says why its scheduled verify did not run or publish (the turn, a refused call, the image)"
+        }
         Code::ConfigNotFleets => {
             "give the node the fleet's config: 'calicoctl-win reconfigure' with it on the node, or the fleet's Plan (docs/commands/fleet.md)"
         }
