@@ -17,7 +17,7 @@ const NAMES: &str = r"(?:token|password|passwd|api[_-]?key|access[_-]?key|privat
 /// Secrets recognised by their shape. ASCII only (`-u`): the input may be any bytes. Each
 /// pattern is linear in its input (the regex crate has no backtracking) and the logs hand it
 /// one line (at most a chunk) at a time, so memory stays bounded.
-fn shapes() -> [(String, &'static str); 8] {
+fn shapes() -> [(String, &'static str); 9] {
     // The separator between a name and its value: `NAME=`, `NAME: `, `"NAME": `, `'NAME' = `.
     let sep = r#"["']?\s*[:=]\s*"#;
     [
@@ -47,6 +47,15 @@ fn shapes() -> [(String, &'static str); 8] {
             r"(?i-u)(bearer\s+)[A-Za-z0-9._~+/=-]{4,}".into(),
             "${1}<redacted>",
         ),
+        // A value named as a secret in quotes escaped inside a JSON string (a service's
+        // command line, an event's text, a log line quoting JSON): `{\"token\":\"X\"}`,
+        // `PASSWORD=\"X\"`, `--etcd-password \"X\"`, whole up to its closing `\"`.
+        (
+            format!(
+                r#"(?i-u)((?:[A-Za-z0-9_.-]*{NAMES}(?:\\["'])?\s*[:=]\s*|--[a-z0-9-]*{NAMES}\s+)\\["'])(?:[^"'\\\n]|\\[^"'\n])+"#
+            ),
+            "${1}<redacted>",
+        ),
         // A value named as a secret in double or single quotes, whole (it may hold blanks):
         // `"password": "two words"`, `AWS_SECRET_ACCESS_KEY='x'`.
         (
@@ -61,7 +70,7 @@ fn shapes() -> [(String, &'static str); 8] {
         // `--password X` (a flag, its value after a blank).
         (
             format!(
-                r#"(?i-u)((?:[A-Za-z0-9_.-]*{NAMES}{sep}|--[a-z0-9-]*{NAMES}\s+))[^\s"',{{}}\[\]<>]+"#
+                r#"(?i-u)((?:[A-Za-z0-9_.-]*{NAMES}{sep}|--[a-z0-9-]*{NAMES}\s+))[^\s"'\\,{{}}\[\]<>]+"#
             ),
             "${1}<redacted>",
         ),
@@ -329,6 +338,28 @@ pub(crate) mod tests {
             assert!(!out.contains(gone), "{gone} survived: {out}");
         }
         let back: serde_json::Value = serde_json::from_str(&out).expect("still JSON");
+        // Quoted inside a JSON string (the quotes escaped), as a service's command line or an
+        // event's text carries them.
+        for (line, gone) in [
+            (
+                r#"{"msg": "sending {\"token\":\"abcdefgh1234\"}"}"#,
+                "abcdefgh1234",
+            ),
+            (
+                r#"{"cmd": "x.exe ETCD_PASSWORD=\"s3cr3tpass\" -v"}"#,
+                "s3cr3tpass",
+            ),
+            (
+                r#"{"cmd": "x.exe --etcd-password \"two words\""}"#,
+                "two words",
+            ),
+            (r#"{"data": "\"password\": \"hunter2 pw\""}"#, "hunter2 pw"),
+        ] {
+            let out = redacted(&r, line);
+            assert!(!out.contains(gone), "{gone} survived: {out}");
+            serde_json::from_str::<serde_json::Value>(&out)
+                .unwrap_or_else(|e| panic!("not JSON any more ({e}): {out}"));
+        }
         assert_eq!(
             back["extra_env"]["node"]["HTTPS_PROXY"],
             "http://calico:<redacted>@proxy.corp:3128"
