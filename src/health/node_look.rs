@@ -74,13 +74,23 @@ fn steps(
     n: &mut Notes,
     out: &mut OnNode,
 ) -> anyhow::Result<()> {
-    host_facts::service(host, Role::Felix.service_name(), n)?;
-    // The networks the install made, as status judges them; the Calico network without a
-    // record to read.
-    let recorded = match crate::installed::record::read(host, root) {
-        Ok(Some(rec)) => rec.networks,
-        _ => vec![CALICO_NETWORK.to_owned()],
+    // The services the install made, as status judges them, but CalicoNode (the look is its
+    // own, or runs right after it started); Felix alone without a record to read. The networks
+    // alike: the Calico network without a record.
+    let rec = crate::installed::record::read(host, root).ok().flatten();
+    let services: Vec<String> = match &rec {
+        Some(rec) => rec
+            .services
+            .iter()
+            .map(|s| s.name.clone())
+            .filter(|s| s != Role::Node.service_name())
+            .collect(),
+        None => vec![Role::Felix.service_name().to_owned()],
     };
+    for s in &services {
+        host_facts::service(host, s, n)?;
+    }
+    let recorded = rec.map_or_else(|| vec![CALICO_NETWORK.to_owned()], |r| r.networks);
     let networks = hns_facts::networks(host, &recorded, n)?;
     hns_facts::endpoints(host, how, n)?;
     hns_facts::hns_restart(host, n);

@@ -965,3 +965,48 @@ fn an_endpoint_state_hns_did_not_give_is_said_with_its_code_and_fix() {
         "{text}"
     );
 }
+
+/// Every service the install made is judged alike by status and by the node's own look
+/// (CalicoNode's condition, repair's after its run): a stopped kube-proxy calicoctl-win
+/// registered is `service-not-running` in both, not in status alone.
+#[test]
+fn a_stopped_recorded_service_is_in_the_condition_as_in_status() {
+    let node = Node::healthy().release("3.30.2", "calico-node.exe").build();
+    node.api()
+        .set_node_ready("win-1", "True", "kubelet is posting ready status");
+    fs_err::create_dir_all(node.c_drive("k")).expect("k");
+    fs_err::write(
+        node.c_drive("k/kube-proxy.exe"),
+        "kube-proxy v1.33.2 (simulated)\n",
+    )
+    .expect("kube-proxy.exe");
+    let with_kube_proxy = ["--set", r"kube_proxy.path=C:\k\kube-proxy.exe"];
+    let (code, doc, err) = node.install_local(&with_kube_proxy);
+    assert_eq!(code, 0, "{err} {doc}");
+    node.edit_state(|s| s["services"]["kube-proxy"]["state"] = json!("stopped"));
+    let (_, status, _) = node.run(&[&with_kube_proxy[..], &["status"]].concat());
+    assert!(
+        codes_of(&status).contains(&"service-not-running".to_owned()),
+        "{status}"
+    );
+    let path = "/api/v1/nodes/win-1";
+    let child = crate::support::console_node(&node.sim());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let written = loop {
+        let n = node.api().get(path).expect("node");
+        let text = n["metadata"]["annotations"]["calicoctl-win/finding-codes"].as_str();
+        if let Some(text) = text {
+            break serde_json::from_str::<Value>(text).expect("a JSON object");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no codes written: {n}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let log = crate::support::stop_console(child);
+    assert!(
+        written["codes"].to_string().contains("service-not-running"),
+        "the condition's codes: {written} {log}"
+    );
+}
