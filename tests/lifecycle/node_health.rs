@@ -969,6 +969,7 @@ fn an_endpoint_state_hns_did_not_give_is_said_with_its_code_and_fix() {
 /// Every service the install made is judged alike by status and by the node's own look
 /// (CalicoNode's condition, repair's after its run): a stopped kube-proxy calicoctl-win
 /// registered is `service-not-running` in both, not in status alone.
+#[cfg(unix)]
 #[test]
 fn a_stopped_recorded_service_is_in_the_condition_as_in_status() {
     let node = Node::healthy().release("3.30.2", "calico-node.exe").build();
