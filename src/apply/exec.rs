@@ -40,6 +40,38 @@ pub enum Progress<'a> {
     Said(&'a str),
 }
 
+/// What the run says of a stop it does not honour.
+const UNSTOPPABLE: &str = "a stop was requested past the point of no return: the run finishes its steps instead of leaving the node half-changed";
+
+/// The stop a step heeds: the run's, or past the point of no return one never requested (a
+/// stop requested there said once): stopping there would leave the node half-changed (a
+/// network deleted, the node cordoned) for a rerun, when finishing the run is what either does.
+fn step_stop<'a>(
+    past_no_return: bool,
+    (stop, unstoppable): (&'a crate::duration::Stop, &'a crate::duration::Stop),
+    said: &mut bool,
+    report: &mut dyn FnMut(Progress<'_>),
+) -> &'a crate::duration::Stop {
+    if !past_no_return {
+        return stop;
+    }
+    if stop.requested() && !std::mem::replace(said, true) {
+        report(Progress::Said(UNSTOPPABLE));
+    }
+    unstoppable
+}
+
+/// A step that cannot be undone: past it, the run is finished rather than rolled back.
+fn is_irreversible(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::DeleteNetwork { .. }
+            | Action::DeleteEndpoint { .. }
+            | Action::EvictPods { .. }
+            | Action::RecreateDaemonSetPods { .. }
+    )
+}
+
 /// Runs the plan; `report` is called before each action and with its waits' lines. A stop
 /// (`Options::stop`) before the point of no return fails the step it cuts, or the next one
 /// before it begins, as a timeout would, and the run is undone; past that point the run
@@ -55,31 +87,13 @@ pub fn execute(
     let mut journal = start_journal(host, &opts, total)?;
 
     let mut past_no_return = journal.entries.iter().any(|e| e.irreversible);
-    // Past the point of no return a stop is not honoured: stopping there leaves the node
-    // half-changed (a network deleted, the node cordoned) for a rerun, when finishing the run
-    // is what either would do. Said once.
-    let unstoppable = crate::duration::Stop::new();
-    let mut said_unstoppable = false;
+    // Past the point of no return a stop is not honoured (`step_stop`).
+    let (unstoppable, mut said) = (crate::duration::Stop::new(), false);
     for (i, action) in actions.iter().enumerate() {
-        let stop = if past_no_return {
-            if opts.stop.requested() && !said_unstoppable {
-                said_unstoppable = true;
-                report(Progress::Said(
-                    "a stop was requested past the point of no return: the run finishes its steps instead of leaving the node half-changed",
-                ));
-            }
-            &unstoppable
-        } else {
-            &opts.stop
-        };
+        let stops = (&opts.stop, &unstoppable);
+        let stop = step_stop(past_no_return, stops, &mut said, report);
         report(Progress::Step(i + 1, total, action));
-        let irreversible = matches!(
-            action,
-            Action::DeleteNetwork { .. }
-                | Action::DeleteEndpoint { .. }
-                | Action::EvictPods { .. }
-                | Action::RecreateDaemonSetPods { .. }
-        );
+        let irreversible = is_irreversible(action);
         let committed_before = past_no_return;
         let step = (|| -> anyhow::Result<()> {
             if stop.requested() {

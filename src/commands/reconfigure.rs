@@ -95,15 +95,21 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Err(failed(*e, &node_name));
     }
     finished(ctx, &change, cluster, &node_name, actions.len());
-    let doc = doc.done();
+    print_done(ctx, args, cluster, &node_name, doc.done())
+}
+
+/// The document printed, after `--verify` when asked (for a CalicoWindowsReady written since
+/// the start only when the run started CalicoNode).
+fn print_done<D: serde::Serialize>(
+    ctx: &mut Context,
+    args: &ReconfigureArgs,
+    cluster: Option<&crate::cluster::Cluster>,
+    node_name: &str,
+    doc: super::change::Changing<D>,
+) -> anyhow::Result<()> {
     let restarted = doc.starts(crate::layout::Role::Node.service_name());
-    super::verify::print_verified(
-        ctx,
-        (args.verify_with(), "reconfigured", restarted),
-        cluster,
-        &node_name,
-        doc,
-    )
+    let verify = (args.verify_with(), "reconfigured", restarted);
+    super::verify::print_verified(ctx, verify, cluster, node_name, doc)
 }
 
 /// After a run that succeeded: the file stats kept, the node annotated, the steps counted.

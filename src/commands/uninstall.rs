@@ -234,7 +234,6 @@ fn cluster_part(
     grant: Option<&crate::cluster::renewal::Grant>,
     (ran_as, hash): (Option<String>, Option<&str>),
 ) -> ClusterPart {
-    use crate::cluster::node::Left;
     let node = node_to_forget(ctx, ran_as);
     let reached = match ctx.connect_cluster() {
         Ok(Some(c)) => match &node {
@@ -254,34 +253,12 @@ fn cluster_part(
     };
     match reached {
         Ok((c, node_there)) => {
-            // A node another install annotated since (re-provisioned under this name) keeps
-            // its annotations, its condition and its grant, which are that install's now.
-            let foreign = node
-                .as_deref()
-                .filter(|_| node_there)
-                .and_then(|n| another_install(&c, n, hash));
-            if let Some(g) = grant.filter(|_| foreign.is_none()) {
-                part.steps.push(apply::Action::RemoveRenewalGrant {
-                    namespace: g.namespace.clone(),
-                    name: g.name.clone(),
-                });
-            }
-            match &node {
-                Some(n) if node_there => match foreign {
-                    None => part.steps.push(apply::Action::ForgetNode {
-                        node: n.clone(),
-                        left: Left::Uninstalled,
-                    }),
-                    Some(w) => {
-                        ctx.printer.warn(&w);
-                        part.warnings.push(w);
-                    }
-                },
-                Some(n) => ctx.printer.note(&format!(
-                    "node {n} is not in the cluster: it has nothing to forget"
-                )),
-                None => part.warnings.push(unnamed_node(ctx)),
-            }
+            reached_steps(
+                ctx,
+                &mut part,
+                (&c, node_there),
+                (node.as_deref(), grant, hash),
+            );
             part.cluster = Some(c);
         }
         Err(why) => {
@@ -313,6 +290,52 @@ fn cluster_part(
         }
     }
     part
+}
+
+/// The cluster's steps when it answers: the grant removed and the node forgotten, unless the
+/// node is another install's now (said).
+fn reached_steps(
+    ctx: &mut Context,
+    part: &mut ClusterPart,
+    (c, node_there): (&crate::cluster::Cluster, bool),
+    (node, grant, hash): (
+        Option<&str>,
+        Option<&crate::cluster::renewal::Grant>,
+        Option<&str>,
+    ),
+) {
+    use crate::cluster::node::Left;
+    // A node another install annotated since (re-provisioned under this name) keeps
+    // its annotations, its condition and its grant, which are that install's now.
+    let foreign = node
+        .as_deref()
+        .filter(|_| node_there)
+        .and_then(|n| another_install(c, n, hash));
+    part.steps
+        .extend(
+            grant
+                .filter(|_| foreign.is_none())
+                .map(|g| apply::Action::RemoveRenewalGrant {
+                    namespace: g.namespace.clone(),
+                    name: g.name.clone(),
+                }),
+        );
+    match node {
+        Some(n) if node_there => match foreign {
+            None => part.steps.push(apply::Action::ForgetNode {
+                node: n.to_owned(),
+                left: Left::Uninstalled,
+            }),
+            Some(w) => {
+                ctx.printer.warn(&w);
+                part.warnings.push(w);
+            }
+        },
+        Some(n) => ctx.printer.note(&format!(
+            "node {n} is not in the cluster: it has nothing to forget"
+        )),
+        None => part.warnings.push(unnamed_node(ctx)),
+    }
 }
 
 /// Why node `n` is not this install's to forget, if it is not: its `calicoctl-win/config-hash`
