@@ -308,7 +308,6 @@ fn reached_steps(
     // A node another install annotated since (re-provisioned under this name) keeps
     // its annotations, its condition and its grant, which are that install's now.
     let foreign = node
-        .as_deref()
         .filter(|_| node_there)
         .and_then(|n| another_install(c, n, hash));
     part.steps
