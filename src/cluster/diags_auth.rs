@@ -19,6 +19,7 @@
 //! only that ServiceAccount's username is let in.
 
 use super::{Cluster, ClusterError};
+use crate::duration::Stop;
 use k8s_openapi::api::authentication::v1::{
     TokenRequest, TokenRequestSpec, TokenReview, TokenReviewSpec,
 };
@@ -77,8 +78,10 @@ pub enum Verdict {
 }
 
 /// Reviews `token` for `node`'s audience as `c` (CalicoNode's identity, which needs `create
-/// tokenreviews`): allowed only when authenticated as `ACCOUNT` in `namespace`.
-pub fn review(c: &Cluster, token: &str, node: &str, namespace: &str) -> Verdict {
+/// tokenreviews`): allowed only when authenticated as `ACCOUNT` in `namespace`. A stop
+/// abandons the review under way (the request is dropped): CalicoNode's stop does not wait
+/// for the API server's answer.
+pub fn review(c: &Cluster, token: &str, node: &str, namespace: &str, stop: &Stop) -> Verdict {
     let api: kube::Api<TokenReview> = kube::Api::all(c.client.clone());
     let asked = TokenReview {
         metadata: ObjectMeta::default(),
@@ -88,13 +91,25 @@ pub fn review(c: &Cluster, token: &str, node: &str, namespace: &str) -> Verdict 
         },
         status: None,
     };
-    let answer = c.call(
-        "create",
-        "tokenreviews",
-        api.create(&PostParams::default(), &asked),
-    );
+    let params = PostParams::default();
+    let create = api.create(&params, &asked);
+    let stopped = async {
+        while !stop.requested() {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    };
+    let answer = c.call("create", "tokenreviews", async {
+        tokio::select! {
+            r = create => r.map(Some),
+            () = stopped => Ok(None),
+        }
+    });
     match answer {
-        Ok(r) => judge(r, node, namespace),
+        Ok(Some(r)) => judge(r, node, namespace),
+        Ok(None) => Verdict::Failed {
+            forbidden: false,
+            why: "CalicoNode is stopping: the review was abandoned".into(),
+        },
         Err(e) => Verdict::Failed {
             forbidden: matches!(e, ClusterError::Api { code: 403, .. }),
             why: e.to_string(),

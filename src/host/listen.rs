@@ -2,14 +2,20 @@
 //! port could not be had.
 
 use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
 
 /// Why a port could not be listened on, as the bind's error tells it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum ListenRefusal {
-    /// Another socket holds the port (WSAEADDRINUSE): `pid` is its process, when the host
-    /// can tell (`GetExtendedTcpTable`'s listeners).
-    Held { pid: Option<u32> },
+    /// Another socket holds the port (WSAEADDRINUSE): `pid` is its process and `at` the
+    /// address it listens on (IPv4's or IPv6's: a dual-stack listener on `[::]` holds the IPv4
+    /// port too), when the host can tell (`GetExtendedTcpTable`'s listeners).
+    Held {
+        pid: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<SocketAddr>,
+    },
     /// The port is in a range the system keeps from every program (WSAEACCES with no
     /// listener on it: `netsh int ipv4 show excludedportrange protocol=tcp`, the ranges
     /// Hyper-V and WinNAT reserve).
@@ -17,6 +23,21 @@ pub enum ListenRefusal {
     /// Anything else (no socket could be made, a listen that failed).
     #[serde(other)]
     Other,
+}
+
+impl ListenRefusal {
+    /// Who holds the port, when the host could tell: `process 4242 listens on it at
+    /// [::]:9095 (IPv6)`.
+    pub fn holder(&self) -> Option<String> {
+        let Self::Held { pid: Some(pid), at } = self else {
+            return None;
+        };
+        let at = at.map_or_else(String::new, |a| {
+            let family = if a.is_ipv6() { "IPv6" } else { "IPv4" };
+            format!(" at {a} ({family})")
+        });
+        Some(format!("process {pid} listens on it{at}"))
+    }
 }
 
 /// A port that could not be listened on: why, and what the system said.
@@ -37,17 +58,24 @@ impl std::fmt::Display for ListenError {
 /// "Using SO_REUSEADDR and SO_EXCLUSIVEADDRUSE" (Winsock) gives a second bind with
 /// SO_EXCLUSIVEADDRUSE to a wildcard address WSAEADDRINUSE whatever the first socket set,
 /// so WSAEACCES is a port no socket holds: an excluded range. `holder` names the listener
-/// on the port, asked only when it is needed; a denied bind whose port a listener does hold
-/// after all is that listener's.
-pub fn refusal(code: i32, holder: impl FnOnce() -> Option<u32>) -> ListenRefusal {
+/// on the port (its pid and address), asked only when it is needed; a denied bind whose port a
+/// listener does hold after all is that listener's.
+pub fn refusal(code: i32, holder: impl FnOnce() -> Option<(u32, SocketAddr)>) -> ListenRefusal {
     const WSAEACCES: i32 = 10013;
     const WSAEADDRINUSE: i32 = 10048;
+    let held = |(pid, at): (u32, SocketAddr)| ListenRefusal::Held {
+        pid: Some(pid),
+        at: Some(at),
+    };
     match code {
-        WSAEADDRINUSE => ListenRefusal::Held { pid: holder() },
-        WSAEACCES => match holder() {
-            Some(pid) => ListenRefusal::Held { pid: Some(pid) },
-            None => ListenRefusal::Excluded,
-        },
+        WSAEADDRINUSE => holder().map_or(
+            ListenRefusal::Held {
+                pid: None,
+                at: None,
+            },
+            held,
+        ),
+        WSAEACCES => holder().map_or(ListenRefusal::Excluded, held),
         _ => ListenRefusal::Other,
     }
 }
@@ -58,16 +86,47 @@ mod tests {
 
     #[test]
     fn a_held_port_and_an_excluded_one_are_told_apart_by_the_bind_error() {
+        let v4: SocketAddr = "0.0.0.0:9095".parse().expect("addr");
+        let v6: SocketAddr = "[::]:9095".parse().expect("addr");
+        let held = |pid, at| ListenRefusal::Held {
+            pid: Some(pid),
+            at: Some(at),
+        };
+        assert_eq!(refusal(10048, || Some((4242, v4))), held(4242, v4));
         assert_eq!(
-            refusal(10048, || Some(4242)),
-            ListenRefusal::Held { pid: Some(4242) }
+            refusal(10048, || None),
+            ListenRefusal::Held {
+                pid: None,
+                at: None
+            }
         );
-        assert_eq!(refusal(10048, || None), ListenRefusal::Held { pid: None });
         assert_eq!(refusal(10013, || None), ListenRefusal::Excluded);
+        // A dual-stack listener on IPv6's every address holds the IPv4 port too.
+        assert_eq!(refusal(10013, || Some((7, v6))), held(7, v6));
+        assert_eq!(refusal(10055, || Some((7, v4))), ListenRefusal::Other);
+    }
+
+    /// The holder is named with its address and the address's family, an IPv6 one in
+    /// brackets; a record kept before the address was has none.
+    #[test]
+    fn the_holder_is_named_with_its_address_and_family() {
+        let at = |a: &str| ListenRefusal::Held {
+            pid: Some(4242),
+            at: Some(a.parse().expect("addr")),
+        };
         assert_eq!(
-            refusal(10013, || Some(7)),
-            ListenRefusal::Held { pid: Some(7) }
+            at("[::1]:9099").holder().as_deref(),
+            Some("process 4242 listens on it at [::1]:9099 (IPv6)")
         );
-        assert_eq!(refusal(10055, || Some(7)), ListenRefusal::Other);
+        assert_eq!(
+            at("0.0.0.0:9095").holder().as_deref(),
+            Some("process 4242 listens on it at 0.0.0.0:9095 (IPv4)")
+        );
+        let old: ListenRefusal =
+            serde_json::from_str(r#"{"kind":"held","pid":4242}"#).expect("old record");
+        assert_eq!(old.holder().as_deref(), Some("process 4242 listens on it"));
+        let kept = serde_json::to_string(&at("[::]:9095")).expect("json");
+        assert_eq!(kept, r#"{"kind":"held","pid":4242,"at":"[::]:9095"}"#);
+        assert_eq!(ListenRefusal::Excluded.holder(), None);
     }
 }

@@ -48,8 +48,8 @@ pub fn keep_endpoint_down(host: &dyn Host, down: Option<&EndpointDown>) -> HostR
 }
 
 /// CalicoNode's endpoint is down: which port, since when, why; a port another program holds
-/// (named by its pid when the host could tell) and one in an excluded range each with its
-/// own remedy.
+/// (named by its pid, address and family when the host could tell) and one in an excluded
+/// range each with its own remedy.
 pub fn endpoint(d: &EndpointDown) -> Finding {
     let port = d.port;
     let since = crate::duration::time_text(d.since);
@@ -64,9 +64,9 @@ pub fn endpoint(d: &EndpointDown) -> Finding {
             Code::MetricsPortExcluded.remedy().to_owned(),
         );
     }
-    let (holder, remedy) = match d.refusal {
-        ListenRefusal::Held { pid: Some(pid) } => (
-            format!("; process {pid} listens on it"),
+    let (holder, remedy) = match (&d.refusal, d.refusal.holder()) {
+        (ListenRefusal::Held { pid: Some(pid), .. }, Some(holder)) => (
+            format!("; {holder}"),
             format!(
                 "stop process {pid}, which listens on port {port} ('Get-Process -Id {pid}' names it), or set another metrics.port and run 'calicoctl-win reconfigure'"
             ),
@@ -253,7 +253,10 @@ mod tests {
             port: 9095,
             error: "Address in use".into(),
             since: 1_700_000_000,
-            refusal: ListenRefusal::Held { pid: None },
+            refusal: ListenRefusal::Held {
+                pid: None,
+                at: None,
+            },
         };
         keep_endpoint_down(&host, Some(&down)).expect("keep");
         assert_eq!(endpoint_down(&host).as_ref(), Some(&down));
@@ -283,7 +286,10 @@ mod tests {
             since: 1_700_000_000,
             refusal,
         };
-        let held = endpoint(&down(ListenRefusal::Held { pid: Some(4242) }));
+        let held = endpoint(&down(ListenRefusal::Held {
+            pid: Some(4242),
+            at: None,
+        }));
         assert_eq!(held.code, Code::MetricsEndpointDown);
         assert!(
             held.message.contains("process 4242 listens on it"),
@@ -294,6 +300,16 @@ mod tests {
                 .as_deref()
                 .is_some_and(|r| r.contains("stop process 4242")),
             "{held}"
+        );
+        // A dual-stack listener on IPv6's every address is named by its address and family.
+        let v6 = endpoint(&down(ListenRefusal::Held {
+            pid: Some(4242),
+            at: Some("[::]:9095".parse().expect("addr")),
+        }));
+        assert!(
+            v6.message
+                .contains("process 4242 listens on it at [::]:9095 (IPv6)"),
+            "{v6}"
         );
         let excluded = endpoint(&down(ListenRefusal::Excluded));
         assert_eq!(excluded.code, Code::MetricsPortExcluded);

@@ -3,11 +3,14 @@
 //! token CalicoNode renews), for this node's audience and the one ServiceAccount `fleet diags`
 //! uses (`cluster::diags_auth`). A positive review is kept a short while, by the token's
 //! sha256 (never the token), so that a gatherer that asks again after a 503 is not reviewed
-//! again; nothing of a token is logged.
+//! again; a refused one too, a shorter while, so that a caller repeating a bad token costs no
+//! review; and a value not shaped like a ServiceAccount token (a JWT) is refused before any
+//! review. Nothing of a token is logged.
 
 use crate::cluster::Cluster;
 use crate::cluster::credentials::Token;
 use crate::cluster::diags_auth::{self, Verdict};
+use crate::duration::Stop;
 use crate::host::Host;
 use crate::layout::env::EnvVars;
 use sha2::{Digest, Sha256};
@@ -17,7 +20,8 @@ use std::time::{Duration, Instant};
 
 /// How a token is reviewed; the node's is `ClusterReview`.
 pub trait Review: Sync {
-    fn review(&self, token: &str) -> Verdict;
+    /// The verdict on `token`; a stop ends a review under way (`Verdict::Failed`).
+    fn review(&self, token: &str, stop: &Stop) -> Verdict;
 }
 
 /// The review as CalicoNode makes it: TokenReview as calico-node, for this node's audience,
@@ -66,7 +70,7 @@ impl<'a> ClusterReview<'a> {
 }
 
 impl Review for ClusterReview<'_> {
-    fn review(&self, token: &str) -> Verdict {
+    fn review(&self, token: &str, stop: &Stop) -> Verdict {
         let Some(node) = self.node() else {
             return Verdict::Failed {
                 forbidden: false,
@@ -74,7 +78,7 @@ impl Review for ClusterReview<'_> {
             };
         };
         match self.cluster() {
-            Ok(c) => diags_auth::review(&c, token, node, &self.namespace),
+            Ok(c) => diags_auth::review(&c, token, node, &self.namespace, stop),
             Err(why) => Verdict::Failed {
                 forbidden: false,
                 why: format!("cannot reach the API server as calico-node: {why}"),
@@ -87,33 +91,96 @@ impl Review for ClusterReview<'_> {
 const KEPT_FOR: Duration = Duration::from_secs(60);
 /// How many positive reviews are kept at most (the oldest goes first).
 const KEPT_AT_MOST: usize = 16;
+/// How long a refused token is refused again without a review.
+const REFUSED_FOR: Duration = Duration::from_secs(30);
+/// How many refused tokens are kept at most (the oldest goes first).
+const REFUSED_AT_MOST: usize = 64;
 
-/// Positive reviews, by the token's sha256.
+/// Tokens by their sha256, each with when it was kept.
+type Kept = Mutex<Vec<([u8; 32], Instant)>>;
+
+/// Reviews kept by the token's sha256 (never the token): positive ones, and refused ones.
 #[derive(Default)]
-pub struct Reviewed(Mutex<Vec<([u8; 32], Instant)>>);
+pub struct Reviewed {
+    allowed: Kept,
+    refused: Kept,
+}
+
+fn key_of(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// Whether `key` is in `kept` (younger than `ttl`), forgetting what is older.
+fn holds(kept: &Kept, key: &[u8; 32], ttl: Duration) -> bool {
+    let now = Instant::now();
+    let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+    kept.retain(|(_, at)| now.saturating_duration_since(*at) < ttl);
+    kept.iter().any(|(k, _)| k == key)
+}
+
+/// Keeps `key` in `kept`, at most `cap` (the oldest goes first).
+fn keep(kept: &Kept, key: [u8; 32], cap: usize) {
+    let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+    if kept.len() >= cap {
+        kept.remove(0);
+    }
+    kept.push((key, Instant::now()));
+}
 
 impl Reviewed {
-    /// `token`'s verdict: kept, else `review`'s (kept when allowed).
-    pub fn verdict(&self, token: &str, review: &dyn Review) -> Verdict {
-        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        let now = Instant::now();
-        {
-            let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-            kept.retain(|(_, at)| now.saturating_duration_since(*at) < KEPT_FOR);
-            if kept.iter().any(|(k, _)| *k == key) {
-                return Verdict::Allowed;
-            }
+    /// Whether `token` was refused by a review a short while ago (`REFUSED_FOR`).
+    pub fn refused_lately(&self, token: &str) -> bool {
+        holds(&self.refused, &key_of(token), REFUSED_FOR)
+    }
+
+    /// `token`'s verdict: kept, else `review`'s (kept when allowed or denied; never when the
+    /// review failed, which says nothing of the token).
+    pub fn verdict(&self, token: &str, review: &dyn Review, stop: &Stop) -> Verdict {
+        let key = key_of(token);
+        if holds(&self.allowed, &key, KEPT_FOR) {
+            return Verdict::Allowed;
         }
-        let verdict = review.review(token);
-        if verdict == Verdict::Allowed {
-            let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-            if kept.len() >= KEPT_AT_MOST {
-                kept.remove(0);
-            }
-            kept.push((key, Instant::now()));
+        if holds(&self.refused, &key, REFUSED_FOR) {
+            return Verdict::Denied("the token was refused a short while ago".into());
+        }
+        let verdict = review.review(token, stop);
+        match verdict {
+            Verdict::Allowed => keep(&self.allowed, key, KEPT_AT_MOST),
+            Verdict::Denied(_) => keep(&self.refused, key, REFUSED_AT_MOST),
+            Verdict::Failed { .. } => {}
         }
         verdict
     }
+}
+
+/// The most a token may hold: a ServiceAccount token for one audience is about 1 KiB.
+const TOKEN_CAP: usize = 4096;
+
+/// Whether `token` is shaped like a ServiceAccount token, as kube-apiserver's authenticator
+/// reads one before anything else (kubernetes/kubernetes `pkg/serviceaccount/jwt.go`,
+/// `hasCorrectIssuer`: three parts split by `.`, the payload RawURL base64 of JSON, else not
+/// authenticated; `jwt.ParseSigned` then reads the protected header as JSON): three base64url
+/// parts without padding, the header a JSON object naming its `alg`, the payload a JSON
+/// object, at most `TOKEN_CAP` bytes. Any other value is refused without a review: no review
+/// could authenticate it.
+pub fn jwt_shaped(token: &str) -> bool {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let object = |part: &str| {
+        b64.decode(part)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .filter(serde_json::Value::is_object)
+    };
+    let parts: Vec<&str> = token.split('.').collect();
+    let [header, payload, signature] = parts[..] else {
+        return false;
+    };
+    token.len() <= TOKEN_CAP
+        && object(header).is_some_and(|h| h["alg"].is_string())
+        && object(payload).is_some()
+        && !signature.is_empty()
+        && b64.decode(signature).is_ok()
 }
 
 /// The token a request's head carries in `diags_auth::HEADER`, if any (the header's name in
@@ -135,32 +202,129 @@ mod tests {
 
     struct Counting(AtomicUsize, Verdict);
     impl Review for Counting {
-        fn review(&self, _: &str) -> Verdict {
+        fn review(&self, _: &str, _: &Stop) -> Verdict {
             self.0.fetch_add(1, Ordering::SeqCst);
             self.1.clone()
         }
     }
 
+    /// A JWT-shaped token whose payload says `sub`.
+    pub(crate) fn jwt(sub: &str) -> String {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let header = b64.encode(br#"{"alg":"RS256","kid":"k"}"#);
+        let payload = b64.encode(format!(r#"{{"sub":"{sub}"}}"#));
+        format!("{header}.{payload}.c2lnbmF0dXJl")
+    }
+
+    /// A positive review is kept by the token's hash; so is a refused one (a repeated bad
+    /// token is not reviewed again), but not a failed review, which says nothing of the token.
+    /// (Refused tokens were reviewed again at each request.)
     #[test]
-    fn a_positive_review_is_kept_by_the_tokens_hash_and_a_negative_one_is_not() {
+    fn reviews_are_kept_by_the_tokens_hash_allowed_and_refused_but_not_failed() {
         let kept = Reviewed::default();
+        let stop = Stop::new();
         let yes = Counting(AtomicUsize::new(0), Verdict::Allowed);
-        assert_eq!(kept.verdict("t1", &yes), Verdict::Allowed);
-        assert_eq!(kept.verdict("t1", &yes), Verdict::Allowed);
+        assert_eq!(kept.verdict("t1", &yes, &stop), Verdict::Allowed);
+        assert_eq!(kept.verdict("t1", &yes, &stop), Verdict::Allowed);
         assert_eq!(yes.0.load(Ordering::SeqCst), 1);
         let no = Counting(AtomicUsize::new(0), Verdict::Denied("no".into()));
-        assert_eq!(kept.verdict("t2", &no), Verdict::Denied("no".into()));
-        assert_eq!(kept.verdict("t2", &no), Verdict::Denied("no".into()));
-        assert_eq!(no.0.load(Ordering::SeqCst), 2);
+        assert!(!kept.refused_lately("t2"));
+        assert_eq!(kept.verdict("t2", &no, &stop), Verdict::Denied("no".into()));
+        assert!(kept.refused_lately("t2"));
+        assert!(matches!(kept.verdict("t2", &no, &stop), Verdict::Denied(_)));
+        assert_eq!(
+            no.0.load(Ordering::SeqCst),
+            1,
+            "a refused token was reviewed again"
+        );
+        let failed = Verdict::Failed {
+            forbidden: false,
+            why: "timed out".into(),
+        };
+        let down = Counting(AtomicUsize::new(0), failed);
+        kept.verdict("t3", &down, &stop);
+        kept.verdict("t3", &down, &stop);
+        assert_eq!(down.0.load(Ordering::SeqCst), 2);
+        assert!(!kept.refused_lately("t3"));
         // The token itself is nowhere in what is kept.
-        let held = kept.0.lock().expect("kept");
-        assert_eq!(held.len(), 1);
-        assert!(!held[0].0.windows(2).any(|w| w == b"t1"));
-        drop(held);
-        for i in 0..40 {
-            kept.verdict(&format!("many-{i}"), &yes);
+        for list in [&kept.allowed, &kept.refused] {
+            let held = list.lock().expect("kept");
+            assert_eq!(held.len(), 1);
+            assert!(!held[0].0.windows(2).any(|w| w == b"t1" || w == b"t2"));
         }
-        assert_eq!(kept.0.lock().expect("kept").len(), KEPT_AT_MOST);
+        for i in 0..100 {
+            kept.verdict(&format!("many-{i}"), &yes, &stop);
+            kept.verdict(&format!("bad-{i}"), &no, &stop);
+        }
+        assert_eq!(kept.allowed.lock().expect("kept").len(), KEPT_AT_MOST);
+        assert_eq!(kept.refused.lock().expect("kept").len(), REFUSED_AT_MOST);
+    }
+
+    /// Only a value shaped like a ServiceAccount token goes to a review: three base64url
+    /// parts, a header naming its `alg`, a JSON payload, within the cap.
+    #[test]
+    fn only_a_jwt_shaped_value_is_taken_for_review() {
+        use base64::Engine;
+        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        assert!(jwt_shaped(&jwt(
+            "system:serviceaccount:ns:calicoctl-win-diags"
+        )));
+        let long = jwt(&"x".repeat(TOKEN_CAP));
+        let (h, p) = (b64(r#"{"alg":"RS256"}"#), b64("{}"));
+        for bad in [
+            "good".to_owned(),
+            String::new(),
+            "a.b.c".into(),
+            format!("{h}.{p}"),
+            format!("{h}.{p}.sig.more"),
+            format!("{h}.{p}."),
+            format!("{h}={p}.c2ln"),
+            format!("{}.{p}.c2ln", b64(r#"{"typ":"JWT"}"#)),
+            format!("{}.{p}.c2ln", b64("[1]")),
+            format!("{h}.{}.c2ln", b64("not json")),
+            format!("{h}.{p}.c2ln+/"),
+            long,
+        ] {
+            assert!(!jwt_shaped(&bad), "{bad:?}");
+        }
+    }
+
+    /// A stop during a review the API server does not answer ends it at once, so that
+    /// CalicoNode's stop (and a shutdown's CNI withhold after it) does not wait for the
+    /// call's timeout. (The review ran on to its 15 s timeout.)
+    #[test]
+    fn a_stop_abandons_a_review_the_api_server_does_not_answer() {
+        use crate::host::{Access, Files};
+        let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let server = format!("http://{}", silent.local_addr().expect("addr"));
+        let (config, token) = (r"C:\CalicoWindows\kubeconfig", r"C:\CalicoWindows\token");
+        let text = crate::render::kubeconfig::kubeconfig(&server, "", token, "calico-system");
+        host.create_dir(r"C:\CalicoWindows").expect("dir");
+        host.write_file(config, text.as_bytes(), Access::Normal)
+            .expect("kubeconfig");
+        host.write_file(token, b"node-token", Access::Normal)
+            .expect("token");
+        let env = BTreeMap::from([
+            (EnvVars::KUBECONFIG.to_owned(), config.to_owned()),
+            (EnvVars::NODENAME.to_owned(), "win-1".to_owned()),
+        ]);
+        let review = ClusterReview::new(&host, &env, "system-upgrade");
+        let stop = Stop::new();
+        let verdict = std::thread::scope(|s| {
+            let verdict = s.spawn(|| review.review(&jwt("x"), &stop));
+            // The review is under way once the API server has its connection.
+            let held = silent.accept().expect("the review connects");
+            stop.request();
+            let verdict = verdict.join().expect("review");
+            drop(held);
+            verdict
+        });
+        match verdict {
+            Verdict::Failed { why, .. } => assert!(why.contains("stopping"), "{why}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -8,8 +8,11 @@
 //! cut short), on a thread of its own so that `/metrics` is answered meanwhile.
 //!
 //! Only a request whose token the API server finds to be `fleet diags`' for this node is
-//! served (`diags_review`): one without is answered 401 at once, one whose token is refused
-//! 401 after its review, and all before the bundle's slot is taken; while the API server
+//! served (`diags_review`): one without, or with a value no review could authenticate (not
+//! shaped like a ServiceAccount token) or that a review refused a short while ago, is answered
+//! 401 at once; one whose token is refused 401 after its review, and all before the bundle's
+//! slot is taken. Each is answered on its connection's own thread (`metrics_server`), so
+//! that neither a refusal nor a review holds another client's answer. While the API server
 //! refuses CalicoNode the review itself, every request is refused (503) and status says why
 //! (`diags-review-refused`). Every answer is marked `ANSWER_HEADER: WORD`, so that `fleet
 //! diags` tells it from the API server's.
@@ -24,7 +27,8 @@ use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use super::diags_review::{Review, Reviewed, token_of};
+use super::diags_review::{Review, Reviewed, jwt_shaped, token_of};
+use super::metrics_server::{ANSWER_TIME, linger};
 use crate::cluster::diags_auth::Verdict;
 use crate::cluster::diags_gather::{ANSWER_HEADER, NODE_BUILD_TIME, NODE_SEND_TIME};
 use crate::layout::{DIAGS_SERVE_DIR as DIR, DIAGS_SERVE_FILES};
@@ -39,8 +43,6 @@ const SEND_TIME: Duration = NODE_SEND_TIME;
 const RETRY_AFTER: u64 = 10;
 /// How many requests' tokens are reviewed at once; more are told 503.
 const REVIEWS_AT_ONCE: usize = 2;
-/// How long an answer given before the bundle's slot (401, 503) may take to send.
-const REFUSAL_TIME: Duration = Duration::from_secs(5);
 
 /// The `/diags` endpoint: at most one bundle in the making.
 pub struct Diags<'a> {
@@ -53,8 +55,6 @@ pub struct Diags<'a> {
     reviewing: AtomicUsize,
     review: &'a dyn Review,
     reviewed: Reviewed,
-    /// The connection being answered, to cut when CalicoNode stops.
-    answering: std::sync::Mutex<Option<TcpStream>>,
     /// The program that builds the bundle; `calicoctl-win.exe` under the root unless a test
     /// gives another (it gets the same arguments).
     pub program: String,
@@ -78,18 +78,22 @@ impl<'a> Diags<'a> {
             reviewing: AtomicUsize::new(0),
             review,
             reviewed: Reviewed::default(),
-            answering: std::sync::Mutex::new(None),
             program: root.self_exe(),
             build_time: BUILD_TIME,
             cap: CAP,
         }
     }
 
-    /// Takes a `GET /diags` whose `head` is read: 401 at once without a token, else its token
-    /// reviewed on a thread of `scope` (503 when `REVIEWS_AT_ONCE` are), then 401 when it is
-    /// refused, 503 when a bundle is in the making, else the bundle built and sent there.
-    pub fn take<'s>(&'s self, scope: &'s std::thread::Scope<'s, '_>, conn: TcpStream, head: &str) {
-        let Some(token) = token_of(head).map(str::to_owned) else {
+    /// Takes a `GET /diags` whose `head` is read, on its connection's thread: 401 at once
+    /// without a token, with a value not shaped like one or one refused lately; 503 when
+    /// `REVIEWS_AT_ONCE` are under way; else its token reviewed (a stop ends the review), then
+    /// 401 when it is refused, 503 when a bundle is in the making, else the bundle built and
+    /// sent there.
+    pub fn take(&self, conn: TcpStream, head: &str) {
+        let token = token_of(head)
+            .filter(|t| jwt_shaped(t))
+            .filter(|t| !self.reviewed.refused_lately(t));
+        let Some(token) = token else {
             self.refuse(&conn, "401 Unauthorized", "unauthenticated");
             return;
         };
@@ -98,14 +102,14 @@ impl<'a> Diags<'a> {
             self.refuse(&conn, "503 Service Unavailable", "busy");
             return;
         }
-        scope.spawn(move || {
-            let verdict = self.reviewed.verdict(&token, self.review);
-            drop(token);
-            self.reviewing.fetch_sub(1, Ordering::SeqCst);
-            if self.judged(&conn, verdict) && !self.stop.requested() {
-                self.build_and_send(conn);
-            }
-        });
+        let verdict = self.reviewed.verdict(token, self.review, self.stop);
+        self.reviewing.fetch_sub(1, Ordering::SeqCst);
+        if self.stop.requested() {
+            return;
+        }
+        if self.judged(&conn, verdict) {
+            self.build_and_send(conn);
+        }
     }
 
     /// Whether the reviewed request goes on; answered (401, 503) and said otherwise. What the
@@ -148,36 +152,15 @@ impl<'a> Diags<'a> {
             self.refuse(&conn, "503 Service Unavailable", "busy");
             return;
         }
-        *self.answering.lock().unwrap_or_else(|p| p.into_inner()) = conn.try_clone().ok();
         if let Err(e) = self.answer(conn) {
             self.log.warn(&format!("diags endpoint: {e}"));
         }
-        // The clone too, or the connection would stay open.
-        drop(
-            self.answering
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take(),
-        );
         self.busy.store(false, Ordering::SeqCst);
     }
 
     /// An answer given before the bundle's slot, closed as every answer is (`reply`).
     fn refuse(&self, conn: &TcpStream, status: &str, word: &str) {
-        let _ = self.reply(conn, Instant::now() + REFUSAL_TIME, status, word);
-    }
-
-    /// Ends the answer under way (CalicoNode stops): a read or write blocked on it returns at
-    /// once, so that the stop does not wait for a slow client.
-    pub fn cut(&self) {
-        if let Some(c) = self
-            .answering
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
-            let _ = c.shutdown(std::net::Shutdown::Both);
-        }
+        let _ = self.reply(conn, Instant::now() + ANSWER_TIME, status, word);
     }
 
     /// Builds the bundle, answers with it (or why not) and removes it.
@@ -304,12 +287,13 @@ impl<'a> Diags<'a> {
             let n = n.min(usize::try_from(size - sent).unwrap_or(usize::MAX));
             // One timeout for the rest of the answer: on Windows a socket whose send timed out
             // is not to be used again (SO_SNDTIMEO, "Winsock SOL_SOCKET socket options",
-            // Microsoft Learn), so a timeout ends the answer; a stop cuts it (`cut`).
+            // Microsoft Learn), so a timeout ends the answer; a stop cuts it
+            // (`metrics_server`'s open connections).
             w.set_write_timeout(Some(left(deadline)?))?;
             w.write_all(&buf[..n])?;
             sent += n as u64;
         }
-        self.linger(conn, deadline)
+        linger(conn, deadline)
     }
 
     /// An answer without a body, marked with `word`; a lingering close.
@@ -327,23 +311,7 @@ impl<'a> Diags<'a> {
         };
         let headers = format!("{extra}{ANSWER_HEADER}: {word}\r\nContent-Length: 0\r\n");
         send_head(conn, deadline, status, &headers)?;
-        self.linger(conn, deadline)
-    }
-
-    /// A lingering close (RFC 9112 9.6), as `metrics_server::answer` does: what the client
-    /// still sends is read (capped, by the deadline) and dropped, so that the answer is not
-    /// reset away.
-    fn linger(&self, conn: &TcpStream, deadline: Instant) -> std::io::Result<()> {
-        conn.shutdown(std::net::Shutdown::Write)?;
-        let (mut r, mut buf, mut drained) = (conn, [0u8; 1024], 0);
-        while drained < 64 * 1024 {
-            r.set_read_timeout(Some(left(deadline)?))?;
-            match r.read(&mut buf)? {
-                0 => break,
-                n => drained += n,
-            }
-        }
-        Ok(())
+        linger(conn, deadline)
     }
 }
 

@@ -107,11 +107,23 @@ impl Node {
 /// tokenreviews), any other is not authenticated for this node.
 struct FakeReview;
 
+/// Every token the fake review was asked of (in every test: each test's tokens are its own).
+static REVIEWED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn times_reviewed(token: &str) -> usize {
+    let reviewed = REVIEWED.lock().unwrap_or_else(|p| p.into_inner());
+    reviewed.iter().filter(|t| *t == token).count()
+}
+
 impl Review for FakeReview {
-    fn review(&self, token: &str) -> Verdict {
+    fn review(&self, token: &str, _: &Stop) -> Verdict {
+        REVIEWED
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(token.to_owned());
         match token {
-            "good" => Verdict::Allowed,
-            "forbidden" => Verdict::Failed {
+            t if t == jwt("good") => Verdict::Allowed,
+            t if t == jwt("forbidden") => Verdict::Failed {
                 forbidden: true,
                 why: "403 tokenreviews is forbidden".into(),
             },
@@ -140,9 +152,18 @@ fn ask(addr: SocketAddr, request: &str) -> (String, String, Vec<u8>) {
     (status, head, all[end..].to_vec())
 }
 
+/// A token shaped as a ServiceAccount token is (a JWT), whose payload says `sub`.
+fn jwt(sub: &str) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let header = b64.encode(br#"{"alg":"RS256","kid":"k"}"#);
+    let payload = b64.encode(format!(r#"{{"sub":"{sub}"}}"#));
+    format!("{header}.{payload}.c2lnbmF0dXJl")
+}
+
 /// A GET with `fleet diags`' token for this node.
 fn get(addr: SocketAddr, path: &str) -> (String, String, Vec<u8>) {
-    get_with(addr, path, "good")
+    get_with(addr, path, &jwt("good"))
 }
 
 fn get_with(addr: SocketAddr, path: &str, token: &str) -> (String, String, Vec<u8>) {
@@ -301,8 +322,8 @@ fn a_request_without_a_token_for_this_node_is_401_before_the_bundles_slot() {
             std::thread::scope(|s| {
                 let first = s.spawn(|| get(addr, "/diags"));
                 wait_for(&node.at("started"));
-                for token in ["other-node", ""] {
-                    let (status, head, _) = get_with(addr, "/diags", token);
+                for token in [jwt("other-node"), "other-node".into(), String::new()] {
+                    let (status, head, _) = get_with(addr, "/diags", &token);
                     assert_eq!(status, "HTTP/1.1 401 Unauthorized", "{token:?}: {head}");
                 }
                 fs_err::write(node.at("release"), "").expect("release");
@@ -311,7 +332,42 @@ fn a_request_without_a_token_for_this_node_is_401_before_the_bundles_slot() {
         },
     );
     let log = fs_err::read_to_string(node.at("node.log")).unwrap_or_default();
-    assert!(!log.contains("other-node"), "a token is in the log: {log}");
+    assert!(
+        !log.contains("other-node") && !log.contains(&jwt("other-node")),
+        "a token is in the log: {log}"
+    );
+}
+
+/// A value not shaped like a ServiceAccount token is answered 401 without a review, and a
+/// token a review refused is refused again without one; neither takes a review's place.
+/// (Every value was reviewed, each time it came.)
+#[test]
+fn a_value_not_shaped_as_a_token_or_refused_lately_is_401_without_a_review() {
+    let node = Node::new();
+    let program = node.builder(1_000, false);
+    let (shapeless, refused) = ("shapeless-token-of-this-test", jwt("refused-in-this-test"));
+    node.serving(
+        true,
+        |d| d.program = program,
+        |addr| {
+            for token in [shapeless, &refused, &refused, &refused] {
+                let (status, head, _) = get_with(addr, "/diags", token);
+                assert_eq!(status, "HTTP/1.1 401 Unauthorized", "{head}");
+                assert!(head.contains("calicoctl-win-diags: unauthenticated\r\n"));
+            }
+        },
+    );
+    assert_eq!(
+        times_reviewed(shapeless),
+        0,
+        "a shapeless value was reviewed"
+    );
+    assert_eq!(
+        times_reviewed(&refused),
+        1,
+        "a refused token was reviewed again"
+    );
+    assert!(!node.at("started").exists(), "a bundle was made");
 }
 
 /// While the API server refuses CalicoNode the review (403), every request is refused (503,
@@ -326,7 +382,7 @@ fn a_refused_review_refuses_the_request_and_is_kept_for_status() {
         true,
         |d| d.program = program,
         |addr| {
-            let (status, head, _) = get_with(addr, "/diags", "forbidden");
+            let (status, head, _) = get_with(addr, "/diags", &jwt("forbidden"));
             assert_eq!(status, "HTTP/1.1 503 Service Unavailable", "{head}");
             assert!(
                 head.contains("calicoctl-win-diags: review-failed\r\n"),
@@ -356,7 +412,10 @@ fn the_busy_503_is_closed_lingering() {
                 let first = s.spawn(|| get(addr, "/diags"));
                 wait_for(&node.at("started"));
                 let mut c = TcpStream::connect(addr).expect("connect");
-                let head = "GET /diags HTTP/1.1\r\nHost: node\r\nCalicoctl-Win-Diags-Token: good\r\nContent-Length: 32768\r\n\r\n";
+                let head = format!(
+                    "GET /diags HTTP/1.1\r\nHost: node\r\nCalicoctl-Win-Diags-Token: {}\r\nContent-Length: 32768\r\n\r\n",
+                    jwt("good")
+                );
                 c.write_all(head.as_bytes()).expect("head");
                 c.write_all(&[b'x'; 32_768]).expect("body");
                 // The answer comes after the server has had the body (and not read it).

@@ -1,6 +1,8 @@
 //! CalicoNode's metrics endpoint, with `metrics.enabled`: a tiny HTTP/1 server (RFC 9112) that
 //! answers `GET /metrics` with calicoctl-win's own metrics (`installed::metrics`) and nothing
-//! else, one connection at a time, each request capped in size and time. The port is open
+//! else, each connection on a thread of its own (at most `CONNECTIONS` at once), each request
+//! capped in size and time (`HEAD_TIME`: a client trickling a byte at a time holds only its
+//! own connection, and only that long). The port is open
 //! only to `metrics.source_ranges` (its firewall rule), and held by CalicoNode alone
 //! (`Host::listen_tcp`: SO_EXCLUSIVEADDRUSE on Windows); on a simulated host it listens on the
 //! loopback only.
@@ -18,10 +20,6 @@ use std::time::{Duration, Instant};
 
 /// The largest request head read; a longer one is answered 431.
 const MAX_REQUEST: usize = 8 * 1024;
-/// How long a client may take, all told, to send its request and read the answer: one
-/// deadline for the whole connection, so that a client trickling a byte at a time cannot hold
-/// the endpoint (and CalicoNode's stop, which waits for it) past it.
-const IO_TIMEOUT: Duration = Duration::from_secs(5);
 /// The longest wait between two tries to listen on a port another program holds.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
@@ -60,11 +58,9 @@ pub fn run(
                     .as_ref()
                     .is_none_or(|d| d.error != error || d.refusal != refusal)
                 {
-                    let why = match &refusal {
-                        ListenRefusal::Held { pid: Some(pid) } => {
-                            format!(" (process {pid} listens on it)")
-                        }
-                        ListenRefusal::Excluded => {
+                    let why = match (&refusal, refusal.holder()) {
+                        (_, Some(holder)) => format!(" ({holder})"),
+                        (ListenRefusal::Excluded, _) => {
                             " (no program listens on it: an excluded port range)".into()
                         }
                         _ => String::new(),
@@ -114,8 +110,8 @@ pub fn serve(
     serve_with(host, root, diags.as_ref(), listener, stop, log);
 }
 
-/// `serve` with the `/diags` endpoint given; its bundles are made on threads that end before
-/// this returns.
+/// `serve` with the `/diags` endpoint given; every connection's thread ends before this
+/// returns.
 pub(super) fn serve_with(
     host: &dyn Host,
     root: &InstallRoot,
@@ -125,77 +121,105 @@ pub(super) fn serve_with(
     log: &Log,
 ) {
     let metrics = || crate::installed::metrics::exposition(host, root);
-    std::thread::scope(|scope| {
-        accept(
-            &metrics,
-            diags.map(|d| (d, scope)),
-            listener,
-            stop,
-            log,
-            scope,
-        );
-        // Stopped: the bundle's thread, which the scope waits for, is not left to a slow client.
-        if let Some(d) = diags {
-            d.cut();
-        }
-    });
+    accept(&metrics, diags, listener, stop, log);
 }
 
-type DiagsIn<'s, 'e> = (
-    &'s super::diags_server::Diags<'s>,
-    &'s std::thread::Scope<'s, 'e>,
-);
+/// The most connections answered at once, each on a thread of its own; one more is closed
+/// unanswered. The accept thread only accepts: a client slow to send its request or to close
+/// after its answer, or a slow read of the metrics files, holds its own connection's thread
+/// (for at most `HEAD_TIME`, then `ANSWER_TIME` and `LINGER`), never the accepting one nor
+/// another client's, and a flood of connections costs at most this many sockets and threads.
+const CONNECTIONS: usize = 16;
+/// How long a client may take to send its request head, from its accept.
+const HEAD_TIME: Duration = Duration::from_secs(3);
+/// How long an answer without a bundle (the metrics' text, a refusal) may take to send.
+pub(super) const ANSWER_TIME: Duration = Duration::from_secs(5);
+/// The longest a lingering close waits for the client to close after its answer.
+pub(super) const LINGER: Duration = Duration::from_secs(2);
 
-/// Connections accepted and waiting for the one thread that answers them; one more is closed
-/// unanswered. The accept thread only accepts: a client slow to send its request, or a slow
-/// read of the metrics files, holds the answering thread, never the accepting one, and a
-/// flood of connections costs at most this many sockets.
-const QUEUE: usize = 8;
+/// The connections being answered, each by a clone of its socket: counted against
+/// `CONNECTIONS`, and shut down at a stop, so that the stop waits for no client.
+#[derive(Default)]
+struct Open(std::sync::Mutex<(u64, Vec<(u64, TcpStream)>)>);
 
-/// Accepts until a stop, handing each connection to a thread (in `scope`) that reads its
-/// request and answers it with `metrics` (or hands it to `diags`); the queued connections left
-/// at a stop are closed unanswered.
-fn accept<'s>(
-    metrics: &'s (dyn Fn() -> String + Sync),
-    diags: Option<DiagsIn<'s, '_>>,
+impl Open {
+    /// `conn` counted, by the id returned; none when `CONNECTIONS` are open (or its socket
+    /// cannot be cloned: it could not be cut at a stop).
+    fn enter(&self, conn: &TcpStream) -> Option<u64> {
+        let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if open.1.len() >= CONNECTIONS {
+            return None;
+        }
+        let clone = conn.try_clone().ok()?;
+        open.0 += 1;
+        let id = open.0;
+        open.1.push((id, clone));
+        Some(id)
+    }
+
+    /// Forgets connection `id` (its clone closed with it).
+    fn leave(&self, id: u64) {
+        let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        open.1.retain(|(i, _)| *i != id);
+    }
+
+    /// Shuts every open connection down: a read or write blocked on one returns at once.
+    fn cut_all(&self) {
+        let open = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        for (_, c) in &open.1 {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+/// Accepts until a stop, handing each connection to a thread of its own (at most
+/// `CONNECTIONS`) that reads its request and answers it with `metrics` (or hands it to
+/// `diags`); at the stop, the connections still open are cut and their threads waited for.
+fn accept(
+    metrics: &(dyn Fn() -> String + Sync),
+    diags: Option<&super::diags_server::Diags<'_>>,
     listener: &TcpListener,
-    stop: &'s Stop,
+    stop: &Stop,
     log: &Log,
-    scope: &'s std::thread::Scope<'s, '_>,
 ) {
     if let Err(e) = listener.set_nonblocking(true) {
         log.warn(&format!("metrics endpoint: {e}"));
         return;
     }
-    let (queue, queued) = std::sync::mpsc::sync_channel::<(TcpStream, Instant)>(QUEUE);
-    let answering = scope.spawn(move || {
-        for (conn, deadline) in queued {
-            if stop.requested() {
-                continue;
+    let open = Open::default();
+    std::thread::scope(|scope| {
+        while !stop.requested() {
+            match listener.accept() {
+                // Past the cap: closed (dropped) unanswered.
+                Ok((conn, _)) => {
+                    let Some(id) = open.enter(&conn) else {
+                        continue;
+                    };
+                    let accepted = Instant::now();
+                    let open = &open;
+                    let answering = std::thread::Builder::new().spawn_scoped(scope, move || {
+                        // A client that misbehaves costs only its own answer.
+                        let _ = answer_or_hand(conn, accepted, diags, |path| {
+                            (path == "/metrics").then(metrics)
+                        });
+                        open.leave(id);
+                    });
+                    if answering.is_err() {
+                        // No thread: the connection went with the closure, closed.
+                        open.leave(id);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    stop.wait(Duration::from_millis(100));
+                }
+                Err(e) => {
+                    log.warn(&format!("metrics endpoint: accept: {e}"));
+                    stop.wait(Duration::from_secs(1));
+                }
             }
-            // A client that misbehaves costs only its own answer.
-            let _ = answer_or_hand(conn, deadline, diags, |path| {
-                (path == "/metrics").then(metrics)
-            });
         }
+        open.cut_all();
     });
-    while !stop.requested() {
-        match listener.accept() {
-            Ok((conn, _)) => {
-                // A full queue: this one is closed (dropped) unanswered.
-                let _ = queue.try_send((conn, Instant::now() + IO_TIMEOUT));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                stop.wait(Duration::from_millis(100));
-            }
-            Err(e) => {
-                log.warn(&format!("metrics endpoint: accept: {e}"));
-                stop.wait(Duration::from_secs(1));
-            }
-        }
-    }
-    drop(queue);
-    let _ = answering.join();
 }
 
 /// Reads one request head (capped) and answers it by `deadline`: `body_of` gives the body of a
@@ -205,16 +229,34 @@ pub fn answer(
     deadline: Instant,
     body_of: impl FnOnce(&str) -> Option<String>,
 ) -> std::io::Result<()> {
-    answer_or_hand(conn, deadline, None, body_of)
+    let head = read_head(&conn, deadline)?;
+    answer_head(conn, &head, deadline, body_of)
 }
 
-/// `answer`, but a `GET /diags` goes to `diags` when it is on.
+/// Reads the request head of a connection accepted at `accepted` (within `HEAD_TIME`) and
+/// answers it, a `GET /diags` going to `diags` when it is on.
 fn answer_or_hand(
-    mut conn: TcpStream,
-    deadline: Instant,
-    diags: Option<DiagsIn<'_, '_>>,
+    conn: TcpStream,
+    accepted: Instant,
+    diags: Option<&super::diags_server::Diags<'_>>,
     body_of: impl FnOnce(&str) -> Option<String>,
 ) -> std::io::Result<()> {
+    let head = read_head(&conn, accepted + HEAD_TIME)?;
+    let text = String::from_utf8_lossy(&head);
+    let (method, path) = request_line(&text);
+    if let Some(d) = diags
+        && method == "GET"
+        && path == crate::cluster::diags_gather::PATH
+        && head.len() <= MAX_REQUEST
+    {
+        d.take(conn, &text);
+        return Ok(());
+    }
+    answer_head(conn, &head, Instant::now() + ANSWER_TIME, body_of)
+}
+
+/// The request head, read by `deadline`: up to its end, or past `MAX_REQUEST`.
+fn read_head(mut conn: &TcpStream, deadline: Instant) -> std::io::Result<Vec<u8>> {
     conn.set_nonblocking(false)?;
     let mut head = Vec::new();
     let mut buf = [0u8; 1024];
@@ -225,20 +267,28 @@ fn answer_or_hand(
         }
         head.extend_from_slice(&buf[..n]);
     }
-    let text = String::from_utf8_lossy(&head);
+    Ok(head)
+}
+
+/// The method and the path of a request head's first line.
+fn request_line(text: &str) -> (&str, &str) {
     let mut parts = text.lines().next().unwrap_or_default().split(' ');
-    let (method, path) = (
+    (
         parts.next().unwrap_or_default(),
         parts.next().unwrap_or_default(),
-    );
-    if let Some((d, scope)) = diags
-        && method == "GET"
-        && path == crate::cluster::diags_gather::PATH
-        && head.len() <= MAX_REQUEST
-    {
-        d.take(scope, conn, &text);
-        return Ok(());
-    }
+    )
+}
+
+/// Answers the request whose `head` is read, by `deadline`: 431 past `MAX_REQUEST`, 405 to
+/// another method than GET, else `body_of` the path (404 without one).
+fn answer_head(
+    mut conn: TcpStream,
+    head: &[u8],
+    deadline: Instant,
+    body_of: impl FnOnce(&str) -> Option<String>,
+) -> std::io::Result<()> {
+    let text = String::from_utf8_lossy(head);
+    let (method, path) = request_line(&text);
     let (status, body) = if head.len() > MAX_REQUEST {
         ("431 Request Header Fields Too Large", String::new())
     } else if method != "GET" {
@@ -256,13 +306,18 @@ fn answer_or_hand(
     conn.set_write_timeout(Some(left(deadline)?))?;
     conn.write_all(reply.as_bytes())?;
     conn.flush()?;
-    // A lingering close (RFC 9112 9.6): what the client still sends is read (capped, by the
-    // same deadline) and dropped, so that closing with unread data does not reset the answer
-    // away.
+    linger(&conn, deadline)
+}
+
+/// A lingering close (RFC 9112 9.6): what the client still sends is read (up to 64 KiB, by
+/// `deadline` and at most `LINGER`) and dropped, so that closing with unread data does not
+/// reset the answer away.
+pub(super) fn linger(conn: &TcpStream, deadline: Instant) -> std::io::Result<()> {
     conn.shutdown(std::net::Shutdown::Write)?;
-    let mut drained = 0;
+    let deadline = deadline.min(Instant::now() + LINGER);
+    let (mut r, mut buf, mut drained) = (conn, [0u8; 1024], 0);
     while drained < 64 * 1024 {
-        match read_by(&mut conn, &mut buf, deadline)? {
+        match read_by(&mut r, &mut buf, deadline)? {
             0 => break,
             n => drained += n,
         }
@@ -280,7 +335,7 @@ fn left(deadline: Instant) -> std::io::Result<Duration> {
 }
 
 /// One read, given only the time left before `deadline`.
-fn read_by(conn: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> std::io::Result<usize> {
+fn read_by(conn: &mut &TcpStream, buf: &mut [u8], deadline: Instant) -> std::io::Result<usize> {
     conn.set_read_timeout(Some(left(deadline)?))?;
     conn.read(buf)
 }
@@ -297,7 +352,6 @@ mod tests {
     /// endpoint, and CalicoNode's stop, for as long as it kept trickling).
     #[test]
     fn a_trickling_client_is_cut_off_at_the_connections_deadline() {
-        const REQUEST: &[u8] = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
         let sent = Arc::new(AtomicUsize::new(0));
@@ -327,43 +381,105 @@ mod tests {
         );
     }
 
-    /// The accept thread only accepts: while the answering thread is held (a slow read of the
-    /// metrics files, a slow client), a connection past the queue is closed at once rather
-    /// than left waiting behind it, and the held one is answered when it is let go. (The
-    /// accept thread answered each connection itself, so the one past the queue waited.)
-    #[test]
-    fn a_held_answer_leaves_the_accept_thread_free() {
-        use super::{QUEUE, accept};
+    const REQUEST: &[u8] = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+
+    /// Whether the server has closed `c` (read returns its end, or a reset), rather than
+    /// kept it open and unanswered (the read would block).
+    fn closed_by_server(c: &std::net::TcpStream) -> bool {
+        use std::io::Read;
+        c.set_nonblocking(true).expect("nonblocking");
+        let got = (&*c).read(&mut [0u8; 256]);
+        c.set_nonblocking(false).expect("blocking");
+        !matches!(&got, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+    }
+
+    /// Serves `metrics` on a loopback port until `body` returns.
+    fn serving(metrics: &(dyn Fn() -> String + Sync), body: impl FnOnce(std::net::SocketAddr)) {
         use crate::duration::Stop;
         use crate::supervise::log::{Log, LogSettings};
-        use std::io::Read;
-        use std::net::TcpStream;
-        use std::sync::{Mutex, mpsc};
-        const REQUEST: &[u8] = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
         let dir = tempfile::tempdir().expect("tempdir");
         let log = Log::open(dir.path().join("node.log"), LogSettings::default(), false);
         let stop = Stop::new();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
+        struct StopOnDrop<'a>(&'a Stop);
+        impl Drop for StopOnDrop<'_> {
+            fn drop(&mut self) {
+                self.0.request();
+            }
+        }
+        std::thread::scope(|scope| {
+            scope.spawn(|| super::accept(metrics, None, &listener, &stop, &log));
+            // A failed assertion in `body` stops the server too, so that the test fails
+            // rather than waits for it.
+            let _stop = StopOnDrop(&stop);
+            body(addr);
+        });
+    }
+
+    /// Clients that connect and send nothing, and one told 401 that never closes, do not
+    /// delay another client: a scrape is answered while they are all still held open
+    /// (each on its own thread). (One thread answered every connection in turn: the scrape
+    /// waited for the idle clients' timeouts, by when the server had closed them.)
+    #[test]
+    fn idle_and_lingering_clients_do_not_delay_a_scrape() {
+        use std::io::Read;
+        use std::net::TcpStream;
+        let metrics = || "m 1\n".to_owned();
+        serving(&metrics, |addr| {
+            let idle: Vec<TcpStream> = (0..4)
+                .map(|_| TcpStream::connect(addr).expect("connect"))
+                .collect();
+            // Answered 404, and never closed: its answer's lingering close waits for it.
+            let mut lingering = TcpStream::connect(addr).expect("connect");
+            lingering
+                .write_all(b"GET /x HTTP/1.1\r\nHost: x\r\n\r\n")
+                .expect("send");
+            let mut scrape = TcpStream::connect(addr).expect("connect");
+            scrape.write_all(REQUEST).expect("send");
+            // Only against a hang: the assertions are on what is read and what is still open.
+            scrape
+                .set_read_timeout(Some(Duration::from_secs(30)))
+                .expect("timeout");
+            let mut answer = String::new();
+            let read = scrape.read_to_string(&mut answer);
+            let still_open = idle.iter().filter(|c| !closed_by_server(c)).count();
+            assert!(read.is_ok(), "{read:?}");
+            assert!(answer.ends_with("m 1\n"), "{answer}");
+            assert_eq!(
+                still_open,
+                idle.len(),
+                "the scrape waited for the idle clients"
+            );
+        });
+    }
+
+    /// At most `CONNECTIONS` are answered at once: while they are held (a slow read of the
+    /// metrics files, clients that send nothing), one more is closed at once rather than left
+    /// waiting, and the held one is answered when it is let go.
+    #[test]
+    fn a_connection_past_the_cap_is_closed_at_once() {
+        use super::CONNECTIONS;
+        use std::io::Read;
+        use std::net::TcpStream;
+        use std::sync::{Mutex, mpsc};
         let (entered, held) = mpsc::channel();
         let (release, released) = mpsc::channel::<()>();
         let released = Mutex::new(released);
+        let entered = Mutex::new(entered);
         let metrics = || {
-            let _ = entered.send(());
+            let _ = entered.lock().expect("lock").send(());
             let _ = released.lock().expect("lock").recv();
             "m 1\n".to_owned()
         };
-        let ask = || {
-            let mut c = TcpStream::connect(addr).expect("connect");
-            c.write_all(REQUEST).expect("send");
-            c
-        };
-        std::thread::scope(|scope| {
-            scope.spawn(|| accept(&metrics, None, &listener, &stop, &log, scope));
-            let mut first = ask();
+        serving(&metrics, |addr| {
+            let mut first = TcpStream::connect(addr).expect("connect");
+            first.write_all(REQUEST).expect("send");
             held.recv().expect("the answer is held");
-            let _queued: Vec<TcpStream> = (0..QUEUE).map(|_| ask()).collect();
-            let mut past = ask();
+            let _idle: Vec<TcpStream> = (1..CONNECTIONS)
+                .map(|_| TcpStream::connect(addr).expect("connect"))
+                .collect();
+            let mut past = TcpStream::connect(addr).expect("connect");
             // Only against a hang: the assertion is on what the read returns.
             past.set_read_timeout(Some(Duration::from_secs(30)))
                 .expect("timeout");
@@ -378,8 +494,7 @@ mod tests {
             drop(release);
             let mut answer = String::new();
             first.read_to_string(&mut answer).expect("answer");
-            stop.request();
-            assert!(closed, "the connection past the queue waited: {got:?}");
+            assert!(closed, "the connection past the cap waited: {got:?}");
             assert!(
                 answer.starts_with("HTTP/1.1 200") && answer.ends_with("m 1\n"),
                 "{answer}"
@@ -388,9 +503,9 @@ mod tests {
     }
 
     /// A program that bound the metrics port first (a squatter, which the simulated host
-    /// names as `GetExtendedTcpTable` would) is named by its pid in CalicoNode's log and in
-    /// what status reads; a port in an excluded range, which no program holds, is told
-    /// apart. (The endpoint bound the loopback itself: neither was seen.)
+    /// names as `GetExtendedTcpTable` would) is named by its pid and address (IPv4's or
+    /// IPv6's) in CalicoNode's log and in what status reads; a port in an excluded range,
+    /// which no program holds, is told apart. (An IPv6 holder went unnamed.)
     #[test]
     fn a_refused_port_is_kept_with_its_holders_pid_or_as_excluded() {
         use crate::duration::Stop;
@@ -405,13 +520,25 @@ mod tests {
         for (settings, want, said) in [
             (
                 serde_json::json!({"tcp_listeners": {port.to_string(): 4242}}),
-                ListenRefusal::Held { pid: Some(4242) },
-                "(process 4242 listens on it)",
+                ListenRefusal::Held {
+                    pid: Some(4242),
+                    at: Some(([0, 0, 0, 0], port).into()),
+                },
+                format!("(process 4242 listens on it at 0.0.0.0:{port} (IPv4))"),
+            ),
+            // A dual-stack listener on IPv6's every address, named by its address.
+            (
+                serde_json::json!({"tcp6_listeners": {port.to_string(): 4343}}),
+                ListenRefusal::Held {
+                    pid: Some(4343),
+                    at: Some((std::net::Ipv6Addr::UNSPECIFIED, port).into()),
+                },
+                format!("(process 4343 listens on it at [::]:{port} (IPv6))"),
             ),
             (
                 serde_json::json!({"excluded_tcp_ports": [[port - 1, port + 1]]}),
                 ListenRefusal::Excluded,
-                "an excluded port range",
+                "an excluded port range".to_owned(),
             ),
         ] {
             let dir = tempfile::tempdir().expect("tempdir");
@@ -444,7 +571,7 @@ mod tests {
             let kept = kept.expect("the refusal is kept for status");
             assert_eq!(kept.refusal, want);
             let text = fs_err::read_to_string(dir.path().join("node.log")).expect("log");
-            assert!(text.contains(said), "{text}");
+            assert!(text.contains(&said), "{text}");
         }
     }
 }

@@ -217,11 +217,17 @@ pub struct SimSettings {
     /// what it sees.
     #[serde(default)]
     pub management_ip_needs_stable_address: bool,
-    /// Other programs listening on TCP ports of the host, by port: their pid, as
-    /// `GetExtendedTcpTable` (`TCP_TABLE_OWNER_PID_LISTENER`) names it. A bind of such a port
-    /// is refused as another socket's (a squatter that bound it first).
+    /// Other programs listening on TCP ports of the host's IPv4 addresses (`0.0.0.0`), by
+    /// port: their pid, as `GetExtendedTcpTable` (`TCP_TABLE_OWNER_PID_LISTENER`, `AF_INET`)
+    /// names it. A bind of such a port is refused as another socket's (a squatter that bound
+    /// it first).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tcp_listeners: BTreeMap<u16, u32>,
+    /// The same on IPv6's every address (`[::]`), dual-stack (`IPV6_V6ONLY` off: the IPv4
+    /// port held too, as Microsoft's "Dual-Stack Sockets for IPv6 Winsock Applications" says),
+    /// named by `GetExtendedTcpTable`'s `AF_INET6` table.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tcp6_listeners: BTreeMap<u16, u32>,
     /// TCP port ranges (first, last) the system keeps from every program (`netsh int ipv4
     /// show excludedportrange protocol=tcp`): a bind in one is denied with WSAEACCES.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

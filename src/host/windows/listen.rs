@@ -6,11 +6,11 @@
 //! A refused bind names the listener holding the port when `GetExtendedTcpTable` can.
 
 use crate::host::listen::{ListenError, ListenRefusal, refusal};
-use std::net::TcpListener;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
 use std::os::windows::io::FromRawSocket;
 use windows_sys::Win32::Networking::WinSock::{
-    AF_INET, IN_ADDR, IN_ADDR_0, INVALID_SOCKET, IPPROTO_TCP, SO_EXCLUSIVEADDRUSE, SOCK_STREAM,
-    SOCKADDR, SOCKADDR_IN, SOCKET, SOL_SOCKET, SOMAXCONN, WSA_FLAG_NO_HANDLE_INHERIT,
+    AF_INET, AF_INET6, IN_ADDR, IN_ADDR_0, INVALID_SOCKET, IPPROTO_TCP, SO_EXCLUSIVEADDRUSE,
+    SOCK_STREAM, SOCKADDR, SOCKADDR_IN, SOCKET, SOL_SOCKET, SOMAXCONN, WSA_FLAG_NO_HANDLE_INHERIT,
     WSA_FLAG_OVERLAPPED, WSADATA, WSAGetLastError, WSASocketW, WSAStartup, bind, closesocket,
     listen as wsa_listen, setsockopt,
 };
@@ -51,7 +51,7 @@ pub fn listen(port: u16) -> Result<TcpListener, ListenError> {
         Err((step, code)) => {
             // SAFETY: `s` is ours and not handed on.
             unsafe { closesocket(s) };
-            let holder = || listener_pid(port);
+            let holder = || listener(port);
             Err(ListenError {
                 refusal: if step == "bind" {
                     refusal(code, holder)
@@ -115,17 +115,37 @@ fn failed(step: &str, code: i32) -> ListenError {
     }
 }
 
-/// The pid of the IPv4 listener on `port`, from `GetExtendedTcpTable` with
-/// `TCP_TABLE_OWNER_PID_LISTENER` (Microsoft's iphlpapi reference: a `MIB_TCPTABLE_OWNER_PID`
-/// of `MIB_TCPROW_OWNER_PID` rows, `dwLocalPort` in network byte order in its low 16 bits,
-/// `dwOwningPid` the process; `ERROR_INSUFFICIENT_BUFFER` with the size needed when the
-/// buffer is too small). None when no listener holds it or the table cannot be read (a host
-/// whose iphlpapi.dll lacks the function).
-fn listener_pid(port: u16) -> Option<u32> {
-    use windows_sys::Win32::Foundation::ERROR_INSUFFICIENT_BUFFER;
+/// The listener on `port` (its pid and address), from `GetExtendedTcpTable` with
+/// `TCP_TABLE_OWNER_PID_LISTENER` (Microsoft's iphlpapi reference), the IPv4 table
+/// (`AF_INET`: `MIB_TCPROW_OWNER_PID` rows, `dwLocalAddr` in network byte order) first, then
+/// the IPv6 one (`AF_INET6`: `MIB_TCP6ROW_OWNER_PID` rows, `ucLocalAddr` the address's 16
+/// bytes), where a dual-stack listener on `[::]`, which holds the IPv4 port too, is listed; in
+/// both `dwLocalPort` is in network byte order in its low 16 bits and `dwOwningPid` the
+/// process. None when no listener holds it or the tables cannot be read (a host whose
+/// iphlpapi.dll lacks the function).
+fn listener(port: u16) -> Option<(u32, SocketAddr)> {
     use windows_sys::Win32::NetworkManagement::IpHelper::{
-        MIB_TCPROW_OWNER_PID, TCP_TABLE_OWNER_PID_LISTENER,
+        MIB_TCP6ROW_OWNER_PID, MIB_TCPROW_OWNER_PID,
     };
+    let of = |p: u32| u16::from_be(p as u16);
+    let v4 = rows::<MIB_TCPROW_OWNER_PID>(AF_INET).and_then(|rows| {
+        let r = rows.iter().find(|r| of(r.dwLocalPort) == port)?;
+        let ip = Ipv4Addr::from(r.dwLocalAddr.to_ne_bytes());
+        Some((r.dwOwningPid, SocketAddr::from((ip, port))))
+    });
+    v4.or_else(|| {
+        let rows = rows::<MIB_TCP6ROW_OWNER_PID>(AF_INET6)?;
+        let r = rows.iter().find(|r| of(r.dwLocalPort) == port)?;
+        let ip = Ipv6Addr::from(r.ucLocalAddr);
+        Some((r.dwOwningPid, SocketAddr::from((ip, port))))
+    })
+}
+
+/// The listener rows of `family`'s table (`Row` its row type): a u32 count, then that many
+/// rows from offset 4.
+fn rows<Row: Copy>(family: u16) -> Option<Vec<Row>> {
+    use windows_sys::Win32::Foundation::ERROR_INSUFFICIENT_BUFFER;
+    use windows_sys::Win32::NetworkManagement::IpHelper::TCP_TABLE_OWNER_PID_LISTENER;
     type GetTable =
         unsafe extern "system" fn(*mut core::ffi::c_void, *mut u32, i32, u32, i32, u32) -> u32;
     let lib = super::network::iphlpapi().ok()?;
@@ -141,7 +161,7 @@ fn listener_pid(port: u16) -> Option<u32> {
                 buf.as_mut_ptr().cast(),
                 size,
                 0,
-                u32::from(AF_INET),
+                u32::from(family),
                 TCP_TABLE_OWNER_PID_LISTENER,
                 0,
             )
@@ -149,20 +169,16 @@ fn listener_pid(port: u16) -> Option<u32> {
     )
     .ok()?;
     let bytes = buf.len() * 8;
-    // SAFETY: the call filled the buffer with a MIB_TCPTABLE_OWNER_PID: a u32 count, then
-    // that many rows from offset 4 (the rows are u32s: 4-byte aligned); the count is checked
-    // against the buffer's size before a row is read.
+    // SAFETY: the call filled the buffer with `family`'s table: a u32 count, then that many
+    // rows from offset 4 (both row types hold u32s and byte arrays: 4-byte aligned); the count
+    // is checked against the buffer's size before a row is read, and the rows are copied out.
     unsafe {
         let base = buf.as_ptr().cast::<u8>();
         let n = *(base.cast::<u32>()) as usize;
-        let row = size_of::<MIB_TCPROW_OWNER_PID>();
-        if 4 + n.checked_mul(row)? > bytes {
+        if 4 + n.checked_mul(size_of::<Row>())? > bytes {
             return None;
         }
-        let rows = std::slice::from_raw_parts(base.add(4).cast::<MIB_TCPROW_OWNER_PID>(), n);
-        rows.iter()
-            .find(|r| u16::from_be(r.dwLocalPort as u16) == port)
-            .map(|r| r.dwOwningPid)
+        Some(std::slice::from_raw_parts(base.add(4).cast::<Row>(), n).to_vec())
     }
 }
 
@@ -225,7 +241,7 @@ mod tests {
         let first = super::listen(0).expect("listen");
         let port = first.local_addr().expect("addr").port();
         let again = super::listen(port).expect_err("the port is held");
-        let ListenRefusal::Held { pid } = again.refusal else {
+        let ListenRefusal::Held { pid, .. } = again.refusal else {
             panic!("not held: {again:?}");
         };
         // Wine's listener table may not name the process; Windows' does.
@@ -238,5 +254,73 @@ mod tests {
         );
         drop(first);
         assert!(super::listen(port).is_ok(), "the port was not let go");
+    }
+
+    /// A listener on IPv6's every address with IPV6_V6ONLY off (dual-stack: Microsoft's
+    /// "Dual-Stack Sockets for IPv6 Winsock Applications"), as a program would make it.
+    fn dual_stack_listener() -> std::net::TcpListener {
+        use std::os::windows::io::FromRawSocket;
+        use windows_sys::Win32::Networking::WinSock::{
+            AF_INET6, IN6_ADDR, IN6_ADDR_0, IPPROTO_IPV6, IPV6_V6ONLY, SOCKADDR_IN6,
+            SOCKADDR_IN6_0, listen,
+        };
+        let off: i32 = 0;
+        let addr = SOCKADDR_IN6 {
+            sin6_family: AF_INET6,
+            sin6_port: 0,
+            sin6_flowinfo: 0,
+            sin6_addr: IN6_ADDR {
+                u: IN6_ADDR_0 { Byte: [0; 16] },
+            },
+            Anonymous: SOCKADDR_IN6_0 { sin6_scope_id: 0 },
+        };
+        // SAFETY: a socket made, set, bound and listening here, then handed to std, which
+        // closes it; the option and the address live for the calls, with the sizes given.
+        unsafe {
+            let s = WSASocketW(
+                i32::from(AF_INET6),
+                SOCK_STREAM,
+                IPPROTO_TCP,
+                std::ptr::null(),
+                0,
+                0,
+            );
+            assert_ne!(s, INVALID_SOCKET, "a socket");
+            let set = setsockopt(
+                s,
+                IPPROTO_IPV6,
+                IPV6_V6ONLY,
+                (&off as *const i32).cast(),
+                size_of::<i32>() as i32,
+            );
+            assert_eq!(set, 0, "IPV6_V6ONLY off");
+            let bound = bind(
+                s,
+                (&addr as *const SOCKADDR_IN6).cast::<SOCKADDR>(),
+                size_of::<SOCKADDR_IN6>() as i32,
+            );
+            assert_eq!(bound, 0, "bound to [::]");
+            assert_eq!(listen(s, 16), 0, "listening");
+            std::net::TcpListener::from_raw_socket(s as u64)
+        }
+    }
+
+    /// A program listening dual-stack on `[::]` holds the IPv4 port too: the listen is
+    /// refused as held, and the holder named with the address it listens on (it is in the
+    /// IPv6 listener table). (Only the IPv4 table was read: the holder went unnamed.)
+    #[test]
+    fn a_dual_stack_listener_on_ipv6_is_named_with_its_address() {
+        let squatter = dual_stack_listener();
+        let port = squatter.local_addr().expect("addr").port();
+        let refused = super::listen(port).expect_err("the port is held");
+        let ListenRefusal::Held { pid, at } = refused.refusal else {
+            panic!("not held: {refused:?}");
+        };
+        // Wine's listener table may not name the process; Windows' does.
+        if std::env::var_os("CALICOCTL_WIN_TEST_UNDER_WINE").is_none() {
+            assert_eq!(pid, Some(std::process::id()), "{refused:?}");
+            assert!(at.is_some_and(|a| a.port() == port), "{refused:?}");
+        }
+        drop(squatter);
     }
 }
