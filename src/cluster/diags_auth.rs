@@ -78,10 +78,14 @@ pub enum Verdict {
 }
 
 /// Reviews `token` for `node`'s audience as `c` (CalicoNode's identity, which needs `create
-/// tokenreviews`): allowed only when authenticated as `ACCOUNT` in `namespace`. A stop
-/// abandons the review under way (the request is dropped): CalicoNode's stop does not wait
-/// for the API server's answer.
-pub fn review(c: &Cluster, token: &str, node: &str, namespace: &str, stop: &Stop) -> Verdict {
+/// tokenreviews`): allowed only when authenticated as `ACCOUNT` in `namespace`.
+pub fn review(c: &Cluster, token: &str, node: &str, namespace: &str) -> Verdict {
+    review_until(c, token, node, namespace, &Stop::never())
+}
+
+/// `review`, but a stop abandons the review under way (the request is dropped), so that
+/// CalicoNode's stop does not wait for the API server's answer.
+pub fn review_until(c: &Cluster, token: &str, node: &str, namespace: &str, stop: &Stop) -> Verdict {
     let api: kube::Api<TokenReview> = kube::Api::all(c.client.clone());
     let asked = TokenReview {
         metadata: ObjectMeta::default(),

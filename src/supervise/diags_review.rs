@@ -78,7 +78,7 @@ impl Review for ClusterReview<'_> {
             };
         };
         match self.cluster() {
-            Ok(c) => diags_auth::review(&c, token, node, &self.namespace, stop),
+            Ok(c) => diags_auth::review_until(&c, token, node, &self.namespace, stop),
             Err(why) => Verdict::Failed {
                 forbidden: false,
                 why: format!("cannot reach the API server as calico-node: {why}"),
