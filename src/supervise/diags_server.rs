@@ -27,8 +27,8 @@ use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use super::answer_close::{ANSWER_TIME, left, linger};
 use super::diags_review::{Review, Reviewed, jwt_shaped, token_of};
-use super::metrics_server::{ANSWER_TIME, linger};
 use crate::cluster::diags_auth::Verdict;
 use crate::cluster::diags_gather::{ANSWER_HEADER, NODE_BUILD_TIME, NODE_SEND_TIME};
 use crate::layout::{DIAGS_SERVE_DIR as DIR, DIAGS_SERVE_FILES};
@@ -334,14 +334,6 @@ fn send_head(
     w.set_write_timeout(Some(left(deadline)?))?;
     w.write_all(format!("HTTP/1.1 {status}\r\n{headers}Connection: close\r\n\r\n").as_bytes())?;
     w.flush()
-}
-
-fn left(deadline: Instant) -> std::io::Result<Duration> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    if left.is_zero() {
-        return Err(std::io::ErrorKind::TimedOut.into());
-    }
-    Ok(left)
 }
 
 #[cfg(all(test, unix))]

@@ -7,6 +7,7 @@
 //! (`Host::listen_tcp`: SO_EXCLUSIVEADDRUSE on Windows); on a simulated host it listens on the
 //! loopback only.
 
+use super::answer_close::{ANSWER_TIME, left, linger, read_by};
 use super::diags_review::Review;
 use super::log::Log;
 use crate::duration::Stop;
@@ -14,7 +15,7 @@ use crate::host::Host;
 use crate::host::listen::ListenRefusal;
 use crate::installed::metrics_findings::{EndpointDown, keep_endpoint_down};
 use crate::layout::InstallRoot;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -127,15 +128,11 @@ pub(super) fn serve_with(
 /// The most connections answered at once, each on a thread of its own; one more is closed
 /// unanswered. The accept thread only accepts: a client slow to send its request or to close
 /// after its answer, or a slow read of the metrics files, holds its own connection's thread
-/// (for at most `HEAD_TIME`, then `ANSWER_TIME` and `LINGER`), never the accepting one nor
+/// (for at most `HEAD_TIME`, then `answer_close::ANSWER_TIME` and `LINGER`), never the accepting one nor
 /// another client's, and a flood of connections costs at most this many sockets and threads.
 const CONNECTIONS: usize = 16;
 /// How long a client may take to send its request head, from its accept.
 const HEAD_TIME: Duration = Duration::from_secs(3);
-/// How long an answer without a bundle (the metrics' text, a refusal) may take to send.
-pub(super) const ANSWER_TIME: Duration = Duration::from_secs(5);
-/// The longest a lingering close waits for the client to close after its answer.
-pub(super) const LINGER: Duration = Duration::from_secs(2);
 
 /// The connections being answered, each by a clone of its socket: counted against
 /// `CONNECTIONS`, and shut down at a stop, so that the stop waits for no client.
@@ -307,37 +304,6 @@ fn answer_head(
     conn.write_all(reply.as_bytes())?;
     conn.flush()?;
     linger(&conn, deadline)
-}
-
-/// A lingering close (RFC 9112 9.6): what the client still sends is read (up to 64 KiB, by
-/// `deadline` and at most `LINGER`) and dropped, so that closing with unread data does not
-/// reset the answer away.
-pub(super) fn linger(conn: &TcpStream, deadline: Instant) -> std::io::Result<()> {
-    conn.shutdown(std::net::Shutdown::Write)?;
-    let deadline = deadline.min(Instant::now() + LINGER);
-    let (mut r, mut buf, mut drained) = (conn, [0u8; 1024], 0);
-    while drained < 64 * 1024 {
-        match read_by(&mut r, &mut buf, deadline)? {
-            0 => break,
-            n => drained += n,
-        }
-    }
-    Ok(())
-}
-
-/// The time left before `deadline`; none left is a timeout.
-fn left(deadline: Instant) -> std::io::Result<Duration> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    if left.is_zero() {
-        return Err(std::io::ErrorKind::TimedOut.into());
-    }
-    Ok(left)
-}
-
-/// One read, given only the time left before `deadline`.
-fn read_by(conn: &mut &TcpStream, buf: &mut [u8], deadline: Instant) -> std::io::Result<usize> {
-    conn.set_read_timeout(Some(left(deadline)?))?;
-    conn.read(buf)
 }
 
 #[cfg(test)]
