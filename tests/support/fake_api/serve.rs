@@ -502,8 +502,9 @@ fn pod_proxy(
     }
     if rest == "/diags" {
         // The pod proxy passes the request's own headers on (`diags::answer`).
-        st.diags_tokens.push((format!("{ns}/{pod}"), diags_token));
-        return super::diags::answer(&st.diags, &st.objects, (ns, pod, port));
+        st.diags_tokens
+            .push((format!("{ns}/{pod}"), diags_token.clone()));
+        return super::diags::answer(&st.diags, &st.objects, (ns, pod, port), diags_token);
     }
     let q = query
         .split('&')
@@ -930,7 +931,7 @@ pub(super) fn authenticates(st: &State, token: &str) -> bool {
 }
 
 /// Whether `token` authenticates for one of `audiences`: one the server issued (or the admin's)
-/// whose `exp` has not passed and whose `aud`, when it has one, shares one of them
+/// whose `exp` has not passed, one of whose audiences (`token_audiences`) is among them
 /// (kubernetes/kubernetes `pkg/serviceaccount/jwt.go`, `jwtTokenAuthenticator.AuthenticateToken`:
 /// "token audiences %q is invalid for the target audiences %q"), and whose claims still hold
 /// (`still_valid`).
@@ -939,11 +940,27 @@ pub(super) fn valid_for(st: &State, token: &str, audiences: &[&str]) -> bool {
     let expired = claims["exp"]
         .as_i64()
         .is_some_and(|exp| exp <= now_secs() - st.clock_behind);
-    let audience = claims["aud"].as_array().is_none_or(|aud| {
-        aud.iter()
-            .any(|a| audiences.iter().any(|w| a.as_str() == Some(*w)))
-    });
+    let audience = token_audiences(&claims)
+        .iter()
+        .any(|a| audiences.contains(&a.as_str()));
     !expired && audience && st.tokens.contains(token) && still_valid(st, &claims)
+}
+
+/// The audiences a token is good for: its `aud`; a token with none (a legacy secret's JWT, or
+/// the admin's and an opaque token, which kube-apiserver's audience-agnostic authenticators
+/// take) is good for the API server's own alone. kubernetes/kubernetes `pkg/serviceaccount/
+/// jwt.go`, `AuthenticateToken`: "only apiserver audiences are allowed for legacy tokens"
+/// (`tokenAudiences = j.implicitAuds`); k8s.io/apiserver `pkg/authentication/authenticator/
+/// audagnostic.go`, `authenticate`: `implicitAuds.Intersect(targetAuds)`, not authenticated
+/// when empty (audiences.go, `Audiences.Intersect`).
+pub(super) fn token_audiences(claims: &Value) -> Vec<String> {
+    match claims["aud"].as_array() {
+        Some(aud) if !aud.is_empty() => aud
+            .iter()
+            .filter_map(|a| a.as_str().map(str::to_owned))
+            .collect(),
+        _ => vec![API_AUDIENCE.to_owned()],
+    }
 }
 
 /// `token` (just issued) made again with `audiences` as its `aud`.
