@@ -173,7 +173,7 @@ fn not_ours(pod: &Pod, uid: &str, node: &str) -> Option<&'static str> {
         return Some("its controller is not the DaemonSet");
     }
     let spec = pod.spec.as_ref();
-    if !spec.is_some_and(|s| s.host_network == Some(true)) {
+    if spec.is_none_or(|s| s.host_network != Some(true)) {
         return Some("it is not on the node's network (hostNetwork)");
     }
     if spec.and_then(|s| s.node_name.as_deref()) != Some(node) {

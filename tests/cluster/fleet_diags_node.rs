@@ -5,24 +5,14 @@
 //! TokenReview, with RBAC enforced.
 
 use super::fleet_diags::{
-    CALICO_NS, NS, SA, bundle, calico_node, identity, line, node_with_pod, options, serve,
+    CALICO_NS, NS, SA, bundle, identity, line, node_with_pod, options, serve,
 };
 use crate::support::fake_api::FakeApi;
 use crate::support::fake_api::diags::Answer;
-use calicoctl_win::cluster::diags_auth::{self, Verdict};
+use calicoctl_win::cluster::diags_auth;
 use calicoctl_win::cluster::diags_gather::{self, Reason};
-use calicoctl_win::cluster::{Cluster, diags_rights};
-use calicoctl_win::duration::Stop;
-use calicoctl_win::host::Files;
-use calicoctl_win::host::sim::SimHost;
-use calicoctl_win::layout::InstallRoot;
-use calicoctl_win::supervise::diags_review::Review;
-use calicoctl_win::supervise::diags_server::Diags;
-use calicoctl_win::supervise::{Log, LogSettings};
+use calicoctl_win::cluster::diags_rights;
 use serde_json::json;
-use std::net::TcpListener;
-use std::path::Path;
-use std::time::Duration;
 
 /// A pod with the DaemonSet's labels on `node` that is not its own in the way `how` says, and
 /// would answer with a bundle if asked.
@@ -153,178 +143,197 @@ fn a_token_without_audiences_is_no_nodes() {
     assert_eq!(own["audiences"], json!(["https://kubernetes.default.svc"]));
 }
 
-const ROOT: &str = r"C:\CalicoWindows";
+/// The end-to-end run: its builder is a shell script, so it runs where the node's own tests do.
+#[cfg(unix)]
+mod end_to_end {
+    use super::super::fleet_diags::calico_node;
+    use super::*;
+    use calicoctl_win::cluster::Cluster;
+    use calicoctl_win::cluster::diags_auth::Verdict;
+    use calicoctl_win::duration::Stop;
+    use calicoctl_win::host::Files;
+    use calicoctl_win::host::sim::SimHost;
+    use calicoctl_win::layout::InstallRoot;
+    use calicoctl_win::supervise::diags_review::Review;
+    use calicoctl_win::supervise::diags_server::Diags;
+    use calicoctl_win::supervise::{Log, LogSettings};
+    use std::net::TcpListener;
+    use std::path::Path;
+    use std::time::Duration;
 
-/// CalicoNode's review as it makes it (`diags_auth::review` as calico-node, for its own node
-/// and `metrics.diags_namespace`), with calico-node's client given rather than read from the
-/// node's kubeconfig.
-struct AsCalicoNode<'a> {
-    cluster: &'a Cluster,
-    node: String,
-}
+    const ROOT: &str = r"C:\CalicoWindows";
 
-impl Review for AsCalicoNode<'_> {
-    fn review(&self, token: &str) -> Verdict {
-        diags_auth::review(self.cluster, token, &self.node, NS)
+    /// CalicoNode's review as it makes it (`diags_auth::review` as calico-node, for its own node
+    /// and `metrics.diags_namespace`), with calico-node's client given rather than read from the
+    /// node's kubeconfig.
+    struct AsCalicoNode<'a> {
+        cluster: &'a Cluster,
+        node: String,
     }
-}
 
-/// A simulated node's install root and a builder standing in for `calicoctl-win diags
-/// --offline` (it copies `zip` to where the endpoint takes the bundle from).
-struct Node {
-    host: SimHost,
-    root: InstallRoot,
-    builder: String,
-}
-
-impl Node {
-    fn new(dir: &Path, name: &str, zip: &[u8]) -> Self {
-        let host = SimHost::in_memory("ws2022").expect("host");
-        host.create_dir(ROOT).expect("root");
-        let out = host
-            .state_dir()
-            .join("fs/c/calicowindows")
-            .join(calicoctl_win::layout::DIAGS_SERVE_DIR)
-            .join("bundle.zip");
-        let src = dir.join(format!("{name}.zip"));
-        fs_err::write(&src, zip).expect("zip");
-        let builder = dir.join(format!("{name}-diags.sh"));
-        fs_err::write(
-            &builder,
-            format!(
-                "#!/bin/sh\n/bin/cp '{}' '{}'\n",
-                src.display(),
-                out.display()
-            ),
-        )
-        .expect("script");
-        let mut p = fs_err::metadata(&builder).expect("meta").permissions();
-        std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
-        fs_err::set_permissions(&builder, p).expect("chmod");
-        Self {
-            host,
-            root: InstallRoot::new(ROOT),
-            builder: builder.display().to_string(),
+    impl Review for AsCalicoNode<'_> {
+        fn review(&self, token: &str) -> Verdict {
+            diags_auth::review(self.cluster, token, &self.node, NS)
         }
     }
-}
 
-struct StopOnDrop<'a>(&'a [Stop]);
-
-impl Drop for StopOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.iter().for_each(Stop::request);
+    /// A simulated node's install root and a builder standing in for `calicoctl-win diags
+    /// --offline` (it copies `zip` to where the endpoint takes the bundle from).
+    struct Node {
+        host: SimHost,
+        root: InstallRoot,
+        builder: String,
     }
-}
 
-/// Three simulated nodes serve `/diags` with CalicoNode's own endpoint on loopback, reviewing
-/// each request's token with the fake API server as calico-node; a fourth accepts and never
-/// answers. With the rights `fleet rbac --identity diags` writes, the gatherer gets each
-/// answering node's bundle whole through the pod proxy, and names the silent one timed out after
-/// its timeout; without calico-node's review right, each node refuses (`node-refused`).
-#[test]
-fn the_gatherer_reaches_each_nodes_own_endpoint_through_the_pod_proxy() {
-    let api = FakeApi::start();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let names = ["win-1", "win-2", "win-3"];
-    let zips: Vec<Vec<u8>> = (0..3).map(|i| bundle(i, 30_000 + i as usize)).collect();
-    let nodes: Vec<Node> = names
-        .iter()
-        .zip(&zips)
-        .map(|(n, z)| Node::new(dir.path(), n, z))
-        .collect();
-    let listeners: Vec<TcpListener> = names
-        .iter()
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind"))
-        .collect();
-    // The silent node: its port accepts (the kernel's backlog) and nothing answers.
-    let silent = TcpListener::bind("127.0.0.1:0").expect("bind");
-    for (i, name) in names.iter().chain(["win-4"].iter()).enumerate() {
-        node_with_pod(&api, name, &format!("10.0.0.{}", i + 10));
-        let to = listeners
-            .get(i)
-            .unwrap_or(&silent)
-            .local_addr()
-            .expect("addr");
-        serve(&api, name, Answer::Forward(to));
+    impl Node {
+        fn new(dir: &Path, name: &str, zip: &[u8]) -> Self {
+            let host = SimHost::in_memory("ws2022").expect("host");
+            host.create_dir(ROOT).expect("root");
+            let out = host
+                .state_dir()
+                .join("fs/c/calicowindows")
+                .join(calicoctl_win::layout::DIAGS_SERVE_DIR)
+                .join("bundle.zip");
+            let src = dir.join(format!("{name}.zip"));
+            fs_err::write(&src, zip).expect("zip");
+            let builder = dir.join(format!("{name}-diags.sh"));
+            fs_err::write(
+                &builder,
+                format!(
+                    "#!/bin/sh\n/bin/cp '{}' '{}'\n",
+                    src.display(),
+                    out.display()
+                ),
+            )
+            .expect("script");
+            let mut p = fs_err::metadata(&builder).expect("meta").permissions();
+            std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
+            fs_err::set_permissions(&builder, p).expect("chmod");
+            Self {
+                host,
+                root: InstallRoot::new(ROOT),
+                builder: builder.display().to_string(),
+            }
+        }
     }
-    let c = identity(
-        &api,
-        dir.path(),
-        &diags_rights::manifests(SA, (NS, NS), CALICO_NS),
-    );
-    let node_c = calico_node(&api, dir.path());
-    let reviews: Vec<AsCalicoNode> = names
-        .iter()
-        .map(|n| AsCalicoNode {
-            cluster: &node_c,
-            node: (*n).to_owned(),
-        })
-        .collect();
-    let stops: Vec<Stop> = names.iter().map(|_| Stop::new()).collect();
-    let logs: Vec<Log> = names
-        .iter()
-        .map(|n| {
-            let path = dir.path().join(format!("{n}.log"));
-            Log::open(path, LogSettings::default(), false)
-        })
-        .collect();
-    let diags: Vec<Diags> = (0..names.len())
-        .map(|i| {
-            let n = &nodes[i];
-            let mut d = Diags::new(&n.host, &n.root, (&stops[i], &logs[i]), &reviews[i]);
-            d.program = n.builder.clone();
-            d
-        })
-        .collect();
-    std::thread::scope(|s| {
-        for i in 0..names.len() {
-            let (n, d, l) = (&nodes[i], &diags[i], &listeners[i]);
-            let (stop, log) = (&stops[i], &logs[i]);
-            s.spawn(move || {
-                calicoctl_win::supervise::metrics_server::serve_with(
-                    &n.host,
-                    &n.root,
-                    Some(d),
-                    l,
-                    stop,
-                    log,
-                )
-            });
+
+    struct StopOnDrop<'a>(&'a [Stop]);
+
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.iter().for_each(Stop::request);
         }
-        let _stop = StopOnDrop(&stops);
-        let out = dir.path().join("bundles");
-        diags_gather::prepare_out(&out).expect("out");
-        let mut g = options(&out);
-        g.node_timeout = Duration::from_secs(5);
-        let index = diags_gather::gather(&c, &g).expect("gathers");
-        assert_eq!((index.gathered, index.failed), (3, 1), "{index:#?}");
-        for (name, zip) in names.iter().zip(&zips) {
-            let l = line(&index, name);
-            let sha = calicoctl_win::files::sha256_hex(zip);
-            assert_eq!(l.sha256.as_ref(), Some(&sha), "{l:?}");
-            let file = out.join(format!("{name}.zip"));
-            assert_eq!(fs_err::read(&file).expect("zip"), *zip);
+    }
+
+    /// Three simulated nodes serve `/diags` with CalicoNode's own endpoint on loopback, reviewing
+    /// each request's token with the fake API server as calico-node; a fourth accepts and never
+    /// answers. With the rights `fleet rbac --identity diags` writes, the gatherer gets each
+    /// answering node's bundle whole through the pod proxy, and names the silent one timed out after
+    /// its timeout; without calico-node's review right, each node refuses (`node-refused`).
+    #[test]
+    fn the_gatherer_reaches_each_nodes_own_endpoint_through_the_pod_proxy() {
+        let api = FakeApi::start();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let names = ["win-1", "win-2", "win-3"];
+        let zips: Vec<Vec<u8>> = (0..3).map(|i| bundle(i, 30_000 + i as usize)).collect();
+        let nodes: Vec<Node> = names
+            .iter()
+            .zip(&zips)
+            .map(|(n, z)| Node::new(dir.path(), n, z))
+            .collect();
+        let listeners: Vec<TcpListener> = names
+            .iter()
+            .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind"))
+            .collect();
+        // The silent node: its port accepts (the kernel's backlog) and nothing answers.
+        let silent = TcpListener::bind("127.0.0.1:0").expect("bind");
+        for (i, name) in names.iter().chain(["win-4"].iter()).enumerate() {
+            node_with_pod(&api, name, &format!("10.0.0.{}", i + 10));
+            let to = listeners
+                .get(i)
+                .unwrap_or(&silent)
+                .local_addr()
+                .expect("addr");
+            serve(&api, name, Answer::Forward(to));
         }
-        let quiet = line(&index, "win-4");
-        assert_eq!(quiet.reason, Some(Reason::TimedOut), "{quiet:?}");
-        assert!(
-            quiet.message.as_deref().unwrap_or_default().contains("5s"),
-            "{quiet:?}"
+        let c = identity(
+            &api,
+            dir.path(),
+            &diags_rights::manifests(SA, (NS, NS), CALICO_NS),
         );
+        let node_c = calico_node(&api, dir.path());
+        let reviews: Vec<AsCalicoNode> = names
+            .iter()
+            .map(|n| AsCalicoNode {
+                cluster: &node_c,
+                node: (*n).to_owned(),
+            })
+            .collect();
+        let stops: Vec<Stop> = names.iter().map(|_| Stop::new()).collect();
+        let logs: Vec<Log> = names
+            .iter()
+            .map(|n| {
+                let path = dir.path().join(format!("{n}.log"));
+                Log::open(path, LogSettings::default(), false)
+            })
+            .collect();
+        let diags: Vec<Diags> = (0..names.len())
+            .map(|i| {
+                let n = &nodes[i];
+                let mut d = Diags::new(&n.host, &n.root, (&stops[i], &logs[i]), &reviews[i]);
+                d.program = n.builder.clone();
+                d
+            })
+            .collect();
+        std::thread::scope(|s| {
+            for i in 0..names.len() {
+                let (n, d, l) = (&nodes[i], &diags[i], &listeners[i]);
+                let (stop, log) = (&stops[i], &logs[i]);
+                s.spawn(move || {
+                    calicoctl_win::supervise::metrics_server::serve_with(
+                        &n.host,
+                        &n.root,
+                        Some(d),
+                        l,
+                        stop,
+                        log,
+                    )
+                });
+            }
+            let _stop = StopOnDrop(&stops);
+            let out = dir.path().join("bundles");
+            diags_gather::prepare_out(&out).expect("out");
+            let mut g = options(&out);
+            g.node_timeout = Duration::from_secs(5);
+            let index = diags_gather::gather(&c, &g).expect("gathers");
+            assert_eq!((index.gathered, index.failed), (3, 1), "{index:#?}");
+            for (name, zip) in names.iter().zip(&zips) {
+                let l = line(&index, name);
+                let sha = calicoctl_win::files::sha256_hex(zip);
+                assert_eq!(l.sha256.as_ref(), Some(&sha), "{l:?}");
+                let file = out.join(format!("{name}.zip"));
+                assert_eq!(fs_err::read(&file).expect("zip"), *zip);
+            }
+            let quiet = line(&index, "win-4");
+            assert_eq!(quiet.reason, Some(Reason::TimedOut), "{quiet:?}");
+            assert!(
+                quiet.message.as_deref().unwrap_or_default().contains("5s"),
+                "{quiet:?}"
+            );
 
-        // Without calico-node's review right, every node refuses: the review is the node's.
-        api.remove(&format!(
-            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",
-            diags_rights::REVIEW
-        ));
-        let out = dir.path().join("refused");
-        diags_gather::prepare_out(&out).expect("out");
-        api.remove("/api/v1/nodes/win-4");
-        let mut g = options(&out);
-        g.node_timeout = Duration::from_secs(30);
-        let index = diags_gather::gather(&c, &g).expect("gathers");
-        let reasons: Vec<_> = index.nodes.iter().map(|l| l.reason).collect();
-        assert_eq!(reasons, [Some(Reason::NodeRefused); 3], "{index:#?}");
-    });
+            // Without calico-node's review right, every node refuses: the review is the node's.
+            api.remove(&format!(
+                "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",
+                diags_rights::REVIEW
+            ));
+            let out = dir.path().join("refused");
+            diags_gather::prepare_out(&out).expect("out");
+            api.remove("/api/v1/nodes/win-4");
+            let mut g = options(&out);
+            g.node_timeout = Duration::from_secs(30);
+            let index = diags_gather::gather(&c, &g).expect("gathers");
+            let reasons: Vec<_> = index.nodes.iter().map(|l| l.reason).collect();
+            assert_eq!(reasons, [Some(Reason::NodeRefused); 3], "{index:#?}");
+        });
+    }
 }
