@@ -159,10 +159,10 @@ fn own_pod(pods: Vec<Pod>, uid: &str, node: &str) -> (Option<Pod>, Vec<String>) 
 /// `NewControllerRef`; kubernetes/kubernetes `pkg/controller/daemon/daemon_controller.go`
 /// creates each pod with it), and the fleet's pods run on the node's network
 /// (`spec.hostNetwork`), whose address the kubelet reports as the pod's
-/// (`pkg/kubelet/kubelet_pods.go`, `generateAPIPodStatus`: a host-network pod's `podIPs` are
-/// its `hostIPs`). What the pod proxy dials is then the node's own port (docs/security.md says
+/// (`pkg/kubelet/kubelet_pods.go`, `generateAPIPodStatus`: "HostNetwork Pods inherit the node
+/// IPs as PodIPs"). What the pod proxy dials is then the node's own port (docs/security.md says
 /// what this does not keep out).
-fn not_ours(pod: &Pod, uid: &str, node: &str) -> Option<&'static str> {
+fn not_ours(pod: &Pod, uid: &str, node: &str) -> Option<String> {
     let controller = pod
         .metadata
         .owner_references
@@ -170,22 +170,28 @@ fn not_ours(pod: &Pod, uid: &str, node: &str) -> Option<&'static str> {
         .flatten()
         .find(|o| o.controller == Some(true));
     if !controller.is_some_and(|o| o.kind == "DaemonSet" && !uid.is_empty() && o.uid == uid) {
-        return Some("its controller is not the DaemonSet");
+        return Some("its controller is not the DaemonSet".into());
     }
     let spec = pod.spec.as_ref();
     if spec.is_none_or(|s| s.host_network != Some(true)) {
-        return Some("it is not on the node's network (hostNetwork)");
+        return Some("it is not on the node's network (hostNetwork)".into());
     }
     if spec.and_then(|s| s.node_name.as_deref()) != Some(node) {
-        return Some("it is not on the node");
+        return Some("it is not on the node".into());
     }
     let status = pod.status.as_ref();
     let (ip, host) = (
         status.and_then(|s| s.pod_ip.as_deref()),
         status.and_then(|s| s.host_ip.as_deref()),
     );
-    if ip.is_some_and(|ip| Some(ip) != host) {
-        return Some("its address is not its node's (podIP is not hostIP)");
+    // The kubelet sets a host-network pod's IPs once and keeps them when the node's address
+    // changes ("immutable once set"): such a pod is its own but the proxy would dial an old
+    // address, so it is named too, to be recreated.
+    if let Some(ip) = ip.filter(|ip| Some(*ip) != host) {
+        return Some(format!(
+            "its address {ip} is not its node's ({}): it is not on the node, or it is from before the node's address changed (delete it: the DaemonSet makes it again)",
+            host.unwrap_or("none reported")
+        ));
     }
     None
 }

@@ -53,10 +53,10 @@ fn impostor(api: &FakeApi, node: &str, how: &str) -> String {
 }
 
 /// A pod is asked (and given a token) only when the DaemonSet, read by its uid, is its
-/// controller and it is on its node's network: a newer pod with the same labels that is not
-/// (another controller, none, a stale uid, the pod network) is named as skipped and never
-/// asked; a node with only such a pod is `not-our-pod`; without `get daemonsets` nothing is
-/// asked at all.
+/// controller and it is on its node's network with its node's address: a newer pod with the
+/// same labels that is not (another controller, none, a stale uid, the pod network) is named as
+/// skipped and never asked; a node with only such a pod, or with its own pod at an address the
+/// node no longer has, is `not-our-pod`; without `get daemonsets` nothing is asked at all.
 #[test]
 fn only_the_daemon_sets_own_pods_on_the_nodes_network_are_asked() {
     let api = FakeApi::start();
@@ -73,6 +73,14 @@ fn only_the_daemon_sets_own_pods_on_the_nodes_network_are_asked() {
     // On e, the only pod with the labels is not the DaemonSet's.
     let e = impostor(&api, "e", "other-controller");
     api.remove(&format!("/api/v1/namespaces/{NS}/pods/calicoctl-win-e"));
+    // On f, the DaemonSet's pod keeps the address the node had (the kubelet does not change a
+    // host-network pod's): the proxy would dial the old one.
+    node_with_pod(&api, "f", "10.0.0.20");
+    serve(&api, "f", Answer::Bundle(bundle(6, 100).into()));
+    let path = format!("/api/v1/namespaces/{NS}/pods/calicoctl-win-f");
+    let mut p = api.get(&path).expect("pod");
+    p["status"]["hostIP"] = json!("10.0.0.21");
+    api.put(&path, p);
     let dir = tempfile::tempdir().expect("tempdir");
     let c = identity(
         &api,
@@ -82,7 +90,7 @@ fn only_the_daemon_sets_own_pods_on_the_nodes_network_are_asked() {
     let out = dir.path().join("bundles");
     diags_gather::prepare_out(&out).expect("out");
     let index = diags_gather::gather(&c, &options(&out)).expect("gathers");
-    assert_eq!((index.gathered, index.failed), (4, 1), "{index:#?}");
+    assert_eq!((index.gathered, index.failed), (4, 2), "{index:#?}");
     for (node, pod) in ["a", "b", "c", "d"].iter().zip(&impostors) {
         let l = line(&index, node);
         assert_eq!(l.result, "ok", "{l:?}");
@@ -93,6 +101,12 @@ fn only_the_daemon_sets_own_pods_on_the_nodes_network_are_asked() {
     let l = line(&index, "e");
     assert_eq!(l.reason, Some(Reason::NotOurPod), "{l:?}");
     assert!(l.skipped[0].contains(&e), "{l:?}");
+    let l = line(&index, "f");
+    assert_eq!(l.reason, Some(Reason::NotOurPod), "{l:?}");
+    assert!(
+        l.skipped[0].contains("10.0.0.20 is not its node's (10.0.0.21)"),
+        "{l:?}"
+    );
     let asked: Vec<String> = api
         .lock()
         .diags_tokens
