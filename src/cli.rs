@@ -485,7 +485,7 @@ later; on an older cluster kubectl refuses those two and applies the rest) that 
 pods there any image but --verify-image's and any hostNetwork, hostPID, hostIPC, privileged or \
 HostProcess pod.\n\n\
 --identity diags writes 'fleet diags' roles: a ClusterRole (list nodes) and a Role in --namespace, \
-the fleet DaemonSet's (list pods; get pods/proxy, which reaches any TCP port of those pods' nodes the API server may reach, \
+the fleet DaemonSet's (get daemonsets; list pods; get pods/proxy, which reaches any TCP port of those pods' nodes the API server may reach, \
 not only /diags; create serviceaccounts/token of calicoctl-win-diags alone, the per-node token each \
 /diags request carries), with the ServiceAccount there and calicoctl-win-diags, whose tokens the nodes \
 take; and the ClusterRole calicoctl-win-diags-review (create tokenreviews, which cannot be narrowed: \
@@ -515,11 +515,14 @@ config and its traffic verdict, if any, is neither False nor stale; 1 otherwise,
 redacted 'calicoctl-win diags' zip through kube-apiserver's pod proxy (GET /diags on the pod of the \
 'fleet plan' DaemonSet --name in --namespace, which is on its node's network), at most --concurrency \
 at once, and writes NODE.zip for each into --out (made, or an empty directory) with index.json and \
-index.txt: each node's size and sha256, or why it failed (no-pod, pod-not-running, timed-out, \
+index.txt: each node's size and sha256, or why it failed (no-pod, not-our-pod, pod-not-running, timed-out, \
 run-timed-out, refused, unreachable, node-refused, node-busy, node-timed-out, node-failed, \
 not-calico-node, too-big, not-a-zip, not-written: the node's own answers told from the API server's). \
 A node that does not answer within --node-timeout is named and skipped; --timeout bounds the whole \
 run.\n\n\
+Only a pod whose controller is the DaemonSet (its uid, read once) and that runs on its node's network \
+(hostNetwork, its address its node's) is given a token and asked; another pod with the DaemonSet's \
+labels is named in the index as skipped.\n\n\
 The nodes must serve it: their config sets metrics.enabled, metrics.diags and metrics.source_ranges \
 holding the API server's addresses (the pod proxy connects from them). Each request carries a token \
 of the ServiceAccount calicoctl-win-diags in --namespace, made for that node alone (audience \
@@ -528,7 +531,7 @@ else: metrics.diags_namespace on the nodes names that namespace. The port is --p
 metrics.port of --config (the file 'fleet plan' gave the nodes), else 9095. A node builds its \
 bundle with 'diags --offline' in at most 45 s, one at a time, sends it in at most 30 s, and refuses \
 one over 8 MiB.\n\n\
-Needs a kubeconfig that may list nodes, and list pods, get pods/proxy and create \
+Needs a kubeconfig that may list nodes, and get daemonsets, list pods, get pods/proxy and create \
 serviceaccounts/token of calicoctl-win-diags in --namespace: 'fleet rbac --identity diags' writes \
 exactly those roles, and calico-node's right to review the tokens. Stores nothing in the cluster \
 (a TokenRequest keeps no object) and changes nothing on the nodes. Exit 0 when every node's zip was gathered, 1 when any failed, 4 when --timeout came first."

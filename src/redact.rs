@@ -17,9 +17,12 @@ const NAMES: &str = r"(?:token|password|passwd|api[_-]?key|access[_-]?key|privat
 /// Secrets recognised by their shape. ASCII only (`-u`): the input may be any bytes. Each
 /// pattern is linear in its input (the regex crate has no backtracking) and the logs hand it
 /// one line (at most a chunk) at a time, so memory stays bounded.
-fn shapes() -> [(String, &'static str); 9] {
+fn shapes() -> [(String, &'static str); 12] {
     // The separator between a name and its value: `NAME=`, `NAME: `, `"NAME": `, `'NAME' = `.
     let sep = r#"["']?\s*[:=]\s*"#;
+    // A flag naming a secret, one dash or two (`--token`, `-password`, `-etcd-key-data`), at
+    // the start of a word: a dash inside a word (`re-token`) starts no flag.
+    let flag = format!(r#"(?:^|[\s"'\[,(=])-{{1,2}}[a-z0-9-]*{NAMES}"#);
     [
         // A PEM private key block, whole.
         (
@@ -47,12 +50,28 @@ fn shapes() -> [(String, &'static str); 9] {
             r"(?i-u)(bearer\s+)[A-Za-z0-9._~+/=-]{4,}".into(),
             "${1}<redacted>",
         ),
+        // A flag naming a secret and its value as the next item of a list, in JSON or as a
+        // JSON string holds it, or in single quotes (a command line kept as its arguments:
+        // `["--token","X"]`, `"args": ["-password", "X"]`, `[\"--token\",\"X\"]`,
+        // `@('-token', 'X')`). A list's item that is no flag (`["token","expires"]`) stays.
+        (
+            format!(r#"(?i-u)("-{{1,2}}[a-z0-9-]*{NAMES}"\s*,\s*")(?:[^"\\\n]|\\.)+"#),
+            "${1}<redacted>",
+        ),
+        (
+            format!(r#"(?i-u)(\\"-{{1,2}}[a-z0-9-]*{NAMES}\\"\s*,\s*\\")(?:[^"\\\n]|\\[^"\n])+"#),
+            "${1}<redacted>",
+        ),
+        (
+            format!(r#"(?i-u)('-{{1,2}}[a-z0-9-]*{NAMES}'\s*,\s*')[^'\n]+"#),
+            "${1}<redacted>",
+        ),
         // A value named as a secret in quotes escaped inside a JSON string (a service's
         // command line, an event's text, a log line quoting JSON): `{\"token\":\"X\"}`,
-        // `PASSWORD=\"X\"`, `--etcd-password \"X\"`, whole up to its closing `\"`.
+        // `PASSWORD=\"X\"`, `--etcd-password \"X\"`, `-token \"X\"`, whole up to its closing `\"`.
         (
             format!(
-                r#"(?i-u)((?:[A-Za-z0-9_.-]*{NAMES}(?:\\["'])?\s*[:=]\s*|--[a-z0-9-]*{NAMES}\s+)\\["'])(?:[^"'\\\n]|\\[^"'\n])+"#
+                r#"(?im-u)((?:[A-Za-z0-9_.-]*{NAMES}(?:\\["'])?\s*[:=]\s*|{flag}\s+)\\["'])(?:[^"'\\\n]|\\[^"'\n])+"#
             ),
             "${1}<redacted>",
         ),
@@ -67,11 +86,9 @@ fn shapes() -> [(String, &'static str); 9] {
             "${1}<redacted>",
         ),
         // A value named as a secret, unquoted: `token: X`, `FOO_API_KEY=X`, `--token=X`,
-        // `--password X` (a flag, its value after a blank).
+        // `-password=X`, `--password X`, `-token X` (a flag, its value after a blank).
         (
-            format!(
-                r#"(?i-u)((?:[A-Za-z0-9_.-]*{NAMES}{sep}|--[a-z0-9-]*{NAMES}\s+))[^\s"'\\,{{}}\[\]<>]+"#
-            ),
+            format!(r#"(?im-u)((?:[A-Za-z0-9_.-]*{NAMES}{sep}|{flag}\s+))[^\s"'\\,{{}}\[\]<>]+"#),
             "${1}<redacted>",
         ),
     ]
@@ -367,6 +384,55 @@ pub(crate) mod tests {
         assert_eq!(back["extra_env"]["node"]["FOO_API_KEY"], REDACTED);
     }
 
+    /// A flag's value as the next item of a list (JSON, JSON inside a JSON string, single
+    /// quotes), and a single-dash flag's (`-token X`, `-password=X`), go; the text stays JSON.
+    #[test]
+    fn secrets_after_flags_in_lists_and_after_single_dash_flags_go() {
+        let r = Redactor::new(&[]);
+        for (line, gone, kept) in [
+            (
+                r#"["--token","abcdef123"]"#,
+                "abcdef123",
+                r#"["--token","<redacted>"]"#,
+            ),
+            (
+                r#"{"args":["-password", "two words"], "v": 1}"#,
+                "two words",
+                r#"["-password", "<redacted>"]"#,
+            ),
+            (
+                r#"{"cmd": "[\"--etcd-key-data\",\"LS0tabc\"]"}"#,
+                "LS0tabc",
+                r#"[\"--etcd-key-data\",\"<redacted>\"]"#,
+            ),
+            (
+                "@('-token', 'pstoken99')",
+                "pstoken99",
+                "@('-token', '<redacted>')",
+            ),
+            (
+                "felix.exe -token abc123 -v",
+                "abc123",
+                "-token <redacted> -v",
+            ),
+            ("-password=x9", "x9", "-password=<redacted>"),
+            ("run -Password hunter22", "hunter22", "-Password <redacted>"),
+            (
+                r#"{"cmd": "x.exe -token \"two words\""}"#,
+                "two words",
+                r#"-token \"<redacted>\""#,
+            ),
+        ] {
+            let out = redacted(&r, line);
+            assert!(!out.contains(gone), "{gone} survived: {out}");
+            assert!(out.contains(kept), "{kept} not in {out}");
+            if line.starts_with('{') || line.starts_with('[') {
+                serde_json::from_str::<serde_json::Value>(&out)
+                    .unwrap_or_else(|e| panic!("not JSON any more ({e}): {out}"));
+            }
+        }
+    }
+
     /// The false positives kept out: a name that begins with a secret's word, a URL without
     /// a password, a port after a host, the working directory.
     #[test]
@@ -381,6 +447,12 @@ pub(crate) mod tests {
             "git+ssh://git@github.com/x",
             "AWS_ACCESS_KEY_ID=AKIAEXAMPLE",
             "--token-ttl 1h",
+            r#"["token","expires"]"#,
+            r#"["--tokens-file","a.txt"]"#,
+            "the re-token step ran",
+            "a - token was renewed",
+            "-tokenize input",
+            "x-password-reset done",
         ] {
             assert_eq!(redacted(&r, kept), kept);
         }

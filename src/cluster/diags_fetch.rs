@@ -33,8 +33,10 @@ pub const ANSWER_HEADER: &str = "calicoctl-win-diags";
 /// What to gather, from where, into where.
 #[derive(Clone, Debug)]
 pub struct Gather {
-    /// The DaemonSet's namespace and its pods' label selector.
+    /// The DaemonSet's namespace, its name (its pods must name it their controller) and its
+    /// pods' label selector.
     pub namespace: String,
+    pub daemon_set: String,
     pub pod_selector: String,
     /// The port the pods' endpoint listens on (the node's own: the pods are on its network).
     pub port: u16,
@@ -55,6 +57,9 @@ pub struct Gather {
 pub enum Reason {
     /// No pod of the DaemonSet is on the node.
     NoPod,
+    /// The node's only pods with the DaemonSet's labels are not its own (their controller is
+    /// not the DaemonSet, or they are not on the node's network): none was asked.
+    NotOurPod,
     /// The node's pod does not run, or has no address yet.
     PodNotRunning,
     /// The node did not answer whole within its timeout.
@@ -101,6 +106,9 @@ pub struct NodeBundle {
     pub reason: Option<Reason>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The node's pods with the DaemonSet's labels that were not asked, each named with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
 }
 
 impl NodeBundle {
@@ -113,6 +121,7 @@ impl NodeBundle {
             sha256: None,
             reason: Some(reason),
             message: Some(message),
+            skipped: Vec::new(),
         }
     }
 }
@@ -234,6 +243,7 @@ async fn one(client: &kube::Client, g: &Gather, node: &str, pod: &str) -> NodeBu
             sha256: Some(sha256),
             reason: None,
             message: None,
+            skipped: Vec::new(),
         },
         Err((reason, message)) => {
             let _ = fs_err::remove_file(&part);

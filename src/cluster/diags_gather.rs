@@ -16,6 +16,7 @@ pub use super::diags_fetch::{
     NodeBundle, PATH, Reason,
 };
 use super::{Cluster, ClusterError};
+use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -57,16 +58,20 @@ pub fn prepare_out(out: &Path) -> Result<(), OutError> {
     }
 }
 
-/// Gathers the selected nodes' bundles into `g.out` (which `prepare_out` made). Listing the
-/// nodes or the pods failing is the run's error; each node's failure is its line.
+/// Gathers the selected nodes' bundles into `g.out` (which `prepare_out` made). Reading the
+/// DaemonSet, listing the nodes or the pods failing is the run's error; each node's failure is
+/// its line. Only a pod of the DaemonSet's own on its node's network is asked (`not_ours`).
 pub fn gather(c: &Cluster, g: &Gather) -> Result<Index, ClusterError> {
+    let uid = daemon_set_uid(c, &g.namespace, &g.daemon_set)?;
     let nodes = windows_nodes(c, g.node_selector.as_deref())?;
-    let pods = pods_by_node(c, &g.namespace, &g.pod_selector)?;
+    let mut pods = pods_by_node(c, &g.namespace, &g.pod_selector)?;
     let mut lines = Vec::new();
     let mut asked = Vec::new();
+    let mut skipped_of = BTreeMap::new();
     for node in nodes {
-        match pods.get(&node) {
-            None => lines.push(NodeBundle::failed_line(
+        let (pod, skipped) = own_pod(pods.remove(&node).unwrap_or_default(), &uid, &node);
+        match pod {
+            None if skipped.is_empty() => lines.push(NodeBundle::failed_line(
                 &node,
                 Reason::NoPod,
                 format!(
@@ -74,22 +79,42 @@ pub fn gather(c: &Cluster, g: &Gather) -> Result<Index, ClusterError> {
                     g.pod_selector, g.namespace
                 ),
             )),
-            Some(pod) if !is_running(pod) => lines.push(NodeBundle::failed_line(
-                &node,
-                Reason::PodNotRunning,
-                format!(
-                    "its pod {} does not run (phase {})",
-                    pod.metadata.name.as_deref().unwrap_or_default(),
-                    phase(pod)
-                ),
-            )),
-            Some(pod) => asked.push((node, pod.metadata.name.clone().unwrap_or_default())),
+            None => lines.push(NodeBundle {
+                skipped,
+                ..NodeBundle::failed_line(
+                    &node,
+                    Reason::NotOurPod,
+                    format!(
+                        "no pod on it is the DaemonSet {}'s own on the node's network: none was asked",
+                        g.daemon_set
+                    ),
+                )
+            }),
+            Some(pod) if !is_running(&pod) => lines.push(NodeBundle {
+                skipped,
+                ..NodeBundle::failed_line(
+                    &node,
+                    Reason::PodNotRunning,
+                    format!(
+                        "its pod {} does not run (phase {})",
+                        pod.metadata.name.as_deref().unwrap_or_default(),
+                        phase(&pod)
+                    ),
+                )
+            }),
+            Some(pod) => {
+                asked.push((node.clone(), pod.metadata.name.unwrap_or_default()));
+                skipped_of.insert(node, skipped);
+            }
         }
     }
     // Without kube's retries: a node's 503 (nothing listens) is its answer, and a retried GET
     // would make the node build its bundle again.
     let client = c.client_without_retries.clone();
     let (mut fetched, run_timed_out) = c.run(super::diags_fetch::all(client, g, asked));
+    for line in &mut fetched {
+        line.skipped = skipped_of.remove(&line.node).unwrap_or_default();
+    }
     lines.append(&mut fetched);
     lines.sort_by(|a, b| a.node.cmp(&b.node));
     let gathered = lines.iter().filter(|l| l.result == "ok").count();
@@ -99,6 +124,76 @@ pub fn gather(c: &Cluster, g: &Gather) -> Result<Index, ClusterError> {
         gathered,
         run_timed_out,
     })
+}
+
+/// The DaemonSet's uid, which its own pods name as their controller: one GET, before any node
+/// is asked (a DaemonSet that is not there refuses the run).
+fn daemon_set_uid(c: &Cluster, namespace: &str, name: &str) -> Result<String, ClusterError> {
+    let api: kube::Api<DaemonSet> = kube::Api::namespaced(c.client.clone(), namespace);
+    let ds = c.call("get", "daemonsets", api.get(name))?;
+    Ok(ds.metadata.uid.unwrap_or_default())
+}
+
+/// Of a node's pods with the DaemonSet's labels, the newest that is its own (`not_ours`), and
+/// the others that are not, each named with why (a newer pod of its own is not named).
+fn own_pod(pods: Vec<Pod>, uid: &str, node: &str) -> (Option<Pod>, Vec<String>) {
+    let mut own: Option<Pod> = None;
+    let mut skipped = Vec::new();
+    for pod in pods {
+        if let Some(why) = not_ours(&pod, uid, node) {
+            let name = pod.metadata.name.as_deref().unwrap_or_default();
+            skipped.push(format!("pod {name}: {why}"));
+        } else if own
+            .as_ref()
+            .is_none_or(|have| have.metadata.creation_timestamp < pod.metadata.creation_timestamp)
+        {
+            own = Some(pod);
+        }
+    }
+    (own, skipped)
+}
+
+/// Why `pod` is not the DaemonSet's own pod on `node`'s network, if it is not. A label is
+/// anyone's to set who may create pods in the namespace; the DaemonSet controller's pods name
+/// it (its `uid`) as their controller (k8s.io/apimachinery `pkg/apis/meta/v1/controller_ref.go`,
+/// `NewControllerRef`; kubernetes/kubernetes `pkg/controller/daemon/daemon_controller.go`
+/// creates each pod with it), and the fleet's pods run on the node's network
+/// (`spec.hostNetwork`), whose address the kubelet reports as the pod's
+/// (`pkg/kubelet/kubelet_pods.go`, `generateAPIPodStatus`: "HostNetwork Pods inherit the node
+/// IPs as PodIPs"). What the pod proxy dials is then the node's own port (docs/security.md says
+/// what this does not keep out).
+fn not_ours(pod: &Pod, uid: &str, node: &str) -> Option<String> {
+    let controller = pod
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true));
+    if !controller.is_some_and(|o| o.kind == "DaemonSet" && !uid.is_empty() && o.uid == uid) {
+        return Some("its controller is not the DaemonSet".into());
+    }
+    let spec = pod.spec.as_ref();
+    if spec.is_none_or(|s| s.host_network != Some(true)) {
+        return Some("it is not on the node's network (hostNetwork)".into());
+    }
+    if spec.and_then(|s| s.node_name.as_deref()) != Some(node) {
+        return Some("it is not on the node".into());
+    }
+    let status = pod.status.as_ref();
+    let (ip, host) = (
+        status.and_then(|s| s.pod_ip.as_deref()),
+        status.and_then(|s| s.host_ip.as_deref()),
+    );
+    // The kubelet sets a host-network pod's IPs once and keeps them when the node's address
+    // changes ("immutable once set"): such a pod is its own but the proxy would dial an old
+    // address, so it is named too, to be recreated.
+    if let Some(ip) = ip.filter(|ip| Some(*ip) != host) {
+        return Some(format!(
+            "its address {ip} is not its node's ({}): it is not on the node, or it is from before the node's address changed (delete it: the DaemonSet makes it again)",
+            host.unwrap_or("none reported")
+        ));
+    }
+    None
 }
 
 /// The Windows nodes' names, with `selector`'s labels too.
@@ -120,27 +215,21 @@ fn windows_nodes(c: &Cluster, selector: Option<&str>) -> Result<Vec<String>, Clu
     Ok(names)
 }
 
-/// The DaemonSet's pods by their node (a node's newest pod when a rollout left two).
+/// The pods with the DaemonSet's labels, by their node.
 fn pods_by_node(
     c: &Cluster,
     namespace: &str,
     selector: &str,
-) -> Result<BTreeMap<String, Pod>, ClusterError> {
+) -> Result<BTreeMap<String, Vec<Pod>>, ClusterError> {
     let api: kube::Api<Pod> = kube::Api::namespaced(c.client.clone(), namespace);
     let lp = kube::api::ListParams::default()
         .labels(selector)
         .limit(super::PAGE);
-    let mut by_node: BTreeMap<String, Pod> = BTreeMap::new();
+    let mut by_node: BTreeMap<String, Vec<Pod>> = BTreeMap::new();
     c.for_each_page_of(&api, "pods", &lp, |page| {
         for pod in page {
-            let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
-                continue;
-            };
-            let newer = by_node.get(&node).is_none_or(|have| {
-                have.metadata.creation_timestamp < pod.metadata.creation_timestamp
-            });
-            if newer {
-                by_node.insert(node, pod);
+            if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) {
+                by_node.entry(node).or_default().push(pod);
             }
         }
         Ok::<(), ClusterError>(())
@@ -177,6 +266,9 @@ pub fn summary(index: &Index) -> String {
             (None, m) => format!("{}  failed  {}\n", l.node, m.as_deref().unwrap_or_default()),
         };
         out.push_str(&line);
+        for s in &l.skipped {
+            out.push_str(&format!("{}  skipped {s}\n", l.node));
+        }
     }
     out.push_str(&format!(
         "{} node(s): {} gathered, {} failed{}\n",

@@ -1,7 +1,7 @@
 //! What gathering the fleet's diagnostics calls (`diags_gather`), as the RBAC rules that allow
 //! it, and the objects that give them to an identity: list the Windows nodes (a ClusterRole),
-//! list the DaemonSet's pods and `get pods/proxy` in the DaemonSet's namespace alone (a Role
-//! there). Not `pods/exec`, which runs any command in the pod as SYSTEM on the node. The pod
+//! get the DaemonSet (its uid, which its own pods name as their controller), list its pods
+//! and `get pods/proxy` in the DaemonSet's namespace alone (a Role there). Not `pods/exec`, which runs any command in the pod as SYSTEM on the node. The pod
 //! proxy is narrower but not only `/diags`: it takes any port and path
 //! (`pods/NAME:PORT/proxy/...`), and the DaemonSet's pods share the node's network, so it
 //! reaches every TCP port of the node the API server's address may reach (docs/security.md).
@@ -30,6 +30,15 @@ pub const CLUSTER: &[Right] = &[r("nodes", &["list"], "the Windows nodes selecte
 
 /// In the DaemonSet's namespace (a Role there).
 pub const IN_NAMESPACE: &[Right] = &[
+    Right {
+        group: "apps",
+        names: &[],
+        ..r(
+            "daemonsets",
+            &["get"],
+            "the DaemonSet's uid, which its own pods name as their controller",
+        )
+    },
     r("pods", &["list"], "each node's pod of the DaemonSet"),
     r("pods/proxy", &["get"], "each pod's GET /diags"),
     Right {

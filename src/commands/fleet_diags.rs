@@ -78,6 +78,7 @@ pub fn run(args: &FleetDiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     })?;
     let g = Gather {
         namespace: args.namespace.clone(),
+        daemon_set: args.name.clone(),
         pod_selector: format!("app.kubernetes.io/name={}", args.name),
         port,
         node_selector: args.selector.clone(),

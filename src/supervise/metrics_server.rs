@@ -111,9 +111,9 @@ pub fn serve(
     serve_with(host, root, diags.as_ref(), listener, stop, log);
 }
 
-/// `serve` with the `/diags` endpoint given; every connection's thread ends before this
-/// returns.
-pub(super) fn serve_with(
+/// `serve` with the `/diags` endpoint given (a test's, whose builder is its own); every
+/// connection's thread ends before this returns.
+pub fn serve_with(
     host: &dyn Host,
     root: &InstallRoot,
     diags: Option<&super::diags_server::Diags<'_>>,

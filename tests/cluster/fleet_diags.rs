@@ -37,8 +37,20 @@ pub(crate) fn bundle(seed: u32, len: usize) -> Vec<u8> {
     zip.finish().expect("zip").into_inner()
 }
 
-/// A Windows node `name` with the DaemonSet's pod on it, running, on the node's network.
+/// The fleet DaemonSet's name, and its uid (as `meta` makes it), which its pods name.
+pub(crate) const DS: &str = "calicoctl-win";
+pub(crate) const DS_UID: &str = "uid-calicoctl-win";
+
+/// A Windows node `name` with the DaemonSet's pod on it, running, on the node's network (and
+/// the DaemonSet, once).
 pub(crate) fn node_with_pod(api: &FakeApi, name: &str, ip: &str) {
+    let ds = format!("/apis/apps/v1/namespaces/{NS}/daemonsets/{DS}");
+    if api.get(&ds).is_none() {
+        api.put(
+            &ds,
+            crate::support::fake_api::meta("apps/v1", "DaemonSet", DS, Some(NS)),
+        );
+    }
     let mut node = crate::support::fake_api::meta("v1", "Node", name, None);
     node["metadata"]["labels"] = json!({"kubernetes.io/os": "windows", "pool": "a"});
     api.put(&format!("/api/v1/nodes/{name}"), node);
@@ -47,6 +59,8 @@ pub(crate) fn node_with_pod(api: &FakeApi, name: &str, ip: &str) {
     let path = format!("/api/v1/namespaces/{NS}/pods/{pod}");
     let mut p = api.get(&path).expect("pod");
     p["metadata"]["labels"] = json!({"app.kubernetes.io/name": "calicoctl-win"});
+    p["metadata"]["ownerReferences"][0]["name"] = json!(DS);
+    p["metadata"]["ownerReferences"][0]["uid"] = json!(DS_UID);
     api.put(&path, p);
     api.set_host_network(NS, &pod);
     api.set_pod_ip(NS, &pod, ip);
@@ -71,9 +85,10 @@ pub(crate) fn identity(api: &FakeApi, dir: &Path, rules: &[serde_json::Value]) -
     Cluster::connect(&[kubeconfig], &Default::default(), false).expect("connects")
 }
 
-fn options(out: &Path) -> Gather {
+pub(crate) fn options(out: &Path) -> Gather {
     Gather {
         namespace: NS.into(),
+        daemon_set: DS.into(),
         pod_selector: "app.kubernetes.io/name=calicoctl-win".into(),
         port: PORT,
         node_selector: None,
@@ -85,7 +100,7 @@ fn options(out: &Path) -> Gather {
     }
 }
 
-fn line<'a>(index: &'a Index, node: &str) -> &'a diags_gather::NodeBundle {
+pub(crate) fn line<'a>(index: &'a Index, node: &str) -> &'a diags_gather::NodeBundle {
     index.nodes.iter().find(|l| l.node == node).expect(node)
 }
 
@@ -320,7 +335,7 @@ fn every_diags_rule_is_needed_and_enough() {
 
 /// calico-node's own cluster client (its account in Calico's namespace, with Calico's roles and
 /// whatever the applied manifests give it): what CalicoNode reviews tokens as.
-fn calico_node(api: &FakeApi, dir: &Path) -> Cluster {
+pub(crate) fn calico_node(api: &FakeApi, dir: &Path) -> Cluster {
     api.calico_node_rbac();
     let path = format!("/api/v1/namespaces/{CALICO_NS}/serviceaccounts/calico-node");
     if api.get(&path).is_none() {

@@ -11,6 +11,7 @@ mod fetch_kubeconfig;
 mod fleet;
 mod fleet_diags;
 mod fleet_diags_cli;
+mod fleet_diags_node;
 mod fleet_migrate;
 mod fleet_verify;
 mod kubeconfig_files;

@@ -281,6 +281,10 @@ impl FakeApi {
                         async move {
                             let offset = st.lock().expect("fake api state").clock_offset_s;
                             let mut r = serve::handle(req, &st).await;
+                            // A relay to a real pod endpoint, once the state is let go.
+                            if let Some(relay) = r.extensions_mut().remove::<diags::Relay>() {
+                                r = diags::relay(relay).await;
+                            }
                             if let Some(serve::Delay(d)) = r.extensions().get::<serve::Delay>() {
                                 tokio::time::sleep(*d).await;
                             }
@@ -728,12 +732,18 @@ impl FakeApi {
         self.put(&path, pod);
     }
 
-    /// Gives a pod its address, as kubelet reports it (`status.podIP`, `status.podIPs`).
+    /// Gives a pod its address, as kubelet reports it (`status.podIP`, `status.podIPs`); a
+    /// host-network pod's is its node's (`status.hostIP`: kubernetes/kubernetes
+    /// `pkg/kubelet/kubelet_pods.go`, `generateAPIPodStatus`, gives such a pod its host's IPs).
     pub fn set_pod_ip(&self, namespace: &str, name: &str, ip: &str) {
         let path = format!("/api/v1/namespaces/{namespace}/pods/{name}");
         let mut pod = self.get(&path).expect("pod");
         pod["status"]["podIP"] = json!(ip);
         pod["status"]["podIPs"] = json!([{ "ip": ip }]);
+        if pod["spec"]["hostNetwork"] == json!(true) {
+            pod["status"]["hostIP"] = json!(ip);
+            pod["status"]["hostIPs"] = json!([{ "ip": ip }]);
+        }
         self.put(&path, pod);
     }
 

@@ -502,8 +502,9 @@ fn pod_proxy(
     }
     if rest == "/diags" {
         // The pod proxy passes the request's own headers on (`diags::answer`).
-        st.diags_tokens.push((format!("{ns}/{pod}"), diags_token));
-        return super::diags::answer(&st.diags, &st.objects, (ns, pod, port));
+        st.diags_tokens
+            .push((format!("{ns}/{pod}"), diags_token.clone()));
+        return super::diags::answer(&st.diags, &st.objects, (ns, pod, port), diags_token);
     }
     let q = query
         .split('&')
@@ -930,7 +931,7 @@ pub(super) fn authenticates(st: &State, token: &str) -> bool {
 }
 
 /// Whether `token` authenticates for one of `audiences`: one the server issued (or the admin's)
-/// whose `exp` has not passed and whose `aud`, when it has one, shares one of them
+/// whose `exp` has not passed, one of whose audiences (`token_audiences`) is among them
 /// (kubernetes/kubernetes `pkg/serviceaccount/jwt.go`, `jwtTokenAuthenticator.AuthenticateToken`:
 /// "token audiences %q is invalid for the target audiences %q"), and whose claims still hold
 /// (`still_valid`).
@@ -939,12 +940,34 @@ pub(super) fn valid_for(st: &State, token: &str, audiences: &[&str]) -> bool {
     let expired = claims["exp"]
         .as_i64()
         .is_some_and(|exp| exp <= now_secs() - st.clock_behind);
-    let audience = claims["aud"].as_array().is_none_or(|aud| {
-        aud.iter()
-            .any(|a| audiences.iter().any(|w| a.as_str() == Some(*w)))
-    });
+    let audience = token_audiences(&claims)
+        .iter()
+        .any(|a| audiences.contains(&a.as_str()));
     !expired && audience && st.tokens.contains(token) && still_valid(st, &claims)
 }
+
+/// The audiences a token is good for: its `aud`; a token with none (a legacy secret's JWT, or
+/// the admin's and an opaque token, which kube-apiserver's audience-agnostic authenticators
+/// take) is good for the API server's own alone. kubernetes/kubernetes `pkg/serviceaccount/
+/// jwt.go`, `AuthenticateToken`: "only apiserver audiences are allowed for legacy tokens"
+/// (`tokenAudiences = j.implicitAuds`); k8s.io/apiserver `pkg/authentication/authenticator/
+/// audagnostic.go`, `authenticate`: `implicitAuds.Intersect(targetAuds)`, not authenticated
+/// when empty (audiences.go, `Audiences.Intersect`).
+pub(super) fn token_audiences(claims: &Value) -> Vec<String> {
+    match claims["aud"].as_array() {
+        Some(aud) if !aud.is_empty() => aud
+            .iter()
+            .filter_map(|a| a.as_str().map(str::to_owned))
+            .collect(),
+        _ => vec![API_AUDIENCE.to_owned()],
+    }
+}
+
+/// The third part of every token the fake signs: a JWS compact serialisation's signature is
+/// the base64url of its bytes, without padding (RFC 7515, section 7.1), as the node's shape
+/// check (`diags_review::jwt_shaped`) expects of kube-apiserver's tokens; this is the base64url
+/// of `fake-signature`.
+const FAKE_SIGNATURE: &str = "ZmFrZS1zaWduYXR1cmU";
 
 /// `token` (just issued) made again with `audiences` as its `aud`.
 fn with_audiences(st: &mut State, token: String, audiences: &Value) -> String {
@@ -955,7 +978,7 @@ fn with_audiences(st: &mut State, token: String, audiences: &Value) -> String {
     st.tokens.remove(&token);
     let enc = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
     let again = format!(
-        "{}.{}.fake-signature",
+        "{}.{}.{FAKE_SIGNATURE}",
         enc(&json!({"alg": "RS256", "kid": "fake"})),
         enc(&claims)
     );
@@ -1030,7 +1053,7 @@ pub(super) fn issue(
     }
     let enc = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
     let token = format!(
-        "{}.{}.fake-signature",
+        "{}.{}.{FAKE_SIGNATURE}",
         enc(&json!({"alg": "RS256", "kid": "fake"})),
         enc(&claims)
     );
