@@ -153,9 +153,16 @@ fn an_unscheduled_pod_is_named_by_the_scheduling_layer_not_the_cni() {
     let Outcome::Fail { finding } = &o else {
         panic!("{o:?}")
     };
-    assert!(finding.message.contains("untolerated taint {gpu: yes}"), "{}", finding.message);
     assert!(
-        finding.remedy.as_deref().is_some_and(|r| r.contains("kubectl describe node win-a")),
+        finding.message.contains("untolerated taint {gpu: yes}"),
+        "{}",
+        finding.message
+    );
+    assert!(
+        finding
+            .remedy
+            .as_deref()
+            .is_some_and(|r| r.contains("kubectl describe node win-a")),
         "{:?}",
         finding.remedy
     );

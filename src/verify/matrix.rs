@@ -445,7 +445,10 @@ fn taint_text(t: &Taint) -> String {
 /// deletes one that runs (`pkg/controller/tainteviction/taint_eviction.go`, `processPodOnNode`).
 fn admitted_tolerations() -> Vec<Toleration> {
     let mut all = tolerations();
-    for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
         all.push(Toleration {
             key: Some(key.into()),
             operator: Some("Exists".into()),

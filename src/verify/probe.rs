@@ -265,11 +265,17 @@ fn state(p: &Pod, events: &[Event]) -> PodState {
 /// (kubernetes `pkg/scheduler/schedule_one.go`; `PodReasonUnschedulable` is "Unschedulable",
 /// `staging/src/k8s.io/api/core/v1/types.go`); a pod bound to a node is past them.
 fn unschedulable(p: &Pod, status: &PodStatus, events: &[String]) -> Option<String> {
-    if p.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty()) {
+    if p.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_some_and(|n| !n.is_empty())
+    {
         return None;
     }
     let condition = status.conditions.iter().flatten().find(|c| {
-        c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable")
+        c.type_ == "PodScheduled"
+            && c.status == "False"
+            && c.reason.as_deref() == Some("Unschedulable")
     });
     if let Some(c) = condition {
         return Some(c.message.clone().unwrap_or_else(|| "Unschedulable".into()));

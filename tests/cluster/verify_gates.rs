@@ -1,0 +1,92 @@
+//! What `verify` judges before its checks: the node under test tainted so that no probe pod
+//! can run there (refused before anything is made), a probe pod kube-scheduler places nowhere
+//! (named by the scheduling layer, not the CNI), and the fleet Plan's verify waiting for
+//! CalicoNode's word on the node it just changed.
+
+use super::verify::{cluster, failed, nothing_left, options, verify};
+use crate::support::fake_api::FakeApi;
+use calicoctl_win::cluster::Cluster;
+use calicoctl_win::error::Diagnose;
+use calicoctl_win::installed::health::Code;
+use calicoctl_win::verify::judge::Outcome;
+use calicoctl_win::verify::matrix::{CheckId, PlanError};
+use calicoctl_win::verify::run::{RunError, run};
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+fn connect(api: &FakeApi, dir: &tempfile::TempDir) -> Cluster {
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    Cluster::connect(
+        std::slice::from_ref(&kubeconfig),
+        &Default::default(),
+        false,
+    )
+    .expect("connect")
+}
+
+fn taint(api: &FakeApi, node: &str, taints: serde_json::Value) {
+    let path = format!("/api/v1/nodes/{node}");
+    let mut n = api.get(&path).expect("node");
+    n["spec"]["taints"] = taints;
+    api.put(&path, n);
+}
+
+/// A `NoExecute` taint on the node under test that the probe pods do not tolerate (a node
+/// out of service) is refused by name before anything is made: no namespace, no pod.
+#[test]
+fn a_node_under_test_with_an_untolerated_no_execute_taint_is_refused_before_anything() {
+    let (api, dir) = cluster();
+    taint(
+        &api,
+        "win-a",
+        json!([{"key": "os", "value": "windows", "effect": "NoSchedule"},
+            {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown",
+             "effect": "NoExecute"}]),
+    );
+    let err = run(&connect(&api, &dir), &options(120)).unwrap_err();
+    let RunError::Plan(e @ PlanError::Tainted { .. }) = &err else {
+        panic!("{err:?}");
+    };
+    let said = e.to_string();
+    assert!(
+        said.contains("node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"),
+        "{said}"
+    );
+    let hint = e.diagnose().and_then(|d| d.hint).unwrap_or_default();
+    assert!(hint.contains("kubectl taint nodes win-a"), "{hint}");
+    assert!(api.writes().is_empty(), "{:?}", api.writes());
+}
+
+/// A probe pod kube-scheduler places on no node (the node holds all the pods it may) fails
+/// `pod-address` by the scheduling layer with the scheduler's words, and only that layer:
+/// the CNI plugin never saw the pod.
+#[test]
+fn a_pod_the_scheduler_places_nowhere_is_named_scheduling_not_the_cni() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.full.insert("win-a".into());
+    let mut o = options(120);
+    // The wait for the pods ends at its own limit: the scheduler's answer does not change.
+    o.pods_wait = Duration::from_secs(4);
+    let r = verify(&api, &dir, &o);
+    assert!(!r.passed);
+    let (codes, ids) = failed(&r);
+    assert_eq!(
+        codes,
+        BTreeSet::from([Code::TrafficScheduling]),
+        "{:#?}",
+        r.checks
+    );
+    assert_eq!(ids, [CheckId::PodAddress]);
+    let v = r.checks.iter().find(|v| v.check == CheckId::PodAddress);
+    let Some(Outcome::Fail { finding }) = v.map(|v| &v.outcome) else {
+        panic!("{:#?}", r.checks)
+    };
+    assert!(
+        finding.message.contains("was not scheduled on win-a")
+            && finding.message.contains("Too many pods"),
+        "{}",
+        finding.message
+    );
+    nothing_left(&api);
+}
