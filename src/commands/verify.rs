@@ -47,8 +47,12 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         keep_on_failure: args.keep_on_failure,
         namespace: args.namespace.clone(),
         while_cordoned: args.while_cordoned,
+        // The fleet Plan's verify follows the reconfigure that may have just restarted
+        // Calico on the node: it waits for the node's word first (`plan_gate`).
+        wait_ready: args.while_cordoned,
         ..Options::for_node(&nodes[0])
     };
+    let gate = args.while_cordoned.then(|| plan_gate(ctx, here.as_ref()));
     super::common::on_interrupt(ctx, &first);
     let mut reports = Vec::new();
     for (k, batch) in nodes.chunks(AT_ONCE).enumerate() {
@@ -61,6 +65,7 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
                         node: node.clone(),
                         // Distinct for runs started in the same instant.
                         suffix: format!("{}{}", first.suffix, k * AT_ONCE + i),
+                        calico_since: gate.as_ref().map(|g| g.since(node)),
                         ..first.clone()
                     };
                     let c = &c;
@@ -103,6 +108,43 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
 pub fn join_node_health(ctx: &mut Context, r: &mut Report) {
     if super::common::this_node(ctx).is_some_and(|(n, _)| n == r.node) {
         crate::verify::node_health::join(r, host_findings(ctx));
+    }
+}
+
+/// What the fleet Plan's verify (`--while-cordoned`) takes as CalicoNode's word on the node it
+/// changed: `CalicoWindowsReady` True written since CalicoNode's last start on this node (the
+/// reconfigure before it may have restarted CalicoNode, which writes the condition at its
+/// start: `supervise::condition`), read from this host when verify runs on the node it
+/// verifies, as the Plan's job does; else one written within `CONDITION_STALE_AFTER`, as
+/// `fleet status` takes it fresh.
+struct PlanGate {
+    here: Option<String>,
+    calico_node_started: Option<i64>,
+    fresh_since: i64,
+}
+
+impl PlanGate {
+    fn since(&self, node: &str) -> i64 {
+        match (&self.here, self.calico_node_started) {
+            // Written in CalicoNode's start second counts: `written_since` takes a heartbeat
+            // after `since`, in whole seconds.
+            (Some(h), Some(t)) if h == node => t - 1,
+            _ => self.fresh_since,
+        }
+    }
+}
+
+fn plan_gate(ctx: &mut Context, here: Option<&(String, Option<String>)>) -> PlanGate {
+    let started = (|| -> anyhow::Result<Option<i64>> {
+        let host = ctx.open_host(crate::host::select::Intent::Read)?;
+        let node = host.service_query(crate::layout::Role::Node.service_name())?;
+        Ok(node.and_then(|s| s.since))
+    })();
+    let stale = crate::cluster::node::CONDITION_STALE_AFTER.as_secs() as i64;
+    PlanGate {
+        here: here.map(|(n, _)| n.clone()),
+        calico_node_started: started.ok().flatten(),
+        fresh_since: crate::duration::now() - stale,
     }
 }
 

@@ -90,3 +90,49 @@ fn a_pod_the_scheduler_places_nowhere_is_named_scheduling_not_the_cni() {
     );
     nothing_left(&api);
 }
+
+fn calico_ready(api: &FakeApi, node: &str, status: &str, age_s: i64) {
+    let path = format!("/api/v1/nodes/{node}");
+    let mut n = api.get(&path).expect("node");
+    let beat = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second() - age_s)
+        .expect("time")
+        .to_string();
+    n["spec"]["unschedulable"] = json!(true);
+    n["status"]["conditions"] = json!([{"type": "Ready", "status": "True"},
+        {"type": "CalicoWindowsReady", "status": status, "reason": "CalicoHealthy",
+         "lastHeartbeatTime": beat}]);
+    api.put(&path, n);
+}
+
+/// The fleet Plan's verify (`--while-cordoned`, the node cordoned for its change) waits for
+/// CalicoNode's word on the node before its checks: a `CalicoWindowsReady` False, or True but
+/// not fresh (an hour old, run away from the node), ends the run at its timeout naming the
+/// wait, with nothing made; a fresh True lets it run and pass.
+#[test]
+fn the_plans_verify_waits_for_a_fresh_calico_ready_before_its_checks() {
+    let (api, _dir) = cluster();
+    let node = crate::support::Node::new(&api);
+    let args = [
+        "verify",
+        "--node",
+        "win-a",
+        "--while-cordoned",
+        "--timeout",
+        "3s",
+    ];
+    for (status, age) in [("False", 0), ("True", 3600)] {
+        calico_ready(&api, "win-a", status, age);
+        let (code, _doc, stderr) = node.run(&args);
+        assert_eq!(code, 4, "{status} {age}: {stderr}");
+        assert!(
+            stderr.contains("node win-a was waited for")
+                && stderr.contains("CalicoWindowsReady is"),
+            "{stderr}"
+        );
+        assert!(api.writes().is_empty(), "{:?}", api.writes());
+    }
+    calico_ready(&api, "win-a", "True", 0);
+    let (code, doc, stderr) = node.run(&["verify", "--node", "win-a", "--while-cordoned"]);
+    assert_eq!(code, 0, "{stderr}\n{doc:#}");
+    nothing_left(&api);
+}
