@@ -1,6 +1,7 @@
 //! `verify`: proves a Windows node passes traffic with probe pods, then leaves nothing behind
 //! (docs/commands/verify.md).
 
+use super::verify_restarted::Restarted;
 use crate::cli::VerifyArgs;
 use crate::context::Context;
 use crate::error::UsageError;
@@ -268,6 +269,26 @@ fn own_end(r: &Report) -> String {
     }
 }
 
+/// A restarted Felix or kube-proxy waited for, on this host, within `--timeout`, before the
+/// checks (`verify_restarted`): the change stays when they never get ready.
+fn services_ready(ctx: &mut Context, r: Restarted, o: &Options) -> anyhow::Result<()> {
+    if !r.felix && !r.kube_proxy {
+        return Ok(());
+    }
+    let host = ctx.open_host(crate::host::select::Intent::Read)?;
+    let root = ctx.load_config()?.config.root();
+    let stop = ctx.catch_stop(crate::duration::Stop::new(), super::common::VERIFY_UNCAUGHT);
+    let printer = &mut ctx.printer;
+    super::verify_restarted::wait(
+        host.as_ref(),
+        &root,
+        r,
+        (o.timeout, &stop),
+        &mut |l: &str| printer.note(l),
+    )?;
+    Ok(())
+}
+
 /// This node's own findings, judged as CalicoNode's minute look judges them without the
 /// cluster (`health::installed_on_node`); none when Calico is not installed here or this node
 /// cannot be read.
@@ -283,10 +304,10 @@ fn host_findings(ctx: &mut Context) -> Vec<crate::installed::health::Finding> {
 
 /// A changing command's document printed, after `verify` when `--verify` asked for it: the
 /// command's end (`what` names the change that stays when the node does not pass traffic;
-/// `restarted`, whether the command (re)started CalicoNode).
+/// `restarted`, the services the command (re)started).
 pub fn print_verified(
     ctx: &mut Context,
-    (verify, what, restarted): (Option<&str>, &str, bool),
+    (verify, what, restarted): (Option<&str>, &str, Restarted),
     cluster: Option<&crate::cluster::Cluster>,
     node: &str,
     doc: impl serde::Serialize,
@@ -314,7 +335,7 @@ pub fn verify_after(
     ctx: &mut Context,
     (cluster, image): (Option<&crate::cluster::Cluster>, &str),
     node: &str,
-    restarted: bool,
+    restarted: Restarted,
 ) -> anyhow::Result<(Report, Option<crate::verify::failure::Failed>)> {
     let Some(c) = cluster else {
         return Err(crate::error::UsageError::new(
@@ -338,13 +359,14 @@ pub fn verify_after(
         // When the command (re)started CalicoNode, a condition written before says nothing of
         // its change: CalicoNode writes one at its start. When it did not, the condition it
         // keeps writing is the node's as it is now.
-        calico_since: restarted.then_some(ctx.started_s),
+        calico_since: restarted.node.then_some(ctx.started_s),
         // The stop a drain before it caught, if one did: a process catches the signal once.
         interrupted: ctx
             .catch_stop(crate::duration::Stop::new(), super::common::VERIFY_UNCAUGHT)
             .flag(),
         ..Options::for_node(node)
     };
+    services_ready(ctx, restarted, &o)?;
     let mut report = match run::run(c, &o) {
         Ok(r) => r,
         Err(RunError::Plan(e)) => return Err(e.into()),

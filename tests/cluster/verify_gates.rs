@@ -136,3 +136,35 @@ fn the_plans_verify_waits_for_a_fresh_calico_ready_before_its_checks() {
     assert_eq!(code, 0, "{stderr}\n{doc:#}");
     nothing_left(&api);
 }
+
+/// `reconfigure --verify` after a change that restarts Felix waits, within verify's
+/// `--timeout`, for Felix's own readiness (its first dataplane apply) before any check: a
+/// Felix never ready ends it naming that wait, with no probe namespace made. (Without the wait the checks ran at once against a Felix still starting.)
+#[test]
+fn a_restarted_felix_never_ready_ends_reconfigure_verify_before_any_check() {
+    let node = super::verify::install::installed_cluster();
+    let (code, _, stderr) = node.install_local(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    node.edit_state(|s| s["settings"]["felix_health"] = json!("not-ready"));
+    let (code, doc, stderr) = node.run(&[
+        "reconfigure",
+        "--verify",
+        "--set",
+        "logs.felix_screen_severity=debug",
+    ]);
+    assert_eq!(code, 4, "{stderr}\n{doc:#}");
+    assert!(
+        stderr.contains("not ready: Felix's /readiness on 127.0.0.1:9099"),
+        "{stderr}"
+    );
+    let made: Vec<String> = node
+        .api()
+        .requests()
+        .into_iter()
+        .filter(|(m, p)| {
+            m == "POST" && (p == "/api/v1/namespaces" || p.contains("calicoctl-win-verify"))
+        })
+        .map(|(_, p)| p)
+        .collect();
+    assert!(made.is_empty(), "{made:?}");
+}
