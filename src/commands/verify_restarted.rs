@@ -151,8 +151,13 @@ pub fn wait(
             false => Look::Pending(missing.join("; ")),
         })
     };
+    let what = match (r.felix, r.kube_proxy) {
+        (true, true) => "the restarted Felix and kube-proxy to be ready",
+        (true, false) => "the restarted Felix to be ready",
+        _ => "the restarted kube-proxy to be ready",
+    };
     let wait = Wait {
-        what: "the restarted Felix and kube-proxy to be ready",
+        what,
         timeout,
         pauses: Pauses::every(Duration::from_secs(1)),
         stop,
