@@ -48,8 +48,7 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         keep_on_failure: args.keep_on_failure,
         namespace: args.namespace.clone(),
         while_cordoned: args.while_cordoned,
-        // The fleet Plan's verify follows the reconfigure that may have just restarted
-        // Calico on the node: it waits for the node's word first (`plan_gate`).
+        // The fleet Plan's verify waits for the node's word first (`PlanGate`).
         wait_ready: args.while_cordoned,
         ..Options::for_node(&nodes[0])
     };
