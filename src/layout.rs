@@ -72,6 +72,10 @@ pub const KUBE_PROXY_IMAGE: &str = "kube-proxy.exe";
 /// (projectcalico/calico v3.31.7 felix/config/config_params.go), which calico-node's own probe
 /// assumes too (node/pkg/health/health.go).
 pub const FELIX_HEALTH_PORT: u16 = 9099;
+
+/// kube-proxy's `/healthz` port: its `--healthz-bind-address` default, which calicoctl-win's
+/// kube-proxy service leaves (kubernetes `pkg/cluster/ports/ports.go`, `ProxyHealthzPort`).
+pub const KUBE_PROXY_HEALTHZ_PORT: u16 = 10256;
 /// Where Felix serves it: the loopback only.
 pub const FELIX_HEALTH_HOST: &str = "127.0.0.1";
 

@@ -30,6 +30,7 @@ const KNOWN_ERRORS: &[Recogniser] = &[
     recognise::<crate::verify::failure::Failed>,
     recognise::<crate::commands::fleet_diags::NotGathered>,
     recognise::<crate::verify::matrix::PlanError>,
+    recognise::<super::verify_restarted::NotReady>,
 ];
 
 /// The error a command failed with, with its exit code and hint.

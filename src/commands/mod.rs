@@ -29,6 +29,7 @@ pub mod service;
 mod status;
 mod uninstall;
 mod verify;
+pub mod verify_restarted;
 
 use crate::cli::{
     Command, ConfigCommand, FetchCommand, FleetCommand, LintCommand, MigrateCommand, ServiceCommand,

@@ -99,7 +99,8 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
 }
 
 /// The document printed, after `--verify` when asked (for a CalicoWindowsReady written since
-/// the start only when the run started CalicoNode).
+/// the start only when the run started CalicoNode, after a restarted Felix or kube-proxy is
+/// ready).
 fn print_done<D: serde::Serialize>(
     ctx: &mut Context,
     args: &ReconfigureArgs,
@@ -107,7 +108,7 @@ fn print_done<D: serde::Serialize>(
     node_name: &str,
     doc: super::change::Changing<D>,
 ) -> anyhow::Result<()> {
-    let restarted = doc.starts(crate::layout::Role::Node.service_name());
+    let restarted = super::verify_restarted::Restarted::of(&doc);
     let verify = (args.verify_with(), "reconfigured", restarted);
     super::verify::print_verified(ctx, verify, cluster, node_name, doc)
 }

@@ -1,6 +1,7 @@
 //! `verify`: proves a Windows node passes traffic with probe pods, then leaves nothing behind
 //! (docs/commands/verify.md).
 
+use super::verify_restarted::Restarted;
 use crate::cli::VerifyArgs;
 use crate::context::Context;
 use crate::error::UsageError;
@@ -47,8 +48,11 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         keep_on_failure: args.keep_on_failure,
         namespace: args.namespace.clone(),
         while_cordoned: args.while_cordoned,
+        // The fleet Plan's verify waits for the node's word first (`PlanGate`).
+        wait_ready: args.while_cordoned,
         ..Options::for_node(&nodes[0])
     };
+    let gate = args.while_cordoned.then(|| plan_gate(ctx, here.as_ref()));
     super::common::on_interrupt(ctx, &first);
     let mut reports = Vec::new();
     for (k, batch) in nodes.chunks(AT_ONCE).enumerate() {
@@ -61,6 +65,7 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
                         node: node.clone(),
                         // Distinct for runs started in the same instant.
                         suffix: format!("{}{}", first.suffix, k * AT_ONCE + i),
+                        calico_since: gate.as_ref().map(|g| g.since(node)),
                         ..first.clone()
                     };
                     let c = &c;
@@ -103,6 +108,43 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
 pub fn join_node_health(ctx: &mut Context, r: &mut Report) {
     if super::common::this_node(ctx).is_some_and(|(n, _)| n == r.node) {
         crate::verify::node_health::join(r, host_findings(ctx));
+    }
+}
+
+/// What the fleet Plan's verify (`--while-cordoned`) takes as CalicoNode's word on the node it
+/// changed: `CalicoWindowsReady` True written since CalicoNode's last start on this node (the
+/// reconfigure before it may have restarted CalicoNode, which writes the condition at its
+/// start: `supervise::condition`), read from this host when verify runs on the node it
+/// verifies, as the Plan's job does; else one written within `CONDITION_STALE_AFTER`, as
+/// `fleet status` takes it fresh.
+struct PlanGate {
+    here: Option<String>,
+    calico_node_started: Option<i64>,
+    fresh_since: i64,
+}
+
+impl PlanGate {
+    fn since(&self, node: &str) -> i64 {
+        match (&self.here, self.calico_node_started) {
+            // Written in CalicoNode's start second counts: `written_since` takes a heartbeat
+            // after `since`, in whole seconds.
+            (Some(h), Some(t)) if h == node => t - 1,
+            _ => self.fresh_since,
+        }
+    }
+}
+
+fn plan_gate(ctx: &mut Context, here: Option<&(String, Option<String>)>) -> PlanGate {
+    let started = (|| -> anyhow::Result<Option<i64>> {
+        let host = ctx.open_host(crate::host::select::Intent::Read)?;
+        let node = host.service_query(crate::layout::Role::Node.service_name())?;
+        Ok(node.and_then(|s| s.since))
+    })();
+    let stale = crate::cluster::node::CONDITION_STALE_AFTER.as_secs() as i64;
+    PlanGate {
+        here: here.map(|(n, _)| n.clone()),
+        calico_node_started: started.ok().flatten(),
+        fresh_since: crate::duration::now() - stale,
     }
 }
 
@@ -226,6 +268,26 @@ fn own_end(r: &Report) -> String {
     }
 }
 
+/// A restarted Felix or kube-proxy waited for, on this host, within `--timeout`, before the
+/// checks (`verify_restarted`): the change stays when they never get ready.
+fn services_ready(ctx: &mut Context, r: Restarted, o: &Options) -> anyhow::Result<()> {
+    if !r.felix && !r.kube_proxy {
+        return Ok(());
+    }
+    let host = ctx.open_host(crate::host::select::Intent::Read)?;
+    let root = ctx.load_config()?.config.root();
+    let stop = ctx.catch_stop(crate::duration::Stop::new(), super::common::VERIFY_UNCAUGHT);
+    let printer = &mut ctx.printer;
+    super::verify_restarted::wait(
+        host.as_ref(),
+        &root,
+        r,
+        (o.timeout, &stop),
+        &mut |l: &str| printer.note(l),
+    )?;
+    Ok(())
+}
+
 /// This node's own findings, judged as CalicoNode's minute look judges them without the
 /// cluster (`health::installed_on_node`); none when Calico is not installed here or this node
 /// cannot be read.
@@ -241,10 +303,10 @@ fn host_findings(ctx: &mut Context) -> Vec<crate::installed::health::Finding> {
 
 /// A changing command's document printed, after `verify` when `--verify` asked for it: the
 /// command's end (`what` names the change that stays when the node does not pass traffic;
-/// `restarted`, whether the command (re)started CalicoNode).
+/// `restarted`, the services the command (re)started).
 pub fn print_verified(
     ctx: &mut Context,
-    (verify, what, restarted): (Option<&str>, &str, bool),
+    (verify, what, restarted): (Option<&str>, &str, Restarted),
     cluster: Option<&crate::cluster::Cluster>,
     node: &str,
     doc: impl serde::Serialize,
@@ -272,7 +334,7 @@ pub fn verify_after(
     ctx: &mut Context,
     (cluster, image): (Option<&crate::cluster::Cluster>, &str),
     node: &str,
-    restarted: bool,
+    restarted: Restarted,
 ) -> anyhow::Result<(Report, Option<crate::verify::failure::Failed>)> {
     let Some(c) = cluster else {
         return Err(crate::error::UsageError::new(
@@ -296,13 +358,14 @@ pub fn verify_after(
         // When the command (re)started CalicoNode, a condition written before says nothing of
         // its change: CalicoNode writes one at its start. When it did not, the condition it
         // keeps writing is the node's as it is now.
-        calico_since: restarted.then_some(ctx.started_s),
+        calico_since: restarted.node.then_some(ctx.started_s),
         // The stop a drain before it caught, if one did: a process catches the signal once.
         interrupted: ctx
             .catch_stop(crate::duration::Stop::new(), super::common::VERIFY_UNCAUGHT)
             .flag(),
         ..Options::for_node(node)
     };
+    services_ready(ctx, restarted, &o)?;
     let mut report = match run::run(c, &o) {
         Ok(r) => r,
         Err(RunError::Plan(e)) => return Err(e.into()),

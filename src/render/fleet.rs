@@ -179,7 +179,9 @@ impl VerifyJob {
             + self.reconfigure
             + self.turn_timeout
             + self.pull_timeout
-            + self.timeout
+            // Twice: verify's wait for the node's Ready and `CalicoWindowsReady` before its
+            // checks (`--while-cordoned`), then the checks, each within `--timeout`.
+            + self.timeout * 2
             + VERIFY_JOB_MARGIN;
         i64::try_from(all.as_secs()).unwrap_or(i64::MAX)
     }

@@ -20,6 +20,8 @@ pub struct PodState {
     pub waiting: Option<String>,
     /// The pod's events, newest last (`FailedCreatePodSandBox: ...`).
     pub events: Vec<String>,
+    /// Why kube-scheduler placed it on no node, while it says so (`scheduling`).
+    pub unschedulable: Option<String>,
 }
 
 /// What a policy check saw: the traffic changed after so long, or never within the wait.
@@ -159,6 +161,9 @@ pub fn pods(states: &[PodState]) -> Outcome {
     } else {
         format!("; events: {}", p.events.join(" | "))
     };
+    if let Some(why) = &p.unschedulable {
+        return unscheduled(p, why);
+    }
     if image_fault(p) {
         return fail(
             Code::TrafficImage,
@@ -177,6 +182,24 @@ pub fn pods(states: &[PodState]) -> Outcome {
         format!(
             "on {}: 'calicoctl-win status' (CalicoNode running, ipam-capacity, endpoint-stuck) and the CNI log under the install root",
             p.node
+        ),
+    )
+}
+
+/// A probe pod kube-scheduler placed on no node: the scheduler's, not the network's. Its
+/// words name the filter that left no node (`0/3 nodes are available: 1 node(s) had
+/// untolerated taint {...}`; kubernetes `pkg/scheduler/framework/types.go`, `FitError.Error`).
+fn unscheduled(p: &PodState, why: &str) -> Outcome {
+    fail(
+        Code::TrafficScheduling,
+        &p.name,
+        format!(
+            "probe pod {} was not scheduled on {}: {why:.400}",
+            p.name, p.node
+        ),
+        format!(
+            "'kubectl describe node {n}' (its taints, its pods against its capacity) and 'kubectl get events -n NAMESPACE --field-selector reason=FailedScheduling': free or untaint {n}, then verify again",
+            n = p.node
         ),
     )
 }

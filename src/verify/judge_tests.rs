@@ -138,3 +138,32 @@ fn a_policy_never_applied_or_never_removed_is_felixs() {
         finding.message
     );
 }
+
+/// A probe pod kube-scheduler placed on no node is the scheduler's, named `scheduling` with
+/// its words, not the CNI plugin's, although it has no address and never ran.
+#[test]
+fn an_unscheduled_pod_is_named_by_the_scheduling_layer_not_the_cni() {
+    let mut p = pod("server", None);
+    p.phase = "Pending".into();
+    p.unschedulable = Some(
+        "0/3 nodes are available: 1 node(s) had untolerated taint {gpu: yes}, 2 node(s) didn't match Pod's node affinity/selector.".into(),
+    );
+    let o = pods(&[pod("client-local", Some("10.244.0.2")), p]);
+    assert_eq!(code(&o), Some(Code::TrafficScheduling));
+    let Outcome::Fail { finding } = &o else {
+        panic!("{o:?}")
+    };
+    assert!(
+        finding.message.contains("untolerated taint {gpu: yes}"),
+        "{}",
+        finding.message
+    );
+    assert!(
+        finding
+            .remedy
+            .as_deref()
+            .is_some_and(|r| r.contains("kubectl describe node win-a")),
+        "{:?}",
+        finding.remedy
+    );
+}

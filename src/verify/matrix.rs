@@ -211,6 +211,16 @@ pub enum PlanError {
         cause: String,
         deleted: Result<(), String>,
     },
+    /// The node under test carries a `NoExecute` taint the probe pods do not tolerate: no
+    /// probe pod could run there, and every check would fail and blame the network.
+    #[error(
+        "node {node} carries taint {taint}, which the probe pods do not tolerate: kube-scheduler places no pod on it, and a pod there is refused by the kubelet and evicted by the taint manager"
+    )]
+    Tainted {
+        node: String,
+        taint: String,
+        key: String,
+    },
     #[error("node {node} was waited for {waited_s} s and is not ready: {missing}")]
     NeverReady {
         node: String,
@@ -240,6 +250,13 @@ impl crate::error::Diagnose for PlanError {
                 Kind::Failed,
                 format!(
                     "make node {n} Ready and uncordon it ('kubectl uncordon {n}'), then verify it"
+                ),
+            ),
+            PlanError::Tainted { node, key, .. } => Diagnosis::new(
+                Exit::Failed,
+                Kind::Failed,
+                format!(
+                    "see what set the taint ('kubectl describe node {node}'): a node shut down or out of service, or being removed, is not one to verify; a taint set by hand comes off with 'kubectl taint nodes {node} {key}:NoExecute-', then run verify again"
                 ),
             ),
             PlanError::NeverReady { node, .. } => Diagnosis::new(
@@ -353,6 +370,13 @@ fn under_test<'a>(
     if !this.usable {
         return Err(PlanError::NotUsable(node.to_owned()));
     }
+    if let Some(t) = untolerated(&this.taints, &admitted_tolerations()) {
+        return Err(PlanError::Tainted {
+            node: node.to_owned(),
+            taint: taint_text(t),
+            key: t.key.clone(),
+        });
+    }
     Ok(this)
 }
 
@@ -398,14 +422,42 @@ fn unfit(n: &NodeFacts) -> Option<String> {
     if !n.usable {
         return Some("not Ready, or cordoned".into());
     }
-    untolerated(&n.taints, &[]).map(|t| {
-        format!(
-            "taint {}={}:{} not tolerated",
-            t.key,
-            t.value.as_deref().unwrap_or_default(),
-            t.effect
-        )
-    })
+    untolerated(&n.taints, &[]).map(|t| format!("taint {} not tolerated", taint_text(t)))
+}
+
+/// A taint as `kubectl taint` writes it: `KEY=VALUE:EFFECT`, or `KEY:EFFECT` without a value.
+fn taint_text(t: &Taint) -> String {
+    match t.value.as_deref().filter(|v| !v.is_empty()) {
+        Some(v) => format!("{}={v}:{}", t.key, t.effect),
+        None => format!("{}:{}", t.key, t.effect),
+    }
+}
+
+/// The probe pods' tolerations once kube-apiserver admitted them: theirs (`tolerations`), and
+/// the two the DefaultTolerationSeconds admission plugin (on by default) adds to a pod without
+/// them, `node.kubernetes.io/not-ready` and `node.kubernetes.io/unreachable`, `NoExecute`, for
+/// 300 s (kubernetes `plugin/pkg/admission/defaulttolerationseconds/admission.go`, `Admit`).
+/// The node under test is Ready, so a `not-ready` taint still on it is the node lifecycle
+/// controller's, about to go; any other `NoExecute` taint keeps the probe pods off the node:
+/// kube-scheduler's TaintToleration filter places none there, the kubelet refuses one bound
+/// there anyway (its admission checks every untolerated `NoExecute` taint:
+/// `pkg/kubelet/lifecycle/predicate.go`, `generalFilter`), and the taint-eviction controller
+/// deletes one that runs (`pkg/controller/tainteviction/taint_eviction.go`, `processPodOnNode`).
+fn admitted_tolerations() -> Vec<Toleration> {
+    let mut all = tolerations();
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
+        all.push(Toleration {
+            key: Some(key.into()),
+            operator: Some("Exists".into()),
+            effect: Some("NoExecute".into()),
+            toleration_seconds: Some(300),
+            ..Default::default()
+        });
+    }
+    all
 }
 
 /// Why another Windows node cannot carry the remote client: a build the image lacks, or its

@@ -177,7 +177,7 @@ fn no_peer_that_can_run_the_pods_skips_the_check_naming_each_node_passed_over() 
     );
     assert_eq!(
         why(CheckId::LinuxToWindows),
-        "no Linux node can run the probe pods: l1 (taint node.kubernetes.io/unreachable=:NoExecute not tolerated)"
+        "no Linux node can run the probe pods: l1 (taint node.kubernetes.io/unreachable:NoExecute not tolerated)"
     );
     assert!(!ids(&m).contains(&CheckId::WindowsToWindows));
 }
@@ -203,4 +203,45 @@ fn taints_are_tolerated_as_kube_scheduler_tolerates_them() {
     assert!(untolerated(&taints, &[t("", "Exists", "", "NoSchedule")]).is_some());
     assert!(untolerated(&[taint("x", "PreferNoSchedule")], &[]).is_none());
     assert!(untolerated(&taints, &tolerations()).is_some());
+}
+
+/// The node under test with a `NoExecute` taint the probe pods do not tolerate is refused
+/// before anything is made, naming the taint; the cordon's `NoSchedule`, another `NoSchedule`
+/// and the node lifecycle controller's `not-ready` (which admission tolerates for 300 s) are
+/// not.
+#[test]
+fn a_node_under_test_with_an_untolerated_no_execute_taint_is_refused_naming_it() {
+    let taint = |key: &str, value: Option<&str>, effect: &str| Taint {
+        key: key.into(),
+        value: value.map(Into::into),
+        effect: effect.into(),
+        ..Default::default()
+    };
+    let mut a = win("win-a", "10.0.20348");
+    a.taints = vec![
+        taint("node.kubernetes.io/unschedulable", None, "NoSchedule"),
+        taint("os", Some("windows"), "NoSchedule"),
+        taint("node.kubernetes.io/not-ready", None, "NoExecute"),
+    ];
+    assert!(plan("win-a", std::slice::from_ref(&a), image::AGNHOST, None).is_ok());
+    a.taints.push(taint(
+        "node.kubernetes.io/out-of-service",
+        Some("nodeshutdown"),
+        "NoExecute",
+    ));
+    let err = plan("win-a", &[a], image::AGNHOST, None).unwrap_err();
+    assert_eq!(
+        err,
+        PlanError::Tainted {
+            node: "win-a".into(),
+            taint: "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute".into(),
+            key: "node.kubernetes.io/out-of-service".into(),
+        }
+    );
+    use crate::error::Diagnose;
+    let hint = err.diagnose().expect("diagnosed").hint.unwrap_or_default();
+    assert!(
+        hint.contains("kubectl taint nodes win-a node.kubernetes.io/out-of-service:NoExecute-"),
+        "{hint}"
+    );
 }

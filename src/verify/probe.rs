@@ -7,7 +7,7 @@ use super::judge::PodState;
 use super::matrix::{NodeFacts, Os};
 use super::objects::{self, OWNER_LABEL, OWNER_VALUE};
 use crate::cluster::{Cluster, ClusterError};
-use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod, Service};
+use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod, PodStatus, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
@@ -229,12 +229,24 @@ fn state(p: &Pod, events: &[Event]) -> PodState {
             Some(m) => format!("{}: {m}", w.reason.unwrap_or_default()),
             None => w.reason.unwrap_or_default(),
         });
+    let events: Vec<String> = events
+        .iter()
+        // By uid: an earlier pod of the same name (a killed run's) had its own events.
+        .filter(|e| uid.is_some() && e.involved_object.uid.as_deref() == uid)
+        .map(|e| {
+            let reason = e.reason.clone().unwrap_or_default();
+            format!("{reason}: {}", e.message.clone().unwrap_or_default())
+        })
+        .collect();
     PodState {
+        // Not bound yet: the node its affinity names (`objects::on_node`).
         node: p
             .spec
             .as_ref()
             .and_then(|s| s.node_name.clone())
+            .or_else(|| pinned_to(p))
             .unwrap_or_default(),
+        unschedulable: unschedulable(p, &status, &events),
         ip: status.pod_ip.clone().filter(|ip| !ip.is_empty()),
         phase: status.phase.clone().unwrap_or_default(),
         ready: status
@@ -242,17 +254,56 @@ fn state(p: &Pod, events: &[Event]) -> PodState {
             .as_ref()
             .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True")),
         waiting,
-        events: events
-            .iter()
-            // By uid: an earlier pod of the same name (a killed run's) had its own events.
-            .filter(|e| uid.is_some() && e.involved_object.uid.as_deref() == uid)
-            .map(|e| {
-                let reason = e.reason.clone().unwrap_or_default();
-                format!("{reason}: {}", e.message.clone().unwrap_or_default())
-            })
-            .collect(),
+        events,
         name,
     }
+}
+
+/// Why kube-scheduler placed the pod on no node, while it is not bound: its `PodScheduled`
+/// condition False with reason `Unschedulable` and the scheduler's message, else its latest
+/// `FailedScheduling` event's. kube-scheduler's `handleSchedulingFailure` records both
+/// (kubernetes `pkg/scheduler/schedule_one.go`; `PodReasonUnschedulable` is "Unschedulable",
+/// `staging/src/k8s.io/api/core/v1/types.go`); a pod bound to a node is past them.
+fn unschedulable(p: &Pod, status: &PodStatus, events: &[String]) -> Option<String> {
+    if p.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_some_and(|n| !n.is_empty())
+    {
+        return None;
+    }
+    let condition = status.conditions.iter().flatten().find(|c| {
+        c.type_ == "PodScheduled"
+            && c.status == "False"
+            && c.reason.as_deref() == Some("Unschedulable")
+    });
+    if let Some(c) = condition {
+        return Some(c.message.clone().unwrap_or_else(|| "Unschedulable".into()));
+    }
+    events
+        .iter()
+        .rev()
+        .find_map(|e| e.strip_prefix("FailedScheduling: "))
+        .map(str::to_owned)
+}
+
+/// The node a probe pod's required node affinity names (`metadata.name` in its first term).
+fn pinned_to(p: &Pod) -> Option<String> {
+    let terms = &p
+        .spec
+        .as_ref()?
+        .affinity
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()?
+        .node_selector_terms;
+    let field = terms.first()?.match_fields.as_ref()?.first()?;
+    if field.key != "metadata.name" {
+        return None;
+    }
+    field.values.as_ref()?.first().cloned()
 }
 
 /// Applies or deletes the deny-ingress policy.
@@ -343,5 +394,40 @@ mod tests {
         );
         assert_eq!(s.events.len(), 1, "{:?}", s.events);
         assert!(s.events[0].starts_with("Scheduled"), "{:?}", s.events);
+    }
+
+    /// Not bound, with kube-scheduler's `PodScheduled` False `Unschedulable`, or only its
+    /// `FailedScheduling` event: the scheduler's words, and the node its affinity names; once
+    /// bound, none.
+    #[test]
+    fn a_pod_not_bound_says_why_kube_scheduler_placed_it_nowhere() {
+        let mut p: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "server", "uid": "u1"},
+            "spec": {"containers": [], "affinity": {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In",
+                        "values": ["win-a"]}]}]}}}},
+            "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled",
+                "status": "False", "reason": "Unschedulable",
+                "message": "0/3 nodes are available: 1 Too many pods."}]}
+        }))
+        .unwrap();
+        let s = state(&p, &[]);
+        assert_eq!(s.node, "win-a");
+        assert_eq!(
+            s.unschedulable.as_deref(),
+            Some("0/3 nodes are available: 1 Too many pods.")
+        );
+        p.status = None;
+        let mut e = Event::default();
+        e.involved_object.uid = Some("u1".into());
+        e.reason = Some("FailedScheduling".into());
+        e.message = Some("0/3 nodes are available".into());
+        assert_eq!(
+            state(&p, &[e.clone()]).unschedulable.as_deref(),
+            Some("0/3 nodes are available")
+        );
+        p.spec.as_mut().unwrap().node_name = Some("win-a".into());
+        assert_eq!(state(&p, &[e]).unschedulable, None);
     }
 }

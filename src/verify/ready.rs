@@ -5,7 +5,9 @@
 //! `ReadyCondition`: False while the runtime's network is not ready, "container runtime
 //! network not ready"), and `CalicoWindowsReady` True (`supervise::condition`, set by
 //! CalicoNode when Felix runs and is ready and the Calico network is there). A cordoned node
-//! is not waited for: the plan refuses it at once (`PlanError::NotUsable`).
+//! is not waited for: the plan refuses it at once (`PlanError::NotUsable`), unless it is the
+//! fleet Plan's (`--while-cordoned`), whose verify waits as these do, for `CalicoWindowsReady`
+//! written since CalicoNode's last start (`commands::verify::plan_gate`).
 //!
 //! A `CalicoWindowsReady` True from before the change says nothing of it: the wait takes it
 //! only when written after the command's start (`written_since`).
@@ -37,7 +39,8 @@ pub fn wait(c: &Cluster, o: &Options, until: Instant) -> Result<(), NotReady> {
             .map_err(NotReady::Cluster)?;
         let missing = match &node {
             None => vec!["the Node object (kubelet registers it)".to_owned()],
-            Some(n) if cordoned(n) => return Ok(()),
+            // The fleet Plan's node is cordoned for its change: it is waited for all the same.
+            Some(n) if cordoned(n) && !o.while_cordoned => return Ok(()),
             Some(n) => missing(n, o.calico_since),
         };
         if missing.is_empty() {
@@ -113,7 +116,7 @@ fn written_since(
     }
     let at = beat.map_or("none".to_owned(), crate::duration::time_text);
     Some(format!(
-        "{CONDITION_CALICO_READY} is True but was last written before this command started (heartbeat {at}, start {}): CalicoNode writes it at its start, on a change, and every {}",
+        "{CONDITION_CALICO_READY} is True but was last written before this command started, or CalicoNode's last start (heartbeat {at}, start {}): CalicoNode writes it at its start, on a change, and every {}",
         crate::duration::time_text(since),
         crate::duration::show(crate::cluster::node::CONDITION_HEARTBEAT)
     ))

@@ -69,12 +69,13 @@ fn the_plan_with_verify_runs_verify_after_the_reconfigure_and_is_what_the_contro
     );
     // The job's deadline is the run's own bounds, not the controller's 600 s: the drain's
     // 10m, reconfigure's waits (13m), the turn's 10m (another node's scheduled run or a
-    // human's run may hold it), the pull's 10m, verify's 2m and a 5m margin.
-    assert_eq!(plan["spec"]["jobActiveDeadlineSecs"], 3000, "{plan}");
+    // human's run may hold it), the pull's 10m, verify's 2m twice (its wait for the node's
+    // word, then its checks) and a 5m margin.
+    assert_eq!(plan["spec"]["jobActiveDeadlineSecs"], 3120, "{plan}");
     let longer = plan_with_verify(&["--drain-timeout", "30m"]);
     assert_eq!(
         manifest(&longer, "Plan")["spec"]["jobActiveDeadlineSecs"],
-        4200
+        4320
     );
     // One node at a time: the jobs' verify runs take turns in the one namespace.
     assert_eq!(plan["spec"]["concurrency"], 1);
@@ -204,6 +205,13 @@ fn a_node_that_fails_verify_stops_the_rollout_there_cordoned() {
         let path = format!("/api/v1/nodes/{}", m.name);
         let mut node = api.get(&path).expect("node");
         node["metadata"]["labels"]["node.kubernetes.io/windows-build"] = json!("10.0.20348");
+        // What the CalicoNode install started writes at its start (`supervise::condition`;
+        // the simulated host runs no CalicoNode): the Plan's verify waits for it.
+        node["status"]["conditions"]
+            .as_array_mut()
+            .expect("conditions")
+            .push(json!({"type": "CalicoWindowsReady", "status": "True",
+                "reason": "CalicoHealthy", "lastHeartbeatTime": jiff::Timestamp::now().to_string()}));
         api.put(&path, node);
     }
     let mut linux = meta("v1", "Node", "linux-1", None);

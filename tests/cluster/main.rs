@@ -21,6 +21,7 @@ mod real_clusters;
 mod rights;
 mod verify;
 mod verify_events;
+mod verify_gates;
 mod verify_guards;
 mod verify_lease;
 mod verify_peers;

@@ -752,11 +752,11 @@ mod command {
 
 /// `install --verify`: the install, then `verify` for the node; a node that does not pass
 /// traffic fails the command and the install stays.
-mod install {
+pub(crate) mod install {
     use super::*;
     use crate::support::Node;
 
-    pub(super) fn installed_cluster() -> Node {
+    pub(crate) fn installed_cluster() -> Node {
         let node = Node::healthy().release("3.30.2", "calico-node.exe").build();
         let api = node.api();
         let mut win = api.get("/api/v1/nodes/win-1").expect("win-1");
@@ -851,14 +851,16 @@ mod install {
         let node = installed_cluster();
         let (code, _, stderr) = node.install_local(&[]);
         assert_eq!(code, 0, "{stderr}");
-        // Felix runs and is not ready: a finding a restart of its service keeps.
+        // Felix runs and is not ready (a change that restarts Felix would wait for it:
+        // verify_gates.rs).
         node.edit_state(|s| s["settings"]["felix_health"] = json!("not-ready"));
         node.api().lock().dataplane.no_overlay = true;
         let (code, doc, stderr) = node.run(&[
             "reconfigure",
             "--verify",
             "--set",
-            "logs.felix_screen_severity=debug",
+            // confd does not run on a VXLAN node: no service restarts.
+            "extra_env.confd.CALICO_X=1",
         ]);
         assert_eq!(code, 1, "{stderr}\n{doc:#}");
         explained_by_felix(&doc["verify"], &stderr, "felix-unhealthy");

@@ -32,7 +32,7 @@ fn a_stale_windows_peer_and_an_unreachable_linux_node_are_passed_over_and_said()
         "{said}"
     );
     assert!(
-        said.contains("linux-1 (taint node.kubernetes.io/unreachable=:NoExecute not tolerated)"),
+        said.contains("linux-1 (taint node.kubernetes.io/unreachable:NoExecute not tolerated)"),
         "{said}"
     );
     let pods: Vec<String> = api

@@ -333,7 +333,7 @@ fn finish(
         ClusterRead::Read(c, _) => Some(c.as_ref()),
         _ => None,
     };
-    let restarted = doc.starts(crate::layout::Role::Node.service_name());
+    let restarted = super::verify_restarted::Restarted::of(&doc);
     let verify = (args.verify_with(), "installed", restarted);
     super::verify::print_verified(ctx, verify, c, node_name, doc)
 }

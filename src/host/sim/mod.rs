@@ -581,7 +581,7 @@ impl Network for SimHost {
         })
     }
 
-    /// The simulated loopback has one server: Felix's health endpoint (its default port,
+    /// The simulated loopback has two servers: kube-proxy's `/healthz`, and Felix's health endpoint (its default port,
     /// `layout::FELIX_HEALTH_PORT`), while CalicoFelix runs, answering as libcalico-go
     /// lib/health/health.go does (`/liveness`, `/readiness`: 200 with the reporters' table
     /// when good, 503 when not); `SimSettings::felix_health` picks the answer.
@@ -592,6 +592,25 @@ impl Network for SimHost {
         _timeout: std::time::Duration,
     ) -> HostResult<Option<crate::host::http_probe::Answer>> {
         use state::SimFelixHealth;
+        let runs = |role: crate::layout::Role| {
+            self.read(|s| {
+                s.services
+                    .get(&role.service_name().to_ascii_lowercase())
+                    .is_some_and(|f| f.state == crate::host::ServiceState::Running)
+            })
+        };
+        // kube-proxy's healthz server while kube-proxy runs, healthy (kubernetes
+        // pkg/proxy/healthcheck/proxy_health.go `healthzHandler`: 200 and its JSON when no
+        // queued change is late and the node is eligible).
+        if port == crate::layout::KUBE_PROXY_HEALTHZ_PORT {
+            if !runs(crate::layout::Role::KubeProxy) || path != "/healthz" {
+                return Ok(None);
+            }
+            return Ok(Some(crate::host::http_probe::Answer {
+                code: 200,
+                body: r#"{"lastUpdated":"2026-01-01T00:00:00Z","currentTime":"2026-01-01T00:00:00Z","nodeEligible":true,"healthy":true}"#.into(),
+            }));
+        }
         let (felix_runs, health) = self.read(|s| {
             (
                 s.services

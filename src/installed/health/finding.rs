@@ -103,6 +103,9 @@ pub enum Code {
     MetricsPortExcluded,
     /// `verify`: a probe pod got no address, or never started (the CNI plugin and IPAM).
     TrafficCni,
+    /// `verify`: kube-scheduler placed no probe pod on its node (`PodScheduled` False,
+    /// `Unschedulable`): the node's taints, capacity or the pods' constraints, not the network.
+    TrafficScheduling,
     /// `verify`: the probe image could not be pulled or has no variant for the node's build.
     TrafficImage,
     /// `verify`: pods on different nodes do not reach each other (VXLAN: the VNI, UDP 4789,
@@ -171,6 +174,7 @@ impl Code {
         Code::DiagsReviewRefused,
         Code::MetricsPortExcluded,
         Code::TrafficCni,
+        Code::TrafficScheduling,
         Code::TrafficImage,
         Code::TrafficOverlay,
         Code::TrafficControlPlane,

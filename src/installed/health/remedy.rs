@@ -144,6 +144,9 @@ fn traffic_remedy(code: Code) -> &'static str {
         Code::TrafficCni => {
             "on the node: 'calicoctl-win status' (CalicoNode running, ipam-capacity, endpoint-stuck) and the CNI log under the install root"
         }
+        Code::TrafficScheduling => {
+            "'kubectl describe node NODE' (its taints, its pods against its capacity) and the pod's FailedScheduling event: free or untaint the node, then verify again"
+        }
         Code::TrafficImage => {
             "--image a reachable mirror built for the node's Windows build, or more --pull-timeout"
         }

@@ -57,6 +57,9 @@ pub struct Dataplane {
     /// How long the image pull takes on every node (`Duration::MAX`: it never ends); none by
     /// default (the image is present).
     pub pull_takes: Option<Duration>,
+    /// Nodes that hold as many pods as they may (kube-scheduler's NodeResourcesFit: "Too many
+    /// pods"; scheduler.rs).
+    pub full: BTreeSet<String>,
     /// Nodes whose probe container does not run (it exits and the kubelet backs off).
     pub crash_on: BTreeSet<String>,
     /// The API server does not reach the pods (its pod proxy answers 503).

@@ -10,6 +10,7 @@ pub mod diags;
 mod pod_security;
 mod proto;
 pub mod rbac;
+mod scheduler;
 mod serve;
 mod token_review;
 

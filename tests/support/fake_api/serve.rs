@@ -728,7 +728,18 @@ fn create(st: &mut State, t: &Target, mut body: Value) -> Reply {
     let ns = t.namespace.clone().unwrap_or_default();
     match (t.resource.gv, t.resource.plural) {
         ("v1", "pods") => {
-            if let Some(mut event) = super::dataplane::run_pod(&mut st.dataplane, &ns, &mut body) {
+            // kube-scheduler places the pod, or says why it cannot (scheduler.rs); the kubelet
+            // then runs it (dataplane.rs).
+            let event = match super::scheduler::unschedulable(
+                &st.objects,
+                &st.dataplane.full,
+                &ns,
+                &mut body,
+            ) {
+                Some(e) => Some(e),
+                None => super::dataplane::run_pod(&mut st.dataplane, &ns, &mut body),
+            };
+            if let Some(mut event) = event {
                 // The kubelet's events name the pod by reference, its uid too
                 // (client-go tools/reference `GetReference`).
                 event["involvedObject"]["uid"] = body["metadata"]["uid"].clone();
