@@ -44,6 +44,7 @@ pub(super) fn prepare_undo(
         },
         Action::AddFirewallRule { rule } => Undo::RemoveFirewallRule {
             name: rule.name.clone(),
+            rule: Some(rule.clone()),
         },
         Action::RemoveFirewallRule { name } => match host.firewall_rule(name)? {
             Some(rule) => Undo::AddFirewallRule { rule },
@@ -435,8 +436,25 @@ fn undo(
             (None, Some(outermost)) => host.reg_delete_key(outermost)?,
             (None, None) => host.reg_delete_value(key, name)?,
         },
-        Undo::RemoveFirewallRule { name } => {
-            host.firewall_remove(name)?;
+        // The rule added, while it is the one rule of its name as added; another of its name
+        // beside it (an administrator's) or a change since leaves it, and says so.
+        Undo::RemoveFirewallRule { name, rule } => {
+            let now = host.firewall_rules(name)?;
+            match rule {
+                Some(made) if !now.is_empty() && !crate::host::firewall::only(&now, made) => {
+                    return Err(HostError::Refused {
+                        what: format!("remove firewall rule {name}"),
+                        reason: format!(
+                            "the firewall holds {} now: left as it is",
+                            crate::host::firewall::held(&now)
+                        ),
+                    }
+                    .into());
+                }
+                _ => {
+                    host.firewall_remove(name)?;
+                }
+            }
         }
         Undo::AddFirewallRule { rule } => match host.firewall_add(rule) {
             Err(HostError::Exists { .. }) | Ok(()) => {}

@@ -259,8 +259,8 @@ impl Processes for WindowsHost {
 }
 
 impl Firewall for WindowsHost {
-    fn firewall_rule(&self, name: &str) -> HostResult<Option<FirewallRule>> {
-        firewall::get(name)
+    fn firewall_rules(&self, name: &str) -> HostResult<Vec<FirewallRule>> {
+        firewall::rules(name)
     }
     fn firewall_add(&self, rule: &FirewallRule) -> HostResult<()> {
         firewall::add(rule)
