@@ -303,12 +303,25 @@ impl SimHost {
     /// reference: only `-Name`, the rule's ID, is unique in a policy store).
     pub fn admin_add_firewall_rule(&self, rule: &FirewallRule) -> HostResult<()> {
         self.mutate("administrator adds a firewall rule", |s| {
-            let key = rule.name.to_ascii_lowercase();
-            if s.firewall.contains_key(&key) {
-                s.firewall_more.push(rule.clone());
-            } else {
-                s.firewall.insert(key, rule.clone());
+            match s.firewall.entry(rule.name.to_ascii_lowercase()) {
+                std::collections::btree_map::Entry::Occupied(_) => {
+                    s.firewall_more.push(rule.clone())
+                }
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(rule.clone());
+                }
             }
+            Ok(())
+        })
+    }
+
+    /// An administrator's `Remove-NetFirewallRule -DisplayName`: every rule of the name
+    /// ("Deletes one or more firewall rules that match the specified criteria", its page).
+    pub fn admin_remove_firewall_rules(&self, name: &str) -> HostResult<()> {
+        self.mutate("administrator removes firewall rules", |s| {
+            s.firewall.remove(&name.to_ascii_lowercase());
+            s.firewall_more
+                .retain(|r| !r.name.eq_ignore_ascii_case(name));
             Ok(())
         })
     }

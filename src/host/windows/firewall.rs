@@ -70,9 +70,10 @@ fn policy() -> HostResult<Policy> {
 /// collection", Microsoft's INetFwRules page): `Item` gives one rule of a name, and Windows
 /// keeps several rules of one name side by side.
 pub fn rules(name: &str) -> HostResult<Vec<FirewallRule>> {
+    use windows::Win32::System::Com::IDispatch;
     use windows::Win32::System::Ole::IEnumVARIANT;
     use windows::Win32::System::Variant::{VARIANT, VT_DISPATCH, VariantClear};
-    use windows::core::{IDispatch, Interface};
+    use windows::core::Interface;
     let op = || format!("read firewall rule {name}");
     let mut out = Vec::new();
     // SAFETY: COM calls on interfaces obtained here; each VARIANT the enumerator fills is
@@ -155,6 +156,12 @@ pub fn add(r: &FirewallRule) -> HostResult<()> {
             what: format!("firewall rule {}", r.name),
         });
     }
+    add_beside(r)
+}
+
+/// `INetFwRules::Add` itself, which keeps a rule beside any of its name (tests: an
+/// administrator's rule of a taken name).
+pub(crate) fn add_beside(r: &FirewallRule) -> HostResult<()> {
     let op = || format!("add firewall rule {}", r.name);
     // SAFETY: COM calls on freshly created objects; BSTRs are owned by this frame.
     unsafe {
@@ -231,4 +238,24 @@ pub fn modify_state() -> HostResult<FirewallModifyState> {
         NET_FW_MODIFY_STATE_INBOUND_BLOCKED => FirewallModifyState::InboundBlocked,
         _ => FirewallModifyState::Ok,
     })
+}
+
+/// Tests: every rule of this name gone, as an administrator's `Remove-NetFirewallRule
+/// -DisplayName` would do, by `INetFwRules::Remove` until none is left (which of several one
+/// call takes, Microsoft's page does not say).
+#[cfg(test)]
+pub(crate) fn remove_every(name: &str) -> HostResult<()> {
+    for _ in 0..16 {
+        if rules(name)?.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: COM calls on the policy's rule collection.
+        unsafe {
+            let fw = policy()?;
+            fw.Rules()
+                .and_then(|all| all.Remove(&BSTR::from(name)))
+                .map_err(api(format!("remove firewall rule {name}")))?;
+        }
+    }
+    Ok(())
 }

@@ -10,7 +10,7 @@ mod culture_tests;
 mod eventlog;
 mod ffi;
 pub(crate) mod files;
-mod firewall;
+pub(crate) mod firewall;
 mod hcn;
 #[cfg(test)]
 mod hcn_tests;
