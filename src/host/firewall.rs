@@ -222,11 +222,12 @@ pub fn only(rules: &[FirewallRule], made: &FirewallRule) -> bool {
 }
 
 /// What the firewall holds under a name that is not one rule as install made it, in words
-/// for a finding: `2 rules of that name` or `a rule of that name not as install made it`.
+/// for a finding: `2 rules of that name` or `one rule of that name, not as calicoctl-win
+/// made it`.
 pub fn held(rules: &[FirewallRule]) -> String {
     match rules.len() {
         0 => "no rule of that name".into(),
-        1 => "a rule of that name not as calicoctl-win made it".into(),
+        1 => "one rule of that name, not as calicoctl-win made it".into(),
         n => format!("{n} rules of that name"),
     }
 }

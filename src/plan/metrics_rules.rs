@@ -112,10 +112,9 @@ pub fn plan(
             actions.push(Action::AddFirewallRule { rule: rule.clone() });
         } else {
             anyhow::bail!(
-                "the firewall holds {} '{}' that calicoctl-win did not make: the metrics rule of that name cannot be made beside it (removal by name could not tell them apart), and it is left as it is; remove or rename it (Get-NetFirewallRule -DisplayName '{}'), or choose another port (metrics.port, metrics.felix_port)",
-                firewall::held(&now),
+                "the metrics firewall rule '{0}' cannot be made: the firewall holds {1}, left as it is (a second rule of that name beside it could not be told apart by removal, which is by name); remove or rename it (Get-NetFirewallRule -DisplayName '{0}'), or choose another port (metrics.port, metrics.felix_port)",
                 rule.name,
-                rule.name
+                firewall::held(&now)
             );
         }
         owned.push(rule);
@@ -368,7 +367,7 @@ mod tests {
             .expect_err("refused")
             .to_string();
         assert!(
-            err.contains("a rule of that name not as calicoctl-win made it 'Calico metrics calicoctl-win TCP 9095'"),
+            err.contains("'Calico metrics calicoctl-win TCP 9095' cannot be made: the firewall holds one rule of that name, not as calicoctl-win made it"),
             "{err}"
         );
     }

@@ -157,7 +157,7 @@ pub fn changed_rules(host: &dyn Host, r: &InstallRecord, purge: bool) -> HostRes
         let now = host.firewall_rules(&rule.name)?;
         if !now.is_empty() && !firewall::only(&now, rule) {
             out.push(format!(
-                "the firewall holds {1} '{0}' (an administrator's rule of that name, or ours changed since): every rule of that name is left as it is, since removal by name could take the wrong one; see them with Get-NetFirewallRule -DisplayName '{0}' and remove the ones not wanted",
+                "the firewall rule '{0}' is left as it is: the firewall holds {1} (an administrator's rule of that name, or ours changed since), and removal by name could take the wrong one; see them with Get-NetFirewallRule -DisplayName '{0}' and remove the ones not wanted",
                 rule.name,
                 firewall::held(&now)
             ));
