@@ -33,10 +33,10 @@ use windows::Win32::Foundation::{
     CLASS_E_CLASSNOTAVAILABLE, CLASS_E_NOAGGREGATION, E_NOTIMPL, E_POINTER, S_FALSE, S_OK,
     VARIANT_FALSE, VARIANT_TRUE,
 };
-use windows::Win32::System::Ole::{IEnumVARIANT, IEnumVARIANT_Impl};
-use windows::Win32::System::Variant::{VARIANT, VT_DISPATCH};
 use windows::Win32::NetworkManagement::WindowsFirewall::*;
 use windows::Win32::System::Com::*;
+use windows::Win32::System::Ole::{IEnumVARIANT, IEnumVARIANT_Impl};
+use windows::Win32::System::Variant::{VARIANT, VT_DISPATCH};
 use windows::core::{BSTR, GUID, HRESULT, IUnknown, Interface, implement};
 
 /// HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND): what `INetFwRules::Item` answers for no rule.
