@@ -44,6 +44,10 @@ pub enum Undo {
     },
     RemoveFirewallRule {
         name: String,
+        /// The rule the action added, removed only while it is the one rule of its name as
+        /// added; `None` in a journal written before it was kept.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<FirewallRule>,
     },
     AddFirewallRule {
         rule: FirewallRule,

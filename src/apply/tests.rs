@@ -256,3 +256,39 @@ fn a_stop_past_the_point_of_no_return_lets_the_run_finish() {
         "{said:?}"
     );
 }
+
+/// A rollback removes the rule its run added only while it is the one rule of its name as
+/// added: beside an administrator's rule of the name (made while the run went on) both stay
+/// and the rollback says so; alone, it goes. (It was removed by its name.)
+#[test]
+fn a_rollback_leaves_an_added_rule_beside_another_of_its_name() {
+    use crate::host::{Direction, Firewall, FirewallRule, Protocol};
+    let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+    let added = FirewallRule {
+        name: "Calico metrics calicoctl-win TCP 9095".into(),
+        protocol: Protocol::Tcp,
+        direction: Direction::In,
+        program: Some(r"C:\CalicoWindows\calicoctl-win.exe".into()),
+        local_port: 9095,
+        allow: true,
+        enabled: true,
+        profiles: crate::host::ALL_PROFILES,
+        remote_addresses: vec!["10.0.0.0/8".into()],
+    };
+    host.firewall_add(&added).expect("add");
+    let admins = FirewallRule {
+        program: None,
+        ..added.clone()
+    };
+    host.admin_add_firewall_rule(&admins).expect("admin add");
+    let err = super::undo::remove_added_rule(&host, &added.name, Some(&added))
+        .expect_err("refused")
+        .to_string();
+    assert!(err.contains("2 rules of that name"), "{err}");
+    assert_eq!(host.firewall_rules(&added.name).expect("read").len(), 2);
+    host.admin_remove_firewall_rules(&added.name)
+        .expect("admin remove");
+    host.firewall_add(&added).expect("add");
+    super::undo::remove_added_rule(&host, &added.name, Some(&added)).expect("removed");
+    assert_eq!(host.firewall_rules(&added.name).expect("read"), []);
+}

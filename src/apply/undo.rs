@@ -5,7 +5,7 @@
 use super::journal::{Journal, Undo, missing_keys};
 use super::ready::restore_routes;
 use super::{Action, Options};
-use crate::host::{Access, Host, HostError};
+use crate::host::{Access, Host, HostError, HostResult};
 use crate::layout::KEPT_LOGS_DIR;
 use anyhow::Context as _;
 use std::time::Duration;
@@ -44,6 +44,7 @@ pub(super) fn prepare_undo(
         },
         Action::AddFirewallRule { rule } => Undo::RemoveFirewallRule {
             name: rule.name.clone(),
+            rule: Some(rule.clone()),
         },
         Action::RemoveFirewallRule { name } => match host.firewall_rule(name)? {
             Some(rule) => Undo::AddFirewallRule { rule },
@@ -435,9 +436,7 @@ fn undo(
             (None, Some(outermost)) => host.reg_delete_key(outermost)?,
             (None, None) => host.reg_delete_value(key, name)?,
         },
-        Undo::RemoveFirewallRule { name } => {
-            host.firewall_remove(name)?;
-        }
+        Undo::RemoveFirewallRule { name, rule } => remove_added_rule(host, name, rule.as_ref())?,
         Undo::AddFirewallRule { rule } => match host.firewall_add(rule) {
             Err(HostError::Exists { .. }) | Ok(()) => {}
             Err(e) => return Err(e.into()),
@@ -490,5 +489,29 @@ pub(super) fn ignore_not_found(r: Result<(), HostError>) -> Result<(), HostError
 /// none behind.
 fn remove_withheld(host: &dyn Host, path: &str) -> Result<(), crate::host::HostError> {
     host.remove_file(&format!("{path}{}", crate::layout::WITHHELD_SUFFIX))?;
+    Ok(())
+}
+
+/// The rule an action added, removed while it is the one rule of its name as added; another
+/// of its name beside it (an administrator's) or a change since leaves every rule of the name,
+/// and says so. A journal that kept only the name: the one rule of it (`firewall_remove`
+/// refuses several).
+pub(super) fn remove_added_rule(
+    host: &dyn Host,
+    name: &str,
+    made: Option<&crate::host::FirewallRule>,
+) -> HostResult<()> {
+    use crate::host::firewall::{held, only};
+    let now = host.firewall_rules(name)?;
+    if let Some(made) = made
+        && !now.is_empty()
+        && !only(&now, made)
+    {
+        return Err(HostError::Refused {
+            what: format!("remove firewall rule {name}"),
+            reason: format!("the firewall holds {} now: left as it is", held(&now)),
+        });
+    }
+    host.firewall_remove(name)?;
     Ok(())
 }

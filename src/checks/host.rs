@@ -60,11 +60,13 @@ fn dword(h: &dyn Host, key: &str, name: &str) -> Option<u32> {
 pub fn snapshot(h: &dyn Host) -> HostSnapshot {
     let text = |e: HostError| e.to_string();
     let service = |name: &str| h.service_query(name).ok().flatten();
-    // A rule that cannot be read is not a rule that is missing: the error is kept.
+    // A rule that cannot be read is not a rule that is missing: the error is kept. Every
+    // rule of each name: Windows keeps several of one name side by side.
     let vxlan_rules = [VXLAN_RULE, CALICO_SCRIPT_VXLAN_RULE]
         .into_iter()
-        .filter_map(|name| h.firewall_rule(name).transpose())
+        .map(|name| h.firewall_rules(name))
         .collect::<Result<Vec<_>, _>>()
+        .map(|r| r.concat())
         .map_err(text);
     HostSnapshot {
         system: h.system_facts().map_err(text),

@@ -473,6 +473,50 @@ pub fn firewall(h: &dyn Host) {
     assert_eq!(h.firewall_rule(&name).expect("read"), None);
 }
 
+/// Several rules of one name, an administrator's made beside ours (`admin_add`, as
+/// `New-NetFirewallRule -DisplayName` makes it): every one reads back, in the order made;
+/// they are not ours alone; removal by name is refused and leaves both; adding the name
+/// again is `Exists`. `admin_remove` takes every rule of the name away at the end.
+pub fn firewall_duplicates(
+    h: &dyn Host,
+    admin_add: &dyn Fn(&FirewallRule),
+    admin_remove: &dyn Fn(&str),
+) {
+    let name = unique("Calico contract twice TCP ");
+    let ours = FirewallRule {
+        name: name.clone(),
+        protocol: Protocol::Tcp,
+        direction: crate::host::Direction::In,
+        program: Some(r"C:\CalicoWindows\calicoctl-win.exe".into()),
+        local_port: 9095,
+        allow: true,
+        enabled: true,
+        profiles: crate::host::ALL_PROFILES,
+        remote_addresses: vec!["10.0.0.0/8".into()],
+    };
+    h.firewall_add(&ours).expect("add");
+    let admins = FirewallRule {
+        program: None,
+        remote_addresses: vec!["192.168.0.0/16".into()],
+        ..ours.clone()
+    };
+    admin_add(&admins);
+    let both = h.firewall_rules(&name).expect("read");
+    assert_eq!(both, [ours.clone(), admins.clone()]);
+    assert!(!crate::host::firewall::only(&both, &ours));
+    assert!(
+        matches!(h.firewall_remove(&name), Err(HostError::Refused { .. })),
+        "removal by name is refused while two rules have it"
+    );
+    assert_eq!(h.firewall_rules(&name).expect("read"), both);
+    assert!(matches!(
+        h.firewall_add(&ours),
+        Err(HostError::Exists { .. })
+    ));
+    admin_remove(&name);
+    assert_eq!(h.firewall_rules(&name).expect("read"), []);
+}
+
 /// Adapters: every address `ipv4_addresses` lists is on the adapter of its index; a NIC has
 /// a MAC written `XX-XX-XX-XX-XX-XX`, a description and a Preferred address.
 pub fn adapters(h: &dyn Host) -> Vec<crate::host::Adapter> {
@@ -801,6 +845,16 @@ mod on_simhost {
     }
 
     #[test]
+    fn firewall_contract_rules_of_one_name() {
+        let h = host();
+        firewall_duplicates(
+            &h,
+            &|r| h.admin_add_firewall_rule(r).expect("admin add"),
+            &|n| h.admin_remove_firewall_rules(n).expect("admin remove"),
+        );
+    }
+
+    #[test]
     fn routes_contract() {
         routes(&host());
     }
@@ -1070,6 +1124,22 @@ pub(crate) mod on_windows {
         }
         let _turn = FIREWALL_POLICY.lock().unwrap_or_else(|p| p.into_inner());
         firewall(&WindowsHost::new());
+    }
+
+    /// Two rules of one name through `INetFwRules::Add` (the stand-in keeps both, as Windows
+    /// does): enumerated both, and removal by name refused.
+    #[test]
+    fn firewall_contract_rules_of_one_name() {
+        if std::env::var_os("CALICOCTL_WIN_FW_STANDIN").is_none() && !real_host() {
+            return;
+        }
+        let _turn = FIREWALL_POLICY.lock().unwrap_or_else(|p| p.into_inner());
+        use crate::host::windows::firewall::{add_beside, remove_every};
+        firewall_duplicates(
+            &WindowsHost::new(),
+            &|r| add_beside(r).expect("admin add"),
+            &|n| remove_every(n).expect("admin remove"),
+        );
     }
 
     /// Whether this is real Windows (`CALICOCTL_WIN_REAL_HOST`, set by the Windows workflow):

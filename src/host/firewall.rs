@@ -214,15 +214,58 @@ impl Direction {
     }
 }
 
-/// Windows Firewall rules, by name.
+/// Whether `rules`, every rule the firewall holds under a name, are exactly the one rule
+/// `made`: no other rule of that name beside it (an administrator's, or a copy), and it as
+/// made (`FirewallRule::same`). Only then is a rule of that name ours to keep or remove.
+pub fn only(rules: &[FirewallRule], made: &FirewallRule) -> bool {
+    matches!(rules, [one] if one.same(made))
+}
+
+/// What the firewall holds under a name that is not one rule as install made it, in words
+/// for a finding: `2 rules of that name` or `one rule of that name, not as calicoctl-win
+/// made it`.
+pub fn held(rules: &[FirewallRule]) -> String {
+    match rules.len() {
+        0 => "no rule of that name".into(),
+        1 => "one rule of that name, not as calicoctl-win made it".into(),
+        n => format!("{n} rules of that name"),
+    }
+}
+
+/// Windows Firewall rules, by the name the firewall shows. A name is no key: Windows keeps
+/// several rules of one name side by side (PowerShell's New-NetFirewallRule: a rule's `-Name`,
+/// its ID, is "just like a file name, in that only one rule with a given name may exist in a
+/// policy store", while `-DisplayName`, INetFwRule's Name, has no such rule; and INetFwRules::Add
+/// overwrites only a rule "with the same rule identifier", which INetFwRule does not set).
 pub trait Firewall {
-    fn firewall_rule(&self, name: &str) -> HostResult<Option<FirewallRule>>;
-    /// Adds a rule; a taken name is refused with `Exists`.
+    /// Every rule of this name (any case), in the firewall's order.
+    fn firewall_rules(&self, name: &str) -> HostResult<Vec<FirewallRule>>;
+    /// One rule of this name, the first: for reading what the firewall lets in (as
+    /// `INetFwRules::Item` gives one; which of several, Microsoft's Item page does not say),
+    /// never for deciding whether a rule is ours (`firewall_rules` and `only` decide that).
+    fn firewall_rule(&self, name: &str) -> HostResult<Option<FirewallRule>> {
+        Ok(self.firewall_rules(name)?.into_iter().next())
+    }
+    /// Adds a rule; a taken name is refused with `Exists` (Windows itself would add a second
+    /// rule of the name).
     fn firewall_add(&self, rule: &FirewallRule) -> HostResult<()>;
-    /// Removes a rule; returns whether it existed.
+    /// Removes the one rule of this name; returns whether there was one. Refused while several
+    /// rules have the name: `INetFwRules::Remove` takes a name, and Microsoft's Remove page
+    /// says only that it "removes a rule from the collection", not which of several, so it
+    /// could take an administrator's rule.
     fn firewall_remove(&self, name: &str) -> HostResult<bool>;
     /// Whether a rule added here takes effect in the profiles in effect now.
     fn firewall_modify_state(&self) -> HostResult<FirewallModifyState>;
+}
+
+/// The refusal of a removal by name while `count` rules have the name.
+pub fn several(name: &str, count: usize) -> super::error::HostError {
+    super::error::HostError::Refused {
+        what: format!("remove firewall rule {name}"),
+        reason: format!(
+            "{count} rules have that name, and removal by name cannot choose one of them: none removed"
+        ),
+    }
 }
 
 #[cfg(test)]

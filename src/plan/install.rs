@@ -610,8 +610,19 @@ fn registry_and_firewall(
         let mut present = false;
         for name in [VXLAN_RULE, CALICO_SCRIPT_VXLAN_RULE] {
             present |= host
-                .firewall_rule(name)?
-                .is_some_and(|r| r.opens(Protocol::Udp, rule.local_port));
+                .firewall_rules(name)?
+                .iter()
+                .any(|r| r.opens(Protocol::Udp, rule.local_port));
+        }
+        let taken = host.firewall_rules(VXLAN_RULE)?;
+        // A rule of its name that does not let VXLAN in: another beside it would be one of
+        // two of a name, which removal by name could not tell apart.
+        if !present && !taken.is_empty() {
+            anyhow::bail!(
+                "the firewall rule '{VXLAN_RULE}' cannot be made: the firewall holds {}, which does not let inbound UDP {} in on every profile, left as it is (install makes no second rule of that name); let it in (Set-NetFirewallRule -DisplayName '{VXLAN_RULE}' -Enabled True -Action Allow -Profile Any) or remove it (Remove-NetFirewallRule -DisplayName '{VXLAN_RULE}')",
+                crate::host::firewall::held(&taken),
+                rule.local_port
+            );
         }
         if !present {
             actions.push(Action::AddFirewallRule { rule: rule.clone() });
@@ -619,7 +630,7 @@ fn registry_and_firewall(
         }
     }
     for e in i.journal.iter().flat_map(|j| &j.entries) {
-        if let crate::apply::journal::Undo::RemoveFirewallRule { name } = &e.undo
+        if let crate::apply::journal::Undo::RemoveFirewallRule { name, .. } = &e.undo
             && let Some(rule) = vxlan_rule(c).filter(|r| r.name == *name)
         {
             firewall_owned = Some(rule);

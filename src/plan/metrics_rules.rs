@@ -4,7 +4,7 @@
 use crate::apply::Action;
 use crate::apply::journal::{Journal, Undo};
 use crate::config::Config;
-use crate::host::{Direction, FirewallRule, Host, HostResult, Protocol};
+use crate::host::{Direction, FirewallRule, Host, HostResult, Protocol, firewall};
 use crate::plan::desired::DesiredFile;
 
 const PREFIX: &str = "Calico metrics ";
@@ -66,10 +66,12 @@ pub fn wanted(c: &Config, felix: &str) -> Vec<FirewallRule> {
 }
 
 /// Adds the actions that take the host's metrics rules to the wanted ones, and returns the
-/// rules the install then owns. A rule it owned and no longer wants (metrics off, a port or
-/// range changed) is removed only while it is as recorded (`FirewallRule::same`: program,
-/// port, addresses, direction): one an administrator made again under its name, or changed,
-/// stays, and is no longer ours; a rule of a wanted name that is not ours is left as it is.
+/// rules the install then owns. A rule is removed only while it is the one rule of its name
+/// and as made (`firewall::only`: program, port, addresses, direction): beside another rule of
+/// its name (an administrator's), or changed, it stays and is no longer ours. A wanted rule
+/// is made only where no rule has its name; a name another rule holds (an administrator's,
+/// or ours changed and no longer recorded) refuses the plan, before any change: Windows would
+/// keep the two side by side, and removal by name could not tell them apart.
 pub fn plan(
     host: &dyn Host,
     c: &Config,
@@ -79,21 +81,68 @@ pub fn plan(
     actions: &mut Vec<Action>,
 ) -> anyhow::Result<Vec<FirewallRule>> {
     let wanted = wanted(c, felix);
-    // Added by an interrupted run: ours, as the record would have said. Only metrics rules:
-    // the journal names the VXLAN rule too, which is not this plan's.
-    let added: Vec<&str> = journal
+    // Added by an interrupted run: ours, as the record would have said, with the rule it
+    // added when its journal says it. Only metrics rules: the journal names the VXLAN rule
+    // too, which is not this plan's.
+    let added: Vec<(&str, Option<&FirewallRule>)> = journal
         .iter()
         .flat_map(|j| &j.entries)
         .filter_map(|e| match &e.undo {
-            Undo::RemoveFirewallRule { name } if is_metrics_rule(name) => Some(name.as_str()),
+            Undo::RemoveFirewallRule { name, rule } if is_metrics_rule(name) => {
+                Some((name.as_str(), rule.as_ref()))
+            }
             _ => None,
         })
         .collect();
-    let ours = |name: &str| previous.iter().any(|r| r.name == name) || added.contains(&name);
+    let removed = remove_unwanted(host, &wanted, previous, &added, actions)?;
     let mut owned = Vec::new();
-    // Ours and no longer wanted: the recorded rules the config no longer wants as they are,
-    // and the rules an interrupted run added whose name the config no longer wants (metrics
-    // turned off, or a port changed, before that run was finished). No other rule.
+    for rule in wanted {
+        let now = host.firewall_rules(&rule.name)?;
+        let journaled = added.iter().find(|(n, _)| *n == rule.name);
+        if now.is_empty() || removed.contains(&rule.name) {
+            actions.push(Action::AddFirewallRule { rule: rule.clone() });
+        } else if firewall::only(&now, &rule) || previous.iter().any(|r| r.same(&rule)) {
+            // As wanted; or ours as recorded, changed since or joined by another rule of its
+            // name: left as it is, still recorded, and uninstall says so.
+        } else if journaled.is_some_and(|(_, made)| by_journal(&now, *made)) {
+            // Added by an interrupted run with another range: made again.
+            actions.push(Action::RemoveFirewallRule {
+                name: rule.name.clone(),
+            });
+            actions.push(Action::AddFirewallRule { rule: rule.clone() });
+        } else {
+            anyhow::bail!(
+                "the metrics firewall rule '{0}' cannot be made: the firewall holds {1}, left as it is (a second rule of that name beside it could not be told apart by removal, which is by name); remove or rename it (Get-NetFirewallRule -DisplayName '{0}'), or choose another port (metrics.port, metrics.felix_port)",
+                rule.name,
+                firewall::held(&now)
+            );
+        }
+        owned.push(rule);
+    }
+    Ok(owned)
+}
+
+/// Whether `now`, the rules of a name an interrupted run added, are that rule alone: the
+/// one its journal names, or (an older journal, which kept the name only) the one rule of
+/// the name.
+fn by_journal(now: &[FirewallRule], made: Option<&FirewallRule>) -> bool {
+    match made {
+        Some(made) => firewall::only(now, made),
+        None => now.len() == 1,
+    }
+}
+
+/// The removals of the rules that are ours and no longer wanted: the recorded rules the
+/// config no longer wants as they are, and the rules an interrupted run added whose name the
+/// config no longer wants (metrics turned off, or a port changed, before that run was
+/// finished). Each only while it is the one rule of its name, as made. Returns their names.
+fn remove_unwanted(
+    host: &dyn Host,
+    wanted: &[FirewallRule],
+    previous: &[FirewallRule],
+    added: &[(&str, Option<&FirewallRule>)],
+    actions: &mut Vec<Action>,
+) -> HostResult<Vec<String>> {
     let mut unwanted: Vec<&str> = previous
         .iter()
         .filter(|r| !wanted.iter().any(|w| w.same(r)))
@@ -102,48 +151,27 @@ pub fn plan(
     unwanted.extend(
         added
             .iter()
-            .filter(|n| !wanted.iter().any(|w| w.name == **n)),
+            .map(|(n, _)| *n)
+            .filter(|n| !wanted.iter().any(|w| w.name == *n)),
     );
     unwanted.sort_unstable();
     unwanted.dedup();
     let mut removed = Vec::new();
     for name in unwanted {
-        let Some(now) = host.firewall_rule(name)? else {
-            continue;
+        let now = host.firewall_rules(name)?;
+        let ours = match previous.iter().find(|r| r.name == name) {
+            Some(made) => firewall::only(&now, made),
+            None => added
+                .iter()
+                .find(|(n, _)| *n == name)
+                .is_some_and(|(_, made)| by_journal(&now, *made)),
         };
-        // A recorded rule goes only as install made it; an interrupted run's, by its name
-        // (its journal keeps no more), as that run's undo would have removed it.
-        if previous
-            .iter()
-            .find(|r| r.name == name)
-            .is_none_or(|made| now.same(made))
-        {
+        if ours {
             actions.push(Action::RemoveFirewallRule { name: name.into() });
             removed.push(name.to_owned());
         }
     }
-    for rule in wanted {
-        let remove = Action::RemoveFirewallRule {
-            name: rule.name.clone(),
-        };
-        let add = Action::AddFirewallRule { rule: rule.clone() };
-        match host.firewall_rule(&rule.name)? {
-            Some(now) if now.same(&rule) => {}
-            // Someone else's rule of that name: left as it is, and not ours.
-            Some(_) if !ours(&rule.name) => continue,
-            // Ours, changed since by an administrator: left as it is, and uninstall says so.
-            Some(_) if previous.iter().any(|r| r.same(&rule)) => {}
-            // Ours with another port, range or program: removed above, made again.
-            Some(_) if removed.contains(&rule.name) => actions.push(add),
-            // Recorded with another port or range and changed since: the administrator's.
-            Some(_) if previous.iter().any(|r| r.name == rule.name) => continue,
-            // Added by an interrupted run with another range.
-            Some(_) => actions.extend([remove, add]),
-            None => actions.push(add),
-        }
-        owned.push(rule);
-    }
-    Ok(owned)
+    Ok(removed)
 }
 
 #[cfg(test)]
@@ -185,6 +213,7 @@ mod tests {
                     action: format!("add firewall rule \"{n}\""),
                     undo: Undo::RemoveFirewallRule {
                         name: (*n).to_owned(),
+                        rule: None,
                     },
                     done: true,
                     irreversible: false,
@@ -309,9 +338,9 @@ mod tests {
     }
 
     /// A recorded rule is removed only as install made it: one an administrator made again
-    /// under its name (another program, another range) stays when metrics go off, and its
-    /// name is not taken over when the port's rule is wanted again with another range. (It
-    /// was removed by its name.)
+    /// under its name (another program, another range) stays when metrics go off, and when
+    /// the port's rule is wanted again with another range the plan is refused, naming it,
+    /// rather than a second rule of its name made beside it. (It was removed by its name.)
     #[test]
     fn a_recorded_rule_made_again_by_an_administrator_stays() {
         let dir = tempfile::tempdir().expect("dir");
@@ -328,21 +357,52 @@ mod tests {
         let owned = plan(&host, &config(&[]), FELIX, &made, None, &mut actions).expect("plan");
         assert!(owned.is_empty());
         assert_eq!(removed(&actions), ["Calico metrics Felix TCP 9091"]);
-        // Wanted again with another range: the administrator's rule is left, and not owned.
+        // Wanted again with another range: refused, naming the administrator's rule.
         let wider = config(&[
             "metrics.enabled=true",
             "metrics.source_ranges=10.0.0.0/16",
             "metrics.port=9095",
         ]);
-        let mut actions = Vec::new();
-        let owned = plan(&host, &wider, FELIX, &made, None, &mut actions).expect("plan");
+        let err = plan(&host, &wider, FELIX, &made, None, &mut Vec::new())
+            .expect_err("refused")
+            .to_string();
         assert!(
-            !actions.iter().any(|a| matches!(a,
-                Action::RemoveFirewallRule { name } | Action::AddFirewallRule { rule: FirewallRule { name, .. } }
-                if name == &admins.name)),
-            "{actions:?}"
+            err.contains("'Calico metrics calicoctl-win TCP 9095' cannot be made: the firewall holds one rule of that name, not as calicoctl-win made it"),
+            "{err}"
         );
-        assert!(owned.iter().all(|r| r.name != admins.name), "{owned:?}");
+    }
+
+    /// Another rule of a recorded rule's name beside it: neither is removed when metrics go
+    /// off (removal by name could take either), and a rule an interrupted run added is not
+    /// removed beside another of its name either.
+    #[test]
+    fn a_rule_beside_another_of_its_name_is_not_removed() {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        let made = wanted(&on("9095"), FELIX);
+        for rule in &made {
+            host.firewall_add(rule).expect("add");
+            let admins = FirewallRule {
+                program: None,
+                ..rule.clone()
+            };
+            host.admin_add_firewall_rule(&admins).expect("admin add");
+        }
+        let mut actions = Vec::new();
+        plan(&host, &config(&[]), FELIX, &made, None, &mut actions).expect("plan");
+        assert_eq!(removed(&actions), Vec::<&str>::new());
+        let journal = added(&["Calico metrics calicoctl-win TCP 9095"]);
+        let mut actions = Vec::new();
+        plan(
+            &host,
+            &config(&[]),
+            FELIX,
+            &[],
+            Some(&journal),
+            &mut actions,
+        )
+        .expect("plan");
+        assert_eq!(removed(&actions), Vec::<&str>::new());
     }
 
     /// Each rule lets in only the program that listens on its port.

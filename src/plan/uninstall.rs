@@ -3,7 +3,7 @@
 //! firewall rule, the logs (`--remove-logs`) and the directories install created.
 
 use crate::apply::Action;
-use crate::host::{FirewallRule, Host, HostResult, ServiceState};
+use crate::host::{FirewallRule, Host, HostResult, ServiceState, firewall};
 use crate::installed::record::InstallRecord;
 use crate::layout::{ADDRESSING_VALUE, CALICO_KEY, INSTALL_ROOT_VALUE};
 use anyhow::Context as _;
@@ -130,17 +130,15 @@ fn remove_record(host: &dyn Host, r: &InstallRecord, actions: &mut Vec<Action>) 
     Ok(())
 }
 
-/// The removal of each of these rules still on the host as install made it
-/// (`FirewallRule::same`: program, port, addresses, direction); a rule of its name that is
-/// not (an administrator's made again under it, or ours changed since) stays
-/// (`changed_rules` says so).
+/// The removal of each of these rules still on the host as install made it and alone
+/// (`firewall::only`: program, port, addresses, direction, and no other rule of its name): a
+/// rule of its name that is not (an administrator's made again under it, or ours changed
+/// since), or one beside it, leaves every rule of that name (`changed_rules` says so).
+/// Removal is by name (`INetFwRules::Remove`), which could take another rule of the name.
 fn remove_rules(host: &dyn Host, rules: &[FirewallRule]) -> HostResult<Vec<Action>> {
     let mut out = Vec::new();
     for rule in rules {
-        if host
-            .firewall_rule(&rule.name)?
-            .is_some_and(|now| now.same(rule))
-        {
+        if firewall::only(&host.firewall_rules(&rule.name)?, rule) {
             out.push(Action::RemoveFirewallRule {
                 name: rule.name.clone(),
             });
@@ -150,18 +148,18 @@ fn remove_rules(host: &dyn Host, rules: &[FirewallRule]) -> HostResult<Vec<Actio
 }
 
 /// The rules the record names that uninstall leaves because they are no longer as install
-/// made them, each as a warning naming it and the command that removes it.
+/// made them, or not alone under their name, each as a warning naming it and the command
+/// that lists them.
 pub fn changed_rules(host: &dyn Host, r: &InstallRecord, purge: bool) -> HostResult<Vec<String>> {
     let vxlan = r.firewall_rule.iter().filter(|_| purge);
     let mut out = Vec::new();
     for rule in r.metrics_rules.iter().chain(vxlan) {
-        if host
-            .firewall_rule(&rule.name)?
-            .is_some_and(|now| !now.same(rule))
-        {
+        let now = host.firewall_rules(&rule.name)?;
+        if !now.is_empty() && !firewall::only(&now, rule) {
             out.push(format!(
-                "the firewall rule '{0}' is not as install made it (an administrator's rule of that name, or ours changed since): left as it is; if it is not wanted, Remove-NetFirewallRule -DisplayName '{0}'",
-                rule.name
+                "the firewall rule '{0}' is left as it is: the firewall holds {1} (an administrator's rule of that name, or ours changed since), and removal by name could take the wrong one; see them with Get-NetFirewallRule -DisplayName '{0}' and remove the ones not wanted",
+                rule.name,
+                firewall::held(&now)
             ));
         }
     }

@@ -14,6 +14,7 @@ mod install_etcd;
 mod logs;
 mod metrics;
 mod metrics_diags;
+mod metrics_rule_names;
 mod migrate;
 mod migrate_stranded;
 mod migrate_walk;

@@ -298,6 +298,52 @@ impl SimHost {
     }
 
     /// Starts (`Some(pid)`) or ends (`None`) a process with this image name, like kubelet.
+    /// An administrator's `New-NetFirewallRule -DisplayName`: the rule is added beside any of
+    /// the same name (the name the firewall shows is no key; PowerShell's New-NetFirewallRule
+    /// reference: only `-Name`, the rule's ID, is unique in a policy store).
+    pub fn admin_add_firewall_rule(&self, rule: &FirewallRule) -> HostResult<()> {
+        self.mutate("administrator adds a firewall rule", |s| {
+            match s.firewall.entry(rule.name.to_ascii_lowercase()) {
+                std::collections::btree_map::Entry::Occupied(_) => {
+                    s.firewall_more.push(rule.clone())
+                }
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(rule.clone());
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// An administrator's `Remove-NetFirewallRule -DisplayName`: every rule of the name
+    /// ("Deletes one or more firewall rules that match the specified criteria", its page).
+    pub fn admin_remove_firewall_rules(&self, name: &str) -> HostResult<()> {
+        self.mutate("administrator removes firewall rules", |s| {
+            s.firewall.remove(&name.to_ascii_lowercase());
+            s.firewall_more
+                .retain(|r| !r.name.eq_ignore_ascii_case(name));
+            Ok(())
+        })
+    }
+
+    /// An administrator's `Set-NetFirewallRule` on every rule of this name.
+    pub fn admin_edit_firewall_rules(
+        &self,
+        name: &str,
+        edit: impl Fn(&mut FirewallRule),
+    ) -> HostResult<()> {
+        self.mutate("administrator edits a firewall rule", |s| {
+            let key = name.to_ascii_lowercase();
+            let more = s.firewall_more.iter_mut();
+            for r in s.firewall.get_mut(&key).into_iter().chain(more) {
+                if r.name.eq_ignore_ascii_case(name) {
+                    edit(r);
+                }
+            }
+            Ok(())
+        })
+    }
+
     pub fn set_process(&self, image: &str, pid: Option<u32>) -> HostResult<()> {
         self.world(|s| {
             let key = image.to_ascii_lowercase();
@@ -714,7 +760,7 @@ impl Processes for SimHost {
 }
 
 impl Firewall for SimHost {
-    fn firewall_rule(&self, name: &str) -> HostResult<Option<FirewallRule>> {
+    fn firewall_rules(&self, name: &str) -> HostResult<Vec<FirewallRule>> {
         if self.read(|s| s.settings.firewall_unreadable) {
             return Err(HostError::Api {
                 op: format!("read firewall rule {name}"),
@@ -722,9 +768,10 @@ impl Firewall for SimHost {
                 code: 0x8000_4001,
             });
         }
-        Ok(self.read(|s| s.firewall.get(&name.to_ascii_lowercase()).cloned()))
+        Ok(self.read(|s| s.rules_named(name)))
     }
 
+    /// As the Windows host's: a taken name is refused before `INetFwRules::Add`.
     fn firewall_add(&self, rule: &FirewallRule) -> HostResult<()> {
         self.mutate(&format!("add firewall rule {}", rule.name), |s| {
             let key = rule.name.to_ascii_lowercase();
@@ -738,8 +785,13 @@ impl Firewall for SimHost {
         })
     }
 
+    /// As the Windows host's: refused while several rules have the name.
     fn firewall_remove(&self, name: &str) -> HostResult<bool> {
         self.mutate(&format!("remove firewall rule {name}"), |s| {
+            let count = s.rules_named(name).len();
+            if count > 1 {
+                return Err(crate::host::firewall::several(name, count));
+            }
             Ok(s.firewall.remove(&name.to_ascii_lowercase()).is_some())
         })
     }

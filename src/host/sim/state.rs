@@ -37,8 +37,12 @@ pub struct State {
     pub routes: Vec<Route>,
     /// Running processes by lower-case image name.
     pub processes: BTreeMap<String, u32>,
-    /// Firewall rules by lower-case name.
+    /// Firewall rules by lower-case name: the first of each name.
     pub firewall: BTreeMap<String, FirewallRule>,
+    /// The other rules of a name `firewall` holds, in the order added: Windows keeps several
+    /// rules of one name side by side (`SimHost::admin_add_firewall_rule`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub firewall_more: Vec<FirewallRule>,
     pub settings: SimSettings,
     /// While the vSwitch exists: the NIC's own interface index and the vEthernet's.
     #[serde(default)]
@@ -340,6 +344,20 @@ pub fn key_of(key: &str) -> String {
 }
 
 impl State {
+    /// Every firewall rule of this name (any case): the first, then the others in order.
+    pub fn rules_named(&self, name: &str) -> Vec<FirewallRule> {
+        let first = self.firewall.get(&name.to_ascii_lowercase());
+        first
+            .into_iter()
+            .chain(
+                self.firewall_more
+                    .iter()
+                    .filter(|r| r.name.eq_ignore_ascii_case(name)),
+            )
+            .cloned()
+            .collect()
+    }
+
     pub fn reg_set(&mut self, key: &str, name: &str, value: RegValue) {
         let key = key_of(key);
         // Creating a key creates its parents, as RegCreateKeyEx does.

@@ -13,9 +13,6 @@ use windows::Win32::System::Com::{
 };
 use windows::core::BSTR;
 
-/// HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND): no rule with that name.
-const NOT_FOUND: i32 = 0x8007_0002_u32 as i32;
-
 fn api(op: String) -> impl FnOnce(windows::core::Error) -> HostError {
     move |e| HostError::Api {
         op,
@@ -68,50 +65,103 @@ fn policy() -> HostResult<Policy> {
     Ok(Policy { policy, _com: com })
 }
 
-pub fn get(name: &str) -> HostResult<Option<FirewallRule>> {
+/// Every rule of this name (any case), through `INetFwRules::get__NewEnum` ("an object
+/// supporting IEnumVARIANT that can be used to iterate through all the rules in the
+/// collection", Microsoft's INetFwRules page): `Item` gives one rule of a name, and Windows
+/// keeps several rules of one name side by side.
+pub fn rules(name: &str) -> HostResult<Vec<FirewallRule>> {
+    use windows::Win32::System::Com::IDispatch;
+    use windows::Win32::System::Ole::IEnumVARIANT;
+    use windows::Win32::System::Variant::{VARIANT, VT_DISPATCH, VariantClear};
+    use windows::core::Interface;
     let op = || format!("read firewall rule {name}");
-    // SAFETY: COM calls on interfaces obtained above; BSTRs are owned by this frame.
+    let mut out = Vec::new();
+    // SAFETY: COM calls on interfaces obtained here; each VARIANT the enumerator fills is
+    // read while alive (its IDispatch cloned, so AddRef'd) and then cleared.
     unsafe {
         let fw = policy()?;
-        let rules = fw.Rules().map_err(api(op()))?;
-        let rule = match rules.Item(&BSTR::from(name)) {
-            Ok(r) => r,
-            Err(e) if e.code().0 == NOT_FOUND => return Ok(None),
-            Err(e) => return Err(api(op())(e)),
-        };
-        // As the rule says them (Microsoft's INetFwRule reference: Protocol an IANA number or
-        // NET_FW_IP_PROTOCOL_ANY, Direction NET_FW_RULE_DIR_IN or _OUT, ApplicationName the
-        // program's path or empty for every program).
-        let protocol = Protocol::from_number(rule.Protocol().map_err(api(op()))?);
-        let direction = if rule.Direction().map_err(api(op()))? == NET_FW_RULE_DIR_OUT {
+        let all = fw.Rules().map_err(api(op()))?;
+        let items: IEnumVARIANT = all
+            ._NewEnum()
+            .map_err(api(op()))?
+            .cast()
+            .map_err(api(op()))?;
+        loop {
+            let mut v = [VARIANT::default()];
+            let mut fetched = 0u32;
+            let hr = items.Next(&mut v, &mut fetched);
+            hr.ok().map_err(api(op()))?;
+            if fetched == 0 {
+                break;
+            }
+            let inner = &v[0].Anonymous.Anonymous;
+            let dispatch: Option<IDispatch> = if inner.vt == VT_DISPATCH {
+                (*inner.Anonymous.pdispVal).clone()
+            } else {
+                None
+            };
+            let _ = VariantClear(&mut v[0]);
+            let Some(rule) = dispatch.and_then(|d| d.cast::<INetFwRule>().ok()) else {
+                continue;
+            };
+            if rule
+                .Name()
+                .map_err(api(op()))?
+                .to_string()
+                .eq_ignore_ascii_case(name)
+            {
+                out.push(read(&rule).map_err(api(op()))?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A rule as it says itself (Microsoft's INetFwRule reference: Protocol an IANA number or
+/// NET_FW_IP_PROTOCOL_ANY, Direction NET_FW_RULE_DIR_IN or _OUT, ApplicationName the
+/// program's path or empty for every program).
+///
+/// # Safety
+/// `rule` is a live rule object of this thread's COM.
+unsafe fn read(rule: &INetFwRule) -> windows::core::Result<FirewallRule> {
+    // SAFETY: property reads on the live rule object.
+    unsafe {
+        let protocol = Protocol::from_number(rule.Protocol()?);
+        let direction = if rule.Direction()? == NET_FW_RULE_DIR_OUT {
             Direction::Out
         } else {
             Direction::In
         };
-        let program = rule.ApplicationName().map_err(api(op()))?.to_string();
-        let ports = rule.LocalPorts().map_err(api(op()))?.to_string();
-        Ok(Some(FirewallRule {
-            name: rule.Name().map_err(api(op()))?.to_string(),
+        let program = rule.ApplicationName()?.to_string();
+        let ports = rule.LocalPorts()?.to_string();
+        Ok(FirewallRule {
+            name: rule.Name()?.to_string(),
             protocol,
             direction,
             program: (!program.is_empty()).then_some(program),
             local_port: ports.trim().parse().unwrap_or(0),
-            allow: rule.Action().map_err(api(op()))? == NET_FW_ACTION_ALLOW,
-            enabled: rule.Enabled().map_err(api(op()))? != VARIANT_FALSE,
-            profiles: rule.Profiles().map_err(api(op()))? as u32,
+            allow: rule.Action()? == NET_FW_ACTION_ALLOW,
+            enabled: rule.Enabled()? != VARIANT_FALSE,
+            profiles: rule.Profiles()? as u32,
             remote_addresses: FirewallRule::remote_addresses_from(
-                &rule.RemoteAddresses().map_err(api(op()))?.to_string(),
+                &rule.RemoteAddresses()?.to_string(),
             ),
-        }))
+        })
     }
 }
 
 pub fn add(r: &FirewallRule) -> HostResult<()> {
-    if get(&r.name)?.is_some() {
+    if !rules(&r.name)?.is_empty() {
         return Err(HostError::Exists {
             what: format!("firewall rule {}", r.name),
         });
     }
+    add_beside(r)
+}
+
+/// `INetFwRules::Add` itself, which keeps a rule beside any of its name (tests: an
+/// administrator's rule of a taken name).
+pub(crate) fn add_beside(r: &FirewallRule) -> HostResult<()> {
     let op = || format!("add firewall rule {}", r.name);
     // SAFETY: COM calls on freshly created objects; BSTRs are owned by this frame.
     unsafe {
@@ -155,9 +205,13 @@ pub fn add(r: &FirewallRule) -> HostResult<()> {
     }
 }
 
+/// Removes the one rule of this name; refused while several have it (which of them
+/// `INetFwRules::Remove` would take, Microsoft's Remove page does not say).
 pub fn remove(name: &str) -> HostResult<bool> {
-    if get(name)?.is_none() {
-        return Ok(false);
+    match rules(name)?.len() {
+        0 => return Ok(false),
+        1 => {}
+        n => return Err(crate::host::firewall::several(name, n)),
     }
     // SAFETY: COM calls on the policy's rule collection.
     unsafe {
@@ -184,4 +238,24 @@ pub fn modify_state() -> HostResult<FirewallModifyState> {
         NET_FW_MODIFY_STATE_INBOUND_BLOCKED => FirewallModifyState::InboundBlocked,
         _ => FirewallModifyState::Ok,
     })
+}
+
+/// Tests: every rule of this name gone, as an administrator's `Remove-NetFirewallRule
+/// -DisplayName` would do, by `INetFwRules::Remove` until none is left (which of several one
+/// call takes, Microsoft's page does not say).
+#[cfg(test)]
+pub(crate) fn remove_every(name: &str) -> HostResult<()> {
+    for _ in 0..16 {
+        if rules(name)?.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: COM calls on the policy's rule collection.
+        unsafe {
+            let fw = policy()?;
+            fw.Rules()
+                .and_then(|all| all.Remove(&BSTR::from(name)))
+                .map_err(api(format!("remove firewall rule {name}")))?;
+        }
+    }
+    Ok(())
 }

@@ -10,7 +10,7 @@ mod culture_tests;
 mod eventlog;
 mod ffi;
 pub(crate) mod files;
-mod firewall;
+pub(crate) mod firewall;
 mod hcn;
 #[cfg(test)]
 mod hcn_tests;
@@ -259,8 +259,8 @@ impl Processes for WindowsHost {
 }
 
 impl Firewall for WindowsHost {
-    fn firewall_rule(&self, name: &str) -> HostResult<Option<FirewallRule>> {
-        firewall::get(name)
+    fn firewall_rules(&self, name: &str) -> HostResult<Vec<FirewallRule>> {
+        firewall::rules(name)
     }
     fn firewall_add(&self, rule: &FirewallRule) -> HostResult<()> {
         firewall::add(rule)

@@ -243,7 +243,7 @@ impl INetFwRules_Impl for Rules_Impl {
         item(&name.to_string())
     }
     fn _NewEnum(&self) -> windows::core::Result<windows::core::IUnknown> {
-        Err(E_NOTIMPL.into())
+        Ok(new_enum())
     }
 }
 

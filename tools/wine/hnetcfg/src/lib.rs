@@ -5,10 +5,17 @@
 //! (the program's path, empty for every program: Microsoft's INetFwRule::ApplicationName
 //! page), kept as written: Windows may
 //! read a subnet back in mask notation, which the caller reads either way) with the semantics of Microsoft's reference for
-//! INetFwRules: `Item` of an unknown name fails with HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND);
-//! `Add` does not check names (Windows keeps rules of one name side by side); `Remove` of a
-//! name removes the rules of that name (a guess: the reference says "removes a rule"), and of
-//! an unknown name succeeds. Rules live in the prefix's `C:\calicoctl-win-firewall\rules.json`.
+//! INetFwRules: `Item` of an unknown name fails with HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND),
+//! and of a name several rules have gives the first (which one, Microsoft's Item page does not
+//! say); `Add` does not check names (Windows keeps rules of one name side by side: its Add page
+//! overwrites only a rule "with the same rule identifier", which INetFwRule does not set, and
+//! PowerShell's New-NetFirewallRule page makes only `-Name`, the ID, unique, not the
+//! `-DisplayName` that is INetFwRule's Name); `Remove` of a name several rules have removes
+//! every one of them (a guess, the harmful one: Microsoft's Remove page says only that it
+//! "removes a rule from the collection"), and of an unknown name succeeds ("has no effect");
+//! `get__NewEnum` enumerates every rule, in the order added, as `IDispatch` VARIANTs (its page:
+//! "an object supporting IEnumVARIANT that can be used to iterate through all the rules in the
+//! collection"). Rules live in the prefix's `C:\calicoctl-win-firewall\rules.json`.
 //! `INetFwPolicy2::LocalPolicyModifyState` answers `NET_FW_MODIFY_STATE_OK` (local rules take
 //! effect), or the number in `modify-state.json` beside it (GP_OVERRIDE 1, INBOUND_BLOCKED 2:
 //! icftypes.h), a test's way of putting the node under a Group Policy override.
@@ -23,11 +30,13 @@ use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use windows::Win32::Foundation::{
-    CLASS_E_CLASSNOTAVAILABLE, CLASS_E_NOAGGREGATION, E_NOTIMPL, E_POINTER, S_FALSE, VARIANT_FALSE,
-    VARIANT_TRUE,
+    CLASS_E_CLASSNOTAVAILABLE, CLASS_E_NOAGGREGATION, E_NOTIMPL, E_POINTER, S_FALSE, S_OK,
+    VARIANT_FALSE, VARIANT_TRUE,
 };
 use windows::Win32::NetworkManagement::WindowsFirewall::*;
 use windows::Win32::System::Com::*;
+use windows::Win32::System::Ole::{IEnumVARIANT, IEnumVARIANT_Impl};
+use windows::Win32::System::Variant::{VARIANT, VT_DISPATCH};
 use windows::core::{BSTR, GUID, HRESULT, IUnknown, Interface, implement};
 
 /// HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND): what `INetFwRules::Item` answers for no rule.
@@ -166,6 +175,65 @@ fn item(name: &str) -> windows::core::Result<INetFwRule> {
 
 #[implement(INetFwRule)]
 pub struct Rule(Mutex<Fields>);
+
+/// The rules as they were when `get__NewEnum` was asked, and the next one's place.
+#[implement(IEnumVARIANT)]
+pub struct Enum(Mutex<(Vec<Fields>, usize)>);
+
+fn new_enum() -> windows::core::IUnknown {
+    let _g = FILE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    Enum(Mutex::new((load(), 0))).into()
+}
+
+impl IEnumVARIANT_Impl for Enum_Impl {
+    /// Up to `celt` rules, each a VT_DISPATCH VARIANT the caller clears; S_FALSE when fewer
+    /// were left (IEnumVARIANT::Next's contract).
+    fn Next(&self, celt: u32, rgvar: *mut VARIANT, fetched: *mut u32) -> HRESULT {
+        if rgvar.is_null() {
+            return E_POINTER;
+        }
+        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut n = 0u32;
+        while n < celt && g.1 < g.0.len() {
+            let rule: INetFwRule = Rule(Mutex::new(g.0[g.1].clone())).into();
+            let Ok(dispatch) = rule.cast::<IDispatch>() else {
+                return E_POINTER;
+            };
+            let mut v = VARIANT::default();
+            // SAFETY: a fresh VARIANT given its type and an owned IDispatch, which the
+            // caller's VariantClear releases; rgvar has room for celt VARIANTs.
+            unsafe {
+                let inner = &mut *v.Anonymous.Anonymous;
+                inner.vt = VT_DISPATCH;
+                inner.Anonymous.pdispVal = std::mem::ManuallyDrop::new(Some(dispatch));
+                rgvar.add(n as usize).write(v);
+            }
+            g.1 += 1;
+            n += 1;
+        }
+        if !fetched.is_null() {
+            // SAFETY: checked non-null; the caller's count.
+            unsafe { fetched.write(n) };
+        }
+        if n == celt { S_OK } else { S_FALSE }
+    }
+
+    fn Skip(&self, celt: u32) -> HRESULT {
+        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        g.1 = g.1.saturating_add(celt as usize).min(g.0.len());
+        S_OK
+    }
+
+    fn Reset(&self) -> windows::core::Result<()> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).1 = 0;
+        Ok(())
+    }
+
+    fn Clone(&self) -> windows::core::Result<IEnumVARIANT> {
+        let g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(Enum(Mutex::new((g.0.clone(), g.1))).into())
+    }
+}
 
 impl Rule_Impl {
     fn get(&self) -> Fields {
