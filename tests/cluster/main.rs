@@ -19,6 +19,7 @@ mod preflight;
 mod real_clusters;
 mod rights;
 mod verify;
+mod verify_bounds;
 mod verify_events;
 mod verify_guards;
 mod verify_lease;

@@ -1426,6 +1426,16 @@ fn now_secs() -> i64 {
 }
 
 /// RFC 3339 time `offset` seconds from now.
+/// The answer to a request held while the server stalled (`State::stalled`): a server going
+/// away, nothing applied.
+pub fn unavailable() -> Reply {
+    status(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "ServiceUnavailable",
+        "the server is shutting down",
+    )
+}
+
 /// How long an answer is held before it is sent (a pod's lookup that hangs).
 #[derive(Clone, Copy)]
 pub struct Delay(pub std::time::Duration);
