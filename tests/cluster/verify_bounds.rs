@@ -197,6 +197,14 @@ fn a_stopped_run_against_a_slow_server_returns_within_the_bound_and_says_what_it
     let running = std::thread::spawn(move || run(&c, &o));
     until_pods_made(&api);
     api.lock().stalled = true;
+    // The stop comes while a call of the run is held: it is cut, not waited out.
+    for _ in 0..200 {
+        if api.lock().stalled_held > 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(api.lock().stalled_held > 0, "a call in flight");
     let stopped = Instant::now();
     stop.request();
     let r = running.join().expect("join").expect("report");

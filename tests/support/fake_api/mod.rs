@@ -55,6 +55,8 @@ pub struct State {
     /// answered 503 and not applied (`FakeApi::hold_write_at`'s end), so that a request the
     /// client gave up on changes nothing later.
     pub stalled: bool,
+    /// How many requests came while the server stalled.
+    pub stalled_held: usize,
     /// Objects another client deletes and makes again (a new uid and resourceVersion, created
     /// now) just before this client's next delete or update of them arrives: a race between
     /// two clients.
@@ -246,6 +248,7 @@ impl FakeApi {
             clock_offset_s: 0,
             no_date: false,
             stalled: false,
+            stalled_held: 0,
             made_again_before_write: BTreeSet::new(),
             status_written_before_patch: BTreeSet::new(),
             requests: Vec::new(),
@@ -293,6 +296,7 @@ impl FakeApi {
                         async move {
                             let stalled = || st.lock().expect("fake api state").stalled;
                             let mut r = if stalled() {
+                                st.lock().expect("fake api state").stalled_held += 1;
                                 while stalled() {
                                     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                                 }
