@@ -105,6 +105,7 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         Some(ns) => {
             let until = turn_wait_until(o, Instant::now(), checks_until);
             let claimed = shared::claim(c, (ns, &o.suffix), until, o)?;
+            shared::prove(c, ns, &claimed.held)?;
             leftovers_removed.extend(claimed.swept);
             (ns.clone(), Some(claimed.held), None)
         }

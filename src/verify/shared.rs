@@ -189,6 +189,27 @@ pub fn keep(
     let _ = poll_until(wait, look, |()| Ok::<(), Stopped>(()));
 }
 
+/// The turn's first renewal, before any pod is made: proves that the run may renew it (the
+/// identity's `update` on it, which `fleet rbac --identity verify` grants), so that a run
+/// that could not keep its turn refuses before it runs. Refused, the turn is given back
+/// (nothing of the run's is in the namespace yet) and the error says so.
+pub fn prove(c: &Cluster, ns: &str, held: &Held) -> Result<(), RunError> {
+    let Err(e) = renew(c, ns, held) else {
+        return Ok(());
+    };
+    let fate = match release(c, ns, held, Instant::now() + RENEW) {
+        Ok(_) => "nothing was run: the turn was given back".to_owned(),
+        Err(r) => format!(
+            "nothing was run; giving the turn back failed too ({r}): it runs out within a minute"
+        ),
+    };
+    Err(RunError::Plan(PlanError::LeaseLost {
+        lease: format!("configmaps/{TURN} in namespace {ns}"),
+        cause: format!("{e} ({})", e.hint()),
+        fate,
+    }))
+}
+
 /// One renewal of the turn, by the API server's time (none without it: the lease runs on to
 /// the next), its calls cut when the renewals end: whether the turn is still this run's
 /// (taken over, or deleted: another run's now, never taken back).

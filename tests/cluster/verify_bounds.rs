@@ -229,3 +229,34 @@ fn a_stopped_run_against_a_slow_server_returns_within_the_bound_and_says_what_it
     let next = run(&c, &again).expect("run");
     assert_eq!(next.leftovers_removed, [r.namespace.clone()], "{next:#?}");
 }
+
+/// In a namespace given, an identity that may not update the turn cannot renew it: the run
+/// refuses before any pod (the turn's first renewal) and gives the turn back.
+#[test]
+fn a_turn_whose_first_renewal_is_refused_is_given_back_before_any_pod() {
+    let (api, dir) = cluster();
+    let ns = "calicoctl-win-verify";
+    api.put(
+        &format!("/api/v1/namespaces/{ns}"),
+        crate::support::fake_api::meta("v1", "Namespace", ns, None),
+    );
+    api.forbid("update", "configmaps");
+    let c = connect(&api, &dir);
+    let mut o = options(120);
+    o.namespace = Some(ns.into());
+    let err = run(&c, &o).expect_err("refused");
+    let RunError::Plan(PlanError::LeaseLost { lease, cause, fate }) = &err else {
+        panic!("{err:?}");
+    };
+    assert!(lease.contains("calicoctl-win-verify-run"), "{lease}");
+    assert!(cause.contains("403"), "{cause}");
+    assert!(fate.contains("the turn was given back"), "{fate}");
+    assert!(
+        !api.requests()
+            .iter()
+            .any(|(m, p)| m == "POST" && p.ends_with("/pods")),
+        "no pod made"
+    );
+    let turn = format!("/api/v1/namespaces/{ns}/configmaps/calicoctl-win-verify-run");
+    assert!(api.get(&turn).is_none(), "given back");
+}
