@@ -28,20 +28,6 @@ impl Stop {
         Self::default()
     }
 
-    /// A stop whose request also sets `flag`, which a loop that polls a flag reads (verify's
-    /// `interrupted`). The flag must be set only through `request`, which wakes the waits.
-    pub fn with_flag(flag: Arc<AtomicBool>) -> Self {
-        Self {
-            asked: flag,
-            ..Self::default()
-        }
-    }
-
-    /// The flag `request` sets, for a loop that polls a flag rather than waits on the stop.
-    pub fn flag(&self) -> Arc<AtomicBool> {
-        self.asked.clone()
-    }
-
     /// A stop of its own that is also requested when this one is (both share the waiters'
     /// wake-up, so a request of either wakes a wait on the other): one `verify` run stopped
     /// alone, by a lease it lost, while Ctrl-C stops every run.
@@ -122,19 +108,6 @@ mod tests {
         assert!(start.elapsed() < Duration::from_secs(20));
         assert!(stop.requested());
         t.join().expect("join");
-    }
-
-    /// A stop made on a flag sets that flag when requested, and a clone shares both.
-    #[test]
-    fn a_stop_on_a_flag_sets_it_when_requested() {
-        let flag = Arc::new(AtomicBool::new(false));
-        let stop = Stop::with_flag(flag.clone());
-        let other = stop.clone();
-        assert!(!stop.requested());
-        other.request();
-        assert!(flag.load(Ordering::SeqCst));
-        assert!(stop.requested() && stop.flag().load(Ordering::SeqCst));
-        assert!(stop.wait(Duration::from_secs(3600)));
     }
 
     /// A part is stopped with its whole (a wait on it woken), and alone without stopping the

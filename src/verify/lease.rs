@@ -246,6 +246,76 @@ fn renew_unless(c: &Cluster, held: &Held, at_s: i64) -> Result<bool, ClusterErro
     }
 }
 
+/// What the run made kept (`--keep-on-failure`), `why`: in a namespace given, the turn held
+/// while they are looked at, then the next run deletes them; its own namespace marked kept
+/// (`lease::KEPT`), which no run's sweep deletes. Why the mark could not be written, if not.
+pub fn keep_all(
+    c: &Cluster,
+    (name, held, own): (&str, Option<&super::shared::Held>, Option<&Held>),
+    why: &str,
+) -> Option<String> {
+    if let Some(h) = held {
+        let _ = super::shared::keep_for(c, name, h, super::run::LEFTOVER_AGE_S);
+    }
+    let l = own?;
+    match keep_marked(c, l, why) {
+        Ok(true) => None,
+        Ok(false) => Some(format!("namespace {name} is no longer this run's to keep")),
+        Err(e) => Some(format!(
+            "marking namespace {name} kept failed ({e}): the next run deletes it once its lease runs out"
+        )),
+    }
+}
+
+/// The run's lease lost to refused renewals (it was stopped for it): the error that says so,
+/// and what became of what it made.
+pub fn lost(
+    (held, own): (Option<&super::shared::Held>, Option<&Held>),
+    r: &super::run::Report,
+) -> Option<super::matrix::RunError> {
+    let (lease, cause) = match (held, own) {
+        (Some(h), _) => (
+            format!(
+                "configmaps/{} in namespace {}",
+                super::shared::TURN,
+                r.namespace
+            ),
+            h.refused()?,
+        ),
+        (None, Some(l)) => (format!("namespace {}", l.name), l.lost()?),
+        (None, None) => return None,
+    };
+    let fate = match (&r.clean_up_error, r.cleaned_up) {
+        (_, true) => "the run stopped and deleted what it made".to_owned(),
+        (Some(e), false) => format!("the run stopped; what it made is not deleted: {e}"),
+        (None, false) => "the run stopped; what it made is left to the next run".to_owned(),
+    };
+    Some(super::matrix::RunError::Plan(
+        super::matrix::PlanError::LeaseLost { lease, cause, fate },
+    ))
+}
+
+/// The first renewal of the run's lease refused, before any pod: the namespace deleted at
+/// once, by its uid, and the error says whether that was done.
+pub fn refused(c: &Cluster, own: &Held, e: ClusterError) -> super::matrix::RunError {
+    own.stop();
+    let fate = match probe::delete_namespace(c, &own.name, (Some(&own.uid), None)) {
+        Ok(_) => format!(
+            "nothing was run: namespace {}, which held nothing yet, was deleted at once (by its uid)",
+            own.name
+        ),
+        Err(d) => format!(
+            "deleting namespace {} failed too ({d}): 'kubectl delete namespace {}'",
+            own.name, own.name
+        ),
+    };
+    super::matrix::RunError::Plan(super::matrix::PlanError::LeaseLost {
+        lease: format!("namespace {}", own.name),
+        cause: format!("{e} ({})", e.hint()),
+        fate,
+    })
+}
+
 #[cfg(test)]
 mod refusal_tests {
     /// A lease of a minute renewed every 15 s is lost at the third refusal in a row: the

@@ -99,7 +99,7 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     let (name, held, own) = match &o.namespace {
         None => {
             let made = lease::Held::new(make_namespace(c, o)?, &o.stop);
-            lease::prove(c, &made).map_err(|e| lease_refused(c, &made, e))?;
+            lease::prove(c, &made).map_err(|e| lease::refused(c, &made, e))?;
             (made.name.clone(), None, Some(made))
         }
         Some(ns) => {
@@ -147,7 +147,7 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         }
         done
     })?;
-    if let Some(lost) = lost_lease((held, own), &report) {
+    if let Some(lost) = lease::lost((held, own), &report) {
         return Err(lost);
     }
     report.leftovers_removed = leftovers_removed;
@@ -231,7 +231,7 @@ fn checks_and_clean_up(
             // What was made goes, whatever stopped the run, unless kept (and marked so, or
             // the next run's sweep would delete it).
             if o.keep_on_failure {
-                keep(c, (name, held, run.own), &format!("kept after: {e}"));
+                lease::keep_all(c, (name, held, run.own), &format!("kept after: {e}"));
             } else {
                 let until = cleanup_until(o, Instant::now() + run.reserve.max(POLL));
                 clean_up(c, (name, held, run.own), until, &mut None);
@@ -245,7 +245,7 @@ fn checks_and_clean_up(
     let cleaning = Instant::now();
     let mut clean_up_error = None;
     let cleaned_up = if o.keep_on_failure && !passed {
-        clean_up_error = keep(c, (name, held, run.own), "a check failed");
+        clean_up_error = lease::keep_all(c, (name, held, run.own), "a check failed");
         false
     } else {
         let until = cleanup_until(o, (run.start + o.timeout + pull).max(cleaning + POLL));
@@ -271,74 +271,6 @@ fn checks_and_clean_up(
         explained: Vec::new(),
     };
     Ok((report, cleaning))
-}
-
-/// What the run made kept (`--keep-on-failure`), `why`: in a namespace given, the turn held
-/// while they are looked at, then the next run deletes them; its own namespace marked kept
-/// (`lease::KEPT`), which no run's sweep deletes. Why the mark could not be written, if not.
-fn keep(
-    c: &Cluster,
-    (name, held, own): (&str, Option<&shared::Held>, Option<&lease::Held>),
-    why: &str,
-) -> Option<String> {
-    if let Some(h) = held {
-        let _ = shared::keep_for(c, name, h, LEFTOVER_AGE_S);
-    }
-    let l = own?;
-    match lease::keep_marked(c, l, why) {
-        Ok(true) => None,
-        Ok(false) => Some(format!("namespace {name} is no longer this run's to keep")),
-        Err(e) => Some(format!(
-            "marking namespace {name} kept failed ({e}): the next run deletes it once its lease runs out"
-        )),
-    }
-}
-
-/// The run's lease lost to refused renewals (it was stopped for it): the error that says so,
-/// and what became of what it made.
-fn lost_lease(
-    (held, own): (Option<&shared::Held>, Option<&lease::Held>),
-    r: &Report,
-) -> Option<RunError> {
-    let (lease, cause) = match (held, own) {
-        (Some(h), _) => (
-            format!("configmaps/{} in namespace {}", shared::TURN, r.namespace),
-            h.refused()?,
-        ),
-        (None, Some(l)) => (format!("namespace {}", l.name), l.lost()?),
-        (None, None) => return None,
-    };
-    let fate = match (&r.clean_up_error, r.cleaned_up) {
-        (_, true) => "the run stopped and deleted what it made".to_owned(),
-        (Some(e), false) => format!("the run stopped; what it made is not deleted: {e}"),
-        (None, false) => "the run stopped; what it made is left to the next run".to_owned(),
-    };
-    Some(RunError::Plan(matrix::PlanError::LeaseLost {
-        lease,
-        cause,
-        fate,
-    }))
-}
-
-/// The first renewal of the run's lease refused, before any pod: the namespace deleted at
-/// once, by its uid, and the error says whether that was done.
-fn lease_refused(c: &Cluster, own: &lease::Held, e: ClusterError) -> RunError {
-    own.stop();
-    let fate = match probe::delete_namespace(c, &own.name, (Some(&own.uid), None)) {
-        Ok(_) => format!(
-            "nothing was run: namespace {}, which held nothing yet, was deleted at once (by its uid)",
-            own.name
-        ),
-        Err(d) => format!(
-            "deleting namespace {} failed too ({d}): 'kubectl delete namespace {}'",
-            own.name, own.name
-        ),
-    };
-    RunError::Plan(matrix::PlanError::LeaseLost {
-        lease: format!("namespace {}", own.name),
-        cause: format!("{e} ({})", e.hint()),
-        fate,
-    })
 }
 
 /// A refusal by Pod Security admission, told apart from a missing right (both are 403s):
@@ -483,7 +415,7 @@ fn clean_up(
     }
     // Quietly, and not cut by the stop: a stopped run's clean-up comes after it.
     let gone = poll_quietly(
-        until,
+        super::step::last_look(until),
         Pauses::every(POLL),
         || match probe::namespace_exists(c, ns, until) {
             Ok(false) => Ok(Look::Done(())),
@@ -614,7 +546,7 @@ fn make(
     // `kubelet-probe`) instead of ending the run as a timeout.
     let pods_wait = o.pods_wait.min(window / 2);
     // Each look says when the wait ends (the pull moves it); this bounds them all.
-    let most = deadline.min(made_at + pods_wait) + o.pull_timeout + POLL;
+    let most = deadline.min(made_at + pods_wait) + o.pull_timeout + 2 * POLL;
     let what = "the probe pods to run, or one to fail for good";
     let ended = super::step::poll(o, what, most, || {
         let states = probe::pods(c, ns)?;

@@ -280,7 +280,7 @@ pub fn claim(
     };
     let wait = Wait {
         what: &what,
-        timeout: deadline.saturating_duration_since(started),
+        timeout: super::step::last_look(deadline).saturating_duration_since(started),
         pauses: Pauses::every(POLL),
         stop: &o.stop,
         say: &mut |l| o.said.say(l),
@@ -561,7 +561,7 @@ fn pods_left(c: &Cluster, ns: &str, until: Instant) -> Result<Vec<Pod>, ClusterE
     // The last look, at `until`, has no time left: the pods seen before are those left.
     let mut seen: Option<Vec<Pod>> = None;
     poll_quietly(
-        until,
+        super::step::last_look(until),
         Pauses::every(POLL),
         || {
             let left = match c.call_by(until, ("list", "pods"), pods.list(&lp)) {

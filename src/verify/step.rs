@@ -47,9 +47,9 @@ impl From<Stopped> for Polled {
 }
 
 /// The run's one wait loop (`duration::poll_until`): looks until `look` is done, `until` (a
-/// look every `POLL`, a last one at `until`) or the run's stop, saying what it waits for
-/// (`Options::said`). The last look's value and how the wait ended; `None` when the stop came
-/// before any look.
+/// look every `POLL`, none begun less than a `POLL` before `until`: `last_look`) or the run's
+/// stop, saying what it waits for (`Options::said`). The last look's value and how the wait
+/// ended; `None` when the stop came before any look.
 pub fn poll<T: Clone>(
     o: &Options,
     what: &str,
@@ -59,7 +59,7 @@ pub fn poll<T: Clone>(
     let mut last: Option<T> = None;
     let wait = Wait {
         what,
-        timeout: until.saturating_duration_since(Instant::now()),
+        timeout: last_look(until).saturating_duration_since(Instant::now()),
         pauses: Pauses::every(POLL),
         stop: &o.stop,
         say: &mut |l| o.said.say(l),
@@ -81,6 +81,12 @@ pub fn poll<T: Clone>(
         Err(Polled::Cluster(e)) => Err(e),
         Err(Polled::Stopped) => Ok(last.map(|p| (p, Ended::Stopped))),
     }
+}
+
+/// When a wait that must end by `until` looks for the last time: a `POLL` before it, so that
+/// the look (a call of its own) fits, as the waits' pace always had it.
+pub fn last_look(until: Instant) -> Instant {
+    until.checked_sub(POLL).unwrap_or(until)
 }
 
 /// A check's outcome, the client the API server lost, the dials made and the policy's delay.

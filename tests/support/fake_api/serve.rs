@@ -1179,6 +1179,16 @@ fn replace(st: &mut State, t: &Target, mut body: Value) -> Reply {
         );
     }
     body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+    // An update keeps the object's uid when the body has none, and its creationTimestamp
+    // always (kubernetes `staging/src/k8s.io/apiserver/pkg/registry/rest/update.go`,
+    // `BeforeUpdate`: "Use the existing UID if none is provided", "ignore changes to
+    // timestamp").
+    if body["metadata"]["uid"].is_null() {
+        body["metadata"]["uid"] = current["metadata"]["uid"].clone();
+    }
+    if !current["metadata"]["creationTimestamp"].is_null() {
+        body["metadata"]["creationTimestamp"] = current["metadata"]["creationTimestamp"].clone();
+    }
     bump(&mut body);
     st.objects.insert(path, body.clone());
     respond(StatusCode::OK, &body)
