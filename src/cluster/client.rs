@@ -53,6 +53,19 @@ pub struct Cluster {
     server_offset: std::sync::atomic::AtomicI64,
 }
 
+/// Ends once `cut` is requested (never without one): looked at every 50 ms, the stop being a
+/// flag and a condvar, not a future.
+async fn requested(cut: Option<&crate::duration::Stop>) {
+    match cut {
+        Some(s) => {
+            while !s.requested() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        None => std::future::pending().await,
+    }
+}
+
 impl std::fmt::Debug for Cluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print the client: its config holds the credentials.
@@ -388,17 +401,7 @@ impl Cluster {
                 after: within,
             });
         }
-        let stopped = async {
-            match cut {
-                // Looked at every 50 ms: the stop is a flag and a condvar, not a future.
-                Some(s) => {
-                    while !s.requested() {
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                }
-                None => std::future::pending().await,
-            }
-        };
+        let stopped = requested(cut);
         let started = std::time::Instant::now();
         let result = self.rt.block_on(async {
             // The stop looked at first: a call asked after it is never sent.

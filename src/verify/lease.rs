@@ -10,8 +10,8 @@
 //! storage.go`): a living run that renewed meanwhile keeps its namespace. A namespace without
 //! the annotation (an older calicoctl-win's) is judged by its age (`objects::leftovers`).
 
+use super::options::{LEASE, REFUSALS_BEFORE_LOST, RENEW};
 use super::probe;
-use super::shared::{LEASE, RENEW};
 use crate::cluster::{Cluster, ClusterError};
 use crate::duration::{Look, NO_LIMIT, Pauses, Stop, Stopped, Wait, poll_until};
 use k8s_openapi::api::core::v1::Namespace;
@@ -30,11 +30,6 @@ pub fn lease_s() -> i64 {
     i64::try_from(LEASE.as_secs()).unwrap_or(60)
 }
 
-/// How many renewals in a row may fail before the lease would run out before the next: the
-/// lease (`LEASE`) holds `LEASE / RENEW` renewals, the last of which would be too late.
-pub const REFUSALS_BEFORE_LOST: u32 = (LEASE.as_secs() / RENEW.as_secs()) as u32 - 1;
-const _: () = assert!(REFUSALS_BEFORE_LOST >= 1);
-
 /// The API server's time: its `Date` now, else this host's clock moved by the difference the
 /// last `Date` this server sent this client showed (`Cluster::server_offset`); `None` when it
 /// has sent none (never this host's clock alone: a lease written by a clock behind the
@@ -46,7 +41,10 @@ pub fn server_time(c: &Cluster) -> Option<i64> {
 /// `server_time`, its call never begun, or ended, once `stop` is requested.
 fn server_time_unless(c: &Cluster, stop: Option<&Stop>) -> Option<i64> {
     let local = crate::duration::now();
-    match probe::server_date(c, stop).ok().flatten() {
+    match probe::server_date(c, stop.map(|s| (s, RENEW)))
+        .ok()
+        .flatten()
+    {
         Some(t) => {
             c.note_server_date(t, local);
             Some(t)
@@ -255,7 +253,7 @@ pub fn keep_all(
     why: &str,
 ) -> Option<String> {
     if let Some(h) = held {
-        let _ = super::shared::keep_for(c, name, h, super::run::LEFTOVER_AGE_S);
+        let _ = super::shared::keep_for(c, name, h, super::options::LEFTOVER_AGE.as_secs() as i64);
     }
     let l = own?;
     match keep_marked(c, l, why) {
@@ -271,21 +269,21 @@ pub fn keep_all(
 /// and what became of what it made.
 pub fn lost(
     (held, own): (Option<&super::shared::Held>, Option<&Held>),
-    r: &super::run::Report,
+    (namespace, cleaned_up, clean_up_error): (&str, bool, &Option<String>),
 ) -> Option<super::matrix::RunError> {
     let (lease, cause) = match (held, own) {
         (Some(h), _) => (
             format!(
                 "configmaps/{} in namespace {}",
                 super::shared::TURN,
-                r.namespace
+                namespace
             ),
             h.refused()?,
         ),
         (None, Some(l)) => (format!("namespace {}", l.name), l.lost()?),
         (None, None) => return None,
     };
-    let fate = match (&r.clean_up_error, r.cleaned_up) {
+    let fate = match (clean_up_error, cleaned_up) {
         (_, true) => "the run stopped and deleted what it made".to_owned(),
         (Some(e), false) => format!("the run stopped; what it made is not deleted: {e}"),
         (None, false) => "the run stopped; what it made is left to the next run".to_owned(),

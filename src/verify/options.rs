@@ -3,6 +3,16 @@
 use crate::duration::Stop;
 use std::time::Duration;
 
+/// How long a run's lease (its namespace's, or its turn) holds without a renewal: the longest a
+/// killed run blocks the next.
+pub const LEASE: Duration = Duration::from_secs(60);
+/// How often a live run renews its lease: four renewals a lease, so that one or two refused
+/// or slow calls do not lose it.
+pub const RENEW: Duration = Duration::from_secs(15);
+/// How many renewals in a row may fail before the lease would run out before the next: the
+/// lease holds `LEASE / RENEW` renewals, the last of which would be too late.
+pub const REFUSALS_BEFORE_LOST: u32 = (LEASE.as_secs() / RENEW.as_secs()) as u32 - 1;
+const _: () = assert!(REFUSALS_BEFORE_LOST >= 1);
 /// How long a policy may take to be enforced, and to be lifted.
 pub const POLICY_WAIT: Duration = Duration::from_secs(30);
 /// How long the pods may take to run once made: at most half the checks' window (run.rs).
@@ -168,7 +178,7 @@ pub struct Options {
     pub settle: Duration,
     /// How long one `/dial` through the proxy may take (`DIAL_WITHIN`).
     pub dial_within: Duration,
-    /// How often the run's lease (its namespace's, or its turn) is renewed: `shared::RENEW`,
+    /// How often the run's lease (its namespace's, or its turn) is renewed: `RENEW`,
     /// four times a lease; shorter only in tests.
     pub renew: Duration,
     /// Requested by Ctrl-C or a termination signal: the run stops where it is and cleans up.
@@ -221,7 +231,7 @@ impl Options {
             pull_timeout: PULL_TIMEOUT,
             settle: SETTLE,
             dial_within: DIAL_WITHIN,
-            renew: super::shared::RENEW,
+            renew: RENEW,
             stop: Stop::new(),
             said: Said::default(),
         }

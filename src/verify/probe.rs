@@ -95,17 +95,18 @@ pub fn server_now(c: &Cluster) -> Result<Option<i64>, ClusterError> {
     server_date(c, None)
 }
 
-/// `server_now`, its call never begun, or ended, once `stop` (when given) is requested.
+/// `server_now`, its call never begun, or ended, once `stop` (when given, with the call's
+/// bound) is requested.
 pub fn server_date(
     c: &Cluster,
-    stop: Option<&crate::duration::Stop>,
+    stop: Option<(&crate::duration::Stop, Duration)>,
 ) -> Result<Option<i64>, ClusterError> {
     let Ok(req) = http::Request::get("/api").body(kube::client::Body::empty()) else {
         return Ok(None);
     };
     let what = ("get", "/api");
     let resp = match stop {
-        Some(s) => c.call_unless(s, super::shared::RENEW, what, c.client.send(req)),
+        Some((s, within)) => c.call_unless(s, within, what, c.client.send(req)),
         None => c.call(what.0, what.1, c.client.send(req)),
     }?;
     Ok(resp

@@ -96,20 +96,7 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     };
     let nodes = shared::while_cordoned(probe::nodes(c)?, o);
     let m = matrix::plan(&o.node, &nodes, &o.image, o.egress.as_deref())?;
-    let (name, held, own) = match &o.namespace {
-        None => {
-            let made = lease::Held::new(make_namespace(c, o)?, &o.stop);
-            lease::prove(c, &made).map_err(|e| lease::refused(c, &made, e))?;
-            (made.name.clone(), None, Some(made))
-        }
-        Some(ns) => {
-            let until = turn_wait_until(o, Instant::now(), checks_until);
-            let claimed = shared::claim(c, (ns, &o.suffix), until, o)?;
-            shared::prove(c, ns, &claimed.held)?;
-            leftovers_removed.extend(claimed.swept);
-            (ns.clone(), Some(claimed.held), None)
-        }
-    };
+    let (name, held, own) = take_namespace(c, o, checks_until, &mut leftovers_removed)?;
     let (held, own) = (held.as_ref(), own.as_ref());
     let (begun, checks_until) = checks_clock(o, (start, checks_until), Instant::now(), reserve);
     // The probe pods' controller (`objects::controller`): the turn in a namespace given,
@@ -147,7 +134,12 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         }
         done
     })?;
-    if let Some(lost) = lease::lost((held, own), &report) {
+    let ended = (
+        report.namespace.as_str(),
+        report.cleaned_up,
+        &report.clean_up_error,
+    );
+    if let Some(lost) = lease::lost((held, own), ended) {
         return Err(lost);
     }
     report.leftovers_removed = leftovers_removed;
@@ -156,6 +148,30 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     report.cleanup_ms = ms(cleaned.elapsed());
     report.took_ms = ms(start.elapsed());
     Ok(report)
+}
+
+/// The run's namespace taken: made (its lease proven by a first renewal), or, given, its turn
+/// claimed (and proven so); a killed run's turn taken over is added to `swept`.
+fn take_namespace(
+    c: &Cluster,
+    o: &Options,
+    checks_until: Instant,
+    swept: &mut Vec<String>,
+) -> Result<(String, Option<shared::Held>, Option<lease::Held>), RunError> {
+    Ok(match &o.namespace {
+        None => {
+            let made = lease::Held::new(make_namespace(c, o)?, &o.stop);
+            lease::prove(c, &made).map_err(|e| lease::refused(c, &made, e))?;
+            (made.name.clone(), None, Some(made))
+        }
+        Some(ns) => {
+            let until = turn_wait_until(o, Instant::now(), checks_until);
+            let claimed = shared::claim(c, (ns, &o.suffix), until, o)?;
+            shared::prove(c, ns, &claimed.held)?;
+            swept.extend(claimed.swept);
+            (ns.clone(), Some(claimed.held), None)
+        }
+    })
 }
 
 /// When the wait for a namespace's turn ends, begun `now`: with `--turn-timeout` a bound of

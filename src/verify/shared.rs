@@ -36,11 +36,7 @@ const POLL: Duration = Duration::from_secs(1);
 /// How long a takeover waits for a killed run's pods: half the lease it just wrote, since the
 /// renewals start only once the turn is claimed.
 const TAKEOVER_WAIT: Duration = Duration::from_secs(LEASE.as_secs() / 2);
-/// How long a turn holds without a renewal: the longest a killed run blocks the next.
-pub const LEASE: Duration = Duration::from_secs(60);
-/// How often a live run renews its turn: four renewals a lease, so that one or two refused
-/// or slow calls do not lose it.
-pub const RENEW: Duration = Duration::from_secs(15);
+pub use super::options::{LEASE, REFUSALS_BEFORE_LOST, RENEW};
 /// A turn written without `expires` (by an older calicoctl-win) runs out this long after its
 /// creation: longer than any run and its clean-up, as a killed run's namespace (run.rs).
 const UNDATED_TURN_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;
@@ -146,7 +142,7 @@ fn lease_s() -> i64 {
 
 /// Renews the turn every `every` (`RENEW`; for `LEASE` from the API server's time) until it is given
 /// back, kept or lost: run beside the run, on a thread of its own. Renewals refused (or
-/// unanswered) `lease::REFUSALS_BEFORE_LOST` times in a row would let the turn run out under
+/// unanswered) `REFUSALS_BEFORE_LOST` times in a row would let the turn run out under
 /// the living run, and another run take it over and delete its pods: the run is stopped then
 /// (`run`), and `Held::refused` says why.
 pub fn keep(
@@ -169,7 +165,7 @@ pub fn keep(
             Err(_) if held.ending.requested() => return Err(Stopped),
             Err(e) => {
                 refused += 1;
-                if refused >= super::lease::REFUSALS_BEFORE_LOST {
+                if refused >= REFUSALS_BEFORE_LOST {
                     let why = format!("{e} ({})", e.hint());
                     *held.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
                     run.request();
@@ -214,7 +210,7 @@ pub fn prove(c: &Cluster, ns: &str, held: &Held) -> Result<(), RunError> {
 /// the next), its calls cut when the renewals end: whether the turn is still this run's
 /// (taken over, or deleted: another run's now, never taken back).
 pub fn renew(c: &Cluster, ns: &str, held: &Held) -> Result<bool, ClusterError> {
-    let Some(now) = probe::server_date(c, Some(&held.ending))? else {
+    let Some(now) = probe::server_date(c, Some((&held.ending, RENEW)))? else {
         return Ok(true);
     };
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);

@@ -227,7 +227,7 @@ fn a_stopped_run_against_a_slow_server_returns_within_the_bound_and_says_what_it
     again.suffix = "t2".into();
     api.lock().dataplane.never_ready = false;
     let next = run(&c, &again).expect("run");
-    assert_eq!(next.leftovers_removed, [r.namespace.clone()], "{next:#?}");
+    assert_eq!(next.leftovers_removed, [r.namespace], "{next:#?}");
 }
 
 /// In a namespace given, an identity that may not update the turn cannot renew it: the run
