@@ -46,6 +46,24 @@ pub struct Cluster {
     one_look: std::sync::Mutex<Option<std::collections::BTreeMap<String, Vec<Pod>>>>,
     /// The server's API group names, listed once (`served` in calico_api.rs).
     pub(super) served_groups: std::sync::OnceLock<Vec<String>>,
+    /// The stop that cuts the calls in flight when it is requested (`cut_on`).
+    cut: std::sync::OnceLock<crate::duration::Stop>,
+    /// The API server's clock less this host's, from the last `Date` this server sent this
+    /// client (`i64::MIN`: none yet): `server_offset`.
+    server_offset: std::sync::atomic::AtomicI64,
+}
+
+/// Ends once `cut` is requested (never without one): looked at every 50 ms, the stop being a
+/// flag and a condvar, not a future.
+async fn requested(cut: Option<&crate::duration::Stop>) {
+    match cut {
+        Some(s) => {
+            while !s.requested() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        None => std::future::pending().await,
+    }
 }
 
 impl std::fmt::Debug for Cluster {
@@ -249,6 +267,8 @@ impl Cluster {
             migration: std::sync::OnceLock::new(),
             one_look: std::sync::Mutex::new(None),
             served_groups: std::sync::OnceLock::new(),
+            cut: std::sync::OnceLock::new(),
+            server_offset: std::sync::atomic::AtomicI64::new(i64::MIN),
         })
     }
 
@@ -291,17 +311,117 @@ impl Cluster {
         self.call_within(CALL_TIMEOUT, (verb, resource), fut)
     }
 
+    /// The API server's clock less this host's, as the last `Date` this server sent showed;
+    /// `None` before one came (a server that sends none).
+    pub fn server_offset(&self) -> Option<i64> {
+        let o = self.server_offset.load(std::sync::atomic::Ordering::SeqCst);
+        (o != i64::MIN).then_some(o)
+    }
+
+    /// A `Date` of this server read (`server_s`), by this host's clock `local_s`.
+    pub fn note_server_date(&self, server_s: i64, local_s: i64) {
+        let o = server_s.saturating_sub(local_s).max(i64::MIN + 1);
+        self.server_offset
+            .store(o, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// From now on, a call in flight when `stop` is requested ends at once, as a call that
+    /// timed out: a stopped `verify` must delete what it made within the 5 s a HostProcess
+    /// container's process is left after its stop (`host::stop`). Calls begun after the
+    /// request (that clean-up) run as usual. The first stop given stays.
+    pub fn cut_on(&self, stop: &crate::duration::Stop) {
+        let _ = self.cut.set(stop.clone());
+    }
+
+    /// `call_within`, never begun or ended at once when `stop` is (or is) requested: a lease's
+    /// renewal, which a stopped run no longer needs.
+    pub fn call_unless<T>(
+        &self,
+        stop: &crate::duration::Stop,
+        within: Duration,
+        what: (&str, &str),
+        fut: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, ClusterError> {
+        self.call_cut(Some(stop), within, what, fut)
+    }
+
+    /// `call`, bounded by what is left until `until` (nothing left: not sent, a timeout): a
+    /// step whose every call shares one bound (a stopped run's clean-up).
+    pub fn call_by<T>(
+        &self,
+        until: std::time::Instant,
+        what: (&str, &str),
+        fut: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, ClusterError> {
+        self.call_within(
+            until.saturating_duration_since(std::time::Instant::now()),
+            what,
+            fut,
+        )
+    }
+
+    /// `call_by`, with 404 as `None`.
+    pub fn call_opt_by<T>(
+        &self,
+        until: std::time::Instant,
+        what: (&str, &str),
+        fut: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<Option<T>, ClusterError> {
+        match self.call_by(until, what, fut) {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `call`, bounded by `within` (at most the client's own timeouts, `CALL_TIMEOUT`).
     pub fn call_within<T>(
         &self,
+        within: Duration,
+        what: (&str, &str),
+        fut: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, ClusterError> {
+        let cut = self.cut.get().filter(|s| !s.requested());
+        self.call_cut(cut, within, what, fut)
+    }
+
+    fn call_cut<T>(
+        &self,
+        cut: Option<&crate::duration::Stop>,
         within: Duration,
         (verb, resource): (&str, &str),
         fut: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<T, ClusterError> {
         let within = within.min(CALL_TIMEOUT);
-        let result = self
-            .rt
-            .block_on(async { tokio::time::timeout(within, fut).await });
+        if within.is_zero() {
+            // No time left for it: not sent at all.
+            return Err(ClusterError::Timeout {
+                server: self.server.clone(),
+                what: format!("{verb} {resource}, not sent: no time was left for it"),
+                after: within,
+            });
+        }
+        let stopped = requested(cut);
+        let started = std::time::Instant::now();
+        let result = self.rt.block_on(async {
+            // The stop looked at first: a call asked after it is never sent.
+            tokio::select! {
+                biased;
+                () = stopped => Ok(None),
+                r = tokio::time::timeout(within, fut) => r.map(Some),
+            }
+        });
+        let result = match result {
+            Ok(Some(r)) => Ok(r),
+            Ok(None) => {
+                return Err(ClusterError::Timeout {
+                    server: self.server.clone(),
+                    what: format!("{verb} {resource}, cut by the stop"),
+                    after: started.elapsed(),
+                });
+            }
+            Err(e) => Err(e),
+        };
         match result {
             Err(_) => Err(ClusterError::Timeout {
                 server: self.server.clone(),

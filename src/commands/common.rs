@@ -265,8 +265,7 @@ pub fn this_node(ctx: &mut Context) -> Option<(String, Option<String>)> {
 /// Ctrl-C or a termination signal stops the run where it is; it deletes what it made before
 /// the command exits. (A kill that cannot be caught leaves the namespace to the next run.)
 pub fn on_interrupt(ctx: &mut Context, o: &crate::verify::run::Options) {
-    let stop = crate::duration::Stop::with_flag(o.interrupted.clone());
-    ctx.catch_stop(stop, VERIFY_UNCAUGHT);
+    ctx.catch_stop(o.stop.clone(), VERIFY_UNCAUGHT);
 }
 
 /// What a Ctrl-C does to a changing command's run when the stop signal cannot be caught.

@@ -192,7 +192,7 @@ fn run_once(
     let domain = super::common::this_node(ctx).and_then(|(_, d)| d);
     let o = Options {
         namespace: Some(crate::cluster::verify_rights::NAMESPACE.to_owned()),
-        interrupted: stop.flag(),
+        stop: stop.clone(),
         cluster_domain: domain.unwrap_or_else(|| crate::verify::options::CLUSTER_DOMAIN.into()),
         ..Options::for_node(node)
     };

@@ -83,6 +83,10 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
             }
         }
     }
+    // What the runs' waits said, with -v.
+    for line in first.said.take() {
+        ctx.printer.detail(&format!("verify: {line}"));
+    }
     for r in &mut reports {
         join_node_health(ctx, r);
     }
@@ -258,13 +262,16 @@ fn given_end(r: &Report) -> String {
 }
 
 fn own_end(r: &Report) -> String {
-    match (r.cleaned_up, r.passed) {
-        (true, _) => format!("namespace {} deleted", r.namespace),
-        (false, false) => format!(
-            "namespace {} kept: kubectl delete namespace {} when done",
-            r.namespace, r.namespace
+    match (r.cleaned_up, &r.clean_up_error, r.passed) {
+        (true, _, _) => format!("namespace {} deleted", r.namespace),
+        // Not deleted (a stopped run's bound, a refusal): what was left and who removes it.
+        (false, Some(e), _) => e.clone(),
+        (false, None, false) => format!(
+            "namespace {ns} kept (annotated {k}: no verify run deletes it): kubectl delete namespace {ns} when done",
+            ns = r.namespace,
+            k = crate::verify::objects::KEPT,
         ),
-        (false, true) => format!("namespace {} is still being deleted", r.namespace),
+        (false, None, true) => format!("namespace {} is still being deleted", r.namespace),
     }
 }
 
@@ -360,13 +367,15 @@ pub fn verify_after(
         // keeps writing is the node's as it is now.
         calico_since: restarted.node.then_some(ctx.started_s),
         // The stop a drain before it caught, if one did: a process catches the signal once.
-        interrupted: ctx
-            .catch_stop(crate::duration::Stop::new(), super::common::VERIFY_UNCAUGHT)
-            .flag(),
+        stop: ctx.catch_stop(crate::duration::Stop::new(), super::common::VERIFY_UNCAUGHT),
         ..Options::for_node(node)
     };
     services_ready(ctx, restarted, &o)?;
-    let mut report = match run::run(c, &o) {
+    let ran = run::run(c, &o);
+    for line in o.said.take() {
+        ctx.printer.detail(&format!("verify: {line}"));
+    }
+    let mut report = match ran {
         Ok(r) => r,
         Err(RunError::Plan(e)) => return Err(e.into()),
         Err(RunError::Cluster(e)) => return Err(e.into()),

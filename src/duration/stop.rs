@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 pub struct Stop {
     /// Set by `request` only, so that every waiter is woken.
     asked: Arc<AtomicBool>,
+    /// The flags of the stops this one is part of (`part`): their request is this one's too.
+    whole: Vec<Arc<AtomicBool>>,
     /// Wakes the waiters: `request` sets `asked`, then notifies under the lock.
     wake: Arc<(Mutex<()>, Condvar)>,
     shutdown: Arc<AtomicBool>,
@@ -26,18 +28,18 @@ impl Stop {
         Self::default()
     }
 
-    /// A stop whose request also sets `flag`, which a loop that polls a flag reads (verify's
-    /// `interrupted`). The flag must be set only through `request`, which wakes the waits.
-    pub fn with_flag(flag: Arc<AtomicBool>) -> Self {
+    /// A stop of its own that is also requested when this one is (both share the waiters'
+    /// wake-up, so a request of either wakes a wait on the other): one `verify` run stopped
+    /// alone, by a lease it lost, while Ctrl-C stops every run.
+    pub fn part(&self) -> Self {
+        let mut whole = self.whole.clone();
+        whole.push(self.asked.clone());
         Self {
-            asked: flag,
-            ..Self::default()
+            asked: Arc::new(AtomicBool::new(false)),
+            whole,
+            wake: self.wake.clone(),
+            shutdown: self.shutdown.clone(),
         }
-    }
-
-    /// The flag `request` sets, for a loop that polls a flag rather than waits on the stop.
-    pub fn flag(&self) -> Arc<AtomicBool> {
-        self.asked.clone()
     }
 
     pub fn request(&self) {
@@ -59,6 +61,11 @@ impl Stop {
     }
 
     pub fn requested(&self) -> bool {
+        self.asked.load(Ordering::SeqCst) || self.whole.iter().any(|w| w.load(Ordering::SeqCst))
+    }
+
+    /// Whether this stop itself was requested, not the whole it is part of.
+    pub fn requested_alone(&self) -> bool {
         self.asked.load(Ordering::SeqCst)
     }
 
@@ -103,16 +110,18 @@ mod tests {
         t.join().expect("join");
     }
 
-    /// A stop made on a flag sets that flag when requested, and a clone shares both.
+    /// A part is stopped with its whole (a wait on it woken), and alone without stopping the
+    /// whole or another part.
     #[test]
-    fn a_stop_on_a_flag_sets_it_when_requested() {
-        let flag = Arc::new(AtomicBool::new(false));
-        let stop = Stop::with_flag(flag.clone());
-        let other = stop.clone();
-        assert!(!stop.requested());
-        other.request();
-        assert!(flag.load(Ordering::SeqCst));
-        assert!(stop.requested() && stop.flag().load(Ordering::SeqCst));
-        assert!(stop.wait(Duration::from_secs(3600)));
+    fn a_part_stops_with_its_whole_and_alone() {
+        let whole = Stop::new();
+        let (a, b) = (whole.part(), whole.part());
+        let inner = a.part();
+        a.request();
+        assert!(a.requested() && a.requested_alone() && inner.requested());
+        assert!(!whole.requested() && !b.requested() && !inner.requested_alone());
+        let waiter = std::thread::spawn(move || b.wait(Duration::from_secs(3600)));
+        whole.request();
+        assert!(waiter.join().expect("join"), "woken by the whole's request");
     }
 }

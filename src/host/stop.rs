@@ -17,7 +17,8 @@ pub const EVENTS: [u32; 5] = [0, 1, 2, 5, 6];
 /// How long the handler holds `event` before it returns (and the process ends): none for
 /// Ctrl-C and Ctrl-Break, after which the process goes on and stops by itself; within the 5 s
 /// a console's close leaves; longer for a logoff or a shutdown (a container's stop). A run
-/// stopped waits at most `verify::run::STOPPED_CLEANUP_WAIT` (3 s) for what it deleted, and
+/// stopped cuts the API call in flight and gives its clean-up, every call included, at most
+/// `verify::run::STOPPED_CLEANUP_WAIT` (3 s; `tests/cluster/verify_bounds.rs`), and
 /// the process ends as soon as the command returns, the hold or not. Under the fleet's
 /// `cmd.exe /c`, hcsshim terminates the container's job 5 s after it sends the shutdown
 /// (docs/commands/fleet.md, "Stopping the pods"): the hold is cut there.

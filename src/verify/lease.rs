@@ -10,18 +10,19 @@
 //! storage.go`): a living run that renewed meanwhile keeps its namespace. A namespace without
 //! the annotation (an older calicoctl-win's) is judged by its age (`objects::leftovers`).
 
+use super::options::{LEASE, REFUSALS_BEFORE_LOST, RENEW};
 use super::probe;
-use super::shared::{LEASE, RENEW};
 use crate::cluster::{Cluster, ClusterError};
+use crate::duration::{Look, NO_LIMIT, Pauses, Stop, Stopped, Wait, poll_until};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::PostParams;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub use super::objects::{
-    LEASE_EXPIRES as EXPIRES, lease_expires as expires, leased_until as until,
+    KEPT, LEASE_EXPIRES as EXPIRES, lease_expires as expires, leased_until as until,
 };
 
 /// Seconds from now to the end of a lease written now.
@@ -29,28 +30,27 @@ pub fn lease_s() -> i64 {
     i64::try_from(LEASE.as_secs()).unwrap_or(60)
 }
 
-/// The API server's clock less this host's, from the last `Date` the server sent this process
-/// (`i64::MIN`: none yet).
-static OFFSET: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(i64::MIN);
-
 /// The API server's time: its `Date` now, else this host's clock moved by the difference the
-/// last `Date` showed; `None` when the server has sent none (never this host's clock alone: a
-/// lease written by a clock behind the server's would be expired at once, and another run
-/// would delete a living run's namespace).
+/// last `Date` this server sent this client showed (`Cluster::server_offset`); `None` when it
+/// has sent none (never this host's clock alone: a lease written by a clock behind the
+/// server's would be expired at once, and another run would delete a living run's namespace).
 pub fn server_time(c: &Cluster) -> Option<i64> {
-    let local = crate::duration::now();
-    match probe::server_now(c).ok().flatten() {
-        Some(t) => {
-            OFFSET.store(t - local, Ordering::SeqCst);
-            Some(t)
-        }
-        None => offset_time(local, OFFSET.load(Ordering::SeqCst)),
-    }
+    server_time_unless(c, None)
 }
 
-/// `local` moved by `offset`, when one is known.
-fn offset_time(local: i64, offset: i64) -> Option<i64> {
-    (offset != i64::MIN).then(|| local.saturating_add(offset))
+/// `server_time`, its call never begun, or ended, once `stop` is requested.
+fn server_time_unless(c: &Cluster, stop: Option<&Stop>) -> Option<i64> {
+    let local = crate::duration::now();
+    match probe::server_date(c, stop.map(|s| (s, RENEW)))
+        .ok()
+        .flatten()
+    {
+        Some(t) => {
+            c.note_server_date(t, local);
+            Some(t)
+        }
+        None => c.server_offset().map(|o| local.saturating_add(o)),
+    }
 }
 
 /// The run's namespace as it holds it: the object it last wrote (its resourceVersion the
@@ -62,22 +62,36 @@ pub struct Held {
     pub uid: String,
     last: Mutex<Namespace>,
     done: AtomicBool,
+    /// Requested when the renewals end (the run over, or the run's stop): wakes their wait.
+    ending: Stop,
+    /// Why the lease was lost to refused renewals, once it was (`keep`).
+    lost: Mutex<Option<String>>,
 }
 
 impl Held {
-    pub fn new(written: Namespace) -> Self {
+    /// The namespace as made, held by the run whose stop is `run` (the renewals end with it).
+    pub fn new(written: Namespace, run: &Stop) -> Self {
         Self {
             name: written.metadata.name.clone().unwrap_or_default(),
             uid: written.metadata.uid.clone().unwrap_or_default(),
             last: Mutex::new(written),
             done: AtomicBool::new(false),
+            ending: run.part(),
+            lost: Mutex::new(None),
         }
     }
 
     /// The renewals stopped: one under way ends first (it holds the lock), none follows.
     pub fn stop(&self) {
+        // The renewal under way cut first, so that the lock is not held long.
+        self.ending.request();
         let _last = self.last.lock().unwrap_or_else(|e| e.into_inner());
         self.done.store(true, Ordering::SeqCst);
+    }
+
+    /// Why the lease was lost to refused renewals (the run was stopped for it), if it was.
+    pub fn lost(&self) -> Option<String> {
+        self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 
@@ -88,26 +102,47 @@ pub fn renew(c: &Cluster, held: &Held, at_s: i64) -> Result<bool, ClusterError> 
     if held.done.load(Ordering::SeqCst) {
         return Ok(true);
     }
-    write(c, held, &mut last, at_s)
+    write(c, held, &mut last, |ns| until(ns, at_s))
 }
 
-/// The lease's last write (`--keep-on-failure`: what the run made is kept until `at_s`), the
-/// renewals stopped: whether the namespace is still the run's.
-pub fn hold_until(c: &Cluster, held: &Held, at_s: i64) -> Result<bool, ClusterError> {
+/// The first renewal, before any pod is made: proves that the run may write its lease (the
+/// identity's `update namespaces`, and no admission webhook refusing it), so that a run that
+/// could not keep its namespace leased refuses before it runs. Nothing to prove when the
+/// namespace carries no lease (no `Date` from the server: judged by its age).
+pub fn prove(c: &Cluster, held: &Held) -> Result<(), ClusterError> {
+    let leased = expires(&held.last.lock().unwrap_or_else(|e| e.into_inner())).is_some();
+    match server_time(c) {
+        Some(t) if leased => renew(c, held, t + lease_s()).map(|_| ()),
+        _ => Ok(()),
+    }
+}
+
+/// What the run made kept (`--keep-on-failure`): the namespace marked `KEPT`, which no run's
+/// sweep deletes, the renewals stopped. Needs no server time. Whether the namespace is still
+/// the run's (then marked).
+pub fn keep_marked(c: &Cluster, held: &Held, why: &str) -> Result<bool, ClusterError> {
+    held.ending.request();
     let mut last = held.last.lock().unwrap_or_else(|e| e.into_inner());
     held.done.store(true, Ordering::SeqCst);
-    write(c, held, &mut last, at_s)
+    write(c, held, &mut last, |ns| {
+        super::objects::marked_kept(ns, why)
+    })
 }
 
-/// The lease written, to run out at `at_s`. A 409 is looked at again: a change by someone
-/// else (a label added) that left the lease as the run wrote it is no loss, and the write is
-/// tried once more on the object read; a lease written by another, or a namespace deleted
-/// or made again, is not the run's any more.
-fn write(c: &Cluster, held: &Held, last: &mut Namespace, at_s: i64) -> Result<bool, ClusterError> {
+/// `change` written on the namespace. A 409 is looked at again: a change by someone else (a
+/// label added) that left the lease as the run wrote it is no loss, and the write is tried
+/// once more on the object read; a lease written by another, or a namespace deleted or made
+/// again, is not the run's any more.
+fn write(
+    c: &Cluster,
+    held: &Held,
+    last: &mut Namespace,
+    change: impl Fn(Namespace) -> Namespace,
+) -> Result<bool, ClusterError> {
     let api: Api<Namespace> = Api::all(c.client.clone());
     let what = format!("namespaces/{}", held.name);
     for _ in 0..2 {
-        let out = until(last.clone(), at_s);
+        let out = change(last.clone());
         match c.call_opt(
             "update",
             &what,
@@ -136,41 +171,155 @@ fn write(c: &Cluster, held: &Held, last: &mut Namespace, at_s: i64) -> Result<bo
     Ok(true)
 }
 
-/// Renews the lease every `RENEW` (for `LEASE` from the API server's time) until the run is
+/// Renews the lease every `every` (`RENEW`; for `LEASE` from the API server's time) until the run is
 /// over or the namespace is no longer its own: run beside the run, on a thread of its own.
-pub fn keep(c: &Cluster, held: &Held) {
-    // A failed write is tried again at the next renewal, within the lease.
-    // Without the server's time the renewal waits for the next (the lease runs on meanwhile).
-    keep_every(held, RENEW, || match server_time(c) {
-        Some(t) => renew(c, held, t + lease_s()).unwrap_or(true),
-        None => true,
-    });
+/// Renewals refused (or unanswered) `REFUSALS_BEFORE_LOST` times in a row would let the
+/// lease run out under the living run, and another run's sweep delete its namespace: the
+/// run is stopped then (`run`), and `Held::lost` says why. A renewal without the server's
+/// time waits for the next (the lease runs on meanwhile).
+pub fn keep(c: &Cluster, held: &Held, (run, every): (&Stop, Duration), say: &mut dyn FnMut(&str)) {
+    let what = format!("the run's end, renewing namespace {}'s lease", held.name);
+    let (mut first, mut refused) = (true, 0_u32);
+    let look = || -> Result<Look<(), ()>, Stopped> {
+        // `prove` wrote the lease just before: the first renewal is one `RENEW` later.
+        if std::mem::take(&mut first) {
+            return Ok(Look::Pending(()));
+        }
+        let Some(t) = server_time_unless(c, Some(&held.ending)) else {
+            return Ok(Look::Pending(()));
+        };
+        match renew_unless(c, held, t + lease_s()) {
+            Ok(true) => refused = 0,
+            Ok(false) => return Ok(Look::Done(())),
+            Err(_) if held.ending.requested() => return Err(Stopped),
+            Err(e) => {
+                refused += 1;
+                if refused >= REFUSALS_BEFORE_LOST {
+                    let why = format!("{e} ({})", e.hint());
+                    *held.lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+                    run.request();
+                    return Ok(Look::Done(()));
+                }
+            }
+        }
+        Ok(Look::Pending(()))
+    };
+    let wait = Wait {
+        what: &what,
+        timeout: NO_LIMIT,
+        pauses: Pauses::every(every),
+        stop: &held.ending,
+        say,
+    };
+    let _ = poll_until(wait, look, |()| Ok::<(), Stopped>(()));
 }
 
-/// Calls `renew` every `every` until the run is over or `renew` says the namespace is no
-/// longer the run's.
-fn keep_every(held: &Held, every: Duration, mut renew: impl FnMut() -> bool) {
-    let mut next = Instant::now() + every;
-    while !held.done.load(Ordering::SeqCst) {
-        if Instant::now() < next {
-            std::thread::sleep(Duration::from_millis(200).min(every));
-            continue;
+/// `renew`, its calls cut when the renewals end (`Held::ending`): a stopped run's clean-up is
+/// not held up by a renewal that a slow server keeps.
+fn renew_unless(c: &Cluster, held: &Held, at_s: i64) -> Result<bool, ClusterError> {
+    let mut last = held.last.lock().unwrap_or_else(|e| e.into_inner());
+    if held.done.load(Ordering::SeqCst) || held.ending.requested() {
+        return Ok(true);
+    }
+    let api: Api<Namespace> = Api::all(c.client.clone());
+    let what = format!("namespaces/{}", held.name);
+    let out = until(last.clone(), at_s);
+    let pp = PostParams::default();
+    // A renewal that takes longer than its interval is no renewal.
+    match c.call_unless(
+        &held.ending,
+        RENEW,
+        ("update", &what),
+        api.replace(&held.name, &pp, &out),
+    ) {
+        Ok(w) => {
+            *last = w;
+            Ok(true)
         }
-        next = Instant::now() + every;
-        if !held.done.load(Ordering::SeqCst) && !renew() {
-            held.done.store(true, Ordering::SeqCst);
-        }
+        // Someone else wrote it (or it is gone): looked at again as every write is.
+        Err(ClusterError::Api {
+            code: 409 | 404, ..
+        }) => write(c, held, &mut last, |ns| until(ns, at_s)),
+        Err(e) => Err(e),
     }
 }
 
+/// What the run made kept (`--keep-on-failure`), `why`: in a namespace given, the turn held
+/// while they are looked at, then the next run deletes them; its own namespace marked kept
+/// (`lease::KEPT`), which no run's sweep deletes. Why the mark could not be written, if not.
+pub fn keep_all(
+    c: &Cluster,
+    (name, held, own): (&str, Option<&super::shared::Held>, Option<&Held>),
+    why: &str,
+) -> Option<String> {
+    if let Some(h) = held {
+        let _ = super::shared::keep_for(c, name, h, super::options::LEFTOVER_AGE.as_secs() as i64);
+    }
+    let l = own?;
+    match keep_marked(c, l, why) {
+        Ok(true) => None,
+        Ok(false) => Some(format!("namespace {name} is no longer this run's to keep")),
+        Err(e) => Some(format!(
+            "marking namespace {name} kept failed ({e}): the next run deletes it once its lease runs out"
+        )),
+    }
+}
+
+/// The run's lease lost to refused renewals (it was stopped for it): the error that says so,
+/// and what became of what it made.
+pub fn lost(
+    (held, own): (Option<&super::shared::Held>, Option<&Held>),
+    (namespace, cleaned_up, clean_up_error): (&str, bool, &Option<String>),
+) -> Option<super::matrix::RunError> {
+    let (lease, cause) = match (held, own) {
+        (Some(h), _) => (
+            format!(
+                "configmaps/{} in namespace {}",
+                super::shared::TURN,
+                namespace
+            ),
+            h.refused()?,
+        ),
+        (None, Some(l)) => (format!("namespace {}", l.name), l.lost()?),
+        (None, None) => return None,
+    };
+    let fate = match (clean_up_error, cleaned_up) {
+        (_, true) => "the run stopped and deleted what it made".to_owned(),
+        (Some(e), false) => format!("the run stopped; what it made is not deleted: {e}"),
+        (None, false) => "the run stopped; what it made is left to the next run".to_owned(),
+    };
+    Some(super::matrix::RunError::Plan(
+        super::matrix::PlanError::LeaseLost { lease, cause, fate },
+    ))
+}
+
+/// The first renewal of the run's lease refused, before any pod: the namespace deleted at
+/// once, by its uid, and the error says whether that was done.
+pub fn refused(c: &Cluster, own: &Held, e: ClusterError) -> super::matrix::RunError {
+    own.stop();
+    let fate = match probe::delete_namespace(c, &own.name, (Some(&own.uid), None)) {
+        Ok(_) => format!(
+            "nothing was run: namespace {}, which held nothing yet, was deleted at once (by its uid)",
+            own.name
+        ),
+        Err(d) => format!(
+            "deleting namespace {} failed too ({d}): 'kubectl delete namespace {}'",
+            own.name, own.name
+        ),
+    };
+    super::matrix::RunError::Plan(super::matrix::PlanError::LeaseLost {
+        lease: format!("namespace {}", own.name),
+        cause: format!("{e} ({})", e.hint()),
+        fate,
+    })
+}
+
 #[cfg(test)]
-mod clock_tests {
-    /// Without a `Date` from the server there is no lease time, never this host's clock alone;
-    /// with one seen, this host's clock moved by the difference it showed.
+mod refusal_tests {
+    /// A lease of a minute renewed every 15 s is lost at the third refusal in a row: the
+    /// fourth renewal would come after it ran out.
     #[test]
-    fn no_server_time_without_a_date_seen() {
-        assert_eq!(super::offset_time(1_000, i64::MIN), None);
-        assert_eq!(super::offset_time(1_000, -90), Some(910));
-        assert_eq!(super::offset_time(1_000, 0), Some(1_000));
+    fn the_lease_is_lost_at_the_refusal_after_which_the_next_renewal_is_too_late() {
+        assert_eq!(super::REFUSALS_BEFORE_LOST, 3);
     }
 }

@@ -221,6 +221,16 @@ pub enum PlanError {
         taint: String,
         key: String,
     },
+    /// The run's lease (its namespace's, or its turn in a namespace given) could not be
+    /// written: refused at its first renewal, before any pod, or at every renewal until it
+    /// would run out (another run could then delete what this one still uses). `fate` says
+    /// what became of what the run made.
+    #[error("the run's lease on {lease} could not be renewed: {cause}; {fate}")]
+    LeaseLost {
+        lease: String,
+        cause: String,
+        fate: String,
+    },
     #[error("node {node} was waited for {waited_s} s and is not ready: {missing}")]
     NeverReady {
         node: String,
@@ -284,6 +294,11 @@ impl crate::error::Diagnose for PlanError {
                 Exit::Failed,
                 Kind::Failed,
                 "look at the cause (a missing right to create configmaps, an admission webhook, a quota), then run 'calicoctl-win verify' again",
+            ),
+            PlanError::LeaseLost { .. } => Diagnosis::new(
+                Exit::Failed,
+                Kind::Failed,
+                "the renewal needs 'update' on the run's namespace (or, with --namespace, on configmaps/calicoctl-win-verify-run there, which 'calicoctl-win fleet rbac --identity verify' grants): give the identity that right, or look at the cause (an admission webhook, the API server), then run 'calicoctl-win verify' again",
             ),
             PlanError::BuildNotCarried { .. } => Diagnosis::new(
                 Exit::Usage,

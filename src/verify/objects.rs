@@ -284,6 +284,8 @@ pub fn leftovers(found: &[Namespace], server_now: i64, max_age_s: i64) -> Vec<&N
                 .is_some_and(|s| s.starts_with(NAMESPACE_PREFIX))
         })
         .filter(|n| n.metadata.deletion_timestamp.is_none())
+        // Kept by `--keep-on-failure`: the administrator deletes it (the run said how).
+        .filter(|n| !kept(n))
         .filter(|n| match lease_expires(n) {
             Some(t) => server_now > t,
             None => n
@@ -303,6 +305,27 @@ pub const LEASE_EXPIRES: &str = "calicoctl-win.projectcalico.org/verify-expires"
 pub fn lease_expires(ns: &Namespace) -> Option<i64> {
     let text = ns.metadata.annotations.as_ref()?.get(LEASE_EXPIRES)?;
     text.parse::<jiff::Timestamp>().ok().map(|t| t.as_second())
+}
+
+/// The annotation a `--keep-on-failure` run writes on the namespace it keeps: no run's sweep
+/// deletes it, whatever its lease or age; `kubectl delete namespace` does.
+pub const KEPT: &str = "calicoctl-win.projectcalico.org/verify-kept";
+
+/// Whether a run kept the namespace (`KEPT`).
+pub fn kept(ns: &Namespace) -> bool {
+    ns.metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(KEPT))
+}
+
+/// `ns` marked as kept (`KEPT`), saying why.
+pub fn marked_kept(mut ns: Namespace, why: &str) -> Namespace {
+    ns.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(KEPT.into(), why.to_owned());
+    ns
 }
 
 /// `ns` with its lease running out at `at_s` (unix seconds).

@@ -1,9 +1,18 @@
 //! What a `verify` run is asked to do, and its defaults.
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use crate::duration::Stop;
 use std::time::Duration;
 
+/// How long a run's lease (its namespace's, or its turn) holds without a renewal: the longest a
+/// killed run blocks the next.
+pub const LEASE: Duration = Duration::from_secs(60);
+/// How often a live run renews its lease: four renewals a lease, so that one or two refused
+/// or slow calls do not lose it.
+pub const RENEW: Duration = Duration::from_secs(15);
+/// How many renewals in a row may fail before the lease would run out before the next: the
+/// lease holds `LEASE / RENEW` renewals, the last of which would be too late.
+pub const REFUSALS_BEFORE_LOST: u32 = (LEASE.as_secs() / RENEW.as_secs()) as u32 - 1;
+const _: () = assert!(REFUSALS_BEFORE_LOST >= 1);
 /// How long a policy may take to be enforced, and to be lifted.
 pub const POLICY_WAIT: Duration = Duration::from_secs(30);
 /// How long the pods may take to run once made: at most half the checks' window (run.rs).
@@ -169,8 +178,36 @@ pub struct Options {
     pub settle: Duration,
     /// How long one `/dial` through the proxy may take (`DIAL_WITHIN`).
     pub dial_within: Duration,
-    /// Set by Ctrl-C or a termination signal: the run stops where it is and cleans up.
-    pub interrupted: Arc<AtomicBool>,
+    /// How often the run's lease (its namespace's, or its turn) is renewed: `RENEW`,
+    /// four times a lease; shorter only in tests.
+    pub renew: Duration,
+    /// Requested by Ctrl-C or a termination signal: the run stops where it is and cleans up.
+    /// Every wait of the run watches it (`duration::poll_until`).
+    pub stop: Stop,
+    /// What the run's waits say (`duration::poll_until`), for the command to show (`-v`).
+    pub said: Said,
+}
+
+/// The lines a run's waits say, kept in order (at most `Said::MOST`) for the command to show
+/// once the run is over: the runs go on threads of their own, the printer stays with the
+/// command.
+#[derive(Clone, Debug, Default)]
+pub struct Said(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Said {
+    const MOST: usize = 400;
+
+    pub fn say(&self, line: &str) {
+        let mut l = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if l.len() < Self::MOST {
+            l.push(line.to_owned());
+        }
+    }
+
+    /// The lines said so far, taken.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 impl Options {
@@ -194,7 +231,9 @@ impl Options {
             pull_timeout: PULL_TIMEOUT,
             settle: SETTLE,
             dial_within: DIAL_WITHIN,
-            interrupted: Default::default(),
+            renew: RENEW,
+            stop: Stop::new(),
+            said: Said::default(),
         }
     }
 }

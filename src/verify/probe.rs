@@ -92,10 +92,23 @@ pub fn our_namespaces(c: &Cluster) -> Result<Vec<Namespace>, ClusterError> {
 /// seconds since the epoch; `None` when it sends none. Ages of the cluster's objects are
 /// judged by it, never by this host's clock, which may be skewed.
 pub fn server_now(c: &Cluster) -> Result<Option<i64>, ClusterError> {
+    server_date(c, None)
+}
+
+/// `server_now`, its call never begun, or ended, once `stop` (when given, with the call's
+/// bound) is requested.
+pub fn server_date(
+    c: &Cluster,
+    stop: Option<(&crate::duration::Stop, Duration)>,
+) -> Result<Option<i64>, ClusterError> {
     let Ok(req) = http::Request::get("/api").body(kube::client::Body::empty()) else {
         return Ok(None);
     };
-    let resp = c.call("get", "/api", c.client.send(req))?;
+    let what = ("get", "/api");
+    let resp = match stop {
+        Some((s, within)) => c.call_unless(s, within, what, c.client.send(req)),
+        None => c.call(what.0, what.1, c.client.send(req)),
+    }?;
     Ok(resp
         .headers()
         .get(http::header::DATE)
@@ -128,7 +141,17 @@ where
 pub fn delete_namespace(
     c: &Cluster,
     name: &str,
+    precondition: (Option<&str>, Option<&str>),
+) -> Result<bool, ClusterError> {
+    delete_namespace_by(c, name, precondition, None)
+}
+
+/// `delete_namespace`, its call bounded by `until` when given (a clean-up's bound).
+pub fn delete_namespace_by(
+    c: &Cluster,
+    name: &str,
     (uid, version): (Option<&str>, Option<&str>),
+    until: Option<std::time::Instant>,
 ) -> Result<bool, ClusterError> {
     let api: Api<Namespace> = Api::all(c.client.clone());
     let what = format!("namespaces/{name}");
@@ -138,7 +161,11 @@ pub fn delete_namespace(
             .get_or_insert_with(Default::default)
             .resource_version = Some(v.to_owned());
     }
-    match c.call_opt("delete", &what, api.delete(name, &dp)) {
+    let asked = match until {
+        Some(u) => c.call_opt_by(u, ("delete", &what), api.delete(name, &dp)),
+        None => c.call_opt("delete", &what, api.delete(name, &dp)),
+    };
+    match asked {
         Ok(_) => Ok(true),
         Err(ClusterError::Api { code: 409, .. }) => Ok(false),
         Err(e) => Err(e),
@@ -157,12 +184,15 @@ pub fn only(uid: Option<&str>) -> DeleteParams {
 }
 
 /// Whether the namespace still exists.
-pub fn namespace_exists(c: &Cluster, name: &str) -> Result<bool, ClusterError> {
+pub fn namespace_exists(
+    c: &Cluster,
+    name: &str,
+    until: std::time::Instant,
+) -> Result<bool, ClusterError> {
     let api: Api<Namespace> = Api::all(c.client.clone());
-    Ok(
-        c.call_opt("get", &format!("namespaces/{name}"), api.get(name))?
-            .is_some(),
-    )
+    let what = format!("namespaces/{name}");
+    Ok(c.call_opt_by(until, ("get", &what), api.get(name))?
+        .is_some())
 }
 
 /// The Service's ClusterIP, and the `kubernetes` Service's.
@@ -199,6 +229,15 @@ pub const EVENTS_PAGES: usize = 10;
 /// whether more results are available"). At most `EVENTS_PAGES` pages: the events past them
 /// are not read (a pod's events are what the run says of it, not what it needs to run).
 pub fn events(c: &Cluster, ns: &str) -> Result<Vec<Event>, ClusterError> {
+    events_by(c, ns, None)
+}
+
+/// `events`, each page's call bounded by `until` when given (a clean-up's bound).
+pub fn events_by(
+    c: &Cluster,
+    ns: &str,
+    until: Option<std::time::Instant>,
+) -> Result<Vec<Event>, ClusterError> {
     let api: Api<Event> = Api::namespaced(c.client.clone(), ns);
     let mut out = Vec::new();
     let mut token: Option<String> = None;
@@ -207,7 +246,10 @@ pub fn events(c: &Cluster, ns: &str) -> Result<Vec<Event>, ClusterError> {
         if let Some(t) = &token {
             lp = lp.continue_token(t);
         }
-        let page = c.call("list", "events", api.list(&lp))?;
+        let page = match until {
+            Some(u) => c.call_by(u, ("list", "events"), api.list(&lp)),
+            None => c.call("list", "events", api.list(&lp)),
+        }?;
         out.extend(page.items);
         token = page.metadata.continue_.filter(|t| !t.is_empty());
         if token.is_none() {

@@ -14,6 +14,7 @@ use super::settle::{self, Ledger};
 use super::shared;
 use super::step::{POLL, interrupted, ms};
 use crate::cluster::{Cluster, ClusterError};
+use crate::duration::{Look, Pauses, poll_quietly};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Api;
@@ -78,6 +79,13 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
             super::ready::NotReady::Cluster(e) => RunError::Cluster(e),
         })?;
     }
+    // A call in flight when Ctrl-C (or a container's stop) comes ends at once; the run's own
+    // stop is a part of that one, which a lease lost to refused renewals requests alone.
+    c.cut_on(&o.stop);
+    let o = &Options {
+        stop: o.stop.part(),
+        ..o.clone()
+    };
     let start = Instant::now();
     let reserve = CLEANUP_WAIT.min(o.timeout / 4);
     let checks_until = start + o.timeout - reserve;
@@ -88,18 +96,7 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     };
     let nodes = shared::while_cordoned(probe::nodes(c)?, o);
     let m = matrix::plan(&o.node, &nodes, &o.image, o.egress.as_deref())?;
-    let (name, held, own) = match &o.namespace {
-        None => {
-            let made = lease::Held::new(make_namespace(c, o)?);
-            (made.name.clone(), None, Some(made))
-        }
-        Some(ns) => {
-            let until = turn_wait_until(o, Instant::now(), checks_until);
-            let claimed = shared::claim(c, (ns, &o.suffix), until, &o.interrupted)?;
-            leftovers_removed.extend(claimed.swept);
-            (ns.clone(), Some(claimed.held), None)
-        }
-    };
+    let (name, held, own) = take_namespace(c, o, checks_until, &mut leftovers_removed)?;
     let (held, own) = (held.as_ref(), own.as_ref());
     let (begun, checks_until) = checks_clock(o, (start, checks_until), Instant::now(), reserve);
     // The probe pods' controller (`objects::controller`): the turn in a namespace given,
@@ -121,10 +118,12 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         // The turn (or the namespace's lease) renewed while the run lives, its clean-up
         // included.
         if let Some(h) = held {
-            s.spawn(|| shared::keep(c, &name, h));
+            let (every, ns) = ((&o.stop, o.renew), name.as_str());
+            s.spawn(move || shared::keep(c, ns, h, every, &mut |l| o.said.say(l)));
         }
         if let Some(l) = own {
-            s.spawn(|| lease::keep(c, l));
+            let every = (&o.stop, o.renew);
+            s.spawn(move || lease::keep(c, l, every, &mut |line| o.said.say(line)));
         }
         let done = checks_and_clean_up(c, o, &m, &run);
         if let Some(h) = held {
@@ -135,12 +134,44 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         }
         done
     })?;
+    let ended = (
+        report.namespace.as_str(),
+        report.cleaned_up,
+        &report.clean_up_error,
+    );
+    if let Some(lost) = lease::lost((held, own), ended) {
+        return Err(lost);
+    }
     report.leftovers_removed = leftovers_removed;
     report.peers = m.peers();
     report.skipped = m.skipped;
     report.cleanup_ms = ms(cleaned.elapsed());
     report.took_ms = ms(start.elapsed());
     Ok(report)
+}
+
+/// The run's namespace taken: made (its lease proven by a first renewal), or, given, its turn
+/// claimed (and proven so); a killed run's turn taken over is added to `swept`.
+fn take_namespace(
+    c: &Cluster,
+    o: &Options,
+    checks_until: Instant,
+    swept: &mut Vec<String>,
+) -> Result<(String, Option<shared::Held>, Option<lease::Held>), RunError> {
+    Ok(match &o.namespace {
+        None => {
+            let made = lease::Held::new(make_namespace(c, o)?, &o.stop);
+            lease::prove(c, &made).map_err(|e| lease::refused(c, &made, e))?;
+            (made.name.clone(), None, Some(made))
+        }
+        Some(ns) => {
+            let until = turn_wait_until(o, Instant::now(), checks_until);
+            let claimed = shared::claim(c, (ns, &o.suffix), until, o)?;
+            shared::prove(c, ns, &claimed.held)?;
+            swept.extend(claimed.swept);
+            (ns.clone(), Some(claimed.held), None)
+        }
+    })
 }
 
 /// When the wait for a namespace's turn ends, begun `now`: with `--turn-timeout` a bound of
@@ -210,9 +241,14 @@ fn checks_and_clean_up(
     let (ledger, timed_out, pull) = match checks(c, o, m, (name, run.owner, held), run.checks_until)
     {
         Ok(done) => done,
+        // A call the stop cut: the run was interrupted, its checks not judged.
+        Err(_) if interrupted(o) => (Ledger::default(), false, Duration::ZERO),
         Err(e) => {
-            // What was made goes, whatever stopped the run.
-            if !o.keep_on_failure {
+            // What was made goes, whatever stopped the run, unless kept (and marked so, or
+            // the next run's sweep would delete it).
+            if o.keep_on_failure {
+                lease::keep_all(c, (name, held, run.own), &format!("kept after: {e}"));
+            } else {
                 let until = cleanup_until(o, Instant::now() + run.reserve.max(POLL));
                 clean_up(c, (name, held, run.own), until, &mut None);
             }
@@ -225,16 +261,7 @@ fn checks_and_clean_up(
     let cleaning = Instant::now();
     let mut clean_up_error = None;
     let cleaned_up = if o.keep_on_failure && !passed {
-        // Kept in a namespace given: the turn is held while they are looked at, then the
-        // next run deletes them.
-        if let Some(h) = held {
-            let _ = shared::keep_for(c, name, h, LEFTOVER_AGE_S);
-        }
-        if let Some(l) = run.own
-            && let Some(t) = lease::server_time(c)
-        {
-            let _ = lease::hold_until(c, l, t + LEFTOVER_AGE_S);
-        }
+        clean_up_error = lease::keep_all(c, (name, held, run.own), "a check failed");
         false
     } else {
         let until = cleanup_until(o, (run.start + o.timeout + pull).max(cleaning + POLL));
@@ -356,9 +383,11 @@ fn sweep(c: &Cluster) -> Result<Vec<String>, ClusterError> {
     Ok(removed)
 }
 
-/// How long a stopped run waits for what it made to go: a console closed gives the process
-/// about 5 s (Microsoft's `HandlerRoutine`), a pod's stop its grace period (30 s by default);
-/// the deletions are asked for at once, and what is not gone by then the next run removes.
+/// How long a stopped run's clean-up may take, its every call included (each bounded by what
+/// is left of it): a console closed gives the process about 5 s (Microsoft's
+/// `HandlerRoutine`), and hcsshim terminates a HostProcess container's job 5 s after its stop
+/// (`host::stop`); the deletions are asked for at once, and what is not gone by then the next
+/// run removes (its sweep: the lease, no longer renewed, runs out within a minute).
 pub const STOPPED_CLEANUP_WAIT: Duration = Duration::from_secs(3);
 
 /// The end of the clean-up's wait: `until`, or soon when the run was stopped.
@@ -391,15 +420,33 @@ fn clean_up(
         return released;
     }
     let uid = own.map(|l| l.uid.as_str());
-    if probe::delete_namespace(c, ns, (uid, None)).is_err() {
+    let left = |why: String| {
+        format!(
+            "namespace {ns} {why}: the next verify run deletes it ('kubectl delete namespace {ns}' now)"
+        )
+    };
+    if let Err(e) = probe::delete_namespace_by(c, ns, (uid, None), Some(until)) {
+        *error = Some(left(format!("was not deleted ({e})")));
         return false;
     }
-    loop {
-        match probe::namespace_exists(c, ns) {
-            Ok(false) => return true,
-            Ok(true) if Instant::now() + POLL < until => std::thread::sleep(POLL),
-            // Not known to be gone: said, not waited for.
-            _ => return false,
+    // Quietly, and not cut by the stop: a stopped run's clean-up comes after it.
+    let gone = poll_quietly(
+        super::step::last_look(until),
+        Pauses::every(POLL),
+        || match probe::namespace_exists(c, ns, until) {
+            Ok(false) => Ok(Look::Done(())),
+            Ok(true) => Ok(Look::Pending(())),
+            // The last look, at `until`, with no time left: still there as last seen.
+            Err(ClusterError::Timeout { .. }) if Instant::now() >= until => Ok(Look::Pending(())),
+            Err(e) => Err(left(format!("is not known to be gone ({e})"))),
+        },
+        |()| Err(left("is still being deleted".to_owned())),
+    );
+    match gone {
+        Ok(()) => true,
+        Err(why) => {
+            *error = Some(why);
+            false
         }
     }
 }
@@ -510,7 +557,14 @@ fn make(
     let made_at = Instant::now();
     let window = deadline.saturating_duration_since(made_at);
     let (mut pull, mut last) = (Duration::ZERO, made_at);
-    loop {
+    // The pods' wait takes at most half the checks' window: a server that never gets Ready,
+    // or a pod without an address, is then judged from the states in hand (`pod-address`,
+    // `kubelet-probe`) instead of ending the run as a timeout.
+    let pods_wait = o.pods_wait.min(window / 2);
+    // Each look says when the wait ends (the pull moves it); this bounds them all.
+    let most = deadline.min(made_at + pods_wait) + o.pull_timeout + 2 * POLL;
+    let what = "the probe pods to run, or one to fail for good";
+    let ended = super::step::poll(o, what, most, || {
         let states = probe::pods(c, ns)?;
         let now = Instant::now();
         let pulling = states.iter().any(judge::pulling);
@@ -518,10 +572,6 @@ fn make(
             pull += now - last;
         }
         last = now;
-        // The pods' wait takes at most half the checks' window: a server that never gets
-        // Ready, or a pod without an address, is then judged from the states in hand
-        // (`pod-address`, `kubelet-probe`) instead of ending the run as a timeout.
-        let pods_wait = o.pods_wait.min(window / 2);
         let own = made_at + pods_wait + pull;
         let until = (deadline + pull).min(own);
         // A sandbox the CNI plugin failed to make is retried by the kubelet (SyncPod records
@@ -540,17 +590,22 @@ fn make(
             (judge::usable(s) && s.ready) || judge::image_fault(s) || sandbox
         });
         let pull_out = pulling && pull >= o.pull_timeout;
-        if settled || pull_out || now + POLL >= until || interrupted(o) {
+        if settled || pull_out || now + POLL >= until {
             // Cut by the run's deadline before its own limit: the run timed out.
-            let cut = !settled && !pull_out && (deadline + pull < own || interrupted(o));
-            return Ok(Made {
-                states: by_role(m, states),
-                cut,
-                pull,
-            });
+            let cut = !settled && !pull_out && deadline + pull < own;
+            return Ok(Look::Done((states, cut)));
         }
-        std::thread::sleep(POLL);
-    }
+        // Ended here only by the run's stop: cut.
+        Ok(Look::Pending((states, true)))
+    })?;
+    let (states, cut) = ended.map_or((Vec::new(), true), |((states, cut), how)| {
+        (states, cut || how != super::step::Ended::Done)
+    });
+    Ok(Made {
+        states: by_role(m, states),
+        cut,
+        pull,
+    })
 }
 
 fn by_role(m: &Matrix, states: Vec<PodState>) -> BTreeMap<Role, PodState> {

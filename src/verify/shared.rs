@@ -16,9 +16,11 @@
 
 use super::matrix::{NodeFacts, PlanError, RunError};
 use super::objects::{OWNER_LABEL, OWNER_VALUE, POLICY_NAME};
+use super::options::Options;
 use super::probe;
 use super::wedged;
 use crate::cluster::{Cluster, ClusterError};
+use crate::duration::{Look, NO_LIMIT, Pauses, Stop, Stopped, Wait, poll_quietly, poll_until};
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -34,11 +36,7 @@ const POLL: Duration = Duration::from_secs(1);
 /// How long a takeover waits for a killed run's pods: half the lease it just wrote, since the
 /// renewals start only once the turn is claimed.
 const TAKEOVER_WAIT: Duration = Duration::from_secs(LEASE.as_secs() / 2);
-/// How long a turn holds without a renewal: the longest a killed run blocks the next.
-pub const LEASE: Duration = Duration::from_secs(60);
-/// How often a live run renews its turn: four renewals a lease, so that one or two refused
-/// or slow calls do not lose it.
-pub const RENEW: Duration = Duration::from_secs(15);
+pub use super::options::{LEASE, REFUSALS_BEFORE_LOST, RENEW};
 /// A turn written without `expires` (by an older calicoctl-win) runs out this long after its
 /// creation: longer than any run and its clean-up, as a killed run's namespace (run.rs).
 const UNDATED_TURN_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;
@@ -58,6 +56,11 @@ pub struct Held {
     lost: AtomicBool,
     /// The uids of the pods this run made: a run that lost its turn deletes only those.
     made: std::sync::Mutex<Vec<String>>,
+    /// Requested when the renewals end (the turn given back, kept or lost, or the run's
+    /// stop): wakes their wait and cuts a renewal under way.
+    ending: Stop,
+    /// Why the renewals were refused until the turn would run out, once they were (`keep`).
+    refused: std::sync::Mutex<Option<String>>,
 }
 
 impl Held {
@@ -78,9 +81,19 @@ impl Held {
         drop(self.last());
     }
 
-    /// The version last written, with the renewals stopped for good: the lock is held, so a
-    /// renewal under way ends first and none follows.
+    /// Why the turn's renewals were refused until it would run out (the run was stopped for
+    /// it), if they were.
+    pub fn refused(&self) -> Option<String> {
+        self.refused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The version last written, with the renewals stopped for good: the renewals' wait is
+    /// ended (a renewal under way cut), then the lock taken, so that none follows.
     fn last(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        self.ending.request();
         let v = self.version.lock().unwrap_or_else(|e| e.into_inner());
         self.done.store(true, Ordering::SeqCst);
         v
@@ -110,8 +123,10 @@ fn turn(run: &str, expires_s: i64, version: Option<String>) -> ConfigMap {
     }
 }
 
-fn held(run: &str, written: &ConfigMap) -> Held {
+fn held(run: &str, written: &ConfigMap, stop: &Stop) -> Held {
     Held {
+        ending: stop.part(),
+        refused: std::sync::Mutex::new(None),
         run: run.to_owned(),
         uid: written.metadata.uid.clone().unwrap_or_default(),
         version: std::sync::Mutex::new(written.metadata.resource_version.clone()),
@@ -125,41 +140,101 @@ fn lease_s() -> i64 {
     i64::try_from(LEASE.as_secs()).unwrap_or(60)
 }
 
-/// Renews the turn every `RENEW` (for `LEASE` from the API server's time) until it is given
-/// back, kept or lost: run beside the run, on a thread of its own.
-pub fn keep(c: &Cluster, ns: &str, held: &Held) {
-    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
-    let mut next = Instant::now() + RENEW;
-    while !held.done.load(Ordering::SeqCst) {
-        if Instant::now() < next {
-            std::thread::sleep(Duration::from_millis(200));
-            continue;
+/// Renews the turn every `every` (`RENEW`; for `LEASE` from the API server's time) until it is given
+/// back, kept or lost: run beside the run, on a thread of its own. Renewals refused (or
+/// unanswered) `REFUSALS_BEFORE_LOST` times in a row would let the turn run out under
+/// the living run, and another run take it over and delete its pods: the run is stopped then
+/// (`run`), and `Held::refused` says why.
+pub fn keep(
+    c: &Cluster,
+    ns: &str,
+    held: &Held,
+    (run, every): (&Stop, Duration),
+    say: &mut dyn FnMut(&str),
+) {
+    let what = format!("the run's end, renewing its turn in {ns} every 15 s");
+    let (mut first, mut refused) = (true, 0_u32);
+    let look = || -> Result<Look<(), ()>, Stopped> {
+        // The turn was just written: the first renewal is one `RENEW` later.
+        if std::mem::take(&mut first) {
+            return Ok(Look::Pending(()));
         }
-        next = Instant::now() + RENEW;
-        let now = probe::server_now(c).ok().flatten();
-        let expires = now.unwrap_or_else(crate::duration::now) + lease_s();
-        let mut version = held.version.lock().unwrap_or_else(|e| e.into_inner());
-        if held.done.load(Ordering::SeqCst) {
-            return;
-        }
-        let out = turn(&held.run, expires, version.clone());
-        let what = format!("configmaps/{TURN}");
-        match c.call(
-            "update",
-            &what,
-            api.replace(TURN, &PostParams::default(), &out),
-        ) {
-            Ok(w) => *version = w.metadata.resource_version,
-            // Taken over, or deleted: another run's turn now, never taken back.
-            Err(ClusterError::Api {
-                code: 409 | 404, ..
-            }) => {
-                held.lost.store(true, Ordering::SeqCst);
-                held.done.store(true, Ordering::SeqCst);
+        match renew(c, ns, held) {
+            Ok(true) => refused = 0,
+            Ok(false) => return Ok(Look::Done(())),
+            Err(_) if held.ending.requested() => return Err(Stopped),
+            Err(e) => {
+                refused += 1;
+                if refused >= REFUSALS_BEFORE_LOST {
+                    let why = format!("{e} ({})", e.hint());
+                    *held.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+                    run.request();
+                    return Ok(Look::Done(()));
+                }
             }
-            // Tried again at the next renewal, within the lease.
-            Err(_) => {}
         }
+        Ok(Look::Pending(()))
+    };
+    let wait = Wait {
+        what: &what,
+        timeout: NO_LIMIT,
+        pauses: Pauses::every(every),
+        stop: &held.ending,
+        say,
+    };
+    let _ = poll_until(wait, look, |()| Ok::<(), Stopped>(()));
+}
+
+/// The turn's first renewal, before any pod is made: proves that the run may renew it (the
+/// identity's `update` on it, which `fleet rbac --identity verify` grants), so that a run
+/// that could not keep its turn refuses before it runs. Refused, the turn is given back
+/// (nothing of the run's is in the namespace yet) and the error says so.
+pub fn prove(c: &Cluster, ns: &str, held: &Held) -> Result<(), RunError> {
+    let Err(e) = renew(c, ns, held) else {
+        return Ok(());
+    };
+    let fate = match release(c, ns, held, Instant::now() + RENEW) {
+        Ok(_) => "nothing was run: the turn was given back".to_owned(),
+        Err(r) => format!(
+            "nothing was run; giving the turn back failed too ({r}): it runs out within a minute"
+        ),
+    };
+    Err(RunError::Plan(PlanError::LeaseLost {
+        lease: format!("configmaps/{TURN} in namespace {ns}"),
+        cause: format!("{e} ({})", e.hint()),
+        fate,
+    }))
+}
+
+/// One renewal of the turn, by the API server's time (none without it: the lease runs on to
+/// the next), its calls cut when the renewals end: whether the turn is still this run's
+/// (taken over, or deleted: another run's now, never taken back).
+pub fn renew(c: &Cluster, ns: &str, held: &Held) -> Result<bool, ClusterError> {
+    let Some(now) = probe::server_date(c, Some((&held.ending, RENEW)))? else {
+        return Ok(true);
+    };
+    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
+    let mut version = held.version.lock().unwrap_or_else(|e| e.into_inner());
+    if held.done.load(Ordering::SeqCst) {
+        return Ok(true);
+    }
+    let out = turn(&held.run, now + lease_s(), version.clone());
+    let what = format!("configmaps/{TURN}");
+    let pp = PostParams::default();
+    let asked = ("update", what.as_str());
+    match c.call_unless(&held.ending, RENEW, asked, api.replace(TURN, &pp, &out)) {
+        Ok(w) => {
+            *version = w.metadata.resource_version;
+            Ok(true)
+        }
+        Err(ClusterError::Api {
+            code: 409 | 404, ..
+        }) => {
+            held.lost.store(true, Ordering::SeqCst);
+            held.done.store(true, Ordering::SeqCst);
+            Ok(false)
+        }
+        Err(e) => Err(e),
     }
 }
 
@@ -177,68 +252,130 @@ pub fn expiry(cm: &ConfigMap, leftover_age_s: i64) -> Option<i64> {
     }
 }
 
-/// Takes the namespace's turn for `LEASE` (`keep` renews it), waiting (within `deadline`)
-/// while another run holds it; a turn that ran out is taken over and its run's objects
-/// deleted.
+/// Takes the namespace's turn for `LEASE` (`keep` renews it), waiting (within `deadline`,
+/// a look every `POLL`, ended by the run's stop) while another run holds it; a turn that ran
+/// out is taken over and its run's objects deleted. Waited out (or stopped), the last
+/// refusal (409) is the error.
 pub fn claim(
     c: &Cluster,
     (ns, run): (&str, &str),
     deadline: Instant,
-    interrupted: &AtomicBool,
+    o: &Options,
 ) -> Result<Claimed, RunError> {
+    let what = format!("the turn in {ns} (configmaps/{TURN}) that another run holds");
+    let mut last: Option<ClusterError> = None;
+    let started = Instant::now();
+    let look = || -> Result<Look<Claimed, ()>, Claiming> {
+        match try_claim(c, (ns, run), deadline, &o.stop)? {
+            Ok(claimed) => Ok(Look::Done(claimed)),
+            Err(refused) => {
+                last = Some(refused);
+                Ok(Look::Pending(()))
+            }
+        }
+    };
+    let wait = Wait {
+        what: &what,
+        timeout: super::step::last_look(deadline).saturating_duration_since(started),
+        pauses: Pauses::every(POLL),
+        stop: &o.stop,
+        say: &mut |l| o.said.say(l),
+    };
+    let ended = poll_until(wait, look, |()| Err(Claiming::WaitedOut));
+    match ended {
+        Ok(claimed) => Ok(claimed),
+        Err(Claiming::Run(e)) => Err(e),
+        Err(Claiming::WaitedOut | Claiming::Stopped) => Err(last
+            .unwrap_or_else(|| ClusterError::Timeout {
+                server: c.server.clone(),
+                what: format!("claim the turn in {ns}: stopped before it was asked"),
+                after: started.elapsed(),
+            })
+            .into()),
+    }
+}
+
+/// How a wait for the turn ended, other than with it.
+enum Claiming {
+    Run(RunError),
+    WaitedOut,
+    Stopped,
+}
+
+impl From<Stopped> for Claiming {
+    fn from(_: Stopped) -> Self {
+        Self::Stopped
+    }
+}
+
+impl From<RunError> for Claiming {
+    fn from(e: RunError) -> Self {
+        Self::Run(e)
+    }
+}
+
+impl From<ClusterError> for Claiming {
+    fn from(e: ClusterError) -> Self {
+        Self::Run(e.into())
+    }
+}
+
+/// One try at the turn: taken (made, or taken over from a killed run, whose objects are
+/// deleted), or the refusal while another run holds it.
+fn try_claim(
+    c: &Cluster,
+    (ns, run): (&str, &str),
+    deadline: Instant,
+    stop: &Stop,
+) -> Result<Result<Claimed, ClusterError>, RunError> {
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
     let what = format!("configmaps/{TURN}");
     let pp = PostParams::default();
-    loop {
-        let now = probe::server_now(c)?;
-        let expires = now.unwrap_or_else(crate::duration::now) + lease_s();
-        let refused = match c.call("create", &what, api.create(&pp, &turn(run, expires, None))) {
-            Ok(made) => {
-                return Ok(Claimed {
-                    held: held(run, &made),
-                    swept: Vec::new(),
-                });
-            }
-            Err(e @ ClusterError::Api { code: 409, .. }) => e,
-            Err(e) => return Err(e.into()),
-        };
-        // Run out by the API server's clock (none is taken over without its `Date`).
-        if let Some(now) = now
-            && let Some(current) = c.call_opt("get", &what, api.get(TURN))?
-            && expiry(&current, UNDATED_TURN_AGE_S).is_some_and(|t| now > t)
-        {
-            let version = current.metadata.resource_version.clone();
-            match c.call(
-                "update",
-                &what,
-                api.replace(TURN, &pp, &turn(run, expires, version)),
-            ) {
-                Ok(taken) => {
-                    let killed = current.data.and_then(|d| d.get("run").cloned());
-                    let held = held(run, &taken);
-                    // The killed run's objects go before this run makes its own, of the same
-                    // names; a failure hands the turn on for the next run.
-                    let until = takeover_until(Instant::now(), deadline);
-                    if let Err(e) = sweep_killed(c, ns, until) {
-                        let _ = hand_on(c, ns, &held);
-                        return Err(e);
-                    }
-                    let name = killed.as_deref().unwrap_or(TURN);
-                    return Ok(Claimed {
-                        held,
-                        swept: vec![format!("{ns}/{name}")],
-                    });
+    let now = probe::server_now(c)?;
+    let expires = now.unwrap_or_else(crate::duration::now) + lease_s();
+    let refused = match c.call("create", &what, api.create(&pp, &turn(run, expires, None))) {
+        Ok(made) => {
+            return Ok(Ok(Claimed {
+                held: held(run, &made, stop),
+                swept: Vec::new(),
+            }));
+        }
+        Err(e @ ClusterError::Api { code: 409, .. }) => e,
+        Err(e) => return Err(e.into()),
+    };
+    // Run out by the API server's clock (none is taken over without its `Date`).
+    if let Some(now) = now
+        && let Some(current) = c.call_opt("get", &what, api.get(TURN))?
+        && expiry(&current, UNDATED_TURN_AGE_S).is_some_and(|t| now > t)
+    {
+        let version = current.metadata.resource_version.clone();
+        match c.call(
+            "update",
+            &what,
+            api.replace(TURN, &pp, &turn(run, expires, version)),
+        ) {
+            Ok(taken) => {
+                let killed = current.data.and_then(|d| d.get("run").cloned());
+                let held = held(run, &taken, stop);
+                // The killed run's objects go before this run makes its own, of the same
+                // names; a failure hands the turn on for the next run.
+                let until = takeover_until(Instant::now(), deadline);
+                if let Err(e) = sweep_killed(c, ns, until) {
+                    let _ = hand_on(c, ns, &held, Instant::now() + RENEW);
+                    return Err(e);
                 }
-                // Another run took it over first: its turn now.
-                Err(ClusterError::Api { code: 409, .. }) => {}
-                Err(e) => return Err(e.into()),
+                let name = killed.as_deref().unwrap_or(TURN);
+                return Ok(Ok(Claimed {
+                    held,
+                    swept: vec![format!("{ns}/{name}")],
+                }));
             }
+            // Another run took it over first: its turn now.
+            Err(ClusterError::Api { code: 409, .. }) => {}
+            Err(e) => return Err(e.into()),
         }
-        if Instant::now() + POLL >= deadline || interrupted.load(Ordering::SeqCst) {
-            return Err(refused.into());
-        }
-        std::thread::sleep(POLL);
     }
+    Ok(Err(refused))
 }
 
 /// When a takeover's clean-up of a killed run's objects, begun `now`, must end: within half
@@ -277,12 +414,12 @@ fn sweep_killed(c: &Cluster, ns: &str, until: Instant) -> Result<(), RunError> {
 /// Deletes the run's objects, waits (until `until`) for its pods to be gone, then gives the
 /// turn back; pods not gone by then, it hands the turn on as run out. Whether the pods went.
 pub fn release(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bool, ClusterError> {
-    if held.lost() || !still_ours(c, ns, held)? {
+    if held.lost() || !still_ours(c, ns, held, until)? {
         held.lost.store(true, Ordering::SeqCst);
-        return release_lost(c, ns, held);
+        return release_lost(c, ns, held, until);
     }
     if !remove_objects(c, ns, until)?.is_empty() {
-        hand_on(c, ns, held)?;
+        hand_on(c, ns, held, until)?;
         return Ok(false);
     }
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
@@ -294,11 +431,8 @@ pub fn release(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<boo
         }),
         ..Default::default()
     };
-    match c.call_opt(
-        "delete",
-        &format!("configmaps/{TURN}"),
-        api.delete(TURN, &dp),
-    ) {
+    let what = format!("configmaps/{TURN}");
+    match c.call_opt_by(until, ("delete", &what), api.delete(TURN, &dp)) {
         // Taken over meanwhile (this run outlived its turn): the other run's now.
         Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(true),
         Err(e) => Err(e),
@@ -307,61 +441,66 @@ pub fn release(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<boo
 
 /// Whether the turn is still the one this run last wrote (its resourceVersion): another
 /// run's takeover, or a delete, is seen before anything is deleted by name.
-fn still_ours(c: &Cluster, ns: &str, held: &Held) -> Result<bool, ClusterError> {
+fn still_ours(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bool, ClusterError> {
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
     let version = held
         .version
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .clone();
-    let current = c.call_opt("get", &format!("configmaps/{TURN}"), api.get(TURN))?;
+    let what = format!("configmaps/{TURN}");
+    let current = c.call_opt_by(until, ("get", &what), api.get(TURN))?;
     Ok(current.is_some_and(|t| t.metadata.resource_version == version))
 }
 
 /// A run that lost its turn deletes only the pods it made, by their uids: the Service, the
 /// policy, the events and the turn are the new holder's (same names), and stay.
-fn release_lost(c: &Cluster, ns: &str, held: &Held) -> Result<bool, ClusterError> {
+fn release_lost(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bool, ClusterError> {
     held.stop();
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
     let made = held.made.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
-    let listed = c.call("list", "pods", pods.list(&lp))?.items;
+    let listed = c.call_by(until, ("list", "pods"), pods.list(&lp))?.items;
     for p in listed
         .iter()
         .filter(|p| p.metadata.uid.as_ref().is_some_and(|u| made.contains(u)))
     {
         let name = p.metadata.name.clone().unwrap_or_default();
         let dp = probe::only(p.metadata.uid.as_deref());
-        gone(c.call_opt("delete", &format!("pods/{name}"), pods.delete(&name, &dp)))?;
+        let what = format!("pods/{name}");
+        gone(c.call_opt_by(until, ("delete", &what), pods.delete(&name, &dp)))?;
     }
     Ok(false)
 }
 
 /// The turn written as run out, while it is still this run's: the next run takes it over
 /// at once and deletes what is left.
-fn hand_on(c: &Cluster, ns: &str, held: &Held) -> Result<(), ClusterError> {
-    hold_until(c, ns, held, 0)
+fn hand_on(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<(), ClusterError> {
+    hold_until(c, ns, held, 0, until)
 }
 
 /// What the run made kept (`--keep-on-failure`): the turn held for `for_s` more seconds,
 /// then the next run takes it over and deletes them.
 pub fn keep_for(c: &Cluster, ns: &str, held: &Held, for_s: i64) -> Result<(), ClusterError> {
     let now = probe::server_now(c)?.unwrap_or_else(crate::duration::now);
-    hold_until(c, ns, held, now + for_s)
+    hold_until(c, ns, held, now + for_s, Instant::now() + RENEW)
 }
 
 /// The turn's last write, while it is still this run's: `expires` at `until_s`, no renewal
 /// after it.
-fn hold_until(c: &Cluster, ns: &str, held: &Held, until_s: i64) -> Result<(), ClusterError> {
+fn hold_until(
+    c: &Cluster,
+    ns: &str,
+    held: &Held,
+    until_s: i64,
+    until: Instant,
+) -> Result<(), ClusterError> {
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
     let version = held.last();
     let out = turn(&held.run, until_s, version.clone());
     let what = format!("configmaps/{TURN}");
-    match c.call_opt(
-        "update",
-        &what,
-        api.replace(TURN, &PostParams::default(), &out),
-    ) {
+    let pp = PostParams::default();
+    match c.call_opt_by(until, ("update", &what), api.replace(TURN, &pp, &out)) {
         Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(()),
         Err(e) => Err(e),
     }
@@ -372,7 +511,7 @@ fn hold_until(c: &Cluster, ns: &str, held: &Held, until_s: i64) -> Result<(), Cl
 fn remove_objects(c: &Cluster, ns: &str, until: Instant) -> Result<Vec<Pod>, ClusterError> {
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
     let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
-    let listed = c.call("list", "pods", pods.list(&lp))?.items;
+    let listed = c.call_by(until, ("list", "pods"), pods.list(&lp))?.items;
     let uids: Vec<String> = listed
         .iter()
         .filter_map(|p| p.metadata.uid.clone())
@@ -380,22 +519,20 @@ fn remove_objects(c: &Cluster, ns: &str, until: Instant) -> Result<Vec<Pod>, Clu
     for p in &listed {
         let name = p.metadata.name.clone().unwrap_or_default();
         let dp = probe::only(p.metadata.uid.as_deref());
-        gone(c.call_opt("delete", &format!("pods/{name}"), pods.delete(&name, &dp)))?;
+        let what = format!("pods/{name}");
+        gone(c.call_opt_by(until, ("delete", &what), pods.delete(&name, &dp)))?;
     }
     let dp = DeleteParams::default();
     let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
     let what = format!("services/{}", super::dial::SERVICE_NAME);
-    c.call_opt(
-        "delete",
-        &what,
-        services.delete(super::dial::SERVICE_NAME, &dp),
-    )?;
+    let service = services.delete(super::dial::SERVICE_NAME, &dp);
+    c.call_opt_by(until, ("delete", &what), service)?;
     let policies: Api<NetworkPolicy> = Api::namespaced(c.client.clone(), ns);
     let what = format!("networkpolicies/{POLICY_NAME}");
-    c.call_opt("delete", &what, policies.delete(POLICY_NAME, &dp))?;
+    c.call_opt_by(until, ("delete", &what), policies.delete(POLICY_NAME, &dp))?;
     // The pods' events go too, matched by the pods' uids (probe.rs reads them so).
     let events: Api<Event> = Api::namespaced(c.client.clone(), ns);
-    let all = probe::events(c, ns)?;
+    let all = probe::events_by(c, ns, Some(until))?;
     let ours = |e: &Event| {
         e.involved_object
             .uid
@@ -405,11 +542,8 @@ fn remove_objects(c: &Cluster, ns: &str, until: Instant) -> Result<Vec<Pod>, Clu
     for e in all.iter().filter(|e| ours(e)) {
         let name = e.metadata.name.clone().unwrap_or_default();
         let dp = probe::only(e.metadata.uid.as_deref());
-        gone(c.call_opt(
-            "delete",
-            &format!("events/{name}"),
-            events.delete(&name, &dp),
-        ))?;
+        let what = format!("events/{name}");
+        gone(c.call_opt_by(until, ("delete", &what), events.delete(&name, &dp)))?;
     }
     // The next run makes pods of the same names: the turn is given back once they are gone.
     pods_left(c, ns, until)
@@ -419,13 +553,29 @@ fn remove_objects(c: &Cluster, ns: &str, until: Instant) -> Result<Vec<Pod>, Clu
 fn pods_left(c: &Cluster, ns: &str, until: Instant) -> Result<Vec<Pod>, ClusterError> {
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
     let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
-    loop {
-        let left = c.call("list", "pods", pods.list(&lp))?.items;
-        if left.is_empty() || Instant::now() + POLL >= until {
-            return Ok(left);
-        }
-        std::thread::sleep(POLL);
-    }
+    // Quietly, and not cut by the stop: a stopped run's clean-up comes after it.
+    // The last look, at `until`, has no time left: the pods seen before are those left.
+    let mut seen: Option<Vec<Pod>> = None;
+    poll_quietly(
+        super::step::last_look(until),
+        Pauses::every(POLL),
+        || {
+            let left = match c.call_by(until, ("list", "pods"), pods.list(&lp)) {
+                Ok(l) => l.items,
+                Err(ClusterError::Timeout { .. }) if seen.is_some() => {
+                    return Ok(Look::Pending(seen.clone().unwrap_or_default()));
+                }
+                Err(e) => return Err(e),
+            };
+            seen = Some(left.clone());
+            Ok(if left.is_empty() {
+                Look::Done(left)
+            } else {
+                Look::Pending(left)
+            })
+        },
+        Ok,
+    )
 }
 
 /// A delete's answer: gone already (404) or no longer the object listed (409) is fine.

@@ -9,8 +9,8 @@ use super::options::Options;
 use super::probe;
 use super::settle::Ledger;
 use crate::cluster::{Cluster, ClusterError};
+use crate::duration::{Look, Pauses, Stopped, Wait, poll_until};
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// How often a wait looks again.
@@ -18,12 +18,75 @@ pub const POLL: Duration = Duration::from_secs(1);
 
 /// Whether Ctrl-C or a termination signal stopped the run.
 pub fn interrupted(o: &Options) -> bool {
-    o.interrupted.load(Ordering::SeqCst)
+    o.stop.requested()
 }
 
 /// Milliseconds, for the report.
 pub fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// How a wait of the run ended (`poll`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    Done,
+    TimedOut,
+    Stopped,
+}
+
+/// A wait's look failed, or the run's stop ended it.
+enum Polled {
+    Cluster(ClusterError),
+    Stopped,
+}
+
+impl From<Stopped> for Polled {
+    fn from(_: Stopped) -> Self {
+        Self::Stopped
+    }
+}
+
+/// The run's one wait loop (`duration::poll_until`): looks until `look` is done, `until` (a
+/// look every `POLL`, none begun less than a `POLL` before `until`: `last_look`) or the run's
+/// stop, saying what it waits for (`Options::said`). The last look's value and how the wait
+/// ended; `None` when the stop came before any look.
+pub fn poll<T: Clone>(
+    o: &Options,
+    what: &str,
+    until: Instant,
+    mut look: impl FnMut() -> Result<Look<T, T>, ClusterError>,
+) -> Result<Option<(T, Ended)>, ClusterError> {
+    let mut last: Option<T> = None;
+    let wait = Wait {
+        what,
+        timeout: last_look(until).saturating_duration_since(Instant::now()),
+        pauses: Pauses::every(POLL),
+        stop: &o.stop,
+        say: &mut |l| o.said.say(l),
+    };
+    let ended = poll_until(
+        wait,
+        || match look() {
+            Ok(Look::Done(v)) => Ok(Look::Done((v, Ended::Done))),
+            Ok(Look::Pending(p) | Look::Again(p, _)) => {
+                last = Some(p.clone());
+                Ok(Look::Pending(p))
+            }
+            Err(e) => Err(Polled::Cluster(e)),
+        },
+        |p| Ok((p, Ended::TimedOut)),
+    );
+    match ended {
+        Ok(v) => Ok(Some(v)),
+        Err(Polled::Cluster(e)) => Err(e),
+        Err(Polled::Stopped) => Ok(last.map(|p| (p, Ended::Stopped))),
+    }
+}
+
+/// When a wait that must end by `until` looks for the last time: a `POLL` before it, so that
+/// the look (a call of its own) fits, as the waits' pace always had it.
+pub fn last_look(until: Instant) -> Instant {
+    until.checked_sub(POLL).unwrap_or(until)
 }
 
 /// A check's outcome, the client the API server lost, the dials made and the policy's delay.
@@ -71,28 +134,33 @@ impl Step<'_> {
         }
         let until = self.window(self.o.settle);
         let mut attempts = 0;
-        loop {
+        let name = Role::Server.pod_name();
+        let what = format!("the API server to reach pod {name} (its /healthz)");
+        let ended = poll(self.o, &what, until, || {
             attempts += 1;
-            let name = Role::Server.pod_name();
-            let why = match probe::healthz(self.c, self.ns, name, self.o.dial_within)? {
-                Ok(()) => return Ok((Outcome::Pass, None, attempts, None)),
-                Err(why) => why,
-            };
-            if Instant::now() + POLL >= until || interrupted(self.o) {
-                // The API server reaches the Linux client but not the Windows server: the
-                // path between the OSes (the overlay), not the control plane's.
-                let linux = self.state(Role::Linux);
-                let to_linux = judge::usable(&linux)
-                    && probe::healthz(self.c, self.ns, &linux.name, self.o.dial_within)?.is_ok();
-                let outcome = if to_linux {
-                    judge::no_overlay_to(&server, &linux, &why)
-                } else {
-                    judge::no_proxy(&server, &why)
-                };
-                return Ok((outcome, None, attempts, None));
-            }
-            std::thread::sleep(POLL);
-        }
+            Ok(
+                match probe::healthz(self.c, self.ns, name, self.o.dial_within)? {
+                    Ok(()) => Look::Done(String::new()),
+                    Err(why) => Look::Pending(why),
+                },
+            )
+        })?;
+        let why = match ended {
+            Some((_, Ended::Done)) => return Ok((Outcome::Pass, None, attempts, None)),
+            Some((why, _)) => why,
+            None => "stopped before it was asked".to_owned(),
+        };
+        // The API server reaches the Linux client but not the Windows server: the path
+        // between the OSes (the overlay), not the control plane's.
+        let linux = self.state(Role::Linux);
+        let to_linux = judge::usable(&linux)
+            && probe::healthz(self.c, self.ns, &linux.name, self.o.dial_within)?.is_ok();
+        let outcome = if to_linux {
+            judge::no_overlay_to(&server, &linux, &why)
+        } else {
+            judge::no_proxy(&server, &why)
+        };
+        Ok((outcome, None, attempts, None))
     }
 
     /// Why the check's client or target pod cannot be used, as the check that says so.
@@ -134,16 +202,21 @@ impl Step<'_> {
         };
         let until = self.window(self.o.settle);
         let mut attempts = 0;
-        let a = loop {
+        let what = format!("{} to answer {}", check.id.word(), from.pod_name());
+        let ended = poll(self.o, &what, until, || {
             attempts += 1;
             let a = probe::ask(self.c, &d, self.o.dial_within)?;
-            if dial::reached(&a, d.expect.as_deref())
-                || Instant::now() + POLL >= until
-                || interrupted(self.o)
-            {
-                break a;
-            }
-            std::thread::sleep(POLL);
+            Ok(if dial::reached(&a, d.expect.as_deref()) {
+                Look::Done(a)
+            } else {
+                Look::Pending(a)
+            })
+        })?;
+        let Some((a, _)) = ended else {
+            // Stopped before the first dial: no verdict (the run was interrupted).
+            self.cut.set(true);
+            let by = CheckId::PodAddress;
+            return Ok((Outcome::Blocked { by }, None, 0, None));
         };
         let lost = matches!(a, Answer::NoProxy(_)).then_some(from);
         let what = describe(&check.to, self.addresses);
@@ -166,7 +239,8 @@ impl Step<'_> {
         let start = Instant::now();
         let until = self.window(self.o.policy_wait);
         let mut attempts = 0;
-        let change = loop {
+        let what = format!("{} (the client's dials to change)", check.id.word());
+        let ended = poll(self.o, &what, until, || {
             attempts += 1;
             let sent = ms(start.elapsed());
             let a = probe::ask(self.c, &d, self.o.dial_within)?;
@@ -175,19 +249,28 @@ impl Step<'_> {
             } else {
                 dial::reached(&a, d.expect.as_deref())
             };
-            if changed {
-                break Change::Within { ms: sent };
-            }
-            if Instant::now() + POLL >= until || interrupted(self.o) {
-                if self.deadline < start + self.o.policy_wait || interrupted(self.o) {
+            Ok(if changed {
+                Look::Done((sent, a))
+            } else {
+                Look::Pending((sent, a))
+            })
+        })?;
+        let change = match ended {
+            Some(((sent, _), Ended::Done)) => Change::Within { ms: sent },
+            Some(((_, last), ended)) => {
+                if self.deadline < start + self.o.policy_wait || ended == Ended::Stopped {
                     self.cut.set(true);
                 }
-                break Change::Never {
+                Change::Never {
                     waited_ms: ms(start.elapsed()),
-                    last: a,
-                };
+                    last,
+                }
             }
-            std::thread::sleep(POLL);
+            None => {
+                self.cut.set(true);
+                let by = CheckId::PodAddress;
+                return Ok((Outcome::Blocked { by }, None, 0, None));
+            }
         };
         let delay = match change {
             Change::Within { ms } => Some(ms),

@@ -20,6 +20,7 @@ mod preflight;
 mod real_clusters;
 mod rights;
 mod verify;
+mod verify_bounds;
 mod verify_events;
 mod verify_gates;
 mod verify_guards;

@@ -67,7 +67,9 @@ pub(crate) fn options(timeout_s: u64) -> Options {
         // at once unless a test says otherwise.
         settle: Duration::from_secs(2),
         dial_within: Duration::from_secs(10),
-        interrupted: Default::default(),
+        renew: calicoctl_win::verify::shared::RENEW,
+        stop: calicoctl_win::duration::Stop::new(),
+        said: Default::default(),
     }
 }
 
@@ -387,8 +389,7 @@ fn a_server_the_kubelet_never_reaches_is_the_firewall_only() {
 fn an_interrupted_run_stops_and_deletes_what_it_made() {
     let (api, dir) = cluster();
     let o = options(120);
-    o.interrupted
-        .store(true, std::sync::atomic::Ordering::SeqCst);
+    o.stop.request();
     let r = verify(&api, &dir, &o);
     assert!(r.interrupted && !r.passed && !r.timed_out, "{r:#?}");
     assert!(r.cleaned_up);

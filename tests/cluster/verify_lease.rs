@@ -103,7 +103,7 @@ fn the_runs_namespace_carries_a_lease_renewed_under_its_resource_version() {
         (first - (server_now + 60)).abs() <= 5,
         "{first} {server_now}"
     );
-    let held = lease::Held::new(read);
+    let held = lease::Held::new(read, &calicoctl_win::duration::Stop::new());
     // An administrator labels it: the lease as written stays, the renewal goes on.
     let mut labelled = api.get(path).expect("there");
     labelled["metadata"]["labels"]["team"] = json!("net");
@@ -135,8 +135,8 @@ fn the_runs_namespace_carries_a_lease_renewed_under_its_resource_version() {
 #[test]
 fn a_refused_configmap_deletes_the_runs_namespace_at_once_and_says_so() {
     let (api, dir) = cluster();
-    // Writes: the namespace, then the run's ConfigMap: refused.
-    api.fail_write_at(2);
+    // Writes: the namespace, its lease's first renewal, then the run's ConfigMap: refused.
+    api.fail_write_at(3);
     let c = connect(&api, &dir);
     let err = run(&c, &options(120)).unwrap_err().to_string();
     assert!(

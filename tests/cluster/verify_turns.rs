@@ -111,7 +111,7 @@ fn a_turn_taken_over_meanwhile_is_not_given_back_by_the_run_that_lost_it() {
     api.lock().dataplane.never_ready = true;
     let c = connect(&api, &dir);
     let o = in_namespace();
-    let stop = o.interrupted.clone();
+    let stop = o.stop.clone();
     let running = std::thread::spawn(move || run(&c, &o).expect("run"));
     let made = || {
         api.lock()
@@ -130,7 +130,7 @@ fn a_turn_taken_over_meanwhile_is_not_given_back_by_the_run_that_lost_it() {
     turn["data"]["run"] = json!("other");
     turn["metadata"]["resourceVersion"] = json!("9999");
     api.put(TURN, turn);
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    stop.request();
     let r = running.join().expect("joins");
     assert!(r.interrupted, "{r:#?}");
     let kept = api.get(TURN).expect("the other run's turn is kept");
@@ -189,7 +189,7 @@ fn a_run_killed_outright_holds_the_turn_for_its_lease_only() {
 fn pods_while_running(api: &FakeApi, dir: &tempfile::TempDir, o: Options) -> Vec<(Value, Value)> {
     api.lock().dataplane.never_ready = true;
     let c = connect(api, dir);
-    let stop = o.interrupted.clone();
+    let stop = o.stop.clone();
     let running = std::thread::spawn(move || run(&c, &o).expect("run"));
     let servers = || {
         let st = api.lock();
@@ -213,7 +213,7 @@ fn pods_while_running(api: &FakeApi, dir: &tempfile::TempDir, o: Options) -> Vec
         std::thread::sleep(Duration::from_millis(50));
     }
     let found = servers();
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    stop.request();
     running.join().expect("joins");
     assert!(!found.is_empty(), "the run made its pods");
     found
@@ -297,7 +297,7 @@ fn a_run_that_lost_its_turn_deletes_only_its_own_pods() {
     api.lock().dataplane.never_ready = true;
     let c = connect(&api, &dir);
     let o = in_namespace();
-    let stop = o.interrupted.clone();
+    let stop = o.stop.clone();
     let running = std::thread::spawn(move || run(&c, &o).expect("run"));
     let server = format!("/api/v1/namespaces/{NS}/pods/server");
     let local = format!("/api/v1/namespaces/{NS}/pods/client-local");
@@ -317,7 +317,7 @@ fn a_run_that_lost_its_turn_deletes_only_its_own_pods() {
     let mut theirs = api.get(&server).expect("server");
     theirs["metadata"]["uid"] = json!("uid-theirs");
     api.put(&server, theirs);
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    stop.request();
     let r = running.join().expect("joins");
     assert!(
         r.clean_up_error

@@ -46,6 +46,18 @@ pub struct State {
     /// How far the API server's clock is from this host's, in seconds: its `Date` and the
     /// `creationTimestamp` it gives (clock skew between the two).
     pub clock_offset_s: i64,
+    /// Answers without a `Date` header. Go's net/http adds one to every response unless the
+    /// handler suppresses it (its `ResponseWriter.Header` documentation: "To suppress
+    /// automatic response headers (such as "Date"), set their value to nil"), and a proxy in
+    /// front of the API server may drop it: a client must not count on it.
+    pub no_date: bool,
+    /// Every request held, not applied, while this is set: a server (or its etcd) so slow
+    /// that a client's calls run into their own bounds. Once it is cleared, each one held is
+    /// answered 503 and not applied (`FakeApi::hold_write_at`'s end), so that a request the
+    /// client gave up on changes nothing later.
+    pub stalled: bool,
+    /// How many requests came while the server stalled.
+    pub stalled_held: usize,
     /// Objects another client deletes and makes again (a new uid and resourceVersion, created
     /// now) just before this client's next delete or update of them arrives: a race between
     /// two clients.
@@ -235,6 +247,9 @@ impl FakeApi {
             strict_validation: true,
             forbidden: Vec::new(),
             clock_offset_s: 0,
+            no_date: false,
+            stalled: false,
+            stalled_held: 0,
             made_again_before_write: BTreeSet::new(),
             status_written_before_patch: BTreeSet::new(),
             requests: Vec::new(),
@@ -280,8 +295,16 @@ impl FakeApi {
                     let service = hyper::service::service_fn(move |req| {
                         let st = st.clone();
                         async move {
-                            let offset = st.lock().expect("fake api state").clock_offset_s;
-                            let mut r = serve::handle(req, &st).await;
+                            let stalled = || st.lock().expect("fake api state").stalled;
+                            let mut r = if stalled() {
+                                st.lock().expect("fake api state").stalled_held += 1;
+                                while stalled() {
+                                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                                }
+                                serve::unavailable()
+                            } else {
+                                serve::handle(req, &st).await
+                            };
                             // A relay to a real pod endpoint, once the state is let go.
                             if let Some(relay) = r.extensions_mut().remove::<diags::Relay>() {
                                 r = diags::relay(relay).await;
@@ -289,15 +312,23 @@ impl FakeApi {
                             if let Some(serve::Delay(d)) = r.extensions().get::<serve::Delay>() {
                                 tokio::time::sleep(*d).await;
                             }
+                            let (offset, no_date) = {
+                                let s = st.lock().expect("fake api state");
+                                (s.clock_offset_s, s.no_date)
+                            };
                             // kube-apiserver's answers carry its clock (Go's net/http sets
-                            // `Date` on every response, RFC 9110 IMF-fixdate).
-                            if let Some(date) = serve::http_date(offset) {
+                            // `Date` on every response, RFC 9110 IMF-fixdate), unless a test
+                            // says it has none (`no_date`).
+                            if let Some(date) = serve::http_date(offset).filter(|_| !no_date) {
                                 r.headers_mut().insert("date", date);
                             }
                             Ok::<_, hyper::Error>(r)
                         }
                     });
+                    // hyper adds a `Date` of its own unless told not to: the handler sets it
+                    // (or, `no_date`, leaves it out).
                     let _ = hyper::server::conn::http1::Builder::new()
+                        .auto_date_header(false)
                         .serve_connection(TokioIo::new(tls), service)
                         .await;
                 });

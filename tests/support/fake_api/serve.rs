@@ -1213,6 +1213,16 @@ fn replace(st: &mut State, t: &Target, mut body: Value) -> Reply {
         );
     }
     body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+    // An update keeps the object's uid when the body has none, and its creationTimestamp
+    // always (kubernetes `staging/src/k8s.io/apiserver/pkg/registry/rest/update.go`,
+    // `BeforeUpdate`: "Use the existing UID if none is provided", "ignore changes to
+    // timestamp").
+    if body["metadata"]["uid"].is_null() {
+        body["metadata"]["uid"] = current["metadata"]["uid"].clone();
+    }
+    if !current["metadata"]["creationTimestamp"].is_null() {
+        body["metadata"]["creationTimestamp"] = current["metadata"]["creationTimestamp"].clone();
+    }
     bump(&mut body);
     st.objects.insert(path, body.clone());
     respond(StatusCode::OK, &body)
@@ -1460,6 +1470,16 @@ fn now_secs() -> i64 {
 }
 
 /// RFC 3339 time `offset` seconds from now.
+/// The answer to a request held while the server stalled (`State::stalled`): a server going
+/// away, nothing applied.
+pub fn unavailable() -> Reply {
+    status(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "ServiceUnavailable",
+        "the server is shutting down",
+    )
+}
+
 /// How long an answer is held before it is sent (a pod's lookup that hangs).
 #[derive(Clone, Copy)]
 pub struct Delay(pub std::time::Duration);

@@ -1,0 +1,262 @@
+//! `verify`'s lease and clean-up under a cluster that refuses or stalls: a renewal refused
+//! before any pod refuses the run, renewals refused until the lease would run out stop it
+//! with a finding, a namespace kept after a cluster error is marked so no sweep takes it,
+//! an API server without `Date` gets no lease (its namespace judged by its age), and a run
+//! stopped while the server answers slowly returns within the 5 s a HostProcess container's
+//! process is left, saying what it left for the next run.
+
+use super::verify::{cluster, options};
+use crate::support::fake_api::FakeApi;
+use calicoctl_win::cluster::Cluster;
+use calicoctl_win::verify::lease::{self, EXPIRES, KEPT};
+use calicoctl_win::verify::matrix::{PlanError, RunError};
+use calicoctl_win::verify::run::run;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+fn connect(api: &FakeApi, dir: &tempfile::TempDir) -> Cluster {
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    Cluster::connect(
+        std::slice::from_ref(&kubeconfig),
+        &Default::default(),
+        false,
+    )
+    .expect("connect")
+}
+
+/// The run's namespaces on the fake, by path.
+fn our_namespaces(api: &FakeApi) -> Vec<String> {
+    api.lock()
+        .objects
+        .keys()
+        .filter(|k| k.starts_with("/api/v1/namespaces/calicoctl-win-verify-"))
+        .filter(|k| k.matches('/').count() == 4)
+        .cloned()
+        .collect()
+}
+
+/// Waits (up to a minute) until the fake holds the server pod of the run's namespace.
+fn until_pods_made(api: &FakeApi) {
+    for _ in 0..1200 {
+        let made = api.lock().objects.keys().any(|k| {
+            k.contains("/namespaces/calicoctl-win-verify-") && k.ends_with("/pods/server")
+        });
+        if made {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the run made no server pod");
+}
+
+/// An identity that may not update namespaces cannot renew the run's lease: the run refuses
+/// before any pod (its first renewal), deletes the namespace it just made and says why.
+#[test]
+fn a_refused_first_renewal_refuses_the_run_before_any_pod() {
+    let (api, dir) = cluster();
+    api.forbid("update", "namespaces");
+    let c = connect(&api, &dir);
+    let err = run(&c, &options(120)).expect_err("refused");
+    let RunError::Plan(PlanError::LeaseLost { lease, cause, fate }) = &err else {
+        panic!("{err:?}");
+    };
+    assert!(
+        lease.starts_with("namespace calicoctl-win-verify-"),
+        "{lease}"
+    );
+    assert!(cause.contains("403"), "{cause}");
+    assert!(fate.contains("deleted at once"), "{fate}");
+    assert!(
+        !api.requests()
+            .iter()
+            .any(|(m, p)| m == "POST" && p.ends_with("/pods")),
+        "no pod made"
+    );
+    assert!(
+        our_namespaces(&api).is_empty(),
+        "{:?}",
+        our_namespaces(&api)
+    );
+}
+
+/// Renewals refused after the first (the right taken away mid-run) until the lease would run
+/// out: the run is stopped, deletes what it made and ends with the finding, instead of
+/// running on while another run's sweep may delete its namespace.
+#[test]
+fn renewals_refused_until_the_lease_would_run_out_stop_the_run_with_a_finding() {
+    let (api, dir) = cluster();
+    // The server never gets Ready: the run waits for it, renewing meanwhile.
+    api.lock().dataplane.never_ready = true;
+    let c = connect(&api, &dir);
+    let mut o = options(120);
+    o.renew = Duration::from_millis(100);
+    o.pods_wait = Duration::from_secs(50);
+    let running = std::thread::spawn(move || run(&c, &o));
+    until_pods_made(&api);
+    api.forbid("update", "namespaces");
+    let err = running.join().expect("join").expect_err("stopped");
+    let RunError::Plan(PlanError::LeaseLost { cause, fate, .. }) = &err else {
+        panic!("{err:?}");
+    };
+    assert!(cause.contains("403"), "{cause}");
+    assert!(fate.contains("deleted what it made"), "{fate}");
+    assert!(
+        our_namespaces(&api).is_empty(),
+        "{:?}",
+        our_namespaces(&api)
+    );
+}
+
+/// `--keep-on-failure` after a cluster error mid-run (the policy refused): the namespace is
+/// kept and marked so; the next run's sweep leaves it though its lease ran out long ago.
+#[test]
+fn a_namespace_kept_after_a_cluster_error_is_marked_and_no_sweep_takes_it() {
+    let (api, dir) = cluster();
+    api.forbid("create", "networkpolicies");
+    let c = connect(&api, &dir);
+    let mut o = options(120);
+    o.keep_on_failure = true;
+    let err = run(&c, &o).expect_err("the policy refused");
+    assert!(err.to_string().contains("networkpolicies"), "{err}");
+    let kept = our_namespaces(&api);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let mut ns = api.get(&kept[0]).expect("kept");
+    assert!(
+        ns["metadata"]["annotations"][KEPT]
+            .as_str()
+            .is_some_and(|w| w.contains("networkpolicies")),
+        "{ns}"
+    );
+    // An hour later: its lease long run out, and older than any run.
+    let hour_ago = jiff::Timestamp::now().as_second() - 3600;
+    let at = jiff::Timestamp::from_second(hour_ago)
+        .expect("time")
+        .to_string();
+    ns["metadata"]["annotations"][EXPIRES] = json!(at);
+    ns["metadata"]["creationTimestamp"] = json!(at);
+    api.put(&kept[0], ns);
+    api.lock().forbidden.clear();
+    let mut again = options(120);
+    again.suffix = "t2".into();
+    let r = run(&c, &again).expect("run");
+    assert!(r.passed, "{:#?}", r.checks);
+    assert!(r.leftovers_removed.is_empty(), "{r:#?}");
+    assert!(api.get(&kept[0]).is_some(), "kept");
+}
+
+/// An API server that sends no `Date` (after another server of the same process sent one):
+/// the run writes no lease (never this host's clock, nor another server's offset), so its
+/// namespace is judged by its age: a sweep deletes it once it is older than any run.
+#[test]
+fn without_a_date_no_lease_is_written_and_the_namespace_is_judged_by_its_age() {
+    let (other, other_dir) = cluster();
+    other.lock().clock_offset_s = -86_400;
+    assert!(lease::server_time(&connect(&other, &other_dir)).is_some());
+    let (api, dir) = cluster();
+    api.lock().no_date = true;
+    api.forbid("create", "networkpolicies");
+    let c = connect(&api, &dir);
+    assert_eq!(lease::server_time(&c), None);
+    let mut o = options(120);
+    o.keep_on_failure = true;
+    run(&c, &o).expect_err("the policy refused");
+    let kept = our_namespaces(&api);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let mut ns = api.get(&kept[0]).expect("kept");
+    assert!(ns["metadata"]["annotations"][EXPIRES].is_null(), "{ns}");
+    // Its run killed (no mark), 31 minutes after its creation, and the server's Date back:
+    // the next run's sweep judges it by its age.
+    ns["metadata"]["annotations"] = json!({});
+    let old = jiff::Timestamp::now().as_second() - 31 * 60;
+    ns["metadata"]["creationTimestamp"] =
+        json!(jiff::Timestamp::from_second(old).expect("time").to_string());
+    api.put(&kept[0], ns);
+    {
+        let mut st = api.lock();
+        st.no_date = false;
+        st.forbidden.clear();
+    }
+    let mut again = options(120);
+    again.suffix = "t2".into();
+    let r = run(&c, &again).expect("run");
+    let name = kept[0].rsplit('/').next().expect("name");
+    assert_eq!(r.leftovers_removed, [name], "{r:#?}");
+}
+
+/// A run stopped (the fleet's scheduled run: its container's stop) while the API server
+/// answers slowly: the call in flight is cut, the clean-up's calls share its bound, and the
+/// run returns within the 5 s hcsshim leaves the process (`host::stop`), saying what it left;
+/// the next run's sweep removes it once its lease, no longer renewed, has run out.
+#[test]
+fn a_stopped_run_against_a_slow_server_returns_within_the_bound_and_says_what_it_left() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.never_ready = true;
+    let c = connect(&api, &dir);
+    let o = options(120);
+    let stop = o.stop.clone();
+    let running = std::thread::spawn(move || run(&c, &o));
+    until_pods_made(&api);
+    api.lock().stalled = true;
+    // The stop comes while a call of the run is held: it is cut, not waited out.
+    for _ in 0..200 {
+        if api.lock().stalled_held > 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(api.lock().stalled_held > 0, "a call in flight");
+    let stopped = Instant::now();
+    stop.request();
+    let r = running.join().expect("join").expect("report");
+    let took = stopped.elapsed();
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert!(r.interrupted && !r.cleaned_up, "{r:#?}");
+    let left = r.clean_up_error.clone().unwrap_or_default();
+    assert!(
+        left.contains(&r.namespace) && left.contains("the next verify run deletes it"),
+        "{left}"
+    );
+    // The server answers again; the lease, no longer renewed, has run out.
+    api.lock().stalled = false;
+    let path = format!("/api/v1/namespaces/{}", r.namespace);
+    let mut ns = api.get(&path).expect("left");
+    ns["metadata"]["annotations"][EXPIRES] = json!("2000-01-01T00:00:00Z");
+    api.put(&path, ns);
+    let c = connect(&api, &dir);
+    let mut again = options(120);
+    again.suffix = "t2".into();
+    api.lock().dataplane.never_ready = false;
+    let next = run(&c, &again).expect("run");
+    assert_eq!(next.leftovers_removed, [r.namespace], "{next:#?}");
+}
+
+/// In a namespace given, an identity that may not update the turn cannot renew it: the run
+/// refuses before any pod (the turn's first renewal) and gives the turn back.
+#[test]
+fn a_turn_whose_first_renewal_is_refused_is_given_back_before_any_pod() {
+    let (api, dir) = cluster();
+    let ns = "calicoctl-win-verify";
+    api.put(
+        &format!("/api/v1/namespaces/{ns}"),
+        crate::support::fake_api::meta("v1", "Namespace", ns, None),
+    );
+    api.forbid("update", "configmaps");
+    let c = connect(&api, &dir);
+    let mut o = options(120);
+    o.namespace = Some(ns.into());
+    let err = run(&c, &o).expect_err("refused");
+    let RunError::Plan(PlanError::LeaseLost { lease, cause, fate }) = &err else {
+        panic!("{err:?}");
+    };
+    assert!(lease.contains("calicoctl-win-verify-run"), "{lease}");
+    assert!(cause.contains("403"), "{cause}");
+    assert!(fate.contains("the turn was given back"), "{fate}");
+    assert!(
+        !api.requests()
+            .iter()
+            .any(|(m, p)| m == "POST" && p.ends_with("/pods")),
+        "no pod made"
+    );
+    let turn = format!("/api/v1/namespaces/{ns}/configmaps/calicoctl-win-verify-run");
+    assert!(api.get(&turn).is_none(), "given back");
+}
