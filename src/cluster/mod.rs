@@ -12,6 +12,7 @@ pub mod diags_rights;
 pub mod drain;
 pub mod error;
 pub mod etcd;
+mod eviction;
 pub mod facts;
 pub mod fix;
 pub mod fleet_traffic;

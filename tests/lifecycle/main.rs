@@ -6,6 +6,7 @@ mod support;
 
 mod api_group;
 mod documents;
+mod drain_namespace;
 mod endpoint_kinds;
 mod host_defaults;
 mod hostile;

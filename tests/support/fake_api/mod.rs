@@ -65,8 +65,10 @@ pub struct State {
     pub token_controller: bool,
     /// Pods whose eviction a PodDisruptionBudget refuses (429), by `namespace/name`.
     pub eviction_blocked: BTreeSet<String>,
-    /// The Retry-After of such a refusal: 10 s as kube-apiserver sends; shorter only where a
-    /// test runs kubectl, whose client-go waits it out ten times before kubectl sees the 429.
+    /// How a budget refuses them, as kube-apiserver's eviction REST
+    /// (`pkg/registry/core/pod/storage/eviction.go`): 0, `checkAndDecrement` with no disruption
+    /// allowed (`NewTooManyRequests(..., 0)`: no Retry-After); N > 0, `createTooManyRequestsError`
+    /// for a budget the controller has not processed yet (Retry-After N, 10 there).
     pub pdb_retry_after: u64,
     /// The body of every eviction request, in order.
     pub evictions: Vec<Value>,
@@ -241,7 +243,7 @@ impl FakeApi {
             max_token_seconds: None,
             token_controller: true,
             eviction_blocked: BTreeSet::new(),
-            pdb_retry_after: 10,
+            pdb_retry_after: 0,
             evictions: Vec::new(),
             eviction_times: Vec::new(),
             eviction_delay: std::time::Duration::ZERO,
