@@ -24,6 +24,7 @@ pub mod kubeconfig;
 pub mod node;
 pub mod node_control;
 pub mod operator;
+pub mod operator_namespace;
 pub mod pods;
 pub mod proxy;
 pub mod read;

@@ -16,6 +16,7 @@ mod logs;
 mod metrics;
 mod metrics_diags;
 mod migrate;
+mod migrate_operator_namespace;
 mod migrate_stranded;
 mod migrate_walk;
 mod network_identity;

@@ -606,6 +606,24 @@ impl FakeApi {
             "/api/v1/namespaces/tigera-operator/configmaps/kubernetes-services-endpoint",
             endpoint,
         );
+        // The operator's Deployment as Calico's manifest makes it (projectcalico/calico v3.32.1
+        // `manifests/tigera-operator.yaml`: name and label `tigera-operator`, namespace
+        // `tigera-operator`; the Helm chart puts it in the release's namespace).
+        let mut deployment = meta(
+            "apps/v1",
+            "Deployment",
+            "tigera-operator",
+            Some("tigera-operator"),
+        );
+        deployment["metadata"]["labels"] = json!({"k8s-app": "tigera-operator"});
+        deployment["spec"] = json!({"selector": {"matchLabels": {"name": "tigera-operator"}},
+            "template": {"metadata": {"labels": {"name": "tigera-operator", "k8s-app": "tigera-operator"}},
+                "spec": {"containers": [{"name": "tigera-operator", "image": "quay.io/tigera/operator",
+                    "env": [{"name": "OPERATOR_NAME", "value": "tigera-operator"}]}]}}});
+        self.put(
+            "/apis/apps/v1/namespaces/tigera-operator/deployments/tigera-operator",
+            deployment,
+        );
         self.put(&format!("{crd}/ippools/default-ipv4-ippool"), calico("IPPool", "default-ipv4-ippool", json!({"cidr": "10.244.0.0/16", "blockSize": 26, "ipipMode": "Never", "vxlanMode": "Always", "natOutgoing": true})));
         self.put(
             &format!("{crd}/ipamconfigs/default"),

@@ -41,6 +41,7 @@ static RESOURCES: &[Resource] = &[
     r("v1", "events", "Event", true),
     r("v1", "serviceaccounts", "ServiceAccount", true),
     r("apps/v1", "daemonsets", "DaemonSet", true),
+    r("apps/v1", "deployments", "Deployment", true),
     r(
         "policy/v1",
         "poddisruptionbudgets",
