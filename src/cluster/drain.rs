@@ -11,7 +11,7 @@ use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
 use serde::Serialize;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How to drain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -305,77 +305,6 @@ pub fn eviction_body(pod: &PodRef, grace_period: Option<u32>) -> serde_json::Val
         body["deleteOptions"] = serde_json::json!({ "gracePeriodSeconds": g });
     }
     body
-}
-
-/// Evicts `pods` (at most `opts.concurrency` requests at once; refusals retried) and waits
-/// until they are gone, with those found leaving with their namespace, within `opts.timeout`;
-/// a stop ends either wait at once. Returns how many were evicted.
-pub fn evict_and_wait(
-    c: &Cluster,
-    node: &str,
-    pods: Vec<PodRef>,
-    opts: &DrainOptions,
-    watch: &mut Watch<'_>,
-) -> Result<usize, DrainError> {
-    let deadline = Instant::now() + opts.timeout;
-    let done = super::eviction::evict_all(c, node, pods, opts, watch)?;
-    let left = deadline.saturating_duration_since(Instant::now());
-    wait_gone(c, node, &done, opts, (left, watch))?;
-    Ok(done.evicted.len())
-}
-
-/// The drain's timeout, with what was evicted before it.
-fn timed_out(node: &str, opts: &DrainOptions, detail: String, evicted: &[PodRef]) -> DrainError {
-    DrainError::Timeout {
-        node: node.to_owned(),
-        after: opts.timeout,
-        detail,
-        evicted: evicted.to_vec(),
-    }
-}
-
-/// Waits until the evicted pods, and those leaving with their namespace, are gone from the
-/// node, for what is `left` of the drain's timeout. Evicted pods terminate in their own time;
-/// a pod of the same name with another uid is a successor elsewhere, not the one evicted.
-fn wait_gone(
-    c: &Cluster,
-    node: &str,
-    done: &super::eviction::Evictions,
-    opts: &DrainOptions,
-    (left, watch): (Duration, &mut Watch<'_>),
-) -> Result<(), DrainError> {
-    let evicted = &done.evicted[..];
-    let look = || -> Result<Look<(), String>, DrainError> {
-        let now: Vec<PodRef> = pods_on(c, node)?.iter().map(pod_ref).collect();
-        let left: Vec<String> = evicted
-            .iter()
-            .chain(&done.leaving)
-            .filter(|p| now.iter().any(|n| n.uid == p.uid && n.name == p.name))
-            .map(ToString::to_string)
-            .collect();
-        Ok(if left.is_empty() {
-            Look::Done(())
-        } else {
-            Look::Pending(left.join(", "))
-        })
-    };
-    let count = evicted.len() + done.leaving.len();
-    let what = format!("the {count} evicted pod(s) to leave node {node}");
-    let wait = Wait {
-        what: &what,
-        timeout: left,
-        pauses: Pauses {
-            first: Duration::from_millis(50),
-            most: Duration::from_secs(1),
-        },
-        stop: watch.stop,
-        say: &mut *watch.say,
-    };
-    poll_until(wait, look, |left| {
-        let detail = format!("pods still terminating: {left}");
-        Err(timed_out(node, opts, detail, evicted))
-    })
-    .map_err(|e| e.stopped_at(node, evicted))
 }
 
 /// Why the node is not Ready, or `None` when it is.
