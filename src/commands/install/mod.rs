@@ -186,11 +186,11 @@ fn install(
         legacy: std::mem::take(&mut c.legacy),
         start: !args.no_start,
         wait_timeout: args.wait_timeout,
+        renewal: with_earlier_uids(renewal.clone(), c.previous.as_ref()),
         previous: c.previous.take(),
         journal: journal.as_ref(),
         restart: plan::install::Restart::All,
         expect_vsid: None,
-        renewal: renewal.clone(),
         config_hash: Some(c.config_hash.clone()),
         uplink: c.uplink.adapter.clone(),
     };
@@ -242,13 +242,6 @@ fn grant_then_hand_over(
 ) -> anyhow::Result<(bool, Vec<apply::Action>, Option<Grant>)> {
     let mut actions = actions.to_vec();
     let planned = inputs.renewal.as_ref().map(|g| g.uids.clone());
-    // What an earlier install recorded of the same grant: its objects, not ones made since.
-    let earlier = inputs.previous.as_ref().and_then(|p| p.renewal.clone());
-    if let (Some(g), Some(e)) = (inputs.renewal.as_mut(), earlier)
-        && (&g.namespace, &g.name) == (&e.namespace, &e.name)
-    {
-        g.uids = e.uids;
-    }
     let renewal = inputs.renewal.clone();
     let (granted, uids) = grant(ctx, cluster, renewal.as_ref(), node_name)?;
     let then = record_uids(host, inputs, &mut actions, (planned, uids))
@@ -260,6 +253,19 @@ fn grant_then_hand_over(
         return Err(e);
     }
     Ok((granted, actions, inputs.renewal.take()))
+}
+
+/// The grant with the uids an earlier install recorded of it: its objects, not ones made
+/// again since (`renewal::ensure` keeps them), and the record they are in unchanged. (Called
+/// in `Inputs` before `previous` is taken from `Checked`: fields are evaluated in order.)
+fn with_earlier_uids(g: Option<Grant>, previous: Option<&record::InstallRecord>) -> Option<Grant> {
+    let mut g = g?;
+    if let Some(e) = previous.and_then(|p| p.renewal.as_ref())
+        && (&g.namespace, &g.name) == (&e.namespace, &e.name)
+    {
+        g.uids = e.uids.clone();
+    }
+    Some(g)
 }
 
 /// The plan made again with the grant's uids in the install record, when they are not the
