@@ -288,8 +288,12 @@ fn run(
         Action::RemoveDir { path } => _ = host.remove_empty_dir(path)?,
         Action::ProtectDir { path, .. } => protect_dir(host, path)?,
         Action::RestoreSecurity { path, sddl } => super::undo::restore_security(host, path, sddl)?,
-        Action::RemoveRenewalGrant { namespace, name } => {
-            warnings.extend(opts.cluster()?.remove_grant(namespace, name)?);
+        Action::RemoveRenewalGrant {
+            namespace,
+            name,
+            uids,
+        } => {
+            warnings.extend(opts.cluster()?.remove_grant(namespace, name, uids)?);
         }
         // The rest change or wait for the cluster (`Action::in_cluster`).
         _ => cluster_step(action, opts, watch)?,

@@ -271,6 +271,12 @@ pub enum Action {
     RemoveRenewalGrant {
         namespace: String,
         name: String,
+        /// The uids install recorded (`renewal::Grant::uids`): only those objects go.
+        #[serde(
+            default,
+            skip_serializing_if = "crate::cluster::renewal::GrantUids::is_empty"
+        )]
+        uids: crate::cluster::renewal::GrantUids,
     },
     /// The node no longer says calicoctl-win runs Calico there: its `calicoctl-win/*`
     /// annotations removed and `CalicoWindowsReady` False, for the reason `left` says
@@ -487,7 +493,9 @@ fn operator_text(action: &Action) -> String {
             "wait up to {} for the operator to render its {DAEMONSET} DaemonSet for node {node} (TigeraStatus calico not Degraded)",
             crate::duration::show(*timeout)
         ),
-        Action::RemoveRenewalGrant { namespace, name } => format!(
+        Action::RemoveRenewalGrant {
+            namespace, name, ..
+        } => format!(
             "delete Role and RoleBinding {name} in {namespace} (CalicoNode's grant to renew calico-node's token)"
         ),
         Action::ForgetNode { node, left } => format!(

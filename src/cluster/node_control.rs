@@ -3,9 +3,10 @@
 //! renewal.rs and node.rs. Passed in from the top, so that `apply` needs no client.
 
 use super::drain::{
-    DrainOptions, PodRef, Watch, evict_and_wait, is_cordoned, networked_daemons, pod_ref, pods_on,
-    select, set_cordoned, wait_ready,
+    DrainOptions, PodRef, Watch, is_cordoned, networked_daemons, pod_ref, pods_on, select,
+    set_cordoned, wait_ready,
 };
+use super::eviction::evict_and_wait;
 use super::token::renewal;
 use super::{Cluster, node, operator};
 use std::time::Duration;
@@ -63,8 +64,14 @@ pub trait NodeControl {
     /// Waits until the operator rendered its Windows DaemonSet for the node
     /// (`operator::wait_daemonset`).
     fn wait_operator_daemonset(&self, node: &str, timeout: Duration) -> anyhow::Result<()>;
-    /// Deletes the node's token-renewal Role and RoleBinding when they are ours; what stays.
-    fn remove_grant(&self, namespace: &str, name: &str) -> anyhow::Result<Vec<String>>;
+    /// Deletes the node's token-renewal Role and RoleBinding when they are ours (and the ones
+    /// `uids` names, when it names them); what stays.
+    fn remove_grant(
+        &self,
+        namespace: &str,
+        name: &str,
+        uids: &renewal::GrantUids,
+    ) -> anyhow::Result<Vec<String>>;
     /// Removes calicoctl-win's annotations and says why it left the node (`left`).
     fn forget_node(&self, node: &str, left: node::Left) -> anyhow::Result<()>;
 }
@@ -168,11 +175,17 @@ impl NodeControl for Cluster {
         Ok(operator::wait_daemonset(self, node, timeout)?)
     }
 
-    fn remove_grant(&self, namespace: &str, name: &str) -> anyhow::Result<Vec<String>> {
+    fn remove_grant(
+        &self,
+        namespace: &str,
+        name: &str,
+        uids: &renewal::GrantUids,
+    ) -> anyhow::Result<Vec<String>> {
         let g = renewal::Grant {
             namespace: namespace.to_owned(),
             name: name.to_owned(),
             service_account: String::new(),
+            uids: uids.clone(),
         };
         Ok(renewal::remove(self, &g)?)
     }

@@ -163,7 +163,7 @@ impl crate::error::Diagnose for OperatorError {
             Self::DaemonSetTimeout { .. } => crate::error::Diagnosis::new(
                 crate::error::Exit::Timeout,
                 crate::error::Kind::OperatorPodTimeout,
-                "see 'kubectl get tigerastatus -o yaml' and the operator's log ('kubectl -n tigera-operator logs deploy/tigera-operator'); migrate put the Installation back and changed nothing on the node: run it again once the operator renders Windows",
+                "see 'kubectl get tigerastatus -o yaml' and the operator's log ('kubectl logs deploy/tigera-operator' in its namespace: 'kubectl get deploy -A -l k8s-app=tigera-operator'); migrate put the Installation back and changed nothing on the node: run it again once the operator renders Windows",
             ),
             Self::PodTimeout { node, .. } => crate::error::Diagnosis::new(
                 crate::error::Exit::Timeout,
@@ -225,19 +225,22 @@ pub fn wait_pod(
 /// which its Windows controller reads before it validates (tigera/operator release-v1.44
 /// `windows_controller.go`: `utils.GetK8sServiceEndPoint`, `PopulateK8sServiceEndPoint`).
 pub const SERVICES_ENDPOINT: &str = "kubernetes-services-endpoint";
-pub const OPERATOR_NAMESPACE: &str = "tigera-operator";
 
 /// The ConfigMap's `KUBERNETES_SERVICE_HOST` and `KUBERNETES_SERVICE_PORT`, each if set.
 pub type ServicesEndpoint = (Option<String>, Option<String>);
 
-/// `KUBERNETES_SERVICE_HOST` and `_PORT` of the operator's `tigera-operator/
-/// kubernetes-services-endpoint` ConfigMap (`plan::operator_readiness`); `None` without one.
-pub fn services_endpoint(c: &Cluster) -> Result<Option<ServicesEndpoint>, ClusterError> {
+/// `KUBERNETES_SERVICE_HOST` and `_PORT` of the operator's `kubernetes-services-endpoint`
+/// ConfigMap in its namespace (`operator_namespace::locate`; `plan::operator_readiness`);
+/// `None` without one.
+pub fn services_endpoint(
+    c: &Cluster,
+    namespace: &str,
+) -> Result<Option<ServicesEndpoint>, ClusterError> {
     let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
-        Api::namespaced(c.client.clone(), OPERATOR_NAMESPACE);
+        Api::namespaced(c.client.clone(), namespace);
     let map = c.call_opt(
         "get",
-        &format!("configmaps/{SERVICES_ENDPOINT} in {OPERATOR_NAMESPACE}"),
+        &format!("configmaps/{SERVICES_ENDPOINT} in {namespace}"),
         maps.get(SERVICES_ENDPOINT),
     )?;
     Ok(map.map(|m| {

@@ -297,6 +297,14 @@ pub const MIGRATE_EXTRA: &[Right] = &[
     ),
     r(
         Scope::Cluster,
+        "apps",
+        "deployments",
+        &["list"],
+        &[],
+        "migrate to-operator: where the operator runs (its Deployment, by its label k8s-app=tigera-operator)",
+    ),
+    r(
+        Scope::Cluster,
         "operator.tigera.io",
         "tigerastatuses",
         &["get"],

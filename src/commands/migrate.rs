@@ -176,10 +176,21 @@ fn operator_refusals(read: &Read, host: &dyn Host) -> anyhow::Result<Vec<migrate
         return Ok(out);
     };
     out.extend(degraded_refusal(read)?);
-    let endpoint = operator::services_endpoint(&read.cluster)?;
+    let namespace = match crate::cluster::operator_namespace::locate(&read.cluster)? {
+        Ok(ns) => ns,
+        Err(why) => {
+            out.push(migrate::Refusal {
+                code: "operator-not-found",
+                message: format!("cannot tell where the operator runs: {why}"),
+                fix: "install the operator as Calico's manifest or Helm chart does (its Deployment labelled k8s-app=tigera-operator, one in the cluster): 'kubectl get deploy -A -l k8s-app=tigera-operator'".into(),
+            });
+            return Ok(out);
+        }
+    };
+    let endpoint = operator::services_endpoint(&read.cluster, &namespace)?;
     out.extend(ready::windows_config(
         inst,
-        endpoint,
+        (&namespace, endpoint),
         &read.facts.server,
         &read.service_cidrs,
     ));
@@ -202,7 +213,7 @@ fn degraded_refusal(read: &Read) -> anyhow::Result<Option<migrate::Refusal>> {
         message: format!(
             "the operator does not render its Installation now ({why}), so it would not act on what migrate changes"
         ),
-        fix: "see 'kubectl get tigerastatus -o yaml' and the operator's log ('kubectl -n tigera-operator logs deploy/tigera-operator'), and migrate once TigeraStatus is Available".into(),
+        fix: "see 'kubectl get tigerastatus -o yaml' and the operator's log ('kubectl logs deploy/tigera-operator' in its namespace: 'kubectl get deploy -A -l k8s-app=tigera-operator'), and migrate once TigeraStatus is Available".into(),
     }))
 }
 

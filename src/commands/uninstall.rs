@@ -317,6 +317,7 @@ fn reached_steps(
                 .map(|g| apply::Action::RemoveRenewalGrant {
                     namespace: g.namespace.clone(),
                     name: g.name.clone(),
+                    uids: g.uids.clone(),
                 }),
         );
     match node {

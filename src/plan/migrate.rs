@@ -507,6 +507,7 @@ pub fn to_operator_after(
         actions.push(Action::RemoveRenewalGrant {
             namespace: g.namespace.clone(),
             name: g.name.clone(),
+            uids: g.uids.clone(),
         });
     }
     actions.push(Action::ForgetNode {

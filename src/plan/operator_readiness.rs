@@ -20,14 +20,15 @@ use crate::host::InterfaceAddress;
 use serde_json::Value;
 use std::net::Ipv4Addr;
 
-use crate::cluster::operator::{OPERATOR_NAMESPACE, SERVICES_ENDPOINT};
+use crate::cluster::operator::SERVICES_ENDPOINT;
 
 /// What the operator's validation of a Windows install would refuse, or `None`. `endpoint` is
-/// the ConfigMap's host and port (`None`: no ConfigMap); `server` is the API server's address
-/// as this node reaches it, and `service_cidrs` the config's: both for the fix.
+/// the ConfigMap's host and port in the operator's namespace (`None`: no ConfigMap); `server`
+/// is the API server's address as this node reaches it, and `service_cidrs` the config's: both
+/// for the fix.
 pub fn windows_config(
     inst: &Installation,
-    endpoint: Option<crate::cluster::operator::ServicesEndpoint>,
+    (namespace, endpoint): (&str, Option<crate::cluster::operator::ServicesEndpoint>),
     server: &str,
     service_cidrs: &[String],
 ) -> Option<Refusal> {
@@ -39,14 +40,14 @@ pub fn windows_config(
     let endpoint_missing = blank(&host) || blank(&port);
     if endpoint_missing {
         missing.push(match endpoint {
-            None => format!("the ConfigMap {OPERATOR_NAMESPACE}/{SERVICES_ENDPOINT} does not exist"),
+            None => format!("the ConfigMap {namespace}/{SERVICES_ENDPOINT} does not exist"),
             Some(_) => format!(
-                "the ConfigMap {OPERATOR_NAMESPACE}/{SERVICES_ENDPOINT} lacks KUBERNETES_SERVICE_HOST or KUBERNETES_SERVICE_PORT"
+                "the ConfigMap {namespace}/{SERVICES_ENDPOINT} lacks KUBERNETES_SERVICE_HOST or KUBERNETES_SERVICE_PORT"
             ),
         });
         let (h, p) = host_and_port(server);
         fixes.push(format!(
-            "kubectl -n {OPERATOR_NAMESPACE} create configmap {SERVICES_ENDPOINT} --from-literal=KUBERNETES_SERVICE_HOST={h} --from-literal=KUBERNETES_SERVICE_PORT={p} (the address Windows nodes reach the API server at, not its Service's)"
+            "kubectl -n {namespace} create configmap {SERVICES_ENDPOINT} --from-literal=KUBERNETES_SERVICE_HOST={h} --from-literal=KUBERNETES_SERVICE_PORT={p} (the address Windows nodes reach the API server at, not its Service's)"
         ));
     }
     let calico_cni = w.cni_type.as_deref().is_none_or(|t| t == "Calico");

@@ -21,7 +21,13 @@ fn a_windows_install_the_operator_would_refuse_is_named_with_each_fix() {
     let i = inst(
         json!({"calicoNetwork": {"ipPools": [{"cidr": "10.244.0.0/16", "encapsulation": "IPIP"}]}}),
     );
-    let r = windows_config(&i, None, SERVER, &["10.96.0.0/12".into()]).expect("refused");
+    let r = windows_config(
+        &i,
+        ("tigera-operator", None),
+        SERVER,
+        &["10.96.0.0/12".into()],
+    )
+    .expect("refused");
     assert_eq!(r.code, "operator-windows-invalid");
     assert!(
         r.message
@@ -50,15 +56,23 @@ fn a_valid_windows_install_passes() {
     let i = inst(json!({"serviceCIDRs": ["10.96.0.0/12"],
         "calicoNetwork": {"ipPools": [{"cidr": "10.244.0.0/16", "encapsulation": "VXLAN"}]}}));
     let endpoint = Some((Some("10.0.0.1".into()), Some("6443".into())));
-    assert_eq!(windows_config(&i, endpoint.clone(), SERVER, &[]), None);
+    assert_eq!(
+        windows_config(&i, ("tigera-operator", endpoint.clone()), SERVER, &[]),
+        None
+    );
     // A ConfigMap without the port is refused as the operator refuses it.
-    let r = windows_config(&i, Some((Some("10.0.0.1".into()), None)), SERVER, &[]);
+    let r = windows_config(
+        &i,
+        ("tigera-operator", Some((Some("10.0.0.1".into()), None))),
+        SERVER,
+        &[],
+    );
     assert!(r.is_some_and(|r| r.message.contains("lacks")));
     // The computed spec counts when the spec leaves the field to the operator.
     let computed = Installation::of(&json!({"spec": {},
         "status": {"computed": {"serviceCIDRs": ["10.96.0.0/12"],
             "calicoNetwork": {"ipPools": [{"cidr": "10.244.0.0/16", "encapsulation": "VXLANCrossSubnet"}]}}}}));
-    let r = windows_config(&computed, endpoint, SERVER, &[]).expect("refused");
+    let r = windows_config(&computed, ("tigera-operator", endpoint), SERVER, &[]).expect("refused");
     assert!(r.message.contains("VXLANCrossSubnet"), "{}", r.message);
     assert!(!r.message.contains("serviceCIDRs"), "{}", r.message);
 }

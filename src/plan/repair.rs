@@ -112,6 +112,7 @@ mod tests {
                         namespace: "default".into(),
                         name: n.into(),
                         uid: String::new(),
+                        deleting: false,
                     },
                     m,
                 )

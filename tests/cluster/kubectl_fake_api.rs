@@ -223,9 +223,6 @@ fn kubectl_drain_evicts_through_the_eviction_api_and_sees_429() {
     api.lock()
         .eviction_blocked
         .insert("default/web-2".to_owned());
-    // client-go waits out the Retry-After ten times before kubectl sees the 429: 1 s each
-    // instead of kube-apiserver's 10 keeps this test at seconds.
-    api.lock().pdb_retry_after = 1;
     let drain = |timeout: &str| {
         run(
             &bin,

@@ -6,6 +6,7 @@ mod support;
 
 mod api_group;
 mod documents;
+mod drain_namespace;
 mod endpoint_kinds;
 mod host_defaults;
 mod hostile;
@@ -16,6 +17,7 @@ mod metrics;
 mod metrics_diags;
 mod metrics_rule_names;
 mod migrate;
+mod migrate_operator_namespace;
 mod migrate_stranded;
 mod migrate_walk;
 mod network_identity;

@@ -439,6 +439,47 @@ fn uninstall_purge_leaves_a_grant_that_is_not_ours() {
     );
 }
 
+/// Install records the uids of the Role and RoleBinding it made; `uninstall --purge` deletes
+/// those only. A RoleBinding an administrator deleted and made again since, our label copied
+/// with the rest (`kubectl get -o yaml` then `kubectl apply`), has another uid and stays, said;
+/// the Role install made goes. A second install does not adopt the administrator's either.
+#[test]
+fn uninstall_purge_leaves_a_grant_made_again_since_install_with_our_label() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = Node::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{stderr}");
+    let path = format!("{RBAC}/rolebindings/{GRANT}");
+    let mut theirs = api.get(&path).expect("rolebinding");
+    let made = theirs["metadata"]["uid"].clone();
+    let mut found = Vec::new();
+    files_holding(&node.sim(), made.as_str().expect("uid"), &mut found);
+    assert!(
+        found.iter().any(|f| f.contains("calicoctl-win-install")),
+        "install recorded the RoleBinding's uid {made}: {found:?}"
+    );
+    theirs["metadata"]["uid"] = serde_json::json!("made-again-by-an-admin");
+    api.put(&path, theirs);
+    let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, doc, stderr) = node.run(&["uninstall", "--purge"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        api.get(&path).is_some(),
+        "the administrator's RoleBinding was deleted"
+    );
+    assert!(api.get(&format!("{RBAC}/roles/{GRANT}")).is_none());
+    assert!(
+        doc["warnings"]
+            .to_string()
+            .contains("it is not the one install made"),
+        "{doc}"
+    );
+}
+
 /// A node whose config-hash annotation names another install's config (reinstalled elsewhere
 /// under the same name, or a copied config) is not forgotten: its annotations stay, said.
 #[test]

@@ -230,9 +230,22 @@ fn invalid(st: &State, inst: &Value, enabled: bool) -> Option<String> {
             "installation spec.WindowsNodes is not valid and should not be provided when Calico for Windows is disabled".into()
         });
     }
-    let cm = st
+    // The operator reads the ConfigMap in its own namespace (tigera/operator v1.43.0
+    // `pkg/controller/utils/utils.go` `GetK8sServiceEndPoint`: `common.OperatorNamespace()`,
+    // its service account's namespace unless OPERATOR_NAMESPACE says another): its
+    // Deployment's here.
+    let ns = st
         .objects
-        .get("/api/v1/namespaces/tigera-operator/configmaps/kubernetes-services-endpoint");
+        .iter()
+        .find(|(p, d)| {
+            p.starts_with("/apis/apps/v1/")
+                && d["metadata"]["labels"]["k8s-app"] == "tigera-operator"
+        })
+        .and_then(|(_, d)| d["metadata"]["namespace"].as_str())
+        .unwrap_or("tigera-operator");
+    let cm = st.objects.get(&format!(
+        "/api/v1/namespaces/{ns}/configmaps/kubernetes-services-endpoint"
+    ));
     let has = |k: &str| {
         cm.and_then(|c| c["data"][k].as_str())
             .is_some_and(|v| !v.is_empty())

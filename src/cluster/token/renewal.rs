@@ -29,6 +29,27 @@ pub struct Grant {
     /// The name of both the Role and the RoleBinding.
     pub name: String,
     pub service_account: String,
+    /// The uids of the Role and RoleBinding install made (or found carrying our label), in
+    /// the install record: uninstall deletes those objects only. One deleted and made again
+    /// since (an administrator's, our label copied with the rest) has another uid and stays.
+    /// Empty in records written before they were kept: the label alone decides then.
+    #[serde(default, skip_serializing_if = "GrantUids::is_empty")]
+    pub uids: GrantUids,
+}
+
+/// The uids of a grant's Role and RoleBinding, each as install knew it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantUids {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binding: Option<String>,
+}
+
+impl GrantUids {
+    pub fn is_empty(&self) -> bool {
+        self.role.is_none() && self.binding.is_none()
+    }
 }
 
 impl Grant {
@@ -37,6 +58,7 @@ impl Grant {
             namespace: namespace.into(),
             name: format!("{NAME_PREFIX}{node}"),
             service_account: service_account.into(),
+            uids: GrantUids::default(),
         }
     }
 
@@ -108,46 +130,67 @@ fn node_owner(c: &Cluster, node: &str) -> Result<Option<OwnerReference>, Cluster
 }
 
 /// Creates the grant's Role and RoleBinding where they are missing; whether it created
-/// either (so a failed install removes only what it made).
-pub fn ensure(c: &Cluster, g: &Grant, node: &str) -> Result<bool, ClusterError> {
+/// either (so a failed install removes only what it made), and the uids for the install
+/// record: of one made here, else the one `g` had recorded (an earlier install's: one made
+/// again since by someone else is not adopted), else of the one there when it carries our
+/// label.
+pub fn ensure(c: &Cluster, g: &Grant, node: &str) -> Result<(bool, GrantUids), ClusterError> {
     let owner = node_owner(c, node)?;
     let roles: Api<Role> = Api::namespaced(c.client.clone(), &g.namespace);
     let bindings: Api<RoleBinding> = Api::namespaced(c.client.clone(), &g.namespace);
     let pp = PostParams::default();
-    let mut created = false;
     let what = |kind: &str| format!("{kind}/{} in {}", g.name, g.namespace);
-    if c.call_opt("get", &what("roles"), roles.get(&g.name))?
-        .is_none()
-    {
-        let role = g.role(owner.clone());
-        created |= created_or_there(c.call("create", &what("roles"), roles.create(&pp, &role)))?;
-    }
-    if c.call_opt("get", &what("rolebindings"), bindings.get(&g.name))?
-        .is_none()
-    {
-        let binding = g.binding(owner);
-        created |= created_or_there(c.call(
-            "create",
-            &what("rolebindings"),
-            bindings.create(&pp, &binding),
-        ))?;
-    }
-    Ok(created)
+    let (made_role, role) = match c.call_opt("get", &what("roles"), roles.get(&g.name))? {
+        Some(r) => (false, g.uids.role.clone().or_else(|| ours(&r.metadata))),
+        None => {
+            let role = g.role(owner.clone());
+            created_or_there(c.call("create", &what("roles"), roles.create(&pp, &role)))?
+        }
+    };
+    let (made_binding, binding) =
+        match c.call_opt("get", &what("rolebindings"), bindings.get(&g.name))? {
+            Some(b) => (false, g.uids.binding.clone().or_else(|| ours(&b.metadata))),
+            None => {
+                let binding = g.binding(owner);
+                created_or_there(c.call(
+                    "create",
+                    &what("rolebindings"),
+                    bindings.create(&pp, &binding),
+                ))?
+            }
+        };
+    Ok((made_role || made_binding, GrantUids { role, binding }))
 }
 
-/// A create that another run won (409) counts as there.
-fn created_or_there<T>(r: Result<T, ClusterError>) -> Result<bool, ClusterError> {
+/// The uid of an object when it carries our label.
+fn ours(meta: &ObjectMeta) -> Option<String> {
+    labelled_ours(meta).then(|| meta.uid.clone()).flatten()
+}
+
+fn labelled_ours(meta: &ObjectMeta) -> bool {
+    meta.labels
+        .as_ref()
+        .and_then(|l| l.get(MANAGED_BY.0))
+        .is_some_and(|v| v == MANAGED_BY.1)
+}
+
+/// A create's result: made (with the uid the server gave it), or another run won (409: there,
+/// not made here, its uid unknown to this run).
+fn created_or_there<T: kube::Resource>(
+    r: Result<T, ClusterError>,
+) -> Result<(bool, Option<String>), ClusterError> {
     match r {
-        Ok(_) => Ok(true),
-        Err(ClusterError::Api { code: 409, .. }) => Ok(false),
+        Ok(made) => Ok((true, made.meta().uid.clone())),
+        Err(ClusterError::Api { code: 409, .. }) => Ok((false, None)),
         Err(e) => Err(e),
     }
 }
 
 /// Deletes the grant's RoleBinding and Role when they are calicoctl-win's (they carry the
-/// managed-by label `ensure` gives them), each with the uid read as a precondition, so that one
-/// made again by someone else between the read and the delete stays (409: kube-apiserver's
-/// `Store.Delete` checks `preconditions.uid`). Gone already is fine. What it left, said.
+/// managed-by label `ensure` gives them, and the uid install recorded when it recorded one),
+/// each with the uid read as a precondition, so that one made again by someone else between
+/// the read and the delete stays (409: kube-apiserver's `Store.Delete` checks
+/// `preconditions.uid`). Gone already is fine. What it left, said.
 pub fn remove(c: &Cluster, g: &Grant) -> Result<Vec<String>, ClusterError> {
     let roles: Api<Role> = Api::namespaced(c.client.clone(), &g.namespace);
     let bindings: Api<RoleBinding> = Api::namespaced(c.client.clone(), &g.namespace);
@@ -155,39 +198,39 @@ pub fn remove(c: &Cluster, g: &Grant) -> Result<Vec<String>, ClusterError> {
     let what = |kind: &str| format!("{kind}/{} in {}", g.name, g.namespace);
     let binding = c.call_opt("get", &what("rolebindings"), bindings.get(&g.name))?;
     if let Some(b) = binding {
-        left.extend(delete_if_ours(
-            c,
-            &bindings,
-            &b.metadata,
-            &what("rolebindings"),
-        )?);
+        let at = (&b.metadata, g.uids.binding.as_deref());
+        left.extend(delete_if_ours(c, &bindings, at, &what("rolebindings"))?);
     }
     if let Some(r) = c.call_opt("get", &what("roles"), roles.get(&g.name))? {
-        left.extend(delete_if_ours(c, &roles, &r.metadata, &what("roles"))?);
+        let at = (&r.metadata, g.uids.role.as_deref());
+        left.extend(delete_if_ours(c, &roles, at, &what("roles"))?);
     }
     Ok(left)
 }
 
-/// Deletes the object `meta` describes when it carries our managed-by label, on its uid; else
-/// what was left and why.
+/// Deletes the object `meta` describes when it carries our managed-by label and is the one
+/// install recorded (`recorded`, when it recorded one), on its uid; else what was left and why.
 fn delete_if_ours<K>(
     c: &Cluster,
     api: &Api<K>,
-    meta: &ObjectMeta,
+    (meta, recorded): (&ObjectMeta, Option<&str>),
     what: &str,
 ) -> Result<Option<String>, ClusterError>
 where
     K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    let ours = meta
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(MANAGED_BY.0))
-        .is_some_and(|v| v == MANAGED_BY.1);
-    if !ours {
+    if !labelled_ours(meta) {
         return Ok(Some(format!(
             "{what} stays: it does not carry the label {}={}, so it is not the one calicoctl-win made",
             MANAGED_BY.0, MANAGED_BY.1
+        )));
+    }
+    if let Some(uid) = recorded
+        && meta.uid.as_deref() != Some(uid)
+    {
+        return Ok(Some(format!(
+            "{what} stays: it is not the one install made (uid {uid}); it was made again since, by someone else (remove it with 'kubectl -n {} delete' if it is not wanted)",
+            meta.namespace.as_deref().unwrap_or_default()
         )));
     }
     let dp = DeleteParams {

@@ -176,7 +176,7 @@ fn install(
     )?;
 
     // The plan.
-    let inputs = Inputs {
+    let mut inputs = Inputs {
         config,
         files,
         extra_owned,
@@ -186,11 +186,11 @@ fn install(
         legacy: std::mem::take(&mut c.legacy),
         start: !args.no_start,
         wait_timeout: args.wait_timeout,
+        renewal: with_earlier_uids(renewal.clone(), c.previous.as_ref()),
         previous: c.previous.take(),
         journal: journal.as_ref(),
         restart: plan::install::Restart::All,
         expect_vsid: None,
-        renewal: renewal.clone(),
         config_hash: Some(c.config_hash.clone()),
         uplink: c.uplink.adapter.clone(),
     };
@@ -209,14 +209,14 @@ fn install(
     let Some(doc) = present(ctx, &c.change, &shown, extra)? else {
         return Ok(());
     };
-    let granted = grant_then_hand_over(
+    let (granted, run, renewal) = grant_then_hand_over(
         ctx,
         (host, &c.cluster, &c.node_name),
-        renewal.as_ref(),
+        (&mut inputs, &actions),
         within.as_deref_mut(),
         &mut begun,
     )?;
-    let result = execute(ctx, &c.change, args, config, &actions, journal);
+    let result = execute(ctx, &c.change, args, config, &run, journal);
     if let Err(e) = staging.remove() {
         ctx.printer.warn(&format!("{e:#}"));
     }
@@ -230,22 +230,62 @@ fn install(
 
 /// The node's grant, then the enclosing command's steps (`hand_over`): the grant first, so
 /// that a refused grant changes nothing of them (a migration's node stays with the operator),
-/// and undone when they fail; whether this run created the grant.
+/// and undone when they fail. Whether this run created the grant, the plan to run (made again
+/// with the grant's uids in its install record; the document shows the plan as first made)
+/// and the grant.
 fn grant_then_hand_over(
     ctx: &mut Context,
     (host, cluster, node_name): (&dyn Host, &ClusterRead, &str),
-    renewal: Option<&Grant>,
+    (inputs, actions): (&mut Inputs, &[apply::Action]),
     within: Option<&mut Within>,
     begun: &mut Option<Begun>,
-) -> anyhow::Result<bool> {
-    let granted = grant(ctx, cluster, renewal, node_name)?;
-    if let Err(e) = hand_over(ctx, host, within, begun) {
+) -> anyhow::Result<(bool, Vec<apply::Action>, Option<Grant>)> {
+    let mut actions = actions.to_vec();
+    let planned = inputs.renewal.as_ref().map(|g| g.uids.clone());
+    let renewal = inputs.renewal.clone();
+    let (granted, uids) = grant(ctx, cluster, renewal.as_ref(), node_name)?;
+    let then = record_uids(host, inputs, &mut actions, (planned, uids))
+        .and_then(|()| hand_over(ctx, host, within, begun));
+    if let Err(e) = then {
         if granted {
-            ungrant(ctx, cluster, renewal);
+            ungrant(ctx, cluster, renewal.as_ref());
         }
         return Err(e);
     }
-    Ok(granted)
+    Ok((granted, actions, inputs.renewal.take()))
+}
+
+/// The grant with the uids an earlier install recorded of it: its objects, not ones made
+/// again since (`renewal::ensure` keeps them), and the record they are in unchanged. (Called
+/// in `Inputs` before `previous` is taken from `Checked`: fields are evaluated in order.)
+fn with_earlier_uids(g: Option<Grant>, previous: Option<&record::InstallRecord>) -> Option<Grant> {
+    let mut g = g?;
+    if let Some(e) = previous.and_then(|p| p.renewal.as_ref())
+        && (&g.namespace, &g.name) == (&e.namespace, &e.name)
+    {
+        g.uids = e.uids.clone();
+    }
+    Some(g)
+}
+
+/// The plan made again with the grant's uids in the install record, when they are not the
+/// ones it records (`planned`): nothing has changed the host since the plan looked at it.
+fn record_uids(
+    host: &dyn Host,
+    inputs: &mut Inputs,
+    actions: &mut Vec<apply::Action>,
+    (planned, uids): (Option<renewal::GrantUids>, renewal::GrantUids),
+) -> anyhow::Result<()> {
+    let Some(g) = inputs
+        .renewal
+        .as_mut()
+        .filter(|_| planned.as_ref() != Some(&uids))
+    else {
+        return Ok(());
+    };
+    g.uids = uids;
+    *actions = plan::install::plan(host, inputs)?;
+    Ok(())
 }
 
 /// The enclosing command's own steps, before install's (a failure there undoes install's
@@ -267,17 +307,17 @@ fn hand_over(
 }
 
 /// The node's grant to renew its token, made before the host changes (a refusal changes
-/// nothing); whether this run created it.
+/// nothing); whether this run created it, and the uids to record.
 fn grant(
     ctx: &mut Context,
     cluster: &ClusterRead,
     g: Option<&Grant>,
     node_name: &str,
-) -> anyhow::Result<bool> {
+) -> anyhow::Result<(bool, renewal::GrantUids)> {
     let (Some(g), ClusterRead::Read(c, _)) = (g, cluster) else {
-        return Ok(false);
+        return Ok((false, g.map(|g| g.uids.clone()).unwrap_or_default()));
     };
-    let created = renewal::ensure(c, g, node_name).with_context(|| {
+    let (created, uids) = renewal::ensure(c, g, node_name).with_context(|| {
         format!(
             "cannot create the Role and RoleBinding {} that let CalicoNode renew calico-node's token",
             g.name
@@ -289,7 +329,7 @@ fn grant(
             g.name, g.namespace
         ));
     }
-    Ok(created)
+    Ok((created, uids))
 }
 
 /// A failed install removes the grant it created.

@@ -33,6 +33,7 @@ fn pod(name: &str, ip: Option<&str>, age_secs: i64) -> NodePod {
             namespace: "default".into(),
             name: name.into(),
             uid: format!("uid-{name}"),
+            deleting: false,
         },
         ips: ip.map(|i| vec![i.to_owned()]).unwrap_or_default(),
         created: Some(NOW - age_secs),

@@ -78,8 +78,10 @@ pub struct State {
     pub token_controller: bool,
     /// Pods whose eviction a PodDisruptionBudget refuses (429), by `namespace/name`.
     pub eviction_blocked: BTreeSet<String>,
-    /// The Retry-After of such a refusal: 10 s as kube-apiserver sends; shorter only where a
-    /// test runs kubectl, whose client-go waits it out ten times before kubectl sees the 429.
+    /// How a budget refuses them, as kube-apiserver's eviction REST
+    /// (`pkg/registry/core/pod/storage/eviction.go`): 0, `checkAndDecrement` with no disruption
+    /// allowed (`NewTooManyRequests(..., 0)`: no Retry-After); N > 0, `createTooManyRequestsError`
+    /// for a budget the controller has not processed yet (Retry-After N, 10 there).
     pub pdb_retry_after: u64,
     /// The body of every eviction request, in order.
     pub evictions: Vec<Value>,
@@ -257,7 +259,7 @@ impl FakeApi {
             max_token_seconds: None,
             token_controller: true,
             eviction_blocked: BTreeSet::new(),
-            pdb_retry_after: 10,
+            pdb_retry_after: 0,
             evictions: Vec::new(),
             eviction_times: Vec::new(),
             eviction_delay: std::time::Duration::ZERO,
@@ -639,6 +641,24 @@ impl FakeApi {
         self.put(
             "/api/v1/namespaces/tigera-operator/configmaps/kubernetes-services-endpoint",
             endpoint,
+        );
+        // The operator's Deployment as Calico's manifest makes it (projectcalico/calico v3.32.1
+        // `manifests/tigera-operator.yaml`: name and label `tigera-operator`, namespace
+        // `tigera-operator`; the Helm chart puts it in the release's namespace).
+        let mut deployment = meta(
+            "apps/v1",
+            "Deployment",
+            "tigera-operator",
+            Some("tigera-operator"),
+        );
+        deployment["metadata"]["labels"] = json!({"k8s-app": "tigera-operator"});
+        deployment["spec"] = json!({"selector": {"matchLabels": {"name": "tigera-operator"}},
+            "template": {"metadata": {"labels": {"name": "tigera-operator", "k8s-app": "tigera-operator"}},
+                "spec": {"containers": [{"name": "tigera-operator", "image": "quay.io/tigera/operator",
+                    "env": [{"name": "OPERATOR_NAME", "value": "tigera-operator"}]}]}}});
+        self.put(
+            "/apis/apps/v1/namespaces/tigera-operator/deployments/tigera-operator",
+            deployment,
         );
         self.put(&format!("{crd}/ippools/default-ipv4-ippool"), calico("IPPool", "default-ipv4-ippool", json!({"cidr": "10.244.0.0/16", "blockSize": 26, "ipipMode": "Never", "vxlanMode": "Always", "natOutgoing": true})));
         self.put(

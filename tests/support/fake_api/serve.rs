@@ -41,6 +41,7 @@ static RESOURCES: &[Resource] = &[
     r("v1", "events", "Event", true),
     r("v1", "serviceaccounts", "ServiceAccount", true),
     r("apps/v1", "daemonsets", "DaemonSet", true),
+    r("apps/v1", "deployments", "Deployment", true),
     r(
         "policy/v1",
         "poddisruptionbudgets",
@@ -1074,6 +1075,17 @@ pub(super) fn issue(
 
 fn evict(st: &mut State, t: &Target, body: Value) -> Reply {
     st.evictions.push(body);
+    // In kube-apiserver's order: API Priority and Fairness (a filter before the handler),
+    // admission, then the eviction REST, which looks for the pod.
+    if st.throttle > 0 {
+        // An overloaded server (API Priority and Fairness): 429 with Retry-After and the
+        // same in the Status details, and no DisruptionBudget cause.
+        st.throttle -= 1;
+        return too_many_requests("Too many requests, please try again later.", 1, None);
+    }
+    if let Some(refused) = namespace_terminating(st, t) {
+        return refused;
+    }
     let Some(path) = t.object_path().filter(|p| st.objects.contains_key(p)) else {
         return not_found(t);
     };
@@ -1082,20 +1094,20 @@ fn evict(st: &mut State, t: &Target, body: Value) -> Reply {
         t.namespace.as_deref().unwrap_or_default(),
         t.name.as_deref().unwrap_or_default()
     );
-    if st.throttle > 0 {
-        // An overloaded server (API Priority and Fairness): 429 with Retry-After and the
-        // same in the Status details, and no DisruptionBudget cause.
-        st.throttle -= 1;
-        return too_many_requests("Too many requests, please try again later.", 1, None);
-    }
     if st.eviction_blocked.contains(&key) {
-        // As kube-apiserver's eviction REST (checkAndDecrement, createTooManyRequestsError):
-        // NewTooManyRequests(..., 10), whose Retry-After the response writer also sends as a
-        // header, with a cause of type DisruptionBudget (serialised as "reason").
+        // As kube-apiserver's eviction REST (pkg/registry/core/pod/storage/eviction.go): a
+        // cause of type DisruptionBudget (serialised as "reason"); `checkAndDecrement` with no
+        // disruption allowed sets no Retry-After, `createTooManyRequestsError` (a budget not
+        // yet processed) sets one, which the response writer also sends as a header.
+        let why = if st.pdb_retry_after == 0 {
+            "The disruption budget web-pdb needs 2 healthy pods and has 2 currently"
+        } else {
+            "The disruption budget web-pdb is still being processed by the server."
+        };
         return too_many_requests(
             "Cannot evict pod as it would violate the pod's disruption budget.",
             st.pdb_retry_after,
-            Some("The disruption budget web-pdb needs 2 healthy pods and has 2 currently"),
+            Some(why),
         );
     }
     st.objects.remove(&path);
@@ -1433,19 +1445,49 @@ fn discovery(path: &str) -> Option<Value> {
     }
 }
 
+/// A 429 as kube-apiserver writes one: `retryAfterSeconds` (omitted when 0) and, when
+/// positive, the same as a Retry-After header (apiserver `responsewriters.ErrorNegotiated`).
 fn too_many_requests(message: &str, retry_after: u64, budget: Option<&str>) -> Reply {
-    let mut details = json!({"retryAfterSeconds": retry_after});
+    let mut details = json!({});
+    if retry_after > 0 {
+        details["retryAfterSeconds"] = json!(retry_after);
+    }
     if let Some(why) = budget {
         details["causes"] = json!([{"reason": "DisruptionBudget", "message": why}]);
     }
     let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
         "message": message, "reason": "TooManyRequests", "details": details, "code": 429});
     let mut r = respond(StatusCode::TOO_MANY_REQUESTS, &body);
-    r.headers_mut().insert(
-        "retry-after",
-        retry_after.to_string().parse().expect("header"),
-    );
+    if retry_after > 0 {
+        r.headers_mut().insert(
+            "retry-after",
+            retry_after.to_string().parse().expect("header"),
+        );
+    }
     r
+}
+
+/// kube-apiserver's NamespaceLifecycle admission (apiserver
+/// `pkg/admission/plugin/namespace/lifecycle/admission.go`, `Admit`): a create in a namespace
+/// whose phase is Terminating, an eviction included (a create of the pod's subresource,
+/// admitted before the eviction REST looks for the pod), is refused 403 with a
+/// `NamespaceTerminating` cause (`admission.NewForbidden`: `pods "NAME" is forbidden: ...`).
+/// A namespace the server does not hold is let through here (the plugin's 404 for a missing
+/// namespace is not modelled: the fake keeps few namespace objects).
+fn namespace_terminating(st: &State, t: &Target) -> Option<Reply> {
+    let ns = t.namespace.as_deref()?;
+    let object = st.objects.get(&format!("/api/v1/namespaces/{ns}"))?;
+    if object["status"]["phase"] != "Terminating" {
+        return None;
+    }
+    let name = t.name.as_deref().unwrap_or_default();
+    let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": format!("{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated", t.resource.plural),
+        "reason": "Forbidden",
+        "details": {"name": name, "kind": t.resource.plural, "causes": [{"reason": "NamespaceTerminating",
+            "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]},
+        "code": 403});
+    Some(respond(StatusCode::FORBIDDEN, &body))
 }
 
 fn status(code: StatusCode, reason: &str, message: &str) -> Reply {

@@ -1,0 +1,518 @@
+//! The evictions of a drain, answered as `kubectl drain` answers them (kubernetes
+//! `staging/src/k8s.io/kubectl/pkg/drain/drain.go`, `evictPods`, at commit 168c15a3): accepted,
+//! gone (404), asked again on a 429 and, in a namespace being deleted (403 with the cause
+//! `NamespaceTerminating`), waited for when the pod is already being deleted or asked again
+//! when it is not; any other answer ends the drain.
+//!
+//! kubectl's pace: client-go first waits out a 429's `Retry-After` header itself, up to ten
+//! times (`staging/src/k8s.io/client-go/rest/with_retry.go`, `IsNextRetry` and `checkWait`:
+//! any 429 with a `Retry-After` of whole seconds); `evictPods` then sleeps 5 s on the 429 that
+//! reaches it, and on a 403 `NamespaceTerminating` for a pod not yet being deleted. Here a 429
+//! with a `Retry-After` is asked again after it (not the 5 s that kubectl adds once after every
+//! tenth), one without after 5 s; each pod at its own time, as kubectl's goroutine per pod.
+
+use super::drain::{DrainError, DrainOptions, PodRef, Watch, eviction_body, pod_ref, pods_on};
+use super::{Cluster, ClusterError};
+use crate::duration::{Look, Pauses, Wait, poll_until};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// kubectl drain's pause before it asks again after a 429 that reached it, and after a 403
+/// `NamespaceTerminating` for a pod not yet being deleted: "will retry after 5s".
+pub(super) const KUBECTL_RETRY: Duration = Duration::from_secs(5);
+
+/// The longest `Retry-After` obeyed at once (client-go has no cap; the drain's own timeout
+/// bounds the wait either way).
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// The status cause kube-apiserver's NamespaceLifecycle admission adds to the 403 refusing a
+/// create (an eviction is one) in a namespace being deleted (k8s.io/api `core/v1`
+/// `NamespaceTerminatingCause`).
+const NAMESPACE_TERMINATING: &str = "NamespaceTerminating";
+
+/// What became of one eviction request.
+#[derive(Debug, PartialEq, Eq)]
+enum Evicted {
+    Accepted,
+    Gone,
+    /// 429: asked again `after` (the `Retry-After` header, else kubectl's 5 s). `budget` is a
+    /// PodDisruptionBudget's refusal (a `DisruptionBudget` cause); `None` when the server
+    /// sheds load (API Priority and Fairness), or the request was held back because it had.
+    TooMany {
+        budget: Option<String>,
+        after: Duration,
+    },
+    /// 403 with a `NamespaceTerminating` cause: the pod's namespace is being deleted.
+    NamespaceTerminating(String),
+    /// Another answer: the status code and the server's message.
+    Failed(u16, String),
+    /// Not sent: the pods list named the pod with what is no Kubernetes name, which would
+    /// change the request's path (a '/' or a '?' in it).
+    BadName(String),
+}
+
+/// Reads an eviction answer as the API server sends it. A 429 from the eviction REST names a
+/// `DisruptionBudget` cause (kube-apiserver `pkg/registry/core/pod/storage/eviction.go`:
+/// `checkAndDecrement` with no disruption allowed sets no Retry-After, `createTooManyRequestsError`
+/// for a budget not yet processed sets 10 s); the response writer sends a Retry-After header
+/// for a positive `retryAfterSeconds` (apiserver `responsewriters.ErrorNegotiated`), and
+/// client-go reads the header only.
+fn answer(code: u16, retry_after: Option<&str>, body: &[u8]) -> Evicted {
+    let status: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let message = status["message"].as_str().unwrap_or_default().to_owned();
+    let cause = |reason: &str| {
+        status["details"]["causes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["reason"] == reason)
+            .map(|c| c["message"].as_str().unwrap_or_default().to_owned())
+    };
+    let with = |why: String| {
+        if why.is_empty() {
+            message.clone()
+        } else {
+            format!("{message} ({why})")
+        }
+    };
+    match code {
+        200..=299 => Evicted::Accepted,
+        404 => Evicted::Gone,
+        429 => {
+            let after = retry_after
+                .and_then(|h| h.trim().parse::<u64>().ok())
+                .map_or(KUBECTL_RETRY, |s| {
+                    Duration::from_secs(s.max(1)).min(MAX_RETRY_AFTER)
+                });
+            Evicted::TooMany {
+                budget: cause("DisruptionBudget").map(with),
+                after,
+            }
+        }
+        403 => match cause(NAMESPACE_TERMINATING) {
+            Some(_) => Evicted::NamespaceTerminating(message),
+            None => Evicted::Failed(code, message),
+        },
+        _ => Evicted::Failed(code, message),
+    }
+}
+
+async fn evict_one(
+    client: kube::Client,
+    pod: PodRef,
+    grace: Option<u32>,
+    hold: std::sync::Arc<std::sync::Mutex<Option<tokio::time::Instant>>>,
+) -> (PodRef, Result<Evicted, kube::Error>) {
+    // An overloaded server asked to wait: this request is not sent now.
+    let held = hold
+        .lock()
+        .map(|h| h.map(|until| until.saturating_duration_since(tokio::time::Instant::now())))
+        .unwrap_or_default()
+        .filter(|left| !left.is_zero());
+    if let Some(after) = held {
+        let budget = None;
+        return (pod, Ok(Evicted::TooMany { budget, after }));
+    }
+    if !crate::k8s_name::is_label(&pod.namespace) || !crate::k8s_name::is_subdomain(&pod.name) {
+        let why = format!(
+            "a pod named {:?} in namespace {:?}: no Kubernetes name, no eviction sent",
+            pod.name, pod.namespace
+        );
+        return (pod, Ok(Evicted::BadName(why)));
+    }
+    let path = format!(
+        "/api/v1/namespaces/{}/pods/{}/eviction",
+        pod.namespace, pod.name
+    );
+    let result = async {
+        let body =
+            serde_json::to_vec(&eviction_body(&pod, grace)).map_err(kube::Error::SerdeError)?;
+        let req = http::Request::post(path)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(kube::client::Body::from(body))
+            .map_err(kube::Error::HttpError)?;
+        let resp = client.send(req).await?;
+        let code = resp.status().as_u16();
+        let retry_after = resp
+            .headers()
+            .get(http::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let bytes = resp.into_body().collect_bytes().await?;
+        Ok(answer(code, retry_after.as_deref(), &bytes))
+    }
+    .await;
+    // An overloaded server sheds this client's flow, not one pod's: the others wait too (ours,
+    // not kubectl's, whose goroutines each meet the 429). A budget's refusal is the pod's own.
+    if let Ok(Evicted::TooMany {
+        budget: None,
+        after,
+    }) = &result
+        && let Ok(mut h) = hold.lock()
+    {
+        let until = tokio::time::Instant::now() + *after;
+        *h = Some(h.map_or(until, |old| old.max(until)));
+    }
+    (pod, result)
+}
+
+/// Sends the evictions of `pods` with at most `limit` in flight (so the client reuses that
+/// many connections), stopping new requests while an overloaded server asked to wait.
+async fn evict_round(
+    client: kube::Client,
+    pods: Vec<PodRef>,
+    grace: Option<u32>,
+    limit: usize,
+) -> Result<Vec<(PodRef, Result<Evicted, kube::Error>)>, kube::Error> {
+    let hold = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let mut queue = pods.into_iter();
+    let mut set = tokio::task::JoinSet::new();
+    let mut out = Vec::new();
+    for pod in queue.by_ref().take(limit.max(1)) {
+        set.spawn(evict_one(client.clone(), pod, grace, hold.clone()));
+    }
+    while let Some(joined) = set.join_next().await {
+        // A task that did not finish would leave its pod unaccounted for: stop instead.
+        let done = joined.map_err(|e| kube::Error::Service(Box::new(e)))?;
+        out.push(done);
+        if let Some(pod) = queue.next() {
+            set.spawn(evict_one(client.clone(), pod, grace, hold.clone()));
+        }
+    }
+    Ok(out)
+}
+
+/// What the evictions came to: the pods this drain evicted, and those it found already being
+/// deleted with their namespace (kubectl waits for both to go; only the first are ours).
+#[derive(Default)]
+pub(super) struct Evictions {
+    pub evicted: Vec<PodRef>,
+    pub leaving: Vec<PodRef>,
+}
+
+/// Evicts `pods` (at most `opts.concurrency` requests at once; refusals retried) and waits
+/// until they are gone, with those found leaving with their namespace, within `opts.timeout`;
+/// a stop ends either wait at once. Returns how many were evicted.
+pub fn evict_and_wait(
+    c: &Cluster,
+    node: &str,
+    pods: Vec<PodRef>,
+    opts: &DrainOptions,
+    watch: &mut Watch<'_>,
+) -> Result<usize, DrainError> {
+    let deadline = Instant::now() + opts.timeout;
+    let done = evict_all(c, node, pods, opts, watch)?;
+    let left = deadline.saturating_duration_since(Instant::now());
+    wait_gone(c, node, &done, opts, (left, watch))?;
+    Ok(done.evicted.len())
+}
+
+/// The drain's timeout, with what was evicted before it.
+fn timed_out(node: &str, opts: &DrainOptions, detail: String, evicted: &[PodRef]) -> DrainError {
+    DrainError::Timeout {
+        node: node.to_owned(),
+        after: opts.timeout,
+        detail,
+        evicted: evicted.to_vec(),
+    }
+}
+
+/// Waits until the evicted pods, and those leaving with their namespace, are gone from the
+/// node, for what is `left` of the drain's timeout. Evicted pods terminate in their own time;
+/// a pod of the same name with another uid is a successor elsewhere, not the one evicted.
+fn wait_gone(
+    c: &Cluster,
+    node: &str,
+    done: &Evictions,
+    opts: &DrainOptions,
+    (left, watch): (Duration, &mut Watch<'_>),
+) -> Result<(), DrainError> {
+    let evicted = &done.evicted[..];
+    let look = || -> Result<Look<(), String>, DrainError> {
+        let now: Vec<PodRef> = pods_on(c, node)?.iter().map(pod_ref).collect();
+        let left: Vec<String> = evicted
+            .iter()
+            .chain(&done.leaving)
+            .filter(|p| now.iter().any(|n| n.uid == p.uid && n.name == p.name))
+            .map(ToString::to_string)
+            .collect();
+        Ok(if left.is_empty() {
+            Look::Done(())
+        } else {
+            Look::Pending(left.join(", "))
+        })
+    };
+    let count = evicted.len() + done.leaving.len();
+    let what = format!("the {count} evicted pod(s) to leave node {node}");
+    let wait = Wait {
+        what: &what,
+        timeout: left,
+        pauses: Pauses {
+            first: Duration::from_millis(50),
+            most: Duration::from_secs(1),
+        },
+        stop: watch.stop,
+        say: &mut *watch.say,
+    };
+    poll_until(wait, look, |left| {
+        let detail = format!("pods still terminating: {left}");
+        Err(timed_out(node, opts, detail, evicted))
+    })
+    .map_err(|e| e.stopped_at(node, evicted))
+}
+
+/// Evicts the pods until each is accepted, gone or leaving with its namespace, asking again
+/// those refused for now, each at its own time, until the timeout.
+pub(super) fn evict_all(
+    c: &Cluster,
+    node: &str,
+    pods: Vec<PodRef>,
+    opts: &DrainOptions,
+    watch: &mut Watch<'_>,
+) -> Result<Evictions, DrainError> {
+    let done = std::cell::RefCell::new(Evictions::default());
+    let what = format!("the evictions of {} pod(s) from node {node}", pods.len());
+    let start = Instant::now();
+    let mut pending: Vec<(PodRef, Instant)> = pods.into_iter().map(|p| (p, start)).collect();
+    // Why each pod still waits, by pod: its last refusal.
+    let mut why: BTreeMap<String, Refused> = BTreeMap::new();
+    let mut look = || -> Result<Look<(), String>, DrainError> {
+        let now = Instant::now();
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut pending)
+            .into_iter()
+            .partition(|(_, at)| *at <= now);
+        pending = later;
+        let batch: Vec<PodRef> = due.into_iter().map(|(p, _)| p).collect();
+        let client = c.client_without_retries.clone();
+        let results = c.call(
+            "create",
+            "pods/eviction",
+            evict_round(client, batch, opts.grace_period, opts.concurrency),
+        )?;
+        sort_round(c, results, &mut done.borrow_mut(), &mut pending, &mut why)?;
+        let Some(next) = pending.iter().map(|(_, at)| *at).min() else {
+            return Ok(Look::Done(()));
+        };
+        let pause = next.saturating_duration_since(Instant::now());
+        Ok(Look::Again(refusals(&why), pause))
+    };
+    let wait = Wait {
+        what: &what,
+        timeout: opts.timeout,
+        pauses: Pauses::every(KUBECTL_RETRY),
+        stop: watch.stop,
+        say: &mut *watch.say,
+    };
+    let ended = poll_until(wait, &mut look, |detail| {
+        let evicted = done.borrow().evicted.clone();
+        Err(DrainError::Timeout {
+            node: node.to_owned(),
+            after: opts.timeout,
+            detail,
+            evicted,
+        })
+    });
+    let done = done.into_inner();
+    ended.map_err(|e| e.stopped_at(node, &done.evicted))?;
+    Ok(done)
+}
+
+/// Why an eviction is asked again.
+enum Refused {
+    Budget(String),
+    Overloaded,
+    NamespaceTerminating(String),
+}
+
+/// The refusals still standing, in words, for the timeout's message.
+fn refusals(why: &BTreeMap<String, Refused>) -> String {
+    let (mut budget, mut terminating, mut overloaded) = (Vec::new(), Vec::new(), 0);
+    for (pod, r) in why {
+        match r {
+            Refused::Budget(m) => budget.push(format!("{pod}: {m}")),
+            Refused::NamespaceTerminating(m) => terminating.push(format!("{pod}: {m}")),
+            Refused::Overloaded => overloaded += 1,
+        }
+    }
+    let mut out = Vec::new();
+    if !budget.is_empty() {
+        let list = budget.join("; ");
+        out.push(format!(
+            "evictions still refused by a PodDisruptionBudget: {list}"
+        ));
+    }
+    if !terminating.is_empty() {
+        let list = terminating.join("; ");
+        out.push(format!(
+            "evictions refused in a namespace being deleted, whose pods are not yet deleted: {list}"
+        ));
+    }
+    if overloaded > 0 {
+        out.push(format!(
+            "the API server was overloaded (429) for {overloaded} pod(s)"
+        ));
+    }
+    out.join("; ")
+}
+
+/// Sorts a round's answers: accepted into `evicted`; a pod already being deleted in a
+/// namespace being deleted into `leaving` (kubectl: "if the pod is already marked deleted, we
+/// can ignore this error ... but we will waitForDelete for this pod"; the deletion mark is the
+/// pod's as listed, as kubectl's); refused for now back into `pending` at its time; any other
+/// answer ends the drain.
+fn sort_round(
+    c: &Cluster,
+    results: Vec<(PodRef, Result<Evicted, kube::Error>)>,
+    done: &mut Evictions,
+    pending: &mut Vec<(PodRef, Instant)>,
+    why: &mut BTreeMap<String, Refused>,
+) -> Result<(), DrainError> {
+    let now = Instant::now();
+    for (pod, r) in results {
+        let (refused, after) = match r {
+            Ok(Evicted::Accepted) => {
+                why.remove(&pod.to_string());
+                done.evicted.push(pod);
+                continue;
+            }
+            Ok(Evicted::Gone) => {
+                why.remove(&pod.to_string());
+                continue;
+            }
+            Ok(Evicted::NamespaceTerminating(_)) if pod.deleting => {
+                why.remove(&pod.to_string());
+                done.leaving.push(pod);
+                continue;
+            }
+            Ok(Evicted::NamespaceTerminating(m)) => {
+                (Refused::NamespaceTerminating(m), KUBECTL_RETRY)
+            }
+            Ok(Evicted::TooMany {
+                budget: Some(m),
+                after,
+            }) => (Refused::Budget(m), after),
+            Ok(Evicted::TooMany {
+                budget: None,
+                after,
+            }) => (Refused::Overloaded, after),
+            Ok(Evicted::Failed(code, message)) => {
+                return Err(ClusterError::Api {
+                    server: c.server.clone(),
+                    verb: "create".into(),
+                    resource: "pods/eviction".into(),
+                    code,
+                    message: format!("{pod}: {message}"),
+                }
+                .into());
+            }
+            Ok(Evicted::BadName(why)) => {
+                return Err(ClusterError::BadAnswer {
+                    server: c.server.clone(),
+                    what: "the node's pods".into(),
+                    source: why.into(),
+                }
+                .into());
+            }
+            Err(e) => {
+                return Err(ClusterError::Unreachable {
+                    server: c.server.clone(),
+                    source: Box::new(e),
+                }
+                .into());
+            }
+        };
+        why.insert(pod.to_string(), refused);
+        pending.push((pod, now + after));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// kubectl's pace for a 429 (client-go waits out a Retry-After header; evictPods' 5 s when
+    /// there is none), whether a budget refused or the server shed load; the cause tells which.
+    #[test]
+    fn a_429_waits_its_retry_after_header_else_kubectls_5_s() {
+        // checkAndDecrement with no disruption allowed: NewTooManyRequests(..., 0), no header.
+        let budget = br#"{"kind":"Status","message":"Cannot evict pod as it would violate the pod's disruption budget.","reason":"TooManyRequests","details":{"causes":[{"reason":"DisruptionBudget","message":"The disruption budget web needs 2 healthy pods and has 2 currently"}]},"code":429}"#;
+        assert!(matches!(
+            answer(429, None, budget),
+            Evicted::TooMany { budget: Some(m), after } if m.contains("needs 2 healthy pods") && after == KUBECTL_RETRY
+        ));
+        // createTooManyRequestsError: Retry-After 10, which client-go waits out.
+        assert!(matches!(
+            answer(429, Some("10"), budget),
+            Evicted::TooMany { budget: Some(_), after } if after == Duration::from_secs(10)
+        ));
+        let overloaded = br#"{"kind":"Status","message":"Too many requests, please try again later.","reason":"TooManyRequests","details":{"retryAfterSeconds":3},"code":429}"#;
+        let too_many = |after| Evicted::TooMany {
+            budget: None,
+            after,
+        };
+        assert_eq!(
+            answer(429, Some("2"), overloaded),
+            too_many(Duration::from_secs(2)),
+            "the header, as client-go reads it"
+        );
+        assert_eq!(
+            answer(429, None, overloaded),
+            too_many(KUBECTL_RETRY),
+            "client-go reads no Retry-After from the body"
+        );
+        assert_eq!(answer(429, None, b"not json"), too_many(KUBECTL_RETRY));
+        assert_eq!(answer(429, Some("86400"), b"{}"), too_many(MAX_RETRY_AFTER));
+        assert_eq!(answer(201, None, b"{}"), Evicted::Accepted);
+        assert_eq!(answer(404, None, b"{}"), Evicted::Gone);
+        assert!(
+            matches!(answer(500, None, br#"{"message":"boom"}"#), Evicted::Failed(500, m) if m == "boom")
+        );
+    }
+
+    /// The NamespaceLifecycle admission's 403 (a `NamespaceTerminating` cause) is told from
+    /// another 403 (RBAC's, which ends the drain).
+    #[test]
+    fn a_403_in_a_namespace_being_deleted_is_told_by_its_cause() {
+        let terminating = br#"{"kind":"Status","status":"Failure","message":"pods \"web\" is forbidden: unable to create new content in namespace doomed because it is being terminated","reason":"Forbidden","details":{"name":"web","kind":"pods","causes":[{"reason":"NamespaceTerminating","message":"namespace doomed is being terminated","field":"metadata.namespace"}]},"code":403}"#;
+        assert!(matches!(
+            answer(403, None, terminating),
+            Evicted::NamespaceTerminating(m) if m.contains("being terminated")
+        ));
+        let rbac = br#"{"kind":"Status","message":"pods \"web\" is forbidden: User \"x\" cannot create resource \"pods/eviction\"","reason":"Forbidden","code":403}"#;
+        assert!(matches!(answer(403, None, rbac), Evicted::Failed(403, _)));
+    }
+
+    /// A pod the list names with what is no Kubernetes name gets no request: its name would
+    /// change the eviction's path. The client points at a loopback port nothing answers on,
+    /// so a request sent would come back as an error, not as `BadName`.
+    #[test]
+    fn a_pod_named_with_no_kubernetes_name_gets_no_eviction() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let config = kube::Config::new("http://127.0.0.1:9".parse().expect("url"));
+            let client = kube::Client::try_from(config).expect("client");
+            for (namespace, name) in [
+                ("ns", "../../nodes/win-1"),
+                ("a/b", "web"),
+                ("ns", "web?x=1"),
+            ] {
+                let pod = PodRef {
+                    namespace: namespace.into(),
+                    name: name.into(),
+                    uid: String::new(),
+                    deleting: false,
+                };
+                let hold = std::sync::Arc::new(std::sync::Mutex::new(None));
+                let (_, r) = evict_one(client.clone(), pod, None, hold).await;
+                assert!(
+                    matches!(r, Ok(Evicted::BadName(_))),
+                    "{namespace}/{name}: {r:?}"
+                );
+            }
+        });
+    }
+}

@@ -1,0 +1,103 @@
+//! Where the Tigera operator reads its settings (its ConfigMap `kubernetes-services-endpoint`,
+//! its secrets): `common.OperatorNamespace()` (tigera/operator v1.43.0
+//! `pkg/common/operator_namespace.go`), the `OPERATOR_NAMESPACE` environment variable when set,
+//! else the namespace of the pod's service account (the namespace the pod runs in), else
+//! `tigera-operator`. Calico installs it with the manifest (namespace `tigera-operator`) or the
+//! Helm chart, into the release's namespace (projectcalico/calico v3.32.1
+//! `charts/tigera-operator/templates/tigera-operator/02-tigera-operator.yaml`:
+//! `namespace: {{.Release.Namespace}}`), which may be any: so the operator is found by its
+//! Deployment, labelled `k8s-app: tigera-operator` in both (`manifests/tigera-operator.yaml`,
+//! the chart's `tigera-operator.labels`).
+
+use super::{Cluster, ClusterError};
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::{Api, ListParams};
+
+/// The label of the operator's Deployment in Calico's manifest and Helm chart.
+pub const SELECTOR: &str = "k8s-app=tigera-operator";
+
+/// The operator's namespace as its Deployment says (`Ok`), or why it cannot be told (`Err`:
+/// no such Deployment, or several).
+pub fn locate(c: &Cluster) -> Result<Result<String, String>, ClusterError> {
+    let all: Api<Deployment> = Api::all(c.client.clone());
+    let lp = ListParams::default().labels(SELECTOR);
+    let found = c.call("list", "deployments", all.list(&lp))?.items;
+    Ok(judge(&found))
+}
+
+/// The namespace the operator of these Deployments reads: the literal `OPERATOR_NAMESPACE` of
+/// its container when set and not empty, else the Deployment's own namespace (where its pods
+/// run, and so their service account's). One Deployment only: two operators would disagree.
+pub fn judge(found: &[Deployment]) -> Result<String, String> {
+    let [one] = found else {
+        if found.is_empty() {
+            return Err(format!(
+                "no Deployment labelled {SELECTOR} in any namespace"
+            ));
+        }
+        let names: Vec<String> = found
+            .iter()
+            .map(|d| {
+                let m = &d.metadata;
+                let ns = m.namespace.as_deref().unwrap_or_default();
+                format!("{ns}/{}", m.name.as_deref().unwrap_or_default())
+            })
+            .collect();
+        return Err(format!(
+            "several Deployments labelled {SELECTOR}: {}",
+            names.join(", ")
+        ));
+    };
+    let containers = one
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .map(|s| s.containers.as_slice())
+        .unwrap_or_default();
+    let set = containers
+        .iter()
+        .flat_map(|c| c.env.iter().flatten())
+        .find(|e| e.name == "OPERATOR_NAMESPACE")
+        .and_then(|e| e.value.as_deref())
+        .filter(|v| !v.is_empty());
+    match (set, one.metadata.namespace.as_deref()) {
+        (Some(ns), _) | (None, Some(ns)) => Ok(ns.to_owned()),
+        (None, None) => Err("the operator's Deployment names no namespace".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployment(ns: &str, env: Option<&str>) -> Deployment {
+        let mut v = serde_json::json!({
+            "metadata": {"name": "tigera-operator", "namespace": ns,
+                "labels": {"k8s-app": "tigera-operator"}},
+            "spec": {"selector": {"matchLabels": {"name": "tigera-operator"}},
+                "template": {"spec": {"containers": [{"name": "tigera-operator"}]}}}
+        });
+        if let Some(value) = env {
+            v["spec"]["template"]["spec"]["containers"][0]["env"] =
+                serde_json::json!([{"name": "OPERATOR_NAMESPACE", "value": value}]);
+        }
+        serde_json::from_value(v).expect("deployment")
+    }
+
+    /// The Deployment's namespace (a Helm release's), unless OPERATOR_NAMESPACE says another.
+    #[test]
+    fn the_operators_namespace_is_its_deployments_unless_its_env_says_otherwise() {
+        assert_eq!(
+            judge(&[deployment("calico-operator", None)]),
+            Ok("calico-operator".into())
+        );
+        assert_eq!(
+            judge(&[deployment("x", Some("elsewhere"))]),
+            Ok("elsewhere".into())
+        );
+        assert_eq!(judge(&[deployment("x", Some(""))]), Ok("x".into()));
+        assert!(judge(&[]).is_err_and(|e| e.contains("no Deployment")));
+        let two = [deployment("a", None), deployment("b", None)];
+        assert!(judge(&two).is_err_and(|e| e.contains("a/tigera-operator, b/tigera-operator")));
+    }
+}

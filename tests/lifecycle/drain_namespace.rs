@@ -1,0 +1,101 @@
+//! A drain that meets a namespace being deleted, answered as `kubectl drain` answers it
+//! (kubernetes `staging/src/k8s.io/kubectl/pkg/drain/drain.go`, `evictPods`): the eviction's
+//! 403 with the cause `NamespaceTerminating` (the NamespaceLifecycle admission's, modelled in
+//! the fake API server) is no failure.
+
+use crate::support::Node;
+use serde_json::json;
+
+const VNI_4097: &[&str] = &["--set", "vxlan.vni=4097"];
+
+/// win-1, Ready, with a pod in `default` and two in `doomed`, a namespace being deleted: `old`
+/// already being deleted by the namespace controller, `late` not yet.
+fn installed() -> Node {
+    let b = Node::healthy();
+    let api = b.api();
+    api.set_node_ready("win-1", "True", "kubelet is posting ready status");
+    api.put_pod("default", "web-1", "win-1", Some("ReplicaSet"));
+    api.put_pod("doomed", "old", "win-1", Some("ReplicaSet"));
+    api.put_pod("doomed", "late", "win-1", Some("ReplicaSet"));
+    let at = "2026-01-01T00:00:00Z";
+    api.put(
+        "/api/v1/namespaces/doomed",
+        json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "doomed", "uid": "ns-doomed", "deletionTimestamp": at},
+            "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Terminating"}}),
+    );
+    let path = "/api/v1/namespaces/doomed/pods/old";
+    let mut old = api.get(path).expect("pod");
+    old["metadata"]["deletionTimestamp"] = json!(at);
+    api.put(path, old);
+    let n = b.installed().build();
+    n.api().set_felix_vni(4097);
+    n
+}
+
+fn asked(n: &Node, pod: &str) -> usize {
+    let end = format!("/namespaces/doomed/pods/{pod}/eviction");
+    let requests = n.api().requests();
+    requests
+        .iter()
+        .filter(|(m, p)| m == "POST" && p.ends_with(&end))
+        .count()
+}
+
+/// The pod already being deleted is waited for, not asked again; the one not yet being
+/// deleted is asked again (kubectl's 5 s) until the eviction is answered otherwise (404 once
+/// the namespace is gone). The drain then goes on.
+#[test]
+fn pods_in_a_namespace_being_deleted_are_waited_for_as_kubectl_does() {
+    let n = installed();
+    let (code, _, err) = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // The namespace controller and the kubelet finish with both pods, then the
+            // namespace goes: until then, the admission refuses even a pod that is gone.
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            let mut st = n.api().lock();
+            st.objects.retain(|p, _| !p.contains("/namespaces/doomed"));
+        });
+        n.run(
+            &[
+                &["reconfigure"][..],
+                VNI_4097,
+                &["--drain", "--drain-timeout", "30s"],
+            ]
+            .concat(),
+        )
+    });
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        asked(&n, "old"),
+        1,
+        "being deleted: waited for, not asked again"
+    );
+    assert_eq!(
+        asked(&n, "late"),
+        2,
+        "asked again after 5 s, then gone (404)"
+    );
+    assert_eq!(n.calico_vsid(), Some(4097));
+}
+
+/// A pod the namespace controller never reaches keeps the drain waiting until its timeout,
+/// which says why.
+#[test]
+fn a_namespace_that_never_deletes_its_pod_ends_the_drain_at_its_timeout() {
+    let n = installed();
+    let (code, _, err) = n.run(
+        &[
+            &["reconfigure"][..],
+            VNI_4097,
+            &["--drain", "--drain-timeout", "2s"],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 4, "{err}");
+    assert!(
+        err.contains("evictions refused in a namespace being deleted, whose pods are not yet deleted: doomed/late"),
+        "{err}"
+    );
+    assert_eq!(n.calico_vsid(), Some(4096), "the network was not deleted");
+}
