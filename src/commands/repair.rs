@@ -156,7 +156,9 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
         remote: endpoints::Remote::Ask,
         ageing: endpoints::Ageing::Read,
     };
-    let findings = crate::health::on_node(host.as_ref(), &root, &how).findings;
+    let state_dir = ctx.state_dir(host.as_ref());
+    let findings =
+        crate::health::on_node(host.as_ref(), &root, &how, state_dir.as_deref()).findings;
     doc.own.remaining = Some(&left);
     doc.own.findings = Some(&findings);
     ctx.printer.json(&doc);
