@@ -100,6 +100,7 @@ fn typed() -> Vec<(&'static str, Vec<String>)> {
     let repair = super::repair::Repair {
         remaining: Some(&[]),
         findings: Some(&[]),
+        interrupted: true,
         ..Default::default()
     };
     let pods = super::reconfigure::Pods::default();

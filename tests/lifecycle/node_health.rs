@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 /// Calico installed on win-1 (Ready), with pods web-1 (its endpoint still Created: stuck),
 /// web-2 to web-4 (AttachedSharing: healthy) and an endpoint for 10.244.1.50, which no pod has (stale),
 /// and another host's endpoint for 10.244.9.9, which no pod has (remote-stale).
-fn broken() -> Node {
+pub(crate) fn broken() -> Node {
     let b = Node::healthy();
     let api = b.api();
     api.set_node_ready("win-1", "True", "kubelet is posting ready status");
@@ -885,7 +885,7 @@ fn status_text_whole() {
 
 /// The codes of a document's findings, each once, sorted.
 #[cfg(unix)]
-fn codes_of(doc: &Value) -> Vec<String> {
+pub(crate) fn codes_of(doc: &Value) -> Vec<String> {
     let mut codes: Vec<String> = doc["findings"]
         .as_array()
         .expect("findings")
