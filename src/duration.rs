@@ -9,27 +9,6 @@ mod wait;
 pub use stop::Stop;
 pub use wait::{Look, NO_LIMIT, Pauses, SAY_EVERY, Stopped, Wait, poll_quietly, poll_until};
 
-/// `call`'s answer if it comes by `deadline`, else `None` at the deadline: the call runs on a
-/// thread of its own, for a blocking call whose own bound is longer than its caller's (the
-/// SCM's ControlService blocks up to 30 s). A call still running at the deadline is left to
-/// end on its own and its answer is dropped, so it must not change anything its caller goes
-/// on to rely on. `None` too when the thread cannot be made or ends without an answer.
-pub fn within<T: Send + 'static>(
-    deadline: std::time::Instant,
-    call: impl FnOnce() -> T + Send + 'static,
-) -> Option<T> {
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    std::thread::Builder::new()
-        .name("bounded-call".into())
-        .spawn(move || {
-            // The caller may have stopped listening: its answer is then dropped.
-            let _ = tx.send(call());
-        })
-        .ok()?;
-    rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
-        .ok()
-}
-
 /// The longest duration accepted: 100 years. Any longer one is a typo, and a bound keeps
 /// every `Instant + Duration` and every timestamp computed from a flag from overflowing.
 pub const MAX: Duration = Duration::from_secs(100 * 365 * 86_400);
@@ -178,19 +157,6 @@ pub mod text {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A call that blocks past the deadline is not waited for: `within` returns `None` while
-    /// the call is still blocked (it is let go only after), and an answer in time is given.
-    #[test]
-    fn within_gives_up_at_the_deadline_without_waiting_for_the_call() {
-        let (release, blocked) = std::sync::mpsc::channel::<()>();
-        let past = std::time::Instant::now();
-        let out = within(past, move || blocked.recv().is_ok());
-        assert_eq!(out, None);
-        release.send(()).expect("the call still waits");
-        let soon = std::time::Instant::now() + std::time::Duration::from_secs(600);
-        assert_eq!(within(soon, || 7), Some(7));
-    }
 
     #[test]
     fn zero_is_said_as_zero_and_hours_stay_hours() {

@@ -350,7 +350,7 @@ pub fn stop(name: &str, timeout: Duration) -> HostResult<()> {
     let deadline = Instant::now() + timeout;
     // Done with whether the stop was asked for (then its end is waited for), or not needed.
     let look = || -> HostResult<Look<bool, ()>> {
-        match ask_stop(name, deadline, timeout)? {
+        match svc.stop() {
             Err(e) if os_code(&e) == Some(ERROR_SERVICE_NOT_ACTIVE) => Ok(Look::Done(false)),
             Err(e) if os_code(&e) == Some(ERROR_DEPENDENT_SERVICES_RUNNING) => {
                 Err(HostError::Refused {
@@ -371,7 +371,7 @@ pub fn stop(name: &str, timeout: Duration) -> HostResult<()> {
                 )
             }
             Err(e) => Err(api(format!("stop service {name}"), e)),
-            Ok(()) => Ok(Look::Done(true)),
+            Ok(_) => Ok(Look::Done(true)),
         }
     };
     let pauses = Pauses::every(Duration::from_millis(250));
@@ -390,32 +390,6 @@ pub fn stop(name: &str, timeout: Duration) -> HostResult<()> {
         WinState::Stopped,
         deadline.saturating_duration_since(Instant::now()),
     )
-}
-
-/// ControlService with SERVICE_CONTROL_STOP, within `deadline`. The SCM sends controls one at
-/// a time, so the call blocks up to 30 s while any service is busy with a control, then fails
-/// with ERROR_SERVICE_REQUEST_TIMEOUT (Microsoft, "ControlService function (winsvc.h)",
-/// Remarks). It runs on a thread of its own with its own handle (`duration::within`), so the
-/// stop's `--service-timeout` holds: at the deadline it is a timeout, and a control still
-/// blocked then is left to the SCM, which sends it or fails it within its own 30 s (the stop
-/// asked is what the caller wanted, and a rerun finds the service stopped or stops it).
-fn ask_stop(
-    name: &str,
-    deadline: Instant,
-    timeout: Duration,
-) -> HostResult<Result<(), windows_service::Error>> {
-    let owned = name.to_owned();
-    let asked = crate::duration::within(deadline, move || {
-        open_existing(&owned, ServiceAccess::STOP).map(|svc| svc.stop().map(drop))
-    });
-    asked.unwrap_or_else(|| {
-        Err(HostError::Timeout {
-            what: format!(
-                "the Service Control Manager to take the stop of service {name} (it sends one control at a time, and another service may be busy with one)"
-            ),
-            after: timeout,
-        })
-    })
 }
 
 pub fn delete(name: &str) -> HostResult<()> {
