@@ -1,5 +1,7 @@
 //! How `repair` ends after its run: which findings fail it (docs/commands/repair.md, "Which
-//! findings fail a repair"), and a stop during its wait for the node's health.
+//! findings fail a repair"), and a stop during its wait for the node's health. Unix: the node's
+//! codes are read as `node_health` reads them, and the stop is a signal.
+#![cfg(unix)]
 
 use crate::node_health::{broken, codes_of};
 use crate::support::Node;
@@ -75,7 +77,6 @@ fn seen_since(node: &Node, name: &str, secs: i64) {
 /// reconfigure's. The wait has a fault to wait on: a stale endpoint seen 45 s before the
 /// plan, not yet past the 60 s grace then (so not repaired), past it when the run ends, held
 /// until then by a disruption budget refusing the eviction the plan begins with.
-#[cfg(unix)]
 #[test]
 fn a_stop_during_the_wait_after_the_run_prints_what_was_done_and_exits_1() {
     let node = broken();
