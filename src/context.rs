@@ -289,23 +289,12 @@ impl Context {
 
     /// `%ProgramData%\calicoctl-win`.
     fn windows_state_dir(&self) -> PathBuf {
-        PathBuf::from(
-            self.env
-                .get("ProgramData")
-                .map_or(r"C:\ProgramData", String::as_str),
-        )
-        .join("calicoctl-win")
+        crate::host::lock::windows_state_dir(&self.env)
     }
 
-    /// Where calicoctl-win keeps its own state on this machine (the host lock, a detached run's
-    /// log and result): `%ProgramData%\calicoctl-win` on Windows, a simulated host's directory;
-    /// `None` for a throw-away in-memory host, which ends with the process.
+    /// Where calicoctl-win keeps its own state on this machine (`host::lock::state_dir`).
     pub fn state_dir(&self, host: &dyn Host) -> Option<PathBuf> {
-        match host.kind() {
-            HostKind::Windows => Some(self.windows_state_dir()),
-            HostKind::Simulated { dir, .. } => Some(PathBuf::from(dir)),
-            HostKind::InMemory { .. } => None,
-        }
+        crate::host::lock::state_dir(host, &self.env)
     }
 
     /// Connects to the cluster with the admin kubeconfig; `None` when there is none (no flag,

@@ -100,6 +100,7 @@ fn typed() -> Vec<(&'static str, Vec<String>)> {
     let repair = super::repair::Repair {
         remaining: Some(&[]),
         findings: Some(&[]),
+        interrupted: true,
         ..Default::default()
     };
     let pods = super::reconfigure::Pods::default();
@@ -327,25 +328,7 @@ fn every_document_prints_the_keys_docs_json_md_lists() {
 /// command's own keys (docs/json.md, the changing commands).
 #[test]
 fn verify_puts_its_report_last() {
-    let report = crate::verify::run::Report {
-        node: String::new(),
-        namespace: String::new(),
-        image: String::new(),
-        peers: Vec::new(),
-        checks: Vec::new(),
-        skipped: Vec::new(),
-        passed: true,
-        timed_out: false,
-        interrupted: false,
-        leftovers_removed: Vec::new(),
-        cleaned_up: true,
-        cleanup_ms: 0,
-        namespace_given: false,
-        clean_up_error: None,
-        took_ms: 0,
-        node_health: Vec::new(),
-        explained: Vec::new(),
-    };
+    let report = crate::verify::run::Report::default();
     let own = super::uninstall::Uninstall {
         install_root: "",
         purge: None,

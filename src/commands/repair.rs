@@ -81,6 +81,10 @@ pub(crate) struct Repair<'a> {
     pub remaining: Option<&'a [Judged]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub findings: Option<&'a [Finding]>,
+    /// A stop (Ctrl-C or a termination signal) ended the wait after the run: the steps are
+    /// done, `remaining` is the last look's.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
@@ -107,6 +111,7 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
         restarts: &[],
         remaining: None,
         findings: None,
+        interrupted: false,
     };
     let mut doc = Changing::plan(ctx.options.dry_run, own, &actions);
     for j in &suspect {
@@ -147,20 +152,47 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
     doc.changed = true;
     count_repair(host.as_ref(), &root, &actions, ctx);
-    let left = wait_healthy(ctx, (host.as_ref(), &c, &node), args, &stop)?;
-    // The node judged again as status and the condition judge it, now the repair is done.
-    let how = endpoints::Survey {
-        cluster: Some(&c),
-        node: &node,
-        grace: args.grace,
-        remote: endpoints::Remote::Ask,
-        ageing: endpoints::Ageing::Read,
+    let left = match wait_healthy(ctx, (host.as_ref(), &c, &node), args, &stop)? {
+        Waited::Healthy(left) => left,
+        Waited::Stopped(left) => {
+            doc.own.remaining = Some(&left);
+            doc.own.interrupted = true;
+            return Err(stopped(ctx, &doc));
+        }
     };
-    let findings = crate::health::on_node(host.as_ref(), &root, &how).findings;
+    let findings = look_after(ctx, (host.as_ref(), &c, &node, &root), args.grace);
     doc.own.remaining = Some(&left);
     doc.own.findings = Some(&findings);
     ctx.printer.json(&doc);
     finished(ctx, actions.len(), &findings)
+}
+
+/// A stop during the wait after the run: the document printed (the steps done, `interrupted`,
+/// what the last look found at fault), and the error a stopped change ends with (exit 1).
+fn stopped(ctx: &mut Context, doc: &Changing<Repair<'_>>) -> anyhow::Error {
+    ctx.printer.json(doc);
+    anyhow::anyhow!(
+        "stopped (Ctrl-C or a termination signal) while waiting for the repaired endpoints, after its {} step(s): the repair is done; 'calicoctl-win status' tells the node's health",
+        doc.actions.len()
+    )
+}
+
+/// The node judged again as status and the condition judge it, now the repair is done (the
+/// node's own look, with the cluster).
+fn look_after(
+    ctx: &Context,
+    (host, c, node, root): (&dyn Host, &Cluster, &str, &InstallRoot),
+    grace: Duration,
+) -> Vec<Finding> {
+    let how = endpoints::Survey {
+        cluster: Some(c),
+        node,
+        grace,
+        remote: endpoints::Remote::Ask,
+        ageing: endpoints::Ageing::Read,
+    };
+    let state_dir = ctx.state_dir(host);
+    crate::health::on_node(host, root, &how, state_dir.as_deref()).findings
 }
 
 /// Counts the repair and the endpoints it removed in repair's metrics file, which CalicoNode
@@ -285,6 +317,13 @@ fn survey(
     Ok(endpoints::survey_calico(host, &how)?.unwrap_or_default())
 }
 
+/// How the wait after the repair ended: the endpoints still at fault (none when healthy),
+/// or, stopped, those the last look found at fault.
+enum Waited {
+    Healthy(Vec<Judged>),
+    Stopped(Vec<Judged>),
+}
+
 /// After the repair, until `--wait-timeout` or `stop` (Ctrl-C): the endpoints still at fault
 /// (none when healthy). A recreated pod's new endpoint that is still attaching is no fault.
 fn wait_healthy(
@@ -292,8 +331,9 @@ fn wait_healthy(
     (host, c, node): (&dyn Host, &Cluster, &str),
     args: &RepairArgs,
     stop: &Stop,
-) -> anyhow::Result<Vec<Judged>> {
+) -> anyhow::Result<Waited> {
     let ctx = std::cell::RefCell::new(ctx);
+    let last = std::cell::RefCell::new(Vec::new());
     let look = || -> anyhow::Result<Look<Vec<Judged>, Vec<Judged>>> {
         let left: Vec<Judged> = survey(host, c, node, args.grace, endpoints::Ageing::Read)?
             .into_iter()
@@ -306,6 +346,7 @@ fn wait_healthy(
             "{} endpoint(s) still at fault; looking again",
             left.len()
         ));
+        last.replace(left.clone());
         Ok(Look::Pending(left))
     };
     let wait = Wait {
@@ -318,12 +359,11 @@ fn wait_healthy(
         stop,
         say: &mut |line| ctx.borrow_mut().log(line),
     };
-    poll_until(wait, look, Ok).map_err(|e| match e.downcast::<Stopped>() {
-        Ok(_) => anyhow::anyhow!(
-            "stopped (Ctrl-C or a termination signal) while waiting for the repaired endpoints; the repair is done, 'calicoctl-win status' tells the node's health"
-        ),
-        Err(e) => e,
-    })
+    match poll_until(wait, look, Ok) {
+        Ok(left) => Ok(Waited::Healthy(left)),
+        Err(e) if e.is::<Stopped>() => Ok(Waited::Stopped(last.into_inner())),
+        Err(e) => Err(e),
+    }
 }
 
 /// A repair evicts pods with emptyDir data too: they have no network to use it with.

@@ -303,7 +303,8 @@ fn host_findings(ctx: &mut Context) -> Vec<crate::installed::health::Finding> {
         let host = ctx.open_host(crate::host::select::Intent::Read)?;
         let config = ctx.load_config()?.config;
         let node = config.node.name.to_string();
-        crate::health::installed_on_node(host.as_ref(), &config.root(), &node)
+        let state_dir = ctx.state_dir(host.as_ref());
+        crate::health::installed_on_node(host.as_ref(), &config.root(), &node, state_dir.as_deref())
     })();
     judged.unwrap_or_default()
 }

@@ -5,10 +5,11 @@
 //! status, in the condition and in repair's report.
 
 use super::look::Notes;
-use super::{hns_facts, host_facts};
+use super::{hns_facts, host_facts, metrics_facts, under_way};
 use crate::installed::health::{self, Finding};
 use crate::layout::{CALICO_NETWORK, InstallRoot, Role};
 use std::net::Ipv4Addr;
+use std::path::Path;
 
 /// What the node's own look found, with what it read of the Node.
 #[derive(Default)]
@@ -23,15 +24,19 @@ pub struct OnNode {
     pub calico_ready: Option<bool>,
 }
 
-/// What this node can judge of itself, with the cluster when `how` has one: CalicoFelix's
-/// service (CalicoNode is the one looking), the HNS networks the install made and the Calico
-/// network's endpoints (by `how`'s survey), the HNS restart watchdog's services, Felix's health, the node's address in each
-/// layer (the Node read with `how`'s cluster) and the vSwitch adapter's addressing. What
-/// cannot be read is a finding too: this look always says something.
+/// What this node can judge of itself, with the cluster when `how` has one, by status's
+/// steps and in its order: what a run left under way (a run cut off, a detached run that
+/// died; `state_dir` is calicoctl-win's state directory), the services the install made but
+/// CalicoNode (the one looking), the HNS networks the install made and the Calico network's
+/// endpoints (by `how`'s survey), the HNS restart watchdog's services, Felix's health, the
+/// node's address in each layer (the Node read with `how`'s cluster), the vSwitch adapter's
+/// addressing and the metrics ports. What cannot be read is a finding too: this look always
+/// says something.
 pub fn on_node(
     host: &dyn crate::host::Host,
     root: &InstallRoot,
     how: &crate::installed::endpoints::Survey<'_>,
+    state_dir: Option<&Path>,
 ) -> OnNode {
     let mut n = Notes {
         lenient: true,
@@ -39,7 +44,7 @@ pub fn on_node(
     };
     let mut out = OnNode::default();
     // A lenient look makes a finding of every read that fails: it returns no error.
-    let _ = steps(host, root, how, &mut n, &mut out);
+    let _ = steps(host, (root, state_dir), how, &mut n, &mut out);
     out.findings = n.findings;
     out
 }
@@ -51,6 +56,7 @@ pub fn installed_on_node(
     host: &dyn crate::host::Host,
     root: &InstallRoot,
     node: &str,
+    state_dir: Option<&Path>,
 ) -> anyhow::Result<Vec<Finding>> {
     use crate::installed::endpoints;
     if crate::installed::record::read(host, root)?.is_none() {
@@ -63,13 +69,29 @@ pub fn installed_on_node(
         remote: endpoints::Remote::Skip,
         ageing: endpoints::Ageing::Read,
     };
-    Ok(on_node(host, root, &how).findings)
+    Ok(on_node(host, root, &how, state_dir).findings)
+}
+
+/// What a run left under way, as status judges it, unless a command holds the host lock now:
+/// that command (a change that started CalicoNode and waits for its condition, or repair
+/// looking after its own run) is no fault of the node, and its journal is its own.
+fn left_under_way(
+    host: &dyn crate::host::Host,
+    root: &InstallRoot,
+    state_dir: Option<&Path>,
+    n: &mut Notes,
+) -> anyhow::Result<()> {
+    if state_dir.and_then(crate::host::lock::busy).is_some() {
+        return Ok(());
+    }
+    let found = under_way::under_way(host, root, state_dir, n);
+    n.unread(found, "the runs under way").map(drop)
 }
 
 /// The survey's steps for what the node sees of itself, in the survey's order.
 fn steps(
     host: &dyn crate::host::Host,
-    root: &InstallRoot,
+    (root, state_dir): (&InstallRoot, Option<&Path>),
     how: &crate::installed::endpoints::Survey<'_>,
     n: &mut Notes,
     out: &mut OnNode,
@@ -77,6 +99,7 @@ fn steps(
     // The services the install made, as status judges them, but CalicoNode (the look is its
     // own, or runs right after it started); Felix alone without a record to read. The networks
     // alike: the Calico network without a record.
+    left_under_way(host, root, state_dir, n)?;
     let rec = crate::installed::record::read(host, root).ok().flatten();
     let services: Vec<String> = match &rec {
         Some(rec) => rec
@@ -113,5 +136,6 @@ fn steps(
     }
     hns_facts::address(host, &networks, addresses, how.node, n);
     hns_facts::addressing(host, n);
+    metrics_facts::metrics(host, n);
     Ok(())
 }

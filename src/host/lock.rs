@@ -85,6 +85,29 @@ pub fn holder(lock: &Path) -> Option<Holder> {
     serde_json::from_str(&text).ok()
 }
 
+/// `%ProgramData%\calicoctl-win`, from the environment captured at start-up.
+pub fn windows_state_dir(env: &std::collections::BTreeMap<String, String>) -> PathBuf {
+    PathBuf::from(
+        env.get("ProgramData")
+            .map_or(r"C:\ProgramData", String::as_str),
+    )
+    .join("calicoctl-win")
+}
+
+/// Where calicoctl-win keeps its own state on this machine (the host lock, a detached run's
+/// log and result): `%ProgramData%\calicoctl-win` on Windows, a simulated host's directory;
+/// `None` for a throw-away in-memory host, which ends with the process.
+pub fn state_dir(
+    host: &dyn crate::host::Host,
+    env: &std::collections::BTreeMap<String, String>,
+) -> Option<PathBuf> {
+    match host.kind() {
+        crate::host::HostKind::Windows => Some(windows_state_dir(env)),
+        crate::host::HostKind::Simulated { dir, .. } => Some(PathBuf::from(dir)),
+        crate::host::HostKind::InMemory { .. } => None,
+    }
+}
+
 /// Whether a command holds the lock in `dir` now, without taking it: `Some(holder)` (the
 /// holder `None` while it has not written who it is), `None` when nobody does. For commands
 /// that only read (`status`), which hold no lock of their own.

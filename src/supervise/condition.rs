@@ -10,8 +10,9 @@
 //! health endpoint), an HNS network the install made missing, this host's HNS endpoints at
 //! fault (`installed::endpoints`, with the default grace period; another host's endpoints are
 //! left to `status` and `repair`, which ask the cluster about each address), a service the HNS
-//! restart watchdog could not restart, the node's address differing between the layers and the
-//! vSwitch adapter's addressing.
+//! restart watchdog could not restart, the node's address differing between the layers, the
+//! vSwitch adapter's addressing, the metrics ports, and what a run left under way while no
+//! command holds the host lock.
 
 use super::log::Log;
 use crate::cluster::Cluster;
@@ -120,7 +121,13 @@ impl Reporter {
                 return;
             }
         };
-        let look = reasons(host, Some(&cluster), &self.node, &self.root);
+        let state_dir = crate::host::lock::state_dir(host, &self.env);
+        let look = reasons(
+            host,
+            Some(&cluster),
+            &self.node,
+            (&self.root, state_dir.as_deref()),
+        );
         // libcalico-go's rule, with calico-node's credential (`supervise::api_group`).
         self.calico_group = crate::cluster::calico_api::discover(&cluster).ok();
         if look.internal_ip.is_some() {
@@ -249,7 +256,7 @@ pub fn reasons(
     host: &dyn Host,
     cluster: Option<&Cluster>,
     node: &str,
-    root: &crate::layout::InstallRoot,
+    (root, state_dir): (&crate::layout::InstallRoot, Option<&std::path::Path>),
 ) -> Look {
     // CalicoNode's look every minute is what ages the faults (`endpoints::seen`).
     let how = endpoints::Survey {
@@ -259,7 +266,7 @@ pub fn reasons(
         remote: endpoints::Remote::Skip,
         ageing: endpoints::Ageing::Record,
     };
-    let seen = crate::health::on_node(host, root, &how);
+    let seen = crate::health::on_node(host, root, &how, state_dir);
     let mut faults = std::collections::BTreeMap::new();
     for v in seen
         .findings

@@ -31,6 +31,7 @@ pub const LEFTOVER_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;
 
 /// What the run found.
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(Default))]
 pub struct Report {
     pub node: String,
     pub namespace: String,

@@ -785,3 +785,28 @@ fn a_stale_module_or_file_name_is_found() {
     assert!(stale_reference("checks::host::weak_dirs").is_some());
     assert!(stale_reference("src/plan/exec.rs").is_some());
 }
+
+/// The README's command table fits on one screen: one row a command (at most 30 rows), each
+/// saying what the command does in at most 15 words and linking to its page.
+#[test]
+fn the_readmes_command_table_fits_on_one_screen() {
+    let text = fs_err::read_to_string(root().join("README.md")).expect("README");
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("| command | what it does |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    assert!(
+        (10..=30).contains(&rows.len()),
+        "{} rows: {rows:#?}",
+        rows.len()
+    );
+    for row in rows {
+        let cells: Vec<&str> = row.split('|').collect();
+        let (command, said) = (cells[1], cells[2]);
+        assert!(command.contains("](docs/"), "no link to its page: {row}");
+        let words = said.split_whitespace().count();
+        assert!(words <= 15, "{words} words: {row}");
+    }
+}

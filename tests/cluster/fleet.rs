@@ -1178,6 +1178,18 @@ fn fleet_status_lists_every_windows_node_and_names_those_that_differ() {
         Some(("True", "healthy")),
     );
     annotated(&api, "win-4", same, None);
+    // A CalicoNode that predates codes as data: an older plain list, not written with the
+    // condition's heartbeat.
+    annotated(
+        &api,
+        "win-5",
+        same,
+        Some(("False", "CalicoFelix is Stopped [service-not-running]")),
+    );
+    let mut n = api.get("/api/v1/nodes/win-5").expect("win-5");
+    n["metadata"]["annotations"]["calicoctl-win/finding-codes"] =
+        json!(json!(["service-not-running"]).to_string());
+    api.put("/api/v1/nodes/win-5", n);
     api.put(
         "/api/v1/nodes/linux-1",
         json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "linux-1",
@@ -1199,7 +1211,27 @@ fn fleet_status_lists_every_windows_node_and_names_those_that_differ() {
         .iter()
         .map(|n| n["name"].as_str().unwrap_or_default())
         .collect();
-    assert_eq!(names, ["win-1", "win-2", "win-3", "win-4"], "{doc}");
+    assert_eq!(
+        names,
+        ["win-1", "win-2", "win-3", "win-4", "win-5"],
+        "{doc}"
+    );
+    // Its fix is the finding's remedy, beside its sentence, not folded into it.
+    let unknown: Vec<&Value> = doc["nodes"][4]["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .filter(|f| f["code"] == "codes-unknown")
+        .collect();
+    assert_eq!(unknown.len(), 1, "{doc}");
+    assert_eq!(
+        unknown[0]["remedy"], "upgrade calicoctl-win on the node",
+        "{doc}"
+    );
+    assert!(
+        !unknown[0]["message"].to_string().contains("upgrade"),
+        "{doc}"
+    );
     assert_eq!(doc["config_hash"], same);
     assert_eq!(doc["nodes"][0]["calico"], "3.30.2");
     assert_eq!(doc["nodes"][1]["calico_ready"], "False");
@@ -1250,6 +1282,7 @@ fn fleet_status_lists_every_windows_node_and_names_those_that_differ() {
     annotated(&api, "win-2", same, Some(("True", "healthy")));
     annotated(&api, "win-3", same, Some(("True", "healthy")));
     annotated(&api, "win-4", same, Some(("True", "healthy")));
+    annotated(&api, "win-5", same, Some(("True", "healthy")));
     let (code, doc) = run();
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["healthy"], true);

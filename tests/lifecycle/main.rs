@@ -25,6 +25,7 @@ mod node_health;
 mod packaging;
 mod reconfigure;
 mod releases;
+mod repair_ends;
 mod service_run;
 mod token_renewal;
 mod token_trouble;

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 /// Calico installed on win-1 (Ready), with pods web-1 (its endpoint still Created: stuck),
 /// web-2 to web-4 (AttachedSharing: healthy) and an endpoint for 10.244.1.50, which no pod has (stale),
 /// and another host's endpoint for 10.244.9.9, which no pod has (remote-stale).
-fn broken() -> Node {
+pub(crate) fn broken() -> Node {
     let b = Node::healthy();
     let api = b.api();
     api.set_node_ready("win-1", "True", "kubelet is posting ready status");
@@ -885,7 +885,7 @@ fn status_text_whole() {
 
 /// The codes of a document's findings, each once, sorted.
 #[cfg(unix)]
-fn codes_of(doc: &Value) -> Vec<String> {
+pub(crate) fn codes_of(doc: &Value) -> Vec<String> {
     let mut codes: Vec<String> = doc["findings"]
         .as_array()
         .expect("findings")
@@ -895,6 +895,27 @@ fn codes_of(doc: &Value) -> Vec<String> {
     codes.sort();
     codes.dedup();
     codes
+}
+
+/// CalicoNode run until it has written the codes annotation beside its condition: what it
+/// wrote, and its log.
+#[cfg(unix)]
+fn codes_written(node: &Node) -> (Value, String) {
+    let child = crate::support::console_node(&node.sim());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let written = loop {
+        let n = node.api().get("/api/v1/nodes/win-1").expect("node");
+        let text = n["metadata"]["annotations"]["calicoctl-win/finding-codes"].as_str();
+        if let Some(text) = text {
+            break serde_json::from_str::<Value>(text).expect("a JSON object");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no codes written: {n}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    (written, crate::support::stop_console(child))
 }
 
 /// One survey: the same faults (Felix not ready, a BGP address that is not the Node's) are the
@@ -918,21 +939,7 @@ fn status_repair_and_the_condition_give_the_same_codes_for_the_same_faults() {
     assert_eq!(code, 1, "{err} {status}");
     assert_eq!(codes_of(&status), want, "status: {status}");
 
-    let child = crate::support::console_node(&node.sim());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let written = loop {
-        let n = node.api().get(path).expect("node");
-        let text = n["metadata"]["annotations"]["calicoctl-win/finding-codes"].as_str();
-        if let Some(text) = text {
-            break serde_json::from_str::<Value>(text).expect("a JSON object");
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no codes written: {n}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
-    let log = crate::support::stop_console(child);
+    let (written, log) = codes_written(&node);
     let mut codes: Vec<String> =
         serde_json::from_value(written["codes"].clone()).expect("a JSON list");
     codes.sort();
@@ -990,24 +997,53 @@ fn a_stopped_recorded_service_is_in_the_condition_as_in_status() {
         codes_of(&status).contains(&"service-not-running".to_owned()),
         "{status}"
     );
-    let path = "/api/v1/nodes/win-1";
-    let child = crate::support::console_node(&node.sim());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let written = loop {
-        let n = node.api().get(path).expect("node");
-        let text = n["metadata"]["annotations"]["calicoctl-win/finding-codes"].as_str();
-        if let Some(text) = text {
-            break serde_json::from_str::<Value>(text).expect("a JSON object");
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no codes written: {n}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
-    let log = crate::support::stop_console(child);
+    let (written, log) = codes_written(&node);
     assert!(
         written["codes"].to_string().contains("service-not-running"),
         "the condition's codes: {written} {log}"
     );
+}
+
+/// What status says beside the services is the node's own look too: a run cut off (its journal
+/// in the install root, nobody holding the host lock) and Felix's own metrics rule open to
+/// every address are `under-way` and `felix-metrics-rule` in status and in the codes CalicoNode
+/// writes beside its condition.
+#[cfg(unix)]
+#[test]
+fn what_a_run_left_and_the_metrics_ports_are_in_the_condition_as_in_status() {
+    let node = Node::healthy().release("3.30.2", "calico-node.exe").build();
+    node.api()
+        .set_node_ready("win-1", "True", "kubelet is posting ready status");
+    let (code, doc, err) = node.install_local(&[]);
+    assert_eq!(code, 0, "{err} {doc}");
+    let felix_rule = "Calico Prometheus Ports (calico-managed rule)";
+    node.edit_state(|s| {
+        s["firewall"][felix_rule.to_ascii_lowercase()] = json!({
+            "name": felix_rule, "protocol": "tcp", "local_port": 9091, "allow": true,
+            "enabled": true, "profiles": 2147483647u32
+        });
+    });
+    let journal = json!({
+        "command": "reconfigure", "started": 1_700_000_000, "new_dirs": [],
+        "routes_before": [], "entries": []
+    });
+    fs_err::write(
+        node.c_drive("calicowindows/calicoctl-win.journal.json"),
+        journal.to_string(),
+    )
+    .expect("journal");
+    let want = ["felix-metrics-rule", "under-way"];
+    let (_, status, _) = node.run(&["status"]);
+    let found = codes_of(&status);
+    assert!(
+        want.iter().all(|c| found.contains(&(*c).to_owned())),
+        "{status}"
+    );
+    let (written, log) = codes_written(&node);
+    for c in want {
+        assert!(
+            written["codes"].to_string().contains(c),
+            "{c}: the condition's codes: {written} {log}"
+        );
+    }
 }
