@@ -54,35 +54,7 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
     };
     let gate = args.while_cordoned.then(|| plan_gate(ctx, here.as_ref()));
     super::common::on_interrupt(ctx, &first);
-    let mut reports = Vec::new();
-    for (k, batch) in nodes.chunks(AT_ONCE).enumerate() {
-        let done: Vec<Option<Result<Report, RunError>>> = std::thread::scope(|s| {
-            let runs: Vec<_> = batch
-                .iter()
-                .enumerate()
-                .map(|(i, node)| {
-                    let o = Options {
-                        node: node.clone(),
-                        // Distinct for runs started in the same instant.
-                        suffix: format!("{}{}", first.suffix, k * AT_ONCE + i),
-                        calico_since: gate.as_ref().map(|g| g.since(node)),
-                        ..first.clone()
-                    };
-                    let c = &c;
-                    s.spawn(move || run::run(c, &o))
-                })
-                .collect();
-            runs.into_iter().map(|h| h.join().ok()).collect()
-        });
-        for r in done {
-            match r {
-                Some(Ok(r)) => reports.push(r),
-                Some(Err(RunError::Plan(e))) => return Err(e.into()),
-                Some(Err(RunError::Cluster(e))) => return Err(e.into()),
-                None => anyhow::bail!("a verify run stopped unexpectedly"),
-            }
-        }
-    }
+    let mut reports = run_all(&c, &nodes, &first, gate.as_ref())?;
     // What the runs' waits said, with -v.
     for line in first.said.take() {
         ctx.printer.detail(&format!("verify: {line}"));
@@ -136,6 +108,46 @@ impl PlanGate {
             _ => self.fresh_since,
         }
     }
+}
+
+/// Every node's run, `AT_ONCE` at a time, each with its own suffix and the Plan gate's start
+/// of CalicoNode; the first run refused ends the command.
+fn run_all(
+    c: &crate::cluster::Cluster,
+    nodes: &[String],
+    first: &Options,
+    gate: Option<&PlanGate>,
+) -> anyhow::Result<Vec<Report>> {
+    let mut reports = Vec::new();
+    for (k, batch) in nodes.chunks(AT_ONCE).enumerate() {
+        let done: Vec<Option<Result<Report, RunError>>> = std::thread::scope(|s| {
+            let runs: Vec<_> = batch
+                .iter()
+                .enumerate()
+                .map(|(i, node)| {
+                    let o = Options {
+                        node: node.clone(),
+                        // Distinct for runs started in the same instant.
+                        suffix: format!("{}{}", first.suffix, k * AT_ONCE + i),
+                        calico_since: gate.as_ref().map(|g| g.since(node)),
+                        ..first.clone()
+                    };
+                    let c = c;
+                    s.spawn(move || run::run(c, &o))
+                })
+                .collect();
+            runs.into_iter().map(|h| h.join().ok()).collect()
+        });
+        for r in done {
+            match r {
+                Some(Ok(r)) => reports.push(r),
+                Some(Err(RunError::Plan(e))) => return Err(e.into()),
+                Some(Err(RunError::Cluster(e))) => return Err(e.into()),
+                None => anyhow::bail!("a verify run stopped unexpectedly"),
+            }
+        }
+    }
+    Ok(reports)
 }
 
 fn plan_gate(ctx: &mut Context, here: Option<&(String, Option<String>)>) -> PlanGate {
