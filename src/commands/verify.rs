@@ -132,7 +132,6 @@ fn run_all(
                         calico_since: gate.as_ref().map(|g| g.since(node)),
                         ..first.clone()
                     };
-                    let c = c;
                     s.spawn(move || run::run(c, &o))
                 })
                 .collect();
