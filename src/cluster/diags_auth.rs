@@ -73,6 +73,10 @@ pub enum Verdict {
     Allowed,
     /// The token is not (said without the token).
     Denied(String),
+    /// The token is not authenticated, and the authenticator said why (`status.error`): a
+    /// refusal that may pass, such as a signing key or a ServiceAccount another API server has
+    /// not seen yet. Refused as `Denied` is, but not remembered as refused.
+    Unsettled(String),
     /// The review itself was refused or failed: nothing can be let in.
     Failed { forbidden: bool, why: String },
 }
@@ -126,7 +130,15 @@ fn judge(r: TokenReview, node: &str, namespace: &str) -> Verdict {
         return Verdict::Denied("the review has no status".into());
     };
     if status.authenticated != Some(true) {
-        return Verdict::Denied("the token is not authenticated for this node".into());
+        // kube-apiserver reports an authenticator's error beside `authenticated: false` rather
+        // than as an HTTP error (`pkg/registry/authentication/tokenreview/storage.go`,
+        // `REST.Create`: `tokenReview.Status.Error = err.Error()`); the error's text is not
+        // kept, as it may quote the token's claims.
+        let why = "the token is not authenticated for this node".to_owned();
+        return match status.error.filter(|e| !e.is_empty()) {
+            Some(_) => Verdict::Unsettled(format!("{why} (the API server gave an error)")),
+            None => Verdict::Denied(why),
+        };
     }
     let user = status.user.and_then(|u| u.username).unwrap_or_default();
     let want = username(namespace);
@@ -141,5 +153,43 @@ fn judge(r: TokenReview, node: &str, namespace: &str) -> Verdict {
         Verdict::Allowed
     } else {
         Verdict::Denied(format!("the token is not for {ours:?}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::authentication::v1::TokenReviewStatus;
+
+    fn answered(error: Option<&str>) -> TokenReview {
+        TokenReview {
+            metadata: ObjectMeta::default(),
+            spec: TokenReviewSpec::default(),
+            status: Some(TokenReviewStatus {
+                authenticated: Some(false),
+                error: error.map(str::to_owned),
+                ..TokenReviewStatus::default()
+            }),
+        }
+    }
+
+    /// A refusal the authenticator explained (an error beside `authenticated: false`, as
+    /// kube-apiserver's `REST.Create` reports it) may pass, and is told apart from a plain one;
+    /// the error's text is not repeated.
+    #[test]
+    fn a_refusal_with_the_authenticators_error_is_unsettled_and_its_text_not_kept() {
+        let why = "square/go-jose: error in cryptographic primitive";
+        match judge(answered(Some(why)), "win-1", "ns") {
+            Verdict::Unsettled(said) => assert!(!said.contains("go-jose"), "{said}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            judge(answered(None), "win-1", "ns"),
+            Verdict::Denied(_)
+        ));
+        assert!(matches!(
+            judge(answered(Some("")), "win-1", "ns"),
+            Verdict::Denied(_)
+        ));
     }
 }

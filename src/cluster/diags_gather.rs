@@ -130,7 +130,27 @@ pub fn gather(c: &Cluster, g: &Gather) -> Result<Index, ClusterError> {
 /// is asked (a DaemonSet that is not there refuses the run).
 fn daemon_set_uid(c: &Cluster, namespace: &str, name: &str) -> Result<String, ClusterError> {
     let api: kube::Api<DaemonSet> = kube::Api::namespaced(c.client.clone(), namespace);
-    let ds = c.call("get", "daemonsets", api.get(name))?;
+    let ds = c
+        .call("get", "daemonsets", api.get(name))
+        .map_err(|e| match e {
+            // Roles written before the gatherer read the DaemonSet lack the rule.
+            ClusterError::Api {
+                code: 403,
+                server,
+                verb,
+                resource,
+                message,
+            } => ClusterError::Api {
+                code: 403,
+                server,
+                verb,
+                resource,
+                message: format!(
+                    "{message} (a Role written by an earlier `fleet rbac --identity diags` lacks `get daemonsets`: apply `calicoctl-win fleet rbac --identity diags` again)"
+                ),
+            },
+            e => e,
+        })?;
     Ok(ds.metadata.uid.unwrap_or_default())
 }
 
@@ -184,10 +204,21 @@ fn not_ours(pod: &Pod, uid: &str, node: &str) -> Option<String> {
         status.and_then(|s| s.pod_ip.as_deref()),
         status.and_then(|s| s.host_ip.as_deref()),
     );
-    // The kubelet sets a host-network pod's IPs once and keeps them when the node's address
-    // changes ("immutable once set"): such a pod is its own but the proxy would dial an old
-    // address, so it is named too, to be recreated.
-    if let Some(ip) = ip.filter(|ip| Some(*ip) != host) {
+    // The node's addresses as the kubelet reports them now: `hostIP` (its first) and `hostIPs`
+    // (one per family), which it sets again at every status sync, where a host-network pod's
+    // IPs are set once ("immutable once set"). A pod whose address is none of them is not on
+    // the node, or is from before the node's addresses changed: named, to be recreated.
+    let now: Vec<&str> = host
+        .into_iter()
+        .chain(
+            status
+                .and_then(|s| s.host_ips.as_ref())
+                .into_iter()
+                .flatten()
+                .map(|h| h.ip.as_str()),
+        )
+        .collect();
+    if let Some(ip) = ip.filter(|ip| !now.contains(ip)) {
         return Some(format!(
             "its address {ip} is not its node's ({}): it is not on the node, or it is from before the node's address changed (delete it: the DaemonSet makes it again)",
             host.unwrap_or("none reported")

@@ -134,7 +134,7 @@ impl Reviewed {
     }
 
     /// `token`'s verdict: kept, else `review`'s (kept when allowed or denied; never when the
-    /// review failed, which says nothing of the token).
+    /// review failed or the refusal may pass, which say nothing lasting of the token).
     pub fn verdict(&self, token: &str, review: &dyn Review, stop: &Stop) -> Verdict {
         let key = key_of(token);
         if holds(&self.allowed, &key, KEPT_FOR) {
@@ -147,7 +147,8 @@ impl Reviewed {
         match verdict {
             Verdict::Allowed => keep(&self.allowed, key, KEPT_AT_MOST),
             Verdict::Denied(_) => keep(&self.refused, key, REFUSED_AT_MOST),
-            Verdict::Failed { .. } => {}
+            // A refusal that may pass, or a review that failed, says nothing lasting.
+            Verdict::Unsettled(_) | Verdict::Failed { .. } => {}
         }
         verdict
     }
@@ -247,6 +248,12 @@ mod tests {
         kept.verdict("t3", &down, &stop);
         assert_eq!(down.0.load(Ordering::SeqCst), 2);
         assert!(!kept.refused_lately("t3"));
+        // A refusal with the authenticator's error may pass: asked again, not kept.
+        let unsettled = Counting(AtomicUsize::new(0), Verdict::Unsettled("key".into()));
+        kept.verdict("t4", &unsettled, &stop);
+        kept.verdict("t4", &unsettled, &stop);
+        assert_eq!(unsettled.0.load(Ordering::SeqCst), 2);
+        assert!(!kept.refused_lately("t4"));
         // The token itself is nowhere in what is kept.
         for list in [&kept.allowed, &kept.refused] {
             let held = list.lock().expect("kept");

@@ -122,7 +122,11 @@ impl<'a> Diags<'a> {
             } => Some(why.as_str()),
             _ => None,
         };
-        if matches!(verdict, Verdict::Allowed | Verdict::Denied(_)) || refused.is_some() {
+        if matches!(
+            verdict,
+            Verdict::Allowed | Verdict::Denied(_) | Verdict::Unsettled(_)
+        ) || refused.is_some()
+        {
             let kept =
                 crate::installed::metrics_findings::keep_diags_review_refused(self.host, refused);
             if let Err(e) = kept {
@@ -131,7 +135,7 @@ impl<'a> Diags<'a> {
         }
         match verdict {
             Verdict::Allowed => return true,
-            Verdict::Denied(why) => {
+            Verdict::Denied(why) | Verdict::Unsettled(why) => {
                 self.log
                     .info(&format!("diags endpoint: refused a request: {why}"));
                 self.refuse(conn, "401 Unauthorized", "unauthenticated");

@@ -80,6 +80,16 @@ fn only_the_daemon_sets_own_pods_on_the_nodes_network_are_asked() {
     let path = format!("/api/v1/namespaces/{NS}/pods/calicoctl-win-f");
     let mut p = api.get(&path).expect("pod");
     p["status"]["hostIP"] = json!("10.0.0.21");
+    p["status"]["hostIPs"] = json!([{"ip": "10.0.0.21"}]);
+    api.put(&path, p);
+    // On g, the pod's address is still one of the node's (`hostIPs`, one per family, set again
+    // at each status sync), though no longer its first: it is asked.
+    node_with_pod(&api, "g", "10.0.0.22");
+    serve(&api, "g", Answer::Bundle(bundle(7, 100).into()));
+    let path = format!("/api/v1/namespaces/{NS}/pods/calicoctl-win-g");
+    let mut p = api.get(&path).expect("pod");
+    p["status"]["hostIP"] = json!("fd00::22");
+    p["status"]["hostIPs"] = json!([{"ip": "fd00::22"}, {"ip": "10.0.0.22"}]);
     api.put(&path, p);
     let dir = tempfile::tempdir().expect("tempdir");
     let c = identity(
@@ -90,7 +100,8 @@ fn only_the_daemon_sets_own_pods_on_the_nodes_network_are_asked() {
     let out = dir.path().join("bundles");
     diags_gather::prepare_out(&out).expect("out");
     let index = diags_gather::gather(&c, &options(&out)).expect("gathers");
-    assert_eq!((index.gathered, index.failed), (4, 2), "{index:#?}");
+    assert_eq!((index.gathered, index.failed), (5, 2), "{index:#?}");
+    assert_eq!(line(&index, "g").result, "ok");
     for (node, pod) in ["a", "b", "c", "d"].iter().zip(&impostors) {
         let l = line(&index, node);
         assert_eq!(l.result, "ok", "{l:?}");
