@@ -223,7 +223,8 @@ pub fn discard_journal(
 pub struct Rolled {
     pub failures: Vec<String>,
     /// What was left as it is because it changed after the run made it (an operator
-    /// Installation field an administrator set since): said, never reverted.
+    /// Installation field an administrator set since, a firewall rule of the run's name
+    /// beside it): said, never reverted.
     pub kept: Vec<String>,
     /// The directory the services' logs were moved to, out of a logs directory the run made.
     pub kept_logs: Option<String>,
@@ -436,7 +437,9 @@ fn undo(
             (None, Some(outermost)) => host.reg_delete_key(outermost)?,
             (None, None) => host.reg_delete_value(key, name)?,
         },
-        Undo::RemoveFirewallRule { name, rule } => remove_added_rule(host, name, rule.as_ref())?,
+        Undo::RemoveFirewallRule { name, rule } => {
+            kept.extend(remove_added_rule(host, name, rule.as_ref())?);
+        }
         Undo::AddFirewallRule { rule } => match host.firewall_add(rule) {
             Err(HostError::Exists { .. }) | Ok(()) => {}
             Err(e) => return Err(e.into()),
@@ -494,24 +497,26 @@ fn remove_withheld(host: &dyn Host, path: &str) -> Result<(), crate::host::HostE
 
 /// The rule an action added, removed while it is the one rule of its name as added; another
 /// of its name beside it (an administrator's) or a change since leaves every rule of the name,
-/// and says so. A journal that kept only the name: the one rule of it (`firewall_remove`
-/// refuses several).
+/// and returns the warning that says so: kept, never reverted, and no failure of the rollback
+/// (an uninstall would otherwise retry it for ever). A journal that kept only the name: the
+/// one rule of it.
 pub(super) fn remove_added_rule(
     host: &dyn Host,
     name: &str,
     made: Option<&crate::host::FirewallRule>,
-) -> HostResult<()> {
+) -> HostResult<Option<String>> {
     use crate::host::firewall::{held, only};
     let now = host.firewall_rules(name)?;
-    if let Some(made) = made
-        && !now.is_empty()
-        && !only(&now, made)
-    {
-        return Err(HostError::Refused {
-            what: format!("remove firewall rule {name}"),
-            reason: format!("the firewall holds {} now: left as it is", held(&now)),
-        });
+    let changed = match made {
+        Some(made) => !now.is_empty() && !only(&now, made),
+        None => now.len() > 1,
+    };
+    if changed {
+        return Ok(Some(format!(
+            "kept the firewall rule '{name}' this run added: the firewall holds {} now, left as it is; remove it yourself if it is not wanted (Get-NetFirewallRule -DisplayName '{name}')",
+            held(&now)
+        )));
     }
     host.firewall_remove(name)?;
-    Ok(())
+    Ok(None)
 }

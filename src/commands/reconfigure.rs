@@ -561,7 +561,9 @@ fn failed(f: Failed, node_name: &str) -> anyhow::Error {
             None => String::new(),
         }
     };
-    anyhow::Error::new(e).context(format!("reconfigure failed; {after}"))
+    // What changed after the run made it (a firewall rule beside an administrator's) stays.
+    let kept: String = e.rollback_kept.iter().map(|k| format!("; {k}")).collect();
+    anyhow::Error::new(e).context(format!("reconfigure failed; {after}{kept}"))
 }
 
 /// The checks install makes that a changed config can fail, before anything changes (exit 3):

@@ -517,7 +517,13 @@ fn undo_interrupted_install(
     if covered {
         return apply::undo::discard_journal(host, &journal, &path);
     }
-    let failures = apply::undo::undo_journal(host, &journal, &path, timeout);
+    let rolled = apply::undo::undo_journal_in(host, &journal, &path, timeout, None);
+    // What changed since that install made it (a firewall rule of its name beside an
+    // administrator's) stays, said: no reason to keep the journal and fail every uninstall.
+    for w in &rolled.kept {
+        ctx.printer.warn(w);
+    }
+    let failures = rolled.failures;
     if !failures.is_empty() {
         anyhow::bail!(
             "cannot undo the interrupted install ({}); its journal {path} is kept, so running uninstall again retries",

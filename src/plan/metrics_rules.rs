@@ -98,13 +98,18 @@ pub fn plan(
     let mut owned = Vec::new();
     for rule in wanted {
         let now = host.firewall_rules(&rule.name)?;
-        let journaled = added.iter().find(|(n, _)| *n == rule.name);
+        // Every entry of the name: a run that made it again with another range journaled
+        // it a second time, and the firewall holds the latest.
+        let journaled = added
+            .iter()
+            .filter(|(n, _)| *n == rule.name)
+            .any(|(_, made)| by_journal(&now, *made));
         if now.is_empty() || removed.contains(&rule.name) {
             actions.push(Action::AddFirewallRule { rule: rule.clone() });
         } else if firewall::only(&now, &rule) || previous.iter().any(|r| r.same(&rule)) {
             // As wanted; or ours as recorded, changed since or joined by another rule of its
             // name: left as it is, still recorded, and uninstall says so.
-        } else if journaled.is_some_and(|(_, made)| by_journal(&now, *made)) {
+        } else if journaled {
             // Added by an interrupted run with another range: made again.
             actions.push(Action::RemoveFirewallRule {
                 name: rule.name.clone(),
@@ -163,8 +168,8 @@ fn remove_unwanted(
             Some(made) => firewall::only(&now, made),
             None => added
                 .iter()
-                .find(|(n, _)| *n == name)
-                .is_some_and(|(_, made)| by_journal(&now, *made)),
+                .filter(|(n, _)| *n == name)
+                .any(|(_, made)| by_journal(&now, *made)),
         };
         if ours {
             actions.push(Action::RemoveFirewallRule { name: name.into() });
@@ -403,6 +408,63 @@ mod tests {
         )
         .expect("plan");
         assert_eq!(removed(&actions), Vec::<&str>::new());
+    }
+
+    /// A run that made an interrupted run's rule again with another range was cut off in
+    /// turn: the journal names the rule twice (the first range, then the second) and the
+    /// firewall holds the second. It is the journal's all the same: removed with metrics
+    /// off, made again with a third range (it was judged by the first entry only: left for
+    /// good, or the plan refused).
+    #[test]
+    fn a_rule_journaled_twice_is_judged_by_every_entry() {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        let ranged = |r: &str| {
+            config(&[
+                "metrics.enabled=true",
+                &format!("metrics.source_ranges={r}"),
+                "metrics.port=9095",
+            ])
+        };
+        let (a, b) = (
+            wanted(&ranged("10.0.0.0/8"), FELIX),
+            wanted(&ranged("10.1.0.0/16"), FELIX),
+        );
+        host.firewall_add(&b[0]).expect("add");
+        let mut journal = Journal::default();
+        for made in [&a[0], &b[0]] {
+            journal.entries.push(Entry {
+                action: format!("add firewall rule \"{}\"", made.name),
+                undo: Undo::RemoveFirewallRule {
+                    name: made.name.clone(),
+                    rule: Some(made.clone()),
+                },
+                done: true,
+                irreversible: false,
+            });
+        }
+        let mut actions = Vec::new();
+        plan(
+            &host,
+            &config(&[]),
+            FELIX,
+            &[],
+            Some(&journal),
+            &mut actions,
+        )
+        .expect("plan");
+        assert_eq!(removed(&actions), [b[0].name.as_str()]);
+        let mut actions = Vec::new();
+        let third = ranged("10.2.0.0/16");
+        plan(&host, &third, FELIX, &[], Some(&journal), &mut actions).expect("not refused");
+        assert_eq!(removed(&actions), [b[0].name.as_str()]);
+        assert!(
+            actions
+                .iter()
+                .any(|x| matches!(x, Action::AddFirewallRule { rule }
+                if rule.name == b[0].name && rule.remote_addresses == ["10.2.0.0/16"])),
+            "{actions:?}"
+        );
     }
 
     /// Each rule lets in only the program that listens on its port.

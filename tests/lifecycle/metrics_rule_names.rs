@@ -172,3 +172,47 @@ fn a_disabled_vxlan_rule_of_our_name_refuses_install_before_any_change() {
     assert_eq!(rules_named(&s, name), [disabled]);
     assert_eq!(s.state()["services"], before["services"]);
 }
+
+/// An install cut off after adding our metrics rule, then an administrator's rule of its name
+/// beside it: uninstall, undoing that install, keeps both rules (removal by name could take
+/// either), says so, and goes on. (The refusal failed the undo and kept the journal, so every
+/// uninstall ended "cannot undo the interrupted install" for good.)
+#[test]
+fn an_interrupted_installs_rule_beside_an_administrators_is_kept_and_uninstall_goes_on() {
+    let s = node();
+    let zip = s.zip().display().to_string();
+    let crash = "crash:~add firewall rule Calico metrics Felix";
+    let args = [
+        &["install", "--release-zip", &zip][..],
+        &ON,
+        &["--sim-fault", crash],
+    ]
+    .concat();
+    let (code, stderr) = s.run_raw(&args);
+    assert_eq!(code, 86, "{stderr}");
+    assert_eq!(rules_named(&s, OURS).len(), 1);
+    let theirs = admins(OURS, 9095);
+    s.edit_state(|st| st["firewall_more"] = json!([theirs.clone()]));
+    let both = rules_named(&s, OURS);
+    assert_eq!(both.len(), 2);
+    let (code, doc, stderr) = s.uninstall(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("did not finish"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "kept the firewall rule '{OURS}' this run added: the firewall holds 2 rules of that name"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        doc["warnings"]
+            .to_string()
+            .contains(&format!("Get-NetFirewallRule -DisplayName '{OURS}'")),
+        "{doc}"
+    );
+    assert_eq!(rules_named(&s, OURS), both);
+    assert!(
+        !s.c_drive("calicowindows/calicoctl-win.journal.json")
+            .exists()
+    );
+}

@@ -519,7 +519,9 @@ fn install_failed(e: apply::ExecError, measured: String) -> anyhow::Error {
     let logs = e.kept_logs.as_ref().map_or(String::new(), |d| {
         format!("; the services' logs, which say why, were moved to {d}")
     });
-    anyhow::Error::new(e).context(format!("install failed; {after}{logs}"))
+    // What changed after the run made it (a firewall rule beside an administrator's) stays.
+    let kept: String = e.rollback_kept.iter().map(|k| format!("; {k}")).collect();
+    anyhow::Error::new(e).context(format!("install failed; {after}{kept}{logs}"))
 }
 
 fn host_name(host: &dyn Host) -> String {
