@@ -81,10 +81,12 @@ fn left_under_way(
     state_dir: Option<&Path>,
     n: &mut Notes,
 ) -> anyhow::Result<()> {
-    if state_dir.and_then(crate::host::lock::busy).is_some() {
+    // Looked at once: a second look could find a command that took the lock in between.
+    let busy = state_dir.and_then(crate::host::lock::busy);
+    if busy.is_some() {
         return Ok(());
     }
-    let found = under_way::under_way(host, root, state_dir, n);
+    let found = under_way::under_way(host, root, state_dir, busy, n);
     n.unread(found, "the runs under way").map(drop)
 }
 
