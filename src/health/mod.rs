@@ -33,7 +33,8 @@ use look::Notes;
 /// The node surveyed once: each fact gathered and judged, in the order status shows them.
 pub fn survey(look: Look<'_>) -> anyhow::Result<NodeReport> {
     let mut n = Notes::default();
-    let under_way = under_way::under_way(look.host, look.root, look.state_dir, &mut n)?;
+    let busy = look.state_dir.and_then(crate::host::lock::busy);
+    let under_way = under_way::under_way(look.host, look.root, look.state_dir, busy, &mut n)?;
     let Some(rec) = crate::installed::record::read(look.host, look.root)? else {
         return Ok(not_installed(look.root, n, under_way));
     };

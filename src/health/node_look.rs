@@ -22,6 +22,9 @@ pub struct OnNode {
     pub refused: bool,
     /// The Node's `CalicoWindowsReady` status as read (`Some(true)`: True).
     pub calico_ready: Option<bool>,
+    /// Said with their code and fix but no problem of the node (status shows them beside its
+    /// sections): a refused review of `/diags`, Felix's leftover metrics rule.
+    pub advice: Vec<Finding>,
 }
 
 /// What this node can judge of itself, with the cluster when `how` has one, by status's
@@ -46,6 +49,10 @@ pub fn on_node(
     // A lenient look makes a finding of every read that fails: it returns no error.
     let _ = steps(host, (root, state_dir), how, &mut n, &mut out);
     out.findings = n.findings;
+    out.advice = [n.shown.diags_review, n.shown.felix_rule]
+        .into_iter()
+        .flatten()
+        .collect();
     out
 }
 
@@ -81,10 +88,12 @@ fn left_under_way(
     state_dir: Option<&Path>,
     n: &mut Notes,
 ) -> anyhow::Result<()> {
-    if state_dir.and_then(crate::host::lock::busy).is_some() {
+    // Looked at once: a second look could find a command that took the lock in between.
+    let busy = state_dir.and_then(crate::host::lock::busy);
+    if busy.is_some() {
         return Ok(());
     }
-    let found = under_way::under_way(host, root, state_dir, n);
+    let found = under_way::under_way(host, root, state_dir, busy, n);
     n.unread(found, "the runs under way").map(drop)
 }
 

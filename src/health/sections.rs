@@ -153,6 +153,11 @@ pub struct Shown {
     /// refused on this node): said, not a problem of the node's networking, so that the fleet
     /// DaemonSet's readiness (`status -q`) does not turn on it.
     pub diags_review: Option<Finding>,
+    /// Felix's own metrics rule, open to every address: one the operator's HostProcess Felix
+    /// left (calico v3.32.1 libcalico-go/lib/winutils/winutils.go
+    /// `MaybeConfigureWindowsFirewallRules`, which nothing runs once that Felix is gone). Advice
+    /// about an object left behind, not a fault of the node's traffic: said, not a problem.
+    pub felix_rule: Option<Finding>,
 }
 
 /// calico-node's token as its lines say it, beside its section.

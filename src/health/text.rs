@@ -104,7 +104,10 @@ fn the_cluster(r: &InstalledReport) -> Vec<String> {
     }
     out.push(format!("kube-proxy: {}", r.kube_proxy.message));
     out.extend(r.shown.datastore.clone());
-    if let Some(f) = &r.shown.diags_review {
+    for f in [&r.shown.diags_review, &r.shown.felix_rule]
+        .into_iter()
+        .flatten()
+    {
         out.push(format!("{f:2}"));
     }
     if let Some(f) = &r.shown.datastore_unreadable {

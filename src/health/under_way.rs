@@ -10,13 +10,16 @@ use crate::installed::health;
 use crate::layout::InstallRoot;
 use std::path::Path;
 
+/// What is under way, `busy` being who holds the host lock as the look found it once
+/// (`host::lock::busy`).
 pub(super) fn under_way(
     host: &dyn Host,
     root: &InstallRoot,
     state_dir: Option<&Path>,
+    busy: Option<Option<crate::host::lock::Holder>>,
     n: &mut Notes,
 ) -> anyhow::Result<Option<UnderWay>> {
-    if let Some(holder) = state_dir.and_then(crate::host::lock::busy) {
+    if let Some(holder) = busy {
         let who = holder.map_or_else(|| "a command".to_owned(), |h| h.to_string());
         n.findings.push(health::changing_now(&who));
         return Ok(Some(UnderWay::Running { running: who }));

@@ -115,8 +115,14 @@ pub fn busy(dir: &Path) -> Option<Option<Holder>> {
     let path = dir.join(LOCK_FILE);
     let file = std::fs::OpenOptions::new().write(true).open(&path).ok()?;
     match file.try_lock() {
-        // Free: closing the file lets it go again.
-        Ok(()) => None,
+        // Free: let it go at once. Windows releases a lock left to the closing of its file
+        // only when it gets to it ("the time it takes for the operating system to unlock
+        // these locks depends upon available system resources": Microsoft's LockFileEx
+        // remarks), so a command taking the lock then could find it held by a look.
+        Ok(()) => {
+            let _ = file.unlock();
+            None
+        }
         // A holder that has been killed keeps the lock until the kernel has closed its files;
         // once it has become a zombie (or is gone) it changes nothing any more.
         Err(std::fs::TryLockError::WouldBlock) => match holder(&path) {
@@ -216,27 +222,31 @@ pub fn acquire(dir: &Path, command: &str) -> Result<HostLock, LockError> {
         .write(true)
         .open(&path)
         .map_err(io)?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            // The holder writes who it is just after it takes the lock: a second to read it.
-            use crate::duration::{Look, Pauses, poll_quietly};
-            let look = || {
-                Ok::<_, std::convert::Infallible>(match holder(&path) {
-                    Some(h) => Look::Done(Some(h)),
-                    None => Look::Pending(()),
-                })
-            };
-            let pauses = Pauses::every(std::time::Duration::from_millis(50));
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
-            let found = poll_quietly(deadline, pauses, look, |()| Ok(None))
-                .unwrap_or_else(|never| match never {});
-            return Err(LockError::Busy {
-                holder: found,
-                lock: path,
-            });
+    if let Err(e) = file.try_lock() {
+        if let std::fs::TryLockError::Error(e) = e {
+            return Err(io(e));
         }
-        Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+        // Held: by a command, which writes who it is just after it takes the lock, or for a
+        // moment by a look that only tests it (`busy`, CalicoNode's every minute). A second
+        // to take it once let go, or to read who holds it: taken in the end, `None`; still
+        // held, `Some` with who holds it, when written.
+        use crate::duration::{Look, Pauses, poll_quietly};
+        let look = || {
+            Ok::<_, std::io::Error>(match file.try_lock() {
+                Ok(()) => Look::Done(None),
+                Err(std::fs::TryLockError::Error(e)) => return Err(e),
+                Err(std::fs::TryLockError::WouldBlock) => match holder(&path) {
+                    Some(h) => Look::Done(Some(Some(h))),
+                    None => Look::Pending(()),
+                },
+            })
+        };
+        let pauses = Pauses::every(std::time::Duration::from_millis(50));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        let found = poll_quietly(deadline, pauses, look, |()| Ok(Some(None))).map_err(io)?;
+        if let Some(holder) = found {
+            return Err(LockError::Busy { holder, lock: path });
+        }
     }
     let info = info_path(&path);
     let me = Holder {
@@ -383,5 +393,34 @@ mod tests {
             Some("uninstall".into())
         );
         drop(again);
+    }
+
+    /// A look that only tests the lock (CalicoNode's, every minute) never makes a command
+    /// that takes it then fail as though another command held it.
+    #[test]
+    fn a_command_takes_the_lock_while_a_look_tests_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(acquire(dir.path(), "install").expect("the lock file made"));
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = busy(dir.path());
+                }
+            });
+            let mut refused = 0;
+            for _ in 0..5000 {
+                match acquire(dir.path(), "repair") {
+                    Ok(lock) => drop(lock),
+                    Err(e) => {
+                        refused += 1;
+                        eprintln!("{e}");
+                        break;
+                    }
+                }
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(refused, 0);
+        });
     }
 }

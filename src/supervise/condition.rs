@@ -278,8 +278,10 @@ pub fn reasons(
     use crate::installed::metrics::{ENDPOINT_FAULTS, NODE_FILE, set_gauge};
     // Metrics never stop the look: a file that cannot be written keeps its last values.
     let _ = set_gauge(host, root, NODE_FILE, ENDPOINT_FAULTS, "verdict", &faults);
+    // The codes of what is said but no problem go beside the reasons, never among them.
     let mut codes: Vec<String> = Vec::new();
-    for word in seen.findings.iter().map(|f| f.code.word()) {
+    let advice = seen.advice.iter().map(|f| f.code.word());
+    for word in seen.findings.iter().map(|f| f.code.word()).chain(advice) {
         if !codes.contains(&word) {
             codes.push(word);
         }
