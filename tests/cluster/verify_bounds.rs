@@ -260,3 +260,35 @@ fn a_turn_whose_first_renewal_is_refused_is_given_back_before_any_pod() {
     let turn = format!("/api/v1/namespaces/{ns}/configmaps/calicoctl-win-verify-run");
     assert!(api.get(&turn).is_none(), "given back");
 }
+
+/// A server that stops answering mid-run: each renewal (the server's `Date` and the update)
+/// is cut at its interval, and once `LEASE − RENEW` passed since the last renewal written the
+/// run is stopped for its lost lease, while the lease still holds, whatever number of
+/// renewals were tried (each of which could take two intervals before).
+#[test]
+fn renewals_unanswered_until_the_lease_would_run_out_stop_the_run_by_time() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.never_ready = true;
+    let c = connect(&api, &dir);
+    let mut o = options(120);
+    o.renew = Duration::from_millis(200);
+    o.pods_wait = Duration::from_secs(50);
+    let running = std::thread::spawn(move || run(&c, &o));
+    until_pods_made(&api);
+    api.lock().stalled = true;
+    // Up to 20 s: the run stops while the server answers nothing.
+    for _ in 0..400 {
+        if running.is_finished() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let finished = running.is_finished();
+    api.lock().stalled = false;
+    let err = running.join().expect("join").expect_err("stopped");
+    assert!(finished, "the run stopped while the server stalled");
+    let RunError::Plan(PlanError::LeaseLost { fate, .. }) = &err else {
+        panic!("{err:?}");
+    };
+    assert!(fate.contains("the run stopped"), "{fate}");
+}
