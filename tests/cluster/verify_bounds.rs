@@ -292,3 +292,27 @@ fn renewals_unanswered_until_the_lease_would_run_out_stop_the_run_by_time() {
     };
     assert!(fate.contains("the run stopped"), "{fate}");
 }
+
+/// `--keep-on-failure` and a stop during the checks: no check failed, so nothing is kept; the
+/// run deletes what it made, its namespace never marked kept.
+#[test]
+fn a_run_stopped_with_keep_on_failure_deletes_what_it_made() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.never_ready = true;
+    let c = connect(&api, &dir);
+    let mut o = options(120);
+    o.keep_on_failure = true;
+    let stop = o.stop.clone();
+    let running = std::thread::spawn(move || run(&c, &o));
+    until_pods_made(&api);
+    let name = our_namespaces(&api).pop().expect("made");
+    stop.request();
+    let r = running.join().expect("join").expect("report");
+    assert!(r.interrupted && r.cleaned_up, "{r:#?}");
+    let left = api.get(&name);
+    assert!(
+        left.as_ref().is_none_or(|ns| ns["metadata"]["annotations"][KEPT].is_null()),
+        "{left:?}"
+    );
+    assert!(our_namespaces(&api).is_empty(), "{:?}", our_namespaces(&api));
+}
