@@ -127,6 +127,7 @@ fn a_namespace_kept_after_a_cluster_error_is_marked_and_no_sweep_takes_it() {
             .is_some_and(|w| w.contains("networkpolicies")),
         "{ns}"
     );
+    assert_eq!(ns["metadata"]["labels"][KEPT], "true", "{ns}");
     // An hour later: its lease long run out, and older than any run.
     let hour_ago = jiff::Timestamp::now().as_second() - 3600;
     let at = jiff::Timestamp::from_second(hour_ago)
@@ -306,13 +307,21 @@ fn a_run_stopped_with_keep_on_failure_deletes_what_it_made() {
     let running = std::thread::spawn(move || run(&c, &o));
     until_pods_made(&api);
     let name = our_namespaces(&api).pop().expect("made");
+    // A living run's namespace is not labelled kept (`kubectl delete namespace -l` spares it).
+    let live = api.get(&name).expect("there");
+    assert!(live["metadata"]["labels"][KEPT].is_null(), "{live}");
     stop.request();
     let r = running.join().expect("join").expect("report");
     assert!(r.interrupted && r.cleaned_up, "{r:#?}");
     let left = api.get(&name);
     assert!(
-        left.as_ref().is_none_or(|ns| ns["metadata"]["annotations"][KEPT].is_null()),
+        left.as_ref()
+            .is_none_or(|ns| ns["metadata"]["annotations"][KEPT].is_null()),
         "{left:?}"
     );
-    assert!(our_namespaces(&api).is_empty(), "{:?}", our_namespaces(&api));
+    assert!(
+        our_namespaces(&api).is_empty(),
+        "{:?}",
+        our_namespaces(&api)
+    );
 }
