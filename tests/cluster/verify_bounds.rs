@@ -325,3 +325,40 @@ fn a_run_stopped_with_keep_on_failure_deletes_what_it_made() {
         our_namespaces(&api)
     );
 }
+
+/// A run stopped while the API server does not reach the server pod (its pod proxy answers
+/// 503, retried within the settle window): the check is not judged (no layer blamed, no
+/// further call to the Linux pod), as a dial's or the policy's stopped wait is not.
+#[test]
+fn a_run_stopped_while_the_api_server_cannot_reach_the_pod_blames_no_layer() {
+    use calicoctl_win::verify::judge::Outcome;
+    use calicoctl_win::verify::matrix::CheckId;
+    let (api, dir) = cluster();
+    api.lock().dataplane.proxy_broken = true;
+    let c = connect(&api, &dir);
+    let mut o = options(120);
+    o.settle = Duration::from_secs(60);
+    let stop = o.stop.clone();
+    let running = std::thread::spawn(move || run(&c, &o));
+    let asked = |api: &FakeApi| {
+        api.requests()
+            .iter()
+            .any(|(_, p)| p.contains("/pods/server") && p.contains("/proxy/"))
+    };
+    for _ in 0..1200 {
+        if asked(&api) || running.is_finished() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(asked(&api), "the server pod's /healthz asked");
+    stop.request();
+    let r = running.join().expect("join").expect("report");
+    assert!(r.interrupted, "{r:#?}");
+    let api_to_pods = r.checks.iter().find(|v| v.check == CheckId::ApiToPods);
+    assert!(
+        api_to_pods.is_none_or(|v| matches!(v.outcome, Outcome::Blocked { .. })),
+        "{:#?}",
+        r.checks
+    );
+}
