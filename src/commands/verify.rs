@@ -278,7 +278,7 @@ fn own_end(r: &Report) -> String {
         // Not deleted (a stopped run's bound, a refusal): what was left and who removes it.
         (false, Some(e), _) => e.clone(),
         (false, None, false) => format!(
-            "namespace {ns} kept (annotated {k}: no verify run deletes it): kubectl delete namespace {ns} when done",
+            "namespace {ns} kept (annotated {k}: no verify run deletes it): kubectl delete namespace {ns} when done (every kept one: kubectl delete namespace -l {k}=true)",
             ns = r.namespace,
             k = crate::verify::objects::KEPT,
         ),

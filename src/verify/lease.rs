@@ -10,7 +10,7 @@
 //! storage.go`): a living run that renewed meanwhile keeps its namespace. A namespace without
 //! the annotation (an older calicoctl-win's) is judged by its age (`objects::leftovers`).
 
-use super::options::{LEASE, REFUSALS_BEFORE_LOST, RENEW};
+use super::options::{LEASE, REFUSALS_BEFORE_LOST};
 use super::probe;
 use crate::cluster::{Cluster, ClusterError};
 use crate::duration::{Look, NO_LIMIT, Pauses, Stop, Stopped, Wait, poll_until};
@@ -38,13 +38,11 @@ pub fn server_time(c: &Cluster) -> Option<i64> {
     server_time_unless(c, None)
 }
 
-/// `server_time`, its call never begun, or ended, once `stop` is requested.
-fn server_time_unless(c: &Cluster, stop: Option<&Stop>) -> Option<i64> {
+/// `server_time`, its call never begun, or ended, once `stop` is requested or `within` has
+/// passed.
+fn server_time_unless(c: &Cluster, stop: Option<(&Stop, Duration)>) -> Option<i64> {
     let local = crate::duration::now();
-    match probe::server_date(c, stop.map(|s| (s, RENEW)))
-        .ok()
-        .flatten()
-    {
+    match probe::server_date(c, stop).ok().flatten() {
         Some(t) => {
             c.note_server_date(t, local);
             Some(t)
@@ -129,10 +127,12 @@ pub fn keep_marked(c: &Cluster, held: &Held, why: &str) -> Result<bool, ClusterE
     })
 }
 
-/// `change` written on the namespace. A 409 is looked at again: a change by someone else (a
-/// label added) that left the lease as the run wrote it is no loss, and the write is tried
-/// once more on the object read; a lease written by another, or a namespace deleted or made
-/// again, is not the run's any more.
+/// `change` written on the namespace. A 409 is looked at again: the namespace of the run's
+/// uid, not being deleted, is still the run's (no other writer touches its lease: another
+/// run's sweep only deletes it, with preconditions), whatever its lease says now (a renewal
+/// the run gave up on that the server committed all the same wrote a later one), and the
+/// write is tried once more on the object read; a namespace deleted or made again is not the
+/// run's any more.
 fn write(
     c: &Cluster,
     held: &Held,
@@ -158,8 +158,7 @@ fn write(
                     return Ok(false);
                 };
                 let ours = now.metadata.uid.as_deref() == Some(held.uid.as_str())
-                    && now.metadata.deletion_timestamp.is_none()
-                    && expires(&now) == expires(last);
+                    && now.metadata.deletion_timestamp.is_none();
                 if !ours {
                     return Ok(false);
                 }
@@ -173,34 +172,48 @@ fn write(
 
 /// Renews the lease every `every` (`RENEW`; for `LEASE` from the API server's time) until the run is
 /// over or the namespace is no longer its own: run beside the run, on a thread of its own.
-/// Renewals refused (or unanswered) `REFUSALS_BEFORE_LOST` times in a row would let the
-/// lease run out under the living run, and another run's sweep delete its namespace: the
-/// run is stopped then (`run`), and `Held::lost` says why. A renewal without the server's
-/// time waits for the next (the lease runs on meanwhile).
+/// Each renewal (the server's `Date` and the update together) is bounded by `every`. Once
+/// `REFUSALS_BEFORE_LOST` intervals (`LEASE − RENEW`) passed since the last renewal written
+/// began, the next could not be written before the lease runs out under the living run, and
+/// another run's sweep delete its namespace: the run is stopped then (`run`), and
+/// `Held::lost` says why; so it is, at once, when the namespace is not the run's any more.
 pub fn keep(c: &Cluster, held: &Held, (run, every): (&Stop, Duration), say: &mut dyn FnMut(&str)) {
     let what = format!("the run's end, renewing namespace {}'s lease", held.name);
-    let (mut first, mut refused) = (true, 0_u32);
+    let (mut first, mut written) = (true, std::time::Instant::now());
+    let lost_after = every.saturating_mul(REFUSALS_BEFORE_LOST);
+    let lose = |why: String| -> Result<Look<(), ()>, Stopped> {
+        *held.lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+        run.request();
+        Ok(Look::Done(()))
+    };
     let look = || -> Result<Look<(), ()>, Stopped> {
         // `prove` wrote the lease just before: the first renewal is one `RENEW` later.
         if std::mem::take(&mut first) {
             return Ok(Look::Pending(()));
         }
-        let Some(t) = server_time_unless(c, Some(&held.ending)) else {
-            return Ok(Look::Pending(()));
-        };
-        match renew_unless(c, held, t + lease_s()) {
-            Ok(true) => refused = 0,
-            Ok(false) => return Ok(Look::Done(())),
-            Err(_) if held.ending.requested() => return Err(Stopped),
-            Err(e) => {
-                refused += 1;
-                if refused >= REFUSALS_BEFORE_LOST {
-                    let why = format!("{e} ({})", e.hint());
-                    *held.lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
-                    run.request();
-                    return Ok(Look::Done(()));
+        let begun = std::time::Instant::now();
+        let failed = match server_time_unless(c, Some((&held.ending, every))) {
+            None => "the API server's time could not be read".to_owned(),
+            Some(t) => match renew_unless(c, held, t + lease_s(), begun + every) {
+                Ok(true) => {
+                    written = begun;
+                    return Ok(Look::Pending(()));
                 }
-            }
+                Ok(false) => {
+                    return lose(format!(
+                        "namespace {} was deleted or made again by someone else",
+                        held.name
+                    ));
+                }
+                Err(_) if held.ending.requested() => return Err(Stopped),
+                Err(e) => format!("{e} ({})", e.hint()),
+            },
+        };
+        if held.ending.requested() {
+            return Err(Stopped);
+        }
+        if written.elapsed() >= lost_after {
+            return lose(failed);
         }
         Ok(Look::Pending(()))
     };
@@ -214,9 +227,14 @@ pub fn keep(c: &Cluster, held: &Held, (run, every): (&Stop, Duration), say: &mut
     let _ = poll_until(wait, look, |()| Ok::<(), Stopped>(()));
 }
 
-/// `renew`, its calls cut when the renewals end (`Held::ending`): a stopped run's clean-up is
-/// not held up by a renewal that a slow server keeps.
-fn renew_unless(c: &Cluster, held: &Held, at_s: i64) -> Result<bool, ClusterError> {
+/// `renew`, its calls cut when the renewals end (`Held::ending`) or at `by`: a stopped
+/// run's clean-up is not held up by a renewal that a slow server keeps.
+fn renew_unless(
+    c: &Cluster,
+    held: &Held,
+    at_s: i64,
+    by: std::time::Instant,
+) -> Result<bool, ClusterError> {
     let mut last = held.last.lock().unwrap_or_else(|e| e.into_inner());
     if held.done.load(Ordering::SeqCst) || held.ending.requested() {
         return Ok(true);
@@ -228,7 +246,7 @@ fn renew_unless(c: &Cluster, held: &Held, at_s: i64) -> Result<bool, ClusterErro
     // A renewal that takes longer than its interval is no renewal.
     match c.call_unless(
         &held.ending,
-        RENEW,
+        by.saturating_duration_since(std::time::Instant::now()),
         ("update", &what),
         api.replace(&held.name, &pp, &out),
     ) {

@@ -319,12 +319,17 @@ pub fn kept(ns: &Namespace) -> bool {
         .is_some_and(|a| a.contains_key(KEPT))
 }
 
-/// `ns` marked as kept (`KEPT`), saying why.
+/// `ns` marked as kept (`KEPT`), saying why, and labelled `KEPT=true`, which only kept
+/// namespaces carry: `kubectl delete namespace -l` on it spares the living runs'.
 pub fn marked_kept(mut ns: Namespace, why: &str) -> Namespace {
     ns.metadata
         .annotations
         .get_or_insert_with(Default::default)
         .insert(KEPT.into(), why.to_owned());
+    ns.metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(KEPT.into(), "true".into());
     ns
 }
 

@@ -261,7 +261,9 @@ fn checks_and_clean_up(
     let passed = ledger.passed() && !timed_out && !stopped;
     let cleaning = Instant::now();
     let mut clean_up_error = None;
-    let cleaned_up = if o.keep_on_failure && !passed {
+    // A stopped run (Ctrl-C, a container's stop, or its lease lost, which stops it) failed no
+    // check: it deletes what it made, within the stopped clean-up's bound.
+    let cleaned_up = if o.keep_on_failure && !passed && !stopped {
         clean_up_error = lease::keep_all(c, (name, held, run.own), "a check failed");
         false
     } else {

@@ -141,10 +141,12 @@ fn lease_s() -> i64 {
 }
 
 /// Renews the turn every `every` (`RENEW`; for `LEASE` from the API server's time) until it is given
-/// back, kept or lost: run beside the run, on a thread of its own. Renewals refused (or
-/// unanswered) `REFUSALS_BEFORE_LOST` times in a row would let the turn run out under
-/// the living run, and another run take it over and delete its pods: the run is stopped then
-/// (`run`), and `Held::refused` says why.
+/// back, kept or lost: run beside the run, on a thread of its own. Each renewal (the server's
+/// `Date` and the update together) is bounded by `every`. Once `REFUSALS_BEFORE_LOST`
+/// intervals (`LEASE − RENEW`) passed since the last renewal written began, the next could
+/// not be written before the turn runs out under the living run, and another run take it
+/// over and delete its pods: the run is stopped then (`run`), and `Held::refused` says why;
+/// so it is, at once, when another run took the turn over.
 pub fn keep(
     c: &Cluster,
     ns: &str,
@@ -153,25 +155,38 @@ pub fn keep(
     say: &mut dyn FnMut(&str),
 ) {
     let what = format!("the run's end, renewing its turn in {ns} every 15 s");
-    let (mut first, mut refused) = (true, 0_u32);
+    let (mut first, mut written) = (true, Instant::now());
+    let lost_after = every.saturating_mul(REFUSALS_BEFORE_LOST);
+    let lose = |why: String| -> Result<Look<(), ()>, Stopped> {
+        *held.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+        run.request();
+        Ok(Look::Done(()))
+    };
     let look = || -> Result<Look<(), ()>, Stopped> {
         // The turn was just written: the first renewal is one `RENEW` later.
         if std::mem::take(&mut first) {
             return Ok(Look::Pending(()));
         }
-        match renew(c, ns, held) {
-            Ok(true) => refused = 0,
-            Ok(false) => return Ok(Look::Done(())),
-            Err(_) if held.ending.requested() => return Err(Stopped),
-            Err(e) => {
-                refused += 1;
-                if refused >= REFUSALS_BEFORE_LOST {
-                    let why = format!("{e} ({})", e.hint());
-                    *held.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
-                    run.request();
-                    return Ok(Look::Done(()));
-                }
+        let begun = Instant::now();
+        let failed = match renew(c, ns, held, every) {
+            Ok(Some(true)) => {
+                written = begun;
+                return Ok(Look::Pending(()));
             }
+            Ok(Some(false)) => {
+                return lose(format!(
+                    "another run took the turn in {ns} over, or deleted it"
+                ));
+            }
+            Ok(None) => "the API server's time could not be read".to_owned(),
+            Err(_) if held.ending.requested() => return Err(Stopped),
+            Err(e) => format!("{e} ({})", e.hint()),
+        };
+        if held.ending.requested() {
+            return Err(Stopped);
+        }
+        if written.elapsed() >= lost_after {
+            return lose(failed);
         }
         Ok(Look::Pending(()))
     };
@@ -190,7 +205,7 @@ pub fn keep(
 /// that could not keep its turn refuses before it runs. Refused, the turn is given back
 /// (nothing of the run's is in the namespace yet) and the error says so.
 pub fn prove(c: &Cluster, ns: &str, held: &Held) -> Result<(), RunError> {
-    let Err(e) = renew(c, ns, held) else {
+    let Err(e) = renew(c, ns, held, RENEW) else {
         return Ok(());
     };
     let fate = match release(c, ns, held, Instant::now() + RENEW) {
@@ -206,36 +221,62 @@ pub fn prove(c: &Cluster, ns: &str, held: &Held) -> Result<(), RunError> {
     }))
 }
 
-/// One renewal of the turn, by the API server's time (none without it: the lease runs on to
-/// the next), its calls cut when the renewals end: whether the turn is still this run's
-/// (taken over, or deleted: another run's now, never taken back).
-pub fn renew(c: &Cluster, ns: &str, held: &Held) -> Result<bool, ClusterError> {
-    let Some(now) = probe::server_date(c, Some((&held.ending, RENEW)))? else {
-        return Ok(true);
+/// One renewal of the turn, by the API server's time (`None` without it: the lease runs on to
+/// the next), its calls cut when the renewals end or, together, at `within`: whether the turn
+/// is still this run's (taken over, or deleted: another run's now, never taken back). A 409
+/// is looked at again: the turn of the run's uid and name, not being deleted, is still its
+/// own (a renewal the run gave up on that the server committed all the same moved its
+/// resourceVersion), and is written once more on the object read.
+pub fn renew(
+    c: &Cluster,
+    ns: &str,
+    held: &Held,
+    within: Duration,
+) -> Result<Option<bool>, ClusterError> {
+    let by = Instant::now() + within;
+    let Some(now) = probe::server_date(c, Some((&held.ending, within)))? else {
+        return Ok(None);
     };
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
     let mut version = held.version.lock().unwrap_or_else(|e| e.into_inner());
-    if held.done.load(Ordering::SeqCst) {
-        return Ok(true);
-    }
-    let out = turn(&held.run, now + lease_s(), version.clone());
     let what = format!("configmaps/{TURN}");
     let pp = PostParams::default();
-    let asked = ("update", what.as_str());
-    match c.call_unless(&held.ending, RENEW, asked, api.replace(TURN, &pp, &out)) {
-        Ok(w) => {
-            *version = w.metadata.resource_version;
-            Ok(true)
+    for _ in 0..2 {
+        if held.done.load(Ordering::SeqCst) {
+            return Ok(Some(true));
         }
-        Err(ClusterError::Api {
-            code: 409 | 404, ..
-        }) => {
+        let out = turn(&held.run, now + lease_s(), version.clone());
+        let left = by.saturating_duration_since(Instant::now());
+        let asked = ("update", what.as_str());
+        let err = match c.call_unless(&held.ending, left, asked, api.replace(TURN, &pp, &out)) {
+            Ok(w) => {
+                *version = w.metadata.resource_version;
+                return Ok(Some(true));
+            }
+            Err(e) => e,
+        };
+        let ClusterError::Api { code, .. } = &err else {
+            return Err(err);
+        };
+        let left = by.saturating_duration_since(Instant::now());
+        let read = match code {
+            409 => c.call_unless(&held.ending, left, ("get", &what), api.get_opt(TURN))?,
+            404 => None,
+            _ => return Err(err),
+        };
+        let ours = read.filter(|t| {
+            t.metadata.uid.as_deref() == Some(held.uid.as_str())
+                && t.metadata.deletion_timestamp.is_none()
+                && t.data.as_ref().and_then(|d| d.get("run")) == Some(&held.run)
+        });
+        let Some(t) = ours else {
             held.lost.store(true, Ordering::SeqCst);
             held.done.store(true, Ordering::SeqCst);
-            Ok(false)
-        }
-        Err(e) => Err(e),
+            return Ok(Some(false));
+        };
+        *version = t.metadata.resource_version;
     }
+    Ok(Some(true))
 }
 
 /// When a turn runs out (unix seconds): its `expires`, else (one written without it) its

@@ -147,8 +147,13 @@ impl Step<'_> {
         })?;
         let why = match ended {
             Some((_, Ended::Done)) => return Ok((Outcome::Pass, None, attempts, None)),
-            Some((why, _)) => why,
-            None => "stopped before it was asked".to_owned(),
+            Some((why, Ended::TimedOut)) => why,
+            // Stopped: no verdict (the run was interrupted), no layer blamed, no call more.
+            Some((_, Ended::Stopped)) | None => {
+                self.cut.set(true);
+                let by = CheckId::PodAddress;
+                return Ok((Outcome::Blocked { by }, None, attempts, None));
+            }
         };
         // The API server reaches the Linux client but not the Windows server: the path
         // between the OSes (the overlay), not the control plane's.

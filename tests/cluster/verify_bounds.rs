@@ -127,6 +127,7 @@ fn a_namespace_kept_after_a_cluster_error_is_marked_and_no_sweep_takes_it() {
             .is_some_and(|w| w.contains("networkpolicies")),
         "{ns}"
     );
+    assert_eq!(ns["metadata"]["labels"][KEPT], "true", "{ns}");
     // An hour later: its lease long run out, and older than any run.
     let hour_ago = jiff::Timestamp::now().as_second() - 3600;
     let at = jiff::Timestamp::from_second(hour_ago)
@@ -259,4 +260,105 @@ fn a_turn_whose_first_renewal_is_refused_is_given_back_before_any_pod() {
     );
     let turn = format!("/api/v1/namespaces/{ns}/configmaps/calicoctl-win-verify-run");
     assert!(api.get(&turn).is_none(), "given back");
+}
+
+/// A server that stops answering mid-run: each renewal (the server's `Date` and the update)
+/// is cut at its interval, and once `LEASE − RENEW` passed since the last renewal written the
+/// run is stopped for its lost lease, while the lease still holds, whatever number of
+/// renewals were tried (each of which could take two intervals before).
+#[test]
+fn renewals_unanswered_until_the_lease_would_run_out_stop_the_run_by_time() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.never_ready = true;
+    let c = connect(&api, &dir);
+    let mut o = options(120);
+    o.renew = Duration::from_millis(200);
+    o.pods_wait = Duration::from_secs(50);
+    let running = std::thread::spawn(move || run(&c, &o));
+    until_pods_made(&api);
+    api.lock().stalled = true;
+    // Up to 20 s: the run stops while the server answers nothing.
+    for _ in 0..400 {
+        if running.is_finished() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let finished = running.is_finished();
+    api.lock().stalled = false;
+    let err = running.join().expect("join").expect_err("stopped");
+    assert!(finished, "the run stopped while the server stalled");
+    let RunError::Plan(PlanError::LeaseLost { fate, .. }) = &err else {
+        panic!("{err:?}");
+    };
+    assert!(fate.contains("the run stopped"), "{fate}");
+}
+
+/// `--keep-on-failure` and a stop during the checks: no check failed, so nothing is kept; the
+/// run deletes what it made, its namespace never marked kept.
+#[test]
+fn a_run_stopped_with_keep_on_failure_deletes_what_it_made() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.never_ready = true;
+    let c = connect(&api, &dir);
+    let mut o = options(120);
+    o.keep_on_failure = true;
+    let stop = o.stop.clone();
+    let running = std::thread::spawn(move || run(&c, &o));
+    until_pods_made(&api);
+    let name = our_namespaces(&api).pop().expect("made");
+    // A living run's namespace is not labelled kept (`kubectl delete namespace -l` spares it).
+    let live = api.get(&name).expect("there");
+    assert!(live["metadata"]["labels"][KEPT].is_null(), "{live}");
+    stop.request();
+    let r = running.join().expect("join").expect("report");
+    assert!(r.interrupted && r.cleaned_up, "{r:#?}");
+    let left = api.get(&name);
+    assert!(
+        left.as_ref()
+            .is_none_or(|ns| ns["metadata"]["annotations"][KEPT].is_null()),
+        "{left:?}"
+    );
+    assert!(
+        our_namespaces(&api).is_empty(),
+        "{:?}",
+        our_namespaces(&api)
+    );
+}
+
+/// A run stopped while the API server does not reach the server pod (its pod proxy answers
+/// 503, retried within the settle window): the check is not judged (no layer blamed, no
+/// further call to the Linux pod), as a dial's or the policy's stopped wait is not.
+#[test]
+fn a_run_stopped_while_the_api_server_cannot_reach_the_pod_blames_no_layer() {
+    use calicoctl_win::verify::judge::Outcome;
+    use calicoctl_win::verify::matrix::CheckId;
+    let (api, dir) = cluster();
+    api.lock().dataplane.proxy_broken = true;
+    let c = connect(&api, &dir);
+    let mut o = options(120);
+    o.settle = Duration::from_secs(60);
+    let stop = o.stop.clone();
+    let running = std::thread::spawn(move || run(&c, &o));
+    let asked = |api: &FakeApi| {
+        api.requests()
+            .iter()
+            .any(|(_, p)| p.contains("/pods/server") && p.contains("/proxy/"))
+    };
+    for _ in 0..1200 {
+        if asked(&api) || running.is_finished() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(asked(&api), "the server pod's /healthz asked");
+    stop.request();
+    let r = running.join().expect("join").expect("report");
+    assert!(r.interrupted, "{r:#?}");
+    let api_to_pods = r.checks.iter().find(|v| v.check == CheckId::ApiToPods);
+    assert!(
+        api_to_pods.is_none_or(|v| matches!(v.outcome, Outcome::Blocked { .. })),
+        "{:#?}",
+        r.checks
+    );
 }

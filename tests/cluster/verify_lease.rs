@@ -74,8 +74,8 @@ fn a_killed_runs_namespace_goes_once_its_lease_ran_out_and_a_living_runs_stays()
 
 /// The run's namespace is made with its lease, one minute from the API server's time (a day
 /// behind this host's here), and renewed by an update carrying the resourceVersion last
-/// written. A change by someone else that left the lease as written (a label) is no loss; a
-/// lease written by another, or a namespace gone, ends the renewals.
+/// written. A change by someone else (a label), or a later lease, is no loss (no other writer
+/// touches the lease: another run's sweep only deletes); a namespace made again ends them.
 #[test]
 fn the_runs_namespace_carries_a_lease_renewed_under_its_resource_version() {
     let (api, dir) = cluster();
@@ -118,9 +118,17 @@ fn the_runs_namespace_carries_a_lease_renewed_under_its_resource_version() {
             .expect("time")
             .to_string()
     );
-    // Another writes the lease: not this run's to renew.
+    // Its lease written later (a renewal the run gave up on, committed after all): still the
+    // run's, renewed on the object read.
+    let mut later = api.get(path).expect("there");
+    later["metadata"]["annotations"][EXPIRES] = json!("2999-01-01T00:00:00Z");
+    later["metadata"]["resourceVersion"] = json!("920");
+    api.put(path, later);
+    assert!(lease::renew(&c, &held, server_now + 150).expect("renewed"));
+    // Deleted and made again (another uid): not this run's to renew.
     let mut other = now.clone();
     other["metadata"]["annotations"][EXPIRES] = json!("2000-01-01T00:00:00Z");
+    other["metadata"]["uid"] = json!("another-uid");
     other["metadata"]["resourceVersion"] = json!("950");
     api.put(path, other);
     assert!(!lease::renew(&c, &held, server_now + 180).expect("answered"));
@@ -145,4 +153,74 @@ fn a_refused_configmap_deletes_the_runs_namespace_at_once_and_says_so() {
         "{err}"
     );
     nothing_left(&api);
+}
+
+/// A renewal the run gave up on (its answer held past the renewal's bound) that the server
+/// committed all the same: the next renewal is refused (409, the resourceVersion moved) and
+/// finds the later lease the run itself wrote. The namespace is still the run's (its uid,
+/// not being deleted): the run goes on renewing it, or, were the lease given up, it would
+/// stop for it (`LeaseLost`); never run on with its lease no longer renewed.
+#[test]
+fn a_renewal_committed_after_the_run_gave_up_on_it_leaves_the_lease_the_runs() {
+    use calicoctl_win::verify::matrix::{PlanError, RunError};
+    use std::time::Duration;
+    let (api, dir) = cluster();
+    api.lock().dataplane.never_ready = true;
+    let c = connect(&api, &dir);
+    let mut o = options(120);
+    o.renew = Duration::from_millis(200);
+    o.pods_wait = Duration::from_secs(50);
+    let stop = o.stop.clone();
+    let running = std::thread::spawn(move || run(&c, &o));
+    let path = (0..1200)
+        .find_map(|_| {
+            let found = api
+                .lock()
+                .objects
+                .keys()
+                .find(|k| {
+                    k.starts_with("/api/v1/namespaces/calicoctl-win-verify-")
+                        && k.ends_with("/pods/server")
+                })
+                .cloned();
+            if found.is_none() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            found
+        })
+        .expect("the run made its pods");
+    let path = path.trim_end_matches("/pods/server").to_owned();
+    let puts = |api: &FakeApi| {
+        api.requests()
+            .iter()
+            .filter(|(m, p)| m == "PUT" && *p == path)
+            .count()
+    };
+    api.lock().stall_answer_to = Some(("PUT".into(), path.clone()));
+    let mut after = None;
+    for _ in 0..400 {
+        if after.is_none() && api.lock().answers_held > 0 {
+            after = Some(puts(&api));
+        }
+        let renewed = after.is_some_and(|n| puts(&api) >= n + 3);
+        if renewed || running.is_finished() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop.request();
+    let out = running.join().expect("join");
+    api.lock().stall_answer_to = None;
+    match out {
+        Err(RunError::Plan(PlanError::LeaseLost { .. })) => {}
+        Err(e) => panic!("{e:?}"),
+        Ok(r) => {
+            let n = after.expect("a renewal's answer held");
+            assert!(
+                puts(&api) >= n + 3,
+                "renewals went on after the held one: {r:#?}"
+            );
+            assert!(r.interrupted && r.cleaned_up, "{r:#?}");
+        }
+    }
 }

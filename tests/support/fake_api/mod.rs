@@ -58,6 +58,13 @@ pub struct State {
     pub stalled: bool,
     /// How many requests came while the server stalled.
     pub stalled_held: usize,
+    /// The first request of this method and path is applied, then its answer held until this
+    /// is cleared: a write the server committed whose answer did not reach the client before
+    /// it gave up waiting (a slow or lost answer on the way back; HTTP gives a client no way
+    /// to tell that from a write never made).
+    pub stall_answer_to: Option<(String, String)>,
+    /// How many answers were held (`stall_answer_to`): at most one.
+    pub answers_held: usize,
     /// Objects another client deletes and makes again (a new uid and resourceVersion, created
     /// now) just before this client's next delete or update of them arrives: a race between
     /// two clients.
@@ -252,6 +259,8 @@ impl FakeApi {
             no_date: false,
             stalled: false,
             stalled_held: 0,
+            stall_answer_to: None,
+            answers_held: 0,
             made_again_before_write: BTreeSet::new(),
             status_written_before_patch: BTreeSet::new(),
             requests: Vec::new(),
@@ -305,7 +314,23 @@ impl FakeApi {
                                 }
                                 serve::unavailable()
                             } else {
-                                serve::handle(req, &st).await
+                                let asked = (req.method().to_string(), req.uri().path().to_owned());
+                                let held = {
+                                    let mut s = st.lock().expect("fake api state");
+                                    let hit = s.answers_held == 0
+                                        && s.stall_answer_to.as_ref() == Some(&asked);
+                                    if hit {
+                                        s.answers_held += 1;
+                                    }
+                                    hit
+                                };
+                                let r = serve::handle(req, &st).await;
+                                while held
+                                    && st.lock().expect("fake api state").stall_answer_to.is_some()
+                                {
+                                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                                }
+                                r
                             };
                             // A relay to a real pod endpoint, once the state is let go.
                             if let Some(relay) = r.extensions_mut().remove::<diags::Relay>() {
