@@ -402,11 +402,14 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
             while state.lock().expect("fake api state").hold_write.is_some() {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            return status(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "ServiceUnavailable",
-                "the server is shutting down",
-            );
+            st = state.lock().expect("fake api state");
+            if !std::mem::take(&mut st.pass_held) {
+                return status(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "ServiceUnavailable",
+                    "the server is shutting down",
+                );
+            }
         }
     }
     if st
@@ -716,6 +719,9 @@ fn create(st: &mut State, t: &Target, mut body: Value) -> Reply {
         m["namespace"] = json!(ns);
     }
     m["uid"] = json!(format!("uid-{name}"));
+    if st.uid_generation > 0 {
+        m["uid"] = json!(format!("uid-{name}-{}", st.uid_generation));
+    }
     if t.resource.plural == "pods" {
         // Each pod its own uid, as kube-apiserver gives every object made (a pod made
         // again under the same name is another object).
