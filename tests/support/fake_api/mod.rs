@@ -129,6 +129,10 @@ pub struct State {
     /// one deleted and made again under its name is another object; the name-derived uids
     /// otherwise stand for that.
     pub uid_generation: u32,
+    /// The namespace controller reaches a pod of a namespace being deleted (its
+    /// `deletionTimestamp` set, kube-controller-manager's namespaced-resources deleter deleting
+    /// the namespace's pods) right after the first eviction of it refused there.
+    pub marks_after_refusal: bool,
     /// What the nodes do with pods, Services, NetworkPolicies and the pod proxy (`verify`).
     pub dataplane: dataplane::Dataplane,
     /// The fleet DaemonSet's pods' diagnostics endpoints, by `namespace/pod` (`fleet diags`).
@@ -291,6 +295,7 @@ impl FakeApi {
             held: false,
             pass_held: false,
             uid_generation: 0,
+            marks_after_refusal: false,
         }));
         let st = state.clone();
         runtime.spawn(async move {

@@ -1090,6 +1090,14 @@ fn evict(st: &mut State, t: &Target, body: Value) -> Reply {
         return too_many_requests("Too many requests, please try again later.", 1, None);
     }
     if let Some(refused) = namespace_terminating(st, t) {
+        let at = now_text(st.clock_offset_s);
+        let marks = st.marks_after_refusal;
+        if let Some(pod) = t.object_path().and_then(|p| st.objects.get_mut(&p))
+            && marks
+            && pod["metadata"]["deletionTimestamp"].is_null()
+        {
+            pod["metadata"]["deletionTimestamp"] = json!(at);
+        }
         return refused;
     }
     let Some(path) = t.object_path().filter(|p| st.objects.contains_key(p)) else {
