@@ -70,8 +70,7 @@ pub fn judge(found: &[Deployment]) -> Result<String, String> {
     let env = containers
         .iter()
         .flat_map(|c| c.env.iter().flatten())
-        .filter(|e| e.name == "OPERATOR_NAMESPACE")
-        .last();
+        .rfind(|e| e.name == "OPERATOR_NAMESPACE");
     let set = match env {
         None => None,
         Some(e) => match (&e.value, &e.value_from) {

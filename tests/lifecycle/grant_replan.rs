@@ -39,7 +39,7 @@ fn a_host_changed_while_the_grant_is_made_is_refused_and_the_new_grant_undone() 
             assert!(!run.is_finished(), "install never made the grant");
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        std::fs::remove_file(&gone).expect("remove");
+        fs_err::remove_file(&gone).expect("remove");
         api.release_write();
         run.join().expect("install")
     });
@@ -73,7 +73,7 @@ fn a_grant_made_again_is_recorded_by_the_plan_shown() {
     let (code, doc, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(doc["actions"], serde_json::json!([]), "{doc}");
-    let record = std::fs::read_to_string(node.c_drive("calicowindows/calicoctl-win-install.json"))
+    let record = fs_err::read_to_string(node.c_drive("calicowindows/calicoctl-win-install.json"))
         .expect("record");
     assert!(record.contains(&format!("uid-{GRANT}-1")), "{record}");
 }
