@@ -355,11 +355,27 @@ fn refusals(why: &BTreeMap<String, Refused>) -> String {
     out.join("; ")
 }
 
+/// A pod refused in a namespace being deleted, read again: whether the namespace controller
+/// has marked it deleted since it was listed (`Some(true)`: waited for), or `None` when it is
+/// gone (404, or another pod under its name). kubectl's `evictPods` keeps a `refreshPod` for
+/// this and reads the pod again when it is set, but (kubernetes 168c15a3
+/// `staging/src/k8s.io/kubectl/pkg/drain/drain.go`) never sets it: it asks again every 5 s until
+/// the eviction is answered 404; reading the pod instead waits on it as on the pods marked
+/// before the list.
+fn marked(c: &Cluster, pod: &PodRef) -> Result<Option<bool>, ClusterError> {
+    let api: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(c.client.clone(), &pod.namespace);
+    let found = c.call_opt("get", &format!("pods/{pod}"), api.get(&pod.name))?;
+    Ok(found
+        .filter(|p| p.metadata.uid.as_deref() == Some(pod.uid.as_str()))
+        .map(|p| p.metadata.deletion_timestamp.is_some()))
+}
+
 /// Sorts a round's answers: accepted into `evicted`; a pod already being deleted in a
 /// namespace being deleted into `leaving` (kubectl: "if the pod is already marked deleted, we
 /// can ignore this error ... but we will waitForDelete for this pod"; the deletion mark is the
-/// pod's as listed, as kubectl's); refused for now back into `pending` at its time; any other
-/// answer ends the drain.
+/// pod's as listed, else as read again after the refusal, `marked`); refused for now back into
+/// `pending` at its time; any other answer ends the drain.
 fn sort_round(
     c: &Cluster,
     results: Vec<(PodRef, Result<Evicted, kube::Error>)>,
@@ -384,9 +400,21 @@ fn sort_round(
                 done.leaving.push(pod);
                 continue;
             }
-            Ok(Evicted::NamespaceTerminating(m)) => {
-                (Refused::NamespaceTerminating(m), KUBECTL_RETRY)
-            }
+            Ok(Evicted::NamespaceTerminating(m)) => match marked(c, &pod)? {
+                Some(true) => {
+                    why.remove(&pod.to_string());
+                    done.leaving.push(PodRef {
+                        deleting: true,
+                        ..pod
+                    });
+                    continue;
+                }
+                Some(false) => (Refused::NamespaceTerminating(m), KUBECTL_RETRY),
+                None => {
+                    why.remove(&pod.to_string());
+                    continue;
+                }
+            },
             Ok(Evicted::TooMany {
                 budget: Some(m),
                 after,

@@ -236,6 +236,11 @@ pub fn services_endpoint(
     c: &Cluster,
     namespace: &str,
 ) -> Result<Option<ServicesEndpoint>, ClusterError> {
+    // The operator's OPERATOR_NAMESPACE set empty: its client asks for the ConfigMap without
+    // a namespace, which kube-apiserver serves no object at.
+    if namespace.is_empty() {
+        return Ok(None);
+    }
     let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
         Api::namespaced(c.client.clone(), namespace);
     let map = c.call_opt(

@@ -17,22 +17,34 @@ use kube::api::{Api, ListParams};
 pub const SELECTOR: &str = "k8s-app=tigera-operator";
 
 /// The operator's namespace as its Deployment says (`Ok`), or why it cannot be told (`Err`:
-/// no such Deployment, or several).
+/// no such Deployment, or several). Without the label, the Deployment Calico's manifest makes
+/// (`tigera-operator` in `tigera-operator`, `common.OperatorName()`'s default) is the one.
 pub fn locate(c: &Cluster) -> Result<Result<String, String>, ClusterError> {
     let all: Api<Deployment> = Api::all(c.client.clone());
     let lp = ListParams::default().labels(SELECTOR);
-    let found = c.call("list", "deployments", all.list(&lp))?.items;
+    let mut found = c.call("list", "deployments", all.list(&lp))?.items;
+    if found.is_empty() {
+        let at: Api<Deployment> = Api::namespaced(c.client.clone(), DEFAULT);
+        let what = format!("deployments/{DEFAULT} in {DEFAULT}");
+        found.extend(c.call_opt("get", &what, at.get(DEFAULT))?);
+    }
     Ok(judge(&found))
 }
 
-/// The namespace the operator of these Deployments reads: the literal `OPERATOR_NAMESPACE` of
-/// its container when set and not empty, else the Deployment's own namespace (where its pods
-/// run, and so their service account's). One Deployment only: two operators would disagree.
+/// The operator's default namespace and Deployment name (`common.OperatorNamespace()`,
+/// `common.OperatorName()`).
+const DEFAULT: &str = "tigera-operator";
+
+/// The namespace the operator of these Deployments reads: `OPERATOR_NAMESPACE` of its
+/// container when set at all (`os.LookupEnv`: set empty, it is the empty namespace; from
+/// `fieldRef: metadata.namespace`, the pod's), else the Deployment's own namespace (where its
+/// pods run, and so their service account's). One Deployment only: two operators would
+/// disagree. Kubernetes gives a container the last of several entries of one name.
 pub fn judge(found: &[Deployment]) -> Result<String, String> {
     let [one] = found else {
         if found.is_empty() {
             return Err(format!(
-                "no Deployment labelled {SELECTOR} in any namespace"
+                "no Deployment labelled {SELECTOR} in any namespace, and no Deployment {DEFAULT} in {DEFAULT}"
             ));
         }
         let names: Vec<String> = found
@@ -54,15 +66,28 @@ pub fn judge(found: &[Deployment]) -> Result<String, String> {
         .and_then(|s| s.template.spec.as_ref())
         .map(|s| s.containers.as_slice())
         .unwrap_or_default();
-    let set = containers
+    let own = one.metadata.namespace.as_deref();
+    let env = containers
         .iter()
         .flat_map(|c| c.env.iter().flatten())
-        .find(|e| e.name == "OPERATOR_NAMESPACE")
-        .and_then(|e| e.value.as_deref())
-        .filter(|v| !v.is_empty());
-    match (set, one.metadata.namespace.as_deref()) {
-        (Some(ns), _) | (None, Some(ns)) => Ok(ns.to_owned()),
-        (None, None) => Err("the operator's Deployment names no namespace".into()),
+        .rfind(|e| e.name == "OPERATOR_NAMESPACE");
+    let set = match env {
+        None => None,
+        Some(e) => match (&e.value, &e.value_from) {
+            (_, Some(from)) => match from.field_ref.as_ref().map(|f| f.field_path.as_str()) {
+                Some("metadata.namespace") => own,
+                _ => {
+                    return Err(
+                        "the operator's OPERATOR_NAMESPACE comes from a source calicoctl-win does not read (only a value, or fieldRef metadata.namespace)".into(),
+                    );
+                }
+            },
+            (value, None) => Some(value.as_deref().unwrap_or_default()),
+        },
+    };
+    match set.or(own) {
+        Some(ns) => Ok(ns.to_owned()),
+        None => Err("the operator's Deployment names no namespace".into()),
     }
 }
 
@@ -95,9 +120,26 @@ mod tests {
             judge(&[deployment("x", Some("elsewhere"))]),
             Ok("elsewhere".into())
         );
-        assert_eq!(judge(&[deployment("x", Some(""))]), Ok("x".into()));
+        // `os.LookupEnv`: set, even empty, it is the namespace.
+        assert_eq!(judge(&[deployment("x", Some(""))]), Ok(String::new()));
         assert!(judge(&[]).is_err_and(|e| e.contains("no Deployment")));
         let two = [deployment("a", None), deployment("b", None)];
         assert!(judge(&two).is_err_and(|e| e.contains("a/tigera-operator, b/tigera-operator")));
+    }
+
+    /// `OPERATOR_NAMESPACE` from the pod's own namespace is the Deployment's; from anything
+    /// else (a ConfigMap, a Secret) it cannot be told, said.
+    #[test]
+    fn an_operator_namespace_from_the_pods_field_is_its_deployments() {
+        let with = |from: serde_json::Value| {
+            let mut d = serde_json::to_value(deployment("calico-operator", None)).expect("json");
+            d["spec"]["template"]["spec"]["containers"][0]["env"] =
+                serde_json::json!([{"name": "OPERATOR_NAMESPACE", "valueFrom": from}]);
+            serde_json::from_value::<Deployment>(d).expect("deployment")
+        };
+        let field = serde_json::json!({"fieldRef": {"fieldPath": "metadata.namespace"}});
+        assert_eq!(judge(&[with(field)]), Ok("calico-operator".into()));
+        let map = serde_json::json!({"configMapKeyRef": {"name": "m", "key": "ns"}});
+        assert!(judge(&[with(map)]).is_err_and(|e| e.contains("OPERATOR_NAMESPACE")));
     }
 }

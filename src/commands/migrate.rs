@@ -182,7 +182,7 @@ fn operator_refusals(read: &Read, host: &dyn Host) -> anyhow::Result<Vec<migrate
             out.push(migrate::Refusal {
                 code: "operator-not-found",
                 message: format!("cannot tell where the operator runs: {why}"),
-                fix: "install the operator as Calico's manifest or Helm chart does (its Deployment labelled k8s-app=tigera-operator, one in the cluster): 'kubectl get deploy -A -l k8s-app=tigera-operator'".into(),
+                fix: "install the operator as Calico's manifest or Helm chart does (its Deployment labelled k8s-app=tigera-operator, one in the cluster, OPERATOR_NAMESPACE a value or fieldRef metadata.namespace): 'kubectl get deploy -A -l k8s-app=tigera-operator'".into(),
             });
             return Ok(out);
         }

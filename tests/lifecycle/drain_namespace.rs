@@ -79,6 +79,43 @@ fn pods_in_a_namespace_being_deleted_are_waited_for_as_kubectl_does() {
     assert_eq!(n.calico_vsid(), Some(4097));
 }
 
+/// The namespace controller marks `late` deleted right after its eviction's first 403: read
+/// again, it is waited for as `old` is, not asked again.
+#[test]
+fn a_pod_marked_deleted_after_its_refusal_is_waited_for_not_asked_again() {
+    let n = installed();
+    n.api().lock().marks_after_refusal = true;
+    let (code, _, err) = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            let mut st = n.api().lock();
+            st.objects.retain(|p, _| !p.contains("/namespaces/doomed"));
+        });
+        n.run(
+            &[
+                &["reconfigure"][..],
+                VNI_4097,
+                &["--drain", "--drain-timeout", "30s"],
+            ]
+            .concat(),
+        )
+    });
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(asked(&n, "old"), 1);
+    assert_eq!(
+        asked(&n, "late"),
+        1,
+        "marked since: waited for, not asked again"
+    );
+    let read = n.api().requests();
+    assert!(
+        read.iter()
+            .any(|(m, p)| m == "GET" && p.ends_with("/namespaces/doomed/pods/late")),
+        "the refused pod was not read again"
+    );
+    assert_eq!(n.calico_vsid(), Some(4097));
+}
+
 /// A pod the namespace controller never reaches keeps the drain waiting until its timeout,
 /// which says why.
 #[test]

@@ -63,3 +63,44 @@ fn to_operator_without_a_findable_operator_is_refused_changing_nothing() {
         );
     }
 }
+
+/// A Deployment without the label, where Calico's manifest puts it (`tigera-operator` in
+/// `tigera-operator`, the operator's own defaults): that is the operator; the node is handed
+/// over.
+#[test]
+fn to_operator_finds_an_unlabelled_operator_at_its_default_name() {
+    let node = installed_with_pods();
+    let api = node.api();
+    let mut o = api.get(DEPLOYMENT).expect("deployment");
+    o["metadata"]["labels"] = serde_json::json!({});
+    api.put(DEPLOYMENT, o);
+    let _operator = FakeOperator::start(api.state.clone(), "win-1", node.sim());
+    let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "30s"]);
+    assert_eq!(code, 0, "{err} {doc}");
+}
+
+/// `OPERATOR_NAMESPACE` from a ConfigMap: where the operator reads cannot be told; refused
+/// before any change, saying why.
+#[test]
+fn to_operator_with_an_operator_namespace_from_a_config_map_is_refused_changing_nothing() {
+    let node = installed_with_pods();
+    let api = node.api();
+    let mut o = api.get(DEPLOYMENT).expect("deployment");
+    o["spec"]["template"]["spec"]["containers"][0]["env"] = serde_json::json!([{
+        "name": "OPERATOR_NAMESPACE",
+        "valueFrom": {"configMapKeyRef": {"name": "m", "key": "ns"}}
+    }]);
+    api.put(DEPLOYMENT, o);
+    let _operator = FakeOperator::start(api.state.clone(), "win-1", node.sim());
+    let host = snapshot(&node.sim());
+    let writes = api.writes().len();
+    let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "5s"]);
+    assert_eq!(code, 3, "{err} {doc}");
+    assert!(err.contains("OPERATOR_NAMESPACE comes from"), "{err}");
+    assert_same(&host, &snapshot(&node.sim()), "refused");
+    assert_eq!(
+        api.writes()[writes..],
+        [],
+        "the cluster was written to: {err}"
+    );
+}

@@ -244,11 +244,17 @@ fn grant_then_hand_over(
     let planned = inputs.renewal.as_ref().map(|g| g.uids.clone());
     let renewal = inputs.renewal.clone();
     let (granted, uids) = grant(ctx, cluster, renewal.as_ref(), node_name)?;
+    // Undone with the uids `ensure` gave: the objects it made now, not the ones recorded
+    // (which the garbage collector may have deleted with a Node registered again since).
+    let made = renewal.map(|g| Grant {
+        uids: uids.clone(),
+        ..g
+    });
     let then = record_uids(host, inputs, &mut actions, (planned, uids))
         .and_then(|()| hand_over(ctx, host, within, begun));
     if let Err(e) = then {
         if granted {
-            ungrant(ctx, cluster, renewal.as_ref());
+            ungrant(ctx, cluster, made.as_ref());
         }
         return Err(e);
     }
@@ -268,8 +274,10 @@ fn with_earlier_uids(g: Option<Grant>, previous: Option<&record::InstallRecord>)
     Some(g)
 }
 
-/// The plan made again with the grant's uids in the install record, when they are not the
-/// ones it records (`planned`): nothing has changed the host since the plan looked at it.
+/// The plan as shown with the grant's uids in its install record, when they are not the ones
+/// it records (`planned`): the plan made again gives the record's write; every other action
+/// stays the one shown, and a host changed since the plan looked at it (another action now) is
+/// refused, before any change.
 fn record_uids(
     host: &dyn Host,
     inputs: &mut Inputs,
@@ -284,7 +292,27 @@ fn record_uids(
         return Ok(());
     };
     g.uids = uids;
-    *actions = plan::install::plan(host, inputs)?;
+    let record = inputs.config.root().record();
+    let is_record =
+        |a: &apply::Action| matches!(a, apply::Action::WriteFile { path, .. } if *path == record);
+    // `Debug` shows every field but a file's bytes, which its sha256 stands for.
+    let others = |p: &[apply::Action]| -> Vec<String> {
+        p.iter()
+            .filter(|a| !is_record(a))
+            .map(|a| format!("{a:?}"))
+            .collect()
+    };
+    let mut again = plan::install::plan(host, inputs)?;
+    if others(&again) != others(actions) {
+        anyhow::bail!(
+            "the host changed while the install was being prepared (the plan shown is no longer the one to run); nothing of it changed: run install again"
+        );
+    }
+    let mut run: Vec<apply::Action> = actions.drain(..).filter(|a| !is_record(a)).collect();
+    if let Some(at) = again.iter().position(is_record) {
+        run.insert(at, again.swap_remove(at));
+    }
+    *actions = run;
     Ok(())
 }
 

@@ -128,6 +128,18 @@ pub struct State {
     /// The write held until it is cleared (`FakeApi::hold_write_at`), and whether it came.
     pub hold_write: Option<usize>,
     pub held: bool,
+    /// Whether the held write is then served as any other (`FakeApi::pause_write_at`): the
+    /// test changes something while the client waits on it.
+    pub pass_held: bool,
+    /// Appended to the uid of each object created from now (`-N`): kube-apiserver gives every
+    /// object it creates a new uid (`rest.FillObjectMetaSystemFields`, `uuid.NewUUID()`), so
+    /// one deleted and made again under its name is another object; the name-derived uids
+    /// otherwise stand for that.
+    pub uid_generation: u32,
+    /// The namespace controller reaches a pod of a namespace being deleted (its
+    /// `deletionTimestamp` set, kube-controller-manager's namespaced-resources deleter deleting
+    /// the namespace's pods) right after the first eviction of it refused there.
+    pub marks_after_refusal: bool,
     /// What the nodes do with pods, Services, NetworkPolicies and the pod proxy (`verify`).
     pub dataplane: dataplane::Dataplane,
     /// The fleet DaemonSet's pods' diagnostics endpoints, by `namespace/pod` (`fleet diags`).
@@ -290,6 +302,9 @@ impl FakeApi {
             fail_write: None,
             hold_write: None,
             held: false,
+            pass_held: false,
+            uid_generation: 0,
+            marks_after_refusal: false,
         }));
         let st = state.clone();
         runtime.spawn(async move {
@@ -603,7 +618,13 @@ impl FakeApi {
         st.held = false;
     }
 
-    /// Lets a held write go (it is answered 503, not applied).
+    /// The `n`th write from now waits until `release_write`, then is served as any other.
+    pub fn pause_write_at(&self, n: usize) {
+        self.hold_write_at(n);
+        self.lock().pass_held = true;
+    }
+
+    /// Lets a held write go (it is answered 503, not applied, unless `pause_write_at` held it).
     pub fn release_write(&self) {
         self.lock().hold_write = None;
     }

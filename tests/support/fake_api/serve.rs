@@ -402,11 +402,14 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
             while state.lock().expect("fake api state").hold_write.is_some() {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            return status(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "ServiceUnavailable",
-                "the server is shutting down",
-            );
+            st = state.lock().expect("fake api state");
+            if !std::mem::take(&mut st.pass_held) {
+                return status(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "ServiceUnavailable",
+                    "the server is shutting down",
+                );
+            }
         }
     }
     if st
@@ -716,6 +719,9 @@ fn create(st: &mut State, t: &Target, mut body: Value) -> Reply {
         m["namespace"] = json!(ns);
     }
     m["uid"] = json!(format!("uid-{name}"));
+    if st.uid_generation > 0 {
+        m["uid"] = json!(format!("uid-{name}-{}", st.uid_generation));
+    }
     if t.resource.plural == "pods" {
         // Each pod its own uid, as kube-apiserver gives every object made (a pod made
         // again under the same name is another object).
@@ -1084,6 +1090,14 @@ fn evict(st: &mut State, t: &Target, body: Value) -> Reply {
         return too_many_requests("Too many requests, please try again later.", 1, None);
     }
     if let Some(refused) = namespace_terminating(st, t) {
+        let at = now_text(st.clock_offset_s);
+        let marks = st.marks_after_refusal;
+        if let Some(pod) = t.object_path().and_then(|p| st.objects.get_mut(&p))
+            && marks
+            && pod["metadata"]["deletionTimestamp"].is_null()
+        {
+            pod["metadata"]["deletionTimestamp"] = json!(at);
+        }
         return refused;
     }
     let Some(path) = t.object_path().filter(|p| st.objects.contains_key(p)) else {
