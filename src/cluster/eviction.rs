@@ -365,9 +365,13 @@ fn refusals(why: &BTreeMap<String, Refused>) -> String {
 fn marked(c: &Cluster, pod: &PodRef) -> Result<Option<bool>, ClusterError> {
     let api: kube::Api<k8s_openapi::api::core::v1::Pod> =
         kube::Api::namespaced(c.client.clone(), &pod.namespace);
-    let found = c.call_opt("get", &format!("pods/{pod}"), api.get(&pod.name))?;
+    // A list of the one name, as the drain's roles grant `list pods` and not `get`.
+    let lp = kube::api::ListParams::default().fields(&format!("metadata.name={}", pod.name));
+    let found = c.call("list", &format!("pods/{pod}"), api.list(&lp))?;
     Ok(found
-        .filter(|p| p.metadata.uid.as_deref() == Some(pod.uid.as_str()))
+        .items
+        .into_iter()
+        .find(|p| p.metadata.uid.as_deref() == Some(pod.uid.as_str()))
         .map(|p| p.metadata.deletion_timestamp.is_some()))
 }
 

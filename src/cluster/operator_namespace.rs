@@ -24,9 +24,10 @@ pub fn locate(c: &Cluster) -> Result<Result<String, String>, ClusterError> {
     let lp = ListParams::default().labels(SELECTOR);
     let mut found = c.call("list", "deployments", all.list(&lp))?.items;
     if found.is_empty() {
+        // A list of the one name, as migrate's roles grant `list deployments` and not `get`.
         let at: Api<Deployment> = Api::namespaced(c.client.clone(), DEFAULT);
-        let what = format!("deployments/{DEFAULT} in {DEFAULT}");
-        found.extend(c.call_opt("get", &what, at.get(DEFAULT))?);
+        let lp = ListParams::default().fields(&format!("metadata.name={DEFAULT}"));
+        found = c.call("list", "deployments", at.list(&lp))?.items;
     }
     Ok(judge(&found))
 }

@@ -95,6 +95,11 @@ const KEPT_AT_MOST: usize = 16;
 const REFUSED_FOR: Duration = Duration::from_secs(30);
 /// How many refused tokens are kept at most (the oldest goes first).
 const REFUSED_AT_MOST: usize = 64;
+/// How long a token refused with the authenticator's error (`Verdict::Unsettled`) is refused
+/// again without a review: kube-apiserver gives one with nearly every refusal (`jwt.go`'s
+/// wrong audience, expiry, signature), and some pass (a signing key another API server has not
+/// loaded yet), so such a refusal is kept briefly.
+const UNSETTLED_FOR: Duration = Duration::from_secs(5);
 
 /// Tokens by their sha256, each with when it was kept.
 type Kept = Mutex<Vec<([u8; 32], Instant)>>;
@@ -104,6 +109,7 @@ type Kept = Mutex<Vec<([u8; 32], Instant)>>;
 pub struct Reviewed {
     allowed: Kept,
     refused: Kept,
+    unsettled: Kept,
 }
 
 fn key_of(token: &str) -> [u8; 32] {
@@ -130,25 +136,27 @@ fn keep(kept: &Kept, key: [u8; 32], cap: usize) {
 impl Reviewed {
     /// Whether `token` was refused by a review a short while ago (`REFUSED_FOR`).
     pub fn refused_lately(&self, token: &str) -> bool {
-        holds(&self.refused, &key_of(token), REFUSED_FOR)
+        let key = key_of(token);
+        holds(&self.refused, &key, REFUSED_FOR) || holds(&self.unsettled, &key, UNSETTLED_FOR)
     }
 
-    /// `token`'s verdict: kept, else `review`'s (kept when allowed or denied; never when the
-    /// review failed or the refusal may pass, which say nothing lasting of the token).
+    /// `token`'s verdict: kept, else `review`'s (kept when allowed or denied, briefly when the
+    /// refusal may pass; never when the review failed, which says nothing of the token).
     pub fn verdict(&self, token: &str, review: &dyn Review, stop: &Stop) -> Verdict {
         let key = key_of(token);
         if holds(&self.allowed, &key, KEPT_FOR) {
             return Verdict::Allowed;
         }
-        if holds(&self.refused, &key, REFUSED_FOR) {
+        if holds(&self.refused, &key, REFUSED_FOR) || holds(&self.unsettled, &key, UNSETTLED_FOR) {
             return Verdict::Denied("the token was refused a short while ago".into());
         }
         let verdict = review.review(token, stop);
         match verdict {
             Verdict::Allowed => keep(&self.allowed, key, KEPT_AT_MOST),
             Verdict::Denied(_) => keep(&self.refused, key, REFUSED_AT_MOST),
-            // A refusal that may pass, or a review that failed, says nothing lasting.
-            Verdict::Unsettled(_) | Verdict::Failed { .. } => {}
+            // A refusal that may pass is kept briefly; a failed review says nothing of the token.
+            Verdict::Unsettled(_) => keep(&self.unsettled, key, REFUSED_AT_MOST),
+            Verdict::Failed { .. } => {}
         }
         verdict
     }
@@ -248,12 +256,17 @@ mod tests {
         kept.verdict("t3", &down, &stop);
         assert_eq!(down.0.load(Ordering::SeqCst), 2);
         assert!(!kept.refused_lately("t3"));
-        // A refusal with the authenticator's error may pass: asked again, not kept.
+        // A refusal with the authenticator's error (nearly every real one) is kept too, but
+        // for `UNSETTLED_FOR` alone, as it may pass.
         let unsettled = Counting(AtomicUsize::new(0), Verdict::Unsettled("key".into()));
         kept.verdict("t4", &unsettled, &stop);
-        kept.verdict("t4", &unsettled, &stop);
-        assert_eq!(unsettled.0.load(Ordering::SeqCst), 2);
-        assert!(!kept.refused_lately("t4"));
+        assert!(kept.refused_lately("t4"));
+        assert!(matches!(
+            kept.verdict("t4", &unsettled, &stop),
+            Verdict::Denied(_)
+        ));
+        assert_eq!(unsettled.0.load(Ordering::SeqCst), 1);
+        assert_eq!(kept.unsettled.lock().expect("kept").len(), 1);
         // The token itself is nowhere in what is kept.
         for list in [&kept.allowed, &kept.refused] {
             let held = list.lock().expect("kept");

@@ -178,7 +178,10 @@ pub fn keep(
                     "another run took the turn in {ns} over, or deleted it"
                 ));
             }
-            Ok(None) => "the API server's time could not be read".to_owned(),
+            Ok(None) => {
+                "the turn was not renewed (no time from the API server, or two conflicts in a row)"
+                    .to_owned()
+            }
             Err(_) if held.ending.requested() => return Err(Stopped),
             Err(e) => format!("{e} ({})", e.hint()),
         };
@@ -205,8 +208,12 @@ pub fn keep(
 /// that could not keep its turn refuses before it runs. Refused, the turn is given back
 /// (nothing of the run's is in the namespace yet) and the error says so.
 pub fn prove(c: &Cluster, ns: &str, held: &Held) -> Result<(), RunError> {
-    let Err(e) = renew(c, ns, held, RENEW) else {
-        return Ok(());
+    // Not renewed for want of the server's time, or by two conflicts, the turn just made
+    // still runs on; taken over or deleted already, the run refuses.
+    let cause = match renew(c, ns, held, RENEW) {
+        Ok(Some(true) | None) => return Ok(()),
+        Ok(Some(false)) => format!("another run took the turn in {ns} over, or deleted it"),
+        Err(e) => format!("{e} ({})", e.hint()),
     };
     let fate = match release(c, ns, held, Instant::now() + RENEW) {
         Ok(_) => "nothing was run: the turn was given back".to_owned(),
@@ -216,7 +223,7 @@ pub fn prove(c: &Cluster, ns: &str, held: &Held) -> Result<(), RunError> {
     };
     Err(RunError::Plan(PlanError::LeaseLost {
         lease: format!("configmaps/{TURN} in namespace {ns}"),
-        cause: format!("{e} ({})", e.hint()),
+        cause,
         fate,
     }))
 }
@@ -276,7 +283,9 @@ pub fn renew(
         };
         *version = t.metadata.resource_version;
     }
-    Ok(Some(true))
+    // Two conflicts in a row: still the run's, but not renewed by this look (a write the
+    // server commits late, or another writer's, moved it twice); the lease runs on to the next.
+    Ok(None)
 }
 
 /// When a turn runs out (unix seconds): its `expires`, else (one written without it) its
