@@ -22,7 +22,8 @@ pub enum Scope {
     Calico,
     /// In `kube-system` (a Role there): the cluster DNS Service.
     KubeSystem,
-    /// In `tigera-operator` (a Role there): the operator's own settings (`migrate`).
+    /// In the operator's namespace (a Role there; `tigera-operator` unless `fleet plan
+    /// --operator-namespace` says where a Helm release put it): its own settings (`migrate`).
     TigeraOperator,
 }
 
@@ -408,6 +409,10 @@ fn per_node_policy(name: &str, sa: &str, namespace: &str) -> Vec<serde_json::Val
     ]
 }
 
+/// The operator's namespace in Calico's manifest (`tigera-operator`, `common.OperatorNamespace()`'s
+/// default), where `fleet plan --migrate` grants migrate's reads unless told another.
+pub const OPERATOR_NAMESPACE: &str = "tigera-operator";
+
 /// The rules of one scope, as Kubernetes writes them.
 pub fn policy_rules(rights: &[Right], scope: Scope) -> Vec<PolicyRule> {
     rights
@@ -425,12 +430,13 @@ pub fn policy_rules(rights: &[Right], scope: Scope) -> Vec<PolicyRule> {
 }
 
 /// The objects that give an identity `rights`: its ServiceAccount in `namespace`, a
-/// ClusterRole and a Role in each namespace it needs, each bound to it; all named `name`.
+/// ClusterRole and a Role in each namespace it needs (Calico's, kube-system, the operator's),
+/// each bound to it; all named `name`.
 pub fn manifests(
     rights: &[Right],
-    name: &str,
-    namespace: &str,
+    (name, namespace): (&str, &str),
     calico_namespace: &str,
+    operator_namespace: &str,
 ) -> Vec<serde_json::Value> {
     use serde_json::json;
     let labels = json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
@@ -458,7 +464,7 @@ pub fn manifests(
     for (scope, ns) in [
         (Scope::Calico, calico_namespace),
         (Scope::KubeSystem, "kube-system"),
-        (Scope::TigeraOperator, "tigera-operator"),
+        (Scope::TigeraOperator, operator_namespace),
     ] {
         let rules = policy_rules(rights, scope);
         match namespaces.iter_mut().find(|(n, _)| *n == ns) {
@@ -497,7 +503,8 @@ mod tests {
     fn calicos_namespace_in_kube_system_gets_one_role_with_both_sets_of_rules() {
         let all = installer(false);
         for calico_ns in ["kube-system", "calico-system"] {
-            let docs = manifests(&all, "calicoctl-win-installer", "kube-system", calico_ns);
+            let who = ("calicoctl-win-installer", "kube-system");
+            let docs = manifests(&all, who, calico_ns, OPERATOR_NAMESPACE);
             let mut seen = std::collections::BTreeSet::new();
             for d in &docs {
                 let key = format!(

@@ -13,6 +13,7 @@ use std::time::Duration;
 pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let fleet = fleet(args, ctx)?;
     dns_label("--calico-namespace", &args.calico_namespace)?;
+    dns_label("--operator-namespace", &args.operator_namespace)?;
     let group = calico_api(ctx, args.calico_api)?;
     let rights = match fleet.migrate {
         Some(_) => crate::cluster::rights::migrate(),
@@ -20,9 +21,9 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
     };
     let mut docs = crate::cluster::rights::manifests(
         &crate::cluster::rights::in_group(&rights, group),
-        &fleet.service_account,
-        &args.namespace,
+        (&fleet.service_account, &args.namespace),
         &args.calico_namespace,
+        &args.operator_namespace,
     );
     if let Some(m) = &fleet.migrate {
         ctx.printer.note(&format!(
@@ -252,8 +253,15 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     ] {
         dns_label(flag, value)?;
     }
-    let mut docs =
-        crate::cluster::rights::manifests(&rights, name, namespace, &args.calico_namespace);
+    // No identity `fleet rbac` writes reads in the operator's namespace (migrate's roles are
+    // `fleet plan --migrate`'s).
+    let operator = crate::cluster::rights::OPERATOR_NAMESPACE;
+    let mut docs = crate::cluster::rights::manifests(
+        &rights,
+        (name, namespace),
+        &args.calico_namespace,
+        operator,
+    );
     if args.identity == RbacIdentity::Fleet {
         docs.extend(crate::cluster::rights::token_policy(name, namespace));
     }

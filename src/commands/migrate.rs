@@ -187,7 +187,13 @@ fn operator_refusals(read: &Read, host: &dyn Host) -> anyhow::Result<Vec<migrate
             return Ok(out);
         }
     };
-    let endpoint = operator::services_endpoint(&read.cluster, &namespace)?;
+    let endpoint = match operator::services_endpoint(&read.cluster, &namespace) {
+        Err(crate::cluster::ClusterError::Api { code: 403, .. }) => {
+            out.push(settings_forbidden(&namespace));
+            return Ok(out);
+        }
+        found => found?,
+    };
     out.extend(ready::windows_config(
         inst,
         (&namespace, endpoint),
@@ -203,6 +209,21 @@ fn operator_refusals(read: &Read, host: &dyn Host) -> anyhow::Result<Vec<migrate
         &addresses,
     ));
     Ok(out)
+}
+
+/// The identity may not read the operator's settings where it runs (the migrate account's
+/// Role is in another namespace): what the operator would make of a Windows node is not known.
+fn settings_forbidden(namespace: &str) -> migrate::Refusal {
+    let map = operator::SERVICES_ENDPOINT;
+    migrate::Refusal {
+        code: "operator-settings-forbidden",
+        message: format!(
+            "the identity may not get configmaps {map} in namespace {namespace}, where the operator reads its settings, so whether it would accept a Windows node cannot be told"
+        ),
+        fix: format!(
+            "apply the roles 'calicoctl-win fleet plan --migrate to-operator --operator-namespace {namespace}' writes (a Role in {namespace} that may get configmaps {map}), or use an admin kubeconfig"
+        ),
+    }
 }
 
 /// The operator does not render its Installation now (a TigeraStatus Degraded): a change it

@@ -16,6 +16,7 @@ mod fleet_migrate;
 mod fleet_verify;
 mod kubeconfig_files;
 mod kubectl_fake_api;
+mod narrow_roles;
 mod preflight;
 mod real_clusters;
 mod rights;
