@@ -257,3 +257,75 @@ fn migrate_without_the_right_in_the_operators_namespace_is_refused_naming_it() {
         );
     }
 }
+
+/// The fake API server reads a list's fieldSelector as kube-apiserver does: a list of one name
+/// is judged by RBAC as a request for that name (a Role's `resourceNames` allow it, and only
+/// it), and a field the kind does not select on is a 400 (`support::fake_api::fields`).
+#[test]
+fn a_list_by_name_is_judged_by_its_name_and_unknown_fields_are_refused() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let (ns, sa) = ("tigera-operator", "reader");
+    let rbac = "rbac.authorization.k8s.io";
+    for o in [
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": sa, "namespace": ns}}),
+        json!({"apiVersion": format!("{rbac}/v1"), "kind": "Role",
+            "metadata": {"name": sa, "namespace": ns},
+            "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["list"],
+                "resourceNames": ["tigera-operator"]}]}),
+        json!({"apiVersion": format!("{rbac}/v1"), "kind": "RoleBinding",
+            "metadata": {"name": sa, "namespace": ns},
+            "roleRef": {"apiGroup": rbac, "kind": "Role", "name": sa},
+            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}]}),
+    ] {
+        assert!(api.apply(&o), "{o}");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let reader = crate::support::service_account_kubeconfig(&api, dir.path(), ns, sa);
+    let token = crate::support::token_in(&reader);
+    let at = "/apis/apps/v1/namespaces/tigera-operator/deployments";
+    let (code, doc) = api.get_as(
+        &token,
+        &format!("{at}?fieldSelector=metadata.name%3Dtigera-operator"),
+    );
+    assert_eq!(code, 200, "{doc}");
+    assert_eq!(doc["items"].as_array().map(Vec::len), Some(1), "{doc}");
+    for refused in [
+        at.to_owned(),
+        format!("{at}?fieldSelector=metadata.name%3Dother"),
+        format!("{at}?fieldSelector=metadata.name%21%3Dother"),
+    ] {
+        let (code, doc) = api.get_as(&token, &refused);
+        assert_eq!(code, 403, "{refused}: {doc}");
+    }
+    let admin = api.token.clone();
+    for (path, message) in [
+        (
+            "/apis/apps/v1/deployments?fieldSelector=spec.replicas%3D1",
+            "\"spec.replicas\" is not a known field selector",
+        ),
+        (
+            "/api/v1/pods?fieldSelector=status.hostIP%3D10.0.0.1",
+            "field label not supported: status.hostIP",
+        ),
+        (
+            "/api/v1/nodes?fieldSelector=metadata.namespace%3Dx",
+            "field label not supported: metadata.namespace",
+        ),
+    ] {
+        let (code, doc) = api.get_as(&admin, path);
+        assert_eq!(code, 400, "{path}: {doc}");
+        assert!(
+            doc["message"].as_str().is_some_and(|m| m.contains(message)),
+            "{doc}"
+        );
+    }
+    // Supported fields, `!=` and `,` (and) as kube-apiserver reads them.
+    let (code, doc) = api.get_as(
+        &admin,
+        "/apis/apps/v1/deployments?fieldSelector=metadata.namespace%3Dtigera-operator%2Cmetadata.name%21%3Dother",
+    );
+    assert_eq!(code, 200, "{doc}");
+    assert_eq!(doc["items"].as_array().map(Vec::len), Some(1), "{doc}");
+}

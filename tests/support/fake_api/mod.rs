@@ -7,6 +7,7 @@
 
 pub mod dataplane;
 pub mod diags;
+mod fields;
 mod pod_security;
 mod proto;
 pub mod rbac;
@@ -561,6 +562,15 @@ impl FakeApi {
     /// plain HTTP/1.1 request over TLS, the server's CA trusted): the status code and the
     /// answer's JSON.
     pub fn post_as(&self, token: &str, path: &str, body: &Value) -> (u16, Value) {
+        self.send_as("POST", token, path, body)
+    }
+
+    /// GETs `path` as the bearer of `token`, as `post_as` POSTs.
+    pub fn get_as(&self, token: &str, path: &str) -> (u16, Value) {
+        self.send_as("GET", token, path, &Value::Null)
+    }
+
+    fn send_as(&self, method: &str, token: &str, path: &str, body: &Value) -> (u16, Value) {
         use std::io::{Read, Write};
         let der = pem::parse(&self.ca_pem).expect("ca pem").into_contents();
         let mut roots = rustls::RootCertStore::empty();
@@ -579,10 +589,14 @@ impl FakeApi {
         let conn = rustls::ClientConnection::new(Arc::new(config), name).expect("tls");
         let tcp = std::net::TcpStream::connect(authority).expect("connect");
         let mut tls = rustls::StreamOwned::new(conn, tcp);
-        let body = body.to_string();
+        let body = if body.is_null() {
+            String::new()
+        } else {
+            body.to_string()
+        };
         write!(
             tls,
-            "POST {path} HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         )
         .expect("write");

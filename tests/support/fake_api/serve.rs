@@ -363,6 +363,10 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
         _ => "patch",
     };
     let group = target.resource.gv.rsplit_once('/').map_or("", |(g, _)| g);
+    // A list of one name is judged as a request for that name (`fields::exact_name`).
+    let listed = (verb == "list")
+        .then(|| super::fields::exact_name(&field_selector(&query)))
+        .flatten();
     let request = super::rbac::Request {
         verb,
         group,
@@ -373,7 +377,8 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
         name: target
             .name
             .as_deref()
-            .filter(|_| verb != "create" || target.sub.is_some()),
+            .filter(|_| verb != "create" || target.sub.is_some())
+            .or(listed.as_deref()),
     };
     if !super::rbac::allows(&st.objects, &who, &request) {
         return forbidden(&who, &request, target.resource.plural);
@@ -633,18 +638,22 @@ fn get(st: &State, t: &Target) -> Reply {
     }
 }
 
-fn list(st: &State, t: &Target, query: &str) -> Reply {
-    let selectors: Vec<(String, String)> = query
+/// A list's `fieldSelector`, decoded (the first, as Go's `url.Values.Get` reads it).
+fn field_selector(query: &str) -> String {
+    query
         .split('&')
         .filter_map(|kv| kv.split_once('='))
-        .filter(|(k, _)| *k == "fieldSelector")
-        .flat_map(|(_, v)| {
-            percent_decode(v)
-                .split(',')
-                .filter_map(|s| s.split_once('=').map(|(a, b)| (a.to_owned(), b.to_owned())))
-                .collect::<Vec<_>>()
-        })
-        .collect();
+        .find(|(k, _)| *k == "fieldSelector")
+        .map(|(_, v)| percent_decode(v))
+        .unwrap_or_default()
+}
+
+fn list(st: &State, t: &Target, query: &str) -> Reply {
+    let (plural, namespaced) = (t.resource.plural, t.resource.namespaced);
+    let terms = match super::fields::terms(&field_selector(query), plural, namespaced) {
+        Ok(terms) => terms,
+        Err(why) => return status(StatusCode::BAD_REQUEST, "BadRequest", &why),
+    };
     let items: Vec<&Value> = st
         .objects
         .iter()
@@ -656,12 +665,7 @@ fn list(st: &State, t: &Target, query: &str) -> Reply {
             })
         })
         .map(|(_, o)| o)
-        .filter(|o| {
-            selectors.iter().all(|(field, want)| {
-                let got = field.split('.').fold(*o, |v, k| &v[k]);
-                got.as_str().unwrap_or_default() == want
-            })
-        })
+        .filter(|o| super::fields::matches(&terms, plural, o))
         .filter(|o| labels_match(&o["metadata"]["labels"], query))
         .collect();
     // Paging as kube-apiserver pages a list (kubernetes
