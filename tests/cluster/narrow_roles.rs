@@ -329,3 +329,37 @@ fn a_list_by_name_is_judged_by_its_name_and_unknown_fields_are_refused() {
     assert_eq!(code, 200, "{doc}");
     assert_eq!(doc["items"].as_array().map(Vec::len), Some(1), "{doc}");
 }
+
+/// `--operator-namespace` is a namespace's name (an RFC 1123 label), or no manifests at all.
+#[test]
+fn a_migration_plan_refuses_an_operator_namespace_that_is_no_kubernetes_name() {
+    let config = crate::support::root().join("templates/calico-windows.yaml");
+    let config = config.display().to_string();
+    for bad in ["Calico_Operator", "x-", ""] {
+        let (code, doc, err) = fleet_plan(&[
+            "--config",
+            &config,
+            "--image",
+            "r/x:1",
+            "--migrate",
+            "to-operator",
+            "--operator-namespace",
+            bad,
+        ]);
+        assert_eq!(code, 2, "{bad:?}: {err}");
+        assert!(err.contains("--operator-namespace"), "{err}");
+        assert!(doc["manifests"].is_null(), "{doc}");
+    }
+    let roles = migrate_roles(&["--operator-namespace", "calico-operator"]);
+    let in_operator: Vec<&Value> = roles
+        .iter()
+        .filter(|m| {
+            m["kind"] == "Role"
+                && m["rules"]
+                    .to_string()
+                    .contains("kubernetes-services-endpoint")
+        })
+        .collect();
+    assert_eq!(in_operator.len(), 1, "{roles:?}");
+    assert_eq!(in_operator[0]["metadata"]["namespace"], "calico-operator");
+}
