@@ -13,8 +13,10 @@
 //! `crConverter.ConvertFieldLabel`); pods, nodes and secrets select on more, and Nodes not on
 //! `metadata.namespace` (`pkg/apis/core/v1/conversion.go`, `AddFieldLabelConversionsForPod`,
 //! `…ForNode`, `…ForSecret`; the values: `pkg/registry/core/pod/strategy.go`,
-//! `ToSelectableFields`). Other kinds with fields of their own (events, services …) are not
-//! listed by selector here and are given the default set.
+//! `ToSelectableFields`). Other kinds with fields of their own (events, namespaces …) are not
+//! listed by selector here and are given the default set; a cluster-scoped kind is given
+//! `metadata.name` alone, as a cluster-scoped custom resource and a Node are (a built-in one
+//! of the default conversion would take `metadata.namespace` too, which nothing asks).
 
 use serde_json::Value;
 
@@ -47,8 +49,8 @@ fn own_fields(plural: &str, namespaced: bool) -> &'static [&'static str] {
     }
 }
 
-/// The terms of `query`'s fieldSelector (decoded), or the BadRequest message for a field the
-/// kind does not select on or a term that is none.
+/// The terms of a decoded fieldSelector, or the BadRequest message for a field the kind does
+/// not select on or a term that is none.
 pub fn terms(selector: &str, plural: &str, namespaced: bool) -> Result<Vec<Term>, String> {
     let mut out = Vec::new();
     for t in selector.split(',').filter(|t| !t.is_empty()) {
