@@ -688,8 +688,13 @@ pub struct FleetPlanArgs {
     pub calico_namespace: String,
     /// With --migrate: the namespace the operator reads its settings in (its Deployment's, or
     /// its OPERATOR_NAMESPACE; a Helm release's namespace), where the migrate account may get
-    /// configmaps kubernetes-services-endpoint
-    #[arg(long, value_name = "NS", default_value = "tigera-operator")]
+    /// configmaps kubernetes-services-endpoint; refused without --migrate, which alone uses it
+    #[arg(
+        long,
+        value_name = "NS",
+        default_value = "tigera-operator",
+        requires = "migrate"
+    )]
     pub operator_namespace: String,
     /// The API group of Calico's resources the fleet's roles name (as `fleet rbac`)
     #[arg(long, value_enum, default_value = "auto")]

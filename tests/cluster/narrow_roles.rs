@@ -350,6 +350,18 @@ fn a_migration_plan_refuses_an_operator_namespace_that_is_no_kubernetes_name() {
         assert!(err.contains("--operator-namespace"), "{err}");
         assert!(doc["manifests"].is_null(), "{doc}");
     }
+    // Without --migrate nothing reads it: refused as bad usage, not silently ignored.
+    let (code, doc, err) = fleet_plan(&[
+        "--config",
+        &config,
+        "--image",
+        "r/x:1",
+        "--operator-namespace",
+        "calico-operator",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--migrate"), "{err}");
+    assert!(doc["manifests"].is_null(), "{doc}");
     let roles = migrate_roles(&["--operator-namespace", "calico-operator"]);
     let in_operator: Vec<&Value> = roles
         .iter()
