@@ -192,6 +192,11 @@ impl Printer {
 /// (added fields do not raise it). Every document carries it as `schema`.
 pub const SCHEMA: u32 = 1;
 
+/// The schema of a document that holds `verify`'s reports (`verify`, and `install` or
+/// `reconfigure` with `--verify`): 2 since a check the run's stop cut is `stopped`, no
+/// longer `not-run` by `pod-address`.
+pub const VERIFY_SCHEMA: u32 = 2;
+
 /// The document of a failed command (`-o json`): what went wrong and the exit code.
 #[derive(serde::Serialize)]
 pub struct ErrorDocument<'a> {

@@ -278,6 +278,8 @@ pub const VERIFY_UNCAUGHT: &str = "a run stopped that way leaves its namespace t
 /// A changing command's document after `--verify`: its own keys, then verify's report.
 #[derive(serde::Serialize)]
 pub(crate) struct WithVerify<D> {
+    /// `output::VERIFY_SCHEMA`: the report's shape.
+    pub schema: u32,
     #[serde(flatten)]
     pub doc: D,
     pub verify: crate::verify::run::Report,

@@ -294,6 +294,7 @@ fn typed() -> Vec<(&'static str, Vec<String>)> {
         (
             "`verify`",
             keys(&super::verify::Verified {
+                schema: crate::output::VERIFY_SCHEMA,
                 passed: true,
                 nodes: Vec::new(),
             }),
@@ -337,6 +338,7 @@ fn verify_puts_its_report_last() {
     let mut want = keys(&doc);
     want.push("verify".into());
     let verified = super::common::WithVerify {
+        schema: crate::output::VERIFY_SCHEMA,
         doc,
         verify: report,
     };

@@ -15,6 +15,8 @@ pub const AT_ONCE: usize = 3;
 /// The command's document: one report for every node named.
 #[derive(Debug, serde::Serialize)]
 pub struct Verified {
+    /// `output::VERIFY_SCHEMA`.
+    pub schema: u32,
     pub passed: bool,
     pub nodes: Vec<Report>,
 }
@@ -67,6 +69,7 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
     let failed = crate::verify::failure::of_all(&reports, args.timeout.as_secs());
     ctx.printer.json(&Verified {
+        schema: crate::output::VERIFY_SCHEMA,
         passed: failed.is_none(),
         nodes: reports,
     });
@@ -209,6 +212,7 @@ pub fn table(r: &Report) -> String {
             ),
             Outcome::Blocked { by } => ("not run", format!("  ({} did not pass)", by.word())),
             Outcome::Skipped { why } => ("skipped", format!("  ({why})")),
+            Outcome::Stopped => ("not run", "  (the run was stopped)".to_owned()),
         };
         let took = format!("{:.1}s", v.took_ms as f64 / 1000.0);
         let extra = match (v.attempts, v.delay_ms) {
@@ -299,7 +303,7 @@ fn services_ready(ctx: &mut Context, r: Restarted, o: &Options) -> anyhow::Resul
     super::verify_restarted::wait(
         host.as_ref(),
         &root,
-        r,
+        (r, &o.node),
         (o.timeout, &stop),
         &mut |l: &str| printer.note(l),
     )?;
@@ -335,7 +339,11 @@ pub fn print_verified(
         return Ok(());
     };
     let (verify, failed) = verify_after(ctx, (cluster, image), node, restarted)?;
-    ctx.printer.json(&super::common::WithVerify { doc, verify });
+    ctx.printer.json(&super::common::WithVerify {
+        schema: crate::output::VERIFY_SCHEMA,
+        doc,
+        verify,
+    });
     match failed {
         Some(e) => {
             Err(anyhow::Error::new(e)

@@ -15,15 +15,26 @@
 //!   `--healthz-bind-address`, which calicoctl-win leaves at its default: kubernetes
 //!   `pkg/cluster/ports/ports.go` `ProxyHealthzPort`), answered by
 //!   `pkg/proxy/healthcheck/proxy_health.go` `healthzHandler`: 503 while a queued Service
-//!   change is later than its health timeout or the node is being deleted, else 200. That is
-//!   the most kube-proxy says: it is "healthy while it's starting up" (`Health`), and its
-//!   answer names a proxier (`status`, kube-proxy 1.33 and later) only once that proxier
-//!   synced, so an answer without one cannot be told from an older kube-proxy's. The wait
-//!   therefore proves kube-proxy runs and serves, not that its first sync of the HNS load
-//!   balancers is done; the Service checks' own settling dials (`verify::settle`) cover that.
+//!   change is later than its health timeout, or while its Node is not eligible, else 200.
+//!   `NodeEligible` is false while the Node has a deletion timestamp or the cluster
+//!   autoscaler's `ToBeDeletedByClusterAutoscaler` taint (KEP-3836, kubernetes#116470: in
+//!   1.28 behind the `KubeProxyDrainingTerminatingNodes` gate, off; on by default from 1.30;
+//!   GA in 1.31, the gate removed in 1.33), and the answer carries `"nodeEligible": false`
+//!   (written by `fmt.Fprintf` in 1.28 and after, by `json.Marshal` of `ProxyHealth` in the
+//!   newest versions). Such a node is being removed: no wait makes it pass, so that answer
+//!   ends the wait at once with `node-being-removed`.
+//!   `/livez` (the same PR, 1.28) answers from the same proxier health without the Node; the
+//!   wait asks `/healthz`, which says all `/livez` says and also names the removal, and which
+//!   every kube-proxy serves (`/livez` answers 404 before 1.28). That is the most kube-proxy
+//!   says: it is "healthy while it's starting up" (`Health`), and its answer names a proxier
+//!   (`status`, kube-proxy 1.33 and later) only once that proxier synced, so an answer
+//!   without one cannot be told from an older kube-proxy's. The wait therefore proves
+//!   kube-proxy runs and serves, not that its first sync of the HNS load balancers is done;
+//!   the Service checks' own settling dials (`verify::settle`) cover that.
 
 use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
-use crate::host::{Host, HostResult, ServiceState};
+use crate::host::{Host, ServiceState};
+use crate::installed::health::{Code, Finding};
 use crate::layout::{InstallRoot, Role};
 use std::time::Duration;
 
@@ -52,11 +63,18 @@ impl Restarted {
     }
 }
 
-/// Why a restarted service is not ready yet, one look; empty when every one is.
-pub fn not_ready(host: &dyn Host, root: &InstallRoot, r: Restarted) -> HostResult<Vec<String>> {
+/// Why a restarted service is not ready yet, one look; empty when every one is. A
+/// kube-proxy that says `node` is being removed ends it with `NotReady::NodeBeingRemoved`.
+pub fn not_ready(
+    host: &dyn Host,
+    root: &InstallRoot,
+    r: Restarted,
+    node: &str,
+) -> Result<Vec<String>, NotReady> {
+    let host_error = |e: crate::host::HostError| NotReady::Host(e.to_string());
     let mut missing = Vec::new();
     if r.felix {
-        let h = crate::installed::felix_health::read(host, root)?;
+        let h = crate::installed::felix_health::read(host, root).map_err(host_error)?;
         match (h.running_since, h.enabled, h.ready) {
             (None, ..) => missing.push("CalicoFelix to run".to_owned()),
             (Some(_), true, Some(true)) | (Some(_), false, _) => {}
@@ -72,37 +90,80 @@ pub fn not_ready(host: &dyn Host, root: &InstallRoot, r: Restarted) -> HostResul
     }
     if r.kube_proxy {
         let running = host
-            .service_query(Role::KubeProxy.service_name())?
+            .service_query(Role::KubeProxy.service_name())
+            .map_err(host_error)?
             .is_some_and(|s| s.state == ServiceState::Running);
         let answer = match running {
-            true => host.local_http_get(KUBE_PROXY_HEALTHZ_PORT, "/healthz", ASK_WITHIN)?,
+            true => host
+                .local_http_get(KUBE_PROXY_HEALTHZ_PORT, "/healthz", ASK_WITHIN)
+                .map_err(host_error)?,
             false => None,
         };
-        if let Err(why) = kube_proxy_serves(running, answer.as_ref()) {
-            missing.push(why);
+        match kube_proxy_serves(running, answer.as_ref()) {
+            Ok(()) => {}
+            Err(KubeProxyUnready::Waiting(why)) => missing.push(why),
+            Err(KubeProxyUnready::NodeBeingRemoved) => {
+                return Err(NotReady::NodeBeingRemoved(Box::new(node_being_removed(
+                    node,
+                ))));
+            }
         }
     }
     Ok(missing)
 }
 
-/// kube-proxy's `/healthz` answer judged: running, and answering 200.
+/// Why kube-proxy's `/healthz` does not say it serves.
+#[derive(Debug, PartialEq, Eq)]
+pub enum KubeProxyUnready {
+    /// Not yet: what is waited for.
+    Waiting(String),
+    /// 503 with `"nodeEligible": false`: its Node is being removed, and no wait helps.
+    NodeBeingRemoved,
+}
+
+/// kube-proxy's `/healthz` answer judged: running, and answering 200; a 503 whose JSON says
+/// `"nodeEligible": false` (`healthzHandler`) is the node being removed.
 pub fn kube_proxy_serves(
     running: bool,
     answer: Option<&crate::host::http_probe::Answer>,
-) -> Result<(), String> {
+) -> Result<(), KubeProxyUnready> {
     let port = KUBE_PROXY_HEALTHZ_PORT;
+    let waiting = |s: String| Err(KubeProxyUnready::Waiting(s));
     match (running, answer) {
-        (false, _) => Err("kube-proxy to run".into()),
-        (true, None) => Err(format!(
+        (false, _) => waiting("kube-proxy to run".into()),
+        (true, None) => waiting(format!(
             "kube-proxy's /healthz on 127.0.0.1:{port} to answer"
         )),
-        (true, Some(a)) if a.code != 200 => Err(format!(
+        (true, Some(a)) if a.code == 503 && node_ineligible(&a.body) => {
+            Err(KubeProxyUnready::NodeBeingRemoved)
+        }
+        (true, Some(a)) if a.code != 200 => waiting(format!(
             "kube-proxy's /healthz on 127.0.0.1:{port} to answer 200 (it answers {}: {:.200})",
             a.code,
             a.body.trim()
         )),
         (true, Some(_)) => Ok(()),
     }
+}
+
+/// Whether `/healthz`'s JSON says `"nodeEligible": false`.
+fn node_ineligible(body: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("nodeEligible")?.as_bool())
+        == Some(false)
+}
+
+/// The finding kube-proxy's word on `node` makes: it is being removed.
+fn node_being_removed(node: &str) -> Finding {
+    Finding::new(
+        Code::NodeBeingRemoved,
+        node,
+        format!(
+            "kube-proxy's /healthz on 127.0.0.1:{KUBE_PROXY_HEALTHZ_PORT} answers 503 with \"nodeEligible\": false: node {node} has a deletion timestamp or the ToBeDeletedByClusterAutoscaler taint, so it is being removed and verify cannot pass there"
+        ),
+        Code::NodeBeingRemoved.remedy(),
+    )
 }
 
 /// Why the wait for the restarted services ended without them.
@@ -113,6 +174,8 @@ pub enum NotReady {
         crate::duration::show(*waited)
     )]
     Never { waited: Duration, missing: String },
+    #[error("{} [{}]", .0.said.message, .0.code.word())]
+    NodeBeingRemoved(Box<Finding>),
     #[error(transparent)]
     Stopped(#[from] Stopped),
     #[error("this host could not be asked: {0}")]
@@ -128,16 +191,22 @@ impl crate::error::Diagnose for NotReady {
                 Kind::Timeout,
                 "the change stays: 'calicoctl-win status' on the node (Felix health, kube-proxy) and the services' logs under the install root say why, then run 'calicoctl-win verify'",
             ),
+            NotReady::NodeBeingRemoved(f) => Diagnosis::new(
+                Exit::Failed,
+                Kind::Failed,
+                f.said.remedy.clone().unwrap_or_default(),
+            ),
             _ => None,
         }
     }
 }
 
-/// Waits, up to `timeout`, until every service in `r` is ready (`not_ready`), saying so.
+/// Waits, up to `timeout`, until every service in `r` is ready (`not_ready`), saying so; a
+/// kube-proxy that says `node` is being removed ends it at that look.
 pub fn wait(
     host: &dyn Host,
     root: &InstallRoot,
-    r: Restarted,
+    (r, node): (Restarted, &str),
     (timeout, stop): (Duration, &Stop),
     say: &mut dyn FnMut(&str),
 ) -> Result<(), NotReady> {
@@ -145,7 +214,7 @@ pub fn wait(
         return Ok(());
     }
     let look = || -> Result<Look<(), String>, NotReady> {
-        let missing = not_ready(host, root, r).map_err(|e| NotReady::Host(e.to_string()))?;
+        let missing = not_ready(host, root, r, node)?;
         Ok(match missing.is_empty() {
             true => Look::Done(()),
             false => Look::Pending(missing.join("; ")),

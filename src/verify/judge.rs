@@ -47,6 +47,9 @@ pub enum Outcome {
     Skipped {
         why: String,
     },
+    /// Not run: the run was stopped (Ctrl-C, a termination signal, its lease lost) before
+    /// this check was judged. No layer is blamed.
+    Stopped,
 }
 
 /// One named check with its result, the time it took and, for a check that dials, how many

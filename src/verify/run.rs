@@ -242,8 +242,13 @@ fn checks_and_clean_up(
     let (ledger, timed_out, pull) = match checks(c, o, m, (name, run.owner, held), run.checks_until)
     {
         Ok(done) => done,
-        // A call the stop cut: the run was interrupted, its checks not judged.
-        Err(_) if interrupted(o) => (Ledger::default(), false, Duration::ZERO),
+        // A call the stop cut before the checks: the run was interrupted, none judged.
+        Err(_) if interrupted(o) => {
+            let mut ledger = Ledger::default();
+            let all: Vec<CheckId> = m.checks.iter().map(|c| c.id).collect();
+            ledger.stopped(&all);
+            (ledger, false, Duration::ZERO)
+        }
         Err(e) => {
             // What was made goes, whatever stopped the run, unless kept (and marked so, or
             // the next run's sweep would delete it).
@@ -475,6 +480,18 @@ fn checks(
         attempts: 0,
         delay_ms: None,
     };
+    let rest: Vec<CheckId> = m
+        .checks
+        .iter()
+        .map(|c| c.id)
+        .filter(|id| *id != CheckId::ImagePull)
+        .collect();
+    // A stop during the pods' wait: the pull not judged either.
+    if made.cut && interrupted(o) {
+        ledger.stopped(&[CheckId::ImagePull]);
+        ledger.stopped(&rest);
+        return Ok((ledger, true, made.pull));
+    }
     ledger.record(pull, None);
     if made.cut {
         return Ok((ledger, true, made.pull));
@@ -499,24 +516,58 @@ fn checks(
         deadline,
         cut: std::cell::Cell::new(false),
     };
-    for check in m.checks.iter().filter(|c| c.id != CheckId::ImagePull) {
-        if Instant::now() >= deadline || interrupted(o) {
-            return Ok((ledger, true, made.pull));
+    let cut = each_check(&run, m, (&all, &rest), &mut ledger)?;
+    Ok((ledger, cut, made.pull))
+}
+
+/// Runs the checks after the pull in order (`rest`), each judged into the ledger, until the
+/// run's deadline or its stop: whether either cut the run short. A stop leaves the check it
+/// cut and every one after it `stopped`, not judged and no layer blamed, also when it cut a
+/// call in flight.
+fn each_check(
+    run: &super::step::Step,
+    m: &Matrix,
+    (all, rest): (&[PodState], &[CheckId]),
+    ledger: &mut Ledger,
+) -> Result<bool, ClusterError> {
+    let o = run.o;
+    for (i, check) in m
+        .checks
+        .iter()
+        .filter(|c| c.id != CheckId::ImagePull)
+        .enumerate()
+    {
+        if interrupted(o) {
+            ledger.stopped(&rest[i..]);
+            return Ok(true);
+        }
+        if Instant::now() >= run.deadline {
+            return Ok(true);
         }
         let started = Instant::now();
-        let (outcome, lost, attempts, delay_ms) = match settle::blocker(check.id, &ledger) {
-            Some(by) => (Outcome::Blocked { by }, None, 0, None),
+        let judged = match settle::blocker(check.id, ledger) {
+            Some(by) => Ok((Outcome::Blocked { by }, None, 0, None)),
             None => match check.id {
-                CheckId::PodAddress => (judge::pods(&all), None, 0, None),
-                CheckId::KubeletProbe => (run.kubelet(), None, 0, None),
-                CheckId::ApiToPods => run.baseline()?,
-                CheckId::PolicyApplied | CheckId::PolicyRemoved => run.policy(check)?,
-                _ => run.dial(check, &ledger)?,
+                CheckId::PodAddress => Ok((judge::pods(all), None, 0, None)),
+                CheckId::KubeletProbe => Ok((run.kubelet(), None, 0, None)),
+                CheckId::ApiToPods => run.baseline(),
+                CheckId::PolicyApplied | CheckId::PolicyRemoved => run.policy(check),
+                _ => run.dial(check, ledger),
             },
         };
+        let (outcome, lost, attempts, delay_ms) = match judged {
+            Err(_) if interrupted(o) => {
+                ledger.stopped(&rest[i..]);
+                return Ok(true);
+            }
+            judged => judged?,
+        };
         if run.cut.get() {
-            // The wait ended at the run's deadline, not with an answer: no verdict.
-            return Ok((ledger, true, made.pull));
+            // The wait ended at the run's deadline or its stop, not with an answer: no verdict.
+            if interrupted(o) {
+                ledger.stopped(&rest[i..]);
+            }
+            return Ok(true);
         }
         let v = Verdict {
             check: check.id,
@@ -527,7 +578,7 @@ fn checks(
         };
         ledger.record(v, lost);
     }
-    Ok((ledger, false, made.pull))
+    Ok(false)
 }
 
 /// The pods as the wait for them ended, whether the run's deadline cut it, and how long the

@@ -77,6 +77,20 @@ impl Ledger {
         self.verdicts.push(v);
     }
 
+    /// Records `ids` as not run because the run was stopped (Ctrl-C, a termination signal, its
+    /// lease lost): none is judged, none blamed on a layer.
+    pub fn stopped(&mut self, ids: &[CheckId]) {
+        for &check in ids {
+            self.verdicts.push(Verdict {
+                check,
+                outcome: Outcome::Stopped,
+                took_ms: 0,
+                attempts: 0,
+                delay_ms: None,
+            });
+        }
+    }
+
     /// Whether every check passed or was skipped: exit 0.
     pub fn passed(&self) -> bool {
         self.verdicts

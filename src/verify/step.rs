@@ -151,8 +151,7 @@ impl Step<'_> {
             // Stopped: no verdict (the run was interrupted), no layer blamed, no call more.
             Some((_, Ended::Stopped)) | None => {
                 self.cut.set(true);
-                let by = CheckId::PodAddress;
-                return Ok((Outcome::Blocked { by }, None, attempts, None));
+                return Ok((Outcome::Stopped, None, attempts, None));
             }
         };
         // The API server reaches the Linux client but not the Windows server: the path
@@ -217,11 +216,14 @@ impl Step<'_> {
                 Look::Pending(a)
             })
         })?;
-        let Some((a, _)) = ended else {
-            // Stopped before the first dial: no verdict (the run was interrupted).
-            self.cut.set(true);
-            let by = CheckId::PodAddress;
-            return Ok((Outcome::Blocked { by }, None, 0, None));
+        // Stopped, before the first dial or after some: no verdict (the run was interrupted),
+        // so the last answer is not judged and no layer is blamed.
+        let a = match ended {
+            Some((a, Ended::Done | Ended::TimedOut)) => a,
+            Some((_, Ended::Stopped)) | None => {
+                self.cut.set(true);
+                return Ok((Outcome::Stopped, None, attempts, None));
+            }
         };
         let lost = matches!(a, Answer::NoProxy(_)).then_some(from);
         let what = describe(&check.to, self.addresses);
@@ -262,8 +264,8 @@ impl Step<'_> {
         })?;
         let change = match ended {
             Some(((sent, _), Ended::Done)) => Change::Within { ms: sent },
-            Some(((_, last), ended)) => {
-                if self.deadline < start + self.o.policy_wait || ended == Ended::Stopped {
+            Some(((_, last), Ended::TimedOut)) => {
+                if self.deadline < start + self.o.policy_wait {
                     self.cut.set(true);
                 }
                 Change::Never {
@@ -271,10 +273,10 @@ impl Step<'_> {
                     last,
                 }
             }
-            None => {
+            // Stopped: the policy's effect not judged, Felix not blamed.
+            Some((_, Ended::Stopped)) | None => {
                 self.cut.set(true);
-                let by = CheckId::PodAddress;
-                return Ok((Outcome::Blocked { by }, None, 0, None));
+                return Ok((Outcome::Stopped, None, attempts, None));
             }
         };
         let delay = match change {

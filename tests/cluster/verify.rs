@@ -629,6 +629,8 @@ mod command {
         let (code, doc, stderr) = node.run(&["verify", "--node", "win-a"]);
         assert_eq!(code, 0, "{stderr}\n{doc:#}");
         assert_eq!(doc["passed"], true);
+        // A check cut by a stop is `stopped` since schema 2 (output::VERIFY_SCHEMA).
+        assert_eq!(doc["schema"], 2);
         let doc = &doc["nodes"][0];
         assert_eq!(doc["node"], "win-a");
         assert_eq!(
@@ -788,6 +790,7 @@ pub(crate) mod install {
         let node = installed_cluster();
         let (code, doc, stderr) = node.install_local(&["--verify"]);
         assert_eq!(code, 0, "{stderr}\n{doc:#}");
+        assert_eq!(doc["schema"], 2, "{doc:#}");
         assert_eq!(doc["changed"], true, "{doc:#}");
         assert_eq!(
             doc["verify"]["checks"].as_array().map(Vec::len),

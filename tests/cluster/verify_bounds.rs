@@ -357,8 +357,75 @@ fn a_run_stopped_while_the_api_server_cannot_reach_the_pod_blames_no_layer() {
     assert!(r.interrupted, "{r:#?}");
     let api_to_pods = r.checks.iter().find(|v| v.check == CheckId::ApiToPods);
     assert!(
-        api_to_pods.is_none_or(|v| matches!(v.outcome, Outcome::Blocked { .. })),
+        api_to_pods.is_some_and(|v| v.outcome == Outcome::Stopped),
         "{:#?}",
         r.checks
     );
+}
+
+/// A run stopped in the middle of its checks (Ctrl-C, or its lease lost, which stops it)
+/// while `cluster-ip` dials a Service kube-proxy never balances: the checks judged before the
+/// stop stand, and `cluster-ip` and every check after it are `stopped` (not run: the run was
+/// stopped), none failed from the last answer and none `not-run` by `pod-address`. Read from
+/// the report's JSON, as scripts read it.
+#[test]
+fn a_run_stopped_mid_matrix_reports_the_checks_from_the_stop_as_stopped() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.no_service_lb = true;
+    let c = connect(&api, &dir);
+    let mut o = options(120);
+    o.settle = Duration::from_secs(60);
+    let (stop, said) = (o.stop.clone(), o.said.clone());
+    let running = std::thread::spawn(move || run(&c, &o));
+    // cluster-ip's dials wait for an answer (its wait says so once it looked once).
+    let mut dialled = false;
+    for _ in 0..1200 {
+        dialled |= said
+            .take()
+            .iter()
+            .any(|l| l.contains("for cluster-ip to answer client-local"));
+        if dialled || running.is_finished() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(dialled, "cluster-ip dialled");
+    stop.request();
+    let r = running.join().expect("join").expect("report");
+    assert!(r.interrupted && !r.passed && !r.timed_out, "{r:#?}");
+    let checks = serde_json::to_value(&r.checks).expect("json");
+    let results: Vec<(String, String)> = checks
+        .as_array()
+        .expect("checks")
+        .iter()
+        .map(|v| {
+            let word = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+            (word("check"), word("result"))
+        })
+        .collect();
+    let at = results
+        .iter()
+        .position(|(c, _)| c == "cluster-ip")
+        .unwrap_or_else(|| panic!("cluster-ip listed: {results:?}"));
+    assert!(
+        results[..at].iter().all(|(_, r)| r == "pass"),
+        "{results:?}"
+    );
+    assert!(
+        results[at..].iter().all(|(_, r)| r == "stopped"),
+        "{results:?}"
+    );
+    // Every check of the matrix is listed: judged, stopped or skipped.
+    assert_eq!(
+        results.last().map(|(c, _)| c.as_str()),
+        Some("policy-removed"),
+        "{results:?}"
+    );
+    let by_pod_address = checks
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|v| v["by"] == "pod-address")
+        .count();
+    assert_eq!(by_pod_address, 0, "{checks:#}");
 }

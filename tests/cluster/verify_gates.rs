@@ -168,3 +168,44 @@ fn a_restarted_felix_never_ready_ends_reconfigure_verify_before_any_check() {
         .collect();
     assert!(made.is_empty(), "{made:?}");
 }
+
+/// `install --verify` that starts kube-proxy on a node being removed: kube-proxy's `/healthz`
+/// answers 503 with `"nodeEligible": false` (kubernetes `pkg/proxy/healthcheck/proxy_health.go`
+/// `healthzHandler`, the Node deleted or tainted `ToBeDeletedByClusterAutoscaler`). The wait
+/// names that case by its code at the first answer, neither waiting its timeout nor making
+/// any probe object. (Before, it waited the whole `--timeout` and named a 503 only.)
+#[test]
+fn a_node_being_removed_ends_install_verify_at_kube_proxys_first_answer() {
+    let node = super::verify::install::installed_cluster();
+    let exe = node.c_drive("k/kube-proxy.exe");
+    fs_err::create_dir_all(exe.parent().expect("C:\\k")).expect("C:\\k");
+    fs_err::write(&exe, "kube-proxy v1.33.2 (simulated)\n").expect("kube-proxy.exe");
+    // A first look makes the simulated host's state.
+    node.run(&["status"]);
+    node.edit_state(|s| s["settings"]["kube_proxy_node_ineligible"] = json!(true));
+    let (code, doc, stderr) =
+        node.install_local(&["--verify", "--set", r"kube_proxy.path=C:\k\kube-proxy.exe"]);
+    assert_eq!(code, 1, "{stderr}\n{doc:#}");
+    assert!(stderr.contains("[node-being-removed]"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "node win-1 has a deletion timestamp or the ToBeDeletedByClusterAutoscaler taint"
+        ),
+        "{stderr}"
+    );
+    // Ended at the first look: a wait that looked again says it waits (`poll_until`).
+    assert!(
+        !stderr.contains("waiting up to") && !stderr.contains("gave up waiting"),
+        "{stderr}"
+    );
+    let made: Vec<String> = node
+        .api()
+        .requests()
+        .into_iter()
+        .filter(|(m, p)| {
+            m == "POST" && (p == "/api/v1/namespaces" || p.contains("calicoctl-win-verify"))
+        })
+        .map(|(_, p)| p)
+        .collect();
+    assert!(made.is_empty(), "{made:?}");
+}

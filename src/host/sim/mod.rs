@@ -645,17 +645,29 @@ impl Network for SimHost {
                     .is_some_and(|f| f.state == crate::host::ServiceState::Running)
             })
         };
-        // kube-proxy's healthz server while kube-proxy runs, healthy (kubernetes
-        // pkg/proxy/healthcheck/proxy_health.go `healthzHandler`: 200 and its JSON when no
-        // queued change is late and the node is eligible).
+        // kube-proxy's health server while kube-proxy runs, its proxier synced, as kubernetes
+        // pkg/proxy/healthcheck/proxy_health.go (the newest stored version, with
+        // `nodeManager`) answers: `/livez` judges the proxier only (`livezHandler`: 200);
+        // `/healthz` also the Node (`healthzHandler`: `healthy && nodeEligible`, 503 and
+        // `"nodeEligible":false` while the Node is being deleted or carries
+        // `ToBeDeletedByClusterAutoscaler`); any other path, the mux's 404.
         if port == crate::layout::KUBE_PROXY_HEALTHZ_PORT {
-            if !runs(crate::layout::Role::KubeProxy) || path != "/healthz" {
+            if !runs(crate::layout::Role::KubeProxy) {
                 return Ok(None);
             }
-            return Ok(Some(crate::host::http_probe::Answer {
-                code: 200,
-                body: r#"{"lastUpdated":"2026-01-01T00:00:00Z","currentTime":"2026-01-01T00:00:00Z","nodeEligible":true,"healthy":true}"#.into(),
-            }));
+            let eligible = !self.read(|s| s.settings.kube_proxy_node_ineligible);
+            let status = r#""healthy":true,"status":{"IPv4":{"lastUpdated":"2026-01-01T00:00:00Z","healthy":true}}"#;
+            let times =
+                r#""lastUpdated":"2026-01-01T00:00:00Z","currentTime":"2026-01-01T00:00:00Z""#;
+            let (code, body) = match path {
+                "/livez" => (200, format!("{{{times},{status}}}")),
+                "/healthz" => (
+                    if eligible { 200 } else { 503 },
+                    format!("{{{times},\"nodeEligible\":{eligible},{status}}}"),
+                ),
+                _ => (404, "404 page not found\n".to_owned()),
+            };
+            return Ok(Some(crate::host::http_probe::Answer { code, body }));
         }
         let (felix_runs, health) = self.read(|s| {
             (

@@ -209,6 +209,11 @@ pub struct SimSettings {
     /// What Felix's health endpoint answers while CalicoFelix runs.
     #[serde(default)]
     pub felix_health: SimFelixHealth,
+    /// Whether kube-proxy takes its Node as eligible (kubernetes
+    /// `pkg/proxy/healthcheck/proxy_health.go` `NodeEligible`): false while the Node has a
+    /// deletion timestamp or the `ToBeDeletedByClusterAutoscaler` taint.
+    #[serde(default)]
+    pub kube_proxy_node_ineligible: bool,
     /// While true, a vSwitch made on a static adapter gives its host adapter DHCP instead of
     /// the address (projectcalico/calico#4631): it holds only an APIPA address.
     #[serde(default)]

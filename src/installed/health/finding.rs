@@ -125,6 +125,9 @@ pub enum Code {
     TrafficFirewall,
     /// `verify`: a pod cannot reach the address outside the cluster (outbound NAT).
     TrafficEgress,
+    /// `install --verify`, `reconfigure --verify`: kube-proxy says its Node is being removed
+    /// (deleted, or tainted by the cluster autoscaler): verify cannot pass there.
+    NodeBeingRemoved,
 }
 
 impl Code {
@@ -183,6 +186,7 @@ impl Code {
         Code::TrafficPolicy,
         Code::TrafficFirewall,
         Code::TrafficEgress,
+        Code::NodeBeingRemoved,
     ];
 
     /// The code's word, as JSON has it.

@@ -171,6 +171,9 @@ fn traffic_remedy(code: Code) -> &'static str {
         Code::TrafficEgress => {
             "the IPPool's natOutgoing and the outbound firewall of the node and its network"
         }
+        Code::NodeBeingRemoved => {
+            "nothing on the node to fix: it is being removed ('kubectl get node NODE -o yaml': its deletionTimestamp, or the ToBeDeletedByClusterAutoscaler taint); the change stays, and a node that stays in the cluster can be verified"
+        }
         _ => "",
     }
 }
