@@ -21,8 +21,10 @@
 //!   1.28 behind the `KubeProxyDrainingTerminatingNodes` gate, off; on by default from 1.30;
 //!   GA in 1.31, the gate removed in 1.33), and the answer carries `"nodeEligible": false`
 //!   (written by `fmt.Fprintf` in 1.28 and after, by `json.Marshal` of `ProxyHealth` in the
-//!   newest versions). Such a node is being removed: no wait makes it pass, so that answer
-//!   ends the wait at once with `node-being-removed`.
+//!   newest versions). No wait makes such a node pass, so that answer ends the wait at once
+//!   with `node-being-removed`. The taint can outlive a scale-down the autoscaler gave up (a
+//!   PodDisruptionBudget, a group at its minimum), so the remedy says how to remove it from a
+//!   node that stays.
 //!   `/livez` (the same PR, 1.28) answers from the same proxier health without the Node; the
 //!   wait asks `/healthz`, which says all `/livez` says and also names the removal, and which
 //!   every kube-proxy serves (`/livez` answers 404 before 1.28). That is the most kube-proxy
@@ -160,7 +162,7 @@ fn node_being_removed(node: &str) -> Finding {
         Code::NodeBeingRemoved,
         node,
         format!(
-            "kube-proxy's /healthz on 127.0.0.1:{KUBE_PROXY_HEALTHZ_PORT} answers 503 with \"nodeEligible\": false: node {node} has a deletion timestamp or the ToBeDeletedByClusterAutoscaler taint, so it is being removed and verify cannot pass there"
+            "kube-proxy's /healthz on 127.0.0.1:{KUBE_PROXY_HEALTHZ_PORT} answers 503 with \"nodeEligible\": false: node {node} has a deletion timestamp or the ToBeDeletedByClusterAutoscaler taint, so kube-proxy drains it as a node being removed and verify cannot pass while that lasts"
         ),
         Code::NodeBeingRemoved.remedy(),
     )

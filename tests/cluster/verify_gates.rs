@@ -193,6 +193,12 @@ fn a_node_being_removed_ends_install_verify_at_kube_proxys_first_answer() {
         ),
         "{stderr}"
     );
+    // The taint can outlive a scale-down the autoscaler gave up: the hint says how a node
+    // that stays sheds it.
+    assert!(
+        stderr.contains("kubectl taint node NODE ToBeDeletedByClusterAutoscaler-"),
+        "{stderr}"
+    );
     // Ended at the first look: a wait that looked again says it waits (`poll_until`).
     assert!(
         !stderr.contains("waiting up to") && !stderr.contains("gave up waiting"),

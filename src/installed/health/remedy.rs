@@ -172,7 +172,7 @@ fn traffic_remedy(code: Code) -> &'static str {
             "the IPPool's natOutgoing and the outbound firewall of the node and its network"
         }
         Code::NodeBeingRemoved => {
-            "nothing on the node to fix: it is being removed ('kubectl get node NODE -o yaml': its deletionTimestamp, or the ToBeDeletedByClusterAutoscaler taint); the change stays, and a node that stays in the cluster can be verified"
+            "'kubectl get node NODE -o yaml': a deletionTimestamp means the node is going away (the change stays; nothing on the node to fix); a ToBeDeletedByClusterAutoscaler taint on a node that stays (the autoscaler gave up its scale-down and left the taint) is removed with 'kubectl taint node NODE ToBeDeletedByClusterAutoscaler-', then verify again"
         }
         _ => "",
     }
