@@ -87,6 +87,10 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         stop: o.stop.part(),
         ..o.clone()
     };
+    // ... and, on this thread, when the run's own stop is requested (its lease lost): a call
+    // of the run's that a stalled server holds would otherwise keep it up to the call's own
+    // limit (15 s) past the lease judged lost, beyond its stopped clean-up's bound.
+    let _cut = crate::cluster::cut_here(&o.stop);
     let start = Instant::now();
     let reserve = CLEANUP_WAIT.min(o.timeout / 4);
     let checks_until = start + o.timeout - reserve;
