@@ -119,6 +119,10 @@ pub fn keep(
     let _ = poll_until(wait, look, |()| Ok::<(), Stopped>(()));
 }
 
+/// A lease's change (the object as held to the object to write) and the test of whether an
+/// object read is still the run's.
+pub type Change<'a, K> = (&'a dyn Fn(K) -> K, &'a dyn Fn(&K) -> bool);
+
 /// One write of a lease: `change` written on `last` (the object as the run last wrote or
 /// read it, which is then the object written), every call cut by `ending` or at `by`. A 409
 /// is looked at again: an object the run's (`ours`: its uid, not being deleted) is written
@@ -129,7 +133,7 @@ pub fn write<K>(
     c: &Cluster,
     (api, name, what): (&Api<K>, &str, &str),
     last: &mut K,
-    (change, ours): (&dyn Fn(K) -> K, &dyn Fn(&K) -> bool),
+    (change, ours): Change<'_, K>,
     (ending, by): (&Stop, Instant),
 ) -> Result<Option<bool>, ClusterError>
 where

@@ -75,6 +75,14 @@ fn within<T: Send + 'static>(
     rx.recv_timeout(within).ok()
 }
 
+/// With the server's `Date` back, another run's claim is refused: the turn stays r1's.
+fn not_taken_over(api: &FakeApi, dir: &tempfile::TempDir) {
+    api.lock().no_date = false;
+    let other = connect(api, dir);
+    claim(&other, "r2", Duration::from_secs(2)).expect_err("the turn is r1's");
+    assert_eq!(api.get(TURN).expect("the turn")["data"]["run"], "r1");
+}
+
 /// Someone else writes the turn just before each of the run's two updates (its resourceVersion
 /// moves, its uid and run stay): still the run's, but not renewed this time; one conflict
 /// alone is written again on the object read.
@@ -239,10 +247,7 @@ fn without_a_date_a_turn_is_judged_by_its_age_not_by_a_skewed_host_clock() {
         .held;
     let turn = api.get(TURN).expect("the turn");
     assert!(turn["data"]["expires"].is_null(), "{turn}");
-    api.lock().no_date = false;
-    let other = connect(&api, &dir);
-    claim(&other, "r2", Duration::from_secs(2)).expect_err("the turn is r1's");
-    assert_eq!(api.get(TURN).expect("the turn")["data"]["run"], "r1");
+    not_taken_over(&api, &dir);
 }
 
 /// A turn kept (`--keep-on-failure`) on a server that sends no `Date`, by a host a day
@@ -263,10 +268,7 @@ fn a_turn_kept_without_a_date_is_not_left_for_a_skewed_host_clock_to_end() {
     let server_now = jiff::Timestamp::now().as_second() + DAY;
     let expires = shared::expiry(&serde_json::from_value(turn.clone()).expect("cm"), 1800);
     assert!(expires.is_some_and(|t| t > server_now), "{turn}");
-    api.lock().no_date = false;
-    let other = connect(&api, &dir);
-    claim(&other, "r2", Duration::from_secs(2)).expect_err("the turn is r1's");
-    assert_eq!(api.get(TURN).expect("the turn")["data"]["run"], "r1");
+    not_taken_over(&api, &dir);
 }
 
 /// On a connection that saw the server's `Date` once, a turn taken when `Date`s stop coming
@@ -290,4 +292,24 @@ fn a_turn_taken_without_a_date_follows_the_offset_the_connection_saw() {
         expires.is_some_and(|t| (t - (server_now + 60)).abs() <= 5),
         "{turn}"
     );
+}
+
+/// On a server that never sends a `Date`, the run's namespace carries no lease and the turn
+/// no `expires` (both judged by their age): there is nothing to renew, and the run is not
+/// stopped for a lease it could not renew (three intervals of 200 ms pass many times over).
+#[test]
+fn without_a_date_a_run_is_not_stopped_for_a_lease_judged_by_its_age() {
+    for namespace in [None, Some(NS)] {
+        let (api, dir) = cluster();
+        given(&api);
+        api.lock().no_date = true;
+        // Its pods pull for 2 s: the run lives past the three intervals.
+        api.lock().dataplane.pull_takes = Some(Duration::from_secs(2));
+        let c = connect(&api, &dir);
+        let mut o = options(120);
+        o.namespace = namespace.map(str::to_owned);
+        o.renew = Duration::from_millis(200);
+        let r = run(&c, &o).unwrap_or_else(|e| panic!("{namespace:?}: {e:?}"));
+        assert!(r.passed && !r.interrupted, "{namespace:?}: {r:#?}");
+    }
 }
